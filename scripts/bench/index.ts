@@ -1,0 +1,29 @@
+/**
+ * `npm run bench -- [suite …]`: runs the named suites (default: all) and prints
+ * each suite's figures and its targets as ratios against in-run baselines.
+ * Exit code 0 even when a target is missed (a benchmark reports; it does not gate).
+ */
+import '../../src/polyfill.js';
+import type { BenchResult } from './lib.js';
+
+const suites: Record<string, () => Promise<BenchResult>> = {
+  records: async () => (await import('./records.js')).run(),
+};
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const names = wanted.length ? wanted : Object.keys(suites);
+  for (const n of names) {
+    const s = suites[n];
+    if (!s) {
+      console.error(`unknown bench suite "${n}"; known: ${Object.keys(suites).join(', ')}`);
+      process.exit(2);
+    }
+    console.log(`\n== bench: ${n} (node ${process.version}, ${new Date().toISOString()})`);
+    const r = await s();
+    console.log(r.report);
+    for (const t of r.targets) console.log(`target ${t.name}: ${t.ratio.toFixed(3)} (want ${t.target}) ${t.met ? 'MET' : 'MISSED'}`);
+  }
+}
+
+await main();

@@ -1,0 +1,48 @@
+/**
+ * Records: raw node:crypto Ed25519 verify with a cached key (the ceiling here),
+ * full open() of a typical offer, sealing, canonical encode and decode.
+ * Target: open() of an offer at ≥ 0.85 of the raw verify rate.
+ */
+import { createPublicKey, sign as nodeSign, verify as nodeVerify, generateKeyPairSync } from 'node:crypto';
+import { Ed25519Signer, decodeCanonical, encodeCanonical, open, seal, T, type Offer } from '../../src/records/index.js';
+import { fmt, measure, table, type BenchResult } from './lib.js';
+
+export async function run(): Promise<BenchResult> {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const pub = createPublicKey({ key: publicKey.export({ format: 'der', type: 'spki' }), format: 'der', type: 'spki' });
+  const msg = new Uint8Array(300).fill(7);
+  const sig = nodeSign(null, msg, privateKey);
+
+  const signer = Ed25519Signer.generate();
+  const now = 1_800_000_000_000;
+  const offer: Offer = {
+    job: 'sha256:' + 'ab'.repeat(32),
+    advert: 'sha256:' + 'cd'.repeat(32),
+    price: { amount: '0.042', currency: 'USD' },
+    durationMs: 60_000,
+    issuedAt: now,
+    startBy: now + 60_000,
+    expiresAt: now + 30_000,
+  };
+  const env = seal(T.offer, offer, signer);
+  const core = { ...offer, job: new Uint8Array(32).fill(0xab), advert: new Uint8Array(32).fill(0xcd) };
+  const coreBytes = encodeCanonical(core);
+
+  const rates = [];
+  // Interleave the ceiling and open() so machine noise hits both alike.
+  const raw1 = measure('raw verify (node:crypto, cached key)', () => nodeVerify(null, msg, pub, sig));
+  const open1 = measure('open() offer', () => open(env.bytes, T.offer));
+  const raw2 = measure('raw verify (node:crypto, cached key)', () => nodeVerify(null, msg, pub, sig));
+  const open2 = measure('open() offer', () => open(env.bytes, T.offer));
+  const raw = Math.max(raw1.opsPerSec, raw2.opsPerSec);
+  const opened = Math.max(open1.opsPerSec, open2.opsPerSec);
+  rates.push({ name: raw1.name, opsPerSec: raw }, { name: open1.name, opsPerSec: opened });
+  rates.push(measure('seal() offer', () => seal(T.offer, offer, signer)));
+  rates.push(measure('canonical encode (offer core)', () => encodeCanonical(core), { batch: 500 }));
+  rates.push(measure('canonical decode (offer core, with re-check)', () => decodeCanonical(coreBytes), { batch: 500 }));
+  rates.push(measure('canonical decode (scan only, no re-encode)', () => decodeCanonical(coreBytes, { recheck: false }), { batch: 500 }));
+
+  const report = table(rates.map((r) => ({ what: r.name, 'ops/s': fmt(r.opsPerSec), 'µs/op': (1e6 / r.opsPerSec).toFixed(1) }))) + `\nenvelope size: ${env.bytes.length} bytes`;
+  const ratio = opened / raw;
+  return { report, targets: [{ name: 'open() offer / raw verify', ratio, target: 0.85, met: ratio >= 0.85 }] };
+}

@@ -1,0 +1,38 @@
+/** `c0mpute keys init|show` */
+import type { Command } from 'commander';
+import { createIdentity, isKeyEncrypted, keyFilePath, readKeyFileDid } from '../../node/identity.js';
+import { peerIdFromDid } from '../../node/peer-id.js';
+import { out, outJson } from '../context.js';
+import { askPassphrase } from '../passphrase.js';
+import { globals } from './index.js';
+
+export function register(program: Command): void {
+  const keys = program.command('keys').description('the node identity (an Ed25519 key; DID and PeerId derive from it)');
+  keys
+    .command('init')
+    .description('create the node key in the data directory (mode 0600; encrypted when a passphrase is given)')
+    .option('--no-passphrase', 'store the key unencrypted without asking')
+    .action(async (opts: { passphrase: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const pass = opts.passphrase ? await askPassphrase('passphrase for the new key (empty for none): ', true) : undefined;
+      const id = createIdentity(dataDir, pass);
+      out(`created ${id.did}`);
+      out(`peer id  ${peerIdFromDid(id.did).toString()}`);
+      out(`key file ${id.keyFile}${pass ? ' (encrypted)' : ''}`);
+    });
+  keys
+    .command('show')
+    .description('print the DID, PeerId and key file path (never the secret)')
+    .option('--json', 'machine-readable output')
+    .action((opts: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const did = readKeyFileDid(dataDir);
+      const info = { did, peerId: peerIdFromDid(did).toString(), keyFile: keyFilePath(dataDir), encrypted: isKeyEncrypted(dataDir) };
+      if (opts.json) outJson(info);
+      else {
+        out(`did      ${info.did}`);
+        out(`peer id  ${info.peerId}`);
+        out(`key file ${info.keyFile}${info.encrypted ? ' (encrypted)' : ''}`);
+      }
+    });
+}

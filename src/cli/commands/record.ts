@@ -1,0 +1,78 @@
+/** `c0mpute record inspect|verify|sign` */
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { inspect, kindOf, knownTypes, open, openAny, seal } from '../../records/envelope.js';
+import { recordFromJson } from '../../records/schema.js';
+import { NegativeAnswer, jsonReplacer, out, outJson, readInput } from '../context.js';
+import { loadNodeIdentity } from '../signer.js';
+import { globals } from './index.js';
+
+export function register(program: Command): void {
+  const rec = program.command('record').description('signed records: inspect, verify, sign');
+
+  rec
+    .command('inspect')
+    .argument('<file>', 'envelope file, or - for standard input')
+    .description('decode an envelope: content type, signer, address, validity and fields')
+    .option('--json', 'machine-readable output')
+    .action((file: string, opts: { json?: boolean }) => {
+      const bytes = readInput(file);
+      const r = inspect(bytes);
+      const valid = r.error === undefined;
+      if (opts.json) {
+        outJson({ type: r.type ?? null, signer: r.signer ?? null, address: r.address, valid, error: r.error ? { code: r.error.code, message: r.error.message } : null, fields: r.fields ?? null });
+        return;
+      }
+      out(`type     ${r.type ?? '(unreadable)'}`);
+      out(`signer   ${r.signer ?? '(unreadable)'}`);
+      out(`address  ${r.address}`);
+      out(`valid    ${valid ? 'yes' : `no — ${r.error!.code}: ${r.error!.message}`}`);
+      if (r.fields !== undefined) out(`fields   ${JSON.stringify(r.fields, jsonReplacer, 2).replace(/\n/g, '\n         ')}`);
+    });
+
+  rec
+    .command('verify')
+    .argument('<file>', 'envelope file, or - for standard input')
+    .description('exit 0 when the record is valid, 1 with the error code when not')
+    .option('--type <type>', `expected content type (${knownTypes().join(', ')})`)
+    .action((file: string, opts: { type?: string }) => {
+      const bytes = readInput(file);
+      try {
+        const r = opts.type ? open(bytes, opts.type) : openAny(bytes);
+        out(`valid ${r.type} signed by ${r.signer} ${r.address}`);
+      } catch (e) {
+        if (!(e instanceof C0Error)) throw e;
+        throw new NegativeAnswer([`invalid ${e.code}: ${e.message}`]);
+      }
+    });
+
+  rec
+    .command('sign')
+    .requiredOption('--type <type>', 'content type of the record')
+    .argument('<fields>', 'JSON file with the record fields (bytes as hex), or -')
+    .option('-o, --out <file>', 'write the envelope here (default: standard output)')
+    .description('seal a record from JSON fields with the node key')
+    .action(async (fieldsFile: string, opts: { type: string; out?: string }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const kind = kindOf(opts.type);
+      let json: unknown;
+      try {
+        json = JSON.parse(Buffer.from(readInput(fieldsFile)).toString('utf8'));
+      } catch (e) {
+        if (e instanceof C0Error) throw e;
+        throw new C0Error('INPUT_NOT_JSON', `${fieldsFile} is not valid JSON: ${(e as Error).message}`);
+      }
+      const record = recordFromJson(kind.schema, json);
+      const id = await loadNodeIdentity(dataDir);
+      const env = seal(opts.type, record as never, id.signer);
+      if (opts.out) {
+        writeFileSync(opts.out, env.bytes);
+        process.stderr.write(`${env.address}\n`);
+      } else if (process.stdout.isTTY) {
+        throw new C0Error('OUTPUT_IS_TERMINAL', 'refusing to write binary to a terminal; use --out FILE or redirect standard output');
+      } else {
+        process.stdout.write(env.bytes);
+      }
+    });
+}

@@ -1,0 +1,66 @@
+/**
+ * What every command shares: the data directory, output helpers, exit codes.
+ * Only src/cli prints to the terminal.
+ */
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { C0Error } from '../errors.js';
+
+/** Exit codes (documented in README and docs/cli.md). */
+export const EXIT = {
+  OK: 0,
+  /** A negative answer: a record is invalid, a job failed, no provider is eligible, an audit does not reproduce. */
+  NEGATIVE: 1,
+  /** The command line is wrong (unknown flag, missing argument). */
+  USAGE: 2,
+  /** Operator-caused error: a bad input file, config, key, data directory, or an unreachable daemon. */
+  OPERATOR: 3,
+  /** A bug: an unexpected exception (run with C0MPUTE_DEBUG=1 for the stack). */
+  INTERNAL: 70,
+} as const;
+
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.C0MPUTE_HOME ? resolve(env.C0MPUTE_HOME) : join(homedir(), '.c0mpute');
+}
+
+export interface GlobalOpts {
+  dataDir: string;
+  json?: boolean;
+}
+
+/** Write a line to stdout. */
+export function out(s: string): void {
+  process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+}
+
+export function outJson(v: unknown): void {
+  process.stdout.write(JSON.stringify(v, jsonReplacer, 2) + '\n');
+}
+
+/** JSON for records: bytes as hex, bigints as strings. */
+export function jsonReplacer(_k: string, v: unknown): unknown {
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex');
+  if (typeof v === 'bigint') return v.toString();
+  if (v && typeof v === 'object' && (v as { type?: string }).type === 'Buffer' && Array.isArray((v as { data?: unknown }).data)) {
+    return Buffer.from((v as { data: number[] }).data).toString('hex');
+  }
+  return v;
+}
+
+/** Read a file argument, `-` meaning stdin. Errors are operator errors with a code. */
+export function readInput(path: string): Uint8Array {
+  try {
+    return new Uint8Array(path === '-' ? readFileSync(0) : readFileSync(path));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new C0Error('INPUT_UNREADABLE', `cannot read ${path === '-' ? 'standard input' : path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+}
+
+/** A negative answer that is not an error: print and exit 1 (e.g. `record verify` on an invalid record). */
+export class NegativeAnswer extends Error {
+  constructor(readonly lines: string[]) {
+    super(lines.join('\n'));
+  }
+}

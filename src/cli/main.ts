@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+/** Entry point of the `c0mpute` command (bin/c0mpute.js). */
+import '../polyfill.js';
+import { main } from './program.js';
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,62 @@
+/**
+ * The `c0mpute` command. Every operator-caused error prints one line,
+ * `error CODE: what to fix`, with no stack trace, and exits with a documented
+ * code (see EXIT in context.ts).
+ */
+import { Command, CommanderError } from 'commander';
+import { C0Error } from '../errors.js';
+import { EXIT, NegativeAnswer, defaultDataDir } from './context.js';
+import { registerCommands } from './commands/index.js';
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('c0mpute')
+    .description('Peer-to-peer compute market node: providers quote, buyers decide, every outcome is a signed receipt.')
+    .version('0.1.0')
+    .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  program.hook('preAction', (thisCommand) => {
+    const o = thisCommand.opts<{ dataDir?: string }>();
+    if (!o.dataDir) thisCommand.setOptionValue('dataDir', defaultDataDir());
+  });
+  registerCommands(program);
+  // Propagate exitOverride to every subcommand.
+  const walk = (c: Command) => {
+    c.exitOverride();
+    c.commands.forEach(walk);
+  };
+  walk(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return process.exitCode === undefined ? EXIT.OK : Number(process.exitCode);
+  } catch (e) {
+    return report(e);
+  }
+}
+
+export function report(e: unknown): number {
+  if (e instanceof CommanderError) {
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.OK;
+    return EXIT.USAGE;
+  }
+  if (e instanceof NegativeAnswer) {
+    for (const l of e.lines) process.stdout.write(l + '\n');
+    return EXIT.NEGATIVE;
+  }
+  if (e instanceof C0Error) {
+    process.stderr.write(`error ${e.code}: ${e.message}\n`);
+    if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
+    return EXIT.OPERATOR;
+  }
+  process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);
+  if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ''}\n`);
+  else process.stderr.write('(this is a bug; run with C0MPUTE_DEBUG=1 for the stack trace)\n');
+  return EXIT.INTERNAL;
+}

@@ -1,0 +1,130 @@
+/**
+ * The node's identity key at rest: `<dataDir>/identity.key`, mode 0600, JSON.
+ * With a passphrase the 32-byte Ed25519 seed is sealed with AES-256-GCM under a
+ * scrypt-derived key; without one it is stored in the clear (still 0600).
+ * Loading refuses a key file that group or others can read. The seed is never
+ * printed or logged (the signer's toJSON shows only the public key).
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
+import { C0Error } from '../errors.js';
+import { Ed25519Signer } from '../records/ed25519.js';
+import { didFromPublicKey } from '../records/did.js';
+
+export const KEY_FILE = 'identity.key';
+const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+
+interface KeyFileV1 {
+  version: 1;
+  did: string;
+  kdf: 'none' | 'scrypt';
+  seed?: string;
+  scrypt?: { salt: string; N: number; r: number; p: number };
+  cipher?: { alg: 'aes-256-gcm'; iv: string; tag: string; data: string };
+}
+
+export interface Identity {
+  did: string;
+  signer: Ed25519Signer;
+  keyFile: string;
+}
+
+export function keyFilePath(dataDir: string): string {
+  return join(dataDir, KEY_FILE);
+}
+
+/** Write a file atomically with mode 0600 (temp file, fsync, rename). */
+export function writeSecretFile(path: string, data: string | Uint8Array): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, data, { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  const fd = openSync(tmp, 'r');
+  fsyncSync(fd);
+  closeSync(fd);
+  renameSync(tmp, path);
+}
+
+export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint8Array): Identity {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = keyFilePath(dataDir);
+  if (existsSync(path)) throw new C0Error('KEY_EXISTS', `a key file already exists at ${path}; refusing to overwrite it`);
+  const signer = seed ? new Ed25519Signer(seed) : Ed25519Signer.generate();
+  const did = didFromPublicKey(signer.publicKey);
+  const raw = signer.exportSeed();
+  let file: KeyFileV1;
+  if (passphrase) {
+    const salt = randomBytes(16);
+    const key = scryptSync(passphrase, salt, 32, SCRYPT);
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', key, iv);
+    c.setAAD(Buffer.from(did));
+    const data = Buffer.concat([c.update(raw), c.final()]);
+    file = {
+      version: 1,
+      did,
+      kdf: 'scrypt',
+      scrypt: { salt: salt.toString('hex'), N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p },
+      cipher: { alg: 'aes-256-gcm', iv: iv.toString('hex'), tag: c.getAuthTag().toString('hex'), data: data.toString('hex') },
+    };
+  } else {
+    file = { version: 1, did, kdf: 'none', seed: Buffer.from(raw).toString('hex') };
+  }
+  raw.fill(0);
+  writeSecretFile(path, JSON.stringify(file, null, 2) + '\n');
+  return { did, signer, keyFile: path };
+}
+
+/** Read the DID without the passphrase (for `keys show` and the daemon lock). */
+export function readKeyFileDid(dataDir: string): string {
+  return parseKeyFile(keyFilePath(dataDir)).did;
+}
+
+function parseKeyFile(path: string): KeyFileV1 {
+  if (!existsSync(path)) throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
+  const st = statSync(path);
+  if ((st.mode & 0o077) !== 0) {
+    throw new C0Error('KEY_FILE_PERMISSIONS', `key file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 600 ${path}\``);
+  }
+  let f: KeyFileV1;
+  try {
+    f = JSON.parse(readFileSync(path, 'utf8')) as KeyFileV1;
+  } catch {
+    throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} is not valid JSON`);
+  }
+  if (f.version !== 1 || typeof f.did !== 'string' || (f.kdf !== 'none' && f.kdf !== 'scrypt')) {
+    throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} has an unknown format`);
+  }
+  return f;
+}
+
+export function isKeyEncrypted(dataDir: string): boolean {
+  return parseKeyFile(keyFilePath(dataDir)).kdf === 'scrypt';
+}
+
+export function loadIdentity(dataDir: string, passphrase?: string): Identity {
+  const path = keyFilePath(dataDir);
+  const f = parseKeyFile(path);
+  let seed: Buffer;
+  if (f.kdf === 'none') {
+    if (!f.seed || !/^[0-9a-f]{64}$/.test(f.seed)) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} has no valid seed`);
+    seed = Buffer.from(f.seed, 'hex');
+  } else {
+    if (!passphrase) throw new C0Error('KEY_PASSPHRASE_REQUIRED', `key file ${path} is encrypted; set C0MPUTE_PASSPHRASE or run in a terminal to be asked`);
+    if (!f.scrypt || !f.cipher) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} lacks its scrypt or cipher parameters`);
+    const key = scryptSync(passphrase, Buffer.from(f.scrypt.salt, 'hex'), 32, { N: f.scrypt.N, r: f.scrypt.r, p: f.scrypt.p, maxmem: 256 * 1024 * 1024 });
+    try {
+      const d = createDecipheriv('aes-256-gcm', key, Buffer.from(f.cipher.iv, 'hex'));
+      d.setAAD(Buffer.from(f.did));
+      d.setAuthTag(Buffer.from(f.cipher.tag, 'hex'));
+      seed = Buffer.concat([d.update(Buffer.from(f.cipher.data, 'hex')), d.final()]);
+    } catch {
+      throw new C0Error('KEY_PASSPHRASE_WRONG', `the passphrase does not open ${path}`);
+    }
+  }
+  const signer = new Ed25519Signer(seed);
+  seed.fill(0);
+  const did = didFromPublicKey(signer.publicKey);
+  if (did !== f.did) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} names ${f.did} but its key is ${did}`);
+  return { did, signer, keyFile: path };
+}

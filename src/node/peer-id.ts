@@ -1,0 +1,39 @@
+/**
+ * DID ↔ libp2p PeerId. The node's libp2p key is its identity key, so a PeerId
+ * derives from a DID and back (an Ed25519 PeerId is an identity multihash of
+ * the protobuf public key).
+ */
+import { generateKeyPairFromSeed, publicKeyFromRaw } from '@libp2p/crypto/keys';
+import { peerIdFromPublicKey, peerIdFromString } from '@libp2p/peer-id';
+import type { Ed25519PrivateKey, PeerId } from '@libp2p/interface';
+import { C0Error } from '../errors.js';
+import { didFromPublicKey, parseDid } from '../records/did.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
+
+export function peerIdFromDid(did: string): PeerId {
+  const { publicKey } = parseDid(did);
+  return peerIdFromPublicKey(publicKeyFromRaw(publicKey));
+}
+
+export function didFromPeerId(peer: PeerId | string): string {
+  let p: PeerId;
+  try {
+    p = typeof peer === 'string' ? peerIdFromString(peer) : peer;
+  } catch (e) {
+    throw new C0Error('PEER_ID_MALFORMED', `not a PeerId: ${String(peer).slice(0, 80)} (${(e as Error).message})`);
+  }
+  if (p.type !== 'Ed25519' || !p.publicKey) throw new C0Error('PEER_ID_NOT_ED25519', `PeerId ${p.toString()} is not an Ed25519 identity`);
+  const did = didFromPublicKey(p.publicKey.raw);
+  parseDid(did); // the strict key check
+  return did;
+}
+
+/** The libp2p private key for the node's identity (same seed, same key). */
+export async function libp2pKey(signer: Ed25519Signer): Promise<Ed25519PrivateKey> {
+  const seed = signer.exportSeed();
+  try {
+    return await generateKeyPairFromSeed('Ed25519', seed);
+  } finally {
+    seed.fill(0);
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Ed25519 under one verification rule everywhere (DESIGN §2):
+ * RFC 8032 cofactorless verification with S < L; the public key is a canonical
+ * encoding of a point of the prime-order subgroup that is not of small order;
+ * R is a canonical encoding of a point that is not of small order.
+ *
+ * The key check is done once per key with @noble/curves (strict decoding plus
+ * explicit small-order and torsion checks) and cached. Signatures are made and
+ * checked with node:crypto (OpenSSL, about 15x faster here), with key objects
+ * cached. OpenSSL already does the cofactorless equation, S < L, and compares
+ * the recomputed R with the R bytes (which refuses any non-canonical R); we add
+ * the explicit S < L and small-order R checks so the rule does not depend on the
+ * OpenSSL build.
+ */
+import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { C0Error } from '../errors.js';
+
+export const ED_ERR = {
+  KEY_LENGTH: 'KEY_BAD_LENGTH',
+  KEY_NON_CANONICAL: 'KEY_NON_CANONICAL',
+  KEY_NOT_ON_CURVE: 'KEY_NOT_ON_CURVE',
+  KEY_SMALL_ORDER: 'KEY_SMALL_ORDER',
+  KEY_MIXED_ORDER: 'KEY_NOT_IN_PRIME_SUBGROUP',
+} as const;
+
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/** The group order L, little-endian, for the S < L check. */
+const L_LE = (() => {
+  const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+  const out = new Uint8Array(32);
+  let x = L;
+  for (let i = 0; i < 32; i++) {
+    out[i] = Number(x & 0xffn);
+    x >>= 8n;
+  }
+  return out;
+})();
+
+function sLessThanL(sig: Uint8Array): boolean {
+  for (let i = 31; i >= 0; i--) {
+    const s = sig[32 + i]!;
+    const l = L_LE[i]!;
+    if (s < l) return true;
+    if (s > l) return false;
+  }
+  return false; // equal
+}
+
+/** Canonical encodings of the eight small-order points (the only ones OpenSSL could match as R). */
+const SMALL_ORDER_R = new Set(
+  [
+    '0100000000000000000000000000000000000000000000000000000000000000',
+    'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+    '0000000000000000000000000000000000000000000000000000000000000000',
+    '0000000000000000000000000000000000000000000000000000000000000080',
+    '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+    '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85',
+    'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+    'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa',
+  ].map((h) => h),
+);
+
+function hex(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+}
+
+/**
+ * The strict key check. Throws C0Error naming why the key is refused.
+ * Costs a scalar multiplication, so callers cache by DID (see did.ts).
+ */
+export function checkPublicKey(pub: Uint8Array): void {
+  if (pub.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
+  let p;
+  try {
+    p = ed25519.Point.fromBytes(pub, false);
+  } catch (e) {
+    // fromBytes (strict) refuses y >= p and x = 0 with the sign bit set, and points not on the curve.
+    const y = BigInt('0x' + hex(Uint8Array.from(pub).reverse())) & ((1n << 255n) - 1n);
+    const P = 2n ** 255n - 19n;
+    const code = y >= P || /x = 0|sign/i.test(String((e as Error).message)) ? ED_ERR.KEY_NON_CANONICAL : ED_ERR.KEY_NOT_ON_CURVE;
+    throw new C0Error(code, `public key is not a canonical curve point: ${(e as Error).message}`);
+  }
+  if (p.isSmallOrder()) throw new C0Error(ED_ERR.KEY_SMALL_ORDER, 'public key is a small-order point');
+  if (!p.isTorsionFree()) throw new C0Error(ED_ERR.KEY_MIXED_ORDER, 'public key is not in the prime-order subgroup');
+}
+
+const keyObjects = new Map<string, KeyObject>();
+const KEY_CACHE_MAX = 65_536;
+
+/** A cached node:crypto key object for a raw public key (the key must already have passed checkPublicKey). */
+export function publicKeyObject(pub: Uint8Array, cacheKey: string = hex(pub)): KeyObject {
+  let k = keyObjects.get(cacheKey);
+  if (k === undefined) {
+    k = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, pub]), format: 'der', type: 'spki' });
+    if (keyObjects.size >= KEY_CACHE_MAX) keyObjects.clear();
+    keyObjects.set(cacheKey, k);
+  }
+  return k;
+}
+
+/**
+ * Verify under the strict rule. The caller guarantees `pub` passed checkPublicKey
+ * (did.ts does that once per DID). Never throws for a bad signature: returns false.
+ */
+export function verifyStrict(sig: Uint8Array, msg: Uint8Array, key: KeyObject): boolean {
+  if (sig.length !== 64) return false;
+  if (!sLessThanL(sig)) return false;
+  if (SMALL_ORDER_R.has(hex(sig.subarray(0, 32)))) return false;
+  return nodeVerify(null, msg, key, sig);
+}
+
+/** A signing identity: an Ed25519 seed and what derives from it. */
+export interface Signer {
+  readonly publicKey: Uint8Array;
+  sign(msg: Uint8Array): Uint8Array;
+}
+
+export class Ed25519Signer implements Signer {
+  readonly publicKey: Uint8Array;
+  readonly #key: KeyObject;
+  readonly #seed: Uint8Array;
+
+  constructor(seed: Uint8Array) {
+    if (seed.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 seed must be 32 bytes, got ${seed.length}`);
+    this.#seed = Uint8Array.from(seed);
+    this.#key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+    const spki = createPublicKey(this.#key).export({ format: 'der', type: 'spki' });
+    this.publicKey = new Uint8Array(spki.subarray(spki.length - 32));
+  }
+
+  static generate(): Ed25519Signer {
+    return new Ed25519Signer(randomBytes(32));
+  }
+
+  sign(msg: Uint8Array): Uint8Array {
+    return new Uint8Array(nodeSign(null, msg, this.#key));
+  }
+
+  /** The secret seed; only the key file code should ever call this. */
+  exportSeed(): Uint8Array {
+    return Uint8Array.from(this.#seed);
+  }
+
+  /** Never serialise the secret by accident. */
+  toJSON(): Record<string, string> {
+    return { publicKey: hex(this.publicKey) };
+  }
+}

@@ -1,0 +1,415 @@
+/**
+ * The record kinds of DESIGN §3.3: each a content type, a typed shape, a schema
+ * (validated on seal and on open) and the kind's own rules. Pure: no clock reads;
+ * freshness takes `now` (see freshness()).
+ */
+import { C0Error } from '../errors.js';
+import type { Money } from './money.js';
+import type { Schema } from './schema.js';
+
+export const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+export const GRADES = ['HwShunt', 'ModelBased', 'Estimator'] as const;
+export type Grade = (typeof GRADES)[number];
+export const POLICIES = ['cheapest', 'fastest', 'balanced', 'trusted', 'private'] as const;
+export type PolicyName = (typeof POLICIES)[number];
+
+export const WORKLOAD_RE = /^[a-z][a-z0-9-]{0,31}(\.[a-z][a-z0-9-]{0,31}){1,7}$/;
+export const REGION_RE = /^[a-z]{2,16}(-[a-z0-9]{1,16}){0,3}$/;
+export const FEATURE_RE = /^[a-z0-9][a-z0-9._+-]{0,31}$/;
+export const UNIT_RE = /^[a-z][a-z0-9-]{0,23}$/;
+const MODEL_RE = /^[\x20-\x7e]{1,64}$/;
+
+export const MAX_ADVERT_LIFETIME_MS = 24 * 3600_000;
+export const MAX_OFFER_LIFETIME_MS = 24 * 3600_000;
+export const MAX_DELEGATION_LIFETIME_MS = 366 * 24 * 3600_000;
+export const MAX_PRESENCE_WINDOW_MS = 10 * 60_000;
+export const MAX_LIST = 256;
+
+// ---------------------------------------------------------------------------
+// Typed shapes
+// ---------------------------------------------------------------------------
+
+export interface Gpu {
+  model: string;
+  vramMiB: number;
+  features?: string[];
+  count: number;
+}
+export interface Hardware {
+  gpus?: Gpu[];
+  cpuCores: number;
+  memoryMiB: number;
+}
+export interface PriceEntry {
+  workload: string;
+  unit: string;
+  price: Money;
+}
+export interface Advert {
+  seq: number;
+  issuedAt: number;
+  expiresAt: number;
+  workloads: string[];
+  tier: Tier;
+  region?: string;
+  hardware: Hardware;
+  prices?: PriceEntry[];
+  boxKey?: Uint8Array;
+}
+
+export interface Requirements {
+  gpu?: { count: number; vramMiB: number; features?: string[] };
+  cpuCores?: number;
+  memoryMiB?: number;
+  regions?: string[];
+  tier?: Tier;
+  allowlist?: string[];
+}
+export interface Job {
+  workload: string;
+  requirements: Requirements;
+  maxPrice: Money;
+  announcedAt: number;
+  deadline: number;
+  timeoutMs: number;
+  input: { hash: string; size: number };
+  inputSealed: 'yes' | 'no';
+  params?: string;
+  nonce?: Uint8Array;
+}
+
+export interface Offer {
+  job: string;
+  advert: string;
+  price: Money;
+  durationMs: number;
+  issuedAt: number;
+  startBy: number;
+  expiresAt: number;
+}
+
+export interface Selection {
+  job: string;
+  buyer: string;
+  policy: PolicyName;
+  winner: string;
+  considered: Array<{ provider: string; offer: string }>;
+  decidedAt: number;
+  delegation?: string;
+}
+
+export interface Energy {
+  uj: number;
+  grade: Grade;
+}
+export interface Receipt {
+  job: string;
+  offer: string;
+  buyer: string;
+  provider: string;
+  workload: string;
+  status: 'completed' | 'failed';
+  startedAt: number;
+  completedAt: number;
+  inputHash: string;
+  outputHash?: string;
+  outputSize?: number;
+  price: Money;
+  energy: Energy;
+  failure?: { code: string; message: string };
+}
+
+export interface Acceptance {
+  receipt: string;
+  verdict: 'accepted' | 'disputed';
+  reason?: string;
+  signedAt: number;
+}
+
+export interface Presence {
+  workloads: string[];
+  freeSlots: number;
+  issuedAt: number;
+  windowMs: number;
+}
+
+export interface Delegation {
+  gateway: string;
+  scope: { workloads?: string[]; maxPrice?: Money };
+  issuedAt: number;
+  expiresAt: number;
+}
+
+// ---------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------
+
+const workload = { t: 'text', re: WORKLOAD_RE, maxLen: 255, doc: 'workload namespace, e.g. `infer.llm`' } as const;
+const workloads = (doc: string, min = 1) => ({ t: 'array', of: workload, min, max: 64, order: 'sorted-unique', doc }) as const;
+const features = { t: 'array', of: { t: 'text', re: FEATURE_RE, maxLen: 32, doc: 'feature' }, max: 32, order: 'sorted-unique', optional: true, doc: 'GPU features, e.g. `cuda12`, `fp8`' } as const;
+const dids = (doc: string) => ({ t: 'array', of: { t: 'did', doc: 'DID' }, min: 1, max: MAX_LIST, order: 'sorted-unique', optional: true, doc }) as const;
+
+export const SCHEMAS: Record<string, Schema> = {
+  'c0mpute.advert/1': {
+    seq: { t: 'uint', doc: 'sequence number; a higher seq replaces the provider’s advert, an equal one does not' },
+    issuedAt: { t: 'time', doc: 'when the advert was signed' },
+    expiresAt: { t: 'time', doc: `when it stops being valid; at most ${MAX_ADVERT_LIFETIME_MS / 3600_000} h after issuedAt` },
+    workloads: workloads('workload namespaces offered'),
+    tier: { t: 'enum', values: TIERS, doc: 'claimed trust tier' },
+    region: { t: 'text', re: REGION_RE, maxLen: 64, optional: true, doc: 'region, e.g. `eu-west`; absent = undisclosed (never matches a region constraint)' },
+    hardware: {
+      t: 'object',
+      doc: 'hardware on offer',
+      fields: {
+        gpus: {
+          t: 'array',
+          max: 32,
+          optional: true,
+          doc: 'GPU entries (one per model/VRAM/feature set)',
+          of: {
+            t: 'object',
+            doc: 'GPU entry',
+            fields: {
+              model: { t: 'text', re: MODEL_RE, maxLen: 64, doc: 'model name' },
+              vramMiB: { t: 'uint', min: 1, doc: 'VRAM per card', unit: 'MiB' },
+              features,
+              count: { t: 'uint', min: 1, max: 1024, doc: 'number of such cards' },
+            },
+          },
+        },
+        cpuCores: { t: 'uint', min: 1, max: 1 << 16, doc: 'CPU cores' },
+        memoryMiB: { t: 'uint', min: 1, doc: 'memory', unit: 'MiB' },
+      },
+    },
+    prices: {
+      t: 'array',
+      max: 64,
+      optional: true,
+      doc: 'indicative prices',
+      of: {
+        t: 'object',
+        doc: 'price entry',
+        fields: {
+          workload,
+          unit: { t: 'text', re: UNIT_RE, maxLen: 24, doc: 'pricing unit, e.g. `job`, `second`, `mtoken`' },
+          price: { t: 'money', doc: 'price per unit' },
+        },
+      },
+    },
+    boxKey: { t: 'bytes', len: 32, optional: true, doc: 'X25519 public key for sealed inputs' },
+  },
+  'c0mpute.job/1': {
+    workload: { ...workload, doc: 'the workload namespace wanted' },
+    requirements: {
+      t: 'object',
+      doc: 'eligibility requirements (all hard gates)',
+      fields: {
+        gpu: {
+          t: 'object',
+          optional: true,
+          doc: 'GPU requirement',
+          fields: {
+            count: { t: 'uint', min: 1, max: 1024, doc: 'cards needed, each meeting vramMiB and features' },
+            vramMiB: { t: 'uint', doc: 'VRAM per card (never summed across cards)', unit: 'MiB' },
+            features,
+          },
+        },
+        cpuCores: { t: 'uint', min: 1, optional: true, doc: 'CPU cores' },
+        memoryMiB: { t: 'uint', min: 1, optional: true, doc: 'memory', unit: 'MiB' },
+        regions: { t: 'array', of: { t: 'text', re: REGION_RE, maxLen: 64, doc: 'region' }, min: 1, max: 64, order: 'sorted-unique', optional: true, doc: 'acceptable regions' },
+        tier: { t: 'enum', values: TIERS, optional: true, doc: 'trust tier wanted (`private`/`enterprise` exactly, others at or above)' },
+        allowlist: dids('only these providers (DID order)'),
+      },
+    },
+    maxPrice: { t: 'money', doc: 'the most the buyer pays for the whole job' },
+    announcedAt: { t: 'time', doc: 'when the job was announced' },
+    deadline: { t: 'time', doc: 'the work must finish by then' },
+    timeoutMs: { t: 'uint', min: 1, doc: 'longest the execution may run', unit: 'ms' },
+    input: {
+      t: 'object',
+      doc: 'the input the buyer will send',
+      fields: {
+        hash: { t: 'addr', doc: 'SHA-256 of the input bytes (as sent, before sealing)' },
+        size: { t: 'uint', doc: 'input size', unit: 'bytes' },
+      },
+    },
+    inputSealed: { t: 'enum', values: ['yes', 'no'], doc: 'whether the input is sealed to the winner’s box key' },
+    params: { t: 'text', maxLen: 4096, optional: true, doc: 'workload parameters (opaque to the market)' },
+    nonce: { t: 'bytes', maxLen: 32, optional: true, doc: 'makes otherwise identical jobs distinct' },
+  },
+  'c0mpute.offer/1': {
+    job: { t: 'addr', doc: 'the job this offer answers' },
+    advert: { t: 'addr', doc: 'the advert it was made against' },
+    price: { t: 'money', doc: 'price for the whole job' },
+    durationMs: { t: 'uint', min: 1, doc: 'quoted duration', unit: 'ms' },
+    issuedAt: { t: 'time', doc: 'when the offer was signed' },
+    startBy: { t: 'time', doc: 'the provider starts the work by then' },
+    expiresAt: { t: 'time', doc: 'the offer can be taken until then; ≤ startBy' },
+  },
+  'c0mpute.selection/1': {
+    job: { t: 'addr', doc: 'the job decided' },
+    buyer: { t: 'did', doc: 'the buyer on whose behalf the decision is made' },
+    policy: { t: 'enum', values: POLICIES, doc: 'the scoring policy' },
+    winner: { t: 'addr', doc: 'the winning offer' },
+    considered: {
+      t: 'array',
+      min: 1,
+      max: 4096,
+      order: 'did-order-unique',
+      doc: 'every offer considered, one per provider, in DID order',
+      of: { t: 'object', doc: 'considered offer', fields: { provider: { t: 'did', doc: 'provider' }, offer: { t: 'addr', doc: 'its offer' } } },
+    },
+    decidedAt: { t: 'time', doc: 'when the decision was made' },
+    delegation: { t: 'addr', optional: true, doc: 'the delegation a gateway decided under' },
+  },
+  'c0mpute.receipt/1': {
+    job: { t: 'addr', doc: 'the job' },
+    offer: { t: 'addr', doc: 'the offer that won' },
+    buyer: { t: 'did', doc: 'the buyer' },
+    provider: { t: 'did', doc: 'the provider (must be the signer)' },
+    workload: { ...workload, doc: 'the workload run' },
+    status: { t: 'enum', values: ['completed', 'failed'], doc: 'the outcome' },
+    startedAt: { t: 'time', doc: 'when the work started' },
+    completedAt: { t: 'time', doc: 'when it ended (≥ startedAt)' },
+    inputHash: { t: 'addr', doc: 'SHA-256 of the input received' },
+    outputHash: { t: 'addr', optional: true, doc: 'SHA-256 of the output (required when completed)' },
+    outputSize: { t: 'uint', optional: true, doc: 'output size', unit: 'bytes' },
+    price: { t: 'money', doc: 'the price charged (equals the offer’s)' },
+    energy: {
+      t: 'object',
+      doc: 'energy spent, with its grade',
+      fields: { uj: { t: 'uint', doc: 'energy', unit: 'µJ' }, grade: { t: 'enum', values: GRADES, doc: 'provenance of the figure' } },
+    },
+    failure: {
+      t: 'object',
+      optional: true,
+      doc: 'why the work failed (only with status failed)',
+      fields: { code: { t: 'text', re: /^[A-Z][A-Z0-9_]{0,63}$/, maxLen: 64, doc: 'stable code' }, message: { t: 'text', maxLen: 1024, doc: 'for people' } },
+    },
+  },
+  'c0mpute.acceptance/1': {
+    receipt: { t: 'addr', doc: 'the receipt countersigned' },
+    verdict: { t: 'enum', values: ['accepted', 'disputed'], doc: 'the buyer’s verdict' },
+    reason: { t: 'text', maxLen: 1024, optional: true, doc: 'why (required for a dispute)' },
+    signedAt: { t: 'time', doc: 'when the buyer signed' },
+  },
+  'c0mpute.presence/1': {
+    workloads: workloads('workloads served now', 0),
+    freeSlots: { t: 'uint', max: 1 << 16, doc: 'jobs it can take now' },
+    issuedAt: { t: 'time', doc: 'when signed' },
+    windowMs: { t: 'uint', min: 1, max: MAX_PRESENCE_WINDOW_MS, doc: 'live for this long after issuedAt', unit: 'ms' },
+  },
+  'c0mpute.delegation/1': {
+    gateway: { t: 'did', doc: 'the gateway allowed to select for the buyer' },
+    scope: {
+      t: 'object',
+      doc: 'what the gateway may decide',
+      fields: {
+        workloads: { ...workloads('workloads it may decide'), optional: true },
+        maxPrice: { t: 'money', optional: true, doc: 'price ceiling of a winner it may pick' },
+      },
+    },
+    issuedAt: { t: 'time', doc: 'when signed' },
+    expiresAt: { t: 'time', doc: 'when the delegation ends' },
+  },
+};
+
+// ---------------------------------------------------------------------------
+// Each kind's own rules (beyond field shapes)
+// ---------------------------------------------------------------------------
+
+function rule(cond: boolean, code: string, field: string, msg: string): void {
+  if (!cond) throw new C0Error(code, `${field}: ${msg}`, { field });
+}
+
+export const RULES: Record<string, (rec: never, signer: string) => void> = {
+  'c0mpute.advert/1': (a: Advert) => {
+    rule(a.expiresAt > a.issuedAt, 'ADVERT_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
+    rule(a.expiresAt - a.issuedAt <= MAX_ADVERT_LIFETIME_MS, 'ADVERT_LIFETIME_TOO_LONG', 'expiresAt', `lifetime over ${MAX_ADVERT_LIFETIME_MS / 3600_000} h`);
+    if (a.prices) {
+      for (const [i, p] of a.prices.entries()) rule(a.workloads.includes(p.workload), 'ADVERT_PRICE_UNKNOWN_WORKLOAD', `prices[${i}].workload`, 'prices a workload the advert does not offer');
+    }
+  },
+  'c0mpute.job/1': (j: Job) => {
+    rule(j.deadline > j.announcedAt, 'JOB_DEADLINE_INVALID', 'deadline', 'must be after announcedAt');
+    const t = j.requirements.tier;
+    if (t === 'private') rule(!!j.requirements.allowlist, 'JOB_PRIVATE_NEEDS_ALLOWLIST', 'requirements.allowlist', 'a job asking tier private must carry an allowlist');
+  },
+  'c0mpute.offer/1': (o: Offer) => {
+    rule(o.expiresAt <= o.startBy, 'OFFER_EXPIRES_AFTER_START', 'expiresAt', 'must be ≤ startBy');
+    rule(o.expiresAt > o.issuedAt, 'OFFER_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
+    rule(o.expiresAt - o.issuedAt <= MAX_OFFER_LIFETIME_MS, 'OFFER_LIFETIME_TOO_LONG', 'expiresAt', `lifetime over ${MAX_OFFER_LIFETIME_MS / 3600_000} h`);
+  },
+  'c0mpute.selection/1': (s: Selection) => {
+    rule(s.considered.some((c) => c.offer === s.winner), 'SELECTION_WINNER_NOT_CONSIDERED', 'winner', 'the winning offer is not among the considered offers');
+    const seen = new Set<string>();
+    for (const [i, c] of s.considered.entries()) {
+      rule(!seen.has(c.offer), 'SELECTION_DUPLICATE_OFFER', `considered[${i}].offer`, 'offer listed twice');
+      seen.add(c.offer);
+    }
+  },
+  'c0mpute.receipt/1': (r: Receipt, signer: string) => {
+    rule(r.provider === signer, 'RECEIPT_SIGNER_NOT_PROVIDER', 'provider', 'a receipt must be signed by the provider it names');
+    rule(r.buyer !== r.provider, 'RECEIPT_BUYER_IS_PROVIDER', 'buyer', 'buyer and provider must differ');
+    rule(r.completedAt >= r.startedAt, 'RECEIPT_TIMES_INVALID', 'completedAt', 'must be ≥ startedAt');
+    if (r.status === 'completed') {
+      rule(r.outputHash !== undefined, 'RECEIPT_OUTPUT_HASH_MISSING', 'outputHash', 'a completed receipt must give the output hash');
+      rule(r.failure === undefined, 'RECEIPT_FAILURE_ON_SUCCESS', 'failure', 'only a failed receipt carries a failure');
+    } else {
+      rule(r.failure !== undefined, 'RECEIPT_FAILURE_MISSING', 'failure', 'a failed receipt must say why');
+    }
+  },
+  'c0mpute.acceptance/1': (a: Acceptance) => {
+    if (a.verdict === 'disputed') rule(a.reason !== undefined && a.reason.trim().length > 0, 'ACCEPTANCE_REASON_MISSING', 'reason', 'a dispute must state a reason');
+  },
+  'c0mpute.presence/1': () => {},
+  'c0mpute.delegation/1': (d: Delegation, signer: string) => {
+    rule(d.gateway !== signer, 'DELEGATION_TO_SELF', 'gateway', 'a buyer does not delegate to itself');
+    rule(d.expiresAt > d.issuedAt, 'DELEGATION_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
+    rule(d.expiresAt - d.issuedAt <= MAX_DELEGATION_LIFETIME_MS, 'DELEGATION_LIFETIME_TOO_LONG', 'expiresAt', 'lifetime over a year');
+  },
+};
+
+export interface RecordTypes {
+  'c0mpute.advert/1': Advert;
+  'c0mpute.job/1': Job;
+  'c0mpute.offer/1': Offer;
+  'c0mpute.selection/1': Selection;
+  'c0mpute.receipt/1': Receipt;
+  'c0mpute.acceptance/1': Acceptance;
+  'c0mpute.presence/1': Presence;
+  'c0mpute.delegation/1': Delegation;
+}
+
+export const T = {
+  advert: 'c0mpute.advert/1',
+  job: 'c0mpute.job/1',
+  offer: 'c0mpute.offer/1',
+  selection: 'c0mpute.selection/1',
+  receipt: 'c0mpute.receipt/1',
+  acceptance: 'c0mpute.acceptance/1',
+  presence: 'c0mpute.presence/1',
+  delegation: 'c0mpute.delegation/1',
+} as const;
+
+/**
+ * Validity windows, for freshness checks (which take `now`; nothing here reads
+ * a clock). Returns [notBefore, notAfter] in ms, or undefined for kinds without one.
+ */
+export function validityWindow(type: string, rec: unknown): [number, number] | undefined {
+  switch (type) {
+    case T.advert:
+      return [(rec as Advert).issuedAt, (rec as Advert).expiresAt];
+    case T.offer:
+      return [(rec as Offer).issuedAt, (rec as Offer).expiresAt];
+    case T.presence:
+      return [(rec as Presence).issuedAt, (rec as Presence).issuedAt + (rec as Presence).windowMs];
+    case T.delegation:
+      return [(rec as Delegation).issuedAt, (rec as Delegation).expiresAt];
+    case T.job:
+      return [(rec as Job).announcedAt, (rec as Job).deadline];
+    default:
+      return undefined;
+  }
+}
