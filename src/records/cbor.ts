@@ -54,7 +54,9 @@ const encoder = new Encoder({
 
 const TWO32 = 0x1_0000_0000;
 const U64_MAX = (1n << 64n) - 1n;
+const MIN_NEG_U64 = -U64_MAX - 1n;
 const utf8 = new TextEncoder();
+let sawMinNeg = false;
 
 /** Compare two byte arrays lexicographically. */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
@@ -80,7 +82,8 @@ function sortedKeys(obj: object): string[] {
   const keys = Object.keys(obj);
   const sig = keys.join('\u0000');
   let cached = sortedKeysCache.get(sig);
-  if (cached === undefined) {
+  // The signature is ambiguous ([] and [''] both join to '', keys may hold NUL): check the hit holds the same keys.
+  if (cached === undefined || cached.length !== keys.length || !cached.every((k) => Object.hasOwn(obj, k))) {
     cached = [...keys].sort(compareTextKeys);
     if (sortedKeysCache.size > 4096) sortedKeysCache.clear();
     sortedKeysCache.set(sig, cached);
@@ -103,6 +106,8 @@ function prepare(v: unknown, path: string, depth: number): unknown {
       return v >= TWO32 || v < -TWO32 ? BigInt(v) : v;
     case 'bigint':
       if (v > U64_MAX || v < -U64_MAX - 1n) throw new C0Error(CBOR_ERR.TOO_LARGE, `integer outside 64 bits at ${path}`, { field: path });
+      // cbor-x cannot write -2^64 (it falls back to a bignum tag); encodeCanonical takes a slow path for it.
+      if (v === MIN_NEG_U64) sawMinNeg = true;
       // cbor-x writes every bigint with an 8-byte head; small ones must go as numbers.
       return v < BigInt(TWO32) && v >= -BigInt(TWO32) ? Number(v) : v;
     case 'boolean':
@@ -120,6 +125,7 @@ function prepare(v: unknown, path: string, depth: number): unknown {
       for (const k of sortedKeys(v)) {
         const x = (v as Record<string, unknown>)[k];
         if (x === undefined) continue; // optional fields are omitted, never null
+        if (!isWellFormedString(k)) throw new C0Error(CBOR_ERR.INVALID_UTF8, `lone surrogate in a map key at ${path}`, { field: path });
         m.set(k, prepare(x, path === '' ? k : `${path}.${k}`, depth + 1));
       }
       return m;
@@ -136,8 +142,56 @@ function isWellFormedString(s: string): boolean {
 
 /** Encode a core canonically. Throws C0Error for anything a core may not hold. */
 export function encodeCanonical(value: unknown): Uint8Array {
+  sawMinNeg = false;
   const prepared = prepare(value, '', 0);
+  if (sawMinNeg) return encodePrepared(prepared);
   return new Uint8Array(encoder.encode(prepared));
+}
+
+/** Slow path without cbor-x, for a prepared tree holding -2^64 (which cbor-x writes as a tagged bignum). */
+function encodePrepared(v: unknown): Uint8Array {
+  const parts: Uint8Array[] = [];
+  const head = (major: number, n: number | bigint) => {
+    if (typeof n === 'number') parts.push(encodeHead(major, n));
+    else {
+      const out = new Uint8Array(9);
+      out[0] = (major << 5) | 27;
+      new DataView(out.buffer).setBigUint64(1, n);
+      parts.push(out);
+    }
+  };
+  const walk = (x: unknown): void => {
+    if (typeof x === 'number') head(x < 0 ? 1 : 0, x < 0 ? -1 - x : x);
+    else if (typeof x === 'bigint') head(x < 0n ? 1 : 0, x < 0n ? -1n - x : x);
+    else if (typeof x === 'string') {
+      const b = utf8.encode(x);
+      head(3, b.length);
+      parts.push(b);
+    } else if (x instanceof Uint8Array) {
+      head(2, x.length);
+      parts.push(x);
+    } else if (Array.isArray(x)) {
+      head(4, x.length);
+      x.forEach(walk);
+    } else {
+      const m = x as Map<string, unknown>; // prepare() made every map a Map in canonical key order
+      head(5, m.size);
+      for (const [k, y] of m) {
+        walk(k);
+        walk(y);
+      }
+    }
+  };
+  walk(v);
+  let len = 0;
+  for (const p of parts) len += p.length;
+  const out = new Uint8Array(len);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
 }
 
 /**

@@ -35,7 +35,7 @@ export function didFromPublicKey(pub: Uint8Array): string {
 }
 
 function parseUncached(did: string): ParsedDid {
-  if (typeof did !== 'string' || !did.startsWith(PREFIX) || did.length > 128) {
+  if (typeof did !== 'string' || !did.startsWith(PREFIX) || did.length === PREFIX.length || did.length > 128) {
     throw new C0Error(DID_ERR.MALFORMED, `not a did:key with a base58btc key: ${String(did).slice(0, 80)}`);
   }
   let bytes: Uint8Array;

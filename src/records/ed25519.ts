@@ -80,7 +80,9 @@ export function checkPublicKey(pub: Uint8Array): void {
     // fromBytes (strict) refuses y >= p and x = 0 with the sign bit set, and points not on the curve.
     const y = BigInt('0x' + hex(Uint8Array.from(pub).reverse())) & ((1n << 255n) - 1n);
     const P = 2n ** 255n - 19n;
-    const code = y >= P || /x = 0|sign/i.test(String((e as Error).message)) ? ED_ERR.KEY_NON_CANONICAL : ED_ERR.KEY_NOT_ON_CURVE;
+    // x = 0 with the sign bit set (y = ±1) is a non-canonical encoding of a point that is on the curve.
+    const xZeroSignSet = (pub[31]! & 0x80) !== 0 && (y === 1n || y === P - 1n);
+    const code = y >= P || xZeroSignSet ? ED_ERR.KEY_NON_CANONICAL : ED_ERR.KEY_NOT_ON_CURVE;
     throw new C0Error(code, `public key is not a canonical curve point: ${(e as Error).message}`);
   }
   if (p.isSmallOrder()) throw new C0Error(ED_ERR.KEY_SMALL_ORDER, 'public key is a small-order point');

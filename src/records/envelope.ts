@@ -113,7 +113,8 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-function sigStructure(protectedBytes: Uint8Array, payload: Uint8Array): Uint8Array {
+/** The COSE Sig_structure `["Signature1", protected, h'' (external_aad), payload]` that Ed25519 signs (RFC 9052 §4.4). */
+export function sigStructure(protectedBytes: Uint8Array, payload: Uint8Array): Uint8Array {
   return concat([SIG1_PREFIX, bstrHead(protectedBytes.length), protectedBytes, Uint8Array.of(0x40), bstrHead(payload.length), payload]);
 }
 
