@@ -1,0 +1,86 @@
+/**
+ * Delivery of accepted records to subscribers, through one bounded queue
+ * (overflow is dropped and counted). Each record reaches each handler once:
+ * the pipeline only hands over records it has not accepted before.
+ */
+import type { Opened } from '../records/envelope.js';
+import type { Logger } from '../util/log.js';
+import type { RecordSourceKind } from './gossip-validation.js';
+import type { NetMetrics } from './metrics.js';
+import type { TopicKind } from './topics.js';
+
+export interface DeliveryMeta {
+  kind: TopicKind;
+  /** PeerId string of the peer it came from. */
+  from: string;
+  source: RecordSourceKind;
+  /** Records that travelled with it (e.g. the advert an offer cites). */
+  attachments: Opened[];
+}
+
+export type RecordHandler = (rec: Opened, meta: DeliveryMeta) => void | Promise<void>;
+
+export class Dispatcher {
+  readonly #subs = new Map<TopicKind, Set<RecordHandler>>();
+  readonly #queue: Array<{ rec: Opened; meta: DeliveryMeta }> = [];
+  readonly #max: number;
+  readonly #m: NetMetrics;
+  readonly #log: Logger;
+  #pumping = false;
+  #idle: Array<() => void> = [];
+
+  constructor(opts: { maxQueue?: number; metrics: NetMetrics; log: Logger }) {
+    this.#max = opts.maxQueue ?? 10_000;
+    this.#m = opts.metrics;
+    this.#log = opts.log;
+  }
+
+  subscribe(kind: TopicKind, handler: RecordHandler): () => void {
+    let s = this.#subs.get(kind);
+    if (!s) this.#subs.set(kind, (s = new Set()));
+    s.add(handler);
+    return () => {
+      s.delete(handler);
+    };
+  }
+
+  push(rec: Opened, meta: DeliveryMeta): void {
+    if (this.#queue.length >= this.#max) {
+      this.#m.dropped.inc({ queue: 'delivery' });
+      this.#log.warn({ kind: meta.kind, address: rec.address }, 'delivery queue full: record dropped');
+      return;
+    }
+    this.#queue.push({ rec, meta });
+    this.#m.queueDepth.set({ queue: 'delivery' }, this.#queue.length);
+    if (!this.#pumping) void this.#pump();
+  }
+
+  /** Resolves when the queue is empty (tests, orderly stop). */
+  drained(): Promise<void> {
+    if (!this.#pumping && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((r) => this.#idle.push(r));
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (this.#queue.length) {
+        const { rec, meta } = this.#queue.shift()!;
+        this.#m.queueDepth.set({ queue: 'delivery' }, this.#queue.length);
+        this.#m.delivered.inc({ kind: meta.kind });
+        for (const h of this.#subs.get(meta.kind) ?? []) {
+          try {
+            await h(rec, meta);
+          } catch (e) {
+            this.#log.error({ err: e, kind: meta.kind, address: rec.address }, 'record handler failed');
+          }
+        }
+      }
+    } finally {
+      this.#pumping = false;
+      const w = this.#idle;
+      this.#idle = [];
+      for (const r of w) r();
+    }
+  }
+}

@@ -1,0 +1,329 @@
+/**
+ * Validation of records arriving from peers, before anything is forwarded or
+ * delivered (DESIGN §3.4). Cheapest check first:
+ *
+ *   size bound → seen (bounded LRU of message ids and record addresses) →
+ *   decode (framing, envelope header) → content type matches the topic →
+ *   shape (payload canonical, schema, kind rules) → freshness (clock-skew
+ *   window, injected clock) → signature → semantic checks (built-in advert
+ *   staleness, then the hook the roles supply per kind).
+ *
+ * Checks throw coded errors; `verdictOf` is the ONE adapter mapping an error to
+ * a verdict (reject: the sender's gossipsub score drops; ignore: no penalty),
+ * and `RecordPipeline.validate` is the one place that counts and logs them.
+ * The same pipeline serves gossip and sync, so no unverified record enters.
+ */
+import { C0Error, isC0Error } from '../errors.js';
+import { hashHex } from '../records/address.js';
+import { knownTypes, open, peekType, type Opened } from '../records/envelope.js';
+import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
+import type { Advert } from '../records/kinds.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { decodeMessage } from './framing.js';
+import type { NetMetrics } from './metrics.js';
+import { ATTACHABLE, expectedType, kindForType, type TopicKind } from './topics.js';
+import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
+
+export type Verdict = 'accept' | 'ignore' | 'reject';
+export type RecordSourceKind = 'gossip' | 'sync';
+
+export const VAL_ERR = {
+  TOO_LARGE: 'MESSAGE_TOO_LARGE',
+  DUPLICATE: 'DUPLICATE',
+  QUEUE_FULL: 'QUEUE_FULL',
+  NOT_REGISTERED: 'KIND_NOT_REGISTERED',
+  BAD_ATTACHMENT: 'MESSAGE_BAD_ATTACHMENT',
+  ADVERT_STALE: 'ADVERT_STALE',
+  INTERNAL: 'INTERNAL',
+} as const;
+
+/** A coded error that says which verdict it earns. Roles throw these from hooks. */
+export class ValidationError extends C0Error {
+  readonly verdict: 'ignore' | 'reject';
+  constructor(verdict: 'ignore' | 'reject', code: string, message: string, opts: { field?: string; detail?: Record<string, unknown> } = {}) {
+    super(code, message, opts);
+    this.name = 'ValidationError';
+    this.verdict = verdict;
+  }
+}
+
+/** For hooks: the record may be fine, we just will not take it (no penalty). */
+export function ignoreError(code: string, message: string, field?: string): ValidationError {
+  return new ValidationError('ignore', code, message, field === undefined ? {} : { field });
+}
+/** For hooks: the record is provably invalid (the sender's score drops). */
+export function rejectError(code: string, message: string, field?: string): ValidationError {
+  return new ValidationError('reject', code, message, field === undefined ? {} : { field });
+}
+
+/** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
+const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE]);
+
+/** THE adapter: error → verdict and reason. */
+export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
+  if (err instanceof ValidationError) return { verdict: err.verdict, reason: err.code };
+  if (isC0Error(err)) return { verdict: IGNORE_CODES.has(err.code) ? 'ignore' : 'reject', reason: err.code };
+  return { verdict: 'ignore', reason: VAL_ERR.INTERNAL };
+}
+
+export interface HookContext {
+  kind: TopicKind;
+  source: RecordSourceKind;
+  /** PeerId (string) of the peer the record came from (for gossip: the propagation source). */
+  from: string;
+  /** Records that travelled with this one (already checked), e.g. the advert an offer cites. */
+  attachments: Opened[];
+  now: number;
+}
+
+/**
+ * A semantic check the roles supply per kind. Throw `ignoreError`/`rejectError`;
+ * any other C0Error counts as ignore (a gap in local knowledge is not the
+ * sender's fault), any other exception as ignore with reason INTERNAL (logged).
+ */
+export type SemanticHook = (rec: Opened, ctx: HookContext) => void | Promise<void>;
+
+/** A bounded map in insertion order (oldest evicted first). */
+export class Lru<K, V> {
+  readonly #max: number;
+  readonly #m = new Map<K, V>();
+  constructor(max: number) {
+    this.#max = Math.max(1, max);
+  }
+  get(k: K): V | undefined {
+    return this.#m.get(k);
+  }
+  has(k: K): boolean {
+    return this.#m.has(k);
+  }
+  set(k: K, v: V): void {
+    this.#m.delete(k);
+    this.#m.set(k, v);
+    if (this.#m.size > this.#max) {
+      const first = this.#m.keys().next();
+      if (!first.done) this.#m.delete(first.value);
+    }
+  }
+  get size(): number {
+    return this.#m.size;
+  }
+}
+
+export interface PipelineOptions {
+  /** Injected clock (default: system clock). */
+  clock?: Clock;
+  /** Clock-skew window for records issued in the future, ms (default 30 000, records/freshness). */
+  skewMs?: number;
+  /** Bound on one gossip message (envelope or framed array), bytes (default MAX_ENVELOPE_BYTES × 2 = 128 KiB). */
+  maxMessageBytes?: number;
+  /** Entries in the seen LRU (message ids and record addresses; default 65 536). */
+  seenSize?: number;
+  /** Validations in flight before new messages are ignored and counted as dropped (default 1 024). */
+  maxInFlight?: number;
+  /** Semantic hooks per kind. */
+  hooks?: Partial<Record<TopicKind, SemanticHook>>;
+  metrics: NetMetrics;
+  log: Logger;
+}
+
+export const PIPELINE_DEFAULTS = {
+  skewMs: DEFAULT_SKEW_MS,
+  maxMessageBytes: MAX_ENVELOPE_BYTES * 2,
+  seenSize: 65_536,
+  maxInFlight: 1_024,
+} as const;
+
+export interface ValidationOutcome {
+  verdict: Verdict;
+  reason: string;
+  /** The accepted records new to this node, primary first (empty unless accept). */
+  fresh: Array<{ kind: TopicKind; rec: Opened }>;
+  /** The primary record (when accepted). */
+  primary?: Opened;
+  attachments?: Opened[];
+}
+
+export class RecordPipeline {
+  readonly #clock: Clock;
+  readonly #skewMs: number;
+  readonly #maxBytes: number;
+  readonly #maxInFlight: number;
+  readonly #hooks = new Map<TopicKind, SemanticHook>();
+  /** message id / record address → verdict it earned (accept or reject only; ignores may change). */
+  readonly #seen: Lru<string, 'accept' | 'reject'>;
+  /** advert signer → highest seq accepted. */
+  readonly #advertSeq: Lru<string, number>;
+  readonly #m: NetMetrics;
+  readonly #log: Logger;
+  #inFlight = 0;
+
+  constructor(opts: PipelineOptions) {
+    this.#clock = opts.clock ?? systemClock;
+    this.#skewMs = opts.skewMs ?? PIPELINE_DEFAULTS.skewMs;
+    this.#maxBytes = opts.maxMessageBytes ?? PIPELINE_DEFAULTS.maxMessageBytes;
+    this.#maxInFlight = opts.maxInFlight ?? PIPELINE_DEFAULTS.maxInFlight;
+    const seenSize = opts.seenSize ?? PIPELINE_DEFAULTS.seenSize;
+    this.#seen = new Lru(seenSize);
+    this.#advertSeq = new Lru(seenSize);
+    this.#m = opts.metrics;
+    this.#log = opts.log;
+    for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
+  }
+
+  get maxMessageBytes(): number {
+    return this.#maxBytes;
+  }
+
+  setHook(kind: TopicKind, hook: SemanticHook | undefined): void {
+    if (hook) this.#hooks.set(kind, hook);
+    else this.#hooks.delete(kind);
+  }
+
+  /** Has this record (by address) been accepted here? */
+  known(address: string): boolean {
+    return this.#seen.get(address) === 'accept';
+  }
+
+  /** Mark a record as accepted without validation (our own publications). */
+  markOwn(kind: TopicKind, rec: Opened, messageId?: string): void {
+    this.#seen.set(rec.address, 'accept');
+    if (messageId) this.#seen.set(messageId, 'accept');
+    if (kind === 'advert') this.#noteAdvert(rec);
+  }
+
+  /**
+   * Validate one message (gossip) or one record (sync) of `kind`. Never throws:
+   * counts, logs and returns the verdict. Accepted records new to this node are
+   * marked seen here, so each is returned in `fresh` exactly once.
+   */
+  async validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
+    if (this.#inFlight >= this.#maxInFlight) {
+      this.#m.dropped.inc({ queue: 'validation' });
+      return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.QUEUE_FULL });
+    }
+    this.#inFlight++;
+    this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
+    try {
+      const out = await this.#run(kind, data, from, source);
+      return this.#count(source, kind, from, out);
+    } catch (e) {
+      const v = verdictOf(e);
+      if (v.reason === VAL_ERR.INTERNAL) this.#log.error({ err: e, kind, from }, 'validation failed internally');
+      if (v.verdict === 'reject') this.#seen.set(hashHex(data), 'reject');
+      return this.#count(source, kind, from, { ...v, fresh: [] }, e);
+    } finally {
+      this.#inFlight--;
+      this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
+    }
+  }
+
+  /**
+   * Check one record fetched by address (no freshness: evidence may be old; no
+   * seen check; no hooks). Throws a C0Error when it fails.
+   */
+  checkFetched(bytes: Uint8Array, expected?: string): Opened {
+    if (bytes.length > MAX_ENVELOPE_BYTES) throw new C0Error(VAL_ERR.TOO_LARGE, `record of ${bytes.length} bytes exceeds ${MAX_ENVELOPE_BYTES}`);
+    const { type } = peekType(bytes);
+    if (expected !== undefined && type !== expected) throw new C0Error('RECORD_WRONG_TYPE', `expected ${expected}, got ${type.slice(0, 40)}`);
+    if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type.slice(0, 40)} is not registered here`);
+    return open(bytes, type);
+  }
+
+  #count(source: RecordSourceKind, kind: TopicKind, from: string, out: ValidationOutcome | { verdict: Verdict; reason: string; fresh?: never[] }, err?: unknown): ValidationOutcome {
+    this.#m.records.inc({ source, kind, verdict: out.verdict, reason: out.reason });
+    if (out.verdict === 'reject') this.#log.debug({ kind, from, source, reason: out.reason, msg2: err instanceof Error ? err.message : undefined }, 'record rejected');
+    else if (out.verdict === 'ignore' && out.reason !== VAL_ERR.DUPLICATE) this.#log.trace({ kind, from, source, reason: out.reason }, 'record ignored');
+    return { fresh: [], ...out } as ValidationOutcome;
+  }
+
+  async #run(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
+    // 1. size
+    if (data.length > this.#maxBytes) throw new C0Error(VAL_ERR.TOO_LARGE, `message of ${data.length} bytes exceeds ${this.#maxBytes}`);
+    // 2. seen (message id)
+    const msgId = hashHex(data);
+    this.#seenCheck(msgId);
+    // 3. decode the framing
+    const framed = decodeMessage(data);
+    const primaryAddr = framed.attachments.length ? hashHex(framed.primary) : msgId;
+    if (framed.attachments.length) this.#seenCheck(primaryAddr);
+    const now = this.#clock();
+    // 4–7. type, shape, freshness, signature
+    const primary = this.#checkRecord(framed.primary, expectedType(kind), now);
+    const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
+    for (const a of framed.attachments) {
+      const { type } = peekType(a);
+      const ak = kindForType(type);
+      if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
+      const addr = hashHex(a);
+      const known = this.#seen.get(addr) === 'accept';
+      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, type, now);
+      if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
+      attachments.push({ kind: ak, rec, known });
+    }
+    // 8. semantic checks: built-in staleness, then the roles' hook
+    if (kind === 'advert') this.#staleCheck(primary);
+    for (const a of attachments) if (a.kind === 'advert' && !a.known) this.#staleCheck(a.rec);
+    const hook = this.#hooks.get(kind);
+    if (hook) {
+      try {
+        await hook(primary, { kind, source, from, attachments: attachments.map((a) => a.rec), now });
+      } catch (e) {
+        if (e instanceof ValidationError) throw e;
+        if (isC0Error(e)) throw new ValidationError('ignore', e.code, e.message);
+        throw e;
+      }
+    }
+    // Accept. Re-check seen after the awaits: the same record may have been accepted meanwhile.
+    if (this.#seen.get(primaryAddr) === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
+    const fresh: Array<{ kind: TopicKind; rec: Opened }> = [];
+    this.#seen.set(msgId, 'accept');
+    this.#seen.set(primaryAddr, 'accept');
+    fresh.push({ kind, rec: primary });
+    if (kind === 'advert') this.#noteAdvert(primary);
+    for (const a of attachments) {
+      if (this.#seen.get(a.rec.address) === 'accept') continue;
+      this.#seen.set(a.rec.address, 'accept');
+      if (a.kind === 'advert') this.#noteAdvert(a.rec);
+      fresh.push(a);
+    }
+    return { verdict: 'accept', reason: 'ok', fresh, primary, attachments: attachments.map((a) => a.rec) };
+  }
+
+  #seenCheck(id: string): void {
+    const v = this.#seen.get(id);
+    if (v === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already seen');
+    if (v === 'reject') throw new C0Error('PREVIOUSLY_REJECTED', 'this message was rejected before');
+  }
+
+  #checkRecord(bytes: Uint8Array, type: string, now: number): Opened {
+    // decode the header only (cheap), then the type check against the topic
+    const { type: got } = peekType(bytes);
+    if (got !== type) throw new C0Error('RECORD_WRONG_TYPE', `expected a ${type} record, got ${got.slice(0, 40)}`, { field: 'type' });
+    if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type} is not registered on this node`);
+    // shape: canonical payload, schema, kind rules (no signature work yet)
+    const shaped = open(bytes, type, { trusted: true });
+    // freshness
+    checkFresh(type, shaped.record, now, this.#skewMs);
+    // signature (the full check)
+    return open(bytes, type);
+  }
+
+  #staleCheck(rec: Opened): void {
+    const seq = (rec.record as Advert).seq;
+    const held = this.#advertSeq.get(rec.signer);
+    if (held !== undefined && seq <= held) throw new C0Error(VAL_ERR.ADVERT_STALE, `advert seq ${seq} is not above the held seq ${held}`, { field: 'seq' });
+  }
+
+  #noteAdvert(rec: Opened): void {
+    const seq = (rec.record as Advert).seq;
+    const held = this.#advertSeq.get(rec.signer);
+    if (held === undefined || seq > held) this.#advertSeq.set(rec.signer, seq);
+  }
+}
+
+/** Does the primary record cite `address`? (An offer cites its advert.) */
+function citedBy(primary: Opened, address: string): boolean {
+  const r = primary.record as Record<string, unknown>;
+  return r.advert === address;
+}

@@ -1,0 +1,50 @@
+/**
+ * Network metrics (prom-client). One `NetMetrics` per network, registered in a
+ * Registry the caller gives (the daemon's /metrics registry) or a fresh one.
+ * Names are listed in docs/network.md §7.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface NetMetrics {
+  registry: Registry;
+  /** Every validation outcome: source = gossip | sync | fetch, verdict = accept | ignore | reject, reason = error code or "ok". */
+  records: Counter<'source' | 'kind' | 'verdict' | 'reason'>;
+  /** Records handed to subscribers (once per record). */
+  delivered: Counter<'kind'>;
+  published: Counter<'kind'>;
+  queueDepth: Gauge<'queue'>;
+  dropped: Counter<'queue'>;
+  streams: Counter<'protocol' | 'direction' | 'outcome'>;
+  streamSeconds: Histogram<'protocol' | 'direction'>;
+  syncs: Counter<'outcome'>;
+  peers: Gauge;
+}
+
+export function createNetMetrics(registry: Registry = new Registry(), peerCount: () => number = () => 0): NetMetrics {
+  const registers = [registry];
+  return {
+    registry,
+    records: new Counter({ name: 'c0mpute_net_records_total', help: 'Records validated, by source, kind, verdict and reason', labelNames: ['source', 'kind', 'verdict', 'reason'], registers }),
+    delivered: new Counter({ name: 'c0mpute_net_records_delivered_total', help: 'Accepted records handed to subscribers', labelNames: ['kind'], registers }),
+    published: new Counter({ name: 'c0mpute_net_records_published_total', help: 'Records this node published', labelNames: ['kind'], registers }),
+    queueDepth: new Gauge({ name: 'c0mpute_net_queue_depth', help: 'Items waiting, by queue (validation, delivery)', labelNames: ['queue'], registers }),
+    dropped: new Counter({ name: 'c0mpute_net_queue_dropped_total', help: 'Items dropped because a bounded queue was full', labelNames: ['queue'], registers }),
+    streams: new Counter({ name: 'c0mpute_net_streams_total', help: 'Direct-protocol streams by protocol, direction (in|out) and outcome', labelNames: ['protocol', 'direction', 'outcome'], registers }),
+    streamSeconds: new Histogram({
+      name: 'c0mpute_net_stream_seconds',
+      help: 'Direct-protocol stream duration',
+      labelNames: ['protocol', 'direction'],
+      buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60],
+      registers,
+    }),
+    syncs: new Counter({ name: 'c0mpute_net_syncs_total', help: 'Sync exchanges with peers, by outcome', labelNames: ['outcome'], registers }),
+    peers: new Gauge({
+      name: 'c0mpute_net_peers',
+      help: 'Connected peers',
+      registers,
+      collect() {
+        this.set(peerCount());
+      },
+    }),
+  };
+}

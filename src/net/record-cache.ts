@@ -1,0 +1,84 @@
+/**
+ * The records a node can serve to peers over `/c0mpute/records/1`.
+ *
+ * `RecordSource` is what the roles supply (their LevelDB stores); the network
+ * falls back to `MemoryRecordCache`, which holds every accepted or published
+ * record until its validity window ends (bounded per kind; an advert replaces
+ * the same signer's lower seq).
+ */
+import type { Opened } from '../records/envelope.js';
+import type { Advert } from '../records/kinds.js';
+import { validityWindow } from '../records/kinds.js';
+import type { TopicKind } from './topics.js';
+
+export interface RecordSource {
+  /** Envelope bytes of the live records of `kind` this node holds (at most `limit`). */
+  live(kind: TopicKind, now: number, limit: number): Uint8Array[] | Promise<Uint8Array[]>;
+  /** Envelope bytes of the record at `address`, if held. */
+  get(address: string): Uint8Array | undefined | Promise<Uint8Array | undefined>;
+  /** Called by the network for every record it accepted or published (optional). */
+  add?(kind: TopicKind, rec: Opened): void;
+}
+
+interface Entry {
+  bytes: Uint8Array;
+  notAfter: number;
+  signer: string;
+}
+
+export class MemoryRecordCache implements RecordSource {
+  readonly #byKind = new Map<TopicKind, Map<string, Entry>>();
+  readonly #byAddr = new Map<string, Entry>();
+  readonly #advertBySigner = new Map<string, { address: string; seq: number }>();
+  readonly #maxPerKind: number;
+
+  constructor(opts: { maxPerKind?: number } = {}) {
+    this.#maxPerKind = opts.maxPerKind ?? 4_096;
+  }
+
+  add(kind: TopicKind, rec: Opened): void {
+    if (this.#byAddr.has(rec.address)) return;
+    let m = this.#byKind.get(kind);
+    if (!m) this.#byKind.set(kind, (m = new Map()));
+    if (kind === 'advert') {
+      const seq = (rec.record as Advert).seq;
+      const held = this.#advertBySigner.get(rec.signer);
+      if (held && held.seq >= seq) return;
+      if (held) this.#remove(kind, held.address);
+      this.#advertBySigner.set(rec.signer, { address: rec.address, seq });
+    }
+    const w = validityWindow(rec.type, rec.record);
+    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer };
+    m.set(rec.address, e);
+    this.#byAddr.set(rec.address, e);
+    if (m.size > this.#maxPerKind) {
+      const first = m.keys().next();
+      if (!first.done) this.#remove(kind, first.value);
+    }
+  }
+
+  live(kind: TopicKind, now: number, limit: number): Uint8Array[] {
+    const m = this.#byKind.get(kind);
+    if (!m) return [];
+    const out: Uint8Array[] = [];
+    for (const [addr, e] of m) {
+      if (e.notAfter <= now) {
+        this.#remove(kind, addr);
+        continue;
+      }
+      if (out.length < limit) out.push(e.bytes);
+    }
+    return out;
+  }
+
+  get(address: string): Uint8Array | undefined {
+    return this.#byAddr.get(address)?.bytes;
+  }
+
+  #remove(kind: TopicKind, address: string): void {
+    const e = this.#byAddr.get(address);
+    this.#byAddr.delete(address);
+    this.#byKind.get(kind)?.delete(address);
+    if (kind === 'advert' && e && this.#advertBySigner.get(e.signer)?.address === address) this.#advertBySigner.delete(e.signer);
+  }
+}

@@ -1,0 +1,80 @@
+import '../../src/polyfill.js';
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateSwarmKey, type Network } from '../../src/net/node.js';
+import { C0Error } from '../../src/errors.js';
+import { PROTOCOLS } from '../../src/net/protocols.js';
+import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+
+const nets: Network[] = [];
+afterEach(async () => {
+  await stopAll(nets.splice(0));
+});
+
+test('private network: members connect and gossip on their overlay; no key or another key cannot connect', async () => {
+  const key = generateSwarmKey();
+  const a = await startNode({ swarmKey: key, overlay: 'acme' });
+  const b = await startNode({ swarmKey: key, overlay: 'acme' });
+  const nokey = await startNode({ overlay: 'acme' });
+  const other = await startNode({ swarmKey: generateSwarmKey(), overlay: 'acme' });
+  nets.push(a, b, nokey, other);
+  await link(a, b);
+  const got: string[] = [];
+  b.subscribe('advert', (r) => void got.push(r.address));
+  await sleep(300);
+  const ad = advert(a.signer);
+  await a.publish('advert', ad.bytes);
+  await waitFor(() => got.length === 1);
+  assert.ok(a.topicPeers('advert').length === 1);
+  await assert.rejects(nokey.dial(a.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
+  await assert.rejects(other.dial(a.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
+  await assert.rejects(a.dial(other.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
+  assert.deepEqual(
+    a.peers().map((p) => p.did),
+    [b.did],
+  );
+});
+
+test('a DID allowlist: the gater refuses an unlisted peer both ways', async () => {
+  const b = await startNode();
+  const c = await startNode();
+  const a = await startNode({ allowlist: [b.did] });
+  nets.push(a, b, c);
+  await b.dial(a.addrs()[0]!);
+  // inbound: the dialler may complete its side of the handshake, but a drops the connection at once
+  await c.dial(a.addrs()[0]!, { timeoutMs: 2_000 }).catch(() => undefined);
+  await waitFor(() => !c.peers().some((p) => p.did === a.did), 3_000, 'c dropped');
+  await assert.rejects(c.request(a.addrs()[0]!, PROTOCOLS.records, [{ op: 'live', kind: 'advert', limit: 1 }], { limits: { deadlineMs: 2_000 } }), (e: C0Error) => e instanceof C0Error);
+  // outbound: a refuses to dial an unlisted peer
+  await assert.rejects(a.dial(c.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
+  await sleep(200);
+  assert.deepEqual(
+    a.peers().map((p) => p.did),
+    [b.did],
+  );
+});
+
+test("findPeer returns a provider's addresses through the DHT", async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  const c = await startNode({ syncOnConnect: [] });
+  nets.push(a, b, c);
+  await a.dial(b.addrs()[0]!);
+  await c.dial(b.addrs()[0]!);
+  // let identify populate the DHT routing tables
+  const rt = (n: Network) => (n.libp2p.services.dht as unknown as { routingTable: { size: number } }).routingTable.size;
+  await waitFor(() => rt(a) > 0 && rt(b) > 1, 5_000, 'routing tables');
+  assert.equal(
+    a.peers().some((p) => p.did === c.did),
+    false,
+  );
+  const addrs = await a.findPeer(c.did, { useCache: false, timeoutMs: 5_000 });
+  const cPorts = c.addrs().map((x) => x.split('/')[4]);
+  assert.ok(
+    addrs.some((x) => cPorts.includes(x.split('/')[4])),
+    `got ${addrs.join(', ')}`,
+  );
+  // and the addresses work
+  await a.dial(c.did);
+  assert.ok(a.peers().some((p) => p.did === c.did));
+});

@@ -1,0 +1,131 @@
+import '../../src/polyfill.js';
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { lpStream } from '@libp2p/utils';
+import type { Network } from '../../src/net/node.js';
+import { NET_ERR } from '../../src/net/protocols.js';
+import { C0Error } from '../../src/errors.js';
+import { decodeCanonical, type CborValue } from '../../src/records/cbor.js';
+import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+
+const nets: Network[] = [];
+afterEach(async () => {
+  await stopAll(nets.splice(0));
+});
+
+const ECHO = '/c0mpute/test-echo/1';
+
+test('request followed by a stream of response frames, addressed by DID', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  await b.handle(ECHO, async (reqs, ctx) => {
+    assert.equal(ctx.peer.toString(), a.peerId.toString());
+    for (let i = 0; i < 3; i++) await ctx.send({ progress: i });
+    await ctx.send({ echo: reqs });
+  });
+  await a.dial(b.addrs()[0]!);
+  const seen: CborValue[] = [];
+  const out = await a.request(b.did, ECHO, ['hi', new Uint8Array([1, 2])], { onFrame: (f) => void seen.push(f) });
+  assert.equal(out.length, 4);
+  assert.deepEqual(out[0], { progress: 0 });
+  assert.deepEqual(out[3], { echo: ['hi', new Uint8Array([1, 2])] });
+  assert.deepEqual(seen, out);
+});
+
+test('a handler error reaches the caller as a coded error', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  await b.handle(ECHO, () => {
+    throw new C0Error('JOB_REFUSED', 'no thanks');
+  });
+  await a.dial(b.addrs()[0]!);
+  await assert.rejects(a.request(b.peerId, ECHO, [1]), (e: C0Error) => e.code === 'JOB_REFUSED' && e.detail?.remote === true);
+});
+
+test('a frame over the size bound is refused', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  let called = false;
+  await b.handle(
+    ECHO,
+    () => {
+      called = true;
+    },
+    { maxFrameBytes: 1024 },
+  );
+  await a.dial(b.addrs()[0]!);
+  // the caller's own bound refuses before sending
+  await assert.rejects(a.request(b.peerId, ECHO, [new Uint8Array(4096)], { limits: { maxFrameBytes: 1024 } }), (e: C0Error) => e.code === NET_ERR.FRAME_TOO_LARGE);
+  // a caller with a larger bound: the server refuses the frame
+  await assert.rejects(a.request(b.peerId, ECHO, [new Uint8Array(4096)], { limits: { maxFrameBytes: 1 << 20 } }), (e: C0Error) => e.code === NET_ERR.FRAME_TOO_LARGE);
+  // a raw peer ignoring the framing rules altogether
+  const s = await a.libp2p.dialProtocol(b.peerId, ECHO);
+  const lp = lpStream(s);
+  await lp.write(new Uint8Array(8192));
+  const reply = decodeCanonical((await lp.read({ signal: AbortSignal.timeout(3000) })).subarray()) as CborValue[];
+  assert.equal(reply[0], 2);
+  assert.equal(reply[1], NET_ERR.FRAME_TOO_LARGE);
+  assert.equal(called, false);
+  await waitFor(async () => (await b.metrics.registry.getSingleMetricAsString('c0mpute_net_streams_total')).includes('outcome="NET_FRAME_TOO_LARGE"'));
+});
+
+test('a stream past its deadline is aborted on both sides', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  let serverSignal: AbortSignal | undefined;
+  await b.handle(
+    ECHO,
+    async (_reqs, ctx) => {
+      serverSignal = ctx.signal;
+      await ctx.send('started');
+      await sleep(2_000);
+      await ctx.send('late');
+    },
+    { deadlineMs: 500 },
+  );
+  await a.dial(b.addrs()[0]!);
+  const t0 = Date.now();
+  // the caller's deadline
+  await assert.rejects(a.request(b.peerId, ECHO, [], { limits: { deadlineMs: 300 } }), (e: C0Error) => e.code === NET_ERR.DEADLINE);
+  assert.ok(Date.now() - t0 < 1_500);
+  // the server's deadline, with a patient caller: the stream is reset
+  await assert.rejects(a.request(b.peerId, ECHO, [], { limits: { deadlineMs: 5_000 } }), (e: C0Error) => e instanceof C0Error);
+  assert.equal(serverSignal?.aborted, true);
+});
+
+test('a node joining late obtains the live adverts by sync', async () => {
+  const a = await startNode();
+  const b = await startNode();
+  nets.push(a, b);
+  await link(a, b);
+  await sleep(300);
+  const ads = [advert(a.signer), advert(b.signer)];
+  await a.publish('advert', ads[0]!.bytes);
+  await b.publish('advert', ads[1]!.bytes);
+  // an expired record in b's cache is not served
+  await waitFor(() => a.metrics.registry.getSingleMetric('c0mpute_net_records_delivered_total') !== undefined);
+  const late = await startNode();
+  nets.push(late);
+  const got: string[] = [];
+  late.subscribe('advert', (rec, meta) => {
+    assert.equal(meta.source, 'sync');
+    got.push(rec.address);
+  });
+  await late.dial(b.addrs()[0]!);
+  await waitFor(() => got.length === 2, 5_000, 'sync');
+  assert.deepEqual(got.sort(), ads.map((x) => x.address).sort());
+  // a second sync delivers nothing new
+  const r = await late.syncFrom(b.peerId, ['advert']);
+  assert.equal(r.accepted, 0);
+  assert.equal(r.ignored, 2);
+  await sleep(100);
+  assert.equal(got.length, 2);
+  // fetch by address
+  const f = await late.fetchRecords(a.did, [ads[0]!.address, 'sha256:' + '00'.repeat(32)]);
+  assert.equal(f.length, 1);
+  assert.equal(f[0]!.address, ads[0]!.address);
+});

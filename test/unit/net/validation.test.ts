@@ -1,0 +1,172 @@
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { Ed25519Signer, seal, T, type Advert } from '../../../src/records/index.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { RecordPipeline, verdictOf, ignoreError, rejectError, ValidationError, Lru } from '../../../src/net/gossip-validation.js';
+import { encodeMessage, decodeMessage } from '../../../src/net/framing.js';
+import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType } from '../../../src/net/topics.js';
+import { MemoryRecordCache } from '../../../src/net/record-cache.js';
+import { C0Error } from '../../../src/errors.js';
+
+const clock = fakeClock();
+const s = Ed25519Signer.generate();
+let seq = 0;
+const ad = (over: Partial<Advert> = {}) =>
+  seal(T.advert, { seq: ++seq, issuedAt: clock(), expiresAt: clock() + 600_000, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 4, memoryMiB: 1024 }, ...over }, s);
+const off = (advert: string, durationMs = 10) =>
+  seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert, price: { amount: '1', currency: 'USD' }, durationMs, issuedAt: clock(), startBy: clock() + 60_000, expiresAt: clock() + 30_000 }, s);
+
+function pipe(hooks = {}) {
+  const metrics = createNetMetrics(new Registry());
+  return { p: new RecordPipeline({ clock, metrics, log: silentLogger(), hooks, maxMessageBytes: 4096 }), metrics };
+}
+
+test('topics: names, parsing, type map', () => {
+  assert.equal(topicFor('advert'), '/c0mpute/1/public/advert');
+  assert.equal(topicFor('pool-head', 'acme'), '/c0mpute/1/acme/pool-head');
+  assert.deepEqual(parseTopic('/c0mpute/1/acme/offer'), { overlay: 'acme', kind: 'offer' });
+  assert.equal(parseTopic('/c0mpute/1/acme/nope'), undefined);
+  assert.equal(kindForType('pool-witness/1'), 'pool-witness');
+  assert.equal(TOPIC_KINDS.length, 9);
+  assert.equal(expectedType('pool-head'), 'pool/1');
+  assert.throws(() => topicFor('advert', 'Bad Overlay'), (e: C0Error) => e.code === 'NET_BAD_OVERLAY');
+});
+
+test('framing: one envelope is itself; an offer with its advert is a CBOR array', () => {
+  const a = ad();
+  assert.equal(encodeMessage(a.bytes), a.bytes);
+  const o = off(a.address);
+  const m = encodeMessage(o.bytes, [a.bytes]);
+  assert.equal(m[0], 0x82);
+  const d = decodeMessage(m);
+  assert.deepEqual(d.primary, o.bytes);
+  assert.deepEqual(d.attachments, [a.bytes]);
+  assert.throws(() => decodeMessage(Uint8Array.of(0x81, 0x40)), (e: C0Error) => e.code === 'MESSAGE_MALFORMED');
+  assert.throws(() => decodeMessage(Uint8Array.of(0x01)), (e: C0Error) => e.code === 'MESSAGE_MALFORMED');
+});
+
+test('the adapter maps codes to verdicts', () => {
+  assert.deepEqual(verdictOf(new C0Error('RECORD_EXPIRED', 'x')), { verdict: 'ignore', reason: 'RECORD_EXPIRED' });
+  assert.deepEqual(verdictOf(new C0Error('ENVELOPE_BAD_SIGNATURE', 'x')), { verdict: 'reject', reason: 'ENVELOPE_BAD_SIGNATURE' });
+  assert.deepEqual(verdictOf(ignoreError('X', 'x')), { verdict: 'ignore', reason: 'X' });
+  assert.deepEqual(verdictOf(rejectError('Y', 'y')), { verdict: 'reject', reason: 'Y' });
+  assert.deepEqual(verdictOf(new Error('boom')), { verdict: 'ignore', reason: 'INTERNAL' });
+  assert.ok(rejectError('Y', 'y') instanceof ValidationError);
+});
+
+test('verdicts: accept once, duplicate ignored, bad signature and wrong type rejected, expired and future ignored', async () => {
+  const { p } = pipe();
+  const a = ad();
+  const r1 = await p.validate('advert', a.bytes, 'peer', 'gossip');
+  assert.equal(r1.verdict, 'accept');
+  assert.equal(r1.fresh.length, 1);
+  const r2 = await p.validate('advert', a.bytes, 'peer', 'sync');
+  assert.deepEqual([r2.verdict, r2.reason, r2.fresh.length], ['ignore', 'DUPLICATE', 0]);
+
+  const flipped = Uint8Array.from(ad().bytes);
+  flipped[flipped.length - 1]! ^= 1;
+  assert.deepEqual(pick(await p.validate('advert', flipped, 'x', 'gossip')), ['reject', 'ENVELOPE_BAD_SIGNATURE']);
+  assert.deepEqual(pick(await p.validate('advert', flipped, 'x', 'gossip')), ['reject', 'PREVIOUSLY_REJECTED']);
+  assert.deepEqual(pick(await p.validate('advert', off(a.address).bytes, 'x', 'gossip')), ['reject', 'RECORD_WRONG_TYPE']);
+  assert.deepEqual(pick(await p.validate('advert', Uint8Array.of(0xd2, 0x84, 0x41), 'x', 'gossip')), ['reject', 'ENVELOPE_MALFORMED']);
+  assert.deepEqual(pick(await p.validate('advert', new Uint8Array(5000), 'x', 'gossip')), ['reject', 'MESSAGE_TOO_LARGE']);
+  const t = clock();
+  assert.deepEqual(pick(await p.validate('advert', ad({ issuedAt: t - 100_000, expiresAt: t - 1 }).bytes, 'x', 'gossip')), ['ignore', 'RECORD_EXPIRED']);
+  const future = ad({ issuedAt: t + 120_000, expiresAt: t + 600_000 });
+  assert.deepEqual(pick(await p.validate('advert', future.bytes, 'x', 'gossip')), ['ignore', 'RECORD_FROM_FUTURE']);
+  // an ignored record may be accepted later (the clock caught up)
+  clock.advance(120_000);
+  assert.deepEqual(pick(await p.validate('advert', future.bytes, 'x', 'gossip')), ['accept', 'ok']);
+  clock.advance(-120_000);
+});
+
+test('an expired record with a bad signature is ignored (freshness is checked before the signature)', async () => {
+  const { p } = pipe();
+  const t = clock();
+  const x = Uint8Array.from(ad({ issuedAt: t - 100_000, expiresAt: t - 1 }).bytes);
+  x[x.length - 1]! ^= 1;
+  assert.deepEqual(pick(await p.validate('advert', x, 'x', 'gossip')), ['ignore', 'RECORD_EXPIRED']);
+});
+
+test('a stale advert (seq not above the held one) is ignored', async () => {
+  const { p } = pipe();
+  const hi = ad({ seq: 1000 });
+  const lo = ad({ seq: 999 });
+  assert.equal((await p.validate('advert', hi.bytes, 'x', 'gossip')).verdict, 'accept');
+  assert.deepEqual(pick(await p.validate('advert', lo.bytes, 'x', 'gossip')), ['ignore', 'ADVERT_STALE']);
+  assert.deepEqual(pick(await p.validate('advert', ad({ seq: 1000, workloads: ['infer.other'] }).bytes, 'x', 'gossip')), ['ignore', 'ADVERT_STALE']);
+});
+
+test('hooks: tagged errors earn their verdict, untagged coded errors ignore; context carries attachments', async () => {
+  let ctxSeen: unknown;
+  const { p } = pipe({
+    offer: (rec: { record: { durationMs: number } }, ctx: { attachments: unknown[] }) => {
+      ctxSeen = ctx;
+      if (rec.record.durationMs === 666) throw rejectError('OFFER_EVIL', 'evil');
+      if (rec.record.durationMs === 10 && ctx.attachments.length === 0) throw new C0Error('OFFER_UNKNOWN_ADVERT', 'cite a known advert');
+    },
+  });
+  const a = ad();
+  const o = off(a.address);
+  assert.deepEqual(pick(await p.validate('offer', o.bytes, 'x', 'gossip')), ['ignore', 'OFFER_UNKNOWN_ADVERT']);
+  const r = await p.validate('offer', encodeMessage(o.bytes, [a.bytes]), 'x', 'gossip');
+  assert.equal(r.verdict, 'accept');
+  assert.deepEqual(
+    r.fresh.map((f) => [f.kind, f.rec.address]),
+    [
+      ['offer', o.address],
+      ['advert', a.address],
+    ],
+  );
+  assert.equal((ctxSeen as { attachments: unknown[] }).attachments.length, 1);
+  // the same offer alone is now a duplicate
+  assert.deepEqual(pick(await p.validate('offer', o.bytes, 'x', 'gossip')), ['ignore', 'DUPLICATE']);
+  // an attachment the offer does not cite, or of a kind that may not travel with it
+  const o2 = off(a.address, 11);
+  assert.deepEqual(pick(await p.validate('offer', encodeMessage(o2.bytes, [ad().bytes]), 'x', 'gossip')), ['reject', 'MESSAGE_BAD_ATTACHMENT']);
+  assert.deepEqual(pick(await p.validate('advert', encodeMessage(ad().bytes, [ad().bytes]), 'x', 'gossip')), ['reject', 'MESSAGE_BAD_ATTACHMENT']);
+});
+
+test('bounded: validations in flight beyond the bound are dropped and counted', async () => {
+  const metrics = createNetMetrics(new Registry());
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const p = new RecordPipeline({ clock, metrics, log: silentLogger(), maxInFlight: 2, hooks: { advert: () => gate } });
+  const a = [ad(), ad(), ad()];
+  const pending = [p.validate('advert', a[0]!.bytes, 'x', 'gossip'), p.validate('advert', a[1]!.bytes, 'x', 'gossip')];
+  assert.deepEqual(pick(await p.validate('advert', a[2]!.bytes, 'x', 'gossip')), ['ignore', 'QUEUE_FULL']);
+  release();
+  assert.deepEqual((await Promise.all(pending)).map((r) => r.verdict), ['accept', 'accept']);
+  assert.match(await metrics.registry.getSingleMetricAsString('c0mpute_net_queue_dropped_total'), /queue="validation"} 1/);
+  assert.match(await metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'), /kind="advert",verdict="ignore",reason="QUEUE_FULL"} 1/);
+});
+
+test('Lru evicts the oldest', () => {
+  const l = new Lru<string, number>(2);
+  l.set('a', 1);
+  l.set('b', 2);
+  l.set('c', 3);
+  assert.equal(l.has('a'), false);
+  assert.equal(l.size, 2);
+});
+
+test('the memory record cache serves live records, latest advert per signer', () => {
+  const c = new MemoryRecordCache({ maxPerKind: 10 });
+  const t = clock();
+  const a1 = ad({ seq: 5000, expiresAt: t + 1000 });
+  const a2 = ad({ seq: 5001, expiresAt: t + 2000 });
+  c.add('advert', { ...a1, record: a1.record });
+  c.add('advert', { ...a2, record: a2.record });
+  assert.deepEqual(c.live('advert', t, 10), [a2.bytes]);
+  assert.equal(c.get(a1.address), undefined);
+  assert.deepEqual(c.get(a2.address), a2.bytes);
+  assert.deepEqual(c.live('advert', t + 2000, 10), []);
+});
+
+function pick(r: { verdict: string; reason: string }): [string, string] {
+  return [r.verdict, r.reason];
+}
