@@ -1,0 +1,273 @@
+/**
+ * The offer book (spec: "One offer per provider"): per job, one slot per
+ * provider holding its best live offer — cheaper wins, then faster (lower
+ * quoted duration), then the lower offer address.
+ *
+ * To stay independent of arrival order even as offers expire, each slot also
+ * keeps, behind the best offer, the standbys that could become best later: an
+ * offer is dropped only when a better offer of the same currency lives at
+ * least as long (it is dominated and can never be the best live offer again).
+ * So the visible slot at time t is always the best of all offers received that
+ * are live at t, whatever order they came in; a worse later offer never
+ * withdraws a better one; an expired offer gives its slot to the provider's
+ * next live one. At most MAX_STANDBY entries are kept per slot (the best ones).
+ *
+ * The book holds offers whatever their advert; eligibility (and so selection)
+ * refuses an offer whose advert is not known, so it waits without winning.
+ *
+ * Persistence: with a store, every change is one synced LevelDB batch
+ * (`job!provider!offer` → envelope bytes) written before `add` resolves, and
+ * `OfferBook.open` rebuilds the same book, dropping what expired meanwhile.
+ */
+import { C0Error } from '../errors.js';
+import { T, type Job, type Offer } from '../records/kinds.js';
+import { open as openEnvelope, type Opened } from '../records/envelope.js';
+import { sub, type Db, type Sub } from '../store/db.js';
+import { cmpAmount } from './amount.js';
+
+/** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
+const SYNC = { sync: true } as object;
+
+export const MAX_STANDBY = 8;
+const SEP = '!';
+
+/** Book order of two offers (same currency assumed): price, duration, address. */
+export function compareOffers(a: Opened<Offer>, b: Opened<Offer>): number {
+  const c = a.record.price.currency === b.record.price.currency ? 0 : a.record.price.currency < b.record.price.currency ? -1 : 1;
+  if (c) return c;
+  return cmpAmount(a.record.price.amount, b.record.price.amount) || a.record.durationMs - b.record.durationMs || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
+}
+
+/** `a` dominates `b`: same currency, ranks better, and lives at least as long. */
+function dominates(a: Opened<Offer>, b: Opened<Offer>): boolean {
+  return a.record.price.currency === b.record.price.currency && compareOffers(a, b) < 0 && a.record.expiresAt >= b.record.expiresAt;
+}
+
+export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired';
+export interface AddResult {
+  /** whether the provider's visible slot (its best live offer) changed */
+  changed: boolean;
+  status: AddStatus;
+}
+
+/** Pick the best live offer of a slot, optionally only in `currency`. */
+function bestOf(entries: Opened<Offer>[] | undefined, now: number, currency?: string): Opened<Offer> | undefined {
+  if (!entries) return undefined;
+  let best: Opened<Offer> | undefined;
+  for (const e of entries) {
+    if (e.record.expiresAt <= now) continue;
+    if (currency !== undefined && e.record.price.currency !== currency) continue;
+    if (!best || compareOffers(e, best) < 0) best = e;
+  }
+  return best;
+}
+
+export interface BookSlot {
+  provider: string;
+  offer: Opened<Offer>;
+}
+
+export class OfferBook {
+  /** job → provider → entries (best first) */
+  readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
+  readonly #addrs = new Set<string>();
+  readonly #store: Sub | undefined;
+
+  constructor(store?: Sub) {
+    this.#store = store;
+  }
+
+  /** Open a persisted book from `db` (sublevel `market-offers`), dropping what has expired by `now`. */
+  static async open(db: Db, now: number, name = 'market-offers'): Promise<OfferBook> {
+    const store = sub(db, name);
+    const book = new OfferBook(store);
+    const stale: string[] = [];
+    for await (const [key, bytes] of store.iterator()) {
+      let o: Opened<Offer>;
+      try {
+        o = openEnvelope(bytes, T.offer, { trusted: true });
+      } catch {
+        stale.push(key);
+        continue;
+      }
+      const r = book.#insert(o, now);
+      for (const k of r.removed) stale.push(keyOf(k));
+      if (r.status === 'expired' || r.status === 'dominated' || r.status === 'duplicate') stale.push(key);
+    }
+    if (stale.length) await store.batch(stale.map((key) => ({ type: 'del' as const, key })), SYNC);
+    return book;
+  }
+
+  /** Number of offers held (best and standby). */
+  get size(): number {
+    return this.#addrs.size;
+  }
+
+  /** Add an offer; persisted (one synced batch) before the promise resolves. */
+  async add(offer: Opened<Offer>, now: number): Promise<AddResult> {
+    const r = this.#insert(offer, now);
+    if (this.#store && (r.status === 'best' || r.status === 'standby' || r.removed.length)) {
+      const ops: Array<{ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }> = r.removed.map((o) => ({ type: 'del' as const, key: keyOf(o) }));
+      if (r.status === 'best' || r.status === 'standby') ops.push({ type: 'put', key: keyOf(offer), value: offer.bytes });
+      try {
+        await this.#store.batch(ops, SYNC);
+      } catch (e) {
+        // undo in memory so the book matches the disk
+        this.#undo(offer, r.removed);
+        throw new C0Error('STORE_WRITE_FAILED', `could not persist offer ${offer.address}: ${(e as Error).message}`, { cause: e });
+      }
+    }
+    return { changed: r.changed, status: r.status };
+  }
+
+  /** Add without persisting (in-memory books, benchmarks). */
+  addSync(offer: Opened<Offer>, now: number): AddResult {
+    if (this.#store) throw new C0Error('BOOK_PERSISTENT', 'this book has a store: use add()');
+    const r = this.#insert(offer, now);
+    return { changed: r.changed, status: r.status };
+  }
+
+  #insert(offer: Opened<Offer>, now: number): AddResult & { removed: Opened<Offer>[] } {
+    if (!offer || offer.type !== T.offer || typeof offer.address !== 'string' || !offer.record) {
+      throw new C0Error('BOOK_NOT_AN_OFFER', `the offer book takes ${T.offer} records, got ${String(offer?.type)}`, { field: 'offer' });
+    }
+    if (this.#addrs.has(offer.address)) return { changed: false, status: 'duplicate', removed: [] };
+    const job = offer.record.job;
+    const provider = offer.signer;
+    let slots = this.#jobs.get(job);
+    const entries = slots?.get(provider) ?? [];
+    // expired entries leave first (they can never be best again)
+    const removed: Opened<Offer>[] = [];
+    const live: Opened<Offer>[] = [];
+    for (const e of entries) (e.record.expiresAt <= now ? removed : live).push(e);
+    const before = bestOf(live, now);
+    if (offer.record.expiresAt <= now) {
+      this.#commit(job, provider, live, removed);
+      return { changed: false, status: 'expired', removed };
+    }
+    if (live.some((e) => dominates(e, offer))) {
+      this.#commit(job, provider, live, removed);
+      return { changed: false, status: 'dominated', removed };
+    }
+    const kept: Opened<Offer>[] = [];
+    for (const e of live) (dominates(offer, e) ? removed : kept).push(e);
+    kept.push(offer);
+    kept.sort(compareOffers);
+    while (kept.length > MAX_STANDBY) removed.push(kept.pop()!);
+    const stayed = kept.includes(offer);
+    if (!slots) {
+      slots = new Map();
+      this.#jobs.set(job, slots);
+    }
+    this.#commit(job, provider, kept, removed);
+    if (stayed) this.#addrs.add(offer.address);
+    const after = bestOf(kept, now);
+    const changed = after !== before;
+    return { changed, status: !stayed ? 'dominated' : after === offer ? 'best' : 'standby', removed: stayed ? removed : removed.filter((o) => o !== offer) };
+  }
+
+  #commit(job: string, provider: string, entries: Opened<Offer>[], removed: Opened<Offer>[]): void {
+    for (const r of removed) this.#addrs.delete(r.address);
+    let slots = this.#jobs.get(job);
+    if (entries.length === 0) {
+      if (slots) {
+        slots.delete(provider);
+        if (slots.size === 0) this.#jobs.delete(job);
+      }
+      return;
+    }
+    if (!slots) {
+      slots = new Map();
+      this.#jobs.set(job, slots);
+    }
+    slots.set(provider, entries);
+  }
+
+  #undo(offer: Opened<Offer>, removed: Opened<Offer>[]): void {
+    const slots = this.#jobs.get(offer.record.job);
+    const entries = (slots?.get(offer.signer) ?? []).filter((e) => e !== offer);
+    for (const r of removed) if (r.record.job === offer.record.job && r.signer === offer.signer) entries.push(r);
+    entries.sort(compareOffers);
+    this.#addrs.delete(offer.address);
+    for (const r of removed) this.#addrs.add(r.address);
+    this.#commit(offer.record.job, offer.signer, entries, []);
+  }
+
+  /**
+   * Each provider's best live offer for `job`, in DID order. With `currency`,
+   * only offers in that currency (pass the job's maxPrice currency: an offer in
+   * another currency is ineligible anyway and must not hide one that is not).
+   */
+  best(job: string, now: number, currency?: string): Opened<Offer>[] {
+    const slots = this.#jobs.get(job);
+    if (!slots) return [];
+    const out: Opened<Offer>[] = [];
+    for (const provider of [...slots.keys()].sort()) {
+      const b = bestOf(slots.get(provider), now, currency);
+      if (b) out.push(b);
+    }
+    return out;
+  }
+
+  /** Each provider's best live offer in the job's own currency, DID order (what selection should be given). */
+  forJob(job: Opened<Job>, now: number): Opened<Offer>[] {
+    return this.best(job.address, now, job.record.maxPrice.currency);
+  }
+
+  /** The provider's best live offer for `job`. */
+  slot(job: string, provider: string, now: number, currency?: string): Opened<Offer> | undefined {
+    return bestOf(this.#jobs.get(job)?.get(provider), now, currency);
+  }
+
+  /** Jobs with offers held, sorted. */
+  jobs(): string[] {
+    return [...this.#jobs.keys()].sort();
+  }
+
+  /** Every offer held (best and standby), sorted by job, provider, book order. */
+  all(): Opened<Offer>[] {
+    const out: Opened<Offer>[] = [];
+    for (const job of this.jobs()) {
+      const slots = this.#jobs.get(job)!;
+      for (const p of [...slots.keys()].sort()) out.push(...slots.get(p)!);
+    }
+    return out;
+  }
+
+  /** Drop expired offers; returns how many were dropped. */
+  async prune(now: number): Promise<number> {
+    const removed: Opened<Offer>[] = [];
+    for (const [job, slots] of [...this.#jobs]) {
+      for (const [p, entries] of [...slots]) {
+        const live = entries.filter((e) => e.record.expiresAt > now);
+        if (live.length !== entries.length) {
+          for (const e of entries) if (e.record.expiresAt <= now) removed.push(e);
+          this.#commit(job, p, live, entries.filter((e) => e.record.expiresAt <= now));
+        }
+      }
+    }
+    if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
+    return removed.length;
+  }
+
+  /** Forget a job (after it was decided). */
+  async dropJob(job: string): Promise<void> {
+    const slots = this.#jobs.get(job);
+    if (!slots) return;
+    const removed = [...slots.values()].flat();
+    for (const o of removed) this.#addrs.delete(o.address);
+    this.#jobs.delete(job);
+    if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
+  }
+
+  /** A plain, deterministic picture of the visible book at `now` (for comparisons and tests). */
+  snapshot(now: number): Array<{ job: string; provider: string; offer: string }> {
+    const out: Array<{ job: string; provider: string; offer: string }> = [];
+    for (const job of this.jobs()) for (const o of this.best(job, now)) out.push({ job, provider: o.signer, offer: o.address });
+    return out;
+  }
+}
+
+function keyOf(o: Opened<Offer>): string {
+  return `${o.record.job}${SEP}${o.signer}${SEP}${o.address}`;
+}

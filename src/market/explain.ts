@@ -1,0 +1,282 @@
+/**
+ * Explaining an empty (or thin) market: across every known provider, which
+ * requirements bind, said in one sentence, with what relaxing each binding
+ * constraint would gain. Pure; `now` is injected; providers in DID order.
+ */
+import type { Advert, Job, Offer } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { AdvertIndex, REASON, evaluate, gib, prepareJob, type Failure, type PreparedJob, type ReasonCode } from './eligibility.js';
+import { compareOffers } from './book.js';
+
+/** Requirement groups an explanation counts. The relaxable ones are the buyer's to change. */
+export const CONSTRAINTS = ['advert', 'workload', 'allowlist', 'tier', 'region', 'gpu', 'cpu', 'memory', 'price', 'deadline', 'quote'] as const;
+export type Constraint = (typeof CONSTRAINTS)[number];
+export const RELAXABLE: readonly Constraint[] = ['allowlist', 'tier', 'region', 'gpu', 'cpu', 'memory', 'price', 'deadline'];
+
+export function constraintOf(code: ReasonCode): Constraint {
+  switch (code) {
+    case REASON.ADVERT_UNKNOWN:
+    case REASON.ADVERT_EXPIRED:
+    case REASON.ADVERT_NOT_YET_VALID:
+    case REASON.ADVERT_NOT_PROVIDERS:
+      return 'advert';
+    case REASON.WORKLOAD_NOT_OFFERED:
+      return 'workload';
+    case REASON.NOT_ON_ALLOWLIST:
+      return 'allowlist';
+    case REASON.TIER_NOT_SATISFIED:
+      return 'tier';
+    case REASON.REGION_UNDISCLOSED:
+    case REASON.REGION_NOT_ACCEPTED:
+      return 'region';
+    case REASON.CPU_CORES_TOO_FEW:
+      return 'cpu';
+    case REASON.MEMORY_TOO_SMALL:
+      return 'memory';
+    case REASON.OFFER_CURRENCY_MISMATCH:
+    case REASON.OFFER_OVER_MAX_PRICE:
+      return 'price';
+    case REASON.OFFER_MISSES_DEADLINE:
+    case REASON.OFFER_OVER_TIMEOUT:
+      return 'deadline';
+    case REASON.OFFER_MISSING:
+    case REASON.OFFER_EXPIRED:
+    case REASON.OFFER_WRONG_JOB:
+      return 'quote';
+    default:
+      return 'gpu';
+  }
+}
+
+/** One provider's verdict. `failures` is empty when eligible. */
+export interface ProviderVerdict {
+  provider: string;
+  /** the advert judged against (absent when none is known) */
+  advert?: string;
+  /** the offer judged (absent when the provider has not quoted) */
+  offer?: string;
+  eligible: boolean;
+  failures: Failure[];
+}
+
+export interface Binding {
+  constraint: Constraint;
+  /** providers failing it */
+  failing: number;
+  /** providers meeting it */
+  meeting: number;
+}
+
+export interface Relaxation {
+  constraint: Constraint;
+  /** providers that fail only this constraint (they would fit if it were relaxed) */
+  gain: number;
+  /** of those, how many have a live offer already */
+  quoted: number;
+  text: string;
+}
+
+export interface MarketExplanation {
+  job: string;
+  known: number;
+  eligible: number;
+  /** every known provider, DID order */
+  providers: ProviderVerdict[];
+  /** providers failing each reason code (codes sorted) */
+  counts: Record<string, number>;
+  /** constraints that bind, most binding first */
+  binding: Binding[];
+  relaxations: Relaxation[];
+  /** providers whose advert has expired (reported, not silently dropped), DID order */
+  expired: string[];
+  summary: string;
+}
+
+export interface MarketInput {
+  job: Opened<Job>;
+  adverts: Iterable<Opened<Advert>> | AdvertIndex;
+  offers: Iterable<Opened<Offer>>;
+  now: number;
+  skewMs?: number;
+}
+
+/** Preferred offer of one provider for a job: job currency first, live first, then book order. */
+export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string, now: number): boolean {
+  const ac = a.record.price.currency === currency;
+  const bc = b.record.price.currency === currency;
+  if (ac !== bc) return ac;
+  const al = a.record.expiresAt > now;
+  const bl = b.record.expiresAt > now;
+  if (al !== bl) return al;
+  return compareOffers(a, b) < 0;
+}
+
+/** Evaluate every known provider (with or without an offer) for a job. DID order. */
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>>, now: number, skewMs: number): ProviderVerdict[] {
+  const best = new Map<string, Opened<Offer>>();
+  const cur = pj.job.maxPrice.currency;
+  for (const o of offers) {
+    if (o.record.job !== pj.address) continue;
+    const b = best.get(o.signer);
+    if (!b || preferOffer(o, b, cur, now)) best.set(o.signer, o);
+  }
+  const providers = new Set<string>([...best.keys(), ...index.latest.keys()]);
+  const out: ProviderVerdict[] = [];
+  for (const p of [...providers].sort()) {
+    const offer = best.get(p);
+    const advert = offer ? index.resolve(offer, now) : index.latest.get(p);
+    const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
+    if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+    out.push({ provider: p, ...(advert ? { advert: advert.address } : {}), ...(offer ? { offer: offer.address } : {}), eligible: failures.length === 0, failures });
+  }
+  return out;
+}
+
+export function explainMarket(input: MarketInput): MarketExplanation {
+  const pj = prepareJob(input.job);
+  const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
+  const verdicts = judgeAll(pj, index, input.offers, input.now, input.skewMs ?? DEFAULT_SKEW_MS);
+  return explainVerdicts(pj, verdicts);
+}
+
+const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);
+
+function phrase(c: Constraint, job: Job, many: boolean): string {
+  const r = job.requirements;
+  const v = (one: string, m: string) => (many ? m : one);
+  switch (c) {
+    case 'advert':
+      return `${v('has', 'have')} a live advert`;
+    case 'workload':
+      return `${v('offers', 'offer')} ${job.workload}`;
+    case 'allowlist':
+      return `${v('is', 'are')} on the allowlist`;
+    case 'tier':
+      return r.tier === 'private' || r.tier === 'enterprise' ? `${v('claims', 'claim')} tier ${r.tier}` : `${v('claims', 'claim')} tier ${r.tier} or above`;
+    case 'region':
+      return `disclosed a region in ${r.regions?.join(', ') ?? '?'}`;
+    case 'gpu': {
+      const g = r.gpu!;
+      const feats = g.features?.length ? ` with ${g.features.join(', ')}` : '';
+      return g.count === 1 ? `${v('has', 'have')} ${gib(g.vramMiB)} of VRAM on one card${feats}` : `${v('has', 'have')} ${g.count} GPUs with ${gib(g.vramMiB)} each${feats}`;
+    }
+    case 'cpu':
+      return `${v('has', 'have')} ${r.cpuCores} CPU cores`;
+    case 'memory':
+      return `${v('has', 'have')} ${gib(r.memoryMiB ?? 0)} of memory`;
+    case 'price':
+      return `quoted within ${job.maxPrice.amount} ${job.maxPrice.currency}`;
+    case 'deadline':
+      return `can finish before the deadline`;
+    case 'quote':
+      return `${v('has', 'have')} quoted for this job`;
+  }
+}
+
+const ACTION: Record<Constraint, string> = {
+  advert: '',
+  workload: '',
+  quote: '',
+  allowlist: 'drop the allowlist',
+  tier: 'accept a lower trust tier',
+  region: 'drop the region constraint',
+  gpu: 'relax the GPU requirement',
+  cpu: 'ask for fewer CPU cores',
+  memory: 'ask for less memory',
+  price: 'raise maxPrice',
+  deadline: 'extend the deadline (or the timeout)',
+};
+
+export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): MarketExplanation {
+  const job = pj.job;
+  const known = verdicts.length;
+  const eligible = verdicts.filter((v) => v.eligible).length;
+  const counts: Record<string, number> = {};
+  const groups = verdicts.map((v) => {
+    const s = new Set<Constraint>();
+    const codes = new Set<string>();
+    for (const f of v.failures) {
+      s.add(constraintOf(f.code));
+      codes.add(f.code);
+    }
+    for (const c of codes) counts[c] = (counts[c] ?? 0) + 1;
+    return s;
+  });
+  const sortedCounts: Record<string, number> = {};
+  for (const k of Object.keys(counts).sort()) sortedCounts[k] = counts[k]!;
+
+  const binding: Binding[] = [];
+  for (const c of CONSTRAINTS) {
+    const failing = groups.filter((g) => g.has(c)).length;
+    if (failing > 0) binding.push({ constraint: c, failing, meeting: known - failing });
+  }
+  binding.sort((a, b) => b.failing - a.failing || CONSTRAINTS.indexOf(a.constraint) - CONSTRAINTS.indexOf(b.constraint));
+
+  const relaxations: Relaxation[] = [];
+  for (const c of RELAXABLE) {
+    let gain = 0;
+    let quoted = 0;
+    for (const g of groups) {
+      const others = [...g].filter((x) => x !== c && x !== 'quote');
+      if (g.has(c) && others.length === 0) {
+        gain++;
+        if (!g.has('quote')) quoted++;
+      }
+    }
+    if (gain > 0) {
+      const wait = gain - quoted;
+      relaxations.push({ constraint: c, gain, quoted, text: `${ACTION[c]}: ${gain} more ${plural(gain, 'provider', 'providers')}${wait ? ` (${wait} of them ${plural(wait, 'has', 'have')} not quoted yet)` : ''}` });
+    }
+  }
+  relaxations.sort((a, b) => b.gain - a.gain || RELAXABLE.indexOf(a.constraint) - RELAXABLE.indexOf(b.constraint));
+
+  const expired = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.ADVERT_EXPIRED)).map((v) => v.provider);
+
+  let summary: string;
+  if (known === 0) {
+    summary = `No provider is known yet: no advert or offer has been seen for ${job.workload}.`;
+  } else {
+    // The cascade: a requirement nobody meets is said first ("no provider has 24 GiB of VRAM on one
+    // card"); otherwise the requirement most providers meet (that some fail), then the next among
+    // those that meet it, …, until nobody is left: "6 of 7 have 2 GPUs with 24 GiB each; but none
+    // of them disclosed a region". Not having quoted comes last (it is not a requirement).
+    let pool = groups.map((_, i) => i);
+    const clauses: string[] = [];
+    const left = new Set<Constraint>(binding.map((b) => b.constraint));
+    while (pool.length > 0 && left.size > 0) {
+      let pick: Constraint | undefined;
+      let pickMeet = -1;
+      for (const c of CONSTRAINTS) {
+        if (!left.has(c)) continue;
+        const fails = pool.filter((i) => groups[i]!.has(c)).length;
+        if (fails === 0) {
+          left.delete(c);
+          continue;
+        }
+        const meet = pool.length - fails;
+        // a requirement nobody left meets is the binding one: say it first; otherwise the one most meet
+        const rank = (m: number) => (m === 0 ? Infinity : m);
+        const better = pick === undefined || (pick === 'quote' && c !== 'quote') || (c !== 'quote' && rank(meet) > rank(pickMeet));
+        if (better) {
+          pick = c;
+          pickMeet = meet;
+        }
+      }
+      if (pick === undefined) break;
+      left.delete(pick);
+      const meeting = pickMeet;
+      if (clauses.length === 0) {
+        clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, false)}` : `${meeting} of ${known} ${phrase(pick, job, meeting !== 1)}`);
+      } else {
+        clauses.push(meeting === 0 ? `but ${pool.length === 1 ? 'it does not meet this' : 'none of them'}${pool.length === 1 ? `: ${phrase(pick, job, false)}` : ` ${phrase(pick, job, false)}`}` : `of those, ${meeting} ${phrase(pick, job, meeting !== 1)}`);
+      }
+      pool = pool.filter((i) => !groups[i]!.has(pick!));
+    }
+    const head = eligible === 0 ? `No provider is eligible among ${known} known` : `${eligible} of ${known} known ${plural(known, 'provider is', 'providers are')} eligible`;
+    summary = clauses.length ? `${head}: ${clauses.join('; ')}.` : `${head}.`;
+    if (expired.length) summary += ` ${expired.length} ${plural(expired.length, 'advert has', 'adverts have')} expired.`;
+    if (eligible === 0 && relaxations.length) summary += ` To widen the market: ${relaxations[0]!.text}.`;
+  }
+  return { job: pj.address, known, eligible, providers: verdicts, counts: sortedCounts, binding, relaxations, expired, summary };
+}

@@ -1,0 +1,241 @@
+/**
+ * Selection: one offer per provider (the book's rule), the seven gates, then
+ * scoring by policy over the eligible offers, ranked by total (ties by DID).
+ *
+ * Scoring (floats appear only here, never in a gate):
+ *   price      = bestPrice / price          (proportional; 1 for the cheapest)
+ *   speed      = bestDuration / durationMs  (quoted duration, proportional)
+ *   reputation = the provider's derived score (0.5 when unknown)
+ *   trust      = community 0, standard 0.4, verified 0.8, private/enterprise 1.0
+ *   total      = Σ weight(policy, dimension) × score(dimension)
+ * "best" is over the eligible candidates. Sorted once: total descending, then DID.
+ */
+import { C0Error } from '../errors.js';
+import type { Money } from '../records/money.js';
+import { T, type Advert, type Job, type Offer, type PolicyName, type Tier } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { AdvertIndex, evaluate, prepareJob, type Failure } from './eligibility.js';
+import { explainVerdicts, preferOffer, type MarketExplanation, type ProviderVerdict } from './explain.js';
+import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
+import { REASON } from './eligibility.js';
+
+export interface Scores {
+  price: number;
+  speed: number;
+  reputation: number;
+  trust: number;
+}
+
+export interface Ranked {
+  rank: number;
+  provider: string;
+  offer: string;
+  advert: string;
+  price: Money;
+  durationMs: number;
+  tier: Tier;
+  scores: Scores;
+  total: number;
+}
+
+export interface SelectInput {
+  job: Opened<Job>;
+  adverts: Iterable<Opened<Advert>> | AdvertIndex;
+  /** offers of any job (others are ignored); several per provider are reduced by the book's rule */
+  offers: Iterable<Opened<Offer>>;
+  policy?: PolicyName | string;
+  reputation?: ReputationView;
+  now: number;
+  skewMs?: number;
+}
+
+interface Base {
+  job: string;
+  policy: PolicyName;
+  decidedAt: number;
+  /** providers whose offer failed a gate, DID order, every failure */
+  ineligible: ProviderVerdict[];
+}
+export interface Selected extends Base {
+  ok: true;
+  winner: Ranked;
+  /** every eligible offer, best first (ties by DID) */
+  ranked: Ranked[];
+  why: string;
+}
+export interface NoneEligible extends Base {
+  ok: false;
+  ranked: [];
+  explanation: MarketExplanation;
+}
+export type SelectResult = Selected | NoneEligible;
+
+function checkInputs(input: SelectInput): void {
+  if (!input || typeof input.now !== 'number' || !Number.isFinite(input.now)) throw new C0Error('MARKET_BAD_INPUT', 'select needs a numeric `now`', { field: 'now' });
+}
+
+/** Compare ranked entries: total descending, then provider DID ascending. */
+export function compareRanked(a: { total: number; provider: string }, b: { total: number; provider: string }): number {
+  return b.total - a.total || (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0);
+}
+
+export function select(input: SelectInput): SelectResult {
+  checkInputs(input);
+  const policy = parsePolicy(input.policy);
+  const pj = prepareJob(input.job);
+  checkPolicy(policy, pj.job);
+  const now = input.now;
+  const skew = input.skewMs ?? DEFAULT_SKEW_MS;
+  const rep = input.reputation ?? NO_REPUTATION;
+  const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
+  const cur = pj.job.maxPrice.currency;
+
+  // one offer per provider: the live offer the book would show (job currency first)
+  const best = new Map<string, Opened<Offer>>();
+  for (const o of input.offers) {
+    if (!o || o.type !== T.offer) throw new C0Error('MARKET_NOT_AN_OFFER', `expected a ${T.offer} record, got ${String(o?.type)}`, { field: 'offers' });
+    if (o.record.job !== pj.address) continue;
+    const b = best.get(o.signer);
+    if (b === undefined || preferOffer(o, b, cur, now)) best.set(o.signer, o);
+  }
+
+  const eOffers: Opened<Offer>[] = [];
+  const eAdverts: Opened<Advert>[] = [];
+  const prices: number[] = [];
+  const ineligible: ProviderVerdict[] = [];
+  let bestPrice = Infinity;
+  let bestDur = Infinity;
+  for (const offer of best.values()) {
+    const advert = index.resolve(offer, now);
+    const failures: Failure[] | undefined = evaluate(pj, advert, offer, now, skew);
+    if (failures === undefined) {
+      eOffers.push(offer);
+      eAdverts.push(advert!);
+      const p = Number(offer.record.price.amount);
+      prices.push(p);
+      if (p < bestPrice) bestPrice = p;
+      if (offer.record.durationMs < bestDur) bestDur = offer.record.durationMs;
+    } else {
+      ineligible.push({ provider: offer.signer, ...(advert ? { advert: advert.address } : {}), offer: offer.address, eligible: false, failures });
+    }
+  }
+  ineligible.sort((a, b) => (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0));
+  const base = { job: pj.address, policy, decidedAt: now, ineligible };
+
+  if (eOffers.length === 0) {
+    // explain across every known provider, including those that have not quoted
+    const verdicts = new Map<string, ProviderVerdict>();
+    for (const v of ineligible) verdicts.set(v.provider, v);
+    for (const [p, a] of index.latest) {
+      if (verdicts.has(p)) continue;
+      const failures = evaluate(pj, a, undefined, now, skew) ?? [];
+      failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+      verdicts.set(p, { provider: p, advert: a.address, eligible: false, failures });
+    }
+    const all = [...verdicts.values()].sort((a, b) => (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0));
+    return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, all) };
+  }
+
+  // score into flat arrays, sort an index once (no object touched by the comparator), then build the rows
+  const w = WEIGHTS[policy];
+  const n = eOffers.length;
+  const sP = new Float64Array(n);
+  const sS = new Float64Array(n);
+  const sR = new Float64Array(n);
+  const sT = new Float64Array(n);
+  const tot = new Float64Array(n);
+  const dids: string[] = new Array(n);
+  const order: number[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const o = eOffers[i]!;
+    const price = ratioScore(bestPrice, prices[i]!);
+    const speed = ratioScore(bestDur, o.record.durationMs);
+    const reputation = clamp01(rep.scoreOf(o.signer));
+    const trust = TRUST_SCORE[eAdverts[i]!.record.tier];
+    sP[i] = price;
+    sS[i] = speed;
+    sR[i] = reputation;
+    sT[i] = trust;
+    tot[i] = w.price * price + w.speed * speed + w.reputation * reputation + w.trust * trust;
+    dids[i] = o.signer;
+    order[i] = i;
+  }
+  order.sort((a, b) => tot[b]! - tot[a]! || (dids[a]! < dids[b]! ? -1 : dids[a]! > dids[b]! ? 1 : 0));
+  const ranked: Ranked[] = new Array(n);
+  for (let r = 0; r < n; r++) {
+    const i = order[r]!;
+    const o = eOffers[i]!;
+    ranked[r] = { rank: r + 1, provider: o.signer, offer: o.address, advert: eAdverts[i]!.address, price: o.record.price, durationMs: o.record.durationMs, tier: eAdverts[i]!.record.tier, scores: { price: sP[i]!, speed: sS[i]!, reputation: sR[i]!, trust: sT[i]! }, total: tot[i]! };
+  }
+  const winner = ranked[0]!;
+  return { ...base, ok: true, winner, ranked, why: why(policy, w, ranked) };
+}
+
+function clamp01(x: number): number {
+  return x > 1 ? 1 : x < 0 || Number.isNaN(x) ? 0 : x;
+}
+
+export function shortDid(d: string): string {
+  return d.length > 20 ? `${d.slice(0, 14)}…${d.slice(-6)}` : d;
+}
+
+function fmt(x: number): string {
+  return x.toFixed(3);
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** One line saying why the winner won. */
+export function why(policy: PolicyName, w: Weights, ranked: Ranked[]): string {
+  const a = ranked[0]!;
+  const head = `${shortDid(a.provider)} wins under ${policy} at ${a.price.amount} ${a.price.currency}, ${seconds(a.durationMs)}`;
+  const b = ranked[1];
+  if (!b) return `${head}: the only eligible offer.`;
+  if (a.total === b.total) return `${head}: tied with ${shortDid(b.provider)} at ${fmt(a.total)}; the lower DID breaks the tie.`;
+  const dims: Dimension[] = ['price', 'speed', 'reputation', 'trust'];
+  let up: Dimension | undefined;
+  let down: Dimension | undefined;
+  let upV = 0;
+  let downV = 0;
+  for (const d of dims) {
+    const diff = w[d] * (a.scores[d] - b.scores[d]);
+    if (diff > upV) {
+      upV = diff;
+      up = d;
+    }
+    if (diff < downV) {
+      downV = diff;
+      down = d;
+    }
+  }
+  const lead = (d: Dimension): string => {
+    switch (d) {
+      case 'price':
+        return `cheaper (${a.price.amount} vs ${b.price.amount} ${b.price.currency})`;
+      case 'speed':
+        return `faster (${seconds(a.durationMs)} vs ${seconds(b.durationMs)})`;
+      case 'reputation':
+        return `a better reputation (${fmt(a.scores.reputation)} vs ${fmt(b.scores.reputation)})`;
+      case 'trust':
+        return `a higher trust tier (${a.tier} vs ${b.tier})`;
+    }
+  };
+  const lag = (d: Dimension): string => {
+    switch (d) {
+      case 'price': {
+        const pct = Math.round((b.scores.price / a.scores.price - 1) * 100);
+        return `despite being ${pct}% dearer`;
+      }
+      case 'speed':
+        return `despite being slower (${seconds(a.durationMs)} vs ${seconds(b.durationMs)})`;
+      case 'reputation':
+        return `despite a lower reputation (${fmt(a.scores.reputation)} vs ${fmt(b.scores.reputation)})`;
+      case 'trust':
+        return `despite a lower tier (${a.tier} vs ${b.tier})`;
+    }
+  };
+  return `${head}: total ${fmt(a.total)} vs ${fmt(b.total)} for ${shortDid(b.provider)}: ${up ? lead(up) : 'ahead overall'}${down ? ', ' + lag(down) : ''}.`;
+}

@@ -1,0 +1,213 @@
+/**
+ * Signed, auditable decisions (spec: "whoever decides can prove afterwards why").
+ *
+ * Who may decide for a job (spec: "There is no globally authoritative matcher"):
+ *   - the buyer itself (the job's signer);
+ *   - a gateway the buyer delegated to by a `c0mpute.delegation/1` signed by the
+ *     buyer, naming that gateway, live at the decision time, whose scope covers
+ *     the job's workload and whose price ceiling the winning price is within;
+ *   - a steward the caller configured (an organisation's scheduler on a private overlay).
+ * Anyone else is refused with a code.
+ *
+ * A selection names the job, the buyer, the policy, the winning offer, every
+ * considered offer (one per provider, DID order; eligible or not) and the
+ * decision time. `auditSelection` recomputes the decision from records alone.
+ */
+import { C0Error } from '../errors.js';
+import type { Money } from '../records/money.js';
+import { T, type Delegation, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
+import { seal, type Opened } from '../records/envelope.js';
+import { didFromPublicKey } from '../records/did.js';
+import type { Signer } from '../records/ed25519.js';
+import { cmpAmount } from './amount.js';
+import { RecordSet } from './recordset.js';
+import { select, type SelectResult } from './select.js';
+import type { ReputationView } from './policy.js';
+import { deriveReputation } from '../reputation/derive.js';
+import { AdvertIndex, type Failure } from './eligibility.js';
+
+export const MAX_CONSIDERED = 4096;
+
+export type Authority = { as: 'buyer' } | { as: 'gateway'; delegation: string } | { as: 'steward' };
+
+export interface AuthorityInput {
+  decider: string;
+  job: Opened<Job>;
+  /** the delegation the decider claims to act under */
+  delegation?: Opened<Delegation>;
+  /** configured stewards (DIDs) */
+  stewards?: readonly string[];
+  /** the winning price, checked against a delegation's ceiling */
+  winnerPrice?: Money;
+  now: number;
+}
+
+/** Throws a C0Error unless `decider` may decide for `job` at `now`. */
+export function checkDeciderAuthority(i: AuthorityInput): Authority {
+  const buyer = i.job.signer;
+  if (i.decider === buyer) return { as: 'buyer' };
+  if (i.delegation) {
+    const d = i.delegation;
+    if (d.type !== T.delegation) throw new C0Error('DELEGATION_NOT_A_DELEGATION', `expected a ${T.delegation} record, got ${d.type}`, { field: 'delegation' });
+    if (d.signer !== buyer) throw new C0Error('DELEGATION_NOT_FROM_BUYER', `delegation ${d.address} is signed by ${d.signer}, not by the job's buyer ${buyer}`, { field: 'delegation' });
+    if (d.record.gateway !== i.decider) throw new C0Error('DELEGATION_WRONG_GATEWAY', `delegation ${d.address} names gateway ${d.record.gateway}, not ${i.decider}`, { field: 'delegation.gateway' });
+    if (d.record.expiresAt <= i.now) throw new C0Error('DELEGATION_EXPIRED', `delegation ${d.address} expired at ${d.record.expiresAt}`, { field: 'delegation.expiresAt' });
+    if (d.record.issuedAt > i.now) throw new C0Error('DELEGATION_NOT_YET_VALID', `delegation ${d.address} starts at ${d.record.issuedAt}`, { field: 'delegation.issuedAt' });
+    const s = d.record.scope;
+    if (s.workloads && !s.workloads.includes(i.job.record.workload)) {
+      throw new C0Error('DELEGATION_WORKLOAD_OUT_OF_SCOPE', `delegation ${d.address} covers ${s.workloads.join(', ')}, not ${i.job.record.workload}`, { field: 'delegation.scope.workloads' });
+    }
+    if (s.maxPrice && i.winnerPrice) {
+      if (s.maxPrice.currency !== i.winnerPrice.currency) {
+        throw new C0Error('DELEGATION_PRICE_CURRENCY', `delegation ceiling is in ${s.maxPrice.currency}, the winning price in ${i.winnerPrice.currency} (never converted)`, { field: 'delegation.scope.maxPrice' });
+      }
+      if (cmpAmount(i.winnerPrice.amount, s.maxPrice.amount) > 0) {
+        throw new C0Error('DELEGATION_PRICE_OUT_OF_SCOPE', `winning price ${i.winnerPrice.amount} ${i.winnerPrice.currency} is above the delegation's ceiling ${s.maxPrice.amount}`, { field: 'delegation.scope.maxPrice' });
+      }
+    }
+    return { as: 'gateway', delegation: d.address };
+  }
+  if (i.stewards?.includes(i.decider)) return { as: 'steward' };
+  throw new C0Error('DECIDER_NOT_AUTHORIZED', `${i.decider} is neither the buyer, a delegated gateway nor a configured steward for job ${i.job.address}`, { field: 'signer' });
+}
+
+/** Every offer the decision considered, one per provider, DID order. */
+export function consideredOf(result: SelectResult): Array<{ provider: string; offer: string }> {
+  const out: Array<{ provider: string; offer: string }> = [];
+  for (const r of result.ranked) out.push({ provider: r.provider, offer: r.offer });
+  for (const v of result.ineligible) if (v.offer) out.push({ provider: v.provider, offer: v.offer });
+  return out.sort((a, b) => (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0));
+}
+
+export interface SignSelectionInput {
+  result: SelectResult;
+  job: Opened<Job>;
+  signer: Signer;
+  delegation?: Opened<Delegation>;
+  stewards?: readonly string[];
+}
+
+/** Sign a `c0mpute.selection/1` for a result, after checking the signer may decide. */
+export function signSelection(i: SignSelectionInput): Opened<Selection> {
+  const r = i.result;
+  if (!r.ok) throw new C0Error('SELECTION_NO_WINNER', 'no offer was eligible: there is nothing to select', { field: 'result' });
+  if (r.job !== i.job.address) throw new C0Error('SELECTION_JOB_MISMATCH', `the result is for job ${r.job}, not ${i.job.address}`, { field: 'job' });
+  const decider = didFromPublicKey(i.signer.publicKey);
+  const auth = checkDeciderAuthority({ decider, job: i.job, ...(i.delegation ? { delegation: i.delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), winnerPrice: r.winner.price, now: r.decidedAt });
+  const considered = consideredOf(r);
+  if (considered.length > MAX_CONSIDERED) throw new C0Error('SELECTION_TOO_LARGE', `${considered.length} considered offers exceed the ${MAX_CONSIDERED} a selection can name`, { field: 'considered' });
+  const rec: Selection = { job: r.job, buyer: i.job.signer, policy: r.policy, winner: r.winner.offer, considered, decidedAt: r.decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) };
+  return seal(T.selection, rec, i.signer);
+}
+
+// ---------------------------------------------------------------------------
+// Audit
+// ---------------------------------------------------------------------------
+
+export interface Difference {
+  code: string;
+  message: string;
+  address?: string;
+  claimed?: unknown;
+  recomputed?: unknown;
+}
+
+export interface AuditResult {
+  reproduces: boolean;
+  selection: string;
+  job: string;
+  policy: PolicyName;
+  decider: string;
+  decidedAt: number;
+  authority?: Authority;
+  claimedWinner: string;
+  recomputedWinner?: string;
+  differences: Difference[];
+  /** observations that do not make the audit fail */
+  notes: string[];
+  result?: SelectResult;
+}
+
+export interface AuditInput {
+  selection: Opened<Selection>;
+  records: RecordSet | Iterable<Opened>;
+  stewards?: readonly string[];
+  /** reputation to score with; default: derived from the records' receipts, acceptances and offers as of decidedAt */
+  reputation?: ReputationView;
+  skewMs?: number;
+}
+
+export function auditSelection(i: AuditInput): AuditResult {
+  const sel = i.selection;
+  if (!sel || sel.type !== T.selection) throw new C0Error('AUDIT_NOT_A_SELECTION', `expected a ${T.selection} record, got ${String(sel?.type)}`, { field: 'selection' });
+  const rs = i.records instanceof RecordSet ? i.records : new RecordSet(i.records);
+  const s = sel.record;
+  const diffs: Difference[] = [];
+  const notes: string[] = [];
+  const base = { selection: sel.address, job: s.job, policy: s.policy, decider: sel.signer, decidedAt: s.decidedAt, claimedWinner: s.winner };
+  const done = (extra: Partial<AuditResult>): AuditResult => ({ ...base, ...extra, reproduces: diffs.length === 0, differences: diffs, notes });
+
+  const job = rs.getTyped<Job>(s.job, T.job);
+  if (!job) {
+    diffs.push({ code: 'AUDIT_MISSING_RECORD', message: `the job ${s.job} is not among the records`, address: s.job });
+    return done({});
+  }
+  if (s.buyer !== job.signer) diffs.push({ code: 'AUDIT_BUYER_MISMATCH', message: `the selection names buyer ${s.buyer}, the job is signed by ${job.signer}`, claimed: s.buyer, recomputed: job.signer });
+
+  // the offers named
+  const offers: Opened<Offer>[] = [];
+  for (const c of s.considered) {
+    const o = rs.getTyped<Offer>(c.offer, T.offer);
+    if (!o) {
+      diffs.push({ code: 'AUDIT_MISSING_RECORD', message: `considered offer ${c.offer} (${c.provider}) is not among the records`, address: c.offer });
+      continue;
+    }
+    if (o.signer !== c.provider) diffs.push({ code: 'AUDIT_PROVIDER_MISMATCH', message: `offer ${c.offer} is signed by ${o.signer}, the selection says ${c.provider}`, address: c.offer, claimed: c.provider, recomputed: o.signer });
+    if (o.record.job !== s.job) diffs.push({ code: 'AUDIT_OFFER_OTHER_JOB', message: `offer ${c.offer} answers job ${o.record.job}, not ${s.job}`, address: c.offer, claimed: s.job, recomputed: o.record.job });
+    offers.push(o);
+  }
+  const index = new AdvertIndex(rs.adverts);
+  for (const o of offers) {
+    if (!index.resolve(o, s.decidedAt)) diffs.push({ code: 'AUDIT_MISSING_RECORD', message: `the advert ${o.record.advert} that offer ${o.address} cites is not among the records`, address: o.record.advert });
+  }
+
+  // who decided
+  let authority: Authority | undefined;
+  let delegation: Opened<Delegation> | undefined;
+  if (s.delegation) {
+    delegation = rs.getTyped<Delegation>(s.delegation, T.delegation);
+    if (!delegation) diffs.push({ code: 'AUDIT_MISSING_RECORD', message: `the delegation ${s.delegation} is not among the records`, address: s.delegation });
+  }
+  const winnerOffer = offers.find((o) => o.address === s.winner);
+  if (!(s.delegation && !delegation)) {
+    try {
+      authority = checkDeciderAuthority({ decider: sel.signer, job, ...(delegation ? { delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), ...(winnerOffer ? { winnerPrice: winnerOffer.record.price } : {}), now: s.decidedAt });
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      diffs.push({ code: e.code, message: e.message });
+    }
+  }
+
+  // recompute
+  const reputation = i.reputation ?? deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { asOf: s.decidedAt });
+  let result: SelectResult;
+  try {
+    result = select({ job, adverts: index, offers, policy: s.policy, reputation, now: s.decidedAt, ...(i.skewMs !== undefined ? { skewMs: i.skewMs } : {}) });
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    diffs.push({ code: e.code, message: e.message });
+    return done(authority ? { authority } : {});
+  }
+  const winnerFailures: Failure[] | undefined = result.ineligible.find((v) => v.offer === s.winner)?.failures;
+  if (winnerFailures) diffs.push({ code: 'AUDIT_WINNER_INELIGIBLE', message: `the winning offer fails: ${winnerFailures.map((f) => f.code).join(', ')}`, address: s.winner, recomputed: winnerFailures });
+  if (!result.ok) {
+    diffs.push({ code: 'AUDIT_NO_ELIGIBLE', message: 'recomputed from the records, no considered offer is eligible', claimed: s.winner, recomputed: null });
+  } else if (result.winner.offer !== s.winner) {
+    diffs.push({ code: 'AUDIT_DIFFERENT_WINNER', message: `recomputed winner is ${result.winner.offer} (${result.winner.provider}), the selection names ${s.winner}`, claimed: s.winner, recomputed: result.winner.offer });
+  }
+  // better information the decider may not have had
+  const named = new Set(s.considered.map((c) => c.provider));
+  const unheard = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
+  if (unheard.length) notes.push(`the records hold ${unheard.length} live offer(s) for this job from providers the selection did not consider (the decider may not have had them)`);
+  return done({ ...(authority ? { authority } : {}), ...(result.ok ? { recomputedWinner: result.winner.offer } : {}), result });
+}
