@@ -1,0 +1,103 @@
+/**
+ * Attestation grading (pool/1 §6.7–§6.8) and equivocation evidence.
+ *
+ * A ledger is `self-attested` unless at least one receipt verifies, comes from
+ * a key other than the steward's, names this steward, and covers exactly the
+ * head this ledger has at the receipt's length: then it is `witnessed` (by
+ * whom, up to which length). A receipt that does not verify (`invalid`) is
+ * kept apart from one that verifies but covers a different head or length
+ * (`mismatch`, what a rewritten history looks like from outside).
+ */
+import { C0Error } from '../errors.js';
+import { open, peekType } from '../records/envelope.js';
+import { compareBytes } from '../records/cbor.js';
+import { POOL_TYPE, WITNESS_TYPE, ENTRY_ERR, type LedgerEntry, type WitnessReceipt } from './entry.js';
+
+export type ReceiptStatus =
+  | { status: 'valid'; witness: string; length: number; head: string }
+  | { status: 'invalid'; code: string; message: string; witness?: string }
+  | { status: 'refused'; code: typeof ENTRY_ERR.WITNESS_IS_STEWARD; witness: string; message: string }
+  | { status: 'other-ledger'; witness: string; steward: string }
+  | { status: 'mismatch'; code: 'WITNESS_HEAD_MISMATCH' | 'WITNESS_LENGTH_BEYOND'; witness: string; length: number; head: string; ours?: string; message: string };
+
+export interface Attestation {
+  grade: 'self-attested' | 'witnessed';
+  /** valid witnesses, each with the longest length it covers, in DID order */
+  witnesses: Array<{ witness: string; length: number }>;
+  /** the longest witnessed length (0 when self-attested) */
+  witnessedLength: number;
+  receipts: ReceiptStatus[];
+}
+
+export interface LedgerView {
+  steward?: string;
+  /** content address of every entry, by seq */
+  addresses: readonly string[];
+}
+
+export function checkReceipt(ledger: LedgerView, bytes: Uint8Array): ReceiptStatus {
+  let w: WitnessReceipt;
+  let witness: string;
+  try {
+    const o = open(bytes, WITNESS_TYPE);
+    w = o.record as WitnessReceipt;
+    witness = o.signer;
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    let signer: string | undefined;
+    try {
+      signer = peekType(bytes).signer;
+    } catch {
+      /* unreadable */
+    }
+    if (e.code === ENTRY_ERR.WITNESS_IS_STEWARD) return { status: 'refused', code: ENTRY_ERR.WITNESS_IS_STEWARD, witness: signer!, message: e.message };
+    return { status: 'invalid', code: e.code, message: e.message, ...(signer === undefined ? {} : { witness: signer }) };
+  }
+  if (ledger.steward !== undefined && w.steward !== ledger.steward) return { status: 'other-ledger', witness, steward: w.steward };
+  if (w.length > ledger.addresses.length) {
+    return { status: 'mismatch', code: 'WITNESS_LENGTH_BEYOND', witness, length: w.length, head: w.head, message: `the witness saw length ${w.length}; this ledger has ${ledger.addresses.length} entries (history was truncated or rewritten)` };
+  }
+  const ours = ledger.addresses[w.length - 1]!;
+  if (ours !== w.head) {
+    return { status: 'mismatch', code: 'WITNESS_HEAD_MISMATCH', witness, length: w.length, head: w.head, ours, message: `at length ${w.length} the witness saw ${w.head}; this ledger has ${ours} (history was rewritten)` };
+  }
+  return { status: 'valid', witness, length: w.length, head: w.head };
+}
+
+export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[]): Attestation {
+  const statuses = receipts.map((r) => checkReceipt(ledger, r));
+  const best = new Map<string, number>();
+  for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));
+  const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => (a.witness < b.witness ? -1 : a.witness > b.witness ? 1 : 0));
+  const witnessedLength = witnesses.reduce((m, w) => Math.max(m, w.length), 0);
+  return { grade: witnesses.length > 0 ? 'witnessed' : 'self-attested', witnesses, witnessedLength, receipts: statuses };
+}
+
+/** Evidence of equivocation: two entries signed by one steward at one seq with different content. */
+export interface Equivocation {
+  steward: string;
+  seq: number;
+  a: Uint8Array;
+  b: Uint8Array;
+}
+
+export const EQUIV_ERR = { NOT_PROVEN: 'EQUIVOCATION_NOT_PROVEN' } as const;
+
+/** Verify equivocation evidence from the two records alone. Returns the steward and seq, or throws. */
+export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: string; seq: number; addresses: [string, string] } {
+  let oa;
+  let ob;
+  try {
+    oa = open(a, POOL_TYPE);
+    ob = open(b, POOL_TYPE);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    throw new C0Error(EQUIV_ERR.NOT_PROVEN, `an entry of the evidence does not verify: ${e.code}`, { detail: { reason: e.code } });
+  }
+  const ra = oa.record as LedgerEntry;
+  const rb = ob.record as LedgerEntry;
+  if (oa.signer !== ob.signer) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are signed by different keys');
+  if (ra.seq !== rb.seq) throw new C0Error(EQUIV_ERR.NOT_PROVEN, `the two entries have different seq (${ra.seq}, ${rb.seq})`);
+  if (compareBytes(a, b) === 0 || oa.address === ob.address) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are the same entry');
+  return { steward: oa.signer, seq: ra.seq, addresses: [oa.address, ob.address] };
+}

@@ -1,0 +1,50 @@
+/**
+ * Export and import of a ledger as one file: a canonical CBOR map
+ *   { format: "c0mpute.ledger/1", entries: [bstr…], receipts: [bstr…] }
+ * Entries are the pool/1 envelopes in seq order; receipts are pool-witness/1
+ * envelopes. The file is verified exactly like a directory.
+ */
+import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { C0Error } from '../errors.js';
+import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
+import type { RawLedger } from './store.js';
+
+export const FILE_FORMAT = 'c0mpute.ledger/1';
+export const FILE_ERR = { UNREADABLE: 'LEDGER_FILE_UNREADABLE', MALFORMED: 'LEDGER_FILE_MALFORMED' } as const;
+
+export function encodeLedgerFile(raw: RawLedger): Uint8Array {
+  return encodeCanonical({ format: FILE_FORMAT, entries: raw.entries, receipts: raw.receipts });
+}
+
+export function decodeLedgerFile(bytes: Uint8Array): RawLedger {
+  let v: unknown;
+  try {
+    v = decodeCanonical(bytes, { recheck: false });
+  } catch (e) {
+    throw new C0Error(FILE_ERR.MALFORMED, `not a ledger file: ${(e as Error).message}`, { detail: { reason: (e as C0Error).code } });
+  }
+  const o = v as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || o.format !== FILE_FORMAT) throw new C0Error(FILE_ERR.MALFORMED, `not a ${FILE_FORMAT} file`, { field: 'format' });
+  const list = (k: string): Uint8Array[] => {
+    const a = o[k];
+    if (!Array.isArray(a) || !a.every((x) => x instanceof Uint8Array)) throw new C0Error(FILE_ERR.MALFORMED, `${k}: expected a list of byte strings`, { field: k });
+    return a as Uint8Array[];
+  };
+  return { entries: list('entries'), receipts: list('receipts') };
+}
+
+export function writeLedgerFile(path: string, raw: RawLedger): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, encodeLedgerFile(raw));
+  renameSync(tmp, path);
+}
+
+export function readLedgerFile(path: string): RawLedger {
+  let b: Uint8Array;
+  try {
+    b = new Uint8Array(readFileSync(path));
+  } catch (e) {
+    throw new C0Error(FILE_ERR.UNREADABLE, `cannot read ${path}: ${(e as Error).message}`);
+  }
+  return decodeLedgerFile(b);
+}

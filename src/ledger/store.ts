@@ -1,0 +1,264 @@
+/**
+ * The steward's ledger on LevelDB (pool/1 §6.1–§6.5).
+ *
+ * Layout of a ledger directory (its own LevelDB, e.g. `<data-dir>/ledger`):
+ *   sublevel `entries`  key = seq as 16 decimal digits → the pool/1 envelope bytes
+ *   sublevel `meta`     key `head` → canonical CBOR {length, head (32 bytes), steward}
+ *   sublevel `receipts` key = content address of the receipt → pool-witness/1 envelope
+ *
+ * One writer: appends are serialised in-process, and LevelDB's lock keeps any
+ * other process out. The entry and the head move in one synced batch; an
+ * append resolves only after that batch is on disk. Opening replays and
+ * verifies everything before the ledger is usable.
+ */
+import { C0Error } from '../errors.js';
+import { openDb, closeDb, sub, type Db, type Sub } from '../store/db.js';
+import { open, seal } from '../records/envelope.js';
+import { didFromPublicKey } from '../records/did.js';
+import type { Signer } from '../records/ed25519.js';
+import { encodeCanonical, decodeCanonical } from '../records/cbor.js';
+import { addressToBytes, bytesToAddress, hashHex } from '../records/address.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
+import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
+import { replay, replayParallel, type ReplayResult } from './replay.js';
+import { gradeAttestation, checkReceipt, type Attestation, type ReceiptStatus } from './attest.js';
+
+export const LEDGER_ERR = {
+  READ_ONLY: 'LEDGER_READ_ONLY',
+  CORRUPT: 'LEDGER_CORRUPT',
+  HEAD_MISMATCH: 'LEDGER_HEAD_MISMATCH',
+  WRONG_STEWARD: 'LEDGER_WRONG_STEWARD',
+  RANGE: 'LEDGER_BAD_RANGE',
+  RECEIPT: 'LEDGER_RECEIPT_REFUSED',
+  NOT_EMPTY: 'LEDGER_NOT_EMPTY',
+  CLOSED: 'LEDGER_CLOSED',
+} as const;
+
+export const seqKey = (n: number): string => String(n).padStart(16, '0');
+
+/** Something that checks and applies events beside the ledger (a UsageBook, or a PoolState over the same book). */
+export interface EventSink {
+  check?(ev: PoolEvent): void;
+  apply(ev: PoolEvent): UsageDelta;
+}
+
+export interface LedgerOptions {
+  /** the steward's key; without it the ledger is read-only */
+  signer?: Signer;
+  /** the steward the ledger must belong to (default: the signer's DID, else entry 0's signer) */
+  steward?: string;
+  now?: Clock;
+  logger?: Logger;
+}
+
+export interface Head {
+  length: number;
+  head: string;
+}
+
+export interface RawLedger {
+  entries: Uint8Array[];
+  receipts: Uint8Array[];
+  meta?: { length: number; head: string; steward?: string };
+}
+
+async function readAll(s: Sub): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for await (const v of s.values()) out.push(v);
+  return out;
+}
+
+function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
+  if (b === undefined) return undefined;
+  const m = decodeCanonical(b) as { length: number; head: Uint8Array; steward?: string };
+  return { length: m.length, head: bytesToAddress(m.head), ...(m.steward === undefined ? {} : { steward: m.steward }) };
+}
+
+/** Read a ledger directory's raw contents without verifying anything (for `ledger verify`). */
+export async function readLedgerDir(dir: string): Promise<RawLedger> {
+  const db = await openDb(dir);
+  try {
+    const entries = await readAll(sub(db, 'entries'));
+    const receipts = await readAll(sub(db, 'receipts'));
+    const meta = decodeMeta(await sub(db, 'meta').get('head'));
+    return { entries, receipts, ...(meta === undefined ? {} : { meta }) };
+  } finally {
+    await closeDb(db);
+  }
+}
+
+export class Ledger {
+  readonly dir: string;
+  readonly steward: string | undefined;
+  readonly #db: Db;
+  readonly #entries: Sub;
+  readonly #meta: Sub;
+  readonly #receipts: Sub;
+  readonly #signer: Signer | undefined;
+  readonly #now: Clock;
+  readonly #log: Logger | undefined;
+  readonly #addresses: string[];
+  readonly book: UsageBook;
+  #sink: EventSink;
+  #tail: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(dir: string, db: Db, r: ReplayResult & { book: UsageBook }, steward: string | undefined, opts: LedgerOptions) {
+    this.dir = dir;
+    this.#db = db;
+    this.#entries = sub(db, 'entries');
+    this.#meta = sub(db, 'meta');
+    this.#receipts = sub(db, 'receipts');
+    this.#signer = opts.signer;
+    this.#now = opts.now ?? systemClock;
+    this.#log = opts.logger;
+    this.#addresses = [...r.addresses];
+    this.book = r.book;
+    this.#sink = r.book;
+    this.steward = steward;
+  }
+
+  /** Open (creating if absent) the ledger at `dir`: replays and verifies every entry first. */
+  static async open(dir: string, opts: LedgerOptions = {}): Promise<Ledger> {
+    const signerDid = opts.signer ? didFromPublicKey(opts.signer.publicKey) : undefined;
+    if (opts.steward !== undefined && signerDid !== undefined && opts.steward !== signerDid) {
+      throw new C0Error(LEDGER_ERR.WRONG_STEWARD, 'steward: the signer is not the named steward', { field: 'steward' });
+    }
+    const expected = opts.steward ?? signerDid;
+    const db = await openDb(dir);
+    try {
+      const entries = await readAll(sub(db, 'entries'));
+      const meta = decodeMeta(await sub(db, 'meta').get('head'));
+      const r = await replayParallel(entries, expected === undefined ? {} : { steward: expected });
+      if (!r.ok) {
+        const p = r.problem!;
+        throw new C0Error(p.code === 'LEDGER_WRONG_STEWARD' && p.index === 0 ? LEDGER_ERR.WRONG_STEWARD : LEDGER_ERR.CORRUPT, `ledger at ${dir} refused at entry ${p.index}: ${p.code}: ${p.message}`, { detail: { ...p } });
+      }
+      const metaLen = meta?.length ?? 0;
+      const metaHead = meta?.head ?? GENESIS;
+      if (metaLen !== r.length || metaHead !== r.head) {
+        throw new C0Error(LEDGER_ERR.HEAD_MISMATCH, `ledger at ${dir}: stored head (${metaLen}, ${metaHead}) does not match its entries (${r.length}, ${r.head})`);
+      }
+      const l = new Ledger(dir, db, r as ReplayResult & { book: UsageBook }, expected ?? r.steward, opts);
+      opts.logger?.info({ dir, length: r.length, head: r.head }, 'ledger replayed');
+      return l;
+    } catch (e) {
+      await closeDb(db);
+      throw e;
+    }
+  }
+
+  get length(): number {
+    return this.#addresses.length;
+  }
+
+  head(): Head {
+    return { length: this.#addresses.length, head: this.#addresses.length ? this.#addresses[this.#addresses.length - 1]! : GENESIS };
+  }
+
+  /** Content address of the entry at `seq`. */
+  addressAt(seq: number): string | undefined {
+    return this.#addresses[seq];
+  }
+
+  /** Route applied events through `sink` (e.g. a PoolState built over `ledger.book`). */
+  attach(sink: EventSink): void {
+    this.#sink = sink;
+  }
+
+  /**
+   * Append an event. Checked against the derived state first (an inconsistent
+   * event is refused and nothing is written); resolves only after the entry and
+   * the new head are on disk in one synced batch.
+   */
+  append(ev: PoolEvent): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
+    const run = async () => {
+      if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
+      if (!this.#signer || this.steward === undefined) throw new C0Error(LEDGER_ERR.READ_ONLY, 'this ledger was opened without the steward key');
+      if (this.#sink.check) this.#sink.check(ev);
+      else this.book.check(ev);
+      const { length: seq, head: prev } = this.head();
+      const env = seal(POOL_TYPE, entryFor(ev, seq, prev, this.steward, this.#now()), this.#signer);
+      const meta = encodeCanonical({ length: seq + 1, head: addressToBytes(env.address), steward: this.steward });
+      await this.#db.batch(
+        [
+          { type: 'put', sublevel: this.#entries, key: seqKey(seq), value: env.bytes },
+          { type: 'put', sublevel: this.#meta, key: 'head', value: meta },
+        ] as never,
+        { sync: true },
+      );
+      this.#addresses.push(env.address);
+      this.#sink.apply(ev);
+      this.#log?.debug({ seq, address: env.address, event: ev.event, claim: ev.claim }, 'ledger append');
+      return { seq, address: env.address, bytes: env.bytes };
+    };
+    const p = this.#tail.then(run, run);
+    this.#tail = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Entries with from ≤ seq < to (for `/c0mpute/ledger/1` range requests). */
+  async entries(from = 0, to = this.length): Promise<Uint8Array[]> {
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from) throw new C0Error(LEDGER_ERR.RANGE, `range: expected 0 ≤ from ≤ to, got ${from}..${to}`, { field: 'from' });
+    const end = Math.min(to, this.length);
+    if (from >= end) return [];
+    const out: Uint8Array[] = [];
+    for await (const v of this.#entries.values({ gte: seqKey(from), lt: seqKey(end) })) out.push(v);
+    return out;
+  }
+
+  /** Decoded entries (for display). */
+  async records(from = 0, to = this.length): Promise<LedgerEntry[]> {
+    return (await this.entries(from, to)).map((b) => open(b, POOL_TYPE, { trusted: true }).record as LedgerEntry);
+  }
+
+  /** Store a witness receipt after checking it against this ledger; a refused receipt is not stored. */
+  async addReceipt(bytes: Uint8Array): Promise<ReceiptStatus> {
+    const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
+    if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
+    await this.#db.batch([{ type: 'put', sublevel: this.#receipts, key: hashHex(bytes), value: bytes }] as never, { sync: true });
+    return s;
+  }
+
+  async receipts(): Promise<Uint8Array[]> {
+    return readAll(this.#receipts);
+  }
+
+  async attestation(): Promise<Attestation> {
+    return gradeAttestation({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, await this.receipts());
+  }
+
+  /** Wait for pending appends, then close the database. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#tail;
+    this.#closed = true;
+    await closeDb(this.#db);
+  }
+}
+
+/** Write verified entries and receipts into an empty ledger directory (import). */
+export async function writeLedgerDir(dir: string, raw: RawLedger): Promise<ReplayResult> {
+  const r = replay(raw.entries);
+  if (!r.ok) {
+    const p = r.problem!;
+    throw new C0Error(LEDGER_ERR.CORRUPT, `refusing to import: entry ${p.index}: ${p.code}: ${p.message}`, { detail: { ...p } });
+  }
+  const db = await openDb(dir);
+  try {
+    const entries = sub(db, 'entries');
+    const meta = sub(db, 'meta');
+    const receipts = sub(db, 'receipts');
+    if ((await meta.get('head')) !== undefined) throw new C0Error(LEDGER_ERR.NOT_EMPTY, `${dir} already holds a ledger`);
+    const ops: unknown[] = raw.entries.map((b, i) => ({ type: 'put', sublevel: entries, key: seqKey(i), value: b }));
+    // every receipt is kept as given (a mismatching one is evidence); `verify` grades them
+    for (const b of raw.receipts) ops.push({ type: 'put', sublevel: receipts, key: hashHex(b), value: b });
+    ops.push({ type: 'put', sublevel: meta, key: 'head', value: encodeCanonical({ length: r.length, head: addressToBytes(r.head), ...(r.steward === undefined ? {} : { steward: r.steward }) }) });
+    await db.batch(ops as never, { sync: true });
+    return r;
+  } finally {
+    await closeDb(db);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * A witness (pool/1 §6.7, beyond the minimum: the C2SP tlog-witness model).
+ *
+ * Per steward it keeps the last head it cosigned (length, head address and the
+ * head entry itself). It cosigns a new head only when the steward supplies the
+ * entries that extend that head, each verifying under the steward's key and
+ * chaining by seq and prev; never a shorter or forked history. A conflicting
+ * request is refused with the head it holds (WITNESS_CONFLICT, detail.held),
+ * so an honest steward can resend from there. When a request carries a
+ * steward-signed entry at the held head's seq with different content, the two
+ * entries are kept as equivocation evidence (verifiable from the two records
+ * alone, see verifyEquivocation). State is written in one synced batch before
+ * the receipt is returned. A witness whose key is the steward's is refused.
+ *
+ * LevelDB layout (sublevels of the node's database):
+ *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope)}
+ *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address>` → canonical CBOR {a, b}
+ */
+import { C0Error } from '../errors.js';
+import { open, seal, type Opened } from '../records/envelope.js';
+import { didFromPublicKey } from '../records/did.js';
+import type { Signer } from '../records/ed25519.js';
+import { compareBytes, decodeCanonical, encodeCanonical } from '../records/cbor.js';
+import { addressToBytes, bytesToAddress } from '../records/address.js';
+import { sub, type Db, type Sub } from '../store/db.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { GENESIS, POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from './entry.js';
+import { verifyEquivocation, type Equivocation } from './attest.js';
+import { seqKey, type Head } from './store.js';
+
+export const WITNESS_ERR = {
+  IS_STEWARD: 'WITNESS_IS_STEWARD',
+  EMPTY: 'WITNESS_EMPTY_REQUEST',
+  BAD_ENTRY: 'WITNESS_BAD_ENTRY',
+  BROKEN_LINK: 'WITNESS_BROKEN_LINK',
+  CONFLICT: 'WITNESS_CONFLICT',
+  EQUIVOCATION: 'WITNESS_EQUIVOCATION',
+  TOO_MANY: 'WITNESS_REQUEST_TOO_LARGE',
+} as const;
+
+export const MAX_COSIGN_ENTRIES = 100_000;
+
+interface HeldState {
+  length: number;
+  head: string;
+  entry?: Uint8Array;
+}
+
+export class Witness {
+  readonly did: string;
+  readonly #signer: Signer;
+  readonly #db: Db;
+  readonly #heads: Sub;
+  readonly #evidence: Sub;
+  readonly #now: Clock;
+  readonly #log: Logger | undefined;
+  #tail: Promise<unknown> = Promise.resolve();
+
+  constructor(db: Db, signer: Signer, opts: { now?: Clock; logger?: Logger } = {}) {
+    this.#db = db;
+    this.#signer = signer;
+    this.did = didFromPublicKey(signer.publicKey);
+    this.#heads = sub(db, 'witness-heads');
+    this.#evidence = sub(db, 'witness-evidence');
+    this.#now = opts.now ?? systemClock;
+    this.#log = opts.logger;
+  }
+
+  /** The head this witness last cosigned for `steward` (length 0 and GENESIS when none). */
+  async held(steward: string): Promise<Head> {
+    const h = await this.#held(steward);
+    return { length: h.length, head: h.head };
+  }
+
+  async #held(steward: string): Promise<HeldState> {
+    const b = await this.#heads.get(steward);
+    if (b === undefined) return { length: 0, head: GENESIS };
+    const m = decodeCanonical(b) as { length: number; head: Uint8Array; entry: Uint8Array };
+    return { length: m.length, head: bytesToAddress(m.head), entry: m.entry };
+  }
+
+  /** All equivocation evidence held for `steward`. */
+  async evidence(steward: string): Promise<Equivocation[]> {
+    const out: Equivocation[] = [];
+    for await (const [, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
+      const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array };
+      const r = verifyEquivocation(m.a, m.b);
+      out.push({ steward: r.steward, seq: r.seq, a: m.a, b: m.b });
+    }
+    return out;
+  }
+
+  /**
+   * Cosign the head reached by `entries`: a contiguous run of the steward's
+   * entries that extends (or, starting earlier, passes through) the held head.
+   * Serialised: one request at a time.
+   */
+  cosign(steward: string, entries: readonly Uint8Array[]): Promise<Opened<WitnessReceipt>> {
+    const run = () => this.#cosign(steward, entries);
+    const p = this.#tail.then(run, run);
+    this.#tail = p.catch(() => undefined);
+    return p;
+  }
+
+  async #cosign(steward: string, entries: readonly Uint8Array[]): Promise<Opened<WitnessReceipt>> {
+    if (steward === this.did) throw new C0Error(WITNESS_ERR.IS_STEWARD, 'steward: this witness holds the steward’s own key; a self-countersignature establishes nothing', { field: 'steward' });
+    if (entries.length === 0) throw new C0Error(WITNESS_ERR.EMPTY, 'entries: a cosign request must carry the entries that extend the held head', { field: 'entries' });
+    if (entries.length > MAX_COSIGN_ENTRIES) throw new C0Error(WITNESS_ERR.TOO_MANY, `entries: more than ${MAX_COSIGN_ENTRIES}`, { field: 'entries' });
+    const held = await this.#held(steward);
+    const heldOut = { length: held.length, head: held.head };
+    // 1. every entry verifies under the steward's key, and the run chains
+    const recs: Array<{ rec: LedgerEntry; address: string; bytes: Uint8Array }> = [];
+    for (let i = 0; i < entries.length; i++) {
+      let o;
+      try {
+        o = open(entries[i]!, POOL_TYPE);
+      } catch (e) {
+        if (!(e instanceof C0Error)) throw e;
+        throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: ${e.code}: ${e.message}`, { field: `entries[${i}]`, detail: { reason: e.code, held: heldOut } });
+      }
+      if (o.signer !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: sealed by ${o.signer}, not by ${steward}`, { field: `entries[${i}]`, detail: { reason: 'LEDGER_WRONG_STEWARD', held: heldOut } });
+      const rec = o.record as LedgerEntry;
+      const prevRec = recs[i - 1];
+      if (prevRec && (rec.seq !== prevRec.rec.seq + 1 || rec.prev !== prevRec.address)) {
+        throw new C0Error(WITNESS_ERR.BROKEN_LINK, `entries[${i}]: does not follow entries[${i - 1}]`, { field: `entries[${i}]`, detail: { held: heldOut } });
+      }
+      if (i === 0 && rec.seq === 0 && rec.prev !== GENESIS) throw new C0Error(WITNESS_ERR.BROKEN_LINK, 'entries[0]: seq 0 must follow the genesis sentinel', { field: 'entries[0]', detail: { held: heldOut } });
+      recs.push({ rec, address: o.address, bytes: entries[i]! });
+    }
+    const first = recs[0]!;
+    const last = recs[recs.length - 1]!;
+    const newLength = last.rec.seq + 1;
+    // 2. relate the run to the held head
+    if (held.length > 0) {
+      const atHead = recs.find((r) => r.rec.seq === held.length - 1);
+      if (atHead && held.entry && compareBytes(atHead.bytes, held.entry) !== 0) {
+        // two steward-signed entries at one seq with different content: keep the evidence
+        const ev = { a: held.entry, b: atHead.bytes };
+        verifyEquivocation(ev.a, ev.b);
+        await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(atHead.rec.seq)}/${atHead.address}`, value: encodeCanonical(ev) }] as never, { sync: true });
+        this.#log?.warn({ steward, seq: atHead.rec.seq }, 'witness: equivocation evidence kept');
+        throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed two different entries at seq ${atHead.rec.seq}`, { detail: { held: heldOut, seq: atHead.rec.seq, evidence: ev } });
+      }
+      if (!atHead) {
+        // the run must start right after the held head, linking to it
+        if (first.rec.seq !== held.length || first.rec.prev !== held.head) {
+          throw new C0Error(WITNESS_ERR.CONFLICT, `the request (seq ${first.rec.seq}..${last.rec.seq}) does not extend the held head at length ${held.length}`, { detail: { held: heldOut } });
+        }
+      }
+    } else if (first.rec.seq !== 0) {
+      throw new C0Error(WITNESS_ERR.CONFLICT, `nothing cosigned yet for this steward: the request must start at seq 0, got ${first.rec.seq}`, { detail: { held: heldOut } });
+    }
+    if (newLength < held.length) {
+      throw new C0Error(WITNESS_ERR.CONFLICT, `the request ends at length ${newLength}, shorter than the held length ${held.length}`, { detail: { held: heldOut } });
+    }
+    // 3. state first, atomically and durably; then the answer
+    const receipt: WitnessReceipt = { steward, length: newLength, head: last.address, witnessedAt: this.#now() };
+    const sealed = seal(WITNESS_TYPE, receipt as never, this.#signer) as Opened<WitnessReceipt>;
+    await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: newLength, head: addressToBytes(last.address), entry: last.bytes }) }] as never, { sync: true });
+    this.#log?.info({ steward, length: newLength, head: last.address }, 'witness: cosigned');
+    return sealed;
+  }
+}
