@@ -8,6 +8,13 @@ import type { BenchResult } from './lib.js';
 
 const suites: Record<string, () => Promise<BenchResult>> = {
   records: async () => (await import('./records.js')).run(),
+  pool: async () => (await import('./pool.js')).run(),
+  market: async () => (await import('./market.js')).run(),
+  net: async () => {
+    const a = await (await import('./net.js')).run();
+    const b = await (await import('./walk.js')).run();
+    return { report: `${a.report}\n\n${b.report}`, targets: [...a.targets, ...b.targets] };
+  },
 };
 
 async function main(): Promise<void> {

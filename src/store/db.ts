@@ -12,7 +12,6 @@ import { Level } from 'level';
 import { C0Error } from '../errors.js';
 
 export type Db = Level<string, Uint8Array>;
-export type Sub = ReturnType<Db['sublevel']> & { batch: Db['batch'] };
 
 interface Entry {
   db: Db;
@@ -72,6 +71,16 @@ export async function closeDb(db: Db): Promise<void> {
 }
 
 /** A named sublevel with binary values. */
-export function sub(db: Db, name: string): Sub {
-  return db.sublevel<string, Uint8Array>(name, { valueEncoding: 'view' }) as unknown as Sub;
+export function sub(db: Db, name: string) {
+  return db.sublevel<string, Uint8Array>(name, { valueEncoding: 'view' });
+}
+
+export type Sub = ReturnType<typeof sub>;
+
+/**
+ * Write a batch and resolve only once it is on disk (classic-level's `sync`
+ * option, which abstract-level's types do not declare).
+ */
+export async function syncBatch(db: Db, ops: unknown[]): Promise<void> {
+  await db.batch(ops as never, { sync: true } as never);
 }

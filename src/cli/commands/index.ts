@@ -5,10 +5,22 @@
 import type { Command } from 'commander';
 import { register as keys } from './keys.js';
 import { register as record } from './record.js';
+import { register as node, registerLiveMarket } from './node.js';
+import { register as devnet } from './devnet.js';
+import { register as ledger } from './ledger.js';
+import { register as pool } from './pool.js';
+import { register as market } from './market.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
   record(program);
+  ledger(program);
+  pool(program);
+  node(program);
+  devnet(program);
+  market(program);
+  // Last: attaches `market list` (the default) to the market group, creating it if absent.
+  registerLiveMarket(program);
 }
 
 /** Options every action receives from the root command. */

@@ -1,0 +1,71 @@
+/**
+ * Render docs/protocol.md from docs/protocol.template.md and the record schemas.
+ *   node dist/scripts/gen-protocol-docs.js          write docs/protocol.md
+ *   node dist/scripts/gen-protocol-docs.js --check  exit 1 if it is out of date
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { SCHEMAS } from '../src/records/kinds.js';
+import { schemaTable } from '../src/records/schema.js';
+
+const RULES: Record<string, string[]> = {
+  'c0mpute.advert/1': [
+    '`expiresAt` > `issuedAt` (`ADVERT_LIFETIME_INVALID`), lifetime ≤ 24 h (`ADVERT_LIFETIME_TOO_LONG`).',
+    'Every price names an offered workload (`ADVERT_PRICE_UNKNOWN_WORKLOAD`).',
+    'A higher `seq` from the same provider replaces its advert; an equal or lower one does not.',
+  ],
+  'c0mpute.job/1': ['`deadline` > `announcedAt` (`JOB_DEADLINE_INVALID`).', 'Tier `private` requires `requirements.allowlist` (`JOB_PRIVATE_NEEDS_ALLOWLIST`).'],
+  'c0mpute.offer/1': [
+    '`expiresAt` ≤ `startBy` (`OFFER_EXPIRES_AFTER_START`); `expiresAt` > `issuedAt` (`OFFER_LIFETIME_INVALID`); lifetime ≤ 24 h (`OFFER_LIFETIME_TOO_LONG`).',
+    'An offer on gossip may travel with the advert it cites (docs/network.md).',
+  ],
+  'c0mpute.selection/1': [
+    '`winner` is one of the `considered` offers (`SELECTION_WINNER_NOT_CONSIDERED`); no offer twice (`SELECTION_DUPLICATE_OFFER`); `considered` in DID order, one entry per provider.',
+    'The signer must be the buyer, a gateway holding a live delegation within scope, or the overlay’s steward (checked by the market, docs/market.md).',
+  ],
+  'c0mpute.receipt/1': [
+    'Signed by the provider it names (`RECEIPT_SIGNER_NOT_PROVIDER`); buyer ≠ provider (`RECEIPT_BUYER_IS_PROVIDER`); `completedAt` ≥ `startedAt` (`RECEIPT_TIMES_INVALID`).',
+    '`completed` requires `outputHash` (`RECEIPT_OUTPUT_HASH_MISSING`) and no `failure` (`RECEIPT_FAILURE_ON_SUCCESS`); `failed` requires `failure` (`RECEIPT_FAILURE_MISSING`).',
+    '`price` must equal the cited offer’s price (checked where the offer is held).',
+  ],
+  'c0mpute.acceptance/1': ['A dispute must state a non-empty reason (`ACCEPTANCE_REASON_MISSING`). Only the receipt’s own buyer’s acceptance counts.'],
+  'c0mpute.presence/1': ['Live from `issuedAt` for `windowMs` (at most 10 minutes).'],
+  'c0mpute.delegation/1': ['`gateway` ≠ signer (`DELEGATION_TO_SELF`); `expiresAt` > `issuedAt` (`DELEGATION_LIFETIME_INVALID`); lifetime ≤ 366 days (`DELEGATION_LIFETIME_TOO_LONG`).'],
+};
+
+const SIGNERS: Record<string, string> = {
+  'c0mpute.advert/1': 'provider',
+  'c0mpute.job/1': 'buyer',
+  'c0mpute.offer/1': 'provider',
+  'c0mpute.selection/1': 'decider (buyer, delegated gateway, or steward)',
+  'c0mpute.receipt/1': 'provider',
+  'c0mpute.acceptance/1': 'buyer',
+  'c0mpute.presence/1': 'provider',
+  'c0mpute.delegation/1': 'buyer',
+};
+
+export function render(root: string): string {
+  const tpl = readFileSync(join(root, 'docs', 'protocol.template.md'), 'utf8');
+  const sections = Object.entries(SCHEMAS).map(([type, schema]) => {
+    const rules = (RULES[type] ?? []).map((r) => `- ${r}`).join('\n');
+    return `### \`${type}\`\n\nSigned by: ${SIGNERS[type] ?? '?'}.\n\n${schemaTable(schema)}\n\nRules:\n\n${rules}\n`;
+  });
+  return tpl.replace('{{records}}', sections.join('\n'));
+}
+
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const text = render(root);
+  const path = join(root, 'docs', 'protocol.md');
+  if (process.argv.includes('--check')) {
+    const cur = readFileSync(path, 'utf8');
+    if (cur !== text) {
+      console.error('docs/protocol.md is out of date; run: npm run build && node dist/scripts/gen-protocol-docs.js');
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(path, text);
+    console.log(`wrote ${path}`);
+  }
+}

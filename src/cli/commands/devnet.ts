@@ -1,0 +1,85 @@
+/** `c0mpute devnet` (what `npm start` runs): a local network of node processes and a narrated job. */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { POLICIES } from '../../records/kinds.js';
+import { Devnet } from '../../devnet/devnet.js';
+import { apiCall } from '../../node/api.js';
+import { renderEvent, renderExplanation, shortAddr } from '../render.js';
+import { out } from '../context.js';
+
+const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
+
+export function register(program: Command): void {
+  program
+    .command('devnet')
+    .description('start a local network of node processes, run a job through the whole walk and narrate it (npm start)')
+    .option('--providers <n>', 'number of providers (≥ 3)', '4')
+    .option('--policy <policy>', `buyer policy (${POLICIES.join(', ')})`, 'balanced')
+    .option('--jobs <n>', 'jobs to run one after another', '2')
+    .option('--keep', 'keep the network running after the jobs (Ctrl-C stops it)')
+    .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string }) => {
+      const providers = Number(o.providers);
+      const jobs = Number(o.jobs);
+      if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
+      if (!Number.isInteger(jobs) || jobs < 1 || jobs > 20) throw new C0Error('DEVNET_BAD_OPTION', '--jobs must be a whole number from 1 to 20');
+      if (!(POLICIES as readonly string[]).includes(o.policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${o.policy}"; one of ${POLICIES.join(', ')}`);
+      const net = new Devnet({ providers, policy: o.policy, jobs, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+      const onSignal = () => void net.stop().then(() => process.exit(130));
+      process.once('SIGINT', onSignal);
+      try {
+        const { api } = await net.start();
+        const names = net.names();
+        // The job: 16 GiB of memory in eu-west or us-east. One provider has too
+        // little memory, one has not disclosed a region: eligibility says so.
+        for (let i = 1; i <= jobs; i++) {
+          out(`\n=== job ${i} of ${jobs}: 200k rounds of SHA-256, policy ${o.policy} ===`);
+          const input = Buffer.from(`devnet job ${i} at ${new Date().toISOString()}`);
+          const result = await net.runJob(
+            api,
+            {
+              workload: 'builtin.sha256',
+              params: '200000',
+              maxPrice: { amount: '0.01', currency: 'USD' },
+              deadlineMs: 60_000,
+              requirements: { memoryMiB: 16384, regions: ['eu-west', 'us-east'] },
+              policy: o.policy,
+              input: input.toString('base64'),
+            },
+            (ev) => renderEvent(ev, names),
+          );
+          if (result.status === 'completed') {
+            const output = Buffer.from(result.output as string, 'base64').toString('utf8');
+            const rc = result.receipt as { address: string; record: { offer: string; job: string } };
+            const acc = result.acceptance as { address: string; record: { receipt: string } };
+            const sel = result.selection as { address: string; record: { winner: string; job: string } };
+            out(`▸ output ${output}`);
+            out(`▸ links: job ${shortAddr(sel.record.job)} ← offer ${shortAddr(rc.record.offer)} (selection ${shortAddr(sel.address)}) ← receipt ${shortAddr(rc.address)} ← acceptance ${shortAddr(acc.address)}`);
+          } else {
+            const x = (result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined)?.result.explanation;
+            if (x) renderExplanation(x, names);
+            throw new C0Error('DEVNET_JOB_FAILED', `job ${i} ended ${String(result.status)}: ${JSON.stringify(result.attempts)}`);
+          }
+        }
+        out('\n=== the buyer’s reputation view, derived from the receipts and acceptances it holds ===');
+        const rep = (await apiCall(api.api, api.token, 'GET', '/v1/reputation')) as { providers: Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }> };
+        out('provider   score  jobs  ok  failed  disputed  accuracy');
+        for (const r of rep.providers) out(`${names(r.did).padEnd(9)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
+        out('(providers without receipts score 0.5: unknown is not bad)');
+        if (o.keep) {
+          out(`\nthe network keeps running in ${net.dir}. Try:`);
+          out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
+          out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} reputation`);
+          out('Ctrl-C stops every node.');
+          await new Promise<void>(() => {});
+        }
+      } finally {
+        process.removeListener('SIGINT', onSignal);
+        out('\n▸ stopping every node…');
+        await net.stop();
+        out('▸ done');
+      }
+    });
+}

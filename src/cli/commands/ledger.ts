@@ -1,0 +1,122 @@
+/** `c0mpute ledger verify|export|show|import` */
+import { statSync } from 'node:fs';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { open } from '../../records/envelope.js';
+import { POOL_TYPE, type LedgerEntry } from '../../ledger/entry.js';
+import { readLedgerDir, writeLedgerDir, type RawLedger } from '../../ledger/store.js';
+import { readLedgerFile, writeLedgerFile } from '../../ledger/file.js';
+import { verifyLedger } from '../../ledger/verify.js';
+import { replay } from '../../ledger/replay.js';
+import { NegativeAnswer, out, outJson } from '../context.js';
+
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    throw new C0Error('INPUT_UNREADABLE', `${p}: no such file or directory`);
+  }
+}
+
+async function readAny(p: string): Promise<RawLedger> {
+  return isDir(p) ? readLedgerDir(p) : readLedgerFile(p);
+}
+
+function describe(e: LedgerEntry): string {
+  if (e.event === 'Admitted') {
+    return `Admitted claim=${e.claim} entitlement=${e.entitlement} class=${e.class ?? '-'} reserved=${e.reserved!.uj}µJ/${e.reserved!.grade} devices=${e.devices} borrowed=${e.borrowed_uj}µJ`;
+  }
+  return `Released claim=${e.claim} actual=${e.actual!.uj}µJ/${e.actual!.grade}`;
+}
+
+export function register(program: Command): void {
+  const led = program.command('ledger').description('the pool/1 steward ledger: verify, export, show, import');
+
+  led
+    .command('verify')
+    .argument('<path>', 'a ledger directory (LevelDB) or an exported ledger file')
+    .option('--steward <did>', 'the steward the ledger must belong to (default: the signer of entry 0)')
+    .option('--json', 'machine-readable output')
+    .description('replay and verify every entry; print length, head, attestation grade and the first problem (exit 0 ok, 1 not)')
+    .action(async (path: string, opts: { steward?: string; json?: boolean }) => {
+      const raw = await readAny(path);
+      const rep = verifyLedger(raw, opts.steward ? { steward: opts.steward } : {});
+      const r = rep.replay;
+      const a = rep.attestation;
+      const grade = a.grade === 'witnessed' ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}` : 'self-attested';
+      if (opts.json) {
+        outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null });
+      } else {
+        const lines = [
+          `length       ${r.length}`,
+          `head         ${r.ok ? r.head : '(not established)'}`,
+          `steward      ${r.steward ?? '(none)'}`,
+          `attestation  ${rep.ok || r.ok ? grade : '(not graded: the chain does not verify)'}`,
+        ];
+        for (const s of a.receipts) {
+          if (s.status === 'invalid') lines.push(`receipt      does not verify: ${s.code}${s.witness ? ` (from ${s.witness})` : ''}`);
+          else if (s.status === 'refused') lines.push(`receipt      refused: ${s.code} (the witness key is the steward's)`);
+          else if (s.status === 'mismatch') lines.push(`receipt      verifies but covers a different head: ${s.code} (${s.witness}, length ${s.length})`);
+          else if (s.status === 'other-ledger') lines.push(`receipt      for another steward (${s.steward})`);
+        }
+        const p = rep.problem;
+        lines.push(`problem      ${p ? `${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}` : 'none'}`);
+        if (!rep.ok) throw new NegativeAnswer(lines);
+        for (const l of lines) out(l);
+      }
+      if (!rep.ok) process.exitCode = 1;
+    });
+
+  led
+    .command('export')
+    .argument('<dir>', 'ledger directory')
+    .argument('<file>', 'file to write')
+    .description('write the ledger (entries and witness receipts) to one file')
+    .action(async (dir: string, file: string) => {
+      const raw = await readLedgerDir(dir);
+      writeLedgerFile(file, raw);
+      out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
+    });
+
+  led
+    .command('import')
+    .argument('<file>', 'exported ledger file')
+    .argument('<dir>', 'an empty ledger directory')
+    .description('verify an exported ledger and write it into an empty directory')
+    .action(async (file: string, dir: string) => {
+      const r = await writeLedgerDir(dir, readLedgerFile(file));
+      out(`imported ${r.length} entries, head ${r.head}`);
+    });
+
+  led
+    .command('show')
+    .argument('<path>', 'ledger directory or exported file')
+    .option('--from <n>', 'first seq to show', '0')
+    .option('--json', 'machine-readable output')
+    .description('print entries in readable form (verified first)')
+    .action(async (path: string, opts: { from: string; json?: boolean }) => {
+      const from = Number(opts.from);
+      if (!Number.isSafeInteger(from) || from < 0) throw new C0Error('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
+      const raw = await readAny(path);
+      const r = replay(raw.entries);
+      const rows = raw.entries.slice(from).map((b, i) => {
+        const seq = from + i;
+        try {
+          const o = open(b, POOL_TYPE);
+          return { seq, address: o.address, entry: o.record as LedgerEntry };
+        } catch (e) {
+          if (!(e instanceof C0Error)) throw e;
+          return { seq, error: `${e.code}: ${e.message}` };
+        }
+      });
+      if (opts.json) {
+        outJson({ ok: r.ok, problem: r.problem ?? null, entries: rows });
+        return;
+      }
+      for (const row of rows) {
+        if ('error' in row) out(`#${row.seq} (refused) ${row.error}`);
+        else out(`#${row.seq} ${new Date(row.entry.at).toISOString()} ${describe(row.entry)} ${row.address}`);
+      }
+      if (!r.ok) out(`problem: entry ${r.problem!.index}: ${r.problem!.code}: ${r.problem!.message}`);
+    });
+}

@@ -1,0 +1,212 @@
+/**
+ * `c0mpute market select|explain|audit`: offline market decisions from record
+ * files (a directory of envelopes of any kind). Records that do not verify are
+ * listed as refused with their codes and take no part in the decision.
+ *
+ * The `market` command itself is left free for a live view of a running
+ * daemon (another command module can attach an action to it).
+ */
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { open, openAny, type Opened } from '../../records/envelope.js';
+import { isAddress } from '../../records/address.js';
+import { T, type Delegation, type Job, type Selection } from '../../records/kinds.js';
+import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
+import { deriveReputation } from '../../reputation/index.js';
+import { EXIT, NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { loadNodeIdentity } from '../signer.js';
+import { globals } from './index.js';
+
+interface Refused {
+  file: string;
+  code: string;
+  message: string;
+}
+
+/** Read every file under `dir` (recursively) and open it; refusals are collected, not fatal. */
+export function loadRecordDir(dir: string): { records: RecordSet; refused: Refused[]; read: number } {
+  let names: string[];
+  try {
+    if (!statSync(dir).isDirectory()) throw new C0Error('RECORDS_NOT_A_DIRECTORY', `${dir} is not a directory`, { field: 'records' });
+    names = readdirSync(dir, { recursive: true }) as string[];
+  } catch (e) {
+    if (e instanceof C0Error) throw e;
+    throw new C0Error('RECORDS_UNREADABLE', `cannot read the records directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'records' });
+  }
+  const records = new RecordSet();
+  const refused: Refused[] = [];
+  let read = 0;
+  for (const name of names.sort()) {
+    const p = join(dir, name);
+    if (!statSync(p).isFile()) continue;
+    read++;
+    try {
+      records.add(openAny(readInput(p)));
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      refused.push({ file: name, code: e.code, message: e.message });
+    }
+  }
+  return { records, refused, read };
+}
+
+/** A job or selection given as a file path or as an address among the records. */
+function resolveRecord<R>(arg: string, type: string, records: RecordSet, what: string): Opened<R> {
+  if (isAddress(arg)) {
+    const r = records.getTyped<R>(arg, type);
+    if (!r) throw new C0Error('MARKET_RECORD_NOT_FOUND', `no ${what} ${arg} among the records`, { field: what });
+    return r;
+  }
+  const r = open(readInput(arg), type) as Opened<R>;
+  records.add(r as Opened);
+  return r;
+}
+
+function parseAt(s: string | undefined): number {
+  if (s === undefined) return Date.now();
+  if (/^[0-9]{1,16}$/.test(s)) return Number(s);
+  const t = Date.parse(s);
+  if (Number.isNaN(t)) throw new C0Error('MARKET_BAD_TIME', `--at takes milliseconds since the epoch or an ISO date, got "${s}"`, { field: 'at' });
+  return t;
+}
+
+function pad(rows: string[][]): string[] {
+  const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(w[i]!))).join('  '));
+}
+
+function failureLine(f: Failure): string {
+  return `${f.code}: ${f.message}`;
+}
+
+function explanationLines(e: MarketExplanation, detail: boolean): string[] {
+  const lines = [`summary  ${e.summary}`];
+  if (e.binding.length) lines.push(`binding  ${e.binding.map((b) => `${b.constraint} (${b.failing} of ${e.known} fail)`).join(', ')}`);
+  for (const r of e.relaxations) lines.push(`relax    ${r.text}`);
+  if (e.expired.length) lines.push(`expired  ${e.expired.length} advert(s): ${e.expired.map(shortDid).join(', ')}`);
+  if (detail) {
+    for (const v of e.providers) {
+      lines.push(`${v.eligible ? 'eligible  ' : 'ineligible'} ${v.provider}${v.offer ? `  offer ${v.offer}` : ''}`);
+      for (const f of v.failures) lines.push(`    ${failureLine(f)}`);
+    }
+  }
+  return lines;
+}
+
+function header(jobRec: Opened<Job>, read: number, refused: Refused[]): string[] {
+  const j = jobRec.record;
+  const lines = [`job      ${jobRec.address} (${j.workload}, max ${j.maxPrice.amount} ${j.maxPrice.currency})`, `records  ${read} read, ${refused.length} refused`];
+  for (const r of refused) lines.push(`refused  ${r.file}: ${r.code}: ${r.message}`);
+  return lines;
+}
+
+function selectLines(r: SelectResult): string[] {
+  const lines: string[] = [`policy   ${r.policy}`];
+  if (r.ok) {
+    const rows = [['rank', 'provider', 'price', 'duration', 'tier', 'price', 'speed', 'rep', 'trust', 'total']];
+    for (const x of r.ranked) {
+      rows.push([String(x.rank), x.provider, `${x.price.amount} ${x.price.currency}`, `${x.durationMs} ms`, x.tier, x.scores.price.toFixed(4), x.scores.speed.toFixed(4), x.scores.reputation.toFixed(4), x.scores.trust.toFixed(2), x.total.toFixed(4)]);
+    }
+    lines.push('', ...pad(rows), '');
+    lines.push(`winner   ${r.winner.offer} from ${r.winner.provider}`);
+    lines.push(`why      ${r.why}`);
+  }
+  if (r.ineligible.length) {
+    lines.push('ineligible offers:');
+    for (const v of r.ineligible) lines.push(`  ${v.provider}: ${v.failures.map((f) => f.code).join(', ')}`);
+  }
+  if (!r.ok) lines.push(...explanationLines(r.explanation, false));
+  return lines;
+}
+
+export function register(program: Command): void {
+  const market = program.commands.find((c) => c.name() === 'market') ?? program.command('market').description('the market: offline selection, explanation and audit from record files');
+
+  market
+    .command('select')
+    .description('select a winner for a job from record files: the ranked table, the winner and why, or why nobody is eligible (exit 1)')
+    .requiredOption('--job <job>', 'the job: an envelope file, or its address among the records')
+    .requiredOption('--records <dir>', 'directory of record envelopes (adverts, offers, receipts, acceptances, …)')
+    .option('--policy <policy>', 'cheapest | fastest | balanced | trusted | private', 'balanced')
+    .option('--at <time>', 'decide as of this time (ms since the epoch or ISO date; default now)')
+    .option('--out <file>', 'sign the selection with the node key and write the envelope here')
+    .option('--delegation <delegation>', 'sign as a gateway under this delegation (file or address among the records)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { job: string; records: string; policy: string; at?: string; out?: string; delegation?: string; json?: boolean }, cmd: Command) => {
+      const policy = parsePolicy(opts.policy);
+      const now = parseAt(opts.at);
+      const { records, refused, read } = loadRecordDir(opts.records);
+      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job');
+      const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers }, { asOf: now });
+      const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now });
+      let signed: Opened<Selection> | undefined;
+      if (opts.out && result.ok) {
+        const delegation = opts.delegation ? resolveRecord<Delegation>(opts.delegation, T.delegation, records, 'delegation') : undefined;
+        const id = await loadNodeIdentity(globals(cmd).dataDir);
+        signed = signSelection({ result, job: jobRec, signer: id.signer, ...(delegation ? { delegation } : {}) });
+        writeFileSync(opts.out, signed.bytes);
+      }
+      if (opts.json) {
+        outJson({ records: { read, refused }, ...result, ...(signed ? { selection: { address: signed.address, file: opts.out } } : {}) });
+        if (!result.ok) process.exitCode = EXIT.NEGATIVE;
+        return;
+      }
+      const lines = [...header(jobRec, read, refused), ...selectLines(result)];
+      if (signed) lines.push(`signed   ${signed.address} → ${opts.out}`);
+      if (!result.ok) throw new NegativeAnswer(lines);
+      for (const l of lines) out(l);
+    });
+
+  market
+    .command('explain')
+    .description('eligibility of every known provider for a job, every failed requirement, and what binds')
+    .requiredOption('--job <job>', 'the job: an envelope file, or its address among the records')
+    .requiredOption('--records <dir>', 'directory of record envelopes')
+    .option('--at <time>', 'as of this time (ms since the epoch or ISO date; default now)')
+    .option('--json', 'machine-readable output')
+    .action((opts: { job: string; records: string; at?: string; json?: boolean }) => {
+      const now = parseAt(opts.at);
+      const { records, refused, read } = loadRecordDir(opts.records);
+      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job');
+      const e = explainMarket({ job: jobRec, adverts: records.adverts, offers: records.offers, now });
+      if (opts.json) {
+        outJson({ records: { read, refused }, ...e });
+        return;
+      }
+      for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true)]) out(l);
+    });
+
+  market
+    .command('audit')
+    .description('recompute a selection from the records alone: exit 0 when it reproduces, 1 with what differs')
+    .requiredOption('--selection <selection>', 'the selection: an envelope file, or its address among the records')
+    .requiredOption('--records <dir>', 'directory of record envelopes')
+    .option('--steward <did...>', 'DIDs of stewards allowed to decide')
+    .option('--json', 'machine-readable output')
+    .action((opts: { selection: string; records: string; steward?: string[]; json?: boolean }) => {
+      const { records, refused, read } = loadRecordDir(opts.records);
+      const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection');
+      const a = auditSelection({ selection: sel, records, ...(opts.steward ? { stewards: opts.steward } : {}) });
+      if (opts.json) {
+        const { result: _r, ...rest } = a;
+        outJson({ records: { read, refused }, ...rest });
+        if (!a.reproduces) process.exitCode = EXIT.NEGATIVE;
+        return;
+      }
+      const lines = [`selection ${a.selection} by ${a.decider}${a.authority ? ` (${a.authority.as})` : ''}`, `job       ${a.job}`, `policy    ${a.policy}`, `records   ${read} read, ${refused.length} refused`];
+      for (const r of refused) lines.push(`refused   ${r.file}: ${r.code}`);
+      lines.push(`winner    claimed ${a.claimedWinner}`, `          recomputed ${a.recomputedWinner ?? '(none)'}`);
+      for (const n of a.notes) lines.push(`note      ${n}`);
+      if (a.reproduces) {
+        lines.push('result    reproduces');
+        for (const l of lines) out(l);
+        return;
+      }
+      lines.push('result    does not reproduce');
+      for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
+      throw new NegativeAnswer(lines);
+    });
+}
+

@@ -1,0 +1,345 @@
+/**
+ * Node commands: `init`, `start`, `run`, `status`, `peers`, `offers`, `jobs`,
+ * `reputation`, and the live `market` listing. Commands that ask a running
+ * daemon talk to its control API (found through <data-dir>/daemon.json and the
+ * token file); `run`, `jobs` and `reputation` work without one too.
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { createIdentity, keyFilePath } from '../../node/identity.js';
+import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
+import { Daemon, readDaemonInfo } from '../../node/daemon.js';
+import { apiCall, apiStream, TOKEN_FILE } from '../../node/api.js';
+import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
+import { parseJobSpec } from '../../node/control.js';
+import { jobs as localJobs } from '../../node/control.js';
+import type { status as localStatus, market as localMarket } from '../../node/control.js';
+import { peerIdFromDid } from '../../node/peer-id.js';
+import { createLogger } from '../../util/log.js';
+import { NegativeAnswer, jsonReplacer, out, outJson } from '../context.js';
+import { askPassphrase } from '../passphrase.js';
+import { loadNodeIdentity } from '../signer.js';
+import { readJobFile } from '../jobfile.js';
+import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
+import { globals } from './index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
+export const DEFAULT_CONFIG = join(here, '..', '..', '..', '..', 'config', 'default.yaml');
+
+interface StartFlags {
+  config?: string;
+  role?: string[];
+  listen?: string[];
+  bootstrap?: string[];
+  api?: string;
+  logLevel?: string;
+  logFormat?: string;
+}
+
+function collect(v: string, prev: string[] = []): string[] {
+  return [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+}
+
+export function nodeConfig(dataDir: string, f: StartFlags): NodeConfig {
+  const file = f.config ?? (existsSync(join(dataDir, 'config.yaml')) ? join(dataDir, 'config.yaml') : undefined);
+  const flags: Record<string, unknown> = {};
+  if (f.role?.length) {
+    for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
+    flags.roles = f.role;
+  }
+  const network: Record<string, unknown> = {};
+  if (f.listen?.length) network.listen = f.listen;
+  if (f.bootstrap?.length) network.bootstrap = f.bootstrap;
+  if (Object.keys(network).length) flags.network = network;
+  if (f.api) flags.api = { listen: f.api };
+  const log: Record<string, unknown> = {};
+  if (f.logLevel) log.level = f.logLevel;
+  if (f.logFormat) log.format = f.logFormat;
+  if (Object.keys(log).length) flags.log = log;
+  return loadConfig({ ...(file ? { file } : {}), env: process.env, flags });
+}
+
+function daemonClient(dataDir: string): { api: string; token: string } | undefined {
+  const info = readDaemonInfo(dataDir);
+  if (!info || !info.api) return undefined;
+  const tokenPath = join(dataDir, TOKEN_FILE);
+  if (!existsSync(tokenPath)) return undefined;
+  return { api: info.api, token: readFileSync(tokenPath, 'utf8').trim() };
+}
+
+function requireDaemon(dataDir: string): { api: string; token: string } {
+  const c = daemonClient(dataDir);
+  if (!c) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}; start one with \`c0mpute start --data-dir ${dataDir}\``);
+  return c;
+}
+
+/** Start a node in this process for a one-shot command (no API, no daemon.json). */
+async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig['roles']): Promise<Daemon> {
+  const config = nodeConfig(dataDir, flags);
+  config.roles = roles;
+  // A one-shot node must not collide with a configured daemon port.
+  if (!flags.listen?.length) config.network.listen = config.network.listen.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
+  const log = createLogger({ level: flags.logLevel ?? (config.log.level === 'info' ? 'warn' : config.log.level), format: 'pretty', name: 'node' });
+  const identity = await loadNodeIdentity(dataDir);
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+}
+
+async function waitForMarket(d: Daemon, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (d.net.peers().length > 0 && d.market.adverts.latest.size > 0) {
+      await new Promise((r) => setTimeout(r, 300));
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command('init')
+    .description('create the data directory: a node key and config.yaml from the built-in defaults')
+    .option('--no-passphrase', 'store the key unencrypted without asking')
+    .option('--force-config', 'overwrite an existing config.yaml')
+    .action(async (opts: { passphrase: boolean; forceConfig?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      if (!existsSync(keyFilePath(dataDir))) {
+        const pass = opts.passphrase ? await askPassphrase('passphrase for the new key (empty for none): ', true) : undefined;
+        const id = createIdentity(dataDir, pass);
+        out(`created key  ${id.did}`);
+        out(`peer id      ${peerIdFromDid(id.did).toString()}`);
+      } else out(`key exists   ${keyFilePath(dataDir)}`);
+      const cfg = join(dataDir, 'config.yaml');
+      if (!existsSync(cfg) || opts.forceConfig) {
+        copyFileSync(DEFAULT_CONFIG, cfg);
+        out(`wrote config ${cfg}`);
+      } else out(`config exists ${cfg}`);
+      out(`next: edit ${cfg}, then \`c0mpute start --data-dir ${dataDir}\``);
+    });
+
+  const startOpts = (c: Command) =>
+    c
+      .option('--config <file>', 'config file (default: <data-dir>/config.yaml if present)')
+      .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect)
+      .option('--listen <multiaddr>', 'listen address (repeatable)', collect)
+      .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect)
+      .option('--api <host:port>', 'control API address')
+      .option('--log-level <level>', 'trace|debug|info|warn|error')
+      .option('--log-format <fmt>', 'json|pretty');
+
+  startOpts(program.command('start').description('run the node daemon (until SIGINT/SIGTERM)')).action(async (f: StartFlags, cmd: Command) => {
+    const { dataDir } = globals(cmd);
+    const running = readDaemonInfo(dataDir);
+    if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
+    const config = nodeConfig(dataDir, f);
+    const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
+    const identity = await loadNodeIdentity(dataDir);
+    const d = await Daemon.start({ dataDir, config, identity, log });
+    out(`c0mpute node ${d.did}`);
+    out(`  peer id  ${d.net.peerId.toString()}`);
+    for (const a of d.net.addrs()) out(`  listen   ${a}`);
+    out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
+    await new Promise<void>((resolve) => {
+      let stopping = false;
+      const stop = (sig: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ sig }, 'stopping');
+        void d.stop().then(resolve, resolve);
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+  });
+
+  startOpts(
+    program
+      .command('run')
+      .argument('<job>', 'job.yaml')
+      .option('--policy <policy>', 'cheapest | fastest | balanced | trusted | private')
+      .option('--input <file>', 'input file (- for standard input); overrides the job file')
+      .option('--output <file>', 'write the output here (default: standard output)')
+      .option('--wait <ms>', 'in-process node: how long to wait for the market to appear', '10000')
+      .option('--json', 'print events and the result as JSON lines')
+      .description('run a job: publish, collect offers, select, execute, verify, countersign'),
+  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean }, cmd: Command) => {
+    const { dataDir } = globals(cmd);
+    const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}) });
+    const print = (ev: WireEvent) => (f.json ? out(JSON.stringify(ev, jsonReplacer)) : renderEvent(ev, short, (s) => process.stderr.write(s + '\n')));
+    let result: Record<string, unknown> | undefined;
+    const client = daemonClient(dataDir);
+    if (client) {
+      for await (const ev of apiStream(client.api, client.token, '/v1/run', spec)) {
+        if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+        else if (ev.e === 'error') {
+          const err = ev.error as { code: string; message: string };
+          throw new C0Error(err.code, err.message);
+        } else print(ev as WireEvent);
+      }
+    } else {
+      const d = await oneShotNode(dataDir, f, ['buyer']);
+      try {
+        await waitForMarket(d, Number(f.wait));
+        const r = await d.runJob(parseJobSpec(spec), (e) => print(eventToWire(e)));
+        result = resultToWire(r);
+      } finally {
+        await d.stop();
+      }
+    }
+    if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
+    if (f.json) out(JSON.stringify({ e: 'result', result }, jsonReplacer));
+    const status = result.status as string;
+    if (status === 'completed') {
+      const output = Buffer.from(result.output as string, 'base64');
+      if (f.output) {
+        writeFileSync(f.output, output);
+        process.stderr.write(`▸ output (${output.length} bytes) written to ${f.output}\n`);
+      } else if (!f.json) process.stdout.write(output.toString('utf8') + (output.at(-1) === 10 ? '' : '\n'));
+      return;
+    }
+    const lines: string[] = [];
+    if (status === 'no-eligible-provider' || status === 'no-offers') {
+      const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
+      if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
+      if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s));
+    } else {
+      lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
+    }
+    throw new NegativeAnswer(lines);
+  });
+
+  program
+    .command('status')
+    .description('the running node: identity, roles, peers, what it holds')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = requireDaemon(dataDir);
+      const s = (await apiCall(c.api, c.token, 'GET', '/v1/status')) as ReturnType<typeof localStatus>;
+      if (o.json) return outJson(s);
+      for (const [k, v] of Object.entries(s)) out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+    });
+
+  program
+    .command('peers')
+    .description('connected peers')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = requireDaemon(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', '/v1/peers')) as { peers: Array<{ peerId: string; did?: string; addrs: string[] }> };
+      if (o.json) return outJson(r);
+      if (!r.peers.length) out('no peers connected');
+      for (const p of r.peers) out(`${p.did ?? p.peerId}  ${p.addrs.join(' ')}`);
+    });
+
+  program
+    .command('offers')
+    .argument('<job>', 'job address (sha256:…)')
+    .description('offers the running node holds for a job, and each provider’s eligibility')
+    .option('--json', 'machine-readable output')
+    .action(async (job: string, o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = requireDaemon(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/offers/${encodeURIComponent(job)}`)) as { known: boolean; offers: Array<{ signer: string; address: string; record: { price: { amount: string; currency: string }; durationMs: number; expiresAt: number } }>; explanation?: { summary: string } };
+      if (o.json) return outJson(r);
+      if (!r.known) out('(this node has not seen that job)');
+      for (const x of r.offers) out(`${short(x.signer).padEnd(18)} ${`${x.record.price.amount} ${x.record.price.currency}`.padEnd(14)} ${x.record.durationMs} ms  ${shortAddr(x.address)}`);
+      if (r.explanation) out(r.explanation.summary);
+    });
+
+  program
+    .command('jobs')
+    .description('jobs this node published, with their receipts and verdicts')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = daemonClient(dataDir);
+      let r: Awaited<ReturnType<typeof localJobs>>;
+      if (c) r = (await apiCall(c.api, c.token, 'GET', '/v1/jobs')) as typeof r;
+      else {
+        const d = await offlineNode(dataDir);
+        try {
+          r = JSON.parse(JSON.stringify(await localJobs(d), jsonReplacer)) as typeof r;
+        } finally {
+          await d.stop();
+        }
+      }
+      if (o.json) return outJson(r);
+      const list = r.jobs as Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }> }>;
+      if (!list.length) out('no jobs yet');
+      for (const j of list) {
+        out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
+        for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
+      }
+    });
+
+  program
+    .command('reputation')
+    .argument('[did]', 'one provider')
+    .description('reputation derived from the receipts and acceptances this node holds')
+    .option('--json', 'machine-readable output')
+    .action(async (did: string | undefined, o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = daemonClient(dataDir);
+      let r: unknown;
+      if (c) r = await apiCall(c.api, c.token, 'GET', did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation');
+      else {
+        const d = await offlineNode(dataDir);
+        try {
+          r = did ? d.market.reputation().get(did) : { providers: d.market.reputation().all() };
+        } finally {
+          await d.stop();
+        }
+      }
+      if (o.json) return outJson(r);
+      const rows = did ? [r] : (r as { providers: unknown[] }).providers;
+      if (!rows.length) out('no evidence yet: every provider scores 0.5 (unknown)');
+      out('provider            score  jobs  ok   failed  disputed  accuracy');
+      for (const x of rows as Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }>) {
+        out(`${short(x.did).padEnd(18)}  ${x.score.toFixed(3)}  ${String(x.jobs).padEnd(4)}  ${String(x.successes).padEnd(3)}  ${String(x.failures).padEnd(6)}  ${String(x.disputes).padEnd(8)}  ${x.accuracy.toFixed(3)}`);
+      }
+    });
+}
+
+/** Open the node's stores without networking (for offline jobs/reputation). */
+async function offlineNode(dataDir: string): Promise<Daemon> {
+  const config = nodeConfig(dataDir, {});
+  config.roles = [];
+  config.network.listen = ['/ip4/127.0.0.1/tcp/0'];
+  config.network.bootstrap = [];
+  const log = createLogger({ level: 'silent' });
+  const identity = await loadNodeIdentity(dataDir);
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+}
+
+/** The live `c0mpute market` (default subcommand of the market group). */
+export function registerLiveMarket(program: Command): void {
+  let market = program.commands.find((c) => c.name() === 'market');
+  if (!market) market = program.command('market').description('the market: live adverts, offline selection and audits');
+  market
+    .command('list', { isDefault: true })
+    .description('live adverts the running node holds and what they offer (the default)')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = requireDaemon(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', '/v1/market')) as ReturnType<typeof localMarket>;
+      if (o.json) return outJson(r);
+      const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
+      if (!ads.length) out('no adverts known yet');
+      for (const a of ads) {
+        const hw = a.record.hardware;
+        const gpus = hw.gpus?.map((g) => `${g.count}× ${g.model} ${Math.round(g.vramMiB / 1024)} GiB`).join(', ') ?? 'no GPU';
+        out(`${short(a.signer)}  ${a.live ? 'live' : 'EXPIRED'}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
+        out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
+        for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
+      }
+    });
+}
+

@@ -1,0 +1,62 @@
+/** `c0mpute pool check`: the verdict a claim would get now; writes nothing. */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { PoolState, claimFromYaml, deriveEstimate, treeFromYaml, UsageBook, type Claim } from '../../pool/index.js';
+import { readLedgerDir } from '../../ledger/store.js';
+import { readLedgerFile } from '../../ledger/file.js';
+import { replayOrThrow } from '../../ledger/replay.js';
+import { statSync } from 'node:fs';
+import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+
+export function register(program: Command): void {
+  const pool = program.command('pool').description('pool/1 entitlements and admission');
+  pool
+    .command('check')
+    .requiredOption('--tree <file>', 'entitlement tree (YAML)')
+    .requiredOption('--claim <file>', 'the claim (YAML)')
+    .option('--ledger <path>', 'the steward ledger (directory or exported file); usage is derived from it')
+    .option('--json', 'machine-readable output')
+    .description('print the verdict (Admit/Queue/Deny), reason, grade and reservation a claim would get now, without writing anything; exit 0 on Admit, 1 otherwise')
+    .action(async (opts: { tree: string; claim: string; ledger?: string; json?: boolean }) => {
+      const tree = treeFromYaml(Buffer.from(readInput(opts.tree)).toString('utf8'), opts.tree);
+      const spec = claimFromYaml(Buffer.from(readInput(opts.claim)).toString('utf8'), opts.claim);
+      let book = new UsageBook();
+      let length = 0;
+      if (opts.ledger !== undefined) {
+        if (!existsSync(opts.ledger)) throw new C0Error('INPUT_UNREADABLE', `--ledger ${opts.ledger}: no such file or directory`, { field: 'ledger' });
+        const raw = statSync(opts.ledger).isDirectory() ? await readLedgerDir(opts.ledger) : readLedgerFile(opts.ledger);
+        const r = replayOrThrow(raw.entries);
+        book = r.book;
+        length = r.length;
+      }
+      const lines: string[] = [];
+      let claim: Claim;
+      if (spec.estimate === 'derive') {
+        const d = deriveEstimate(spec.class ?? '', book.observations, spec.required_evidence === undefined ? {} : { required: spec.required_evidence });
+        if (!d.ok) {
+          const msg = [`verdict      none`, `reason       INSUFFICIENT_EVIDENCE: class ${d.class}: ${d.seen} observations seen, ${d.evidence} of them evidence, ${d.required} required`];
+          if (opts.json) outJson({ verdict: null, reason: 'INSUFFICIENT_EVIDENCE', derivation: d });
+          throw new NegativeAnswer(opts.json ? [] : msg);
+        }
+        lines.push(`estimate     derived from ${d.spread.evidence} observations of class ${d.class} (${d.spread.seen} seen): max ${d.spread.maxUj} µJ, min ${d.spread.minUj} µJ`);
+        claim = { ...spec, estimate: d.estimate } as Claim;
+      } else {
+        claim = spec as Claim;
+      }
+      const v = new PoolState(tree, book).decide(claim);
+      if (opts.json) {
+        outJson({ ledgerLength: length, ...v });
+        if (v.verdict !== 'Admit') process.exitCode = 1;
+        return;
+      }
+      lines.unshift(`verdict      ${v.verdict}`);
+      if (v.verdict === 'Admit') {
+        lines.push(`reservation  ${v.reserved.uj} µJ (grade ${v.reserved.grade}) against ${v.entitlement}`, `devices      ${v.devices}`, `borrowed     ${v.borrowed_uj} µJ`);
+        for (const l of lines) out(l);
+        return;
+      }
+      lines.push(`reason       ${v.reason}${v.reasons.length > 1 ? ` (also: ${v.reasons.slice(1).join(', ')})` : ''}`, `estimate     ${v.estimate.uj} µJ (grade ${v.estimate.grade})`, `devices      ${v.devices}`, `reservation  none`);
+      throw new NegativeAnswer(lines);
+    });
+}

@@ -1,0 +1,103 @@
+/**
+ * job.yaml → a job spec (docs/cli.md): durations accept `90s`, `5m`, `1h` or
+ * milliseconds; maxPrice accepts "0.05 USD" or {amount, currency}; the input
+ * comes from --input FILE, `inputFile`, or inline `input` text.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { C0Error } from '../errors.js';
+import { POLICIES, REGION_RE, TIERS, WORKLOAD_RE, FEATURE_RE } from '../records/kinds.js';
+import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
+import { configError } from '../node/config.js';
+
+const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
+
+const jobFileSchema = z
+  .object({
+    workload: z.string().regex(WORKLOAD_RE, 'a workload namespace like builtin.sha256'),
+    params: z.union([z.string(), z.number()]).optional(),
+    maxPrice: z.union([z.string(), z.object({ amount: z.string().regex(AMOUNT_RE), currency: z.string().regex(CURRENCY_RE) }).strict()]),
+    deadline: duration.default('60s'),
+    timeout: duration.optional(),
+    policy: z.enum(POLICIES).optional(),
+    sealInput: z.boolean().default(false),
+    input: z.string().optional(),
+    inputFile: z.string().optional(),
+    requirements: z
+      .object({
+        gpu: z.object({ count: z.number().int().positive(), vramMiB: z.number().int().nonnegative(), features: z.array(z.string().regex(FEATURE_RE)).optional() }).strict().optional(),
+        cpuCores: z.number().int().positive().optional(),
+        memoryMiB: z.number().int().positive().optional(),
+        regions: z.array(z.string().regex(REGION_RE)).optional(),
+        tier: z.enum(TIERS).optional(),
+        allowlist: z.array(z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export function parseDuration(v: number | string): number {
+  if (typeof v === 'number') return v;
+  const m = /^([0-9]+)(ms|s|m|h)$/.exec(v)!;
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : m[2] === 'm' ? n * 60_000 : n * 3_600_000;
+}
+
+export interface JobFileOptions {
+  input?: string;
+  policy?: string;
+}
+
+/** Returns the JSON job spec the daemon's /v1/run takes (input as base64). */
+export function readJobFile(path: string, opts: JobFileOptions = {}): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(path, 'utf8'));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code) throw new C0Error('JOB_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new C0Error('JOB_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
+  }
+  const r = jobFileSchema.safeParse(raw ?? {});
+  if (!r.success) {
+    const err = configError(r.error, path);
+    throw new C0Error('JOB_FILE_INVALID', err.message, { field: err.field ?? '' });
+  }
+  const j = r.data;
+  let input: Uint8Array;
+  const inputPath = opts.input ?? (j.inputFile ? resolve(dirname(path), j.inputFile) : undefined);
+  if (inputPath) {
+    try {
+      input = new Uint8Array(readFileSync(inputPath === '-' ? 0 : inputPath));
+    } catch (e) {
+      throw new C0Error('INPUT_UNREADABLE', `cannot read input ${inputPath}: ${(e as Error).message}`);
+    }
+  } else input = new TextEncoder().encode(j.input ?? '');
+  if (input.length === 0) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
+  const policy = opts.policy ?? j.policy;
+  if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
+  return {
+    workload: j.workload,
+    ...(j.params === undefined ? {} : { params: String(j.params) }),
+    maxPrice: typeof j.maxPrice === 'string' ? parseMoney(j.maxPrice) : j.maxPrice,
+    deadlineMs: parseDuration(j.deadline),
+    ...(j.timeout === undefined ? {} : { timeoutMs: parseDuration(j.timeout) }),
+    ...(policy ? { policy } : {}),
+    ...(j.sealInput ? { sealInput: true } : {}),
+    ...(j.requirements ? { requirements: normaliseRequirements(j.requirements) } : {}),
+    input: Buffer.from(input).toString('base64'),
+  };
+}
+
+/** Sorted, de-duplicated lists as the record format requires. */
+function normaliseRequirements(r: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...r };
+  const sortU = (a: unknown) => [...new Set(a as string[])].sort();
+  if (out.regions) out.regions = sortU(out.regions);
+  if (out.allowlist) out.allowlist = sortU(out.allowlist);
+  if (out.gpu && (out.gpu as { features?: string[] }).features) out.gpu = { ...(out.gpu as object), features: sortU((out.gpu as { features: string[] }).features) };
+  return out;
+}

@@ -1,0 +1,113 @@
+/** Human rendering of buyer events and results (shared by `run` and the devnet). */
+import type { WireEvent, WireRecord } from '../node/events.js';
+import { out } from './context.js';
+
+export function short(did: string | undefined): string {
+  if (!did) return '?';
+  return did.startsWith('did:key:') ? `${did.slice(8, 16)}…${did.slice(-4)}` : did.length > 20 ? `${did.slice(0, 14)}…` : did;
+}
+export function shortAddr(a: string | undefined): string {
+  return a ? `${a.slice(0, 15)}…` : '?';
+}
+
+type Rec<T> = WireRecord & { record: T };
+interface Ranked {
+  rank: number;
+  provider: string;
+  offer: string;
+  price: { amount: string; currency: string };
+  durationMs: number;
+  tier: string;
+  scores: { price: number; speed: number; reputation: number; trust: number };
+  total: number;
+}
+interface Failure {
+  code: string;
+  message: string;
+}
+interface Verdict {
+  provider: string;
+  eligible: boolean;
+  failures: Failure[];
+}
+interface Explanation {
+  summary: string;
+  relaxations: Array<{ text: string }>;
+  providers: Verdict[];
+  expired: string[];
+}
+
+export function renderEvent(ev: WireEvent, names: (did: string) => string = short, print: (s: string) => void = out): void {
+  switch (ev.e) {
+    case 'job': {
+      const j = ev.job as Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number }>;
+      print(`▸ job ${shortAddr(j.address)} published: ${j.record.workload}, max ${j.record.maxPrice.amount} ${j.record.maxPrice.currency}, deadline in ${Math.round((j.record.deadline - j.record.announcedAt) / 1000)}s`);
+      break;
+    }
+    case 'offer': {
+      const o = ev.offer as Rec<{ price: { amount: string; currency: string }; durationMs: number }>;
+      print(`  offer from ${names(o.signer)}: ${o.record.price.amount} ${o.record.price.currency}, ~${o.record.durationMs} ms  (${String(ev.count)} held)`);
+      break;
+    }
+    case 'collected':
+      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms`);
+      break;
+    case 'decision': {
+      const d = ev.decision as { result: { ok: boolean; ranked: Ranked[]; why?: string; ineligible: Verdict[]; explanation?: Explanation }; market?: Explanation };
+      const r = d.result;
+      print(`▸ eligibility of every known provider (policy ${String(ev.policy)}):`);
+      const verdicts = d.market?.providers ?? [...r.ranked.map((c) => ({ provider: c.provider, eligible: true, failures: [] })), ...r.ineligible];
+      for (const v of verdicts) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => f.message).join('; ')}`);
+      if (d.market && !r.ok) print(`  ${d.market.summary}`);
+      if (r.ok) {
+        print('▸ ranking:');
+        print('  rank  provider            price          duration  price  speed  reput  trust  total');
+        for (const c of r.ranked) {
+          print(
+            `  ${String(c.rank).padEnd(4)}  ${names(c.provider).padEnd(18)}  ${`${c.price.amount} ${c.price.currency}`.padEnd(13)}  ${`${c.durationMs}ms`.padEnd(8)}  ${c.scores.price.toFixed(3)}  ${c.scores.speed.toFixed(3)}  ${c.scores.reputation.toFixed(3)}  ${c.scores.trust.toFixed(3)}  ${c.total.toFixed(3)}`,
+          );
+        }
+        print(`  why: ${r.why}`);
+      } else if (r.explanation) renderExplanation(r.explanation, names, print);
+      break;
+    }
+    case 'selection': {
+      const s = ev.selection as Rec<{ considered: unknown[] }>;
+      const w = ev.winner as { provider: string };
+      print(`▸ selection ${shortAddr(s.address)} signed (attempt ${String(ev.attempt)}): winner ${names(w.provider)}, ${s.record.considered.length} offer(s) considered`);
+      break;
+    }
+    case 'accepted':
+      print(`▸ ${names(ev.provider as string)} accepted the work`);
+      break;
+    case 'progress':
+      print(`  progress ${ev.permille === undefined ? '' : `${((ev.permille as number) / 10).toFixed(0)}% `}${String(ev.message)}`);
+      break;
+    case 'receipt': {
+      const r = ev.receipt as Rec<{ status: string; startedAt: number; completedAt: number; energy: { uj: number; grade: string }; outputHash?: string; failure?: Failure }>;
+      print(
+        `▸ receipt ${shortAddr(r.address)}: ${r.record.status}${r.record.failure ? ` (${r.record.failure.code})` : ''}, ${r.record.completedAt - r.record.startedAt} ms, energy ${r.record.energy.uj} µJ (${r.record.energy.grade})`,
+      );
+      break;
+    }
+    case 'verified':
+      print(`▸ ${ev.ok ? 'verified' : 'NOT verified'}: ${String(ev.detail)}`);
+      break;
+    case 'acceptance': {
+      const a = ev.acceptance as Rec<{ verdict: string; reason?: string }>;
+      print(`▸ countersigned ${a.record.verdict}${a.record.reason ? ` (${a.record.reason})` : ''}: ${shortAddr(a.address)}`);
+      break;
+    }
+    case 'failover':
+      print(`▸ ${names(ev.from as string)} did not deliver (${String(ev.reason)}); moving to the runner-up`);
+      break;
+    default:
+      break;
+  }
+}
+
+export function renderExplanation(x: Explanation, names: (did: string) => string = short, print: (s: string) => void = out): void {
+  print(`✘ no eligible provider: ${x.summary}`);
+  for (const r of x.relaxations) print(`  · ${r.text}`);
+  if (x.expired.length) print(`  · expired adverts: ${x.expired.map(names).join(', ')}`);
+}

@@ -1,0 +1,238 @@
+/**
+ * The devnet: a small network of separate node processes on 127.0.0.1 (several
+ * providers with different hardware, prices and regions, and one buyer). It
+ * waits until the buyer sees the market, runs real jobs through the walk, and
+ * narrates each step; then it stops every process it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { C0Error } from '../errors.js';
+import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
+import { DAEMON_FILE, type DaemonInfo } from '../node/daemon.js';
+import { createIdentity } from '../node/identity.js';
+import type { WireEvent } from '../node/events.js';
+
+export interface ProviderProfile {
+  name: string;
+  tier: string;
+  region?: string;
+  cpuCores: number;
+  memoryMiB: number;
+  gpus?: Array<{ model: string; vramMiB: number; count: number; features?: string[] }>;
+  price: string;
+  baseMs: number;
+}
+
+/** Default profiles: different hardware, prices and regions, so eligibility has something to say. */
+export const PROFILES: ProviderProfile[] = [
+  { name: 'atlas', tier: 'verified', region: 'eu-west', cpuCores: 16, memoryMiB: 65536, gpus: [{ model: 'RTX 4090', vramMiB: 24576, count: 1, features: ['cuda', 'sm89'] }], price: '0.004', baseMs: 1500 },
+  { name: 'bantam', tier: 'community', region: 'us-east', cpuCores: 4, memoryMiB: 8192, price: '0.001', baseMs: 5000 },
+  { name: 'corvid', tier: 'standard', cpuCores: 8, memoryMiB: 32768, gpus: [{ model: 'RTX 3060', vramMiB: 12288, count: 2, features: ['cuda', 'sm86'] }], price: '0.002', baseMs: 2500 },
+  { name: 'dynamo', tier: 'standard', region: 'us-east', cpuCores: 12, memoryMiB: 32768, price: '0.003', baseMs: 2500 },
+];
+
+export function profileFor(i: number): ProviderProfile {
+  const base = PROFILES[i % PROFILES.length]!;
+  if (i < PROFILES.length) return base;
+  // More providers: variations of the four, with their own names and prices.
+  return { ...base, name: `${base.name}${Math.floor(i / PROFILES.length) + 1}`, price: (Number(base.price) + 0.0005 * Math.floor(i / PROFILES.length)).toFixed(4) };
+}
+
+export interface DevnetOptions {
+  providers: number;
+  policy: string;
+  jobs: number;
+  keep: boolean;
+  dir?: string;
+  /** Print lines (default: stdout). */
+  print?: (s: string) => void;
+  /** Path of bin/c0mpute.js. */
+  bin: string;
+}
+
+interface NodeProc {
+  name: string;
+  role: 'provider' | 'buyer';
+  dir: string;
+  port: number;
+  child: ChildProcess;
+  did: string;
+  log: string;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor<T>(what: string, ms: number, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(150);
+  }
+  throw new C0Error('DEVNET_TIMEOUT', `timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+export class Devnet {
+  readonly nodes: NodeProc[] = [];
+  readonly dir: string;
+  #ownsDir: boolean;
+
+  constructor(private o: DevnetOptions) {
+    this.#ownsDir = !o.dir;
+    this.dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-'));
+    mkdirSync(this.dir, { recursive: true });
+  }
+
+  get print(): (s: string) => void {
+    return this.o.print ?? ((s) => process.stdout.write(s + '\n'));
+  }
+
+  names(): (did: string) => string {
+    const m = new Map(this.nodes.map((n) => [n.did, n.name]));
+    return (did) => m.get(did) ?? `${did.slice(8, 16)}…`;
+  }
+
+  #spawn(name: string, role: 'provider' | 'buyer', config: Record<string, unknown>, port: number): NodeProc {
+    const dir = join(this.dir, name);
+    mkdirSync(dir, { recursive: true });
+    const id = existsSync(join(dir, 'identity.key')) ? undefined : createIdentity(dir);
+    const did = id?.did ?? JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')).did as string;
+    const cfgPath = join(dir, 'config.yaml');
+    writeFileSync(cfgPath, toYaml(config));
+    const log = join(dir, 'node.log');
+    const out = openSync(log, 'a');
+    const child = spawn(process.execPath, [this.o.bin, '--data-dir', dir, 'start', '--config', cfgPath], {
+      stdio: ['ignore', out, out],
+      env: { ...process.env, C0MPUTE_PASSPHRASE: '' },
+    });
+    const n: NodeProc = { name, role, dir, port, child, did, log };
+    this.nodes.push(n);
+    return n;
+  }
+
+  async #apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
+    return waitFor(`${n.name} to start (see ${n.log})`, 30_000, () => {
+      if (n.child.exitCode !== null) throw new C0Error('DEVNET_NODE_EXITED', `${n.name} exited with ${n.child.exitCode}; see ${n.log}:\n${tail(n.log)}`);
+      const f = join(n.dir, DAEMON_FILE);
+      if (!existsSync(f)) return undefined;
+      const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
+      return info.api ? { api: info.api, token: readFileSync(join(n.dir, TOKEN_FILE), 'utf8').trim() } : undefined;
+    });
+  }
+
+  async start(): Promise<{ buyer: NodeProc; api: { api: string; token: string } }> {
+    const p = this.print;
+    p(`c0mpute devnet: ${this.o.providers} providers and 1 buyer on 127.0.0.1, in ${this.dir}`);
+    const ports: number[] = [];
+    for (let i = 0; i <= this.o.providers; i++) ports.push(await freePort());
+    let bootstrap: string | undefined;
+    for (let i = 0; i < this.o.providers; i++) {
+      const prof = profileFor(i);
+      const cfg = {
+        roles: ['provider'],
+        log: { level: 'info', format: 'json' },
+        network: { listen: [`/ip4/127.0.0.1/tcp/${ports[i]}`], loopback: true, ...(bootstrap ? { bootstrap: [bootstrap] } : {}) },
+        api: { listen: '127.0.0.1:0' },
+        provider: {
+          tier: prof.tier,
+          ...(prof.region ? { region: prof.region } : {}),
+          detectGpus: false,
+          hardware: { cpuCores: prof.cpuCores, memoryMiB: prof.memoryMiB, ...(prof.gpus ? { gpus: prof.gpus } : { gpus: [] }) },
+          meter: { type: 'estimator', estimatorWatts: 65 },
+          workloads: {
+            'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: prof.price, currency: 'USD' }, duration: { baseMs: prof.baseMs } },
+            'builtin.primes': { executor: { type: 'builtin', name: 'builtin.primes' }, price: { amount: prof.price, currency: 'USD' }, duration: { baseMs: prof.baseMs * 2 } },
+          },
+        },
+      };
+      const n = this.#spawn(prof.name, 'provider', cfg, ports[i]!);
+      if (!bootstrap) {
+        await this.#apiOf(n);
+        const { peerIdFromDid } = await import('../node/peer-id.js');
+        bootstrap = `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(n.did).toString()}`;
+      }
+      const gpus = prof.gpus?.map((g) => `${g.count}× ${g.model} ${g.vramMiB / 1024} GiB`).join(', ') ?? 'no GPU';
+      p(`  provider ${prof.name.padEnd(8)} tier ${prof.tier.padEnd(9)} region ${(prof.region ?? '(undisclosed)').padEnd(13)} ${prof.cpuCores} cores ${prof.memoryMiB / 1024} GiB, ${gpus}; ${prof.price} USD/job`);
+    }
+    const buyer = this.#spawn('buyer', 'buyer', {
+      roles: ['buyer'],
+      log: { level: 'info', format: 'json' },
+      network: { listen: [`/ip4/127.0.0.1/tcp/${ports[this.o.providers]}`], loopback: true, bootstrap: [bootstrap!] },
+      api: { listen: '127.0.0.1:0' },
+      buyer: { policy: this.o.policy, collectWindowMs: 2500, enoughOffers: this.o.providers },
+    }, ports[this.o.providers]!);
+    p(`  buyer    ${buyer.did}`);
+    const apis = await Promise.all(this.nodes.map((n) => this.#apiOf(n)));
+    const api = apis[apis.length - 1]!;
+    p('▸ waiting for the buyer to see the market…');
+    const t0 = Date.now();
+    await waitFor('the buyer to see every provider’s advert', 30_000, async () => {
+      const s = (await apiCall(api.api, api.token, 'GET', '/v1/status')) as { providersKnown: number };
+      return s.providersKnown >= this.o.providers ? s : undefined;
+    });
+    // Providers must also hear the buyer's job topic through the mesh.
+    await sleep(1000);
+    p(`  market visible after ${Date.now() - t0} ms: ${this.o.providers} live adverts`);
+    return { buyer, api };
+  }
+
+  async runJob(api: { api: string; token: string }, spec: Record<string, unknown>, render: (ev: WireEvent) => void): Promise<Record<string, unknown>> {
+    let result: Record<string, unknown> | undefined;
+    for await (const ev of apiStream(api.api, api.token, '/v1/run', spec)) {
+      if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+      else if (ev.e === 'error') {
+        const err = ev.error as { code: string; message: string };
+        throw new C0Error(err.code, err.message);
+      } else render(ev as WireEvent);
+    }
+    if (!result) throw new C0Error('RUN_NO_RESULT', 'the buyer ended the run without a result');
+    return result;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.nodes.map(
+        (n) =>
+          new Promise<void>((resolve) => {
+            if (n.child.exitCode !== null || n.child.signalCode !== null) return resolve();
+            const t = setTimeout(() => n.child.kill('SIGKILL'), 10_000);
+            n.child.once('exit', () => {
+              clearTimeout(t);
+              resolve();
+            });
+            n.child.kill('SIGTERM');
+          }),
+      ),
+    );
+    if (this.#ownsDir && !this.o.keep) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function tail(path: string, lines = 15): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * The daemon's local control API: HTTP on 127.0.0.1 by default, every route
+ * but /metrics behind a bearer token stored in the data directory (0600).
+ * Binding to a non-loopback address logs a warning. Errors are JSON
+ * `{error: {code, message}}` with a 4xx/5xx status.
+ */
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import { timingSafeEqual, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Registry } from 'prom-client';
+import { C0Error } from '../errors.js';
+import type { Logger } from '../util/log.js';
+import { writeSecretFile } from './identity.js';
+
+export const TOKEN_FILE = 'api.token';
+
+export type Handler = (req: { params: Record<string, string>; query: URLSearchParams; body: unknown }, res: ApiResponse) => Promise<unknown>;
+
+export interface ApiResponse {
+  /** Stream newline-delimited JSON events (for long-running calls). */
+  stream(): { send(event: unknown): void };
+}
+
+export interface Route {
+  method: 'GET' | 'POST';
+  path: string; // e.g. /v1/offers/:job
+  handler: Handler;
+}
+
+export function ensureToken(dataDir: string): string {
+  const p = join(dataDir, TOKEN_FILE);
+  if (existsSync(p)) {
+    const t = readFileSync(p, 'utf8').trim();
+    // An empty token file would make `Authorization: Bearer ` pass; replace it with a fresh token.
+    if (t.length > 0) return t;
+  }
+  const t = randomBytes(32).toString('base64url');
+  writeSecretFile(p, t + '\n');
+  return t;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+}
+
+export function splitHostPort(s: string): { host: string; port: number } {
+  const i = s.lastIndexOf(':');
+  return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: Number.parseInt(s.slice(i + 1), 10) };
+}
+
+const MAX_BODY = 64 * 1024 * 1024;
+
+function statusFor(code: string): number {
+  if (code.endsWith('_NOT_FOUND') || code === 'NOT_FOUND') return 404;
+  if (code === 'UNAUTHORIZED') return 401;
+  return 400;
+}
+
+export interface ApiServer {
+  server: Server;
+  address: string;
+  close(): Promise<void>;
+}
+
+export async function startApi(opts: { listen: string; token: string; routes: Route[]; registry: Registry; log: Logger; replacer?: (k: string, v: unknown) => unknown }): Promise<ApiServer> {
+  const { host, port } = splitHostPort(opts.listen);
+  if (!isLoopback(host)) opts.log.warn({ listen: opts.listen }, 'the control API and metrics are bound to a non-loopback address; anyone who can reach it and holds the token controls this node');
+  const compiled = opts.routes.map((r) => ({ ...r, re: new RegExp('^' + r.path.replace(/:[a-zA-Z]+/g, '([^/]+)') + '$'), names: [...r.path.matchAll(/:([a-zA-Z]+)/g)].map((m) => m[1]!) }));
+  const expected = Buffer.from(`Bearer ${opts.token}`);
+  const json = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body, opts.replacer));
+  };
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      if (url.pathname === '/metrics' && req.method === 'GET') {
+        res.writeHead(200, { 'content-type': opts.registry.contentType });
+        res.end(await opts.registry.metrics());
+        return;
+      }
+      const auth = Buffer.from(req.headers.authorization ?? '');
+      if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
+      let route;
+      let m: RegExpExecArray | null = null;
+      for (const r of compiled) {
+        if (r.method === req.method && (m = r.re.exec(url.pathname))) {
+          route = r;
+          break;
+        }
+      }
+      if (!route || !m) return json(res, 404, { error: { code: 'NOT_FOUND', message: `no route ${req.method} ${url.pathname}` } });
+      const params: Record<string, string> = {};
+      try {
+        route.names.forEach((n, i) => (params[n] = decodeURIComponent(m![i + 1]!)));
+      } catch {
+        return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'a path parameter is not valid percent-encoding' } });
+      }
+      let body: unknown;
+      if (req.method === 'POST') {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const c of req) {
+          size += (c as Buffer).length;
+          if (size > MAX_BODY) return json(res, 413, { error: { code: 'BODY_TOO_LARGE', message: `request body over ${MAX_BODY} bytes` } });
+          chunks.push(c as Buffer);
+        }
+        try {
+          body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+        } catch {
+          return json(res, 400, { error: { code: 'BODY_NOT_JSON', message: 'request body is not JSON' } });
+        }
+      }
+      let streaming = false;
+      const api: ApiResponse = {
+        stream() {
+          streaming = true;
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+          return { send: (ev: unknown) => res.write(JSON.stringify(ev, opts.replacer) + '\n') };
+        },
+      };
+      try {
+        const out = await route.handler({ params, query: url.searchParams, body }, api);
+        if (streaming) {
+          if (out !== undefined) res.write(JSON.stringify({ e: 'result', result: out }, opts.replacer) + '\n');
+          res.end();
+        } else json(res, 200, out ?? {});
+      } catch (e) {
+        const err = e instanceof C0Error ? { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) } : { code: 'INTERNAL', message: (e as Error).message };
+        if (!(e instanceof C0Error)) opts.log.error({ err: e }, 'api handler failed');
+        if (streaming) {
+          res.write(JSON.stringify({ e: 'error', error: err }) + '\n');
+          res.end();
+        } else json(res, e instanceof C0Error ? statusFor(e.code) : 500, { error: err });
+      }
+    })().catch((e: unknown) => {
+      // Nothing a request does may become an unhandled rejection (that would stop the daemon).
+      opts.log.error({ err: e }, 'api request failed');
+      if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e) => reject(new C0Error('API_LISTEN_FAILED', `cannot listen on ${opts.listen}: ${(e as Error).message}`)));
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address();
+  const address = typeof a === 'object' && a ? `${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` : opts.listen;
+  return {
+    server,
+    address,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Client side (the CLI): call the daemon. */
+export async function apiCall(base: string, token: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(`http://${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  } catch (e) {
+    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+  }
+  const data = (await res.json()) as { error?: { code: string; message: string } };
+  if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
+  return data;
+}
+
+/** Client side: a streaming call yielding NDJSON events. */
+export async function* apiStream(base: string, token: string, path: string, body: unknown): AsyncGenerator<Record<string, unknown>> {
+  let res: Response;
+  try {
+    res = await fetch(`http://${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  } catch (e) {
+    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+  }
+  if (!res.ok || !res.body) {
+    const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+    throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
+  }
+  const dec = new TextDecoder();
+  let buf = '';
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buf += dec.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim()) yield JSON.parse(line) as Record<string, unknown>;
+    }
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Node configuration: built-in defaults < config file (YAML) < environment
+ * (C0MPUTE_*) < command-line flags, in that order. Validated with zod; every
+ * problem is reported as CONFIG_INVALID naming the field.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { C0Error } from '../errors.js';
+import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
+import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
+import { BUILTINS } from '../roles/provider/executors.js';
+
+const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
+
+const executor = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('builtin'), name: z.enum(BUILTINS) }).strict(),
+  z.object({ type: z.literal('exec'), command: z.array(z.string().min(1)).min(1), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).strict(),
+  z.object({ type: z.literal('http'), url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+]);
+
+const workloadCfg = z
+  .object({
+    executor,
+    /** Price per unit. */
+    price: money,
+    /** `job`: flat; `second`: per quoted second; `mib`: per MiB of input. */
+    unit: z.enum(['job', 'second', 'mib']).default('job'),
+    /** Quoted duration model: base + per MiB of input. */
+    duration: z.object({ baseMs: z.number().int().positive().default(1000), perInputMiBMs: z.number().int().nonnegative().default(0) }).strict().default({ baseMs: 1000, perInputMiBMs: 0 }),
+  })
+  .strict();
+
+const gpu = z.object({ model: z.string().min(1).max(64), vramMiB: z.number().int().positive(), features: z.array(z.string().regex(FEATURE_RE)).optional(), count: z.number().int().positive() }).strict();
+
+export const ROLE_NAMES = ['provider', 'buyer', 'witness', 'steward'] as const;
+export type Role = (typeof ROLE_NAMES)[number];
+
+export const configSchema = z
+  .object({
+    roles: z.array(z.enum(ROLE_NAMES)).default(['buyer']),
+    log: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), format: z.enum(['json', 'pretty']).default('json') }).strict().default({ level: 'info', format: 'json' }),
+    network: z
+      .object({
+        listen: z.array(z.string()).default(['/ip4/0.0.0.0/tcp/4001']),
+        announce: z.array(z.string()).default([]),
+        bootstrap: z.array(z.string()).default([]),
+        overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
+        /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
+        swarmKeyFile: z.string().optional(),
+        /** Only these DIDs may connect (enforced by the connection gater). */
+        allowlist: z.array(z.string()).optional(),
+        /** Allow loopback/private addresses in the DHT (devnets and tests). */
+        loopback: z.boolean().default(false),
+        clockSkewMs: z.number().int().nonnegative().default(30_000),
+      })
+      .strict()
+      .default({ listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000 }),
+    api: z
+      .object({
+        /** host:port of the control API (and /metrics). Port 0 picks a free port. */
+        listen: z.string().regex(/^[^:]+:[0-9]{1,5}$/, 'host:port').default('127.0.0.1:7070'),
+      })
+      .strict()
+      .default({ listen: '127.0.0.1:7070' }),
+    provider: z
+      .object({
+        tier: z.enum(TIERS).default('community'),
+        region: z.string().regex(REGION_RE).optional(),
+        advertLifetimeMs: z.number().int().min(10_000).max(24 * 3600_000).default(600_000),
+        offerLifetimeMs: z.number().int().min(1000).default(30_000),
+        slots: z.number().int().positive().default(1),
+        detectGpus: z.boolean().default(true),
+        hardware: z.object({ cpuCores: z.number().int().positive().optional(), memoryMiB: z.number().int().positive().optional(), gpus: z.array(gpu).optional() }).strict().optional(),
+        meter: z.object({ type: z.enum(['auto', 'rapl', 'nvml', 'estimator']).default('auto'), estimatorWatts: z.number().positive().default(100) }).strict().default({ type: 'auto', estimatorWatts: 100 }),
+        maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
+        maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
+        workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
+      })
+      .strict()
+      .optional(),
+    buyer: z
+      .object({
+        policy: z.enum(POLICIES).default('balanced'),
+        collectWindowMs: z.number().int().min(100).default(3000),
+        /** End collection early once this many offers arrived (0: wait the whole window). */
+        enoughOffers: z.number().int().nonnegative().default(0),
+      })
+      .strict()
+      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 }),
+  })
+  .strict();
+
+export type NodeConfig = z.infer<typeof configSchema>;
+export type ProviderConfig = NonNullable<NodeConfig['provider']>;
+export type WorkloadConfig = ProviderConfig['workloads'][string];
+
+/** Turn zod issues into one CONFIG_INVALID naming the first field. */
+export function configError(err: z.ZodError, source: string): C0Error {
+  const issues = err.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`);
+  const first = err.issues[0];
+  return new C0Error('CONFIG_INVALID', `${source}: ${issues.slice(0, 5).join('; ')}${issues.length > 5 ? ` (+${issues.length - 5} more)` : ''}`, {
+    field: first ? first.path.join('.') : '',
+    detail: { issues },
+  });
+}
+
+export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
+  const r = configSchema.safeParse(raw ?? {});
+  if (!r.success) throw configError(r.error, source);
+  return r.data;
+}
+
+export function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (e) {
+    throw new C0Error('CONFIG_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
+  }
+}
+
+/** Environment overrides (documented in docs/config.md). */
+export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  const set = (path: string[], v: unknown) => {
+    let cur = o;
+    for (const p of path.slice(0, -1)) cur = (cur[p] ??= {}) as Record<string, unknown>;
+    cur[path.at(-1)!] = v;
+  };
+  const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  if (env.C0MPUTE_ROLES) set(['roles'], list(env.C0MPUTE_ROLES));
+  if (env.C0MPUTE_LISTEN) set(['network', 'listen'], list(env.C0MPUTE_LISTEN));
+  if (env.C0MPUTE_ANNOUNCE) set(['network', 'announce'], list(env.C0MPUTE_ANNOUNCE));
+  if (env.C0MPUTE_BOOTSTRAP) set(['network', 'bootstrap'], list(env.C0MPUTE_BOOTSTRAP));
+  if (env.C0MPUTE_OVERLAY) set(['network', 'overlay'], env.C0MPUTE_OVERLAY);
+  if (env.C0MPUTE_API) set(['api', 'listen'], env.C0MPUTE_API);
+  if (env.C0MPUTE_LOG_LEVEL) set(['log', 'level'], env.C0MPUTE_LOG_LEVEL);
+  if (env.C0MPUTE_LOG_FORMAT) set(['log', 'format'], env.C0MPUTE_LOG_FORMAT);
+  return o;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Deep merge: objects merge, everything else (arrays included) replaces. */
+export function mergeLayers(...layers: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const l of layers) {
+    if (!isObj(l)) continue;
+    for (const [k, v] of Object.entries(l)) {
+      if (v === undefined) continue;
+      out[k] = isObj(v) && isObj(out[k]) ? mergeLayers(out[k], v) : v;
+    }
+  }
+  return out;
+}
+
+export interface LoadOptions {
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  flags?: Record<string, unknown>;
+}
+
+export function loadConfig(opts: LoadOptions = {}): NodeConfig {
+  const fileLayer = opts.file ? readConfigFile(opts.file) : {};
+  // mergeLayers skips a non-mapping layer, so a file that is a list or a scalar would silently mean "all defaults".
+  if (!isObj(fileLayer)) throw new C0Error('CONFIG_INVALID', `${opts.file}: the top level must be a mapping of settings`, { field: '' });
+  const merged = mergeLayers(fileLayer, envOverrides(opts.env ?? {}), opts.flags ?? {});
+  return parseConfig(merged, opts.file ?? 'config');
+}

@@ -1,0 +1,119 @@
+/** The control API's routes: what `c0mpute status|peers|market|offers|jobs|reputation|run` ask a running daemon. */
+import { Buffer } from 'node:buffer';
+import { C0Error } from '../errors.js';
+import { T, type Job } from '../records/kinds.js';
+import { parseMoney, type Money } from '../records/money.js';
+import { isAddress } from '../records/address.js';
+import type { JobSpec } from '../roles/buyer.js';
+import { ensureToken, startApi, type ApiServer, type Route } from './api.js';
+import type { Daemon } from './daemon.js';
+import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
+
+export async function startControlApi(d: Daemon): Promise<ApiServer> {
+  const token = ensureToken(d.opts.dataDir);
+  const routes: Route[] = [
+    { method: 'GET', path: '/v1/status', handler: async () => status(d) },
+    { method: 'GET', path: '/v1/peers', handler: async () => ({ peers: d.net.peers() }) },
+    { method: 'GET', path: '/v1/market', handler: async () => market(d) },
+    { method: 'GET', path: '/v1/offers/:job', handler: async ({ params }) => offers(d, params.job!) },
+    { method: 'GET', path: '/v1/jobs', handler: async () => jobs(d) },
+    { method: 'GET', path: '/v1/reputation', handler: async () => ({ providers: d.market.reputation().all() }) },
+    { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params }) => d.market.reputation().get(params.did!) },
+    {
+      method: 'POST',
+      path: '/v1/run',
+      handler: async ({ body }, res) => {
+        const spec = parseJobSpec(body);
+        const s = res.stream();
+        const r = await d.runJob(spec, (e) => s.send(eventToWire(e)));
+        return resultToWire(r);
+      },
+    },
+  ];
+  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.registry, log: d.log.child({ mod: 'api' }) });
+}
+
+export function status(d: Daemon): Record<string, unknown> {
+  const now = d.clock();
+  return {
+    did: d.did,
+    peerId: d.net.peerId.toString(),
+    roles: d.roles,
+    overlay: d.net.overlay,
+    addrs: d.net.addrs(),
+    api: d.apiAddress,
+    uptimeMs: now - d.startedAt,
+    peers: d.net.peers().length,
+    providersKnown: [...d.market.adverts.latest.values()].filter((a) => a.record.expiresAt > now).length,
+    offersHeld: d.market.book.size,
+    evidence: d.market.evidence.size,
+    ...(d.provider ? { provider: { advert: d.provider.advert?.address, running: d.provider.running } } : {}),
+  };
+}
+
+export function market(d: Daemon): Record<string, unknown> {
+  const now = d.clock();
+  return {
+    adverts: [...d.market.adverts.latest.values()]
+      .sort((a, b) => (a.signer < b.signer ? -1 : 1))
+      .map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: d.market.reputation().scoreOf(a.signer) })),
+  };
+}
+
+export async function offers(d: Daemon, job: string): Promise<Record<string, unknown>> {
+  if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
+  const j = await d.records.get(job, T.job);
+  const now = d.clock();
+  const held = d.market.offersFor(job, now).map(wireRecord);
+  if (!j) return { job, known: false, offers: held };
+  return { job, known: true, offers: held, explanation: toWire(d.market.explain(j, now)) };
+}
+
+export async function jobs(d: Daemon): Promise<Record<string, unknown>> {
+  const mine = (await d.records.list(T.job)).filter((j) => j.signer === d.did);
+  const receipts = [...d.market.evidence.receipts.values()];
+  const acceptances = [...d.market.evidence.acceptances.values()];
+  return {
+    jobs: mine
+      .sort((a, b) => b.record.announcedAt - a.record.announcedAt)
+      .map((j) => {
+        const rs = receipts.filter((r) => r.record.job === j.address);
+        return {
+          ...wireRecord(j),
+          receipts: rs.map((r) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: acceptances.find((a) => a.record.receipt === r.address)?.record.verdict })),
+        };
+      }),
+  };
+}
+
+/**
+ * A job spec as JSON (the CLI turns job.yaml into this): workload,
+ * requirements, maxPrice ("0.05 USD" or {amount, currency}), deadlineMs,
+ * timeoutMs, params, sealInput, policy, and the input as base64.
+ */
+export function parseJobSpec(body: unknown): JobSpec {
+  const b = body as Record<string, unknown>;
+  if (typeof b !== 'object' || b === null) throw new C0Error('JOB_SPEC_INVALID', 'job spec must be an object');
+  const need = (k: string, t: string) => {
+    if (typeof b[k] !== t) throw new C0Error('JOB_SPEC_INVALID', `job spec: ${k} must be a ${t}`, { field: k });
+  };
+  need('workload', 'string');
+  need('deadlineMs', 'number');
+  let maxPrice: Money;
+  if (typeof b.maxPrice === 'string') maxPrice = parseMoney(b.maxPrice);
+  else if (typeof b.maxPrice === 'object' && b.maxPrice !== null) maxPrice = b.maxPrice as Money;
+  else throw new C0Error('JOB_SPEC_INVALID', 'job spec: maxPrice must be "0.05 USD" or {amount, currency}', { field: 'maxPrice' });
+  const input = typeof b.input === 'string' ? new Uint8Array(Buffer.from(b.input, 'base64')) : new Uint8Array(0);
+  const spec: JobSpec = {
+    workload: b.workload as string,
+    maxPrice,
+    deadlineMs: b.deadlineMs as number,
+    input,
+    ...(b.requirements ? { requirements: b.requirements as Job['requirements'] } : {}),
+    ...(typeof b.timeoutMs === 'number' ? { timeoutMs: b.timeoutMs } : {}),
+    ...(typeof b.params === 'string' ? { params: b.params } : {}),
+    ...(b.sealInput === true ? { sealInput: true } : {}),
+    ...(typeof b.policy === 'string' ? { policy: b.policy as JobSpec['policy'] } : {}),
+  };
+  return spec;
+}

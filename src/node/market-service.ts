@@ -1,0 +1,123 @@
+/**
+ * The node's market: the advert index, the persisted offer book, and the
+ * reputation evidence, behind the operations the roles and the control API use.
+ * Decisions are the market engine's (src/market); this only feeds it.
+ */
+import { C0Error } from '../errors.js';
+import { seal, type Opened } from '../records/envelope.js';
+import { T, type Advert, type Job, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
+import type { Db } from '../store/db.js';
+import type { RecordStore } from '../store/records.js';
+import type { Logger } from '../util/log.js';
+import { OfferBook } from '../market/book.js';
+import { AdvertIndex, checkEligibility, type Failure } from '../market/eligibility.js';
+import { select, type SelectResult } from '../market/select.js';
+import { explainMarket, type MarketExplanation } from '../market/explain.js';
+import { EvidenceStore } from '../reputation/store.js';
+import type { ReputationTable } from '../reputation/derive.js';
+import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
+
+export interface MarketServiceOptions {
+  db: Db;
+  prefix: string;
+  records: RecordStore;
+  now: number;
+  log: Logger;
+  signer: Ed25519Signer;
+  did: string;
+  skewMs: number;
+}
+
+export class MarketService implements BuyerMarket {
+  readonly adverts: AdvertIndex;
+  #rep: ReputationTable | undefined;
+
+  private constructor(
+    private o: MarketServiceOptions,
+    readonly book: OfferBook,
+    readonly evidence: EvidenceStore,
+    adverts: Array<Opened<Advert>>,
+  ) {
+    this.adverts = new AdvertIndex(adverts);
+  }
+
+  static async open(o: MarketServiceOptions): Promise<MarketService> {
+    const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`);
+    const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`);
+    const adverts = await o.records.list(T.advert);
+    return new MarketService(o, book, evidence, adverts);
+  }
+
+  addAdvert(a: Opened<Advert>): void {
+    this.adverts.add(a);
+  }
+
+  async addOffer(o: Opened<Offer>, now: number): Promise<void> {
+    await this.book.add(o, now);
+  }
+
+  /** Receipts and acceptances are evidence; a receipt brings the offer it cites when we hold it. */
+  async addEvidence(r: Opened<Receipt> | Opened<Acceptance>): Promise<void> {
+    const extra: Opened[] = [];
+    if (r.type === T.receipt) {
+      const offer = this.book.all().find((o) => o.address === (r as Opened<Receipt>).record.offer);
+      if (offer) extra.push(offer);
+    }
+    const added = await this.evidence.add(r, ...extra);
+    if (added) this.#rep = undefined;
+  }
+
+  async getBytes(address: string): Promise<Uint8Array | undefined> {
+    return this.evidence.receipts.get(address)?.bytes ?? this.evidence.acceptances.get(address)?.bytes ?? this.book.all().find((o) => o.address === address)?.bytes;
+  }
+
+  reputation(): ReputationTable {
+    return (this.#rep ??= this.evidence.derive());
+  }
+
+  /** A provider asking whether its advert fits a job (no offer yet): every failure. */
+  providerEligibility(job: Opened<Job>, advert: Opened<Advert>, now: number): Failure[] {
+    return checkEligibility(job, advert, undefined, now, { skewMs: this.o.skewMs });
+  }
+
+  offerCount(job: string, now: number): number {
+    return this.book.best(job, now).length;
+  }
+
+  offersFor(job: string, now: number): Array<Opened<Offer>> {
+    return this.book.best(job, now);
+  }
+
+  explain(job: Opened<Job>, now: number): MarketExplanation {
+    return explainMarket({ job, adverts: this.adverts, offers: this.book.best(job.address, now), now, skewMs: this.o.skewMs });
+  }
+
+  async decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision> {
+    const offers = this.book.best(job.address, now);
+    const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
+    const byAddr = new Map(offers.map((o) => [o.address, o]));
+    const ranked: RankedCandidate[] = result.ok
+      ? result.ranked.map((r) => ({ provider: r.provider, offer: byAddr.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
+      : [];
+    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers, now, skewMs: this.o.skewMs }) };
+  }
+
+  /**
+   * Sign the selection of `winner`: it names the policy and every offer the
+   * decision considered (eligible or not), one per provider, in DID order, so
+   * anyone holding those records can recompute it. On failover the providers
+   * already tried are `excluded`: they are no longer under consideration, so
+   * the runner-up is what recomputation over the considered offers gives.
+   */
+  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set()): Opened<Selection> {
+    const r = decision.result;
+    const considered = new Map<string, string>();
+    for (const c of r.ranked) if (!excluded.has(c.provider)) considered.set(c.provider, c.offer);
+    for (const v of r.ineligible) if (v.offer && !excluded.has(v.provider)) considered.set(v.provider, v.offer);
+    if (!considered.has(winner.provider)) throw new C0Error('SELECTION_WINNER_NOT_CONSIDERED', 'the winner is not among the considered offers');
+    const list = [...considered.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([provider, offer]) => ({ provider, offer }));
+    const sel: Selection = { job: job.address, buyer: this.o.did, policy, winner: winner.offer.address, considered: list, decidedAt: now };
+    return seal(T.selection, sel, this.o.signer);
+  }
+}

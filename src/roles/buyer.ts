@@ -1,0 +1,261 @@
+/**
+ * The buyer role: publishes a job, collects offers for a window (ending early
+ * when enough arrived), selects by policy with the market engine, sends the
+ * selection and input to the winner over `/c0mpute/exec/1`, verifies the output
+ * against the receipt's output hash, countersigns (accepts or disputes with a
+ * reason), and gossips receipt and acceptance. If the winner fails or vanishes
+ * it moves to the runner-up while the deadline allows.
+ */
+import { randomBytes } from 'node:crypto';
+import { C0Error } from '../errors.js';
+import { open, seal, type Opened } from '../records/envelope.js';
+import { T, type Acceptance, type Advert, type Job, type Offer, type PolicyName, type Receipt, type Requirements, type Selection } from '../records/kinds.js';
+import { moneyEquals, type Money } from '../records/money.js';
+import { hashHex } from '../records/address.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { seal as sealBox } from '../crypto/sealed-box.js';
+import type { SelectResult } from '../market/select.js';
+import type { MarketExplanation } from '../market/explain.js';
+import { EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
+
+export interface RankedCandidate {
+  provider: string;
+  offer: Opened<Offer>;
+  total: number;
+  scores: Record<string, number>;
+}
+
+/** The market's decision for a job, with the offers it ranked opened for sending. */
+export interface Decision {
+  /** The market engine's result: ranked candidates with scores and why, or the explanation. */
+  result: SelectResult;
+  /** Eligible candidates, best first, with their offers. */
+  ranked: RankedCandidate[];
+  /** Every known provider judged against the job (those that did not quote too), with every failed requirement. */
+  market: MarketExplanation;
+}
+
+/** What the buyer needs from the market engine (wired in the daemon). */
+export interface BuyerMarket {
+  decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision>;
+  offerCount(job: string, now: number): number;
+  /** Sign the selection of `winner` among the decision's candidates. */
+  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded?: ReadonlySet<string>): Opened<Selection>;
+}
+
+export interface JobSpec {
+  workload: string;
+  requirements?: Requirements;
+  maxPrice: Money;
+  /** Relative deadline from announcement. */
+  deadlineMs: number;
+  timeoutMs?: number;
+  params?: string;
+  input: Uint8Array;
+  sealInput?: boolean;
+  policy?: PolicyName;
+}
+
+export type BuyerEvent =
+  | { e: 'job'; job: Opened<Job> }
+  | { e: 'offer'; offer: Opened<Offer>; count: number }
+  | { e: 'collected'; offers: number; waitedMs: number }
+  | { e: 'decision'; decision: Decision; policy: PolicyName }
+  | { e: 'selection'; selection: Opened<Selection>; winner: RankedCandidate; attempt: number }
+  | { e: 'accepted'; provider: string }
+  | { e: 'progress'; provider: string; message: string; permille?: number }
+  | { e: 'receipt'; receipt: Opened<Receipt> }
+  | { e: 'verified'; ok: boolean; detail: string }
+  | { e: 'acceptance'; acceptance: Opened<Acceptance> }
+  | { e: 'failover'; from: string; reason: string };
+
+export interface JobResult {
+  job: Opened<Job>;
+  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers';
+  output?: Uint8Array;
+  receipt?: Opened<Receipt>;
+  acceptance?: Opened<Acceptance>;
+  selection?: Opened<Selection>;
+  decision?: Decision;
+  attempts: Array<{ provider: string; outcome: string }>;
+  timings: { collectMs: number; restMs: number };
+}
+
+export interface ExecStream {
+  frames: AsyncIterable<unknown>;
+}
+
+export interface BuyerDeps {
+  signer: Ed25519Signer;
+  did: string;
+  clock: Clock;
+  log: Logger;
+  market: BuyerMarket;
+  adverts: (did: string) => Opened<Advert> | undefined;
+  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance', env: Opened) => Promise<void>;
+  /** Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames. */
+  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal) => AsyncIterable<unknown>;
+  /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
+  store: (rec: Opened) => Promise<void>;
+  /** Wait for offers: resolves at the window's end or when `enough` offers for the job arrived. */
+  waitForOffers: (job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void) => Promise<number>;
+  collectWindowMs: number;
+  enoughOffers: number;
+  defaultPolicy: PolicyName;
+}
+
+export class Buyer {
+  constructor(private d: BuyerDeps) {}
+
+  buildJob(spec: JobSpec, now: number): Opened<Job> {
+    const job: Job = {
+      workload: spec.workload,
+      requirements: spec.requirements ?? {},
+      maxPrice: spec.maxPrice,
+      announcedAt: now,
+      deadline: now + spec.deadlineMs,
+      timeoutMs: spec.timeoutMs ?? spec.deadlineMs,
+      input: { hash: hashHex(spec.input), size: spec.input.length },
+      inputSealed: spec.sealInput ? 'yes' : 'no',
+      ...(spec.params === undefined ? {} : { params: spec.params }),
+      nonce: new Uint8Array(randomBytes(8)),
+    };
+    return seal(T.job, job, this.d.signer);
+  }
+
+  async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+    const { clock, log } = this.d;
+    const policy = spec.policy ?? this.d.defaultPolicy;
+    if (policy === 'private' && !spec.requirements?.allowlist) {
+      throw new C0Error('POLICY_PRIVATE_NEEDS_ALLOWLIST', 'the private policy needs a job with a provider allowlist (requirements.allowlist)');
+    }
+    const t0 = clock();
+    const job = this.buildJob(spec, t0);
+    await this.d.store(job);
+    await this.d.publish('job', job);
+    onEvent({ e: 'job', job });
+    log.info({ job: job.address, workload: spec.workload }, 'job published');
+
+    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }));
+    const collectMs = clock() - t0;
+    onEvent({ e: 'collected', offers, waitedMs: collectMs });
+    const decision = await this.d.market.decide(job, policy, clock());
+    onEvent({ e: 'decision', decision, policy });
+    const result: JobResult = { job, status: 'failed', decision, attempts: [], timings: { collectMs, restMs: 0 } };
+    if (decision.ranked.length === 0) {
+      result.status = offers === 0 ? 'no-offers' : 'no-eligible-provider';
+      result.timings.restMs = clock() - t0 - collectMs;
+      return result;
+    }
+
+    const tried = new Set<string>();
+    for (const [i, cand] of decision.ranked.entries()) {
+      const now = clock();
+      if (now >= job.record.deadline) break;
+      if (now > cand.offer.record.startBy) {
+        result.attempts.push({ provider: cand.provider, outcome: 'offer lapsed' });
+        tried.add(cand.provider);
+        continue;
+      }
+      const selection = this.d.market.signSelection(job, policy, decision, cand, now, tried);
+      tried.add(cand.provider);
+      await this.d.store(selection);
+      onEvent({ e: 'selection', selection, winner: cand, attempt: i + 1 });
+      result.selection = selection;
+      const attempt = await this.#attempt(job, cand, selection, spec, onEvent);
+      result.attempts.push({ provider: cand.provider, outcome: attempt.outcome });
+      if (attempt.receipt) {
+        result.receipt = attempt.receipt;
+        result.acceptance = attempt.acceptance;
+      }
+      if (attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted') {
+        result.status = 'completed';
+        result.output = attempt.output;
+        break;
+      }
+      const next = decision.ranked[i + 1];
+      if (next) onEvent({ e: 'failover', from: cand.provider, reason: attempt.outcome });
+    }
+    result.timings.restMs = clock() - t0 - collectMs;
+    return result;
+  }
+
+  async #attempt(
+    job: Opened<Job>,
+    cand: RankedCandidate,
+    selection: Opened<Selection>,
+    spec: JobSpec,
+    onEvent: (e: BuyerEvent) => void,
+  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance> }> {
+    const { clock, log } = this.d;
+    let input = spec.input;
+    if (job.record.inputSealed === 'yes') {
+      const boxKey = this.d.adverts(cand.provider)?.record.boxKey;
+      if (!boxKey) return { outcome: 'provider has no box key for a sealed input' };
+      input = sealBox(spec.input, boxKey);
+    }
+    const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input };
+    // Give the provider until the deadline plus a grace period to deliver the receipt.
+    const budget = Math.max(1, job.record.deadline - clock() + 5_000);
+    const signal = AbortSignal.timeout(budget);
+    let output: Uint8Array | undefined;
+    let receipt: Opened<Receipt> | undefined;
+    try {
+      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
+        const f: ExecFrame = parseExecFrame(raw);
+        if (f.t === 'refused') return { outcome: `refused: ${f.code}` };
+        if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
+        else if (f.t === 'progress') onEvent({ e: 'progress', provider: cand.provider, message: f.message, ...(f.permille === undefined ? {} : { permille: f.permille }) });
+        else if (f.t === 'output') output = f.data;
+        else if (f.t === 'receipt') {
+          receipt = open(f.receipt, T.receipt);
+          break;
+        }
+      }
+    } catch (e) {
+      log.warn({ provider: cand.provider, err: (e as Error).message }, 'exec stream failed');
+      if (!receipt) return { outcome: `provider unreachable or gone: ${(e as C0Error).code ?? (e as Error).message}` };
+    }
+    if (!receipt) return { outcome: 'stream ended without a receipt' };
+    onEvent({ e: 'receipt', receipt });
+    // The receipt must link: this job, this offer, this buyer, this provider, the offer's price, our input.
+    const r = receipt.record;
+    const links =
+      receipt.signer === cand.provider &&
+      r.provider === cand.provider &&
+      r.job === job.address &&
+      r.offer === cand.offer.address &&
+      r.buyer === this.d.did &&
+      r.inputHash === job.record.input.hash &&
+      moneyEquals(r.price, cand.offer.record.price);
+    if (!links) {
+      onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer and price' });
+      return { outcome: 'receipt does not link' };
+    }
+    await this.d.store(receipt);
+    await this.d.publish('receipt', receipt).catch(() => {});
+    let verdict: Acceptance['verdict'] = 'accepted';
+    let reason: string | undefined;
+    if (r.status === 'completed') {
+      const got = output ? hashHex(output) : undefined;
+      if (!output) {
+        verdict = 'disputed';
+        reason = 'receipt says completed but no output was delivered';
+      } else if (got !== r.outputHash) {
+        verdict = 'disputed';
+        reason = `output hash ${got} does not match the receipt's ${r.outputHash}`;
+      }
+      onEvent({ e: 'verified', ok: verdict === 'accepted', detail: verdict === 'accepted' ? `output matches ${r.outputHash}` : reason! });
+    } else {
+      onEvent({ e: 'verified', ok: false, detail: `provider reported failure ${r.failure?.code}: ${r.failure?.message}` });
+    }
+    const acc: Acceptance = { receipt: receipt.address, verdict, ...(reason ? { reason } : {}), signedAt: clock() };
+    const acceptance = seal(T.acceptance, acc, this.d.signer);
+    await this.d.store(acceptance);
+    await this.d.publish('acceptance', acceptance).catch(() => {});
+    onEvent({ e: 'acceptance', acceptance });
+    return { outcome: r.status === 'completed' ? (verdict === 'accepted' ? 'completed' : 'disputed') : `failed: ${r.failure?.code}`, ...(output ? { output } : {}), receipt, acceptance };
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * Executors run the work a provider wins. One per workload, chosen in the
+ * provider's config (never by the job):
+ *  - builtin: small real workloads shipped with the node (demos and tests);
+ *  - exec: a configured command, input on stdin, output from stdout, killed
+ *    with its process group at the deadline, output size bounded;
+ *  - http: POST the input to a configured endpoint, take the response body.
+ * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
+ * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { C0Error } from '../../errors.js';
+
+export interface Progress {
+  /** 0..1 when known */
+  fraction?: number;
+  message: string;
+}
+
+export interface ExecContext {
+  input: Uint8Array;
+  params?: string;
+  signal: AbortSignal;
+  onProgress: (p: Progress) => void;
+  maxOutputBytes: number;
+}
+
+export interface Executor {
+  readonly kind: 'builtin' | 'exec' | 'http';
+  run(ctx: ExecContext): Promise<Uint8Array>;
+}
+
+export type ExecutorConfig =
+  | { type: 'builtin'; name: BuiltinName }
+  | { type: 'exec'; command: string[]; env?: Record<string, string>; cwd?: string }
+  | { type: 'http'; url: string; headers?: Record<string, string> };
+
+function aborted(signal: AbortSignal): C0Error {
+  const reason = signal.reason as { name?: string } | undefined;
+  // A coded reason (e.g. EXEC_BUYER_GONE from the provider) is the failure itself.
+  if (reason instanceof C0Error) return reason;
+  return reason?.name === 'TimeoutError'
+    ? new C0Error('EXEC_TIMEOUT', 'the work did not finish before its deadline')
+    : new C0Error('EXEC_ABORTED', `the work was stopped: ${String((signal.reason as Error)?.message ?? signal.reason)}`);
+}
+
+function checkOutput(out: Uint8Array, max: number): Uint8Array {
+  if (out.length === 0) throw new C0Error('EXEC_EMPTY_OUTPUT', 'the work produced no output');
+  if (out.length > max) throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `output of ${out.length} bytes exceeds ${max}`);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// builtin
+// ---------------------------------------------------------------------------
+
+export const BUILTINS = ['builtin.sha256', 'builtin.primes', 'builtin.sleep'] as const;
+export type BuiltinName = (typeof BUILTINS)[number];
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+/**
+ * builtin.sha256: `rounds` (params, default 1) iterations of SHA-256 over the
+ * input; output is the final digest in hex. A buyer can check it locally.
+ * builtin.primes: counts primes ≤ N (params, or the input as decimal text);
+ * output is the count as decimal text.
+ * builtin.sleep: waits `ms` (params) then echoes the input (tests: slow work).
+ */
+export function builtinExecutor(name: BuiltinName): Executor {
+  return {
+    kind: 'builtin',
+    async run(ctx) {
+      const { signal } = ctx;
+      if (signal.aborted) throw aborted(signal);
+      if (name === 'builtin.sha256') {
+        const rounds = parseCount(ctx.params ?? '1', 'rounds', 10_000_000);
+        let h = createHash('sha256').update(ctx.input).digest();
+        // Yield (and check the deadline) at least every 20k rounds (a few ms), not only every tenth of the work.
+        const step = Math.max(1, Math.min(Math.floor(rounds / 10), 20_000));
+        for (let i = 1; i < rounds; i++) {
+          h = createHash('sha256').update(h).digest();
+          if (i % step === 0) {
+            ctx.onProgress({ fraction: i / rounds, message: `${i}/${rounds} rounds` });
+            await tick();
+            if (signal.aborted) throw aborted(signal);
+          }
+        }
+        ctx.onProgress({ fraction: 1, message: `${rounds}/${rounds} rounds` });
+        return checkOutput(new TextEncoder().encode(h.toString('hex')), ctx.maxOutputBytes);
+      }
+      if (name === 'builtin.primes') {
+        const text = ctx.params ?? Buffer.from(ctx.input).toString('utf8').trim();
+        const n = parseCount(text, 'N', 50_000_000);
+        const sieve = new Uint8Array(n + 1);
+        let count = 0;
+        const step = Math.max(1, Math.floor(n / 10));
+        for (let i = 2; i <= n; i++) {
+          if (!sieve[i]) {
+            count++;
+            for (let j = i * i; j <= n; j += i) sieve[j] = 1;
+          }
+          if (i % step === 0) {
+            ctx.onProgress({ fraction: i / n, message: `sieved to ${i}` });
+            await tick();
+            if (signal.aborted) throw aborted(signal);
+          }
+        }
+        return checkOutput(new TextEncoder().encode(String(count)), ctx.maxOutputBytes);
+      }
+      // builtin.sleep
+      const ms = parseCount(ctx.params ?? '0', 'ms', 3_600_000);
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(resolve, ms);
+        signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          reject(aborted(signal));
+        });
+      });
+      return checkOutput(ctx.input, ctx.maxOutputBytes);
+    },
+  };
+}
+
+function parseCount(s: string, what: string, max: number): number {
+  if (!/^[0-9]{1,10}$/.test(s.trim())) throw new C0Error('EXEC_BAD_PARAMS', `${what} must be a whole number, got "${s.slice(0, 40)}"`);
+  const n = Number.parseInt(s, 10);
+  if (n > max) throw new C0Error('EXEC_BAD_PARAMS', `${what} must be ≤ ${max}`);
+  return n;
+}
+
+/** What a buyer expects from a builtin workload, computed locally (for demos and checks). */
+export async function runBuiltinLocally(name: BuiltinName, input: Uint8Array, params?: string): Promise<Uint8Array> {
+  return builtinExecutor(name).run({ input, ...(params === undefined ? {} : { params }), signal: new AbortController().signal, onProgress: () => {}, maxOutputBytes: 1 << 30 });
+}
+
+// ---------------------------------------------------------------------------
+// exec
+// ---------------------------------------------------------------------------
+
+export function execExecutor(cfg: { command: string[]; env?: Record<string, string>; cwd?: string }): Executor {
+  if (cfg.command.length === 0) throw new C0Error('CONFIG_INVALID', 'exec executor needs a command', { field: 'command' });
+  return {
+    kind: 'exec',
+    run(ctx) {
+      return new Promise<Uint8Array>((resolve, reject) => {
+        if (ctx.signal.aborted) return reject(aborted(ctx.signal));
+        const [cmd, ...args] = cfg.command as [string, ...string[]];
+        const child = spawn(cmd, args, {
+          cwd: cfg.cwd,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...cfg.env, C0MPUTE_PARAMS: ctx.params ?? '' },
+          stdio: ['pipe', 'pipe', 'pipe'],
+          detached: true, // its own process group, so the deadline kills everything it started
+        });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let stderr = '';
+        let failure: C0Error | undefined;
+        const killGroup = () => {
+          try {
+            if (child.pid) process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            /* already gone */
+          }
+        };
+        const onAbort = () => {
+          failure ??= aborted(ctx.signal);
+          killGroup();
+        };
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        child.stdout.on('data', (b: Buffer) => {
+          size += b.length;
+          if (size > ctx.maxOutputBytes) {
+            failure ??= new C0Error('EXEC_OUTPUT_TOO_LARGE', `output exceeds ${ctx.maxOutputBytes} bytes`);
+            killGroup();
+            return;
+          }
+          chunks.push(b);
+        });
+        child.stderr.on('data', (b: Buffer) => {
+          stderr = (stderr + b.toString('utf8')).slice(-2000);
+          const last = stderr.trim().split('\n').pop();
+          if (last) ctx.onProgress({ message: last.slice(0, 200) });
+        });
+        child.on('error', (e) => {
+          failure ??= new C0Error('EXEC_SPAWN_FAILED', `cannot start ${cmd}: ${e.message}`);
+        });
+        child.stdin.on('error', () => {
+          /* the command may exit without reading its input */
+        });
+        child.stdin.end(Buffer.from(ctx.input));
+        child.on('close', (code, sig) => {
+          ctx.signal.removeEventListener('abort', onAbort);
+          // Whatever the command left running in its group goes with it.
+          killGroup();
+          if (failure) return reject(failure);
+          if (code !== 0) return reject(new C0Error('EXEC_FAILED', `command exited with ${code ?? sig}${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`));
+          try {
+            resolve(checkOutput(new Uint8Array(Buffer.concat(chunks)), ctx.maxOutputBytes));
+          } catch (e) {
+            reject(e);
+          }
+        });
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// http
+// ---------------------------------------------------------------------------
+
+export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
+  return {
+    kind: 'http',
+    async run(ctx) {
+      let res: Response;
+      try {
+        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...(ctx.params ? { 'x-c0mpute-params': ctx.params } : {}), ...cfg.headers }, signal: ctx.signal });
+      } catch (e) {
+        if (ctx.signal.aborted) throw aborted(ctx.signal);
+        throw new C0Error('EXEC_HTTP_UNREACHABLE', `POST ${cfg.url} failed: ${(e as Error).message}`);
+      }
+      if (!res.ok) throw new C0Error('EXEC_HTTP_STATUS', `POST ${cfg.url} answered ${res.status}`);
+      const reader = res.body?.getReader();
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      if (reader) {
+        for (;;) {
+          let r;
+          try {
+            r = await reader.read();
+          } catch (e) {
+            if (ctx.signal.aborted) throw aborted(ctx.signal);
+            throw new C0Error('EXEC_HTTP_UNREACHABLE', `reading the response failed: ${(e as Error).message}`);
+          }
+          if (r.done) break;
+          size += r.value.length;
+          if (size > ctx.maxOutputBytes) {
+            await reader.cancel();
+            throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${ctx.maxOutputBytes} bytes`);
+          }
+          chunks.push(r.value);
+          ctx.onProgress({ message: `received ${size} bytes` });
+        }
+      }
+      return checkOutput(new Uint8Array(Buffer.concat(chunks)), ctx.maxOutputBytes);
+    },
+  };
+}
+
+export function createExecutor(cfg: ExecutorConfig): Executor {
+  switch (cfg.type) {
+    case 'builtin':
+      if (!BUILTINS.includes(cfg.name)) throw new C0Error('CONFIG_INVALID', `unknown builtin workload ${String(cfg.name)}; known: ${BUILTINS.join(', ')}`);
+      return builtinExecutor(cfg.name);
+    case 'exec':
+      return execExecutor(cfg);
+    case 'http':
+      return httpExecutor(cfg);
+  }
+}

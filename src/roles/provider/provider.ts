@@ -1,0 +1,261 @@
+/**
+ * The provider role: advertises what it has (republished before expiry),
+ * quotes offers on jobs it is eligible for, runs the work it wins, and signs a
+ * receipt for every outcome — a timeout, a crash or an empty output is a signed
+ * `failed` receipt with the actual duration and an honestly graded energy figure.
+ */
+import { C0Error } from '../../errors.js';
+import { open, seal, type Opened } from '../../records/envelope.js';
+import { T, type Advert, type Hardware, type Job, type Offer, type Receipt, type Selection } from '../../records/kinds.js';
+import { compareMoney } from '../../records/money.js';
+import { hashHex } from '../../records/address.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+import type { ProviderConfig } from '../../node/config.js';
+import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
+import { parseExecRequest, type ExecFrame } from '../exec-protocol.js';
+import { createExecutor, type Executor } from './executors.js';
+import type { Meter } from './meters.js';
+import { quotePrice, quotedDurationMs } from './pricing.js';
+
+export interface EligibilityFailure {
+  code: string;
+}
+
+export interface ProviderDeps {
+  signer: Ed25519Signer;
+  did: string;
+  config: ProviderConfig;
+  hardware: Hardware;
+  meter: Meter;
+  box: BoxKeyPair;
+  clock: Clock;
+  log: Logger;
+  /** The market's eligibility check of this provider's advert against a job (no offer yet). */
+  eligibility: (job: Opened<Job>, advert: Opened<Advert>, now: number) => EligibilityFailure[];
+  /** Publish a record on its topic (`advert` travels with offers); resolves to the number of peers it reached. */
+  publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>) => Promise<number>;
+  /** Durable provider state. */
+  state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
+  /** Store (and count) a receipt this provider signed. */
+  onReceipt: (r: Opened<Receipt>) => Promise<void>;
+  /** Metrics hook: job outcomes. */
+  onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
+}
+
+export class Provider {
+  #advert: Opened<Advert> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #running = new Map<string, AbortController>();
+  #executors = new Map<string, Executor>();
+  #offered = new Set<string>();
+  #stopped = false;
+
+  constructor(private d: ProviderDeps) {
+    for (const [w, cfg] of Object.entries(d.config.workloads)) this.#executors.set(w, createExecutor(cfg.executor));
+  }
+
+  get advert(): Opened<Advert> | undefined {
+    return this.#advert;
+  }
+
+  get running(): number {
+    return this.#running.size;
+  }
+
+  async start(): Promise<void> {
+    await this.publishAdvert();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    for (const c of this.#running.values()) c.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
+  }
+
+  /**
+   * Sign and publish a new advert (higher seq), and schedule the next before
+   * this one expires. A provider that starts before it has gossip peers
+   * publishes into nothing: it then signs and publishes a fresh advert again
+   * (gossip refuses identical bytes twice) with backoff from `retryMs` until
+   * one reaches a peer. Peers that join later get it by sync.
+   */
+  async publishAdvert(retryMs = 250): Promise<Opened<Advert>> {
+    const { config: cfg, clock } = this.d;
+    const now = clock();
+    const seq = Math.max((await this.d.state.loadSeq()) + 1, now);
+    await this.d.state.saveSeq(seq);
+    const workloads = Object.keys(cfg.workloads).sort();
+    const advert: Advert = {
+      seq,
+      issuedAt: now,
+      expiresAt: now + cfg.advertLifetimeMs,
+      workloads,
+      tier: cfg.tier,
+      ...(cfg.region ? { region: cfg.region } : {}),
+      hardware: this.d.hardware,
+      ...(workloads.length ? { prices: workloads.map((w) => ({ workload: w, unit: cfg.workloads[w]!.unit, price: cfg.workloads[w]!.price })) } : {}),
+      boxKey: this.d.box.publicKey,
+    };
+    const env = seal(T.advert, advert, this.d.signer);
+    this.#advert = env;
+    const reached = await this.d.publish('advert', env);
+    this.d.log.info({ advert: env.address, seq, workloads, reached }, 'advert published');
+    if (!this.#stopped) {
+      if (this.#timer) clearTimeout(this.#timer);
+      // Republish at half the lifetime so peers never see it lapse; sooner while nobody heard it.
+      const next = reached === 0 ? retryMs : Math.floor(cfg.advertLifetimeMs / 2);
+      const nextRetry = reached === 0 ? Math.min(retryMs * 2, 15_000) : 250;
+      this.#timer = setTimeout(() => void this.publishAdvert(nextRetry).catch((e) => this.d.log.error({ err: e }, 'advert republish failed')), next);
+      this.#timer.unref();
+    }
+    return env;
+  }
+
+  /** A job was heard: quote if eligible, free and able to finish before the deadline. */
+  async onJob(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
+    const advert = this.#advert;
+    if (!advert || this.#stopped) return undefined;
+    if (job.signer === this.d.did) return undefined;
+    if (this.#offered.has(job.address)) return undefined;
+    const now = this.d.clock();
+    const failures = this.d.eligibility(job, advert, now);
+    if (failures.length) {
+      this.d.log.debug({ job: job.address, failures: failures.map((f) => f.code) }, 'not eligible; no offer');
+      return undefined;
+    }
+    if (this.#running.size >= this.d.config.slots) {
+      this.d.log.debug({ job: job.address }, 'all slots busy; no offer');
+      return undefined;
+    }
+    const w = this.d.config.workloads[job.record.workload];
+    if (!w) return undefined;
+    const durationMs = quotedDurationMs(w, job.record.input.size);
+    const price = quotePrice(w, job.record.input.size, durationMs);
+    if (price.currency !== job.record.maxPrice.currency || compareMoney(price, job.record.maxPrice) > 0) {
+      this.d.log.debug({ job: job.address, price }, 'our price is above the job’s maximum; no offer');
+      return undefined;
+    }
+    // The offer must let the work finish before the deadline: startBy + duration ≤ deadline.
+    const latestStart = job.record.deadline - durationMs;
+    const expiresAt = Math.min(now + this.d.config.offerLifetimeMs, latestStart);
+    if (expiresAt <= now) return undefined;
+    const offer: Offer = { job: job.address, advert: advert.address, price, durationMs, issuedAt: now, startBy: expiresAt, expiresAt };
+    const env = seal(T.offer, offer, this.d.signer);
+    this.#offered.add(job.address);
+    if (this.#offered.size > 10_000) this.#offered.clear();
+    await this.d.publish('offer', env, advert);
+    this.d.log.info({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
+    return env;
+  }
+
+  /**
+   * Serve one `/c0mpute/exec/1` request. `send` writes a frame to the buyer;
+   * `signal` aborts when the buyer goes away.
+   */
+  async handleExec(frame: unknown, send: (f: ExecFrame) => Promise<void>, signal: AbortSignal): Promise<void> {
+    let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController };
+    try {
+      checked = await this.#checkRequest(frame);
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      this.d.log.warn({ code: e.code, msg: e.message }, 'exec request refused');
+      await send({ t: 'refused', code: e.code, message: e.message });
+      return;
+    }
+    // #checkRequest reserved the slot (this.#running) in the same synchronous step as its last check.
+    const { job, offer, input, ctl } = checked;
+    const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
+    signal.addEventListener('abort', onGone, { once: true });
+    const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
+    const deadline = AbortSignal.timeout(Math.max(1, remaining));
+    const runSignal = AbortSignal.any([ctl.signal, deadline]);
+    const startedAt = this.d.clock();
+    const span = this.d.meter.start();
+    let output: Uint8Array | undefined;
+    let failure: { code: string; message: string } | undefined;
+    try {
+      await send({ t: 'accepted', startedAt });
+      let lastProgress = 0;
+      output = await this.#executors.get(job.record.workload)!.run({
+        input,
+        ...(job.record.params === undefined ? {} : { params: job.record.params }),
+        signal: runSignal,
+        maxOutputBytes: this.d.config.maxOutputBytes,
+        onProgress: (p) => {
+          const t = this.d.clock();
+          if (t - lastProgress < 100 && p.fraction !== 1) return;
+          lastProgress = t;
+          void send({ t: 'progress', message: p.message, ...(p.fraction === undefined ? {} : { permille: Math.round(p.fraction * 1000) }) }).catch(() => {});
+        },
+      });
+    } catch (e) {
+      if (e instanceof C0Error) failure = { code: e.code, message: e.message.slice(0, 1000) };
+      else failure = { code: 'EXEC_CRASHED', message: String((e as Error)?.message ?? e).slice(0, 1000) };
+    } finally {
+      signal.removeEventListener('abort', onGone);
+    }
+    const energy = span.stop();
+    const completedAt = Math.max(this.d.clock(), startedAt);
+    const receipt: Receipt = {
+      job: job.address,
+      offer: offer.address,
+      buyer: job.signer,
+      provider: this.d.did,
+      workload: job.record.workload,
+      status: failure ? 'failed' : 'completed',
+      startedAt,
+      completedAt,
+      inputHash: job.record.input.hash,
+      ...(output ? { outputHash: hashHex(output), outputSize: output.length } : {}),
+      price: offer.record.price,
+      energy,
+      ...(failure ? { failure } : {}),
+    };
+    const env = seal(T.receipt, receipt, this.d.signer);
+    try {
+      await this.d.onReceipt(env);
+    } finally {
+      // Released only once the receipt is stored, so a request in between cannot run the job again.
+      this.#running.delete(job.address);
+    }
+    this.d.onOutcome?.(receipt.status, receipt.workload);
+    this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
+    try {
+      if (output) await send({ t: 'output', data: output });
+      await send({ t: 'receipt', receipt: env.bytes });
+    } catch {
+      this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
+    }
+    await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
+  }
+
+  async #checkRequest(frame: unknown): Promise<{ job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController }> {
+    const req = parseExecRequest(frame);
+    const job = open(req.job, T.job);
+    const offer = open(req.offer, T.offer);
+    const selection: Opened<Selection> = open(req.selection, T.selection);
+    const now = this.d.clock();
+    if (offer.signer !== this.d.did) throw new C0Error('EXEC_NOT_MY_OFFER', 'the offer was not signed by this provider');
+    if (offer.record.job !== job.address) throw new C0Error('EXEC_OFFER_MISMATCH', 'the offer answers another job');
+    if (selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('EXEC_NOT_SELECTED', 'the selection does not name this offer as the winner of this job');
+    if (selection.signer !== job.signer || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer');
+    if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
+    if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
+    if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
+    if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
+    if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
+    let input = req.input;
+    if (job.record.inputSealed === 'yes') input = unseal(input, this.d.box);
+    if (input.length > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `input of ${input.length} bytes exceeds ${this.d.config.maxInputBytes}`);
+    if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
+    // Checked again after the await above and reserved in this same synchronous step: two requests at once
+    // must not both pass (the same job run twice, or more jobs than slots).
+    if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
+    if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
+    const ctl = new AbortController();
+    this.#running.set(job.address, ctl);
+    return { job, offer, input, ctl };
+  }
+}

@@ -1,0 +1,154 @@
+/** `c0mpute ledger …` and `c0mpute pool check` as child processes on real directories. */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
+import { openDb, closeDb, sub } from '../../src/store/db.js';
+import { Ledger, Witness, seqKey } from '../../src/ledger/index.js';
+import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+const bin = join(root, 'bin', 'c0mpute.js');
+
+function c0(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+const t = tempDir('c0-ledger-cli-');
+const steward = Ed25519Signer.generate();
+const S = didFromPublicKey(steward.publicKey);
+const dir = join(t.dir, 'ledger');
+let head = '';
+
+before(async () => {
+  const l = await Ledger.open(dir, { signer: steward });
+  await l.append(admitted('j1', 'a', 600));
+  await l.append(admitted('j2', 'b', 300));
+  await l.append(released('j1', 500, 'ModelBased'));
+  head = l.head().head;
+  await l.close();
+  writeFileSync(
+    join(t.dir, 'tree.yaml'),
+    'entitlements:\n  - { id: org, guarantee_uj: 10000, guarantee_devices: 8 }\n  - { id: a, parent: org, guarantee_uj: 1000, guarantee_devices: 2, over_quota_weight: 1 }\n  - { id: b, parent: org, guarantee_uj: 1000, guarantee_devices: 2, over_quota_weight: 1 }\n',
+  );
+  const claim = (id: string, uj: number, grade: string) => `id: ${id}\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: { uj: ${uj}, grade: ${grade} }\n`;
+  writeFileSync(join(t.dir, 'fits.yaml'), claim('k1', 400, 'Estimator'));
+  writeFileSync(join(t.dir, 'borrow.yaml'), claim('k2', 800, 'HwShunt'));
+  writeFileSync(join(t.dir, 'guess.yaml'), claim('k3', 800, 'Estimator'));
+  writeFileSync(join(t.dir, 'derive.yaml'), 'id: k4\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: derive\n');
+  writeFileSync(join(t.dir, 'derive1.yaml'), 'id: k4\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: derive\nrequired_evidence: 1\n');
+  writeFileSync(join(t.dir, 'bad.yaml'), 'id: k5\nentitlement: a\ngang_size: 1\ndevices_per_member: one\nestimate: { uj: 1, grade: HwShunt }\n');
+});
+
+after(() => t.cleanup());
+
+describe('c0mpute ledger', () => {
+  it('verify <dir>: length, head, self-attested, no problem, exit 0', () => {
+    const r = c0('ledger', 'verify', dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /length\s+3/);
+    assert.match(r.stdout, new RegExp(`head\\s+${head}`));
+    assert.match(r.stdout, /attestation\s+self-attested/);
+    assert.match(r.stdout, /problem\s+none/);
+  });
+
+  it('export <dir> <file>, then verify <file> and show --from', () => {
+    const file = join(t.dir, 'ledger.cbor');
+    assert.equal(c0('ledger', 'export', dir, file).code, 0);
+    const v = c0('ledger', 'verify', file);
+    assert.equal(v.code, 0, v.stdout + v.stderr);
+    assert.match(v.stdout, /length\s+3/);
+    const s = c0('ledger', 'show', dir, '--from', '1');
+    assert.equal(s.code, 0);
+    const lines = s.stdout.trim().split('\n');
+    assert.equal(lines.length, 2);
+    assert.match(lines[0]!, /^#1 .*Admitted claim=j2 entitlement=b class=train.small reserved=300µJ\/HwShunt/);
+    assert.match(lines[1]!, /^#2 .*Released claim=j1 actual=500µJ\/ModelBased/);
+    const imported = join(t.dir, 'imported');
+    assert.equal(c0('ledger', 'import', file, imported).code, 0);
+    assert.equal(c0('ledger', 'verify', imported).code, 0);
+  });
+
+  it('verify reports a witnessed ledger by whom and up to which length', async () => {
+    const wdir = join(t.dir, 'witnessed');
+    const l = await Ledger.open(wdir, { signer: steward });
+    await l.append(admitted('w1'));
+    await l.append(admitted('w2'));
+    const wdb = await openDb(join(t.dir, 'witness-db'));
+    const w = new Witness(wdb, Ed25519Signer.generate());
+    await l.addReceipt((await w.cosign(S, await l.entries(0, 2))).bytes);
+    await l.append(admitted('w3'));
+    await l.close();
+    await closeDb(wdb);
+    const r = c0('ledger', 'verify', wdir);
+    assert.equal(r.code, 0, r.stdout);
+    assert.match(r.stdout, new RegExp(`attestation\\s+witnessed by ${w.did} up to length 2`));
+  });
+
+  it('verify on a tampered ledger prints the first problem with its index and exits 1', async () => {
+    const bad = join(t.dir, 'tampered');
+    const l = await Ledger.open(bad, { signer: steward });
+    for (let i = 0; i < 4; i++) await l.append(admitted(`t${i}`));
+    await l.close();
+    const db = await openDb(bad);
+    const s = sub(db, 'entries');
+    const b = Uint8Array.from((await s.get(seqKey(1)))!);
+    b[b.length - 1]! ^= 1;
+    await s.put(seqKey(1), b);
+    await closeDb(db);
+    const r = c0('ledger', 'verify', bad);
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /problem\s+entry 1: ENVELOPE_BAD_SIGNATURE/);
+  });
+
+  it('a missing path is an operator error (exit 3)', () => {
+    const r = c0('ledger', 'verify', join(t.dir, 'nope'));
+    assert.equal(r.code, 3);
+    assert.match(r.stderr, /error INPUT_UNREADABLE/);
+  });
+});
+
+describe('c0mpute pool check', () => {
+  const check = (claim: string, ...more: string[]) => c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, claim), '--ledger', dir, ...more);
+
+  it('Admit inside the guarantee, at any grade, with the reservation and its grade (exit 0)', () => {
+    const r = check('fits.yaml');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /verdict\s+Admit/);
+    assert.match(r.stdout, /reservation\s+400 µJ \(grade Estimator\) against a/);
+  });
+
+  it('borrows against the replayed usage: a has used 500 µJ, so 800 borrows 300', () => {
+    const r = check('borrow.yaml');
+    assert.equal(r.code, 0, r.stdout);
+    assert.match(r.stdout, /borrowed\s+300 µJ/);
+  });
+
+  it('Queue with its reason for an unobserved estimate past the guarantee (exit 1); nothing written', async () => {
+    const r = check('guess.yaml');
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /verdict\s+Queue/);
+    assert.match(r.stdout, /reason\s+GUARANTEE_EXHAUSTED_UNOBSERVED/);
+    const v = c0('ledger', 'verify', dir);
+    assert.match(v.stdout, /length\s+3/);
+  });
+
+  it('derives the estimate from history when asked, and explains why it cannot', () => {
+    const no = check('derive.yaml');
+    assert.equal(no.code, 1);
+    assert.match(no.stdout, /INSUFFICIENT_EVIDENCE: class train.small: 1 observations seen, 1 of them evidence, 3 required/);
+    const yes = check('derive1.yaml');
+    assert.equal(yes.code, 0, yes.stdout);
+    assert.match(yes.stdout, /reservation\s+500 µJ \(grade ModelBased\)/);
+  });
+
+  it('a bad claim file names the field (exit 3)', () => {
+    const r = check('bad.yaml');
+    assert.equal(r.code, 3);
+    assert.match(r.stderr, /error POOL_CLAIM_INVALID: .*devices_per_member/);
+  });
+});

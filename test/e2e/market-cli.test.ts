@@ -1,0 +1,163 @@
+/** The real `c0mpute market` CLI as child processes on real record files. */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createIdentity } from '../../src/node/identity.js';
+import { seal, T, type Opened, type Selection } from '../../src/records/index.js';
+import { GiB, NOW, P, acceptance, advert, job, offer, receipt } from '../unit/market/fixtures.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
+let root: string;
+let records: string;
+let dataDir: string;
+
+function c0(...args: string[]): { code: number; out: string; err: string } {
+  const r = spawnSync(process.execPath, [BIN, '--data-dir', dataDir, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_LOG_LEVEL: 'silent' } });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+}
+
+function put(name: string, r: Opened | Uint8Array): string {
+  const p = join(records, name);
+  writeFileSync(p, r instanceof Uint8Array ? r : r.bytes);
+  return p;
+}
+
+const BUYER = P(100);
+const J = job(BUYER, { maxPrice: { amount: '0.5', currency: 'USD' } });
+const BIG = job(BUYER, { requirements: { gpu: { count: 1, vramMiB: 96 * GiB }, regions: ['eu-west'] }, nonce: new Uint8Array([7]) });
+const ADS = [P(1), P(2), P(3)].map((p, i) => advert(p, { tier: (['community', 'standard', 'verified'] as const)[i]!, ...(i === 2 ? { region: undefined } : {}) }));
+const OFFERS = [offer(P(1), J, ADS[0]!, { amount: '0.042' }), offer(P(2), J, ADS[1]!, { amount: '0.050' }), offer(P(3), J, ADS[2]!, { amount: '0.9', durationMs: 20_000 }), offer(P(3), J, ADS[2]!, { amount: '0.95' })];
+
+before(() => {
+  root = mkdtempSync(join(tmpdir(), 'c0-market-cli-'));
+  records = join(root, 'records');
+  dataDir = join(root, 'data');
+  mkdirSync(records);
+  const seed = new Uint8Array(32);
+  seed[0] = 100;
+  seed[31] = 0x5a;
+  createIdentity(dataDir, undefined, seed);
+  put('job.cbor', J);
+  put('big-job.cbor', BIG);
+  ADS.forEach((a, i) => put(`advert-${i}.cbor`, a));
+  OFFERS.forEach((o, i) => put(`offer-${i}.cbor`, o));
+  // history: provider 2 finished a job, provider 1 had one disputed
+  for (const [i, p] of [P(1), P(2)].entries()) {
+    const hj = job(BUYER, { nonce: new Uint8Array([40 + i]) });
+    const ho = offer(p, hj, ADS[i]!);
+    const hr = receipt(p, BUYER, ho, { startedAt: NOW - 200_000, completedAt: NOW - 190_000 });
+    put(`hist-job-${i}.cbor`, hj);
+    put(`hist-offer-${i}.cbor`, ho);
+    put(`hist-receipt-${i}.cbor`, hr);
+    if (i === 0) put('hist-dispute.cbor', acceptance(BUYER, hr, 'disputed', { signedAt: NOW - 180_000 }));
+  }
+  // hostile: an advert tampered to claim more VRAM (signature no longer verifies)
+  const a = advert(P(4), { hardware: { gpus: [{ model: 'x', vramMiB: 12 * GiB, count: 1 }] } });
+  const hex = Buffer.from(a.bytes).toString('hex').replace('19300' + '0', '19c00' + '0');
+  put('tampered-advert.cbor', new Uint8Array(Buffer.from(hex, 'hex')));
+  put('junk.txt', new TextEncoder().encode('not a record'));
+});
+
+after(() => rmSync(root, { recursive: true, force: true }));
+
+test('select prints the ranked table, the winner and why; refused files are listed with their codes', () => {
+  const r = c0('market', 'select', '--job', join(records, 'job.cbor'), '--records', records, '--at', String(NOW));
+  assert.equal(r.code, 0, r.err + r.out);
+  assert.match(r.out, /policy\s+balanced/);
+  assert.match(r.out, /^winner\s+sha256:[0-9a-f]{64} from did:key:/m);
+  assert.match(r.out, /^why\s+.* wins under balanced/m);
+  assert.match(r.out, /refused\s+tampered-advert\.cbor: ENVELOPE_BAD_SIGNATURE/);
+  assert.match(r.out, /refused\s+junk\.txt: ENVELOPE_MALFORMED/);
+  assert.match(r.out, /OFFER_OVER_MAX_PRICE/);
+});
+
+test('select --json: policies pick differently; the job may be given by address', () => {
+  const cheapest = JSON.parse(c0('market', 'select', '--job', J.address, '--records', records, '--at', String(NOW), '--policy', 'cheapest', '--json').out);
+  assert.equal(cheapest.ok, true);
+  assert.equal(cheapest.winner.offer, OFFERS[0]!.address);
+  assert.equal(cheapest.ranked.length, 2);
+  const d = cheapest.ranked.find((x: { provider: string }) => x.provider === P(2).did);
+  assert.ok(Math.abs(d.scores.price - 0.84) < 1e-12); // proportional: 0.042 / 0.050
+  assert.deepEqual(cheapest.ineligible.map((v: { failures: Array<{ code: string }> }) => v.failures.map((f) => f.code)), [['OFFER_OVER_MAX_PRICE']]);
+  const balanced = JSON.parse(c0('market', 'select', '--job', J.address, '--records', records, '--at', String(NOW), '--json').out);
+  assert.equal(balanced.winner.provider, P(2).did); // P(1) is cheaper but carries a dispute
+});
+
+test('select on an empty market explains it and exits 1', () => {
+  const r = c0('market', 'select', '--job', join(records, 'big-job.cbor'), '--records', records, '--at', String(NOW));
+  assert.equal(r.code, 1, r.err);
+  assert.match(r.out, /summary\s+No provider is eligible among 3 known: no provider has 96 GiB of VRAM on one card/);
+  const j = c0('market', 'select', '--job', join(records, 'big-job.cbor'), '--records', records, '--at', String(NOW), '--json');
+  assert.equal(j.code, 1);
+  assert.equal(JSON.parse(j.out).explanation.known, 3);
+});
+
+test('explain lists every provider with every failed requirement', () => {
+  const r = c0('market', 'explain', '--job', join(records, 'big-job.cbor'), '--records', records, '--at', String(NOW));
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /known\s+3 provider\(s\), 0 eligible/);
+  assert.match(r.out, /GPU_VRAM_TOO_SMALL/);
+  assert.match(r.out, /REGION_UNDISCLOSED/);
+  assert.match(r.out, /OFFER_MISSING/);
+  const j = JSON.parse(c0('market', 'explain', '--job', join(records, 'big-job.cbor'), '--records', records, '--at', String(NOW), '--json').out);
+  assert.equal(j.providers.length, 3);
+});
+
+test('select --out signs a selection with the node key; audit reproduces it (exit 0)', () => {
+  const out = join(root, 'selection.cbor');
+  const r = c0('market', 'select', '--job', J.address, '--records', records, '--at', String(NOW), '--out', out);
+  assert.equal(r.code, 0, r.err);
+  assert.ok(existsSync(out));
+  const a = c0('market', 'audit', '--selection', out, '--records', records);
+  assert.equal(a.code, 0, a.err + a.out);
+  assert.match(a.out, /result\s+reproduces/);
+  assert.match(a.out, /\(buyer\)/);
+});
+
+test('audit of a selection naming offers that do not exist exits 1 with the difference', () => {
+  const fake = 'sha256:' + 'ab'.repeat(32);
+  const considered = [
+    { provider: P(1).did, offer: OFFERS[0]!.address },
+    { provider: P(2).did, offer: fake },
+  ].sort((x, y) => (x.provider < y.provider ? -1 : 1));
+  const s = seal(T.selection, { job: J.address, buyer: BUYER.did, policy: 'balanced', winner: fake, considered, decidedAt: NOW } as Selection, BUYER.signer);
+  const f = join(root, 'bad-selection.cbor');
+  writeFileSync(f, s.bytes);
+  const a = c0('market', 'audit', '--selection', f, '--records', records);
+  assert.equal(a.code, 1, a.err);
+  assert.match(a.out, /result\s+does not reproduce/);
+  assert.match(a.out, /AUDIT_MISSING_RECORD/);
+  const j = c0('market', 'audit', '--selection', f, '--records', records, '--json');
+  assert.equal(j.code, 1);
+  assert.equal(JSON.parse(j.out).reproduces, false);
+  // a selection signed by someone who may not decide
+  const other = seal(T.selection, { job: J.address, buyer: BUYER.did, policy: 'balanced', winner: OFFERS[0]!.address, considered: [{ provider: P(1).did, offer: OFFERS[0]!.address }], decidedAt: NOW } as Selection, P(300).signer);
+  const g = join(root, 'other-selection.cbor');
+  writeFileSync(g, other.bytes);
+  const b = c0('market', 'audit', '--selection', g, '--records', records);
+  assert.equal(b.code, 1);
+  assert.match(b.out, /DECIDER_NOT_AUTHORIZED/);
+});
+
+test('operator errors exit 3 with a code: unknown policy, private without an allowlist, missing job, bad directory', () => {
+  const p = c0('market', 'select', '--job', J.address, '--records', records, '--policy', 'greedy');
+  assert.equal(p.code, 3);
+  assert.match(p.err, /error POLICY_UNKNOWN/);
+  const q = c0('market', 'select', '--job', J.address, '--records', records, '--policy', 'private', '--at', String(NOW));
+  assert.equal(q.code, 3);
+  assert.match(q.err, /error POLICY_PRIVATE_NEEDS_ALLOWLIST/);
+  const m = c0('market', 'select', '--job', 'sha256:' + '00'.repeat(32), '--records', records);
+  assert.equal(m.code, 3);
+  assert.match(m.err, /error MARKET_RECORD_NOT_FOUND/);
+  const d = c0('market', 'explain', '--job', J.address, '--records', join(root, 'nope'));
+  assert.equal(d.code, 3);
+  assert.match(d.err, /error RECORDS_UNREADABLE/);
+  const t = c0('market', 'audit', '--selection', join(records, 'job.cbor'), '--records', records);
+  assert.equal(t.code, 3);
+  assert.match(t.err, /error RECORD_WRONG_TYPE/);
+  assert.ok(readFileSync(join(records, 'job.cbor')).length > 0);
+});

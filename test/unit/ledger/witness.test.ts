@@ -1,0 +1,133 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
+import { Ed25519Signer, didFromPublicKey, open } from '../../../src/records/index.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyEquivocation, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { admitted, released, steward, tempDir } from './helpers.js';
+
+const S = didFromPublicKey(steward.publicKey);
+
+async function withWitness(fn: (w: Witness, dir: string) => Promise<void>, signer = Ed25519Signer.generate()): Promise<void> {
+  const t = tempDir('c0-witness-');
+  const db = await openDb(t.dir);
+  try {
+    await fn(new Witness(db, signer, { now: fakeClock() }), t.dir);
+  } finally {
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+const codeIs = (code: string) => (e: unknown) => e instanceof C0Error && e.code === code;
+
+describe('Witness', () => {
+  const chain = sealEntries([admitted('r1'), admitted('r2'), released('r1'), admitted('r3'), released('r2')], steward);
+  const bytes = chain.map((e) => e.bytes);
+
+  it('cosigns a verified extension and keeps the head; the receipt grades the ledger witnessed', async () => {
+    await withWitness(async (w) => {
+      const r1 = await w.cosign(S, bytes.slice(0, 2));
+      assert.deepEqual([r1.record.length, r1.record.head, r1.record.steward], [2, chain[1]!.address, S]);
+      assert.deepEqual(await w.held(S), { length: 2, head: chain[1]!.address });
+      const r2 = await w.cosign(S, bytes.slice(2));
+      assert.equal(r2.record.length, 5);
+      // a request may pass through the held head
+      const r3 = await w.cosign(S, bytes.slice(1));
+      assert.equal(r3.record.length, 5);
+      const opened = open(r2.bytes, WITNESS_TYPE);
+      assert.equal(opened.signer, w.did);
+      const a = gradeAttestation({ steward: S, addresses: chain.map((e) => e.address) }, [r1.bytes, r2.bytes]);
+      assert.deepEqual(a.witnesses, [{ witness: w.did, length: 5 }]);
+    });
+  });
+
+  it('refuses to countersign a ledger sealed with its own key (§6.7)', async () => {
+    await withWitness(async (w) => {
+      await assert.rejects(w.cosign(S, bytes), codeIs('WITNESS_IS_STEWARD'));
+    }, steward);
+  });
+
+  it('refuses a gap, a shorter history and a fork, returning the head it holds', async () => {
+    await withWitness(async (w) => {
+      await assert.rejects(w.cosign(S, bytes.slice(1, 3)), codeIs('WITNESS_CONFLICT'));
+      await w.cosign(S, bytes.slice(0, 3));
+      const held = { length: 3, head: chain[2]!.address };
+      await assert.rejects(w.cosign(S, bytes.slice(4)), (e: unknown) => e instanceof C0Error && e.code === 'WITNESS_CONFLICT' && JSON.stringify((e.detail as { held: unknown }).held) === JSON.stringify(held));
+      await assert.rejects(w.cosign(S, bytes.slice(0, 2)), codeIs('WITNESS_CONFLICT'));
+      // a fork after the held head whose first entry does not link to it
+      const fork = sealEntries([admitted('zz')], steward, { start: { length: 3, head: chain[1]!.address } });
+      await assert.rejects(w.cosign(S, [fork[0]!.bytes]), codeIs('WITNESS_CONFLICT'));
+      assert.deepEqual(await w.held(S), held);
+      // the honest steward resends from the held head
+      assert.equal((await w.cosign(S, bytes.slice(3))).record.length, 5);
+    });
+  });
+
+  it('refuses entries that do not verify or do not chain, and an empty request', async () => {
+    await withWitness(async (w) => {
+      await assert.rejects(w.cosign(S, []), codeIs('WITNESS_EMPTY_REQUEST'));
+      const t = Uint8Array.from(bytes[0]!);
+      t[t.length - 1]! ^= 1;
+      await assert.rejects(w.cosign(S, [t]), codeIs('WITNESS_BAD_ENTRY'));
+      await assert.rejects(w.cosign(S, [bytes[0]!, bytes[2]!]), codeIs('WITNESS_BROKEN_LINK'));
+      const other = sealEntries([admitted('r1')], Ed25519Signer.generate());
+      await assert.rejects(w.cosign(S, [other[0]!.bytes]), codeIs('WITNESS_BAD_ENTRY'));
+      assert.deepEqual((await w.held(S)).length, 0);
+    });
+  });
+
+  it('keeps equivocation evidence that anyone can verify from the two records alone', async () => {
+    await withWitness(async (w) => {
+      await w.cosign(S, bytes.slice(0, 2));
+      const rewritten = sealEntries([admitted('r1'), admitted('r2-other')], steward);
+      await assert.rejects(w.cosign(S, rewritten.map((e) => e.bytes)), codeIs('WITNESS_EQUIVOCATION'));
+      const ev = await w.evidence(S);
+      assert.equal(ev.length, 1);
+      const v = verifyEquivocation(ev[0]!.a, ev[0]!.b);
+      assert.deepEqual([v.steward, v.seq], [S, 1]);
+      assert.deepEqual(await w.held(S), { length: 2, head: chain[1]!.address });
+      assert.throws(() => verifyEquivocation(bytes[0]!, bytes[0]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
+      assert.throws(() => verifyEquivocation(bytes[0]!, bytes[1]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
+    });
+  });
+
+  it('state survives a restart (written before the receipt is returned)', async () => {
+    const t = tempDir('c0-witness-');
+    const signer = Ed25519Signer.generate();
+    try {
+      let db = await openDb(t.dir);
+      await new Witness(db, signer).cosign(S, bytes.slice(0, 3));
+      await closeDb(db);
+      db = await openDb(t.dir);
+      const w = new Witness(db, signer);
+      assert.deepEqual(await w.held(S), { length: 3, head: chain[2]!.address });
+      await assert.rejects(w.cosign(S, bytes.slice(0, 2)), codeIs('WITNESS_CONFLICT'));
+      await closeDb(db);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a ledger stores receipts that cover its head and refuses others', async () => {
+    const t = tempDir();
+    try {
+      await withWitness(async (w) => {
+        const l = await Ledger.open(t.dir, { signer: steward });
+        for (let i = 0; i < 3; i++) await l.append(admitted(`k${i}`));
+        assert.equal((await l.attestation()).grade, 'self-attested');
+        const rc = await w.cosign(S, await l.entries(0, 3));
+        await l.addReceipt(rc.bytes);
+        const a = await l.attestation();
+        assert.deepEqual([a.grade, a.witnessedLength], ['witnessed', 3]);
+        const foreign = await w.cosign(S, sealEntries([admitted('a')], steward, { start: { length: 3, head: l.head().head } }).map((e) => e.bytes));
+        await assert.rejects(l.addReceipt(foreign.bytes), codeIs('LEDGER_RECEIPT_REFUSED'));
+        assert.equal((foreign.record as WitnessReceipt).length, 4);
+        await l.close();
+      });
+    } finally {
+      t.cleanup();
+    }
+  });
+});

@@ -1,0 +1,190 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { OfferBook, select } from '../../../src/market/index.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { NOW, P, advert, job, offer, shuffle } from './fixtures.js';
+
+const J = job(P(100));
+const A1 = advert(P(1));
+
+test('cheaper wins, then faster, then the lower offer address', () => {
+  const b = new OfferBook();
+  const dear = offer(P(1), J, A1, { amount: '0.50' });
+  const cheap = offer(P(1), J, A1, { amount: '0.042' });
+  assert.equal(b.addSync(dear, NOW).status, 'best');
+  const r = b.addSync(cheap, NOW);
+  assert.deepEqual(r, { changed: true, status: 'best' });
+  assert.equal(b.slot(J.address, P(1).did, NOW), cheap);
+  // same price: faster wins
+  const fast = offer(P(1), J, A1, { amount: '0.042', durationMs: 30_000 });
+  assert.equal(b.addSync(fast, NOW).status, 'best');
+  assert.equal(b.slot(J.address, P(1).did, NOW), fast);
+  // same price and duration: lower address
+  const twins = [offer(P(2), J, advert(P(2)), { amount: '0.1', issuedAt: NOW - 1 }), offer(P(2), J, advert(P(2)), { amount: '0.10', issuedAt: NOW - 2 })];
+  const low = twins[0]!.address < twins[1]!.address ? twins[0]! : twins[1]!;
+  for (const order of [twins, [...twins].reverse()]) {
+    const bb = new OfferBook();
+    for (const o of order) bb.addSync(o, NOW);
+    assert.equal(bb.slot(J.address, P(2).did, NOW), low);
+  }
+});
+
+test('a worse later offer cannot withdraw a better one', () => {
+  const b = new OfferBook();
+  const good = offer(P(1), J, A1, { amount: '0.1', expiresAt: NOW + 60_000 });
+  const worse = offer(P(1), J, A1, { amount: '0.9', expiresAt: NOW + 30_000 });
+  b.addSync(good, NOW);
+  assert.deepEqual(b.addSync(worse, NOW + 1), { changed: false, status: 'dominated' });
+  assert.equal(b.slot(J.address, P(1).did, NOW + 1), good);
+  assert.equal(b.size, 1);
+  assert.deepEqual(b.addSync(good, NOW + 2), { changed: false, status: 'duplicate' });
+});
+
+test('an expired offer loses its slot to a live one; a longer-lived worse offer stands by', () => {
+  const b = new OfferBook();
+  const short = offer(P(1), J, A1, { amount: '0.1', expiresAt: NOW + 10_000 });
+  const long = offer(P(1), J, A1, { amount: '0.2', expiresAt: NOW + 50_000 });
+  b.addSync(short, NOW);
+  assert.equal(b.addSync(long, NOW).status, 'standby');
+  assert.equal(b.slot(J.address, P(1).did, NOW), short);
+  assert.equal(b.slot(J.address, P(1).did, NOW + 10_000), long);
+  // an expired offer is not taken at all
+  assert.deepEqual(b.addSync(offer(P(1), J, A1, { amount: '0.01', expiresAt: NOW + 5_000 }), NOW + 6_000), { changed: false, status: 'expired' });
+  // after the short one expired, a new live offer takes the slot even if dearer than the expired one
+  const b2 = new OfferBook();
+  b2.addSync(short, NOW);
+  const later = offer(P(1), J, A1, { amount: '0.3', issuedAt: NOW + 10_000, expiresAt: NOW + 40_000, startBy: NOW + 60_000 });
+  assert.deepEqual(b2.addSync(later, NOW + 11_000), { changed: true, status: 'best' });
+  assert.equal(b2.slot(J.address, P(1).did, NOW + 11_000), later);
+});
+
+test('best() is one offer per provider in DID order, per currency when asked', () => {
+  const b = new OfferBook();
+  const ps = [P(1), P(2), P(3)];
+  for (const p of ps) b.addSync(offer(p, J, advert(p), { amount: '0.5' }), NOW);
+  const eur = offer(P(1), J, A1, { amount: '0.01', currency: 'EUR' });
+  b.addSync(eur, NOW);
+  const best = b.best(J.address, NOW, 'USD');
+  assert.deepEqual(best.map((o) => o.signer), ps.map((p) => p.did).sort());
+  assert.ok(best.every((o) => o.record.price.currency === 'USD'));
+  assert.deepEqual(b.forJob(J, NOW), best);
+  assert.equal(b.slot(J.address, P(1).did, NOW, 'EUR'), eur);
+});
+
+test('offers whose advert is not known are held but never win until it is', () => {
+  const b = new OfferBook();
+  const a2 = advert(P(2));
+  const orphan = offer(P(1), J, A1, { amount: '0.01' });
+  const known = offer(P(2), J, a2, { amount: '0.9' });
+  b.addSync(orphan, NOW);
+  b.addSync(known, NOW);
+  assert.equal(b.best(J.address, NOW).length, 2);
+  const r1 = select({ job: J, adverts: [a2], offers: b.forJob(J, NOW), now: NOW });
+  assert.ok(r1.ok && r1.winner.provider === P(2).did);
+  assert.deepEqual(r1.ineligible.map((v) => v.failures[0]!.code), ['ADVERT_UNKNOWN']);
+  const r2 = select({ job: J, adverts: [a2, A1], offers: b.forJob(J, NOW), now: NOW });
+  assert.ok(r2.ok && r2.winner.provider === P(1).did);
+});
+
+test('bad input to the book is a coded error and changes nothing', () => {
+  const b = new OfferBook();
+  assert.throws(() => b.addSync(A1 as never, NOW), { code: 'BOOK_NOT_AN_OFFER' });
+  assert.throws(() => b.addSync(undefined as never, NOW), { code: 'BOOK_NOT_AN_OFFER' });
+  assert.equal(b.size, 0);
+});
+
+// A pool of offers from three providers on two jobs, varied price, duration and lifetime.
+const J2 = job(P(100), { nonce: new Uint8Array([2]) });
+const POOL = (() => {
+  const out = [];
+  let i = 0;
+  for (const p of [P(1), P(2), P(3)]) {
+    const a = advert(p);
+    for (const j of [J, J2]) {
+      for (const amount of ['0.1', '0.10', '0.2', '0.05']) {
+        for (const [d, life] of [
+          [30_000, 20_000],
+          [60_000, 50_000],
+        ] as const) {
+          out.push(offer(p, j, a, { amount, durationMs: d, issuedAt: NOW - 1000 - i++, expiresAt: NOW + life }));
+        }
+      }
+    }
+  }
+  return out;
+})();
+
+test('property: the book does not depend on arrival order, at any later time', () => {
+  fc.assert(
+    fc.property(fc.shuffledSubarray(POOL, { minLength: 1 }), fc.integer(), (subset, seed) => {
+      const a = new OfferBook();
+      const b = new OfferBook();
+      for (const o of subset) a.addSync(o, NOW);
+      for (const o of shuffle(subset, seed)) b.addSync(o, NOW);
+      for (const t of [NOW, NOW + 25_000, NOW + 55_000]) assert.deepEqual(a.snapshot(t), b.snapshot(t));
+      // and the visible slot is the best live offer of everything received
+      for (const t of [NOW, NOW + 25_000]) {
+        for (const s of a.snapshot(t)) {
+          const live = subset.filter((o) => o.signer === s.provider && o.record.job === s.job && o.record.expiresAt > t);
+          const best = live.sort((x, y) => Number(x.record.price.amount) - Number(y.record.price.amount) || x.record.durationMs - y.record.durationMs || (x.address < y.address ? -1 : 1))[0]!;
+          assert.equal(s.offer, best.address);
+        }
+      }
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('property: two nodes hearing the same offers in different orders and at different times select the same winner', () => {
+  fc.assert(
+    fc.property(fc.shuffledSubarray(POOL, { minLength: 1 }), fc.integer(), fc.constantFrom('cheapest', 'fastest', 'balanced'), (subset, seed, policy) => {
+      const a = new OfferBook();
+      const b = new OfferBook();
+      subset.forEach((o, k) => a.addSync(o, NOW - 100 + k));
+      shuffle(subset, seed).forEach((o, k) => b.addSync(o, NOW - 100 + k));
+      const adverts = [P(1), P(2), P(3)].map((p) => advert(p));
+      const ra = select({ job: J, adverts, offers: a.forJob(J, NOW), policy, now: NOW });
+      const rb = select({ job: J, adverts, offers: b.forJob(J, NOW), policy, now: NOW });
+      assert.equal(ra.ok, rb.ok);
+      if (ra.ok && rb.ok) assert.equal(ra.winner.offer, rb.winner.offer);
+    }),
+    { numRuns: 100 },
+  );
+});
+
+test('persisted: a restarted node has the same book; expired offers are dropped on open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-book-'));
+  try {
+    let db = await openDb(dir);
+    const b = await OfferBook.open(db, NOW);
+    for (const o of shuffle(POOL, 7)) await b.add(o, NOW);
+    const before = b.snapshot(NOW);
+    const beforeLater = b.snapshot(NOW + 25_000);
+    const size = b.size;
+    await closeDb(db);
+    db = await openDb(dir);
+    const c = await OfferBook.open(db, NOW);
+    assert.deepEqual(c.snapshot(NOW), before);
+    assert.deepEqual(c.snapshot(NOW + 25_000), beforeLater);
+    assert.equal(c.size, size);
+    await closeDb(db);
+    db = await openDb(dir);
+    const d = await OfferBook.open(db, NOW + 25_000);
+    assert.deepEqual(d.snapshot(NOW + 25_000), beforeLater);
+    assert.ok(d.size < size);
+    await d.dropJob(J.address);
+    assert.deepEqual(d.best(J.address, NOW + 25_000), []);
+    await closeDb(db);
+    db = await openDb(dir);
+    const e = await OfferBook.open(db, NOW + 25_000);
+    assert.deepEqual(e.best(J.address, NOW + 25_000), []);
+    assert.ok(e.best(J2.address, NOW + 25_000).length > 0);
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,228 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { AdvertIndex, checkEligibility, cmpAmount, GATES, REASON, tierSatisfies } from '../../../src/market/index.js';
+import { compareAmounts, TIERS } from '../../../src/records/index.js';
+import { GiB, NOW, P, advert, job, offer } from './fixtures.js';
+
+const codes = (fs: { code: string }[]) => fs.map((f) => f.code);
+
+test('amounts compare exactly as decimals: "0.042" < "0.10", "0.9" > "0.10", "0.10" = "0.1"', () => {
+  assert.equal(cmpAmount('0.042', '0.10'), -1);
+  assert.equal(cmpAmount('0.9', '0.10'), 1);
+  assert.equal(cmpAmount('0.10', '0.1'), 0);
+  assert.equal(cmpAmount('10', '9.999'), 1);
+  assert.equal(cmpAmount('0', '0.000000000000000000000000000001'), -1);
+  // where a string comparison goes wrong
+  const lexical = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  assert.equal(lexical('10', '9.5'), -1);
+  assert.equal(cmpAmount('10', '9.5'), 1);
+  assert.equal(lexical('0.10', '0.1'), 1);
+  assert.equal(cmpAmount('0.10', '0.1'), 0);
+});
+
+test('cmpAmount agrees with decimal arithmetic on random amounts (property)', () => {
+  const amount = fc.oneof(
+    fc.tuple(fc.nat({ max: 1_000_000 }), fc.option(fc.stringMatching(/^[0-9]{1,30}$/), { nil: undefined })).map(([i, f]) => (f === undefined ? String(i) : `${i}.${f}`)),
+    fc.constantFrom('0', '0.1', '0.10', '0.042', '0.9', '1', '1.000', '10'),
+  );
+  fc.assert(fc.property(amount, amount, (a, b) => cmpAmount(a, b) === compareAmounts(a, b)), { numRuns: 2000 });
+});
+
+test('an eligible provider has no failures; the offer may be absent (a provider deciding whether to quote)', () => {
+  const j = job(P(100));
+  const a = advert(P(1));
+  assert.deepEqual(checkEligibility(j, a, offer(P(1), j, a), NOW), []);
+  assert.deepEqual(checkEligibility(j, a, undefined, NOW), []);
+});
+
+test('gate 1: unknown advert, expired advert, advert of another provider', () => {
+  const j = job(P(100));
+  const a = advert(P(1));
+  const o = offer(P(1), j, a);
+  assert.deepEqual(codes(checkEligibility(j, undefined, o, NOW)), [REASON.ADVERT_UNKNOWN]);
+  const old = advert(P(1), { issuedAt: NOW - 7_200_000, expiresAt: NOW - 1 });
+  const f = checkEligibility(j, old, offer(P(1), j, old), NOW);
+  assert.deepEqual(codes(f), [REASON.ADVERT_EXPIRED]);
+  assert.equal(f[0]!.gate, 'advert');
+  const other = advert(P(2));
+  assert.deepEqual(codes(checkEligibility(j, other, o, NOW)), [REASON.ADVERT_NOT_PROVIDERS]);
+});
+
+test('gate 2: workload offered', () => {
+  const j = job(P(100), { workload: 'infer.diffusion' });
+  const f = checkEligibility(j, advert(P(1)), undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.WORKLOAD_NOT_OFFERED]);
+  assert.equal(f[0]!.wanted, 'infer.diffusion');
+  assert.deepEqual(f[0]!.offered, ['infer.llm']);
+});
+
+test('gate 3 comes before gate 4: the allowlist is checked before the tier, and both are reported', () => {
+  const j = job(P(100), { requirements: { allowlist: [P(2).did], tier: 'verified' } });
+  const f = checkEligibility(j, advert(P(1), { tier: 'community' }), undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.NOT_ON_ALLOWLIST, REASON.TIER_NOT_SATISFIED]);
+  assert.deepEqual(f.map((x) => x.gate), ['allowlist', 'tier']);
+  assert.equal(f[0]!.offered, P(1).did);
+});
+
+test('gate 4: private and enterprise exactly; the others at or above', () => {
+  assert.ok(tierSatisfies('enterprise', 'verified'));
+  assert.ok(tierSatisfies('verified', 'standard'));
+  assert.ok(!tierSatisfies('standard', 'verified'));
+  assert.ok(!tierSatisfies('enterprise', 'private'));
+  assert.ok(!tierSatisfies('private', 'enterprise'));
+  assert.ok(tierSatisfies('private', 'private'));
+  for (const t of TIERS) assert.ok(tierSatisfies(t, 'community'));
+  const j = job(P(100), { requirements: { tier: 'enterprise' } });
+  const f = checkEligibility(j, advert(P(1), { tier: 'private' }), undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.TIER_NOT_SATISFIED]);
+  assert.equal(f[0]!.wanted, 'enterprise');
+  assert.equal(f[0]!.offered, 'private');
+});
+
+test('gate 5: an undisclosed region never matches a region constraint', () => {
+  const j = job(P(100), { requirements: { regions: ['eu-west'] } });
+  const und = checkEligibility(j, advert(P(1), { region: undefined }), undefined, NOW);
+  assert.deepEqual(codes(und), [REASON.REGION_UNDISCLOSED]);
+  assert.equal(und[0]!.offered, null);
+  assert.deepEqual(codes(checkEligibility(j, advert(P(1), { region: 'us-east' }), undefined, NOW)), [REASON.REGION_NOT_ACCEPTED]);
+  // no constraint: an undisclosed region is fine
+  assert.deepEqual(checkEligibility(job(P(100)), advert(P(1), { region: undefined }), undefined, NOW), []);
+});
+
+test('gate 6: two 12 GiB cards do not satisfy a 24 GiB requirement (VRAM never sums)', () => {
+  const j = job(P(100), { requirements: { gpu: { count: 1, vramMiB: 24 * GiB } } });
+  const a = advert(P(1), { hardware: { gpus: [{ model: 'RTX3060', vramMiB: 12 * GiB, count: 2 }] } });
+  const f = checkEligibility(j, a, undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.GPU_VRAM_TOO_SMALL]);
+  assert.deepEqual(f[0]!.offered, { largestCardMiB: 12 * GiB, cardsWithEnough: 0 });
+});
+
+test('gate 6: counts sum across cards that each meet VRAM and features', () => {
+  const j = job(P(100), { requirements: { gpu: { count: 3, vramMiB: 24 * GiB, features: ['cuda12'] } } });
+  const ok = advert(P(1), {
+    hardware: {
+      gpus: [
+        { model: 'A', vramMiB: 24 * GiB, features: ['cuda12'], count: 1 },
+        { model: 'B', vramMiB: 48 * GiB, features: ['cuda12', 'fp8'], count: 2 },
+      ],
+    },
+  });
+  assert.deepEqual(checkEligibility(j, ok, undefined, NOW), []);
+  // a third card exists but lacks the feature: only 2 cards meet both
+  const short = advert(P(2), {
+    hardware: {
+      gpus: [
+        { model: 'A', vramMiB: 24 * GiB, count: 1 },
+        { model: 'B', vramMiB: 48 * GiB, features: ['cuda12'], count: 2 },
+      ],
+    },
+  });
+  assert.deepEqual(codes(checkEligibility(j, short, undefined, NOW)), [REASON.GPU_FEATURES_MISSING]);
+  // enough big cards and enough feature cards, but not the same cards
+  const split = advert(P(3), {
+    hardware: {
+      gpus: [
+        { model: 'A', vramMiB: 48 * GiB, count: 3 },
+        { model: 'B', vramMiB: 8 * GiB, features: ['cuda12'], count: 3 },
+      ],
+    },
+  });
+  assert.deepEqual(codes(checkEligibility(j, split, undefined, NOW)), [REASON.GPU_NOT_ON_SAME_CARDS]);
+  // too few cards at all
+  const one = advert(P(4), { hardware: { gpus: [{ model: 'A', vramMiB: 48 * GiB, features: ['cuda12'], count: 1 }] } });
+  const f = checkEligibility(j, one, undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.GPU_COUNT_TOO_LOW]);
+  assert.equal(f[0]!.wanted, 3);
+  assert.equal(f[0]!.offered, 1);
+  // no GPU at all
+  assert.deepEqual(codes(checkEligibility(j, advert(P(5), { hardware: { gpus: undefined } }), undefined, NOW)), [REASON.GPU_NONE]);
+});
+
+test('gate 6: CPU cores and memory', () => {
+  const j = job(P(100), { requirements: { cpuCores: 64, memoryMiB: 512 * GiB } });
+  const f = checkEligibility(j, advert(P(1)), undefined, NOW);
+  assert.deepEqual(codes(f), [REASON.CPU_CORES_TOO_FEW, REASON.MEMORY_TOO_SMALL]);
+  assert.deepEqual([f[0]!.wanted, f[0]!.offered, f[1]!.wanted, f[1]!.offered], [64, 32, 512 * GiB, 256 * GiB]);
+});
+
+test('gate 7: price within maxPrice compared exactly ("0.042" passes a 0.10 cap, "0.9" does not)', () => {
+  const j = job(P(100), { maxPrice: { amount: '0.10', currency: 'USD' } });
+  const a = advert(P(1));
+  assert.deepEqual(checkEligibility(j, a, offer(P(1), j, a, { amount: '0.042' }), NOW), []);
+  assert.deepEqual(checkEligibility(j, a, offer(P(1), j, a, { amount: '0.1' }), NOW), []);
+  const f = checkEligibility(j, a, offer(P(1), j, a, { amount: '0.9' }), NOW);
+  assert.deepEqual(codes(f), [REASON.OFFER_OVER_MAX_PRICE]);
+  assert.deepEqual(f[0]!.offered, { amount: '0.9', currency: 'USD' });
+});
+
+test('gate 7: a currency mismatch is its own reason, never a conversion', () => {
+  const j = job(P(100), { maxPrice: { amount: '1', currency: 'USD' } });
+  const a = advert(P(1));
+  const f = checkEligibility(j, a, offer(P(1), j, a, { amount: '0.01', currency: 'EUR' }), NOW);
+  assert.deepEqual(codes(f), [REASON.OFFER_CURRENCY_MISMATCH]);
+  assert.equal(f[0]!.wanted, 'USD');
+  assert.equal(f[0]!.offered, 'EUR');
+});
+
+test('gate 7: wrong job, expired offer, deadline and timeout', () => {
+  const j = job(P(100), { deadline: NOW + 100_000, timeoutMs: 50_000 });
+  const other = job(P(100), { nonce: new Uint8Array([1]) });
+  const a = advert(P(1));
+  assert.deepEqual(codes(checkEligibility(j, a, offer(P(1), other, a), NOW)), [REASON.OFFER_WRONG_JOB, REASON.OFFER_MISSES_DEADLINE, REASON.OFFER_OVER_TIMEOUT]);
+  const late = offer(P(1), j, a, { startBy: NOW + 60_000, durationMs: 40_001, expiresAt: NOW + 30_000 });
+  assert.deepEqual(codes(checkEligibility(j, a, late, NOW)), [REASON.OFFER_MISSES_DEADLINE]);
+  const fits = offer(P(1), j, a, { startBy: NOW + 60_000, durationMs: 40_000, expiresAt: NOW + 30_000 });
+  assert.deepEqual(checkEligibility(j, a, fits, NOW), []);
+  assert.deepEqual(codes(checkEligibility(j, a, fits, NOW + 30_000)), [REASON.OFFER_EXPIRED]);
+});
+
+test('every failed requirement is returned, in gate order, each with wanted and offered', () => {
+  const j = job(P(100), {
+    workload: 'infer.diffusion',
+    maxPrice: { amount: '0.10', currency: 'USD' },
+    requirements: { allowlist: [P(9).did], tier: 'verified', regions: ['eu-west'], gpu: { count: 1, vramMiB: 24 * GiB }, cpuCores: 64 },
+  });
+  const old = advert(P(1), { tier: 'community', region: undefined, issuedAt: NOW - 7_200_000, expiresAt: NOW - 1, hardware: { gpus: [{ model: 'x', vramMiB: 12 * GiB, count: 2 }] } });
+  const f = checkEligibility(j, old, offer(P(1), j, old, { amount: '0.9', expiresAt: NOW - 10, issuedAt: NOW - 1000 }), NOW);
+  assert.deepEqual(codes(f), [
+    REASON.ADVERT_EXPIRED,
+    REASON.WORKLOAD_NOT_OFFERED,
+    REASON.NOT_ON_ALLOWLIST,
+    REASON.TIER_NOT_SATISFIED,
+    REASON.REGION_UNDISCLOSED,
+    REASON.GPU_VRAM_TOO_SMALL,
+    REASON.CPU_CORES_TOO_FEW,
+    REASON.OFFER_EXPIRED,
+    REASON.OFFER_OVER_MAX_PRICE,
+  ]);
+  const order = f.map((x) => GATES.indexOf(x.gate));
+  assert.deepEqual(order, [...order].sort((a, b) => a - b));
+  for (const x of f) assert.ok('wanted' in x && 'offered' in x && x.message.length > 0);
+});
+
+test('bad input to checkEligibility is a coded error', () => {
+  const j = job(P(100));
+  const a = advert(P(1));
+  assert.throws(() => checkEligibility(a as never, a, undefined, NOW), { code: 'MARKET_NOT_A_JOB' });
+  assert.throws(() => checkEligibility(j, j as never, undefined, NOW), { code: 'MARKET_NOT_AN_ADVERT' });
+  assert.throws(() => checkEligibility(j, a, a as never, NOW), { code: 'MARKET_NOT_AN_OFFER' });
+});
+
+test('advert index: higher seq replaces, an equal seq does not depend on arrival; a republished advert keeps live offers valid', () => {
+  const a1 = advert(P(1), { seq: 1, issuedAt: NOW - 7_200_000, expiresAt: NOW - 1 });
+  const a2 = advert(P(1), { seq: 2 });
+  const x = new AdvertIndex([a1, a2]);
+  const y = new AdvertIndex([a2, a1]);
+  assert.equal(x.latest.get(P(1).did), a2);
+  assert.equal(y.latest.get(P(1).did), a2);
+  const j = job(P(100));
+  const o = offer(P(1), j, a1);
+  assert.equal(x.resolve(o, NOW), a2);
+  assert.deepEqual(checkEligibility(j, x.resolve(o, NOW), o, NOW), []);
+  // the cited advert not held: the offer waits
+  assert.equal(new AdvertIndex([a2]).resolve(o, NOW), undefined);
+  const e1 = advert(P(2), { seq: 5, hardware: { cpuCores: 1 } });
+  const e2 = advert(P(2), { seq: 5, hardware: { cpuCores: 2 } });
+  assert.equal(new AdvertIndex([e1, e2]).latest.get(P(2).did)!.address, new AdvertIndex([e2, e1]).latest.get(P(2).did)!.address);
+});

@@ -1,0 +1,124 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RecordSet, auditSelection, checkDeciderAuthority, select, signSelection, type Selected } from '../../../src/market/index.js';
+import { open, seal, T, type Selection } from '../../../src/records/index.js';
+import { NOW, P, acceptance, advert, delegation, job, offer, receipt } from './fixtures.js';
+import { codeOf } from '../../../src/errors.js';
+
+const BUYER = P(100);
+const GW = P(200);
+const J = job(BUYER);
+const ADS = [P(1), P(2), P(3)].map((p) => advert(p));
+const OFFERS = [offer(P(1), J, ADS[0]!, { amount: '0.4' }), offer(P(2), J, ADS[1]!, { amount: '0.3' }), offer(P(3), J, ADS[2]!, { amount: '2' })];
+const RECORDS = () => new RecordSet([J, ...ADS, ...OFFERS]);
+
+function decide(policy = 'balanced'): Selected {
+  const r = select({ job: J, adverts: ADS, offers: OFFERS, policy, now: NOW });
+  assert.ok(r.ok);
+  return r;
+}
+
+test('the buyer signs a selection naming the policy, the winner and every considered offer in DID order', () => {
+  const r = decide();
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer });
+  const back = open(s.bytes, T.selection);
+  assert.equal(back.record.policy, 'balanced');
+  assert.equal(back.record.winner, OFFERS[1]!.address);
+  assert.equal(back.record.buyer, BUYER.did);
+  assert.deepEqual(back.record.considered.map((c) => c.provider), [P(1), P(2), P(3)].map((p) => p.did).sort());
+  assert.equal(back.record.considered.length, 3); // the over-price offer is named too
+  const a = auditSelection({ selection: back, records: RECORDS() });
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  assert.deepEqual(a.authority, { as: 'buyer' });
+});
+
+test('decider authority: a delegated gateway within scope; out of scope, expired, or anyone else refused with a code', () => {
+  const r = decide();
+  const d = delegation(BUYER, GW);
+  const s = signSelection({ result: r, job: J, signer: GW.signer, delegation: d });
+  assert.equal(s.record.delegation, d.address);
+  const a = auditSelection({ selection: s, records: [...RECORDS().byAddress.values(), d] });
+  assert.equal(a.reproduces, true);
+  assert.deepEqual(a.authority, { as: 'gateway', delegation: d.address });
+
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: P(300).signer })), 'DECIDER_NOT_AUTHORIZED');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: P(300).signer, delegation: d })), 'DELEGATION_WRONG_GATEWAY');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: GW.signer, delegation: delegation(BUYER, GW, { issuedAt: NOW - 100_000, expiresAt: NOW - 1 }) })), 'DELEGATION_EXPIRED');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: GW.signer, delegation: delegation(BUYER, GW, { scope: { workloads: ['infer.diffusion'] } }) })), 'DELEGATION_WORKLOAD_OUT_OF_SCOPE');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: GW.signer, delegation: delegation(BUYER, GW, { scope: { maxPrice: { amount: '0.25', currency: 'USD' } } }) })), 'DELEGATION_PRICE_OUT_OF_SCOPE');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: GW.signer, delegation: delegation(BUYER, GW, { scope: { maxPrice: { amount: '5', currency: 'EUR' } } }) })), 'DELEGATION_PRICE_CURRENCY');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: GW.signer, delegation: delegation(P(300), GW) })), 'DELEGATION_NOT_FROM_BUYER');
+  // a configured steward
+  const st = signSelection({ result: r, job: J, signer: P(400).signer, stewards: [P(400).did] });
+  assert.deepEqual(auditSelection({ selection: st, records: RECORDS(), stewards: [P(400).did] }).authority, { as: 'steward' });
+  const un = auditSelection({ selection: st, records: RECORDS() });
+  assert.equal(un.reproduces, false);
+  assert.deepEqual(un.differences.map((x) => x.code), ['DECIDER_NOT_AUTHORIZED']);
+  assert.equal(codeOf(() => checkDeciderAuthority({ decider: BUYER.did, job: J, now: NOW })), undefined);
+});
+
+test('audit: a selection naming offers that do not exist is refused with AUDIT_MISSING_RECORD', () => {
+  const fake = 'sha256:' + 'ee'.repeat(32);
+  const considered = [
+    { provider: P(1).did, offer: OFFERS[0]!.address },
+    { provider: P(2).did, offer: fake },
+  ].sort((a, b) => (a.provider < b.provider ? -1 : 1));
+  const s = seal(T.selection, { job: J.address, buyer: BUYER.did, policy: 'balanced', winner: fake, considered, decidedAt: NOW } as Selection, BUYER.signer);
+  const a = auditSelection({ selection: s, records: RECORDS() });
+  assert.equal(a.reproduces, false);
+  assert.ok(a.differences.some((d) => d.code === 'AUDIT_MISSING_RECORD' && d.address === fake));
+  assert.ok(a.differences.some((d) => d.code === 'AUDIT_DIFFERENT_WINNER'));
+});
+
+test('audit: a different winner is named; a missing advert is named; a winner that is ineligible is named', () => {
+  const r = decide('cheapest');
+  // claim the dearer eligible offer won
+  const rec = signSelection({ result: r, job: J, signer: BUYER.signer }).record;
+  const lie = seal(T.selection, { ...rec, winner: OFFERS[0]!.address }, BUYER.signer);
+  const a = auditSelection({ selection: lie, records: RECORDS() });
+  assert.deepEqual(a.differences.map((d) => d.code), ['AUDIT_DIFFERENT_WINNER']);
+  assert.equal(a.recomputedWinner, OFFERS[1]!.address);
+  // claim the over-price offer won
+  const lie2 = seal(T.selection, { ...rec, winner: OFFERS[2]!.address }, BUYER.signer);
+  assert.deepEqual(auditSelection({ selection: lie2, records: RECORDS() }).differences.map((d) => d.code), ['AUDIT_WINNER_INELIGIBLE', 'AUDIT_DIFFERENT_WINNER']);
+  // records without the winner's advert
+  const rs = new RecordSet([J, ADS[0]!, ADS[2]!, ...OFFERS]);
+  const m = auditSelection({ selection: signSelection({ result: r, job: J, signer: BUYER.signer }), records: rs });
+  assert.ok(m.differences.some((d) => d.code === 'AUDIT_MISSING_RECORD' && d.address === ADS[1]!.address));
+  // and without the job
+  assert.deepEqual(auditSelection({ selection: lie, records: [] }).differences.map((d) => d.code), ['AUDIT_MISSING_RECORD']);
+  assert.throws(() => auditSelection({ selection: J as never, records: [] }), { code: 'AUDIT_NOT_A_SELECTION' });
+});
+
+test('audit recomputes reputation from the records as of the decision time', () => {
+  // P(1) dearer but with a record of successes; P(2) cheaper with disputes
+  const a1 = ADS[0]!;
+  const a2 = ADS[1]!;
+  const history = [];
+  for (let i = 0; i < 4; i++) {
+    const jj = job(BUYER, { nonce: new Uint8Array([50 + i]) });
+    const o1 = offer(P(1), jj, a1);
+    const o2 = offer(P(2), jj, a2);
+    const r1 = receipt(P(1), BUYER, o1, { startedAt: NOW - 100_000, completedAt: NOW - 90_000 });
+    const r2 = receipt(P(2), BUYER, o2, { startedAt: NOW - 100_000, completedAt: NOW - 90_000 });
+    history.push(jj, o1, o2, r1, r2, acceptance(BUYER, r2, 'disputed', { signedAt: NOW - 80_000 }));
+  }
+  const rs = new RecordSet([J, ...ADS, OFFERS[0]!, OFFERS[1]!, ...history]);
+  const rep = (): Selected => {
+    const r = select({ job: J, adverts: ADS, offers: [OFFERS[0]!, OFFERS[1]!], now: NOW, reputation: auditRep(rs) });
+    assert.ok(r.ok);
+    return r;
+  };
+  const r = rep();
+  assert.equal(r.winner.provider, P(1).did);
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer });
+  assert.equal(auditSelection({ selection: s, records: rs }).reproduces, true);
+  // without the history the cheaper provider would have won: the audit says the winner differs
+  const bare = auditSelection({ selection: s, records: RECORDS() });
+  assert.deepEqual(bare.differences.map((d) => d.code), ['AUDIT_DIFFERENT_WINNER']);
+});
+
+import { deriveReputation } from '../../../src/reputation/index.js';
+function auditRep(rs: RecordSet) {
+  return deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { asOf: NOW });
+}

@@ -1,0 +1,165 @@
+/** Node configuration: defaults < file < env (C0MPUTE_*) < flags, validated with errors naming the field. */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { C0Error } from '../../../src/errors.js';
+import { envOverrides, loadConfig, mergeLayers, parseConfig } from '../../../src/node/config.js';
+
+const SHIPPED = new URL('../../../../config/default.yaml', import.meta.url).pathname;
+
+function err(fn: () => unknown): C0Error {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof C0Error, `expected a C0Error, got ${String(e)}`);
+    return e;
+  }
+  assert.fail('expected an error, nothing was thrown');
+}
+
+let dir: string;
+let i = 0;
+function file(text: string): string {
+  const p = join(dir, `config-${i++}.yaml`);
+  writeFileSync(p, text);
+  return p;
+}
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'c0-config-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const workload = { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' } };
+
+describe('config', () => {
+  test('defaults', () => {
+    const c = parseConfig(undefined);
+    assert.deepEqual(c.roles, ['buyer']);
+    assert.deepEqual(c.log, { level: 'info', format: 'json' });
+    assert.equal(c.api.listen, '127.0.0.1:7070');
+    assert.equal(c.network.overlay, 'public');
+    assert.deepEqual(c.network.listen, ['/ip4/0.0.0.0/tcp/4001']);
+    assert.equal(c.network.clockSkewMs, 30_000);
+    assert.deepEqual(c.buyer, { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 });
+    assert.equal(c.provider, undefined);
+    assert.deepEqual(parseConfig({}), c);
+  });
+
+  test('provider defaults fill in under a provider section', () => {
+    const c = parseConfig({ provider: { workloads: { 'builtin.sha256': workload } } });
+    const p = c.provider!;
+    assert.equal(p.tier, 'community');
+    assert.equal(p.slots, 1);
+    assert.deepEqual(p.meter, { type: 'auto', estimatorWatts: 100 });
+    const w = p.workloads['builtin.sha256']!;
+    assert.equal(w.unit, 'job');
+    assert.deepEqual(w.duration, { baseMs: 1000, perInputMiBMs: 0 });
+  });
+
+  test('the shipped config/default.yaml parses', () => {
+    const c = loadConfig({ file: SHIPPED });
+    assert.deepEqual(c.roles, ['buyer']);
+    assert.equal(c.api.listen, '127.0.0.1:7070');
+  });
+
+  test('precedence: defaults < file < env < flags', () => {
+    const f = file('roles: [provider]\nlog: { level: debug }\nnetwork:\n  overlay: from-file\n  bootstrap: ["/ip4/1.2.3.4/tcp/1/p2p/x"]\napi:\n  listen: 127.0.0.1:9000\n');
+    const fileOnly = loadConfig({ file: f });
+    assert.deepEqual(fileOnly.roles, ['provider']);
+    assert.equal(fileOnly.log.level, 'debug');
+    assert.equal(fileOnly.log.format, 'json'); // default kept beside a file value in the same section
+    assert.equal(fileOnly.network.overlay, 'from-file');
+    assert.equal(fileOnly.api.listen, '127.0.0.1:9000');
+
+    const env = { C0MPUTE_OVERLAY: 'from-env', C0MPUTE_ROLES: 'provider, buyer', C0MPUTE_LOG_LEVEL: 'warn', C0MPUTE_LISTEN: '/ip4/127.0.0.1/tcp/0,/ip4/127.0.0.1/tcp/1' };
+    const withEnv = loadConfig({ file: f, env });
+    assert.equal(withEnv.network.overlay, 'from-env');
+    assert.deepEqual(withEnv.roles, ['provider', 'buyer']);
+    assert.equal(withEnv.log.level, 'warn');
+    assert.deepEqual(withEnv.network.listen, ['/ip4/127.0.0.1/tcp/0', '/ip4/127.0.0.1/tcp/1']);
+    assert.deepEqual(withEnv.network.bootstrap, ['/ip4/1.2.3.4/tcp/1/p2p/x']); // untouched by env
+    assert.equal(withEnv.api.listen, '127.0.0.1:9000');
+
+    const withFlags = loadConfig({ file: f, env, flags: { network: { overlay: 'from-flags' }, roles: ['witness'] } });
+    assert.equal(withFlags.network.overlay, 'from-flags');
+    assert.deepEqual(withFlags.roles, ['witness']);
+    assert.equal(withFlags.log.level, 'warn'); // env still applies where no flag is given
+    assert.deepEqual(withFlags.network.listen, ['/ip4/127.0.0.1/tcp/0', '/ip4/127.0.0.1/tcp/1']);
+  });
+
+  test('env variables map to their fields; unrelated variables are ignored', () => {
+    assert.deepEqual(envOverrides({ C0MPUTE_API: '127.0.0.1:0', C0MPUTE_LOG_FORMAT: 'pretty', HOME: '/root', C0MPUTE_BOOTSTRAP: '' }), { api: { listen: '127.0.0.1:0' }, log: { format: 'pretty' } });
+  });
+
+  test('mergeLayers: objects merge, arrays and scalars replace, undefined does not erase', () => {
+    assert.deepEqual(mergeLayers({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, d: undefined }, 'not an object'), { a: { b: 1, c: [3] }, d: 1 });
+  });
+
+  test('invalid values are CONFIG_INVALID naming the field', () => {
+    const cases: Array<[unknown, string]> = [
+      [{ provider: { workloads: { 'demo.work': { ...workload, price: { amount: '1.2.3', currency: 'USD' } } } } }, 'provider.workloads.demo.work.price.amount'],
+      [{ provider: { workloads: { 'demo.work': { ...workload, price: { amount: '1', currency: 'usd' } } } } }, 'provider.workloads.demo.work.price.currency'],
+      [{ provider: { workloads: { 'demo.work': { ...workload, unit: 'hour' } } } }, 'provider.workloads.demo.work.unit'],
+      [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'builtin', name: 'builtin.nope' } } } } }, 'provider.workloads.demo.work.executor.name'],
+      [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'exec', command: [] } } } } }, 'provider.workloads.demo.work.executor.command'],
+      [{ provider: { slots: 0 } }, 'provider.slots'],
+      [{ provider: { tier: 'gold' } }, 'provider.tier'],
+      [{ provider: { hardware: { cpuCores: 1.5 } } }, 'provider.hardware.cpuCores'],
+      [{ api: { listen: 'localhost' } }, 'api.listen'],
+      [{ roles: ['provider', 'king'] }, 'roles.1'],
+      [{ buyer: { policy: 'random' } }, 'buyer.policy'],
+      [{ network: { overlay: 'Has Spaces' } }, 'network.overlay'],
+      [{ log: { level: 'loud' } }, 'log.level'],
+    ];
+    for (const [raw, field] of cases) {
+      const e = err(() => parseConfig(raw));
+      assert.equal(e.code, 'CONFIG_INVALID', field);
+      assert.equal(e.field, field);
+    }
+  });
+
+  test('a workload name that is not a namespace is refused', () => {
+    const e = err(() => parseConfig({ provider: { workloads: { x: workload } } }));
+    assert.equal(e.code, 'CONFIG_INVALID');
+    assert.ok(e.field?.startsWith('provider.workloads'), e.field);
+  });
+
+  test('an invalid env value is refused like a file value', () => {
+    const e = err(() => loadConfig({ env: { C0MPUTE_LOG_LEVEL: 'chatty' } }));
+    assert.equal(e.code, 'CONFIG_INVALID');
+    assert.equal(e.field, 'log.level');
+  });
+
+  test('unknown keys are refused, at the top and nested', () => {
+    for (const [raw, field] of [
+      [{ rolez: ['buyer'] }, ''],
+      [{ network: { lisen: [] } }, 'network'],
+      [{ provider: { workloads: { 'demo.work': { ...workload, priority: 1 } } } }, 'provider.workloads.demo.work'],
+    ] as const) {
+      const e = err(() => parseConfig(raw));
+      assert.equal(e.code, 'CONFIG_INVALID');
+      assert.equal(e.field, field);
+    }
+    const e = err(() => loadConfig({ file: file('api:\n  listen: 127.0.0.1:1\n  token: abc\n') }));
+    assert.equal(e.code, 'CONFIG_INVALID');
+    assert.equal(e.field, 'api');
+  });
+
+  test('a missing file is CONFIG_UNREADABLE; bad YAML is CONFIG_NOT_YAML; an empty file is all defaults', () => {
+    assert.equal(err(() => loadConfig({ file: join(dir, 'missing.yaml') })).code, 'CONFIG_UNREADABLE');
+    assert.equal(err(() => loadConfig({ file: dir })).code, 'CONFIG_UNREADABLE');
+    assert.equal(err(() => loadConfig({ file: file('roles: [buyer\nlog: {') })).code, 'CONFIG_NOT_YAML');
+    assert.equal(err(() => loadConfig({ file: file('a: 1\na: 2\n') })).code, 'CONFIG_NOT_YAML');
+    assert.deepEqual(loadConfig({ file: file('') }), parseConfig({}));
+  });
+
+  test('a file that is YAML but not a mapping is CONFIG_INVALID (not silently all defaults)', () => {
+    for (const text of ['- just\n- a list\n', 'roles\n', '42\n']) {
+      const e = err(() => loadConfig({ file: file(text) }));
+      assert.equal(e.code, 'CONFIG_INVALID', text);
+      assert.equal(e.field, '');
+    }
+  });
+});

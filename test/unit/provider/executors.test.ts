@@ -1,0 +1,281 @@
+/**
+ * Executors: builtin workloads, the exec executor with real child processes
+ * (`sh -c`), and the http executor against a real node:http server on 127.0.0.1.
+ */
+import { describe, test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { C0Error } from '../../../src/errors.js';
+import { builtinExecutor, createExecutor, execExecutor, httpExecutor, runBuiltinLocally, type ExecContext, type Progress } from '../../../src/roles/provider/executors.js';
+
+const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
+const text = (b: Uint8Array): string => Buffer.from(b).toString('utf8');
+
+function ctx(over: Partial<ExecContext> = {}): ExecContext & { progress: Progress[] } {
+  const progress: Progress[] = [];
+  return { input: new Uint8Array(0), signal: new AbortController().signal, onProgress: (p) => progress.push(p), maxOutputBytes: 1 << 20, progress, ...over };
+}
+
+/** The promise must reject with a C0Error of exactly this code. */
+async function rejectsCode(p: Promise<unknown>, code: string): Promise<C0Error> {
+  let thrown: unknown;
+  try {
+    await p;
+  } catch (e) {
+    thrown = e;
+  }
+  assert.ok(thrown !== undefined, `expected ${code}, but the promise resolved`);
+  assert.ok(thrown instanceof C0Error, `expected C0Error ${code}, got ${String(thrown)}`);
+  assert.equal(thrown.code, code, `expected ${code}, got ${thrown.code} (${thrown.message})`);
+  return thrown;
+}
+
+/** Whether a process exists and is not a zombie waiting to be reaped (a zombie runs nothing). */
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(cond: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return cond();
+}
+
+describe('builtin executors', () => {
+  test('builtin.sha256 is iterated SHA-256 in hex', async () => {
+    const input = utf8('hello c0mpute');
+    let h = createHash('sha256').update(input).digest();
+    for (let i = 1; i < 1000; i++) h = createHash('sha256').update(h).digest();
+    const c = ctx({ input, params: '1000' });
+    const out = await builtinExecutor('builtin.sha256').run(c);
+    assert.equal(text(out), h.toString('hex'));
+    assert.ok(c.progress.length > 0);
+    assert.equal(c.progress.at(-1)!.fraction, 1);
+  });
+
+  test('builtin.sha256 defaults to one round', async () => {
+    const input = utf8('abc');
+    const out = await builtinExecutor('builtin.sha256').run(ctx({ input }));
+    assert.equal(text(out), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  test('builtin.primes counts primes ≤ N from params or from the input', async () => {
+    assert.equal(text(await builtinExecutor('builtin.primes').run(ctx({ params: '100' }))), '25');
+    assert.equal(text(await builtinExecutor('builtin.primes').run(ctx({ input: utf8('1000\n') }))), '168');
+    assert.equal(text(await builtinExecutor('builtin.primes').run(ctx({ params: '2' }))), '1');
+    assert.equal(text(await builtinExecutor('builtin.primes').run(ctx({ params: '1' }))), '0');
+    assert.equal(text(await runBuiltinLocally('builtin.primes', new Uint8Array(0), '10000')), '1229');
+  });
+
+  test('builtin.sleep echoes its input', async () => {
+    const out = await builtinExecutor('builtin.sleep').run(ctx({ input: utf8('echo me'), params: '5' }));
+    assert.equal(text(out), 'echo me');
+  });
+
+  test('bad params are EXEC_BAD_PARAMS', async () => {
+    await rejectsCode(builtinExecutor('builtin.sha256').run(ctx({ params: 'many' })), 'EXEC_BAD_PARAMS');
+    await rejectsCode(builtinExecutor('builtin.sha256').run(ctx({ params: '-1' })), 'EXEC_BAD_PARAMS');
+    await rejectsCode(builtinExecutor('builtin.sha256').run(ctx({ params: '99999999999' })), 'EXEC_BAD_PARAMS');
+    await rejectsCode(builtinExecutor('builtin.primes').run(ctx({ input: utf8('ten') })), 'EXEC_BAD_PARAMS');
+    await rejectsCode(builtinExecutor('builtin.primes').run(ctx({ params: '50000001' })), 'EXEC_BAD_PARAMS');
+    await rejectsCode(builtinExecutor('builtin.sleep').run(ctx({ params: '1.5' })), 'EXEC_BAD_PARAMS');
+  });
+
+  test('an empty output is EXEC_EMPTY_OUTPUT; an output over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
+    await rejectsCode(builtinExecutor('builtin.sleep').run(ctx({ params: '0' })), 'EXEC_EMPTY_OUTPUT');
+    await rejectsCode(builtinExecutor('builtin.sha256').run(ctx({ input: utf8('x'), maxOutputBytes: 10 })), 'EXEC_OUTPUT_TOO_LARGE');
+  });
+
+  test('an aborted run is EXEC_ABORTED; a timed-out one is EXEC_TIMEOUT', async () => {
+    const ac = new AbortController();
+    const p = builtinExecutor('builtin.sleep').run(ctx({ input: utf8('x'), params: '60000', signal: ac.signal }));
+    ac.abort(new Error('stop'));
+    await rejectsCode(p, 'EXEC_ABORTED');
+
+    await rejectsCode(builtinExecutor('builtin.sleep').run(ctx({ input: utf8('x'), params: '60000', signal: AbortSignal.timeout(20) })), 'EXEC_TIMEOUT');
+    // A long sha256 chain notices the deadline between its steps.
+    await rejectsCode(builtinExecutor('builtin.sha256').run(ctx({ input: utf8('x'), params: '10000000', signal: AbortSignal.timeout(20) })), 'EXEC_TIMEOUT');
+    // Already aborted before starting.
+    const done = new AbortController();
+    done.abort();
+    await rejectsCode(builtinExecutor('builtin.primes').run(ctx({ params: '10', signal: done.signal })), 'EXEC_ABORTED');
+  });
+
+  test('createExecutor refuses an unknown builtin', () => {
+    assert.throws(() => createExecutor({ type: 'builtin', name: 'builtin.nope' as never }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID');
+    assert.equal(createExecutor({ type: 'builtin', name: 'builtin.sha256' }).kind, 'builtin');
+  });
+});
+
+describe('exec executor (real child processes)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-exec-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('the input reaches the command on stdin and stdout is the output', async () => {
+    const ex = execExecutor({ command: ['sh', '-c', 'tr a-z A-Z'] });
+    assert.equal(text(await ex.run(ctx({ input: utf8('hello stdin') }))), 'HELLO STDIN');
+  });
+
+  test('params and configured env reach the command; the node’s own env does not', async () => {
+    process.env.C0MPUTE_TEST_SECRET = 'leak';
+    try {
+      const ex = execExecutor({ command: ['sh', '-c', 'printf "%s|%s|%s" "$C0MPUTE_PARAMS" "$GREETING" "$C0MPUTE_TEST_SECRET"'], env: { GREETING: 'hi' } });
+      assert.equal(text(await ex.run(ctx({ params: 'p=1' }))), 'p=1|hi|');
+    } finally {
+      delete process.env.C0MPUTE_TEST_SECRET;
+    }
+  });
+
+  test('stderr lines become progress', async () => {
+    const c = ctx();
+    await execExecutor({ command: ['sh', '-c', 'echo working >&2; echo done'] }).run(c);
+    assert.ok(c.progress.some((p) => p.message === 'working'));
+  });
+
+  test('a non-zero exit is EXEC_FAILED', async () => {
+    await rejectsCode(execExecutor({ command: ['sh', '-c', 'echo partial; echo boom >&2; exit 3'] }).run(ctx()), 'EXEC_FAILED');
+  });
+
+  test('an empty output is EXEC_EMPTY_OUTPUT', async () => {
+    await rejectsCode(execExecutor({ command: ['sh', '-c', 'cat >/dev/null'] }).run(ctx({ input: utf8('x') })), 'EXEC_EMPTY_OUTPUT');
+  });
+
+  test('an output over the bound is EXEC_OUTPUT_TOO_LARGE (and the command is stopped)', async () => {
+    // `yes` never ends on its own: only the size bound stops it.
+    await rejectsCode(execExecutor({ command: ['sh', '-c', 'yes c0mpute'] }).run(ctx({ maxOutputBytes: 4096 })), 'EXEC_OUTPUT_TOO_LARGE');
+    await rejectsCode(execExecutor({ command: ['sh', '-c', 'printf 0123456789'] }).run(ctx({ maxOutputBytes: 9 })), 'EXEC_OUTPUT_TOO_LARGE');
+    assert.equal(text(await execExecutor({ command: ['sh', '-c', 'printf 0123456789'] }).run(ctx({ maxOutputBytes: 10 }))), '0123456789');
+  });
+
+  test('at the deadline the whole process group is killed (grandchildren too)', async () => {
+    const pidfile = join(dir, 'grandchild.pid');
+    const ex = execExecutor({ command: ['sh', '-c', `sleep 30 & echo $! > ${pidfile}; wait`] });
+    const ac = new AbortController();
+    const p = ex.run(ctx({ signal: ac.signal }));
+    assert.ok(await waitFor(() => existsSync(pidfile) && readFileSync(pidfile, 'utf8').trim().length > 0), 'the command wrote its grandchild pid');
+    const pid = Number.parseInt(readFileSync(pidfile, 'utf8').trim(), 10);
+    assert.ok(Number.isSafeInteger(pid) && pid > 1);
+    assert.ok(pidAlive(pid), 'the grandchild runs before the abort');
+    ac.abort(new Error('deadline'));
+    await rejectsCode(p, 'EXEC_ABORTED');
+    assert.ok(await waitFor(() => !pidAlive(pid)), `grandchild ${pid} survived the abort`);
+  });
+
+  test('a deadline from AbortSignal.timeout is EXEC_TIMEOUT', async () => {
+    await rejectsCode(execExecutor({ command: ['sh', '-c', 'sleep 30'] }).run(ctx({ signal: AbortSignal.timeout(50) })), 'EXEC_TIMEOUT');
+  });
+
+  test('a missing binary is EXEC_SPAWN_FAILED', async () => {
+    await rejectsCode(execExecutor({ command: [join(dir, 'no-such-binary')] }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+  });
+
+  test('an empty command is refused at configuration', () => {
+    assert.throws(() => execExecutor({ command: [] }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID');
+  });
+});
+
+describe('http executor (real local server)', () => {
+  let server: Server;
+  let base: string;
+  const seen: Array<{ body: string; params: string | undefined; auth: string | undefined }> = [];
+
+  before(async () => {
+    server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        seen.push({ body, params: req.headers['x-c0mpute-params'] as string | undefined, auth: req.headers.authorization });
+        switch (req.url) {
+          case '/ok':
+            res.writeHead(200, { 'content-type': 'text/plain' });
+            res.end(`echo:${body}`);
+            return;
+          case '/fail':
+            res.writeHead(500);
+            res.end('internal');
+            return;
+          case '/big':
+            res.writeHead(200);
+            res.end(Buffer.alloc(100_000, 0x61));
+            return;
+          case '/empty':
+            res.writeHead(200);
+            res.end();
+            return;
+          case '/slow':
+            res.writeHead(200);
+            res.write('partial');
+            // never ends on its own; the test's deadline stops it
+            return;
+          default:
+            res.writeHead(404);
+            res.end();
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const a = server.address();
+    assert.ok(a && typeof a === 'object');
+    base = `http://127.0.0.1:${a.port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  test('a 200 with a body is the output; the input, params and configured headers are sent', async () => {
+    const ex = httpExecutor({ url: `${base}/ok`, headers: { authorization: 'Bearer abc' } });
+    const out = await ex.run(ctx({ input: utf8('ping'), params: 'k=v' }));
+    assert.equal(text(out), 'echo:ping');
+    const last = seen.at(-1)!;
+    assert.equal(last.body, 'ping');
+    assert.equal(last.params, 'k=v');
+    assert.equal(last.auth, 'Bearer abc');
+  });
+
+  test('a 500 is EXEC_HTTP_STATUS', async () => {
+    await rejectsCode(httpExecutor({ url: `${base}/fail` }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_STATUS');
+  });
+
+  test('an unreachable port is EXEC_HTTP_UNREACHABLE', async () => {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    const port = (s.address() as { port: number }).port;
+    await new Promise<void>((r) => s.close(() => r()));
+    await rejectsCode(httpExecutor({ url: `http://127.0.0.1:${port}/` }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_UNREACHABLE');
+  });
+
+  test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
+    await rejectsCode(httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 1000 })), 'EXEC_OUTPUT_TOO_LARGE');
+    assert.equal((await httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 100_000 }))).length, 100_000);
+  });
+
+  test('an empty body is EXEC_EMPTY_OUTPUT', async () => {
+    await rejectsCode(httpExecutor({ url: `${base}/empty` }).run(ctx({ input: utf8('x') })), 'EXEC_EMPTY_OUTPUT');
+  });
+
+  test('a response that does not finish by the deadline is EXEC_TIMEOUT', async () => {
+    await rejectsCode(httpExecutor({ url: `${base}/slow` }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(200) })), 'EXEC_TIMEOUT');
+  });
+});

@@ -1,0 +1,428 @@
+/**
+ * The provider role with fake dependencies (fake clock, silent logger, in-memory
+ * state, a recording publish) and real records, real executors and a real meter.
+ */
+import { describe, test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { open, seal, type Opened } from '../../../src/records/envelope.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Advert, type Job, type Offer, type Receipt, type Selection } from '../../../src/records/kinds.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-box.js';
+import { parseConfig } from '../../../src/node/config.js';
+import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
+import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
+import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
+
+const NOW = 1_800_000_000_000;
+const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+interface Published {
+  kind: 'advert' | 'offer' | 'receipt';
+  env: Opened;
+  withAdvert: Opened<Advert> | undefined;
+}
+
+const live: Provider[] = [];
+afterEach(async () => {
+  for (const p of live.splice(0)) await p.stop();
+});
+
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number } = {}) {
+  const signer = Ed25519Signer.generate();
+  const did = didFromPublicKey(signer.publicKey);
+  const clock = fakeClock(NOW);
+  const box = generateBoxKeyPair();
+  const published: Published[] = [];
+  const receipts: Array<Opened<Receipt>> = [];
+  const outcomes: string[] = [];
+  const seqs: number[] = [];
+  let seq = opts.loadSeq ?? 0;
+  const eligibilityCalls: Array<{ job: string; advert: string; now: number }> = [];
+  const config = parseConfig({
+    roles: ['provider'],
+    provider: {
+      region: 'eu-west',
+      tier: 'standard',
+      slots: opts.slots ?? 1,
+      workloads: {
+        'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } },
+        'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.002', currency: 'USD' }, unit: 'second' },
+      },
+    },
+  }).provider!;
+  const deps: ProviderDeps = {
+    signer,
+    did,
+    config,
+    hardware: { cpuCores: 4, memoryMiB: 8192 },
+    meter: new EstimatorMeter(50, clock),
+    box,
+    clock,
+    log: silentLogger(),
+    eligibility: (job, advert, now) => {
+      eligibilityCalls.push({ job: job.address, advert: advert.address, now });
+      return opts.eligibility ?? [];
+    },
+    publish: async (kind, env, withAdvert) => {
+      published.push({ kind, env, withAdvert });
+      return 1;
+    },
+    state: {
+      loadSeq: async () => seq,
+      saveSeq: async (s) => {
+        seq = s;
+        seqs.push(s);
+      },
+      hasReceiptFor: async (job) => receipts.some((r) => r.record.job === job),
+    },
+    onReceipt: async (r) => {
+      receipts.push(r);
+    },
+    onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
+  };
+  const provider = new Provider(deps);
+  live.push(provider);
+  return { provider, signer, did, clock, box, published, receipts, outcomes, seqs, eligibilityCalls, config };
+}
+
+const buyer = Ed25519Signer.generate();
+const buyerDid = didFromPublicKey(buyer.publicKey);
+let nonce = 0;
+
+function makeJob(over: Partial<Job> = {}, input = utf8('job input'), signer = buyer): Opened<Job> {
+  return seal(
+    T.job,
+    {
+      workload: 'builtin.sha256',
+      requirements: {},
+      maxPrice: { amount: '0.01', currency: 'USD' },
+      announcedAt: NOW,
+      deadline: NOW + 60_000,
+      timeoutMs: 10_000,
+      input: { hash: hashHex(input), size: input.length },
+      inputSealed: 'no',
+      nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff),
+      ...over,
+    },
+    signer,
+  );
+}
+
+function makeSelection(job: Opened<Job>, offer: Opened<Offer>, signer = buyer, buyerField = buyerDid): Opened<Selection> {
+  return seal(T.selection, { job: job.address, buyer: buyerField, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, signer);
+}
+
+function frame(job: Opened<Job>, offer: Opened<Offer>, selection: Opened<Selection>, input: Uint8Array) {
+  return { t: 'exec', selection: selection.bytes, job: job.bytes, offer: offer.bytes, input };
+}
+
+async function exec(provider: Provider, f: unknown, signal = new AbortController().signal): Promise<ExecFrame[]> {
+  const frames: ExecFrame[] = [];
+  await provider.handleExec(f, async (x) => void frames.push(x), signal);
+  return frames;
+}
+
+/** Start, hear a job, return the offer the provider made for it. */
+async function offered(s: ReturnType<typeof setup>, job: Opened<Job>): Promise<Opened<Offer>> {
+  if (!s.provider.advert) await s.provider.start();
+  const o = await s.provider.onJob(job);
+  assert.ok(o, 'the provider offers on the job');
+  return o;
+}
+
+function refusal(frames: ExecFrame[]): string | undefined {
+  assert.equal(frames.length, 1, `expected a single refused frame, got ${frames.map((f) => f.t).join(',')}`);
+  const f = frames[0]!;
+  assert.equal(f.t, 'refused');
+  return f.t === 'refused' ? f.code : undefined;
+}
+
+describe('Provider: advert', () => {
+  test('start() publishes an advert with the configured workloads, prices, hardware and box key', async () => {
+    const s = setup();
+    await s.provider.start();
+    assert.equal(s.published.length, 1);
+    const { kind, env } = s.published[0]!;
+    assert.equal(kind, 'advert');
+    const a = open(env.bytes, T.advert);
+    assert.equal(a.signer, s.did);
+    assert.deepEqual(a.record.workloads, ['builtin.sha256', 'builtin.sleep']);
+    assert.deepEqual(a.record.prices, [
+      { workload: 'builtin.sha256', unit: 'job', price: { amount: '0.001', currency: 'USD' } },
+      { workload: 'builtin.sleep', unit: 'second', price: { amount: '0.002', currency: 'USD' } },
+    ]);
+    assert.deepEqual(a.record.boxKey, s.box.publicKey);
+    assert.deepEqual(a.record.hardware, { cpuCores: 4, memoryMiB: 8192 });
+    assert.equal(a.record.tier, 'standard');
+    assert.equal(a.record.region, 'eu-west');
+    assert.equal(a.record.issuedAt, NOW);
+    assert.equal(a.record.expiresAt, NOW + s.config.advertLifetimeMs);
+    assert.equal(s.provider.advert?.address, a.address);
+  });
+
+  test('the seq is persisted and increases with every advert, also across a restart with a stored seq', async () => {
+    const s = setup();
+    const a1 = await s.provider.publishAdvert();
+    const a2 = await s.provider.publishAdvert(); // same clock reading: still a higher seq
+    s.clock.advance(10);
+    const a3 = await s.provider.publishAdvert();
+    assert.ok(a1.record.seq < a2.record.seq && a2.record.seq < a3.record.seq);
+    assert.deepEqual(s.seqs, [a1.record.seq, a2.record.seq, a3.record.seq]);
+
+    // A stored seq ahead of the clock (clock stepped back) is still exceeded.
+    const ahead = setup({ loadSeq: NOW + 1_000_000 });
+    const a = await ahead.provider.publishAdvert();
+    assert.equal(a.record.seq, NOW + 1_000_001);
+    assert.deepEqual(ahead.seqs, [NOW + 1_000_001]);
+  });
+});
+
+describe('Provider: offers', () => {
+  test('an eligible job priced within maxPrice gets an offer, published with the advert it cites', async () => {
+    const s = setup();
+    await s.provider.start();
+    const job = makeJob();
+    const o = await s.provider.onJob(job);
+    assert.ok(o);
+    const last = s.published.at(-1)!;
+    assert.equal(last.kind, 'offer');
+    assert.equal(last.withAdvert?.address, s.provider.advert!.address);
+    const opened = open(last.env.bytes, T.offer);
+    assert.equal(opened.signer, s.did);
+    assert.equal(opened.record.job, job.address);
+    assert.equal(opened.record.advert, s.provider.advert!.address);
+    assert.deepEqual(opened.record.price, { amount: '0.001', currency: 'USD' });
+    assert.equal(opened.record.durationMs, 1000);
+    assert.equal(opened.record.issuedAt, NOW);
+    assert.ok(opened.record.startBy + opened.record.durationMs <= job.record.deadline);
+    assert.deepEqual(s.eligibilityCalls, [{ job: job.address, advert: s.provider.advert!.address, now: NOW }]);
+    // Once per job.
+    assert.equal(await s.provider.onJob(job), undefined);
+  });
+
+  test('a price exactly at maxPrice is offered', async () => {
+    const s = setup();
+    await s.provider.start();
+    assert.ok(await s.provider.onJob(makeJob({ maxPrice: { amount: '0.0010', currency: 'USD' } })));
+  });
+
+  test('no offer when not eligible, too expensive, in another currency, unable to finish by the deadline, or for its own job', async () => {
+    const notEligible = setup({ eligibility: [{ code: 'ELIG_GPU_COUNT' }, { code: 'ELIG_REGION' }] });
+    await notEligible.provider.start();
+    assert.equal(await notEligible.provider.onJob(makeJob()), undefined);
+
+    const s = setup();
+    assert.equal(await s.provider.onJob(makeJob()), undefined, 'no advert yet: no offer');
+    await s.provider.start();
+    assert.equal(await s.provider.onJob(makeJob({ maxPrice: { amount: '0.000999', currency: 'USD' } })), undefined, 'too expensive');
+    assert.equal(await s.provider.onJob(makeJob({ maxPrice: { amount: '1', currency: 'EUR' } })), undefined, 'other currency');
+    assert.equal(await s.provider.onJob(makeJob({ deadline: NOW + 999 })), undefined, 'cannot finish before the deadline');
+    assert.equal(await s.provider.onJob(makeJob({ deadline: NOW + 1000 })), undefined, 'would have to start right now');
+    assert.equal(await s.provider.onJob(makeJob({ workload: 'infer.llm' })), undefined, 'workload not run here');
+    assert.equal(await s.provider.onJob(makeJob({}, utf8('x'), s.signer)), undefined, 'its own job');
+    assert.equal(s.published.filter((p) => p.kind === 'offer').length, 0);
+    // The same provider does offer on a fitting job (the refusals above were for their reasons).
+    assert.ok(await s.provider.onJob(makeJob()));
+  });
+
+  test('an offer near the deadline expires early enough to finish by it', async () => {
+    const s = setup();
+    await s.provider.start();
+    const o = await s.provider.onJob(makeJob({ deadline: NOW + 5000 }));
+    assert.ok(o);
+    assert.equal(o.record.startBy, NOW + 4000);
+    assert.ok(o.record.expiresAt <= o.record.startBy);
+  });
+});
+
+describe('Provider: execution', () => {
+  test('a valid request: accepted → output → receipt, completed, signed, linked and priced as offered', async () => {
+    const s = setup();
+    const input = utf8('hash me');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    const kinds = frames.map((f) => f.t).filter((t) => t !== 'progress');
+    assert.deepEqual(kinds, ['accepted', 'output', 'receipt']);
+    const out = frames.find((f) => f.t === 'output');
+    assert.ok(out && out.t === 'output');
+    assert.equal(Buffer.from(out.data).toString(), createHash('sha256').update(input).digest('hex'));
+    const rf = frames.at(-1)!;
+    assert.ok(rf.t === 'receipt');
+    const r = open(rf.receipt, T.receipt);
+    assert.equal(r.signer, s.did);
+    assert.equal(r.record.status, 'completed');
+    assert.equal(r.record.provider, s.did);
+    assert.equal(r.record.buyer, buyerDid);
+    assert.equal(r.record.job, job.address);
+    assert.equal(r.record.offer, offer.address);
+    assert.equal(r.record.workload, 'builtin.sha256');
+    assert.equal(r.record.outputHash, hashHex(out.data));
+    assert.equal(r.record.outputSize, out.data.length);
+    assert.equal(r.record.inputHash, job.record.input.hash);
+    assert.deepEqual(r.record.price, offer.record.price);
+    assert.equal(r.record.failure, undefined);
+    assert.equal(r.record.energy.grade, 'Estimator');
+    assert.ok(r.record.completedAt >= r.record.startedAt);
+    // Stored, counted and gossiped.
+    assert.deepEqual(
+      s.receipts.map((x) => x.address),
+      [r.address],
+    );
+    assert.deepEqual(s.outcomes, ['completed:builtin.sha256']);
+    assert.equal(s.published.at(-1)!.kind, 'receipt');
+    assert.equal(s.published.at(-1)!.env.address, r.address);
+    assert.equal(s.provider.running, 0);
+    // The same job does not run twice.
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
+  });
+
+  test('a sealed input opens with the provider’s box key and runs', async () => {
+    const s = setup();
+    const plain = utf8('secret input');
+    const job = makeJob({ inputSealed: 'yes' }, plain);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), sealBox(plain, s.box.publicKey)));
+    const out = frames.find((f) => f.t === 'output');
+    assert.ok(out && out.t === 'output');
+    assert.equal(Buffer.from(out.data).toString(), createHash('sha256').update(plain).digest('hex'));
+    const rf = frames.at(-1)!;
+    assert.ok(rf.t === 'receipt');
+    assert.equal(open(rf.receipt, T.receipt).record.status, 'completed');
+  });
+
+  test('a sealed input for another key is refused and nothing runs', async () => {
+    const s = setup();
+    const plain = utf8('secret input');
+    const job = makeJob({ inputSealed: 'yes' }, plain);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), sealBox(plain, generateBoxKeyPair().publicKey)));
+    assert.equal(refusal(frames), 'BOX_OPEN_FAILED');
+    assert.equal(s.receipts.length, 0);
+  });
+
+  test('refusals: selection not signed by the buyer, another provider’s offer, input mismatch, not the winner', async () => {
+    const s = setup();
+    const input = utf8('the input');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+
+    const stranger = Ed25519Signer.generate();
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer, stranger), input))), 'EXEC_SELECTION_UNAUTHORISED');
+    // Signed by the buyer but naming someone else as the buyer.
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer, buyer, didFromPublicKey(stranger.publicKey)), input))), 'EXEC_SELECTION_UNAUTHORISED');
+
+    const other = Ed25519Signer.generate();
+    const otherOffer = seal(T.offer, { ...offer.record }, other);
+    assert.equal(refusal(await exec(s.provider, frame(job, otherOffer, makeSelection(job, otherOffer), input))), 'EXEC_NOT_MY_OFFER');
+
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), utf8('the inpuT')))), 'EXEC_INPUT_MISMATCH');
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), utf8('the input!')))), 'EXEC_INPUT_MISMATCH');
+
+    // A selection of another job, or naming another winner.
+    const job2 = makeJob({}, input);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job2, offer), input))), 'EXEC_NOT_SELECTED');
+    const offer2 = await offered(s, job2);
+    assert.equal(refusal(await exec(s.provider, frame(job2, offer2, makeSelection(job2, offer), input))), 'EXEC_NOT_SELECTED');
+    // The offer answers another job.
+    assert.equal(refusal(await exec(s.provider, frame(job2, offer, makeSelection(job2, offer), input))), 'EXEC_OFFER_MISMATCH');
+
+    assert.equal(refusal(await exec(s.provider, { t: 'exec', job: job.bytes })), 'EXEC_BAD_REQUEST');
+
+    // None of these ran anything or signed anything.
+    assert.equal(s.receipts.length, 0);
+    assert.equal(s.published.filter((p) => p.kind === 'receipt').length, 0);
+    // And the genuine request still runs afterwards.
+    const ok = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(ok.at(-1)!.t, 'receipt');
+  });
+
+  test('a lapsed offer (past its startBy) is refused', async () => {
+    const s = setup();
+    const input = utf8('late');
+    const job = makeJob({ deadline: NOW + 10_000 }, input);
+    const offer = await offered(s, job);
+    s.clock.set(offer.record.startBy + 1);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_OFFER_LAPSED');
+  });
+
+  test('a failing executor (deadline) yields a signed failed receipt with EXEC_TIMEOUT and no output', async () => {
+    const s = setup();
+    const input = utf8('slow');
+    const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 30 }, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.deepEqual(
+      frames.map((f) => f.t).filter((t) => t !== 'progress'),
+      ['accepted', 'receipt'],
+    );
+    const rf = frames.at(-1)!;
+    assert.ok(rf.t === 'receipt');
+    const r = open(rf.receipt, T.receipt);
+    assert.equal(r.signer, s.did);
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_TIMEOUT');
+    assert.equal(r.record.outputHash, undefined);
+    assert.deepEqual(r.record.price, offer.record.price);
+    assert.deepEqual(s.outcomes, ['failed:builtin.sleep']);
+    assert.equal(s.receipts.length, 1);
+    assert.equal(s.provider.running, 0);
+  });
+
+  test('the buyer going away stops the work with a signed failed receipt', async () => {
+    const s = setup();
+    const input = utf8('bye');
+    const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
+    const offer = await offered(s, job);
+    const gone = new AbortController();
+    const frames: ExecFrame[] = [];
+    const run = s.provider.handleExec(
+      frame(job, offer, makeSelection(job, offer), input),
+      async (f) => {
+        frames.push(f);
+        if (f.t === 'accepted') setImmediate(() => gone.abort());
+      },
+      gone.signal,
+    );
+    await run;
+    const r = s.receipts[0];
+    assert.ok(r);
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_BUYER_GONE');
+  });
+
+  test('two requests for the same job at once: it runs once', async () => {
+    const s = setup({ slots: 2 });
+    const input = utf8('once');
+    const job = makeJob({ workload: 'builtin.sleep', params: '50' }, input);
+    const offer = await offered(s, job);
+    const f = frame(job, offer, makeSelection(job, offer), input);
+    const [a, b] = await Promise.all([exec(s.provider, f), exec(s.provider, f)]);
+    const ends = [a.at(-1)!.t, b.at(-1)!.t].sort();
+    assert.deepEqual(ends, ['receipt', 'refused']);
+    const refused = [a, b].find((x) => x.at(-1)!.t === 'refused')!;
+    assert.equal(refusal(refused), 'EXEC_ALREADY_RUN');
+    assert.equal(s.receipts.length, 1);
+  });
+
+  test('requests beyond the slots at once: the extra one is refused EXEC_BUSY', async () => {
+    const s = setup({ slots: 1 });
+    const i1 = utf8('one');
+    const i2 = utf8('two');
+    const j1 = makeJob({ workload: 'builtin.sleep', params: '50' }, i1);
+    const j2 = makeJob({ workload: 'builtin.sleep', params: '50' }, i2);
+    const o1 = await offered(s, j1);
+    const o2 = await offered(s, j2);
+    const [a, b] = await Promise.all([exec(s.provider, frame(j1, o1, makeSelection(j1, o1), i1)), exec(s.provider, frame(j2, o2, makeSelection(j2, o2), i2))]);
+    const ends = [a.at(-1)!, b.at(-1)!];
+    assert.equal(ends.filter((f) => f.t === 'receipt').length, 1);
+    const refused = ends.find((f) => f.t === 'refused');
+    assert.ok(refused && refused.t === 'refused');
+    assert.equal(refused.code, 'EXEC_BUSY');
+  });
+});

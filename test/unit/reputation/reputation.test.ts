@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { EvidenceStore, deriveReputation, type Evidence } from '../../../src/reputation/index.js';
+import { open, sealRaw, encodeCanonical, T, type Opened } from '../../../src/records/index.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { codeOf } from '../../../src/errors.js';
+import { NOW, P, acceptance, advert, job, offer, receipt, shuffle } from '../market/fixtures.js';
+
+const BUYER = P(100);
+const PROV = P(1);
+const AD = advert(PROV);
+
+let n = 0;
+function done(status: 'completed' | 'failed' = 'completed', quoted = 60_000, actual = 30_000, p = PROV) {
+  const j = job(BUYER, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
+  const o = offer(p, j, p === PROV ? AD : advert(p), { durationMs: quoted });
+  const r = receipt(p, BUYER, o, { status, startedAt: NOW, completedAt: NOW + actual });
+  return { j, o, r };
+}
+const ev = (receipts: Opened[], acceptances: Opened[] = [], offers: Opened[] = []): Evidence => ({ receipts, acceptances, offers }) as Evidence;
+
+test('an unknown provider scores exactly 0.5', () => {
+  const t = deriveReputation(ev([]));
+  assert.equal(t.scoreOf(PROV.did), 0.5);
+  assert.equal(t.get(PROV.did).score, 0.5);
+});
+
+test('Laplace smoothing: one success → 2/3; a thousand jobs with two failures outrank one success', () => {
+  const one = done();
+  assert.equal(deriveReputation(ev([one.r])).scoreOf(PROV.did), 2 / 3);
+  // the formula on counts (cheaper than signing a thousand receipts)
+  const S = (s: number, f: number) => (1 + s) / (2 + s + f);
+  assert.ok(S(998, 2) > S(1, 0));
+  const fail = done('failed');
+  assert.equal(deriveReputation(ev([fail.r])).scoreOf(PROV.did), 1 / 3);
+});
+
+test('a receipt counts only if signed by the provider it names; a duplicate counts once', () => {
+  const x = done();
+  // the record layer refuses a receipt naming another provider
+  const bad = sealRaw(T.receipt, encodeCanonical({ ...coreOf(x.r), provider: P(2).did }), P(3).signer);
+  assert.equal(codeOf(() => open(bad, T.receipt)), 'RECEIPT_SIGNER_NOT_PROVIDER');
+  // and the evidence store refuses one handed over already "opened"
+  const forged = { ...x.r, signer: P(3).did } as Opened;
+  assert.equal(codeOf(() => EvidenceStore.check(forged)), 'REPUTATION_RECEIPT_NOT_PROVIDER');
+  assert.equal(deriveReputation(ev([forged])).scoreOf(PROV.did), 0.5);
+  assert.equal(deriveReputation(ev([x.r, x.r, x.r])).get(PROV.did).jobs, 1);
+  // several receipts for one offer count once, the worst outcome
+  const again = receipt(PROV, BUYER, x.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 1 });
+  const f = deriveReputation(ev([x.r, again])).get(PROV.did);
+  assert.deepEqual([f.jobs, f.successes, f.failures], [1, 0, 1]);
+});
+
+function coreOf(r: Opened): Record<string, unknown> {
+  const rec = { ...(r.record as Record<string, unknown>) };
+  for (const k of ['job', 'offer', 'inputHash', 'outputHash']) if (typeof rec[k] === 'string') rec[k] = Buffer.from((rec[k] as string).slice(7), 'hex');
+  return rec;
+}
+
+test('a dispute by the receipt’s own buyer costs more than a failure; anyone else’s dispute is ignored', () => {
+  const ok = done();
+  const failed = done('failed');
+  const disputed = done();
+  const dispute = acceptance(BUYER, disputed.r, 'disputed');
+  const t = deriveReputation(ev([ok.r, failed.r, disputed.r], [dispute]));
+  const f = t.get(PROV.did);
+  assert.deepEqual([f.successes, f.failures, f.disputes], [1, 1, 1]);
+  assert.equal(f.successRate, (1 + 1) / (2 + 1 + 1 + 2));
+  const withFailureInstead = deriveReputation(ev([ok.r, failed.r, done('failed').r])).scoreOf(PROV.did);
+  assert.ok(t.scoreOf(PROV.did) < withFailureInstead);
+  // a dispute signed by someone who is not the receipt's buyer: ignored
+  const stranger = acceptance(P(300), disputed.r, 'disputed');
+  assert.equal(deriveReputation(ev([disputed.r], [stranger])).get(PROV.did).disputes, 0);
+  // latest verdict of the buyer wins; a tie goes to the dispute
+  const later = acceptance(BUYER, disputed.r, 'accepted', { signedAt: NOW + 50_000 });
+  assert.equal(deriveReputation(ev([disputed.r], [dispute, later])).get(PROV.did).disputes, 0);
+  const same = acceptance(BUYER, disputed.r, 'accepted', { signedAt: NOW + 40_000 });
+  assert.equal(deriveReputation(ev([disputed.r], [same, dispute])).get(PROV.did).disputes, 1);
+});
+
+test('quote accuracy: only (offer, receipt citing it, same provider) pairs; under-quoting costs', () => {
+  const honest = done('completed', 60_000, 30_000);
+  const under = done('completed', 10_000, 40_000);
+  // no offers held: no pairs, accuracy 1
+  assert.equal(deriveReputation(ev([honest.r, under.r])).get(PROV.did).accuracy, 1);
+  const t = deriveReputation(ev([honest.r, under.r], [], [honest.o, under.o]));
+  const f = t.get(PROV.did);
+  assert.equal(f.quotePairs, 2);
+  assert.equal(f.underQuoted, 1);
+  assert.equal(f.accuracy, (1 + 1 + 0.25) / 3);
+  assert.equal(f.score, f.successRate * f.accuracy);
+  // an offer the receipt does not cite gives nothing
+  const other = done('completed', 10_000, 40_000);
+  assert.equal(deriveReputation(ev([honest.r], [], [other.o])).get(PROV.did).quotePairs, 0);
+  // an offer by another provider cited by the receipt gives nothing
+  const x = done('completed', 60_000, 30_000, P(2));
+  const r = receipt(PROV, BUYER, x.o);
+  assert.equal(deriveReputation(ev([r], [], [x.o])).get(PROV.did).quotePairs, 0);
+});
+
+test('property: the same evidence in any order gives the same figures', () => {
+  const items = [done(), done('failed'), done('completed', 10_000, 30_000), done(), done('completed', 60_000, 30_000, P(2)), done('failed', 60_000, 1, P(2))];
+  const receipts = items.map((i) => i.r);
+  const offers = items.map((i) => i.o);
+  const acceptances = [acceptance(BUYER, items[3]!.r, 'disputed'), acceptance(BUYER, items[0]!.r, 'accepted'), acceptance(BUYER, items[4]!.r, 'disputed')];
+  const ref = JSON.stringify(deriveReputation(ev(receipts, acceptances, offers)).all());
+  fc.assert(
+    fc.property(fc.integer(), (seed) => {
+      const t = deriveReputation(ev(shuffle([...receipts, ...receipts], seed), shuffle(acceptances, seed + 1), shuffle(offers, seed + 2)));
+      assert.equal(JSON.stringify(t.all()), ref);
+    }),
+    { numRuns: 100 },
+  );
+});
+
+test('the evidence store persists evidence (not scores), refuses what is not evidence, and a restart derives the same figures', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-'));
+  try {
+    let db = await openDb(dir);
+    const s = await EvidenceStore.open(db);
+    const a = done();
+    const b = done('failed');
+    assert.equal(await s.add(a.r, a.o, b.r), 3);
+    assert.equal(await s.add(a.r), 0);
+    await assert.rejects(s.add(AD), { code: 'REPUTATION_UNSUPPORTED_TYPE' });
+    await assert.rejects(s.add(b.o, { ...a.r, signer: P(9).did } as Opened), { code: 'REPUTATION_RECEIPT_NOT_PROVIDER' });
+    assert.equal(s.size, 3); // nothing from the refused batch was kept
+    assert.equal(await s.addBytes(acceptance(BUYER, a.r, 'disputed').bytes), 1);
+    const before = JSON.stringify(s.derive().all());
+    await closeDb(db);
+    db = await openDb(dir);
+    const s2 = await EvidenceStore.open(db);
+    assert.equal(JSON.stringify(s2.derive().all()), before);
+    assert.equal(s2.derive().get(PROV.did).disputes, 1);
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,208 @@
+/** The record store on a real LevelDB in a temp dir: put/get/list, advert replacement by seq, restart. */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Advert, type Job, type Offer } from '../../../src/records/kinds.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { RecordStore } from '../../../src/store/records.js';
+
+const NOW = 1_800_000_000_000;
+
+function advert(signer: Ed25519Signer, seq: number): Opened<Advert> {
+  return seal(T.advert, { seq, issuedAt: NOW, expiresAt: NOW + 600_000, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 4, memoryMiB: 8192 } }, signer);
+}
+
+function job(signer: Ed25519Signer, n: number): Opened<Job> {
+  const input = new TextEncoder().encode(`input ${n}`);
+  return seal(
+    T.job,
+    { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 60_000, timeoutMs: 10_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', nonce: Uint8Array.of(n) },
+    signer,
+  );
+}
+
+function offer(signer: Ed25519Signer, j: Opened<Job>, a: Opened<Advert>): Opened<Offer> {
+  return seal(T.offer, { job: j.address, advert: a.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, signer);
+}
+
+describe('RecordStore (real LevelDB)', () => {
+  let dir: string;
+  const buyer = Ed25519Signer.generate();
+  const p1 = Ed25519Signer.generate();
+  const p2 = Ed25519Signer.generate();
+  const did1 = didFromPublicKey(p1.publicKey);
+  const did2 = didFromPublicKey(p2.publicKey);
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-store-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('put, has, get, getBytes and list by type; a second put of the same record is a no-op', async () => {
+    const db = await openDb(join(dir, 'basic'));
+    try {
+      const s = await RecordStore.open(db);
+      const jobs = [job(buyer, 1), job(buyer, 2), job(buyer, 3)];
+      for (const j of jobs) assert.equal(await s.put(j), true);
+      assert.equal(await s.put(jobs[0]!), false);
+      const a = advert(p1, 1);
+      const o = offer(p1, jobs[0]!, a);
+      assert.equal(await s.put(o), true);
+
+      assert.equal(await s.has(jobs[1]!.address), true);
+      assert.equal(await s.has(hashHex(new Uint8Array(1))), false);
+      const got = await s.get(jobs[1]!.address, T.job);
+      assert.ok(got);
+      assert.equal(got.signer, didFromPublicKey(buyer.publicKey));
+      assert.deepEqual(got.record, jobs[1]!.record);
+      assert.deepEqual(new Uint8Array((await s.getBytes(o.address))!), o.bytes);
+      assert.equal(await s.get(hashHex(new Uint8Array(1)), T.job), undefined);
+      // Asking for the wrong type gives nothing, not a mistyped record.
+      assert.equal(await s.get(o.address, T.job), undefined);
+
+      const listed = await s.list(T.job);
+      assert.deepEqual(
+        listed.map((r) => r.address),
+        jobs.map((j) => j.address).sort(),
+      );
+      assert.equal((await s.list(T.job, 2)).length, 2);
+      assert.deepEqual(
+        (await s.list(T.offer)).map((r) => r.address),
+        [o.address],
+      );
+      assert.deepEqual(await s.list(T.receipt), []);
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  test('adverts: a higher seq replaces the provider’s advert, an equal or lower one does not', async () => {
+    const db = await openDb(join(dir, 'adverts'));
+    try {
+      const s = await RecordStore.open(db);
+      const a5 = advert(p1, 5);
+      assert.equal(await s.put(a5), true);
+      assert.equal(s.advertOf(did1)?.address, a5.address);
+
+      const a5b = seal(T.advert, { ...a5.record, workloads: ['builtin.primes'] }, p1); // same seq, other content
+      assert.notEqual(a5b.address, a5.address);
+      await s.put(a5b);
+      await s.put(advert(p1, 4));
+      assert.equal(s.advertOf(did1)?.address, a5.address, 'an equal or lower seq does not replace');
+      assert.equal(await s.put(a5), false, 'the same advert again is already held');
+
+      const a6 = advert(p1, 6);
+      assert.equal(await s.put(a6), true);
+      assert.equal(s.advertOf(did1)?.address, a6.address, 'a higher seq replaces');
+      // Superseded adverts stay retrievable by address: live offers cite the advert they were made against.
+      assert.deepEqual((await s.get(a5.address, T.advert))?.record, a5.record);
+
+      const b1 = advert(p2, 1);
+      assert.equal(await s.put(b1), true);
+      // One advert per provider, in DID order.
+      assert.deepEqual(
+        s.adverts().map((a) => a.signer),
+        [did1, did2].sort(),
+      );
+      assert.equal(s.adverts().length, 2);
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  test('adverts heard concurrently: the highest seq wins whatever the order the writes finish', async () => {
+    const db = await openDb(join(dir, 'adverts-race'));
+    try {
+      const s = await RecordStore.open(db);
+      const hi = advert(p1, 10);
+      const lo = advert(p1, 9);
+      await Promise.all([s.put(hi), s.put(lo)]);
+      assert.equal(s.advertOf(did1)?.address, hi.address);
+      const lo2 = advert(p1, 8);
+      const hi2 = advert(p1, 11);
+      await Promise.all([s.put(lo2), s.put(hi2), s.put(advert(p1, 7))]);
+      assert.equal(s.advertOf(did1)?.address, hi2.address);
+      // And after a reopen the persisted pointer agrees.
+      const s2 = await RecordStore.open(db);
+      assert.equal(s2.advertOf(did1)?.address, hi2.address);
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  test('the same record put twice at once is stored once', async () => {
+    const db = await openDb(join(dir, 'dup-race'));
+    try {
+      const s = await RecordStore.open(db);
+      const j = job(buyer, 42);
+      const results = await Promise.all([s.put(j), s.put(j), s.put(j)]);
+      assert.deepEqual(
+        results.filter((r) => r),
+        [true],
+      );
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  test('after closing and reopening the database everything is still there (restart)', async () => {
+    const path = join(dir, 'restart');
+    const j = job(buyer, 7);
+    const a1 = advert(p1, 1);
+    const a2 = advert(p1, 2);
+    const b = advert(p2, 3);
+    const o = offer(p2, j, b);
+    {
+      const db = await openDb(path);
+      const s = await RecordStore.open(db);
+      for (const r of [j, a1, a2, b, o]) await s.put(r);
+      await closeDb(db);
+    }
+    const db = await openDb(path);
+    try {
+      const s = await RecordStore.open(db);
+      assert.deepEqual((await s.get(j.address, T.job))?.record, j.record);
+      assert.deepEqual(new Uint8Array((await s.getBytes(o.address))!), o.bytes);
+      assert.equal(s.advertOf(did1)?.address, a2.address);
+      assert.equal(s.advertOf(did2)?.address, b.address);
+      assert.equal(await s.has(a1.address), true);
+      assert.equal(await s.put(a2), false);
+      assert.deepEqual(
+        (await s.list(T.job)).map((r) => r.address),
+        [j.address],
+      );
+      // The replacement rule still holds against what was persisted.
+      const again = seal(T.advert, { ...a2.record, workloads: ['builtin.primes'] }, p1);
+      await s.put(again);
+      assert.equal(s.advertOf(did1)?.address, a2.address);
+      const a3 = advert(p1, 3);
+      await s.put(a3);
+      assert.equal(s.advertOf(did1)?.address, a3.address);
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  test('prefixes keep overlays apart in one database', async () => {
+    const db = await openDb(join(dir, 'overlays'));
+    try {
+      const pub = await RecordStore.open(db);
+      const priv = await RecordStore.open(db, 'acme/');
+      const j = job(buyer, 9);
+      await priv.put(j);
+      await priv.put(advert(p1, 1));
+      assert.equal(await pub.has(j.address), false);
+      assert.equal(pub.advertOf(did1), undefined);
+      assert.deepEqual(await pub.list(T.job), []);
+      assert.equal(await priv.has(j.address), true);
+    } finally {
+      await closeDb(db);
+    }
+  });
+});
