@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { C0Error } from '../errors.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
-import { DAEMON_FILE, type DaemonInfo } from '../node/daemon.js';
+import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
 import { createIdentity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
 

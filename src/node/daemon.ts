@@ -26,8 +26,9 @@ import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import type { NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
+import { DAEMON_FILE, type DaemonInfo } from './daemon-info.js';
 
-export const DAEMON_FILE = 'daemon.json';
+export { DAEMON_FILE, readDaemonInfo, type DaemonInfo } from './daemon-info.js';
 
 export interface DaemonOptions {
   dataDir: string;
@@ -39,25 +40,6 @@ export interface DaemonOptions {
   advertise?: boolean;
   /** Serve the control API (false for one-shot nodes). */
   api?: boolean;
-}
-
-export interface DaemonInfo {
-  pid: number;
-  did: string;
-  api: string;
-  startedAt: number;
-}
-
-export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
-  const p = join(dataDir, DAEMON_FILE);
-  if (!existsSync(p)) return undefined;
-  try {
-    const info = JSON.parse(readFileSync(p, 'utf8')) as DaemonInfo;
-    process.kill(info.pid, 0); // throws when the process is gone
-    return info;
-  } catch {
-    return undefined;
-  }
 }
 
 export class Daemon {

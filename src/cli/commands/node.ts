@@ -11,7 +11,8 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { createIdentity, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
-import { Daemon, readDaemonInfo } from '../../node/daemon.js';
+import { readDaemonInfo } from '../../node/daemon-info.js';
+import type { Daemon } from '../../node/daemon.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
@@ -85,6 +86,7 @@ async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig
   if (!flags.listen?.length) config.network.listen = config.network.listen.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
   const log = createLogger({ level: flags.logLevel ?? (config.log.level === 'info' ? 'warn' : config.log.level), format: 'pretty', name: 'node' });
   const identity = await loadNodeIdentity(dataDir);
+  const { Daemon } = await import('../../node/daemon.js');
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
 
@@ -139,6 +141,7 @@ export function register(program: Command): void {
     const config = nodeConfig(dataDir, f);
     const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
     const identity = await loadNodeIdentity(dataDir);
+    const { Daemon } = await import('../../node/daemon.js');
     const d = await Daemon.start({ dataDir, config, identity, log });
     out(`c0mpute node ${d.did}`);
     out(`  peer id  ${d.net.peerId.toString()}`);
@@ -315,6 +318,7 @@ async function offlineNode(dataDir: string): Promise<Daemon> {
   config.network.bootstrap = [];
   const log = createLogger({ level: 'silent' });
   const identity = await loadNodeIdentity(dataDir);
+  const { Daemon } = await import('../../node/daemon.js');
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
 

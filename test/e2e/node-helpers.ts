@@ -1,0 +1,422 @@
+/**
+ * Shared helpers for the node end-to-end tests: real `c0mpute start` processes
+ * on 127.0.0.1, each with its own data directory (LevelDB on disk) in a temp
+ * dir, driven through their control API and the `c0mpute` command.
+ *
+ *   const c = new Cluster('walk');
+ *   const p = await c.start('p1', providerConfig({ price: '0.002' }));
+ *   const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)] }));
+ *   const { result, events } = await runJob(b, spec);
+ *   await c.destroy();   // in an after hook: every process, every temp dir
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify as toYaml } from 'yaml';
+import { C0Error } from '../../src/errors.js';
+import { apiCall, apiStream, TOKEN_FILE } from '../../src/node/api.js';
+import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon.js';
+import { createIdentity, readKeyFileDid } from '../../src/node/identity.js';
+
+export const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `fn` until it returns something other than undefined/false; generous timeouts, never a timed assertion. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 150): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** builtin.sha256's output computed locally: `rounds` iterations of SHA-256 over the input, hex. */
+export function sha256Rounds(input: Uint8Array, rounds: number): string {
+  let h = createHash('sha256').update(input).digest();
+  for (let i = 1; i < rounds; i++) h = createHash('sha256').update(h).digest();
+  return h.toString('hex');
+}
+
+// ---------------------------------------------------------------------------
+// Configs
+// ---------------------------------------------------------------------------
+
+export interface ProviderOpts {
+  listen?: string;
+  bootstrap?: string[];
+  allowlist?: string[];
+  tier?: string;
+  region?: string;
+  cpuCores?: number;
+  memoryMiB?: number;
+  gpus?: Array<{ model: string; vramMiB: number; count: number; features?: string[] }>;
+  /** Flat price per job, USD. */
+  price?: string;
+  /** Quoted duration of builtin.sha256. */
+  baseMs?: number;
+  /** Quoted duration of builtin.sleep (kept short so a job's timeout gate passes). */
+  sleepBaseMs?: number;
+  slots?: number;
+  offerLifetimeMs?: number;
+}
+
+/** A provider's config: builtin.sha256 and builtin.sleep, estimator meter, hardware as given (no detection). */
+export function providerConfig(o: ProviderOpts = {}): Record<string, unknown> {
+  const price = { amount: o.price ?? '0.002', currency: 'USD' };
+  return {
+    roles: ['provider'],
+    log: { level: 'info', format: 'json' },
+    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}) },
+    api: { listen: '127.0.0.1:0' },
+    provider: {
+      tier: o.tier ?? 'standard',
+      ...(o.region ? { region: o.region } : {}),
+      slots: o.slots ?? 1,
+      detectGpus: false,
+      ...(o.offerLifetimeMs ? { offerLifetimeMs: o.offerLifetimeMs } : {}),
+      hardware: { cpuCores: o.cpuCores ?? 8, memoryMiB: o.memoryMiB ?? 16_384, gpus: o.gpus ?? [] },
+      meter: { type: 'estimator', estimatorWatts: 65 },
+      workloads: {
+        'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price, duration: { baseMs: o.baseMs ?? 1000 } },
+        'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price, duration: { baseMs: o.sleepBaseMs ?? 200 } },
+      },
+    },
+  };
+}
+
+export interface BuyerOpts {
+  listen?: string;
+  bootstrap?: string[];
+  allowlist?: string[];
+  policy?: string;
+  collectWindowMs?: number;
+  enoughOffers?: number;
+}
+
+export function buyerConfig(o: BuyerOpts = {}): Record<string, unknown> {
+  return {
+    roles: ['buyer'],
+    log: { level: 'info', format: 'json' },
+    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}) },
+    api: { listen: '127.0.0.1:0' },
+    buyer: { policy: o.policy ?? 'balanced', collectWindowMs: o.collectWindowMs ?? 4000, enoughOffers: o.enoughOffers ?? 0 },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------
+
+export interface Api {
+  api: string;
+  token: string;
+}
+
+export interface NodeProc {
+  name: string;
+  dir: string;
+  did: string;
+  config: Record<string, unknown>;
+  configPath: string;
+  log: string;
+  child: ChildProcess;
+  api: Api;
+  /** Listen multiaddrs with /p2p/<peer id>, from /v1/status. */
+  addrs: string[];
+}
+
+/** Every child any cluster started in this process: SIGKILLed if the test process exits with them still running. */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+}
+
+export function tail(path: string, lines = 20): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function exited(c: ChildProcess): boolean {
+  return c.exitCode !== null || c.signalCode !== null;
+}
+
+export function waitExit(c: ChildProcess): Promise<void> {
+  if (exited(c)) return Promise.resolve();
+  return new Promise((resolve) => c.once('exit', () => resolve()));
+}
+
+/** A multiaddr of `n` to bootstrap from (TCP on 127.0.0.1, with /p2p/). */
+export function bootstrapAddr(n: { addrs: string[] }): string {
+  const a = n.addrs.find((x) => x.startsWith('/ip4/127.0.0.1/tcp/') && x.includes('/p2p/'));
+  if (!a) throw new Error(`no 127.0.0.1 address among ${n.addrs.join(' ')}`);
+  return a;
+}
+
+export class Cluster {
+  readonly root: string;
+  readonly nodes: NodeProc[] = [];
+  #cleanups: Array<() => Promise<void>> = [];
+
+  constructor(label: string) {
+    this.root = mkdtempSync(join(tmpdir(), `c0-node-${label}-`));
+  }
+
+  /** Run at destroy, before the processes stop (in-process nodes). */
+  onDestroy(fn: () => Promise<void>): void {
+    this.#cleanups.push(fn);
+  }
+
+  /** A data directory with a fresh key (no passphrase). */
+  dataDir(name: string): { dir: string; did: string } {
+    const dir = join(this.root, name);
+    mkdirSync(dir, { recursive: true });
+    if (!existsSync(join(dir, 'identity.key'))) createIdentity(dir);
+    return { dir, did: readKeyFileDid(dir) };
+  }
+
+  /** `c0mpute --data-dir <root>/<name> start --config <dir>/config.yaml`, waiting until its API answers. */
+  async start(name: string, config: Record<string, unknown>): Promise<NodeProc> {
+    const { dir, did } = this.dataDir(name);
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(configPath, toYaml(config));
+    const log = join(dir, 'node.log');
+    const fd = openSync(log, 'a');
+    const child = spawn(process.execPath, [BIN, '--data-dir', dir, 'start', '--config', configPath], {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, C0MPUTE_PASSPHRASE: '' },
+    });
+    closeSync(fd);
+    track(child);
+    const prev = this.nodes.findIndex((n) => n.name === name);
+    const partial = { name, dir, did, config, configPath, log, child };
+    const api = await waitFor(`${name} to start (log ${log})`, () => {
+      if (exited(child)) throw new C0Error('NODE_EXITED', `${name} exited (${child.exitCode ?? child.signalCode}):\n${tail(log)}`);
+      const f = join(dir, DAEMON_FILE);
+      if (!existsSync(f)) return undefined;
+      const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
+      // A SIGKILLed predecessor leaves its daemon.json behind: only this child's counts.
+      if (info.pid !== child.pid || !info.api) return undefined;
+      return { api: info.api, token: readFileSync(join(dir, TOKEN_FILE), 'utf8').trim() };
+    }, 45_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n--- ${name} log ---\n${tail(log)}`);
+    });
+    const status = (await apiCall(api.api, api.token, 'GET', '/v1/status')) as { addrs: string[] };
+    const n: NodeProc = { ...partial, api, addrs: status.addrs };
+    if (prev >= 0) this.nodes[prev] = n;
+    else this.nodes.push(n);
+    return n;
+  }
+
+  /** Stop one node: SIGTERM (a clean shutdown) by default, SIGKILL after 15 s; SIGKILL on request. */
+  async stop(n: NodeProc, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+    if (exited(n.child)) return;
+    const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
+    n.child.kill(signal);
+    await waitExit(n.child);
+    clearTimeout(t);
+  }
+
+  /** Stop and start again on the same data directory and config. */
+  async restart(n: NodeProc, config: Record<string, unknown> = n.config): Promise<NodeProc> {
+    await this.stop(n);
+    return this.start(n.name, config);
+  }
+
+  byDid(did: string): NodeProc | undefined {
+    return this.nodes.find((n) => n.did === did);
+  }
+
+  /** Print every node's log tail (call when a test failed). */
+  dumpLogs(): void {
+    for (const n of this.nodes) console.error(`--- ${n.name} (${n.did}) ---\n${tail(n.log, 30)}`);
+  }
+
+  async destroy(): Promise<void> {
+    for (const c of this.#cleanups.splice(0).reverse()) await c().catch(() => undefined);
+    await Promise.all(this.nodes.map((n) => this.stop(n)));
+    if (!process.env.C0MPUTE_KEEP_TEST_DIRS) rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The control API
+// ---------------------------------------------------------------------------
+
+export async function get<T = Record<string, unknown>>(n: { api: Api }, path: string): Promise<T> {
+  return (await apiCall(n.api.api, n.api.token, 'GET', path)) as T;
+}
+
+/** A wire record as the API returns it. */
+export interface Wire<R = Record<string, unknown>> {
+  type: string;
+  address: string;
+  signer: string;
+  record: R;
+}
+
+export interface RunOutcome {
+  result: Record<string, unknown> & { status: string };
+  events: Array<Record<string, unknown> & { e: string }>;
+}
+
+/** POST /v1/run and collect the event stream; `onEvent` sees each event as it arrives. */
+export async function runJob(n: { api: Api }, spec: Record<string, unknown>, onEvent: (e: Record<string, unknown> & { e: string }) => void = () => {}): Promise<RunOutcome> {
+  const events: RunOutcome['events'] = [];
+  let result: RunOutcome['result'] | undefined;
+  for await (const ev of apiStream(n.api.api, n.api.token, '/v1/run', spec)) {
+    if (ev.e === 'result') result = ev.result as RunOutcome['result'];
+    else if (ev.e === 'error') {
+      const err = ev.error as { code: string; message: string };
+      throw new C0Error(err.code, err.message);
+    } else {
+      const e = ev as Record<string, unknown> & { e: string };
+      events.push(e);
+      onEvent(e);
+    }
+  }
+  if (!result) throw new C0Error('RUN_NO_RESULT', 'the run ended without a result');
+  return { result, events };
+}
+
+export interface StatusView {
+  did: string;
+  peers: number;
+  providersKnown: number;
+  offersHeld: number;
+  evidence: number;
+  addrs: string[];
+  provider?: { advert?: string; running: number };
+}
+
+export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: number; memoryMiB: number }; expiresAt: number }> {
+  live: boolean;
+}
+
+export interface Figures {
+  did: string;
+  jobs: number;
+  successes: number;
+  failures: number;
+  disputes: number;
+  score: number;
+}
+
+/** Wait until `n` knows at least `count` live adverts and has every DID in `peers` connected. */
+export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: string[] = []): Promise<void> {
+  await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers`, async () => {
+    const s = await get<StatusView>(n, '/v1/status');
+    if (s.providersKnown < count) return false;
+    if (!peers.length) return true;
+    const p = await get<{ peers: Array<{ did?: string }> }>(n, '/v1/peers');
+    const have = new Set(p.peers.map((x) => x.did));
+    return peers.every((d) => have.has(d));
+  }, 45_000);
+  // The adverts arrive by sync right after identify; the gossip subscriptions are exchanged in the
+  // same moment. Give the mesh one heartbeat before a job is published into it.
+  await sleep(1_200);
+}
+
+// ---------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------
+
+export interface CliResult {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** Run `c0mpute --data-dir <dataDir> …args` as a child process. */
+export function c0mpute(dataDir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn', ...env } });
+    track(child);
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const t = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.once('error', reject);
+    child.once('close', (code, sig) => {
+      clearTimeout(t);
+      resolve({ code: code ?? (sig ? 128 : -1), out, err });
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Raw envelope surgery (for the hostile node)
+// ---------------------------------------------------------------------------
+
+function bstrHead(n: number): Uint8Array {
+  if (n < 24) return Uint8Array.of(0x40 | n);
+  if (n < 0x100) return Uint8Array.of(0x58, n);
+  return Uint8Array.of(0x59, n >> 8, n & 0xff);
+}
+
+function readBstr(b: Uint8Array, pos: number): [number, number] {
+  const ib = b[pos]!;
+  const info = ib & 0x1f;
+  if (info < 24) return [pos + 1, pos + 1 + info];
+  if (info === 24) return [pos + 2, pos + 2 + b[pos + 1]!];
+  if (info === 25) {
+    const n = (b[pos + 1]! << 8) | b[pos + 2]!;
+    return [pos + 3, pos + 3 + n];
+  }
+  throw new Error('envelope too large for this helper');
+}
+
+/** Split a COSE_Sign1 envelope `d2 84 <protected> a0 <payload> <signature>` into its parts. */
+export function splitEnvelope(env: Uint8Array): { protectedBytes: Uint8Array; payload: Uint8Array; signature: Uint8Array } {
+  const [ps, pe] = readBstr(env, 2);
+  const [ys, ye] = readBstr(env, pe + 1);
+  const [ss, se] = readBstr(env, ye);
+  return { protectedBytes: env.slice(ps, pe), payload: env.slice(ys, ye), signature: env.slice(ss, se) };
+}
+
+/** Rebuild an envelope from parts (no signing: this is how a payload is tampered with after signing). */
+export function joinEnvelope(p: { protectedBytes: Uint8Array; payload: Uint8Array; signature: Uint8Array }): Uint8Array {
+  const parts = [Uint8Array.of(0xd2, 0x84), bstrHead(p.protectedBytes.length), p.protectedBytes, Uint8Array.of(0xa0), bstrHead(p.payload.length), p.payload, bstrHead(p.signature.length), p.signature];
+  const out = new Uint8Array(parts.reduce((s, x) => s + x.length, 0));
+  let o = 0;
+  for (const x of parts) {
+    out.set(x, o);
+    o += x.length;
+  }
+  return out;
+}
