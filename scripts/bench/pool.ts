@@ -12,7 +12,7 @@ import { Ed25519Signer } from '../../src/records/index.js';
 import { PoolState, UsageBook, buildTree, type Claim, type Entitlement, type PoolEvent } from '../../src/pool/index.js';
 import { availableParallelism } from 'node:os';
 import { Ledger, replay, replayParallel, sealEntries } from '../../src/ledger/index.js';
-import { fmt, measure, median, table, type BenchResult } from './lib.js';
+import { fmt, measure, table, type BenchResult } from './lib.js';
 
 function events(n: number): PoolEvent[] {
   const out: PoolEvent[] = [];

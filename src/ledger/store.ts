@@ -11,6 +11,8 @@
  * append resolves only after that batch is on disk. Opening replays and
  * verifies everything before the ledger is usable.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { openDb, closeDb, sub, type Db, type Sub } from '../store/db.js';
 import { open, seal } from '../records/envelope.js';
@@ -34,6 +36,7 @@ export const LEDGER_ERR = {
   RECEIPT: 'LEDGER_RECEIPT_REFUSED',
   NOT_EMPTY: 'LEDGER_NOT_EMPTY',
   CLOSED: 'LEDGER_CLOSED',
+  NOT_FOUND: 'LEDGER_NOT_FOUND',
 } as const;
 
 export const seqKey = (n: number): string => String(n).padStart(16, '0');
@@ -78,6 +81,8 @@ function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
 
 /** Read a ledger directory's raw contents without verifying anything (for `ledger verify`). */
 export async function readLedgerDir(dir: string): Promise<RawLedger> {
+  // never create a database where none is: reading is not writing
+  if (!existsSync(join(dir, 'CURRENT'))) throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory (no LevelDB database there)`);
   const db = await openDb(dir);
   try {
     const entries = await readAll(sub(db, 'entries'));

@@ -8,7 +8,6 @@ import { createServer, type IncomingMessage, type ServerResponse, type Server } 
 import { timingSafeEqual, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import type { Logger } from '../util/log.js';
 import { writeSecretFile } from './identity.js';
@@ -63,7 +62,13 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-export async function startApi(opts: { listen: string; token: string; routes: Route[]; registry: Registry; log: Logger; replacer?: (k: string, v: unknown) => unknown }): Promise<ApiServer> {
+/** What /metrics serves: a prom-client Registry, or anything with the same two members. */
+export interface MetricsSource {
+  contentType: string;
+  metrics(): Promise<string>;
+}
+
+export async function startApi(opts: { listen: string; token: string; routes: Route[]; registry: MetricsSource; log: Logger; replacer?: (k: string, v: unknown) => unknown }): Promise<ApiServer> {
   const { host, port } = splitHostPort(opts.listen);
   if (!isLoopback(host)) opts.log.warn({ listen: opts.listen }, 'the control API and metrics are bound to a non-loopback address; anyone who can reach it and holds the token controls this node');
   const compiled = opts.routes.map((r) => ({ ...r, re: new RegExp('^' + r.path.replace(/:[a-zA-Z]+/g, '([^/]+)') + '$'), names: [...r.path.matchAll(/:([a-zA-Z]+)/g)].map((m) => m[1]!) }));

@@ -36,26 +36,49 @@ const gpu = z.object({ model: z.string().min(1).max(64), vramMiB: z.number().int
 export const ROLE_NAMES = ['provider', 'buyer', 'witness', 'steward'] as const;
 export type Role = (typeof ROLE_NAMES)[number];
 
+const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000 };
+
+const networkSchema = z
+  .object({
+    listen: z.array(z.string()).default(['/ip4/0.0.0.0/tcp/4001']),
+    announce: z.array(z.string()).default([]),
+    bootstrap: z.array(z.string()).default([]),
+    overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
+    /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
+    swarmKeyFile: z.string().optional(),
+    /** Only these DIDs may connect (enforced by the connection gater). */
+    allowlist: z.array(z.string()).optional(),
+    /** Allow loopback/private addresses in the DHT (devnets and tests). */
+    loopback: z.boolean().default(false),
+    clockSkewMs: z.number().int().nonnegative().default(30_000),
+    /**
+     * Anti-entropy: re-sync live adverts from one random peer this often (ms;
+     * 0 = never). Gossip can miss a record that arrived at a neighbour just
+     * before this node joined its mesh; a periodic sync repairs that.
+     */
+    resyncMs: z.number().int().nonnegative().default(30_000),
+  })
+  .strict();
+
+
 export const configSchema = z
   .object({
     roles: z.array(z.enum(ROLE_NAMES)).default(['buyer']),
     log: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), format: z.enum(['json', 'pretty']).default('json') }).strict().default({ level: 'info', format: 'json' }),
-    network: z
-      .object({
-        listen: z.array(z.string()).default(['/ip4/0.0.0.0/tcp/4001']),
-        announce: z.array(z.string()).default([]),
-        bootstrap: z.array(z.string()).default([]),
-        overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
-        /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
-        swarmKeyFile: z.string().optional(),
-        /** Only these DIDs may connect (enforced by the connection gater). */
-        allowlist: z.array(z.string()).optional(),
-        /** Allow loopback/private addresses in the DHT (devnets and tests). */
-        loopback: z.boolean().default(false),
-        clockSkewMs: z.number().int().nonnegative().default(30_000),
-      })
-      .strict()
-      .default({ listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000 }),
+    network: networkSchema.default(NETWORK_DEFAULTS),
+    /**
+     * Further overlays this node joins at the same time, each its own libp2p
+     * instance (own listen address, own key, own topics and stores). Roles
+     * default to the node's roles.
+     */
+    overlays: z
+      .array(
+        networkSchema.extend({
+          overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/),
+          roles: z.array(z.enum(ROLE_NAMES)).optional(),
+        }),
+      )
+      .default([]),
     api: z
       .object({
         /** host:port of the control API (and /metrics). Port 0 picks a free port. */
@@ -92,6 +115,8 @@ export const configSchema = z
   .strict();
 
 export type NodeConfig = z.infer<typeof configSchema>;
+export type NetworkConfig = NodeConfig['network'];
+export type OverlayConfig = NodeConfig['overlays'][number];
 export type ProviderConfig = NonNullable<NodeConfig['provider']>;
 export type WorkloadConfig = ProviderConfig['workloads'][string];
 

@@ -7,51 +7,67 @@ import { isAddress } from '../records/address.js';
 import type { JobSpec } from '../roles/buyer.js';
 import { ensureToken, startApi, type ApiServer, type Route } from './api.js';
 import type { Daemon } from './daemon.js';
+import type { OverlayNode } from './overlay.js';
 import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
-    { method: 'GET', path: '/v1/peers', handler: async () => ({ peers: d.net.peers() }) },
-    { method: 'GET', path: '/v1/market', handler: async () => market(d) },
-    { method: 'GET', path: '/v1/offers/:job', handler: async ({ params }) => offers(d, params.job!) },
-    { method: 'GET', path: '/v1/jobs', handler: async () => jobs(d) },
-    { method: 'GET', path: '/v1/reputation', handler: async () => ({ providers: d.market.reputation().all() }) },
-    { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params }) => d.market.reputation().get(params.did!) },
+    { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
+    { method: 'GET', path: '/v1/market', handler: async ({ query }) => market(ov(d, query)) },
+    { method: 'GET', path: '/v1/offers/:job', handler: async ({ params, query }) => offers(ov(d, query), params.job!) },
+    { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query)) },
+    { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
+    { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(params.did!) },
     {
       method: 'POST',
       path: '/v1/run',
-      handler: async ({ body }, res) => {
+      handler: async ({ body, query }, res) => {
+        const o = ov(d, query);
         const spec = parseJobSpec(body);
         const s = res.stream();
-        const r = await d.runJob(spec, (e) => s.send(eventToWire(e)));
+        const r = await o.runJob(spec, (e) => s.send(eventToWire(e)));
         return resultToWire(r);
       },
     },
+    ...(d.opts.extraRoutes?.(d) ?? []),
   ];
-  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.registry, log: d.log.child({ mod: 'api' }) });
+  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }) });
+}
+
+/** The overlay a request names with `?overlay=` (default: the primary). */
+function ov(d: Daemon, query: URLSearchParams): OverlayNode {
+  return d.overlay(query.get('overlay') ?? undefined);
+}
+
+function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
+  return {
+    peerId: o.net.peerId.toString(),
+    roles: o.roles,
+    addrs: o.net.addrs(),
+    peers: o.net.peers().length,
+    providersKnown: [...o.market.adverts.latest.values()].filter((a) => a.record.expiresAt > now).length,
+    offersHeld: o.market.book.size,
+    evidence: o.market.evidence.size,
+    ...(o.provider ? { provider: { advert: o.provider.advert?.address, running: o.provider.running } } : {}),
+  };
 }
 
 export function status(d: Daemon): Record<string, unknown> {
   const now = d.clock();
+  const p = d.primary;
   return {
     did: d.did,
-    peerId: d.net.peerId.toString(),
-    roles: d.roles,
-    overlay: d.net.overlay,
-    addrs: d.net.addrs(),
+    overlay: p.name,
+    ...overlayStatus(p, now),
     api: d.apiAddress,
     uptimeMs: now - d.startedAt,
-    peers: d.net.peers().length,
-    providersKnown: [...d.market.adverts.latest.values()].filter((a) => a.record.expiresAt > now).length,
-    offersHeld: d.market.book.size,
-    evidence: d.market.evidence.size,
-    ...(d.provider ? { provider: { advert: d.provider.advert?.address, running: d.provider.running } } : {}),
+    ...(d.overlays.size > 1 ? { overlays: Object.fromEntries([...d.overlays.values()].filter((o) => o !== p).map((o) => [o.name, overlayStatus(o, now)])) } : {}),
   };
 }
 
-export function market(d: Daemon): Record<string, unknown> {
+export function market(d: OverlayNode): Record<string, unknown> {
   const now = d.clock();
   return {
     adverts: [...d.market.adverts.latest.values()]
@@ -60,16 +76,16 @@ export function market(d: Daemon): Record<string, unknown> {
   };
 }
 
-export async function offers(d: Daemon, job: string): Promise<Record<string, unknown>> {
+export async function offers(d: OverlayNode, job: string): Promise<Record<string, unknown>> {
   if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
   const j = await d.records.get(job, T.job);
   const now = d.clock();
-  const held = d.market.offersFor(job, now).map(wireRecord);
+  const held = d.market.offersFor(job, now, j).map(wireRecord);
   if (!j) return { job, known: false, offers: held };
   return { job, known: true, offers: held, explanation: toWire(d.market.explain(j, now)) };
 }
 
-export async function jobs(d: Daemon): Promise<Record<string, unknown>> {
+export async function jobs(d: OverlayNode): Promise<Record<string, unknown>> {
   const mine = (await d.records.list(T.job)).filter((j) => j.signer === d.did);
   const receipts = [...d.market.evidence.receipts.values()];
   const acceptances = [...d.market.evidence.acceptances.values()];

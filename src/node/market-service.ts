@@ -85,16 +85,17 @@ export class MarketService implements BuyerMarket {
     return this.book.best(job, now).length;
   }
 
-  offersFor(job: string, now: number): Array<Opened<Offer>> {
-    return this.book.best(job, now);
+  /** Each provider's best live offer for a job (in the job's currency first, when the job is known). */
+  offersFor(job: string, now: number, record?: Opened<Job>): Array<Opened<Offer>> {
+    return record ? this.book.forJob(record, now) : this.book.best(job, now);
   }
 
   explain(job: Opened<Job>, now: number): MarketExplanation {
-    return explainMarket({ job, adverts: this.adverts, offers: this.book.best(job.address, now), now, skewMs: this.o.skewMs });
+    return explainMarket({ job, adverts: this.adverts, offers: this.book.forJob(job, now), now, skewMs: this.o.skewMs });
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision> {
-    const offers = this.book.best(job.address, now);
+    const offers = this.book.forJob(job, now);
     const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
     const byAddr = new Map(offers.map((o) => [o.address, o]));
     const ranked: RankedCandidate[] = result.ok

@@ -22,6 +22,10 @@ async function readAny(p: string): Promise<RawLedger> {
   return isDir(p) ? readLedgerDir(p) : readLedgerFile(p);
 }
 
+function when(at: number): string {
+  return at <= 8.64e15 ? new Date(at).toISOString() : `at=${at}`;
+}
+
 function describe(e: LedgerEntry): string {
   if (e.event === 'Admitted') {
     return `Admitted claim=${e.claim} entitlement=${e.entitlement} class=${e.class ?? '-'} reserved=${e.reserved!.uj}µJ/${e.reserved!.grade} devices=${e.devices} borrowed=${e.borrowed_uj}µJ`;
@@ -43,7 +47,11 @@ export function register(program: Command): void {
       const rep = verifyLedger(raw, opts.steward ? { steward: opts.steward } : {});
       const r = rep.replay;
       const a = rep.attestation;
-      const grade = a.grade === 'witnessed' ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}` : 'self-attested';
+      const tail = r.length - a.witnessedLength;
+      const grade =
+        a.grade === 'witnessed'
+          ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}${tail > 0 ? ` (the last ${tail} entries are self-attested)` : ''}`
+          : 'self-attested';
       if (opts.json) {
         outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null });
       } else {
@@ -115,7 +123,7 @@ export function register(program: Command): void {
       }
       for (const row of rows) {
         if ('error' in row) out(`#${row.seq} (refused) ${row.error}`);
-        else out(`#${row.seq} ${new Date(row.entry.at).toISOString()} ${describe(row.entry)} ${row.address}`);
+        else out(`#${row.seq} ${when(row.entry.at)} ${describe(row.entry)} ${row.address}`);
       }
       if (!r.ok) out(`problem: entry ${r.problem!.index}: ${r.problem!.code}: ${r.problem!.message}`);
     });

@@ -268,7 +268,7 @@ export function register(program: Command): void {
       else {
         const d = await offlineNode(dataDir);
         try {
-          r = JSON.parse(JSON.stringify(await localJobs(d), jsonReplacer)) as typeof r;
+          r = JSON.parse(JSON.stringify(await localJobs(d.primary), jsonReplacer)) as typeof r;
         } finally {
           await d.stop();
         }

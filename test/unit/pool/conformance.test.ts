@@ -4,7 +4,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { codeOf } from '../../../src/errors.js';
+import { C0Error, codeOf } from '../../../src/errors.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
 import { Ed25519Signer, encodeCanonical, sealRaw, open } from '../../../src/records/index.js';
 import {
   PoolState,
@@ -24,10 +25,10 @@ import {
   type Observation,
   type IdleObservation,
 } from '../../../src/pool/index.js';
-import { GENESIS, POOL_TYPE, WITNESS_TYPE, entryFor, gradeAttestation, replay, sealEntries, checkReceipt } from '../../../src/ledger/index.js';
+import { GENESIS, POOL_TYPE, WITNESS_TYPE, Witness, entryFor, gradeAttestation, replay, sealEntries, checkReceipt } from '../../../src/ledger/index.js';
 import { seal } from '../../../src/records/envelope.js';
 import { ent, sampleTree } from './helpers.js';
-import { admitted, released, steward } from '../ledger/helpers.js';
+import { admitted, released, steward, tempDir } from '../ledger/helpers.js';
 
 const claim = (o: Partial<Claim> = {}): Claim => ({ id: 'c1', entitlement: 'a', class: 'train.small', gang_size: 1, devices_per_member: 1, estimate: { uj: 100, grade: 'HwShunt' }, ...o });
 const E = (uj: number, grade: Energy['grade'] = 'HwShunt'): Energy => ({ uj, grade });
@@ -406,7 +407,19 @@ describe('§7.15 a witness whose key is the steward’s is refused (§6.7)', () 
     assert.equal(a.grade, 'self-attested');
     assert.equal(a.receipts[0]!.status, 'refused');
   });
-  // The Witness class refusing to countersign its own ledger is in test/unit/ledger/witness.test.ts.
+  it('the Witness refuses to countersign a ledger sealed with its own key, and keeps no state', async () => {
+    const t = tempDir('c0-conf-witness-');
+    const db = await openDb(t.dir);
+    try {
+      const w = new Witness(db, steward);
+      const es = sealEntries([admitted('r1')], steward).map((e) => e.bytes);
+      await assert.rejects(w.cosign(w.did, es), (e: unknown) => e instanceof C0Error && e.code === 'WITNESS_IS_STEWARD');
+      assert.deepEqual(await w.held(w.did), { length: 0, head: GENESIS });
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
 });
 
 describe('§7.16 an unwitnessed ledger is graded self-attested, never refused and never reported as witnessed (§6.8)', () => {

@@ -1,0 +1,380 @@
+/**
+ * One overlay a node is on: its own libp2p instance (own listen address, own
+ * swarm key for a private overlay, own topics), its own stores (LevelDB
+ * sublevels under the overlay's prefix, so a record from one overlay never
+ * reaches another's) and the roles it runs there.
+ */
+import { readFileSync } from 'node:fs';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { C0Error } from '../errors.js';
+import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { sub, type Db } from '../store/db.js';
+import { RecordStore } from '../store/records.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { createNetwork, type Network } from '../net/node.js';
+import { rejectError, type SemanticHook } from '../net/gossip-validation.js';
+import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
+import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
+import { Provider } from '../roles/provider/provider.js';
+import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
+import { createMeter } from '../roles/provider/meters.js';
+import { Buyer, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
+import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
+import { MarketService } from './market-service.js';
+import type { NetworkConfig, NodeConfig, Role } from './config.js';
+import type { Identity } from './identity.js';
+
+export interface OverlayDeps {
+  db: Db;
+  identity: Identity;
+  config: NodeConfig;
+  network: NetworkConfig;
+  roles: Role[];
+  clock: Clock;
+  log: Logger;
+}
+
+/** Extension point for roles that live beside provider and buyer (steward, witness). */
+export interface OverlayRole {
+  stop(): Promise<void>;
+}
+
+export class OverlayNode {
+  readonly name: string;
+  readonly registry = new Registry();
+  readonly did: string;
+  net!: Network;
+  records!: RecordStore;
+  market!: MarketService;
+  provider: Provider | undefined;
+  buyer: Buyer | undefined;
+  /** Further roles by name (steward, witness), set up by their modules. */
+  readonly extra = new Map<string, OverlayRole>();
+  #stops: Array<() => Promise<void>> = [];
+  #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
+  readonly #jobs: Counter<'role' | 'outcome'>;
+  readonly #latency: Histogram<'outcome'>;
+
+  private constructor(readonly d: OverlayDeps) {
+    this.name = d.network.overlay;
+    this.did = d.identity.did;
+    this.registry.setDefaultLabels({ overlay: this.name });
+    this.#jobs = new Counter({ name: 'c0mpute_jobs_total', help: 'Jobs by role and outcome', labelNames: ['role', 'outcome'], registers: [this.registry] });
+    this.#latency = new Histogram({ name: 'c0mpute_job_seconds', help: 'Buyer job latency, run to countersigned receipt', labelNames: ['outcome'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 300], registers: [this.registry] });
+  }
+
+  get clock(): Clock {
+    return this.d.clock;
+  }
+  get log(): Logger {
+    return this.d.log;
+  }
+  get roles(): Role[] {
+    return this.d.roles;
+  }
+
+  static async start(d: OverlayDeps): Promise<OverlayNode> {
+    const o = new OverlayNode(d);
+    try {
+      await o.#start();
+    } catch (e) {
+      await o.stop();
+      throw e;
+    }
+    return o;
+  }
+
+  /** Sublevel prefix of this overlay's stores: none for `public` (the stores before overlays existed). */
+  get prefix(): string {
+    return this.name === 'public' ? '' : `${this.name}~`;
+  }
+
+  /** A sublevel of this overlay (for roles that keep state). */
+  sub(name: string) {
+    return sub(this.d.db, `${this.prefix}${name}`);
+  }
+
+  async #start(): Promise<void> {
+    const { db, identity, network: nc } = this.d;
+    const now = this.clock();
+    this.records = await RecordStore.open(db, this.prefix);
+    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs });
+
+    const cache = new MemoryRecordCache();
+    const source: RecordSource = {
+      live: async (kind, t, limit) => {
+        if (kind === 'advert') return this.records.adverts().filter((a) => a.record.expiresAt > t).slice(0, limit).map((a) => a.bytes);
+        return cache.live(kind, t, limit);
+      },
+      get: async (address) => (await this.records.getBytes(address)) ?? cache.get(address) ?? (await this.market.getBytes(address)),
+      add: (kind, rec) => cache.add(kind, rec),
+    };
+    const swarmKey = nc.swarmKeyFile ? readSwarmKey(nc.swarmKeyFile) : undefined;
+    if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
+    this.net = await createNetwork({
+      signer: identity.signer,
+      listen: nc.listen,
+      announce: nc.announce,
+      bootstrap: nc.bootstrap,
+      overlay: this.name,
+      loopback: nc.loopback,
+      ...(swarmKey ? { swarmKey } : {}),
+      ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),
+      clock: this.clock,
+      skewMs: nc.clockSkewMs,
+      records: source,
+      registry: this.registry,
+      logger: this.log.child({ mod: 'net', overlay: this.name }),
+      hooks: { offer: offerHook },
+    });
+    this.#stops.push(() => this.net.stop());
+
+    this.net.subscribe('advert', async (rec) => {
+      await this.records.put(rec);
+      this.market.addAdvert(rec as Opened<Advert>);
+    });
+    this.net.subscribe('offer', async (rec) => {
+      const offer = rec as Opened<Offer>;
+      await this.market.addOffer(offer, this.clock());
+      for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
+    });
+    this.net.subscribe('job', async (rec) => {
+      await this.records.put(rec);
+      if (this.provider) await this.provider.onJob(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed'));
+    });
+    this.net.subscribe('receipt', async (rec) => {
+      await this.market.addEvidence(rec as Opened<Receipt>);
+    });
+    this.net.subscribe('acceptance', async (rec) => {
+      await this.market.addEvidence(rec as Opened<Acceptance>);
+    });
+
+    if (this.roles.includes('provider')) await this.#setupProvider();
+    if (this.roles.includes('buyer')) this.#setupBuyer();
+
+    await this.net.start();
+    if (this.provider) await this.provider.start();
+    this.#antiEntropy(nc.resyncMs);
+  }
+
+  /** Re-sync adverts from a random peer at 2 s, 5 s, then every `everyMs` (0 = never). */
+  #antiEntropy(everyMs: number): void {
+    if (everyMs <= 0) return;
+    const timers: NodeJS.Timeout[] = [];
+    const once = () => {
+      const peers = this.net.peers();
+      if (!peers.length) return;
+      const p = peers[Math.floor(Math.random() * peers.length)]!;
+      void this.net.syncFrom(p.peerId, ['advert']).then(
+        (r) => r.accepted && this.log.debug({ peer: p.did, accepted: r.accepted }, 'anti-entropy sync found records gossip had missed'),
+        () => {},
+      );
+    };
+    timers.push(setTimeout(once, 2000), setTimeout(once, 5000), setInterval(once, everyMs));
+    for (const t of timers) t.unref();
+    this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
+  }
+
+  /** Register a role's stop (steward, witness) so it stops before the network. */
+  addRole(name: string, role: OverlayRole): void {
+    this.extra.set(name, role);
+    this.#stops.push(() => role.stop());
+  }
+
+  async #setupProvider(): Promise<void> {
+    const { config, identity } = this.d;
+    const pc = config.provider;
+    if (!pc) throw new C0Error('CONFIG_INVALID', 'the provider role needs a `provider` section in the config', { field: 'provider' });
+    if (Object.keys(pc.workloads).length === 0) throw new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
+    const detected = await detectHardware({ nvidiaSmi: pc.detectGpus ? 'nvidia-smi' : false });
+    const hardware = mergeHardware(detected, pc.hardware);
+    const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts });
+    const seed = identity.signer.exportSeed();
+    const box = boxKeyFromIdentitySeed(seed);
+    seed.fill(0);
+    const state = this.sub('provider');
+    const runs = this.sub('provider-runs');
+    this.provider = new Provider({
+      signer: identity.signer,
+      did: this.did,
+      config: pc,
+      hardware,
+      meter,
+      box,
+      clock: this.clock,
+      log: this.log.child({ role: 'provider', overlay: this.name }),
+      eligibility: (job, advert, now) => this.market.providerEligibility(job, advert, now),
+      publish: async (kind, env, withAdvert) => {
+        if (kind === 'advert') {
+          await this.records.put(env);
+          this.market.addAdvert(env as Opened<Advert>);
+        }
+        try {
+          return (await this.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
+        } catch (e) {
+          // No peers yet is not an error for a provider: it retries, and the advert is served on sync.
+          this.log.debug({ kind, err: (e as Error).message }, 'publish reached no peer');
+          return 0;
+        }
+      },
+      state: {
+        loadSeq: async () => {
+          const v = await state.get('seq');
+          return v ? Number(Buffer.from(v).toString()) : 0;
+        },
+        saveSeq: async (seq) => {
+          await state.batch([{ type: 'put', key: 'seq', value: new TextEncoder().encode(String(seq)) }], { sync: true } as never);
+        },
+        hasReceiptFor: async (job) => (await runs.get(job)) !== undefined,
+      },
+      onReceipt: async (r) => {
+        await runs.batch([{ type: 'put', key: r.record.job, value: new TextEncoder().encode(r.address) }], { sync: true } as never);
+        await this.market.addEvidence(r);
+      },
+      onOutcome: (status) => this.#jobs.inc({ role: 'provider', outcome: status }),
+      ...(this.selectionAuthority ? { selectionAuthority: this.selectionAuthority } : {}),
+    });
+    this.#stops.push(() => this.provider!.stop());
+    await this.net.handle(
+      EXEC_PROTOCOL,
+      async (frames, ctx) => {
+        await this.provider!.handleExec(frames[0], (f) => ctx.send(f as never), ctx.signal);
+      },
+      { maxFrameBytes: pc.maxInputBytes + 1024 * 1024, deadlineMs: 6 * 3600_000 },
+    );
+  }
+
+  /** Who besides the job's buyer may sign a selection a provider will run (an overlay's steward). */
+  selectionAuthority: ((selectionSigner: string, jobBuyer: string) => boolean) | undefined;
+
+  #setupBuyer(): void {
+    const { config, identity } = this.d;
+    this.buyer = new Buyer({
+      signer: identity.signer,
+      did: this.did,
+      clock: this.clock,
+      log: this.log.child({ role: 'buyer', overlay: this.name }),
+      market: this.market,
+      adverts: (did) => this.records.advertOf(did),
+      publish: async (kind, env) => {
+        await this.net.publish(kind, env.bytes).catch((e) => {
+          if (kind === 'job') throw e;
+          this.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
+        });
+      },
+      exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
+      store: async (rec) => {
+        if (rec.type === T.receipt || rec.type === T.acceptance) await this.market.addEvidence(rec as never);
+        else await this.records.put(rec);
+      },
+      waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
+      collectWindowMs: config.buyer.collectWindowMs,
+      enoughOffers: config.buyer.enoughOffers,
+      defaultPolicy: config.buyer.policy,
+    });
+  }
+
+  /** Adapt the network's callback-style request into an async iterable of frames. */
+  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal): AsyncIterable<unknown> {
+    const queue: unknown[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    let failure: unknown;
+    const p = this.net
+      .request(did, protocol, [request as never], {
+        signal,
+        limits: { maxFrameBytes: 64 * 1024 * 1024, deadlineMs: 6 * 3600_000 },
+        onFrame: (f) => {
+          queue.push(f);
+          wake?.();
+        },
+      })
+      .then(
+        () => {
+          done = true;
+          wake?.();
+        },
+        (e) => {
+          failure = e;
+          done = true;
+          wake?.();
+        },
+      );
+    while (true) {
+      if (queue.length) {
+        yield queue.shift();
+        continue;
+      }
+      if (done) break;
+      await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+    }
+    await p;
+    if (failure) throw failure;
+  }
+
+  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void): Promise<number> {
+    return new Promise((resolve) => {
+      let count = this.market.offerCount(job, this.clock());
+      const seen = new Set<string>();
+      const finish = () => {
+        clearTimeout(timer);
+        this.#offerWaiters.get(job)?.delete(waiter);
+        resolve(count);
+      };
+      const waiter = (o: Opened<Offer>) => {
+        if (seen.has(o.address)) return;
+        seen.add(o.address);
+        count = this.market.offerCount(job, this.clock());
+        onOffer(o, count);
+        if (enough > 0 && count >= enough) finish();
+      };
+      const timer = setTimeout(finish, windowMs);
+      if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
+      this.#offerWaiters.get(job)!.add(waiter);
+      if (enough > 0 && count >= enough) finish();
+    });
+  }
+
+  /** Run a job as buyer on this overlay. */
+  async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+    if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);
+    const t0 = this.clock();
+    const r = await this.buyer.run(spec, onEvent);
+    this.#jobs.inc({ role: 'buyer', outcome: r.status });
+    this.#latency.observe({ outcome: r.status }, (this.clock() - t0) / 1000);
+    return r;
+  }
+
+  async stop(): Promise<void> {
+    const stops = this.#stops.reverse();
+    this.#stops = [];
+    for (const s of stops) {
+      try {
+        await s();
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message, overlay: this.name }, 'error while stopping');
+      }
+    }
+  }
+}
+
+/** An offer that travels with an advert must cite exactly that advert, signed by the same provider. */
+const offerHook: SemanticHook = (rec, ctx) => {
+  const offer = rec as Opened<Offer>;
+  for (const a of ctx.attachments) {
+    if (a.type !== T.advert || a.address !== offer.record.advert || a.signer !== offer.signer) {
+      throw rejectError('OFFER_ADVERT_MISMATCH', 'the attached advert is not the one the offer cites, or another provider signed it', 'advert');
+    }
+  }
+};
+
+export function readSwarmKey(path: string): Uint8Array {
+  try {
+    return new Uint8Array(readFileSync(path));
+  } catch (e) {
+    throw new C0Error('SWARM_KEY_UNREADABLE', `cannot read the overlay key ${path}: ${(e as Error).message}`);
+  }
+}
