@@ -23,6 +23,10 @@ const jobFileSchema = z
     timeout: duration.optional(),
     policy: z.enum(POLICIES).optional(),
     sealInput: z.boolean().default(false),
+    /** On an overlay with a steward: the entitlement the job runs under, its class, and an energy estimate. */
+    entitlement: z.string().optional(),
+    class: z.string().optional(),
+    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
     input: z.string().optional(),
     inputFile: z.string().optional(),
     requirements: z
@@ -87,6 +91,9 @@ export function readJobFile(path: string, opts: JobFileOptions = {}): Record<str
     ...(j.timeout === undefined ? {} : { timeoutMs: parseDuration(j.timeout) }),
     ...(policy ? { policy } : {}),
     ...(j.sealInput ? { sealInput: true } : {}),
+    ...(j.entitlement ? { entitlement: j.entitlement } : {}),
+    ...(j.class ? { class: j.class } : {}),
+    ...(j.energy ? { energy: j.energy } : {}),
     ...(j.requirements ? { requirements: normaliseRequirements(j.requirements) } : {}),
     input: Buffer.from(input).toString('base64'),
   };

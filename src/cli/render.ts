@@ -49,6 +49,15 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       print(`  offer from ${names(o.signer)}: ${o.record.price.amount} ${o.record.price.currency}, ~${o.record.durationMs} ms  (${String(ev.count)} held)`);
       break;
     }
+    case 'queued':
+      print(`▸ the steward queued the claim: ${String(ev.reason)}${(ev.reasons as string[]).length > 1 ? ` (also ${(ev.reasons as string[]).slice(1).join(', ')})` : ''}; waiting for capacity`);
+      break;
+    case 'admission': {
+      const a = ev.admission as { verdict: string; reason?: string; reserved?: { uj: number; grade: string }; borrowed_uj?: number };
+      if (a.verdict === 'Admit') print(`▸ admitted by the steward: ${a.reserved?.uj} µJ reserved (${a.reserved?.grade})${a.borrowed_uj ? `, ${a.borrowed_uj} µJ borrowed` : ''}`);
+      else print(`✘ the steward ${a.verdict === 'Deny' ? 'denied' : 'let the queued claim expire'}: ${a.reason ?? '?'}`);
+      break;
+    }
     case 'collected':
       print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms`);
       break;

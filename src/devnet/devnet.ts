@@ -54,9 +54,9 @@ export interface DevnetOptions {
   bin: string;
 }
 
-interface NodeProc {
+export interface NodeProc {
   name: string;
-  role: 'provider' | 'buyer';
+  role: 'provider' | 'buyer' | 'steward' | 'witness';
   dir: string;
   port: number;
   child: ChildProcess;
@@ -64,7 +64,7 @@ interface NodeProc {
   log: string;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -78,7 +78,7 @@ async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, ms: number, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
+export async function waitFor<T>(what: string, ms: number, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
   while (Date.now() < end) {
@@ -113,7 +113,8 @@ export class Devnet {
     return (did) => m.get(did) ?? `${did.slice(8, 16)}…`;
   }
 
-  #spawn(name: string, role: 'provider' | 'buyer', config: Record<string, unknown>, port: number): NodeProc {
+  /** Start a node process with this config in `<dir>/<name>`. */
+  spawn(name: string, role: NodeProc['role'], config: Record<string, unknown>, port: number): NodeProc {
     const dir = join(this.dir, name);
     mkdirSync(dir, { recursive: true });
     const id = existsSync(join(dir, 'identity.key')) ? undefined : createIdentity(dir);
@@ -131,7 +132,8 @@ export class Devnet {
     return n;
   }
 
-  async #apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
+  /** Wait for a node's control API (daemon.json) and return it. */
+  async apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
     return waitFor(`${n.name} to start (see ${n.log})`, 30_000, () => {
       if (n.child.exitCode !== null) throw new C0Error('DEVNET_NODE_EXITED', `${n.name} exited with ${n.child.exitCode}; see ${n.log}:\n${tail(n.log)}`);
       const f = join(n.dir, DAEMON_FILE);
@@ -166,16 +168,16 @@ export class Devnet {
           },
         },
       };
-      const n = this.#spawn(prof.name, 'provider', cfg, ports[i]!);
+      const n = this.spawn(prof.name, 'provider', cfg, ports[i]!);
       if (!bootstrap) {
-        await this.#apiOf(n);
+        await this.apiOf(n);
         const { peerIdFromDid } = await import('../node/peer-id.js');
         bootstrap = `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(n.did).toString()}`;
       }
       const gpus = prof.gpus?.map((g) => `${g.count}× ${g.model} ${g.vramMiB / 1024} GiB`).join(', ') ?? 'no GPU';
       p(`  provider ${prof.name.padEnd(8)} tier ${prof.tier.padEnd(9)} region ${(prof.region ?? '(undisclosed)').padEnd(13)} ${prof.cpuCores} cores ${prof.memoryMiB / 1024} GiB, ${gpus}; ${prof.price} USD/job`);
     }
-    const buyer = this.#spawn('buyer', 'buyer', {
+    const buyer = this.spawn('buyer', 'buyer', {
       roles: ['buyer'],
       log: { level: 'info', format: 'json' },
       network: { listen: [`/ip4/127.0.0.1/tcp/${ports[this.o.providers]}`], loopback: true, bootstrap: [bootstrap!] },
@@ -183,7 +185,7 @@ export class Devnet {
       buyer: { policy: this.o.policy, collectWindowMs: 2500, enoughOffers: this.o.providers },
     }, ports[this.o.providers]!);
     p(`  buyer    ${buyer.did}`);
-    const apis = await Promise.all(this.nodes.map((n) => this.#apiOf(n)));
+    const apis = await Promise.all(this.nodes.map((n) => this.apiOf(n)));
     const api = apis[apis.length - 1]!;
     p('▸ waiting for the buyer to see the market…');
     const t0 = Date.now();

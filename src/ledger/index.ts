@@ -6,3 +6,4 @@ export * from './store.js';
 export * from './witness.js';
 export * from './file.js';
 export * from './verify.js';
+export * from './evidence.js';

@@ -19,6 +19,7 @@ export const TOPIC_TYPES = {
   presence: 'c0mpute.presence/1',
   'pool-head': 'pool/1',
   'pool-witness': 'pool-witness/1',
+  'pool-evidence': 'pool-evidence/1',
 } as const;
 
 export type TopicKind = keyof typeof TOPIC_TYPES;

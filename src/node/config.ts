@@ -36,7 +36,7 @@ const gpu = z.object({ model: z.string().min(1).max(64), vramMiB: z.number().int
 export const ROLE_NAMES = ['provider', 'buyer', 'witness', 'steward'] as const;
 export type Role = (typeof ROLE_NAMES)[number];
 
-const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000 };
+const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000, managed: false };
 
 const networkSchema = z
   .object({
@@ -57,6 +57,10 @@ const networkSchema = z
      * before this node joined its mesh; a periodic sync repairs that.
      */
     resyncMs: z.number().int().nonnegative().default(30_000),
+    /** The DID of this overlay's steward (pool/1): buyers ask it to admit their claims; providers run the selections it signs and stop work it preempts. */
+    steward: z.string().startsWith('did:key:').optional(),
+    /** Managed overlay: the steward signs selections on the buyers' behalf. */
+    managed: z.boolean().default(false),
   })
   .strict();
 
@@ -102,6 +106,26 @@ export const configSchema = z
       })
       .strict()
       .optional(),
+    steward: z
+      .object({
+        /** The entitlement tree: YAML with `entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight, limit_uj?, priority}]`. */
+        treeFile: z.string().min(1),
+        /** Sign selections on buyers' behalf (the overlay's `managed` must say so too). */
+        managed: z.boolean().default(false),
+        /** Evidence needed to derive an estimate from history (pool/1 §2.6; 0 counts as 1). */
+        requiredEvidence: z.number().int().nonnegative().default(3),
+        /** Reclaim devices from lower-priority claims for a claim queued on held devices (pool/1 §5). */
+        preempt: z.boolean().default(true),
+      })
+      .strict()
+      .optional(),
+    witness: z
+      .object({
+        /** Only witness these stewards (default: every steward heard on the overlay). */
+        stewards: z.array(z.string().startsWith('did:key:')).optional(),
+      })
+      .strict()
+      .default({}),
     buyer: z
       .object({
         policy: z.enum(POLICIES).default('balanced'),

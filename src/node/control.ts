@@ -31,6 +31,24 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return resultToWire(r);
       },
     },
+    {
+      method: 'GET',
+      path: '/v1/steward',
+      handler: async ({ query }) => {
+        const o = ov(d, query);
+        if (!o.steward) throw new C0Error('ROLE_NOT_ENABLED', `this node is not the steward of overlay ${o.name}`);
+        return { ...o.steward.status(), attestation: await o.steward.ledger.attestation() };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/witness',
+      handler: async ({ query }) => {
+        const o = ov(d, query);
+        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}`);
+        return o.witness.status();
+      },
+    },
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
   return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }) });
@@ -130,6 +148,9 @@ export function parseJobSpec(body: unknown): JobSpec {
     ...(typeof b.params === 'string' ? { params: b.params } : {}),
     ...(b.sealInput === true ? { sealInput: true } : {}),
     ...(typeof b.policy === 'string' ? { policy: b.policy as JobSpec['policy'] } : {}),
+    ...(typeof b.entitlement === 'string' ? { entitlement: b.entitlement } : {}),
+    ...(typeof b.class === 'string' ? { class: b.class } : {}),
+    ...(b.energy && typeof b.energy === 'object' ? { energy: b.energy as NonNullable<JobSpec['energy']> } : {}),
   };
   return spec;
 }

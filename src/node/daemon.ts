@@ -104,6 +104,9 @@ export class Daemon {
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
     const networks = [{ ...config.network, roles: config.roles }, ...config.overlays.map((o) => ({ ...o, roles: o.roles ?? config.roles }))];
+    if (networks.filter((n) => n.roles.includes('steward')).length > 1) {
+      throw new C0Error('CONFIG_INVALID', 'a node is the steward of at most one overlay (its ledger is one hash chain)', { field: 'overlays' });
+    }
     const names = new Set<string>();
     for (const n of networks) {
       if (names.has(n.overlay)) throw new C0Error('CONFIG_INVALID', `overlay "${n.overlay}" is configured twice`, { field: 'overlays' });
@@ -111,7 +114,7 @@ export class Daemon {
     }
     for (const n of networks) {
       const { roles, ...network } = n;
-      const o = await OverlayNode.start({ db: this.db, identity, config, network, roles, clock: this.clock, log: this.log });
+      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log });
       this.overlays.set(o.name, o);
       this.#stops.push(() => o.stop());
       for (const setup of this.opts.roleSetups ?? []) await setup(o, this);

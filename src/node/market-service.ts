@@ -111,14 +111,14 @@ export class MarketService implements BuyerMarket {
    * already tried are `excluded`: they are no longer under consideration, so
    * the runner-up is what recomputation over the considered offers gives.
    */
-  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set()): Opened<Selection> {
+  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set(), buyer: string = this.o.did): Opened<Selection> {
     const r = decision.result;
     const considered = new Map<string, string>();
     for (const c of r.ranked) if (!excluded.has(c.provider)) considered.set(c.provider, c.offer);
     for (const v of r.ineligible) if (v.offer && !excluded.has(v.provider)) considered.set(v.provider, v.offer);
     if (!considered.has(winner.provider)) throw new C0Error('SELECTION_WINNER_NOT_CONSIDERED', 'the winner is not among the considered offers');
     const list = [...considered.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([provider, offer]) => ({ provider, offer }));
-    const sel: Selection = { job: job.address, buyer: this.o.did, policy, winner: winner.offer.address, considered: list, decidedAt: now };
+    const sel: Selection = { job: job.address, buyer, policy, winner: winner.offer.address, considered: list, decidedAt: now };
     return seal(T.selection, sel, this.o.signer);
   }
 }

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance } from '../records/kinds.js';
+import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type PolicyName, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
@@ -20,13 +20,18 @@ import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
-import { Buyer, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
+import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
+import { Steward, STEWARD_PROTOCOL, PREEMPT_PROTOCOL } from '../roles/steward.js';
+import { WitnessRole } from '../roles/witness.js';
+import { didFromPeerId } from './peer-id.js';
+import { open } from '../records/envelope.js';
 import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 
 export interface OverlayDeps {
+  dataDir: string;
   db: Db;
   identity: Identity;
   config: NodeConfig;
@@ -52,6 +57,8 @@ export class OverlayNode {
   buyer: Buyer | undefined;
   /** Further roles by name (steward, witness), set up by their modules. */
   readonly extra = new Map<string, OverlayRole>();
+  steward: Steward | undefined;
+  witness: WitnessRole | undefined;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
@@ -151,8 +158,19 @@ export class OverlayNode {
       await this.market.addEvidence(rec as Opened<Acceptance>);
     });
 
+    if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
     if (this.roles.includes('provider')) await this.#setupProvider();
     if (this.roles.includes('buyer')) this.#setupBuyer();
+    if (this.roles.includes('steward')) {
+      const sc = this.d.config.steward;
+      if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
+      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed }, identity);
+      this.addRole('steward', this.steward);
+    }
+    if (this.roles.includes('witness')) {
+      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(this.d.config.witness.stewards ? { stewards: this.d.config.witness.stewards } : {}) });
+      this.addRole('witness', this.witness);
+    }
 
     await this.net.start();
     if (this.provider) await this.provider.start();
@@ -244,6 +262,16 @@ export class OverlayNode {
       },
       { maxFrameBytes: pc.maxInputBytes + 1024 * 1024, deadlineMs: 6 * 3600_000 },
     );
+    // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
+    const stewardDid = this.d.network.steward;
+    if (stewardDid) {
+      await this.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
+        if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
+        const job = (frames[0] as { job?: unknown })?.job;
+        if (typeof job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
+        await ctx.send({ stopped: this.provider!.preempt(job) ? 'yes' : 'no' } as never);
+      });
+    }
   }
 
   /** Who besides the job's buyer may sign a selection a provider will run (an overlay's steward). */
@@ -273,7 +301,38 @@ export class OverlayNode {
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
       defaultPolicy: config.buyer.policy,
+      ...(this.d.network.steward ? { admission: (job, spec, onQueued) => this.#admission(this.d.network.steward!, job, spec, onQueued) } : {}),
+      ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
     });
+  }
+
+  /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
+  async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
+    if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
+    let out: Admission | undefined;
+    await this.net.request(steward, STEWARD_PROTOCOL, [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}) } as never], {
+      limits: { deadlineMs: Math.max(1000, job.record.deadline - this.clock() + 5000) },
+      onFrame: (f) => {
+        const x = f as { t: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string };
+        if (x.t === 'queued') onQueued(x.reason ?? '', x.reasons ?? []);
+        else if (x.t === 'admitted') out = { verdict: 'Admit', ...(x.reserved ? { reserved: x.reserved } : {}), ...(x.borrowed_uj === undefined ? {} : { borrowed_uj: x.borrowed_uj }), ...(x.entry ? { entry: x.entry } : {}) };
+        else if (x.t === 'denied') out = { verdict: 'Deny', ...(x.reason ? { reason: x.reason } : {}), reasons: x.reasons ?? [] };
+        else if (x.t === 'expired') out = { verdict: 'Expired', ...(x.reason ? { reason: x.reason } : {}) };
+      },
+    });
+    if (!out) throw new C0Error('STEWARD_NO_ANSWER', 'the steward closed the admission stream without a verdict');
+    return out;
+  }
+
+  async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {
+    const frames = await this.net.request(steward, STEWARD_PROTOCOL, [{ op: 'select', job: job.address, policy, excluded: [...excluded] } as never], { limits: { deadlineMs: 30_000 } });
+    const f = frames[0] as { selection?: Uint8Array; offer?: Uint8Array } | undefined;
+    if (!f?.selection || !f.offer) throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no selection');
+    const selection = open(f.selection, T.selection);
+    const offer = open(f.offer, T.offer);
+    if (selection.signer !== steward || selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('STEWARD_BAD_SELECTION', 'the steward’s selection does not match this job and offer');
+    await this.market.addOffer(offer, this.clock());
+    return { selection, offer };
   }
 
   /** Adapt the network's callback-style request into an async iterable of frames. */

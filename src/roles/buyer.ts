@@ -56,10 +56,28 @@ export interface JobSpec {
   input: Uint8Array;
   sealInput?: boolean;
   policy?: PolicyName;
+  /** On an overlay with a steward: the pool/1 entitlement the job runs under. */
+  entitlement?: string;
+  /** The claim's comparability class (pool/1 §2.4); lets the steward derive an estimate from history. */
+  class?: string;
+  /** The claim's energy estimate with its grade (pool/1 §2.3). */
+  energy?: { uj: number; grade: 'HwShunt' | 'ModelBased' | 'Estimator' };
+}
+
+/** What the steward answered a claim (pool/1 §4). */
+export interface Admission {
+  verdict: 'Admit' | 'Deny' | 'Expired';
+  reason?: string;
+  reasons?: string[];
+  reserved?: { uj: number; grade: string };
+  borrowed_uj?: number;
+  entry?: string;
 }
 
 export type BuyerEvent =
   | { e: 'job'; job: Opened<Job> }
+  | { e: 'queued'; reason: string; reasons: string[] }
+  | { e: 'admission'; admission: Admission }
   | { e: 'offer'; offer: Opened<Offer>; count: number }
   | { e: 'collected'; offers: number; waitedMs: number }
   | { e: 'decision'; decision: Decision; policy: PolicyName }
@@ -73,7 +91,8 @@ export type BuyerEvent =
 
 export interface JobResult {
   job: Opened<Job>;
-  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers';
+  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers' | 'denied' | 'queue-expired' | 'preempted';
+  admission?: Admission;
   output?: Uint8Array;
   receipt?: Opened<Receipt>;
   acceptance?: Opened<Acceptance>;
@@ -104,6 +123,13 @@ export interface BuyerDeps {
   collectWindowMs: number;
   enoughOffers: number;
   defaultPolicy: PolicyName;
+  /**
+   * On an overlay with a steward: ask it to admit the claim before the job is
+   * announced. Resolves once decided (it may report `queued` events meanwhile).
+   */
+  admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
+  /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
+  managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
 }
 
 export class Buyer {
@@ -133,6 +159,15 @@ export class Buyer {
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
+    let admission: Admission | undefined;
+    if (this.d.admission) {
+      // pool/1: the steward decides before the job is announced.
+      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }));
+      onEvent({ e: 'admission', admission });
+      if (admission.verdict !== 'Admit') {
+        return { job, status: admission.verdict === 'Deny' ? 'denied' : 'queue-expired', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } };
+      }
+    }
     await this.d.store(job);
     await this.d.publish('job', job);
     onEvent({ e: 'job', job });
@@ -143,7 +178,7 @@ export class Buyer {
     onEvent({ e: 'collected', offers, waitedMs: collectMs });
     const decision = await this.d.market.decide(job, policy, clock());
     onEvent({ e: 'decision', decision, policy });
-    const result: JobResult = { job, status: 'failed', decision, attempts: [], timings: { collectMs, restMs: 0 } };
+    const result: JobResult = { job, status: 'failed', decision, attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) };
     if (decision.ranked.length === 0) {
       result.status = offers === 0 ? 'no-offers' : 'no-eligible-provider';
       result.timings.restMs = clock() - t0 - collectMs;
@@ -159,8 +194,23 @@ export class Buyer {
         tried.add(cand.provider);
         continue;
       }
-      const selection = this.d.market.signSelection(job, policy, decision, cand, now, tried);
+      let selection: Opened<Selection>;
+      if (this.d.managedSelect) {
+        // A managed overlay: the steward decides (its own book, the same engine) and signs.
+        let managed;
+        try {
+          managed = await this.d.managedSelect(job, policy, tried);
+        } catch (e) {
+          result.attempts.push({ provider: cand.provider, outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
+          break;
+        }
+        selection = managed.selection;
+        const w = decision.ranked.find((c) => c.offer.address === managed.offer.address);
+        if (w) Object.assign(cand, w);
+        else Object.assign(cand, { provider: managed.offer.signer, offer: managed.offer });
+      } else selection = this.d.market.signSelection(job, policy, decision, cand, now, tried);
       tried.add(cand.provider);
+      await this.d.publish('selection', selection).catch(() => {});
       await this.d.store(selection);
       onEvent({ e: 'selection', selection, winner: cand, attempt: i + 1 });
       result.selection = selection;
@@ -173,6 +223,11 @@ export class Buyer {
       if (attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted') {
         result.status = 'completed';
         result.output = attempt.output;
+        break;
+      }
+      if (attempt.receipt?.record.failure?.code === 'EXEC_PREEMPTED') {
+        // The steward reclaimed the capacity: the claim is over, there is nothing to fail over to.
+        result.status = 'preempted';
         break;
       }
       const next = decision.ranked[i + 1];

@@ -8,6 +8,8 @@ import { Devnet } from '../../devnet/devnet.js';
 import { apiCall } from '../../node/api.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
 import { out } from '../context.js';
+import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
+import type { WireEvent } from '../../node/events.js';
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
 
@@ -20,7 +22,9 @@ export function register(program: Command): void {
     .option('--jobs <n>', 'jobs to run one after another', '2')
     .option('--keep', 'keep the network running after the jobs (Ctrl-C stops it)')
     .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
-    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string }) => {
+    .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean }) => {
+      if (o.overlay) return overlayScenario(o);
       const providers = Number(o.providers);
       const jobs = Number(o.jobs);
       if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
@@ -82,4 +86,38 @@ export function register(program: Command): void {
         out('▸ done');
       }
     });
+}
+
+async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  const onSignal = () => void net.stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    const names = () => net.names();
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const r = await runOverlayScenario(net, render, out);
+    out(`\n=== outcomes: ${Object.entries(r.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} ===`);
+    const s = r.steward as {
+      ledger: { length: number; head: string };
+      attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
+      teams: Array<{ id: string; guarantee_uj: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number }>;
+      queued: unknown[];
+    };
+    out('\n=== the steward’s status ===');
+    out('team     guarantee   spent       reserved    borrowed    held devices');
+    for (const t of s.teams) out(`${t.id.padEnd(8)} ${(t.guarantee_uj / 1e6).toFixed(1).padStart(7)} J ${(t.spent_uj / 1e6).toFixed(1).padStart(9)} J ${(t.reserved_uj / 1e6).toFixed(1).padStart(9)} J ${(t.borrowed_uj / 1e6).toFixed(1).padStart(9)} J  ${t.held_devices}`);
+    out(`queued claims: ${s.queued.length}`);
+    out('\n=== the ledger ===');
+    out(`length ${s.ledger.length}, head ${s.ledger.head}`);
+    out(`attestation: ${s.attestation.grade}${s.attestation.witnesses.map((w) => ` by ${names()(w.witness)} to length ${w.length}`).join(',')}`);
+    if (o.keep) {
+      out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
+      await new Promise<void>(() => {});
+    }
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    out('\n▸ stopping every node…');
+    await net.stop();
+    out('▸ done');
+  }
 }

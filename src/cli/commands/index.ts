@@ -7,9 +7,11 @@ import { register as keys } from './keys.js';
 import { register as record } from './record.js';
 import { register as node, registerLiveMarket } from './node.js';
 import { register as devnet } from './devnet.js';
+import { register as steward } from './steward.js';
 import { register as ledger } from './ledger.js';
 import { register as pool } from './pool.js';
 import { register as market } from './market.js';
+import { register as overlay } from './overlay.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -18,7 +20,9 @@ export function registerCommands(program: Command): void {
   pool(program);
   node(program);
   devnet(program);
+  steward(program);
   market(program);
+  overlay(program);
   // Last: attaches `market list` (the default) to the market group, creating it if absent.
   registerLiveMarket(program);
 }

@@ -206,7 +206,10 @@ export function register(program: Command): void {
       return;
     }
     const lines: string[] = [];
-    if (status === 'no-eligible-provider' || status === 'no-offers') {
+    if (status === 'denied' || status === 'queue-expired') {
+      const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
+      lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
+    } else if (status === 'no-eligible-provider' || status === 'no-offers') {
       const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
       if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
       if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s));

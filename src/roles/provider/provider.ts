@@ -42,6 +42,8 @@ export interface ProviderDeps {
   onReceipt: (r: Opened<Receipt>) => Promise<void>;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
+  /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
+  selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
 }
 
 export class Provider {
@@ -111,6 +113,18 @@ export class Provider {
       this.#timer.unref();
     }
     return env;
+  }
+
+  /**
+   * Stop running work on the steward's request (preemption, pool/1 §5): the
+   * work ends with a signed `failed` receipt, code EXEC_PREEMPTED. Returns
+   * whether the job was running here.
+   */
+  preempt(job: string): boolean {
+    const c = this.#running.get(job);
+    if (!c) return false;
+    c.abort(new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'));
+    return true;
   }
 
   /** A job was heard: quote if eligible, free and able to finish before the deadline. */
@@ -240,7 +254,8 @@ export class Provider {
     if (offer.signer !== this.d.did) throw new C0Error('EXEC_NOT_MY_OFFER', 'the offer was not signed by this provider');
     if (offer.record.job !== job.address) throw new C0Error('EXEC_OFFER_MISMATCH', 'the offer answers another job');
     if (selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('EXEC_NOT_SELECTED', 'the selection does not name this offer as the winner of this job');
-    if (selection.signer !== job.signer || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer');
+    const authorised = selection.signer === job.signer || (this.d.selectionAuthority?.(selection.signer, job.signer) ?? false);
+    if (!authorised || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer (or the overlay’s steward)');
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');

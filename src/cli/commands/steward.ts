@@ -1,0 +1,52 @@
+/** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readDaemonInfo } from '../../node/daemon-info.js';
+import { apiCall, TOKEN_FILE } from '../../node/api.js';
+import { out, outJson } from '../context.js';
+import { short } from '../render.js';
+import { globals } from './index.js';
+
+function client(dataDir: string): { api: string; token: string } {
+  const info = readDaemonInfo(dataDir);
+  const tp = join(dataDir, TOKEN_FILE);
+  if (!info?.api || !existsSync(tp)) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}`);
+  return { api: info.api, token: readFileSync(tp, 'utf8').trim() };
+}
+
+const mj = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
+
+export function register(program: Command): void {
+  const st = program.command('steward').description('the pool/1 steward of a private overlay');
+  st.command('status')
+    .description('each team’s guarantee, spent, reserved and borrowed energy, held devices, queued claims, and the ledger’s attestation')
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { overlay?: string; json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = client(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/steward${o.overlay ? `?overlay=${encodeURIComponent(o.overlay)}` : ''}`)) as {
+        steward: string;
+        overlay: string;
+        ledger: { length: number; head: string };
+        teams: Array<{ id: string; parent?: string; priority: number; guarantee_uj: number; guarantee_devices: number; limit_uj?: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number; open_claims: number }>;
+        queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number }>;
+        attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
+      };
+      if (o.json) return outJson(r);
+      out(`steward ${r.steward} on overlay ${r.overlay}`);
+      out(`ledger  length ${r.ledger.length}, head ${r.ledger.head}`);
+      out(`attestation ${r.attestation.grade}${r.attestation.witnesses.length ? `: ${r.attestation.witnesses.map((w) => `${short(w.witness)} to length ${w.length}`).join(', ')}` : ''}`);
+      out('team            prio  guarantee     devices  spent        reserved     borrowed     held  open');
+      for (const t of r.teams) {
+        out(
+          `${(t.parent ? '  ' : '') + t.id}`.padEnd(16) +
+            `${String(t.priority).padEnd(6)}${mj(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}${mj(t.spent_uj).padEnd(13)}${mj(t.reserved_uj).padEnd(13)}${mj(t.borrowed_uj).padEnd(13)}${String(t.held_devices).padEnd(6)}${t.open_claims}`,
+        );
+      }
+      if (!r.queued.length) out('no queued claims');
+      for (const q of r.queued) out(`queued ${q.claim.slice(0, 20)}… (${q.entitlement}): ${q.reason}, waiting ${Math.round(q.waitingMs / 1000)} s`);
+    });
+}

@@ -1,0 +1,395 @@
+/**
+ * The steward role: an organisation's scheduler on a private overlay (pool/1).
+ *
+ * - Holds the entitlement tree (config) and a sealed, hash-chained ledger
+ *   (src/ledger) from which usage is rebuilt at every start (§6.1).
+ * - `/c0mpute/steward/1` `admit`: a buyer names its entitlement before its job
+ *   is announced. Admit → an `Admitted` entry is appended (durably) and the
+ *   buyer proceeds. Queue → the buyer is told why and its claim waits on the
+ *   open stream; it is decided again whenever capacity frees (a queue is not a
+ *   ledger event, §6.2, so it lives in memory). Deny → the buyer is told why;
+ *   nothing is recorded.
+ * - Release: when a job's work ends, `Released` charges the actual energy in
+ *   place of the reservation (§6.2): the sum of every receipt the job's
+ *   providers signed (a failed attempt spent energy too), at the worst grade
+ *   among them (a grade never improves). A completed receipt closes the claim;
+ *   failures alone close it at the deadline (the buyer may still fail over).
+ * - Preemption: a claim queued because devices are held may reclaim devices
+ *   from claims of lower-priority entitlements, in the §5.2 order; their
+ *   providers are asked to stop over `/c0mpute/preempt/1`, and the stopped work
+ *   ends with a signed `failed` receipt (EXEC_PREEMPTED) that releases it.
+ * - `managed` overlays: the steward signs selections on the buyer's behalf.
+ * - After each append the new head entry is published on the overlay's
+ *   pool-head topic; witness receipts heard on pool-witness are kept.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { C0Error } from '../errors.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Job, type PolicyName, type Receipt, type Selection } from '../records/kinds.js';
+import type { Energy } from '../records/kinds.js';
+import { PoolState, admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { treeFromYaml } from '../pool/yaml.js';
+import { worseGrade } from '../pool/grades.js';
+import { deriveEstimate } from '../pool/estimate.js';
+import { preemptionOrder } from '../pool/preemption.js';
+import type { Tree } from '../pool/tree.js';
+import { Ledger } from '../ledger/store.js';
+import type { CborValue } from '../records/cbor.js';
+import type { OverlayNode } from '../node/overlay.js';
+import type { Identity } from '../node/identity.js';
+
+export const STEWARD_PROTOCOL = '/c0mpute/steward/1';
+export const LEDGER_PROTOCOL = '/c0mpute/ledger/1';
+export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
+export const MAX_LEDGER_RANGE = 1024;
+const GRACE_MS = 5_000;
+
+export interface StewardConfig {
+  /** The entitlement tree (YAML file path). */
+  treeFile: string;
+  /** Sign selections on buyers' behalf (a managed decision). */
+  managed: boolean;
+  /** Evidence needed to derive an estimate from history (§2.6; default 3, 0 counts as 1). */
+  requiredEvidence: number;
+  /** Reclaim devices from lower-priority claims for a claim queued on held devices. */
+  preempt: boolean;
+}
+
+interface OpenJob {
+  claim: string;
+  buyer: string;
+  deadline: number;
+  receipts: Map<string, Opened<Receipt>>;
+  winners: Set<string>;
+  provider?: string;
+  entitlement: string;
+  timer?: NodeJS.Timeout;
+}
+
+interface Waiting {
+  claim: Claim;
+  job: Opened<Job>;
+  since: number;
+  verdict: Verdict & { verdict: 'Queue' };
+  wake: (v: Verdict) => void;
+  preempting: boolean;
+}
+
+export interface AdmitRequest {
+  op: 'admit';
+  job: Uint8Array;
+  entitlement: string;
+  class?: string;
+  estimate?: Energy;
+}
+
+function claimFor(job: Opened<Job>, req: AdmitRequest, estimate: Energy): Claim {
+  return {
+    id: job.address,
+    entitlement: req.entitlement,
+    ...(req.class ? { class: req.class } : {}),
+    gang_size: 1,
+    // A job occupies its GPUs; a CPU-only job occupies one machine slot.
+    devices_per_member: job.record.requirements.gpu?.count ?? 1,
+    estimate,
+  };
+}
+
+export class Steward {
+  readonly tree: Tree;
+  readonly pool: PoolState;
+  #open = new Map<string, OpenJob>();
+  #queue: Waiting[] = [];
+  #stopped = false;
+
+  private constructor(
+    private o: OverlayNode,
+    readonly ledger: Ledger,
+    tree: Tree,
+    private cfg: StewardConfig,
+    private identity: Identity,
+  ) {
+    this.tree = tree;
+    this.pool = new PoolState(tree, ledger.book);
+    ledger.attach(this.pool);
+  }
+
+  static async start(o: OverlayNode, dataDir: string, cfg: StewardConfig, identity: Identity): Promise<Steward> {
+    let text: string;
+    try {
+      text = readFileSync(cfg.treeFile, 'utf8');
+    } catch (e) {
+      throw new C0Error('STEWARD_TREE_UNREADABLE', `cannot read the entitlement tree ${cfg.treeFile}: ${(e as Error).message}`, { field: 'steward.treeFile' });
+    }
+    const tree = treeFromYaml(text, cfg.treeFile);
+    const dir = join(dataDir, 'steward', o.name, 'ledger');
+    mkdirSync(dir, { recursive: true });
+    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }) });
+    const s = new Steward(o, ledger, tree, cfg, identity);
+    await s.#wire();
+    return s;
+  }
+
+  get log() {
+    return this.o.log;
+  }
+
+  async #wire(): Promise<void> {
+    const net = this.o.net;
+    // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book).
+    for (const c of this.ledger.book.open.values()) {
+      const job = await this.o.records.get(c.claim, T.job);
+      this.#track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
+    }
+    await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
+    await net.handle(LEDGER_PROTOCOL, async (frames, ctx) => {
+      const req = frames[0] as { from?: unknown; to?: unknown };
+      const len = this.ledger.head().length;
+      const from = typeof req?.from === 'number' && req.from >= 0 ? req.from : 0;
+      const to = Math.min(typeof req?.to === 'number' ? req.to : len, len, from + MAX_LEDGER_RANGE);
+      if (from > len) throw new C0Error('LEDGER_RANGE_INVALID', `from ${from} is beyond the ledger's length ${len}`);
+      for (const e of await this.ledger.entries(from, to)) await ctx.send(e);
+    });
+    net.subscribe('receipt', (rec) => this.#onReceipt(rec as Opened<Receipt>));
+    net.subscribe('selection', (rec) => this.#onSelection(rec as Opened<Selection>));
+    net.subscribe('pool-witness', async (rec) => {
+      const st = await this.ledger.addReceipt(rec.bytes);
+      this.log.info({ witness: rec.signer, status: st.status }, 'witness receipt received');
+    });
+  }
+
+  #track(claim: string, entitlement: string, buyer: string, deadline: number): OpenJob {
+    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners: new Set() };
+    this.#open.set(claim, oj);
+    this.#armDeadline(oj);
+    return oj;
+  }
+
+  #armDeadline(oj: OpenJob): void {
+    if (oj.timer) clearTimeout(oj.timer);
+    const wait = Math.max(0, oj.deadline + GRACE_MS - this.o.clock());
+    oj.timer = setTimeout(() => void this.#closeAtDeadline(oj), wait);
+    oj.timer.unref();
+  }
+
+  async #closeAtDeadline(oj: OpenJob): Promise<void> {
+    if (this.#stopped || !this.#open.has(oj.claim)) return;
+    // Failures alone (or nothing at all): the work is over; charge what was spent.
+    await this.#release(oj, 'deadline');
+  }
+
+  async #append(ev: Parameters<Ledger['append']>[0]): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
+    const r = await this.ledger.append(ev);
+    // Publish the new head so witnesses can cosign it.
+    await this.o.net.publish('pool-head', r.bytes).catch((e) => this.log.debug({ err: (e as Error).message }, 'head published to nobody'));
+    return r;
+  }
+
+  /** The verdict a claim gets now (nothing recorded). */
+  decide(claim: Claim): Verdict {
+    return this.pool.decide(claim);
+  }
+
+  async #serve(frames: CborValue[], ctx: { peer: { toString(): string }; signal: AbortSignal; send(f: CborValue): Promise<void> }): Promise<void> {
+    const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
+    if (req?.op === 'admit') return this.#admit(req as unknown as AdmitRequest, ctx);
+    if (req?.op === 'select') return this.#select(req, ctx);
+    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit" or "select"');
+  }
+
+  async #admit(req: AdmitRequest, ctx: { peer: { toString(): string }; signal: AbortSignal; send(f: CborValue): Promise<void> }): Promise<void> {
+    if (!(req.job instanceof Uint8Array)) throw new C0Error('STEWARD_BAD_REQUEST', 'admit: job must be an envelope', { field: 'job' });
+    if (typeof req.entitlement !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: entitlement is required', { field: 'entitlement' });
+    const job = open(req.job, T.job);
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask to admit it');
+    let estimate = req.estimate;
+    if (!estimate) {
+      // §2.6: derive from history when the buyer names a class and gives no figure.
+      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
+      const d = deriveEstimate(req.class, this.ledger.book.observations, { required: this.cfg.requiredEvidence });
+      if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
+      estimate = d.estimate;
+    }
+    const claim = checkClaim(claimFor(job, req, estimate));
+    if (this.ledger.book.open.has(claim.id)) throw new C0Error('STEWARD_ALREADY_ADMITTED', 'this job is already admitted');
+    await this.o.records.put(job);
+    let v = this.decide(claim);
+    if (v.verdict === 'Queue') {
+      await ctx.send({ t: 'queued', reason: v.reason, reasons: v.reasons } as never);
+      this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim queued');
+      v = await new Promise<Verdict>((resolve) => {
+        const w: Waiting = { claim, job, since: this.o.clock(), verdict: v as Waiting['verdict'], wake: resolve, preempting: false };
+        this.#queue.push(w);
+        const gone = () => {
+          this.#queue = this.#queue.filter((x) => x !== w);
+          resolve({ ...(v as Waiting['verdict']) });
+        };
+        ctx.signal.addEventListener('abort', gone, { once: true });
+        const expire = setTimeout(gone, Math.max(0, job.record.deadline - this.o.clock()));
+        expire.unref();
+        void this.#maybePreempt(w);
+      });
+      if (v.verdict === 'Queue') {
+        await ctx.send({ t: 'expired', reason: v.reason } as never).catch(() => {});
+        return;
+      }
+    }
+    if (v.verdict === 'Deny') {
+      this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
+      await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
+      return;
+    }
+    const r = await this.#append(admittedEvent(claim, v));
+    this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
+    this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: v.reserved, borrowed: v.borrowed_uj, seq: r.seq }, 'claim admitted');
+    await ctx.send({ t: 'admitted', reserved: v.reserved, devices: v.devices, borrowed_uj: v.borrowed_uj, seq: r.seq, entry: r.address } as never);
+  }
+
+  /** Decide queued claims again, in arrival order, after capacity freed. */
+  async #retryQueue(): Promise<void> {
+    for (const w of [...this.#queue]) {
+      const v = this.decide(w.claim);
+      if (v.verdict === 'Queue') continue;
+      this.#queue = this.#queue.filter((x) => x !== w);
+      w.wake(v);
+    }
+  }
+
+  /**
+   * A claim queued on held devices may reclaim devices from claims of
+   * lower-priority entitlements, in the §5.2 order (evidence before
+   * declaration; mid-run cost is unmeasured here, so lowest priority first).
+   */
+  async #maybePreempt(w: Waiting): Promise<void> {
+    if (!this.cfg.preempt || w.verdict.reason !== 'DEVICES_HELD' || w.preempting) return;
+    const mine = this.tree.entitlements.get(w.claim.entitlement);
+    if (!mine) return;
+    const candidates = [...this.ledger.book.open.values()]
+      .filter((c) => (this.tree.entitlements.get(c.entitlement)?.priority ?? Infinity) < mine.priority && c.devices > 0)
+      .map((c) => ({ key: c.claim, spentUj: 0, completedUnits: 0, priority: this.tree.entitlements.get(c.entitlement)!.priority }));
+    if (!candidates.length) return;
+    w.preempting = true;
+    const need = w.claim.gang_size * w.claim.devices_per_member;
+    let freed = 0;
+    for (const rank of preemptionOrder(candidates)) {
+      if (freed >= need) break;
+      const oj = this.#open.get(rank.key);
+      const provider = oj?.provider ?? [...(oj?.winners ?? [])][0];
+      if (!oj || !provider) continue;
+      this.log.warn({ victim: rank.key, for: w.claim.id, provider }, 'preempting a lower-priority claim');
+      try {
+        await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: rank.key } as never], { limits: { deadlineMs: 10_000 } });
+        freed += this.ledger.book.open.get(rank.key)?.devices ?? 0;
+      } catch (e) {
+        this.log.warn({ victim: rank.key, err: (e as Error).message }, 'preemption request failed');
+      }
+    }
+  }
+
+  async #select(req: Record<string, unknown>, ctx: { peer: { toString(): string }; send(f: CborValue): Promise<void> }): Promise<void> {
+    if (!this.cfg.managed) throw new C0Error('STEWARD_NOT_MANAGED', 'this overlay is not managed: buyers select themselves');
+    const address = req.job as string;
+    const job = await this.o.records.get(address, T.job);
+    if (!job) throw new C0Error('STEWARD_JOB_UNKNOWN', `the steward has not seen job ${String(address).slice(0, 80)}`);
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask for its selection');
+    if (!this.ledger.book.open.has(job.address)) throw new C0Error('STEWARD_NOT_ADMITTED', 'the job has no open admission');
+    const policy = (req.policy as PolicyName) ?? 'balanced';
+    const excluded = new Set(Array.isArray(req.excluded) ? (req.excluded as string[]) : []);
+    const now = this.o.clock();
+    const decision = await this.o.market.decide(job, policy, now);
+    const cand = decision.ranked.find((c) => !excluded.has(c.provider));
+    if (!cand) throw new C0Error('STEWARD_NO_CANDIDATE', 'no eligible offer left for this job');
+    const sel = this.o.market.signSelection(job, policy, decision, cand, now, excluded, job.signer);
+    this.#open.get(job.address)?.winners.add(cand.provider);
+    await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
+  }
+
+  #onSelection(s: Opened<Selection>): void {
+    const oj = this.#open.get(s.record.job);
+    if (!oj) return;
+    // Only the buyer's (or our own) selection names the provider doing the work.
+    if (s.signer !== oj.buyer && s.signer !== this.identity.did) return;
+    const w = s.record.considered.find((c) => c.offer === s.record.winner);
+    if (w) {
+      oj.winners.add(w.provider);
+      oj.provider = w.provider;
+    }
+  }
+
+  async #onReceipt(r: Opened<Receipt>): Promise<void> {
+    const oj = this.#open.get(r.record.job);
+    if (!oj) return;
+    if (r.record.buyer !== oj.buyer) return; // a receipt for someone else's purchase of this job: not ours
+    if (oj.winners.size && !oj.winners.has(r.record.provider)) {
+      this.log.warn({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named; not charged');
+      return;
+    }
+    oj.receipts.set(r.address, r);
+    if (r.record.status === 'completed' || r.record.failure?.code === 'EXEC_PREEMPTED') await this.#release(oj, r.record.status);
+  }
+
+  async #release(oj: OpenJob, why: string): Promise<void> {
+    if (!this.ledger.book.open.has(oj.claim)) {
+      this.#open.delete(oj.claim);
+      return;
+    }
+    const rs = [...oj.receipts.values()];
+    let actual: Energy;
+    if (rs.length) {
+      actual = rs.slice(1).reduce<Energy>((a, r) => ({ uj: a.uj + r.record.energy.uj, grade: worseGrade(a.grade, r.record.energy.grade) }), { ...rs[0]!.record.energy });
+    } else {
+      // Nothing ran that anyone signed for: nothing was spent that we can show.
+      actual = { uj: 0, grade: 'Estimator' };
+    }
+    if (oj.timer) clearTimeout(oj.timer);
+    this.#open.delete(oj.claim);
+    const r = await this.#append({ event: 'Released', claim: oj.claim, actual });
+    this.log.info({ claim: oj.claim, actual, why, seq: r.seq }, 'claim released');
+    await this.#retryQueue();
+  }
+
+  /** `c0mpute steward status`: each team's figures and the queued claims. */
+  status(): Record<string, unknown> {
+    const book = this.ledger.book;
+    const teams = [...this.tree.entitlements.values()]
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((e) => {
+        const u = book.usage(e.id);
+        const open = [...book.open.values()].filter((c) => c.entitlement === e.id);
+        const reserved = open.reduce((s, c) => s + c.reserved.uj, 0);
+        const borrowed = open.reduce((s, c) => s + c.borrowed_uj, 0);
+        return {
+          id: e.id,
+          ...(e.parent ? { parent: e.parent } : {}),
+          priority: e.priority,
+          guarantee_uj: e.guarantee_uj,
+          guarantee_devices: e.guarantee_devices,
+          ...(e.limit_uj === undefined ? {} : { limit_uj: e.limit_uj }),
+          used_uj: u.usedUj,
+          spent_uj: u.usedUj - reserved,
+          reserved_uj: reserved,
+          borrowed_uj: borrowed,
+          held_devices: u.heldDevices,
+          open_claims: open.length,
+        };
+      });
+    return {
+      steward: this.identity.did,
+      overlay: this.o.name,
+      ledger: this.ledger.head(),
+      teams,
+      queued: this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: this.o.clock() - w.since })),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const oj of this.#open.values()) if (oj.timer) clearTimeout(oj.timer);
+    for (const w of this.#queue) w.wake(w.verdict);
+    this.#queue = [];
+    await this.ledger.close();
+  }
+}

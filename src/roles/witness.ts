@@ -1,0 +1,98 @@
+/**
+ * The witness role on an overlay: for each steward heard on the pool-head
+ * topic, fetch the entries since the head it last cosigned over
+ * `/c0mpute/ledger/1`, verify that they extend it (src/ledger/witness.ts keeps
+ * the per-steward state and refuses shorter, forked or rewritten histories),
+ * cosign, and publish the `pool-witness/1` receipt. When the steward signed two
+ * different entries at one seq, publish the `pool-evidence/1` record instead.
+ * One node can witness several stewards, each with its own state.
+ */
+import { C0Error } from '../errors.js';
+import { seal, type Opened } from '../records/envelope.js';
+import { Witness } from '../ledger/witness.js';
+import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
+import type { LedgerEntry } from '../ledger/entry.js';
+import type { Db } from '../store/db.js';
+import type { OverlayNode } from '../node/overlay.js';
+import type { Identity } from '../node/identity.js';
+import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from './steward.js';
+
+export interface WitnessConfig {
+  /** Only witness these stewards (default: every steward heard on the overlay). */
+  stewards?: string[];
+}
+
+export class WitnessRole {
+  readonly witness: Witness;
+  #busy = new Map<string, Promise<void>>();
+  #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
+
+  private constructor(
+    private o: OverlayNode,
+    db: Db,
+    private identity: Identity,
+    private cfg: WitnessConfig,
+  ) {
+    this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }) });
+  }
+
+  static async start(o: OverlayNode, db: Db, identity: Identity, cfg: WitnessConfig): Promise<WitnessRole> {
+    const w = new WitnessRole(o, db, identity, cfg);
+    o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
+    return w;
+  }
+
+  #onHead(entry: Opened<LedgerEntry>): void {
+    const steward = entry.signer;
+    if (steward === this.identity.did) return;
+    if (this.cfg.stewards && !this.cfg.stewards.includes(steward)) return;
+    // One catch-up per steward at a time; a newer head queues behind it.
+    const prev = this.#busy.get(steward) ?? Promise.resolve();
+    const next = prev.then(() => this.#catchUp(steward, entry)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
+    this.#busy.set(steward, next);
+  }
+
+  async #catchUp(steward: string, entry: Opened<LedgerEntry>): Promise<void> {
+    const held = await this.witness.held(steward);
+    const target = entry.record.seq + 1;
+    if (target < held.length) return; // an old head: nothing new
+    // Fetch from the entry before the held head, so a rewritten entry at the
+    // held seq is seen (equivocation), up to the announced head.
+    const from = Math.max(0, held.length - 1);
+    const entries: Uint8Array[] = [];
+    for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
+      const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to: Math.min(target, at + MAX_LEDGER_RANGE) } as never], { limits: { deadlineMs: 30_000 } });
+      for (const f of frames) if (f instanceof Uint8Array) entries.push(f);
+    }
+    if (entries.length === 0) return;
+    try {
+      const receipt = await this.witness.cosign(steward, entries);
+      this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
+      await this.o.net.publish('pool-witness', receipt.bytes).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'witness receipt reached nobody'));
+      this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      this.#last.set(steward, { refused: e.code, at: this.o.clock() });
+      this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
+      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array }; seq?: number } | undefined) ?? {};
+      if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
+        const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.evidence.a, conflicting: ev.evidence.b, observedAt: this.o.clock() };
+        const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
+        await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});
+        this.o.log.warn({ steward, seq: ev.seq, evidence: env.address }, 'published equivocation evidence');
+      }
+    }
+  }
+
+  async status(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const [steward, last] of this.#last) {
+      out[steward] = { held: await this.witness.held(steward), last, evidence: (await this.witness.evidence(steward)).length };
+    }
+    return { witness: this.identity.did, overlay: this.o.name, stewards: out };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.#busy.values()]);
+  }
+}
