@@ -49,6 +49,15 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return o.witness.status();
       },
     },
+    {
+      method: 'GET',
+      path: '/v1/ledger/:steward',
+      handler: async ({ params, query }) => {
+        const { encodeLedgerFile } = await import('../ledger/file.js');
+        const raw = await ov(d, query).fetchLedger(params.steward!);
+        return { entries: raw.entries.length, receipts: raw.receipts.length, file: Buffer.from(encodeLedgerFile(raw)).toString('base64') };
+      },
+    },
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
   return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }) });

@@ -21,7 +21,7 @@ import { Provider } from '../roles/provider/provider.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
 import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
-import { Steward, STEWARD_PROTOCOL, PREEMPT_PROTOCOL } from '../roles/steward.js';
+import { Steward, STEWARD_PROTOCOL, PREEMPT_PROTOCOL, LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward.js';
 import { WitnessRole } from '../roles/witness.js';
 import { didFromPeerId } from './peer-id.js';
 import { open } from '../records/envelope.js';
@@ -156,6 +156,13 @@ export class OverlayNode {
     });
     this.net.subscribe('acceptance', async (rec) => {
       await this.market.addEvidence(rec as Opened<Acceptance>);
+    });
+    // Witness receipts and equivocation evidence are kept by every node on the
+    // overlay, so any of them can grade a steward's ledger (c0mpute ledger fetch).
+    this.net.subscribe('pool-witness', (rec) => void this.records.put(rec));
+    this.net.subscribe('pool-evidence', (rec) => {
+      this.log.warn({ steward: (rec.record as { steward?: string }).steward, witness: rec.signer, evidence: rec.address }, 'a witness published evidence that the steward equivocated');
+      void this.records.put(rec);
     });
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
@@ -304,6 +311,23 @@ export class OverlayNode {
       ...(this.d.network.steward ? { admission: (job, spec, onQueued) => this.#admission(this.d.network.steward!, job, spec, onQueued) } : {}),
       ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
     });
+  }
+
+  /**
+   * A steward's ledger as any node on the overlay can hold it: the entries
+   * fetched over /c0mpute/ledger/1 and every witness receipt for that steward
+   * this node has heard. `c0mpute ledger verify` grades the result.
+   */
+  async fetchLedger(steward: string): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
+    const entries: Uint8Array[] = [];
+    for (;;) {
+      const frames = await this.net.request(steward, LEDGER_PROTOCOL, [{ from: entries.length } as never], { limits: { deadlineMs: 60_000 } });
+      const got = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);
+      entries.push(...got);
+      if (got.length < MAX_LEDGER_RANGE) break;
+    }
+    const receipts = (await this.records.list('pool-witness/1')).filter((r) => (r.record as { steward?: string }).steward === steward).map((r) => r.bytes);
+    return { entries, receipts };
   }
 
   /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */

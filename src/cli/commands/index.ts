@@ -7,7 +7,7 @@ import { register as keys } from './keys.js';
 import { register as record } from './record.js';
 import { register as node, registerLiveMarket } from './node.js';
 import { register as devnet } from './devnet.js';
-import { register as steward } from './steward.js';
+import { register as steward, registerLedgerFetch } from './steward.js';
 import { register as ledger } from './ledger.js';
 import { register as pool } from './pool.js';
 import { register as market } from './market.js';
@@ -17,6 +17,7 @@ export function registerCommands(program: Command): void {
   keys(program);
   record(program);
   ledger(program);
+  registerLedgerFetch(program);
   pool(program);
   node(program);
   devnet(program);

@@ -1,7 +1,7 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import { apiCall, TOKEN_FILE } from '../../node/api.js';
@@ -48,5 +48,23 @@ export function register(program: Command): void {
       }
       if (!r.queued.length) out('no queued claims');
       for (const q of r.queued) out(`queued ${q.claim.slice(0, 20)}… (${q.entitlement}): ${q.reason}, waiting ${Math.round(q.waitingMs / 1000)} s`);
+    });
+}
+
+/** `c0mpute ledger fetch <steward> <file>`: a steward's ledger and the witness receipts this node heard, for `ledger verify`. */
+export function registerLedgerFetch(program: Command): void {
+  const led = program.commands.find((c) => c.name() === 'ledger') ?? program.command('ledger');
+  led
+    .command('fetch')
+    .argument('<steward>', 'the steward’s DID')
+    .argument('<file>', 'where to write the ledger file')
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .description('through the running node: fetch a steward’s ledger entries and the witness receipts this node heard (then: c0mpute ledger verify FILE)')
+    .action(async (steward: string, file: string, o: { overlay?: string }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = client(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${o.overlay ? `?overlay=${encodeURIComponent(o.overlay)}` : ''}`)) as { entries: number; receipts: number; file: string };
+      writeFileSync(file, Buffer.from(r.file, 'base64'));
+      out(`wrote ${file}: ${r.entries} entries, ${r.receipts} witness receipt(s)`);
     });
 }
