@@ -52,6 +52,20 @@ const encoder = new Encoder({
   mapsAsObjects: true,
 } as ConstructorParameters<typeof Encoder>[0]);
 
+/** The same decoder, reading 64-bit integers as numbers (used when the scan proved them all ≤ 2^53). */
+const numberDecoder = new Encoder({
+  useRecords: false,
+  useTag259ForMaps: false,
+  variableMapSize: true,
+  tagUint8Array: false,
+  pack: false,
+  structuredClone: false,
+  bundleStrings: false,
+  largeBigIntToFloat: false,
+  mapsAsObjects: true,
+  int64AsNumber: true,
+} as ConstructorParameters<typeof Encoder>[0]);
+
 const TWO32 = 0x1_0000_0000;
 const U64_MAX = (1n << 64n) - 1n;
 const MIN_NEG_U64 = -U64_MAX - 1n;
@@ -248,7 +262,7 @@ interface Scan {
   dv: DataView;
   pos: number;
   intKeys: boolean;
-  big: boolean; // saw a 64-bit integer: decoded value needs bigint fix-up
+  big: boolean; // saw an integer beyond 2^53: decoded value needs bigint handling
 }
 
 function err(code: string, msg: string, pos: number): never {
@@ -293,11 +307,18 @@ function readHead(s: Scan): [number, number] {
     const lo = s.dv.getUint32(s.pos + 4);
     if (hi === 0) err(CBOR_ERR.NON_SHORTEST, 'head not in shortest form', start);
     if (major >= 2) err(CBOR_ERR.TOO_LARGE, 'length beyond 2^32', start);
-    s.big = true;
-    n = hi * TWO32 + lo; // may be imprecise beyond 2^53; only used as a flag for ints
+    // Beyond 2^53 (hi ≥ 2^21) a number would lose precision: decode as bigint.
+    if (hi >= 0x20_0000 || (major === 1 && hi === 0x1f_ffff && lo === 0xffff_ffff)) s.big = true;
+    n = hi * TWO32 + lo; // may be imprecise beyond 2^53; only used for ints, whose value cbor-x reads
   }
   s.pos += size;
   return [major, n];
+}
+
+const PROTO = new TextEncoder().encode('__proto__');
+function isProtoKey(b: Uint8Array, at: number): boolean {
+  for (let i = 0; i < PROTO.length; i++) if (b[at + i] !== PROTO[i]) return false;
+  return true;
 }
 
 function scanItem(s: Scan, depth: number): void {
@@ -330,6 +351,9 @@ function scanItem(s: Scan, depth: number): void {
         }
         scanItem(s, depth + 1);
         const kEnd = s.pos;
+        // "__proto__" cannot be a plain-object key in JavaScript (it would set the
+        // prototype): the decoded value could never re-encode to these bytes.
+        if (kMajor === 3 && kEnd - kStart === 10 && isProtoKey(s.b, kStart + 1)) err(CBOR_ERR.NOT_CANONICAL, 'map key "__proto__" cannot be represented', kStart);
         if (prevStart >= 0) {
           const c = compareBytes(s.b.subarray(prevStart, prevEnd), s.b.subarray(kStart, kEnd));
           if (c === 0) err(CBOR_ERR.DUPLICATE_KEY, 'duplicate map key', kStart);
@@ -406,7 +430,9 @@ export function decodeCanonical(bytes: Uint8Array, opts: DecodeOptions = {}): Cb
   const big = scanCanonical(bytes, opts);
   let value: unknown;
   try {
-    value = encoder.decode(bytes);
+    // Integers up to 2^53 decode straight to numbers; only a core holding a
+    // larger one takes the bigint path (and its fix-up walk).
+    value = big ? encoder.decode(bytes) : numberDecoder.decode(bytes);
   } catch (e) {
     throw new C0Error(CBOR_ERR.NOT_CANONICAL, `undecodable CBOR: ${(e as Error).message}`, { cause: e });
   }

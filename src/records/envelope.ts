@@ -311,7 +311,11 @@ export function peekType(bytes: Uint8Array): { type: string; signer: string } {
 
 function finish(bytes: Uint8Array, type: string, signer: string, payload: Uint8Array): Opened {
   const kind = kindOf(type);
-  const core = decodeCanonical(payload);
+  // The byte-level scan is an exact check of canonical form (shortest heads,
+  // definite lengths, sorted unique keys, the core subset, valid UTF-8, no
+  // trailing bytes), so re-encoding to compare is redundant on this hot path;
+  // test/unit/records/scan-equivalence.test.ts proves the two agree.
+  const core = decodeCanonical(payload, { recheck: false });
   const record = fromCore(kind.schema, core);
   kind.rules(record, signer);
   return { type, signer, address: hashHex(bytes), record, bytes };
