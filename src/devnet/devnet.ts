@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
@@ -39,7 +40,7 @@ export function profileFor(i: number): ProviderProfile {
   const base = PROFILES[i % PROFILES.length]!;
   if (i < PROFILES.length) return base;
   // More providers: variations of the four, with their own names and prices.
-  return { ...base, name: `${base.name}${Math.floor(i / PROFILES.length) + 1}`, price: (Number(base.price) + 0.0005 * Math.floor(i / PROFILES.length)).toFixed(4) };
+  return { ...base, name: `${base.name}${Math.floor(i / PROFILES.length) + 1}`, price: new Decimal(base.price).plus(new Decimal('0.0005').times(Math.floor(i / PROFILES.length))).toFixed() };
 }
 
 export interface DevnetOptions {

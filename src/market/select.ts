@@ -19,6 +19,7 @@ import { AdvertIndex, evaluate, prepareJob, type Failure } from './eligibility.j
 import { explainVerdicts, preferOffer, type MarketExplanation, type ProviderVerdict } from './explain.js';
 import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
 import { REASON } from './eligibility.js';
+import { priceForScoring } from './scoring.js';
 
 export interface Scores {
   price: number;
@@ -112,7 +113,7 @@ export function select(input: SelectInput): SelectResult {
     if (failures === undefined) {
       eOffers.push(offer);
       eAdverts.push(advert!);
-      const p = Number(offer.record.price.amount);
+      const p = priceForScoring(offer.record.price.amount);
       prices.push(p);
       if (p < bestPrice) bestPrice = p;
       if (offer.record.durationMs < bestDur) bestDur = offer.record.durationMs;
