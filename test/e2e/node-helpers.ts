@@ -19,12 +19,15 @@ import { fileURLToPath } from 'node:url';
 import { stringify as toYaml } from 'yaml';
 import { C0Error } from '../../src/errors.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../../src/node/api.js';
-import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon.js';
+import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon-info.js';
 import { createIdentity, readKeyFileDid } from '../../src/node/identity.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Thrown from a `waitFor` condition to stop waiting at once (e.g. the process being waited for exited). */
+export class GiveUp extends Error {}
 
 /** Poll `fn` until it returns something other than undefined/false; generous timeouts, never a timed assertion. */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 150): Promise<T> {
@@ -35,6 +38,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
       const v = await fn();
       if (v !== undefined && v !== false) return v;
     } catch (e) {
+      if (e instanceof GiveUp) throw e;
       last = e;
     }
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
@@ -151,15 +155,27 @@ export interface NodeProc {
 
 /** Every child any cluster started in this process: SIGKILLed if the test process exits with them still running. */
 const live = new Set<ChildProcess>();
+/** Every cluster's temp dir not yet removed: removed on the way out too. */
+const roots = new Set<string>();
 let exitHook = false;
 function track(child: ChildProcess): void {
   live.add(child);
   child.once('exit', () => live.delete(child));
   if (!exitHook) {
     exitHook = true;
-    process.once('exit', () => {
+    const killAll = () => {
       for (const c of live) c.kill('SIGKILL');
-    });
+      if (!process.env.C0MPUTE_KEEP_TEST_DIRS) for (const r of roots) rmSync(r, { recursive: true, force: true });
+    };
+    process.once('exit', killAll);
+    // A test process stopped by a signal (a cancelled run, a timeout) does not run 'exit' handlers:
+    // take the daemons down, then die of the same signal as before.
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+      process.once(sig, () => {
+        killAll();
+        process.kill(process.pid, sig);
+      });
+    }
   }
 }
 
@@ -194,6 +210,7 @@ export class Cluster {
 
   constructor(label: string) {
     this.root = mkdtempSync(join(tmpdir(), `c0-node-${label}-`));
+    roots.add(this.root);
   }
 
   /** Run at destroy, before the processes stop (in-process nodes). */
@@ -225,7 +242,7 @@ export class Cluster {
     const prev = this.nodes.findIndex((n) => n.name === name);
     const partial = { name, dir, did, config, configPath, log, child };
     const api = await waitFor(`${name} to start (log ${log})`, () => {
-      if (exited(child)) throw new C0Error('NODE_EXITED', `${name} exited (${child.exitCode ?? child.signalCode}):\n${tail(log)}`);
+      if (exited(child)) throw new GiveUp(`${name} exited (${child.exitCode ?? child.signalCode})`);
       const f = join(dir, DAEMON_FILE);
       if (!existsSync(f)) return undefined;
       const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
@@ -270,6 +287,7 @@ export class Cluster {
     for (const c of this.#cleanups.splice(0).reverse()) await c().catch(() => undefined);
     await Promise.all(this.nodes.map((n) => this.stop(n)));
     if (!process.env.C0MPUTE_KEEP_TEST_DIRS) rmSync(this.root, { recursive: true, force: true });
+    roots.delete(this.root);
   }
 }
 
@@ -417,6 +435,31 @@ export function joinEnvelope(p: { protectedBytes: Uint8Array; payload: Uint8Arra
   for (const x of parts) {
     out.set(x, o);
     o += x.length;
+  }
+  return out;
+}
+
+/** Run `fn`; on failure print every node's log tail before rethrowing (a failing e2e test should say why). */
+export async function withLogs<T>(c: Cluster, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    c.dumpLogs();
+    throw e;
+  }
+}
+
+/** GET /metrics (no token needed). */
+export async function metricsText(n: { api: Api }): Promise<string> {
+  return (await fetch(`http://${n.api.api}/metrics`)).text();
+}
+
+/** `kind/verdict/reason` triples with a non-zero count in c0mpute_net_records_total, whatever the label order. */
+export function recordVerdicts(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of text.matchAll(/^c0mpute_net_records_total\{([^}]*)\} ([0-9.e+]+)$/gm)) {
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (Number(m[2]) > 0) out.add(`${labels.kind}/${labels.verdict}/${labels.reason}`);
   }
   return out;
 }

@@ -1,0 +1,129 @@
+/**
+ * The `c0mpute` node commands as a user runs them (child processes) against a
+ * running daemon: `init`, `run` with no eligible provider (the binding
+ * constraints, exit 1), `status`, `peers`, `market`, `jobs`, `reputation`
+ * (exit 0), and the operator errors (exit 3 with `error CODE`).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, providerConfig, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
+
+const DEFAULT_CONFIG = fileURLToPath(new URL('../../../config/default.yaml', import.meta.url));
+const c = new Cluster('cli');
+let prov: NodeProc;
+let buyer: NodeProc;
+let runJobAddr: string | undefined;
+
+before(async () => {
+  await withLogs(c, async () => {
+    // One small provider: 4 GiB of memory in eu-west. The job below wants 64 GiB in us-east.
+    prov = await c.start('provider', providerConfig({ memoryMiB: 4096, region: 'eu-west', tier: 'community' }));
+    buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(prov)], collectWindowMs: 1500 }));
+    await waitForMarket(buyer, 1, [prov.did]);
+  });
+});
+
+after(async () => {
+  await c.destroy();
+});
+
+function jsonLines(out: string): Array<Record<string, unknown>> {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+test('`c0mpute init` creates the key (0600) and config.yaml; a second init keeps them', async () => {
+  const dir = join(c.root, 'fresh');
+  const r = await c0mpute(dir, ['init', '--no-passphrase']);
+  assert.equal(r.code, 0, r.err);
+  const key = join(dir, 'identity.key');
+  assert.ok(existsSync(key));
+  assert.equal(statSync(key).mode & 0o777, 0o600);
+  assert.equal(readFileSync(join(dir, 'config.yaml'), 'utf8'), readFileSync(DEFAULT_CONFIG, 'utf8'));
+  const did = (JSON.parse(readFileSync(key, 'utf8')) as { did: string }).did;
+  assert.match(did, /^did:key:z/);
+  assert.ok(r.out.includes(did), 'init prints the new DID');
+  const again = await c0mpute(dir, ['init', '--no-passphrase']);
+  assert.equal(again.code, 0, again.err);
+  assert.equal((JSON.parse(readFileSync(key, 'utf8')) as { did: string }).did, did, 'the key is kept');
+
+  // No daemon runs on this data dir: status is an operator error.
+  const st = await c0mpute(dir, ['status']);
+  assert.equal(st.code, 3);
+  assert.match(st.err, /^error DAEMON_NOT_RUNNING:/);
+});
+
+test('a job file with a bad field exits 3 with JOB_FILE_INVALID', async () => {
+  const bad = [
+    { workload: 'builtin.sha256', maxPrice: '0.01 USD', input: 'x', gpus: 2 }, // unknown field
+    { workload: 'builtin.sha256', maxPrice: '0.01 USD', input: 'x', deadline: 'soon' }, // bad value
+    { workload: 'Not A Workload', maxPrice: '0.01 USD', input: 'x' },
+  ];
+  for (const [i, j] of bad.entries()) {
+    const f = join(c.root, `bad-${i}.yaml`);
+    writeFileSync(f, JSON.stringify(j));
+    const r = await c0mpute(buyer.dir, ['run', f]);
+    assert.equal(r.code, 3, `${f}: ${r.err}`);
+    assert.match(r.err, /^error JOB_FILE_INVALID:/);
+  }
+});
+
+test('`c0mpute run` with no eligible provider prints the binding constraints and exits 1', async () => {
+  await withLogs(c, async () => {
+    const f = join(c.root, 'big-job.yaml');
+    writeFileSync(f, ['workload: builtin.sha256', 'params: 10', 'maxPrice: 0.01 USD', 'deadline: 60s', 'input: hello', 'requirements:', '  memoryMiB: 65536', '  regions: [us-east]', ''].join('\n'));
+    const r = await c0mpute(buyer.dir, ['run', f, '--json']);
+    assert.equal(r.code, 1, r.err);
+    const lines = jsonLines(r.out);
+    const res = lines.find((l) => l.e === 'result')?.result as { status: string; job: { address: string }; decision: { result: { explanation: { known: number; eligible: number; binding: Array<{ constraint: string; failing: number }>; providers: Array<{ provider: string; failures: Array<{ code: string }> }>; relaxations: unknown[] } } } };
+    assert.ok(res, 'a result line');
+    assert.equal(res.status, 'no-offers');
+    runJobAddr = res.job.address;
+    const x = res.decision.result.explanation;
+    assert.equal(x.known, 1);
+    assert.equal(x.eligible, 0);
+    assert.deepEqual(x.providers.map((p) => p.provider), [prov.did]);
+    assert.deepEqual(x.providers[0]!.failures.map((f) => f.code).sort(), ['MEMORY_TOO_SMALL', 'OFFER_MISSING', 'REGION_NOT_ACCEPTED']);
+    const binding = x.binding.map((b) => b.constraint);
+    assert.ok(binding.includes('memory') && binding.includes('region'), JSON.stringify(x.binding));
+    // ...and the same in words for a person: the explanation line and one line per relaxation.
+    const human = r.out.split('\n').filter((l) => l && !l.startsWith('{'));
+    assert.ok(human[0]?.startsWith('✘'), r.out);
+    assert.equal(human.filter((l) => l.startsWith('  · ')).length, x.relaxations.length);
+  });
+});
+
+test('status, peers, market, jobs and reputation against a running daemon exit 0 with sensible output', async () => {
+  await withLogs(c, async () => {
+    const cmds = ['status', 'peers', 'market', 'jobs', 'reputation'];
+    const [json, human] = await Promise.all([Promise.all(cmds.map((cmd) => c0mpute(buyer.dir, [cmd, '--json']))), Promise.all(cmds.map((cmd) => c0mpute(buyer.dir, [cmd])))]);
+    for (const [i, r] of [...json, ...human].entries()) {
+      assert.equal(r.code, 0, `${cmds[i % cmds.length]}: ${r.err}`);
+      assert.ok(r.out.trim().length > 0, `${cmds[i % cmds.length]} prints something`);
+    }
+    const [status, peers, market, jobs, reputation] = json.map((r) => JSON.parse(r.out) as Record<string, unknown>);
+    assert.equal(status!.did, buyer.did);
+    assert.deepEqual(status!.roles, ['buyer']);
+    assert.equal(status!.providersKnown, 1);
+    assert.ok((peers!.peers as Array<{ did: string }>).some((p) => p.did === prov.did));
+    const ads = market!.adverts as Array<{ signer: string; live: boolean; record: { hardware: { memoryMiB: number }; region: string } }>;
+    assert.deepEqual(ads.map((a) => a.signer), [prov.did]);
+    assert.equal(ads[0]!.live, true);
+    assert.equal(ads[0]!.record.hardware.memoryMiB, 4096);
+    assert.equal(ads[0]!.record.region, 'eu-west');
+    const js = jobs!.jobs as Array<{ address: string; signer: string; receipts: unknown[] }>;
+    assert.ok(runJobAddr);
+    assert.deepEqual(js.map((j) => j.address), [runJobAddr], 'the job `run` published, with no receipt');
+    assert.equal(js[0]!.signer, buyer.did);
+    assert.deepEqual(js[0]!.receipts, []);
+    assert.deepEqual(reputation!.providers, []);
+    // The human forms name what the JSON says.
+    assert.ok(human[0]!.out.includes(buyer.did));
+    assert.ok(human[1]!.out.includes(prov.did));
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * Restart: a provider and a buyer process stopped with SIGTERM and started
+ * again on the same data directories keep their records, offer books and
+ * reputation (LevelDB on disk), the provider's advert seq keeps increasing,
+ * and the restarted pair still runs a job.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cluster, bootstrapAddr, buyerConfig, freePort, get, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
+
+const c = new Cluster('restart');
+let prov: NodeProc;
+let buyer: NodeProc;
+let jobAddr: string;
+
+const spec = (text: string) => ({ workload: 'builtin.sha256', params: '50', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 120_000, input: Buffer.from(text).toString('base64') });
+
+interface Snapshot {
+  jobs: unknown;
+  reputation: unknown;
+  offers: unknown;
+  status: StatusView;
+  providerReputation: unknown;
+  providerStatus: StatusView;
+  advert: AdvertView;
+}
+
+async function snapshot(): Promise<Snapshot> {
+  const market = await get<{ adverts: AdvertView[] }>(buyer, '/v1/market');
+  const advert = market.adverts.find((a) => a.signer === prov.did);
+  assert.ok(advert, 'the buyer holds the provider’s advert');
+  return {
+    jobs: await get(buyer, '/v1/jobs'),
+    reputation: await get(buyer, '/v1/reputation'),
+    offers: (await get<{ offers: unknown }>(buyer, `/v1/offers/${encodeURIComponent(jobAddr)}`)).offers,
+    status: await get<StatusView>(buyer, '/v1/status'),
+    providerReputation: await get(prov, '/v1/reputation'),
+    providerStatus: await get<StatusView>(prov, '/v1/status'),
+    advert,
+  };
+}
+
+before(async () => {
+  await withLogs(c, async () => {
+    // Fixed ports: after a restart the buyer finds the provider where its config says.
+    const port = await freePort();
+    prov = await c.start('provider', providerConfig({ listen: `/ip4/127.0.0.1/tcp/${port}`, offerLifetimeMs: 110_000 }));
+    buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(prov)], collectWindowMs: 3000, enoughOffers: 1 }));
+    await waitForMarket(buyer, 1, [prov.did]);
+  });
+});
+
+after(async () => {
+  await c.destroy();
+});
+
+test('a provider and a buyer restarted on the same data dirs keep records, books and reputation', async () => {
+  await withLogs(c, async () => {
+    const { result } = await runJob(buyer, spec('before the restart'));
+    assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+    jobAddr = (result.job as Wire).address;
+    // Both sides hold the evidence (the provider hears the acceptance by gossip).
+    for (const n of [buyer, prov]) {
+      await waitFor(`${n.name} to credit the provider`, async () => (await get<Figures>(n, `/v1/reputation/${encodeURIComponent(prov.did)}`)).successes === 1);
+    }
+    const before = await snapshot();
+    assert.ok(before.status.offersHeld >= 1);
+    assert.ok(before.status.evidence >= 2);
+    assert.equal((before.offers as unknown[]).length, 1);
+
+    // SIGTERM both: a clean shutdown (exit 0), then start again on the same data dirs.
+    await c.stop(buyer);
+    await c.stop(prov);
+    assert.equal(buyer.child.exitCode, 0);
+    assert.equal(prov.child.exitCode, 0);
+    prov = await c.restart(prov);
+    buyer = await c.restart(buyer);
+
+    const afterRestart = await snapshot();
+    assert.deepEqual(afterRestart.jobs, before.jobs, 'jobs, receipts and verdicts survive');
+    assert.deepEqual(afterRestart.reputation, before.reputation, 'the buyer’s reputation view survives');
+    assert.deepEqual(afterRestart.offers, before.offers, 'the offer book survives');
+    assert.equal(afterRestart.status.offersHeld, before.status.offersHeld);
+    assert.equal(afterRestart.status.evidence, before.status.evidence);
+    assert.equal(afterRestart.status.did, before.status.did);
+    assert.deepEqual(afterRestart.providerReputation, before.providerReputation, 'the provider’s evidence survives');
+    assert.equal(afterRestart.providerStatus.evidence, before.providerStatus.evidence);
+
+    // The restarted provider signs a new advert with a higher seq; the buyer replaces the old one with it.
+    assert.notEqual(afterRestart.providerStatus.provider?.advert, before.providerStatus.provider?.advert);
+    const fresh = await waitFor('the buyer to hold the provider’s new advert', async () => {
+      const m = await get<{ adverts: AdvertView[] }>(buyer, '/v1/market');
+      const a = m.adverts.find((x) => x.signer === prov.did);
+      return a && a.address === afterRestart.providerStatus.provider?.advert ? a : undefined;
+    });
+    assert.ok(fresh.record.seq > before.advert.record.seq, `seq ${fresh.record.seq} > ${before.advert.record.seq}`);
+  });
+});
+
+test('the restarted pair still runs a job, and the evidence adds up', async () => {
+  await withLogs(c, async () => {
+    await waitForMarket(buyer, 1, [prov.did]);
+    const { result } = await runJob(buyer, spec('after the restart'));
+    assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+    const f = await get<Figures>(buyer, `/v1/reputation/${encodeURIComponent(prov.did)}`);
+    assert.equal(f.successes, 2);
+    const jobs = await get<{ jobs: Array<{ address: string }> }>(buyer, '/v1/jobs');
+    assert.deepEqual(jobs.jobs.map((j) => j.address), [(result.job as Wire).address, jobAddr], 'newest first, the old one kept');
+  });
+});
