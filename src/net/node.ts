@@ -343,7 +343,15 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock));
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
-      await libp2p.start();
+      try {
+        await libp2p.start();
+      } catch (e) {
+        // A listen address in use or not listenable is the operator's to fix, not a bug: say which and why in one line.
+        const name = (e as Error).name;
+        if (name !== 'UnsupportedListenAddressesError' && name !== 'UnsupportedListenAddressError') throw e;
+        const which = (e as Error).message.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).join('; ');
+        throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
+      }
       for (const k of joined) pubsub.subscribe(topicFor(k, overlay));
       for (const b of opts.bootstrap ?? []) {
         void libp2p.dial(multiaddr(b)).catch((e: unknown) => log.warn({ addr: b, err: (e as Error).message }, 'bootstrap dial failed'));

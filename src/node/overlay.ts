@@ -276,7 +276,8 @@ export class OverlayNode {
         if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
         const job = (frames[0] as { job?: unknown })?.job;
         if (typeof job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
-        await ctx.send({ stopped: this.provider!.preempt(job) ? 'yes' : 'no' } as never);
+        const receipt = await this.provider!.preempt(job);
+        await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
       });
     }
   }

@@ -14,10 +14,11 @@
  *   providers signed (a failed attempt spent energy too), at the worst grade
  *   among them (a grade never improves). A completed receipt closes the claim;
  *   failures alone close it at the deadline (the buyer may still fail over).
- * - Preemption: a claim queued because devices are held may reclaim devices
- *   from claims of lower-priority entitlements, in the §5.2 order; their
- *   providers are asked to stop over `/c0mpute/preempt/1`, and the stopped work
- *   ends with a signed `failed` receipt (EXEC_PREEMPTED) that releases it.
+ * - Preemption: an admission within its entitlement's guarantees that needs
+ *   devices the overlay's providers are using for lower-priority claims
+ *   reclaims them in the §5.2 order; their providers are asked to stop over
+ *   `/c0mpute/preempt/1` (answering once the work has stopped), and the stopped
+ *   work ends with a signed `failed` receipt (EXEC_PREEMPTED) that releases it.
  * - `managed` overlays: the steward signs selections on the buyer's behalf.
  * - After each append the new head entry is published on the overlay's
  *   pool-head topic; witness receipts heard on pool-witness are kept.
@@ -72,8 +73,7 @@ interface Waiting {
   job: Opened<Job>;
   since: number;
   verdict: Verdict & { verdict: 'Queue' };
-  wake: (v: Verdict) => void;
-  preempting: boolean;
+  wake: (d: { v: Verdict; victims: string[] }) => void;
 }
 
 export interface AdmitRequest {
@@ -153,6 +153,8 @@ export class Steward {
     });
     net.subscribe('receipt', (rec) => this.#onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', (rec) => this.#onSelection(rec as Opened<Selection>));
+    // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
+    net.subscribe('advert', () => void this.#retryQueue());
     net.subscribe('pool-witness', async (rec) => {
       const st = await this.ledger.addReceipt(rec.bytes);
       this.log.info({ witness: rec.signer, status: st.status }, 'witness receipt received');
@@ -215,22 +217,21 @@ export class Steward {
     const claim = checkClaim(claimFor(job, req, estimate));
     if (this.ledger.book.open.has(claim.id)) throw new C0Error('STEWARD_ALREADY_ADMITTED', 'this job is already admitted');
     await this.o.records.put(job);
-    let v = this.decide(claim);
+    let { v, victims } = this.#decideNow(claim);
     if (v.verdict === 'Queue') {
       await ctx.send({ t: 'queued', reason: v.reason, reasons: v.reasons } as never);
       this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim queued');
-      v = await new Promise<Verdict>((resolve) => {
-        const w: Waiting = { claim, job, since: this.o.clock(), verdict: v as Waiting['verdict'], wake: resolve, preempting: false };
+      ({ v, victims } = await new Promise<{ v: Verdict; victims: string[] }>((resolve) => {
+        const w: Waiting = { claim, job, since: this.o.clock(), verdict: v as Waiting['verdict'], wake: resolve };
         this.#queue.push(w);
         const gone = () => {
           this.#queue = this.#queue.filter((x) => x !== w);
-          resolve({ ...(v as Waiting['verdict']) });
+          resolve({ v: { ...(v as Waiting['verdict']) }, victims: [] });
         };
         ctx.signal.addEventListener('abort', gone, { once: true });
         const expire = setTimeout(gone, Math.max(0, job.record.deadline - this.o.clock()));
         expire.unref();
-        void this.#maybePreempt(w);
-      });
+      }));
       if (v.verdict === 'Queue') {
         await ctx.send({ t: 'expired', reason: v.reason } as never).catch(() => {});
         return;
@@ -241,6 +242,7 @@ export class Steward {
       await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
       return;
     }
+    if (victims.length) await this.#preempt(victims, claim.id);
     const r = await this.#append(admittedEvent(claim, v));
     this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
     this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: v.reserved, borrowed: v.borrowed_uj, seq: r.seq }, 'claim admitted');
@@ -250,40 +252,81 @@ export class Steward {
   /** Decide queued claims again, in arrival order, after capacity freed. */
   async #retryQueue(): Promise<void> {
     for (const w of [...this.#queue]) {
-      const v = this.decide(w.claim);
-      if (v.verdict === 'Queue') continue;
+      const d = this.#decideNow(w.claim);
+      if (d.v.verdict === 'Queue') continue;
       this.#queue = this.#queue.filter((x) => x !== w);
-      w.wake(v);
+      w.wake(d);
     }
   }
 
   /**
-   * A claim queued on held devices may reclaim devices from claims of
-   * lower-priority entitlements, in the §5.2 order (evidence before
-   * declaration; mid-run cost is unmeasured here, so lowest priority first).
+   * The overlay's physical capacity in devices: for each provider with a live
+   * advert, its GPU count, or one machine slot for a provider without GPUs.
+   * (pool/1 guarantees are promises; this is what there is to keep them with.)
    */
-  async #maybePreempt(w: Waiting): Promise<void> {
-    if (!this.cfg.preempt || w.verdict.reason !== 'DEVICES_HELD' || w.preempting) return;
-    const mine = this.tree.entitlements.get(w.claim.entitlement);
-    if (!mine) return;
-    const candidates = [...this.ledger.book.open.values()]
-      .filter((c) => (this.tree.entitlements.get(c.entitlement)?.priority ?? Infinity) < mine.priority && c.devices > 0)
-      .map((c) => ({ key: c.claim, spentUj: 0, completedUnits: 0, priority: this.tree.entitlements.get(c.entitlement)!.priority }));
-    if (!candidates.length) return;
-    w.preempting = true;
-    const need = w.claim.gang_size * w.claim.devices_per_member;
-    let freed = 0;
-    for (const rank of preemptionOrder(candidates)) {
-      if (freed >= need) break;
-      const oj = this.#open.get(rank.key);
-      const provider = oj?.provider ?? [...(oj?.winners ?? [])][0];
-      if (!oj || !provider) continue;
-      this.log.warn({ victim: rank.key, for: w.claim.id, provider }, 'preempting a lower-priority claim');
+  capacity(): number {
+    const now = this.o.clock();
+    let n = 0;
+    for (const a of this.o.market.adverts.latest.values()) {
+      if (a.record.expiresAt <= now || a.signer === this.identity.did) continue;
+      const gpus = (a.record.hardware.gpus ?? []).reduce((s, g) => s + g.count, 0);
+      n += Math.max(1, gpus);
+    }
+    return n;
+  }
+
+  /**
+   * The verdict a claim gets now, physical capacity included: an admission
+   * within the entitlement's guarantees that needs devices held by other
+   * work may reclaim them from claims of lower-priority entitlements, in the
+   * §5.2 order (mid-run cost is not reported to the steward, so undefined:
+   * lowest priority first, ties by claim id); without enough such devices it
+   * is queued, DEVICES_HELD.
+   */
+  #decideNow(claim: Claim): { v: Verdict; victims: string[] } {
+    const v = this.decide(claim);
+    if (v.verdict !== 'Admit') return { v, victims: [] };
+    const capacity = this.capacity();
+    const open = [...this.ledger.book.open.values()];
+    const held = open.reduce((s, c) => s + c.devices, 0);
+    const over = held + v.devices - capacity;
+    if (capacity === 0 || over <= 0) return { v, victims: [] };
+    const mine = this.tree.entitlements.get(claim.entitlement)!;
+    const victims: string[] = [];
+    if (this.cfg.preempt) {
+      const candidates = open
+        .filter((c) => c.devices > 0 && (this.tree.entitlements.get(c.entitlement)?.priority ?? Infinity) < mine.priority && this.#providerOf(c.claim))
+        .map((c) => ({ key: c.claim, spentUj: 0, completedUnits: 0, priority: this.tree.entitlements.get(c.entitlement)!.priority }));
+      let freed = 0;
+      for (const r of preemptionOrder(candidates)) {
+        if (freed >= over) break;
+        victims.push(r.key);
+        freed += this.ledger.book.open.get(r.key)!.devices;
+      }
+      if (freed >= over) return { v, victims };
+    }
+    const queued: Verdict = { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
+    return { v: queued, victims: [] };
+  }
+
+  #providerOf(claim: string): string | undefined {
+    const oj = this.#open.get(claim);
+    return oj?.provider ?? [...(oj?.winners ?? [])][0];
+  }
+
+  /** Ask the victims' providers to stop; resolves when each has stopped (or failed to answer). */
+  async #preempt(victims: string[], forClaim: string): Promise<void> {
+    for (const key of victims) {
+      const provider = this.#providerOf(key);
+      if (!provider) continue;
+      this.log.warn({ victim: key, for: forClaim, provider }, 'preempting a lower-priority claim');
       try {
-        await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: rank.key } as never], { limits: { deadlineMs: 10_000 } });
-        freed += this.ledger.book.open.get(rank.key)?.devices ?? 0;
+        const frames = await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key } as never], { limits: { deadlineMs: 30_000 } });
+        // The stopped work's signed receipt comes back with the answer: release the victim before admitting.
+        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
+        if (r instanceof Uint8Array) await this.#onReceipt(open(r, T.receipt));
       } catch (e) {
-        this.log.warn({ victim: rank.key, err: (e as Error).message }, 'preemption request failed');
+        this.log.warn({ victim: key, err: (e as Error).message }, 'preemption request failed');
       }
     }
   }
@@ -388,7 +431,7 @@ export class Steward {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const oj of this.#open.values()) if (oj.timer) clearTimeout(oj.timer);
-    for (const w of this.#queue) w.wake(w.verdict);
+    for (const w of this.#queue) w.wake({ v: w.verdict, victims: [] });
     this.#queue = [];
     await this.ledger.close();
   }

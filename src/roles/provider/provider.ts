@@ -50,6 +50,8 @@ export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running = new Map<string, AbortController>();
+  /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
+  #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
   #stopped = false;
@@ -117,14 +119,17 @@ export class Provider {
 
   /**
    * Stop running work on the steward's request (preemption, pool/1 §5): the
-   * work ends with a signed `failed` receipt, code EXEC_PREEMPTED. Returns
-   * whether the job was running here.
+   * work ends with a signed `failed` receipt, code EXEC_PREEMPTED. Resolves
+   * once that receipt is stored and the slot is free (so the capacity the
+   * steward reclaimed is really there), to that receipt (undefined when the
+   * job was not running here).
    */
-  preempt(job: string): boolean {
+  async preempt(job: string): Promise<Opened<Receipt> | undefined> {
     const c = this.#running.get(job);
-    if (!c) return false;
+    if (!c) return undefined;
+    const done = new Promise<Opened<Receipt>>((resolve) => this.#stopping.set(job, resolve));
     c.abort(new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'));
-    return true;
+    return done;
   }
 
   /** A job was heard: quote if eligible, free and able to finish before the deadline. */
@@ -233,6 +238,8 @@ export class Provider {
     } finally {
       // Released only once the receipt is stored, so a request in between cannot run the job again.
       this.#running.delete(job.address);
+      this.#stopping.get(job.address)?.(env);
+      this.#stopping.delete(job.address);
     }
     this.d.onOutcome?.(receipt.status, receipt.workload);
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
