@@ -10,6 +10,7 @@ import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
+import { isDid } from '../records/did.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -47,7 +48,7 @@ const networkSchema = z
     /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
     swarmKeyFile: z.string().optional(),
     /** Only these DIDs may connect (enforced by the connection gater). */
-    allowlist: z.array(z.string()).optional(),
+    allowlist: z.array(z.string().refine(isDid, 'a did:key whose key passes the key check')).optional(),
     /** Allow loopback/private addresses in the DHT (devnets and tests). */
     loopback: z.boolean().default(false),
     clockSkewMs: z.number().int().nonnegative().default(30_000),
@@ -99,7 +100,15 @@ export const configSchema = z
         slots: z.number().int().positive().default(1),
         detectGpus: z.boolean().default(true),
         hardware: z.object({ cpuCores: z.number().int().positive().optional(), memoryMiB: z.number().int().positive().optional(), gpus: z.array(gpu).optional() }).strict().optional(),
-        meter: z.object({ type: z.enum(['auto', 'rapl', 'nvml', 'estimator']).default('auto'), estimatorWatts: z.number().positive().default(100) }).strict().default({ type: 'auto', estimatorWatts: 100 }),
+        meter: z
+          .object({
+            type: z.enum(['auto', 'rapl', 'nvml', 'estimator']).default('auto'),
+            estimatorWatts: z.number().positive().default(100),
+            /** Where the RAPL counters are (default /sys/class/powercap; containers may mount them elsewhere). */
+            powercapRoot: z.string().optional(),
+          })
+          .strict()
+          .default({ type: 'auto', estimatorWatts: 100 }),
         maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
         maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
         workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
@@ -116,6 +125,22 @@ export const configSchema = z
         requiredEvidence: z.number().int().nonnegative().default(3),
         /** Reclaim devices from lower-priority claims for a claim queued on held devices (pool/1 §5). */
         preempt: z.boolean().default(true),
+        /**
+         * Idle reclamation (pool/1 §2.7). Absent: nothing is ever reclaimed for
+         * idleness. There is no default threshold: it must sit above the
+         * hardware's idle draw and below its working draw.
+         */
+        idle: z
+          .object({
+            /** The window a verdict rests on, ms (no verdict below it). */
+            windowMs: z.number().int().positive(),
+            /** Idle below this rate, µW (= µJ per second). */
+            idleBelowMicrowatts: z.number().int().positive(),
+            /** How often to sample the running claims' energy, ms (default: a quarter of the window). */
+            sampleMs: z.number().int().positive().optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),

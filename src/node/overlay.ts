@@ -215,7 +215,7 @@ export class OverlayNode {
     if (Object.keys(pc.workloads).length === 0) throw new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
     const detected = await detectHardware({ nvidiaSmi: pc.detectGpus ? 'nvidia-smi' : false });
     const hardware = mergeHardware(detected, pc.hardware);
-    const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts });
+    const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts, ...(pc.meter.powercapRoot ? { powercapRoot: pc.meter.powercapRoot } : {}) });
     const seed = identity.signer.exportSeed();
     const box = boxKeyFromIdentitySeed(seed);
     seed.fill(0);
@@ -274,9 +274,15 @@ export class OverlayNode {
     if (stewardDid) {
       await this.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
         if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
-        const job = (frames[0] as { job?: unknown })?.job;
-        if (typeof job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
-        const receipt = await this.provider!.preempt(job);
+        const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown };
+        if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
+        if (req.op === 'usage') {
+          // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
+          const u = this.provider!.usage(req.job);
+          await ctx.send((u ?? { running: 'no' }) as never);
+          return;
+        }
+        const receipt = await this.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority');
         await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
       });
     }

@@ -225,7 +225,8 @@ export class Buyer {
         result.output = attempt.output;
         break;
       }
-      if (attempt.receipt?.record.failure?.code === 'EXEC_PREEMPTED') {
+      const code = attempt.receipt?.record.failure?.code;
+      if (code === 'EXEC_PREEMPTED' || code === 'EXEC_IDLE_RECLAIMED') {
         // The steward reclaimed the capacity: the claim is over, there is nothing to fail over to.
         result.status = 'preempted';
         break;

@@ -19,6 +19,9 @@
  *   reclaims them in the §5.2 order; their providers are asked to stop over
  *   `/c0mpute/preempt/1` (answering once the work has stopped), and the stopped
  *   work ends with a signed `failed` receipt (EXEC_PREEMPTED) that releases it.
+ * - Idle reclamation (§2.7), only with a configured policy: the steward
+ *   samples running claims' energy from their providers and reclaims those
+ *   measured idle over the policy's window (EXEC_IDLE_RECLAIMED).
  * - `managed` overlays: the steward signs selections on the buyer's behalf.
  * - After each append the new head entry is published on the overlay's
  *   pool-head topic; witness receipts heard on pool-witness are kept.
@@ -34,6 +37,7 @@ import { treeFromYaml } from '../pool/yaml.js';
 import { worseGrade } from '../pool/grades.js';
 import { deriveEstimate } from '../pool/estimate.js';
 import { preemptionOrder } from '../pool/preemption.js';
+import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger } from '../ledger/store.js';
 import type { CborValue } from '../records/cbor.js';
@@ -55,6 +59,14 @@ export interface StewardConfig {
   requiredEvidence: number;
   /** Reclaim devices from lower-priority claims for a claim queued on held devices. */
   preempt: boolean;
+  /** Idle reclamation policy (pool/1 §2.7); absent: nothing is reclaimed for idleness. */
+  idle?: { windowMs: number; idleBelowMicrowatts: number; sampleMs?: number };
+}
+
+interface UsageSample {
+  uj: number;
+  grade: Energy['grade'];
+  elapsedMs: number;
 }
 
 interface OpenJob {
@@ -102,6 +114,9 @@ export class Steward {
   #open = new Map<string, OpenJob>();
   #queue: Waiting[] = [];
   #stopped = false;
+  #samples = new Map<string, UsageSample[]>();
+  #idleVerdicts = new Map<string, IdleVerdict>();
+  #idleTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private o: OverlayNode,
@@ -155,6 +170,12 @@ export class Steward {
     net.subscribe('selection', (rec) => this.#onSelection(rec as Opened<Selection>));
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
     net.subscribe('advert', () => void this.#retryQueue());
+    // §2.7: only a configured policy samples, and only it can reclaim anything.
+    if (this.cfg.idle) {
+      const every = this.cfg.idle.sampleMs ?? Math.max(250, Math.floor(this.cfg.idle.windowMs / 4));
+      this.#idleTimer = setInterval(() => void this.#idleTick().catch((e) => this.log.warn({ err: (e as Error).message }, 'idle check failed')), every);
+      this.#idleTimer.unref();
+    }
     net.subscribe('pool-witness', async (rec) => {
       const st = await this.ledger.addReceipt(rec.bytes);
       this.log.info({ witness: rec.signer, status: st.status }, 'witness receipt received');
@@ -331,6 +352,59 @@ export class Steward {
     }
   }
 
+  /**
+   * Idle reclamation (pool/1 §2.7): sample each open claim's energy from its
+   * provider, judge the energy over at least the policy's window (nothing
+   * held, then the window, then the grade, then the rate: src/pool/idle.ts),
+   * and reclaim the claims found idle, least energy per time first. A claim
+   * with no verdict (too short a window, an Estimator figure) is not a
+   * candidate.
+   */
+  async #idleTick(): Promise<void> {
+    const policy = this.cfg.idle;
+    if (!policy || this.#stopped) return;
+    const observations: IdleObservation[] = [];
+    for (const c of this.ledger.book.open.values()) {
+      const provider = this.#providerOf(c.claim);
+      if (!provider) continue;
+      let frames;
+      try {
+        frames = await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
+      } catch {
+        continue;
+      }
+      const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
+      if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
+      const hist = this.#samples.get(c.claim) ?? [];
+      hist.push({ uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs });
+      // Keep what covers the window, and one sample older.
+      while (hist.length > 2 && hist[hist.length - 1]!.elapsedMs - hist[1]!.elapsedMs >= policy.windowMs) hist.shift();
+      this.#samples.set(c.claim, hist);
+      const last = hist[hist.length - 1]!;
+      const first = hist[0]!;
+      observations.push({
+        key: c.claim,
+        devicesHeld: c.devices,
+        observedMs: last.elapsedMs - first.elapsedMs,
+        energy: { uj: Math.max(0, last.uj - first.uj), grade: worseGrade(first.grade, last.grade) },
+      });
+    }
+    const policyArgs = { windowMs: policy.windowMs, idleBelowMicrowatts: policy.idleBelowMicrowatts };
+    for (const o of observations) this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
+    for (const v of reclamationOrder(observations, policyArgs)) {
+      const provider = this.#providerOf(v.key);
+      if (!provider) continue;
+      this.log.warn({ claim: v.key, uj: v.uj, observedMs: v.observedMs, windowMs: v.windowMs }, 'reclaiming an idle claim');
+      try {
+        const frames = await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: v.key, reason: 'idle' } as never], { limits: { deadlineMs: 30_000 } });
+        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
+        if (r instanceof Uint8Array) await this.#onReceipt(open(r, T.receipt));
+      } catch (e) {
+        this.log.warn({ claim: v.key, err: (e as Error).message }, 'idle reclamation request failed');
+      }
+    }
+  }
+
   async #select(req: Record<string, unknown>, ctx: { peer: { toString(): string }; send(f: CborValue): Promise<void> }): Promise<void> {
     if (!this.cfg.managed) throw new C0Error('STEWARD_NOT_MANAGED', 'this overlay is not managed: buyers select themselves');
     const address = req.job as string;
@@ -371,7 +445,8 @@ export class Steward {
       return;
     }
     oj.receipts.set(r.address, r);
-    if (r.record.status === 'completed' || r.record.failure?.code === 'EXEC_PREEMPTED') await this.#release(oj, r.record.status);
+    const reclaimed = r.record.failure?.code === 'EXEC_PREEMPTED' || r.record.failure?.code === 'EXEC_IDLE_RECLAIMED';
+    if (r.record.status === 'completed' || reclaimed) await this.#release(oj, reclaimed ? r.record.failure!.code : r.record.status);
   }
 
   async #release(oj: OpenJob, why: string): Promise<void> {
@@ -389,6 +464,8 @@ export class Steward {
     }
     if (oj.timer) clearTimeout(oj.timer);
     this.#open.delete(oj.claim);
+    this.#samples.delete(oj.claim);
+    this.#idleVerdicts.delete(oj.claim);
     const r = await this.#append({ event: 'Released', claim: oj.claim, actual });
     this.log.info({ claim: oj.claim, actual, why, seq: r.seq }, 'claim released');
     await this.#retryQueue();
@@ -424,12 +501,14 @@ export class Steward {
       overlay: this.o.name,
       ledger: this.ledger.head(),
       teams,
+      ...(this.cfg.idle ? { idle: { policy: this.cfg.idle, verdicts: [...this.#idleVerdicts.values()] } } : {}),
       queued: this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: this.o.clock() - w.since })),
     };
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    if (this.#idleTimer) clearInterval(this.#idleTimer);
     for (const oj of this.#open.values()) if (oj.timer) clearTimeout(oj.timer);
     for (const w of this.#queue) w.wake({ v: w.verdict, victims: [] });
     this.#queue = [];

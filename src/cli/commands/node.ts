@@ -41,6 +41,11 @@ interface StartFlags {
   logFormat?: string;
 }
 
+/** `?overlay=name` for an API path, or nothing. */
+function q(overlay: string | undefined): string {
+  return overlay ? `?overlay=${encodeURIComponent(overlay)}` : '';
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
 }
@@ -82,8 +87,10 @@ function requireDaemon(dataDir: string): { api: string; token: string } {
 async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig['roles']): Promise<Daemon> {
   const config = nodeConfig(dataDir, flags);
   config.roles = roles;
-  // A one-shot node must not collide with a configured daemon port.
-  if (!flags.listen?.length) config.network.listen = config.network.listen.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
+  // A one-shot node must not collide with a configured daemon port, and runs only the roles asked for on every overlay.
+  const port0 = (addrs: string[]) => addrs.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
+  if (!flags.listen?.length) config.network.listen = port0(config.network.listen);
+  config.overlays = config.overlays.map((o) => ({ ...o, roles, listen: port0(o.listen) }));
   const log = createLogger({ level: flags.logLevel ?? (config.log.level === 'info' ? 'warn' : config.log.level), format: 'pretty', name: 'node' });
   const identity = await loadNodeIdentity(dataDir);
   const { Daemon } = await import('../../node/daemon.js');
@@ -169,15 +176,16 @@ export function register(program: Command): void {
       .option('--output <file>', 'write the output here (default: standard output)')
       .option('--wait <ms>', 'in-process node: how long to wait for the market to appear', '10000')
       .option('--json', 'print events and the result as JSON lines')
+      .option('--overlay <name>', 'run it on this overlay (default: the node’s first)')
       .description('run a job: publish, collect offers, select, execute, verify, countersign'),
-  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean }, cmd: Command) => {
+  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string }, cmd: Command) => {
     const { dataDir } = globals(cmd);
     const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}) });
     const print = (ev: WireEvent) => (f.json ? out(JSON.stringify(ev, jsonReplacer)) : renderEvent(ev, short, (s) => process.stderr.write(s + '\n')));
     let result: Record<string, unknown> | undefined;
     const client = daemonClient(dataDir);
     if (client) {
-      for await (const ev of apiStream(client.api, client.token, '/v1/run', spec)) {
+      for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
         if (ev.e === 'result') result = ev.result as Record<string, unknown>;
         else if (ev.e === 'error') {
           const err = ev.error as { code: string; message: string };
@@ -188,7 +196,7 @@ export function register(program: Command): void {
       const d = await oneShotNode(dataDir, f, ['buyer']);
       try {
         await waitForMarket(d, Number(f.wait));
-        const r = await d.runJob(parseJobSpec(spec), (e) => print(eventToWire(e)));
+        const r = await d.runJob(parseJobSpec(spec), (e) => print(eventToWire(e)), f.overlay);
         result = resultToWire(r);
       } finally {
         await d.stop();
@@ -235,10 +243,11 @@ export function register(program: Command): void {
     .command('peers')
     .description('connected peers')
     .option('--json', 'machine-readable output')
-    .action(async (o: { json?: boolean }, cmd: Command) => {
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', '/v1/peers')) as { peers: Array<{ peerId: string; did?: string; addrs: string[] }> };
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/peers${q(o.overlay)}`)) as { peers: Array<{ peerId: string; did?: string; addrs: string[] }> };
       if (o.json) return outJson(r);
       if (!r.peers.length) out('no peers connected');
       for (const p of r.peers) out(`${p.did ?? p.peerId}  ${p.addrs.join(' ')}`);
@@ -249,10 +258,11 @@ export function register(program: Command): void {
     .argument('<job>', 'job address (sha256:…)')
     .description('offers the running node holds for a job, and each provider’s eligibility')
     .option('--json', 'machine-readable output')
-    .action(async (job: string, o: { json?: boolean }, cmd: Command) => {
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .action(async (job: string, o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/offers/${encodeURIComponent(job)}`)) as { known: boolean; offers: Array<{ signer: string; address: string; record: { price: { amount: string; currency: string }; durationMs: number; expiresAt: number } }>; explanation?: { summary: string } };
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/offers/${encodeURIComponent(job)}${q(o.overlay)}`)) as { known: boolean; offers: Array<{ signer: string; address: string; record: { price: { amount: string; currency: string }; durationMs: number; expiresAt: number } }>; explanation?: { summary: string } };
       if (o.json) return outJson(r);
       if (!r.known) out('(this node has not seen that job)');
       for (const x of r.offers) out(`${short(x.signer).padEnd(18)} ${`${x.record.price.amount} ${x.record.price.currency}`.padEnd(14)} ${x.record.durationMs} ms  ${shortAddr(x.address)}`);
@@ -263,15 +273,16 @@ export function register(program: Command): void {
     .command('jobs')
     .description('jobs this node published, with their receipts and verdicts')
     .option('--json', 'machine-readable output')
-    .action(async (o: { json?: boolean }, cmd: Command) => {
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = daemonClient(dataDir);
       let r: Awaited<ReturnType<typeof localJobs>>;
-      if (c) r = (await apiCall(c.api, c.token, 'GET', '/v1/jobs')) as typeof r;
+      if (c) r = (await apiCall(c.api, c.token, 'GET', `/v1/jobs${q(o.overlay)}`)) as typeof r;
       else {
         const d = await offlineNode(dataDir);
         try {
-          r = JSON.parse(JSON.stringify(await localJobs(d.primary), jsonReplacer)) as typeof r;
+          r = JSON.parse(JSON.stringify(await localJobs(d.overlay(o.overlay)), jsonReplacer)) as typeof r;
         } finally {
           await d.stop();
         }
@@ -290,15 +301,17 @@ export function register(program: Command): void {
     .argument('[did]', 'one provider')
     .description('reputation derived from the receipts and acceptances this node holds')
     .option('--json', 'machine-readable output')
-    .action(async (did: string | undefined, o: { json?: boolean }, cmd: Command) => {
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .action(async (did: string | undefined, o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = daemonClient(dataDir);
       let r: unknown;
-      if (c) r = await apiCall(c.api, c.token, 'GET', did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation');
+      if (c) r = await apiCall(c.api, c.token, 'GET', (did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation') + q(o.overlay));
       else {
         const d = await offlineNode(dataDir);
         try {
-          r = did ? d.market.reputation().get(did) : { providers: d.market.reputation().all() };
+          const m = d.overlay(o.overlay).market;
+          r = did ? m.reputation().get(did) : { providers: m.reputation().all() };
         } finally {
           await d.stop();
         }
@@ -319,6 +332,7 @@ async function offlineNode(dataDir: string): Promise<Daemon> {
   config.roles = [];
   config.network.listen = ['/ip4/127.0.0.1/tcp/0'];
   config.network.bootstrap = [];
+  config.overlays = config.overlays.map((o) => ({ ...o, roles: [], listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap: [] }));
   const log = createLogger({ level: 'silent' });
   const identity = await loadNodeIdentity(dataDir);
   const { Daemon } = await import('../../node/daemon.js');
@@ -333,10 +347,11 @@ export function registerLiveMarket(program: Command): void {
     .command('list', { isDefault: true })
     .description('live adverts the running node holds and what they offer (the default)')
     .option('--json', 'machine-readable output')
-    .action(async (o: { json?: boolean }, cmd: Command) => {
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', '/v1/market')) as ReturnType<typeof localMarket>;
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/market${q(o.overlay)}`)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);
       const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');

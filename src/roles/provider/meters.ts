@@ -20,6 +20,8 @@ import { C0Error } from '../../errors.js';
 export interface MeterSpan {
   /** Stop the span and return the energy attributed to it. */
   stop(): Energy;
+  /** The energy so far, graded as stop() would grade it now (for a steward's idle check, pool/1 §2.7). */
+  sample(): Energy;
 }
 
 export interface Meter {
@@ -59,26 +61,30 @@ abstract class CounterMeter implements Meter {
     const started0 = ++this.occ.started;
     this.occ.active++;
     let stopped = false;
+    const measure = (): Energy => {
+      const shared = sharedAtStart || this.occ.started !== started0;
+      const e1 = this.read();
+      const ranges = this.wrapRanges();
+      let total = 0;
+      for (let i = 0; i < e1.length; i++) {
+        let d = e1[i]! - (e0[i] ?? 0);
+        const range = ranges[i];
+        // A counter wraps per domain; a domain whose range is unknown contributes nothing rather than a negative figure.
+        if (d < 0 && range) d += range;
+        if (d > 0) total += d;
+      }
+      // A device counter divided between occupants is a model, never HwShunt (pool/1 §2.5).
+      return { uj: Math.round(total), grade: shared ? 'ModelBased' : 'HwShunt' };
+    };
     return {
       stop: (): Energy => {
         if (!stopped) {
           stopped = true;
           this.occ.active--;
         }
-        const shared = sharedAtStart || this.occ.started !== started0;
-        const e1 = this.read();
-        const ranges = this.wrapRanges();
-        let total = 0;
-        for (let i = 0; i < e1.length; i++) {
-          let d = e1[i]! - (e0[i] ?? 0);
-          const range = ranges[i];
-          // A counter wraps per domain; a domain whose range is unknown contributes nothing rather than a negative figure.
-          if (d < 0 && range) d += range;
-          if (d > 0) total += d;
-        }
-        // A device counter divided between occupants is a model, never HwShunt (pool/1 §2.5).
-        return { uj: Math.round(total), grade: shared ? 'ModelBased' : 'HwShunt' };
+        return measure();
       },
+      sample: measure,
     };
   }
 }
@@ -172,9 +178,8 @@ export class EstimatorMeter implements Meter {
   ) {}
   start(): MeterSpan {
     const t0 = this.now();
-    return {
-      stop: (): Energy => ({ uj: Math.round(this.watts * (this.now() - t0) * 1000), grade: 'Estimator' }),
-    };
+    const measure = (): Energy => ({ uj: Math.round(this.watts * (this.now() - t0) * 1000), grade: 'Estimator' });
+    return { stop: measure, sample: measure };
   }
 }
 

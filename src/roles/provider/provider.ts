@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { parseExecRequest, type ExecFrame } from '../exec-protocol.js';
 import { createExecutor, type Executor } from './executors.js';
-import type { Meter } from './meters.js';
+import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 
 export interface EligibilityFailure {
@@ -52,6 +52,8 @@ export class Provider {
   #running = new Map<string, AbortController>();
   /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
   #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
+  /** Meter spans of running jobs, for usage reports to the overlay's steward. */
+  #spans = new Map<string, { span: MeterSpan; startedAt: number }>();
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
   #stopped = false;
@@ -124,12 +126,24 @@ export class Provider {
    * steward reclaimed is really there), to that receipt (undefined when the
    * job was not running here).
    */
-  async preempt(job: string): Promise<Opened<Receipt> | undefined> {
+  async preempt(job: string, reason: 'priority' | 'idle' = 'priority'): Promise<Opened<Receipt> | undefined> {
     const c = this.#running.get(job);
     if (!c) return undefined;
     const done = new Promise<Opened<Receipt>>((resolve) => this.#stopping.set(job, resolve));
-    c.abort(new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'));
+    c.abort(
+      reason === 'idle'
+        ? new C0Error('EXEC_IDLE_RECLAIMED', 'the overlay’s steward reclaimed the devices: the work was measured idle')
+        : new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'),
+    );
     return done;
+  }
+
+  /** Energy spent so far by a running job, with its grade and how long it has run (pool/1 §2.7). */
+  usage(job: string): { uj: number; grade: string; elapsedMs: number } | undefined {
+    const s = this.#spans.get(job);
+    if (!s) return undefined;
+    const e = s.span.sample();
+    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt) };
   }
 
   /** A job was heard: quote if eligible, free and able to finish before the deadline. */
@@ -192,6 +206,7 @@ export class Provider {
     const runSignal = AbortSignal.any([ctl.signal, deadline]);
     const startedAt = this.d.clock();
     const span = this.d.meter.start();
+    this.#spans.set(job.address, { span, startedAt });
     let output: Uint8Array | undefined;
     let failure: { code: string; message: string } | undefined;
     try {
@@ -216,6 +231,7 @@ export class Provider {
       signal.removeEventListener('abort', onGone);
     }
     const energy = span.stop();
+    this.#spans.delete(job.address);
     const completedAt = Math.max(this.d.clock(), startedAt);
     const receipt: Receipt = {
       job: job.address,
