@@ -13,7 +13,7 @@ import { C0Error } from '../errors.js';
 import { apiCall } from '../node/api.js';
 import { createIdentity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
-import { Devnet, freePort, waitFor } from './devnet.js';
+import { freePort, waitFor, type Devnet } from './devnet.js';
 
 export const OVERLAY = 'acme';
 
