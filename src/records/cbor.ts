@@ -40,7 +40,8 @@ export const CBOR_ERR = {
 
 const MAX_DEPTH = 32;
 
-const encoder = new Encoder({
+/** cbor-x with every extension off (STACK pitfall 3); key order and integer width are ours. */
+const CBORX_OPTIONS = {
   useRecords: false,
   useTag259ForMaps: false,
   variableMapSize: true,
@@ -50,21 +51,12 @@ const encoder = new Encoder({
   bundleStrings: false,
   largeBigIntToFloat: false,
   mapsAsObjects: true,
-} as ConstructorParameters<typeof Encoder>[0]);
+} as const;
 
-/** The same decoder, reading 64-bit integers as numbers (used when the scan proved them all ≤ 2^53). */
-const numberDecoder = new Encoder({
-  useRecords: false,
-  useTag259ForMaps: false,
-  variableMapSize: true,
-  tagUint8Array: false,
-  pack: false,
-  structuredClone: false,
-  bundleStrings: false,
-  largeBigIntToFloat: false,
-  mapsAsObjects: true,
-  int64AsNumber: true,
-} as ConstructorParameters<typeof Encoder>[0]);
+const encoder = new Encoder(CBORX_OPTIONS as ConstructorParameters<typeof Encoder>[0]);
+
+/** The same decoder, reading 64-bit integers as numbers (used when the scan proved them all within ±2^53). */
+const numberDecoder = new Encoder({ ...CBORX_OPTIONS, int64AsNumber: true } as ConstructorParameters<typeof Encoder>[0]);
 
 const TWO32 = 0x1_0000_0000;
 const U64_MAX = (1n << 64n) - 1n;

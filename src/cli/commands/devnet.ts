@@ -31,9 +31,7 @@ export function register(program: Command): void {
       if (!Number.isInteger(jobs) || jobs < 1 || jobs > 20) throw new C0Error('DEVNET_BAD_OPTION', '--jobs must be a whole number from 1 to 20');
       if (!(POLICIES as readonly string[]).includes(o.policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${o.policy}"; one of ${POLICIES.join(', ')}`);
       const net = new Devnet({ providers, policy: o.policy, jobs, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
-      const onSignal = () => void net.stop().then(() => process.exit(130));
-      process.once('SIGINT', onSignal);
-      try {
+      await withDevnet(net, async () => {
         const { api } = await net.start();
         const names = net.names();
         // The job: 16 GiB of memory in eu-west or us-east. One provider has too
@@ -79,20 +77,13 @@ export function register(program: Command): void {
           out('Ctrl-C stops every node.');
           await new Promise<void>(() => {});
         }
-      } finally {
-        process.removeListener('SIGINT', onSignal);
-        out('\n▸ stopping every node…');
-        await net.stop();
-        out('▸ done');
-      }
+      });
     });
 }
 
 async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
   const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
-  const onSignal = () => void net.stop().then(() => process.exit(130));
-  process.once('SIGINT', onSignal);
-  try {
+  await withDevnet(net, async () => {
     const names = () => net.names();
     const render = (label: string, ev: WireEvent) => renderEvent(ev, names(), (s) => out(`[${label}] ${s.trimStart()}`));
     const r = await runOverlayScenario(net, render, out);
@@ -114,6 +105,15 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<voi
       out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
       await new Promise<void>(() => {});
     }
+  });
+}
+
+/** Run a devnet scenario; whatever happens (Ctrl-C included), stop every node it started. */
+async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
+  const onSignal = () => void net.stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    await scenario();
   } finally {
     process.removeListener('SIGINT', onSignal);
     out('\n▸ stopping every node…');

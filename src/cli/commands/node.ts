@@ -4,7 +4,7 @@
  * daemon talk to its control API (found through <data-dir>/daemon.json and the
  * token file); `run`, `jobs` and `reputation` work without one too.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -13,7 +13,7 @@ import { createIdentity, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
-import { apiCall, apiStream, TOKEN_FILE } from '../../node/api.js';
+import { apiCall, apiStream } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
 import { jobs as localJobs } from '../../node/control.js';
@@ -26,6 +26,7 @@ import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
 import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
 import { globals } from './index.js';
+import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
@@ -41,10 +42,6 @@ interface StartFlags {
   logFormat?: string;
 }
 
-/** `?overlay=name` for an API path, or nothing. */
-function q(overlay: string | undefined): string {
-  return overlay ? `?overlay=${encodeURIComponent(overlay)}` : '';
-}
 
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
@@ -69,19 +66,7 @@ export function nodeConfig(dataDir: string, f: StartFlags): NodeConfig {
   return loadConfig({ ...(file ? { file } : {}), env: process.env, flags });
 }
 
-function daemonClient(dataDir: string): { api: string; token: string } | undefined {
-  const info = readDaemonInfo(dataDir);
-  if (!info || !info.api) return undefined;
-  const tokenPath = join(dataDir, TOKEN_FILE);
-  if (!existsSync(tokenPath)) return undefined;
-  return { api: info.api, token: readFileSync(tokenPath, 'utf8').trim() };
-}
 
-function requireDaemon(dataDir: string): { api: string; token: string } {
-  const c = daemonClient(dataDir);
-  if (!c) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}; start one with \`c0mpute start --data-dir ${dataDir}\``);
-  return c;
-}
 
 /** Start a node in this process for a one-shot command (no API, no daemon.json). */
 async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig['roles']): Promise<Daemon> {

@@ -4,17 +4,17 @@
  * the config to paste; `overlay list` shows the overlays of the running node
  * with their peers and the providers each knows. See docs/overlays.md.
  */
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { parseConfig } from '../../node/config.js';
-import { readDaemonInfo } from '../../node/daemon-info.js';
 import { readKeyFileDid } from '../../node/identity.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
-import { apiCall, TOKEN_FILE } from '../../node/api.js';
+import { apiCall } from '../../node/api.js';
 import { out, outJson } from '../context.js';
 import { globals } from './index.js';
+import { requireDaemon } from '../daemon-client.js';
 
 /** Port suggested for a first private overlay (the public network defaults to 4001; two overlays cannot share a port). */
 const SUGGESTED_PORT = 4101;
@@ -71,12 +71,6 @@ export function configSnippets(name: string, keyFile: string, bootstrapHint: str
   return { beside, only };
 }
 
-function requireDaemon(dataDir: string): { api: string; token: string } {
-  const info = readDaemonInfo(dataDir);
-  const tokenPath = join(dataDir, TOKEN_FILE);
-  if (!info || !info.api || !existsSync(tokenPath)) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}; start one with \`c0mpute start --data-dir ${dataDir}\``);
-  return { api: info.api, token: readFileSync(tokenPath, 'utf8').trim() };
-}
 
 interface OverlayView {
   overlay: string;

@@ -1,20 +1,12 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
 import type { Command } from 'commander';
-import { C0Error } from '../../errors.js';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { readDaemonInfo } from '../../node/daemon-info.js';
-import { apiCall, TOKEN_FILE } from '../../node/api.js';
+import { writeFileSync } from 'node:fs';
+import { apiCall } from '../../node/api.js';
 import { out, outJson } from '../context.js';
 import { short } from '../render.js';
 import { globals } from './index.js';
+import { overlayQuery, requireDaemon } from '../daemon-client.js';
 
-function client(dataDir: string): { api: string; token: string } {
-  const info = readDaemonInfo(dataDir);
-  const tp = join(dataDir, TOKEN_FILE);
-  if (!info?.api || !existsSync(tp)) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}`);
-  return { api: info.api, token: readFileSync(tp, 'utf8').trim() };
-}
 
 const mj = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
 
@@ -26,8 +18,8 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .action(async (o: { overlay?: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const c = client(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/steward${o.overlay ? `?overlay=${encodeURIComponent(o.overlay)}` : ''}`)) as {
+      const c = requireDaemon(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/steward${overlayQuery(o.overlay)}`)) as {
         steward: string;
         overlay: string;
         ledger: { length: number; head: string };
@@ -62,8 +54,8 @@ export function registerLedgerFetch(program: Command): void {
     .description('through the running node: fetch a steward’s ledger entries and the witness receipts this node heard (then: c0mpute ledger verify FILE)')
     .action(async (steward: string, file: string, o: { overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const c = client(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${o.overlay ? `?overlay=${encodeURIComponent(o.overlay)}` : ''}`)) as { entries: number; receipts: number; file: string };
+      const c = requireDaemon(dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as { entries: number; receipts: number; file: string };
       writeFileSync(file, Buffer.from(r.file, 'base64'));
       out(`wrote ${file}: ${r.entries} entries, ${r.receipts} witness receipt(s)`);
     });

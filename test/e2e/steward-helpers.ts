@@ -1,0 +1,260 @@
+/**
+ * Shared helpers for the steward end-to-end tests: an organisation on a
+ * private overlay as real `c0mpute start` processes on 127.0.0.1 (a swarm key,
+ * a steward holding a pool/1 entitlement tree, a witness, providers and
+ * buyers), modelled on the devnet's organisation scenario
+ * (src/devnet/overlay-scenario.ts).
+ *
+ *   const org = await startOrg('scenario', { providers: 2, buyers: ['alpha', 'beta'] });
+ *   const run = await runClaim(org.buyers.alpha!, claimSpec('A1', 'team-a', 100_000_000, 200_000));
+ *   const s = await stewardStatus(org.steward);
+ *   await org.restartSteward();           // same port, same data dir; it dials everyone back
+ *   await org.c.destroy();                // in an after hook
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateSwarmKey } from '../../src/net/node.js';
+import { worseGrade, type Grade } from '../../src/pool/grades.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, freePort, get, providerConfig, runJob, sleep, waitFor, type CliResult, type NodeProc, type RunOutcome } from './node-helpers.js';
+
+export const OVERLAY = 'acme';
+
+/** The devnet's tree: team-a 600 J / 1 device (priority 2), team-b 300 J / 1 device (priority 1). */
+export const TREE_YAML = `# pool/1 entitlement tree (energies in µJ)
+entitlements:
+  - { id: acme, guarantee_uj: 2000000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
+  - { id: team-a, parent: acme, guarantee_uj: 600000000, guarantee_devices: 1, over_quota_weight: 1, priority: 2 }
+  - { id: team-b, parent: acme, guarantee_uj: 300000000, guarantee_devices: 1, over_quota_weight: 1, priority: 1 }
+`;
+
+export interface TeamView {
+  id: string;
+  parent?: string;
+  priority: number;
+  guarantee_uj: number;
+  guarantee_devices: number;
+  used_uj: number;
+  spent_uj: number;
+  reserved_uj: number;
+  borrowed_uj: number;
+  held_devices: number;
+  open_claims: number;
+}
+
+export interface ReceiptStatusView {
+  status: string;
+  code?: string;
+  witness?: string;
+  length?: number;
+  head?: string;
+  ours?: string;
+}
+
+export interface AttestationView {
+  grade: 'self-attested' | 'witnessed';
+  witnesses: Array<{ witness: string; length: number }>;
+  witnessedLength: number;
+  receipts: ReceiptStatusView[];
+}
+
+export interface StewardView {
+  steward: string;
+  overlay: string;
+  ledger: { length: number; head: string };
+  teams: TeamView[];
+  queued: Array<{ claim: string; entitlement: string; reason: string; reasons: string[] }>;
+  attestation: AttestationView;
+}
+
+export interface WitnessView {
+  witness: string;
+  stewards: Record<string, { held: { length: number; head: string }; last: { length?: number; head?: string; refused?: string }; evidence: number }>;
+}
+
+export interface LedgerRow {
+  seq: number;
+  address: string;
+  entry: {
+    seq: number;
+    prev: string;
+    steward: string;
+    event: 'Admitted' | 'Released';
+    claim: string;
+    entitlement?: string;
+    class?: string;
+    reserved?: { uj: number; grade: Grade };
+    devices?: number;
+    borrowed_uj?: number;
+    actual?: { uj: number; grade: Grade };
+  };
+}
+
+export interface Org {
+  c: Cluster;
+  keyFile: string;
+  treeFile: string;
+  steward: NodeProc;
+  witness: NodeProc;
+  providers: NodeProc[];
+  buyers: Record<string, NodeProc>;
+  /** `<steward data dir>/steward/<overlay>/ledger` */
+  ledgerDir: string;
+  /** SIGTERM the steward, start it again on the same data dir and port, dialling every other member; wait until it has them all as peers. */
+  restartSteward(): Promise<NodeProc>;
+  /** Every member but the steward. */
+  others(): NodeProc[];
+}
+
+export interface OrgOptions {
+  providers: number;
+  buyers: string[];
+  tree?: string;
+  /** Quoted duration of builtin.sha256 on the providers. */
+  baseMs?: number;
+}
+
+/**
+ * A provider whose estimator meter charges `watts`: its receipts' energy is
+ * watts × wall time, so a low figure keeps a slow run on a loaded machine
+ * inside the teams' guarantees (the tests assert admission verdicts, not timing).
+ */
+function lowPower(cfg: Record<string, unknown>, watts: number): Record<string, unknown> {
+  const provider = cfg.provider as Record<string, unknown>;
+  return { ...cfg, provider: { ...provider, meter: { type: 'estimator', estimatorWatts: watts } } };
+}
+
+/** The `network` section of a member: the overlay, its key, the steward's DID. */
+function overlayNetwork(keyFile: string, steward: string, listen: string, bootstrap: string[]): Record<string, unknown> {
+  return { overlay: OVERLAY, swarmKeyFile: keyFile, listen: [listen], loopback: true, bootstrap, steward, resyncMs: 5000 };
+}
+
+export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
+  const c = new Cluster(label);
+  try {
+    const keyFile = join(c.root, `${OVERLAY}.key`);
+    writeFileSync(keyFile, generateSwarmKey(), { mode: 0o600 });
+    const treeFile = join(c.root, 'tree.yaml');
+    writeFileSync(treeFile, o.tree ?? TREE_YAML);
+    const stewardDid = c.dataDir('steward').did;
+    // A fixed port: the members dial it back after it restarts.
+    const stewardPort = await freePort();
+    const stewardConfig = (bootstrap: string[]) => ({
+      roles: ['steward'],
+      log: { level: 'info', format: 'json' },
+      network: overlayNetwork(keyFile, stewardDid, `/ip4/127.0.0.1/tcp/${stewardPort}`, bootstrap),
+      api: { listen: '127.0.0.1:0' },
+      steward: { treeFile },
+    });
+    const steward = await c.start('steward', stewardConfig([]));
+    const net = (cfg: Record<string, unknown>, boot: NodeProc[]) => ({ ...cfg, network: overlayNetwork(keyFile, stewardDid, '/ip4/127.0.0.1/tcp/0', boot.map(bootstrapAddr)) });
+    const [witness, ...providers] = await Promise.all([
+      c.start('witness', net({ roles: ['witness'], log: { level: 'info', format: 'json' }, api: { listen: '127.0.0.1:0' } }, [steward])),
+      ...Array.from({ length: o.providers }, (_, i) => c.start(`p${i + 1}`, net(lowPower(providerConfig({ price: (0.002 + 0.001 * i).toFixed(3), tier: 'private', baseMs: o.baseMs ?? 4000, slots: 2 }), 5 + i), [steward]))),
+    ]);
+    // Buyers dial the providers directly too: a job reaches every provider at once, not through a mesh still forming.
+    const started = await Promise.all(o.buyers.map((b) => c.start(b, net(buyerConfig({ collectWindowMs: 5000, enoughOffers: o.providers }), [steward, ...providers]))));
+    const buyers = Object.fromEntries(o.buyers.map((b, i) => [b, started[i]!]));
+    const org: Org = {
+      c,
+      keyFile,
+      treeFile,
+      steward,
+      witness,
+      providers,
+      buyers,
+      ledgerDir: join(steward.dir, 'steward', OVERLAY, 'ledger'),
+      others: () => [org.witness, ...org.providers, ...Object.values(org.buyers)],
+      restartSteward: async () => {
+        const others = org.others();
+        org.steward = await c.restart(org.steward, stewardConfig(others.map(bootstrapAddr)));
+        await waitForPeers(org.steward, others.map((n) => n.did));
+        return org.steward;
+      },
+    };
+    // Every buyer sees every provider's advert and holds it and the steward as peers; the steward holds every member.
+    for (const b of Object.values(buyers)) {
+      await waitFor(`${b.name} to see ${o.providers} providers`, async () => (await get<{ providersKnown: number }>(b, '/v1/status')).providersKnown >= o.providers, 45_000);
+      await waitForPeers(b, [steward.did, ...providers.map((p) => p.did)], 0);
+    }
+    await waitForPeers(steward, org.others().map((n) => n.did));
+    return org;
+  } catch (e) {
+    c.dumpLogs();
+    await c.destroy();
+    throw e;
+  }
+}
+
+/** Wait until `n` holds every DID in `dids` as a peer, then one gossip heartbeat (the topic meshes form right after). */
+export async function waitForPeers(n: NodeProc, dids: string[], settleMs = 1_500): Promise<void> {
+  await waitFor(`${n.name} to hold ${dids.length} peers`, async () => {
+    const p = await get<{ peers: Array<{ did?: string }> }>(n, '/v1/peers');
+    const have = new Set(p.peers.map((x) => x.did));
+    return dids.every((d) => have.has(d));
+  }, 45_000);
+  await sleep(settleMs);
+}
+
+/** A builtin.sha256 job naming an entitlement and an energy estimate (pool/1 §2.4). */
+export function claimSpec(label: string, entitlement: string, uj: number, rounds: number, grade: Grade = 'Estimator', deadlineMs = 60_000): Record<string, unknown> {
+  return {
+    workload: 'builtin.sha256',
+    params: String(rounds),
+    maxPrice: { amount: '0.01', currency: 'USD' },
+    deadlineMs,
+    entitlement,
+    class: 'sha256-batch',
+    energy: { uj, grade },
+    input: Buffer.from(`${label} ${Date.now()} ${Math.random()}`).toString('base64'),
+  };
+}
+
+export interface ClaimRun extends RunOutcome {
+  job: string;
+  admission?: { verdict: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: Grade }; borrowed_uj?: number; entry?: string };
+  queued: Array<{ reason: string; reasons: string[] }>;
+  /** Every receipt the buyer received for the job, summed (µJ) at the worst grade. */
+  energy?: { uj: number; grade: Grade };
+}
+
+export async function runClaim(n: NodeProc, spec: Record<string, unknown>): Promise<ClaimRun> {
+  const r = await runJob(n, spec);
+  const receipts = r.events.filter((e) => e.e === 'receipt').map((e) => (e.receipt as { record: { energy: { uj: number; grade: Grade } } }).record.energy);
+  const energy = receipts.length ? receipts.slice(1).reduce((a, x) => ({ uj: a.uj + x.uj, grade: worseGrade(a.grade, x.grade) }), { ...receipts[0]! }) : undefined;
+  return {
+    ...r,
+    job: (r.result.job as { address: string }).address,
+    ...(r.result.admission ? { admission: r.result.admission as ClaimRun['admission'] } : {}),
+    queued: r.events.filter((e) => e.e === 'queued').map((e) => ({ reason: e.reason as string, reasons: e.reasons as string[] })),
+    ...(energy ? { energy } : {}),
+  };
+}
+
+export const stewardStatus = (n: NodeProc): Promise<StewardView> => get<StewardView>(n, `/v1/steward?overlay=${OVERLAY}`);
+export const witnessStatus = (n: NodeProc): Promise<WitnessView> => get<WitnessView>(n, `/v1/witness?overlay=${OVERLAY}`);
+
+/** Wait until the steward's ledger is witnessed up to its current length (and at least `length`). */
+export async function waitWitnessed(steward: NodeProc, length: number): Promise<StewardView> {
+  return waitFor(`the steward's ledger witnessed to length ${length}`, async () => {
+    const s = await stewardStatus(steward);
+    return s.ledger.length >= length && s.attestation.grade === 'witnessed' && s.attestation.witnessedLength === s.ledger.length ? s : undefined;
+  }, 45_000);
+}
+
+/** `c0mpute ledger <cmd> --json <path>` as a real process (the steward must be stopped: LevelDB holds one writer). */
+export async function ledgerCli(c: Cluster, cmd: 'show' | 'verify', path: string): Promise<{ r: CliResult; json: Record<string, unknown> }> {
+  const r = await c0mpute(c.dataDir('auditor').dir, ['ledger', cmd, '--json', path]);
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(r.out) as Record<string, unknown>;
+  } catch {
+    throw new Error(`ledger ${cmd} printed no JSON (exit ${r.code}): ${r.out}\n${r.err}`);
+  }
+  return { r, json };
+}
+
+export async function showLedger(c: Cluster, dir: string): Promise<LedgerRow[]> {
+  const { r, json } = await ledgerCli(c, 'show', dir);
+  if (r.code !== 0 || json.ok !== true) throw new Error(`ledger show failed (exit ${r.code}): ${r.out}\n${r.err}`);
+  return json.entries as LedgerRow[];
+}

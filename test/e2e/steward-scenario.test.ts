@@ -1,0 +1,213 @@
+/**
+ * The organisation scenario, end to end with real `c0mpute start` processes on
+ * a private overlay (pool/1 admission inside the walk): a steward holding a
+ * tree of two teams (team-a 600 J / 1 device, team-b 300 J / 1 device), a
+ * witness, two providers and two buyers (alpha for team-a, beta for team-b).
+ *
+ * - A claim past its team's guarantee on an unmeasured estimate is denied with
+ *   its reason before the job is announced, and nothing is recorded.
+ * - Claims within the guarantee are admitted with their reservation and grade;
+ *   a second team-a claim sent while the first holds the team's only device is
+ *   queued (DEVICES_HELD) and runs once the first releases.
+ * - Each release charges the sum of the job's receipts' energy, at the worst
+ *   grade (read back with `c0mpute ledger show` after the steward stops).
+ * - The ledger is witnessed to its current length; the steward restarted on
+ *   the same data dir reports exactly the usage it had (rebuilt from its ledger).
+ *
+ * The tests share one overlay and run in order.
+ */
+import '../../src/polyfill.js';
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { waitFor, withLogs } from './node-helpers.js';
+import { claimSpec, ledgerCli, runClaim, showLedger, startOrg, stewardStatus, waitWitnessed, witnessStatus, type ClaimRun, type LedgerRow, type Org, type StewardView } from './steward-helpers.js';
+
+let org: Org;
+const runs: Partial<Record<'A1' | 'A2' | 'B1' | 'B2', ClaimRun>> = {};
+/** The runs of the earlier tests (they run in order). */
+const done = () => {
+  const { A1, A2, B1, B2 } = runs;
+  assert.ok(A1 && A2 && B1 && B2, 'the earlier tests ran');
+  return { A1, A2, B1, B2 };
+};
+let before1: StewardView;
+
+before(async () => {
+  org = await startOrg('steward-scenario', { providers: 2, buyers: ['alpha', 'beta'] });
+});
+
+after(async () => {
+  await org?.c.destroy();
+});
+
+const team = (s: StewardView, id: string) => s.teams.find((t) => t.id === id)!;
+
+test('a claim past its guarantee on an unmeasured estimate is denied with its reason, never announced, and nothing is recorded', async () => {
+  await withLogs(org.c, async () => {
+    const s0 = await stewardStatus(org.steward);
+    assert.equal(s0.ledger.length, 0);
+    // team-b holds 300 J; 5000 J on an Estimator figure could only ever run on surplus, which a guess may not draw on (§4.4).
+    const b1 = await runClaim(org.buyers.beta!, claimSpec('B1', 'team-b', 5_000_000_000, 100_000));
+    runs.B1 = b1;
+    assert.equal(b1.result.status, 'denied');
+    assert.equal(b1.admission?.verdict, 'Deny');
+    assert.equal(b1.admission?.reason, 'UNOBSERVED_EXCEEDS_GUARANTEE');
+    assert.ok(b1.admission?.reasons?.includes('UNOBSERVED_EXCEEDS_GUARANTEE'));
+    assert.equal(b1.queued.length, 0, 'a claim that can never fit is not reported as pending (§4.5)');
+    assert.equal(b1.events.some((e) => e.e === 'job' || e.e === 'offer'), false, 'a denied job is never announced');
+    const s1 = await stewardStatus(org.steward);
+    assert.deepEqual(s1.ledger, s0.ledger, 'a Deny is not a ledger event');
+    assert.deepEqual(s1.teams, s0.teams);
+    assert.deepEqual(s1.queued, []);
+  });
+});
+
+test('admissions carry the reservation and its grade; a claim queued on a held device runs once capacity frees', async () => {
+  await withLogs(org.c, async () => {
+    const alpha = org.buyers.alpha!;
+    const beta = org.buyers.beta!;
+    // A1 holds team-a's only device for a few seconds; B2 runs beside it on team-b's own device.
+    const a1 = runClaim(alpha, claimSpec('A1', 'team-a', 100_000_000, 2_000_000));
+    const b2 = runClaim(beta, claimSpec('B2', 'team-b', 50_000_000, 200_000, 'ModelBased'));
+    await waitFor('A1 to hold team-a’s device', async () => team(await stewardStatus(org.steward), 'team-a').held_devices === 1, 45_000);
+    const a2 = runClaim(alpha, claimSpec('A2', 'team-a', 80_000_000, 200_000));
+    // While A1 runs, the steward lists A2 as queued, with its reason.
+    const queued = await waitFor('A2 queued at the steward', async () => (await stewardStatus(org.steward)).queued.find((q) => q.entitlement === 'team-a'), 45_000);
+    assert.equal(queued.reason, 'DEVICES_HELD');
+    [runs.A1, runs.B2, runs.A2] = await Promise.all([a1, b2, a2]);
+    const { A1, A2, B2 } = done();
+
+    for (const r of [A1, A2, B2]) {
+      assert.equal(r.result.status, 'completed');
+      assert.equal(r.admission?.verdict, 'Admit');
+      assert.equal(r.admission?.borrowed_uj, 0, 'within the guarantee nothing is borrowed');
+      assert.ok(r.energy && r.energy.uj > 0, 'the buyer holds a receipt with an energy figure');
+    }
+    assert.deepEqual(A1.admission?.reserved, { uj: 100_000_000, grade: 'Estimator' });
+    assert.deepEqual(B2.admission?.reserved, { uj: 50_000_000, grade: 'ModelBased' });
+    assert.deepEqual(A2.admission?.reserved, { uj: 80_000_000, grade: 'Estimator' });
+    assert.equal(A1.queued.length, 0);
+    assert.equal(B2.queued.length, 0);
+    assert.deepEqual(
+      A2.queued.map((q) => q.reason),
+      ['DEVICES_HELD'],
+      'A2 was told why it waits, once',
+    );
+    assert.equal(queued.claim, A2.job);
+
+    // Three admissions and three releases, witnessed to the current length.
+    const s = await waitWitnessed(org.steward, 6);
+    assert.equal(s.ledger.length, 6);
+    assert.deepEqual(
+      s.attestation.witnesses.map((w) => w.witness),
+      [org.witness.did],
+    );
+    assert.equal(s.attestation.witnessedLength, 6);
+    const w = await witnessStatus(org.witness);
+    assert.deepEqual(w.stewards[org.steward.did]?.held, s.ledger);
+    assert.deepEqual(s.queued, []);
+    // Usage: nothing reserved or held any more; each team spent what its receipts say.
+    const a = team(s, 'team-a');
+    const b = team(s, 'team-b');
+    assert.deepEqual([a.reserved_uj, a.held_devices, a.open_claims, b.reserved_uj, b.held_devices, b.open_claims], [0, 0, 0, 0, 0, 0]);
+    assert.equal(a.spent_uj, A1.energy!.uj + A2.energy!.uj);
+    assert.equal(b.spent_uj, B2.energy!.uj);
+    before1 = s;
+  });
+});
+
+test('the ledger on disk: each release charges the sum of its receipts’ energy; the steward restarted reports the same usage, rebuilt from it', async () => {
+  await withLogs(org.c, async () => {
+    const { A1, A2, B1, B2 } = done();
+    await org.c.stop(org.steward);
+
+    const rows = await showLedger(org.c, org.ledgerDir);
+    assert.deepEqual(
+      rows.map((r) => r.seq),
+      [0, 1, 2, 3, 4, 5],
+    );
+    const at = (event: string, claim: string): LedgerRow => {
+      const found = rows.filter((r) => r.entry.event === event && r.entry.claim === claim);
+      assert.equal(found.length, 1, `one ${event} entry for ${claim}`);
+      return found[0]!;
+    };
+    assert.equal(
+      rows.some((r) => r.entry.claim === B1.job),
+      false,
+      'the denied claim left no trace in the ledger',
+    );
+    for (const [r, ent, devices] of [[A1, 'team-a', 1], [A2, 'team-a', 1], [B2, 'team-b', 1]] as const) {
+      const adm = at('Admitted', r.job);
+      const rel = at('Released', r.job);
+      assert.equal(adm.address, r.admission?.entry, 'the buyer was told the Admitted entry’s address');
+      assert.equal(adm.entry.entitlement, ent);
+      assert.equal(adm.entry.class, 'sha256-batch');
+      assert.equal(adm.entry.devices, devices);
+      assert.deepEqual(adm.entry.reserved, r.admission?.reserved);
+      assert.equal(adm.entry.borrowed_uj, 0);
+      assert.ok(rel.seq > adm.seq);
+      // §6.2: the actual figure replaces the reservation — the receipts' energy, at their worst grade.
+      assert.deepEqual(rel.entry.actual, r.energy);
+    }
+    // A2 was admitted only after A1 released team-a's device.
+    assert.ok(at('Admitted', A2.job).seq > at('Released', A1.job).seq);
+
+    // `ledger verify` on the stopped steward's directory: the chain verifies and is witnessed to its length.
+    const v = await ledgerCli(org.c, 'verify', org.ledgerDir);
+    assert.equal(v.r.code, 0, v.r.err);
+    assert.equal(v.json.ok, true);
+    assert.equal(v.json.length, 6);
+    assert.equal(v.json.head, before1.ledger.head);
+    const att = v.json.attestation as StewardView['attestation'];
+    assert.equal(att.grade, 'witnessed');
+    assert.equal(att.witnessedLength, 6);
+    assert.deepEqual(
+      att.witnesses.map((x) => x.witness),
+      [org.witness.did],
+    );
+
+    // Restart on the same data dir: the usage is rebuilt from the ledger, identical.
+    const steward = await org.restartSteward();
+    const after1 = await stewardStatus(steward);
+    assert.deepEqual(after1.ledger, before1.ledger);
+    assert.deepEqual(after1.teams, before1.teams);
+    assert.deepEqual(after1.queued, []);
+    assert.equal(after1.attestation.grade, 'witnessed');
+    assert.equal(after1.attestation.witnessedLength, after1.ledger.length);
+  });
+});
+
+test('the restarted steward admits against the usage it rebuilt, and the witness goes on cosigning the extended ledger', async () => {
+  await withLogs(org.c, async () => {
+    const s0 = await stewardStatus(org.steward);
+    const b = team(s0, 'team-b');
+    assert.ok(b.spent_uj > 0);
+    // Fits an untouched 300 J budget, not what is left of it: queued (a guess may not borrow), and it expires queued.
+    const left = b.guarantee_uj - b.spent_uj;
+    const b3 = await runClaim(org.buyers.beta!, claimSpec('B3', 'team-b', left + 1, 100_000, 'Estimator', 4_000));
+    assert.equal(b3.result.status, 'queue-expired');
+    assert.equal(b3.admission?.verdict, 'Expired');
+    assert.deepEqual(
+      b3.queued.map((q) => q.reason),
+      ['GUARANTEE_EXHAUSTED_UNOBSERVED'],
+    );
+    assert.equal(b3.events.some((e) => e.e === 'job'), false, 'a claim that never left the queue is never announced');
+    const s1 = await stewardStatus(org.steward);
+    assert.deepEqual(s1.ledger, s0.ledger, 'a Queue is not a ledger event');
+    assert.deepEqual(s1.teams, s0.teams);
+    assert.deepEqual(s1.queued, []);
+
+    // What is left is still there to spend; the witness cosigns the extension of what it cosigned before the restart.
+    const b4 = await runClaim(org.buyers.beta!, claimSpec('B4', 'team-b', left, 100_000));
+    assert.equal(b4.result.status, 'completed');
+    assert.deepEqual(b4.admission?.reserved, { uj: left, grade: 'Estimator' });
+    const s2 = await waitWitnessed(org.steward, 8);
+    assert.equal(s2.ledger.length, 8);
+    assert.equal(s2.attestation.witnessedLength, 8);
+    assert.equal(team(s2, 'team-b').spent_uj, b.spent_uj + b4.energy!.uj);
+    const w = await witnessStatus(org.witness);
+    assert.deepEqual(w.stewards[org.steward.did]?.held, s2.ledger);
+    assert.equal(w.stewards[org.steward.did]?.evidence, 0);
+    assert.equal(w.stewards[org.steward.did]?.last.refused, undefined);
+  });
+});
