@@ -315,7 +315,14 @@ export class OverlayNode {
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
       defaultPolicy: config.buyer.policy,
-      ...(this.d.network.steward ? { admission: (job, spec, onQueued) => this.#admission(this.d.network.steward!, job, spec, onQueued) } : {}),
+      ...(this.d.network.steward
+        ? {
+            admission: (job, spec, onQueued) => this.#admission(this.d.network.steward!, job, spec, onQueued),
+            withdraw: async (job) => {
+              await this.net.request(this.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
+            },
+          }
+        : {}),
       ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
     });
   }

@@ -128,6 +128,8 @@ export interface BuyerDeps {
    * announced. Resolves once decided (it may report `queued` events meanwhile).
    */
   admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
+  /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
+  withdraw?: (job: Opened<Job>) => Promise<void>;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
   managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
 }
@@ -181,6 +183,7 @@ export class Buyer {
     const result: JobResult = { job, status: 'failed', decision, attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) };
     if (decision.ranked.length === 0) {
       result.status = offers === 0 ? 'no-offers' : 'no-eligible-provider';
+      await this.#withdraw(job, admission);
       result.timings.restMs = clock() - t0 - collectMs;
       return result;
     }
@@ -234,8 +237,15 @@ export class Buyer {
       const next = decision.ranked[i + 1];
       if (next) onEvent({ e: 'failover', from: cand.provider, reason: attempt.outcome });
     }
+    if (result.status === 'failed') await this.#withdraw(job, admission);
     result.timings.restMs = clock() - t0 - collectMs;
     return result;
+  }
+
+  /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */
+  async #withdraw(job: Opened<Job>, admission: Admission | undefined): Promise<void> {
+    if (admission?.verdict !== 'Admit' || !this.d.withdraw) return;
+    await this.d.withdraw(job).catch((e) => this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not withdraw the claim; the steward releases it at the deadline'));
   }
 
   async #attempt(

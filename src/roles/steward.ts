@@ -218,7 +218,26 @@ export class Steward {
     const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
     if (req?.op === 'admit') return this.#admit(req as unknown as AdmitRequest, ctx);
     if (req?.op === 'select') return this.#select(req, ctx);
-    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit" or "select"');
+    if (req?.op === 'withdraw') return this.#withdraw(req, ctx);
+    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "select" or "withdraw"');
+  }
+
+  /**
+   * The buyer is done with an admitted job that will not complete (nobody
+   * quoted, every attempt failed or refused): release it now with what its
+   * receipts show, rather than holding the reservation and devices until the
+   * deadline. Only the job's buyer may withdraw.
+   */
+  async #withdraw(req: Record<string, unknown>, ctx: { peer: { toString(): string }; send(f: CborValue): Promise<void> }): Promise<void> {
+    const oj = this.#open.get(String(req.job));
+    if (!oj) {
+      await ctx.send({ t: 'withdrawn', released: 'no' } as never);
+      return;
+    }
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    if (didFromPeerId(ctx.peer.toString()) !== oj.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+    await this.#release(oj, 'withdrawn');
+    await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
   }
 
   async #admit(req: AdmitRequest, ctx: { peer: { toString(): string }; signal: AbortSignal; send(f: CborValue): Promise<void> }): Promise<void> {
