@@ -92,17 +92,25 @@ export interface PreparedJob {
   gpuFeatures: string[];
 }
 
+/** Prepared jobs by opened record: a job's record never changes, so its lookup sets are built once. */
+const prepared = new WeakMap<Opened<Job>, PreparedJob>();
+
 export function prepareJob(job: Opened<Job>): PreparedJob {
   if (!job || job.type !== T.job) throw new C0Error('MARKET_NOT_A_JOB', `expected a ${T.job} record, got ${String(job?.type)}`, { field: 'job' });
-  const r = job.record.requirements;
-  return {
-    opened: job,
-    address: job.address,
-    job: job.record,
-    allowlist: r.allowlist ? new Set(r.allowlist) : undefined,
-    regions: r.regions ? new Set(r.regions) : undefined,
-    gpuFeatures: r.gpu?.features ?? [],
-  };
+  let pj = prepared.get(job);
+  if (pj === undefined || pj.job !== job.record) {
+    const r = job.record.requirements;
+    pj = {
+      opened: job,
+      address: job.address,
+      job: job.record,
+      allowlist: r.allowlist ? new Set(r.allowlist) : undefined,
+      regions: r.regions ? new Set(r.regions) : undefined,
+      gpuFeatures: r.gpu?.features ?? [],
+    };
+    prepared.set(job, pj);
+  }
+  return pj;
 }
 
 function f(gate: Gate, code: ReasonCode, field: string, wanted: unknown, offered: unknown, message: string): Failure {

@@ -146,8 +146,9 @@ export function select(input: SelectInput): SelectResult {
   const sR = new Float64Array(n);
   const sT = new Float64Array(n);
   const tot = new Float64Array(n);
-  const dids: string[] = new Array(n);
-  const order: number[] = new Array(n);
+  // Packed arrays (filled by push), not holey ones: V8 sorts and reads them faster.
+  const dids: string[] = [];
+  const order: number[] = [];
   for (let i = 0; i < n; i++) {
     const o = eOffers[i]!;
     const price = ratioScore(bestPrice, prices[i]!);
@@ -159,8 +160,8 @@ export function select(input: SelectInput): SelectResult {
     sR[i] = reputation;
     sT[i] = trust;
     tot[i] = w.price * price + w.speed * speed + w.reputation * reputation + w.trust * trust;
-    dids[i] = o.signer;
-    order[i] = i;
+    dids.push(o.signer);
+    order.push(i);
   }
   order.sort((a, b) => tot[b]! - tot[a]! || (dids[a]! < dids[b]! ? -1 : dids[a]! > dids[b]! ? 1 : 0));
   const ranked: Ranked[] = new Array(n);
