@@ -184,7 +184,10 @@ export class OverlayNode {
     this.#antiEntropy(nc.resyncMs);
   }
 
-  /** Re-sync adverts from a random peer at 2 s, 5 s, then every `everyMs` (0 = never). */
+  /**
+   * Re-sync live adverts (and, for a provider, live jobs it may still quote on)
+   * from a random peer at 2 s, 5 s, then every `everyMs` (0 = never).
+   */
   #antiEntropy(everyMs: number): void {
     if (everyMs <= 0) return;
     const timers: NodeJS.Timeout[] = [];
@@ -192,7 +195,7 @@ export class OverlayNode {
       const peers = this.net.peers();
       if (!peers.length) return;
       const p = peers[Math.floor(Math.random() * peers.length)]!;
-      void this.net.syncFrom(p.peerId, ['advert']).then(
+      void this.net.syncFrom(p.peerId, this.provider ? ['advert', 'job'] : ['advert']).then(
         (r) => r.accepted && this.log.debug({ peer: p.did, accepted: r.accepted }, 'anti-entropy sync found records gossip had missed'),
         () => {},
       );

@@ -12,12 +12,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify as toYaml } from 'yaml';
 import { C0Error } from '../../src/errors.js';
+import { freePort } from '../../src/devnet/devnet.js';
+export { freePort };
 import { apiCall, apiStream, TOKEN_FILE } from '../../src/node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon-info.js';
 import { createIdentity, readKeyFileDid } from '../../src/node/identity.js';
@@ -46,17 +47,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   }
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** builtin.sha256's output computed locally: `rounds` iterations of SHA-256 over the input, hex. */
 export function sha256Rounds(input: Uint8Array, rounds: number): string {

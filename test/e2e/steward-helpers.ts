@@ -11,6 +11,7 @@
  *   await org.restartSteward();           // same port, same data dir; it dials everyone back
  *   await org.c.destroy();                // in an after hook
  */
+import type { LedgerEntry } from '../../src/ledger/entry.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSwarmKey } from '../../src/net/node.js';
@@ -74,19 +75,8 @@ export interface WitnessView {
 export interface LedgerRow {
   seq: number;
   address: string;
-  entry: {
-    seq: number;
-    prev: string;
-    steward: string;
-    event: 'Admitted' | 'Released';
-    claim: string;
-    entitlement?: string;
-    class?: string;
-    reserved?: { uj: number; grade: Grade };
-    devices?: number;
-    borrowed_uj?: number;
-    actual?: { uj: number; grade: Grade };
-  };
+  /** as `c0mpute ledger show --json` prints it: the entry's fields, addresses as sha256:<hex> */
+  entry: LedgerEntry;
 }
 
 export interface Org {
