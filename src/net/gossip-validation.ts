@@ -15,7 +15,7 @@
  */
 import { C0Error, isC0Error } from '../errors.js';
 import { hashHex } from '../records/address.js';
-import { knownTypes, open, peekType, type Opened } from '../records/envelope.js';
+import { knownTypes, open, peekType, type Opened, verifySignature } from '../records/envelope.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -305,8 +305,9 @@ export class RecordPipeline {
     const shaped = open(bytes, type, { trusted: true });
     // freshness
     checkFresh(type, shaped.record, now, this.#skewMs);
-    // signature (the full check)
-    return open(bytes, type);
+    // signature: the one check the trusted open skipped (no second decode)
+    verifySignature(bytes);
+    return shaped;
   }
 
   #staleCheck(rec: Opened): void {

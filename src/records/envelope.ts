@@ -302,6 +302,16 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
   return { type, signer, payload: parts.payload };
 }
 
+/**
+ * Only the signature check of an envelope (the signer's key check included),
+ * for callers that already decoded and checked it with `open(…, {trusted: true})`
+ * — e.g. gossip validation, which checks freshness between the two so an
+ * expired record costs no signature work. Throws ENVELOPE_BAD_SIGNATURE.
+ */
+export function verifySignature(bytes: Uint8Array): void {
+  openEnvelope(bytes, {});
+}
+
 /** Expected-type check split out so open() refuses a wrong type before verifying its signature. */
 export function peekType(bytes: Uint8Array): { type: string; signer: string } {
   const parts = splitEnvelope(bytes);
