@@ -303,7 +303,7 @@ export function register(program: Command): void {
       }
       if (o.json) return outJson(r);
       const rows = did ? [r] : (r as { providers: unknown[] }).providers;
-      if (!rows.length) out('no evidence yet: every provider scores 0.5 (unknown)');
+      if (!rows.length) return out('no evidence yet: every provider scores 0.5 (unknown)');
       out('provider            score  jobs  ok   failed  disputed  accuracy');
       for (const x of rows as Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }>) {
         out(`${short(x.did).padEnd(18)}  ${x.score.toFixed(3)}  ${String(x.jobs).padEnd(4)}  ${String(x.successes).padEnd(3)}  ${String(x.failures).padEnd(6)}  ${String(x.disputes).padEnd(8)}  ${x.accuracy.toFixed(3)}`);
