@@ -188,15 +188,14 @@ export class Buyer {
       return result;
     }
 
+    // Each attempt picks a winner among the providers not tried yet: the next in
+    // the ranking, or on a managed overlay the steward's choice. The decision
+    // itself is never changed (it is what the result reports).
     const tried = new Set<string>();
-    for (const [i, cand] of decision.ranked.entries()) {
+    for (let attemptNo = 1; attemptNo <= decision.ranked.length; attemptNo++) {
       const now = clock();
       if (now >= job.record.deadline) break;
-      if (now > cand.offer.record.startBy) {
-        result.attempts.push({ provider: cand.provider, outcome: 'offer lapsed' });
-        tried.add(cand.provider);
-        continue;
-      }
+      let pick: RankedCandidate | undefined;
       let selection: Opened<Selection>;
       if (this.d.managedSelect) {
         // A managed overlay: the steward decides (its own book, the same engine) and signs.
@@ -204,21 +203,29 @@ export class Buyer {
         try {
           managed = await this.d.managedSelect(job, policy, tried);
         } catch (e) {
-          result.attempts.push({ provider: cand.provider, outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
+          result.attempts.push({ provider: '(steward)', outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
           break;
         }
+        const offer = managed.offer;
+        pick = decision.ranked.find((c) => c.offer.address === offer.address) ?? { provider: offer.signer, offer, total: Number.NaN, scores: {} };
         selection = managed.selection;
-        const w = decision.ranked.find((c) => c.offer.address === managed.offer.address);
-        if (w) Object.assign(cand, w);
-        else Object.assign(cand, { provider: managed.offer.signer, offer: managed.offer });
-      } else selection = this.d.market.signSelection(job, policy, decision, cand, now, tried);
-      tried.add(cand.provider);
+      } else {
+        pick = decision.ranked.find((c) => !tried.has(c.provider));
+        if (!pick) break;
+        if (now > pick.offer.record.startBy) {
+          result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
+          tried.add(pick.provider);
+          continue;
+        }
+        selection = this.d.market.signSelection(job, policy, decision, pick, now, tried);
+      }
+      tried.add(pick.provider);
       await this.d.publish('selection', selection).catch(() => {});
       await this.d.store(selection);
-      onEvent({ e: 'selection', selection, winner: cand, attempt: i + 1 });
+      onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
       result.selection = selection;
-      const attempt = await this.#attempt(job, cand, selection, spec, onEvent);
-      result.attempts.push({ provider: cand.provider, outcome: attempt.outcome });
+      const attempt = await this.#attempt(job, pick, selection, spec, onEvent);
+      result.attempts.push({ provider: pick.provider, outcome: attempt.outcome });
       if (attempt.receipt) {
         result.receipt = attempt.receipt;
         result.acceptance = attempt.acceptance;
@@ -234,8 +241,7 @@ export class Buyer {
         result.status = 'preempted';
         break;
       }
-      const next = decision.ranked[i + 1];
-      if (next) onEvent({ e: 'failover', from: cand.provider, reason: attempt.outcome });
+      if (decision.ranked.some((c) => !tried.has(c.provider))) onEvent({ e: 'failover', from: pick.provider, reason: attempt.outcome });
     }
     if (result.status === 'failed') await this.#withdraw(job, admission);
     result.timings.restMs = clock() - t0 - collectMs;

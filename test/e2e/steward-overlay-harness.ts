@@ -22,6 +22,8 @@ export interface OverlayPlan {
   /** name → the `provider` config section */
   providers: Record<string, Record<string, unknown>>;
   buyers: string[];
+  /** A managed overlay: the steward signs selections for the buyers. */
+  managed?: boolean;
 }
 
 export interface TestOverlay {
@@ -55,7 +57,7 @@ export async function startStewardedOverlay(prefix: string, plan: OverlayPlan): 
     const base = (n: string) => ({
       log: { level: 'info', format: 'json' },
       api: { listen: '127.0.0.1:0' },
-      network: { overlay: 'lab', swarmKeyFile: key, listen: [`/ip4/127.0.0.1/tcp/${ports[n]}`], loopback: true, steward: dids.steward, resyncMs: 3000, ...(n === 'steward' ? {} : { bootstrap: [boot] }) },
+      network: { overlay: 'lab', swarmKeyFile: key, listen: [`/ip4/127.0.0.1/tcp/${ports[n]}`], loopback: true, steward: dids.steward, resyncMs: 3000, managed: !!plan.managed, ...(n === 'steward' ? {} : { bootstrap: [boot] }) },
     });
     const steward = net.spawn('steward', 'steward', { ...base('steward'), roles: ['steward'], steward: { treeFile: join(dir, 'tree.yaml'), ...plan.steward } }, ports.steward!);
     await net.apiOf(steward);
