@@ -70,7 +70,8 @@ export interface BookSlot {
 export class OfferBook {
   /** job → provider → entries (best first) */
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
-  readonly #addrs = new Set<string>();
+  /** every offer held (best and standby), by address */
+  readonly #addrs = new Map<string, Opened<Offer>>();
   readonly #store: Sub | undefined;
 
   constructor(store?: Sub) {
@@ -160,7 +161,7 @@ export class OfferBook {
       this.#jobs.set(job, slots);
     }
     this.#commit(job, provider, kept, removed);
-    if (stayed) this.#addrs.add(offer.address);
+    if (stayed) this.#addrs.set(offer.address, offer);
     const after = bestOf(kept, now);
     const changed = after !== before;
     return { changed, status: !stayed ? 'dominated' : after === offer ? 'best' : 'standby', removed: stayed ? removed : removed.filter((o) => o !== offer) };
@@ -189,7 +190,7 @@ export class OfferBook {
     for (const r of removed) if (r.record.job === offer.record.job && r.signer === offer.signer) entries.push(r);
     entries.sort(compareOffers);
     this.#addrs.delete(offer.address);
-    for (const r of removed) this.#addrs.add(r.address);
+    for (const r of removed) this.#addrs.set(r.address, r);
     this.#commit(offer.record.job, offer.signer, entries, []);
   }
 
@@ -248,6 +249,11 @@ export class OfferBook {
     }
     if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
     return removed.length;
+  }
+
+  /** An offer the book holds, by address. */
+  get(address: string): Opened<Offer> | undefined {
+    return this.#addrs.get(address);
   }
 
   /** Forget a job (after it was decided). */

@@ -61,7 +61,7 @@ export class MarketService implements BuyerMarket {
   async addEvidence(r: Opened<Receipt> | Opened<Acceptance>): Promise<void> {
     const extra: Opened[] = [];
     if (r.type === T.receipt) {
-      const offer = this.book.all().find((o) => o.address === (r as Opened<Receipt>).record.offer);
+      const offer = this.book.get((r as Opened<Receipt>).record.offer);
       if (offer) extra.push(offer);
     }
     const added = await this.evidence.add(r, ...extra);
@@ -69,7 +69,7 @@ export class MarketService implements BuyerMarket {
   }
 
   async getBytes(address: string): Promise<Uint8Array | undefined> {
-    return this.evidence.receipts.get(address)?.bytes ?? this.evidence.acceptances.get(address)?.bytes ?? this.book.all().find((o) => o.address === address)?.bytes;
+    return this.evidence.receipts.get(address)?.bytes ?? this.evidence.acceptances.get(address)?.bytes ?? this.book.get(address)?.bytes;
   }
 
   reputation(): ReputationTable {

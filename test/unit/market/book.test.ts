@@ -188,3 +188,20 @@ test('persisted: a restarted node has the same book; expired offers are dropped 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('get(address) finds every offer the book holds, and nothing it dropped', () => {
+  const b = new OfferBook();
+  const best = offer(P(1), J, A1, { amount: '0.042' });
+  const standby = offer(P(1), J, A1, { amount: '0.50', expiresAt: NOW + 10 * 60_000, startBy: NOW + 10 * 60_000 });
+  const other = offer(P(3), J, advert(P(3)), { amount: '0.2' });
+  assert.deepEqual([best, standby, other].map((o) => b.addSync(o, NOW).status), ['best', 'standby', 'best']);
+  for (const o of [best, standby, other]) assert.equal(b.get(o.address), o);
+  assert.equal(b.get(best.address)?.address, best.address);
+  // A worse offer that does not outlive the best is dominated: not held, not found.
+  const dominated = offer(P(1), J, A1, { amount: '0.9' });
+  assert.equal(b.addSync(dominated, NOW).status, 'dominated');
+  assert.equal(b.get(dominated.address), undefined);
+  void b.dropJob(J.address);
+  assert.equal(b.get(best.address), undefined);
+  assert.equal(b.get(other.address), undefined);
+});
