@@ -25,8 +25,15 @@ test('a higher-priority admission reclaims the device from lower-priority work',
   const o = await startStewardedOverlay('c0-preempt-', { tree: TREE, providers: { worker: sleepProvider({ type: 'estimator', estimatorWatts: 50 }) }, buyers: ['lowbuyer', 'highbuyer'] });
   try {
     const lowEvents: WireEvent[] = [];
-    const low = o.net.runJob(o.api.lowbuyer!, sleepJob('low', 40_000), (e) => lowEvents.push(e));
-    await waitFor('the low job to run', 40_000, () => (lowEvents.some((e) => e.e === 'accepted') ? true : undefined));
+    let lowDone: Record<string, unknown> | undefined;
+    const low = o.net.runJob(o.api.lowbuyer!, sleepJob('low', 40_000), (e) => lowEvents.push(e)).then((r) => (lowDone = r));
+    const end = Date.now() + 40_000;
+    while (!lowEvents.some((e) => e.e === 'accepted')) {
+      // Fail at once, with the outcome, if the low job ended without running.
+      if (lowDone) assert.fail(`the low job ended before running: ${JSON.stringify(lowDone.status)} ${JSON.stringify(lowDone.attempts)}`);
+      if (Date.now() > end) assert.fail('the low job did not start within 40 s');
+      await new Promise((r) => setTimeout(r, 150));
+    }
     const highEvents: WireEvent[] = [];
     const high = await o.net.runJob(o.api.highbuyer!, sleepJob('high', 300), (e) => highEvents.push(e));
     const lowResult = await low;

@@ -62,7 +62,10 @@ export async function startStewardedOverlay(prefix: string, plan: OverlayPlan): 
     const steward = net.spawn('steward', 'steward', { ...base('steward'), roles: ['steward'], steward: { treeFile: join(dir, 'tree.yaml'), ...plan.steward } }, ports.steward!);
     await net.apiOf(steward);
     for (const [p, provider] of Object.entries(plan.providers)) net.spawn(p, 'provider', { ...base(p), roles: ['provider'], provider }, ports[p]!);
-    for (const b of plan.buyers) net.spawn(b, 'buyer', { ...base(b), roles: ['buyer'], buyer: { collectWindowMs: 3000, enoughOffers: 1 } }, ports[b]!);
+    // A generous offer window that ends at the first offer: every node reaches the
+    // others through the steward, and on a loaded machine its gossip forward (or the
+    // provider's anti-entropy resync) can take a few seconds.
+    for (const b of plan.buyers) net.spawn(b, 'buyer', { ...base(b), roles: ['buyer'], buyer: { collectWindowMs: 15_000, enoughOffers: 1 } }, ports[b]!);
     const api: Record<string, { api: string; token: string }> = {};
     for (const n of net.nodes) api[n.name] = await net.apiOf(n);
     const want = Object.keys(plan.providers).length;
