@@ -85,6 +85,19 @@ export interface SignSelectionInput {
   signer: Signer;
   delegation?: Opened<Delegation>;
   stewards?: readonly string[];
+  /**
+   * The winning offer, when it is not the result's first (a failover to the
+   * runner-up). It must be a ranked offer of a provider not excluded.
+   */
+  winner?: string;
+  /**
+   * Providers no longer under consideration (tried already): left out of
+   * `considered`, so recomputing the decision from the selection's own
+   * offers gives this winner.
+   */
+  excluded?: ReadonlySet<string>;
+  /** When the decision was made (default: the result's decidedAt). */
+  decidedAt?: number;
 }
 
 /** Sign a `c0mpute.selection/1` for a result, after checking the signer may decide. */
@@ -92,11 +105,15 @@ export function signSelection(i: SignSelectionInput): Opened<Selection> {
   const r = i.result;
   if (!r.ok) throw new C0Error('SELECTION_NO_WINNER', 'no offer was eligible: there is nothing to select', { field: 'result' });
   if (r.job !== i.job.address) throw new C0Error('SELECTION_JOB_MISMATCH', `the result is for job ${r.job}, not ${i.job.address}`, { field: 'job' });
+  const excluded = i.excluded ?? new Set<string>();
+  const winner = i.winner === undefined ? r.winner : r.ranked.find((x) => x.offer === i.winner);
+  if (!winner || excluded.has(winner.provider)) throw new C0Error('SELECTION_WINNER_NOT_CONSIDERED', 'the winner is not a ranked offer of a provider still under consideration', { field: 'winner' });
+  const decidedAt = i.decidedAt ?? r.decidedAt;
   const decider = didFromPublicKey(i.signer.publicKey);
-  const auth = checkDeciderAuthority({ decider, job: i.job, ...(i.delegation ? { delegation: i.delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), winnerPrice: r.winner.price, now: r.decidedAt });
-  const considered = consideredOf(r);
+  const auth = checkDeciderAuthority({ decider, job: i.job, ...(i.delegation ? { delegation: i.delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), winnerPrice: winner.price, now: decidedAt });
+  const considered = consideredOf(r).filter((c) => !excluded.has(c.provider));
   if (considered.length > MAX_CONSIDERED) throw new C0Error('SELECTION_TOO_LARGE', `${considered.length} considered offers exceed the ${MAX_CONSIDERED} a selection can name`, { field: 'considered' });
-  const rec: Selection = { job: r.job, buyer: i.job.signer, policy: r.policy, winner: r.winner.offer, considered, decidedAt: r.decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) };
+  const rec: Selection = { job: r.job, buyer: i.job.signer, policy: r.policy, winner: winner.offer, considered, decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) };
   return seal(T.selection, rec, i.signer);
 }
 

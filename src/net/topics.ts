@@ -4,19 +4,20 @@
  * any other type on it is rejected).
  */
 import { C0Error } from '../errors.js';
+import { T } from '../records/kinds.js';
 
 export const DEFAULT_OVERLAY = 'public';
 export const TOPIC_PREFIX = '/c0mpute/1/';
 
 /** Gossip kinds and the content type each topic carries. */
 export const TOPIC_TYPES = {
-  advert: 'c0mpute.advert/1',
-  job: 'c0mpute.job/1',
-  offer: 'c0mpute.offer/1',
-  selection: 'c0mpute.selection/1',
-  receipt: 'c0mpute.receipt/1',
-  acceptance: 'c0mpute.acceptance/1',
-  presence: 'c0mpute.presence/1',
+  advert: T.advert,
+  job: T.job,
+  offer: T.offer,
+  selection: T.selection,
+  receipt: T.receipt,
+  acceptance: T.acceptance,
+  presence: T.presence,
   'pool-head': 'pool/1',
   'pool-witness': 'pool-witness/1',
   'pool-evidence': 'pool-evidence/1',

@@ -3,8 +3,7 @@
  * reputation evidence, behind the operations the roles and the control API use.
  * Decisions are the market engine's (src/market); this only feeds it.
  */
-import { C0Error } from '../errors.js';
-import { seal, type Opened } from '../records/envelope.js';
+import type { Opened } from '../records/envelope.js';
 import { T, type Advert, type Job, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Db } from '../store/db.js';
@@ -14,6 +13,7 @@ import { OfferBook } from '../market/book.js';
 import { AdvertIndex, checkEligibility, type Failure } from '../market/eligibility.js';
 import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, type MarketExplanation } from '../market/explain.js';
+import { signSelection } from '../market/selection.js';
 import { EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable } from '../reputation/derive.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
@@ -105,20 +105,22 @@ export class MarketService implements BuyerMarket {
   }
 
   /**
-   * Sign the selection of `winner`: it names the policy and every offer the
-   * decision considered (eligible or not), one per provider, in DID order, so
-   * anyone holding those records can recompute it. On failover the providers
-   * already tried are `excluded`: they are no longer under consideration, so
-   * the runner-up is what recomputation over the considered offers gives.
+   * Sign the selection of `winner` with the market engine's signSelection: it
+   * names the policy and every offer the decision considered, one per
+   * provider, in DID order, and checks this node may decide. On failover the
+   * providers already tried are `excluded`: they are no longer under
+   * consideration, so recomputing from the selection's offers gives the
+   * runner-up. A steward signs on the buyer's behalf (as an authorised decider).
    */
-  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set(), buyer: string = this.o.did): Opened<Selection> {
-    const r = decision.result;
-    const considered = new Map<string, string>();
-    for (const c of r.ranked) if (!excluded.has(c.provider)) considered.set(c.provider, c.offer);
-    for (const v of r.ineligible) if (v.offer && !excluded.has(v.provider)) considered.set(v.provider, v.offer);
-    if (!considered.has(winner.provider)) throw new C0Error('SELECTION_WINNER_NOT_CONSIDERED', 'the winner is not among the considered offers');
-    const list = [...considered.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([provider, offer]) => ({ provider, offer }));
-    const sel: Selection = { job: job.address, buyer, policy, winner: winner.offer.address, considered: list, decidedAt: now };
-    return seal(T.selection, sel, this.o.signer);
+  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set()): Opened<Selection> {
+    return signSelection({
+      result: decision.result,
+      job,
+      signer: this.o.signer,
+      winner: winner.offer.address,
+      excluded,
+      decidedAt: now,
+      ...(job.signer === this.o.did ? {} : { stewards: [this.o.did] }),
+    });
   }
 }

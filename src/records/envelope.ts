@@ -11,7 +11,7 @@
  * checks. Pure: no clock, no I/O.
  */
 import { C0Error } from '../errors.js';
-import { encodeCanonical, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
+import { encodeCanonical, encodeHead, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
 import { hashHex } from './address.js';
 import { didFromPublicKey, parseDid } from './did.js';
 import { verifyStrict, type Signer } from './ed25519.js';
@@ -94,11 +94,9 @@ const SIG1_PREFIX = (() => {
   return out;
 })();
 
+/** A byte-string head in shortest form (major type 2). */
 function bstrHead(n: number): Uint8Array {
-  if (n < 24) return Uint8Array.of(0x40 | n);
-  if (n < 0x100) return Uint8Array.of(0x58, n);
-  if (n < 0x10000) return Uint8Array.of(0x59, n >> 8, n & 0xff);
-  return Uint8Array.of(0x5a, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+  return encodeHead(2, n);
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

@@ -42,7 +42,7 @@ export interface BuyerMarket {
   decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision>;
   offerCount(job: string, now: number): number;
   /** Sign the selection of `winner` among the decision's candidates. */
-  signSelection(job: Opened<Job>, policy: PolicyName, decision: Decision, winner: RankedCandidate, now: number, excluded?: ReadonlySet<string>): Opened<Selection>;
+  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number, excluded?: ReadonlySet<string>): Opened<Selection>;
 }
 
 export interface JobSpec {
@@ -217,7 +217,7 @@ export class Buyer {
           tried.add(pick.provider);
           continue;
         }
-        selection = this.d.market.signSelection(job, policy, decision, pick, now, tried);
+        selection = this.d.market.signSelection(job, decision, pick, now, tried);
       }
       tried.add(pick.provider);
       await this.d.publish('selection', selection).catch(() => {});

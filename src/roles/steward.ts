@@ -438,7 +438,7 @@ export class Steward {
     const decision = await this.o.market.decide(job, policy, now);
     const cand = decision.ranked.find((c) => !excluded.has(c.provider));
     if (!cand) throw new C0Error('STEWARD_NO_CANDIDATE', 'no eligible offer left for this job');
-    const sel = this.o.market.signSelection(job, policy, decision, cand, now, excluded, job.signer);
+    const sel = this.o.market.signSelection(job, decision, cand, now, excluded);
     this.#open.get(job.address)?.winners.add(cand.provider);
     await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
   }

@@ -335,14 +335,7 @@ export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: nu
   live: boolean;
 }
 
-export interface Figures {
-  did: string;
-  jobs: number;
-  successes: number;
-  failures: number;
-  disputes: number;
-  score: number;
-}
+export type { Figures } from '../../src/reputation/derive.js';
 
 /** Wait until `n` knows at least `count` live adverts and has every DID in `peers` connected. */
 export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: string[] = []): Promise<void> {

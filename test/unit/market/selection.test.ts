@@ -122,3 +122,19 @@ import { deriveReputation } from '../../../src/reputation/index.js';
 function auditRep(rs: RecordSet) {
   return deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { asOf: NOW });
 }
+
+test('failover: a selection of the runner-up leaves out the provider tried, and its audit reproduces', () => {
+  const r = decide();
+  assert.ok(r.ranked.length >= 2);
+  const [first, second] = r.ranked as [Selected['ranked'][number], Selected['ranked'][number]];
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer, winner: second.offer, excluded: new Set([first.provider]), decidedAt: NOW + 1 });
+  assert.equal(s.record.winner, second.offer);
+  assert.equal(s.record.decidedAt, NOW + 1);
+  assert.ok(!s.record.considered.some((c) => c.provider === first.provider), 'the provider tried is no longer considered');
+  assert.equal(s.record.considered.length, 2);
+  const a = auditSelection({ selection: s, records: RECORDS() });
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  // The winner must be a ranked offer of a provider still under consideration.
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: BUYER.signer, winner: first.offer, excluded: new Set([first.provider]) })), 'SELECTION_WINNER_NOT_CONSIDERED');
+  assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: BUYER.signer, winner: 'sha256:' + '00'.repeat(32) })), 'SELECTION_WINNER_NOT_CONSIDERED');
+});
