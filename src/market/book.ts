@@ -43,6 +43,22 @@ function dominates(a: Opened<Offer>, b: Opened<Offer>): boolean {
   return a.record.price.currency === b.record.price.currency && compareOffers(a, b) < 0 && a.record.expiresAt >= b.record.expiresAt;
 }
 
+/**
+ * The offer a provider is judged by for a job, of two: the job's currency
+ * first, live first, then book order. (An offer in another currency or an
+ * expired one still stands for its provider when it has nothing better, so
+ * the provider is reported ineligible with the reason instead of vanishing.)
+ */
+export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string, now: number): boolean {
+  const ac = a.record.price.currency === currency;
+  const bc = b.record.price.currency === currency;
+  if (ac !== bc) return ac;
+  const al = a.record.expiresAt > now;
+  const bl = b.record.expiresAt > now;
+  if (al !== bl) return al;
+  return compareOffers(a, b) < 0;
+}
+
 export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired';
 export interface AddResult {
   /** whether the provider's visible slot (its best live offer) changed */
@@ -206,6 +222,23 @@ export class OfferBook {
     for (const provider of [...slots.keys()].sort()) {
       const b = bestOf(slots.get(provider), now, currency);
       if (b) out.push(b);
+    }
+    return out;
+  }
+
+  /**
+   * One offer per provider for `job`, the one `preferOffer` picks from its
+   * slot, in no particular order: what selection reduces its input to, already
+   * reduced (selection orders its output itself, so it needs no DID sort here).
+   */
+  candidates(job: string, currency: string, now: number): Opened<Offer>[] {
+    const slots = this.#jobs.get(job);
+    const out: Opened<Offer>[] = [];
+    if (!slots) return out;
+    for (const entries of slots.values()) {
+      let pick = entries[0]!;
+      for (let i = 1; i < entries.length; i++) if (preferOffer(entries[i]!, pick, currency, now)) pick = entries[i]!;
+      out.push(pick);
     }
     return out;
   }

@@ -7,7 +7,9 @@ import type { Advert, Job, Offer } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { AdvertIndex, REASON, evaluate, gib, prepareJob, type Failure, type PreparedJob, type ReasonCode } from './eligibility.js';
-import { compareOffers } from './book.js';
+import { preferOffer } from './book.js';
+
+export { preferOffer };
 
 /** Requirement groups an explanation counts. The relaxable ones are the buyer's to change. */
 export const CONSTRAINTS = ['advert', 'workload', 'allowlist', 'tier', 'region', 'gpu', 'cpu', 'memory', 'price', 'deadline', 'quote'] as const;
@@ -99,17 +101,6 @@ export interface MarketInput {
   offers: Iterable<Opened<Offer>>;
   now: number;
   skewMs?: number;
-}
-
-/** Preferred offer of one provider for a job: job currency first, live first, then book order. */
-export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string, now: number): boolean {
-  const ac = a.record.price.currency === currency;
-  const bc = b.record.price.currency === currency;
-  if (ac !== bc) return ac;
-  const al = a.record.expiresAt > now;
-  const bl = b.record.expiresAt > now;
-  if (al !== bl) return al;
-  return compareOffers(a, b) < 0;
 }
 
 /** Evaluate every known provider (with or without an offer) for a job. DID order. */

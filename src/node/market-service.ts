@@ -95,13 +95,11 @@ export class MarketService implements BuyerMarket {
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision> {
-    const offers = this.book.forJob(job, now);
-    const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
-    const byAddr = new Map(offers.map((o) => [o.address, o]));
+    const result: SelectResult = select({ job, adverts: this.adverts, offers: this.book, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
-      ? result.ranked.map((r) => ({ provider: r.provider, offer: byAddr.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
+      ? result.ranked.map((r) => ({ provider: r.provider, offer: this.book.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
       : [];
-    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers, now, skewMs: this.o.skewMs }) };
+    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book.forJob(job, now), now, skewMs: this.o.skewMs }) };
   }
 
   /**

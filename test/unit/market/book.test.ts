@@ -205,3 +205,35 @@ test('get(address) finds every offer the book holds, and nothing it dropped', ()
   assert.equal(b.get(best.address), undefined);
   assert.equal(b.get(other.address), undefined);
 });
+
+test('property: selection over the book equals selection over the offers it was given, at any later time', () => {
+  const adverts = [P(1), P(2), P(3)].map((p) => advert(p));
+  fc.assert(
+    fc.property(fc.shuffledSubarray(POOL, { minLength: 1 }), fc.constantFrom('cheapest', 'fastest', 'balanced', 'trusted'), (subset, policy) => {
+      const book = new OfferBook();
+      subset.forEach((o, k) => book.addSync(o, NOW - 100 + k));
+      for (const t of [NOW, NOW + 25_000, NOW + 55_000, NOW + 90_000]) {
+        const fromBook = select({ job: J, adverts, offers: book, policy, now: t });
+        const fromList = select({ job: J, adverts, offers: subset, policy, now: t });
+        assert.deepEqual(JSON.parse(JSON.stringify(fromBook)), JSON.parse(JSON.stringify(fromList)));
+      }
+    }),
+    { numRuns: 150 },
+  );
+});
+
+test('candidates(): one offer per provider, the job currency first, an expired one when that is all a provider has', () => {
+  const b = new OfferBook();
+  const usd = offer(P(1), J, A1, { amount: '0.5' });
+  const eur = offer(P(1), J, A1, { amount: '0.1', currency: 'EUR' });
+  const onlyEur = offer(P(2), J, advert(P(2)), { amount: '0.1', currency: 'EUR' });
+  const short = offer(P(3), J, advert(P(3)), { amount: '0.2', expiresAt: NOW + 1_000 });
+  for (const o of [usd, eur, onlyEur, short]) b.addSync(o, NOW);
+  const byProvider = (xs: ReturnType<OfferBook['candidates']>) => new Map(xs.map((o) => [o.signer, o.address]));
+  assert.deepEqual(byProvider(b.candidates(J.address, 'USD', NOW)), new Map([[P(1).did, usd.address], [P(2).did, onlyEur.address], [P(3).did, short.address]]));
+  // later, P(3)'s offer has expired: it still stands for P(3), so selection reports it as expired instead of dropping the provider
+  assert.equal(byProvider(b.candidates(J.address, 'USD', NOW + 2_000)).get(P(3).did), short.address);
+  const r = select({ job: J, adverts: [A1, advert(P(2)), advert(P(3))], offers: b, now: NOW + 2_000 });
+  assert.deepEqual(r.ineligible.map((v) => [v.provider, v.failures.map((f) => f.code)]).sort(), [[P(2).did, ['OFFER_CURRENCY_MISMATCH']], [P(3).did, ['OFFER_EXPIRED']]].sort());
+  assert.deepEqual(b.candidates('sha256:' + '00'.repeat(32), 'USD', NOW), []);
+});

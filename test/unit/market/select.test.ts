@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { TRUST_SCORE, WEIGHTS, ratioScore, reputationFromMap, select, type Selected } from '../../../src/market/index.js';
+import { TRUST_SCORE, WEIGHTS, compareRanked, ratioScore, reputationFromMap, select, type Selected } from '../../../src/market/index.js';
 import { open, T, sealRaw, encodeCanonical, POLICIES } from '../../../src/records/index.js';
 import { GiB, NOW, P, advert, job, offer, shuffle } from './fixtures.js';
 import { codeOf } from '../../../src/errors.js';
@@ -149,4 +149,18 @@ test('hostile inputs: a tampered advert claiming more VRAM and a tampered price 
   assert.ok(codeOf(() => open(forged, T.advert)));
   assert.throws(() => select({ job: J, adverts: [], offers: [a as never], now: NOW }), { code: 'MARKET_NOT_AN_OFFER' });
   assert.throws(() => select({ job: a as never, adverts: [], offers: [], now: NOW }), { code: 'MARKET_NOT_A_JOB' });
+});
+
+test('a large market (past the linear-time ranking threshold) ranks exactly as compareRanked sorts: total descending, ties by DID', () => {
+  const ps = Array.from({ length: 300 }, (_, i) => P(1000 + i));
+  const ads = ps.map((p, i) => advert(p, { tier: (['standard', 'verified', 'enterprise'] as const)[i % 3]! }));
+  // few distinct prices and durations: many exact ties
+  const offers = ps.map((p, i) => offer(p, J, ads[i]!, { amount: ['0.3', '0.4', '0.5'][i % 3]!, durationMs: 20_000 + 10_000 * (i % 4) }));
+  const rep = reputationFromMap(new Map(ps.map((p, i) => [p.did, (i % 5) / 4])));
+  for (const policy of POLICIES.filter((x) => x !== 'private')) {
+    const r = ok(select({ job: J, adverts: ads, offers, policy, reputation: rep, now: NOW }));
+    assert.equal(r.ranked.length, 300);
+    assert.deepEqual(r.ranked.map((x) => x.provider), [...r.ranked].sort(compareRanked).map((x) => x.provider), policy);
+    assert.deepEqual(r.ranked.map((x) => x.rank), r.ranked.map((_, i) => i + 1));
+  }
 });
