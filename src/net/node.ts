@@ -292,7 +292,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log);
 
   const accept = (fresh: Array<{ kind: TopicKind; rec: Opened }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
-    for (const [i, f] of fresh.entries()) {
+    // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
+    // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
+    for (let i = fresh.length - 1; i >= 0; i--) {
+      const f = fresh[i]!;
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
     }

@@ -83,7 +83,7 @@ test('a hostile node: tampered records never reach honest subscribers, honest tr
   assert.ok(b.gossipScore(a.peerId) >= 0, 'the honest relay is not penalised');
 });
 
-test('an offer framed with its advert delivers both, once each', async () => {
+test('an offer framed with its advert delivers both, once each, the advert first', async () => {
   const a = await startNode({ syncOnConnect: [] });
   const b = await startNode({ syncOnConnect: [] });
   nets.push(a, b);
@@ -91,8 +91,15 @@ test('an offer framed with its advert delivers both, once each', async () => {
   await sleep(300);
   const ads: string[] = [];
   const offs: Array<{ addr: string; att: string[] }> = [];
+  const order: string[] = [];
   b.subscribe('advert', (r) => void ads.push(r.address));
   b.subscribe('offer', (r, meta) => void offs.push({ addr: r.address, att: meta.attachments.map((x) => x.address) }));
+  // a handler that takes a while (as a LevelDB write does) must still be done before the offer citing it arrives
+  b.subscribe('advert', async (r) => {
+    await sleep(50);
+    order.push(r.address);
+  });
+  b.subscribe('offer', (r) => void order.push(r.address));
   const ad = advert(a.signer);
   const o1 = offer(a.signer, ad.address);
   const o2 = offer(a.signer, ad.address, { durationMs: 2000 });
@@ -103,6 +110,8 @@ test('an offer framed with its advert delivers both, once each', async () => {
   assert.deepEqual(ads, [ad.address]);
   assert.deepEqual(offs[0], { addr: o1.address, att: [ad.address] });
   assert.deepEqual(offs[1]!.att, [ad.address]);
+  // delivered in citation order: what a buyer woken by the offer decides on already knows the advert
+  assert.deepEqual(order, [ad.address, o1.address, o2.address]);
 });
 
 test('a withholding relay: the far node sees fewer records, never a false one', async () => {
