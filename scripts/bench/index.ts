@@ -2,7 +2,13 @@
  * `npm run bench -- [suite …]`: runs the named suites (default: all) and prints
  * each suite's figures and its targets as ratios against in-run baselines.
  * Exit code 0 even when a target is missed (a benchmark reports; it does not gate).
+ *
+ * Several suites each run in a process of their own, one after another: a suite
+ * leaves a large heap, worker threads and JIT feedback behind, and the next
+ * suite's figures should not depend on which ran before it.
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import '../../src/polyfill.js';
 import type { BenchResult } from './lib.js';
 
@@ -21,11 +27,20 @@ async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   const names = wanted.length ? wanted : Object.keys(suites);
   for (const n of names) {
-    const s = suites[n];
-    if (!s) {
+    if (!suites[n]) {
       console.error(`unknown bench suite "${n}"; known: ${Object.keys(suites).join(', ')}`);
       process.exit(2);
     }
+  }
+  if (names.length > 1) {
+    for (const n of names) {
+      const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), n], { stdio: 'inherit' });
+      if (r.status !== 0) console.error(`bench suite ${n} exited with ${r.status ?? r.signal}`);
+    }
+    return;
+  }
+  for (const n of names) {
+    const s = suites[n]!;
     console.log(`\n== bench: ${n} (node ${process.version}, ${new Date().toISOString()})`);
     const r = await s();
     console.log(r.report);

@@ -122,7 +122,7 @@ export async function run(): Promise<BenchResult> {
     const book = new OfferBook();
     for (const o of f.offers) book.addSync(o, NOW);
     const reputation = reputationFromMap(f.rep);
-    const reps = n >= 100_000 ? 7 : n >= 10_000 ? 15 : 51;
+    const reps = n >= 100_000 ? 11 : n >= 10_000 ? 31 : 51;
     const sortOnce = () => f.floats.slice().sort((a, b) => a - b);
     const check = select({ job: f.job, adverts: index, offers: book, policy: 'balanced', reputation, now: NOW });
     if (!check.ok || check.ranked.length !== n) throw new Error(`bench fixture: expected ${n} eligible offers, got ${check.ok ? check.ranked.length : 0}`);
