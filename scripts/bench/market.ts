@@ -100,9 +100,15 @@ export function fixture(n: number) {
   return { job, privateJob, adverts, offers, rep, floats: offers.map(() => r()) };
 }
 
-/** Fastest of `reps` timed calls (the machine is shared: the minimum is the least noisy estimate; both sides use it). */
+/**
+ * Fastest of `reps` timed calls (the machine is shared: the minimum is the least
+ * noisy estimate; both sides use it), after a warm-up of at least 3 calls and
+ * 150 ms, so a sub-millisecond call is timed in optimised code, not while the
+ * optimising compiler is still at work on the other core.
+ */
 function timeMs(fn: () => unknown, reps: number): number {
-  fn(); // warm
+  const warmEnd = performance.now() + 150;
+  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
   const xs: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t0 = performance.now();
