@@ -310,3 +310,20 @@ export class OfferBook {
 function keyOf(o: Opened<Offer>): string {
   return `${o.record.job}${SEP}${o.signer}${SEP}${o.address}`;
 }
+
+/**
+ * One offer per provider for `job`, in no particular order (selection and the
+ * explanation order their output themselves): a book's candidates as they
+ * stand, or a list reduced by `preferOffer` (offers of other jobs ignored).
+ */
+export function oneOfferPerProvider(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number): Opened<Offer>[] {
+  if (offers instanceof OfferBook) return offers.candidates(job, currency, now);
+  const best = new Map<string, Opened<Offer>>();
+  for (const o of offers) {
+    if (!o || o.type !== T.offer) throw new C0Error('MARKET_NOT_AN_OFFER', `expected a ${T.offer} record, got ${String(o?.type)}`, { field: 'offers' });
+    if (o.record.job !== job) continue;
+    const b = best.get(o.signer);
+    if (b === undefined || preferOffer(o, b, currency, now)) best.set(o.signer, o);
+  }
+  return [...best.values()];
+}

@@ -7,7 +7,8 @@ import type { Advert, Job, Offer } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { AdvertIndex, REASON, evaluate, gib, prepareJob, type Failure, type PreparedJob, type ReasonCode } from './eligibility.js';
-import { preferOffer } from './book.js';
+import { oneOfferPerProvider, preferOffer, type OfferBook } from './book.js';
+import { nameOrder } from './rank-order.js';
 
 export { preferOffer };
 
@@ -98,28 +99,38 @@ export interface MarketExplanation {
 export interface MarketInput {
   job: Opened<Job>;
   adverts: Iterable<Opened<Advert>> | AdvertIndex;
-  offers: Iterable<Opened<Offer>>;
+  /** the node's OfferBook, or offers of any job (reduced to one per provider, as selection does) */
+  offers: Iterable<Opened<Offer>> | OfferBook;
   now: number;
   skewMs?: number;
 }
 
+/** A verdict, its keys always in this order (provider, advert, offer, eligible, failures). */
+export function verdictOf(provider: string, advert: string | undefined, offer: string | undefined, failures: Failure[]): ProviderVerdict {
+  const eligible = failures.length === 0;
+  if (advert !== undefined) return offer !== undefined ? { provider, advert, offer, eligible, failures } : { provider, advert, eligible, failures };
+  return offer !== undefined ? { provider, offer, eligible, failures } : { provider, eligible, failures };
+}
+
 /** Evaluate every known provider (with or without an offer) for a job. DID order. */
-export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>>, now: number, skewMs: number): ProviderVerdict[] {
-  const best = new Map<string, Opened<Offer>>();
-  const cur = pj.job.maxPrice.currency;
-  for (const o of offers) {
-    if (o.record.job !== pj.address) continue;
-    const b = best.get(o.signer);
-    if (!b || preferOffer(o, b, cur, now)) best.set(o.signer, o);
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number): ProviderVerdict[] {
+  const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now);
+  // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer
+  const providers: string[] = [];
+  const quoted = new Set<string>();
+  for (const o of cands) {
+    providers.push(o.signer);
+    quoted.add(o.signer);
   }
-  const providers = new Set<string>([...best.keys(), ...index.latest.keys()]);
+  for (const p of index.latest.keys()) if (!quoted.has(p)) providers.push(p);
   const out: ProviderVerdict[] = [];
-  for (const p of [...providers].sort()) {
-    const offer = best.get(p);
+  for (const i of nameOrder(providers)) {
+    const p = providers[i]!;
+    const offer = i < cands.length ? cands[i] : undefined;
     const advert = offer ? index.resolve(offer, now) : index.latest.get(p);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
     if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
-    out.push({ provider: p, ...(advert ? { advert: advert.address } : {}), ...(offer ? { offer: offer.address } : {}), eligible: failures.length === 0, failures });
+    out.push(verdictOf(p, advert?.address, offer?.address, failures));
   }
   return out;
 }
@@ -133,7 +144,8 @@ export function explainMarket(input: MarketInput): MarketExplanation {
 
 const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);
 
-function phrase(c: Constraint, job: Job, many: boolean): string {
+/** The clause a constraint contributes to the summary ('has 24 GiB of VRAM on one card'). */
+export function phrase(c: Constraint, job: Job, many: boolean): string {
   const r = job.requirements;
   const v = (one: string, m: string) => (many ? m : one);
   switch (c) {
@@ -165,7 +177,8 @@ function phrase(c: Constraint, job: Job, many: boolean): string {
   }
 }
 
-const ACTION: Record<Constraint, string> = {
+/** What relaxing each constraint means, as advice to the buyer. */
+export const ACTION: Readonly<Record<Constraint, string>> = {
   advert: '',
   workload: '',
   quote: '',
@@ -179,40 +192,65 @@ const ACTION: Record<Constraint, string> = {
   deadline: 'extend the deadline (or the timeout)',
 };
 
+/** Each constraint's bit in a provider's failure mask. */
+const BIT = Object.fromEntries(CONSTRAINTS.map((c, i) => [c, 1 << i])) as Record<Constraint, number>;
+
+/**
+ * The explanation of a set of verdicts. Each provider's failed constraints are
+ * one bit mask, so the counts, the relaxations and the cascade below are passes
+ * over a typed array (a market of 100k providers is explained in a few passes,
+ * with no set per provider).
+ */
 export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): MarketExplanation {
   const job = pj.job;
   const known = verdicts.length;
-  const eligible = verdicts.filter((v) => v.eligible).length;
-  const counts: Record<string, number> = {};
-  const groups = verdicts.map((v) => {
-    const s = new Set<Constraint>();
-    const codes = new Set<string>();
-    for (const f of v.failures) {
-      s.add(constraintOf(f.code));
-      codes.add(f.code);
+  let eligible = 0;
+  const masks = new Uint16Array(known);
+  const counts = new Map<string, number>();
+  for (let i = 0; i < known; i++) {
+    const v = verdicts[i]!;
+    if (v.eligible) eligible++;
+    const fs = v.failures;
+    let m = 0;
+    for (let k = 0; k < fs.length; k++) {
+      const code = fs[k]!.code;
+      m |= BIT[constraintOf(code)];
+      // a code counts once per provider
+      let again = false;
+      for (let j = 0; j < k; j++) if (fs[j]!.code === code) again = true;
+      if (!again) counts.set(code, (counts.get(code) ?? 0) + 1);
     }
-    for (const c of codes) counts[c] = (counts[c] ?? 0) + 1;
-    return s;
-  });
+    masks[i] = m;
+  }
   const sortedCounts: Record<string, number> = {};
-  for (const k of Object.keys(counts).sort()) sortedCounts[k] = counts[k]!;
+  for (const k of [...counts.keys()].sort()) sortedCounts[k] = counts.get(k)!;
+  /** providers (of `pool`'s first `len`, or of all) failing the constraints in `bit` */
+  const failingOf = (bit: number, pool?: Uint32Array, len = 0): number => {
+    let c = 0;
+    if (pool) for (let k = 0; k < len; k++) c += masks[pool[k]!]! & bit ? 1 : 0;
+    else for (let i = 0; i < known; i++) c += masks[i]! & bit ? 1 : 0;
+    return c;
+  };
 
   const binding: Binding[] = [];
   for (const c of CONSTRAINTS) {
-    const failing = groups.filter((g) => g.has(c)).length;
+    const failing = failingOf(BIT[c]);
     if (failing > 0) binding.push({ constraint: c, failing, meeting: known - failing });
   }
   binding.sort((a, b) => b.failing - a.failing || CONSTRAINTS.indexOf(a.constraint) - CONSTRAINTS.indexOf(b.constraint));
 
   const relaxations: Relaxation[] = [];
   for (const c of RELAXABLE) {
+    // providers failing c and nothing else (not having quoted aside): they would fit if c were relaxed
+    const bit = BIT[c];
+    const rest = ~(bit | BIT.quote);
     let gain = 0;
     let quoted = 0;
-    for (const g of groups) {
-      const others = [...g].filter((x) => x !== c && x !== 'quote');
-      if (g.has(c) && others.length === 0) {
+    for (let i = 0; i < known; i++) {
+      const m = masks[i]!;
+      if (m & bit && (m & rest) === 0) {
         gain++;
-        if (!g.has('quote')) quoted++;
+        if (!(m & BIT.quote)) quoted++;
       }
     }
     if (gain > 0) {
@@ -232,20 +270,22 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
     // card"); otherwise the requirement most providers meet (that some fail), then the next among
     // those that meet it, …, until nobody is left: "6 of 7 have 2 GPUs with 24 GiB each; but none
     // of them disclosed a region". Not having quoted comes last (it is not a requirement).
-    let pool = groups.map((_, i) => i);
+    let pool = new Uint32Array(known);
+    for (let i = 0; i < known; i++) pool[i] = i;
+    let len = known;
     const clauses: string[] = [];
     const left = new Set<Constraint>(binding.map((b) => b.constraint));
-    while (pool.length > 0 && left.size > 0) {
+    while (len > 0 && left.size > 0) {
       let pick: Constraint | undefined;
       let pickMeet = -1;
       for (const c of CONSTRAINTS) {
         if (!left.has(c)) continue;
-        const fails = pool.filter((i) => groups[i]!.has(c)).length;
+        const fails = failingOf(BIT[c], pool, len);
         if (fails === 0) {
           left.delete(c);
           continue;
         }
-        const meet = pool.length - fails;
+        const meet = len - fails;
         // a requirement nobody left meets is the binding one: say it first; otherwise the one most meet
         const rank = (m: number) => (m === 0 ? Infinity : m);
         const better = pick === undefined || (pick === 'quote' && c !== 'quote') || (c !== 'quote' && rank(meet) > rank(pickMeet));
@@ -260,9 +300,15 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
       if (clauses.length === 0) {
         clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, false)}` : `${meeting} of ${known} ${phrase(pick, job, meeting !== 1)}`);
       } else {
-        clauses.push(meeting === 0 ? `but ${pool.length === 1 ? 'it does not meet this' : 'none of them'}${pool.length === 1 ? `: ${phrase(pick, job, false)}` : ` ${phrase(pick, job, false)}`}` : `of those, ${meeting} ${phrase(pick, job, meeting !== 1)}`);
+        clauses.push(meeting === 0 ? `but ${len === 1 ? 'it does not meet this' : 'none of them'}${len === 1 ? `: ${phrase(pick, job, false)}` : ` ${phrase(pick, job, false)}`}` : `of those, ${meeting} ${phrase(pick, job, meeting !== 1)}`);
       }
-      pool = pool.filter((i) => !groups[i]!.has(pick!));
+      // those meeting the picked requirement go on to the next clause
+      const bit = BIT[pick];
+      const next = new Uint32Array(meeting);
+      let w = 0;
+      for (let k = 0; k < len; k++) if (!(masks[pool[k]!]! & bit)) next[w++] = pool[k]!;
+      pool = next;
+      len = w;
     }
     const head = eligible === 0 ? `No provider is eligible among ${known} known` : `${eligible} of ${known} known ${plural(known, 'provider is', 'providers are')} eligible`;
     summary = clauses.length ? `${head}: ${clauses.join('; ')}.` : `${head}.`;

@@ -20,16 +20,16 @@
  */
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
-import { T, type Advert, type Job, type Offer, type PolicyName, type Tier } from '../records/kinds.js';
+import type { Advert, Job, Offer, PolicyName, Tier } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { AdvertIndex, evaluate, prepareJob, type Failure } from './eligibility.js';
-import { explainVerdicts, type MarketExplanation, type ProviderVerdict } from './explain.js';
+import { explainVerdicts, verdictOf, type MarketExplanation, type ProviderVerdict } from './explain.js';
 import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
 import { REASON } from './eligibility.js';
 import { priceForScoring } from './scoring.js';
 import { nameOrder, rankOrder } from './rank-order.js';
-import { OfferBook, preferOffer } from './book.js';
+import { oneOfferPerProvider, type OfferBook } from './book.js';
 
 export interface Scores {
   price: number;
@@ -95,19 +95,6 @@ export function compareRanked(a: { total: number; provider: string }, b: { total
   return b.total - a.total || (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0);
 }
 
-/** One offer per provider for the job, in no particular order (the result does not depend on it). */
-function candidatesOf(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number): Opened<Offer>[] {
-  if (offers instanceof OfferBook) return offers.candidates(job, currency, now);
-  const best = new Map<string, Opened<Offer>>();
-  for (const o of offers) {
-    if (!o || o.type !== T.offer) throw new C0Error('MARKET_NOT_AN_OFFER', `expected a ${T.offer} record, got ${String(o?.type)}`, { field: 'offers' });
-    if (o.record.job !== job) continue;
-    const b = best.get(o.signer);
-    if (b === undefined || preferOffer(o, b, currency, now)) best.set(o.signer, o);
-  }
-  return [...best.values()];
-}
-
 export function select(input: SelectInput): SelectResult {
   checkInputs(input);
   const policy = parsePolicy(input.policy);
@@ -119,7 +106,7 @@ export function select(input: SelectInput): SelectResult {
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
   const cur = pj.job.maxPrice.currency;
 
-  const cands = candidatesOf(input.offers, pj.address, cur, now);
+  const cands = oneOfferPerProvider(input.offers, pj.address, cur, now);
   // The gates, and the raw figures scoring needs, in one pass while each offer and its advert are in cache.
   const cap = cands.length;
   const price = new Float64Array(cap);
@@ -152,7 +139,7 @@ export function select(input: SelectInput): SelectResult {
       dids.push(offer.signer);
       n++;
     } else {
-      failed.push(advert ? { provider: offer.signer, advert: advert.address, offer: offer.address, eligible: false, failures } : { provider: offer.signer, offer: offer.address, eligible: false, failures });
+      failed.push(verdictOf(offer.signer, advert?.address, offer.address, failures));
       failedDids.push(offer.signer);
     }
   }
@@ -172,7 +159,7 @@ export function select(input: SelectInput): SelectResult {
       if (verdicts.has(p)) continue;
       const failures = evaluate(pj, a, undefined, now, skew) ?? [];
       failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
-      verdicts.set(p, { provider: p, advert: a.address, eligible: false, failures });
+      verdicts.set(p, verdictOf(p, a.address, undefined, failures));
     }
     const vs = [...verdicts.values()];
     const all: ProviderVerdict[] = [];

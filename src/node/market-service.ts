@@ -91,7 +91,7 @@ export class MarketService implements BuyerMarket {
   }
 
   explain(job: Opened<Job>, now: number): MarketExplanation {
-    return explainMarket({ job, adverts: this.adverts, offers: this.book.forJob(job, now), now, skewMs: this.o.skewMs });
+    return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs });
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision> {
@@ -99,7 +99,7 @@ export class MarketService implements BuyerMarket {
     const ranked: RankedCandidate[] = result.ok
       ? result.ranked.map((r) => ({ provider: r.provider, offer: this.book.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
       : [];
-    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book.forJob(job, now), now, skewMs: this.o.skewMs }) };
+    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs }) };
   }
 
   /**
