@@ -12,7 +12,7 @@
  * as `market select --records` reads them) is measured too, balanced policy:
  * it first reduces the list to one offer per provider.
  */
-import { AdvertIndex, OfferBook, reputationFromMap, select } from '../../src/market/index.js';
+import { AdvertIndex, OfferBook, explainMarket, reputationFromMap, select } from '../../src/market/index.js';
 import { MAX_LIST, POLICIES, T, type Advert, type Job, type Offer, type Opened } from '../../src/records/index.js';
 import { fmt, table, type BenchResult } from './lib.js';
 
@@ -133,7 +133,8 @@ export async function run(): Promise<BenchResult> {
     const check = select({ job: f.job, adverts: index, offers: book, policy: 'balanced', reputation, now: NOW });
     if (!check.ok || check.ranked.length !== n) throw new Error(`bench fixture: expected ${n} eligible offers, got ${check.ok ? check.ranked.length : 0}`);
     const measure = (label: string, policy: string, offers: OfferBook | Opened<Offer>[]) => {
-      // interleave the baseline with the measurement so machine noise hits both alike
+      // The baseline before and after the measurement, each in blocks: every side is timed in its own
+      // steady state (alternating call by call would time the sort amid the selection's garbage).
       const base1 = timeMs(sortOnce, reps);
       const jobFor = policy === 'private' ? f.privateJob : f.job;
       // A fresh job object each run: selection is measured cold, as a buyer runs it once per job
@@ -149,6 +150,12 @@ export async function run(): Promise<BenchResult> {
     for (const policy of POLICIES) measure(policy === 'private' ? `select private (${Math.min(n, MAX_LIST)} allowed)` : `select ${policy}`, policy, book);
     // the offline path (`c0mpute market select --records DIR`): a plain list, reduced to one offer per provider first
     measure('select balanced, from a list', 'balanced', f.offers);
+    // the explanation the node attaches to each decision: every known provider judged, summarised (a figure, no target)
+    {
+      const ex = timeMs(() => explainMarket({ job: { ...f.job }, adverts: index, offers: book, now: NOW }), Math.max(3, Math.floor(reps / 2)));
+      const base = timeMs(sortOnce, reps);
+      rows.push({ N: n, what: 'explain (every provider)', 'ms': ex.toFixed(2), 'sort floats ms': base.toFixed(2), ratio: (ex / base).toFixed(2) });
+    }
     // offer-book inserts: N distinct providers' offers into a fresh in-memory book, plus N improved offers
     const better = f.offers.map((o) => ({ ...o, address: o.address.replace('sha256:0', 'sha256:c'), record: { ...o.record, price: { amount: '0.001', currency: 'USD' } } }));
     const insert = () => {
