@@ -1,3 +1,6 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
 /**
  * Benchmark helpers. Targets are ratios against a baseline measured in the
  * same run, never absolute times (the machine is shared and noisy).
@@ -69,4 +72,16 @@ export interface BenchResult {
   report: string;
   /** Targets checked: name, measured ratio, target, met. */
   targets: Array<{ name: string; ratio: number; target: number; met: boolean }>;
+}
+
+setFlagsFromString('--expose-gc');
+const fullGc = runInNewContext('gc') as (() => void) | undefined;
+
+/**
+ * A full garbage collection, so a measurement does not start while the collector
+ * is still marking what building the fixture left behind (the figures of the
+ * first measurement after a large fixture otherwise depend on it).
+ */
+export function settle(): void {
+  fullGc?.();
 }
