@@ -240,6 +240,83 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
   return out;
 }
 
+/**
+ * What the gates read of an advert, flattened into one object when the advert
+ * is indexed (an advert is indexed once and judged for every job): a selection
+ * over many offers reads this instead of walking the advert's record, hardware
+ * and card objects (see `quickEligible`).
+ */
+export interface AdvertFacts {
+  advert: Opened<Advert>;
+  signer: string;
+  expiresAt: number;
+  issuedAt: number;
+  tier: Tier;
+  region: string | undefined;
+  workloads: readonly string[];
+  cpuCores: number;
+  memoryMiB: number;
+  /** the first card entry's figures (0 and undefined when the advert lists no GPU) */
+  gpuVramMiB: number;
+  gpuCount: number;
+  gpuFeatures: readonly string[] | undefined;
+}
+
+export function advertFacts(a: Opened<Advert>): AdvertFacts {
+  const r = a.record;
+  const hw = r.hardware;
+  const g = hw.gpus?.[0];
+  return {
+    advert: a,
+    signer: a.signer,
+    expiresAt: r.expiresAt,
+    issuedAt: r.issuedAt,
+    tier: r.tier,
+    region: r.region,
+    workloads: r.workloads,
+    cpuCores: hw.cpuCores,
+    memoryMiB: hw.memoryMiB,
+    gpuVramMiB: g?.vramMiB ?? 0,
+    gpuCount: g?.count ?? 0,
+    gpuFeatures: g?.features,
+  };
+}
+
+/**
+ * A quick, sound test that `offer` passes all seven gates against the advert
+ * of `facts` (the advert the offer cites): true only when `evaluate` would
+ * return no failure. It may say false for an eligible offer (one that qualifies
+ * only by summing GPUs over several card types is left to `evaluate`), so a caller asks `evaluate` when
+ * it says false: `quickEligible(…) || evaluate(…) === undefined`. A property test
+ * holds it to that (test/unit/market/eligibility.test.ts).
+ */
+export function quickEligible(pj: PreparedJob, fa: AdvertFacts, offer: Opened<Offer>, now: number, skewMs: number): boolean {
+  const job = pj.job;
+  const req = job.requirements;
+  // 1. the offer's own advert, live
+  if (fa.signer !== offer.signer || fa.expiresAt <= now || fa.issuedAt > now + skewMs) return false;
+  // 2–5
+  if (!fa.workloads.includes(job.workload)) return false;
+  if (pj.allowlist && !pj.allowlist.has(fa.signer)) return false;
+  if (req.tier !== undefined && !tierSatisfies(fa.tier, req.tier)) return false;
+  if (pj.regions && (fa.region === undefined || !pj.regions.has(fa.region))) return false;
+  // 6. the first card type alone meeting VRAM, features and count (enough: counts only add up over
+  // the other cards); an advert that needs its other cards to qualify goes to the full gates
+  const g = req.gpu;
+  if (g) {
+    if (fa.gpuVramMiB < g.vramMiB || fa.gpuCount < g.count) return false;
+    const want = pj.gpuFeatures;
+    for (let k = 0; k < want.length; k++) if (!fa.gpuFeatures || !fa.gpuFeatures.includes(want[k]!)) return false;
+  }
+  if (req.cpuCores !== undefined && fa.cpuCores < req.cpuCores) return false;
+  if (req.memoryMiB !== undefined && fa.memoryMiB < req.memoryMiB) return false;
+  // 7. the offer
+  const o = offer.record;
+  if (o.job !== pj.address || o.expiresAt <= now || o.price.currency !== job.maxPrice.currency) return false;
+  if (cmpAmount(o.price.amount, job.maxPrice.amount) > 0) return false;
+  return o.startBy + o.durationMs <= job.deadline && o.durationMs <= job.timeoutMs;
+}
+
 // ---------------------------------------------------------------------------
 // Which advert an offer is judged against
 // ---------------------------------------------------------------------------
@@ -252,6 +329,8 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
 export class AdvertIndex {
   readonly byAddress = new Map<string, Opened<Advert>>();
   readonly latest = new Map<string, Opened<Advert>>();
+  /** each advert's facts (the gates' view of it), by address */
+  readonly #facts = new Map<string, AdvertFacts>();
 
   constructor(adverts: Iterable<Opened<Advert>> = []) {
     for (const a of adverts) this.add(a);
@@ -261,6 +340,7 @@ export class AdvertIndex {
     if (!a || a.type !== T.advert) throw new C0Error('MARKET_NOT_AN_ADVERT', `expected a ${T.advert} record, got ${String(a?.type)}`, { field: 'advert' });
     if (this.byAddress.has(a.address)) return false;
     this.byAddress.set(a.address, a);
+    this.#facts.set(a.address, advertFacts(a));
     const cur = this.latest.get(a.signer);
     if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) {
       this.latest.set(a.signer, a);
@@ -271,6 +351,11 @@ export class AdvertIndex {
 
   get(address: string): Opened<Advert> | undefined {
     return this.byAddress.get(address);
+  }
+
+  /** The facts of the advert at `address` (undefined when it is not held). */
+  facts(address: string): AdvertFacts | undefined {
+    return this.#facts.get(address);
   }
 
   /**

@@ -23,7 +23,7 @@ import type { Money } from '../records/money.js';
 import type { Advert, Job, Offer, PolicyName, Tier } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
-import { AdvertIndex, evaluate, prepareJob, type Failure } from './eligibility.js';
+import { AdvertIndex, evaluate, prepareJob, quickEligible, type Failure } from './eligibility.js';
 import { explainVerdicts, verdictOf, type MarketExplanation, type ProviderVerdict } from './explain.js';
 import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
 import { REASON } from './eligibility.js';
@@ -124,8 +124,16 @@ export function select(input: SelectInput): SelectResult {
   let n = 0;
   for (let c = 0; c < cap; c++) {
     const offer = cands[c]!;
-    const advert = index.resolve(offer, now);
-    const failures: Failure[] | undefined = evaluate(pj, advert, offer, now, skew);
+    // The quick test reads the advert's flattened facts; only when it says no (or the offer's advert
+    // is not simply its live cited one) do the full gates run, to say why or to decide.
+    const fa = index.facts(offer.record.advert);
+    let advert: Opened<Advert> | undefined;
+    let failures: Failure[] | undefined;
+    if (fa !== undefined && quickEligible(pj, fa, offer, now, skew)) advert = fa.advert;
+    else {
+      advert = index.resolve(offer, now);
+      failures = evaluate(pj, advert, offer, now, skew);
+    }
     if (failures === undefined) {
       const p = priceForScoring(offer.record.price.amount);
       const d = offer.record.durationMs;

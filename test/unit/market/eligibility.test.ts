@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { AdvertIndex, checkEligibility, cmpAmount, GATES, REASON, tierSatisfies } from '../../../src/market/index.js';
-import { compareAmounts, TIERS } from '../../../src/records/index.js';
+import { AdvertIndex, checkEligibility, cmpAmount, advertFacts, evaluate, GATES, prepareJob, quickEligible, REASON, tierSatisfies } from '../../../src/market/index.js';
+import { compareAmounts, T, TIERS, type Advert, type Job, type Offer, type Opened, type Tier } from '../../../src/records/index.js';
 import { GiB, NOW, P, advert, job, offer } from './fixtures.js';
+import { ADVERTS, JOBS, OFFERS } from './market-pool.js';
 
 const codes = (fs: { code: string }[]) => fs.map((f) => f.code);
 
@@ -225,4 +226,86 @@ test('advert index: higher seq replaces, an equal seq does not depend on arrival
   const e1 = advert(P(2), { seq: 5, hardware: { cpuCores: 1 } });
   const e2 = advert(P(2), { seq: 5, hardware: { cpuCores: 2 } });
   assert.equal(new AdvertIndex([e1, e2]).latest.get(P(2).did)!.address, new AdvertIndex([e2, e1]).latest.get(P(2).did)!.address);
+});
+
+test('quickEligible is sound: whenever it says yes, the seven gates find nothing (every job × offer × advert held, two times)', () => {
+  const index = new AdvertIndex(ADVERTS);
+  let yes = 0;
+  let eligible = 0;
+  for (const [ji, j] of JOBS.entries()) {
+    const pj = prepareJob(j);
+    for (const o of OFFERS[ji]!) {
+      for (const now of [NOW, NOW + 30_000]) {
+        const full = evaluate(pj, index.resolve(o, now), o, now, 30_000);
+        if (full === undefined) eligible++;
+        const fa = index.facts(o.record.advert);
+        if (fa && quickEligible(pj, fa, o, now, 30_000)) {
+          yes++;
+          assert.equal(full, undefined, `quick said eligible, the gates said ${JSON.stringify(full?.map((f) => f.code))}`);
+          assert.equal(index.resolve(o, now), fa.advert, 'and the advert judged is the one the offer cites');
+        }
+      }
+    }
+  }
+  // not vacuous: the quick test answers for most of the eligible offers (the rest go to the full gates)
+  assert.ok(yes > 0 && yes >= eligible / 2, `quick yes ${yes} of ${eligible} eligible`);
+});
+
+test('property: quickEligible agrees with the seven gates exactly wherever it answers alone (a live advert of the offer signer, one card type when GPUs are asked), and never says yes elsewhere', () => {
+  // Records fabricated as opened (the gates never look at signatures), with values around every threshold.
+  const JOB = 'sha256:' + 'a1'.repeat(32);
+  let eligibleRuns = 0;
+  const ADV = 'sha256:' + 'b2'.repeat(32);
+  // each value passes its gate most of the time, so a good share of cases pass them all and each gate is seen deciding alone
+  const mostly = <V,>(good: V, ...bad: V[]) => fc.oneof({ arbitrary: fc.constant(good), weight: 16 }, { arbitrary: fc.constantFrom(...bad), weight: 1 });
+  const card = fc.record({ model: fc.constant('X'), vramMiB: mostly(40 * GiB, 16 * GiB, 24 * GiB), features: mostly<string[] | undefined>(['cuda12', 'fp8'], ['cuda12'], ['fp8'], undefined), count: mostly(4, 1, 2) });
+  const requirements = fc.record(
+    {
+      gpu: fc.record({ count: fc.constantFrom(1, 2, 4), vramMiB: fc.constantFrom(16, 24, 40).map((g) => g * GiB), features: fc.constantFrom([], ['cuda12'], ['cuda12', 'fp8']) }),
+      cpuCores: fc.constantFrom(8, 32, 64),
+      memoryMiB: fc.constantFrom(64, 256).map((g) => g * GiB),
+      regions: fc.constantFrom(['eu-west'], ['eu-west', 'us-east']),
+      tier: fc.constantFrom<Tier>('community', 'standard', 'verified'),
+      allowlist: mostly(['did:key:z6MkA', 'did:key:z6MkB'], ['did:key:z6MkA'], ['did:key:z6MkB']),
+    },
+    { requiredKeys: [] },
+  );
+  const arb = fc.record({
+    req: requirements,
+    maxPrice: fc.constantFrom('0.5'),
+    signer: fc.constantFrom('did:key:z6MkA', 'did:key:z6MkB'),
+    otherSigner: mostly(false, true),
+    expiresIn: mostly(60_000, 0, -1),
+    issuedIn: mostly(-60_000, 20_000, 40_000),
+    workloads: mostly(['infer.diffusion', 'infer.llm'], ['infer.diffusion']),
+    tier: mostly<Tier>('verified', 'community', 'standard', 'private', 'enterprise'),
+    region: mostly<string | undefined>('eu-west', 'us-east', undefined),
+    gpus: mostly<'one' | 'two' | 'none'>('one', 'two', 'none').chain((k) => (k === 'one' ? fc.array(card, { minLength: 1, maxLength: 1 }) : k === 'two' ? fc.array(card, { minLength: 2, maxLength: 2 }) : fc.constant(undefined))),
+    cpuCores: mostly(64, 8, 32),
+    memoryMiB: mostly(256 * GiB, 64 * GiB),
+    offerJob: mostly(JOB, 'sha256:' + 'c3'.repeat(32)),
+    price: mostly('0.3', '0.30', '0.5', '0.50', '0.51', '0.6'),
+    currency: mostly('USD', 'EUR'),
+    durationMs: mostly(1_000, 600_000, 700_000),
+    startIn: mostly(0, 3_000_000),
+    offerExpiresIn: mostly(60_000, 0),
+  });
+  fc.assert(
+    fc.property(arb, (x) => {
+      const req = { ...x.req, ...(x.req.allowlist ? { allowlist: [...x.req.allowlist].sort() } : {}) };
+      const j = { type: T.job, signer: 'did:key:z6MkBuyer', address: JOB, bytes: new Uint8Array(), record: { workload: 'infer.llm', requirements: req, maxPrice: { amount: x.maxPrice, currency: 'USD' }, announcedAt: NOW - 1000, deadline: NOW + 3_600_000, timeoutMs: 600_000, input: { hash: JOB, size: 1 }, inputSealed: 'no' } } as unknown as Opened<Job>;
+      const a = { type: T.advert, signer: x.otherSigner ? 'did:key:z6MkC' : x.signer, address: ADV, bytes: new Uint8Array(), record: { seq: 1, issuedAt: NOW + x.issuedIn, expiresAt: NOW + x.expiresIn, workloads: x.workloads, tier: x.tier, ...(x.region ? { region: x.region } : {}), hardware: { ...(x.gpus ? { gpus: x.gpus } : {}), cpuCores: x.cpuCores, memoryMiB: x.memoryMiB } } } as unknown as Opened<Advert>;
+      const o = { type: T.offer, signer: x.signer, address: 'sha256:' + 'd4'.repeat(32), bytes: new Uint8Array(), record: { job: x.offerJob, advert: ADV, price: { amount: x.price, currency: x.currency }, durationMs: x.durationMs, issuedAt: NOW - 500, startBy: NOW + x.startIn, expiresAt: NOW + x.offerExpiresIn } } as unknown as Opened<Offer>;
+      const pj = prepareJob(j);
+      const quick = quickEligible(pj, advertFacts(a), o, NOW, 30_000);
+      const full = evaluate(pj, a, o, NOW, 30_000) === undefined;
+      if (quick) assert.ok(full, 'quick said yes where a gate fails');
+      if (full) eligibleRuns++;
+      const alone = a.signer === o.signer && a.record.expiresAt > NOW && !(req.gpu && (a.record.hardware.gpus?.length ?? 0) !== 1);
+      if (alone) assert.equal(quick, full);
+    }),
+    { numRuns: 3000 },
+  );
+  // not vacuous: a good share of the random cases pass every gate, so each gate is seen deciding alone
+  assert.ok(eligibleRuns > 150, `only ${eligibleRuns} of 3000 random cases were eligible`);
 });

@@ -9,47 +9,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { OfferBook, explainMarket } from '../../../src/market/index.js';
 import { explainMarket as referenceExplain } from './explain-reference.js';
-import { GiB, NOW, P, advert, job, offer, type AdvertOver } from './fixtures.js';
-
-const BUYER = P(900);
-const JOBS = [
-  job(BUYER),
-  job(BUYER, { requirements: { gpu: { count: 1, vramMiB: 24 * GiB, features: ['cuda12'] }, regions: ['eu-west'], tier: 'verified' } }),
-  job(BUYER, { requirements: { cpuCores: 64, memoryMiB: 512 * GiB, tier: 'standard', allowlist: [P(1), P(2), P(3), P(4)].map((p) => p.did).sort() } }),
-  job(BUYER, { requirements: { gpu: { count: 4, vramMiB: 40 * GiB, features: ['fp8'] }, regions: ['eu-west', 'us-east'] }, maxPrice: { amount: '0.6', currency: 'USD' } }),
-];
-const PROVIDERS = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => P(n));
-const ADVERT_VARIANTS: AdvertOver[] = [
-  {},
-  { tier: 'community' },
-  { tier: 'enterprise', seq: 2 },
-  { region: undefined },
-  { region: 'us-east', seq: 3 },
-  { hardware: { gpus: undefined } },
-  { hardware: { gpus: [{ model: 'T4', vramMiB: 16 * GiB, features: ['cuda12'], count: 4 }], cpuCores: 8, memoryMiB: 64 * GiB }, seq: 4 },
-  { issuedAt: NOW - 7_200_000, expiresAt: NOW - 60_000, seq: 5 },
-  { workloads: ['infer.diffusion'], seq: 6 },
-];
-const ADVERTS = PROVIDERS.flatMap((p) => ADVERT_VARIANTS.map((v) => advert(p, v)));
-const OFFER_VARIANTS = [
-  { amount: '0.2' },
-  { amount: '0.45', durationMs: 30_000 },
-  { amount: '5' },
-  { amount: '0.1', currency: 'EUR' },
-  { amount: '0.3', expiresAt: NOW - 1 },
-  { amount: '0.3', startBy: NOW + 3_590_000 },
-  { amount: '0.3', durationMs: 700_000 },
-];
-/** offers per job, each citing one of its provider's adverts (or an advert nobody holds) */
-const OFFERS = JOBS.map((j, ji) =>
-  PROVIDERS.flatMap((p, pi) =>
-    OFFER_VARIANTS.map((v, vi) => {
-      const k = (pi + vi + ji) % (ADVERT_VARIANTS.length + 1);
-      const cited = k === ADVERT_VARIANTS.length ? 'sha256:' + 'ab'.repeat(32) : ADVERTS[pi * ADVERT_VARIANTS.length + k]!;
-      return offer(p, j, cited, v);
-    }),
-  ),
-);
+import { NOW, P, advert, offer } from './fixtures.js';
+import { ADVERTS, ADVERT_VARIANTS, JOBS, OFFERS, OFFER_VARIANTS } from './market-pool.js';
 
 test('property: the explanation equals the reference implementation, from a list and from the book', () => {
   fc.assert(
