@@ -284,11 +284,13 @@ export function advertFacts(a: Opened<Advert>): AdvertFacts {
 
 /**
  * A quick, sound test that `offer` passes all seven gates against the advert
- * of `facts` (the advert the offer cites): true only when `evaluate` would
- * return no failure. It may say false for an eligible offer (one that qualifies
- * only by summing GPUs over several card types is left to `evaluate`), so a caller asks `evaluate` when
- * it says false: `quickEligible(…) || evaluate(…) === undefined`. A property test
- * holds it to that (test/unit/market/eligibility.test.ts).
+ * of `fa` (the advert the offer cites): true only when `evaluate` would return
+ * no failure. It may say false for an eligible offer (one that qualifies only
+ * by summing GPUs over several card types, or one judged against a republished
+ * advert, is left to `evaluate`), so a caller asks `evaluate` when it says
+ * false: `quickEligible(…) || evaluate(…) === undefined`. Property tests hold
+ * it to that, and to exact agreement wherever it answers alone
+ * (test/unit/market/eligibility.test.ts).
  */
 export function quickEligible(pj: PreparedJob, fa: AdvertFacts, offer: Opened<Offer>, now: number, skewMs: number): boolean {
   const job = pj.job;
