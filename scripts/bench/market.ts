@@ -14,27 +14,17 @@
  */
 import { AdvertIndex, OfferBook, explainMarket, reputationFromMap, select } from '../../src/market/index.js';
 import { MAX_LIST, POLICIES, T, type Advert, type Job, type Offer, type Opened } from '../../src/records/index.js';
+import { seededRandom } from '../../src/net/faults.js';
 import { fmt, settle, table, type BenchResult } from './lib.js';
 
 const NOW = 1_800_000_000_000;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function hex64(n: number, salt: string): string {
   return 'sha256:' + (salt + n.toString(16)).padStart(64, '0');
 }
 
 export function fixture(n: number) {
-  const r = rng(n);
+  const r = seededRandom(n);
   const job: Opened<Job> = {
     type: T.job,
     signer: 'did:key:z6MkBuyer',

@@ -27,12 +27,16 @@ function byName(names: readonly string[]): (a: number, b: number) => number {
   };
 }
 
+/** Indices 0..n-1 sorted by a comparator (the small inputs, and the fallbacks). */
+function sortedIndices(n: number, cmp: (a: number, b: number) => number): Uint32Array {
+  const idx = new Uint32Array(n);
+  for (let i = 0; i < n; i++) idx[i] = i;
+  return idx.sort(cmp);
+}
+
 function comparatorOrder(keys: Float64Array, names: readonly string[], n: number): Uint32Array {
   const cmp = byName(names);
-  const idx: number[] = [];
-  for (let i = 0; i < n; i++) idx.push(i);
-  idx.sort((a, b) => keys[b]! - keys[a]! || cmp(a, b));
-  return Uint32Array.from(idx);
+  return sortedIndices(n, (a, b) => keys[b]! - keys[a]! || cmp(a, b));
 }
 
 /**
@@ -180,8 +184,5 @@ export function nameOrder(names: readonly string[], n = names.length): Uint32Arr
 }
 
 function comparatorNameOrder(names: readonly string[], n: number): Uint32Array {
-  const idx: number[] = [];
-  for (let i = 0; i < n; i++) idx.push(i);
-  idx.sort(byName(names));
-  return Uint32Array.from(idx);
+  return sortedIndices(n, byName(names));
 }

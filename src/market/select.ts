@@ -24,9 +24,8 @@ import type { Advert, Job, Offer, PolicyName, Tier } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { AdvertIndex, evaluate, prepareJob, quickEligible, type Failure } from './eligibility.js';
-import { explainVerdicts, verdictOf, type MarketExplanation, type ProviderVerdict } from './explain.js';
+import { explainVerdicts, judgeAll, verdictOf, type MarketExplanation, type ProviderVerdict } from './explain.js';
 import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
-import { REASON } from './eligibility.js';
 import { priceForScoring } from './scoring.js';
 import { nameOrder, rankOrder } from './rank-order.js';
 import { oneOfferPerProvider, type OfferBook } from './book.js';
@@ -161,18 +160,7 @@ export function select(input: SelectInput): SelectResult {
 
   if (n === 0) {
     // explain across every known provider, including those that have not quoted
-    const verdicts = new Map<string, ProviderVerdict>();
-    for (const v of ineligible) verdicts.set(v.provider, v);
-    for (const [p, a] of index.latest) {
-      if (verdicts.has(p)) continue;
-      const failures = evaluate(pj, a, undefined, now, skew) ?? [];
-      failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
-      verdicts.set(p, verdictOf(p, a.address, undefined, failures));
-    }
-    const vs = [...verdicts.values()];
-    const all: ProviderVerdict[] = [];
-    for (const i of nameOrder(vs.map((v) => v.provider))) all.push(vs[i]!);
-    return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, all) };
+    return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, judgeAll(pj, index, cands, now, skew)) };
   }
 
   // score over the columns (raw price and duration become their proportional scores in place)

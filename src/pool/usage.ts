@@ -46,14 +46,8 @@ export interface EntitlementUsage {
   heldDevices: number;
 }
 
-export interface OpenClaim {
-  claim: string;
-  entitlement: string;
-  class?: string;
-  reserved: Energy;
-  devices: number;
-  borrowed_uj: number;
-}
+/** A claim admitted and not yet released: its Admitted event's figures. */
+export type OpenClaim = Omit<AdmittedEvent, 'event'>;
 
 /** What an applied event changed for one entitlement. */
 export interface UsageDelta {

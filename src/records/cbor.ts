@@ -189,6 +189,11 @@ function encodePrepared(v: unknown): Uint8Array {
     }
   };
   walk(v);
+  return concatBytes(parts);
+}
+
+/** The parts, end to end, in one new array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   let len = 0;
   for (const p of parts) len += p.length;
   const out = new Uint8Array(len);

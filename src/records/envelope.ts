@@ -11,7 +11,7 @@
  * checks. Pure: no clock, no I/O.
  */
 import { C0Error } from '../errors.js';
-import { encodeCanonical, encodeHead, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
+import { concatBytes, encodeCanonical, encodeHead, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
 import { hashHex } from './address.js';
 import { didFromPublicKey, parseDid } from './did.js';
 import { verifyStrict, type Signer } from './ed25519.js';
@@ -99,21 +99,9 @@ function bstrHead(n: number): Uint8Array {
   return encodeHead(2, n);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
 /** The COSE Sig_structure `["Signature1", protected, h'' (external_aad), payload]` that Ed25519 signs (RFC 9052 §4.4). */
 export function sigStructure(protectedBytes: Uint8Array, payload: Uint8Array): Uint8Array {
-  return concat([SIG1_PREFIX, bstrHead(protectedBytes.length), protectedBytes, Uint8Array.of(0x40), bstrHead(payload.length), payload]);
+  return concatBytes([SIG1_PREFIX, bstrHead(protectedBytes.length), protectedBytes, Uint8Array.of(0x40), bstrHead(payload.length), payload]);
 }
 
 /** Read a byte-string head at `pos`, shortest form only. Returns [start, end] of the content. */
@@ -241,7 +229,7 @@ export function sealRaw(type: string, payload: Uint8Array, signer: Signer): Uint
   const did = didFromPublicKey(signer.publicKey);
   const protectedBytes = buildProtected(type, did);
   const signature = signer.sign(sigStructure(protectedBytes, payload));
-  return concat([Uint8Array.of(TAG18, ARRAY4), bstrHead(protectedBytes.length), protectedBytes, Uint8Array.of(EMPTY_MAP), bstrHead(payload.length), payload, bstrHead(64), signature]);
+  return concatBytes([Uint8Array.of(TAG18, ARRAY4), bstrHead(protectedBytes.length), protectedBytes, Uint8Array.of(EMPTY_MAP), bstrHead(payload.length), payload, bstrHead(64), signature]);
 }
 
 /**
