@@ -226,6 +226,14 @@ export class OfferBook {
     return out;
   }
 
+  /** How many providers hold a live offer for `job` (what `best(job, now).length` is, without building or sorting it). */
+  liveCount(job: string, now: number): number {
+    const slots = this.#jobs.get(job);
+    let n = 0;
+    if (slots) for (const entries of slots.values()) if (entries.some((e) => e.record.expiresAt > now)) n++;
+    return n;
+  }
+
   /**
    * One offer per provider for `job`, the one `preferOffer` picks from its
    * slot, in no particular order: what selection reduces its input to, already

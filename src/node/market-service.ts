@@ -82,7 +82,7 @@ export class MarketService implements BuyerMarket {
   }
 
   offerCount(job: string, now: number): number {
-    return this.book.best(job, now).length;
+    return this.book.liveCount(job, now);
   }
 
   /** Each provider's best live offer for a job (in the job's currency first, when the job is known). */

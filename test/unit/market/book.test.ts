@@ -222,6 +222,17 @@ test('property: selection over the book equals selection over the offers it was 
   );
 });
 
+test('property: liveCount is the number of providers best() shows, at any later time', () => {
+  fc.assert(
+    fc.property(fc.shuffledSubarray(POOL, { minLength: 1 }), (subset) => {
+      const book = new OfferBook();
+      subset.forEach((o, k) => book.addSync(o, NOW - 100 + k));
+      for (const j of [J, J2]) for (const t of [NOW, NOW + 25_000, NOW + 55_000, NOW + 90_000]) assert.equal(book.liveCount(j.address, t), book.best(j.address, t).length);
+    }),
+    { numRuns: 100 },
+  );
+});
+
 test('candidates(): one offer per provider, the job currency first, an expired one when that is all a provider has', () => {
   const b = new OfferBook();
   const usd = offer(P(1), J, A1, { amount: '0.5' });
