@@ -12,6 +12,7 @@ import { C0Error } from '../errors.js';
 import { open, peekType } from '../records/envelope.js';
 import { compareBytes } from '../records/cbor.js';
 import { POOL_TYPE, WITNESS_TYPE, ENTRY_ERR, type LedgerEntry, type WitnessReceipt } from './entry.js';
+import { compareDids } from '../records/did.js';
 
 export type ReceiptStatus =
   | { status: 'valid'; witness: string; length: number; head: string }
@@ -68,7 +69,7 @@ export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Arr
   const statuses = receipts.map((r) => checkReceipt(ledger, r));
   const best = new Map<string, number>();
   for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));
-  const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => (a.witness < b.witness ? -1 : a.witness > b.witness ? 1 : 0));
+  const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => compareDids(a.witness, b.witness));
   const witnessedLength = witnesses.reduce((m, w) => Math.max(m, w.length), 0);
   return { grade: witnesses.length > 0 ? 'witnessed' : 'self-attested', witnesses, witnessedLength, receipts: statuses };
 }

@@ -29,6 +29,7 @@ import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioSco
 import { priceForScoring } from './scoring.js';
 import { nameOrder, rankOrder } from './rank-order.js';
 import { oneOfferPerProvider, type OfferBook } from './book.js';
+import { compareDids } from '../records/did.js';
 
 export interface Scores {
   price: number;
@@ -91,7 +92,7 @@ function checkInputs(input: SelectInput): void {
 
 /** Compare ranked entries: total descending, then provider DID ascending. */
 export function compareRanked(a: { total: number; provider: string }, b: { total: number; provider: string }): number {
-  return b.total - a.total || (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0);
+  return b.total - a.total || compareDids(a.provider, b.provider);
 }
 
 export function select(input: SelectInput): SelectResult {

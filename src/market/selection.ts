@@ -17,7 +17,7 @@ import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import { T, type Delegation, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import { seal, type Opened } from '../records/envelope.js';
-import { didFromPublicKey } from '../records/did.js';
+import { compareDids, didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
 import { cmpAmount } from './amount.js';
 import { RecordSet } from './recordset.js';
@@ -76,7 +76,7 @@ export function consideredOf(result: SelectResult): Array<{ provider: string; of
   const out: Array<{ provider: string; offer: string }> = [];
   for (const r of result.ranked) out.push({ provider: r.provider, offer: r.offer });
   for (const v of result.ineligible) if (v.offer) out.push({ provider: v.provider, offer: v.offer });
-  return out.sort((a, b) => (a.provider < b.provider ? -1 : a.provider > b.provider ? 1 : 0));
+  return out.sort((a, b) => compareDids(a.provider, b.provider));
 }
 
 export interface SignSelectionInput {

@@ -32,6 +32,7 @@
 import { T, type Acceptance, type Offer, type Receipt } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
+import { compareDids } from '../records/did.js';
 
 export const DISPUTE_WEIGHT = 2;
 export const UNKNOWN_SCORE = 0.5;
@@ -81,7 +82,7 @@ export class ReputationTable implements ReputationView {
   }
   /** every provider with evidence, DID order */
   all(): Figures[] {
-    return [...this.#by.values()].sort((a, b) => (a.did < b.did ? -1 : a.did > b.did ? 1 : 0));
+    return [...this.#by.values()].sort((a, b) => compareDids(a.did, b.did));
   }
 }
 
