@@ -110,6 +110,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'failover':
       print(`▸ ${names(ev.from as string)} did not deliver (${String(ev.reason)}); moving to the runner-up`);
       break;
+    case 'nondelivery':
+      print(`▸ non-delivery by ${names(ev.provider as string)} (${String(ev.reason)}) signed: ${shortAddr(ev.address as string)}`);
+      break;
     default:
       break;
   }

@@ -2,7 +2,7 @@
  * A bag of opened records indexed by address and type: what an offline command
  * or an audit works from. Pure (the CLI reads the files and opens them).
  */
-import { T, type Acceptance, type Advert, type Delegation, type Job, type Offer, type Receipt, type Selection } from '../records/kinds.js';
+import { T, type Acceptance, type Advert, type Delegation, type Job, type NonDelivery, type Offer, type Receipt, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 
 export class RecordSet {
@@ -55,5 +55,8 @@ export class RecordSet {
   }
   get selections(): Opened<Selection>[] {
     return this.ofType<Selection>(T.selection);
+  }
+  get nondeliveries(): Opened<NonDelivery>[] {
+    return this.ofType<NonDelivery>(T.nondelivery);
   }
 }

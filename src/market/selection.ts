@@ -23,7 +23,7 @@ import { cmpAmount } from './amount.js';
 import { RecordSet } from './recordset.js';
 import { select, type SelectResult } from './select.js';
 import type { ReputationView } from './policy.js';
-import { deriveReputation } from '../reputation/derive.js';
+import { deriveReputation, type TrustSources } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
 
 export const MAX_CONSIDERED = 4096;
@@ -149,8 +149,10 @@ export interface AuditInput {
   selection: Opened<Selection>;
   records: RecordSet | Iterable<Opened>;
   stewards?: readonly string[];
-  /** reputation to score with; default: derived from the records' receipts, acceptances and offers as of decidedAt */
+  /** reputation to score with; default: derived from the records' receipts, acceptances, non-deliveries and offers as of decidedAt, from the buyer's point of view with `trust` */
   reputation?: ReputationView;
+  /** the buyer's trust sources, when recomputing its reputation view (default: first-hand evidence only) */
+  trust?: TrustSources;
   skewMs?: number;
 }
 
@@ -206,7 +208,7 @@ export function auditSelection(i: AuditInput): AuditResult {
   }
 
   // recompute
-  const reputation = i.reputation ?? deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { asOf: s.decidedAt });
+  const reputation = i.reputation ?? deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers, nondeliveries: rs.nondeliveries }, { self: s.buyer, asOf: s.decidedAt, ...(i.trust ? { trust: i.trust } : {}) });
   let result: SelectResult;
   try {
     result = select({ job, adverts: index, offers, policy: s.policy, reputation, now: s.decidedAt, ...(i.skewMs !== undefined ? { skewMs: i.skewMs } : {}) });

@@ -17,6 +17,7 @@ export const TOPIC_TYPES = {
   selection: T.selection,
   receipt: T.receipt,
   acceptance: T.acceptance,
+  nondelivery: T.nondelivery,
   presence: T.presence,
   'pool-head': 'pool/1',
   'pool-witness': 'pool-witness/1',

@@ -160,6 +160,24 @@ export const configSchema = z
       })
       .strict()
       .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 }),
+    /**
+     * Whose evidence counts in this node's reputation view (docs/market.md
+     * "Reputation and its threat model"). First-hand evidence (jobs this node
+     * bought) always counts fully; nothing else counts unless listed here.
+     */
+    reputation: z
+      .object({
+        /** Buyers whose receipts, verdicts and non-delivery records count second-hand. */
+        trustedBuyers: z.array(z.string().refine(isDid, 'a did:key whose key passes the key check')).default([]),
+        /** Also trust the members of the overlay's `network.allowlist` (only an overlay with an allowlist has members). */
+        overlayMembers: z.boolean().default(true),
+        /** Also count buyers this node ran jobs for as a provider (each up to that many outcomes per provider). */
+        dealtWith: z.boolean().default(false),
+        /** Weight of one second-hand outcome against a first-hand one. */
+        secondHandWeight: z.number().gt(0).max(1).default(0.5),
+      })
+      .strict()
+      .default({ trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5 }),
   })
   .strict();
 

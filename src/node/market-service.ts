@@ -4,7 +4,7 @@
  * Decisions are the market engine's (src/market); this only feeds it.
  */
 import type { Opened } from '../records/envelope.js';
-import { T, type Advert, type Job, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Job, type NonDelivery, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Db } from '../store/db.js';
 import type { RecordStore } from '../store/records.js';
@@ -15,7 +15,7 @@ import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { EvidenceStore } from '../reputation/store.js';
-import type { ReputationTable } from '../reputation/derive.js';
+import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 
 export interface MarketServiceOptions {
@@ -27,6 +27,8 @@ export interface MarketServiceOptions {
   signer: Ed25519Signer;
   did: string;
   skewMs: number;
+  /** Whose second-hand evidence counts in this node's reputation view (default: first-hand only). */
+  trust?: TrustSources;
 }
 
 export class MarketService implements BuyerMarket {
@@ -57,8 +59,8 @@ export class MarketService implements BuyerMarket {
     await this.book.add(o, now);
   }
 
-  /** Receipts and acceptances are evidence; a receipt brings the offer it cites when we hold it. */
-  async addEvidence(r: Opened<Receipt> | Opened<Acceptance>): Promise<void> {
+  /** Receipts, acceptances and non-deliveries are evidence; a receipt brings the offer it cites when we hold it. */
+  async addEvidence(r: Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>): Promise<void> {
     const extra: Opened[] = [];
     if (r.type === T.receipt) {
       const offer = this.book.get((r as Opened<Receipt>).record.offer);
@@ -69,11 +71,11 @@ export class MarketService implements BuyerMarket {
   }
 
   async getBytes(address: string): Promise<Uint8Array | undefined> {
-    return this.evidence.receipts.get(address)?.bytes ?? this.evidence.acceptances.get(address)?.bytes ?? this.book.get(address)?.bytes;
+    return this.evidence.getBytes(address) ?? this.book.get(address)?.bytes;
   }
 
   reputation(): ReputationTable {
-    return (this.#rep ??= this.evidence.derive());
+    return (this.#rep ??= this.evidence.derive({ self: this.o.did, ...(this.o.trust ? { trust: this.o.trust } : {}) }));
   }
 
   /** A provider asking whether its advert fits a job (no offer yet): every failure. */

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type PolicyName, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type PolicyName, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
@@ -27,6 +27,7 @@ import { didFromPeerId } from './peer-id.js';
 import { open } from '../records/envelope.js';
 import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
+import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 
@@ -107,7 +108,7 @@ export class OverlayNode {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
     this.records = await RecordStore.open(db, this.prefix);
-    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs });
+    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc) });
 
     const cache = new MemoryRecordCache();
     const source: RecordSource = {
@@ -134,7 +135,7 @@ export class OverlayNode {
       records: source,
       registry: this.registry,
       logger: this.log.child({ mod: 'net', overlay: this.name }),
-      hooks: { offer: offerHook },
+      hooks: { offer: offerHook, nondelivery: nondeliveryHook },
     });
     this.#stops.push(() => this.net.stop());
 
@@ -156,6 +157,9 @@ export class OverlayNode {
     });
     this.net.subscribe('acceptance', async (rec) => {
       await this.market.addEvidence(rec as Opened<Acceptance>);
+    });
+    this.net.subscribe('nondelivery', async (rec) => {
+      await this.market.addEvidence(rec as Opened<NonDelivery>);
     });
     // Witness receipts and equivocation evidence are kept by every node on the
     // overlay, so any of them can grade a steward's ledger (c0mpute ledger fetch).
@@ -311,7 +315,7 @@ export class OverlayNode {
       },
       exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
       store: async (rec) => {
-        if (rec.type === T.receipt || rec.type === T.acceptance) await this.market.addEvidence(rec as never);
+        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.market.addEvidence(rec as never);
         else await this.records.put(rec);
       },
       waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),

@@ -127,6 +127,29 @@ export interface Acceptance {
   signedAt: number;
 }
 
+/** Why a selected provider did not deliver (c0mpute.nondelivery/1). */
+export const NONDELIVERY_REASONS = ['timeout', 'unreachable', 'refused', 'no-receipt', 'bad-receipt'] as const;
+export type NonDeliveryReason = (typeof NONDELIVERY_REASONS)[number];
+/** Size bounds of the records a non-delivery carries as its proof (all together stay under the envelope bound). */
+export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024 } as const;
+
+/**
+ * A buyer's signed statement that the provider it selected did not deliver
+ * (no receipt). It carries the records that link it — the buyer's job, the
+ * selection naming the offer and the provider, the provider's offer — so any
+ * node can check the link from the record alone (src/reputation/nondelivery.ts).
+ */
+export interface NonDelivery {
+  job: string;
+  selection: string;
+  offer: string;
+  provider: string;
+  reason: NonDeliveryReason;
+  detail?: string;
+  signedAt: number;
+  proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array };
+}
+
 export interface Presence {
   workloads: string[];
   freeSlots: number;
@@ -313,6 +336,24 @@ export const SCHEMAS: Record<string, Schema> = {
     issuedAt: { t: 'time', doc: 'when signed' },
     expiresAt: { t: 'time', doc: 'when the delegation ends' },
   },
+  'c0mpute.nondelivery/1': {
+    job: { t: 'addr', doc: 'the job the buyer announced' },
+    selection: { t: 'addr', doc: 'the selection that named the provider' },
+    offer: { t: 'addr', doc: 'the provider’s winning offer' },
+    provider: { t: 'did', doc: 'the provider that did not deliver (signer of the offer)' },
+    reason: { t: 'enum', values: NONDELIVERY_REASONS, doc: 'what happened: no answer in time, could not be reached, refused the selected work, answered without a receipt, or a receipt that does not link' },
+    detail: { t: 'text', maxLen: 256, optional: true, doc: 'for people (e.g. the error code seen)' },
+    signedAt: { t: 'time', doc: 'when the buyer signed' },
+    proof: {
+      t: 'object',
+      doc: 'the linking records, as envelopes (each verified with its own signature)',
+      fields: {
+        job: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.job, doc: 'the job envelope (signed by this record’s signer)' },
+        selection: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.selection, doc: 'the selection envelope (for this job, on this signer’s behalf, winner = offer)' },
+        offer: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.offer, doc: 'the offer envelope (signed by provider, for this job)' },
+      },
+    },
+  },
 };
 
 // ---------------------------------------------------------------------------
@@ -369,6 +410,10 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     rule(d.expiresAt > d.issuedAt, 'DELEGATION_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
     rule(d.expiresAt - d.issuedAt <= MAX_DELEGATION_LIFETIME_MS, 'DELEGATION_LIFETIME_TOO_LONG', 'expiresAt', 'lifetime over a year');
   },
+  'c0mpute.nondelivery/1': (n: NonDelivery, signer: string) => {
+    rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
+    if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
+  },
 };
 
 export interface RecordTypes {
@@ -380,6 +425,7 @@ export interface RecordTypes {
   'c0mpute.acceptance/1': Acceptance;
   'c0mpute.presence/1': Presence;
   'c0mpute.delegation/1': Delegation;
+  'c0mpute.nondelivery/1': NonDelivery;
 }
 
 export const T = {
@@ -391,6 +437,7 @@ export const T = {
   acceptance: 'c0mpute.acceptance/1',
   presence: 'c0mpute.presence/1',
   delegation: 'c0mpute.delegation/1',
+  nondelivery: 'c0mpute.nondelivery/1',
 } as const;
 
 /**

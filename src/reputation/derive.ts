@@ -1,51 +1,80 @@
 /**
- * Reputation, derived (spec: "Reputation"): never stored as a score, always
+ * Reputation, derived (spec scheduling.md "Reputation"; docs/market.md
+ * "Reputation and its threat model"): never stored as a score, always
  * recomputed from the signed evidence a node holds — receipts, the buyers'
- * acceptances, and the offers receipts cite. The same evidence in any order
- * gives the same figures (sets keyed by address; sums in address order).
+ * acceptances, non-delivery records and the offers receipts cite — from the
+ * point of view of one node (`self`) with its trust sources. A pure function
+ * of (evidence, self, trust, asOf): the same evidence in any order gives the
+ * same figures (sets keyed by address; sums in key order); no clock reads.
  *
- * Per provider P:
- *   outcomes   one per (P, offer cited): only receipts signed by the provider
- *              they name; duplicates (same address) once; several receipts for
- *              one offer count once, the worst outcome (dispute > failure > success)
- *   success    a completed receipt not disputed
- *   failure    a failed receipt (signed by the provider itself)
- *   dispute    a completed receipt whose own buyer (the DID in the receipt)
- *              signed an acceptance with verdict `disputed` and a reason; when
- *              the buyer signed several verdicts the latest signedAt counts
- *              (a tie goes to the dispute)
- *   S          = (1 + successes) / (2 + successes + failures + 2 × disputes)
+ * Outcomes: one per (buyer B, provider P, job J), the worst of
+ *   success      a completed receipt signed by P whose buyer B countersigned
+ *                it `accepted` (B's latest verdict; a tie goes to the dispute).
+ *                A completed receipt B never countersigned proves nothing: a
+ *                receipt's `buyer` is only P's claim
+ *   failure      a failed receipt signed by P (P's own admission)
+ *   nondelivery  a `c0mpute.nondelivery/1` signed by B that links (its proof:
+ *                B's job, a selection for B naming P's offer, P's offer)
+ *   dispute      a completed receipt B countersigned `disputed` with a reason
+ *
+ * Weight of B's outcomes about P (only evidence from buyers this node has a
+ * reason to trust counts; everything else weighs 0 and is only counted in
+ * `untrusted`):
+ *   P = self     1 for receipts (the node's own record of its own work)
+ *   B = self     1 (first-hand: jobs this node bought)
+ *   B trusted    w (second-hand, `trust.secondHandWeight`, default 0.5): B is
+ *                in `trust.trustedBuyers` (the operator's list, and the
+ *                overlay's allowlist when configured)
+ *   B dealt-with w × min(1, k_B / n_BP) when `trust.dealtWith`: k_B = jobs
+ *                this node ran as a provider for B that B accepted; n_BP = B's
+ *                outcomes about P. So B can move P by at most w × k_B outcomes
+ *   else         0: a clique of fresh keys vouching for each other gains nothing
+ *
+ * Per provider P, with s, f, d, n the weighted sums of its outcomes:
+ *   S          = (1 + s) / (2 + s + f + 2d + 2n)
  *              Laplace: one imaginary success and one imaginary failure, so an
- *              unknown provider is exactly 0.5; a dispute weighs two failures
- *   accuracy   over (offer O, receipt R) pairs: R completed and not disputed,
- *              R cites O by address, O signed by R's provider, same job, and O
- *              issued no later than the work started. a = 1 when the actual
- *              duration (completedAt − startedAt) ≤ the quoted one, else
- *              quoted / actual. A = (1 + Σa) / (1 + n): one imaginary accurate
- *              pair, so no pairs ⇒ A = 1
+ *              unknown provider is exactly 0.5; a dispute or a non-delivery
+ *              weighs two failures
+ *   accuracy   over counted successes whose receipt R cites an offer O held,
+ *              O signed by R's provider, same job, O issued no later than the
+ *              work started: a = 1 when the actual duration ≤ the quoted one,
+ *              else quoted / actual. A = (1 + Σ w·a) / (1 + Σ w): one imaginary
+ *              accurate pair, so no pairs ⇒ A = 1
  *   score      = S × A   (an unknown provider: 0.5 × 1 = 0.5 exactly)
  *
- * Under-quoting is what costs: a provider that quotes half its real duration
- * drives A toward 0.5 and halves its score. Over-quoting is not penalised here;
- * it already loses on the speed dimension of scoring, which uses the quote.
+ * Sybil bound (tested in test/unit/reputation/sybil.test.ts): evidence whose
+ * buyers are neither self, nor trusted, nor dealt-with moves no score at all;
+ * with dealt-with buyers on, all the attacker's buyer keys together add at
+ * most w × K to s, K = the jobs this node ran for them and they accepted.
  */
-import { T, type Acceptance, type Offer, type Receipt } from '../records/kinds.js';
+import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
+import { nonDeliveryLinks } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
+export const NONDELIVERY_WEIGHT = 2;
 export const UNKNOWN_SCORE = 0.5;
+export const DEFAULT_SECOND_HAND_WEIGHT = 0.5;
 
 export interface Figures {
   did: string;
-  /** outcomes counted (successes + failures + disputes) */
+  /** outcomes counted, weighted (successes + failures + disputes + nonDeliveries) */
   jobs: number;
   successes: number;
   failures: number;
   disputes: number;
-  /** successes the buyer countersigned `accepted` */
+  /** selected and did not deliver (signed non-delivery records that link) */
+  nonDeliveries: number;
+  /** successes the buyer countersigned `accepted` (every counted success is) */
   accepted: number;
+  /** outcomes from this node's own jobs (unweighted count) */
+  firstHand: number;
+  /** weight counted from other buyers' outcomes (trusted or dealt-with) */
+  secondHand: number;
+  /** outcomes held but not counted: their buyer is not one this node trusts */
+  untrusted: number;
   /** smoothed success rate S */
   successRate: number;
   /** (offer, receipt) pairs credited */
@@ -62,10 +91,25 @@ export interface Evidence {
   receipts: Iterable<Opened<Receipt>>;
   acceptances: Iterable<Opened<Acceptance>>;
   offers: Iterable<Opened<Offer>>;
+  nondeliveries?: Iterable<Opened<NonDelivery>>;
+}
+
+/** Whose second-hand evidence counts (docs/market.md "Reputation and its threat model"). */
+export interface TrustSources {
+  /** Buyers whose evidence counts second-hand: the operator's list, plus the overlay's allowlist when configured. */
+  trustedBuyers?: Iterable<string>;
+  /** Count buyers this node ran jobs for as a provider (and that accepted them), each up to that many outcomes per provider. */
+  dealtWith?: boolean;
+  /** Weight of one second-hand outcome relative to a first-hand one, in (0, 1]; default 0.5. */
+  secondHandWeight?: number;
 }
 
 export interface DeriveOptions {
-  /** count only evidence signed by then (receipts by completedAt, acceptances by signedAt): reputation as of a decision */
+  /** The deriving node's DID: evidence from its own jobs counts fully, and receipts it signed are its own record. */
+  self: string;
+  /** Whose second-hand evidence counts; default none (first-hand only). */
+  trust?: TrustSources;
+  /** count only evidence signed by then (receipts by completedAt, acceptances and non-deliveries by signedAt): reputation as of a decision */
   asOf?: number;
 }
 
@@ -80,17 +124,17 @@ export class ReputationTable implements ReputationView {
   get(did: string): Figures {
     return this.#by.get(did) ?? unknownFigures(did);
   }
-  /** every provider with evidence, DID order */
+  /** every provider with evidence (counted or not), DID order */
   all(): Figures[] {
     return [...this.#by.values()].sort((a, b) => compareDids(a.did, b.did));
   }
 }
 
 export function unknownFigures(did: string): Figures {
-  return { did, jobs: 0, successes: 0, failures: 0, disputes: 0, accepted: 0, successRate: 0.5, quotePairs: 0, underQuoted: 0, accuracy: 1, score: UNKNOWN_SCORE };
+  return { did, jobs: 0, successes: 0, failures: 0, disputes: 0, nonDeliveries: 0, accepted: 0, firstHand: 0, secondHand: 0, untrusted: 0, successRate: 0.5, quotePairs: 0, underQuoted: 0, accuracy: 1, score: UNKNOWN_SCORE };
 }
 
-const SEVERITY = { success: 0, failure: 1, dispute: 2 } as const;
+const SEVERITY = { success: 0, failure: 1, nondelivery: 2, dispute: 3 } as const;
 type Outcome = keyof typeof SEVERITY;
 
 /** Whether a receipt counts at all: signed by the provider it names. */
@@ -98,14 +142,28 @@ export function receiptCounts(r: Opened<Receipt>): boolean {
   return r.type === T.receipt && r.signer === r.record.provider;
 }
 
-export function deriveReputation(ev: Evidence, opts: DeriveOptions = {}): ReputationTable {
+interface Out {
+  buyer: string;
+  provider: string;
+  outcome: Outcome;
+  /** the representative receipt (successes: for quote accuracy) */
+  receipt?: Opened<Receipt>;
+  /** from a receipt (not a non-delivery) */
+  fromReceipt: boolean;
+}
+
+export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationTable {
   const asOf = opts.asOf ?? Infinity;
+  const self = opts.self;
+  const trusted = new Set(opts.trust?.trustedBuyers ?? []);
+  trusted.delete(self);
+  const w2 = clampWeight(opts.trust?.secondHandWeight);
   const receipts = new Map<string, Opened<Receipt>>();
   for (const r of ev.receipts) if (receiptCounts(r) && r.record.completedAt <= asOf) receipts.set(r.address, r);
   const offers = new Map<string, Opened<Offer>>();
   for (const o of ev.offers) if (o.type === T.offer) offers.set(o.address, o);
 
-  // the buyer's latest verdict per receipt (tie: disputed)
+  // the buyer's latest verdict per receipt (tie: disputed, then the lower address)
   const verdicts = new Map<string, Opened<Acceptance>>();
   const seenAcc = new Set<string>();
   for (const a of ev.acceptances) {
@@ -120,36 +178,74 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions = {}): Reputa
     }
   }
 
-  // one outcome per (provider, offer): the worst; its representative receipt is the lowest address among the worst
-  const outcomes = new Map<string, { provider: string; outcome: Outcome; receipt: Opened<Receipt>; accepted: boolean }>();
+  // one outcome per (buyer, provider, job): the worst; its representative receipt is the lowest address among the worst
+  const outcomes = new Map<string, Out>();
+  const consider = (key: string, o: Out) => {
+    const cur = outcomes.get(key);
+    if (!cur || SEVERITY[o.outcome] > SEVERITY[cur.outcome]) outcomes.set(key, o);
+  };
+  // k_B: jobs this node ran as a provider for B that B accepted
+  const dealings = new Map<string, number>();
   for (const addr of [...receipts.keys()].sort()) {
     const r = receipts.get(addr)!;
-    const v = verdicts.get(addr);
-    const outcome: Outcome = r.record.status === 'failed' ? 'failure' : v?.record.verdict === 'disputed' ? 'dispute' : 'success';
-    const key = `${r.record.provider}|${r.record.offer}`;
-    const cur = outcomes.get(key);
-    if (!cur || SEVERITY[outcome] > SEVERITY[cur.outcome]) outcomes.set(key, { provider: r.record.provider, outcome, receipt: r, accepted: v?.record.verdict === 'accepted' });
+    const v = verdicts.get(addr)?.record.verdict;
+    let outcome: Outcome | undefined;
+    if (r.record.status === 'failed') outcome = 'failure';
+    else if (v === 'disputed') outcome = 'dispute';
+    else if (v === 'accepted') outcome = 'success';
+    if (!outcome) continue; // completed but never countersigned by its buyer: proves nothing
+    const { buyer, provider } = r.record;
+    if (provider === self && outcome === 'success') dealings.set(buyer, (dealings.get(buyer) ?? 0) + 1);
+    consider(`${buyer}|${provider}|${r.record.job}`, { buyer, provider, outcome, receipt: r, fromReceipt: true });
+  }
+  const nds = new Map<string, Opened<NonDelivery>>();
+  for (const n of ev.nondeliveries ?? []) if (n.type === T.nondelivery && n.record.signedAt <= asOf) nds.set(n.address, n);
+  for (const addr of [...nds.keys()].sort()) {
+    const n = nds.get(addr)!;
+    if (!nonDeliveryLinks(n)) continue;
+    consider(`${n.signer}|${n.record.provider}|${n.record.job}`, { buyer: n.signer, provider: n.record.provider, outcome: 'nondelivery', fromReceipt: false });
   }
 
-  const acc = new Map<string, { s: number; f: number; d: number; accepted: number; pairs: Array<[string, number]>; under: number }>();
+  // n_BP: outcomes per (buyer, provider), for the dealt-with cap
+  const perPair = new Map<string, number>();
+  for (const o of outcomes.values()) perPair.set(`${o.buyer}|${o.provider}`, (perPair.get(`${o.buyer}|${o.provider}`) ?? 0) + 1);
+  const weightOf = (o: Out): number => {
+    if (o.provider === self && o.fromReceipt) return 1;
+    if (o.buyer === self) return 1;
+    if (trusted.has(o.buyer)) return w2;
+    const k = opts.trust?.dealtWith ? (dealings.get(o.buyer) ?? 0) : 0;
+    if (k > 0) return w2 * Math.min(1, k / perPair.get(`${o.buyer}|${o.provider}`)!);
+    return 0;
+  };
+
+  type Acc = { s: number; f: number; d: number; n: number; accepted: number; first: number; second: number; untrusted: number; pairs: Array<[string, number, number]>; under: number };
+  const acc = new Map<string, Acc>();
   for (const key of [...outcomes.keys()].sort()) {
     const o = outcomes.get(key)!;
     let a = acc.get(o.provider);
-    if (!a) acc.set(o.provider, (a = { s: 0, f: 0, d: 0, accepted: 0, pairs: [], under: 0 }));
+    if (!a) acc.set(o.provider, (a = { s: 0, f: 0, d: 0, n: 0, accepted: 0, first: 0, second: 0, untrusted: 0, pairs: [], under: 0 }));
+    const w = weightOf(o);
+    if (w === 0) {
+      a.untrusted++;
+      continue;
+    }
+    if (o.buyer === self) a.first++;
+    else if (o.provider !== self || !o.fromReceipt) a.second += w;
     if (o.outcome === 'success') {
-      a.s++;
-      if (o.accepted) a.accepted++;
-      const r = o.receipt.record;
+      a.s += w;
+      a.accepted += w;
+      const r = o.receipt!.record;
       const offer = offers.get(r.offer);
       if (offer && offer.signer === r.provider && offer.record.job === r.job && offer.record.issuedAt <= r.startedAt) {
         const actual = r.completedAt - r.startedAt;
         const quoted = offer.record.durationMs;
         const x = actual <= quoted ? 1 : quoted / actual;
         if (actual > quoted) a.under++;
-        a.pairs.push([o.receipt.address, x]);
+        a.pairs.push([o.receipt!.address, x, w]);
       }
-    } else if (o.outcome === 'failure') a.f++;
-    else a.d++;
+    } else if (o.outcome === 'failure') a.f += w;
+    else if (o.outcome === 'nondelivery') a.n += w;
+    else a.d += w;
   }
 
   const figures: Figures[] = [];
@@ -157,12 +253,37 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions = {}): Reputa
     const a = acc.get(did)!;
     a.pairs.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
     let sum = 0;
-    for (const [, x] of a.pairs) sum += x;
-    const S = (1 + a.s) / (2 + a.s + a.f + DISPUTE_WEIGHT * a.d);
-    const A = (1 + sum) / (1 + a.pairs.length);
-    figures.push({ did, jobs: a.s + a.f + a.d, successes: a.s, failures: a.f, disputes: a.d, accepted: a.accepted, successRate: S, quotePairs: a.pairs.length, underQuoted: a.under, accuracy: A, score: S * A });
+    let mass = 0;
+    for (const [, x, w] of a.pairs) {
+      sum += w * x;
+      mass += w;
+    }
+    const S = (1 + a.s) / (2 + a.s + a.f + DISPUTE_WEIGHT * a.d + NONDELIVERY_WEIGHT * a.n);
+    const A = (1 + sum) / (1 + mass);
+    figures.push({
+      did,
+      jobs: a.s + a.f + a.d + a.n,
+      successes: a.s,
+      failures: a.f,
+      disputes: a.d,
+      nonDeliveries: a.n,
+      accepted: a.accepted,
+      firstHand: a.first,
+      secondHand: a.second,
+      untrusted: a.untrusted,
+      successRate: S,
+      quotePairs: a.pairs.length,
+      underQuoted: a.under,
+      accuracy: A,
+      score: S * A,
+    });
   }
   return new ReputationTable(figures);
+}
+
+function clampWeight(w: number | undefined): number {
+  if (w === undefined || !Number.isFinite(w)) return DEFAULT_SECOND_HAND_WEIGHT;
+  return Math.min(1, Math.max(0, w));
 }
 
 function rankVerdict(a: Opened<Acceptance>): number {

@@ -1,24 +1,26 @@
 /**
- * The evidence a node holds for reputation: receipts, acceptances and the
- * offers receipts cite, persisted in LevelDB (sublevel `reputation-evidence`,
+ * The evidence a node holds for reputation: receipts, acceptances, the
+ * offers receipts cite and buyers' non-delivery records, persisted in LevelDB (sublevel `reputation-evidence`,
  * key `<kind>!<address>` → envelope bytes, written in one synced batch before
  * `add` resolves). The score itself is never stored: `derive()` recomputes it.
  */
 import { C0Error } from '../errors.js';
-import { T, type Acceptance, type Offer, type Receipt } from '../records/kinds.js';
+import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
 import { deriveReputation, type DeriveOptions, type ReputationTable } from './derive.js';
+import { linkNonDelivery } from './nondelivery.js';
 
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
 const SYNC = { sync: true } as object;
 
-const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer' };
+const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery' };
 
 export class EvidenceStore {
   readonly receipts = new Map<string, Opened<Receipt>>();
   readonly acceptances = new Map<string, Opened<Acceptance>>();
   readonly offers = new Map<string, Opened<Offer>>();
+  readonly nondeliveries = new Map<string, Opened<NonDelivery>>();
   readonly #store: Sub | undefined;
 
   constructor(store?: Sub) {
@@ -42,28 +44,33 @@ export class EvidenceStore {
   }
 
   get size(): number {
-    return this.receipts.size + this.acceptances.size + this.offers.size;
+    return this.receipts.size + this.acceptances.size + this.offers.size + this.nondeliveries.size;
   }
 
   /** Check one record; throws a C0Error (and changes nothing) when it cannot be evidence. */
   static check(r: Opened): void {
     if (!r || typeof r.type !== 'string' || !(r.type in KINDS)) {
-      throw new C0Error('REPUTATION_UNSUPPORTED_TYPE', `reputation evidence is a receipt, an acceptance or an offer, not ${String(r?.type)}`, { field: 'type' });
+      throw new C0Error('REPUTATION_UNSUPPORTED_TYPE', `reputation evidence is a receipt, an acceptance, an offer or a non-delivery, not ${String(r?.type)}`, { field: 'type' });
     }
     if (r.type === T.receipt && r.signer !== (r.record as Receipt).provider) {
       throw new C0Error('REPUTATION_RECEIPT_NOT_PROVIDER', `receipt ${r.address} is signed by ${r.signer}, not by the provider it names (${(r.record as Receipt).provider})`, { field: 'provider' });
     }
+    if (r.type === T.nondelivery) linkNonDelivery(r as Opened<NonDelivery>); // NONDELIVERY_* when it does not link
+  }
+
+  #map(r: Opened): Map<string, Opened> {
+    return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : r.type === T.nondelivery ? this.nondeliveries : this.offers) as Map<string, Opened>;
   }
 
   #put(r: Opened): boolean {
-    const m = (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : this.offers) as Map<string, Opened>;
+    const m = this.#map(r);
     if (m.has(r.address)) return false;
     m.set(r.address, r);
     return true;
   }
 
   #has(r: Opened): boolean {
-    return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : this.offers).has(r.address);
+    return this.#map(r).has(r.address);
   }
 
   /** Add verified records (as returned by open()). Returns how many were new. All checked before any is kept. */
@@ -92,7 +99,12 @@ export class EvidenceStore {
     return this.add(openAny(bytes));
   }
 
-  derive(opts: DeriveOptions = {}): ReputationTable {
-    return deriveReputation({ receipts: this.receipts.values(), acceptances: this.acceptances.values(), offers: this.offers.values() }, opts);
+  /** Any evidence held by address (envelope bytes). */
+  getBytes(address: string): Uint8Array | undefined {
+    return this.receipts.get(address)?.bytes ?? this.acceptances.get(address)?.bytes ?? this.nondeliveries.get(address)?.bytes ?? this.offers.get(address)?.bytes;
+  }
+
+  derive(opts: DeriveOptions): ReputationTable {
+    return deriveReputation({ receipts: this.receipts.values(), acceptances: this.acceptances.values(), offers: this.offers.values(), nondeliveries: this.nondeliveries.values() }, opts);
   }
 }

@@ -4,12 +4,15 @@
  * selection and input to the winner over `/c0mpute/exec/1`, verifies the output
  * against the receipt's output hash, countersigns (accepts or disputes with a
  * reason), and gossips receipt and acceptance. If the winner fails or vanishes
- * it moves to the runner-up while the deadline allows.
+ * it moves to the runner-up while the deadline allows; a winner that did not
+ * deliver a receipt earns a signed non-delivery record (docs/market.md
+ * "Reputation and its threat model"), stored and gossiped.
  */
 import { randomBytes } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
-import { T, type Acceptance, type Advert, type Job, type Offer, type PolicyName, type Receipt, type Requirements, type Selection } from '../records/kinds.js';
+import { T, type Acceptance, type Advert, type Job, type NonDeliveryReason, type Offer, type PolicyName, type Receipt, type Requirements, type Selection } from '../records/kinds.js';
+import { signNonDelivery } from '../reputation/nondelivery.js';
 import { moneyEquals, type Money } from '../records/money.js';
 import { hashHex } from '../records/address.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
@@ -87,7 +90,8 @@ export type BuyerEvent =
   | { e: 'receipt'; receipt: Opened<Receipt> }
   | { e: 'verified'; ok: boolean; detail: string }
   | { e: 'acceptance'; acceptance: Opened<Acceptance> }
-  | { e: 'failover'; from: string; reason: string };
+  | { e: 'failover'; from: string; reason: string }
+  | { e: 'nondelivery'; provider: string; reason: NonDeliveryReason; address: string };
 
 export interface JobResult {
   job: Opened<Job>;
@@ -98,7 +102,7 @@ export interface JobResult {
   acceptance?: Opened<Acceptance>;
   selection?: Opened<Selection>;
   decision?: Decision;
-  attempts: Array<{ provider: string; outcome: string }>;
+  attempts: Array<{ provider: string; outcome: string; nondelivery?: string }>;
   timings: { collectMs: number; restMs: number };
 }
 
@@ -113,7 +117,7 @@ export interface BuyerDeps {
   log: Logger;
   market: BuyerMarket;
   adverts: (did: string) => Opened<Advert> | undefined;
-  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance', env: Opened) => Promise<void>;
+  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery', env: Opened) => Promise<void>;
   /** Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames. */
   exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal) => AsyncIterable<unknown>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
@@ -225,7 +229,8 @@ export class Buyer {
       onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
       result.selection = selection;
       const attempt = await this.#attempt(job, pick, selection, spec, onEvent);
-      result.attempts.push({ provider: pick.provider, outcome: attempt.outcome });
+      const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
+      result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
       if (attempt.receipt) {
         result.receipt = attempt.receipt;
         result.acceptance = attempt.acceptance;
@@ -248,6 +253,20 @@ export class Buyer {
     return result;
   }
 
+  /** Sign, keep and gossip a non-delivery for a selected provider that sent no receipt; its address, or undefined when it cannot be signed. */
+  async #nonDelivery(job: Opened<Job>, selection: Opened<Selection>, cand: RankedCandidate, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
+    try {
+      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer });
+      await this.d.store(nd);
+      await this.d.publish('nondelivery', nd).catch(() => {});
+      onEvent({ e: 'nondelivery', provider: cand.provider, reason, address: nd.address });
+      return nd.address;
+    } catch (e) {
+      this.d.log.warn({ provider: cand.provider, reason, err: (e as Error).message }, 'could not record the non-delivery');
+      return undefined;
+    }
+  }
+
   /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */
   async #withdraw(job: Opened<Job>, admission: Admission | undefined): Promise<void> {
     if (admission?.verdict !== 'Admit' || !this.d.withdraw) return;
@@ -260,7 +279,7 @@ export class Buyer {
     selection: Opened<Selection>,
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
-  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance> }> {
+  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason }> {
     const { clock, log } = this.d;
     let input = spec.input;
     if (job.record.inputSealed === 'yes') {
@@ -277,7 +296,7 @@ export class Buyer {
     try {
       for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
         const f: ExecFrame = parseExecFrame(raw);
-        if (f.t === 'refused') return { outcome: `refused: ${f.code}` };
+        if (f.t === 'refused') return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
         else if (f.t === 'progress') onEvent({ e: 'progress', provider: cand.provider, message: f.message, ...(f.permille === undefined ? {} : { permille: f.permille }) });
         else if (f.t === 'output') output = f.data;
@@ -288,9 +307,9 @@ export class Buyer {
       }
     } catch (e) {
       log.warn({ provider: cand.provider, err: (e as Error).message }, 'exec stream failed');
-      if (!receipt) return { outcome: `provider unreachable or gone: ${(e as C0Error).code ?? (e as Error).message}` };
+      if (!receipt) return { outcome: `provider unreachable or gone: ${(e as C0Error).code ?? (e as Error).message}`, nondelivery: signal.aborted ? 'timeout' : 'unreachable' };
     }
-    if (!receipt) return { outcome: 'stream ended without a receipt' };
+    if (!receipt) return { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
     onEvent({ e: 'receipt', receipt });
     // The receipt must link: this job, this offer, this buyer, this provider, the offer's price, our input.
     const r = receipt.record;
@@ -304,7 +323,7 @@ export class Buyer {
       moneyEquals(r.price, cand.offer.record.price);
     if (!links) {
       onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer and price' });
-      return { outcome: 'receipt does not link' };
+      return { outcome: 'receipt does not link', nondelivery: 'bad-receipt' };
     }
     await this.d.store(receipt);
     await this.d.publish('receipt', receipt).catch(() => {});

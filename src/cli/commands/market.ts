@@ -133,13 +133,16 @@ export function register(program: Command): void {
     .option('--at <time>', 'decide as of this time (ms since the epoch or ISO date; default now)')
     .option('--out <file>', 'sign the selection with the node key and write the envelope here')
     .option('--delegation <delegation>', 'sign as a gateway under this delegation (file or address among the records)')
+    .option('--trusted-buyers <dids>', 'comma-separated buyer DIDs whose receipts count second-hand (default: the job buyer’s own evidence only)')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { job: string; records: string; policy: string; at?: string; out?: string; delegation?: string; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { job: string; records: string; policy: string; at?: string; out?: string; delegation?: string; trustedBuyers?: string; json?: boolean }, cmd: Command) => {
       const policy = parsePolicy(opts.policy);
       const now = parseAt(opts.at);
       const { records, refused, read } = loadRecordDir(opts.records);
       const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job');
-      const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers }, { asOf: now });
+      // Reputation as the job's buyer sees it: its own jobs, plus the buyers it names as trusted (docs/market.md).
+      const trustedBuyers = (opts.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+      const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust: { trustedBuyers } });
       const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now });
       let signed: Opened<Selection> | undefined;
       if (opts.out && result.ok) {

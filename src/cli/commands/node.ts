@@ -284,7 +284,7 @@ export function register(program: Command): void {
   program
     .command('reputation')
     .argument('[did]', 'one provider')
-    .description('reputation derived from the receipts and acceptances this node holds')
+    .description('reputation derived from the receipts, acceptances and non-deliveries this node holds, counting only buyers it trusts')
     .option('--json', 'machine-readable output')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .action(async (did: string | undefined, o: { json?: boolean; overlay?: string }, cmd: Command) => {
@@ -304,9 +304,11 @@ export function register(program: Command): void {
       if (o.json) return outJson(r);
       const rows = did ? [r] : (r as { providers: unknown[] }).providers;
       if (!rows.length) return out('no evidence yet: every provider scores 0.5 (unknown)');
-      out('provider            score  jobs  ok   failed  disputed  accuracy');
-      for (const x of rows as Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }>) {
-        out(`${short(x.did).padEnd(18)}  ${x.score.toFixed(3)}  ${String(x.jobs).padEnd(4)}  ${String(x.successes).padEnd(3)}  ${String(x.failures).padEnd(6)}  ${String(x.disputes).padEnd(8)}  ${x.accuracy.toFixed(3)}`);
+      // Counts are weighted (second-hand evidence weighs less than first-hand); `untrusted` is held but not counted (docs/market.md).
+      const n = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+      out('provider            score  jobs  ok   failed  disputed  undelivered  accuracy  untrusted');
+      for (const x of rows as Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; nonDeliveries: number; accuracy: number; untrusted: number }>) {
+        out(`${short(x.did).padEnd(18)}  ${x.score.toFixed(3)}  ${n(x.jobs).padEnd(4)}  ${n(x.successes).padEnd(3)}  ${n(x.failures).padEnd(6)}  ${n(x.disputes).padEnd(8)}  ${n(x.nonDeliveries).padEnd(11)}  ${x.accuracy.toFixed(3)}     ${x.untrusted}`);
       }
     });
 }

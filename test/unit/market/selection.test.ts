@@ -101,7 +101,7 @@ test('audit recomputes reputation from the records as of the decision time', () 
     const o2 = offer(P(2), jj, a2);
     const r1 = receipt(P(1), BUYER, o1, { startedAt: NOW - 100_000, completedAt: NOW - 90_000 });
     const r2 = receipt(P(2), BUYER, o2, { startedAt: NOW - 100_000, completedAt: NOW - 90_000 });
-    history.push(jj, o1, o2, r1, r2, acceptance(BUYER, r2, 'disputed', { signedAt: NOW - 80_000 }));
+    history.push(jj, o1, o2, r1, r2, acceptance(BUYER, r1, 'accepted', { signedAt: NOW - 80_000 }), acceptance(BUYER, r2, 'disputed', { signedAt: NOW - 80_000 }));
   }
   const rs = new RecordSet([J, ...ADS, OFFERS[0]!, OFFERS[1]!, ...history]);
   const rep = (): Selected => {
@@ -120,7 +120,7 @@ test('audit recomputes reputation from the records as of the decision time', () 
 
 import { deriveReputation } from '../../../src/reputation/index.js';
 function auditRep(rs: RecordSet) {
-  return deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { asOf: NOW });
+  return deriveReputation({ receipts: rs.receipts, acceptances: rs.acceptances, offers: rs.offers }, { self: BUYER.did, asOf: NOW });
 }
 
 test('failover: a selection of the runner-up leaves out the provider tried, and its audit reproduces', () => {

@@ -31,7 +31,7 @@ test('topics: names, parsing, type map', () => {
   assert.deepEqual(parseTopic('/c0mpute/1/acme/offer'), { overlay: 'acme', kind: 'offer' });
   assert.equal(parseTopic('/c0mpute/1/acme/nope'), undefined);
   assert.equal(kindForType('pool-witness/1'), 'pool-witness');
-  assert.equal(TOPIC_KINDS.length, 10);
+  assert.equal(TOPIC_KINDS.length, 11);
   assert.equal(kindForType('pool-evidence/1'), 'pool-evidence');
   assert.equal(expectedType('pool-head'), 'pool/1');
   assert.throws(() => topicFor('advert', 'Bad Overlay'), (e: C0Error) => e.code === 'NET_BAD_OVERLAY');

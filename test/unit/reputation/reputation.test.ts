@@ -22,21 +22,27 @@ function done(status: 'completed' | 'failed' = 'completed', quoted = 60_000, act
   return { j, o, r };
 }
 const ev = (receipts: Opened[], acceptances: Opened[] = [], offers: Opened[] = []): Evidence => ({ receipts, acceptances, offers }) as Evidence;
+/** Reputation as BUYER sees it (the receipts' buyer: first-hand evidence). */
+const derive = (e: Evidence) => deriveReputation(e, { self: BUYER.did });
+/** The buyer's countersignature: a completed receipt counts as a success only with it. */
+const ok = (r: Opened) => acceptance(BUYER, r as never, 'accepted');
 
 test('an unknown provider scores exactly 0.5', () => {
-  const t = deriveReputation(ev([]));
+  const t = derive(ev([]));
   assert.equal(t.scoreOf(PROV.did), 0.5);
   assert.equal(t.get(PROV.did).score, 0.5);
 });
 
 test('Laplace smoothing: one success → 2/3; a thousand jobs with two failures outrank one success', () => {
   const one = done();
-  assert.equal(deriveReputation(ev([one.r])).scoreOf(PROV.did), 2 / 3);
+  assert.equal(derive(ev([one.r], [ok(one.r)])).scoreOf(PROV.did), 2 / 3);
+  // a completed receipt its buyer never countersigned proves nothing (its `buyer` is only the provider's claim)
+  assert.equal(derive(ev([one.r])).scoreOf(PROV.did), 0.5);
   // the formula on counts (cheaper than signing a thousand receipts)
   const S = (s: number, f: number) => (1 + s) / (2 + s + f);
   assert.ok(S(998, 2) > S(1, 0));
   const fail = done('failed');
-  assert.equal(deriveReputation(ev([fail.r])).scoreOf(PROV.did), 1 / 3);
+  assert.equal(derive(ev([fail.r])).scoreOf(PROV.did), 1 / 3);
 });
 
 test('a receipt counts only if signed by the provider it names; a duplicate counts once', () => {
@@ -47,11 +53,11 @@ test('a receipt counts only if signed by the provider it names; a duplicate coun
   // and the evidence store refuses one handed over already "opened"
   const forged = { ...x.r, signer: P(3).did } as Opened;
   assert.equal(codeOf(() => EvidenceStore.check(forged)), 'REPUTATION_RECEIPT_NOT_PROVIDER');
-  assert.equal(deriveReputation(ev([forged])).scoreOf(PROV.did), 0.5);
-  assert.equal(deriveReputation(ev([x.r, x.r, x.r])).get(PROV.did).jobs, 1);
+  assert.equal(derive(ev([forged], [ok(forged)])).scoreOf(PROV.did), 0.5);
+  assert.equal(derive(ev([x.r, x.r, x.r], [ok(x.r), ok(x.r)])).get(PROV.did).jobs, 1);
   // several receipts for one offer count once, the worst outcome
   const again = receipt(PROV, BUYER, x.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 1 });
-  const f = deriveReputation(ev([x.r, again])).get(PROV.did);
+  const f = derive(ev([x.r, again], [ok(x.r)])).get(PROV.did);
   assert.deepEqual([f.jobs, f.successes, f.failures], [1, 0, 1]);
 });
 
@@ -62,32 +68,33 @@ function coreOf(r: Opened): Record<string, unknown> {
 }
 
 test('a dispute by the receipt’s own buyer costs more than a failure; anyone else’s dispute is ignored', () => {
-  const ok = done();
+  const good = done();
   const failed = done('failed');
   const disputed = done();
   const dispute = acceptance(BUYER, disputed.r, 'disputed');
-  const t = deriveReputation(ev([ok.r, failed.r, disputed.r], [dispute]));
+  const t = derive(ev([good.r, failed.r, disputed.r], [dispute, ok(good.r)]));
   const f = t.get(PROV.did);
   assert.deepEqual([f.successes, f.failures, f.disputes], [1, 1, 1]);
   assert.equal(f.successRate, (1 + 1) / (2 + 1 + 1 + 2));
-  const withFailureInstead = deriveReputation(ev([ok.r, failed.r, done('failed').r])).scoreOf(PROV.did);
+  const withFailureInstead = derive(ev([good.r, failed.r, done('failed').r], [ok(good.r)])).scoreOf(PROV.did);
   assert.ok(t.scoreOf(PROV.did) < withFailureInstead);
   // a dispute signed by someone who is not the receipt's buyer: ignored
   const stranger = acceptance(P(300), disputed.r, 'disputed');
-  assert.equal(deriveReputation(ev([disputed.r], [stranger])).get(PROV.did).disputes, 0);
+  assert.equal(derive(ev([disputed.r], [stranger])).get(PROV.did).disputes, 0);
   // latest verdict of the buyer wins; a tie goes to the dispute
   const later = acceptance(BUYER, disputed.r, 'accepted', { signedAt: NOW + 50_000 });
-  assert.equal(deriveReputation(ev([disputed.r], [dispute, later])).get(PROV.did).disputes, 0);
+  assert.equal(derive(ev([disputed.r], [dispute, later])).get(PROV.did).disputes, 0);
   const same = acceptance(BUYER, disputed.r, 'accepted', { signedAt: NOW + 40_000 });
-  assert.equal(deriveReputation(ev([disputed.r], [same, dispute])).get(PROV.did).disputes, 1);
+  assert.equal(derive(ev([disputed.r], [same, dispute])).get(PROV.did).disputes, 1);
 });
 
 test('quote accuracy: only (offer, receipt citing it, same provider) pairs; under-quoting costs', () => {
   const honest = done('completed', 60_000, 30_000);
   const under = done('completed', 10_000, 40_000);
   // no offers held: no pairs, accuracy 1
-  assert.equal(deriveReputation(ev([honest.r, under.r])).get(PROV.did).accuracy, 1);
-  const t = deriveReputation(ev([honest.r, under.r], [], [honest.o, under.o]));
+  const accs = [ok(honest.r), ok(under.r)];
+  assert.equal(derive(ev([honest.r, under.r], accs)).get(PROV.did).accuracy, 1);
+  const t = derive(ev([honest.r, under.r], accs, [honest.o, under.o]));
   const f = t.get(PROV.did);
   assert.equal(f.quotePairs, 2);
   assert.equal(f.underQuoted, 1);
@@ -95,22 +102,22 @@ test('quote accuracy: only (offer, receipt citing it, same provider) pairs; unde
   assert.equal(f.score, f.successRate * f.accuracy);
   // an offer the receipt does not cite gives nothing
   const other = done('completed', 10_000, 40_000);
-  assert.equal(deriveReputation(ev([honest.r], [], [other.o])).get(PROV.did).quotePairs, 0);
+  assert.equal(derive(ev([honest.r], accs, [other.o])).get(PROV.did).quotePairs, 0);
   // an offer by another provider cited by the receipt gives nothing
   const x = done('completed', 60_000, 30_000, P(2));
   const r = receipt(PROV, BUYER, x.o);
-  assert.equal(deriveReputation(ev([r], [], [x.o])).get(PROV.did).quotePairs, 0);
+  assert.equal(derive(ev([r], [ok(r)], [x.o])).get(PROV.did).quotePairs, 0);
 });
 
 test('property: the same evidence in any order gives the same figures', () => {
   const items = [done(), done('failed'), done('completed', 10_000, 30_000), done(), done('completed', 60_000, 30_000, P(2)), done('failed', 60_000, 1, P(2))];
   const receipts = items.map((i) => i.r);
   const offers = items.map((i) => i.o);
-  const acceptances = [acceptance(BUYER, items[3]!.r, 'disputed'), acceptance(BUYER, items[0]!.r, 'accepted'), acceptance(BUYER, items[4]!.r, 'disputed')];
-  const ref = JSON.stringify(deriveReputation(ev(receipts, acceptances, offers)).all());
+  const acceptances = [acceptance(BUYER, items[3]!.r, 'disputed'), acceptance(BUYER, items[0]!.r, 'accepted'), acceptance(BUYER, items[4]!.r, 'disputed'), ok(items[2]!.r)];
+  const ref = JSON.stringify(derive(ev(receipts, acceptances, offers)).all());
   fc.assert(
     fc.property(fc.integer(), (seed) => {
-      const t = deriveReputation(ev(shuffle([...receipts, ...receipts], seed), shuffle(acceptances, seed + 1), shuffle(offers, seed + 2)));
+      const t = derive(ev(shuffle([...receipts, ...receipts], seed), shuffle(acceptances, seed + 1), shuffle(offers, seed + 2)));
       assert.equal(JSON.stringify(t.all()), ref);
     }),
     { numRuns: 100 },
@@ -130,12 +137,13 @@ test('the evidence store persists evidence (not scores), refuses what is not evi
     await assert.rejects(s.add(b.o, { ...a.r, signer: P(9).did } as Opened), { code: 'REPUTATION_RECEIPT_NOT_PROVIDER' });
     assert.equal(s.size, 3); // nothing from the refused batch was kept
     assert.equal(await s.addBytes(acceptance(BUYER, a.r, 'disputed').bytes), 1);
-    const before = JSON.stringify(s.derive().all());
+    const view = { self: BUYER.did };
+    const before = JSON.stringify(s.derive(view).all());
     await closeDb(db);
     db = await openDb(dir);
     const s2 = await EvidenceStore.open(db);
-    assert.equal(JSON.stringify(s2.derive().all()), before);
-    assert.equal(s2.derive().get(PROV.did).disputes, 1);
+    assert.equal(JSON.stringify(s2.derive(view).all()), before);
+    assert.equal(s2.derive(view).get(PROV.did).disputes, 1);
     await closeDb(db);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,135 @@
+/**
+ * Non-delivery records (`c0mpute.nondelivery/1`; docs/market.md "Reputation
+ * and its threat model"; spec scheduling.md "Reputation": failures count,
+ * which is why they are signed). A buyer whose selected provider did not
+ * deliver a receipt signs one; it counts against the provider only when it
+ * links, and that is checked here from the record alone, because it carries
+ * the linking records as its proof:
+ *
+ *   job        signed by the non-delivery's signer (the buyer), address = `job`
+ *   selection  for that job, on that buyer's behalf (`buyer` = signer; the
+ *              decider may be the buyer, its gateway or the overlay's steward),
+ *              winner = `offer`, and `considered` names `provider` with `offer`;
+ *              decided no later than the non-delivery was signed
+ *   offer      signed by `provider`, answering that job, address = `offer`
+ *
+ * Pure: no clock, no I/O. Results are cached by address (the address fixes
+ * the bytes, so the answer never changes).
+ */
+import { C0Error } from '../errors.js';
+import { open, seal, type Opened } from '../records/envelope.js';
+import { NONDELIVERY_PROOF_MAX, T, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import type { Signer } from '../records/ed25519.js';
+
+export const ND_ERR = {
+  PROOF_INVALID: 'NONDELIVERY_PROOF_INVALID',
+  NOT_BUYER: 'NONDELIVERY_NOT_BUYER',
+  JOB_MISMATCH: 'NONDELIVERY_JOB_MISMATCH',
+  SELECTION_MISMATCH: 'NONDELIVERY_SELECTION_MISMATCH',
+  OFFER_MISMATCH: 'NONDELIVERY_OFFER_MISMATCH',
+  BEFORE_SELECTION: 'NONDELIVERY_BEFORE_SELECTION',
+  TOO_LARGE: 'NONDELIVERY_TOO_LARGE',
+} as const;
+
+export interface LinkedNonDelivery {
+  nd: Opened<NonDelivery>;
+  job: Opened<Job>;
+  selection: Opened<Selection>;
+  offer: Opened<Offer>;
+}
+
+function fail(code: string, field: string, msg: string): never {
+  throw new C0Error(code, `${field}: ${msg}`, { field });
+}
+
+function inner<R>(bytes: Uint8Array, type: string, field: string): Opened<R> {
+  try {
+    return open(bytes, type) as Opened<R>;
+  } catch (e) {
+    throw new C0Error(ND_ERR.PROOF_INVALID, `proof.${field}: does not open as a ${type} (${(e as C0Error).code ?? (e as Error).message})`, { field: `proof.${field}`, cause: e });
+  }
+}
+
+const cache = new Map<string, LinkedNonDelivery | C0Error>();
+const CACHE_MAX = 20_000;
+
+/** Check that a non-delivery links (see the file comment); throws a C0Error with a NONDELIVERY_* code when it does not. */
+export function linkNonDelivery(nd: Opened<NonDelivery>): LinkedNonDelivery {
+  const hit = cache.get(nd.address);
+  if (hit instanceof C0Error) throw hit;
+  if (hit) return hit;
+  let out: LinkedNonDelivery | C0Error;
+  try {
+    out = check(nd);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    out = e;
+  }
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(nd.address, out);
+  if (out instanceof C0Error) throw out;
+  return out;
+}
+
+/** Whether a non-delivery links (no throw). */
+export function nonDeliveryLinks(nd: Opened<NonDelivery>): boolean {
+  try {
+    linkNonDelivery(nd);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function check(nd: Opened<NonDelivery>): LinkedNonDelivery {
+  if (nd.type !== T.nondelivery) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery}`);
+  const n = nd.record;
+  const buyer = nd.signer;
+  const job = inner<Job>(n.proof.job, T.job, 'job');
+  if (job.address !== n.job) fail(ND_ERR.JOB_MISMATCH, 'job', 'the attached job is not the one cited');
+  if (job.signer !== buyer) fail(ND_ERR.NOT_BUYER, 'job', 'only the job’s buyer reports a non-delivery on it');
+  const sel = inner<Selection>(n.proof.selection, T.selection, 'selection');
+  if (sel.address !== n.selection) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the attached selection is not the one cited');
+  const s = sel.record;
+  if (s.job !== n.job) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection decides another job');
+  if (s.buyer !== buyer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection was made for another buyer');
+  if (s.winner !== n.offer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection’s winner is not the cited offer');
+  if (!s.considered.some((c) => c.offer === n.offer && c.provider === n.provider)) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection does not name this provider with this offer');
+  if (s.decidedAt > n.signedAt) fail(ND_ERR.BEFORE_SELECTION, 'signedAt', 'signed before the selection was decided');
+  const offer = inner<Offer>(n.proof.offer, T.offer, 'offer');
+  if (offer.address !== n.offer) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the attached offer is not the one cited');
+  if (offer.signer !== n.provider) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer is not signed by the provider named');
+  if (offer.record.job !== n.job) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer answers another job');
+  return { nd, job, selection: sel, offer };
+}
+
+export interface NonDeliveryInput {
+  job: Opened<Job>;
+  selection: Opened<Selection>;
+  offer: Opened<Offer>;
+  reason: NonDeliveryReason;
+  detail?: string;
+  signedAt: number;
+  signer: Signer;
+}
+
+/** Sign a non-delivery carrying its proof; checks that it links before returning it. */
+export function signNonDelivery(i: NonDeliveryInput): Opened<NonDelivery> {
+  const detail = i.detail?.trim().slice(0, 256);
+  const rec: NonDelivery = {
+    job: i.job.address,
+    selection: i.selection.address,
+    offer: i.offer.address,
+    provider: i.offer.signer,
+    reason: i.reason,
+    ...(detail ? { detail } : {}),
+    signedAt: i.signedAt,
+    proof: { job: i.job.bytes, selection: i.selection.bytes, offer: i.offer.bytes },
+  };
+  for (const k of ['job', 'selection', 'offer'] as const) {
+    if (rec.proof[k].length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${rec.proof[k].length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
+  }
+  const nd = seal(T.nondelivery, rec, i.signer) as Opened<NonDelivery>;
+  linkNonDelivery(nd);
+  return nd;
+}
