@@ -32,6 +32,11 @@ const RULES: Record<string, string[]> = {
   'c0mpute.acceptance/1': ['A dispute must state a non-empty reason (`ACCEPTANCE_REASON_MISSING`). Only the receipt’s own buyer’s acceptance counts.'],
   'c0mpute.presence/1': ['Live from `issuedAt` for `windowMs` (at most 10 minutes).'],
   'c0mpute.delegation/1': ['`gateway` ≠ signer (`DELEGATION_TO_SELF`); `expiresAt` > `issuedAt` (`DELEGATION_LIFETIME_INVALID`); lifetime ≤ 366 days (`DELEGATION_LIFETIME_TOO_LONG`).'],
+  'c0mpute.nondelivery/1': [
+    '`provider` ≠ signer (`NONDELIVERY_SELF`); `detail`, when present, is not blank (`NONDELIVERY_DETAIL_EMPTY`).',
+    'It links, from the record alone (on gossip, rejected otherwise; the evidence store refuses it too): every `proof` envelope opens (`NONDELIVERY_PROOF_INVALID`); the job is the one cited (`NONDELIVERY_JOB_MISMATCH`) and signed by this record’s signer (`NONDELIVERY_NOT_BUYER`); the selection is the one cited, for that job, on the signer’s behalf, its winner the cited offer and naming `provider` with it (`NONDELIVERY_SELECTION_MISMATCH`), decided no later than `signedAt` (`NONDELIVERY_BEFORE_SELECTION`); the offer is the one cited, signed by `provider`, for that job (`NONDELIVERY_OFFER_MISMATCH`).',
+    'Counts against the provider in reputation by the weight of its signer (docs/market.md “Reputation and its threat model”); one per (buyer, provider, job).',
+  ],
 };
 
 const SIGNERS: Record<string, string> = {
@@ -43,6 +48,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.acceptance/1': 'buyer',
   'c0mpute.presence/1': 'provider',
   'c0mpute.delegation/1': 'buyer',
+  'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
 };
 
 export function render(root: string): string {
