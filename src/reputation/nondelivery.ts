@@ -13,8 +13,8 @@
  *              decided no later than the non-delivery was signed
  *   offer      signed by `provider`, answering that job, address = `offer`
  *
- * Pure: no clock, no I/O. Results are cached by address (the address fixes
- * the bytes, so the answer never changes).
+ * Pure: no clock, no I/O. Verdicts are cached by address (the address fixes
+ * the bytes, so the answer never changes), at most 20,000 of them.
  */
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
@@ -31,13 +31,6 @@ export const ND_ERR = {
   TOO_LARGE: 'NONDELIVERY_TOO_LARGE',
 } as const;
 
-export interface LinkedNonDelivery {
-  nd: Opened<NonDelivery>;
-  job: Opened<Job>;
-  selection: Opened<Selection>;
-  offer: Opened<Offer>;
-}
-
 function fail(code: string, field: string, msg: string): never {
   throw new C0Error(code, `${field}: ${msg}`, { field });
 }
@@ -50,25 +43,26 @@ function inner<R>(bytes: Uint8Array, type: string, field: string): Opened<R> {
   }
 }
 
-const cache = new Map<string, LinkedNonDelivery | C0Error>();
+/** Verdicts by address (small: `ok` or the error's code, field and message), bounded. */
+const cache = new Map<string, 'ok' | { code: string; field: string | undefined; message: string }>();
 const CACHE_MAX = 20_000;
 
 /** Check that a non-delivery links (see the file comment); throws a C0Error with a NONDELIVERY_* code when it does not. */
-export function linkNonDelivery(nd: Opened<NonDelivery>): LinkedNonDelivery {
-  const hit = cache.get(nd.address);
-  if (hit instanceof C0Error) throw hit;
-  if (hit) return hit;
-  let out: LinkedNonDelivery | C0Error;
+export function linkNonDelivery(nd: Opened<NonDelivery>): void {
+  const key = `${nd.address}|${nd.signer}`; // the signer is fixed by the address for a real envelope; keyed anyway
+  const hit = cache.get(key);
+  if (hit === 'ok') return;
+  if (hit) throw new C0Error(hit.code, hit.message, hit.field === undefined ? {} : { field: hit.field });
+  let verdict: 'ok' | { code: string; field: string | undefined; message: string } = 'ok';
   try {
-    out = check(nd);
+    check(nd);
   } catch (e) {
     if (!(e instanceof C0Error)) throw e;
-    out = e;
+    verdict = { code: e.code, field: e.field, message: e.message };
   }
   if (cache.size >= CACHE_MAX) cache.clear();
-  cache.set(nd.address, out);
-  if (out instanceof C0Error) throw out;
-  return out;
+  cache.set(key, verdict);
+  if (verdict !== 'ok') throw new C0Error(verdict.code, verdict.message, verdict.field === undefined ? {} : { field: verdict.field });
 }
 
 /** Whether a non-delivery links (no throw). */
@@ -81,7 +75,7 @@ export function nonDeliveryLinks(nd: Opened<NonDelivery>): boolean {
   }
 }
 
-function check(nd: Opened<NonDelivery>): LinkedNonDelivery {
+function check(nd: Opened<NonDelivery>): void {
   if (nd.type !== T.nondelivery) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery}`);
   const n = nd.record;
   const buyer = nd.signer;
@@ -100,7 +94,6 @@ function check(nd: Opened<NonDelivery>): LinkedNonDelivery {
   if (offer.address !== n.offer) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the attached offer is not the one cited');
   if (offer.signer !== n.provider) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer is not signed by the provider named');
   if (offer.record.job !== n.job) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer answers another job');
-  return { nd, job, selection: sel, offer };
 }
 
 export interface NonDeliveryInput {
