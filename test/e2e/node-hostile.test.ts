@@ -230,10 +230,13 @@ test('honest traffic still flows after the attack: a job completes and its evide
     assert.equal(r.acceptance!.record.receipt, r.receipt!.address);
     const winner = r.receipt!.record.provider;
     assert.ok([p1.did, p2.did].includes(winner));
+    // The buyer counts it first-hand and the winner as its own record; the other provider holds it
+    // without counting it (it trusts no buyer: docs/market.md "Reputation and its threat model").
     for (const n of [hApi, p1, p2]) {
-      await waitFor(`${n.name} to credit the winner`, async () => {
+      const counts = n === hApi || (n as NodeProc).did === winner;
+      await waitFor(`${n.name} to ${counts ? 'credit' : 'hold the evidence for'} the winner`, async () => {
         const rep = await get<{ providers: Figures[] }>(n, '/v1/reputation');
-        return rep.providers.length === 1 && rep.providers[0]!.did === winner && rep.providers[0]!.successes === 1;
+        return rep.providers.length === 1 && rep.providers[0]!.did === winner && rep.providers[0]!.successes === (counts ? 1 : 0) && rep.providers[0]!.untrusted === (counts ? 0 : 1);
       });
     }
     assert.ok(h.net.gossipScore(x.peerId) < 0, 'the hostile peer stays penalised');
