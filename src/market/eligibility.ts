@@ -331,6 +331,8 @@ export function quickEligible(pj: PreparedJob, fa: AdvertFacts, offer: Opened<Of
 export class AdvertIndex {
   readonly byAddress = new Map<string, Opened<Advert>>();
   readonly latest = new Map<string, Opened<Advert>>();
+  /** every advert of each provider (seq descending, then address), for `liveAt` */
+  readonly #byProvider = new Map<string, Opened<Advert>[]>();
   /** each advert's facts (the gates' view of it), by address */
   readonly #facts = new Map<string, AdvertFacts>();
 
@@ -343,6 +345,17 @@ export class AdvertIndex {
     if (this.byAddress.has(a.address)) return false;
     this.byAddress.set(a.address, a);
     this.#facts.set(a.address, advertFacts(a));
+    const mine = this.#byProvider.get(a.signer);
+    if (mine) {
+      // insert in place (adverts mostly arrive in seq order: this is then O(1))
+      let i = mine.length;
+      mine.push(a);
+      while (i > 0 && (mine[i - 1]!.record.seq < a.record.seq || (mine[i - 1]!.record.seq === a.record.seq && mine[i - 1]!.address > a.address))) {
+        mine[i] = mine[i - 1]!;
+        i--;
+      }
+      mine[i] = a;
+    } else this.#byProvider.set(a.signer, [a]);
     const cur = this.latest.get(a.signer);
     if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) {
       this.latest.set(a.signer, a);
@@ -361,17 +374,37 @@ export class AdvertIndex {
   }
 
   /**
+   * The advert of `provider` that was live at `now` (issued by then, not yet
+   * expired), the highest seq of those; when none was, the highest-seq one
+   * issued by `now` (so an expired advert is reported as expired), else the
+   * latest. A republished advert issued after `now` never stands in for the
+   * one a decision at `now` saw (an audit judges as of the decision time).
+   */
+  liveAt(provider: string, now: number): Opened<Advert> | undefined {
+    const l = this.latest.get(provider);
+    if (l === undefined || (l.record.issuedAt <= now && l.record.expiresAt > now)) return l;
+    let issued: Opened<Advert> | undefined;
+    for (const a of this.#byProvider.get(provider)!) {
+      if (a.record.issuedAt > now) continue;
+      if (a.record.expiresAt > now) return a;
+      issued ??= a;
+    }
+    return issued ?? l;
+  }
+
+  /**
    * The advert an offer is judged against: the one it cites (undefined when
    * that advert is not held: the offer waits, it cannot win). If the cited
-   * advert has expired and the same provider has since published a live advert
-   * with a higher seq, the offer is judged against that one (a republished
-   * advert does not void the live offers made against its predecessor).
+   * advert has expired and the same provider has a higher-seq advert that was
+   * live at `now` (issued by `now`), the offer is judged against that one (a
+   * republished advert does not void the live offers made against its
+   * predecessor); an advert issued after `now` never is.
    */
   resolve(offer: Opened<Offer>, now: number): Opened<Advert> | undefined {
     const cited = this.byAddress.get(offer.record.advert);
     if (!cited || cited.record.expiresAt > now || cited.signer !== offer.signer) return cited;
-    const l = this.latest.get(offer.signer);
-    if (l && l.record.expiresAt > now && l.record.seq > cited.record.seq) return l;
+    const l = this.liveAt(offer.signer, now);
+    if (l && l.record.expiresAt > now && l.record.issuedAt <= now && l.record.seq > cited.record.seq) return l;
     return cited;
   }
 }
