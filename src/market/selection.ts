@@ -25,6 +25,7 @@ import { select, type SelectResult } from './select.js';
 import type { ReputationView } from './policy.js';
 import { deriveReputation } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
+import { preferOffer } from './book.js';
 
 export const MAX_CONSIDERED = 4096;
 
@@ -224,7 +225,36 @@ export function auditSelection(i: AuditInput): AuditResult {
   }
   // better information the decider may not have had
   const named = new Set(s.considered.map((c) => c.provider));
+  notes.push(...betterLeftOut(rs, offers, job, s.decidedAt));
   const unheard = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
   if (unheard.length) notes.push(`the records hold ${unheard.length} live offer(s) for this job from providers the selection did not consider (the decider may not have had them)`);
   return done({ ...(authority ? { authority } : {}), ...(result.ok ? { recomputedWinner: result.winner.offer } : {}), result });
+}
+
+/**
+ * Offers the records hold of a considered provider, live at the decision time
+ * and for the same job, that the book would have preferred to the one the
+ * selection names (same currency first, then cheaper, faster, lower address):
+ * reported as notes (the decider may not have had them), never a difference.
+ */
+function betterLeftOut(rs: RecordSet, considered: readonly Opened<Offer>[], job: Opened<Job>, decidedAt: number): string[] {
+  const named = new Map<string, Opened<Offer>>();
+  for (const o of considered) if (o.record.job === job.address) named.set(o.signer, o);
+  const best = new Map<string, Opened<Offer>>();
+  const cur = job.record.maxPrice.currency;
+  for (const o of rs.offers) {
+    const mine = named.get(o.signer);
+    if (!mine || o.address === mine.address || o.record.job !== job.address) continue;
+    if (o.record.issuedAt > decidedAt || o.record.expiresAt <= decidedAt) continue;
+    if (!preferOffer(o, mine, cur, decidedAt)) continue;
+    const b = best.get(o.signer);
+    if (!b || preferOffer(o, b, cur, decidedAt)) best.set(o.signer, o);
+  }
+  const out: string[] = [];
+  for (const p of [...best.keys()].sort(compareDids)) {
+    const o = best.get(p)!;
+    const m = named.get(p)!;
+    out.push(`AUDIT_BETTER_OFFER_LEFT_OUT: ${p} had a better live offer ${o.address} (${o.record.price.amount} ${o.record.price.currency}, ${o.record.durationMs} ms) than the considered ${m.address} (${m.record.price.amount} ${m.record.price.currency}, ${m.record.durationMs} ms)`);
+  }
+  return out;
 }

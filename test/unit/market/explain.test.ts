@@ -163,3 +163,14 @@ test('property: every hint is exact — applying its change and re-running admit
     { numRuns: 150 },
   );
 });
+
+test('a provider without an offer is judged on the advert live at `now`, not one it republished later', () => {
+  const j = job(P(100));
+  const a2 = advert(P(1), { seq: 2, issuedAt: NOW - 500, expiresAt: NOW + 1_800_000 });
+  const a3 = advert(P(1), { seq: 3, issuedAt: NOW + 3_600_000, expiresAt: NOW + 7_200_000 });
+  const e = explainMarket({ job: j, adverts: [a2, a3], offers: [], now: NOW });
+  assert.deepEqual(e.providers.map((v) => [v.advert, v.failures.map((f) => f.code)]), [[a2.address, ['OFFER_MISSING']]]);
+  // an hour and a half later, the republished advert is the live one
+  const later = explainMarket({ job: j, adverts: [a2, a3], offers: [], now: NOW + 5_400_000 });
+  assert.equal(later.providers[0]!.advert, a3.address);
+});
