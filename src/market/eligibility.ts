@@ -19,6 +19,7 @@ import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { C0Error } from '../errors.js';
 import { cmpAmount } from './amount.js';
+import { duration, isoTime } from './say.js';
 
 export const GATES = ['advert', 'workload', 'allowlist', 'tier', 'region', 'hardware', 'offer'] as const;
 export type Gate = (typeof GATES)[number];
@@ -150,8 +151,8 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
       hwOk = false;
       (out ??= []).push(f('advert', REASON.ADVERT_NOT_PROVIDERS, 'offer.advert', offer.signer, advert.signer, `the advert the offer cites is signed by ${advert.signer}, not by the offer's signer`));
     }
-    if (a.expiresAt <= now) (out ??= []).push(f('advert', REASON.ADVERT_EXPIRED, 'advert.expiresAt', `after ${now}`, a.expiresAt, `the advert expired ${Math.round((now - a.expiresAt) / 1000)} s ago`));
-    else if (a.issuedAt > now + skewMs) (out ??= []).push(f('advert', REASON.ADVERT_NOT_YET_VALID, 'advert.issuedAt', `at most ${now + skewMs}`, a.issuedAt, 'the advert is issued in the future (beyond the clock-skew window)'));
+    if (a.expiresAt <= now) (out ??= []).push(f('advert', REASON.ADVERT_EXPIRED, 'advert.expiresAt', `after ${now}`, a.expiresAt, `the advert expired at ${isoTime(a.expiresAt)} (${duration(now - a.expiresAt)} before ${isoTime(now)})`));
+    else if (a.issuedAt > now + skewMs) (out ??= []).push(f('advert', REASON.ADVERT_NOT_YET_VALID, 'advert.issuedAt', `at most ${now + skewMs}`, a.issuedAt, `the advert is issued at ${isoTime(a.issuedAt)}, ${duration(a.issuedAt - now)} after ${isoTime(now)} (beyond the clock-skew window)`));
   }
 
   if (advert && hwOk) {
@@ -227,15 +228,15 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
   if (offer) {
     const o = offer.record;
     if (o.job !== pj.address) (out ??= []).push(f('offer', REASON.OFFER_WRONG_JOB, 'offer.job', pj.address, o.job, 'the offer answers another job'));
-    if (o.expiresAt <= now) (out ??= []).push(f('offer', REASON.OFFER_EXPIRED, 'offer.expiresAt', `after ${now}`, o.expiresAt, 'the offer has expired'));
+    if (o.expiresAt <= now) (out ??= []).push(f('offer', REASON.OFFER_EXPIRED, 'offer.expiresAt', `after ${now}`, o.expiresAt, `the offer expired at ${isoTime(o.expiresAt)}`));
     if (o.price.currency !== job.maxPrice.currency) {
       (out ??= []).push(f('offer', REASON.OFFER_CURRENCY_MISMATCH, 'maxPrice.currency', job.maxPrice.currency, o.price.currency, `priced in ${o.price.currency}; the job pays in ${job.maxPrice.currency} (never converted)`));
     } else if (cmpAmount(o.price.amount, job.maxPrice.amount) > 0) {
       (out ??= []).push(f('offer', REASON.OFFER_OVER_MAX_PRICE, 'maxPrice', job.maxPrice, o.price, `asks ${o.price.amount} ${o.price.currency}, above the maximum ${job.maxPrice.amount}`));
     }
     const finish = o.startBy + o.durationMs;
-    if (finish > job.deadline) (out ??= []).push(f('offer', REASON.OFFER_MISSES_DEADLINE, 'deadline', job.deadline, finish, `starting by ${o.startBy} and taking ${o.durationMs} ms it may finish ${finish - job.deadline} ms after the deadline`));
-    if (o.durationMs > job.timeoutMs) (out ??= []).push(f('offer', REASON.OFFER_OVER_TIMEOUT, 'timeoutMs', job.timeoutMs, o.durationMs, `quotes ${o.durationMs} ms, longer than the job's timeout of ${job.timeoutMs} ms`));
+    if (finish > job.deadline) (out ??= []).push(f('offer', REASON.OFFER_MISSES_DEADLINE, 'deadline', job.deadline, finish, `starting by ${isoTime(o.startBy)} and taking ${duration(o.durationMs)} it may finish ${duration(finish - job.deadline)} after the deadline (${isoTime(job.deadline)})`));
+    if (o.durationMs > job.timeoutMs) (out ??= []).push(f('offer', REASON.OFFER_OVER_TIMEOUT, 'timeoutMs', job.timeoutMs, o.durationMs, `quotes ${duration(o.durationMs)}, longer than the job's timeout of ${duration(job.timeoutMs)}`));
   }
   return out;
 }

@@ -19,6 +19,7 @@ import { compareDids } from '../records/did.js';
 import { REASON, evaluate, gib, prepareJob, tierSatisfies, type AdvertIndex, type PreparedJob, type ReasonCode } from './eligibility.js';
 import { RELAXABLE, constraintOf, type Constraint } from './constraints.js';
 import { cmpAmount } from './amount.js';
+import { duration, isoTime } from './say.js';
 
 type Gpu = NonNullable<Job['requirements']['gpu']>;
 
@@ -204,12 +205,6 @@ function closer(c: Constraint, a: JobChange, b: JobChange): number {
   }
 }
 
-function duration(ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
-}
-
 /** The change said as advice ("raise maxPrice to 0.15 USD"). */
 export function describeChange(job: Job, ch: JobChange): string {
   const r = job.requirements;
@@ -227,7 +222,7 @@ export function describeChange(job: Job, ch: JobChange): string {
   if (ch.cpuCores !== undefined) parts.push(`ask for ≤ ${ch.cpuCores} CPU cores`);
   if (ch.memoryMiB !== undefined) parts.push(`ask for ≤ ${gib(ch.memoryMiB)} memory`);
   if (ch.maxPrice) parts.push(`raise maxPrice to ${ch.maxPrice.amount} ${ch.maxPrice.currency}`);
-  if (ch.deadline !== undefined) parts.push(`extend the deadline to ${new Date(ch.deadline).toISOString()}`);
+  if (ch.deadline !== undefined) parts.push(`extend the deadline to ${isoTime(ch.deadline)}`);
   if (ch.timeoutMs !== undefined) parts.push(`raise the timeout to ${duration(ch.timeoutMs)}`);
   return parts.join(' and ');
 }

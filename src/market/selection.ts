@@ -26,6 +26,7 @@ import type { ReputationView } from './policy.js';
 import { deriveReputation } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
 import { preferOffer } from './book.js';
+import { duration, isoTime } from './say.js';
 
 export const MAX_CONSIDERED = 4096;
 
@@ -52,8 +53,8 @@ export function checkDeciderAuthority(i: AuthorityInput): Authority {
     if (d.type !== T.delegation) throw new C0Error('DELEGATION_NOT_A_DELEGATION', `expected a ${T.delegation} record, got ${d.type}`, { field: 'delegation' });
     if (d.signer !== buyer) throw new C0Error('DELEGATION_NOT_FROM_BUYER', `delegation ${d.address} is signed by ${d.signer}, not by the job's buyer ${buyer}`, { field: 'delegation' });
     if (d.record.gateway !== i.decider) throw new C0Error('DELEGATION_WRONG_GATEWAY', `delegation ${d.address} names gateway ${d.record.gateway}, not ${i.decider}`, { field: 'delegation.gateway' });
-    if (d.record.expiresAt <= i.now) throw new C0Error('DELEGATION_EXPIRED', `delegation ${d.address} expired at ${d.record.expiresAt}`, { field: 'delegation.expiresAt' });
-    if (d.record.issuedAt > i.now) throw new C0Error('DELEGATION_NOT_YET_VALID', `delegation ${d.address} starts at ${d.record.issuedAt}`, { field: 'delegation.issuedAt' });
+    if (d.record.expiresAt <= i.now) throw new C0Error('DELEGATION_EXPIRED', `delegation ${d.address} expired at ${isoTime(d.record.expiresAt)}`, { field: 'delegation.expiresAt' });
+    if (d.record.issuedAt > i.now) throw new C0Error('DELEGATION_NOT_YET_VALID', `delegation ${d.address} starts at ${isoTime(d.record.issuedAt)}`, { field: 'delegation.issuedAt' });
     const s = d.record.scope;
     if (s.workloads && !s.workloads.includes(i.job.record.workload)) {
       throw new C0Error('DELEGATION_WORKLOAD_OUT_OF_SCOPE', `delegation ${d.address} covers ${s.workloads.join(', ')}, not ${i.job.record.workload}`, { field: 'delegation.scope.workloads' });
@@ -254,7 +255,7 @@ function betterLeftOut(rs: RecordSet, considered: readonly Opened<Offer>[], job:
   for (const p of [...best.keys()].sort(compareDids)) {
     const o = best.get(p)!;
     const m = named.get(p)!;
-    out.push(`AUDIT_BETTER_OFFER_LEFT_OUT: ${p} had a better live offer ${o.address} (${o.record.price.amount} ${o.record.price.currency}, ${o.record.durationMs} ms) than the considered ${m.address} (${m.record.price.amount} ${m.record.price.currency}, ${m.record.durationMs} ms)`);
+    out.push(`AUDIT_BETTER_OFFER_LEFT_OUT: ${p} had a better live offer ${o.address} (${o.record.price.amount} ${o.record.price.currency}, ${duration(o.record.durationMs)}) than the considered ${m.address} (${m.record.price.amount} ${m.record.price.currency}, ${duration(m.record.durationMs)})`);
   }
   return out;
 }
