@@ -224,7 +224,8 @@ export function describeChange(job: Job, ch: JobChange): string {
   if (ch.maxPrice) parts.push(`raise maxPrice to ${ch.maxPrice.amount} ${ch.maxPrice.currency}`);
   if (ch.deadline !== undefined) parts.push(`extend the deadline to ${isoTime(ch.deadline)}`);
   if (ch.timeoutMs !== undefined) parts.push(`raise the timeout to ${duration(ch.timeoutMs)}`);
-  return parts.join(' and ');
+  // "ask for ≤ 32 CPU cores and ≤ 256 GiB memory", not "… and ask for …"
+  return parts.map((x, i) => (i > 0 && x.startsWith('ask for ≤') && parts[i - 1]!.startsWith('ask for') ? x.slice('ask for '.length) : x)).join(' and ');
 }
 
 interface Candidate {
