@@ -57,7 +57,10 @@ export function render(root: string): string {
     const rules = (RULES[type] ?? []).map((r) => `- ${r}`).join('\n');
     return `### \`${type}\`\n\nSigned by: ${SIGNERS[type] ?? '?'}.\n\n${schemaTable(schema)}\n\nRules:\n\n${rules}\n`;
   });
-  return tpl.replace('{{records}}', sections.join('\n'));
+  // A replacer function, not a string: in a replacement string `$\`` and `$'`
+  // are special patterns, and the schema regexes end in `$` before a backtick.
+  const records = sections.join('\n');
+  return tpl.replace('{{records}}', () => records);
 }
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');

@@ -10,7 +10,10 @@
  * So the visible slot at time t is always the best of all offers received that
  * are live at t, whatever order they came in; a worse later offer never
  * withdraws a better one; an expired offer gives its slot to the provider's
- * next live one. At most MAX_STANDBY entries are kept per slot (the best ones).
+ * next live one. A slot holds at most MAX_STANDBY live offers: a further offer
+ * that dominates none of them is refused (status `refused`), never traded for
+ * one the book already accepted, so selection over the book always equals
+ * selection over the offers it accepted (docs/market.md).
  *
  * The book holds offers whatever their advert; eligibility (and so selection)
  * refuses an offer whose advert is not known, so it waits without winning.
@@ -59,7 +62,8 @@ export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string
   return compareOffers(a, b) < 0;
 }
 
-export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired';
+/** `refused`: the provider already holds MAX_STANDBY live offers for the job that this one does not dominate. */
+export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired' | 'refused';
 export interface AddResult {
   /** whether the provider's visible slot (its best live offer) changed */
   changed: boolean;
@@ -167,20 +171,26 @@ export class OfferBook {
       return { changed: false, status: 'dominated', removed };
     }
     const kept: Opened<Offer>[] = [];
-    for (const e of live) (dominates(offer, e) ? removed : kept).push(e);
+    const evicted: Opened<Offer>[] = [];
+    for (const e of live) (dominates(offer, e) ? evicted : kept).push(e);
+    if (kept.length >= MAX_STANDBY) {
+      // The bound is a refusal, never a silent trim: an offer the book accepted stays until it
+      // expires or is dominated, so selection over the book equals selection over the offers it
+      // accepted (docs/market.md, "The offer book's bound").
+      this.#commit(job, provider, live, removed);
+      return { changed: false, status: 'refused', removed };
+    }
+    removed.push(...evicted);
     kept.push(offer);
     kept.sort(compareOffers);
-    while (kept.length > MAX_STANDBY) removed.push(kept.pop()!);
-    const stayed = kept.includes(offer);
     if (!slots) {
       slots = new Map();
       this.#jobs.set(job, slots);
     }
     this.#commit(job, provider, kept, removed);
-    if (stayed) this.#addrs.set(offer.address, offer);
+    this.#addrs.set(offer.address, offer);
     const after = bestOf(kept, now);
-    const changed = after !== before;
-    return { changed, status: !stayed ? 'dominated' : after === offer ? 'best' : 'standby', removed: stayed ? removed : removed.filter((o) => o !== offer) };
+    return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed };
   }
 
   #commit(job: string, provider: string, entries: Opened<Offer>[], removed: Opened<Offer>[]): void {

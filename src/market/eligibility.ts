@@ -19,6 +19,7 @@ import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { C0Error } from '../errors.js';
 import { cmpAmount } from './amount.js';
+import { duration, isoTime } from './say.js';
 
 export const GATES = ['advert', 'workload', 'allowlist', 'tier', 'region', 'hardware', 'offer'] as const;
 export type Gate = (typeof GATES)[number];
@@ -150,8 +151,8 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
       hwOk = false;
       (out ??= []).push(f('advert', REASON.ADVERT_NOT_PROVIDERS, 'offer.advert', offer.signer, advert.signer, `the advert the offer cites is signed by ${advert.signer}, not by the offer's signer`));
     }
-    if (a.expiresAt <= now) (out ??= []).push(f('advert', REASON.ADVERT_EXPIRED, 'advert.expiresAt', `after ${now}`, a.expiresAt, `the advert expired ${Math.round((now - a.expiresAt) / 1000)} s ago`));
-    else if (a.issuedAt > now + skewMs) (out ??= []).push(f('advert', REASON.ADVERT_NOT_YET_VALID, 'advert.issuedAt', `at most ${now + skewMs}`, a.issuedAt, 'the advert is issued in the future (beyond the clock-skew window)'));
+    if (a.expiresAt <= now) (out ??= []).push(f('advert', REASON.ADVERT_EXPIRED, 'advert.expiresAt', `after ${now}`, a.expiresAt, `the advert expired at ${isoTime(a.expiresAt)} (${duration(now - a.expiresAt)} before ${isoTime(now)})`));
+    else if (a.issuedAt > now + skewMs) (out ??= []).push(f('advert', REASON.ADVERT_NOT_YET_VALID, 'advert.issuedAt', `at most ${now + skewMs}`, a.issuedAt, `the advert is issued at ${isoTime(a.issuedAt)}, ${duration(a.issuedAt - now)} after ${isoTime(now)} (beyond the clock-skew window)`));
   }
 
   if (advert && hwOk) {
@@ -227,15 +228,15 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
   if (offer) {
     const o = offer.record;
     if (o.job !== pj.address) (out ??= []).push(f('offer', REASON.OFFER_WRONG_JOB, 'offer.job', pj.address, o.job, 'the offer answers another job'));
-    if (o.expiresAt <= now) (out ??= []).push(f('offer', REASON.OFFER_EXPIRED, 'offer.expiresAt', `after ${now}`, o.expiresAt, 'the offer has expired'));
+    if (o.expiresAt <= now) (out ??= []).push(f('offer', REASON.OFFER_EXPIRED, 'offer.expiresAt', `after ${now}`, o.expiresAt, `the offer expired at ${isoTime(o.expiresAt)}`));
     if (o.price.currency !== job.maxPrice.currency) {
       (out ??= []).push(f('offer', REASON.OFFER_CURRENCY_MISMATCH, 'maxPrice.currency', job.maxPrice.currency, o.price.currency, `priced in ${o.price.currency}; the job pays in ${job.maxPrice.currency} (never converted)`));
     } else if (cmpAmount(o.price.amount, job.maxPrice.amount) > 0) {
       (out ??= []).push(f('offer', REASON.OFFER_OVER_MAX_PRICE, 'maxPrice', job.maxPrice, o.price, `asks ${o.price.amount} ${o.price.currency}, above the maximum ${job.maxPrice.amount}`));
     }
     const finish = o.startBy + o.durationMs;
-    if (finish > job.deadline) (out ??= []).push(f('offer', REASON.OFFER_MISSES_DEADLINE, 'deadline', job.deadline, finish, `starting by ${o.startBy} and taking ${o.durationMs} ms it may finish ${finish - job.deadline} ms after the deadline`));
-    if (o.durationMs > job.timeoutMs) (out ??= []).push(f('offer', REASON.OFFER_OVER_TIMEOUT, 'timeoutMs', job.timeoutMs, o.durationMs, `quotes ${o.durationMs} ms, longer than the job's timeout of ${job.timeoutMs} ms`));
+    if (finish > job.deadline) (out ??= []).push(f('offer', REASON.OFFER_MISSES_DEADLINE, 'deadline', job.deadline, finish, `starting by ${isoTime(o.startBy)} and taking ${duration(o.durationMs)} it may finish ${duration(finish - job.deadline)} after the deadline (${isoTime(job.deadline)})`));
+    if (o.durationMs > job.timeoutMs) (out ??= []).push(f('offer', REASON.OFFER_OVER_TIMEOUT, 'timeoutMs', job.timeoutMs, o.durationMs, `quotes ${duration(o.durationMs)}, longer than the job's timeout of ${duration(job.timeoutMs)}`));
   }
   return out;
 }
@@ -331,6 +332,8 @@ export function quickEligible(pj: PreparedJob, fa: AdvertFacts, offer: Opened<Of
 export class AdvertIndex {
   readonly byAddress = new Map<string, Opened<Advert>>();
   readonly latest = new Map<string, Opened<Advert>>();
+  /** every advert of each provider (seq descending, then address), for `liveAt` */
+  readonly #byProvider = new Map<string, Opened<Advert>[]>();
   /** each advert's facts (the gates' view of it), by address */
   readonly #facts = new Map<string, AdvertFacts>();
 
@@ -343,6 +346,17 @@ export class AdvertIndex {
     if (this.byAddress.has(a.address)) return false;
     this.byAddress.set(a.address, a);
     this.#facts.set(a.address, advertFacts(a));
+    const mine = this.#byProvider.get(a.signer);
+    if (mine) {
+      // insert in place (adverts mostly arrive in seq order: this is then O(1))
+      let i = mine.length;
+      mine.push(a);
+      while (i > 0 && (mine[i - 1]!.record.seq < a.record.seq || (mine[i - 1]!.record.seq === a.record.seq && mine[i - 1]!.address > a.address))) {
+        mine[i] = mine[i - 1]!;
+        i--;
+      }
+      mine[i] = a;
+    } else this.#byProvider.set(a.signer, [a]);
     const cur = this.latest.get(a.signer);
     if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) {
       this.latest.set(a.signer, a);
@@ -361,17 +375,37 @@ export class AdvertIndex {
   }
 
   /**
+   * The advert of `provider` that was live at `now` (issued by then, not yet
+   * expired), the highest seq of those; when none was, the highest-seq one
+   * issued by `now` (so an expired advert is reported as expired), else the
+   * latest. A republished advert issued after `now` never stands in for the
+   * one a decision at `now` saw (an audit judges as of the decision time).
+   */
+  liveAt(provider: string, now: number): Opened<Advert> | undefined {
+    const l = this.latest.get(provider);
+    if (l === undefined || (l.record.issuedAt <= now && l.record.expiresAt > now)) return l;
+    let issued: Opened<Advert> | undefined;
+    for (const a of this.#byProvider.get(provider)!) {
+      if (a.record.issuedAt > now) continue;
+      if (a.record.expiresAt > now) return a;
+      issued ??= a;
+    }
+    return issued ?? l;
+  }
+
+  /**
    * The advert an offer is judged against: the one it cites (undefined when
    * that advert is not held: the offer waits, it cannot win). If the cited
-   * advert has expired and the same provider has since published a live advert
-   * with a higher seq, the offer is judged against that one (a republished
-   * advert does not void the live offers made against its predecessor).
+   * advert has expired and the same provider has a higher-seq advert that was
+   * live at `now` (issued by `now`), the offer is judged against that one (a
+   * republished advert does not void the live offers made against its
+   * predecessor); an advert issued after `now` never is.
    */
   resolve(offer: Opened<Offer>, now: number): Opened<Advert> | undefined {
     const cited = this.byAddress.get(offer.record.advert);
     if (!cited || cited.record.expiresAt > now || cited.signer !== offer.signer) return cited;
-    const l = this.latest.get(offer.signer);
-    if (l && l.record.expiresAt > now && l.record.seq > cited.record.seq) return l;
+    const l = this.liveAt(offer.signer, now);
+    if (l && l.record.expiresAt > now && l.record.issuedAt <= now && l.record.seq > cited.record.seq) return l;
     return cited;
   }
 }

@@ -6,51 +6,15 @@
 import type { Advert, Job, Offer } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
-import { AdvertIndex, REASON, evaluate, gib, prepareJob, type Failure, type PreparedJob, type ReasonCode } from './eligibility.js';
+import { AdvertIndex, REASON, evaluate, gib, prepareJob, type Failure, type PreparedJob } from './eligibility.js';
 import { oneOfferPerProvider, preferOffer, type OfferBook } from './book.js';
 import { nameOrder } from './rank-order.js';
+import { CONSTRAINTS, RELAXABLE, constraintOf, type Constraint } from './constraints.js';
+import { relaxationsOf, type Relaxation, type RelaxContext } from './relax.js';
 
 export { preferOffer };
 
-/** Requirement groups an explanation counts. The relaxable ones are the buyer's to change. */
-export const CONSTRAINTS = ['advert', 'workload', 'allowlist', 'tier', 'region', 'gpu', 'cpu', 'memory', 'price', 'deadline', 'quote'] as const;
-export type Constraint = (typeof CONSTRAINTS)[number];
-export const RELAXABLE: readonly Constraint[] = ['allowlist', 'tier', 'region', 'gpu', 'cpu', 'memory', 'price', 'deadline'];
-
-export function constraintOf(code: ReasonCode): Constraint {
-  switch (code) {
-    case REASON.ADVERT_UNKNOWN:
-    case REASON.ADVERT_EXPIRED:
-    case REASON.ADVERT_NOT_YET_VALID:
-    case REASON.ADVERT_NOT_PROVIDERS:
-      return 'advert';
-    case REASON.WORKLOAD_NOT_OFFERED:
-      return 'workload';
-    case REASON.NOT_ON_ALLOWLIST:
-      return 'allowlist';
-    case REASON.TIER_NOT_SATISFIED:
-      return 'tier';
-    case REASON.REGION_UNDISCLOSED:
-    case REASON.REGION_NOT_ACCEPTED:
-      return 'region';
-    case REASON.CPU_CORES_TOO_FEW:
-      return 'cpu';
-    case REASON.MEMORY_TOO_SMALL:
-      return 'memory';
-    case REASON.OFFER_CURRENCY_MISMATCH:
-    case REASON.OFFER_OVER_MAX_PRICE:
-      return 'price';
-    case REASON.OFFER_MISSES_DEADLINE:
-    case REASON.OFFER_OVER_TIMEOUT:
-      return 'deadline';
-    case REASON.OFFER_MISSING:
-    case REASON.OFFER_EXPIRED:
-    case REASON.OFFER_WRONG_JOB:
-      return 'quote';
-    default:
-      return 'gpu';
-  }
-}
+export { CONSTRAINTS, RELAXABLE, constraintOf, type Constraint, type Relaxation, type RelaxContext };
 
 /** One provider's verdict. `failures` is empty when eligible. */
 export interface ProviderVerdict {
@@ -69,15 +33,6 @@ export interface Binding {
   failing: number;
   /** providers meeting it */
   meeting: number;
-}
-
-export interface Relaxation {
-  constraint: Constraint;
-  /** providers that fail only this constraint (they would fit if it were relaxed) */
-  gain: number;
-  /** of those, how many have a live offer already */
-  quoted: number;
-  text: string;
 }
 
 export interface MarketExplanation {
@@ -113,8 +68,9 @@ export function verdictOf(provider: string, advert: string | undefined, offer: s
 }
 
 /** Evaluate every known provider (with or without an offer) for a job. DID order. */
-export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number): ProviderVerdict[] {
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>): ProviderVerdict[] {
   const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now);
+  if (judged) for (const o of cands) judged.set(o.address, o);
   // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer
   const providers: string[] = [];
   const quoted = new Set<string>();
@@ -127,7 +83,7 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
   for (const i of nameOrder(providers)) {
     const p = providers[i]!;
     const offer = i < cands.length ? cands[i] : undefined;
-    const advert = offer ? index.resolve(offer, now) : index.latest.get(p);
+    const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
     if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
     out.push(verdictOf(p, advert?.address, offer?.address, failures));
@@ -138,59 +94,56 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
 export function explainMarket(input: MarketInput): MarketExplanation {
   const pj = prepareJob(input.job);
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
-  const verdicts = judgeAll(pj, index, input.offers, input.now, input.skewMs ?? DEFAULT_SKEW_MS);
-  return explainVerdicts(pj, verdicts);
+  const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
+  const offers = new Map<string, Opened<Offer>>();
+  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers);
+  return explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
 }
 
 const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);
 
-/** The clause a constraint contributes to the summary ('has 24 GiB of VRAM on one card'). */
-export function phrase(c: Constraint, job: Job, many: boolean): string {
+/**
+ * The clause a constraint contributes to the summary ('has 24 GiB of VRAM on
+ * one card'): `form` is 'one' (a provider has), 'many' (providers have) or
+ * 'not' (a provider does not have).
+ */
+export function phrase(c: Constraint, job: Job, form: 'one' | 'many' | 'not'): string {
   const r = job.requirements;
-  const v = (one: string, m: string) => (many ? m : one);
+  const v = (one: string, many: string, not: string) => (form === 'one' ? one : form === 'many' ? many : not);
   switch (c) {
     case 'advert':
-      return `${v('has', 'have')} a live advert`;
+      return v('has a live advert', 'have a live advert', 'has no live advert');
     case 'workload':
-      return `${v('offers', 'offer')} ${job.workload}`;
+      return `${v('offers', 'offer', 'does not offer')} ${job.workload}`;
     case 'allowlist':
-      return `${v('is', 'are')} on the allowlist`;
+      return `${v('is', 'are', 'is not')} on the allowlist`;
     case 'tier':
-      return r.tier === 'private' || r.tier === 'enterprise' ? `${v('claims', 'claim')} tier ${r.tier}` : `${v('claims', 'claim')} tier ${r.tier} or above`;
+      return r.tier === 'private' || r.tier === 'enterprise' ? `${v('claims', 'claim', 'does not claim')} tier ${r.tier}` : `${v('claims', 'claim', 'does not claim')} tier ${r.tier} or above`;
     case 'region':
-      return `disclosed a region in ${r.regions?.join(', ') ?? '?'}`;
+      return `${v('disclosed', 'disclosed', 'did not disclose')} a region in ${r.regions?.join(', ') ?? '?'}`;
     case 'gpu': {
       const g = r.gpu!;
       const feats = g.features?.length ? ` with ${g.features.join(', ')}` : '';
-      return g.count === 1 ? `${v('has', 'have')} ${gib(g.vramMiB)} of VRAM on one card${feats}` : `${v('has', 'have')} ${g.count} GPUs with ${gib(g.vramMiB)} each${feats}`;
+      const have = v('has', 'have', 'does not have');
+      return g.count === 1 ? `${have} ${gib(g.vramMiB)} of VRAM on one card${feats}` : `${have} ${g.count} GPUs with ${gib(g.vramMiB)} each${feats}`;
     }
     case 'cpu':
-      return `${v('has', 'have')} ${r.cpuCores} CPU cores`;
+      return `${v('has', 'have', 'does not have')} ${r.cpuCores} CPU cores`;
     case 'memory':
-      return `${v('has', 'have')} ${gib(r.memoryMiB ?? 0)} of memory`;
+      return `${v('has', 'have', 'does not have')} ${gib(r.memoryMiB ?? 0)} of memory`;
+    case 'currency':
+      return `${v('quotes', 'quote', 'does not quote')} in ${job.maxPrice.currency}`;
     case 'price':
-      return `quoted within ${job.maxPrice.amount} ${job.maxPrice.currency}`;
+      return `${v('asks at most', 'ask at most', 'asks more than')} ${job.maxPrice.amount} ${job.maxPrice.currency}`;
     case 'deadline':
-      return `can finish before the deadline`;
+      return `${v('can', 'can', 'cannot')} finish before the deadline`;
     case 'quote':
-      return `${v('has', 'have')} quoted for this job`;
+      return v('has a live offer for this job', 'have a live offer for this job', 'has no live offer for this job');
   }
 }
 
-/** What relaxing each constraint means, as advice to the buyer. */
-export const ACTION: Readonly<Record<Constraint, string>> = {
-  advert: '',
-  workload: '',
-  quote: '',
-  allowlist: 'drop the allowlist',
-  tier: 'accept a lower trust tier',
-  region: 'drop the region constraint',
-  gpu: 'relax the GPU requirement',
-  cpu: 'ask for fewer CPU cores',
-  memory: 'ask for less memory',
-  price: 'raise maxPrice',
-  deadline: 'extend the deadline (or the timeout)',
-};
+/** Constraints judged on an offer: a provider without a live offer neither meets nor fails them. */
+const ON_OFFER: readonly Constraint[] = ['currency', 'price', 'deadline'];
 
 /** Each constraint's bit in a provider's failure mask. */
 const BIT = Object.fromEntries(CONSTRAINTS.map((c, i) => [c, 1 << i])) as Record<Constraint, number>;
@@ -201,7 +154,11 @@ const BIT = Object.fromEntries(CONSTRAINTS.map((c, i) => [c, 1 << i])) as Record
  * over a typed array (a market of 100k providers is explained in a few passes,
  * with no set per provider).
  */
-export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): MarketExplanation {
+/**
+ * The explanation of a set of verdicts; with `ctx` (the adverts and offers
+ * they were judged on), relaxation hints too (relax.ts).
+ */
+export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ctx?: RelaxContext): MarketExplanation {
   const job = pj.job;
   const known = verdicts.length;
   let eligible = 0;
@@ -239,26 +196,7 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
   }
   binding.sort((a, b) => b.failing - a.failing || CONSTRAINTS.indexOf(a.constraint) - CONSTRAINTS.indexOf(b.constraint));
 
-  const relaxations: Relaxation[] = [];
-  for (const c of RELAXABLE) {
-    // providers failing c and nothing else (not having quoted aside): they would fit if c were relaxed
-    const bit = BIT[c];
-    const rest = ~(bit | BIT.quote);
-    let gain = 0;
-    let quoted = 0;
-    for (let i = 0; i < known; i++) {
-      const m = masks[i]!;
-      if (m & bit && (m & rest) === 0) {
-        gain++;
-        if (!(m & BIT.quote)) quoted++;
-      }
-    }
-    if (gain > 0) {
-      const wait = gain - quoted;
-      relaxations.push({ constraint: c, gain, quoted, text: `${ACTION[c]}: ${gain} more ${plural(gain, 'provider', 'providers')}${wait ? ` (${wait} of them ${plural(wait, 'has', 'have')} not quoted yet)` : ''}` });
-    }
-  }
-  relaxations.sort((a, b) => b.gain - a.gain || RELAXABLE.indexOf(a.constraint) - RELAXABLE.indexOf(b.constraint));
+  const relaxations: Relaxation[] = ctx ? relaxationsOf(pj, verdicts, ctx) : [];
 
   const expired = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.ADVERT_EXPIRED)).map((v) => v.provider);
 
@@ -269,7 +207,9 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
     // The cascade: a requirement nobody meets is said first ("no provider has 24 GiB of VRAM on one
     // card"); otherwise the requirement most providers meet (that some fail), then the next among
     // those that meet it, …, until nobody is left: "6 of 7 have 2 GPUs with 24 GiB each; but none
-    // of them disclosed a region". Not having quoted comes last (it is not a requirement).
+    // of them disclosed a region". Not having quoted comes last (it is not a requirement), but
+    // before any requirement judged on the offer (currency, price, deadline): a provider without
+    // a live offer neither meets nor fails those, so it must leave the pool first.
     let pool = new Uint32Array(known);
     for (let i = 0; i < known; i++) pool[i] = i;
     let len = known;
@@ -278,8 +218,9 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
     while (len > 0 && left.size > 0) {
       let pick: Constraint | undefined;
       let pickMeet = -1;
+      const unquoted = failingOf(BIT.quote, pool, len) > 0;
       for (const c of CONSTRAINTS) {
-        if (!left.has(c)) continue;
+        if (!left.has(c) || (unquoted && ON_OFFER.includes(c))) continue;
         const fails = failingOf(BIT[c], pool, len);
         if (fails === 0) {
           left.delete(c);
@@ -297,10 +238,13 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
       if (pick === undefined) break;
       left.delete(pick);
       const meeting = pickMeet;
+      const some = (n: number) => phrase(pick!, job, n === 1 ? 'one' : 'many');
       if (clauses.length === 0) {
-        clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, false)}` : `${meeting} of ${known} ${phrase(pick, job, meeting !== 1)}`);
+        clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, 'one')}` : `${meeting} of ${known} ${some(meeting)}`);
+      } else if (meeting === 0) {
+        clauses.push(len === 1 ? `but it ${phrase(pick, job, 'not')}` : `but none of them ${phrase(pick, job, 'one')}`);
       } else {
-        clauses.push(meeting === 0 ? `but ${len === 1 ? 'it does not meet this' : 'none of them'}${len === 1 ? `: ${phrase(pick, job, false)}` : ` ${phrase(pick, job, false)}`}` : `of those, ${meeting} ${phrase(pick, job, meeting !== 1)}`);
+        clauses.push(`of those, ${meeting} ${some(meeting)}`);
       }
       // those meeting the picked requirement go on to the next clause
       const bit = BIT[pick];
@@ -313,6 +257,8 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
     const head = eligible === 0 ? `No provider is eligible among ${known} known` : `${eligible} of ${known} known ${plural(known, 'provider is', 'providers are')} eligible`;
     summary = clauses.length ? `${head}: ${clauses.join('; ')}.` : `${head}.`;
     if (expired.length) summary += ` ${expired.length} ${plural(expired.length, 'advert has', 'adverts have')} expired.`;
+    const lapsed = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.OFFER_EXPIRED)).length;
+    if (lapsed) summary += ` ${lapsed} ${plural(lapsed, 'offer has', 'offers have')} expired.`;
     if (eligible === 0 && relaxations.length) summary += ` To widen the market: ${relaxations[0]!.text}.`;
   }
   return { job: pj.address, known, eligible, providers: verdicts, counts: sortedCounts, binding, relaxations, expired, summary };

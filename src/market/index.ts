@@ -11,3 +11,4 @@ export { select, compareRanked, why, shortDid, type SelectInput, type SelectResu
 export { explainMarket, explainVerdicts, judgeAll, constraintOf, CONSTRAINTS, RELAXABLE, type MarketExplanation, type MarketInput, type ProviderVerdict, type Binding, type Relaxation, type Constraint } from './explain.js';
 export { checkDeciderAuthority, signSelection, auditSelection, consideredOf, MAX_CONSIDERED, type Authority, type AuthorityInput, type SignSelectionInput, type AuditInput, type AuditResult, type Difference } from './selection.js';
 export { RecordSet } from './recordset.js';
+export { applyChange, describeChange, relaxationsOf, type JobChange, type RelaxContext } from './relax.js';

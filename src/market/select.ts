@@ -161,7 +161,9 @@ export function select(input: SelectInput): SelectResult {
 
   if (n === 0) {
     // explain across every known provider, including those that have not quoted
-    return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, judgeAll(pj, index, cands, now, skew)) };
+    const judged = new Map<string, Opened<Offer>>();
+    const verdicts = judgeAll(pj, index, cands, now, skew, judged);
+    return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, verdicts, { index, offers: judged, now, skewMs: skew }) };
   }
 
   // score over the columns (raw price and duration become their proportional scores in place)

@@ -25,6 +25,8 @@ import { select, type SelectResult } from './select.js';
 import type { ReputationView } from './policy.js';
 import { deriveReputation, type TrustSources } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
+import { preferOffer } from './book.js';
+import { duration, isoTime } from './say.js';
 
 export const MAX_CONSIDERED = 4096;
 
@@ -51,8 +53,8 @@ export function checkDeciderAuthority(i: AuthorityInput): Authority {
     if (d.type !== T.delegation) throw new C0Error('DELEGATION_NOT_A_DELEGATION', `expected a ${T.delegation} record, got ${d.type}`, { field: 'delegation' });
     if (d.signer !== buyer) throw new C0Error('DELEGATION_NOT_FROM_BUYER', `delegation ${d.address} is signed by ${d.signer}, not by the job's buyer ${buyer}`, { field: 'delegation' });
     if (d.record.gateway !== i.decider) throw new C0Error('DELEGATION_WRONG_GATEWAY', `delegation ${d.address} names gateway ${d.record.gateway}, not ${i.decider}`, { field: 'delegation.gateway' });
-    if (d.record.expiresAt <= i.now) throw new C0Error('DELEGATION_EXPIRED', `delegation ${d.address} expired at ${d.record.expiresAt}`, { field: 'delegation.expiresAt' });
-    if (d.record.issuedAt > i.now) throw new C0Error('DELEGATION_NOT_YET_VALID', `delegation ${d.address} starts at ${d.record.issuedAt}`, { field: 'delegation.issuedAt' });
+    if (d.record.expiresAt <= i.now) throw new C0Error('DELEGATION_EXPIRED', `delegation ${d.address} expired at ${isoTime(d.record.expiresAt)}`, { field: 'delegation.expiresAt' });
+    if (d.record.issuedAt > i.now) throw new C0Error('DELEGATION_NOT_YET_VALID', `delegation ${d.address} starts at ${isoTime(d.record.issuedAt)}`, { field: 'delegation.issuedAt' });
     const s = d.record.scope;
     if (s.workloads && !s.workloads.includes(i.job.record.workload)) {
       throw new C0Error('DELEGATION_WORKLOAD_OUT_OF_SCOPE', `delegation ${d.address} covers ${s.workloads.join(', ')}, not ${i.job.record.workload}`, { field: 'delegation.scope.workloads' });
@@ -226,7 +228,36 @@ export function auditSelection(i: AuditInput): AuditResult {
   }
   // better information the decider may not have had
   const named = new Set(s.considered.map((c) => c.provider));
+  notes.push(...betterLeftOut(rs, offers, job, s.decidedAt));
   const unheard = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
   if (unheard.length) notes.push(`the records hold ${unheard.length} live offer(s) for this job from providers the selection did not consider (the decider may not have had them)`);
   return done({ ...(authority ? { authority } : {}), ...(result.ok ? { recomputedWinner: result.winner.offer } : {}), result });
+}
+
+/**
+ * Offers the records hold of a considered provider, live at the decision time
+ * and for the same job, that the book would have preferred to the one the
+ * selection names (same currency first, then cheaper, faster, lower address):
+ * reported as notes (the decider may not have had them), never a difference.
+ */
+function betterLeftOut(rs: RecordSet, considered: readonly Opened<Offer>[], job: Opened<Job>, decidedAt: number): string[] {
+  const named = new Map<string, Opened<Offer>>();
+  for (const o of considered) if (o.record.job === job.address) named.set(o.signer, o);
+  const best = new Map<string, Opened<Offer>>();
+  const cur = job.record.maxPrice.currency;
+  for (const o of rs.offers) {
+    const mine = named.get(o.signer);
+    if (!mine || o.address === mine.address || o.record.job !== job.address) continue;
+    if (o.record.issuedAt > decidedAt || o.record.expiresAt <= decidedAt) continue;
+    if (!preferOffer(o, mine, cur, decidedAt)) continue;
+    const b = best.get(o.signer);
+    if (!b || preferOffer(o, b, cur, decidedAt)) best.set(o.signer, o);
+  }
+  const out: string[] = [];
+  for (const p of [...best.keys()].sort(compareDids)) {
+    const o = best.get(p)!;
+    const m = named.get(p)!;
+    out.push(`AUDIT_BETTER_OFFER_LEFT_OUT: ${p} had a better live offer ${o.address} (${o.record.price.amount} ${o.record.price.currency}, ${duration(o.record.durationMs)}) than the considered ${m.address} (${m.record.price.amount} ${m.record.price.currency}, ${duration(m.record.durationMs)})`);
+  }
+  return out;
 }

@@ -6,7 +6,8 @@
  * tables in docs/protocol.md, so the contract and the code cannot drift.
  *
  * Error codes (stable): RECORD_NOT_A_MAP, RECORD_FIELD_MISSING,
- * RECORD_FIELD_TYPE, RECORD_FIELD_INVALID, RECORD_UNKNOWN_FIELD.
+ * RECORD_FIELD_TYPE, RECORD_FIELD_INVALID, RECORD_INTEGER_RANGE,
+ * RECORD_UNKNOWN_FIELD.
  */
 import { C0Error } from '../errors.js';
 import { addressToBytes, bytesToAddress, isAddress } from './address.js';
@@ -57,10 +58,17 @@ function convert(f: Field, v: unknown, path: string, dir: Dir): unknown {
   switch (f.t) {
     case 'uint':
     case 'time': {
+      // The wire allows 64-bit integers (docs/protocol.md §1), but every uint
+      // and time field is bounded by 2^53 − 1 so that decisions can use exact
+      // JS numbers: a larger one (a bigint from the decoder) has its own code.
+      if (typeof v === 'bigint') {
+        if (v < 0n) bad('RECORD_FIELD_INVALID', path, `must be ≥ ${f.t === 'uint' ? (f.min ?? 0) : 0}, got ${v}`);
+        bad('RECORD_INTEGER_RANGE', path, `must be at most 2^53 − 1 (${Number.MAX_SAFE_INTEGER}), got ${v}`);
+      }
       if (typeof v !== 'number' || !Number.isInteger(v)) bad('RECORD_FIELD_TYPE', path, `expected an integer, got ${typeName(v)}`);
       const min = f.t === 'uint' ? (f.min ?? 0) : 0;
       if (v < min) bad('RECORD_FIELD_INVALID', path, `must be ≥ ${min}, got ${v}`);
-      if (!Number.isSafeInteger(v)) bad('RECORD_FIELD_INVALID', path, `must be below 2^53`);
+      if (!Number.isSafeInteger(v)) bad('RECORD_INTEGER_RANGE', path, `must be at most 2^53 − 1 (${Number.MAX_SAFE_INTEGER}), got ${v}`);
       if (f.t === 'uint' && f.max !== undefined && v > f.max) bad('RECORD_FIELD_INVALID', path, `must be ≤ ${f.max}, got ${v}`);
       return v;
     }
@@ -218,15 +226,18 @@ function rule(f: Field): string {
 /** Render a schema as a Markdown table (nested maps flattened with dotted names). */
 export function schemaTable(schema: Schema): string {
   const rows: string[] = ['| field | CBOR type | required | rule | meaning |', '|---|---|---|---|---|'];
-  const walk = (fields: Schema, prefix: string, parentOptional: boolean) => {
+  // `optionalParent` says when a field under an optional ancestor is required:
+  // the schema requires it whenever that ancestor is present.
+  const walk = (fields: Schema, prefix: string, optionalParent: string | undefined) => {
     for (const [k, f] of Object.entries(fields)) {
       const name = prefix + k;
-      rows.push(`| \`${name}\` | ${cborType(f)} | ${f.optional || parentOptional ? 'no' : 'yes'} | ${rule(f)} | ${f.doc} |`);
-      if (f.t === 'object') walk(f.fields, name + '.', !!f.optional);
-      if (f.t === 'array' && f.of.t === 'object') walk(f.of.fields, name + '[].', !!f.optional);
+      const required = f.optional ? 'no' : optionalParent ? `yes (${optionalParent})` : 'yes';
+      rows.push(`| \`${name}\` | ${cborType(f)} | ${required} | ${rule(f)} | ${f.doc} |`);
+      if (f.t === 'object') walk(f.fields, name + '.', f.optional ? `when \`${name}\` is present` : optionalParent);
+      if (f.t === 'array' && f.of.t === 'object') walk(f.of.fields, name + '[].', f.optional ? `in every \`${name}\` entry` : optionalParent);
     }
   };
-  walk(schema, '', false);
+  walk(schema, '', undefined);
   return rows.join('\n');
 }
 

@@ -161,3 +161,18 @@ test('operator errors exit 3 with a code: unknown policy, private without an all
   assert.match(t.err, /error RECORD_WRONG_TYPE/);
   assert.ok(readFileSync(join(records, 'job.cbor')).length > 0);
 });
+
+test('audit of a selection with a flipped byte is a negative answer (exit 1), not an operator error', () => {
+  const out = join(root, 'selection-flip.cbor');
+  assert.equal(c0('market', 'select', '--job', J.address, '--records', records, '--at', String(NOW), '--out', out).code, 0);
+  const bytes = new Uint8Array(readFileSync(out));
+  bytes[bytes.length - 10]! ^= 0x01; // inside the signature
+  const f = join(root, 'selection-flipped.cbor');
+  writeFileSync(f, bytes);
+  const a = c0('market', 'audit', '--selection', f, '--records', records);
+  assert.equal(a.code, 1, a.err + a.out);
+  assert.match(a.out, /invalid\s+selection .*ENVELOPE_BAD_SIGNATURE/);
+  const j = c0('market', 'audit', '--selection', f, '--records', records, '--json');
+  assert.equal(j.code, 1);
+  assert.equal(JSON.parse(j.out).invalid.code, 'ENVELOPE_BAD_SIGNATURE');
+});

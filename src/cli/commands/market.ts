@@ -52,14 +52,27 @@ export function loadRecordDir(dir: string): { records: RecordSet; refused: Refus
   return { records, refused, read };
 }
 
-/** A job or selection given as a file path or as an address among the records. */
-function resolveRecord<R>(arg: string, type: string, records: RecordSet, what: string): Opened<R> {
+/**
+ * A job or selection given as a file path or as an address among the records.
+ * A file that is not a valid record (a flipped byte, a bad signature) is a
+ * negative answer (exit 1, README "Exit codes"); a file of another record type
+ * is the operator's mistake (exit 3).
+ */
+function resolveRecord<R>(arg: string, type: string, records: RecordSet, what: string, json?: boolean): Opened<R> {
   if (isAddress(arg)) {
     const r = records.getTyped<R>(arg, type);
     if (!r) throw new C0Error('MARKET_RECORD_NOT_FOUND', `no ${what} ${arg} among the records`, { field: what });
     return r;
   }
-  const r = open(readInput(arg), type) as Opened<R>;
+  const bytes = readInput(arg);
+  let r: Opened<R>;
+  try {
+    r = open(bytes, type) as Opened<R>;
+  } catch (e) {
+    if (!(e instanceof C0Error) || e.code === 'RECORD_WRONG_TYPE') throw e;
+    if (json) outJson({ invalid: { what, file: arg, code: e.code, message: e.message } });
+    throw new NegativeAnswer(json ? [] : [`invalid   ${what} ${arg}: ${e.code}: ${e.message}`]);
+  }
   records.add(r as Opened);
   return r;
 }
@@ -139,7 +152,7 @@ export function register(program: Command): void {
       const policy = parsePolicy(opts.policy);
       const now = parseAt(opts.at);
       const { records, refused, read } = loadRecordDir(opts.records);
-      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job');
+      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
       // Reputation as the job's buyer sees it: its own jobs, plus the buyers it names as trusted (docs/market.md).
       const trustedBuyers = (opts.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
       const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust: { trustedBuyers } });
@@ -172,7 +185,7 @@ export function register(program: Command): void {
     .action((opts: { job: string; records: string; at?: string; json?: boolean }) => {
       const now = parseAt(opts.at);
       const { records, refused, read } = loadRecordDir(opts.records);
-      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job');
+      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
       const e = explainMarket({ job: jobRec, adverts: records.adverts, offers: records.offers, now });
       if (opts.json) {
         outJson({ records: { read, refused }, ...e });
@@ -190,7 +203,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .action((opts: { selection: string; records: string; steward?: string[]; json?: boolean }) => {
       const { records, refused, read } = loadRecordDir(opts.records);
-      const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection');
+      const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);
       const a = auditSelection({ selection: sel, records, ...(opts.steward ? { stewards: opts.steward } : {}) });
       if (opts.json) {
         const { result: _r, ...rest } = a;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { OfferBook, select } from '../../../src/market/index.js';
+import { MAX_STANDBY, OfferBook, select } from '../../../src/market/index.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { NOW, P, advert, job, offer, shuffle } from './fixtures.js';
 
@@ -247,4 +247,52 @@ test('candidates(): one offer per provider, the job currency first, an expired o
   const r = select({ job: J, adverts: [A1, advert(P(2)), advert(P(3))], offers: b, now: NOW + 2_000 });
   assert.deepEqual(r.ineligible.map((v) => [v.provider, v.failures.map((f) => f.code)]).sort(), [[P(2).did, ['OFFER_CURRENCY_MISMATCH']], [P(3).did, ['OFFER_EXPIRED']]].sort());
   assert.deepEqual(b.candidates('sha256:' + '00'.repeat(32), 'USD', NOW), []);
+});
+
+// Beyond the bound (issue #11): more than MAX_STANDBY mutually non-dominated offers from one provider.
+// Cheaper ones live shorter, so none dominates another; each becomes the best live one in turn.
+const LADDER = (() => {
+  const a = advert(P(1));
+  const b = advert(P(2));
+  const out = [];
+  for (let k = 1; k <= 13; k++) out.push(offer(P(1), J, a, { amount: `0.${String(k).padStart(2, '0')}`, issuedAt: NOW - 1000 - k, expiresAt: NOW + 10_000 * k, startBy: NOW + 300_000 }));
+  for (let k = 1; k <= 3; k++) out.push(offer(P(2), J, b, { amount: `0.${k}5`, issuedAt: NOW - 2000 - k, expiresAt: NOW + 40_000 * k }));
+  return out;
+})();
+
+test('property: past MAX_STANDBY offers from one provider, the book refuses the extra ones (never drops an accepted one) and selection over the book equals selection over the offers it accepted', () => {
+  const adverts = [P(1), P(2)].map((p) => advert(p));
+  fc.assert(
+    fc.property(fc.shuffledSubarray(LADDER, { minLength: 1 }), fc.constantFrom('cheapest', 'fastest', 'balanced'), (subset, policy) => {
+      const book = new OfferBook();
+      const accepted: typeof subset = [];
+      let refused = 0;
+      subset.forEach((o, k) => {
+        const r = book.addSync(o, NOW - 100 + k);
+        if (r.status === 'refused') refused++;
+        else if (r.status === 'best' || r.status === 'standby') accepted.push(o);
+      });
+      // P(1)'s offers are mutually non-dominated: all beyond the bound are refused, the rest kept
+      const mine = subset.filter((o) => o.signer === P(1).did).length;
+      assert.equal(refused, Math.max(0, mine - MAX_STANDBY));
+      for (let t = NOW; t <= NOW + 140_000; t += 10_000) {
+        const fromBook = select({ job: J, adverts, offers: book, policy, now: t });
+        const fromList = select({ job: J, adverts, offers: accepted, policy, now: t });
+        assert.deepEqual(JSON.parse(JSON.stringify(fromBook)), JSON.parse(JSON.stringify(fromList)), `at +${t - NOW} ms`);
+      }
+    }),
+    { numRuns: 150 },
+  );
+});
+
+test('the bound is a refusal: a ninth non-dominated offer is refused and the eight accepted stay; a dominating one is still taken', () => {
+  const book = new OfferBook();
+  const mine = LADDER.filter((o) => o.signer === P(1).did);
+  for (const o of mine.slice(0, MAX_STANDBY)) assert.notEqual(book.addSync(o, NOW).status, 'refused');
+  assert.deepEqual(book.addSync(mine[MAX_STANDBY]!, NOW), { changed: false, status: 'refused' });
+  assert.equal(book.size, MAX_STANDBY);
+  // cheaper than all and living longest: dominates every one, so it is taken and they leave
+  const dom = offer(P(1), J, advert(P(1)), { amount: '0.001', expiresAt: NOW + 200_000, startBy: NOW + 300_000 });
+  assert.equal(book.addSync(dom, NOW).status, 'best');
+  assert.equal(book.size, 1);
 });

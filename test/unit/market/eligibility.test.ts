@@ -309,3 +309,18 @@ test('property: quickEligible agrees with the seven gates exactly wherever it an
   // not vacuous: a good share of the random cases pass every gate, so each gate is seen deciding alone
   assert.ok(eligibleRuns > 150, `only ${eligibleRuns} of 3000 random cases were eligible`);
 });
+
+test('messages say times as ISO instants or durations, never raw epoch milliseconds (issue #11)', () => {
+  const j = job(P(100), { timeoutMs: 300_000 });
+  const a = advert(P(1), { issuedAt: NOW - 7_200_000, expiresAt: NOW - 90_000 });
+  const future = advert(P(2), { issuedAt: NOW + 600_000, expiresAt: NOW + 3_600_000 });
+  const o = offer(P(1), j, a, { expiresAt: NOW - 1, startBy: NOW + 3_590_000, durationMs: 400_000 });
+  const fs = [...checkEligibility(j, a, o, NOW), ...checkEligibility(j, future, undefined, NOW)];
+  const codes = fs.map((f) => f.code);
+  for (const c of ['ADVERT_EXPIRED', 'ADVERT_NOT_YET_VALID', 'OFFER_EXPIRED', 'OFFER_MISSES_DEADLINE', 'OFFER_OVER_TIMEOUT']) assert.ok(codes.includes(c as never), c);
+  for (const f of fs) assert.doesNotMatch(f.message, /\d{10,}/, f.message);
+  const deadline = fs.find((f) => f.code === 'OFFER_MISSES_DEADLINE')!.message;
+  assert.ok(deadline.includes(new Date(NOW + 3_590_000).toISOString()), deadline);
+  assert.match(deadline, /taking 6 min 40 s/);
+  assert.match(fs.find((f) => f.code === 'OFFER_OVER_TIMEOUT')!.message, /quotes 6 min 40 s, longer than the job's timeout of 5 min/);
+});

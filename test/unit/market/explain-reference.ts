@@ -8,7 +8,8 @@
  * constraint would gain. Pure; `now` is injected; providers in DID order.
  */
 import type { Advert, Job, Offer } from '../../../src/records/kinds.js';
-import { ACTION, CONSTRAINTS, RELAXABLE, constraintOf, phrase, type Binding, type Constraint, type MarketExplanation, type ProviderVerdict, type Relaxation } from '../../../src/market/explain.js';
+import { CONSTRAINTS, constraintOf, phrase, type Binding, type Constraint, type MarketExplanation, type ProviderVerdict, type RelaxContext } from '../../../src/market/explain.js';
+import { relaxationsOf } from '../../../src/market/relax.js';
 import type { Opened } from '../../../src/records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../../../src/records/freshness.js';
 import { AdvertIndex, REASON, evaluate, prepareJob, type PreparedJob } from '../../../src/market/eligibility.js';
@@ -23,7 +24,7 @@ export interface MarketInput {
 }
 
 /** Evaluate every known provider (with or without an offer) for a job. DID order. */
-export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>>, now: number, skewMs: number): ProviderVerdict[] {
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>>, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>): ProviderVerdict[] {
   const best = new Map<string, Opened<Offer>>();
   const cur = pj.job.maxPrice.currency;
   for (const o of offers) {
@@ -31,11 +32,12 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     const b = best.get(o.signer);
     if (!b || preferOffer(o, b, cur, now)) best.set(o.signer, o);
   }
+  if (judged) for (const o of best.values()) judged.set(o.address, o);
   const providers = new Set<string>([...best.keys(), ...index.latest.keys()]);
   const out: ProviderVerdict[] = [];
   for (const p of [...providers].sort()) {
     const offer = best.get(p);
-    const advert = offer ? index.resolve(offer, now) : index.latest.get(p);
+    const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
     if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
     out.push({ provider: p, ...(advert ? { advert: advert.address } : {}), ...(offer ? { offer: offer.address } : {}), eligible: failures.length === 0, failures });
@@ -46,13 +48,15 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
 export function explainMarket(input: MarketInput): MarketExplanation {
   const pj = prepareJob(input.job);
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
-  const verdicts = judgeAll(pj, index, input.offers, input.now, input.skewMs ?? DEFAULT_SKEW_MS);
-  return explainVerdicts(pj, verdicts);
+  const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
+  const offers = new Map<string, Opened<Offer>>();
+  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers);
+  return explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
 }
 
 const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);
 
-export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): MarketExplanation {
+export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ctx: RelaxContext): MarketExplanation {
   const job = pj.job;
   const known = verdicts.length;
   const eligible = verdicts.filter((v) => v.eligible).length;
@@ -77,23 +81,8 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
   }
   binding.sort((a, b) => b.failing - a.failing || CONSTRAINTS.indexOf(a.constraint) - CONSTRAINTS.indexOf(b.constraint));
 
-  const relaxations: Relaxation[] = [];
-  for (const c of RELAXABLE) {
-    let gain = 0;
-    let quoted = 0;
-    for (const g of groups) {
-      const others = [...g].filter((x) => x !== c && x !== 'quote');
-      if (g.has(c) && others.length === 0) {
-        gain++;
-        if (!g.has('quote')) quoted++;
-      }
-    }
-    if (gain > 0) {
-      const wait = gain - quoted;
-      relaxations.push({ constraint: c, gain, quoted, text: `${ACTION[c]}: ${gain} more ${plural(gain, 'provider', 'providers')}${wait ? ` (${wait} of them ${plural(wait, 'has', 'have')} not quoted yet)` : ''}` });
-    }
-  }
-  relaxations.sort((a, b) => b.gain - a.gain || RELAXABLE.indexOf(a.constraint) - RELAXABLE.indexOf(b.constraint));
+  // the hints are one shared implementation (src/market/relax.ts), checked by relaxing and re-running
+  const relaxations = relaxationsOf(pj, verdicts, ctx);
 
   const expired = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.ADVERT_EXPIRED)).map((v) => v.provider);
 
@@ -111,8 +100,11 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
     while (pool.length > 0 && left.size > 0) {
       let pick: Constraint | undefined;
       let pickMeet = -1;
+      const unquoted = pool.some((i) => groups[i]!.has('quote'));
       for (const c of CONSTRAINTS) {
         if (!left.has(c)) continue;
+        // judged on the offer: not while some in the pool have no live offer
+        if (unquoted && (c === 'currency' || c === 'price' || c === 'deadline')) continue;
         const fails = pool.filter((i) => groups[i]!.has(c)).length;
         if (fails === 0) {
           left.delete(c);
@@ -131,15 +123,19 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[]): M
       left.delete(pick);
       const meeting = pickMeet;
       if (clauses.length === 0) {
-        clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, false)}` : `${meeting} of ${known} ${phrase(pick, job, meeting !== 1)}`);
+        clauses.push(meeting === 0 ? `no provider ${phrase(pick, job, 'one')}` : `${meeting} of ${known} ${phrase(pick, job, meeting === 1 ? 'one' : 'many')}`);
+      } else if (meeting === 0) {
+        clauses.push(pool.length === 1 ? `but it ${phrase(pick, job, 'not')}` : `but none of them ${phrase(pick, job, 'one')}`);
       } else {
-        clauses.push(meeting === 0 ? `but ${pool.length === 1 ? 'it does not meet this' : 'none of them'}${pool.length === 1 ? `: ${phrase(pick, job, false)}` : ` ${phrase(pick, job, false)}`}` : `of those, ${meeting} ${phrase(pick, job, meeting !== 1)}`);
+        clauses.push(`of those, ${meeting} ${phrase(pick, job, meeting === 1 ? 'one' : 'many')}`);
       }
       pool = pool.filter((i) => !groups[i]!.has(pick!));
     }
     const head = eligible === 0 ? `No provider is eligible among ${known} known` : `${eligible} of ${known} known ${plural(known, 'provider is', 'providers are')} eligible`;
     summary = clauses.length ? `${head}: ${clauses.join('; ')}.` : `${head}.`;
     if (expired.length) summary += ` ${expired.length} ${plural(expired.length, 'advert has', 'adverts have')} expired.`;
+    const lapsed = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.OFFER_EXPIRED)).length;
+    if (lapsed) summary += ` ${lapsed} ${plural(lapsed, 'offer has', 'offers have')} expired.`;
     if (eligible === 0 && relaxations.length) summary += ` To widen the market: ${relaxations[0]!.text}.`;
   }
   return { job: pj.address, known, eligible, providers: verdicts, counts: sortedCounts, binding, relaxations, expired, summary };

@@ -138,3 +138,42 @@ test('failover: a selection of the runner-up leaves out the provider tried, and 
   assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: BUYER.signer, winner: first.offer, excluded: new Set([first.provider]) })), 'SELECTION_WINNER_NOT_CONSIDERED');
   assert.equal(codeOf(() => signSelection({ result: r, job: J, signer: BUYER.signer, winner: 'sha256:' + '00'.repeat(32) })), 'SELECTION_WINNER_NOT_CONSIDERED');
 });
+
+test('audit after a republish: the offer is judged against the advert live at the decision time, not one issued later', () => {
+  // P(1)'s offer cites seq 1, expired by NOW; seq 2 was live at NOW; seq 3 is published an hour later
+  const a1 = advert(P(1), { seq: 1, issuedAt: NOW - 7_200_000, expiresAt: NOW - 1000 });
+  const a2 = advert(P(1), { seq: 2, issuedAt: NOW - 500, expiresAt: NOW + 1_800_000 });
+  const a3 = advert(P(1), { seq: 3, issuedAt: NOW + 3_600_000, expiresAt: NOW + 7_200_000 });
+  const b = advert(P(2));
+  const o1 = offer(P(1), J, a1, { amount: '0.2' });
+  const o2 = offer(P(2), J, b, { amount: '0.4' });
+  const r = select({ job: J, adverts: [a1, a2, b], offers: [o1, o2], policy: 'cheapest', now: NOW });
+  assert.ok(r.ok);
+  assert.equal(r.winner.offer, o1.address);
+  assert.equal(r.winner.advert, a2.address);
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer });
+  // the records now also hold the republished advert
+  const all = [J, a1, a2, a3, b, o1, o2];
+  const a = auditSelection({ selection: s, records: all });
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  const again = select({ job: J, adverts: [a1, a2, a3, b], offers: [o1, o2], policy: 'cheapest', now: NOW });
+  assert.ok(again.ok);
+  assert.equal(again.winner.offer, o1.address);
+});
+
+test('audit notes a better signed offer of a considered provider that the selection left out', () => {
+  const worse = offer(P(2), J, ADS[1]!, { amount: '0.07' });
+  const better = offer(P(2), J, ADS[1]!, { amount: '0.05' });
+  const r = select({ job: J, adverts: ADS, offers: [OFFERS[0]!, worse, OFFERS[2]!], policy: 'cheapest', now: NOW });
+  assert.ok(r.ok);
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer });
+  const a = auditSelection({ selection: s, records: [J, ...ADS, ...OFFERS, worse, better] });
+  // the decision reproduces from the offers it named, but the better one is reported
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  const note = a.notes.find((n) => n.includes(better.address));
+  assert.ok(note, a.notes.join(' | '));
+  assert.match(note, /0\.05 USD/);
+  assert.match(note, /0\.07 USD/);
+  // the offer OFFERS[1] (0.3) of the same provider is worse than 0.07: not reported
+  assert.ok(!a.notes.some((n) => n.includes(OFFERS[1]!.address)));
+});

@@ -334,6 +334,10 @@ describe('envelope: field shapes (unknown, missing, wrong type, money)', () => {
     { what: 'money as text', record: (o) => (o.price = '1 USD'), code: 'RECORD_FIELD_TYPE' },
     { what: 'address as text in the core', record: (o) => (o.job = 'sha256:' + '1'.repeat(63)), core: (o) => (o.job = 'sha256:' + '1'.repeat(64)), code: 'RECORD_FIELD_TYPE' },
     { what: 'address of 31 bytes in the core', record: (o) => (o.job = 42), core: (o) => (o.job = new Uint8Array(31)), code: 'RECORD_FIELD_TYPE', coreCode: 'RECORD_FIELD_INVALID' },
+    // A 64-bit integer is canonical CBOR, but record fields are bounded by 2^53 − 1 (docs/protocol.md §1).
+    { what: 'uint of 2^53 (bigint in the core)', record: (o) => (o.durationMs = 2 ** 53), core: (o) => (o.durationMs = 2n ** 53n), code: 'RECORD_INTEGER_RANGE' },
+    { what: 'time of 2^64 − 1 (bigint in the core)', record: (o) => (o.issuedAt = 2n ** 64n - 1n), code: 'RECORD_INTEGER_RANGE' },
+    { what: 'time below −2^53 (bigint in the core)', record: (o) => (o.startBy = -(2n ** 60n)), code: 'RECORD_FIELD_INVALID' },
   ];
   for (const c of cases) {
     test(`${c.what} → ${c.code}`, () => {
