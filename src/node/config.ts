@@ -88,6 +88,8 @@ export const configSchema = z
       .object({
         /** host:port of the control API (and /metrics). Port 0 picks a free port. */
         listen: z.string().regex(/^[^:]+:[0-9]{1,5}$/, 'host:port').default('127.0.0.1:7070'),
+        /** Further names clients may put in `Host` (with the bound port), e.g. the machine's DNS name; see docs/node.md. */
+        hosts: z.array(z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, 'host name or host:port')).optional(),
       })
       .strict()
       .default({ listen: '127.0.0.1:7070' }),
