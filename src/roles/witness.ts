@@ -4,7 +4,9 @@
  * `/c0mpute/ledger/1`, verify that they extend it (src/ledger/witness.ts keeps
  * the per-steward state and refuses shorter, forked or rewritten histories),
  * cosign, and publish the `pool-witness/1` receipt. When the steward signed two
- * different entries at one seq, publish the `pool-evidence/1` record instead.
+ * entries no single history holds (two at one seq, or a fork beginning right
+ * after the held head: src/ledger/witness.ts), the witness keeps them and
+ * publishes the `pool-evidence/1` record instead.
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
@@ -74,12 +76,12 @@ export class WitnessRole {
       if (!(e instanceof C0Error)) throw e;
       this.#last.set(steward, { refused: e.code, at: this.o.clock() });
       this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
-      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array }; seq?: number } | undefined) ?? {};
+      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: string }; seq?: number } | undefined) ?? {};
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
-        const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.evidence.a, conflicting: ev.evidence.b, observedAt: this.o.clock() };
+        const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.evidence.a, conflicting: ev.evidence.b, observedAt: this.o.clock(), ...(ev.evidence.form === 'successor' ? { form: 'successor' as const } : {}) };
         const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
         await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});
-        this.o.log.warn({ steward, seq: ev.seq, evidence: env.address }, 'published equivocation evidence');
+        this.o.log.warn({ steward, seq: ev.seq, form: rec.form ?? 'same-seq', evidence: env.address }, 'published equivocation evidence');
       }
     }
   }
