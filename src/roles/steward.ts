@@ -42,7 +42,7 @@ import { PoolState, admittedEvent, checkClaim, type Claim, type Verdict } from '
 import { treeFromYaml } from '../pool/yaml.js';
 import { worseGrade } from '../pool/grades.js';
 import { deriveEstimate } from '../pool/estimate.js';
-import { preemptionOrder } from '../pool/preemption.js';
+import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger } from '../ledger/store.js';
@@ -138,6 +138,8 @@ export class Steward {
   readonly #queueStore: ClaimQueueStore;
   #stopped = false;
   #samples = new Map<string, UsageSample[]>();
+  /** The latest usage figures of each running claim's attempt (for §5.2). */
+  #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
   #idleTimer: NodeJS.Timeout | undefined;
 
@@ -334,7 +336,8 @@ export class Steward {
   }
 
   /** Admit (appending durably, preempting first when needed) or deny a decided claim, and tell the buyer. */
-  async #answer(claim: Claim, job: Opened<Job>, { v, victims }: Decided, ctx: { send(f: CborValue): Promise<void> }, queued?: number): Promise<void> {
+  async #answer(claim: Claim, job: Opened<Job>, decided: Decided, ctx: { send(f: CborValue): Promise<void> }, queued?: number): Promise<void> {
+    let { v, victims } = decided;
     if (v.verdict === 'Deny') {
       this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
       if (queued !== undefined) await this.#queueStore.remove(queued);
@@ -342,13 +345,20 @@ export class Steward {
       return;
     }
     if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
-    if (victims.length) await this.#preempt(victims, claim.id);
-    const r = await this.#append(admittedEvent(claim, v));
+    if (victims.length) {
+      // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
+      await this.#sampleRunning();
+      const again = this.#decideNow(claim);
+      if (again.v.verdict === 'Admit') ({ v, victims } = again);
+      if (victims.length) await this.#preempt(victims, claim.id);
+    }
+    const admit = v as Verdict & { verdict: 'Admit' };
+    const r = await this.#append(admittedEvent(claim, admit));
     // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
     if (queued !== undefined) await this.#queueStore.remove(queued);
     this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
-    this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: v.reserved, borrowed: v.borrowed_uj, seq: r.seq }, 'claim admitted');
-    await ctx.send({ t: 'admitted', reserved: v.reserved, devices: v.devices, borrowed_uj: v.borrowed_uj, seq: r.seq, entry: r.address } as never);
+    this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
+    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address } as never);
   }
 
   #record(w: Waiting): QueuedClaimRecord {
@@ -453,9 +463,11 @@ export class Steward {
    * The verdict a claim gets now, physical capacity included: an admission
    * within the entitlement's guarantees that needs devices held by other
    * work may reclaim them from claims of lower-priority entitlements, in the
-   * §5.2 order (mid-run cost is not reported to the steward, so undefined:
-   * lowest priority first, ties by claim id); without enough such devices it
-   * is queued, DEVICES_HELD.
+   * §5.2 order over their real figures (receipts so far plus the running
+   * attempt's sampled energy and completed units: a defined cost, most
+   * expensive first, then undefined, lowest priority first, ties by claim
+   * id; src/roles/steward-preempt.ts); without enough such devices it is
+   * queued, DEVICES_HELD.
    */
   #decideNow(claim: Claim): { v: Verdict; victims: string[] } {
     const v = this.decide(claim);
@@ -465,22 +477,49 @@ export class Steward {
     const held = open.reduce((s, c) => s + c.devices, 0);
     const over = held + v.devices - capacity;
     if (capacity === 0 || over <= 0) return { v, victims: [] };
-    const mine = this.tree.entitlements.get(claim.entitlement)!;
-    const victims: string[] = [];
     if (this.cfg.preempt) {
-      const candidates = open
-        .filter((c) => c.devices > 0 && (this.tree.entitlements.get(c.entitlement)?.priority ?? Infinity) < mine.priority && this.#providerOf(c.claim))
-        .map((c) => ({ key: c.claim, spentUj: 0, completedUnits: 0, priority: this.tree.entitlements.get(c.entitlement)!.priority }));
-      let freed = 0;
-      for (const r of preemptionOrder(candidates)) {
-        if (freed >= over) break;
-        victims.push(r.key);
-        freed += this.ledger.book.open.get(r.key)!.devices;
-      }
-      if (freed >= over) return { v, victims };
+      const victims = chooseVictims(this.#preemptInputs(claim), over);
+      if (victims.length) return { v, victims };
     }
     const queued: Verdict = { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
     return { v: queued, victims: [] };
+  }
+
+  /** What §5.2 ranks the running claims by: their real spent energy and completed units (src/roles/steward-preempt.ts). */
+  #preemptInputs(claim: Claim): PreemptInputs {
+    return {
+      open: [...this.ledger.book.open.values()],
+      priority: (e) => this.tree.entitlements.get(e)?.priority,
+      claimantPriority: this.tree.entitlements.get(claim.entitlement)!.priority,
+      hasProvider: (c) => this.#providerOf(c) !== undefined,
+      figures: (c) => {
+        const receiptsUj = [...(this.#open.get(c)?.receipts.values() ?? [])].reduce((sum, r) => sum + r.record.energy.uj, 0);
+        const live = this.#live.get(c);
+        return { receiptsUj, ...(live ? { liveUj: live.uj, ...(live.units === undefined ? {} : { units: live.units }) } : {}) };
+      },
+    };
+  }
+
+  /** Ask each running claim's provider what its attempt has spent and completed so far (before choosing victims). */
+  async #sampleRunning(): Promise<void> {
+    await Promise.all(
+      [...this.ledger.book.open.values()].map(async (c) => {
+        const provider = this.#providerOf(c.claim);
+        if (!provider) return;
+        try {
+          const frames = await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
+          this.#noteUsage(c.claim, frames[0]);
+        } catch {
+          /* no figure: the claim keeps the ones it had */
+        }
+      }),
+    );
+  }
+
+  #noteUsage(claim: string, f: unknown): void {
+    const u = f as { uj?: unknown; units?: unknown } | undefined;
+    if (typeof u?.uj !== 'number' || !Number.isSafeInteger(u.uj) || u.uj < 0) return;
+    this.#live.set(claim, { uj: u.uj, ...(typeof u.units === 'number' && Number.isSafeInteger(u.units) && u.units >= 0 ? { units: u.units } : {}) });
   }
 
   #providerOf(claim: string): string | undefined {
@@ -526,6 +565,7 @@ export class Steward {
       } catch {
         continue;
       }
+      this.#noteUsage(c.claim, frames[0]);
       const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
       if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
       const hist = this.#samples.get(c.claim) ?? [];
@@ -618,6 +658,7 @@ export class Steward {
     if (oj.timer) clearTimeout(oj.timer);
     this.#open.delete(oj.claim);
     this.#samples.delete(oj.claim);
+    this.#live.delete(oj.claim);
     this.#idleVerdicts.delete(oj.claim);
     const r = await this.#append({ event: 'Released', claim: oj.claim, actual });
     this.log.info({ claim: oj.claim, actual, why, seq: r.seq }, 'claim released');
