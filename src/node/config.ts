@@ -127,6 +127,8 @@ export const configSchema = z
         requiredEvidence: z.number().int().nonnegative().default(3),
         /** Reclaim devices from lower-priority claims for a claim queued on held devices (pool/1 §5). */
         preempt: z.boolean().default(true),
+        /** How long a queued claim restored after a restart keeps its place while its buyer is away, ms (docs/overlays.md). */
+        reaskGraceMs: z.number().int().positive().optional(),
         /**
          * Idle reclamation (pool/1 §2.7). Absent: nothing is ever reclaimed for
          * idleness. There is no default threshold: it must sit above the
