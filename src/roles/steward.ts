@@ -135,6 +135,8 @@ export class Steward {
   #queue: Waiting[] = [];
   /** Queued claims taken out of line and not yet appended (or denied): nothing else is decided meanwhile. */
   #inflight = 0;
+  /** Claims being admitted (preempting, appending): a re-ask waits for them. */
+  #admitting = new Map<string, Promise<void>>();
   readonly #queueStore: ClaimQueueStore;
   #stopped = false;
   #samples = new Map<string, UsageSample[]>();
@@ -273,6 +275,8 @@ export class Steward {
     const job = open(req.job, T.job);
     const { didFromPeerId } = await import('../node/peer-id.js');
     if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask to admit it');
+    // An admission of this job under way (taken out of line, being appended): answer once it is done.
+    await this.#admitting.get(job.address);
     const admitted = this.ledger.book.open.get(job.address);
     if (admitted) {
       // Asked again (the first answer was lost with its stream): the same answer, nothing recorded.
@@ -301,9 +305,14 @@ export class Steward {
       const d = this.#decideNow(claim);
       if (d.v.verdict !== 'Queue') return this.#answer(claim, job, d, ctx);
       w = { n: this.#queueStore.next(), claim, job, since: this.o.clock(), verdict: d.v as Waiting['verdict'] };
-      // Durable before acknowledged: the claim is on disk before the buyer hears "queued".
-      await this.#queueStore.put(this.#record(w));
+      // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
       this.#enqueue(w);
+      try {
+        await this.#queueStore.put(this.#record(w));
+      } catch (e) {
+        this.#dequeue(w);
+        throw e;
+      }
       this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
     }
     const waiting = w;
@@ -345,18 +354,28 @@ export class Steward {
       return;
     }
     if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
-    if (victims.length) {
-      // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
-      await this.#sampleRunning();
-      const again = this.#decideNow(claim);
-      if (again.v.verdict === 'Admit') ({ v, victims } = again);
-      if (victims.length) await this.#preempt(victims, claim.id);
+    // Set before the first await: a re-ask for this job waits for the append, then gets the same answer.
+    let done!: () => void;
+    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
+    let admit: Verdict & { verdict: 'Admit' };
+    let r: { seq: number; address: string };
+    try {
+      if (victims.length) {
+        // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
+        await this.#sampleRunning();
+        const again = this.#decideNow(claim);
+        if (again.v.verdict === 'Admit') ({ v, victims } = again);
+        if (victims.length) await this.#preempt(victims, claim.id);
+      }
+      admit = v as Verdict & { verdict: 'Admit' };
+      r = await this.#append(admittedEvent(claim, admit));
+      // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
+      if (queued !== undefined) await this.#queueStore.remove(queued);
+      this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
+    } finally {
+      this.#admitting.delete(claim.id);
+      done();
     }
-    const admit = v as Verdict & { verdict: 'Admit' };
-    const r = await this.#append(admittedEvent(claim, admit));
-    // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
-    if (queued !== undefined) await this.#queueStore.remove(queued);
-    this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
     this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
     await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address } as never);
   }
