@@ -174,11 +174,43 @@ export class Witness {
     return sealed;
   }
 
+  /**
+   * A head the steward announced (its signed entry, heard on pool-head)
+   * checked against the held head, before anything is fetched: at the held
+   * head's seq with other content, or at the next seq not linking to it, it
+   * is kept as evidence and returned (nothing is cosigned). Otherwise
+   * undefined. An entry that does not verify as the steward's is ignored.
+   */
+  async observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+    let o;
+    try {
+      o = open(bytes, POOL_TYPE);
+    } catch (e) {
+      if (e instanceof C0Error) return undefined;
+      throw e;
+    }
+    if (o.signer !== steward || steward === this.did) return undefined;
+    const held = await this.#held(steward);
+    if (held.length === 0 || !held.entry) return undefined;
+    const rec = o.record as LedgerEntry;
+    if (rec.seq === held.length - 1 && compareBytes(bytes, held.entry) !== 0) return this.keep(steward, held.entry, bytes);
+    if (rec.seq === held.length && rec.prev !== held.head) return this.keep(steward, held.entry, bytes, 'successor');
+    return undefined;
+  }
+
+  /** Verify and keep (synced) evidence that the steward signed two entries no single history holds. */
+  async keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
+    const v = verifyEvidence(a, b, form);
+    if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
+    const ev = { a, b, ...(form ? { form } : {}) };
+    await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
+    this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
+    return { steward, seq: v.seq, a, b, ...(form ? { form } : {}) };
+  }
+
   /** Keep evidence (verified first), synced, then refuse with WITNESS_EQUIVOCATION carrying it. */
   async #keep(steward: string, ev: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }, held: { length: number; head: string }): Promise<never> {
-    const v = verifyEvidence(ev.a, ev.b, ev.form);
-    await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
-    this.#log?.warn({ steward, seq: v.seq, form: ev.form ?? 'same-seq' }, 'witness: equivocation evidence kept');
+    const v = await this.keep(steward, ev.a, ev.b, ev.form);
     const what = ev.form === 'successor' ? `an entry at seq ${v.seq + 1} that does not follow its entry at seq ${v.seq}` : `two different entries at seq ${v.seq}`;
     throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed ${what}`, { detail: { held, seq: v.seq, evidence: ev, ...(ev.form ? { form: ev.form } : {}) } });
   }

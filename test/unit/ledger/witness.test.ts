@@ -144,6 +144,22 @@ describe('Witness', () => {
     }
   });
 
+  it('a head the steward announces (pool-head) is checked against the held head: a fork of it is kept, anything else is not', async () => {
+    await withWitness(async (w) => {
+      assert.equal(await w.observeHead(S, bytes[0]!), undefined, 'nothing held yet');
+      await w.cosign(S, bytes.slice(0, 3));
+      for (const honest of [bytes[1]!, bytes[2]!, bytes[3]!, bytes[4]!]) assert.equal(await w.observeHead(S, honest), undefined);
+      assert.equal(await w.observeHead(S, sealEntries([admitted('x')], Ed25519Signer.generate())[0]!.bytes), undefined, 'not the steward’s');
+      const other = sealEntries([admitted('r1'), admitted('r2'), admitted('r3-other'), released('r1')], steward);
+      const same = await w.observeHead(S, other[2]!.bytes);
+      assert.deepEqual([same?.seq, same?.form], [2, undefined]);
+      const next = await w.observeHead(S, other[3]!.bytes);
+      assert.deepEqual([next?.seq, next?.form], [2, 'successor']);
+      assert.equal((await w.evidence(S)).length, 2);
+      assert.deepEqual(await w.held(S), { length: 3, head: chain[2]!.address });
+    });
+  });
+
   it('state survives a restart (written before the receipt is returned)', async () => {
     const t = tempDir('c0-witness-');
     const signer = Ed25519Signer.generate();
