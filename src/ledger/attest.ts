@@ -74,13 +74,22 @@ export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Arr
   return { grade: witnesses.length > 0 ? 'witnessed' : 'self-attested', witnesses, witnessedLength, receipts: statuses };
 }
 
-/** Evidence of equivocation: two entries signed by one steward at one seq with different content. */
+/**
+ * Evidence of equivocation, two entries signed by one steward:
+ * - form `same-seq` (the default, and the only form before forks were kept): both at one seq, different content;
+ * - form `successor`: `b` is at `a`'s seq + 1 but its `prev` is not `a`'s address — the steward signed `a` at
+ *   that seq and also signed a history in which that seq holds another entry (a fork beginning right after `a`).
+ * `seq` is `a`'s seq in both forms.
+ */
 export interface Equivocation {
   steward: string;
   seq: number;
   a: Uint8Array;
   b: Uint8Array;
+  form?: EquivocationForm;
 }
+
+export type EquivocationForm = 'same-seq' | 'successor';
 
 export const EQUIV_ERR = { NOT_PROVEN: 'EQUIVOCATION_NOT_PROVEN' } as const;
 
@@ -101,4 +110,32 @@ export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: str
   if (ra.seq !== rb.seq) throw new C0Error(EQUIV_ERR.NOT_PROVEN, `the two entries have different seq (${ra.seq}, ${rb.seq})`);
   if (compareBytes(a, b) === 0 || oa.address === ob.address) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are the same entry');
   return { steward: oa.signer, seq: ra.seq, addresses: [oa.address, ob.address] };
+}
+
+/**
+ * Verify fork evidence from the two records alone: `b` is signed by `a`'s
+ * signer at `a`'s seq + 1 and does not link to `a` (its prev is not a's
+ * address). Returns the steward and `a`'s seq, or throws.
+ */
+export function verifySuccessorFork(a: Uint8Array, b: Uint8Array): { steward: string; seq: number; addresses: [string, string] } {
+  let oa;
+  let ob;
+  try {
+    oa = open(a, POOL_TYPE);
+    ob = open(b, POOL_TYPE);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    throw new C0Error(EQUIV_ERR.NOT_PROVEN, `an entry of the evidence does not verify: ${e.code}`, { detail: { reason: e.code } });
+  }
+  const ra = oa.record as LedgerEntry;
+  const rb = ob.record as LedgerEntry;
+  if (oa.signer !== ob.signer) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are signed by different keys');
+  if (rb.seq !== ra.seq + 1) throw new C0Error(EQUIV_ERR.NOT_PROVEN, `the second entry is not the first's successor (seq ${ra.seq}, ${rb.seq})`);
+  if (rb.prev === oa.address) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the second entry links to the first: no fork');
+  return { steward: oa.signer, seq: ra.seq, addresses: [oa.address, ob.address] };
+}
+
+/** Verify evidence of either form. */
+export function verifyEvidence(a: Uint8Array, b: Uint8Array, form: EquivocationForm = 'same-seq'): { steward: string; seq: number; addresses: [string, string] } {
+  return form === 'successor' ? verifySuccessorFork(a, b) : verifyEquivocation(a, b);
 }

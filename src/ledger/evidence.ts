@@ -1,13 +1,16 @@
 /**
  * `pool-evidence/1`: what a witness publishes when a steward equivocates — two
- * entries the steward signed at one seq with different content. Anyone can
- * check it from the two entries alone (verifyEquivocation); the witness's own
- * signature only says who noticed.
+ * entries the steward signed that no single append-only history holds: at one
+ * seq with different content (`form` absent), or (`form: successor`) the
+ * held entry and an entry at the next seq that does not link to it (a fork
+ * beginning right after the head the witness held). Anyone can check it from
+ * the two entries alone (verifyEvidence); the witness's own signature only
+ * says who noticed.
  */
 import { C0Error } from '../errors.js';
 import { registerKind } from '../records/envelope.js';
 import type { Schema } from '../records/schema.js';
-import { verifyEquivocation } from './attest.js';
+import { verifyEvidence } from './attest.js';
 
 export const EVIDENCE_TYPE = 'pool-evidence/1';
 
@@ -16,9 +19,11 @@ export interface EquivocationEvidence {
   seq: number;
   /** the entry the witness had cosigned (steward-signed envelope) */
   held: Uint8Array;
-  /** the steward-signed entry at the same seq with different content */
+  /** the steward-signed entry at the same seq with different content (form `successor`: at the next seq, not linking to `held`) */
   conflicting: Uint8Array;
   observedAt: number;
+  /** absent: both entries at one seq; `successor`: a fork right after the held entry */
+  form?: 'successor';
 }
 
 export const EVIDENCE_SCHEMA: Schema = {
@@ -27,12 +32,13 @@ export const EVIDENCE_SCHEMA: Schema = {
   held: { t: 'bytes', maxLen: 65_536, doc: 'the entry the witness had cosigned (a pool/1 envelope)' },
   conflicting: { t: 'bytes', maxLen: 65_536, doc: 'the conflicting entry (a pool/1 envelope)' },
   observedAt: { t: 'time', doc: 'when the witness saw the conflict' },
+  form: { t: 'enum', values: ['successor'], optional: true, doc: 'absent: both entries at `seq`; `successor`: `conflicting` is at seq + 1 and does not link to `held`' },
 };
 
 export function evidenceRules(e: EquivocationEvidence): void {
   let v;
   try {
-    v = verifyEquivocation(e.held, e.conflicting);
+    v = verifyEvidence(e.held, e.conflicting, e.form === 'successor' ? 'successor' : 'same-seq');
   } catch (err) {
     if (!(err instanceof C0Error)) throw err;
     throw new C0Error('EVIDENCE_NOT_PROVEN', `the evidence does not prove equivocation: ${err.message}`, { field: 'conflicting', detail: { reason: err.code } });

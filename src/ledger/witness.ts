@@ -9,12 +9,20 @@
  * so an honest steward can resend from there. When a request carries a
  * steward-signed entry at the held head's seq with different content, the two
  * entries are kept as equivocation evidence (verifiable from the two records
- * alone, see verifyEquivocation). State is written in one synced batch before
- * the receipt is returned. A witness whose key is the steward's is refused.
+ * alone, see verifyEquivocation). So is a fork that begins right after the
+ * held head: the witness cosigned length n with head h, and is shown an entry
+ * at seq n (the first after its head, whether the run starts there or passes
+ * through h) whose prev is not h — the steward signed h at seq n−1 and also a
+ * history in which seq n−1 is another entry (form `successor`,
+ * verifySuccessorFork). Likewise any two consecutive entries in a request that
+ * do not link. Both are refused with WITNESS_EQUIVOCATION and kept before the
+ * refusal is returned. State is written in one synced batch before the receipt
+ * is returned. A witness whose key is the steward's is refused.
  *
  * LevelDB layout (sublevels of the node's database):
  *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope)}
- *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address>` → canonical CBOR {a, b}
+ *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?}
+ *                       (form absent: a and b at one seq; `successor`: b at a's seq + 1, not linking to a)
  */
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
@@ -26,7 +34,7 @@ import { sub, type Db, type Sub } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { GENESIS, POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from './entry.js';
-import { verifyEquivocation, type Equivocation } from './attest.js';
+import { verifyEvidence, type Equivocation, type EquivocationForm } from './attest.js';
 import { seqKey, type Head } from './store.js';
 
 export const WITNESS_ERR = {
@@ -84,9 +92,9 @@ export class Witness {
   async evidence(steward: string): Promise<Equivocation[]> {
     const out: Equivocation[] = [];
     for await (const [, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
-      const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array };
-      const r = verifyEquivocation(m.a, m.b);
-      out.push({ steward: r.steward, seq: r.seq, a: m.a, b: m.b });
+      const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm };
+      const r = verifyEvidence(m.a, m.b, m.form);
+      out.push({ steward: r.steward, seq: r.seq, a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}) });
     }
     return out;
   }
@@ -122,6 +130,10 @@ export class Witness {
       if (o.signer !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: sealed by ${o.signer}, not by ${steward}`, { field: `entries[${i}]`, detail: { reason: 'LEDGER_WRONG_STEWARD', held: heldOut } });
       const rec = o.record as LedgerEntry;
       const prevRec = recs[i - 1];
+      if (prevRec && rec.seq === prevRec.rec.seq + 1 && rec.prev !== prevRec.address) {
+        // two steward-signed entries that no single history holds: a fork right after entries[i-1]
+        await this.#keep(steward, { a: prevRec.bytes, b: entries[i]!, form: 'successor' }, heldOut);
+      }
       if (prevRec && (rec.seq !== prevRec.rec.seq + 1 || rec.prev !== prevRec.address)) {
         throw new C0Error(WITNESS_ERR.BROKEN_LINK, `entries[${i}]: does not follow entries[${i - 1}]`, { field: `entries[${i}]`, detail: { held: heldOut } });
       }
@@ -136,11 +148,11 @@ export class Witness {
       const atHead = recs.find((r) => r.rec.seq === held.length - 1);
       if (atHead && held.entry && compareBytes(atHead.bytes, held.entry) !== 0) {
         // two steward-signed entries at one seq with different content: keep the evidence
-        const ev = { a: held.entry, b: atHead.bytes };
-        verifyEquivocation(ev.a, ev.b);
-        await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(atHead.rec.seq)}/${atHead.address}`, value: encodeCanonical(ev) }] as never, { sync: true });
-        this.#log?.warn({ steward, seq: atHead.rec.seq }, 'witness: equivocation evidence kept');
-        throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed two different entries at seq ${atHead.rec.seq}`, { detail: { held: heldOut, seq: atHead.rec.seq, evidence: ev } });
+        await this.#keep(steward, { a: held.entry, b: atHead.bytes }, heldOut);
+      }
+      if (!atHead && held.entry && first.rec.seq === held.length && first.rec.prev !== held.head) {
+        // a fork beginning right after the held head: the entry at seq n does not link to h
+        await this.#keep(steward, { a: held.entry, b: first.bytes, form: 'successor' }, heldOut);
       }
       if (!atHead) {
         // the run must start right after the held head, linking to it
@@ -160,5 +172,46 @@ export class Witness {
     await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: newLength, head: addressToBytes(last.address), entry: last.bytes }) }] as never, { sync: true });
     this.#log?.info({ steward, length: newLength, head: last.address }, 'witness: cosigned');
     return sealed;
+  }
+
+  /**
+   * A head the steward announced (its signed entry, heard on pool-head)
+   * checked against the held head, before anything is fetched: at the held
+   * head's seq with other content, or at the next seq not linking to it, it
+   * is kept as evidence and returned (nothing is cosigned). Otherwise
+   * undefined. An entry that does not verify as the steward's is ignored.
+   */
+  async observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+    let o;
+    try {
+      o = open(bytes, POOL_TYPE);
+    } catch (e) {
+      if (e instanceof C0Error) return undefined;
+      throw e;
+    }
+    if (o.signer !== steward || steward === this.did) return undefined;
+    const held = await this.#held(steward);
+    if (held.length === 0 || !held.entry) return undefined;
+    const rec = o.record as LedgerEntry;
+    if (rec.seq === held.length - 1 && compareBytes(bytes, held.entry) !== 0) return this.keep(steward, held.entry, bytes);
+    if (rec.seq === held.length && rec.prev !== held.head) return this.keep(steward, held.entry, bytes, 'successor');
+    return undefined;
+  }
+
+  /** Verify and keep (synced) evidence that the steward signed two entries no single history holds. */
+  async keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
+    const v = verifyEvidence(a, b, form);
+    if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
+    const ev = { a, b, ...(form ? { form } : {}) };
+    await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
+    this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
+    return { steward, seq: v.seq, a, b, ...(form ? { form } : {}) };
+  }
+
+  /** Keep evidence (verified first), synced, then refuse with WITNESS_EQUIVOCATION carrying it. */
+  async #keep(steward: string, ev: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }, held: { length: number; head: string }): Promise<never> {
+    const v = await this.keep(steward, ev.a, ev.b, ev.form);
+    const what = ev.form === 'successor' ? `an entry at seq ${v.seq + 1} that does not follow its entry at seq ${v.seq}` : `two different entries at seq ${v.seq}`;
+    throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed ${what}`, { detail: { held, seq: v.seq, evidence: ev, ...(ev.form ? { form: ev.form } : {}) } });
   }
 }

@@ -1,16 +1,23 @@
 /**
  * The daemon's local control API: HTTP on 127.0.0.1 by default, every route
- * but /metrics behind a bearer token stored in the data directory (0600).
+ * behind a bearer token stored in the data directory (0600; a token file that
+ * group or others can read is refused, as the key file is). `/metrics` needs no
+ * token on a loopback address, and does once the API is bound off loopback.
  * Binding to a non-loopback address logs a warning. Errors are JSON
  * `{error: {code, message}}` with a 4xx/5xx status.
+ *
+ * Before anything else every request passes the browser checks
+ * (src/node/api-guard.ts): its `Host` must name this API (so a DNS-rebinding
+ * page cannot reach it) and a foreign `Origin` is refused (403).
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import { timingSafeEqual, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import type { Logger } from '../util/log.js';
 import { writeSecretFile } from './identity.js';
+import { bearerMatches, checkBrowserHeaders, hostPolicy, type HostPolicy } from './api-guard.js';
 
 export const TOKEN_FILE = 'api.token';
 
@@ -30,6 +37,10 @@ export interface Route {
 export function ensureToken(dataDir: string): string {
   const p = join(dataDir, TOKEN_FILE);
   if (existsSync(p)) {
+    const mode = statSync(p).mode;
+    if ((mode & 0o077) !== 0) {
+      throw new C0Error('API_TOKEN_PERMISSIONS', `API token file ${p} is readable by others (mode ${(mode & 0o777).toString(8)}); run \`chmod 600 ${p}\``, { field: 'api.token' });
+    }
     const t = readFileSync(p, 'utf8').trim();
     // An empty token file would make `Authorization: Bearer ` pass; replace it with a fresh token.
     if (t.length > 0) return t;
@@ -53,6 +64,7 @@ const MAX_BODY = 64 * 1024 * 1024;
 function statusFor(code: string): number {
   if (code.endsWith('_NOT_FOUND') || code === 'NOT_FOUND') return 404;
   if (code === 'UNAUTHORIZED') return 401;
+  if (code === 'API_HOST_REFUSED' || code === 'API_ORIGIN_REFUSED') return 403;
   return 400;
 }
 
@@ -68,11 +80,29 @@ export interface MetricsSource {
   metrics(): Promise<string>;
 }
 
-export async function startApi(opts: { listen: string; token: string; routes: Route[]; registry: MetricsSource; log: Logger; replacer?: (k: string, v: unknown) => unknown }): Promise<ApiServer> {
+export interface ApiOptions {
+  listen: string;
+  token: string;
+  routes: Route[];
+  registry: MetricsSource;
+  log: Logger;
+  replacer?: (k: string, v: unknown) => unknown;
+  /** Further host names clients may use in `Host` (a reverse proxy's, the machine's DNS name); matched with the bound port. */
+  hosts?: readonly string[];
+}
+
+export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const { host, port } = splitHostPort(opts.listen);
-  if (!isLoopback(host)) opts.log.warn({ listen: opts.listen }, 'the control API and metrics are bound to a non-loopback address; anyone who can reach it and holds the token controls this node');
+  const loopback = isLoopback(host);
+  if (!loopback) {
+    opts.log.warn(
+      { listen: opts.listen },
+      'the control API and metrics are bound to a non-loopback address; anyone who can reach it and holds the token controls this node; /metrics now needs the token too',
+    );
+  }
   const compiled = opts.routes.map((r) => ({ ...r, re: new RegExp('^' + r.path.replace(/:[a-zA-Z]+/g, '([^/]+)') + '$'), names: [...r.path.matchAll(/:([a-zA-Z]+)/g)].map((m) => m[1]!) }));
-  const expected = Buffer.from(`Bearer ${opts.token}`);
+  // Filled in once the server is listening (port 0 picks the port).
+  let policy: HostPolicy = { names: new Set() };
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body, opts.replacer));
@@ -80,14 +110,16 @@ export async function startApi(opts: { listen: string; token: string; routes: Ro
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
+      const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
+      if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname === '/metrics' && req.method === 'GET') {
+      const authorised = bearerMatches(req.headers.authorization, opts.token);
+      if (url.pathname === '/metrics' && req.method === 'GET' && (loopback || authorised)) {
         res.writeHead(200, { 'content-type': opts.registry.contentType });
         res.end(await opts.registry.metrics());
         return;
       }
-      const auth = Buffer.from(req.headers.authorization ?? '');
-      if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
+      if (!authorised) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
       let route;
       let m: RegExpExecArray | null = null;
       for (const r of compiled) {
@@ -153,6 +185,8 @@ export async function startApi(opts: { listen: string; token: string; routes: Ro
   });
   const a = server.address();
   const address = typeof a === 'object' && a ? `${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` : opts.listen;
+  const bound = typeof a === 'object' && a ? a.port : port;
+  policy = hostPolicy(host, bound, opts.hosts ?? []);
   return {
     server,
     address,

@@ -88,6 +88,8 @@ export const configSchema = z
       .object({
         /** host:port of the control API (and /metrics). Port 0 picks a free port. */
         listen: z.string().regex(/^[^:]+:[0-9]{1,5}$/, 'host:port').default('127.0.0.1:7070'),
+        /** Further names clients may put in `Host` (with the bound port), e.g. the machine's DNS name; see docs/node.md. */
+        hosts: z.array(z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, 'host name or host:port')).optional(),
       })
       .strict()
       .default({ listen: '127.0.0.1:7070' }),
@@ -125,6 +127,8 @@ export const configSchema = z
         requiredEvidence: z.number().int().nonnegative().default(3),
         /** Reclaim devices from lower-priority claims for a claim queued on held devices (pool/1 §5). */
         preempt: z.boolean().default(true),
+        /** How long a queued claim restored after a restart keeps its place while its buyer is away, ms (docs/overlays.md). */
+        reaskGraceMs: z.number().int().positive().optional(),
         /**
          * Idle reclamation (pool/1 §2.7). Absent: nothing is ever reclaimed for
          * idleness. There is no default threshold: it must sit above the

@@ -60,7 +60,8 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     },
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
-  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }) });
+  const hosts = d.opts.config.api.hosts;
+  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }), ...(hosts ? { hosts } : {}) });
 }
 
 /** The overlay a request names with `?overlay=` (default: the primary). */

@@ -100,7 +100,8 @@ export class Daemon {
 
   async #start(): Promise<void> {
     const { config, dataDir, identity } = this.opts;
-    collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_process_' });
+    // Default metrics are already named process_* / nodejs_*: the prefix makes c0mpute_process_cpu_seconds_total.
+    collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_' });
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
     const networks = [{ ...config.network, roles: config.roles }, ...config.overlays.map((o) => ({ ...o, roles: o.roles ?? config.roles }))];

@@ -23,6 +23,7 @@ import { createMeter } from '../roles/provider/meters.js';
 import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
 import { Steward, STEWARD_PROTOCOL, PREEMPT_PROTOCOL, LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward.js';
 import { WitnessRole } from '../roles/witness.js';
+import { requestAdmission } from '../roles/admission-client.js';
 import { didFromPeerId } from './peer-id.js';
 import { open } from '../records/envelope.js';
 import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
@@ -354,19 +355,17 @@ export class OverlayNode {
   /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
   async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
     if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-    let out: Admission | undefined;
-    await this.net.request(steward, STEWARD_PROTOCOL, [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}) } as never], {
-      limits: { deadlineMs: Math.max(1000, job.record.deadline - this.clock() + 5000) },
-      onFrame: (f) => {
-        const x = f as { t: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string };
-        if (x.t === 'queued') onQueued(x.reason ?? '', x.reasons ?? []);
-        else if (x.t === 'admitted') out = { verdict: 'Admit', ...(x.reserved ? { reserved: x.reserved } : {}), ...(x.borrowed_uj === undefined ? {} : { borrowed_uj: x.borrowed_uj }), ...(x.entry ? { entry: x.entry } : {}) };
-        else if (x.t === 'denied') out = { verdict: 'Deny', ...(x.reason ? { reason: x.reason } : {}), reasons: x.reasons ?? [] };
-        else if (x.t === 'expired') out = { verdict: 'Expired', ...(x.reason ? { reason: x.reason } : {}) };
+    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}) } as never];
+    // Asks again by itself when the stream fails while the claim is queued (src/roles/admission-client.ts).
+    return requestAdmission({
+      ask: async (onFrame) => {
+        await this.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - this.clock() + 5000) }, onFrame });
       },
+      deadline: job.record.deadline,
+      clock: this.clock,
+      onQueued,
+      log: this.log.child({ role: 'buyer', overlay: this.name, job: job.address }),
     });
-    if (!out) throw new C0Error('STEWARD_NO_ANSWER', 'the steward closed the admission stream without a verdict');
-    return out;
   }
 
   async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {

@@ -5,10 +5,16 @@
  *   (src/ledger) from which usage is rebuilt at every start (§6.1).
  * - `/c0mpute/steward/1` `admit`: a buyer names its entitlement before its job
  *   is announced. Admit → an `Admitted` entry is appended (durably) and the
- *   buyer proceeds. Queue → the buyer is told why and its claim waits on the
- *   open stream; it is decided again whenever capacity frees (a queue is not a
- *   ledger event, §6.2, so it lives in memory). Deny → the buyer is told why;
- *   nothing is recorded.
+ *   buyer proceeds. Queue → the claim is written to the queue store (synced,
+ *   src/roles/steward-queue.ts: a queue is not a ledger event, §6.2, so the
+ *   ledger cannot rebuild it), then the buyer is told why and its claim waits
+ *   on the open stream; queued claims are decided again, in arrival order,
+ *   whenever capacity frees. After a restart the queue comes back with no
+ *   buyer attached; a buyer re-asking with the same job keeps its place, and
+ *   a claim whose buyer is away holds the line for at most `reaskGraceMs`.
+ *   Asking again for a job already admitted answers `admitted` again (the
+ *   first answer may have been lost). Deny → the buyer is told why; nothing
+ *   is recorded.
  * - Release: when a job's work ends, `Released` charges the actual energy in
  *   place of the reservation (§6.2): the sum of every receipt the job's
  *   providers signed (a failed attempt spent energy too), at the worst grade
@@ -36,10 +42,11 @@ import { PoolState, admittedEvent, checkClaim, type Claim, type Verdict } from '
 import { treeFromYaml } from '../pool/yaml.js';
 import { worseGrade } from '../pool/grades.js';
 import { deriveEstimate } from '../pool/estimate.js';
-import { preemptionOrder } from '../pool/preemption.js';
+import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger } from '../ledger/store.js';
+import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { CborValue } from '../records/cbor.js';
 import type { OverlayNode } from '../node/overlay.js';
 import type { Identity } from '../node/identity.js';
@@ -49,6 +56,8 @@ export const LEDGER_PROTOCOL = '/c0mpute/ledger/1';
 export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
 export const MAX_LEDGER_RANGE = 1024;
 const GRACE_MS = 5_000;
+/** How long a queued claim whose buyer is away (after a steward restart) keeps its place before it is dropped. */
+export const REASK_GRACE_MS = 30_000;
 
 export interface StewardConfig {
   /** The entitlement tree (YAML file path). */
@@ -61,6 +70,8 @@ export interface StewardConfig {
   preempt: boolean;
   /** Idle reclamation policy (pool/1 §2.7); absent: nothing is reclaimed for idleness. */
   idle?: { windowMs: number; idleBelowMicrowatts: number; sampleMs?: number };
+  /** How long a restored queued claim waits for its buyer to ask again (default REASK_GRACE_MS). */
+  reaskGraceMs?: number;
 }
 
 interface UsageSample {
@@ -80,12 +91,21 @@ interface OpenJob {
   timer?: NodeJS.Timeout;
 }
 
+type Decided = { v: Verdict; victims: string[] };
+/** What ends a wait in line: a decision, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
+type Wake = Decided | { gone: 'stopping' | 'superseded' };
+
 interface Waiting {
+  /** arrival number (the place in line; the queue store's key) */
+  n: number;
   claim: Claim;
   job: Opened<Job>;
   since: number;
   verdict: Verdict & { verdict: 'Queue' };
-  wake: (d: { v: Verdict; victims: string[] }) => void;
+  /** The buyer's open stream; absent while the buyer is away (restored after a restart, or its stream failed). */
+  wake?: (d: Wake) => void;
+  expire?: NodeJS.Timeout;
+  grace?: NodeJS.Timeout;
 }
 
 export interface AdmitRequest {
@@ -96,7 +116,7 @@ export interface AdmitRequest {
   estimate?: Energy;
 }
 
-function claimFor(job: Opened<Job>, req: AdmitRequest, estimate: Energy): Claim {
+function claimFor(job: Opened<Job>, req: Pick<AdmitRequest, 'entitlement' | 'class'>, estimate: Energy): Claim {
   return {
     id: job.address,
     entitlement: req.entitlement,
@@ -113,8 +133,15 @@ export class Steward {
   readonly pool: PoolState;
   #open = new Map<string, OpenJob>();
   #queue: Waiting[] = [];
+  /** Queued claims taken out of line and not yet appended (or denied): nothing else is decided meanwhile. */
+  #inflight = 0;
+  /** Claims being admitted (preempting, appending): a re-ask waits for them. */
+  #admitting = new Map<string, Promise<void>>();
+  readonly #queueStore: ClaimQueueStore;
   #stopped = false;
   #samples = new Map<string, UsageSample[]>();
+  /** The latest usage figures of each running claim's attempt (for §5.2). */
+  #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
   #idleTimer: NodeJS.Timeout | undefined;
 
@@ -128,6 +155,7 @@ export class Steward {
     this.tree = tree;
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
+    this.#queueStore = new ClaimQueueStore(o.sub('steward-queue'), o.log.child({ role: 'steward', overlay: o.name }));
   }
 
   static async start(o: OverlayNode, dataDir: string, cfg: StewardConfig, identity: Identity): Promise<Steward> {
@@ -157,6 +185,7 @@ export class Steward {
       const job = await this.o.records.get(c.claim, T.job);
       this.#track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
     }
+    await this.#restoreQueue();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
     await net.handle(LEDGER_PROTOCOL, async (frames, ctx) => {
       const req = frames[0] as { from?: unknown; to?: unknown };
@@ -246,56 +275,190 @@ export class Steward {
     const job = open(req.job, T.job);
     const { didFromPeerId } = await import('../node/peer-id.js');
     if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask to admit it');
-    let estimate = req.estimate;
-    if (!estimate) {
-      // §2.6: derive from history when the buyer names a class and gives no figure.
-      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
-      const d = deriveEstimate(req.class, this.ledger.book.observations, { required: this.cfg.requiredEvidence });
-      if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
-      estimate = d.estimate;
+    // An admission of this job under way (taken out of line, being appended): answer once it is done.
+    await this.#admitting.get(job.address);
+    const admitted = this.ledger.book.open.get(job.address);
+    if (admitted) {
+      // Asked again (the first answer was lost with its stream): the same answer, nothing recorded.
+      await ctx.send({ t: 'admitted', reserved: admitted.reserved, devices: admitted.devices, borrowed_uj: admitted.borrowed_uj } as never);
+      return;
     }
-    const claim = checkClaim(claimFor(job, req, estimate));
-    if (this.ledger.book.open.has(claim.id)) throw new C0Error('STEWARD_ALREADY_ADMITTED', 'this job is already admitted');
-    await this.o.records.put(job);
-    let { v, victims } = this.#decideNow(claim);
-    if (v.verdict === 'Queue') {
-      await ctx.send({ t: 'queued', reason: v.reason, reasons: v.reasons } as never);
-      this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim queued');
-      ({ v, victims } = await new Promise<{ v: Verdict; victims: string[] }>((resolve) => {
-        const w: Waiting = { claim, job, since: this.o.clock(), verdict: v as Waiting['verdict'], wake: resolve };
-        this.#queue.push(w);
-        const gone = () => {
-          this.#queue = this.#queue.filter((x) => x !== w);
-          resolve({ v: { ...(v as Waiting['verdict']) }, victims: [] });
-        };
-        ctx.signal.addEventListener('abort', gone, { once: true });
-        const expire = setTimeout(gone, Math.max(0, job.record.deadline - this.o.clock()));
-        expire.unref();
-      }));
-      if (v.verdict === 'Queue') {
-        await ctx.send({ t: 'expired', reason: v.reason } as never).catch(() => {});
-        return;
+    if (this.ledger.book.released.has(job.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this job was admitted and has been released already');
+    let w = this.#queue.find((x) => x.claim.id === job.address);
+    if (w) {
+      // The buyer asks again for a queued claim (its stream failed, or the steward restarted): it keeps its place.
+      if (w.claim.entitlement !== req.entitlement) throw new C0Error('STEWARD_CLAIM_MISMATCH', `this job is queued under entitlement ${w.claim.entitlement}`, { field: 'entitlement' });
+      w.wake?.({ gone: 'superseded' });
+      w.wake = undefined;
+      this.log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
+    } else {
+      let estimate = req.estimate;
+      if (!estimate) {
+        // §2.6: derive from history when the buyer names a class and gives no figure.
+        if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
+        const d = deriveEstimate(req.class, this.ledger.book.observations, { required: this.cfg.requiredEvidence });
+        if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
+        estimate = d.estimate;
       }
+      const claim = checkClaim(claimFor(job, req, estimate));
+      await this.o.records.put(job);
+      const d = this.#decideNow(claim);
+      if (d.v.verdict !== 'Queue') return this.#answer(claim, job, d, ctx);
+      w = { n: this.#queueStore.next(), claim, job, since: this.o.clock(), verdict: d.v as Waiting['verdict'] };
+      // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
+      this.#enqueue(w);
+      try {
+        await this.#queueStore.put(this.#record(w));
+      } catch (e) {
+        this.#dequeue(w);
+        throw e;
+      }
+      this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
     }
+    const waiting = w;
+    const got = new Promise<Wake>((resolve) => {
+      if (waiting.grace) clearTimeout(waiting.grace);
+      waiting.grace = undefined;
+      waiting.wake = resolve;
+    });
+    try {
+      await ctx.send({ t: 'queued', reason: waiting.verdict.reason, reasons: waiting.verdict.reasons, place: this.#queue.indexOf(waiting) + 1 } as never);
+    } catch (e) {
+      // The buyer is already gone: its claim stays in line, waiting for it to ask again.
+      if (this.#queue.includes(waiting)) this.#away(waiting);
+      throw e;
+    }
+    // Capacity may have freed while the buyer was away.
+    void this.#retryQueue();
+    const outcome = await got;
+    if ('gone' in outcome) return;
+    if (outcome.v.verdict === 'Queue') {
+      await ctx.send({ t: 'expired', reason: outcome.v.reason } as never).catch(() => {});
+      return;
+    }
+    try {
+      await this.#answer(waiting.claim, waiting.job, outcome, ctx, waiting.n);
+    } finally {
+      this.#inflight--;
+      void this.#retryQueue();
+    }
+  }
+
+  /** Admit (appending durably, preempting first when needed) or deny a decided claim, and tell the buyer. */
+  async #answer(claim: Claim, job: Opened<Job>, decided: Decided, ctx: { send(f: CborValue): Promise<void> }, queued?: number): Promise<void> {
+    let { v, victims } = decided;
     if (v.verdict === 'Deny') {
       this.log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
+      if (queued !== undefined) await this.#queueStore.remove(queued);
       await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
       return;
     }
-    if (victims.length) await this.#preempt(victims, claim.id);
-    const r = await this.#append(admittedEvent(claim, v));
-    this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
-    this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: v.reserved, borrowed: v.borrowed_uj, seq: r.seq }, 'claim admitted');
-    await ctx.send({ t: 'admitted', reserved: v.reserved, devices: v.devices, borrowed_uj: v.borrowed_uj, seq: r.seq, entry: r.address } as never);
+    if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
+    // Set before the first await: a re-ask for this job waits for the append, then gets the same answer.
+    let done!: () => void;
+    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
+    let admit: Verdict & { verdict: 'Admit' };
+    let r: { seq: number; address: string };
+    try {
+      if (victims.length) {
+        // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
+        await this.#sampleRunning();
+        const again = this.#decideNow(claim);
+        if (again.v.verdict === 'Admit') ({ v, victims } = again);
+        if (victims.length) await this.#preempt(victims, claim.id);
+      }
+      admit = v as Verdict & { verdict: 'Admit' };
+      r = await this.#append(admittedEvent(claim, admit));
+      // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
+      if (queued !== undefined) await this.#queueStore.remove(queued);
+      this.#track(claim.id, claim.entitlement, job.signer, job.record.deadline);
+    } finally {
+      this.#admitting.delete(claim.id);
+      done();
+    }
+    this.log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
+    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address } as never);
   }
 
-  /** Decide queued claims again, in arrival order, after capacity freed. */
+  #record(w: Waiting): QueuedClaimRecord {
+    return { n: w.n, job: w.job, entitlement: w.claim.entitlement, ...(w.claim.class ? { class: w.claim.class } : {}), estimate: w.claim.estimate, since: w.since, reason: w.verdict.reason, reasons: w.verdict.reasons };
+  }
+
+  /** Put a claim in line (arrival order) and arm its expiry at the job's deadline. */
+  #enqueue(w: Waiting): void {
+    this.#queue.push(w);
+    this.#queue.sort((a, b) => a.n - b.n);
+    w.expire = setTimeout(() => void this.#expire(w), Math.max(0, w.job.record.deadline - this.o.clock()));
+    w.expire.unref();
+  }
+
+  #dequeue(w: Waiting): void {
+    this.#queue = this.#queue.filter((x) => x !== w);
+    if (w.expire) clearTimeout(w.expire);
+    if (w.grace) clearTimeout(w.grace);
+  }
+
+  /** The buyer is away: the claim keeps its place for the re-ask grace, then is dropped. */
+  #away(w: Waiting): void {
+    w.wake = undefined;
+    if (w.grace) clearTimeout(w.grace);
+    w.grace = setTimeout(() => {
+      if (this.#stopped || !this.#queue.includes(w) || w.wake) return;
+      this.#dequeue(w);
+      this.log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
+      void this.#queueStore.remove(w.n).then(() => this.#retryQueue(), (e) => this.log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
+    }, this.#reaskGrace);
+    w.grace.unref();
+  }
+
+  get #reaskGrace(): number {
+    return this.cfg.reaskGraceMs ?? REASK_GRACE_MS;
+  }
+
+  async #expire(w: Waiting): Promise<void> {
+    if (this.#stopped || !this.#queue.includes(w)) return;
+    this.#dequeue(w);
+    await this.#queueStore.remove(w.n).catch((e) => this.log.warn({ err: (e as Error).message }, 'cannot drop an expired queued claim'));
+    this.log.info({ claim: w.claim.id }, 'queued claim expired at its deadline');
+    w.wake?.({ v: w.verdict, victims: [] });
+    void this.#retryQueue();
+  }
+
+  /** The queue as it was before a restart, in arrival order, each claim waiting for its buyer to ask again. */
+  async #restoreQueue(): Promise<void> {
+    const now = this.o.clock();
+    for (const q of await this.#queueStore.load()) {
+      const id = q.job.address;
+      if (this.ledger.book.open.has(id) || this.ledger.book.released.has(id) || q.job.record.deadline <= now) {
+        await this.#queueStore.remove(q.n);
+        continue;
+      }
+      const claim = checkClaim(claimFor(q.job, q, q.estimate));
+      const verdict = { verdict: 'Queue', claim: id, entitlement: claim.entitlement, reason: q.reason, reasons: q.reasons, estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member } as Waiting['verdict'];
+      const w: Waiting = { n: q.n, claim, job: q.job, since: q.since, verdict };
+      this.#enqueue(w);
+      this.#away(w);
+    }
+    if (this.#queue.length) this.log.info({ queued: this.#queue.map((w) => w.claim.id) }, 'queued claims restored; waiting for their buyers to ask again');
+  }
+
+  /**
+   * Decide queued claims again, in arrival order, after capacity freed. One
+   * claim leaves the line at a time (the next pass runs once it is appended),
+   * so two claims are never admitted against the same free device. A claim
+   * that would be admitted while its buyer is away holds the line until the
+   * buyer asks again or the re-ask grace ends.
+   */
   async #retryQueue(): Promise<void> {
+    if (this.#inflight > 0 || this.#stopped) return;
     for (const w of [...this.#queue]) {
       const d = this.#decideNow(w.claim);
       if (d.v.verdict === 'Queue') continue;
-      this.#queue = this.#queue.filter((x) => x !== w);
+      if (!w.wake) break;
+      this.#dequeue(w);
+      this.#inflight++;
       w.wake(d);
+      return;
     }
   }
 
@@ -319,9 +482,11 @@ export class Steward {
    * The verdict a claim gets now, physical capacity included: an admission
    * within the entitlement's guarantees that needs devices held by other
    * work may reclaim them from claims of lower-priority entitlements, in the
-   * §5.2 order (mid-run cost is not reported to the steward, so undefined:
-   * lowest priority first, ties by claim id); without enough such devices it
-   * is queued, DEVICES_HELD.
+   * §5.2 order over their real figures (receipts so far plus the running
+   * attempt's sampled energy and completed units: a defined cost, most
+   * expensive first, then undefined, lowest priority first, ties by claim
+   * id; src/roles/steward-preempt.ts); without enough such devices it is
+   * queued, DEVICES_HELD.
    */
   #decideNow(claim: Claim): { v: Verdict; victims: string[] } {
     const v = this.decide(claim);
@@ -331,22 +496,49 @@ export class Steward {
     const held = open.reduce((s, c) => s + c.devices, 0);
     const over = held + v.devices - capacity;
     if (capacity === 0 || over <= 0) return { v, victims: [] };
-    const mine = this.tree.entitlements.get(claim.entitlement)!;
-    const victims: string[] = [];
     if (this.cfg.preempt) {
-      const candidates = open
-        .filter((c) => c.devices > 0 && (this.tree.entitlements.get(c.entitlement)?.priority ?? Infinity) < mine.priority && this.#providerOf(c.claim))
-        .map((c) => ({ key: c.claim, spentUj: 0, completedUnits: 0, priority: this.tree.entitlements.get(c.entitlement)!.priority }));
-      let freed = 0;
-      for (const r of preemptionOrder(candidates)) {
-        if (freed >= over) break;
-        victims.push(r.key);
-        freed += this.ledger.book.open.get(r.key)!.devices;
-      }
-      if (freed >= over) return { v, victims };
+      const victims = chooseVictims(this.#preemptInputs(claim), over);
+      if (victims.length) return { v, victims };
     }
     const queued: Verdict = { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
     return { v: queued, victims: [] };
+  }
+
+  /** What §5.2 ranks the running claims by: their real spent energy and completed units (src/roles/steward-preempt.ts). */
+  #preemptInputs(claim: Claim): PreemptInputs {
+    return {
+      open: [...this.ledger.book.open.values()],
+      priority: (e) => this.tree.entitlements.get(e)?.priority,
+      claimantPriority: this.tree.entitlements.get(claim.entitlement)!.priority,
+      hasProvider: (c) => this.#providerOf(c) !== undefined,
+      figures: (c) => {
+        const receiptsUj = [...(this.#open.get(c)?.receipts.values() ?? [])].reduce((sum, r) => sum + r.record.energy.uj, 0);
+        const live = this.#live.get(c);
+        return { receiptsUj, ...(live ? { liveUj: live.uj, ...(live.units === undefined ? {} : { units: live.units }) } : {}) };
+      },
+    };
+  }
+
+  /** Ask each running claim's provider what its attempt has spent and completed so far (before choosing victims). */
+  async #sampleRunning(): Promise<void> {
+    await Promise.all(
+      [...this.ledger.book.open.values()].map(async (c) => {
+        const provider = this.#providerOf(c.claim);
+        if (!provider) return;
+        try {
+          const frames = await this.o.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
+          this.#noteUsage(c.claim, frames[0]);
+        } catch {
+          /* no figure: the claim keeps the ones it had */
+        }
+      }),
+    );
+  }
+
+  #noteUsage(claim: string, f: unknown): void {
+    const u = f as { uj?: unknown; units?: unknown } | undefined;
+    if (typeof u?.uj !== 'number' || !Number.isSafeInteger(u.uj) || u.uj < 0) return;
+    this.#live.set(claim, { uj: u.uj, ...(typeof u.units === 'number' && Number.isSafeInteger(u.units) && u.units >= 0 ? { units: u.units } : {}) });
   }
 
   #providerOf(claim: string): string | undefined {
@@ -392,6 +584,7 @@ export class Steward {
       } catch {
         continue;
       }
+      this.#noteUsage(c.claim, frames[0]);
       const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
       if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
       const hist = this.#samples.get(c.claim) ?? [];
@@ -484,6 +677,7 @@ export class Steward {
     if (oj.timer) clearTimeout(oj.timer);
     this.#open.delete(oj.claim);
     this.#samples.delete(oj.claim);
+    this.#live.delete(oj.claim);
     this.#idleVerdicts.delete(oj.claim);
     const r = await this.#append({ event: 'Released', claim: oj.claim, actual });
     this.log.info({ claim: oj.claim, actual, why, seq: r.seq }, 'claim released');
@@ -521,7 +715,7 @@ export class Steward {
       ledger: this.ledger.head(),
       teams,
       ...(this.cfg.idle ? { idle: { policy: this.cfg.idle, verdicts: [...this.#idleVerdicts.values()] } } : {}),
-      queued: this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: this.o.clock() - w.since })),
+      queued: this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: this.o.clock() - w.since, buyer: w.wake ? 'waiting' : 'away' })),
     };
   }
 
@@ -529,7 +723,12 @@ export class Steward {
     this.#stopped = true;
     if (this.#idleTimer) clearInterval(this.#idleTimer);
     for (const oj of this.#open.values()) if (oj.timer) clearTimeout(oj.timer);
-    for (const w of this.#queue) w.wake({ v: w.verdict, victims: [] });
+    // The queue stays on disk; the buyers' streams end without a verdict, and they ask again.
+    for (const w of this.#queue) {
+      if (w.expire) clearTimeout(w.expire);
+      if (w.grace) clearTimeout(w.grace);
+      w.wake?.({ gone: 'stopping' });
+    }
     this.#queue = [];
     await this.ledger.close();
   }

@@ -4,11 +4,16 @@
  * `/c0mpute/ledger/1`, verify that they extend it (src/ledger/witness.ts keeps
  * the per-steward state and refuses shorter, forked or rewritten histories),
  * cosign, and publish the `pool-witness/1` receipt. When the steward signed two
- * different entries at one seq, publish the `pool-evidence/1` record instead.
+ * entries no single history holds (two at one seq, or a fork beginning right
+ * after the held head: src/ledger/witness.ts), the witness keeps them and
+ * publishes the `pool-evidence/1` record instead.
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
-import { seal, type Opened } from '../records/envelope.js';
+import { open, seal, type Opened } from '../records/envelope.js';
+import { compareBytes } from '../records/cbor.js';
+import { POOL_TYPE } from '../ledger/entry.js';
+import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
 import { Witness } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry } from '../ledger/entry.js';
@@ -60,11 +65,33 @@ export class WitnessRole {
     // held seq is seen (equivocation), up to the announced head.
     const from = Math.max(0, held.length - 1);
     const entries: Uint8Array[] = [];
-    for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
-      const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to: Math.min(target, at + MAX_LEDGER_RANGE) } as never], { limits: { deadlineMs: 30_000 } });
-      for (const f of frames) if (f instanceof Uint8Array) entries.push(f);
+    try {
+      for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
+        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to: Math.min(target, at + MAX_LEDGER_RANGE) } as never], { limits: { deadlineMs: 30_000 } });
+        for (const f of frames) if (f instanceof Uint8Array) entries.push(f);
+      }
+    } catch (e) {
+      // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
+      const shown = await this.witness.observeHead(steward, entry.bytes);
+      if (shown) return this.#publish(steward, shown);
+      throw e;
     }
-    if (entries.length === 0) return;
+    if (entries.length === 0) {
+      const shown = await this.witness.observeHead(steward, entry.bytes);
+      if (shown) await this.#publish(steward, shown);
+      return;
+    }
+    const served = entries.find((b) => {
+      try {
+        return (open(b, POOL_TYPE).record as LedgerEntry).seq === entry.record.seq;
+      } catch {
+        return false;
+      }
+    });
+    if (served && compareBytes(served, entry.bytes) !== 0) {
+      // It announced one entry at this seq and serves another: both are its signatures.
+      return this.#publish(steward, await this.witness.keep(steward, entry.bytes, served));
+    }
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
@@ -74,14 +101,20 @@ export class WitnessRole {
       if (!(e instanceof C0Error)) throw e;
       this.#last.set(steward, { refused: e.code, at: this.o.clock() });
       this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
-      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array }; seq?: number } | undefined) ?? {};
+      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }; seq?: number } | undefined) ?? {};
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
-        const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.evidence.a, conflicting: ev.evidence.b, observedAt: this.o.clock() };
-        const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
-        await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});
-        this.o.log.warn({ steward, seq: ev.seq, evidence: env.address }, 'published equivocation evidence');
+        await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}) });
       }
     }
+  }
+
+  /** Publish kept evidence as a `pool-evidence/1` record. */
+  async #publish(steward: string, ev: Equivocation): Promise<void> {
+    this.#last.set(steward, { refused: 'WITNESS_EQUIVOCATION', at: this.o.clock() });
+    const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.a, conflicting: ev.b, observedAt: this.o.clock(), ...(ev.form === 'successor' ? { form: 'successor' as const } : {}) };
+    const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
+    await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});
+    this.o.log.warn({ steward, seq: ev.seq, form: ev.form ?? 'same-seq', evidence: env.address }, 'published equivocation evidence');
   }
 
   async status(): Promise<Record<string, unknown>> {

@@ -15,6 +15,8 @@ import { C0Error } from '../../errors.js';
 export interface Progress {
   /** 0..1 when known */
   fraction?: number;
+  /** units of work completed so far, when the executor counts them (pool/1 §5.1: completed, not attempted) */
+  units?: number;
   message: string;
 }
 
@@ -81,12 +83,12 @@ export function builtinExecutor(name: BuiltinName): Executor {
         for (let i = 1; i < rounds; i++) {
           h = createHash('sha256').update(h).digest();
           if (i % step === 0) {
-            ctx.onProgress({ fraction: i / rounds, message: `${i}/${rounds} rounds` });
+            ctx.onProgress({ fraction: i / rounds, units: i, message: `${i}/${rounds} rounds` });
             await tick();
             if (signal.aborted) throw aborted(signal);
           }
         }
-        ctx.onProgress({ fraction: 1, message: `${rounds}/${rounds} rounds` });
+        ctx.onProgress({ fraction: 1, units: rounds, message: `${rounds}/${rounds} rounds` });
         return checkOutput(new TextEncoder().encode(h.toString('hex')), ctx.maxOutputBytes);
       }
       if (name === 'builtin.primes') {

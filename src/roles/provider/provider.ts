@@ -53,7 +53,7 @@ export class Provider {
   /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
   #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
   /** Meter spans of running jobs, for usage reports to the overlay's steward. */
-  #spans = new Map<string, { span: MeterSpan; startedAt: number }>();
+  #spans = new Map<string, { span: MeterSpan; startedAt: number; units?: number }>();
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
   #stopped = false;
@@ -138,12 +138,12 @@ export class Provider {
     return done;
   }
 
-  /** Energy spent so far by a running job, with its grade and how long it has run (pool/1 §2.7). */
-  usage(job: string): { uj: number; grade: string; elapsedMs: number } | undefined {
+  /** Energy spent so far by a running job, with its grade, how long it has run (pool/1 §2.7) and the units it reports completed (§5.1). */
+  usage(job: string): { uj: number; grade: string; elapsedMs: number; units?: number } | undefined {
     const s = this.#spans.get(job);
     if (!s) return undefined;
     const e = s.span.sample();
-    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt) };
+    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt), ...(s.units === undefined ? {} : { units: s.units }) };
   }
 
   /** A job was heard: quote if eligible, free and able to finish before the deadline. */
@@ -218,6 +218,8 @@ export class Provider {
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
         onProgress: (p) => {
+          const sp = this.#spans.get(job.address);
+          if (sp && p.units !== undefined) sp.units = p.units;
           const t = this.d.clock();
           if (t - lastProgress < 100 && p.fraction !== 1) return;
           lastProgress = t;

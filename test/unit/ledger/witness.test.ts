@@ -4,7 +4,8 @@ import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer, didFromPublicKey, open } from '../../../src/records/index.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyEquivocation, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { seal } from '../../../src/records/index.js';
 import { admitted, released, steward, tempDir } from './helpers.js';
 
 const S = didFromPublicKey(steward.publicKey);
@@ -56,10 +57,11 @@ describe('Witness', () => {
       const held = { length: 3, head: chain[2]!.address };
       await assert.rejects(w.cosign(S, bytes.slice(4)), (e: unknown) => e instanceof C0Error && e.code === 'WITNESS_CONFLICT' && JSON.stringify((e.detail as { held: unknown }).held) === JSON.stringify(held));
       await assert.rejects(w.cosign(S, bytes.slice(0, 2)), codeIs('WITNESS_CONFLICT'));
-      // a fork after the held head whose first entry does not link to it
+      // a fork after the held head whose first entry does not link to it: proof of equivocation (below)
       const fork = sealEntries([admitted('zz')], steward, { start: { length: 3, head: chain[1]!.address } });
-      await assert.rejects(w.cosign(S, [fork[0]!.bytes]), codeIs('WITNESS_CONFLICT'));
+      await assert.rejects(w.cosign(S, [fork[0]!.bytes]), codeIs('WITNESS_EQUIVOCATION'));
       assert.deepEqual(await w.held(S), held);
+      assert.equal((await w.evidence(S)).length, 1, 'the fork is kept');
       // the honest steward resends from the held head
       assert.equal((await w.cosign(S, bytes.slice(3))).record.length, 5);
     });
@@ -90,6 +92,71 @@ describe('Witness', () => {
       assert.deepEqual(await w.held(S), { length: 2, head: chain[1]!.address });
       assert.throws(() => verifyEquivocation(bytes[0]!, bytes[0]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
       assert.throws(() => verifyEquivocation(bytes[0]!, bytes[1]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
+    });
+  });
+
+  it('a fork beginning after the held head (entry n does not link to head h) is refused and kept as evidence, whether the run starts at n or passes through h', async () => {
+    const t = tempDir('c0-witness-');
+    const signer = Ed25519Signer.generate();
+    try {
+      let db = await openDb(t.dir);
+      let w = new Witness(db, signer, { now: fakeClock() });
+      await w.cosign(S, bytes.slice(0, 3));
+      const held = { length: 3, head: chain[2]!.address };
+      // The steward also signed a history whose seq 2 is another entry: its seq 3 names that one as prev.
+      const other = sealEntries([admitted('r1'), admitted('r2'), admitted('r3-other'), released('r1')], steward);
+      const forkAt3 = other[3]!;
+      assert.notEqual(other[2]!.address, chain[2]!.address);
+      // (1) the run starts right after the held head
+      await assert.rejects(w.cosign(S, [forkAt3.bytes]), (e: unknown) => e instanceof C0Error && e.code === 'WITNESS_EQUIVOCATION' && (e.detail as { form?: string }).form === 'successor');
+      // (2) the run passes through the held head (the same entry at seq 2), then forks
+      const through = [bytes[2]!, forkAt3.bytes];
+      await assert.rejects(w.cosign(S, through), codeIs('WITNESS_EQUIVOCATION'));
+      assert.deepEqual(await w.held(S), held, 'nothing cosigned');
+      const ev = await w.evidence(S);
+      assert.equal(ev.length, 1, 'the same proof is kept once (keyed by seq and the conflicting entry)');
+      assert.equal(ev[0]!.form, 'successor');
+      assert.deepEqual(ev[0]!.a, bytes[2]);
+      assert.deepEqual(ev[0]!.b, forkAt3.bytes);
+      // anyone verifies it from the two records alone
+      assert.deepEqual(verifySuccessorFork(ev[0]!.a, ev[0]!.b).seq, 2);
+      assert.throws(() => verifySuccessorFork(bytes[2]!, bytes[3]!), codeIs('EQUIVOCATION_NOT_PROVEN'), 'an honest successor proves nothing');
+      assert.throws(() => verifySuccessorFork(bytes[1]!, forkAt3.bytes), codeIs('EQUIVOCATION_NOT_PROVEN'), 'not the successor');
+      // it is a valid pool-evidence/1 record; mislabelled, it is refused
+      const rec: EquivocationEvidence = { steward: S, seq: 2, held: ev[0]!.a, conflicting: ev[0]!.b, observedAt: 1_800_000_000_000, form: 'successor' };
+      assert.equal((open(seal(EVIDENCE_TYPE, rec as never, signer).bytes, EVIDENCE_TYPE).record as EquivocationEvidence).form, 'successor');
+      assert.throws(() => seal(EVIDENCE_TYPE, { ...rec, form: undefined } as never, signer), codeIs('EVIDENCE_NOT_PROVEN'));
+      assert.throws(() => seal(EVIDENCE_TYPE, { ...rec, seq: 3 } as never, signer), codeIs('EVIDENCE_MISLABELLED'));
+      // the evidence is on disk
+      await closeDb(db);
+      db = await openDb(t.dir);
+      w = new Witness(db, signer);
+      assert.equal((await w.evidence(S)).length, 1);
+      // a gap (the run starts after seq n) proves nothing: refused, nothing more kept
+      const gap = sealEntries([admitted('x')], steward, { start: { length: 4, head: forkAt3.address } });
+      await assert.rejects(w.cosign(S, [gap[0]!.bytes]), codeIs('WITNESS_CONFLICT'));
+      assert.equal((await w.evidence(S)).length, 1);
+      // the honest steward still extends the held head
+      assert.equal((await w.cosign(S, bytes.slice(3))).record.length, 5);
+      await closeDb(db);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a head the steward announces (pool-head) is checked against the held head: a fork of it is kept, anything else is not', async () => {
+    await withWitness(async (w) => {
+      assert.equal(await w.observeHead(S, bytes[0]!), undefined, 'nothing held yet');
+      await w.cosign(S, bytes.slice(0, 3));
+      for (const honest of [bytes[1]!, bytes[2]!, bytes[3]!, bytes[4]!]) assert.equal(await w.observeHead(S, honest), undefined);
+      assert.equal(await w.observeHead(S, sealEntries([admitted('x')], Ed25519Signer.generate())[0]!.bytes), undefined, 'not the steward’s');
+      const other = sealEntries([admitted('r1'), admitted('r2'), admitted('r3-other'), released('r1')], steward);
+      const same = await w.observeHead(S, other[2]!.bytes);
+      assert.deepEqual([same?.seq, same?.form], [2, undefined]);
+      const next = await w.observeHead(S, other[3]!.bytes);
+      assert.deepEqual([next?.seq, next?.form], [2, 'successor']);
+      assert.equal((await w.evidence(S)).length, 2);
+      assert.deepEqual(await w.held(S), { length: 3, head: chain[2]!.address });
     });
   });
 

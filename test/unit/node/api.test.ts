@@ -1,13 +1,15 @@
-/** The control API: a real HTTP server on 127.0.0.1:0 with bearer-token auth, /metrics, errors and NDJSON streams. */
+/** The control API: a real HTTP server on 127.0.0.1:0 with bearer-token auth, Host/Origin checks, /metrics, errors and NDJSON streams. */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { C0Error } from '../../../src/errors.js';
 import { TOKEN_FILE, apiCall, apiStream, ensureToken, isLoopback, splitHostPort, startApi, type ApiServer, type Route } from '../../../src/node/api.js';
+import { bearerMatches, checkBrowserHeaders, hostPolicy } from '../../../src/node/api-guard.js';
 import { silentLogger, type Logger } from '../../../src/util/log.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -18,6 +20,22 @@ function capturingLogger(): { log: Logger; lines: Array<Record<string, unknown>>
   const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }) as unknown as Logger;
   return { log, lines };
 }
+
+/** A raw HTTP GET with any headers (fetch will not let a test set Host). */
+function rawGet(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const { host, port } = splitHostPort(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host, port, path, method: 'GET', headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const errCode = (body: string): string | undefined => (JSON.parse(body) as { error?: { code?: string } }).error?.code;
 
 async function rejectsCode(p: Promise<unknown>, code: string): Promise<void> {
   await assert.rejects(p, (e: unknown) => e instanceof C0Error && e.code === code);
@@ -90,7 +108,7 @@ describe('control API', () => {
     const none = await fetch(`http://${base}/v1/status`);
     assert.equal(none.status, 401);
     assert.equal(((await none.json()) as { error: { code: string } }).error.code, 'UNAUTHORIZED');
-    for (const auth of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}X`, TOKEN, `bearer ${TOKEN}`, 'Bearer ']) {
+    for (const auth of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}X`, TOKEN, `Basic ${TOKEN}`, `Bearer${TOKEN}`, 'Bearer ', 'bearer']) {
       const r = await fetch(`http://${base}/v1/status`, { headers: { authorization: auth } });
       assert.equal(r.status, 401, auth);
       await r.body?.cancel();
@@ -109,6 +127,42 @@ describe('control API', () => {
     assert.deepEqual(await apiCall(base, TOKEN, 'POST', '/v1/echo', { a: [1, 'two'] }), { got: { a: [1, 'two'] } });
   });
 
+  test('the Authorization scheme is case-insensitive (RFC 9110): bearer, BEARER, BeArEr', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr', 'Bearer']) {
+      const r = await fetch(`http://${base}/v1/status`, { headers: { authorization: `${scheme} ${TOKEN}` } });
+      assert.equal(r.status, 200, scheme);
+      await r.body?.cancel();
+    }
+  });
+
+  test('a Host that does not name this API is 403 API_HOST_REFUSED, /metrics included (DNS rebinding)', async () => {
+    const { port } = splitHostPort(base);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    for (const host of [`evil.example:${port}`, `evil.example`, `127.0.0.1:${port + 1}`, `localhost.evil.example:${port}`, `0.0.0.0:${port}`, `10.0.0.1:${port}`]) {
+      for (const path of ['/v1/status', '/metrics']) {
+        const r = await rawGet(base, path, { ...auth, host });
+        assert.equal(r.status, 403, `${host} ${path}`);
+        assert.equal(errCode(r.body), 'API_HOST_REFUSED', `${host} ${path}`);
+      }
+    }
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`]) {
+      assert.equal((await rawGet(base, '/v1/status', { ...auth, host })).status, 200, host);
+    }
+  });
+
+  test('a foreign Origin is 403 API_ORIGIN_REFUSED; the API’s own origin is served', async () => {
+    const { port } = splitHostPort(base);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    for (const origin of ['http://evil.example', `http://evil.example:${port}`, 'null', `https://127.0.0.1:${port}`, `http://127.0.0.1:${port + 1}`, 'not a url']) {
+      for (const path of ['/v1/status', '/metrics']) {
+        const r = await rawGet(base, path, { ...auth, origin });
+        assert.equal(r.status, 403, `${origin} ${path}`);
+        assert.equal(errCode(r.body), 'API_ORIGIN_REFUSED', `${origin} ${path}`);
+      }
+    }
+    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) assert.equal((await rawGet(base, '/v1/status', { ...auth, origin })).status, 200, origin);
+  });
+
   test('unknown route is 404 NOT_FOUND; a body that is not JSON is 400 BODY_NOT_JSON', async () => {
     await rejectsCode(apiCall(base, TOKEN, 'GET', '/v1/nope'), 'NOT_FOUND');
     const r = await fetch(`http://${base}/v1/echo`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{not json' });
@@ -123,7 +177,7 @@ describe('control API', () => {
     assert.deepEqual(await apiCall(base, TOKEN, 'GET', '/v1/status'), { ok: true, peers: 2 });
   });
 
-  test('/metrics is served without a token, in Prometheus text format', async () => {
+  test('/metrics is served without a token on loopback, in Prometheus text format', async () => {
     const r = await fetch(`http://${base}/metrics`);
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
@@ -208,6 +262,27 @@ describe('api token and listen address', () => {
     }
   });
 
+  test('a token file that group or others can read is refused: API_TOKEN_PERMISSIONS naming the file and chmod 600', () => {
+    for (const mode of [0o644, 0o640, 0o604]) {
+      const d = mkdtempSync(join(tmpdir(), 'c0-api-'));
+      try {
+        const p = join(d, TOKEN_FILE);
+        writeFileSync(p, 'a-token-that-others-can-read\n');
+        chmodSync(p, mode);
+        assert.throws(
+          () => ensureToken(d),
+          (e: unknown) => e instanceof C0Error && e.code === 'API_TOKEN_PERMISSIONS' && e.message.includes(p) && e.message.includes('chmod 600'),
+          mode.toString(8),
+        );
+        // nothing was changed: the file and its mode stay as they were
+        assert.equal(statSync(p).mode & 0o777, mode);
+        assert.equal(readFileSync(p, 'utf8'), 'a-token-that-others-can-read\n');
+      } finally {
+        rmSync(d, { recursive: true, force: true });
+      }
+    }
+  });
+
   test('isLoopback and splitHostPort', () => {
     for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) assert.equal(isLoopback(h), true, h);
     for (const h of ['0.0.0.0', '10.0.0.1', '::', 'example.com', '128.0.0.1']) assert.equal(isLoopback(h), false, h);
@@ -215,18 +290,59 @@ describe('api token and listen address', () => {
     assert.deepEqual(splitHostPort('[::1]:0'), { host: '::1', port: 0 });
   });
 
-  test('a non-loopback listen address logs a warning; a loopback one does not', async () => {
+  test('a non-loopback listen address logs a warning saying /metrics needs the token; a loopback one does not', async () => {
     const wide = capturingLogger();
     const s = await startApi({ listen: '0.0.0.0:0', token: TOKEN, routes: [], registry: new Registry(), log: wide.log });
     await s.close();
     const warns = wide.lines.filter((l) => l.level === 40);
     assert.equal(warns.length, 1);
     assert.equal(warns[0]!.listen, '0.0.0.0:0');
+    assert.match(String(warns[0]!.msg), /\/metrics/);
 
     const narrow = capturingLogger();
     const s2 = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log: narrow.log });
     await s2.close();
     assert.equal(narrow.lines.filter((l) => l.level === 40).length, 0);
+  });
+
+  test('bound off loopback, /metrics needs the token; any IP literal with the port is a valid Host, a DNS name only when configured', async () => {
+    const reg = new Registry();
+    new Counter({ name: 'c0mpute_test_wide_total', help: 'x', registers: [reg] }).inc();
+    const s = await startApi({ listen: '0.0.0.0:0', token: TOKEN, routes: [], registry: reg, log: silentLogger(), hosts: ['node.example.org'] });
+    try {
+      const port = splitHostPort(s.address).port;
+      const local = `127.0.0.1:${port}`;
+      const none = await rawGet(local, '/metrics', {});
+      assert.equal(none.status, 401);
+      assert.equal(errCode(none.body), 'UNAUTHORIZED');
+      const ok = await rawGet(local, '/metrics', { authorization: `bearer ${TOKEN}` });
+      assert.equal(ok.status, 200);
+      assert.match(ok.body, /c0mpute_test_wide_total 1/);
+      for (const host of [`10.1.2.3:${port}`, `[fe80::1]:${port}`, `node.example.org:${port}`, `NODE.example.org:${port}`]) {
+        assert.equal((await rawGet(local, '/metrics', { host, authorization: `Bearer ${TOKEN}` })).status, 200, host);
+      }
+      for (const host of [`evil.example:${port}`, `10.1.2.3:${port + 1}`, `node.example.org:${port + 1}`]) {
+        assert.equal(errCode((await rawGet(local, '/metrics', { host, authorization: `Bearer ${TOKEN}` })).body), 'API_HOST_REFUSED', host);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('hostPolicy, checkBrowserHeaders and bearerMatches (pure)', () => {
+    const p = hostPolicy('127.0.0.1', 7070, ['box.lan', 'proxy.lan:8443']);
+    assert.deepEqual([...p.names].sort(), ['127.0.0.1:7070', '[::1]:7070', 'box.lan:7070', 'localhost:7070', 'proxy.lan:8443']);
+    assert.equal(p.anyIpPort, undefined);
+    assert.equal(checkBrowserHeaders('box.lan:7070', undefined, p), undefined);
+    assert.equal(checkBrowserHeaders(undefined, undefined, p)?.code, 'API_HOST_REFUSED');
+    assert.equal(checkBrowserHeaders('127.0.0.1:7070', 'http://box.lan:7070', p), undefined);
+    assert.equal(checkBrowserHeaders('127.0.0.1:7070', 'http://box.lan:7070/x', p)?.code, 'API_ORIGIN_REFUSED');
+    assert.ok(hostPolicy('127.0.0.1', 80).names.has('localhost'), 'port 80 may be left out');
+    assert.equal(hostPolicy('::', 9).anyIpPort, 9);
+    assert.equal(bearerMatches(`bearer  ${TOKEN}`, TOKEN), true);
+    assert.equal(bearerMatches(`Bearer ${TOKEN}`, ''), false);
+    assert.equal(bearerMatches(undefined, TOKEN), false);
+    assert.equal(bearerMatches(`Token ${TOKEN}`, TOKEN), false);
   });
 
   test('a port already in use is API_LISTEN_FAILED', async () => {
