@@ -8,12 +8,17 @@
  *    then resets the stream;
  *  - a frame's bytes are reserved in the node's byte budget as soon as its
  *    length prefix is read, before its body is, and refused when they do not fit;
- *  - a length prefix longer than the largest allowed frame needs (e.g. twenty
- *    bytes of 0xff) fails at once with NET_BAD_FRAME instead of waiting for more.
+ *  - a length prefix fails as soon as it can: a length over the frame bound
+ *    with NET_FRAME_TOO_LARGE once its prefix ends, and a prefix still
+ *    unterminated after 8 bytes (a length past 2^53; e.g. twenty bytes of
+ *    0xff) with NET_BAD_FRAME, instead of waiting for more bytes that never end it.
  */
 import type { Stream } from '@libp2p/interface';
 import { C0Error } from '../errors.js';
 import type { StreamBudget } from './byte-budget.js';
+
+/** The longest length prefix read: 8 varint bytes hold 56 bits, past any safe integer. */
+export const MAX_PREFIX_BYTES = 8;
 
 /** Bytes a varint needs to encode `n`. */
 export function varintLength(n: number): number {
@@ -173,7 +178,7 @@ export class FrameReader {
       length += (b & 0x7f) * scale;
       scale *= 0x80;
       if ((b & 0x80) === 0) break;
-      if (i + 1 >= this.#maxLenLen) throw new C0Error('NET_BAD_FRAME', `a length prefix longer than the ${this.#maxLenLen} bytes the largest frame (${this.#opts.maxFrameBytes} bytes) needs`);
+      if (i + 1 >= MAX_PREFIX_BYTES) throw new C0Error('NET_BAD_FRAME', `a length prefix of more than ${MAX_PREFIX_BYTES} bytes (frames here are at most ${this.#opts.maxFrameBytes} bytes, a ${this.#maxLenLen}-byte prefix)`);
     }
     if (length > this.#opts.maxFrameBytes) throw new C0Error('NET_FRAME_TOO_LARGE', `frame of ${length} bytes over the bound of ${this.#opts.maxFrameBytes}`);
     const budget = this.#opts.budget;

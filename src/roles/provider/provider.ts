@@ -14,7 +14,8 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { parseExecRequest, type ExecFrame } from '../exec-protocol.js';
+import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type Executor } from './executors.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
@@ -184,20 +185,33 @@ export class Provider {
   }
 
   /**
-   * Serve one `/c0mpute/exec/1` request. `send` writes a frame to the buyer;
-   * `signal` aborts when the buyer goes away.
+   * Serve one `/c0mpute/exec/1` stream (src/roles/exec-protocol.ts): the
+   * header's records are checked (and a slot reserved) before any input is
+   * read; then the input is read within the byte budget and the request-phase
+   * deadline; then the work runs under the job's own timeout.
    */
-  async handleExec(frame: unknown, send: (f: ExecFrame) => Promise<void>, signal: AbortSignal): Promise<void> {
+  async handleExec(io: ExecIO): Promise<void> {
+    const { send, signal } = io;
     let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController };
     try {
-      checked = await this.#checkRequest(frame);
+      const header = parseExecHeader(await io.next());
+      const h = await this.#checkHeader(header);
+      try {
+        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs });
+        checked = { ...h, input: this.#checkInput(h.job, input) };
+      } catch (e) {
+        // Nothing ran: the slot goes back.
+        this.#running.delete(h.job.address);
+        throw e;
+      }
     } catch (e) {
-      if (!(e instanceof C0Error)) throw e;
+      if (!(e instanceof C0Error) || e.code.startsWith('NET_')) throw e;
       this.d.log.warn({ code: e.code, msg: e.message }, 'exec request refused');
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
     }
-    // #checkRequest reserved the slot (this.#running) in the same synchronous step as its last check.
+    io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
+    // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
     const { job, offer, input, ctl } = checked;
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
@@ -260,7 +274,7 @@ export class Provider {
     this.d.onOutcome?.(receipt.status, receipt.workload);
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
     try {
-      if (output) await send({ t: 'output', data: output });
+      if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });
       await send({ t: 'receipt', receipt: env.bytes });
     } catch {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
@@ -268,8 +282,8 @@ export class Provider {
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
   }
 
-  async #checkRequest(frame: unknown): Promise<{ job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController }> {
-    const req = parseExecRequest(frame);
+  /** The header's records: everything that can be checked before the input is read. Reserves the slot. */
+  async #checkHeader(req: ExecHeader): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
     const job = open(req.job, T.job);
     const offer = open(req.offer, T.offer);
     const selection: Opened<Selection> = open(req.selection, T.selection);
@@ -281,19 +295,24 @@ export class Provider {
     if (!authorised || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer (or the overlay’s steward)');
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
+    if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
-    let input = req.input;
-    if (job.record.inputSealed === 'yes') input = unseal(input, this.d.box);
-    if (input.length > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `input of ${input.length} bytes exceeds ${this.d.config.maxInputBytes}`);
-    if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
     // Checked again after the await above and reserved in this same synchronous step: two requests at once
     // must not both pass (the same job run twice, or more jobs than slots).
     if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();
     this.#running.set(job.address, ctl);
-    return { job, offer, input, ctl };
+    return { job, offer, ctl };
+  }
+
+  /** The input as received: unsealed, and exactly the job's (size and hash). */
+  #checkInput(job: Opened<Job>, received: Uint8Array): Uint8Array {
+    const input = job.record.inputSealed === 'yes' ? unseal(received, this.d.box) : received;
+    if (input.length > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `input of ${input.length} bytes exceeds ${this.d.config.maxInputBytes}`);
+    if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
+    return input;
   }
 }

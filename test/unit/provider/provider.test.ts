@@ -13,6 +13,7 @@ import { T, type Advert, type Job, type Offer, type Receipt, type Selection } fr
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-box.js';
+import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
@@ -121,9 +122,15 @@ function frame(job: Opened<Job>, offer: Opened<Offer>, selection: Opened<Selecti
   return { t: 'exec', selection: selection.bytes, job: job.bytes, offer: offer.bytes, input };
 }
 
+/** An exec stream whose request is `requests` (then the caller's end). */
+function execIO(requests: unknown[], send: (f: ExecFrame) => Promise<void>, signal: AbortSignal): ExecIO {
+  const queue = [...requests];
+  return { next: async () => queue.shift(), send, signal, reserve: () => {}, setDeadline: () => {} };
+}
+
 async function exec(provider: Provider, f: unknown, signal = new AbortController().signal): Promise<ExecFrame[]> {
   const frames: ExecFrame[] = [];
-  await provider.handleExec(f, async (x) => void frames.push(x), signal);
+  await provider.handleExec(execIO([f], async (x) => void frames.push(x), signal));
   return frames;
 }
 
@@ -382,12 +389,14 @@ describe('Provider: execution', () => {
     const gone = new AbortController();
     const frames: ExecFrame[] = [];
     const run = s.provider.handleExec(
-      frame(job, offer, makeSelection(job, offer), input),
-      async (f) => {
-        frames.push(f);
-        if (f.t === 'accepted') setImmediate(() => gone.abort());
-      },
-      gone.signal,
+      execIO(
+        [frame(job, offer, makeSelection(job, offer), input)],
+        async (f) => {
+          frames.push(f);
+          if (f.t === 'accepted') setImmediate(() => gone.abort());
+        },
+        gone.signal,
+      ),
     );
     await run;
     const r = s.receipts[0];
