@@ -49,7 +49,8 @@ async function firstAnswer(s: Stream, timeoutMs: number): Promise<string> {
  * to the code each stream was answered with.
  */
 export async function floodFrames(node: Libp2p, target: Target, streams = 32, frames = 8, frameBytes = 4_000_000): Promise<string[]> {
-  const body = new Uint8Array(frameBytes).fill(0x41);
+  // Well-formed data frames [0, bytes] (what the unbounded server collected, up to 16 per stream).
+  const body = encodeCanonical([0, new Uint8Array(frameBytes - 16).fill(0x41)]);
   return Promise.all(
     Array.from({ length: streams }, async () => {
       const s = await node.dialProtocol(target, EXEC_PROTOCOL);
