@@ -5,6 +5,7 @@
  * reaches another's) and the roles it runs there.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type PolicyName, type Selection } from '../records/kinds.js';
@@ -18,6 +19,7 @@ import { rejectError, type SemanticHook } from '../net/gossip-validation.js';
 import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
+import { ProcessRegistry } from '../roles/provider/orphans.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
 import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
@@ -228,6 +230,8 @@ export class OverlayNode {
       signer: identity.signer,
       did: this.did,
       config: pc,
+      // Running exec process groups, ended on the next start after a crash (docs/node.md).
+      processes: new ProcessRegistry(join(this.d.dataDir, 'exec-groups', encodeURIComponent(this.name))),
       hardware,
       meter,
       box,

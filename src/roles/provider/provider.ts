@@ -17,6 +17,7 @@ import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type Executor } from './executors.js';
+import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 
@@ -45,6 +46,8 @@ export interface ProviderDeps {
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
+  /** Where running `exec` process groups are recorded, to end them after a crash (src/roles/provider/orphans.ts). */
+  processes?: ProcessRegistry;
 }
 
 export class Provider {
@@ -72,7 +75,48 @@ export class Provider {
   }
 
   async start(): Promise<void> {
+    await this.#reapOrphans();
     await this.publishAdvert();
+  }
+
+  /**
+   * End the process groups a crashed previous run left behind, and sign the
+   * failed receipt (EXEC_PROVIDER_CRASHED) of each job that has none yet
+   * (docs/node.md "Orphaned work after a crash").
+   */
+  async #reapOrphans(): Promise<void> {
+    if (!this.d.processes) return;
+    for (const { rec, outcome } of await this.d.processes.reap()) {
+      this.d.log.warn({ job: rec.job, pid: rec.pid, pgid: rec.pgid, outcome }, outcome === 'killed' ? 'ended the work a crashed run left behind' : 'found the record of work a crashed run left behind');
+      try {
+        if (!rec.jobEnvelope || !rec.offerEnvelope || (await this.d.state.hasReceiptFor(rec.job))) continue;
+        const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
+        const offer = open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
+        if (job.address !== rec.job || offer.signer !== this.d.did) continue;
+        const now = this.d.clock();
+        const receipt: Receipt = {
+          job: job.address,
+          offer: offer.address,
+          buyer: job.signer,
+          provider: this.d.did,
+          workload: job.record.workload,
+          status: 'failed',
+          startedAt: rec.startedAt,
+          completedAt: Math.max(now, rec.startedAt),
+          inputHash: job.record.input.hash,
+          price: offer.record.price,
+          // Nothing was measured across the crash: no energy is claimed.
+          energy: { uj: 0, grade: 'Estimator' },
+          failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
+        };
+        const env = seal(T.receipt, receipt, this.d.signer);
+        await this.d.onReceipt(env);
+        this.d.onOutcome?.('failed', receipt.workload);
+        await this.d.publish('receipt', env).catch(() => 0);
+      } catch (e) {
+        this.d.log.warn({ job: rec.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
+      }
+    }
   }
 
   async stop(): Promise<void> {
@@ -231,6 +275,7 @@ export class Provider {
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
+        ...this.#groupHooks(job, offer, startedAt),
         onProgress: (p) => {
           const t = this.d.clock();
           if (t - lastProgress < 100 && p.fraction !== 1) return;
@@ -280,6 +325,17 @@ export class Provider {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
     }
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
+  }
+
+  /** Record the exec executor's process group while it runs (ProviderDeps.processes). */
+  #groupHooks(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): { onSpawn?: (pid: number) => void; onExit?: (pid: number) => void } {
+    const reg = this.d.processes;
+    if (!reg) return {};
+    return {
+      onSpawn: (pid) =>
+        reg.add({ pid, pgid: pid, job: job.address, startedAt, procStart: procStartTime(pid) ?? '', jobEnvelope: Buffer.from(job.bytes).toString('base64'), offerEnvelope: Buffer.from(offer.bytes).toString('base64') }),
+      onExit: (pid) => reg.remove(pid),
+    };
   }
 
   /** The header's records: everything that can be checked before the input is read. Reserves the slot. */
