@@ -88,7 +88,7 @@ export class StreamBudget {
 
   /** Reserve `bytes` or throw NET_BUFFER_LIMIT (nothing reserved then). */
   reserve(bytes: number): void {
-    if (this.#closed) throw new C0Error(BUFFER_LIMIT, 'the stream has ended');
+    if (this.#closed) throw new C0Error(BUFFER_LIMIT, 'the stream has ended', { detail: { scope: 'stream' } });
     if (bytes <= 0) return;
     this.budget.take(this.connection, bytes, this.#held, this.perStreamBytes);
     this.#held += bytes;

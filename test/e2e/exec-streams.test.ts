@@ -1,8 +1,9 @@
 /**
  * `/c0mpute/exec/1` with bounded memory (issue #10; docs/network.md "Direct
  * streams: limits and framing"), over real `c0mpute start` processes:
- *  - a 12 MiB input job completes end to end (the input and output travel in
- *    chunks; before, anything above ~4 MiB failed with NET_STREAM_FAILED);
+ *  - a 12 MiB input job completes end to end, and a 12 MiB output arrives
+ *    whole (both travel in chunks; before, anything above ~4 MiB failed with
+ *    NET_STREAM_FAILED);
  *  - a 17 MiB input is refused by the buyer before anything is announced or sent;
  *  - an attacker without valid records (an in-test libp2p node) cannot grow the
  *    provider's memory: 32 streams of 8 × 4 MB frames and 32 streams of bogus
@@ -52,6 +53,10 @@ test('a 12 MiB input runs end to end; a 17 MiB one is refused before anything is
     const { result } = await runJob(b, spec(input));
     assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
     assert.equal(Buffer.from(result.output as string, 'base64').toString(), sha256Rounds(input, 1));
+    // A 12 MiB output too: builtin.sleep echoes its input.
+    const echo = await runJob(b, { ...spec(input), workload: 'builtin.sleep', params: '0' });
+    assert.equal(echo.result.status, 'completed', JSON.stringify(echo.result.attempts));
+    assert.ok(Buffer.from(echo.result.output as string, 'base64').equals(input), 'the 12 MiB output arrives whole');
 
     const events: string[] = [];
     await assert.rejects(
