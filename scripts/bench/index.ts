@@ -19,7 +19,8 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();
-    return { report: `${a.report}\n\n${b.report}`, targets: [...a.targets, ...b.targets] };
+    const x = await (await import('./exec-abuse.js')).run();
+    return { report: `${a.report}\n\n${b.report}\n\n${x.report}`, targets: [...a.targets, ...b.targets, ...x.targets] };
   },
 };
 

@@ -39,7 +39,7 @@ import { Dispatcher, type RecordHandler } from './dispatch.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline, type SemanticHook } from './gossip-validation.js';
 import { createNetMetrics, type NetMetrics } from './metrics.js';
-import { DirectProtocols, PROTOCOLS, type CallOptions, type ProtocolHandler, type ProtocolLimits, type StreamHost } from './protocols.js';
+import { DirectProtocols, PROTOCOLS, type CallOptions, type ClientStream, type ProtocolHandler, type ProtocolLimits, type StreamHandler, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { encodeRecordsRequest, MAX_LIVE, recordsHandler } from './records-protocol.js';
 import { DEFAULT_OVERLAY, checkOverlay, expectedType, topicFor, TOPIC_KINDS, type TopicKind } from './topics.js';
@@ -156,6 +156,10 @@ export interface Network {
   handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
   /** Call a direct protocol on a peer (PeerId, peer id string, DID or multiaddr). */
   request(peer: PeerRef, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
+  /** Serve a streaming direct protocol (exec/1: request frames read one at a time, within the byte budget). */
+  handleStream(protocol: string, handler: StreamHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  /** Open a streaming direct protocol on a peer. */
+  openStream(peer: PeerRef, protocol: string, opts?: Omit<CallOptions, 'onFrame'>): Promise<ClientStream>;
   /** Fetch records by address from a peer; each is checked (address, type, shape, signature). */
   fetchRecords(peer: PeerRef, addresses: string[], expectedType?: string): Promise<Opened[]>;
   /** Ask a peer for the live records it holds of `kinds`; each goes through the gossip pipeline and reaches subscribers once. */
@@ -431,6 +435,14 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     async request(peer, protocol, frames, callOpts) {
       return direct.call(toPeerId(peer), protocol, frames, callOpts);
+    },
+
+    async handleStream(protocol, handler, limits) {
+      await direct.serveStream(protocol, handler, limits);
+    },
+
+    async openStream(peer, protocol, callOpts) {
+      return direct.open(toPeerId(peer), protocol, callOpts);
     },
 
     async fetchRecords(peer, addresses, type) {

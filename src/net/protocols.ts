@@ -10,17 +10,25 @@
  *
  * The caller sends its request frames and [1]; the server answers with any
  * number of data frames and [1] (or an error frame), then closes. So one
- * request can be followed by a stream of responses (exec: progress events,
- * output, receipt).
+ * request can be followed by a stream of responses. A streaming protocol
+ * (`serveStream`/`open`, used by exec/1) interleaves the two directions: the
+ * server reads request frames one at a time and may answer before the caller's
+ * [1] (docs/network.md "Direct streams: limits and framing").
+ *
+ * Inbound request data is bounded by a byte budget shared by every inbound
+ * stream (per stream, per connection, in total; src/net/byte-budget.ts), and
+ * frames are read with backpressure (src/net/frame-reader.ts).
  */
 import type { Connection, PeerId, Stream } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
-import { lpStream, type LengthPrefixedStream } from '@libp2p/utils';
-import { C0Error, isC0Error } from '../errors.js';
-import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbor.js';
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
 import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
 import type { Logger } from '../util/log.js';
 import type { NetMetrics } from './metrics.js';
+import { ByteBudget, type BudgetOptions, type StreamBudget } from './byte-budget.js';
+import { FrameReader } from './frame-reader.js';
+import { NET_ERR, deadlineSignal, decodeFrame, encodeFrame, readFrame, streamError, writeFrame, type Frame } from './frames.js';
 
 export const PROTOCOLS = {
   exec: '/c0mpute/exec/1',
@@ -29,16 +37,7 @@ export const PROTOCOLS = {
   witness: '/c0mpute/witness/1',
 } as const;
 
-export const NET_ERR = {
-  DEADLINE: 'NET_DEADLINE',
-  FRAME_TOO_LARGE: 'NET_FRAME_TOO_LARGE',
-  TOO_MANY_FRAMES: 'NET_TOO_MANY_FRAMES',
-  BAD_FRAME: 'NET_BAD_FRAME',
-  STREAM: 'NET_STREAM_FAILED',
-  DIAL: 'NET_DIAL_FAILED',
-  HANDLER: 'NET_HANDLER_FAILED',
-  BAD_REQUEST: 'NET_BAD_REQUEST',
-} as const;
+export { NET_ERR };
 
 export interface ProtocolLimits {
   /** Largest frame either side accepts, bytes. */
@@ -51,6 +50,8 @@ export interface ProtocolLimits {
   maxResponseFrames: number;
   /** Concurrent inbound streams of this protocol per connection. */
   maxInboundStreams: number;
+  /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × maxRequestFrames. */
+  maxStreamBytes?: number;
 }
 
 export const DEFAULT_LIMITS: ProtocolLimits = {
@@ -64,7 +65,8 @@ export const DEFAULT_LIMITS: ProtocolLimits = {
 /** Defaults per protocol; `serve`/`call` take overrides. */
 export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   [PROTOCOLS.records]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 4_096 },
-  [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 16 * 1024 * 1024, deadlineMs: 15 * 60_000, maxRequestFrames: 16 },
+  // exec/1 is a streaming protocol: small frames (header, 256 KiB chunks); its handler sets the deadlines per phase.
+  [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 512 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 << 20 },
   [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: 1024 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 },
   [PROTOCOLS.witness]: { ...DEFAULT_LIMITS, maxFrameBytes: 256 * 1024, deadlineMs: 10_000, maxRequestFrames: 4 },
 };
@@ -80,6 +82,34 @@ export interface ServeContext {
   signal: AbortSignal;
   /** Send one response frame (bounded by maxFrameBytes). */
   send(frame: CborValue): Promise<void>;
+}
+
+/** What a streaming handler (`serveStream`) gets. */
+export interface StreamContext extends ServeContext {
+  /** The next request data frame; undefined once the caller sent [1]. */
+  next(): Promise<CborValue | undefined>;
+  /**
+   * Reserve `bytes` of the node's request budget for data the handler keeps
+   * (released when the stream ends). Throws NET_BUFFER_LIMIT when it does not fit.
+   */
+  reserve(bytes: number): void;
+  /** Move the stream's deadline to `ms` from now (`what` names the phase in the error). */
+  setDeadline(ms: number, what: string): void;
+}
+
+export type StreamHandler = (ctx: StreamContext) => Promise<void>;
+
+/** A caller's side of a streaming protocol (`open`). */
+export interface ClientStream {
+  /** Send one request data frame (waits while the stream cannot take more). */
+  send(frame: CborValue): Promise<void>;
+  /** Send [1]: no more request frames. */
+  end(): Promise<void>;
+  /** The next response data frame; undefined at the server's [1]. Throws the server's error frame as C0Error. */
+  next(): Promise<CborValue | undefined>;
+  /** Close (after the server's end) or abort (earlier). */
+  close(): Promise<void>;
+  readonly signal: AbortSignal;
 }
 
 /**
@@ -102,59 +132,12 @@ export interface StreamHost {
   dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal }): Promise<Stream>;
 }
 
-type Frame = { t: 'data'; v: CborValue } | { t: 'end' } | { t: 'error'; code: string; message: string };
+/** How long a refused stream may stay half-open after its error frame before it is reset. */
+const LINGER_MS = 2_000;
 
-function encodeFrame(f: Frame): Uint8Array {
-  if (f.t === 'data') return encodeCanonical([0, f.v]);
-  if (f.t === 'end') return encodeCanonical([1]);
-  return encodeCanonical([2, f.code, f.message]);
-}
-
-function decodeFrame(b: Uint8Array): Frame {
-  let v: CborValue;
-  try {
-    v = decodeCanonical(b, { recheck: false });
-  } catch (e) {
-    throw new C0Error(NET_ERR.BAD_FRAME, `frame is not CBOR: ${(e as Error).message}`);
-  }
-  if (Array.isArray(v)) {
-    if (v[0] === 0 && v.length === 2) return { t: 'data', v: v[1]! };
-    if (v[0] === 1 && v.length === 1) return { t: 'end' };
-    if (v[0] === 2 && v.length === 3 && typeof v[1] === 'string' && typeof v[2] === 'string') return { t: 'error', code: v[1].slice(0, 64), message: v[2].slice(0, 500) };
-  }
-  throw new C0Error(NET_ERR.BAD_FRAME, 'frame is not [0,v], [1] or [2,code,message]');
-}
-
-/** Map a stream-level failure to a coded error. */
-function streamError(e: unknown, signal: AbortSignal, deadlineMs: number): C0Error {
-  if (isC0Error(e)) return e;
-  const name = (e as Error)?.name ?? '';
-  if (signal.aborted && signal.reason instanceof C0Error) return signal.reason;
-  if (name === 'InvalidDataLengthError' || name === 'InvalidDataLengthLengthError') return new C0Error(NET_ERR.FRAME_TOO_LARGE, `frame over the bound: ${(e as Error).message}`);
-  if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') return new C0Error(NET_ERR.DEADLINE, `stream passed its deadline of ${deadlineMs} ms`);
-  return new C0Error(NET_ERR.STREAM, `stream failed: ${(e as Error)?.message ?? String(e)}`, { detail: { name } });
-}
-
-async function readFrame(lp: LengthPrefixedStream, signal: AbortSignal): Promise<Frame> {
-  const buf = await lp.read({ signal });
-  return decodeFrame(buf.subarray());
-}
-
-function deadlineSignal(ms: number, outer?: AbortSignal): { signal: AbortSignal; clear: () => void } {
-  const ac = new AbortController();
-  const t = setTimeout(() => ac.abort(new C0Error(NET_ERR.DEADLINE, `stream passed its deadline of ${ms} ms`)), ms);
-  const onOuter = () => ac.abort(outer?.reason);
-  if (outer) {
-    if (outer.aborted) onOuter();
-    else outer.addEventListener('abort', onOuter, { once: true });
-  }
-  return {
-    signal: ac.signal,
-    clear: () => {
-      clearTimeout(t);
-      outer?.removeEventListener('abort', onOuter);
-    },
-  };
+export interface DirectOptions {
+  /** The inbound request budget (src/net/byte-budget.ts). */
+  budget?: Partial<BudgetOptions>;
 }
 
 export class DirectProtocols {
@@ -162,17 +145,36 @@ export class DirectProtocols {
   readonly #m: NetMetrics;
   readonly #log: Logger;
   readonly #served = new Set<string>();
+  /** Request bytes held for inbound streams: per stream, per connection, in total. */
+  readonly budget: ByteBudget;
 
-  constructor(host: StreamHost, metrics: NetMetrics, log: Logger) {
+  constructor(host: StreamHost, metrics: NetMetrics, log: Logger, opts: DirectOptions = {}) {
     this.#host = host;
     this.#m = metrics;
     this.#log = log;
+    this.budget = new ByteBudget(opts.budget);
   }
 
   /** Serve `protocol` with `handler` (replaces an earlier handler). */
   async serve(protocol: string, handler: ProtocolHandler, override: Partial<ProtocolLimits> = {}): Promise<void> {
     const limits = limitsFor(protocol, override);
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    const streamHandler: StreamHandler = async (ctx) => {
+      const requests: CborValue[] = [];
+      for (;;) {
+        const v = await ctx.next();
+        if (v === undefined) break;
+        requests.push(v);
+      }
+      await handler(requests, ctx);
+    };
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, streamHandler, stream, connection, true), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    this.#served.add(protocol);
+  }
+
+  /** Serve a streaming protocol: the handler reads request frames one at a time and may answer before the caller's [1]. */
+  async serveStream(protocol: string, handler: StreamHandler, override: Partial<ProtocolLimits> = {}): Promise<void> {
+    const limits = limitsFor(protocol, override);
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection, false), { maxInboundStreams: limits.maxInboundStreams, force: true });
     this.#served.add(protocol);
   }
 
@@ -180,40 +182,59 @@ export class DirectProtocols {
     if (this.#served.delete(protocol)) await this.#host.unhandle(protocol);
   }
 
-  async #onStream(protocol: string, limits: ProtocolLimits, handler: ProtocolHandler, stream: Stream, connection: Connection): Promise<void> {
+  async #onStream(protocol: string, limits: ProtocolLimits, handler: StreamHandler, stream: Stream, connection: Connection, keepFrames: boolean): Promise<void> {
     const t0 = performance.now();
-    const { signal, clear } = deadlineSignal(limits.deadlineMs);
-    const lp = lpStream(stream, { maxDataLength: limits.maxFrameBytes });
+    const { signal, clear, reset } = deadlineSignal(limits.deadlineMs);
+    const budget: StreamBudget = this.budget.open(connection.id, limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64));
+    const reader = new FrameReader(stream, { maxFrameBytes: limits.maxFrameBytes, budget });
     let outcome = 'ok';
     const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));
     signal.addEventListener('abort', onAbort, { once: true });
+    let frames = 0;
+    let ended = false;
     try {
-      const requests: CborValue[] = [];
-      for (;;) {
-        const f = await readFrame(lp, signal);
-        if (f.t === 'end') break;
+      const next = async (): Promise<CborValue | undefined> => {
+        if (ended) return undefined;
+        const raw = await reader.read(signal);
+        if (!raw) throw new C0Error(NET_ERR.STREAM, 'the caller closed the stream before its end frame');
+        let f: Frame;
+        try {
+          f = decodeFrame(raw.bytes);
+        } finally {
+          // A collecting handler keeps its frames until it returns; a streaming one copies what it keeps (reserve).
+          if (!keepFrames) raw.release();
+        }
+        if (f.t === 'end') {
+          raw.release();
+          ended = true;
+          return undefined;
+        }
         if (f.t !== 'data') throw new C0Error(NET_ERR.BAD_FRAME, 'a request may not carry an error frame');
-        if (requests.length >= limits.maxRequestFrames) throw new C0Error(NET_ERR.TOO_MANY_FRAMES, `more than ${limits.maxRequestFrames} request frames`);
-        requests.push(f.v);
-      }
+        if (++frames > limits.maxRequestFrames) throw new C0Error(NET_ERR.TOO_MANY_FRAMES, `more than ${limits.maxRequestFrames} request frames`);
+        return f.v;
+      };
       const send = async (v: CborValue): Promise<void> => {
         const bytes = encodeFrame({ t: 'data', v });
         if (bytes.length > limits.maxFrameBytes) throw new C0Error(NET_ERR.FRAME_TOO_LARGE, `response frame of ${bytes.length} bytes over ${limits.maxFrameBytes}`);
-        await lp.write(bytes, { signal });
+        await writeFrame(stream, bytes, signal);
       };
-      await handler(requests, { peer: connection.remotePeer, signal, send });
-      await lp.write(encodeFrame({ t: 'end' }), { signal });
+      await handler({ peer: connection.remotePeer, signal, send, next, reserve: (n) => budget.reserve(n), setDeadline: (ms, what) => reset(ms, what) });
+      await writeFrame(stream, encodeFrame({ t: 'end' }), signal);
       await stream.close({ signal });
     } catch (e) {
       const err = streamError(e, signal, limits.deadlineMs);
       outcome = err.code;
+      reader.close();
+      budget.close();
       if (signal.aborted) {
         stream.abort(err);
       } else {
-        // tell the caller why, then close
+        // Tell the caller why, stop reading, and reset the stream if the caller does not close its side soon.
         try {
-          await lp.write(encodeFrame({ t: 'error', code: err.code, message: err.message }), { signal });
-          await stream.close({ signal });
+          await writeFrame(stream, encodeFrame({ t: 'error', code: err.code, message: err.message }), signal);
+          await stream.closeRead().catch(() => {});
+          await stream.close({ signal: AbortSignal.any([signal, AbortSignal.timeout(LINGER_MS)]) });
+          if (stream.status !== 'closed') setTimeout(() => stream.abort(err), LINGER_MS).unref();
         } catch {
           stream.abort(err);
         }
@@ -222,6 +243,8 @@ export class DirectProtocols {
     } finally {
       signal.removeEventListener('abort', onAbort);
       clear();
+      reader.close();
+      budget.close();
       this.#m.streams.inc({ protocol, direction: 'in', outcome });
       this.#m.streamSeconds.observe({ protocol, direction: 'in' }, (performance.now() - t0) / 1000);
     }
@@ -235,51 +258,107 @@ export class DirectProtocols {
    */
   async call(peer: PeerId | Multiaddr, protocol: string, requests: CborValue[], opts: CallOptions = {}): Promise<CborValue[]> {
     const limits = limitsFor(protocol, opts.limits);
+    // Refuse an oversized request before dialling.
+    const encoded = requests.map((r) => encodeFrame({ t: 'data', v: r }));
+    for (const bytes of encoded) if (bytes.length > limits.maxFrameBytes) throw new C0Error(NET_ERR.FRAME_TOO_LARGE, `request frame of ${bytes.length} bytes over ${limits.maxFrameBytes}`);
+    const s = await this.open(peer, protocol, opts);
+    try {
+      for (const r of requests) await s.send(r);
+      await s.end();
+      const out: CborValue[] = [];
+      for (;;) {
+        const v = await s.next();
+        if (v === undefined) break;
+        if (out.length >= limits.maxResponseFrames) throw new C0Error(NET_ERR.TOO_MANY_FRAMES, `more than ${limits.maxResponseFrames} response frames`);
+        out.push(v);
+        if (opts.onFrame) await opts.onFrame(v);
+      }
+      await s.close();
+      return out;
+    } catch (e) {
+      await s.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Open a stream for a streaming protocol. Errors (thrown by send/next) are
+   * C0Errors as for `call`; `close` must be called in every case.
+   */
+  async open(peer: PeerId | Multiaddr, protocol: string, opts: Omit<CallOptions, 'onFrame'> = {}): Promise<ClientStream> {
+    const limits = limitsFor(protocol, opts.limits);
     const t0 = performance.now();
     const { signal, clear } = deadlineSignal(limits.deadlineMs, opts.signal);
     let outcome = 'ok';
-    let stream: Stream | undefined;
-    try {
-      try {
-        stream = await this.#host.dialProtocol(peer, protocol, { signal });
-      } catch (e) {
-        if (signal.aborted) throw streamError(e, signal, limits.deadlineMs);
-        throw new C0Error(NET_ERR.DIAL, `cannot open ${protocol} to ${peer.toString()}: ${(e as Error).message}`, { detail: { name: (e as Error).name } });
-      }
-      const s = stream;
-      const onAbort = () => s.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        const lp = lpStream(s, { maxDataLength: limits.maxFrameBytes });
-        for (const r of requests) {
-          const bytes = encodeFrame({ t: 'data', v: r });
-          if (bytes.length > limits.maxFrameBytes) throw new C0Error(NET_ERR.FRAME_TOO_LARGE, `request frame of ${bytes.length} bytes over ${limits.maxFrameBytes}`);
-          await lp.write(bytes, { signal });
-        }
-        await lp.write(encodeFrame({ t: 'end' }), { signal });
-        const out: CborValue[] = [];
-        for (;;) {
-          const f = await readFrame(lp, signal);
-          if (f.t === 'end') break;
-          if (f.t === 'error') throw new C0Error(f.code, `${protocol} peer answered: ${f.message}`, { detail: { remote: true } });
-          if (out.length >= limits.maxResponseFrames) throw new C0Error(NET_ERR.TOO_MANY_FRAMES, `more than ${limits.maxResponseFrames} response frames`);
-          out.push(f.v);
-          if (opts.onFrame) await opts.onFrame(f.v);
-        }
-        await s.close({ signal }).catch(() => s.abort(new Error('close failed')));
-        return out;
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-      }
-    } catch (e) {
+    let stream: Stream;
+    let finished = false;
+    let closed = false;
+    const fail = (e: unknown): C0Error => {
       const err = streamError(e, signal, limits.deadlineMs);
-      outcome = err.code;
-      stream?.abort(err);
-      throw err;
-    } finally {
+      if (outcome === 'ok') outcome = err.code;
+      return err;
+    };
+    const done = (): void => {
       clear();
       this.#m.streams.inc({ protocol, direction: 'out', outcome });
       this.#m.streamSeconds.observe({ protocol, direction: 'out' }, (performance.now() - t0) / 1000);
+    };
+    try {
+      stream = await this.#host.dialProtocol(peer, protocol, { signal });
+    } catch (e) {
+      const err = signal.aborted ? streamError(e, signal, limits.deadlineMs) : new C0Error(NET_ERR.DIAL, `cannot open ${protocol} to ${peer.toString()}: ${(e as Error).message}`, { detail: { name: (e as Error).name } });
+      outcome = err.code;
+      done();
+      throw err;
     }
+    const s = stream;
+    const onAbort = () => s.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const reader = new FrameReader(s, { maxFrameBytes: limits.maxFrameBytes });
+    return {
+      signal,
+      send: async (v) => {
+        try {
+          const bytes = encodeFrame({ t: 'data', v });
+          if (bytes.length > limits.maxFrameBytes) throw new C0Error(NET_ERR.FRAME_TOO_LARGE, `request frame of ${bytes.length} bytes over ${limits.maxFrameBytes}`);
+          await writeFrame(s, bytes, signal);
+        } catch (e) {
+          throw fail(e);
+        }
+      },
+      end: async () => {
+        try {
+          await writeFrame(s, encodeFrame({ t: 'end' }), signal);
+        } catch (e) {
+          throw fail(e);
+        }
+      },
+      next: async () => {
+        if (finished) return undefined;
+        try {
+          const f = await readFrame(reader, signal);
+          if (f.t === 'end') {
+            finished = true;
+            return undefined;
+          }
+          if (f.t === 'error') {
+            finished = true;
+            throw new C0Error(f.code, `${protocol} peer answered: ${f.message}`, { detail: { remote: true } });
+          }
+          return f.v;
+        } catch (e) {
+          throw fail(e);
+        }
+      },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        signal.removeEventListener('abort', onAbort);
+        reader.close();
+        if (finished && outcome === 'ok') await s.close({ signal }).catch(() => s.abort(new Error('close failed')));
+        else s.abort(new C0Error(outcome === 'ok' ? NET_ERR.STREAM : outcome, 'stream closed early'));
+        done();
+      },
+    };
   }
 }

@@ -113,6 +113,10 @@ export const configSchema = z
           .default({ type: 'auto', estimatorWatts: 100 }),
         maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
         maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
+        /** exec/1: time to deliver the request header, and the base of the input phase (docs/network.md). */
+        execRequestMs: z.number().int().min(100).default(30_000),
+        /** exec/1: the input must arrive at least this fast on top of execRequestMs. */
+        execMinInputBytesPerSec: z.number().int().positive().default(128 * 1024),
         workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
       })
       .strict()

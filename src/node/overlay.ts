@@ -5,6 +5,7 @@
  * reaches another's) and the roles it runs there.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type PolicyName, type Selection } from '../records/kinds.js';
@@ -18,6 +19,7 @@ import { rejectError, type SemanticHook } from '../net/gossip-validation.js';
 import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
+import { ProcessRegistry } from '../roles/provider/orphans.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
 import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
@@ -26,7 +28,7 @@ import { WitnessRole } from '../roles/witness.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { didFromPeerId } from './peer-id.js';
 import { open } from '../records/envelope.js';
-import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
+import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES, execExchange, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
@@ -233,6 +235,8 @@ export class OverlayNode {
       signer: identity.signer,
       did: this.did,
       config: pc,
+      // Running exec process groups, ended on the next start after a crash (docs/node.md).
+      processes: new ProcessRegistry(join(this.d.dataDir, 'exec-groups', encodeURIComponent(this.name))),
       hardware,
       meter,
       box,
@@ -270,12 +274,12 @@ export class OverlayNode {
       ...(this.selectionAuthority ? { selectionAuthority: this.selectionAuthority } : {}),
     });
     this.#stops.push(() => this.provider!.stop());
-    await this.net.handle(
+    // exec/1 streams its input and output in chunks; the stream starts with the request phase's deadline
+    // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
+    await this.net.handleStream(
       EXEC_PROTOCOL,
-      async (frames, ctx) => {
-        await this.provider!.handleExec(frames[0], (f) => ctx.send(f as never), ctx.signal);
-      },
-      { maxFrameBytes: pc.maxInputBytes + 1024 * 1024, deadlineMs: 6 * 3600_000 },
+      (ctx) => this.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
+      { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
     );
     // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
     const stewardDid = this.d.network.steward;
@@ -379,43 +383,11 @@ export class OverlayNode {
     return { selection, offer };
   }
 
-  /** Adapt the network's callback-style request into an async iterable of frames. */
+  /** One exec/1 exchange as an async iterable of the provider's frames (input and output chunked, src/roles/exec-protocol.ts). */
   async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal): AsyncIterable<unknown> {
-    const queue: unknown[] = [];
-    let wake: (() => void) | undefined;
-    let done = false;
-    let failure: unknown;
-    const p = this.net
-      .request(did, protocol, [request as never], {
-        signal,
-        limits: { maxFrameBytes: 64 * 1024 * 1024, deadlineMs: 6 * 3600_000 },
-        onFrame: (f) => {
-          queue.push(f);
-          wake?.();
-        },
-      })
-      .then(
-        () => {
-          done = true;
-          wake?.();
-        },
-        (e) => {
-          failure = e;
-          done = true;
-          wake?.();
-        },
-      );
-    while (true) {
-      if (queue.length) {
-        yield queue.shift();
-        continue;
-      }
-      if (done) break;
-      await new Promise<void>((r) => (wake = r));
-      wake = undefined;
-    }
-    await p;
-    if (failure) throw failure;
+    // The buyer's signal bounds the exchange (the job's deadline plus a grace period).
+    const ch = await this.net.openStream(did, protocol, { signal, limits: { deadlineMs: 7 * 24 * 3600_000 } });
+    yield* execExchange(ch, request);
   }
 
   #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void): Promise<number> {

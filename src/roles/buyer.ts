@@ -21,7 +21,7 @@ import type { Logger } from '../util/log.js';
 import { seal as sealBox } from '../crypto/sealed-box.js';
 import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
-import { EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
+import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -134,6 +134,8 @@ export interface BuyerDeps {
   admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
+  /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES, the providers' documented default). */
+  maxInputBytes?: number;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
   managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
 }
@@ -162,6 +164,11 @@ export class Buyer {
     const policy = spec.policy ?? this.d.defaultPolicy;
     if (policy === 'private' && !spec.requirements?.allowlist) {
       throw new C0Error('POLICY_PRIVATE_NEEDS_ALLOWLIST', 'the private policy needs a job with a provider allowlist (requirements.allowlist)');
+    }
+    const maxInput = this.d.maxInputBytes ?? EXEC_MAX_INPUT_BYTES;
+    if (spec.input.length > maxInput) {
+      // Refused before anything is announced or sent: no provider on the documented defaults would take it.
+      throw new C0Error('INPUT_TOO_LARGE', `the input of ${spec.input.length} bytes exceeds the limit of ${maxInput} bytes (providers' provider.maxInputBytes, 16 MiB by default)`, { field: 'input' });
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);

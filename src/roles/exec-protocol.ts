@@ -1,14 +1,43 @@
 /**
- * `/c0mpute/exec/1`: the buyer sends one request frame; the provider answers
- * with a stream of frames: `accepted`, any number of `progress`, then either
- * `output` + `receipt` (completed) or `receipt` alone (failed), or a single
- * `refused` when it will not run the request at all (nothing ran, so there is
- * no receipt). Frames are canonical CBOR maps; records travel as envelopes.
+ * `/c0mpute/exec/1` (DESIGN §3.5; docs/network.md "Direct streams: limits and
+ * framing"). A streaming protocol, so inputs and outputs up to the documented
+ * limits (16 MiB by default) travel in chunks with backpressure:
+ *
+ *   buyer → provider   {t:'exec', selection, job, offer}           the header
+ *   provider → buyer   {t:'ready'} | {t:'refused', code, message}  the records were checked first
+ *   buyer → provider   {t:'input', data} × n (≤ 256 KiB each), then [1]
+ *   provider → buyer   {t:'accepted'}, {t:'progress'}…, {t:'output', data} × n (≤ 256 KiB each, in order),
+ *                      {t:'receipt'} — or {t:'refused'} when the input does not check out
+ *
+ * An input of at most EXEC_INLINE_INPUT_BYTES may travel inside the header
+ * (`input`, the request format before chunking): then there is no `ready` and
+ * no `input` frame. Frames are canonical CBOR maps; records travel as envelopes.
  */
 import { C0Error } from '../errors.js';
 
 export const EXEC_PROTOCOL = '/c0mpute/exec/1';
 
+/** Size of an input or output chunk frame's data. */
+export const EXEC_CHUNK_BYTES = 256 * 1024;
+/** Largest input sent inside the header (no `ready` round trip). */
+export const EXEC_INLINE_INPUT_BYTES = 64 * 1024;
+/** What a sealed input adds to the plaintext (ephemeral key, nonce, tag). */
+export const SEALED_OVERHEAD_BYTES = 32 + 12 + 16;
+/** The documented default input limit (provider.maxInputBytes); a buyer refuses larger inputs before sending anything. */
+export const EXEC_MAX_INPUT_BYTES = 16 * 1024 * 1024;
+/** The largest output a buyer takes (assembled from chunks). */
+export const EXEC_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+export interface ExecHeader {
+  t: 'exec';
+  selection: Uint8Array;
+  job: Uint8Array;
+  offer: Uint8Array;
+  /** The whole input (raw or sealed to the provider's box key), when at most EXEC_INLINE_INPUT_BYTES. */
+  input?: Uint8Array;
+}
+
+/** What a buyer asks to run: the header's records and the whole input (chunked on the wire). */
 export interface ExecRequest {
   t: 'exec';
   selection: Uint8Array;
@@ -19,6 +48,7 @@ export interface ExecRequest {
 }
 
 export type ExecFrame =
+  | { t: 'ready' }
   | { t: 'accepted'; startedAt: number }
   | { t: 'progress'; message: string; permille?: number }
   | { t: 'output'; data: Uint8Array }
@@ -29,19 +59,33 @@ function isBytes(v: unknown): v is Uint8Array {
   return v instanceof Uint8Array;
 }
 
-export function parseExecRequest(v: unknown): ExecRequest {
+export function parseExecHeader(v: unknown): ExecHeader {
   const o = v as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || o.t !== 'exec') throw new C0Error('EXEC_BAD_REQUEST', 'not an exec request frame');
-  for (const k of ['selection', 'job', 'offer', 'input'] as const) {
+  for (const k of ['selection', 'job', 'offer'] as const) {
     if (!isBytes(o[k])) throw new C0Error('EXEC_BAD_REQUEST', `exec request: ${k} must be bytes`, { field: k });
   }
-  return o as unknown as ExecRequest;
+  if (o.input !== undefined && (!isBytes(o.input) || o.input.length > EXEC_INLINE_INPUT_BYTES + SEALED_OVERHEAD_BYTES)) {
+    throw new C0Error('EXEC_BAD_REQUEST', `exec request: an inline input must be bytes, at most ${EXEC_INLINE_INPUT_BYTES} (send larger ones in input frames)`, { field: 'input' });
+  }
+  return o as unknown as ExecHeader;
+}
+
+/** An input chunk frame's data. */
+export function parseInputChunk(v: unknown): Uint8Array {
+  const o = v as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || o.t !== 'input' || !isBytes(o.data) || o.data.length > EXEC_CHUNK_BYTES) {
+    throw new C0Error('EXEC_BAD_REQUEST', `expected an input frame {t:'input', data} of at most ${EXEC_CHUNK_BYTES} bytes`, { field: 'input' });
+  }
+  return o.data;
 }
 
 export function parseExecFrame(v: unknown): ExecFrame {
   const o = v as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || typeof o.t !== 'string') throw new C0Error('EXEC_BAD_FRAME', 'not an exec frame');
   switch (o.t) {
+    case 'ready':
+      return { t: 'ready' };
     case 'accepted':
       if (typeof o.startedAt === 'number') return o as unknown as ExecFrame;
       break;
@@ -59,4 +103,73 @@ export function parseExecFrame(v: unknown): ExecFrame {
       break;
   }
   throw new C0Error('EXEC_BAD_FRAME', `malformed exec frame "${String(o.t).slice(0, 20)}"`);
+}
+
+/** Split `data` into chunks of at most `size` bytes (views, no copies). */
+export function chunks(data: Uint8Array, size = EXEC_CHUNK_BYTES): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let off = 0; off < data.length; off += size) out.push(data.subarray(off, Math.min(off + size, data.length)));
+  return out;
+}
+
+/** The caller's side of a streaming direct protocol, as the exchange needs it. */
+export interface ExecChannel {
+  send(frame: never): Promise<void>;
+  end(): Promise<void>;
+  next(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * The buyer's side of one exchange: send the header, wait for `ready`, stream
+ * the input, then yield the provider's frames. Output chunks are assembled
+ * and yielded as one `output` frame before the receipt (bounded by
+ * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE). Closes the channel in every case.
+ */
+export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutputBytes = EXEC_MAX_OUTPUT_BYTES): AsyncGenerator<unknown> {
+  try {
+    const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer };
+    if (req.input.length <= EXEC_INLINE_INPUT_BYTES) {
+      await ch.send({ ...header, input: req.input } as never);
+      await ch.end();
+    } else {
+      await ch.send(header as never);
+      const first = await ch.next();
+      if (first === undefined) return;
+      const f = parseExecFrame(first);
+      if (f.t !== 'ready') {
+        yield first;
+        return;
+      }
+      for (const c of chunks(req.input)) await ch.send({ t: 'input', data: c } as never);
+      await ch.end();
+    }
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const raw = await ch.next();
+      if (raw === undefined) break;
+      const f = parseExecFrame(raw);
+      if (f.t === 'output') {
+        size += f.data.length;
+        if (size > maxOutputBytes) throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `the provider sent more than ${maxOutputBytes} bytes of output`);
+        parts.push(f.data);
+        continue;
+      }
+      if (f.t === 'receipt' && parts.length) yield { t: 'output', data: parts.length === 1 ? parts[0]! : concat(parts, size) };
+      yield raw;
+    }
+  } finally {
+    await ch.close();
+  }
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
 }

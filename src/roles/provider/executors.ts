@@ -3,7 +3,9 @@
  * provider's config (never by the job):
  *  - builtin: small real workloads shipped with the node (demos and tests);
  *  - exec: a configured command, input on stdin, output from stdout, killed
- *    with its process group at the deadline, output size bounded;
+ *    with its process group at the deadline, output size bounded; the group is
+ *    reported (onSpawn/onExit) so a provider can record it and end it after a
+ *    crash (src/roles/provider/orphans.ts);
  *  - http: POST the input to a configured endpoint, take the response body.
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
@@ -26,6 +28,10 @@ export interface ExecContext {
   signal: AbortSignal;
   onProgress: (p: Progress) => void;
   maxOutputBytes: number;
+  /** A process group was spawned (exec executor): called with its leader's pid before the input is written to it. */
+  onSpawn?: (pid: number) => void;
+  /** That process group has exited (and what it left was killed). */
+  onExit?: (pid: number) => void;
 }
 
 export interface Executor {
@@ -190,11 +196,20 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
         child.stdin.on('error', () => {
           /* the command may exit without reading its input */
         });
+        if (child.pid) {
+          try {
+            ctx.onSpawn?.(child.pid);
+          } catch (e) {
+            failure ??= new C0Error('EXEC_SPAWN_FAILED', `cannot record the process group: ${(e as Error).message}`);
+            killGroup();
+          }
+        }
         child.stdin.end(Buffer.from(ctx.input));
         child.on('close', (code, sig) => {
           ctx.signal.removeEventListener('abort', onAbort);
           // Whatever the command left running in its group goes with it.
           killGroup();
+          if (child.pid) ctx.onExit?.(child.pid);
           if (failure) return reject(failure);
           if (code !== 0) return reject(new C0Error('EXEC_FAILED', `command exited with ${code ?? sig}${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`));
           try {

@@ -14,8 +14,10 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { parseExecRequest, type ExecFrame } from '../exec-protocol.js';
+import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type Executor } from './executors.js';
+import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 
@@ -44,6 +46,8 @@ export interface ProviderDeps {
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
+  /** Where running `exec` process groups are recorded, to end them after a crash (src/roles/provider/orphans.ts). */
+  processes?: ProcessRegistry;
 }
 
 export class Provider {
@@ -71,7 +75,48 @@ export class Provider {
   }
 
   async start(): Promise<void> {
+    await this.#reapOrphans();
     await this.publishAdvert();
+  }
+
+  /**
+   * End the process groups a crashed previous run left behind, and sign the
+   * failed receipt (EXEC_PROVIDER_CRASHED) of each job that has none yet
+   * (docs/node.md "Orphaned work after a crash").
+   */
+  async #reapOrphans(): Promise<void> {
+    if (!this.d.processes) return;
+    for (const { rec, outcome } of await this.d.processes.reap()) {
+      this.d.log.warn({ job: rec.job, pid: rec.pid, pgid: rec.pgid, outcome }, outcome === 'killed' ? 'ended the work a crashed run left behind' : 'found the record of work a crashed run left behind');
+      try {
+        if (!rec.jobEnvelope || !rec.offerEnvelope || (await this.d.state.hasReceiptFor(rec.job))) continue;
+        const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
+        const offer = open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
+        if (job.address !== rec.job || offer.signer !== this.d.did) continue;
+        const now = this.d.clock();
+        const receipt: Receipt = {
+          job: job.address,
+          offer: offer.address,
+          buyer: job.signer,
+          provider: this.d.did,
+          workload: job.record.workload,
+          status: 'failed',
+          startedAt: rec.startedAt,
+          completedAt: Math.max(now, rec.startedAt),
+          inputHash: job.record.input.hash,
+          price: offer.record.price,
+          // Nothing was measured across the crash: no energy is claimed.
+          energy: { uj: 0, grade: 'Estimator' },
+          failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
+        };
+        const env = seal(T.receipt, receipt, this.d.signer);
+        await this.d.onReceipt(env);
+        this.d.onOutcome?.('failed', receipt.workload);
+        await this.d.publish('receipt', env).catch(() => 0);
+      } catch (e) {
+        this.d.log.warn({ job: rec.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
+      }
+    }
   }
 
   async stop(): Promise<void> {
@@ -184,20 +229,33 @@ export class Provider {
   }
 
   /**
-   * Serve one `/c0mpute/exec/1` request. `send` writes a frame to the buyer;
-   * `signal` aborts when the buyer goes away.
+   * Serve one `/c0mpute/exec/1` stream (src/roles/exec-protocol.ts): the
+   * header's records are checked (and a slot reserved) before any input is
+   * read; then the input is read within the byte budget and the request-phase
+   * deadline; then the work runs under the job's own timeout.
    */
-  async handleExec(frame: unknown, send: (f: ExecFrame) => Promise<void>, signal: AbortSignal): Promise<void> {
+  async handleExec(io: ExecIO): Promise<void> {
+    const { send, signal } = io;
     let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController };
     try {
-      checked = await this.#checkRequest(frame);
+      const header = parseExecHeader(await io.next());
+      const h = await this.#checkHeader(header);
+      try {
+        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs });
+        checked = { ...h, input: this.#checkInput(h.job, input) };
+      } catch (e) {
+        // Nothing ran: the slot goes back.
+        this.#running.delete(h.job.address);
+        throw e;
+      }
     } catch (e) {
-      if (!(e instanceof C0Error)) throw e;
+      if (!(e instanceof C0Error) || e.code.startsWith('NET_')) throw e;
       this.d.log.warn({ code: e.code, msg: e.message }, 'exec request refused');
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
     }
-    // #checkRequest reserved the slot (this.#running) in the same synchronous step as its last check.
+    io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
+    // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
     const { job, offer, input, ctl } = checked;
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
@@ -217,6 +275,7 @@ export class Provider {
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
+        ...this.#groupHooks(job, offer, startedAt),
         onProgress: (p) => {
           const sp = this.#spans.get(job.address);
           if (sp && p.units !== undefined) sp.units = p.units;
@@ -262,7 +321,7 @@ export class Provider {
     this.d.onOutcome?.(receipt.status, receipt.workload);
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
     try {
-      if (output) await send({ t: 'output', data: output });
+      if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });
       await send({ t: 'receipt', receipt: env.bytes });
     } catch {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
@@ -270,8 +329,19 @@ export class Provider {
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
   }
 
-  async #checkRequest(frame: unknown): Promise<{ job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController }> {
-    const req = parseExecRequest(frame);
+  /** Record the exec executor's process group while it runs (ProviderDeps.processes). */
+  #groupHooks(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): { onSpawn?: (pid: number) => void; onExit?: (pid: number) => void } {
+    const reg = this.d.processes;
+    if (!reg) return {};
+    return {
+      onSpawn: (pid) =>
+        reg.add({ pid, pgid: pid, job: job.address, startedAt, procStart: procStartTime(pid) ?? '', jobEnvelope: Buffer.from(job.bytes).toString('base64'), offerEnvelope: Buffer.from(offer.bytes).toString('base64') }),
+      onExit: (pid) => reg.remove(pid),
+    };
+  }
+
+  /** The header's records: everything that can be checked before the input is read. Reserves the slot. */
+  async #checkHeader(req: ExecHeader): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
     const job = open(req.job, T.job);
     const offer = open(req.offer, T.offer);
     const selection: Opened<Selection> = open(req.selection, T.selection);
@@ -283,19 +353,24 @@ export class Provider {
     if (!authorised || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer (or the overlay’s steward)');
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
+    if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
-    let input = req.input;
-    if (job.record.inputSealed === 'yes') input = unseal(input, this.d.box);
-    if (input.length > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `input of ${input.length} bytes exceeds ${this.d.config.maxInputBytes}`);
-    if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
     // Checked again after the await above and reserved in this same synchronous step: two requests at once
     // must not both pass (the same job run twice, or more jobs than slots).
     if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();
     this.#running.set(job.address, ctl);
-    return { job, offer, input, ctl };
+    return { job, offer, ctl };
+  }
+
+  /** The input as received: unsealed, and exactly the job's (size and hash). */
+  #checkInput(job: Opened<Job>, received: Uint8Array): Uint8Array {
+    const input = job.record.inputSealed === 'yes' ? unseal(received, this.d.box) : received;
+    if (input.length > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `input of ${input.length} bytes exceeds ${this.d.config.maxInputBytes}`);
+    if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
+    return input;
   }
 }

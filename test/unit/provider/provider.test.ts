@@ -13,6 +13,7 @@ import { T, type Advert, type Job, type Offer, type Receipt, type Selection } fr
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-box.js';
+import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
@@ -121,9 +122,15 @@ function frame(job: Opened<Job>, offer: Opened<Offer>, selection: Opened<Selecti
   return { t: 'exec', selection: selection.bytes, job: job.bytes, offer: offer.bytes, input };
 }
 
+/** An exec stream whose request is `requests` (then the caller's end). */
+function execIO(requests: unknown[], send: (f: ExecFrame) => Promise<void>, signal: AbortSignal): ExecIO {
+  const queue = [...requests];
+  return { next: async () => queue.shift(), send, signal, reserve: () => {}, setDeadline: () => {} };
+}
+
 async function exec(provider: Provider, f: unknown, signal = new AbortController().signal): Promise<ExecFrame[]> {
   const frames: ExecFrame[] = [];
-  await provider.handleExec(f, async (x) => void frames.push(x), signal);
+  await provider.handleExec(execIO([f], async (x) => void frames.push(x), signal));
   return frames;
 }
 
@@ -382,12 +389,14 @@ describe('Provider: execution', () => {
     const gone = new AbortController();
     const frames: ExecFrame[] = [];
     const run = s.provider.handleExec(
-      frame(job, offer, makeSelection(job, offer), input),
-      async (f) => {
-        frames.push(f);
-        if (f.t === 'accepted') setImmediate(() => gone.abort());
-      },
-      gone.signal,
+      execIO(
+        [frame(job, offer, makeSelection(job, offer), input)],
+        async (f) => {
+          frames.push(f);
+          if (f.t === 'accepted') setImmediate(() => gone.abort());
+        },
+        gone.signal,
+      ),
     );
     await run;
     const r = s.receipts[0];
@@ -424,5 +433,69 @@ describe('Provider: execution', () => {
     const refused = ends.find((f) => f.t === 'refused');
     assert.ok(refused && refused.t === 'refused');
     assert.equal(refused.code, 'EXEC_BUSY');
+  });
+});
+
+describe('Provider: chunked exec/1 requests', () => {
+  /** A header without inline input, then `chunks` as input frames; counts what the provider read. */
+  function chunkedIO(header: Record<string, unknown>, chunks: Uint8Array[], out: ExecFrame[]) {
+    const reads = { n: 0, reserved: 0, deadlines: [] as string[] };
+    const queue: unknown[] = [{ ...header, input: undefined }, ...chunks.map((data) => ({ t: 'input', data }))];
+    delete (queue[0] as Record<string, unknown>).input;
+    const io: ExecIO = {
+      next: async () => {
+        reads.n++;
+        return queue.shift();
+      },
+      send: async (f) => void out.push(f),
+      signal: new AbortController().signal,
+      reserve: (n) => void (reads.reserved += n),
+      setDeadline: (_ms, what) => void reads.deadlines.push(what),
+    };
+    return { io, reads };
+  }
+
+  test('records that do not check out are refused on the header: no input is read or reserved', async () => {
+    const s = setup();
+    const input = new Uint8Array(300 * 1024).fill(3);
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const out: ExecFrame[] = [];
+    const { io, reads } = chunkedIO(frame(job, offer, makeSelection(job, offer, Ed25519Signer.generate()), input), [input.subarray(0, 256 * 1024), input.subarray(256 * 1024)], out);
+    await s.provider.handleExec(io);
+    assert.equal(refusal(out), 'EXEC_SELECTION_UNAUTHORISED');
+    assert.equal(reads.n, 1, 'only the header was read');
+    assert.equal(reads.reserved, 0);
+    assert.equal(s.receipts.length, 0);
+  });
+
+  test('a valid header: ready, the input in chunks within its reservation, then the run under its own deadline', async () => {
+    const s = setup();
+    const input = new Uint8Array(300 * 1024).fill(5);
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const out: ExecFrame[] = [];
+    const { io, reads } = chunkedIO(frame(job, offer, makeSelection(job, offer), input), [input.subarray(0, 256 * 1024), input.subarray(256 * 1024)], out);
+    await s.provider.handleExec(io);
+    assert.deepEqual(
+      out.map((f) => f.t),
+      ['ready', 'accepted', 'progress', 'output', 'receipt'].filter((t) => out.some((f) => f.t === t)),
+    );
+    assert.equal(out[0]!.t, 'ready');
+    assert.equal(reads.reserved, input.length);
+    assert.deepEqual(reads.deadlines, ['input', 'run']);
+    assert.equal(s.receipts[0]?.record.status, 'completed');
+  });
+
+  test('a job whose declared input exceeds maxInputBytes is refused on the header', async () => {
+    const s = setup();
+    const input = utf8('small');
+    const job = makeJob({ input: { hash: hashHex(input), size: s.config.maxInputBytes + 1 } }, input);
+    const offer = seal(T.offer, { job: job.address, advert: 'sha256:' + '00'.repeat(32), price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, s.signer);
+    const out: ExecFrame[] = [];
+    const { io, reads } = chunkedIO(frame(job, offer, makeSelection(job, offer), input), [input], out);
+    await s.provider.handleExec(io);
+    assert.equal(refusal(out), 'EXEC_INPUT_TOO_LARGE');
+    assert.equal(reads.n, 1);
   });
 });

@@ -1,0 +1,110 @@
+/**
+ * The frames of the direct protocols (DESIGN §3.5; docs/network.md §4 and
+ * "Direct streams: limits and framing"): `[0, value]` data, `[1]` end,
+ * `[2, code, message]` error, each length-prefixed; writing with backpressure,
+ * reading through a FrameReader, and the movable per-stream deadline.
+ */
+import type { Stream } from '@libp2p/interface';
+import { C0Error, isC0Error } from '../errors.js';
+import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbor.js';
+import type { FrameReader } from './frame-reader.js';
+
+export const NET_ERR = {
+  DEADLINE: 'NET_DEADLINE',
+  FRAME_TOO_LARGE: 'NET_FRAME_TOO_LARGE',
+  TOO_MANY_FRAMES: 'NET_TOO_MANY_FRAMES',
+  BAD_FRAME: 'NET_BAD_FRAME',
+  STREAM: 'NET_STREAM_FAILED',
+  DIAL: 'NET_DIAL_FAILED',
+  HANDLER: 'NET_HANDLER_FAILED',
+  BAD_REQUEST: 'NET_BAD_REQUEST',
+  BUFFER_LIMIT: 'NET_BUFFER_LIMIT',
+} as const;
+
+export type Frame = { t: 'data'; v: CborValue } | { t: 'end' } | { t: 'error'; code: string; message: string };
+
+export function encodeFrame(f: Frame): Uint8Array {
+  if (f.t === 'data') return encodeCanonical([0, f.v]);
+  if (f.t === 'end') return encodeCanonical([1]);
+  return encodeCanonical([2, f.code, f.message]);
+}
+
+export function decodeFrame(b: Uint8Array): Frame {
+  let v: CborValue;
+  try {
+    v = decodeCanonical(b, { recheck: false });
+  } catch (e) {
+    throw new C0Error(NET_ERR.BAD_FRAME, `frame is not CBOR: ${(e as Error).message}`);
+  }
+  if (Array.isArray(v)) {
+    if (v[0] === 0 && v.length === 2) return { t: 'data', v: v[1]! };
+    if (v[0] === 1 && v.length === 1) return { t: 'end' };
+    if (v[0] === 2 && v.length === 3 && typeof v[1] === 'string' && typeof v[2] === 'string') return { t: 'error', code: v[1].slice(0, 64), message: v[2].slice(0, 500) };
+  }
+  throw new C0Error(NET_ERR.BAD_FRAME, 'frame is not [0,v], [1] or [2,code,message]');
+}
+
+/** Map a stream-level failure to a coded error. */
+export function streamError(e: unknown, signal: AbortSignal, deadlineMs: number): C0Error {
+  if (isC0Error(e)) return e;
+  const name = (e as Error)?.name ?? '';
+  if (signal.aborted && signal.reason instanceof C0Error) return signal.reason;
+  if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') return new C0Error(NET_ERR.DEADLINE, `stream passed its deadline of ${deadlineMs} ms`);
+  return new C0Error(NET_ERR.STREAM, `stream failed: ${(e as Error)?.message ?? String(e)}`, { detail: { name } });
+}
+
+function varint(n: number): Uint8Array {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n % 0x80) | 0x80);
+    n = Math.floor(n / 0x80);
+  }
+  out.push(n);
+  return Uint8Array.from(out);
+}
+
+/** Write one length-prefixed frame, waiting for the stream to drain when its buffer is full (backpressure). */
+export async function writeFrame(stream: Stream, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const prefix = varint(bytes.length);
+  const buf = new Uint8Array(prefix.length + bytes.length);
+  buf.set(prefix, 0);
+  buf.set(bytes, prefix.length);
+  if (!stream.send(buf)) await stream.onDrain({ signal });
+}
+
+export async function readFrame(reader: FrameReader, signal: AbortSignal, keep = false): Promise<Frame> {
+  const raw = await reader.read(signal);
+  if (!raw) throw new C0Error(NET_ERR.STREAM, 'the stream ended before its end frame');
+  try {
+    return decodeFrame(raw.bytes);
+  } finally {
+    if (!keep) raw.release();
+  }
+}
+
+/** A deadline that can be moved (phases of a streaming protocol). */
+export function deadlineSignal(ms: number, outer?: AbortSignal): { signal: AbortSignal; clear: () => void; reset: (ms: number, what: string) => void } {
+  const ac = new AbortController();
+  let t: NodeJS.Timeout | undefined;
+  const reset = (after: number, what: string) => {
+    if (t) clearTimeout(t);
+    if (ac.signal.aborted) return;
+    t = setTimeout(() => ac.abort(new C0Error(NET_ERR.DEADLINE, `stream passed its ${what} deadline of ${after} ms`)), after);
+  };
+  reset(ms, 'stream');
+  const onOuter = () => ac.abort(outer?.reason);
+  if (outer) {
+    if (outer.aborted) onOuter();
+    else outer.addEventListener('abort', onOuter, { once: true });
+  }
+  return {
+    signal: ac.signal,
+    reset,
+    clear: () => {
+      if (t) clearTimeout(t);
+      outer?.removeEventListener('abort', onOuter);
+    },
+  };
+}
+
