@@ -194,6 +194,7 @@ describe('c0mpute pool check', () => {
     const r = check('borrow.yaml');
     assert.equal(r.code, 0, r.stdout);
     assert.match(r.stdout, /borrowed\s+300 µJ/);
+    assert.match(r.stdout, new RegExp(`ledger\\s+3 entries, steward ${S}, self-attested`));
   });
 
   it('Queue with its reason for an unobserved estimate past the guarantee (exit 1); nothing written', async () => {
