@@ -60,7 +60,11 @@ export function readInput(path: string): Uint8Array {
 
 /** A negative answer that is not an error: print and exit 1 (e.g. `record verify` on an invalid record). */
 export class NegativeAnswer extends Error {
-  constructor(readonly lines: string[]) {
+  /** `stderr` for an answer that is an error message rather than the command's output (e.g. `run`'s final failure) */
+  constructor(
+    readonly lines: string[],
+    readonly stream: 'stdout' | 'stderr' = 'stdout',
+  ) {
     super(lines.join('\n'));
   }
 }

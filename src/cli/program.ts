@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { EXIT, NegativeAnswer, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
+import { setPassphraseFile } from './passphrase.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -15,11 +16,13 @@ export function buildProgram(): Command {
     .description('Peer-to-peer compute market node: providers quote, buyers decide, every outcome is a signed receipt.')
     .version('0.1.0')
     .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)')
+    .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.hook('preAction', (thisCommand) => {
-    const o = thisCommand.opts<{ dataDir?: string }>();
+    const o = thisCommand.opts<{ dataDir?: string; passphraseFile?: string }>();
     if (!o.dataDir) thisCommand.setOptionValue('dataDir', defaultDataDir());
+    setPassphraseFile(o.passphraseFile);
   });
   registerCommands(program);
   // Propagate exitOverride to every subcommand.
@@ -47,7 +50,7 @@ export function report(e: unknown): number {
     return EXIT.USAGE;
   }
   if (e instanceof NegativeAnswer) {
-    for (const l of e.lines) process.stdout.write(l + '\n');
+    for (const l of e.lines) (e.stream === 'stderr' ? process.stderr : process.stdout).write(l + '\n');
     return EXIT.NEGATIVE;
   }
   if (e instanceof C0Error) {

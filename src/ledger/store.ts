@@ -87,8 +87,9 @@ export async function readLedgerDir(dir: string): Promise<RawLedger> {
   try {
     const entries = await readAll(sub(db, 'entries'));
     const receipts = await readAll(sub(db, 'receipts'));
-    const meta = decodeMeta(await sub(db, 'meta').get('head'));
-    return { entries, receipts, ...(meta === undefined ? {} : { meta }) };
+    // a missing head reads as the empty ledger's, exactly as Ledger.open reads it
+    const meta = decodeMeta(await sub(db, 'meta').get('head')) ?? { length: 0, head: GENESIS };
+    return { entries, receipts, meta };
   } finally {
     await closeDb(db);
   }

@@ -1,7 +1,23 @@
-/** One report for a ledger (directory or file): replay, then attestation. Pure over the raw contents. */
+/**
+ * One report for a ledger (directory or file): replay, then attestation
+ * (pool/1 §6.4–§6.8). Pure over the raw contents. A ledger fails when its chain
+ * does not verify, when a directory's stored head does not match its entries,
+ * or when one of its own witness receipts contradicts it: a receipt that
+ * verifies but covers another head or a longer history (rewritten or
+ * truncated), or one that verifies and names another steward (the ledger was
+ * re-signed under another key).
+ */
+import { C0Error } from '../errors.js';
 import { replay, type ReplayResult } from './replay.js';
 import { gradeAttestation, type Attestation } from './attest.js';
 import type { RawLedger } from './store.js';
+
+export const VERIFY_ERR = {
+  /** a receipt of the ledger names another steward */
+  OTHER_STEWARD: 'WITNESS_OTHER_STEWARD',
+  /** refusing a ledger whose own witness receipts contradict it (import, pool check) */
+  CONTRADICTED: 'LEDGER_WITNESS_CONTRADICTS',
+} as const;
 
 export interface VerifyReport {
   ok: boolean;
@@ -20,5 +36,27 @@ export function verifyLedger(raw: RawLedger, opts: { steward?: string } = {}): V
   }
   const mismatch = attestation.receipts.find((s) => s.status === 'mismatch');
   if (mismatch && mismatch.status === 'mismatch') return { ok: false, replay: r, attestation, problem: { code: mismatch.code, message: `witness ${mismatch.witness}: ${mismatch.message}` } };
+  const other = attestation.receipts.find((s) => s.status === 'other-ledger');
+  if (other && other.status === 'other-ledger') {
+    return {
+      ok: false,
+      replay: r,
+      attestation,
+      problem: { code: VERIFY_ERR.OTHER_STEWARD, message: `witness ${other.witness} cosigned this ledger for steward ${other.steward}, but its entries are signed by ${r.steward ?? '(none)'} (re-signed under another key?)` },
+    };
+  }
   return { ok: true, replay: r, attestation };
+}
+
+/**
+ * Throw unless the report verifies: LEDGER_CORRUPT for a chain that does not
+ * verify, LEDGER_HEAD_MISMATCH for a stored head that does not match,
+ * LEDGER_WITNESS_CONTRADICTS for a receipt that contradicts the ledger; the
+ * problem is the error's detail.
+ */
+export function assertVerified(rep: VerifyReport, what: string): void {
+  if (rep.ok) return;
+  const p = rep.problem!;
+  const code = !rep.replay.ok ? 'LEDGER_CORRUPT' : p.code === 'LEDGER_HEAD_MISMATCH' ? p.code : VERIFY_ERR.CONTRADICTED;
+  throw new C0Error(code, `${what}: the ledger does not verify: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`, { detail: { ...p } });
 }

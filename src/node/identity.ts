@@ -110,7 +110,7 @@ export function loadIdentity(dataDir: string, passphrase?: string): Identity {
     if (!f.seed || !/^[0-9a-f]{64}$/.test(f.seed)) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} has no valid seed`);
     seed = Buffer.from(f.seed, 'hex');
   } else {
-    if (!passphrase) throw new C0Error('KEY_PASSPHRASE_REQUIRED', `key file ${path} is encrypted; set C0MPUTE_PASSPHRASE or run in a terminal to be asked`);
+    if (!passphrase) throw new C0Error('KEY_PASSPHRASE_REQUIRED', `key file ${path} is encrypted; pass --passphrase-file, set C0MPUTE_PASSPHRASE (or C0MPUTE_PASSPHRASE_FILE), or run in a terminal to be asked`);
     if (!f.scrypt || !f.cipher) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} lacks its scrypt or cipher parameters`);
     const key = scryptSync(passphrase, Buffer.from(f.scrypt.salt, 'hex'), 32, { N: f.scrypt.N, r: f.scrypt.r, p: f.scrypt.p, maxmem: 256 * 1024 * 1024 });
     try {

@@ -4,6 +4,7 @@
  * `PoolState` joins a tree with the usage derived from the ledger and keeps,
  * per parent, the sums a decision needs (siblings' unspent guarantee and the
  * amount already borrowed), so a decision costs O(1) whatever the tree size.
+ * The share (§2.2) comes from the tree alone, never from arrival order.
  *
  * Evaluation follows §4 in order; every reason that applies is reported, the
  * first in precedence order is `reason` (see docs/pool.md):
@@ -143,7 +144,7 @@ export class PoolState {
       if (est.uj > e.guarantee_uj) {
         if (!isObserved(est.grade)) deny.push('UNOBSERVED_EXCEEDS_GUARANTEE');
         if (e.over_quota_weight === 0) deny.push('NO_WEIGHT_EXCEEDS_GUARANTEE');
-        if (e.over_quota_weight > 0 && BigInt(est.uj - e.guarantee_uj) > this.#maxShare(e)) deny.push('EXCEEDS_MAX_SHARE');
+        if (e.over_quota_weight > 0 && BigInt(est.uj - e.guarantee_uj) > this.#share(e)) deny.push('EXCEEDS_MAX_SHARE');
       }
     }
     if (deny.length > 0) return { verdict: 'Deny', ...base, reason: deny[0]!, reasons: deny };
@@ -163,7 +164,7 @@ export class PoolState {
       if (ent.over_quota_weight === 0) queue.push('GUARANTEE_EXHAUSTED_NO_WEIGHT');
       if (ent.limit_uj !== undefined && after > ent.limit_uj) queue.push('LIMIT_REACHED');
       if (ent.over_quota_weight > 0) {
-        if (BigInt(borrowedAfter) > this.#share(ent, u.usedUj)) queue.push('SHARE_EXCEEDED');
+        if (BigInt(borrowedAfter) > this.#share(ent)) queue.push('SHARE_EXCEEDED');
         if (borrowed > this.#available(ent, u.usedUj)) queue.push('SURPLUS_INSUFFICIENT');
       }
     }
@@ -171,23 +172,18 @@ export class PoolState {
     return { verdict: 'Admit', claim: claim.id, entitlement: ent.id, reserved: { uj: est.uj, grade: est.grade }, devices, borrowed_uj: borrowed };
   }
 
-  /** The largest share the tree could ever give `e`: every sibling's whole guarantee unspent. */
-  #maxShare(e: Entitlement): bigint {
+  /**
+   * §2.2: floor(Σ siblings' guarantee × weight / Σ weights under the parent).
+   * The share is a property of the tree: it does not move when a sibling
+   * spends, borrows or claims first, so arrival order cannot enlarge it. What
+   * siblings have actually left unspent bounds the *available* surplus below.
+   */
+  #share(e: Entitlement): bigint {
     if (e.parent === undefined) return 0n; // surplus never crosses roots
     const W = BigInt(this.tree.weightSum.get(e.parent) ?? 0);
     if (W === 0n) return 0n;
     const siblingsG = BigInt((this.tree.guaranteeSum.get(e.parent) ?? 0) - e.guarantee_uj);
     return (siblingsG * BigInt(e.over_quota_weight)) / W;
-  }
-
-  /** §2.2: floor(siblings' unspent guarantee × weight / Σ weights under the parent). */
-  #share(e: Entitlement, used: number): bigint {
-    if (e.parent === undefined) return 0n;
-    const W = BigInt(this.tree.weightSum.get(e.parent) ?? 0);
-    if (W === 0n) return 0n;
-    const a = this.#agg.get(e.parent) ?? { unspent: 0, borrowed: 0 };
-    const siblingsUnspent = a.unspent - pos(e.guarantee_uj - used);
-    return (BigInt(siblingsUnspent) * BigInt(e.over_quota_weight)) / W;
   }
 
   /** Surplus still available to `e`: siblings' unspent guarantee less what siblings already borrowed. */
@@ -202,7 +198,7 @@ export class PoolState {
     const e = this.tree.entitlements.get(id);
     if (!e) return undefined;
     const u = this.book.usage(id);
-    return { ...u, shareUj: Number(this.#share(e, u.usedUj)), availableUj: pos(this.#available(e, u.usedUj)) };
+    return { ...u, shareUj: Number(this.#share(e)), availableUj: pos(this.#available(e, u.usedUj)) };
   }
 }
 

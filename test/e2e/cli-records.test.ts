@@ -138,7 +138,7 @@ describe('c0mpute keys', { concurrency: 3 }, () => {
     const dir = join(tmp, 'nopass');
     const init = await run(['--data-dir', dir, 'keys', 'init', '--no-passphrase'], { env: { C0MPUTE_PASSPHRASE: 'x' } });
     assert.equal(init.code, 0, init.stderr);
-    assert.doesNotMatch(init.out, /encrypted/);
+    assert.match(init.out, /\(unencrypted\)/);
     assertOperatorError(await run(['--data-dir', dir, 'keys', 'init', '--no-passphrase']), 'KEY_EXISTS');
   });
 

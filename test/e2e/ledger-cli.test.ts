@@ -2,12 +2,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../src/store/db.js';
-import { Ledger, Witness, seqKey } from '../../src/ledger/index.js';
+import { Ledger, Witness, seqKey, sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
 import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -105,6 +105,74 @@ describe('c0mpute ledger', () => {
     assert.match(r.stdout, /problem\s+entry 1: ENVELOPE_BAD_SIGNATURE/);
   });
 
+  it('a ledger its own witness receipt shows was rewritten: verify exits 1, import and pool check refuse it', async () => {
+    const wdb = await openDb(join(t.dir, 'witness-db-rw'));
+    const w = new Witness(wdb, Ed25519Signer.generate());
+    const honest = sealEntries([admitted('h1', 'a', 100), admitted('h2', 'a', 200)], steward).map((e) => e.bytes);
+    const receipt = (await w.cosign(S, honest)).bytes;
+    await closeDb(wdb);
+    // the same steward re-seals a different history of the same length and ships the old receipt with it
+    const rewritten = sealEntries([admitted('h1', 'a', 100), admitted('h2', 'a', 1)], steward).map((e) => e.bytes);
+    const file = join(t.dir, 'rewritten.cbor');
+    writeLedgerFile(file, { entries: rewritten, receipts: [receipt] });
+    const v = c0('ledger', 'verify', file);
+    assert.equal(v.code, 1, v.stdout);
+    assert.match(v.stdout, /problem\s+WITNESS_HEAD_MISMATCH/);
+    const target = join(t.dir, 'rewritten-import');
+    const i = c0('ledger', 'import', file, target);
+    assert.equal(i.code, 3, i.stdout + i.stderr);
+    assert.match(i.stderr, /^error LEDGER_WITNESS_CONTRADICTS: .*WITNESS_HEAD_MISMATCH/);
+    assert.equal(existsSync(join(target, 'CURRENT')), false, 'nothing written');
+    const p = c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file);
+    assert.equal(p.code, 3, p.stdout + p.stderr);
+    assert.match(p.stderr, /^error LEDGER_WITNESS_CONTRADICTS: /);
+    assert.doesNotMatch(p.stdout, /verdict/);
+  });
+
+  it('a ledger re-signed under another key: verify names the signer first and exits 1 when its receipts name another steward', async () => {
+    const wdb = await openDb(join(t.dir, 'witness-db-rs'));
+    const w = new Witness(wdb, Ed25519Signer.generate());
+    const events = [admitted('s1', 'a', 100), admitted('s2', 'a', 200)];
+    const receipt = (await w.cosign(S, sealEntries(events, steward).map((e) => e.bytes))).bytes;
+    await closeDb(wdb);
+    const thief = Ed25519Signer.generate();
+    const T = didFromPublicKey(thief.publicKey);
+    const file = join(t.dir, 'resigned.cbor');
+    writeLedgerFile(file, { entries: sealEntries(events, thief).map((e) => e.bytes), receipts: [receipt] });
+    const v = c0('ledger', 'verify', file);
+    assert.equal(v.code, 1, v.stdout);
+    const lines = v.stdout.split('\n');
+    assert.match(lines[0]!, new RegExp(`^steward\\s+${T} \\(entry 0's signer: not checked`));
+    assert.match(v.stdout, new RegExp(`problem\\s+WITNESS_OTHER_STEWARD: .*for steward ${S}`));
+    // naming the real steward refuses the entries themselves
+    const named = c0('ledger', 'verify', file, '--steward', S);
+    assert.equal(named.code, 1);
+    assert.match(named.stdout, /problem\s+entry 0: LEDGER_WRONG_STEWARD/);
+    const i = c0('ledger', 'import', file, join(t.dir, 'resigned-import'));
+    assert.equal(i.code, 3);
+    assert.match(i.stderr, /^error LEDGER_WITNESS_CONTRADICTS: .*WITNESS_OTHER_STEWARD/);
+  });
+
+  it('a directory without its stored head fails verify (as Ledger.open refuses it); show exits 1 on a ledger that does not verify', async () => {
+    const d = join(t.dir, 'headless');
+    const l = await Ledger.open(d, { signer: steward });
+    await l.append(admitted('n1'));
+    await l.append(admitted('n2'));
+    await l.close();
+    const db = await openDb(d);
+    await sub(db, 'meta').del('head');
+    await closeDb(db);
+    await assert.rejects(Ledger.open(d, { signer: steward }), (e: unknown) => (e as { code?: string }).code === 'LEDGER_HEAD_MISMATCH');
+    const v = c0('ledger', 'verify', d);
+    assert.equal(v.code, 1, v.stdout);
+    assert.match(v.stdout, /problem\s+LEDGER_HEAD_MISMATCH/);
+    const s = c0('ledger', 'show', d);
+    assert.equal(s.code, 1, s.stdout);
+    assert.match(s.stdout, /^#0 .*Admitted claim=n1/m);
+    assert.match(s.stdout, /^problem: LEDGER_HEAD_MISMATCH/m);
+    assert.equal(c0('ledger', 'show', d, '--json').code, 1);
+  });
+
   it('a missing path is an operator error (exit 3)', () => {
     const r = c0('ledger', 'verify', join(t.dir, 'nope'));
     assert.equal(r.code, 3);
@@ -126,6 +194,7 @@ describe('c0mpute pool check', () => {
     const r = check('borrow.yaml');
     assert.equal(r.code, 0, r.stdout);
     assert.match(r.stdout, /borrowed\s+300 µJ/);
+    assert.match(r.stdout, new RegExp(`ledger\\s+3 entries, steward ${S}, self-attested`));
   });
 
   it('Queue with its reason for an unobserved estimate past the guarantee (exit 1); nothing written', async () => {

@@ -91,9 +91,12 @@ test('`c0mpute run` with no eligible provider prints the binding constraints and
     assert.deepEqual(x.providers[0]!.failures.map((f) => f.code).sort(), ['MEMORY_TOO_SMALL', 'OFFER_MISSING', 'REGION_NOT_ACCEPTED']);
     const binding = x.binding.map((b) => b.constraint);
     assert.ok(binding.includes('memory') && binding.includes('region'), JSON.stringify(x.binding));
-    // ...and the same in words for a person: the explanation line and one line per relaxation.
-    const human = r.out.split('\n').filter((l) => l && !l.startsWith('{'));
-    assert.ok(human[0]?.startsWith('✘'), r.out);
+    // stdout holds the JSON lines only; the same in words for a person goes to stderr, once:
+    // the explanation line and one line per relaxation.
+    assert.deepEqual(r.out.split('\n').filter((l) => l && !l.startsWith('{')), [], r.out);
+    const human = r.err.split('\n').filter((l) => l.startsWith('✘') || l.startsWith('  · '));
+    assert.ok(human[0]?.startsWith('✘ no eligible provider'), r.err);
+    assert.equal(human.filter((l) => l.startsWith('✘ no eligible provider')).length, 1, r.err);
     assert.equal(human.filter((l) => l.startsWith('  · ')).length, x.relaxations.length);
   });
 });
@@ -125,5 +128,14 @@ test('status, peers, market, jobs and reputation against a running daemon exit 0
     // The human forms name what the JSON says.
     assert.ok(human[0]!.out.includes(buyer.did));
     assert.ok(human[1]!.out.includes(prov.did));
+  });
+});
+
+test('`c0mpute run` without --json prints its final error on stderr only, once', async () => {
+  await withLogs(c, async () => {
+    const plain = await c0mpute(buyer.dir, ['run', join(c.root, 'big-job.yaml')]);
+    assert.equal(plain.code, 1, plain.err);
+    assert.equal(plain.out, '', 'nothing on stdout');
+    assert.equal(plain.err.split('\n').filter((l) => l.startsWith('✘ no eligible provider')).length, 1, plain.err);
   });
 });

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { createIdentity, isKeyEncrypted, keyFilePath, readKeyFileDid } from '../../node/identity.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { out, outJson } from '../context.js';
-import { askPassphrase } from '../passphrase.js';
+import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { globals } from './index.js';
 
 export function register(program: Command): void {
@@ -14,11 +14,12 @@ export function register(program: Command): void {
     .option('--no-passphrase', 'store the key unencrypted without asking')
     .action(async (opts: { passphrase: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const pass = opts.passphrase ? await askPassphrase('passphrase for the new key (empty for none): ', true) : undefined;
+      const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
       const id = createIdentity(dataDir, pass);
       out(`created ${id.did}`);
       out(`peer id  ${peerIdFromDid(id.did).toString()}`);
-      out(`key file ${id.keyFile}${pass ? ' (encrypted)' : ''}`);
+      out(`key file ${id.keyFile} (${pass ? 'encrypted' : 'unencrypted'})`);
+      if (!pass) warnUnencrypted(id.keyFile, source);
     });
   keys
     .command('show')

@@ -6,8 +6,7 @@ import { open } from '../../records/envelope.js';
 import { POOL_TYPE, type LedgerEntry } from '../../ledger/entry.js';
 import { readLedgerDir, writeLedgerDir, type RawLedger } from '../../ledger/store.js';
 import { readLedgerFile, writeLedgerFile } from '../../ledger/file.js';
-import { verifyLedger } from '../../ledger/verify.js';
-import { replay } from '../../ledger/replay.js';
+import { assertVerified, verifyLedger } from '../../ledger/verify.js';
 import { NegativeAnswer, out, outJson } from '../context.js';
 
 function isDir(p: string): boolean {
@@ -55,10 +54,11 @@ export function register(program: Command): void {
       if (opts.json) {
         outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null });
       } else {
+        // the steward first: without --steward it is only entry 0's signer, which anyone re-signing the ledger controls
         const lines = [
+          `steward      ${r.steward ?? '(none)'}${opts.steward ? ' (as required by --steward)' : r.steward ? " (entry 0's signer: not checked; pass --steward DID to require one)" : ''}`,
           `length       ${r.length}`,
           `head         ${r.ok ? r.head : '(not established)'}`,
-          `steward      ${r.steward ?? '(none)'}`,
           `attestation  ${rep.ok || r.ok ? grade : '(not graded: the chain does not verify)'}`,
         ];
         for (const s of a.receipts) {
@@ -92,7 +92,10 @@ export function register(program: Command): void {
     .argument('<dir>', 'an empty ledger directory')
     .description('verify an exported ledger and write it into an empty directory')
     .action(async (file: string, dir: string) => {
-      const r = await writeLedgerDir(dir, readLedgerFile(file));
+      const raw = readLedgerFile(file);
+      // the file's own witness receipts must not contradict it (a rewritten or re-signed history)
+      assertVerified(verifyLedger(raw), `refusing to import ${file}`);
+      const r = await writeLedgerDir(dir, raw);
       out(`imported ${r.length} entries, head ${r.head}`);
     });
 
@@ -106,7 +109,7 @@ export function register(program: Command): void {
       const from = Number(opts.from);
       if (!Number.isSafeInteger(from) || from < 0) throw new C0Error('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
       const raw = await readAny(path);
-      const r = replay(raw.entries);
+      const rep = verifyLedger(raw);
       const rows = raw.entries.slice(from).map((b, i) => {
         const seq = from + i;
         try {
@@ -117,14 +120,17 @@ export function register(program: Command): void {
           return { seq, error: `${e.code}: ${e.message}` };
         }
       });
+      // a ledger that does not verify is still shown (to find the bad entry), but the answer is negative: exit 1
+      if (!rep.ok) process.exitCode = 1;
       if (opts.json) {
-        outJson({ ok: r.ok, problem: r.problem ?? null, entries: rows });
+        outJson({ ok: rep.ok, problem: rep.problem ?? null, entries: rows });
         return;
       }
       for (const row of rows) {
         if ('error' in row) out(`#${row.seq} (refused) ${row.error}`);
         else out(`#${row.seq} ${when(row.entry.at)} ${describe(row.entry)} ${row.address}`);
       }
-      if (!r.ok) out(`problem: entry ${r.problem!.index}: ${r.problem!.code}: ${r.problem!.message}`);
+      const p = rep.problem;
+      if (p) out(`problem: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`);
     });
 }

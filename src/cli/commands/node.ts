@@ -21,7 +21,7 @@ import type { status as localStatus, market as localMarket } from '../../node/co
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
 import { NegativeAnswer, jsonReplacer, out, outJson } from '../context.js';
-import { askPassphrase } from '../passphrase.js';
+import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
 import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
@@ -103,10 +103,12 @@ export function register(program: Command): void {
       const { dataDir } = globals(cmd);
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       if (!existsSync(keyFilePath(dataDir))) {
-        const pass = opts.passphrase ? await askPassphrase('passphrase for the new key (empty for none): ', true) : undefined;
+        const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
         const id = createIdentity(dataDir, pass);
         out(`created key  ${id.did}`);
         out(`peer id      ${peerIdFromDid(id.did).toString()}`);
+        out(`key file     ${id.keyFile} (${pass ? 'encrypted' : 'unencrypted'})`);
+        if (!pass) warnUnencrypted(id.keyFile, source);
       } else out(`key exists   ${keyFilePath(dataDir)}`);
       const cfg = join(dataDir, 'config.yaml');
       if (!existsSync(cfg) || opts.forceConfig) {
@@ -166,7 +168,17 @@ export function register(program: Command): void {
   ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string }, cmd: Command) => {
     const { dataDir } = globals(cmd);
     const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}) });
-    const print = (ev: WireEvent) => (f.json ? out(JSON.stringify(ev, jsonReplacer)) : renderEvent(ev, short, (s) => process.stderr.write(s + '\n')));
+    // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
+    const said = new Set<string>();
+    let verdictSaid = false;
+    const print = (ev: WireEvent) => {
+      if (f.json) return out(JSON.stringify(ev, jsonReplacer));
+      if (ev.e === 'admission' && (ev.admission as { verdict?: string }).verdict !== 'Admit') verdictSaid = true;
+      renderEvent(ev, short, (s) => {
+        said.add(s);
+        process.stderr.write(s + '\n');
+      });
+    };
     let result: Record<string, unknown> | undefined;
     const client = daemonClient(dataDir);
     if (client) {
@@ -199,7 +211,7 @@ export function register(program: Command): void {
       return;
     }
     const lines: string[] = [];
-    if (status === 'denied' || status === 'queue-expired') {
+    if ((status === 'denied' || status === 'queue-expired') && !verdictSaid) {
       const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
       lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
     } else if (status === 'no-eligible-provider' || status === 'no-offers') {
@@ -209,7 +221,11 @@ export function register(program: Command): void {
     } else {
       lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
     }
-    throw new NegativeAnswer(lines);
+    // the final failure is an error message: stderr only, and once
+    throw new NegativeAnswer(
+      lines.filter((l) => !said.has(l)),
+      'stderr',
+    );
   });
 
   program

@@ -5,7 +5,7 @@ import { C0Error } from '../../errors.js';
 import { PoolState, claimFromYaml, deriveEstimate, treeFromYaml, UsageBook, type Claim } from '../../pool/index.js';
 import { readLedgerDir } from '../../ledger/store.js';
 import { readLedgerFile } from '../../ledger/file.js';
-import { replayOrThrow } from '../../ledger/replay.js';
+import { assertVerified, verifyLedger } from '../../ledger/verify.js';
 import { statSync } from 'node:fs';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
 
@@ -23,12 +23,18 @@ export function register(program: Command): void {
       const spec = claimFromYaml(Buffer.from(readInput(opts.claim)).toString('utf8'), opts.claim);
       let book = new UsageBook();
       let length = 0;
+      let ledgerLine: string | undefined;
       if (opts.ledger !== undefined) {
         if (!existsSync(opts.ledger)) throw new C0Error('INPUT_UNREADABLE', `--ledger ${opts.ledger}: no such file or directory`, { field: 'ledger' });
         const raw = statSync(opts.ledger).isDirectory() ? await readLedgerDir(opts.ledger) : readLedgerFile(opts.ledger);
-        const r = replayOrThrow(raw.entries);
-        book = r.book;
-        length = r.length;
+        // the whole report, witness receipts included: a ledger its own receipts contradict is refused
+        const rep = verifyLedger(raw);
+        assertVerified(rep, `--ledger ${opts.ledger}`);
+        book = rep.replay.book!;
+        length = rep.replay.length;
+        const a = rep.attestation;
+        const grade = a.grade === 'witnessed' ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}` : 'self-attested';
+        ledgerLine = `ledger       ${length} entries, steward ${rep.replay.steward ?? '(none)'}, ${grade}`;
       }
       const lines: string[] = [];
       let claim: Claim;
@@ -51,6 +57,7 @@ export function register(program: Command): void {
         return;
       }
       lines.unshift(`verdict      ${v.verdict}`);
+      if (ledgerLine !== undefined) lines.push(ledgerLine);
       if (v.verdict === 'Admit') {
         lines.push(`reservation  ${v.reserved.uj} µJ (grade ${v.reserved.grade}) against ${v.entitlement}`, `devices      ${v.devices}`, `borrowed     ${v.borrowed_uj} µJ`);
         for (const l of lines) out(l);

@@ -67,50 +67,92 @@ describe('§7.1 both guarantees bind (§2.1)', () => {
 });
 
 describe('§7.2 surplus stays among siblings under one parent; a borrower is bounded by its weighted share (§2.2)', () => {
-  it('a borrower gets at most floor(siblings’ unspent × weight / Σ weights)', () => {
+  it('a borrower gets at most floor(siblings’ guarantee × weight / Σ weights), whatever the siblings have spent', () => {
     // a, b (w=1) and c (w=2) under org: a's share = floor(2000 × 1 / 4) = 500
     const s = new PoolState(sampleTree());
-    const never = s.decide(claim({ estimate: E(1501) })); // beyond any share the tree can give: Deny
-    assert.equal(never.verdict === 'Deny' && never.reason, 'EXCEEDS_MAX_SHARE');
-    const v = s.decide(claim({ estimate: E(1500) }));
-    assert.equal(v.verdict, 'Admit');
-    assert.equal(v.verdict === 'Admit' && v.borrowed_uj, 500);
-    // once b spends 400 of its guarantee, a's share is floor(1600 / 4) = 400: more queues
+    const never = s.decide(claim({ estimate: E(1501) })); // beyond the share: Deny
+    assert.deepEqual(never.verdict === 'Deny' && never.reasons, ['EXCEEDS_MAX_SHARE']);
+    // b spending 400 of its own guarantee leaves a's share alone (1600 is still unspent and unlent)
     admit(s, claim({ id: 'b-400', entitlement: 'b', estimate: E(400) }));
-    const q = s.decide(claim({ estimate: E(1401) }));
-    assert.equal(q.verdict === 'Queue' && q.reason, 'SHARE_EXCEEDED');
-    assert.equal(s.decide(claim({ estimate: E(1400) })).verdict, 'Admit');
+    assert.equal(s.explain('a')!.shareUj, 500);
+    const v = admit(s, claim({ id: 'a-1500', estimate: E(1500) }));
+    assert.equal(v.verdict === 'Admit' && v.borrowed_uj, 500);
+    const q = s.decide(claim({ id: 'a-1', estimate: E(1) }));
+    assert.deepEqual(q.verdict === 'Queue' && q.reasons, ['SHARE_EXCEEDED']);
   });
-  it('rounds the share down', () => {
+  it('the share does not depend on arrival order: a and b each borrow 750, whichever claims first', () => {
+    // a (g 1000, w 1), b (g 1000, w 1), c (g 2000, w 2): each of a and b may borrow floor(3000 × 1 / 4) = 750
+    const tree = () => buildTree([ent('p', { over_quota_weight: 0, guarantee_uj: 0 }), ent('a', { parent: 'p' }), ent('b', { parent: 'p' }), ent('c', { parent: 'p', guarantee_uj: 2000, over_quota_weight: 2 })]);
+    for (const [first, second] of [['a', 'b'], ['b', 'a']] as const) {
+      const s = new PoolState(tree());
+      const v1 = admit(s, claim({ id: `${first}-1`, entitlement: first, estimate: E(1750) }));
+      assert.equal(v1.verdict === 'Admit' && v1.borrowed_uj, 750, `${first} first`);
+      const over = s.decide(claim({ id: `${second}-0`, entitlement: second, estimate: E(1751) }));
+      assert.deepEqual(over.verdict === 'Deny' && over.reasons, ['EXCEEDS_MAX_SHARE'], `${second} second`);
+      const v2 = s.decide(claim({ id: `${second}-1`, entitlement: second, estimate: E(1750) }));
+      assert.equal(v2.verdict, 'Admit', `${second} second: ${JSON.stringify(v2)}`);
+      assert.equal(v2.verdict === 'Admit' && v2.borrowed_uj, 750);
+    }
+  });
+  it('rounds the share down, both for one claim and for the cumulative borrowing', () => {
     const tree = buildTree([ent('p', { over_quota_weight: 0 }), ent('a', { parent: 'p', over_quota_weight: 1 }), ent('b', { parent: 'p', over_quota_weight: 2, guarantee_uj: 1001 })]);
-    // a's share = floor(1001 × 1 / 3) = 333
+    // a's share = floor(1001 × 1 / 3) = 333 (a ceiling would give 334)
     const s = new PoolState(tree);
-    assert.notEqual(s.decide(claim({ estimate: E(1334) })).verdict, 'Admit');
+    const d = s.decide(claim({ estimate: E(1334) }));
+    assert.deepEqual(d.verdict === 'Deny' && d.reasons, ['EXCEEDS_MAX_SHARE']);
     assert.equal(s.decide(claim({ estimate: E(1333) })).verdict, 'Admit');
+    // borrow 100, then 234 more would total 334: queued on the share alone, 233 fits
+    admit(s, claim({ id: 'a-100', estimate: E(1100) }));
+    const q = s.decide(claim({ id: 'a-234', estimate: E(234) }));
+    assert.deepEqual(q.verdict === 'Queue' && q.reasons, ['SHARE_EXCEEDED']);
+    const v = s.decide(claim({ id: 'a-233', estimate: E(233) }));
+    assert.equal(v.verdict === 'Admit' && v.borrowed_uj, 233);
   });
   it('claiming first, or claiming twice, gives no more than the share', () => {
     const s = new PoolState(sampleTree());
     admit(s, claim({ id: 'k1', estimate: E(1300) })); // 300 borrowed
     const v = s.decide(claim({ id: 'k2', estimate: E(201) })); // 501 > 500
     assert.equal(v.verdict, 'Queue');
-    assert.equal(v.verdict === 'Queue' && v.reason, 'SHARE_EXCEEDED');
+    assert.deepEqual(v.verdict === 'Queue' && v.reasons, ['SHARE_EXCEEDED']);
     admit(s, claim({ id: 'k3', estimate: E(200) }));
   });
-  it('surplus never crosses roots: x (sole child of another root) cannot borrow org’s surplus', () => {
+  it('surplus never crosses roots: a root that may borrow has no siblings, and x cannot borrow org’s surplus', () => {
+    // two roots with weight: were roots siblings, r1's share would be floor(1000 × 3 / 6) = 500
+    const roots = new PoolState(buildTree([ent('r1', { over_quota_weight: 3 }), ent('r2', { over_quota_weight: 3 })]));
+    const r = roots.decide(claim({ entitlement: 'r1', estimate: E(1001) }));
+    assert.deepEqual(r.verdict === 'Deny' && r.reasons, ['EXCEEDS_MAX_SHARE']);
+    assert.equal(roots.explain('r1')!.shareUj, 0);
     const s = new PoolState(sampleTree());
     const v = s.decide(claim({ entitlement: 'x', estimate: E(1001) }));
-    assert.equal(v.verdict, 'Deny');
-    assert.equal(v.verdict === 'Deny' && v.reason, 'EXCEEDS_MAX_SHARE');
-    // and a root borrows from no one
-    assert.equal(s.decide(claim({ entitlement: 'other', estimate: E(5001) })).verdict, 'Deny');
+    assert.deepEqual(v.verdict === 'Deny' && v.reasons, ['EXCEEDS_MAX_SHARE']);
+  });
+  it('surplus stays under one parent: a cousin’s idle guarantee is not a sibling’s surplus (three levels)', () => {
+    // org → a, b; a → a1, a2 (100 each); b → b1 (5000 idle). a1's share = floor(a2's 100 × 1 / 2) = 50
+    const s = new PoolState(
+      buildTree([
+        ent('org', { over_quota_weight: 0, guarantee_uj: 10_000 }),
+        ent('a', { parent: 'org' }),
+        ent('b', { parent: 'org', guarantee_uj: 5000 }),
+        ent('a1', { parent: 'a', guarantee_uj: 100 }),
+        ent('a2', { parent: 'a', guarantee_uj: 100 }),
+        ent('b1', { parent: 'b', guarantee_uj: 5000 }),
+      ]),
+    );
+    const d = s.decide(claim({ entitlement: 'a1', estimate: E(151) }));
+    assert.deepEqual(d.verdict === 'Deny' && d.reasons, ['EXCEEDS_MAX_SHARE']);
+    const v = s.decide(claim({ entitlement: 'a1', estimate: E(150) }));
+    assert.equal(v.verdict === 'Admit' && v.borrowed_uj, 50);
   });
   it('surplus already lent is not lent twice', () => {
-    const s = new PoolState(sampleTree({ a: { over_quota_weight: 2 }, b: { guarantee_uj: 0, over_quota_weight: 0 } }));
-    // siblings of c: a 1000 + b 0 unspent. c share floor(1000×2/4) = 500
-    admit(s, claim({ id: 'c-1', entitlement: 'c', estimate: E(1500) }));
-    // a's share: siblings' unspent (b 0, c 0) → 0 now
-    const v = s.decide(claim({ id: 'a-1', entitlement: 'a', estimate: E(1001) }));
-    assert.equal(v.verdict, 'Queue');
+    // a, b (w 1) and c (w 0), 1000 each: a's share = floor(2000 × 1 / 2) = 1000
+    const tree = buildTree([ent('p', { over_quota_weight: 0 }), ent('a', { parent: 'p' }), ent('b', { parent: 'p' }), ent('c', { parent: 'p', over_quota_weight: 0 })]);
+    const s = new PoolState(tree);
+    admit(s, claim({ id: 'b-400', entitlement: 'b', estimate: E(1400) })); // b borrows 400 of c's 1000
+    // a is within its share, but only 1000 - 400 = 600 is still unlent
+    const v = s.decide(claim({ id: 'a-601', estimate: E(1601) }));
+    assert.deepEqual(v.verdict === 'Queue' && v.reasons, ['SURPLUS_INSUFFICIENT']);
+    const w = s.decide(claim({ id: 'a-600', estimate: E(1600) }));
+    assert.equal(w.verdict === 'Admit' && w.borrowed_uj, 600);
   });
 });
 
@@ -281,6 +323,17 @@ describe('§7.10 usage is rebuilt by replaying the ledger, after verifying the c
     assert.equal(r.ok, true);
     assert.deepEqual([...r.book!.entitlements], [...direct.entitlements]);
     assert.deepEqual(r.book!.usage('a'), { usedUj: 130, heldDevices: 1 });
+  });
+  it('verifies the whole chain before deriving: a forged entry after an inconsistent one is reported, not the inconsistency', () => {
+    const es = sealEntries([admitted('r1'), released('ghost'), admitted('r2'), admitted('r3')], steward).map((e) => e.bytes);
+    const forged = Uint8Array.from(es[3]!);
+    forged[forged.length - 1]! ^= 1; // the signature no longer verifies
+    const r = replay([es[0]!, es[1]!, es[2]!, forged]);
+    assert.deepEqual([r.ok, r.problem!.index, r.problem!.kind, r.problem!.code], [false, 3, 'authenticity', 'ENVELOPE_BAD_SIGNATURE']);
+    assert.equal(r.book, undefined);
+    // with the forgery gone, the inconsistency is what remains
+    const r2 = replay(es.slice(0, 3));
+    assert.deepEqual([r2.problem!.index, r2.problem!.code], [1, 'LEDGER_RELEASE_UNKNOWN_CLAIM']);
   });
   it('a chain that does not verify yields no usage at all', () => {
     const entries = sealEntries([admitted('r1'), admitted('r2')], steward).map((e) => e.bytes);

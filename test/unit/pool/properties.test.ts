@@ -70,6 +70,41 @@ describe('admission invariants under random claim streams (§2.1, §2.2, §4.4)'
   });
 });
 
+describe('the share is a property of the tree, not of arrival order (§2.2)', () => {
+  it('the same claims in two arrival orders meet the same share verdicts; only scarcity (SURPLUS_INSUFFICIENT) may differ', () => {
+    const sib = fc.record({ g: fc.integer({ min: 0, max: 3000 }), w: fc.integer({ min: 0, max: 3 }), over: fc.integer({ min: 0, max: 2000 }) });
+    fc.assert(
+      fc.property(fc.array(sib, { minLength: 2, maxLength: 5 }), fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 5, maxLength: 5 }), (sibs, keys) => {
+        const list: Entitlement[] = [{ id: 'p', guarantee_uj: 0, guarantee_devices: 0, over_quota_weight: 0, priority: 0 }];
+        sibs.forEach((x, i) => list.push({ id: `e${i}`, parent: 'p', guarantee_uj: x.g, guarantee_devices: 1, over_quota_weight: x.w, priority: 0 }));
+        const tree = buildTree(list);
+        const claims: Claim[] = sibs.map((x, i) => ({ id: `c${i}`, entitlement: `e${i}`, gang_size: 1, devices_per_member: 1, estimate: { uj: x.g + x.over, grade: 'HwShunt' } }));
+        const shareReasons = (order: Claim[]) => {
+          const s = new PoolState(tree);
+          const shares = sibs.map((_, i) => s.explain(`e${i}`)!.shareUj);
+          const seen = new Map<string, string>();
+          for (const c of order) {
+            const v = s.decide(c);
+            seen.set(c.id, v.verdict === 'Admit' ? `Admit ${v.borrowed_uj}` : v.reasons.filter((r) => r !== 'SURPLUS_INSUFFICIENT').join(',') || 'scarce');
+            if (v.verdict === 'Admit') s.apply(admittedEvent(c, v));
+            // nothing that happens to siblings moves anyone's share
+            assert.deepEqual(sibs.map((_, i) => s.explain(`e${i}`)!.shareUj), shares);
+          }
+          return seen;
+        };
+        const a = shareReasons(claims);
+        const b = shareReasons([...claims].sort((x, y) => keys[Number(x.id.slice(1))]! - keys[Number(y.id.slice(1))]! || x.id.localeCompare(y.id)));
+        for (const c of claims) {
+          const [va, vb] = [a.get(c.id)!, b.get(c.id)!];
+          // an admission in one order is either the same admission or refused for scarcity alone in the other
+          if (va !== vb) assert.ok(va === 'scarce' || vb === 'scarce', `${c.id}: ${va} vs ${vb}`);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
 describe('preemption and idle properties (§5.2, §2.7)', () => {
   it('the preemption order is a total order: the same set in any order gives the same sequence', () => {
     fc.assert(

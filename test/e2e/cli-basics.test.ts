@@ -1,0 +1,106 @@
+/**
+ * The `c0mpute` command's own manners, as child processes (no network): a
+ * closed standard output ends a command quietly; `init` says when it stores a
+ * key unencrypted and takes the passphrase from a file or the environment,
+ * and `start` reads it the same way.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ed25519Signer } from '../../src/records/index.js';
+import { sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
+import { admitted, tempDir } from '../unit/ledger/helpers.js';
+import { BIN } from './node-helpers.js';
+
+const t = tempDir('c0-cli-basics-');
+after(() => t.cleanup());
+
+/** The environment without any passphrase source, so that `init` has to decide on its own. */
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  if (!('C0MPUTE_PASSPHRASE' in extra)) delete e.C0MPUTE_PASSPHRASE;
+  if (!('C0MPUTE_PASSPHRASE_FILE' in extra)) delete e.C0MPUTE_PASSPHRASE_FILE;
+  return e;
+}
+
+function c0(args: string[], extra: Record<string, string> = {}): { code: number; out: string; err: string } {
+  // stdin is a pipe, not a terminal: nobody can be asked
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: env(extra), input: '' });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+}
+
+const kdf = (dir: string) => (JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')) as { kdf: string }).kdf;
+
+describe('a closed standard output', () => {
+  let file = '';
+  before(() => {
+    file = join(t.dir, 'big.cbor');
+    const events = Array.from({ length: 1500 }, (_, i) => admitted(`c${i}`, 'a', 1));
+    writeLedgerFile(file, { entries: sealEntries(events, Ed25519Signer.generate()).map((e) => e.bytes), receipts: [] });
+  });
+
+  it('ends the command quietly (`c0mpute ledger show … | head -1`): exit 0, no EPIPE trace', async () => {
+    const child = spawn(process.execPath, [BIN, 'ledger', 'show', file], { stdio: ['ignore', 'pipe', 'pipe'], env: env() });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    // read the first chunk, then go away like `head -1`
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    assert.equal(err, '', 'nothing on stderr');
+    assert.equal(code, 0);
+  });
+});
+
+describe('init and the key passphrase', () => {
+  it('without a terminal or a passphrase source, says on stderr that the key is stored unencrypted', () => {
+    const dir = join(t.dir, 'plain');
+    const r = c0(['--data-dir', dir, 'init']);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(kdf(dir), 'none');
+    assert.match(r.err, /^warning: the key .*identity\.key is stored UNENCRYPTED/);
+    assert.match(r.out, /key file\s+.*identity\.key \(unencrypted\)/);
+    // choosing it with --no-passphrase needs no warning, but stdout still says it
+    const chosen = c0(['--data-dir', join(t.dir, 'chosen'), 'init', '--no-passphrase']);
+    assert.equal(chosen.err, '');
+    assert.match(chosen.out, /\(unencrypted\)/);
+  });
+
+  it('takes the passphrase from --passphrase-file, and start reads it the same way', () => {
+    const dir = join(t.dir, 'filed');
+    const pass = join(t.dir, 'pass.txt');
+    writeFileSync(pass, 'correct horse\n');
+    const r = c0(['--data-dir', dir, '--passphrase-file', pass, 'init']);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.err, '');
+    assert.equal(kdf(dir), 'scrypt');
+    assert.match(r.out, /\(encrypted\)/);
+    // start without any source cannot open the key; with the wrong file it is refused; both before any networking
+    const none = c0(['--data-dir', dir, 'start']);
+    assert.equal(none.code, 3);
+    assert.match(none.err, /^error KEY_PASSPHRASE_REQUIRED: .*--passphrase-file/);
+    const wrong = join(t.dir, 'wrong.txt');
+    writeFileSync(wrong, 'battery staple\n');
+    const w = c0(['--data-dir', dir, '--passphrase-file', wrong, 'start']);
+    assert.equal(w.code, 3);
+    assert.match(w.err, /^error KEY_PASSPHRASE_WRONG:/);
+    const wEnv = c0(['--data-dir', dir, 'start'], { C0MPUTE_PASSPHRASE_FILE: wrong });
+    assert.match(wEnv.err, /^error KEY_PASSPHRASE_WRONG:/);
+    // a missing passphrase file is an operator error naming it
+    const missing = c0(['--data-dir', join(t.dir, 'nofile'), '--passphrase-file', join(t.dir, 'nope.txt'), 'init']);
+    assert.equal(missing.code, 3);
+    assert.match(missing.err, /^error INPUT_UNREADABLE: --passphrase-file /);
+  });
+
+  it('takes it from C0MPUTE_PASSPHRASE_FILE and C0MPUTE_PASSPHRASE', () => {
+    const pass = join(t.dir, 'pass2.txt');
+    writeFileSync(pass, 'tr0ub4dor');
+    const a = c0(['--data-dir', join(t.dir, 'envfile'), 'init'], { C0MPUTE_PASSPHRASE_FILE: pass });
+    assert.equal(a.err, '');
+    assert.equal(kdf(join(t.dir, 'envfile')), 'scrypt');
+    const b = c0(['--data-dir', join(t.dir, 'envvar'), 'keys', 'init'], { C0MPUTE_PASSPHRASE: 'tr0ub4dor' });
+    assert.equal(b.err, '');
+    assert.equal(kdf(join(t.dir, 'envvar')), 'scrypt');
+  });
+});
