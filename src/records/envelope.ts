@@ -13,8 +13,8 @@
 import { C0Error } from '../errors.js';
 import { concatBytes, encodeCanonical, encodeHead, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
 import { hashHex } from './address.js';
-import { didFromPublicKey, parseDid } from './did.js';
-import { verifyStrict, type Signer } from './ed25519.js';
+import { didFromPublicKey, didKeyBytesUnchecked, parseDid } from './did.js';
+import { precheckVerify, verifyStrict, type Signer } from './ed25519.js';
 import { fromCore, toCore, type Schema } from './schema.js';
 import { SCHEMAS, RULES, type RecordTypes } from './kinds.js';
 
@@ -296,6 +296,23 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
  */
 export function verifySignature(bytes: Uint8Array): void {
   openEnvelope(bytes, {});
+}
+
+/**
+ * A cheap signature reject for a signer whose key has not been checked yet
+ * (gossip validation calls it before `verifySignature`): throws
+ * ENVELOPE_BAD_SIGNATURE when the signature cannot verify under the named key,
+ * without the strict key check. Passing proves nothing; `verifySignature` still
+ * runs every check (so a refused key is still ENVELOPE_BAD_SIGNER when its signature is good).
+ */
+export function precheckSignature(bytes: Uint8Array): void {
+  const parts = splitEnvelope(bytes);
+  const [, signer] = parseProtected(parts.protectedBytes);
+  const pub = didKeyBytesUnchecked(signer);
+  if (!pub) return;
+  if (precheckVerify(parts.signature, sigStructure(parts.protectedBytes, parts.payload), pub) === false) {
+    throw new C0Error(ENV_ERR.SIGNATURE, `signature does not verify for ${signer}`);
+  }
 }
 
 /** Expected-type check split out so open() refuses a wrong type before verifying its signature. */
