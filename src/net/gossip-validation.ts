@@ -322,7 +322,7 @@ export class RecordPipeline {
     if (got !== type) throw new C0Error('RECORD_WRONG_TYPE', `expected a ${type} record, got ${got.slice(0, 40)}`, { field: 'type' });
     if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type} is not registered on this node`);
     // shape: canonical payload, schema, kind rules (no signature work yet)
-    const shaped = open(bytes, type, { trusted: true });
+    const shaped = open(bytes, type, { trusted: true, deferKeyCheck: true });
     // freshness
     checkFresh(type, shaped.record, now, this.#skewMs);
     // flood limits, before any signature work; charged only once the signature verifies

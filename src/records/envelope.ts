@@ -251,6 +251,11 @@ export function seal<K extends string>(type: K, record: TypeOf<K>, signer: Signe
 export interface OpenOptions {
   /** Skip the signature check (only for records already verified by this process, e.g. read back from our own store). */
   trusted?: boolean;
+  /**
+   * With `trusted`: do not check the signer's key yet either (gossip validation's
+   * shape step; `verifySignature` checks the key and the signature afterwards).
+   */
+  deferKeyCheck?: boolean;
 }
 
 /** Open and fully check an envelope of the expected type. Throws C0Error; never returns an unchecked record. */
@@ -274,6 +279,7 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
     throw new C0Error(ENV_ERR.WRONG_TYPE, `expected a ${expectedType} record, got ${type.slice(0, 40)}`, { field: 'type', detail: { expected: expectedType, got: type } });
   }
   if (!TYPE_RE.test(type)) throw new C0Error(ENV_ERR.WRONG_TYPE, `malformed content type "${type.slice(0, 40)}"`, { field: 'type' });
+  if (opts.trusted && opts.deferKeyCheck) return { type, signer, payload: parts.payload };
   let parsed;
   try {
     parsed = parseDid(signer);
