@@ -12,9 +12,10 @@
  *
  * Answers are bounded (docs/network.md §records/1 bounds): per request, at most
  * `maxResponseRecords` records and `maxResponseBytes` bytes (the answer stops
- * there and ends normally); per peer, a byte budget (token bucket): a request
- * from a peer whose budget is spent is refused with an error frame
- * NET_RATE_LIMITED, and an answer never exceeds what is left of it.
+ * there and ends normally); per peer, a byte budget (token bucket) charged with
+ * each answer's bytes plus a fixed cost per request: a request from a peer whose
+ * budget cannot cover that cost is refused with an error frame NET_RATE_LIMITED,
+ * and an answer never exceeds what is left of it.
  */
 import { C0Error } from '../errors.js';
 import { isAddress } from '../records/address.js';
@@ -35,12 +36,15 @@ export interface RecordsServeOptions {
   maxResponseRecords: number;
   /** Bytes served per peer: sustained rate and burst (default 64 KiB/s, burst 2 MiB). */
   peer: BucketSpec;
+  /** What each answer costs beyond its bytes, charged to the same budget (default 1 KiB): empty answers are not free. */
+  requestCostBytes: number;
 }
 
 export const RECORDS_SERVE_DEFAULTS: RecordsServeOptions = {
   maxResponseBytes: 1024 * 1024,
   maxResponseRecords: 1_024,
   peer: { ratePerSec: 64 * 1024, burst: 2 * 1024 * 1024 },
+  requestCostBytes: 1024,
 };
 
 export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
@@ -80,8 +84,8 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
     if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
     const req = parseRecordsRequest(requests[0]);
     const peer = ctx.peer.toString();
-    const left = budgets.available(peer);
-    if (left < 1) throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil(((1 - left) / o.peer.ratePerSec) * 1000) } });
+    const left = budgets.available(peer) - o.requestCostBytes;
+    if (left < 0) throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((-left / o.peer.ratePerSec) * 1000) } });
     const maxBytes = Math.min(o.maxResponseBytes, Math.floor(left));
     let bytes = 0;
     let count = 0;
@@ -102,7 +106,7 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
         for (const b of await source.live(req.kind, clock(), Math.min(req.limit, o.maxResponseRecords))) if (!(await send(b))) break;
       }
     } finally {
-      budgets.charge(peer, bytes);
+      budgets.charge(peer, bytes + o.requestCostBytes);
     }
   };
 }

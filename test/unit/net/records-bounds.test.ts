@@ -35,7 +35,7 @@ test('records/1: one answer is bounded in records and bytes', async () => {
 
 test('records/1: a peer’s byte budget bounds what repeated requests get; past it, NET_RATE_LIMITED; other peers unaffected; it refills', async () => {
   const c = fakeClock(0);
-  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 25_000 } });
+  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 25_000 }, requestCostBytes: 500 });
   const live = { op: 'live', kind: 'advert', limit: 4096 };
   let served = 0;
   const codes: Array<string | undefined> = [];
@@ -44,11 +44,10 @@ test('records/1: a peer’s byte budget bounds what repeated requests get; past 
     served += r.bytes;
     codes.push(r.code);
   }
-  assert.ok(served <= 25_000, `served ${served} bytes within the 25 000-byte burst`);
-  assert.equal(served, 25_000);
+  assert.equal(served, 24_000, 'the 25 000-byte burst less 500 per request: 24 records, then nothing');
   assert.equal(codes[0], undefined);
   assert.equal(codes.at(-1), RECORDS_RATE_LIMITED);
-  assert.equal((await ask(h, 'other', live)).bytes, 25_000, 'another peer has its own budget');
-  c.advance(5_000);
-  assert.deepEqual(await ask(h, 'greedy', live), { frames: 5, bytes: 5_000 }, '5 s at 1 000 B/s refills 5 records’ worth');
+  assert.equal((await ask(h, 'other', live)).bytes, 24_000, 'another peer has its own budget');
+  c.advance(5_500);
+  assert.deepEqual(await ask(h, 'greedy', live), { frames: 5, bytes: 5_000 }, '5.5 s at 1 000 B/s: 5 500 B less the 500-byte request cost (refusals cost nothing)');
 });
