@@ -67,6 +67,15 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
   maxKeys: 16_384,
 };
 
+const UNLIMITED: BucketSpec = { ratePerSec: Infinity, burst: Infinity };
+/** No flood limits at all (capacity benchmarks only: they measure what the pipeline can take, not the policy). */
+export const NO_FLOOD_LIMITS: Partial<FloodLimitOptions> = {
+  peer: UNLIMITED,
+  maxInFlightPerPeer: Infinity,
+  signer: Object.fromEntries(Object.keys(FLOOD_DEFAULTS.signer).map((k) => [k, UNLIMITED])),
+  newAdvertisers: UNLIMITED,
+};
+
 /** Merge partial options over the defaults (per-kind signer specs merge by kind). */
 export function floodOptions(o: Partial<FloodLimitOptions> = {}): FloodLimitOptions {
   return { ...FLOOD_DEFAULTS, ...o, signer: { ...FLOOD_DEFAULTS.signer, ...(o.signer ?? {}) } };
