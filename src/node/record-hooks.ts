@@ -17,7 +17,10 @@
  *               cited job held: its signer must be the receipt's buyer → else reject RECEIPT_JOB_MISMATCH
  *               referents not held → accepted (evidence links are checked again by reputation)
  *   acceptance  cited receipt held: signer must be its buyer → else reject ACCEPTANCE_NOT_BUYER
- *               cited receipt not held                   → ignore ACCEPTANCE_RECEIPT_UNKNOWN
+ *               cited receipt not held                   → held up to `pendingMs` waiting for it
+ *                                                            (a buyer publishes the receipt, then the
+ *                                                            acceptance: they may be validated out of
+ *                                                            order), then ignore ACCEPTANCE_RECEIPT_UNKNOWN
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
@@ -55,7 +58,27 @@ export function openHeld<R>(bytes: Uint8Array | undefined, type: string): Opened
   }
 }
 
-export function recordHooks(l: RecordLookups): Partial<Record<TopicKind, SemanticHook>> {
+export interface RecordHookOptions {
+  /** How long an acceptance waits for the receipt it cites before it is ignored, ms (default 2 000; 0 = not at all). */
+  pendingMs: number;
+  /** How often the wait looks again, ms (default 100). */
+  pollMs: number;
+}
+
+export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100 };
+
+/** Look `find` up until it is found or `ms` have passed (polling every `every` ms). */
+async function within<R>(find: () => Found<R>, ms: number, every: number): Promise<Opened<R> | undefined> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const r = await find();
+    if (r || performance.now() >= end) return r;
+    await new Promise((res) => setTimeout(res, Math.min(every, Math.max(1, end - performance.now()))));
+  }
+}
+
+export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions> = {}): Partial<Record<TopicKind, SemanticHook>> {
+  const o = { ...RECORD_HOOK_DEFAULTS, ...options };
   return {
     offer: async (rec, ctx) => {
       const offer = rec as Opened<Offer>;
@@ -80,7 +103,7 @@ export function recordHooks(l: RecordLookups): Partial<Record<TopicKind, Semanti
     },
     acceptance: async (rec) => {
       const acc = rec as Opened<Acceptance>;
-      const receipt = await l.receipt(acc.record.receipt);
+      const receipt = await within(() => l.receipt(acc.record.receipt), o.pendingMs, o.pollMs);
       if (!receipt) throw ignoreError(HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN, 'the acceptance cites a receipt this node does not hold', 'receipt');
       if (receipt.record.buyer !== acc.signer) throw rejectError(HOOK_ERR.ACCEPTANCE_NOT_BUYER, 'an acceptance must be signed by the buyer of the receipt it cites', 'receipt');
     },

@@ -18,7 +18,7 @@ function setup() {
   const held = new Map<string, Opened>();
   const get = (a: string) => held.get(a) as never;
   const lookups: RecordLookups = { advert: get, offer: get, job: get, receipt: get };
-  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks(lookups), floodLimits: { signer: {} } });
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks(lookups, { pendingMs: 0 }), floodLimits: { signer: {} } });
   return { p, hold: (r: Opened) => held.set(r.address, r) };
 }
 const reason = async (p: RecordPipeline, kind: 'offer' | 'receipt' | 'acceptance', data: Uint8Array, source: 'gossip' | 'sync' = 'gossip') => {
@@ -62,6 +62,17 @@ test('acceptance: must be signed by the buyer of the receipt it cites; an unknow
   hold(receipt);
   assert.equal(await reason(p, 'acceptance', byOther.bytes), `reject:${HOOK_ERR.ACCEPTANCE_NOT_BUYER}`);
   assert.equal(await reason(p, 'acceptance', byBuyer.bytes, 'sync'), 'accept:ok');
+});
+
+test('acceptance: validated before the receipt it cites (out of order), it waits briefly for it', async () => {
+  const held = new Map<string, Opened>();
+  const get = (a: string) => held.get(a) as never;
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks({ advert: get, offer: get, job: get, receipt: get }, { pendingMs: 2_000, pollMs: 10 }) });
+  const receipt = seal(T.receipt, { ...records.receipt(), completedAt: NOW + 7 }, provider);
+  const acc = seal(T.acceptance, { ...records.acceptance(), receipt: receipt.address }, buyer);
+  const pending = reason(p, 'acceptance', acc.bytes);
+  setTimeout(() => held.set(receipt.address, receipt), 50);
+  assert.equal(await pending, 'accept:ok');
 });
 
 test('receipt: must match the held offer (provider, job, price) and the held job (buyer); unknown referents are let through', async () => {
