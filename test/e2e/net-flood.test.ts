@@ -142,3 +142,18 @@ test('records/1: repeated sync requests from one peer are bounded by its byte bu
   assert.ok(bytes <= 40_000 + 2_000 * elapsed, `served ${bytes} B in ${elapsed.toFixed(1)} s (budget 40 000 B + 2 000 B/s)`);
   assert.ok(bytes > 20_000, `the budget was served before refusing (${bytes} B)`);
 });
+
+test('a peer whose abuse persists is disconnected and refused for a while', async () => {
+  const flooder = await startNode({ syncOnConnect: [] });
+  const a = await startNode({ syncOnConnect: [], floodLimits: { signer: { job: { ratePerSec: 0.1, burst: 5 } } }, abuse: { disconnectAt: 30, banMs: 60_000 } });
+  nets.push(flooder, a);
+  await link(flooder, a, ['job']);
+  await sleep(300);
+  for (let i = 0; i < 80 && a.peers().some((p) => p.peerId === flooder.peerId.toString()); i++) await flooder.publish('job', job(flooder.signer).bytes);
+  await waitFor(() => !a.peers().some((p) => p.peerId === flooder.peerId.toString()), 10_000, 'a hangs up on the flooder');
+  assert.match(await metric(a, 'c0mpute_net_abuse_disconnects_total'), /c0mpute_net_abuse_disconnects_total\S* 1/);
+  // it dials back: the gater refuses it (the dial fails, or the connection is dropped at once)
+  await flooder.dial(a.addrs()[0]!, { timeoutMs: 3_000 }).catch(() => undefined);
+  await sleep(500);
+  assert.ok(!a.peers().some((p) => p.peerId === flooder.peerId.toString()), 'the gater refuses it for banMs');
+});
