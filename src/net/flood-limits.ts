@@ -81,7 +81,6 @@ export function floodOptions(o: Partial<FloodLimitOptions> = {}): FloodLimitOpti
   return { ...FLOOD_DEFAULTS, ...o, signer: { ...FLOOD_DEFAULTS.signer, ...(o.signer ?? {}) } };
 }
 
-const counters = new WeakMap<Registry, Counter<'kind' | 'limiter'>>();
 
 export class FloodGuard {
   readonly opts: FloodLimitOptions;
@@ -102,12 +101,10 @@ export class FloodGuard {
     for (const [k, spec] of Object.entries(o.signer)) if (spec) this.#signer.set(k as TopicKind, new KeyedBuckets(spec, clock, o.maxKeys));
     this.#abuse = new DecayingCounter(o.abuseHalfLifeMs, clock, o.maxKeys);
     if (registry) {
-      let c = counters.get(registry);
-      if (!c) {
-        c = new Counter({ name: 'c0mpute_net_rate_limited_total', help: 'Records ignored by a flood limit, by kind and limiter (peer, peer-inflight, signer, new-advertiser)', labelNames: ['kind', 'limiter'], registers: [registry] });
-        counters.set(registry, c);
-      }
-      this.#counter = c;
+      const name = 'c0mpute_net_rate_limited_total';
+      this.#counter =
+        (registry.getSingleMetric(name) as Counter<'kind' | 'limiter'> | undefined) ??
+        new Counter({ name, help: 'Records ignored by a flood limit, by kind and limiter (peer, peer-inflight, signer, new-advertiser)', labelNames: ['kind', 'limiter'], registers: [registry] });
     }
   }
 

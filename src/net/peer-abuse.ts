@@ -39,7 +39,12 @@ export class AbusePolicy {
     registry?: Registry,
   ) {
     this.opts = { ...ABUSE_DEFAULTS, ...opts };
-    if (registry) this.#disconnects = new Counter({ name: 'c0mpute_net_abuse_disconnects_total', help: 'Peers disconnected and refused for a while because their flood-limit abuse score passed network.abuse.disconnectAt', registers: [registry] });
+    const name = 'c0mpute_net_abuse_disconnects_total';
+    if (registry) {
+      this.#disconnects =
+        (registry.getSingleMetric(name) as Counter | undefined) ??
+        new Counter({ name, help: 'Peers disconnected and refused for a while because their flood-limit abuse score passed network.abuse.disconnectAt', registers: [registry] });
+    }
     guard.onAbuse = (peer, score) => this.#onAbuse(peer, score);
   }
 
