@@ -149,9 +149,12 @@ export class FloodGuard {
     this.#signer.get(kind)?.charge(signer, 1);
   }
 
-  /** Before the signature: may `peer` bring one more advert from a key not seen before? */
-  newAdvertiserRoom(peer: string): boolean {
-    return this.#newAdv.has(peer) || this.#hit('advert', 'new-advertiser', peer);
+  /**
+   * Before the signature: may `peer` bring one more advert from a key not seen before?
+   * `blame`: count the excess against the peer (gossip it pushed; not a sync answer we asked for).
+   */
+  newAdvertiserRoom(peer: string, blame: boolean): boolean {
+    return this.#newAdv.has(peer) || this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
   }
   /** After the signature verified: charge `peer`'s new-advertiser bucket. */
   chargeNewAdvertiser(peer: string): void {

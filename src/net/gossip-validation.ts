@@ -268,7 +268,7 @@ export class RecordPipeline {
     if (framed.attachments.length) this.#seenCheck(primaryAddr);
     const now = this.#clock();
     // 4–7. type, shape, freshness, signature
-    const primary = this.#checkRecord(framed.primary, kind, now, from);
+    const primary = this.#checkRecord(framed.primary, kind, now, from, source);
     const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
     for (const a of framed.attachments) {
       const { type } = peekType(a);
@@ -276,7 +276,7 @@ export class RecordPipeline {
       if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
       const addr = hashHex(a);
       const known = this.#seen.get(addr) === 'accept';
-      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, ak, now, from);
+      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, ak, now, from, source);
       if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
       attachments.push({ kind: ak, rec, known });
     }
@@ -315,7 +315,7 @@ export class RecordPipeline {
     if (v === 'reject') throw new C0Error('PREVIOUSLY_REJECTED', 'this message was rejected before');
   }
 
-  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string): Opened {
+  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind): Opened {
     const type = expectedType(kind);
     // decode the header only (cheap), then the type check against the topic
     const { type: got, signer } = peekType(bytes);
@@ -328,11 +328,11 @@ export class RecordPipeline {
     // flood limits, before any signature work; charged only once the signature verifies
     // (the header's signer is not authenticated yet: a forged one must not drain its bucket)
     if (!this.guard.signerHasRoom(kind, signer)) {
-      this.guard.signerHit(kind, selfSent(from, signer) ? from : undefined);
+      this.guard.signerHit(kind, source === 'gossip' && selfSent(from, signer) ? from : undefined);
       throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
     }
     const newAdvertiser = kind === 'advert' && this.#advertSeq.get(signer) === undefined;
-    if (newAdvertiser && !this.guard.newAdvertiserRoom(from)) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+    if (newAdvertiser && !this.guard.newAdvertiserRoom(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
     // signature: the one check the trusted open skipped (no second decode). For a key not
     // checked yet, a node:crypto verify first refuses garbage before the costly strict key check.
     if (!didChecked(signer)) precheckSignature(bytes);

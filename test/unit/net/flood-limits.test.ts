@@ -144,6 +144,9 @@ test('new advertisers: adverts from fresh keys are bounded per peer; known adver
   for (const k of keys) reasons.push((await p.validate('advert', advert(k).bytes, 'sybil-peer', 'sync')).reason);
   assert.deepEqual(reasons, ['ok', 'ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED']);
   assert.equal(await limited(registry, 'advert', 'new-advertiser'), 2);
+  assert.equal(p.guard.abuse('sybil-peer'), 0, 'a sync answer is what we asked for: limited, not blamed');
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'sybil-peer', 'gossip')).reason, 'RATE_LIMITED');
+  assert.equal(p.guard.abuse('sybil-peer'), 1, 'pushed by gossip: blamed');
   clock.advance(600_000);
   // a known advertiser's new advert is not a new advertiser
   assert.equal((await p.validate('advert', advert(keys[0]!).bytes, 'sybil-peer', 'gossip')).verdict, 'accept');
