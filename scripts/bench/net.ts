@@ -13,6 +13,7 @@ import '../../src/polyfill.js';
 import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { Ed25519Signer, seal, T, type Advert } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
+import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
 import { topicFor } from '../../src/net/topics.js';
 import { createNetMetrics } from '../../src/net/metrics.js';
 import { RecordPipeline } from '../../src/net/gossip-validation.js';
@@ -47,7 +48,7 @@ function makeAdvert(signer: Ed25519Signer): Uint8Array {
 async function startMesh(n: number): Promise<Network[]> {
   const nets: Network[] = [];
   for (let i = 0; i < n; i++) {
-    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 } });
+    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS });
     await net.start();
     net.libp2p.services.pubsub.subscribe(RAW_TOPIC);
     nets.push(net);
@@ -112,7 +113,7 @@ async function propagation(nets: Network[]): Promise<{ validated: number[]; raw:
 /** The validation pipeline alone, no network: the same records, one signer per 100 records. */
 async function pipelineAlone(): Promise<number> {
   const metrics = createNetMetrics(new Registry());
-  const p = new RecordPipeline({ metrics, log: silentLogger() });
+  const p = new RecordPipeline({ metrics, log: silentLogger(), floodLimits: NO_FLOOD_LIMITS });
   const signers = Array.from({ length: 100 }, () => Ed25519Signer.generate());
   const recs = Array.from({ length: 2000 }, (_, i) => makeAdvert(signers[i % signers.length]!));
   const t0 = performance.now();
@@ -123,7 +124,7 @@ async function pipelineAlone(): Promise<number> {
 }
 
 async function ingest(): Promise<{ rate: number; accepted: number; elapsedMs: number }> {
-  const mk = () => createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [] });
+  const mk = () => createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS });
   const v = await mk();
   const f = await mk();
   await v.start();

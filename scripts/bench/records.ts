@@ -2,9 +2,15 @@
  * Records: raw node:crypto Ed25519 verify with a cached key (the ceiling here),
  * full open() of a typical offer, sealing, canonical encode and decode.
  * Target: open() of an offer at ≥ 0.85 of the raw verify rate.
+ * Also the cost of a key seen for the first time (issue #10, advert floods from
+ * fresh keys), as a ratio to one verify: the strict key check (pure JS), a
+ * garbage signature under a fresh key before (strict check, then verify) and
+ * after (the node:crypto precheck alone refuses it).
  */
 import { createPublicKey, sign as nodeSign, verify as nodeVerify, generateKeyPairSync } from 'node:crypto';
 import { Ed25519Signer, decodeCanonical, encodeCanonical, open, seal, T, type Offer } from '../../src/records/index.js';
+import { checkPublicKey, verifyStrict, publicKeyObject } from '../../src/records/ed25519.js';
+import { precheckSignature } from '../../src/records/envelope.js';
 import { fmt, measure, table, type BenchResult } from './lib.js';
 
 export async function run(): Promise<BenchResult> {
@@ -42,7 +48,30 @@ export async function run(): Promise<BenchResult> {
   rates.push(measure('canonical decode (offer core, with re-check)', () => decodeCanonical(coreBytes), { batch: 500 }));
   rates.push(measure('canonical decode (scan only, no re-encode)', () => decodeCanonical(coreBytes, { recheck: false }), { batch: 500 }));
 
-  const report = table(rates.map((r) => ({ what: r.name, 'ops/s': fmt(r.opsPerSec), 'µs/op': (1e6 / r.opsPerSec).toFixed(1) }))) + `\nenvelope size: ${env.bytes.length} bytes`;
+  // A key seen for the first time. checkPublicKey is not cached itself (did.ts caches per DID), so one key serves.
+  const fresh = Ed25519Signer.generate();
+  const garbage = Uint8Array.from(seal(T.offer, offer, fresh).bytes);
+  garbage[garbage.length - 1]! ^= 1;
+  const freshSig = garbage.subarray(garbage.length - 64);
+  const keyCheck = measure('new key: strict key check (checkPublicKey, @noble/curves)', () => checkPublicKey(fresh.publicKey), { batch: 5 });
+  const before = measure('new key, bad signature, before: strict check then verify', () => {
+    checkPublicKey(fresh.publicKey);
+    verifyStrict(freshSig, msg, publicKeyObject(fresh.publicKey));
+  }, { batch: 5 });
+  const after = measure('new key, bad signature, after: node:crypto precheck only', () => {
+    try {
+      precheckSignature(garbage);
+    } catch {
+      /* refused, as expected */
+    }
+  }, { batch: 20 });
+  rates.push(keyCheck, before, after);
+  const newKey = [
+    `new key, strict check: ${(raw / keyCheck.opsPerSec).toFixed(1)} verifies' worth`,
+    `garbage under a new key: before ${(raw / before.opsPerSec).toFixed(1)}, after ${(raw / after.opsPerSec).toFixed(1)} verifies' worth`,
+  ].join('\n');
+
+  const report = table(rates.map((r) => ({ what: r.name, 'ops/s': fmt(r.opsPerSec), 'µs/op': (1e6 / r.opsPerSec).toFixed(1) }))) + `\nenvelope size: ${env.bytes.length} bytes\n${newKey}`;
   const ratio = opened / raw;
   return { report, targets: [{ name: 'open() offer / raw verify', ratio, target: 0.85, met: ratio >= 0.85 }] };
 }

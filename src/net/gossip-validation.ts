@@ -3,10 +3,12 @@
  * delivered (DESIGN §3.4). Cheapest check first:
  *
  *   size bound → seen (bounded LRU of message ids and record addresses) →
- *   decode (framing, envelope header) → content type matches the topic →
- *   shape (payload canonical, schema, kind rules) → freshness (clock-skew
- *   window, injected clock) → signature → semantic checks (built-in advert
- *   staleness, then the hook the roles supply per kind).
+ *   per-peer rate limit (gossip) → decode (framing, envelope header) →
+ *   content type matches the topic → shape (payload canonical, schema, kind
+ *   rules) → freshness (clock-skew window, injected clock) → per-signer and
+ *   new-advertiser limits (flood-limits.ts) → signature (a cheap node:crypto
+ *   reject first for a key not checked yet) → semantic checks (built-in advert
+ *   staleness, then the hook the roles supply per kind, record-hooks.ts).
  *
  * Checks throw coded errors; `verdictOf` is the ONE adapter mapping an error to
  * a verdict (reject: the sender's gossipsub score drops; ignore: no penalty),
@@ -15,13 +17,16 @@
  */
 import { C0Error, isC0Error } from '../errors.js';
 import { hashHex } from '../records/address.js';
-import { knownTypes, open, peekType, type Opened, verifySignature } from '../records/envelope.js';
+import { didChecked } from '../records/did.js';
+import { knownTypes, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
+import { didFromPeerId } from '../node/peer-id.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { decodeMessage } from './framing.js';
 import type { NetMetrics } from './metrics.js';
+import { FloodGuard, RATE_LIMITED, type FloodLimitOptions } from './flood-limits.js';
 import { ATTACHABLE, expectedType, kindForType, type TopicKind } from './topics.js';
 import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
 
@@ -36,6 +41,7 @@ export const VAL_ERR = {
   BAD_ATTACHMENT: 'MESSAGE_BAD_ATTACHMENT',
   ADVERT_STALE: 'ADVERT_STALE',
   INTERNAL: 'INTERNAL',
+  RATE_LIMITED,
 } as const;
 
 /** A coded error that says which verdict it earns. Roles throw these from hooks. */
@@ -58,7 +64,7 @@ export function rejectError(code: string, message: string, field?: string): Vali
 }
 
 /** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
-const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE]);
+const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED]);
 
 /** THE adapter: error → verdict and reason. */
 export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
@@ -123,6 +129,8 @@ export interface PipelineOptions {
   maxInFlight?: number;
   /** Semantic hooks per kind. */
   hooks?: Partial<Record<TopicKind, SemanticHook>>;
+  /** Flood limits (per peer, per signer, new advertisers; defaults in flood-limits.ts FLOOD_DEFAULTS). */
+  floodLimits?: Partial<FloodLimitOptions>;
   metrics: NetMetrics;
   log: Logger;
 }
@@ -157,6 +165,8 @@ export class RecordPipeline {
   readonly #m: NetMetrics;
   readonly #log: Logger;
   #inFlight = 0;
+  /** The flood limits (the network's abuse policy reads its per-peer abuse scores). */
+  readonly guard: FloodGuard;
 
   constructor(opts: PipelineOptions) {
     this.#clock = opts.clock ?? systemClock;
@@ -169,6 +179,7 @@ export class RecordPipeline {
     this.#m = opts.metrics;
     this.#log = opts.log;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
+    this.guard = new FloodGuard(opts.floodLimits ?? {}, this.#clock, opts.metrics.registry);
   }
 
   get maxMessageBytes(): number {
@@ -202,6 +213,11 @@ export class RecordPipeline {
       this.#m.dropped.inc({ queue: 'validation' });
       return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.QUEUE_FULL });
     }
+    // one peer may hold only its share of the in-flight slots (a flood from one peer cannot starve the others)
+    if (!this.guard.enter(kind, from)) {
+      this.#m.dropped.inc({ queue: 'validation' });
+      return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.RATE_LIMITED });
+    }
     this.#inFlight++;
     this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
     try {
@@ -213,6 +229,7 @@ export class RecordPipeline {
       if (v.verdict === 'reject') this.#seen.set(hashHex(data), 'reject');
       return this.#count(source, kind, from, { ...v, fresh: [] }, e);
     } finally {
+      this.guard.release(from);
       this.#inFlight--;
       this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
     }
@@ -243,13 +260,15 @@ export class RecordPipeline {
     // 2. seen (message id)
     const msgId = hashHex(data);
     this.#seenCheck(msgId);
+    // 2b. per-peer rate (gossip: what a peer pushes; sync answers what we asked for)
+    if (source === 'gossip' && !this.guard.admitPeer(kind, from)) throw rateLimited(`peer ${from.slice(0, 60)} is over its message rate`);
     // 3. decode the framing
     const framed = decodeMessage(data);
     const primaryAddr = framed.attachments.length ? hashHex(framed.primary) : msgId;
     if (framed.attachments.length) this.#seenCheck(primaryAddr);
     const now = this.#clock();
     // 4–7. type, shape, freshness, signature
-    const primary = this.#checkRecord(framed.primary, expectedType(kind), now);
+    const primary = this.#checkRecord(framed.primary, kind, now, from, source);
     const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
     for (const a of framed.attachments) {
       const { type } = peekType(a);
@@ -257,7 +276,7 @@ export class RecordPipeline {
       if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
       const addr = hashHex(a);
       const known = this.#seen.get(addr) === 'accept';
-      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, type, now);
+      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, ak, now, from, source);
       if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
       attachments.push({ kind: ak, rec, known });
     }
@@ -296,17 +315,30 @@ export class RecordPipeline {
     if (v === 'reject') throw new C0Error('PREVIOUSLY_REJECTED', 'this message was rejected before');
   }
 
-  #checkRecord(bytes: Uint8Array, type: string, now: number): Opened {
+  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind): Opened {
+    const type = expectedType(kind);
     // decode the header only (cheap), then the type check against the topic
-    const { type: got } = peekType(bytes);
+    const { type: got, signer } = peekType(bytes);
     if (got !== type) throw new C0Error('RECORD_WRONG_TYPE', `expected a ${type} record, got ${got.slice(0, 40)}`, { field: 'type' });
     if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type} is not registered on this node`);
     // shape: canonical payload, schema, kind rules (no signature work yet)
-    const shaped = open(bytes, type, { trusted: true });
+    const shaped = open(bytes, type, { trusted: true, deferKeyCheck: true });
     // freshness
     checkFresh(type, shaped.record, now, this.#skewMs);
-    // signature: the one check the trusted open skipped (no second decode)
+    // flood limits, before any signature work; charged only once the signature verifies
+    // (the header's signer is not authenticated yet: a forged one must not drain its bucket)
+    if (!this.guard.signerHasRoom(kind, signer)) {
+      this.guard.signerHit(kind, source === 'gossip' && selfSent(from, signer) ? from : undefined);
+      throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
+    }
+    const newAdvertiser = kind === 'advert' && this.#advertSeq.get(signer) === undefined;
+    if (newAdvertiser && !this.guard.newAdvertiserRoom(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+    // signature: the one check the trusted open skipped (no second decode). For a key not
+    // checked yet, a node:crypto verify first refuses garbage before the costly strict key check.
+    if (!didChecked(signer)) precheckSignature(bytes);
     verifySignature(bytes);
+    this.guard.chargeSigner(kind, signer);
+    if (newAdvertiser) this.guard.chargeNewAdvertiser(from);
     return shaped;
   }
 
@@ -320,6 +352,19 @@ export class RecordPipeline {
     const seq = (rec.record as Advert).seq;
     const held = this.#advertSeq.get(rec.signer);
     if (held === undefined || seq > held) this.#advertSeq.set(rec.signer, seq);
+  }
+}
+
+function rateLimited(message: string): ValidationError {
+  return new ValidationError('ignore', VAL_ERR.RATE_LIMITED, message);
+}
+
+/** Is the propagating peer the record's signer (its first hop)? Only then is the excess its own fault. */
+function selfSent(from: string, signer: string): boolean {
+  try {
+    return didFromPeerId(from) === signer;
+  } catch {
+    return false;
   }
 }
 

@@ -41,7 +41,9 @@ import { RecordPipeline, type SemanticHook } from './gossip-validation.js';
 import { createNetMetrics, type NetMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type CallOptions, type ClientStream, type ProtocolHandler, type ProtocolLimits, type StreamHandler, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
-import { encodeRecordsRequest, MAX_LIVE, recordsHandler } from './records-protocol.js';
+import { encodeRecordsRequest, MAX_LIVE, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
+import type { FloodLimitOptions } from './flood-limits.js';
+import { AbusePolicy, type AbuseOptions } from './peer-abuse.js';
 import { DEFAULT_OVERLAY, checkOverlay, expectedType, topicFor, TOPIC_KINDS, type TopicKind } from './topics.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
@@ -98,6 +100,12 @@ export interface NetworkOptions {
   gossip?: Partial<GossipsubOpts>;
   /** Max connections (default 200). */
   maxConnections?: number;
+  /** Flood limits in validation: per peer, per signer and kind, new advertisers (flood-limits.ts). */
+  floodLimits?: Partial<FloodLimitOptions>;
+  /** What a persistent flooder earns: gossipsub P5 weight, disconnect threshold, ban time (peer-abuse.ts). */
+  abuse?: Partial<AbuseOptions>;
+  /** Bounds on /c0mpute/records/1 answers, per request and per peer (records-protocol.ts). */
+  recordsServe?: Partial<RecordsServeOptions>;
 }
 
 export const NETWORK_DEFAULTS = {
@@ -235,9 +243,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     seenSize: opts.seenSize,
     maxInFlight: opts.maxInFlight,
     hooks: opts.hooks,
+    floodLimits: opts.floodLimits,
     metrics,
     log,
   });
+  const abuse = new AbusePolicy(pipeline.guard, opts.abuse ?? {}, clock, log, (p) => ref.node?.hangUp(peerIdFromString(p)), metrics.registry);
   const dispatcher = new Dispatcher({ maxQueue: opts.maxDeliveryQueue ?? NETWORK_DEFAULTS.maxDeliveryQueue, metrics, log });
 
   const allowed = (peer: PeerId): boolean => {
@@ -261,13 +271,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
-    connectionGater: allow
-      ? {
-          denyDialPeer: (p: PeerId) => !allowed(p),
-          denyInboundEncryptedConnection: (p: PeerId) => !allowed(p),
-          denyOutboundEncryptedConnection: (p: PeerId) => !allowed(p),
-        }
-      : {},
+    connectionGater: {
+      denyDialPeer: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
+      denyInboundEncryptedConnection: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
+      denyOutboundEncryptedConnection: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
+    },
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
@@ -280,7 +288,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         allowPublishToZeroTopicPeers: true,
         ignoreDuplicatePublishError: true,
         asyncValidation: false,
-        scoreParams: createPeerScoreParams({ topics, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
+        scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),
       dht: kadDHT({
@@ -347,7 +355,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     async start() {
       if (started) return;
       started = true;
-      await direct.serve(PROTOCOLS.records, recordsHandler(source, clock));
+      await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
       try {

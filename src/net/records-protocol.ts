@@ -9,17 +9,45 @@
  * The server answers from a RecordSource; the requester checks everything it
  * receives (fetch: address, type, shape, signature; sync: the full gossip
  * pipeline), so no unverified record enters.
+ *
+ * Answers are bounded (docs/network.md §records/1 bounds): per request, at most
+ * `maxResponseRecords` records and `maxResponseBytes` bytes (the answer stops
+ * there and ends normally); per peer, a byte budget (token bucket) charged with
+ * each answer's bytes plus a fixed cost per request: a request from a peer whose
+ * budget cannot cover that cost is refused with an error frame NET_RATE_LIMITED,
+ * and an answer never exceeds what is left of it.
  */
 import { C0Error } from '../errors.js';
 import { isAddress } from '../records/address.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Clock } from '../util/clock.js';
+import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { isTopicKind, type TopicKind } from './topics.js';
 
 export const MAX_GET = 256;
 export const MAX_LIVE = 4_096;
+
+export interface RecordsServeOptions {
+  /** Bytes of records in one answer (default 1 MiB: a full advert sync of 1 024 adverts is about 750 KB). */
+  maxResponseBytes: number;
+  /** Records in one answer (default 1 024). */
+  maxResponseRecords: number;
+  /** Bytes served per peer: sustained rate and burst (default 64 KiB/s, burst 2 MiB). */
+  peer: BucketSpec;
+  /** What each answer costs beyond its bytes, charged to the same budget (default 1 KiB): empty answers are not free. */
+  requestCostBytes: number;
+}
+
+export const RECORDS_SERVE_DEFAULTS: RecordsServeOptions = {
+  maxResponseBytes: 1024 * 1024,
+  maxResponseRecords: 1_024,
+  peer: { ratePerSec: 64 * 1024, burst: 2 * 1024 * 1024 },
+  requestCostBytes: 1024,
+};
+
+export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
 
 export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number };
 
@@ -48,18 +76,37 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
   return bad('op must be "get" or "live"');
 }
 
-/** The server side, answering from `source`. */
-export function recordsHandler(source: RecordSource, clock: Clock): ProtocolHandler {
+/** The server side, answering from `source` within the bounds (per request and per peer). */
+export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}): ProtocolHandler {
+  const o: RecordsServeOptions = { ...RECORDS_SERVE_DEFAULTS, ...options };
+  const budgets = new KeyedBuckets(o.peer, clock);
   return async (requests, ctx) => {
     if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
     const req = parseRecordsRequest(requests[0]);
-    if (req.op === 'get') {
-      for (const a of req.addresses) {
-        const b = await source.get(a);
-        if (b) await ctx.send(b);
+    const peer = ctx.peer.toString();
+    const left = budgets.available(peer) - o.requestCostBytes;
+    if (left < 0) throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((-left / o.peer.ratePerSec) * 1000) } });
+    const maxBytes = Math.min(o.maxResponseBytes, Math.floor(left));
+    let bytes = 0;
+    let count = 0;
+    const send = async (b: Uint8Array): Promise<boolean> => {
+      if (count >= o.maxResponseRecords || bytes + b.length > maxBytes) return false;
+      bytes += b.length;
+      count++;
+      await ctx.send(b);
+      return true;
+    };
+    try {
+      if (req.op === 'get') {
+        for (const a of req.addresses) {
+          const b = await source.get(a);
+          if (b && !(await send(b))) break;
+        }
+      } else {
+        for (const b of await source.live(req.kind, clock(), Math.min(req.limit, o.maxResponseRecords))) if (!(await send(b))) break;
       }
-    } else {
-      for (const b of await source.live(req.kind, clock(), req.limit)) await ctx.send(b);
+    } finally {
+      budgets.charge(peer, bytes + o.requestCostBytes);
     }
   };
 }

@@ -11,6 +11,7 @@ import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
+import { TOPIC_KINDS } from '../net/topics.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -39,6 +40,23 @@ export type Role = (typeof ROLE_NAMES)[number];
 
 const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000, managed: false };
 
+// Flood limits (defaults and meaning: net/flood-limits.ts, net/peer-abuse.ts, net/records-protocol.ts; docs/network.md).
+const bucket = z.object({ ratePerSec: z.number().positive(), burst: z.number().positive() }).strict();
+const floodLimitsSchema = z
+  .object({
+    peer: bucket,
+    maxInFlightPerPeer: z.number().int().positive(),
+    signer: z.partialRecord(z.enum(TOPIC_KINDS as [string, ...string[]]), bucket),
+    newAdvertisers: bucket,
+    abuseHalfLifeMs: z.number().int().positive(),
+    abusePerHit: z.number().nonnegative(),
+    maxKeys: z.number().int().positive(),
+  })
+  .partial()
+  .strict();
+const abuseSchema = z.object({ appSpecificWeight: z.number().nonnegative(), disconnectAt: z.number().nonnegative(), banMs: z.number().int().nonnegative() }).partial().strict();
+const recordsServeSchema = z.object({ maxResponseBytes: z.number().int().positive(), maxResponseRecords: z.number().int().positive(), peer: bucket }).partial().strict();
+
 const networkSchema = z
   .object({
     listen: z.array(z.string()).default(['/ip4/0.0.0.0/tcp/4001']),
@@ -62,6 +80,12 @@ const networkSchema = z
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
     managed: z.boolean().default(false),
+    /** Flood limits in validation (per peer, per signer and kind, new advertisers); unset keys keep their defaults. */
+    floodLimits: floodLimitsSchema.optional(),
+    /** What a persistent flooder earns (gossipsub P5 weight, disconnect threshold, ban time). */
+    abuse: abuseSchema.optional(),
+    /** Bounds on /c0mpute/records/1 answers (per request, per peer byte budget). */
+    recordsServe: recordsServeSchema.optional(),
   })
   .strict();
 

@@ -15,7 +15,7 @@ import { RecordStore } from '../store/records.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
-import { rejectError, type SemanticHook } from '../net/gossip-validation.js';
+import { openHeld, recordHooks } from './record-hooks.js';
 import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
@@ -138,7 +138,18 @@ export class OverlayNode {
       records: source,
       registry: this.registry,
       logger: this.log.child({ mod: 'net', overlay: this.name }),
-      hooks: { offer: offerHook, nondelivery: nondeliveryHook },
+      hooks: {
+        ...recordHooks({
+          advert: (a) => this.market.adverts.get(a) ?? openHeld(cache.get(a), T.advert),
+          offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),
+          job: async (a) => (await this.records.get(a, T.job)) ?? openHeld(cache.get(a), T.job),
+          receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
+        }),
+        nondelivery: nondeliveryHook,
+      },
+      ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
+      ...(nc.abuse ? { abuse: nc.abuse } : {}),
+      ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
     });
     this.#stops.push(() => this.net.stop());
 
@@ -435,16 +446,6 @@ export class OverlayNode {
     }
   }
 }
-
-/** An offer that travels with an advert must cite exactly that advert, signed by the same provider. */
-const offerHook: SemanticHook = (rec, ctx) => {
-  const offer = rec as Opened<Offer>;
-  for (const a of ctx.attachments) {
-    if (a.type !== T.advert || a.address !== offer.record.advert || a.signer !== offer.signer) {
-      throw rejectError('OFFER_ADVERT_MISMATCH', 'the attached advert is not the one the offer cites, or another provider signed it', 'advert');
-    }
-  }
-};
 
 export function readSwarmKey(path: string): Uint8Array {
   try {

@@ -76,6 +76,27 @@ export function parseDid(did: string): ParsedDid {
   return r;
 }
 
+/** Has this DID's key been checked already (so using it costs a cache lookup, not a key check)? */
+export function didChecked(did: string): boolean {
+  return cache.has(did);
+}
+
+/**
+ * The raw key bytes a did:key names, without the strict key check (undefined
+ * when it is not an Ed25519 did:key). Only for a cheap first look (a signature
+ * precheck); anything that trusts the key goes through `parseDid`.
+ */
+export function didKeyBytesUnchecked(did: string): Uint8Array | undefined {
+  if (typeof did !== 'string' || !did.startsWith(PREFIX) || did.length > 128) return undefined;
+  try {
+    const bytes = base58btc.decode(did.slice('did:key:'.length));
+    if (bytes.length !== 34 || bytes[0] !== MULTICODEC_ED25519[0] || bytes[1] !== MULTICODEC_ED25519[1]) return undefined;
+    return bytes.subarray(2);
+  } catch {
+    return undefined;
+  }
+}
+
 export function isDid(s: unknown): s is string {
   if (typeof s !== 'string') return false;
   try {

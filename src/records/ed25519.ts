@@ -114,6 +114,32 @@ export function verifyStrict(sig: Uint8Array, msg: Uint8Array, key: KeyObject): 
   return nodeVerify(null, msg, key, sig);
 }
 
+/**
+ * A cheap first look at a signature under a key that has NOT passed
+ * checkPublicKey yet: false means `verifyStrict` would refuse it too (same
+ * S < L and small-order R checks, same node:crypto verify of the same key
+ * bytes), so garbage is refused for the price of one verify instead of a
+ * strict key check (a scalar multiplication in pure JS). True proves nothing
+ * about the key: the caller still runs the strict check. Returns undefined when
+ * node:crypto cannot even build a key from the bytes (leave it to the strict check).
+ */
+export function precheckVerify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean | undefined {
+  if (sig.length !== 64) return false;
+  if (!sLessThanL(sig)) return false;
+  if (SMALL_ORDER_R.has(hex(sig.subarray(0, 32)))) return false;
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, pub]), format: 'der', type: 'spki' });
+  } catch {
+    return undefined;
+  }
+  try {
+    return nodeVerify(null, msg, key, sig);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A signing identity: an Ed25519 seed and what derives from it. */
 export interface Signer {
   readonly publicKey: Uint8Array;

@@ -13,8 +13,8 @@
 import { C0Error } from '../errors.js';
 import { concatBytes, encodeCanonical, encodeHead, encodeHeaderMap, decodeCanonical, scanCanonical, compareBytes } from './cbor.js';
 import { hashHex } from './address.js';
-import { didFromPublicKey, parseDid } from './did.js';
-import { verifyStrict, type Signer } from './ed25519.js';
+import { didFromPublicKey, didKeyBytesUnchecked, parseDid } from './did.js';
+import { precheckVerify, verifyStrict, type Signer } from './ed25519.js';
 import { fromCore, toCore, type Schema } from './schema.js';
 import { SCHEMAS, RULES, type RecordTypes } from './kinds.js';
 
@@ -251,6 +251,11 @@ export function seal<K extends string>(type: K, record: TypeOf<K>, signer: Signe
 export interface OpenOptions {
   /** Skip the signature check (only for records already verified by this process, e.g. read back from our own store). */
   trusted?: boolean;
+  /**
+   * With `trusted`: do not check the signer's key yet either (gossip validation's
+   * shape step; `verifySignature` checks the key and the signature afterwards).
+   */
+  deferKeyCheck?: boolean;
 }
 
 /** Open and fully check an envelope of the expected type. Throws C0Error; never returns an unchecked record. */
@@ -274,6 +279,7 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
     throw new C0Error(ENV_ERR.WRONG_TYPE, `expected a ${expectedType} record, got ${type.slice(0, 40)}`, { field: 'type', detail: { expected: expectedType, got: type } });
   }
   if (!TYPE_RE.test(type)) throw new C0Error(ENV_ERR.WRONG_TYPE, `malformed content type "${type.slice(0, 40)}"`, { field: 'type' });
+  if (opts.trusted && opts.deferKeyCheck) return { type, signer, payload: parts.payload };
   let parsed;
   try {
     parsed = parseDid(signer);
@@ -296,6 +302,23 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
  */
 export function verifySignature(bytes: Uint8Array): void {
   openEnvelope(bytes, {});
+}
+
+/**
+ * A cheap signature reject for a signer whose key has not been checked yet
+ * (gossip validation calls it before `verifySignature`): throws
+ * ENVELOPE_BAD_SIGNATURE when the signature cannot verify under the named key,
+ * without the strict key check. Passing proves nothing; `verifySignature` still
+ * runs every check (so a refused key is still ENVELOPE_BAD_SIGNER when its signature is good).
+ */
+export function precheckSignature(bytes: Uint8Array): void {
+  const parts = splitEnvelope(bytes);
+  const [, signer] = parseProtected(parts.protectedBytes);
+  const pub = didKeyBytesUnchecked(signer);
+  if (!pub) return;
+  if (precheckVerify(parts.signature, sigStructure(parts.protectedBytes, parts.payload), pub) === false) {
+    throw new C0Error(ENV_ERR.SIGNATURE, `signature does not verify for ${signer}`);
+  }
 }
 
 /** Expected-type check split out so open() refuses a wrong type before verifying its signature. */

@@ -1,0 +1,171 @@
+/**
+ * Flood limits at the gossip/sync boundary (DESIGN §3.4; issue #10 "valid-looking
+ * floods"; docs/network.md §Rate limits). The validation pipeline asks this
+ * guard, cheapest first:
+ *
+ *   per peer, before decode ........ messages per propagating peer (gossip only)
+ *                                    and validations in flight per peer
+ *   per signer, after the header ... records per signer per kind: checked before
+ *                                    the signature work, charged only once the
+ *                                    signature verifies (a forged header cannot
+ *                                    drain an honest signer's bucket)
+ *   per peer, new advertisers ...... adverts from keys this node has not seen,
+ *                                    per peer per minute (gossip and sync)
+ *
+ * Excess earns `ignore` with code RATE_LIMITED (no gossipsub penalty by itself:
+ * an honest relay may forward a flooder's burst) and is counted by kind and
+ * limiter. A peer's own excess (its per-peer limit, its new-advertiser limit,
+ * or records it signed itself over its signer limit) adds to its decaying abuse
+ * score, which feeds gossipsub's application-specific score (P5) and, past a
+ * threshold, gets the peer disconnected and refused for a while (see
+ * `AbusePolicy` in peer-abuse.ts).
+ */
+import { Counter, type Registry } from 'prom-client';
+import type { Clock } from '../util/clock.js';
+import { DecayingCounter, KeyedBuckets, type BucketSpec } from './rate-limit.js';
+import type { TopicKind } from './topics.js';
+
+export const RATE_LIMITED = 'RATE_LIMITED';
+
+export type Limiter = 'peer' | 'peer-inflight' | 'signer' | 'new-advertiser';
+
+export interface FloodLimitOptions {
+  /** Gossip messages per propagating peer, all kinds (default 100/s, burst 400). */
+  peer: BucketSpec;
+  /** Validations in flight from one peer (default 256, a quarter of maxInFlight). */
+  maxInFlightPerPeer: number;
+  /** Records per signer per kind (defaults in FLOOD_DEFAULTS.signer; a kind not listed is not limited). */
+  signer: Partial<Record<TopicKind, BucketSpec>>;
+  /** Adverts from keys not seen before, per peer (default 1/s sustained = 60 per minute, burst 200). */
+  newAdvertisers: BucketSpec;
+  /** Half-life of a peer's abuse score, ms (default 60 000). */
+  abuseHalfLifeMs: number;
+  /** Abuse points per over-limit message the peer itself is to blame for (default 1). */
+  abusePerHit: number;
+  /** Buckets kept per limiter (default 16 384). */
+  maxKeys: number;
+}
+
+export const FLOOD_DEFAULTS: FloodLimitOptions = {
+  peer: { ratePerSec: 100, burst: 400 },
+  maxInFlightPerPeer: 256,
+  signer: {
+    job: { ratePerSec: 10, burst: 60 },
+    offer: { ratePerSec: 50, burst: 200 },
+    advert: { ratePerSec: 0.2, burst: 5 },
+    presence: { ratePerSec: 1, burst: 5 },
+    selection: { ratePerSec: 10, burst: 60 },
+    receipt: { ratePerSec: 10, burst: 60 },
+    acceptance: { ratePerSec: 10, burst: 60 },
+    'pool-head': { ratePerSec: 50, burst: 200 },
+    'pool-witness': { ratePerSec: 20, burst: 100 },
+    'pool-evidence': { ratePerSec: 1, burst: 10 },
+  },
+  newAdvertisers: { ratePerSec: 1, burst: 200 },
+  abuseHalfLifeMs: 60_000,
+  abusePerHit: 1,
+  maxKeys: 16_384,
+};
+
+const UNLIMITED: BucketSpec = { ratePerSec: Infinity, burst: Infinity };
+/** No flood limits at all (capacity benchmarks only: they measure what the pipeline can take, not the policy). */
+export const NO_FLOOD_LIMITS: Partial<FloodLimitOptions> = {
+  peer: UNLIMITED,
+  maxInFlightPerPeer: Infinity,
+  signer: Object.fromEntries(Object.keys(FLOOD_DEFAULTS.signer).map((k) => [k, UNLIMITED])),
+  newAdvertisers: UNLIMITED,
+};
+
+/** Merge partial options over the defaults (per-kind signer specs merge by kind). */
+export function floodOptions(o: Partial<FloodLimitOptions> = {}): FloodLimitOptions {
+  return { ...FLOOD_DEFAULTS, ...o, signer: { ...FLOOD_DEFAULTS.signer, ...(o.signer ?? {}) } };
+}
+
+
+export class FloodGuard {
+  readonly opts: FloodLimitOptions;
+  readonly #peer: KeyedBuckets;
+  readonly #signer = new Map<TopicKind, KeyedBuckets>();
+  readonly #newAdv: KeyedBuckets;
+  readonly #inFlight = new Map<string, number>();
+  readonly #abuse: DecayingCounter;
+  readonly #counter: Counter<'kind' | 'limiter'> | undefined;
+  /** Called after a peer's abuse score grows (the network's disconnect policy listens). */
+  onAbuse: ((peer: string, score: number) => void) | undefined;
+
+  constructor(opts: Partial<FloodLimitOptions>, clock: Clock, registry?: Registry) {
+    this.opts = floodOptions(opts);
+    const o = this.opts;
+    this.#peer = new KeyedBuckets(o.peer, clock, o.maxKeys);
+    this.#newAdv = new KeyedBuckets(o.newAdvertisers, clock, o.maxKeys);
+    for (const [k, spec] of Object.entries(o.signer)) if (spec) this.#signer.set(k as TopicKind, new KeyedBuckets(spec, clock, o.maxKeys));
+    this.#abuse = new DecayingCounter(o.abuseHalfLifeMs, clock, o.maxKeys);
+    if (registry) {
+      const name = 'c0mpute_net_rate_limited_total';
+      this.#counter =
+        (registry.getSingleMetric(name) as Counter<'kind' | 'limiter'> | undefined) ??
+        new Counter({ name, help: 'Records ignored by a flood limit, by kind and limiter (peer, peer-inflight, signer, new-advertiser)', labelNames: ['kind', 'limiter'], registers: [registry] });
+    }
+  }
+
+  #hit(kind: TopicKind, limiter: Limiter, blame: string | undefined): false {
+    this.#counter?.inc({ kind, limiter });
+    if (blame !== undefined && this.opts.abusePerHit > 0) {
+      const score = this.#abuse.add(blame, this.opts.abusePerHit);
+      this.onAbuse?.(blame, score);
+    }
+    return false;
+  }
+
+  /** Per-peer message bucket (gossip). False = over the limit (counted, the peer blamed). */
+  admitPeer(kind: TopicKind, peer: string): boolean {
+    return this.#peer.take(peer) || this.#hit(kind, 'peer', peer);
+  }
+
+  /** Reserve an in-flight slot for `peer`; false when the peer already holds its share. Pair with `release`. */
+  enter(kind: TopicKind, peer: string): boolean {
+    const n = this.#inFlight.get(peer) ?? 0;
+    if (n >= this.opts.maxInFlightPerPeer) return this.#hit(kind, 'peer-inflight', undefined);
+    this.#inFlight.set(peer, n + 1);
+    return true;
+  }
+  release(peer: string): void {
+    const n = (this.#inFlight.get(peer) ?? 1) - 1;
+    if (n <= 0) this.#inFlight.delete(peer);
+    else this.#inFlight.set(peer, n);
+  }
+
+  /** Before the signature: is there room for one more record of `kind` by `signer`? (Takes nothing.) */
+  signerHasRoom(kind: TopicKind, signer: string): boolean {
+    const b = this.#signer.get(kind);
+    return !b || b.has(signer);
+  }
+  /** Count a signer-limit hit; `blame` is the propagating peer when it is the signer itself. */
+  signerHit(kind: TopicKind, blame: string | undefined): false {
+    return this.#hit(kind, 'signer', blame);
+  }
+  /** After the signature verified: charge the signer's bucket. */
+  chargeSigner(kind: TopicKind, signer: string): void {
+    this.#signer.get(kind)?.charge(signer, 1);
+  }
+
+  /**
+   * Before the signature: may `peer` bring one more advert from a key not seen before?
+   * `blame`: count the excess against the peer (gossip it pushed; not a sync answer we asked for).
+   */
+  newAdvertiserRoom(peer: string, blame: boolean): boolean {
+    return this.#newAdv.has(peer) || this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
+  }
+  /** After the signature verified: charge `peer`'s new-advertiser bucket. */
+  chargeNewAdvertiser(peer: string): void {
+    this.#newAdv.charge(peer, 1);
+  }
+
+  /** A peer's current (decayed) abuse score. */
+  abuse(peer: string): number {
+    return this.#abuse.value(peer);
+  }
+  forgive(peer: string): void {
+    this.#abuse.delete(peer);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * What happens to a peer that keeps flooding (issue #10; docs/network.md
+ * §Abuse: gossipsub P5 and disconnect): its decaying abuse score (kept by the
+ * validation pipeline's FloodGuard) becomes gossipsub's application-specific
+ * score (P5, `appSpecificScore` × `appSpecificWeight`), so past the gossip,
+ * publish and graylist thresholds the router stops gossiping to it, stops
+ * publishing to it, then ignores its RPCs; past `disconnectAt` the node hangs
+ * up and the connection gater refuses the peer (both directions) for `banMs`.
+ * Decisions take the time from the injected clock.
+ */
+import { Counter, type Registry } from 'prom-client';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { FloodGuard } from './flood-limits.js';
+
+export interface AbuseOptions {
+  /** gossipsub appSpecificWeight: score = −abuse × weight (default 0.2: 50 abuse points reach gossipsub's gossip threshold −10, 400 its graylist threshold −80). */
+  appSpecificWeight: number;
+  /** Abuse score at which the peer is disconnected and refused (default 400; 0 = never). */
+  disconnectAt: number;
+  /** How long a disconnected abuser is refused by the gater, ms (default 300 000). */
+  banMs: number;
+}
+
+export const ABUSE_DEFAULTS: AbuseOptions = { appSpecificWeight: 0.2, disconnectAt: 400, banMs: 300_000 };
+
+export class AbusePolicy {
+  readonly opts: AbuseOptions;
+  readonly #banned = new Map<string, number>();
+  readonly #disconnects: Counter | undefined;
+
+  constructor(
+    private readonly guard: FloodGuard,
+    opts: Partial<AbuseOptions>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    /** Hang up on a peer (the network's libp2p.hangUp). */
+    private readonly hangUp: (peer: string) => Promise<void> | void,
+    registry?: Registry,
+  ) {
+    this.opts = { ...ABUSE_DEFAULTS, ...opts };
+    const name = 'c0mpute_net_abuse_disconnects_total';
+    if (registry) {
+      this.#disconnects =
+        (registry.getSingleMetric(name) as Counter | undefined) ??
+        new Counter({ name, help: 'Peers disconnected and refused for a while because their flood-limit abuse score passed network.abuse.disconnectAt', registers: [registry] });
+    }
+    guard.onAbuse = (peer, score) => this.#onAbuse(peer, score);
+  }
+
+  /** gossipsub P5 (before the weight): never positive. */
+  readonly appSpecificScore = (peer: string): number => -this.guard.abuse(peer);
+
+  /** Is `peer` refused right now? (The connection gater asks.) */
+  denied(peer: string): boolean {
+    const until = this.#banned.get(peer);
+    if (until === undefined) return false;
+    if (this.clock() < until) return true;
+    this.#banned.delete(peer);
+    return false;
+  }
+
+  #onAbuse(peer: string, score: number): void {
+    if (this.opts.disconnectAt <= 0 || score < this.opts.disconnectAt || this.denied(peer)) return;
+    this.#banned.set(peer, this.clock() + this.opts.banMs);
+    if (this.#banned.size > 10_000) {
+      const first = this.#banned.keys().next();
+      if (!first.done) this.#banned.delete(first.value);
+    }
+    this.#disconnects?.inc();
+    this.log.warn({ peer, score: Math.round(score), banMs: this.opts.banMs }, 'peer kept flooding past its limits: disconnected and refused for a while');
+    void Promise.resolve()
+      .then(() => this.hangUp(peer))
+      .catch((e: unknown) => this.log.debug({ peer, err: (e as Error).message }, 'hang-up failed'));
+  }
+}

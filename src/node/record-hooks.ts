@@ -1,0 +1,111 @@
+/**
+ * Semantic checks per record kind, run by the validation pipeline on every path
+ * a record arrives by (gossip with or without an attachment, and sync): DESIGN
+ * §3.4 "semantic checks", §4 rule 5 (records link by address); issue #10.
+ * docs/network.md §Semantic checks lists what runs where.
+ *
+ * A hook judges a record against the records it cites, through narrow lookups
+ * (advert, offer, job, receipt by address). What it cannot judge because the
+ * cited record is not held here is either ignored (no penalty, not relayed, not
+ * stored) or let through, per kind:
+ *
+ *   offer       attached advert must be the cited one, same signer → else reject OFFER_ADVERT_MISMATCH
+ *               cited advert held and signed by another provider  → reject OFFER_FOREIGN_ADVERT
+ *               cited advert not held and not attached            → ignore OFFER_UNKNOWN_ADVERT
+ *   receipt     (signer = provider named: the kind's own rule, on open)
+ *               cited offer held: its signer, job and price must match → else reject RECEIPT_OFFER_MISMATCH
+ *               cited job held: its signer must be the receipt's buyer → else reject RECEIPT_JOB_MISMATCH
+ *               referents not held → accepted (evidence links are checked again by reputation)
+ *   acceptance  cited receipt held: signer must be its buyer → else reject ACCEPTANCE_NOT_BUYER
+ *               cited receipt not held                   → held up to `pendingMs` waiting for it
+ *                                                            (a buyer publishes the receipt, then the
+ *                                                            acceptance: they may be validated out of
+ *                                                            order), then ignore ACCEPTANCE_RECEIPT_UNKNOWN
+ */
+import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
+import type { TopicKind } from '../net/topics.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
+import { moneyEquals } from '../records/money.js';
+
+export const HOOK_ERR = {
+  OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
+  OFFER_FOREIGN_ADVERT: 'OFFER_FOREIGN_ADVERT',
+  OFFER_UNKNOWN_ADVERT: 'OFFER_UNKNOWN_ADVERT',
+  RECEIPT_OFFER_MISMATCH: 'RECEIPT_OFFER_MISMATCH',
+  RECEIPT_JOB_MISMATCH: 'RECEIPT_JOB_MISMATCH',
+  ACCEPTANCE_NOT_BUYER: 'ACCEPTANCE_NOT_BUYER',
+  ACCEPTANCE_RECEIPT_UNKNOWN: 'ACCEPTANCE_RECEIPT_UNKNOWN',
+} as const;
+
+type Found<R> = Opened<R> | undefined | Promise<Opened<R> | undefined>;
+
+/** What the hooks may look up: records held here, by content address. */
+export interface RecordLookups {
+  advert(address: string): Found<Advert>;
+  offer(address: string): Found<Offer>;
+  job(address: string): Found<Job>;
+  receipt(address: string): Found<Receipt>;
+}
+
+/** Re-open held envelope bytes (already verified when they were accepted) as `type`; undefined when absent or another type. */
+export function openHeld<R>(bytes: Uint8Array | undefined, type: string): Opened<R> | undefined {
+  if (!bytes) return undefined;
+  try {
+    return open(bytes, type, { trusted: true }) as Opened<R>;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface RecordHookOptions {
+  /** How long an acceptance waits for the receipt it cites before it is ignored, ms (default 2 000; 0 = not at all). */
+  pendingMs: number;
+  /** How often the wait looks again, ms (default 100). */
+  pollMs: number;
+}
+
+export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100 };
+
+/** Look `find` up until it is found or `ms` have passed (polling every `every` ms). */
+async function within<R>(find: () => Found<R>, ms: number, every: number): Promise<Opened<R> | undefined> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const r = await find();
+    if (r || performance.now() >= end) return r;
+    await new Promise((res) => setTimeout(res, Math.min(every, Math.max(1, end - performance.now()))));
+  }
+}
+
+export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions> = {}): Partial<Record<TopicKind, SemanticHook>> {
+  const o = { ...RECORD_HOOK_DEFAULTS, ...options };
+  return {
+    offer: async (rec, ctx) => {
+      const offer = rec as Opened<Offer>;
+      for (const a of ctx.attachments) {
+        if (a.type !== T.advert || a.address !== offer.record.advert || a.signer !== offer.signer) {
+          throw rejectError(HOOK_ERR.OFFER_ADVERT_MISMATCH, 'the attached advert is not the one the offer cites, or another provider signed it', 'advert');
+        }
+      }
+      if (ctx.attachments.length) return;
+      const advert = await l.advert(offer.record.advert);
+      if (!advert) throw ignoreError(HOOK_ERR.OFFER_UNKNOWN_ADVERT, 'the offer cites an advert this node does not hold and did not attach it', 'advert');
+      if (advert.signer !== offer.signer) throw rejectError(HOOK_ERR.OFFER_FOREIGN_ADVERT, 'the offer cites another provider’s advert', 'advert');
+    },
+    receipt: async (rec) => {
+      const r = (rec as Opened<Receipt>).record;
+      const offer = await l.offer(r.offer);
+      if (offer && (offer.signer !== r.provider || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price))) {
+        throw rejectError(HOOK_ERR.RECEIPT_OFFER_MISMATCH, 'the receipt does not match the offer it cites (provider, job or price)', 'offer');
+      }
+      const job = await l.job(r.job);
+      if (job && job.signer !== r.buyer) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names a buyer that did not sign the job it cites', 'buyer');
+    },
+    acceptance: async (rec) => {
+      const acc = rec as Opened<Acceptance>;
+      const receipt = await within(() => l.receipt(acc.record.receipt), o.pendingMs, o.pollMs);
+      if (!receipt) throw ignoreError(HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN, 'the acceptance cites a receipt this node does not hold', 'receipt');
+      if (receipt.record.buyer !== acc.signer) throw rejectError(HOOK_ERR.ACCEPTANCE_NOT_BUYER, 'an acceptance must be signed by the buyer of the receipt it cites', 'receipt');
+    },
+  };
+}

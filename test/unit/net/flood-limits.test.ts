@@ -1,0 +1,198 @@
+/** Flood limits: token buckets and the decaying abuse counter (fake clock), and the pipeline's per-peer, per-signer and new-advertiser limits. */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { Ed25519Signer, seal, T, type Advert, type Job } from '../../../src/records/index.js';
+import { didFromPublicKey, didChecked } from '../../../src/records/did.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { RecordPipeline } from '../../../src/net/gossip-validation.js';
+import { TokenBucket, KeyedBuckets, DecayingCounter } from '../../../src/net/rate-limit.js';
+import { FloodGuard, floodOptions, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
+import { AbusePolicy } from '../../../src/net/peer-abuse.js';
+import { libp2pKey } from '../../../src/node/peer-id.js';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+
+const clock = fakeClock();
+
+test('TokenBucket: starts full, refills at its rate up to the burst, charge may go below zero', () => {
+  const c = fakeClock(0);
+  const b = new TokenBucket({ ratePerSec: 2, burst: 3 }, c);
+  assert.ok(b.take() && b.take() && b.take());
+  assert.equal(b.take(), false, 'burst spent');
+  c.advance(499);
+  assert.equal(b.take(), false, '0.998 token after 499 ms at 2/s');
+  c.advance(1);
+  assert.equal(b.take(), true, 'one token after 500 ms');
+  c.advance(60_000);
+  assert.equal(b.available(), 3, 'capped at the burst');
+  b.charge(5);
+  assert.equal(b.available(), -2);
+  assert.equal(b.has(), false);
+  c.advance(1_500);
+  assert.equal(b.available(), 1);
+  c.set(-1_000); // a clock going backwards refills nothing and takes nothing
+  assert.equal(b.available(), 1);
+});
+
+test('KeyedBuckets: one bucket per key; when full it forgets refilled buckets first, and never refuses a new key', () => {
+  const c = fakeClock(0);
+  const k = new KeyedBuckets({ ratePerSec: 1, burst: 2 }, c, 3);
+  assert.ok(k.take('a') && k.take('a'));
+  assert.equal(k.take('a'), false);
+  assert.ok(k.take('b'), 'another key has its own bucket');
+  assert.ok(k.take('c') && k.take('d') && k.take('e'), 'new keys beyond maxKeys are granted');
+  assert.ok(k.size <= 3);
+  assert.equal(k.has('zz'), true, 'an unknown key has a full bucket');
+});
+
+test('DecayingCounter: halves every half-life; exact over calls at increasing times', () => {
+  const c = fakeClock(0);
+  const d = new DecayingCounter(1000, c);
+  assert.equal(d.add('p', 8), 8);
+  c.advance(1000);
+  assert.equal(d.value('p'), 4);
+  assert.equal(d.add('p', 4), 8);
+  c.advance(2000);
+  assert.equal(d.value('p'), 2);
+  c.advance(20_000);
+  assert.equal(d.value('p'), 0, 'forgotten once negligible');
+});
+
+function pipe(floodLimits: Partial<FloodLimitOptions>) {
+  const registry = new Registry();
+  const metrics = createNetMetrics(registry);
+  return { p: new RecordPipeline({ clock, metrics, log: silentLogger(), floodLimits }), registry };
+}
+async function limited(registry: Registry, kind: string, limiter: string): Promise<number> {
+  const m = (await registry.getSingleMetric('c0mpute_net_rate_limited_total')!.get()).values.find((v) => v.labels.kind === kind && v.labels.limiter === limiter);
+  return m?.value ?? 0;
+}
+let n = 0;
+const job = (s: Ed25519Signer) =>
+  seal(
+    T.job,
+    {
+      workload: 'infer.llm',
+      requirements: { cpuCores: 1, memoryMiB: 64 },
+      maxPrice: { amount: '1', currency: 'USD' },
+      announcedAt: clock(),
+      deadline: clock() + 600_000,
+      timeoutMs: 60_000,
+      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
+      inputSealed: 'no',
+    } as Job,
+    s,
+  );
+const advert = (s: Ed25519Signer) => seal(T.advert, { seq: ++n, issuedAt: clock(), expiresAt: clock() + 600_000, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 4, memoryMiB: 1024 } } as Advert, s);
+async function peerIdOf(s: Ed25519Signer): Promise<string> {
+  return peerIdFromPrivateKey(await libp2pKey(s)).toString();
+}
+
+test('per signer: a flooding signer’s excess jobs are ignored (RATE_LIMITED) and counted; another signer’s job passes; its own peer is blamed, a relay is not', async () => {
+  const { p, registry } = pipe({ signer: { job: { ratePerSec: 1, burst: 5 } } });
+  const flooder = Ed25519Signer.generate();
+  const honest = Ed25519Signer.generate();
+  const flooderPeer = await peerIdOf(flooder);
+  const verdicts: string[] = [];
+  for (let i = 0; i < 8; i++) verdicts.push((await p.validate('job', job(flooder).bytes, flooderPeer, 'gossip')).reason);
+  assert.deepEqual(verdicts, ['ok', 'ok', 'ok', 'ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED']);
+  assert.equal(await limited(registry, 'job', 'signer'), 3);
+  assert.equal(p.guard.abuse(flooderPeer), 3, 'the signer sent them itself: 3 abuse points');
+  // relayed by someone else: still limited, the relay is not blamed
+  const relay = await peerIdOf(Ed25519Signer.generate());
+  assert.equal((await p.validate('job', job(flooder).bytes, relay, 'gossip')).reason, 'RATE_LIMITED');
+  assert.equal(p.guard.abuse(relay), 0);
+  // another signer is untouched
+  assert.equal((await p.validate('job', job(honest).bytes, relay, 'gossip')).verdict, 'accept');
+  // the bucket refills with time
+  clock.advance(1000);
+  assert.equal((await p.validate('job', job(flooder).bytes, flooderPeer, 'gossip')).verdict, 'accept');
+});
+
+test('per signer: records with a forged header naming an honest signer do not drain its bucket', async () => {
+  const { p } = pipe({ signer: { job: { ratePerSec: 0.001, burst: 2 } } });
+  const honest = Ed25519Signer.generate();
+  for (let i = 0; i < 10; i++) {
+    const forged = Uint8Array.from(job(honest).bytes);
+    forged[forged.length - 1]! ^= 1;
+    assert.equal((await p.validate('job', forged, 'attacker', 'gossip')).reason, 'ENVELOPE_BAD_SIGNATURE');
+  }
+  assert.equal((await p.validate('job', job(honest).bytes, 'x', 'gossip')).verdict, 'accept');
+  assert.equal((await p.validate('job', job(honest).bytes, 'x', 'gossip')).verdict, 'accept');
+  assert.equal((await p.validate('job', job(honest).bytes, 'x', 'gossip')).reason, 'RATE_LIMITED');
+});
+
+test('per peer: gossip over the peer’s message rate is ignored and counted and adds to its abuse score; sync answers are not limited per peer', async () => {
+  const { p, registry } = pipe({ peer: { ratePerSec: 1, burst: 3 }, signer: {} });
+  const s = Ed25519Signer.generate();
+  const reasons: string[] = [];
+  for (let i = 0; i < 5; i++) reasons.push((await p.validate('job', job(s).bytes, 'peerA', 'gossip')).reason);
+  assert.deepEqual(reasons, ['ok', 'ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED']);
+  assert.equal(await limited(registry, 'job', 'peer'), 2);
+  assert.equal(p.guard.abuse('peerA'), 2);
+  assert.equal((await p.validate('job', job(s).bytes, 'peerB', 'gossip')).verdict, 'accept', 'other peers have their own budget');
+  assert.equal((await p.validate('job', job(s).bytes, 'peerA', 'sync')).verdict, 'accept', 'a sync answer is what we asked for');
+});
+
+test('new advertisers: adverts from fresh keys are bounded per peer; known advertisers and other peers are not', async () => {
+  const { p, registry } = pipe({ newAdvertisers: { ratePerSec: 1 / 60, burst: 3 } });
+  const reasons: string[] = [];
+  const keys = Array.from({ length: 5 }, () => Ed25519Signer.generate());
+  for (const k of keys) reasons.push((await p.validate('advert', advert(k).bytes, 'sybil-peer', 'sync')).reason);
+  assert.deepEqual(reasons, ['ok', 'ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED']);
+  assert.equal(await limited(registry, 'advert', 'new-advertiser'), 2);
+  assert.equal(p.guard.abuse('sybil-peer'), 0, 'a sync answer is what we asked for: limited, not blamed');
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'sybil-peer', 'gossip')).reason, 'RATE_LIMITED');
+  assert.equal(p.guard.abuse('sybil-peer'), 1, 'pushed by gossip: blamed');
+  clock.advance(600_000);
+  // a known advertiser's new advert is not a new advertiser
+  assert.equal((await p.validate('advert', advert(keys[0]!).bytes, 'sybil-peer', 'gossip')).verdict, 'accept');
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'other-peer', 'gossip')).verdict, 'accept');
+});
+
+test('signature precheck: garbage signed in the name of a fresh key is refused without the strict key check', async () => {
+  const { p } = pipe({});
+  const fresh = Ed25519Signer.generate();
+  const did = didFromPublicKey(fresh.publicKey);
+  const bad = Uint8Array.from(job(fresh).bytes);
+  bad[bad.length - 1]! ^= 1;
+  assert.equal(didChecked(did), false);
+  assert.equal((await p.validate('job', bad, 'x', 'gossip')).reason, 'ENVELOPE_BAD_SIGNATURE');
+  assert.equal(didChecked(did), false, 'the strict key check never ran');
+  assert.equal((await p.validate('job', job(fresh).bytes, 'x', 'gossip')).verdict, 'accept');
+  assert.equal(didChecked(did), true);
+});
+
+test('per-peer in-flight share: one peer cannot hold every validation slot', async () => {
+  const g = new FloodGuard({ maxInFlightPerPeer: 2 }, clock);
+  assert.ok(g.enter('job', 'a') && g.enter('job', 'a'));
+  assert.equal(g.enter('job', 'a'), false);
+  assert.ok(g.enter('job', 'b'));
+  g.release('a');
+  assert.ok(g.enter('job', 'a'));
+  assert.deepEqual(floodOptions({ signer: { job: { ratePerSec: 1, burst: 1 } } }).signer.offer, floodOptions().signer.offer, 'per-kind options merge by kind');
+});
+
+test('abuse policy: P5 is minus the abuse score; past disconnectAt the peer is hung up on and refused until banMs passes', async () => {
+  const c = fakeClock(0);
+  const g = new FloodGuard({ peer: { ratePerSec: 0.001, burst: 1 }, abuseHalfLifeMs: 60_000 }, c);
+  const hung: string[] = [];
+  const policy = new AbusePolicy(g, { disconnectAt: 5, banMs: 10_000 }, c, silentLogger(), (peer) => void hung.push(peer));
+  assert.ok(g.admitPeer('job', 'bad'));
+  for (let i = 0; i < 4; i++) assert.equal(g.admitPeer('job', 'bad'), false);
+  assert.equal(policy.appSpecificScore('bad'), -4);
+  assert.equal(policy.appSpecificScore('good'), -0);
+  assert.equal(policy.denied('bad'), false);
+  g.admitPeer('job', 'bad');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(hung, ['bad']);
+  assert.equal(policy.denied('bad'), true);
+  g.admitPeer('job', 'bad');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(hung, ['bad'], 'hung up once while banned');
+  c.advance(10_000);
+  assert.equal(policy.denied('bad'), false, 'the ban ends');
+});

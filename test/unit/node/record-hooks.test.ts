@@ -1,0 +1,101 @@
+/** The semantic hooks (src/node/record-hooks.ts), through the validation pipeline, on every path: gossip with and without an attachment, and sync. */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { seal, T, type Opened } from '../../../src/records/index.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { RecordPipeline } from '../../../src/net/gossip-validation.js';
+import { encodeMessage } from '../../../src/net/framing.js';
+import { recordHooks, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { records, provider, buyer, gateway, NOW, PROVIDER, BUYER } from '../records/fixtures.js';
+
+const clock = fakeClock(NOW);
+
+function setup() {
+  const held = new Map<string, Opened>();
+  const get = (a: string) => held.get(a) as never;
+  const lookups: RecordLookups = { advert: get, offer: get, job: get, receipt: get };
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks(lookups, { pendingMs: 0 }), floodLimits: { signer: {} } });
+  return { p, hold: (r: Opened) => held.set(r.address, r) };
+}
+const reason = async (p: RecordPipeline, kind: 'offer' | 'receipt' | 'acceptance', data: Uint8Array, source: 'gossip' | 'sync' = 'gossip') => {
+  const o = await p.validate(kind, data, 'peer', source);
+  return `${o.verdict}:${o.reason}`;
+};
+
+test('offer: a held advert of another provider, cited without attachment, is rejected OFFER_FOREIGN_ADVERT on gossip and on sync', async () => {
+  const { p, hold } = setup();
+  const foreign = seal(T.advert, records.advert(), gateway);
+  hold(foreign);
+  const o1 = seal(T.offer, { ...records.offer(), advert: foreign.address }, provider);
+  assert.equal(await reason(p, 'offer', o1.bytes), `reject:${HOOK_ERR.OFFER_FOREIGN_ADVERT}`);
+  const o2 = seal(T.offer, { ...records.offer(), advert: foreign.address, durationMs: 1 }, provider);
+  assert.equal(await reason(p, 'offer', o2.bytes, 'sync'), `reject:${HOOK_ERR.OFFER_FOREIGN_ADVERT}`);
+});
+
+test('offer: attached foreign advert is rejected OFFER_ADVERT_MISMATCH; own advert attached or held is accepted; unknown cited advert is ignored', async () => {
+  const { p, hold } = setup();
+  const foreign = seal(T.advert, records.advert(), gateway);
+  const oForeign = seal(T.offer, { ...records.offer(), advert: foreign.address }, provider);
+  assert.equal(await reason(p, 'offer', encodeMessage(oForeign.bytes, [foreign.bytes])), `reject:${HOOK_ERR.OFFER_ADVERT_MISMATCH}`);
+
+  const own = seal(T.advert, records.advert(), provider);
+  const oOwn = seal(T.offer, { ...records.offer(), advert: own.address }, provider);
+  assert.equal(await reason(p, 'offer', encodeMessage(oOwn.bytes, [own.bytes])), 'accept:ok');
+
+  const own2 = seal(T.advert, { ...records.advert(), seq: 8 }, provider);
+  const oUnknown = seal(T.offer, { ...records.offer(), advert: own2.address }, provider);
+  assert.equal(await reason(p, 'offer', oUnknown.bytes), `ignore:${HOOK_ERR.OFFER_UNKNOWN_ADVERT}`);
+  hold(own2);
+  assert.equal(await reason(p, 'offer', oUnknown.bytes), 'accept:ok', 'once the advert is held, the same offer is accepted (an ignore is not remembered)');
+});
+
+test('acceptance: must be signed by the buyer of the receipt it cites; an unknown receipt is ignored', async () => {
+  const { p, hold } = setup();
+  const receipt = seal(T.receipt, records.receipt(), provider);
+  const byBuyer = seal(T.acceptance, { ...records.acceptance(), receipt: receipt.address }, buyer);
+  const byOther = seal(T.acceptance, { ...records.acceptance(), receipt: receipt.address }, gateway);
+  assert.equal(await reason(p, 'acceptance', byBuyer.bytes), `ignore:${HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN}`);
+  hold(receipt);
+  assert.equal(await reason(p, 'acceptance', byOther.bytes), `reject:${HOOK_ERR.ACCEPTANCE_NOT_BUYER}`);
+  assert.equal(await reason(p, 'acceptance', byBuyer.bytes, 'sync'), 'accept:ok');
+});
+
+test('acceptance: validated before the receipt it cites (out of order), it waits briefly for it', async () => {
+  const held = new Map<string, Opened>();
+  const get = (a: string) => held.get(a) as never;
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks({ advert: get, offer: get, job: get, receipt: get }, { pendingMs: 2_000, pollMs: 10 }) });
+  const receipt = seal(T.receipt, { ...records.receipt(), completedAt: NOW + 7 }, provider);
+  const acc = seal(T.acceptance, { ...records.acceptance(), receipt: receipt.address }, buyer);
+  const pending = reason(p, 'acceptance', acc.bytes);
+  setTimeout(() => held.set(receipt.address, receipt), 50);
+  assert.equal(await pending, 'accept:ok');
+});
+
+test('receipt: must match the held offer (provider, job, price) and the held job (buyer); unknown referents are let through', async () => {
+  const { p, hold } = setup();
+  const r0 = seal(T.receipt, { ...records.receipt(), completedAt: NOW + 1 }, provider);
+  assert.equal(await reason(p, 'receipt', r0.bytes), 'accept:ok', 'offer and job unknown: cannot judge, evidence links are checked by reputation');
+
+  const job = seal(T.job, records.job(), buyer);
+  const offer = seal(T.offer, { ...records.offer(), job: job.address }, provider);
+  hold(job);
+  hold(offer);
+  const good = seal(T.receipt, { ...records.receipt(), job: job.address, offer: offer.address }, provider);
+  assert.equal(await reason(p, 'receipt', good.bytes), 'accept:ok');
+  const wrongPrice = seal(T.receipt, { ...records.receipt(), job: job.address, offer: offer.address, price: { amount: '9', currency: 'USD' } }, provider);
+  assert.equal(await reason(p, 'receipt', wrongPrice.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
+  const foreignOffer = seal(T.offer, { ...records.offer(), job: job.address }, gateway);
+  hold(foreignOffer);
+  const r2 = seal(T.receipt, { ...records.receipt(), job: job.address, offer: foreignOffer.address }, provider);
+  assert.equal(await reason(p, 'receipt', r2.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
+  const otherJob = seal(T.job, { ...records.job(), timeoutMs: 1000 }, gateway);
+  hold(otherJob);
+  const r3 = seal(T.receipt, { ...records.receipt(), job: otherJob.address, offer: 'sha256:' + 'e'.repeat(64) }, provider);
+  assert.equal(await reason(p, 'receipt', r3.bytes), `reject:${HOOK_ERR.RECEIPT_JOB_MISMATCH}`);
+  assert.equal(r3.record.buyer, BUYER);
+  assert.equal(r3.record.provider, PROVIDER);
+});
