@@ -110,6 +110,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'failover':
       print(`▸ ${names(ev.from as string)} did not deliver (${String(ev.reason)}); moving to the runner-up`);
       break;
+    case 'network':
+      print(`⚠ ${String(ev.message)} [${String(ev.code)}]`);
+      break;
     default:
       break;
   }

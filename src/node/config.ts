@@ -62,6 +62,22 @@ const networkSchema = z
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
     managed: z.boolean().default(false),
+    /**
+     * Reconnection (docs/network.md "Reconnection and liveness"): bootstrap and
+     * remembered peers are redialled forever with capped backoff; below
+     * minPeers the DHT is asked for more. Unset keys keep the module's defaults.
+     */
+    reconnect: z
+      .object({
+        minPeers: z.number().int().nonnegative().optional(),
+        bootstrapMaxBackoffMs: z.number().int().min(100).optional(),
+        peerMaxBackoffMs: z.number().int().min(100).optional(),
+        rememberPeers: z.number().int().nonnegative().optional(),
+        /** Gossip self-check: repair a connected peer detached from gossip this long (ms; 0 = no periodic check). */
+        gossipRepairMs: z.number().int().nonnegative().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

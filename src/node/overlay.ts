@@ -5,6 +5,7 @@
  * reaches another's) and the roles it runs there.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type PolicyName, type Selection } from '../records/kinds.js';
@@ -29,6 +30,7 @@ import { EXEC_PROTOCOL, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
+import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -135,6 +137,7 @@ export class OverlayNode {
       registry: this.registry,
       logger: this.log.child({ mod: 'net', overlay: this.name }),
       hooks: { offer: offerHook },
+      ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
     });
     this.#stops.push(() => this.net.stop());
 
@@ -442,10 +445,25 @@ export class OverlayNode {
   async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
     if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);
     const t0 = this.clock();
+    // Say plainly when the node has no peers or hears no market, before and (beside "no offers") after.
+    const before = this.networkHealth();
+    if (before.state !== 'ok') onEvent({ e: 'network', ...before });
     const r = await this.buyer.run(spec, onEvent);
+    if (r.status === 'no-offers' || r.status === 'no-eligible-provider') {
+      const after = this.networkHealth();
+      if (after.state !== 'ok') r.network = after;
+    }
     this.#jobs.inc({ role: 'buyer', outcome: r.status });
     this.#latency.observe({ outcome: r.status }, (this.clock() - t0) / 1000);
     return r;
+  }
+
+  /** Peers, live adverts and bootstrap errors, said plainly (see net-health.ts). */
+  networkHealth(): NetworkAssessment {
+    const now = this.clock();
+    let live = 0;
+    for (const a of this.market.adverts.latest.values()) if (a.record.expiresAt > now) live++;
+    return assessNetwork(this.net.connectivity(), live);
   }
 
   async stop(): Promise<void> {
