@@ -368,11 +368,19 @@ export class Connectivity {
     }
   }
 
+  /** Over the cap: drop the least recently useful peer that is not connected (else the least recently useful). */
   #trim(): void {
     while (this.#remembered.size > this.opts.rememberMax) {
-      const oldest = this.#remembered.keys().next().value as string;
-      this.#remembered.delete(oldest);
-      this.schedule.forget(oldest);
+      let drop: string | undefined;
+      for (const k of this.#remembered.keys()) {
+        if (!this.d.host.isConnected(k)) {
+          drop = k;
+          break;
+        }
+      }
+      drop ??= this.#remembered.keys().next().value as string;
+      this.#remembered.delete(drop);
+      this.schedule.forget(drop);
     }
   }
 }
