@@ -39,7 +39,7 @@ export const CONNECTIVITY_DEFAULTS = {
   remembered: { initialMs: 1_000, maxMs: 30_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
   /** Remembered peers kept (least recently useful dropped first). */
   rememberMax: 32,
-  /** DHT look-up for more peers at most this often while below minPeers, ms. */
+  /** DHT look-ups while below minPeers: 1 s after one that found a new peer, else backing off from 1 s to this, ms. */
   discoverEveryMs: 30_000,
   /** One dial's deadline, ms. */
   dialTimeoutMs: 5_000,
@@ -123,6 +123,8 @@ export interface ConnectivityHost {
   isConnected(peerId: string): boolean;
   /** Peers with an open connection. */
   peerCount(): number;
+  /** Their ids (to tell the peers a DHT look-up connected from those connected before). */
+  connectedPeers?(): string[];
   /** Dial; resolves to the remote peer id. */
   dial(t: DialTarget, timeoutMs: number): Promise<string>;
   /** Ask the DHT for peers near a random key (at most `max`). */
@@ -215,7 +217,8 @@ export class Connectivity {
   #remembered = new Map<string, RememberedPeer>();
   #inflight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
-  #lastDiscover = -Infinity;
+  #nextDiscoverAt = -Infinity;
+  #discoverFailures = 0;
   #discovering = false;
   #clock: () => number;
   #ticking = false;
@@ -308,9 +311,8 @@ export class Connectivity {
         if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${p.peerId}`)) }, 'remembered'));
       }
       const count = this.d.host.peerCount();
-      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now - this.#lastDiscover >= this.opts.discoverEveryMs) {
-        this.#lastDiscover = now;
-        dials.push(this.#discover(this.opts.minPeers - count));
+      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
+        dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
       }
       await Promise.all(dials);
     } finally {
@@ -347,24 +349,38 @@ export class Connectivity {
     }
   }
 
-  async #discover(max: number): Promise<void> {
+  #connectedBefore = new Set<string>();
+
+  async #discover(max: number, connectedBefore: string[]): Promise<void> {
     this.#discovering = true;
+    this.#connectedBefore = new Set(connectedBefore);
     try {
-      const found = (await this.d.host.discover!(max * 4, this.opts.dialTimeoutMs * 2)).filter((t) => t.peerId && !this.d.host.isConnected(t.peerId));
+      const found = await this.d.host.discover!(max * 4, this.opts.dialTimeoutMs * 2);
+      // The DHT query itself connects to the peers it asks: those are new connections already.
+      const fresh = found.filter((t) => t.peerId && !this.#connectedBefore.has(t.peerId));
+      let gained = 0;
       await Promise.all(
-        found.slice(0, max).map(async (t) => {
-          try {
-            await this.d.host.dial(t, this.opts.dialTimeoutMs);
-            this.d.onDial?.('discovered', true);
-          } catch {
-            this.d.onDial?.('discovered', false);
+        fresh.slice(0, max).map(async (t) => {
+          if (!this.d.host.isConnected(t.peerId!)) {
+            try {
+              await this.d.host.dial(t, this.opts.dialTimeoutMs);
+            } catch {
+              this.d.onDial?.('discovered', false);
+              return;
+            }
           }
+          gained++;
+          this.d.onDial?.('discovered', true);
         }),
       );
+      this.#discoverFailures = gained ? 0 : this.#discoverFailures + 1;
     } catch (e) {
+      this.#discoverFailures++;
       this.d.log.debug({ err: (e as Error).message }, 'DHT peer discovery failed');
     } finally {
       this.#discovering = false;
+      const policy = { initialMs: 1_000, maxMs: this.opts.discoverEveryMs, factor: 2, jitter: 0.25 };
+      this.#nextDiscoverAt = this.#clock() + (this.#discoverFailures ? backoffDelay(this.#discoverFailures, policy, (this.d.rand ?? Math.random)()) : policy.initialMs);
     }
   }
 

@@ -45,6 +45,7 @@ export class GossipHealth {
   readonly opts: GossipHealthOptions;
   #since = new Map<string, number>();
   #repaired = new Map<string, number>();
+  #lastStreamError = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
 
@@ -69,6 +70,11 @@ export class GossipHealth {
   /** gossipsub dropped a peer after a stream error while the connection may stay: re-attach it at once. */
   onStreamError(peerId: string, connected: boolean): void {
     if (!connected) return;
+    // At most one immediate repair per peer per 2 s: a peer whose streams keep failing is left to the periodic check (which escalates).
+    const now = (this.d.clock ?? Date.now)();
+    if (now - (this.#lastStreamError.get(peerId) ?? -Infinity) < 2_000) return;
+    this.#lastStreamError.set(peerId, now);
+    if (this.#lastStreamError.size > 4_096) this.#lastStreamError.delete(this.#lastStreamError.keys().next().value as string);
     this.d.log.warn({ peer: peerId }, 'gossip stream to a connected peer failed; re-opening it');
     this.d.onRepair('stream-error', 'stream-error');
     void this.host.reopen(peerId).catch((e: unknown) => this.d.log.debug({ peer: peerId, err: (e as Error).message }, 'gossip reopen failed'));

@@ -52,11 +52,10 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
   const connectivity: ConnectivityHost = {
     isConnected: connected,
     peerCount: () => libp2p.getPeers().length,
+    connectedPeers: () => libp2p.getPeers().map(String),
     async dial(t: DialTarget, timeoutMs: number) {
-      const conn = await libp2p.dial(
-        t.addrs.map((a) => multiaddr(a)),
-        { signal: AbortSignal.timeout(timeoutMs) },
-      );
+      const target = t.addrs.length ? t.addrs.map((a) => multiaddr(a)) : peerIdFromString(t.peerId ?? '');
+      const conn = await libp2p.dial(target, { signal: AbortSignal.timeout(timeoutMs) });
       return conn.remotePeer.toString();
     },
     async discover(max: number, timeoutMs: number) {
@@ -64,7 +63,7 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
       const signal = AbortSignal.timeout(timeoutMs);
       try {
         for await (const p of libp2p.peerRouting.getClosestPeers(new Uint8Array(randomBytes(32)), { signal })) {
-          if (p.id.equals(libp2p.peerId) || !p.multiaddrs.length) continue;
+          if (p.id.equals(libp2p.peerId)) continue;
           out.push({ peerId: p.id.toString(), addrs: p.multiaddrs.map((a) => `${a.toString()}/p2p/${p.id.toString()}`) });
           if (out.length >= max) break;
         }

@@ -65,3 +65,14 @@ test('a connected peer whose outbound pubsub stream is lost is found by the peri
   await gossipFlows(b, a, 15_000);
   assert.ok(((await repairs(a)).reopen ?? 0) >= 1, 'the repair is counted');
 });
+
+test('below minPeers a node asks the DHT for more peers and dials them', async () => {
+  const p = await startNode({ connectivity: { minPeers: 3 } });
+  const r = await startNode({ connectivity: { minPeers: 0 } });
+  const c = await startNode({ connectivity: { minPeers: 3 } });
+  nets.push(p, r, c);
+  // a line p — r — c: only the DHT (through r) can tell c about p (with minPeers 0, as before, they never meet)
+  await link(p, r);
+  await link(r, c);
+  await waitFor(() => c.libp2p.getConnections(p.peerId).length > 0 || p.libp2p.getConnections(c.peerId).length > 0, 20_000, 'the ends of the line to connect');
+});

@@ -179,3 +179,22 @@ test('refused connections are all counted; the log is rate-limited per peer with
   assert.equal(counts.length, 12);
   assert.deepEqual(lines.map((l) => [l.reason, l.from, l.suppressedSinceLast]), [['handshake', '10.0.0.1', 0], ['allowlist', 'peerA', 0], ['handshake', '10.0.0.1', 9]]);
 });
+
+test('a gossip stream error on a connected peer is repaired at once, at most once per peer per 2 s', async () => {
+  let now = 0;
+  const actions: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => [], problem: () => undefined, reopen: async (p) => void actions.push(`reopen:${p}`), reconnect: async () => undefined },
+    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`) },
+  );
+  h.onStreamError('P', false);
+  assert.deepEqual(actions, [], 'a peer that is gone is left to the connectivity manager');
+  h.onStreamError('P', true);
+  h.onStreamError('P', true);
+  now = 1_999;
+  h.onStreamError('P', true);
+  now = 2_000;
+  h.onStreamError('P', true);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(actions, ['count:stream-error', 'reopen:P', 'count:stream-error', 'reopen:P']);
+});
