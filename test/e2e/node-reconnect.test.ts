@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, freePort, get, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, freePort, get, metricsText, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
 
 const c = new Cluster('reconnect');
 let prov: NodeProc;
@@ -52,6 +52,12 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       prov = await c.start('provider', prov.config);
       await waitFor('the buyer to reconnect to the restarted provider', async () => (await peerDids(buyer)).has(prov.did), 30_000);
       await jobCompletes(`after ${signal}`);
+      // The link metrics show it: bootstrap dials that failed while it was down, the disconnect, an open connection.
+      const m = await metricsText(buyer);
+      assert.match(m, /^c0mpute_net_dials_total\{(?=[^}]*kind="bootstrap")(?=[^}]*outcome="failed")[^}]*\} [1-9]/m);
+      assert.match(m, /^c0mpute_net_connections\{[^}]*\} [1-9]/m, 'an open connection (either side may have redialled first)');
+      assert.match(m, /^c0mpute_net_connection_events_total\{[^}]*event="close"[^}]*\} [1-9]/m);
+      assert.match(m, /^c0mpute_gossip_peer_score\{[^}]*stat="min"[^}]*\} /m);
     });
   });
 }
