@@ -100,6 +100,9 @@ test('a buyer with a wrong PeerId in its bootstrap entry says so in run (API and
     assert.equal(r.code, 1, r.err);
     assert.match(r.err, /NET_NO_PEERS/);
     assert.match(r.err, /another PeerId/);
+    const st2 = await c0mpute(lonely.dir, ['status']);
+    assert.equal(st2.code, 0, st2.err);
+    assert.match(st2.out, /^network\s+⚠ this node has no peers: bootstrap .*another PeerId.*\[NET_NO_PEERS\]$/m);
     await c.stop(lonely);
   });
 });
