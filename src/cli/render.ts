@@ -113,6 +113,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'nondelivery':
       print(`▸ non-delivery by ${names(ev.provider as string)} (${String(ev.reason)}) signed: ${shortAddr(ev.address as string)}`);
       break;
+    case 'network':
+      print(`⚠ ${String(ev.message)} [${String(ev.code)}]`);
+      break;
     default:
       break;
   }

@@ -45,6 +45,11 @@ import { encodeRecordsRequest, MAX_LIVE, recordsHandler, type RecordsServeOption
 import type { FloodLimitOptions } from './flood-limits.js';
 import { AbusePolicy, type AbuseOptions } from './peer-abuse.js';
 import { DEFAULT_OVERLAY, checkOverlay, expectedType, topicFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { Connectivity, type ConnectivityOptions, type ConnectivityStatus, type RememberStore } from './connectivity.js';
+import { GossipHealth, type GossipHealthOptions } from './gossip-health.js';
+import { createLinkMetrics } from './link-metrics.js';
+import { overlayGater, RefusalLog } from './refusals.js';
+import { gossipHost, type GossipInternals } from './link-hosts.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
@@ -106,6 +111,12 @@ export interface NetworkOptions {
   abuse?: Partial<AbuseOptions>;
   /** Bounds on /c0mpute/records/1 answers, per request and per peer (records-protocol.ts). */
   recordsServe?: Partial<RecordsServeOptions>;
+  /** Reconnection policy (defaults: CONNECTIVITY_DEFAULTS in connectivity.ts). */
+  connectivity?: Partial<ConnectivityOptions>;
+  /** Where remembered peers survive a restart (default: memory only). */
+  rememberStore?: RememberStore;
+  /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
+  gossipHealth?: Partial<GossipHealthOptions>;
 }
 
 export const NETWORK_DEFAULTS = {
@@ -180,6 +191,8 @@ export interface Network {
   topicPeers(kind: TopicKind): string[];
   /** Resolves when every accepted record so far has been handed to the subscribers. */
   drained(): Promise<void>;
+  /** Connected peers and the state of each bootstrap peer (failures, last error). */
+  connectivity(): ConnectivityStatus;
 }
 
 /** A new swarm key (the swarm.key file's bytes) for a private network. */
@@ -259,6 +272,12 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     }
   };
 
+  const link = createLinkMetrics(metrics.registry, {
+    connections: () => ref.node?.getConnections() ?? [],
+    gossip: () => (ref.node ? gossipHost(ref.node, overlay).scores : undefined),
+  });
+  const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
+
   const topics: Record<string, TopicScoreParams> = {};
   for (const k of TOPIC_KINDS) topics[topicFor(k, overlay)] = topicScoreParams();
 
@@ -271,11 +290,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
-    connectionGater: {
-      denyDialPeer: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
-      denyInboundEncryptedConnection: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
-      denyOutboundEncryptedConnection: (p: PeerId) => !allowed(p) || abuse.denied(p.toString()),
-    },
+    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
@@ -302,6 +317,18 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log);
+  const gh = gossipHost(libp2p, overlay);
+  const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
+  const health = new GossipHealth(gh.health, { log, onRepair: (action) => link.repairs.inc({ action }), ...(opts.gossipHealth ? { options: opts.gossipHealth } : {}) });
+  // gossipsub drops a peer after an error on its inbound stream but keeps the connection: re-attach it (see gossip-health.ts).
+  const gsi = pubsub as unknown as GossipInternals;
+  const onReadError = gsi.handlePeerReadStreamError.bind(gsi);
+  gsi.handlePeerReadStreamError = (err, p) => {
+    onReadError(err, p);
+    if (started) health.onStreamError(p.toString(), libp2p.getConnections(p).some((c) => c.status === 'open'));
+  };
+  const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
+  const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
   const accept = (fresh: Array<{ kind: TopicKind; rec: Opened }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
@@ -333,6 +360,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
     const key = peerId.toString();
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(key, evt.detail.listenAddrs.map((a) => a.toString()));
     if (!syncKinds.length || synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
     synced.add(key);
     void net.syncFrom(peerId, syncKinds).then(
@@ -358,6 +386,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
+      libp2p.addEventListener('connection:open', onConnOpen);
+      libp2p.addEventListener('connection:close', onConnClose);
       try {
         await libp2p.start();
       } catch (e) {
@@ -368,17 +398,20 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
       }
       for (const k of joined) pubsub.subscribe(topicFor(k, overlay));
-      for (const b of opts.bootstrap ?? []) {
-        void libp2p.dial(multiaddr(b)).catch((e: unknown) => log.warn({ addr: b, err: (e as Error).message }, 'bootstrap dial failed'));
-      }
+      connectivity.start();
+      health.start();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
     },
 
     async stop() {
       if (!started) return;
       started = false;
+      connectivity.stop();
+      health.stop();
       libp2p.removeEventListener('peer:identify', onIdentify);
       libp2p.removeEventListener('peer:disconnect', onDisconnect);
+      libp2p.removeEventListener('connection:open', onConnOpen);
+      libp2p.removeEventListener('connection:close', onConnClose);
       await libp2p.stop();
       await dispatcher.drained();
       log.info('network stopped');
@@ -539,6 +572,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     drained() {
       return dispatcher.drained();
+    },
+
+    connectivity() {
+      return connectivity.status();
     },
   };
   return net;

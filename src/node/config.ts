@@ -86,6 +86,22 @@ const networkSchema = z
     abuse: abuseSchema.optional(),
     /** Bounds on /c0mpute/records/1 answers (per request, per peer byte budget). */
     recordsServe: recordsServeSchema.optional(),
+    /**
+     * Reconnection (docs/network.md "Reconnection and liveness"): bootstrap and
+     * remembered peers are redialled forever with capped backoff; below
+     * minPeers the DHT is asked for more. Unset keys keep the module's defaults.
+     */
+    reconnect: z
+      .object({
+        minPeers: z.number().int().nonnegative().optional(),
+        bootstrapMaxBackoffMs: z.number().int().min(100).optional(),
+        peerMaxBackoffMs: z.number().int().min(100).optional(),
+        rememberPeers: z.number().int().nonnegative().optional(),
+        /** Gossip self-check: repair a connected peer detached from gossip this long (ms; 0 = no periodic check). */
+        gossipRepairMs: z.number().int().nonnegative().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

@@ -78,6 +78,7 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
     providersKnown: [...o.market.adverts.latest.values()].filter((a) => a.record.expiresAt > now).length,
     offersHeld: o.market.book.size,
     evidence: o.market.evidence.size,
+    network: o.networkHealth(),
     ...(o.provider ? { provider: { advert: o.provider.advert?.address, running: o.provider.running } } : {}),
   };
 }

@@ -33,6 +33,7 @@ import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
+import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -150,6 +151,7 @@ export class OverlayNode {
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
       ...(nc.abuse ? { abuse: nc.abuse } : {}),
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
+      ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
     });
     this.#stops.push(() => this.net.stop());
 
@@ -428,10 +430,25 @@ export class OverlayNode {
   async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
     if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);
     const t0 = this.clock();
+    // Say plainly when the node has no peers or hears no market, before and (beside "no offers") after.
+    const before = this.networkHealth();
+    if (before.state !== 'ok') onEvent({ e: 'network', ...before });
     const r = await this.buyer.run(spec, onEvent);
+    if (r.status === 'no-offers' || r.status === 'no-eligible-provider') {
+      const after = this.networkHealth();
+      if (after.state !== 'ok') r.network = after;
+    }
     this.#jobs.inc({ role: 'buyer', outcome: r.status });
     this.#latency.observe({ outcome: r.status }, (this.clock() - t0) / 1000);
     return r;
+  }
+
+  /** Peers, live adverts and bootstrap errors, said plainly (see net-health.ts). */
+  networkHealth(): NetworkAssessment {
+    const now = this.clock();
+    let live = 0;
+    for (const a of this.market.adverts.latest.values()) if (a.record.expiresAt > now) live++;
+    return assessNetwork(this.net.connectivity(), live);
   }
 
   async stop(): Promise<void> {

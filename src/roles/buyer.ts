@@ -22,6 +22,7 @@ import { seal as sealBox } from '../crypto/sealed-box.js';
 import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
 import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
+import type { NetworkAssessment } from '../node/net-health.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -91,7 +92,8 @@ export type BuyerEvent =
   | { e: 'verified'; ok: boolean; detail: string }
   | { e: 'acceptance'; acceptance: Opened<Acceptance> }
   | { e: 'failover'; from: string; reason: string }
-  | { e: 'nondelivery'; provider: string; reason: NonDeliveryReason; address: string };
+  | { e: 'nondelivery'; provider: string; reason: NonDeliveryReason; address: string }
+  | ({ e: 'network' } & NetworkAssessment);
 
 export interface JobResult {
   job: Opened<Job>;
@@ -104,6 +106,8 @@ export interface JobResult {
   decision?: Decision;
   attempts: Array<{ provider: string; outcome: string; nondelivery?: string }>;
   timings: { collectMs: number; restMs: number };
+  /** When no offer came: the node had no peers or heard no market (node/net-health.ts). */
+  network?: NetworkAssessment;
 }
 
 export interface ExecStream {

@@ -49,6 +49,8 @@ export async function startNode(over: Partial<NetworkOptions> = {}, signer = Ed2
     listen: ['/ip4/127.0.0.1/tcp/0'],
     loopback: true,
     gossip: { heartbeatInterval: 200 },
+    // These tests wire their topologies by hand (a line through a withholding relay…): no DHT top-up unless asked.
+    connectivity: { minPeers: 0 },
     ...over,
   });
   await net.start();

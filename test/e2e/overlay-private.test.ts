@@ -19,7 +19,7 @@ import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { topicFor } from '../../src/net/topics.js';
 import type { Network } from '../../src/net/node.js';
 import { startNode } from './net-helpers.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type StatusView } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type StatusView } from './node-helpers.js';
 
 const NAME = 'acme';
 const KEY_FORMAT = /^\/key\/swarm\/psk\/1\.0\.0\/\n\/base16\/\n[0-9a-f]{64}$/;
@@ -192,4 +192,30 @@ test('the handshake itself: a dial without the key or with another key fails; th
     peers.peers.some((p) => p.did !== undefined && strangers.has(p.did)),
     false,
   );
+});
+
+test('refused connections are counted by reason and logged as a rate-limited warning (a leaked key shows up)', async () => {
+  const p1 = c.byDid(c.dataDir('p1').did)!;
+  // By now p1 has refused the outsiders above (their bootstrap redials keep coming): handshakes that failed
+  // (no key, another key) and a key holder off the allowlist.
+  const refused = async () => {
+    const text = await metricsText(p1);
+    const n = (reason: string) => Number(new RegExp(`^c0mpute_connections_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return { handshake: n('handshake'), allowlist: n('allowlist') };
+  };
+  const counts = await waitFor('refusals of both kinds counted', async () => {
+    const r = await refused();
+    return r.handshake >= 1 && r.allowlist >= 1 ? r : undefined;
+  });
+  assert.ok(counts.handshake >= 1 && counts.allowlist >= 1);
+  const warns = readFileSync(p1.log, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('refused a connection'))
+    .map((l) => JSON.parse(l) as { level: number; reason: string; from: string });
+  assert.ok(warns.some((w) => w.reason === 'allowlist' && w.level === 40), 'a WARN for the key holder off the allowlist');
+  assert.ok(warns.some((w) => w.reason === 'handshake' && w.level === 40), 'a WARN for a failed handshake');
+  // Rate-limited: at most one line per (reason, peer or IP) per minute, however many refusals.
+  const perKey = new Map<string, number>();
+  for (const w of warns) perKey.set(`${w.reason} ${w.from}`, (perKey.get(`${w.reason} ${w.from}`) ?? 0) + 1);
+  for (const [k, n] of perKey) assert.ok(n <= 2, `${k}: ${n} lines within the test's few seconds`);
 });

@@ -89,6 +89,9 @@ async function waitForMarket(d: Daemon, ms: number): Promise<void> {
       await new Promise((r) => setTimeout(r, 300));
       return;
     }
+    // Every bootstrap address answers with another PeerId: waiting will not help (run's narration says why).
+    const boot = d.net.connectivity().bootstrap;
+    if (boot.length && boot.every((b) => b.lastError?.code === 'NET_PEER_ID_MISMATCH')) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -215,6 +218,8 @@ export function register(program: Command): void {
       const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
       lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
     } else if (status === 'no-eligible-provider' || status === 'no-offers') {
+      const network = result.network as { code: string; message: string } | undefined;
+      if (network) lines.push(`✘ ${network.message} [${network.code}]`);
       const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
       if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
       if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s));
@@ -237,7 +242,13 @@ export function register(program: Command): void {
       const c = requireDaemon(dataDir);
       const s = (await apiCall(c.api, c.token, 'GET', '/v1/status')) as ReturnType<typeof localStatus>;
       if (o.json) return outJson(s);
-      for (const [k, v] of Object.entries(s)) out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+      for (const [k, v] of Object.entries(s)) {
+        // The network line is said plainly: "this node has no peers: …" / "connected to 2 peers but hears no market".
+        if (k === 'network' && v && typeof v === 'object') {
+          const n = v as { message: string; code?: string };
+          out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
+        } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+      }
     });
 
   program

@@ -1,0 +1,402 @@
+/**
+ * Connectivity: nodes find each other again (docs/network.md "Reconnection and
+ * liveness"; spec/network.md §peers). libp2p itself never redials a lost peer
+ * for good (its reconnect queue gives up after a few tries and only for
+ * KEEP_ALIVE peers), so this module keeps a minimum set of connections:
+ *
+ *  - bootstrap peers and remembered peers (c0mpute nodes this node exchanged
+ *    records with, kept in memory and, with a store, across restarts) are
+ *    redialled with capped exponential backoff and jitter, forever while the
+ *    node runs;
+ *  - below `minPeers` connections, the DHT is asked for more peers.
+ *
+ * The schedule (`backoffDelay`, `ReconnectSchedule`) is pure and takes its clock
+ * and randomness from the caller; `Connectivity` drives it from a timer against
+ * a small host interface (libp2p in node.ts, a fake in unit tests).
+ */
+import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import type { Logger } from '../util/log.js';
+
+export interface BackoffPolicy {
+  /** Delay before the first redial after a loss, ms. */
+  initialMs: number;
+  /** Cap on any delay, ms. */
+  maxMs: number;
+  /** Growth per consecutive failure. */
+  factor: number;
+  /** Relative jitter, 0..1: a delay d becomes d × (1 ± jitter), never above maxMs. */
+  jitter: number;
+}
+
+export const CONNECTIVITY_DEFAULTS = {
+  /** Below this many connected peers the DHT is asked for more. */
+  minPeers: 3,
+  /** How often targets are checked, ms. */
+  tickMs: 500,
+  /** Bootstrap peers: redialled quickly (a restarted peer is found again within seconds). */
+  bootstrap: { initialMs: 250, maxMs: 4_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
+  /** Remembered peers: slower, they may be gone for good. */
+  remembered: { initialMs: 1_000, maxMs: 30_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
+  /** Remembered peers kept (least recently useful dropped first). */
+  rememberMax: 32,
+  /** DHT look-ups while below minPeers: 1 s after one that found a new peer, else backing off from 1 s to this, ms. */
+  discoverEveryMs: 30_000,
+  /** One dial's deadline, ms. */
+  dialTimeoutMs: 5_000,
+};
+
+export type ConnectivityOptions = typeof CONNECTIVITY_DEFAULTS;
+
+/**
+ * Delay before the next dial after `failures` consecutive failed dials (0 = the
+ * peer was just lost). `rand` in [0, 1). Never grows past `maxMs`: a peer is
+ * tried at least every `maxMs` however long it has been away.
+ */
+export function backoffDelay(failures: number, p: BackoffPolicy, rand: number): number {
+  const raw = Math.min(p.maxMs, p.initialMs * Math.pow(p.factor, Math.min(Math.max(0, failures), 64)));
+  const jittered = raw * (1 + p.jitter * (2 * rand - 1));
+  return Math.max(0, Math.min(p.maxMs, Math.round(jittered)));
+}
+
+interface TargetState {
+  connected: boolean;
+  failures: number;
+  nextAt: number;
+}
+
+/** When each target is due for a dial. Pure: time and randomness come from the caller. */
+export class ReconnectSchedule {
+  #s = new Map<string, TargetState>();
+  constructor(private policy: (key: string) => BackoffPolicy, private rand: () => number = Math.random) {}
+
+  /** Seen connected: the next loss is redialled after the initial delay. */
+  connected(key: string): void {
+    this.#s.set(key, { connected: true, failures: 0, nextAt: 0 });
+  }
+
+  /** Seen without a connection: a target lost just now (or never seen) becomes due after the initial delay; `immediately` for the first dial at start. */
+  disconnected(key: string, now: number, immediately = false): void {
+    const s = this.#s.get(key);
+    if (s && !s.connected) return;
+    this.#s.set(key, { connected: false, failures: 0, nextAt: immediately ? now : now + backoffDelay(0, this.policy(key), this.rand()) });
+  }
+
+  /** A dial failed: the next one after the backoff. Never gives up. */
+  failed(key: string, now: number): number {
+    const s = this.#s.get(key) ?? { connected: false, failures: 0, nextAt: now };
+    s.connected = false;
+    s.failures++;
+    const d = backoffDelay(s.failures, this.policy(key), this.rand());
+    s.nextAt = now + d;
+    this.#s.set(key, s);
+    return d;
+  }
+
+  due(key: string, now: number): boolean {
+    const s = this.#s.get(key);
+    return !!s && !s.connected && now >= s.nextAt;
+  }
+
+  failures(key: string): number {
+    return this.#s.get(key)?.failures ?? 0;
+  }
+
+  nextAt(key: string): number | undefined {
+    return this.#s.get(key)?.nextAt;
+  }
+
+  forget(key: string): void {
+    this.#s.delete(key);
+  }
+}
+
+export interface DialTarget {
+  /** Peer id string, when known (bootstrap addresses carry it in /p2p/). */
+  peerId?: string;
+  /** Multiaddrs to dial (with /p2p/ when the peer id is known). */
+  addrs: string[];
+}
+
+/** What the manager needs from the node (libp2p in node.ts, a fake in tests). */
+export interface ConnectivityHost {
+  /** Connected to this peer (any open connection)? */
+  isConnected(peerId: string): boolean;
+  /** Peers with an open connection. */
+  peerCount(): number;
+  /** Their ids (to tell the peers a DHT look-up connected from those connected before). */
+  connectedPeers?(): string[];
+  /** Dial; resolves to the remote peer id. */
+  dial(t: DialTarget, timeoutMs: number): Promise<string>;
+  /** Ask the DHT for peers near a random key (at most `max`). */
+  discover?(max: number, timeoutMs: number): Promise<DialTarget[]>;
+}
+
+export interface RememberedPeer {
+  peerId: string;
+  addrs: string[];
+  /** When it was last useful (identified as a c0mpute node of this overlay), ms. */
+  lastUsefulAt: number;
+}
+
+/** Where remembered peers survive a restart (a JSON file in the data dir; none in tests). */
+export interface RememberStore {
+  load(): RememberedPeer[];
+  save(peers: RememberedPeer[]): void;
+}
+
+/** A JSON file store (written atomically; a missing or unreadable file is an empty list). */
+export function fileRememberStore(path: string): RememberStore {
+  return {
+    load() {
+      try {
+        const v = JSON.parse(readFileSync(path, 'utf8')) as { peers?: RememberedPeer[] };
+        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && typeof p.lastUsefulAt === 'number');
+      } catch {
+        return [];
+      }
+    },
+    save(peers) {
+      try {
+        writeFileSync(`${path}.tmp`, JSON.stringify({ peers }, null, 1));
+        renameSync(`${path}.tmp`, path);
+      } catch {
+        /* best effort: memory still holds them */
+      }
+    },
+  };
+}
+
+export interface BootstrapState {
+  addr: string;
+  peerId?: string;
+  connected: boolean;
+  /** Consecutive failed dials since the last success. */
+  failures: number;
+  /** The last failure, as a stable code and a message. */
+  lastError?: { code: string; message: string };
+}
+
+export interface ConnectivityStatus {
+  peers: number;
+  bootstrap: BootstrapState[];
+  remembered: number;
+}
+
+/** A dial error as a stable code: a PeerId that does not match the address's key is an operator's typo, not an outage. */
+export function classifyDialError(e: unknown): { code: string; message: string } {
+  const err = e as Error & { code?: string };
+  const msg = (err.message ?? String(e)).slice(0, 300);
+  if (err.name === 'UnexpectedPeerError' || /unexpected peer|does not match|payload identity key|peer id mismatch/i.test(msg)) return { code: 'NET_PEER_ID_MISMATCH', message: msg };
+  if (/ECONNREFUSED|connection refused/i.test(msg)) return { code: 'NET_CONNECTION_REFUSED', message: msg };
+  if (err.name === 'TimeoutError' || err.name === 'AbortError' || /timed? ?out|aborted/i.test(msg)) return { code: 'NET_DIAL_TIMEOUT', message: msg };
+  if (/decrypt|handshake|noise/i.test(msg)) return { code: 'NET_HANDSHAKE_FAILED', message: msg };
+  return { code: 'NET_DIAL_FAILED', message: msg };
+}
+
+function peerIdOf(addr: string): string | undefined {
+  const m = /\/p2p\/([^/]+)$/.exec(addr);
+  return m?.[1];
+}
+
+export interface ConnectivityDeps {
+  host: ConnectivityHost;
+  bootstrap: string[];
+  options?: Partial<ConnectivityOptions>;
+  store?: RememberStore;
+  clock?: () => number;
+  rand?: () => number;
+  log: Logger;
+  /** Called after each dial attempt (metrics). */
+  onDial?: (kind: 'bootstrap' | 'remembered' | 'discovered', ok: boolean) => void;
+}
+
+export class Connectivity {
+  readonly opts: ConnectivityOptions;
+  readonly schedule: ReconnectSchedule;
+  #boot: Array<{ addr: string; key: string; peerId?: string; lastError?: { code: string; message: string } }>;
+  #remembered = new Map<string, RememberedPeer>();
+  #inflight = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #nextDiscoverAt = -Infinity;
+  #discoverFailures = 0;
+  #discovering = false;
+  #clock: () => number;
+  #ticking = false;
+
+  constructor(private d: ConnectivityDeps) {
+    this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
+    this.#clock = d.clock ?? Date.now;
+    const bootKeys = new Set<string>();
+    this.#boot = d.bootstrap.map((addr) => {
+      const peerId = peerIdOf(addr);
+      const key = peerId ?? addr;
+      bootKeys.add(key);
+      return { addr, key, ...(peerId ? { peerId } : {}) };
+    });
+    this.schedule = new ReconnectSchedule((key) => (bootKeys.has(key) ? this.opts.bootstrap : this.opts.remembered), d.rand);
+    for (const p of d.store?.load() ?? []) this.#remembered.set(p.peerId, p);
+    this.#trim();
+  }
+
+  /** Start the timer; the first tick dials every bootstrap and remembered peer at once. */
+  start(): void {
+    const now = this.#clock();
+    for (const b of this.#boot) this.schedule.disconnected(b.key, now, true);
+    for (const p of this.#remembered.values()) this.schedule.disconnected(p.peerId, now, true);
+    void this.tick();
+    this.#timer = setInterval(() => void this.tick(), this.opts.tickMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** A peer proved useful (a c0mpute node of this overlay): remember where it listens. */
+  noteUseful(peerId: string, addrs: string[]): void {
+    if (!addrs.length) return;
+    const prev = this.#remembered.get(peerId);
+    const now = this.#clock();
+    const changed = !prev || prev.addrs.join(' ') !== addrs.join(' ');
+    this.#remembered.delete(peerId);
+    this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: now });
+    this.schedule.connected(peerId);
+    this.#trim();
+    if (changed) this.d.store?.save([...this.#remembered.values()]);
+  }
+
+  /** Remembered peers (least recently useful first). */
+  remembered(): RememberedPeer[] {
+    return [...this.#remembered.values()];
+  }
+
+  status(): ConnectivityStatus {
+    return {
+      peers: this.d.host.peerCount(),
+      bootstrap: this.#boot.map((b) => ({
+        addr: b.addr,
+        ...(b.peerId ? { peerId: b.peerId } : {}),
+        connected: b.peerId ? this.d.host.isConnected(b.peerId) : false,
+        failures: this.schedule.failures(b.key),
+        ...(b.lastError ? { lastError: b.lastError } : {}),
+      })),
+      remembered: this.#remembered.size,
+    };
+  }
+
+  /** One pass: redial what is due, look for more peers when below the minimum. Exposed for tests. */
+  async tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      const now = this.#clock();
+      const dials: Array<Promise<void>> = [];
+      for (const b of this.#boot) {
+        if (b.peerId && this.d.host.isConnected(b.peerId)) {
+          this.schedule.connected(b.key);
+          continue;
+        }
+        this.schedule.disconnected(b.key, now);
+        if (this.schedule.due(b.key, now) && !this.#inflight.has(b.key)) dials.push(this.#dial(b.key, { ...(b.peerId ? { peerId: b.peerId } : {}), addrs: [b.addr] }, 'bootstrap', b));
+      }
+      const bootIds = new Set(this.#boot.map((b) => b.key));
+      for (const p of this.#remembered.values()) {
+        if (bootIds.has(p.peerId)) continue;
+        if (this.d.host.isConnected(p.peerId)) {
+          this.schedule.connected(p.peerId);
+          continue;
+        }
+        this.schedule.disconnected(p.peerId, now);
+        if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${p.peerId}`)) }, 'remembered'));
+      }
+      const count = this.d.host.peerCount();
+      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
+        dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
+      }
+      await Promise.all(dials);
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #dial(key: string, t: DialTarget, kind: 'bootstrap' | 'remembered', boot?: { addr: string; peerId?: string; lastError?: { code: string; message: string } }): Promise<void> {
+    this.#inflight.add(key);
+    const failuresBefore = this.schedule.failures(key);
+    try {
+      const remote = await this.d.host.dial(t, this.opts.dialTimeoutMs);
+      this.schedule.connected(key);
+      this.d.onDial?.(kind, true);
+      if (boot) {
+        delete boot.lastError;
+        boot.peerId ??= remote;
+      }
+      if (failuresBefore > 0) this.d.log.info({ peer: t.peerId, addr: t.addrs[0], after: failuresBefore }, `${kind} peer reconnected`);
+    } catch (e) {
+      const err = classifyDialError(e);
+      const delay = this.schedule.failed(key, this.#clock());
+      this.d.onDial?.(kind, false);
+      const codeChanged = boot && boot.lastError?.code !== err.code;
+      if (boot) boot.lastError = err;
+      // Warn on the first failure and when the cause changes; then quietly, with the count, at powers of two.
+      const n = failuresBefore + 1;
+      const fields = { peer: t.peerId, addr: t.addrs[0], code: err.code, err: err.message, failures: n, retryInMs: delay };
+      if (kind === 'bootstrap' && (n === 1 || codeChanged)) this.d.log.warn(fields, err.code === 'NET_PEER_ID_MISMATCH' ? 'bootstrap dial failed: the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap)' : 'bootstrap dial failed; retrying with backoff');
+      else if ((n & (n - 1)) === 0) this.d.log.info(fields, `${kind} peer still unreachable; retrying with backoff`);
+      else this.d.log.debug(fields, `${kind} dial failed`);
+    } finally {
+      this.#inflight.delete(key);
+    }
+  }
+
+  #connectedBefore = new Set<string>();
+
+  async #discover(max: number, connectedBefore: string[]): Promise<void> {
+    this.#discovering = true;
+    this.#connectedBefore = new Set(connectedBefore);
+    try {
+      const found = await this.d.host.discover!(max * 4, this.opts.dialTimeoutMs * 2);
+      // The DHT query itself connects to the peers it asks: those are new connections already.
+      const fresh = found.filter((t) => t.peerId && !this.#connectedBefore.has(t.peerId));
+      let gained = 0;
+      await Promise.all(
+        fresh.slice(0, max).map(async (t) => {
+          if (!this.d.host.isConnected(t.peerId!)) {
+            try {
+              await this.d.host.dial(t, this.opts.dialTimeoutMs);
+            } catch {
+              this.d.onDial?.('discovered', false);
+              return;
+            }
+          }
+          gained++;
+          this.d.onDial?.('discovered', true);
+        }),
+      );
+      this.#discoverFailures = gained ? 0 : this.#discoverFailures + 1;
+    } catch (e) {
+      this.#discoverFailures++;
+      this.d.log.debug({ err: (e as Error).message }, 'DHT peer discovery failed');
+    } finally {
+      this.#discovering = false;
+      const policy = { initialMs: 1_000, maxMs: this.opts.discoverEveryMs, factor: 2, jitter: 0.25 };
+      this.#nextDiscoverAt = this.#clock() + (this.#discoverFailures ? backoffDelay(this.#discoverFailures, policy, (this.d.rand ?? Math.random)()) : policy.initialMs);
+    }
+  }
+
+  /** Over the cap: drop the least recently useful peer that is not connected (else the least recently useful). */
+  #trim(): void {
+    while (this.#remembered.size > this.opts.rememberMax) {
+      let drop: string | undefined;
+      for (const k of this.#remembered.keys()) {
+        if (!this.d.host.isConnected(k)) {
+          drop = k;
+          break;
+        }
+      }
+      drop ??= this.#remembered.keys().next().value as string;
+      this.#remembered.delete(drop);
+      this.schedule.forget(drop);
+    }
+  }
+}

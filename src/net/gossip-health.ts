@@ -1,0 +1,121 @@
+/**
+ * Gossip self-check (docs/network.md "Reconnection and liveness"): a peer can
+ * stay connected while gossip with it is dead. In @libp2p/gossipsub 17 an error
+ * on a peer's inbound pubsub stream (e.g. libp2p's 4 MiB stream read buffer
+ * overflowing while validation lags during a flood, or a reset after a stall)
+ * runs `handlePeerReadStreamError → removePeer`: the router forgets the peer and
+ * closes both streams, but the connection stays open, so nothing adds the peer
+ * back; the other side loses its outbound stream and never opens a new one.
+ * Every publish then reaches 0 peers until the connection is dropped.
+ *
+ * This module repairs that: right after such a stream error (`onStreamError`)
+ * and periodically for any connected peer that speaks gossipsub but is not
+ * fully attached to the router (no router entry, a missing stream, or no
+ * subscriptions at all) for `repairAfterMs`. The first repair re-opens the
+ * router's streams on the existing connection ('reopen'); if the peer is still
+ * detached one period later the connection is closed and redialled
+ * ('reconnect'). Each repair is counted (c0mpute_gossip_repairs_total{action}).
+ */
+import type { Logger } from '../util/log.js';
+
+export const GOSSIP_HEALTH_DEFAULTS = {
+  /** How often connected peers are checked, ms (0 = never). */
+  checkEveryMs: 5_000,
+  /** A peer detached this long is repaired, ms. */
+  repairAfterMs: 10_000,
+};
+
+export type GossipHealthOptions = typeof GOSSIP_HEALTH_DEFAULTS;
+
+export type GossipProblem = 'no-router' | 'no-outbound' | 'no-inbound' | 'no-subscriptions';
+
+/** What the check needs from the node (gossipsub and libp2p in node.ts). */
+export interface GossipHealthHost {
+  /** Connected peers that announced a gossipsub protocol (identify). */
+  gossipPeers(): Promise<string[]>;
+  /** What is wrong with a peer's attachment to the router, if anything. */
+  problem(peerId: string): GossipProblem | undefined;
+  /** Re-add the peer to the router and open its outbound stream on the open connection. */
+  reopen(peerId: string): Promise<void>;
+  /** Close every connection to the peer and dial it again. */
+  reconnect(peerId: string): Promise<void>;
+}
+
+export class GossipHealth {
+  readonly opts: GossipHealthOptions;
+  #since = new Map<string, number>();
+  #repaired = new Map<string, number>();
+  #lastStreamError = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #busy = false;
+
+  constructor(
+    private host: GossipHealthHost,
+    private d: { clock?: () => number; log: Logger; onRepair: (action: 'reopen' | 'reconnect' | 'stream-error', problem: string) => void; options?: Partial<GossipHealthOptions> },
+  ) {
+    this.opts = { ...GOSSIP_HEALTH_DEFAULTS, ...d.options };
+  }
+
+  start(): void {
+    if (this.opts.checkEveryMs <= 0) return;
+    this.#timer = setInterval(() => void this.check(), this.opts.checkEveryMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** gossipsub dropped a peer after a stream error while the connection may stay: re-attach it at once. */
+  onStreamError(peerId: string, connected: boolean): void {
+    if (!connected) return;
+    // At most one immediate repair per peer per 2 s: a peer whose streams keep failing is left to the periodic check (which escalates).
+    const now = (this.d.clock ?? Date.now)();
+    if (now - (this.#lastStreamError.get(peerId) ?? -Infinity) < 2_000) return;
+    this.#lastStreamError.set(peerId, now);
+    if (this.#lastStreamError.size > 4_096) this.#lastStreamError.delete(this.#lastStreamError.keys().next().value as string);
+    this.d.log.warn({ peer: peerId }, 'gossip stream to a connected peer failed; re-opening it');
+    this.d.onRepair('stream-error', 'stream-error');
+    void this.host.reopen(peerId).catch((e: unknown) => this.d.log.debug({ peer: peerId, err: (e as Error).message }, 'gossip reopen failed'));
+  }
+
+  /** One pass over the connected gossip peers. Exposed for tests. */
+  async check(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      const now = (this.d.clock ?? Date.now)();
+      const peers = await this.host.gossipPeers();
+      const seen = new Set(peers);
+      for (const k of this.#since.keys()) if (!seen.has(k)) this.#since.delete(k);
+      for (const k of this.#repaired.keys()) if (!seen.has(k)) this.#repaired.delete(k);
+      for (const p of peers) {
+        const problem = this.host.problem(p);
+        if (!problem) {
+          this.#since.delete(p);
+          this.#repaired.delete(p);
+          continue;
+        }
+        const since = this.#since.get(p);
+        if (since === undefined) {
+          this.#since.set(p, now);
+          continue;
+        }
+        if (now - since < this.opts.repairAfterMs) continue;
+        const action = (this.#repaired.get(p) ?? 0) === 0 ? 'reopen' : 'reconnect';
+        this.d.log.warn({ peer: p, problem, action, detachedMs: now - since }, 'connected peer hears no gossip from this node; repairing');
+        this.d.onRepair(action, problem);
+        this.#repaired.set(p, (this.#repaired.get(p) ?? 0) + 1);
+        this.#since.set(p, now);
+        try {
+          await (action === 'reopen' ? this.host.reopen(p) : this.host.reconnect(p));
+        } catch (e) {
+          this.d.log.debug({ peer: p, action, err: (e as Error).message }, 'gossip repair failed');
+        }
+      }
+    } finally {
+      this.#busy = false;
+    }
+  }
+}

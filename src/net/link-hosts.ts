@@ -1,0 +1,116 @@
+/**
+ * The libp2p side of the connectivity manager, the gossip self-check and the
+ * link metrics (connectivity.ts, gossip-health.ts, link-metrics.ts): what they
+ * need from libp2p and from gossipsub's internals (@libp2p/gossipsub 17, whose
+ * router state — peers, streams, topics, mesh — is not public API). See
+ * docs/network.md "Reconnection and liveness".
+ */
+import { randomBytes } from 'node:crypto';
+import type { Libp2p } from 'libp2p';
+import type { Connection, PeerId } from '@libp2p/interface';
+import type { GossipSub } from '@libp2p/gossipsub';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { multiaddr } from '@multiformats/multiaddr';
+import type { ConnectivityHost, DialTarget } from './connectivity.js';
+import type { GossipHealthHost, GossipProblem } from './gossip-health.js';
+import type { GossipScoreView } from './link-metrics.js';
+
+/** The parts of gossipsub 17's router this node reads (checked at runtime: absent fields read as healthy). */
+export interface GossipInternals {
+  peers: Map<string, PeerId>;
+  streamsOutbound: Map<string, unknown>;
+  streamsInbound: Map<string, unknown>;
+  topics: Map<string, Set<string>>;
+  mesh: Map<string, Set<string>>;
+  protocols: string[];
+  opts: { scoreThresholds: { gossipThreshold: number; publishThreshold: number; graylistThreshold: number } };
+  onPeerConnected(p: PeerId, c: Connection): void;
+  handlePeerReadStreamError(err: unknown, p: PeerId): void;
+  getScore(id: string): number;
+}
+
+export interface LinkHosts {
+  connectivity: ConnectivityHost;
+  health: GossipHealthHost;
+  scores: GossipScoreView;
+}
+
+type Node = Libp2p<{ pubsub: GossipSub }>;
+
+export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
+  const ps = libp2p.services.pubsub as unknown as GossipInternals;
+  const open = (p: PeerId) => libp2p.getConnections(p).find((c) => c.status === 'open');
+  const connected = (id: string): boolean => {
+    try {
+      return libp2p.getConnections(peerIdFromString(id)).some((c) => c.status === 'open');
+    } catch {
+      return false;
+    }
+  };
+  const ours = (topic: string) => topic.endsWith(`/${overlay}`) || topic.includes(`/${overlay}/`);
+
+  const connectivity: ConnectivityHost = {
+    isConnected: connected,
+    peerCount: () => libp2p.getPeers().length,
+    connectedPeers: () => libp2p.getPeers().map(String),
+    async dial(t: DialTarget, timeoutMs: number) {
+      const target = t.addrs.length ? t.addrs.map((a) => multiaddr(a)) : peerIdFromString(t.peerId ?? '');
+      const conn = await libp2p.dial(target, { signal: AbortSignal.timeout(timeoutMs) });
+      return conn.remotePeer.toString();
+    },
+    async discover(max: number, timeoutMs: number) {
+      const out: DialTarget[] = [];
+      const signal = AbortSignal.timeout(timeoutMs);
+      try {
+        for await (const p of libp2p.peerRouting.getClosestPeers(new Uint8Array(randomBytes(32)), { signal })) {
+          if (p.id.equals(libp2p.peerId)) continue;
+          out.push({ peerId: p.id.toString(), addrs: p.multiaddrs.map((a) => `${a.toString()}/p2p/${p.id.toString()}`) });
+          if (out.length >= max) break;
+        }
+      } catch {
+        /* a partial answer is still useful */
+      }
+      return out;
+    },
+  };
+
+  const health: GossipHealthHost = {
+    async gossipPeers() {
+      const out: string[] = [];
+      for (const p of libp2p.getPeers()) {
+        try {
+          const info = await libp2p.peerStore.get(p);
+          if (info.protocols.some((x) => ps.protocols.includes(x))) out.push(p.toString());
+        } catch {
+          /* not identified yet */
+        }
+      }
+      return out;
+    },
+    problem(id): GossipProblem | undefined {
+      if (!(ps.peers instanceof Map)) return undefined;
+      if (!ps.peers.has(id)) return 'no-router';
+      if (!ps.streamsOutbound.has(id)) return 'no-outbound';
+      if (!ps.streamsInbound.has(id)) return 'no-inbound';
+      for (const set of ps.topics.values()) if (set.has(id)) return undefined;
+      return 'no-subscriptions';
+    },
+    async reopen(id) {
+      const p = peerIdFromString(id);
+      const c = open(p);
+      if (c) ps.onPeerConnected(p, c);
+    },
+    async reconnect(id) {
+      const p = peerIdFromString(id);
+      await libp2p.hangUp(p);
+      await libp2p.dial(p, { signal: AbortSignal.timeout(10_000) });
+    },
+  };
+
+  const scores: GossipScoreView = {
+    scores: () => (ps.peers instanceof Map ? [...ps.peers.keys()].map((id) => ps.getScore(id)) : []),
+    thresholds: () => ps.opts.scoreThresholds,
+    mesh: () => (ps.mesh instanceof Map ? [...ps.mesh.entries()].filter(([t]) => ours(t)).map(([topic, set]) => ({ topic, peers: set.size })) : []),
+  };
+  return { connectivity, health, scores };
+}

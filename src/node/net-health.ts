@@ -1,0 +1,54 @@
+/**
+ * The node's view of its own network, said plainly (docs/network.md
+ * "Reconnection and liveness"): for `run` (a narration line before the job is
+ * published and the reason beside "no offers") and for `status`. Also turns
+ * the `network.reconnect` config section into the network module's options.
+ *
+ *   NET_NO_PEERS   no connection at all (with each bootstrap peer's last error)
+ *   NET_NO_MARKET  connected, but no live advert heard
+ */
+import type { ConnectivityOptions, ConnectivityStatus } from '../net/connectivity.js';
+import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js';
+import type { NetworkOptions } from '../net/node.js';
+import type { NetworkConfig } from './config.js';
+
+export interface NetworkAssessment {
+  state: 'ok' | 'no-peers' | 'no-market';
+  /** Stable code: NET_NO_PEERS or NET_NO_MARKET (absent when ok). */
+  code?: 'NET_NO_PEERS' | 'NET_NO_MARKET';
+  message: string;
+  peers: number;
+  liveAdverts: number;
+  /** Bootstrap peers that are not connected, with their last dial error. */
+  bootstrap: Array<{ addr: string; failures: number; code?: string; error?: string }>;
+}
+
+export function assessNetwork(c: ConnectivityStatus, liveAdverts: number): NetworkAssessment {
+  const down = c.bootstrap.filter((b) => !b.connected).map((b) => ({ addr: b.addr, failures: b.failures, ...(b.lastError ? { code: b.lastError.code, error: b.lastError.message } : {}) }));
+  const why = down
+    .filter((b) => b.code)
+    .map((b) => `bootstrap ${b.addr}: ${b.code === 'NET_PEER_ID_MISMATCH' ? 'the peer at that address has another PeerId (check the /p2p/ part)' : b.code}${b.failures > 1 ? ` (${b.failures} dials failed, still retrying)` : ''}`);
+  const base = { peers: c.peers, liveAdverts, bootstrap: down };
+  if (c.peers === 0) {
+    const tail = why.length ? `: ${why.join('; ')}` : c.bootstrap.length ? ': the bootstrap peers have not answered yet (still retrying)' : ' and no bootstrap peer is configured (set network.bootstrap)';
+    return { ...base, state: 'no-peers', code: 'NET_NO_PEERS', message: `this node has no peers${tail}` };
+  }
+  if (liveAdverts === 0) {
+    return { ...base, state: 'no-market', code: 'NET_NO_MARKET', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but hears no market: no live provider advert${why.length ? ` (${why.join('; ')})` : ''}` };
+  }
+  return { ...base, state: 'ok', message: `${c.peers} ${c.peers === 1 ? 'peer' : 'peers'}, ${liveAdverts} live ${liveAdverts === 1 ? 'advert' : 'adverts'}` };
+}
+
+/** `network.reconnect` → the network module's connectivity, remember-store and gossip self-check options. */
+export function reconnectOptions(cfg: NetworkConfig['reconnect'], rememberFile: string): Pick<NetworkOptions, 'connectivity' | 'rememberStore' | 'gossipHealth'> {
+  const c: Partial<ConnectivityOptions> = {};
+  if (cfg?.minPeers !== undefined) c.minPeers = cfg.minPeers;
+  if (cfg?.bootstrapMaxBackoffMs !== undefined) c.bootstrap = { ...CONNECTIVITY_DEFAULTS.bootstrap, maxMs: cfg.bootstrapMaxBackoffMs };
+  if (cfg?.peerMaxBackoffMs !== undefined) c.remembered = { ...CONNECTIVITY_DEFAULTS.remembered, maxMs: cfg.peerMaxBackoffMs };
+  if (cfg?.rememberPeers !== undefined) c.rememberMax = cfg.rememberPeers;
+  return {
+    connectivity: c,
+    rememberStore: fileRememberStore(rememberFile),
+    ...(cfg?.gossipRepairMs !== undefined ? { gossipHealth: cfg.gossipRepairMs === 0 ? { checkEveryMs: 0 } : { repairAfterMs: cfg.gossipRepairMs, checkEveryMs: Math.max(500, Math.min(5_000, Math.floor(cfg.gossipRepairMs / 2))) } } : {}),
+  };
+}

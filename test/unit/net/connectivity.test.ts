@@ -1,0 +1,200 @@
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backoffDelay, classifyDialError, Connectivity, CONNECTIVITY_DEFAULTS, ReconnectSchedule, type ConnectivityHost, type DialTarget, type RememberedPeer } from '../../../src/net/connectivity.js';
+import { GossipHealth, type GossipProblem } from '../../../src/net/gossip-health.js';
+import { RefusalLog } from '../../../src/net/refusals.js';
+import { assessNetwork } from '../../../src/node/net-health.js';
+import { seededRandom } from '../../../src/net/faults.js';
+import { silentLogger, type Logger } from '../../../src/util/log.js';
+
+const policy = { initialMs: 250, maxMs: 4_000, factor: 2, jitter: 0.25 };
+
+test('backoff grows by the factor from the initial delay and is capped', () => {
+  // rand 0.5 = no jitter
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 50, 10_000].map((n) => backoffDelay(n, policy, 0.5)), [250, 500, 1000, 2000, 4000, 4000, 4000, 4000, 4000]);
+});
+
+test('jitter stays within ±jitter and never above the cap', () => {
+  const r = seededRandom(3);
+  for (let n = 0; n < 40; n++) {
+    const raw = Math.min(policy.maxMs, policy.initialMs * 2 ** n);
+    const d = backoffDelay(n, policy, r());
+    assert.ok(d >= Math.floor(raw * 0.75) && d <= Math.min(policy.maxMs, Math.ceil(raw * 1.25)), `failures ${n}: ${d}`);
+  }
+  assert.equal(backoffDelay(0, policy, 0), 188); // 250 × 0.75, rounded
+  assert.equal(backoffDelay(0, policy, 0.999999), 312);
+  assert.equal(backoffDelay(9, policy, 0.999999), 4000);
+});
+
+test('the schedule never gives up: after any number of failures the next dial is at most the cap away', () => {
+  let now = 0;
+  const s = new ReconnectSchedule(() => policy, seededRandom(9));
+  s.connected('p');
+  s.disconnected('p', now);
+  assert.ok(!s.due('p', now), 'not at the very moment of the loss');
+  const gaps: number[] = [];
+  for (let i = 0; i < 10_000; i++) {
+    const at = s.nextAt('p')!;
+    now = at;
+    assert.ok(s.due('p', now));
+    gaps.push(s.failed('p', now));
+  }
+  assert.equal(s.failures('p'), 10_000);
+  assert.ok(Math.max(...gaps) <= policy.maxMs);
+  assert.ok(gaps.slice(-100).every((g) => g >= policy.maxMs * 0.75), 'at the cap, only jitter below it');
+  s.connected('p');
+  assert.equal(s.failures('p'), 0, 'a success resets the backoff');
+  assert.ok(!s.due('p', now + 1e9));
+});
+
+class FakeHost implements ConnectivityHost {
+  up = new Set<string>(); // peers that accept a dial
+  conns = new Set<string>();
+  dials: string[] = [];
+  found: DialTarget[] = [];
+  isConnected(p: string) {
+    return this.conns.has(p);
+  }
+  peerCount() {
+    return this.conns.size;
+  }
+  async dial(t: DialTarget) {
+    const id = t.peerId ?? '?';
+    this.dials.push(id);
+    if (!this.up.has(id)) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { name: 'Error' });
+    this.conns.add(id);
+    return id;
+  }
+  async discover() {
+    return this.found;
+  }
+}
+
+test('Connectivity redials a lost bootstrap peer with backoff, forever, and reconnects within the cap once it is back', async () => {
+  let now = 1_000;
+  const host = new FakeHost();
+  host.up.add('B');
+  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], clock: () => now, rand: () => 0.5, log: silentLogger() });
+  c.schedule.disconnected('B', now, true);
+  await c.tick();
+  assert.deepEqual(host.dials, ['B']);
+  assert.ok(host.isConnected('B'));
+
+  // B restarts: down for 10 minutes of fake time.
+  host.conns.delete('B');
+  host.up.delete('B');
+  host.dials = [];
+  const downAt = now;
+  for (; now < downAt + 600_000; now += 100) await c.tick();
+  assert.ok(host.dials.length >= 600_000 / 4_000 - 10, `${host.dials.length} dials in 10 minutes`);
+  const st = c.status().bootstrap[0]!;
+  assert.equal(st.connected, false);
+  assert.equal(st.lastError?.code, 'NET_CONNECTION_REFUSED');
+  assert.equal(st.failures, host.dials.length);
+
+  host.up.add('B');
+  const upAt = now;
+  while (!host.isConnected('B')) {
+    now += 100;
+    await c.tick();
+  }
+  assert.ok(now - upAt <= CONNECTIVITY_DEFAULTS.bootstrap.maxMs, `reconnected ${now - upAt} ms after it came back`);
+  assert.equal(c.status().bootstrap[0]!.lastError, undefined);
+});
+
+test('remembered peers are redialled and kept across restarts through the store; below minPeers the DHT is asked', async () => {
+  let now = 0;
+  let saved: RememberedPeer[] = [];
+  const store = { load: () => saved, save: (p: RememberedPeer[]) => void (saved = p) };
+  const host = new FakeHost();
+  const a = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
+  a.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
+  assert.equal(saved.length, 1);
+
+  // A new process: the remembered peer is dialled at start.
+  host.up.add('P');
+  const b = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
+  b.start(); // the first tick dials every remembered peer at once
+  b.stop();
+  await new Promise((r) => setImmediate(r));
+  assert.ok(host.isConnected('P'));
+  // one peer, minimum three: the DHT's answer is dialled
+  host.found = [{ peerId: 'Q', addrs: ['/ip4/127.0.0.1/tcp/10/p2p/Q'] }];
+  host.up.add('Q');
+  now += CONNECTIVITY_DEFAULTS.discoverEveryMs;
+  await b.tick();
+  assert.ok(host.isConnected('Q'));
+});
+
+test('dial errors get stable codes; a PeerId mismatch is told apart', () => {
+  assert.equal(classifyDialError(Object.assign(new Error('Payload identity key 12D3… does not match expected remote identity key 12D3…'), { name: 'UnexpectedPeerError' })).code, 'NET_PEER_ID_MISMATCH');
+  assert.equal(classifyDialError(new Error('connect ECONNREFUSED 127.0.0.1:4001')).code, 'NET_CONNECTION_REFUSED');
+  assert.equal(classifyDialError(Object.assign(new Error('The operation was aborted due to timeout'), { name: 'TimeoutError' })).code, 'NET_DIAL_TIMEOUT');
+});
+
+test('assessNetwork says no peers (with the bootstrap error) and no market plainly', () => {
+  const none = assessNetwork({ peers: 0, remembered: 0, bootstrap: [{ addr: '/ip4/1.2.3.4/tcp/1/p2p/X', connected: false, failures: 3, lastError: { code: 'NET_PEER_ID_MISMATCH', message: 'x' } }] }, 0);
+  assert.equal(none.code, 'NET_NO_PEERS');
+  assert.match(none.message, /no peers: bootstrap .* another PeerId/);
+  assert.equal(assessNetwork({ peers: 0, remembered: 0, bootstrap: [] }, 0).message, 'this node has no peers and no bootstrap peer is configured (set network.bootstrap)');
+  assert.equal(assessNetwork({ peers: 2, remembered: 0, bootstrap: [] }, 0).code, 'NET_NO_MARKET');
+  assert.equal(assessNetwork({ peers: 2, remembered: 0, bootstrap: [] }, 1).state, 'ok');
+});
+
+test('the gossip self-check re-opens a detached peer after repairAfterMs, then reconnects it', async () => {
+  let now = 0;
+  let problem: GossipProblem | undefined = 'no-router';
+  const actions: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => ['P'], problem: () => problem, reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
+    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`), options: { repairAfterMs: 10_000 } },
+  );
+  await h.check();
+  now = 9_999;
+  await h.check();
+  assert.deepEqual(actions, [], 'not before repairAfterMs');
+  now = 10_000;
+  await h.check();
+  assert.deepEqual(actions, ['count:reopen', 'reopen']);
+  now = 20_000;
+  await h.check();
+  assert.deepEqual(actions.slice(2), ['count:reconnect', 'reconnect'], 'still detached: the connection is redone');
+  problem = undefined;
+  now = 40_000;
+  await h.check();
+  assert.equal(actions.length, 4, 'a healthy peer is left alone');
+});
+
+test('refused connections are all counted; the log is rate-limited per peer with a suppressed count', () => {
+  let now = 0;
+  const lines: Array<Record<string, unknown>> = [];
+  const log = { ...silentLogger(), warn: (o: Record<string, unknown>) => void lines.push(o) } as unknown as Logger;
+  const counts: string[] = [];
+  const r = new RefusalLog({ log, count: (reason) => counts.push(reason), clock: () => now, windowMs: 60_000 });
+  for (let i = 0; i < 10; i++) r.refused('handshake', '10.0.0.1');
+  r.refused('allowlist', 'peerA');
+  now = 60_000;
+  r.refused('handshake', '10.0.0.1');
+  assert.equal(counts.length, 12);
+  assert.deepEqual(lines.map((l) => [l.reason, l.from, l.suppressedSinceLast]), [['handshake', '10.0.0.1', 0], ['allowlist', 'peerA', 0], ['handshake', '10.0.0.1', 9]]);
+});
+
+test('a gossip stream error on a connected peer is repaired at once, at most once per peer per 2 s', async () => {
+  let now = 0;
+  const actions: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => [], problem: () => undefined, reopen: async (p) => void actions.push(`reopen:${p}`), reconnect: async () => undefined },
+    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`) },
+  );
+  h.onStreamError('P', false);
+  assert.deepEqual(actions, [], 'a peer that is gone is left to the connectivity manager');
+  h.onStreamError('P', true);
+  h.onStreamError('P', true);
+  now = 1_999;
+  h.onStreamError('P', true);
+  now = 2_000;
+  h.onStreamError('P', true);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(actions, ['count:stream-error', 'reopen:P', 'count:stream-error', 'reopen:P']);
+});
