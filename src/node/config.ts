@@ -111,6 +111,11 @@ export const configSchema = z
           .default({ type: 'auto', estimatorWatts: 100 }),
         maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
         maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
+        /** The quoting budget (docs/market.md "Quoting budget"): live offers at once, in total and per buyer. */
+        quoteBudget: z
+          .object({ maxLiveOffers: z.number().int().positive().default(256), maxLiveOffersPerBuyer: z.number().int().positive().default(8) })
+          .strict()
+          .default({ maxLiveOffers: 256, maxLiveOffersPerBuyer: 8 }),
         workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
       })
       .strict()
@@ -151,6 +156,14 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** The node's market view (docs/market.md "The advert cap"). */
+    market: z
+      .object({
+        /** Advert records stored at most (current and superseded); past it the least useful providers are evicted. */
+        maxAdverts: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .default({ maxAdverts: 10_000 }),
     buyer: z
       .object({
         policy: z.enum(POLICIES).default('balanced'),
