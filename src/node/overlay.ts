@@ -149,9 +149,9 @@ export class OverlayNode {
       if (this.steward || this.market.wantsOffer(rec as Opened<Offer>)) await this.#onOffer(rec as Opened<Offer>, meta.attachments);
       else this.market.notStored();
     });
-    this.net.subscribe('job', async (rec) => {
-      await this.#quote(rec as Opened<Job>);
-    });
+    // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up
+    // the delivery of every record behind it (the quoting decision itself is made synchronously).
+    this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
     this.net.subscribe('receipt', async (rec) => {
       await this.market.addEvidence(rec as Opened<Receipt>);
     });
