@@ -437,7 +437,7 @@ export class OverlayNode {
         if (enough > 0 && count >= enough) finish();
       };
       const timer = setTimeout(finish, windowMs);
-      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000), windowMs / 2);
+      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2);
       push.unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);

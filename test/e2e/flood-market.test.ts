@@ -100,8 +100,9 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     await waitFor('the attacker on the job and offer topics of both daemons', () => (['job', 'offer'] as const).every((k) => x.topicPeers(k).length >= 2));
     await sleep(1_000);
     const offersToAttacker: Array<Opened<Offer>> = [];
+    const attackerJobs = new Set<string>();
     x.subscribe('offer', (r) => {
-      if (r.signer === p.did) offersToAttacker.push(r as Opened<Offer>);
+      if (r.signer === p.did && attackerJobs.has((r as Opened<Offer>).record.job)) offersToAttacker.push(r as Opened<Offer>);
     });
 
     // The attacker's own "provider" key offers on its own jobs (valid, with its advert attached): relayed, never stored by the buyer.
@@ -109,6 +110,7 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     const now = Date.now();
     const fakeAdvert = seal(T.advert, { seq: now, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard', hardware: { cpuCores: 8, memoryMiB: 16_384 } }, fake) as Opened<Advert>;
     const jobs = Array.from({ length: JOBS }, (_, i) => floodJob(x.signer, i));
+    for (const j of jobs) attackerJobs.add(j.address);
     const jobTopic = topicFor('job');
     const offerTopic = topicFor('offer');
     const flood = (async () => {
