@@ -111,11 +111,11 @@ export const configSchema = z
           .default({ type: 'auto', estimatorWatts: 100 }),
         maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
         maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
-        /** The quoting budget (docs/market.md "Quoting budget"): live offers at once, in total and per buyer. */
+        /** The quoting budget (docs/market.md "Quoting budget"): live offers at once, in total and per buyer; offers per buyer per offerLifetimeMs. */
         quoteBudget: z
-          .object({ maxLiveOffers: z.number().int().positive().default(256), maxLiveOffersPerBuyer: z.number().int().positive().default(8) })
+          .object({ maxLiveOffers: z.number().int().positive().default(256), maxLiveOffersPerBuyer: z.number().int().positive().default(8), maxRecentOffersPerBuyer: z.number().int().positive().default(64) })
           .strict()
-          .default({ maxLiveOffers: 256, maxLiveOffersPerBuyer: 8 }),
+          .default({ maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64 }),
         workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
       })
       .strict()

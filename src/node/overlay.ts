@@ -152,6 +152,7 @@ export class OverlayNode {
     // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up
     // the delivery of every record behind it (the quoting decision itself is made synchronously).
     this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
+    this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
     this.net.subscribe('receipt', async (rec) => {
       await this.market.addEvidence(rec as Opened<Receipt>);
     });
@@ -225,7 +226,7 @@ export class OverlayNode {
     seed.fill(0);
     const state = this.sub('provider');
     const runs = this.sub('provider-runs');
-    const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, registry: this.registry });
+    const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: this.registry });
     for (const r of this.market.evidence.receipts.values()) if (r.signer === this.did) quoteBudget.markKnownBuyer(r.record.buyer);
     this.provider = new Provider({
       quoteBudget,

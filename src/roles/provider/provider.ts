@@ -63,7 +63,7 @@ export class Provider {
   readonly budget: QuoteBudget<Opened<Offer>>;
 
   constructor(private d: ProviderDeps) {
-    this.budget = d.quoteBudget ?? new QuoteBudget(d.config.quoteBudget);
+    this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
     for (const [w, cfg] of Object.entries(d.config.workloads)) this.#executors.set(w, createExecutor(cfg.executor));
   }
 
@@ -186,10 +186,19 @@ export class Provider {
     const env = seal(T.offer, offer, this.d.signer);
     this.#offered.add(job.address);
     if (this.#offered.size > 10_000) this.#offered.clear();
-    this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env });
+    this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env }, now);
     await this.d.publish('offer', env, advert);
     this.d.log.info({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;
+  }
+
+  /**
+   * A selection was heard: the buyer has decided the job, so the offer made
+   * for it no longer holds quoting budget (the winner's runs, the others are
+   * spent). Only the job's buyer, or an authorised decider, can release it.
+   */
+  onSelection(sel: Opened<Selection>): void {
+    this.budget.release(sel.record.job, sel.signer, (signer, buyer) => this.d.selectionAuthority?.(signer, buyer) ?? false);
   }
 
   /** The live offer this provider made for a job (a pushed job already quoted is answered with it). */
@@ -213,6 +222,8 @@ export class Provider {
     }
     // #checkRequest reserved the slot (this.#running) in the same synchronous step as its last check.
     const { job, offer, input, ctl } = checked;
+    // The offer is taken up: it holds no quoting budget from here on (the slot bounds the work).
+    this.budget.release(job.address, job.signer);
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());

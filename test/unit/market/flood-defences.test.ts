@@ -56,6 +56,31 @@ describe('QuoteBudget', () => {
     assert.equal(b.live(NOW + 2000), 0);
   });
 
+  test('a selection by the job’s buyer (or an authorised decider) releases the offer; anyone else’s does not', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1 });
+    b.add({ job: 'j', buyer: 'A', expiresAt: NOW + 100, record: 'j' });
+    assert.equal(b.check('A', NOW), 'buyer-budget');
+    assert.equal(b.release('j', 'X'), false);
+    assert.equal(b.check('A', NOW), 'buyer-budget');
+    assert.equal(b.release('j', 'S', (signer, buyer) => signer === 'S' && buyer === 'A'), true);
+    assert.equal(b.check('A', NOW), undefined);
+    b.add({ job: 'k', buyer: 'A', expiresAt: NOW + 100, record: 'k' });
+    assert.equal(b.release('k', 'A'), true);
+    assert.equal(b.live(NOW), 0);
+  });
+
+  test('deciding quickly cannot cycle the budget: at most maxRecentOffersPerBuyer offers per window', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100 });
+    for (let i = 0; i < 3; i++) {
+      assert.equal(b.check('A', NOW + i), undefined);
+      b.add({ job: `j${i}`, buyer: 'A', expiresAt: NOW + 1000, record: '' }, NOW + i);
+      assert.equal(b.release(`j${i}`, 'A'), true);
+    }
+    assert.equal(b.check('A', NOW + 3), 'buyer-rate');
+    assert.equal(b.check('B', NOW + 3), undefined);
+    assert.equal(b.check('A', NOW + 100), undefined);
+  });
+
   test('a buyer that becomes known while holding offers stops counting against the total', () => {
     const b = new QuoteBudget<string>({ maxLiveOffers: 2, maxLiveOffersPerBuyer: 5 });
     b.add({ job: 'a', buyer: 'A', expiresAt: NOW + 100, record: 'a' });
