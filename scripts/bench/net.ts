@@ -163,6 +163,8 @@ async function ingest(): Promise<{ rate: number; accepted: number; elapsedMs: nu
 const FLOOD_HONEST_JOBS = Number(process.env.BENCH_FLOOD_HONEST ?? 5);
 /** Valid jobs per second the attacker publishes (issue #10 observed 5,000 in 13 s, ≈ 385/s). */
 const FLOOD_RATE = Number(process.env.BENCH_FLOOD_RATE ?? 400);
+/** Pause between honest jobs (and before the first flooded one), so the flood lasts (≈ 5 × 3 s) whatever the jobs take. */
+const FLOOD_GAP_MS = 3_000;
 
 /**
  * (3) An honest job's latency (run → countersigned receipt) during a
@@ -192,7 +194,10 @@ export async function floodLatency(): Promise<{ report: string; ratio: number; c
     await x.dial(bootstrapAddr(b));
     await sleep(1_500);
     const quiet: number[] = [];
-    for (let i = 0; i < FLOOD_HONEST_JOBS; i++) quiet.push((await timed(b, i)).ms);
+    for (let i = 0; i < FLOOD_HONEST_JOBS; i++) {
+      quiet.push((await timed(b, i)).ms);
+      await sleep(FLOOD_GAP_MS);
+    }
     // the flood: valid jobs, one key, bursts of 100, until the honest jobs are done
     const attacker = Ed25519Signer.generate();
     let flooding = true;
@@ -212,7 +217,7 @@ export async function floodLatency(): Promise<{ report: string; ratio: number; c
         await sleep(100);
       }
     })();
-    await sleep(1_000);
+    await sleep(FLOOD_GAP_MS);
     const flooded: number[] = [];
     let completed = 0;
     const failures: string[] = [];
@@ -221,6 +226,7 @@ export async function floodLatency(): Promise<{ report: string; ratio: number; c
       flooded.push(r.ms);
       if (r.ok) completed++;
       else failures.push(r.status);
+      await sleep(FLOOD_GAP_MS);
     }
     flooding = false;
     await flood;
@@ -229,7 +235,7 @@ export async function floodLatency(): Promise<{ report: string; ratio: number; c
     const skipped = [...pm.matchAll(/^c0mpute_provider_quotes_skipped_total\{[^}]*\} ([0-9.e+]+)$/gm)].reduce((s0, m) => s0 + Number(m[1]), 0);
     const ratio = median(flooded) / median(quiet);
     const report = [
-      `(3) honest job latency (run → countersigned receipt, builtin.sha256, collection ends at the first offer), ${FLOOD_HONEST_JOBS} jobs each, provider + buyer processes, attacker in this process: ${fmt(sent)} valid jobs from one key during the flooded runs (${fmt(rate)}/s); ${completed}/${FLOOD_HONEST_JOBS} honest jobs completed${failures.length ? ` (others: ${failures.join(', ')})` : ''}; the provider skipped ${fmt(skipped)} jobs over its budget`,
+      `(3) honest job latency (run → countersigned receipt, builtin.sha256, collection ends at the first offer), ${FLOOD_HONEST_JOBS} jobs each ${FLOOD_GAP_MS / 1000} s apart, provider + buyer processes, attacker in this process: ${fmt(sent)} valid jobs from one key during the flooded runs (${fmt(rate)}/s); ${completed}/${FLOOD_HONEST_JOBS} honest jobs completed${failures.length ? ` (others: ${failures.join(', ')})` : ''}; the provider skipped ${fmt(skipped)} jobs over its budget`,
       table([
         { run: 'without a flood', p50_ms: median(quiet).toFixed(0), max_ms: Math.max(...quiet).toFixed(0) },
         { run: 'during a valid-job flood', p50_ms: median(flooded).toFixed(0), max_ms: Math.max(...flooded).toFixed(0) },
