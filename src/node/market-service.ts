@@ -107,11 +107,6 @@ export class MarketService implements BuyerMarket {
     return added;
   }
 
-  /** @deprecated index only (no store): use putAdvert. */
-  addAdvert(a: Opened<Advert>): void {
-    this.adverts.add(a);
-  }
-
   /** A job this node published as a buyer: offers for it are stored. */
   noteOwnJob(job: Opened<Job>): void {
     const now = this.#clock();
