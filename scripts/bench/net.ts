@@ -9,6 +9,8 @@
  *  (3) reconnection: a node bootstrapping to a peer that restarts (same key,
  *      same port, 3 s down) — ms from the peer listening again to the node
  *      connected, beside the first connect of the same pair in the same run.
+ *  (4) an honest job's latency while one key floods valid jobs, beside the same
+ *      job without a flood (real provider and buyer processes; floodLatency).
  * Every node runs in this one process (one core for all of them), so absolute
  * latencies include the other nodes' work; compare the columns, not the machine.
  */
@@ -24,7 +26,10 @@ import { silentLogger } from '../../src/util/log.js';
 import { CONNECTIVITY_DEFAULTS } from '../../src/net/connectivity.js';
 import { freePort } from '../../src/devnet/devnet.js';
 import { Registry } from 'prom-client';
-import { fmt, measure, percentile, table, type BenchResult } from './lib.js';
+import { fmt, measure, median, percentile, table, type BenchResult } from './lib.js';
+import { randomBytes } from 'node:crypto';
+import { hashHex } from '../../src/records/address.js';
+import { Cluster, bootstrapAddr, buyerConfig, metricsText, providerConfig, runJob, waitForMarket } from '../../test/e2e/node-helpers.js';
 
 const NODES = Number(process.env.BENCH_NET_NODES ?? 20);
 const DEGREE = 4;
@@ -201,6 +206,95 @@ async function reconnection(rounds = 3, downMs = 3_000): Promise<{ firstMs: numb
   return { firstMs, reconnectMs };
 }
 
+const FLOOD_HONEST_JOBS = Number(process.env.BENCH_FLOOD_HONEST ?? 5);
+/** Valid jobs per second the attacker publishes (issue #10 observed 5,000 in 13 s, ≈ 385/s). */
+const FLOOD_RATE = Number(process.env.BENCH_FLOOD_RATE ?? 400);
+/** Pause between honest jobs (and before the first flooded one), so the flood lasts (≈ 5 × 3 s) whatever the jobs take. */
+const FLOOD_GAP_MS = 3_000;
+
+/**
+ * (4) An honest job's latency (run → countersigned receipt) during a
+ * valid-job flood from one key, beside the same without a flood: a provider
+ * and a buyer as real `c0mpute start` processes, the attacker a libp2p node in
+ * this process connected to both, publishing valid jobs (eligible, within the
+ * maximum price) at FLOOD_RATE per second, in bursts every 100 ms, for as long
+ * as the honest jobs run.
+ */
+export async function floodLatency(): Promise<{ report: string; ratio: number; completed: number }> {
+  const c = new Cluster('bench-flood');
+  const spec = (i: number) => ({ workload: 'builtin.sha256', params: '100', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(`honest ${i} ${Date.now()}`).toString('base64') });
+  const timed = async (b: Parameters<typeof runJob>[0], i: number) => {
+    const t0 = performance.now();
+    const r = await runJob(b, spec(i));
+    const attempts = (r.result.attempts as Array<{ outcome: string }> | undefined)?.map((a) => a.outcome).join('; ');
+    return { ms: performance.now() - t0, ok: r.result.status === 'completed', status: r.result.status + (attempts && r.result.status !== 'completed' ? ` (${attempts})` : '') };
+  };
+  let x: Network | undefined;
+  try {
+    const p = await c.start('p', providerConfig({ price: '0.002', slots: 2 }));
+    const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 3000, enoughOffers: 1 }));
+    await waitForMarket(b, 1, [p.did]);
+    x = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [] });
+    await x.start();
+    await x.dial(bootstrapAddr(p));
+    await x.dial(bootstrapAddr(b));
+    await sleep(1_500);
+    const quiet: number[] = [];
+    for (let i = 0; i < FLOOD_HONEST_JOBS; i++) {
+      quiet.push((await timed(b, i)).ms);
+      await sleep(FLOOD_GAP_MS);
+    }
+    // the flood: valid jobs, one key, bursts of 100, until the honest jobs are done
+    const attacker = Ed25519Signer.generate();
+    let flooding = true;
+    let sent = 0;
+    const topic = topicFor('job');
+    const net = x;
+    const t0 = performance.now();
+    const flood = (async () => {
+      while (flooding && sent < 100_000) {
+        const due = Math.floor(((performance.now() - t0) / 1000) * FLOOD_RATE);
+        for (; sent < due; sent++) {
+          const now = Date.now();
+          const input = randomBytes(16);
+          const job = seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: now, deadline: now + 120_000, timeoutMs: 60_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', nonce: new Uint8Array(randomBytes(8)) }, attacker);
+          void net.libp2p.services.pubsub.publish(topic, job.bytes).catch(() => undefined);
+        }
+        await sleep(100);
+      }
+    })();
+    await sleep(FLOOD_GAP_MS);
+    const flooded: number[] = [];
+    let completed = 0;
+    const failures: string[] = [];
+    for (let i = 0; i < FLOOD_HONEST_JOBS; i++) {
+      const r = await timed(b, 100 + i);
+      flooded.push(r.ms);
+      if (r.ok) completed++;
+      else failures.push(r.status);
+      await sleep(FLOOD_GAP_MS);
+    }
+    flooding = false;
+    await flood;
+    const rate = sent / ((performance.now() - t0) / 1000);
+    const pm = await metricsText(p);
+    const skipped = [...pm.matchAll(/^c0mpute_provider_quotes_skipped_total\{[^}]*\} ([0-9.e+]+)$/gm)].reduce((s0, m) => s0 + Number(m[1]), 0);
+    const ratio = median(flooded) / median(quiet);
+    const report = [
+      `(4) honest job latency (run → countersigned receipt, builtin.sha256, collection ends at the first offer), ${FLOOD_HONEST_JOBS} jobs each ${FLOOD_GAP_MS / 1000} s apart, provider + buyer processes, attacker in this process: ${fmt(sent)} valid jobs from one key during the flooded runs (${fmt(rate)}/s); ${completed}/${FLOOD_HONEST_JOBS} honest jobs completed${failures.length ? ` (others: ${failures.join(', ')})` : ''}; the provider skipped ${fmt(skipped)} jobs over its budget`,
+      table([
+        { run: 'without a flood', p50_ms: median(quiet).toFixed(0), max_ms: Math.max(...quiet).toFixed(0) },
+        { run: 'during a valid-job flood', p50_ms: median(flooded).toFixed(0), max_ms: Math.max(...flooded).toFixed(0) },
+        { run: 'ratio', p50_ms: ratio.toFixed(2), max_ms: (Math.max(...flooded) / Math.max(...quiet)).toFixed(2) },
+      ]),
+    ].join('\n');
+    return { report, ratio, completed };
+  } finally {
+    await x?.stop().catch(() => undefined);
+    await c.destroy();
+  }
+}
+
 export async function run(): Promise<BenchResult> {
   const nets = await startMesh(NODES);
   let prop;
@@ -238,9 +332,11 @@ export async function run(): Promise<BenchResult> {
     `(3) reconnection after the bootstrap peer restarts (3 s down, ${rc.reconnectMs.length} rounds): ${rc.reconnectMs.map((x) => x.toFixed(0)).join(', ')} ms from it listening again (median ${rcMedian.toFixed(0)}, max ${rcMax.toFixed(0)}); first connect ${rc.firstMs.toFixed(0)} ms; ratio median/first ${(rcMedian / rc.firstMs).toFixed(1)}; backoff cap ${cap} ms`,
   ].join('\n');
   const ratio = ing.rate / rawVerify.opsPerSec;
+  const fl = await floodLatency();
   return {
-    report,
+    report: `${report}\n${fl.report}`,
     targets: [
+      { name: 'honest job p50 during a valid-job flood / without (≤ 3)', ratio: fl.ratio, target: 3, met: fl.ratio <= 3 && fl.completed === FLOOD_HONEST_JOBS },
       { name: 'validated p50 / raw p50 propagation (≤ 3)', ratio: p50v / p50r, target: 3, met: p50v / p50r <= 3 },
       { name: 'ingest rate / raw verify rate', ratio, target: 0.25, met: ratio >= 0.25 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times

@@ -1,6 +1,12 @@
 /** Human rendering of buyer events and results (shared by `run` and the devnet). */
 import type { WireEvent, WireRecord } from '../node/events.js';
 import { out } from './context.js';
+import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
+
+/** How much a narration lists: `limit` entries of each long list (providers, ranking, offers), the rest summarised. */
+export interface RenderOptions {
+  limit?: number;
+}
 
 export function short(did: string | undefined): string {
   if (!did) return '?';
@@ -37,7 +43,8 @@ interface Explanation {
   expired: string[];
 }
 
-export function renderEvent(ev: WireEvent, names: (did: string) => string = short, print: (s: string) => void = out): void {
+export function renderEvent(ev: WireEvent, names: (did: string) => string = short, print: (s: string) => void = out, opts: RenderOptions = {}): void {
+  const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
   switch (ev.e) {
     case 'job': {
       const j = ev.job as Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number }>;
@@ -46,6 +53,11 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     }
     case 'offer': {
       const o = ev.offer as Rec<{ price: { amount: string; currency: string }; durationMs: number }>;
+      const held = Number(ev.count);
+      if (held > limit) {
+        if (held === limit + 1) print(`  … more offers arriving (the first ${limit} are listed; the total follows when collection ends)`);
+        break;
+      }
       print(`  offer from ${names(o.signer)}: ${o.record.price.amount} ${o.record.price.currency}, ~${o.record.durationMs} ms  (${String(ev.count)} held)`);
       break;
     }
@@ -66,18 +78,21 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       const r = d.result;
       print(`▸ eligibility of every known provider (policy ${String(ev.policy)}):`);
       const verdicts = d.market?.providers ?? [...r.ranked.map((c) => ({ provider: c.provider, eligible: true, failures: [] })), ...r.ineligible];
-      for (const v of verdicts) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => f.message).join('; ')}`);
+      const { shown, hidden } = pickShown(verdicts, limit);
+      for (const v of shown) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => f.message).join('; ')}`);
+      if (hidden.length) print(`  ${moreProviders(hidden)}`);
       if (d.market && !r.ok) print(`  ${d.market.summary}`);
       if (r.ok) {
         print('▸ ranking:');
         print('  rank  provider            price          duration  price  speed  reput  trust  total');
-        for (const c of r.ranked) {
+        for (const c of r.ranked.slice(0, limit)) {
           print(
             `  ${String(c.rank).padEnd(4)}  ${names(c.provider).padEnd(18)}  ${`${c.price.amount} ${c.price.currency}`.padEnd(13)}  ${`${c.durationMs}ms`.padEnd(8)}  ${c.scores.price.toFixed(3)}  ${c.scores.speed.toFixed(3)}  ${c.scores.reputation.toFixed(3)}  ${c.scores.trust.toFixed(3)}  ${c.total.toFixed(3)}`,
           );
         }
+        if (r.ranked.length > limit) print(`  … and ${num(r.ranked.length - limit)} more ranked (--all lists every one)`);
         print(`  why: ${r.why}`);
-      } else if (r.explanation) renderExplanation(r.explanation, names, print);
+      } else if (r.explanation) renderExplanation(r.explanation, names, print, opts);
       break;
     }
     case 'selection': {
@@ -121,8 +136,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
   }
 }
 
-export function renderExplanation(x: Explanation, names: (did: string) => string = short, print: (s: string) => void = out): void {
+export function renderExplanation(x: Explanation, names: (did: string) => string = short, print: (s: string) => void = out, opts: RenderOptions = {}): void {
+  const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
   print(`✘ no eligible provider: ${x.summary}`);
   for (const r of x.relaxations) print(`  · ${r.text}`);
-  if (x.expired.length) print(`  · expired adverts: ${x.expired.map(names).join(', ')}`);
+  if (x.expired.length) print(`  · expired adverts: ${x.expired.slice(0, limit).map(names).join(', ')}${x.expired.length > limit ? ` and ${num(x.expired.length - limit)} more` : ''}`);
 }

@@ -369,6 +369,26 @@ export class AdvertIndex {
     return this.byAddress.get(address);
   }
 
+  /** Forget advert records (the advert cap evicted them); a provider left with none leaves `latest`. */
+  remove(adverts: Iterable<Opened<Advert>>): void {
+    const touched = new Set<string>();
+    for (const a of adverts) {
+      this.byAddress.delete(a.address);
+      this.#facts.delete(a.address);
+      if (this.latest.get(a.signer)?.address === a.address) {
+        this.latest.delete(a.signer);
+        touched.add(a.signer);
+      }
+    }
+    if (!touched.size) return;
+    // a provider whose current advert went but who still has another held: the best of those becomes current
+    for (const a of this.byAddress.values()) {
+      if (!touched.has(a.signer)) continue;
+      const cur = this.latest.get(a.signer);
+      if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) this.latest.set(a.signer, a);
+    }
+  }
+
   /** The facts of the advert at `address` (undefined when it is not held). */
   facts(address: string): AdvertFacts | undefined {
     return this.#facts.get(address);

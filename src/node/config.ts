@@ -157,6 +157,11 @@ export const configSchema = z
         execRequestMs: z.number().int().min(100).default(30_000),
         /** exec/1: the input must arrive at least this fast on top of execRequestMs. */
         execMinInputBytesPerSec: z.number().int().positive().default(128 * 1024),
+        /** The quoting budget (docs/market.md "Quoting budget"): live offers at once, in total and per buyer; offers per buyer per offerLifetimeMs. */
+        quoteBudget: z
+          .object({ maxLiveOffers: z.number().int().positive().default(256), maxLiveOffersPerBuyer: z.number().int().positive().default(8), maxRecentOffersPerBuyer: z.number().int().positive().default(64) })
+          .strict()
+          .default({ maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64 }),
         workloads: z.record(z.string().regex(WORKLOAD_RE, 'a workload namespace like infer.llm'), workloadCfg).default({}),
       })
       .strict()
@@ -199,6 +204,14 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** The node's market view (docs/market.md "The advert cap"). */
+    market: z
+      .object({
+        /** Advert records stored at most (current and superseded); past it the least useful providers are evicted. */
+        maxAdverts: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .default({ maxAdverts: 10_000 }),
     buyer: z
       .object({
         policy: z.enum(POLICIES).default('balanced'),

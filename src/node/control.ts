@@ -15,7 +15,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
     { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
-    { method: 'GET', path: '/v1/market', handler: async ({ query }) => market(ov(d, query)) },
+    { method: 'GET', path: '/v1/market', handler: async ({ query }) => market(ov(d, query), marketLimit(query.get('limit'))) },
     { method: 'GET', path: '/v1/offers/:job', handler: async ({ params, query }) => offers(ov(d, query), params.job!) },
     { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query)) },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
@@ -96,12 +96,31 @@ export function status(d: Daemon): Record<string, unknown> {
   };
 }
 
-export function market(d: OverlayNode): Record<string, unknown> {
+function marketLimit(v: string | null): number | undefined {
+  if (v === null) return undefined;
+  if (!/^[0-9]{1,9}$/.test(v)) throw new C0Error('API_BAD_LIMIT', `limit must be a whole number, got "${v.slice(0, 40)}"`, { field: 'limit' });
+  return Number(v);
+}
+
+/**
+ * The adverts this node holds, with `total` and `live` counts. Without
+ * `limit`: every provider, DID order. With `limit`: the `limit` most useful
+ * (live first, then higher reputation, then DID order), for a summary.
+ */
+export function market(d: OverlayNode, limit?: number): Record<string, unknown> {
   const now = d.clock();
+  const rep = d.market.reputation();
+  const all = [...d.market.adverts.latest.values()];
+  const live = all.filter((a) => a.record.expiresAt > now).length;
+  let list = all.sort((a, b) => (a.signer < b.signer ? -1 : 1));
+  if (limit !== undefined) {
+    const score = new Map(list.map((a) => [a.signer, rep.scoreOf(a.signer)]));
+    list = list.sort((a, b) => Number(b.record.expiresAt > now) - Number(a.record.expiresAt > now) || score.get(b.signer)! - score.get(a.signer)! || (a.signer < b.signer ? -1 : 1)).slice(0, limit);
+  }
   return {
-    adverts: [...d.market.adverts.latest.values()]
-      .sort((a, b) => (a.signer < b.signer ? -1 : 1))
-      .map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: d.market.reputation().scoreOf(a.signer) })),
+    total: all.length,
+    live,
+    adverts: list.map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: rep.scoreOf(a.signer) })),
   };
 }
 

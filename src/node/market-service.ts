@@ -2,7 +2,12 @@
  * The node's market: the advert index, the persisted offer book, and the
  * reputation evidence, behind the operations the roles and the control API use.
  * Decisions are the market engine's (src/market); this only feeds it.
+ *
+ * What it keeps (docs/market.md "What a node stores"): offers for this node's
+ * own jobs and offers it made itself (relaying an offer is not storing it);
+ * adverts up to a cap, evicting the least useful (src/market/advert-cap.ts).
  */
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Opened } from '../records/envelope.js';
 import { T, type Advert, type Job, type NonDelivery, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
@@ -17,6 +22,10 @@ import { signSelection } from '../market/selection.js';
 import { EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
+import { chooseEvictions } from '../market/advert-cap.js';
+
+/** Default cap on stored advert records (config `market.maxAdverts`). */
+export const DEFAULT_MAX_ADVERTS = 10_000;
 
 export interface MarketServiceOptions {
   db: Db;
@@ -29,11 +38,22 @@ export interface MarketServiceOptions {
   skewMs: number;
   /** Whose second-hand evidence counts in this node's reputation view (default: first-hand only). */
   trust?: TrustSources;
+  /** Clock for eviction and pruning decisions (default: `() => now`). */
+  clock?: () => number;
+  /** Cap on stored advert records (default DEFAULT_MAX_ADVERTS). */
+  maxAdverts?: number;
+  /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
+  connected?: () => ReadonlySet<string>;
+  registry?: Registry;
 }
 
 export class MarketService implements BuyerMarket {
   readonly adverts: AdvertIndex;
   #rep: ReputationTable | undefined;
+  /** This node's own jobs (as a buyer), by address: the offers it stores are for these. */
+  readonly #own = new Map<string, Opened<Job>>();
+  #evicted: Counter<'reason'> | undefined;
+  #notStored: Counter | undefined;
 
   private constructor(
     private o: MarketServiceOptions,
@@ -47,16 +67,96 @@ export class MarketService implements BuyerMarket {
   static async open(o: MarketServiceOptions): Promise<MarketService> {
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`);
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`);
-    const adverts = await o.records.list(T.advert);
-    return new MarketService(o, book, evidence, adverts);
+    const m = new MarketService(o, book, evidence, o.records.allAdverts());
+    for (const j of await o.records.list(T.job)) if (j.signer === o.did && j.record.deadline > o.now) m.#own.set(j.address, j);
+    await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);
+    return m;
   }
 
-  addAdvert(a: Opened<Advert>): void {
-    this.adverts.add(a);
+  #clock(): number {
+    return this.o.clock ? this.o.clock() : this.o.now;
   }
 
-  async addOffer(o: Opened<Offer>, now: number): Promise<void> {
+  /** Install the advert cap on the record store (applied now to what is held) and its metrics. */
+  async #capAdverts(max: number): Promise<void> {
+    const reg = this.o.registry;
+    if (reg) {
+      this.#evicted = new Counter({ name: 'c0mpute_market_adverts_evicted_total', help: 'Providers whose adverts the advert cap let go (or refused), by reason', labelNames: ['reason'], registers: [reg] });
+      this.#notStored = new Counter({ name: 'c0mpute_market_offers_relayed_not_stored_total', help: 'Offers relayed for jobs that are not this node’s (not stored)', registers: [reg] });
+      const records = this.o.records;
+      new Gauge({ name: 'c0mpute_market_adverts_stored', help: 'Advert records stored (current and superseded)', registers: [reg], collect() { this.set(records.advertCount); } });
+      new Gauge({ name: 'c0mpute_market_adverts_cap', help: 'The cap on stored advert records (market.maxAdverts)', registers: [reg] }).set(max);
+    }
+    await this.o.records.setAdvertCap({
+      max,
+      victims: (excess, providers) => {
+        const dealtWith = new Set<string>();
+        for (const o of this.book.all()) dealtWith.add(o.signer);
+        for (const r of this.evidence.receipts.values()) dealtWith.add(r.signer);
+        const ev = chooseEvictions(providers, excess, { now: this.#clock(), dealtWith, connected: this.o.connected?.() ?? new Set() });
+        for (const e of ev) this.#evicted?.inc({ reason: e.reason });
+        if (ev.length) this.o.log.debug({ evicted: ev.length, excess }, 'advert cap: evicted the least useful providers');
+        return ev.map((e) => e.did);
+      },
+      onEvict: (evicted) => this.adverts.remove(evicted),
+    });
+  }
+
+  /** Store an advert (within the cap) and index it. Resolves to whether it is now held. */
+  async putAdvert(a: Opened<Advert>): Promise<boolean> {
+    const added = await this.o.records.put(a);
+    if (added) this.adverts.add(a);
+    return added;
+  }
+
+  /** A job this node published as a buyer: offers for it are stored. */
+  noteOwnJob(job: Opened<Job>): void {
+    const now = this.#clock();
+    for (const [k, j] of this.#own) if (j.record.deadline < now) this.#own.delete(k);
+    this.#own.set(job.address, job);
+  }
+
+  ownJob(address: string): Opened<Job> | undefined {
+    return this.#own.get(address);
+  }
+
+  /** Whether this node keeps an offer: one for its own job, or one it signed itself. */
+  wantsOffer(o: Opened<Offer>): boolean {
+    return this.#own.has(o.record.job) || o.signer === this.o.did;
+  }
+
+  /** Count an offer relayed but not stored. */
+  notStored(): void {
+    this.#notStored?.inc();
+  }
+
+  /**
+   * Store an offer. The advert it travelled with is stored too when this node
+   * does not hold it (the advert cap may have let it go before the provider quoted).
+   */
+  async addOffer(o: Opened<Offer>, now: number, attachments: readonly Opened[] = []): Promise<void> {
     await this.book.add(o, now);
+    for (const a of attachments) {
+      if (a.type === T.advert && a.signer === o.signer && !this.adverts.get(a.address)) await this.putAdvert(a as Opened<Advert>);
+    }
+  }
+
+  /**
+   * Providers among `connected` with a live advert that fits `job` (no offer
+   * needed) and no live offer for it held: whom a buyer pushes its job to.
+   * DID order, at most `limit`.
+   */
+  silentProviders(job: Opened<Job>, connected: Iterable<string>, now: number, limit: number): string[] {
+    const out: string[] = [];
+    for (const did of [...connected].sort()) {
+      if (out.length >= limit) break;
+      const a = this.adverts.latest.get(did);
+      if (!a || a.record.expiresAt <= now || did === this.o.did) continue;
+      if (this.book.slot(job.address, did, now)) continue;
+      if (this.providerEligibility(job, a, now).length) continue;
+      out.push(did);
+    }
+    return out;
   }
 
   /** Receipts, acceptances and non-deliveries are evidence; a receipt brings the offer it cites when we hold it. */

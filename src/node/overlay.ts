@@ -31,6 +31,8 @@ import { open } from '../records/envelope.js';
 import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES, execExchange, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
+import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, jobPushHandler, pushToSilent } from './job-push.js';
+import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
@@ -112,7 +114,8 @@ export class OverlayNode {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
     this.records = await RecordStore.open(db, this.prefix);
-    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc) });
+    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc),
+      clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
     const cache = new MemoryRecordCache();
     const source: RecordSource = {
@@ -156,18 +159,17 @@ export class OverlayNode {
     this.#stops.push(() => this.net.stop());
 
     this.net.subscribe('advert', async (rec) => {
-      await this.records.put(rec);
-      this.market.addAdvert(rec as Opened<Advert>);
+      await this.market.putAdvert(rec as Opened<Advert>);
     });
-    this.net.subscribe('offer', async (rec) => {
-      const offer = rec as Opened<Offer>;
-      await this.market.addOffer(offer, this.clock());
-      for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
+    // Relaying is not storing: only offers for this node's own jobs (or, on a steward, every offer) are kept.
+    this.net.subscribe('offer', async (rec, meta) => {
+      if (this.steward || this.market.wantsOffer(rec as Opened<Offer>)) await this.#onOffer(rec as Opened<Offer>, meta.attachments);
+      else this.market.notStored();
     });
-    this.net.subscribe('job', async (rec) => {
-      await this.records.put(rec);
-      if (this.provider) await this.provider.onJob(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed'));
-    });
+    // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up
+    // the delivery of every record behind it (the quoting decision itself is made synchronously).
+    this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
+    this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
     this.net.subscribe('receipt', async (rec) => {
       await this.market.addEvidence(rec as Opened<Receipt>);
     });
@@ -244,7 +246,10 @@ export class OverlayNode {
     seed.fill(0);
     const state = this.sub('provider');
     const runs = this.sub('provider-runs');
+    const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: this.registry });
+    for (const r of this.market.evidence.receipts.values()) if (r.signer === this.did) quoteBudget.markKnownBuyer(r.record.buyer);
     this.provider = new Provider({
+      quoteBudget,
       signer: identity.signer,
       did: this.did,
       config: pc,
@@ -257,10 +262,8 @@ export class OverlayNode {
       log: this.log.child({ role: 'provider', overlay: this.name }),
       eligibility: (job, advert, now) => this.market.providerEligibility(job, advert, now),
       publish: async (kind, env, withAdvert) => {
-        if (kind === 'advert') {
-          await this.records.put(env);
-          this.market.addAdvert(env as Opened<Advert>);
-        }
+        if (kind === 'advert') await this.market.putAdvert(env as Opened<Advert>);
+        if (kind === 'offer') await this.market.addOffer(env as Opened<Offer>, this.clock());
         try {
           return (await this.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
         } catch (e) {
@@ -294,6 +297,7 @@ export class OverlayNode {
       (ctx) => this.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
       { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
     );
+    await this.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: this.clock, skewMs: this.d.network.clockSkewMs, quote: (job) => this.#quote(job), advert: (a) => this.market.adverts.get(a) }), JOB_PUSH_LIMITS);
     // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
     const stewardDid = this.d.network.steward;
     if (stewardDid) {
@@ -335,6 +339,7 @@ export class OverlayNode {
       store: async (rec) => {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.market.addEvidence(rec as never);
         else await this.records.put(rec);
+        if (rec.type === T.job && rec.signer === this.did) this.market.noteOwnJob(rec as Opened<Job>);
       },
       waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
       collectWindowMs: config.buyer.collectWindowMs,
@@ -409,6 +414,7 @@ export class OverlayNode {
       const seen = new Set<string>();
       const finish = () => {
         clearTimeout(timer);
+        clearTimeout(push);
         this.#offerWaiters.get(job)?.delete(waiter);
         resolve(count);
       };
@@ -420,10 +426,36 @@ export class OverlayNode {
         if (enough > 0 && count >= enough) finish();
       };
       const timer = setTimeout(finish, windowMs);
+      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2);
+      push.unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);
       if (enough > 0 && count >= enough) finish();
     });
+  }
+
+  /** A stored offer (gossip, or the answer to a pushed job) wakes the buyer waiting on its job. */
+  async #onOffer(offer: Opened<Offer>, attachments: readonly Opened[]): Promise<void> {
+    await this.market.addOffer(offer, this.clock(), attachments);
+    for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
+  }
+
+  /** A provider heard a job (gossip or push): quote, and keep the jobs it quoted on. */
+  async #quote(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
+    if (!this.provider) return undefined;
+    const made = await this.provider.onJob(job).catch((e) => void this.log.warn({ err: (e as Error).message }, 'quoting failed'));
+    if (made) await this.records.put(job);
+    return made ?? this.provider.offerFor(job.address);
+  }
+
+  /** Halfway through the offer window: send the job directly to connected providers that fit it and have not quoted (job-push.ts). */
+  async #pushJob(address: string, deadlineMs: number): Promise<void> {
+    const job = this.market.ownJob(address);
+    if (!job) return;
+    const now = this.clock();
+    const targets = this.market.silentProviders(job, this.net.peers().map((p) => p.did ?? ''), now, MAX_PUSH_TARGETS);
+    if (!targets.length) return;
+    await pushToSilent({ net: this.net, job, targets, deadlineMs, clock: this.clock, skewMs: this.d.network.clockSkewMs, log: this.log, onOffer: (o, a) => this.#onOffer(o, [a]) });
   }
 
   /** Run a job as buyer on this overlay. */

@@ -5,16 +5,34 @@
  * they were made against. Only records that passed `open()` are stored; reading back
  * re-opens them as trusted (the signature was checked on the way in).
  * Writes are synced batches: acknowledged only once on disk.
+ *
+ * Adverts can be capped (`setAdvertCap`, docs/market.md "The advert cap"): a
+ * put that takes the store over the cap evicts whole providers (every advert
+ * record of theirs) in the same synced batch, so what is stored and what the
+ * market's index holds stay one set, across restarts too.
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type RecordTypes } from '../records/kinds.js';
 import { sub, syncBatch, type Db, type Sub } from './db.js';
+
+/** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
+export interface AdvertCapPolicy {
+  max: number;
+  /** DIDs whose adverts go so that at least `excess` advert records are freed (may name the incoming advert's signer). */
+  victims(excess: number, providers: Array<{ did: string; current: Opened<Advert>; count: number }>): string[];
+  /** Called after the eviction is on disk, with every advert record removed. */
+  onEvict(evicted: Array<Opened<Advert>>, refused: Opened<Advert> | undefined): void;
+}
 
 export class RecordStore {
   #records: Sub;
   #byType: Sub;
   #adverts: Sub;
   #advertCache = new Map<string, Opened<Advert>>();
+  /** every advert record held, by signer then address */
+  #advertsBySigner = new Map<string, Map<string, Opened<Advert>>>();
+  #advertCount = 0;
+  #cap: AdvertCapPolicy | undefined;
   #advertChain: Promise<unknown> = Promise.resolve();
   #inflight = new Map<string, Promise<boolean>>();
   #db: Db;
@@ -33,7 +51,91 @@ export class RecordStore {
       const a = await s.get(Buffer.from(addr).toString(), T.advert);
       if (a) s.#advertCache.set(did, a);
     }
+    for (const a of await s.list(T.advert)) s.#hold(a);
     return s;
+  }
+
+  #hold(a: Opened<Advert>): void {
+    let m = this.#advertsBySigner.get(a.signer);
+    if (!m) this.#advertsBySigner.set(a.signer, (m = new Map()));
+    if (!m.has(a.address)) {
+      m.set(a.address, a);
+      this.#advertCount++;
+    }
+  }
+
+  /** Advert records held (current and superseded). */
+  get advertCount(): number {
+    return this.#advertCount;
+  }
+
+  /** Every advert record held, in address order per signer. */
+  allAdverts(): Array<Opened<Advert>> {
+    return [...this.#advertsBySigner.values()].flatMap((m) => [...m.values()]);
+  }
+
+  /**
+   * Cap the adverts held, and apply the cap to what is held now (a cap
+   * lowered between runs, or a store from before the cap). Serialised with
+   * advert writes.
+   */
+  async setAdvertCap(policy: AdvertCapPolicy): Promise<void> {
+    this.#cap = policy;
+    const p = this.#advertChain.then(() => this.#enforce(undefined));
+    this.#advertChain = p.catch(() => undefined);
+    await p;
+  }
+
+  /**
+   * Evict down to the cap (with `incoming` counted as held, not yet written).
+   * Returns the batch operations, the adverts removed, and whether `incoming` itself was refused.
+   */
+  #evictions(incoming: Opened<Advert> | undefined): { ops: unknown[]; removed: Array<Opened<Advert>>; refused: boolean; dids: string[] } {
+    const none = { ops: [], removed: [], refused: false, dids: [] };
+    const cap = this.#cap;
+    if (!cap) return none;
+    const count = this.#advertCount + (incoming ? 1 : 0);
+    if (count <= cap.max) return none;
+    // Evict a little below the cap (1 %), so a flood does not pay a full ranking per advert.
+    const excess = count - cap.max + Math.floor(cap.max / 100);
+    const providers: Array<{ did: string; current: Opened<Advert>; count: number }> = [];
+    for (const [did, m] of this.#advertsBySigner) {
+      const cur = this.#advertCache.get(did);
+      if (!cur) continue;
+      const isIncoming = incoming?.signer === did;
+      const current = isIncoming && cur.record.seq < incoming.record.seq ? incoming : cur;
+      providers.push({ did, current, count: m.size + (isIncoming ? 1 : 0) });
+    }
+    if (incoming && !this.#advertCache.has(incoming.signer)) providers.push({ did: incoming.signer, current: incoming, count: 1 });
+    const dids = cap.victims(excess, providers);
+    const ops: unknown[] = [];
+    const removed: Array<Opened<Advert>> = [];
+    let refused = false;
+    for (const did of dids) {
+      if (incoming?.signer === did) refused = true;
+      for (const a of this.#advertsBySigner.get(did)?.values() ?? []) {
+        removed.push(a);
+        ops.push({ type: 'del', key: a.address, sublevel: this.#records }, { type: 'del', key: `${T.advert}!${a.address}`, sublevel: this.#byType });
+      }
+      if (this.#advertCache.has(did)) ops.push({ type: 'del', key: did, sublevel: this.#adverts });
+    }
+    return { ops, removed, refused, dids };
+  }
+
+  #forget(dids: string[]): void {
+    for (const did of dids) {
+      this.#advertCount -= this.#advertsBySigner.get(did)?.size ?? 0;
+      this.#advertsBySigner.delete(did);
+      this.#advertCache.delete(did);
+    }
+  }
+
+  async #enforce(incoming: Opened<Advert> | undefined): Promise<void> {
+    const ev = this.#evictions(incoming);
+    if (!ev.dids.length) return;
+    await syncBatch(this.#db, ev.ops);
+    this.#forget(ev.dids);
+    this.#cap?.onEvict(ev.removed, undefined);
   }
 
   async has(address: string): Promise<boolean> {
@@ -59,19 +161,31 @@ export class RecordStore {
 
   async #putNow(rec: Opened): Promise<boolean> {
     if (rec.type === T.advert) {
-      const cur = this.#advertCache.get(rec.signer);
       const a = rec as Opened<Advert>;
       if (await this.has(rec.address)) return false;
+      const ev = this.#evictions(a);
+      if (ev.refused) {
+        // The newcomer is the least useful advert: it is not stored (what the evictions free is still freed).
+        if (ev.ops.length) await syncBatch(this.#db, ev.ops);
+        this.#forget(ev.dids);
+        this.#cap?.onEvict(ev.removed, a);
+        return false;
+      }
+      const cur = this.#advertCache.get(rec.signer);
       const replaces = !cur || cur.record.seq < a.record.seq;
       await syncBatch(
         this.#db,
         [
+          ...ev.ops,
           { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
           { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
           ...(replaces ? [{ type: 'put', key: rec.signer, value: new TextEncoder().encode(rec.address), sublevel: this.#adverts }] : []),
         ],
       );
+      this.#forget(ev.dids);
       if (replaces) this.#advertCache.set(rec.signer, a);
+      this.#hold(a);
+      if (ev.dids.length) this.#cap?.onEvict(ev.removed, undefined);
       return true;
     }
     if (await this.has(rec.address)) return false;

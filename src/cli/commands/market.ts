@@ -18,6 +18,7 @@ import { deriveReputation } from '../../reputation/index.js';
 import { EXIT, NegativeAnswer, out, outJson, readInput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
+import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
 
 interface Refused {
   file: string;
@@ -94,16 +95,18 @@ function failureLine(f: Failure): string {
   return `${f.code}: ${f.message}`;
 }
 
-function explanationLines(e: MarketExplanation, detail: boolean): string[] {
+function explanationLines(e: MarketExplanation, detail: boolean, limit = DEFAULT_LIST_LIMIT): string[] {
   const lines = [`summary  ${e.summary}`];
   if (e.binding.length) lines.push(`binding  ${e.binding.map((b) => `${b.constraint} (${b.failing} of ${e.known} fail)`).join(', ')}`);
   for (const r of e.relaxations) lines.push(`relax    ${r.text}`);
-  if (e.expired.length) lines.push(`expired  ${e.expired.length} advert(s): ${e.expired.map(shortDid).join(', ')}`);
+  if (e.expired.length) lines.push(`expired  ${e.expired.length} advert(s): ${e.expired.slice(0, limit).map(shortDid).join(', ')}${e.expired.length > limit ? ` and ${num(e.expired.length - limit)} more` : ''}`);
   if (detail) {
-    for (const v of e.providers) {
+    const { shown, hidden } = pickShown(e.providers, limit);
+    for (const v of shown) {
       lines.push(`${v.eligible ? 'eligible  ' : 'ineligible'} ${v.provider}${v.offer ? `  offer ${v.offer}` : ''}`);
       for (const f of v.failures) lines.push(`    ${failureLine(f)}`);
     }
+    if (hidden.length) lines.push(moreProviders(hidden));
   }
   return lines;
 }
@@ -182,7 +185,9 @@ export function register(program: Command): void {
     .requiredOption('--records <dir>', 'directory of record envelopes')
     .option('--at <time>', 'as of this time (ms since the epoch or ISO date; default now)')
     .option('--json', 'machine-readable output')
-    .action((opts: { job: string; records: string; at?: string; json?: boolean }) => {
+    .option('--limit <n>', `list this many providers, then count the rest (default ${DEFAULT_LIST_LIMIT})`)
+    .option('--all', 'list every provider')
+    .action((opts: { job: string; records: string; at?: string; json?: boolean; limit?: string; all?: boolean }) => {
       const now = parseAt(opts.at);
       const { records, refused, read } = loadRecordDir(opts.records);
       const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
@@ -191,7 +196,7 @@ export function register(program: Command): void {
         outJson({ records: { read, refused }, ...e });
         return;
       }
-      for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true)]) out(l);
+      for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true, listLimit(opts))]) out(l);
     });
 
   market

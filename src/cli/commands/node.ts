@@ -25,6 +25,7 @@ import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
 import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
+import { listLimit, num } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 
@@ -167,20 +168,23 @@ export function register(program: Command): void {
       .option('--wait <ms>', 'in-process node: how long to wait for the market to appear', '10000')
       .option('--json', 'print events and the result as JSON lines')
       .option('--overlay <name>', 'run it on this overlay (default: the node’s first)')
+      .option('--limit <n>', 'list this many providers, ranked offers and offers before summarising the rest')
+      .option('--all', 'list every provider, ranked offer and offer (no summary)')
       .description('run a job: publish, collect offers, select, execute, verify, countersign'),
-  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string }, cmd: Command) => {
+  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string; limit?: string; all?: boolean }, cmd: Command) => {
     const { dataDir } = globals(cmd);
     const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}) });
     // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
     const said = new Set<string>();
     let verdictSaid = false;
+    const limit = listLimit(f);
     const print = (ev: WireEvent) => {
       if (f.json) return out(JSON.stringify(ev, jsonReplacer));
       if (ev.e === 'admission' && (ev.admission as { verdict?: string }).verdict !== 'Admit') verdictSaid = true;
       renderEvent(ev, short, (s) => {
         said.add(s);
         process.stderr.write(s + '\n');
-      });
+      }, { limit });
     };
     let result: Record<string, unknown> | undefined;
     const client = daemonClient(dataDir);
@@ -222,7 +226,7 @@ export function register(program: Command): void {
       if (network) lines.push(`✘ ${network.message} [${network.code}]`);
       const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
       if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
-      if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s));
+      if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit });
     } else {
       lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
     }
@@ -359,14 +363,19 @@ export function registerLiveMarket(program: Command): void {
   if (!market) market = program.command('market').description('the market: live adverts, offline selection and audits');
   market
     .command('list', { isDefault: true })
-    .description('live adverts the running node holds and what they offer (the default)')
+    .description('live adverts the running node holds and what they offer (the default); a long market is summarised')
     .option('--json', 'machine-readable output')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
-    .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
+    .option('--limit <n>', 'list this many providers (live first, best reputation first), then count the rest')
+    .option('--all', 'list every provider')
+    .action(async (o: { json?: boolean; overlay?: string; limit?: string; all?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/market${q(o.overlay)}`)) as ReturnType<typeof localMarket>;
+      const limit = o.json && o.limit === undefined ? Infinity : listLimit(o);
+      const path = `/v1/market${q(o.overlay)}`;
+      const r = (await apiCall(c.api, c.token, 'GET', Number.isFinite(limit) ? `${path}${path.includes('?') ? '&' : '?'}limit=${limit}` : path)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);
+      const counts = r as { total?: number; live?: number };
       const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');
       for (const a of ads) {
@@ -375,6 +384,12 @@ export function registerLiveMarket(program: Command): void {
         out(`${short(a.signer)}  ${a.live ? 'live' : 'EXPIRED'}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
         out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
         for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
+      }
+      const total = counts.total ?? ads.length;
+      if (total > ads.length) {
+        const live = counts.live ?? 0;
+        const shownLive = ads.filter((a) => a.live).length;
+        out(`… and ${num(total - ads.length)} more providers (${num(live - shownLive)} live, ${num(total - ads.length - (live - shownLive))} expired); ${num(total)} known in all (--all lists every one)`);
       }
     });
 }

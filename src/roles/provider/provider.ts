@@ -20,6 +20,7 @@ import { createExecutor, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
+import { QuoteBudget } from './quote-budget.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -48,6 +49,8 @@ export interface ProviderDeps {
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
   /** Where running `exec` process groups are recorded, to end them after a crash (src/roles/provider/orphans.ts). */
   processes?: ProcessRegistry;
+  /** The quoting budget (default: one from `config.quoteBudget`, without metrics). */
+  quoteBudget?: QuoteBudget<Opened<Offer>>;
 }
 
 export class Provider {
@@ -61,8 +64,10 @@ export class Provider {
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
   #stopped = false;
+  readonly budget: QuoteBudget<Opened<Offer>>;
 
   constructor(private d: ProviderDeps) {
+    this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
     for (const [w, cfg] of Object.entries(d.config.workloads)) this.#executors.set(w, createExecutor(cfg.executor));
   }
 
@@ -191,41 +196,59 @@ export class Provider {
     return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt), ...(s.units === undefined ? {} : { units: s.units }) };
   }
 
-  /** A job was heard: quote if eligible, free and able to finish before the deadline. */
+  /**
+   * A job was heard: quote if eligible, able to start it (a free slot, input
+   * within bounds, the deadline reachable) and within the quoting budget
+   * (quote-budget.ts). A job that gets no offer is counted with its reason.
+   */
   async onJob(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
     const advert = this.#advert;
     if (!advert || this.#stopped) return undefined;
     if (job.signer === this.d.did) return undefined;
     if (this.#offered.has(job.address)) return undefined;
     const now = this.d.clock();
+    const skip = (reason: Parameters<QuoteBudget['skip']>[0], msg: string, extra: Record<string, unknown> = {}) => {
+      this.budget.skip(reason);
+      this.d.log.debug({ job: job.address, reason, ...extra }, msg);
+      return undefined;
+    };
     const failures = this.d.eligibility(job, advert, now);
-    if (failures.length) {
-      this.d.log.debug({ job: job.address, failures: failures.map((f) => f.code) }, 'not eligible; no offer');
-      return undefined;
-    }
-    if (this.#running.size >= this.d.config.slots) {
-      this.d.log.debug({ job: job.address }, 'all slots busy; no offer');
-      return undefined;
-    }
+    if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
+    if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
+    if (job.record.input.size > this.d.config.maxInputBytes) return skip('input-too-large', 'the input is larger than this provider takes; no offer');
     const w = this.d.config.workloads[job.record.workload];
     if (!w) return undefined;
     const durationMs = quotedDurationMs(w, job.record.input.size);
     const price = quotePrice(w, job.record.input.size, durationMs);
-    if (price.currency !== job.record.maxPrice.currency || compareMoney(price, job.record.maxPrice) > 0) {
-      this.d.log.debug({ job: job.address, price }, 'our price is above the job’s maximum; no offer');
-      return undefined;
-    }
+    if (price.currency !== job.record.maxPrice.currency || compareMoney(price, job.record.maxPrice) > 0) return skip('price', 'our price is above the job’s maximum; no offer', { price });
     // The offer must let the work finish before the deadline: startBy + duration ≤ deadline.
     const latestStart = job.record.deadline - durationMs;
     const expiresAt = Math.min(now + this.d.config.offerLifetimeMs, latestStart);
-    if (expiresAt <= now) return undefined;
+    if (expiresAt <= now) return skip('deadline', 'the deadline cannot be met; no offer');
+    const over = this.budget.check(job.signer, now);
+    if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
     const offer: Offer = { job: job.address, advert: advert.address, price, durationMs, issuedAt: now, startBy: expiresAt, expiresAt };
     const env = seal(T.offer, offer, this.d.signer);
     this.#offered.add(job.address);
     if (this.#offered.size > 10_000) this.#offered.clear();
+    this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env }, now);
     await this.d.publish('offer', env, advert);
     this.d.log.info({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;
+  }
+
+  /**
+   * A selection was heard: the buyer has decided the job, so the offer made
+   * for it no longer holds quoting budget (the winner's runs, the others are
+   * spent). Only the job's buyer, or an authorised decider, can release it.
+   */
+  onSelection(sel: Opened<Selection>): void {
+    this.budget.release(sel.record.job, sel.signer, (signer, buyer) => this.d.selectionAuthority?.(signer, buyer) ?? false);
+  }
+
+  /** The live offer this provider made for a job (a pushed job already quoted is answered with it). */
+  offerFor(job: string): Opened<Offer> | undefined {
+    return this.budget.offerFor(job, this.d.clock())?.record;
   }
 
   /**
@@ -257,6 +280,8 @@ export class Provider {
     io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
     // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
     const { job, offer, input, ctl } = checked;
+    // The offer is taken up: it holds no quoting budget from here on (the slot bounds the work).
+    this.budget.release(job.address, job.signer);
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
@@ -319,6 +344,8 @@ export class Provider {
       this.#stopping.delete(job.address);
     }
     this.d.onOutcome?.(receipt.status, receipt.workload);
+    // A buyer this provider has worked for is no longer held to the total quoting budget.
+    this.budget.markKnownBuyer(job.signer);
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
     try {
       if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });

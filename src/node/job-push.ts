@@ -1,0 +1,101 @@
+/**
+ * `/c0mpute/job-push/1`: a job reaches every connected provider that fits it
+ * (issue #10, "Also noticed"; docs/network.md "How a job reaches every
+ * connected provider"). Gossip can lose a job under load (a full delivery
+ * queue, a mesh still forming), and anti-entropy runs only every `resyncMs`,
+ * longer than a short job's offer window. So a buyer whose job has, halfway
+ * through its collection window, no offer from a connected provider whose live
+ * advert fits the job, sends the job to that provider directly; the provider
+ * quotes as it would on gossip (same checks, same budget) and answers with its
+ * offer and the advert it cites, or with nothing.
+ *
+ *   request:  one frame, the job envelope (bytes)
+ *   response: {offer: bytes, advert: bytes} | {none: "<reason>"}
+ *
+ * Nothing unverified enters: the provider opens the job with the full checks
+ * (shape, signature, freshness); the buyer opens the offer and advert, and
+ * keeps them only if they are the pushed provider's and cite this job.
+ */
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import { open, type Opened } from '../records/envelope.js';
+import { checkFresh } from '../records/freshness.js';
+import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
+import type { ProtocolHandler } from '../net/protocols.js';
+import type { Network } from '../net/node.js';
+import type { Logger } from '../util/log.js';
+
+export const JOB_PUSH_PROTOCOL = '/c0mpute/job-push/1';
+/** Limits of the protocol: one job envelope in, an offer and an advert out. */
+export const JOB_PUSH_LIMITS = { maxFrameBytes: 64 * 1024, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 1, maxInboundStreams: 16 };
+/** Providers one job is pushed to at most. */
+export const MAX_PUSH_TARGETS = 16;
+
+export interface PushServerDeps {
+  clock: () => number;
+  skewMs: number;
+  /** Quote on the job as on gossip; the offer made (now or before), if any. */
+  quote(job: Opened<Job>): Promise<Opened<Offer> | undefined>;
+  /** The advert an offer cites (the provider's own). */
+  advert(address: string): Opened<Advert> | undefined;
+}
+
+/** The provider's side. */
+export function jobPushHandler(d: PushServerDeps): ProtocolHandler {
+  return async (frames, ctx) => {
+    const bytes = frames[0];
+    if (!(bytes instanceof Uint8Array)) throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');
+    const job = open(bytes, T.job);
+    checkFresh(T.job, job.record, d.clock(), d.skewMs);
+    const offer = await d.quote(job);
+    const advert = offer ? d.advert(offer.record.advert) : undefined;
+    await ctx.send((offer && advert ? { offer: offer.bytes, advert: advert.bytes } : { none: 'no offer' }) as CborValue);
+  };
+}
+
+/** Send `job` to `did`; resolves to its offer and advert when it quoted (checked), else undefined. */
+export async function pushJob(net: Network, did: string, job: Opened<Job>, deadlineMs: number, now: () => number, skewMs: number): Promise<{ offer: Opened<Offer>; advert: Opened<Advert> } | undefined> {
+  const frames = await net.request(did, JOB_PUSH_PROTOCOL, [job.bytes], { limits: { ...JOB_PUSH_LIMITS, deadlineMs } });
+  const f = frames[0] as { offer?: unknown; advert?: unknown } | undefined;
+  if (!(f?.offer instanceof Uint8Array) || !(f.advert instanceof Uint8Array)) return undefined;
+  const offer = open(f.offer, T.offer);
+  const advert = open(f.advert, T.advert);
+  if (offer.signer !== did || advert.signer !== did || offer.record.job !== job.address || offer.record.advert !== advert.address) {
+    throw new C0Error('JOB_PUSH_BAD_ANSWER', 'the pushed provider answered with an offer that is not its own for this job');
+  }
+  checkFresh(T.offer, offer.record, now(), skewMs);
+  return { offer, advert };
+}
+
+export interface PushPlan {
+  net: Network;
+  job: Opened<Job>;
+  /** providers to push to (connected, fitting, silent) */
+  targets: string[];
+  deadlineMs: number;
+  clock: () => number;
+  skewMs: number;
+  log: Logger;
+  /** Store an offer that came back (with its advert) and wake the buyer's wait. */
+  onOffer(offer: Opened<Offer>, advert: Opened<Advert>): Promise<void>;
+}
+
+/** Push a job to each target at once; resolves to how many answered with an offer. */
+export async function pushToSilent(p: PushPlan): Promise<number> {
+  const got = await Promise.all(
+    p.targets.map(async (did) => {
+      try {
+        const r = await pushJob(p.net, did, p.job, p.deadlineMs, p.clock, p.skewMs);
+        if (!r) return 0;
+        await p.onOffer(r.offer, r.advert);
+        return 1;
+      } catch (e) {
+        p.log.debug({ provider: did, job: p.job.address, err: (e as Error).message }, 'job push failed');
+        return 0;
+      }
+    }),
+  );
+  const n = got.reduce<number>((s, x) => s + x, 0);
+  p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job pushed directly to connected providers that had not quoted');
+  return n;
+}

@@ -1,0 +1,175 @@
+/**
+ * The provider's quoting budget (issue #10, "valid-looking floods";
+ * spec/scheduling.md "Offers"): a provider signs an offer only while it has
+ * fewer than `maxLiveOffersPerBuyer` live (unexpired) offers for that job's
+ * buyer and fewer than `maxLiveOffers` in total. A job over budget is skipped
+ * and counted, never signed: one key publishing thousands of valid jobs gets a
+ * handful of offers, and honest buyers keep theirs.
+ *
+ * An offer stops holding budget when it expires, when the buyer's selection
+ * for the job is heard (the buyer has decided), or when the work starts. So
+ * that deciding quickly cannot be used to cycle the budget (publish a job,
+ * take the offer, sign a selection, again), a buyer also gets at most
+ * `maxRecentOffersPerBuyer` offers per `windowMs`, decided or not.
+ *
+ * Buyers this provider has already worked for (it signed a receipt for one of
+ * their jobs) are not held to the total: only to their own per-buyer bound, so
+ * a flood of fresh buyer keys cannot crowd out the buyers it has dealt with.
+ *
+ * Pure bookkeeping: the clock is passed in (`now`), nothing is read from the wall.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface QuoteBudgetOptions {
+  /** Live offers at once, all buyers together (known buyers aside). Default 256. */
+  maxLiveOffers?: number;
+  /** Live offers at once for one buyer. Default 8. */
+  maxLiveOffersPerBuyer?: number;
+  /** Offers one buyer gets per `windowMs`, decided or not. Default 64. */
+  maxRecentOffersPerBuyer?: number;
+  /** The window of `maxRecentOffersPerBuyer`, ms (the daemon passes `provider.offerLifetimeMs`). Default 30 000. */
+  windowMs?: number;
+  /** Metrics: `c0mpute_provider_quotes_skipped_total{reason}`, `c0mpute_provider_live_offers`. */
+  registry?: Registry;
+}
+
+export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
+
+/** Why a job got no offer (the metric's `reason` label). */
+export type SkipReason = 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible';
+
+export interface LiveOffer<R = unknown> {
+  job: string;
+  buyer: string;
+  expiresAt: number;
+  /** The signed offer itself (what a pushed job is answered with). */
+  record: R;
+}
+
+export class QuoteBudget<R = unknown> {
+  readonly maxLiveOffers: number;
+  readonly maxLiveOffersPerBuyer: number;
+  readonly maxRecentOffersPerBuyer: number;
+  readonly windowMs: number;
+  /** buyer → issue times of its offers within the window, oldest first */
+  readonly #recent = new Map<string, number[]>();
+  /** job address → the live offer made for it */
+  readonly #byJob = new Map<string, LiveOffer<R>>();
+  readonly #perBuyer = new Map<string, number>();
+  readonly #known = new Set<string>();
+  /** live offers that count against the total (those of buyers not known) */
+  #counted = 0;
+  readonly #skipped: Counter<'reason'> | undefined;
+  readonly #live: Gauge | undefined;
+  #skips = 0;
+
+  constructor(o: QuoteBudgetOptions = {}) {
+    this.maxLiveOffers = o.maxLiveOffers ?? QUOTE_BUDGET_DEFAULTS.maxLiveOffers;
+    this.maxLiveOffersPerBuyer = o.maxLiveOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxLiveOffersPerBuyer;
+    this.maxRecentOffersPerBuyer = o.maxRecentOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxRecentOffersPerBuyer;
+    this.windowMs = o.windowMs ?? QUOTE_BUDGET_DEFAULTS.windowMs;
+    if (o.registry) {
+      this.#skipped = new Counter({ name: 'c0mpute_provider_quotes_skipped_total', help: 'Jobs this provider did not quote on, by reason (budget, capacity, deadline…)', labelNames: ['reason'], registers: [o.registry] });
+      this.#live = new Gauge({ name: 'c0mpute_provider_live_offers', help: 'Unexpired offers this provider has signed', registers: [o.registry] });
+    }
+  }
+
+  /** A buyer this provider has worked for: held to its own bound only, not to the total. */
+  markKnownBuyer(did: string): void {
+    if (this.#known.has(did)) return;
+    this.#known.add(did);
+    this.#counted -= this.#perBuyer.get(did) ?? 0;
+  }
+
+  isKnownBuyer(did: string): boolean {
+    return this.#known.has(did);
+  }
+
+  /** Drop offers that have expired by `now`. */
+  #expire(now: number): void {
+    for (const [job, o] of this.#byJob) {
+      if (o.expiresAt > now) continue;
+      this.#byJob.delete(job);
+      this.#release(o.buyer);
+    }
+    this.#live?.set(this.#byJob.size);
+  }
+
+  #release(buyer: string): void {
+    const n = (this.#perBuyer.get(buyer) ?? 1) - 1;
+    if (n <= 0) this.#perBuyer.delete(buyer);
+    else this.#perBuyer.set(buyer, n);
+    if (!this.#known.has(buyer)) this.#counted--;
+  }
+
+  /** Whether a new offer for `buyer` fits the budget now (undefined) or why not. */
+  check(buyer: string, now: number): SkipReason | undefined {
+    this.#expire(now);
+    if ((this.#perBuyer.get(buyer) ?? 0) >= this.maxLiveOffersPerBuyer) return 'buyer-budget';
+    if (this.#recentOf(buyer, now).length >= this.maxRecentOffersPerBuyer) return 'buyer-rate';
+    if (!this.#known.has(buyer) && this.#counted >= this.maxLiveOffers) return 'total-budget';
+    return undefined;
+  }
+
+  /** The buyer's offer times still within the window at `now` (older ones dropped). */
+  #recentOf(buyer: string, now: number): number[] {
+    const r = this.#recent.get(buyer);
+    if (!r) return [];
+    while (r.length && r[0]! <= now - this.windowMs) r.shift();
+    if (!r.length) this.#recent.delete(buyer);
+    return r;
+  }
+
+  /** Record an offer just signed at `now`. */
+  add(o: LiveOffer<R>, now = 0): void {
+    if (this.#byJob.has(o.job)) return;
+    const r = this.#recentOf(o.buyer, now);
+    if (!this.#recent.has(o.buyer)) this.#recent.set(o.buyer, r);
+    r.push(now);
+    this.#byJob.set(o.job, o);
+    this.#perBuyer.set(o.buyer, (this.#perBuyer.get(o.buyer) ?? 0) + 1);
+    if (!this.#known.has(o.buyer)) this.#counted++;
+    this.#live?.set(this.#byJob.size);
+  }
+
+  /**
+   * The buyer has decided `job` (its selection was heard) or the work ran:
+   * the offer no longer holds budget. Only `by` the job's buyer (or whom
+   * `authorised` accepts for it) counts. Returns whether an offer was released.
+   */
+  release(job: string, by: string, authorised: (signer: string, buyer: string) => boolean = () => false): boolean {
+    const o = this.#byJob.get(job);
+    if (!o || (o.buyer !== by && !authorised(by, o.buyer))) return false;
+    this.#byJob.delete(job);
+    this.#release(o.buyer);
+    this.#live?.set(this.#byJob.size);
+    return true;
+  }
+
+  /** The live offer made for `job`, if any. */
+  offerFor(job: string, now: number): LiveOffer<R> | undefined {
+    const o = this.#byJob.get(job);
+    return o && o.expiresAt > now ? o : undefined;
+  }
+
+  /** Count a job that got no offer. */
+  skip(reason: SkipReason): void {
+    this.#skips++;
+    this.#skipped?.inc({ reason });
+  }
+
+  /** Live offers now (all buyers). */
+  live(now: number): number {
+    this.#expire(now);
+    return this.#byJob.size;
+  }
+
+  liveFor(buyer: string, now: number): number {
+    this.#expire(now);
+    return this.#perBuyer.get(buyer) ?? 0;
+  }
+
+  get skipped(): number {
+    return this.#skips;
+  }
+}

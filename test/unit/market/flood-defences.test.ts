@@ -1,0 +1,171 @@
+/**
+ * The market-side flood defences (issue #10) as units: the provider's quoting
+ * budget, the advert cap's choice of victims, and the capped record store on a
+ * real LevelDB (what is stored and what the market's index holds stay one set,
+ * across a restart), and the summary of long listings.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T, type Advert } from '../../../src/records/kinds.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { RecordStore } from '../../../src/store/records.js';
+import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
+import { chooseEvictions } from '../../../src/market/advert-cap.js';
+import { MarketService } from '../../../src/node/market-service.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { moreProviders, pickShown, listLimit } from '../../../src/cli/summary.js';
+
+const NOW = 1_800_000_000_000;
+
+function advert(signer: Ed25519Signer, seq: number, issuedAt = NOW, lifetime = 600_000): Opened<Advert> {
+  return seal(T.advert, { seq, issuedAt, expiresAt: issuedAt + lifetime, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 4, memoryMiB: 8192 } }, signer);
+}
+
+describe('QuoteBudget', () => {
+  test('per-buyer and total bounds; expiry frees the budget; a known buyer is held to its own bound only', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 3, maxLiveOffersPerBuyer: 2 });
+    const add = (job: string, buyer: string, expiresAt = NOW + 1000) => b.add({ job, buyer, expiresAt, record: job });
+    assert.equal(b.check('A', NOW), undefined);
+    add('j1', 'A');
+    add('j2', 'A');
+    assert.equal(b.check('A', NOW), 'buyer-budget');
+    assert.equal(b.check('B', NOW), undefined);
+    add('j3', 'B', NOW + 10);
+    assert.equal(b.check('C', NOW), 'total-budget');
+    // B's offer expires: the total has room again
+    assert.equal(b.check('C', NOW + 10), undefined);
+    assert.equal(b.live(NOW + 10), 2);
+    // a known buyer is not counted against the total
+    b.markKnownBuyer('K');
+    add('j4', 'C', NOW + 1000);
+    assert.equal(b.check('D', NOW + 10), 'total-budget');
+    assert.equal(b.check('K', NOW + 10), undefined);
+    add('k1', 'K');
+    add('k2', 'K');
+    assert.equal(b.check('K', NOW + 10), 'buyer-budget');
+    assert.equal(b.offerFor('k1', NOW + 10)?.record, 'k1');
+    assert.equal(b.offerFor('k1', NOW + 1000), undefined);
+    // everything expired: all budgets free
+    assert.equal(b.check('D', NOW + 2000), undefined);
+    assert.equal(b.live(NOW + 2000), 0);
+  });
+
+  test('a selection by the job’s buyer (or an authorised decider) releases the offer; anyone else’s does not', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1 });
+    b.add({ job: 'j', buyer: 'A', expiresAt: NOW + 100, record: 'j' });
+    assert.equal(b.check('A', NOW), 'buyer-budget');
+    assert.equal(b.release('j', 'X'), false);
+    assert.equal(b.check('A', NOW), 'buyer-budget');
+    assert.equal(b.release('j', 'S', (signer, buyer) => signer === 'S' && buyer === 'A'), true);
+    assert.equal(b.check('A', NOW), undefined);
+    b.add({ job: 'k', buyer: 'A', expiresAt: NOW + 100, record: 'k' });
+    assert.equal(b.release('k', 'A'), true);
+    assert.equal(b.live(NOW), 0);
+  });
+
+  test('deciding quickly cannot cycle the budget: at most maxRecentOffersPerBuyer offers per window', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100 });
+    for (let i = 0; i < 3; i++) {
+      assert.equal(b.check('A', NOW + i), undefined);
+      b.add({ job: `j${i}`, buyer: 'A', expiresAt: NOW + 1000, record: '' }, NOW + i);
+      assert.equal(b.release(`j${i}`, 'A'), true);
+    }
+    assert.equal(b.check('A', NOW + 3), 'buyer-rate');
+    assert.equal(b.check('B', NOW + 3), undefined);
+    assert.equal(b.check('A', NOW + 100), undefined);
+  });
+
+  test('a buyer that becomes known while holding offers stops counting against the total', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 2, maxLiveOffersPerBuyer: 5 });
+    b.add({ job: 'a', buyer: 'A', expiresAt: NOW + 100, record: 'a' });
+    b.add({ job: 'b', buyer: 'A', expiresAt: NOW + 100, record: 'b' });
+    assert.equal(b.check('B', NOW), 'total-budget');
+    b.markKnownBuyer('A');
+    assert.equal(b.check('B', NOW), undefined);
+    assert.equal(b.check('B', NOW + 200), undefined);
+  });
+});
+
+describe('advert cap: chooseEvictions', () => {
+  const mk = (n: number) => Array.from({ length: n }, () => Ed25519Signer.generate());
+  test('expired first, then unconnected oldest first, then connected; providers dealt with never', () => {
+    const [e, u1, u2, c1, d1] = mk(5).map((s, i) => ({ s, a: advert(s, 1, NOW + [0, 100, 50, 10, 0][i]!, i === 0 ? 10 : 600_000) }));
+    const cands = [e!, u1!, u2!, c1!, d1!].map((x) => ({ did: x.a.signer, current: x.a, count: 1 }));
+    const ctx = { now: NOW + 1000, dealtWith: new Set([d1!.a.signer]), connected: new Set([c1!.a.signer]) };
+    const order = chooseEvictions(cands, 10, ctx);
+    assert.deepEqual(order.map((x) => x.did), [e!.a.signer, u2!.a.signer, u1!.a.signer, c1!.a.signer]);
+    assert.deepEqual(order.map((x) => x.reason), ['expired', 'unconnected', 'unconnected', 'connected']);
+    assert.deepEqual(chooseEvictions(cands, 2, ctx).map((x) => x.did), [e!.a.signer, u2!.a.signer]);
+    assert.deepEqual(chooseEvictions(cands, 0, ctx), []);
+  });
+});
+
+describe('capped RecordStore and MarketService (real LevelDB)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-cap-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('a flood of fresh providers stays within the cap; a provider dealt with is kept; stored set = index set after a restart', async () => {
+    const path = join(dir, 'db');
+    const me = Ed25519Signer.generate();
+    const honest = Ed25519Signer.generate();
+    const honestDid = didFromPublicKey(honest.publicKey);
+    const open = async (db: Awaited<ReturnType<typeof openDb>>, max: number) => {
+      const records = await RecordStore.open(db);
+      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW + 1, log: silentLogger(), signer: me, did: 'did:key:me', skewMs: 30_000, maxAdverts: max });
+      return { records, market };
+    };
+    let db = await openDb(path);
+    try {
+      const { records, market } = await open(db, 50);
+      const h = advert(honest, 1, NOW - 1000);
+      assert.equal(await market.putAdvert(h), true);
+      // the honest provider quoted for one of our jobs: it is dealt with
+      const offer = seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert: h.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, honest);
+      await market.addOffer(offer, NOW);
+      for (let i = 0; i < 200; i++) await market.putAdvert(advert(Ed25519Signer.generate(), 1, NOW + i));
+      assert.ok(records.advertCount <= 50, `stored ${records.advertCount} > 50`);
+      assert.equal(market.adverts.byAddress.size, records.advertCount);
+      assert.ok(market.adverts.latest.has(h.signer), 'the provider dealt with is kept');
+    } finally {
+      await closeDb(db);
+    }
+    // restart with a lower cap: applied at open, to the store and the index alike
+    db = await openDb(path);
+    try {
+      const { records, market } = await open(db, 20);
+      assert.ok(records.advertCount <= 20);
+      assert.equal(market.adverts.byAddress.size, records.advertCount);
+      assert.deepEqual([...market.adverts.byAddress.keys()].sort(), (await records.list(T.advert)).map((a) => a.address).sort());
+      for (const [did, a] of market.adverts.latest) assert.equal(records.advertOf(did)?.address, a.address);
+      assert.ok(market.adverts.latest.has(honestDid), 'the provider dealt with is still held after the restart');
+    } finally {
+      await closeDb(db);
+    }
+  });
+});
+
+describe('summaries', () => {
+  test('pickShown keeps the order within the limit; past it the eligible first, the rest counted by failed requirement', () => {
+    const v = (eligible: boolean, ...codes: string[]) => ({ eligible, failures: codes.map((code) => ({ code })) });
+    const few = [v(false, 'REGION_NOT_ACCEPTED'), v(true)];
+    assert.deepEqual(pickShown(few, 5).shown, few);
+    const many = [...Array.from({ length: 1200 }, () => v(false, 'REGION_NOT_ACCEPTED', 'OFFER_MISSING')), ...Array.from({ length: 700 }, () => v(false, 'CPU_CORES_TOO_FEW')), v(true)];
+    const { shown, hidden } = pickShown(many, 3);
+    assert.equal(shown.length, 3);
+    assert.equal(shown[0]!.eligible, true);
+    assert.equal(hidden.length, many.length - 3);
+    assert.match(moreProviders(hidden), /^… and 1,898 more providers: 1,198 fail region, 1,198 have not quoted, 700 fail cpu/);
+    assert.equal(listLimit({ all: true }), Infinity);
+    assert.equal(listLimit({ limit: '5' }), 5);
+    assert.throws(() => listLimit({ limit: 'x' }), (e: { code?: string }) => e.code === 'CLI_BAD_LIMIT');
+  });
+});
