@@ -210,8 +210,8 @@ test('(b) a Sybil advert flood (2,500 fresh keys): the honest job completes, sto
     } finally {
       await closeDb(db);
     }
-    // (alone: no bootstrap, so no sync changes the set between the look at the disk and the look at the market)
-    b = await c.start('b', { ...bcfg, network: { ...(bcfg.network as Record<string, unknown>), bootstrap: [] } });
+    // (alone: no bootstrap and no remembered peers to redial, so no sync changes the set between the look at the disk and the look at the market)
+    b = await c.start('b', { ...bcfg, network: { ...(bcfg.network as Record<string, unknown>), bootstrap: [], reconnect: { rememberPeers: 0, minPeers: 0 } } });
     const listed = await get<{ total: number; adverts: Array<{ signer: string }> }>(b, '/v1/market');
     assert.deepEqual(listed.adverts.map((a) => a.signer).sort(), stored);
     const again = await get<StatusView>(b, '/v1/status');
