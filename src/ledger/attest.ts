@@ -9,7 +9,7 @@
  * (`mismatch`, what a rewritten history looks like from outside).
  */
 import { C0Error } from '../errors.js';
-import { open, peekType } from '../records/envelope.js';
+import { open, peekType, type Opened } from '../records/envelope.js';
 import { compareBytes } from '../records/cbor.js';
 import { POOL_TYPE, WITNESS_TYPE, ENTRY_ERR, type LedgerEntry, type WitnessReceipt } from './entry.js';
 import { compareDids } from '../records/did.js';
@@ -93,10 +93,10 @@ export type EquivocationForm = 'same-seq' | 'successor';
 
 export const EQUIV_ERR = { NOT_PROVEN: 'EQUIVOCATION_NOT_PROVEN' } as const;
 
-/** Verify equivocation evidence from the two records alone. Returns the steward and seq, or throws. */
-export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: string; seq: number; addresses: [string, string] } {
-  let oa;
-  let ob;
+/** Open both entries of a piece of evidence; they must verify and share one signer (else EQUIVOCATION_NOT_PROVEN). */
+function openEvidencePair(a: Uint8Array, b: Uint8Array): { oa: Opened; ob: Opened; ra: LedgerEntry; rb: LedgerEntry } {
+  let oa: Opened;
+  let ob: Opened;
   try {
     oa = open(a, POOL_TYPE);
     ob = open(b, POOL_TYPE);
@@ -104,9 +104,13 @@ export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: str
     if (!(e instanceof C0Error)) throw e;
     throw new C0Error(EQUIV_ERR.NOT_PROVEN, `an entry of the evidence does not verify: ${e.code}`, { detail: { reason: e.code } });
   }
-  const ra = oa.record as LedgerEntry;
-  const rb = ob.record as LedgerEntry;
   if (oa.signer !== ob.signer) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are signed by different keys');
+  return { oa, ob, ra: oa.record as LedgerEntry, rb: ob.record as LedgerEntry };
+}
+
+/** Verify equivocation evidence from the two records alone. Returns the steward and seq, or throws. */
+export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: string; seq: number; addresses: [string, string] } {
+  const { oa, ob, ra, rb } = openEvidencePair(a, b);
   if (ra.seq !== rb.seq) throw new C0Error(EQUIV_ERR.NOT_PROVEN, `the two entries have different seq (${ra.seq}, ${rb.seq})`);
   if (compareBytes(a, b) === 0 || oa.address === ob.address) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are the same entry');
   return { steward: oa.signer, seq: ra.seq, addresses: [oa.address, ob.address] };
@@ -118,18 +122,7 @@ export function verifyEquivocation(a: Uint8Array, b: Uint8Array): { steward: str
  * address). Returns the steward and `a`'s seq, or throws.
  */
 export function verifySuccessorFork(a: Uint8Array, b: Uint8Array): { steward: string; seq: number; addresses: [string, string] } {
-  let oa;
-  let ob;
-  try {
-    oa = open(a, POOL_TYPE);
-    ob = open(b, POOL_TYPE);
-  } catch (e) {
-    if (!(e instanceof C0Error)) throw e;
-    throw new C0Error(EQUIV_ERR.NOT_PROVEN, `an entry of the evidence does not verify: ${e.code}`, { detail: { reason: e.code } });
-  }
-  const ra = oa.record as LedgerEntry;
-  const rb = ob.record as LedgerEntry;
-  if (oa.signer !== ob.signer) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the two entries are signed by different keys');
+  const { oa, ob, ra, rb } = openEvidencePair(a, b);
   if (rb.seq !== ra.seq + 1) throw new C0Error(EQUIV_ERR.NOT_PROVEN, `the second entry is not the first's successor (seq ${ra.seq}, ${rb.seq})`);
   if (rb.prev === oa.address) throw new C0Error(EQUIV_ERR.NOT_PROVEN, 'the second entry links to the first: no fork');
   return { steward: oa.signer, seq: ra.seq, addresses: [oa.address, ob.address] };

@@ -98,22 +98,13 @@ export class Provider {
         const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
         const offer = open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
         if (job.address !== rec.job || offer.signer !== this.d.did) continue;
-        const now = this.d.clock();
-        const receipt: Receipt = {
-          job: job.address,
-          offer: offer.address,
-          buyer: job.signer,
-          provider: this.d.did,
-          workload: job.record.workload,
-          status: 'failed',
+        const receipt = receiptFor(job, offer, {
           startedAt: rec.startedAt,
-          completedAt: Math.max(now, rec.startedAt),
-          inputHash: job.record.input.hash,
-          price: offer.record.price,
+          completedAt: Math.max(this.d.clock(), rec.startedAt),
           // Nothing was measured across the crash: no energy is claimed.
           energy: { uj: 0, grade: 'Estimator' },
           failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
-        };
+        });
         const env = seal(T.receipt, receipt, this.d.signer);
         await this.d.onReceipt(env);
         this.d.onOutcome?.('failed', receipt.workload);
@@ -319,21 +310,7 @@ export class Provider {
     const energy = span.stop();
     this.#spans.delete(job.address);
     const completedAt = Math.max(this.d.clock(), startedAt);
-    const receipt: Receipt = {
-      job: job.address,
-      offer: offer.address,
-      buyer: job.signer,
-      provider: this.d.did,
-      workload: job.record.workload,
-      status: failure ? 'failed' : 'completed',
-      startedAt,
-      completedAt,
-      inputHash: job.record.input.hash,
-      ...(output ? { outputHash: hashHex(output), outputSize: output.length } : {}),
-      price: offer.record.price,
-      energy,
-      ...(failure ? { failure } : {}),
-    };
+    const receipt = receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) });
     const env = seal(T.receipt, receipt, this.d.signer);
     try {
       await this.d.onReceipt(env);
@@ -400,4 +377,27 @@ export class Provider {
     if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
     return input;
   }
+}
+
+/**
+ * The receipt of one run of `job` under `offer` (DESIGN §3.3): the buyer is the
+ * job's signer, the provider the offer's, the price the offer's; `failed` when
+ * a failure is given, else `completed` with the output's hash and size.
+ */
+export function receiptFor(job: Opened<Job>, offer: Opened<Offer>, run: { startedAt: number; completedAt: number; energy: Receipt['energy']; failure?: Receipt['failure']; output?: Uint8Array }): Receipt {
+  return {
+    job: job.address,
+    offer: offer.address,
+    buyer: job.signer,
+    provider: offer.signer,
+    workload: job.record.workload,
+    status: run.failure ? 'failed' : 'completed',
+    startedAt: run.startedAt,
+    completedAt: run.completedAt,
+    inputHash: job.record.input.hash,
+    ...(run.output ? { outputHash: hashHex(run.output), outputSize: run.output.length } : {}),
+    price: offer.record.price,
+    energy: run.energy,
+    ...(run.failure ? { failure: run.failure } : {}),
+  };
 }
