@@ -120,9 +120,12 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
   const b1 = run('beta', job('B1', 'team-b', 5_000_000_000, 100_000));
   await Promise.all([a1, a2, b1]);
 
-  print('\n▸ waiting for the witness to cosign the steward’s ledger head…');
-  const steward0 = await waitFor('the witness to cosign the current head', 30_000, async () => {
-    const s = (await apiCall(apis.steward!.api, apis.steward!.token, 'GET', '/v1/steward')) as { ledger: { length: number }; attestation: { grade: string; witnessedLength: number } };
+  // The steward releases a claim when it hears the provider's receipt (gossip), which can land after the
+  // buyer's run has returned: wait until no claim is open, then until the witness has cosigned that head.
+  print('\n▸ waiting for the steward to release every claim and the witness to cosign its ledger head…');
+  const steward0 = await waitFor('every claim released and the head cosigned', 30_000, async () => {
+    const s = (await apiCall(apis.steward!.api, apis.steward!.token, 'GET', '/v1/steward')) as { ledger: { length: number }; attestation: { grade: string; witnessedLength: number }; teams: Array<{ open_claims: number }> };
+    if (s.teams.some((t) => t.open_claims > 0)) return undefined;
     return s.attestation.grade === 'witnessed' && s.attestation.witnessedLength === s.ledger.length ? s : undefined;
   });
   if (outcomes.A1 !== 'completed' || outcomes.A2 !== 'completed' || outcomes.B1 !== 'denied') {
