@@ -140,6 +140,10 @@ export const configSchema = z
         advertLifetimeMs: z.number().int().min(10_000).max(24 * 3600_000).default(600_000),
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
         slots: z.number().int().positive().default(1),
+        /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */
+        presenceWindowMs: z.number().int().min(3000).max(600_000).default(15_000),
+        /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
+        presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
         detectGpus: z.boolean().default(true),
         hardware: z.object({ cpuCores: z.number().int().positive().optional(), memoryMiB: z.number().int().positive().optional(), gpus: z.array(gpu).optional() }).strict().optional(),
         meter: z

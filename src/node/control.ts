@@ -117,10 +117,19 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
     const score = new Map(list.map((a) => [a.signer, rep.scoreOf(a.signer)]));
     list = list.sort((a, b) => Number(b.record.expiresAt > now) - Number(a.record.expiresAt > now) || score.get(b.signer)! - score.get(a.signer)! || (a.signer < b.signer ? -1 : 1)).slice(0, limit);
   }
+  // Presence (docs/matching.md "Presence"): who is live now, with free slots; `limit` bounds the list, not the counts.
+  const present = d.presence.live(now);
+  const byDid = new Map(present.map((p) => [p.did, p]));
+  const presence = {
+    live: present.length,
+    freeSlots: present.reduce((n, p) => n + p.freeSlots, 0),
+    providers: (limit === undefined ? present : [...present].sort((a, b) => b.freeSlots - a.freeSlots || (a.did < b.did ? -1 : 1)).slice(0, limit)).map((p) => ({ did: p.did, freeSlots: p.freeSlots, workloads: p.workloads, liveUntil: p.liveUntil })),
+  };
   return {
     total: all.length,
     live,
-    adverts: list.map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: rep.scoreOf(a.signer) })),
+    presence,
+    adverts: list.map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: rep.scoreOf(a.signer), ...(byDid.has(a.signer) ? { freeSlots: byDid.get(a.signer)!.freeSlots } : {}) })),
   };
 }
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type PolicyName, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type PolicyName, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
@@ -36,6 +36,9 @@ import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
+import { PresenceView } from '../matching/presence.js';
+import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
+import { presenceHook, providerPresence } from './presence-wiring.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -66,6 +69,10 @@ export class OverlayNode {
   readonly extra = new Map<string, OverlayRole>();
   steward: Steward | undefined;
   witness: WitnessRole | undefined;
+  /** Live providers from presence and adverts (src/matching/presence.ts; memory only). */
+  presence!: PresenceView;
+  /** This provider's presence publisher (provider role only). */
+  presencePublisher: PresencePublisher | undefined;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
@@ -118,9 +125,15 @@ export class OverlayNode {
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
     const cache = new MemoryRecordCache();
+    const liveAdvert = (did: string, t: number) => {
+      const a = this.market.adverts.latest.get(did);
+      return a && a.record.expiresAt > t ? a : undefined;
+    };
+    this.presence = new PresenceView(liveAdvert, { skewMs: nc.clockSkewMs });
     const source: RecordSource = {
       live: async (kind, t, limit) => {
         if (kind === 'advert') return this.records.adverts().filter((a) => a.record.expiresAt > t).slice(0, limit).map((a) => a.bytes);
+        if (kind === 'presence') return this.presence.records(t, limit).map((p) => p.bytes);
         return cache.live(kind, t, limit);
       },
       get: async (address) => (await this.records.getBytes(address)) ?? cache.get(address) ?? (await this.market.getBytes(address)),
@@ -150,6 +163,7 @@ export class OverlayNode {
           receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
         }),
         nondelivery: nondeliveryHook,
+        presence: presenceHook(liveAdvert, this.clock),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
       ...(nc.abuse ? { abuse: nc.abuse } : {}),
@@ -169,6 +183,7 @@ export class OverlayNode {
     // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up
     // the delivery of every record behind it (the quoting decision itself is made synchronously).
     this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
+    this.net.subscribe('presence', (rec) => void this.presence.add(rec as Opened<Presence>, this.clock()));
     this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
     this.net.subscribe('receipt', async (rec) => {
       await this.market.addEvidence(rec as Opened<Receipt>);
@@ -203,6 +218,7 @@ export class OverlayNode {
 
     await this.net.start();
     if (this.provider) await this.provider.start();
+    this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
   }
 
@@ -288,8 +304,11 @@ export class OverlayNode {
       },
       onOutcome: (status) => this.#jobs.inc({ role: 'provider', outcome: status }),
       ...(this.selectionAuthority ? { selectionAuthority: this.selectionAuthority } : {}),
+      onSlotsChanged: () => this.presencePublisher?.changed(),
     });
     this.#stops.push(() => this.provider!.stop());
+    this.presencePublisher = providerPresence(this, pc, identity.signer);
+    this.#stops.push(async () => this.presencePublisher?.stop());
     // exec/1 streams its input and output in chunks; the stream starts with the request phase's deadline
     // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
     await this.net.handleStream(

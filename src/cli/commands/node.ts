@@ -357,6 +357,14 @@ async function offlineNode(dataDir: string): Promise<Daemon> {
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
 
+/** The presence summary of `c0mpute market` (docs/matching.md "Presence"): counts, then the providers the API listed. */
+export function presenceLines(p: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[] }> }): string[] {
+  const lines = [`presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`];
+  for (const x of p.providers) lines.push(`    ${short(x.did)}  ${x.freeSlots} free  ${x.workloads.join(', ') || '(no workloads)'}`);
+  if (p.live > p.providers.length) lines.push(`    … and ${num(p.live - p.providers.length)} more live providers (--all lists every one)`);
+  return lines;
+}
+
 /** The live `c0mpute market` (default subcommand of the market group). */
 export function registerLiveMarket(program: Command): void {
   let market = program.commands.find((c) => c.name() === 'market');
@@ -376,12 +384,14 @@ export function registerLiveMarket(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', Number.isFinite(limit) ? `${path}${path.includes('?') ? '&' : '?'}limit=${limit}` : path)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);
       const counts = r as { total?: number; live?: number };
-      const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
+      const pres = (r as { presence?: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[] }> } }).presence;
+      if (pres) out(presenceLines(pres).join('\n'));
+      const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');
       for (const a of ads) {
         const hw = a.record.hardware;
         const gpus = hw.gpus?.map((g) => `${g.count}× ${g.model} ${Math.round(g.vramMiB / 1024)} GiB`).join(', ') ?? 'no GPU';
-        out(`${short(a.signer)}  ${a.live ? 'live' : 'EXPIRED'}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
+        out(`${short(a.signer)}  ${a.live ? 'live' : 'EXPIRED'}${a.freeSlots === undefined ? '' : `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}`}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
         out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
         for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
       }

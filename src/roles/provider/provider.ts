@@ -51,6 +51,8 @@ export interface ProviderDeps {
   processes?: ProcessRegistry;
   /** The quoting budget (default: one from `config.quoteBudget`, without metrics). */
   quoteBudget?: QuoteBudget<Opened<Offer>>;
+  /** Called when a slot is taken or freed (the presence publisher answers with a fresh presence). */
+  onSlotsChanged?: () => void;
 }
 
 export class Provider {
@@ -260,6 +262,7 @@ export class Provider {
       } catch (e) {
         // Nothing ran: the slot goes back.
         this.#running.delete(h.job.address);
+        this.d.onSlotsChanged?.();
         throw e;
       }
     } catch (e) {
@@ -317,6 +320,7 @@ export class Provider {
     } finally {
       // Released only once the receipt is stored, so a request in between cannot run the job again.
       this.#running.delete(job.address);
+      this.d.onSlotsChanged?.();
       this.#stopping.get(job.address)?.(env);
       this.#stopping.delete(job.address);
     }
@@ -367,6 +371,7 @@ export class Provider {
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();
     this.#running.set(job.address, ctl);
+    this.d.onSlotsChanged?.();
     return { job, offer, ctl };
   }
 

@@ -1,0 +1,139 @@
+/**
+ * The live-provider view (spec/matching-and-leases.md "Presence" on the P2P
+ * network; docs/matching.md "Presence"): the newest `c0mpute.presence/1` per
+ * provider, held in memory only and only while its window lasts, joined with
+ * that provider's live advert. Pure: every decision takes `now`; nothing here
+ * reads a clock or touches the disk.
+ *
+ * A provider is live at `now` when its newest presence has issuedAt ≤ now + skew
+ * and now < issuedAt + window (the window is the record's `windowMs`, capped at
+ * `maxWindowMs`), and a live advert of the same signer is known. A presence
+ * without a live advert is not live: the advert carries what a buyer needs to
+ * use a provider (prices, tier, box key), and the presence is only a claim of
+ * free slots on top of it. `freeSlots: 0` is live, taking no new work.
+ */
+import type { Opened } from '../records/envelope.js';
+import type { Advert, Presence } from '../records/kinds.js';
+import { compareDids } from '../records/did.js';
+import { MATCH_LIVENESS_MS, type LiveProvider } from './types.js';
+
+export interface PresenceViewOptions {
+  /** Providers held at once (default 100 000); past it the presence that lapses first is dropped. */
+  maxProviders: number;
+  /** The longest window honoured, ms, whatever a record claims (default 4 × MATCH_LIVENESS_MS = 60 s). */
+  maxWindowMs: number;
+  /** A presence issued up to this far in the future counts (clock skew), ms (default 30 000). */
+  skewMs: number;
+}
+
+export const PRESENCE_VIEW_DEFAULTS: PresenceViewOptions = { maxProviders: 100_000, maxWindowMs: 4 * MATCH_LIVENESS_MS, skewMs: 30_000 };
+
+/** The live advert of a provider at `now`, if known (the market's advert store). */
+export type AdvertLookup = (did: string, now: number) => Opened<Advert> | undefined;
+
+/** What `add` did with a presence record. */
+export type PresenceAdd = 'added' | 'replaced' | 'stale' | 'expired' | 'future';
+
+export class PresenceView {
+  readonly #o: PresenceViewOptions;
+  readonly #byDid = new Map<string, Opened<Presence>>();
+
+  constructor(
+    private readonly advertOf: AdvertLookup,
+    options: Partial<PresenceViewOptions> = {},
+  ) {
+    this.#o = { ...PRESENCE_VIEW_DEFAULTS, ...options };
+  }
+
+  /** Providers with a presence held (live or not yet pruned). */
+  get size(): number {
+    return this.#byDid.size;
+  }
+
+  /** Until when a presence counts (issuedAt + its window, capped). */
+  liveUntil(p: Opened<Presence>): number {
+    return p.record.issuedAt + Math.min(p.record.windowMs, this.#o.maxWindowMs);
+  }
+
+  /**
+   * Take a presence record (already verified): it replaces the signer's held
+   * one only when issued later; one past its window, or issued too far ahead,
+   * is not kept.
+   */
+  add(p: Opened<Presence>, now: number): PresenceAdd {
+    if (this.liveUntil(p) <= now) return 'expired';
+    if (p.record.issuedAt > now + this.#o.skewMs) return 'future';
+    const held = this.#byDid.get(p.signer);
+    if (held) {
+      if (held.record.issuedAt > p.record.issuedAt || (held.record.issuedAt === p.record.issuedAt && held.address >= p.address)) return 'stale';
+      this.#byDid.delete(p.signer);
+    }
+    this.#byDid.set(p.signer, p);
+    if (this.#byDid.size > this.#o.maxProviders) this.#evict(now);
+    return held ? 'replaced' : 'added';
+  }
+
+  /** The newest presence held for a provider, while it lasts. */
+  get(did: string, now: number): Opened<Presence> | undefined {
+    const p = this.#byDid.get(did);
+    return p && this.liveUntil(p) > now ? p : undefined;
+  }
+
+  /** Drop every presence past its window; returns how many went. */
+  prune(now: number): number {
+    let n = 0;
+    for (const [did, p] of this.#byDid) {
+      if (this.liveUntil(p) <= now) {
+        this.#byDid.delete(did);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** The presence records held and still inside their window (served to peers on sync). */
+  records(now: number, limit = Infinity): Opened<Presence>[] {
+    const out: Opened<Presence>[] = [];
+    for (const p of this.#byDid.values()) {
+      if (out.length >= limit) break;
+      if (this.liveUntil(p) > now) out.push(p);
+    }
+    return out;
+  }
+
+  /**
+   * Every live provider at `now`, in DID order: a presence inside its window
+   * joined with a live advert of the same signer. Workloads are those of the
+   * presence that the advert also lists (a provider cannot be live for what
+   * it does not advertise).
+   */
+  live(now: number): LiveProvider[] {
+    this.prune(now);
+    const out: LiveProvider[] = [];
+    for (const [did, p] of this.#byDid) {
+      if (p.record.issuedAt > now + this.#o.skewMs) continue;
+      const advert = this.advertOf(did, now);
+      if (!advert || advert.signer !== did || advert.record.expiresAt <= now) continue;
+      const offered = new Set(advert.record.workloads);
+      out.push({ did, presence: p, advert, workloads: p.record.workloads.filter((w) => offered.has(w)), freeSlots: p.record.freeSlots, liveUntil: this.liveUntil(p) });
+    }
+    return out.sort((a, b) => compareDids(a.did, b.did));
+  }
+
+  /** Over the bound: prune, then drop the presence that lapses first (ties: the higher DID). */
+  #evict(now: number): void {
+    this.prune(now);
+    while (this.#byDid.size > this.#o.maxProviders) {
+      let worst: Opened<Presence> | undefined;
+      for (const p of this.#byDid.values()) {
+        if (!worst) {
+          worst = p;
+          continue;
+        }
+        const d = this.liveUntil(p) - this.liveUntil(worst);
+        if (d < 0 || (d === 0 && compareDids(p.signer, worst.signer) > 0)) worst = p;
+      }
+      this.#byDid.delete(worst!.signer);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * A provider's presence (spec/matching-and-leases.md "Presence" on the P2P
+ * network; docs/matching.md "Presence"): signs and publishes
+ * `c0mpute.presence/1` — the workloads it serves now and its free slots — every
+ * `everyMs`, and soon after its free slots change (at most one change-driven
+ * record per `minGapMs`, under the network's per-signer presence limit of 1/s).
+ */
+import { seal, type Opened } from '../../records/envelope.js';
+import { T, type Presence } from '../../records/kinds.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+import { MATCH_LIVENESS_MS } from '../../matching/types.js';
+
+export interface PresenceOptions {
+  /** How long each presence counts as live after issuedAt, ms (default MATCH_LIVENESS_MS = 15 000). */
+  windowMs: number;
+  /** Publish at least this often, ms (default: a third of the window, so two in a row may be lost). */
+  everyMs: number;
+  /** Least time between two records, ms (default 1 100: under the network's 1/s per-signer presence limit). */
+  minGapMs: number;
+}
+
+export function presenceOptions(o: { windowMs?: number | undefined; everyMs?: number | undefined; minGapMs?: number | undefined } = {}): PresenceOptions {
+  const windowMs = o.windowMs ?? MATCH_LIVENESS_MS;
+  return { windowMs, everyMs: o.everyMs ?? Math.max(1000, Math.floor(windowMs / 3)), minGapMs: o.minGapMs ?? 1100 };
+}
+
+export interface PresenceDeps {
+  signer: Ed25519Signer;
+  clock: Clock;
+  log: Logger;
+  /** Workloads served now and free slots, read when each record is signed. */
+  state: () => { workloads: string[]; freeSlots: number };
+  /** Publish on the presence topic (errors are logged, never thrown here). */
+  publish: (env: Opened<Presence>) => Promise<unknown>;
+}
+
+export class PresencePublisher {
+  readonly #o: PresenceOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #lastAt = -Infinity;
+  #lastFree: number | undefined;
+  #stopped = true;
+  #last: Opened<Presence> | undefined;
+
+  constructor(
+    private readonly d: PresenceDeps,
+    options: Partial<PresenceOptions> = {},
+  ) {
+    this.#o = { ...presenceOptions(), ...options };
+  }
+
+  /** The last presence signed. */
+  get last(): Opened<Presence> | undefined {
+    return this.#last;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#publish();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The free slots may have changed: publish soon (debounced by minGapMs) when they did. */
+  changed(): void {
+    if (this.#stopped || this.d.state().freeSlots === this.#lastFree) return;
+    const wait = this.#lastAt + this.#o.minGapMs - this.d.clock();
+    this.#schedule(Math.max(0, wait));
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#publish(), ms);
+    this.#timer.unref();
+  }
+
+  #publish(): void {
+    if (this.#stopped) return;
+    const now = this.d.clock();
+    const { workloads, freeSlots } = this.d.state();
+    const rec: Presence = { workloads: [...workloads].sort(), freeSlots: Math.max(0, freeSlots), issuedAt: now, windowMs: this.#o.windowMs };
+    const env = seal(T.presence, rec, this.d.signer);
+    this.#last = env;
+    this.#lastAt = now;
+    this.#lastFree = rec.freeSlots;
+    this.d.publish(env).catch((e) => this.d.log.debug({ err: (e as Error).message }, 'presence reached no peer'));
+    this.#schedule(this.#o.everyMs);
+  }
+}

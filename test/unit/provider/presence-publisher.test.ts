@@ -1,0 +1,47 @@
+/** The provider's presence publisher (src/roles/provider/presence-publisher.ts; docs/matching.md "Presence"). */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ed25519Signer, type Opened, type Presence } from '../../../src/records/index.js';
+import { PresencePublisher, presenceOptions } from '../../../src/roles/provider/presence-publisher.js';
+import { createLogger } from '../../../src/util/log.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('defaults: a 15 s window, published every 5 s, at most one a second', () => {
+  assert.deepEqual(presenceOptions(), { windowMs: 15_000, everyMs: 5_000, minGapMs: 1100 });
+  assert.equal(presenceOptions({ windowMs: 30_000 }).everyMs, 10_000);
+});
+
+test('publishes on start, on its cadence, and soon after the free slots change (debounced)', async () => {
+  const sent: Opened<Presence>[] = [];
+  let free = 2;
+  const p = new PresencePublisher(
+    { signer: new Ed25519Signer(new Uint8Array(32).fill(7)), clock: Date.now, log: createLogger({ level: 'silent' }), state: () => ({ workloads: ['b.w', 'a.w'], freeSlots: free }), publish: async (e) => void sent.push(e) },
+    { windowMs: 10_000, everyMs: 400, minGapMs: 150 },
+  );
+  p.start();
+  try {
+    assert.equal(sent.length, 1);
+    assert.deepEqual(sent[0]!.record.workloads, ['a.w', 'b.w']);
+    assert.equal(sent[0]!.record.freeSlots, 2);
+    assert.equal(sent[0]!.record.windowMs, 10_000);
+    p.changed(); // nothing changed: nothing sent
+    await sleep(200);
+    assert.equal(sent.length, 1);
+    free = 1;
+    p.changed();
+    p.changed();
+    free = 0;
+    p.changed();
+    await sleep(100);
+    assert.equal(sent.length, 2, 'one record for the burst of changes');
+    assert.equal(sent[1]!.record.freeSlots, 0);
+    await sleep(600);
+    assert.ok(sent.length >= 3, 'the cadence goes on');
+  } finally {
+    p.stop();
+  }
+  const n = sent.length;
+  await sleep(500);
+  assert.equal(sent.length, n, 'nothing after stop');
+});
