@@ -357,12 +357,13 @@ async function offlineNode(dataDir: string): Promise<Daemon> {
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
 
-/** The presence summary of `c0mpute market` (docs/matching.md "Presence"): counts, then the providers the API listed. */
-export function presenceLines(p: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[] }> }): string[] {
-  const lines = [`presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`];
-  for (const x of p.providers) lines.push(`    ${short(x.did)}  ${x.freeSlots} free  ${x.workloads.join(', ') || '(no workloads)'}`);
-  if (p.live > p.providers.length) lines.push(`    … and ${num(p.live - p.providers.length)} more live providers (--all lists every one)`);
-  return lines;
+/**
+ * The presence summary of `c0mpute market` (docs/matching.md "Presence"): one
+ * line of counts, whatever the market's size; each listed advert says its free
+ * slots, and `--json` has the per-provider list.
+ */
+export function presenceLine(p: { live: number; freeSlots: number }): string {
+  return `presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`;
 }
 
 /** The live `c0mpute market` (default subcommand of the market group). */
@@ -384,8 +385,8 @@ export function registerLiveMarket(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', Number.isFinite(limit) ? `${path}${path.includes('?') ? '&' : '?'}limit=${limit}` : path)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);
       const counts = r as { total?: number; live?: number };
-      const pres = (r as { presence?: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[] }> } }).presence;
-      if (pres) out(presenceLines(pres).join('\n'));
+      const pres = (r as { presence?: { live: number; freeSlots: number } }).presence;
+      if (pres) out(presenceLine(pres));
       const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');
       for (const a of ads) {
