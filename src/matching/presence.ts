@@ -32,7 +32,7 @@ export const PRESENCE_VIEW_DEFAULTS: PresenceViewOptions = { maxProviders: 100_0
 export type AdvertLookup = (did: string, now: number) => Opened<Advert> | undefined;
 
 /** What `add` did with a presence record. */
-export type PresenceAdd = 'added' | 'replaced' | 'stale' | 'expired' | 'future';
+export type PresenceAdd = 'added' | 'replaced' | 'stale' | 'expired' | 'future' | 'no-advert';
 
 export class PresenceView {
   readonly #o: PresenceViewOptions;
@@ -57,12 +57,14 @@ export class PresenceView {
 
   /**
    * Take a presence record (already verified): it replaces the signer's held
-   * one only when issued later; one past its window, or issued too far ahead,
-   * is not kept.
+   * one only when issued later; one past its window, issued too far ahead, or
+   * from a signer with no live advert (it could never be live; this bounds
+   * memory by the adverts held) is not kept.
    */
   add(p: Opened<Presence>, now: number): PresenceAdd {
     if (this.liveUntil(p) <= now) return 'expired';
     if (p.record.issuedAt > now + this.#o.skewMs) return 'future';
+    if (!this.advertOf(p.signer, now)) return 'no-advert';
     const held = this.#byDid.get(p.signer);
     if (held) {
       if (held.record.issuedAt > p.record.issuedAt || (held.record.issuedAt === p.record.issuedAt && held.address >= p.address)) return 'stale';

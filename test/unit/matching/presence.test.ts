@@ -56,7 +56,7 @@ test('no live advert: not live; workloads are those the advert lists too', () =>
   const v = view([advert(P(1), { workloads: ['infer.llm'] }), a2]);
   v.add(presence(P(1), { workloads: ['embed.text', 'infer.llm'] }), NOW);
   v.add(presence(P(2)), NOW);
-  v.add(presence(P(3)), NOW); // no advert at all
+  assert.equal(v.add(presence(P(3)), NOW), 'no-advert', 'not even held');
   assert.deepEqual(v.live(NOW).map((l) => l.did), byDid([P(1), P(2)]).map((p) => p.did));
   assert.deepEqual(v.live(NOW).find((l) => l.did === P(1).did)!.workloads, ['infer.llm']);
   assert.deepEqual(v.live(NOW + 5_000).map((l) => l.did), [P(1).did], 'P(2)’s advert expired');
@@ -110,4 +110,13 @@ test('gossip hook: presence needs the signer’s live advert and only its worklo
   assert.equal(await code(presence(P(1))), 'accept');
   assert.equal(await code(presence(P(2))), PRESENCE_HOOK_ERR.PRESENCE_NO_ADVERT);
   assert.equal(await code(presence(P(1), { workloads: ['embed.text', 'infer.llm'] })), PRESENCE_HOOK_ERR.PRESENCE_WORKLOAD_NOT_ADVERTISED);
+});
+
+test('a flood changes nothing: one signer’s records only replace its own; keys without adverts are never live', () => {
+  const v = view([advert(P(1))]);
+  for (let i = 0; i < 500; i++) v.add(presence(P(1), { issuedAt: NOW + i, freeSlots: i % 5 }), NOW + i);
+  for (let i = 0; i < 50; i++) assert.equal(v.add(presence(P(1000 + i), { freeSlots: 9 }), NOW + 500), 'no-advert');
+  assert.equal(v.size, 1, 'nothing held for keys without adverts');
+  const l = v.live(NOW + 500);
+  assert.deepEqual(l.map((x) => [x.did, x.freeSlots]), [[P(1).did, 499 % 5]]);
 });
