@@ -39,12 +39,18 @@ const fileSchema = z
 
 /** Read and validate a batch file into the planner's (and the API's) batch shape. */
 export function readBatchFile(path: string): Batch {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'));
+    text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code) throw new C0Error('BATCH_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new C0Error('BATCH_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    // (the yaml parser's errors carry a `code` too, so reading and parsing are told apart by where they fail)
     throw new C0Error('BATCH_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
   }
   const r = fileSchema.safeParse(raw ?? {});
