@@ -34,10 +34,10 @@ test('table 1: capacity = ⌊reputation × min(freeSlots × runs per slot in the
   const [A, B, C, D] = [P(101), P(102), P(103), P(104)] as [Party, Party, Party, Party];
   // window 60 s, a line takes 10 s → 6 runs per slot; ceiling 20
   // A: 4 slots → 24, min 20, × 0.5 → 10     price 0.10
-  // B: 1 slot  → 6,          × 0.9 → 5.4 → 5 price 0.20
+  // B: 1 slot  → 6,          × 0.95→ 5.7 → 5 price 0.20
   // C: 10 slots→ 60, min 20, × 1   → 20     price 0.30
   // D: 2 slots → 12,         × 0.25→ 3      price 0.05
-  const rep: Record<string, number> = { [A.did]: 0.5, [B.did]: 0.9, [C.did]: 1, [D.did]: 0.25 };
+  const rep: Record<string, number> = { [A.did]: 0.5, [B.did]: 0.95, [C.did]: 1, [D.did]: 0.25 };
   const plan = planBatch({
     batch: { windowMs: 60_000, workloads: [wl({ lines: 30 })] },
     live: [live(A, { price: '0.10', freeSlots: 4 }), live(B, { price: '0.20', freeSlots: 1 }), live(C, { price: '0.30', freeSlots: 10 }), live(D, { price: '0.05', freeSlots: 2 })],
