@@ -113,6 +113,7 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     const perSlot = Math.floor(batch.windowMs / w.lineMs);
     const currency = w.maxPrice.currency;
     const lines = new D(w.lines);
+    const maxTotal = new D(w.maxPrice.amount).times(lines);
     // Candidates: eligible, priced in the workload's currency, under maxPrice, with a share left.
     const cands: Array<{ p: LiveProvider; key: Decimal; ask: Money; unit: string; qty: Decimal; share: number }> = [];
     for (const p of providers) {
@@ -122,7 +123,7 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       const qty = pe.unit === 'job' ? lines : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
       if (qty === undefined) continue; // priced in a unit the batch does not state: cannot be costed
       const key = new D(pe.price.amount).times(qty); // cost of all lines at this ask; per line = key / lines
-      if (key.gt(new D(w.maxPrice.amount).times(lines))) continue;
+      if (key.gt(maxTotal)) continue;
       if (inp.eligible && !inp.eligible(p, w)) continue;
       const rep = Decimal.min(1, Decimal.max(0, new D(inp.reputation(p.did))));
       const advertised = Math.max(0, p.freeSlots) * Math.max(0, perSlot);
