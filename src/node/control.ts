@@ -9,6 +9,7 @@ import { ensureToken, startApi, type ApiServer, type Route } from './api.js';
 import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
+import { batchPlan } from './batch-route.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -58,6 +59,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return { entries: raw.entries.length, receipts: raw.receipts.length, file: Buffer.from(encodeLedgerFile(raw)).toString('base64') };
       },
     },
+    { method: 'POST', path: '/v1/batch/plan', handler: async ({ body, query }) => batchPlan(ov(d, query), body) },
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
   const hosts = d.opts.config.api.hosts;

@@ -35,6 +35,7 @@ import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, jobPushHandler, p
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
+import type { LiveProvider } from '../matching/types.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
@@ -73,6 +74,10 @@ export class OverlayNode {
   presence!: PresenceView;
   /** This provider's presence publisher (provider role only). */
   presencePublisher: PresencePublisher | undefined;
+  /** Matching (docs/matching.md): the live-provider view and the budget each provider already draws on; wired by the presence and lease modules. */
+  liveProviders: (now: number) => LiveProvider[] = (now) => this.presence?.live(now) ?? [];
+  heldJobs: (did: string) => number = () => 0;
+  designatedOrders: (did: string) => number = () => 0;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;

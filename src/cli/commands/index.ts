@@ -12,6 +12,7 @@ import { register as ledger } from './ledger.js';
 import { register as pool } from './pool.js';
 import { register as market } from './market.js';
 import { register as overlay } from './overlay.js';
+import { register as batch } from './batch.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -24,6 +25,7 @@ export function registerCommands(program: Command): void {
   steward(program);
   market(program);
   overlay(program);
+  batch(program);
   // Last: attaches `market list` (the default) to the market group, creating it if absent.
   registerLiveMarket(program);
 }

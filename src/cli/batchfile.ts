@@ -1,0 +1,76 @@
+/**
+ * batch.yaml → a batch for the planner (docs/matching.md "Batch plans";
+ * issue #12): `window` (or `windowMs`), and per workload `lines`, summed
+ * `units`, an optional `lineTime`, `maxPrice` per line and `requirements` as a
+ * job file has. Durations accept `90s`, `5m`, `1h` or milliseconds; maxPrice
+ * accepts "0.05 USD" or {amount, currency}. Errors: BATCH_FILE_UNREADABLE,
+ * BATCH_FILE_NOT_YAML, BATCH_FIELD_INVALID (naming the field).
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { C0Error } from '../errors.js';
+import { parseMoney } from '../records/money.js';
+import { batchFieldError, parseBatch } from '../matching/batch-input.js';
+import type { Batch } from '../matching/batch-plan.js';
+import { parseDuration } from './jobfile.js';
+
+const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
+const amount = z.union([z.string(), z.number().nonnegative()]).transform((v) => String(v));
+
+const fileSchema = z
+  .object({
+    window: duration.optional(),
+    windowMs: z.number().int().positive().optional(),
+    workloads: z.array(
+      z
+        .object({
+          workload: z.string(),
+          lines: z.number(),
+          units: z.record(z.string(), amount).optional(),
+          lineTime: duration.optional(),
+          maxPrice: z.union([z.string(), z.object({ amount: z.string(), currency: z.string() }).strict()]),
+          requirements: z.unknown().optional(),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
+/** Read and validate a batch file into the planner's (and the API's) batch shape. */
+export function readBatchFile(path: string): Batch {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new C0Error('BATCH_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    // (the yaml parser's errors carry a `code` too, so reading and parsing are told apart by where they fail)
+    throw new C0Error('BATCH_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
+  }
+  const r = fileSchema.safeParse(raw ?? {});
+  if (!r.success) throw batchFieldError(r.error, path);
+  const f = r.data;
+  if ((f.window === undefined) === (f.windowMs === undefined)) throw new C0Error('BATCH_FIELD_INVALID', `${path}: give the batch window as exactly one of window: or windowMs:`, { field: 'window' });
+  const windowMs = f.windowMs ?? parseDuration(f.window!);
+  const workloads = f.workloads.map((w, i) => {
+    let maxPrice: unknown = w.maxPrice;
+    if (typeof w.maxPrice === 'string') {
+      try {
+        maxPrice = parseMoney(w.maxPrice);
+      } catch {
+        throw new C0Error('BATCH_FIELD_INVALID', `${path}: workloads.${i}.maxPrice: like "0.05 USD"`, { field: `workloads.${i}.maxPrice` });
+      }
+    }
+    const units = w.units ?? {};
+    // Without lineTime: summed seconds over the lines when the batch states them, else the whole window.
+    const lineMs = w.lineTime !== undefined ? parseDuration(w.lineTime) : units.second !== undefined && Number.isInteger(w.lines) && w.lines > 0 ? Math.max(1, Math.ceil((Number(units.second) * 1000) / w.lines)) : windowMs;
+    return { workload: w.workload, lines: w.lines, units, lineMs, maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
+  });
+  return parseBatch({ windowMs, workloads }, path);
+}

@@ -1,0 +1,224 @@
+/**
+ * The batch planner (spec/matching-and-leases.md, "The batch plan"; issue #12
+ * "Batch plans"; docs/matching.md "Batch plans"). Pure: no I/O, no clock reads
+ * (`now` is injected), exact decimals. Given a batch (per workload a line
+ * count, summed units and a window) and the live providers, it says how many
+ * lines each provider takes at its ask, or refuses the whole batch with the
+ * shortfall per workload before anything is signed.
+ *
+ *   advertised(p, w) = p.freeSlots × ⌊windowMs / lineMs(w)⌋
+ *   capacity(p, w)   = ⌊reputation(p) × min(advertised(p, w), ceiling)⌋
+ *   share(p, w)      = max(0, capacity − held(p) − designated(p) − lines p took for earlier workloads of this batch)
+ *
+ * Providers are filled cheapest first (the cost of one line at the provider's
+ * advertised price for the workload in its unit); equal prices take turns, one
+ * line at a time, in DID order.
+ */
+import { Decimal } from 'decimal.js';
+import { C0Error } from '../errors.js';
+import type { Money } from '../records/money.js';
+import type { Requirements } from '../records/kinds.js';
+import { tierSatisfies } from '../market/eligibility.js';
+import type { LiveProvider } from './types.js';
+
+/** Default per-provider ceiling (lines one provider may hold in one plan) when the caller configures none. */
+export const BATCH_PROVIDER_CEILING = 64;
+/** Money amounts carry at most 30 decimal places (records/money.ts AMOUNT_RE); a non-terminating cost rounds up there. */
+const MAX_SCALE = 30;
+const D = Decimal.clone({ precision: 200, rounding: Decimal.ROUND_UP });
+
+export interface BatchWorkload {
+  workload: string;
+  /** How many lines (jobs) of this workload the batch holds. */
+  lines: number;
+  /** Summed units over all lines, per pricing unit (e.g. `second`, `mib`); `job` is always `lines`. Decimal strings. */
+  units: Record<string, string>;
+  /** Expected time one line occupies a slot, ms. */
+  lineMs: number;
+  /** The most one line may cost (as a job file's maxPrice); its currency is the workload's. */
+  maxPrice: Money;
+  requirements?: Requirements;
+}
+
+export interface Batch {
+  windowMs: number;
+  workloads: BatchWorkload[];
+}
+
+export interface PlanInputs {
+  batch: Batch;
+  live: readonly LiveProvider[];
+  now: number;
+  /** The provider's reputation score, 0..1 (the node's reputation view). */
+  reputation: (did: string) => number;
+  /** Per-provider ceiling on lines (default BATCH_PROVIDER_CEILING). */
+  ceiling?: number;
+  /** Jobs the provider holds now (default 0). */
+  held?: (did: string) => number;
+  /** Open orders already designated to the provider (default 0). */
+  designated?: (did: string) => number;
+  /** The eligibility gate per (provider, workload) (default: everyone passes). */
+  eligible?: (p: LiveProvider, w: BatchWorkload) => boolean;
+}
+
+export interface PlanAssignment {
+  workload: string;
+  provider: string;
+  lines: number;
+  /** The provider's ask: its advertised price per unit. */
+  ask: Money;
+  unit: string;
+  /** What these lines cost at that ask (exact; rounded up at the 30th decimal only when the division does not terminate). */
+  cost: Money;
+}
+
+export interface BatchPlan {
+  plannedAt: number;
+  windowMs: number;
+  /** In workload order, then cheapest first, then DID order. */
+  assignments: PlanAssignment[];
+  /** Per provider (DID order): lines and cost per currency. */
+  providers: Array<{ provider: string; lines: number; cost: Money[] }>;
+  /** Total cost per currency (currency order). */
+  totals: Money[];
+  lines: number;
+}
+
+export interface Shortfall {
+  workload: string;
+  lines: number;
+  planned: number;
+  shortfall: number;
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Plan a batch, or throw BATCH_EXCEEDS_CAPACITY (detail.shortfall per workload). */
+export function planBatch(inp: PlanInputs): BatchPlan {
+  const { batch, now } = inp;
+  const ceiling = inp.ceiling ?? BATCH_PROVIDER_CEILING;
+  const live = [...inp.live].filter((p) => p.liveUntil > now).sort((a, b) => cmp(a.did, b.did));
+  // The same DID twice (should not happen): keep the one live longest, deterministically.
+  const byDid = new Map<string, LiveProvider>();
+  for (const p of live) {
+    const q = byDid.get(p.did);
+    if (!q || p.liveUntil > q.liveUntil || (p.liveUntil === q.liveUntil && cmp(p.presence.address, q.presence.address) < 0)) byDid.set(p.did, p);
+  }
+  const providers = [...byDid.values()];
+  const taken = new Map<string, number>();
+  const assignments: PlanAssignment[] = [];
+  const shortfalls: Shortfall[] = [];
+
+  for (const w of batch.workloads) {
+    const perSlot = Math.floor(batch.windowMs / w.lineMs);
+    const currency = w.maxPrice.currency;
+    const lines = new D(w.lines);
+    const maxTotal = new D(w.maxPrice.amount).times(lines);
+    // Candidates: eligible, priced in the workload's currency, under maxPrice, with a share left.
+    const cands: Array<{ p: LiveProvider; key: Decimal; ask: Money; unit: string; qty: Decimal; share: number }> = [];
+    for (const p of providers) {
+      if (!p.workloads.includes(w.workload)) continue;
+      const pe = p.advert.record.prices?.find((x) => x.workload === w.workload);
+      if (!pe || pe.price.currency !== currency) continue;
+      const qty = pe.unit === 'job' ? lines : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
+      if (qty === undefined) continue; // priced in a unit the batch does not state: cannot be costed
+      const key = new D(pe.price.amount).times(qty); // cost of all lines at this ask; per line = key / lines
+      if (key.gt(maxTotal)) continue;
+      if (inp.eligible && !inp.eligible(p, w)) continue;
+      const rep = Decimal.min(1, Decimal.max(0, new D(inp.reputation(p.did))));
+      const advertised = Math.max(0, p.freeSlots) * Math.max(0, perSlot);
+      const capacity = rep.times(Math.min(advertised, ceiling)).floor().toNumber();
+      const share = Math.max(0, capacity - (inp.held?.(p.did) ?? 0) - (inp.designated?.(p.did) ?? 0) - (taken.get(p.did) ?? 0));
+      if (share > 0) cands.push({ p, key, ask: pe.price, unit: pe.unit, qty, share });
+    }
+    cands.sort((a, b) => a.key.cmp(b.key) || cmp(a.p.did, b.p.did));
+    let left = w.lines;
+    const got = new Map<string, number>();
+    for (let i = 0; i < cands.length && left > 0; ) {
+      let j = i;
+      while (j < cands.length && cands[j]!.key.eq(cands[i]!.key)) j++;
+      // Equal prices take turns: one line each per round, DID order, until the group or the workload is exhausted.
+      let active = cands.slice(i, j).map((c) => ({ c, rest: c.share }));
+      while (left > 0 && active.length) {
+        const m = Math.min(...active.map((a) => a.rest));
+        const full = Math.min(m, Math.floor(left / active.length));
+        if (full > 0) {
+          for (const a of active) {
+            a.rest -= full;
+            got.set(a.c.p.did, (got.get(a.c.p.did) ?? 0) + full);
+          }
+          left -= full * active.length;
+        } else {
+          // A partial round: the first `left` in DID order take one more line each.
+          for (const a of active.slice(0, left)) {
+            a.rest -= 1;
+            got.set(a.c.p.did, (got.get(a.c.p.did) ?? 0) + 1);
+          }
+          left = 0;
+        }
+        active = active.filter((a) => a.rest > 0);
+      }
+      i = j;
+    }
+    for (const c of cands) {
+      const n = got.get(c.p.did);
+      if (!n) continue;
+      taken.set(c.p.did, (taken.get(c.p.did) ?? 0) + n);
+      const cost = new D(c.ask.amount).times(c.qty).times(n).div(lines);
+      assignments.push({ workload: w.workload, provider: c.p.did, lines: n, ask: c.ask, unit: c.unit, cost: { amount: amount(cost), currency } });
+    }
+    if (left > 0) shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left });
+  }
+
+  if (shortfalls.length) {
+    const said = shortfalls.map((s) => `${s.workload}: ${s.shortfall} of ${s.lines} lines unplaced`).join('; ');
+    throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said})`, { detail: { shortfall: shortfalls } });
+  }
+
+  const perProvider = new Map<string, { lines: number; cost: Map<string, Decimal> }>();
+  const totals = new Map<string, Decimal>();
+  for (const a of assignments) {
+    const e = perProvider.get(a.provider) ?? { lines: 0, cost: new Map<string, Decimal>() };
+    e.lines += a.lines;
+    e.cost.set(a.cost.currency, (e.cost.get(a.cost.currency) ?? new D(0)).plus(a.cost.amount));
+    perProvider.set(a.provider, e);
+    totals.set(a.cost.currency, (totals.get(a.cost.currency) ?? new D(0)).plus(a.cost.amount));
+  }
+  const moneyList = (m: Map<string, Decimal>): Money[] => [...m.entries()].sort((a, b) => cmp(a[0], b[0])).map(([currency, v]) => ({ amount: amount(v), currency }));
+  return {
+    plannedAt: now,
+    windowMs: batch.windowMs,
+    assignments,
+    providers: [...perProvider.entries()].sort((a, b) => cmp(a[0], b[0])).map(([provider, e]) => ({ provider, lines: e.lines, cost: moneyList(e.cost) })),
+    totals: moneyList(totals),
+    lines: assignments.reduce((s, a) => s + a.lines, 0),
+  };
+}
+
+/** A decimal as a record amount: plain notation, no trailing zeros, at most 30 places (rounded up). */
+function amount(v: Decimal): string {
+  const r = v.decimalPlaces() > MAX_SCALE ? v.toDecimalPlaces(MAX_SCALE, Decimal.ROUND_UP) : v;
+  return r.toFixed();
+}
+
+/**
+ * The default eligibility gate for a batch line: the provider's advert meets
+ * the workload's requirements (tier, region, allowlist, CPU, memory, GPUs),
+ * as the auction's eligibility checks read them.
+ */
+export function meetsRequirements(p: LiveProvider, w: BatchWorkload): boolean {
+  const r = w.requirements;
+  if (!r) return true;
+  const a = p.advert.record;
+  if (r.tier && !tierSatisfies(a.tier, r.tier)) return false;
+  if (r.regions?.length && (!a.region || !r.regions.includes(a.region))) return false;
+  if (r.allowlist?.length && !r.allowlist.includes(p.did)) return false;
+  if (r.cpuCores !== undefined && a.hardware.cpuCores < r.cpuCores) return false;
+  if (r.memoryMiB !== undefined && a.hardware.memoryMiB < r.memoryMiB) return false;
+  if (r.gpu) {
+    const g = r.gpu;
+    const fit = (a.hardware.gpus ?? []).filter((x) => x.vramMiB >= g.vramMiB && (g.features ?? []).every((f) => (x.features ?? []).includes(f)));
+    if (fit.reduce((s, x) => s + x.count, 0) < g.count) return false;
+  }
+  return true;
+}

@@ -1,0 +1,78 @@
+/**
+ * batch.yaml (docs/matching.md "Batch plans"): a good file becomes the
+ * planner's batch; every bad input is a coded error naming the field.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { C0Error } from '../../../src/errors.js';
+import { readBatchFile } from '../../../src/cli/batchfile.js';
+import { parseBatch } from '../../../src/matching/batch-input.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'c0-batchfile-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+function file(text: string): string {
+  const p = join(dir, `b${n++}.yaml`);
+  writeFileSync(p, text);
+  return p;
+}
+
+const coded = (code: string, field?: string) => (e: unknown) => {
+  assert.ok(e instanceof C0Error, String(e));
+  assert.equal(e.code, code, e.message);
+  if (field !== undefined) assert.equal(e.field, field, e.message);
+  return true;
+};
+
+test('a good batch file: window, lines, summed units, lineTime derived from summed seconds, maxPrice as text', () => {
+  const b = readBatchFile(
+    file(`window: 10m
+workloads:
+  - workload: builtin.sha256
+    lines: 100
+    units: { second: 250 }
+    maxPrice: "0.05 USD"
+  - workload: infer.llm
+    lines: 4
+    lineTime: 30s
+    maxPrice: { amount: "1", currency: EUR }
+    requirements: { tier: standard }
+`),
+  );
+  assert.deepEqual(b, {
+    windowMs: 600_000,
+    workloads: [
+      { workload: 'builtin.sha256', lines: 100, units: { second: '250' }, lineMs: 2500, maxPrice: { amount: '0.05', currency: 'USD' } },
+      { workload: 'infer.llm', lines: 4, units: {}, lineMs: 30_000, maxPrice: { amount: '1', currency: 'EUR' }, requirements: { tier: 'standard' } },
+    ],
+  });
+  // no lineTime and no seconds: one line per slot in the window
+  assert.equal(readBatchFile(file('windowMs: 5000\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }]\n')).workloads[0]!.lineMs, 5000);
+});
+
+test('bad batch files: coded errors naming the field', () => {
+  assert.throws(() => readBatchFile(join(dir, 'missing.yaml')), coded('BATCH_FILE_UNREADABLE'));
+  assert.throws(() => readBatchFile(file('window: [unclosed\n')), coded('BATCH_FILE_NOT_YAML'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.lines'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 0, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.lines'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2.5, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.lines'));
+  assert.throws(() => readBatchFile(file('workloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'window'));
+  assert.throws(() => readBatchFile(file('window: 1m\nwindowMs: 60000\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'window'));
+  assert.throws(() => readBatchFile(file('window: soon\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'window'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "cheap" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.maxPrice'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD", units: { second: "-3" } }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.units.second'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: "Not A Workload", lines: 2, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.workload'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD", requirements: { tier: gold } }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.requirements.tier'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD", colour: red }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0'));
+  assert.throws(() => readBatchFile(file('window: 1m\nworkloads: []\n')), coded('BATCH_FIELD_INVALID', 'workloads'));
+  assert.throws(
+    () => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }, { workload: a.b, lines: 1, maxPrice: "1 USD" }]\n')),
+    coded('BATCH_FIELD_INVALID', 'workloads.1.workload'),
+  );
+  // the API body is checked by the same schema
+  assert.throws(() => parseBatch({ windowMs: 1000, workloads: [{ workload: 'a.b', lines: 1, units: {}, lineMs: 0, maxPrice: { amount: '1', currency: 'USD' } }] }), coded('BATCH_FIELD_INVALID', 'workloads.0.lineMs'));
+  assert.throws(() => parseBatch(undefined), coded('BATCH_FIELD_INVALID', 'windowMs'));
+});

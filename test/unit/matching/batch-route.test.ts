@@ -1,0 +1,54 @@
+/**
+ * `POST /v1/batch/plan` as the daemon answers it (src/node/batch-route.ts;
+ * docs/matching.md "Batch plans"): the node's live-provider view, reputation
+ * view, held jobs, designated orders and the requirements gate all reach the
+ * planner; a bad body or ceiling is coded; the human table renders the plan.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { seal, T, type Presence } from '../../../src/records/index.js';
+import { batchPlan } from '../../../src/node/batch-route.js';
+import { renderPlan } from '../../../src/cli/commands/batch.js';
+import type { OverlayNode } from '../../../src/node/overlay.js';
+import type { LiveProvider } from '../../../src/matching/types.js';
+import { NOW, P, advert, type Party } from '../market/fixtures.js';
+
+function live(p: Party, price: string, freeSlots: number, tier: 'community' | 'standard' = 'standard'): LiveProvider {
+  const a = advert(p, { workloads: ['infer.llm'], tier, prices: [{ workload: 'infer.llm', unit: 'job', price: { amount: price, currency: 'USD' } }] });
+  const pr: Presence = { workloads: ['infer.llm'], freeSlots, issuedAt: NOW - 1000, windowMs: 15_000 };
+  return { did: p.did, advert: a, presence: seal(T.presence, pr, p.signer), workloads: pr.workloads, freeSlots, liveUntil: NOW + 14_000 };
+}
+
+test('the route plans from the node’s views and hooks', () => {
+  const [A, B, C] = [P(801), P(802), P(803)] as [Party, Party, Party];
+  const seen: number[] = [];
+  const node = {
+    clock: () => NOW,
+    market: { reputation: () => ({ scoreOf: (d: string) => (d === A.did ? 0.5 : 1) }) },
+    // A: 8 slots × 0.5 = 4, less 1 held, 1 designated → 2; B: 3 slots; C fails the tier requirement
+    liveProviders: (now: number) => (seen.push(now), [live(A, '0.1', 8), live(B, '0.2', 3), live(C, '0.01', 9, 'community')]),
+    heldJobs: (d: string) => (d === A.did ? 1 : 0),
+    designatedOrders: (d: string) => (d === A.did ? 1 : 0),
+  } as unknown as OverlayNode;
+  const body = (lines: number, ceiling?: unknown) => ({ batch: { windowMs: 10_000, workloads: [{ workload: 'infer.llm', lines, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'USD' }, requirements: { tier: 'standard' } }] }, ...(ceiling === undefined ? {} : { ceiling }) });
+  const plan = batchPlan(node, body(5));
+  assert.deepEqual(seen, [NOW]);
+  assert.deepEqual(plan.assignments.map((a) => [a.provider, a.lines, a.cost.amount]), [
+    [A.did, 2, '0.2'],
+    [B.did, 3, '0.6'],
+  ]);
+  assert.deepEqual(plan.totals, [{ amount: '0.8', currency: 'USD' }]);
+  assert.throws(() => batchPlan(node, body(6)), { code: 'BATCH_EXCEEDS_CAPACITY' });
+  // a ceiling of 2: A ⌊0.5 × 2⌋ − 2 = 0, B 2
+  assert.throws(() => batchPlan(node, body(3, 2)), { code: 'BATCH_EXCEEDS_CAPACITY' });
+  assert.equal(batchPlan(node, body(2, 2)).assignments[0]!.provider, B.did);
+  assert.throws(() => batchPlan(node, body(1, -1)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
+  assert.throws(() => batchPlan(node, body(1, 1.5)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
+  assert.throws(() => batchPlan(node, { batch: { windowMs: 1 } }), { code: 'BATCH_FIELD_INVALID', field: 'workloads' });
+  assert.throws(() => batchPlan(node, null), { code: 'BATCH_FIELD_INVALID' });
+
+  const text = renderPlan(plan).join('\n');
+  assert.match(text, /^infer\.llm$/m);
+  assert.match(text, /\s2\s+0\.1 USD\/job\s+0\.2 USD$/m);
+  assert.match(text, /^total: 5 lines over 2 providers, 0\.8 USD$/m);
+});
