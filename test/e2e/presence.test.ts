@@ -4,9 +4,12 @@
  * `c0mpute market` show it live with its free slots, one fewer while a job
  * runs there; once the provider is gone the buyer drops it from live within
  * the presence window (its advert is still live: the drop is presence's).
+ * The same live view feeds `c0mpute batch plan`.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJob, waitFor, waitForMarket, withLogs } from './node-helpers.js';
 
 interface MarketView {
@@ -37,6 +40,14 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     assert.equal(cli.code, 0, cli.err);
     assert.match(cli.out, /presence\s+1 provider live, 2 free slots/);
     assert.match(cli.out, /present, 2 free slots/);
+
+    // The live view feeds the batch planner: the provider takes the line at its ask (capacity: an unknown
+    // provider's reputation 0.5 × 2 free slots × 1 run in the window = 1 line; docs/matching.md "Batch plans").
+    const batch = join(c.root, 'batch.yaml');
+    writeFileSync(batch, 'window: 1m\nworkloads: [{ workload: builtin.sha256, lines: 1, maxPrice: "0.1 USD" }]\n');
+    const plan = await c0mpute(b.dir, ['batch', 'plan', batch, '--json']);
+    assert.equal(plan.code, 0, plan.err);
+    assert.match(plan.out, new RegExp(p.did));
 
     // A job running there takes a slot: the next presence says so, well before the cadence would.
     const run = runJob(b, { workload: 'builtin.sleep', params: '12000', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 120_000, timeoutMs: 60_000, input: Buffer.from('hold a slot').toString('base64') });
