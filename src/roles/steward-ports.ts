@@ -9,6 +9,7 @@
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
 import type { Advert } from '../records/kinds.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Network } from '../net/node.js';
 import type { RecordStore } from '../store/records.js';
 import type { Sub } from '../store/db.js';
@@ -49,6 +50,12 @@ export interface StewardPorts {
   readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };
   /** A sublevel of the overlay's store (the steward's queue). */
   sub(name: string): Sub;
+}
+
+/** The node's identity as the steward uses it: its DID and the key it signs ledger entries with. */
+export interface StewardIdentity {
+  readonly did: string;
+  readonly signer: Ed25519Signer;
 }
 
 /** A direct-protocol stream as the steward's handlers see it. */

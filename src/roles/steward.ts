@@ -48,15 +48,14 @@ import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger } from '../ledger/store.js';
-import type { Identity } from '../node/identity.js';
 import { ClaimAccounts } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
-import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
-export type { StewardConfig, StewardPorts } from './steward-ports.js';
+export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
 export type { AdmitRequest } from './steward-admission.js';
 
 export class Steward {
@@ -73,7 +72,7 @@ export class Steward {
     readonly ledger: Ledger,
     tree: Tree,
     private cfg: StewardConfig,
-    private identity: Identity,
+    private identity: StewardIdentity,
   ) {
     this.tree = tree;
     this.pool = new PoolState(tree, ledger.book);
@@ -85,7 +84,7 @@ export class Steward {
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append });
   }
 
-  static async start(o: StewardPorts, dataDir: string, cfg: StewardConfig, identity: Identity): Promise<Steward> {
+  static async start(o: StewardPorts, dataDir: string, cfg: StewardConfig, identity: StewardIdentity): Promise<Steward> {
     let text: string;
     try {
       text = readFileSync(cfg.treeFile, 'utf8');

@@ -21,8 +21,7 @@ import type { Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import type { Identity } from '../node/identity.js';
-import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from './steward-ports.js';
+import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
   /** Only witness these stewards (default: every steward heard on the overlay). */
@@ -45,13 +44,13 @@ export class WitnessRole {
   private constructor(
     private o: WitnessPorts,
     db: Db,
-    private identity: Identity,
+    private identity: WitnessIdentity,
     private cfg: WitnessConfig,
   ) {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }) });
   }
 
-  static async start(o: WitnessPorts, db: Db, identity: Identity, cfg: WitnessConfig): Promise<WitnessRole> {
+  static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
     const w = new WitnessRole(o, db, identity, cfg);
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     return w;
