@@ -18,13 +18,22 @@ import { Witness } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
-import type { OverlayNode } from '../node/overlay.js';
-import type { Identity } from '../node/identity.js';
-import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from './steward.js';
+import type { Network } from '../net/node.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
   /** Only witness these stewards (default: every steward heard on the overlay). */
   stewards?: string[];
+}
+
+/** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
+export interface WitnessPorts {
+  readonly name: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'>;
 }
 
 export class WitnessRole {
@@ -33,15 +42,15 @@ export class WitnessRole {
   #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
 
   private constructor(
-    private o: OverlayNode,
+    private o: WitnessPorts,
     db: Db,
-    private identity: Identity,
+    private identity: WitnessIdentity,
     private cfg: WitnessConfig,
   ) {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }) });
   }
 
-  static async start(o: OverlayNode, db: Db, identity: Identity, cfg: WitnessConfig): Promise<WitnessRole> {
+  static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
     const w = new WitnessRole(o, db, identity, cfg);
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     return w;

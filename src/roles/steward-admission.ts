@@ -1,0 +1,295 @@
+/**
+ * The steward's admission and its line of queued claims (pool/1 §4, §6.2):
+ * the `admit` op of `/c0mpute/steward/1`. Admit → an `Admitted` entry is
+ * appended (durably, preempting first when needed) and the buyer proceeds.
+ * Queue → the claim is written to the queue store (synced,
+ * src/roles/steward-queue.ts), the buyer is told why and its claim waits on
+ * the open stream; queued claims are decided again, in arrival order, one at
+ * a time, whenever capacity frees. After a restart the queue comes back with
+ * no buyer attached; a buyer re-asking with the same job keeps its place, and
+ * a claim whose buyer is away holds the line for at most `reaskGraceMs`.
+ * Asking again for a job already admitted answers `admitted` again. Deny →
+ * the buyer is told why; nothing is recorded. Part of src/roles/steward.ts.
+ */
+import { C0Error } from '../errors.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Energy, type Job } from '../records/kinds.js';
+import { admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { deriveEstimate } from '../pool/estimate.js';
+import type { Ledger } from '../ledger/store.js';
+import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
+import type { ClaimAccounts } from './steward-accounts.js';
+import type { Decided, Reclaimer } from './steward-reclaim.js';
+import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
+
+/** What ends a wait in line: a decision, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
+type Wake = Decided | { gone: 'stopping' | 'superseded' };
+
+interface Waiting {
+  /** arrival number (the place in line; the queue store's key) */
+  n: number;
+  claim: Claim;
+  job: Opened<Job>;
+  since: number;
+  verdict: Verdict & { verdict: 'Queue' };
+  /** The buyer's open stream; absent while the buyer is away (restored after a restart, or its stream failed). */
+  wake?: (d: Wake) => void;
+  expire?: NodeJS.Timeout;
+  grace?: NodeJS.Timeout;
+}
+
+export interface AdmitRequest {
+  op: 'admit';
+  job: Uint8Array;
+  entitlement: string;
+  class?: string;
+  estimate?: Energy;
+}
+
+function claimFor(job: Opened<Job>, req: Pick<AdmitRequest, 'entitlement' | 'class'>, estimate: Energy): Claim {
+  return {
+    id: job.address,
+    entitlement: req.entitlement,
+    ...(req.class ? { class: req.class } : {}),
+    gang_size: 1,
+    // A job occupies its GPUs; a CPU-only job occupies one machine slot.
+    devices_per_member: job.record.requirements.gpu?.count ?? 1,
+    estimate,
+  };
+}
+
+export interface AdmissionDeps {
+  ports: StewardPorts;
+  ledger: Ledger;
+  cfg: StewardConfig;
+  accounts: ClaimAccounts;
+  reclaim: Reclaimer;
+  stopped: () => boolean;
+  /** Append a ledger entry and publish the new head. */
+  append: Ledger['append'];
+}
+
+export class AdmissionLine {
+  #queue: Waiting[] = [];
+  /** Queued claims taken out of line and not yet appended (or denied): nothing else is decided meanwhile. */
+  #inflight = 0;
+  /** Claims being admitted (preempting, appending): a re-ask waits for them. */
+  #admitting = new Map<string, Promise<void>>();
+  readonly #queueStore: ClaimQueueStore;
+
+  constructor(private d: AdmissionDeps) {
+    this.#queueStore = new ClaimQueueStore(d.ports.sub('steward-queue'), d.ports.log.child({ role: 'steward', overlay: d.ports.name }));
+  }
+
+  get #log() {
+    return this.d.ports.log;
+  }
+
+  async admit(req: AdmitRequest, ctx: StewardStream): Promise<void> {
+    if (!(req.job instanceof Uint8Array)) throw new C0Error('STEWARD_BAD_REQUEST', 'admit: job must be an envelope', { field: 'job' });
+    if (typeof req.entitlement !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: entitlement is required', { field: 'entitlement' });
+    const job = open(req.job, T.job);
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask to admit it');
+    // An admission of this job under way (taken out of line, being appended): answer once it is done.
+    await this.#admitting.get(job.address);
+    const admitted = this.d.ledger.book.open.get(job.address);
+    if (admitted) {
+      // Asked again (the first answer was lost with its stream): the same answer, nothing recorded.
+      await ctx.send({ t: 'admitted', reserved: admitted.reserved, devices: admitted.devices, borrowed_uj: admitted.borrowed_uj } as never);
+      return;
+    }
+    if (this.d.ledger.book.released.has(job.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this job was admitted and has been released already');
+    let w = this.#queue.find((x) => x.claim.id === job.address);
+    if (w) {
+      // The buyer asks again for a queued claim (its stream failed, or the steward restarted): it keeps its place.
+      if (w.claim.entitlement !== req.entitlement) throw new C0Error('STEWARD_CLAIM_MISMATCH', `this job is queued under entitlement ${w.claim.entitlement}`, { field: 'entitlement' });
+      w.wake?.({ gone: 'superseded' });
+      w.wake = undefined;
+      this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
+    } else {
+      let estimate = req.estimate;
+      if (!estimate) {
+        // §2.6: derive from history when the buyer names a class and gives no figure.
+        if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
+        const d = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
+        if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
+        estimate = d.estimate;
+      }
+      const claim = checkClaim(claimFor(job, req, estimate));
+      await this.d.ports.records.put(job);
+      const d = this.d.reclaim.decideNow(claim);
+      if (d.v.verdict !== 'Queue') return this.#answer(claim, job, d, ctx);
+      w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: d.v as Waiting['verdict'] };
+      // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
+      this.#enqueue(w);
+      try {
+        await this.#queueStore.put(this.#record(w));
+      } catch (e) {
+        this.#dequeue(w);
+        throw e;
+      }
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
+    }
+    const waiting = w;
+    const got = new Promise<Wake>((resolve) => {
+      if (waiting.grace) clearTimeout(waiting.grace);
+      waiting.grace = undefined;
+      waiting.wake = resolve;
+    });
+    try {
+      await ctx.send({ t: 'queued', reason: waiting.verdict.reason, reasons: waiting.verdict.reasons, place: this.#queue.indexOf(waiting) + 1 } as never);
+    } catch (e) {
+      // The buyer is already gone: its claim stays in line, waiting for it to ask again.
+      if (this.#queue.includes(waiting)) this.#away(waiting);
+      throw e;
+    }
+    // Capacity may have freed while the buyer was away.
+    void this.retry();
+    const outcome = await got;
+    if ('gone' in outcome) return;
+    if (outcome.v.verdict === 'Queue') {
+      await ctx.send({ t: 'expired', reason: outcome.v.reason } as never).catch(() => {});
+      return;
+    }
+    try {
+      await this.#answer(waiting.claim, waiting.job, outcome, ctx, waiting.n);
+    } finally {
+      this.#inflight--;
+      void this.retry();
+    }
+  }
+
+  /** Admit (appending durably, preempting first when needed) or deny a decided claim, and tell the buyer. */
+  async #answer(claim: Claim, job: Opened<Job>, decided: Decided, ctx: Pick<StewardStream, 'send'>, queued?: number): Promise<void> {
+    let { v, victims } = decided;
+    if (v.verdict === 'Deny') {
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
+      if (queued !== undefined) await this.#queueStore.remove(queued);
+      await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
+      return;
+    }
+    if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
+    // Set before the first await: a re-ask for this job waits for the append, then gets the same answer.
+    let done!: () => void;
+    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
+    let admit: Verdict & { verdict: 'Admit' };
+    let r: { seq: number; address: string };
+    try {
+      if (victims.length) {
+        // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
+        await this.d.reclaim.sampleRunning();
+        const again = this.d.reclaim.decideNow(claim);
+        if (again.v.verdict === 'Admit') ({ v, victims } = again);
+        if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
+      }
+      admit = v as Verdict & { verdict: 'Admit' };
+      r = await this.d.append(admittedEvent(claim, admit));
+      // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
+      if (queued !== undefined) await this.#queueStore.remove(queued);
+      this.d.accounts.track(claim.id, claim.entitlement, job.signer, job.record.deadline);
+    } finally {
+      this.#admitting.delete(claim.id);
+      done();
+    }
+    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
+    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address } as never);
+  }
+
+  #record(w: Waiting): QueuedClaimRecord {
+    return { n: w.n, job: w.job, entitlement: w.claim.entitlement, ...(w.claim.class ? { class: w.claim.class } : {}), estimate: w.claim.estimate, since: w.since, reason: w.verdict.reason, reasons: w.verdict.reasons };
+  }
+
+  /** Put a claim in line (arrival order) and arm its expiry at the job's deadline. */
+  #enqueue(w: Waiting): void {
+    this.#queue.push(w);
+    this.#queue.sort((a, b) => a.n - b.n);
+    w.expire = setTimeout(() => void this.#expire(w), Math.max(0, w.job.record.deadline - this.d.ports.clock()));
+    w.expire.unref();
+  }
+
+  #dequeue(w: Waiting): void {
+    this.#queue = this.#queue.filter((x) => x !== w);
+    if (w.expire) clearTimeout(w.expire);
+    if (w.grace) clearTimeout(w.grace);
+  }
+
+  /** The buyer is away: the claim keeps its place for the re-ask grace, then is dropped. */
+  #away(w: Waiting): void {
+    w.wake = undefined;
+    if (w.grace) clearTimeout(w.grace);
+    w.grace = setTimeout(() => {
+      if (this.d.stopped() || !this.#queue.includes(w) || w.wake) return;
+      this.#dequeue(w);
+      this.#log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
+      void this.#queueStore.remove(w.n).then(() => this.retry(), (e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
+    }, this.#reaskGrace);
+    w.grace.unref();
+  }
+
+  get #reaskGrace(): number {
+    return this.d.cfg.reaskGraceMs ?? REASK_GRACE_MS;
+  }
+
+  async #expire(w: Waiting): Promise<void> {
+    if (this.d.stopped() || !this.#queue.includes(w)) return;
+    this.#dequeue(w);
+    await this.#queueStore.remove(w.n).catch((e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop an expired queued claim'));
+    this.#log.info({ claim: w.claim.id }, 'queued claim expired at its deadline');
+    w.wake?.({ v: w.verdict, victims: [] });
+    void this.retry();
+  }
+
+  /** The queue as it was before a restart, in arrival order, each claim waiting for its buyer to ask again. */
+  async restore(): Promise<void> {
+    const now = this.d.ports.clock();
+    for (const q of await this.#queueStore.load()) {
+      const id = q.job.address;
+      if (this.d.ledger.book.open.has(id) || this.d.ledger.book.released.has(id) || q.job.record.deadline <= now) {
+        await this.#queueStore.remove(q.n);
+        continue;
+      }
+      const claim = checkClaim(claimFor(q.job, q, q.estimate));
+      const verdict = { verdict: 'Queue', claim: id, entitlement: claim.entitlement, reason: q.reason, reasons: q.reasons, estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member } as Waiting['verdict'];
+      const w: Waiting = { n: q.n, claim, job: q.job, since: q.since, verdict };
+      this.#enqueue(w);
+      this.#away(w);
+    }
+    if (this.#queue.length) this.#log.info({ queued: this.#queue.map((w) => w.claim.id) }, 'queued claims restored; waiting for their buyers to ask again');
+  }
+
+  /**
+   * Decide queued claims again, in arrival order, after capacity freed. One
+   * claim leaves the line at a time (the next pass runs once it is appended),
+   * so two claims are never admitted against the same free device. A claim
+   * that would be admitted while its buyer is away holds the line until the
+   * buyer asks again or the re-ask grace ends.
+   */
+  async retry(): Promise<void> {
+    if (this.#inflight > 0 || this.d.stopped()) return;
+    for (const w of [...this.#queue]) {
+      const d = this.d.reclaim.decideNow(w.claim);
+      if (d.v.verdict === 'Queue') continue;
+      if (!w.wake) break;
+      this.#dequeue(w);
+      this.#inflight++;
+      w.wake(d);
+      return;
+    }
+  }
+
+  /** `status()`'s view of the line. */
+  queued(now: number): Array<Record<string, unknown>> {
+    return this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: now - w.since, buyer: w.wake ? 'waiting' : 'away' }));
+  }
+
+  stop(): void {
+    // The queue stays on disk; the buyers' streams end without a verdict, and they ask again.
+    for (const w of this.#queue) {
+      if (w.expire) clearTimeout(w.expire);
+      if (w.grace) clearTimeout(w.grace);
+      w.wake?.({ gone: 'stopping' });
+    }
+    this.#queue = [];
+  }
+}

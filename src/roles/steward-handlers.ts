@@ -1,0 +1,69 @@
+/**
+ * The steward's direct-protocol handlers besides admission (pool/1 §6, §7):
+ * `/c0mpute/ledger/1` serves a range of the sealed ledger (at most
+ * MAX_LEDGER_RANGE entries a request, for witnesses); on `/c0mpute/steward/1`,
+ * `withdraw` releases an admitted job its buyer is done with, and `select`
+ * signs a selection on the buyer's behalf on a `managed` overlay. Part of
+ * src/roles/steward.ts.
+ */
+import { C0Error } from '../errors.js';
+import { T, type PolicyName } from '../records/kinds.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Ledger } from '../ledger/store.js';
+import type { ClaimAccounts } from './steward-accounts.js';
+import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
+
+/** `/c0mpute/ledger/1`: the entries [from, to) of the ledger, at most MAX_LEDGER_RANGE of them. */
+export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx: Pick<StewardStream, 'send'>): Promise<void> {
+  const req = frames[0] as { from?: unknown; to?: unknown };
+  const len = ledger.head().length;
+  const from = typeof req?.from === 'number' && req.from >= 0 ? req.from : 0;
+  const to = Math.min(typeof req?.to === 'number' ? req.to : len, len, from + MAX_LEDGER_RANGE);
+  if (from > len) throw new C0Error('LEDGER_RANGE_INVALID', `from ${from} is beyond the ledger's length ${len}`);
+  for (const e of await ledger.entries(from, to)) await ctx.send(e);
+}
+
+/**
+ * The buyer is done with an admitted job that will not complete (nobody
+ * quoted, every attempt failed or refused): release it now with what its
+ * receipts show, rather than holding the reservation and devices until the
+ * deadline. Only the job's buyer may withdraw.
+ */
+export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
+  const oj = accounts.get(String(req.job));
+  if (!oj) {
+    await ctx.send({ t: 'withdrawn', released: 'no' } as never);
+    return;
+  }
+  const { didFromPeerId } = await import('../node/peer-id.js');
+  if (didFromPeerId(ctx.peer.toString()) !== oj.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+  await accounts.release(oj, 'withdrawn');
+  await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
+}
+
+export interface SelectDeps {
+  ports: StewardPorts;
+  ledger: Ledger;
+  cfg: StewardConfig;
+  accounts: ClaimAccounts;
+}
+
+/** A managed overlay: the steward signs the selection for an admitted job on its buyer's behalf. */
+export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
+  if (!d.cfg.managed) throw new C0Error('STEWARD_NOT_MANAGED', 'this overlay is not managed: buyers select themselves');
+  const address = req.job as string;
+  const job = await d.ports.records.get(address, T.job);
+  if (!job) throw new C0Error('STEWARD_JOB_UNKNOWN', `the steward has not seen job ${String(address).slice(0, 80)}`);
+  const { didFromPeerId } = await import('../node/peer-id.js');
+  if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask for its selection');
+  if (!d.ledger.book.open.has(job.address)) throw new C0Error('STEWARD_NOT_ADMITTED', 'the job has no open admission');
+  const policy = (req.policy as PolicyName) ?? 'balanced';
+  const excluded = new Set(Array.isArray(req.excluded) ? (req.excluded as string[]) : []);
+  const now = d.ports.clock();
+  const decision = await d.ports.market.decide(job, policy, now);
+  const cand = decision.ranked.find((c) => !excluded.has(c.provider));
+  if (!cand) throw new C0Error('STEWARD_NO_CANDIDATE', 'no eligible offer left for this job');
+  const sel = d.ports.market.signSelection(job, decision, cand, now, excluded);
+  d.accounts.get(job.address)?.winners.add(cand.provider);
+  await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
+}

@@ -1,0 +1,66 @@
+/**
+ * What the steward role (src/roles/steward.ts, pool/1) is given: its
+ * configuration, the wire names it serves, and the narrow ports it uses of the
+ * overlay it runs on (gossip and direct protocols, records, the market engine's
+ * decision and selection signing, a clock, a logger, a store sublevel). The
+ * overlay node satisfies `StewardPorts` structurally, so the role does not
+ * import the host that starts it (DESIGN.md §5).
+ */
+import type { CborValue } from '../records/cbor.js';
+import type { Opened } from '../records/envelope.js';
+import type { Advert } from '../records/kinds.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
+import type { Network } from '../net/node.js';
+import type { RecordStore } from '../store/records.js';
+import type { Sub } from '../store/db.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { BuyerMarket } from './buyer.js';
+
+export const STEWARD_PROTOCOL = '/c0mpute/steward/1';
+export const LEDGER_PROTOCOL = '/c0mpute/ledger/1';
+export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
+export const MAX_LEDGER_RANGE = 1024;
+/** How long a queued claim whose buyer is away (after a steward restart) keeps its place before it is dropped. */
+export const REASK_GRACE_MS = 30_000;
+
+export interface StewardConfig {
+  /** The entitlement tree (YAML file path). */
+  treeFile: string;
+  /** Sign selections on buyers' behalf (a managed decision). */
+  managed: boolean;
+  /** Evidence needed to derive an estimate from history (§2.6; default 3, 0 counts as 1). */
+  requiredEvidence: number;
+  /** Reclaim devices from lower-priority claims for a claim queued on held devices. */
+  preempt: boolean;
+  /** Idle reclamation policy (pool/1 §2.7); absent: nothing is reclaimed for idleness. */
+  idle?: { windowMs: number; idleBelowMicrowatts: number; sampleMs?: number };
+  /** How long a restored queued claim waits for its buyer to ask again (default REASK_GRACE_MS). */
+  reaskGraceMs?: number;
+}
+
+/** What the steward uses of the overlay it runs on. */
+export interface StewardPorts {
+  readonly name: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'>;
+  readonly records: Pick<RecordStore, 'get' | 'put'>;
+  /** The market engine: a managed overlay's selections, and the live adverts (the overlay's physical capacity). */
+  readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };
+  /** A sublevel of the overlay's store (the steward's queue). */
+  sub(name: string): Sub;
+}
+
+/** The node's identity as the steward uses it: its DID and the key it signs ledger entries with. */
+export interface StewardIdentity {
+  readonly did: string;
+  readonly signer: Ed25519Signer;
+}
+
+/** A direct-protocol stream as the steward's handlers see it. */
+export interface StewardStream {
+  peer: { toString(): string };
+  signal: AbortSignal;
+  send(f: CborValue): Promise<void>;
+}

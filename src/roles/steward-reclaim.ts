@@ -1,0 +1,210 @@
+/**
+ * The steward's physical capacity and reclamation (pool/1 §2.7, §5): the
+ * overlay's devices from its providers' live adverts, the verdict a claim gets
+ * with capacity included (preempting lower-priority claims in the §5.2 order,
+ * src/roles/steward-preempt.ts, or queueing DEVICES_HELD), the running
+ * attempts' usage sampled over `/c0mpute/preempt/1`, the stop requests sent
+ * to preempted providers, and idle reclamation under a configured policy
+ * (src/pool/idle.ts). Part of src/roles/steward.ts.
+ */
+import { open } from '../records/envelope.js';
+import { T, type Energy } from '../records/kinds.js';
+import type { Claim, PoolState, Verdict } from '../pool/admission.js';
+import type { Tree } from '../pool/tree.js';
+import { worseGrade } from '../pool/grades.js';
+import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
+import type { Ledger } from '../ledger/store.js';
+import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
+import type { ClaimAccounts } from './steward-accounts.js';
+import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
+
+export type Decided = { v: Verdict; victims: string[] };
+
+interface UsageSample {
+  uj: number;
+  grade: Energy['grade'];
+  elapsedMs: number;
+}
+
+export interface ReclaimDeps {
+  ports: StewardPorts;
+  ledger: Ledger;
+  tree: Tree;
+  pool: PoolState;
+  cfg: StewardConfig;
+  did: string;
+  accounts: ClaimAccounts;
+  stopped: () => boolean;
+}
+
+export class Reclaimer {
+  #samples = new Map<string, UsageSample[]>();
+  /** The latest usage figures of each running claim's attempt (for §5.2). */
+  #live = new Map<string, { uj: number; units?: number }>();
+  #idleVerdicts = new Map<string, IdleVerdict>();
+
+  constructor(private d: ReclaimDeps) {}
+
+  /** Drop what is kept about a closing claim. */
+  forget(claim: string): void {
+    this.#samples.delete(claim);
+    this.#live.delete(claim);
+    this.#idleVerdicts.delete(claim);
+  }
+
+  idleVerdicts(): IdleVerdict[] {
+    return [...this.#idleVerdicts.values()];
+  }
+
+  /**
+   * The overlay's physical capacity in devices: for each provider with a live
+   * advert, its GPU count, or one machine slot for a provider without GPUs.
+   * (pool/1 guarantees are promises; this is what there is to keep them with.)
+   */
+  capacity(): number {
+    const now = this.d.ports.clock();
+    let n = 0;
+    for (const a of this.d.ports.market.adverts.latest.values()) {
+      if (a.record.expiresAt <= now || a.signer === this.d.did) continue;
+      const gpus = (a.record.hardware.gpus ?? []).reduce((s, g) => s + g.count, 0);
+      n += Math.max(1, gpus);
+    }
+    return n;
+  }
+
+  /**
+   * The verdict a claim gets now, physical capacity included: an admission
+   * within the entitlement's guarantees that needs devices held by other
+   * work may reclaim them from claims of lower-priority entitlements, in the
+   * §5.2 order over their real figures (receipts so far plus the running
+   * attempt's sampled energy and completed units: a defined cost, most
+   * expensive first, then undefined, lowest priority first, ties by claim
+   * id; src/roles/steward-preempt.ts); without enough such devices it is
+   * queued, DEVICES_HELD.
+   */
+  decideNow(claim: Claim): Decided {
+    const v = this.d.pool.decide(claim);
+    if (v.verdict !== 'Admit') return { v, victims: [] };
+    const capacity = this.capacity();
+    const open = [...this.d.ledger.book.open.values()];
+    const held = open.reduce((s, c) => s + c.devices, 0);
+    const over = held + v.devices - capacity;
+    if (capacity === 0 || over <= 0) return { v, victims: [] };
+    if (this.d.cfg.preempt) {
+      const victims = chooseVictims(this.#preemptInputs(claim), over);
+      if (victims.length) return { v, victims };
+    }
+    const queued: Verdict = { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
+    return { v: queued, victims: [] };
+  }
+
+  /** What §5.2 ranks the running claims by: their real spent energy and completed units (src/roles/steward-preempt.ts). */
+  #preemptInputs(claim: Claim): PreemptInputs {
+    return {
+      open: [...this.d.ledger.book.open.values()],
+      priority: (e) => this.d.tree.entitlements.get(e)?.priority,
+      claimantPriority: this.d.tree.entitlements.get(claim.entitlement)!.priority,
+      hasProvider: (c) => this.d.accounts.providerOf(c) !== undefined,
+      figures: (c) => {
+        const receiptsUj = this.d.accounts.receiptsUj(c);
+        const live = this.#live.get(c);
+        return { receiptsUj, ...(live ? { liveUj: live.uj, ...(live.units === undefined ? {} : { units: live.units }) } : {}) };
+      },
+    };
+  }
+
+  /** Ask each running claim's provider what its attempt has spent and completed so far (before choosing victims). */
+  async sampleRunning(): Promise<void> {
+    await Promise.all(
+      [...this.d.ledger.book.open.values()].map(async (c) => {
+        const provider = this.d.accounts.providerOf(c.claim);
+        if (!provider) return;
+        try {
+          const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
+          this.#noteUsage(c.claim, frames[0]);
+        } catch {
+          /* no figure: the claim keeps the ones it had */
+        }
+      }),
+    );
+  }
+
+  #noteUsage(claim: string, f: unknown): void {
+    const u = f as { uj?: unknown; units?: unknown } | undefined;
+    if (typeof u?.uj !== 'number' || !Number.isSafeInteger(u.uj) || u.uj < 0) return;
+    this.#live.set(claim, { uj: u.uj, ...(typeof u.units === 'number' && Number.isSafeInteger(u.units) && u.units >= 0 ? { units: u.units } : {}) });
+  }
+
+  /** Ask the victims' providers to stop; resolves when each has stopped (or failed to answer). */
+  async preempt(victims: string[], forClaim: string): Promise<void> {
+    const log = this.d.ports.log;
+    for (const key of victims) {
+      const provider = this.d.accounts.providerOf(key);
+      if (!provider) continue;
+      log.warn({ victim: key, for: forClaim, provider }, 'preempting a lower-priority claim');
+      try {
+        const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key } as never], { limits: { deadlineMs: 30_000 } });
+        // The stopped work's signed receipt comes back with the answer: release the victim before admitting.
+        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
+        if (r instanceof Uint8Array) await this.d.accounts.onReceipt(open(r, T.receipt));
+      } catch (e) {
+        log.warn({ victim: key, err: (e as Error).message }, 'preemption request failed');
+      }
+    }
+  }
+
+  /**
+   * Idle reclamation (pool/1 §2.7): sample each open claim's energy from its
+   * provider, judge the energy over at least the policy's window (nothing
+   * held, then the window, then the grade, then the rate: src/pool/idle.ts),
+   * and reclaim the claims found idle, least energy per time first. A claim
+   * with no verdict (too short a window, an Estimator figure) is not a
+   * candidate.
+   */
+  async idleTick(): Promise<void> {
+    const policy = this.d.cfg.idle;
+    if (!policy || this.d.stopped()) return;
+    const log = this.d.ports.log;
+    const observations: IdleObservation[] = [];
+    for (const c of this.d.ledger.book.open.values()) {
+      const provider = this.d.accounts.providerOf(c.claim);
+      if (!provider) continue;
+      let frames;
+      try {
+        frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
+      } catch {
+        continue;
+      }
+      this.#noteUsage(c.claim, frames[0]);
+      const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
+      if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
+      const hist = this.#samples.get(c.claim) ?? [];
+      hist.push({ uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs });
+      // Keep what covers the window, and one sample older.
+      while (hist.length > 2 && hist[hist.length - 1]!.elapsedMs - hist[1]!.elapsedMs >= policy.windowMs) hist.shift();
+      this.#samples.set(c.claim, hist);
+      const last = hist[hist.length - 1]!;
+      const first = hist[0]!;
+      observations.push({
+        key: c.claim,
+        devicesHeld: c.devices,
+        observedMs: last.elapsedMs - first.elapsedMs,
+        energy: { uj: Math.max(0, last.uj - first.uj), grade: worseGrade(first.grade, last.grade) },
+      });
+    }
+    const policyArgs = { windowMs: policy.windowMs, idleBelowMicrowatts: policy.idleBelowMicrowatts };
+    for (const o of observations) this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
+    for (const v of reclamationOrder(observations, policyArgs)) {
+      const provider = this.d.accounts.providerOf(v.key);
+      if (!provider) continue;
+      log.warn({ claim: v.key, uj: v.uj, observedMs: v.observedMs, windowMs: v.windowMs }, 'reclaiming an idle claim');
+      try {
+        const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: v.key, reason: 'idle' } as never], { limits: { deadlineMs: 30_000 } });
+        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
+        if (r instanceof Uint8Array) await this.d.accounts.onReceipt(open(r, T.receipt));
+      } catch (e) {
+        log.warn({ claim: v.key, err: (e as Error).message }, 'idle reclamation request failed');
+      }
+    }
+  }
+}
