@@ -9,11 +9,15 @@
  * holds, the known adverts), so it depends on no particular presence module.
  */
 import { C0Error } from '../errors.js';
-import type { Advert, Requirements } from '../records/kinds.js';
+import { T, type Advert, type Job, type Presence, type Requirements } from '../records/kinds.js';
+import { kindOf } from '../records/envelope.js';
+import { toCore } from '../records/schema.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import type { Sub } from '../store/db.js';
 import type { Opened } from '../records/envelope.js';
 import { isAmount, type Money } from '../records/money.js';
 import { candidates, type CandidateOrder, type CandidatesResult } from './candidates.js';
-import { memoryRotationStore, Rotation, type RotationStore } from './rotation.js';
+import { levelRotationStore, memoryRotationStore, Rotation, type RotationStore } from './rotation.js';
 import type { LiveProvider } from './types.js';
 
 export interface ProbeDeps {
@@ -97,8 +101,70 @@ export function parseProbeOrder(body: unknown): CandidateOrder {
   if (b.designated !== undefined && (typeof b.designated !== 'string' || !b.designated.startsWith('did:'))) throw bad('designated', 'must be a provider DID');
   let requirements: Requirements = {};
   if (b.requirements !== undefined) {
-    if (typeof b.requirements !== 'object' || b.requirements === null) throw bad('requirements', 'must be an object');
-    requirements = b.requirements as Requirements;
+    let r: unknown = b.requirements;
+    if (typeof r === 'string') {
+      try {
+        r = JSON.parse(r) as unknown;
+      } catch {
+        throw bad('requirements', 'must be a JSON object');
+      }
+    }
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw bad('requirements', 'must be an object');
+    requirements = r as Requirements;
   }
-  return { workload: b.workload, requirements, maxPrice, inputSize, inputSealed: sealed, timeoutMs, ...(typeof b.designated === 'string' ? { designated: b.designated } : {}) };
+  const order: CandidateOrder = { workload: b.workload, requirements, maxPrice, inputSize, inputSealed: sealed, timeoutMs, ...(typeof b.designated === 'string' ? { designated: b.designated } : {}) };
+  // the order must be what a c0mpute.job/1 record may say (workload, requirements, money): the job schema judges it
+  const asJob: Job = { workload: order.workload, requirements, maxPrice, announcedAt: 0, deadline: 1, timeoutMs, input: { hash: 'sha256:' + '0'.repeat(64), size: inputSize }, inputSealed: sealed ? 'yes' : 'no' };
+  try {
+    toCore(kindOf(T.job).schema, asJob);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    throw new C0Error('PROBE_SPEC_INVALID', `probe: ${e.message}`, { ...(e.field !== undefined ? { field: e.field } : {}), cause: e });
+  }
+  return order;
+}
+
+/** What `openNodeProbe` reads of a node (an OverlayNode has all of it). */
+export interface ProbeHost {
+  clock: () => number;
+  liveProviders: (now: number) => readonly LiveProvider[];
+  heldByProvider: () => ReadonlyMap<string, number>;
+  market: { adverts: { latest: ReadonlyMap<string, Opened<Advert>> } };
+  sub(name: string): Sub;
+  d: { network: { clockSkewMs: number } };
+}
+
+/** A node's probe: its hooks, its known adverts, and the rotation in the overlay's `matching-rotation` sublevel. */
+export function openNodeProbe(host: ProbeHost): Promise<ProbeService> {
+  return ProbeService.open(
+    { clock: () => host.clock(), liveProviders: (now) => host.liveProviders(now), held: () => host.heldByProvider(), known: () => host.market.adverts.latest.values(), skewMs: host.d.network.clockSkewMs },
+    levelRotationStore(host.sub('matching-rotation')),
+  );
+}
+
+/**
+ * Live providers from records alone (the offline `market probe --records`):
+ * each provider's newest presence still inside its window at `now`, with its
+ * advert live at `now` (highest seq). A provider without both is not live.
+ */
+export function liveFromRecords(presences: Iterable<Opened<Presence>>, adverts: Iterable<Opened<Advert>>, now: number, skewMs = DEFAULT_SKEW_MS): LiveProvider[] {
+  const ad = new Map<string, Opened<Advert>>();
+  for (const a of adverts) {
+    if (a.record.issuedAt > now + skewMs || a.record.expiresAt <= now) continue;
+    const c = ad.get(a.signer);
+    if (!c || a.record.seq > c.record.seq || (a.record.seq === c.record.seq && a.address < c.address)) ad.set(a.signer, a);
+  }
+  const pr = new Map<string, Opened<Presence>>();
+  for (const p of presences) {
+    const r = p.record;
+    if (r.issuedAt > now + skewMs || r.issuedAt + r.windowMs <= now) continue;
+    const c = pr.get(p.signer);
+    if (!c || r.issuedAt > c.record.issuedAt || (r.issuedAt === c.record.issuedAt && p.address < c.address)) pr.set(p.signer, p);
+  }
+  const out: LiveProvider[] = [];
+  for (const [did, p] of pr) {
+    const a = ad.get(did);
+    if (a) out.push({ did, presence: p, advert: a, workloads: p.record.workloads, freeSlots: p.record.freeSlots, liveUntil: p.record.issuedAt + p.record.windowMs });
+  }
+  return out;
 }

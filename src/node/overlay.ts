@@ -33,6 +33,9 @@ import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, jobPushHandler, pushToSilent } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
+import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/probe.js';
+import type { CandidateOrder } from '../matching/candidates.js';
+import type { LiveProvider } from '../matching/types.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
@@ -70,6 +73,11 @@ export class OverlayNode {
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
+  /** The providers live now (#12: the presence view is wired here; until then nobody counts as live). */
+  liveProviders: (now: number) => readonly LiveProvider[] = () => [];
+  /** Leases and jobs each provider holds now (#12: the leases module is wired here). */
+  heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
+  #probe: Promise<ProbeService> | undefined;
 
   private constructor(readonly d: OverlayDeps) {
     this.name = d.network.overlay;
@@ -473,6 +481,12 @@ export class OverlayNode {
     this.#jobs.inc({ role: 'buyer', outcome: r.status });
     this.#latency.observe({ outcome: r.status }, (this.clock() - t0) / 1000);
     return r;
+  }
+
+  /** The market probe (src/matching/probe.ts): every candidate ranked with its ask; nothing signed. */
+  probe(order: CandidateOrder): Promise<ProbeResult> {
+    this.#probe ??= openNodeProbe(this);
+    return this.#probe.then((p) => p.probe(order));
   }
 
   /** Peers, live adverts and bootstrap errors, said plainly (see net-health.ts). */
