@@ -15,7 +15,7 @@
  * Pure: `now` and the rotation state are injected; no I/O, no float.
  */
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Job, type Requirements } from '../records/kinds.js';
+import { T, type Advert, type Job, type PriceEntry, type Requirements } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { scaleAmount, type Money } from '../records/money.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
@@ -153,9 +153,23 @@ type Ask = { ok: true; ask: { unit: string; price: Money }; units: number; cost:
  * the order's currency, the one that makes the order cheapest (ties: the
  * earlier entry). A price in another currency is never converted.
  */
-export function askFor(advert: Advert, order: CandidateOrder): Ask {
-  const entries = (advert.prices ?? []).filter((p) => p.workload === order.workload);
+export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: string, units: number) => string = scaleAmount): Ask {
   const cur = order.maxPrice.currency;
+  const prices = advert.prices ?? [];
+  // the common case without allocating: one entry for the workload, in the order's currency
+  let only: PriceEntry | undefined;
+  let count = 0;
+  for (let i = 0; i < prices.length; i++) {
+    if (prices[i]!.workload === order.workload) {
+      only = prices[i]!;
+      count++;
+    }
+  }
+  if (count === 1 && only!.price.currency === cur) {
+    const units = unitsOf(order, only!.unit);
+    if (units !== undefined) return { ok: true, ask: { unit: only!.unit, price: only!.price }, units, cost: { amount: scale(only!.price.amount, units), currency: cur } };
+  }
+  const entries = prices.filter((p) => p.workload === order.workload);
   if (entries.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.NO_ASK, field: 'workload', wanted: order.workload, offered: null, message: `publishes no price for ${order.workload}` } };
   const same = entries.filter((p) => p.price.currency === cur);
   if (same.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_CURRENCY_MISMATCH, field: 'maxPrice.currency', wanted: cur, offered: [...new Set(entries.map((p) => p.price.currency))].sort(), message: `prices ${order.workload} in ${entries[0]!.price.currency}; the order pays in ${cur} (never converted)` } };
@@ -163,7 +177,7 @@ export function askFor(advert: Advert, order: CandidateOrder): Ask {
   for (const p of same) {
     const units = unitsOf(order, p.unit);
     if (units === undefined) continue;
-    const cost = { amount: scaleAmount(p.price.amount, units), currency: cur };
+    const cost = { amount: scale(p.price.amount, units), currency: cur };
     if (!best || (best.ok && cmpAmount(cost.amount, best.cost.amount) < 0)) best = { ok: true, ask: { unit: p.unit, price: p.price }, units, cost };
   }
   if (!best) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_UNIT_UNKNOWN, field: 'prices.unit', wanted: ['job', 'second', 'mib'], offered: same.map((p) => p.unit), message: `prices ${order.workload} per ${same.map((p) => p.unit).join(', ')}, which the order cannot count` } };
@@ -203,6 +217,14 @@ export function candidates(input: CandidatesInput): CandidatesResult {
   const held = input.held ?? new Map<string, number>();
   const rotation = input.rotation ?? NO_ROTATION;
   const pj = gateJob(order);
+  // exact costs by (price, units): providers share prices, and a decimal product costs more than a lookup
+  const costs = new Map<string, string>();
+  const scale = (amount: string, units: number): string => {
+    const k = `${amount}*${units}`;
+    let c = costs.get(k);
+    if (c === undefined) costs.set(k, (c = scaleAmount(amount, units)));
+    return c;
+  };
 
   const ok: Candidate[] = [];
   const rejected: ProviderRejection[] = [];
@@ -223,7 +245,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     for (const f of evaluate(pj, p.advert, undefined, now, skew) ?? []) r(f.code, f.field, f.wanted, f.offered, f.message);
     const h = held.get(p.did) ?? 0;
     if (p.freeSlots - h <= 0) r(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`);
-    const ask = askFor(p.advert.record, order);
+    const ask = askFor(p.advert.record, order, scale);
     if (!ask.ok) reasons.push(ask.reason);
     else if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) r(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`);
     if (order.inputSealed && p.advert.record.boxKey === undefined) r(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to');
@@ -240,7 +262,12 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     }
     for (const [did, a] of latest) rejected.push({ provider: did, advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
   }
-  ok.sort((a, b) => cmpAmount(a.cost.amount, b.cost.amount) || a.lastPicked - b.lastPicked || compareDids(a.provider, b.provider));
+  // the distinct costs ranked once (exact), then a numeric sort: cost rank, last pick, DID
+  const distinct = [...new Set(ok.map((c) => c.cost.amount))].sort(cmpAmount);
+  const costRank = new Map(distinct.map((a, i) => [a, i]));
+  const keyed = ok.map((c) => ({ c, k: costRank.get(c.cost.amount)! }));
+  keyed.sort((a, b) => a.k - b.k || a.c.lastPicked - b.c.lastPicked || compareDids(a.c.provider, b.c.provider));
+  for (let i = 0; i < keyed.length; i++) ok[i] = keyed[i]!.c;
   ok.forEach((c, i) => (c.rank = i + 1));
   rejected.sort((a, b) => compareDids(a.provider, b.provider));
   const counts = countReasons(rejected);
