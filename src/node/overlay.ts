@@ -483,10 +483,13 @@ export class OverlayNode {
     return r;
   }
 
+  /** The probe service, opened on first use (its `rotation` is the one open orders advance too). */
+  probeService(): Promise<ProbeService> {
+    return (this.#probe ??= openNodeProbe(this));
+  }
   /** The market probe (src/matching/probe.ts): every candidate ranked with its ask; nothing signed. */
   probe(order: CandidateOrder): Promise<ProbeResult> {
-    this.#probe ??= openNodeProbe(this);
-    return this.#probe.then((p) => p.probe(order));
+    return this.probeService().then((p) => p.probe(order));
   }
 
   /** Peers, live adverts and bootstrap errors, said plainly (see net-health.ts). */
