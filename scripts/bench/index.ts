@@ -16,7 +16,13 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   records: async () => (await import('./records.js')).run(),
   pool: async () => (await import('./pool.js')).run(),
   market: async () => (await import('./market.js')).run(),
-  batch: async () => (await import('./batch-plan.js')).run(),
+  matching: async () => {
+    const a = await (await import('./matching-probe.js')).run();
+    const b = await (await import('./batch-plan.js')).run();
+    return { report: `${a.report}
+
+${b.report}`, targets: [...a.targets, ...b.targets] };
+  },
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();

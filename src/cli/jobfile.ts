@@ -53,6 +53,8 @@ export function parseDuration(v: number | string): number {
 export interface JobFileOptions {
   input?: string;
   policy?: string;
+  /** a job with no input is allowed (the probe only needs its size) */
+  inputOptional?: boolean;
 }
 
 /** Returns the JSON job spec the daemon's /v1/run takes (input as base64). */
@@ -80,7 +82,7 @@ export function readJobFile(path: string, opts: JobFileOptions = {}): Record<str
       throw new C0Error('INPUT_UNREADABLE', `cannot read input ${inputPath}: ${(e as Error).message}`);
     }
   } else input = new TextEncoder().encode(j.input ?? '');
-  if (input.length === 0) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
+  if (input.length === 0 && !opts.inputOptional) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
   const policy = opts.policy ?? j.policy;
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
   return {

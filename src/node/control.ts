@@ -10,6 +10,7 @@ import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 import { batchPlan } from './batch-route.js';
+import { parseProbeOrder } from '../matching/probe.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -18,6 +19,9 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
     { method: 'GET', path: '/v1/market', handler: async ({ query }) => market(ov(d, query), marketLimit(query.get('limit'))) },
     { method: 'GET', path: '/v1/offers/:job', handler: async ({ params, query }) => offers(ov(d, query), params.job!) },
+    // the market probe (docs/matching.md "Candidates and the probe"): GET with the order as query parameters, or POST a job spec
+    { method: 'GET', path: '/v1/probe', handler: async ({ query }) => ov(d, query).probe(parseProbeOrder(Object.fromEntries(query))) },
+    { method: 'POST', path: '/v1/probe', handler: async ({ body, query }) => ov(d, query).probe(parseProbeOrder(body)) },
     { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query)) },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
     { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(params.did!) },

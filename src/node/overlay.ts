@@ -33,9 +33,11 @@ import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, jobPushHandler, pushToSilent } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
+import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/probe.js';
+import type { CandidateOrder } from '../matching/candidates.js';
+import type { LiveProvider } from '../matching/types.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
-import type { LiveProvider } from '../matching/types.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
@@ -76,12 +78,15 @@ export class OverlayNode {
   presencePublisher: PresencePublisher | undefined;
   /** Matching (docs/matching.md): the live-provider view and the budget each provider already draws on; wired by the presence and lease modules. */
   liveProviders: (now: number) => LiveProvider[] = (now) => this.presence?.live(now) ?? [];
-  heldJobs: (did: string) => number = () => 0;
+  heldJobs: (did: string) => number = (did) => this.heldByProvider().get(did) ?? 0;
   designatedOrders: (did: string) => number = () => 0;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
+  /** Leases and jobs each provider holds now (#12: the leases module is wired here). */
+  heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
+  #probe: Promise<ProbeService> | undefined;
 
   private constructor(readonly d: OverlayDeps) {
     this.name = d.network.overlay;
@@ -497,6 +502,15 @@ export class OverlayNode {
     this.#jobs.inc({ role: 'buyer', outcome: r.status });
     this.#latency.observe({ outcome: r.status }, (this.clock() - t0) / 1000);
     return r;
+  }
+
+  /** The probe service, opened on first use (its `rotation` is the one open orders advance too). */
+  probeService(): Promise<ProbeService> {
+    return (this.#probe ??= openNodeProbe(this));
+  }
+  /** The market probe (src/matching/probe.ts): every candidate ranked with its ask; nothing signed. */
+  probe(order: CandidateOrder): Promise<ProbeResult> {
+    return this.probeService().then((p) => p.probe(order));
   }
 
   /** Peers, live adverts and bootstrap errors, said plainly (see net-health.ts). */

@@ -4,7 +4,7 @@
  * `c0mpute market` show it live with its free slots, one fewer while a job
  * runs there; once the provider is gone the buyer drops it from live within
  * the presence window (its advert is still live: the drop is presence's).
- * The same live view feeds `c0mpute batch plan`.
+ * The same live view feeds `c0mpute market probe` and `c0mpute batch plan`.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +18,13 @@ interface MarketView {
 }
 
 const c = new Cluster('presence');
+
+/** A job file for the probe: sha256 within the provider's price. */
+function jobFile(dir: string): string {
+  const f = join(dir, 'probe-job.yaml');
+  writeFileSync(f, 'workload: builtin.sha256\nparams: "1"\nmaxPrice: { amount: "0.01", currency: USD }\n');
+  return f;
+}
 after(async () => {
   await c.destroy();
 });
@@ -40,6 +47,11 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     assert.equal(cli.code, 0, cli.err);
     assert.match(cli.out, /presence\s+1 provider live, 2 free slots/);
     assert.match(cli.out, /present, 2 free slots/);
+
+    // The live view feeds the probe: the provider is the first (only) candidate, nothing signed.
+    const probe = await c0mpute(b.dir, ['market', 'probe', '--json', jobFile(c.root)]);
+    assert.equal(probe.code, 0, probe.err);
+    assert.equal((JSON.parse(probe.out) as { candidates: Array<{ provider: string }> }).candidates[0]?.provider, p.did);
 
     // The live view feeds the batch planner: the provider takes the line at its ask (capacity: an unknown
     // provider's reputation 0.5 × 2 free slots × 1 run in the window = 1 line; docs/matching.md "Batch plans").

@@ -19,6 +19,7 @@ import { EXIT, NegativeAnswer, out, outJson, readInput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
 import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
+import { registerProbe } from './market-probe.js';
 
 interface Refused {
   file: string;
@@ -78,7 +79,7 @@ function resolveRecord<R>(arg: string, type: string, records: RecordSet, what: s
   return r;
 }
 
-function parseAt(s: string | undefined): number {
+export function parseAt(s: string | undefined): number {
   if (s === undefined) return Date.now();
   if (/^[0-9]{1,16}$/.test(s)) return Number(s);
   const t = Date.parse(s);
@@ -138,6 +139,7 @@ function selectLines(r: SelectResult): string[] {
 }
 
 export function register(program: Command): void {
+  registerProbe(program);
   const market = program.commands.find((c) => c.name() === 'market') ?? program.command('market').description('the market: offline selection, explanation and audit from record files');
 
   market

@@ -1,0 +1,85 @@
+/**
+ * Matching, the probe (issue #12 "Speed"): ranking the candidates of one order
+ * over 1k, 10k and 100k live providers, beside sorting the same number of
+ * floats (Array.prototype.sort with a numeric comparator) in the same run.
+ * Target: the probe within 10× that sort at every N (it runs the eligibility
+ * gates and an exact-decimal cost per provider; the sort does neither).
+ *
+ * Records are fabricated as already-opened objects (a probe never verifies
+ * signatures: the presence view holds verified records). Prices take 50
+ * distinct values, so many providers tie and the rotation order is exercised.
+ */
+import { T, type Advert, type Opened, type Presence } from '../../src/records/index.js';
+import { candidates, type CandidateOrder } from '../../src/matching/candidates.js';
+import type { LiveProvider } from '../../src/matching/types.js';
+import { seededRandom } from '../../src/net/faults.js';
+import { settle, table, type BenchResult } from './lib.js';
+
+const NOW = 1_800_000_000_000;
+
+function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; marks: Map<string, number>; floats: number[] } {
+  const r = seededRandom(n + 7);
+  const live: LiveProvider[] = [];
+  const held = new Map<string, number>();
+  const marks = new Map<string, number>();
+  const tiers = ['standard', 'verified', 'enterprise'] as const;
+  for (let i = 0; i < n; i++) {
+    const did = 'did:key:z6Mk' + ((i * 2654435761) >>> 0).toString(36).padStart(8, '0') + i.toString(36);
+    const advert: Opened<Advert> = {
+      type: T.advert,
+      signer: did,
+      address: 'sha256:' + ('a' + i.toString(16)).padStart(64, '0'),
+      bytes: new Uint8Array(),
+      record: {
+        seq: 1,
+        issuedAt: NOW - 60_000,
+        expiresAt: NOW + 3_600_000,
+        workloads: ['infer.diffusion', 'infer.llm'],
+        tier: tiers[i % 3]!,
+        region: i % 2 ? 'eu-west' : 'us-east',
+        hardware: { gpus: [{ model: 'A100', vramMiB: 81_920, features: ['cuda12', 'fp8'], count: 1 + (i % 4) }], cpuCores: 32, memoryMiB: 262_144 },
+        prices: [{ workload: 'infer.llm', unit: i % 2 ? 'job' : 'second', price: { amount: (0.001 * (1 + Math.floor(r() * 50))).toFixed(3), currency: 'USD' } }],
+        boxKey: new Uint8Array(32),
+      },
+    };
+    const presence: Opened<Presence> = { type: T.presence, signer: did, address: 'sha256:' + ('b' + i.toString(16)).padStart(64, '0'), bytes: new Uint8Array(), record: { workloads: ['infer.llm'], freeSlots: 2, issuedAt: NOW - 1000, windowMs: 15_000 } };
+    live.push({ did, presence, advert, workloads: presence.record.workloads, freeSlots: 2, liveUntil: NOW + 14_000 });
+    if (i % 5 === 0) held.set(did, 1);
+    if (i % 3 === 0) marks.set(did, 1 + (i % 97));
+  }
+  return { live, held, marks, floats: live.map(() => r()) };
+}
+
+function timeMs(fn: () => unknown, reps: number): number {
+  const warmEnd = performance.now() + 150;
+  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
+  const xs: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    fn();
+    xs.push(performance.now() - t0);
+  }
+  return Math.min(...xs);
+}
+
+export async function run(): Promise<BenchResult> {
+  const rows: Array<Record<string, string | number>> = [];
+  const targets: BenchResult['targets'] = [];
+  const order: CandidateOrder = { workload: 'infer.llm', requirements: { gpu: { count: 1, vramMiB: 24_576, features: ['cuda12'] }, cpuCores: 8, tier: 'standard' }, maxPrice: { amount: '10', currency: 'USD' }, inputSize: 1 << 20, inputSealed: true, timeoutMs: 60_000 };
+  for (const n of [1_000, 10_000, 100_000]) {
+    const f = fixture(n);
+    const rotation = { lastPicked: (d: string) => f.marks.get(d) ?? 0 };
+    const check = candidates({ order, live: f.live, held: f.held, rotation, now: NOW });
+    if (check.candidates.length !== n) throw new Error(`bench fixture: expected ${n} candidates, got ${check.candidates.length}: ${check.summary}`);
+    settle();
+    const reps = n >= 100_000 ? 7 : n >= 10_000 ? 21 : 51;
+    const sortOnce = () => f.floats.slice().sort((a, b) => a - b);
+    const base1 = timeMs(sortOnce, reps);
+    const probe = timeMs(() => candidates({ order: { ...order }, live: f.live, held: f.held, rotation, now: NOW }), reps);
+    const base = Math.min(base1, timeMs(sortOnce, reps));
+    const ratio = probe / base;
+    rows.push({ N: n, what: 'probe (rank every candidate)', ms: probe.toFixed(2), 'sort floats ms': base.toFixed(2), ratio: ratio.toFixed(2) });
+    targets.push({ name: `probe N=${n} / sort of N floats`, ratio, target: 10, met: ratio <= 10 });
+  }
+  return { report: table(rows), targets };
+}

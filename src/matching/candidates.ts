@@ -1,0 +1,310 @@
+/**
+ * Candidates for an order (spec/matching-and-leases.md "Candidates on a quote"
+ * and "The market probe"; docs/matching.md "Candidates and the probe"): of the
+ * live providers, those that could serve the order now, ranked.
+ *
+ * A candidate is live for the order's workload (presence), passes the
+ * eligibility gates 1–6 against its advert (src/market/eligibility.ts; gate 7
+ * judges an offer and there is none here), has a free slot after counting
+ * what it holds, asks — its advert's price for the workload times the order's
+ * units, exact decimals, same currency — at most the order's maxPrice, has a
+ * box key when the input is sealed, and is the designated provider when the
+ * order names one. Ranked by that cost (cheapest first), then the one picked
+ * least recently (rotation.ts), then DID order.
+ *
+ * Pure: `now` and the rotation state are injected; no I/O, no float.
+ */
+import { C0Error } from '../errors.js';
+import { T, type Advert, type Job, type PriceEntry, type Requirements } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { scaleAmount, type Money } from '../records/money.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { compareDids } from '../records/did.js';
+import { cmpAmount } from '../market/amount.js';
+import { evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
+import type { LiveProvider } from './types.js';
+
+const MIB = 1024 * 1024;
+
+/** Codes of the matching layer's own rules (the gates keep theirs: src/market/eligibility.ts REASON). */
+export const CANDIDATE_REASON = {
+  /** no live presence (none heard, or its window has passed) */
+  NOT_LIVE: 'NOT_LIVE',
+  /** live, but its presence does not list the order's workload */
+  NOT_LIVE_FOR_WORKLOAD: 'NOT_LIVE_FOR_WORKLOAD',
+  /** its free slots are all taken by the leases and jobs it holds */
+  NO_FREE_SLOT: 'NO_FREE_SLOT',
+  /** its advert publishes no price for the order's workload */
+  NO_ASK: 'NO_ASK',
+  /** its asks for the workload are all in another currency (never converted) */
+  ASK_CURRENCY_MISMATCH: 'ASK_CURRENCY_MISMATCH',
+  /** its ask is per a unit the order cannot count (not job, second or mib) */
+  ASK_UNIT_UNKNOWN: 'ASK_UNIT_UNKNOWN',
+  /** the order would cost more than its maxPrice at this provider's ask */
+  ASK_ABOVE_PRICE: 'ASK_ABOVE_PRICE',
+  /** the input is sealed and its advert has no box key */
+  NO_BOX_KEY: 'NO_BOX_KEY',
+  /** the order names another provider */
+  NOT_DESIGNATED: 'NOT_DESIGNATED',
+} as const;
+export type CandidateReasonCode = (typeof CANDIDATE_REASON)[keyof typeof CANDIDATE_REASON];
+
+/** What the candidates engine reads of an order (a job spec, or a job record, plus an optional designated DID). */
+export interface CandidateOrder {
+  workload: string;
+  requirements: Requirements;
+  maxPrice: Money;
+  /** input size in bytes (the `mib` unit counts it) */
+  inputSize: number;
+  inputSealed: boolean;
+  /** the longest the order may run, ms (the `second` unit counts it: the worst case the buyer may pay) */
+  timeoutMs: number;
+  /** the designated provider's DID, when the order names one */
+  designated?: string;
+}
+
+/** An order from a `c0mpute.job/1` record (opened or bare). */
+export function orderFromJob(job: Job | Opened<Job>, designated?: string): CandidateOrder {
+  const j = 'record' in job ? job.record : job;
+  return {
+    workload: j.workload,
+    requirements: j.requirements,
+    maxPrice: j.maxPrice,
+    inputSize: j.input.size,
+    inputSealed: j.inputSealed === 'yes',
+    timeoutMs: j.timeoutMs,
+    ...(designated !== undefined ? { designated } : {}),
+  };
+}
+
+/** One reason a provider is not a candidate. */
+export interface CandidateReason {
+  code: string;
+  field: string;
+  wanted: unknown;
+  offered: unknown;
+  message: string;
+}
+
+/** A candidate, with what the order would cost at its ask. */
+export interface Candidate {
+  rank: number;
+  provider: string;
+  advert: string;
+  /** the advert's price entry used */
+  ask: { unit: string; price: Money };
+  /** units of the order at that unit */
+  units: number;
+  /** what the order would cost at the ask (price × units, exact) */
+  cost: Money;
+  freeSlots: number;
+  held: number;
+  /** the rotation mark when it was last picked (0: never) */
+  lastPicked: number;
+}
+
+export interface ProviderRejection {
+  provider: string;
+  advert?: string;
+  reasons: CandidateReason[];
+}
+
+export interface CandidatesResult {
+  candidates: Candidate[];
+  /** providers that are not candidates, DID order, every reason */
+  rejected: ProviderRejection[];
+  /** reason code → providers failing it (sorted codes) */
+  counts: Record<string, number>;
+  /** one sentence; says why when the list is empty */
+  summary: string;
+}
+
+/** Read-only view of the rotation (rotation.ts): the mark of a provider's last pick, 0 when never picked. */
+export interface RotationView {
+  lastPicked(did: string): number;
+}
+
+export const NO_ROTATION: RotationView = { lastPicked: () => 0 };
+
+export interface CandidatesInput {
+  order: CandidateOrder;
+  live: readonly LiveProvider[];
+  /** leases and jobs each provider holds now (absent: 0) */
+  held?: ReadonlyMap<string, number>;
+  rotation?: RotationView;
+  /** adverts of providers known but not live: reported as NOT_LIVE (for the explanation) */
+  known?: Iterable<Opened<Advert>>;
+  now: number;
+  skewMs?: number;
+}
+
+/** The units an order counts at a price unit (undefined: a unit the order cannot count). */
+export function unitsOf(order: CandidateOrder, unit: string): number | undefined {
+  if (unit === 'job') return 1;
+  if (unit === 'mib') return Math.max(1, Math.ceil(order.inputSize / MIB));
+  if (unit === 'second') return Math.max(1, Math.ceil(order.timeoutMs / 1000));
+  return undefined;
+}
+
+type Ask = { ok: true; ask: { unit: string; price: Money }; units: number; cost: Money } | { ok: false; reason: CandidateReason };
+
+/**
+ * The provider's ask for the order: of its advert's prices for the workload in
+ * the order's currency, the one that makes the order cheapest (ties: the
+ * earlier entry). A price in another currency is never converted.
+ */
+export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: string, units: number) => string = scaleAmount): Ask {
+  const cur = order.maxPrice.currency;
+  const prices = advert.prices ?? [];
+  // the common case without allocating: one entry for the workload, in the order's currency
+  let only: PriceEntry | undefined;
+  let count = 0;
+  for (let i = 0; i < prices.length; i++) {
+    if (prices[i]!.workload === order.workload) {
+      only = prices[i]!;
+      count++;
+    }
+  }
+  if (count === 1 && only!.price.currency === cur) {
+    const units = unitsOf(order, only!.unit);
+    if (units !== undefined) return { ok: true, ask: { unit: only!.unit, price: only!.price }, units, cost: { amount: scale(only!.price.amount, units), currency: cur } };
+  }
+  const entries = prices.filter((p) => p.workload === order.workload);
+  if (entries.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.NO_ASK, field: 'workload', wanted: order.workload, offered: null, message: `publishes no price for ${order.workload}` } };
+  const same = entries.filter((p) => p.price.currency === cur);
+  if (same.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_CURRENCY_MISMATCH, field: 'maxPrice.currency', wanted: cur, offered: [...new Set(entries.map((p) => p.price.currency))].sort(), message: `prices ${order.workload} in ${entries[0]!.price.currency}; the order pays in ${cur} (never converted)` } };
+  let best: Ask | undefined;
+  for (const p of same) {
+    const units = unitsOf(order, p.unit);
+    if (units === undefined) continue;
+    const cost = { amount: scale(p.price.amount, units), currency: cur };
+    if (!best || (best.ok && cmpAmount(cost.amount, best.cost.amount) < 0)) best = { ok: true, ask: { unit: p.unit, price: p.price }, units, cost };
+  }
+  if (!best) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_UNIT_UNKNOWN, field: 'prices.unit', wanted: ['job', 'second', 'mib'], offered: same.map((p) => p.unit), message: `prices ${order.workload} per ${same.map((p) => p.unit).join(', ')}, which the order cannot count` } };
+  return best;
+}
+
+/** A `c0mpute.job/1`-shaped opened record for the gates (never signed, never sent). */
+function gateJob(order: CandidateOrder): PreparedJob {
+  const record: Job = {
+    workload: order.workload,
+    requirements: order.requirements,
+    maxPrice: order.maxPrice,
+    announcedAt: 0,
+    deadline: Number.MAX_SAFE_INTEGER,
+    timeoutMs: order.timeoutMs,
+    input: { hash: 'sha256:' + '0'.repeat(64), size: order.inputSize },
+    inputSealed: order.inputSealed ? 'yes' : 'no',
+  };
+  return prepareJob({ type: T.job, signer: '', address: 'probe', record, bytes: new Uint8Array(0) });
+}
+
+function checkOrder(o: CandidateOrder): void {
+  const bad = (field: string, why: string) => new C0Error('MATCH_BAD_ORDER', `order: ${field} ${why}`, { field });
+  if (!o || typeof o.workload !== 'string' || o.workload === '') throw bad('workload', 'must be a workload namespace');
+  if (!o.maxPrice || typeof o.maxPrice.amount !== 'string' || typeof o.maxPrice.currency !== 'string') throw bad('maxPrice', 'must be {amount, currency}');
+  if (!Number.isSafeInteger(o.inputSize) || o.inputSize < 0) throw bad('inputSize', 'must be a whole number of bytes');
+  if (!Number.isSafeInteger(o.timeoutMs) || o.timeoutMs <= 0) throw bad('timeoutMs', 'must be a positive whole number of ms');
+}
+
+/** The ranked candidates for an order, and why every other provider is not one. */
+export function candidates(input: CandidatesInput): CandidatesResult {
+  if (typeof input.now !== 'number' || !Number.isFinite(input.now)) throw new C0Error('MATCH_BAD_INPUT', 'candidates needs a numeric `now`', { field: 'now' });
+  const order = input.order;
+  checkOrder(order);
+  const now = input.now;
+  const skew = input.skewMs ?? DEFAULT_SKEW_MS;
+  const held = input.held ?? new Map<string, number>();
+  const rotation = input.rotation ?? NO_ROTATION;
+  const pj = gateJob(order);
+  // exact costs by (price, units): providers share prices, and a decimal product costs more than a lookup
+  const costs = new Map<string, string>();
+  const scale = (amount: string, units: number): string => {
+    const k = `${amount}*${units}`;
+    let c = costs.get(k);
+    if (c === undefined) costs.set(k, (c = scaleAmount(amount, units)));
+    return c;
+  };
+
+  const ok: Candidate[] = [];
+  const rejected: ProviderRejection[] = [];
+  const seen = new Set<string>();
+  // one entry per provider: the one live longest (then the higher advert seq), whatever the input order
+  const byDid = new Map<string, LiveProvider>();
+  for (const p of input.live) {
+    const cur = byDid.get(p.did);
+    if (!cur || p.liveUntil > cur.liveUntil || (p.liveUntil === cur.liveUntil && (p.advert.record.seq > cur.advert.record.seq || (p.advert.record.seq === cur.advert.record.seq && p.advert.address < cur.advert.address)))) byDid.set(p.did, p);
+  }
+  for (const p of byDid.values()) {
+    seen.add(p.did);
+    const reasons: CandidateReason[] = [];
+    const r = (code: string, field: string, wanted: unknown, offered: unknown, message: string) => reasons.push({ code, field, wanted, offered, message });
+    if (order.designated !== undefined && p.did !== order.designated) r(CANDIDATE_REASON.NOT_DESIGNATED, 'designated', order.designated, p.did, 'is not the designated provider');
+    if (p.liveUntil <= now) r(CANDIDATE_REASON.NOT_LIVE, 'presence', `live after ${now}`, p.liveUntil, `its presence lapsed at ${p.liveUntil}`);
+    else if (!p.workloads.includes(order.workload)) r(CANDIDATE_REASON.NOT_LIVE_FOR_WORKLOAD, 'workload', order.workload, p.workloads, `is live, but not for ${order.workload}`);
+    for (const f of evaluate(pj, p.advert, undefined, now, skew) ?? []) r(f.code, f.field, f.wanted, f.offered, f.message);
+    const h = held.get(p.did) ?? 0;
+    if (p.freeSlots - h <= 0) r(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`);
+    const ask = askFor(p.advert.record, order, scale);
+    if (!ask.ok) reasons.push(ask.reason);
+    else if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) r(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`);
+    if (order.inputSealed && p.advert.record.boxKey === undefined) r(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to');
+    if (reasons.length === 0 && ask.ok) {
+      ok.push({ rank: 0, provider: p.did, advert: p.advert.address, ask: ask.ask, units: ask.units, cost: ask.cost, freeSlots: p.freeSlots, held: h, lastPicked: rotation.lastPicked(p.did) });
+    } else rejected.push({ provider: p.did, advert: p.advert.address, reasons });
+  }
+  if (input.known) {
+    const latest = new Map<string, Opened<Advert>>();
+    for (const a of input.known) {
+      if (seen.has(a.signer)) continue;
+      const c = latest.get(a.signer);
+      if (!c || a.record.seq > c.record.seq) latest.set(a.signer, a);
+    }
+    for (const [did, a] of latest) rejected.push({ provider: did, advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
+  }
+  // the distinct costs ranked once (exact), then a numeric sort: cost rank, last pick, DID
+  const distinct = [...new Set(ok.map((c) => c.cost.amount))].sort(cmpAmount);
+  const costRank = new Map(distinct.map((a, i) => [a, i]));
+  const keyed = ok.map((c) => ({ c, k: costRank.get(c.cost.amount)! }));
+  keyed.sort((a, b) => a.k - b.k || a.c.lastPicked - b.c.lastPicked || compareDids(a.c.provider, b.c.provider));
+  for (let i = 0; i < keyed.length; i++) ok[i] = keyed[i]!.c;
+  ok.forEach((c, i) => (c.rank = i + 1));
+  rejected.sort((a, b) => compareDids(a.provider, b.provider));
+  const counts = countReasons(rejected);
+  return { candidates: ok, rejected, counts, summary: summarise(order, ok, rejected, counts) };
+}
+
+function countReasons(rejected: ProviderRejection[]): Record<string, number> {
+  const m = new Map<string, number>();
+  for (const p of rejected) for (const code of new Set(p.reasons.map((x) => x.code))) m.set(code, (m.get(code) ?? 0) + 1);
+  const out: Record<string, number> = {};
+  for (const k of [...m.keys()].sort()) out[k] = m.get(k)!;
+  return out;
+}
+
+const SAY: Record<string, string> = {
+  NOT_LIVE: 'not live',
+  NOT_LIVE_FOR_WORKLOAD: 'live for other workloads',
+  NO_FREE_SLOT: 'no free slot',
+  NO_ASK: 'no price for the workload',
+  ASK_CURRENCY_MISMATCH: 'priced in another currency',
+  ASK_UNIT_UNKNOWN: 'priced per a unit the order cannot count',
+  ASK_ABOVE_PRICE: 'ask above the order’s price',
+  NO_BOX_KEY: 'no box key for the sealed input',
+  NOT_DESIGNATED: 'not the designated provider',
+};
+
+function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRejection[], counts: Record<string, number>): string {
+  const known = ok.length + rejected.length;
+  const why = Object.entries(counts)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([code, n]) => `${n} ${SAY[code] ?? code}`)
+    .join(', ');
+  if (ok.length > 0) {
+    const c = ok[0]!;
+    return `${ok.length} of ${known} provider(s) could take the ${order.workload} order now; the first asks ${c.cost.amount} ${c.cost.currency}${why ? ` (not candidates: ${why})` : ''}.`;
+  }
+  if (known === 0) return `No provider is live: no presence has been heard for ${order.workload}.`;
+  const designated = order.designated !== undefined && !rejected.some((p) => p.provider === order.designated) ? ` The designated provider ${order.designated} is not known.` : '';
+  return `No candidate among ${known} provider(s) for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}.${designated}`;
+}

@@ -1,0 +1,170 @@
+/**
+ * The market probe (spec/matching-and-leases.md "The market probe";
+ * docs/matching.md "Candidates and the probe"): every live provider that could
+ * serve an order now, ranked with its ask — no offer round, nothing signed.
+ * An unpinned probe (no designated provider) with at least one candidate marks
+ * its first candidate as picked, as an open order does; a pinned one does not.
+ *
+ * The node wires it with hooks (the live-provider view, what each provider
+ * holds, the known adverts), so it depends on no particular presence module.
+ */
+import { C0Error } from '../errors.js';
+import { T, type Advert, type Job, type Presence, type Requirements } from '../records/kinds.js';
+import { kindOf } from '../records/envelope.js';
+import { toCore } from '../records/schema.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import type { Sub } from '../store/db.js';
+import type { Opened } from '../records/envelope.js';
+import { isAmount, type Money } from '../records/money.js';
+import { candidates, type CandidateOrder, type CandidatesResult } from './candidates.js';
+import { levelRotationStore, memoryRotationStore, Rotation, type RotationStore } from './rotation.js';
+import type { LiveProvider } from './types.js';
+
+export interface ProbeDeps {
+  clock: () => number;
+  /** the providers live now (the presence view) */
+  liveProviders: (now: number) => readonly LiveProvider[];
+  /** leases and jobs each provider holds now */
+  held?: () => ReadonlyMap<string, number>;
+  /** adverts known to this node (providers among them that are not live are reported NOT_LIVE) */
+  known?: () => Iterable<Opened<Advert>>;
+  skewMs?: number;
+}
+
+export interface ProbeResult extends CandidatesResult {
+  /** when the probe was answered */
+  at: number;
+  /** whether it advanced the rotation (unpinned, with a first candidate) */
+  picked?: string;
+}
+
+export class ProbeService {
+  private constructor(
+    private readonly deps: ProbeDeps,
+    readonly rotation: Rotation,
+  ) {}
+
+  static async open(deps: ProbeDeps, store: RotationStore = memoryRotationStore()): Promise<ProbeService> {
+    return new ProbeService(deps, await Rotation.open(store));
+  }
+
+  /** Rank the candidates for `order`; an unpinned probe marks its first candidate as picked. */
+  async probe(order: CandidateOrder): Promise<ProbeResult> {
+    const now = this.deps.clock();
+    const r = candidates({
+      order,
+      live: this.deps.liveProviders(now),
+      rotation: this.rotation,
+      now,
+      ...(this.deps.held ? { held: this.deps.held() } : {}),
+      ...(this.deps.known ? { known: this.deps.known() } : {}),
+      ...(this.deps.skewMs !== undefined ? { skewMs: this.deps.skewMs } : {}),
+    });
+    const first = r.candidates[0];
+    if (order.designated === undefined && first) {
+      await this.rotation.pick(first.provider);
+      return { ...r, at: now, picked: first.provider };
+    }
+    return { ...r, at: now };
+  }
+}
+
+/**
+ * An order from a probe request: a job spec as JSON (the shape /v1/run takes:
+ * workload, requirements, maxPrice, deadlineMs, timeoutMs, sealInput, input as
+ * base64 or `inputSize`) plus an optional `designated` DID. GET query
+ * parameters come as strings and are read the same way.
+ */
+export function parseProbeOrder(body: unknown): CandidateOrder {
+  const b = body as Record<string, unknown>;
+  const bad = (field: string, why: string) => new C0Error('PROBE_SPEC_INVALID', `probe: ${field} ${why}`, { field });
+  if (typeof b !== 'object' || b === null) throw new C0Error('PROBE_SPEC_INVALID', 'probe: the order must be an object');
+  if (typeof b.workload !== 'string' || b.workload === '') throw bad('workload', 'must be a workload namespace');
+  let maxPrice: Money;
+  if (typeof b.maxPrice === 'string') {
+    const m = /^\s*([0-9.]+)\s*([A-Z][A-Z0-9]{1,11})\s*$/.exec(b.maxPrice);
+    if (!m || !isAmount(m[1])) throw bad('maxPrice', 'must be "0.05 USD" or {amount, currency}');
+    maxPrice = { amount: m[1]!, currency: m[2]! };
+  } else if (typeof b.maxPrice === 'object' && b.maxPrice !== null && isAmount((b.maxPrice as Money).amount) && typeof (b.maxPrice as Money).currency === 'string') maxPrice = { amount: (b.maxPrice as Money).amount, currency: (b.maxPrice as Money).currency };
+  else throw bad('maxPrice', 'must be "0.05 USD" or {amount, currency}');
+  const int = (k: string): number | undefined => {
+    const v = b[k];
+    if (v === undefined || v === null) return undefined;
+    const n = typeof v === 'string' && /^[0-9]{1,15}$/.test(v) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw bad(k, 'must be a whole number');
+    return n;
+  };
+  const inputSize = int('inputSize') ?? (typeof b.input === 'string' ? Buffer.from(b.input, 'base64').length : 0);
+  const timeoutMs = int('timeoutMs') ?? int('deadlineMs') ?? 60_000;
+  if (timeoutMs <= 0) throw bad('timeoutMs', 'must be positive');
+  const sealed = b.sealInput === true || b.sealInput === 'true' || b.sealInput === '1';
+  if (b.designated !== undefined && (typeof b.designated !== 'string' || !b.designated.startsWith('did:'))) throw bad('designated', 'must be a provider DID');
+  let requirements: Requirements = {};
+  if (b.requirements !== undefined) {
+    let r: unknown = b.requirements;
+    if (typeof r === 'string') {
+      try {
+        r = JSON.parse(r) as unknown;
+      } catch {
+        throw bad('requirements', 'must be a JSON object');
+      }
+    }
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw bad('requirements', 'must be an object');
+    requirements = r as Requirements;
+  }
+  const order: CandidateOrder = { workload: b.workload, requirements, maxPrice, inputSize, inputSealed: sealed, timeoutMs, ...(typeof b.designated === 'string' ? { designated: b.designated } : {}) };
+  // the order must be what a c0mpute.job/1 record may say (workload, requirements, money): the job schema judges it
+  const asJob: Job = { workload: order.workload, requirements, maxPrice, announcedAt: 0, deadline: 1, timeoutMs, input: { hash: 'sha256:' + '0'.repeat(64), size: inputSize }, inputSealed: sealed ? 'yes' : 'no' };
+  try {
+    toCore(kindOf(T.job).schema, asJob);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    throw new C0Error('PROBE_SPEC_INVALID', `probe: ${e.message}`, { ...(e.field !== undefined ? { field: e.field } : {}), cause: e });
+  }
+  return order;
+}
+
+/** What `openNodeProbe` reads of a node (an OverlayNode has all of it). */
+export interface ProbeHost {
+  clock: () => number;
+  liveProviders: (now: number) => readonly LiveProvider[];
+  heldByProvider: () => ReadonlyMap<string, number>;
+  market: { adverts: { latest: ReadonlyMap<string, Opened<Advert>> } };
+  sub(name: string): Sub;
+  d: { network: { clockSkewMs: number } };
+}
+
+/** A node's probe: its hooks, its known adverts, and the rotation in the overlay's `matching-rotation` sublevel. */
+export function openNodeProbe(host: ProbeHost): Promise<ProbeService> {
+  return ProbeService.open(
+    { clock: () => host.clock(), liveProviders: (now) => host.liveProviders(now), held: () => host.heldByProvider(), known: () => host.market.adverts.latest.values(), skewMs: host.d.network.clockSkewMs },
+    levelRotationStore(host.sub('matching-rotation')),
+  );
+}
+
+/**
+ * Live providers from records alone (the offline `market probe --records`):
+ * each provider's newest presence still inside its window at `now`, with its
+ * advert live at `now` (highest seq). A provider without both is not live.
+ */
+export function liveFromRecords(presences: Iterable<Opened<Presence>>, adverts: Iterable<Opened<Advert>>, now: number, skewMs = DEFAULT_SKEW_MS): LiveProvider[] {
+  const ad = new Map<string, Opened<Advert>>();
+  for (const a of adverts) {
+    if (a.record.issuedAt > now + skewMs || a.record.expiresAt <= now) continue;
+    const c = ad.get(a.signer);
+    if (!c || a.record.seq > c.record.seq || (a.record.seq === c.record.seq && a.address < c.address)) ad.set(a.signer, a);
+  }
+  const pr = new Map<string, Opened<Presence>>();
+  for (const p of presences) {
+    const r = p.record;
+    if (r.issuedAt > now + skewMs || r.issuedAt + r.windowMs <= now) continue;
+    const c = pr.get(p.signer);
+    if (!c || r.issuedAt > c.record.issuedAt || (r.issuedAt === c.record.issuedAt && p.address < c.address)) pr.set(p.signer, p);
+  }
+  const out: LiveProvider[] = [];
+  for (const [did, p] of pr) {
+    const a = ad.get(did);
+    if (a) out.push({ did, presence: p, advert: a, workloads: p.record.workloads, freeSlots: p.record.freeSlots, liveUntil: p.record.issuedAt + p.record.windowMs });
+  }
+  return out;
+}
