@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   records: async () => (await import('./records.js')).run(),
   pool: async () => (await import('./pool.js')).run(),
   market: async () => (await import('./market.js')).run(),
+  leases: async () => (await import('./leases.js')).run(),
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();

@@ -11,7 +11,9 @@
  * orders another provider holds. Without a coordinator "who holds what" is
  * settled by rendezvous (highest-random-weight) hashing:
  *
- *   weight(order, provider) = SHA-256(order address ‖ 0x00 ‖ provider DID)
+ *   weight(order, provider) = mix(SHA-256(order address)[0..8] ⊕ SHA-256(DID)[0..8])
+ *
+ * (murmur3's finaliser over the two 32-bit halves; see mixWeight).
  *
  * For each order the providers that may claim it are ranked by weight (highest
  * first, DID as the tie-break). Lease periods run on the order's own grid:
@@ -87,9 +89,39 @@ export interface LeaseView {
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Rendezvous weight of (order, provider), as a hex string (compared as text = as bytes). */
-export function leaseWeight(order: string, provider: string): string {
-  return createHash('sha256').update(order).update('\u0000').update(provider).digest('hex');
+/** The first 64 bits of SHA-256(text), as two uint32 (each order and each DID is hashed once per computation). */
+export function hash64(text: string): [number, number] {
+  const h = createHash('sha256').update(text).digest();
+  return [h.readUInt32BE(0), h.readUInt32BE(4)];
+}
+
+/** murmur3's 32-bit finaliser. */
+function fmix32(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/**
+ * Rendezvous weight of (order, provider) from their 64-bit hashes: the two
+ * halves of order ⊕ provider mixed into a 53-bit integer (exact in a double).
+ * Hashing each side once and mixing per pair keeps a lease computation over
+ * 1k providers × 10k orders fast (docs/matching.md).
+ */
+export function mixWeight(order: readonly [number, number], provider: readonly [number, number]): number {
+  const a = (order[0] ^ provider[0]) >>> 0;
+  const b = (order[1] ^ provider[1]) >>> 0;
+  const h1 = fmix32((a ^ Math.imul(b, 0x9e3779b1)) >>> 0);
+  const h2 = fmix32((b ^ Math.imul(h1, 0x27d4eb2f)) >>> 0);
+  return h1 * 2 ** 21 + (h2 >>> 11);
+}
+
+/** Rendezvous weight of (order address, provider DID). */
+export function leaseWeight(order: string, provider: string): number {
+  return mixWeight(hash64(order), hash64(provider));
 }
 
 /** The lease period of an order at `now` (0 before or at announcement). */
@@ -106,10 +138,13 @@ export function compareOrders(a: OpenOrder, b: OpenOrder): number {
  * The providers that may claim `order`, ranked by rendezvous weight (highest
  * first, DID order on a tie). Exported for the provider side and for tests.
  */
-export function leaseRanking(order: OpenOrder, providers: readonly LiveProvider[], eligible: (p: LiveProvider, o: OpenOrder) => boolean): LiveProvider[] {
-  const may = providers.filter((p) => (order.designated !== undefined ? p.did === order.designated : order.openBid) && eligible(p, order));
-  const w = new Map(may.map((p) => [p.did, leaseWeight(order.address, p.did)]));
-  return may.sort((a, b) => byString(w.get(b.did)!, w.get(a.did)!) || byString(a.did, b.did));
+export function leaseRanking(order: OpenOrder, providers: readonly LiveProvider[], eligible: (p: LiveProvider, o: OpenOrder) => boolean, didHash?: (did: string) => readonly [number, number]): LiveProvider[] {
+  const oh = hash64(order.address);
+  const dh = didHash ?? hash64;
+  const may: Array<{ p: LiveProvider; w: number }> = [];
+  for (const p of providers) if ((order.designated !== undefined ? p.did === order.designated : order.openBid) && eligible(p, order)) may.push({ p, w: mixWeight(oh, dh(p.did)) });
+  may.sort((a, b) => b.w - a.w || byString(a.p.did, b.p.did));
+  return may.map((x) => x.p);
 }
 
 const servesWorkload = (p: LiveProvider, o: OpenOrder): boolean => p.workloads.includes(o.workload);
@@ -140,11 +175,15 @@ export function computeLeases(input: LeaseInput): LeaseView {
   const providers = normaliseProviders(input.providers, input.now);
   const room = new Map(providers.map((p) => [p.did, Math.max(0, Math.floor(p.freeSlots))]));
   const withRoom = providers.filter((p) => room.get(p.did)! > 0);
+  const didHashes = new Map(withRoom.map((p) => [p.did, hash64(p.did)]));
+  const didHash = (did: string) => didHashes.get(did)!;
+  let roomLeft = withRoom.reduce((n, p) => n + room.get(p.did)!, 0);
   const leases: Lease[] = [];
   const byProvider = new Map<string, Lease[]>();
   const byOrder = new Map<string, Lease>();
   for (const o of normaliseOrders(input.orders)) {
-    const ranked = leaseRanking(o, withRoom, eligible);
+    if (roomLeft === 0) break; // every slot is leased: no later order can be
+    const ranked = leaseRanking(o, withRoom, eligible, didHash);
     if (ranked.length === 0) continue;
     const period = leasePeriod(o.announcedAt, input.now, leaseMs);
     for (let i = 0; i < ranked.length; i++) {
@@ -152,6 +191,7 @@ export function computeLeases(input: LeaseInput): LeaseView {
       const left = room.get(p.did)!;
       if (left <= 0) continue;
       room.set(p.did, left - 1);
+      roomLeft--;
       const from = o.announcedAt + period * leaseMs;
       const lease: Lease = { order: o.address, provider: p.did, period, from, until: from + leaseMs };
       leases.push(lease);
