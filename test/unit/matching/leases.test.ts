@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { computeLeases, leasePeriod, leaseRanking, leasesOf, type LeaseInput, type OpenOrder } from '../../../src/matching/leases.js';
+import { computeLeases, leasePeriod, leaseRanking, leaseWeight, leasesOf, type LeaseInput, type OpenOrder } from '../../../src/matching/leases.js';
 import { MATCH_LEASE_MS, MATCH_LIVENESS_MS, type LiveProvider } from '../../../src/matching/types.js';
 import { seal, T } from '../../../src/records/index.js';
 import { NOW, P, advert } from '../market/fixtures.js';
@@ -159,6 +159,36 @@ describe('leases without a coordinator', () => {
     assert.equal(two.leases.length, 4);
     assert.equal(two.byProvider.get(P(1).did)!.length, 2);
     assert.equal(two.byProvider.get(P(2).did)!.length, 2);
+  });
+
+  it('matches a naive reference of the documented rule (rank by weight, rotate by period, first with room, oldest first)', () => {
+    fc.assert(
+      fc.property(viewArb, ({ providers, orders, now }) => {
+        const room = new Map<string, number>();
+        const live = [...new Map(providers.filter((p) => p.liveUntil > now).map((p) => [p.did, p])).values()];
+        for (const p of live) room.set(p.did, p.freeSlots);
+        const expected: Array<[string, string]> = [];
+        const seen = new Set<string>();
+        for (const o of [...orders].sort((a, b) => a.announcedAt - b.announcedAt || (a.address < b.address ? -1 : 1))) {
+          if (seen.has(o.address)) continue;
+          seen.add(o.address);
+          const may = live
+            .filter((p) => p.freeSlots > 0 && (o.designated !== undefined ? p.did === o.designated : o.openBid) && p.workloads.includes(o.workload))
+            .sort((a, b) => leaseWeight(o.address, b.did) - leaseWeight(o.address, a.did) || (a.did < b.did ? -1 : 1));
+          const k = leasePeriod(o.announcedAt, now);
+          for (let i = 0; i < may.length; i++) {
+            const p = may[(k + i) % may.length]!;
+            if (room.get(p.did)! > 0) {
+              room.set(p.did, room.get(p.did)! - 1);
+              expected.push([o.address, p.did]);
+              break;
+            }
+          }
+        }
+        assert.deepEqual(computeLeases({ providers, orders, now }).leases.map((l) => [l.order, l.provider]), expected);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('lease periods follow the order’s own grid', () => {
