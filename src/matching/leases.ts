@@ -172,32 +172,65 @@ export function computeLeases(input: LeaseInput): LeaseView {
   const leaseMs = input.leaseMs ?? MATCH_LEASE_MS;
   if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be a positive integer, got ${leaseMs}`);
   const eligible = input.eligible ?? servesWorkload;
-  const providers = normaliseProviders(input.providers, input.now);
-  const room = new Map(providers.map((p) => [p.did, Math.max(0, Math.floor(p.freeSlots))]));
-  const withRoom = providers.filter((p) => room.get(p.did)! > 0);
-  const didHashes = new Map(withRoom.map((p) => [p.did, hash64(p.did)]));
-  const didHash = (did: string) => didHashes.get(did)!;
-  let roomLeft = withRoom.reduce((n, p) => n + room.get(p.did)!, 0);
+  const withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
+  const np = withRoom.length;
+  const room = Int32Array.from(withRoom, (p) => Math.min(Math.floor(p.freeSlots), 0x7fffffff));
+  const dh = withRoom.map((p) => hash64(p.did));
+  let roomLeft = room.reduce((n, r) => n + r, 0);
   const leases: Lease[] = [];
   const byProvider = new Map<string, Lease[]>();
   const byOrder = new Map<string, Lease>();
+  // per-order scratch, reused: the providers that may claim it and their weights
+  const cand = new Int32Array(np);
+  const ws = new Float64Array(np);
   for (const o of normaliseOrders(input.orders)) {
     if (roomLeft === 0) break; // every slot is leased: no later order can be
-    const ranked = leaseRanking(o, withRoom, eligible, didHash);
-    if (ranked.length === 0) continue;
+    const oh = hash64(o.address);
+    let n = 0;
+    for (let j = 0; j < np; j++) {
+      const p = withRoom[j]!;
+      if ((o.designated !== undefined ? p.did === o.designated : o.openBid) && eligible(p, o)) {
+        cand[n] = j;
+        ws[n++] = mixWeight(oh, dh[j]!);
+      }
+    }
+    if (n === 0) continue;
     const period = leasePeriod(o.announcedAt, input.now, leaseMs);
-    for (let i = 0; i < ranked.length; i++) {
-      const p = ranked[(period + i) % ranked.length]!;
-      const left = room.get(p.did)!;
-      if (left <= 0) continue;
-      room.set(p.did, left - 1);
+    const sorted = ws.slice(0, n).sort(); // ascending; rank r (0 = highest weight) sits at n-1-r
+    let at: Map<number, number[]> | undefined; // weight → candidate slots, DID order within a weight (built on demand)
+    for (let i = 0; i < n; i++) {
+      const pos = n - 1 - ((period + i) % n);
+      const w = sorted[pos]!;
+      // equal weights rank by DID: find the group, and this position's place in it
+      let hi = pos;
+      while (hi + 1 < n && sorted[hi + 1] === w) hi++;
+      let j: number;
+      if (hi === pos && (pos === 0 || sorted[pos - 1] !== w) && !at) {
+        let c = 0;
+        while (ws[c] !== w) c++;
+        j = cand[c]!;
+      } else {
+        if (!at) {
+          at = new Map();
+          for (let c = 0; c < n; c++) {
+            const l = at.get(ws[c]!);
+            if (l) l.push(cand[c]!);
+            else at.set(ws[c]!, [cand[c]!]);
+          }
+          for (const l of at.values()) if (l.length > 1) l.sort((a, b) => byString(withRoom[a]!.did, withRoom[b]!.did));
+        }
+        j = at.get(w)![hi - pos]!;
+      }
+      if (room[j]! <= 0) continue;
+      room[j]!--;
       roomLeft--;
+      const did = withRoom[j]!.did;
       const from = o.announcedAt + period * leaseMs;
-      const lease: Lease = { order: o.address, provider: p.did, period, from, until: from + leaseMs };
+      const lease: Lease = { order: o.address, provider: did, period, from, until: from + leaseMs };
       leases.push(lease);
       byOrder.set(o.address, lease);
-      let mine = byProvider.get(p.did);
-      if (!mine) byProvider.set(p.did, (mine = []));
+      let mine = byProvider.get(did);
+      if (!mine) byProvider.set(did, (mine = []));
       mine.push(lease);
       break;
     }
