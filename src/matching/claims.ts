@@ -197,3 +197,27 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
   }
   return { job: job.address, ...(winner ? { winner } : {}), answers, considered: winner ? considered : [] };
 }
+
+/**
+ * An auditor's check of a first-claim decision: given the order, the claims the
+ * buyer says it considered (in its arrival order, with sequence numbers and
+ * arrival times, as its selection would record them) and the winner it named,
+ * recompute the rule. Passes when the named winner is valid and no earlier
+ * considered claim was valid; throws a C0Error otherwise. It cannot prove a
+ * claim the buyer never listed arrived (only the buyer saw arrivals; the
+ * claimant holds the buyer's signed refusal for that).
+ */
+export function auditFirstClaim(input: ClaimInput & { winner: string }): ClaimDecision {
+  const d = decideClaims(input);
+  if (!d.answers.some((a) => a.claim === input.winner)) throw new C0Error('FIRST_CLAIM_WINNER_NOT_CONSIDERED', `the winner ${input.winner} is not among the considered claims`, { field: 'winner' });
+  if (!d.winner) {
+    const a = d.answers.find((x) => x.claim === input.winner)!;
+    throw new C0Error('FIRST_CLAIM_WINNER_INVALID', `the named winner is not a valid claim (${a.code ?? '?'}: ${a.message})`, { field: 'winner', detail: { code: a.code } });
+  }
+  if (d.winner.claim.address !== input.winner) {
+    const named = d.answers.find((x) => x.claim === input.winner)!;
+    if (named.code === CLAIM_REFUSAL.ORDER_TAKEN) throw new C0Error('FIRST_CLAIM_SKIPPED_VALID', `claim ${d.winner.claim.address} (arrival ${d.winner.seq}) was valid and earlier than the named winner`, { field: 'winner', detail: { first: d.winner.claim.address } });
+    throw new C0Error('FIRST_CLAIM_WINNER_INVALID', `the named winner is not a valid claim (${named.code ?? '?'}: ${named.message})`, { field: 'winner', detail: { code: named.code } });
+  }
+  return d;
+}

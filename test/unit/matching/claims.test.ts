@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { CLAIM_REFUSAL, decideClaims, type ClaimInput, type ReceivedClaim } from '../../../src/matching/claims.js';
+import { CLAIM_REFUSAL, auditFirstClaim, decideClaims, type ClaimInput, type ReceivedClaim } from '../../../src/matching/claims.js';
 import { seal, T, type Advert, type Claim, type Opened } from '../../../src/records/index.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
@@ -104,5 +104,21 @@ describe('first valid claim wins', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('auditing a first-claim decision', () => {
+  const c1 = claim(1, A1, { amount: '3' }); // over the bid
+  const c2 = claim(2, A2);
+  const c3 = claim(3, A3);
+  const considered = [rc(1, c1), rc(2, c2), rc(3, c3)];
+  it('passes when the named winner is the first valid claim', () => {
+    assert.equal(auditFirstClaim({ ...input(considered), winner: c2.address }).winner?.seq, 2);
+  });
+  it('catches a buyer that skipped an earlier valid claim, named an invalid one, or named one it did not list', () => {
+    assert.equal(codeOf(() => auditFirstClaim({ ...input(considered), winner: c3.address })), 'FIRST_CLAIM_SKIPPED_VALID');
+    assert.equal(codeOf(() => auditFirstClaim({ ...input(considered), winner: c1.address })), 'FIRST_CLAIM_WINNER_INVALID');
+    assert.equal(codeOf(() => auditFirstClaim({ ...input([rc(1, c1), rc(3, c3)]), winner: c1.address })), 'FIRST_CLAIM_WINNER_INVALID');
+    assert.equal(codeOf(() => auditFirstClaim({ ...input(considered), winner: claim(5, A5).address })), 'FIRST_CLAIM_WINNER_NOT_CONSIDERED');
   });
 });
