@@ -31,6 +31,10 @@ const RULES: Record<string, string[]> = {
   ],
   'c0mpute.acceptance/1': ['A dispute must state a non-empty reason (`ACCEPTANCE_REASON_MISSING`). Only the receipt’s own buyer’s acceptance counts.'],
   'c0mpute.presence/1': ['Live from `issuedAt` for `windowMs` (at most 10 minutes).'],
+  'c0mpute.claim/1': [
+    'Sent by a provider straight to the buyer’s node to take an open order (no offer window; docs/matching.md “Open orders, claims and leases”). Not gossiped.',
+    'The buyer’s node takes the first valid claim by its own arrival order and refuses every other one with a stable code (src/matching/claims.ts): it opens (`CLAIM_INVALID`); names the job (`CLAIM_WRONG_JOB`); is not signed by the buyer (`CLAIM_BY_BUYER`); signed and received before the job’s `deadline` (`CLAIM_AFTER_DEADLINE`), not before `announcedAt` (`CLAIM_BEFORE_JOB`), not beyond the skew window after arrival (`CLAIM_FROM_FUTURE`); the designated provider when the order names one (`CLAIM_NOT_DESIGNATED`); `price` in the job’s currency (`CLAIM_CURRENCY_MISMATCH`) and at most the order’s bid (`CLAIM_PRICE_OVER_BID`); cites a known advert (`CLAIM_ADVERT_UNKNOWN`) signed by the claimant (`CLAIM_ADVERT_NOT_CLAIMANTS`) that passes the eligibility gates (`CLAIM_INELIGIBLE`); a valid claim after the winner gets `ORDER_TAKEN`.',
+  ],
   'c0mpute.delegation/1': ['`gateway` ≠ signer (`DELEGATION_TO_SELF`); `expiresAt` > `issuedAt` (`DELEGATION_LIFETIME_INVALID`); lifetime ≤ 366 days (`DELEGATION_LIFETIME_TOO_LONG`).'],
   'c0mpute.nondelivery/1': [
     '`provider` ≠ signer (`NONDELIVERY_SELF`); `detail`, when present, is not blank (`NONDELIVERY_DETAIL_EMPTY`).',
@@ -47,6 +51,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.receipt/1': 'provider',
   'c0mpute.acceptance/1': 'buyer',
   'c0mpute.presence/1': 'provider',
+  'c0mpute.claim/1': 'provider (the claimant)',
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
 };

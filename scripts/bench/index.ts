@@ -19,9 +19,8 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   matching: async () => {
     const a = await (await import('./matching-probe.js')).run();
     const b = await (await import('./batch-plan.js')).run();
-    return { report: `${a.report}
-
-${b.report}`, targets: [...a.targets, ...b.targets] };
+    const c = await (await import('./leases.js')).run();
+    return { report: `${a.report}\n\n${b.report}\n\n${c.report}`, targets: [...a.targets, ...b.targets, ...c.targets] };
   },
   net: async () => {
     const a = await (await import('./net.js')).run();

@@ -157,6 +157,19 @@ export interface Presence {
   windowMs: number;
 }
 
+/**
+ * A provider's claim on an open order (docs/matching.md "Open orders, claims and
+ * leases"): it takes the job at the order's price, citing the advert the buyer
+ * judges it against. The buyer's node takes the first valid claim it receives
+ * (src/matching/claims.ts) and signs a selection naming it.
+ */
+export interface Claim {
+  job: string;
+  advert: string;
+  price: Money;
+  issuedAt: number;
+}
+
 export interface Delegation {
   gateway: string;
   scope: { workloads?: string[]; maxPrice?: Money };
@@ -323,6 +336,12 @@ export const SCHEMAS: Record<string, Schema> = {
     issuedAt: { t: 'time', doc: 'when signed' },
     windowMs: { t: 'uint', min: 1, max: MAX_PRESENCE_WINDOW_MS, doc: 'live for this long after issuedAt', unit: 'ms' },
   },
+  'c0mpute.claim/1': {
+    job: { t: 'addr', doc: 'the open order (job) claimed' },
+    advert: { t: 'addr', doc: 'the claimant’s advert the buyer judges eligibility against (signed by the claimant)' },
+    price: { t: 'money', doc: 'price for the whole job: the order’s bid (open bid) or the designated price; at most the job’s maxPrice' },
+    issuedAt: { t: 'time', doc: 'when the claim was signed (before the job’s deadline)' },
+  },
   'c0mpute.delegation/1': {
     gateway: { t: 'did', doc: 'the gateway allowed to select for the buyer' },
     scope: {
@@ -405,6 +424,7 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     if (a.verdict === 'disputed') rule(a.reason !== undefined && a.reason.trim().length > 0, 'ACCEPTANCE_REASON_MISSING', 'reason', 'a dispute must state a reason');
   },
   'c0mpute.presence/1': () => {},
+  'c0mpute.claim/1': () => {},
   'c0mpute.delegation/1': (d: Delegation, signer: string) => {
     rule(d.gateway !== signer, 'DELEGATION_TO_SELF', 'gateway', 'a buyer does not delegate to itself');
     rule(d.expiresAt > d.issuedAt, 'DELEGATION_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
@@ -424,6 +444,7 @@ export interface RecordTypes {
   'c0mpute.receipt/1': Receipt;
   'c0mpute.acceptance/1': Acceptance;
   'c0mpute.presence/1': Presence;
+  'c0mpute.claim/1': Claim;
   'c0mpute.delegation/1': Delegation;
   'c0mpute.nondelivery/1': NonDelivery;
 }
@@ -436,6 +457,7 @@ export const T = {
   receipt: 'c0mpute.receipt/1',
   acceptance: 'c0mpute.acceptance/1',
   presence: 'c0mpute.presence/1',
+  claim: 'c0mpute.claim/1',
   delegation: 'c0mpute.delegation/1',
   nondelivery: 'c0mpute.nondelivery/1',
 } as const;

@@ -1,0 +1,223 @@
+/**
+ * The buyer's side of an open order: "the first valid claim wins"
+ * (spec/matching-and-leases.md "Leases": any provider may claim any job it may
+ * claim, the first valid claim wins; docs/matching.md "Open orders, claims and
+ * leases"). Where the spec has a chain decide, the buyer's node decides here,
+ * from the `c0mpute.claim/1` records it received, in the order it received them.
+ *
+ * Pure and deterministic: the caller passes each claim's envelope bytes with the
+ * arrival sequence number its node assigned (and the local arrival time); the
+ * decision depends only on those, the order's terms and the adverts known.
+ * A claim is valid when:
+ *   - it opens (schema, rules, strict signature; open());
+ *   - it names this job, and its signer is not the buyer;
+ *   - it cites an advert signed by the claimant that passes the eligibility
+ *     gates for the job at the claim's arrival (src/market/eligibility.ts);
+ *   - its price is in the job's currency and at most the order's bid (the
+ *     job's maxPrice, or the designated price when the order names one);
+ *   - when the order names a designated provider, the claimant is that provider;
+ *   - it was signed and received before the job's deadline, and not signed
+ *     before the job was announced nor (beyond the skew window) after it arrived.
+ * The claim with the lowest sequence number among the valid ones wins; every
+ * other claim gets a refusal with a stable code: its own invalidity, or
+ * ORDER_TAKEN when it was valid but later than the winner.
+ */
+import { C0Error } from '../errors.js';
+import { cmpAmount } from '../market/amount.js';
+import { checkEligibility, type Failure } from '../market/eligibility.js';
+import { open, T, type Advert, type Claim, type Job, type Money, type Opened } from '../records/index.js';
+
+/** Refusal codes of a claim (stable; tests and the signed refusal carry them). */
+export const CLAIM_REFUSAL = {
+  INVALID: 'CLAIM_INVALID',
+  WRONG_JOB: 'CLAIM_WRONG_JOB',
+  BY_BUYER: 'CLAIM_BY_BUYER',
+  DUPLICATE: 'CLAIM_DUPLICATE',
+  ADVERT_UNKNOWN: 'CLAIM_ADVERT_UNKNOWN',
+  ADVERT_NOT_CLAIMANTS: 'CLAIM_ADVERT_NOT_CLAIMANTS',
+  INELIGIBLE: 'CLAIM_INELIGIBLE',
+  CURRENCY_MISMATCH: 'CLAIM_CURRENCY_MISMATCH',
+  OVER_BID: 'CLAIM_PRICE_OVER_BID',
+  NOT_DESIGNATED: 'CLAIM_NOT_DESIGNATED',
+  AFTER_DEADLINE: 'CLAIM_AFTER_DEADLINE',
+  BEFORE_JOB: 'CLAIM_BEFORE_JOB',
+  FROM_FUTURE: 'CLAIM_FROM_FUTURE',
+  ORDER_TAKEN: 'ORDER_TAKEN',
+} as const;
+export type ClaimRefusalCode = (typeof CLAIM_REFUSAL)[keyof typeof CLAIM_REFUSAL];
+
+/** The selection policy name an open order's selection would carry (docs/matching.md; not yet in POLICIES). */
+export const FIRST_CLAIM_POLICY = 'first-claim';
+
+/** The terms of an open order, as the buyer posted it. */
+export interface OrderTerms {
+  /** The buyer's signed job. */
+  job: Opened<Job>;
+  /** The price the buyer pays (the open bid, or the designated price); default the job's maxPrice. */
+  bid?: Money;
+  /** The one provider the order names, if any. */
+  designated?: string;
+}
+
+/** A claim as the buyer's node received it. */
+export interface ReceivedClaim {
+  /** Arrival sequence number assigned by the buyer's node (unique, increasing with arrival). */
+  seq: number;
+  /** Local arrival time, ms since the epoch. */
+  receivedAt: number;
+  /** The claim envelope as received. */
+  bytes: Uint8Array;
+}
+
+export interface ClaimInput {
+  order: OrderTerms;
+  claims: readonly ReceivedClaim[];
+  /** The adverts known to the buyer, by address (the claimant may attach its advert). */
+  adverts: (address: string) => Opened<Advert> | undefined;
+  /** Clock-skew window for times in the future (default 30 s). */
+  skewMs?: number;
+}
+
+export interface ClaimAnswer {
+  seq: number;
+  /** The claim's address and signer (absent when it did not open). */
+  claim?: string;
+  provider?: string;
+  verdict: 'won' | 'refused';
+  code?: ClaimRefusalCode;
+  /** The error code under CLAIM_INVALID, or the first eligibility failure under CLAIM_INELIGIBLE. */
+  cause?: string;
+  failures?: Failure[];
+  message: string;
+}
+
+export interface ClaimDecision {
+  job: string;
+  /** The winning claim (first valid by arrival), if any. */
+  winner?: { seq: number; receivedAt: number; claim: Opened<Claim> };
+  /** One answer per claim, in arrival order. */
+  answers: ClaimAnswer[];
+  /**
+   * What the signed selection records so an auditor can check "first": every
+   * claim that opened and arrived up to and including the winner, in arrival
+   * order with its sequence number (earlier ones each refused for a reason the
+   * auditor can recompute from the records).
+   */
+  considered: Array<{ seq: number; provider: string; claim: string }>;
+}
+
+const DEFAULT_SKEW_MS = 30_000;
+
+/** First valid claim wins. Throws C0Error only on bad input from the caller (duplicate sequence numbers, a bid above maxPrice). */
+export function decideClaims(input: ClaimInput): ClaimDecision {
+  const { job } = input.order;
+  const j = job.record;
+  const skew = input.skewMs ?? DEFAULT_SKEW_MS;
+  const bid = input.order.bid ?? j.maxPrice;
+  if (bid.currency !== j.maxPrice.currency || cmpAmount(bid.amount, j.maxPrice.amount) > 0) throw new C0Error('ORDER_BID_INVALID', `the bid ${bid.amount} ${bid.currency} is not within the job's maxPrice ${j.maxPrice.amount} ${j.maxPrice.currency}`, { field: 'bid' });
+  const claims = [...input.claims].sort((a, b) => a.seq - b.seq);
+  for (let i = 1; i < claims.length; i++) if (claims[i]!.seq === claims[i - 1]!.seq) throw new C0Error('CLAIM_SEQ_DUPLICATE', `two claims carry arrival sequence ${claims[i]!.seq}`, { field: 'seq' });
+
+  const answers: ClaimAnswer[] = [];
+  const considered: ClaimDecision['considered'] = [];
+  const seen = new Set<string>();
+  let winner: ClaimDecision['winner'];
+  for (const rc of claims) {
+    let c: Opened<Claim>;
+    try {
+      c = open(rc.bytes, T.claim);
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      answers.push({ seq: rc.seq, verdict: 'refused', code: CLAIM_REFUSAL.INVALID, cause: e.code, message: `the claim does not open: ${e.message}` });
+      continue;
+    }
+    const base = { seq: rc.seq, claim: c.address, provider: c.signer };
+    if (!winner) considered.push({ seq: rc.seq, provider: c.signer, claim: c.address });
+    const refuse = (code: ClaimRefusalCode, message: string, extra: Partial<ClaimAnswer> = {}): void => {
+      answers.push({ ...base, verdict: 'refused', code, message, ...extra });
+    };
+    if (seen.has(c.address)) {
+      refuse(CLAIM_REFUSAL.DUPLICATE, 'the same claim arrived earlier');
+      continue;
+    }
+    seen.add(c.address);
+    const r = c.record;
+    if (r.job !== job.address) {
+      refuse(CLAIM_REFUSAL.WRONG_JOB, `the claim names job ${r.job}, not ${job.address}`);
+      continue;
+    }
+    if (c.signer === job.signer) {
+      refuse(CLAIM_REFUSAL.BY_BUYER, 'the buyer does not claim its own order');
+      continue;
+    }
+    if (r.issuedAt >= j.deadline || rc.receivedAt >= j.deadline) {
+      refuse(CLAIM_REFUSAL.AFTER_DEADLINE, `the claim was signed at ${r.issuedAt} and received at ${rc.receivedAt}; the job's deadline is ${j.deadline}`);
+      continue;
+    }
+    if (r.issuedAt < j.announcedAt) {
+      refuse(CLAIM_REFUSAL.BEFORE_JOB, `the claim is signed at ${r.issuedAt}, before the job was announced (${j.announcedAt})`);
+      continue;
+    }
+    if (r.issuedAt > rc.receivedAt + skew) {
+      refuse(CLAIM_REFUSAL.FROM_FUTURE, `the claim is signed at ${r.issuedAt}, beyond the skew window after its arrival (${rc.receivedAt})`);
+      continue;
+    }
+    if (input.order.designated !== undefined && c.signer !== input.order.designated) {
+      refuse(CLAIM_REFUSAL.NOT_DESIGNATED, `the order is designated to ${input.order.designated}`);
+      continue;
+    }
+    if (r.price.currency !== bid.currency) {
+      refuse(CLAIM_REFUSAL.CURRENCY_MISMATCH, `priced in ${r.price.currency}; the order pays in ${bid.currency} (never converted)`);
+      continue;
+    }
+    if (cmpAmount(r.price.amount, bid.amount) > 0) {
+      refuse(CLAIM_REFUSAL.OVER_BID, `asks ${r.price.amount} ${r.price.currency}, above the order's bid ${bid.amount}`);
+      continue;
+    }
+    const advert = input.adverts(r.advert);
+    if (!advert) {
+      refuse(CLAIM_REFUSAL.ADVERT_UNKNOWN, `the advert ${r.advert} is not known`);
+      continue;
+    }
+    if (advert.type !== T.advert || advert.signer !== c.signer) {
+      refuse(CLAIM_REFUSAL.ADVERT_NOT_CLAIMANTS, 'the advert the claim cites is not the claimant’s');
+      continue;
+    }
+    const failures = checkEligibility(job, advert, undefined, rc.receivedAt, { skewMs: skew });
+    if (failures.length > 0) {
+      refuse(CLAIM_REFUSAL.INELIGIBLE, failures.map((f) => f.message).join('; '), { cause: failures[0]!.code, failures });
+      continue;
+    }
+    if (winner) {
+      refuse(CLAIM_REFUSAL.ORDER_TAKEN, `the order was taken by claim ${winner.claim.address} (arrival ${winner.seq})`);
+      continue;
+    }
+    winner = { seq: rc.seq, receivedAt: rc.receivedAt, claim: c };
+    answers.push({ ...base, verdict: 'won', message: `first valid claim (arrival ${rc.seq})` });
+  }
+  return { job: job.address, ...(winner ? { winner } : {}), answers, considered: winner ? considered : [] };
+}
+
+/**
+ * An auditor's check of a first-claim decision: given the order, the claims the
+ * buyer says it considered (in its arrival order, with sequence numbers and
+ * arrival times, as its selection would record them) and the winner it named,
+ * recompute the rule. Passes when the named winner is valid and no earlier
+ * considered claim was valid; throws a C0Error otherwise. It cannot prove a
+ * claim the buyer never listed arrived (only the buyer saw arrivals; the
+ * claimant holds the buyer's signed refusal for that).
+ */
+export function auditFirstClaim(input: ClaimInput & { winner: string }): ClaimDecision {
+  const d = decideClaims(input);
+  if (!d.answers.some((a) => a.claim === input.winner)) throw new C0Error('FIRST_CLAIM_WINNER_NOT_CONSIDERED', `the winner ${input.winner} is not among the considered claims`, { field: 'winner' });
+  if (!d.winner) {
+    const a = d.answers.find((x) => x.claim === input.winner)!;
+    throw new C0Error('FIRST_CLAIM_WINNER_INVALID', `the named winner is not a valid claim (${a.code ?? '?'}: ${a.message})`, { field: 'winner', detail: { code: a.code } });
+  }
+  if (d.winner.claim.address !== input.winner) {
+    const named = d.answers.find((x) => x.claim === input.winner)!;
+    if (named.code === CLAIM_REFUSAL.ORDER_TAKEN) throw new C0Error('FIRST_CLAIM_SKIPPED_VALID', `claim ${d.winner.claim.address} (arrival ${d.winner.seq}) was valid and earlier than the named winner`, { field: 'winner', detail: { first: d.winner.claim.address } });
+    throw new C0Error('FIRST_CLAIM_WINNER_INVALID', `the named winner is not a valid claim (${named.code ?? '?'}: ${named.message})`, { field: 'winner', detail: { code: named.code } });
+  }
+  return d;
+}

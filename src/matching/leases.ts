@@ -1,0 +1,244 @@
+/**
+ * Leases on open orders without a coordinator (spec/matching-and-leases.md
+ * "Leases", on the P2P network; docs/matching.md "Open orders, claims and
+ * leases"). Pure and deterministic: every node that holds the same live
+ * providers (signed presence + adverts) and the same open orders computes the
+ * same leases, whatever order it heard them in. `now` is injected.
+ *
+ * The rule, per the spec: a provider with N free slots holds leases on up to N
+ * open orders, oldest first (announcedAt, then address), among those it may
+ * claim (open bids it is eligible for, or orders designated to it), skipping
+ * orders another provider holds. Without a coordinator "who holds what" is
+ * settled by rendezvous (highest-random-weight) hashing:
+ *
+ *   weight(order, provider) = mix(SHA-256(order address)[0..8] ⊕ SHA-256(DID)[0..8])
+ *
+ * (murmur3's finaliser over the two 32-bit halves; see mixWeight).
+ *
+ * For each order the providers that may claim it are ranked by weight (highest
+ * first, DID as the tie-break). Lease periods run on the order's own grid:
+ * period k covers [announcedAt + k·L, announcedAt + (k+1)·L), L = leaseMs
+ * (MATCH_LEASE_MS, 20 s), so every lease lasts a full L and the period follows
+ * from `now` alone (a restart does not lose its place). In period k the ranking
+ * is rotated by k: the preferred holder is ranked[k mod n], then the next ones.
+ * An order still open when its lease ends was not claimed by its holder, so the
+ * next period prefers the next provider in the ranking: an expired lease always
+ * passes to another provider when one may claim the order.
+ *
+ * Orders are processed oldest first; each goes to the first provider in its
+ * rotated ranking that still has a free slot. So no provider holds more than its
+ * free slots, and each order has at most one holder (collision-free).
+ *
+ * A lease reserves nothing: it only tells a provider which orders to claim, so
+ * that providers watching the same workload do not all race for the same jobs.
+ * Any provider may still claim any order it may claim; the buyer's node takes
+ * the first valid claim (src/matching/claims.ts).
+ */
+import { createHash } from 'node:crypto';
+import { MATCH_LEASE_MS, type LiveProvider } from './types.js';
+
+/** An open order as the lease rule sees it (built from the buyer's signed job). */
+export interface OpenOrder {
+  /** The job record's address. */
+  address: string;
+  /** The buyer's DID (signer of the job). */
+  buyer: string;
+  /** When the job was announced (ms since the epoch). */
+  announcedAt: number;
+  /** The workload wanted. */
+  workload: string;
+  /** The one provider the order names, if any: only it may hold the lease. */
+  designated?: string;
+  /** Whether the order is an open bid (any eligible provider may claim it). */
+  openBid: boolean;
+}
+
+/** One lease: `provider` holds `order` from `from` (inclusive) until `until` (exclusive). */
+export interface Lease {
+  order: string;
+  provider: string;
+  /** The lease period of this order (0 = the first L after announcedAt). */
+  period: number;
+  from: number;
+  until: number;
+}
+
+export interface LeaseInput {
+  providers: readonly LiveProvider[];
+  orders: readonly OpenOrder[];
+  /** The decision time (ms since the epoch); nothing here reads a clock. */
+  now: number;
+  /** Lease length (default MATCH_LEASE_MS). */
+  leaseMs?: number;
+  /**
+   * May this provider claim this order (eligibility gates against its advert,
+   * price, box key …)? Applied to open bids and to designated orders alike.
+   * Default: the provider serves the order's workload now.
+   */
+  eligible?: (provider: LiveProvider, order: OpenOrder) => boolean;
+}
+
+export interface LeaseView {
+  /** Every lease, oldest order first. */
+  leases: Lease[];
+  /** Leases per provider DID (oldest first); providers holding none are absent. */
+  byProvider: Map<string, Lease[]>;
+  /** The lease on each order address (absent: nobody may or can hold it now). */
+  byOrder: Map<string, Lease>;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The first 64 bits of SHA-256(text), as two uint32 (each order and each DID is hashed once per computation). */
+export function hash64(text: string): [number, number] {
+  const h = createHash('sha256').update(text).digest();
+  return [h.readUInt32BE(0), h.readUInt32BE(4)];
+}
+
+/** murmur3's 32-bit finaliser. */
+function fmix32(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/**
+ * Rendezvous weight of (order, provider) from their 64-bit hashes: the two
+ * halves of order ⊕ provider mixed into a 53-bit integer (exact in a double).
+ * Hashing each side once and mixing per pair keeps a lease computation over
+ * 1k providers × 10k orders fast (docs/matching.md).
+ */
+export function mixWeight(order: readonly [number, number], provider: readonly [number, number]): number {
+  const a = (order[0] ^ provider[0]) >>> 0;
+  const b = (order[1] ^ provider[1]) >>> 0;
+  const h1 = fmix32((a ^ Math.imul(b, 0x9e3779b1)) >>> 0);
+  const h2 = fmix32((b ^ Math.imul(h1, 0x27d4eb2f)) >>> 0);
+  return h1 * 2 ** 21 + (h2 >>> 11);
+}
+
+/** Rendezvous weight of (order address, provider DID). */
+export function leaseWeight(order: string, provider: string): number {
+  return mixWeight(hash64(order), hash64(provider));
+}
+
+/** The lease period of an order at `now` (0 before or at announcement). */
+export function leasePeriod(announcedAt: number, now: number, leaseMs: number = MATCH_LEASE_MS): number {
+  return now <= announcedAt ? 0 : Math.floor((now - announcedAt) / leaseMs);
+}
+
+/** Oldest first: announcedAt, then address. */
+export function compareOrders(a: OpenOrder, b: OpenOrder): number {
+  return a.announcedAt - b.announcedAt || byString(a.address, b.address);
+}
+
+/**
+ * The providers that may claim `order`, ranked by rendezvous weight (highest
+ * first, DID order on a tie). Exported for the provider side and for tests.
+ */
+export function leaseRanking(order: OpenOrder, providers: readonly LiveProvider[], eligible: (p: LiveProvider, o: OpenOrder) => boolean, didHash?: (did: string) => readonly [number, number]): LiveProvider[] {
+  const oh = hash64(order.address);
+  const dh = didHash ?? hash64;
+  const may: Array<{ p: LiveProvider; w: number }> = [];
+  for (const p of providers) if ((order.designated !== undefined ? p.did === order.designated : order.openBid) && eligible(p, order)) may.push({ p, w: mixWeight(oh, dh(p.did)) });
+  may.sort((a, b) => b.w - a.w || byString(a.p.did, b.p.did));
+  return may.map((x) => x.p);
+}
+
+const servesWorkload = (p: LiveProvider, o: OpenOrder): boolean => p.workloads.includes(o.workload);
+
+/** One entry per DID (the newest presence, then its address), DID order; only those live at `now`. */
+function normaliseProviders(providers: readonly LiveProvider[], now: number): LiveProvider[] {
+  const best = new Map<string, LiveProvider>();
+  for (const p of providers) {
+    if (p.liveUntil <= now) continue;
+    const q = best.get(p.did);
+    if (!q || p.presence.record.issuedAt > q.presence.record.issuedAt || (p.presence.record.issuedAt === q.presence.record.issuedAt && p.presence.address > q.presence.address)) best.set(p.did, p);
+  }
+  return [...best.values()].sort((a, b) => byString(a.did, b.did));
+}
+
+/** One entry per address (the first in compareOrders order of equal addresses is kept deterministically), oldest first. */
+function normaliseOrders(orders: readonly OpenOrder[]): OpenOrder[] {
+  const sorted = [...orders].sort((a, b) => compareOrders(a, b) || byString(JSON.stringify(a), JSON.stringify(b)));
+  const seen = new Set<string>();
+  return sorted.filter((o) => (seen.has(o.address) ? false : (seen.add(o.address), true)));
+}
+
+/** Every lease at `now`, from one view of live providers and open orders. */
+export function computeLeases(input: LeaseInput): LeaseView {
+  const leaseMs = input.leaseMs ?? MATCH_LEASE_MS;
+  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be a positive integer, got ${leaseMs}`);
+  const eligible = input.eligible ?? servesWorkload;
+  const withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
+  const np = withRoom.length;
+  const room = Int32Array.from(withRoom, (p) => Math.min(Math.floor(p.freeSlots), 0x7fffffff));
+  const dh = withRoom.map((p) => hash64(p.did));
+  let roomLeft = room.reduce((n, r) => n + r, 0);
+  const leases: Lease[] = [];
+  const byProvider = new Map<string, Lease[]>();
+  const byOrder = new Map<string, Lease>();
+  // per-order scratch, reused: the providers that may claim it and their weights
+  const cand = new Int32Array(np);
+  const ws = new Float64Array(np);
+  for (const o of normaliseOrders(input.orders)) {
+    if (roomLeft === 0) break; // every slot is leased: no later order can be
+    const oh = hash64(o.address);
+    let n = 0;
+    for (let j = 0; j < np; j++) {
+      const p = withRoom[j]!;
+      if ((o.designated !== undefined ? p.did === o.designated : o.openBid) && eligible(p, o)) {
+        cand[n] = j;
+        ws[n++] = mixWeight(oh, dh[j]!);
+      }
+    }
+    if (n === 0) continue;
+    const period = leasePeriod(o.announcedAt, input.now, leaseMs);
+    const sorted = ws.slice(0, n).sort(); // ascending; rank r (0 = highest weight) sits at n-1-r
+    let at: Map<number, number[]> | undefined; // weight → candidate slots, DID order within a weight (built on demand)
+    for (let i = 0; i < n; i++) {
+      const pos = n - 1 - ((period + i) % n);
+      const w = sorted[pos]!;
+      // equal weights rank by DID: find the group, and this position's place in it
+      let hi = pos;
+      while (hi + 1 < n && sorted[hi + 1] === w) hi++;
+      let j: number;
+      if (hi === pos && (pos === 0 || sorted[pos - 1] !== w) && !at) {
+        let c = 0;
+        while (ws[c] !== w) c++;
+        j = cand[c]!;
+      } else {
+        if (!at) {
+          at = new Map();
+          for (let c = 0; c < n; c++) {
+            const l = at.get(ws[c]!);
+            if (l) l.push(cand[c]!);
+            else at.set(ws[c]!, [cand[c]!]);
+          }
+          for (const l of at.values()) if (l.length > 1) l.sort((a, b) => byString(withRoom[a]!.did, withRoom[b]!.did));
+        }
+        j = at.get(w)![hi - pos]!;
+      }
+      if (room[j]! <= 0) continue;
+      room[j]!--;
+      roomLeft--;
+      const did = withRoom[j]!.did;
+      const from = o.announcedAt + period * leaseMs;
+      const lease: Lease = { order: o.address, provider: did, period, from, until: from + leaseMs };
+      leases.push(lease);
+      byOrder.set(o.address, lease);
+      let mine = byProvider.get(did);
+      if (!mine) byProvider.set(did, (mine = []));
+      mine.push(lease);
+      break;
+    }
+  }
+  return { leases, byProvider, byOrder };
+}
+
+/** The leases one provider holds at `now` (what its poll would return). */
+export function leasesOf(provider: string, input: LeaseInput): Lease[] {
+  return computeLeases(input).byProvider.get(provider) ?? [];
+}
