@@ -15,6 +15,11 @@
  * Nothing unverified enters: the provider opens the job with the full checks
  * (shape, signature, freshness); the buyer opens the offer and advert, and
  * keeps them only if they are the pushed provider's and cite this job.
+ *
+ * The push is not a way around the gossip flood limits: a peer may push only
+ * jobs it signed itself (JOB_PUSH_NOT_OWN_JOB: no relaying others' jobs), at
+ * most PUSH_RATE per peer (JOB_PUSH_RATE_LIMITED), and what it is quoted stays
+ * within the provider's quoting budget like any other job.
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -24,10 +29,14 @@ import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
 import type { ProtocolHandler } from '../net/protocols.js';
 import type { Network } from '../net/node.js';
 import type { Logger } from '../util/log.js';
+import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
+import { didFromPeerId } from './peer-id.js';
 
 export const JOB_PUSH_PROTOCOL = '/c0mpute/job-push/1';
 /** Limits of the protocol: one job envelope in, an offer and an advert out. */
 export const JOB_PUSH_LIMITS = { maxFrameBytes: 64 * 1024, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 1, maxInboundStreams: 16 };
+/** Pushes accepted per peer: a buyer pushes each of its jobs once, halfway through its window. */
+export const PUSH_RATE: BucketSpec = { ratePerSec: 2, burst: 16 };
 /** Providers one job is pushed to at most. */
 export const MAX_PUSH_TARGETS = 16;
 
@@ -41,11 +50,20 @@ export interface PushServerDeps {
 }
 
 /** The provider's side. */
-export function jobPushHandler(d: PushServerDeps): ProtocolHandler {
+export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE): ProtocolHandler {
+  const perPeer = new KeyedBuckets(rate, d.clock);
   return async (frames, ctx) => {
     const bytes = frames[0];
     if (!(bytes instanceof Uint8Array)) throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');
+    if (!perPeer.take(ctx.peer.toString())) throw new C0Error('JOB_PUSH_RATE_LIMITED', `more than ${rate.ratePerSec} pushed jobs per second (burst ${rate.burst}) from this peer`);
     const job = open(bytes, T.job);
+    let pusher: string | undefined;
+    try {
+      pusher = didFromPeerId(ctx.peer);
+    } catch {
+      pusher = undefined;
+    }
+    if (job.signer !== pusher) throw new C0Error('JOB_PUSH_NOT_OWN_JOB', 'a peer may push only the jobs it signed');
     checkFresh(T.job, job.record, d.clock(), d.skewMs);
     const offer = await d.quote(job);
     const advert = offer ? d.advert(offer.record.advert) : undefined;

@@ -1,0 +1,62 @@
+/**
+ * /c0mpute/job-push/1 on the provider's side (docs/network.md §12): the push
+ * is no way around the gossip flood limits. A peer may push only jobs it
+ * signed itself, and only so many per second; what passes is quoted like any
+ * other job.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
+import { seal } from '../../../src/records/envelope.js';
+import { T } from '../../../src/records/kinds.js';
+import { jobPushHandler } from '../../../src/node/job-push.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import type { ServeContext } from '../../../src/net/protocols.js';
+import { BUYER, GATEWAY, NOW, buyer, records } from '../records/fixtures.js';
+
+function setup() {
+  let t = NOW;
+  const quoted: string[] = [];
+  const handler = jobPushHandler(
+    {
+      clock: () => t,
+      skewMs: 30_000,
+      quote: async (job) => {
+        quoted.push(job.address);
+        return undefined;
+      },
+      advert: () => undefined,
+    },
+    { ratePerSec: 1, burst: 2 },
+  );
+  const push = async (from: string, bytes: Uint8Array): Promise<unknown> => {
+    const sent: unknown[] = [];
+    const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: unknown) => void sent.push(f) } as unknown as ServeContext;
+    await handler([bytes], ctx);
+    return sent[0];
+  };
+  return { push, quoted, advance: (ms: number) => (t += ms) };
+}
+
+const code = (c: string) => (e: unknown) => e instanceof C0Error && e.code === c;
+
+test('a peer may push only a job it signed: another buyer’s job is refused before any quote', async () => {
+  const s = setup();
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  await assert.rejects(s.push(GATEWAY, job.bytes), code('JOB_PUSH_NOT_OWN_JOB'));
+  assert.deepEqual(s.quoted, []);
+  assert.deepEqual(await s.push(BUYER, job.bytes), { none: 'no offer' });
+  assert.deepEqual(s.quoted, [job.address]);
+});
+
+test('pushes are rate-limited per peer; the bucket refills', async () => {
+  const s = setup();
+  const jobs = [1, 2, 3].map((i) => seal(T.job, { ...records.job(), announcedAt: NOW - i }, buyer));
+  await s.push(BUYER, jobs[0]!.bytes);
+  await s.push(BUYER, jobs[1]!.bytes);
+  await assert.rejects(s.push(BUYER, jobs[2]!.bytes), code('JOB_PUSH_RATE_LIMITED'));
+  assert.equal(s.quoted.length, 2);
+  s.advance(1_000);
+  await s.push(BUYER, jobs[2]!.bytes);
+  assert.equal(s.quoted.length, 3);
+});
