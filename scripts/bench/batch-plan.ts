@@ -8,7 +8,7 @@ import { Ed25519Signer, didFromPublicKey, seal, T, type Advert, type Presence } 
 import { seededRandom } from '../../src/net/faults.js';
 import { planBatch, type Batch } from '../../src/matching/batch-plan.js';
 import type { LiveProvider } from '../../src/matching/types.js';
-import { settle, table, type BenchResult } from './lib.js';
+import { settle, table, timeMs, type BenchResult } from './lib.js';
 
 const NOW = 1_800_000_000_000;
 const WL = 'builtin.sha256';
@@ -32,17 +32,6 @@ function fixture(providers: number): { live: LiveProvider[]; rep: Map<string, nu
     rep.set(did, 0.5 + rnd() / 2);
   }
   return { live, rep };
-}
-
-function timeMs(fn: () => unknown, reps: number): number {
-  for (let i = 0; i < 3; i++) fn();
-  const xs: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    fn();
-    xs.push(performance.now() - t0);
-  }
-  return Math.min(...xs);
 }
 
 export async function run(): Promise<BenchResult> {

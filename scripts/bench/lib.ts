@@ -85,3 +85,21 @@ const fullGc = runInNewContext('gc') as (() => void) | undefined;
 export function settle(): void {
   fullGc?.();
 }
+
+/**
+ * Fastest of `reps` timed calls (the machine is shared: the minimum is the least
+ * noisy estimate; both sides use it), after a warm-up of at least 3 calls and
+ * 150 ms, so a sub-millisecond call is timed in optimised code, not while the
+ * optimising compiler is still at work on the other core.
+ */
+export function timeMs(fn: () => unknown, reps: number): number {
+  const warmEnd = performance.now() + 150;
+  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
+  const xs: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    fn();
+    xs.push(performance.now() - t0);
+  }
+  return Math.min(...xs);
+}

@@ -15,7 +15,7 @@
 import { AdvertIndex, OfferBook, explainMarket, reputationFromMap, select } from '../../src/market/index.js';
 import { MAX_LIST, POLICIES, T, type Advert, type Job, type Offer, type Opened } from '../../src/records/index.js';
 import { seededRandom } from '../../src/net/faults.js';
-import { fmt, settle, table, type BenchResult } from './lib.js';
+import { fmt, settle, table, timeMs, type BenchResult } from './lib.js';
 
 const NOW = 1_800_000_000_000;
 
@@ -88,24 +88,6 @@ export function fixture(n: number) {
   const allowlist = adverts.filter((_, i) => i % step === 0).slice(0, MAX_LIST).map((a) => a.signer).sort();
   const privateJob: Opened<Job> = { ...job, record: { ...job.record, requirements: { ...job.record.requirements, allowlist } } };
   return { job, privateJob, adverts, offers, rep, floats: offers.map(() => r()) };
-}
-
-/**
- * Fastest of `reps` timed calls (the machine is shared: the minimum is the least
- * noisy estimate; both sides use it), after a warm-up of at least 3 calls and
- * 150 ms, so a sub-millisecond call is timed in optimised code, not while the
- * optimising compiler is still at work on the other core.
- */
-function timeMs(fn: () => unknown, reps: number): number {
-  const warmEnd = performance.now() + 150;
-  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
-  const xs: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    fn();
-    xs.push(performance.now() - t0);
-  }
-  return Math.min(...xs);
 }
 
 export async function run(): Promise<BenchResult> {

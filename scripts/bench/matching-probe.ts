@@ -13,7 +13,7 @@ import { T, type Advert, type Opened, type Presence } from '../../src/records/in
 import { candidates, type CandidateOrder } from '../../src/matching/candidates.js';
 import type { LiveProvider } from '../../src/matching/types.js';
 import { seededRandom } from '../../src/net/faults.js';
-import { settle, table, type BenchResult } from './lib.js';
+import { settle, table, timeMs, type BenchResult } from './lib.js';
 
 const NOW = 1_800_000_000_000;
 
@@ -48,18 +48,6 @@ function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; 
     if (i % 3 === 0) marks.set(did, 1 + (i % 97));
   }
   return { live, held, marks, floats: live.map(() => r()) };
-}
-
-function timeMs(fn: () => unknown, reps: number): number {
-  const warmEnd = performance.now() + 150;
-  for (let i = 0; i < 3 || performance.now() < warmEnd; i++) fn();
-  const xs: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    fn();
-    xs.push(performance.now() - t0);
-  }
-  return Math.min(...xs);
 }
 
 export async function run(): Promise<BenchResult> {

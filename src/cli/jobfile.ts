@@ -8,9 +8,10 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
-import { POLICIES, REGION_RE, TIERS, WORKLOAD_RE, FEATURE_RE } from '../records/kinds.js';
+import { POLICIES, WORKLOAD_RE } from '../records/kinds.js';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from '../node/config.js';
+import { requirementsSchema } from '../matching/batch-input.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
 
@@ -29,17 +30,7 @@ const jobFileSchema = z
     energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
     input: z.string().optional(),
     inputFile: z.string().optional(),
-    requirements: z
-      .object({
-        gpu: z.object({ count: z.number().int().positive(), vramMiB: z.number().int().nonnegative(), features: z.array(z.string().regex(FEATURE_RE)).optional() }).strict().optional(),
-        cpuCores: z.number().int().positive().optional(),
-        memoryMiB: z.number().int().positive().optional(),
-        regions: z.array(z.string().regex(REGION_RE)).optional(),
-        tier: z.enum(TIERS).optional(),
-        allowlist: z.array(z.string()).optional(),
-      })
-      .strict()
-      .optional(),
+    requirements: requirementsSchema.optional(),
   })
   .strict();
 

@@ -16,6 +16,17 @@ export const BATCH_MAX_LINES = 1_000_000;
 export const BATCH_MAX_WORKLOADS = 64;
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a decimal amount like 0.05'), currency: z.string().regex(CURRENCY_RE, 'a currency code like USD') }).strict();
+/** A job's requirements as a job file or a batch line states them (the same fields as `c0mpute.job/1`'s). */
+export const requirementsSchema = z
+  .object({
+    gpu: z.object({ count: z.number().int().positive(), vramMiB: z.number().int().nonnegative(), features: z.array(z.string().regex(FEATURE_RE)).optional() }).strict().optional(),
+    cpuCores: z.number().int().positive().optional(),
+    memoryMiB: z.number().int().positive().optional(),
+    regions: z.array(z.string().regex(REGION_RE)).optional(),
+    tier: z.enum(TIERS).optional(),
+    allowlist: z.array(z.string()).optional(),
+  })
+  .strict();
 const ms = z.number().int().positive().max(366 * 24 * 3_600_000);
 
 export const batchSchema = z
@@ -30,17 +41,7 @@ export const batchSchema = z
             units: z.record(z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, 'a pricing unit like second or mib'), z.string().regex(AMOUNT_RE, 'a decimal amount (summed units)')).default({}),
             lineMs: ms,
             maxPrice: money,
-            requirements: z
-              .object({
-                gpu: z.object({ count: z.number().int().positive(), vramMiB: z.number().int().nonnegative(), features: z.array(z.string().regex(FEATURE_RE)).optional() }).strict().optional(),
-                cpuCores: z.number().int().positive().optional(),
-                memoryMiB: z.number().int().positive().optional(),
-                regions: z.array(z.string().regex(REGION_RE)).optional(),
-                tier: z.enum(TIERS).optional(),
-                allowlist: z.array(z.string()).optional(),
-              })
-              .strict()
-              .optional(),
+            requirements: requirementsSchema.optional(),
           })
           .strict(),
       )
