@@ -19,13 +19,14 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   }
   const now = o.clock();
   const rep = o.market.reputation();
+  const held = o.heldByProvider();
   return planBatch({
     batch,
     now,
     live: o.liveProviders(now),
     reputation: (did) => rep.scoreOf(did),
     ceiling,
-    held: (did) => o.heldJobs(did),
+    held: (did) => held.get(did) ?? 0,
     designated: (did) => o.designatedOrders(did),
     eligible: meetsRequirements,
   });

@@ -77,15 +77,15 @@ export class OverlayNode {
   /** This provider's presence publisher (provider role only). */
   presencePublisher: PresencePublisher | undefined;
   /** Matching (docs/matching.md): the live-provider view and the budget each provider already draws on; wired by the presence and lease modules. */
-  liveProviders: (now: number) => LiveProvider[] = (now) => this.presence?.live(now) ?? [];
-  heldJobs: (did: string) => number = (did) => this.heldByProvider().get(did) ?? 0;
+  liveProviders: (now: number) => LiveProvider[] = (now) => this.presence.live(now);
+  /** Leases and jobs each provider holds now (#12: the leases module is wired here; until then none). */
+  heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
+  /** Open orders designated to a provider (#12: the open-orders module is wired here; until then none). */
   designatedOrders: (did: string) => number = () => 0;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
-  /** Leases and jobs each provider holds now (#12: the leases module is wired here). */
-  heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
   #probe: Promise<ProbeService> | undefined;
 
   private constructor(readonly d: OverlayDeps) {

@@ -27,7 +27,7 @@ test('the route plans from the node’s views and hooks', () => {
     market: { reputation: () => ({ scoreOf: (d: string) => (d === A.did ? 0.5 : 1) }) },
     // A: 8 slots × 0.5 = 4, less 1 held, 1 designated → 2; B: 3 slots; C fails the tier requirement
     liveProviders: (now: number) => (seen.push(now), [live(A, '0.1', 8), live(B, '0.2', 3), live(C, '0.01', 9, 'community')]),
-    heldJobs: (d: string) => (d === A.did ? 1 : 0),
+    heldByProvider: () => new Map([[A.did, 1]]),
     designatedOrders: (d: string) => (d === A.did ? 1 : 0),
   } as unknown as OverlayNode;
   const body = (lines: number, ceiling?: unknown) => ({ batch: { windowMs: 10_000, workloads: [{ workload: 'infer.llm', lines, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'USD' }, requirements: { tier: 'standard' } }] }, ...(ceiling === undefined ? {} : { ceiling }) });
