@@ -16,16 +16,14 @@
 import '../../src/polyfill.js';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Opened } from '../../src/records/index.js';
-import { hashHex } from '../../src/records/address.js';
+import { Ed25519Signer, seal, T, type Advert, type Offer, type Opened } from '../../src/records/index.js';
 import { topicFor } from '../../src/net/topics.js';
 import { encodeCanonical } from '../../src/records/cbor.js';
 import { openDb, closeDb } from '../../src/store/db.js';
 import { RecordStore } from '../../src/store/records.js';
 import { startNode } from './net-helpers.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs, type StatusView } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, runJob, sha256Job, sleep, waitFor, waitForMarket, withLogs, type StatusView } from './node-helpers.js';
 
 const clusters: Cluster[] = [];
 after(async () => {
@@ -44,27 +42,6 @@ function metric(text: string, name: string, match: Record<string, string> = {}):
 
 function honestSpec(text: string): Record<string, unknown> {
   return { workload: 'builtin.sha256', params: '100', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 90_000, input: Buffer.from(text).toString('base64') };
-}
-
-function floodJob(signer: Ed25519Signer, i: number): Opened<Job> {
-  const now = Date.now();
-  const input = randomBytes(16);
-  return seal(
-    T.job,
-    {
-      workload: 'builtin.sha256',
-      requirements: {},
-      maxPrice: { amount: '0.01', currency: 'USD' },
-      announcedAt: now,
-      deadline: now + 120_000,
-      timeoutMs: 60_000,
-      input: { hash: hashHex(input), size: input.length },
-      inputSealed: 'no',
-      params: String(i),
-      nonce: new Uint8Array(randomBytes(8)),
-    },
-    signer,
-  ) as Opened<Job>;
 }
 
 /** Wait until a count stops growing (or reaches `want`): floods are absorbed at the machine's pace. */
@@ -109,7 +86,7 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     const fake = Ed25519Signer.generate();
     const now = Date.now();
     const fakeAdvert = seal(T.advert, { seq: now, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard', hardware: { cpuCores: 8, memoryMiB: 16_384 } }, fake) as Opened<Advert>;
-    const jobs = Array.from({ length: JOBS }, (_, i) => floodJob(x.signer, i));
+    const jobs = Array.from({ length: JOBS }, (_, i) => sha256Job(x.signer, String(i)));
     for (const j of jobs) attackerJobs.add(j.address);
     const jobTopic = topicFor('job');
     const offerTopic = topicFor('offer');

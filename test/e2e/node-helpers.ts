@@ -10,7 +10,7 @@
  *   await c.destroy();   // in an after hook: every process, every temp dir
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,8 @@ export { freePort };
 import { apiCall, apiStream, TOKEN_FILE } from '../../src/node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon-info.js';
 import { createIdentity, readKeyFileDid } from '../../src/node/identity.js';
+import { hashHex } from '../../src/records/address.js';
+import { seal, T, type Ed25519Signer, type Job, type Opened } from '../../src/records/index.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
 
@@ -47,6 +49,28 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   }
 }
 
+
+/** A valid builtin.sha256 job (any provider, max 0.01 USD) over a fresh random input, as an attacker or a test buyer signs it. */
+export function sha256Job(signer: Ed25519Signer, params: string, opts: { deadlineMs?: number; inputBytes?: number } = {}): Opened<Job> {
+  const now = Date.now();
+  const input = randomBytes(opts.inputBytes ?? 16);
+  return seal(
+    T.job,
+    {
+      workload: 'builtin.sha256',
+      requirements: {},
+      maxPrice: { amount: '0.01', currency: 'USD' },
+      announcedAt: now,
+      deadline: now + (opts.deadlineMs ?? 120_000),
+      timeoutMs: 60_000,
+      input: { hash: hashHex(input), size: input.length },
+      inputSealed: 'no',
+      params,
+      nonce: new Uint8Array(randomBytes(8)),
+    },
+    signer,
+  ) as Opened<Job>;
+}
 
 /** builtin.sha256's output computed locally: `rounds` iterations of SHA-256 over the input, hex. */
 export function sha256Rounds(input: Uint8Array, rounds: number): string {

@@ -22,7 +22,7 @@ import { loadIdentity } from '../../src/node/identity.js';
 import { createLogger } from '../../src/util/log.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { startNode } from './net-helpers.js';
-import { Cluster, bootstrapAddr, get, joinEnvelope, metricsText, recordVerdicts, providerConfig, splitEnvelope, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
+import { Cluster, bootstrapAddr, get, joinEnvelope, metricsText, recordVerdicts, providerConfig, sha256Job, splitEnvelope, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
 
 const c = new Cluster('hostile');
 let p1: NodeProc;
@@ -35,27 +35,6 @@ const hostile = { adverts: [] as string[], offers: [] as string[], receipts: [] 
 let jobA: Opened<Job>;
 let jobB: Opened<Job>;
 let genuineP1Advert: Opened<Advert>;
-
-function hostileJob(params: string): Opened<Job> {
-  const now = Date.now();
-  const input = randomBytes(32);
-  return seal(
-    T.job,
-    {
-      workload: 'builtin.sha256',
-      requirements: {},
-      maxPrice: { amount: '0.01', currency: 'USD' },
-      announcedAt: now,
-      deadline: now + 60_000,
-      timeoutMs: 60_000,
-      input: { hash: hashHex(input), size: input.length },
-      inputSealed: 'no',
-      params,
-      nonce: new Uint8Array(randomBytes(8)),
-    },
-    x.signer,
-  ) as Opened<Job>;
-}
 
 /** Change fields of a signed record's payload and put the original signature back. */
 function tamper(env: Uint8Array, change: (core: Record<string, unknown>) => void): Uint8Array {
@@ -111,8 +90,8 @@ test('tampered adverts, re-pointed offers, forged receipts and malformed bytes r
     // It announces two (valid) jobs of its own and collects the providers' genuine offers on the first.
     const offersHeard: Array<Opened<Offer>> = [];
     x.subscribe('offer', (r) => void offersHeard.push(r as Opened<Offer>));
-    jobA = hostileJob('1');
-    jobB = hostileJob('2');
+    jobA = sha256Job(x.signer, '1', { deadlineMs: 60_000, inputBytes: 32 });
+    jobB = sha256Job(x.signer, '2', { deadlineMs: 60_000, inputBytes: 32 });
     await x.publish('job', jobA.bytes);
     await x.publish('job', jobB.bytes);
     await waitFor('genuine offers from both providers on the hostile node’s job', () => {
