@@ -10,7 +10,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { rawGet } from '../raw-http.js';
 import { join } from 'node:path';
 import { TOKEN_FILE, splitHostPort } from '../../src/node/api.js';
 import { Cluster, buyerConfig, c0mpute, withLogs } from './node-helpers.js';
@@ -20,19 +20,6 @@ const c = new Cluster('api');
 after(async () => {
   await c.destroy();
 });
-
-function rawGet(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  const { host, port } = splitHostPort(base);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host, port, path, method: 'GET', headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 const code = (body: string) => (JSON.parse(body) as { error?: { code?: string } }).error?.code;
 

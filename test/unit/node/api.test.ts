@@ -2,7 +2,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { rawGet } from '../../raw-http.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -19,20 +19,6 @@ function capturingLogger(): { log: Logger; lines: Array<Record<string, unknown>>
   const lines: Array<Record<string, unknown>> = [];
   const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }) as unknown as Logger;
   return { log, lines };
-}
-
-/** A raw HTTP GET with any headers (fetch will not let a test set Host). */
-function rawGet(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  const { host, port } = splitHostPort(base);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host, port, path, method: 'GET', headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 const errCode = (body: string): string | undefined => (JSON.parse(body) as { error?: { code?: string } }).error?.code;
