@@ -31,6 +31,8 @@ const jobFileSchema = z
     input: z.string().optional(),
     inputFile: z.string().optional(),
     requirements: requirementsSchema.optional(),
+    /** An open order (docs/matching.md "Open orders, claims and leases"): `order: {}` an open bid, `order: {designated: DID}`. */
+    order: z.object({ designated: z.string().optional() }).strict().nullable().optional(),
   })
   .strict();
 
@@ -46,6 +48,10 @@ export interface JobFileOptions {
   policy?: string;
   /** a job with no input is allowed (the probe only needs its size) */
   inputOptional?: boolean;
+  /** `c0mpute run --open`: post the job as an open bid (an open order) */
+  open?: boolean;
+  /** `c0mpute run --designated DID`: post the job as an order designated to DID */
+  designated?: string;
 }
 
 /** Returns the JSON job spec the daemon's /v1/run takes (input as base64). */
@@ -88,8 +94,17 @@ export function readJobFile(path: string, opts: JobFileOptions = {}): Record<str
     ...(j.class ? { class: j.class } : {}),
     ...(j.energy ? { energy: j.energy } : {}),
     ...(j.requirements ? { requirements: normaliseRequirements(j.requirements) } : {}),
+    ...orderOf(j.order, opts),
     input: Buffer.from(input).toString('base64'),
   };
+}
+
+/** The job's `order` from the file's `order:` key and the flags (`--designated` wins over the file's). */
+function orderOf(file: { designated?: string | undefined } | null | undefined, opts: JobFileOptions): { order?: { designated?: string } } {
+  const designated = opts.designated ?? file?.designated;
+  if (designated !== undefined) return { order: { designated } };
+  if (opts.open || file !== undefined) return { order: {} };
+  return {};
 }
 
 /** Sorted, de-duplicated lists as the record format requires. */

@@ -4,6 +4,7 @@ import { C0Error } from '../errors.js';
 import { T, type Job } from '../records/kinds.js';
 import { parseMoney, type Money } from '../records/money.js';
 import { isAddress } from '../records/address.js';
+import { parseDid } from '../records/did.js';
 import type { JobSpec } from '../roles/buyer.js';
 import { ensureToken, startApi, type ApiServer, type Route } from './api.js';
 import type { Daemon } from './daemon.js';
@@ -168,7 +169,8 @@ export async function jobs(d: OverlayNode): Promise<Record<string, unknown>> {
 /**
  * A job spec as JSON (the CLI turns job.yaml into this): workload,
  * requirements, maxPrice ("0.05 USD" or {amount, currency}), deadlineMs,
- * timeoutMs, params, sealInput, policy, and the input as base64.
+ * timeoutMs, params, sealInput, policy, order ({} = open bid, {designated:
+ * DID}), and the input as base64.
  */
 export function parseJobSpec(body: unknown): JobSpec {
   const b = body as Record<string, unknown>;
@@ -196,6 +198,22 @@ export function parseJobSpec(body: unknown): JobSpec {
     ...(typeof b.entitlement === 'string' ? { entitlement: b.entitlement } : {}),
     ...(typeof b.class === 'string' ? { class: b.class } : {}),
     ...(b.energy && typeof b.energy === 'object' ? { energy: b.energy as NonNullable<JobSpec['energy']> } : {}),
+    ...(b.order === undefined ? {} : { order: parseOrder(b.order) }),
   };
   return spec;
+}
+
+/** A job spec's `order`: `{}` (an open bid) or `{designated: DID}` (docs/matching.md "Open orders, claims and leases"). */
+function parseOrder(v: unknown): NonNullable<JobSpec['order']> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new C0Error('JOB_SPEC_INVALID', 'job spec: order must be {} (an open bid) or {designated: DID}', { field: 'order' });
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (k !== 'designated') throw new C0Error('JOB_SPEC_INVALID', `job spec: order.${k} is not a field (only designated)`, { field: `order.${k}` });
+  if (o.designated === undefined) return {};
+  if (typeof o.designated !== 'string') throw new C0Error('JOB_SPEC_INVALID', 'job spec: order.designated must be a DID', { field: 'order.designated' });
+  try {
+    parseDid(o.designated);
+  } catch {
+    throw new C0Error('JOB_SPEC_INVALID', `job spec: order.designated is not a valid DID: ${o.designated.slice(0, 80)}`, { field: 'order.designated' });
+  }
+  return { designated: o.designated };
 }

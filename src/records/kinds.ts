@@ -77,6 +77,8 @@ export interface Job {
   inputSealed: 'yes' | 'no';
   params?: string;
   nonce?: Uint8Array;
+  /** Present: an open order (claims, no offers; docs/matching.md "Open orders, claims and leases"); the bid is maxPrice. */
+  order?: { designated?: string };
 }
 
 export interface Offer {
@@ -273,6 +275,12 @@ export const SCHEMAS: Record<string, Schema> = {
     inputSealed: { t: 'enum', values: ['yes', 'no'], doc: 'whether the input is sealed to the winner’s box key' },
     params: { t: 'text', maxLen: 4096, optional: true, doc: 'workload parameters (opaque to the market)' },
     nonce: { t: 'bytes', maxLen: 32, optional: true, doc: 'makes otherwise identical jobs distinct' },
+    order: {
+      t: 'object',
+      optional: true,
+      doc: 'present: an open order — providers claim it (`c0mpute.claim/1`) at maxPrice, no offer window; absent: an auction',
+      fields: { designated: { t: 'did', optional: true, doc: 'the one provider that may claim it; absent = an open bid' } },
+    },
   },
   'c0mpute.offer/1': {
     job: { t: 'addr', doc: 'the job this offer answers' },

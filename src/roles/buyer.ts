@@ -23,6 +23,7 @@ import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
 import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
 import type { NetworkAssessment } from '../node/net-health.js';
+import { runOrder, type OrderPorts } from './buyer-orders.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -66,6 +67,8 @@ export interface JobSpec {
   class?: string;
   /** The claim's energy estimate with its grade (pool/1 §2.3). */
   energy?: { uj: number; grade: 'HwShunt' | 'ModelBased' | 'Estimator' };
+  /** An open order (docs/matching.md "Open orders, claims and leases"): claims at maxPrice instead of an offer window; `designated` names the one provider that may claim it. */
+  order?: { designated?: string };
 }
 
 /** What the steward answered a claim (pool/1 §4). */
@@ -142,6 +145,8 @@ export interface BuyerDeps {
   maxInputBytes?: number;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
   managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
+  /** Open orders (src/roles/buyer-orders.ts): where claims arrive; absent, a job with `order` is refused. */
+  orders?: OrderPorts;
 }
 
 export class Buyer {
@@ -158,6 +163,7 @@ export class Buyer {
       input: { hash: hashHex(spec.input), size: spec.input.length },
       inputSealed: spec.sealInput ? 'yes' : 'no',
       ...(spec.params === undefined ? {} : { params: spec.params }),
+      ...(spec.order ? { order: spec.order.designated === undefined ? {} : { designated: spec.order.designated } } : {}),
       nonce: new Uint8Array(randomBytes(8)),
     };
     return seal(T.job, job, this.d.signer);
@@ -173,6 +179,11 @@ export class Buyer {
     if (spec.input.length > maxInput) {
       // Refused before anything is announced or sent: no provider on the documented defaults would take it.
       throw new C0Error('INPUT_TOO_LARGE', `the input of ${spec.input.length} bytes exceeds the limit of ${maxInput} bytes (providers' provider.maxInputBytes, 16 MiB by default)`, { field: 'input' });
+    }
+    if (spec.order) {
+      // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
+      if (!this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+      return runOrder(this.d, this.d.orders, this.buildJob(spec, clock()), spec, onEvent);
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);

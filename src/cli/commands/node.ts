@@ -170,10 +170,12 @@ export function register(program: Command): void {
       .option('--overlay <name>', 'run it on this overlay (default: the node’s first)')
       .option('--limit <n>', 'list this many providers, ranked offers and offers before summarising the rest')
       .option('--all', 'list every provider, ranked offer and offer (no summary)')
+      .option('--open', 'post it as an open order at maxPrice: the first valid claim wins (no offer window)')
+      .option('--designated <did>', 'post it as an order only this provider may claim')
       .description('run a job: publish, collect offers, select, execute, verify, countersign'),
-  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string; limit?: string; all?: boolean }, cmd: Command) => {
+  ).action(async (jobFile: string, f: StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string; limit?: string; all?: boolean; open?: boolean; designated?: string }, cmd: Command) => {
     const { dataDir } = globals(cmd);
-    const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}) });
+    const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
     // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
     const said = new Set<string>();
     let verdictSaid = false;
