@@ -5,6 +5,12 @@
  * job file has. Durations accept `90s`, `5m`, `1h` or milliseconds; maxPrice
  * accepts "0.05 USD" or {amount, currency}. Errors: BATCH_FILE_UNREADABLE,
  * BATCH_FILE_NOT_YAML, BATCH_FIELD_INVALID (naming the field).
+ *
+ * For `c0mpute batch run` (docs/matching.md "Batch runs") a workload may also
+ * say what each line runs: `params`, its input (`input`, a file name pattern
+ * under --input-dir, or `inputText`, generated text; `{n}` is the line number,
+ * `{n:4}` zero-padded), a per-line `deadline` and `timeout`. `batch plan`
+ * accepts and ignores them, so one file serves both.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
@@ -13,6 +19,7 @@ import { C0Error } from '../errors.js';
 import { parseMoney } from '../records/money.js';
 import { batchFieldError, parseBatch } from '../matching/batch-input.js';
 import type { Batch } from '../matching/batch-plan.js';
+import type { LineRecipe } from '../node/batch-client.js';
 import { parseDuration } from './jobfile.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
@@ -31,6 +38,12 @@ const fileSchema = z
           lineTime: duration.optional(),
           maxPrice: z.union([z.string(), z.object({ amount: z.string(), currency: z.string() }).strict()]),
           requirements: z.unknown().optional(),
+          // what `batch run` runs per line (ignored by `batch plan`)
+          params: z.string().max(4096).optional(),
+          input: z.string().min(1).max(1024).optional(),
+          inputText: z.string().max(65536).optional(),
+          deadline: duration.optional(),
+          timeout: duration.optional(),
         })
         .strict(),
     ),
@@ -39,6 +52,32 @@ const fileSchema = z
 
 /** Read and validate a batch file into the planner's (and the API's) batch shape. */
 export function readBatchFile(path: string): Batch {
+  return parseBatchFile(path).batch;
+}
+
+/** Default per-line deadline of `batch run` when the file gives none. */
+export const BATCH_LINE_DEADLINE_MS = 120_000;
+
+/** Read a batch file for `batch run`: the planner's batch and, per workload, what its lines run. */
+export function readBatchRunFile(path: string): { batch: Batch; run: LineRecipe[] } {
+  const { batch, file } = parseBatchFile(path);
+  const run = file.workloads.map((w, i): LineRecipe => {
+    if (w.input !== undefined && w.inputText !== undefined) throw new C0Error('BATCH_FIELD_INVALID', `${path}: workloads.${i}: give a line's input as one of input: (a file name pattern) or inputText:, not both`, { field: `workloads.${i}.input` });
+    if (w.input !== undefined && (w.input.includes('/') || w.input.includes('\\') || w.input.startsWith('.'))) throw new C0Error('BATCH_FIELD_INVALID', `${path}: workloads.${i}.input: a file name under --input-dir (no directories, no leading dot)`, { field: `workloads.${i}.input` });
+    return {
+      workload: w.workload,
+      lines: w.lines,
+      ...(w.params === undefined ? {} : { params: w.params }),
+      ...(w.input === undefined ? {} : { input: w.input }),
+      ...(w.inputText === undefined ? {} : { inputText: w.inputText }),
+      deadlineMs: w.deadline === undefined ? BATCH_LINE_DEADLINE_MS : parseDuration(w.deadline),
+      ...(w.timeout === undefined ? {} : { timeoutMs: parseDuration(w.timeout) }),
+    };
+  });
+  return { batch, run };
+}
+
+function parseBatchFile(path: string): { batch: Batch; file: z.infer<typeof fileSchema> } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -72,5 +111,5 @@ export function readBatchFile(path: string): Batch {
     const lineMs = w.lineTime !== undefined ? parseDuration(w.lineTime) : units.second !== undefined && Number.isInteger(w.lines) && w.lines > 0 ? Math.max(1, Math.ceil((Number(units.second) * 1000) / w.lines)) : windowMs;
     return { workload: w.workload, lines: w.lines, units, lineMs, maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
   });
-  return parseBatch({ windowMs, workloads }, path);
+  return { batch: parseBatch({ windowMs, workloads }, path), file: f };
 }

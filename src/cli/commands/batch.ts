@@ -16,6 +16,7 @@ import { NegativeAnswer, out, outJson } from '../context.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readBatchFile } from '../batchfile.js';
 import { globals } from './index.js';
+import { registerBatchRun } from './batch-run.js';
 
 export function register(program: Command): void {
   const batch = program.command('batch').description('plan batches of many lines across the live providers');
@@ -44,6 +45,7 @@ export function register(program: Command): void {
       if (o.json) return outJson(plan);
       for (const l of renderPlan(plan)) out(l);
     });
+  registerBatchRun(batch);
 }
 
 /** The human view: per workload a table of providers (lines, ask, cost), then per-provider and overall totals. */

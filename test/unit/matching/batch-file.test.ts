@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
-import { readBatchFile } from '../../../src/cli/batchfile.js';
+import { readBatchFile, readBatchRunFile } from '../../../src/cli/batchfile.js';
+import { batchLines, lineSpec } from '../../../src/node/batch-client.js';
 import { parseBatch } from '../../../src/matching/batch-input.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'c0-batchfile-'));
@@ -75,4 +76,28 @@ test('bad batch files: coded errors naming the field', () => {
   // the API body is checked by the same schema
   assert.throws(() => parseBatch({ windowMs: 1000, workloads: [{ workload: 'a.b', lines: 1, units: {}, lineMs: 0, maxPrice: { amount: '1', currency: 'USD' } }] }), coded('BATCH_FIELD_INVALID', 'workloads.0.lineMs'));
   assert.throws(() => parseBatch(undefined), coded('BATCH_FIELD_INVALID', 'windowMs'));
+});
+
+test('batch run lines: generated inputs and params with {n} / {n:W}, input files under the input dir (checked before anything runs), coded errors', () => {
+  const f = file('window: 1m\nworkloads:\n  - { workload: builtin.sha256, lines: 12, maxPrice: "0.01 USD", params: "{n}00", inputText: "line {n:3}", deadline: 30s }\n  - { workload: builtin.primes, lines: 2, maxPrice: "0.01 USD", input: "in-{n}.txt" }\n');
+  const { batch, run } = readBatchRunFile(f);
+  assert.equal(batch.workloads.length, 2);
+  assert.deepEqual(run[0], { workload: 'builtin.sha256', lines: 12, params: '{n}00', inputText: 'line {n:3}', deadlineMs: 30_000 });
+  assert.throws(() => batchLines(batch, run, dir), coded('INPUT_UNREADABLE', 'workloads.1.input'));
+  writeFileSync(join(dir, 'in-1.txt'), 'one');
+  writeFileSync(join(dir, 'in-2.txt'), 'two');
+  const lines = batchLines(batch, run, dir);
+  assert.equal(lines.length, 14);
+  assert.deepEqual([lines[0]!.id, lines[8]!.id, lines[11]!.id, lines[13]!.id], ['builtin.sha256-01', 'builtin.sha256-09', 'builtin.sha256-12', 'builtin.primes-2']);
+  assert.equal(lines[8]!.inputText, 'line 009');
+  assert.equal(lines[8]!.params, '900');
+  const spec = lineSpec(lines[13]!, 'did:key:zP');
+  assert.deepEqual(spec.requirements, { allowlist: ['did:key:zP'] });
+  assert.equal(Buffer.from(spec.input as string, 'base64').toString(), 'two');
+  assert.equal(spec.deadlineMs, 120_000);
+  // batch plan reads the same file and ignores what the lines run
+  assert.deepEqual(readBatchFile(f), batch);
+  assert.throws(() => readBatchRunFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 1, maxPrice: "1 USD", input: x, inputText: y }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.input'));
+  assert.throws(() => readBatchRunFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 1, maxPrice: "1 USD", input: ../x }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.input'));
+  assert.throws(() => readBatchRunFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 1, maxPrice: "1 USD", deadline: soon }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.deadline'));
 });

@@ -52,3 +52,25 @@ test('the route plans from the node’s views and hooks', () => {
   assert.match(text, /\s2\s+0\.1 USD\/job\s+0\.2 USD$/m);
   assert.match(text, /^total: 5 lines over 2 providers, 0\.8 USD$/m);
 });
+
+test('batch run’s re-plan body: `exclude` leaves providers out, `designated` counts lines already promised to one; bad values are coded', () => {
+  const [A, B, C] = [P(811), P(812), P(813)] as [Party, Party, Party];
+  const node = {
+    clock: () => NOW,
+    market: { reputation: () => ({ scoreOf: () => 1 }) },
+    liveProviders: () => [live(A, '0.1', 3), live(B, '0.1', 3), live(C, '0.2', 3)],
+    heldByProvider: () => new Map(),
+    designatedOrders: () => 0,
+  } as unknown as OverlayNode;
+  const batch = { windowMs: 10_000, workloads: [{ workload: 'infer.llm', lines: 4, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'USD' } }] };
+  const lines = (p: ReturnType<typeof batchPlan>) => p.assignments.map((a) => [a.provider, a.lines]);
+  assert.deepEqual(lines(batchPlan(node, { batch })), [[A.did, 2], [B.did, 2]].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)));
+  // A struck off: B 3, then C (dearer) 1
+  assert.deepEqual(lines(batchPlan(node, { batch, exclude: [A.did] })), [[B.did, 3], [C.did, 1]]);
+  // B still has 2 of this run's lines: 1 left there
+  assert.deepEqual(lines(batchPlan(node, { batch, exclude: [A.did], designated: { [B.did]: 2 } })), [[B.did, 1], [C.did, 3]]);
+  assert.throws(() => batchPlan(node, { batch, exclude: [A.did, B.did, C.did] }), { code: 'BATCH_EXCEEDS_CAPACITY' });
+  assert.throws(() => batchPlan(node, { batch, exclude: A.did }), { code: 'BATCH_FIELD_INVALID', field: 'exclude' });
+  assert.throws(() => batchPlan(node, { batch, designated: { [B.did]: -1 } }), { code: 'BATCH_FIELD_INVALID', field: 'designated' });
+  assert.throws(() => batchPlan(node, { batch, designated: [1] }), { code: 'BATCH_FIELD_INVALID', field: 'designated' });
+});

@@ -1,0 +1,101 @@
+/**
+ * `c0mpute batch run batch.yaml [--input-dir D] [--output-dir D]
+ * [--concurrency N] [--json]` (docs/matching.md "Batch runs"; issue #12):
+ * plans the batch on the running daemon, then runs every line as an order
+ * designated to its planned provider (src/matching/batch-run.ts over the
+ * control API, src/node/batch-client.ts), re-planning the lines of a provider
+ * that fails. Outputs land in `<output-dir>/<line>.out`, the summary (every
+ * receipt, the exact cost) in `<output-dir>/summary.json`.
+ *
+ * Exit: 0 every line done; 1 a negative answer (the batch is refused before
+ * anything is signed, or some lines failed: each is named); 3 bad input (the
+ * batch file, an input file, a flag value), as every command's operator errors.
+ */
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { shortDid } from '../../market/index.js';
+import { formatMoney } from '../../records/money.js';
+import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
+import { apiBatchPorts, batchLines } from '../../node/batch-client.js';
+import { NegativeAnswer, out, jsonReplacer } from '../context.js';
+import { requireDaemon } from '../daemon-client.js';
+import { readBatchRunFile } from '../batchfile.js';
+import { globals } from './index.js';
+import { renderPlan } from './batch.js';
+
+interface RunFlags {
+  inputDir?: string;
+  outputDir?: string;
+  concurrency?: string;
+  ceiling?: string;
+  overlay?: string;
+  json?: boolean;
+}
+
+const whole = (flag: string, v: string, min: number): number => {
+  if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min) throw new C0Error('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
+  return Number(v);
+};
+
+export function registerBatchRun(batch: Command): void {
+  batch
+    .command('run <file>')
+    .description('plan batch.yaml, then run every line as an order designated to its planned provider, re-planning the lines of a provider that fails')
+    .option('--input-dir <dir>', 'where the lines’ input files are (default: the batch file’s directory)')
+    .option('--output-dir <dir>', 'where outputs and summary.json go (default: <batch file without .yaml>.out beside it)')
+    .option('--concurrency <n>', `lines in flight at once, over all providers (default ${BATCH_RUN_CONCURRENCY}; per provider at most its free slots)`)
+    .option('--ceiling <lines>', 'per-provider ceiling on lines in one plan (default 64)')
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--json', 'progress events and the summary as JSON lines on stdout')
+    .action(async (file: string, o: RunFlags, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const { batch: b, run } = readBatchRunFile(file);
+      const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1);
+      const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);
+      const inputDir = resolve(o.inputDir ?? dirname(file));
+      const outputDir = resolve(o.outputDir ?? join(dirname(file), `${basename(file, extname(file))}.out`));
+      const lines = batchLines(b, run, inputDir);
+      const c = requireDaemon(dataDir);
+      const names = shortDid;
+      const total = lines.length;
+      const say = (s: string) => process.stderr.write(s + '\n');
+      const onEvent = (e: BatchRunEvent) => {
+        if (o.json) {
+          if (e.e !== 'progress') out(JSON.stringify(e, jsonReplacer));
+          return;
+        }
+        if (e.e === 'planned') for (const l of renderPlan(e.plan)) out(l);
+        else if (e.e === 'line') {
+          const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : '✘';
+          say(`${mark} ${e.line} ${e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : 'failed at'} ${names(e.provider)}${e.detail ? ` (${e.detail})` : ''}`);
+        } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
+        else if (e.e === 'replanned') say(`↻ re-planned ${e.lines} line${e.lines === 1 ? '' : 's'} without ${e.excluded.map(names).join(', ')}: ${e.assignments.map((a) => `${names(a.provider)} ${a.lines}`).join(', ')}`);
+        else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
+        else if (e.e === 'progress' && e.total === total) say(`▸ ${e.done + e.failed}/${e.total}: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
+      };
+      const ports = apiBatchPorts({ api: c.api, token: c.token, ...(o.overlay ? { overlay: o.overlay } : {}), ...(ceiling === undefined ? {} : { ceiling }), outputDir, onEvent });
+      await ports.refreshSlots();
+      let summary: BatchRunSummary;
+      try {
+        summary = await runBatch({ batch: b, lines, concurrency }, ports);
+      } catch (e) {
+        if (e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY') throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
+        throw e;
+      }
+      mkdirSync(outputDir, { recursive: true });
+      const summaryFile = join(outputDir, 'summary.json');
+      writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...summary }, jsonReplacer, 2) + '\n');
+      const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
+      if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
+      else {
+        out(`batch: ${summary.lines} lines, ${summary.done} done, ${summary.failed} failed, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}`);
+        out(`outputs in ${outputDir}, summary in ${summaryFile}`);
+      }
+      if (summary.failed) {
+        const failed = summary.perLine.filter((l) => l.status === 'failed');
+        throw new NegativeAnswer([`✘ ${failed.length} of ${summary.lines} lines failed: ${failed.slice(0, 10).map((l) => `${l.id} (${l.detail ?? '?'})`).join('; ')}${failed.length > 10 ? ` (+${failed.length - 10} more in summary.json)` : ''}`], 'stderr');
+      }
+    });
+}

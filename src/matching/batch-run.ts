@@ -1,0 +1,328 @@
+/**
+ * The batch runner (spec/matching-and-leases.md "The batch plan"; issue #12
+ * `c0mpute batch run`; docs/matching.md "Batch runs"). Given a batch and its
+ * lines, it plans (through the node's planner), then runs every line as an
+ * order designated to its planned provider, with bounded concurrency overall
+ * and per provider. A provider that fails a line (failed receipt, dispute,
+ * non-delivery, no answer, gone) is struck off for the rest of the run: its
+ * waiting lines and the failed line are re-planned over the live view minus
+ * every struck provider. It keeps every receipt and sums what the completed
+ * lines cost, exactly.
+ *
+ * It does no I/O of its own: planning, running a line, delivering an output
+ * and the clock are ports (the CLI wires them to the daemon's control API; the
+ * devnet scenario does the same), so the scheduling and re-planning are unit
+ * tested with fakes.
+ */
+import { Decimal } from 'decimal.js';
+import { C0Error } from '../errors.js';
+import type { Money } from '../records/money.js';
+import type { Batch, BatchPlan, BatchWorkload } from './batch-plan.js';
+
+/** How many times one line is tried (each on a different provider) before it counts as failed. */
+export const BATCH_LINE_ATTEMPTS = 3;
+/** Default lines in flight at once, over all providers. */
+export const BATCH_RUN_CONCURRENCY = 8;
+
+/** One line of a batch: its stable id (output file name) and its workload. What it carries is the ports' business. */
+export interface RunLine {
+  id: string;
+  workload: string;
+}
+
+/** A receipt as the run reports it. */
+export interface ReceiptView {
+  line: string;
+  address: string;
+  job: string;
+  status: string;
+  provider: string;
+  price: Money;
+}
+
+/** What running one line at one provider gave. */
+export interface LineOutcome {
+  /** The buyer's verdict: `completed` (receipt completed and accepted) or anything else (the run's status). */
+  status: string;
+  output?: Uint8Array;
+  job?: string;
+  /** The receipt of this attempt, if the provider signed one. */
+  receipt?: Omit<ReceiptView, 'line'>;
+  /** Why it failed, for people. */
+  detail?: string;
+}
+
+export type BatchRunEvent =
+  | { e: 'planned'; plan: BatchPlan }
+  | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry'; attempt: number; receipt?: string; detail?: string }
+  | { e: 'provider-failed'; provider: string; line: string; reason: string }
+  | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }> }
+  | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string }
+  | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number };
+
+export interface BatchRunPorts {
+  /**
+   * Plan this batch over the live view less `exclude`, counting `designated`
+   * lines (this run's lines still waiting or running at a provider) against
+   * each provider's share; throws BATCH_EXCEEDS_CAPACITY when it cannot be placed.
+   */
+  plan(batch: Batch, exclude: readonly string[], designated: Readonly<Record<string, number>>): Promise<BatchPlan>;
+  /** Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt). */
+  runLine(line: RunLine, provider: string): Promise<LineOutcome>;
+  /** Lines one provider may run at once (its free slots when planned); at least 1 is used. */
+  slots(provider: string): number;
+  /** Keep a completed line's output (before the line counts as done). */
+  deliver(line: RunLine, output: Uint8Array): Promise<void>;
+  clock(): number;
+  onEvent?(e: BatchRunEvent): void;
+}
+
+export interface BatchRunOptions {
+  batch: Batch;
+  /** Every line, each workload's lines in order; per workload as many as the batch says. */
+  lines: readonly RunLine[];
+  concurrency?: number;
+  attempts?: number;
+}
+
+export interface LineReport {
+  id: string;
+  workload: string;
+  status: 'done' | 'failed';
+  provider?: string;
+  job?: string;
+  receipt?: string;
+  attempts: Array<{ provider: string; status: string; job?: string; receipt?: string; detail?: string }>;
+  detail?: string;
+}
+
+export interface BatchRunSummary {
+  startedAt: number;
+  finishedAt: number;
+  lines: number;
+  done: number;
+  failed: number;
+  /** Line re-assignments made by re-planning (a line re-planned twice counts twice). */
+  replanned: number;
+  plan: BatchPlan;
+  replans: Array<{ at: number; excluded: string[]; lines: number; assignments: Array<{ workload: string; provider: string; lines: number }>; refused?: string }>;
+  failedProviders: Array<{ provider: string; line: string; reason: string }>;
+  /** Every receipt signed for this run, in the order they came back. */
+  receipts: ReceiptView[];
+  /** What the completed lines cost: the sum of their receipts' prices per currency (exact; never converted). */
+  cost: Money[];
+  perLine: LineReport[];
+}
+
+const D = Decimal.clone({ precision: 200 });
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The sub-batch of `count` lines of each workload: the same window, line time, price cap and requirements; units scaled down pro rata (rounded up at the 30th place). */
+export function subBatch(batch: Batch, counts: ReadonlyMap<string, number>): Batch {
+  const workloads: BatchWorkload[] = [];
+  for (const w of batch.workloads) {
+    const k = counts.get(w.workload) ?? 0;
+    if (k <= 0) continue;
+    const units: Record<string, string> = {};
+    for (const [u, v] of Object.entries(w.units)) units[u] = new D(v).times(k).div(w.lines).toDecimalPlaces(30, Decimal.ROUND_UP).toFixed();
+    workloads.push({ ...w, lines: k, units });
+  }
+  return { windowMs: batch.windowMs, workloads };
+}
+
+/** Give each assignment its lines: per workload, the lines in order, in the plan's assignment order. */
+function assign(plan: BatchPlan, lines: readonly RunLine[]): Map<string, RunLine[]> {
+  const byWorkload = new Map<string, RunLine[]>();
+  for (const l of lines) byWorkload.set(l.workload, [...(byWorkload.get(l.workload) ?? []), l]);
+  const out = new Map<string, RunLine[]>();
+  for (const a of plan.assignments) {
+    const q = byWorkload.get(a.workload) ?? [];
+    const take = q.splice(0, a.lines);
+    out.set(a.provider, [...(out.get(a.provider) ?? []), ...take]);
+  }
+  const left = [...byWorkload.values()].reduce((s, q) => s + q.length, 0);
+  if (left) throw new C0Error('BATCH_PLAN_SHORT', `the plan placed ${lines.length - left} of ${lines.length} lines`);
+  return out;
+}
+
+/**
+ * Plan and run a batch. Refusal of the first plan (BATCH_EXCEEDS_CAPACITY)
+ * propagates before any line is run; afterwards nothing throws: a line that
+ * cannot be placed again or fails on every attempt is reported failed.
+ */
+export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Promise<BatchRunSummary> {
+  const emit = (e: BatchRunEvent) => ports.onEvent?.(e);
+  const concurrency = Math.max(1, opts.concurrency ?? BATCH_RUN_CONCURRENCY);
+  const maxAttempts = Math.max(1, opts.attempts ?? BATCH_LINE_ATTEMPTS);
+  const startedAt = ports.clock();
+  const plan = await ports.plan(opts.batch, [], {});
+  emit({ e: 'planned', plan });
+
+  const reports = new Map<string, LineReport>(opts.lines.map((l) => [l.id, { id: l.id, workload: l.workload, status: 'failed', attempts: [] }]));
+  const queues = new Map<string, RunLine[]>();
+  const inFlightAt = new Map<string, number>();
+  const struck = new Map<string, string>();
+  const toReplan: RunLine[] = [];
+  const receipts: ReceiptView[] = [];
+  const replans: BatchRunSummary['replans'] = [];
+  const failedProviders: BatchRunSummary['failedProviders'] = [];
+  let inFlight = 0;
+  let done = 0;
+  let failed = 0;
+  let replanned = 0;
+  let replanning: Promise<void> | undefined;
+
+  for (const [p, ls] of assign(plan, opts.lines)) queues.set(p, ls);
+
+  const progress = () => emit({ e: 'progress', total: opts.lines.length, done, failed, replanned, inFlight });
+  const finish = (l: RunLine, detail: string) => {
+    const r = reports.get(l.id)!;
+    r.status = 'failed';
+    r.detail = detail;
+    failed++;
+  };
+
+  let wake: () => void = () => {};
+  const settled = new Promise<void>((resolve) => {
+    wake = () => {
+      pump();
+      if (inFlight === 0 && !replanning && toReplan.length === 0 && [...queues.values()].every((q) => q.length === 0)) resolve();
+    };
+  });
+
+  const pump = (): void => {
+    for (let started = true; started && inFlight < concurrency; ) {
+      started = false;
+      // Providers in DID order, one line each per round, so a long queue does not starve the rest.
+      for (const p of [...queues.keys()].sort(cmp)) {
+        if (inFlight >= concurrency) break;
+        const q = queues.get(p)!;
+        if (!q.length || (inFlightAt.get(p) ?? 0) >= Math.max(1, ports.slots(p))) continue;
+        start(q.shift()!, p);
+        started = true;
+      }
+    }
+  };
+
+  const start = (l: RunLine, p: string): void => {
+    inFlight++;
+    inFlightAt.set(p, (inFlightAt.get(p) ?? 0) + 1);
+    const r = reports.get(l.id)!;
+    const attempt = r.attempts.length + 1;
+    void ports
+      .runLine(l, p)
+      .catch((e: unknown): LineOutcome => ({ status: 'error', detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message }))
+      .then(async (o) => {
+        if (o.receipt) receipts.push({ line: l.id, ...o.receipt });
+        r.attempts.push({ provider: p, status: o.status, ...(o.job ? { job: o.job } : {}), ...(o.receipt ? { receipt: o.receipt.address } : {}), ...(o.detail ? { detail: o.detail } : {}) });
+        let ok = o.status === 'completed' && o.output !== undefined;
+        if (ok) {
+          try {
+            await ports.deliver(l, o.output!);
+          } catch (e) {
+            ok = false;
+            o = { ...o, status: 'undelivered', detail: `could not keep the output: ${(e as Error).message}` };
+            r.attempts[r.attempts.length - 1]!.status = o.status;
+          }
+        }
+        inFlight--;
+        inFlightAt.set(p, inFlightAt.get(p)! - 1);
+        if (ok) {
+          r.status = 'done';
+          r.provider = p;
+          if (o.job) r.job = o.job;
+          if (o.receipt) r.receipt = o.receipt.address;
+          done++;
+          emit({ e: 'line', line: l.id, provider: p, status: 'done', attempt, ...(o.receipt ? { receipt: o.receipt.address } : {}) });
+        } else if (o.status === 'undelivered') {
+          // our side failed (the output could not be written): not the provider's fault, nothing to re-plan
+          finish(l, o.detail!);
+          emit({ e: 'line', line: l.id, provider: p, status: 'failed', attempt, detail: o.detail! });
+        } else {
+          const reason = `${o.status}${o.detail ? `: ${o.detail}` : ''}`;
+          if (!struck.has(p)) {
+            // Strike the provider: its waiting lines go back to be re-planned with this one.
+            struck.set(p, reason);
+            failedProviders.push({ provider: p, line: l.id, reason });
+            emit({ e: 'provider-failed', provider: p, line: l.id, reason });
+            toReplan.push(...(queues.get(p) ?? []));
+            queues.set(p, []);
+          }
+          if (attempt >= maxAttempts) {
+            finish(l, `failed on ${attempt} providers; last: ${reason}`);
+            emit({ e: 'line', line: l.id, provider: p, status: 'failed', attempt, detail: reason });
+          } else {
+            toReplan.push(l);
+            emit({ e: 'line', line: l.id, provider: p, status: 'retry', attempt, detail: reason });
+          }
+          replan();
+        }
+        progress();
+        wake();
+      });
+  };
+
+  /** Re-plan everything waiting for it, one re-plan at a time (lines failing meanwhile join the next one). */
+  const replan = (): void => {
+    if (replanning || toReplan.length === 0) return;
+    const ls = toReplan.splice(0);
+    const excluded = [...struck.keys()].sort(cmp);
+    const counts = new Map<string, number>();
+    for (const l of ls) counts.set(l.workload, (counts.get(l.workload) ?? 0) + 1);
+    // What this run still has at each provider counts against its share, as designated orders do.
+    const pending: Record<string, number> = {};
+    for (const [p, q] of [...queues].sort((a, b) => cmp(a[0], b[0]))) {
+      const n = q.length + (inFlightAt.get(p) ?? 0);
+      if (n > 0 && !struck.has(p)) pending[p] = n;
+    }
+    replanning = ports
+      .plan(subBatch(opts.batch, counts), excluded, pending)
+      .then(
+        (p) => {
+          const assignments = p.assignments.map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
+          for (const [prov, more] of assign(p, ls)) queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
+          replanned += ls.length;
+          replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments });
+          emit({ e: 'replanned', lines: ls.length, excluded, assignments });
+        },
+        (e: unknown) => {
+          const reason = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
+          replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments: [], refused: reason });
+          emit({ e: 'replan-refused', lines: ls.length, excluded, reason });
+          for (const l of ls) finish(l, `could not be re-planned: ${reason}`);
+        },
+      )
+      .then(() => {
+        replanning = undefined;
+        progress();
+        replan();
+        wake();
+      });
+  };
+
+  progress();
+  wake();
+  await settled;
+
+  const cost = new Map<string, Decimal>();
+  const perLine = opts.lines.map((l) => reports.get(l.id)!);
+  const byAddress = new Map(receipts.map((x) => [x.address, x]));
+  for (const r of perLine) {
+    const rc = r.status === 'done' && r.receipt ? byAddress.get(r.receipt) : undefined;
+    if (rc) cost.set(rc.price.currency, (cost.get(rc.price.currency) ?? new D(0)).plus(rc.price.amount));
+  }
+  return {
+    startedAt,
+    finishedAt: ports.clock(),
+    lines: opts.lines.length,
+    done,
+    failed,
+    replanned,
+    plan,
+    replans,
+    failedProviders,
+    receipts,
+    cost: [...cost.entries()].sort((a, b) => cmp(a[0], b[0])).map(([currency, v]) => ({ amount: v.toFixed(), currency })),
+    perLine,
+  };
+}

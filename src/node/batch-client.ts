@@ -1,0 +1,192 @@
+/**
+ * The batch runner's ports over a running daemon's control API
+ * (docs/matching.md "Batch runs"; issue #12 `c0mpute batch run`): plans with
+ * `POST /v1/batch/plan` (with `exclude` when re-planning), runs a line with
+ * `POST /v1/run` as an order designated to its planned provider, reads each
+ * provider's free slots from `GET /v1/market`, and writes each completed
+ * line's output to `<outputDir>/<line>.out`. Used by `c0mpute batch run` and
+ * the `--orders` devnet scenario.
+ *
+ * How a line is designated is one function, `lineSpec`: today the job's
+ * `requirements.allowlist` names the planned provider alone (an auction only
+ * it may answer); see docs/matching.md "Batch runs" for the switch to
+ * `order: { designated }`.
+ */
+import { Buffer } from 'node:buffer';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { C0Error } from '../errors.js';
+import type { Money } from '../records/money.js';
+import type { Requirements } from '../records/kinds.js';
+import type { Batch, BatchPlan } from '../matching/batch-plan.js';
+import type { BatchRunPorts, BatchRunEvent, LineOutcome, RunLine } from '../matching/batch-run.js';
+import { EXEC_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
+import { apiCall, apiStream } from './api.js';
+
+/** What one workload's lines run (from the batch file). */
+export interface LineRecipe {
+  workload: string;
+  lines: number;
+  params?: string;
+  /** A file name pattern under the input directory (`{n}`, `{n:W}` = the line number). */
+  input?: string;
+  /** Generated input text (the same pattern). */
+  inputText?: string;
+  deadlineMs: number;
+  timeoutMs?: number;
+}
+
+/** One line, with what it runs. */
+export interface BatchLine extends RunLine {
+  n: number;
+  params?: string;
+  /** Where its input is read from, or the input itself. */
+  inputFile?: string;
+  inputText?: string;
+  deadlineMs: number;
+  timeoutMs?: number;
+  maxPrice: Money;
+  requirements?: Requirements;
+}
+
+/** A line's name from a pattern: `{n}` is the line number (from 1), `{n:W}` the same zero-padded to W digits. */
+export function linePattern(pattern: string, n: number): string {
+  return pattern.replace(/\{n(?::([0-9]{1,2}))?\}/g, (_m, w?: string) => String(n).padStart(w ? Number(w) : 0, '0'));
+}
+
+/**
+ * Every line of the batch, each workload's in order. Line ids are
+ * `<workload>-<n>` with n zero-padded to the workload's line count. Input
+ * files are checked now (exist, are files, within the exec input limit), so
+ * a missing one is INPUT_UNREADABLE before anything is planned or signed.
+ */
+export function batchLines(batch: Batch, recipes: readonly LineRecipe[], inputDir: string): BatchLine[] {
+  const out: BatchLine[] = [];
+  for (const w of batch.workloads) {
+    const r = recipes.find((x) => x.workload === w.workload);
+    if (!r) throw new C0Error('BATCH_FIELD_INVALID', `no line recipe for workload ${w.workload}`, { field: 'workloads' });
+    const width = String(w.lines).length;
+    for (let n = 1; n <= w.lines; n++) {
+      const l: BatchLine = {
+        id: `${w.workload}-${String(n).padStart(width, '0')}`,
+        workload: w.workload,
+        n,
+        deadlineMs: r.deadlineMs,
+        maxPrice: w.maxPrice,
+        ...(r.timeoutMs === undefined ? {} : { timeoutMs: r.timeoutMs }),
+        ...(r.params === undefined ? {} : { params: linePattern(r.params, n) }),
+        ...(w.requirements ? { requirements: w.requirements } : {}),
+      };
+      if (r.input !== undefined) {
+        const f = join(inputDir, linePattern(r.input, n));
+        let size: number;
+        try {
+          const st = statSync(f);
+          if (!st.isFile()) throw new Error('not a file');
+          size = st.size;
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          throw new C0Error('INPUT_UNREADABLE', `line ${l.id}: cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`, { field: `workloads.${batch.workloads.indexOf(w)}.input` });
+        }
+        if (size > EXEC_MAX_INPUT_BYTES) throw new C0Error('INPUT_TOO_LARGE', `line ${l.id}: ${f} is ${size} bytes; at most ${EXEC_MAX_INPUT_BYTES}`, { field: `workloads.${batch.workloads.indexOf(w)}.input` });
+        l.inputFile = f;
+      } else if (r.inputText !== undefined) l.inputText = linePattern(r.inputText, n);
+      out.push(l);
+    }
+  }
+  return out;
+}
+
+/** A line's input bytes. */
+export function lineInput(l: BatchLine): Uint8Array {
+  if (l.inputFile !== undefined) {
+    try {
+      return new Uint8Array(readFileSync(l.inputFile));
+    } catch (e) {
+      throw new C0Error('INPUT_UNREADABLE', `line ${l.id}: cannot read ${l.inputFile}: ${(e as Error).message}`);
+    }
+  }
+  return new Uint8Array(Buffer.from(l.inputText ?? '', 'utf8'));
+}
+
+/**
+ * The job spec (`/v1/run` body) that runs line `l` at `provider` alone. This is
+ * the one place that says how a line is designated: an allowlist of the
+ * planned provider (an auction only it may answer). With open orders on the
+ * network this becomes `order: { designated: provider }`.
+ */
+export function lineSpec(l: BatchLine, provider: string): Record<string, unknown> {
+  return {
+    workload: l.workload,
+    maxPrice: l.maxPrice,
+    deadlineMs: l.deadlineMs,
+    ...(l.timeoutMs === undefined ? {} : { timeoutMs: l.timeoutMs }),
+    ...(l.params === undefined ? {} : { params: l.params }),
+    requirements: { ...(l.requirements ?? {}), allowlist: [provider] },
+    input: Buffer.from(lineInput(l)).toString('base64'),
+  };
+}
+
+export interface ApiBatchOptions {
+  api: string;
+  token: string;
+  /** `?overlay=` (default: the node's first). */
+  overlay?: string;
+  ceiling?: number;
+  outputDir: string;
+  clock?: () => number;
+  onEvent?: (e: BatchRunEvent) => void;
+}
+
+/** The ports of runBatch over the control API. Call `refreshSlots()` once before running. */
+export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlots(): Promise<void> } {
+  const q = o.overlay ? `?overlay=${encodeURIComponent(o.overlay)}` : '';
+  const slots = new Map<string, number>();
+  let made = false;
+  return {
+    async refreshSlots() {
+      const m = (await apiCall(o.api, o.token, 'GET', `/v1/market${q}`)) as { presence?: { providers?: Array<{ did: string; freeSlots: number }> } };
+      for (const p of m.presence?.providers ?? []) slots.set(p.did, p.freeSlots);
+    },
+    async plan(batch: Batch, exclude: readonly string[], designated: Readonly<Record<string, number>>): Promise<BatchPlan> {
+      const body = { batch, ...(o.ceiling === undefined ? {} : { ceiling: o.ceiling }), ...(exclude.length ? { exclude } : {}), ...(Object.keys(designated).length ? { designated } : {}) };
+      return (await apiCall(o.api, o.token, 'POST', `/v1/batch/plan${q}`, body)) as BatchPlan;
+    },
+    slots: (p) => slots.get(p) ?? 1,
+    async runLine(line: RunLine, provider: string): Promise<LineOutcome> {
+      const spec = lineSpec(line as BatchLine, provider);
+      let result: Record<string, unknown> | undefined;
+      for await (const ev of apiStream(o.api, o.token, `/v1/run${q}`, spec)) {
+        if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+        else if (ev.e === 'error') {
+          const err = ev.error as { code: string; message: string };
+          throw new C0Error(err.code, err.message);
+        }
+      }
+      if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
+      return lineOutcome(result);
+    },
+    async deliver(line: RunLine, output: Uint8Array): Promise<void> {
+      if (!made) mkdirSync(o.outputDir, { recursive: true });
+      made = true;
+      writeFileSync(join(o.outputDir, `${line.id}.out`), output);
+    },
+    clock: o.clock ?? Date.now,
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+  };
+}
+
+/** A `/v1/run` result (wire shape) as the runner's outcome of one line. */
+export function lineOutcome(result: Record<string, unknown>): LineOutcome {
+  const status = String(result.status);
+  const job = (result.job as { address?: string } | undefined)?.address;
+  const rc = result.receipt as { address: string; record: { job: string; status: string; provider: string; price: Money } } | undefined;
+  const attempts = (result.attempts as Array<{ outcome: string }> | undefined) ?? [];
+  return {
+    status,
+    ...(status === 'completed' && typeof result.output === 'string' ? { output: new Uint8Array(Buffer.from(result.output, 'base64')) } : {}),
+    ...(job ? { job } : {}),
+    ...(rc ? { receipt: { address: rc.address, job: rc.record.job, status: rc.record.status, provider: rc.record.provider, price: rc.record.price } } : {}),
+    ...(status === 'completed' ? {} : { detail: attempts.map((a) => a.outcome).join('; ') || status }),
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * The batch runner (docs/matching.md "Batch runs"; issue #12 `c0mpute batch
+ * run`) with fake ports: a provider that fails is struck off and its lines are
+ * re-planned over the rest; per-provider and overall concurrency hold; the
+ * cost is exact; a refused first plan runs nothing; a refused re-plan or a
+ * line failing everywhere is reported failed, never lost.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
+import type { Batch, BatchPlan } from '../../../src/matching/batch-plan.js';
+import { runBatch, subBatch, type BatchRunEvent, type BatchRunPorts, type LineOutcome, type RunLine } from '../../../src/matching/batch-run.js';
+
+const WL = 'builtin.sha256';
+const batchOf = (lines: number): Batch => ({ windowMs: 60_000, workloads: [{ workload: WL, lines, units: { second: '30' }, lineMs: 1000, maxPrice: { amount: '1', currency: 'USD' } }] });
+const linesOf = (n: number): RunLine[] => Array.from({ length: n }, (_, i) => ({ id: `${WL}-${String(i + 1).padStart(3, '0')}`, workload: WL }));
+
+/** A planner over `providers` (price each) minus `exclude`, equal turns, each taking at most `cap` lines less those designated to it. */
+function fakePlanner(providers: Record<string, string>, cap = 1000): { plan: BatchRunPorts['plan']; calls: Array<{ lines: number; exclude: string[]; designated: Record<string, number> }> } {
+  const calls: Array<{ lines: number; exclude: string[]; designated: Record<string, number> }> = [];
+  return {
+    calls,
+    plan: async (b, exclude, designated) => {
+      const lines = b.workloads[0]!.lines;
+      calls.push({ lines, exclude: [...exclude], designated: { ...designated } });
+      const share = new Map(Object.keys(providers).filter((p) => !exclude.includes(p)).sort().map((p) => [p, Math.max(0, cap - (designated[p] ?? 0))]));
+      const got = new Map<string, number>();
+      let left = lines;
+      for (let turn = true; turn && left > 0; ) {
+        turn = false;
+        for (const [p, n] of share) {
+          if (left === 0 || n === 0) continue;
+          share.set(p, n - 1);
+          got.set(p, (got.get(p) ?? 0) + 1);
+          left--;
+          turn = true;
+        }
+      }
+      if (left > 0) throw new C0Error('BATCH_EXCEEDS_CAPACITY', `${left} of ${lines} lines unplaced`);
+      const assignments = [...got].map(([provider, n]) => ({ workload: WL, provider, lines: n, ask: { amount: providers[provider]!, currency: 'USD' }, unit: 'job', cost: { amount: '0', currency: 'USD' } }));
+      return { plannedAt: 0, windowMs: b.windowMs, assignments, providers: [], totals: [], lines } satisfies BatchPlan;
+    },
+  };
+}
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+function ports(o: { plan: BatchRunPorts['plan']; run: (l: RunLine, p: string) => Promise<LineOutcome>; slots?: number; events?: BatchRunEvent[] }): BatchRunPorts & { delivered: Map<string, string> } {
+  const delivered = new Map<string, string>();
+  return {
+    delivered,
+    plan: o.plan,
+    runLine: o.run,
+    slots: () => o.slots ?? 1,
+    deliver: async (l, out) => {
+      delivered.set(l.id, Buffer.from(out).toString());
+    },
+    clock: () => 1000,
+    onEvent: (e) => o.events?.push(e),
+  };
+}
+
+const ok = (l: RunLine, p: string, price: string): LineOutcome => ({ status: 'completed', output: new Uint8Array(Buffer.from(`out ${l.id}`)), job: `job-${l.id}-${p}`, receipt: { address: `rc-${l.id}-${p}`, job: `job-${l.id}-${p}`, status: 'completed', provider: p, price: { amount: price, currency: 'USD' } } });
+
+test('a provider that fails midway is struck off; its waiting lines and the failed one are re-planned over the rest, and every line completes', async () => {
+  const prices: Record<string, string> = { A: '0.1', B: '0.2', C: '0.1' };
+  const planner = fakePlanner(prices);
+  const events: BatchRunEvent[] = [];
+  let bRuns = 0;
+  const p = ports({
+    plan: planner.plan,
+    events,
+    run: async (l, prov) => {
+      await tick();
+      if (prov === 'B' && ++bRuns >= 3) return { status: 'failed', job: `job-${l.id}-B`, detail: 'provider unreachable or gone' };
+      return ok(l, prov, prices[prov]!);
+    },
+  });
+  const s = await runBatch({ batch: batchOf(30), lines: linesOf(30), concurrency: 3 }, p);
+  assert.equal(s.done, 30);
+  assert.equal(s.failed, 0);
+  assert.equal(p.delivered.size, 30);
+  assert.equal(p.delivered.get(`${WL}-007`), `out ${WL}-007`);
+  // B took 10 in the plan, ran 2, failed its 3rd: 8 lines re-planned (its 7 waiting + the failed one) over A and C
+  assert.deepEqual(s.failedProviders.map((f) => f.provider), ['B']);
+  assert.equal(s.replanned, 8);
+  assert.deepEqual(planner.calls.map((c) => [c.lines, c.exclude]), [[30, []], [8, ['B']]]);
+  // what A and C still hold of this run counted against their shares
+  assert.deepEqual(Object.keys(planner.calls[1]!.designated), ['A', 'C']);
+  for (const l of s.perLine) assert.equal(l.status, 'done');
+  assert.equal(s.perLine.filter((l) => l.provider === 'B').length, 2);
+  // every line ends on a completed receipt; the failed attempt is on the line's record
+  const retried = s.perLine.find((l) => l.attempts.length === 2)!;
+  assert.equal(retried.attempts[0]!.provider, 'B');
+  assert.notEqual(retried.provider, 'B');
+  // exact cost: 2 × 0.2 + 28 × 0.1 = 3.2 (floats would say 3.2000000000000006)
+  assert.deepEqual(s.cost, [{ amount: '3.2', currency: 'USD' }]);
+  assert.equal(s.receipts.length, 30);
+  assert.ok(events.some((e) => e.e === 'replanned' && e.lines === 8));
+  const last = events.filter((e) => e.e === 'progress').at(-1)!;
+  assert.deepEqual(last, { e: 'progress', total: 30, done: 30, failed: 0, replanned: 8, inFlight: 0 });
+});
+
+test('concurrency: never more lines in flight than --concurrency overall, nor than a provider’s slots', async () => {
+  const planner = fakePlanner({ A: '0.1', B: '0.1', C: '0.1' });
+  let now = 0;
+  let max = 0;
+  const at = new Map<string, number>();
+  let maxAt = 0;
+  const p = ports({
+    plan: planner.plan,
+    slots: 2,
+    run: async (l, prov) => {
+      now++;
+      at.set(prov, (at.get(prov) ?? 0) + 1);
+      max = Math.max(max, now);
+      maxAt = Math.max(maxAt, at.get(prov)!);
+      await tick();
+      await tick();
+      now--;
+      at.set(prov, at.get(prov)! - 1);
+      return ok(l, prov, '0.1');
+    },
+  });
+  const s = await runBatch({ batch: batchOf(40), lines: linesOf(40), concurrency: 5 }, p);
+  assert.equal(s.done, 40);
+  assert.equal(max, 5);
+  assert.equal(maxAt, 2);
+});
+
+test('a refused first plan runs nothing and propagates BATCH_EXCEEDS_CAPACITY', async () => {
+  let runs = 0;
+  const p = ports({
+    plan: fakePlanner({ A: '0.1' }, 5).plan,
+    run: async (l, prov) => {
+      runs++;
+      return ok(l, prov, '0.1');
+    },
+  });
+  await assert.rejects(runBatch({ batch: batchOf(6), lines: linesOf(6) }, p), { code: 'BATCH_EXCEEDS_CAPACITY' });
+  assert.equal(runs, 0);
+  assert.equal(p.delivered.size, 0);
+});
+
+test('lines that cannot be re-planned, or fail on every attempt, are reported failed (nothing lost, the run ends)', async () => {
+  // Only A and B, each able to take 10 lines: once A fails, B cannot take A's lines too.
+  const planner = fakePlanner({ A: '0.1', B: '0.1' }, 10);
+  const p = ports({ plan: planner.plan, run: async (l, prov) => (prov === 'A' ? { status: 'no-offers' } : ok(l, prov, '0.1')) });
+  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4 }, p);
+  assert.equal(s.done + s.failed, 20);
+  assert.equal(s.done, 10);
+  assert.equal(s.failed, 10);
+  assert.ok(s.replans.some((r) => r.refused?.startsWith('BATCH_EXCEEDS_CAPACITY')));
+  assert.ok(s.perLine.filter((l) => l.status === 'failed').every((l) => /could not be re-planned/.test(l.detail!)));
+
+  // Every provider fails: each line is tried on at most `attempts` providers, then failed.
+  const all = fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1' });
+  const q = ports({ plan: all.plan, run: async () => { throw new C0Error('DAEMON_UNREACHABLE', 'gone'); } });
+  const t = await runBatch({ batch: batchOf(4), lines: linesOf(4), concurrency: 4, attempts: 2 }, q);
+  assert.equal(t.failed, 4);
+  assert.ok(t.perLine.every((l) => l.attempts.length <= 2 && l.status === 'failed'));
+  assert.deepEqual(t.cost, []);
+});
+
+test('subBatch scales the summed units to the lines re-planned (exact, rounded up at the 30th place)', () => {
+  const b = subBatch(batchOf(30), new Map([[WL, 7]]));
+  assert.equal(b.workloads[0]!.lines, 7);
+  assert.equal(b.workloads[0]!.units.second, '7');
+  const c = subBatch({ ...batchOf(3), workloads: [{ ...batchOf(3).workloads[0]!, units: { second: '1' } }] }, new Map([[WL, 1]]));
+  assert.equal(c.workloads[0]!.units.second, '0.333333333333333333333333333334');
+  assert.deepEqual(subBatch(batchOf(3), new Map()).workloads, []);
+});
