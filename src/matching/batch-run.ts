@@ -21,6 +21,8 @@ import type { Batch, BatchPlan, BatchWorkload } from './batch-plan.js';
 
 /** How many times one line is tried (each on a different provider) before it counts as failed. */
 export const BATCH_LINE_ATTEMPTS = 3;
+/** A refused re-plan is tried again this many times, `replanRetryMs` apart, before its lines fail (the run's own lines free slots meanwhile). */
+export const BATCH_REPLAN_RETRIES = 3;
 /** Default lines in flight at once, over all providers. */
 export const BATCH_RUN_CONCURRENCY = 8;
 
@@ -57,16 +59,17 @@ export type BatchRunEvent =
   | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry'; attempt: number; receipt?: string; detail?: string }
   | { e: 'provider-failed'; provider: string; line: string; reason: string }
   | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }> }
-  | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string }
+  | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string; retryInMs?: number }
   | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number };
 
 export interface BatchRunPorts {
   /**
-   * Plan this batch over the live view less `exclude`, counting `designated`
-   * lines (this run's lines still waiting or running at a provider) against
-   * each provider's share; throws BATCH_EXCEEDS_CAPACITY when it cannot be placed.
+   * Plan this batch over the live view less `exclude`, counting `own.designated`
+   * (this run's lines waiting at a provider) against each provider's share and
+   * giving back the slots `own.running` (this run's lines running there)
+   * occupy; throws BATCH_EXCEEDS_CAPACITY when it cannot be placed.
    */
-  plan(batch: Batch, exclude: readonly string[], designated: Readonly<Record<string, number>>): Promise<BatchPlan>;
+  plan(batch: Batch, exclude: readonly string[], own: OwnLines): Promise<BatchPlan>;
   /** Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt). */
   runLine(line: RunLine, provider: string): Promise<LineOutcome>;
   /** Lines one provider may run at once (its free slots when planned); at least 1 is used. */
@@ -77,12 +80,20 @@ export interface BatchRunPorts {
   onEvent?(e: BatchRunEvent): void;
 }
 
+/** This run's own lines per provider DID, for a re-plan. */
+export interface OwnLines {
+  designated: Record<string, number>;
+  running: Record<string, number>;
+}
+
 export interface BatchRunOptions {
   batch: Batch;
   /** Every line, each workload's lines in order; per workload as many as the batch says. */
   lines: readonly RunLine[];
   concurrency?: number;
   attempts?: number;
+  /** Wait before trying a refused re-plan again (default 2 000 ms: about two presence updates). */
+  replanRetryMs?: number;
 }
 
 export interface LineReport {
@@ -155,7 +166,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   const concurrency = Math.max(1, opts.concurrency ?? BATCH_RUN_CONCURRENCY);
   const maxAttempts = Math.max(1, opts.attempts ?? BATCH_LINE_ATTEMPTS);
   const startedAt = ports.clock();
-  const plan = await ports.plan(opts.batch, [], {});
+  const plan = await ports.plan(opts.batch, [], { designated: {}, running: {} });
   emit({ e: 'planned', plan });
 
   const reports = new Map<string, LineReport>(opts.lines.map((l) => [l.id, { id: l.id, workload: l.workload, status: 'failed', attempts: [] }]));
@@ -171,6 +182,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   let failed = 0;
   let replanned = 0;
   let replanning: Promise<void> | undefined;
+  let refusals = 0;
+  const retryMs = opts.replanRetryMs ?? 2_000;
 
   for (const [p, ls] of assign(plan, opts.lines)) queues.set(p, ls);
 
@@ -269,25 +282,36 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     const excluded = [...struck.keys()].sort(cmp);
     const counts = new Map<string, number>();
     for (const l of ls) counts.set(l.workload, (counts.get(l.workload) ?? 0) + 1);
-    // What this run still has at each provider counts against its share, as designated orders do.
-    const pending: Record<string, number> = {};
-    for (const [p, q] of [...queues].sort((a, b) => cmp(a[0], b[0]))) {
-      const n = q.length + (inFlightAt.get(p) ?? 0);
-      if (n > 0 && !struck.has(p)) pending[p] = n;
+    // What this run still has waiting at a provider counts against its share, as designated
+    // orders do; the slots its running lines occupy are given back.
+    const own: OwnLines = { designated: {}, running: {} };
+    for (const p of [...new Set([...queues.keys(), ...inFlightAt.keys()])].sort(cmp)) {
+      if (struck.has(p)) continue;
+      if (queues.get(p)?.length) own.designated[p] = queues.get(p)!.length;
+      if (inFlightAt.get(p)) own.running[p] = inFlightAt.get(p)!;
     }
     replanning = ports
-      .plan(subBatch(opts.batch, counts), excluded, pending)
+      .plan(subBatch(opts.batch, counts), excluded, own)
       .then(
         (p) => {
           const assignments = p.assignments.map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
           for (const [prov, more] of assign(p, ls)) queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
           replanned += ls.length;
+          refusals = 0;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments });
           emit({ e: 'replanned', lines: ls.length, excluded, assignments });
         },
-        (e: unknown) => {
+        async (e: unknown) => {
           const reason = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments: [], refused: reason });
+          if (e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY' && refusals < BATCH_REPLAN_RETRIES) {
+            // Busy now is not gone: the presence the plan reads lags, and lines finishing free slots.
+            refusals++;
+            emit({ e: 'replan-refused', lines: ls.length, excluded, reason, retryInMs: retryMs });
+            await new Promise((r) => setTimeout(r, retryMs));
+            toReplan.unshift(...ls);
+            return;
+          }
           emit({ e: 'replan-refused', lines: ls.length, excluded, reason });
           for (const l of ls) finish(l, `could not be re-planned: ${reason}`);
         },

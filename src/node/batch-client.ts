@@ -19,7 +19,7 @@ import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import type { Requirements } from '../records/kinds.js';
 import type { Batch, BatchPlan } from '../matching/batch-plan.js';
-import type { BatchRunPorts, BatchRunEvent, LineOutcome, RunLine } from '../matching/batch-run.js';
+import type { BatchRunPorts, BatchRunEvent, LineOutcome, OwnLines, RunLine } from '../matching/batch-run.js';
 import { EXEC_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 import { apiCall, apiStream } from './api.js';
 
@@ -148,8 +148,8 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
       const m = (await apiCall(o.api, o.token, 'GET', `/v1/market${q}`)) as { presence?: { providers?: Array<{ did: string; freeSlots: number }> } };
       for (const p of m.presence?.providers ?? []) slots.set(p.did, p.freeSlots);
     },
-    async plan(batch: Batch, exclude: readonly string[], designated: Readonly<Record<string, number>>): Promise<BatchPlan> {
-      const body = { batch, ...(o.ceiling === undefined ? {} : { ceiling: o.ceiling }), ...(exclude.length ? { exclude } : {}), ...(Object.keys(designated).length ? { designated } : {}) };
+    async plan(batch: Batch, exclude: readonly string[], own: OwnLines): Promise<BatchPlan> {
+      const body = { batch, ...(o.ceiling === undefined ? {} : { ceiling: o.ceiling }), ...(exclude.length ? { exclude } : {}), ...(Object.keys(own.designated).length ? { designated: own.designated } : {}), ...(Object.keys(own.running).length ? { running: own.running } : {}) };
       return (await apiCall(o.api, o.token, 'POST', `/v1/batch/plan${q}`, body)) as BatchPlan;
     },
     slots: (p) => slots.get(p) ?? 1,

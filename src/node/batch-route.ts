@@ -6,7 +6,9 @@
  * `exclude` (a list of DIDs) leaves providers out: `batch run` re-plans the
  * lines of a provider that failed over the live view minus it; `designated`
  * ({DID: lines}) adds lines already promised to a provider (the run's lines
- * still waiting there) to the open orders designated to it.
+ * still waiting there) to the open orders designated to it; `running` ({DID:
+ * lines}) gives back the slots the run's own lines occupy there now (they
+ * free them within the window, and the presence lags behind).
  */
 import { C0Error } from '../errors.js';
 import { parseBatch } from '../matching/batch-input.js';
@@ -14,7 +16,7 @@ import { BATCH_PROVIDER_CEILING, meetsRequirements, planBatch, type BatchPlan } 
 import type { OverlayNode } from './overlay.js';
 
 export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
-  const b = (body ?? {}) as { batch?: unknown; ceiling?: unknown; exclude?: unknown; designated?: unknown };
+  const b = (body ?? {}) as { batch?: unknown; ceiling?: unknown; exclude?: unknown; designated?: unknown; running?: unknown };
   const batch = parseBatch(b.batch, 'batch');
   let ceiling = BATCH_PROVIDER_CEILING;
   if (b.ceiling !== undefined) {
@@ -25,25 +27,34 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
     throw new C0Error('BATCH_FIELD_INVALID', 'exclude must be a list of provider DIDs', { field: 'exclude' });
   }
   const excluded = new Set((b.exclude as string[] | undefined) ?? []);
-  const extra = new Map<string, number>();
-  if (b.designated !== undefined) {
-    const ok = typeof b.designated === 'object' && b.designated !== null && !Array.isArray(b.designated) && Object.keys(b.designated).length <= 10_000;
-    for (const [did, n] of ok ? Object.entries(b.designated as Record<string, unknown>) : [['', -1] as const]) {
-      if (!ok || typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new C0Error('BATCH_FIELD_INVALID', 'designated must map provider DIDs to whole numbers of lines', { field: 'designated' });
-      extra.set(did, n);
-    }
-  }
+  const extra = didCounts(b.designated, 'designated');
+  const running = didCounts(b.running, 'running');
   const now = o.clock();
   const rep = o.market.reputation();
   const held = o.heldByProvider();
   return planBatch({
     batch,
     now,
-    live: o.liveProviders(now).filter((p) => !excluded.has(p.did)),
+    live: o.liveProviders(now)
+      .filter((p) => !excluded.has(p.did))
+      .map((p) => (running.has(p.did) ? { ...p, freeSlots: Math.max(0, p.freeSlots) + running.get(p.did)! } : p)),
     reputation: (did) => rep.scoreOf(did),
     ceiling,
     held: (did) => held.get(did) ?? 0,
     designated: (did) => o.designatedOrders(did) + (extra.get(did) ?? 0),
     eligible: meetsRequirements,
   });
+}
+
+/** A {DID: whole number} body field, or BATCH_FIELD_INVALID naming it. */
+function didCounts(v: unknown, field: string): Map<string, number> {
+  const m = new Map<string, number>();
+  if (v === undefined) return m;
+  const bad = () => new C0Error('BATCH_FIELD_INVALID', `${field} must map provider DIDs to whole numbers of lines`, { field });
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length > 10_000) throw bad();
+  for (const [did, n] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1_000_000) throw bad();
+    m.set(did, n);
+  }
+  return m;
 }

@@ -9,21 +9,21 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import type { Batch, BatchPlan } from '../../../src/matching/batch-plan.js';
-import { runBatch, subBatch, type BatchRunEvent, type BatchRunPorts, type LineOutcome, type RunLine } from '../../../src/matching/batch-run.js';
+import { runBatch, subBatch, type BatchRunEvent, type BatchRunPorts, type LineOutcome, type OwnLines, type RunLine } from '../../../src/matching/batch-run.js';
 
 const WL = 'builtin.sha256';
 const batchOf = (lines: number): Batch => ({ windowMs: 60_000, workloads: [{ workload: WL, lines, units: { second: '30' }, lineMs: 1000, maxPrice: { amount: '1', currency: 'USD' } }] });
 const linesOf = (n: number): RunLine[] => Array.from({ length: n }, (_, i) => ({ id: `${WL}-${String(i + 1).padStart(3, '0')}`, workload: WL }));
 
 /** A planner over `providers` (price each) minus `exclude`, equal turns, each taking at most `cap` lines less those designated to it. */
-function fakePlanner(providers: Record<string, string>, cap = 1000): { plan: BatchRunPorts['plan']; calls: Array<{ lines: number; exclude: string[]; designated: Record<string, number> }> } {
-  const calls: Array<{ lines: number; exclude: string[]; designated: Record<string, number> }> = [];
+function fakePlanner(providers: Record<string, string>, cap = 1000): { plan: BatchRunPorts['plan']; calls: Array<{ lines: number; exclude: string[]; own: OwnLines }> } {
+  const calls: Array<{ lines: number; exclude: string[]; own: OwnLines }> = [];
   return {
     calls,
-    plan: async (b, exclude, designated) => {
+    plan: async (b, exclude, own) => {
       const lines = b.workloads[0]!.lines;
-      calls.push({ lines, exclude: [...exclude], designated: { ...designated } });
-      const share = new Map(Object.keys(providers).filter((p) => !exclude.includes(p)).sort().map((p) => [p, Math.max(0, cap - (designated[p] ?? 0))]));
+      calls.push({ lines, exclude: [...exclude], own: structuredClone(own) });
+      const share = new Map(Object.keys(providers).filter((p) => !exclude.includes(p)).sort().map((p) => [p, Math.max(0, cap - (own.designated[p] ?? 0))]));
       const got = new Map<string, number>();
       let left = lines;
       for (let turn = true; turn && left > 0; ) {
@@ -85,8 +85,10 @@ test('a provider that fails midway is struck off; its waiting lines and the fail
   assert.deepEqual(s.failedProviders.map((f) => f.provider), ['B']);
   assert.equal(s.replanned, 8);
   assert.deepEqual(planner.calls.map((c) => [c.lines, c.exclude]), [[30, []], [8, ['B']]]);
-  // what A and C still hold of this run counted against their shares
-  assert.deepEqual(Object.keys(planner.calls[1]!.designated), ['A', 'C']);
+  // what A and C still hold of this run counted against their shares; the slots its running lines hold given back
+  const own = planner.calls[1]!.own;
+  assert.deepEqual(Object.keys(own.designated), ['A', 'C']);
+  assert.ok(Object.keys(own.running).every((p) => p === 'A' || p === 'C'));
   for (const l of s.perLine) assert.equal(l.status, 'done');
   assert.equal(s.perLine.filter((l) => l.provider === 'B').length, 2);
   // every line ends on a completed receipt; the failed attempt is on the line's record
@@ -142,17 +144,29 @@ test('a refused first plan runs nothing and propagates BATCH_EXCEEDS_CAPACITY', 
   assert.equal(p.delivered.size, 0);
 });
 
-test('lines that cannot be re-planned, or fail on every attempt, are reported failed (nothing lost, the run ends)', async () => {
-  // Only A and B, each able to take 10 lines: once A fails, B cannot take A's lines too.
+test('a refused re-plan is tried again as the run’s own lines free slots; one that stays refused fails its lines (nothing lost, the run ends)', async () => {
+  // Only A and B, each able to hold 10 lines: once A fails, B takes A's lines only as its own drain.
   const planner = fakePlanner({ A: '0.1', B: '0.1' }, 10);
-  const p = ports({ plan: planner.plan, run: async (l, prov) => (prov === 'A' ? { status: 'no-offers' } : ok(l, prov, '0.1')) });
-  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4 }, p);
-  assert.equal(s.done + s.failed, 20);
-  assert.equal(s.done, 10);
-  assert.equal(s.failed, 10);
+  const p = ports({ plan: planner.plan, run: async (l, prov) => (await tick(), prov === 'A' ? { status: 'no-offers' } : ok(l, prov, '0.1')) });
+  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4, replanRetryMs: 1 }, p);
+  assert.equal(s.done, 20);
   assert.ok(s.replans.some((r) => r.refused?.startsWith('BATCH_EXCEEDS_CAPACITY')));
-  assert.ok(s.perLine.filter((l) => l.status === 'failed').every((l) => /could not be re-planned/.test(l.detail!)));
+  assert.ok(s.perLine.every((l) => l.provider === 'B'));
 
+  // A re-plan that is never placeable: refused, tried again BATCH_REPLAN_RETRIES times, then its lines fail.
+  const never: BatchRunPorts['plan'] = async (b, exclude, own) => {
+    if (exclude.length) throw new C0Error('BATCH_EXCEEDS_CAPACITY', 'no');
+    return planner.plan(b, exclude, own);
+  };
+  const r = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4, replanRetryMs: 1 }, ports({ plan: never, run: p.runLine }));
+  assert.equal(r.done + r.failed, 20);
+  assert.equal(r.done, 10);
+  assert.equal(r.failed, 10);
+  assert.equal(r.replans.filter((x) => x.refused).length, 4);
+  assert.ok(r.perLine.filter((l) => l.status === 'failed').every((l) => /could not be re-planned/.test(l.detail!)));
+});
+
+test('a line failing on every attempt is reported failed', async () => {
   // Every provider fails: each line is tried on at most `attempts` providers, then failed.
   const all = fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1' });
   const q = ports({ plan: all.plan, run: async () => { throw new C0Error('DAEMON_UNREACHABLE', 'gone'); } });
