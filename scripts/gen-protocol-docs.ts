@@ -23,6 +23,7 @@ const RULES: Record<string, string[]> = {
   'c0mpute.selection/1': [
     '`winner` is one of the `considered` offers (`SELECTION_WINNER_NOT_CONSIDERED`); no offer twice (`SELECTION_DUPLICATE_OFFER`); `considered` in DID order, one entry per provider.',
     'The signer must be the buyer, a gateway holding a live delegation within scope, or the overlay’s steward (checked by the market, docs/market.md).',
+    '`arrivals` is present exactly when `policy` is `first-claim` (`SELECTION_ARRIVALS_INVALID`): then `winner` and `considered[].offer` are `c0mpute.claim/1` addresses, `arrivals` is in increasing `seq`, ends with the winner, and holds every considered claim. An audit recomputes the first valid claim from the job, the claims and the adverts (docs/matching.md “How “first” is audited”).',
   ],
   'c0mpute.receipt/1': [
     'Signed by the provider it names (`RECEIPT_SIGNER_NOT_PROVIDER`); buyer ≠ provider (`RECEIPT_BUYER_IS_PROVIDER`); `completedAt` ≥ `startedAt` (`RECEIPT_TIMES_INVALID`).',
@@ -34,6 +35,10 @@ const RULES: Record<string, string[]> = {
   'c0mpute.claim/1': [
     'Sent by a provider straight to the buyer’s node to take an open order (no offer window; docs/matching.md “Open orders, claims and leases”). Not gossiped.',
     'The buyer’s node takes the first valid claim by its own arrival order and refuses every other one with a stable code (src/matching/claims.ts): it opens (`CLAIM_INVALID`); names the job (`CLAIM_WRONG_JOB`); is not signed by the buyer (`CLAIM_BY_BUYER`); signed and received before the job’s `deadline` (`CLAIM_AFTER_DEADLINE`), not before `announcedAt` (`CLAIM_BEFORE_JOB`), not beyond the skew window after arrival (`CLAIM_FROM_FUTURE`); the designated provider when the order names one (`CLAIM_NOT_DESIGNATED`); `price` in the job’s currency (`CLAIM_CURRENCY_MISMATCH`) and at most the order’s bid (`CLAIM_PRICE_OVER_BID`); cites a known advert (`CLAIM_ADVERT_UNKNOWN`) signed by the claimant (`CLAIM_ADVERT_NOT_CLAIMANTS`) that passes the eligibility gates (`CLAIM_INELIGIBLE`); a valid claim after the winner gets `ORDER_TAKEN`.',
+  ],
+  'c0mpute.claim-refusal/1': [
+    'The buyer’s answer, on the claim stream, to a claim it did not take (docs/matching.md “Open orders, claims and leases”). Not gossiped; the claimant keeps it.',
+    '`provider` ≠ signer (`CLAIM_REFUSAL_SELF`); `winner` present exactly with `ORDER_TAKEN` (`CLAIM_REFUSAL_WINNER`). `ORDER_CLOSED`: the order was no longer taking claims (decided and run, or past its deadline).',
   ],
   'c0mpute.delegation/1': ['`gateway` ≠ signer (`DELEGATION_TO_SELF`); `expiresAt` > `issuedAt` (`DELEGATION_LIFETIME_INVALID`); lifetime ≤ 366 days (`DELEGATION_LIFETIME_TOO_LONG`).'],
   'c0mpute.nondelivery/1': [
@@ -52,6 +57,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.acceptance/1': 'buyer',
   'c0mpute.presence/1': 'provider',
   'c0mpute.claim/1': 'provider (the claimant)',
+  'c0mpute.claim-refusal/1': 'buyer (the job’s signer)',
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
 };

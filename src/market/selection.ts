@@ -15,7 +15,8 @@
  */
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
-import { T, type Delegation, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, T, type Delegation, type Job, type Offer, type Selection } from '../records/kinds.js';
+import { auditFirstClaimSelection } from '../matching/first-claim.js';
 import { seal, type Opened } from '../records/envelope.js';
 import { compareDids, didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
@@ -135,7 +136,7 @@ export interface AuditResult {
   reproduces: boolean;
   selection: string;
   job: string;
-  policy: PolicyName;
+  policy: Selection['policy'];
   decider: string;
   decidedAt: number;
   authority?: Authority;
@@ -167,6 +168,13 @@ export function auditSelection(i: AuditInput): AuditResult {
   const notes: string[] = [];
   const base = { selection: sel.address, job: s.job, policy: s.policy, decider: sel.signer, decidedAt: s.decidedAt, claimedWinner: s.winner };
   const done = (extra: Partial<AuditResult>): AuditResult => ({ ...base, ...extra, reproduces: diffs.length === 0, differences: diffs, notes });
+  if (s.policy === FIRST_CLAIM_POLICY) {
+    // An open order's first valid claim (docs/matching.md "How "first" is audited").
+    const a = auditFirstClaimSelection(sel, (addr) => rs.get(addr), i.skewMs);
+    diffs.push(...a.differences);
+    notes.push(...a.notes);
+    return done(a.recomputedWinner ? { recomputedWinner: a.recomputedWinner } : {});
+  }
 
   const job = rs.getTyped<Job>(s.job, T.job);
   if (!job) {

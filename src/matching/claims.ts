@@ -46,8 +46,8 @@ export const CLAIM_REFUSAL = {
 } as const;
 export type ClaimRefusalCode = (typeof CLAIM_REFUSAL)[keyof typeof CLAIM_REFUSAL];
 
-/** The selection policy name an open order's selection would carry (docs/matching.md; not yet in POLICIES). */
-export const FIRST_CLAIM_POLICY = 'first-claim';
+/** The selection policy name an open order's selection carries (src/records/kinds.ts). */
+export { FIRST_CLAIM_POLICY } from '../records/kinds.js';
 
 /** The terms of an open order, as the buyer posted it. */
 export interface OrderTerms {

@@ -144,6 +144,8 @@ export const configSchema = z
         presenceWindowMs: z.number().int().min(3000).max(600_000).default(15_000),
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
         presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
+        /** Open orders (docs/matching.md "Open orders, claims and leases"): claim the orders leased to this provider (`leased`) or every order it may claim (`any`). */
+        claimMode: z.enum(['leased', 'any']).default('leased'),
         detectGpus: z.boolean().default(true),
         hardware: z.object({ cpuCores: z.number().int().positive().optional(), memoryMiB: z.number().int().positive().optional(), gpus: z.array(gpu).optional() }).strict().optional(),
         meter: z

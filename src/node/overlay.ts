@@ -42,6 +42,7 @@ import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-h
 import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
 import { presenceHook, providerPresence } from './presence-wiring.js';
+import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -82,6 +83,8 @@ export class OverlayNode {
   heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
   /** Open orders designated to a provider (#12: the open-orders module is wired here; until then none). */
   designatedOrders: (did: string) => number = () => 0;
+  /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
+  orders: OrdersWiring | undefined;
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
@@ -215,6 +218,8 @@ export class OverlayNode {
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
     if (this.roles.includes('provider')) await this.#setupProvider();
     if (this.roles.includes('buyer')) this.#setupBuyer();
+    this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });
+    this.#stops.push(async () => this.orders?.claimer?.stop());
     if (this.roles.includes('steward')) {
       const sc = this.d.config.steward;
       if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
@@ -382,6 +387,7 @@ export class OverlayNode {
             },
           }
         : {}),
+      ...(this.d.network.managed ? {} : { orders: { inbox: (job: string) => this.orders!.inbox(job) } }),
       ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
     });
   }

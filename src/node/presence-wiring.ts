@@ -47,7 +47,7 @@ export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed2
       signer,
       clock: o.clock,
       log: o.log.child({ role: 'provider', overlay: o.name, mod: 'presence' }),
-      state: () => ({ workloads: Object.keys(pc.workloads), freeSlots: pc.slots - (o.provider?.running ?? 0) }),
+      state: () => ({ workloads: Object.keys(pc.workloads), freeSlots: pc.slots - (o.provider?.running ?? 0) - (o.orders?.claimer?.pending ?? 0) }),
       publish: async (env) => {
         o.presence.add(env, o.clock());
         await o.net.publish('presence', env.bytes);

@@ -13,6 +13,29 @@ export const GRADES = ['HwShunt', 'ModelBased', 'Estimator'] as const;
 export type Grade = (typeof GRADES)[number];
 export const POLICIES = ['cheapest', 'fastest', 'balanced', 'trusted', 'private'] as const;
 export type PolicyName = (typeof POLICIES)[number];
+/** The policy of a selection that took an open order's first valid claim (docs/matching.md "How "first" is audited"). */
+export const FIRST_CLAIM_POLICY = 'first-claim';
+/** What a selection's `policy` may say: an auction policy, or `first-claim`. */
+export const SELECTION_POLICIES = [...POLICIES, FIRST_CLAIM_POLICY] as const;
+export type SelectionPolicy = (typeof SELECTION_POLICIES)[number];
+/** Codes a claim refusal may carry (the CLAIM_REFUSAL codes of src/matching/claims.ts). */
+export const CLAIM_REFUSAL_CODES = [
+  'CLAIM_INVALID',
+  'CLAIM_WRONG_JOB',
+  'CLAIM_BY_BUYER',
+  'CLAIM_DUPLICATE',
+  'CLAIM_ADVERT_UNKNOWN',
+  'CLAIM_ADVERT_NOT_CLAIMANTS',
+  'CLAIM_INELIGIBLE',
+  'CLAIM_CURRENCY_MISMATCH',
+  'CLAIM_PRICE_OVER_BID',
+  'CLAIM_NOT_DESIGNATED',
+  'CLAIM_AFTER_DEADLINE',
+  'CLAIM_BEFORE_JOB',
+  'CLAIM_FROM_FUTURE',
+  'ORDER_TAKEN',
+  'ORDER_CLOSED',
+] as const;
 
 export const WORKLOAD_RE = /^[a-z][a-z0-9-]{0,31}(\.[a-z][a-z0-9-]{0,31}){1,7}$/;
 export const REGION_RE = /^[a-z]{2,16}(-[a-z0-9]{1,16}){0,3}$/;
@@ -94,11 +117,13 @@ export interface Offer {
 export interface Selection {
   job: string;
   buyer: string;
-  policy: PolicyName;
+  policy: SelectionPolicy;
   winner: string;
   considered: Array<{ provider: string; offer: string }>;
   decidedAt: number;
   delegation?: string;
+  /** Policy `first-claim` only: the claims that opened up to and including the winner, in the buyer's arrival order. */
+  arrivals?: Array<{ seq: number; receivedAt: number; provider: string; claim: string }>;
 }
 
 export interface Energy {
@@ -170,6 +195,20 @@ export interface Claim {
   advert: string;
   price: Money;
   issuedAt: number;
+}
+
+/**
+ * The buyer's signed answer to a claim it did not take (docs/matching.md
+ * "Open orders, claims and leases"): the claimant holds it as proof of what
+ * the buyer decided; `ORDER_TAKEN` cites the winning claim.
+ */
+export interface ClaimRefusal {
+  job: string;
+  claim: string;
+  provider: string;
+  code: (typeof CLAIM_REFUSAL_CODES)[number];
+  winner?: string;
+  signedAt: number;
 }
 
 export interface Delegation {
@@ -294,7 +333,7 @@ export const SCHEMAS: Record<string, Schema> = {
   'c0mpute.selection/1': {
     job: { t: 'addr', doc: 'the job decided' },
     buyer: { t: 'did', doc: 'the buyer on whose behalf the decision is made' },
-    policy: { t: 'enum', values: POLICIES, doc: 'the scoring policy' },
+    policy: { t: 'enum', values: SELECTION_POLICIES, doc: 'the scoring policy, or `first-claim` (an open order’s first valid claim; `winner` and `considered[].offer` are then claims)' },
     winner: { t: 'addr', doc: 'the winning offer' },
     considered: {
       t: 'array',
@@ -306,6 +345,23 @@ export const SCHEMAS: Record<string, Schema> = {
     },
     decidedAt: { t: 'time', doc: 'when the decision was made' },
     delegation: { t: 'addr', optional: true, doc: 'the delegation a gateway decided under' },
+    arrivals: {
+      t: 'array',
+      min: 1,
+      max: 4096,
+      optional: true,
+      doc: 'policy `first-claim` only: every claim that opened, up to and including the winner, in the buyer’s arrival order',
+      of: {
+        t: 'object',
+        doc: 'arrival',
+        fields: {
+          seq: { t: 'uint', doc: 'the buyer’s arrival sequence number (strictly increasing)' },
+          receivedAt: { t: 'time', doc: 'when the buyer’s node received it' },
+          provider: { t: 'did', doc: 'the claimant' },
+          claim: { t: 'addr', doc: 'its claim' },
+        },
+      },
+    },
   },
   'c0mpute.receipt/1': {
     job: { t: 'addr', doc: 'the job' },
@@ -349,6 +405,14 @@ export const SCHEMAS: Record<string, Schema> = {
     advert: { t: 'addr', doc: 'the claimant’s advert the buyer judges eligibility against (signed by the claimant)' },
     price: { t: 'money', doc: 'price for the whole job: the order’s bid (open bid) or the designated price; at most the job’s maxPrice' },
     issuedAt: { t: 'time', doc: 'when the claim was signed (before the job’s deadline)' },
+  },
+  'c0mpute.claim-refusal/1': {
+    job: { t: 'addr', doc: 'the open order' },
+    claim: { t: 'addr', doc: 'the claim refused' },
+    provider: { t: 'did', doc: 'the claimant' },
+    code: { t: 'enum', values: CLAIM_REFUSAL_CODES, doc: 'why (stable code)' },
+    winner: { t: 'addr', optional: true, doc: 'the winning claim (with `ORDER_TAKEN`)' },
+    signedAt: { t: 'time', doc: 'when the buyer signed' },
   },
   'c0mpute.delegation/1': {
     gateway: { t: 'did', doc: 'the gateway allowed to select for the buyer' },
@@ -411,6 +475,13 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
   },
   'c0mpute.selection/1': (s: Selection) => {
     rule(s.considered.some((c) => c.offer === s.winner), 'SELECTION_WINNER_NOT_CONSIDERED', 'winner', 'the winning offer is not among the considered offers');
+    rule((s.policy === FIRST_CLAIM_POLICY) === (s.arrivals !== undefined), 'SELECTION_ARRIVALS_INVALID', 'arrivals', 'present exactly when the policy is first-claim');
+    if (s.arrivals) {
+      const a = s.arrivals;
+      for (let i = 1; i < a.length; i++) rule(a[i]!.seq > a[i - 1]!.seq, 'SELECTION_ARRIVALS_INVALID', `arrivals[${i}].seq`, 'arrivals are in increasing arrival order');
+      rule(a[a.length - 1]!.claim === s.winner, 'SELECTION_ARRIVALS_INVALID', 'arrivals', 'the last arrival is the winner');
+      for (const [i, c] of s.considered.entries()) rule(a.some((x) => x.claim === c.offer && x.provider === c.provider), 'SELECTION_ARRIVALS_INVALID', `considered[${i}]`, 'every considered claim is among the arrivals');
+    }
     const seen = new Set<string>();
     for (const [i, c] of s.considered.entries()) {
       rule(!seen.has(c.offer), 'SELECTION_DUPLICATE_OFFER', `considered[${i}].offer`, 'offer listed twice');
@@ -433,6 +504,10 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
   },
   'c0mpute.presence/1': () => {},
   'c0mpute.claim/1': () => {},
+  'c0mpute.claim-refusal/1': (r: ClaimRefusal, signer: string) => {
+    rule(r.provider !== signer, 'CLAIM_REFUSAL_SELF', 'provider', 'the buyer does not refuse itself');
+    rule((r.code === 'ORDER_TAKEN') === (r.winner !== undefined), 'CLAIM_REFUSAL_WINNER', 'winner', 'present exactly with ORDER_TAKEN');
+  },
   'c0mpute.delegation/1': (d: Delegation, signer: string) => {
     rule(d.gateway !== signer, 'DELEGATION_TO_SELF', 'gateway', 'a buyer does not delegate to itself');
     rule(d.expiresAt > d.issuedAt, 'DELEGATION_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
@@ -453,6 +528,7 @@ export interface RecordTypes {
   'c0mpute.acceptance/1': Acceptance;
   'c0mpute.presence/1': Presence;
   'c0mpute.claim/1': Claim;
+  'c0mpute.claim-refusal/1': ClaimRefusal;
   'c0mpute.delegation/1': Delegation;
   'c0mpute.nondelivery/1': NonDelivery;
 }
@@ -466,6 +542,7 @@ export const T = {
   acceptance: 'c0mpute.acceptance/1',
   presence: 'c0mpute.presence/1',
   claim: 'c0mpute.claim/1',
+  claimRefusal: 'c0mpute.claim-refusal/1',
   delegation: 'c0mpute.delegation/1',
   nondelivery: 'c0mpute.nondelivery/1',
 } as const;

@@ -1,18 +1,27 @@
 /**
  * The buyer's side of an open order (docs/matching.md "Open orders, claims and
- * leases"; spec/matching-and-leases.md "Leases"): the job is published with
- * `order` and, instead of an offer window, the buyer's node takes claims on
- * `/c0mpute/claim/1`, numbers them in arrival order, decides with
- * decideClaims (src/matching/claims.ts), answers the winner with the signed
- * selection and every other claimant with a signed refusal, then runs the
- * work with the winner as the auction does.
+ * leases"; spec/matching-and-leases.md "Leases": the first valid claim wins):
+ * the job is published with `order` and, instead of an offer window, the
+ * buyer's node takes claims on `/c0mpute/claim/1` (src/roles/claim-protocol.ts),
+ * numbered in arrival order. Each claim is judged as it arrives with
+ * decideClaims (src/matching/claims.ts): the first valid one wins and gets the
+ * signed first-claim selection (published on gossip, so other providers drop
+ * the order); every other claim gets a signed `c0mpute.claim-refusal/1` —
+ * its own invalidity, or ORDER_TAKEN citing the winner — for as long as the
+ * run lasts. Then the work runs with the winner exactly as an auction's does
+ * (the exec header carries the claim where an auction carries the offer; the
+ * receipt's `offer` is the claim's address and its price the claim's).
+ * No winner before the deadline: the run ends `unclaimed` (a designated order
+ * its provider did not claim included; no fall-back to an auction).
  */
 import { C0Error } from '../errors.js';
-import type { Opened } from '../records/envelope.js';
-import type { Job } from '../records/kinds.js';
-import type { BuyerDeps, BuyerEvent, JobResult, JobSpec } from './buyer.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type Selection } from '../records/kinds.js';
+import { decideClaims, type ClaimAnswer, type ReceivedClaim } from '../matching/claims.js';
+import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
+import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
 
-/** What the open-order path needs from the node (wired in src/node/overlay.ts). */
+/** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
 export interface OrderPorts {
   /** Start taking claims for a job: arrivals numbered in order; close() stops taking them. */
   inbox(job: string): ClaimInbox;
@@ -25,7 +34,7 @@ export interface ArrivedClaim {
   claim: Uint8Array;
   /** The claimant's advert, when it sent one along. */
   advert?: Uint8Array;
-  /** The peer it came from (a DID-derived PeerId string). */
+  /** The peer it came from. */
   from: string;
   answer(frame: ClaimAnswerFrame): void;
 }
@@ -38,6 +47,151 @@ export interface ClaimInbox {
   close(): void;
 }
 
-export async function runOrder(_d: BuyerDeps, _ports: OrderPorts, _job: Opened<Job>, _spec: JobSpec, _onEvent: (e: BuyerEvent) => void): Promise<JobResult> {
-  throw new C0Error('ORDERS_NOT_SUPPORTED', 'open orders are not wired yet');
+/** One claim's outcome, as the run reports it (events and result). */
+export interface ClaimOutcomeSummary {
+  seq: number;
+  receivedAt: number;
+  provider?: string;
+  claim?: string;
+  verdict: 'won' | 'refused';
+  code?: string;
+  /** The signed refusal's address (claims that did not open get none). */
+  refusal?: string;
+}
+
+/** Run the exec exchange with the winner (the auction's own, Buyer.attempt). */
+export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => ReturnType<ExecAttempt>;
+type ExecAttempt = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
+
+export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner): Promise<JobResult> {
+  const { clock, log } = d;
+  const t0 = job.record.announcedAt;
+  const designated = spec.order?.designated;
+  if (designated === d.did) throw new C0Error('ORDER_DESIGNATED_SELF', 'an order cannot be designated to the buyer itself', { field: 'order.designated' });
+  const inbox = ports.inbox(job.address);
+  const claims: ClaimOutcomeSummary[] = [];
+  const received: ReceivedClaim[] = [];
+  const adverts = new Map<string, Opened<Advert>>();
+  const claimEnvelopes = new Map<string, Uint8Array>();
+  const stop = new AbortController();
+  let winner: { claim: Opened<Claim>; selection: Opened<Selection> } | undefined;
+
+  /** Judge one arrival alone (every earlier one was refused, or there is a winner), answer it, report it. */
+  const judge = (a: ArrivedClaim): void => {
+    let attached: Opened<Advert> | undefined;
+    if (a.advert) {
+      try {
+        attached = open(a.advert, T.advert);
+      } catch {
+        attached = undefined;
+      }
+    }
+    let claimant: string | undefined;
+    try {
+      claimant = open(a.claim, T.claim).signer;
+    } catch {
+      claimant = undefined;
+    }
+    // The advert a claim cites: the one it attached, or the claimant's live advert this node holds.
+    const lookup = (addr: string): Opened<Advert> | undefined => {
+      if (attached?.address === addr) return attached;
+      const known = adverts.get(addr);
+      if (known) return known;
+      const cur = claimant ? d.adverts(claimant) : undefined;
+      return cur?.address === addr ? cur : undefined;
+    };
+    const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim };
+    const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
+    const ans: ClaimAnswer = decision.answers[0]!;
+    if (ans.claim) {
+      received.push(rc);
+      claimEnvelopes.set(ans.claim, a.claim);
+      const cited = lookup(open(a.claim, T.claim).record.advert);
+      if (cited && !winner) adverts.set(cited.address, cited);
+    }
+    const now = clock();
+    if (ans.verdict === 'won' && !winner) {
+      const claim = decision.winner!.claim;
+      // The selection lists every claim that opened up to this one, in arrival order (all earlier ones were refused).
+      const all = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: received, adverts: (addr) => adverts.get(addr) });
+      const at = new Map(received.map((r) => [r.seq, r.receivedAt]));
+      const selection = signFirstClaimSelection(job, all, (seq) => at.get(seq) ?? a.receivedAt, now, d.signer);
+      winner = { claim, selection };
+      a.answer({ t: 'won', selection: selection.bytes });
+      const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, provider: claim.signer, claim: claim.address, verdict: 'won' };
+      claims.push(s);
+      onEvent({ e: 'claim', ...s });
+      return;
+    }
+    const code: ClaimRefusal['code'] = ans.verdict === 'won' ? 'ORDER_TAKEN' : refusalCode(ans);
+    let refusal: Opened<ClaimRefusal> | undefined;
+    if (ans.claim && ans.provider && ans.provider !== d.did) {
+      refusal = signClaimRefusal(job, { address: ans.claim, provider: ans.provider }, code, winner?.claim.address, Math.max(now, t0), d.signer);
+      a.answer({ t: 'refused', refusal: refusal.bytes });
+    } else {
+      // Nothing to sign about (a claim that does not open, or our own): the stream ends with an error frame.
+      a.answer({ t: 'refused', refusal: new Uint8Array(0) });
+    }
+    const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, ...(ans.provider ? { provider: ans.provider } : {}), ...(ans.claim ? { claim: ans.claim } : {}), verdict: 'refused', code, ...(refusal ? { refusal: refusal.address } : {}) };
+    claims.push(s);
+    onEvent({ e: 'claim', ...s });
+  };
+
+  try {
+    await d.store(job);
+    await d.publish('job', job);
+    onEvent({ e: 'job', job });
+    onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
+    log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
+    const untilDeadline = AbortSignal.any([stop.signal, AbortSignal.timeout(Math.max(1, job.record.deadline - clock()))]);
+    while (!winner) {
+      const a = await inbox.next(untilDeadline);
+      if (!a) break;
+      judge(a);
+    }
+    const collectMs = clock() - t0;
+    const result: JobResult = { job, status: 'unclaimed', attempts: [], timings: { collectMs, restMs: 0 }, claims };
+    if (!winner) {
+      result.error = designated
+        ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline` }
+        : { code: 'ORDER_NOT_CLAIMED', message: 'no valid claim arrived before the order’s deadline' };
+      result.timings.restMs = clock() - t0 - collectMs;
+      return result;
+    }
+    // Later claims keep getting a signed ORDER_TAKEN while the work runs.
+    const late = (async () => {
+      for (;;) {
+        const a = await inbox.next(stop.signal);
+        if (!a) return;
+        judge(a);
+      }
+    })();
+    const { claim, selection } = winner;
+    await d.store(selection);
+    for (const x of selection.record.arrivals ?? []) {
+      const env = claimEnvelopes.get(x.claim);
+      if (env) await d.store(open(env, T.claim)).catch(() => {});
+    }
+    await d.publish('selection', selection).catch(() => {});
+    result.selection = selection;
+    result.evidence = [job.bytes, selection.bytes, ...(selection.record.arrivals ?? []).map((x) => claimEnvelopes.get(x.claim)).filter((b): b is Uint8Array => !!b), ...[...adverts.values()].map((a) => a.bytes)];
+    // The claim stands where an auction's offer stands: exec header, receipt.offer, price.
+    const cand: RankedCandidate = { provider: claim.signer, offer: claim as unknown as Opened<Offer>, total: Number.NaN, scores: {} };
+    onEvent({ e: 'selection', selection, winner: cand, attempt: 1 });
+    const attempt = await exec(job, cand, selection);
+    result.attempts.push({ provider: claim.signer, outcome: attempt.outcome });
+    if (attempt.receipt) {
+      result.receipt = attempt.receipt;
+      if (attempt.acceptance) result.acceptance = attempt.acceptance;
+    }
+    result.status = attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted' ? 'completed' : 'failed';
+    if (result.status === 'completed') result.output = attempt.output!;
+    stop.abort();
+    await late;
+    result.timings.restMs = clock() - t0 - collectMs;
+    return result;
+  } finally {
+    stop.abort();
+    inbox.close();
+  }
 }

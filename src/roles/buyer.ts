@@ -23,7 +23,7 @@ import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
 import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
 import type { NetworkAssessment } from '../node/net-health.js';
-import { runOrder, type OrderPorts } from './buyer-orders.js';
+import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -86,6 +86,8 @@ export type BuyerEvent =
   | { e: 'queued'; reason: string; reasons: string[] }
   | { e: 'admission'; admission: Admission }
   | { e: 'offer'; offer: Opened<Offer>; count: number }
+  | { e: 'order'; job: string; designated?: string; bid: Money }
+  | ({ e: 'claim' } & ClaimOutcomeSummary)
   | { e: 'collected'; offers: number; waitedMs: number }
   | { e: 'decision'; decision: Decision; policy: PolicyName }
   | { e: 'selection'; selection: Opened<Selection>; winner: RankedCandidate; attempt: number }
@@ -100,7 +102,7 @@ export type BuyerEvent =
 
 export interface JobResult {
   job: Opened<Job>;
-  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers' | 'denied' | 'queue-expired' | 'preempted';
+  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers' | 'denied' | 'queue-expired' | 'preempted' | 'unclaimed';
   admission?: Admission;
   output?: Uint8Array;
   receipt?: Opened<Receipt>;
@@ -111,6 +113,12 @@ export interface JobResult {
   timings: { collectMs: number; restMs: number };
   /** When no offer came: the node had no peers or heard no market (node/net-health.ts). */
   network?: NetworkAssessment;
+  /** An open order: every claim's outcome in arrival order (src/roles/buyer-orders.ts). */
+  claims?: ClaimOutcomeSummary[];
+  /** An open order that was decided: the envelopes an audit needs (job, selection, the claims it lists, their adverts). */
+  evidence?: Uint8Array[];
+  /** Why the run ended without work (a stable code), e.g. ORDER_NOT_CLAIMED. */
+  error?: { code: string; message: string };
 }
 
 export interface ExecStream {
@@ -183,7 +191,7 @@ export class Buyer {
     if (spec.order) {
       // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
       if (!this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
-      return runOrder(this.d, this.d.orders, this.buildJob(spec, clock()), spec, onEvent);
+      return runOrder(this.d, this.d.orders, this.buildJob(spec, clock()), spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
@@ -250,7 +258,7 @@ export class Buyer {
       await this.d.store(selection);
       onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
       result.selection = selection;
-      const attempt = await this.#attempt(job, pick, selection, spec, onEvent);
+      const attempt = await this.attempt(job, pick, selection, spec, onEvent);
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
       result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
       if (attempt.receipt) {
@@ -295,7 +303,8 @@ export class Buyer {
     await this.d.withdraw(job).catch((e) => this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not withdraw the claim; the steward releases it at the deadline'));
   }
 
-  async #attempt(
+  /** One exec exchange with a selected provider (an auction's winner, or an open order's winning claim: src/roles/buyer-orders.ts). */
+  async attempt(
     job: Opened<Job>,
     cand: RankedCandidate,
     selection: Opened<Selection>,

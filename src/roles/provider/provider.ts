@@ -81,6 +81,11 @@ export class Provider {
     return this.#running.size;
   }
 
+  /** Is this job running here now (an open order's won claim stops holding a pending slot once it runs)? */
+  runs(job: string): boolean {
+    return this.#running.has(job);
+  }
+
   async start(): Promise<void> {
     await this.#reapOrphans();
     await this.publishAdvert();
@@ -198,6 +203,7 @@ export class Provider {
     const advert = this.#advert;
     if (!advert || this.#stopped) return undefined;
     if (job.signer === this.d.did) return undefined;
+    if (job.record.order) return undefined; // an open order is claimed (claimer.ts), never quoted
     if (this.#offered.has(job.address)) return undefined;
     const now = this.d.clock();
     const skip = (reason: Parameters<QuoteBudget['skip']>[0], msg: string, extra: Record<string, unknown> = {}) => {
@@ -351,7 +357,8 @@ export class Provider {
   /** The header's records: everything that can be checked before the input is read. Reserves the slot. */
   async #checkHeader(req: ExecHeader): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
     const job = open(req.job, T.job);
-    const offer = open(req.offer, T.offer);
+    // An open order's winning claim stands where an auction's offer stands (same job, signer, address and price; no startBy).
+    const offer = job.record.order ? (open(req.offer, T.claim) as unknown as Opened<Offer>) : open(req.offer, T.offer);
     const selection: Opened<Selection> = open(req.selection, T.selection);
     const now = this.d.clock();
     if (offer.signer !== this.d.did) throw new C0Error('EXEC_NOT_MY_OFFER', 'the offer was not signed by this provider');

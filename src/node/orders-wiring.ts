@@ -1,0 +1,89 @@
+/**
+ * Open orders on an overlay (docs/matching.md "Open orders, claims and
+ * leases"; spec/matching-and-leases.md "Leases"): every node keeps the open
+ * orders it hears (jobs with `order`, dropped when the buyer's first-claim
+ * selection is seen or at the deadline) and fills the overlay's matching
+ * hooks from them — `heldByProvider` (leases on open bids per DID, plus this
+ * provider's running and pending jobs) and `designatedOrders`. A buyer serves
+ * `/c0mpute/claim/1` (its ClaimDesk feeds Buyer.run's open-order path); a
+ * provider runs the Claimer.
+ */
+import type { Job, Selection } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { OpenOrders } from '../matching/open-orders.js';
+import { Claimer, type ClaimMode } from '../roles/provider/claimer.js';
+import { CLAIM_LIMITS, CLAIM_PROTOCOL, ClaimDesk, parseClaimAnswer } from '../roles/claim-protocol.js';
+import type { ClaimInbox } from '../roles/buyer-orders.js';
+import type { OverlayNode } from './overlay.js';
+
+export interface OrdersWiring {
+  orders: OpenOrders;
+  desk: ClaimDesk | undefined;
+  claimer: Claimer | undefined;
+  /** The buyer's claim inbox for a job (Buyer.run's open-order path). */
+  inbox(job: string): ClaimInbox;
+}
+
+export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; skewMs: number }): Promise<OrdersWiring> {
+  const orders = new OpenOrders({ skewMs: opts.skewMs });
+  const desk = o.buyer ? new ClaimDesk(o.clock) : undefined;
+  if (desk) await o.net.handle(CLAIM_PROTOCOL, desk.handler(), CLAIM_LIMITS);
+  const pc = o.d.config.provider;
+  const provider = o.provider;
+  const claimer = provider && pc
+    ? new Claimer({
+        did: o.did,
+        signer: o.d.identity.signer,
+        clock: o.clock,
+        log: o.log.child({ role: 'provider', overlay: o.name, mod: 'claimer' }),
+        orders,
+        advert: () => provider.advert,
+        freeSlots: () => pc.slots - provider.running,
+        runs: (job) => provider.runs(job),
+        live: (now) => o.liveProviders(now),
+        canRun: (job) => pc.workloads[job.record.workload] !== undefined && job.record.input.size <= pc.maxInputBytes,
+        send: async (job, claim, advert) => {
+          const frames = await o.net.request(job.signer, CLAIM_PROTOCOL, [{ t: 'claim', claim: claim.bytes, advert: advert.bytes }], { limits: CLAIM_LIMITS });
+          const out = parseClaimAnswer(frames[0], job.signer, job.address, claim.address);
+          // The buyer's signed word, kept: the selection we won, or its refusal.
+          await o.records.put(out.won ? out.selection : out.refusal).catch(() => {});
+          return out;
+        },
+        mode: opts.claimMode,
+        skewMs: opts.skewMs,
+      })
+    : undefined;
+  o.net.subscribe('job', (rec) => {
+    const job = rec as Opened<Job>;
+    if (job.record.order && orders.add(job, o.clock())) claimer?.changed();
+  });
+  o.net.subscribe('selection', (rec) => {
+    const sel = rec as Opened<Selection>;
+    const job = orders.job(sel.record.job);
+    // Only the buyer decides its order (a first-claim selection it signed).
+    if (job && sel.signer === job.signer && sel.record.policy === 'first-claim') {
+      orders.decided(job.address);
+      claimer?.changed();
+    }
+  });
+  o.heldByProvider = () => {
+    const now = o.clock();
+    const held = orders.leasesHeld(now, o.liveProviders(now));
+    if (provider) {
+      const mine = provider.running + (claimer?.pending ?? 0);
+      if (mine > 0) held.set(o.did, (held.get(o.did) ?? 0) + mine);
+    }
+    return held;
+  };
+  o.designatedOrders = (did) => orders.designatedTo(did, o.clock());
+  if (claimer) claimer.start();
+  return {
+    orders,
+    desk,
+    claimer,
+    inbox: (job) => {
+      if (!desk) throw new Error('not a buyer');
+      return desk.inbox(job);
+    },
+  };
+}

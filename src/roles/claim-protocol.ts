@@ -1,0 +1,180 @@
+/**
+ * `/c0mpute/claim/1` (docs/matching.md "Open orders, claims and leases";
+ * docs/network.md direct streams): a provider sends one claim on an open
+ * order straight to the buyer's node and waits for the answer.
+ *
+ *   provider → buyer   {t:'claim', claim, advert?}      one frame, then [1]
+ *   buyer → provider   {t:'won', selection}             the signed first-claim selection
+ *                    | {t:'refused', refusal}           a signed c0mpute.claim-refusal/1
+ *                    | error frame (code)              not answerable with a signed record
+ *
+ * The server side (ClaimDesk) checks, cheapest first: one request frame within
+ * the frame bound, the peer's claim budget (token bucket per peer:
+ * NET_RATE_LIMITED), that the claim opens (CLAIM_INVALID) and is signed by the
+ * peer that sent it (CLAIM_NOT_FROM_PEER), and that this node is taking claims
+ * on that job (ORDER_UNKNOWN). Only then does the claim reach the buyer's
+ * inbox, numbered in arrival order; the buyer decides and answers. Errors
+ * carry no signature, so a stranger cannot make this node sign anything.
+ */
+import { C0Error } from '../errors.js';
+import { MAX_ENVELOPE_BYTES, open, type Opened } from '../records/envelope.js';
+import { T, type ClaimRefusal, type Selection } from '../records/kinds.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Clock } from '../util/clock.js';
+import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
+import { NET_ERR, type ProtocolHandler, type ProtocolLimits } from '../net/protocols.js';
+import { didFromPeerId } from '../node/peer-id.js';
+import type { ArrivedClaim, ClaimAnswerFrame, ClaimInbox, OrderPorts } from './buyer-orders.js';
+
+export const CLAIM_PROTOCOL = '/c0mpute/claim/1';
+
+/** Stream limits: a claim and an advert go up, one selection (it may list many arrivals) or refusal comes back. */
+export const CLAIM_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 2 * MAX_ENVELOPE_BYTES + 256, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 15_000, maxInboundStreams: 16 };
+
+export interface ClaimDeskOptions {
+  /** Claims a peer may send: sustained per second and burst (default 5/s, burst 20). */
+  peer: BucketSpec;
+  /** Claims waiting in one order's inbox before new ones are refused (default 256). */
+  maxQueued: number;
+}
+export const CLAIM_DESK_DEFAULTS: ClaimDeskOptions = { peer: { ratePerSec: 5, burst: 20 }, maxQueued: 256 };
+
+export const CLAIM_ERR = { INVALID: 'CLAIM_INVALID', NOT_FROM_PEER: 'CLAIM_NOT_FROM_PEER', ORDER_UNKNOWN: 'ORDER_UNKNOWN', BUSY: 'CLAIM_INBOX_FULL', RATE: 'NET_RATE_LIMITED' } as const;
+
+export interface ClaimRequest {
+  t: 'claim';
+  claim: Uint8Array;
+  advert?: Uint8Array;
+}
+
+export function parseClaimRequest(v: CborValue | undefined): ClaimRequest {
+  const o = v as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || Array.isArray(o) || o instanceof Uint8Array || o.t !== 'claim') throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1: expected {t:"claim", claim, advert?}');
+  if (!(o.claim instanceof Uint8Array) || o.claim.length > MAX_ENVELOPE_BYTES) throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1: claim must be an envelope', { field: 'claim' });
+  if (o.advert !== undefined && (!(o.advert instanceof Uint8Array) || o.advert.length > MAX_ENVELOPE_BYTES)) throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1: advert must be an envelope', { field: 'advert' });
+  return { t: 'claim', claim: o.claim, ...(o.advert ? { advert: o.advert as Uint8Array } : {}) };
+}
+
+/** What the claimant got back: the selection it won, or the buyer's signed refusal. */
+export type ClaimOutcome = { won: true; selection: Opened<Selection> } | { won: false; refusal: Opened<ClaimRefusal> };
+
+/** The claimant's reading of the buyer's answer: checked records, signed by `buyer`, about `claim`. */
+export function parseClaimAnswer(v: CborValue | undefined, buyer: string, job: string, claim: string): ClaimOutcome {
+  const o = v as Record<string, unknown>;
+  if (typeof o === 'object' && o !== null && o.t === 'won' && o.selection instanceof Uint8Array) {
+    const selection = open(o.selection, T.selection);
+    if (selection.signer !== buyer || selection.record.job !== job || selection.record.winner !== claim) throw new C0Error('CLAIM_BAD_ANSWER', 'the selection is not the buyer’s, for this job, naming this claim');
+    return { won: true, selection };
+  }
+  if (typeof o === 'object' && o !== null && o.t === 'refused' && o.refusal instanceof Uint8Array) {
+    const refusal = open(o.refusal, T.claimRefusal);
+    if (refusal.signer !== buyer || refusal.record.job !== job || refusal.record.claim !== claim) throw new C0Error('CLAIM_BAD_ANSWER', 'the refusal is not the buyer’s, for this job and claim');
+    return { won: false, refusal };
+  }
+  throw new C0Error('CLAIM_BAD_ANSWER', 'claim/1: expected {t:"won", selection} or {t:"refused", refusal}');
+}
+
+interface InboxState {
+  seq: number;
+  queue: ArrivedClaim[];
+  waiters: Array<(c: ArrivedClaim | undefined) => void>;
+}
+
+/** The buyer node's claim inboxes (one per open order it posted) and the protocol handler feeding them. */
+export class ClaimDesk implements OrderPorts {
+  readonly opts: ClaimDeskOptions;
+  readonly #inboxes = new Map<string, InboxState>();
+  readonly #buckets: KeyedBuckets;
+  /** Claims refused before reaching an inbox, by code (for metrics and tests). */
+  readonly refusedEarly = new Map<string, number>();
+
+  constructor(
+    private readonly clock: Clock,
+    opts: Partial<ClaimDeskOptions> = {},
+  ) {
+    this.opts = { ...CLAIM_DESK_DEFAULTS, ...opts };
+    this.#buckets = new KeyedBuckets(this.opts.peer, clock);
+  }
+
+  inbox(job: string): ClaimInbox {
+    const st: InboxState = { seq: 0, queue: [], waiters: [] };
+    this.#inboxes.set(job, st);
+    return {
+      next: (signal) => {
+        const c = st.queue.shift();
+        if (c) return Promise.resolve(c);
+        if (signal.aborted) return Promise.resolve(undefined);
+        return new Promise((resolve) => {
+          const onAbort = () => {
+            st.waiters = st.waiters.filter((w) => w !== waiter);
+            resolve(undefined);
+          };
+          const waiter = (x: ArrivedClaim | undefined) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(x);
+          };
+          st.waiters.push(waiter);
+          signal.addEventListener('abort', onAbort, { once: true });
+        });
+      },
+      close: () => {
+        if (this.#inboxes.get(job) === st) this.#inboxes.delete(job);
+        for (const w of st.waiters.splice(0)) w(undefined);
+      },
+    };
+  }
+
+  /** Is this node taking claims on `job` now? */
+  open(job: string): boolean {
+    return this.#inboxes.has(job);
+  }
+
+  #early(code: string, message: string, field?: string): never {
+    this.refusedEarly.set(code, (this.refusedEarly.get(code) ?? 0) + 1);
+    throw new C0Error(code, message, field ? { field } : {});
+  }
+
+  /** The `/c0mpute/claim/1` server. */
+  handler(): ProtocolHandler {
+    return async (requests, ctx) => {
+      if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1 takes exactly one request frame');
+      const peer = ctx.peer.toString();
+      if (!this.#buckets.take(peer)) this.#early(CLAIM_ERR.RATE, `claim/1: this peer sends more than ${this.opts.peer.ratePerSec} claims a second`);
+      const req = parseClaimRequest(requests[0]);
+      let signer: string;
+      let job: string;
+      try {
+        const c = open(req.claim, T.claim);
+        signer = c.signer;
+        job = c.record.job;
+      } catch (e) {
+        if (!(e instanceof C0Error)) throw e;
+        return this.#early(CLAIM_ERR.INVALID, `the claim does not open: ${e.code}`, 'claim');
+      }
+      if (didFromPeerId(peer) !== signer) this.#early(CLAIM_ERR.NOT_FROM_PEER, 'a claim is sent by its own signer', 'claim');
+      const st = this.#inboxes.get(job);
+      if (!st) this.#early(CLAIM_ERR.ORDER_UNKNOWN, 'this node is not taking claims on that job', 'claim');
+      if (st.queue.length >= this.opts.maxQueued) this.#early(CLAIM_ERR.BUSY, 'too many claims waiting on this order');
+      const frame = await new Promise<ClaimAnswerFrame>((resolve, reject) => {
+        const onAbort = () => reject(new C0Error('CLAIM_UNANSWERED', 'the buyer did not answer the claim in time'));
+        if (ctx.signal.aborted) return onAbort();
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        const arrived: ArrivedClaim = {
+          seq: ++st.seq,
+          receivedAt: this.clock(),
+          claim: req.claim,
+          ...(req.advert ? { advert: req.advert } : {}),
+          from: peer,
+          answer: (f) => {
+            ctx.signal.removeEventListener('abort', onAbort);
+            resolve(f);
+          },
+        };
+        const w = st.waiters.shift();
+        if (w) w(arrived);
+        else st.queue.push(arrived);
+      });
+      await ctx.send(frame as unknown as CborValue);
+    };
+  }
+}

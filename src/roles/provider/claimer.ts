@@ -1,0 +1,182 @@
+/**
+ * The provider's side of open orders (docs/matching.md "Open orders, claims
+ * and leases"; spec/matching-and-leases.md "Leases"): from the node's open
+ * orders (src/matching/open-orders.ts) and live view it computes the leases
+ * every node would compute (computeLeases) on each change and on a timer, and
+ * claims — over `/c0mpute/claim/1`, straight to the buyer's node — the orders
+ * it holds a lease on and the orders designated to it, oldest first, while it
+ * has a free slot. Mode `any` claims every order it may claim, leased or not
+ * (a lease reserves nothing; the first valid claim wins).
+ *
+ * A claim is only sent when this provider would be a candidate for the order
+ * (its own advert passes the eligibility gates, it prices the workload in the
+ * order's currency within the bid, it has a box key for a sealed input, the
+ * input is within its limit and the workload is configured). Its price is its
+ * ask for the order (src/matching/candidates.ts askFor), at most the bid.
+ *
+ * Free slots count the claims in flight and the claims won whose work has not
+ * started yet (`pending`), so a provider never claims more than it can run.
+ * Each order is claimed at most once; an answer (won, refused) or an error
+ * ends that claim. Refusals are kept (the buyer's signed word).
+ */
+import { C0Error } from '../../errors.js';
+import { seal, type Opened } from '../../records/envelope.js';
+import { T, type Advert, type Claim, type Job } from '../../records/kinds.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+import { askFor, orderFromJob } from '../../matching/candidates.js';
+import { cmpAmount } from '../../market/amount.js';
+import { checkEligibility } from '../../market/eligibility.js';
+import type { OpenOrders } from '../../matching/open-orders.js';
+import type { LiveProvider } from '../../matching/types.js';
+import type { ClaimOutcome } from '../claim-protocol.js';
+
+export type ClaimMode = 'leased' | 'any';
+
+export interface ClaimerDeps {
+  did: string;
+  signer: Ed25519Signer;
+  clock: Clock;
+  log: Logger;
+  orders: OpenOrders;
+  /** This provider's live advert. */
+  advert: () => Opened<Advert> | undefined;
+  /** Slots not running work now (configured slots − running jobs). */
+  freeSlots: () => number;
+  /** Is this job running here now? */
+  runs: (job: string) => boolean;
+  /** The live view (presence + adverts). */
+  live: (now: number) => LiveProvider[];
+  /** Can this provider run the job at all (workload configured, input within its limit)? */
+  canRun: (job: Opened<Job>) => boolean;
+  /** Send a claim (with our advert) to the job's buyer and read its answer (throws C0Error on an error frame or a failed stream). */
+  send: (job: Opened<Job>, claim: Opened<Claim>, advert: Opened<Advert>) => Promise<ClaimOutcome>;
+  /** Every claim's end (for logs, records and tests). */
+  onOutcome?: (job: string, claim: Opened<Claim>, outcome: ClaimOutcome | { error: string }) => void;
+  mode?: ClaimMode;
+  /** How often leases are recomputed without a change, ms (default 500). */
+  tickMs?: number;
+  skewMs?: number;
+}
+
+export class Claimer {
+  /** Orders claimed (each at most once). */
+  readonly #claimed = new Set<string>();
+  /** Claims in flight or won and not started: job → until when it holds a slot. */
+  readonly #pending = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #soon: NodeJS.Immediate | undefined;
+  #stopped = false;
+  #ticking = false;
+
+  constructor(private readonly d: ClaimerDeps) {}
+
+  /** Claims holding a slot now (in flight, or won and not started). */
+  get pending(): number {
+    this.#release(this.d.clock());
+    return this.#pending.size;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.tick(), this.d.tickMs ?? 500);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#soon) clearImmediate(this.#soon);
+  }
+
+  /** Something changed (an order arrived, one was decided): recompute soon (coalesced). */
+  changed(): void {
+    if (this.#stopped || this.#soon) return;
+    this.#soon = setImmediate(() => {
+      this.#soon = undefined;
+      this.tick();
+    });
+  }
+
+  #release(now: number): void {
+    for (const [job, until] of this.#pending) if (until <= now || this.d.runs(job)) this.#pending.delete(job);
+  }
+
+  /** The orders this provider would claim now, oldest first (leases computed from the node's view). */
+  targets(now: number): Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> {
+    const advert = this.d.advert();
+    if (!advert || advert.record.expiresAt <= now) return [];
+    const open = this.d.orders.open(now);
+    const mode = this.d.mode ?? 'leased';
+    const view = mode === 'leased' ? this.d.orders.leases(now, this.d.live(now)) : undefined;
+    const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
+    for (const { job, order } of open) {
+      if (this.#claimed.has(job.address) || job.signer === this.d.did) continue;
+      const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
+      if (!mine) continue;
+      const price = this.#price(job, advert, now);
+      if (price) out.push({ job, price, advert });
+    }
+    return out;
+  }
+
+  /** Our price for the job when we may claim it (a candidate's checks against our own advert), else undefined. */
+  #price(job: Opened<Job>, advert: Opened<Advert>, now: number): Claim['price'] | undefined {
+    if (!this.d.canRun(job)) return undefined;
+    if (checkEligibility(job, advert, undefined, now, this.d.skewMs !== undefined ? { skewMs: this.d.skewMs } : {}).length > 0) return undefined;
+    if (job.record.inputSealed === 'yes' && !advert.record.boxKey) return undefined;
+    const ask = askFor(advert.record, orderFromJob(job));
+    if (!ask.ok || cmpAmount(ask.cost.amount, job.record.maxPrice.amount) > 0) return undefined;
+    return ask.cost;
+  }
+
+  /** Recompute and claim what this provider should claim now. */
+  tick(): void {
+    if (this.#stopped || this.#ticking) return;
+    this.#ticking = true;
+    try {
+      const now = this.d.clock();
+      this.#release(now);
+      let free = this.d.freeSlots() - this.#pending.size;
+      if (free <= 0) return;
+      for (const t of this.targets(now)) {
+        if (free <= 0) break;
+        free--;
+        this.#claim(t.job, t.price, t.advert, now);
+      }
+    } catch (e) {
+      this.d.log.warn({ err: (e as Error).message }, 'claiming failed');
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  #claim(job: Opened<Job>, price: Claim['price'], advert: Opened<Advert>, now: number): void {
+    this.#claimed.add(job.address);
+    if (this.#claimed.size > 100_000) this.#claimed.clear();
+    this.#pending.set(job.address, job.record.deadline);
+    const claim = seal(T.claim, { job: job.address, advert: advert.address, price, issuedAt: Math.max(now, job.record.announcedAt) }, this.d.signer);
+    this.d.log.info({ job: job.address, claim: claim.address, price: `${price.amount} ${price.currency}` }, 'claim sent');
+    void this.d
+      .send(job, claim, advert)
+      .then((o) => {
+        if (o.won) {
+          // Holds its slot until the buyer's exec starts it (or a grace period passes).
+          this.#pending.set(job.address, Math.min(job.record.deadline, this.d.clock() + 30_000));
+          this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address }, 'claim won');
+        } else {
+          this.#pending.delete(job.address);
+          this.d.orders.decided(job.address);
+          this.d.log.info({ job: job.address, claim: claim.address, code: o.refusal.record.code, refusal: o.refusal.address, winner: o.refusal.record.winner }, 'claim refused');
+        }
+        this.d.onOutcome?.(job.address, claim, o);
+      })
+      .catch((e: unknown) => {
+        this.#pending.delete(job.address);
+        const code = e instanceof C0Error ? e.code : (e as Error).message;
+        this.d.log.info({ job: job.address, claim: claim.address, code }, 'claim not answered');
+        this.d.onOutcome?.(job.address, claim, { error: code });
+      })
+      .finally(() => this.changed());
+  }
+}
