@@ -78,6 +78,8 @@ export interface BatchRunPorts {
   deliver(line: RunLine, output: Uint8Array): Promise<void>;
   clock(): number;
   onEvent?(e: BatchRunEvent): void;
+  /** The providers live now (presence): one that has lines of this run and drops out is struck off. Absent: failures alone strike. */
+  live?(): Promise<ReadonlySet<string>>;
 }
 
 /** This run's own lines per provider DID, for a re-plan. */
@@ -94,6 +96,8 @@ export interface BatchRunOptions {
   attempts?: number;
   /** Wait before trying a refused re-plan again (default 2 000 ms: about two presence updates). */
   replanRetryMs?: number;
+  /** How often `ports.live` is asked, ms (default 2 000). */
+  livenessEveryMs?: number;
 }
 
 export interface LineReport {
@@ -253,14 +257,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           emit({ e: 'line', line: l.id, provider: p, status: 'failed', attempt, detail: o.detail! });
         } else {
           const reason = `${o.status}${o.detail ? `: ${o.detail}` : ''}`;
-          if (!struck.has(p)) {
-            // Strike the provider: its waiting lines go back to be re-planned with this one.
-            struck.set(p, reason);
-            failedProviders.push({ provider: p, line: l.id, reason });
-            emit({ e: 'provider-failed', provider: p, line: l.id, reason });
-            toReplan.push(...(queues.get(p) ?? []));
-            queues.set(p, []);
-          }
+          strike(p, l.id, reason);
           if (attempt >= maxAttempts) {
             finish(l, `failed on ${attempt} providers; last: ${reason}`);
             emit({ e: 'line', line: l.id, provider: p, status: 'failed', attempt, detail: reason });
@@ -273,6 +270,16 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
         progress();
         wake();
       });
+  };
+
+  /** Strike a provider off for the rest of the run: its waiting lines go back to be re-planned. */
+  const strike = (p: string, line: string, reason: string): void => {
+    if (struck.has(p)) return;
+    struck.set(p, reason);
+    failedProviders.push({ provider: p, line, reason });
+    emit({ e: 'provider-failed', provider: p, line, reason });
+    toReplan.push(...(queues.get(p) ?? []));
+    queues.set(p, []);
   };
 
   /** Re-plan everything waiting for it, one re-plan at a time (lines failing meanwhile join the next one). */
@@ -324,9 +331,46 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       });
   };
 
+  // A provider that is gone is struck without waiting for its running lines to fail (an order
+  // designated to a dead provider only ends at its deadline): its waiting lines move on now.
+  const quit = new AbortController();
+  const pause = (ms: number) =>
+    new Promise<void>((r) => {
+      const t = setTimeout(r, ms);
+      quit.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+    });
+  const watch = ports.live
+    ? (async () => {
+        const every = opts.livenessEveryMs ?? 2_000;
+        while (!quit.signal.aborted) {
+          await pause(every);
+          if (quit.signal.aborted) break;
+          let live: ReadonlySet<string>;
+          try {
+            live = await ports.live!();
+          } catch {
+            continue; // the view is unavailable: failures still strike
+          }
+          let any = false;
+          for (const p of [...new Set([...queues.keys(), ...inFlightAt.keys()])].sort(cmp)) {
+            if (struck.has(p) || live.has(p) || (!(queues.get(p)?.length) && !inFlightAt.get(p))) continue;
+            strike(p, '', 'gone: its presence lapsed');
+            any = true;
+          }
+          if (any) {
+            replan();
+            progress();
+            wake();
+          }
+        }
+      })()
+    : undefined;
+
   progress();
   wake();
   await settled;
+  quit.abort();
+  await watch;
 
   const cost = new Map<string, Decimal>();
   const perLine = opts.lines.map((l) => reports.get(l.id)!);

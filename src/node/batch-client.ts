@@ -7,10 +7,9 @@
  * line's output to `<outputDir>/<line>.out`. Used by `c0mpute batch run` and
  * the `--orders` devnet scenario.
  *
- * How a line is designated is one function, `lineSpec`: today the job's
- * `requirements.allowlist` names the planned provider alone (an auction only
- * it may answer); see docs/matching.md "Batch runs" for the switch to
- * `order: { designated }`.
+ * How a line is designated is one function, `lineSpec`: the line's job is an
+ * open order designated to the planned provider (`order: { designated }`):
+ * only it may claim the line, at most at the line's maxPrice.
  */
 import { Buffer } from 'node:buffer';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -111,9 +110,10 @@ export function lineInput(l: BatchLine): Uint8Array {
 
 /**
  * The job spec (`/v1/run` body) that runs line `l` at `provider` alone. This is
- * the one place that says how a line is designated: an allowlist of the
- * planned provider (an auction only it may answer). With open orders on the
- * network this becomes `order: { designated: provider }`.
+ * the one place that says how a line is designated: an open order designated
+ * to the planned provider (docs/matching.md "Open orders, claims and leases").
+ * (Before open orders were on the network it was `requirements.allowlist:
+ * [provider]`, an auction only that provider could answer.)
  */
 export function lineSpec(l: BatchLine, provider: string): Record<string, unknown> {
   return {
@@ -122,7 +122,8 @@ export function lineSpec(l: BatchLine, provider: string): Record<string, unknown
     deadlineMs: l.deadlineMs,
     ...(l.timeoutMs === undefined ? {} : { timeoutMs: l.timeoutMs }),
     ...(l.params === undefined ? {} : { params: l.params }),
-    requirements: { ...(l.requirements ?? {}), allowlist: [provider] },
+    ...(l.requirements ? { requirements: l.requirements } : {}),
+    order: { designated: provider },
     input: Buffer.from(lineInput(l)).toString('base64'),
   };
 }
@@ -153,6 +154,10 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
       return (await apiCall(o.api, o.token, 'POST', `/v1/batch/plan${q}`, body)) as BatchPlan;
     },
     slots: (p) => slots.get(p) ?? 1,
+    async live(): Promise<ReadonlySet<string>> {
+      const m = (await apiCall(o.api, o.token, 'GET', `/v1/market${q}`)) as { presence?: { providers?: Array<{ did: string }> } };
+      return new Set((m.presence?.providers ?? []).map((p) => p.did));
+    },
     async runLine(line: RunLine, provider: string): Promise<LineOutcome> {
       const spec = lineSpec(line as BatchLine, provider);
       let result: Record<string, unknown> | undefined;
@@ -182,11 +187,12 @@ export function lineOutcome(result: Record<string, unknown>): LineOutcome {
   const job = (result.job as { address?: string } | undefined)?.address;
   const rc = result.receipt as { address: string; record: { job: string; status: string; provider: string; price: Money } } | undefined;
   const attempts = (result.attempts as Array<{ outcome: string }> | undefined) ?? [];
+  const error = result.error as { code: string; message: string } | undefined;
   return {
     status,
     ...(status === 'completed' && typeof result.output === 'string' ? { output: new Uint8Array(Buffer.from(result.output, 'base64')) } : {}),
     ...(job ? { job } : {}),
     ...(rc ? { receipt: { address: rc.address, job: rc.record.job, status: rc.record.status, provider: rc.record.provider, price: rc.record.price } } : {}),
-    ...(status === 'completed' ? {} : { detail: attempts.map((a) => a.outcome).join('; ') || status }),
+    ...(status === 'completed' ? {} : { detail: (error ? `${error.code}: ${error.message}` : attempts.map((a) => a.outcome).join('; ')) || status }),
   };
 }

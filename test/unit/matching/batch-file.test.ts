@@ -92,7 +92,8 @@ test('batch run lines: generated inputs and params with {n} / {n:W}, input files
   assert.equal(lines[8]!.inputText, 'line 009');
   assert.equal(lines[8]!.params, '900');
   const spec = lineSpec(lines[13]!, 'did:key:zP');
-  assert.deepEqual(spec.requirements, { allowlist: ['did:key:zP'] });
+  assert.deepEqual(spec.order, { designated: 'did:key:zP' });
+  assert.equal(spec.requirements, undefined);
   assert.equal(Buffer.from(spec.input as string, 'base64').toString(), 'two');
   assert.equal(spec.deadlineMs, 120_000);
   // batch plan reads the same file and ignores what the lines run

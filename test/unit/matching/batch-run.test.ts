@@ -184,3 +184,42 @@ test('subBatch scales the summed units to the lines re-planned (exact, rounded u
   assert.equal(c.workloads[0]!.units.second, '0.333333333333333333333333333334');
   assert.deepEqual(subBatch(batchOf(3), new Map()).workloads, []);
 });
+
+test('a provider whose presence lapses is struck at once: its waiting lines move on while its running line still hangs', async () => {
+  const planner = fakePlanner({ A: '0.1', B: '0.1' });
+  let aDead = false;
+  let release: () => void = () => {};
+  const hung = new Promise<void>((r) => (release = r));
+  const events: BatchRunEvent[] = [];
+  const base = ports({
+    plan: planner.plan,
+    events,
+    run: async (l, prov) => {
+      await tick();
+      if (prov === 'A' && l.id.endsWith('005')) {
+        // A dies while running this line: the designated order only ends at its deadline
+        aDead = true;
+        await hung;
+        return { status: 'unclaimed', detail: 'ORDER_NOT_CLAIMED' };
+      }
+      return ok(l, prov, '0.1');
+    },
+  });
+  let doneWhileHung = -1;
+  const p: BatchRunPorts = {
+    ...base,
+    live: async () => new Set(aDead ? ['B'] : ['A', 'B']),
+    onEvent: (e) => {
+      events.push(e);
+      if (e.e === 'progress' && e.done === 19 && doneWhileHung < 0) {
+        doneWhileHung = e.done;
+        release();
+      }
+    },
+  };
+  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4, livenessEveryMs: 1 }, p);
+  assert.equal(s.done, 20);
+  assert.equal(doneWhileHung, 19, 'every other line finished while A’s line still hung');
+  assert.deepEqual(s.failedProviders, [{ provider: 'A', line: '', reason: 'gone: its presence lapsed' }]);
+  assert.ok(s.perLine.filter((l) => l.provider === 'A').length < 10);
+});
