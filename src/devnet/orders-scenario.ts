@@ -4,7 +4,9 @@
  * two of them at the same price, and a buyer. It narrates presence (who is
  * live with how many free slots), a probe (candidates in order, twice, to show
  * the rotation between the equally priced two), a stream of open orders
- * rotating across them with the lease holder of each, a designated order,
+ * bidding the cheaper price (so only those two may claim them) with who
+ * claimed each (the lease holder alone, or a signed refusal for a second
+ * claimant), a designated order to the dearer provider,
  * and a batch of 120 lines planned and run as designated lines
  * (src/matching/batch-run.ts), with its summary.
  *
@@ -116,12 +118,17 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
     return rc ? names(rc.record.provider) : `nobody (${String(r.status)})`;
   };
   let openOrders: string[] | undefined = [];
-  print('\n=== a stream of open orders: the first valid claim wins, equal prices rotate, a lease keeps a second claimant out ===');
+  let claims = 0;
+  let refused = 0;
+  print('\n=== a stream of open orders bidding 0.002 USD (moth asks more, so kite and lark share them): each order is leased to one provider, whose claim wins ===');
   for (let i = 1; i <= 6 && openOrders; i++) {
     try {
-      const r = await runOrder(`open ${i}`, { ...order, order: {}, input: input(`open order ${i} ${Date.now()}`) });
+      const r = await runOrder(`open ${i}`, { ...order, maxPrice: '0.002 USD', order: {}, input: input(`open order ${i} ${Date.now()}`) });
       const who = takenBy(r);
       openOrders.push(who);
+      const cs = (r.claims as Array<{ verdict: string }> | undefined) ?? [];
+      claims += cs.length;
+      refused += cs.filter((c) => c.verdict === 'refused').length;
       print(`▸ open order ${i}: ${r.status}, taken by ${who}${leaseNote(r, names)}`);
     } catch (e) {
       if (!(e instanceof C0Error) || e.code !== 'ORDERS_NOT_SUPPORTED') throw e;
@@ -129,7 +136,10 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
       openOrders = undefined;
     }
   }
-  if (openOrders?.length) print(`  takers in order: ${openOrders.join(', ')}`);
+  if (openOrders?.length) {
+    print(`  takers in order: ${openOrders.join(', ')}`);
+    print(`  ${openOrders.length} orders, ${claims} claims, ${refused} refused: ${refused === 0 ? 'the lease holder alone claimed each order (no race)' : 'a claim that lost the race got the buyer’s signed refusal'}`);
+  }
 
   // --- a designated order ---------------------------------------------------
   print('\n=== a designated order: only moth may claim it, though it is the dearer ===');
@@ -158,6 +168,11 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
       print(`▸ ${last}/${e.total} lines: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
     }
   };
+  // Let the presence catch up with the orders above (each provider back to 2 free slots), so the run uses every slot.
+  await waitFor('every provider to show its free slots again', 15_000, async () => {
+    const m = (await apiCall(api.api, api.token, 'GET', '/v1/market')) as { presence: { freeSlots: number } };
+    return m.presence.freeSlots >= 6 ? true : undefined;
+  }).catch(() => undefined);
   const ports = apiBatchPorts({ api: api.api, token: api.token, ceiling: 128, outputDir, onEvent });
   await ports.refreshSlots();
   const summary = await runBatch({ batch, lines, concurrency: 8 }, ports);
@@ -179,7 +194,7 @@ function planLines(p: BatchPlan, names: (did: string) => string): string[] {
 
 /** What the result says about the order's lease and claims, when the node reports it. */
 function leaseNote(r: Record<string, unknown>, names: (did: string) => string): string {
-  const claims = r.claims as Array<{ provider: string; outcome?: string; won?: boolean }> | undefined;
+  const claims = r.claims as Array<{ provider?: string; verdict: 'won' | 'refused'; code?: string }> | undefined;
   if (!claims?.length) return '';
-  return `; claims: ${claims.map((c) => `${names(c.provider)} ${c.won ? 'won' : (c.outcome ?? 'refused')}`).join(', ')}`;
+  return `; claims: ${claims.map((c) => `${c.provider ? names(c.provider) : '?'} ${c.verdict}${c.code ? ` (${c.code})` : ''}`).join(', ')}`;
 }

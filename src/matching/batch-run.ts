@@ -336,8 +336,9 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   const quit = new AbortController();
   const pause = (ms: number) =>
     new Promise<void>((r) => {
-      const t = setTimeout(r, ms);
-      quit.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+      const stop = () => (clearTimeout(t), r());
+      const t = setTimeout(() => (quit.signal.removeEventListener('abort', stop), r()), ms);
+      quit.signal.addEventListener('abort', stop, { once: true });
     });
   const watch = ports.live
     ? (async () => {
