@@ -20,7 +20,8 @@ const suites: Record<string, () => Promise<BenchResult>> = {
     const a = await (await import('./matching-probe.js')).run();
     const b = await (await import('./batch-plan.js')).run();
     const c = await (await import('./leases.js')).run();
-    return { report: `${a.report}\n\n${b.report}\n\n${c.report}`, targets: [...a.targets, ...b.targets, ...c.targets] };
+    const d = await (await import('./orders.js')).run();
+    return { report: `${a.report}\n\n${b.report}\n\n${c.report}\n\n${d.report}`, targets: [...a.targets, ...b.targets, ...c.targets, ...d.targets] };
   },
   net: async () => {
     const a = await (await import('./net.js')).run();

@@ -61,6 +61,15 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       print(`  offer from ${names(o.signer)}: ${o.record.price.amount} ${o.record.price.currency}, ~${o.record.durationMs} ms  (${String(ev.count)} held)`);
       break;
     }
+    case 'order': {
+      const bid = ev.bid as { amount: string; currency: string };
+      print(`▸ order posted: ${ev.designated ? `designated to ${names(ev.designated as string)}` : 'open bid'} at ${bid.amount} ${bid.currency}; the first valid claim wins`);
+      break;
+    }
+    case 'claim':
+      if (ev.verdict === 'won') print(`  claim from ${names(ev.provider as string)} (arrival ${String(ev.seq)}): first valid claim, taken`);
+      else print(`  claim from ${ev.provider ? names(ev.provider as string) : '(unreadable)'} (arrival ${String(ev.seq)}) refused ${String(ev.code)}${ev.refusal ? ` (signed ${shortAddr(ev.refusal as string)})` : ''}`);
+      break;
     case 'queued':
       print(`▸ the steward queued the claim: ${String(ev.reason)}${(ev.reasons as string[]).length > 1 ? ` (also ${(ev.reasons as string[]).slice(1).join(', ')})` : ''}; waiting for capacity`);
       break;

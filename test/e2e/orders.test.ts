@@ -7,12 +7,23 @@
  * audit` reproduces the first-claim selection from the records alone.
  * (b) A designated order runs on the named provider; one designated to a
  * provider that never claims ends `unclaimed` with ORDER_NOT_CLAIMED.
+ * (c) A hostile in-process libp2p node floods presence from keys without
+ * adverts and sends claims it has no right to make (over the bid, citing an
+ * honest provider's advert, with a forged advert, relayed for another key, a
+ * burst over the bid): the order still goes to an honest provider, each claim
+ * gets its own refusal, the burst is rate-limited and the live view is unchanged.
  */
+import '../../src/polyfill.js';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJob, waitFor, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
+import { Ed25519Signer, T, decodeCanonical, encodeCanonical, seal, type Advert, type Job, type Opened } from '../../src/records/index.js';
+import { topicFor } from '../../src/net/topics.js';
+import { CLAIM_LIMITS, CLAIM_PROTOCOL } from '../../src/roles/claim-protocol.js';
+import { codeOf } from '../../src/errors.js';
+import { startNode } from './net-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, joinEnvelope, metricsText, providerConfig, recordVerdicts, runJob, splitEnvelope, waitFor, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
 
 const c = new Cluster('orders');
 after(async () => {
@@ -129,3 +140,78 @@ test('a designated order runs on the named provider; one its provider never clai
     assert.deepEqual(r2.claims, []);
   });
 });
+
+test('a hostile node flooding presence and sending claims it has no right to make changes nothing', async () => {
+  await withLogs(c, async () => {
+    await cluster();
+    const x = await startNode({ syncOnConnect: [] });
+    c.onDestroy(() => x.stop());
+    await x.dial(buyer.addrs[0]!);
+    await waitFor('the hostile node to share the job and presence topics with the buyer', () => x.topicPeers('job').length > 0 && x.topicPeers('presence').length > 0, 15_000);
+    const now = Date.now();
+    // Its own advert, never published (so the buyer does not hold it), and a forged copy (payload changed, signature kept).
+    const own = seal(T.advert, { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sleep'], tier: 'enterprise', hardware: { cpuCores: 64, memoryMiB: 65_536 }, prices: [{ workload: 'builtin.sleep', unit: 'job', price: { amount: '0.0001', currency: 'USD' } }] }, x.signer) as Opened<Advert>;
+    const parts = splitEnvelope(own.bytes);
+    const core = decodeCanonical(parts.payload) as Record<string, unknown>;
+    core.seq = 2;
+    const forged = joinEnvelope({ ...parts, payload: encodeCanonical(core) });
+    const market = await get<{ adverts: Array<{ address: string; signer: string }> }>(buyer, '/v1/market');
+    const honestAdvert = market.adverts.find((a) => a.signer === providers[0]!.did)!.address;
+
+    // Presence flood: from 40 fresh keys (no advert anywhere) and from itself.
+    for (let i = 0; i < 40; i++) {
+      const k = i < 30 ? Ed25519Signer.generate() : x.signer;
+      const p = seal(T.presence, { workloads: ['builtin.sleep'], freeSlots: 1000, issuedAt: Date.now(), windowMs: 60_000 }, k);
+      await x.libp2p.services.pubsub.publish(topicFor('presence'), p.bytes).catch(() => undefined);
+    }
+
+    const answers: Array<{ what: string; code: string }> = [];
+    const claim = (job: Opened<Job>, what: string, price: string, advert: string, attach?: Uint8Array, signer: Ed25519Signer = x.signer) => {
+      const cl = seal(T.claim, { job: job.address, advert, price: { amount: price, currency: 'USD' }, issuedAt: Date.now() }, signer);
+      return x
+        .request(buyer.did, CLAIM_PROTOCOL, [{ t: 'claim', claim: cl.bytes, ...(attach ? { advert: attach } : {}) }], { limits: CLAIM_LIMITS })
+        .then((f) => {
+          const a = f[0] as { t: string; refusal?: Uint8Array };
+          answers.push({ what, code: a.t === 'refused' ? decodeRefusal(a.refusal!) : a.t });
+        })
+        .catch((e: unknown) => void answers.push({ what, code: codeOf(() => { throw e; }) ?? String(e) }));
+    };
+    const sent: Promise<void>[] = [];
+    const unsub = x.subscribe('job', (rec) => {
+      const job = rec as Opened<Job>;
+      if (job.signer !== buyer.did || !job.record.order) return;
+      sent.push(claim(job, 'over-bid', '5', own.address, own.bytes));
+      sent.push(claim(job, 'foreign-advert', '0.001', honestAdvert));
+      sent.push(claim(job, 'forged-advert', '0.001', own.address, forged));
+      sent.push(claim(job, 'relayed', '0.001', own.address, own.bytes, Ed25519Signer.generate()));
+      // A burst of claims over the bid, one after another: past the peer's claim budget, NET_RATE_LIMITED.
+      sent.push(
+        (async () => {
+          for (let i = 0; i < 25; i++) await claim(job, 'junk', `5.${i + 1}`, own.address, own.bytes);
+        })(),
+      );
+    });
+    const { result } = await runJob(buyer, spec({ workload: 'builtin.sleep', params: '1500', order: {} }, 20));
+    unsub();
+    await Promise.all(sent);
+    assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+    const claims = result.claims as ClaimView[];
+    const won = claims.find((x2) => x2.verdict === 'won')!;
+    assert.ok(providers.some((p) => p.did === won.provider), 'an honest provider won');
+    assert.ok(claims.filter((q) => q.verdict === 'refused').length >= 3, 'the hostile claims reached the buyer and were refused');
+    const by = (what: string) => answers.filter((a) => a.what === what).map((a) => a.code);
+    assert.deepEqual(by('over-bid'), ['CLAIM_PRICE_OVER_BID']);
+    assert.ok(['CLAIM_ADVERT_NOT_CLAIMANTS', 'CLAIM_ADVERT_UNKNOWN'].includes(by('foreign-advert')[0]!), by('foreign-advert')[0]);
+    assert.deepEqual(by('forged-advert'), ['CLAIM_ADVERT_UNKNOWN']);
+    assert.deepEqual(by('relayed'), ['CLAIM_NOT_FROM_PEER']);
+    assert.ok(by('junk').includes('NET_RATE_LIMITED'), `the burst is limited: ${by('junk').join(',')}`);
+    // The flood left the live view as it was, and the buyer ignored it.
+    const m = await get<MarketView>(buyer, '/v1/market');
+    assert.deepEqual(m.presence.providers.map((p) => p.did).sort(), providers.map((p) => p.did).sort());
+    assert.ok(recordVerdicts(await metricsText(buyer)).has('presence/ignore/PRESENCE_NO_ADVERT'));
+  });
+});
+
+function decodeRefusal(bytes: Uint8Array): string {
+  return (decodeCanonical(splitEnvelope(bytes).payload) as { code: string }).code;
+}

@@ -229,6 +229,9 @@ export function register(program: Command): void {
       const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
       if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
       if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit });
+    } else if (status === 'unclaimed') {
+      const err = result.error as { code: string; message: string } | undefined;
+      lines.push(`✘ ${err?.message ?? 'no valid claim arrived before the deadline'} [${err?.code ?? 'ORDER_NOT_CLAIMED'}]`);
     } else {
       lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
     }

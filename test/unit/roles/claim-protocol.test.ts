@@ -1,0 +1,101 @@
+/**
+ * `/c0mpute/claim/1` off the network (src/roles/claim-protocol.ts): the
+ * request frame's shape and bounds, the checks before a claim reaches the
+ * buyer's inbox (rate, opens, sent by its signer, an order this node takes
+ * claims on), arrival numbering, and the claimant's check of the answer.
+ * Also the job spec's `order` on /v1/run (parseJobSpec).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { CLAIM_DESK_DEFAULTS, ClaimDesk, parseClaimAnswer, parseClaimRequest } from '../../../src/roles/claim-protocol.js';
+import { seal, T, type Claim, type Opened } from '../../../src/records/index.js';
+import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { parseJobSpec } from '../../../src/node/control.js';
+import { codeOf } from '../../../src/errors.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import { signClaimRefusal } from '../../../src/matching/first-claim.js';
+import { NOW, P, advert, job } from '../market/fixtures.js';
+
+const BUYER = P(100);
+const J = job(BUYER, { order: {} });
+const claimBy = (n: number, jobAddr = J.address): Opened<Claim> => seal(T.claim, { job: jobAddr, advert: advert(P(n)).address, price: { amount: '1', currency: 'USD' }, issuedAt: NOW }, P(n).signer);
+
+async function call(desk: ClaimDesk, from: number, frames: CborValue[]): Promise<{ sent: CborValue[]; error?: string }> {
+  const sent: CborValue[] = [];
+  try {
+    await desk.handler()(frames, { peer: peerIdFromDid(P(from).did), signal: new AbortController().signal, send: async (f) => void sent.push(f) });
+    return { sent };
+  } catch (e) {
+    return { sent, error: codeOf(() => { throw e; }) };
+  }
+}
+
+describe('claim/1 framing and checks', () => {
+  it('parses one {t:claim} frame with envelope-sized fields, and nothing else', () => {
+    const c = claimBy(1);
+    assert.deepEqual(parseClaimRequest({ t: 'claim', claim: c.bytes }).claim, c.bytes);
+    assert.equal(codeOf(() => parseClaimRequest({ t: 'offer', claim: c.bytes })), 'NET_BAD_REQUEST');
+    assert.equal(codeOf(() => parseClaimRequest({ t: 'claim', claim: 'x' })), 'NET_BAD_REQUEST');
+    assert.equal(codeOf(() => parseClaimRequest({ t: 'claim', claim: new Uint8Array(MAX_ENVELOPE_BYTES + 1) })), 'NET_BAD_REQUEST');
+    assert.equal(codeOf(() => parseClaimRequest({ t: 'claim', claim: c.bytes, advert: 7 })), 'NET_BAD_REQUEST');
+  });
+
+  it('refuses, before the inbox and unsigned: a second frame, a claim that does not open, one relayed by another peer, an unknown order', async () => {
+    const desk = new ClaimDesk(() => NOW);
+    const inbox = desk.inbox(J.address);
+    const c = claimBy(1);
+    assert.equal((await call(desk, 1, [{ t: 'claim', claim: c.bytes }, { t: 'claim', claim: c.bytes }])).error, 'NET_BAD_REQUEST');
+    const bad = Uint8Array.from(c.bytes);
+    bad[bad.length - 1]! ^= 1;
+    assert.equal((await call(desk, 1, [{ t: 'claim', claim: bad }])).error, 'CLAIM_INVALID');
+    assert.equal((await call(desk, 2, [{ t: 'claim', claim: c.bytes }])).error, 'CLAIM_NOT_FROM_PEER');
+    assert.equal((await call(desk, 1, [{ t: 'claim', claim: claimBy(1, job(BUYER, { nonce: new Uint8Array([7]) }).address).bytes }])).error, 'ORDER_UNKNOWN');
+    inbox.close();
+    assert.equal((await call(desk, 1, [{ t: 'claim', claim: c.bytes }])).error, 'ORDER_UNKNOWN', 'a closed order takes no claims');
+    assert.deepEqual(Object.fromEntries(desk.refusedEarly), { CLAIM_INVALID: 1, CLAIM_NOT_FROM_PEER: 1, ORDER_UNKNOWN: 2 });
+  });
+
+  it('numbers claims in arrival order and sends the buyer’s answer back on the stream', async () => {
+    const desk = new ClaimDesk(() => NOW);
+    const inbox = desk.inbox(J.address);
+    const p1 = call(desk, 1, [{ t: 'claim', claim: claimBy(1).bytes }]);
+    const p2 = call(desk, 2, [{ t: 'claim', claim: claimBy(2).bytes }]);
+    const sig = new AbortController().signal;
+    const a1 = (await inbox.next(sig))!;
+    const a2 = (await inbox.next(sig))!;
+    assert.deepEqual([a1.seq, a2.seq], [1, 2]);
+    const r = signClaimRefusal(J, { address: claimBy(2).address, provider: P(2).did }, 'ORDER_TAKEN', claimBy(1).address, NOW, BUYER.signer);
+    a2.answer({ t: 'refused', refusal: r.bytes });
+    a1.answer({ t: 'won', selection: new Uint8Array([1]) });
+    const [o1, o2] = await Promise.all([p1, p2]);
+    assert.deepEqual(o1.sent, [{ t: 'won', selection: new Uint8Array([1]) }]);
+    const got = parseClaimAnswer(o2.sent[0], BUYER.did, J.address, claimBy(2).address);
+    assert.equal(got.won, false);
+    // the claimant checks who signed the answer and what it is about
+    assert.equal(codeOf(() => parseClaimAnswer(o2.sent[0], P(9).did, J.address, claimBy(2).address)), 'CLAIM_BAD_ANSWER');
+    assert.equal(codeOf(() => parseClaimAnswer(o2.sent[0], BUYER.did, J.address, claimBy(1).address)), 'CLAIM_BAD_ANSWER');
+    inbox.close();
+  });
+
+  it('limits each peer’s claims (token bucket): past the burst NET_RATE_LIMITED, other peers unaffected', async () => {
+    const desk = new ClaimDesk(() => NOW, { peer: { ratePerSec: 1, burst: 3 } });
+    desk.inbox(J.address);
+    const junk = { t: 'claim', claim: new Uint8Array([1, 2, 3]) };
+    const codes = [];
+    for (let i = 0; i < 5; i++) codes.push((await call(desk, 1, [junk])).error);
+    assert.deepEqual(codes, ['CLAIM_INVALID', 'CLAIM_INVALID', 'CLAIM_INVALID', 'NET_RATE_LIMITED', 'NET_RATE_LIMITED']);
+    assert.equal((await call(desk, 2, [junk])).error, 'CLAIM_INVALID');
+    assert.ok(CLAIM_DESK_DEFAULTS.peer.burst > 0);
+  });
+});
+
+describe('the job spec’s order (/v1/run)', () => {
+  const base = { workload: 'builtin.sha256', deadlineMs: 1000, maxPrice: '1 USD' };
+  it('takes {} (an open bid) or {designated: DID}; anything else is JOB_SPEC_INVALID naming the field', () => {
+    assert.deepEqual(parseJobSpec({ ...base, order: {} }).order, {});
+    assert.deepEqual(parseJobSpec({ ...base, order: { designated: P(1).did } }).order, { designated: P(1).did });
+    assert.equal(parseJobSpec(base).order, undefined);
+    for (const order of [[], 'open', { designated: 'did:key:nope' }, { designated: 5 }, { bid: '1' }]) assert.equal(codeOf(() => parseJobSpec({ ...base, order })), 'JOB_SPEC_INVALID', JSON.stringify(order));
+  });
+});
