@@ -299,10 +299,11 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     }
     replanning = ports
       .plan(subBatch(opts.batch, counts), excluded, own)
+      .then((p) => ({ p, placed: assign(p, ls) })) // a plan that does not place every line is a refusal
       .then(
-        (p) => {
+        ({ p, placed }) => {
           const assignments = p.assignments.map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
-          for (const [prov, more] of assign(p, ls)) queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
+          for (const [prov, more] of placed) queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
           replanned += ls.length;
           refusals = 0;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments });
