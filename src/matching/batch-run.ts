@@ -23,6 +23,13 @@ import type { Batch, BatchPlan, BatchWorkload } from './batch-plan.js';
 export const BATCH_LINE_ATTEMPTS = 3;
 /** A refused re-plan is tried again this many times, `replanRetryMs` apart, before its lines fail (the run's own lines free slots meanwhile). */
 export const BATCH_REPLAN_RETRIES = 3;
+/**
+ * Lines started per second at most (token bucket, burst BATCH_START_BURST): each line
+ * publishes a job and a selection, and the network drops a signer's jobs past
+ * 10/s after a burst of 60 (FLOOD_DEFAULTS.signer.job), so a run stays under it.
+ */
+export const BATCH_STARTS_PER_SEC = 8;
+export const BATCH_START_BURST = 30;
 /** Default lines in flight at once, over all providers. */
 export const BATCH_RUN_CONCURRENCY = 8;
 
@@ -98,6 +105,9 @@ export interface BatchRunOptions {
   replanRetryMs?: number;
   /** How often `ports.live` is asked, ms (default 2 000). */
   livenessEveryMs?: number;
+  /** Lines started per second at most (default BATCH_STARTS_PER_SEC; Infinity: no pacing) and the burst (default BATCH_START_BURST). */
+  startsPerSec?: number;
+  startBurst?: number;
 }
 
 export interface LineReport {
@@ -207,6 +217,25 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     };
   });
 
+  // Pacing: a token bucket on line starts (see BATCH_STARTS_PER_SEC).
+  const rate = opts.startsPerSec ?? BATCH_STARTS_PER_SEC;
+  const burst = Math.max(1, opts.startBurst ?? BATCH_START_BURST);
+  let tokens = burst;
+  let filledAt = ports.clock();
+  let paced: NodeJS.Timeout | undefined;
+  const haveToken = (): boolean => {
+    if (rate === Infinity) return true;
+    const now = ports.clock();
+    tokens = Math.min(burst, tokens + (Math.max(0, now - filledAt) * rate) / 1000);
+    filledAt = now;
+    if (tokens >= 1) return true;
+    paced ??= setTimeout(() => {
+      paced = undefined;
+      wake();
+    }, Math.ceil(((1 - tokens) * 1000) / rate));
+    return false;
+  };
+
   const pump = (): void => {
     for (let started = true; started && inFlight < concurrency; ) {
       started = false;
@@ -215,6 +244,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
         if (inFlight >= concurrency) break;
         const q = queues.get(p)!;
         if (!q.length || (inFlightAt.get(p) ?? 0) >= Math.max(1, ports.slots(p))) continue;
+        if (!haveToken()) return;
+        tokens -= 1;
         start(q.shift()!, p);
         started = true;
       }
@@ -371,6 +402,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   progress();
   wake();
   await settled;
+  if (paced) clearTimeout(paced);
   quit.abort();
   await watch;
 

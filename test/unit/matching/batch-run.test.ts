@@ -55,7 +55,7 @@ function ports(o: { plan: BatchRunPorts['plan']; run: (l: RunLine, p: string) =>
     deliver: async (l, out) => {
       delivered.set(l.id, Buffer.from(out).toString());
     },
-    clock: () => 1000,
+    clock: () => Date.now(),
     onEvent: (e) => o.events?.push(e),
   };
 }
@@ -222,4 +222,16 @@ test('a provider whose presence lapses is struck at once: its waiting lines move
   assert.equal(doneWhileHung, 19, 'every other line finished while A’s line still hung');
   assert.deepEqual(s.failedProviders, [{ provider: 'A', line: '', reason: 'gone: its presence lapsed' }]);
   assert.ok(s.perLine.filter((l) => l.provider === 'A').length < 10);
+});
+
+test('line starts are paced (token bucket): the jobs a run publishes stay under the network’s per-signer job limit', async () => {
+  const starts: number[] = [];
+  const p = ports({ plan: fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1' }).plan, slots: 10, run: async (l, prov) => (starts.push(Date.now()), ok(l, prov, '0.1')) });
+  const t0 = Date.now();
+  const s = await runBatch({ batch: batchOf(30), lines: linesOf(30), concurrency: 30, startsPerSec: 100, startBurst: 10 }, p);
+  assert.equal(s.done, 30);
+  // 10 at once, then 20 more at 100/s: at least ~200 ms
+  assert.ok(Date.now() - t0 >= 180, `took ${Date.now() - t0} ms`);
+  // never more than the burst plus what the rate allows since the start (+1 for timer rounding)
+  for (const [k, t] of starts.entries()) assert.ok(k + 1 <= 10 + ((t - t0) * 100) / 1000 + 1, `start ${k + 1} at ${t - t0} ms`);
 });
