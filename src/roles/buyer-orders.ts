@@ -168,6 +168,9 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     })();
     const { claim, selection } = winner;
     await d.store(selection);
+    // The winner's advert (it may have come with the claim): exec seals a sealed input to its box key.
+    const cited = adverts.get(claim.record.advert);
+    if (cited && d.adverts(claim.signer)?.address !== cited.address) await d.store(cited).catch(() => {});
     for (const x of selection.record.arrivals ?? []) {
       const env = claimEnvelopes.get(x.claim);
       if (env) await d.store(open(env, T.claim)).catch(() => {});
