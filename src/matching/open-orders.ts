@@ -32,6 +32,8 @@ export class OpenOrders {
   /** Orders decided (a selection seen): not re-added when the job is heard again. */
   readonly #decided = new Set<string>();
   #cache: { now: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
+  /** eligible() by (advert, workloads, order): the answer depends on nothing else once the provider is live. */
+  readonly #memo = new Map<string, boolean>();
   #version = 0;
 
   constructor(opts: Partial<OpenOrdersOptions> = {}) {
@@ -94,7 +96,14 @@ export class OpenOrders {
   eligible(p: LiveProvider, o: OpenOrder, now: number): boolean {
     const e = this.#jobs.get(o.address);
     if (!e) return false;
-    return candidates({ order: orderFromJob(e.job, o.designated), live: [p], now, ...(this.opts.skewMs !== undefined ? { skewMs: this.opts.skewMs } : {}) }).candidates.length === 1;
+    if (p.liveUntil <= now || p.advert.record.expiresAt <= now) return false;
+    const key = `${p.advert.address} ${p.workloads.join(',')} ${o.address}`;
+    const known = this.#memo.get(key);
+    if (known !== undefined) return known;
+    if (this.#memo.size >= 1_000_000) this.#memo.clear();
+    const ok = candidates({ order: orderFromJob(e.job, o.designated), live: [p], now, ...(this.opts.skewMs !== undefined ? { skewMs: this.opts.skewMs } : {}) }).candidates.length === 1;
+    this.#memo.set(key, ok);
+    return ok;
   }
 
   /** Every lease at `now` over the live providers (computed once per `now` and view). */

@@ -387,7 +387,8 @@ export class OverlayNode {
             },
           }
         : {}),
-      ...(this.d.network.managed ? {} : { orders: { inbox: (job: string) => this.orders!.inbox(job) } }),
+      // Open orders skip admission and the steward's selection: not on an overlay with a steward.
+      ...(this.d.network.steward ? {} : { orders: { inbox: (job: string) => this.orders!.inbox(job) } }),
       ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
     });
   }

@@ -39,7 +39,8 @@ export interface ArrivedClaim {
   answer(frame: ClaimAnswerFrame): void;
 }
 
-export type ClaimAnswerFrame = { t: 'won'; selection: Uint8Array } | { t: 'refused'; refusal: Uint8Array };
+/** The answer on the claim's stream; `error` ends it with an unsigned error frame (nothing to sign about). */
+export type ClaimAnswerFrame = { t: 'won'; selection: Uint8Array } | { t: 'refused'; refusal: Uint8Array } | { t: 'error'; code: string; message: string };
 
 export interface ClaimInbox {
   /** The next claim, or undefined when the signal fires. */
@@ -60,8 +61,7 @@ export interface ClaimOutcomeSummary {
 }
 
 /** Run the exec exchange with the winner (the auction's own, Buyer.attempt). */
-export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => ReturnType<ExecAttempt>;
-type ExecAttempt = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
+export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
 
 export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner): Promise<JobResult> {
   const { clock, log } = d;
@@ -130,7 +130,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       a.answer({ t: 'refused', refusal: refusal.bytes });
     } else {
       // Nothing to sign about (a claim that does not open, or our own): the stream ends with an error frame.
-      a.answer({ t: 'refused', refusal: new Uint8Array(0) });
+      a.answer({ t: 'error', code, message: ans.message });
     }
     const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, ...(ans.provider ? { provider: ans.provider } : {}), ...(ans.claim ? { claim: ans.claim } : {}), verdict: 'refused', code, ...(refusal ? { refusal: refusal.address } : {}) };
     claims.push(s);
@@ -168,6 +168,9 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     })();
     const { claim, selection } = winner;
     await d.store(selection);
+    // The winner's advert (it may have come with the claim): exec seals a sealed input to its box key.
+    const cited = adverts.get(claim.record.advert);
+    if (cited && d.adverts(claim.signer)?.address !== cited.address) await d.store(cited).catch(() => {});
     for (const x of selection.record.arrivals ?? []) {
       const env = claimEnvelopes.get(x.claim);
       if (env) await d.store(open(env, T.claim)).catch(() => {});

@@ -155,7 +155,7 @@ export class ClaimDesk implements OrderPorts {
       const st = this.#inboxes.get(job);
       if (!st) this.#early(CLAIM_ERR.ORDER_UNKNOWN, 'this node is not taking claims on that job', 'claim');
       if (st.queue.length >= this.opts.maxQueued) this.#early(CLAIM_ERR.BUSY, 'too many claims waiting on this order');
-      const frame = await new Promise<ClaimAnswerFrame>((resolve, reject) => {
+      const frame = await new Promise<Exclude<ClaimAnswerFrame, { t: 'error' }>>((resolve, reject) => {
         const onAbort = () => reject(new C0Error('CLAIM_UNANSWERED', 'the buyer did not answer the claim in time'));
         if (ctx.signal.aborted) return onAbort();
         ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -167,7 +167,8 @@ export class ClaimDesk implements OrderPorts {
           from: peer,
           answer: (f) => {
             ctx.signal.removeEventListener('abort', onAbort);
-            resolve(f);
+            if (f.t === 'error') reject(new C0Error(f.code, f.message));
+            else resolve(f);
           },
         };
         const w = st.waiters.shift();

@@ -5,7 +5,8 @@
  * claim wins, every later claim gets the buyer's signed ORDER_TAKEN refusal
  * (the claimant logs and keeps it), the receipt verifies and `c0mpute market
  * audit` reproduces the first-claim selection from the records alone.
- * (b) A designated order runs on the named provider; one designated to a
+ * (b) A designated order runs on the named provider (API and `c0mpute run
+ * --designated`, narrated); one designated to a
  * provider that never claims ends `unclaimed` with ORDER_NOT_CLAIMED.
  * (c) A hostile in-process libp2p node floods presence from keys without
  * adverts and sends claims it has no right to make (over the bid, citing an
@@ -132,12 +133,26 @@ test('a designated order runs on the named provider; one its provider never clai
     assert.deepEqual(claims.map((x) => [x.provider, x.verdict]), [[target.did, 'won']], 'only the designated provider claims');
     assert.equal((result.receipt as { record: { provider: string } }).record.provider, target.did);
 
+    // The CLI: `order:` in the job file, narrated; --designated on the command line wins over it.
+    const f = join(c.root, 'order-job.yaml');
+    writeFileSync(f, `workload: builtin.sha256\nparams: "1"\nmaxPrice: "0.01 USD"\ninput: cli order ${Date.now()}\norder: {}\n`);
+    const cli = await c0mpute(buyer.dir, ['run', f, '--designated', providers[1]!.did]);
+    assert.equal(cli.code, 0, cli.err);
+    assert.match(cli.err, /order posted: designated to .* at 0\.01 USD/);
+    assert.match(cli.err, /claim from .*first valid claim, taken/);
+    assert.match(cli.err, /countersigned accepted/);
+
     // Designated to a provider that is not on the network: no claim, a clear failure at the deadline.
     const nobody = c.dataDir('nobody').did;
     const { result: r2 } = await runJob(buyer, spec({ order: { designated: nobody }, deadlineMs: 3000 }, 11));
     assert.equal(r2.status, 'unclaimed');
     assert.equal((r2.error as { code: string }).code, 'ORDER_NOT_CLAIMED');
     assert.deepEqual(r2.claims, []);
+    const f2 = join(c.root, 'order-job-short.yaml');
+    writeFileSync(f2, `workload: builtin.sha256\nparams: "1"\nmaxPrice: "0.01 USD"\ndeadline: 3s\ninput: cli order ${Date.now()}\n`);
+    const none = await c0mpute(buyer.dir, ['run', f2, '--designated', nobody]);
+    assert.equal(none.code, 1);
+    assert.match(none.err, /\[ORDER_NOT_CLAIMED\]/);
   });
 });
 

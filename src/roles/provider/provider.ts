@@ -103,7 +103,7 @@ export class Provider {
       try {
         if (!rec.jobEnvelope || !rec.offerEnvelope || (await this.d.state.hasReceiptFor(rec.job))) continue;
         const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
-        const offer = open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
+        const offer = job.record.order ? (open(Buffer.from(rec.offerEnvelope, 'base64'), T.claim) as unknown as Opened<Offer>) : open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
         if (job.address !== rec.job || offer.signer !== this.d.did) continue;
         const receipt = receiptFor(job, offer, {
           startedAt: rec.startedAt,
