@@ -14,10 +14,12 @@
  * devnet scenario does the same), so the scheduling and re-planning are unit
  * tested with fakes.
  */
-import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
-import type { Batch, BatchPlan, BatchWorkload } from './batch-plan.js';
+import type { Batch, BatchPlan } from './batch-plan.js';
+import { assign, costOfDone, subBatch, type ReceiptView, type RunLine } from './batch-lines.js';
+
+export { subBatch, type ReceiptView, type RunLine };
 
 /** How many times one line is tried (each on a different provider) before it counts as failed. */
 export const BATCH_LINE_ATTEMPTS = 3;
@@ -32,22 +34,6 @@ export const BATCH_STARTS_PER_SEC = 8;
 export const BATCH_START_BURST = 30;
 /** Default lines in flight at once, over all providers. */
 export const BATCH_RUN_CONCURRENCY = 8;
-
-/** One line of a batch: its stable id (output file name) and its workload. What it carries is the ports' business. */
-export interface RunLine {
-  id: string;
-  workload: string;
-}
-
-/** A receipt as the run reports it. */
-export interface ReceiptView {
-  line: string;
-  address: string;
-  job: string;
-  status: string;
-  provider: string;
-  price: Money;
-}
 
 /** What running one line at one provider gave. */
 export interface LineOutcome {
@@ -139,36 +125,7 @@ export interface BatchRunSummary {
   perLine: LineReport[];
 }
 
-const D = Decimal.clone({ precision: 200 });
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** The sub-batch of `count` lines of each workload: the same window, line time, price cap and requirements; units scaled down pro rata (rounded up at the 30th place). */
-export function subBatch(batch: Batch, counts: ReadonlyMap<string, number>): Batch {
-  const workloads: BatchWorkload[] = [];
-  for (const w of batch.workloads) {
-    const k = counts.get(w.workload) ?? 0;
-    if (k <= 0) continue;
-    const units: Record<string, string> = {};
-    for (const [u, v] of Object.entries(w.units)) units[u] = new D(v).times(k).div(w.lines).toDecimalPlaces(30, Decimal.ROUND_UP).toFixed();
-    workloads.push({ ...w, lines: k, units });
-  }
-  return { windowMs: batch.windowMs, workloads };
-}
-
-/** Give each assignment its lines: per workload, the lines in order, in the plan's assignment order. */
-function assign(plan: BatchPlan, lines: readonly RunLine[]): Map<string, RunLine[]> {
-  const byWorkload = new Map<string, RunLine[]>();
-  for (const l of lines) byWorkload.set(l.workload, [...(byWorkload.get(l.workload) ?? []), l]);
-  const out = new Map<string, RunLine[]>();
-  for (const a of plan.assignments) {
-    const q = byWorkload.get(a.workload) ?? [];
-    const take = q.splice(0, a.lines);
-    out.set(a.provider, [...(out.get(a.provider) ?? []), ...take]);
-  }
-  const left = [...byWorkload.values()].reduce((s, q) => s + q.length, 0);
-  if (left) throw new C0Error('BATCH_PLAN_SHORT', `the plan placed ${lines.length - left} of ${lines.length} lines`);
-  return out;
-}
 
 /**
  * Plan and run a batch. Refusal of the first plan (BATCH_EXCEEDS_CAPACITY)
@@ -406,13 +363,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   quit.abort();
   await watch;
 
-  const cost = new Map<string, Decimal>();
   const perLine = opts.lines.map((l) => reports.get(l.id)!);
-  const byAddress = new Map(receipts.map((x) => [x.address, x]));
-  for (const r of perLine) {
-    const rc = r.status === 'done' && r.receipt ? byAddress.get(r.receipt) : undefined;
-    if (rc) cost.set(rc.price.currency, (cost.get(rc.price.currency) ?? new D(0)).plus(rc.price.amount));
-  }
   return {
     startedAt,
     finishedAt: ports.clock(),
@@ -424,7 +375,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     replans,
     failedProviders,
     receipts,
-    cost: [...cost.entries()].sort((a, b) => cmp(a[0], b[0])).map(([currency, v]) => ({ amount: v.toFixed(), currency })),
+    cost: costOfDone(perLine, receipts),
     perLine,
   };
 }
