@@ -79,9 +79,9 @@ export class OverlayNode {
   presencePublisher: PresencePublisher | undefined;
   /** Matching (docs/matching.md): the live-provider view and the budget each provider already draws on; wired by the presence and lease modules. */
   liveProviders: (now: number) => LiveProvider[] = (now) => this.presence.live(now);
-  /** Leases and jobs each provider holds now (#12: the leases module is wired here; until then none). */
+  /** Leases and jobs each provider holds now (filled by src/node/orders-wiring.ts). */
   heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
-  /** Open orders designated to a provider (#12: the open-orders module is wired here; until then none). */
+  /** Open orders designated to a provider (filled by src/node/orders-wiring.ts). */
   designatedOrders: (did: string) => number = () => 0;
   /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
   orders: OrdersWiring | undefined;

@@ -73,12 +73,13 @@ async function cluster(): Promise<void> {
 test('an open bid: the first valid claim wins across real processes, later claims get a signed ORDER_TAKEN', async () => {
   await withLogs(c, async () => {
     await cluster();
-    // Every provider claims (claimMode any); usually two or three claims race. Try a few orders until one raced.
+    // Every provider claims (claimMode any); the work takes 1.5 s, so claims that arrive while it runs are answered
+    // ORDER_TAKEN (after the run the order is closed: ORDER_UNKNOWN, unsigned). Try a few orders until two raced.
     let result: Record<string, unknown> & { status: string } = { status: '' };
     let events: Array<Record<string, unknown> & { e: string }> = [];
     let claims: ClaimView[] = [];
     for (let i = 0; i < 4; i++) {
-      ({ result, events } = await runJob(buyer, spec({ order: {} }, i)));
+      ({ result, events } = await runJob(buyer, spec({ workload: 'builtin.sleep', params: '1500', order: {} }, i)));
       assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
       claims = result.claims as ClaimView[];
       if (claims.length >= 2) break;
@@ -86,6 +87,7 @@ test('an open bid: the first valid claim wins across real processes, later claim
     const won = claims.filter((x) => x.verdict === 'won');
     assert.equal(won.length, 1, JSON.stringify(claims));
     assert.ok(claims.length >= 2, `no second claim raced: ${JSON.stringify(claims)}`);
+    console.log(`# ${claims.length} claims raced`);
     const winner = won[0]!;
     assert.equal(claims[0]!.verdict, 'won', 'the first claim to arrive is valid and wins');
     for (const x of claims.slice(1)) {
