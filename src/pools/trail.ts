@@ -1,0 +1,98 @@
+/**
+ * The durable state of a pool member (docs/pools.md "Dispatch trail" and
+ * "At most once"; spec/compute-pool.md "record the dispatch before the call").
+ *
+ * - DispatchTrail (the coordinator's side): a signed dispatch is written in a
+ *   synced batch, with the job and offer envelopes it needs to finish or fail
+ *   the job later, before the input goes to the member. Each entry ends
+ *   `completed` or `failed` with its receipt; `pending()` is what a restarted
+ *   coordinator (or the next epoch's) must close.
+ * - RunLog (the member's side): a job is claimed once, durably, before it runs;
+ *   a second claim of the same job, whoever asks, is refused (POOL_ALREADY_RUN).
+ *
+ * Values are canonical CBOR maps; keys are job addresses.
+ */
+import { C0Error } from '../errors.js';
+import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
+import type { Sub } from '../store/db.js';
+
+export interface TrailEntry {
+  dispatch: Uint8Array;
+  job: Uint8Array;
+  offer: Uint8Array;
+  state: 'dispatched' | 'completed' | 'failed';
+  receipt?: Uint8Array;
+  settlement?: Uint8Array;
+}
+
+function enc(v: unknown): Uint8Array {
+  return encodeCanonical(v as never);
+}
+
+export class DispatchTrail {
+  constructor(private db: Sub) {}
+
+  async get(job: string): Promise<TrailEntry | undefined> {
+    const v = await this.db.get(job);
+    return v === undefined ? undefined : (decodeCanonical(v) as unknown as TrailEntry);
+  }
+
+  /** Make the dispatch durable (synced) unless the job already has one; returns the entry that holds. */
+  async record(job: string, e: Omit<TrailEntry, 'state'>): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    const cur = await this.get(job);
+    if (cur) return { entry: cur, fresh: false };
+    const entry: TrailEntry = { ...e, state: 'dispatched' };
+    await this.db.batch([{ type: 'put', key: job, value: enc(entry) }], { sync: true } as never);
+    return { entry, fresh: true };
+  }
+
+  /** Close a dispatched job with its receipt (and settlement, when completed). Closing twice keeps the first outcome. */
+  async close(job: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<TrailEntry> {
+    const cur = await this.get(job);
+    if (!cur) throw new C0Error('POOL_DISPATCH_UNKNOWN', `no dispatch recorded for ${job}`);
+    if (cur.state !== 'dispatched') return cur;
+    const next: TrailEntry = { ...cur, state, receipt, ...(settlement ? { settlement } : {}) };
+    await this.db.batch([{ type: 'put', key: job, value: enc(next) }], { sync: true } as never);
+    return next;
+  }
+
+  /** Dispatches not yet closed (a crashed or replaced coordinator's trail). */
+  async pending(): Promise<Array<{ job: string; entry: TrailEntry }>> {
+    const out: Array<{ job: string; entry: TrailEntry }> = [];
+    for await (const [k, v] of this.db.iterator()) {
+      const e = decodeCanonical(v) as unknown as TrailEntry;
+      if (e.state === 'dispatched') out.push({ job: k, entry: e });
+    }
+    return out;
+  }
+
+  async all(): Promise<Array<{ job: string; entry: TrailEntry }>> {
+    const out: Array<{ job: string; entry: TrailEntry }> = [];
+    for await (const [k, v] of this.db.iterator()) out.push({ job: k, entry: decodeCanonical(v) as unknown as TrailEntry });
+    return out;
+  }
+}
+
+/** A member's at-most-once log of the jobs it agreed to run. */
+export class RunLog {
+  #claiming = new Set<string>();
+  constructor(private db: Sub) {}
+
+  /** Claim `job` for running: durable before it returns; POOL_ALREADY_RUN if it was claimed before (by any coordinator). */
+  async claim(job: string, by: string, at: number): Promise<void> {
+    if (this.#claiming.has(job)) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
+    this.#claiming.add(job);
+    try {
+      if ((await this.db.get(job)) !== undefined) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
+      await this.db.batch([{ type: 'put', key: job, value: enc({ by, at }) }], { sync: true } as never);
+    } catch (e) {
+      this.#claiming.delete(job);
+      throw e;
+    }
+    // Stays in #claiming: the durable entry now answers, and the set keeps the check synchronous for racers.
+  }
+
+  async has(job: string): Promise<boolean> {
+    return this.#claiming.has(job) || (await this.db.get(job)) !== undefined;
+  }
+}
