@@ -63,6 +63,14 @@ export function providerOf(rec: Opened<{ pool?: PoolProof }>): string {
 }
 
 /**
+ * The `provider` a receipt from the signer of `advert` must name: the pool's DID
+ * when that advert is a pooled one (its chain verified on open), else the DID itself.
+ */
+export function receiptProviderFor(did: string, advert: Opened<{ pool?: PoolProof }> | undefined): string {
+  return advert?.record.pool && advert.signer === did ? providerOf(advert) : did;
+}
+
+/**
  * The newest roster seen per pool (a verifier's state: the record alone cannot
  * say that a newer roster dropped a member). A roster older than the newest
  * known is stale: POOL_ROSTER_STALE; an expired one POOL_ROSTER_EXPIRED.

@@ -17,6 +17,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { C0Error } from '../errors.js';
 import { addressToBytes } from '../records/address.js';
 import { compareDids } from '../records/did.js';
+import type { Gpu, Hardware, Requirements } from '../records/kinds.js';
 
 /** The digest member choice reads: keccak256 of the job address's 32 raw bytes. */
 export function jobDigest(job: string): Uint8Array {
@@ -59,4 +60,38 @@ export function coordinatorRanking(pool: string, epoch: number, live: Iterable<s
 
 export function electCoordinator(pool: string, epoch: number, live: Iterable<string>): string | undefined {
   return coordinatorRanking(pool, epoch, live)[0];
+}
+
+/** Whether one member's hardware meets a job's hardware requirements (the member choice's "can run the job"). */
+export function fits(hw: Hardware, req: Requirements): boolean {
+  if (req.cpuCores !== undefined && hw.cpuCores < req.cpuCores) return false;
+  if (req.memoryMiB !== undefined && hw.memoryMiB < req.memoryMiB) return false;
+  const g = req.gpu;
+  if (g) {
+    const n = (hw.gpus ?? []).filter((x) => x.vramMiB >= g.vramMiB && (g.features ?? []).every((f) => x.features?.includes(f))).reduce((a, x) => a + x.count, 0);
+    if (n < g.count) return false;
+  }
+  return true;
+}
+
+/**
+ * The hardware a pool advertises: per dimension what its largest member has
+ * (cores, memory; each distinct GPU entry at the largest count one member holds),
+ * since a job runs on one member. Deterministic order.
+ */
+export function poolHardware(members: Array<{ hardware: Hardware }>): Hardware {
+  const gpus = new Map<string, Gpu>();
+  for (const m of members) {
+    for (const g of m.hardware.gpus ?? []) {
+      const k = JSON.stringify([g.model, g.vramMiB, g.features ?? []]);
+      const cur = gpus.get(k);
+      if (!cur || cur.count < g.count) gpus.set(k, g);
+    }
+  }
+  const list = [...gpus.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g).slice(0, 32);
+  return {
+    ...(list.length ? { gpus: list } : {}),
+    cpuCores: Math.max(...members.map((m) => m.hardware.cpuCores)),
+    memoryMiB: Math.max(...members.map((m) => m.hardware.memoryMiB)),
+  };
 }

@@ -29,46 +29,59 @@ function enc(v: unknown): Uint8Array {
   return encodeCanonical(v as never);
 }
 
+/**
+ * Keys are `<job>|<coordinator DID>`: two coordinators that briefly both
+ * believe they are elected each keep their own dispatch of the same job (the
+ * member refuses the second run), and closing a job closes every entry of it.
+ */
 export class DispatchTrail {
   constructor(private db: Sub) {}
 
-  async get(job: string): Promise<TrailEntry | undefined> {
-    const v = await this.db.get(job);
-    return v === undefined ? undefined : (decodeCanonical(v) as unknown as TrailEntry);
+  static key(job: string, coordinator: string): string {
+    return `${job}|${coordinator}`;
   }
 
-  /** Make the dispatch durable (synced) unless the job already has one; returns the entry that holds. */
-  async record(job: string, e: Omit<TrailEntry, 'state'>): Promise<{ entry: TrailEntry; fresh: boolean }> {
-    const cur = await this.get(job);
-    if (cur) return { entry: cur, fresh: false };
+  /** Every entry for `job` (one per coordinator that dispatched it), in key order. */
+  async entries(job: string): Promise<Array<{ key: string; entry: TrailEntry }>> {
+    const out: Array<{ key: string; entry: TrailEntry }> = [];
+    for await (const [k, v] of this.db.iterator({ gt: `${job}|`, lt: `${job}|\uffff` })) out.push({ key: k, entry: decodeCanonical(v) as unknown as TrailEntry });
+    return out;
+  }
+
+  /** The first entry for `job` (any coordinator). */
+  async get(job: string): Promise<TrailEntry | undefined> {
+    return (await this.entries(job))[0]?.entry;
+  }
+
+  /** Make a dispatch durable (synced) unless this coordinator already has one for the job; returns the entry that holds. */
+  async record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    const key = DispatchTrail.key(job, coordinator);
+    const cur = await this.db.get(key);
+    if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
     const entry: TrailEntry = { ...e, state: 'dispatched' };
-    await this.db.batch([{ type: 'put', key: job, value: enc(entry) }], { sync: true } as never);
+    await this.db.batch([{ type: 'put', key, value: enc(entry) }], { sync: true } as never);
     return { entry, fresh: true };
   }
 
-  /** Close a dispatched job with its receipt (and settlement, when completed). Closing twice keeps the first outcome. */
-  async close(job: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<TrailEntry> {
-    const cur = await this.get(job);
-    if (!cur) throw new C0Error('POOL_DISPATCH_UNKNOWN', `no dispatch recorded for ${job}`);
-    if (cur.state !== 'dispatched') return cur;
-    const next: TrailEntry = { ...cur, state, receipt, ...(settlement ? { settlement } : {}) };
-    await this.db.batch([{ type: 'put', key: job, value: enc(next) }], { sync: true } as never);
-    return next;
+  /** Close every open entry of `job` with its receipt (and settlement, when completed); closed entries keep their outcome. */
+  async close(job: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
+    const ops = [];
+    for (const { key, entry } of await this.entries(job)) {
+      if (entry.state !== 'dispatched') continue;
+      ops.push({ type: 'put' as const, key, value: enc({ ...entry, state, receipt, ...(settlement ? { settlement } : {}) }) });
+    }
+    if (ops.length) await this.db.batch(ops, { sync: true } as never);
+    return ops.length;
   }
 
   /** Dispatches not yet closed (a crashed or replaced coordinator's trail). */
   async pending(): Promise<Array<{ job: string; entry: TrailEntry }>> {
-    const out: Array<{ job: string; entry: TrailEntry }> = [];
-    for await (const [k, v] of this.db.iterator()) {
-      const e = decodeCanonical(v) as unknown as TrailEntry;
-      if (e.state === 'dispatched') out.push({ job: k, entry: e });
-    }
-    return out;
+    return (await this.all()).filter((x) => x.entry.state === 'dispatched');
   }
 
   async all(): Promise<Array<{ job: string; entry: TrailEntry }>> {
     const out: Array<{ job: string; entry: TrailEntry }> = [];
-    for await (const [k, v] of this.db.iterator()) out.push({ job: k, entry: decodeCanonical(v) as unknown as TrailEntry });
+    for await (const [k, v] of this.db.iterator()) out.push({ job: k.slice(0, k.indexOf('|')), entry: decodeCanonical(v) as unknown as TrailEntry });
     return out;
   }
 }
