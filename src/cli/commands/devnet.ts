@@ -9,6 +9,7 @@ import { apiCall } from '../../node/api.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
 import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
+import { runPoolScenario } from '../../devnet/pool-scenario.js';
 import type { WireEvent } from '../../node/events.js';
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
@@ -23,8 +24,10 @@ export function register(program: Command): void {
     .option('--keep', 'keep the network running after the jobs (Ctrl-C stops it)')
     .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
     .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
-    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean }) => {
+    .option('--pool', 'the pooled-provider scenario: a pool of three members beside two providers; member choice, output guard, coordinator killed mid-job (docs/pools.md)')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; pool?: boolean }) => {
       if (o.overlay) return overlayScenario(o);
+      if (o.pool) return poolScenario(o);
       const providers = Number(o.providers);
       const jobs = Number(o.jobs);
       if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
@@ -105,6 +108,15 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<voi
       out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
       await new Promise<void>(() => {});
     }
+  });
+}
+
+async function poolScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const r = await runPoolScenario(net, render, out);
+    out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
   });
 }
 
