@@ -19,7 +19,7 @@ import { selectMember } from '../pools/choice.js';
 import type { WireEvent } from '../node/events.js';
 import { freePort, waitFor, type Devnet, type NodeProc } from './devnet.js';
 
-interface PoolView {
+export interface PoolView {
   pool: string;
   epoch: number;
   coordinator?: string;
@@ -30,7 +30,18 @@ interface PoolView {
 const MEMBERS = ['m1', 'm2', 'm3'] as const;
 const SOLOS = ['solo1', 'solo2'] as const;
 
-export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<{ outcomes: string[] }> {
+export interface PoolNet {
+  ids: Record<string, { did: string }>;
+  procs: Record<string, NodeProc>;
+  apis: Record<string, { api: string; token: string }>;
+  bapi: { api: string; token: string };
+  pool: (n: string) => Promise<PoolView>;
+  live: () => string[];
+  poolDid: string;
+}
+
+/** Start the pool (3 members), two independent providers and a buyer; wait until the buyer sees 5 adverts and the members agree. */
+export async function startPoolNet(net: Devnet, print: (s: string) => void): Promise<PoolNet> {
   const { peerIdFromDid } = await import('../node/peer-id.js');
   const now = Date.now();
   const poolId = createIdentity(join(net.dir, 'poolkey'));
@@ -75,13 +86,18 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
   const bapi = await net.apiOf(buyer);
   const pool = async (n: string) => (await apiCall(apis[n]!.api, apis[n]!.token, 'GET', '/v1/pool')) as PoolView;
   const live = () => MEMBERS.filter((n) => procs[n]!.child.exitCode === null && procs[n]!.child.signalCode === null);
-  const name = net.names();
-  print('▸ waiting for the market and for the members to agree on a coordinator…');
   await waitFor('the buyer to see 5 adverts', 45_000, async () => ((await apiCall(bapi.api, bapi.token, 'GET', '/v1/status')) as { providersKnown: number }).providersKnown >= 5 || undefined);
   await waitFor('the members to agree', 45_000, async () => {
     const v = await Promise.all(live().map(pool));
     return v.every((x) => x.members.every((m) => m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
   });
+  return { ids, procs, apis, bapi, pool, live, poolDid: poolId.did };
+}
+
+export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<{ outcomes: string[] }> {
+  print('▸ starting; waiting for the market and for the members to agree on a coordinator…');
+  const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
+  const name = net.names();
   const v0 = await pool('m1');
   print(`  epoch ${v0.epoch}: coordinator ${name(v0.coordinator!)}, next epoch ${name(v0.nextCoordinator!)}`);
   const run = async (label: string, spec: Record<string, unknown>, onEv: (ev: WireEvent) => void = () => {}) =>
