@@ -13,7 +13,7 @@
  *               cited advert held and signed by another provider  → reject OFFER_FOREIGN_ADVERT
  *               cited advert not held and not attached            → ignore OFFER_UNKNOWN_ADVERT
  *   receipt     (signer = provider named: the kind's own rule, on open)
- *               cited offer held: its signer, job and price must match → else reject RECEIPT_OFFER_MISMATCH
+ *               cited offer held: its signer (a pooled receipt: the pool of its advert), job and price must match → else reject RECEIPT_OFFER_MISMATCH
  *               cited job held: its signer must be the receipt's buyer → else reject RECEIPT_JOB_MISMATCH
  *               referents not held → accepted (evidence links are checked again by reputation)
  *   acceptance  cited receipt held: signer must be its buyer → else reject ACCEPTANCE_NOT_BUYER
@@ -27,6 +27,7 @@ import type { TopicKind } from '../net/topics.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
+import { receiptProviderFor } from '../pools/chain.js';
 
 export const HOOK_ERR = {
   OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
@@ -95,7 +96,13 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
     receipt: async (rec) => {
       const r = (rec as Opened<Receipt>).record;
       const offer = await l.offer(r.offer);
-      if (offer && (offer.signer !== r.provider || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price))) {
+      // A pooled receipt names the pool of the offer's advert (docs/pools.md); advert not held: only its chain (verified on open) is checked.
+      let provider = offer?.signer;
+      if (offer && r.pool) {
+        const advert = await l.advert(offer.record.advert);
+        provider = advert ? receiptProviderFor(offer.signer, advert) : r.provider;
+      }
+      if (offer && (provider !== r.provider || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price))) {
         throw rejectError(HOOK_ERR.RECEIPT_OFFER_MISMATCH, 'the receipt does not match the offer it cites (provider, job or price)', 'offer');
       }
       const job = await l.job(r.job);

@@ -99,3 +99,23 @@ test('receipt: must match the held offer (provider, job, price) and the held job
   assert.equal(r3.record.buyer, BUYER);
   assert.equal(r3.record.provider, PROVIDER);
 });
+
+test('receipt: a pooled receipt names the pool of the offer’s advert (accepted, also when another member signs it); naming a pool for a plain advert is rejected', async () => {
+  const { proof, pooledAdvert, roster, keyOf, MEMBERS, POOL } = await import('../pools/helpers.js');
+  const r = roster();
+  const [a, b] = [keyOf(MEMBERS[0]!), keyOf(MEMBERS[1]!)];
+  const { p, hold } = setup();
+  const advert = seal(T.advert, pooledAdvert(proof(r, a)), a);
+  const offer = seal(T.offer, { ...records.offer(), advert: advert.address }, a);
+  hold(advert);
+  hold(offer);
+  const pooled = (signer: typeof a) => seal(T.receipt, { ...records.receipt(), offer: offer.address, provider: POOL, pool: proof(r, signer) }, signer);
+  assert.equal(await reason(p, 'receipt', pooled(a).bytes), 'accept:ok');
+  assert.equal(await reason(p, 'receipt', pooled(b).bytes), 'accept:ok', 'the next coordinator closing a job signs for the pool too');
+  const plain = seal(T.advert, records.advert(), a);
+  const offer2 = seal(T.offer, { ...records.offer(), advert: plain.address, durationMs: 2 }, a);
+  hold(plain);
+  hold(offer2);
+  const claimsPool = seal(T.receipt, { ...records.receipt(), offer: offer2.address, provider: POOL, pool: proof(r, a) }, a);
+  assert.equal(await reason(p, 'receipt', claimsPool.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
+});
