@@ -21,13 +21,17 @@
  *                                                            (a buyer publishes the receipt, then the
  *                                                            acceptance: they may be validated out of
  *                                                            order), then ignore ACCEPTANCE_RECEIPT_UNKNOWN
+ *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
+ *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
+ *               (also for the advert an offer carries)
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
-import { receiptProviderFor } from '../pools/chain.js';
+import { receiptProviderFor, RosterView } from '../pools/chain.js';
+import type { C0Error } from '../errors.js';
 
 export const HOOK_ERR = {
   OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
@@ -80,9 +84,21 @@ async function within<R>(find: () => Found<R>, ms: number, every: number): Promi
 
 export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions> = {}): Partial<Record<TopicKind, SemanticHook>> {
   const o = { ...RECORD_HOOK_DEFAULTS, ...options };
+  // Pooled adverts (docs/pools.md): the newest roster seen per pool; an advert proved by an older or expired roster is ignored.
+  const rosters = new RosterView();
+  const currentRoster = (a: Opened<Advert>, now: number) => {
+    if (!a.record.pool) return;
+    try {
+      rosters.check(a.record.pool, a.signer, now);
+    } catch (e) {
+      throw ignoreError((e as C0Error).code ?? 'POOL_ROSTER_INVALID', (e as Error).message, 'pool');
+    }
+  };
   return {
+    advert: (rec, ctx) => currentRoster(rec as Opened<Advert>, ctx.now),
     offer: async (rec, ctx) => {
       const offer = rec as Opened<Offer>;
+      for (const a of ctx.attachments) if (a.type === T.advert) currentRoster(a as Opened<Advert>, ctx.now);
       for (const a of ctx.attachments) {
         if (a.type !== T.advert || a.address !== offer.record.advert || a.signer !== offer.signer) {
           throw rejectError(HOOK_ERR.OFFER_ADVERT_MISMATCH, 'the attached advert is not the one the offer cites, or another provider signed it', 'advert');

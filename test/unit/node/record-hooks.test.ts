@@ -119,3 +119,25 @@ test('receipt: a pooled receipt names the pool of the offer’s advert (accepted
   const claimsPool = seal(T.receipt, { ...records.receipt(), offer: offer2.address, provider: POOL, pool: proof(r, a) }, a);
   assert.equal(await reason(p, 'receipt', claimsPool.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
 });
+
+test('advert: a pooled advert proved by an older roster than one seen for its pool is ignored (POOL_ROSTER_STALE), also attached to an offer', async () => {
+  const { proof, pooledAdvert, roster, keyOf, MEMBERS } = await import('../pools/helpers.js');
+  const { p } = setup();
+  const r1 = roster({ seq: 1 });
+  const r2 = roster({ seq: 2, members: MEMBERS.slice(0, 2).map((did) => ({ did })) });
+  const dropped = keyOf(MEMBERS[2]!);
+  const kept = keyOf(MEMBERS[0]!);
+  const a1 = seal(T.advert, pooledAdvert(proof(r1, dropped)), dropped);
+  assert.equal(await reason2(p, 'advert', a1.bytes), 'accept:ok');
+  assert.equal(await reason2(p, 'advert', seal(T.advert, pooledAdvert(proof(r2, kept)), kept).bytes), 'accept:ok');
+  // The member the new roster dropped keeps signing with the old one: no longer taken.
+  const a1b = seal(T.advert, { ...pooledAdvert(proof(r1, dropped)), seq: 2 }, dropped);
+  assert.equal(await reason2(p, 'advert', a1b.bytes), 'ignore:POOL_ROSTER_STALE');
+  const offer = seal(T.offer, { ...records.offer(), advert: a1b.address }, dropped);
+  assert.equal(await reason(p, 'offer', encodeMessage(offer.bytes, [a1b.bytes])), 'ignore:POOL_ROSTER_STALE');
+});
+
+const reason2 = async (p: RecordPipeline, kind: 'advert', data: Uint8Array) => {
+  const o = await p.validate(kind, data, 'peer', 'gossip');
+  return `${o.verdict}:${o.reason}`;
+};
