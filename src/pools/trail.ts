@@ -63,11 +63,15 @@ export class DispatchTrail {
     return { entry, fresh: true };
   }
 
-  /** Close every open entry of `job` with its receipt (and settlement, when completed); closed entries keep their outcome. */
-  async close(job: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
+  /**
+   * Close the open entry of `job` made by `coordinator` (every open entry of the job when
+   * undefined) with its receipt (and settlement, when completed); closed entries keep their outcome.
+   */
+  async close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
     const ops = [];
     for (const { key, entry } of await this.entries(job)) {
       if (entry.state !== 'dispatched') continue;
+      if (coordinator !== undefined && key !== DispatchTrail.key(job, coordinator)) continue;
       ops.push({ type: 'put' as const, key, value: enc({ ...entry, state, receipt, ...(settlement ? { settlement } : {}) }) });
     }
     if (ops.length) await this.db.batch(ops, { sync: true } as never);

@@ -52,6 +52,11 @@ before(async () => {
       const j = await c0mpute(d.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(d.dir, 'membership.cose')]);
       assert.equal(j.code, 0, j.err);
     }
+    // A node the roster does not list cannot join (POOL_NOT_MEMBER, no file written).
+    const outsider = c.dataDir('outsider');
+    const refused = await c0mpute(outsider.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(outsider.dir, 'membership.cose')]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.err + refused.out, /POOL_NOT_MEMBER/);
     const m1 = await c.start('m1', memberConfig(0, []));
     const m2 = await c.start('m2', memberConfig(1, [bootstrapAddr(m1)]));
     const m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m1), bootstrapAddr(m2)]));
@@ -84,6 +89,12 @@ test('a job through the pool: the hash picks the member, the receipt is the pool
   });
   const earned = v[0]!.members.reduce((s, m) => s.add(m.earned.USD ?? '0'), new Decimal(0));
   assert.ok(earned.eq(receipt.record.price.amount), `${earned.toFixed()} ≠ ${receipt.record.price.amount}`);
+  // The operator's view through the CLI.
+  const st = await c0mpute(members[0]!.dir, ['pool-provider', 'status', '--json']);
+  assert.equal(st.code, 0, st.err);
+  const s = JSON.parse(st.out) as PoolView & { nextCoordinator?: string };
+  assert.equal(s.pool, pool);
+  assert.ok(s.coordinator && s.nextCoordinator);
 });
 
 test('whitespace output: a failed receipt (POOL_OUTPUT_EMPTY), no settlement', async () => {

@@ -12,7 +12,7 @@
  *   {op:'ping'}                                  → {ok:'yes'}
  *   {op:'trail', dispatch, job, offer}           → {ok:'yes'}   (a dispatch to keep)
  *   {op:'run', dispatch, job, offer, input}      → {ok:'yes', output} | {code, message}
- *   {op:'closed', job, receipt, settlement?}     → {ok:'yes'}   (the job's outcome)
+ *   {op:'closed', job, coordinator, receipt, settlement?} → {ok:'yes'}   (the outcome of that coordinator's dispatch)
  *   {op:'status', job}                           → {state, receipt?}
  */
 import { Counter, type Registry } from 'prom-client';
@@ -193,7 +193,7 @@ export class PoolMember {
       if (m === this.d.did) continue;
       const r = await this.d.call(m, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
       if (r?.receipt && (r.state === 'completed' || r.state === 'failed')) {
-        await this.d.trail.close(job, r.state, r.receipt);
+        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt);
         return;
       }
     }
@@ -213,11 +213,11 @@ export class PoolMember {
       ),
       this.d.signer,
     );
-    await this.d.trail.close(job, 'failed', receipt.bytes);
+    await this.d.trail.close(job, d.signer, 'failed', receipt.bytes);
     this.#m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
     this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});
-    await this.#broadcast({ op: 'closed', job, receipt: receipt.bytes });
+    await this.#broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes });
   }
 
   async #broadcast(frame: Record<string, CborValue>): Promise<void> {
@@ -326,7 +326,7 @@ export class PoolMember {
 
   /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
   async closed(r: Opened<Receipt>): Promise<void> {
-    const entry = await this.d.trail.get(r.record.job);
+    const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
     if (!entry) return;
     let settlement: Uint8Array | undefined;
     if (r.record.status === 'completed') {
@@ -334,8 +334,8 @@ export class PoolMember {
       const parts = splitPrice(price, this.d.roster.record.members);
       settlement = seal(T.poolSettlement, { pool: this.pool, roster: this.d.roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
     }
-    await this.d.trail.close(r.record.job, r.record.status, r.bytes, settlement);
-    await this.#broadcast({ op: 'closed', job: r.record.job, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+    await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
+    await this.#broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
   }
 
   // ---- serving other members -----------------------------------------------
@@ -367,7 +367,8 @@ export class PoolMember {
           if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
           const r = open(f.receipt, T.receipt);
           if (r.record.job !== f.job || r.record.provider !== this.pool) throw new C0Error('POOL_BAD_REQUEST', 'closed: the receipt is not this pool’s for this job');
-          if (await this.d.trail.get(f.job)) await this.d.trail.close(f.job, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
+          const by = typeof f.coordinator === 'string' ? f.coordinator : undefined;
+          if (await this.d.trail.get(f.job)) await this.d.trail.close(f.job, by, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
           return { ok: 'yes' };
         }
         case 'status': {

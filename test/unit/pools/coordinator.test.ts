@@ -173,19 +173,35 @@ describe('pool coordinator and members (in process, real stores)', () => {
     const w = await world('race');
     const [a, b] = [MEMBERS[0]!, MEMBERS[1]!];
     const { job: j, input } = job();
-    const [ra, rb] = await Promise.allSettled([w.members.get(a)!.run(j, offer(j, a), ctx(input)), w.members.get(b)!.run(j, offer(j, b), ctx(input))]);
+    const [oa, ob] = [offer(j, a), offer(j, b)];
+    const [ra, rb] = await Promise.allSettled([w.members.get(a)!.run(j, oa, ctx(input)), w.members.get(b)!.run(j, ob, ctx(input))]);
     const chosen = selectMember(j.address, MEMBERS);
     assert.equal(w.runs.get(chosen), 1, 'ran once');
     assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 1);
     const outcomes = [ra, rb].map((x) => (x.status === 'fulfilled' ? 'ok' : (x.reason as C0Error).code)).sort();
     assert.deepEqual(outcomes, ['POOL_ALREADY_RUN', 'ok']);
+    // Each coordinator closes its own dispatch: the refused one fails, the one that ran settles.
+    const [wa, wb] = ra.status === 'fulfilled' ? [a, b] : [b, a];
+    const [wo, lo] = ra.status === 'fulfilled' ? [oa, ob] : [ob, oa];
+    const out = ra.status === 'fulfilled' ? ra.value : (rb as PromiseFulfilledResult<Uint8Array>).value;
+    await finish(w.members.get(wb)!, j, lo, wb, Promise.reject(new C0Error('POOL_ALREADY_RUN', 'refused')));
+    await finish(w.members.get(wa)!, j, wo, wa, Promise.resolve(out));
+    for (const m of w.members.values()) {
+      const st = (await m.status()) as { members: Array<{ earned: Record<string, string> }> };
+      const sum = st.members.reduce((s2, x) => s2 + Number(x.earned.USD ?? '0'), 0);
+      assert.ok(Math.abs(sum - 0.009) < 1e-12, `settled on every member (${sum})`);
+    }
   });
 
   test('a coordinator that crashes after the dispatch, before the call: the job is failed from the trail, on restart and by the next coordinator', async () => {
     const w = await world('crash');
     const a = MEMBERS[0]!;
     w.crashOnRun.add(a);
-    const { job: j, input } = job();
+    // A job whose member is another one (the crash is between the dispatch and the call to it).
+    let jj;
+    do jj = job();
+    while (selectMember(jj.job.address, MEMBERS) === a);
+    const { job: j, input } = jj;
     assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
     // (The provider would now sign the failed receipt; a crash means it never did.) Nothing ran.
     assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 0);
