@@ -85,6 +85,8 @@ export class PoolMember {
   #timer: NodeJS.Timeout | undefined;
   #elected: { epoch: number; who: string | undefined } | undefined;
   #stopped = false;
+  /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
+  #ready = false;
   #m: { dispatches: Counter; refusals: Counter; outcomes: Counter; epochs: Counter } | undefined;
 
   constructor(private d: PoolMemberDeps) {
@@ -123,6 +125,7 @@ export class PoolMember {
 
   async start(): Promise<void> {
     await this.#pingAll();
+    this.#ready = true;
     await this.tick();
     const loop = () => {
       if (this.#stopped) return;
@@ -247,7 +250,7 @@ export class PoolMember {
 
   /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
   mayQuote(job: Opened<Job>): boolean {
-    if (this.elected().coordinator !== this.d.did) return false;
+    if (!this.#ready || this.elected().coordinator !== this.d.did) return false;
     try {
       admit(job.record, job.record.maxPrice, this.d.options);
     } catch (e) {
