@@ -59,8 +59,13 @@ setPoolProofCheck((proof, signer) => verifyPoolProof(proof, signer).pool);
 
 /** The provider a market entry stands for: the pool's DID for a pooled advert or receipt, else the signer. */
 export function providerOf(rec: Opened<{ pool?: PoolProof }>): string {
-  return rec.record.pool ? verifyPoolProof(rec.record.pool, rec.signer).pool : rec.signer;
+  if (!rec.record.pool) return rec.signer;
+  let p = poolOf.get(rec);
+  if (p === undefined) poolOf.set(rec, (p = verifyPoolProof(rec.record.pool, rec.signer).pool));
+  return p;
 }
+/** The pool of an opened pooled record (verified once per object: scoring asks for it on every decision). */
+const poolOf = new WeakMap<object, string>();
 
 /**
  * The `provider` a receipt from the signer of `advert` must name: the pool's DID

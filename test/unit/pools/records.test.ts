@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { open, seal } from '../../../src/records/envelope.js';
 import { T, type Receipt } from '../../../src/records/kinds.js';
 import { providerOf, RosterView, verifyPoolProof } from '../../../src/pools/chain.js';
-import { assertCode, addr, NOW, records, provider, PROVIDER } from '../records/fixtures.js';
+import { assertCode, addr, NOW, records, provider, PROVIDER, buyer as buyerKey } from '../records/fixtures.js';
 import { POOL, MEMBERS, keyOf, outsider, poolKey, roster, proof, pooledAdvert, membership, didOf } from './helpers.js';
 
 describe('pool chain', () => {
@@ -92,5 +92,17 @@ describe('pool chain', () => {
     const s = { pool: POOL, roster: addr('a'), job: addr('b'), receipt: addr('d'), price: { amount: '1', currency: 'USD' }, parts: MEMBERS.map((member, i) => ({ member, weight: 1, amount: ['0.333334', '0.333333', '0.333333'][i]! })), signedAt: NOW };
     assert.ok(seal(T.poolSettlement, s, m));
     assertCode(() => seal(T.poolSettlement, { ...s, parts: s.parts.map((p) => ({ ...p, amount: '0.333333' })) }, m), 'POOL_SETTLEMENT_SUM');
+  });
+
+  test('selection scores a member’s offer by the pool’s reputation (one reputation for the pool)', async () => {
+    const { select } = await import('../../../src/market/select.js');
+    const r = roster();
+    const m = keyOf(MEMBERS[0]!);
+    const advert = seal(T.advert, { ...pooledAdvert(proof(r, m)), workloads: ['infer.llm'] }, m);
+    const job = seal(T.job, { ...records.job(), requirements: {} }, buyerKey);
+    const offer = seal(T.offer, { ...records.offer(), job: job.address, advert: advert.address }, m);
+    const rep = { scoreOf: (did: string) => (did === POOL ? 0.9 : 0.1) };
+    const res = select({ job, adverts: [advert], offers: [offer], policy: 'balanced', reputation: rep, now: NOW + 1, skewMs: 30_000 });
+    assert.ok('winner' in res && res.ranked[0]!.scores.reputation === 0.9, JSON.stringify(res, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 400));
   });
 });
