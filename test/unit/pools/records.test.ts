@@ -105,4 +105,17 @@ describe('pool chain', () => {
     const res = select({ job, adverts: [advert], offers: [offer], policy: 'balanced', reputation: rep, now: NOW + 1, skewMs: 30_000 });
     assert.ok('winner' in res && res.ranked[0]!.scores.reputation === 0.9, JSON.stringify(res, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 400));
   });
+
+  test('the market explanation counts a pool once: the member that quoted, else the first in DID order', async () => {
+    const { explainMarket } = await import('../../../src/market/explain.js');
+    const r = roster();
+    const adverts = MEMBERS.map((d) => seal(T.advert, { ...pooledAdvert(proof(r, keyOf(d))), workloads: ['infer.llm'] }, keyOf(d)));
+    const solo = seal(T.advert, { ...records.advert(), workloads: ['infer.llm'], prices: undefined }, provider);
+    const job = seal(T.job, { ...records.job(), requirements: {} }, buyerKey);
+    const providersIn = (offers: ReturnType<typeof seal>[]) =>
+      explainMarket({ job, adverts: [...adverts, solo], offers: offers as never, now: NOW + 1, skewMs: 30_000 }).providers.map((v) => v.provider).sort();
+    assert.deepEqual(providersIn([]), [MEMBERS[0]!, PROVIDER].sort());
+    const offer = seal(T.offer, { ...records.offer(), job: job.address, advert: adverts[2]!.address }, keyOf(MEMBERS[2]!));
+    assert.deepEqual(providersIn([offer]), [MEMBERS[2]!, PROVIDER].sort());
+  });
 });
