@@ -8,12 +8,7 @@
  * empty output, settles completed jobs, and closes the dispatch trail a crashed
  * coordinator left. As a member it runs a job at most once, whoever asks.
  *
- * The protocol (one request frame, one answer; only roster members may call):
- *   {op:'ping'}                                  → {ok:'yes'}
- *   {op:'trail', dispatch, job, offer}           → {ok:'yes'}   (a dispatch to keep)
- *   {op:'run', dispatch, job, offer, input}      → {ok:'yes', output} | {code, message}
- *   {op:'closed', job, coordinator, receipt, settlement?} → {ok:'yes'}   (the outcome of that coordinator's dispatch)
- *   {op:'status', job}                           → {state, receipt?}
+ * The members talk on `/c0mpute/pool/1` (protocol.ts); per-member figures: status.ts.
  */
 import { Counter, type Registry } from 'prom-client';
 import { C0Error } from '../../errors.js';
@@ -33,8 +28,11 @@ import { verifyPoolProof } from '../../pools/chain.js';
 import { receiptFor } from '../provider/provider.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { ProviderPoolHooks } from './hooks.js';
+import { tallyTrail } from './status.js';
+import { checkDispatch, type PoolReply } from './protocol.js';
 
-export const POOL_PROTOCOL = '/c0mpute/pool/1';
+export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
+
 
 export interface PoolMemberOptions extends PoolGates {
   /** Longest a coordinator waits for a member's answer (besides the job's own timeout), ms. */
@@ -45,14 +43,6 @@ export interface PoolMemberOptions extends PoolGates {
 
 export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000 };
 
-export interface PoolReply {
-  ok?: 'yes';
-  output?: Uint8Array;
-  code?: string;
-  message?: string;
-  state?: string;
-  receipt?: Uint8Array;
-}
 
 export interface PoolMemberDeps {
   did: string;
@@ -353,12 +343,12 @@ export class PoolMember {
         case 'ping':
           return { ok: 'yes' };
         case 'trail': {
-          const { dispatch, job, offer } = this.#checkDispatch(f, from);
+          const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
           await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
           return { ok: 'yes' };
         }
         case 'run': {
-          const { dispatch, job } = this.#checkDispatch(f, from);
+          const { dispatch, job } = checkDispatch(f, from, this.pool, this.members);
           if (dispatch.record.member !== this.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
           const input = f.input;
           if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
@@ -390,41 +380,12 @@ export class PoolMember {
     }
   }
 
-  #checkDispatch(f: Record<string, unknown>, from: string): { dispatch: Opened<PoolDispatch>; job: Opened<Job>; offer: Opened<Offer> } {
-    if (!(f.dispatch instanceof Uint8Array) || !(f.job instanceof Uint8Array) || !(f.offer instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'dispatch, job and offer envelopes required');
-    const dispatch = open(f.dispatch, T.poolDispatch);
-    const job = open(f.job, T.job);
-    const offer = open(f.offer, T.offer);
-    if (dispatch.signer !== from) throw new C0Error('POOL_DISPATCH_NOT_CALLERS', 'the dispatch was signed by another member');
-    if (dispatch.record.pool !== this.pool || !this.members.includes(dispatch.signer)) throw new C0Error('POOL_NOT_MEMBER', 'the dispatch is not by a member of this pool');
-    if (dispatch.record.job !== job.address || dispatch.record.offer !== offer.address || offer.record.job !== job.address) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch, job and offer do not link');
-    return { dispatch, job, offer };
-  }
-
   /** Operator's view (`c0mpute pool-provider status`): election, liveness, per-member jobs and earnings. */
   async status(): Promise<Record<string, unknown>> {
     const now = this.d.clock();
     const e = this.elected(now);
     const next = coordinatorRanking(this.pool, e.epoch + 1, this.live(now))[0];
-    const per = new Map<string, { dispatched: number; completed: number; failed: number; earned: Map<string, string> }>();
-    for (const m of this.members) per.set(m, { dispatched: 0, completed: 0, failed: 0, earned: new Map() });
-    const { Decimal } = await import('decimal.js');
-    for (const { entry } of await this.d.trail.all()) {
-      const d = open(entry.dispatch, T.poolDispatch);
-      const p = per.get(d.record.member);
-      if (p) {
-        p.dispatched++;
-        if (entry.state === 'completed') p.completed++;
-        if (entry.state === 'failed') p.failed++;
-      }
-      if (entry.settlement) {
-        const s = open(entry.settlement, T.poolSettlement);
-        for (const part of s.record.parts) {
-          const q = per.get(part.member);
-          if (q) q.earned.set(s.record.price.currency, new Decimal(q.earned.get(s.record.price.currency) ?? '0').add(part.amount).toFixed());
-        }
-      }
-    }
+    const per = tallyTrail(await this.d.trail.all(), this.members);
     return {
       pool: this.pool,
       roster: { address: this.d.roster.address, seq: this.d.roster.record.seq, epochMs: this.d.roster.record.epochMs },
@@ -434,7 +395,7 @@ export class PoolMember {
       nextCoordinator: next,
       members: this.d.roster.record.members.map((m) => {
         const p = per.get(m.did)!;
-        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: Object.fromEntries(p.earned) };
+        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
   }
