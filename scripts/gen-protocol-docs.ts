@@ -46,20 +46,43 @@ const RULES: Record<string, string[]> = {
     'It links, from the record alone (on gossip, rejected otherwise; the evidence store refuses it too): every `proof` envelope opens (`NONDELIVERY_PROOF_INVALID`); the job is the one cited (`NONDELIVERY_JOB_MISMATCH`) and signed by this record’s signer (`NONDELIVERY_NOT_BUYER`); the selection is the one cited, for that job, on the signer’s behalf, its winner the cited offer and naming `provider` with it (`NONDELIVERY_SELECTION_MISMATCH`), decided no later than `signedAt` (`NONDELIVERY_BEFORE_SELECTION`); the offer is the one cited, signed by `provider`, for that job (`NONDELIVERY_OFFER_MISMATCH`).',
     'Counts against the provider in reputation by the weight of its signer (docs/market.md “Reputation and its threat model”); one per (buyer, provider, job).',
   ],
+  'c0mpute.pool-roster/1': [
+    '`expiresAt` > `issuedAt` (`POOL_ROSTER_LIFETIME_INVALID`), lifetime ≤ 90 days (`POOL_ROSTER_LIFETIME_TOO_LONG`); the pool’s key is not a member (`POOL_ROSTER_SELF_MEMBER`).',
+    'The signer’s DID is the pool’s DID. A higher `seq` replaces; a verifier that has seen a higher seq refuses records proved by an older roster (`POOL_ROSTER_STALE`), and an expired roster proves nothing (`POOL_ROSTER_EXPIRED`) (docs/pools.md).',
+  ],
+  'c0mpute.pool-membership/1': [
+    '`pool` ≠ signer (`POOL_MEMBERSHIP_SELF`). A member countersigns its own place on one roster (`roster` and `seq`); `left` withdraws it.',
+  ],
+  'c0mpute.pool-dispatch/1': [
+    '`coordinator` = signer (`POOL_DISPATCH_SIGNER_NOT_COORDINATOR`). Made durable and published by the coordinator before the input goes to `member`; a member runs a job at most once (`POOL_ALREADY_RUN`) (docs/pools.md).',
+  ],
+  'c0mpute.pool-settlement/1': [
+    'The `parts` sum exactly to `price` (`POOL_SETTLEMENT_SUM`); the split rule (precision and remainders) is in docs/pools.md “Settlement”. Only for a `completed` receipt.',
+  ],
 };
 
+/** The pool proof an advert or receipt may carry (docs/pools.md): the rules every verifier applies. */
+RULES['c0mpute.advert/1']!.push(
+  'With `pool`, the signer is a pool member signing for its pool: `pool.roster` opens as a `c0mpute.pool-roster/1` (`POOL_ROSTER_INVALID`), `pool.membership` opens (`POOL_MEMBERSHIP_INVALID`), is the signer’s own (`POOL_MEMBERSHIP_NOT_SIGNER`), countersigns that roster of that pool (`POOL_MEMBERSHIP_WRONG_ROSTER`) with status `member` (`POOL_MEMBER_LEFT`), and the roster lists the signer (`POOL_NOT_MEMBER`). The market treats the pool’s DID as the provider.',
+);
+RULES['c0mpute.receipt/1']!.push('With `pool` (the same chain checks as an advert’s), `provider` is the pool’s DID (`RECEIPT_POOL_NOT_PROVIDER`) and the signer any member of it.');
+
 const SIGNERS: Record<string, string> = {
-  'c0mpute.advert/1': 'provider',
+  'c0mpute.advert/1': 'provider (or a pool member for its pool)',
   'c0mpute.job/1': 'buyer',
   'c0mpute.offer/1': 'provider',
   'c0mpute.selection/1': 'decider (buyer, delegated gateway, or steward)',
-  'c0mpute.receipt/1': 'provider',
+  'c0mpute.receipt/1': 'provider (or a pool member for its pool)',
   'c0mpute.acceptance/1': 'buyer',
   'c0mpute.presence/1': 'provider',
   'c0mpute.claim/1': 'provider (the claimant)',
   'c0mpute.claim-refusal/1': 'buyer (the job’s signer)',
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
+  'c0mpute.pool-roster/1': 'the pool’s own key (it signs rosters only)',
+  'c0mpute.pool-membership/1': 'the member',
+  'c0mpute.pool-dispatch/1': 'the elected coordinator (a member)',
+  'c0mpute.pool-settlement/1': 'the coordinator that closed the job (a member)',
 };
 
 export function render(root: string): string {

@@ -15,6 +15,7 @@ import type { BenchResult } from './lib.js';
 const suites: Record<string, () => Promise<BenchResult>> = {
   records: async () => (await import('./records.js')).run(),
   pool: async () => (await import('./pool.js')).run(),
+  pools: async () => (await import('./pools.js')).run(),
   market: async () => (await import('./market.js')).run(),
   matching: async () => {
     const a = await (await import('./matching-probe.js')).run();

@@ -3,6 +3,7 @@
  * requirements bind, said in one sentence, with what relaxing each binding
  * constraint would gain. Pure; `now` is injected; providers in DID order.
  */
+import { providerOf } from '../pools/chain.js';
 import type { Advert, Job, Offer } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
@@ -78,7 +79,25 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     providers.push(o.signer);
     quoted.add(o.signer);
   }
-  for (const p of index.latest.keys()) if (!quoted.has(p)) providers.push(p);
+  // A pool is one provider (docs/pools.md): members' pooled adverts count once — as the member that
+  // quoted, or else the member first in DID order.
+  const pools = new Set<string>();
+  for (const o of cands) {
+    const a = index.latest.get(o.signer);
+    if (a?.record.pool) pools.add(providerOf(a));
+  }
+  const poolPick = new Map<string, string>();
+  for (const [p, a] of index.latest) {
+    if (quoted.has(p)) continue;
+    if (!a.record.pool) {
+      providers.push(p);
+      continue;
+    }
+    const pool = providerOf(a);
+    const cur = poolPick.get(pool);
+    if (!pools.has(pool) && (cur === undefined || p < cur)) poolPick.set(pool, p);
+  }
+  for (const p of poolPick.values()) providers.push(p);
   const out: ProviderVerdict[] = [];
   for (const i of nameOrder(providers)) {
     const p = providers[i]!;

@@ -25,6 +25,7 @@ import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { AdvertIndex, evaluate, prepareJob, quickEligible, type Failure } from './eligibility.js';
 import { explainVerdicts, judgeAll, verdictOf, type MarketExplanation, type ProviderVerdict } from './explain.js';
+import { providerOf } from '../pools/chain.js';
 import { NO_REPUTATION, TRUST_SCORE, WEIGHTS, checkPolicy, parsePolicy, ratioScore, type Dimension, type ReputationView, type Weights } from './policy.js';
 import { priceForScoring } from './scoring.js';
 import { nameOrder, rankOrder } from './rank-order.js';
@@ -153,7 +154,8 @@ export function select(input: SelectInput): SelectResult {
   }
   // Reputation in a loop of its own: a lookup per provider is bound by memory latency, and a tight
   // loop lets the processor overlap the lookups (measured at 100k offers: a fifth off the gate pass).
-  for (let i = 0; i < n; i++) reputation[i] = clamp01(rep.scoreOf(dids[i]!));
+  // A pool member's offer is scored by the pool's reputation (docs/pools.md): the provider its advert stands for.
+  for (let i = 0; i < n; i++) reputation[i] = clamp01(rep.scoreOf(eAdverts[i]!.record.pool ? providerOf(eAdverts[i]!) : dids[i]!));
   // DID order (a string sort of every ineligible provider would cost more than the whole ranking)
   const ineligible: ProviderVerdict[] = [];
   for (const i of nameOrder(failedDids)) ineligible.push(failed[i]!);

@@ -172,6 +172,28 @@ export const configSchema = z
       })
       .strict()
       .optional(),
+    /** Pooled provider (docs/pools.md): this provider is a member of a pool and signs for it. */
+    pool: z
+      .object({
+        /** The pool's roster envelope (written by `c0mpute pool-provider roster`). */
+        roster: z.string().min(1),
+        /** This member's countersignature of that roster (written by `c0mpute pool-provider join`). */
+        membership: z.string().min(1),
+        /** Admission gate: refuse jobs paying less (absent: no price gate). */
+        minPrice: money.optional(),
+        /** Admission gate: refuse inputs larger than this, bytes. */
+        maxInputBytes: z.number().int().positive().max(3 * 1024 * 1024).default(512 * 1024),
+        /** Admission gate: the params key holding the workload's size (like max_tokens) … */
+        sizeParam: z.string().min(1).max(64).default('maxTokens'),
+        /** … and its largest admitted value. */
+        maxSizeParam: z.number().int().nonnegative().default(8192),
+        /** Longest the coordinator waits for a member, ms (besides the job's own timeout). */
+        memberTimeoutMs: z.number().int().positive().default(30_000),
+        /** Ping the other members this often, ms; unheard for 3× this = not live. */
+        livenessMs: z.number().int().min(100).default(2000),
+      })
+      .strict()
+      .optional(),
     steward: z
       .object({
         /** The entitlement tree: YAML with `entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight, limit_uj?, priority}]`. */

@@ -65,6 +65,16 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       },
     },
     { method: 'POST', path: '/v1/batch/plan', handler: async ({ body, query }) => batchPlan(ov(d, query), body) },
+    // A pool member's view (docs/pools.md "Operating a pool"): election, liveness, jobs and earnings per member.
+    {
+      method: 'GET',
+      path: '/v1/pool',
+      handler: async ({ query }) => {
+        const o = ov(d, query);
+        if (!o.poolMember) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a pool member on overlay ${o.name}`);
+        return o.poolMember.status();
+      },
+    },
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
   const hosts = d.opts.config.api.hosts;

@@ -43,6 +43,9 @@ import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
 import { presenceHook, providerPresence } from './presence-wiring.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
+import { startPoolMember } from '../roles/pool-member/wiring.js';
+import type { PoolMember } from '../roles/pool-member/member.js';
+import { createExecutor } from '../roles/provider/executors.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -68,6 +71,8 @@ export class OverlayNode {
   records!: RecordStore;
   market!: MarketService;
   provider: Provider | undefined;
+  /** This provider's pool membership (docs/pools.md), when the config has a `pool` section. */
+  poolMember: PoolMember | undefined;
   buyer: Buyer | undefined;
   /** Further roles by name (steward, witness), set up by their modules. */
   readonly extra = new Map<string, OverlayRole>();
@@ -233,6 +238,7 @@ export class OverlayNode {
 
     await this.net.start();
     if (this.provider) await this.provider.start();
+    await this.poolMember?.start();
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
   }
@@ -279,7 +285,19 @@ export class OverlayNode {
     const runs = this.sub('provider-runs');
     const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: this.registry });
     for (const r of this.market.evidence.receipts.values()) if (r.signer === this.did) quoteBudget.markKnownBuyer(r.record.buyer);
+    if (config.pool) {
+      this.poolMember = await startPoolMember({
+        config: config.pool, did: this.did, signer: identity.signer, clock: this.clock, log: this.log.child({ role: 'pool', overlay: this.name }), sub: (n) => this.sub(n), registry: this.registry,
+        executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor) : undefined), maxOutputBytes: pc.maxOutputBytes, net: this.net as never,
+        publishReceipt: async (r) => {
+          await this.market.addEvidence(r);
+          await this.net.publish('receipt', r.bytes).catch(() => undefined);
+        },
+      });
+      this.#stops.push(async () => this.poolMember?.stop());
+    }
     this.provider = new Provider({
+      ...(this.poolMember ? { pool: this.poolMember.hooks() } : {}),
       quoteBudget,
       signer: identity.signer,
       did: this.did,

@@ -13,7 +13,7 @@
  *               cited advert held and signed by another provider  → reject OFFER_FOREIGN_ADVERT
  *               cited advert not held and not attached            → ignore OFFER_UNKNOWN_ADVERT
  *   receipt     (signer = provider named: the kind's own rule, on open)
- *               cited offer held: its signer, job and price must match → else reject RECEIPT_OFFER_MISMATCH
+ *               cited offer held: its signer (a pooled receipt: the pool of its advert), job and price must match → else reject RECEIPT_OFFER_MISMATCH
  *               cited job held: its signer must be the receipt's buyer → else reject RECEIPT_JOB_MISMATCH
  *               referents not held → accepted (evidence links are checked again by reputation)
  *   acceptance  cited receipt held: signer must be its buyer → else reject ACCEPTANCE_NOT_BUYER
@@ -21,12 +21,17 @@
  *                                                            (a buyer publishes the receipt, then the
  *                                                            acceptance: they may be validated out of
  *                                                            order), then ignore ACCEPTANCE_RECEIPT_UNKNOWN
+ *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
+ *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
+ *               (also for the advert an offer carries)
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
+import { receiptProviderFor, RosterView } from '../pools/chain.js';
+import type { C0Error } from '../errors.js';
 
 export const HOOK_ERR = {
   OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
@@ -79,9 +84,21 @@ async function within<R>(find: () => Found<R>, ms: number, every: number): Promi
 
 export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions> = {}): Partial<Record<TopicKind, SemanticHook>> {
   const o = { ...RECORD_HOOK_DEFAULTS, ...options };
+  // Pooled adverts (docs/pools.md): the newest roster seen per pool; an advert proved by an older or expired roster is ignored.
+  const rosters = new RosterView();
+  const currentRoster = (a: Opened<Advert>, now: number) => {
+    if (!a.record.pool) return;
+    try {
+      rosters.check(a.record.pool, a.signer, now);
+    } catch (e) {
+      throw ignoreError((e as C0Error).code ?? 'POOL_ROSTER_INVALID', (e as Error).message, 'pool');
+    }
+  };
   return {
+    advert: (rec, ctx) => currentRoster(rec as Opened<Advert>, ctx.now),
     offer: async (rec, ctx) => {
       const offer = rec as Opened<Offer>;
+      for (const a of ctx.attachments) if (a.type === T.advert) currentRoster(a as Opened<Advert>, ctx.now);
       for (const a of ctx.attachments) {
         if (a.type !== T.advert || a.address !== offer.record.advert || a.signer !== offer.signer) {
           throw rejectError(HOOK_ERR.OFFER_ADVERT_MISMATCH, 'the attached advert is not the one the offer cites, or another provider signed it', 'advert');
@@ -95,7 +112,13 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
     receipt: async (rec) => {
       const r = (rec as Opened<Receipt>).record;
       const offer = await l.offer(r.offer);
-      if (offer && (offer.signer !== r.provider || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price))) {
+      // A pooled receipt names the pool of the offer's advert (docs/pools.md); advert not held: only its chain (verified on open) is checked.
+      let provider = offer?.signer;
+      if (offer && r.pool) {
+        const advert = await l.advert(offer.record.advert);
+        provider = advert ? receiptProviderFor(offer.signer, advert) : r.provider;
+      }
+      if (offer && (provider !== r.provider || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price))) {
         throw rejectError(HOOK_ERR.RECEIPT_OFFER_MISMATCH, 'the receipt does not match the offer it cites (provider, job or price)', 'offer');
       }
       const job = await l.job(r.job);

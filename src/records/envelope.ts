@@ -17,6 +17,8 @@ import { didFromPublicKey, didKeyBytesUnchecked, parseDid } from './did.js';
 import { precheckVerify, verifyStrict, type Signer } from './ed25519.js';
 import { fromCore, toCore, type Schema } from './schema.js';
 import { SCHEMAS, RULES, type RecordTypes } from './kinds.js';
+// Installs the pool-chain check that pooled adverts and receipts run (src/records/kinds.ts setPoolProofCheck).
+import '../pools/chain.js';
 
 export const ENV_ERR = {
   TOO_LARGE: 'ENVELOPE_TOO_LARGE',

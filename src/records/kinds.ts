@@ -4,7 +4,7 @@
  * freshness takes `now` (see freshness()).
  */
 import { C0Error } from '../errors.js';
-import type { Money } from './money.js';
+import { AMOUNT_RE, amountsSumTo, type Money } from './money.js';
 import type { Schema } from './schema.js';
 
 export const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'] as const;
@@ -79,6 +79,8 @@ export interface Advert {
   hardware: Hardware;
   prices?: PriceEntry[];
   boxKey?: Uint8Array;
+  /** Present when a pool member signs on its pool's behalf (docs/pools.md). */
+  pool?: PoolProof;
 }
 
 export interface Requirements {
@@ -145,6 +147,8 @@ export interface Receipt {
   price: Money;
   energy: Energy;
   failure?: { code: string; message: string };
+  /** Present when a pool member signs on its pool's behalf: then `provider` is the pool's DID (docs/pools.md). */
+  pool?: PoolProof;
 }
 
 export interface Acceptance {
@@ -211,6 +215,75 @@ export interface ClaimRefusal {
   signedAt: number;
 }
 
+// ---- Pooled providers (docs/pools.md) ----
+
+/** The chain a pool member carries in a record it signs for its pool: the pool's roster and its own countersignature. */
+export interface PoolProof {
+  roster: Uint8Array;
+  membership: Uint8Array;
+}
+export interface PoolMember {
+  did: string;
+  hardware: Hardware;
+  weight: number;
+}
+/** The pool's roster, signed by the pool's key (which signs nothing else). */
+export interface PoolRoster {
+  seq: number;
+  issuedAt: number;
+  expiresAt: number;
+  epochMs: number;
+  members: PoolMember[];
+}
+/** A member's countersignature of its place on one roster (or its leaving). */
+export interface PoolMembership {
+  pool: string;
+  roster: string;
+  seq: number;
+  status: 'member' | 'left';
+  signedAt: number;
+}
+/** The coordinator's record that it sent `job` to `member`: durable and published before the input goes out. */
+export interface PoolDispatch {
+  pool: string;
+  roster: string;
+  job: string;
+  offer: string;
+  member: string;
+  coordinator: string;
+  epoch: number;
+  issuedAt: number;
+}
+/** How a completed job's price divides across the members (parts sum exactly to the price). */
+export interface PoolSettlement {
+  pool: string;
+  roster: string;
+  job: string;
+  receipt: string;
+  price: Money;
+  parts: Array<{ member: string; weight: number; amount: string }>;
+  signedAt: number;
+}
+
+export const MAX_POOL_MEMBERS = 64;
+export const MAX_POOL_WEIGHT = 1_000_000;
+export const MAX_ROSTER_LIFETIME_MS = 90 * 24 * 3600_000;
+export const POOL_PROOF_MAX = { roster: 24 * 1024, membership: 1024 } as const;
+
+/**
+ * Verifies a pool proof carried by a record signed by `signer`; returns the pool's DID.
+ * Installed by src/pools/chain.ts (which opens envelopes, so cannot be imported here);
+ * until then a record carrying a proof is refused (fail closed).
+ */
+let poolProofCheck: ((proof: PoolProof, signer: string) => string) | undefined;
+export function setPoolProofCheck(fn: (proof: PoolProof, signer: string) => string): void {
+  poolProofCheck = fn;
+}
+function checkPoolProof(proof: PoolProof, signer: string): string {
+  if (!poolProofCheck) throw new C0Error('POOL_CHAIN_UNAVAILABLE', 'pool: this build cannot verify pool proofs', { field: 'pool' });
+  return poolProofCheck(proof, signer);
+}
+
 export interface Delegation {
   gateway: string;
   scope: { workloads?: string[]; maxPrice?: Money };
@@ -226,6 +299,16 @@ const workload = { t: 'text', re: WORKLOAD_RE, maxLen: 255, doc: 'workload names
 const workloads = (doc: string, min = 1) => ({ t: 'array', of: workload, min, max: 64, order: 'sorted-unique', doc }) as const;
 const features = { t: 'array', of: { t: 'text', re: FEATURE_RE, maxLen: 32, doc: 'feature' }, max: 32, order: 'sorted-unique', optional: true, doc: 'GPU features, e.g. `cuda12`, `fp8`' } as const;
 const dids = (doc: string) => ({ t: 'array', of: { t: 'did', doc: 'DID' }, min: 1, max: MAX_LIST, order: 'sorted-unique', optional: true, doc }) as const;
+
+const poolProof = {
+  t: 'object',
+  optional: true,
+  doc: 'present when a pool member signs for its pool: the pool’s roster envelope and the signer’s membership envelope (docs/pools.md)',
+  fields: {
+    roster: { t: 'bytes', maxLen: POOL_PROOF_MAX.roster, doc: 'the roster envelope (c0mpute.pool-roster/1, signed by the pool)' },
+    membership: { t: 'bytes', maxLen: POOL_PROOF_MAX.membership, doc: 'the signer’s membership envelope (c0mpute.pool-membership/1) of that roster' },
+  },
+} as const;
 
 export const SCHEMAS: Record<string, Schema> = {
   'c0mpute.advert/1': {
@@ -275,6 +358,7 @@ export const SCHEMAS: Record<string, Schema> = {
       },
     },
     boxKey: { t: 'bytes', len: 32, optional: true, doc: 'X25519 public key for sealed inputs' },
+    pool: poolProof,
   },
   'c0mpute.job/1': {
     workload: { ...workload, doc: 'the workload namespace wanted' },
@@ -387,6 +471,7 @@ export const SCHEMAS: Record<string, Schema> = {
       doc: 'why the work failed (only with status failed)',
       fields: { code: { t: 'text', re: /^[A-Z][A-Z0-9_]{0,63}$/, maxLen: 64, doc: 'stable code' }, message: { t: 'text', maxLen: 1024, doc: 'for people' } },
     },
+    pool: poolProof,
   },
   'c0mpute.acceptance/1': {
     receipt: { t: 'addr', doc: 'the receipt countersigned' },
@@ -456,7 +541,8 @@ function rule(cond: boolean, code: string, field: string, msg: string): void {
 }
 
 export const RULES: Record<string, (rec: never, signer: string) => void> = {
-  'c0mpute.advert/1': (a: Advert) => {
+  'c0mpute.advert/1': (a: Advert, signer: string) => {
+    if (a.pool) checkPoolProof(a.pool, signer);
     rule(a.expiresAt > a.issuedAt, 'ADVERT_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
     rule(a.expiresAt - a.issuedAt <= MAX_ADVERT_LIFETIME_MS, 'ADVERT_LIFETIME_TOO_LONG', 'expiresAt', `lifetime over ${MAX_ADVERT_LIFETIME_MS / 3600_000} h`);
     if (a.prices) {
@@ -489,7 +575,8 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     }
   },
   'c0mpute.receipt/1': (r: Receipt, signer: string) => {
-    rule(r.provider === signer, 'RECEIPT_SIGNER_NOT_PROVIDER', 'provider', 'a receipt must be signed by the provider it names');
+    if (r.pool) rule(r.provider === checkPoolProof(r.pool, signer), 'RECEIPT_POOL_NOT_PROVIDER', 'provider', 'a pooled receipt must name the pool its signer’s proof is for');
+    else rule(r.provider === signer, 'RECEIPT_SIGNER_NOT_PROVIDER', 'provider', 'a receipt must be signed by the provider it names');
     rule(r.buyer !== r.provider, 'RECEIPT_BUYER_IS_PROVIDER', 'buyer', 'buyer and provider must differ');
     rule(r.completedAt >= r.startedAt, 'RECEIPT_TIMES_INVALID', 'completedAt', 'must be ≥ startedAt');
     if (r.status === 'completed') {
@@ -519,6 +606,89 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
   },
 };
 
+// Pooled providers (docs/pools.md): their kinds, kept in one block.
+Object.assign(SCHEMAS, {
+  'c0mpute.pool-roster/1': {
+    seq: { t: 'uint', doc: 'sequence number; a higher seq replaces the pool’s roster, an equal or lower one is stale' },
+    issuedAt: { t: 'time', doc: 'when the pool’s key signed it' },
+    expiresAt: { t: 'time', doc: `when it stops being valid; at most ${MAX_ROSTER_LIFETIME_MS / (24 * 3600_000)} days after issuedAt` },
+    epochMs: { t: 'uint', min: 1000, max: 24 * 3600_000, doc: 'length of a coordinator epoch', unit: 'ms' },
+    members: {
+      t: 'array',
+      min: 1,
+      max: MAX_POOL_MEMBERS,
+      order: 'did-order-unique',
+      doc: 'the members, in DID order',
+      of: {
+        t: 'object',
+        doc: 'member',
+        fields: {
+          did: { t: 'did', doc: 'the member’s DID' },
+          hardware: { ...SCHEMAS['c0mpute.advert/1']!.hardware!, doc: 'the member’s hardware' } as Schema[string],
+          weight: { t: 'uint', min: 1, max: MAX_POOL_WEIGHT, doc: 'pay weight' },
+        },
+      },
+    },
+  },
+  'c0mpute.pool-membership/1': {
+    pool: { t: 'did', doc: 'the pool (the roster’s signer)' },
+    roster: { t: 'addr', doc: 'the roster countersigned' },
+    seq: { t: 'uint', doc: 'that roster’s seq' },
+    status: { t: 'enum', values: ['member', 'left'], doc: '`member`: the signer agrees to its place; `left`: it has left (its records for this roster and older are refused)' },
+    signedAt: { t: 'time', doc: 'when the member signed' },
+  },
+  'c0mpute.pool-dispatch/1': {
+    pool: { t: 'did', doc: 'the pool' },
+    roster: { t: 'addr', doc: 'the roster the member was chosen from' },
+    job: { t: 'addr', doc: 'the job' },
+    offer: { t: 'addr', doc: 'the pool’s winning offer' },
+    member: { t: 'did', doc: 'the member chosen (active[u64(keccak256(job)[24..32]) mod n])' },
+    coordinator: { t: 'did', doc: 'the elected coordinator (must be the signer)' },
+    epoch: { t: 'uint', doc: 'the epoch it was elected for (floor(time / epochMs))' },
+    issuedAt: { t: 'time', doc: 'when it was signed (before the input was sent)' },
+  },
+  'c0mpute.pool-settlement/1': {
+    pool: { t: 'did', doc: 'the pool' },
+    roster: { t: 'addr', doc: 'the roster whose weights divide the price' },
+    job: { t: 'addr', doc: 'the job' },
+    receipt: { t: 'addr', doc: 'the completed receipt settled' },
+    price: { t: 'money', doc: 'the price (the receipt’s)' },
+    parts: {
+      t: 'array',
+      min: 1,
+      max: MAX_POOL_MEMBERS,
+      order: 'did-order-unique',
+      doc: 'each member’s part, in DID order',
+      of: {
+        t: 'object',
+        doc: 'part',
+        fields: {
+          member: { t: 'did', doc: 'member' },
+          weight: { t: 'uint', min: 1, max: MAX_POOL_WEIGHT, doc: 'its roster weight' },
+          amount: { t: 'text', re: AMOUNT_RE, maxLen: 64, doc: 'its part of the price, in the price’s currency' },
+        },
+      },
+    },
+    signedAt: { t: 'time', doc: 'when the coordinator signed' },
+  },
+} satisfies Record<string, Schema>);
+Object.assign(RULES, {
+  'c0mpute.pool-roster/1': (r: PoolRoster, signer: string) => {
+    rule(r.expiresAt > r.issuedAt, 'POOL_ROSTER_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
+    rule(r.expiresAt - r.issuedAt <= MAX_ROSTER_LIFETIME_MS, 'POOL_ROSTER_LIFETIME_TOO_LONG', 'expiresAt', 'lifetime over 90 days');
+    rule(!r.members.some((m) => m.did === signer), 'POOL_ROSTER_SELF_MEMBER', 'members', 'the pool’s key is not a member (it signs rosters only)');
+  },
+  'c0mpute.pool-membership/1': (m: PoolMembership, signer: string) => {
+    rule(m.pool !== signer, 'POOL_MEMBERSHIP_SELF', 'pool', 'the pool’s key does not countersign');
+  },
+  'c0mpute.pool-dispatch/1': (d: PoolDispatch, signer: string) => {
+    rule(d.coordinator === signer, 'POOL_DISPATCH_SIGNER_NOT_COORDINATOR', 'coordinator', 'a dispatch is signed by the coordinator it names');
+  },
+  'c0mpute.pool-settlement/1': (s: PoolSettlement) => {
+    rule(amountsSumTo(s.parts.map((p) => p.amount), s.price.amount), 'POOL_SETTLEMENT_SUM', 'parts', 'the parts must sum exactly to the price');
+  },
+});
+
 export interface RecordTypes {
   'c0mpute.advert/1': Advert;
   'c0mpute.job/1': Job;
@@ -531,6 +701,10 @@ export interface RecordTypes {
   'c0mpute.claim-refusal/1': ClaimRefusal;
   'c0mpute.delegation/1': Delegation;
   'c0mpute.nondelivery/1': NonDelivery;
+  'c0mpute.pool-roster/1': PoolRoster;
+  'c0mpute.pool-membership/1': PoolMembership;
+  'c0mpute.pool-dispatch/1': PoolDispatch;
+  'c0mpute.pool-settlement/1': PoolSettlement;
 }
 
 export const T = {
@@ -545,6 +719,10 @@ export const T = {
   claimRefusal: 'c0mpute.claim-refusal/1',
   delegation: 'c0mpute.delegation/1',
   nondelivery: 'c0mpute.nondelivery/1',
+  poolRoster: 'c0mpute.pool-roster/1',
+  poolMembership: 'c0mpute.pool-membership/1',
+  poolDispatch: 'c0mpute.pool-dispatch/1',
+  poolSettlement: 'c0mpute.pool-settlement/1',
 } as const;
 
 /**
@@ -563,6 +741,8 @@ export function validityWindow(type: string, rec: unknown): [number, number] | u
       return [(rec as Delegation).issuedAt, (rec as Delegation).expiresAt];
     case T.job:
       return [(rec as Job).announcedAt, (rec as Job).deadline];
+    case T.poolRoster:
+      return [(rec as PoolRoster).issuedAt, (rec as PoolRoster).expiresAt];
     default:
       return undefined;
   }

@@ -65,3 +65,10 @@ export function scaleAmount(amount: string, factor: string | number): string {
 export function amountToScore(amount: string): number {
   return new D(amount).toNumber();
 }
+
+/** Whether the amounts add up exactly to `total` (decimal arithmetic; pool settlements, docs/pools.md). */
+export function amountsSumTo(parts: string[], total: string): boolean {
+  let sum = new D(0);
+  for (const p of parts) sum = sum.add(new D(p));
+  return sum.eq(new D(total));
+}

@@ -52,7 +52,8 @@ export class EvidenceStore {
     if (!r || typeof r.type !== 'string' || !(r.type in KINDS)) {
       throw new C0Error('REPUTATION_UNSUPPORTED_TYPE', `reputation evidence is a receipt, an acceptance, an offer or a non-delivery, not ${String(r?.type)}`, { field: 'type' });
     }
-    if (r.type === T.receipt && r.signer !== (r.record as Receipt).provider) {
+    // A pooled receipt names the pool; its chain (signer a member of that pool) was verified when it was opened (docs/pools.md).
+    if (r.type === T.receipt && r.signer !== (r.record as Receipt).provider && (r.record as Receipt).pool === undefined) {
       throw new C0Error('REPUTATION_RECEIPT_NOT_PROVIDER', `receipt ${r.address} is signed by ${r.signer}, not by the provider it names (${(r.record as Receipt).provider})`, { field: 'provider' });
     }
     if (r.type === T.nondelivery) linkNonDelivery(r as Opened<NonDelivery>); // NONDELIVERY_* when it does not link

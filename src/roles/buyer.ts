@@ -22,6 +22,7 @@ import { seal as sealBox } from '../crypto/sealed-box.js';
 import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
 import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
+import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 
@@ -346,7 +347,7 @@ export class Buyer {
     const r = receipt.record;
     const links =
       receipt.signer === cand.provider &&
-      r.provider === cand.provider &&
+      r.provider === receiptProviderFor(cand.provider, this.d.adverts(cand.provider)) &&
       r.job === job.address &&
       r.offer === cand.offer.address &&
       r.buyer === this.d.did &&

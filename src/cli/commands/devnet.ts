@@ -10,6 +10,7 @@ import { renderEvent, renderExplanation, shortAddr } from '../render.js';
 import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
 import { runOrdersScenario } from '../../devnet/orders-scenario.js';
+import { runPoolScenario } from '../../devnet/pool-scenario.js';
 import type { WireEvent } from '../../node/events.js';
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
@@ -25,9 +26,11 @@ export function register(program: Command): void {
     .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
     .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
     .option('--orders', 'the matching scenario: presence, a probe, open orders with leases, a designated order, a batch of 120 lines planned and run')
-    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; orders?: boolean }) => {
+    .option('--pool', 'the pooled-provider scenario: a pool of three members beside two providers; member choice, output guard, coordinator killed mid-job (docs/pools.md)')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; orders?: boolean; pool?: boolean }) => {
       if (o.overlay) return overlayScenario(o);
       if (o.orders) return ordersScenario(o);
+      if (o.pool) return poolScenario(o);
       const providers = Number(o.providers);
       const jobs = Number(o.jobs);
       if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
@@ -123,6 +126,15 @@ async function ordersScenario(o: { keep?: boolean; dir?: string }): Promise<void
       out('Ctrl-C stops every node.');
       await new Promise<void>(() => {});
     }
+  });
+}
+
+async function poolScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const r = await runPoolScenario(net, render, out);
+    out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
   });
 }
 

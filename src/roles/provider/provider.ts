@@ -16,11 +16,12 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
-import { createExecutor, type Executor } from './executors.js';
+import { createExecutor, type ExecContext, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
+import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -53,6 +54,8 @@ export interface ProviderDeps {
   quoteBudget?: QuoteBudget<Opened<Offer>>;
   /** Called when a slot is taken or freed (the presence publisher answers with a fresh presence). */
   onSlotsChanged?: () => void;
+  /** A pool member (docs/pools.md): the advert and receipts are the pool's, work runs through the pool. */
+  pool?: ProviderPoolHooks;
 }
 
 export class Provider {
@@ -105,13 +108,13 @@ export class Provider {
         const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
         const offer = job.record.order ? (open(Buffer.from(rec.offerEnvelope, 'base64'), T.claim) as unknown as Opened<Offer>) : open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
         if (job.address !== rec.job || offer.signer !== this.d.did) continue;
-        const receipt = receiptFor(job, offer, {
+        const receipt = this.#shape(receiptFor(job, offer, {
           startedAt: rec.startedAt,
           completedAt: Math.max(this.d.clock(), rec.startedAt),
           // Nothing was measured across the crash: no energy is claimed.
           energy: { uj: 0, grade: 'Estimator' },
           failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
-        });
+        }));
         const env = seal(T.receipt, receipt, this.d.signer);
         await this.d.onReceipt(env);
         this.d.onOutcome?.('failed', receipt.workload);
@@ -152,7 +155,7 @@ export class Provider {
       ...(workloads.length ? { prices: workloads.map((w) => ({ workload: w, unit: cfg.workloads[w]!.unit, price: cfg.workloads[w]!.price })) } : {}),
       boxKey: this.d.box.publicKey,
     };
-    const env = seal(T.advert, advert, this.d.signer);
+    const env = seal(T.advert, this.d.pool ? this.d.pool.advert(advert) : advert, this.d.signer);
     this.#advert = env;
     const reached = await this.d.publish('advert', env);
     this.d.log.info({ advert: env.address, seq, workloads, reached }, 'advert published');
@@ -205,6 +208,7 @@ export class Provider {
     if (job.signer === this.d.did) return undefined;
     if (job.record.order) return undefined; // an open order is claimed (claimer.ts), never quoted
     if (this.#offered.has(job.address)) return undefined;
+    if (this.d.pool && !this.d.pool.mayQuote(job)) return undefined;
     const now = this.d.clock();
     const skip = (reason: Parameters<QuoteBudget['skip']>[0], msg: string, extra: Record<string, unknown> = {}) => {
       this.budget.skip(reason);
@@ -295,7 +299,8 @@ export class Provider {
     try {
       await send({ t: 'accepted', startedAt });
       let lastProgress = 0;
-      output = await this.#executors.get(job.record.workload)!.run({
+      const run = this.d.pool ? (c: ExecContext) => this.d.pool!.run(job, offer, c) : (c: ExecContext) => this.#executors.get(job.record.workload)!.run(c);
+      output = await run({
         input,
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
         signal: runSignal,
@@ -319,7 +324,7 @@ export class Provider {
     const energy = span.stop();
     this.#spans.delete(job.address);
     const completedAt = Math.max(this.d.clock(), startedAt);
-    const receipt = receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) });
+    const receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
     const env = seal(T.receipt, receipt, this.d.signer);
     try {
       await this.d.onReceipt(env);
@@ -341,6 +346,12 @@ export class Provider {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
     }
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
+    await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
+  }
+
+  /** A receipt as signed: the pool's when this provider is a pool member. */
+  #shape(r: Receipt): Receipt {
+    return this.d.pool ? this.d.pool.receipt(r) : r;
   }
 
   /** Record the exec executor's process group while it runs (ProviderDeps.processes). */

@@ -99,3 +99,45 @@ test('receipt: must match the held offer (provider, job, price) and the held job
   assert.equal(r3.record.buyer, BUYER);
   assert.equal(r3.record.provider, PROVIDER);
 });
+
+test('receipt: a pooled receipt names the pool of the offer’s advert (accepted, also when another member signs it); naming a pool for a plain advert is rejected', async () => {
+  const { proof, pooledAdvert, roster, keyOf, MEMBERS, POOL } = await import('../pools/helpers.js');
+  const r = roster();
+  const [a, b] = [keyOf(MEMBERS[0]!), keyOf(MEMBERS[1]!)];
+  const { p, hold } = setup();
+  const advert = seal(T.advert, pooledAdvert(proof(r, a)), a);
+  const offer = seal(T.offer, { ...records.offer(), advert: advert.address }, a);
+  hold(advert);
+  hold(offer);
+  const pooled = (signer: typeof a) => seal(T.receipt, { ...records.receipt(), offer: offer.address, provider: POOL, pool: proof(r, signer) }, signer);
+  assert.equal(await reason(p, 'receipt', pooled(a).bytes), 'accept:ok');
+  assert.equal(await reason(p, 'receipt', pooled(b).bytes), 'accept:ok', 'the next coordinator closing a job signs for the pool too');
+  const plain = seal(T.advert, records.advert(), a);
+  const offer2 = seal(T.offer, { ...records.offer(), advert: plain.address, durationMs: 2 }, a);
+  hold(plain);
+  hold(offer2);
+  const claimsPool = seal(T.receipt, { ...records.receipt(), offer: offer2.address, provider: POOL, pool: proof(r, a) }, a);
+  assert.equal(await reason(p, 'receipt', claimsPool.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
+});
+
+test('advert: a pooled advert proved by an older roster than one seen for its pool is ignored (POOL_ROSTER_STALE), also attached to an offer', async () => {
+  const { proof, pooledAdvert, roster, keyOf, MEMBERS } = await import('../pools/helpers.js');
+  const { p } = setup();
+  const r1 = roster({ seq: 1 });
+  const r2 = roster({ seq: 2, members: MEMBERS.slice(0, 2).map((did) => ({ did })) });
+  const dropped = keyOf(MEMBERS[2]!);
+  const kept = keyOf(MEMBERS[0]!);
+  const a1 = seal(T.advert, pooledAdvert(proof(r1, dropped)), dropped);
+  assert.equal(await reason2(p, 'advert', a1.bytes), 'accept:ok');
+  assert.equal(await reason2(p, 'advert', seal(T.advert, pooledAdvert(proof(r2, kept)), kept).bytes), 'accept:ok');
+  // The member the new roster dropped keeps signing with the old one: no longer taken.
+  const a1b = seal(T.advert, { ...pooledAdvert(proof(r1, dropped)), seq: 2 }, dropped);
+  assert.equal(await reason2(p, 'advert', a1b.bytes), 'ignore:POOL_ROSTER_STALE');
+  const offer = seal(T.offer, { ...records.offer(), advert: a1b.address }, dropped);
+  assert.equal(await reason(p, 'offer', encodeMessage(offer.bytes, [a1b.bytes])), 'ignore:POOL_ROSTER_STALE');
+});
+
+const reason2 = async (p: RecordPipeline, kind: 'advert', data: Uint8Array) => {
+  const o = await p.validate(kind, data, 'peer', 'gossip');
+  return `${o.verdict}:${o.reason}`;
+};

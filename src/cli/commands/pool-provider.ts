@@ -1,0 +1,99 @@
+/**
+ * `c0mpute pool-provider init|roster|join|leave|status` (docs/pools.md
+ * "Operating a pool"; issue #13 "Operating it"):
+ *   init    create the pool's key in its own folder (it signs rosters only and can stay offline)
+ *   roster  sign a roster from a YAML members file (add or remove members: edit and sign again, seq + 1)
+ *   join    this node countersigns its place on a roster (the membership file the `pool` config names)
+ *   leave   this node signs that it has left the roster
+ *   status  the running member's view: coordinator now and next epoch, liveness, jobs and earnings per member
+ */
+import type { Command } from 'commander';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { C0Error } from '../../errors.js';
+import { apiCall } from '../../node/api.js';
+import { createIdentity, loadIdentity, readKeyFileDid } from '../../node/identity.js';
+import { compareDids } from '../../records/did.js';
+import { open, seal } from '../../records/envelope.js';
+import { T, type PoolMember, type PoolRoster } from '../../records/kinds.js';
+import { out, outJson } from '../context.js';
+import { short } from '../render.js';
+import { loadNodeIdentity } from '../signer.js';
+import { overlayQuery, requireDaemon } from '../daemon-client.js';
+import { globals } from './index.js';
+
+const DAY = 24 * 3600_000;
+
+function readMembers(path: string): PoolMember[] {
+  const doc = parseYaml(readFileSync(path, 'utf8')) as { members?: unknown };
+  if (!doc || !Array.isArray(doc.members)) throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: expected \`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]\``, { field: 'members' });
+  return (doc.members as PoolMember[]).map((m) => ({ did: m.did, weight: m.weight ?? 1, hardware: m.hardware })).sort((a, b) => compareDids(a.did, b.did));
+}
+
+export function register(program: Command): void {
+  const pp = program.command('pool-provider').description('a pooled provider: several machines that act as one provider (docs/pools.md)');
+  pp.command('init')
+    .description('create the pool’s key in <dir> (keep it offline; it signs rosters only)')
+    .requiredOption('--pool-dir <dir>', 'folder for the pool’s key')
+    .action((o: { poolDir: string }) => {
+      const id = createIdentity(o.poolDir);
+      out(`pool ${id.did}`);
+      out(`key  ${id.keyFile} (unencrypted: keep this folder offline)`);
+    });
+  pp.command('roster')
+    .description('sign a roster from a YAML members file; re-run with the edited file to add or remove members (seq goes up)')
+    .requiredOption('--pool-dir <dir>', 'the pool’s key folder')
+    .requiredOption('--members <file>', 'YAML: members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]')
+    .requiredOption('--out <file>', 'where to write the roster envelope')
+    .option('--epoch-ms <ms>', 'coordinator epoch length', '30000')
+    .option('--lifetime-days <n>', 'validity (at most 90)', '30')
+    .option('--seq <n>', 'sequence number (default: the previous roster’s at --out, plus one)')
+    .action((o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
+      const pool = loadIdentity(o.poolDir);
+      const prev = existsSync(o.out) ? open(new Uint8Array(readFileSync(o.out)), T.poolRoster).record.seq : 0;
+      const now = Date.now();
+      const roster: PoolRoster = { seq: o.seq ? Number(o.seq) : prev + 1, issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: readMembers(o.members) };
+      const env = seal(T.poolRoster, roster, pool.signer);
+      writeFileSync(o.out, env.bytes);
+      out(`roster ${env.address} seq ${roster.seq} of pool ${pool.did}: ${roster.members.length} members`);
+    });
+  for (const [name, status] of [['join', 'member'], ['leave', 'left']] as const) {
+    pp.command(name)
+      .description(status === 'member' ? 'countersign this node’s place on a roster (the file `pool.membership` names)' : 'sign that this node has left the roster (its records for it are refused from then on)')
+      .requiredOption('--roster <file>', 'the roster envelope')
+      .requiredOption('--out <file>', 'where to write the membership envelope')
+      .action(async (o: { roster: string; out: string }, cmd: Command) => {
+        const { dataDir } = globals(cmd);
+        const roster = open(new Uint8Array(readFileSync(o.roster)), T.poolRoster);
+        const did = readKeyFileDid(dataDir);
+        if (!roster.record.members.some((m) => m.did === did)) throw new C0Error('POOL_NOT_MEMBER', `${did} is not on roster ${roster.address}`);
+        const id = await loadNodeIdentity(dataDir);
+        const env = seal(T.poolMembership, { pool: roster.signer, roster: roster.address, seq: roster.record.seq, status, signedAt: Date.now() }, id.signer);
+        writeFileSync(o.out, env.bytes);
+        out(`${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`);
+      });
+  }
+  pp.command('status')
+    .description('the elected coordinator now and next epoch, each member’s liveness, jobs and earnings (from the running member)')
+    .option('--overlay <name>', 'overlay (default: the node’s first)')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { overlay?: string; json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const c = requireDaemon(dataDir);
+      const s = (await apiCall(c.api, c.token, 'GET', `/v1/pool${overlayQuery(o.overlay)}`)) as {
+        pool: string;
+        epoch: number;
+        coordinator?: string;
+        nextCoordinator?: string;
+        roster: { seq: number };
+        members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+      };
+      if (o.json) return outJson(s);
+      out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
+      out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      for (const m of s.members) {
+        const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
+        out(`  ${short(m.did)} w${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
+      }
+    });
+}

@@ -1,0 +1,154 @@
+/**
+ * The pooled-provider scenario (`c0mpute devnet --pool`, `npm start -- --pool`;
+ * docs/pools.md, issue #13): a pool of three member processes next to two
+ * independent providers and a buyer. Jobs land on members by hash; a job whose
+ * member returns whitespace gets the pool's failed receipt and the buyer fails
+ * over to an independent provider; the elected coordinator is killed mid-job
+ * and the next one closes the job from the dispatch trail; the settlements sum
+ * to the prices.
+ */
+import { join } from 'node:path';
+import { Decimal } from 'decimal.js';
+import { apiCall } from '../node/api.js';
+import { createIdentity } from '../node/identity.js';
+import { seal } from '../records/envelope.js';
+import { compareDids } from '../records/did.js';
+import { T } from '../records/kinds.js';
+import { writeFileSync } from 'node:fs';
+import { selectMember } from '../pools/choice.js';
+import type { WireEvent } from '../node/events.js';
+import { freePort, waitFor, type Devnet, type NodeProc } from './devnet.js';
+
+export interface PoolView {
+  pool: string;
+  epoch: number;
+  coordinator?: string;
+  nextCoordinator?: string;
+  members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+}
+
+const MEMBERS = ['m1', 'm2', 'm3'] as const;
+const SOLOS = ['solo1', 'solo2'] as const;
+
+export interface PoolNet {
+  ids: Record<string, { did: string }>;
+  procs: Record<string, NodeProc>;
+  apis: Record<string, { api: string; token: string }>;
+  bapi: { api: string; token: string };
+  pool: (n: string) => Promise<PoolView>;
+  live: () => string[];
+  poolDid: string;
+}
+
+/** Start the pool (3 members), two independent providers and a buyer; wait until the buyer sees 5 adverts and the members agree. */
+export async function startPoolNet(net: Devnet, print: (s: string) => void): Promise<PoolNet> {
+  const { peerIdFromDid } = await import('../node/peer-id.js');
+  const now = Date.now();
+  const poolId = createIdentity(join(net.dir, 'poolkey'));
+  const ids = Object.fromEntries([...MEMBERS, ...SOLOS, 'buyer'].map((n) => [n, createIdentity(join(net.dir, n))]));
+  const ports: Record<string, number> = {};
+  for (const n of Object.keys(ids)) ports[n] = await freePort();
+  const members = MEMBERS.map((n, i) => ({ did: ids[n]!.did, weight: i + 1, hardware: { cpuCores: 8, memoryMiB: 16384 } })).sort((a, b) => compareDids(a.did, b.did));
+  const roster = seal(T.poolRoster, { seq: 1, issuedAt: now, expiresAt: now + 7 * 24 * 3600_000, epochMs: 5000, members }, poolId.signer);
+  const rosterFile = join(net.dir, 'roster.cose');
+  writeFileSync(rosterFile, roster.bytes);
+  for (const n of MEMBERS) writeFileSync(join(net.dir, n, 'membership.cose'), seal(T.poolMembership, { pool: poolId.did, roster: roster.address, seq: 1, status: 'member', signedAt: now }, ids[n]!.signer).bytes);
+  const addr = (n: string) => `/ip4/127.0.0.1/tcp/${ports[n]}/p2p/${peerIdFromDid(ids[n]!.did).toString()}`;
+  const base = (n: string, boot: string[]) => ({ log: { level: 'info', format: 'json' }, network: { listen: [`/ip4/127.0.0.1/tcp/${ports[n]}`], loopback: true, bootstrap: boot }, api: { listen: '127.0.0.1:0' } });
+  const provider = (price: string, echo: string[]) => ({
+    tier: 'standard',
+    detectGpus: false,
+    hardware: { cpuCores: 8, memoryMiB: 16384, gpus: [] },
+    meter: { type: 'estimator', estimatorWatts: 65 },
+    workloads: {
+      'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: price, currency: 'USD' }, duration: { baseMs: 1000 } },
+      'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: price, currency: 'USD' }, duration: { baseMs: 200 } },
+      'demo.echo': { executor: { type: 'exec', command: echo }, price: { amount: price, currency: 'USD' }, duration: { baseMs: 500 } },
+    },
+  });
+  print(`c0mpute devnet --pool: a pool of 3 members, 2 independent providers and a buyer on 127.0.0.1, in ${net.dir}`);
+  print(`  pool     ${poolId.did} (roster seq 1, epochs of 5 s, pay weights 1:2:3; its key stays offline)`);
+  const procs: Record<string, NodeProc> = {};
+  for (const [i, n] of MEMBERS.entries()) {
+    const boot = MEMBERS.slice(0, i).map(addr);
+    // The members' demo.echo is broken: it prints whitespace (the output guard's case).
+    procs[n] = net.spawn(n, 'provider', { ...base(n, boot), roles: ['provider'], provider: provider('0.003', ['sh', '-c', 'cat >/dev/null; printf "   \\n"']), pool: { roster: rosterFile, membership: join(net.dir, n, 'membership.cose'), livenessMs: 500, memberTimeoutMs: 10_000 } }, ports[n]!);
+    if (i === 0) await net.apiOf(procs[n]);
+    print(`  member   ${n.padEnd(6)} ${ids[n]!.did} weight ${i + 1}, 0.003 USD/job`);
+  }
+  for (const [i, n] of SOLOS.entries()) {
+    procs[n] = net.spawn(n, 'provider', { ...base(n, [addr('m1')]), roles: ['provider'], provider: provider(i ? '0.005' : '0.004', ['sh', '-c', 'cat; echo " (echoed)"']) }, ports[n]!);
+    print(`  provider ${n.padEnd(6)} ${ids[n]!.did} ${i ? '0.005' : '0.004'} USD/job`);
+  }
+  const buyer = net.spawn('buyer', 'buyer', { ...base('buyer', [addr('m1'), addr('solo1')]), roles: ['buyer'], buyer: { policy: 'cheapest', collectWindowMs: 2500, enoughOffers: 0 } }, ports.buyer!);
+  const apis: Record<string, { api: string; token: string }> = {};
+  for (const n of Object.keys(procs)) apis[n] = await net.apiOf(procs[n]!);
+  const bapi = await net.apiOf(buyer);
+  const pool = async (n: string) => (await apiCall(apis[n]!.api, apis[n]!.token, 'GET', '/v1/pool')) as PoolView;
+  const live = () => MEMBERS.filter((n) => procs[n]!.child.exitCode === null && procs[n]!.child.signalCode === null);
+  await waitFor('the buyer to see 5 adverts', 45_000, async () => ((await apiCall(bapi.api, bapi.token, 'GET', '/v1/status')) as { providersKnown: number }).providersKnown >= 5 || undefined);
+  await waitFor('the members to agree', 45_000, async () => {
+    const v = await Promise.all(live().map(pool));
+    return v.every((x) => x.members.every((m) => m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
+  });
+  return { ids, procs, apis, bapi, pool, live, poolDid: poolId.did };
+}
+
+export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<{ outcomes: string[] }> {
+  print('▸ starting; waiting for the market and for the members to agree on a coordinator…');
+  const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
+  const name = net.names();
+  const v0 = await pool('m1');
+  print(`  epoch ${v0.epoch}: coordinator ${name(v0.coordinator!)}, next epoch ${name(v0.nextCoordinator!)}`);
+  const run = async (label: string, spec: Record<string, unknown>, onEv: (ev: WireEvent) => void = () => {}) =>
+    net.runJob(bapi, { maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, ...spec }, (ev) => {
+      onEv(ev);
+      render(label, ev);
+    });
+  const outcomes: string[] = [];
+  const memberDids = MEMBERS.map((n) => ids[n]!.did);
+  for (let i = 1; i <= 3; i++) {
+    print(`\n=== job ${i}: SHA-256 through the cheapest provider (the pool) ===`);
+    const r = await run(`job ${i}`, { workload: 'builtin.sha256', params: '1000', input: Buffer.from(`pooled job ${i}`).toString('base64') });
+    const job = (r.job as { address: string }).address;
+    print(`  ${r.status}: keccak256(${job.slice(7, 19)}…) picks ${name(selectMember(job, memberDids))} (active[u64(last 8 bytes) mod 3])`);
+    outcomes.push(String(r.status));
+  }
+  print('\n=== job 4: the members’ demo.echo prints whitespace: the pool signs a failed receipt, the buyer fails over ===');
+  const r4 = await run('job 4', { workload: 'demo.echo', input: Buffer.from('hello').toString('base64') });
+  print(`  ${r4.status}; attempts: ${(r4.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${name(a.provider)}: ${a.outcome}`).join('; ')}`);
+  outcomes.push(String(r4.status));
+  print('\n=== job 5: the elected coordinator is killed mid-job ===');
+  const failedBefore = Math.max(...(await Promise.all(live().map(pool))).map((x) => x.members.reduce((s, m) => s + m.jobs.failed, 0)));
+  let killed: string | undefined;
+  const r5 = await run('job 5', { workload: 'builtin.sleep', params: '6000', input: Buffer.from('slow').toString('base64') }, (ev) => {
+    if (ev.e === 'accepted' && !killed) {
+      killed = MEMBERS.find((n) => ids[n]!.did === ev.provider);
+      if (killed) {
+        const k = killed;
+        setTimeout(() => {
+          print(`  ✂ killing ${k} (the coordinator running job 5)`);
+          procs[k]!.child.kill('SIGKILL');
+        }, 1500);
+      }
+    }
+  });
+  print(`  buyer: ${r5.status}`);
+  outcomes.push(String(r5.status));
+  await waitFor('a live member to close the orphaned dispatch', 60_000, async () => {
+    const v = await Promise.all(live().map(pool));
+    return Math.max(...v.map((x) => x.members.reduce((s, m) => s + m.jobs.failed, 0))) > failedBefore ? true : undefined;
+  });
+  const rest = live()[0]!;
+  const fin = await pool(rest);
+  print(`  the coordinator elected after it (now ${name(fin.coordinator!)}) closed the dispatch from its trail with a failed receipt (POOL_COORDINATOR_LOST)`);
+  print('\n=== the pool’s status (from ' + rest + ') ===');
+  let total = new Decimal(0);
+  for (const m of fin.members) {
+    const e = m.earned.USD ?? '0';
+    total = total.add(e);
+    print(`  ${name(m.did).padEnd(6)} weight ${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed} completed / ${m.jobs.failed} failed of ${m.jobs.dispatched}  earned ${e} USD`);
+  }
+  print(`  settlements sum to ${total.toFixed()} USD = 3 completed jobs × 0.003 USD`);
+  return { outcomes };
+}

@@ -1,0 +1,23 @@
+/**
+ * What a pool member plugs into the provider role (docs/pools.md "One provider
+ * to buyers"): the provider keeps quoting, exec/1, receipts and gossip; these
+ * hooks make its advert and receipts the pool's, let only the elected
+ * coordinator quote, run the work through the pool (dispatch → member), and
+ * settle completed jobs.
+ */
+import type { Opened } from '../../records/envelope.js';
+import type { Advert, Job, Offer, Receipt } from '../../records/kinds.js';
+import type { ExecContext } from '../provider/executors.js';
+
+export interface ProviderPoolHooks {
+  /** The advert as the pool's: the member's pool proof and the members' hardware. */
+  advert(a: Advert): Advert;
+  /** A receipt as the pool's: provider = the pool's DID, with the signer's pool proof. */
+  receipt(r: Receipt): Receipt;
+  /** Only the elected coordinator quotes. */
+  mayQuote(job: Opened<Job>): boolean;
+  /** Run the won work through the pool: gates, member choice, durable dispatch, the call, the output guard. */
+  run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array>;
+  /** After the receipt is stored: settle (completed) and close the dispatch trail. */
+  closed(r: Opened<Receipt>): Promise<void>;
+}

@@ -1,0 +1,402 @@
+/**
+ * The pool member role (docs/pools.md; issue #13 "The coordinator"): every
+ * member runs it. It keeps the members' liveness (a ping on `/c0mpute/pool/1`),
+ * derives the elected coordinator per epoch, and gives the provider role the
+ * hooks (hooks.ts) that make it quote and sign for the pool. When elected it
+ * gates, chooses the member by hash, makes the signed dispatch durable and sends
+ * it to the other members before the input goes out, calls the member, refuses
+ * empty output, settles completed jobs, and closes the dispatch trail a crashed
+ * coordinator left. As a member it runs a job at most once, whoever asks.
+ *
+ * The members talk on `/c0mpute/pool/1` (protocol.ts); per-member figures: status.ts.
+ */
+import { Counter, type Registry } from 'prom-client';
+import { C0Error } from '../../errors.js';
+import { open, seal, type Opened } from '../../records/envelope.js';
+import { hashHex } from '../../records/address.js';
+import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
+import type { Money } from '../../records/money.js';
+import type { Signer } from '../../records/ed25519.js';
+import type { CborValue } from '../../records/cbor.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+import { coordinatorRanking, epochOf, fits, poolHardware, selectMember } from '../../pools/choice.js';
+import { admit, type PoolGates } from '../../pools/gates.js';
+import { splitPrice } from '../../pools/settlement.js';
+import { DispatchTrail, type RunLog, type TrailEntry } from '../../pools/trail.js';
+import { verifyPoolProof } from '../../pools/chain.js';
+import { receiptFor } from '../provider/provider.js';
+import type { ExecContext, Executor } from '../provider/executors.js';
+import type { ProviderPoolHooks } from './hooks.js';
+import { tallyTrail } from './status.js';
+import { checkDispatch, type PoolReply } from './protocol.js';
+
+export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
+
+
+export interface PoolMemberOptions extends PoolGates {
+  /** Longest a coordinator waits for a member's answer (besides the job's own timeout), ms. */
+  memberTimeoutMs: number;
+  /** Ping the other members this often, ms; a member unheard for 3× this is not live. */
+  livenessMs: number;
+}
+
+export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000 };
+
+
+export interface PoolMemberDeps {
+  did: string;
+  signer: Signer;
+  roster: Opened<PoolRoster>;
+  membership: Opened<PoolMembership>;
+  options: PoolMemberOptions;
+  clock: Clock;
+  log: Logger;
+  trail: DispatchTrail;
+  runs: RunLog;
+  /** This member's own executors (the work it runs when chosen). */
+  executor: (workload: string) => Executor | undefined;
+  maxOutputBytes: number;
+  /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout). */
+  call: (member: string, frame: Record<string, CborValue>, timeoutMs: number) => Promise<PoolReply>;
+  /** Keep and gossip a receipt this member signed outside an exec stream (closing an orphaned dispatch). */
+  publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+  registry?: Registry;
+}
+
+function code(e: unknown): string {
+  return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
+}
+
+export class PoolMember {
+  readonly pool: string;
+  #lastSeen = new Map<string, number>();
+  #inFlight = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #elected: { epoch: number; who: string | undefined } | undefined;
+  #stopped = false;
+  /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
+  #ready = false;
+  #m: { dispatches: Counter; refusals: Counter; outcomes: Counter; epochs: Counter } | undefined;
+
+  constructor(private d: PoolMemberDeps) {
+    const chain = verifyPoolProof({ roster: d.roster.bytes, membership: d.membership.bytes }, d.did);
+    this.pool = chain.pool;
+    if (d.registry) {
+      const registers = [d.registry];
+      this.#m = {
+        dispatches: new Counter({ name: 'c0mpute_pool_dispatches_total', help: 'Dispatches this member made durable as coordinator', registers }),
+        refusals: new Counter({ name: 'c0mpute_pool_refusals_total', help: 'Jobs refused by an admission gate, by gate code', labelNames: ['gate'], registers }),
+        outcomes: new Counter({ name: 'c0mpute_pool_member_outcomes_total', help: 'Outcomes of dispatched work, by member and outcome code', labelNames: ['member', 'outcome'], registers }),
+        epochs: new Counter({ name: 'c0mpute_pool_epoch_changes_total', help: 'Changes of epoch or of elected coordinator seen by this member', registers }),
+      };
+    }
+  }
+
+  get members(): string[] {
+    return this.d.roster.record.members.map((m) => m.did);
+  }
+
+  /** Members live now: this one, and those that answered a ping within 3 × livenessMs. */
+  live(now = this.d.clock()): string[] {
+    return this.members.filter((m) => m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs);
+  }
+
+  epoch(now = this.d.clock()): number {
+    return epochOf(now, this.d.roster.record.epochMs);
+  }
+
+  /** The elected coordinator now (and the ranking that says who takes over). */
+  elected(now = this.d.clock()): { epoch: number; coordinator: string | undefined; ranking: string[] } {
+    const epoch = this.epoch(now);
+    const ranking = coordinatorRanking(this.pool, epoch, this.live(now));
+    return { epoch, coordinator: ranking[0], ranking };
+  }
+
+  async start(): Promise<void> {
+    await this.#pingAll();
+    this.#ready = true;
+    await this.tick();
+    const loop = () => {
+      if (this.#stopped) return;
+      this.#timer = setTimeout(() => void this.#pingAll().then(() => this.tick()).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs);
+      this.#timer.unref();
+    };
+    loop();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  async #pingAll(): Promise<void> {
+    await Promise.all(
+      this.members
+        .filter((m) => m !== this.d.did)
+        .map(async (m) => {
+          try {
+            const r = await this.d.call(m, { op: 'ping' }, this.d.options.livenessMs);
+            if (r.ok === 'yes') this.#lastSeen.set(m, this.d.clock());
+          } catch {
+            /* not live */
+          }
+        }),
+    );
+  }
+
+  /** Note an epoch or coordinator change; the elected coordinator closes orphaned dispatches. */
+  async tick(): Promise<void> {
+    const e = this.elected();
+    if (!this.#elected || this.#elected.epoch !== e.epoch || this.#elected.who !== e.coordinator) {
+      this.#m?.epochs.inc();
+      this.d.log.info({ pool: this.pool, epoch: e.epoch, coordinator: e.coordinator, me: e.coordinator === this.d.did }, 'pool: epoch or coordinator changed');
+      this.#elected = { epoch: e.epoch, who: e.coordinator };
+    }
+    if (e.coordinator === this.d.did) await this.recover();
+  }
+
+  /**
+   * Close every dispatch in the trail that nobody will finish: one this member
+   * made before it restarted (not in flight), or one whose coordinator is no
+   * longer live. A member that holds the outcome already (asked first) lends it;
+   * otherwise the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
+   */
+  async recover(): Promise<number> {
+    const pending = await this.d.trail.pending();
+    if (!pending.length) return 0;
+    // Fresh liveness before judging who is gone (a member just restarted has heard nobody yet).
+    await this.#pingAll();
+    const live = new Set(this.live());
+    let closed = 0;
+    const seen = new Set<string>();
+    for (const { job, entry } of pending) {
+      if (this.#inFlight.has(job) || seen.has(job)) continue;
+      seen.add(job);
+      const dispatch = open(entry.dispatch, T.poolDispatch);
+      if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) continue;
+      await this.#closeOrphan(job, entry);
+      closed++;
+    }
+    return closed;
+  }
+
+  async #closeOrphan(job: string, entry: TrailEntry): Promise<void> {
+    for (const m of this.live()) {
+      if (m === this.d.did) continue;
+      const r = await this.d.call(m, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
+      if (r?.receipt && (r.state === 'completed' || r.state === 'failed')) {
+        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt);
+        return;
+      }
+    }
+    const j = open(entry.job, T.job);
+    const offer = open(entry.offer, T.offer);
+    const d = open(entry.dispatch, T.poolDispatch);
+    const now = this.d.clock();
+    const receipt = seal(
+      T.receipt,
+      this.receipt(
+        receiptFor(j, offer, {
+          startedAt: d.record.issuedAt,
+          completedAt: Math.max(now, d.record.issuedAt),
+          energy: { uj: 0, grade: 'Estimator' },
+          failure: { code: 'POOL_COORDINATOR_LOST', message: `the coordinator ${d.signer} that dispatched this job to ${d.record.member} is gone; the job is failed from the dispatch trail` },
+        }),
+      ),
+      this.d.signer,
+    );
+    await this.d.trail.close(job, d.signer, 'failed', receipt.bytes);
+    this.#m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
+    this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
+    await this.d.publishReceipt(receipt).catch(() => {});
+    await this.#broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes });
+  }
+
+  async #broadcast(frame: Record<string, CborValue>): Promise<void> {
+    const others = this.live().filter((m) => m !== this.d.did);
+    await Promise.allSettled(others.map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
+  }
+
+  // ---- provider hooks ------------------------------------------------------
+
+  hooks(): ProviderPoolHooks {
+    return {
+      advert: (a) => this.advert(a),
+      receipt: (r) => this.receipt(r),
+      mayQuote: (job) => this.mayQuote(job),
+      run: (job, offer, ctx) => this.run(job, offer, ctx),
+      closed: (r) => this.closed(r),
+    };
+  }
+
+  advert(a: Advert): Advert {
+    return { ...a, hardware: poolHardware(this.d.roster.record.members), pool: { roster: this.d.roster.bytes, membership: this.d.membership.bytes } };
+  }
+
+  receipt(r: Receipt): Receipt {
+    return { ...r, provider: this.pool, pool: { roster: this.d.roster.bytes, membership: this.d.membership.bytes } };
+  }
+
+  /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
+  mayQuote(job: Opened<Job>): boolean {
+    if (!this.#ready || this.elected().coordinator !== this.d.did) return false;
+    try {
+      admit(job.record, job.record.maxPrice, this.d.options);
+    } catch (e) {
+      this.#m?.refusals.inc({ gate: code(e) });
+      this.d.log.info({ job: job.address, gate: code(e) }, 'pool: refused by an admission gate; no offer');
+      return false;
+    }
+    return this.#active(job).length > 0;
+  }
+
+  #active(job: Opened<Job>): string[] {
+    const live = new Set(this.live());
+    return this.d.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements)).map((m) => m.did);
+  }
+
+  /** The coordinator's path for won work (issue #13 "The coordinator"). */
+  async run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
+    try {
+      admit(job.record, offer.record.price, this.d.options);
+    } catch (e) {
+      this.#m?.refusals.inc({ gate: code(e) });
+      throw e;
+    }
+    const entries = await this.d.trail.entries(job.address);
+    if (entries.some((e) => e.entry.state !== 'dispatched')) throw new C0Error('POOL_ALREADY_DISPATCHED', 'this job was dispatched and closed before');
+    const mine = entries.find((e) => e.key === DispatchTrail.key(job.address, this.d.did))?.entry;
+    const now = this.d.clock();
+    // The same job always picks the same member: a restarted coordinator reuses its own dispatch.
+    const member = mine ? open(mine.dispatch, T.poolDispatch).record.member : selectMember(job.address, this.#active(job));
+    const dispatchRec: PoolDispatch = { pool: this.pool, roster: this.d.roster.address, job: job.address, offer: offer.address, member, coordinator: this.d.did, epoch: this.epoch(now), issuedAt: now };
+    const dispatch = mine ? open(mine.dispatch, T.poolDispatch) : seal(T.poolDispatch, dispatchRec, this.d.signer);
+    this.#inFlight.add(job.address);
+    try {
+      // 1. Durable, 2. sent to the other members, 3. only then the input goes out.
+      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      this.#m?.dispatches.inc();
+      this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
+      await this.#broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      const output = await this.#call(member, dispatch, job, offer, ctx);
+      if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
+        throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
+      }
+      this.#m?.outcomes.inc({ member, outcome: 'completed' });
+      return output;
+    } catch (e) {
+      this.#m?.outcomes.inc({ member, outcome: code(e) });
+      throw e;
+    } finally {
+      this.#inFlight.delete(job.address);
+    }
+  }
+
+  async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
+    const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock(), this.d.options.memberTimeoutMs));
+    if (member === this.d.did) return this.#runHere(dispatch, job, ctx.input, AbortSignal.any([ctx.signal, AbortSignal.timeout(budget)]));
+    let r: PoolReply;
+    try {
+      r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget);
+    } catch (e) {
+      const c = code(e);
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
+      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
+    }
+    if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`);
+    return r.output instanceof Uint8Array ? r.output : new Uint8Array(0);
+  }
+
+  /** Run a dispatched job on this member: at most once, whoever asks. */
+  async #runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array> {
+    const ex = this.d.executor(job.record.workload);
+    if (!ex) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this member does not run ${job.record.workload}`);
+    await this.d.runs.claim(job.address, dispatch.signer, this.d.clock());
+    return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), signal, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
+  }
+
+  /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
+  async closed(r: Opened<Receipt>): Promise<void> {
+    const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
+    if (!entry) return;
+    let settlement: Uint8Array | undefined;
+    if (r.record.status === 'completed') {
+      const price: Money = r.record.price;
+      const parts = splitPrice(price, this.d.roster.record.members);
+      settlement = seal(T.poolSettlement, { pool: this.pool, roster: this.d.roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
+    }
+    await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
+    await this.#broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+  }
+
+  // ---- serving other members -----------------------------------------------
+
+  /** Answer one request from `from` (authenticated by the connection's key). */
+  async serve(frame: unknown, from: string): Promise<PoolReply> {
+    const f = frame as Record<string, unknown>;
+    try {
+      if (!this.members.includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
+      this.#lastSeen.set(from, this.d.clock());
+      switch (f?.op) {
+        case 'ping':
+          return { ok: 'yes' };
+        case 'trail': {
+          const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
+          await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+          return { ok: 'yes' };
+        }
+        case 'run': {
+          const { dispatch, job } = checkDispatch(f, from, this.pool, this.members);
+          if (dispatch.record.member !== this.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
+          const input = f.input;
+          if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
+          const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock()));
+          const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
+          return { ok: 'yes', output };
+        }
+        case 'closed': {
+          if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
+          const r = open(f.receipt, T.receipt);
+          if (r.record.job !== f.job || r.record.provider !== this.pool) throw new C0Error('POOL_BAD_REQUEST', 'closed: the receipt is not this pool’s for this job');
+          const by = typeof f.coordinator === 'string' ? f.coordinator : undefined;
+          if (await this.d.trail.get(f.job)) await this.d.trail.close(f.job, by, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
+          return { ok: 'yes' };
+        }
+        case 'status': {
+          if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
+          const all = (await this.d.trail.entries(f.job)).map((x) => x.entry);
+          const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
+          return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}) } : { state: 'unknown' };
+        }
+        default:
+          throw new C0Error('POOL_BAD_REQUEST', 'unknown op');
+      }
+    } catch (e) {
+      const c = code(e);
+      if (c === 'POOL_INTERNAL') this.d.log.warn({ err: (e as Error).message }, 'pool: request failed');
+      return { code: c, message: (e as Error).message.slice(0, 500) };
+    }
+  }
+
+  /** Operator's view (`c0mpute pool-provider status`): election, liveness, per-member jobs and earnings. */
+  async status(): Promise<Record<string, unknown>> {
+    const now = this.d.clock();
+    const e = this.elected(now);
+    const next = coordinatorRanking(this.pool, e.epoch + 1, this.live(now))[0];
+    const per = tallyTrail(await this.d.trail.all(), this.members);
+    return {
+      pool: this.pool,
+      roster: { address: this.d.roster.address, seq: this.d.roster.record.seq, epochMs: this.d.roster.record.epochMs },
+      me: this.d.did,
+      epoch: e.epoch,
+      coordinator: e.coordinator,
+      nextCoordinator: next,
+      members: this.d.roster.record.members.map((m) => {
+        const p = per.get(m.did)!;
+        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+      }),
+    };
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * `/c0mpute/pool/1`, the protocol between a pool's members (docs/pools.md
+ * "Dispatch recorded before the call"): one request frame, one answer; only
+ * roster members may call (the connection's key says who). Requests:
+ *   {op:'ping'} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
+ *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job}
+ * Answers: {ok:'yes', output?} | {state, receipt?} | {code, message}.
+ */
+import { C0Error } from '../../errors.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { T, type Job, type Offer, type PoolDispatch } from '../../records/kinds.js';
+
+export const POOL_PROTOCOL = '/c0mpute/pool/1';
+
+export interface PoolReply {
+  ok?: 'yes';
+  output?: Uint8Array;
+  code?: string;
+  message?: string;
+  state?: string;
+  receipt?: Uint8Array;
+}
+
+/** A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, and linking job ↔ offer ↔ dispatch. */
+export function checkDispatch(f: Record<string, unknown>, from: string, pool: string, members: string[]): { dispatch: Opened<PoolDispatch>; job: Opened<Job>; offer: Opened<Offer> } {
+  if (!(f.dispatch instanceof Uint8Array) || !(f.job instanceof Uint8Array) || !(f.offer instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'dispatch, job and offer envelopes required');
+  const dispatch = open(f.dispatch, T.poolDispatch);
+  const job = open(f.job, T.job);
+  const offer = open(f.offer, T.offer);
+  if (dispatch.signer !== from) throw new C0Error('POOL_DISPATCH_NOT_CALLERS', 'the dispatch was signed by another member');
+  if (dispatch.record.pool !== pool || !members.includes(dispatch.signer)) throw new C0Error('POOL_NOT_MEMBER', 'the dispatch is not by a member of this pool');
+  if (dispatch.record.job !== job.address || dispatch.record.offer !== offer.address || offer.record.job !== job.address) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch, job and offer do not link');
+  return { dispatch, job, offer };
+}

@@ -1,0 +1,87 @@
+/**
+ * Wires a pool member into a node's provider role (docs/pools.md "Running a
+ * member"): reads the roster and membership files the config names, checks the
+ * chain for this node's key, opens the dispatch trail and run log in the node's
+ * LevelDB, serves `/c0mpute/pool/1` and starts the liveness loop.
+ */
+import { readFileSync } from 'node:fs';
+import type { Registry } from 'prom-client';
+import type { PeerId } from '@libp2p/interface';
+import { C0Error } from '../../errors.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { T, type Receipt } from '../../records/kinds.js';
+import type { Signer } from '../../records/ed25519.js';
+import type { CborValue } from '../../records/cbor.js';
+import type { Sub } from '../../store/db.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+import type { NodeConfig } from '../../node/config.js';
+import { didFromPeerId } from '../../node/peer-id.js';
+import { DispatchTrail, RunLog } from '../../pools/trail.js';
+import type { Executor } from '../provider/executors.js';
+import { PoolMember, POOL_PROTOCOL, type PoolReply } from './member.js';
+
+export interface PoolWiringDeps {
+  config: NonNullable<NodeConfig['pool']>;
+  did: string;
+  signer: Signer;
+  clock: Clock;
+  log: Logger;
+  sub: (name: string) => Sub;
+  registry: Registry;
+  executor: (workload: string) => Executor | undefined;
+  maxOutputBytes: number;
+  net: {
+    request(peer: string, protocol: string, frames: CborValue[], opts?: { limits?: { deadlineMs?: number; maxFrameBytes?: number } }): Promise<CborValue[]>;
+    handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
+  };
+  publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+}
+
+/** Frames carry an input or output of up to 3 MiB (pool.maxInputBytes is bounded below that). */
+const FRAME_BYTES = 4 * 1024 * 1024;
+
+export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
+  let roster, membership;
+  try {
+    roster = open(new Uint8Array(readFileSync(d.config.roster)), T.poolRoster);
+    membership = open(new Uint8Array(readFileSync(d.config.membership)), T.poolMembership);
+  } catch (e) {
+    throw new C0Error(e instanceof C0Error ? e.code : 'CONFIG_INVALID', `pool: cannot load the roster or membership: ${(e as Error).message}`, { field: 'pool' });
+  }
+  const member = new PoolMember({
+    did: d.did,
+    signer: d.signer,
+    roster,
+    membership,
+    options: {
+      ...(d.config.minPrice ? { minPrice: d.config.minPrice } : {}),
+      maxInputBytes: d.config.maxInputBytes,
+      sizeParam: d.config.sizeParam,
+      maxSizeParam: d.config.maxSizeParam,
+      memberTimeoutMs: d.config.memberTimeoutMs,
+      livenessMs: d.config.livenessMs,
+    },
+    clock: d.clock,
+    log: d.log,
+    trail: new DispatchTrail(d.sub('pool-trail')),
+    runs: new RunLog(d.sub('pool-runs')),
+    executor: d.executor,
+    maxOutputBytes: d.maxOutputBytes,
+    registry: d.registry,
+    publishReceipt: d.publishReceipt,
+    call: async (to, frame, timeoutMs) => {
+      const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES } });
+      return (frames[0] ?? {}) as PoolReply;
+    },
+  });
+  await d.net.handle(
+    POOL_PROTOCOL,
+    async (frames, ctx) => {
+      await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer))) as CborValue);
+    },
+    { maxFrameBytes: FRAME_BYTES, deadlineMs: Math.max(d.config.memberTimeoutMs, 600_000), maxRequestFrames: 1 },
+  );
+  d.log.info({ pool: member.pool, roster: roster.address, seq: roster.record.seq }, 'pool member ready');
+  return member;
+}

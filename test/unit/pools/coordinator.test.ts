@@ -1,0 +1,280 @@
+/**
+ * The coordinator and member paths of src/roles/pool-member/member.ts, three
+ * members in one process with their own LevelDB stores and the real executors,
+ * the protocol calls wired straight to each other's `serve` (the e2e test runs
+ * them as processes): same member from two coordinators and one run, the trail
+ * a crashed coordinator leaves is closed, the output guard, the gates.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { C0Error } from '../../../src/errors.js';
+import { open, seal, type Opened } from '../../../src/records/envelope.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
+import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { DispatchTrail, RunLog } from '../../../src/pools/trail.js';
+import { selectMember } from '../../../src/pools/choice.js';
+import { PoolMember, POOL_MEMBER_DEFAULTS, type PoolReply } from '../../../src/roles/pool-member/member.js';
+import { createExecutor, type Executor } from '../../../src/roles/provider/executors.js';
+import { receiptFor } from '../../../src/roles/provider/provider.js';
+import { signerFrom } from '../records/fixtures.js';
+import { MEMBERS, POOL, keyOf, membership, roster } from './helpers.js';
+
+const buyer = signerFrom(2);
+const clock = fakeClock(1_800_000_000_000);
+let dir: string;
+const dbs: Db[] = [];
+const r = roster();
+
+interface World {
+  members: Map<string, PoolMember>;
+  down: Set<string>;
+  hang: Set<string>;
+  runs: Map<string, number>;
+  published: Array<Opened<Receipt>>;
+  crashOnRun: Set<string>;
+}
+
+async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}): Promise<World> {
+  const w: World = { members: new Map(), down: new Set(), hang: new Set(), runs: new Map(), published: [], crashOnRun: new Set() };
+  for (const did of MEMBERS) await addMember(w, name, did, output, gates);
+  for (const m of w.members.values()) {
+    await m.start();
+    m.stop();
+  }
+  return w;
+}
+
+async function addMember(w: World, name: string, did: string, output: (did: string) => Executor | undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}): Promise<PoolMember> {
+  const db = await openDb(join(dir, `${name}-${did.slice(-6)}`));
+  if (!dbs.includes(db)) dbs.push(db);
+  const base = createExecutor({ type: 'builtin', name: 'builtin.sha256' });
+  const counted: Executor = {
+    kind: 'builtin',
+    run: async (ctx) => {
+      w.runs.set(did, (w.runs.get(did) ?? 0) + 1);
+      return (output(did) ?? base).run(ctx);
+    },
+  };
+  const m = new PoolMember({
+    did,
+    signer: keyOf(did),
+    roster: r,
+    membership: membership(r, keyOf(did)),
+    options: { ...POOL_MEMBER_DEFAULTS, livenessMs: 1000, memberTimeoutMs: 400, ...gates },
+    clock,
+    log: silentLogger(),
+    trail: new DispatchTrail(sub(db, 'pool-trail')),
+    runs: new RunLog(sub(db, 'pool-runs')),
+    executor: () => counted,
+    maxOutputBytes: 1 << 20,
+    publishReceipt: async (rec) => void w.published.push(rec),
+    call: async (to, frame, timeoutMs): Promise<PoolReply> => {
+      if (w.down.has(to)) throw new C0Error('NET_DIAL_FAILED', 'down');
+      if (frame.op === 'run' && w.crashOnRun.has(did)) throw new C0Error('TEST_CRASH', 'the coordinator died here');
+      if (frame.op === 'run' && w.hang.has(to)) {
+        await new Promise((res) => setTimeout(res, timeoutMs + 50));
+        throw new C0Error('NET_DEADLINE', 'no answer');
+      }
+      return w.members.get(to)!.serve(frame, did);
+    },
+  });
+  w.members.set(did, m);
+  return m;
+}
+
+function job(opts: { params?: string; size?: number } = {}): { job: Opened<Job>; input: Uint8Array } {
+  const input = new Uint8Array(randomBytes(opts.size ?? 16));
+  const now = clock();
+  const j = seal(
+    T.job,
+    {
+      workload: 'builtin.sha256',
+      requirements: {},
+      maxPrice: { amount: '0.01', currency: 'USD' },
+      announcedAt: now,
+      deadline: now + 120_000,
+      timeoutMs: 60_000,
+      input: { hash: hashHex(input), size: input.length },
+      inputSealed: 'no',
+      ...(opts.params === undefined ? {} : { params: opts.params }),
+      nonce: new Uint8Array(randomBytes(8)),
+    },
+    buyer,
+  ) as Opened<Job>;
+  return { job: j, input };
+}
+
+function offer(j: Opened<Job>, by: string, amount = '0.009'): Opened<Offer> {
+  const now = clock();
+  return seal(T.offer, { job: j.address, advert: 'sha256:' + 'a'.repeat(64), price: { amount, currency: 'USD' }, durationMs: 1000, issuedAt: now, startBy: now + 10_000, expiresAt: now + 10_000 }, keyOf(by)) as Opened<Offer>;
+}
+
+const ctx = (input: Uint8Array) => ({ input, signal: new AbortController().signal, onProgress: () => {}, maxOutputBytes: 1 << 20 });
+
+async function codeOfAsync(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'none';
+  } catch (e) {
+    return e instanceof C0Error ? e.code : String(e);
+  }
+}
+
+/** What the provider role does after the run: sign the (pooled) receipt and close. */
+async function finish(m: PoolMember, j: Opened<Job>, o: Opened<Offer>, did: string, run: Promise<Uint8Array>): Promise<Opened<Receipt>> {
+  let output: Uint8Array | undefined;
+  let failure: Receipt['failure'];
+  try {
+    output = await run;
+  } catch (e) {
+    failure = { code: (e as C0Error).code ?? 'X', message: 'x' };
+  }
+  const rec = seal(T.receipt, m.receipt(receiptFor(j, o, { startedAt: clock(), completedAt: clock(), energy: { uj: 0, grade: 'Estimator' }, ...(failure ? { failure } : {}), ...(output ? { output } : {}) })), keyOf(did));
+  await m.closed(rec);
+  return rec;
+}
+
+describe('pool coordinator and members (in process, real stores)', () => {
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-pools-'));
+  });
+  after(async () => {
+    for (const db of dbs) await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a walk: the member by hash runs it; the receipt is the pool’s; the settlement sums to the price', async () => {
+    const w = await world('walk');
+    const coord = w.members.get(MEMBERS[0]!)!;
+    const { job: j, input } = job();
+    const o = offer(j, MEMBERS[0]!);
+    const rec = await finish(coord, j, o, MEMBERS[0]!, coord.run(j, o, ctx(input)));
+    assert.equal(rec.record.status, 'completed');
+    assert.equal(open(rec.bytes, T.receipt).record.provider, POOL);
+    const chosen = selectMember(j.address, MEMBERS);
+    assert.equal(w.runs.get(chosen), 1);
+    assert.equal([...w.runs.values()].reduce((a, b) => a + b, 0), 1);
+    const st = (await coord.status()) as { members: Array<{ did: string; jobs: { completed: number }; earned: Record<string, string> }> };
+    assert.equal(st.members.find((m) => m.did === chosen)!.jobs.completed, 1);
+    const earned = st.members.map((m) => Number(m.earned.USD ?? '0'));
+    assert.ok(Math.abs(earned.reduce((a, b) => a + b, 0) - 0.009) < 1e-12);
+    // Every member holds the closed trail (the dispatch was sent to all before the input).
+    for (const m of w.members.values()) assert.equal((await (m as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address))?.state, 'completed');
+  });
+
+  test('two coordinators that both believe they are elected choose the same member, and it runs the job once', async () => {
+    const w = await world('race');
+    const [a, b] = [MEMBERS[0]!, MEMBERS[1]!];
+    const { job: j, input } = job();
+    const [oa, ob] = [offer(j, a), offer(j, b)];
+    const [ra, rb] = await Promise.allSettled([w.members.get(a)!.run(j, oa, ctx(input)), w.members.get(b)!.run(j, ob, ctx(input))]);
+    const chosen = selectMember(j.address, MEMBERS);
+    assert.equal(w.runs.get(chosen), 1, 'ran once');
+    assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 1);
+    const outcomes = [ra, rb].map((x) => (x.status === 'fulfilled' ? 'ok' : (x.reason as C0Error).code)).sort();
+    assert.deepEqual(outcomes, ['POOL_ALREADY_RUN', 'ok']);
+    // Each coordinator closes its own dispatch: the refused one fails, the one that ran settles.
+    const [wa, wb] = ra.status === 'fulfilled' ? [a, b] : [b, a];
+    const [wo, lo] = ra.status === 'fulfilled' ? [oa, ob] : [ob, oa];
+    const out = ra.status === 'fulfilled' ? ra.value : (rb as PromiseFulfilledResult<Uint8Array>).value;
+    await finish(w.members.get(wb)!, j, lo, wb, Promise.reject(new C0Error('POOL_ALREADY_RUN', 'refused')));
+    await finish(w.members.get(wa)!, j, wo, wa, Promise.resolve(out));
+    for (const m of w.members.values()) {
+      const st = (await m.status()) as { members: Array<{ earned: Record<string, string> }> };
+      const sum = st.members.reduce((s2, x) => s2 + Number(x.earned.USD ?? '0'), 0);
+      assert.ok(Math.abs(sum - 0.009) < 1e-12, `settled on every member (${sum})`);
+    }
+  });
+
+  test('a coordinator that crashes after the dispatch, before the call: the job is failed from the trail, on restart and by the next coordinator', async () => {
+    const w = await world('crash');
+    const a = MEMBERS[0]!;
+    w.crashOnRun.add(a);
+    // A job whose member is another one (the crash is between the dispatch and the call to it).
+    let jj;
+    do jj = job();
+    while (selectMember(jj.job.address, MEMBERS) === a);
+    const { job: j, input } = jj;
+    assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
+    // (The provider would now sign the failed receipt; a crash means it never did.) Nothing ran.
+    assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 0);
+    // The next coordinator: a is gone (unheard for longer than 3 × livenessMs).
+    w.down.add(a);
+    clock.advance(10_000);
+    const b = w.members.get(MEMBERS[1]!)!;
+    assert.equal(await b.recover(), 1);
+    const failed = w.published.at(-1)!;
+    assert.equal(failed.record.status, 'failed');
+    assert.equal(failed.record.failure?.code, 'POOL_COORDINATOR_LOST');
+    assert.equal(failed.record.provider, POOL);
+    // a restarts (a fresh instance on the same store): it learns the outcome instead of failing the job again.
+    w.down.delete(a);
+    const n = w.published.length;
+    const a2 = await addMember(w, 'crash', a, () => undefined);
+    assert.equal(await a2.recover(), 1);
+    assert.equal(w.published.length, n, 'no second receipt');
+    assert.equal((await b.recover()) + (await a2.recover()), 0, 'nothing pending anywhere');
+  });
+
+  test('output guard: whitespace or empty output, a member that times out or cannot be reached → failed, no settlement', async () => {
+    const blank: Executor = { kind: 'exec', run: async () => new TextEncoder().encode(' \n\t ') };
+    const w = await world('guard', () => blank);
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    const one = async () => {
+      const { job: j, input } = job();
+      const o = offer(j, a);
+      return { j, rec: await finish(coord, j, o, a, coord.run(j, o, ctx(input))) };
+    };
+    const ws = await one();
+    assert.equal(ws.rec.record.failure?.code, 'POOL_OUTPUT_EMPTY');
+    for (const did of MEMBERS) if (did !== a) w.hang.add(did);
+    // A job whose member is another one: pick until the hash lands elsewhere.
+    let r2;
+    do r2 = await one();
+    while (selectMember(r2.j.address, MEMBERS) === a);
+    assert.equal(r2.rec.record.failure?.code, 'POOL_MEMBER_TIMEOUT');
+    w.hang.clear();
+    for (const did of MEMBERS) if (did !== a) w.down.add(did);
+    let r3;
+    do r3 = await one();
+    while (selectMember(r3.j.address, MEMBERS) === a);
+    assert.equal(r3.rec.record.failure?.code, 'POOL_MEMBER_UNREACHABLE');
+    const st = (await coord.status()) as { members: Array<{ earned: Record<string, string> }> };
+    assert.ok(st.members.every((m) => Object.keys(m.earned).length === 0), 'no settlement for failed work');
+  });
+
+  test('admission gates, each with its own code, before anything is recorded', async () => {
+    const w = await world('gates', () => undefined, { minPrice: { amount: '0.005', currency: 'USD' }, maxInputBytes: 64, maxSizeParam: 100 });
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    const cases: Array<[ReturnType<typeof job>, string, string]> = [
+      [job(), '0.001', 'POOL_GATE_MIN_PRICE'],
+      [job({ size: 65 }), '0.009', 'POOL_GATE_INPUT_TOO_LARGE'],
+      [job({ params: '{"maxTokens":101}' }), '0.009', 'POOL_GATE_SIZE_PARAM'],
+    ];
+    for (const [{ job: j, input }, price, want] of cases) {
+      assert.equal(await codeOfAsync(coord.run(j, offer(j, a, price), ctx(input))), want);
+      assert.equal(await (coord as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address), undefined, 'nothing recorded');
+    }
+    assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 0);
+  });
+
+  test('a member refuses a dispatch from outside the roster, or one naming another member', async () => {
+    const w = await world('authz');
+    const m = w.members.get(MEMBERS[1]!)!;
+    assert.equal((await m.serve({ op: 'ping' }, 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK')).code, 'POOL_NOT_MEMBER');
+    const { job: j, input } = job();
+    const o = offer(j, MEMBERS[0]!);
+    const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: MEMBERS[2]!, coordinator: MEMBERS[0]!, epoch: 1, issuedAt: clock() }, keyOf(MEMBERS[0]!));
+    assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[0]!)).code, 'POOL_NOT_CHOSEN');
+    assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[2]!)).code, 'POOL_DISPATCH_NOT_CALLERS');
+  });
+});
