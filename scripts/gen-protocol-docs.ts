@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { SCHEMAS } from '../src/records/kinds.js';
 import { schemaTable } from '../src/records/schema.js';
+import { TRAIN_RULE_DOCS, TRAIN_SIGNERS } from '../src/training/record-kinds.js';
 
 const RULES: Record<string, string[]> = {
   'c0mpute.advert/1': [
@@ -41,6 +42,7 @@ const RULES: Record<string, string[]> = {
     'It links, from the record alone (on gossip, rejected otherwise; the evidence store refuses it too): every `proof` envelope opens (`NONDELIVERY_PROOF_INVALID`); the job is the one cited (`NONDELIVERY_JOB_MISMATCH`) and signed by this record’s signer (`NONDELIVERY_NOT_BUYER`); the selection is the one cited, for that job, on the signer’s behalf, its winner the cited offer and naming `provider` with it (`NONDELIVERY_SELECTION_MISMATCH`), decided no later than `signedAt` (`NONDELIVERY_BEFORE_SELECTION`); the offer is the one cited, signed by `provider`, for that job (`NONDELIVERY_OFFER_MISMATCH`).',
     'Counts against the provider in reputation by the weight of its signer (docs/market.md “Reputation and its threat model”); one per (buyer, provider, job).',
   ],
+  ...TRAIN_RULE_DOCS,
 };
 
 const SIGNERS: Record<string, string> = {
@@ -54,6 +56,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.claim/1': 'provider (the claimant)',
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
+  ...TRAIN_SIGNERS,
 };
 
 export function render(root: string): string {

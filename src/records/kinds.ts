@@ -6,6 +6,7 @@
 import { C0Error } from '../errors.js';
 import type { Money } from './money.js';
 import type { Schema } from './schema.js';
+import { TRAIN_RULES, TRAIN_SCHEMAS } from '../training/record-kinds.js';
 
 export const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -373,6 +374,7 @@ export const SCHEMAS: Record<string, Schema> = {
       },
     },
   },
+  ...TRAIN_SCHEMAS,
 };
 
 // ---------------------------------------------------------------------------
@@ -434,6 +436,7 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
     if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
   },
+  ...TRAIN_RULES,
 };
 
 export interface RecordTypes {
