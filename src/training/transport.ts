@@ -1,0 +1,85 @@
+/**
+ * The training protocol `/c0mpute/train/1` over direct libp2p streams
+ * (docs/training.md "Wire"; DESIGN §3.5): one request per message, the first
+ * frame a header `{k, tag?, …}`, then any payload as byte frames of at most
+ * 512 KiB (a 16 MB gradient travels as many frames within the bounded-frame
+ * rules). Only the run's members may send anything but step commitments; a
+ * commitment from anyone is handed to the aggregator, which shows it as
+ * ignored. Chunks land in a bounded Mailbox keyed by the sender's rank in the
+ * run; every receive has a deadline (the run's timeoutMs).
+ */
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Network } from '../net/node.js';
+import { didFromPeerId } from '../node/peer-id.js';
+import type { Mailbox} from './allreduce.js';
+import { type RingTransport } from './allreduce.js';
+
+export const TRAIN_PROTOCOL = '/c0mpute/train/1';
+export const PAYLOAD_FRAME = 512 * 1024;
+export const TRAIN_LIMITS = { maxFrameBytes: PAYLOAD_FRAME + 1024, maxRequestFrames: 200, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
+
+export interface TrainMessage {
+  k: string;
+  [field: string]: CborValue;
+}
+
+/** What a message handler gets: the header, the payload frames joined, the sender's DID. */
+export type MessageHandler = (from: string, head: TrainMessage, payload: Uint8Array) => Promise<CborValue[] | void> | CborValue[] | void;
+
+function join(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+export function splitPayload(data: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let off = 0; off < data.length; off += PAYLOAD_FRAME) out.push(data.subarray(off, Math.min(data.length, off + PAYLOAD_FRAME)));
+  return out;
+}
+
+export class TrainWire {
+  constructor(
+    private readonly net: Pick<Network, 'handle' | 'request' | 'did'>,
+    private readonly onMessage: MessageHandler,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.net.handle(
+      TRAIN_PROTOCOL,
+      async (reqs, ctx) => {
+        const head = reqs[0] as TrainMessage | undefined;
+        if (!head || typeof head !== 'object' || typeof head.k !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', 'first frame must be a message header');
+        const payload = join(reqs.slice(1).filter((f): f is Uint8Array => f instanceof Uint8Array));
+        const from = didFromPeerId(ctx.peer);
+        const reply = await this.onMessage(from, head, payload);
+        if (reply) for (const r of reply) await ctx.send(r);
+      },
+      TRAIN_LIMITS,
+    );
+  }
+
+  async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {
+    const frames: CborValue[] = [head, ...(payload ? splitPayload(payload) : [])];
+    return this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } });
+  }
+}
+
+/** A RingTransport for one view: ranks are positions in `members`, messages go over the wire, chunks arrive in `box` keyed by the sender's run rank. */
+export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number): RingTransport {
+  const rank = members.indexOf(self);
+  return {
+    rank,
+    size: members.length,
+    send: async (to, tag, data) => {
+      await wire.send(members[to]!, { k: 'chunk', tag }, data, timeoutMs);
+    },
+    recv: (from, tag) => box.take(runRank(members[from]!), tag, timeoutMs),
+  };
+}
