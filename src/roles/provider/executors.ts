@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
+import { runPipelineJob } from '../../training/pipeline-job.js';
 
 export interface Progress {
   /** 0..1 when known */
@@ -63,7 +64,7 @@ function checkOutput(out: Uint8Array, max: number): Uint8Array {
 // builtin
 // ---------------------------------------------------------------------------
 
-export const BUILTINS = ['builtin.sha256', 'builtin.primes', 'builtin.sleep'] as const;
+export const BUILTINS = ['builtin.sha256', 'builtin.primes', 'builtin.sleep', 'builtin.mlp-pipeline'] as const;
 export type BuiltinName = (typeof BUILTINS)[number];
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
@@ -97,6 +98,8 @@ export function builtinExecutor(name: BuiltinName): Executor {
         ctx.onProgress({ fraction: 1, units: rounds, message: `${rounds}/${rounds} rounds` });
         return checkOutput(new TextEncoder().encode(h.toString('hex')), ctx.maxOutputBytes);
       }
+      // builtin.mlp-pipeline: the model's stages run in this process with the GPipe schedule (docs/training.md).
+      if (name === 'builtin.mlp-pipeline') return checkOutput(await runPipelineJob(ctx.input), ctx.maxOutputBytes);
       if (name === 'builtin.primes') {
         const text = ctx.params ?? Buffer.from(ctx.input).toString('utf8').trim();
         const n = parseCount(text, 'N', 50_000_000);
