@@ -9,6 +9,9 @@ import { apiCall } from '../../node/api.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
 import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
+import { runTrainingScenario } from '../../devnet/training-scenario.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import type { WireEvent } from '../../node/events.js';
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
@@ -23,8 +26,10 @@ export function register(program: Command): void {
     .option('--keep', 'keep the network running after the jobs (Ctrl-C stops it)')
     .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
     .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
-    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean }) => {
+    .option('--training', 'the training scenario: three worker processes train a model with witnessed epoch roots, then a two-stage pipeline')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; training?: boolean }) => {
       if (o.overlay) return overlayScenario(o);
+      if (o.training) return trainingScenario(o);
       const providers = Number(o.providers);
       const jobs = Number(o.jobs);
       if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
@@ -109,6 +114,16 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<voi
 }
 
 /** Run a devnet scenario; whatever happens (Ctrl-C included), stop every node it started. */
+async function trainingScenario(o: { dir?: string }): Promise<void> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0-devnet-training-'));
+  try {
+    const ok = await runTrainingScenario(BIN, dir, out);
+    if (!ok) throw new C0Error('DEVNET_TRAINING_FAILED', 'the training scenario did not reach identical weights and pipeline output');
+  } finally {
+    if (!o.dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
   const onSignal = () => void net.stop().then(() => process.exit(130));
   process.once('SIGINT', onSignal);

@@ -9,13 +9,13 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { systemClock } from '../../util/clock.js';
 import { createLogger } from '../../util/log.js';
-import { buildRun, readRunBundle, writeRunBundle } from '../../roles/trainer/run-file.js';
+import { buildRun, readRunBundle, referenceFor, writeRunBundle } from '../../roles/trainer/run-file.js';
 import { TrainerWorker, type EpochResult, type TrainerEvent } from '../../roles/trainer/worker.js';
 import { verifyInclusion } from '../../training/verify.js';
-import { iris } from '../../training/data.js';
-import { addressOf, referenceRun } from '../../training/engine.js';
-import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
-import type { TrainRun } from '../../training/record-kinds.js';
+import { createNetwork } from '../../net/node.js';
+import { partition } from '../../training/pipeline.js';
+import { serveStage } from '../../training/pipeline-net.js';
+import { paramCount, weightsFromBytes } from '../../training/model.js';
 import type { InclusionProof } from '../../training/merkle.js';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
@@ -46,14 +46,6 @@ export function describeEvent(e: TrainerEvent): string {
     case 'stopped':
       return `stopped: ${e.code}: ${e.message}`;
   }
-}
-
-/** The single-process run of a run spec (all members, no failures). */
-export function referenceFor(rec: TrainRun): { weights: string; accuracy: number; losses: number[] } {
-  const shape = { layers: rec.model.layers };
-  const d = iris();
-  const r = referenceRun({ shape, lr: Number(rec.lr), batch: rec.batch, feedback: rec.quant.feedback === 'yes' }, d.train, initWeights(shape, rec.init.seed), rec.members.length, rec.epochs * rec.stepsPerEpoch);
-  return { weights: addressOf(weightsBytes(r.w)), accuracy: accuracy(shape, r.w, d.test.x, d.test.y), losses: r.loss };
 }
 
 export function register(program: Command): void {
@@ -131,6 +123,33 @@ export function register(program: Command): void {
       for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);
       if (s.ignored.count) out(`  ignored step commitments: ${s.ignored.count}`);
       out(`weights ${String(s.weights)}`);
+    });
+  train
+    .command('stage <weightsFile>')
+    .description('serve one pipeline stage of a trained model over /c0mpute/pipeline/1 (runs until stopped)')
+    .requiredOption('--layers <widths>', 'layer widths, e.g. 4,16,3')
+    .requiredOption('--stage <k>', 'this stage (0-based)')
+    .requiredOption('--of <n>', 'number of stages')
+    .option('--listen <multiaddr>', 'listen address', '/ip4/127.0.0.1/tcp/0')
+    .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start')
+    .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const id = await loadNodeIdentity(dataDir);
+      const shape = { layers: opts.layers.split(',').map(Number) };
+      const ranges = partition(shape, Number(opts.of));
+      const range = ranges[Number(opts.stage)];
+      if (!range) throw new C0Error('PIPELINE_STAGES_INVALID', `--stage must be 0 to ${ranges.length - 1}`);
+      const w = weightsFromBytes(readInput(weightsFile));
+      if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
+      const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
+      await serveStage(net, { shape, w, range });
+      await net.start();
+      out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await net.stop();
     });
   train
     .command('reference <runBundle>')

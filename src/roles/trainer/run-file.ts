@@ -12,8 +12,8 @@ import { C0Error } from '../../errors.js';
 import type { Signer } from '../../records/ed25519.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { iris } from '../../training/data.js';
-import { initWeights, weightsBytes } from '../../training/model.js';
-import { addressOf } from '../../training/engine.js';
+import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
+import { addressOf, referenceRun } from '../../training/engine.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 
 const runYaml = z
@@ -98,3 +98,12 @@ export function readRunBundle(path: string): RunBundle {
 export function writeRunBundle(path: string, json: string): void {
   writeFileSync(path, json);
 }
+
+/** The single-process run of a run spec (all members, no failures). */
+export function referenceFor(rec: TrainRun): { weights: string; accuracy: number; losses: number[] } {
+  const shape = { layers: rec.model.layers };
+  const d = iris();
+  const r = referenceRun({ shape, lr: Number(rec.lr), batch: rec.batch, feedback: rec.quant.feedback === 'yes' }, d.train, initWeights(shape, rec.init.seed), rec.members.length, rec.epochs * rec.stepsPerEpoch);
+  return { weights: addressOf(weightsBytes(r.w)), accuracy: accuracy(shape, r.w, d.test.x, d.test.y), losses: r.loss };
+}
+
