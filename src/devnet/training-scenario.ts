@@ -138,7 +138,7 @@ interface WorkerEvent {
 }
 
 /** Spawn a pipeline stage process; resolves with its DID and address once it serves. */
-function spawnStage(bin: string, dataDir: string, weights: string, layers: number[], k: number, of: number, listen: string, next?: string): Promise<{ child: ChildProcess; addr: string; did: string }> {
+export function spawnStage(bin: string, dataDir: string, weights: string, layers: number[], k: number, of: number, listen: string, next?: string): Promise<{ child: ChildProcess; addr: string; did: string }> {
   const args = [bin, '--data-dir', dataDir, 'train', 'stage', weights, '--layers', layers.join(','), '--stage', String(k), '--of', String(of), '--listen', listen, ...(next ? ['--next', next] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'error' } });
   return new Promise((resolve, reject) => {

@@ -44,6 +44,22 @@ export function splitPayload(data: Uint8Array): Uint8Array[] {
   return out;
 }
 
+/**
+ * Retry a request whose stream could not be opened (NET_DIAL_FAILED: nothing
+ * was delivered, so a retry cannot duplicate a message), up to 3 attempts;
+ * loopback peers dialling each other at once sometimes lose the first stream.
+ */
+export async function withDialRetry<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof C0Error) || e.code !== 'NET_DIAL_FAILED' || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
+}
+
 export class TrainWire {
   constructor(
     private readonly net: Pick<Network, 'handle' | 'request' | 'did'>,
@@ -67,7 +83,7 @@ export class TrainWire {
 
   async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {
     const frames: CborValue[] = [head, ...(payload ? splitPayload(payload) : [])];
-    return this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } });
+    return withDialRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } }));
   }
 }
 
