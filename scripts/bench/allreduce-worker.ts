@@ -21,7 +21,7 @@ const keys = Array.from({ length: n }, (_, i) => new Ed25519Signer(new Uint8Arra
 const dids = keys.map((k) => didFromPublicKey(k.publicKey));
 const addr = (i: number) => `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(dids[i]!).toString()}`;
 const box = new Mailbox({ timeoutMs: 120_000, maxHeld: 4096 });
-const net = await createNetwork({ signer: keys[rank]!, listen: [`/ip4/127.0.0.1/tcp/${ports[rank]}`], loopback: true, syncOnConnect: [], topics: [], bootstrap: dids.map((_, i) => addr(i)).filter((_, i) => i !== rank) });
+const net = await createNetwork({ signer: keys[rank]!, listen: [`/ip4/127.0.0.1/tcp/${ports[rank]}`], loopback: true, syncOnConnect: [], topics: [] });
 const wire = new TrainWire(net, (from, head, payload) => {
   if (head.k === 'chunk') box.put(dids.indexOf(from), head.tag as string, payload.slice());
 });
@@ -29,8 +29,8 @@ await wire.start();
 await net.start();
 const ring = wireRing(wire, box, dids, dids[rank]!, (d) => dids.indexOf(d), 120_000);
 // connect to every peer (they start at different moments), then a barrier
-for (let i = 0; i < n; i++) {
-  if (i === rank) continue;
+// each pair connects once (the lower rank dials), so no two connections race to be pruned
+for (let i = rank + 1; i < n; i++) {
   for (let tries = 0; ; tries++) {
     try {
       await net.dial(addr(i), { timeoutMs: 2_000 });
@@ -41,6 +41,7 @@ for (let i = 0; i < n; i++) {
     }
   }
 }
+while (net.peers().length < n - 1) await new Promise((r) => setTimeout(r, 100));
 await ringAllReduce(ring, Int32Array.of(1), 'sum', 'hello');
 const len = bytes >> 2;
 const data = Int32Array.from({ length: len }, (_, i) => (i % 255) - 127);

@@ -12,7 +12,7 @@ import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { serial, stageForward, type StageRunner } from './pipeline.js';
-import { splitPayload, withDialRetry } from './transport.js';
+import { splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
 const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
@@ -49,7 +49,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
       const y = await compute(x, head.batch, Number(head.mb ?? 0));
       const route = head.route as string[];
-      const outBytes = route.length > 0 ? joinBytes(await withDialRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch: head.batch as number, mb: Number(head.mb ?? 0), route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: LIMITS, signal: ctx.signal }))) : weightsBytes(y);
+      const outBytes = route.length > 0 ? joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch: head.batch as number, mb: Number(head.mb ?? 0), route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: LIMITS, signal: ctx.signal }))) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },
     LIMITS,
@@ -59,7 +59,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
 /** A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). */
 export function remotePipeline(net: Pick<Network, 'request'>, route: string[]): StageRunner {
   return async (x, batch, mb) => {
-    const frames = await withDialRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch, mb, route: route.slice(1) }, ...splitPayload(weightsBytes(x))], { limits: LIMITS }));
+    const frames = await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch, mb, route: route.slice(1) }, ...splitPayload(weightsBytes(x))], { limits: LIMITS }));
     return weightsFromBytes(joinBytes(frames));
   };
 }

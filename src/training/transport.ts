@@ -45,16 +45,21 @@ export function splitPayload(data: Uint8Array): Uint8Array[] {
 }
 
 /**
- * Retry a request whose stream could not be opened (NET_DIAL_FAILED: nothing
- * was delivered, so a retry cannot duplicate a message), up to 3 attempts;
- * loopback peers dialling each other at once sometimes lose the first stream.
+ * Retry a request whose stream could not be opened or broke (NET_DIAL_FAILED,
+ * NET_STREAM_FAILED), up to 3 attempts: loopback peers dialling each other at
+ * once sometimes lose a connection and its streams. Delivery stays exactly-once
+ * because receivers refuse a second message under one key: a retry answered
+ * with TRAIN_DUPLICATE_MESSAGE means the first attempt arrived (returns []).
+ * A deadline (NET_DEADLINE) is not retried, so a silent peer is still noticed
+ * within the run's timeout.
  */
-export async function withDialRetry<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
+export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promise<T[]> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (e) {
-      if (!(e instanceof C0Error) || e.code !== 'NET_DIAL_FAILED' || i >= attempts) throw e;
+      if (i > 1 && e instanceof C0Error && e.code === 'TRAIN_DUPLICATE_MESSAGE') return [];
+      if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_STREAM_FAILED') || (e.detail as { remote?: boolean } | undefined)?.remote || i >= attempts) throw e;
       await new Promise((r) => setTimeout(r, 50 * i));
     }
   }
@@ -83,7 +88,7 @@ export class TrainWire {
 
   async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {
     const frames: CborValue[] = [head, ...(payload ? splitPayload(payload) : [])];
-    return withDialRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } }));
+    return withRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } }));
   }
 }
 

@@ -98,4 +98,21 @@ describe('training across worker processes', () => {
     assert.equal(st[0]!.weights, st[1]!.weights);
     assert.deepEqual(st[0]!.epochs.map((e) => e.root), st[1]!.epochs.map((e) => e.root));
   });
+
+  it('with onFailure stop, a killed worker stops the run cleanly: no epoch committed after the failure', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'c0-train-'));
+    dirs.push(dir);
+    const s = await setupTraining(dir, { workers: 2, epochs: 3, stepsPerEpoch: 6, timeoutMs: 2_000, onFailure: 'stop' });
+    const procs = s.workers.map((_, i) => spawnWorker(BIN, s, i));
+    children.push(...procs.map((p) => p.child));
+    await waitFor('worker 2 in its second epoch', () => ((workerStatus(s, 1) as Status | undefined)?.step ?? -1) >= 7, 120_000, 50);
+    procs[1]!.child.kill('SIGKILL');
+    const code = await exited(procs[0]!.child);
+    assert.notEqual(code, 0);
+    const x = workerStatus(s, 0) as unknown as Status & { stopReason: { code: string } };
+    assert.equal(x.status, 'stopped');
+    assert.equal(x.stopReason.code, 'TRAIN_STOPPED');
+    assert.deepEqual(x.epochs.map((e) => e.epoch), [0]);
+    assert.equal(x.view, 0);
+  });
 });
