@@ -20,14 +20,14 @@ const [bytes, reps] = [Number(args[3]), Number(args[4])];
 const keys = Array.from({ length: n }, (_, i) => new Ed25519Signer(new Uint8Array(32).fill(i + 1)));
 const dids = keys.map((k) => didFromPublicKey(k.publicKey));
 const addr = (i: number) => `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(dids[i]!).toString()}`;
-const box = new Mailbox({ timeoutMs: 120_000, maxHeld: 4096 });
+const box = new Mailbox({ timeoutMs: 60_000, maxHeld: 4096 });
 const net = await createNetwork({ signer: keys[rank]!, listen: [`/ip4/127.0.0.1/tcp/${ports[rank]}`], loopback: true, syncOnConnect: [], topics: [] });
 const wire = new TrainWire(net, (from, head, payload) => {
   if (head.k === 'chunk') box.put(dids.indexOf(from), head.tag as string, payload.slice());
 });
 await wire.start();
 await net.start();
-const ring = wireRing(wire, box, dids, dids[rank]!, (d) => dids.indexOf(d), 120_000);
+const ring = wireRing(wire, box, dids, dids[rank]!, (d) => dids.indexOf(d), 60_000);
 // connect to every peer (they start at different moments), then a barrier
 // each pair connects once (the lower rank dials), so no two connections race to be pruned
 for (let i = rank + 1; i < n; i++) {
@@ -51,7 +51,7 @@ const payload = new Uint8Array(bytes);
 const next = (rank + 1) % n;
 const prev = (rank - 1 + n) % n;
 const t0 = performance.now();
-await Promise.all([wire.send(dids[next]!, { k: 'chunk', tag: 'raw' }, payload, 120_000), box.take(prev, 'raw')]);
+await Promise.all([wire.send(dids[next]!, { k: 'chunk', tag: 'raw' }, payload, 60_000), box.take(prev, 'raw')]);
 const rawMs = performance.now() - t0;
 const times: number[] = [];
 for (let r = 0; r < reps; r++) {

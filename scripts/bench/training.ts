@@ -41,7 +41,12 @@ async function allReduce(n: number, bytes: number): Promise<{ ms: number; rawMs:
         new Promise<{ rawMs: number; times: number[] }>((resolve, reject) => {
           let buf = '';
           p.stdout!.setEncoding('utf8').on('data', (d: string) => (buf += d));
-          p.once('exit', (code) => (code === 0 ? resolve(JSON.parse(buf.trim().split('\n').pop()!) as { rawMs: number; times: number[] }) : reject(new Error(`all-reduce worker exited ${code}`))));
+          p.once('exit', (code) => {
+            if (code === 0) return resolve(JSON.parse(buf.trim().split('\n').pop()!) as { rawMs: number; times: number[] });
+            // One worker failed: stop the others (they would wait out their timeouts).
+            for (const q of procs) if (q.exitCode === null) q.kill('SIGTERM');
+            reject(new Error(`all-reduce worker exited ${code}`));
+          });
         }),
     ),
   );
@@ -108,7 +113,13 @@ export async function run(): Promise<BenchResult> {
   const targets: BenchResult['targets'] = [];
   for (const n of [3, 5]) {
     for (const mb of [1, 16]) {
-      const r = await allReduce(n, mb * 1024 * 1024);
+      let r: { ms: number; rawMs: number; bound: number };
+      try {
+        r = await allReduce(n, mb * 1024 * 1024);
+      } catch (e) {
+        rows.push({ processes: n, size: `${mb} MB`, 'all-reduce ms': `failed: ${(e as Error).message}`, 'raw 1-msg ms': '-', 'ring bound ms': '-', 'measured / bound': '-' });
+        continue;
+      }
       rows.push({ processes: n, size: `${mb} MB`, 'all-reduce ms': r.ms.toFixed(1), 'raw 1-msg ms': r.rawMs.toFixed(1), 'ring bound ms': r.bound.toFixed(1), 'measured / bound': (r.ms / r.bound).toFixed(2) });
       if (mb === 16) targets.push({ name: `allreduce-16MB-${n}p-within-4x-bound`, ratio: r.bound / r.ms, target: 0.25, met: r.bound / r.ms >= 0.25 });
     }

@@ -9,7 +9,7 @@
 import '../../src/polyfill.js';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -71,6 +71,21 @@ describe('training across worker processes', () => {
     const wrong = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '0.json'), join(rd, 'steps', '9.cbor')]);
     assert.equal(wrong.code, 1);
     assert.match(wrong.out, /TRAIN_VERIFY_OUT_OF_EPOCH/);
+    // A tampered proof does not verify.
+    const good = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor'), '--json']);
+    const proof = (JSON.parse(good.out) as { proof: { path: Array<{ side: string; hash: string }> } }).proof;
+    proof.path[0]!.hash = 'sha256:' + 'ee'.repeat(32);
+    writeFileSync(join(dir, 'bad-proof.json'), JSON.stringify(proof));
+    const tampered = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor'), '--proof', join(dir, 'bad-proof.json')]);
+    assert.equal(tampered.code, 1);
+    assert.match(tampered.out, /TRAIN_PROOF_INVALID/);
+    // Status shows the end state, each member's contribution and the roots.
+    const status = await c0mpute(s.workers[0]!.dir, ['train', 'status']);
+    assert.equal(status.code, 0, status.err);
+    assert.match(status.out, /: done, view 0/);
+    assert.equal((status.out.match(/step commitments counted/g) ?? []).length, 3);
+    assert.match(status.out, /epoch 2: root sha256:/);
+    assert.match(status.out, /ignored step commitments: \d+/);
   });
 
   it('a worker killed mid-epoch is noticed, recorded as dropped, and the others finish from the last committed epoch', async () => {
