@@ -2,7 +2,7 @@
  * One process of the all-reduce benchmark (scripts/bench/training.ts): rank k
  * of n, keys from fixed seeds so every process knows its peers, a TrainWire
  * over real libp2p. It measures (a) the raw stream throughput of one message of
- * `bytes` to its successor, and (b) `reps` ring all-reduces of `bytes` of
+ * `bytes` to its successor (as the ring sends it: 1 MiB messages), and (b) `reps` ring all-reduces of `bytes` of
  * int32, each after a 1-value all-reduce as a barrier; prints JSON on stdout.
  *   node allreduce-worker.js <rank> <n> <port,port,…> <bytes> <reps>
  */
@@ -11,7 +11,7 @@ import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { createNetwork } from '../../src/net/node.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { Mailbox, ringAllReduce } from '../../src/training/allreduce.js';
-import { TrainWire, wireRing } from '../../src/training/transport.js';
+import { ChunkAssembler, TrainWire, sendChunk, wireRing } from '../../src/training/transport.js';
 
 const args = process.argv.slice(2);
 const [rank, n] = [Number(args[0]), Number(args[1])];
@@ -22,8 +22,9 @@ const dids = keys.map((k) => didFromPublicKey(k.publicKey));
 const addr = (i: number) => `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(dids[i]!).toString()}`;
 const box = new Mailbox({ timeoutMs: 60_000, maxHeld: 4096 });
 const net = await createNetwork({ signer: keys[rank]!, listen: [`/ip4/127.0.0.1/tcp/${ports[rank]}`], loopback: true, syncOnConnect: [], topics: [] });
+const chunks = new ChunkAssembler((from, tag, data) => box.put(from, tag, data));
 const wire = new TrainWire(net, (from, head, payload) => {
-  if (head.k === 'chunk') box.put(dids.indexOf(from), head.tag as string, payload.slice());
+  if (head.k === 'chunk') chunks.put(dids.indexOf(from), head, payload);
 });
 await wire.start();
 await net.start();
@@ -51,7 +52,7 @@ const payload = new Uint8Array(bytes);
 const next = (rank + 1) % n;
 const prev = (rank - 1 + n) % n;
 const t0 = performance.now();
-await Promise.all([wire.send(dids[next]!, { k: 'chunk', tag: 'raw' }, payload, 60_000), box.take(prev, 'raw')]);
+await Promise.all([sendChunk(wire, dids[next]!, 'raw', payload, 60_000), box.take(prev, 'raw')]);
 const rawMs = performance.now() - t0;
 const times: number[] = [];
 for (let r = 0; r < reps; r++) {

@@ -92,15 +92,56 @@ export class TrainWire {
   }
 }
 
+/** Largest payload of one message: a libp2p stream resets above about 4 MiB buffered (docs/STACK), so big chunks travel as parts. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Reassembles chunk parts (`{k:'chunk', tag, part, parts}`) into whole chunks
+ * and hands each to `deliver` once; at most 1 024 parts per chunk and 64
+ * chunks in assembly at once (TRAIN_BAD_MESSAGE beyond).
+ */
+export class ChunkAssembler {
+  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number }>();
+  constructor(private readonly deliver: (from: number, tag: string, data: Uint8Array) => void) {}
+
+  put(from: number, head: TrainMessage, payload: Uint8Array): void {
+    const tag = head.tag;
+    if (typeof tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk without a tag');
+    const parts = head.parts === undefined ? 1 : head.parts;
+    const part = head.part === undefined ? 0 : head.part;
+    if (typeof parts !== 'number' || typeof part !== 'number' || !Number.isInteger(parts) || parts < 1 || parts > 1024 || !Number.isInteger(part) || part < 0 || part >= parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk part out of range');
+    if (parts === 1) return this.deliver(from, tag, payload.slice());
+    const key = `${from}|${tag}`;
+    let p = this.#partial.get(key);
+    if (!p) {
+      if (this.#partial.size >= 64) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
+      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0 };
+      this.#partial.set(key, p);
+    }
+    if (p.parts.length !== parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'part count changed');
+    if (p.parts[part]) throw new C0Error('TRAIN_DUPLICATE_MESSAGE', `part ${part} of ${tag} twice`);
+    p.parts[part] = payload.slice();
+    if (++p.got < parts) return;
+    this.#partial.delete(key);
+    this.deliver(from, tag, join(p.parts as Uint8Array[]));
+  }
+}
+
+/** Send `data` under `tag` as one or more chunk messages of at most MAX_MESSAGE_BYTES, in order. */
+export async function sendChunk(wire: TrainWire, to: string, tag: string, data: Uint8Array, timeoutMs: number): Promise<void> {
+  const parts = Math.max(1, Math.ceil(data.length / MAX_MESSAGE_BYTES));
+  for (let k = 0; k < parts; k++) {
+    await wire.send(to, { k: 'chunk', tag, ...(parts > 1 ? { part: k, parts } : {}) }, data.subarray(k * MAX_MESSAGE_BYTES, Math.min(data.length, (k + 1) * MAX_MESSAGE_BYTES)), timeoutMs);
+  }
+}
+
 /** A RingTransport for one view: ranks are positions in `members`, messages go over the wire, chunks arrive in `box` keyed by the sender's run rank. */
 export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number): RingTransport {
   const rank = members.indexOf(self);
   return {
     rank,
     size: members.length,
-    send: async (to, tag, data) => {
-      await wire.send(members[to]!, { k: 'chunk', tag }, data, timeoutMs);
-    },
+    send: (to, tag, data) => sendChunk(wire, members[to]!, tag, data, timeoutMs),
     recv: (from, tag) => box.take(runRank(members[from]!), tag, timeoutMs),
   };
 }

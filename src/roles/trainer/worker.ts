@@ -31,7 +31,7 @@ import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
-import { TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -101,6 +101,7 @@ export class TrainerWorker {
   readonly #witnessed = new Map<string, string>();
   readonly #pending = new Set<Promise<unknown>>();
   readonly #log: Logger;
+  readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
   #startedAt = 0;
   #stepsDone = 0;
 
@@ -161,8 +162,7 @@ export class TrainerWorker {
         return;
       }
       case 'chunk':
-        if (typeof head.tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk without a tag');
-        this.box.put(this.#rank(from), head.tag, payload.slice());
+        this.#chunks.put(this.#rank(from), head, payload);
         return;
       case 'ping':
         return [{ lastEpoch: this.lastCommittedEpoch, view: this.view }];
