@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
-import { createExecutor, type Executor } from './executors.js';
+import { createExecutor, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
@@ -53,6 +53,8 @@ export interface ProviderDeps {
   quoteBudget?: QuoteBudget<Opened<Offer>>;
   /** Called when a slot is taken or freed (the presence publisher answers with a fresh presence). */
   onSlotsChanged?: () => void;
+  /** The node, for builtins that join other nodes (builtin.train-member). */
+  execHost?: ExecHost;
 }
 
 export class Provider {
@@ -294,6 +296,7 @@ export class Provider {
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
+        ...(this.d.execHost ? { host: this.d.execHost } : {}),
         ...this.#groupHooks(job, offer, startedAt),
         onProgress: (p) => {
           const sp = this.#spans.get(job.address);

@@ -47,6 +47,8 @@ export interface TrainerOptions {
   onEvent?: (e: TrainerEvent) => void;
   /** How long to wait for every member's membership (default 60 s). */
   joinTimeoutMs?: number;
+  /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. */
+  net?: Pick<Network, 'handle' | 'request' | 'did'>;
 }
 
 export type TrainerEvent =
@@ -78,7 +80,7 @@ export class TrainerWorker {
   readonly runAddr: string;
   readonly rec: TrainRun;
   readonly params: StepParams;
-  net!: Network;
+  net: Network | undefined;
   wire!: TrainWire;
   readonly box: Mailbox;
   state: WorkerState;
@@ -129,6 +131,11 @@ export class TrainerWorker {
   }
 
   async start(): Promise<void> {
+    if (this.o.net) {
+      this.wire = new TrainWire(this.o.net, (from, head, payload) => this.#onMessage(from, head, payload));
+      await this.wire.start();
+      return;
+    }
     const self = this.o.addrs[this.o.did];
     if (!self) throw new C0Error('TRAIN_RUN_FILE', `no address for ${this.o.did} in the run bundle`);
     const bootstrap = this.members.filter((d) => d !== this.o.did && this.o.addrs[d]).map((d) => `${this.o.addrs[d]}/p2p/${peerIdFromDid(d).toString()}`);
