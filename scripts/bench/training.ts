@@ -75,7 +75,7 @@ async function steps(): Promise<{ multi: number; single: number }> {
 async function pipeline(): Promise<{ micro1: number; micro8: number; rows: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'c0-bench-pipe-'));
   const layers = [256, 1024, 1024, 1024, 10];
-  const rows = 512;
+  const rows = 256;
   const w = initWeights({ layers }, 3);
   const wf = join(dir, 'w.bin');
   writeFileSync(wf, weightsBytes(w));

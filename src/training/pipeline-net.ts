@@ -15,6 +15,12 @@ import { serial, stageForward, type StageRunner } from './pipeline.js';
 import { splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
+/** Largest activations one request carries: a libp2p stream buffering more than about 4 MiB is reset (docs/training.md); use more micro-batches. */
+export const MAX_ACTIVATION_BYTES = 3 * 1024 * 1024;
+
+function checkSize(bytes: number): void {
+  if (bytes > MAX_ACTIVATION_BYTES) throw new C0Error('PIPELINE_TOO_LARGE', `activations of ${bytes} bytes over ${MAX_ACTIVATION_BYTES}; use more micro-batches`);
+}
 const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
 
 function joinBytes(frames: CborValue[]): Uint8Array {
@@ -49,6 +55,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
       const y = await compute(x, head.batch, Number(head.mb ?? 0));
       const route = head.route as string[];
+      checkSize(y.length * 8);
       const outBytes = route.length > 0 ? joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch: head.batch as number, mb: Number(head.mb ?? 0), route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: LIMITS, signal: ctx.signal }))) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },
@@ -59,6 +66,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
 /** A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). */
 export function remotePipeline(net: Pick<Network, 'request'>, route: string[]): StageRunner {
   return async (x, batch, mb) => {
+    checkSize(x.length * 8);
     const frames = await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch, mb, route: route.slice(1) }, ...splitPayload(weightsBytes(x))], { limits: LIMITS }));
     return weightsFromBytes(joinBytes(frames));
   };
