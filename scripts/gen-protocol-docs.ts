@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { SCHEMAS } from '../src/records/kinds.js';
 import { schemaTable } from '../src/records/schema.js';
+import { TRAIN_RULE_DOCS, TRAIN_SIGNERS } from '../src/training/record-kinds.js';
 
 const RULES: Record<string, string[]> = {
   'c0mpute.advert/1': [
@@ -59,6 +60,7 @@ const RULES: Record<string, string[]> = {
   'c0mpute.pool-settlement/1': [
     'The `parts` sum exactly to `price` (`POOL_SETTLEMENT_SUM`); the split rule (precision and remainders) is in docs/pools.md “Settlement”. Only for a `completed` receipt.',
   ],
+  ...TRAIN_RULE_DOCS,
 };
 
 /** The pool proof an advert or receipt may carry (docs/pools.md): the rules every verifier applies. */
@@ -83,6 +85,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.pool-membership/1': 'the member',
   'c0mpute.pool-dispatch/1': 'the elected coordinator (a member)',
   'c0mpute.pool-settlement/1': 'the coordinator that closed the job (a member)',
+  ...TRAIN_SIGNERS,
 };
 
 export function render(root: string): string {

@@ -304,6 +304,7 @@ export class OverlayNode {
       config: pc,
       // Running exec process groups, ended on the next start after a crash (docs/node.md).
       processes: new ProcessRegistry(join(this.d.dataDir, 'exec-groups', encodeURIComponent(this.name))),
+      execHost: { signer: identity.signer, did: this.did, net: this.net, dir: join(this.d.dataDir, 'train') },
       hardware,
       meter,
       box,

@@ -6,6 +6,7 @@
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, amountsSumTo, type Money } from './money.js';
 import type { Schema } from './schema.js';
+import { TRAIN_RULES, TRAIN_SCHEMAS } from '../training/record-kinds.js';
 
 export const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -530,6 +531,7 @@ export const SCHEMAS: Record<string, Schema> = {
       },
     },
   },
+  ...TRAIN_SCHEMAS,
 };
 
 // ---------------------------------------------------------------------------
@@ -604,6 +606,7 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
     if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
   },
+  ...TRAIN_RULES,
 };
 
 // Pooled providers (docs/pools.md): their kinds, kept in one block.

@@ -11,6 +11,9 @@ import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
 import { runOrdersScenario } from '../../devnet/orders-scenario.js';
 import { runPoolScenario } from '../../devnet/pool-scenario.js';
+import { runTrainingScenario } from '../../devnet/training-scenario.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import type { WireEvent } from '../../node/events.js';
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
@@ -27,10 +30,12 @@ export function register(program: Command): void {
     .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
     .option('--orders', 'the matching scenario: presence, a probe, open orders with leases, a designated order, a batch of 120 lines planned and run')
     .option('--pool', 'the pooled-provider scenario: a pool of three members beside two providers; member choice, output guard, coordinator killed mid-job (docs/pools.md)')
-    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; orders?: boolean; pool?: boolean }) => {
+    .option('--training', 'the training scenario: three worker processes train a model with witnessed epoch roots, then a two-stage pipeline')
+    .action(async (o: { providers: string; policy: string; jobs: string; keep?: boolean; dir?: string; overlay?: boolean; orders?: boolean; pool?: boolean; training?: boolean }) => {
       if (o.overlay) return overlayScenario(o);
       if (o.orders) return ordersScenario(o);
       if (o.pool) return poolScenario(o);
+      if (o.training) return trainingScenario(o);
       const providers = Number(o.providers);
       const jobs = Number(o.jobs);
       if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
@@ -136,6 +141,16 @@ async function poolScenario(o: { keep?: boolean; dir?: string }): Promise<void> 
     const r = await runPoolScenario(net, render, out);
     out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
   });
+}
+
+async function trainingScenario(o: { dir?: string }): Promise<void> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0-devnet-training-'));
+  try {
+    const ok = await runTrainingScenario(BIN, dir, out);
+    if (!ok) throw new C0Error('DEVNET_TRAINING_FAILED', 'the training scenario did not reach identical weights and pipeline output');
+  } finally {
+    if (!o.dir) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Run a devnet scenario; whatever happens (Ctrl-C included), stop every node it started. */

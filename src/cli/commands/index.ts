@@ -14,6 +14,7 @@ import { register as market } from './market.js';
 import { register as overlay } from './overlay.js';
 import { register as batch } from './batch.js';
 import { register as poolProvider } from './pool-provider.js';
+import { register as train } from './train.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -28,6 +29,7 @@ export function registerCommands(program: Command): void {
   overlay(program);
   batch(program);
   poolProvider(program);
+  train(program);
   // Last: attaches `market list` (the default) to the market group, creating it if absent.
   registerLiveMarket(program);
 }

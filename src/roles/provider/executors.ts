@@ -13,6 +13,9 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
+import { runPipelineJob } from '../../training/pipeline-job.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import type { Network } from '../../net/node.js';
 
 export interface Progress {
   /** 0..1 when known */
@@ -32,6 +35,17 @@ export interface ExecContext {
   onSpawn?: (pid: number) => void;
   /** That process group has exited (and what it left was killed). */
   onExit?: (pid: number) => void;
+  /** The provider node itself, for work that joins other nodes (builtin.train-member; docs/training.md). */
+  host?: ExecHost;
+}
+
+/** What a builtin that takes part in multi-node work needs of the provider's node. */
+export interface ExecHost {
+  signer: Ed25519Signer;
+  did: string;
+  net: Pick<Network, 'handle' | 'request' | 'did'>;
+  /** Where such work keeps its files. */
+  dir: string;
 }
 
 export interface Executor {
@@ -63,7 +77,7 @@ function checkOutput(out: Uint8Array, max: number): Uint8Array {
 // builtin
 // ---------------------------------------------------------------------------
 
-export const BUILTINS = ['builtin.sha256', 'builtin.primes', 'builtin.sleep'] as const;
+export const BUILTINS = ['builtin.sha256', 'builtin.primes', 'builtin.sleep', 'builtin.mlp-pipeline', 'builtin.train-member'] as const;
 export type BuiltinName = (typeof BUILTINS)[number];
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
@@ -97,6 +111,10 @@ export function builtinExecutor(name: BuiltinName): Executor {
         ctx.onProgress({ fraction: 1, units: rounds, message: `${rounds}/${rounds} rounds` });
         return checkOutput(new TextEncoder().encode(h.toString('hex')), ctx.maxOutputBytes);
       }
+      // builtin.mlp-pipeline: the model's stages run in this process with the GPipe schedule (docs/training.md).
+      if (name === 'builtin.mlp-pipeline') return checkOutput(await runPipelineJob(ctx.input), ctx.maxOutputBytes);
+      // builtin.train-member: this provider joins a training run as a member (a gang bought through the market).
+      if (name === 'builtin.train-member') return checkOutput(await (await import('../trainer/member-job.js')).runMemberJob(ctx), ctx.maxOutputBytes);
       if (name === 'builtin.primes') {
         const text = ctx.params ?? Buffer.from(ctx.input).toString('utf8').trim();
         const n = parseCount(text, 'N', 50_000_000);

@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
-import { createExecutor, type ExecContext, type Executor } from './executors.js';
+import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
@@ -56,6 +56,8 @@ export interface ProviderDeps {
   onSlotsChanged?: () => void;
   /** A pool member (docs/pools.md): the advert and receipts are the pool's, work runs through the pool. */
   pool?: ProviderPoolHooks;
+  /** The node, for builtins that join other nodes (builtin.train-member). */
+  execHost?: ExecHost;
 }
 
 export class Provider {
@@ -305,6 +307,7 @@ export class Provider {
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
+        ...(this.d.execHost ? { host: this.d.execHost } : {}),
         ...this.#groupHooks(job, offer, startedAt),
         onProgress: (p) => {
           const sp = this.#spans.get(job.address);

@@ -1,0 +1,194 @@
+/**
+ * `c0mpute train start|join|status|verify` (docs/training.md): sign a run from
+ * run.yaml, take part in it as a worker process, show its state, and check a
+ * step commitment's inclusion in a committed epoch.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { systemClock } from '../../util/clock.js';
+import { createLogger } from '../../util/log.js';
+import { buildRun, readRunBundle, referenceFor, writeRunBundle } from '../../roles/trainer/run-file.js';
+import { TrainerWorker, type EpochResult, type TrainerEvent } from '../../roles/trainer/worker.js';
+import { verifyInclusion } from '../../training/verify.js';
+import { createNetwork } from '../../net/node.js';
+import { partition } from '../../training/pipeline.js';
+import { serveStage } from '../../training/pipeline-net.js';
+import { paramCount, weightsFromBytes } from '../../training/model.js';
+import type { InclusionProof } from '../../training/merkle.js';
+import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { loadNodeIdentity } from '../signer.js';
+import { globals } from './index.js';
+
+export function runDir(dataDir: string, runAddr: string): string {
+  return join(dataDir, 'train', runAddr.slice('sha256:'.length, 'sha256:'.length + 16));
+}
+
+function short(s: string): string {
+  return s.startsWith('did:') ? `${s.slice(0, 14)}…${s.slice(-6)}` : s.startsWith('sha256:') ? s.slice(0, 19) + '…' : s;
+}
+
+export function describeEvent(e: TrainerEvent): string {
+  switch (e.e) {
+    case 'joined':
+      return `joined: ${e.members.length} members countersigned`;
+    case 'step':
+      return `step ${e.step} epoch ${e.epoch} loss ${e.loss.toFixed(4)} (${e.stepsPerSec.toFixed(1)} steps/s)`;
+    case 'epoch':
+      return `epoch ${e.epoch} committed: root ${e.root} by ${short(e.coordinator)}, witnessed by ${e.witnesses.length} (${e.witnesses.map(short).join(', ')})`;
+    case 'view':
+      return `membership view ${e.view}: dropped ${e.dropped.map(short).join(', ') || 'nobody'} (${e.cause}); resuming ${e.members.length} members from epoch ${e.resumeEpoch}`;
+    case 'ignored':
+      return `ignored a step commitment from ${short(e.from)}${e.step !== undefined ? ` for step ${e.step}` : ''}: ${e.code}`;
+    case 'done':
+      return `done: weights ${e.weights}, held-out accuracy ${(e.accuracy * 100).toFixed(1)} % (majority baseline ${(e.baseline * 100).toFixed(1)} %)`;
+    case 'stopped':
+      return `stopped: ${e.code}: ${e.message}`;
+  }
+}
+
+export function register(program: Command): void {
+  const train = program.command('train').description('data-parallel training over libp2p: signed runs, quantised ring all-reduce, witnessed epoch roots');
+  train
+    .command('start <runYaml>')
+    .description('sign a run spec from run.yaml with this node’s key and write the run bundle the members join')
+    .option('--out <file>', 'where to write the bundle (default: <runYaml minus .yaml>.run.json)')
+    .action(async (runYaml: string, opts: { out?: string }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const id = await loadNodeIdentity(dataDir);
+      const { bundle, json } = buildRun(new TextDecoder().decode(readInput(runYaml)), id.signer, systemClock());
+      const path = opts.out ?? runYaml.replace(/\.ya?ml$/, '') + '.run.json';
+      writeRunBundle(path, json);
+      out(`run ${bundle.run.address} (${bundle.run.record.name}): ${bundle.run.record.members.length} members, ${bundle.run.record.epochs} epochs × ${bundle.run.record.stepsPerEpoch} steps`);
+      out(`bundle ${path}`);
+    });
+  train
+    .command('join <runBundle>')
+    .description('take part in a run as a worker (runs until the run is done or stops)')
+    .option('--json', 'one JSON event per line')
+    .action(async (runBundle: string, opts: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const id = await loadNodeIdentity(dataDir);
+      const bundle = readRunBundle(runBundle);
+      const log = createLogger({ level: process.env.C0MPUTE_LOG_LEVEL ?? 'warn', format: 'pretty' });
+      const w = new TrainerWorker({
+        signer: id.signer,
+        did: id.did,
+        run: bundle.run,
+        addrs: bundle.addrs,
+        dir: runDir(dataDir, bundle.run.address),
+        clock: systemClock,
+        log,
+        onEvent: (e) => (opts.json ? out(JSON.stringify(e)) : out(describeEvent(e))),
+      });
+      await w.start();
+      const stop = () => void w.stop().finally(() => process.exit(130));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await w.join();
+        await w.run();
+      } finally {
+        await w.stop();
+      }
+    });
+  train
+    .command('status [runBundle]')
+    .description('steps, loss, throughput, each member’s contribution and the committed epoch roots (from the local worker’s status)')
+    .option('--json', 'machine-readable output')
+    .action((runBundle: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      let dir: string;
+      if (runBundle) dir = runDir(dataDir, readRunBundle(runBundle).run.address);
+      else {
+        const base = join(dataDir, 'train');
+        const runs = existsSync(base) ? readdirSync(base) : [];
+        if (runs.length !== 1) throw new C0Error('TRAIN_RUN_UNKNOWN', runs.length ? 'several runs here: name the run bundle' : 'no training run in this data directory');
+        dir = join(base, runs[0]!);
+      }
+      const p = join(dir, 'status.json');
+      if (!existsSync(p)) throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
+      const s = JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown> & {
+        losses: Array<{ step: number; loss: number }>;
+        epochs: Array<{ epoch: number; root: string; coordinator: string; witnesses: string[] }>;
+        contributions: Record<string, number>;
+        ignored: { count: number };
+      };
+      if (opts.json) return outJson(s);
+      const last = s.losses[s.losses.length - 1];
+      out(`run ${String(s.run)} (${String(s.name)}): ${String(s.status)}${s.stopReason ? ` (${(s.stopReason as { code: string }).code})` : ''}, view ${String(s.view)}`);
+      out(`step ${String(s.step)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
+      for (const [m, n] of Object.entries(s.contributions)) out(`  member ${m}: ${n} step commitments counted`);
+      for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);
+      if (s.ignored.count) out(`  ignored step commitments: ${s.ignored.count}`);
+      out(`weights ${String(s.weights)}`);
+    });
+  train
+    .command('stage <weightsFile>')
+    .description('serve one pipeline stage of a trained model over /c0mpute/pipeline/1 (runs until stopped)')
+    .requiredOption('--layers <widths>', 'layer widths, e.g. 4,16,3')
+    .requiredOption('--stage <k>', 'this stage (0-based)')
+    .requiredOption('--of <n>', 'number of stages')
+    .option('--listen <multiaddr>', 'listen address', '/ip4/127.0.0.1/tcp/0')
+    .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start')
+    .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const id = await loadNodeIdentity(dataDir);
+      const shape = { layers: opts.layers.split(',').map(Number) };
+      const ranges = partition(shape, Number(opts.of));
+      const range = ranges[Number(opts.stage)];
+      if (!range) throw new C0Error('PIPELINE_STAGES_INVALID', `--stage must be 0 to ${ranges.length - 1}`);
+      const w = weightsFromBytes(readInput(weightsFile));
+      if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
+      const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
+      await serveStage(net, { shape, w, range });
+      await net.start();
+      out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await net.stop();
+    });
+  train
+    .command('reference <runBundle>')
+    .description('run the same training in this one process (plain sum, same quantisation) and print the final weights’ address')
+    .option('--json', 'machine-readable output')
+    .action((runBundle: string, opts: { json?: boolean }) => {
+      const r = referenceFor(readRunBundle(runBundle).run.record);
+      if (opts.json) return outJson(r);
+      out(`single-process weights ${r.weights}, held-out accuracy ${(r.accuracy * 100).toFixed(1)} %`);
+    });
+  train
+    .command('verify <runBundle> <epochFile> <stepCommitment>')
+    .description('check that a step commitment is included under a committed, witnessed epoch root')
+    .option('--proof <file>', 'check this inclusion proof (JSON) instead of building one from the epoch’s leaves')
+    .option('--json', 'machine-readable output (includes the proof)')
+    .action((runBundle: string, epochFile: string, stepFile: string, opts: { proof?: string; json?: boolean }) => {
+      const bundle = readRunBundle(runBundle);
+      let ep: EpochResult;
+      try {
+        ep = JSON.parse(new TextDecoder().decode(readInput(epochFile))) as EpochResult;
+      } catch (e) {
+        if (e instanceof C0Error) throw e;
+        throw new C0Error('TRAIN_RUN_FILE', `${epochFile}: not an epoch file`);
+      }
+      const proof = opts.proof ? (JSON.parse(new TextDecoder().decode(readInput(opts.proof))) as InclusionProof) : undefined;
+      try {
+        const r = verifyInclusion({
+          run: bundle.run.bytes,
+          epoch: new Uint8Array(Buffer.from(ep.envelope, 'hex')),
+          witnesses: ep.witnesses.map((w) => new Uint8Array(Buffer.from(w.envelope, 'hex'))),
+          step: readInput(stepFile),
+          ...(proof ? { proof } : { leaves: ep.leaves }),
+        });
+        if (opts.json) return outJson({ ok: true, ...r });
+        out(`included: step ${r.step} of ${r.worker}`);
+        out(`  under root ${r.root} (epoch ${r.epoch}), signed by the elected coordinator ${r.coordinator}, witnessed by ${r.witnesses.length}`);
+      } catch (e) {
+        if (e instanceof C0Error && e.code.startsWith('TRAIN_')) throw new NegativeAnswer([`not verified: ${e.code}: ${e.message}`]);
+        throw e;
+      }
+    });
+}

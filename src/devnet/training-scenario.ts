@@ -1,0 +1,245 @@
+/**
+ * A local training run of real worker processes (`npm start -- --training`,
+ * and the training end-to-end tests; docs/training.md "Devnet"): keys for N
+ * workers and an owner, a signed run bundle with free loopback ports, one
+ * `c0mpute train join` process per worker, and a flooding peer (a node that
+ * is not a member) sending step commitments for steps it never did.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createIdentity } from '../node/identity.js';
+import { Ed25519Signer } from '../records/ed25519.js';
+import { seal } from '../records/envelope.js';
+import { createNetwork } from '../net/node.js';
+import { peerIdFromDid } from '../node/peer-id.js';
+import { buildRun, type RunBundle } from '../roles/trainer/run-file.js';
+import { TRAIN_T, type TrainStep } from '../training/record-kinds.js';
+import { TRAIN_PROTOCOL } from '../training/transport.js';
+import { freePort } from './devnet.js';
+
+export interface TrainingSetup {
+  dir: string;
+  bundlePath: string;
+  bundle: RunBundle;
+  workers: Array<{ dir: string; did: string }>;
+}
+
+export interface RunOptions {
+  workers?: number;
+  epochs?: number;
+  stepsPerEpoch?: number;
+  layers?: number[];
+  timeoutMs?: number;
+  onFailure?: 'continue' | 'stop';
+  lr?: string;
+  batch?: number;
+}
+
+export async function setupTraining(dir: string, o: RunOptions = {}): Promise<TrainingSetup> {
+  const n = o.workers ?? 3;
+  mkdirSync(dir, { recursive: true });
+  const workers: TrainingSetup['workers'] = [];
+  for (let i = 0; i < n; i++) {
+    const wdir = join(dir, `worker${i + 1}`);
+    const id = createIdentity(wdir);
+    workers.push({ dir: wdir, did: id.did });
+  }
+  const members = await Promise.all(workers.map(async (w) => ({ did: w.did, addr: `/ip4/127.0.0.1/tcp/${await freePort()}` })));
+  const yaml = [
+    'name: iris-devnet',
+    `model: { layers: [${(o.layers ?? [4, 16, 3]).join(', ')}] }`,
+    'seed: 7',
+    'members:',
+    ...members.flatMap((m) => [`  - did: ${m.did}`, `    addr: ${m.addr}`]),
+    `batch: ${o.batch ?? 8}`,
+    `stepsPerEpoch: ${o.stepsPerEpoch ?? 10}`,
+    `epochs: ${o.epochs ?? 3}`,
+    `lr: "${o.lr ?? '0.3'}"`,
+    `timeoutMs: ${o.timeoutMs ?? 5000}`,
+    `onFailure: ${o.onFailure ?? 'continue'}`,
+  ].join('\n');
+  writeFileSync(join(dir, 'run.yaml'), yaml + '\n');
+  const owner = Ed25519Signer.generate();
+  const { bundle, json } = buildRun(yaml, owner, Date.now());
+  const bundlePath = join(dir, 'run.run.json');
+  writeFileSync(bundlePath, json);
+  return { dir, bundlePath, bundle, workers };
+}
+
+export function spawnWorker(bin: string, s: TrainingSetup, i: number): { child: ChildProcess; out: () => string } {
+  const w = s.workers[i]!;
+  const child = spawn(process.execPath, [bin, '--data-dir', w.dir, 'train', 'join', s.bundlePath, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'error' } });
+  let buf = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (buf += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (buf += d));
+  return { child, out: () => buf };
+}
+
+export function workerStatus(s: TrainingSetup, i: number): Record<string, unknown> | undefined {
+  const p = join(s.workers[i]!.dir, 'train', s.bundle.run.address.slice(7, 23), 'status.json');
+  if (!existsSync(p)) return undefined;
+  try {
+    return JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+export function workerRunDir(s: TrainingSetup, i: number): string {
+  return join(s.workers[i]!.dir, 'train', s.bundle.run.address.slice(7, 23));
+}
+
+/**
+ * A flooding peer: not a member, it dials `target` and sends `count` step
+ * commitments for steps it never did (signed with its own key, weights made up).
+ * Returns how many the target took without a transport error.
+ */
+export async function flood(s: TrainingSetup, target: number, count: number): Promise<{ did: string; sent: number }> {
+  const key = Ed25519Signer.generate();
+  const net = await createNetwork({ signer: key, listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [], topics: [] });
+  await net.start();
+  let sent = 0;
+  try {
+    const t = s.workers[target]!;
+    await net.dial(`${s.bundle.addrs[t.did]}/p2p/${peerIdFromDid(t.did).toString()}`);
+    for (let step = 0; step < count; step++) {
+      const rec: TrainStep = { run: s.bundle.run.address, view: 0, step, grad: 'sha256:' + '11'.repeat(32), weights: 'sha256:' + '22'.repeat(32), lossMicro: 1, signedAt: Date.now() };
+      const env = seal(TRAIN_T.step, rec as never, key).bytes;
+      try {
+        await net.request(t.did, TRAIN_PROTOCOL, [{ k: 'commit' }, env]);
+        sent++;
+      } catch {
+        /* counted as not sent */
+      }
+    }
+  } finally {
+    await net.stop();
+  }
+  return { did: net.did, sent };
+}
+
+// ---------------------------------------------------------------------------
+// The narrated scenario (`npm start -- --training`)
+// ---------------------------------------------------------------------------
+
+const short = (s: string) => (s.startsWith('did:') ? `${s.slice(0, 14)}…${s.slice(-6)}` : s);
+
+interface WorkerEvent {
+  e: string;
+  step?: number;
+  epoch?: number;
+  loss?: number;
+  root?: string;
+  coordinator?: string;
+  witnesses?: string[];
+  code?: string;
+  from?: string;
+}
+
+/** Spawn a pipeline stage process; resolves with its DID and address once it serves. */
+export function spawnStage(bin: string, dataDir: string, weights: string, layers: number[], k: number, of: number, listen: string, next?: string): Promise<{ child: ChildProcess; addr: string; did: string }> {
+  const args = [bin, '--data-dir', dataDir, 'train', 'stage', weights, '--layers', layers.join(','), '--stage', String(k), '--of', String(of), '--listen', listen, ...(next ? ['--next', next] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'error' } });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      buf += d;
+      const m = /as (did:key:\S+) at (\S+)/.exec(buf);
+      if (m) resolve({ child, did: m[1]!, addr: m[2]! });
+    });
+    child.once('exit', (code) => reject(new Error(`stage ${k} exited (${code}): ${buf}`)));
+  });
+}
+
+export async function runTrainingScenario(bin: string, dir: string, say: (s: string) => void): Promise<boolean> {
+  const { referenceFor } = await import('../roles/trainer/run-file.js');
+  const { iris } = await import('../training/data.js');
+  const { forward, predict, weightsFromBytes, weightsBytes } = await import('../training/model.js');
+  const { gpipeForward } = await import('../training/pipeline.js');
+  const { remotePipeline } = await import('../training/pipeline-net.js');
+  const layers = [4, 16, 3];
+  const s = await setupTraining(dir, { epochs: 3, stepsPerEpoch: 10, layers, timeoutMs: 10_000 });
+  say(`run ${s.bundle.run.address}: MLP ${layers.join('-')} on Iris (120 training rows, 30 held out), 3 workers, 3 epochs × 10 steps, int8 gradients with error feedback`);
+  s.workers.forEach((w, i) => say(`  worker ${i + 1}: ${w.did} at ${s.bundle.addrs[w.did]}`));
+  const procs = s.workers.map((_, i) => spawnWorker(bin, s, i));
+  const children = procs.map((p) => p.child);
+  const stages: ChildProcess[] = [];
+  try {
+    // Narrate worker 1's events as they arrive.
+    let seen = 0;
+    let flooded = false;
+    let floodDid = '';
+    const narrate = () => {
+      const lines = procs[0]!.out().split('\n');
+      for (; seen < lines.length - 1; seen++) {
+        let ev: WorkerEvent;
+        try {
+          ev = JSON.parse(lines[seen]!) as WorkerEvent;
+        } catch {
+          continue;
+        }
+        if (ev.e === 'step') say(`  step ${String(ev.step).padStart(2)} (epoch ${ev.epoch}) loss ${ev.loss!.toFixed(4)}`);
+        if (ev.e === 'epoch') say(`  epoch ${ev.epoch} root ${ev.root} signed by the elected coordinator ${short(ev.coordinator!)}, witnessed by ${ev.witnesses!.map(short).join(', ')}`);
+        if (ev.e === 'ignored' && ev.from === floodDid) say(`  worker 1 ignored a step commitment from the flooding peer for step ${ev.step}: ${ev.code}`);
+        if (ev.e === 'joined') say('  all three members countersigned their membership; training');
+      }
+    };
+    const exits = children.map((c) => new Promise<number>((r) => c.once('exit', (code) => r(code ?? 128))));
+    let done = false;
+    void Promise.all(exits).then(() => (done = true));
+    while (!done) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (!flooded && (workerStatus(s, 0)?.step as number | undefined) !== undefined && (workerStatus(s, 0)!.step as number) >= 3) {
+        flooded = true;
+        say('  a flooding peer (not a member) sends 5 step commitments for steps it never did…');
+        const f = await flood(s, 0, 5);
+        floodDid = f.did;
+      }
+      narrate();
+    }
+    narrate();
+    const codes = await Promise.all(exits);
+    if (codes.some((c) => c !== 0)) {
+      say(`a worker failed: exit codes ${codes.join(', ')}\n${procs.map((p) => p.out().slice(-1500)).join('\n---\n')}`);
+      return false;
+    }
+    const st = s.workers.map((_, i) => workerStatus(s, i)!);
+    const ref = referenceFor(s.bundle.run.record);
+    const same = st.every((x) => x.weights === ref.weights);
+    say(`\nfinal weights: ${st.map((x, i) => `worker ${i + 1} ${String(x.weights).slice(0, 23)}…`).join(', ')}`);
+    say(`single-process run with the same quantisation: ${ref.weights.slice(0, 23)}… → ${same ? 'bit-identical on every worker' : 'DIFFERENT'}`);
+    say(`held-out accuracy ${(Number(st[0]!.accuracy) * 100).toFixed(1)} % against the majority-class baseline ${(Number(st[0]!.baseline) * 100).toFixed(1)} %`);
+    const ign = st[0]!.ignored as { count: number };
+    say(`flooding peer ${short(floodDid)}: ${ign.count} step commitments ignored by worker 1 (not a registered member); every epoch root counts only the 3 members × 10 steps`);
+    // Two-stage pipeline on the trained weights, two processes.
+    const wfile = join(workerRunDir(s, 0), 'weights.bin');
+    const st1 = await spawnStage(bin, join(dir, 'worker2'), wfile, layers, 1, 2, `/ip4/127.0.0.1/tcp/${await freePort()}`);
+    stages.push(st1.child);
+    const st0 = await spawnStage(bin, join(dir, 'worker1'), wfile, layers, 0, 2, `/ip4/127.0.0.1/tcp/${await freePort()}`, st1.addr);
+    stages.push(st0.child);
+    say(`\npipeline: stage 0 (layer 1) on ${short(st0.did)}, stage 1 (layer 2) on ${short(st1.did)}`);
+    const key = Ed25519Signer.generate();
+    const driver = await createNetwork({ signer: key, listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [], topics: [] });
+    await driver.start();
+    try {
+      await driver.dial(st0.addr);
+      await driver.dial(st1.addr);
+      const d = iris().test;
+      const w = weightsFromBytes(readFileSync(wfile));
+      const shape = { layers };
+      const out = await gpipeForward([remotePipeline(driver, [st0.did, st1.did])], d.x, d.n, 4, 3, 5, { serialise: false });
+      const local = forward(shape, w, d.x, d.n);
+      const eq = Buffer.from(weightsBytes(out)).equals(Buffer.from(weightsBytes(local)));
+      const preds = predict(shape, w, d.x, d.n);
+      let ok = 0;
+      for (let i = 0; i < d.n; i++) if (preds[i] === d.y[i]) ok++;
+      say(`30 held-out rows in 5 micro-batches through the 2 stages: output ${eq ? 'bit-identical to' : 'DIFFERENT from'} the single-process forward; ${ok}/30 correct`);
+      return same && eq;
+    } finally {
+      await driver.stop();
+    }
+  } finally {
+    for (const c of [...children, ...stages]) if (c.exitCode === null) c.kill('SIGTERM');
+  }
+}

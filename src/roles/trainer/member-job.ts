@@ -1,0 +1,53 @@
+/**
+ * A training member bought as a market job (builtin `builtin.train-member`;
+ * docs/training.md "A training run bought as a gang"): the job's input is a run
+ * bundle naming this provider among its members; the provider joins the run on
+ * its own node (its DID, its libp2p host: members reach each other by DID),
+ * trains to the end, and returns JSON {run, member, status, weights, accuracy,
+ * epochs} as the output its signed receipt covers. A run this provider is not
+ * a member of is EXEC_BAD_INPUT; a run that stops is the job's failure.
+ */
+import { join } from 'node:path';
+import { C0Error } from '../../errors.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
+import type { ExecContext } from '../provider/executors.js';
+import { TrainerWorker } from './worker.js';
+
+export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
+  const host = ctx.host;
+  if (!host) throw new C0Error('EXEC_FAILED', 'builtin.train-member needs the provider node');
+  let run: Opened<TrainRun>;
+  try {
+    const j = JSON.parse(new TextDecoder().decode(ctx.input)) as { run: string };
+    run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;
+  } catch {
+    throw new C0Error('EXEC_BAD_INPUT', 'the input is not a run bundle ({run: <envelope hex>})');
+  }
+  if (!run.record.members.includes(host.did)) throw new C0Error('EXEC_BAD_INPUT', 'this provider is not a member of the run');
+  const total = run.record.epochs * run.record.stepsPerEpoch;
+  const w = new TrainerWorker({
+    signer: host.signer,
+    did: host.did,
+    run,
+    addrs: {},
+    net: host.net,
+    dir: join(host.dir, run.address.slice(7, 23)),
+    clock: () => Date.now(),
+    onEvent: (e) => {
+      if (e.e === 'step') ctx.onProgress({ fraction: (e.step + 1) / total, units: e.step + 1, message: `step ${e.step} loss ${e.loss.toFixed(4)}` });
+    },
+  });
+  await w.start();
+  const abort = () => w.box.close(new C0Error('EXEC_ABORTED', 'the job was stopped'));
+  ctx.signal.addEventListener('abort', abort, { once: true });
+  try {
+    await w.join();
+    await w.run();
+  } finally {
+    ctx.signal.removeEventListener('abort', abort);
+    await w.stop();
+  }
+  const s = w.statusView();
+  return new TextEncoder().encode(JSON.stringify({ run: run.address, member: host.did, status: s.status, weights: s.weights, accuracy: s.accuracy, epochs: s.epochs }));
+}

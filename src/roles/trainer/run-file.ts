@@ -1,0 +1,109 @@
+/**
+ * Run files (docs/training.md "Starting a run"): `run.yaml` as an operator
+ * writes it, and the run bundle `c0mpute train start` writes from it (the
+ * signed `c0mpute.train-run/1` envelope plus the members' addresses, which
+ * are not part of the signed spec). Bad input is a C0Error TRAIN_RUN_FILE with
+ * the field named.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { C0Error } from '../../errors.js';
+import type { Signer } from '../../records/ed25519.js';
+import { open, seal, type Opened } from '../../records/envelope.js';
+import { iris } from '../../training/data.js';
+import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
+import { addressOf, referenceRun } from '../../training/engine.js';
+import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
+
+const runYaml = z
+  .object({
+    name: z.string(),
+    model: z.object({ layers: z.array(z.number().int()).min(2).max(8) }).strict(),
+    seed: z.number().int().min(0).max(0xffffffff).default(1),
+    members: z.array(z.object({ did: z.string(), addr: z.string() }).strict()).min(1).max(64),
+    witnesses: z.array(z.string()).optional(),
+    batch: z.number().int().min(1).default(8),
+    stepsPerEpoch: z.number().int().min(1).default(10),
+    epochs: z.number().int().min(1).default(3),
+    lr: z.union([z.string(), z.number()]).transform(String).default('0.3'),
+    feedback: z.boolean().default(true),
+    onFailure: z.enum(['continue', 'stop']).default('continue'),
+    timeoutMs: z.number().int().min(100).default(5_000),
+  })
+  .strict();
+
+export interface RunBundle {
+  run: Opened<TrainRun>;
+  addrs: Record<string, string>;
+}
+
+export function buildRun(yamlText: string, signer: Signer, now: number): { bundle: RunBundle; json: string } {
+  let raw: unknown;
+  try {
+    raw = parseYaml(yamlText);
+  } catch (e) {
+    throw new C0Error('TRAIN_RUN_FILE', `run file is not YAML: ${(e as Error).message}`);
+  }
+  const p = runYaml.safeParse(raw);
+  if (!p.success) {
+    const i = p.error.issues[0]!;
+    throw new C0Error('TRAIN_RUN_FILE', `${i.path.join('.') || 'run'}: ${i.message}`, { field: i.path.join('.') });
+  }
+  const y = p.data;
+  const members = [...new Set(y.members.map((m) => m.did))].sort();
+  if (members.length !== y.members.length) throw new C0Error('TRAIN_RUN_FILE', 'members: a DID is listed twice', { field: 'members' });
+  const shape = { layers: y.model.layers };
+  const rec: TrainRun = {
+    name: y.name,
+    model: { arch: 'mlp', layers: y.model.layers },
+    data: { set: 'iris', hash: iris().hash },
+    init: { seed: y.seed, weights: addressOf(weightsBytes(initWeights(shape, y.seed))) },
+    members,
+    ...(y.witnesses ? { witnesses: [...new Set(y.witnesses)].sort() } : {}),
+    batch: y.batch,
+    stepsPerEpoch: y.stepsPerEpoch,
+    epochs: y.epochs,
+    lr: y.lr,
+    quant: { bits: 8, feedback: y.feedback ? 'yes' : 'no' },
+    onFailure: y.onFailure,
+    timeoutMs: y.timeoutMs,
+    createdAt: now,
+  };
+  if (y.model.layers[0] !== 4 || y.model.layers[y.model.layers.length - 1] !== 3) throw new C0Error('TRAIN_RUN_FILE', 'model.layers: Iris needs 4 inputs and 3 classes', { field: 'model.layers' });
+  let env;
+  try {
+    env = seal(TRAIN_T.run, rec as never, signer) as Opened<TrainRun>;
+  } catch (e) {
+    if (e instanceof C0Error) throw new C0Error('TRAIN_RUN_FILE', `run: ${e.message}`, { field: e.field ?? 'run' });
+    throw e;
+  }
+  const addrs = Object.fromEntries(y.members.map((m) => [m.did, m.addr]));
+  const bundle = { run: env, addrs };
+  return { bundle, json: JSON.stringify({ run: Buffer.from(env.bytes).toString('hex'), addrs }, null, 2) + '\n' };
+}
+
+export function readRunBundle(path: string): RunBundle {
+  let j: { run?: unknown; addrs?: unknown };
+  try {
+    j = JSON.parse(readFileSync(path, 'utf8')) as typeof j;
+  } catch (e) {
+    throw new C0Error('TRAIN_RUN_FILE', `cannot read run bundle ${path}: ${(e as Error).message}`);
+  }
+  if (typeof j.run !== 'string' || !/^([0-9a-f]{2})+$/.test(j.run) || typeof j.addrs !== 'object' || j.addrs === null) throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (run, addrs)`);
+  const run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;
+  return { run, addrs: j.addrs as Record<string, string> };
+}
+
+export function writeRunBundle(path: string, json: string): void {
+  writeFileSync(path, json);
+}
+
+/** The single-process run of a run spec (all members, no failures). */
+export function referenceFor(rec: TrainRun): { weights: string; accuracy: number; losses: number[] } {
+  const shape = { layers: rec.model.layers };
+  const d = iris();
+  const r = referenceRun({ shape, lr: Number(rec.lr), batch: rec.batch, feedback: rec.quant.feedback === 'yes' }, d.train, initWeights(shape, rec.init.seed), rec.members.length, rec.epochs * rec.stepsPerEpoch);
+  return { weights: addressOf(weightsBytes(r.w)), accuracy: accuracy(shape, r.w, d.test.x, d.test.y), losses: r.loss };
+}
+

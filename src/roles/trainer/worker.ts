@@ -1,0 +1,473 @@
+/**
+ * The training worker (spec/compute-pool.md, the worker in training mode;
+ * docs/training.md): one process per member of a signed run. It joins
+ * (countersigned membership, exchanged with every member), then per step runs
+ * forward/backward on its shard, the quantised ring all-reduce over
+ * `/c0mpute/train/1`, the update, and signs a step commitment sent to every
+ * member. At each epoch's end the elected coordinator finalises the
+ * EpochAggregator's root, signs the epoch commitment, collects witness
+ * countersignatures from the other members (each recomputes the root from the
+ * commitments it holds) and sends the result to all; the others wait for it.
+ *
+ * Failure: a member silent for the run's timeoutMs fails the step
+ * (TRAIN_PEER_TIMEOUT) or the epoch (TRAIN_EPOCH_INCOMPLETE). With
+ * onFailure=stop the worker stops (state `stopped`, the code kept); with
+ * continue the survivors ping the view, exchange proposals, and resume under
+ * view+1 from the start of the first uncommitted epoch (the last committed
+ * state), the dropped members recorded in the next epoch commitment.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { C0Error } from '../../errors.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import { open, seal, type Opened } from '../../records/envelope.js';
+import { createNetwork, type Network } from '../../net/node.js';
+import { peerIdFromDid } from '../../node/peer-id.js';
+import type { Clock } from '../../util/clock.js';
+import { silentLogger, type Logger } from '../../util/log.js';
+import { Mailbox } from '../../training/allreduce.js';
+import { EpochAggregator, electCoordinator } from '../../training/aggregator.js';
+import { baselineAccuracy, iris, shard } from '../../training/data.js';
+import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
+import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
+import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
+import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+
+export interface TrainerOptions {
+  signer: Ed25519Signer;
+  did: string;
+  run: Opened<TrainRun>;
+  /** Members' listen multiaddrs (without /p2p). */
+  addrs: Record<string, string>;
+  /** Where status.json, epochs/ and steps/ go. */
+  dir: string;
+  clock: Clock;
+  log?: Logger;
+  /** Progress events (the CLI prints them). */
+  onEvent?: (e: TrainerEvent) => void;
+  /** How long to wait for every member's membership (default 60 s). */
+  joinTimeoutMs?: number;
+  /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. */
+  net?: Pick<Network, 'handle' | 'request' | 'did'>;
+}
+
+export type TrainerEvent =
+  | { e: 'joined'; members: string[] }
+  | { e: 'step'; step: number; epoch: number; loss: number; stepsPerSec: number }
+  | { e: 'epoch'; epoch: number; root: string; address: string; coordinator: string; witnesses: string[] }
+  | { e: 'view'; view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string }
+  | { e: 'ignored'; code: string; from: string; step?: number }
+  | { e: 'done'; weights: string; accuracy: number; baseline: number }
+  | { e: 'stopped'; code: string; message: string };
+
+export interface EpochResult {
+  epoch: number;
+  view: number;
+  address: string;
+  root: string;
+  coordinator: string;
+  envelope: string;
+  witnesses: Array<{ did: string; address: string; envelope: string }>;
+  leaves: string[];
+}
+
+const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
+const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+export class TrainerWorker {
+  readonly runAddr: string;
+  readonly rec: TrainRun;
+  readonly params: StepParams;
+  net: Network | undefined;
+  wire!: TrainWire;
+  readonly box: Mailbox;
+  state: WorkerState;
+  view = 0;
+  members: string[];
+  dropped: string[] = [];
+  status: 'joining' | 'training' | 'done' | 'stopped' = 'joining';
+  stopReason: { code: string; message: string } | undefined;
+  lastCommittedEpoch = -1;
+  readonly epochs: EpochResult[] = [];
+  readonly losses: Array<{ step: number; view: number; loss: number }> = [];
+  readonly views: Array<{ view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string }> = [];
+  readonly ignored: Array<{ code: string; from: string; step?: number }> = [];
+  ignoredCount = 0;
+  accuracy: number | undefined;
+  readonly #memberships = new Map<string, Uint8Array>();
+  readonly #aggs = new Map<string, EpochAggregator>();
+  readonly #ownWeights = new Map<string, string>();
+  readonly #snapshots = new Map<number, WorkerState>();
+  readonly #witnessed = new Map<string, string>();
+  readonly #pending = new Set<Promise<unknown>>();
+  readonly #log: Logger;
+  readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
+  #startedAt = 0;
+  #stepsDone = 0;
+
+  constructor(private readonly o: TrainerOptions) {
+    this.rec = o.run.record;
+    this.runAddr = o.run.address;
+    this.members = [...this.rec.members];
+    this.#log = o.log ?? silentLogger();
+    if (!this.members.includes(o.did)) throw new C0Error('TRAIN_NOT_MEMBER', `${o.did} is not a member of run ${this.runAddr}`);
+    const data = iris();
+    if (data.hash !== this.rec.data.hash) throw new C0Error('TRAIN_DATA_MISMATCH', `run trains on data ${this.rec.data.hash}, this node holds ${data.hash}`);
+    const shape = { layers: this.rec.model.layers };
+    const w = initWeights(shape, this.rec.init.seed);
+    if (addressOf(weightsBytes(w)) !== this.rec.init.weights) throw new C0Error('TRAIN_INIT_MISMATCH', 'the starting weights do not hash to the run’s init.weights');
+    this.state = { w, r: new Float64Array(w.length) };
+    this.params = { shape, lr: Number(this.rec.lr), batch: this.rec.batch, feedback: this.rec.quant.feedback === 'yes' };
+    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, name: (r) => this.rec.members[r] ?? `rank ${r}` });
+    mkdirSync(join(o.dir, 'epochs'), { recursive: true });
+    mkdirSync(join(o.dir, 'steps'), { recursive: true });
+  }
+
+  #rank = (did: string): number => this.rec.members.indexOf(did);
+  #emit(e: TrainerEvent): void {
+    this.o.onEvent?.(e);
+  }
+
+  async start(): Promise<void> {
+    if (this.o.net) {
+      this.wire = new TrainWire(this.o.net, (from, head, payload) => this.#onMessage(from, head, payload));
+      await this.wire.start();
+      return;
+    }
+    const self = this.o.addrs[this.o.did];
+    if (!self) throw new C0Error('TRAIN_RUN_FILE', `no address for ${this.o.did} in the run bundle`);
+    const bootstrap = this.members.filter((d) => d !== this.o.did && this.o.addrs[d]).map((d) => `${this.o.addrs[d]}/p2p/${peerIdFromDid(d).toString()}`);
+    this.net = await createNetwork({ signer: this.o.signer, listen: [self], bootstrap, loopback: true, syncOnConnect: [], logger: this.#log });
+    this.wire = new TrainWire(this.net, (from, head, payload) => this.#onMessage(from, head, payload));
+    await this.wire.start();
+    await this.net.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+    this.box.close(new C0Error('TRAIN_STOPPED', 'worker stopped'));
+    await this.net?.stop();
+  }
+
+  #track(p: Promise<unknown>): void {
+    const q = p.catch(() => {}).finally(() => this.#pending.delete(q));
+    this.#pending.add(q);
+  }
+
+  // ------------------------------------------------------------------ messages
+
+  async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<Array<Uint8Array | Record<string, number>> | void> {
+    if (head.k === 'commit') return this.#onCommit(from, payload);
+    if (this.#rank(from) < 0) throw new C0Error('TRAIN_NOT_MEMBER', 'only the run’s members may send this');
+    switch (head.k) {
+      case 'member': {
+        const m = open(payload, TRAIN_T.member) as Opened<TrainMember>;
+        if (m.signer !== from || m.record.run !== this.runAddr) throw new C0Error('TRAIN_BAD_MEMBERSHIP', 'membership for another run or signer');
+        this.#memberships.set(from, payload);
+        return;
+      }
+      case 'chunk':
+        this.#chunks.put(this.#rank(from), head, payload);
+        return;
+      case 'ping':
+        return [{ lastEpoch: this.lastCommittedEpoch, view: this.view }];
+      case 'view':
+      case 'final':
+        if (typeof head.tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', `${head.k} without a tag`);
+        this.box.put(this.#rank(from), head.tag, payload.slice());
+        return;
+      case 'witness':
+        return [await this.#witness(from, payload)];
+      default:
+        throw new C0Error('TRAIN_BAD_MESSAGE', `unknown message ${head.k}`);
+    }
+  }
+
+  #agg(view: number, epoch: number): EpochAggregator {
+    const key = `${view}:${epoch}`;
+    let a = this.#aggs.get(key);
+    if (!a) {
+      const spe = this.rec.stepsPerEpoch;
+      a = new EpochAggregator({ run: this.runAddr, epoch, view, fromStep: epoch * spe, toStep: epoch * spe + spe - 1, members: view === this.view ? this.members : [] }, (s) => this.#ownWeights.get(`${view}:${s}`));
+      this.#aggs.set(key, a);
+    }
+    return a;
+  }
+
+  #ignore(code: string, from: string, step?: number): void {
+    this.ignoredCount++;
+    const i = { code, from, ...(step !== undefined ? { step } : {}) };
+    if (this.ignored.length < 200) this.ignored.push(i);
+    this.#emit({ e: 'ignored', ...i });
+  }
+
+  #onCommit(from: string, payload: Uint8Array): void {
+    let rec: TrainStep;
+    try {
+      rec = open(payload, TRAIN_T.step).record as TrainStep;
+    } catch {
+      return this.#ignore('TRAIN_COMMIT_INVALID', from);
+    }
+    const epoch = Math.floor(rec.step / this.rec.stepsPerEpoch);
+    if (rec.view !== this.view || epoch <= this.lastCommittedEpoch || epoch > this.lastCommittedEpoch + 1 || rec.run !== this.runAddr) {
+      return this.#ignore(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : this.#rank(from) < 0 ? 'TRAIN_COMMIT_UNREGISTERED' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
+    }
+    const r = this.#agg(this.view, epoch).offer(payload);
+    if (!r.counted) this.#ignore(r.ignored.code, from, rec.step);
+  }
+
+  /** Countersign an epoch commitment when it is the elected coordinator's and its root is the one this worker computes. */
+  async #witness(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const ep = open(payload, TRAIN_T.epoch) as Opened<TrainEpoch>;
+    const e = ep.record;
+    if (ep.signer !== from || e.run !== this.runAddr) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another run or not signed by the sender');
+    if (electCoordinator(this.runAddr, e.epoch, e.members) !== ep.signer) throw new C0Error('TRAIN_WITNESS_NOT_COORDINATOR', 'the signer is not the elected coordinator of this epoch');
+    const key = `${e.view}:${e.epoch}`;
+    const held = this.#witnessed.get(key);
+    if (held && held !== e.root) throw new C0Error('TRAIN_WITNESS_CONFLICT', 'already witnessed another root for this epoch');
+    if (e.view !== this.view || e.members.join() !== this.members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
+    const agg = this.#agg(e.view, e.epoch);
+    const deadline = this.o.clock() + this.rec.timeoutMs;
+    let mine: { root: string } | undefined;
+    while (!mine) {
+      try {
+        mine = agg.finalise();
+      } catch (err) {
+        if (this.o.clock() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
+    if (this.#ownWeights.get(`${e.view}:${e.toStep}`) !== e.weights) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', 'weights after the epoch differ');
+    this.#witnessed.set(key, e.root);
+    const w: TrainWitness = { epochCommitment: ep.address, run: this.runAddr, epoch: e.epoch, root: e.root, witnessedAt: this.o.clock() };
+    return seal(TRAIN_T.witness, w as never, this.o.signer).bytes;
+  }
+
+  // ------------------------------------------------------------------ join
+
+  async join(): Promise<void> {
+    const m: TrainMember = { run: this.runAddr, joinedAt: this.o.clock() };
+    const mine = seal(TRAIN_T.member, m as never, this.o.signer).bytes;
+    this.#memberships.set(this.o.did, mine);
+    writeFileSync(join(this.o.dir, 'membership.cbor'), mine);
+    const others = this.members.filter((d) => d !== this.o.did);
+    const deadline = this.o.clock() + (this.o.joinTimeoutMs ?? 60_000);
+    const sent = new Set<string>();
+    while (sent.size < others.length || others.some((d) => !this.#memberships.has(d))) {
+      for (const d of others) {
+        if (sent.has(d)) continue;
+        try {
+          await this.wire.send(d, { k: 'member' }, mine, 5_000);
+          sent.add(d);
+        } catch {
+          /* not up yet */
+        }
+      }
+      if (this.o.clock() > deadline) throw new C0Error('TRAIN_JOIN_TIMEOUT', `members not joined: ${others.filter((d) => !this.#memberships.has(d) || !sent.has(d)).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    this.#emit({ e: 'joined', members: this.members });
+    this.status = 'training';
+    this.#writeStatus();
+  }
+
+  // ------------------------------------------------------------------ training
+
+  async run(): Promise<void> {
+    this.#startedAt = this.o.clock();
+    let epoch = 0;
+    try {
+      while (epoch < this.rec.epochs) {
+        if (!this.#snapshots.has(epoch)) this.#snapshots.set(epoch, cloneState(this.state));
+        this.#snapshots.delete(epoch - 2);
+        try {
+          await this.#runEpoch(epoch);
+          epoch++;
+        } catch (e) {
+          if (!(e instanceof C0Error) || !RECOVERABLE.has(e.code)) throw e;
+          epoch = await this.#recover(e);
+          this.state = cloneState(this.#snapshots.get(epoch)!);
+        }
+      }
+      const d = iris();
+      this.accuracy = accuracy(this.params.shape, this.state.w, d.test.x, d.test.y);
+      writeFileSync(join(this.o.dir, 'weights.bin'), weightsBytes(this.state.w));
+      this.status = 'done';
+      this.#writeStatus();
+      this.#emit({ e: 'done', weights: addressOf(weightsBytes(this.state.w)), accuracy: this.accuracy, baseline: baselineAccuracy(d.test) });
+    } catch (e) {
+      const err = e instanceof C0Error ? e : new C0Error('TRAIN_FAILED', (e as Error).message);
+      this.status = 'stopped';
+      this.stopReason = { code: err.code, message: err.message };
+      this.#writeStatus();
+      this.#emit({ e: 'stopped', ...this.stopReason });
+      throw err;
+    }
+  }
+
+  async #runEpoch(epoch: number): Promise<void> {
+    const spe = this.rec.stepsPerEpoch;
+    const view = this.view;
+    const ring = wireRing(this.wire, this.box, this.members, this.o.did, this.#rank, this.rec.timeoutMs);
+    const data = shard(iris().train, ring.rank, ring.size);
+    const agg = this.#agg(view, epoch);
+    for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
+      const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`);
+      this.#ownWeights.set(`${view}:${step}`, res.weights);
+      const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
+      const env = seal(TRAIN_T.step, rec as never, this.o.signer);
+      writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);
+      agg.offer(env.bytes);
+      for (const d of this.members) if (d !== this.o.did) this.#track(this.wire.send(d, { k: 'commit' }, env.bytes, this.rec.timeoutMs));
+      this.box.forget(`v${view}/s${step}/`);
+      this.#stepsDone++;
+      this.losses.push({ step, view, loss: res.loss });
+      if (this.losses.length > 1000) this.losses.shift();
+      const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
+      this.#emit({ e: 'step', step, epoch, loss: res.loss, stepsPerSec: this.#stepsDone / secs });
+      this.#writeStatus();
+    }
+    const coordinator = electCoordinator(this.runAddr, epoch, this.members);
+    let result: EpochResult;
+    if (coordinator === this.o.did) {
+      result = await this.#commitEpoch(epoch, agg);
+    } else {
+      const bytes = await this.box.take(this.#rank(coordinator), `final/v${view}/e${epoch}`, this.rec.timeoutMs * 3);
+      result = dec<EpochResult>(bytes);
+      const ep = open(new Uint8Array(Buffer.from(result.envelope, 'hex')), TRAIN_T.epoch) as Opened<TrainEpoch>;
+      if (ep.signer !== coordinator || ep.record.epoch !== epoch || ep.record.view !== view) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s epoch commitment does not match');
+      const mine = agg.finalise();
+      if (mine.root !== ep.record.root) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s root differs from this worker’s');
+      result = { ...result, leaves: mine.leaves };
+    }
+    writeFileSync(join(this.o.dir, 'epochs', `${epoch}.json`), JSON.stringify(result, null, 2));
+    this.epochs.push(result);
+    this.lastCommittedEpoch = epoch;
+    this.#emit({ e: 'epoch', epoch, root: result.root, address: result.address, coordinator, witnesses: result.witnesses.map((w) => w.did) });
+    this.#writeStatus();
+  }
+
+  async #commitEpoch(epoch: number, agg: EpochAggregator): Promise<EpochResult> {
+    const deadline = this.o.clock() + this.rec.timeoutMs;
+    let fin: { root: string; leaves: string[] } | undefined;
+    while (!fin) {
+      try {
+        fin = agg.finalise();
+      } catch (e) {
+        if (this.o.clock() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    const s = agg.scope;
+    const rec: TrainEpoch = {
+      run: this.runAddr,
+      epoch,
+      view: s.view,
+      fromStep: s.fromStep,
+      toStep: s.toStep,
+      members: this.members,
+      leaves: fin.leaves.length,
+      root: fin.root,
+      weights: this.#ownWeights.get(`${s.view}:${s.toStep}`)!,
+      ...(this.dropped.length ? { dropped: [...this.dropped].sort() } : {}),
+      signedAt: this.o.clock(),
+    };
+    const env = seal(TRAIN_T.epoch, rec as never, this.o.signer);
+    const named = this.rec.witnesses?.filter((w) => this.members.includes(w) && w !== this.o.did);
+    const witnesses = named ?? this.members.filter((d) => d !== this.o.did);
+    const got = await Promise.allSettled(witnesses.map((w) => this.wire.send(w, { k: 'witness' }, env.bytes, this.rec.timeoutMs * 2).then((frames) => ({ w, frames }))));
+    const cosigned: EpochResult['witnesses'] = [];
+    for (const g of got) {
+      if (g.status !== 'fulfilled') continue;
+      const b = g.value.frames[0];
+      if (!(b instanceof Uint8Array)) continue;
+      try {
+        const wo = open(b, TRAIN_T.witness) as Opened<TrainWitness>;
+        if (wo.signer === g.value.w && wo.record.epochCommitment === env.address && wo.record.root === rec.root) cosigned.push({ did: wo.signer, address: wo.address, envelope: hex(b) });
+      } catch {
+        /* a bad countersignature is not kept */
+      }
+    }
+    const result: EpochResult = { epoch, view: s.view, address: env.address, root: rec.root, coordinator: this.o.did, envelope: hex(env.bytes), witnesses: cosigned, leaves: fin.leaves };
+    const body = enc({ ...result, leaves: [] });
+    await Promise.allSettled(this.members.filter((d) => d !== this.o.did).map((d) => this.wire.send(d, { k: 'final', tag: `final/v${s.view}/e${epoch}` }, body, this.rec.timeoutMs)));
+    return result;
+  }
+
+  // ------------------------------------------------------------------ failure
+
+  async #recover(cause: C0Error): Promise<number> {
+    this.#log.warn({ code: cause.code, msg: cause.message }, 'training step failed');
+    if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
+    const others = this.members.filter((d) => d !== this.o.did);
+    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+    const alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
+    const next = this.view + 1;
+    const proposal = { view: next, alive, resume: this.lastCommittedEpoch + 1 };
+    const tag = `view/v${next}`;
+    await Promise.allSettled(alive.filter((d) => d !== this.o.did).map((d) => this.wire.send(d, { k: 'view', tag }, enc(proposal), this.rec.timeoutMs)));
+    let members = alive;
+    let resume = proposal.resume;
+    for (const d of alive) {
+      if (d === this.o.did) continue;
+      try {
+        const p = dec<typeof proposal>(await this.box.take(this.#rank(d), tag, this.rec.timeoutMs * 3));
+        members = members.filter((m) => p.alive.includes(m));
+        resume = Math.min(resume, p.resume);
+      } catch {
+        members = members.filter((m) => m !== d);
+      }
+    }
+    if (members.length < 1 || !members.includes(this.o.did)) throw new C0Error('TRAIN_STOPPED', 'no membership view to continue in');
+    const dropped = this.members.filter((m) => !members.includes(m));
+    this.dropped.push(...dropped);
+    this.view = next;
+    this.members = members;
+    this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
+    const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code };
+    this.views.push(v);
+    this.#emit({ e: 'view', ...v });
+    this.#writeStatus();
+    return resume;
+  }
+
+  // ------------------------------------------------------------------ status
+
+  statusView(): Record<string, unknown> {
+    const contributions: Record<string, number> = {};
+    for (const [key, a] of this.#aggs) {
+      if (!key.startsWith(`${this.view}:`) && !this.epochs.some((e) => `${e.view}:${e.epoch}` === key)) continue;
+      for (const m of a.scope.members) {
+        for (let st = a.scope.fromStep; st <= a.scope.toStep; st++) if (a.get(st, m)) contributions[m] = (contributions[m] ?? 0) + 1;
+      }
+    }
+    const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
+    return {
+      run: this.runAddr,
+      name: this.rec.name,
+      self: this.o.did,
+      status: this.status,
+      ...(this.stopReason ? { stopReason: this.stopReason } : {}),
+      view: this.view,
+      members: this.members,
+      dropped: this.dropped,
+      step: this.losses.length ? this.losses[this.losses.length - 1]!.step : -1,
+      totalSteps: this.rec.epochs * this.rec.stepsPerEpoch,
+      stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0,
+      losses: this.losses.slice(-50),
+      contributions,
+      epochs: this.epochs.map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((w) => w.did) })),
+      views: this.views,
+      ignored: { count: this.ignoredCount, recent: this.ignored.slice(-20) },
+      weights: addressOf(weightsBytes(this.state.w)),
+      ...(this.accuracy !== undefined ? { accuracy: this.accuracy, baseline: baselineAccuracy(iris().test) } : {}),
+    };
+  }
+
+  #writeStatus(): void {
+    writeFileSync(join(this.o.dir, 'status.json'), JSON.stringify(this.statusView(), null, 2));
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Ring all-reduce over int32 vectors (docs/training.md "Ring all-reduce";
+ * spec/compute-pool.md, the worker's quantised all-reduce): reduce-scatter
+ * then all-gather over N−1 steps each, so every worker sends 2(N−1)/N of the
+ * vector to its successor and receives as much from its predecessor. The
+ * reduction (int32 sum or max) is exact, commutative and associative, so the
+ * result equals the plain reduction whatever order messages arrive in.
+ *
+ * The transport is a port: `send(to, tag, bytes)` and `recv(from, tag)`; a
+ * `Mailbox` holds arrived messages by (sender, tag), bounded, with a deadline
+ * on every receive (TRAIN_PEER_TIMEOUT names the silent peer). The libp2p
+ * transport is src/training/transport.ts; unit tests use an in-process one.
+ */
+import { C0Error } from '../errors.js';
+import { int32Bytes, int32FromBytes } from './quantize.js';
+
+export interface RingTransport {
+  readonly rank: number;
+  readonly size: number;
+  send(to: number, tag: string, data: Uint8Array): Promise<void>;
+  recv(from: number, tag: string): Promise<Uint8Array>;
+}
+
+export type ReduceOp = 'sum' | 'max';
+
+export function chunkBounds(len: number, n: number, c: number): [number, number] {
+  return [Math.floor((c * len) / n), Math.floor(((c + 1) * len) / n)];
+}
+
+const mod = (a: number, n: number) => ((a % n) + n) % n;
+
+/** All-reduce `data` with the other ranks; returns a new array (the input is not changed). */
+export async function ringAllReduce(t: RingTransport, data: Int32Array, op: ReduceOp, tag: string): Promise<Int32Array> {
+  const n = t.size;
+  const out = Int32Array.from(data);
+  if (n === 1) return out;
+  const r = t.rank;
+  const next = mod(r + 1, n);
+  const prev = mod(r - 1, n);
+  const L = out.length;
+  for (let s = 0; s < n - 1; s++) {
+    const [sa, sb] = chunkBounds(L, n, mod(r - s, n));
+    const [ra, rb] = chunkBounds(L, n, mod(r - s - 1, n));
+    const [, got] = await Promise.all([t.send(next, `${tag}/rs${s}`, int32Bytes(out, sa, sb)), t.recv(prev, `${tag}/rs${s}`)]);
+    const v = int32FromBytes(got);
+    if (v.length !== rb - ra) throw new C0Error('TRAIN_CHUNK_INVALID', `chunk of ${v.length} values, expected ${rb - ra}`);
+    for (let i = 0; i < v.length; i++) out[ra + i] = op === 'sum' ? (out[ra + i]! + v[i]!) | 0 : Math.max(out[ra + i]!, v[i]!);
+  }
+  for (let s = 0; s < n - 1; s++) {
+    const [sa, sb] = chunkBounds(L, n, mod(r + 1 - s, n));
+    const [ra, rb] = chunkBounds(L, n, mod(r - s, n));
+    const [, got] = await Promise.all([t.send(next, `${tag}/ag${s}`, int32Bytes(out, sa, sb)), t.recv(prev, `${tag}/ag${s}`)]);
+    const v = int32FromBytes(got);
+    if (v.length !== rb - ra) throw new C0Error('TRAIN_CHUNK_INVALID', `chunk of ${v.length} values, expected ${rb - ra}`);
+    out.set(v, ra);
+  }
+  return out;
+}
+
+interface Waiter {
+  resolve(b: Uint8Array): void;
+  reject(e: Error): void;
+}
+
+/**
+ * Messages by (sender rank, tag). `put` refuses a second message under the same
+ * key (TRAIN_DUPLICATE_MESSAGE) and more than `maxHeld` waiting messages
+ * (TRAIN_MAILBOX_FULL); `take` waits at most `timeoutMs`.
+ */
+export class Mailbox {
+  #held = new Map<string, Uint8Array>();
+  #waiting = new Map<string, Waiter>();
+  #taken = new Set<string>();
+  #closed: Error | undefined;
+
+  constructor(
+    private readonly opts: { timeoutMs: number; maxHeld: number; name?: (rank: number) => string },
+  ) {}
+
+  put(from: number, tag: string, data: Uint8Array): void {
+    const key = `${from}|${tag}`;
+    if (this.#held.has(key) || this.#taken.has(key)) throw new C0Error('TRAIN_DUPLICATE_MESSAGE', `a second message ${tag} from rank ${from}`);
+    const w = this.#waiting.get(key);
+    this.#taken.add(key);
+    if (w) {
+      this.#waiting.delete(key);
+      w.resolve(data);
+      return;
+    }
+    this.#taken.delete(key);
+    if (this.#held.size >= this.opts.maxHeld) throw new C0Error('TRAIN_MAILBOX_FULL', `more than ${this.opts.maxHeld} messages waiting`);
+    this.#held.set(key, data);
+  }
+
+  take(from: number, tag: string, timeoutMs = this.opts.timeoutMs): Promise<Uint8Array> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    const key = `${from}|${tag}`;
+    const got = this.#held.get(key);
+    if (got) {
+      this.#held.delete(key);
+      this.#taken.add(key);
+      return Promise.resolve(got);
+    }
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(key);
+        const who = this.opts.name ? this.opts.name(from) : `rank ${from}`;
+        reject(new C0Error('TRAIN_PEER_TIMEOUT', `no ${tag} from ${who} within ${timeoutMs} ms`, { detail: { rank: from, tag } }));
+      }, timeoutMs);
+      this.#waiting.set(key, {
+        resolve: (b) => {
+          clearTimeout(timer);
+          resolve(b);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  }
+
+  /** Forget delivered keys whose tag starts with `prefix` (a finished step). */
+  forget(prefix: string): void {
+    for (const k of [...this.#taken]) if (k.split('|')[1]!.startsWith(prefix)) this.#taken.delete(k);
+    for (const k of [...this.#held.keys()]) if (k.split('|')[1]!.startsWith(prefix)) this.#held.delete(k);
+  }
+
+  /** Fail every waiting receive (the run stopped). */
+  close(err: Error): void {
+    this.#closed = err;
+    for (const w of this.#waiting.values()) w.reject(err);
+    this.#waiting.clear();
+  }
+}
+
+/** In-process transport for unit tests and single-process runs: one mailbox per rank, optional delivery delays. */
+export function memoryRing(n: number, opts: { delay?: (from: number, to: number, tag: string) => number; timeoutMs?: number } = {}): RingTransport[] {
+  const boxes = Array.from({ length: n }, () => new Mailbox({ timeoutMs: opts.timeoutMs ?? 10_000, maxHeld: 1 << 16 }));
+  return boxes.map((_, rank) => ({
+    rank,
+    size: n,
+    send: async (to, tag, data) => {
+      const copy = data.slice();
+      const d = opts.delay?.(rank, to, tag) ?? 0;
+      if (d > 0) setTimeout(() => boxes[to]!.put(rank, tag, copy), d);
+      else boxes[to]!.put(rank, tag, copy);
+    },
+    recv: (from, tag) => boxes[rank]!.take(from, tag),
+  }));
+}

@@ -1,0 +1,73 @@
+/**
+ * Pipeline stages over libp2p (`/c0mpute/pipeline/1`; docs/training.md
+ * "Pipeline"): a stage server owns layers [from, to) of a model and serves
+ * micro-batches one at a time; a request carries the route of the stages
+ * still to come, so the activations flow stage to stage (this stage forwards
+ * its output to the next and passes the final output back). Frames are
+ * bounded (activations split into 512 KiB byte frames); every stream has the
+ * deadline of the request.
+ */
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Network } from '../net/node.js';
+import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
+import { serial, stageForward, type StageRunner } from './pipeline.js';
+import { splitPayload, withRetry } from './transport.js';
+
+export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
+/** Largest activations one request carries: a libp2p stream buffering more than about 4 MiB is reset (docs/training.md); use more micro-batches. */
+export const MAX_ACTIVATION_BYTES = 3 * 1024 * 1024;
+
+function checkSize(bytes: number): void {
+  if (bytes > MAX_ACTIVATION_BYTES) throw new C0Error('PIPELINE_TOO_LARGE', `activations of ${bytes} bytes over ${MAX_ACTIVATION_BYTES}; use more micro-batches`);
+}
+const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
+
+function joinBytes(frames: CborValue[]): Uint8Array {
+  const parts = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);
+  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+export interface StageServerOptions {
+  shape: MlpShape;
+  w: Float64Array;
+  range: [number, number];
+  /** Who may call (default: anyone). */
+  allow?: string[];
+}
+
+/** Serve one stage on `net`. */
+export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
+  const compute = serial(async (x, batch) => stageForward(o.shape, o.w, o.range, x, batch));
+  const inW = o.shape.layers[o.range[0]]!;
+  await net.handle(
+    PIPELINE_PROTOCOL,
+    async (reqs, ctx) => {
+      const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
+      if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
+      const x = weightsFromBytes(joinBytes(reqs.slice(1)));
+      if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
+      const y = await compute(x, head.batch, Number(head.mb ?? 0));
+      const route = head.route as string[];
+      checkSize(y.length * 8);
+      const outBytes = route.length > 0 ? joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch: head.batch as number, mb: Number(head.mb ?? 0), route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: LIMITS, signal: ctx.signal }))) : weightsBytes(y);
+      for (const f of splitPayload(outBytes)) await ctx.send(f);
+    },
+    LIMITS,
+  );
+}
+
+/** A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). */
+export function remotePipeline(net: Pick<Network, 'request'>, route: string[]): StageRunner {
+  return async (x, batch, mb) => {
+    checkSize(x.length * 8);
+    const frames = await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch, mb, route: route.slice(1) }, ...splitPayload(weightsBytes(x))], { limits: LIMITS }));
+    return weightsFromBytes(joinBytes(frames));
+  };
+}

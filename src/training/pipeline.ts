@@ -1,0 +1,73 @@
+/**
+ * Pipeline mode (spec/compute-pool.md, the worker in pipeline mode;
+ * docs/training.md "Pipeline"): the model's layers split into contiguous
+ * stages, each stage a function from activations to activations, and a
+ * GPipe-style schedule: the batch is cut into micro-batches, every stage
+ * works through them in order one at a time, and micro-batch m+1 enters a
+ * stage while m is in the next, so all stages are busy at once. Each row's
+ * arithmetic is the same whatever batch it travels in (layerForward works row
+ * by row in a fixed order), so the output equals a single-process forward pass
+ * bit for bit. The stage runners are a port: local functions or remote stages
+ * over `/c0mpute/pipeline/1` (src/training/pipeline-net.ts).
+ */
+import { C0Error } from '../errors.js';
+import { layerForward, type MlpShape } from './model.js';
+
+/** Layer ranges [from, to) for `stages` contiguous stages (the first stages take the extra layer). */
+export function partition(shape: MlpShape, stages: number): Array<[number, number]> {
+  const L = shape.layers.length - 1;
+  if (!Number.isInteger(stages) || stages < 1 || stages > L) throw new C0Error('PIPELINE_STAGES_INVALID', `stages must be 1 to ${L} for this model`, { field: 'stages' });
+  const out: Array<[number, number]> = [];
+  for (let k = 0; k < stages; k++) out.push([Math.floor((k * L) / stages), Math.floor(((k + 1) * L) / stages)]);
+  return out;
+}
+
+/** Forward through layers [from, to) on a batch. */
+export function stageForward(shape: MlpShape, w: Float64Array, range: [number, number], x: Float64Array, batch: number): Float64Array {
+  let a = x;
+  for (let l = range[0]; l < range[1]; l++) a = layerForward(shape, w, l, a, batch);
+  return a;
+}
+
+export type StageRunner = (x: Float64Array, batch: number, microBatch: number) => Promise<Float64Array>;
+
+/** One stage works on one micro-batch at a time, in arrival order. */
+export function serial(run: StageRunner): StageRunner {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (x, batch, mb) => {
+    const p = tail.then(() => run(x, batch, mb));
+    tail = p.catch(() => {});
+    return p;
+  };
+}
+
+/**
+ * Run `x` ([batch][inWidth]) through the stages with `micro` micro-batches in flight
+ * (micro = 1: no micro-batching, one whole batch at a time). Returns [batch][outWidth].
+ */
+export async function gpipeForward(stages: StageRunner[], x: Float64Array, batch: number, inWidth: number, outWidth: number, micro: number, opts: { serialise?: boolean } = {}): Promise<Float64Array> {
+  const m = Math.max(1, Math.min(micro, batch));
+  // Local stages are serialised here; remote stages serialise themselves (src/training/pipeline-net.ts).
+  const serialStages = opts.serialise === false ? stages : stages.map(serial);
+  const out = new Float64Array(batch * outWidth);
+  const jobs: Promise<void>[] = [];
+  for (let k = 0; k < m; k++) {
+    const a = Math.floor((k * batch) / m);
+    const b = Math.floor(((k + 1) * batch) / m);
+    if (b === a) continue;
+    jobs.push(
+      (async () => {
+        let act: Float64Array = x.slice(a * inWidth, b * inWidth);
+        for (const s of serialStages) act = await s(act, b - a, k);
+        if (act.length !== (b - a) * outWidth) throw new C0Error('PIPELINE_BAD_OUTPUT', `stage output of ${act.length} values, expected ${(b - a) * outWidth}`);
+        out.set(act, a * outWidth);
+      })(),
+    );
+  }
+  await Promise.all(jobs);
+  return out;
+}
+
+export function localStages(shape: MlpShape, w: Float64Array, stages: number): StageRunner[] {
+  return partition(shape, stages).map((r) => async (x, batch) => stageForward(shape, w, r, x, batch));
+}

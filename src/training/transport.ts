@@ -1,0 +1,147 @@
+/**
+ * The training protocol `/c0mpute/train/1` over direct libp2p streams
+ * (docs/training.md "Wire"; DESIGN §3.5): one request per message, the first
+ * frame a header `{k, tag?, …}`, then any payload as byte frames of at most
+ * 512 KiB (a 16 MB gradient travels as many frames within the bounded-frame
+ * rules). Only the run's members may send anything but step commitments; a
+ * commitment from anyone is handed to the aggregator, which shows it as
+ * ignored. Chunks land in a bounded Mailbox keyed by the sender's rank in the
+ * run; every receive has a deadline (the run's timeoutMs).
+ */
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Network } from '../net/node.js';
+import { didFromPeerId } from '../node/peer-id.js';
+import type { Mailbox} from './allreduce.js';
+import { type RingTransport } from './allreduce.js';
+
+export const TRAIN_PROTOCOL = '/c0mpute/train/1';
+export const PAYLOAD_FRAME = 512 * 1024;
+export const TRAIN_LIMITS = { maxFrameBytes: PAYLOAD_FRAME + 1024, maxRequestFrames: 200, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
+
+export interface TrainMessage {
+  k: string;
+  [field: string]: CborValue;
+}
+
+/** What a message handler gets: the header, the payload frames joined, the sender's DID. */
+export type MessageHandler = (from: string, head: TrainMessage, payload: Uint8Array) => Promise<CborValue[] | void> | CborValue[] | void;
+
+function join(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+export function splitPayload(data: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let off = 0; off < data.length; off += PAYLOAD_FRAME) out.push(data.subarray(off, Math.min(data.length, off + PAYLOAD_FRAME)));
+  return out;
+}
+
+/**
+ * Retry a request whose stream could not be opened or broke (NET_DIAL_FAILED,
+ * NET_STREAM_FAILED), up to 3 attempts: loopback peers dialling each other at
+ * once sometimes lose a connection and its streams. Delivery stays exactly-once
+ * because receivers refuse a second message under one key: a retry answered
+ * with TRAIN_DUPLICATE_MESSAGE means the first attempt arrived (returns []).
+ * A deadline (NET_DEADLINE) is not retried, so a silent peer is still noticed
+ * within the run's timeout.
+ */
+export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promise<T[]> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (i > 1 && e instanceof C0Error && e.code === 'TRAIN_DUPLICATE_MESSAGE') return [];
+      if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_STREAM_FAILED') || (e.detail as { remote?: boolean } | undefined)?.remote || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
+}
+
+export class TrainWire {
+  constructor(
+    private readonly net: Pick<Network, 'handle' | 'request' | 'did'>,
+    private readonly onMessage: MessageHandler,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.net.handle(
+      TRAIN_PROTOCOL,
+      async (reqs, ctx) => {
+        const head = reqs[0] as TrainMessage | undefined;
+        if (!head || typeof head !== 'object' || typeof head.k !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', 'first frame must be a message header');
+        const payload = join(reqs.slice(1).filter((f): f is Uint8Array => f instanceof Uint8Array));
+        const from = didFromPeerId(ctx.peer);
+        const reply = await this.onMessage(from, head, payload);
+        if (reply) for (const r of reply) await ctx.send(r);
+      },
+      TRAIN_LIMITS,
+    );
+  }
+
+  async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {
+    const frames: CborValue[] = [head, ...(payload ? splitPayload(payload) : [])];
+    return withRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } }));
+  }
+}
+
+/** Largest payload of one message: a libp2p stream resets above about 4 MiB buffered (docs/STACK), so big chunks travel as parts. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Reassembles chunk parts (`{k:'chunk', tag, part, parts}`) into whole chunks
+ * and hands each to `deliver` once; at most 1 024 parts per chunk and 64
+ * chunks in assembly at once (TRAIN_BAD_MESSAGE beyond).
+ */
+export class ChunkAssembler {
+  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number }>();
+  constructor(private readonly deliver: (from: number, tag: string, data: Uint8Array) => void) {}
+
+  put(from: number, head: TrainMessage, payload: Uint8Array): void {
+    const tag = head.tag;
+    if (typeof tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk without a tag');
+    const parts = head.parts === undefined ? 1 : head.parts;
+    const part = head.part === undefined ? 0 : head.part;
+    if (typeof parts !== 'number' || typeof part !== 'number' || !Number.isInteger(parts) || parts < 1 || parts > 1024 || !Number.isInteger(part) || part < 0 || part >= parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk part out of range');
+    if (parts === 1) return this.deliver(from, tag, payload.slice());
+    const key = `${from}|${tag}`;
+    let p = this.#partial.get(key);
+    if (!p) {
+      if (this.#partial.size >= 64) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
+      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0 };
+      this.#partial.set(key, p);
+    }
+    if (p.parts.length !== parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'part count changed');
+    if (p.parts[part]) throw new C0Error('TRAIN_DUPLICATE_MESSAGE', `part ${part} of ${tag} twice`);
+    p.parts[part] = payload.slice();
+    if (++p.got < parts) return;
+    this.#partial.delete(key);
+    this.deliver(from, tag, join(p.parts as Uint8Array[]));
+  }
+}
+
+/** Send `data` under `tag` as one or more chunk messages of at most MAX_MESSAGE_BYTES, in order. */
+export async function sendChunk(wire: TrainWire, to: string, tag: string, data: Uint8Array, timeoutMs: number): Promise<void> {
+  const parts = Math.max(1, Math.ceil(data.length / MAX_MESSAGE_BYTES));
+  for (let k = 0; k < parts; k++) {
+    await wire.send(to, { k: 'chunk', tag, ...(parts > 1 ? { part: k, parts } : {}) }, data.subarray(k * MAX_MESSAGE_BYTES, Math.min(data.length, (k + 1) * MAX_MESSAGE_BYTES)), timeoutMs);
+  }
+}
+
+/** A RingTransport for one view: ranks are positions in `members`, messages go over the wire, chunks arrive in `box` keyed by the sender's run rank. */
+export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number): RingTransport {
+  const rank = members.indexOf(self);
+  return {
+    rank,
+    size: members.length,
+    send: (to, tag, data) => sendChunk(wire, members[to]!, tag, data, timeoutMs),
+    recv: (from, tag) => box.take(runRank(members[from]!), tag, timeoutMs),
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * Checking a step commitment's inclusion in a committed epoch
+ * (`c0mpute train verify`; docs/training.md "Verifying"). From the run, the
+ * epoch commitment, its witnesses and the step commitment alone: the epoch is
+ * signed by the elected coordinator of (run, epoch) among members the run
+ * lists; each witness countersigned this epoch commitment and root; the step
+ * commitment is signed by a counted member, for this run, view and range; and
+ * the inclusion proof leads from its address to the root. Pure.
+ */
+import { C0Error } from '../errors.js';
+import { open, type Opened } from '../records/envelope.js';
+import { electCoordinator } from './aggregator.js';
+import { merkleProof, verifyProof, type InclusionProof } from './merkle.js';
+import { TRAIN_T, type TrainEpoch, type TrainRun, type TrainStep, type TrainWitness } from './record-kinds.js';
+
+export interface VerifyInput {
+  run: Uint8Array;
+  epoch: Uint8Array;
+  witnesses: Uint8Array[];
+  step: Uint8Array;
+  /** The proof to check; when absent it is built from `leaves`. */
+  proof?: InclusionProof;
+  leaves?: string[];
+}
+
+export interface VerifyResult {
+  run: string;
+  epoch: number;
+  root: string;
+  coordinator: string;
+  witnesses: string[];
+  worker: string;
+  step: number;
+  proof: InclusionProof;
+}
+
+const bad = (code: string, msg: string): never => {
+  throw new C0Error(code, msg);
+};
+
+export function verifyInclusion(i: VerifyInput): VerifyResult {
+  const run = open(i.run, TRAIN_T.run) as Opened<TrainRun>;
+  const ep = open(i.epoch, TRAIN_T.epoch) as Opened<TrainEpoch>;
+  const e = ep.record;
+  if (e.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the epoch commitment is for another run');
+  if (e.members.some((m) => !run.record.members.includes(m))) bad('TRAIN_VERIFY_NOT_MEMBER', 'the epoch counts a DID the run does not list');
+  if (electCoordinator(run.address, e.epoch, e.members) !== ep.signer) bad('TRAIN_VERIFY_NOT_COORDINATOR', 'the epoch commitment is not signed by the elected coordinator');
+  const witnesses: string[] = [];
+  for (const wb of i.witnesses) {
+    const w = open(wb, TRAIN_T.witness) as Opened<TrainWitness>;
+    if (w.record.epochCommitment !== ep.address || w.record.root !== e.root) bad('TRAIN_VERIFY_WITNESS', `witness ${w.signer} countersigned another commitment`);
+    if (w.signer === ep.signer) bad('TRAIN_VERIFY_WITNESS', 'the coordinator cannot witness itself');
+    const allowed = run.record.witnesses ?? run.record.members;
+    if (!allowed.includes(w.signer)) bad('TRAIN_VERIFY_WITNESS', `witness ${w.signer} is not named by the run`);
+    if (!witnesses.includes(w.signer)) witnesses.push(w.signer);
+  }
+  const st = open(i.step, TRAIN_T.step) as Opened<TrainStep>;
+  const s = st.record;
+  if (s.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the step commitment is for another run');
+  if (!e.members.includes(st.signer)) bad('TRAIN_VERIFY_NOT_MEMBER', 'the step commitment’s signer is not counted in this epoch');
+  if (s.view !== e.view || s.step < e.fromStep || s.step > e.toStep) bad('TRAIN_VERIFY_OUT_OF_EPOCH', `step ${s.step} (view ${s.view}) is not in this epoch`);
+  let proof = i.proof;
+  if (!proof) {
+    const idx = (i.leaves ?? []).indexOf(st.address);
+    if (idx < 0) bad('TRAIN_PROOF_NOT_INCLUDED', 'the step commitment is not among the epoch’s leaves');
+    proof = merkleProof(i.leaves!, idx);
+  }
+  if (proof.leaf !== st.address) bad('TRAIN_PROOF_INVALID', 'the proof is for another leaf');
+  if (proof.leaves !== e.leaves) bad('TRAIN_PROOF_INVALID', 'the proof’s leaf count differs from the epoch’s');
+  verifyProof(proof, e.root);
+  return { run: run.address, epoch: e.epoch, root: e.root, coordinator: ep.signer, witnesses, worker: st.signer, step: s.step, proof };
+}
