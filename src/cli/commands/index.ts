@@ -13,6 +13,7 @@ import { register as pool } from './pool.js';
 import { register as market } from './market.js';
 import { register as overlay } from './overlay.js';
 import { register as batch } from './batch.js';
+import { register as consoleCmd } from './console.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -26,6 +27,7 @@ export function registerCommands(program: Command): void {
   market(program);
   overlay(program);
   batch(program);
+  consoleCmd(program);
   // Last: attaches `market list` (the default) to the market group, creating it if absent.
   registerLiveMarket(program);
 }
