@@ -22,6 +22,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
     const c = await (await import('./leases.js')).run();
     return { report: `${a.report}\n\n${b.report}\n\n${c.report}`, targets: [...a.targets, ...b.targets, ...c.targets] };
   },
+  console: async () => (await import('./console.js')).run(),
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();

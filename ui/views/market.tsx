@@ -175,6 +175,7 @@ export function Market() {
         </label>
       </div>
       {job && ex.data?.explanation ? <p class="explain">{ex.data.explanation.summary}</p> : null}
+      <div class="grid-wrap" tabIndex={0} role="region" aria-label="Providers (scrolls sideways on a narrow window)">
       <div class="grid" role="table" aria-label="Providers" aria-rowcount={rows.length + 1}>
         <div role="rowgroup">
           <div role="row" class="row head" aria-rowindex={1}>
@@ -204,7 +205,7 @@ export function Market() {
               return (
                 <div role="row" class={`row${chosen === a.signer ? ' chosen' : ''}`} key={a.signer} aria-rowindex={first + i + 2} style={{ top: `${(first + i) * ROW_H}px` }}>
                   <span role="cell" class="c-provider">
-                    <button type="button" class="linkish" onClick={() => setChosen(a.signer)} aria-label={`details of provider ${a.signer}`}>
+                    <button type="button" class="linkish" onClick={() => setChosen(a.signer)}>
                       <Did d={a.signer} />
                     </button>
                   </span>
@@ -246,6 +247,7 @@ export function Market() {
             })}
           </div>
         </div>
+      </div>
       </div>
       {sel ? (
         <section class="detail" aria-labelledby="provider-detail">

@@ -176,7 +176,7 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
         </dd>
         <dt>Witnesses</dt>
         <dd id="witness-coverage">
-          <Status s={d.attestation.grade} /> witnessed to length {d.attestation.witnessedLength} of {d.ledger.length}
+          witnessed to length {d.attestation.witnessedLength} of {d.ledger.length} <Status s={d.attestation.witnessedLength === d.ledger.length && d.ledger.length > 0 ? 'complete' : d.attestation.grade} />
         </dd>
         {d.attestation.witnesses.map((w) => (
           <>

@@ -35,7 +35,7 @@ export function Reputation() {
       <h1 tabIndex={-1}>Reputation</h1>
       <p>Derived on this node from the receipts and acceptances it holds; a provider with no evidence scores 0.5 (unknown is not bad).</p>
       <ErrorBox error={r.error} />
-      <div class="scroll-x">
+      <div class="scroll-x" tabIndex={0} role="region" aria-label="Providers by score">
         <table>
           <caption>Providers by score ({r.data.providers.length})</caption>
           <thead>
@@ -72,7 +72,7 @@ export function Reputation() {
                     {p.untrusted ? ` (${p.untrusted} untrusted)` : ''}
                   </td>
                   <td>
-                    <button type="button" onClick={() => setWho(p.did)} aria-label={`evidence for ${p.did}`}>
+                    <button type="button" onClick={() => setWho(p.did)} aria-label={`Show evidence for ${p.did}`}>
                       Show
                     </button>
                   </td>

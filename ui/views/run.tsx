@@ -184,7 +184,7 @@ export function RunJob() {
           </label>
         )}
         <p>
-          <button type="submit" class="primary" disabled={busy}>
+          <button type="submit" id="run-submit" class="primary" disabled={busy}>
             {busy ? 'Running…' : 'Run the job'}
           </button>
         </p>
