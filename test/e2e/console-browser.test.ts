@@ -28,7 +28,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { consoleLoginUrl } from '../../src/node/console-routes.js';
-import { waitFor } from './node-helpers.js';
+import { c0mpute, waitFor } from './node-helpers.js';
 import { startOrg, stewardStatus, type Org } from './steward-helpers.js';
 
 // The page's globals, as the functions puppeteer runs in the browser see them (the tests compile without the DOM library).
@@ -82,7 +82,7 @@ async function go(p: Page, hash: string, heading: string): Promise<void> {
   try {
     await p.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 30_000 }, heading);
   } catch (e) {
-    throw new Error(`${heading} did not show at ${p.url()}: ${(e as Error).message}\n${await p.evaluate(() => document.body?.innerText?.slice(0, 600)).catch(() => '')}`);
+    throw new Error(`${heading} did not show at ${p.url()}: ${(e as Error).message}\n${await p.evaluate(() => document.body?.innerText?.slice(0, 600)).catch(() => '')}`, { cause: e });
   }
 }
 
@@ -115,9 +115,13 @@ test('without a login link: the login page, not the console', { skip }, async ()
   await p.close();
 });
 
-test('the token URL logs in once; the overview shows the node', { skip }, async () => {
+test('the URL `c0mpute console` prints logs in once; the overview shows the node', { skip }, async () => {
   const alpha = org.buyers.alpha!;
-  const url = await consoleLoginUrl(alpha.api.api, alpha.api.token);
+  // The URL as the operator gets it: `c0mpute console` on the node's data directory.
+  const cli = await c0mpute(alpha.dir, ['console']);
+  assert.equal(cli.code, 0, cli.err);
+  const url = cli.out.trim();
+  assert.match(url, /^http:\/\/127\.0\.0\.1:[0-9]+\/ui\/login\?code=[A-Za-z0-9_-]{43}$/);
   buyer = await newPage();
   await buyer.goto(url);
   await buyer.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 30_000 });
