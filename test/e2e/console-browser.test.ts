@@ -231,6 +231,18 @@ test('jobs and reputation views list the job and the provider', { skip }, async 
   await accessible(buyer, 'reputation');
 });
 
+test('a bad job file pasted as YAML gets the same coded error as `c0mpute run`', { skip }, async () => {
+  await go(buyer, '#/run', 'Run a job');
+  await buyer.evaluate(() => [...document.querySelectorAll('fieldset.mode input')][1].click());
+  await buyer.waitForSelector('textarea[name=yaml]');
+  await buyer.$eval('textarea[name=yaml]', (e: HTMLInputElement) => (e.value = ''));
+  await buyer.type('textarea[name=yaml]', 'workload: builtin.sha256\nmaxPrice: 0.01 USD\ndeadline: soon\ninput: x\n');
+  await buyer.click('#run-submit');
+  await buyer.waitForSelector('main .error[role=alert]', { timeout: 30_000 });
+  assert.match(await text(buyer, 'main .error[role=alert]'), /^JOB_FILE_INVALID/);
+  assert.equal(await buyer.$('ol.narration'), null, 'nothing ran');
+});
+
 test('phone width: every view fits the window and stays accessible', { skip }, async () => {
   await buyer.setViewport({ width: 390, height: 844 });
   for (const [hash, h] of [['#/overview', 'Overview'], ['#/market', 'Market'], ['#/run', 'Run a job'], ['#/jobs', 'Jobs'], ['#/reputation', 'Reputation']] as const) {
