@@ -9,7 +9,8 @@
  *   named per API port (cookies are per host, not per port).
  * - The page calls the ordinary `/v1/…` routes with that cookie: a session
  *   counts as the token for GET, and for POST only with the
- *   `x-c0mpute-console: 1` header (a cross-site form cannot set it). The Host
+ *   `x-c0mpute-console: 1` header (a cross-site form cannot set it); minting
+ *   a login code needs the token itself. The Host
  *   and Origin checks (api-guard.ts) run before any of this.
  * - `/v1/console/events`: Server-Sent Events from the console hub
  *   (console-hub.ts): records, job events, health samples.
@@ -84,7 +85,8 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
   };
   return {
     session(req) {
-      if (!sessions.valid(sid(req))) return false;
+      // Only the token mints login codes: a session cannot renew itself.
+      if (!sessions.valid(sid(req)) || (req.url ?? '').startsWith('/v1/console/login')) return false;
       return req.method === 'GET' || req.headers[CONSOLE_HEADER] === '1';
     },
     async serve(req, res, url) {

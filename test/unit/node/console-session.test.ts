@@ -94,6 +94,7 @@ describe('console gate on the control API', () => {
       routes: [
         { method: 'GET', path: '/v1/status', handler: async () => ({ ok: true }) },
         { method: 'POST', path: '/v1/echo', handler: async (r) => ({ got: r.body }) },
+        { method: 'POST', path: '/v1/console/login', handler: async () => ({ path: '/ui/login?code=x' }) },
       ],
     });
     base = api.address;
@@ -132,6 +133,8 @@ describe('console gate on the control API', () => {
     const body = JSON.stringify({ a: 1 });
     assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json' }, body)).status, 401, 'a cookie alone cannot POST (a cross-site form could)');
     assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json', 'x-c0mpute-console': '1' }, body)).status, 200);
+    assert.equal((await raw(base, 'POST', '/v1/console/login', { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, 'a session cannot mint login codes');
+    assert.equal((await raw(base, 'POST', '/v1/console/login', { host, authorization: 'Bearer tok-0123456789' }, '{}')).status, 200);
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookieName}=${'A'.repeat(43)}` })).status, 401, 'a made-up session');
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: cookie.replace(cookieName, 'c0_console_1') })).status, 401, "another port's cookie name");
   });
