@@ -9,6 +9,8 @@
  * Before anything else every request passes the browser checks
  * (src/node/api-guard.ts): its `Host` must name this API (so a DNS-rebinding
  * page cannot reach it) and a foreign `Origin` is refused (403).
+ * The operator's console (`console` option, src/node/console-routes.ts) then
+ * serves its pages and lets a console session stand for the token.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
