@@ -25,6 +25,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
     return { report: `${a.report}\n\n${b.report}\n\n${c.report}\n\n${d.report}`, targets: [...a.targets, ...b.targets, ...c.targets, ...d.targets] };
   },
   training: async () => (await import('./training.js')).run(),
+  console: async () => (await import('./console.js')).run(),
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();

@@ -56,12 +56,26 @@ export interface JobFileOptions {
 
 /** Returns the JSON job spec the daemon's /v1/run takes (input as base64). */
 export function readJobFile(path: string, opts: JobFileOptions = {}): Record<string, unknown> {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'));
+    text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code) throw new C0Error('JOB_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new C0Error('JOB_FILE_UNREADABLE', `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  return parseJobFileText(text, path, opts);
+}
+
+/**
+ * The same checks on job-file text (the console's "Run a job" sends YAML):
+ * `path` names it in errors and anchors `inputFile`; with `files: false`
+ * (the console) `inputFile` is refused and the input must be inline.
+ */
+export function parseJobFileText(text: string, path: string, opts: JobFileOptions & { files?: boolean } = {}): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
     throw new C0Error('JOB_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
   }
   const r = jobFileSchema.safeParse(raw ?? {});
@@ -71,6 +85,7 @@ export function readJobFile(path: string, opts: JobFileOptions = {}): Record<str
   }
   const j = r.data;
   let input: Uint8Array;
+  if (opts.files === false && j.inputFile) throw new C0Error('JOB_FILE_INVALID', `${path}: inputFile is not read here; give the input inline (input:)`, { field: 'inputFile' });
   const inputPath = opts.input ?? (j.inputFile ? resolve(dirname(path), j.inputFile) : undefined);
   if (inputPath) {
     try {

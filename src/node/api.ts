@@ -9,6 +9,8 @@
  * Before anything else every request passes the browser checks
  * (src/node/api-guard.ts): its `Host` must name this API (so a DNS-rebinding
  * page cannot reach it) and a foreign `Origin` is refused (403).
+ * The operator's console (`console` option, src/node/console-routes.ts) then
+ * serves its pages and lets a console session stand for the token.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +20,7 @@ import { C0Error } from '../errors.js';
 import type { Logger } from '../util/log.js';
 import { writeSecretFile } from './identity.js';
 import { bearerMatches, checkBrowserHeaders, hostPolicy, type HostPolicy } from './api-guard.js';
+import type { ConsoleGate } from './console-routes.js';
 
 export const TOKEN_FILE = 'api.token';
 
@@ -89,6 +92,8 @@ export interface ApiOptions {
   replacer?: (k: string, v: unknown) => unknown;
   /** Further host names clients may use in `Host` (a reverse proxy's, the machine's DNS name); matched with the bound port. */
   hosts?: readonly string[];
+  /** The operator's console (src/node/console-routes.ts): its pages, and its session cookie as a credential. */
+  console?: ConsoleGate;
 }
 
 export async function startApi(opts: ApiOptions): Promise<ApiServer> {
@@ -113,7 +118,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
       const url = new URL(req.url ?? '/', 'http://localhost');
-      const authorised = bearerMatches(req.headers.authorization, opts.token);
+      if (opts.console && (await opts.console.serve(req, res, url))) return;
+      const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req) ?? false);
       if (url.pathname === '/metrics' && req.method === 'GET' && (loopback || authorised)) {
         res.writeHead(200, { 'content-type': opts.registry.contentType });
         res.end(await opts.registry.metrics());

@@ -6,7 +6,10 @@ import { parseMoney, type Money } from '../records/money.js';
 import { isAddress } from '../records/address.js';
 import { parseDid } from '../records/did.js';
 import type { JobSpec } from '../roles/buyer.js';
-import { ensureToken, startApi, type ApiServer, type Route } from './api.js';
+import { ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
+import { ConsoleHub } from './console-hub.js';
+import { ConsoleSessions } from './console-session.js';
+import { consoleGate, consoleRoutes } from './console-routes.js';
 import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
@@ -15,6 +18,24 @@ import { parseProbeOrder } from '../matching/probe.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
+  // The operator's console (src/node/console-routes.ts): its live feed sees every run, the CLI's too.
+  const hub = new ConsoleHub(d);
+  const sessions = new ConsoleSessions(d.clock);
+  const runStreaming = async (o: OverlayNode, body: unknown, res: ApiResponse) => {
+    const spec = parseJobSpec(body);
+    const s = res.stream();
+    const live = hub.beginRun(o.name);
+    try {
+      const r = await o.runJob(spec, (e) => {
+        const w = eventToWire(e);
+        s.send(w);
+        live.event(w);
+      });
+      return resultToWire(r);
+    } finally {
+      live.end();
+    }
+  };
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
     { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
@@ -29,13 +50,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     {
       method: 'POST',
       path: '/v1/run',
-      handler: async ({ body, query }, res) => {
-        const o = ov(d, query);
-        const spec = parseJobSpec(body);
-        const s = res.stream();
-        const r = await o.runJob(spec, (e) => s.send(eventToWire(e)));
-        return resultToWire(r);
-      },
+      handler: async ({ body, query }, res) => runStreaming(ov(d, query), body, res),
     },
     {
       method: 'GET',
@@ -75,10 +90,19 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return o.poolMember.status();
       },
     },
+    ...consoleRoutes(d, sessions, hub, runStreaming),
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
   const hosts = d.opts.config.api.hosts;
-  return startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }), ...(hosts ? { hosts } : {}) });
+  const api = await startApi({ listen: d.opts.config.api.listen, token, routes, registry: d.metrics(), log: d.log.child({ mod: 'api' }), console: consoleGate(d, sessions, hub, token), ...(hosts ? { hosts } : {}) });
+  hub.start();
+  return {
+    ...api,
+    close: async () => {
+      hub.stop();
+      await api.close();
+    },
+  };
 }
 
 /** The overlay a request names with `?overlay=` (default: the primary). */

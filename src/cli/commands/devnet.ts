@@ -6,6 +6,7 @@ import { C0Error } from '../../errors.js';
 import { POLICIES } from '../../records/kinds.js';
 import { Devnet } from '../../devnet/devnet.js';
 import { apiCall } from '../../node/api.js';
+import { consoleLoginUrl } from '../../node/console-routes.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
 import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
@@ -82,7 +83,9 @@ export function register(program: Command): void {
         for (const r of rep.providers) out(`${names(r.did).padEnd(9)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
         out('(providers without receipts score 0.5: unknown is not bad)');
         if (o.keep) {
-          out(`\nthe network keeps running in ${net.dir}. Try:`);
+          out(`\nthe network keeps running in ${net.dir}.`);
+          out(`Watch it in the buyer's web console: ${await consoleLoginUrl(api.api, api.token)}`);
+          out('Try:');
           out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
           out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} reputation`);
           out('Ctrl-C stops every node.');
@@ -114,6 +117,11 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<voi
     out(`attestation: ${s.attestation.grade}${s.attestation.witnesses.map((w) => ` by ${names()(w.witness)} to length ${w.length}`).join(',')}`);
     if (o.keep) {
       out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
+      const steward = net.nodes.find((n) => n.role === 'steward');
+      if (steward) {
+        const a = await net.apiOf(steward);
+        out(`Watch the steward in its web console: ${await consoleLoginUrl(a.api, a.token)}`);
+      }
       await new Promise<void>(() => {});
     }
   });

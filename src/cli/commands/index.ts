@@ -15,6 +15,7 @@ import { register as overlay } from './overlay.js';
 import { register as batch } from './batch.js';
 import { register as poolProvider } from './pool-provider.js';
 import { register as train } from './train.js';
+import { register as consoleCmd } from './console.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -30,6 +31,7 @@ export function registerCommands(program: Command): void {
   batch(program);
   poolProvider(program);
   train(program);
+  consoleCmd(program);
   // Last: attaches `market list` (the default) to the market group, creating it if absent.
   registerLiveMarket(program);
 }

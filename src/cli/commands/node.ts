@@ -13,7 +13,7 @@ import { createIdentity, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
-import { apiCall, apiStream } from '../../node/api.js';
+import { apiCall, apiStream, ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
 import { jobs as localJobs } from '../../node/control.js';
@@ -24,6 +24,7 @@ import { NegativeAnswer, jsonReplacer, out, outJson } from '../context.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
+import { consoleLoginUrl } from '../../node/console-routes.js';
 import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
 import { listLimit, num } from '../summary.js';
 import { globals } from './index.js';
@@ -145,6 +146,7 @@ export function register(program: Command): void {
     out(`  peer id  ${d.net.peerId.toString()}`);
     for (const a of d.net.addrs()) out(`  listen   ${a}`);
     out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
+    if (d.apiAddress) out(`  console  ${await consoleLoginUrl(d.apiAddress, ensureToken(dataDir))}  (one-time login; \`c0mpute console\` prints another)`);
     await new Promise<void>((resolve) => {
       let stopping = false;
       const stop = (sig: string) => {

@@ -1,0 +1,313 @@
+/**
+ * The operator's console on the control API (issue #15; docs/console.md):
+ *
+ * - `/ui/…`: the built page (dist/ui, made by scripts/build-ui.mjs at
+ *   `npm run build`), served only to a browser holding a console session;
+ *   anything else gets the login page (401). `/ui/login?code=` redeems a
+ *   one-time code minted with the API token (`c0mpute console` prints the
+ *   URL) and sets the session cookie: HttpOnly, SameSite=Strict, Path=/,
+ *   named per API port (cookies are per host, not per port).
+ * - The page calls the ordinary `/v1/…` routes with that cookie: a session
+ *   counts as the token for GET, and for POST only with the
+ *   `x-c0mpute-console: 1` header (a cross-site form cannot set it); minting
+ *   a login code needs the token itself. The Host
+ *   and Origin checks (api-guard.ts) run before any of this.
+ * - `/v1/console/events`: Server-Sent Events from the console hub
+ *   (console-hub.ts): records, job events, health samples.
+ * - `/v1/console/*` routes for what the page shows beyond the CLI's routes:
+ *   overview and health, the node's jobs as buyer and provider, a job's walk,
+ *   any held record decoded, running a job from job-file text.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { C0Error } from '../errors.js';
+import { isAddress } from '../records/address.js';
+import { knownTypes, open, type Opened } from '../records/envelope.js';
+import { T } from '../records/kinds.js';
+import { apiCall, type ApiResponse, type Route } from './api.js';
+import { bearerMatches } from './api-guard.js';
+import type { Daemon } from './daemon.js';
+import type { OverlayNode } from './overlay.js';
+import { toWire, wireRecord } from './events.js';
+import type { ConsoleSessions} from './console-session.js';
+import { cookieValue } from './console-session.js';
+import type { ConsoleHub } from './console-hub.js';
+import { parseJobFileText } from '../cli/jobfile.js';
+
+/** Where the built page lives: dist/ui beside dist/src. */
+export const UI_DIR = fileURLToPath(new URL('../../ui/', import.meta.url));
+
+const ASSETS: Record<string, { file: string; type: string; open?: boolean }> = {
+  '/ui/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/ui/style.css': { file: 'style.css', type: 'text/css; charset=utf-8', open: true },
+};
+
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+};
+
+export const CONSOLE_HEADER = 'x-c0mpute-console';
+
+export interface ConsoleGate {
+  /** Serve a request that is not a JSON API call (the page, login, the event stream); true when it did. */
+  serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean>;
+  /** Does this request carry a live console session that may call the API? */
+  session(req: IncomingMessage): boolean;
+}
+
+export function cookieName(req: IncomingMessage): string {
+  return `c0_console_${req.socket.localPort ?? 0}`;
+}
+
+export function loginPage(message: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>c0mpute console: log in</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/ui/style.css"></head>
+<body><main class="login" id="login"><h1>c0mpute console</h1>
+<p role="alert">${message}</p>
+<p>Open the console with a login link from the node's machine:</p>
+<pre><code>c0mpute console --data-dir &lt;the node's data directory&gt;</code></pre>
+<p>A link works once and for 10 minutes; the session it opens lasts 12 hours or until the node restarts.</p>
+</main></body></html>
+`;
+}
+
+export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, token: string): ConsoleGate {
+  const sid = (req: IncomingMessage) => cookieValue(req.headers.cookie, cookieName(req));
+  const page = (res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS, ...extra });
+    res.end(html);
+  };
+  return {
+    session(req) {
+      // Only the token mints login codes: a session cannot renew itself.
+      if (!sessions.valid(sid(req)) || (req.url ?? '').startsWith('/v1/console/login')) return false;
+      return req.method === 'GET' || req.headers[CONSOLE_HEADER] === '1';
+    },
+    async serve(req, res, url) {
+      const p = url.pathname;
+      if (p === '/v1/console/events' && req.method === 'GET') {
+        if (!sessions.valid(sid(req)) && !bearerMatches(req.headers.authorization, token)) return false; // the API answers 401
+        events(req, res, hub);
+        return true;
+      }
+      if (p !== '/ui' && !p.startsWith('/ui/')) return false;
+      if (req.method !== 'GET' && !(req.method === 'POST' && p === '/ui/logout')) {
+        page(res, 405, loginPage('That method is not allowed here.'));
+        return true;
+      }
+      const asset = ASSETS[p];
+      if (asset && (asset.open || sessions.valid(sid(req)))) {
+        const f = join(UI_DIR, asset.file);
+        if (!existsSync(f)) {
+          page(res, 404, loginPage('The console was not built: run `npm run build`.'));
+          return true;
+        }
+        res.writeHead(200, { 'content-type': asset.type, 'cache-control': 'no-cache', ...SECURITY_HEADERS });
+        res.end(readFileSync(f));
+        return true;
+      }
+      if (p === '/ui/login') {
+        const got = sessions.redeem(url.searchParams.get('code'));
+        if (!got) {
+          page(res, 401, loginPage(url.searchParams.has('code') ? 'This login link is not valid: it was used already, has expired, or is wrong.' : 'You are not logged in.'));
+          return true;
+        }
+        const maxAge = Math.max(1, Math.floor((got.expiresAt - d.clock()) / 1000));
+        res.writeHead(303, { location: '/ui/', 'set-cookie': `${cookieName(req)}=${got.session}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`, 'cache-control': 'no-store', ...SECURITY_HEADERS });
+        res.end();
+        return true;
+      }
+      if (p === '/ui/logout') {
+        sessions.end(sid(req));
+        res.writeHead(303, { location: '/ui/login', 'set-cookie': `${cookieName(req)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`, ...SECURITY_HEADERS });
+        res.end();
+        return true;
+      }
+      if (!sessions.valid(sid(req))) {
+        page(res, 401, loginPage(sid(req) ? 'Your session has expired or is not valid here.' : 'You are not logged in.'));
+        return true;
+      }
+      const index = join(UI_DIR, 'index.html');
+      if (!existsSync(index)) page(res, 404, loginPage('The console was not built: run `npm run build`.'));
+      else page(res, 200, readFileSync(index, 'utf8'));
+      return true;
+    },
+  };
+}
+
+/** The event stream: a hello with the node's identity, then the hub's events until the page goes away. */
+function events(req: IncomingMessage, res: ServerResponse, hub: ConsoleHub): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', ...SECURITY_HEADERS });
+  res.write('retry: 2000\n\n');
+  const off = hub.listen((e) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
+  const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
+  ping.unref();
+  const close = () => {
+    off();
+    clearInterval(ping);
+  };
+  req.once('close', close);
+  res.once('close', close);
+}
+
+/** The overlay a request names with `?overlay=` (default: the primary). */
+function ov(d: Daemon, query: URLSearchParams): OverlayNode {
+  return d.overlay(query.get('overlay') ?? undefined);
+}
+
+/** Open held bytes as whichever registered type they are (already verified when they were accepted). */
+export function decodeAny(bytes: Uint8Array): Opened | undefined {
+  for (const t of knownTypes()) {
+    try {
+      return open(bytes, t, { trusted: true });
+    } catch {
+      // another type
+    }
+  }
+  return undefined;
+}
+
+async function heldBytes(o: OverlayNode, address: string): Promise<Uint8Array | undefined> {
+  return (await o.records.getBytes(address)) ?? (await o.market.getBytes(address)) ?? o.market.adverts.get(address)?.bytes;
+}
+
+function needAddress(a: string, field: string): void {
+  if (!isAddress(a)) throw new C0Error('ADDRESS_MALFORMED', `${field} must be sha256:<64 hex>, got "${String(a).slice(0, 80)}"`, { field });
+}
+
+/** A job's walk as this node holds it: job → offers → selection(s) → receipts → acceptances, plus the run's events when it ran here. */
+export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string): Promise<Record<string, unknown>> {
+  needAddress(address, 'job');
+  const job = await o.records.get(address, T.job);
+  if (!job) throw new C0Error('JOB_NOT_FOUND', `this node holds no job ${address}`, { field: 'job' });
+  const now = o.clock();
+  const selections = (await o.records.list(T.selection)).filter((s) => s.record.job === address).sort((a, b) => a.record.decidedAt - b.record.decidedAt);
+  const receipts = [...o.market.evidence.receipts.values()].filter((r) => r.record.job === address).sort((a, b) => a.record.startedAt - b.record.startedAt);
+  const acceptances = [...o.market.evidence.acceptances.values()].filter((a) => receipts.some((r) => r.address === a.record.receipt));
+  const nondeliveries = [...o.market.evidence.nondeliveries.values()].filter((n) => (n.record as { job?: string }).job === address);
+  const considered = new Set(selections.flatMap((s) => s.record.considered.map((c) => c.offer)));
+  const offers: Array<Record<string, unknown>> = [];
+  for (const a of considered) {
+    const b = await heldBytes(o, a);
+    const r = b ? decodeAny(b) : undefined;
+    offers.push(r ? { ...wireRecord(r), held: true } : { address: a, held: false });
+  }
+  for (const r of o.market.offersFor(address, now, job)) if (!considered.has(r.address)) offers.push({ ...wireRecord(r), held: true });
+  const run = [...hub.runs].reverse().find((r) => r.job === address);
+  return {
+    job: wireRecord(job),
+    offers,
+    selections: selections.map(wireRecord),
+    receipts: receipts.map(wireRecord),
+    acceptances: acceptances.map(wireRecord),
+    nondeliveries: nondeliveries.map(wireRecord),
+    explanation: toWire(o.market.explain(job, now)),
+    ...(run ? { run: { done: run.done, events: run.events } } : {}),
+  };
+}
+
+export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, run: (o: OverlayNode, spec: unknown, res: ApiResponse) => Promise<unknown>): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/console/login',
+      handler: async () => {
+        const { code, expiresAt } = sessions.mintCode();
+        return { path: `/ui/login?code=${code}`, expiresAt };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/console/overview',
+      handler: async () => {
+        const overlays = await Promise.all(
+          [...d.overlays.values()].map(async (o) => {
+            const refused: Record<string, number> = {};
+            for (const m of await o.registry.getMetricsAsJSON()) if (m.name === 'c0mpute_connections_refused_total') for (const v of m.values) refused[String(v.labels.reason)] = v.value;
+            return { name: o.name, roles: o.roles, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), peers: o.net.peers(), refused, steward: o.d.network.steward, health: o.networkHealth() };
+          }),
+        );
+        return { did: d.did, api: d.apiAddress, uptimeMs: d.clock() - d.startedAt, primary: d.primary.name, overlays, samples: hub.samples };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/console/jobs',
+      handler: async ({ query }) => {
+        const o = ov(d, query);
+        const mine = (await o.records.list(T.job)).filter((j) => j.signer === d.did).sort((a, b) => b.record.announcedAt - a.record.announcedAt);
+        const receipts = [...o.market.evidence.receipts.values()];
+        const acceptances = [...o.market.evidence.acceptances.values()];
+        const verdict = (r: string) => acceptances.find((a) => a.record.receipt === r)?.record.verdict;
+        return {
+          buyer: mine.map((j) => {
+            const rs = receipts.filter((r) => r.record.job === j.address);
+            const last = rs.sort((a, b) => a.record.startedAt - b.record.startedAt).at(-1);
+            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: rs.length, status: last?.record.status, provider: last?.record.provider, verdict: last ? verdict(last.address) : undefined };
+          }),
+          provider: receipts
+            .filter((r) => r.record.provider === d.did)
+            .sort((a, b) => b.record.startedAt - a.record.startedAt)
+            .map((r) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: verdict(r.address) })),
+          running: hub.runs.filter((r) => !r.done && r.overlay === o.name).map((r) => ({ run: r.run, job: r.job, startedAt: r.startedAt, events: r.events.slice(-5) })),
+          providerRunning: o.provider?.running ?? 0,
+        };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/console/evidence/:did',
+      handler: async ({ params, query }) => {
+        const o = ov(d, query);
+        const did = params.did!;
+        const acceptances = [...o.market.evidence.acceptances.values()];
+        return {
+          receipts: [...o.market.evidence.receipts.values()]
+            .filter((r) => r.record.provider === did)
+            .map((r) => {
+              const a = acceptances.find((x) => x.record.receipt === r.address);
+              return { address: r.address, job: r.record.job, buyer: r.record.buyer, status: r.record.status, ...(a ? { acceptance: a.address, verdict: a.record.verdict } : {}) };
+            }),
+          nondeliveries: [...o.market.evidence.nondeliveries.values()].filter((n) => (n.record as { provider?: string }).provider === did).map((n) => ({ address: n.address, job: (n.record as { job?: string }).job, signer: n.signer })),
+        };
+      },
+    },
+    { method: 'GET', path: '/v1/console/job/:job', handler: async ({ params, query }) => jobWalk(ov(d, query), hub, params.job!) },
+    {
+      method: 'GET',
+      path: '/v1/console/record/:address',
+      handler: async ({ params, query }) => {
+        const a = params.address!;
+        needAddress(a, 'address');
+        const o = ov(d, query);
+        const b = await heldBytes(o, a);
+        const r = b ? decodeAny(b) : undefined;
+        if (!r) throw new C0Error('RECORD_NOT_FOUND', `this node holds no record ${a} on overlay ${o.name}`, { field: 'address' });
+        return { ...(toWire(wireRecord(r)) as object), size: r.bytes.length };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/console/run',
+      handler: async ({ body, query }, res) => {
+        const o = ov(d, query);
+        const b = body as { yaml?: unknown };
+        if (typeof b !== 'object' || b === null || typeof b.yaml !== 'string') throw new C0Error('JOB_SPEC_INVALID', 'send {yaml: "<job file text>"}', { field: 'yaml' });
+        const spec = parseJobFileText(b.yaml, 'the job', { files: false });
+        return run(o, spec, res);
+      },
+    },
+  ];
+}
+
+/** Client side (the CLI, the devnet): ask a running daemon for a one-time console login URL. */
+export async function consoleLoginUrl(api: string, token: string): Promise<string> {
+  const r = (await apiCall(api, token, 'POST', '/v1/console/login', {})) as { path: string };
+  return `http://${api}${r.path}`;
+}

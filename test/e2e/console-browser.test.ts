@@ -1,0 +1,307 @@
+/**
+ * The operator's console in a real browser (issue #15; docs/console.md):
+ * Debian's chromium driven by puppeteer-core against real `c0mpute start`
+ * processes (the organisation scenario: a steward, a witness, two providers
+ * and a buyer on a private overlay). One cluster serves every check, in order:
+ *
+ * - without a login link the console is the login page (401); the buyer's
+ *   one-time URL logs in (and works only once);
+ * - the market view lists the overlay's providers;
+ * - a job run from the form streams its progress, then its timeline links
+ *   resolve to the decoded job, receipt and acceptance records;
+ * - the steward's overlay page shows team-a's spent energy change after the
+ *   job releases, live (no reload), and the witnesses' coverage;
+ * - a made-up or ended session gets the login page;
+ * - a synthetic 1,000-provider market (the API answer replaced in the browser)
+ *   renders only the rows in view and scrolls to the last provider;
+ * - axe-core finds no serious or critical violation in any view, at laptop
+ *   and phone widths, and nothing is wider than a phone's window.
+ *
+ * Screenshots of every view go to test-artifacts/console/ (gitignored);
+ * `node scripts/console-shots.mjs` copies them into docs/console/.
+ */
+import '../../src/polyfill.js';
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { consoleLoginUrl } from '../../src/node/console-routes.js';
+import { c0mpute, waitFor } from './node-helpers.js';
+import { startOrg, stewardStatus, type Org } from './steward-helpers.js';
+
+// The page's globals, as the functions puppeteer runs in the browser see them (the tests compile without the DOM library).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const window: any;
+declare const document: any;
+type Document = any;
+type HTMLElement = any;
+type HTMLInputElement = any;
+type HTMLButtonElement = any;
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const skip = existsSync(CHROMIUM) ? false : `no chromium at ${CHROMIUM} (apt-get install chromium)`;
+
+let org: Org;
+let browser: Browser;
+let buyer: Page;
+let stewardPage: Page;
+let jobAddress = '';
+
+async function newPage(width = 1280, height = 900): Promise<Page> {
+  const p = await browser.newPage();
+  // axe-core is injected as a script: let it past the console's Content-Security-Policy.
+  await p.setBypassCSP(true);
+  await p.setViewport({ width, height });
+  p.on('pageerror', (e) => console.error('page error:', (e as Error).message));
+  return p;
+}
+
+async function shot(p: Page, name: string): Promise<void> {
+  await p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** axe-core on the page as it is: no serious or critical violation. */
+async function accessible(p: Page, view: string): Promise<void> {
+  await p.addScriptTag({ path: AXE });
+  const v = await p.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(d: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((x) => ({ id: x.id, impact: x.impact, nodes: x.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+  });
+  const bad = v.filter((x) => x.impact === 'serious' || x.impact === 'critical');
+  assert.deepEqual(bad, [], `${view}: accessibility violations ${JSON.stringify(bad)}`);
+}
+
+async function go(p: Page, hash: string, heading: string): Promise<void> {
+  await p.evaluate((h) => (window.location.hash = h), hash);
+  try {
+    await p.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 30_000 }, heading);
+  } catch (e) {
+    throw new Error(`${heading} did not show at ${p.url()}: ${(e as Error).message}\n${await p.evaluate(() => document.body?.innerText?.slice(0, 600)).catch(() => '')}`, { cause: e });
+  }
+}
+
+async function login(p: Page, n: { api: { api: string; token: string } }): Promise<void> {
+  await p.goto(await consoleLoginUrl(n.api.api, n.api.token));
+  await p.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 30_000 });
+}
+
+const text = (p: Page, sel = 'main') => p.$eval(sel, (e) => (e as HTMLElement).innerText);
+
+before(async () => {
+  if (skip) return;
+  mkdirSync(SHOTS, { recursive: true });
+  org = await startOrg('console', { providers: 2, buyers: ['alpha'] });
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
+});
+
+after(async () => {
+  await browser?.close();
+  await org?.c.destroy();
+});
+
+test('without a login link: the login page, not the console', { skip }, async () => {
+  const p = await newPage();
+  const r = await p.goto(`http://${org.buyers.alpha!.api.api}/ui/`);
+  assert.equal(r?.status(), 401);
+  assert.ok(await p.$('#login'));
+  await shot(p, 'login');
+  await accessible(p, 'login');
+  await p.close();
+});
+
+test('the URL `c0mpute console` prints logs in once; the overview shows the node', { skip }, async () => {
+  const alpha = org.buyers.alpha!;
+  // The URL as the operator gets it: `c0mpute console` on the node's data directory.
+  const cli = await c0mpute(alpha.dir, ['console']);
+  assert.equal(cli.code, 0, cli.err);
+  const url = cli.out.trim();
+  assert.match(url, /^http:\/\/127\.0\.0\.1:[0-9]+\/ui\/login\?code=[A-Za-z0-9_-]{43}$/);
+  buyer = await newPage();
+  await buyer.goto(url);
+  await buyer.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 30_000 });
+  assert.match(await text(buyer), new RegExp(alpha.did));
+  await buyer.waitForFunction(() => document.querySelector('.feed')?.textContent?.includes('live'), { timeout: 30_000 });
+  // Keyboard: the first Tab reaches the skip link.
+  await buyer.keyboard.press('Tab');
+  assert.equal(await buyer.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+  await shot(buyer, 'overview');
+  await accessible(buyer, 'overview');
+  // The same link again: refused.
+  const again = await newPage();
+  const r = await again.goto(url);
+  assert.equal(r?.status(), 401);
+  await again.close();
+});
+
+test('the market lists the providers', { skip }, async () => {
+  await go(buyer, '#/market', 'Market');
+  for (const prov of org.providers) await buyer.waitForSelector(`.grid [role=row] [title="${prov.did}"]`, { timeout: 30_000 });
+  await shot(buyer, 'market');
+  await accessible(buyer, 'market');
+});
+
+test('a job run from the form shows progress, then a timeline whose links resolve to the records', { skip }, async () => {
+  stewardPage = await newPage();
+  await login(stewardPage, org.steward);
+  await go(stewardPage, '#/overlays', 'Overlays');
+  await stewardPage.waitForSelector('tr[data-team="team-a"] td.spent-uj', { timeout: 30_000 });
+  const spentBefore = Number(await stewardPage.$eval('tr[data-team="team-a"] td.spent-uj', (e) => (e as HTMLElement).dataset.uj));
+  assert.equal(spentBefore, (await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.spent_uj);
+
+  await buyer.bringToFront();
+  await go(buyer, '#/run', 'Run a job');
+  const set = async (name: string, value: string) => {
+    await buyer.$eval(`[name="${name}"]`, (e) => ((e as HTMLInputElement).value = ''));
+    await buyer.type(`[name="${name}"]`, value);
+  };
+  await set('params', '200000');
+  await set('entitlement', 'team-a');
+  await set('cls', 'sha256-batch');
+  await set('energyJ', '100');
+  await set('input', `console job ${Date.now()}`);
+  await buyer.click('#run-submit');
+  // Progress first (the narration streams while the job runs), then the result.
+  await buyer.waitForFunction(() => document.querySelectorAll('ol.narration li').length >= 2, { timeout: 60_000 });
+  await buyer.waitForSelector('#run-result', { timeout: 90_000 });
+  const result = await text(buyer, '#run-result');
+  assert.match(result, /completed/, `the run ended: ${result}\n${await text(buyer)}`);
+  const narration = await text(buyer, 'ol.narration');
+  assert.match(narration, /announced/);
+  assert.match(narration, /selected/);
+  assert.match(narration, /countersigned: accepted/);
+  await shot(buyer, 'run');
+  await accessible(buyer, 'run');
+
+  // The timeline.
+  await buyer.click('#run-result a');
+  await buyer.waitForFunction(() => document.querySelector('main h1')?.textContent?.startsWith('Job'), { timeout: 30_000 });
+  jobAddress = decodeURIComponent((await buyer.evaluate(() => window.location.hash)).split('/')[2]!);
+  await buyer.waitForFunction(() => [...document.querySelectorAll('ol.timeline > li')].at(-1)?.querySelector('a.addr') !== null, { timeout: 30_000 });
+  await shot(buyer, 'job');
+  await accessible(buyer, 'job timeline');
+  const links = await buyer.$$eval('ol.timeline > li', (lis) => lis.map((li) => [...li.querySelectorAll('a.addr')].map((a) => a.getAttribute('title') ?? '')));
+  const [jobLinks, , , selLinks, , receiptLinks, accLinks] = links;
+  assert.equal(jobLinks![0], jobAddress);
+  for (const [addr, type] of [
+    [jobAddress, 'c0mpute.job/1'],
+    [selLinks![0]!, 'c0mpute.selection/1'],
+    [receiptLinks![0]!, 'c0mpute.receipt/1'],
+    [accLinks![0]!, 'c0mpute.acceptance/1'],
+  ] as const) {
+    await buyer.evaluate((a) => (window.location.hash = `#/jobs/${encodeURIComponent(a)}`), jobAddress);
+    await buyer.waitForSelector(`ol.timeline a.addr[title="${addr}"]`, { timeout: 30_000 });
+    await buyer.click(`ol.timeline a.addr[title="${addr}"]`);
+    await buyer.waitForFunction((t) => document.querySelector('#record-type')?.textContent === t, { timeout: 30_000 }, type);
+    assert.equal(await text(buyer, '#record-address'), addr);
+    if (type === 'c0mpute.receipt/1') {
+      // A record's fields link to the records it cites: the receipt's job.
+      assert.ok(await buyer.$(`article.record a.addr[title="${jobAddress}"]`), 'the receipt links to its job');
+      await shot(buyer, 'record');
+      await accessible(buyer, 'record');
+    }
+  }
+
+  // The steward's page, open all along: team-a's spent energy changes once the job releases (live, no reload).
+  await stewardPage.bringToFront();
+  const spentAfter = await waitFor('the steward page to show the release', async () => {
+    const v = Number(await stewardPage.$eval('tr[data-team="team-a"] td.spent-uj', (e) => (e as HTMLElement).dataset.uj));
+    return v > spentBefore ? v : undefined;
+  }, 60_000, 500);
+  assert.equal(spentAfter, (await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.spent_uj);
+  await stewardPage.waitForFunction(() => /witnessed to length [1-9][0-9]* of [1-9]/.test(document.querySelector('#witness-coverage')?.textContent ?? ''), { timeout: 60_000 });
+  await shot(stewardPage, 'overlays-steward');
+  await accessible(stewardPage, 'overlays (steward)');
+});
+
+test('jobs and reputation views list the job and the provider', { skip }, async () => {
+  await buyer.bringToFront();
+  await go(buyer, '#/jobs', 'Jobs');
+  await buyer.waitForSelector(`a[title="${jobAddress}"]`, { timeout: 30_000 });
+  await shot(buyer, 'jobs');
+  await accessible(buyer, 'jobs');
+  await go(buyer, '#/reputation', 'Reputation');
+  await buyer.waitForFunction(() => document.querySelectorAll('main tbody tr').length >= 1, { timeout: 30_000 });
+  await shot(buyer, 'reputation');
+  await accessible(buyer, 'reputation');
+});
+
+test('a bad job file pasted as YAML gets the same coded error as `c0mpute run`', { skip }, async () => {
+  await go(buyer, '#/run', 'Run a job');
+  await buyer.evaluate(() => [...document.querySelectorAll('fieldset.mode input')][1].click());
+  await buyer.waitForSelector('textarea[name=yaml]');
+  await buyer.$eval('textarea[name=yaml]', (e: HTMLInputElement) => (e.value = ''));
+  await buyer.type('textarea[name=yaml]', 'workload: builtin.sha256\nmaxPrice: 0.01 USD\ndeadline: soon\ninput: x\n');
+  await buyer.click('#run-submit');
+  await buyer.waitForSelector('main .error[role=alert]', { timeout: 30_000 });
+  assert.match(await text(buyer, 'main .error[role=alert]'), /^JOB_FILE_INVALID/);
+  assert.equal(await buyer.$('ol.narration'), null, 'nothing ran');
+});
+
+test('phone width: every view fits the window and stays accessible', { skip }, async () => {
+  await buyer.setViewport({ width: 390, height: 844 });
+  for (const [hash, h] of [['#/overview', 'Overview'], ['#/market', 'Market'], ['#/run', 'Run a job'], ['#/jobs', 'Jobs'], ['#/reputation', 'Reputation']] as const) {
+    await go(buyer, hash, h);
+    await buyer.waitForFunction(() => !document.querySelector('main .loading'), { timeout: 30_000 });
+    const wide = await buyer.evaluate(() => document.documentElement.scrollWidth);
+    const over = await buyer.evaluate(() => [...document.querySelectorAll('main *')].filter((e: HTMLElement) => e.getBoundingClientRect().right > 391 && !e.closest('.grid-wrap')).slice(0, 4).map((e) => `${e.tagName}.${e.className}`));
+    assert.ok(wide <= 390, `${h} is ${wide}px wide on a 390px window: ${over.join(', ')}`);
+    await accessible(buyer, `${h} (phone)`);
+    if (h === 'Overview' || h === 'Market') await shot(buyer, `${h.toLowerCase()}-phone`);
+  }
+  await buyer.setViewport({ width: 1280, height: 900 });
+});
+
+test('a made-up or ended session gets the login page', { skip }, async () => {
+  const base = `http://${org.buyers.alpha!.api.api}`;
+  const port = org.buyers.alpha!.api.api.split(':')[1];
+  // A browser of its own (cookies are shared by the pages of one browser context).
+  const ctx = await browser.createBrowserContext();
+  const p = await ctx.newPage();
+  await p.setCookie({ name: `c0_console_${port}`, value: 'A'.repeat(43), url: base });
+  const r = await p.goto(`${base}/ui/`);
+  assert.equal(r?.status(), 401);
+  assert.ok(await p.$('#login'));
+  await ctx.close();
+  // Logging out ends the session: the open page goes to the login page when it next asks.
+  await Promise.all([buyer.waitForNavigation(), buyer.click('form.logout button')]);
+  await buyer.waitForSelector('#login', { timeout: 30_000 });
+  const back = await buyer.goto(`${base}/ui/#/market`);
+  assert.equal(back?.status(), 401);
+});
+
+test('a 1,000-provider market renders only the rows in view and scrolls to the last', { skip }, async () => {
+  const alpha = org.buyers.alpha!;
+  const p = await newPage();
+  await p.goto(await consoleLoginUrl(alpha.api.api, alpha.api.token));
+  await p.waitForSelector('main h1');
+  await p.setRequestInterception(true);
+  const now = Date.now();
+  const adverts = Array.from({ length: 1000 }, (_, i) => {
+    const did = `did:key:z6MkSynthetic${String(i).padStart(4, '0')}`;
+    return { type: 'c0mpute.advert/1', address: `sha256:${i.toString(16).padStart(64, '0')}`, signer: did, live: true, reputation: 0.5, freeSlots: i % 4, record: { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: ['community', 'standard', 'verified'][i % 3], ...(i % 5 ? { region: 'eu-west' } : {}), hardware: { cpuCores: 4 + (i % 29), memoryMiB: 8192 * (1 + (i % 8)), gpus: [] }, prices: [{ workload: 'builtin.sha256', unit: 'job', price: { amount: (0.001 + i / 1e6).toFixed(6), currency: 'USD' } }] } };
+  });
+  p.on('request', (req) => {
+    if (new URL(req.url()).pathname === '/v1/market') void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ total: 1000, live: 1000, presence: { live: 0, freeSlots: 0, providers: [] }, adverts }) });
+    else void req.continue();
+  });
+  await go(p, '#/market', 'Market');
+  await p.waitForFunction(() => document.querySelector('.grid')?.getAttribute('aria-rowcount') === '1001', { timeout: 30_000 });
+  const rendered = await p.$$eval('.scroller [role=row]', (r) => r.length);
+  assert.ok(rendered > 5 && rendered < 60, `${rendered} rows in the page for 1,000 providers`);
+  await p.$eval('.scroller', (s) => (s.scrollTop = s.scrollHeight));
+  await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0999"]', { timeout: 30_000 });
+  // Sorting by price, descending, puts the most expensive (the last) first.
+  await p.$eval('.scroller', (s) => (s.scrollTop = 0));
+  await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
+  await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
+  await p.waitForFunction(() => document.querySelector('.scroller [role=row] [title]')?.getAttribute('title') === 'did:key:z6MkSynthetic0999', { timeout: 30_000 });
+  await shot(p, 'market-1000');
+  await accessible(p, 'market (1,000 providers)');
+  await p.close();
+});

@@ -1,0 +1,160 @@
+/**
+ * The console's login model (src/node/console-session.ts, console-routes.ts;
+ * docs/console.md "Logging in"): one-time codes, session expiry with a fake
+ * clock, and, on a real HTTP server, the cookie as a credential (GET yes; POST
+ * only with the console header), the login page for anyone without a session,
+ * and the Origin check still in front of it all.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { Registry } from 'prom-client';
+import { ConsoleSessions, cookieValue, SESSION_DEFAULTS } from '../../../src/node/console-session.js';
+import { consoleGate } from '../../../src/node/console-routes.js';
+import type { ConsoleHub } from '../../../src/node/console-hub.js';
+import type { Daemon } from '../../../src/node/daemon.js';
+import { splitHostPort, startApi, type ApiServer } from '../../../src/node/api.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+
+describe('console sessions (pure)', () => {
+  test('a code works once, and not after it expires', () => {
+    const clock = fakeClock();
+    const s = new ConsoleSessions(clock);
+    const a = s.mintCode();
+    assert.equal(a.expiresAt, clock() + SESSION_DEFAULTS.codeTtlMs);
+    const got = s.redeem(a.code);
+    assert.ok(got && s.valid(got.session));
+    assert.equal(s.redeem(a.code), undefined, 'a code is single-use');
+    const b = s.mintCode();
+    clock.advance(SESSION_DEFAULTS.codeTtlMs);
+    assert.equal(s.redeem(b.code), undefined, 'an expired code opens nothing');
+    assert.equal(s.redeem('not-a-code'), undefined);
+    assert.equal(s.redeem(null), undefined);
+  });
+
+  test('a session ends at its expiry and on logout', () => {
+    const clock = fakeClock();
+    const s = new ConsoleSessions(clock, { sessionTtlMs: 1000 });
+    const one = s.redeem(s.mintCode().code)!;
+    const two = s.redeem(s.mintCode().code)!;
+    clock.advance(999);
+    assert.ok(s.valid(one.session));
+    s.end(two.session);
+    assert.equal(s.valid(two.session), false);
+    clock.advance(1);
+    assert.equal(s.valid(one.session), false);
+    assert.equal(s.valid(undefined), false);
+    assert.equal(s.valid('x'.repeat(43)), false);
+  });
+
+  test('codes and sessions are bounded: the oldest go first', () => {
+    const s = new ConsoleSessions(fakeClock(), { max: 2 });
+    const first = s.mintCode();
+    s.mintCode();
+    s.mintCode();
+    assert.equal(s.redeem(first.code), undefined);
+  });
+
+  test('cookieValue reads one cookie among several', () => {
+    assert.equal(cookieValue('a=1; c0_console_80=xyz; b=2', 'c0_console_80'), 'xyz');
+    assert.equal(cookieValue('a=1', 'c0_console_80'), undefined);
+    assert.equal(cookieValue(undefined, 'a'), undefined);
+  });
+});
+
+function raw(base: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  const { host, port } = splitHostPort(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host, port, path, method, headers }, (res) => {
+      let b = '';
+      res.setEncoding('utf8').on('data', (d: string) => (b += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('console gate on the control API', () => {
+  let api: ApiServer;
+  let base: string;
+  let host: string;
+  let cookieName: string;
+  const clock = fakeClock();
+  const sessions = new ConsoleSessions(clock);
+  const hub = { listen: () => () => {} } as unknown as ConsoleHub;
+  before(async () => {
+    api = await startApi({
+      listen: '127.0.0.1:0',
+      token: 'tok-0123456789',
+      registry: new Registry(),
+      log: silentLogger(),
+      console: consoleGate({ clock } as unknown as Daemon, sessions, hub, 'tok-0123456789'),
+      routes: [
+        { method: 'GET', path: '/v1/status', handler: async () => ({ ok: true }) },
+        { method: 'POST', path: '/v1/echo', handler: async (r) => ({ got: r.body }) },
+        { method: 'POST', path: '/v1/console/login', handler: async () => ({ path: '/ui/login?code=x' }) },
+      ],
+    });
+    base = api.address;
+    host = base;
+    cookieName = `c0_console_${splitHostPort(base).port}`;
+  });
+  after(() => api.close());
+
+  const login = async () => {
+    const r = await raw(base, 'GET', `/ui/login?code=${sessions.mintCode().code}`, { host });
+    assert.equal(r.status, 303);
+    const set = String(r.headers['set-cookie']);
+    assert.match(set, /HttpOnly/);
+    assert.match(set, /SameSite=Strict/);
+    return set.split(';')[0]!;
+  };
+
+  test('without a session: the login page (401), never the console', async () => {
+    for (const p of ['/ui', '/ui/', '/ui/app.js', '/ui/login', '/ui/login?code=wrong']) {
+      const r = await raw(base, 'GET', p, { host });
+      assert.equal(r.status, 401, p);
+      assert.match(r.body, /id="login"/, p);
+    }
+    assert.equal((await raw(base, 'GET', '/v1/status', { host })).status, 401);
+    assert.equal((await raw(base, 'GET', '/v1/console/events', { host })).status, 401);
+  });
+
+  test('a code logs in once; the cookie then reads the API, and writes only with the console header', async () => {
+    const code = sessions.mintCode().code;
+    const first = await raw(base, 'GET', `/ui/login?code=${code}`, { host });
+    assert.equal(first.status, 303);
+    assert.equal((await raw(base, 'GET', `/ui/login?code=${code}`, { host })).status, 401, 'the same code again');
+    const cookie = String(first.headers['set-cookie']).split(';')[0]!;
+    assert.ok(cookie.startsWith(`${cookieName}=`));
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie })).status, 200);
+    const body = JSON.stringify({ a: 1 });
+    assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json' }, body)).status, 401, 'a cookie alone cannot POST (a cross-site form could)');
+    assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json', 'x-c0mpute-console': '1' }, body)).status, 200);
+    assert.equal((await raw(base, 'POST', '/v1/console/login', { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, 'a session cannot mint login codes');
+    assert.equal((await raw(base, 'POST', '/v1/console/login', { host, authorization: 'Bearer tok-0123456789' }, '{}')).status, 200);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookieName}=${'A'.repeat(43)}` })).status, 401, 'a made-up session');
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: cookie.replace(cookieName, 'c0_console_1') })).status, 401, "another port's cookie name");
+  });
+
+  test('the Origin and Host checks still run first', async () => {
+    const cookie = await login();
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, origin: 'http://evil.example' })).status, 403);
+    assert.equal((await raw(base, 'GET', '/ui/', { host: 'evil.example:80', cookie })).status, 403);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, origin: `http://${base}` })).status, 200);
+  });
+
+  test('a session expires; logout ends it', async () => {
+    const cookie = await login();
+    clock.advance(SESSION_DEFAULTS.sessionTtlMs);
+    const r = await raw(base, 'GET', '/ui/', { host, cookie });
+    assert.equal(r.status, 401);
+    assert.match(r.body, /expired/);
+    const c2 = await login();
+    const out = await raw(base, 'POST', '/ui/logout', { host, cookie: c2 });
+    assert.equal(out.status, 303);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: c2 })).status, 401);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The operator's console (issue #15; docs/console.md): the app shell, the
+ * navigation and a hash router. Each view lives in views/; later issues add
+ * pools and training runs as further entries in NAV.
+ */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { startFeed, useConnected } from './lib.js';
+import { Overview } from './views/overview.js';
+import { Market } from './views/market.js';
+import { Jobs, JobPage } from './views/jobs.js';
+import { Reputation } from './views/reputation.js';
+import { RunJob } from './views/run.js';
+import { Overlays } from './views/overlays.js';
+import { RecordPage } from './views/record.js';
+
+interface NavItem {
+  path: string;
+  label: string;
+  /** Not built yet: shown, marked as later, not a link. */
+  later?: boolean;
+}
+
+export const NAV: NavItem[] = [
+  { path: 'overview', label: 'Overview' },
+  { path: 'market', label: 'Market' },
+  { path: 'jobs', label: 'Jobs' },
+  { path: 'reputation', label: 'Reputation' },
+  { path: 'run', label: 'Run a job' },
+  { path: 'overlays', label: 'Overlays' },
+  { path: 'pools', label: 'Pools', later: true },
+  { path: 'training', label: 'Training', later: true },
+];
+
+function useRoute(): string[] {
+  const read = () => window.location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const [r, set] = useState(read);
+  useEffect(() => {
+    const on = () => set(read());
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return r;
+}
+
+function View({ route }: { route: string[] }) {
+  const [head, arg] = route;
+  switch (head) {
+    case 'market':
+      return <Market />;
+    case 'jobs':
+      return arg ? <JobPage address={arg} overlay={route[2]} /> : <Jobs />;
+    case 'reputation':
+      return <Reputation />;
+    case 'run':
+      return <RunJob />;
+    case 'overlays':
+      return <Overlays />;
+    case 'record':
+      return <RecordPage address={arg ?? ''} overlay={route[2]} />;
+    default:
+      return <Overview />;
+  }
+}
+
+function App() {
+  const route = useRoute();
+  const connected = useConnected();
+  const current = route[0] || 'overview';
+  const section = current === 'record' ? 'jobs' : current;
+  useEffect(() => {
+    const item = NAV.find((n) => n.path === section);
+    document.title = `${item?.label ?? 'Console'} · c0mpute console`;
+    // A new view: move focus to its heading so keyboard and screen-reader users land on it.
+    document.querySelector<HTMLElement>('main h1')?.focus();
+  }, [route.join('/')]);
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">c0mpute console</span>
+        <span class={`feed ${connected ? 'on' : 'off'}`} role="status">
+          {connected ? '● live' : '○ reconnecting…'}
+        </span>
+        <form method="post" action="/ui/logout" class="logout">
+          <button type="submit">Log out</button>
+        </form>
+      </header>
+      <nav aria-label="Views">
+        <ul>
+          {NAV.map((n) => (
+            <li key={n.path}>
+              {n.later ? (
+                <span class="later" aria-disabled="true" title="coming in a later release">
+                  {n.label} <small>(later)</small>
+                </span>
+              ) : (
+                <a href={`#/${n.path}`} aria-current={section === n.path ? 'page' : undefined}>
+                  {n.label}
+                </a>
+              )}
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main">
+        <View route={route} />
+      </main>
+    </>
+  );
+}
+
+startFeed();
+render(<App />, document.getElementById('app')!);

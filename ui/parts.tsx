@@ -1,0 +1,120 @@
+/** Small pieces every view uses: status words with symbols (never colour alone), record links, bars, sparklines, errors. */
+import type { ComponentChildren } from 'preact';
+import { shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
+
+const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
+const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'expired', 'error', 'refused', 'ineligible', 'self-attested']);
+
+/** A status as a word with a symbol; colour only repeats what the word says. */
+export function Status({ s }: { s: string | undefined }) {
+  if (!s) return <span class="st st-none">— none</span>;
+  const kind = GOOD.has(s) ? 'good' : BAD.has(s) ? 'bad' : 'mid';
+  const sym = kind === 'good' ? '✓' : kind === 'bad' ? '✗' : '…';
+  return (
+    <span class={`st st-${kind}`}>
+      <span aria-hidden="true">{sym}</span> {s}
+    </span>
+  );
+}
+
+export function AddrLink({ a, overlay }: { a: string | undefined; overlay?: string | undefined }) {
+  if (!a) return <span>—</span>;
+  return (
+    <a class="addr" href={`#/record/${encodeURIComponent(a)}${overlay ? `/${encodeURIComponent(overlay)}` : ''}`} title={a}>
+      <code>{shortAddr(a)}</code>
+    </a>
+  );
+}
+
+export function Did({ d, names }: { d: string | undefined; names?: Map<string, string> }) {
+  if (!d) return <span>—</span>;
+  const n = names?.get(d);
+  return (
+    <code class="did" title={d}>
+      {n ? `${n} ` : ''}
+      {shortDid(d)}
+    </code>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="loading" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function ErrorBox({ error }: { error: ApiError | undefined }) {
+  if (!error) return null;
+  return (
+    <div class="error" role="alert">
+      <strong>{error.code}</strong>: {error.message}
+    </div>
+  );
+}
+
+export function Section({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
+  return (
+    <section aria-labelledby={id ?? slug(title)}>
+      <h2 id={id ?? slug(title)}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+export function slug(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+}
+
+/**
+ * A horizontal bar of segments against a scale; each segment has a pattern as
+ * well as a colour, and the figures are written beside it.
+ */
+export function Bar({ label, scale, parts, mark }: { label: string; scale: number; parts: Array<{ name: string; value: number; cls: string }>; mark?: { name: string; value: number } }) {
+  const pct = (v: number) => `${Math.max(0, Math.min(100, (v / (scale || 1)) * 100)).toFixed(2)}%`;
+  let left = 0;
+  const text = parts.map((p) => `${p.name} ${p.value}`).join(', ');
+  return (
+    <div class="bar" role="img" aria-label={`${label}: ${text}${mark ? `; ${mark.name} ${mark.value}` : ''}`}>
+      {parts.map((p) => {
+        const el = <span key={p.name} class={`seg ${p.cls}`} style={{ left: pct(left), width: pct(p.value) }} />;
+        left += p.value;
+        return el;
+      })}
+      {mark ? <span class="mark" style={{ left: pct(mark.value) }} /> : null}
+    </div>
+  );
+}
+
+/** A tiny line chart of recent values (the overview's health). */
+export function Spark({ values, label }: { values: number[]; label: string }) {
+  const w = 120;
+  const h = 28;
+  const max = Math.max(1, ...values);
+  const pts = values.map((v, i) => `${((i / Math.max(1, values.length - 1)) * w).toFixed(1)},${(h - (v / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
+  return (
+    <svg class="spark" width={w} height={h} viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`${label}: last ${values.at(-1) ?? 0}, peak ${max}`}>
+      <polyline points={pts} fill="none" stroke="currentColor" stroke-width="1.5" />
+    </svg>
+  );
+}
+
+/** The ?overlay= picker shared by views that address one overlay. */
+export function OverlayPicker({ overlays, value, onChange }: { overlays: string[]; value: string | undefined; onChange: (o: string | undefined) => void }) {
+  if (overlays.length < 2) return null;
+  return (
+    <label class="inline">
+      Overlay{' '}
+      <select value={value ?? ''} onChange={(e) => onChange((e.target as HTMLSelectElement).value || undefined)}>
+        {overlays.map((o, i) => (
+          <option key={o} value={i === 0 ? '' : o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export { overlayQuery };

@@ -1,0 +1,368 @@
+/**
+ * Jobs: this node's jobs as buyer and as provider, live; and a job's page: its
+ * walk as a timeline (job → offers → decision → selection → exec → receipt →
+ * acceptance) with every record's content address linking to the decoded
+ * record, and failover attempts shown as such.
+ */
+import { useState } from 'preact/hooks';
+import { ago, fmtDuration, money, overlayQuery, useFeed, useJson, useLiveVersion } from '../lib.js';
+import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+
+interface JobsData {
+  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string }>;
+  provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; startedAt: number; completedAt: number; verdict?: string }>;
+  running: Array<{ run: number; job?: string; startedAt: number; events: Array<Record<string, unknown> & { e: string }> }>;
+  providerRunning: number;
+}
+
+export function Jobs() {
+  const v = useLiveVersion((e) => e.type === 'job' || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined)) || (e.type === 'health' && Object.values(e.sample.overlays).some((o) => o.running > 0)));
+  const r = useJson<JobsData>('/v1/console/jobs', v);
+  const d = r.data;
+  if (!d) return r.error ? <ErrorBox error={r.error} /> : <Loading what="jobs" />;
+  return (
+    <>
+      <h1 tabIndex={-1}>Jobs</h1>
+      <ErrorBox error={r.error} />
+      <p>
+        <a href="#/run">Run a job</a>
+      </p>
+      {d.running.length ? (
+        <Section title="Running now">
+          <ul class="running">
+            {d.running.map((x) => (
+              <li key={x.run}>
+                {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run}`} started {ago(x.startedAt)}: <Status s={String(x.events.at(-1)?.e ?? 'starting')} />
+              </li>
+            ))}
+          </ul>
+        </Section>
+      ) : null}
+      <Section title="As buyer">
+        <table>
+          <caption>Jobs this node announced, newest first ({d.buyer.length})</caption>
+          <thead>
+            <tr>
+              <th scope="col">Job</th>
+              <th scope="col">Workload</th>
+              <th scope="col">Announced</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Acceptance</th>
+              <th scope="col">Provider</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.buyer.length === 0 ? (
+              <tr>
+                <td colSpan={7}>
+                  none yet: <a href="#/run">run one</a>
+                </td>
+              </tr>
+            ) : (
+              d.buyer.map((j) => (
+                <tr key={j.address}>
+                  <td>
+                    <a href={`#/jobs/${encodeURIComponent(j.address)}`} title={j.address}>
+                      <code>{j.address.slice(7, 15)}…</code>
+                    </a>
+                  </td>
+                  <td>{j.workload}</td>
+                  <td>{ago(j.announcedAt)}</td>
+                  <td>{j.attempts}</td>
+                  <td>
+                    <Status s={j.status} />
+                  </td>
+                  <td>
+                    <Status s={j.verdict} />
+                  </td>
+                  <td>
+                    <Did d={j.provider} />
+                  </td>
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+      </Section>
+      <Section title="As provider">
+        <p>Running now: {d.providerRunning}</p>
+        <table>
+          <caption>Receipts this node signed ({d.provider.length})</caption>
+          <thead>
+            <tr>
+              <th scope="col">Receipt</th>
+              <th scope="col">Job</th>
+              <th scope="col">Workload</th>
+              <th scope="col">Buyer</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Acceptance</th>
+              <th scope="col">Took</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.provider.length === 0 ? (
+              <tr>
+                <td colSpan={7}>none</td>
+              </tr>
+            ) : (
+              d.provider.map((r) => (
+                <tr key={r.address}>
+                  <td>
+                    <AddrLink a={r.address} />
+                  </td>
+                  <td>
+                    <AddrLink a={r.job} />
+                  </td>
+                  <td>{r.workload}</td>
+                  <td>
+                    <Did d={r.buyer} />
+                  </td>
+                  <td>
+                    <Status s={r.status} />
+                  </td>
+                  <td>
+                    <Status s={r.verdict} />
+                  </td>
+                  <td>{fmtDuration(r.completedAt - r.startedAt)}</td>
+                </tr>
+              ))
+            )}
+          </tbody>
+        </table>
+      </Section>
+    </>
+  );
+}
+
+type Rec<R = Record<string, unknown>> = { type: string; address: string; signer: string; record: R; held?: boolean };
+type Ev = Record<string, unknown> & { e: string };
+
+interface Walk {
+  job: Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number; requirements: Record<string, unknown> }>;
+  offers: Array<Rec<{ price: { amount: string; currency: string }; durationMs?: number }>>;
+  selections: Array<Rec<{ winner: string; policy: string; decidedAt: number; considered: Array<{ provider: string; offer: string }> }>>;
+  receipts: Array<Rec<{ status: string; provider: string; offer: string; startedAt: number; completedAt: number; energy?: { uj: number; grade: string }; failure?: { code: string; message?: string } }>>;
+  acceptances: Array<Rec<{ receipt: string; verdict: string; reason?: string }>>;
+  nondeliveries: Array<Rec<{ provider: string; reason?: string }>>;
+  explanation: { summary: string; providers: Array<{ provider: string; eligible: boolean; failures: Array<{ code: string; message: string }> }> };
+  run?: { done: boolean; events: Ev[] };
+}
+
+interface RankedView {
+  rank: number;
+  provider: string;
+  offer: string;
+  price: { amount: string; currency: string };
+  durationMs: number;
+  total: number;
+  scores: Record<string, number>;
+}
+
+export function JobPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
+  const v = useLiveVersion((e) => (e.type === 'job' && e.job === address) || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.selection !== undefined)), 700);
+  const r = useJson<Walk>(`/v1/console/job/${encodeURIComponent(address)}${overlayQuery(overlay)}`, v);
+  const [live, setLive] = useState<Ev[]>([]);
+  useFeed(
+    (e) => {
+      if (e.type === 'job' && e.job === address) setLive((l) => [...l, e.ev]);
+    },
+    [address],
+  );
+  const w = r.data;
+  if (!w) return r.error ? <ErrorBox error={r.error} /> : <Loading what="the job" />;
+  const events = w.run && w.run.events.length >= live.length ? w.run.events : live;
+  const decision = events.find((e) => e.e === 'decision') as { decision?: { result: { ok: boolean; why?: string; ranked: RankedView[]; ineligible: Array<{ provider: string; failures: Array<{ code: string; message: string }> }> } } } | undefined;
+  const progress = events.filter((e) => e.e === 'progress' || e.e === 'accepted' || e.e === 'verified' || e.e === 'failover' || e.e === 'nondelivery');
+  const lastPermille = [...events].reverse().find((e) => e.e === 'progress' && typeof e.permille === 'number')?.permille as number | undefined;
+  const done = !!w.acceptances.length || (w.run?.done ?? false);
+  const ov = overlay;
+  return (
+    <>
+      <h1 tabIndex={-1}>
+        Job <code title={address}>{address.slice(7, 19)}…</code>
+      </h1>
+      <p>
+        <a href="#/jobs">← all jobs</a>
+      </p>
+      <ErrorBox error={r.error} />
+      <ol class="timeline" aria-label="The job's walk">
+        <li>
+          <h2>
+            <span class="step">1</span> Job <Status s="announced" />
+          </h2>
+          <p>
+            <AddrLink a={w.job.address} overlay={ov} /> {w.job.record.workload}, at most {money(w.job.record.maxPrice)}, deadline {new Date(w.job.record.deadline).toLocaleTimeString()}; requirements <code>{JSON.stringify(w.job.record.requirements)}</code>
+          </p>
+        </li>
+        <li>
+          <h2>
+            <span class="step">2</span> Offers <span class="count">({w.offers.length})</span>
+          </h2>
+          <ul>
+            {w.offers.map((o) => (
+              <li key={o.address}>
+                <AddrLink a={o.address} overlay={ov} /> {o.held === false ? '(no longer held here)' : <>from <Did d={o.signer} /> at {money(o.record.price)}</>}
+              </li>
+            ))}
+          </ul>
+        </li>
+        <li>
+          <h2>
+            <span class="step">3</span> Decision
+          </h2>
+          {decision?.decision ? (
+            <>
+              {decision.decision.result.why ? <p class="why">Why the winner won: {decision.decision.result.why}</p> : null}
+              <table>
+                <caption>Eligible offers ranked by the policy</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Rank</th>
+                    <th scope="col">Provider</th>
+                    <th scope="col">Price</th>
+                    <th scope="col">Quoted</th>
+                    <th scope="col">Score</th>
+                    <th scope="col">Parts</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {decision.decision.result.ranked.map((x) => (
+                    <tr key={x.offer}>
+                      <td>{x.rank}</td>
+                      <td>
+                        <Did d={x.provider} />
+                      </td>
+                      <td>{money(x.price)}</td>
+                      <td>{fmtDuration(x.durationMs)}</td>
+                      <td>{x.total.toFixed(3)}</td>
+                      <td>
+                        <small>{Object.entries(x.scores).map(([k, s]) => `${k} ${Number(s).toFixed(2)}`).join(', ')}</small>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+              {decision.decision.result.ineligible.length ? (
+                <ul aria-label="Ineligible offers">
+                  {decision.decision.result.ineligible.map((x) => (
+                    <li key={x.provider}>
+                      <Did d={x.provider} /> <Status s="ineligible" />: {x.failures.map((f) => f.code).join(', ')}
+                    </li>
+                  ))}
+                </ul>
+              ) : null}
+            </>
+          ) : (
+            <p>{w.explanation.summary}</p>
+          )}
+        </li>
+        <li>
+          <h2>
+            <span class="step">4</span> Selection {w.selections.length > 1 ? <span class="count">({w.selections.length} attempts: failover)</span> : null}
+          </h2>
+          <ol>
+            {w.selections.map((s, i) => (
+              <li key={s.address}>
+                {i > 0 ? <strong>Failover attempt {i + 1}: </strong> : <>Attempt 1: </>}
+                <AddrLink a={s.address} overlay={ov} /> policy {s.record.policy}, winner offer <AddrLink a={s.record.winner} overlay={ov} /> of {s.record.considered.length} considered
+              </li>
+            ))}
+          </ol>
+          {events
+            .filter((e) => e.e === 'failover')
+            .map((e, i) => (
+              <p key={i} class="failover">
+                <Status s="failover" /> from <Did d={String(e.from)} />: {String(e.reason)}
+              </p>
+            ))}
+        </li>
+        <li>
+          <h2>
+            <span class="step">5</span> Execution {done ? null : <Status s="running" />}
+          </h2>
+          {lastPermille !== undefined && !done ? <progress max={1000} value={lastPermille} aria-label="progress" /> : null}
+          <ul class="narration">
+            {progress.map((e, i) => (
+              <li key={i}>{narrate(e)}</li>
+            ))}
+            {w.nondeliveries.map((n) => (
+              <li key={n.address}>
+                <Status s="non-delivery" /> by <Did d={n.record.provider} /> <AddrLink a={n.address} overlay={ov} />
+              </li>
+            ))}
+          </ul>
+        </li>
+        <li>
+          <h2>
+            <span class="step">6</span> Receipt
+          </h2>
+          <ul>
+            {w.receipts.map((x) => (
+              <li key={x.address}>
+                <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {fmtDuration(x.record.completedAt - x.record.startedAt)}
+                {x.record.energy ? `, ${(x.record.energy.uj / 1e6).toFixed(2)} J (${x.record.energy.grade})` : ''}
+                {x.record.failure ? `: ${x.record.failure.code}` : ''}
+              </li>
+            ))}
+          </ul>
+        </li>
+        <li>
+          <h2>
+            <span class="step">7</span> Acceptance
+          </h2>
+          <ul>
+            {w.acceptances.map((a) => (
+              <li key={a.address}>
+                <AddrLink a={a.address} overlay={ov} /> <Status s={a.record.verdict} /> of receipt <AddrLink a={a.record.receipt} overlay={ov} />
+                {a.record.reason ? `: ${a.record.reason}` : ''}
+              </li>
+            ))}
+          </ul>
+        </li>
+      </ol>
+    </>
+  );
+}
+
+/** One buyer event as a sentence (what `c0mpute run` prints, shorter). */
+export function narrate(e: Ev): string {
+  const s = (v: unknown) => String(v ?? '');
+  const did = (v: unknown) => (typeof v === 'string' && v.startsWith('did:key:') ? `${v.slice(8, 14)}…${v.slice(-4)}` : s(v));
+  switch (e.e) {
+    case 'job':
+      return `job ${s((e.job as { address?: string })?.address).slice(7, 19)}… announced`;
+    case 'queued':
+      return `queued by the steward: ${s(e.reason)}`;
+    case 'admission':
+      return `steward's admission: ${s((e.admission as { verdict?: string })?.verdict)}`;
+    case 'offer':
+      return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
+    case 'collected':
+      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}`;
+    case 'decision':
+      return `decided by policy ${s(e.policy)}`;
+    case 'selection':
+      return `selected ${did((e.winner as { provider?: string })?.provider)} (attempt ${s(e.attempt)})`;
+    case 'accepted':
+      return `${did(e.provider)} accepted the job`;
+    case 'progress':
+      return `${did(e.provider)}: ${s(e.message)}${typeof e.permille === 'number' ? ` (${(Number(e.permille) / 10).toFixed(0)}%)` : ''}`;
+    case 'receipt':
+      return `receipt: ${s((e.receipt as { record?: { status?: string } })?.record?.status)}`;
+    case 'verified':
+      return `output ${e.ok ? 'verified' : 'did not verify'}: ${s(e.detail)}`;
+    case 'acceptance':
+      return `countersigned: ${s((e.acceptance as { record?: { verdict?: string } })?.record?.verdict)}`;
+    case 'failover':
+      return `failover from ${did(e.from)}: ${s(e.reason)}`;
+    case 'nondelivery':
+      return `non-delivery by ${did(e.provider)}: ${s(e.reason)}`;
+    case 'network':
+      return `network: ${s(e.state)} ${s(e.reason)}`;
+    case 'done':
+      return 'run ended';
+    default:
+      return e.e;
+  }
+}

@@ -1,0 +1,296 @@
+/**
+ * Market: every provider this node knows (adverts, presence, hardware, prices,
+ * tier, region, reputation), filterable and sortable, in a virtualised list
+ * (only the rows in view are in the page, so 1,000 providers scroll smoothly).
+ * Choosing one of this node's jobs adds each provider's eligibility for it,
+ * with every failed requirement.
+ */
+import { useMemo, useState } from 'preact/hooks';
+import { fmtMiB, money, useJson, useLiveVersion, overlayQuery } from '../lib.js';
+import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
+
+export interface AdvertRow {
+  type: string;
+  address: string;
+  signer: string;
+  live: boolean;
+  reputation: number;
+  freeSlots?: number;
+  record: {
+    seq: number;
+    expiresAt: number;
+    workloads: string[];
+    tier: string;
+    region?: string;
+    hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> };
+    prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }>;
+  };
+}
+
+interface MarketData {
+  total: number;
+  live: number;
+  presence: { live: number; freeSlots: number };
+  adverts: AdvertRow[];
+}
+
+interface Verdict {
+  provider: string;
+  eligible: boolean;
+  failures: Array<{ code: string; field: string; message: string }>;
+}
+
+type SortKey = 'provider' | 'tier' | 'region' | 'cpu' | 'memory' | 'gpu' | 'price' | 'reputation' | 'slots';
+const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'];
+
+const ROW_H = 44;
+const VIEW_ROWS = 14;
+
+function gpuText(a: AdvertRow): string {
+  const g = a.record.hardware.gpus ?? [];
+  return g.length ? g.map((x) => `${x.count}× ${x.model} ${fmtMiB(x.vramMiB)}`).join(', ') : 'none';
+}
+
+function firstPrice(a: AdvertRow): number {
+  const p = a.record.prices?.[0];
+  return p ? Number(p.price.amount) : Number.POSITIVE_INFINITY;
+}
+
+export function sortRows(rows: AdvertRow[], key: SortKey, desc: boolean): AdvertRow[] {
+  const val = (a: AdvertRow): number | string => {
+    switch (key) {
+      case 'tier':
+        return TIERS.indexOf(a.record.tier);
+      case 'region':
+        return a.record.region ?? '~';
+      case 'cpu':
+        return a.record.hardware.cpuCores;
+      case 'memory':
+        return a.record.hardware.memoryMiB;
+      case 'gpu':
+        return (a.record.hardware.gpus ?? []).reduce((n, g) => n + g.count * g.vramMiB, 0);
+      case 'price':
+        return firstPrice(a);
+      case 'reputation':
+        return a.reputation;
+      case 'slots':
+        return a.freeSlots ?? -1;
+      default:
+        return a.signer;
+    }
+  };
+  const out = [...rows].sort((x, y) => {
+    const a = val(x);
+    const b = val(y);
+    const c = a < b ? -1 : a > b ? 1 : x.signer < y.signer ? -1 : 1;
+    return desc ? -c : c;
+  });
+  return out;
+}
+
+export function Market() {
+  const [overlay] = useState<string | undefined>(undefined);
+  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.advert !== undefined || e.counts.presence !== undefined || e.counts.receipt !== undefined), 2000);
+  const m = useJson<MarketData>(`/v1/market${overlayQuery(overlay)}`, v);
+  const jobs = useJson<{ buyer: Array<{ address: string; workload: string; announcedAt: number }> }>(`/v1/console/jobs${overlayQuery(overlay)}`, v);
+  const [job, setJob] = useState('');
+  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? `/v1/offers/${encodeURIComponent(job)}${overlayQuery(overlay)}` : null, v);
+  const [text, setText] = useState('');
+  const [tier, setTier] = useState('');
+  const [workload, setWorkload] = useState('');
+  const [liveOnly, setLiveOnly] = useState(true);
+  const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'provider', desc: false });
+  const [top, setTop] = useState(0);
+  const [chosen, setChosen] = useState<string | undefined>(undefined);
+
+  const verdicts = useMemo(() => new Map((ex.data?.explanation?.providers ?? []).map((p) => [p.provider, p])), [ex.data]);
+  const all = m.data?.adverts ?? [];
+  const workloads = useMemo(() => [...new Set(all.flatMap((a) => a.record.workloads))].sort(), [all]);
+  const rows = useMemo(() => {
+    const t = text.trim().toLowerCase();
+    const f = all.filter(
+      (a) =>
+        (!liveOnly || a.live) &&
+        (!tier || a.record.tier === tier) &&
+        (!workload || a.record.workloads.includes(workload)) &&
+        (!t || a.signer.toLowerCase().includes(t) || (a.record.region ?? '').includes(t) || gpuText(a).toLowerCase().includes(t)),
+    );
+    return sortRows(f, sort.key, sort.desc);
+  }, [all, text, tier, workload, liveOnly, sort]);
+
+  if (!m.data) return m.error ? <ErrorBox error={m.error} /> : <Loading what="the market" />;
+  const first = Math.max(0, Math.floor(top / ROW_H) - 4);
+  const last = Math.min(rows.length, first + VIEW_ROWS + 8);
+  const header = (key: SortKey, label: string) => (
+    <span role="columnheader" class={`c-${key}`} aria-sort={sort.key === key ? (sort.desc ? 'descending' : 'ascending') : 'none'}>
+      <button type="button" class="sort" onClick={() => setSort((s) => ({ key, desc: s.key === key ? !s.desc : false }))}>
+        {label}
+        <span aria-hidden="true">{sort.key === key ? (sort.desc ? ' ▼' : ' ▲') : ''}</span>
+      </button>
+    </span>
+  );
+  const sel = chosen ? all.find((a) => a.signer === chosen) : undefined;
+  return (
+    <>
+      <h1 tabIndex={-1}>Market</h1>
+      <p class="summary" role="status">
+        {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. Showing {rows.length}.
+      </p>
+      <ErrorBox error={m.error} />
+      <div class="filters">
+        <label>
+          Search <input type="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} placeholder="DID, region, GPU" />
+        </label>
+        <label>
+          Tier{' '}
+          <select value={tier} onChange={(e) => setTier((e.target as HTMLSelectElement).value)}>
+            <option value="">any</option>
+            {TIERS.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Workload{' '}
+          <select value={workload} onChange={(e) => setWorkload((e.target as HTMLSelectElement).value)}>
+            <option value="">any</option>
+            {workloads.map((w) => (
+              <option key={w}>{w}</option>
+            ))}
+          </select>
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={liveOnly} onChange={(e) => setLiveOnly((e.target as HTMLInputElement).checked)} /> live adverts only
+        </label>
+        <label>
+          Eligibility for job{' '}
+          <select value={job} onChange={(e) => setJob((e.target as HTMLSelectElement).value)}>
+            <option value="">(none chosen)</option>
+            {(jobs.data?.buyer ?? []).map((j) => (
+              <option key={j.address} value={j.address}>
+                {j.workload} {j.address.slice(7, 15)} · {new Date(j.announcedAt).toLocaleTimeString()}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {job && ex.data?.explanation ? <p class="explain">{ex.data.explanation.summary}</p> : null}
+      <div class="grid-wrap" tabIndex={0} role="region" aria-label="Providers (scrolls sideways on a narrow window)">
+      <div class="grid" role="table" aria-label="Providers" aria-rowcount={rows.length + 1}>
+        <div role="rowgroup">
+          <div role="row" class="row head" aria-rowindex={1}>
+            {header('provider', 'Provider')}
+            <span role="columnheader" class="c-live">
+              Advert
+            </span>
+            {header('tier', 'Tier')}
+            {header('region', 'Region')}
+            {header('cpu', 'CPU')}
+            {header('memory', 'Memory')}
+            {header('gpu', 'GPUs')}
+            {header('price', 'Price')}
+            {header('slots', 'Free')}
+            {header('reputation', 'Rep.')}
+            {job ? (
+              <span role="columnheader" class="c-elig">
+                Eligible?
+              </span>
+            ) : null}
+          </div>
+        </div>
+        <div class="scroller" role="rowgroup" style={{ height: `${Math.min(rows.length, VIEW_ROWS) * ROW_H + 2}px` }} onScroll={(e) => setTop((e.target as HTMLElement).scrollTop)} tabIndex={0} aria-label="Provider rows (scroll)">
+          <div style={{ height: `${rows.length * ROW_H}px`, position: 'relative' }}>
+            {rows.slice(first, last).map((a, i) => {
+              const verdict = verdicts.get(a.signer);
+              return (
+                <div role="row" class={`row${chosen === a.signer ? ' chosen' : ''}`} key={a.signer} aria-rowindex={first + i + 2} style={{ top: `${(first + i) * ROW_H}px` }}>
+                  <span role="cell" class="c-provider">
+                    <button type="button" class="linkish" onClick={() => setChosen(a.signer)}>
+                      <Did d={a.signer} />
+                    </button>
+                  </span>
+                  <span role="cell" class="c-live">
+                    <Status s={a.live ? 'live' : 'expired'} />
+                  </span>
+                  <span role="cell" class="c-tier">
+                    {a.record.tier}
+                  </span>
+                  <span role="cell" class="c-region">
+                    {a.record.region ?? '(undisclosed)'}
+                  </span>
+                  <span role="cell" class="c-cpu">
+                    {a.record.hardware.cpuCores} cores
+                  </span>
+                  <span role="cell" class="c-memory">
+                    {fmtMiB(a.record.hardware.memoryMiB)}
+                  </span>
+                  <span role="cell" class="c-gpu">
+                    {gpuText(a)}
+                  </span>
+                  <span role="cell" class="c-price">
+                    {money(a.record.prices?.[0]?.price)}
+                  </span>
+                  <span role="cell" class="c-slots">
+                    {a.freeSlots ?? '—'}
+                  </span>
+                  <span role="cell" class="c-reputation">
+                    {a.reputation.toFixed(2)}
+                  </span>
+                  {job ? (
+                    <span role="cell" class="c-elig">
+                      {verdict ? <Status s={verdict.eligible ? 'eligible' : 'ineligible'} /> : '—'}
+                      {verdict && !verdict.eligible ? <small> {verdict.failures.map((f) => f.code).join(', ')}</small> : null}
+                    </span>
+                  ) : null}
+                </div>
+              );
+            })}
+          </div>
+        </div>
+      </div>
+      </div>
+      {sel ? (
+        <section class="detail" aria-labelledby="provider-detail">
+          <h2 id="provider-detail">
+            Provider <Did d={sel.signer} />
+          </h2>
+          <dl class="kv">
+            <dt>DID</dt>
+            <dd>
+              <code class="wrap">{sel.signer}</code>
+            </dd>
+            <dt>Advert</dt>
+            <dd>
+              <AddrLink a={sel.address} overlay={overlay} /> seq {sel.record.seq}, expires {new Date(sel.record.expiresAt).toLocaleTimeString()}
+            </dd>
+            <dt>Workloads</dt>
+            <dd>{sel.record.workloads.join(', ')}</dd>
+            <dt>Prices</dt>
+            <dd>{(sel.record.prices ?? []).map((p) => `${p.workload}: ${money(p.price)} per ${p.unit}`).join('; ') || '—'}</dd>
+            {verdicts.get(sel.signer) ? (
+              <>
+                <dt>For the chosen job</dt>
+                <dd>
+                  {verdicts.get(sel.signer)!.eligible ? (
+                    <Status s="eligible" />
+                  ) : (
+                    <ul>
+                      {verdicts.get(sel.signer)!.failures.map((f) => (
+                        <li key={f.code}>
+                          <strong>{f.code}</strong> ({f.field}): {f.message}
+                        </li>
+                      ))}
+                    </ul>
+                  )}
+                </dd>
+              </>
+            ) : null}
+          </dl>
+          <p>
+            <a href={`#/reputation`}>Reputation of every provider</a>
+          </p>
+        </section>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,194 @@
+/**
+ * Overlays and the steward: per overlay its members and refused connections;
+ * on a steward, the entitlement tree with each team's guarantee, spent,
+ * reserved and borrowed energy as bars, the queued claims with their reasons,
+ * and the ledger's head with how far witnesses have countersigned it.
+ */
+import { fmtJoules, overlayQuery, useJson, useLiveVersion } from '../lib.js';
+import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+
+interface OverviewData {
+  primary: string;
+  overlays: Array<{ name: string; roles: string[]; peers: Array<{ peerId: string; did?: string }>; refused: Record<string, number>; steward?: string }>;
+}
+
+interface Team {
+  id: string;
+  parent?: string;
+  priority: number;
+  guarantee_uj: number;
+  guarantee_devices: number;
+  limit_uj?: number;
+  used_uj: number;
+  spent_uj: number;
+  reserved_uj: number;
+  borrowed_uj: number;
+  held_devices: number;
+  open_claims: number;
+}
+
+interface StewardData {
+  steward: string;
+  ledger: { length: number; head?: string };
+  teams: Team[];
+  queued: Array<{ claim: string; entitlement: string; reason: string; reasons: string[] }>;
+  attestation: { grade: string; witnessedLength: number; witnesses: Array<{ witness: string; length: number }> };
+}
+
+export function Overlays() {
+  const v = useLiveVersion((e) => e.type === 'records' || e.type === 'health' || e.type === 'job', 1000);
+  const r = useJson<OverviewData>('/v1/console/overview', v);
+  if (!r.data) return r.error ? <ErrorBox error={r.error} /> : <Loading what="overlays" />;
+  return (
+    <>
+      <h1 tabIndex={-1}>Overlays</h1>
+      {r.data.overlays.map((o) => (
+        <Section key={o.name} title={`Overlay ${o.name}`}>
+          <dl class="kv">
+            <dt>This node's roles</dt>
+            <dd>{o.roles.join(', ')}</dd>
+            {o.steward ? (
+              <>
+                <dt>Steward</dt>
+                <dd>
+                  <Did d={o.steward} />
+                </dd>
+              </>
+            ) : null}
+            <dt>Members connected</dt>
+            <dd>
+              {o.peers.length}:{' '}
+              {o.peers.map((p, i) => (
+                <span key={p.peerId}>
+                  {i ? ', ' : ''}
+                  <Did d={p.did} />
+                </span>
+              ))}
+            </dd>
+            <dt>Refused connections</dt>
+            <dd>{Object.keys(o.refused).length ? Object.entries(o.refused).map(([k, n]) => `${n} (${k === 'allowlist' ? 'not on the allowlist' : k === 'handshake' ? 'failed handshake, e.g. wrong swarm key' : k})`).join(', ') : 'none'}</dd>
+          </dl>
+          {o.roles.includes('steward') ? <StewardPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}
+        </Section>
+      ))}
+    </>
+  );
+}
+
+function StewardPanel({ overlay, version }: { overlay: string | undefined; version: number }) {
+  const s = useJson<StewardData>(`/v1/steward${overlayQuery(overlay)}`, version);
+  if (!s.data) return s.error ? <ErrorBox error={s.error} /> : <Loading what="the steward" />;
+  const d = s.data;
+  const scale = Math.max(...d.teams.map((t) => Math.max(t.guarantee_uj, t.used_uj + t.borrowed_uj, t.limit_uj ?? 0)), 1);
+  return (
+    <div class="steward">
+      <h3>Entitlement tree</h3>
+      <p class="legend" aria-hidden="true">
+        <span class="seg-key spent" /> spent <span class="seg-key reserved" /> reserved <span class="seg-key borrowed" /> borrowed <span class="mark-key" /> guarantee
+      </p>
+      <table class="teams">
+        <caption>Each team's energy against its guarantee (bars to one scale; figures in joules)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Team</th>
+            <th scope="col">Priority</th>
+            <th scope="col">Guarantee</th>
+            <th scope="col">Spent</th>
+            <th scope="col">Reserved</th>
+            <th scope="col">Borrowed</th>
+            <th scope="col">Devices held</th>
+            <th scope="col" class="bar-col">Budget</th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.teams.map((t) => (
+            <tr key={t.id} data-team={t.id}>
+              <th scope="row">
+                {t.parent ? <span class="indent" aria-hidden="true">└ </span> : null}
+                {t.id}
+                {t.parent ? <small> (in {t.parent})</small> : null}
+              </th>
+              <td>{t.priority}</td>
+              <td>{fmtJoules(t.guarantee_uj)}</td>
+              <td class="spent-uj" data-uj={t.spent_uj}>
+                {fmtJoules(t.spent_uj)}
+              </td>
+              <td data-uj={t.reserved_uj}>{fmtJoules(t.reserved_uj)}</td>
+              <td data-uj={t.borrowed_uj}>{fmtJoules(t.borrowed_uj)}</td>
+              <td>
+                {t.held_devices} of {t.guarantee_devices}
+              </td>
+              <td class="bar-col">
+                <Bar
+                  label={`${t.id} in joules`}
+                  scale={scale}
+                  parts={[
+                    { name: 'spent', value: t.spent_uj, cls: 'spent' },
+                    { name: 'reserved', value: t.reserved_uj, cls: 'reserved' },
+                    { name: 'borrowed', value: t.borrowed_uj, cls: 'borrowed' },
+                  ]}
+                  mark={{ name: 'guarantee', value: t.guarantee_uj }}
+                />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h3>Queue</h3>
+      {d.queued.length === 0 ? (
+        <p>No claims are queued.</p>
+      ) : (
+        <table>
+          <caption>Queued claims, in the order they will be admitted</caption>
+          <thead>
+            <tr>
+              <th scope="col">Claim</th>
+              <th scope="col">Team</th>
+              <th scope="col">Why it waits</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.queued.map((q) => (
+              <tr key={q.claim}>
+                <td>
+                  <code>{q.claim.slice(0, 16)}</code>
+                </td>
+                <td>{q.entitlement}</td>
+                <td>
+                  {q.reason}
+                  {q.reasons.length > 1 ? <small> ({q.reasons.join('; ')})</small> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h3>Ledger</h3>
+      <dl class="kv">
+        <dt>Head</dt>
+        <dd>
+          length {d.ledger.length}
+          {d.ledger.head ? (
+            <>
+              , <code class="wrap">{d.ledger.head}</code>
+            </>
+          ) : null}
+        </dd>
+        <dt>Witnesses</dt>
+        <dd id="witness-coverage">
+          witnessed to length {d.attestation.witnessedLength} of {d.ledger.length} <Status s={d.attestation.witnessedLength === d.ledger.length && d.ledger.length > 0 ? 'complete' : d.attestation.grade} />
+        </dd>
+        {d.attestation.witnesses.map((w) => (
+          <>
+            <dt key={`${w.witness}-t`}>
+              <Did d={w.witness} />
+            </dt>
+            <dd key={`${w.witness}-d`}>
+              countersigned to length {w.length} of {d.ledger.length}
+            </dd>
+          </>
+        ))}
+      </dl>
+    </div>
+  );
+}

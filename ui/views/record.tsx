@@ -1,0 +1,77 @@
+/** A held record decoded: its type, signer and content address, and its fields, with every address in it a link to that record. */
+import type { ComponentChildren } from 'preact';
+import { ADDRESS_RE, overlayQuery, useJson } from '../lib.js';
+import { AddrLink, Did, ErrorBox, Loading } from '../parts.js';
+
+interface RecordView {
+  type: string;
+  address: string;
+  signer: string;
+  size: number;
+  record: unknown;
+}
+
+function Value({ v, overlay }: { v: unknown; overlay?: string | undefined }): ComponentChildren {
+  if (typeof v === 'string') {
+    if (ADDRESS_RE.test(v)) return <AddrLink a={v} overlay={overlay} />;
+    if (v.startsWith('did:key:')) return <Did d={v} />;
+    return <code class="wrap">{v}</code>;
+  }
+  if (typeof v !== 'object' || v === null) return <code>{String(v)}</code>;
+  if (Array.isArray(v)) {
+    if (v.length === 0) return <code>[]</code>;
+    return (
+      <ol class="fields">
+        {v.map((x, i) => (
+          <li key={i}>
+            <Value v={x} overlay={overlay} />
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  return (
+    <dl class="fields">
+      {Object.entries(v as Record<string, unknown>).map(([k, x]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>
+            <Value v={x} overlay={overlay} />
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function RecordPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
+  const r = useJson<RecordView>(`/v1/console/record/${encodeURIComponent(address)}${overlayQuery(overlay)}`);
+  return (
+    <>
+      <h1 tabIndex={-1}>Record</h1>
+      <p>
+        <code class="wrap" id="record-address">
+          {address}
+        </code>
+      </p>
+      <ErrorBox error={r.error} />
+      {r.data ? (
+        <article class="record" aria-labelledby="record-type">
+          <h2 id="record-type">{r.data.type}</h2>
+          <dl class="kv">
+            <dt>Signer</dt>
+            <dd>
+              <code class="wrap">{r.data.signer}</code>
+            </dd>
+            <dt>Envelope</dt>
+            <dd>{r.data.size} bytes (COSE_Sign1; its SHA-256 is the address above)</dd>
+          </dl>
+          <h3>Fields</h3>
+          <Value v={r.data.record} overlay={overlay} />
+        </article>
+      ) : r.error ? null : (
+        <Loading what="the record" />
+      )}
+    </>
+  );
+}

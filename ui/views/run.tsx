@@ -1,0 +1,221 @@
+/**
+ * Run a job: a form for the job file's fields, or the job file pasted as YAML.
+ * Either way the daemon receives job-file text (/v1/console/run) and applies
+ * the same checks as `c0mpute run job.yaml`, then streams the narration here.
+ */
+import { useState } from 'preact/hooks';
+import { ApiError, postStream, useJson } from '../lib.js';
+import { AddrLink, ErrorBox, Status } from '../parts.js';
+import { narrate } from './jobs.js';
+
+const POLICIES = ['balanced', 'cheapest', 'fastest', 'trusted', 'private'];
+const TIERS = ['', 'community', 'standard', 'verified', 'private', 'enterprise'];
+
+export const EXAMPLE_YAML = `workload: builtin.sha256
+params: 100000
+maxPrice: 0.01 USD
+deadline: 60s
+input: hello from the console
+requirements:
+  memoryMiB: 4096
+`;
+
+type Ev = Record<string, unknown> & { e: string };
+
+interface Form {
+  workload: string;
+  params: string;
+  input: string;
+  maxPrice: string;
+  deadline: string;
+  policy: string;
+  memoryMiB: string;
+  cpuCores: string;
+  regions: string;
+  tier: string;
+  entitlement: string;
+  cls: string;
+  energyJ: string;
+}
+
+const INITIAL: Form = { workload: 'builtin.sha256', params: '100000', input: 'hello from the console', maxPrice: '0.01 USD', deadline: '60s', policy: '', memoryMiB: '', cpuCores: '', regions: '', tier: '', entitlement: '', cls: '', energyJ: '' };
+
+/** The form as job-file text (JSON is YAML): blank fields are left out, so the daemon's defaults and checks apply. */
+export function formToJobFile(f: Form): string {
+  const num = (s: string) => (/^[0-9]+$/.test(s.trim()) ? Number(s.trim()) : s.trim());
+  const req: Record<string, unknown> = {};
+  if (f.memoryMiB.trim()) req.memoryMiB = num(f.memoryMiB);
+  if (f.cpuCores.trim()) req.cpuCores = num(f.cpuCores);
+  if (f.regions.trim()) req.regions = f.regions.split(',').map((r) => r.trim()).filter(Boolean);
+  if (f.tier) req.tier = f.tier;
+  const job: Record<string, unknown> = {
+    workload: f.workload.trim(),
+    ...(f.params.trim() ? { params: f.params.trim() } : {}),
+    maxPrice: f.maxPrice.trim(),
+    deadline: num(f.deadline),
+    ...(f.policy ? { policy: f.policy } : {}),
+    ...(f.input ? { input: f.input } : {}),
+    ...(Object.keys(req).length ? { requirements: req } : {}),
+    ...(f.entitlement.trim() ? { entitlement: f.entitlement.trim() } : {}),
+    ...(f.cls.trim() ? { class: f.cls.trim() } : {}),
+    ...(f.energyJ.trim() ? { energy: { uj: Math.round(Number(f.energyJ) * 1e6), grade: 'Estimator' } } : {}),
+  };
+  return JSON.stringify(job, null, 2);
+}
+
+export function RunJob() {
+  const ovs = useJson<{ primary: string; overlays: Array<{ name: string; roles: string[] }> }>('/v1/console/overview');
+  const [mode, setMode] = useState<'form' | 'yaml'>('form');
+  const [form, setForm] = useState<Form>(INITIAL);
+  const [yaml, setYaml] = useState(EXAMPLE_YAML);
+  const [overlay, setOverlay] = useState('');
+  const [events, setEvents] = useState<Ev[]>([]);
+  const [job, setJob] = useState<string | undefined>(undefined);
+  const [result, setResult] = useState<Record<string, unknown> | undefined>(undefined);
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const buyerOverlays = (ovs.data?.overlays ?? []).filter((o) => o.roles.includes('buyer'));
+
+  const field = (k: keyof Form, label: string, hint?: string) => (
+    <label class="field">
+      <span>{label}</span>
+      <input type="text" name={k} value={form[k]} onInput={(e) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value })} aria-describedby={hint ? `${k}-hint` : undefined} />
+      {hint ? (
+        <small id={`${k}-hint`} class="hint">
+          {hint}
+        </small>
+      ) : null}
+    </label>
+  );
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setEvents([]);
+    setJob(undefined);
+    setResult(undefined);
+    setError(undefined);
+    setBusy(true);
+    try {
+      const text = mode === 'form' ? formToJobFile(form) : yaml;
+      await postStream(`/v1/console/run${overlay ? `?overlay=${encodeURIComponent(overlay)}` : ''}`, { yaml: text }, (ev) => {
+        if (ev.e === 'result') setResult(ev.result as Record<string, unknown>);
+        else if (ev.e === 'error') {
+          const err = ev.error as { code: string; message: string };
+          setError(new ApiError(err.code, err.message, 200));
+        } else {
+          if (ev.e === 'job') setJob((ev.job as { address: string }).address);
+          setEvents((l) => [...l, ev as Ev]);
+        }
+      });
+    } catch (x) {
+      setError(x instanceof ApiError ? x : new ApiError('ERROR', String(x), 0));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const jobLink = job ? `#/jobs/${encodeURIComponent(job)}${overlay ? `/${encodeURIComponent(overlay)}` : ''}` : undefined;
+  return (
+    <>
+      <h1 tabIndex={-1}>Run a job</h1>
+      {buyerOverlays.length === 0 && ovs.data ? <p class="error">This node is not a buyer on any overlay: add `buyer` to its roles to run jobs here.</p> : null}
+      <form onSubmit={submit} aria-describedby="run-help">
+        <p id="run-help">The same checks as <code>c0mpute run job.yaml</code>: the daemon reads what you send as a job file.</p>
+        <fieldset class="mode">
+          <legend>Describe the job with</legend>
+          <label class="check">
+            <input type="radio" name="mode" checked={mode === 'form'} onChange={() => setMode('form')} /> the form
+          </label>
+          <label class="check">
+            <input type="radio" name="mode" checked={mode === 'yaml'} onChange={() => setMode('yaml')} /> a job file (YAML)
+          </label>
+        </fieldset>
+        {buyerOverlays.length > 1 ? (
+          <label class="field">
+            <span>Overlay</span>
+            <select value={overlay} onChange={(e) => setOverlay((e.target as HTMLSelectElement).value)}>
+              {buyerOverlays.map((o) => (
+                <option key={o.name} value={o.name === ovs.data!.primary ? '' : o.name}>
+                  {o.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        ) : null}
+        {mode === 'form' ? (
+          <div class="form-grid">
+            {field('workload', 'Workload', 'a namespace such as builtin.sha256')}
+            {field('params', 'Parameters', 'for builtin.sha256: the number of rounds')}
+            <label class="field wide">
+              <span>Input</span>
+              <textarea name="input" rows={3} value={form.input} onInput={(e) => setForm({ ...form, input: (e.target as HTMLTextAreaElement).value })} />
+            </label>
+            {field('maxPrice', 'Maximum price', 'like 0.01 USD')}
+            {field('deadline', 'Deadline', 'like 90s, 5m or milliseconds')}
+            <label class="field">
+              <span>Policy</span>
+              <select name="policy" value={form.policy} onChange={(e) => setForm({ ...form, policy: (e.target as HTMLSelectElement).value })}>
+                <option value="">the node's default</option>
+                {POLICIES.map((p) => (
+                  <option key={p}>{p}</option>
+                ))}
+              </select>
+            </label>
+            {field('memoryMiB', 'Memory (MiB) at least')}
+            {field('cpuCores', 'CPU cores at least')}
+            {field('regions', 'Regions', 'comma-separated, e.g. eu-west, us-east')}
+            <label class="field">
+              <span>Trust tier</span>
+              <select name="tier" value={form.tier} onChange={(e) => setForm({ ...form, tier: (e.target as HTMLSelectElement).value })}>
+                {TIERS.map((t) => (
+                  <option key={t} value={t}>
+                    {t || 'any'}
+                  </option>
+                ))}
+              </select>
+            </label>
+            {field('entitlement', 'Entitlement', 'on an overlay with a steward: the team it runs under')}
+            {field('cls', 'Class', 'the job class (steward overlays)')}
+            {field('energyJ', 'Energy estimate (J)', 'steward overlays: the estimate admitted against the budget')}
+          </div>
+        ) : (
+          <label class="field wide">
+            <span>Job file</span>
+            <textarea name="yaml" rows={12} spellcheck={false} value={yaml} onInput={(e) => setYaml((e.target as HTMLTextAreaElement).value)} />
+          </label>
+        )}
+        <p>
+          <button type="submit" id="run-submit" class="primary" disabled={busy}>
+            {busy ? 'Running…' : 'Run the job'}
+          </button>
+        </p>
+      </form>
+      <ErrorBox error={error} />
+      {events.length || result ? (
+        <section aria-labelledby="narration" aria-live="polite">
+          <h2 id="narration">Progress</h2>
+          {jobLink ? (
+            <p>
+              Job <AddrLink a={job} overlay={overlay || undefined} /> · <a href={jobLink}>open its timeline</a>
+            </p>
+          ) : null}
+          <ol class="narration">
+            {events.map((e, i) => (
+              <li key={i}>{narrate(e)}</li>
+            ))}
+          </ol>
+          {result ? (
+            <p class="result" id="run-result">
+              Result: <Status s={String(result.status)} />
+              {jobLink ? (
+                <>
+                  {' '}
+                  · <a href={jobLink}>see the job's walk</a>
+                </>
+              ) : null}
+            </p>
+          ) : null}
+        </section>
+      ) : null}
+    </>
+  );
+}
