@@ -341,9 +341,12 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
 
   // Gossip validation: the pipeline's verdict becomes the gossipsub verdict.
+  // A PeerId's string form is base58 work; gossipsub hands the same object for a peer's messages, so keep it.
+  const peerStrings = new WeakMap<object, string>();
   for (const kind of TOPIC_KINDS) {
     pubsub.topicValidators.set(topicFor(kind, overlay), async (peer, msg) => {
-      const from = peer.toString();
+      let from = peerStrings.get(peer);
+      if (from === undefined) peerStrings.set(peer, (from = peer.toString()));
       const out = await pipeline.validate(kind, msg.data, from, 'gossip');
       if (out.verdict === 'accept') {
         // only the primary of a fresh message gets the attachments as context
