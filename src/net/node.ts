@@ -117,6 +117,8 @@ export interface NetworkOptions {
   rememberStore?: RememberStore;
   /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
   gossipHealth?: Partial<GossipHealthOptions>;
+  /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */
+  unreachable?: (peerId: string) => boolean;
 }
 
 export const NETWORK_DEFAULTS = {
@@ -290,7 +292,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
-    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()), refusals, watchHandshakes: !!opts.swarmKey }),
+    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
