@@ -1,5 +1,5 @@
 /**
- * `npm run sim -- [--nodes 100] [--duration 300] [--seed 1] [--procs 2] [--json]`
+ * `npm run sim -- [--nodes 100] [--duration 300] [--seed 1] [--procs 2] [--json] [--out figures.json]`
  * (issue #16; docs/scale.md "The hundred-node run"): a network of real nodes
  * spread over worker processes on this machine, a seeded schedule (providers
  * republishing adverts and presence, buyers publishing jobs and collecting
@@ -7,6 +7,7 @@
  * heals; prints the figures. `runSim` serves the CI-sized test too.
  */
 import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/devnet/devnet.js';
@@ -92,5 +93,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   }
   const { figures, load } = await runSim(o);
   console.log(process.argv.includes('--json') ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
+  const out = process.argv.indexOf('--out');
+  if (out > 0 && process.argv[out + 1]) writeFileSync(process.argv[out + 1]!, JSON.stringify({ options: o, load, figures }, null, 1));
   process.exit(0);
 }
