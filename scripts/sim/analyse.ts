@@ -21,6 +21,8 @@ export interface SimFigures {
   offers: { jobs: number; decided: number; abandoned: number; lost: number; firstOfferMs: Stat; offersPerJob: number; completeness: number; staleDecisions: number; deadWinners: number };
   traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number }>;
   trafficByRole: Array<{ role: string; inBytesPerSec: number; outBytesPerSec: number }>;
+  /** records published per second, network-wide, by kind */
+  publishedPerSec: Record<string, number>;
   cpuPctPerNode: number;
   rssMiBPerNode: number;
   peakRssMiB: number;
@@ -220,6 +222,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     offers: { jobs: jobs.size, decided: decisions.length, abandoned: jobs.size - decisions.length, lost, firstOfferMs: stat(first), offersPerJob: decisions.length ? offersTotal / decisions.length : 0, completeness: completeN ? completeSum / completeN : NaN, staleDecisions: stale, deadWinners: dead },
     traffic,
     trafficByRole,
+    publishedPerSec: Object.fromEntries(['advert', 'presence', 'job', 'offer'].map((k) => [k, results.reduce((s, r) => s + (r.published[k] ?? 0), 0) / (o.durationMs / 1000)])),
     cpuPctPerNode: (100 * cpuMs) / o.durationMs / nodes.length,
     rssMiBPerNode: results.reduce((s, r) => s + r.rssMiB, 0) / nodes.length,
     peakRssMiB: results.reduce((s, r) => s + r.peakRssMiB, 0),

@@ -43,6 +43,8 @@ export interface WorkerResult {
   decisions: Array<{ n: number; buyer: number; t: number; offers: Array<{ provider: number; t: number; advertSeq: number }>; winner?: number; winnerSeq?: number }>;
   /** buyer view samples: schedule ms, buyer, [provider index, advert seq] of each live advert held */
   views: Array<{ t: number; buyer: number; known: Array<[number, number]> }>;
+  /** records this shard's nodes published, by kind */
+  published: Record<string, number>;
   cpuMs: number;
   rssMiB: number;
   peakRssMiB: number;
@@ -107,11 +109,12 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
   const myJobs = new Map<string, { n: number; buyer: number; offers: Array<{ provider: number; t: number; advertSeq: number; price: number }> }>();
+  const count = (kind: string) => (res.published[kind] = (res.published[kind] ?? 0) + 1);
   const err = (e: unknown) => {
     if (res.errors.length < 50) res.errors.push(String((e as Error)?.message ?? e).slice(0, 200));
   };
@@ -143,6 +146,7 @@ async function main(): Promise<void> {
         if (!l.advert || !l.net) return;
         const t = Date.now();
         const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
+        count('offer');
         void l.net.publish('offer', seal(T.offer, offer, signers[node.index]!).bytes, [l.advert]).catch(err);
       });
     }
@@ -191,6 +195,7 @@ async function main(): Promise<void> {
     res.adverts.push({ address: env.address, provider: node.index, seq: l.seq, t: st() });
     l.arrivals[env.address] = st();
     l.held.set(dids[node.index]!, { seq: l.seq, expiresAt: rec.expiresAt });
+    count('advert');
     void l.net.publish('advert', env.bytes).catch(err);
   };
 
@@ -198,6 +203,7 @@ async function main(): Promise<void> {
     const l = live.get(node.index)!;
     if (!l.net) return;
     const rec: Presence = { workloads: node.workloads, freeSlots: 1, issuedAt: Date.now(), windowMs: o.presenceWindowMs };
+    count('presence');
     void l.net.publish('presence', seal(T.presence, rec, signers[node.index]!).bytes).catch(err);
   };
 
@@ -293,6 +299,7 @@ async function main(): Promise<void> {
     const entry = { n: j.n, buyer: j.buyer, offers: [] as Array<{ provider: number; t: number; advertSeq: number; price: number }> };
     myJobs.set(env.address, entry);
     res.jobs.push({ n: j.n, buyer: j.buyer, address: env.address, t: st() });
+    count('job');
     void l.net.publish('job', env.bytes).catch(err);
     setTimeout(() => {
       if (!live.get(j.buyer)!.net) return; // the buyer left: no decision

@@ -1,0 +1,136 @@
+/**
+ * The scale model of docs/scale.md (issue #16): per-node bandwidth, CPU and
+ * storage for a provider, a buyer and a relay at 1k … 1M providers, from
+ * per-message costs measured here and the protocol's rates. Pure; the CLI
+ * prints the projection tables (`node dist/scripts/sim/model.js [figures.json]`)
+ * and, given a `npm run sim -- --out` file, the model's prediction for that run
+ * beside the measurement (the model's error).
+ *
+ * Per node and second, for each gossip kind k every node subscribes to:
+ *   in bytes  = rate_k × copies × (size_k + FRAMING)            (copies: each message arrives about `copies` times)
+ *   control   = Σ rate_k × CONTROL_PER_MSG                        (IHAVE/IWANT ids, calibrated on the 100-node run)
+ *   CPU       = base + Σ rate_k × (VALIDATE + copies × PER_COPY)
+ * Out bytes ≈ in bytes (every copy received was sent by a peer; a relay forwards as much as it takes in).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export interface ModelParams {
+  /** Buyers per provider (the sim: 1/3). */
+  buyersPerProvider: number;
+  /** Advert republish interval, s (daemon: half of the 600 s lifetime). */
+  advertEverySec: number;
+  /** Presence interval, s (daemon: 5 s); Infinity = presence not gossiped to this node. */
+  presenceEverySec: number;
+  /** Jobs per buyer per second. */
+  jobsPerBuyerPerSec: number;
+  /** Share of providers that offer on a job (the sim's mix: ~0.25). */
+  offerShare: number;
+  /** Offers carry the advert they cite (yes today). */
+  offerCarriesAdvert: boolean;
+  /** Share of the network's adverts and jobs a node receives (1 = one market; 1/k with topics sharded into k markets a node trades one of). */
+  marketShare: number;
+  /** Offers reach only the job's buyer (false today: flooded). */
+  offersDirect: boolean;
+  /** Copies of each message a node receives (measured on the 100-node run). */
+  copies: number;
+  /** Control bytes per message per node (measured). */
+  controlPerMsg: number;
+  /** CPU per first copy: validation, µs (measured: bench net, pipeline steady state). */
+  validateUs: number;
+  /** CPU per copy received or sent, transport and gossipsub, µs (calibrated on the run). */
+  perCopyUs: number;
+  /** CPU per node with no traffic, % of a core (calibrated: heartbeats, DHT, identify). */
+  basePct: number;
+}
+
+/** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
+export const SIZES = { advert: 538, presence: 232, job: 367, offer: 333 } as const;
+/** Topic string, protobuf fields, RPC framing per message (bytes). */
+export const FRAMING = 40;
+
+export const MEASURED: ModelParams = {
+  buyersPerProvider: 1 / 3,
+  advertEverySec: 300,
+  presenceEverySec: 5,
+  jobsPerBuyerPerSec: 1 / 30,
+  offerShare: 0.25,
+  offerCarriesAdvert: true,
+  marketShare: 1,
+  offersDirect: false,
+  copies: 3,
+  controlPerMsg: 100,
+  validateUs: 150,
+  perCopyUs: 60,
+  basePct: 0.5,
+};
+
+export interface Projection {
+  providers: number;
+  role: 'provider' | 'buyer' | 'relay';
+  /** in kB/s by kind and total, out ≈ in */
+  kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'control' | 'total', number>;
+  cpuPct: number;
+  /** live records held, MB */
+  storageMB: number;
+}
+
+/** Network-wide message rates per second (all markets). */
+export function rates(providers: number, p: ModelParams): Record<'advert' | 'presence' | 'job' | 'offer', number> {
+  const buyers = providers * p.buyersPerProvider;
+  const jobs = buyers * p.jobsPerBuyerPerSec;
+  return { advert: providers / p.advertEverySec, presence: Number.isFinite(p.presenceEverySec) ? providers / p.presenceEverySec : 0, job: jobs, offer: jobs * providers * p.offerShare };
+}
+
+export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
+  const r = rates(providers, p);
+  const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
+  // what one node receives (first copies per second)
+  const first = {
+    advert: r.advert * p.marketShare,
+    presence: r.presence * p.marketShare,
+    job: r.job * p.marketShare,
+    // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
+    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * p.marketShare,
+  };
+  const copiesOf = (k: keyof typeof first) => (p.offersDirect && k === 'offer' ? 1 : p.copies);
+  const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
+  let cpuUs = 0;
+  for (const k of ['advert', 'presence', 'job', 'offer'] as const) {
+    const size = (k === 'offer' ? offerSize : SIZES[k]) + FRAMING;
+    kBps[k] = (first[k] * copiesOf(k) * size) / 1000;
+    if (!(p.offersDirect && k === 'offer')) kBps.control += (first[k] * p.controlPerMsg) / 1000;
+    // validation once, transport for every copy in and out
+    cpuUs += first[k] * (p.validateUs * (k === 'offer' && p.offerCarriesAdvert ? 1.5 : 1) + 2 * copiesOf(k) * p.perCopyUs);
+  }
+  kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
+  // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
+  const storageMB = ((providers * p.marketShare * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
+  return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
+}
+
+export const SCALES = [1_000, 10_000, 100_000, 1_000_000];
+
+export function table(p: ModelParams, roles: Projection['role'][] = ['provider', 'buyer', 'relay']): string {
+  const rows = ['| providers | role | advert | presence | job | offer | control | total kB/s in (≈ out) | CPU % of a core | storage MB |', '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  for (const n of SCALES) {
+    for (const role of roles) {
+      const x = project(n, role, p);
+      rows.push(`| ${n.toLocaleString('en')} | ${role} | ${f(x.kBps.advert)} | ${f(x.kBps.presence)} | ${f(x.kBps.job)} | ${f(x.kBps.offer)} | ${f(x.kBps.control)} | **${f(x.kBps.total)}** | ${f(x.cpuPct)} | ${f(x.storageMB)} |`);
+    }
+  }
+  return rows.join('\n');
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  console.log('## today (every node on every topic; offers flooded with their advert; presence every 5 s)\n');
+  console.log(table(MEASURED, ['relay']));
+  const file = process.argv[2];
+  if (file) {
+    const run = JSON.parse(readFileSync(file, 'utf8')) as { figures: { nodes: number; traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number }>; cpuPctPerNode: number } };
+    console.log(`\n## the model against ${file}`);
+    for (const t of run.figures.traffic) console.log(`${t.kind}: measured ${(t.inBytesPerSec / 1000).toFixed(2)} kB/s in, ${t.inMsgsPerSec.toFixed(2)} msg/s`);
+    console.log(`cpu measured ${run.figures.cpuPctPerNode.toFixed(2)} %`);
+  }
+}
