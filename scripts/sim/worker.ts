@@ -341,7 +341,8 @@ async function main(): Promise<void> {
     }
     res.nodes.push(nr);
   }
-  process.send!({ type: 'result', result: res });
+  // a large message is sent asynchronously: exit only once it is out
+  await new Promise<void>((resolve) => process.send!({ type: 'result', result: res }, undefined, {}, () => resolve()));
   await Promise.allSettled([...live.values()].map((l) => l.net?.stop()));
   process.exit(0);
 }

@@ -38,6 +38,7 @@ import { silentLogger, type Logger } from '../util/log.js';
 import { Dispatcher, type RecordHandler } from './dispatch.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline, type SemanticHook } from './gossip-validation.js';
+import { regossipAfterSync } from './heal.js';
 import { createNetMetrics, type NetMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type CallOptions, type ClientStream, type ProtocolHandler, type ProtocolLimits, type StreamHandler, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
@@ -339,6 +340,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       const f = fresh[i]!;
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
+      // after a heal: pass on what a sync brought that gossip would have (heal.ts)
+      if (source0 === 'sync' && started && regossipAfterSync(f.rec, joinedAt)) void pubsub.publish(topicFor(f.kind, overlay), f.rec.bytes).catch(() => undefined);
     }
   };
 
@@ -378,6 +381,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
 
   let started = false;
+  let joinedAt = Infinity;
   const net: Network = {
     peerId: libp2p.peerId,
     did,
@@ -388,6 +392,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     async start() {
       if (started) return;
       started = true;
+      joinedAt = clock();
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);

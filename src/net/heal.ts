@@ -1,0 +1,22 @@
+/**
+ * Re-gossip after a heal (docs/network.md "Sync after a partition"; issue #16,
+ * DESIGN §3.4). Gossip does not replay history and sync runs only between two
+ * peers that (re)connect, so after a partition heals the nodes with a link
+ * across the cut learn what the other side published meanwhile, and a node
+ * whose neighbours are all on its own side would not learn it until the next
+ * republish (up to half an advert's lifetime). A node therefore forwards on
+ * gossip a record it accepted from a sync when the record was issued after the
+ * node joined: had it been connected all along, gossip would have brought it,
+ * so its absence means a cut, and its own side probably misses it too. A fresh
+ * or rejoining node syncs only records issued before it started, so joining
+ * costs no re-gossip. Receivers that already hold the record drop it as a
+ * duplicate (same bytes, same message id).
+ */
+import type { Opened } from '../records/envelope.js';
+import { validityWindow } from '../records/kinds.js';
+
+/** Should a record accepted from a sync be forwarded on gossip? `joinedAt`: when this node's network started (ms). */
+export function regossipAfterSync(rec: Pick<Opened, 'type' | 'record'>, joinedAt: number): boolean {
+  const w = validityWindow(rec.type, rec.record);
+  return w !== undefined && w[0] >= joinedAt;
+}
