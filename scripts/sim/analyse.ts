@@ -24,6 +24,8 @@ export interface SimFigures {
   /** records published per second, network-wide, by kind */
   publishedPerSec: Record<string, number>;
   cpuPctPerNode: number;
+  /** worst worker's event-loop lag, ms [p50, p99, max]: above ~100 ms the run was starved of CPU */
+  loopLagMs: [number, number, number];
   rssMiBPerNode: number;
   peakRssMiB: number;
   view: { mean: number; min: number; agreedRounds: number; rounds: number; duringPartition?: number };
@@ -204,7 +206,9 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     let leaked = 0;
     let crossing = 0;
     for (const a of adverts) {
-      if (a.t < plan.partition.atMs || a.t >= healAt) continue;
+      // counted from when every worker had closed its links across the cut
+      const cutAt = Math.max(plan.partition.atMs, ...results.map((r) => r.cutDoneAt ?? plan.partition!.atMs));
+      if (a.t < cutAt || a.t >= healAt) continue;
       for (const n of nodes) {
         if (plan.nodes[n.index]!.side === plan.nodes[a.provider]!.side) continue;
         crossing++;
@@ -223,6 +227,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     traffic,
     trafficByRole,
     publishedPerSec: Object.fromEntries(['advert', 'presence', 'job', 'offer'].map((k) => [k, results.reduce((s, r) => s + (r.published[k] ?? 0), 0) / (o.durationMs / 1000)])),
+    loopLagMs: [0, 1, 2].map((k) => Math.max(...results.map((r) => r.loopLagMs[k]!))) as [number, number, number],
     cpuPctPerNode: (100 * cpuMs) / o.durationMs / nodes.length,
     rssMiBPerNode: results.reduce((s, r) => s + r.rssMiB, 0) / nodes.length,
     peakRssMiB: results.reduce((s, r) => s + r.peakRssMiB, 0),

@@ -68,6 +68,7 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   const tot = f.traffic.reduce((s, t) => ({ i: s.i + t.inBytesPerSec, o: s.o + t.outBytesPerSec }), { i: 0, o: 0 });
   L.push(`  ${'total'.padEnd(10)} ${''.padStart(8)} ${kb(tot.i).padStart(8)} ${kb(tot.o).padStart(9)}`);
   L.push(`  by role (in/out kB/s): ${f.trafficByRole.map((r) => `${r.role} ${kb(r.inBytesPerSec)}/${kb(r.outBytesPerSec)}`).join(', ')}`);
+  L.push(`event-loop lag (worst worker) p50 ${f.loopLagMs[0].toFixed(0)} ms, p99 ${f.loopLagMs[1].toFixed(0)} ms, max ${f.loopLagMs[2].toFixed(0)} ms${f.loopLagMs[1] > 100 ? ' — STARVED: the workers did not get the CPU they needed; these figures are the machine\'s, not the protocol\'s' : ''}`);
   L.push(`CPU ${f.cpuPctPerNode.toFixed(2)} % of a core per node; RSS ${f.rssMiBPerNode.toFixed(1)} MiB per node (process RSS / nodes), peak ${f.peakRssMiB.toFixed(0)} MiB in all`);
   L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
   if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);

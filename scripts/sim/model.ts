@@ -123,14 +123,91 @@ export function table(p: ModelParams, roles: Projection['role'][] = ['provider',
   return rows.join('\n');
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  console.log('## today (every node on every topic; offers flooded with their advert; presence every 5 s)\n');
-  console.log(table(MEASURED, ['relay']));
-  const file = process.argv[2];
-  if (file) {
-    const run = JSON.parse(readFileSync(file, 'utf8')) as { figures: { nodes: number; traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number }>; cpuPctPerNode: number } };
-    console.log(`\n## the model against ${file}`);
-    for (const t of run.figures.traffic) console.log(`${t.kind}: measured ${(t.inBytesPerSec / 1000).toFixed(2)} kB/s in, ${t.inMsgsPerSec.toFixed(2)} msg/s`);
-    console.log(`cpu measured ${run.figures.cpuPctPerNode.toFixed(2)} %`);
+/** What `npm run sim -- --out file` writes (the parts the model reads). */
+export interface RunFile {
+  options: Record<string, number>;
+  figures: {
+    nodes: number;
+    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number }>;
+    publishedPerSec: Record<string, number>;
+    cpuPctPerNode: number;
+  };
+}
+
+const KINDS = ['advert', 'presence', 'job', 'offer'] as const;
+
+/** Copies per message and control bytes per message, from a run (per node in-messages over network-wide publications). */
+export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelParams {
+  const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+  let copies = 0;
+  let w = 0;
+  let pubs = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    pubs += pub;
+    if (pub > 0 && t.get(k)) {
+      copies += t.get(k)!.inMsgsPerSec;
+      w += pub;
+    }
   }
+  const control = t.get('control')?.inBytesPerSec ?? 0;
+  const p: ModelParams = { ...MEASURED, ...base, copies: w ? copies / w : MEASURED.copies, controlPerMsg: pubs ? control / pubs : MEASURED.controlPerMsg };
+  // CPU: base (an idle run) + per-message costs; solve for the per-copy cost
+  const validateUs = p.validateUs;
+  let firstUs = 0;
+  let copyCount = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    firstUs += pub * validateUs * (k === 'offer' ? 1.5 : 1);
+    copyCount += 2 * pub * p.copies;
+  }
+  const perCopyUs = copyCount ? Math.max(0, ((run.figures.cpuPctPerNode - p.basePct) * 1e4 - firstUs) / copyCount) : MEASURED.perCopyUs;
+  return { ...p, perCopyUs };
+}
+
+/** The model's per-node prediction for a run, from the run's own publication rates and calibrated costs. */
+export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, number>; cpuPct: number } {
+  const kBps: Record<string, number> = {};
+  let cpuUs = 0;
+  let control = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    const size = (k === 'offer' ? SIZES.offer + SIZES.advert : SIZES[k]) + FRAMING;
+    kBps[k] = (pub * p.copies * size) / 1000;
+    control += (pub * p.controlPerMsg) / 1000;
+    cpuUs += pub * (p.validateUs * (k === 'offer' ? 1.5 : 1) + 2 * p.copies * p.perCopyUs);
+  }
+  kBps.control = control;
+  kBps.total = Object.values(kBps).reduce((a, b) => a + b, 0);
+  return { kBps, cpuPct: p.basePct + cpuUs / 1e4 };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]]
+  const [calFile, valFile, idleFile] = process.argv.slice(2);
+  let p = MEASURED;
+  if (calFile) {
+    const idle = idleFile ? (JSON.parse(readFileSync(idleFile, 'utf8')) as RunFile) : undefined;
+    p = calibrate(JSON.parse(readFileSync(calFile, 'utf8')) as RunFile, idle ? { basePct: idle.figures.cpuPctPerNode } : {});
+    console.log(`calibrated on ${calFile}: copies ${p.copies.toFixed(2)}, control ${p.controlPerMsg.toFixed(0)} B/msg, base ${p.basePct.toFixed(2)} %, per copy ${p.perCopyUs.toFixed(0)} µs, validate ${p.validateUs} µs`);
+  }
+  if (valFile) {
+    const run = JSON.parse(readFileSync(valFile, 'utf8')) as RunFile;
+    const pr = predict(run, p);
+    const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+    console.log(`\nthe model against ${valFile} (per node, in kB/s):`);
+    let mt = 0;
+    for (const k of [...KINDS, 'control'] as const) {
+      const m = (t.get(k)?.inBytesPerSec ?? 0) / 1000;
+      mt += m;
+      console.log(`  ${k.padEnd(9)} model ${pr.kBps[k]!.toFixed(2).padStart(7)}  measured ${m.toFixed(2).padStart(7)}  error ${m ? ((100 * (pr.kBps[k]! - m)) / m).toFixed(0) : '-'} %`);
+    }
+    console.log(`  ${'total'.padEnd(9)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
+    console.log(`  CPU % of a core: model ${pr.cpuPct.toFixed(2)}  measured ${run.figures.cpuPctPerNode.toFixed(2)}  error ${((100 * (pr.cpuPct - run.figures.cpuPctPerNode)) / run.figures.cpuPctPerNode).toFixed(0)} %`);
+  }
+  console.log('\n## today: every node on every topic, offers flooded with their advert, presence every 5 s\n');
+  console.log(table(p));
+  const changed: ModelParams = { ...p, presenceEverySec: Infinity, offersDirect: true, offerCarriesAdvert: false, marketShare: 1 / 9 };
+  console.log('\n## with the changes of docs/scale.md §4: offers to the buyer only, presence to matchmakers only, topics sharded into 9 markets (3 workloads × 3 regions)\n');
+  console.log(table(changed));
 }

@@ -45,6 +45,10 @@ export interface WorkerResult {
   views: Array<{ t: number; buyer: number; known: Array<[number, number]> }>;
   /** records this shard's nodes published, by kind */
   published: Record<string, number>;
+  /** event-loop lag of this worker, ms (p50, p99, max of a 100 ms timer's lateness): high values mean the process was starved of CPU and the figures are the machine's, not the protocol's */
+  loopLagMs: [number, number, number];
+  /** schedule ms when this worker had closed every connection across the cut */
+  cutDoneAt?: number;
   cpuMs: number;
   rssMiB: number;
   peakRssMiB: number;
@@ -109,7 +113,7 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
@@ -257,14 +261,17 @@ async function main(): Promise<void> {
     evs.push({
       t: p.atMs,
       run: async () => {
+        const closing: Array<Promise<void>> = [];
         for (const i of init.shard) {
           const net = live.get(i)!.net;
           if (!net) continue;
           for (const c of net.libp2p.getConnections()) {
             const j = peerIndex.get(c.remotePeer.toString());
-            if (j !== undefined && plan.nodes[j]!.side !== plan.nodes[i]!.side) await c.close().catch(() => c.abort(new Error('partition')));
+            if (j !== undefined && plan.nodes[j]!.side !== plan.nodes[i]!.side) closing.push(c.close().catch(() => c.abort(new Error('partition'))));
           }
         }
+        await Promise.all(closing);
+        res.cutDoneAt = st();
       },
     });
   }
@@ -310,7 +317,14 @@ async function main(): Promise<void> {
   }
 
   let peak = 0;
-  const rssTimer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 1_000);
+  const lags: number[] = [];
+  let lastTick = now();
+  const rssTimer = setInterval(() => {
+    const t = now();
+    lags.push(Math.max(0, t - lastTick - 100));
+    lastTick = t;
+    if (lags.length % 10 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+  }, 100);
   let k = 0;
   while (st() < o.durationMs) {
     while (k < evs.length && evs[k]!.t <= st()) {
@@ -325,6 +339,8 @@ async function main(): Promise<void> {
   }
   const cpu = process.cpuUsage(cpu0);
   res.cpuMs = (cpu.user + cpu.system) / 1000;
+  const sorted = [...lags].sort((a, b) => a - b);
+  res.loopLagMs = [sorted[sorted.length >> 1] ?? 0, sorted[Math.floor(sorted.length * 0.99)] ?? 0, sorted[sorted.length - 1] ?? 0];
   res.rssMiB = process.memoryUsage().rss / 2 ** 20;
   clearInterval(rssTimer);
   res.peakRssMiB = Math.max(peak, process.memoryUsage().rss) / 2 ** 20;
