@@ -85,13 +85,15 @@ export function rates(providers: number, p: ModelParams): Record<'advert' | 'pre
 export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
   const r = rates(providers, p);
   const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
+  // a relay serves every market; a provider or buyer the share it trades in
+  const share = role === 'relay' ? 1 : p.marketShare;
   // what one node receives (first copies per second)
   const first = {
-    advert: r.advert * p.marketShare,
-    presence: r.presence * p.marketShare,
-    job: r.job * p.marketShare,
+    advert: r.advert * share,
+    presence: r.presence * share,
+    job: r.job * share,
     // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
-    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * p.marketShare,
+    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * share,
   };
   const copiesOf = (k: keyof typeof first) => (p.offersDirect && k === 'offer' ? 1 : p.copies);
   const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
@@ -105,7 +107,7 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   }
   kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
   // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
-  const storageMB = ((providers * p.marketShare * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
+  const storageMB = ((providers * share * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
   return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
 }
 
