@@ -4,8 +4,9 @@
  * which every provider republishes its advert for the last time in the run, so
  * only the heal can carry it across: sync between peers that reconnect, and
  * re-gossip of what a sync brought (src/net/heal.ts) for nodes with no link
- * across the cut (without it, seed 7 leaves a witness missing the other half's
- * five adverts). Loose, non-timing assertions: the partition was real (adverts
+ * across the cut (without it this run ends with nodes missing the other
+ * half's adverts: 5 pairs on one witness at load 10, 83 pairs on 8 nodes at
+ * load 15). Loose, non-timing assertions: the partition was real (adverts
  * were published while it held and none crossed the cut); every node up at the
  * end holds every provider's latest advert (no record lost after the heal);
  * jobs were decided with offers. The figures belong to `npm run sim`.
