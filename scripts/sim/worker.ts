@@ -226,6 +226,13 @@ async function main(): Promise<void> {
     for (const p of plan.nodes[i]!.peers) void l.net!.dial(addrOf(p)).catch(() => undefined);
   }
 
+  const chains = new Map<number, Promise<void>>();
+  const chain = (i: number, f: () => Promise<void>): Promise<void> => {
+    const p = (chains.get(i) ?? Promise.resolve()).then(f).catch(err);
+    chains.set(i, p);
+    return p;
+  };
+
   // --- the schedule, as one sorted queue of this shard's events
   type Ev = { t: number; run: () => void | Promise<void> };
   const evs: Ev[] = [];
@@ -242,13 +249,15 @@ async function main(): Promise<void> {
   for (const c of plan.churn) {
     if (!mine.has(c.node)) continue;
     const node = plan.nodes[c.node]!;
-    evs.push({ t: c.atMs, run: () => stop(c.node) });
+    // leaving and rejoining run beside the schedule (a slow stop must not hold up other nodes' events), in order per node
+    evs.push({ t: c.atMs, run: () => void chain(c.node, () => stop(c.node)) });
     evs.push({
       t: c.atMs + o.downMs,
-      run: async () => {
-        await start(node);
-        if (node.role === 'provider') setTimeout(() => publishAdvert(node), 1_000);
-      },
+      run: () =>
+        void chain(c.node, async () => {
+          await start(node);
+          if (node.role === 'provider') setTimeout(() => publishAdvert(node), 1_000);
+        }),
     });
   }
   for (const j of plan.jobs) {
@@ -337,6 +346,7 @@ async function main(): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 20));
   }
+  await Promise.all(chains.values());
   const cpu = process.cpuUsage(cpu0);
   res.cpuMs = (cpu.user + cpu.system) / 1000;
   const sorted = [...lags].sort((a, b) => a - b);
