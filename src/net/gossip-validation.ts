@@ -146,7 +146,7 @@ export interface ValidationOutcome {
   verdict: Verdict;
   reason: string;
   /** The accepted records new to this node, primary first (empty unless accept). */
-  fresh: Array<{ kind: TopicKind; rec: Opened }>;
+  fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>;
   /** The primary record (when accepted). */
   primary?: Opened;
   attachments?: Opened[];
@@ -295,10 +295,11 @@ export class RecordPipeline {
     }
     // Accept. Re-check seen after the awaits: the same record may have been accepted meanwhile.
     if (this.#seen.get(primaryAddr) === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
-    const fresh: Array<{ kind: TopicKind; rec: Opened }> = [];
+    const fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }> = [];
     this.#seen.set(msgId, 'accept');
     this.#seen.set(primaryAddr, 'accept');
-    fresh.push({ kind, rec: primary });
+    // an advert whose signer had an advert accepted here before (heal.ts re-gossips only those)
+    fresh.push(kind === 'advert' ? { kind, rec: primary, knownAdvertiser: this.#advertSeq.get(primary.signer) !== undefined } : { kind, rec: primary });
     if (kind === 'advert') this.#noteAdvert(primary);
     for (const a of attachments) {
       if (this.#seen.get(a.rec.address) === 'accept') continue;

@@ -11,12 +11,25 @@
  * or rejoining node syncs only records issued before it started, so joining
  * costs no re-gossip. Receivers that already hold the record drop it as a
  * duplicate (same bytes, same message id).
+ *
+ * Only adverts, and only from a signer that had an advert accepted here
+ * before: presence is republished every few seconds anyway, and a record from
+ * a key new to this node is what a Sybil flood is made of — re-gossiping those
+ * would let a flood that the per-peer gossip limits held back pass through an
+ * honest node's sync and get that node rate-limited by its neighbours (seen in
+ * the e2e Sybil-flood test). A provider new during the partition arrives with
+ * the next sync or republish.
  */
 import type { Opened } from '../records/envelope.js';
-import { validityWindow } from '../records/kinds.js';
+import { T, validityWindow } from '../records/kinds.js';
 
-/** Should a record accepted from a sync be forwarded on gossip? `joinedAt`: when this node's network started (ms). */
-export function regossipAfterSync(rec: Pick<Opened, 'type' | 'record'>, joinedAt: number): boolean {
-  const w = validityWindow(rec.type, rec.record);
+/**
+ * Should a record accepted from a sync be forwarded on gossip? `knownAdvertiser`:
+ * its signer had an advert accepted here before this one; `joinedAt`: when this
+ * node's network started (ms).
+ */
+export function regossipAfterSync(f: { rec: Pick<Opened, 'type' | 'record'>; knownAdvertiser?: boolean }, joinedAt: number): boolean {
+  if (f.rec.type !== T.advert || f.knownAdvertiser !== true) return false;
+  const w = validityWindow(f.rec.type, f.rec.record);
   return w !== undefined && w[0] >= joinedAt;
 }

@@ -333,7 +333,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
-  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
+  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
     // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
     for (let i = fresh.length - 1; i >= 0; i--) {
@@ -341,7 +341,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
       // after a heal: pass on what a sync brought that gossip would have (heal.ts)
-      if (source0 === 'sync' && started && regossipAfterSync(f.rec, joinedAt)) void pubsub.publish(topicFor(f.kind, overlay), f.rec.bytes).catch(() => undefined);
+      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void pubsub.publish(topicFor(f.kind, overlay), f.rec.bytes).catch(() => undefined);
     }
   };
 
