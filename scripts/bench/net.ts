@@ -55,7 +55,7 @@ function makeAdvert(signer: Ed25519Signer): Uint8Array {
   return seal(T.advert, rec, signer).bytes;
 }
 
-async function startMesh(n: number): Promise<Network[]> {
+export async function startMesh(n: number): Promise<Network[]> {
   const nets: Network[] = [];
   for (let i = 0; i < n; i++) {
     const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS });
@@ -80,7 +80,7 @@ async function startMesh(n: number): Promise<Network[]> {
   return nets;
 }
 
-async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number] }> {
+export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number] }> {
   const n = nets.length;
   const sentAt = new Map<string, number>();
   const validated: number[] = [];
@@ -120,10 +120,17 @@ async function propagation(nets: Network[]): Promise<{ validated: number[]; raw:
   return { validated, raw, missing: [want - validated.length, want - raw.length] };
 }
 
-/** The validation pipeline alone, no network: the same records, one signer per 100 records. */
-async function pipelineAlone(): Promise<number> {
+/**
+ * The validation pipeline alone, no network: 2,000 adverts from 100 signers new
+ * to it (so each key's strict check is in the figure), after a warm-up pass of
+ * 500 records from other signers so the figure, like the raw verify beside it,
+ * is taken in optimised code.
+ */
+export async function pipelineAlone(): Promise<number> {
   const metrics = createNetMetrics(new Registry());
   const p = new RecordPipeline({ metrics, log: silentLogger(), floodLimits: NO_FLOOD_LIMITS });
+  const warm = Array.from({ length: 20 }, () => Ed25519Signer.generate());
+  for (let i = 0; i < 500; i++) await p.validate('advert', makeAdvert(warm[i % warm.length]!), 'x', 'gossip');
   const signers = Array.from({ length: 100 }, () => Ed25519Signer.generate());
   const recs = Array.from({ length: 2000 }, (_, i) => makeAdvert(signers[i % signers.length]!));
   const t0 = performance.now();
@@ -133,7 +140,14 @@ async function pipelineAlone(): Promise<number> {
   return ok / ((performance.now() - t0) / 1000);
 }
 
-async function ingest(): Promise<{ rate: number; accepted: number; elapsedMs: number }> {
+/**
+ * Records per second one node ingests from a flooding peer: FLOOD adverts from
+ * 100 signers. `known`: the node has already accepted one advert from each
+ * signer (the steady state of a market, providers republishing), so the strict
+ * key check of each new key (about 9 verifies' worth, once per key per process)
+ * is outside the measured window; otherwise every signer is new to it.
+ */
+export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: number; accepted: number; elapsedMs: number }> {
   const mk = () => createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS });
   const v = await mk();
   const f = await mk();
@@ -145,14 +159,24 @@ async function ingest(): Promise<{ rate: number; accepted: number; elapsedMs: nu
   await sleep(500);
   // 100 providers, each advert a higher seq than its signer's last (published in order)
   const signers = Array.from({ length: 100 }, () => Ed25519Signer.generate());
-  const recs = Array.from({ length: FLOOD }, (_, i) => makeAdvert(signers[i % signers.length]!));
-  let accepted = 0;
-  let done!: () => void;
-  const all = new Promise<void>((r) => (done = r));
-  v.subscribe('advert', () => {
-    if (++accepted === FLOOD) done();
-  });
   const topic = topicFor('advert');
+  let accepted = 0;
+  let target = Infinity;
+  let done!: () => void;
+  let all = new Promise<void>((r) => (done = r));
+  v.subscribe('advert', () => {
+    if (++accepted === target) done();
+  });
+  if (opts.known) {
+    target = signers.length;
+    for (const s of signers) void f.libp2p.services.pubsub.publish(topic, makeAdvert(s));
+    await Promise.race([all, sleep(30_000)]);
+    await sleep(200);
+    accepted = 0;
+    all = new Promise<void>((r) => (done = r));
+  }
+  const recs = Array.from({ length: FLOOD }, (_, i) => makeAdvert(signers[i % signers.length]!));
+  target = FLOOD;
   const t0 = performance.now();
   // the flooder skips its own checks (raw publish), in bursts
   for (let i = 0; i < FLOOD; i++) {
@@ -316,6 +340,7 @@ export async function run(): Promise<BenchResult> {
 
   const alone = await pipelineAlone();
   const ing = await ingest();
+  const ingKnown = await ingest({ known: true });
   const rc = await reconnection();
   const rcMedian = percentile(rc.reconnectMs, 50);
   const rcMax = Math.max(...rc.reconnectMs);
@@ -328,7 +353,8 @@ export async function run(): Promise<BenchResult> {
       { traffic: 'ratio', p50_ms: (p50v / p50r).toFixed(2), p99_ms: (p99v / p99r).toFixed(2) },
     ]),
     `(2) ingest: ${ing.accepted}/${FLOOD} records accepted in ${ing.elapsedMs.toFixed(0)} ms = ${fmt(ing.rate)} records/s (flooder in the same process); raw node:crypto verify ${fmt(rawVerify.opsPerSec)}/s; ratio ${(ing.rate / rawVerify.opsPerSec).toFixed(3)}`,
-    `    the validation pipeline alone (no network): ${fmt(alone)} records/s (ratio to raw verify ${(alone / rawVerify.opsPerSec).toFixed(3)})`,
+    `    the same flood from 100 signers the node already knows (providers republishing): ${fmt(ingKnown.rate)} records/s; ratio ${(ingKnown.rate / rawVerify.opsPerSec).toFixed(3)}`,
+    `    the validation pipeline alone (no network, 100 new signers): ${fmt(alone)} records/s (ratio to raw verify ${(alone / rawVerify.opsPerSec).toFixed(3)})`,
     `(3) reconnection after the bootstrap peer restarts (3 s down, ${rc.reconnectMs.length} rounds): ${rc.reconnectMs.map((x) => x.toFixed(0)).join(', ')} ms from it listening again (median ${rcMedian.toFixed(0)}, max ${rcMax.toFixed(0)}); first connect ${rc.firstMs.toFixed(0)} ms; ratio median/first ${(rcMedian / rc.firstMs).toFixed(1)}; backoff cap ${cap} ms`,
   ].join('\n');
   const ratio = ing.rate / rawVerify.opsPerSec;
@@ -337,8 +363,10 @@ export async function run(): Promise<BenchResult> {
     report: `${report}\n${fl.report}`,
     targets: [
       { name: 'honest job p50 during a valid-job flood / without (≤ 3)', ratio: fl.ratio, target: 3, met: fl.ratio <= 3 && fl.completed === FLOOD_HONEST_JOBS },
-      { name: 'validated p50 / raw p50 propagation (≤ 3)', ratio: p50v / p50r, target: 3, met: p50v / p50r <= 3 },
-      { name: 'ingest rate / raw verify rate', ratio, target: 0.25, met: ratio >= 0.25 },
+      // issue #16's goals (docs/scale.md, "The validation cost")
+      { name: 'validated p50 / raw p50 propagation (≤ 1.2)', ratio: p50v / p50r, target: 1.2, met: p50v / p50r <= 1.2 },
+      { name: 'ingest rate, new signers / raw verify rate', ratio, target: 0.6, met: ratio >= 0.6 },
+      { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / rawVerify.opsPerSec, target: 0.6, met: ingKnown.rate / rawVerify.opsPerSec >= 0.6 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times
       { name: 'max reconnect / (backoff cap + 10 × first connect) (≤ 1)', ratio: rcMax / (cap + 10 * rc.firstMs), target: 1, met: rcMax <= cap + 10 * rc.firstMs },
     ],

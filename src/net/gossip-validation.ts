@@ -18,7 +18,7 @@
 import { C0Error, isC0Error } from '../errors.js';
 import { hashHex } from '../records/address.js';
 import { didChecked } from '../records/did.js';
-import { knownTypes, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
+import { isKnownType, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
@@ -146,7 +146,7 @@ export interface ValidationOutcome {
   verdict: Verdict;
   reason: string;
   /** The accepted records new to this node, primary first (empty unless accept). */
-  fresh: Array<{ kind: TopicKind; rec: Opened }>;
+  fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>;
   /** The primary record (when accepted). */
   primary?: Opened;
   attachments?: Opened[];
@@ -243,7 +243,7 @@ export class RecordPipeline {
     if (bytes.length > MAX_ENVELOPE_BYTES) throw new C0Error(VAL_ERR.TOO_LARGE, `record of ${bytes.length} bytes exceeds ${MAX_ENVELOPE_BYTES}`);
     const { type } = peekType(bytes);
     if (expected !== undefined && type !== expected) throw new C0Error('RECORD_WRONG_TYPE', `expected ${expected}, got ${type.slice(0, 40)}`);
-    if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type.slice(0, 40)} is not registered here`);
+    if (!isKnownType(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type.slice(0, 40)} is not registered here`);
     return open(bytes, type);
   }
 
@@ -268,7 +268,7 @@ export class RecordPipeline {
     if (framed.attachments.length) this.#seenCheck(primaryAddr);
     const now = this.#clock();
     // 4–7. type, shape, freshness, signature
-    const primary = this.#checkRecord(framed.primary, kind, now, from, source);
+    const primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr);
     const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
     for (const a of framed.attachments) {
       const { type } = peekType(a);
@@ -276,7 +276,7 @@ export class RecordPipeline {
       if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
       const addr = hashHex(a);
       const known = this.#seen.get(addr) === 'accept';
-      const rec = known ? open(a, type, { trusted: true }) : this.#checkRecord(a, ak, now, from, source);
+      const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr);
       if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
       attachments.push({ kind: ak, rec, known });
     }
@@ -295,10 +295,11 @@ export class RecordPipeline {
     }
     // Accept. Re-check seen after the awaits: the same record may have been accepted meanwhile.
     if (this.#seen.get(primaryAddr) === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
-    const fresh: Array<{ kind: TopicKind; rec: Opened }> = [];
+    const fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }> = [];
     this.#seen.set(msgId, 'accept');
     this.#seen.set(primaryAddr, 'accept');
-    fresh.push({ kind, rec: primary });
+    // an advert whose signer had an advert accepted here before (heal.ts re-gossips only those)
+    fresh.push(kind === 'advert' ? { kind, rec: primary, knownAdvertiser: this.#advertSeq.get(primary.signer) !== undefined } : { kind, rec: primary });
     if (kind === 'advert') this.#noteAdvert(primary);
     for (const a of attachments) {
       if (this.#seen.get(a.rec.address) === 'accept') continue;
@@ -315,14 +316,14 @@ export class RecordPipeline {
     if (v === 'reject') throw new C0Error('PREVIOUSLY_REJECTED', 'this message was rejected before');
   }
 
-  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind): Opened {
+  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind, address: string): Opened {
     const type = expectedType(kind);
     // decode the header only (cheap), then the type check against the topic
     const { type: got, signer } = peekType(bytes);
     if (got !== type) throw new C0Error('RECORD_WRONG_TYPE', `expected a ${type} record, got ${got.slice(0, 40)}`, { field: 'type' });
-    if (!knownTypes().includes(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type} is not registered on this node`);
+    if (!isKnownType(type)) throw new C0Error(VAL_ERR.NOT_REGISTERED, `record type ${type} is not registered on this node`);
     // shape: canonical payload, schema, kind rules (no signature work yet)
-    const shaped = open(bytes, type, { trusted: true, deferKeyCheck: true });
+    const shaped = open(bytes, type, { trusted: true, deferKeyCheck: true, address });
     // freshness
     checkFresh(type, shaped.record, now, this.#skewMs);
     // flood limits, before any signature work; charged only once the signature verifies

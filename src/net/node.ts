@@ -38,6 +38,7 @@ import { silentLogger, type Logger } from '../util/log.js';
 import { Dispatcher, type RecordHandler } from './dispatch.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline, type SemanticHook } from './gossip-validation.js';
+import { regossipAfterSync } from './heal.js';
 import { createNetMetrics, type NetMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type CallOptions, type ClientStream, type ProtocolHandler, type ProtocolLimits, type StreamHandler, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
@@ -117,6 +118,8 @@ export interface NetworkOptions {
   rememberStore?: RememberStore;
   /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
   gossipHealth?: Partial<GossipHealthOptions>;
+  /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */
+  unreachable?: (peerId: string) => boolean;
 }
 
 export const NETWORK_DEFAULTS = {
@@ -290,7 +293,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
-    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()), refusals, watchHandshakes: !!opts.swarmKey }),
+    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
@@ -330,20 +333,25 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
-  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
+  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
     // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
     for (let i = fresh.length - 1; i >= 0; i--) {
       const f = fresh[i]!;
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
+      // after a heal: pass on what a sync brought that gossip would have (heal.ts)
+      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void pubsub.publish(topicFor(f.kind, overlay), f.rec.bytes).catch(() => undefined);
     }
   };
 
   // Gossip validation: the pipeline's verdict becomes the gossipsub verdict.
+  // A PeerId's string form is base58 work; gossipsub hands the same object for a peer's messages, so keep it.
+  const peerStrings = new WeakMap<object, string>();
   for (const kind of TOPIC_KINDS) {
     pubsub.topicValidators.set(topicFor(kind, overlay), async (peer, msg) => {
-      const from = peer.toString();
+      let from = peerStrings.get(peer);
+      if (from === undefined) peerStrings.set(peer, (from = peer.toString()));
       const out = await pipeline.validate(kind, msg.data, from, 'gossip');
       if (out.verdict === 'accept') {
         // only the primary of a fresh message gets the attachments as context
@@ -373,6 +381,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
 
   let started = false;
+  let joinedAt = Infinity;
   const net: Network = {
     peerId: libp2p.peerId,
     did,
@@ -383,6 +392,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     async start() {
       if (started) return;
       started = true;
+      joinedAt = clock();
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);

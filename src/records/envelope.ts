@@ -68,6 +68,11 @@ export function knownTypes(): string[] {
   return [...kinds.keys()].sort();
 }
 
+/** Is a content type registered here? (A lookup: gossip validation asks it for every message.) */
+export function isKnownType(type: string): boolean {
+  return kinds.has(type);
+}
+
 type TypeOf<K extends string> = K extends keyof RecordTypes ? RecordTypes[K] : unknown;
 
 /** A record that passed every check. */
@@ -258,12 +263,18 @@ export interface OpenOptions {
    * shape step; `verifySignature` checks the key and the signature afterwards).
    */
   deferKeyCheck?: boolean;
+  /**
+   * The content address of `bytes` when the caller has just computed it (gossip
+   * validation hashes every message for its seen check): saves a second SHA-256.
+   * It must be hashHex of exactly these bytes.
+   */
+  address?: string;
 }
 
 /** Open and fully check an envelope of the expected type. Throws C0Error; never returns an unchecked record. */
 export function open<K extends string>(bytes: Uint8Array, expectedType: K, opts: OpenOptions = {}): Opened<TypeOf<K>> {
   const { type, signer, payload } = openEnvelope(bytes, opts, expectedType);
-  return finish(bytes, type, signer, payload) as Opened<TypeOf<K>>;
+  return finish(bytes, type, signer, payload, opts.address) as Opened<TypeOf<K>>;
 }
 
 /** Open an envelope of any registered type (for inspection and mixed streams). */
@@ -330,7 +341,7 @@ export function peekType(bytes: Uint8Array): { type: string; signer: string } {
   return { type, signer };
 }
 
-function finish(bytes: Uint8Array, type: string, signer: string, payload: Uint8Array): Opened {
+function finish(bytes: Uint8Array, type: string, signer: string, payload: Uint8Array, address?: string): Opened {
   const kind = kindOf(type);
   // The byte-level scan is an exact check of canonical form (shortest heads,
   // definite lengths, sorted unique keys, the core subset, valid UTF-8, no
@@ -339,7 +350,7 @@ function finish(bytes: Uint8Array, type: string, signer: string, payload: Uint8A
   const core = decodeCanonical(payload, { recheck: false });
   const record = fromCore(kind.schema, core);
   kind.rules(record, signer);
-  return { type, signer, address: hashHex(bytes), record, bytes };
+  return { type, signer, address: address ?? hashHex(bytes), record, bytes };
 }
 
 /**

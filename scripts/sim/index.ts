@@ -1,0 +1,101 @@
+/**
+ * `npm run sim -- [--nodes 100] [--duration 300] [--seed 1] [--procs 2] [--json] [--out figures.json]`
+ * (issue #16; docs/scale.md "The hundred-node run"): a network of real nodes
+ * spread over worker processes on this machine, a seeded schedule (providers
+ * republishing adverts and presence, buyers publishing jobs and collecting
+ * offers, witnesses relaying), 10 %/min churn and a one-minute partition that
+ * heals; prints the figures. `runSim` serves the CI-sized test too.
+ */
+import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/devnet/devnet.js';
+import { analyse, type SimFigures } from './analyse.js';
+import { makePlan, simDefaults, type SimOptions } from './plan.js';
+import type { WorkerResult } from './worker.js';
+
+export async function runSim(partial: Partial<SimOptions> = {}): Promise<{ figures: SimFigures; load: [number, number] }> {
+  const opts = simDefaults(partial);
+  const plan = makePlan(opts);
+  const ports: number[] = [];
+  while (ports.length < opts.nodes) {
+    const p = await freePort();
+    if (!ports.includes(p)) ports.push(p);
+  }
+  const procs = Math.max(1, Math.min(opts.procs, opts.nodes));
+  const workerPath = fileURLToPath(new URL('./worker.js', import.meta.url));
+  const children = Array.from({ length: procs }, () => fork(workerPath, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' }));
+  const load0 = loadavg()[0]!;
+  try {
+    const next = (c: (typeof children)[number], type: string) =>
+      new Promise<unknown>((resolve, reject) => {
+        const onMsg = (m: { type?: string; result?: unknown }) => {
+          if (m?.type === type) {
+            c.off('message', onMsg);
+            c.off('exit', onExit);
+            resolve(m.result);
+          }
+        };
+        const onExit = (code: number | null) => reject(new Error(`sim worker exited (${code}) before '${type}'`));
+        c.on('message', onMsg);
+        c.once('exit', onExit);
+      });
+    const ready = children.map((c) => next(c, 'ready'));
+    children.forEach((c, k) => c.send({ opts, shard: plan.nodes.filter((n) => n.index % procs === k).map((n) => n.index), ports }));
+    await Promise.all(ready);
+    const results = children.map((c) => next(c, 'result'));
+    const t0 = Date.now() + opts.warmupMs;
+    for (const c of children) c.send({ t0 });
+    const out = (await Promise.all(results)) as WorkerResult[];
+    return { figures: analyse(plan, out), load: [load0, loadavg()[0]!] };
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill();
+  }
+}
+
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
+const kb = (x: number) => (x / 1000).toFixed(2);
+
+export function formatFigures(f: SimFigures, load: [number, number]): string {
+  const L: string[] = [];
+  L.push(`${f.nodes} nodes, ${f.durationMs / 1000} s schedule; load average ${load[0].toFixed(2)} at start, ${load[1].toFixed(2)} at end (2 cores, shared)`);
+  L.push(`advert reach (${f.reach.adverts} adverts, nodes up and connected to the publisher): 50 % median ${f1(f.reach.p50ms.median)} ms (p99 ${f1(f.reach.p50ms.p99)}); 99 % median ${f1(f.reach.p99ms.median)} ms (p99 ${f1(f.reach.p99ms.p99)}); 100 % median ${f1(f.reach.p100ms.median)} ms (p99 ${f1(f.reach.p100ms.p99)}, max ${f1(f.reach.p100ms.max)}); not at every node within 30 s: ${f.reach.incomplete}`);
+  L.push(`jobs: ${f.offers.jobs} published, ${f.offers.decided} decided, ${f.offers.abandoned} abandoned (buyer left), ${f.offers.lost} with no offer although a matching provider was up; first offer after median ${f1(f.offers.firstOfferMs.median)} ms (p99 ${f1(f.offers.firstOfferMs.p99)}); ${f.offers.offersPerJob.toFixed(1)} offers per job, ${(100 * f.offers.completeness).toFixed(1)} % of the matching live providers' offers arrived; decided on a stale advert: ${f.offers.staleDecisions}; winner gone: ${f.offers.deadWinners}`);
+  L.push(`published per second, network-wide: ${Object.entries(f.publishedPerSec).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+  L.push('gossip per node (mean over node-seconds up): kind  in msg/s  in kB/s  out kB/s');
+  for (const t of f.traffic) L.push(`  ${t.kind.padEnd(10)} ${t.inMsgsPerSec.toFixed(2).padStart(8)} ${kb(t.inBytesPerSec).padStart(8)} ${kb(t.outBytesPerSec).padStart(9)}`);
+  const tot = f.traffic.reduce((s, t) => ({ i: s.i + t.inBytesPerSec, o: s.o + t.outBytesPerSec }), { i: 0, o: 0 });
+  L.push(`  ${'total'.padEnd(10)} ${''.padStart(8)} ${kb(tot.i).padStart(8)} ${kb(tot.o).padStart(9)}`);
+  L.push(`  by role (in/out kB/s): ${f.trafficByRole.map((r) => `${r.role} ${kb(r.inBytesPerSec)}/${kb(r.outBytesPerSec)}`).join(', ')}`);
+  L.push(`event-loop lag (worst worker) p50 ${f.loopLagMs[0].toFixed(0)} ms, p99 ${f.loopLagMs[1].toFixed(0)} ms, max ${f.loopLagMs[2].toFixed(0)} ms${f.loopLagMs[1] > 100 ? ' — STARVED: the workers did not get the CPU they needed; these figures are the machine\'s, not the protocol\'s' : ''}`);
+  L.push(`CPU ${f.cpuPctPerNode.toFixed(2)} % of a core per node; RSS ${f.rssMiBPerNode.toFixed(1)} MiB per node (process RSS / nodes), peak ${f.peakRssMiB.toFixed(0)} MiB in all`);
+  L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
+  if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
+  L.push(`at the end: ${f.missingAtEnd} (node, provider) pairs without the provider's latest advert, on ${f.nodesMissingAtEnd} nodes`);
+  for (const d of f.missingDetail) L.push(`  node ${d.node} (half ${d.side}${d.rejoinedAt !== undefined ? `, rejoined at ${d.rejoinedAt} ms` : ''}) misses providers ${d.providers.join(', ')}`);
+  if (f.errors.length) L.push(`errors (${f.errors.length}): ${[...new Set(f.errors)].slice(0, 5).join(' | ')}`);
+  return L.join('\n');
+}
+
+function arg(name: string): number | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : undefined;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const o: Partial<SimOptions> = {};
+  const nodes = arg('nodes');
+  const duration = arg('duration');
+  if (nodes) o.nodes = nodes;
+  if (duration) o.durationMs = duration * 1000;
+  for (const k of ['seed', 'procs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs'] as const) {
+    const v = arg(k);
+    if (v !== undefined) o[k] = v;
+  }
+  const { figures, load } = await runSim(o);
+  console.log(process.argv.includes('--json') ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
+  const out = process.argv.indexOf('--out');
+  if (out > 0 && process.argv[out + 1]) writeFileSync(process.argv[out + 1]!, JSON.stringify({ options: o, load, figures }, null, 1));
+  process.exit(0);
+}

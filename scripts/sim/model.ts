@@ -1,0 +1,215 @@
+/**
+ * The scale model of docs/scale.md (issue #16): per-node bandwidth, CPU and
+ * storage for a provider, a buyer and a relay at 1k … 1M providers, from
+ * per-message costs measured here and the protocol's rates. Pure; the CLI
+ * prints the projection tables (`node dist/scripts/sim/model.js [figures.json]`)
+ * and, given a `npm run sim -- --out` file, the model's prediction for that run
+ * beside the measurement (the model's error).
+ *
+ * Per node and second, for each gossip kind k every node subscribes to:
+ *   in bytes  = rate_k × copies × (size_k + FRAMING)            (copies: each message arrives about `copies` times)
+ *   control   = Σ rate_k × CONTROL_PER_MSG                        (IHAVE/IWANT ids, calibrated on the 100-node run)
+ *   CPU       = base + Σ rate_k × (VALIDATE + copies × PER_COPY)
+ * Out bytes ≈ in bytes (every copy received was sent by a peer; a relay forwards as much as it takes in).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export interface ModelParams {
+  /** Buyers per provider (the sim: 1/3). */
+  buyersPerProvider: number;
+  /** Advert republish interval, s (daemon: half of the 600 s lifetime). */
+  advertEverySec: number;
+  /** Presence interval, s (daemon: 5 s); Infinity = presence not gossiped to this node. */
+  presenceEverySec: number;
+  /** Jobs per buyer per second. */
+  jobsPerBuyerPerSec: number;
+  /** Share of providers that offer on a job (the sim's mix: ~0.25). */
+  offerShare: number;
+  /** Offers carry the advert they cite (yes today). */
+  offerCarriesAdvert: boolean;
+  /** Share of the network's adverts and jobs a node receives (1 = one market; 1/k with topics sharded into k markets a node trades one of). */
+  marketShare: number;
+  /** Offers reach only the job's buyer (false today: flooded). */
+  offersDirect: boolean;
+  /** Copies of each message a node receives (measured on the 100-node run). */
+  copies: number;
+  /** Control bytes per message per node (measured). */
+  controlPerMsg: number;
+  /** CPU per first copy: validation, µs (measured: bench net, pipeline steady state). */
+  validateUs: number;
+  /** CPU per copy received or sent, transport and gossipsub, µs (calibrated on the run). */
+  perCopyUs: number;
+  /** CPU per node with no traffic, % of a core (calibrated: heartbeats, DHT, identify). */
+  basePct: number;
+}
+
+/** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
+export const SIZES = { advert: 538, presence: 232, job: 367, offer: 333 } as const;
+/** Topic string, protobuf fields, RPC framing per message (bytes). */
+export const FRAMING = 40;
+
+export const MEASURED: ModelParams = {
+  buyersPerProvider: 1 / 3,
+  advertEverySec: 300,
+  presenceEverySec: 5,
+  jobsPerBuyerPerSec: 1 / 30,
+  offerShare: 0.25,
+  offerCarriesAdvert: true,
+  marketShare: 1,
+  offersDirect: false,
+  copies: 3,
+  controlPerMsg: 100,
+  validateUs: 150,
+  perCopyUs: 60,
+  basePct: 0.5,
+};
+
+export interface Projection {
+  providers: number;
+  role: 'provider' | 'buyer' | 'relay';
+  /** in kB/s by kind and total, out ≈ in */
+  kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'control' | 'total', number>;
+  cpuPct: number;
+  /** live records held, MB */
+  storageMB: number;
+}
+
+/** Network-wide message rates per second (all markets). */
+export function rates(providers: number, p: ModelParams): Record<'advert' | 'presence' | 'job' | 'offer', number> {
+  const buyers = providers * p.buyersPerProvider;
+  const jobs = buyers * p.jobsPerBuyerPerSec;
+  return { advert: providers / p.advertEverySec, presence: Number.isFinite(p.presenceEverySec) ? providers / p.presenceEverySec : 0, job: jobs, offer: jobs * providers * p.offerShare };
+}
+
+export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
+  const r = rates(providers, p);
+  const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
+  // a relay serves every market; a provider or buyer the share it trades in
+  const share = role === 'relay' ? 1 : p.marketShare;
+  // what one node receives (first copies per second)
+  const first = {
+    advert: r.advert * share,
+    presence: r.presence * share,
+    job: r.job * share,
+    // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
+    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * share,
+  };
+  const copiesOf = (k: keyof typeof first) => (p.offersDirect && k === 'offer' ? 1 : p.copies);
+  const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
+  let cpuUs = 0;
+  for (const k of ['advert', 'presence', 'job', 'offer'] as const) {
+    const size = (k === 'offer' ? offerSize : SIZES[k]) + FRAMING;
+    kBps[k] = (first[k] * copiesOf(k) * size) / 1000;
+    if (!(p.offersDirect && k === 'offer')) kBps.control += (first[k] * p.controlPerMsg) / 1000;
+    // validation once, transport for every copy in and out
+    cpuUs += first[k] * (p.validateUs * (k === 'offer' && p.offerCarriesAdvert ? 1.5 : 1) + 2 * copiesOf(k) * p.perCopyUs);
+  }
+  kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
+  // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
+  const storageMB = ((providers * share * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
+  return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
+}
+
+export const SCALES = [1_000, 10_000, 100_000, 1_000_000];
+
+export function table(p: ModelParams, roles: Projection['role'][] = ['provider', 'buyer', 'relay']): string {
+  const rows = ['| providers | role | advert | presence | job | offer | control | total kB/s in (≈ out) | CPU % of a core | storage MB |', '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  for (const n of SCALES) {
+    for (const role of roles) {
+      const x = project(n, role, p);
+      rows.push(`| ${n.toLocaleString('en')} | ${role} | ${f(x.kBps.advert)} | ${f(x.kBps.presence)} | ${f(x.kBps.job)} | ${f(x.kBps.offer)} | ${f(x.kBps.control)} | **${f(x.kBps.total)}** | ${f(x.cpuPct)} | ${f(x.storageMB)} |`);
+    }
+  }
+  return rows.join('\n');
+}
+
+/** What `npm run sim -- --out file` writes (the parts the model reads). */
+export interface RunFile {
+  options: Record<string, number>;
+  figures: {
+    nodes: number;
+    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number }>;
+    publishedPerSec: Record<string, number>;
+    cpuPctPerNode: number;
+  };
+}
+
+const KINDS = ['advert', 'presence', 'job', 'offer'] as const;
+
+/** Copies per message and control bytes per message, from a run (per node in-messages over network-wide publications). */
+export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelParams {
+  const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+  let copies = 0;
+  let w = 0;
+  let pubs = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    pubs += pub;
+    if (pub > 0 && t.get(k)) {
+      copies += t.get(k)!.inMsgsPerSec;
+      w += pub;
+    }
+  }
+  const control = t.get('control')?.inBytesPerSec ?? 0;
+  const p: ModelParams = { ...MEASURED, ...base, copies: w ? copies / w : MEASURED.copies, controlPerMsg: pubs ? control / pubs : MEASURED.controlPerMsg };
+  // CPU: base (an idle run) + per-message costs; solve for the per-copy cost
+  const validateUs = p.validateUs;
+  let firstUs = 0;
+  let copyCount = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    firstUs += pub * validateUs * (k === 'offer' ? 1.5 : 1);
+    copyCount += 2 * pub * p.copies;
+  }
+  const perCopyUs = copyCount ? Math.max(0, ((run.figures.cpuPctPerNode - p.basePct) * 1e4 - firstUs) / copyCount) : MEASURED.perCopyUs;
+  return { ...p, perCopyUs };
+}
+
+/** The model's per-node prediction for a run, from the run's own publication rates and calibrated costs. */
+export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, number>; cpuPct: number } {
+  const kBps: Record<string, number> = {};
+  let cpuUs = 0;
+  let control = 0;
+  for (const k of KINDS) {
+    const pub = run.figures.publishedPerSec[k] ?? 0;
+    const size = (k === 'offer' ? SIZES.offer + SIZES.advert : SIZES[k]) + FRAMING;
+    kBps[k] = (pub * p.copies * size) / 1000;
+    control += (pub * p.controlPerMsg) / 1000;
+    cpuUs += pub * (p.validateUs * (k === 'offer' ? 1.5 : 1) + 2 * p.copies * p.perCopyUs);
+  }
+  kBps.control = control;
+  kBps.total = Object.values(kBps).reduce((a, b) => a + b, 0);
+  return { kBps, cpuPct: p.basePct + cpuUs / 1e4 };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]]
+  const [calFile, valFile, idleFile] = process.argv.slice(2);
+  let p = MEASURED;
+  if (calFile) {
+    const idle = idleFile ? (JSON.parse(readFileSync(idleFile, 'utf8')) as RunFile) : undefined;
+    p = calibrate(JSON.parse(readFileSync(calFile, 'utf8')) as RunFile, idle ? { basePct: idle.figures.cpuPctPerNode } : {});
+    console.log(`calibrated on ${calFile}: copies ${p.copies.toFixed(2)}, control ${p.controlPerMsg.toFixed(0)} B/msg, base ${p.basePct.toFixed(2)} %, per copy ${p.perCopyUs.toFixed(0)} µs, validate ${p.validateUs} µs`);
+  }
+  if (valFile) {
+    const run = JSON.parse(readFileSync(valFile, 'utf8')) as RunFile;
+    const pr = predict(run, p);
+    const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+    console.log(`\nthe model against ${valFile} (per node, in kB/s):`);
+    let mt = 0;
+    for (const k of [...KINDS, 'control'] as const) {
+      const m = (t.get(k)?.inBytesPerSec ?? 0) / 1000;
+      mt += m;
+      console.log(`  ${k.padEnd(9)} model ${pr.kBps[k]!.toFixed(2).padStart(7)}  measured ${m.toFixed(2).padStart(7)}  error ${m ? ((100 * (pr.kBps[k]! - m)) / m).toFixed(0) : '-'} %`);
+    }
+    console.log(`  ${'total'.padEnd(9)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
+    console.log(`  CPU % of a core: model ${pr.cpuPct.toFixed(2)}  measured ${run.figures.cpuPctPerNode.toFixed(2)}  error ${((100 * (pr.cpuPct - run.figures.cpuPctPerNode)) / run.figures.cpuPctPerNode).toFixed(0)} %`);
+  }
+  console.log('\n## today: every node on every topic, offers flooded with their advert, presence every 5 s\n');
+  console.log(table(p));
+  const changed: ModelParams = { ...p, presenceEverySec: Infinity, offersDirect: true, offerCarriesAdvert: false, marketShare: 1 / 9 };
+  console.log('\n## with the changes of docs/scale.md §4: offers to the buyer only, presence to matchmakers only, topics sharded into 9 markets (3 workloads × 3 regions)\n');
+  console.log(table(changed));
+}

@@ -1,0 +1,377 @@
+/**
+ * One worker process of `npm run sim` (docs/scale.md "The hundred-node run"):
+ * runs its shard of the plan's nodes as real networks (libp2p over TCP on
+ * 127.0.0.1, the full validation pipeline, the in-memory record cache serving
+ * sync), plays their part of the seeded schedule (adverts, presence, jobs,
+ * offers, churn, the partition) and reports what each node saw. Several nodes
+ * share this process; every figure is per node.
+ *
+ * Protocol with the parent (IPC): ← {type:'init', opts, shard, ports} → 'ready';
+ * ← {type:'go', t0} (epoch ms of schedule time 0; the warm-up dials happen now)
+ * → {type:'result', result} when the schedule is over.
+ */
+import '../../src/polyfill.js';
+import { randomBytes } from 'node:crypto';
+import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presence } from '../../src/records/index.js';
+import { createNetwork, type Network } from '../../src/net/node.js';
+import { parseTopic, type TopicKind } from '../../src/net/topics.js';
+import { peerIdFromDid } from '../../src/node/peer-id.js';
+import { didFromPublicKey } from '../../src/records/did.js';
+import { hashHex } from '../../src/records/address.js';
+import { makePlan, apart, type Plan, type PlannedNode, type SimOptions } from './plan.js';
+
+export interface Traffic {
+  /** per kind (and 'control' for gossipsub's own: IHAVE/IWANT/GRAFT/PRUNE, subscriptions): messages and bytes in/out */
+  [kind: string]: { inMsgs: number; inBytes: number; outMsgs: number; outBytes: number };
+}
+
+export interface NodeResult {
+  index: number;
+  /** advert address → first arrival, schedule ms */
+  arrivals: Record<string, number>;
+  /** at the end (if up): provider index → highest advert seq held */
+  finalView?: Record<number, number>;
+  traffic: Traffic;
+  /** schedule ms the node was up in total (for rates) */
+  upMs: number;
+}
+
+export interface WorkerResult {
+  nodes: NodeResult[];
+  adverts: Array<{ address: string; provider: number; seq: number; t: number }>;
+  jobs: Array<{ n: number; buyer: number; address: string; t: number }>;
+  decisions: Array<{ n: number; buyer: number; t: number; offers: Array<{ provider: number; t: number; advertSeq: number }>; winner?: number; winnerSeq?: number }>;
+  /** buyer view samples: schedule ms, buyer, [provider index, advert seq] of each live advert held */
+  views: Array<{ t: number; buyer: number; known: Array<[number, number]> }>;
+  /** records this shard's nodes published, by kind */
+  published: Record<string, number>;
+  /** event-loop lag of this worker, ms (p50, p99, max of a 100 ms timer's lateness): high values mean the process was starved of CPU and the figures are the machine's, not the protocol's */
+  loopLagMs: [number, number, number];
+  /** schedule ms when this worker had closed every connection across the cut */
+  cutDoneAt?: number;
+  cpuMs: number;
+  rssMiB: number;
+  peakRssMiB: number;
+  errors: string[];
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+type GossipMetricsHook = { metrics: unknown };
+interface Rpc {
+  messages?: Array<{ topic?: string; data?: Uint8Array }>;
+}
+
+/** gossipsub calls `metrics.onRpcRecv/onRpcSent(rpc, bytes)`; everything else it calls on metrics is a no-op here. */
+function countTraffic(net: Network, traffic: Traffic): void {
+  const slot = (k: string) => (traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
+  const account = (rpc: Rpc, bytes: number, dir: 'in' | 'out') => {
+    let used = 0;
+    for (const m of rpc.messages ?? []) {
+      const kind = (m.topic && parseTopic(m.topic)?.kind) || 'other';
+      const b = (m.data?.length ?? 0) + (m.topic?.length ?? 0) + 6;
+      used += b;
+      const s = slot(kind);
+      if (dir === 'in') {
+        s.inMsgs++;
+        s.inBytes += b;
+      } else {
+        s.outMsgs++;
+        s.outBytes += b;
+      }
+    }
+    const c = slot('control');
+    if (dir === 'in') c.inBytes += Math.max(0, bytes - used);
+    else c.outBytes += Math.max(0, bytes - used);
+  };
+  const noop: unknown = new Proxy(function () {}, {
+    get: (_t, p) => (p === 'then' ? undefined : p === 'onRpcRecv' ? (rpc: Rpc, n: number) => account(rpc, n, 'in') : p === 'onRpcSent' ? (rpc: Rpc, n: number) => account(rpc, n, 'out') : noop),
+    apply: () => noop,
+  });
+  (net.libp2p.services.pubsub as unknown as GossipMetricsHook).metrics = noop;
+}
+
+interface Live {
+  net?: Network;
+  upSince?: number;
+  upMs: number;
+  seq: number;
+  advert?: Uint8Array;
+  arrivals: Record<string, number>;
+  /** provider DID → {seq, expiresAt} */
+  held: Map<string, { seq: number; expiresAt: number }>;
+  traffic: Traffic;
+}
+
+async function main(): Promise<void> {
+  const init = await new Promise<{ opts: SimOptions; shard: number[]; ports: number[] }>((resolve) => process.once('message', (m) => resolve(m as never)));
+  const plan: Plan = makePlan(init.opts);
+  const o = plan.opts;
+  const signers = plan.nodes.map((x) => new Ed25519Signer(Buffer.from(x.seedHex, 'hex')));
+  const dids = signers.map((s) => didFromPublicKey(s.publicKey));
+  const providerOf = new Map(dids.map((d, i) => [d, i]));
+  const peerIds = dids.map((d) => peerIdFromDid(d).toString());
+  const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
+  const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
+  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const live = new Map<number, Live>();
+  let t0 = Infinity;
+  const st = () => now() - t0;
+  const myJobs = new Map<string, { n: number; buyer: number; offers: Array<{ provider: number; t: number; advertSeq: number; price: number }> }>();
+  const count = (kind: string) => (res.published[kind] = (res.published[kind] ?? 0) + 1);
+  const err = (e: unknown) => {
+    if (res.errors.length < 50) res.errors.push(String((e as Error)?.message ?? e).slice(0, 200));
+  };
+
+  const start = async (node: PlannedNode): Promise<void> => {
+    const l = live.get(node.index)!;
+    const net = await createNetwork({
+      signer: signers[node.index]!,
+      listen: [`/ip4/127.0.0.1/tcp/${init.ports[node.index]}`],
+      loopback: true,
+      bootstrap: node.peers.map(addrOf),
+      unreachable: (p) => {
+        const j = peerIndex.get(p);
+        return j !== undefined && apart(plan, node.index, j, st());
+      },
+    });
+    countTraffic(net, l.traffic);
+    net.subscribe('advert', (rec) => {
+      l.arrivals[rec.address] ??= st();
+      const a = rec.record as Advert;
+      const h = l.held.get(rec.signer);
+      if (!h || a.seq > h.seq) l.held.set(rec.signer, { seq: a.seq, expiresAt: a.expiresAt });
+    });
+    if (node.role === 'provider') {
+      net.subscribe('job', (rec) => {
+        const j = rec.record as Job;
+        if (!node.workloads.includes(j.workload)) return;
+        if (j.requirements.regions && !j.requirements.regions.includes(node.region)) return;
+        if (!l.advert || !l.net) return;
+        const t = Date.now();
+        const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
+        count('offer');
+        void l.net.publish('offer', seal(T.offer, offer, signers[node.index]!).bytes, [l.advert]).catch(err);
+      });
+    }
+    if (node.role === 'buyer') {
+      net.subscribe('offer', (rec, meta) => {
+        const mine = myJobs.get((rec.record as Offer).job);
+        if (!mine) return;
+        const provider = providerOf.get(rec.signer) ?? -1;
+        const adv = meta.attachments[0]?.record as Advert | undefined;
+        mine.offers.push({ provider, t: st(), advertSeq: adv?.seq ?? -1, price: Number((rec.record as Offer).price.amount) });
+      });
+    }
+    await net.start();
+    l.net = net;
+    l.upSince = st();
+    for (const p of node.peers) void net.dial(addrOf(p)).catch(() => undefined);
+  };
+
+  const stop = async (i: number): Promise<void> => {
+    const l = live.get(i)!;
+    const net = l.net;
+    l.net = undefined;
+    if (l.upSince !== undefined) l.upMs += st() - l.upSince;
+    l.upSince = undefined;
+    await net?.stop().catch(err);
+  };
+
+  const publishAdvert = (node: PlannedNode): void => {
+    const l = live.get(node.index)!;
+    if (!l.net) return;
+    const t = Date.now();
+    l.seq = Math.max(l.seq + 1, t);
+    const rec: Advert = {
+      seq: l.seq,
+      issuedAt: t,
+      expiresAt: t + o.advertLifetimeMs,
+      workloads: node.workloads,
+      tier: 'standard',
+      region: node.region,
+      hardware: { gpus: [{ model: 'rtx-4090', vramMiB: 24_576, count: 1, features: ['cuda12'] }], cpuCores: 16, memoryMiB: 65_536 },
+      prices: node.workloads.map((w) => ({ workload: w, unit: 'job', price: { amount: node.price, currency: 'USD' } })),
+      boxKey: new Uint8Array(32).fill(node.index % 251),
+    };
+    const env = seal(T.advert, rec, signers[node.index]!);
+    l.advert = env.bytes;
+    res.adverts.push({ address: env.address, provider: node.index, seq: l.seq, t: st() });
+    l.arrivals[env.address] = st();
+    l.held.set(dids[node.index]!, { seq: l.seq, expiresAt: rec.expiresAt });
+    count('advert');
+    void l.net.publish('advert', env.bytes).catch(err);
+  };
+
+  const publishPresence = (node: PlannedNode): void => {
+    const l = live.get(node.index)!;
+    if (!l.net) return;
+    const rec: Presence = { workloads: node.workloads, freeSlots: 1, issuedAt: Date.now(), windowMs: o.presenceWindowMs };
+    count('presence');
+    void l.net.publish('presence', seal(T.presence, rec, signers[node.index]!).bytes).catch(err);
+  };
+
+  // --- set up this shard's nodes
+  for (const i of init.shard) {
+    live.set(i, { upMs: 0, seq: 0, arrivals: {}, held: new Map(), traffic: {} });
+    await start(plan.nodes[i]!);
+  }
+  process.send!({ type: 'ready' });
+  const go = await new Promise<{ t0: number }>((resolve) => process.once('message', (m) => resolve(m as never)));
+  t0 = go.t0;
+  const cpu0 = process.cpuUsage();
+  for (const i of init.shard) {
+    const l = live.get(i)!;
+    l.upSince = st();
+    for (const p of plan.nodes[i]!.peers) void l.net!.dial(addrOf(p)).catch(() => undefined);
+  }
+
+  const chains = new Map<number, Promise<void>>();
+  const chain = (i: number, f: () => Promise<void>): Promise<void> => {
+    const p = (chains.get(i) ?? Promise.resolve()).then(f).catch(err);
+    chains.set(i, p);
+    return p;
+  };
+
+  // --- the schedule, as one sorted queue of this shard's events
+  type Ev = { t: number; run: () => void | Promise<void> };
+  const evs: Ev[] = [];
+  const mine = new Set(init.shard);
+  for (const i of init.shard) {
+    const node = plan.nodes[i]!;
+    if (node.role === 'provider') {
+      const phase = (i * 977) % 5_000;
+      for (let t = phase; t < o.durationMs; t += o.advertLifetimeMs / 2) evs.push({ t, run: () => publishAdvert(node) });
+      for (let t = phase + 500; t < o.durationMs; t += o.presenceEveryMs) evs.push({ t, run: () => publishPresence(node) });
+    }
+    if (node.role === 'buyer') for (let t = 2_000; t < o.durationMs; t += 2_000) evs.push({ t, run: () => sampleView(node) });
+  }
+  for (const c of plan.churn) {
+    if (!mine.has(c.node)) continue;
+    const node = plan.nodes[c.node]!;
+    // leaving and rejoining run beside the schedule (a slow stop must not hold up other nodes' events), in order per node
+    evs.push({ t: c.atMs, run: () => void chain(c.node, () => stop(c.node)) });
+    evs.push({
+      t: c.atMs + o.downMs,
+      run: () =>
+        void chain(c.node, async () => {
+          await start(node);
+          if (node.role === 'provider') setTimeout(() => publishAdvert(node), 1_000);
+        }),
+    });
+  }
+  for (const j of plan.jobs) {
+    if (!mine.has(j.buyer)) continue;
+    evs.push({ t: j.atMs, run: () => publishJob(j) });
+  }
+  if (plan.partition) {
+    // cut: close the connections across the halves (new ones are refused by the gater until the heal)
+    const p = plan.partition;
+    evs.push({
+      t: p.atMs,
+      run: async () => {
+        const closing: Array<Promise<void>> = [];
+        for (const i of init.shard) {
+          const net = live.get(i)!.net;
+          if (!net) continue;
+          for (const c of net.libp2p.getConnections()) {
+            const j = peerIndex.get(c.remotePeer.toString());
+            if (j !== undefined && plan.nodes[j]!.side !== plan.nodes[i]!.side) closing.push(c.close().catch(() => c.abort(new Error('partition'))));
+          }
+        }
+        await Promise.all(closing);
+        res.cutDoneAt = st();
+      },
+    });
+  }
+  evs.sort((a, b) => a.t - b.t);
+
+  function sampleView(node: PlannedNode): void {
+    const l = live.get(node.index)!;
+    if (!l.net) return;
+    const tNow = Date.now();
+    const known: Array<[number, number]> = [];
+    for (const [did, h] of l.held) if (h.expiresAt > tNow) known.push([providerOf.get(did)!, h.seq]);
+    res.views.push({ t: st(), buyer: node.index, known });
+  }
+
+  function publishJob(j: Plan['jobs'][number]): void {
+    const l = live.get(j.buyer)!;
+    if (!l.net) return;
+    const t = Date.now();
+    const input = randomBytes(16);
+    const job: Job = {
+      workload: j.workload,
+      requirements: j.region ? { regions: [j.region] } : {},
+      maxPrice: { amount: '1', currency: 'USD' },
+      announcedAt: t,
+      deadline: t + 120_000,
+      timeoutMs: 60_000,
+      input: { hash: hashHex(input), size: input.length },
+      inputSealed: 'no',
+      nonce: new Uint8Array(randomBytes(8)),
+    };
+    const env = seal(T.job, job, signers[j.buyer]!);
+    const entry = { n: j.n, buyer: j.buyer, offers: [] as Array<{ provider: number; t: number; advertSeq: number; price: number }> };
+    myJobs.set(env.address, entry);
+    res.jobs.push({ n: j.n, buyer: j.buyer, address: env.address, t: st() });
+    count('job');
+    void l.net.publish('job', env.bytes).catch(err);
+    setTimeout(() => {
+      if (!live.get(j.buyer)!.net) return; // the buyer left: no decision
+      const offers = [...entry.offers];
+      const best = offers.filter((x) => x.provider >= 0).sort((a, b) => a.price - b.price || a.provider - b.provider)[0];
+      res.decisions.push({ n: j.n, buyer: j.buyer, t: st(), offers: offers.map(({ provider, t: ot, advertSeq }) => ({ provider, t: ot, advertSeq })), ...(best ? { winner: best.provider, winnerSeq: best.advertSeq } : {}) });
+    }, o.collectMs);
+  }
+
+  let peak = 0;
+  const lags: number[] = [];
+  let lastTick = now();
+  const rssTimer = setInterval(() => {
+    const t = now();
+    lags.push(Math.max(0, t - lastTick - 100));
+    lastTick = t;
+    if (lags.length % 10 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+  }, 100);
+  let k = 0;
+  while (st() < o.durationMs) {
+    while (k < evs.length && evs[k]!.t <= st()) {
+      try {
+        await evs[k]!.run();
+      } catch (e) {
+        err(e);
+      }
+      k++;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await Promise.all(chains.values());
+  const cpu = process.cpuUsage(cpu0);
+  res.cpuMs = (cpu.user + cpu.system) / 1000;
+  const sorted = [...lags].sort((a, b) => a - b);
+  res.loopLagMs = [sorted[sorted.length >> 1] ?? 0, sorted[Math.floor(sorted.length * 0.99)] ?? 0, sorted[sorted.length - 1] ?? 0];
+  res.rssMiB = process.memoryUsage().rss / 2 ** 20;
+  clearInterval(rssTimer);
+  res.peakRssMiB = Math.max(peak, process.memoryUsage().rss) / 2 ** 20;
+  // allow the last decisions to land
+  await new Promise((r) => setTimeout(r, o.collectMs + 200));
+  const tEnd = Date.now();
+  for (const i of init.shard) {
+    const l = live.get(i)!;
+    if (l.upSince !== undefined) l.upMs += st() - l.upSince;
+    const nr: NodeResult = { index: i, arrivals: l.arrivals, traffic: l.traffic, upMs: l.upMs };
+    if (l.net) {
+      nr.finalView = {};
+      for (const [did, h] of l.held) if (h.expiresAt > tEnd) nr.finalView[providerOf.get(did)!] = h.seq;
+    }
+    res.nodes.push(nr);
+  }
+  // a large message is sent asynchronously: exit only once it is out
+  await new Promise<void>((resolve) => process.send!({ type: 'result', result: res }, undefined, {}, () => resolve()));
+  await Promise.allSettled([...live.values()].map((l) => l.net?.stop()));
+  process.exit(0);
+}
+
+export type { TopicKind };
+await main();
