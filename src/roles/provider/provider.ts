@@ -64,6 +64,8 @@ export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running = new Map<string, AbortController>();
+  /** Jobs started here recently (bounded; read by `runs`). */
+  readonly #started = new Set<string>();
   /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
   #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
   /** Meter spans of running jobs, for usage reports to the overlay's steward. */
@@ -86,9 +88,13 @@ export class Provider {
     return this.#running.size;
   }
 
-  /** Is this job running here now (an open order's won claim stops holding a pending slot once it runs)? */
+  /**
+   * Has this job started here (running now, or started since)? An open order's
+   * won claim stops holding a pending slot once its job has started, even when
+   * it started and finished between two of the claimer's ticks.
+   */
   runs(job: string): boolean {
-    return this.#running.has(job);
+    return this.#running.has(job) || this.#started.has(job);
   }
 
   async start(): Promise<void> {
@@ -392,6 +398,8 @@ export class Provider {
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();
     this.#running.set(job.address, ctl);
+    if (this.#started.size >= 4096) this.#started.delete(this.#started.values().next().value!);
+    this.#started.add(job.address);
     this.d.onSlotsChanged?.();
     return { job, offer, ctl };
   }

@@ -285,6 +285,8 @@ describe('Provider: execution', () => {
     assert.equal(s.published.at(-1)!.kind, 'receipt');
     assert.equal(s.published.at(-1)!.env.address, r.address);
     assert.equal(s.provider.running, 0);
+    // Finished, it still counts as started: an open order's won claim must not keep a slot for a job that already ran.
+    assert.equal(s.provider.runs(job.address), true);
     // The same job does not run twice.
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
   });
