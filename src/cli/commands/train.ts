@@ -1,5 +1,5 @@
 /**
- * `c0mpute train start|join|status|verify` (docs/training.md): sign a run from
+ * `c0mpute train start|buy|join|status|verify` (docs/training.md): sign a run from
  * run.yaml, take part in it as a worker process, show its state, and check a
  * step commitment's inclusion in a committed epoch.
  */
@@ -20,6 +20,7 @@ import type { InclusionProof } from '../../training/merkle.js';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
+import { registerBuy } from './train-buy.js';
 
 export function runDir(dataDir: string, runAddr: string): string {
   return join(dataDir, 'train', runAddr.slice('sha256:'.length, 'sha256:'.length + 16));
@@ -63,6 +64,7 @@ export function register(program: Command): void {
       out(`run ${bundle.run.address} (${bundle.run.record.name}): ${bundle.run.record.members.length} members, ${bundle.run.record.epochs} epochs × ${bundle.run.record.stepsPerEpoch} steps`);
       out(`bundle ${path}`);
     });
+  registerBuy(train);
   train
     .command('join <runBundle>')
     .description('take part in a run as a worker (runs until the run is done or stops)')

@@ -1,0 +1,85 @@
+/**
+ * `c0mpute train buy run.yaml --providers N | --members did,…` (docs/training.md
+ * "A training run bought as a gang"): hire a gang through the market and wait
+ * for the final weights. Driven through the running daemon's routes: GET
+ * /v1/market picks the members, the run is signed here with the node's key
+ * (members put in from the pick), and one `train.member` job per member goes
+ * through POST /v1/run (requirements.allowlist = that member), all at once.
+ * Prints every member's receipt and the weights; exit 1 unless every member
+ * completed and all report the same weights.
+ */
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { apiCall, apiStream } from '../../node/api.js';
+import { systemClock } from '../../util/clock.js';
+import { buildRun, writeRunBundle } from '../../roles/trainer/run-file.js';
+import { checkGang, pickMembers, withMembers, type MarketAdvert, type MemberJobResult } from '../../roles/trainer/gang-buy.js';
+import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { loadNodeIdentity } from '../signer.js';
+import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
+import { globals } from './index.js';
+
+interface BuyFlags {
+  providers?: string;
+  members?: string;
+  workload: string;
+  maxPrice: string;
+  currency: string;
+  deadline: string;
+  out?: string;
+  overlay?: string;
+  json?: boolean;
+}
+
+export function registerBuy(train: Command): void {
+  train
+    .command('buy <runYaml>')
+    .description('buy a training run as a gang: hire N providers from the market as its members, one member job each, and wait for the final weights')
+    .option('--providers <n>', 'hire this many providers (live, offering the workload; best reputation first)')
+    .option('--members <dids>', 'hire exactly these providers (comma-separated DIDs) instead')
+    .option('--workload <name>', 'the member workload the providers sell', 'train.member')
+    .option('--max-price <amount>', 'the most to pay each member', '0.01')
+    .option('--currency <code>', 'currency of --max-price', 'USD')
+    .option('--deadline <ms>', 'each member job’s deadline from now', '120000')
+    .option('--out <file>', 'also write the signed run bundle here')
+    .option('--overlay <name>', 'buy on this overlay (default: the node’s first)')
+    .option('--json', 'machine-readable result')
+    .action(async (runYaml: string, f: BuyFlags, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const client = requireDaemon(dataDir);
+      let members: string[];
+      if (f.members) members = f.members.split(',').map((s) => s.trim()).filter(Boolean);
+      else if (f.providers) {
+        const m = (await apiCall(client.api, client.token, 'GET', `/v1/market${q(f.overlay)}`)) as { adverts: MarketAdvert[] };
+        members = pickMembers(m.adverts, f.workload, Number(f.providers));
+      } else throw new C0Error('TRAIN_GANG_SIZE', 'name the gang: --providers <n> or --members <dids>', { field: 'providers' });
+      const id = await loadNodeIdentity(dataDir);
+      const { bundle, json } = buildRun(withMembers(new TextDecoder().decode(readInput(runYaml)), members), id.signer, systemClock());
+      if (f.out) writeRunBundle(f.out, json);
+      const runAddr = bundle.run.address;
+      const order = bundle.run.record.members;
+      if (!f.json) process.stderr.write(`▸ run ${runAddr}: ${order.length} members, buying one ${f.workload} job from each\n`);
+      const input = Buffer.from(JSON.stringify({ run: (JSON.parse(json) as { run: string }).run })).toString('base64');
+      const deadlineMs = Number(f.deadline);
+      const buyOne = async (did: string): Promise<MemberJobResult> => {
+        const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input };
+        for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
+          if (ev.e === 'result') return ev.result as MemberJobResult;
+          if (ev.e === 'error') {
+            const err = ev.error as { code: string; message: string };
+            return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
+          }
+        }
+        return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
+      };
+      const report = checkGang(runAddr, order, await Promise.all(order.map(buyOne)));
+      if (f.out) writeFileSync(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
+      if (f.json) outJson(report);
+      else {
+        for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
+        if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree)`);
+      }
+      if (!report.ok) throw new NegativeAnswer([`✘ the gang did not finish with one set of weights`], 'stderr');
+    });
+}

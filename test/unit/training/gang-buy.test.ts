@@ -1,0 +1,62 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { parse as parseYaml } from 'yaml';
+import type { C0Error } from '../../../src/errors.js';
+import { hashHex } from '../../../src/records/address.js';
+import { checkGang, pickMembers, withMembers, type MarketAdvert, type MemberJobResult } from '../../../src/roles/trainer/gang-buy.js';
+
+const ad = (signer: string, o: Partial<MarketAdvert> = {}, workloads = ['train.member']): MarketAdvert => ({ signer, live: true, reputation: 0.5, freeSlots: 1, record: { workloads }, ...o });
+const code = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    return (e as C0Error).code;
+  }
+  return 'no error';
+};
+
+describe('pickMembers', () => {
+  it('takes live providers offering the workload, best reputation then free slots then DID', () => {
+    const ads = [ad('did:d'), ad('did:c', { reputation: 0.9 }), ad('did:b', { live: false, reputation: 1 }), ad('did:a', {}, ['echo']), ad('did:e', { freeSlots: 4 }), ad('did:f')];
+    assert.deepEqual(pickMembers(ads, 'train.member', 3), ['did:c', 'did:e', 'did:d']);
+  });
+  it('too few is TRAIN_GANG_SHORT, a bad size TRAIN_GANG_SIZE', () => {
+    assert.equal(code(() => pickMembers([ad('did:a'), ad('did:b', { live: false })], 'train.member', 2)), 'TRAIN_GANG_SHORT');
+    assert.equal(code(() => pickMembers([ad('did:a')], 'train.member', 0)), 'TRAIN_GANG_SIZE');
+    assert.equal(code(() => pickMembers([ad('did:a')], 'train.member', Number('x'))), 'TRAIN_GANG_SIZE');
+  });
+});
+
+describe('withMembers', () => {
+  it('replaces the members and keeps the rest of run.yaml', () => {
+    const y = parseYaml(withMembers('name: g\nmodel: { layers: [4, 3] }\nmembers:\n  - { did: did:old, addr: x }\n', ['did:a', 'did:b'])) as { name: string; members: Array<{ did: string }> };
+    assert.equal(y.name, 'g');
+    assert.deepEqual(y.members.map((m) => m.did), ['did:a', 'did:b']);
+    assert.equal(code(() => withMembers('- a list', ['did:a'])), 'TRAIN_RUN_FILE');
+  });
+});
+
+describe('checkGang', () => {
+  const RUN = 'sha256:' + 'ab'.repeat(32);
+  const W = 'sha256:' + 'cd'.repeat(32);
+  const res = (did: string, o: Record<string, unknown> = {}, signer = did): MemberJobResult => {
+    const bytes = Buffer.from(JSON.stringify({ run: RUN, member: did, status: 'done', weights: W, ...o }));
+    return { status: 'completed', output: bytes.toString('base64'), receipt: { address: 'sha256:' + did.slice(-1).repeat(64), signer, record: { status: 'completed', outputHash: hashHex(bytes), energy: { uj: 7, grade: 'Estimator' } } } };
+  };
+  it('all members completed with the same weights: ok, with each receipt and energy', () => {
+    const r = checkGang(RUN, ['did:a', 'did:b'], [res('did:a'), res('did:b')]);
+    assert.equal(r.ok, true);
+    assert.equal(r.weights, W);
+    assert.deepEqual(r.members.map((m) => [m.did, m.receipt?.slice(-1), m.energy?.uj]), [['did:a', 'a', 7], ['did:b', 'b', 7]]);
+  });
+  it('disagreeing weights, a failed member, a foreign receipt or another run: not ok', () => {
+    assert.equal(checkGang(RUN, ['did:a', 'did:b'], [res('did:a'), res('did:b', { weights: 'sha256:' + 'ee'.repeat(32) })]).members[1]!.problem, 'members disagree on the final weights');
+    const failed = checkGang(RUN, ['did:a', 'did:b'], [res('did:a'), { status: 'failed', attempts: [{ provider: 'did:b', outcome: 'failed: EXEC_FAILED' }] }]);
+    assert.equal(failed.ok, false);
+    assert.equal(failed.weights, undefined);
+    assert.equal(failed.members[1]!.problem, 'failed: EXEC_FAILED');
+    assert.equal(checkGang(RUN, ['did:a'], [res('did:a', {}, 'did:z')]).ok, false);
+    assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { run: 'sha256:' + '00'.repeat(32) })]).ok, false);
+    assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { status: 'stopped' })]).ok, false);
+  });
+});
