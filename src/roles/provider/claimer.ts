@@ -17,7 +17,14 @@
  * Free slots count the claims in flight and the claims won whose work has not
  * started yet (`pending`), so a provider never claims more than it can run.
  * Each order is claimed at most once; an answer (won, refused) or an error
- * ends that claim. Refusals are kept (the buyer's signed word).
+ * ends that claim. Refusals are kept (the buyer's signed word). The exception
+ * is an error that says the buyer did not judge the claim — its node was
+ * rate-limiting us (`NET_RATE_LIMITED`), its claim inbox was full, or the
+ * stream failed before an answer — which a busy provider hits when many orders
+ * are designated to it at once (a batch run): the same signed claim is sent
+ * again after 1 s, doubling to 8 s, at most 6 times in all, while the order is
+ * open and we still hold it (the buyer answers a claim it already judged with
+ * `CLAIM_DUPLICATE`, never a second decision).
  */
 import { C0Error } from '../../errors.js';
 import { seal, type Opened } from '../../records/envelope.js';
@@ -33,6 +40,15 @@ import type { LiveProvider } from '../../matching/types.js';
 import type { ClaimOutcome } from '../claim-protocol.js';
 
 export type ClaimMode = 'leased' | 'any';
+
+/** Sends of one claim at most (the first and its resends). */
+export const MAX_CLAIM_ATTEMPTS = 6;
+
+/** The buyer did not judge the claim: rate-limited or another network-level refusal (`NET_*`), inbox full, or no answer frame at all (a failed stream). */
+function notJudged(e: unknown): boolean {
+  if (!(e instanceof C0Error)) return true;
+  return e.code.startsWith('NET_') || e.code === 'CLAIM_INBOX_FULL';
+}
 
 export interface ClaimerDeps {
   did: string;
@@ -65,6 +81,8 @@ export class Claimer {
   readonly #claimed = new Set<string>();
   /** Claims in flight or won and not started: job → until when it holds a slot. */
   readonly #pending = new Map<string, number>();
+  /** Claims to send again (the buyer did not judge them): job → the claim, attempts so far, not before. */
+  readonly #retry = new Map<string, { claim: Opened<Claim>; attempts: number; at: number }>();
   #timer: NodeJS.Timeout | undefined;
   #soon: NodeJS.Immediate | undefined;
   #stopped = false;
@@ -111,7 +129,8 @@ export class Claimer {
     const view = mode === 'leased' ? this.d.orders.leases(now, this.d.live(now)) : undefined;
     const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
     for (const { job, order } of open) {
-      if (this.#claimed.has(job.address) || job.signer === this.d.did) continue;
+      const again = this.#retry.get(job.address);
+      if ((this.#claimed.has(job.address) && !(again && again.at <= now)) || job.signer === this.d.did) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
@@ -155,7 +174,10 @@ export class Claimer {
     this.#claimed.add(job.address);
     if (this.#claimed.size > 100_000) this.#claimed.clear();
     this.#pending.set(job.address, job.record.deadline);
-    const claim = seal(T.claim, { job: job.address, advert: advert.address, price, issuedAt: Math.max(now, job.record.announcedAt) }, this.d.signer);
+    const again = this.#retry.get(job.address);
+    this.#retry.delete(job.address);
+    const attempts = (again?.attempts ?? 0) + 1;
+    const claim = again?.claim ?? seal(T.claim, { job: job.address, advert: advert.address, price, issuedAt: Math.max(now, job.record.announcedAt) }, this.d.signer);
     this.d.log.info({ job: job.address, claim: claim.address, price: `${price.amount} ${price.currency}` }, 'claim sent');
     void this.d
       .send(job, claim, advert)
@@ -174,6 +196,13 @@ export class Claimer {
       .catch((e: unknown) => {
         this.#pending.delete(job.address);
         const code = e instanceof C0Error ? e.code : (e as Error).message;
+        if (attempts < MAX_CLAIM_ATTEMPTS && notJudged(e)) {
+          const at = this.d.clock() + Math.min(1000 * 2 ** (attempts - 1), 8000);
+          this.#retry.set(job.address, { claim, attempts, at });
+          if (this.#retry.size > 10_000) this.#retry.delete(this.#retry.keys().next().value!);
+          this.d.log.info({ job: job.address, claim: claim.address, code, attempts }, 'claim not judged; sending it again later');
+          return;
+        }
         this.d.log.info({ job: job.address, claim: claim.address, code }, 'claim not answered');
         this.d.onOutcome?.(job.address, claim, { error: code });
       })

@@ -13,7 +13,7 @@ import { leasePeriod } from '../../../src/matching/leases.js';
 import { MATCH_LEASE_MS, MATCH_LIVENESS_MS, type LiveProvider } from '../../../src/matching/types.js';
 import { auditSelection, RecordSet } from '../../../src/market/index.js';
 import { open, seal, T, type Advert, type Claim, type Job, type Opened, type Selection } from '../../../src/records/index.js';
-import { codeOf } from '../../../src/errors.js';
+import { C0Error, codeOf } from '../../../src/errors.js';
 import { Claimer } from '../../../src/roles/provider/claimer.js';
 import type { ClaimOutcome } from '../../../src/roles/claim-protocol.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
@@ -219,5 +219,38 @@ describe('the provider claimer', () => {
     await settle();
     assert.equal(any.sent.length, 1, 'one free slot: one claim until it is answered');
     assert.notEqual(any.sent[0]!.job, theirs.address);
+  });
+  it('a claim the buyer did not judge (rate-limited) is sent again, the same claim, after a back-off; a judged one is not', async () => {
+    const orders = new OpenOrders();
+    const j = order(60, { order: { designated: P(1).did } });
+    orders.add(j, NOW);
+    let t = NOW;
+    let limited = 2;
+    const c = claimer(1, orders, () => [], () => t, {
+      answer: () => (limited-- > 0 ? new C0Error('NET_RATE_LIMITED', 'slow down') : new C0Error('CLAIM_INVALID', 'judged')),
+    });
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 1);
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 1, 'not before the back-off');
+    t += 1000;
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 2, 'sent again after 1 s');
+    t += 1999;
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 2, 'the back-off doubles');
+    t += 1;
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 3);
+    assert.equal(new Set(c.sent.map((s) => s.claim.address)).size, 1, 'the same signed claim each time');
+    t += 5_000;
+    c.cl.tick();
+    await settle();
+    assert.equal(c.sent.length, 3, 'an error that says the claim was judged ends it');
   });
 });
