@@ -355,16 +355,19 @@ function keyOf(o: Opened<Offer>): string {
 /**
  * One offer per provider for `job`, in no particular order (selection and the
  * explanation order their output themselves): a book's candidates as they
- * stand, or a list reduced by `preferOffer` (offers of other jobs ignored).
+ * stand, or a list reduced by `preferOffer` (offers of other jobs ignored),
+ * one per `slotOf` key (selection and the explanation pass their advert
+ * index's `providerFor`, so a pool's members' offers count once).
  */
-export function oneOfferPerProvider(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number): Opened<Offer>[] {
+export function oneOfferPerProvider(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number, slotOf: SlotOf = bySigner): Opened<Offer>[] {
   if (offers instanceof OfferBook) return offers.candidates(job, currency, now);
   const best = new Map<string, Opened<Offer>>();
   for (const o of offers) {
     if (!o || o.type !== T.offer) throw new C0Error('MARKET_NOT_AN_OFFER', `expected a ${T.offer} record, got ${String(o?.type)}`, { field: 'offers' });
     if (o.record.job !== job) continue;
-    const b = best.get(o.signer);
-    if (b === undefined || preferOffer(o, b, currency, now)) best.set(o.signer, o);
+    const k = slotOf(o);
+    const b = best.get(k);
+    if (b === undefined || preferOffer(o, b, currency, now)) best.set(k, o);
   }
   return [...best.values()];
 }

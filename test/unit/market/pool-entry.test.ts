@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal, T, type Advert, type Opened } from '../../../src/records/index.js';
-import { AdvertIndex, OfferBook } from '../../../src/market/index.js';
+import { AdvertIndex, OfferBook, explainMarket, select } from '../../../src/market/index.js';
 import { market } from '../../../src/node/control.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { NOW, P, advert, job, offer, type Party } from './fixtures.js';
@@ -87,4 +87,16 @@ test('the market listing (/v1/market, providersKnown) counts a pool once, under 
   const solo = m.adverts.find((a) => a.provider === P(1).did)!;
   assert.equal(solo.pool, undefined);
   assert.equal((market(d, 1) as { total: number; adverts: unknown[] }).adverts.length, 1);
+});
+
+test('selection and the explanation over a plain list of offers take a pool’s members’ offers once', () => {
+  const a0 = pooled(M[0]!);
+  const a1 = pooled(M[1]!);
+  const s = advert(P(1));
+  const offers = [offer(M[0]!, J, a0, { amount: '0.5' }), offer(M[1]!, J, a1, { amount: '0.4' }), offer(P(1), J, s, { amount: '0.45' })];
+  const r = select({ job: J, adverts: [a0, a1, s], offers, policy: 'cheapest', now: NOW });
+  assert.deepEqual(r.ranked.map((x) => x.offer), [offers[1]!.address, offers[2]!.address]);
+  const e = explainMarket({ job: J, adverts: [a0, a1, s], offers, now: NOW });
+  assert.equal(e.providers.length, 2);
+  assert.equal(e.known, 2);
 });
