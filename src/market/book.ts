@@ -87,21 +87,33 @@ export interface BookSlot {
   offer: Opened<Offer>;
 }
 
+/**
+ * The provider an offer's slot is keyed by. Default: its signer. A node passes
+ * its advert index's `providerFor`, so a pool's members' offers share the
+ * pool's slot (docs/pools.md "One entry in the market").
+ */
+export type SlotOf = (offer: Opened<Offer>) => string;
+const bySigner: SlotOf = (o) => o.signer;
+
 export class OfferBook {
   /** job → provider → entries (best first) */
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
   /** every offer held (best and standby), by address */
   readonly #addrs = new Map<string, Opened<Offer>>();
+  /** the slot (provider) each held offer was filed under */
+  readonly #slotKey = new Map<string, string>();
   readonly #store: Sub | undefined;
+  readonly #slotOf: SlotOf;
 
-  constructor(store?: Sub) {
+  constructor(store?: Sub, slotOf: SlotOf = bySigner) {
     this.#store = store;
+    this.#slotOf = slotOf;
   }
 
   /** Open a persisted book from `db` (sublevel `market-offers`), dropping what has expired by `now`. */
-  static async open(db: Db, now: number, name = 'market-offers'): Promise<OfferBook> {
+  static async open(db: Db, now: number, name = 'market-offers', slotOf?: SlotOf): Promise<OfferBook> {
     const store = sub(db, name);
-    const book = new OfferBook(store);
+    const book = new OfferBook(store, slotOf);
     const stale: string[] = [];
     for await (const [key, bytes] of store.iterator()) {
       let o: Opened<Offer>;
@@ -134,7 +146,7 @@ export class OfferBook {
         await this.#store.batch(ops, SYNC);
       } catch (e) {
         // undo in memory so the book matches the disk
-        this.#undo(offer, r.removed);
+        this.#undo(offer, r.removed, r.provider);
         throw new C0Error('STORE_WRITE_FAILED', `could not persist offer ${offer.address}: ${(e as Error).message}`, { cause: e });
       }
     }
@@ -148,13 +160,13 @@ export class OfferBook {
     return { changed: r.changed, status: r.status };
   }
 
-  #insert(offer: Opened<Offer>, now: number): AddResult & { removed: Opened<Offer>[] } {
+  #insert(offer: Opened<Offer>, now: number): AddResult & { removed: Opened<Offer>[]; provider: string } {
     if (!offer || offer.type !== T.offer || typeof offer.address !== 'string' || !offer.record) {
       throw new C0Error('BOOK_NOT_AN_OFFER', `the offer book takes ${T.offer} records, got ${String(offer?.type)}`, { field: 'offer' });
     }
-    if (this.#addrs.has(offer.address)) return { changed: false, status: 'duplicate', removed: [] };
+    const provider = this.#slotOf(offer);
+    if (this.#addrs.has(offer.address)) return { changed: false, status: 'duplicate', removed: [], provider };
     const job = offer.record.job;
-    const provider = offer.signer;
     let slots = this.#jobs.get(job);
     const entries = slots?.get(provider) ?? [];
     // expired entries leave first (they can never be best again)
@@ -164,11 +176,11 @@ export class OfferBook {
     const before = bestOf(live, now);
     if (offer.record.expiresAt <= now) {
       this.#commit(job, provider, live, removed);
-      return { changed: false, status: 'expired', removed };
+      return { changed: false, status: 'expired', removed, provider };
     }
     if (live.some((e) => dominates(e, offer))) {
       this.#commit(job, provider, live, removed);
-      return { changed: false, status: 'dominated', removed };
+      return { changed: false, status: 'dominated', removed, provider };
     }
     const kept: Opened<Offer>[] = [];
     const evicted: Opened<Offer>[] = [];
@@ -178,7 +190,7 @@ export class OfferBook {
       // expires or is dominated, so selection over the book equals selection over the offers it
       // accepted (docs/market.md, "The offer book's bound").
       this.#commit(job, provider, live, removed);
-      return { changed: false, status: 'refused', removed };
+      return { changed: false, status: 'refused', removed, provider };
     }
     removed.push(...evicted);
     kept.push(offer);
@@ -189,12 +201,16 @@ export class OfferBook {
     }
     this.#commit(job, provider, kept, removed);
     this.#addrs.set(offer.address, offer);
+    this.#slotKey.set(offer.address, provider);
     const after = bestOf(kept, now);
-    return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed };
+    return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed, provider };
   }
 
   #commit(job: string, provider: string, entries: Opened<Offer>[], removed: Opened<Offer>[]): void {
-    for (const r of removed) this.#addrs.delete(r.address);
+    for (const r of removed) {
+      this.#addrs.delete(r.address);
+      this.#slotKey.delete(r.address);
+    }
     let slots = this.#jobs.get(job);
     if (entries.length === 0) {
       if (slots) {
@@ -210,14 +226,18 @@ export class OfferBook {
     slots.set(provider, entries);
   }
 
-  #undo(offer: Opened<Offer>, removed: Opened<Offer>[]): void {
+  #undo(offer: Opened<Offer>, removed: Opened<Offer>[], provider: string): void {
     const slots = this.#jobs.get(offer.record.job);
-    const entries = (slots?.get(offer.signer) ?? []).filter((e) => e !== offer);
-    for (const r of removed) if (r.record.job === offer.record.job && r.signer === offer.signer) entries.push(r);
+    const entries = (slots?.get(provider) ?? []).filter((e) => e !== offer);
+    for (const r of removed) if (r.record.job === offer.record.job) entries.push(r);
     entries.sort(compareOffers);
     this.#addrs.delete(offer.address);
-    for (const r of removed) this.#addrs.set(r.address, r);
-    this.#commit(offer.record.job, offer.signer, entries, []);
+    this.#slotKey.delete(offer.address);
+    for (const r of removed) {
+      this.#addrs.set(r.address, r);
+      this.#slotKey.set(r.address, provider);
+    }
+    this.#commit(offer.record.job, provider, entries, []);
   }
 
   /**
@@ -312,7 +332,10 @@ export class OfferBook {
     const slots = this.#jobs.get(job);
     if (!slots) return;
     const removed = [...slots.values()].flat();
-    for (const o of removed) this.#addrs.delete(o.address);
+    for (const o of removed) {
+      this.#addrs.delete(o.address);
+      this.#slotKey.delete(o.address);
+    }
     this.#jobs.delete(job);
     if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
   }
@@ -320,7 +343,7 @@ export class OfferBook {
   /** A plain, deterministic picture of the visible book at `now` (for comparisons and tests). */
   snapshot(now: number): Array<{ job: string; provider: string; offer: string }> {
     const out: Array<{ job: string; provider: string; offer: string }> = [];
-    for (const job of this.jobs()) for (const o of this.best(job, now)) out.push({ job, provider: o.signer, offer: o.address });
+    for (const job of this.jobs()) for (const o of this.best(job, now)) out.push({ job, provider: this.#slotKey.get(o.address) ?? o.signer, offer: o.address });
     return out;
   }
 }
@@ -332,16 +355,19 @@ function keyOf(o: Opened<Offer>): string {
 /**
  * One offer per provider for `job`, in no particular order (selection and the
  * explanation order their output themselves): a book's candidates as they
- * stand, or a list reduced by `preferOffer` (offers of other jobs ignored).
+ * stand, or a list reduced by `preferOffer` (offers of other jobs ignored),
+ * one per `slotOf` key (selection and the explanation pass their advert
+ * index's `providerFor`, so a pool's members' offers count once).
  */
-export function oneOfferPerProvider(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number): Opened<Offer>[] {
+export function oneOfferPerProvider(offers: Iterable<Opened<Offer>> | OfferBook, job: string, currency: string, now: number, slotOf: SlotOf = bySigner): Opened<Offer>[] {
   if (offers instanceof OfferBook) return offers.candidates(job, currency, now);
   const best = new Map<string, Opened<Offer>>();
   for (const o of offers) {
     if (!o || o.type !== T.offer) throw new C0Error('MARKET_NOT_AN_OFFER', `expected a ${T.offer} record, got ${String(o?.type)}`, { field: 'offers' });
     if (o.record.job !== job) continue;
-    const b = best.get(o.signer);
-    if (b === undefined || preferOffer(o, b, currency, now)) best.set(o.signer, o);
+    const k = slotOf(o);
+    const b = best.get(k);
+    if (b === undefined || preferOffer(o, b, currency, now)) best.set(k, o);
   }
   return [...best.values()];
 }

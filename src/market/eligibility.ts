@@ -20,6 +20,7 @@ import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { C0Error } from '../errors.js';
 import { cmpAmount } from './amount.js';
 import { duration, isoTime } from './say.js';
+import { providerOf } from '../pools/chain.js';
 
 export const GATES = ['advert', 'workload', 'allowlist', 'tier', 'region', 'hardware', 'offer'] as const;
 export type Gate = (typeof GATES)[number];
@@ -336,6 +337,16 @@ export class AdvertIndex {
   readonly #byProvider = new Map<string, Opened<Advert>[]>();
   /** each advert's facts (the gates' view of it), by address */
   readonly #facts = new Map<string, AdvertFacts>();
+  /**
+   * The market's entries: one advert per provider it stands for (docs/pools.md
+   * "One entry in the market"). An unpooled provider's entry is its `latest`;
+   * a pool's is the newest of its members' `latest` pooled adverts (issuedAt,
+   * then seq, then the lower address), under the pool's DID.
+   */
+  readonly entries = new Map<string, Opened<Advert>>();
+  /** signer → the entry its latest advert counts toward; entry → those signers */
+  readonly #entryOf = new Map<string, string>();
+  readonly #members = new Map<string, Set<string>>();
 
   constructor(adverts: Iterable<Opened<Advert>> = []) {
     for (const a of adverts) this.add(a);
@@ -360,9 +371,60 @@ export class AdvertIndex {
     const cur = this.latest.get(a.signer);
     if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) {
       this.latest.set(a.signer, a);
+      this.#reentry(a.signer);
       return true;
     }
     return false;
+  }
+
+  /** The entry (provider) the signer's latest advert stands for: the pool's DID for a pooled one, else the signer. */
+  entryOf(signer: string): string {
+    return this.#entryOf.get(signer) ?? signer;
+  }
+
+  /** How many signers' latest adverts stand for the entry `provider` (a pool's member count as seen here; 1 for a plain provider). */
+  membersOf(provider: string): number {
+    return this.#members.get(provider)?.size ?? 0;
+  }
+
+  /**
+   * The provider an offer stands for: the pool of the pooled advert it cites
+   * (when that advert is held and is the offer signer's), else its signer.
+   */
+  providerFor(offer: Opened<Offer>): string {
+    const a = this.byAddress.get(offer.record.advert);
+    return a && a.record.pool && a.signer === offer.signer ? entryKey(a) : offer.signer;
+  }
+
+  #reentry(signer: string): void {
+    const a = this.latest.get(signer);
+    const old = this.#entryOf.get(signer);
+    const key = a ? entryKey(a) : undefined;
+    if (old !== undefined && old !== key) {
+      const m = this.#members.get(old)!;
+      m.delete(signer);
+      if (m.size === 0) this.#members.delete(old);
+      this.#pick(old);
+    }
+    if (key === undefined) {
+      this.#entryOf.delete(signer);
+      return;
+    }
+    this.#entryOf.set(signer, key);
+    let m = this.#members.get(key);
+    if (!m) this.#members.set(key, (m = new Set()));
+    m.add(signer);
+    this.#pick(key);
+  }
+
+  #pick(key: string): void {
+    let best: Opened<Advert> | undefined;
+    for (const s of this.#members.get(key) ?? []) {
+      const a = this.latest.get(s)!;
+      if (!best || newerEntry(a, best)) best = a;
+    }
+    if (best) this.entries.set(key, best);
+    else this.entries.delete(key);
   }
 
   get(address: string): Opened<Advert> | undefined {
@@ -387,6 +449,7 @@ export class AdvertIndex {
       const cur = this.latest.get(a.signer);
       if (!cur || a.record.seq > cur.record.seq || (a.record.seq === cur.record.seq && a.address < cur.address)) this.latest.set(a.signer, a);
     }
+    for (const s of touched) this.#reentry(s);
   }
 
   /** The facts of the advert at `address` (undefined when it is not held). */
@@ -428,4 +491,21 @@ export class AdvertIndex {
     if (l && l.record.expiresAt > now && l.record.issuedAt <= now && l.record.seq > cited.record.seq) return l;
     return cited;
   }
+}
+
+/** The entry an advert counts toward: its pool's DID when pooled (the proof was verified on open), else its signer. */
+function entryKey(a: Opened<Advert>): string {
+  if (!a.record.pool) return a.signer;
+  try {
+    return providerOf(a);
+  } catch {
+    return a.signer;
+  }
+}
+
+/** Of two members' adverts for one pool entry: the later issuedAt, then the higher seq, then the lower address. */
+function newerEntry(a: Opened<Advert>, b: Opened<Advert>): boolean {
+  if (a.record.issuedAt !== b.record.issuedAt) return a.record.issuedAt > b.record.issuedAt;
+  if (a.record.seq !== b.record.seq) return a.record.seq > b.record.seq;
+  return a.address < b.address;
 }

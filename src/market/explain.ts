@@ -70,7 +70,7 @@ export function verdictOf(provider: string, advert: string | undefined, offer: s
 
 /** Evaluate every known provider (with or without an offer) for a job. DID order. */
 export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>): ProviderVerdict[] {
-  const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now);
+  const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now, (o) => index.providerFor(o));
   if (judged) for (const o of cands) judged.set(o.address, o);
   // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer
   const providers: string[] = [];

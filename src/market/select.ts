@@ -107,7 +107,7 @@ export function select(input: SelectInput): SelectResult {
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
   const cur = pj.job.maxPrice.currency;
 
-  const cands = oneOfferPerProvider(input.offers, pj.address, cur, now);
+  const cands = oneOfferPerProvider(input.offers, pj.address, cur, now, (o) => index.providerFor(o));
   // The gates, and the raw figures scoring needs, in one pass while each offer and its advert are in cache.
   const cap = cands.length;
   const price = new Float64Array(cap);

@@ -116,7 +116,7 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
     roles: o.roles,
     addrs: o.net.addrs(),
     peers: o.net.peers().length,
-    providersKnown: [...o.market.adverts.latest.values()].filter((a) => a.record.expiresAt > now).length,
+    providersKnown: [...o.market.adverts.entries.values()].filter((a) => a.record.expiresAt > now).length,
     offersHeld: o.market.book.size,
     evidence: o.market.evidence.size,
     network: o.networkHealth(),
@@ -151,12 +151,14 @@ function marketLimit(v: string | null): number | undefined {
 export function market(d: OverlayNode, limit?: number): Record<string, unknown> {
   const now = d.clock();
   const rep = d.market.reputation();
-  const all = [...d.market.adverts.latest.values()];
-  const live = all.filter((a) => a.record.expiresAt > now).length;
-  let list = all.sort((a, b) => (a.signer < b.signer ? -1 : 1));
+  // one entry per provider: a pool once, under its DID, as its newest member advert (docs/pools.md "One entry in the market")
+  const idx = d.market.adverts;
+  const all = [...idx.entries].map(([provider, a]) => ({ provider, a }));
+  const live = all.filter(({ a }) => a.record.expiresAt > now).length;
+  let list = all.sort((x, y) => (x.provider < y.provider ? -1 : 1));
   if (limit !== undefined) {
-    const score = new Map(list.map((a) => [a.signer, rep.scoreOf(a.signer)]));
-    list = list.sort((a, b) => Number(b.record.expiresAt > now) - Number(a.record.expiresAt > now) || score.get(b.signer)! - score.get(a.signer)! || (a.signer < b.signer ? -1 : 1)).slice(0, limit);
+    const score = new Map(list.map((x) => [x.provider, rep.scoreOf(x.provider)]));
+    list = list.sort((x, y) => Number(y.a.record.expiresAt > now) - Number(x.a.record.expiresAt > now) || score.get(y.provider)! - score.get(x.provider)! || (x.provider < y.provider ? -1 : 1)).slice(0, limit);
   }
   // Presence (docs/matching.md "Presence"): who is live now, with free slots; `limit` bounds the list, not the counts.
   const present = d.presence.live(now);
@@ -170,7 +172,7 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
     total: all.length,
     live,
     presence,
-    adverts: list.map((a) => ({ ...wireRecord(a), live: a.record.expiresAt > now, reputation: rep.scoreOf(a.signer), ...(byDid.has(a.signer) ? { freeSlots: byDid.get(a.signer)!.freeSlots } : {}) })),
+    adverts: list.map(({ provider, a }) => ({ ...wireRecord(a), provider, ...(a.record.pool ? { pool: { did: provider, members: idx.membersOf(provider) } } : {}), live: a.record.expiresAt > now, reputation: rep.scoreOf(provider), ...(byDid.has(a.signer) ? { freeSlots: byDid.get(a.signer)!.freeSlots } : {}) })),
   };
 }
 

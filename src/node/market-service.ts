@@ -59,15 +59,17 @@ export class MarketService implements BuyerMarket {
     private o: MarketServiceOptions,
     readonly book: OfferBook,
     readonly evidence: EvidenceStore,
-    adverts: Array<Opened<Advert>>,
+    adverts: AdvertIndex,
   ) {
-    this.adverts = new AdvertIndex(adverts);
+    this.adverts = adverts;
   }
 
   static async open(o: MarketServiceOptions): Promise<MarketService> {
-    const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`);
+    // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
+    const adverts = new AdvertIndex(o.records.allAdverts());
+    const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`);
-    const m = new MarketService(o, book, evidence, o.records.allAdverts());
+    const m = new MarketService(o, book, evidence, adverts);
     for (const j of await o.records.list(T.job)) if (j.signer === o.did && j.record.deadline > o.now) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);
     return m;
@@ -135,10 +137,11 @@ export class MarketService implements BuyerMarket {
    * does not hold it (the advert cap may have let it go before the provider quoted).
    */
   async addOffer(o: Opened<Offer>, now: number, attachments: readonly Opened[] = []): Promise<void> {
-    await this.book.add(o, now);
+    // the advert first, so the book files the offer under the provider its advert stands for
     for (const a of attachments) {
       if (a.type === T.advert && a.signer === o.signer && !this.adverts.get(a.address)) await this.putAdvert(a as Opened<Advert>);
     }
+    await this.book.add(o, now);
   }
 
   /**
@@ -152,7 +155,7 @@ export class MarketService implements BuyerMarket {
       if (out.length >= limit) break;
       const a = this.adverts.latest.get(did);
       if (!a || a.record.expiresAt <= now || did === this.o.did) continue;
-      if (this.book.slot(job.address, did, now)) continue;
+      if (this.book.slot(job.address, this.adverts.entryOf(did), now)) continue;
       if (this.providerEligibility(job, a, now).length) continue;
       out.push(did);
     }

@@ -62,7 +62,15 @@ before(async () => {
     const m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m1), bootstrapAddr(m2)]));
     members = [m1, m2, m3];
     buyer = await c.start('b', buyerConfig({ bootstrap: members.map(bootstrapAddr), collectWindowMs: 1500 }));
-    await waitForMarket(buyer, 3, members.map((m) => m.did));
+    await waitForMarket(buyer, 1, members.map((m) => m.did));
+    // The pool is one provider to the buyer: one market entry under the pool's DID, all three members' adverts seen.
+    const m = await waitFor('the buyer to hold every member’s pooled advert', async () => {
+      const v = await get<{ total: number; adverts: Array<{ provider: string; pool?: { did: string; members: number } }> }>(buyer, '/v1/market');
+      return v.adverts[0]?.pool?.members === 3 ? v : false;
+    }, 45_000);
+    assert.equal(m.total, 1);
+    assert.equal(m.adverts[0]!.provider, pool);
+    assert.equal((await get<{ providersKnown: number }>(buyer, '/v1/status')).providersKnown, 1);
     // Every member sees every other live, so they agree on the coordinator.
     await waitFor('members to see each other live and agree', async () => {
       const v = await views();

@@ -394,12 +394,12 @@ export function registerLiveMarket(program: Command): void {
       const counts = r as { total?: number; live?: number };
       const pres = (r as { presence?: { live: number; freeSlots: number } }).presence;
       if (pres) out(presenceLine(pres));
-      const ads = r.adverts as Array<{ signer: string; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
+      const ads = r.adverts as Array<{ signer: string; provider?: string; pool?: { members: number }; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');
       for (const a of ads) {
         const hw = a.record.hardware;
         const gpus = hw.gpus?.map((g) => `${g.count}× ${g.model} ${Math.round(g.vramMiB / 1024)} GiB`).join(', ') ?? 'no GPU';
-        out(`${short(a.signer)}  ${a.live ? 'live' : 'EXPIRED'}${a.freeSlots === undefined ? '' : `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}`}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
+        out(`${short(a.provider ?? a.signer)}${a.pool ? `  pool of ${a.pool.members} member${a.pool.members === 1 ? '' : 's'} seen` : ''}  ${a.live ? 'live' : 'EXPIRED'}${a.freeSlots === undefined ? '' : `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}`}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
         out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
         for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
       }

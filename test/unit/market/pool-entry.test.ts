@@ -1,0 +1,102 @@
+/**
+ * A pool is one provider in the buyer's market (docs/pools.md "One entry in the
+ * market"): the advert index's entries, the offer book's slots and the
+ * `/v1/market` listing take a pool's members' pooled adverts and offers once,
+ * under the pool's DID; unpooled adverts are unchanged.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { seal, T, type Advert, type Opened } from '../../../src/records/index.js';
+import { AdvertIndex, OfferBook, explainMarket, select } from '../../../src/market/index.js';
+import { market } from '../../../src/node/control.js';
+import type { OverlayNode } from '../../../src/node/overlay.js';
+import { NOW, P, advert, job, offer, type Party } from './fixtures.js';
+import { POOL, memberKeys, pooledAdvert, proof, roster, didOf } from '../pools/helpers.js';
+
+const R = roster();
+const M: Party[] = memberKeys.map((k) => ({ signer: k, did: didOf(k) }));
+const pooled = (p: Party, over: Partial<Advert> = {}): Opened<Advert> => seal(T.advert, { ...pooledAdvert(proof(R, p.signer)), workloads: ['infer.llm'], ...over }, p.signer) as Opened<Advert>;
+const J = job(P(100));
+
+test('two members’ pooled adverts: one market entry under the pool’s DID, the newer by issuedAt; every member advert still resolves', () => {
+  const a0 = pooled(M[0]!, { issuedAt: NOW - 1000 });
+  const a1 = pooled(M[1]!, { issuedAt: NOW - 500 });
+  const solo = advert(P(1));
+  for (const order of [[a0, a1, solo], [solo, a1, a0]]) {
+    const idx = new AdvertIndex(order);
+    assert.deepEqual([...idx.entries.keys()].sort(), [POOL, P(1).did].sort());
+    assert.equal(idx.entries.get(POOL), a1);
+    assert.equal(idx.membersOf(POOL), 2);
+    assert.equal(idx.entryOf(M[0]!.did), POOL);
+    // the member-level view is kept: each member's latest, each advert by address
+    assert.equal(idx.latest.size, 3);
+    assert.equal(idx.get(a0.address), a0);
+    assert.equal(idx.get(a1.address), a1);
+    // an unpooled advert's entry is its latest
+    assert.equal(idx.entries.get(P(1).did), solo);
+    assert.equal(idx.membersOf(P(1).did), 1);
+  }
+  // equal issuedAt: the lower address, whatever the arrival order
+  const b0 = pooled(M[0]!, { issuedAt: NOW });
+  const b1 = pooled(M[1]!, { issuedAt: NOW });
+  const want = b0.address < b1.address ? b0 : b1;
+  assert.equal(new AdvertIndex([b0, b1]).entries.get(POOL), want);
+  assert.equal(new AdvertIndex([b1, b0]).entries.get(POOL), want);
+  // the newer member's advert evicted: the other member's stands for the pool; both gone: the pool leaves
+  const idx = new AdvertIndex([a0, a1]);
+  idx.remove([a1]);
+  assert.equal(idx.entries.get(POOL), a0);
+  assert.equal(idx.membersOf(POOL), 1);
+  idx.remove([a0]);
+  assert.equal(idx.entries.size, 0);
+  assert.equal(idx.membersOf(POOL), 0);
+});
+
+test('two members’ offers for one job: one book slot, the pool’s, holding the better offer (the same rule as one signer)', async () => {
+  const a0 = pooled(M[0]!);
+  const a1 = pooled(M[1]!);
+  const idx = new AdvertIndex([a0, a1]);
+  const o0 = offer(M[0]!, J, a0, { amount: '0.5' });
+  const o1 = offer(M[1]!, J, a1, { amount: '0.4' });
+  const book = new OfferBook(undefined, (o) => idx.providerFor(o));
+  assert.equal(book.addSync(o0, NOW).status, 'best');
+  assert.equal(book.addSync(o1, NOW).status, 'best');
+  assert.deepEqual(book.best(J.address, NOW), [o1]);
+  assert.deepEqual(book.candidates(J.address, 'USD', NOW), [o1]);
+  assert.equal(book.liveCount(J.address, NOW), 1);
+  assert.deepEqual(book.snapshot(NOW), [{ job: J.address, provider: POOL, offer: o1.address }]);
+  assert.equal(book.slot(J.address, POOL, NOW), o1);
+  // an offer citing a plain advert keeps its signer's slot
+  const s = advert(P(1));
+  idx.add(s);
+  const os = offer(P(1), J, s, { amount: '0.45' });
+  book.addSync(os, NOW);
+  assert.equal(book.best(J.address, NOW).length, 2);
+  assert.equal(book.slot(J.address, P(1).did, NOW), os);
+});
+
+test('the market listing (/v1/market, providersKnown) counts a pool once, under its DID, with the members seen', () => {
+  const idx = new AdvertIndex([pooled(M[0]!), pooled(M[1]!), pooled(M[2]!), advert(P(1))]);
+  const d = { clock: () => NOW, market: { adverts: idx, reputation: () => ({ scoreOf: () => 0.5 }) }, presence: { live: () => [] } } as unknown as OverlayNode;
+  const m = market(d) as { total: number; live: number; adverts: Array<{ provider: string; signer: string; pool?: { did: string; members: number } }> };
+  assert.equal(m.total, 2);
+  assert.equal(m.live, 2);
+  const p = m.adverts.find((a) => a.provider === POOL)!;
+  assert.deepEqual(p.pool, { did: POOL, members: 3 });
+  assert.ok(M.some((x) => x.did === p.signer));
+  const solo = m.adverts.find((a) => a.provider === P(1).did)!;
+  assert.equal(solo.pool, undefined);
+  assert.equal((market(d, 1) as { total: number; adverts: unknown[] }).adverts.length, 1);
+});
+
+test('selection and the explanation over a plain list of offers take a pool’s members’ offers once', () => {
+  const a0 = pooled(M[0]!);
+  const a1 = pooled(M[1]!);
+  const s = advert(P(1));
+  const offers = [offer(M[0]!, J, a0, { amount: '0.5' }), offer(M[1]!, J, a1, { amount: '0.4' }), offer(P(1), J, s, { amount: '0.45' })];
+  const r = select({ job: J, adverts: [a0, a1, s], offers, policy: 'cheapest', now: NOW });
+  assert.deepEqual(r.ranked.map((x) => x.offer), [offers[1]!.address, offers[2]!.address]);
+  const e = explainMarket({ job: J, adverts: [a0, a1, s], offers, now: NOW });
+  assert.equal(e.providers.length, 2);
+  assert.equal(e.known, 2);
+});
