@@ -9,6 +9,7 @@
  * Pure: no I/O, no clock, no randomness except the seeded initialiser.
  */
 import { C0Error } from '../errors.js';
+import { seededRandom } from '../net/faults.js';
 
 export interface MlpShape {
   /** Layer widths, input first, classes last, e.g. [4, 16, 3]. */
@@ -45,22 +46,11 @@ export function checkShape(shape: MlpShape): void {
   }
 }
 
-/** xorshift128+-free, integer-only PRNG (mulberry32): deterministic across platforms. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Seeded initial weights: W uniform in ±sqrt(6/(in+out)) (Glorot), b = 0. */
 export function initWeights(shape: MlpShape, seed: number): Float64Array {
   checkShape(shape);
-  const rnd = mulberry32(seed);
+  const rnd = seededRandom(seed); // mulberry32: integer-only, the same on every platform
   const w = new Float64Array(paramCount(shape));
   for (const t of tensors(shape)) {
     if (!t.name.startsWith('W')) continue;
