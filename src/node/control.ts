@@ -14,6 +14,7 @@ import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 import { batchPlan } from './batch-route.js';
+import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
@@ -90,6 +91,8 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return o.poolMember.status();
       },
     },
+    // A training gang admitted as one pool/1 claim (docs/training.md "A gang on a stewarded overlay").
+    ...gangRoutes(d),
     ...consoleRoutes(d, sessions, hub, runStreaming),
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];
@@ -235,8 +238,18 @@ export function parseJobSpec(body: unknown): JobSpec {
     ...(typeof b.class === 'string' ? { class: b.class } : {}),
     ...(b.energy && typeof b.energy === 'object' ? { energy: b.energy as NonNullable<JobSpec['energy']> } : {}),
     ...(b.order === undefined ? {} : { order: parseOrder(b.order) }),
+    ...(b.gang === undefined ? {} : { gang: parseGang(b.gang) }),
   };
   return spec;
+}
+
+/** A job spec's `gang`: {claim, member}, a member job of a gang admitted as one claim (docs/training.md "A gang on a stewarded overlay"). */
+function parseGang(v: unknown): NonNullable<JobSpec['gang']> {
+  const g = v as { claim?: unknown; member?: unknown };
+  if (typeof g !== 'object' || g === null || typeof g.claim !== 'string' || !Number.isSafeInteger(g.member) || (g.member as number) < 0) {
+    throw new C0Error('JOB_SPEC_INVALID', 'job spec: gang must be {claim, member (a whole number)}', { field: 'gang' });
+  }
+  return { claim: g.claim, member: g.member as number };
 }
 
 /** A job spec's `order`: `{}` (an open bid) or `{designated: DID}` (docs/matching.md "Open orders, claims and leases"). */

@@ -432,7 +432,7 @@ export class OverlayNode {
   /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
   async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
     if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}) } as never];
+    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
     // Asks again by itself when the stream fails while the claim is queued (src/roles/admission-client.ts).
     return requestAdmission({
       ask: async (onFrame) => {

@@ -68,6 +68,8 @@ export interface JobSpec {
   class?: string;
   /** The claim's energy estimate with its grade (pool/1 §2.3). */
   energy?: { uj: number; grade: 'HwShunt' | 'ModelBased' | 'Estimator' };
+  /** A member job of a gang admitted as one pool/1 claim (docs/training.md "A gang on a stewarded overlay"): the claim and member index it runs under. */
+  gang?: { claim: string; member: number };
   /** An open order (docs/matching.md "Open orders, claims and leases"): claims at maxPrice instead of an offer window; `designated` names the one provider that may claim it. */
   order?: { designated?: string };
 }

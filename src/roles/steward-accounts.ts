@@ -6,7 +6,10 @@
  * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED), when its buyer withdraws it, or at its
  * deadline with failures alone: the sum of every receipt the job's providers
  * signed (a failed attempt spent energy too) at the worst grade among them (a
- * grade never improves). Part of src/roles/steward.ts.
+ * grade never improves). A gang's claim (src/roles/steward-gangs.ts) is
+ * charged every member job's receipts and released once, when every member
+ * has a final receipt (completed or failed), when its buyer withdraws it, or
+ * at its deadline. Part of src/roles/steward.ts.
  */
 import type { Opened } from '../records/envelope.js';
 import type { Energy, Receipt, Selection } from '../records/kinds.js';
@@ -26,6 +29,8 @@ export interface OpenJob {
   provider?: string;
   entitlement: string;
   timer?: NodeJS.Timeout;
+  /** A gang's claim: its size (member jobs are bound to it in src/roles/steward-gangs.ts). */
+  gang?: number;
 }
 
 export interface AccountsDeps {
@@ -41,6 +46,15 @@ export interface AccountsDeps {
   forget: (claim: string) => void;
   /** Capacity freed: decide the queue again. */
   freed: () => Promise<void>;
+  /** A gang's member jobs: the claim a job is bound to, and its member index (src/roles/steward-gangs.ts). */
+  gangs?: {
+    claimOf(job: string): string | undefined;
+    memberOf(job: string): number | undefined;
+    /** Keep a receipt charged to a gang (it survives a restart). */
+    noteReceipt(claim: string, r: Opened<Receipt>): Promise<void>;
+    /** The gang's claim was released. */
+    released(claim: string): Promise<void>;
+  };
 }
 
 export class ClaimAccounts {
@@ -52,8 +66,8 @@ export class ClaimAccounts {
     return this.#open.get(claim);
   }
 
-  track(claim: string, entitlement: string, buyer: string, deadline: number): OpenJob {
-    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners: new Set() };
+  track(claim: string, entitlement: string, buyer: string, deadline: number, gang?: number): OpenJob {
+    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners: new Set(), ...(gang === undefined ? {} : { gang }) };
     this.#open.set(claim, oj);
     this.#armDeadline(oj);
     return oj;
@@ -83,8 +97,13 @@ export class ClaimAccounts {
     return [...(this.#open.get(claim)?.receipts.values() ?? [])].reduce((sum, r) => sum + r.record.energy.uj, 0);
   }
 
+  /** The claim a job's records are charged to: its gang's, or its own. */
+  #claimOf(job: string): string {
+    return this.d.gangs?.claimOf(job) ?? job;
+  }
+
   onSelection(s: Opened<Selection>): void {
-    const oj = this.#open.get(s.record.job);
+    const oj = this.#open.get(this.#claimOf(s.record.job));
     if (!oj) return;
     // Only the buyer's (or our own) selection names the provider doing the work.
     if (s.signer !== oj.buyer && s.signer !== this.d.did) return;
@@ -96,19 +115,37 @@ export class ClaimAccounts {
   }
 
   async onReceipt(r: Opened<Receipt>): Promise<void> {
-    const oj = this.#open.get(r.record.job);
+    const oj = this.#open.get(this.#claimOf(r.record.job));
     if (!oj) return;
     if (r.record.buyer !== oj.buyer) return; // a receipt for someone else's purchase of this job: not ours
-    if (oj.winners.size && !oj.winners.has(r.record.provider)) {
+    // A gang's member receipts are charged by the job they name (bound to the claim), whichever selection the steward heard.
+    if (oj.gang === undefined && oj.winners.size && !oj.winners.has(r.record.provider)) {
       this.d.log.warn({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named; not charged');
       return;
     }
+    if (oj.receipts.has(r.address)) return;
     oj.receipts.set(r.address, r);
+    if (oj.gang !== undefined) await this.d.gangs?.noteReceipt(oj.claim, r);
     const reclaimed = r.record.failure?.code === 'EXEC_PREEMPTED' || r.record.failure?.code === 'EXEC_IDLE_RECLAIMED';
-    if (r.record.status === 'completed' || reclaimed) await this.release(oj, reclaimed ? r.record.failure!.code : r.record.status);
+    if (reclaimed) await this.release(oj, r.record.failure!.code);
+    else if (oj.gang !== undefined) {
+      if (this.gangEnded(oj)) await this.release(oj, 'gang ended');
+    } else if (r.record.status === 'completed') await this.release(oj, r.record.status);
+  }
+
+  /** Every member of a gang has a final receipt (completed or failed): its work is over. */
+  gangEnded(oj: OpenJob): boolean {
+    const ended = new Set<number>();
+    for (const r of oj.receipts.values()) {
+      const m = this.d.gangs?.memberOf(r.record.job);
+      if (m !== undefined) ended.add(m);
+    }
+    return oj.gang !== undefined && ended.size >= oj.gang;
   }
 
   async release(oj: OpenJob, why: string): Promise<void> {
+    // Released once: a second path reaching here (a receipt, a withdraw, the deadline) finds it gone.
+    if (this.#open.get(oj.claim) !== oj) return;
     if (!this.d.ledger.book.open.has(oj.claim)) {
       this.#open.delete(oj.claim);
       return;
@@ -125,7 +162,8 @@ export class ClaimAccounts {
     this.#open.delete(oj.claim);
     this.d.forget(oj.claim);
     const r = await this.d.append({ event: 'Released', claim: oj.claim, actual });
-    this.d.log.info({ claim: oj.claim, actual, why, seq: r.seq }, 'claim released');
+    this.d.log.info({ claim: oj.claim, actual, why, seq: r.seq, ...(oj.gang === undefined ? {} : { gang: oj.gang, receipts: rs.length }) }, 'claim released');
+    if (oj.gang !== undefined) await this.d.gangs?.released(oj.claim);
     await this.d.freed();
   }
 

@@ -19,6 +19,7 @@ import { deriveEstimate } from '../pool/estimate.js';
 import type { Ledger } from '../ledger/store.js';
 import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { ClaimAccounts } from './steward-accounts.js';
+import type { GangCite, Gangs } from './steward-gangs.js';
 import type { Decided, Reclaimer } from './steward-reclaim.js';
 import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
@@ -44,6 +45,8 @@ export interface AdmitRequest {
   entitlement: string;
   class?: string;
   estimate?: Energy;
+  /** A member job of an admitted gang: the claim it runs under (src/roles/steward-gangs.ts). */
+  gang?: GangCite;
 }
 
 function claimFor(job: Opened<Job>, req: Pick<AdmitRequest, 'entitlement' | 'class'>, estimate: Energy): Claim {
@@ -67,6 +70,8 @@ export interface AdmissionDeps {
   stopped: () => boolean;
   /** Append a ledger entry and publish the new head. */
   append: Ledger['append'];
+  /** Gang claims: a job citing one is bound to it instead of claiming alone (src/roles/steward-gangs.ts). */
+  gangs?: Pick<Gangs, 'admitMember'>;
 }
 
 export class AdmissionLine {
@@ -91,6 +96,11 @@ export class AdmissionLine {
     const job = open(req.job, T.job);
     const { didFromPeerId } = await import('../node/peer-id.js');
     if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask to admit it');
+    if (req.gang !== undefined) {
+      const g = req.gang as Partial<GangCite>;
+      if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
+      return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
+    }
     // An admission of this job under way (taken out of line, being appended): answer once it is done.
     await this.#admitting.get(job.address);
     const admitted = this.d.ledger.book.open.get(job.address);

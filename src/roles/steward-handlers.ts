@@ -8,6 +8,7 @@
  */
 import { C0Error } from '../errors.js';
 import { T, type PolicyName } from '../records/kinds.js';
+import { open } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ledger } from '../ledger/store.js';
 import type { ClaimAccounts } from './steward-accounts.js';
@@ -37,6 +38,19 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
   }
   const { didFromPeerId } = await import('../node/peer-id.js');
   if (didFromPeerId(ctx.peer.toString()) !== oj.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+  // A gang's buyer hands over the member receipts it holds (signed by their providers), so the release sums them all even if gossip missed one.
+  if (Array.isArray(req.receipts)) {
+    for (const b of req.receipts.slice(0, 256)) {
+      if (!(b instanceof Uint8Array)) continue;
+      let r;
+      try {
+        r = open(b, T.receipt);
+      } catch {
+        continue;
+      }
+      await accounts.onReceipt(r);
+    }
+  }
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }

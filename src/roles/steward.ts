@@ -20,7 +20,8 @@
  *   a claim whose buyer is away holds the line for at most `reaskGraceMs`.
  *   Asking again for a job already admitted answers `admitted` again (the
  *   first answer may have been lost). Deny → the buyer is told why; nothing
- *   is recorded.
+ *   is recorded. `admit-gang`: a training gang as one claim, its member jobs
+ *   citing it (src/roles/steward-gangs.ts).
  * - Release: when a job's work ends, `Released` charges the actual energy in
  *   place of the reservation (§6.2): the sum of every receipt the job's
  *   providers signed (a failed attempt spent energy too), at the worst grade
@@ -51,6 +52,7 @@ import { Ledger } from '../ledger/store.js';
 import { ClaimAccounts } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
+import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 
@@ -64,6 +66,7 @@ export class Steward {
   readonly #accounts: ClaimAccounts;
   readonly #reclaim: Reclaimer;
   readonly #line: AdmissionLine;
+  readonly #gangs: Gangs;
   #stopped = false;
   #idleTimer: NodeJS.Timeout | undefined;
 
@@ -79,9 +82,11 @@ export class Steward {
     ledger.attach(this.pool);
     const stopped = () => this.#stopped;
     const append = (ev: Parameters<Ledger['append']>[0]) => this.#append(ev);
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry() });
+    const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
-    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append });
+    this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append });
+    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, gangs: this.#gangs });
   }
 
   static async start(o: StewardPorts, dataDir: string, cfg: StewardConfig, identity: StewardIdentity): Promise<Steward> {
@@ -106,8 +111,15 @@ export class Steward {
 
   async #wire(): Promise<void> {
     const net = this.o.net;
-    // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book).
+    // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book); a gang's from its stored record.
+    const gangReceipts = await this.#gangs.restore();
     for (const c of this.ledger.book.open.values()) {
+      const g = this.#gangs.get(c.claim);
+      if (g) {
+        const oj = this.#accounts.track(c.claim, c.entitlement, g.buyer, g.deadline, g.size);
+        for (const r of gangReceipts.get(c.claim) ?? []) oj.receipts.set(r.address, r);
+        continue;
+      }
       const job = await this.o.records.get(c.claim, T.job);
       this.#accounts.track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
     }
@@ -145,9 +157,10 @@ export class Steward {
   async #serve(frames: CborValue[], ctx: StewardStream): Promise<void> {
     const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
     if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, ctx);
+    if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts }, req, ctx);
     if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx);
-    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "select" or "withdraw"');
+    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "select" or "withdraw"');
   }
 
   /** The overlay's physical capacity in devices (src/roles/steward-reclaim.ts). */

@@ -6,7 +6,13 @@
  * (members put in from the pick), and one `train.member` job per member goes
  * through POST /v1/run (requirements.allowlist = that member), all at once.
  * Prints every member's receipt and the weights; exit 1 unless every member
- * completed and all report the same weights.
+ * completed and all report the same weights. Each member job's params cite
+ * the gang claim {claim: run address, member: index}. With `--entitlement`
+ * (an overlay with a steward) the gang is first admitted as ONE pool/1 claim
+ * through POST /v1/gang/admit (refused as a whole before any member job is
+ * sent), every member job names it, and POST /v1/gang/release releases it at
+ * the end with every member's receipt (docs/training.md "A gang on a
+ * stewarded overlay").
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -14,11 +20,13 @@ import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api.js';
 import { systemClock } from '../../util/clock.js';
 import { buildRun, writeRunBundle } from '../../roles/trainer/run-file.js';
-import { checkGang, pickMembers, withMembers, type MarketAdvert, type MemberJobResult } from '../../roles/trainer/gang-buy.js';
+import { checkGang, pickMembers, withMembers, type GangReport, type MarketAdvert, type MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
+import { citeParams } from '../../roles/gang-cite.js';
+import type { Admission } from '../../roles/buyer.js';
 
 interface BuyFlags {
   providers?: string;
@@ -30,6 +38,11 @@ interface BuyFlags {
   out?: string;
   overlay?: string;
   json?: boolean;
+  entitlement?: string;
+  energy?: string;
+  energyGrade: string;
+  class?: string;
+  devicesPerMember: string;
 }
 
 export function registerBuy(train: Command): void {
@@ -44,6 +57,11 @@ export function registerBuy(train: Command): void {
     .option('--deadline <ms>', 'each member job’s deadline from now', '120000')
     .option('--out <file>', 'also write the signed run bundle here')
     .option('--overlay <name>', 'buy on this overlay (default: the node’s first)')
+    .option('--entitlement <id>', 'on an overlay with a steward: admit the gang as one pool/1 claim under this entitlement first')
+    .option('--energy <uj>', 'with --entitlement: the whole gang’s energy estimate in µJ')
+    .option('--energy-grade <grade>', 'the grade of --energy (HwShunt, ModelBased, Estimator)', 'Estimator')
+    .option('--class <name>', 'with --entitlement: the claim’s class (the steward derives an estimate from its history when --energy is absent)')
+    .option('--devices-per-member <n>', 'with --entitlement: devices each member occupies', '1')
     .option('--json', 'machine-readable result')
     .action(async (runYaml: string, f: BuyFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
@@ -62,8 +80,27 @@ export function registerBuy(train: Command): void {
       if (!f.json) process.stderr.write(`▸ run ${runAddr}: ${order.length} members, buying one ${f.workload} job from each\n`);
       const input = Buffer.from(JSON.stringify({ run: (JSON.parse(json) as { run: string }).run })).toString('base64');
       const deadlineMs = Number(f.deadline);
-      const buyOne = async (did: string): Promise<MemberJobResult> => {
-        const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input };
+      let admission: Admission | undefined;
+      if (f.entitlement) {
+        // One claim for the whole gang, decided before any member job is sent; its deadline leaves room for the member jobs' own.
+        const body = {
+          run: (JSON.parse(json) as { run: string }).run,
+          entitlement: f.entitlement,
+          ...(f.energy === undefined ? {} : { energy: { uj: Number(f.energy), grade: f.energyGrade } }),
+          ...(f.class ? { class: f.class } : {}),
+          devicesPerMember: Number(f.devicesPerMember),
+          deadlineMs: deadlineMs + 60_000,
+        };
+        admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body)) as { admission: Admission }).admission;
+        if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${admission.reason})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
+        if (admission.verdict !== 'Admit') {
+          if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
+          throw new C0Error('TRAIN_GANG_REFUSED', `the steward did not admit the gang of ${order.length}: ${admission.verdict}${admission.reason ? ` ${admission.reason}` : ''}`, { detail: { admission } });
+        }
+      }
+      const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
+        const gang = { claim: runAddr, member };
+        const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input, params: citeParams(gang), ...(f.entitlement ? { entitlement: f.entitlement, gang } : {}) };
         for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
           if (ev.e === 'result') return ev.result as MemberJobResult;
           if (ev.e === 'error') {
@@ -73,7 +110,13 @@ export function registerBuy(train: Command): void {
         }
         return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
       };
-      const report = checkGang(runAddr, order, await Promise.all(order.map(buyOne)));
+      const report: GangReport & { admission?: Admission; released?: string } = checkGang(runAddr, order, await Promise.all(order.map(buyOne)));
+      if (admission) {
+        // Release the one claim now with every member's receipt (the steward may have released it already, on the last receipt).
+        const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
+        const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }).catch(() => ({ released: 'unknown' }))) as { released: string };
+        Object.assign(report, { admission, released: rel.released });
+      }
       if (f.out) writeFileSync(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
       if (f.json) outJson(report);
       else {

@@ -5,7 +5,10 @@
  * its own node (its DID, its libp2p host: members reach each other by DID),
  * trains to the end, and returns JSON {run, member, status, weights, accuracy,
  * epochs} as the output its signed receipt covers. A run this provider is not
- * a member of is EXEC_BAD_INPUT; a run that stops is the job's failure.
+ * a member of is EXEC_BAD_INPUT; a run that stops is the job's failure. The
+ * job's params cite the gang claim {claim: run address, member: index}; a
+ * citation that is not this run, or whose index is past the gang or names
+ * another provider, is TRAIN_GANG_CITE.
  */
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
@@ -13,6 +16,7 @@ import { open, type Opened } from '../../records/envelope.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 import type { ExecContext } from '../provider/executors.js';
 import { TrainerWorker } from './worker.js';
+import { citeOf } from '../gang-cite.js';
 
 export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
   const host = ctx.host;
@@ -25,6 +29,12 @@ export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
     throw new C0Error('EXEC_BAD_INPUT', 'the input is not a run bundle ({run: <envelope hex>})');
   }
   if (!run.record.members.includes(host.did)) throw new C0Error('EXEC_BAD_INPUT', 'this provider is not a member of the run');
+  // A job citing a gang claim (docs/training.md "A gang on a stewarded overlay"): the claim is this run, and its member index names this provider.
+  const cite = citeOf(ctx.params);
+  if (ctx.params && !cite) throw new C0Error('TRAIN_GANG_CITE', 'params must cite the gang claim as {claim, member}');
+  if (cite && (cite.claim !== run.address || !Number.isSafeInteger(cite.member) || cite.member < 0 || cite.member >= run.record.members.length || run.record.members[cite.member] !== host.did)) {
+    throw new C0Error('TRAIN_GANG_CITE', `the job cites member ${cite.member} of claim ${cite.claim.slice(0, 80)}, which is not this provider in this run`);
+  }
   const total = run.record.epochs * run.record.stepsPerEpoch;
   const w = new TrainerWorker({
     signer: host.signer,

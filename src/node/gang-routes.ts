@@ -1,0 +1,77 @@
+/**
+ * The buyer's side of a training gang on a stewarded overlay (pool/1 §2.4,
+ * §4, §6.2; docs/training.md "A gang on a stewarded overlay"), as the daemon's
+ * routes `c0mpute train buy --entitlement` drives:
+ *
+ * - `POST /v1/gang/admit` {run (train-run envelope, hex), entitlement,
+ *   energy?: {uj, grade}, class?, devicesPerMember?, deadlineMs} → asks the
+ *   overlay's steward `admit-gang`; answers {admission} (Admit | Deny |
+ *   Expired, the last for a gang that does not fit now: gangs do not wait in
+ *   line).
+ * - `POST /v1/gang/release` {claim, receipts: [receipt addresses]} → asks the
+ *   steward to release the gang's claim now (`withdraw`), handing it the member
+ *   receipts this node holds so the release sums every member's energy.
+ *
+ * Each member job then goes through `POST /v1/run` with `entitlement` and
+ * `gang: {claim, member}` (src/node/overlay.ts passes it to the steward).
+ */
+import { Buffer } from 'node:buffer';
+import { C0Error } from '../errors.js';
+import { STEWARD_PROTOCOL } from '../roles/steward-ports.js';
+import { requestAdmission } from '../roles/admission-client.js';
+import type { Admission } from '../roles/buyer.js';
+import type { Route } from './api.js';
+import type { Daemon } from './daemon.js';
+import type { OverlayNode } from './overlay.js';
+
+const GRADES = new Set(['HwShunt', 'ModelBased', 'Estimator']);
+
+function stewardOf(o: OverlayNode): string {
+  const s = o.d.network.steward;
+  if (!s) throw new C0Error('GANG_NO_STEWARD', `overlay ${o.name} has no steward: a gang needs no admission there (leave out --entitlement)`, { field: 'entitlement' });
+  return s;
+}
+
+export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admission: Admission }> {
+  const b = (body ?? {}) as Record<string, unknown>;
+  const steward = stewardOf(o);
+  if (typeof b.run !== 'string' || !/^[0-9a-f]+$/.test(b.run)) throw new C0Error('GANG_BAD_REQUEST', 'run must be the train-run envelope as hex', { field: 'run' });
+  if (typeof b.entitlement !== 'string' || !b.entitlement) throw new C0Error('GANG_BAD_REQUEST', 'entitlement is required', { field: 'entitlement' });
+  if (typeof b.deadlineMs !== 'number' || !Number.isSafeInteger(b.deadlineMs) || b.deadlineMs <= 0) throw new C0Error('GANG_BAD_REQUEST', 'deadlineMs must be a positive whole number', { field: 'deadlineMs' });
+  const e = b.energy as { uj?: unknown; grade?: unknown } | undefined;
+  if (e !== undefined && (typeof e !== 'object' || e === null || !Number.isSafeInteger(e.uj) || (e.uj as number) < 0 || !GRADES.has(e.grade as string))) {
+    throw new C0Error('GANG_BAD_REQUEST', 'energy must be {uj: whole µJ, grade: HwShunt | ModelBased | Estimator}', { field: 'energy' });
+  }
+  const dpm = b.devicesPerMember ?? 1;
+  if (typeof dpm !== 'number' || !Number.isSafeInteger(dpm) || dpm < 1) throw new C0Error('GANG_BAD_REQUEST', 'devicesPerMember must be a whole number ≥ 1', { field: 'devicesPerMember' });
+  const deadline = o.clock() + b.deadlineMs;
+  const request = [{ op: 'admit-gang', run: new Uint8Array(Buffer.from(b.run, 'hex')), entitlement: b.entitlement, ...(typeof b.class === 'string' ? { class: b.class } : {}), ...(e ? { estimate: { uj: e.uj, grade: e.grade } } : {}), devices_per_member: dpm, deadline } as never];
+  const admission = await requestAdmission({
+    ask: async (onFrame) => {
+      await o.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: 60_000 }, onFrame });
+    },
+    deadline,
+    clock: o.clock,
+    onQueued: () => {},
+  });
+  return { admission };
+}
+
+export async function releaseGang(o: OverlayNode, body: unknown): Promise<{ released: string }> {
+  const b = (body ?? {}) as { claim?: unknown; receipts?: unknown };
+  const steward = stewardOf(o);
+  if (typeof b.claim !== 'string') throw new C0Error('GANG_BAD_REQUEST', 'claim is required', { field: 'claim' });
+  const addrs = Array.isArray(b.receipts) ? b.receipts.filter((x): x is string => typeof x === 'string').slice(0, 256) : [];
+  const held = o.market.evidence.receipts;
+  const receipts = addrs.map((a) => held.get(a)?.bytes).filter((x): x is Uint8Array => x !== undefined);
+  const frames = await o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'withdraw', job: b.claim, receipts } as never], { limits: { deadlineMs: 30_000 } });
+  return { released: String((frames[0] as { released?: unknown } | undefined)?.released ?? 'no') };
+}
+
+export function gangRoutes(d: Daemon): Route[] {
+  const ov = (q: URLSearchParams) => d.overlay(q.get('overlay') ?? undefined);
+  return [
+    { method: 'POST', path: '/v1/gang/admit', handler: async ({ body, query }) => admitGang(ov(query), body) },
+    { method: 'POST', path: '/v1/gang/release', handler: async ({ body, query }) => releaseGang(ov(query), body) },
+  ];
+}

@@ -1,0 +1,281 @@
+/**
+ * A training gang admitted as ONE pool/1 claim on a stewarded overlay (pool/1
+ * §2.4 the claim, §4 admission, §6.2 release; docs/training.md "A gang on a
+ * stewarded overlay"). Part of src/roles/steward.ts.
+ *
+ * - `admit-gang` (on `/c0mpute/steward/1`): the buyer sends the run it signed
+ *   (`train-run/1`, its members are the gang), the entitlement, an estimate of
+ *   the gang's total energy (or a class to derive one from, §2.6), the devices
+ *   per member and a deadline. The claim's id is the run's address, its
+ *   `gang_size` the run's member count: the gang is decided as a whole (§4,
+ *   preempting lower-priority claims first when needed, §5.2) and one
+ *   `Admitted` entry is appended. A gang that does not fit now is answered
+ *   `queued` then `expired` at once: gangs do not wait in line (not built).
+ * - Each member job then asks `admit` citing the claim (`gang: {claim,
+ *   member}`, and the job's signed `params` cite the same, for the provider):
+ *   the steward binds job → (claim, member) once, synced to LevelDB before it
+ *   answers; a member index ≥ gang_size, or a member already bound to another
+ *   job, is STEWARD_GANG_FULL.
+ * - The binding is what lets the accounts (src/roles/steward-accounts.ts)
+ *   charge every member's receipt to the one claim; receipts seen are kept
+ *   here too, so a release after a restart still sums every member's energy.
+ *
+ * Store (the overlay's `steward-gangs` sublevel): `g/<claim>` → canonical
+ * CBOR GangRecord; `r/<claim>/<receipt address>` → the receipt envelope.
+ */
+import { C0Error } from '../errors.js';
+import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbor.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Energy, type Job, type Receipt } from '../records/kinds.js';
+import { TRAIN_T, type TrainRun } from '../training/record-kinds.js';
+import { admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { deriveEstimate } from '../pool/estimate.js';
+import type { Ledger } from '../ledger/store.js';
+import type { Sub } from '../store/db.js';
+import type { ClaimAccounts } from './steward-accounts.js';
+import type { Reclaimer } from './steward-reclaim.js';
+import type { StewardConfig, StewardPorts, StewardStream } from './steward-ports.js';
+import { citeOf, type GangCite } from './gang-cite.js';
+
+export type { GangCite } from './gang-cite.js';
+
+/** The furthest a gang's deadline may be from now: the bound on how long its claim can be held. */
+export const GANG_MAX_MS = 24 * 3600_000;
+
+export interface AdmitGangRequest {
+  op: 'admit-gang';
+  /** The `train-run/1` envelope the buyer signed. */
+  run: Uint8Array;
+  entitlement: string;
+  class?: string;
+  /** The gang's total energy (pool/1 §2.4: the figures describe the whole gang). */
+  estimate?: Energy;
+  devices_per_member?: number;
+  /** Absolute ms: the claim is released by then (plus the accounts' grace) whatever happened. */
+  deadline: number;
+}
+
+export interface GangRecord {
+  claim: string;
+  buyer: string;
+  entitlement: string;
+  size: number;
+  deadline: number;
+  /** member index → the job bound to it */
+  members: Record<number, string>;
+}
+
+export class GangStore {
+  constructor(private readonly sub: Sub) {}
+
+  async load(): Promise<{ gangs: GangRecord[]; receipts: Map<string, Opened<Receipt>[]> }> {
+    const gangs: GangRecord[] = [];
+    const receipts = new Map<string, Opened<Receipt>[]>();
+    for await (const [k, v] of this.sub.iterator()) {
+      if (k.startsWith('g/')) {
+        const m = decodeCanonical(v) as unknown as { claim: string; buyer: string; entitlement: string; size: number; deadline: number; members: Array<[number, string]> };
+        gangs.push({ claim: m.claim, buyer: m.buyer, entitlement: m.entitlement, size: m.size, deadline: m.deadline, members: Object.fromEntries(m.members) });
+      } else if (k.startsWith('r/')) {
+        const claim = k.slice(2, k.lastIndexOf('/'));
+        receipts.set(claim, [...(receipts.get(claim) ?? []), open(v, T.receipt)]);
+      }
+    }
+    return { gangs, receipts };
+  }
+
+  async put(g: GangRecord): Promise<void> {
+    const members = Object.entries(g.members).map(([i, job]) => [Number(i), job]);
+    const value = encodeCanonical({ claim: g.claim, buyer: g.buyer, entitlement: g.entitlement, size: g.size, deadline: g.deadline, members } as unknown as CborValue);
+    await this.sub.batch([{ type: 'put', key: `g/${g.claim}`, value }], { sync: true } as never);
+  }
+
+  async putReceipt(claim: string, r: Opened<Receipt>): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `r/${claim}/${r.address}`, value: r.bytes }], { sync: true } as never);
+  }
+
+  async remove(claim: string): Promise<void> {
+    const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `g/${claim}` }];
+    for await (const k of this.sub.keys({ gt: `r/${claim}/`, lt: `r/${claim}/~` })) dels.push({ type: 'del', key: k });
+    await this.sub.batch(dels, { sync: true } as never);
+  }
+}
+
+export interface GangDeps {
+  ports: StewardPorts;
+  ledger: Ledger;
+  cfg: StewardConfig;
+  accounts: ClaimAccounts;
+  reclaim: Reclaimer;
+  append: Ledger['append'];
+}
+
+export class Gangs {
+  readonly #gangs = new Map<string, GangRecord>();
+  /** job → its gang's claim */
+  readonly #jobs = new Map<string, string>();
+  readonly #admitting = new Map<string, Promise<void>>();
+  readonly store: GangStore;
+
+  constructor(private d: GangDeps) {
+    this.store = new GangStore(d.ports.sub('steward-gangs'));
+  }
+
+  get(claim: string): GangRecord | undefined {
+    return this.#gangs.get(claim);
+  }
+
+  /** The gang claim a member job is bound to. */
+  claimOf(job: string): string | undefined {
+    return this.#jobs.get(job);
+  }
+
+  /** The member index a job is bound to in its gang. */
+  memberOf(job: string): number | undefined {
+    const g = this.#gangs.get(this.#jobs.get(job) ?? '');
+    if (!g) return undefined;
+    const e = Object.entries(g.members).find(([, j]) => j === job);
+    return e ? Number(e[0]) : undefined;
+  }
+
+  /**
+   * Load the gangs from the store: those whose claim is still open come back
+   * (with the receipts seen before the restart); the rest (released, or
+   * stored but never appended) are dropped.
+   */
+  async restore(): Promise<Map<string, Opened<Receipt>[]>> {
+    const { gangs, receipts } = await this.store.load();
+    const kept = new Map<string, Opened<Receipt>[]>();
+    for (const g of gangs) {
+      if (!this.d.ledger.book.open.has(g.claim)) {
+        await this.store.remove(g.claim);
+        continue;
+      }
+      this.#gangs.set(g.claim, g);
+      for (const job of Object.values(g.members)) this.#jobs.set(job, g.claim);
+      kept.set(g.claim, receipts.get(g.claim) ?? []);
+    }
+    return kept;
+  }
+
+  /** A gang's claim was released: forget it (its ledger entries stay). */
+  async released(claim: string): Promise<void> {
+    const g = this.#gangs.get(claim);
+    if (!g) return;
+    this.#gangs.delete(claim);
+    for (const job of Object.values(g.members)) this.#jobs.delete(job);
+    await this.store.remove(claim);
+  }
+
+  async noteReceipt(claim: string, r: Opened<Receipt>): Promise<void> {
+    if (this.#gangs.has(claim)) await this.store.putReceipt(claim, r);
+  }
+
+  async admitGang(req: AdmitGangRequest, ctx: StewardStream): Promise<void> {
+    if (!(req.run instanceof Uint8Array)) throw new C0Error('STEWARD_BAD_REQUEST', 'admit-gang: run must be a train-run envelope', { field: 'run' });
+    if (typeof req.entitlement !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admit-gang: entitlement is required', { field: 'entitlement' });
+    const now = this.d.ports.clock();
+    if (typeof req.deadline !== 'number' || !Number.isSafeInteger(req.deadline) || req.deadline <= now || req.deadline > now + GANG_MAX_MS) {
+      throw new C0Error('STEWARD_BAD_REQUEST', `admit-gang: deadline must be in the next ${GANG_MAX_MS / 3600_000} h`, { field: 'deadline' });
+    }
+    const dpm = req.devices_per_member ?? 1;
+    let run: Opened<TrainRun>;
+    try {
+      run = open(req.run, TRAIN_T.run) as Opened<TrainRun>;
+    } catch (e) {
+      throw new C0Error('STEWARD_BAD_REQUEST', `admit-gang: the run does not open: ${(e as Error).message}`, { field: 'run' });
+    }
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    if (didFromPeerId(ctx.peer.toString()) !== run.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the run’s signer may ask to admit its gang');
+    await this.#admitting.get(run.address);
+    const open_ = this.d.ledger.book.open.get(run.address);
+    if (open_) {
+      // Asked again (the first answer was lost): the same answer, nothing recorded.
+      await ctx.send({ t: 'admitted', reserved: open_.reserved, devices: open_.devices, borrowed_uj: open_.borrowed_uj, gang: run.address } as never);
+      return;
+    }
+    if (this.d.ledger.book.released.has(run.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang was admitted and has been released already');
+    let estimate = req.estimate;
+    if (!estimate) {
+      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history', { field: 'estimate' });
+      const dv = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
+      if (!dv.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${dv.evidence} of ${dv.seen} observations are evidence, ${dv.required} needed`, { field: 'estimate', detail: dv });
+      estimate = dv.estimate;
+    }
+    const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
+    let { v, victims } = this.d.reclaim.decideNow(claim);
+    const log = this.d.ports.log;
+    if (v.verdict === 'Deny') {
+      log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
+      await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
+      return;
+    }
+    if (v.verdict === 'Queue') {
+      // A Queue verdict, reported as such (§4.5); the gang does not wait in line: the buyer asks again later.
+      log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
+      await ctx.send({ t: 'queued', reason: v.reason, reasons: v.reasons, place: 0 } as never);
+      await ctx.send({ t: 'expired', reason: v.reason } as never);
+      return;
+    }
+    let done!: () => void;
+    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
+    let r: { seq: number; address: string };
+    let admit: Verdict & { verdict: 'Admit' };
+    try {
+      if (victims.length) {
+        await this.d.reclaim.sampleRunning();
+        const again = this.d.reclaim.decideNow(claim);
+        if (again.v.verdict === 'Admit') ({ v, victims } = again);
+        if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
+      }
+      admit = v as Verdict & { verdict: 'Admit' };
+      const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
+      // Stored before the append: a crash in between leaves a record the restore drops (no open claim).
+      await this.store.put(g);
+      r = await this.d.append(admittedEvent(claim, admit));
+      this.#gangs.set(g.claim, g);
+      this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);
+    } finally {
+      this.#admitting.delete(claim.id);
+      done();
+    }
+    log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reserved: admit.reserved, seq: r.seq }, 'gang admitted');
+    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address, gang: claim.id } as never);
+  }
+
+  /** A member job citing an admitted gang: bind it (once per member index), or refuse. */
+  async admitMember(job: Opened<Job>, entitlement: string, cite: GangCite, ctx: Pick<StewardStream, 'send'>): Promise<void> {
+    const g = this.#gangs.get(cite.claim);
+    if (!g || !this.d.ledger.book.open.has(cite.claim)) {
+      if (this.d.ledger.book.released.has(cite.claim)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang’s claim has been released already');
+      throw new C0Error('STEWARD_GANG_UNKNOWN', 'no open gang claim with this id', { field: 'gang' });
+    }
+    if (job.signer !== g.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the gang’s buyer may add member jobs to it');
+    if (entitlement !== g.entitlement) throw new C0Error('STEWARD_CLAIM_MISMATCH', `this gang is admitted under entitlement ${g.entitlement}`, { field: 'entitlement' });
+    const signed = citeOf(job.record.params);
+    if (!signed || signed.claim !== cite.claim || signed.member !== cite.member) throw new C0Error('STEWARD_GANG_CITE', 'the job’s params must cite the same gang claim and member', { field: 'params' });
+    const admitted = this.d.ledger.book.open.get(cite.claim)!;
+    const answer = { t: 'admitted', reserved: admitted.reserved, devices: admitted.devices, borrowed_uj: admitted.borrowed_uj, gang: cite.claim, member: cite.member };
+    if (g.members[cite.member] === job.address) {
+      await ctx.send(answer as never);
+      return;
+    }
+    if (!Number.isSafeInteger(cite.member) || cite.member < 0 || cite.member >= g.size || g.members[cite.member] !== undefined) {
+      throw new C0Error('STEWARD_GANG_FULL', `the gang has ${g.size} members and member ${cite.member} is not free`, { field: 'gang', detail: { size: g.size, member: cite.member } });
+    }
+    if (job.record.deadline > g.deadline) throw new C0Error('STEWARD_GANG_DEADLINE', 'a member job’s deadline may not be past its gang’s', { field: 'deadline' });
+    // Bound in memory before the first await (a concurrent ask for the same member finds it taken), on disk before the answer.
+    const next: GangRecord = { ...g, members: { ...g.members, [cite.member]: job.address } };
+    this.#gangs.set(g.claim, next);
+    this.#jobs.set(job.address, g.claim);
+    try {
+      await this.store.put(next);
+    } catch (e) {
+      this.#gangs.set(g.claim, g);
+      this.#jobs.delete(job.address);
+      throw e;
+    }
+    await this.d.ports.records.put(job);
+    this.d.ports.log.info({ claim: g.claim, member: cite.member, job: job.address }, 'gang member job bound');
+    await ctx.send(answer as never);
+  }
+}
