@@ -138,23 +138,27 @@ export class Gangs {
   }
 
   /**
-   * Load the gangs from the store: those whose claim is still open come back
-   * (with the receipts seen before the restart); the rest (released, or
-   * stored but never appended) are dropped.
+   * Load the gangs from the store after a restart: those whose claim is
+   * still open come back, tracked again in the accounts with the receipts
+   * seen before the restart; the rest (released, or stored but never
+   * appended) are dropped. Answers the claims it tracked.
    */
-  async restore(): Promise<Map<string, Opened<Receipt>[]>> {
+  async restore(): Promise<Set<string>> {
     const { gangs, receipts } = await this.store.load();
-    const kept = new Map<string, Opened<Receipt>[]>();
+    const tracked = new Set<string>();
     for (const g of gangs) {
-      if (!this.d.ledger.book.open.has(g.claim)) {
+      const open_ = this.d.ledger.book.open.get(g.claim);
+      if (!open_) {
         await this.store.remove(g.claim);
         continue;
       }
       this.#gangs.set(g.claim, g);
       for (const job of Object.values(g.members)) this.#jobs.set(job, g.claim);
-      kept.set(g.claim, receipts.get(g.claim) ?? []);
+      const oj = this.d.accounts.track(g.claim, open_.entitlement, g.buyer, g.deadline, g.size);
+      for (const r of receipts.get(g.claim) ?? []) oj.receipts.set(r.address, r);
+      tracked.add(g.claim);
     }
-    return kept;
+    return tracked;
   }
 
   /** A gang's claim was released: forget it (its ledger entries stay). */

@@ -112,14 +112,9 @@ export class Steward {
   async #wire(): Promise<void> {
     const net = this.o.net;
     // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book); a gang's from its stored record.
-    const gangReceipts = await this.#gangs.restore();
+    const gangs = await this.#gangs.restore();
     for (const c of this.ledger.book.open.values()) {
-      const g = this.#gangs.get(c.claim);
-      if (g) {
-        const oj = this.#accounts.track(c.claim, c.entitlement, g.buyer, g.deadline, g.size);
-        for (const r of gangReceipts.get(c.claim) ?? []) oj.receipts.set(r.address, r);
-        continue;
-      }
+      if (gangs.has(c.claim)) continue;
       const job = await this.o.records.get(c.claim, T.job);
       this.#accounts.track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
     }

@@ -101,6 +101,8 @@ export interface OrgOptions {
   tree?: string;
   /** Quoted duration of builtin.sha256 on the providers. */
   baseMs?: number;
+  /** Change each provider's config (e.g. add a workload). */
+  provider?: (cfg: Record<string, unknown>) => Record<string, unknown>;
 }
 
 /**
@@ -139,7 +141,7 @@ export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
     const net = (cfg: Record<string, unknown>, boot: NodeProc[]) => ({ ...cfg, network: overlayNetwork(keyFile, stewardDid, '/ip4/127.0.0.1/tcp/0', boot.map(bootstrapAddr)) });
     const [witness, ...providers] = await Promise.all([
       c.start('witness', net({ roles: ['witness'], log: { level: 'info', format: 'json' }, api: { listen: '127.0.0.1:0' } }, [steward])),
-      ...Array.from({ length: o.providers }, (_, i) => c.start(`p${i + 1}`, net(lowPower(providerConfig({ price: (0.002 + 0.001 * i).toFixed(3), tier: 'private', baseMs: o.baseMs ?? 4000, slots: 2 }), 5 + i), [steward]))),
+      ...Array.from({ length: o.providers }, (_, i) => c.start(`p${i + 1}`, net((o.provider ?? ((x) => x))(lowPower(providerConfig({ price: (0.002 + 0.001 * i).toFixed(3), tier: 'private', baseMs: o.baseMs ?? 4000, slots: 2 }), 5 + i)), [steward]))),
     ]);
     // Buyers dial the providers directly too: a job reaches every provider at once, not through a mesh still forming.
     const started = await Promise.all(o.buyers.map((b) => c.start(b, net(buyerConfig({ collectWindowMs: 5000, enoughOffers: o.providers }), [steward, ...providers]))));
