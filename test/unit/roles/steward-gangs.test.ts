@@ -140,7 +140,7 @@ describe('a training gang as one pool/1 claim (steward)', () => {
       const s = await stewardAt(t.dir);
       const run = runOf(buyer, members.map((m) => m.did));
       await s.gangs.admitGang(gangReq(run, 'small'), s.ctx(buyer));
-      assert.equal(s.frames.at(-1)!.t, 'denied');
+      assert.deepEqual([s.frames.at(-1)!.t, s.frames.at(-1)!.reason], ['denied', 'DEVICES_EXCEED_GUARANTEE']);
       assert.equal(s.ledger.length, 0);
       assert.equal(s.gangs.get(run.address), undefined);
       await rejects(s.gangs.admitMember(memberJob(run.address, 0), 'small', { claim: run.address, member: 0 }, s.ctx(buyer)), 'STEWARD_GANG_UNKNOWN');
