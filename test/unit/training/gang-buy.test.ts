@@ -1,7 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parse as parseYaml } from 'yaml';
-import type { C0Error } from '../../../src/errors.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { runMemberJob } from '../../../src/roles/trainer/member-job.js';
+import { citeOf, citeParams } from '../../../src/roles/gang-cite.js';
+import { C0Error as C0Err, type C0Error } from '../../../src/errors.js';
 import { hashHex } from '../../../src/records/address.js';
 import { checkGang, pickMembers, withMembers, type MarketAdvert, type MemberJobResult } from '../../../src/roles/trainer/gang-buy.js';
 
@@ -58,5 +65,33 @@ describe('checkGang', () => {
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', {}, 'did:z')]).ok, false);
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { run: 'sha256:' + '00'.repeat(32) })]).ok, false);
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { status: 'stopped' })]).ok, false);
+  });
+});
+
+describe('a member job’s citation of its gang claim (provider side)', () => {
+  const people = [1, 2, 3].map((n) => {
+    const seed = new Uint8Array(32).fill(n);
+    const signer = new Ed25519Signer(seed);
+    return { signer, did: didFromPublicKey(signer.publicKey) };
+  });
+  const run = buildRun(stringifyYaml({ name: 'g', model: { layers: [4, 3] }, seed: 1, stepsPerEpoch: 1, epochs: 1, members: people.map((p) => ({ did: p.did, addr: '/ip4/127.0.0.1/tcp/1' })) }), people[0]!.signer, 1_800_000_000_000).bundle.run;
+  const ctxFor = (who: number, params?: string) => ({
+    input: new TextEncoder().encode(JSON.stringify({ run: Buffer.from(run.bytes).toString('hex') })),
+    ...(params === undefined ? {} : { params }),
+    signal: new AbortController().signal,
+    onProgress: () => {},
+    maxOutputBytes: 1 << 20,
+    host: { signer: people[who]!.signer, did: people[who]!.did, net: { handle: () => Promise.reject(new C0Err('TEST_REACHED_JOIN', 'the check passed')) } as never, dir: mkdtempSync(join(tmpdir(), 'c0-cite-')) },
+  });
+  const refused = async (p: Promise<unknown>) => p.then(() => 'no error', (e: C0Error) => e.code ?? String(e));
+  it('refuses a citation of another claim, a member past the gang, or a member that is another provider: TRAIN_GANG_CITE', async () => {
+    assert.equal(await refused(runMemberJob(ctxFor(1, citeParams({ claim: 'sha256:' + '00'.repeat(32), member: 1 })))), 'TRAIN_GANG_CITE');
+    assert.equal(await refused(runMemberJob(ctxFor(1, citeParams({ claim: run.address, member: 3 })))), 'TRAIN_GANG_CITE');
+    const mine = run.record.members.indexOf(people[1]!.did);
+    assert.equal(await refused(runMemberJob(ctxFor(1, citeParams({ claim: run.address, member: (mine + 1) % 3 })))), 'TRAIN_GANG_CITE');
+    // The right citation passes the check (and gets as far as joining the run on the node, absent here).
+    assert.equal(await refused(runMemberJob(ctxFor(1, citeParams({ claim: run.address, member: mine })))), 'TEST_REACHED_JOIN');
+    assert.equal(await refused(runMemberJob(ctxFor(1, 'not json'))), 'TRAIN_GANG_CITE');
+    assert.deepEqual(citeOf(citeParams({ claim: run.address, member: 1 })), { claim: run.address, member: 1 });
   });
 });
