@@ -104,7 +104,8 @@ export class ClaimAccounts {
 
   onSelection(s: Opened<Selection>): void {
     const oj = this.#open.get(this.#claimOf(s.record.job));
-    if (!oj) return;
+    // A gang names no single provider: it is never a preemption or idle victim (stopping every member is not built).
+    if (!oj || oj.gang !== undefined) return;
     // Only the buyer's (or our own) selection names the provider doing the work.
     if (s.signer !== oj.buyer && s.signer !== this.d.did) return;
     const w = s.record.considered.find((c) => c.offer === s.record.winner);

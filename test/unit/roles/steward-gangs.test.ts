@@ -101,6 +101,9 @@ describe('a training gang as one pool/1 claim (steward)', () => {
       const jobs = [0, 1, 2].map((i) => memberJob(run.address, i));
       for (const [i, j] of jobs.entries()) await s.gangs.admitMember(j, 'ml', { claim: run.address, member: i }, s.ctx(buyer));
       assert.deepEqual(s.frames.slice(-3).map((f) => [f.t, f.member]), [['admitted', 0], ['admitted', 1], ['admitted', 2]]);
+      // A member's selection names no provider for the gang: it is never a preemption or idle victim.
+      s.accounts.onSelection({ signer: buyer.did, record: { job: jobs[0]!.address, winner: 'o1', considered: [{ provider: members[0]!.did, offer: 'o1' }] } } as never);
+      assert.equal(s.accounts.providerOf(run.address), undefined);
       // The same job asked again: the same answer, nothing new bound.
       await s.gangs.admitMember(jobs[1]!, 'ml', { claim: run.address, member: 1 }, s.ctx(buyer));
       // An (N+1)-th member, and a second job for a bound member: STEWARD_GANG_FULL.
