@@ -124,6 +124,11 @@ export class Gangs {
     return this.#gangs.get(claim);
   }
 
+  /** `status()`'s view: each open gang, its size and how many member jobs are bound. */
+  view(): Array<Record<string, unknown>> {
+    return [...this.#gangs.values()].map((g) => ({ claim: g.claim, entitlement: g.entitlement, size: g.size, bound: Object.keys(g.members).length, deadline: g.deadline }));
+  }
+
   /** The gang claim a member job is bound to. */
   claimOf(job: string): string | undefined {
     return this.#jobs.get(job);
@@ -206,8 +211,13 @@ export class Gangs {
       estimate = dv.estimate;
     }
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
+    const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
+    // Stored before deciding, so nothing is awaited between the decision and its append; a record whose claim the
+    // ledger never shows open (refused here, or a crash before the append) is removed, or dropped at the next start.
+    await this.store.put(g);
     let { v, victims } = this.d.reclaim.decideNow(claim);
     const log = this.d.ports.log;
+    if (v.verdict !== 'Admit') await this.store.remove(g.claim);
     if (v.verdict === 'Deny') {
       log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
       await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
@@ -232,9 +242,6 @@ export class Gangs {
         if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
       }
       admit = v as Verdict & { verdict: 'Admit' };
-      const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
-      // Stored before the append: a crash in between leaves a record the restore drops (no open claim).
-      await this.store.put(g);
       r = await this.d.append(admittedEvent(claim, admit));
       this.#gangs.set(g.claim, g);
       this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);

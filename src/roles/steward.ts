@@ -195,6 +195,7 @@ export class Steward {
       teams,
       ...(this.cfg.idle ? { idle: { policy: this.cfg.idle, verdicts: this.#reclaim.idleVerdicts() } } : {}),
       queued: this.#line.queued(this.o.clock()),
+      gangs: this.#gangs.view(),
     };
   }
 

@@ -59,8 +59,10 @@ test('`train buy --providers 3 --entitlement`: one pool/1 claim for the gang, re
     const bundlePath = join(dir, 'gang.run.json');
     const buying = c0mpute(dir, ['train', 'buy', yamlPath, '--providers', '3', '--entitlement', 'ml', '--energy', '3000000000', '--deadline', '90000', '--out', bundlePath, '--json']);
     // While the claim is open: a fourth member job citing it is refused before it is announced.
-    await waitFor('the gang admitted', async () => existsSync(bundlePath) && (await stewardStatus(o.steward)).teams.find((t) => t.id === 'ml')!.open_claims === 1, 60_000);
+    const gangsOf = async () => ((await stewardStatus(o.steward)) as unknown as { gangs: Array<{ claim: string; entitlement: string; size: number }> }).gangs;
+    await waitFor('the gang admitted', async () => existsSync(bundlePath) && (await gangsOf()).length === 1, 60_000);
     const claim = readRunBundle(bundlePath).run.address;
+    assert.deepEqual((await gangsOf()).map((g) => [g.claim, g.entitlement, g.size]), [[claim, 'ml', 3]]);
     const extra = { workload: 'train.member', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 30_000, entitlement: 'ml', gang: { claim, member: 3 }, params: JSON.stringify({ claim, member: 3 }), input: Buffer.from('{}').toString('base64') };
     await assert.rejects(runJob(b, extra), (e: Error & { code?: string }) => e.code === 'STEWARD_GANG_FULL');
 
