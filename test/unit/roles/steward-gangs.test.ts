@@ -46,7 +46,7 @@ async function rejects(p: Promise<unknown>, code: string): Promise<void> {
 }
 
 /** A steward's gang machinery over a real ledger and store (reopened by calling again with the same dir). */
-async function stewardAt(dir: string) {
+async function stewardAt(dir: string, reclaimOver?: (pool: PoolState) => Partial<Reclaimer>) {
   const clock = fakeClock(NOW);
   const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
   const tree = treeFromYaml(TREE, 'tree.yaml');
@@ -55,7 +55,7 @@ async function stewardAt(dir: string) {
   const db = await openDb(join(dir, 'db'));
   const log = silentLogger();
   const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
-  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {} } as unknown as Reclaimer;
+  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {}, ...reclaimOver?.(pool) } as unknown as Reclaimer;
   const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
   const ref: { gangs?: Gangs } = {};
   const accounts = new ClaimAccounts({
@@ -153,6 +153,29 @@ describe('a training gang as one pool/1 claim (steward)', () => {
       assert.equal(s.ledger.length, 0);
       // A deadline past the bound is refused.
       await rejects(s.gangs.admitGang({ ...gangReq(run, 'ml'), deadline: NOW + 25 * 3600_000 }, s.ctx(buyer)), 'STEWARD_BAD_REQUEST');
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('preempts the victims the §5.2 order names before appending the gang’s one Admitted entry', async () => {
+    const t = tempDir('c0-gang-');
+    try {
+      const calls: string[] = [];
+      const s = await stewardAt(t.dir, (pool) => ({
+        decideNow: ((c: never) => {
+          calls.push('decide');
+          return { v: pool.decide(c), victims: ['sha256:' + '55'.repeat(32)] };
+        }) as never,
+        sampleRunning: async () => void calls.push('sample'),
+        preempt: (async (victims: string[], forClaim: string) => void calls.push(`preempt ${victims.length} for ${forClaim}`)) as never,
+      }));
+      const run = runOf(buyer, members.map((m) => m.did));
+      await s.gangs.admitGang(gangReq(run, 'ml'), s.ctx(buyer));
+      assert.deepEqual(calls, ['decide', 'sample', 'decide', `preempt 1 for ${run.address}`]);
+      assert.equal(s.frames.at(-1)!.t, 'admitted');
+      assert.equal(s.ledger.length, 1);
       await s.close();
     } finally {
       t.cleanup();
