@@ -295,6 +295,7 @@ export class OverlayNode {
           await this.market.addEvidence(r);
           await this.net.publish('receipt', r.bytes).catch(() => undefined);
         },
+        slots: { take: (job) => this.provider?.takeSlot(job) ?? false, give: (job) => this.provider?.giveSlot(job) },
         onRosterChanged: () => void this.provider?.publishAdvert().catch((e) => this.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
         ...(this.d.failpoint ? { failpoint: this.d.failpoint } : {}),
       });

@@ -10,6 +10,9 @@
  * has, so both coordinators choose m3 (the spec's formula over the active list);
  * m3 runs it once: the first coordinator's receipt is completed with the right
  * output, the second's dispatch is refused POOL_ALREADY_RUN.
+ * Then the slots: m3 (one slot) runs a slow job m1 dispatched; a second job m2
+ * dispatches meanwhile is refused POOL_MEMBER_BUSY (work dispatched to a member
+ * runs inside its provider slots), and the slot is given back after.
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
@@ -80,11 +83,11 @@ after(async () => {
   await c.destroy();
 });
 
-function job(input: Uint8Array): Opened<Job> {
+function job(input: Uint8Array, workload = 'builtin.sha256', params = '3'): Opened<Job> {
   const now = Date.now();
   return seal(
     T.job,
-    { workload: 'builtin.sha256', requirements: { cpuCores: 6 }, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: now, deadline: now + 120_000, timeoutMs: 60_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params: '3', nonce: new Uint8Array(randomBytes(8)) },
+    { workload, requirements: { cpuCores: 6 }, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: now, deadline: now + 120_000, timeoutMs: 60_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params, nonce: new Uint8Array(randomBytes(8)) },
     buyerKey,
   ) as Opened<Job>;
 }
@@ -105,16 +108,20 @@ async function runOn(j: Opened<Job>, got: { offer: Opened<Offer>; advert: Opened
   assert.fail('no receipt');
 }
 
+/** Wait for an epoch in which m1 leads {m1, m3} and m2 leads {m2, m3} (with time left to quote). */
+async function bothElected(): Promise<void> {
+  for (;;) {
+    const now = Date.now();
+    const e = Math.floor(now / EPOCH_MS);
+    const both = coordinatorRanking(pool, e, [m.m1!.did, m.m3!.did])[0] === m.m1!.did && coordinatorRanking(pool, e, [m.m2!.did, m.m3!.did])[0] === m.m2!.did;
+    if (both && (e + 1) * EPOCH_MS - now > 2500) return;
+    await sleep((e + 1) * EPOCH_MS - now + 100);
+  }
+}
+
 test('two coordinators that both believe they are elected choose the same member, which runs the job once', async () => {
   await withLogs(c, async () => {
-    // Wait for an epoch in which m1 leads {m1, m3} and m2 leads {m2, m3} (with time left to quote).
-    for (;;) {
-      const now = Date.now();
-      const e = Math.floor(now / EPOCH_MS);
-      const both = (k: number) => coordinatorRanking(pool, e + k, [m.m1!.did, m.m3!.did])[0] === m.m1!.did && coordinatorRanking(pool, e + k, [m.m2!.did, m.m3!.did])[0] === m.m2!.did;
-      if (both(0) && (e + 1) * EPOCH_MS - now > 2500) break;
-      await sleep((e + 1) * EPOCH_MS - now + 100);
-    }
+    await bothElected();
     const input = new Uint8Array(randomBytes(64));
     const j = job(input);
     const [a, b] = await Promise.all([m.m1!, m.m2!].map((n) => pushJob(w!, n.did, j, 10_000, Date.now, 30_000)));
@@ -132,5 +139,26 @@ test('two coordinators that both believe they are elected choose the same member
     assert.equal(second.receipt.record.provider, pool);
     assert.equal(second.receipt.record.status, 'failed');
     assert.equal(second.receipt.record.failure?.code, 'POOL_ALREADY_RUN', 'm3 runs a job once, whoever asks');
+  });
+});
+
+test('a member at capacity refuses a dispatch (POOL_MEMBER_BUSY): dispatched work runs inside its provider slots', async () => {
+  await withLogs(c, async () => {
+    await bothElected();
+    const slowIn = new Uint8Array(randomBytes(16));
+    const quickIn = new Uint8Array(randomBytes(16));
+    const slow = job(slowIn, 'builtin.sleep', '6000');
+    const quick = job(quickIn);
+    const [a, b] = await Promise.all([pushJob(w!, m.m1!.did, slow, 10_000, Date.now, 30_000), pushJob(w!, m.m2!.did, quick, 10_000, Date.now, 30_000)]);
+    assert.ok(a && b, 'both coordinators quoted');
+    const running = runOn(slow, a, slowIn);
+    await waitFor('m3 to run the slow job in its slot', async () => (await get<{ provider?: { running: number } }>(m.m3!, '/v1/status')).provider?.running === 1, 20_000, 50);
+    const refused = await runOn(quick, b, quickIn);
+    assert.equal(refused.receipt.signer, m.m2!.did);
+    assert.equal(refused.receipt.record.status, 'failed');
+    assert.equal(refused.receipt.record.failure?.code, 'POOL_MEMBER_BUSY');
+    const done = await running;
+    assert.equal(done.receipt.record.status, 'completed');
+    await waitFor('m3 to give its slot back', async () => (await get<{ provider?: { running: number } }>(m.m3!, '/v1/status')).provider?.running === 0);
   });
 });

@@ -61,6 +61,11 @@ export interface PoolMemberDeps {
   call: (member: string, frame: Record<string, CborValue>, timeoutMs: number) => Promise<PoolReply>;
   /** Keep and gossip a receipt this member signed outside an exec stream (closing an orphaned dispatch). */
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+  /**
+   * The provider role's slots: work dispatched by another coordinator runs in
+   * one (POOL_MEMBER_BUSY when none is free); absent = no bound (unit tests).
+   */
+  slots?: { take(job: string): boolean; give(job: string): void };
   /** Keep an adopted roster and this member's membership of it (a restart starts from the newest). */
   saveRoster?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
   /** The roster in use changed: the provider signs its advert again with the new proof. */
@@ -401,8 +406,14 @@ export class PoolMember {
           const input = f.input;
           if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
           const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock()));
-          const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
-          return { ok: 'yes', output };
+          // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
+          if (this.d.slots && !this.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
+          try {
+            const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
+            return { ok: 'yes', output };
+          } finally {
+            this.d.slots?.give(job.address);
+          }
         }
         case 'closed': {
           if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');

@@ -39,6 +39,8 @@ export interface PoolWiringDeps {
     handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+  /** The provider role's slots: dispatched work from another coordinator runs inside one. */
+  slots?: { take(job: string): boolean; give(job: string): void };
   /** The roster in use changed (sign the advert again). */
   onRosterChanged?: () => void;
   /** Called at named failpoints; the CLI sets it from C0MPUTE_FAILPOINT (tests only). */
@@ -91,6 +93,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       await kept.batch([{ type: 'put', key: 'current', value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
     },
     ...(d.onRosterChanged ? { onRosterChanged: d.onRosterChanged } : {}),
+    ...(d.slots ? { slots: d.slots } : {}),
     ...(d.failpoint ? { failpoint: d.failpoint } : {}),
     call: async (to, frame, timeoutMs) => {
       const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES } });
