@@ -97,11 +97,18 @@ export function register(program: Command): void {
         coordinator?: string;
         nextCoordinator?: string;
         roster: { seq: number };
+        newestSeq?: number;
+        quoting?: boolean;
+        removed?: boolean;
+        pending?: number;
         members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
       out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
+      else if (s.newestSeq !== undefined && s.newestSeq > s.roster.seq) out(`roster seq ${s.newestSeq} exists: join it (pool-provider join) to quote again`);
+      if (s.pending) out(`dispatches pending in the trail: ${s.pending}`);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
         out(`  ${short(m.did)} w${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
