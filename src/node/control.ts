@@ -93,6 +93,18 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     },
     // A training gang admitted as one pool/1 claim (docs/training.md "A gang on a stewarded overlay").
     ...gangRoutes(d),
+    // A new roster for a running member (docs/pools.md "A new roster reaches running members"): `pool-provider join` posts it.
+    {
+      method: 'POST',
+      path: '/v1/pool/roster',
+      handler: async ({ body, query }) => {
+        const o = ov(d, query);
+        if (!o.poolMember) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a pool member on overlay ${o.name}`);
+        const b = body as { roster?: unknown; membership?: unknown };
+        if (typeof b?.roster !== 'string' || typeof b.membership !== 'string') throw new C0Error('API_BAD_REQUEST', 'roster and membership (base64 envelopes) are required', { field: 'roster' });
+        return o.poolMember.adopt(new Uint8Array(Buffer.from(b.roster, 'base64')), new Uint8Array(Buffer.from(b.membership, 'base64')));
+      },
+    },
     ...consoleRoutes(d, sessions, hub, runStreaming),
     ...(d.opts.extraRoutes?.(d) ?? []),
   ];

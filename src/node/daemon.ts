@@ -34,6 +34,8 @@ export interface DaemonOptions {
   roleSetups?: Array<(o: OverlayNode, d: Daemon) => Promise<void>>;
   /** Control API routes added by role modules. */
   extraRoutes?: (d: Daemon) => Route[];
+  /** Called at named failpoints (docs/pools.md "Failure modes, tested"); only the CLI sets it, from C0MPUTE_FAILPOINT. */
+  failpoint?: (name: string) => void;
 }
 
 export class Daemon {
@@ -115,7 +117,7 @@ export class Daemon {
     }
     for (const n of networks) {
       const { roles, ...network } = n;
-      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log });
+      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}) });
       this.overlays.set(o.name, o);
       this.#stops.push(() => o.stop());
       for (const setup of this.opts.roleSetups ?? []) await setup(o, this);

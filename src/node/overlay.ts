@@ -56,6 +56,8 @@ export interface OverlayDeps {
   roles: Role[];
   clock: Clock;
   log: Logger;
+  /** Called at named failpoints (tests; set by the CLI from C0MPUTE_FAILPOINT). */
+  failpoint?: (name: string) => void;
 }
 
 /** Extension point for roles that live beside provider and buyer (steward, witness). */
@@ -293,6 +295,9 @@ export class OverlayNode {
           await this.market.addEvidence(r);
           await this.net.publish('receipt', r.bytes).catch(() => undefined);
         },
+        slots: { take: (job) => this.provider?.takeSlot(job) ?? false, give: (job) => this.provider?.giveSlot(job) },
+        onRosterChanged: () => void this.provider?.publishAdvert().catch((e) => this.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
+        ...(this.d.failpoint ? { failpoint: this.d.failpoint } : {}),
       });
       this.#stops.push(async () => this.poolMember?.stop());
     }

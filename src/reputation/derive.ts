@@ -36,7 +36,8 @@
  *              unknown provider is exactly 0.5; a dispute or a non-delivery
  *              weighs two failures
  *   accuracy   over counted successes whose receipt R cites an offer O held,
- *              O signed by R's provider, same job, O issued no later than the
+ *              O signed by R's provider (a pooled R: by R's signer, the member
+ *              that quoted and signed for the pool), same job, O issued no later than the
  *              work started: a = 1 when the actual duration ≤ the quoted one,
  *              else quoted / actual. A = (1 + Σ w·a) / (1 + Σ w): one imaginary
  *              accurate pair, so no pairs ⇒ A = 1
@@ -47,7 +48,8 @@
  * with dealt-with buyers on, all the attacker's buyer keys together add at
  * most w × K to s, K = the jobs this node ran for them and they accepted.
  */
-import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
+import { T, type Acceptance, type NonDelivery, type Offer, type PoolProof, type Receipt } from '../records/kinds.js';
+import { providerOf } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
@@ -137,9 +139,19 @@ export function unknownFigures(did: string): Figures {
 const SEVERITY = { success: 0, failure: 1, nondelivery: 2, dispute: 3 } as const;
 type Outcome = keyof typeof SEVERITY;
 
-/** Whether a receipt counts at all: signed by the provider it names. */
+/**
+ * Whether a receipt counts at all: signed by the provider it names, or a pooled
+ * receipt naming the pool its signer's chain proves (docs/pools.md "Reputation").
+ */
 export function receiptCounts(r: Opened<Receipt>): boolean {
-  return r.type === T.receipt && r.signer === r.record.provider;
+  if (r.type !== T.receipt) return false;
+  if (r.signer === r.record.provider) return true;
+  if (!r.record.pool) return false;
+  try {
+    return providerOf(r as Opened<{ pool?: PoolProof }>) === r.record.provider;
+  } catch {
+    return false;
+  }
 }
 
 interface Out {
@@ -236,7 +248,9 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
       a.accepted += w;
       const r = o.receipt!.record;
       const offer = offers.get(r.offer);
-      if (offer && offer.signer === r.provider && offer.record.job === r.job && offer.record.issuedAt <= r.startedAt) {
+      // A pooled receipt names the pool; its offer is the coordinator's, who signed the receipt too (docs/pools.md "Reputation").
+      const quotedBy = r.pool ? o.receipt!.signer : r.provider;
+      if (offer && offer.signer === quotedBy && offer.record.job === r.job && offer.record.issuedAt <= r.startedAt) {
         const actual = r.completedAt - r.startedAt;
         const quoted = offer.record.durationMs;
         const x = actual <= quoted ? 1 : quoted / actual;

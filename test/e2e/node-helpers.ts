@@ -241,7 +241,7 @@ export class Cluster {
   }
 
   /** `c0mpute --data-dir <root>/<name> start --config <dir>/config.yaml`, waiting until its API answers. */
-  async start(name: string, config: Record<string, unknown>): Promise<NodeProc> {
+  async start(name: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<NodeProc> {
     const { dir, did } = this.dataDir(name);
     const configPath = join(dir, 'config.yaml');
     writeFileSync(configPath, toYaml(config));
@@ -249,7 +249,7 @@ export class Cluster {
     const fd = openSync(log, 'a');
     const child = spawn(process.execPath, [BIN, '--data-dir', dir, 'start', '--config', configPath], {
       stdio: ['ignore', fd, fd],
-      env: { ...process.env, C0MPUTE_PASSPHRASE: '' },
+      env: { ...process.env, C0MPUTE_PASSPHRASE: '', ...env },
     });
     closeSync(fd);
     track(child);

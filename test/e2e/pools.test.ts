@@ -108,8 +108,8 @@ test('a job through the pool: the hash picks the member, the receipt is the pool
 test('whitespace output: a failed receipt (POOL_OUTPUT_EMPTY), no settlement', async () => {
   const run = await runJob(buyer, spec('test.blank', '{}'));
   assert.equal(run.result.status, 'failed');
-  // At an epoch boundary two coordinators may both have quoted: the buyer then fails over to the
-  // second, whose dispatch the member refuses (it runs a job once). The first receipt is the guard's.
+  // The buyer tries a pool once (docs/pools.md "Failover and epoch changes"); were a second coordinator's
+  // offer ever tried, the member would refuse it (it runs a job once). The first receipt is the guard's.
   const codes = run.events.filter((e) => e.e === 'receipt').map((e) => (e.receipt as { record: { provider: string; status: string; failure?: { code: string } } }).record);
   assert.ok(codes.length >= 1 && codes.every((r) => r.status === 'failed' && r.provider === pool), JSON.stringify(codes));
   assert.equal(codes[0]!.failure?.code, 'POOL_OUTPUT_EMPTY');

@@ -141,7 +141,14 @@ export function register(program: Command): void {
     const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
     const identity = await loadNodeIdentity(dataDir);
     const { Daemon } = await import('../../node/daemon.js');
-    const d = await Daemon.start({ dataDir, config, identity, log });
+    // C0MPUTE_FAILPOINT=<name>[,<name>]: tests only (docs/pools.md "Failure modes, tested"): the process exits 137 at that point.
+    const failpoints = new Set((process.env.C0MPUTE_FAILPOINT ?? '').split(',').map((x) => x.trim()).filter(Boolean));
+    const failpoint = (name: string) => {
+      if (!failpoints.has(name)) return;
+      log.error({ failpoint: name }, 'failpoint reached: exiting at once (C0MPUTE_FAILPOINT)');
+      process.exit(137);
+    };
+    const d = await Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
     out(`c0mpute node ${d.did}`);
     out(`  peer id  ${d.net.peerId.toString()}`);
     for (const a of d.net.addrs()) out(`  listen   ${a}`);

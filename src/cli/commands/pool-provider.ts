@@ -3,7 +3,8 @@
  * "Operating a pool"; issue #13 "Operating it"):
  *   init    create the pool's key in its own folder (it signs rosters only and can stay offline)
  *   roster  sign a roster from a YAML members file (add or remove members: edit and sign again, seq + 1)
- *   join    this node countersigns its place on a roster (the membership file the `pool` config names)
+ *   join    this node countersigns its place on a roster (the membership file the `pool` config names);
+ *           a running member adopts it at once and sends it to the others
  *   leave   this node signs that it has left the roster
  *   status  the running member's view: coordinator now and next epoch, liveness, jobs and earnings per member
  */
@@ -20,6 +21,7 @@ import { out, outJson } from '../context.js';
 import { short } from '../render.js';
 import { loadNodeIdentity } from '../signer.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
+import { readDaemonInfo } from '../../node/daemon-info.js';
 import { globals } from './index.js';
 
 const DAY = 24 * 3600_000;
@@ -62,7 +64,9 @@ export function register(program: Command): void {
       .description(status === 'member' ? 'countersign this node’s place on a roster (the file `pool.membership` names)' : 'sign that this node has left the roster (its records for it are refused from then on)')
       .requiredOption('--roster <file>', 'the roster envelope')
       .requiredOption('--out <file>', 'where to write the membership envelope')
-      .action(async (o: { roster: string; out: string }, cmd: Command) => {
+      .option('--overlay <name>', 'overlay of the running member (default: the node’s first)')
+      .option('--no-push', 'do not hand the roster to the running member (join only)')
+      .action(async (o: { roster: string; out: string; overlay?: string; push?: boolean }, cmd: Command) => {
         const { dataDir } = globals(cmd);
         const roster = open(new Uint8Array(readFileSync(o.roster)), T.poolRoster);
         const did = readKeyFileDid(dataDir);
@@ -71,6 +75,13 @@ export function register(program: Command): void {
         const env = seal(T.poolMembership, { pool: roster.signer, roster: roster.address, seq: roster.record.seq, status, signedAt: Date.now() }, id.signer);
         writeFileSync(o.out, env.bytes);
         out(`${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`);
+        // A running member acts on the new roster at once (docs/pools.md "A new roster reaches running members").
+        const running = status === 'member' ? readDaemonInfo(dataDir) : undefined;
+        if (running && o.push !== false) {
+          const c = requireDaemon(dataDir);
+          const r = (await apiCall(c.api, c.token, 'POST', `/v1/pool/roster${overlayQuery(o.overlay)}`, { roster: Buffer.from(roster.bytes).toString('base64'), membership: Buffer.from(env.bytes).toString('base64') })) as { seq: number; members: string[] };
+          out(`the running member now uses roster seq ${r.seq} (${r.members.length} members) and sent it to the others`);
+        }
       });
   }
   pp.command('status')
@@ -86,11 +97,18 @@ export function register(program: Command): void {
         coordinator?: string;
         nextCoordinator?: string;
         roster: { seq: number };
+        newestSeq?: number;
+        quoting?: boolean;
+        removed?: boolean;
+        pending?: number;
         members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
       out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
+      else if (s.newestSeq !== undefined && s.newestSeq > s.roster.seq) out(`roster seq ${s.newestSeq} exists: join it (pool-provider join) to quote again`);
+      if (s.pending) out(`dispatches pending in the trail: ${s.pending}`);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
         out(`  ${short(m.did)} w${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);

@@ -24,12 +24,12 @@ import { coordinatorRanking, epochOf, fits, poolHardware, selectMember } from '.
 import { admit, type PoolGates } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
 import { DispatchTrail, type RunLog, type TrailEntry } from '../../pools/trail.js';
-import { verifyPoolProof } from '../../pools/chain.js';
 import { receiptFor } from '../provider/provider.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { ProviderPoolHooks } from './hooks.js';
-import { tallyTrail } from './status.js';
+import { failureCodes, tallyTrail } from './status.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
+import { RosterState } from './roster-state.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
 
@@ -61,6 +61,17 @@ export interface PoolMemberDeps {
   call: (member: string, frame: Record<string, CborValue>, timeoutMs: number) => Promise<PoolReply>;
   /** Keep and gossip a receipt this member signed outside an exec stream (closing an orphaned dispatch). */
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+  /**
+   * The provider role's slots: work dispatched by another coordinator runs in
+   * one (POOL_MEMBER_BUSY when none is free); absent = no bound (unit tests).
+   */
+  slots?: { take(job: string): boolean; give(job: string): void };
+  /** Keep an adopted roster and this member's membership of it (a restart starts from the newest). */
+  saveRoster?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
+  /** The roster in use changed: the provider signs its advert again with the new proof. */
+  onRosterChanged?: () => void;
+  /** A named failpoint (tests; docs/pools.md "Failure modes, tested"): set only by the CLI from C0MPUTE_FAILPOINT. */
+  failpoint?: (name: string) => void;
   registry?: Registry;
 }
 
@@ -79,9 +90,11 @@ export class PoolMember {
   #ready = false;
   #m: { dispatches: Counter; refusals: Counter; outcomes: Counter; epochs: Counter } | undefined;
 
+  #rs: RosterState;
+
   constructor(private d: PoolMemberDeps) {
-    const chain = verifyPoolProof({ roster: d.roster.bytes, membership: d.membership.bytes }, d.did);
-    this.pool = chain.pool;
+    this.#rs = new RosterState(d.did, d.roster, d.membership);
+    this.pool = this.#rs.pool;
     if (d.registry) {
       const registers = [d.registry];
       this.#m = {
@@ -94,7 +107,7 @@ export class PoolMember {
   }
 
   get members(): string[] {
-    return this.d.roster.record.members.map((m) => m.did);
+    return this.#rs.roster.record.members.map((m) => m.did);
   }
 
   /** Members live now: this one, and those that answered a ping within 3 × livenessMs. */
@@ -103,7 +116,7 @@ export class PoolMember {
   }
 
   epoch(now = this.d.clock()): number {
-    return epochOf(now, this.d.roster.record.epochMs);
+    return epochOf(now, this.#rs.roster.record.epochMs);
   }
 
   /** The elected coordinator now (and the ranking that says who takes over). */
@@ -136,8 +149,10 @@ export class PoolMember {
         .filter((m) => m !== this.d.did)
         .map(async (m) => {
           try {
-            const r = await this.d.call(m, { op: 'ping' }, this.d.options.livenessMs);
-            if (r.ok === 'yes') this.#lastSeen.set(m, this.d.clock());
+            const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq }, this.d.options.livenessMs);
+            // Live = answering on the same roster: a member on another seq is not counted (nor elected).
+            if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.d.clock());
+            if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
           } catch {
             /* not live */
           }
@@ -174,7 +189,12 @@ export class PoolMember {
       if (this.#inFlight.has(job) || seen.has(job)) continue;
       seen.add(job);
       const dispatch = open(entry.dispatch, T.poolDispatch);
-      if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) continue;
+      if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) {
+        // A live coordinator's job: take its outcome if it has one (this member missed its `closed`, e.g. while down).
+        const r = await this.d.call(dispatch.signer, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
+        if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) await this.d.trail.close(job, dispatch.signer, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
+        continue;
+      }
       await this.#closeOrphan(job, entry);
       closed++;
     }
@@ -218,6 +238,32 @@ export class PoolMember {
     await Promise.allSettled(others.map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
   }
 
+  // ---- rosters ---------------------------------------------------------------
+
+  /**
+   * Act on this member's own countersignature of a newer roster (`pool-provider
+   * join` on a running node): verified, kept, the advert signed again, and the
+   * roster sent to every member of the old and new roster (`op: roster`).
+   */
+  async adopt(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<{ seq: number; members: string[] }> {
+    const roster = open(rosterBytes, T.poolRoster);
+    const membership = open(membershipBytes, T.poolMembership);
+    const old = this.#rs.adopt(roster, membership);
+    await this.d.saveRoster?.(roster, membership);
+    this.d.log.info({ pool: this.pool, seq: roster.record.seq, from: old.record.seq, members: this.members.length }, 'pool: adopted a new roster');
+    this.d.onRosterChanged?.();
+    const to = new Set([...old.record.members, ...roster.record.members].map((m) => m.did).filter((m) => m !== this.d.did));
+    await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'roster', roster: roster.bytes }, this.d.options.livenessMs)));
+    await this.tick();
+    return { seq: roster.record.seq, members: this.members };
+  }
+
+  #heard(bytes: Uint8Array): void {
+    const r = open(bytes, T.poolRoster);
+    if (!this.#rs.heard(r)) return;
+    this.d.log.warn({ pool: this.pool, seq: r.record.seq, using: this.#rs.seq, removed: this.#rs.removed }, this.#rs.removed ? 'pool: a newer roster removed this member; it stops quoting for the pool' : 'pool: a newer roster exists; not quoting until this member joins it');
+  }
+
   // ---- provider hooks ------------------------------------------------------
 
   hooks(): ProviderPoolHooks {
@@ -231,16 +277,16 @@ export class PoolMember {
   }
 
   advert(a: Advert): Advert {
-    return { ...a, hardware: poolHardware(this.d.roster.record.members), pool: { roster: this.d.roster.bytes, membership: this.d.membership.bytes } };
+    return { ...a, hardware: poolHardware(this.#rs.roster.record.members), pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 
   receipt(r: Receipt): Receipt {
-    return { ...r, provider: this.pool, pool: { roster: this.d.roster.bytes, membership: this.d.membership.bytes } };
+    return { ...r, provider: this.pool, pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 
   /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
   mayQuote(job: Opened<Job>): boolean {
-    if (!this.#ready || this.elected().coordinator !== this.d.did) return false;
+    if (!this.#ready || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
     try {
       admit(job.record, job.record.maxPrice, this.d.options);
     } catch (e) {
@@ -253,7 +299,7 @@ export class PoolMember {
 
   #active(job: Opened<Job>): string[] {
     const live = new Set(this.live());
-    return this.d.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements)).map((m) => m.did);
+    return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements)).map((m) => m.did);
   }
 
   /** The coordinator's path for won work (issue #13 "The coordinator"). */
@@ -270,7 +316,7 @@ export class PoolMember {
     const now = this.d.clock();
     // The same job always picks the same member: a restarted coordinator reuses its own dispatch.
     const member = mine ? open(mine.dispatch, T.poolDispatch).record.member : selectMember(job.address, this.#active(job));
-    const dispatchRec: PoolDispatch = { pool: this.pool, roster: this.d.roster.address, job: job.address, offer: offer.address, member, coordinator: this.d.did, epoch: this.epoch(now), issuedAt: now };
+    const dispatchRec: PoolDispatch = { pool: this.pool, roster: this.#rs.roster.address, job: job.address, offer: offer.address, member, coordinator: this.d.did, epoch: this.epoch(now), issuedAt: now };
     const dispatch = mine ? open(mine.dispatch, T.poolDispatch) : seal(T.poolDispatch, dispatchRec, this.d.signer);
     this.#inFlight.add(job.address);
     try {
@@ -279,6 +325,7 @@ export class PoolMember {
       this.#m?.dispatches.inc();
       this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
       await this.#broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      this.d.failpoint?.('pool.after-dispatch');
       const output = await this.#call(member, dispatch, job, offer, ctx);
       if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
         throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
@@ -324,8 +371,8 @@ export class PoolMember {
     let settlement: Uint8Array | undefined;
     if (r.record.status === 'completed') {
       const price: Money = r.record.price;
-      const parts = splitPrice(price, this.d.roster.record.members);
-      settlement = seal(T.poolSettlement, { pool: this.pool, roster: this.d.roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
+      const parts = splitPrice(price, this.#rs.roster.record.members);
+      settlement = seal(T.poolSettlement, { pool: this.pool, roster: this.#rs.roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
     }
     await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
     await this.#broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
@@ -338,10 +385,16 @@ export class PoolMember {
     const f = frame as Record<string, unknown>;
     try {
       if (!this.members.includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
-      this.#lastSeen.set(from, this.d.clock());
+      if (f?.op !== 'ping' || f.seq === this.#rs.seq) this.#lastSeen.set(from, this.d.clock());
       switch (f?.op) {
         case 'ping':
-          return { ok: 'yes' };
+          // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
+          return { ok: 'yes', seq: this.#rs.seq, ...(typeof f.seq === 'number' && f.seq < this.#rs.seq ? { roster: this.#rs.roster.bytes } : {}) };
+        case 'roster': {
+          if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
+          this.#heard(f.roster);
+          return { ok: 'yes', seq: this.#rs.seq };
+        }
         case 'trail': {
           const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
           await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
@@ -353,8 +406,14 @@ export class PoolMember {
           const input = f.input;
           if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
           const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock()));
-          const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
-          return { ok: 'yes', output };
+          // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
+          if (this.d.slots && !this.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
+          try {
+            const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
+            return { ok: 'yes', output };
+          } finally {
+            this.d.slots?.give(job.address);
+          }
         }
         case 'closed': {
           if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
@@ -368,7 +427,7 @@ export class PoolMember {
           if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
           const all = (await this.d.trail.entries(f.job)).map((x) => x.entry);
           const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
-          return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}) } : { state: 'unknown' };
+          return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}) } : { state: 'unknown' };
         }
         default:
           throw new C0Error('POOL_BAD_REQUEST', 'unknown op');
@@ -388,12 +447,17 @@ export class PoolMember {
     const per = tallyTrail(await this.d.trail.all(), this.members);
     return {
       pool: this.pool,
-      roster: { address: this.d.roster.address, seq: this.d.roster.record.seq, epochMs: this.d.roster.record.epochMs },
+      roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
       me: this.d.did,
+      newestSeq: this.#rs.newest.record.seq,
+      quoting: this.#ready && !this.#rs.behind,
+      removed: this.#rs.removed,
+      pending: (await this.d.trail.pending()).length,
+      failures: failureCodes(await this.d.trail.all()),
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,
-      members: this.d.roster.record.members.map((m) => {
+      members: this.#rs.roster.record.members.map((m) => {
         const p = per.get(m.did)!;
         return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),

@@ -2,9 +2,11 @@
  * `/c0mpute/pool/1`, the protocol between a pool's members (docs/pools.md
  * "Dispatch recorded before the call"): one request frame, one answer; only
  * roster members may call (the connection's key says who). Requests:
- *   {op:'ping'} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
- *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job}
- * Answers: {ok:'yes', output?} | {state, receipt?} | {code, message}.
+ *   {op:'ping', seq} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
+ *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job} · {op:'roster', roster}
+ * Answers: {ok:'yes', output?, seq?, roster?} | {state, receipt?} | {code, message}.
+ * A ping carries the caller's roster seq; the answer carries the callee's, and
+ * the callee's roster when the caller's is older ("A new roster reaches running members").
  */
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
@@ -19,6 +21,11 @@ export interface PoolReply {
   message?: string;
   state?: string;
   receipt?: Uint8Array;
+  settlement?: Uint8Array;
+  /** The answering member's roster seq (ping, roster). */
+  seq?: number;
+  /** The roster in use, to a caller on an older one (ping). */
+  roster?: Uint8Array;
 }
 
 /** A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, and linking job ↔ offer ↔ dispatch. */

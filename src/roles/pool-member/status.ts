@@ -36,3 +36,16 @@ export function tallyTrail(entries: Array<{ entry: TrailEntry }>, members: strin
   }
   return per;
 }
+
+/** How the failed jobs in a trail failed: failure code → jobs (each job once). */
+export function failureCodes(entries: Array<{ job: string; entry: TrailEntry }>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const seen = new Set<string>();
+  for (const { job, entry } of entries) {
+    if (entry.state !== 'failed' || !entry.receipt || seen.has(job)) continue;
+    seen.add(job);
+    const c = open(entry.receipt, T.receipt).record.failure?.code ?? 'unknown';
+    out[c] = (out[c] ?? 0) + 1;
+  }
+  return out;
+}

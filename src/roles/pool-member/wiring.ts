@@ -2,7 +2,9 @@
  * Wires a pool member into a node's provider role (docs/pools.md "Running a
  * member"): reads the roster and membership files the config names, checks the
  * chain for this node's key, opens the dispatch trail and run log in the node's
- * LevelDB, serves `/c0mpute/pool/1` and starts the liveness loop.
+ * LevelDB, serves `/c0mpute/pool/1` and starts the liveness loop. A roster
+ * adopted while running (PoolMember.adopt) is kept in the `pool-roster` store;
+ * at start the newer of that and the config's files is used.
  */
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
@@ -10,6 +12,7 @@ import type { PeerId } from '@libp2p/interface';
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
 import { T, type Receipt } from '../../records/kinds.js';
+import { decodeCanonical, encodeCanonical } from '../../records/cbor.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
 import type { Sub } from '../../store/db.js';
@@ -36,6 +39,12 @@ export interface PoolWiringDeps {
     handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
+  /** The provider role's slots: dispatched work from another coordinator runs inside one. */
+  slots?: { take(job: string): boolean; give(job: string): void };
+  /** The roster in use changed (sign the advert again). */
+  onRosterChanged?: () => void;
+  /** Called at named failpoints; the CLI sets it from C0MPUTE_FAILPOINT (tests only). */
+  failpoint?: (name: string) => void;
 }
 
 /** Frames carry an input or output of up to 3 MiB (pool.maxInputBytes is bounded below that). */
@@ -48,6 +57,16 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     membership = open(new Uint8Array(readFileSync(d.config.membership)), T.poolMembership);
   } catch (e) {
     throw new C0Error(e instanceof C0Error ? e.code : 'CONFIG_INVALID', `pool: cannot load the roster or membership: ${(e as Error).message}`, { field: 'pool' });
+  }
+  const kept = d.sub('pool-roster');
+  const saved = await kept.get('current');
+  if (saved !== undefined) {
+    const v = decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array };
+    const r = open(v.roster, T.poolRoster);
+    if (r.signer === roster.signer && r.record.seq > roster.record.seq) {
+      roster = r;
+      membership = open(v.membership, T.poolMembership);
+    }
   }
   const member = new PoolMember({
     did: d.did,
@@ -70,6 +89,12 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     maxOutputBytes: d.maxOutputBytes,
     registry: d.registry,
     publishReceipt: d.publishReceipt,
+    saveRoster: async (r, m) => {
+      await kept.batch([{ type: 'put', key: 'current', value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
+    },
+    ...(d.onRosterChanged ? { onRosterChanged: d.onRosterChanged } : {}),
+    ...(d.slots ? { slots: d.slots } : {}),
+    ...(d.failpoint ? { failpoint: d.failpoint } : {}),
     call: async (to, frame, timeoutMs) => {
       const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES } });
       return (frames[0] ?? {}) as PoolReply;

@@ -257,6 +257,22 @@ export class Provider {
     this.budget.release(sel.record.job, sel.signer, (signer, buyer) => this.d.selectionAuthority?.(signer, buyer) ?? false);
   }
 
+  /**
+   * Take a slot for work that did not come through exec/1 (a pool member running
+   * a job another coordinator dispatched, docs/pools.md "Members run dispatched
+   * work inside their slots"); false when every slot is busy or the job holds one.
+   */
+  takeSlot(job: string): boolean {
+    if (this.#stopped || this.#running.has(job) || this.#running.size >= this.d.config.slots) return false;
+    this.#running.set(job, new AbortController());
+    this.d.onSlotsChanged?.();
+    return true;
+  }
+
+  giveSlot(job: string): void {
+    if (this.#running.delete(job)) this.d.onSlotsChanged?.();
+  }
+
   /** The live offer this provider made for a job (a pushed job already quoted is answered with it). */
   offerFor(job: string): Opened<Offer> | undefined {
     return this.budget.offerFor(job, this.d.clock())?.record;

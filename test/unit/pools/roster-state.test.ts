@@ -1,0 +1,49 @@
+/**
+ * RosterState (src/roles/pool-member/roster-state.ts; docs/pools.md "A new
+ * roster reaches running members"): a running member adopts only its own
+ * countersignature of a newer roster of its pool; a newer roster heard from
+ * another member stops it quoting (behind), and one without it removes it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
+import { RosterState } from '../../../src/roles/pool-member/roster-state.js';
+import { signerFrom } from '../records/fixtures.js';
+import { MEMBERS, keyOf, membership, roster } from './helpers.js';
+
+const [a, b, c] = MEMBERS as [string, string, string];
+const code = (c: string) => (e: unknown) => e instanceof C0Error && e.code === c;
+
+test('adopt: own countersignature of a newer roster only; the stale, foreign, unsigned and left are refused and change nothing', () => {
+  const r1 = roster();
+  const s = new RosterState(a, r1, membership(r1, keyOf(a)));
+  const r2 = roster({ seq: 2, members: [{ did: a }, { did: b }] });
+  assert.throws(() => s.adopt(r1, membership(r1, keyOf(a))), code('POOL_ROSTER_STALE'));
+  assert.throws(() => s.adopt(roster({ seq: 2, signer: signerFrom(77) }), membership(r2, keyOf(a))), code('POOL_WRONG_POOL'));
+  assert.throws(() => s.adopt(r2, membership(r2, keyOf(b))), code('POOL_MEMBERSHIP_NOT_SIGNER'));
+  assert.throws(() => s.adopt(r2, membership(r1, keyOf(a))), code('POOL_MEMBERSHIP_WRONG_ROSTER'));
+  assert.throws(() => s.adopt(r2, membership(r2, keyOf(a), 'left')), code('POOL_MEMBER_LEFT'));
+  assert.equal(s.seq, 1);
+  const old = s.adopt(r2, membership(r2, keyOf(a)));
+  assert.equal(old.record.seq, 1);
+  assert.equal(s.seq, 2);
+  assert.equal(s.behind, false);
+  assert.equal(s.removed, false);
+});
+
+test('heard: a newer roster still listing the member makes it behind; one without it removes it; joining it clears behind', () => {
+  const r1 = roster();
+  const s = new RosterState(c, r1, membership(r1, keyOf(c)));
+  assert.equal(s.heard(r1), false);
+  const r2 = roster({ seq: 2 });
+  assert.equal(s.heard(r2), true);
+  assert.equal(s.behind, true);
+  assert.equal(s.removed, false);
+  s.adopt(r2, membership(r2, keyOf(c)));
+  assert.equal(s.behind, false);
+  assert.equal(s.heard(roster({ seq: 3, members: [{ did: a }, { did: b }] })), true);
+  assert.equal(s.behind, true);
+  assert.equal(s.removed, true);
+  assert.equal(s.heard(roster({ seq: 2, members: [{ did: c }] })), false, 'an older one is ignored');
+  assert.equal(s.heard(roster({ seq: 9, signer: signerFrom(78) })), false, 'another pool’s is ignored');
+});
