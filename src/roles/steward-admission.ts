@@ -10,21 +10,41 @@
  * a claim whose buyer is away holds the line for at most `reaskGraceMs`.
  * Asking again for a job already admitted answers `admitted` again. Deny →
  * the buyer is told why; nothing is recorded. Part of src/roles/steward.ts.
+ *
+ * Every decision that can lead to an `Admitted` append — a fresh claim, a
+ * queued claim decided again, a gang (src/roles/steward-gangs.ts) — runs in
+ * the steward's one admission section (`serial`, src/util/serial.ts): decide,
+ * preempt if needed, decide again, append. The next decision sees the book
+ * after the previous append, so two claims are never admitted against the
+ * same free devices or energy (the ledger's append checks only duplicates and
+ * arithmetic). Sends to the buyer stay outside the section.
  */
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job } from '../records/kinds.js';
 import { admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
 import { deriveEstimate } from '../pool/estimate.js';
+import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
+import type { Serial } from '../util/serial.js';
 import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import type { GangCite, Gangs } from './steward-gangs.js';
 import type { Decided, Reclaimer } from './steward-reclaim.js';
 import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
-/** What ends a wait in line: a decision, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
-type Wake = Decided | { gone: 'stopping' | 'superseded' };
+/** What a decision in the admission section came to; the buyer is told outside it. */
+type Outcome =
+  | { t: 'admitted'; admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string }
+  | { t: 'denied'; v: Verdict & { verdict: 'Deny' } }
+  | { t: 'expired'; v: Verdict & { verdict: 'Queue' } }
+  | { t: 'failed'; err: unknown };
+
+/** What ends a wait in line: an outcome, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
+type Wake = Outcome | { gone: 'stopping' | 'superseded' };
+
+/** A fresh ask, after the section: answered again, decided, or waiting in line. */
+type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake> };
 
 interface Waiting {
   /** arrival number (the place in line; the queue store's key) */
@@ -70,16 +90,16 @@ export interface AdmissionDeps {
   stopped: () => boolean;
   /** Append a ledger entry and publish the new head. */
   append: Ledger['append'];
+  /** The steward's admission section, shared with the gangs: every decision that can append `Admitted` runs in it. */
+  serial: Serial;
   /** Gang claims: a job citing one is bound to it instead of claiming alone (src/roles/steward-gangs.ts). */
   gangs?: Pick<Gangs, 'admitMember'>;
 }
 
 export class AdmissionLine {
   #queue: Waiting[] = [];
-  /** Queued claims taken out of line and not yet appended (or denied): nothing else is decided meanwhile. */
-  #inflight = 0;
-  /** Claims being admitted (preempting, appending): a re-ask waits for them. */
-  #admitting = new Map<string, Promise<void>>();
+  /** A pass over the line is asked for and has not started yet. */
+  #passAsked = false;
   readonly #queueStore: ClaimQueueStore;
 
   constructor(private d: AdmissionDeps) {
@@ -101,52 +121,15 @@ export class AdmissionLine {
       if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
       return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
     }
-    // An admission of this job under way (taken out of line, being appended): answer once it is done.
-    await this.#admitting.get(job.address);
-    const admitted = this.d.ledger.book.open.get(job.address);
-    if (admitted) {
+    const asked = await this.d.serial.run(() => this.#decideFresh(job, req));
+    if ('again' in asked) {
       // Asked again (the first answer was lost with its stream): the same answer, nothing recorded.
-      await ctx.send({ t: 'admitted', reserved: admitted.reserved, devices: admitted.devices, borrowed_uj: admitted.borrowed_uj } as never);
+      const a = asked.again;
+      await ctx.send({ t: 'admitted', reserved: a.reserved, devices: a.devices, borrowed_uj: a.borrowed_uj } as never);
       return;
     }
-    if (this.d.ledger.book.released.has(job.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this job was admitted and has been released already');
-    let w = this.#queue.find((x) => x.claim.id === job.address);
-    if (w) {
-      // The buyer asks again for a queued claim (its stream failed, or the steward restarted): it keeps its place.
-      if (w.claim.entitlement !== req.entitlement) throw new C0Error('STEWARD_CLAIM_MISMATCH', `this job is queued under entitlement ${w.claim.entitlement}`, { field: 'entitlement' });
-      w.wake?.({ gone: 'superseded' });
-      w.wake = undefined;
-      this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
-    } else {
-      let estimate = req.estimate;
-      if (!estimate) {
-        // §2.6: derive from history when the buyer names a class and gives no figure.
-        if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
-        const d = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
-        if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
-        estimate = d.estimate;
-      }
-      const claim = checkClaim(claimFor(job, req, estimate));
-      await this.d.ports.records.put(job);
-      const d = this.d.reclaim.decideNow(claim);
-      if (d.v.verdict !== 'Queue') return this.#answer(claim, job, d, ctx);
-      w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: d.v as Waiting['verdict'] };
-      // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
-      this.#enqueue(w);
-      try {
-        await this.#queueStore.put(this.#record(w));
-      } catch (e) {
-        this.#dequeue(w);
-        throw e;
-      }
-      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
-    }
-    const waiting = w;
-    const got = new Promise<Wake>((resolve) => {
-      if (waiting.grace) clearTimeout(waiting.grace);
-      waiting.grace = undefined;
-      waiting.wake = resolve;
-    });
+    if ('outcome' in asked) return this.#tell(asked.outcome, ctx);
+    const { wait: waiting, got } = asked;
     try {
       await ctx.send({ t: 'queued', reason: waiting.verdict.reason, reasons: waiting.verdict.reasons, place: this.#queue.indexOf(waiting) + 1 } as never);
     } catch (e) {
@@ -158,52 +141,105 @@ export class AdmissionLine {
     void this.retry();
     const outcome = await got;
     if ('gone' in outcome) return;
-    if (outcome.v.verdict === 'Queue') {
-      await ctx.send({ t: 'expired', reason: outcome.v.reason } as never).catch(() => {});
-      return;
-    }
-    try {
-      await this.#answer(waiting.claim, waiting.job, outcome, ctx, waiting.n);
-    } finally {
-      this.#inflight--;
-      void this.retry();
-    }
+    await this.#tell(outcome, ctx);
   }
 
-  /** Admit (appending durably, preempting first when needed) or deny a decided claim, and tell the buyer. */
-  async #answer(claim: Claim, job: Opened<Job>, decided: Decided, ctx: Pick<StewardStream, 'send'>, queued?: number): Promise<void> {
+  /**
+   * A fresh ask, in the admission section: the same answer for a claim already
+   * admitted, the place kept for one in line, else decided now (admitted and
+   * appended, denied, or put in line). Its wait is armed here, so a pass or an
+   * expiry after the section finds someone to tell.
+   */
+  async #decideFresh(job: Opened<Job>, req: AdmitRequest): Promise<Asked> {
+    const admitted = this.d.ledger.book.open.get(job.address);
+    if (admitted) return { again: admitted };
+    if (this.d.ledger.book.released.has(job.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this job was admitted and has been released already');
+    let w = this.#queue.find((x) => x.claim.id === job.address);
+    if (w) {
+      // The buyer asks again for a queued claim (its stream failed, or the steward restarted): it keeps its place.
+      if (w.claim.entitlement !== req.entitlement) throw new C0Error('STEWARD_CLAIM_MISMATCH', `this job is queued under entitlement ${w.claim.entitlement}`, { field: 'entitlement' });
+      w.wake?.({ gone: 'superseded' });
+      w.wake = undefined;
+      this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
+      return { wait: w, got: this.#arm(w) };
+    }
+    let estimate = req.estimate;
+    if (!estimate) {
+      // §2.6: derive from history when the buyer names a class and gives no figure.
+      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
+      const d = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
+      if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
+      estimate = d.estimate;
+    }
+    const claim = checkClaim(claimFor(job, req, estimate));
+    await this.d.ports.records.put(job);
+    const d = this.d.reclaim.decideNow(claim);
+    if (d.v.verdict === 'Deny') {
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason }, 'claim denied');
+      return { outcome: { t: 'denied', v: d.v } };
+    }
+    if (d.v.verdict === 'Admit') return { outcome: await this.#commit(claim, job, d) };
+    w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: d.v as Waiting['verdict'] };
+    // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
+    this.#enqueue(w);
+    try {
+      await this.#queueStore.put(this.#record(w));
+    } catch (e) {
+      this.#dequeue(w);
+      throw e;
+    }
+    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
+    return { wait: w, got: this.#arm(w) };
+  }
+
+  /** The buyer's wait for a claim in line: resolved by a pass, the expiry, a re-ask or the stop. */
+  #arm(w: Waiting): Promise<Wake> {
+    return new Promise<Wake>((resolve) => {
+      if (w.grace) clearTimeout(w.grace);
+      w.grace = undefined;
+      w.wake = resolve;
+    });
+  }
+
+  /**
+   * Admit a claim decided `Admit`, inside the admission section: preempt the
+   * victims first when needed, then append durably. Preempting here holds
+   * every other admission until the victims' providers answer (bounded by the
+   * request deadlines); it is rare (only past physical capacity, with
+   * preemption on), and deciding again outside the section would race them.
+   */
+  async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued?: number): Promise<Outcome & { t: 'admitted' }> {
     let { v, victims } = decided;
-    if (v.verdict === 'Deny') {
-      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
-      if (queued !== undefined) await this.#queueStore.remove(queued);
-      await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
+    if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
+    if (victims.length) {
+      // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
+      await this.d.reclaim.sampleRunning();
+      const again = this.d.reclaim.decideNow(claim);
+      if (again.v.verdict === 'Admit') ({ v, victims } = again);
+      if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
+    }
+    const admit = v as Verdict & { verdict: 'Admit' };
+    const r = await this.d.append(admittedEvent(claim, admit));
+    // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
+    if (queued !== undefined) await this.#queueStore.remove(queued);
+    this.d.accounts.track(claim.id, claim.entitlement, job.signer, job.record.deadline);
+    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
+    return { t: 'admitted', admit, seq: r.seq, entry: r.address };
+  }
+
+  /** Tell the buyer an outcome (outside the section). */
+  async #tell(o: Outcome, ctx: Pick<StewardStream, 'send'>): Promise<void> {
+    if (o.t === 'failed') throw o.err;
+    if (o.t === 'expired') {
+      await ctx.send({ t: 'expired', reason: o.v.reason } as never).catch(() => {});
       return;
     }
-    if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
-    // Set before the first await: a re-ask for this job waits for the append, then gets the same answer.
-    let done!: () => void;
-    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
-    let admit: Verdict & { verdict: 'Admit' };
-    let r: { seq: number; address: string };
-    try {
-      if (victims.length) {
-        // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
-        await this.d.reclaim.sampleRunning();
-        const again = this.d.reclaim.decideNow(claim);
-        if (again.v.verdict === 'Admit') ({ v, victims } = again);
-        if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
-      }
-      admit = v as Verdict & { verdict: 'Admit' };
-      r = await this.d.append(admittedEvent(claim, admit));
-      // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
-      if (queued !== undefined) await this.#queueStore.remove(queued);
-      this.d.accounts.track(claim.id, claim.entitlement, job.signer, job.record.deadline);
-    } finally {
-      this.#admitting.delete(claim.id);
-      done();
+    if (o.t === 'denied') {
+      await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons } as never);
+      return;
     }
-    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reserved: admit.reserved, borrowed: admit.borrowed_uj, seq: r.seq }, 'claim admitted');
-    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address } as never);
+    const { admit } = o;
+    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: o.seq, entry: o.entry } as never);
   }
 
   #record(w: Waiting): QueuedClaimRecord {
@@ -246,7 +282,7 @@ export class AdmissionLine {
     this.#dequeue(w);
     await this.#queueStore.remove(w.n).catch((e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop an expired queued claim'));
     this.#log.info({ claim: w.claim.id }, 'queued claim expired at its deadline');
-    w.wake?.({ v: w.verdict, victims: [] });
+    w.wake?.({ t: 'expired', v: w.verdict });
     void this.retry();
   }
 
@@ -269,22 +305,52 @@ export class AdmissionLine {
   }
 
   /**
-   * Decide queued claims again, in arrival order, after capacity freed. One
-   * claim leaves the line at a time (the next pass runs once it is appended),
-   * so two claims are never admitted against the same free device. A claim
-   * that would be admitted while its buyer is away holds the line until the
-   * buyer asks again or the re-ask grace ends.
+   * Decide queued claims again, in arrival order, after capacity freed: a
+   * pass in the admission section, so each claim taken out of line is
+   * appended (or denied) before the next decision. A claim that would be
+   * admitted while its buyer is away holds the line until the buyer asks
+   * again or the re-ask grace ends. Resolves at once, without waiting for the
+   * section: it is asked from inside it too (a release during preemption).
    */
   async retry(): Promise<void> {
-    if (this.#inflight > 0 || this.d.stopped()) return;
-    for (const w of [...this.#queue]) {
-      const d = this.d.reclaim.decideNow(w.claim);
-      if (d.v.verdict === 'Queue') continue;
-      if (!w.wake) break;
+    if (this.#passAsked || this.d.stopped()) return;
+    this.#passAsked = true;
+    void this.d.serial
+      .run(() => {
+        this.#passAsked = false;
+        return this.#pass();
+      })
+      .catch((e) => this.#log.warn({ err: (e as Error).message }, 'deciding the queued claims again failed'));
+  }
+
+  async #pass(): Promise<void> {
+    for (;;) {
+      if (this.d.stopped()) return;
+      let next: { w: Waiting; d: Decided } | undefined;
+      for (const w of this.#queue) {
+        const d = this.d.reclaim.decideNow(w.claim);
+        if (d.v.verdict === 'Queue') continue;
+        if (w.wake) next = { w, d };
+        break;
+      }
+      if (!next) return;
+      const { w, d } = next;
+      const wake = w.wake!;
       this.#dequeue(w);
-      this.#inflight++;
-      w.wake(d);
-      return;
+      let o: Outcome;
+      try {
+        if (d.v.verdict === 'Deny') {
+          this.#log.info({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: d.v.reason }, 'claim denied');
+          await this.#queueStore.remove(w.n);
+          o = { t: 'denied', v: d.v };
+        } else {
+          o = await this.#commit(w.claim, w.job, d, w.n);
+        }
+      } catch (err) {
+        // Out of line either way; its stored entry (if the removal failed) comes back at the next start.
+        o = { t: 'failed', err };
+      }
+      wake(o);
     }
   }
 

@@ -11,6 +11,8 @@
  *   preempting lower-priority claims first when needed, §5.2) and one
  *   `Admitted` entry is appended. A gang that does not fit now is answered
  *   `queued` then `expired` at once: gangs do not wait in line (not built).
+ *   The decision and its append run in the steward's admission section, with
+ *   the single jobs' (src/roles/steward-admission.ts, src/util/serial.ts).
  * - Each member job then asks `admit` citing the claim (`gang: {claim,
  *   member}`, and the job's signed `params` cite the same, for the provider):
  *   the steward binds job → (claim, member) once, synced to LevelDB before it
@@ -34,6 +36,8 @@ import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import type { Reclaimer } from './steward-reclaim.js';
+import type { OpenClaim } from '../pool/usage.js';
+import type { Serial } from '../util/serial.js';
 import type { StewardConfig, StewardPorts, StewardStream } from './steward-ports.js';
 import { citeOf, type GangCite } from './gang-cite.js';
 
@@ -107,13 +111,17 @@ export interface GangDeps {
   accounts: ClaimAccounts;
   reclaim: Reclaimer;
   append: Ledger['append'];
+  /** The steward's admission section, shared with the single jobs' (src/roles/steward-admission.ts). */
+  serial: Serial;
 }
+
+/** What a gang's decision in the admission section came to; the buyer is told outside it. */
+type GangOutcome = { again: OpenClaim } | { v: Verdict & { verdict: 'Deny' | 'Queue' } } | { admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string };
 
 export class Gangs {
   readonly #gangs = new Map<string, GangRecord>();
   /** job → its gang's claim */
   readonly #jobs = new Map<string, string>();
-  readonly #admitting = new Map<string, Promise<void>>();
   readonly store: GangStore;
 
   constructor(private d: GangDeps) {
@@ -195,13 +203,33 @@ export class Gangs {
     }
     const { didFromPeerId } = await import('../node/peer-id.js');
     if (didFromPeerId(ctx.peer.toString()) !== run.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the run’s signer may ask to admit its gang');
-    await this.#admitting.get(run.address);
-    const open_ = this.d.ledger.book.open.get(run.address);
-    if (open_) {
+    const o = await this.d.serial.run(() => this.#decide(run, req, dpm));
+    if ('again' in o) {
       // Asked again (the first answer was lost): the same answer, nothing recorded.
-      await ctx.send({ t: 'admitted', reserved: open_.reserved, devices: open_.devices, borrowed_uj: open_.borrowed_uj, gang: run.address } as never);
+      await ctx.send({ t: 'admitted', reserved: o.again.reserved, devices: o.again.devices, borrowed_uj: o.again.borrowed_uj, gang: run.address } as never);
       return;
     }
+    if ('v' in o) {
+      if (o.v.verdict === 'Deny') {
+        await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons } as never);
+        return;
+      }
+      // A Queue verdict, reported as such (§4.5); the gang does not wait in line: the buyer asks again later.
+      await ctx.send({ t: 'queued', reason: o.v.reason, reasons: o.v.reasons, place: 0 } as never);
+      await ctx.send({ t: 'expired', reason: o.v.reason } as never);
+      return;
+    }
+    await ctx.send({ t: 'admitted', reserved: o.admit.reserved, devices: o.admit.devices, borrowed_uj: o.admit.borrowed_uj, seq: o.seq, entry: o.entry, gang: run.address } as never);
+  }
+
+  /**
+   * A gang's decision, in the admission section: decide, preempt if needed
+   * (holding the section until the victims' providers answer; rare), decide
+   * again, append.
+   */
+  async #decide(run: Opened<TrainRun>, req: AdmitGangRequest, dpm: number): Promise<GangOutcome> {
+    const open_ = this.d.ledger.book.open.get(run.address);
+    if (open_) return { again: open_ };
     if (this.d.ledger.book.released.has(run.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang was admitted and has been released already');
     let estimate = req.estimate;
     if (!estimate) {
@@ -212,45 +240,29 @@ export class Gangs {
     }
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
     const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
-    // Stored before deciding, so nothing is awaited between the decision and its append; a record whose claim the
-    // ledger never shows open (refused here, or a crash before the append) is removed, or dropped at the next start.
+    // Stored before the append; a record whose claim the ledger never shows open (refused here, or a crash
+    // before the append) is removed, or dropped at the next start.
     await this.store.put(g);
     let { v, victims } = this.d.reclaim.decideNow(claim);
     const log = this.d.ports.log;
-    if (v.verdict !== 'Admit') await this.store.remove(g.claim);
-    if (v.verdict === 'Deny') {
-      log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
-      await ctx.send({ t: 'denied', reason: v.reason, reasons: v.reasons } as never);
-      return;
+    if (v.verdict !== 'Admit') {
+      await this.store.remove(g.claim);
+      if (v.verdict === 'Deny') log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
+      else log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
+      return { v: v as Verdict & { verdict: 'Deny' | 'Queue' } };
     }
-    if (v.verdict === 'Queue') {
-      // A Queue verdict, reported as such (§4.5); the gang does not wait in line: the buyer asks again later.
-      log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
-      await ctx.send({ t: 'queued', reason: v.reason, reasons: v.reasons, place: 0 } as never);
-      await ctx.send({ t: 'expired', reason: v.reason } as never);
-      return;
+    if (victims.length) {
+      await this.d.reclaim.sampleRunning();
+      const again = this.d.reclaim.decideNow(claim);
+      if (again.v.verdict === 'Admit') ({ v, victims } = again);
+      if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
     }
-    let done!: () => void;
-    this.#admitting.set(claim.id, new Promise<void>((resolve) => (done = resolve)));
-    let r: { seq: number; address: string };
-    let admit: Verdict & { verdict: 'Admit' };
-    try {
-      if (victims.length) {
-        await this.d.reclaim.sampleRunning();
-        const again = this.d.reclaim.decideNow(claim);
-        if (again.v.verdict === 'Admit') ({ v, victims } = again);
-        if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
-      }
-      admit = v as Verdict & { verdict: 'Admit' };
-      r = await this.d.append(admittedEvent(claim, admit));
-      this.#gangs.set(g.claim, g);
-      this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);
-    } finally {
-      this.#admitting.delete(claim.id);
-      done();
-    }
+    const admit = v as Verdict & { verdict: 'Admit' };
+    const r = await this.d.append(admittedEvent(claim, admit));
+    this.#gangs.set(g.claim, g);
+    this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);
     log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reserved: admit.reserved, seq: r.seq }, 'gang admitted');
-    await ctx.send({ t: 'admitted', reserved: admit.reserved, devices: admit.devices, borrowed_uj: admit.borrowed_uj, seq: r.seq, entry: r.address, gang: claim.id } as never);
+    return { admit, seq: r.seq, entry: r.address };
   }
 
   /** A member job citing an admitted gang: bind it (once per member index), or refuse. */

@@ -49,6 +49,7 @@ import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger } from '../ledger/store.js';
+import { Serial } from '../util/serial.js';
 import { ClaimAccounts } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
@@ -82,11 +83,13 @@ export class Steward {
     ledger.attach(this.pool);
     const stopped = () => this.#stopped;
     const append = (ev: Parameters<Ledger['append']>[0]) => this.#append(ev);
+    // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
+    const serial = new Serial();
     const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
     this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
-    this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append });
-    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, gangs: this.#gangs });
+    this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial });
+    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
   }
 
   static async start(o: StewardPorts, dataDir: string, cfg: StewardConfig, identity: StewardIdentity): Promise<Steward> {

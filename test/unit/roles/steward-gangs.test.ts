@@ -23,6 +23,7 @@ import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-por
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { fakeClock } from '../../../src/util/clock.js';
+import { Serial } from '../../../src/util/serial.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { steward, tempDir } from '../ledger/helpers.js';
 import { NOW, P, job, offer, receipt, type Party } from '../market/fixtures.js';
@@ -69,7 +70,7 @@ async function stewardAt(dir: string, reclaimOver?: (pool: PoolState) => Partial
     freed: async () => {},
     gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
-  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg: { requiredEvidence: 3 } as StewardConfig, accounts, reclaim, append }));
+  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg: { requiredEvidence: 3 } as StewardConfig, accounts, reclaim, append, serial: new Serial() }));
   const frames: Array<Record<string, unknown>> = [];
   const ctx = (who: Party) => ({ peer: peerIdFromDid(who.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) });
   const close = async () => {

@@ -1,0 +1,156 @@
+/**
+ * The steward's admissions are decided one at a time (pool/1 §4; the
+ * admission section of src/roles/steward-admission.ts, src/util/serial.ts):
+ * two claims that each fit alone but not together, asked at the same moment —
+ * two fresh jobs, a gang and a job, a queued claim woken by a release and a
+ * fresh one — get exactly one `Admitted` entry; the other is queued
+ * (DEVICES_HELD, §4.5). A real Ledger and LevelDB in a temp dir; the overlay's
+ * ports are stubs and capacity is the pool's verdict alone.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { CborValue } from '../../../src/records/cbor.js';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
+import { Ledger } from '../../../src/ledger/index.js';
+import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
+import { AdmissionLine } from '../../../src/roles/steward-admission.js';
+import { Gangs } from '../../../src/roles/steward-gangs.js';
+import type { Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { Serial } from '../../../src/util/serial.js';
+import { steward, tempDir } from '../ledger/helpers.js';
+import { NOW, P, job } from '../market/fixtures.js';
+
+// `one` has room for one device, `pair` for two: each claim below fits alone, not with the other.
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: one, parent: lab, guarantee_uj: 50000000, guarantee_devices: 1, over_quota_weight: 0, priority: 1 }
+  - { id: pair, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 1 }
+`;
+
+const buyer = P(1);
+const est = { uj: 10_000_000, grade: 'Estimator' as const };
+const jobN = (n: number) => job(buyer, { nonce: new Uint8Array([n, 42]) });
+const admitReq = (j: ReturnType<typeof job>, entitlement: string) => ({ op: 'admit' as const, job: j.bytes, entitlement, estimate: est });
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cond(), `timed out waiting for ${what}`);
+}
+
+async function stewardAt(dir: string) {
+  const clock = fakeClock(NOW);
+  const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
+  const pool = new PoolState(treeFromYaml(TREE, 'tree.yaml'), ledger.book);
+  ledger.attach(pool);
+  const db = await openDb(join(dir, 'db'));
+  const log = silentLogger();
+  const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
+  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {} } as unknown as Reclaimer;
+  const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
+  const serial = new Serial();
+  const ref: { gangs?: Gangs } = {};
+  // No automatic pass after a release: the test asks for it, at the moment it races.
+  const accounts = new ClaimAccounts({
+    ledger,
+    did: 'did:key:steward',
+    clock,
+    log,
+    stopped: () => false,
+    append,
+    forget: () => {},
+    freed: async () => {},
+    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
+  });
+  const cfg = { requiredEvidence: 3 } as StewardConfig;
+  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial }));
+  const line = new AdmissionLine({ ports, ledger, cfg, accounts, reclaim, stopped: () => false, append, serial, gangs });
+  /** A buyer's stream: the frames it was sent. */
+  const stream = () => {
+    const frames: Array<Record<string, unknown>> = [];
+    return { frames, ctx: { peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) } };
+  };
+  const admitted = async () => (await ledger.records(0)).filter((e) => e.event === 'Admitted').map((e) => e.claim);
+  const close = async () => {
+    line.stop();
+    accounts.stop();
+    await ledger.close();
+    await closeDb(db);
+  };
+  return { ledger, accounts, gangs, line, stream, admitted, close };
+}
+
+describe('steward admissions are decided one at a time', () => {
+  it('two fresh jobs that each fit alone, asked together: one Admitted, the other queued DEVICES_HELD', async () => {
+    const t = tempDir('c0-admit-race-');
+    try {
+      const s = await stewardAt(t.dir);
+      const [a, b] = [s.stream(), s.stream()];
+      const [ja, jb] = [jobN(1), jobN(2)];
+      const asks = Promise.all([s.line.admit(admitReq(ja, 'one'), a.ctx), s.line.admit(admitReq(jb, 'one'), b.ctx)]);
+      await until(() => a.frames.length > 0 && b.frames.length > 0, 'both answers');
+      assert.deepEqual(await s.admitted(), [ja.address]);
+      assert.deepEqual([a.frames[0]!.t, b.frames[0]!.t, b.frames[0]!.reason], ['admitted', 'queued', 'DEVICES_HELD']);
+      // The queued ask waits on its stream; stopping ends it without a verdict.
+      await s.close();
+      await asks;
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a gang and a job that each fit alone, asked together: one Admitted, the other told queued', async () => {
+    const t = tempDir('c0-admit-race-');
+    try {
+      const s = await stewardAt(t.dir);
+      const runYaml = stringify({ name: 'g', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: [P(11), P(12)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+      const run = buildRun(runYaml, buyer.signer, NOW).bundle.run;
+      const [g, a] = [s.stream(), s.stream()];
+      const ja = jobN(3);
+      const gangAsk = { op: 'admit-gang' as const, run: run.bytes, entitlement: 'pair', estimate: est, devices_per_member: 1, deadline: NOW + 4_000_000 };
+      const asks = Promise.all([s.gangs.admitGang(gangAsk, g.ctx), s.line.admit(admitReq(ja, 'pair'), a.ctx)]);
+      await until(() => g.frames.length > 0 && a.frames.length > 0, 'both answers');
+      const won = await s.admitted();
+      assert.equal(won.length, 1, `exactly one Admitted entry, got ${won.length}`);
+      const [winner, loser] = won[0] === run.address ? [g, a] : [a, g];
+      assert.equal(winner.frames[0]!.t, 'admitted');
+      assert.deepEqual([loser.frames[0]!.t, loser.frames[0]!.reason], ['queued', 'DEVICES_HELD']);
+      await s.close();
+      await asks;
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a queued claim woken by a release and a fresh ask at the same moment: the queued one is admitted, the fresh one queued', async () => {
+    const t = tempDir('c0-admit-race-');
+    try {
+      const s = await stewardAt(t.dir);
+      const [a, b, c] = [s.stream(), s.stream(), s.stream()];
+      const [ja, jb, jc] = [jobN(4), jobN(5), jobN(6)];
+      await s.line.admit(admitReq(ja, 'one'), a.ctx);
+      const waitB = s.line.admit(admitReq(jb, 'one'), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      assert.equal(b.frames[0]!.t, 'queued');
+      // A's claim ends: its device is free in the book. The pass over the line and C's ask start together.
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      const askC = s.line.admit(admitReq(jc, 'one'), c.ctx);
+      await until(() => b.frames.length > 1 && c.frames.length > 0, 'B admitted and C answered');
+      assert.deepEqual(await s.admitted(), [ja.address, jb.address]);
+      assert.deepEqual([b.frames[1]!.t, c.frames[0]!.t, c.frames[0]!.reason], ['admitted', 'queued', 'DEVICES_HELD']);
+      await waitB;
+      await s.close();
+      await askC;
+    } finally {
+      t.cleanup();
+    }
+  });
+});
