@@ -20,6 +20,10 @@
  *               the default), the rest buyers. No jobs.
  *   node-quiet  as `node` with the presence republish pushed out of the window
  *               (presenceEveryMs 599 s): what our timers alone cost.
+ *   daemon      as `node-quiet`, each node a whole Daemon (Daemon.start, control
+ *               API and console hub on): adds what a daemon process runs once
+ *               (prom-client's default metrics, the console's health sampler and
+ *               event-loop monitors), here once per node.
  *
  * Options (as --name=value): --nodes (20) --warmMs (10000) --windowMs (30000)
  * --rounds (1: the variants run that many times, interleaved) --variants=a,b
@@ -52,7 +56,7 @@ import { seededRandom } from '../../src/net/faults.js';
 import type { BenchResult } from './lib.js';
 import { table } from './lib.js';
 
-export const VARIANTS = ['bare', 'net', 'node', 'node-quiet'] as const;
+export const VARIANTS = ['bare', 'net', 'node', 'node-quiet', 'daemon'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export interface IdleOptions {
@@ -131,7 +135,7 @@ async function startNet(signer: Ed25519Signer, boot: string[]): Promise<Handle> 
   return { addrs: () => net.addrs(), peers: () => net.peers().length, stop: () => net.stop() };
 }
 
-async function startNode(i: number, seed: Uint8Array, boot: string[], quiet: boolean, root: string): Promise<Handle> {
+async function startNode(i: number, seed: Uint8Array, boot: string[], quiet: boolean, root: string, daemon = false): Promise<Handle> {
   const { OverlayNode } = await import('../../src/node/overlay.js');
   const { parseConfig } = await import('../../src/node/config.js');
   const { createIdentity } = await import('../../src/node/identity.js');
@@ -141,6 +145,7 @@ async function startNode(i: number, seed: Uint8Array, boot: string[], quiet: boo
   const provider = i % 4 !== 3;
   const price = { amount: '0.002', currency: 'USD' };
   const config = parseConfig({
+    ...(daemon ? { api: { listen: '127.0.0.1:0' } } : {}),
     roles: [provider ? 'provider' : 'buyer'],
     network: { listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: boot },
     ...(provider
@@ -156,6 +161,12 @@ async function startNode(i: number, seed: Uint8Array, boot: string[], quiet: boo
         }
       : { buyer: { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 } }),
   });
+  if (daemon) {
+    const { Daemon } = await import('../../src/node/daemon.js');
+    const d = await Daemon.start({ dataDir, config, identity, log: silentLogger(), advertise: false, api: true });
+    for (const a of boot) void d.net.dial(a).catch(() => undefined);
+    return { addrs: () => d.net.addrs(), peers: () => d.net.peers().length, stop: () => d.stop() };
+  }
   const db = await openDb(join(dataDir, 'db'));
   const o = await OverlayNode.start({ dataDir, db, identity, config, network: config.network, roles: config.roles, clock: () => Date.now(), log: silentLogger() });
   for (const a of boot) void o.net.dial(a).catch(() => undefined);
@@ -183,7 +194,7 @@ export async function runVariant(variant: Variant, o: IdleOptions): Promise<Idle
       const signer = new Ed25519Signer(seed);
       const boot = bootstrapOf(i, addrs, rnd);
       const h =
-        variant === 'bare' ? await startBare(signer, boot) : variant === 'net' ? await startNet(signer, boot) : await startNode(i, seed, boot, variant === 'node-quiet', root);
+        variant === 'bare' ? await startBare(signer, boot) : variant === 'net' ? await startNet(signer, boot) : await startNode(i, seed, boot, variant !== 'node', root, variant === 'daemon');
       handles.push(h);
       addrs.push(h.addrs());
     }
@@ -272,7 +283,7 @@ export async function run(): Promise<BenchResult> {
   const bare = mean('bare');
   const targets: BenchResult['targets'] = [];
   // Target: an idle node (timers, presence republish every 5 s) costs at most 1.5× bare libp2p with the same transports and gossipsub config.
-  for (const v of ['node', 'node-quiet', 'net'] as const) {
+  for (const v of ['node', 'node-quiet', 'daemon', 'net'] as const) {
     if (!Number.isFinite(mean(v)) || !Number.isFinite(bare)) continue;
     const ratio = mean(v) / bare;
     const target = v === 'node' ? 1.5 : 1.25;
