@@ -282,17 +282,21 @@ export async function run(): Promise<BenchResult> {
   }));
   const bare = mean('bare');
   const targets: BenchResult['targets'] = [];
-  // Target: an idle node (timers, presence republish every 5 s) costs at most 1.5× bare libp2p with the same transports and gossipsub config.
-  for (const v of ['node', 'node-quiet', 'daemon', 'net'] as const) {
+  // Targets (docs/scale.md "Idle cost"): what we add while idle — our network layer (net) and the overlay's roles with no traffic
+  // (node-quiet) — at most a quarter of libp2p's own idle cost; a whole daemon, whose per-process collectors are counted here
+  // once per node, at most half. `node` (presence every 5 s) has no target: presence is traffic, and its cost per node grows
+  // with the number of providers (every node validates and relays every provider's presence), so the ratio depends on N.
+  for (const v of ['node-quiet', 'daemon', 'net'] as const) {
     if (!Number.isFinite(mean(v)) || !Number.isFinite(bare)) continue;
     const ratio = mean(v) / bare;
-    const target = v === 'node' ? 1.5 : 1.25;
+    const target = v === 'daemon' ? 1.5 : 1.25;
     targets.push({ name: `idle CPU per node, ${v} / bare libp2p`, ratio, target, met: ratio <= target });
   }
   const report = [
     `idle nodes: ${o.nodes} per variant, one process each, warm-up ${o.warmMs} ms, window ${o.windowMs} ms, ${rounds} round(s); load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`,
     table(rows),
     `mean CPU per node (% of a core): ${wanted.map((v) => `${v} ${mean(v).toFixed(3)}`).join(', ')}`,
+    ...(Number.isFinite(mean('node')) && Number.isFinite(bare) ? [`node (presence every 5 s) / bare libp2p: ${(mean('node') / bare).toFixed(2)} (no target: presence is traffic that grows with the providers)`] : []),
   ].join('\n');
   return { report, targets };
 }
