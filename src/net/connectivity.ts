@@ -12,7 +12,10 @@
  *
  * The schedule (`backoffDelay`, `ReconnectSchedule`) is pure and takes its clock
  * and randomness from the caller; `Connectivity` drives it from a timer against
- * a small host interface (libp2p in node.ts, a fake in unit tests).
+ * a small host interface (libp2p in node.ts, a fake in unit tests). The timer is
+ * adaptive (docs/scale.md "Idle cost"): every `tickMs` while something is to be
+ * done, at the earliest target's due time, and every `idleTickMs` when every
+ * target is connected; a lost peer (`wake()`) checks at once.
  */
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import type { Logger } from '../util/log.js';
@@ -31,8 +34,10 @@ export interface BackoffPolicy {
 export const CONNECTIVITY_DEFAULTS = {
   /** Below this many connected peers the DHT is asked for more. */
   minPeers: 3,
-  /** How often targets are checked, ms. */
+  /** How often targets are checked while one is down, due or being dialled, or the node is below minPeers, ms. */
   tickMs: 500,
+  /** How often targets are checked when every one is connected and the node has minPeers (a safety net: a lost peer wakes the check at once), ms. */
+  idleTickMs: 5_000,
   /** Bootstrap peers: redialled quickly (a restarted peer is found again within seconds). */
   bootstrap: { initialMs: 250, maxMs: 4_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
   /** Remembered peers: slower, they may be gone for good. */
@@ -222,6 +227,8 @@ export class Connectivity {
   #discovering = false;
   #clock: () => number;
   #ticking = false;
+  #running = false;
+  #woken = false;
 
   constructor(private d: ConnectivityDeps) {
     this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
@@ -243,14 +250,60 @@ export class Connectivity {
     const now = this.#clock();
     for (const b of this.#boot) this.schedule.disconnected(b.key, now, true);
     for (const p of this.#remembered.values()) this.schedule.disconnected(p.peerId, now, true);
-    void this.tick();
-    this.#timer = setInterval(() => void this.tick(), this.opts.tickMs);
-    this.#timer.unref();
+    this.#running = true;
+    void this.#run();
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    this.#running = false;
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Something changed (a peer disconnected): check now instead of at the next scheduled pass. */
+  wake(): void {
+    if (!this.#running) return;
+    if (this.#ticking) {
+      this.#woken = true;
+      return;
+    }
+    this.#arm(0);
+  }
+
+  #arm(ms: number): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#run(), ms);
+    this.#timer.unref();
+  }
+
+  async #run(): Promise<void> {
+    this.#timer = undefined;
+    await this.tick();
+    if (!this.#running) return;
+    const woken = this.#woken;
+    this.#woken = false;
+    this.#arm(woken ? 0 : this.nextDelay(this.#clock()));
+  }
+
+  /**
+   * How long until the next pass is needed, ms, within [tickMs, idleTickMs]: the
+   * earliest due time of a target not connected, or of the next DHT look-up
+   * while below minPeers; `idleTickMs` when there is none. Exposed for tests.
+   */
+  nextDelay(now: number): number {
+    let at = now + this.opts.idleTickMs;
+    const pending = (key: string) => (this.#inflight.has(key) ? now : (this.schedule.nextAt(key) ?? now));
+    const bootIds = new Set<string>();
+    for (const b of this.#boot) {
+      bootIds.add(b.key);
+      if (!(b.peerId && this.d.host.isConnected(b.peerId))) at = Math.min(at, pending(b.key));
+    }
+    for (const p of this.#remembered.values()) if (!bootIds.has(p.peerId) && !this.d.host.isConnected(p.peerId)) at = Math.min(at, pending(p.peerId));
+    if (this.d.host.discover) {
+      const count = this.d.host.peerCount();
+      if (count > 0 && count < this.opts.minPeers) at = Math.min(at, this.#discovering ? now : this.#nextDiscoverAt);
+    }
+    return Math.max(this.opts.tickMs, Math.min(this.opts.idleTickMs, at - now));
   }
 
   /** A peer proved useful (a c0mpute node of this overlay): remember where it listens. */

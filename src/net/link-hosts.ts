@@ -40,9 +40,16 @@ type Node = Libp2p<{ pubsub: GossipSub }>;
 export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
   const ps = libp2p.services.pubsub as unknown as GossipInternals;
   const open = (p: PeerId) => libp2p.getConnections(p).find((c) => c.status === 'open');
+  // Parsed PeerIds by string: the connectivity check asks about the same few peers on every pass (base58 decoding each time was most of its cost).
+  const ids = new Map<string, PeerId>();
   const connected = (id: string): boolean => {
     try {
-      return libp2p.getConnections(peerIdFromString(id)).some((c) => c.status === 'open');
+      let p = ids.get(id);
+      if (!p) {
+        if (ids.size >= 1_024) ids.clear();
+        ids.set(id, (p = peerIdFromString(id)));
+      }
+      return libp2p.getConnections(p).some((c) => c.status === 'open');
     } catch {
       return false;
     }
@@ -78,6 +85,12 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
     async gossipPeers() {
       const out: string[] = [];
       for (const p of libp2p.getPeers()) {
+        // Attached to the router with both streams and subscriptions: it speaks gossipsub, no peer-store read needed (that read was the check's main cost).
+        const id = p.toString();
+        if (health.problem(id) === undefined && ps.peers instanceof Map) {
+          out.push(id);
+          continue;
+        }
         try {
           const info = await libp2p.peerStore.get(p);
           if (info.protocols.some((x) => ps.protocols.includes(x))) out.push(p.toString());

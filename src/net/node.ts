@@ -378,6 +378,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {
     synced.delete(evt.detail.toString());
+    connectivity.wake();
   };
 
   let started = false;

@@ -78,7 +78,8 @@ export class ConsoleHub {
         }
       }
     }
-    this.#lag = monitorEventLoopDelay({ resolution: 20 });
+    // 100 ms: a 20 ms sampling timer alone cost an idle daemon ~0.2 % of a core (docs/scale.md "Idle cost").
+    this.#lag = monitorEventLoopDelay({ resolution: 100 });
     this.#lag.enable();
     const t = setInterval(() => void this.#sample(), this.#o.healthMs);
     t.unref();
@@ -155,7 +156,10 @@ export class ConsoleHub {
     const queues: Record<string, number> = {};
     const last = this.#lastTotals.get(o.name) ?? new Map<string, number>();
     const now = new Map<string, number>();
-    for (const m of await o.registry.getMetricsAsJSON()) {
+    // Only the two metrics read here (collecting the whole registry every healthMs was most of an idle daemon's sampling cost).
+    const wanted = ['c0mpute_net_records_total', 'c0mpute_net_queue_depth'].map((n) => o.registry.getSingleMetric(n));
+    for (const m of await Promise.all(wanted.map((w) => w?.get()))) {
+      if (!m) continue;
       if (m.name === 'c0mpute_net_records_total') {
         for (const v of m.values) {
           const key = `${String(v.labels.kind)}|${String(v.labels.verdict)}`;

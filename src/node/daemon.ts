@@ -103,7 +103,8 @@ export class Daemon {
   async #start(): Promise<void> {
     const { config, dataDir, identity } = this.opts;
     // Default metrics are already named process_* / nodejs_*: the prefix makes c0mpute_process_cpu_seconds_total.
-    collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_' });
+    // Event-loop lag sampled every 100 ms, not prom-client's 10 ms: that timer alone cost an idle daemon ~0.25 % of a core (docs/scale.md "Idle cost").
+    collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_', eventLoopMonitoringPrecision: 100 });
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
     const networks = [{ ...config.network, roles: config.roles }, ...config.overlays.map((o) => ({ ...o, roles: o.roles ?? config.roles }))];

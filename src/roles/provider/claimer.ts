@@ -71,8 +71,10 @@ export interface ClaimerDeps {
   /** Every claim's end (for logs, records and tests). */
   onOutcome?: (job: string, claim: Opened<Claim>, outcome: ClaimOutcome | { error: string }) => void;
   mode?: ClaimMode;
-  /** How often leases are recomputed without a change, ms (default 500). */
+  /** How often leases are recomputed without a change while orders are open, ms (default 500). */
   tickMs?: number;
+  /** How often the claimer looks when no order is open and no claim waits to be resent, ms (default 5000; a new order wakes it at once). */
+  idleTickMs?: number;
   skewMs?: number;
 }
 
@@ -96,14 +98,14 @@ export class Claimer {
     return this.#pending.size;
   }
 
+  /** Start the timer: every `tickMs` while an order is open or a claim waits to be resent, else every `idleTickMs` (docs/scale.md "Idle cost"). */
   start(): void {
-    this.#timer = setInterval(() => this.tick(), this.d.tickMs ?? 500);
-    this.#timer.unref();
+    this.#arm();
   }
 
   stop(): void {
     this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) clearTimeout(this.#timer);
     if (this.#soon) clearImmediate(this.#soon);
   }
 
@@ -113,7 +115,26 @@ export class Claimer {
     this.#soon = setImmediate(() => {
       this.#soon = undefined;
       this.tick();
+      this.#arm();
     });
+  }
+
+  /** Nothing to recompute until an order arrives: no open order and no claim to resend. */
+  get idle(): boolean {
+    return this.#retry.size === 0 && this.d.orders.size === 0;
+  }
+
+  #arm(): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(
+      () => {
+        this.tick();
+        this.#arm();
+      },
+      this.idle ? (this.d.idleTickMs ?? 5_000) : (this.d.tickMs ?? 500),
+    );
+    this.#timer.unref();
   }
 
   #release(now: number): void {
@@ -125,6 +146,7 @@ export class Claimer {
     const advert = this.d.advert();
     if (!advert || advert.record.expiresAt <= now) return [];
     const open = this.d.orders.open(now);
+    if (open.length === 0) return [];
     const mode = this.d.mode ?? 'leased';
     const view = mode === 'leased' ? this.d.orders.leases(now, this.d.live(now)) : undefined;
     const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
