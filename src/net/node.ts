@@ -51,6 +51,7 @@ import { GossipHealth, type GossipHealthOptions } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { overlayGater, RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
+import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
@@ -170,6 +171,12 @@ export interface Network {
    * (type, shape, freshness, signature): throws the C0Error a peer would reject it with.
    */
   publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ recipients: number; address: string }>;
+  /**
+   * Send an offer (with the advert it cites attached) to its buyer (and steward) only, over
+   * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an
+   * unreachable recipient: the outcome per DID says what happened.
+   */
+  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
   /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */
@@ -333,7 +340,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
-  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
+  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[]): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
     // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
     for (let i = fresh.length - 1; i >= 0; i--) {
@@ -380,6 +387,23 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     synced.delete(evt.detail.toString());
   };
 
+  /** The local checks before a record leaves (a peer would reject it with the same code), and the message bytes. */
+  const prepare = (kind: TopicKind, envelope: Uint8Array, attachments: Uint8Array[]): { rec: Opened; data: Uint8Array } => {
+    const type = expectedType(kind);
+    const rec = open(envelope, type);
+    checkFresh(type, rec.record, clock(), opts.skewMs);
+    for (const att of attachments) {
+      const a = open(att, peekType(att).type);
+      checkFresh(a.type, a.record, clock(), opts.skewMs);
+      if ((rec.record as { advert?: string }).advert !== a.address) throw new C0Error('MESSAGE_BAD_ATTACHMENT', `the ${kind} does not cite the attached record ${a.address}`);
+    }
+    const data = encodeMessage(envelope, attachments);
+    if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
+    pipeline.markOwn(kind, rec, hashHex(data));
+    source.add?.(kind, rec);
+    return { rec, data };
+  };
+
   let started = false;
   let joinedAt = Infinity;
   const net: Network = {
@@ -394,6 +418,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = true;
       joinedAt = clock();
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
+      await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
       libp2p.addEventListener('connection:open', onConnOpen);
@@ -454,25 +479,22 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     async publish(kind, envelope, attachments = []) {
-      const type = expectedType(kind);
-      const rec = open(envelope, type);
-      checkFresh(type, rec.record, clock(), opts.skewMs);
-      for (const att of attachments) {
-        const a = open(att, peekType(att).type);
-        checkFresh(a.type, a.record, clock(), opts.skewMs);
-        if ((rec.record as { advert?: string }).advert !== a.address) throw new C0Error('MESSAGE_BAD_ATTACHMENT', `the ${kind} does not cite the attached record ${a.address}`);
-      }
-      const data = encodeMessage(envelope, attachments);
-      if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
-      pipeline.markOwn(kind, rec, hashHex(data));
-      source.add?.(kind, rec);
+      const { rec, data } = prepare(kind, envelope, attachments);
       const res = await pubsub.publish(topicFor(kind, overlay), data);
       metrics.published.inc({ kind });
       return { recipients: res.recipients.length, address: rec.address };
     },
 
+    async sendOffer(to, envelope, attachments = []) {
+      const { rec, data } = prepare('offer', envelope, attachments);
+      const outcomes = await sendOffer({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, to, data);
+      metrics.published.inc({ kind: 'offer' });
+      return { outcomes, address: rec.address };
+    },
+
     subscribe(kind, handler) {
-      if (!joined.includes(kind)) throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
+      // offers also arrive over /c0mpute/offer/1, whether or not the node joins their gossip topic
+      if (!joined.includes(kind) && kind !== 'offer') throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
       return dispatcher.subscribe(kind, handler);
     },
 

@@ -46,6 +46,7 @@ import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { createExecutor } from '../roles/provider/executors.js';
+import { offerToBuyer } from './offer-wiring.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -311,9 +312,11 @@ export class OverlayNode {
       clock: this.clock,
       log: this.log.child({ role: 'provider', overlay: this.name }),
       eligibility: (job, advert, now) => this.market.providerEligibility(job, advert, now),
-      publish: async (kind, env, withAdvert) => {
+      publish: async (kind, env, withAdvert, buyer) => {
         if (kind === 'advert') await this.market.putAdvert(env as Opened<Advert>);
         if (kind === 'offer') await this.market.addOffer(env as Opened<Offer>, this.clock());
+        // An offer goes to its buyer (and the overlay's steward) only, not on gossip (src/net/offer-route.ts).
+        if (kind === 'offer') return offerToBuyer(this.net, env, withAdvert, buyer, this.d.network.steward, this.log);
         try {
           return (await this.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
         } catch (e) {
