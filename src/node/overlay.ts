@@ -47,6 +47,7 @@ import { startPoolMember } from '../roles/pool-member/wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
+import { marketShards } from './markets.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -166,6 +167,7 @@ export class OverlayNode {
       announce: nc.announce,
       bootstrap: nc.bootstrap,
       overlay: this.name,
+      ...(marketShards(this.d.config, nc, this.roles) ? { shards: marketShards(this.d.config, nc, this.roles)! } : {}),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),
