@@ -147,7 +147,7 @@ export const configSchema = z
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
         slots: z.number().int().positive().default(1),
         /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */
-        presenceWindowMs: z.number().int().min(3000).max(600_000).default(15_000),
+        presenceWindowMs: z.number().int().min(3000).max(600_000).default(45_000),
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
         presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
         /** Open orders (docs/matching.md "Open orders, claims and leases"): claim the orders leased to this provider (`leased`) or every order it may claim (`any`). */
