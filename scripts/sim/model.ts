@@ -227,7 +227,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     console.log(`  ${'total'.padEnd(9)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
     console.log(`  CPU % of a core: model ${pr.cpuPct.toFixed(2)}  measured ${run.figures.cpuPctPerNode.toFixed(2)}  error ${((100 * (pr.cpuPct - run.figures.cpuPctPerNode)) / run.figures.cpuPctPerNode).toFixed(0)} %`);
   }
-  const presenceSec = Number(process.env.MODEL_PRESENCE_SEC ?? 20);
+  const presenceSec = Number(process.env.MODEL_PRESENCE_SEC ?? 15);
   console.log('\n## before issue #16: every node on every topic, offers flooded with their advert, presence every 5 s\n');
   console.log(table(p));
   const sharded: ModelParams = { ...p, offersDirect: true, offerCarriesAdvert: true, marketShare: 1 / SHARD_COUNT };
