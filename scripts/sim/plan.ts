@@ -49,6 +49,8 @@ export interface SimOptions {
    * serve and each buyer the shard of the one workload it trades; witnesses join every shard. 0: every node joins every shard.
    */
   markets: number;
+  /** The daemon's anti-entropy: each node syncs live adverts from one random peer this often, ms (default 30 000, `network.resyncMs`; 0: never). */
+  resyncMs: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -73,6 +75,7 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     partitionMs: o.partitionMs ?? 60_000,
     warmupMs: o.warmupMs ?? 8_000,
     markets: o.markets ?? 1,
+    resyncMs: o.resyncMs ?? 30_000,
   };
 }
 

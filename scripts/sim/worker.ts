@@ -101,6 +101,8 @@ interface Live {
   /** provider DID → {seq, expiresAt} */
   held: Map<string, { seq: number; expiresAt: number }>;
   traffic: Traffic;
+  /** the daemon's anti-entropy timer (src/node/overlay.ts) */
+  resync?: NodeJS.Timeout;
 }
 
 async function main(): Promise<void> {
@@ -182,6 +184,16 @@ async function main(): Promise<void> {
     }
     await net.start();
     l.net = net;
+    // The daemon's anti-entropy (network.resyncMs): sync live adverts from one random peer this often.
+    if (o.resyncMs > 0) {
+      clearInterval(l.resync);
+      l.resync = setInterval(() => {
+        const ps = net.peers();
+        if (l.net !== net || !ps.length) return;
+        void net.syncFrom(ps[Math.floor(Math.random() * ps.length)]!.peerId, ['advert']).catch(() => undefined);
+      }, o.resyncMs);
+      l.resync.unref();
+    }
     l.upSince = st();
     for (const p of node.peers) void net.dial(addrOf(p)).catch(() => undefined);
   };
@@ -190,6 +202,7 @@ async function main(): Promise<void> {
     const l = live.get(i)!;
     const net = l.net;
     l.net = undefined;
+    clearInterval(l.resync);
     if (l.upSince !== undefined) l.upMs += st() - l.upSince;
     l.upSince = undefined;
     await net?.stop().catch(err);
