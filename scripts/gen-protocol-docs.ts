@@ -19,7 +19,7 @@ const RULES: Record<string, string[]> = {
   'c0mpute.job/1': ['`deadline` > `announcedAt` (`JOB_DEADLINE_INVALID`).', 'Tier `private` requires `requirements.allowlist` (`JOB_PRIVATE_NEEDS_ALLOWLIST`).'],
   'c0mpute.offer/1': [
     '`expiresAt` ≤ `startBy` (`OFFER_EXPIRES_AFTER_START`); `expiresAt` > `issuedAt` (`OFFER_LIFETIME_INVALID`); lifetime ≤ 24 h (`OFFER_LIFETIME_TOO_LONG`).',
-    'An offer on gossip may travel with the advert it cites (docs/network.md).',
+    'Sent by the provider to the job’s buyer (and the overlay’s steward) only, over `/c0mpute/offer/1`, with the advert it cites attached; not published on gossip (docs/network.md §13).',
   ],
   'c0mpute.selection/1': [
     '`winner` is one of the `considered` offers (`SELECTION_WINNER_NOT_CONSIDERED`); no offer twice (`SELECTION_DUPLICATE_OFFER`); `considered` in DID order, one entry per provider.',

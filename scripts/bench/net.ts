@@ -19,7 +19,7 @@ import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { Ed25519Signer, seal, T, type Advert } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
-import { topicFor } from '../../src/net/topics.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
 import { createNetMetrics } from '../../src/net/metrics.js';
 import { RecordPipeline } from '../../src/net/gossip-validation.js';
 import { silentLogger } from '../../src/util/log.js';
@@ -159,7 +159,7 @@ export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: nu
   await sleep(500);
   // 100 providers, each advert a higher seq than its signer's last (published in order)
   const signers = Array.from({ length: 100 }, () => Ed25519Signer.generate());
-  const topic = topicFor('advert');
+  const topic = topicFor('advert', 'public', shardOf('infer.llm'));
   let accepted = 0;
   let target = Infinity;
   let done!: () => void;
@@ -272,7 +272,7 @@ export async function floodLatency(): Promise<{ report: string; ratio: number; c
     const attacker = Ed25519Signer.generate();
     let flooding = true;
     let sent = 0;
-    const topic = topicFor('job');
+    const topic = topicFor('job', 'public', shardOf('builtin.sha256'));
     const net = x;
     const t0 = performance.now();
     const flood = (async () => {

@@ -6,7 +6,7 @@
  * Pure: ground truth comes from the plan (who is up, who is cut off) and the
  * publication log.
  */
-import { isDown, type Plan } from './plan.js';
+import { holdsMarket, isDown, type Plan } from './plan.js';
 import type { WorkerResult } from './worker.js';
 
 /** An advert counts as due at a node once it was published this long ago (ms). */
@@ -19,7 +19,8 @@ export interface SimFigures {
   durationMs: number;
   reach: { adverts: number; p50ms: Stat; p99ms: Stat; p100ms: Stat; incomplete: number };
   offers: { jobs: number; decided: number; abandoned: number; lost: number; firstOfferMs: Stat; offersPerJob: number; completeness: number; staleDecisions: number; deadWinners: number };
-  traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number }>;
+  /** per node and second by kind (`offer-direct`: offers over /c0mpute/offer/1, not gossip); deliveredPerSec: records of the kind accepted (first copies) */
+  traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number; deliveredPerSec: number }>;
   trafficByRole: Array<{ role: string; inBytesPerSec: number; outBytesPerSec: number }>;
   /** records published per second, network-wide, by kind */
   publishedPerSec: Record<string, number>;
@@ -79,7 +80,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     if (a.t + REACH_WINDOW_MS > o.durationMs) continue;
     const times: number[] = [];
     for (const n of nodes) {
-      if (n.index === a.provider || !upThrough(plan, n.index, a.t, a.t + REACH_WINDOW_MS) || !connectedThrough(plan, n.index, a.provider, a.t, a.t + REACH_WINDOW_MS)) continue;
+      if (n.index === a.provider || !holdsMarket(plan, n.index, a.provider) || !upThrough(plan, n.index, a.t, a.t + REACH_WINDOW_MS) || !connectedThrough(plan, n.index, a.provider, a.t, a.t + REACH_WINDOW_MS)) continue;
       const at = n.arrivals[a.address];
       times.push(at === undefined ? Infinity : Math.max(0, at - a.t));
     }
@@ -135,7 +136,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
   }
 
   // --- traffic per node per second, by kind and by role
-  const kinds = new Map<string, { inMsgs: number; inBytes: number; outBytes: number }>();
+  const kinds = new Map<string, { inMsgs: number; inBytes: number; outBytes: number; delivered: number }>();
   const roles = new Map<string, { inBytes: number; outBytes: number; secs: number }>();
   let nodeSecs = 0;
   for (const n of nodes) {
@@ -145,7 +146,8 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     const r = roles.get(role) ?? roles.set(role, { inBytes: 0, outBytes: 0, secs: 0 }).get(role)!;
     r.secs += secs;
     for (const [k, t] of Object.entries(n.traffic)) {
-      const s = kinds.get(k) ?? kinds.set(k, { inMsgs: 0, inBytes: 0, outBytes: 0 }).get(k)!;
+      const s = kinds.get(k) ?? kinds.set(k, { inMsgs: 0, inBytes: 0, outBytes: 0, delivered: 0 }).get(k)!;
+      s.delivered += t.delivered ?? 0;
       s.inMsgs += t.inMsgs;
       s.inBytes += t.inBytes;
       s.outBytes += t.outBytes;
@@ -153,7 +155,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
       r.outBytes += t.outBytes;
     }
   }
-  const traffic = [...kinds].map(([kind, s]) => ({ kind, inMsgsPerSec: s.inMsgs / nodeSecs, inBytesPerSec: s.inBytes / nodeSecs, outBytesPerSec: s.outBytes / nodeSecs })).sort((a, b) => b.inBytesPerSec - a.inBytesPerSec);
+  const traffic = [...kinds].map(([kind, s]) => ({ kind, inMsgsPerSec: s.inMsgs / nodeSecs, inBytesPerSec: s.inBytes / nodeSecs, outBytesPerSec: s.outBytes / nodeSecs, deliveredPerSec: s.delivered / nodeSecs })).sort((a, b) => b.inBytesPerSec - a.inBytesPerSec);
   const trafficByRole = [...roles].map(([role, r]) => ({ role, inBytesPerSec: r.inBytes / r.secs, outBytesPerSec: r.outBytes / r.secs }));
 
   // --- market view agreement: fraction of live providers whose latest advert (published ≥ GRACE_MS ago) a buyer holds
@@ -165,7 +167,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     let liveN = 0;
     let ok = 0;
     for (const p of providers) {
-      if (isDown(plan, p, v.t)) continue;
+      if (isDown(plan, p, v.t) || !holdsMarket(plan, v.buyer, p)) continue;
       const want = latestSeq(p, v.t - GRACE_MS);
       if (want === undefined) continue;
       liveN++;
@@ -187,7 +189,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     if (!n.finalView) continue;
     const m: number[] = [];
     for (const p of providers) {
-      if (p === n.index) continue;
+      if (p === n.index || !holdsMarket(plan, n.index, p)) continue;
       const want = latestSeq(p, o.durationMs - 10_000);
       if (want !== undefined && (n.finalView[p] ?? -1) < want) m.push(p);
     }
@@ -210,7 +212,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
       const cutAt = Math.max(plan.partition.atMs, ...results.map((r) => r.cutDoneAt ?? plan.partition!.atMs));
       if (a.t < cutAt || a.t >= healAt) continue;
       for (const n of nodes) {
-        if (plan.nodes[n.index]!.side === plan.nodes[a.provider]!.side) continue;
+        if (plan.nodes[n.index]!.side === plan.nodes[a.provider]!.side || !holdsMarket(plan, n.index, a.provider)) continue;
         crossing++;
         const at = n.arrivals[a.address];
         if (at !== undefined && at < healAt - 100) leaked++;

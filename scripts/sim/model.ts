@@ -14,6 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { SHARD_COUNT } from '../../src/net/topics.js';
 
 export interface ModelParams {
   /** Buyers per provider (the sim: 1/3). */
@@ -130,7 +131,7 @@ export interface RunFile {
   options: Record<string, number>;
   figures: {
     nodes: number;
-    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number }>;
+    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number; deliveredPerSec?: number }>;
     publishedPerSec: Record<string, number>;
     cpuPctPerNode: number;
   };
@@ -138,14 +139,32 @@ export interface RunFile {
 
 const KINDS = ['advert', 'presence', 'job', 'offer'] as const;
 
-/** Copies per message and control bytes per message, from a run (per node in-messages over network-wide publications). */
+/**
+ * Per node and second, the records of each kind a node accepted (first copies): measured when the run
+ * reports them (runs with markets: a node takes only its markets' records; offers come direct), else
+ * every publication (every node on every topic).
+ */
+export function firstRates(run: RunFile): Record<(typeof KINDS)[number], number> {
+  const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+  const measured = run.figures.traffic.some((x) => x.deliveredPerSec !== undefined);
+  const out = { advert: 0, presence: 0, job: 0, offer: 0 };
+  for (const k of KINDS) {
+    if (!measured) out[k] = run.figures.publishedPerSec[k] ?? 0;
+    else if (k === 'offer') out[k] = t.get('offer')?.inMsgsPerSec ? (run.figures.publishedPerSec.offer ?? 0) : 0;
+    else out[k] = t.get(k)?.deliveredPerSec ?? 0;
+  }
+  return out;
+}
+
+/** Copies per message and control bytes per message, from a run (per node in-messages over the records it accepted). */
 export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelParams {
   const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
+  const firsts = firstRates(run);
   let copies = 0;
   let w = 0;
   let pubs = 0;
   for (const k of KINDS) {
-    const pub = run.figures.publishedPerSec[k] ?? 0;
+    const pub = firsts[k];
     pubs += pub;
     if (pub > 0 && t.get(k)) {
       copies += t.get(k)!.inMsgsPerSec;
@@ -159,7 +178,7 @@ export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelP
   let firstUs = 0;
   let copyCount = 0;
   for (const k of KINDS) {
-    const pub = run.figures.publishedPerSec[k] ?? 0;
+    const pub = firsts[k];
     firstUs += pub * validateUs * (k === 'offer' ? 1.5 : 1);
     copyCount += 2 * pub * p.copies;
   }
@@ -172,8 +191,9 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
   const kBps: Record<string, number> = {};
   let cpuUs = 0;
   let control = 0;
+  const firsts = firstRates(run);
   for (const k of KINDS) {
-    const pub = run.figures.publishedPerSec[k] ?? 0;
+    const pub = firsts[k];
     const size = (k === 'offer' ? SIZES.offer + SIZES.advert : SIZES[k]) + FRAMING;
     kBps[k] = (pub * p.copies * size) / 1000;
     control += (pub * p.controlPerMsg) / 1000;
@@ -207,9 +227,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     console.log(`  ${'total'.padEnd(9)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
     console.log(`  CPU % of a core: model ${pr.cpuPct.toFixed(2)}  measured ${run.figures.cpuPctPerNode.toFixed(2)}  error ${((100 * (pr.cpuPct - run.figures.cpuPctPerNode)) / run.figures.cpuPctPerNode).toFixed(0)} %`);
   }
-  console.log('\n## today: every node on every topic, offers flooded with their advert, presence every 5 s\n');
+  const presenceSec = Number(process.env.MODEL_PRESENCE_SEC ?? 15);
+  console.log('\n## before issue #16: every node on every topic, offers flooded with their advert, presence every 5 s\n');
   console.log(table(p));
-  const changed: ModelParams = { ...p, presenceEverySec: Infinity, offersDirect: true, offerCarriesAdvert: false, marketShare: 1 / 9 };
-  console.log('\n## with the changes of docs/scale.md §4: offers to the buyer only, presence to matchmakers only, topics sharded into 9 markets (3 workloads × 3 regions)\n');
-  console.log(table(changed));
+  const sharded: ModelParams = { ...p, offersDirect: true, offerCarriesAdvert: true, marketShare: 1 / SHARD_COUNT };
+  console.log(`\n## implemented (docs/scale.md §4): offers to the buyer only (advert attached), advert/job/presence topics sharded into ${SHARD_COUNT} markets of which a provider or buyer joins one; presence every 5 s\n`);
+  console.log(table(sharded));
+  console.log(`\n## implemented, with presence every ${presenceSec} s (window ${presenceSec * 3} s)\n`);
+  console.log(table({ ...sharded, presenceEverySec: presenceSec }));
 }

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { seededRandom } from '../../src/net/faults.js';
+import { shardsOf } from '../../src/net/topics.js';
 
 export interface SimOptions {
   /** Nodes in the network (default 100). */
@@ -25,9 +26,9 @@ export interface SimOptions {
   degree: number;
   /** Advert lifetime, ms (default 600 000, the daemon's advertLifetimeMs); republished at half of it. */
   advertLifetimeMs: number;
-  /** Presence republish interval, ms (default 5 000: the daemon's window of 15 s / 3). */
+  /** Presence republish interval, ms (default 15 000: the daemon's window of 45 s / 3). */
   presenceEveryMs: number;
-  /** Presence liveness window, ms (default 15 000). */
+  /** Presence liveness window, ms (default 45 000, the daemon's). */
   presenceWindowMs: number;
   /** One job per buyer per this interval, ms (default 30 000). */
   jobEveryMs: number;
@@ -43,6 +44,13 @@ export interface SimOptions {
   partitionMs: number;
   /** Time for the mesh to form before the schedule starts, ms (default 8 000). */
   warmupMs: number;
+  /**
+   * Markets (docs/network.md §14), 1 (default) or 0: providers join the topic shards of the workloads they
+   * serve and each buyer the shard of the one workload it trades; witnesses join every shard. 0: every node joins every shard.
+   */
+  markets: number;
+  /** The daemon's anti-entropy: each node syncs live adverts from one random peer this often, ms (default 30 000, `network.resyncMs`; 0: never). */
+  resyncMs: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -57,8 +65,8 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     providerShare: o.providerShare ?? 0.75,
     degree: o.degree ?? 4,
     advertLifetimeMs: o.advertLifetimeMs ?? 600_000,
-    presenceEveryMs: o.presenceEveryMs ?? 5_000,
-    presenceWindowMs: o.presenceWindowMs ?? 15_000,
+    presenceEveryMs: o.presenceEveryMs ?? 15_000,
+    presenceWindowMs: o.presenceWindowMs ?? 45_000,
     jobEveryMs: o.jobEveryMs ?? 30_000,
     collectMs: o.collectMs ?? 3_000,
     churnPerMin: o.churnPerMin ?? 0.1,
@@ -66,6 +74,8 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     partitionAtMs: o.partitionAtMs ?? Math.round(durationMs * 0.4),
     partitionMs: o.partitionMs ?? 60_000,
     warmupMs: o.warmupMs ?? 8_000,
+    markets: o.markets ?? 1,
+    resyncMs: o.resyncMs ?? 30_000,
   };
 }
 
@@ -80,7 +90,7 @@ export interface PlannedNode {
   seedHex: string;
   /** Indices of the peers it dials at start (and keeps as bootstrap peers). */
   peers: number[];
-  /** Providers: workloads served and region. */
+  /** Providers: workloads served; buyers: the one workload they trade in (their market). And region. */
   workloads: string[];
   region: string;
   /** Providers: price per job, decimal string. */
@@ -110,6 +120,20 @@ export interface Plan {
   churn: ChurnEvent[];
   jobs: PlannedJob[];
   partition?: { atMs: number; untilMs: number };
+}
+
+/** The topic shards node `i` joins (undefined: every shard): docs/network.md §14. */
+export function shardsOfNode(plan: Plan, i: number): string[] | undefined {
+  const n = plan.nodes[i]!;
+  return plan.opts.markets && n.role !== 'witness' ? shardsOf(n.workloads) : undefined;
+}
+
+/** Does node `i` hold provider `p`'s market (shares a shard with its adverts)? */
+export function holdsMarket(plan: Plan, i: number, p: number): boolean {
+  const mine = shardsOfNode(plan, i);
+  if (!mine) return true;
+  const theirs = new Set(shardsOf(plan.nodes[p]!.workloads));
+  return mine.some((s) => theirs.has(s));
 }
 
 /** Is node `i` away (churned out) at time `t` of the schedule? */
@@ -151,11 +175,28 @@ export function makePlan(opts: SimOptions): Plan {
       role,
       seedHex: createHash('sha256').update(`c0mpute-sim:${opts.seed}:${i}`).digest('hex'),
       peers: [...peers].sort((a, b) => a - b),
-      workloads: role === 'provider' ? workloads : [],
+      workloads: role === 'provider' ? workloads : role === 'buyer' ? [WORKLOADS[i % WORKLOADS.length]!] : [],
       region: pick(REGIONS),
       price: (0.01 + Math.floor(rnd() * 40) / 1000).toFixed(3),
       side: side[i]!,
     });
+  }
+  // Markets: a node's market needs peers on it (a shard's gossip mesh forms only among its subscribers). The daemon
+  // has no market-aware peer discovery (docs/scale.md §4): here each node also dials the next three nodes sharing a
+  // shard with it, as an operator would list bootstrap peers in its markets.
+  if (opts.markets) {
+    for (const a of nodes) {
+      if (a.role === 'witness') continue;
+      const mine = new Set(shardsOf(a.workloads));
+      let added = 0;
+      for (let k = 1; k < n && added < 3; k++) {
+        const b = nodes[(a.index + k) % n]!;
+        if (b.role === 'witness' || !shardsOf(b.workloads).some((x) => mine.has(x))) continue;
+        if (!a.peers.includes(b.index)) a.peers.push(b.index);
+        added++;
+      }
+      a.peers.sort((x, y) => x - y);
+    }
   }
   // churn: churnPerMin × nodes per minute, spread evenly with seeded jitter, one absence at a time per node
   const churn: ChurnEvent[] = [];
@@ -179,7 +220,8 @@ export function makePlan(opts: SimOptions): Plan {
   for (const b of nodes.filter((x) => x.role === 'buyer')) {
     for (let t = Math.floor(rnd() * opts.jobEveryMs); t < opts.durationMs - 10_000; t += opts.jobEveryMs) {
       const regional = rnd() < 0.5;
-      jobs.push({ buyer: b.index, atMs: t, workload: pick(WORKLOADS), ...(regional ? { region: pick(REGIONS) } : {}), n: jn++ });
+      const any = pick(WORKLOADS);
+      jobs.push({ buyer: b.index, atMs: t, workload: opts.markets ? b.workloads[0]! : any, ...(regional ? { region: pick(REGIONS) } : {}), n: jn++ });
     }
   }
   jobs.sort((a, b) => a.atMs - b.atMs || a.n - b.n);

@@ -14,15 +14,15 @@ import '../../src/polyfill.js';
 import { randomBytes } from 'node:crypto';
 import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presence } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
-import { parseTopic, type TopicKind } from '../../src/net/topics.js';
+import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
 import { hashHex } from '../../src/records/address.js';
-import { makePlan, apart, type Plan, type PlannedNode, type SimOptions } from './plan.js';
+import { makePlan, apart, shardsOfNode, type Plan, type PlannedNode, type SimOptions } from './plan.js';
 
 export interface Traffic {
   /** per kind (and 'control' for gossipsub's own: IHAVE/IWANT/GRAFT/PRUNE, subscriptions): messages and bytes in/out */
-  [kind: string]: { inMsgs: number; inBytes: number; outMsgs: number; outBytes: number };
+  [kind: string]: { inMsgs: number; inBytes: number; outMsgs: number; outBytes: number; delivered?: number };
 }
 
 export interface NodeResult {
@@ -101,6 +101,8 @@ interface Live {
   /** provider DID → {seq, expiresAt} */
   held: Map<string, { seq: number; expiresAt: number }>;
   traffic: Traffic;
+  /** the daemon's anti-entropy timer (src/node/overlay.ts) */
+  resync?: NodeJS.Timeout;
 }
 
 async function main(): Promise<void> {
@@ -130,12 +132,18 @@ async function main(): Promise<void> {
       listen: [`/ip4/127.0.0.1/tcp/${init.ports[node.index]}`],
       loopback: true,
       bootstrap: node.peers.map(addrOf),
+      // offers go to the buyer over /c0mpute/offer/1, not on gossip; markets: the topic shards of its workloads (docs/network.md §13, §14)
+      topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
+      ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {
         const j = peerIndex.get(p);
         return j !== undefined && apart(plan, node.index, j, st());
       },
     });
     countTraffic(net, l.traffic);
+    const slot = (k: string) => (l.traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
+    // records accepted (first copies), for the model's copies per delivered record
+    for (const k of ['advert', 'job', 'presence'] as const) net.subscribe(k, () => void (slot(k).delivered = (slot(k).delivered ?? 0) + 1));
     net.subscribe('advert', (rec) => {
       l.arrivals[rec.address] ??= st();
       const a = rec.record as Advert;
@@ -151,12 +159,23 @@ async function main(): Promise<void> {
         const t = Date.now();
         const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
         count('offer');
-        void l.net.publish('offer', seal(T.offer, offer, signers[node.index]!).bytes, [l.advert]).catch(err);
+        const env = seal(T.offer, offer, signers[node.index]!);
+        const s = slot('offer-direct');
+        s.outMsgs++;
+        s.outBytes += env.bytes.length + l.advert.length + 16;
+        void l.net.sendOffer([rec.signer], env.bytes, [l.advert]).then((r) => {
+          for (const x of Object.values(r.outcomes)) count(`offer-${x}`);
+        }, err);
       });
     }
     if (node.role === 'buyer') {
       net.subscribe('offer', (rec, meta) => {
         const mine = myJobs.get((rec.record as Offer).job);
+        if (meta.source === 'direct') {
+          const s = slot('offer-direct');
+          s.inMsgs++;
+          s.inBytes += rec.bytes.length + meta.attachments.reduce((n, a) => n + a.bytes.length, 0) + 16;
+        }
         if (!mine) return;
         const provider = providerOf.get(rec.signer) ?? -1;
         const adv = meta.attachments[0]?.record as Advert | undefined;
@@ -165,6 +184,16 @@ async function main(): Promise<void> {
     }
     await net.start();
     l.net = net;
+    // The daemon's anti-entropy (network.resyncMs): sync live adverts from one random peer this often.
+    if (o.resyncMs > 0) {
+      clearInterval(l.resync);
+      l.resync = setInterval(() => {
+        const ps = net.peers();
+        if (l.net !== net || !ps.length) return;
+        void net.syncFrom(ps[Math.floor(Math.random() * ps.length)]!.peerId, ['advert']).catch(() => undefined);
+      }, o.resyncMs);
+      l.resync.unref();
+    }
     l.upSince = st();
     for (const p of node.peers) void net.dial(addrOf(p)).catch(() => undefined);
   };
@@ -173,6 +202,7 @@ async function main(): Promise<void> {
     const l = live.get(i)!;
     const net = l.net;
     l.net = undefined;
+    clearInterval(l.resync);
     if (l.upSince !== undefined) l.upMs += st() - l.upSince;
     l.upSince = undefined;
     await net?.stop().catch(err);

@@ -31,7 +31,8 @@ import { ATTACHABLE, expectedType, kindForType, type TopicKind } from './topics.
 import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
 
 export type Verdict = 'accept' | 'ignore' | 'reject';
-export type RecordSourceKind = 'gossip' | 'sync';
+/** Where a record came from: gossip, a sync answer, or a direct stream to this node (offer/1, src/net/offer-route.ts). */
+export type RecordSourceKind = 'gossip' | 'sync' | 'direct';
 
 export const VAL_ERR = {
   TOO_LARGE: 'MESSAGE_TOO_LARGE',
@@ -260,8 +261,8 @@ export class RecordPipeline {
     // 2. seen (message id)
     const msgId = hashHex(data);
     this.#seenCheck(msgId);
-    // 2b. per-peer rate (gossip: what a peer pushes; sync answers what we asked for)
-    if (source === 'gossip' && !this.guard.admitPeer(kind, from)) throw rateLimited(`peer ${from.slice(0, 60)} is over its message rate`);
+    // 2b. per-peer rate (gossip and direct: what a peer pushes; sync answers what we asked for)
+    if (source !== 'sync' && !this.guard.admitPeer(kind, from)) throw rateLimited(`peer ${from.slice(0, 60)} is over its message rate`);
     // 3. decode the framing
     const framed = decodeMessage(data);
     const primaryAddr = framed.attachments.length ? hashHex(framed.primary) : msgId;

@@ -45,12 +45,13 @@ import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { encodeRecordsRequest, MAX_LIVE, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
 import type { FloodLimitOptions } from './flood-limits.js';
 import { AbusePolicy, type AbuseOptions } from './peer-abuse.js';
-import { DEFAULT_OVERLAY, checkOverlay, expectedType, topicFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { ALL_SHARDS, DEFAULT_OVERLAY, checkOverlay, checkShard, expectedType, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
 import { Connectivity, type ConnectivityOptions, type ConnectivityStatus, type RememberStore } from './connectivity.js';
 import { GossipHealth, type GossipHealthOptions } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { overlayGater, RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
+import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
@@ -67,6 +68,8 @@ export interface NetworkOptions {
   overlay?: string;
   /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
   topics?: TopicKind[];
+  /** Markets joined for the sharded kinds (advert, job, presence): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
+  shards?: string[];
   /**
    * Loopback/private-address mode (default false): the DHT keeps private
    * addresses (passthroughMapper), serves queries (clientMode false) and
@@ -170,6 +173,12 @@ export interface Network {
    * (type, shape, freshness, signature): throws the C0Error a peer would reject it with.
    */
   publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ recipients: number; address: string }>;
+  /**
+   * Send an offer (with the advert it cites attached) to its buyer (and steward) only, over
+   * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an
+   * unreachable recipient: the outcome per DID says what happened.
+   */
+  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
   /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */
@@ -243,6 +252,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const clock = opts.clock ?? systemClock;
   const overlay = checkOverlay(opts.overlay ?? NETWORK_DEFAULTS.overlay);
   const joined = opts.topics ?? TOPIC_KINDS;
+  const shards = [...new Set((opts.shards ?? ALL_SHARDS).map(checkShard))].sort();
+  const shardSet = new Set(shards);
+  /** The topics a record goes out on: its kind's, or for a sharded kind one per market it belongs to. */
+  const recordTopics = (kind: TopicKind, rec: Opened): string[] => (isSharded(kind) ? recordShards(kind, rec.record).map((sh) => topicFor(kind, overlay, sh)) : [topicFor(kind, overlay)]);
   const loopback = opts.loopback ?? false;
   const syncKinds = opts.syncOnConnect ?? NETWORK_DEFAULTS.syncOnConnect;
   const syncLimit = Math.min(opts.syncLimit ?? NETWORK_DEFAULTS.syncLimit, MAX_LIVE);
@@ -282,7 +295,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
 
   const topics: Record<string, TopicScoreParams> = {};
-  for (const k of TOPIC_KINDS) topics[topicFor(k, overlay)] = topicScoreParams();
+  for (const k of TOPIC_KINDS) for (const t of topicsFor(k, overlay)) topics[t] = topicScoreParams();
 
   const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
   const libp2p = await createLibp2p({
@@ -333,7 +346,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
-  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync', attachments: Opened[]): void => {
+  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[]): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
     // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
     for (let i = fresh.length - 1; i >= 0; i--) {
@@ -341,15 +354,16 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
       // after a heal: pass on what a sync brought that gossip would have (heal.ts)
-      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void pubsub.publish(topicFor(f.kind, overlay), f.rec.bytes).catch(() => undefined);
+      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) for (const t of recordTopics(f.kind, f.rec)) void pubsub.publish(t, f.rec.bytes).catch(() => undefined);
     }
   };
 
   // Gossip validation: the pipeline's verdict becomes the gossipsub verdict.
   // A PeerId's string form is base58 work; gossipsub hands the same object for a peer's messages, so keep it.
   const peerStrings = new WeakMap<object, string>();
-  for (const kind of TOPIC_KINDS) {
-    pubsub.topicValidators.set(topicFor(kind, overlay), async (peer, msg) => {
+  for (const kind of TOPIC_KINDS) for (const topic of topicsFor(kind, overlay)) {
+    const shard = isSharded(kind) ? topic.slice(topic.lastIndexOf('/') + 1) : undefined;
+    pubsub.topicValidators.set(topic, async (peer, msg) => {
       let from = peerStrings.get(peer);
       if (from === undefined) peerStrings.set(peer, (from = peer.toString()));
       const out = await pipeline.validate(kind, msg.data, from, 'gossip');
@@ -357,6 +371,12 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         // only the primary of a fresh message gets the attachments as context
         const primaryFresh = out.fresh[0]?.rec.address === out.primary?.address;
         accept(out.fresh, from, 'gossip', primaryFresh ? (out.attachments ?? []) : []);
+        // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
+        // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
+        if (shard !== undefined && out.primary && !recordShards(kind, out.primary.record).includes(shard)) {
+          metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
+          return TopicValidatorResult.Reject;
+        }
         return TopicValidatorResult.Accept;
       }
       return out.verdict === 'reject' ? TopicValidatorResult.Reject : TopicValidatorResult.Ignore;
@@ -381,6 +401,23 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connectivity.wake();
   };
 
+  /** The local checks before a record leaves (a peer would reject it with the same code), and the message bytes. */
+  const prepare = (kind: TopicKind, envelope: Uint8Array, attachments: Uint8Array[]): { rec: Opened; data: Uint8Array } => {
+    const type = expectedType(kind);
+    const rec = open(envelope, type);
+    checkFresh(type, rec.record, clock(), opts.skewMs);
+    for (const att of attachments) {
+      const a = open(att, peekType(att).type);
+      checkFresh(a.type, a.record, clock(), opts.skewMs);
+      if ((rec.record as { advert?: string }).advert !== a.address) throw new C0Error('MESSAGE_BAD_ATTACHMENT', `the ${kind} does not cite the attached record ${a.address}`);
+    }
+    const data = encodeMessage(envelope, attachments);
+    if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
+    pipeline.markOwn(kind, rec, hashHex(data));
+    source.add?.(kind, rec);
+    return { rec, data };
+  };
+
   let started = false;
   let joinedAt = Infinity;
   const net: Network = {
@@ -395,6 +432,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = true;
       joinedAt = clock();
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
+      await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
       libp2p.addEventListener('connection:open', onConnOpen);
@@ -408,7 +446,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         const which = (e as Error).message.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).join('; ');
         throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
       }
-      for (const k of joined) pubsub.subscribe(topicFor(k, overlay));
+      for (const k of joined) for (const t of topicsFor(k, overlay, shards)) pubsub.subscribe(t);
       connectivity.start();
       health.start();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
@@ -455,25 +493,25 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     async publish(kind, envelope, attachments = []) {
-      const type = expectedType(kind);
-      const rec = open(envelope, type);
-      checkFresh(type, rec.record, clock(), opts.skewMs);
-      for (const att of attachments) {
-        const a = open(att, peekType(att).type);
-        checkFresh(a.type, a.record, clock(), opts.skewMs);
-        if ((rec.record as { advert?: string }).advert !== a.address) throw new C0Error('MESSAGE_BAD_ATTACHMENT', `the ${kind} does not cite the attached record ${a.address}`);
-      }
-      const data = encodeMessage(envelope, attachments);
-      if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
-      pipeline.markOwn(kind, rec, hashHex(data));
-      source.add?.(kind, rec);
-      const res = await pubsub.publish(topicFor(kind, overlay), data);
+      const { rec, data } = prepare(kind, envelope, attachments);
+      const out = recordTopics(kind, rec);
+      if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload: no market topic to publish it on`, { field: 'workloads' });
+      let recipients = 0;
+      for (const t of out) recipients += (await pubsub.publish(t, data)).recipients.length;
       metrics.published.inc({ kind });
-      return { recipients: res.recipients.length, address: rec.address };
+      return { recipients, address: rec.address };
+    },
+
+    async sendOffer(to, envelope, attachments = []) {
+      const { rec, data } = prepare('offer', envelope, attachments);
+      const outcomes = await sendOffer({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, to, data);
+      metrics.published.inc({ kind: 'offer' });
+      return { outcomes, address: rec.address };
     },
 
     subscribe(kind, handler) {
-      if (!joined.includes(kind)) throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
+      // offers also arrive over /c0mpute/offer/1, whether or not the node joins their gossip topic
+      if (!joined.includes(kind) && kind !== 'offer') throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
       return dispatcher.subscribe(kind, handler);
     },
 
@@ -528,7 +566,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         if (!joined.includes(kind)) continue;
         let frames: CborValue[];
         try {
-          frames = await direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: syncLimit })]);
+          // a sharded kind: only the markets this node holds (docs/network.md §14)
+          const only = isSharded(kind) && shards.length < ALL_SHARDS.length ? { shards } : {};
+          frames = await direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: syncLimit, ...only })]);
         } catch (e) {
           res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
           metrics.syncs.inc({ outcome: 'failed' });
@@ -541,7 +581,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
             continue;
           }
           const out = await pipeline.validate(kind, f, from, 'sync');
-          if (out.verdict === 'accept') {
+          // a peer that does not filter by market (an older version) may answer with others: not delivered
+          if (out.verdict === 'accept' && isSharded(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => shardSet.has(sh))) res.ignored++;
+          else if (out.verdict === 'accept') {
             res.accepted++;
             accept(out.fresh, from, 'sync', out.attachments ?? []);
           } else if (out.verdict === 'reject') res.rejected++;
@@ -578,7 +620,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     topicPeers(kind) {
-      return pubsub.getSubscribers(topicFor(kind, overlay)).map((p) => p.toString());
+      return [...new Set(topicsFor(kind, overlay, shards).flatMap((t) => pubsub.getSubscribers(t).map((p) => p.toString())))];
     },
 
     drained() {

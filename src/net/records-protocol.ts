@@ -4,7 +4,7 @@
  * (envelope bytes), then the end frame.
  *
  *   {op: "get",  addresses: ["sha256:…", …]}     (1..MAX_GET addresses)
- *   {op: "live", kind: "<gossip kind>", limit: n}  (1..MAX_LIVE)
+ *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …]}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds)
  *
  * The server answers from a RecordSource; the requester checks everything it
  * receives (fetch: address, type, shape, signature; sync: the full gossip
@@ -24,7 +24,8 @@ import type { Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
-import { isTopicKind, type TopicKind } from './topics.js';
+import { open } from '../records/envelope.js';
+import { ALL_SHARDS, expectedType, isTopicKind, recordShards, type TopicKind } from './topics.js';
 
 export const MAX_GET = 256;
 export const MAX_LIVE = 4_096;
@@ -49,10 +50,10 @@ export const RECORDS_SERVE_DEFAULTS: RecordsServeOptions = {
 
 export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
 
-export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number };
+export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[] };
 
 export function encodeRecordsRequest(r: RecordsRequest): CborValue {
-  return r.op === 'get' ? { op: 'get', addresses: r.addresses } : { op: 'live', kind: r.kind, limit: r.limit };
+  return r.op === 'get' ? { op: 'get', addresses: r.addresses } : { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}) };
 }
 
 export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
@@ -71,9 +72,21 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
     if (!isTopicKind(m.kind)) return bad('unknown kind');
     const limit = m.limit;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIVE) return bad(`limit must be 1..${MAX_LIVE}`);
-    return { op: 'live', kind: m.kind, limit };
+    const sh = m.shards;
+    if (sh === undefined) return { op: 'live', kind: m.kind, limit };
+    if (!Array.isArray(sh) || sh.length < 1 || sh.length > ALL_SHARDS.length || !sh.every((x) => typeof x === 'string' && ALL_SHARDS.includes(x))) return bad(`shards must list 1..${ALL_SHARDS.length} of ${ALL_SHARDS[0]}..${ALL_SHARDS.at(-1)}`);
+    return { op: 'live', kind: m.kind, limit, shards: sh as string[] };
   }
   return bad('op must be "get" or "live"');
+}
+
+/** Whether a stored record belongs on one of `shards` (decoded without the signature check: it was verified when it was taken). */
+function onShards(kind: TopicKind, bytes: Uint8Array, shards: ReadonlySet<string>): boolean {
+  try {
+    return recordShards(kind, open(bytes, expectedType(kind), { trusted: true }).record).some((s) => shards.has(s));
+  } catch {
+    return false;
+  }
 }
 
 /** The server side, answering from `source` within the bounds (per request and per peer). */
@@ -103,7 +116,20 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
           if (b && !(await send(b))) break;
         }
       } else {
-        for (const b of await source.live(req.kind, clock(), Math.min(req.limit, o.maxResponseRecords))) if (!(await send(b))) break;
+        const want = Math.min(req.limit, o.maxResponseRecords);
+        if (!req.shards) {
+          for (const b of await source.live(req.kind, clock(), want)) if (!(await send(b))) break;
+        } else {
+          // only the asked markets: look through every live record of the kind, send those on an asked shard
+          const only = new Set(req.shards);
+          let n = 0;
+          for (const b of await source.live(req.kind, clock(), MAX_LIVE * 4)) {
+            if (n >= want) break;
+            if (!onShards(req.kind, b, only)) continue;
+            n++;
+            if (!(await send(b))) break;
+          }
+        }
       }
     } finally {
       budgets.charge(peer, bytes + o.requestCostBytes);

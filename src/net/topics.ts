@@ -1,8 +1,12 @@
 /**
  * Gossip topics: `/c0mpute/1/<overlay>/<kind>`, one per record kind, each
  * carrying exactly one content type (the topic is the type check: a record of
- * any other type on it is rejected).
+ * any other type on it is rejected). The market kinds (advert, job, presence)
+ * are sharded by workload (issue #16, docs/network.md §14 "Markets: topics
+ * sharded by workload"): `/c0mpute/1/<overlay>/<kind>/<shard>`, where the
+ * shard is a hash of the workload into SHARD_COUNT markets.
  */
+import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { T } from '../records/kinds.js';
 
@@ -39,6 +43,40 @@ export const MAX_ATTACHMENTS = 1;
 
 const OVERLAY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
+/** Kinds whose topics are sharded by market (workload). */
+export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence'];
+/** Markets per sharded kind: a workload's shard is the first byte of SHA-256(workload) mod this. */
+export const SHARD_COUNT = 16;
+const SHARD_RE = /^[0-9a-f]{2}$/;
+/** Every shard, `00` … `0f`. */
+export const ALL_SHARDS: readonly string[] = Array.from({ length: SHARD_COUNT }, (_, i) => i.toString(16).padStart(2, '0'));
+
+export function isSharded(kind: TopicKind): boolean {
+  return SHARDED_KINDS.includes(kind);
+}
+
+/** The market shard of a workload. */
+export function shardOf(workload: string): string {
+  return (createHash('sha256').update(workload, 'utf8').digest()[0]! % SHARD_COUNT).toString(16).padStart(2, '0');
+}
+
+/** The shards of some workloads (deduplicated, sorted). */
+export function shardsOf(workloads: readonly string[]): string[] {
+  return [...new Set(workloads.map(shardOf))].sort();
+}
+
+/** The shards a record of a sharded kind belongs on: its advert's or presence's workloads, its job's workload. */
+export function recordShards(kind: TopicKind, record: unknown): string[] {
+  const r = record as { workloads?: unknown; workload?: unknown };
+  if (kind === 'job') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
+  return Array.isArray(r.workloads) ? shardsOf(r.workloads.filter((w): w is string => typeof w === 'string')) : [];
+}
+
+export function checkShard(shard: string): string {
+  if (!SHARD_RE.test(shard) || parseInt(shard, 16) >= SHARD_COUNT) throw new C0Error('NET_BAD_SHARD', `shard "${shard.slice(0, 10)}" is not one of 00..${ALL_SHARDS.at(-1)}`, { field: 'shard' });
+  return shard;
+}
+
 export function isTopicKind(k: unknown): k is TopicKind {
   return typeof k === 'string' && Object.prototype.hasOwnProperty.call(TOPIC_TYPES, k);
 }
@@ -48,18 +86,33 @@ export function checkOverlay(overlay: string): string {
   return overlay;
 }
 
-export function topicFor(kind: TopicKind, overlay: string = DEFAULT_OVERLAY): string {
+/** A kind's topic; a sharded kind (advert, job, presence) needs its shard (`shardOf(workload)`). */
+export function topicFor(kind: TopicKind, overlay: string = DEFAULT_OVERLAY, shard?: string): string {
   if (!isTopicKind(kind)) throw new C0Error('NET_UNKNOWN_KIND', `unknown gossip kind "${String(kind).slice(0, 40)}"`, { field: 'kind' });
-  return `${TOPIC_PREFIX}${checkOverlay(overlay)}/${kind}`;
+  const o = checkOverlay(overlay);
+  if (isSharded(kind)) {
+    if (shard === undefined) throw new C0Error('NET_SHARD_REQUIRED', `the ${kind} topics are sharded by market: name the shard`, { field: 'shard' });
+    return `${TOPIC_PREFIX}${o}/${kind}/${checkShard(shard)}`;
+  }
+  return `${TOPIC_PREFIX}${o}/${kind}`;
+}
+
+/** Every topic of a kind on the given shards (one topic for an unsharded kind). */
+export function topicsFor(kind: TopicKind, overlay: string = DEFAULT_OVERLAY, shards: readonly string[] = ALL_SHARDS): string[] {
+  return isSharded(kind) ? shards.map((s) => topicFor(kind, overlay, s)) : [topicFor(kind, overlay)];
 }
 
 /** Parse a topic string; undefined when it is not one of ours. */
-export function parseTopic(topic: string): { overlay: string; kind: TopicKind } | undefined {
+export function parseTopic(topic: string): { overlay: string; kind: TopicKind; shard?: string } | undefined {
   if (!topic.startsWith(TOPIC_PREFIX)) return undefined;
   const rest = topic.slice(TOPIC_PREFIX.length).split('/');
-  if (rest.length !== 2) return undefined;
-  const [overlay, kind] = rest as [string, string];
+  const [overlay, kind, shard] = rest as [string, string, string | undefined];
   if (!OVERLAY_RE.test(overlay) || !isTopicKind(kind)) return undefined;
+  if (isSharded(kind) !== (rest.length === 3) || rest.length > 3) return undefined;
+  if (shard !== undefined) {
+    if (!SHARD_RE.test(shard) || parseInt(shard, 16) >= SHARD_COUNT) return undefined;
+    return { overlay, kind, shard };
+  }
   return { overlay, kind };
 }
 

@@ -76,6 +76,12 @@ const networkSchema = z
      * before this node joined its mesh; a periodic sync repairs that.
      */
     resyncMs: z.number().int().nonnegative().default(30_000),
+    /**
+     * Markets this node trades in (issue #16, docs/network.md §14): workload names whose advert, job and
+     * presence topic shards it joins, relays and syncs, or `all`. Default: a node whose only role is
+     * provider, the workloads it serves; any other node, all.
+     */
+    markets: z.union([z.literal('all'), z.array(z.string().min(1).max(128)).min(1)]).optional(),
     /** The DID of this overlay's steward (pool/1): buyers ask it to admit their claims; providers run the selections it signs and stop work it preempts. */
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
@@ -141,7 +147,7 @@ export const configSchema = z
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
         slots: z.number().int().positive().default(1),
         /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */
-        presenceWindowMs: z.number().int().min(3000).max(600_000).default(15_000),
+        presenceWindowMs: z.number().int().min(3000).max(600_000).default(45_000),
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
         presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
         /** Open orders (docs/matching.md "Open orders, claims and leases"): claim the orders leased to this provider (`leased`) or every order it may claim (`any`). */

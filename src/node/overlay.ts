@@ -46,6 +46,8 @@ import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { createExecutor } from '../roles/provider/executors.js';
+import { offerToBuyer } from './offer-wiring.js';
+import { marketShards } from './markets.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -167,6 +169,7 @@ export class OverlayNode {
       announce: nc.announce,
       bootstrap: nc.bootstrap,
       overlay: this.name,
+      ...(marketShards(this.d.config, nc, this.roles) ? { shards: marketShards(this.d.config, nc, this.roles)! } : {}),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),
@@ -316,9 +319,11 @@ export class OverlayNode {
       clock: this.clock,
       log: this.log.child({ role: 'provider', overlay: this.name }),
       eligibility: (job, advert, now) => this.market.providerEligibility(job, advert, now),
-      publish: async (kind, env, withAdvert) => {
+      publish: async (kind, env, withAdvert, buyer) => {
         if (kind === 'advert') await this.market.putAdvert(env as Opened<Advert>);
         if (kind === 'offer') await this.market.addOffer(env as Opened<Offer>, this.clock());
+        // An offer goes to its buyer (and the overlay's steward) only, not on gossip (src/net/offer-route.ts).
+        if (kind === 'offer') return offerToBuyer(this.net, env, withAdvert, buyer, this.d.network.steward, this.log);
         try {
           return (await this.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
         } catch (e) {

@@ -18,7 +18,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Ed25519Signer, seal, T, type Advert, type Offer, type Opened } from '../../src/records/index.js';
-import { topicFor } from '../../src/net/topics.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
 import { encodeCanonical } from '../../src/records/cbor.js';
 import { openDb, closeDb } from '../../src/store/db.js';
 import { RecordStore } from '../../src/store/records.js';
@@ -88,7 +88,7 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     const fakeAdvert = seal(T.advert, { seq: now, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard', hardware: { cpuCores: 8, memoryMiB: 16_384 } }, fake) as Opened<Advert>;
     const jobs = Array.from({ length: JOBS }, (_, i) => sha256Job(x.signer, String(i)));
     for (const j of jobs) attackerJobs.add(j.address);
-    const jobTopic = topicFor('job');
+    const jobTopic = topicFor('job', 'public', shardOf('builtin.sha256'));
     const offerTopic = topicFor('offer');
     const flood = (async () => {
       for (let i = 0; i < JOBS; i++) {
@@ -148,7 +148,7 @@ test('(b) a Sybil advert flood (2,500 fresh keys): the honest job completes, sto
     const adverts = Array.from({ length: SYBILS }, (_, i) =>
       seal(T.advert, { seq: now + i, issuedAt: now, expiresAt: now + 3_600_000, workloads: ['builtin.sha256'], tier: 'standard', region: 'xx-sybil', hardware: { cpuCores: 64, memoryMiB: 262_144 } }, Ed25519Signer.generate()),
     );
-    const topic = topicFor('advert');
+    const topic = topicFor('advert', 'public', shardOf('builtin.sha256'));
     const flood = (async () => {
       for (let i = 0; i < SYBILS; i++) {
         void xs[i % ATTACKERS]!.libp2p.services.pubsub.publish(topic, adverts[i]!.bytes).catch(() => undefined);

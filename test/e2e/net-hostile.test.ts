@@ -2,7 +2,7 @@ import '../../src/polyfill.js';
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Network } from '../../src/net/node.js';
-import { topicFor } from '../../src/net/topics.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
 import { withhold } from '../../src/net/faults.js';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
@@ -30,7 +30,8 @@ test('a hostile node: tampered records never reach honest subscribers, honest tr
   b.subscribe('offer', (r) => void got.b!.push(r.address));
   await sleep(400);
 
-  const raw = (kind: 'advert' | 'offer', bytes: Uint8Array) => hostile.libp2p.services.pubsub.publish(topicFor(kind), bytes);
+  // adverts on the market of the helpers' workload (docs/network.md §14)
+  const raw = (kind: 'advert' | 'offer', bytes: Uint8Array) => hostile.libp2p.services.pubsub.publish(kind === 'advert' ? topicFor(kind, 'public', shardOf('infer.llm')) : topicFor(kind), bytes);
   const s = Ed25519Signer.generate();
   const bad: Uint8Array[] = [];
   // bit-flipped signature
@@ -136,7 +137,7 @@ test('a withholding relay: the far node sees fewer records, never a false one', 
     if (i % 2) {
       const forged = Uint8Array.from(a.bytes);
       forged[forged.length - 1]! ^= 0x80;
-      await relay.libp2p.services.pubsub.publish(topicFor('advert'), forged);
+      await relay.libp2p.services.pubsub.publish(topicFor('advert', 'public', shardOf('infer.llm')), forged);
     }
   }
   await waitFor(() => got.length >= 4, 5_000, 'delivery');

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { T, decodeCanonical, encodeCanonical, seal, sealRaw, type Ed25519Signer, type Advert, type Job, type Offer, type Opened, type Receipt } from '../../src/records/index.js';
 import { hashHex } from '../../src/records/address.js';
-import { topicFor, type TopicKind } from '../../src/net/topics.js';
+import { isSharded, shardOf, topicFor, type TopicKind } from '../../src/net/topics.js';
 import type { Network } from '../../src/net/node.js';
 import { Daemon } from '../../src/node/daemon.js';
 import { parseConfig } from '../../src/node/config.js';
@@ -44,7 +44,8 @@ function tamper(env: Uint8Array, change: (core: Record<string, unknown>) => void
   return joinEnvelope({ ...parts, payload: encodeCanonical(core) });
 }
 
-const raw = (kind: TopicKind, bytes: Uint8Array) => x.libp2p.services.pubsub.publish(topicFor(kind), bytes);
+// the sharded kinds on the market of the cluster's workload (docs/network.md §14)
+const raw = (kind: TopicKind, bytes: Uint8Array) => x.libp2p.services.pubsub.publish(topicFor(kind, 'public', isSharded(kind) ? shardOf('builtin.sha256') : undefined), bytes);
 
 before(async () => {
   await withLogs(c, async () => {

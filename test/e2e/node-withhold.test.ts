@@ -1,7 +1,10 @@
 /**
- * A withholding relay: a buyer process whose only path to one provider is an
- * in-process relay that drops every offer of that provider (and tries to pass
- * off a tampered copy of it). The buyer sees fewer offers, never a false one,
+ * A relay between a buyer and a provider: a buyer process whose only path to
+ * one provider is an in-process relay. Offers go to the buyer directly
+ * (/c0mpute/offer/1, issue #16), so the relay never holds one to withhold; the
+ * provider that cannot reach the buyer (the allowlists) loses its offer, counted
+ * as unreachable, and the relay's forged offer (a tampered copy, on the old
+ * gossip topic) is refused. The buyer sees fewer offers, never a false one,
  * and still selects among what it saw. Allowlists (the connection gater) keep
  * the topology honest: the withheld provider can reach nobody but the relay,
  * and the buyer reaches only the relay and the provider the relay passes on.
@@ -9,7 +12,7 @@
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { T, decodeCanonical, encodeCanonical, type Ed25519Signer, type Offer, type Opened } from '../../src/records/index.js';
+import { T, decodeCanonical, encodeCanonical, seal, type Ed25519Signer, type Job, type Offer, type Opened } from '../../src/records/index.js';
 import { hashHex } from '../../src/records/address.js';
 import { topicFor } from '../../src/net/topics.js';
 import { withhold } from '../../src/net/faults.js';
@@ -44,14 +47,19 @@ before(async () => {
       return true;
     });
     relay.subscribe('offer', (rec) => void passed.push(rec as Opened<Offer>));
+    // The relay's forgery: an offer for the buyer's job under its own key, its price changed after signing.
+    const jobs: Array<Opened<Job>> = [];
+    relay.subscribe('job', (rec) => void jobs.push(rec as Opened<Job>));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [relayAddr], allowlist: [relay.did, seen.did], collectWindowMs: 3000 }));
     await waitForMarket(buyer, 2, [relay.did]);
     // The relay also tries to pass off what it withholds, tampered (a lower price after signing).
     const forgedFor = new Set<string>();
     const forge = setInterval(() => {
-      for (const o of withheld) {
-        if (forgedFor.has(o.address)) continue;
-        forgedFor.add(o.address);
+      for (const j of jobs) {
+        if (forgedFor.has(j.address)) continue;
+        forgedFor.add(j.address);
+        const now = Date.now();
+        const o = seal(T.offer, { job: j.address, advert: 'sha256:' + '00'.repeat(32), price: { amount: '0.002', currency: 'USD' }, durationMs: 500, issuedAt: now, startBy: now + 20_000, expiresAt: now + 20_000 }, relay.signer);
         const parts = splitEnvelope(o.bytes);
         const core = decodeCanonical(parts.payload) as Record<string, unknown>;
         core.price = { amount: '0.0005', currency: 'USD' };
@@ -76,11 +84,13 @@ test('a withholding relay: the buyer sees fewer offers, never a false one, and s
   await withLogs(c, async () => {
     const { result, events } = run;
     const job = result.job as Wire;
-    // The withheld provider did quote (the relay verified and dropped its offer), and a forged twin was sent on.
-    const hiddenOffers = withheld.filter((o) => o.record.job === job.address);
-    assert.ok(hiddenOffers.length >= 1, 'the hidden provider quoted');
-    assert.ok(forged.length >= 1, 'the relay sent a tampered copy');
-    const genuine = new Set(passed.map((o) => o.address));
+    // The hidden provider did quote, and its offer could not reach the buyer (never through the relay: it saw no offer).
+    await waitFor('the hidden provider’s offer to be counted unreachable', async () => /c0mpute_offers_direct_total\{[^}]*outcome="unreachable"[^}]*\} [1-9]/.test(await metricsText(hidden)), 30_000);
+    assert.deepEqual(withheld, [], 'no offer crossed the relay');
+    assert.deepEqual(passed, [], 'no offer crossed the relay');
+    assert.ok(forged.length >= 1, 'the relay sent a tampered offer');
+    const heardAddrs = events.filter((e) => e.e === 'offer').map((e) => (e.offer as Wire<Offer>).address);
+    const genuine = new Set(heardAddrs.filter((a) => !forged.includes(a)));
 
     // What the buyer heard: only the passed-on provider's genuine offer.
     const heard = events.filter((e) => e.e === 'offer').map((e) => e.offer as Wire<Offer>);
@@ -93,7 +103,8 @@ test('a withholding relay: the buyer sees fewer offers, never a false one, and s
     }
     const held = await get<{ offers: Array<Wire<Offer>>; explanation: { providers: Array<{ provider: string; eligible: boolean; failures: Array<{ code: string }> }> } }>(buyer, `/v1/offers/${encodeURIComponent(job.address)}`);
     assert.deepEqual(held.offers.map((o) => o.signer), [seen.did]);
-    for (const o of held.offers) assert.ok(genuine.has(o.address) && !forged.includes(o.address) && !hiddenOffers.some((h) => h.address === o.address));
+    assert.equal(heardAddrs.length, genuine.size, 'never a forged offer');
+    for (const o of held.offers) assert.ok(genuine.has(o.address) && !forged.includes(o.address));
     // It knows the hidden provider (its advert came through) but holds no offer from it.
     const hv = held.explanation.providers.find((p) => p.provider === hidden.did);
     assert.ok(hv, 'the hidden provider’s advert is known');
@@ -108,7 +119,7 @@ test('a withholding relay: the buyer sees fewer offers, never a false one, and s
     assert.ok(genuine.has(sel.record.winner));
     assert.equal((result.receipt as Wire<{ provider: string; offer: string }>).record.offer, sel.record.winner);
 
-    // The forged twin was refused for its signature, and the hidden provider never reached the buyer directly.
+    // The forged offer was refused for its signature, and the hidden provider never reached the buyer directly.
     await waitFor('the forged offer to be counted as rejected', async () => {
       return recordVerdicts(await metricsText(buyer)).has('offer/reject/ENVELOPE_BAD_SIGNATURE');
     });

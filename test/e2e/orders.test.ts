@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer, T, decodeCanonical, encodeCanonical, seal, type Advert, type Job, type Opened } from '../../src/records/index.js';
-import { topicFor } from '../../src/net/topics.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
 import { CLAIM_LIMITS, CLAIM_PROTOCOL } from '../../src/roles/claim-protocol.js';
 import { codeOf } from '../../src/errors.js';
 import { startNode } from './net-helpers.js';
@@ -179,7 +179,7 @@ test('a hostile node flooding presence and sending claims it has no right to mak
     for (let i = 0; i < 40; i++) {
       const k = i < 30 ? Ed25519Signer.generate() : x.signer;
       const p = seal(T.presence, { workloads: ['builtin.sleep'], freeSlots: 1000, issuedAt: Date.now(), windowMs: 60_000 }, k);
-      await x.libp2p.services.pubsub.publish(topicFor('presence'), p.bytes).catch(() => undefined);
+      await x.libp2p.services.pubsub.publish(topicFor('presence', 'public', shardOf('builtin.sleep')), p.bytes).catch(() => undefined);
     }
 
     const answers: Array<{ what: string; code: string }> = [];

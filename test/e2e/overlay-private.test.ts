@@ -16,7 +16,7 @@ import { Ed25519Signer } from '../../src/records/index.js';
 import { didFromPublicKey } from '../../src/records/did.js';
 import { parseConfig } from '../../src/node/config.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
-import { topicFor } from '../../src/net/topics.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
 import type { Network } from '../../src/net/node.js';
 import { startNode } from './net-helpers.js';
 import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type StatusView } from './node-helpers.js';
@@ -125,8 +125,8 @@ test('members connect and exchange adverts on the overlay topics; no key, anothe
     const p1Peer = peerIdFromDid(p1.did).toString();
     await waitFor('p1 on the overlay advert topic', () => w.topicPeers('advert').includes(p1Peer));
     const subscribers = (topic: string) => w.libp2p.services.pubsub.getSubscribers(topic).map(String);
-    assert.ok(subscribers(topicFor('job', NAME)).includes(p1Peer));
-    assert.equal(subscribers(topicFor('advert', 'public')).length, 0);
+    assert.ok(subscribers(topicFor('job', NAME, shardOf('builtin.sha256'))).includes(p1Peer));
+    assert.equal(subscribers(topicFor('advert', 'public', shardOf('builtin.sha256'))).length, 0);
     await waitFor('an advert by gossip on /c0mpute/1/acme/advert', () => gossiped.includes(p1.did), 30_000);
 
     // Outsiders, all dialling both members: no key; another overlay key under the same name; the key but not on the allowlist.

@@ -29,6 +29,8 @@ test('sim: 30 nodes with churn and a partition that heals; every node ends with 
     jobEveryMs: 15_000,
     collectMs: 5_000,
     warmupMs: 6_000,
+    // the daemon's anti-entropy, at a pace that fits the 14 s between the heal and the end
+    resyncMs: 5_000,
   });
   assert.ok(f.heal, 'the run had a partition');
   assert.ok(f.heal.crossing > 0, 'adverts were published while the halves were apart');

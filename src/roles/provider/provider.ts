@@ -38,8 +38,8 @@ export interface ProviderDeps {
   log: Logger;
   /** The market's eligibility check of this provider's advert against a job (no offer yet). */
   eligibility: (job: Opened<Job>, advert: Opened<Advert>, now: number) => EligibilityFailure[];
-  /** Publish a record on its topic (`advert` travels with offers); resolves to the number of peers it reached. */
-  publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>) => Promise<number>;
+  /** Publish a record on its topic (`advert` travels with offers; an offer goes to `buyer`, the job's signer, only); resolves to the number of peers it reached. */
+  publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>, buyer?: string) => Promise<number>;
   /** Durable provider state. */
   state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
   /** Store (and count) a receipt this provider signed. */
@@ -243,7 +243,7 @@ export class Provider {
     this.#offered.add(job.address);
     if (this.#offered.size > 10_000) this.#offered.clear();
     this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env }, now);
-    await this.d.publish('offer', env, advert);
+    await this.d.publish('offer', env, advert, job.signer);
     this.d.log.info({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;
   }

@@ -1,5 +1,6 @@
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { Ed25519Signer, seal, T, type Advert } from '../../../src/records/index.js';
@@ -8,7 +9,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, verdictOf, ignoreError, rejectError, ValidationError, Lru } from '../../../src/net/gossip-validation.js';
 import { encodeMessage, decodeMessage } from '../../../src/net/framing.js';
-import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType } from '../../../src/net/topics.js';
+import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType, shardOf, shardsOf, recordShards, ALL_SHARDS } from '../../../src/net/topics.js';
 import { MemoryRecordCache } from '../../../src/net/record-cache.js';
 import { C0Error } from '../../../src/errors.js';
 
@@ -26,7 +27,12 @@ function pipe(hooks = {}) {
 }
 
 test('topics: names, parsing, type map', () => {
-  assert.equal(topicFor('advert'), '/c0mpute/1/public/advert');
+  assert.equal(topicFor('advert', 'public', '0a'), '/c0mpute/1/public/advert/0a');
+  assert.throws(() => topicFor('advert'), (e: C0Error) => e.code === 'NET_SHARD_REQUIRED');
+  assert.throws(() => topicFor('job', 'public', '10'), (e: C0Error) => e.code === 'NET_BAD_SHARD');
+  assert.deepEqual(parseTopic('/c0mpute/1/acme/presence/0f'), { overlay: 'acme', kind: 'presence', shard: '0f' });
+  assert.equal(parseTopic('/c0mpute/1/acme/advert'), undefined, 'a sharded kind has a shard');
+  assert.equal(parseTopic('/c0mpute/1/acme/receipt/01'), undefined, 'an unsharded kind has none');
   assert.equal(topicFor('pool-head', 'acme'), '/c0mpute/1/acme/pool-head');
   assert.deepEqual(parseTopic('/c0mpute/1/acme/offer'), { overlay: 'acme', kind: 'offer' });
   assert.equal(parseTopic('/c0mpute/1/acme/nope'), undefined);
@@ -171,3 +177,17 @@ test('the memory record cache serves live records, latest advert per signer', ()
 function pick(r: { verdict: string; reason: string }): [string, string] {
   return [r.verdict, r.reason];
 }
+
+test('markets: a workload’s shard is fixed and in range; a record belongs on its workloads’ shards', () => {
+  assert.equal(ALL_SHARDS.length, 16);
+  for (const w of ['builtin.sha256', 'builtin.sleep', 'infer.llm', 'x']) {
+    assert.equal(shardOf(w), shardOf(w));
+    assert.ok(ALL_SHARDS.includes(shardOf(w)));
+  }
+  // a fixed vector: the first byte of SHA-256("builtin.sha256") mod 16
+  assert.equal(shardOf('builtin.sha256'), (createHash('sha256').update('builtin.sha256').digest()[0]! % 16).toString(16).padStart(2, '0'));
+  assert.deepEqual(shardsOf(['a', 'a', 'b']), [...new Set([shardOf('a'), shardOf('b')])].sort());
+  assert.deepEqual(recordShards('job', { workload: 'infer.llm' }), [shardOf('infer.llm')]);
+  assert.deepEqual(recordShards('advert', { workloads: ['infer.llm', 'builtin.sha256'] }), shardsOf(['infer.llm', 'builtin.sha256']));
+  assert.deepEqual(recordShards('presence', { workloads: [] }), []);
+});

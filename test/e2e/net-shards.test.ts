@@ -1,0 +1,68 @@
+/**
+ * Markets (issue #16; docs/network.md §14): advert, job and presence topics are
+ * sharded by workload. A node joined to one market gets that market's adverts —
+ * by gossip and by sync — and never another market's; a relay on every shard
+ * carries both; an advert on the wrong shard is kept but not passed on.
+ */
+import '../../src/polyfill.js';
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Network } from '../../src/net/node.js';
+import { Ed25519Signer } from '../../src/records/index.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
+import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+
+const nets: Network[] = [];
+afterEach(async () => {
+  await stopAll(nets.splice(0));
+});
+
+// two workloads on different shards
+const W1 = 'infer.llm';
+const W2 = ['builtin.sha256', 'builtin.sleep', 'tensor.matmul', 'w2', 'w3', 'w4'].find((w) => shardOf(w) !== shardOf(W1))!;
+
+test('a node on one market gets its adverts by gossip and by sync, never another market’s; a relay carries both', async () => {
+  const relay = await startNode({ syncOnConnect: [] });
+  const a = await startNode({ syncOnConnect: [], shards: [shardOf(W1)] });
+  const b = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  nets.push(relay, a, b);
+  await link(a, relay, ['advert']);
+  await link(b, relay, ['advert']);
+  const got: Record<string, string[]> = { relay: [], a: [], b: [] };
+  for (const [n, net] of [['relay', relay], ['a', a], ['b', b]] as const) net.subscribe('advert', (r) => void got[n]!.push(r.address));
+
+  const ad1 = advert(Ed25519Signer.generate(), { workloads: [W1] });
+  const ad2 = advert(b.signer, { workloads: [W2] });
+  await relay.publish('advert', ad1.bytes);
+  await b.publish('advert', ad2.bytes);
+  await waitFor(() => got.a!.includes(ad1.address) && got.relay!.includes(ad2.address), 10_000, 'each market’s advert');
+  await sleep(500);
+  assert.deepEqual(got.a, [ad1.address], 'a holds only its market');
+  assert.deepEqual(got.b, [], 'b published its own; it never hears the other market');
+  assert.deepEqual(got.relay, [ad2.address]);
+
+  // Sync follows the markets: a newcomer on W2's market gets W2's adverts from the relay, not W1's.
+  const c = await startNode({ syncOnConnect: ['advert'], shards: [shardOf(W2)] });
+  nets.push(c);
+  const gotC: string[] = [];
+  c.subscribe('advert', (r) => void gotC.push(r.address));
+  await c.dial(relay.addrs()[0]!);
+  await waitFor(() => gotC.length > 0, 10_000, 'the newcomer’s sync');
+  await sleep(300);
+  assert.deepEqual(gotC, [ad2.address]);
+
+  // An advert published on another market's shard: a takes it (it is valid) but does not pass it on to a2 behind it.
+  const a2 = await startNode({ syncOnConnect: [], shards: [shardOf(W1)] });
+  nets.push(a2);
+  await link(a2, a, ['advert']);
+  const gotA2: string[] = [];
+  a2.subscribe('advert', (r) => void gotA2.push(r.address));
+  const control = advert(Ed25519Signer.generate(), { workloads: [W1] });
+  const misplaced = advert(Ed25519Signer.generate(), { workloads: [W2] });
+  await relay.libp2p.services.pubsub.publish(topicFor('advert', 'public', shardOf(W1)), misplaced.bytes);
+  await relay.publish('advert', control.bytes);
+  await waitFor(() => gotA2.includes(control.address), 10_000, 'the control advert through a');
+  await sleep(500);
+  assert.ok(!gotA2.includes(misplaced.address), 'an advert on another market’s shard is not passed on');
+  assert.match(await a.metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'), /reason="TOPIC_WRONG_SHARD"/);
+});
