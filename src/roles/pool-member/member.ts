@@ -118,9 +118,9 @@ export class PoolMember {
     return this.#rs.roster.record.members.map((m) => m.did);
   }
 
-  /** Members live now: this one, and those that answered a ping within 3 × livenessMs. */
+  /** Members live now: this one, and those that answered a ping within 3 × livenessMs; never one that left. */
   live(now = this.d.clock()): string[] {
-    return this.members.filter((m) => m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs);
+    return this.members.filter((m) => !this.#rs.hasLeft(m) && (m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs));
   }
 
   epoch(now = this.d.clock()): number {
@@ -152,6 +152,8 @@ export class PoolMember {
   }
 
   async #pingAll(): Promise<void> {
+    // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
+    if (this.#rs.left) return;
     await Promise.all(
       this.members
         .filter((m) => m !== this.d.did)
@@ -161,6 +163,7 @@ export class PoolMember {
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.d.clock());
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
+            if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) this.#memberLeft(m, r.roster, r.membership);
           } catch {
             /* not live */
           }
@@ -191,9 +194,10 @@ export class PoolMember {
    * join` on a running node): verified, kept, the advert signed again, and the
    * roster sent to every member of the old and new roster (`op: roster`).
    */
-  async adopt(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<{ seq: number; members: string[] }> {
+  async adopt(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<{ seq: number; members: string[]; left?: boolean }> {
     const roster = open(rosterBytes, T.poolRoster);
     const membership = open(membershipBytes, T.poolMembership);
+    if (membership.record.status === 'left') return this.leave(roster, membership);
     const old = this.#rs.adopt(roster, membership);
     await this.d.saveRoster?.(roster, membership);
     this.d.log.info({ pool: this.pool, seq: roster.record.seq, from: old.record.seq, members: this.members.length }, 'pool: adopted a new roster');
@@ -202,6 +206,31 @@ export class PoolMember {
     await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'roster', roster: roster.bytes }, this.d.options.livenessMs)));
     await this.tick();
     return { seq: roster.record.seq, members: this.members };
+  }
+
+  /**
+   * Act on this member's own `left` record (`pool-provider leave` on a running
+   * node; docs/pools.md "A member leaves a running pool"): kept, the advert
+   * signed again without the pool, the record sent to every other member of the
+   * roster (`op: left`), and from now on no quotes and no dispatches.
+   */
+  async leave(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): Promise<{ seq: number; members: string[]; left: true }> {
+    const first = !this.#rs.left;
+    const left = this.#rs.leave(roster, membership);
+    if (first) {
+      await this.d.saveRoster?.(left.roster, left.membership);
+      this.d.log.warn({ pool: this.pool, seq: left.roster.record.seq }, 'pool: this member left the pool; it no longer quotes or runs work for it');
+      this.d.onRosterChanged?.();
+      this.#lastSeen.clear();
+    }
+    const to = new Set([...this.members, ...left.roster.record.members.map((m) => m.did)].filter((m) => m !== this.d.did));
+    await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'left', roster: left.roster.bytes, membership: left.membership.bytes }, this.d.options.livenessMs)));
+    await this.tick();
+    return { seq: left.roster.record.seq, members: this.members, left: true };
+  }
+
+  #memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void {
+    if (this.#rs.memberLeft(from, open(roster, T.poolRoster), open(membership, T.poolMembership))) this.d.log.warn({ pool: this.pool, member: from }, 'pool: a member left the pool; it is out of the active list');
   }
 
   #heard(bytes: Uint8Array): void {
@@ -223,6 +252,12 @@ export class PoolMember {
   }
 
   advert(a: Advert): Advert {
+    // Left: the advert is withdrawn — signed again without the pool and with no workloads, so no buyer selects it.
+    if (this.#rs.left) {
+      const withdrawn: Advert = { ...a, workloads: [] };
+      delete withdrawn.prices;
+      return withdrawn;
+    }
     return { ...a, hardware: poolHardware(this.#rs.roster.record.members), pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 
@@ -232,7 +267,7 @@ export class PoolMember {
 
   /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
   mayQuote(job: Opened<Job>): boolean {
-    if (!this.#ready || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
+    if (!this.#ready || this.#rs.left || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
     try {
       admit(job.record, job.record.maxPrice, this.d.options);
     } catch (e) {
@@ -250,6 +285,7 @@ export class PoolMember {
 
   /** The coordinator's path for won work (coordinator.ts). */
   run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
+    if (this.#rs.left) return Promise.reject(new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool'));
     return this.#co.run(job, offer, ctx);
   }
 
@@ -276,6 +312,8 @@ export class PoolMember {
       if (f?.op !== 'ping' || f.seq === this.#rs.seq) this.#lastSeen.set(from, this.d.clock());
       switch (f?.op) {
         case 'ping':
+          // One that left says so, with its record: the caller drops it from its active list.
+          if (this.#rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: this.#rs.left.roster.bytes, membership: this.#rs.left.membership.bytes };
           // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
           return { ok: 'yes', seq: this.#rs.seq, ...(typeof f.seq === 'number' && f.seq < this.#rs.seq ? { roster: this.#rs.roster.bytes } : {}) };
         case 'roster': {
@@ -283,12 +321,18 @@ export class PoolMember {
           this.#heard(f.roster);
           return { ok: 'yes', seq: this.#rs.seq };
         }
+        case 'left': {
+          if (!(f.roster instanceof Uint8Array) || !(f.membership instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'left: the roster and the left membership are required');
+          this.#memberLeft(from, f.roster, f.membership);
+          return { ok: 'yes' };
+        }
         case 'trail': {
           const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
           await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
           return { ok: 'yes' };
         }
         case 'run': {
+          if (this.#rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
           const { dispatch, job } = checkDispatch(f, from, this.pool, this.members);
           if (dispatch.record.member !== this.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
           const input = f.input;
@@ -338,7 +382,8 @@ export class PoolMember {
       roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
       me: this.d.did,
       newestSeq: this.#rs.newest.record.seq,
-      quoting: this.#ready && !this.#rs.behind,
+      quoting: this.#ready && !this.#rs.left && !this.#rs.behind,
+      left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
       pending: (await this.d.trail.pending()).length,
       failures: failureCodes(await this.d.trail.all()),
@@ -347,7 +392,7 @@ export class PoolMember {
       nextCoordinator: next,
       members: this.#rs.roster.record.members.map((m) => {
         const p = per.get(m.did)!;
-        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
   }
