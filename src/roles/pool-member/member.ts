@@ -252,12 +252,8 @@ export class PoolMember {
   }
 
   advert(a: Advert): Advert {
-    // Left: the advert is withdrawn — signed again without the pool and with no workloads, so no buyer selects it.
-    if (this.#rs.left) {
-      const withdrawn: Advert = { ...a, workloads: [] };
-      delete withdrawn.prices;
-      return withdrawn;
-    }
+    // Left: the pooled advert is withdrawn — signed again as this machine's own, without the pool proof (it quotes nothing: mayQuote).
+    if (this.#rs.left) return a;
     return { ...a, hardware: poolHardware(this.#rs.roster.record.members), pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 

@@ -302,8 +302,8 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal(leaver.mayQuote(j), false);
     assert.equal(leaver.live().includes(x), false);
     const adv = leaver.advert({ seq: 1, issuedAt: clock(), expiresAt: clock() + 1000, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 1, memoryMiB: 1024 }, prices: [] });
-    assert.equal(adv.pool, undefined);
-    assert.deepEqual(adv.workloads, []);
+    assert.equal(adv.pool, undefined, 'the pooled advert is withdrawn: signed again as the machine’s own');
+    assert.deepEqual(adv.hardware, { cpuCores: 1, memoryMiB: 1024 });
     assert.equal(await codeOfAsync(leaver.run(j, offer(j, x), ctx(input))), 'POOL_MEMBER_LEFT');
     const o = offer(j, a);
     const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: x, coordinator: a, epoch: 1, issuedAt: clock() }, keyOf(a));
