@@ -108,7 +108,8 @@ export class PoolMember {
         pingAll: () => this.#pingAll(),
         runHere: (dispatch, job, input, signal) => this.#runHere(dispatch, job, input, signal),
         receipt: (r) => this.receipt(r),
-        broadcastTo: () => this.live().filter((m) => m !== this.d.did),
+        // One that left still tells every member how the work it had in flight ended (it counts none of them live).
+        broadcastTo: () => (this.#rs.left ? this.members : this.live()).filter((m) => m !== this.d.did),
       },
       this.#m,
     );

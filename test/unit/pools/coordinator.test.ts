@@ -318,4 +318,16 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.deepEqual(st.members.map((m) => [m.did, m.left, m.live]), [[a, false, true], [x, true, false], [c, false, true]]);
     assert.equal(((await leaver.status()) as { left: boolean; quoting: boolean }).left, true);
   });
+
+  test('a coordinator that leaves with work in flight still tells every member how it ended', async () => {
+    const w = await world('leave-inflight');
+    const x = MEMBERS[0]!;
+    const co = w.members.get(x)!;
+    const { job: j, input } = job();
+    const o = offer(j, x);
+    const out = await co.run(j, o, ctx(input));
+    await co.adopt(r.bytes, membership(r, keyOf(x), 'left').bytes);
+    await finish(co, j, o, x, Promise.resolve(out));
+    for (const m of w.members.values()) assert.equal((await (m as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address))?.state, 'completed');
+  });
 });
