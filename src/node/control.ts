@@ -93,7 +93,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     },
     // A training gang admitted as one pool/1 claim (docs/training.md "A gang on a stewarded overlay").
     ...gangRoutes(d),
-    // A new roster for a running member (docs/pools.md "A new roster reaches running members"): `pool-provider join` posts it.
+    // A new roster for a running member (docs/pools.md "A new roster reaches running members"): `pool-provider join` posts it; `leave` posts a `left` membership ("A member leaves a running pool").
     {
       method: 'POST',
       path: '/v1/pool/roster',

@@ -32,7 +32,7 @@ function bad(code: string, msg: string): never {
  * POOL_MEMBERSHIP_INVALID, POOL_MEMBERSHIP_NOT_SIGNER, POOL_MEMBERSHIP_WRONG_ROSTER,
  * POOL_MEMBER_LEFT, POOL_NOT_MEMBER.
  */
-export function verifyPoolProof(proof: PoolProof, signer: string): VerifiedChain {
+export function verifyPoolProof(proof: PoolProof, signer: string, status: PoolMembership['status'] = 'member'): VerifiedChain {
   let roster: Opened<PoolRoster>;
   let membership: Opened<PoolMembership>;
   try {
@@ -49,7 +49,8 @@ export function verifyPoolProof(proof: PoolProof, signer: string): VerifiedChain
   if (membership.record.pool !== roster.signer || membership.record.roster !== roster.address || membership.record.seq !== roster.record.seq) {
     bad('POOL_MEMBERSHIP_WRONG_ROSTER', 'the membership countersigns another roster or pool');
   }
-  if (membership.record.status !== 'member') bad('POOL_MEMBER_LEFT', 'the signer has left this pool');
+  // `status: 'left'` checks a leaving member's own record of it (docs/pools.md "A member leaves a running pool").
+  if (membership.record.status !== status) bad(status === 'member' ? 'POOL_MEMBER_LEFT' : 'POOL_MEMBERSHIP_NOT_LEFT', status === 'member' ? 'the signer has left this pool' : 'the membership does not say the signer left');
   const member = roster.record.members.find((m) => m.did === signer);
   if (!member) bad('POOL_NOT_MEMBER', 'the signer is not on the pool’s roster');
   return { pool: roster.signer, roster, membership, member };

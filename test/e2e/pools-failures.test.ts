@@ -8,7 +8,9 @@
  *    (C0MPUTE_FAILPOINT=pool.after-dispatch): the next coordinator fails the job from the trail
  *    (POOL_COORDINATOR_LOST) and the restarted one closes its own entry — nothing left pending;
  *  - a roster change mid-epoch reaches the running members without a restart: the removed member
- *    stops quoting, the others elect and choose among the new roster.
+ *    stops quoting, the others elect and choose among the new roster;
+ *  - `pool-provider leave` on a running member: it stops at once and withdraws its advert, the
+ *    other member drops it from the active list without a new roster and serves alone.
  * The buyer fails over from a pool to another provider, never to the same pool's other member.
  * The test picks the epoch in which m1 coordinates (the election computed here with the spec's
  * rule) and computes the chosen member with the spec's formula. One cluster, generous polling.
@@ -39,7 +41,8 @@ interface PoolView {
   removed: boolean;
   pending: number;
   failures: Record<string, number>;
-  members: Array<{ did: string; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+  left?: boolean;
+  members: Array<{ did: string; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
 }
 
 function memberConfig(i: number, boot: string[]): Record<string, unknown> {
@@ -222,7 +225,38 @@ test('a roster change mid-epoch reaches the running members: m3 removed stops qu
     const chosen = selectMember(job, [m.m1!.did, m.m2!.did]);
     await waitFor('the chosen member’s completed job in the trail', async () => (await view(m.m1!)).members.find((x) => x.did === chosen)!.jobs.completed >= 1);
     // A restart keeps the adopted roster (kept in LevelDB): the config still names seq 1's files.
-    m.m2 = await c.restart(m.m2!);
+    // (Bootstrapping from the current addresses: m1 came back on a new port in an earlier case.)
+    m.m2 = await c.restart(m.m2!, { ...m.m2!.config, network: { ...(m.m2!.config.network as Record<string, unknown>), bootstrap: [bootstrapAddr(m.m1!), bootstrapAddr(p)] } });
     assert.equal((await view(m.m2)).roster.seq, 2);
+  });
+});
+
+test('a member leaves the running pool: m2 stops at once and withdraws its advert, m1 drops it without a new roster and serves alone', async () => {
+  await withLogs(c, async () => {
+    await waitFor('m1 and m2 live on seq 2', async () => (await Promise.all([view(m.m1!), view(m.m2!)])).every((v) => v.roster.seq === 2 && v.members.every((x) => x.live)), 45_000);
+    const l = await c0mpute(m.m2!.dir, ['pool-provider', 'leave', '--roster', join(c.root, 'roster2.cose'), '--out', join(m.m2!.dir, 'left2.cose')]);
+    assert.equal(l.code, 0, l.err);
+    assert.match(l.out, /left the pool at once/);
+    const v2 = await view(m.m2!);
+    assert.equal(v2.left, true);
+    assert.equal(v2.quoting, false);
+    // Still roster seq 2 (m2 is on it): m1 drops m2 because m2 said it left, not because a roster did.
+    await waitFor('m1 to drop m2 from its active list', async () => {
+      const v1 = await view(m.m1!);
+      const x = v1.members.find((y) => y.did === m.m2!.did)!;
+      return v1.roster.seq === 2 && x.left === true && !x.live && v1.coordinator === m.m1!.did;
+    }, 30_000);
+    await waitFor('the buyer to hold m2’s advert outside the pool (its pooled one withdrawn)', async () => {
+      const v = await get<{ adverts: Array<{ provider: string; pool?: unknown }> }>(buyer, '/v1/market');
+      const own = v.adverts.find((a) => a.provider === m.m2!.did);
+      return own !== undefined && own.pool === undefined;
+    }, 45_000);
+    const done = (await view(m.m1!)).members.find((x) => x.did === m.m1!.did)!.jobs.completed;
+    const run = await runJob(buyer, spec('builtin.sha256', '2', { requirements: {} }));
+    assert.equal(run.result.status, 'completed', JSON.stringify(run.result.attempts));
+    const r = receipts(run).at(-1)!;
+    assert.equal(r.record.provider, pool);
+    assert.equal(r.signer, m.m1!.did);
+    await waitFor('m1 ran it (the only active member)', async () => (await view(m.m1!)).members.find((x) => x.did === m.m1!.did)!.jobs.completed === done + 1);
   });
 });

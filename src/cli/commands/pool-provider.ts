@@ -5,7 +5,8 @@
  *   roster  sign a roster from a YAML members file (add or remove members: edit and sign again, seq + 1)
  *   join    this node countersigns its place on a roster (the membership file the `pool` config names);
  *           a running member adopts it at once and sends it to the others
- *   leave   this node signs that it has left the roster
+ *   leave   this node signs that it has left the roster; a running member stops quoting and running
+ *           work for the pool at once, withdraws its pooled advert and tells the others
  *   status  the running member's view: coordinator now and next epoch, liveness, jobs and earnings per member
  */
 import type { Command } from 'commander';
@@ -65,7 +66,7 @@ export function register(program: Command): void {
       .requiredOption('--roster <file>', 'the roster envelope')
       .requiredOption('--out <file>', 'where to write the membership envelope')
       .option('--overlay <name>', 'overlay of the running member (default: the node’s first)')
-      .option('--no-push', 'do not hand the roster to the running member (join only)')
+      .option('--no-push', 'only write the file: do not hand it to the running member')
       .action(async (o: { roster: string; out: string; overlay?: string; push?: boolean }, cmd: Command) => {
         const { dataDir } = globals(cmd);
         const roster = open(new Uint8Array(readFileSync(o.roster)), T.poolRoster);
@@ -76,11 +77,12 @@ export function register(program: Command): void {
         writeFileSync(o.out, env.bytes);
         out(`${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`);
         // A running member acts on the new roster at once (docs/pools.md "A new roster reaches running members").
-        const running = status === 'member' ? readDaemonInfo(dataDir) : undefined;
+        // Leaving reaches it the same way ("A member leaves a running pool").
+        const running = readDaemonInfo(dataDir);
         if (running && o.push !== false) {
           const c = requireDaemon(dataDir);
           const r = (await apiCall(c.api, c.token, 'POST', `/v1/pool/roster${overlayQuery(o.overlay)}`, { roster: Buffer.from(roster.bytes).toString('base64'), membership: Buffer.from(env.bytes).toString('base64') })) as { seq: number; members: string[] };
-          out(`the running member now uses roster seq ${r.seq} (${r.members.length} members) and sent it to the others`);
+          out(status === 'member' ? `the running member now uses roster seq ${r.seq} (${r.members.length} members) and sent it to the others` : `the running member left the pool at once: no more quotes or work for it, advert withdrawn, the others told`);
         }
       });
   }
@@ -100,18 +102,20 @@ export function register(program: Command): void {
         newestSeq?: number;
         quoting?: boolean;
         removed?: boolean;
+        left?: boolean;
         pending?: number;
-        members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+        members: Array<{ did: string; weight: number; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
       out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
-      if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
+      if (s.left) out('this member has left the pool: it no longer quotes or runs work for it');
+      else if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
       else if (s.newestSeq !== undefined && s.newestSeq > s.roster.seq) out(`roster seq ${s.newestSeq} exists: join it (pool-provider join) to quote again`);
       if (s.pending) out(`dispatches pending in the trail: ${s.pending}`);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
-        out(`  ${short(m.did)} w${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
+        out(`  ${short(m.did)} w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
       }
     });
 }

@@ -1,35 +1,32 @@
 /**
  * The pool member role (docs/pools.md; issue #13 "The coordinator"): every
  * member runs it. It keeps the members' liveness (a ping on `/c0mpute/pool/1`),
- * derives the elected coordinator per epoch, and gives the provider role the
- * hooks (hooks.ts) that make it quote and sign for the pool. When elected it
- * gates, chooses the member by hash, makes the signed dispatch durable and sends
- * it to the other members before the input goes out, calls the member, refuses
- * empty output, settles completed jobs, and closes the dispatch trail a crashed
- * coordinator left. As a member it runs a job at most once, whoever asks.
+ * derives the elected coordinator per epoch, acts on new rosters, and gives the
+ * provider role the hooks (hooks.ts) that make it quote and sign for the pool.
+ * As a member it serves the others' requests and runs a job at most once,
+ * whoever asks. The elected copy's work — gates, dispatch, the call, the output
+ * guard, settlement, closing a crashed coordinator's trail — is coordinator.ts.
  *
  * The members talk on `/c0mpute/pool/1` (protocol.ts); per-member figures: status.ts.
  */
 import { Counter, type Registry } from 'prom-client';
 import { C0Error } from '../../errors.js';
-import { open, seal, type Opened } from '../../records/envelope.js';
+import { open, type Opened } from '../../records/envelope.js';
 import { hashHex } from '../../records/address.js';
 import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
-import type { Money } from '../../records/money.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
-import { coordinatorRanking, epochOf, fits, poolHardware, selectMember } from '../../pools/choice.js';
+import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
 import { admit, type PoolGates } from '../../pools/gates.js';
-import { splitPrice } from '../../pools/settlement.js';
-import { DispatchTrail, type RunLog, type TrailEntry } from '../../pools/trail.js';
-import { receiptFor } from '../provider/provider.js';
+import type { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { ProviderPoolHooks } from './hooks.js';
 import { failureCodes, tallyTrail } from './status.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
 import { RosterState } from './roster-state.js';
+import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
 
@@ -75,22 +72,18 @@ export interface PoolMemberDeps {
   registry?: Registry;
 }
 
-function code(e: unknown): string {
-  return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
-}
-
 export class PoolMember {
   readonly pool: string;
   #lastSeen = new Map<string, number>();
-  #inFlight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #elected: { epoch: number; who: string | undefined } | undefined;
   #stopped = false;
   /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
   #ready = false;
-  #m: { dispatches: Counter; refusals: Counter; outcomes: Counter; epochs: Counter } | undefined;
+  #m: PoolMetrics | undefined;
 
   #rs: RosterState;
+  #co: PoolCoordinator;
 
   constructor(private d: PoolMemberDeps) {
     this.#rs = new RosterState(d.did, d.roster, d.membership);
@@ -104,15 +97,31 @@ export class PoolMember {
         epochs: new Counter({ name: 'c0mpute_pool_epoch_changes_total', help: 'Changes of epoch or of elected coordinator seen by this member', registers }),
       };
     }
+    this.#co = new PoolCoordinator(
+      d,
+      {
+        pool: this.pool,
+        roster: () => this.#rs.roster,
+        live: () => this.live(),
+        epoch: (now) => this.epoch(now),
+        active: (job) => this.#active(job),
+        pingAll: () => this.#pingAll(),
+        runHere: (dispatch, job, input, signal) => this.#runHere(dispatch, job, input, signal),
+        receipt: (r) => this.receipt(r),
+        // One that left still tells every member how the work it had in flight ended (it counts none of them live).
+        broadcastTo: () => (this.#rs.left ? this.members : this.live()).filter((m) => m !== this.d.did),
+      },
+      this.#m,
+    );
   }
 
   get members(): string[] {
     return this.#rs.roster.record.members.map((m) => m.did);
   }
 
-  /** Members live now: this one, and those that answered a ping within 3 × livenessMs. */
+  /** Members live now: this one, and those that answered a ping within 3 × livenessMs; never one that left. */
   live(now = this.d.clock()): string[] {
-    return this.members.filter((m) => m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs);
+    return this.members.filter((m) => !this.#rs.hasLeft(m) && (m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs));
   }
 
   epoch(now = this.d.clock()): number {
@@ -144,6 +153,8 @@ export class PoolMember {
   }
 
   async #pingAll(): Promise<void> {
+    // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
+    if (this.#rs.left) return;
     await Promise.all(
       this.members
         .filter((m) => m !== this.d.did)
@@ -153,6 +164,7 @@ export class PoolMember {
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.d.clock());
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
+            if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) this.#memberLeft(m, r.roster, r.membership);
           } catch {
             /* not live */
           }
@@ -171,71 +183,9 @@ export class PoolMember {
     if (e.coordinator === this.d.did) await this.recover();
   }
 
-  /**
-   * Close every dispatch in the trail that nobody will finish: one this member
-   * made before it restarted (not in flight), or one whose coordinator is no
-   * longer live. A member that holds the outcome already (asked first) lends it;
-   * otherwise the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
-   */
-  async recover(): Promise<number> {
-    const pending = await this.d.trail.pending();
-    if (!pending.length) return 0;
-    // Fresh liveness before judging who is gone (a member just restarted has heard nobody yet).
-    await this.#pingAll();
-    const live = new Set(this.live());
-    let closed = 0;
-    const seen = new Set<string>();
-    for (const { job, entry } of pending) {
-      if (this.#inFlight.has(job) || seen.has(job)) continue;
-      seen.add(job);
-      const dispatch = open(entry.dispatch, T.poolDispatch);
-      if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) {
-        // A live coordinator's job: take its outcome if it has one (this member missed its `closed`, e.g. while down).
-        const r = await this.d.call(dispatch.signer, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-        if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) await this.d.trail.close(job, dispatch.signer, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
-        continue;
-      }
-      await this.#closeOrphan(job, entry);
-      closed++;
-    }
-    return closed;
-  }
-
-  async #closeOrphan(job: string, entry: TrailEntry): Promise<void> {
-    for (const m of this.live()) {
-      if (m === this.d.did) continue;
-      const r = await this.d.call(m, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-      if (r?.receipt && (r.state === 'completed' || r.state === 'failed')) {
-        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt);
-        return;
-      }
-    }
-    const j = open(entry.job, T.job);
-    const offer = open(entry.offer, T.offer);
-    const d = open(entry.dispatch, T.poolDispatch);
-    const now = this.d.clock();
-    const receipt = seal(
-      T.receipt,
-      this.receipt(
-        receiptFor(j, offer, {
-          startedAt: d.record.issuedAt,
-          completedAt: Math.max(now, d.record.issuedAt),
-          energy: { uj: 0, grade: 'Estimator' },
-          failure: { code: 'POOL_COORDINATOR_LOST', message: `the coordinator ${d.signer} that dispatched this job to ${d.record.member} is gone; the job is failed from the dispatch trail` },
-        }),
-      ),
-      this.d.signer,
-    );
-    await this.d.trail.close(job, d.signer, 'failed', receipt.bytes);
-    this.#m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
-    this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
-    await this.d.publishReceipt(receipt).catch(() => {});
-    await this.#broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes });
-  }
-
-  async #broadcast(frame: Record<string, CborValue>): Promise<void> {
-    const others = this.live().filter((m) => m !== this.d.did);
-    await Promise.allSettled(others.map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
+  /** Close the dispatches in the trail that nobody will finish (coordinator.ts). */
+  recover(): Promise<number> {
+    return this.#co.recover();
   }
 
   // ---- rosters ---------------------------------------------------------------
@@ -245,9 +195,10 @@ export class PoolMember {
    * join` on a running node): verified, kept, the advert signed again, and the
    * roster sent to every member of the old and new roster (`op: roster`).
    */
-  async adopt(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<{ seq: number; members: string[] }> {
+  async adopt(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<{ seq: number; members: string[]; left?: boolean }> {
     const roster = open(rosterBytes, T.poolRoster);
     const membership = open(membershipBytes, T.poolMembership);
+    if (membership.record.status === 'left') return this.leave(roster, membership);
     const old = this.#rs.adopt(roster, membership);
     await this.d.saveRoster?.(roster, membership);
     this.d.log.info({ pool: this.pool, seq: roster.record.seq, from: old.record.seq, members: this.members.length }, 'pool: adopted a new roster');
@@ -256,6 +207,31 @@ export class PoolMember {
     await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'roster', roster: roster.bytes }, this.d.options.livenessMs)));
     await this.tick();
     return { seq: roster.record.seq, members: this.members };
+  }
+
+  /**
+   * Act on this member's own `left` record (`pool-provider leave` on a running
+   * node; docs/pools.md "A member leaves a running pool"): kept, the advert
+   * signed again without the pool, the record sent to every other member of the
+   * roster (`op: left`), and from now on no quotes and no dispatches.
+   */
+  async leave(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): Promise<{ seq: number; members: string[]; left: true }> {
+    const first = !this.#rs.left;
+    const left = this.#rs.leave(roster, membership);
+    if (first) {
+      await this.d.saveRoster?.(left.roster, left.membership);
+      this.d.log.warn({ pool: this.pool, seq: left.roster.record.seq }, 'pool: this member left the pool; it no longer quotes or runs work for it');
+      this.d.onRosterChanged?.();
+      this.#lastSeen.clear();
+    }
+    const to = new Set([...this.members, ...left.roster.record.members.map((m) => m.did)].filter((m) => m !== this.d.did));
+    await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'left', roster: left.roster.bytes, membership: left.membership.bytes }, this.d.options.livenessMs)));
+    await this.tick();
+    return { seq: left.roster.record.seq, members: this.members, left: true };
+  }
+
+  #memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void {
+    if (this.#rs.memberLeft(from, open(roster, T.poolRoster), open(membership, T.poolMembership))) this.d.log.warn({ pool: this.pool, member: from }, 'pool: a member left the pool; it is out of the active list');
   }
 
   #heard(bytes: Uint8Array): void {
@@ -277,6 +253,8 @@ export class PoolMember {
   }
 
   advert(a: Advert): Advert {
+    // Left: the pooled advert is withdrawn — signed again as this machine's own, without the pool proof (it quotes nothing: mayQuote).
+    if (this.#rs.left) return a;
     return { ...a, hardware: poolHardware(this.#rs.roster.record.members), pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 
@@ -286,7 +264,7 @@ export class PoolMember {
 
   /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
   mayQuote(job: Opened<Job>): boolean {
-    if (!this.#ready || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
+    if (!this.#ready || this.#rs.left || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
     try {
       admit(job.record, job.record.maxPrice, this.d.options);
     } catch (e) {
@@ -302,58 +280,15 @@ export class PoolMember {
     return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements)).map((m) => m.did);
   }
 
-  /** The coordinator's path for won work (issue #13 "The coordinator"). */
-  async run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
-    try {
-      admit(job.record, offer.record.price, this.d.options);
-    } catch (e) {
-      this.#m?.refusals.inc({ gate: code(e) });
-      throw e;
-    }
-    const entries = await this.d.trail.entries(job.address);
-    if (entries.some((e) => e.entry.state !== 'dispatched')) throw new C0Error('POOL_ALREADY_DISPATCHED', 'this job was dispatched and closed before');
-    const mine = entries.find((e) => e.key === DispatchTrail.key(job.address, this.d.did))?.entry;
-    const now = this.d.clock();
-    // The same job always picks the same member: a restarted coordinator reuses its own dispatch.
-    const member = mine ? open(mine.dispatch, T.poolDispatch).record.member : selectMember(job.address, this.#active(job));
-    const dispatchRec: PoolDispatch = { pool: this.pool, roster: this.#rs.roster.address, job: job.address, offer: offer.address, member, coordinator: this.d.did, epoch: this.epoch(now), issuedAt: now };
-    const dispatch = mine ? open(mine.dispatch, T.poolDispatch) : seal(T.poolDispatch, dispatchRec, this.d.signer);
-    this.#inFlight.add(job.address);
-    try {
-      // 1. Durable, 2. sent to the other members, 3. only then the input goes out.
-      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
-      this.#m?.dispatches.inc();
-      this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
-      await this.#broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
-      this.d.failpoint?.('pool.after-dispatch');
-      const output = await this.#call(member, dispatch, job, offer, ctx);
-      if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
-        throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
-      }
-      this.#m?.outcomes.inc({ member, outcome: 'completed' });
-      return output;
-    } catch (e) {
-      this.#m?.outcomes.inc({ member, outcome: code(e) });
-      throw e;
-    } finally {
-      this.#inFlight.delete(job.address);
-    }
+  /** The coordinator's path for won work (coordinator.ts). */
+  run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
+    if (this.#rs.left) return Promise.reject(new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool'));
+    return this.#co.run(job, offer, ctx);
   }
 
-  async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
-    const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock(), this.d.options.memberTimeoutMs));
-    if (member === this.d.did) return this.#runHere(dispatch, job, ctx.input, AbortSignal.any([ctx.signal, AbortSignal.timeout(budget)]));
-    let r: PoolReply;
-    try {
-      r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget);
-    } catch (e) {
-      const c = code(e);
-      if (ctx.signal.aborted) throw ctx.signal.reason;
-      if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
-      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
-    }
-    if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`);
-    return r.output instanceof Uint8Array ? r.output : new Uint8Array(0);
+  /** After the receipt of won work is stored: settle, close the trail, tell the members (coordinator.ts). */
+  closed(r: Opened<Receipt>): Promise<void> {
+    return this.#co.closed(r);
   }
 
   /** Run a dispatched job on this member: at most once, whoever asks. */
@@ -362,20 +297,6 @@ export class PoolMember {
     if (!ex) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this member does not run ${job.record.workload}`);
     await this.d.runs.claim(job.address, dispatch.signer, this.d.clock());
     return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), signal, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
-  }
-
-  /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
-  async closed(r: Opened<Receipt>): Promise<void> {
-    const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
-    if (!entry) return;
-    let settlement: Uint8Array | undefined;
-    if (r.record.status === 'completed') {
-      const price: Money = r.record.price;
-      const parts = splitPrice(price, this.#rs.roster.record.members);
-      settlement = seal(T.poolSettlement, { pool: this.pool, roster: this.#rs.roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
-    }
-    await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
-    await this.#broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
   }
 
   // ---- serving other members -----------------------------------------------
@@ -388,6 +309,8 @@ export class PoolMember {
       if (f?.op !== 'ping' || f.seq === this.#rs.seq) this.#lastSeen.set(from, this.d.clock());
       switch (f?.op) {
         case 'ping':
+          // One that left says so, with its record: the caller drops it from its active list.
+          if (this.#rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: this.#rs.left.roster.bytes, membership: this.#rs.left.membership.bytes };
           // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
           return { ok: 'yes', seq: this.#rs.seq, ...(typeof f.seq === 'number' && f.seq < this.#rs.seq ? { roster: this.#rs.roster.bytes } : {}) };
         case 'roster': {
@@ -395,12 +318,18 @@ export class PoolMember {
           this.#heard(f.roster);
           return { ok: 'yes', seq: this.#rs.seq };
         }
+        case 'left': {
+          if (!(f.roster instanceof Uint8Array) || !(f.membership instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'left: the roster and the left membership are required');
+          this.#memberLeft(from, f.roster, f.membership);
+          return { ok: 'yes' };
+        }
         case 'trail': {
           const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
           await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
           return { ok: 'yes' };
         }
         case 'run': {
+          if (this.#rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
           const { dispatch, job } = checkDispatch(f, from, this.pool, this.members);
           if (dispatch.record.member !== this.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
           const input = f.input;
@@ -450,7 +379,8 @@ export class PoolMember {
       roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
       me: this.d.did,
       newestSeq: this.#rs.newest.record.seq,
-      quoting: this.#ready && !this.#rs.behind,
+      quoting: this.#ready && !this.#rs.left && !this.#rs.behind,
+      left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
       pending: (await this.d.trail.pending()).length,
       failures: failureCodes(await this.d.trail.all()),
@@ -459,7 +389,7 @@ export class PoolMember {
       nextCoordinator: next,
       members: this.#rs.roster.record.members.map((m) => {
         const p = per.get(m.did)!;
-        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
   }

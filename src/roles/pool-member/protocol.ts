@@ -4,7 +4,9 @@
  * roster members may call (the connection's key says who). Requests:
  *   {op:'ping', seq} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job} · {op:'roster', roster}
- * Answers: {ok:'yes', output?, seq?, roster?} | {state, receipt?} | {code, message}.
+ *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
+ * Answers: {ok:'yes', output?, seq?, roster?} | {state, receipt?} | {code, message}; a member that
+ * left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run` (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
  * the callee's roster when the caller's is older ("A new roster reaches running members").
  */
@@ -24,8 +26,10 @@ export interface PoolReply {
   settlement?: Uint8Array;
   /** The answering member's roster seq (ping, roster). */
   seq?: number;
-  /** The roster in use, to a caller on an older one (ping). */
+  /** The roster in use, to a caller on an older one (ping); the roster left (POOL_MEMBER_LEFT). */
   roster?: Uint8Array;
+  /** A member's own `left` record (a ping answered POOL_MEMBER_LEFT). */
+  membership?: Uint8Array;
 }
 
 /** A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, and linking job ↔ offer ↔ dispatch. */

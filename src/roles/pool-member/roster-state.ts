@@ -14,6 +14,15 @@
  *   countersigned it): it stops quoting until it joins it, and when the roster
  *   no longer lists it, it is removed and stops for good (until a later roster
  *   lists it and it joins).
+ * - `leave(roster, membership)`: this member's own signed `left` membership
+ *   (`pool-provider leave` on a running node; docs/pools.md "A member leaves a
+ *   running pool"), of the roster in use or a newer one of the pool. From then
+ *   on `left` is set: the member neither quotes nor runs dispatches for the
+ *   pool, until it adopts (joins) a newer roster. A state can also start left
+ *   (its membership file is the `left` one).
+ * - `memberLeft(from, roster, membership)`: another member's `left` record it
+ *   sent. The member is out of this member's active list and election while
+ *   its left seq ≥ the seq in use (a newer roster it joins counts again).
  */
 import { C0Error } from '../../errors.js';
 import type { Opened } from '../../records/envelope.js';
@@ -25,15 +34,31 @@ export class RosterState {
   #roster: Opened<PoolRoster>;
   #membership: Opened<PoolMembership>;
   #newest: Opened<PoolRoster>;
+  #left: { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } | undefined;
+  /** Other members that sent their `left` record: DID → the roster seq they left. */
+  #othersLeft = new Map<string, number>();
 
   constructor(
     private did: string,
     roster: Opened<PoolRoster>,
     membership: Opened<PoolMembership>,
   ) {
-    this.pool = verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, did).pool;
+    const leaving = membership.record.status === 'left';
+    this.pool = verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, did, leaving ? 'left' : 'member').pool;
     this.#roster = this.#newest = roster;
     this.#membership = membership;
+    if (leaving) this.#left = { roster, membership };
+  }
+
+  /** This member's own `left` record, when it has left the pool (it neither quotes nor runs dispatches for it). */
+  get left(): { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } | undefined {
+    return this.#left;
+  }
+
+  /** Whether `member` sent its `left` record for the roster in use (or a newer one). */
+  hasLeft(member: string): boolean {
+    if (member === this.did) return this.#left !== undefined;
+    return (this.#othersLeft.get(member) ?? -1) >= this.#roster.record.seq;
   }
 
   get roster(): Opened<PoolRoster> {
@@ -71,8 +96,34 @@ export class RosterState {
     const old = this.#roster;
     this.#roster = roster;
     this.#membership = membership;
+    this.#left = undefined;
     if (roster.record.seq >= this.#newest.record.seq) this.#newest = roster;
     return old;
+  }
+
+  /**
+   * Act on this member's own `left` record (of the roster in use or a newer
+   * one): POOL_WRONG_POOL, POOL_ROSTER_STALE (an older roster), the chain codes
+   * (POOL_MEMBERSHIP_NOT_SIGNER, POOL_MEMBERSHIP_WRONG_ROSTER,
+   * POOL_MEMBERSHIP_NOT_LEFT, POOL_NOT_MEMBER). Leaving again is a no-op (the first record stays).
+   */
+  leave(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } {
+    if (roster.signer !== this.pool) throw new C0Error('POOL_WRONG_POOL', `the roster is pool ${roster.signer}'s, not ${this.pool}'s`, { field: 'roster' });
+    if (roster.record.seq < this.#roster.record.seq) throw new C0Error('POOL_ROSTER_STALE', `roster seq ${roster.record.seq} is older than seq ${this.#roster.record.seq} in use`, { field: 'roster' });
+    verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, this.did, 'left');
+    if (this.#left) return this.#left;
+    this.#left = { roster, membership };
+    if (roster.record.seq > this.#newest.record.seq) this.#newest = roster;
+    return this.#left;
+  }
+
+  /** Note another member's `left` record (its chain checked); true when it newly drops that member from the active list. */
+  memberLeft(from: string, roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): boolean {
+    if (roster.signer !== this.pool) throw new C0Error('POOL_WRONG_POOL', `the roster is pool ${roster.signer}'s, not ${this.pool}'s`, { field: 'roster' });
+    verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, from, 'left');
+    const was = this.hasLeft(from);
+    this.#othersLeft.set(from, Math.max(roster.record.seq, this.#othersLeft.get(from) ?? -1));
+    return !was && this.hasLeft(from);
   }
 
   /** Note a roster another member sent; true when it is newer than any heard before. */

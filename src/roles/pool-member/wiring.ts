@@ -4,7 +4,8 @@
  * chain for this node's key, opens the dispatch trail and run log in the node's
  * LevelDB, serves `/c0mpute/pool/1` and starts the liveness loop. A roster
  * adopted while running (PoolMember.adopt) is kept in the `pool-roster` store;
- * at start the newer of that and the config's files is used.
+ * at start the newer of that and the config's files is used (a kept `left`
+ * record of the same seq too: a member that left stays left across a restart).
  */
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
@@ -63,9 +64,11 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   if (saved !== undefined) {
     const v = decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array };
     const r = open(v.roster, T.poolRoster);
-    if (r.signer === roster.signer && r.record.seq > roster.record.seq) {
+    const m = open(v.membership, T.poolMembership);
+    // A `left` record kept while running (PoolMember.leave) also wins over the config's files of the same seq.
+    if (r.signer === roster.signer && (r.record.seq > roster.record.seq || (r.record.seq === roster.record.seq && m.record.status === 'left'))) {
       roster = r;
-      membership = open(v.membership, T.poolMembership);
+      membership = m;
     }
   }
   const member = new PoolMember({

@@ -277,4 +277,57 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[0]!)).code, 'POOL_NOT_CHOSEN');
     assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[2]!)).code, 'POOL_DISPATCH_NOT_CALLERS');
   });
+
+  test('a member leaves a running pool: the others drop it from the active list at once (told, or from its ping answer), it refuses dispatches and stops quoting', async () => {
+    const w = await world('leave');
+    const [a, x, c] = [MEMBERS[0]!, MEMBERS[1]!, MEMBERS[2]!];
+    const leaver = w.members.get(x)!;
+    // A job the full roster would give to the leaver.
+    let pick = job();
+    while (selectMember(pick.job.address, MEMBERS) !== x) pick = job();
+    const { job: j, input } = pick;
+    assert.equal(leaver.mayQuote(j) || w.members.get(a)!.mayQuote(j) || w.members.get(c)!.mayQuote(j), true, 'someone quotes before');
+    // c is unreachable while x leaves: it misses the `left` message.
+    w.down.add(c);
+    const res = await leaver.adopt(r.bytes, membership(r, keyOf(x), 'left').bytes);
+    w.down.delete(c);
+    assert.equal(res.left, true);
+    assert.deepEqual(w.members.get(a)!.live(), [a, c], 'a was told: x is out at once');
+    assert.ok(w.members.get(c)!.live().includes(x), 'c missed it so far');
+    // c's next ping round: x answers POOL_MEMBER_LEFT with its record.
+    await w.members.get(c)!.start();
+    w.members.get(c)!.stop();
+    assert.deepEqual(w.members.get(c)!.live(), [a, c]);
+    // The one that left: no quote, a withdrawn advert, its won work and any dispatch refused.
+    assert.equal(leaver.mayQuote(j), false);
+    assert.equal(leaver.live().includes(x), false);
+    const adv = leaver.advert({ seq: 1, issuedAt: clock(), expiresAt: clock() + 1000, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 1, memoryMiB: 1024 }, prices: [] });
+    assert.equal(adv.pool, undefined, 'the pooled advert is withdrawn: signed again as the machine’s own');
+    assert.deepEqual(adv.hardware, { cpuCores: 1, memoryMiB: 1024 });
+    assert.equal(await codeOfAsync(leaver.run(j, offer(j, x), ctx(input))), 'POOL_MEMBER_LEFT');
+    const o = offer(j, a);
+    const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: x, coordinator: a, epoch: 1, issuedAt: clock() }, keyOf(a));
+    assert.equal((await leaver.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, a)).code, 'POOL_MEMBER_LEFT');
+    assert.equal(w.runs.get(x) ?? 0, 0);
+    // The coordinator picks among the two left: same formula, the smaller active list.
+    const rec = await finish(w.members.get(a)!, j, o, a, w.members.get(a)!.run(j, o, ctx(input)));
+    assert.equal(rec.record.status, 'completed');
+    assert.equal(w.runs.get(selectMember(j.address, [a, c])), 1);
+    assert.equal(w.runs.get(x) ?? 0, 0);
+    const st = (await w.members.get(a)!.status()) as { members: Array<{ did: string; left: boolean; live: boolean }> };
+    assert.deepEqual(st.members.map((m) => [m.did, m.left, m.live]), [[a, false, true], [x, true, false], [c, false, true]]);
+    assert.equal(((await leaver.status()) as { left: boolean; quoting: boolean }).left, true);
+  });
+
+  test('a coordinator that leaves with work in flight still tells every member how it ended', async () => {
+    const w = await world('leave-inflight');
+    const x = MEMBERS[0]!;
+    const co = w.members.get(x)!;
+    const { job: j, input } = job();
+    const o = offer(j, x);
+    const out = await co.run(j, o, ctx(input));
+    await co.adopt(r.bytes, membership(r, keyOf(x), 'left').bytes);
+    await finish(co, j, o, x, Promise.resolve(out));
+    for (const m of w.members.values()) assert.equal((await (m as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address))?.state, 'completed');
+  });
 });
