@@ -155,6 +155,8 @@ export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: nu
     const ready = next();
     child.send({ addr: v.addrs()[0]!, count: FLOOD, signers: 100 });
     await ready;
+    // let the new connection's own traffic (identify, the DHT's first queries) settle: the figure is the steady flood
+    await sleep(1_000);
     if (opts.known) {
       target = 100;
       child.send('warm');
@@ -323,11 +325,21 @@ export async function run(): Promise<BenchResult> {
   const { privateKey, publicKey: pub } = generateKeyPairSync('ed25519');
   const msg = new Uint8Array(300);
   const sig = sign(null, msg, privateKey);
-  const rawVerify = measure('node:crypto verify', () => void verify(null, msg, pub, sig), { ms: 300, reps: 3 });
-
-  const alone = await pipelineAlone();
-  const ing = await ingest();
-  const ingKnown = await ingest({ known: true });
+  // The machine is shared: each figure is set against raw verify measured just before and just after
+  // it (their mean), so load that comes and goes between the measurements hits both sides alike.
+  const raw = () => measure('node:crypto verify', () => void verify(null, msg, pub, sig), { ms: 300, reps: 3 }).opsPerSec;
+  const around = async <T>(fn: () => Promise<T>): Promise<{ r: T; raw: number }> => {
+    const before = raw();
+    const r = await fn();
+    return { r, raw: (before + raw()) / 2 };
+  };
+  const aloneM = await around(pipelineAlone);
+  const alone = aloneM.r;
+  const ingM = await around(() => ingest());
+  const ing = ingM.r;
+  const ingKnownM = await around(() => ingest({ known: true }));
+  const ingKnown = ingKnownM.r;
+  const rawVerify = { opsPerSec: ingM.raw };
   const rc = await reconnection();
   const rcMedian = percentile(rc.reconnectMs, 50);
   const rcMax = Math.max(...rc.reconnectMs);
@@ -340,8 +352,8 @@ export async function run(): Promise<BenchResult> {
       { traffic: 'ratio', p50_ms: (p50v / p50r).toFixed(2), p99_ms: (p99v / p99r).toFixed(2) },
     ]),
     `(2) ingest: ${ing.accepted}/${FLOOD} records accepted in ${ing.elapsedMs.toFixed(0)} ms = ${fmt(ing.rate)} records/s (flooder in its own process); raw node:crypto verify ${fmt(rawVerify.opsPerSec)}/s; ratio ${(ing.rate / rawVerify.opsPerSec).toFixed(3)}`,
-    `    the same flood from 100 signers the node already knows (providers republishing): ${fmt(ingKnown.rate)} records/s; ratio ${(ingKnown.rate / rawVerify.opsPerSec).toFixed(3)}`,
-    `    the validation pipeline alone (no network, 100 new signers): ${fmt(alone)} records/s (ratio to raw verify ${(alone / rawVerify.opsPerSec).toFixed(3)})`,
+    `    the same flood from 100 signers the node already knows (providers republishing): ${fmt(ingKnown.rate)} records/s; raw verify ${fmt(ingKnownM.raw)}/s; ratio ${(ingKnown.rate / ingKnownM.raw).toFixed(3)}`,
+    `    the validation pipeline alone (no network, 100 new signers): ${fmt(alone)} records/s; raw verify ${fmt(aloneM.raw)}/s; ratio ${(alone / aloneM.raw).toFixed(3)}`,
     `(3) reconnection after the bootstrap peer restarts (3 s down, ${rc.reconnectMs.length} rounds): ${rc.reconnectMs.map((x) => x.toFixed(0)).join(', ')} ms from it listening again (median ${rcMedian.toFixed(0)}, max ${rcMax.toFixed(0)}); first connect ${rc.firstMs.toFixed(0)} ms; ratio median/first ${(rcMedian / rc.firstMs).toFixed(1)}; backoff cap ${cap} ms`,
   ].join('\n');
   const ratio = ing.rate / rawVerify.opsPerSec;
@@ -353,7 +365,7 @@ export async function run(): Promise<BenchResult> {
       // issue #16's goals (docs/scale.md, "The validation cost")
       { name: 'validated p50 / raw p50 propagation (≤ 1.2)', ratio: p50v / p50r, target: 1.2, met: p50v / p50r <= 1.2 },
       { name: 'ingest rate, new signers / raw verify rate', ratio, target: 0.6, met: ratio >= 0.6 },
-      { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / rawVerify.opsPerSec, target: 0.6, met: ingKnown.rate / rawVerify.opsPerSec >= 0.6 },
+      { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / ingKnownM.raw, target: 0.6, met: ingKnown.rate / ingKnownM.raw >= 0.6 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times
       { name: 'max reconnect / (backoff cap + 10 × first connect) (≤ 1)', ratio: rcMax / (cap + 10 * rc.firstMs), target: 1, met: rcMax <= cap + 10 * rc.firstMs },
     ],
