@@ -18,7 +18,7 @@
 import { C0Error, isC0Error } from '../errors.js';
 import { hashHex } from '../records/address.js';
 import { didChecked } from '../records/did.js';
-import { isKnownType, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
+import { checkSignerKey, isKnownType, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
@@ -336,9 +336,10 @@ export class RecordPipeline {
     const newAdvertiser = kind === 'advert' && this.#advertSeq.get(signer) === undefined;
     if (newAdvertiser && !this.guard.newAdvertiserRoom(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
     // signature: the one check the trusted open skipped (no second decode). For a key not
-    // checked yet, a node:crypto verify first refuses garbage before the costly strict key check.
-    if (!didChecked(signer)) precheckSignature(bytes);
-    verifySignature(bytes);
+    // checked yet, a node:crypto verify first refuses garbage before the strict key check; when that
+    // verify passed, the key check is all that is left (the same verify would run again otherwise).
+    if (!didChecked(signer) && precheckSignature(bytes)) checkSignerKey(bytes);
+    else verifySignature(bytes);
     this.guard.chargeSigner(kind, signer);
     if (newAdvertiser) this.guard.chargeNewAdvertiser(from);
     return shaped;

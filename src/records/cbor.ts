@@ -260,14 +260,15 @@ interface Scan {
   pos: number;
   intKeys: boolean;
   big: boolean; // saw an integer beyond 2^53: decoded value needs bigint handling
+  major: number; // the major type of the head readHead just read (no tuple per item on the hot path)
 }
 
 function err(code: string, msg: string, pos: number): never {
   throw new C0Error(code, `${msg} (at byte ${pos})`, { detail: { offset: pos } });
 }
 
-/** Read a head; returns [major, argument]; enforces shortest form and definite length. */
-function readHead(s: Scan): [number, number] {
+/** Read a head; returns its argument and leaves its major type in s.major; enforces shortest form and definite length. */
+function readHead(s: Scan): number {
   const start = s.pos;
   if (s.pos >= s.b.length) err(CBOR_ERR.TRUNCATED, 'input ends where a data item was expected', start);
   const ib = s.b[s.pos++]!;
@@ -284,7 +285,8 @@ function readHead(s: Scan): [number, number] {
     err(CBOR_ERR.SIMPLE, 'simple value in a core', start);
   }
   if (major === 6) err(CBOR_ERR.TAG, 'tag inside a core', start);
-  if (info < 24) return [major, info];
+  s.major = major;
+  if (info < 24) return info;
   if (info === 31) err(CBOR_ERR.INDEFINITE, 'indefinite-length item', start);
   if (info >= 28) err(CBOR_ERR.RESERVED, 'reserved additional information', start);
   const size = 1 << (info - 24);
@@ -309,7 +311,7 @@ function readHead(s: Scan): [number, number] {
     n = hi * TWO32 + lo; // may be imprecise beyond 2^53; only used for ints, whose value cbor-x reads
   }
   s.pos += size;
-  return [major, n];
+  return n;
 }
 
 const PROTO = new TextEncoder().encode('__proto__');
@@ -321,7 +323,8 @@ function isProtoKey(b: Uint8Array, at: number): boolean {
 function scanItem(s: Scan, depth: number): void {
   if (depth > MAX_DEPTH) err(CBOR_ERR.TOO_DEEP, `nested deeper than ${MAX_DEPTH}`, s.pos);
   const start = s.pos;
-  const [major, n] = readHead(s);
+  const n = readHead(s);
+  const major = s.major;
   switch (major) {
     case 0:
     case 1:
@@ -329,7 +332,7 @@ function scanItem(s: Scan, depth: number): void {
     case 2:
     case 3: {
       if (s.pos + n > s.b.length) err(CBOR_ERR.TRUNCATED, 'input ends inside a string', start);
-      if (major === 3 && !isUtf8(s.b.subarray(s.pos, s.pos + n))) err(CBOR_ERR.INVALID_UTF8, 'text string is not valid UTF-8', start);
+      if (major === 3 && !isAscii(s.b, s.pos, s.pos + n) && !isUtf8(s.b.subarray(s.pos, s.pos + n))) err(CBOR_ERR.INVALID_UTF8, 'text string is not valid UTF-8', start);
       s.pos += n;
       return;
     }
@@ -352,7 +355,7 @@ function scanItem(s: Scan, depth: number): void {
         // prototype): the decoded value could never re-encode to these bytes.
         if (kMajor === 3 && kEnd - kStart === 10 && isProtoKey(s.b, kStart + 1)) err(CBOR_ERR.NOT_CANONICAL, 'map key "__proto__" cannot be represented', kStart);
         if (prevStart >= 0) {
-          const c = compareBytes(s.b.subarray(prevStart, prevEnd), s.b.subarray(kStart, kEnd));
+          const c = compareRanges(s.b, prevStart, prevEnd, kStart, kEnd);
           if (c === 0) err(CBOR_ERR.DUPLICATE_KEY, 'duplicate map key', kStart);
           if (c > 0) err(CBOR_ERR.UNSORTED_KEYS, 'map keys not in canonical order', kStart);
         }
@@ -363,6 +366,22 @@ function scanItem(s: Scan, depth: number): void {
       return;
     }
   }
+}
+
+/** Are b[from, to) all ASCII (so valid UTF-8 without a decoder call)? */
+function isAscii(b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (b[i]! >= 0x80) return false;
+  return true;
+}
+
+/** compareBytes(b[as, ae), b[bs, be)) without making views. */
+function compareRanges(b: Uint8Array, as: number, ae: number, bs: number, be: number): number {
+  const n = Math.min(ae - as, be - bs);
+  for (let i = 0; i < n; i++) {
+    const d = b[as + i]! - b[bs + i]!;
+    if (d !== 0) return d;
+  }
+  return ae - as - (be - bs);
 }
 
 const isUtf8: (b: Uint8Array) => boolean = (() => {
@@ -381,7 +400,7 @@ const isUtf8: (b: Uint8Array) => boolean = (() => {
 
 /** Check that `bytes` is exactly one canonical data item of the core subset; returns whether it holds 64-bit ints. */
 export function scanCanonical(bytes: Uint8Array, opts: ScanOptions = {}): boolean {
-  const s: Scan = { b: bytes, dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), pos: 0, intKeys: opts.intKeys ?? false, big: false };
+  const s: Scan = { b: bytes, dv: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), pos: 0, intKeys: opts.intKeys ?? false, big: false, major: 0 };
   scanItem(s, 0);
   if (s.pos !== bytes.length) err(CBOR_ERR.TRAILING, `${bytes.length - s.pos} bytes after the data item`, s.pos);
   return s.big;

@@ -4,8 +4,15 @@
  * encoding of a point of the prime-order subgroup that is not of small order;
  * R is a canonical encoding of a point that is not of small order.
  *
- * The key check is done once per key with @noble/curves (strict decoding plus
- * explicit small-order and torsion checks) and cached. Signatures are made and
+ * The key check is done once per key and cached (did.ts). Its fast path is
+ * libsodium's `crypto_core_ed25519_is_valid_point` (WASM, about 10x faster
+ * than the pure-JS torsion check): canonical y < p, on the curve, not of small
+ * order, in the prime-order subgroup — the same accept set as the @noble/curves
+ * path (strict decoding plus explicit small-order and torsion checks), which
+ * still runs for every key libsodium refuses, so the error code names the
+ * reason exactly as before, and for every key while libsodium is still
+ * initialising (it loads when this module does; `cryptoReady()` awaits it —
+ * the CLI does so at start). docs/scale.md §1, test/unit/records/ed25519-fast.test.ts. Signatures are made and
  * checked with node:crypto (OpenSSL, about 15x faster here), with key objects
  * cached. OpenSSL already does the cofactorless equation, S < L, and compares
  * the recomputed R with the R bytes (which refuses any non-canonical R); we add
@@ -14,6 +21,7 @@
  */
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import sodium from 'libsodium-wrappers-sumo';
 import { C0Error } from '../errors.js';
 
 export const ED_ERR = {
@@ -67,11 +75,44 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
+/** libsodium's point check once its WASM module is ready; undefined until then (or if it failed to load). */
+let sodiumIsValidPoint: ((p: Uint8Array) => boolean) | undefined;
+const sodiumLoading: Promise<void> = sodium.ready.then(
+  () => {
+    sodiumIsValidPoint = sodium.crypto_core_ed25519_is_valid_point;
+  },
+  () => undefined, // no fast path: the noble check alone gives the same answers, only slower
+);
+
+/** Resolves once the fast key check is available (never rejects; the noble path is the fallback). */
+export function cryptoReady(): Promise<void> {
+  return sodiumLoading;
+}
+
+/**
+ * The fast key check alone: true/false from libsodium (canonical, on the curve,
+ * not small order, prime-order subgroup), undefined while libsodium is not ready.
+ * Exported for the equivalence tests; callers use checkPublicKey.
+ */
+export function fastKeyCheck(pub: Uint8Array): boolean | undefined {
+  if (pub.length !== 32 || sodiumIsValidPoint === undefined) return undefined;
+  return sodiumIsValidPoint(pub);
+}
+
 /**
  * The strict key check. Throws C0Error naming why the key is refused.
  * Costs a scalar multiplication, so callers cache by DID (see did.ts).
+ * A key libsodium accepts is accepted; any other key goes through the noble
+ * path, which decides and names the reason.
  */
 export function checkPublicKey(pub: Uint8Array): void {
+  if (pub.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
+  if (sodiumIsValidPoint !== undefined && sodiumIsValidPoint(pub)) return;
+  checkPublicKeyNoble(pub);
+}
+
+/** The reference key check (@noble/curves, pure JS): the rule as written, with the reason for a refusal. */
+export function checkPublicKeyNoble(pub: Uint8Array): void {
   if (pub.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
   let p;
   try {

@@ -319,19 +319,31 @@ export function verifySignature(bytes: Uint8Array): void {
 
 /**
  * A cheap signature reject for a signer whose key has not been checked yet
- * (gossip validation calls it before `verifySignature`): throws
+ * (gossip validation calls it before the key check): throws
  * ENVELOPE_BAD_SIGNATURE when the signature cannot verify under the named key,
- * without the strict key check. Passing proves nothing; `verifySignature` still
- * runs every check (so a refused key is still ENVELOPE_BAD_SIGNER when its signature is good).
+ * without the strict key check. Returns true when the signature verified under
+ * the key bytes the DID names (every check of verifyStrict, the same node:crypto
+ * verify of the same bytes), so only the key check remains (`checkSignerKey`);
+ * false when node:crypto could not take the key (leave it all to `verifySignature`).
+ * True proves nothing about the key: a refused key is still ENVELOPE_BAD_SIGNER.
  */
-export function precheckSignature(bytes: Uint8Array): void {
+export function precheckSignature(bytes: Uint8Array): boolean {
   const parts = splitEnvelope(bytes);
   const [, signer] = parseProtected(parts.protectedBytes);
   const pub = didKeyBytesUnchecked(signer);
-  if (!pub) return;
-  if (precheckVerify(parts.signature, sigStructure(parts.protectedBytes, parts.payload), pub) === false) {
-    throw new C0Error(ENV_ERR.SIGNATURE, `signature does not verify for ${signer}`);
-  }
+  if (!pub) return false;
+  const ok = precheckVerify(parts.signature, sigStructure(parts.protectedBytes, parts.payload), pub);
+  if (ok === false) throw new C0Error(ENV_ERR.SIGNATURE, `signature does not verify for ${signer}`);
+  return ok === true;
+}
+
+/**
+ * The signer's strict key check alone (cached per DID), for a record whose
+ * signature `precheckSignature` has verified under the same key bytes: with it,
+ * exactly what `verifySignature` checks. Throws ENVELOPE_BAD_SIGNER.
+ */
+export function checkSignerKey(bytes: Uint8Array): void {
+  openEnvelope(bytes, { trusted: true });
 }
 
 /** Expected-type check split out so open() refuses a wrong type before verifying its signature. */

@@ -142,13 +142,18 @@ function firstKeyValue(f: Extract<Field, { t: 'object' }>, x: unknown): string {
   return String((x as Record<string, unknown>)[k]);
 }
 
+/** Each schema's fields as entries, made once (convertObject runs for every object of every record opened). */
+const entriesOf = new WeakMap<Schema, Array<[string, Field]>>();
+
 function convertObject(fields: Schema, v: unknown, path: string, dir: Dir): Record<string, unknown> {
   if (!isPlainObject(v)) bad(path === '' ? 'RECORD_NOT_A_MAP' : 'RECORD_FIELD_TYPE', path || 'record', `expected a map, got ${typeName(v)}`);
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) {
     if (!(k in fields) && v[k] !== undefined) bad('RECORD_UNKNOWN_FIELD', path ? `${path}.${k}` : k, 'unknown field');
   }
-  for (const [k, f] of Object.entries(fields)) {
+  let entries = entriesOf.get(fields);
+  if (entries === undefined) entriesOf.set(fields, (entries = Object.entries(fields)));
+  for (const [k, f] of entries) {
     const p = path ? `${path}.${k}` : k;
     const x = v[k];
     if (x === undefined) {
