@@ -22,7 +22,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job } from '../records/kinds.js';
-import { admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { checkClaim, type Claim, type Verdict } from '../pool/admission.js';
 import { deriveEstimate } from '../pool/estimate.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
@@ -30,7 +30,7 @@ import type { Serial } from '../util/serial.js';
 import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import type { GangCite, Gangs } from './steward-gangs.js';
-import type { Decided, Reclaimer } from './steward-reclaim.js';
+import { appendAdmitted, type Decided, type Reclaimer } from './steward-reclaim.js';
 import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
 /** What a decision in the admission section came to; the buyer is told outside it. */
@@ -209,17 +209,9 @@ export class AdmissionLine {
    * preemption on), and deciding again outside the section would race them.
    */
   async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued?: number): Promise<Outcome & { t: 'admitted' }> {
-    let { v, victims } = decided;
-    if (v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${v.verdict}`);
-    if (victims.length) {
-      // §5.2 ranks by what each running claim has spent and completed: ask its provider now, then choose again.
-      await this.d.reclaim.sampleRunning();
-      const again = this.d.reclaim.decideNow(claim);
-      if (again.v.verdict === 'Admit') ({ v, victims } = again);
-      if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
-    }
-    const admit = v as Verdict & { verdict: 'Admit' };
-    const r = await this.d.append(admittedEvent(claim, admit));
+    if (decided.v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${decided.v.verdict}`);
+    // §5.2 ranks by what each running claim has spent and completed: appendAdmitted asks, then chooses again.
+    const { admit, ...r } = await appendAdmitted(this.d, claim, decided);
     // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
     if (queued !== undefined) await this.#queueStore.remove(queued);
     this.d.accounts.track(claim.id, claim.entitlement, job.signer, job.record.deadline);

@@ -30,12 +30,12 @@ import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbo
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job, type Receipt } from '../records/kinds.js';
 import { TRAIN_T, type TrainRun } from '../training/record-kinds.js';
-import { admittedEvent, checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { checkClaim, type Claim, type Verdict } from '../pool/admission.js';
 import { deriveEstimate } from '../pool/estimate.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { ClaimAccounts } from './steward-accounts.js';
-import type { Reclaimer } from './steward-reclaim.js';
+import { appendAdmitted, type Reclaimer } from './steward-reclaim.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Serial } from '../util/serial.js';
 import type { StewardConfig, StewardPorts, StewardStream } from './steward-ports.js';
@@ -243,7 +243,7 @@ export class Gangs {
     // Stored before the append; a record whose claim the ledger never shows open (refused here, or a crash
     // before the append) is removed, or dropped at the next start.
     await this.store.put(g);
-    let { v, victims } = this.d.reclaim.decideNow(claim);
+    const { v, victims } = this.d.reclaim.decideNow(claim);
     const log = this.d.ports.log;
     if (v.verdict !== 'Admit') {
       await this.store.remove(g.claim);
@@ -251,14 +251,7 @@ export class Gangs {
       else log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
       return { v: v as Verdict & { verdict: 'Deny' | 'Queue' } };
     }
-    if (victims.length) {
-      await this.d.reclaim.sampleRunning();
-      const again = this.d.reclaim.decideNow(claim);
-      if (again.v.verdict === 'Admit') ({ v, victims } = again);
-      if (victims.length) await this.d.reclaim.preempt(victims, claim.id);
-    }
-    const admit = v as Verdict & { verdict: 'Admit' };
-    const r = await this.d.append(admittedEvent(claim, admit));
+    const { admit, ...r } = await appendAdmitted(this.d, claim, { v, victims });
     this.#gangs.set(g.claim, g);
     this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);
     log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reserved: admit.reserved, seq: r.seq }, 'gang admitted');

@@ -9,7 +9,7 @@
  */
 import { open } from '../records/envelope.js';
 import { T, type Energy } from '../records/kinds.js';
-import type { Claim, PoolState, Verdict } from '../pool/admission.js';
+import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
 import { worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
@@ -19,6 +19,29 @@ import type { ClaimAccounts } from './steward-accounts.js';
 import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 
 export type Decided = { v: Verdict; victims: string[] };
+
+/**
+ * Append a claim decided `Admit` (pool/1 §4, §5.2), for a job or a gang, inside
+ * the steward's admission section: when the decision names victims, ask their
+ * providers what they have spent, decide again, preempt the victims still
+ * named, then append the one `Admitted` entry.
+ */
+export async function appendAdmitted(
+  d: { reclaim: Reclaimer; append: Ledger['append'] },
+  claim: Claim,
+  decided: Decided,
+): Promise<{ admit: Verdict & { verdict: 'Admit' }; seq: number; address: string }> {
+  let { v, victims } = decided;
+  if (victims.length) {
+    await d.reclaim.sampleRunning();
+    const again = d.reclaim.decideNow(claim);
+    if (again.v.verdict === 'Admit') ({ v, victims } = again);
+    if (victims.length) await d.reclaim.preempt(victims, claim.id);
+  }
+  const admit = v as Verdict & { verdict: 'Admit' };
+  const r = await d.append(admittedEvent(claim, admit));
+  return { admit, seq: r.seq, address: r.address };
+}
 
 interface UsageSample {
   uj: number;
