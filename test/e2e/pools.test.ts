@@ -150,6 +150,12 @@ test('the min-price gate across processes: a job paying under pool.minPrice gets
   const run = await runJob(buyer, spec('test.cheap', '1', 'pooled work', '0.004'));
   assert.equal(run.result.status, 'no-offers', JSON.stringify(run.result.attempts));
   await waitFor('the coordinator to count the refusal by its gate', async () => (await refusals('POOL_GATE_MIN_PRICE')) > before, 30_000);
+  // A buyer offering more than the minimum does not make the member's own price (0.001) acceptable: the gate applies to
+  // the price the pool would quote, so no offer is made (rather than an offer the coordinator then refuses at run).
+  const mid = await refusals('POOL_GATE_MIN_PRICE');
+  const rich = await runJob(buyer, spec('test.cheap', '1'));
+  assert.equal(rich.result.status, 'no-offers', JSON.stringify(rich.result.attempts));
+  await waitFor('the coordinator to count that refusal too', async () => (await refusals('POOL_GATE_MIN_PRICE')) > mid, 30_000);
 });
 
 test('the input-size gate across processes: a job whose input is over pool.maxInputBytes gets no pool offer (POOL_GATE_INPUT_TOO_LARGE)', async () => {
@@ -180,7 +186,7 @@ test('a hostile node’s pooled adverts — a forged roster, a signer not on the
     // (a) forged rosters: the real one with x added to its members after signing (the pool's signature kept) ...
     const parts = splitEnvelope(real.bytes);
     const rcore = decodeCanonical(parts.payload) as { members: Array<Record<string, unknown>> };
-    rcore.members = [...rcore.members, { ...rcore.members[0]!, did: x.did }];
+    rcore.members = [...rcore.members, { ...rcore.members[0]!, did: x.did }].sort((a, b) => compareDids(a.did as string, b.did as string)); // in DID order: only the signature is wrong
     const tampered = joinEnvelope({ ...parts, payload: encodeCanonical(rcore as never) });
     // ... and the real members plus x, signed by another key (x's membership names the real pool)
     const other = seal(T.poolRoster, { ...real.record, members: [...real.record.members, { ...real.record.members[0]!, did: x.did }].sort((a, b) => compareDids(a.did, b.did)) }, Ed25519Signer.generate());
