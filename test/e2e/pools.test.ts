@@ -5,15 +5,24 @@
  * whitespace output gets a failed receipt and no settlement; the size gate keeps
  * the pool from quoting; the elected coordinator killed mid-job leaves a
  * dispatch trail the next one closes. Lean: one cluster, generous polling.
+ * Across the same processes: the min-price and input-size gates keep the pool
+ * from quoting (each refusal counted by gate on the coordinator), and a hostile
+ * in-process node's pooled adverts — a forged roster (tampered, or signed by
+ * another key) and a signer not on the real roster — are refused by the buyer
+ * with their codes, leaving the pool one market entry that still serves jobs.
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Decimal } from 'decimal.js';
 import { selectMember } from '../../src/pools/choice.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type RunOutcome } from './node-helpers.js';
+import { Ed25519Signer, T, compareDids, decodeCanonical, encodeCanonical, hashHex, open, seal, sealRaw, type Opened, type PoolRoster } from '../../src/records/index.js';
+import { peerIdFromDid } from '../../src/node/peer-id.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
+import { startNode } from './net-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, joinEnvelope, metricsText, providerConfig, recordVerdicts, runJob, sleep, splitEnvelope, waitFor, waitForMarket, withLogs, type NodeProc, type RunOutcome } from './node-helpers.js';
 
 const c = new Cluster('pools');
 const names = ['m1', 'm2', 'm3'];
@@ -30,11 +39,15 @@ interface PoolView {
 function memberConfig(i: number, boot: string[]): Record<string, unknown> {
   const base = providerConfig({ bootstrap: boot, price: '0.009', sleepBaseMs: 200, cpuCores: 4 + i }) as { provider: { workloads: Record<string, unknown> } } & Record<string, unknown>;
   base.provider.workloads['test.blank'] = { executor: { type: 'exec', command: ['sh', '-c', 'cat >/dev/null; printf "  \\n"'] }, price: { amount: '0.009', currency: 'USD' }, duration: { baseMs: 500 } };
+  // Priced under the pool's minimum: the only way a job can afford the member's price and still be under pool.minPrice.
+  base.provider.workloads['test.cheap'] = { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 200 } };
   const dir = join(c.root, names[i]!);
-  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 400, memberTimeoutMs: 8000, maxSizeParam: 100 } };
+  // The gates: every other job here pays 0.009 USD with an 11-byte input, so they pass.
+  const gates = { maxSizeParam: 100, minPrice: { amount: '0.005', currency: 'USD' }, maxInputBytes: 1024 };
+  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 400, memberTimeoutMs: 8000, ...gates } };
 }
 
-const spec = (workload: string, params: string, input = 'pooled work') => ({ workload, params, maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
+const spec = (workload: string, params: string, input = 'pooled work', maxPrice = '0.01') => ({ workload, params, maxPrice: { amount: maxPrice, currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
 const views = () => Promise.all(members.filter((m) => m.child.exitCode === null && m.child.signalCode === null).map((m) => get<PoolView>(m, '/v1/pool')));
 
 before(async () => {
@@ -122,6 +135,87 @@ test('whitespace output: a failed receipt (POOL_OUTPUT_EMPTY), no settlement', a
 test('the size gate: the pool does not quote a job over pool.maxSizeParam', async () => {
   const run = await runJob(buyer, spec('test.blank', '{"maxTokens":101}'));
   assert.equal(run.result.status, 'no-offers');
+});
+
+/** c0mpute_pool_refusals_total{gate} summed over the live members (only the elected coordinator checks the gates at quoting). */
+async function refusals(gate: string): Promise<number> {
+  const texts = await Promise.all(members.filter((m) => m.child.exitCode === null && m.child.signalCode === null).map((m) => metricsText(m)));
+  const re = /^c0mpute_pool_refusals_total\{([^}]*)\} (\S+)$/gm;
+  return texts.reduce((n, t) => n + [...t.matchAll(re)].filter((m) => m[1]!.includes(`gate="${gate}"`)).reduce((k, m) => k + Number(m[2]), 0), 0);
+}
+
+test('the min-price gate across processes: a job paying under pool.minPrice gets no pool offer (POOL_GATE_MIN_PRICE)', async () => {
+  const before = await refusals('POOL_GATE_MIN_PRICE');
+  // 0.004 USD affords the member's own price for test.cheap (0.001) but is under the pool's 0.005.
+  const run = await runJob(buyer, spec('test.cheap', '1', 'pooled work', '0.004'));
+  assert.equal(run.result.status, 'no-offers', JSON.stringify(run.result.attempts));
+  await waitFor('the coordinator to count the refusal by its gate', async () => (await refusals('POOL_GATE_MIN_PRICE')) > before, 30_000);
+  // A buyer offering more than the minimum does not make the member's own price (0.001) acceptable: the gate applies to
+  // the price the pool would quote, so no offer is made (rather than an offer the coordinator then refuses at run).
+  const mid = await refusals('POOL_GATE_MIN_PRICE');
+  const rich = await runJob(buyer, spec('test.cheap', '1'));
+  assert.equal(rich.result.status, 'no-offers', JSON.stringify(rich.result.attempts));
+  await waitFor('the coordinator to count that refusal too', async () => (await refusals('POOL_GATE_MIN_PRICE')) > mid, 30_000);
+});
+
+test('the input-size gate across processes: a job whose input is over pool.maxInputBytes gets no pool offer (POOL_GATE_INPUT_TOO_LARGE)', async () => {
+  const before = await refusals('POOL_GATE_INPUT_TOO_LARGE');
+  const run = await runJob(buyer, spec('builtin.sha256', '1', 'x'.repeat(1025)));
+  assert.equal(run.result.status, 'no-offers', JSON.stringify(run.result.attempts));
+  await waitFor('the coordinator to count the refusal by its gate', async () => (await refusals('POOL_GATE_INPUT_TOO_LARGE')) > before, 30_000);
+});
+
+test('a hostile node’s pooled adverts — a forged roster, a signer not on the roster — are refused; the pool stays one entry and serves', async () => {
+  await withLogs(c, async () => {
+    const x = await startNode({ syncOnConnect: [] });
+    c.onDestroy(() => x.stop());
+    await x.dial(buyer.addrs[0]!);
+    const buyerPeer = peerIdFromDid(buyer.did).toString();
+    await waitFor('the hostile node to share the advert topics with the buyer', () => x.topicPeers('advert').includes(buyerPeer), 30_000);
+    const real = open(readFileSync(join(c.root, 'roster.cose')), T.poolRoster) as Opened<PoolRoster>;
+    assert.equal(real.signer, pool);
+    const now = Date.now();
+    const base = { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard' as const, hardware: { cpuCores: 64, memoryMiB: 65_536 }, prices: [{ workload: 'builtin.sha256', unit: 'job' as const, price: { amount: '0.0001', currency: 'USD' } }] };
+    // A pooled advert signed by x with this roster: x's own membership of it, the advert sealed raw (seal() would refuse it).
+    const pooled = (rosterBytes: Uint8Array, rosterPool: string, seq: number) => {
+      const membership = seal(T.poolMembership, { pool: rosterPool, roster: hashHex(rosterBytes), seq, status: 'member', signedAt: now }, x.signer);
+      const core = decodeCanonical(splitEnvelope(seal(T.advert, base, x.signer).bytes).payload) as Record<string, unknown>;
+      core.pool = { roster: rosterBytes, membership: membership.bytes };
+      return sealRaw(T.advert, encodeCanonical(core as never), x.signer);
+    };
+    // (a) forged rosters: the real one with x added to its members after signing (the pool's signature kept) ...
+    const parts = splitEnvelope(real.bytes);
+    const rcore = decodeCanonical(parts.payload) as { members: Array<Record<string, unknown>> };
+    rcore.members = [...rcore.members, { ...rcore.members[0]!, did: x.did }].sort((a, b) => compareDids(a.did as string, b.did as string)); // in DID order: only the signature is wrong
+    const tampered = joinEnvelope({ ...parts, payload: encodeCanonical(rcore as never) });
+    // ... and the real members plus x, signed by another key (x's membership names the real pool)
+    const other = seal(T.poolRoster, { ...real.record, members: [...real.record.members, { ...real.record.members[0]!, did: x.did }].sort((a, b) => compareDids(a.did, b.did)) }, Ed25519Signer.generate());
+    const otherKey = pooled(other.bytes, pool, other.record.seq);
+    // (b) the pool's real roster, x's own countersignature of it: x is not on it.
+    const notMember = pooled(real.bytes, pool, real.record.seq);
+    const want = ['advert/reject/POOL_ROSTER_INVALID', 'advert/reject/POOL_MEMBERSHIP_WRONG_ROSTER', 'advert/reject/POOL_NOT_MEMBER'];
+    const seen = recordVerdicts(await metricsText(buyer));
+    assert.ok(want.every((w) => !seen.has(w)), 'no such verdict before');
+    for (const bytes of [pooled(tampered, pool, real.record.seq), otherKey, notMember]) {
+      await x.libp2p.services.pubsub.publish(topicFor('advert', 'public', shardOf('builtin.sha256')), bytes);
+    }
+    await waitFor('the buyer to refuse each with its code', async () => {
+      const v = recordVerdicts(await metricsText(buyer));
+      return want.every((w) => v.has(w));
+    }, 30_000);
+    // The market still holds the pool once, with its three real members, and nothing of x.
+    const m = await get<{ total: number; adverts: Array<{ provider: string; signer: string; pool?: { did: string; members: number } }> }>(buyer, '/v1/market');
+    assert.equal(m.total, 1);
+    assert.equal(m.adverts[0]!.provider, pool);
+    assert.equal(m.adverts[0]!.pool?.members, 3);
+    assert.ok(m.adverts.every((a) => a.signer !== x.did));
+    // A job still goes through the pool.
+    const run = await runJob(buyer, spec('builtin.sha256', '2'));
+    assert.equal(run.result.status, 'completed', JSON.stringify(run.result.attempts));
+    const receipt = run.result.receipt as { signer: string; record: { provider: string } };
+    assert.equal(receipt.record.provider, pool);
+    assert.ok(members.some((mm) => mm.did === receipt.signer));
+  });
 });
 
 test('the elected coordinator killed mid-job: the next one closes the job from the dispatch trail', async () => {

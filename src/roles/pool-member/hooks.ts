@@ -7,6 +7,7 @@
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Advert, Job, Offer, Receipt } from '../../records/kinds.js';
+import type { Money } from '../../records/money.js';
 import type { ExecContext } from '../provider/executors.js';
 
 export interface ProviderPoolHooks {
@@ -16,6 +17,8 @@ export interface ProviderPoolHooks {
   receipt(r: Receipt): Receipt;
   /** Only the elected coordinator quotes. */
   mayQuote(job: Opened<Job>): boolean;
+  /** The admission gates on the price the member would quote (the offer's price is what the run checks): false = no offer. */
+  mayQuoteAt?(job: Opened<Job>, price: Money): boolean;
   /** Run the won work through the pool: gates, member choice, durable dispatch, the call, the output guard. */
   run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array>;
   /** After the receipt is stored: settle (completed) and close the dispatch trail. */

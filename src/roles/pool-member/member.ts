@@ -16,6 +16,7 @@ import { hashHex } from '../../records/address.js';
 import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
+import type { Money } from '../../records/money.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
@@ -247,6 +248,7 @@ export class PoolMember {
       advert: (a) => this.advert(a),
       receipt: (r) => this.receipt(r),
       mayQuote: (job) => this.mayQuote(job),
+      mayQuoteAt: (job, price) => this.mayQuoteAt(job, price),
       run: (job, offer, ctx) => this.run(job, offer, ctx),
       closed: (r) => this.closed(r),
     };
@@ -273,6 +275,18 @@ export class PoolMember {
       return false;
     }
     return this.#active(job).length > 0;
+  }
+
+  /** The gates again at the price this member would quote: the run checks the offer's price, so a job it would refuse gets no offer. */
+  mayQuoteAt(job: Opened<Job>, price: Money): boolean {
+    try {
+      admit(job.record, price, this.d.options);
+    } catch (e) {
+      this.#m?.refusals.inc({ gate: code(e) });
+      this.d.log.info({ job: job.address, gate: code(e), price: `${price.amount} ${price.currency}` }, 'pool: our price is refused by an admission gate; no offer');
+      return false;
+    }
+    return true;
   }
 
   #active(job: Opened<Job>): string[] {

@@ -232,6 +232,7 @@ export class Provider {
     const durationMs = quotedDurationMs(w, job.record.input.size);
     const price = quotePrice(w, job.record.input.size, durationMs);
     if (price.currency !== job.record.maxPrice.currency || compareMoney(price, job.record.maxPrice) > 0) return skip('price', 'our price is above the job’s maximum; no offer', { price });
+    if (this.d.pool?.mayQuoteAt?.(job, price) === false) return undefined;
     // The offer must let the work finish before the deadline: startBy + duration ≤ deadline.
     const latestStart = job.record.deadline - durationMs;
     const expiresAt = Math.min(now + this.d.config.offerLifetimeMs, latestStart);
