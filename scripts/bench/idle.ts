@@ -49,7 +49,7 @@ import '../../src/polyfill.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
 import { sha256 } from '../../src/records/address.js';
 import { createNetwork, DHT_PROTOCOL, topicScoreParams, type Network } from '../../src/net/node.js';
-import { TOPIC_KINDS, topicFor } from '../../src/net/topics.js';
+import { TOPIC_KINDS, topicsFor } from '../../src/net/topics.js';
 import { libp2pKey } from '../../src/node/peer-id.js';
 import { silentLogger } from '../../src/util/log.js';
 import { seededRandom } from '../../src/net/faults.js';
@@ -98,7 +98,8 @@ function bootstrapOf(i: number, addrs: string[][], rnd: () => number): string[] 
 
 async function startBare(signer: Ed25519Signer, boot: string[]): Promise<Handle> {
   const topics: Record<string, ReturnType<typeof topicScoreParams>> = {};
-  for (const k of TOPIC_KINDS) topics[topicFor(k)] = topicScoreParams();
+  // every topic of every kind, on every market shard: what createNetwork joins by default (the `net` variant)
+  for (const k of TOPIC_KINDS) for (const t of topicsFor(k)) topics[t] = topicScoreParams();
   const node: Libp2p = await createLibp2p({
     privateKey: await libp2pKey(signer),
     addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
@@ -123,7 +124,7 @@ async function startBare(signer: Ed25519Signer, boot: string[]): Promise<Handle>
     },
   });
   const ps = (node.services as { pubsub: { subscribe(t: string): void } }).pubsub;
-  for (const k of TOPIC_KINDS) ps.subscribe(topicFor(k));
+  for (const k of TOPIC_KINDS) for (const t of topicsFor(k)) ps.subscribe(t);
   for (const a of boot) void node.dial((await import('@multiformats/multiaddr')).multiaddr(a)).catch(() => undefined);
   return { addrs: () => node.getMultiaddrs().map((m) => m.toString()), peers: () => node.getPeers().length, stop: async () => node.stop() };
 }
