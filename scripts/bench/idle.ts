@@ -42,13 +42,12 @@ import { yamux } from '@libp2p/yamux';
 import { identify } from '@libp2p/identify';
 import { ping } from '@libp2p/ping';
 import { bootstrap } from '@libp2p/bootstrap';
-import { gossipsub, StrictNoSign } from '@libp2p/gossipsub';
+import { gossipsub } from '@libp2p/gossipsub';
 import { createPeerScoreParams } from '@libp2p/gossipsub/score';
 import { kadDHT, passthroughMapper } from '@libp2p/kad-dht';
 import '../../src/polyfill.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
-import { sha256 } from '../../src/records/address.js';
-import { createNetwork, DHT_PROTOCOL, topicScoreParams, type Network } from '../../src/net/node.js';
+import { createNetwork, DHT_PROTOCOL, GOSSIP_BASE, topicScoreParams, type Network } from '../../src/net/node.js';
 import { TOPIC_KINDS, topicsFor } from '../../src/net/topics.js';
 import { libp2pKey } from '../../src/node/peer-id.js';
 import { silentLogger } from '../../src/util/log.js';
@@ -112,12 +111,7 @@ async function startBare(signer: Ed25519Signer, boot: string[]): Promise<Handle>
       identify: identify(),
       ping: ping(),
       pubsub: gossipsub({
-        globalSignaturePolicy: StrictNoSign,
-        msgIdFn: (msg) => sha256(msg.data),
-        emitSelf: false,
-        allowPublishToZeroTopicPeers: true,
-        ignoreDuplicatePublishError: true,
-        asyncValidation: false,
+        ...GOSSIP_BASE,
         scoreParams: createPeerScoreParams({ topics, IPColocationFactorWeight: 0 }),
       }),
       dht: kadDHT({ protocol: DHT_PROTOCOL, peerInfoMapper: passthroughMapper, clientMode: false, initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true }),

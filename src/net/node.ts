@@ -56,6 +56,20 @@ import { cryptoReady } from '../records/ed25519.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
+/**
+ * The gossipsub settings every c0mpute node runs with (unsigned messages, the
+ * message id is the SHA-256 of the bytes, validation before forwarding); the
+ * idle bench's bare-libp2p baseline uses the same.
+ */
+export const GOSSIP_BASE = {
+  globalSignaturePolicy: StrictNoSign,
+  msgIdFn: (msg: { data: Uint8Array }) => sha256(msg.data),
+  emitSelf: false,
+  allowPublishToZeroTopicPeers: true,
+  ignoreDuplicatePublishError: true,
+  asyncValidation: false,
+} as const;
+
 export interface NetworkOptions {
   /** The node's identity; its libp2p key is derived from the same seed. */
   signer: Ed25519Signer;
@@ -315,12 +329,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       identify: identify(),
       ping: ping(),
       pubsub: gossipsub({
-        globalSignaturePolicy: StrictNoSign,
-        msgIdFn: (msg) => sha256(msg.data),
-        emitSelf: false,
-        allowPublishToZeroTopicPeers: true,
-        ignoreDuplicatePublishError: true,
-        asyncValidation: false,
+        ...GOSSIP_BASE,
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),
