@@ -18,9 +18,9 @@
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coordinatorRanking, selectMember } from '../../src/pools/choice.js';
+import { createPool, joinPool, signRoster } from './pool-helpers.js';
 import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type RunOutcome } from './node-helpers.js';
 
 const c = new Cluster('pools-fail');
@@ -66,18 +66,9 @@ const spec = (workload: string, params: string, extra: Record<string, unknown> =
 });
 
 /** Sign roster seq 2 of the members at `idx` into roster2.cose (a file the members' configs do not name). */
-async function signRoster2(idx: number[]): Promise<void> {
-  const yaml = `members:\n${idx.map((i) => `  - did: ${c.dataDir(names[i]!).did}\n    weight: 1\n    hardware: { cpuCores: ${4 + i}, memoryMiB: 16384 }\n`).join('')}`;
-  writeFileSync(join(c.root, 'members2.yaml'), yaml);
-  const r = await c0mpute(poolDir, ['pool-provider', 'roster', '--pool-dir', poolDir, '--members', join(c.root, 'members2.yaml'), '--out', join(c.root, 'roster2.cose'), '--seq', '2', '--epoch-ms', String(EPOCH_MS)]);
-  assert.equal(r.code, 0, r.err);
-}
+const signRoster2 = (idx: number[]): Promise<void> => signRoster(c, poolDir, idx.map((i) => ({ did: c.dataDir(names[i]!).did, index: i, weight: 1 })), { out: 'roster2.cose', seq: 2, epochMs: EPOCH_MS });
 
-async function join_(dir: string, roster = 'roster.cose', out = 'membership.cose'): Promise<string> {
-  const j = await c0mpute(dir, ['pool-provider', 'join', '--roster', join(c.root, roster), '--out', join(dir, out)]);
-  assert.equal(j.code, 0, j.err);
-  return j.out;
-}
+const join_ = (dir: string, roster = 'roster.cose', out = 'membership.cose'): Promise<string> => joinPool(c, dir, roster, out);
 
 /** Wait until the start of an epoch (this one if ≥ 2.5 s remain) in which `who` is elected among `live`, computed with the spec's rule. */
 async function epochOf(who: string, live: string[]): Promise<void> {
@@ -112,15 +103,7 @@ const earned = async (n: NodeProc) => (await view(n)).members.reduce((s, x) => s
 before(async () => {
   await withLogs(c, async () => {
     const dirs = names.map((n) => c.dataDir(n));
-    poolDir = join(c.root, 'poolkey');
-    const init = await c0mpute(poolDir, ['pool-provider', 'init', '--pool-dir', poolDir]);
-    assert.equal(init.code, 0, init.err);
-    pool = /pool (did:key:\S+)/.exec(init.out)![1]!;
-    const yaml = `members:\n${dirs.map((d, i) => `  - did: ${d.did}\n    weight: 1\n    hardware: { cpuCores: ${4 + i}, memoryMiB: 16384 }\n`).join('')}`;
-    writeFileSync(join(c.root, 'members.yaml'), yaml);
-    const roster = await c0mpute(poolDir, ['pool-provider', 'roster', '--pool-dir', poolDir, '--members', join(c.root, 'members.yaml'), '--out', join(c.root, 'roster.cose'), '--epoch-ms', String(EPOCH_MS)]);
-    assert.equal(roster.code, 0, roster.err);
-    for (const d of dirs) await join_(d.dir);
+    ({ pool, poolDir } = await createPool(c, dirs, { epochMs: EPOCH_MS }));
     m.m1 = await c.start('m1', memberConfig(0, []));
     m.m2 = await c.start('m2', memberConfig(1, [bootstrapAddr(m.m1)]));
     m.m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m.m1), bootstrapAddr(m.m2)]));

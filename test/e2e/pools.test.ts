@@ -14,7 +14,7 @@
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Decimal } from 'decimal.js';
 import { selectMember } from '../../src/pools/choice.js';
@@ -22,6 +22,7 @@ import { Ed25519Signer, T, compareDids, decodeCanonical, encodeCanonical, hashHe
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
 import { startNode } from './net-helpers.js';
+import { createPool } from './pool-helpers.js';
 import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, joinEnvelope, metricsText, providerConfig, recordVerdicts, runJob, sleep, splitEnvelope, waitFor, waitForMarket, withLogs, type NodeProc, type RunOutcome } from './node-helpers.js';
 
 const c = new Cluster('pools');
@@ -53,18 +54,7 @@ const views = () => Promise.all(members.filter((m) => m.child.exitCode === null 
 before(async () => {
   await withLogs(c, async () => {
     const dirs = names.map((n) => c.dataDir(n));
-    const poolDir = join(c.root, 'poolkey');
-    const init = await c0mpute(poolDir, ['pool-provider', 'init', '--pool-dir', poolDir]);
-    assert.equal(init.code, 0, init.err);
-    pool = /pool (did:key:\S+)/.exec(init.out)![1]!;
-    const yaml = `members:\n${dirs.map((d, i) => `  - did: ${d.did}\n    weight: ${i + 1}\n    hardware: { cpuCores: ${4 + i}, memoryMiB: 16384 }\n`).join('')}`;
-    writeFileSync(join(c.root, 'members.yaml'), yaml);
-    const roster = await c0mpute(poolDir, ['pool-provider', 'roster', '--pool-dir', poolDir, '--members', join(c.root, 'members.yaml'), '--out', join(c.root, 'roster.cose'), '--epoch-ms', '4000']);
-    assert.equal(roster.code, 0, roster.err);
-    for (const d of dirs) {
-      const j = await c0mpute(d.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(d.dir, 'membership.cose')]);
-      assert.equal(j.code, 0, j.err);
-    }
+    ({ pool } = await createPool(c, dirs, { epochMs: 4000, weight: (i) => i + 1 }));
     // A node the roster does not list cannot join (POOL_NOT_MEMBER, no file written).
     const outsider = c.dataDir('outsider');
     const refused = await c0mpute(outsider.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(outsider.dir, 'membership.cose')]);
@@ -133,8 +123,10 @@ test('whitespace output: a failed receipt (POOL_OUTPUT_EMPTY), no settlement', a
 });
 
 test('the size gate: the pool does not quote a job over pool.maxSizeParam', async () => {
+  const before = await refusals('POOL_GATE_SIZE_PARAM');
   const run = await runJob(buyer, spec('test.blank', '{"maxTokens":101}'));
   assert.equal(run.result.status, 'no-offers');
+  await waitFor('the coordinator to count the refusal by its gate', async () => (await refusals('POOL_GATE_SIZE_PARAM')) > before, 30_000);
 });
 
 /** c0mpute_pool_refusals_total{gate} summed over the live members (only the elected coordinator checks the gates at quoting). */
