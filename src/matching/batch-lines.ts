@@ -43,12 +43,18 @@ export function subBatch(batch: Batch, counts: ReadonlyMap<string, number>): Bat
 /** Give each assignment its lines: per workload, the lines in order, in the plan's assignment order. */
 export function assign(plan: BatchPlan, lines: readonly RunLine[]): Map<string, RunLine[]> {
   const byWorkload = new Map<string, RunLine[]>();
-  for (const l of lines) byWorkload.set(l.workload, [...(byWorkload.get(l.workload) ?? []), l]);
+  for (const l of lines) {
+    const q = byWorkload.get(l.workload);
+    if (q) q.push(l);
+    else byWorkload.set(l.workload, [l]);
+  }
   const out = new Map<string, RunLine[]>();
   for (const a of plan.assignments) {
     const q = byWorkload.get(a.workload) ?? [];
     const take = q.splice(0, a.lines);
-    out.set(a.provider, [...(out.get(a.provider) ?? []), ...take]);
+    const mine = out.get(a.provider);
+    if (mine) mine.push(...take);
+    else out.set(a.provider, take);
   }
   const left = [...byWorkload.values()].reduce((s, q) => s + q.length, 0);
   if (left) throw new C0Error('BATCH_PLAN_SHORT', `the plan placed ${lines.length - left} of ${lines.length} lines`);

@@ -72,8 +72,13 @@ export function recordShards(kind: TopicKind, record: unknown): string[] {
   return Array.isArray(r.workloads) ? shardsOf(r.workloads.filter((w): w is string => typeof w === 'string')) : [];
 }
 
+/** Whether `s` names one of the SHARD_COUNT shards (`00` … `0f`). */
+export function isShard(s: string): boolean {
+  return SHARD_RE.test(s) && parseInt(s, 16) < SHARD_COUNT;
+}
+
 export function checkShard(shard: string): string {
-  if (!SHARD_RE.test(shard) || parseInt(shard, 16) >= SHARD_COUNT) throw new C0Error('NET_BAD_SHARD', `shard "${shard.slice(0, 10)}" is not one of 00..${ALL_SHARDS.at(-1)}`, { field: 'shard' });
+  if (!isShard(shard)) throw new C0Error('NET_BAD_SHARD', `shard "${shard.slice(0, 10)}" is not one of 00..${ALL_SHARDS.at(-1)}`, { field: 'shard' });
   return shard;
 }
 
@@ -110,7 +115,7 @@ export function parseTopic(topic: string): { overlay: string; kind: TopicKind; s
   if (!OVERLAY_RE.test(overlay) || !isTopicKind(kind)) return undefined;
   if (isSharded(kind) !== (rest.length === 3) || rest.length > 3) return undefined;
   if (shard !== undefined) {
-    if (!SHARD_RE.test(shard) || parseInt(shard, 16) >= SHARD_COUNT) return undefined;
+    if (!isShard(shard)) return undefined;
     return { overlay, kind, shard };
   }
   return { overlay, kind };

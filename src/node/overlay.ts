@@ -163,13 +163,14 @@ export class OverlayNode {
     };
     const swarmKey = nc.swarmKeyFile ? readSwarmKey(nc.swarmKeyFile) : undefined;
     if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
+    const shards = marketShards(this.d.config, nc, this.roles);
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
       announce: nc.announce,
       bootstrap: nc.bootstrap,
       overlay: this.name,
-      ...(marketShards(this.d.config, nc, this.roles) ? { shards: marketShards(this.d.config, nc, this.roles)! } : {}),
+      ...(shards ? { shards } : {}),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),

@@ -22,9 +22,6 @@ export interface PoolGates {
   maxSizeParam: number;
 }
 
-export const GATE_CODES = ['POOL_GATE_MIN_PRICE', 'POOL_GATE_INPUT_TOO_LARGE', 'POOL_GATE_SIZE_PARAM'] as const;
-export type GateCode = (typeof GATE_CODES)[number];
-
 export function sizeParamOf(params: string | undefined, key: string): unknown {
   if (params === undefined) return undefined;
   let v: unknown;

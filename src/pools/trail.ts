@@ -108,8 +108,4 @@ export class RunLog {
     }
     // Stays in #claiming: the durable entry now answers, and the set keeps the check synchronous for racers.
   }
-
-  async has(job: string): Promise<boolean> {
-    return this.#claiming.has(job) || (await this.db.get(job)) !== undefined;
-  }
 }

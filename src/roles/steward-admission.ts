@@ -96,6 +96,19 @@ export interface AdmissionDeps {
   gangs?: Pick<Gangs, 'admitMember'>;
 }
 
+/**
+ * A claim's energy estimate (pool/1 §2.6): the buyer's figure, or one derived
+ * from the ledger's measured history of the class it names. `missing` is the
+ * message when it gives neither.
+ */
+export function claimEstimate(req: { estimate?: Energy; class?: string }, ledger: Pick<Ledger, 'book'>, cfg: Pick<StewardConfig, 'requiredEvidence'>, missing: string): Energy {
+  if (req.estimate) return req.estimate;
+  if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', missing, { field: 'estimate' });
+  const d = deriveEstimate(req.class, ledger.book.observations, { required: cfg.requiredEvidence });
+  if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
+  return d.estimate;
+}
+
 export class AdmissionLine {
   #queue: Waiting[] = [];
   /** A pass over the line is asked for and has not started yet. */
@@ -163,14 +176,7 @@ export class AdmissionLine {
       this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
       return { wait: w, got: this.#arm(w) };
     }
-    let estimate = req.estimate;
-    if (!estimate) {
-      // §2.6: derive from history when the buyer names a class and gives no figure.
-      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit: give an energy estimate, or a class with enough measured history', { field: 'estimate' });
-      const d = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
-      if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
-      estimate = d.estimate;
-    }
+    const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit: give an energy estimate, or a class with enough measured history');
     const claim = checkClaim(claimFor(job, req, estimate));
     await this.d.ports.records.put(job);
     const d = this.d.reclaim.decideNow(claim);

@@ -31,11 +31,11 @@ import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job, type Receipt } from '../records/kinds.js';
 import { TRAIN_T, type TrainRun } from '../training/record-kinds.js';
 import { checkClaim, type Claim, type Verdict } from '../pool/admission.js';
-import { deriveEstimate } from '../pool/estimate.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import { appendAdmitted, type Reclaimer } from './steward-reclaim.js';
+import { claimEstimate } from './steward-admission.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Serial } from '../util/serial.js';
 import type { StewardConfig, StewardPorts, StewardStream } from './steward-ports.js';
@@ -231,26 +231,19 @@ export class Gangs {
     const open_ = this.d.ledger.book.open.get(run.address);
     if (open_) return { again: open_ };
     if (this.d.ledger.book.released.has(run.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang was admitted and has been released already');
-    let estimate = req.estimate;
-    if (!estimate) {
-      if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history', { field: 'estimate' });
-      const dv = deriveEstimate(req.class, this.d.ledger.book.observations, { required: this.d.cfg.requiredEvidence });
-      if (!dv.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${dv.evidence} of ${dv.seen} observations are evidence, ${dv.required} needed`, { field: 'estimate', detail: dv });
-      estimate = dv.estimate;
-    }
+    const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history');
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
     const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
-    // Stored before the append; a record whose claim the ledger never shows open (refused here, or a crash
-    // before the append) is removed, or dropped at the next start.
-    await this.store.put(g);
     const { v, victims } = this.d.reclaim.decideNow(claim);
     const log = this.d.ports.log;
     if (v.verdict !== 'Admit') {
-      await this.store.remove(g.claim);
       if (v.verdict === 'Deny') log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
       else log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
       return { v: v as Verdict & { verdict: 'Deny' | 'Queue' } };
     }
+    // Stored before the append (we are inside the admission section, so nothing decides meanwhile); a record
+    // whose claim the ledger never shows open (a crash before the append) is dropped at the next start.
+    await this.store.put(g);
     const { admit, ...r } = await appendAdmitted(this.d, claim, { v, victims });
     this.#gangs.set(g.claim, g);
     this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);

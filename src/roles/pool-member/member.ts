@@ -386,8 +386,10 @@ export class PoolMember {
   async status(): Promise<Record<string, unknown>> {
     const now = this.d.clock();
     const e = this.elected(now);
-    const next = coordinatorRanking(this.pool, e.epoch + 1, this.live(now))[0];
-    const per = tallyTrail(await this.d.trail.all(), this.members);
+    const live = this.live(now);
+    const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
+    const all = await this.d.trail.all();
+    const per = tallyTrail(all, this.members);
     return {
       pool: this.pool,
       roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
@@ -396,14 +398,14 @@ export class PoolMember {
       quoting: this.#ready && !this.#rs.left && !this.#rs.behind,
       left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
-      pending: (await this.d.trail.pending()).length,
-      failures: failureCodes(await this.d.trail.all()),
+      pending: all.filter((x) => x.entry.state === 'dispatched').length,
+      failures: failureCodes(all),
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,
       members: this.#rs.roster.record.members.map((m) => {
         const p = per.get(m.did)!;
-        return { did: m.did, weight: m.weight, live: this.live(now).includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+        return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
   }

@@ -229,16 +229,7 @@ export class TrainerWorker {
     if (held && held !== e.root) throw new C0Error('TRAIN_WITNESS_CONFLICT', 'already witnessed another root for this epoch');
     if (e.view !== this.view || e.members.join() !== this.members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
     const agg = this.#agg(e.view, e.epoch);
-    const deadline = this.o.clock() + this.rec.timeoutMs;
-    let mine: { root: string } | undefined;
-    while (!mine) {
-      try {
-        mine = agg.finalise();
-      } catch (err) {
-        if (this.o.clock() > deadline) throw err;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
+    const mine = await this.#finalised(agg);
     if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
     if (this.#ownWeights.get(`${e.view}:${e.toStep}`) !== e.weights) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', 'weights after the epoch differ');
     this.#witnessed.set(key, e.root);
@@ -350,17 +341,21 @@ export class TrainerWorker {
     this.#writeStatus();
   }
 
-  async #commitEpoch(epoch: number, agg: EpochAggregator): Promise<EpochResult> {
+  /** The epoch's root once every member's step commitments are in, trying every 20 ms until the run's timeout (then its error). */
+  async #finalised(agg: EpochAggregator): Promise<ReturnType<EpochAggregator['finalise']>> {
     const deadline = this.o.clock() + this.rec.timeoutMs;
-    let fin: { root: string; leaves: string[] } | undefined;
-    while (!fin) {
+    for (;;) {
       try {
-        fin = agg.finalise();
+        return agg.finalise();
       } catch (e) {
         if (this.o.clock() > deadline) throw e;
         await new Promise((r) => setTimeout(r, 20));
       }
     }
+  }
+
+  async #commitEpoch(epoch: number, agg: EpochAggregator): Promise<EpochResult> {
+    const fin = await this.#finalised(agg);
     const s = agg.scope;
     const rec: TrainEpoch = {
       run: this.runAddr,
