@@ -18,7 +18,6 @@ import '../../src/polyfill.js';
 import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { Ed25519Signer, seal, T } from '../../src/records/index.js';
 import { makeAdvert } from './advert-fixture.js';
-import { cryptoReady } from '../../src/records/ed25519.js';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createNetwork, type Network } from '../../src/net/node.js';
@@ -125,7 +124,6 @@ export async function propagation(nets: Network[]): Promise<{ validated: number[
  * is taken in optimised code.
  */
 export async function pipelineAlone(): Promise<number> {
-  await cryptoReady(); // as a node does before its first record (createNetwork awaits it)
   const metrics = createNetMetrics(new Registry());
   const p = new RecordPipeline({ metrics, log: silentLogger(), floodLimits: NO_FLOOD_LIMITS });
   const warm = Array.from({ length: 20 }, () => Ed25519Signer.generate());

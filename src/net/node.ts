@@ -52,7 +52,6 @@ import { createLinkMetrics } from './link-metrics.js';
 import { overlayGater, RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
 import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
-import { cryptoReady } from '../records/ed25519.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
@@ -263,7 +262,6 @@ function peerKey(p: PeerId | Multiaddr): string {
 }
 
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
-  await cryptoReady(); // the fast strict key check (libsodium) before any record arrives
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
   const clock = opts.clock ?? systemClock;
   const overlay = checkOverlay(opts.overlay ?? NETWORK_DEFAULTS.overlay);

@@ -1,12 +1,11 @@
 /**
  * did:key for Ed25519 (W3C did:key): `did:key:z` + base58btc(0xed 0x01 ‖ key).
  * Parsing a DID checks its key once under the strict rule and caches the result
- * (and the node:crypto key object), so verification on the hot path is a lookup.
+ * (the key bytes), so verification on the hot path is a lookup.
  */
-import type { KeyObject } from 'node:crypto';
 import { base58btc } from 'multiformats/bases/base58';
 import { C0Error } from '../errors.js';
-import { checkPublicKey, publicKeyObject } from './ed25519.js';
+import { checkPublicKey } from './ed25519.js';
 
 export const DID_ERR = {
   MALFORMED: 'DID_MALFORMED',
@@ -20,7 +19,6 @@ const MULTICODEC_ED25519 = [0xed, 0x01];
 export interface ParsedDid {
   did: string;
   publicKey: Uint8Array;
-  keyObject: KeyObject;
 }
 
 const cache = new Map<string, ParsedDid | C0Error>();
@@ -56,7 +54,7 @@ function parseUncached(did: string): ParsedDid {
     throw new C0Error(DID_ERR.BAD_KEY, `did:key key refused: ${inner.message}`, { detail: { reason: inner.code } });
   }
   const publicKey = Uint8Array.from(pub);
-  return { did, publicKey, keyObject: publicKeyObject(publicKey, did) };
+  return { did, publicKey };
 }
 
 /** Parse and check a DID; results (and refusals) are cached per DID string. */

@@ -4,24 +4,26 @@
  * encoding of a point of the prime-order subgroup that is not of small order;
  * R is a canonical encoding of a point that is not of small order.
  *
- * The key check is done once per key and cached (did.ts). Its fast path is
- * libsodium's `crypto_core_ed25519_is_valid_point` (WASM, about 10x faster
- * than the pure-JS torsion check): canonical y < p, on the curve, not of small
- * order, in the prime-order subgroup — the same accept set as the @noble/curves
- * path (strict decoding plus explicit small-order and torsion checks), which
- * still runs for every key libsodium refuses, so the error code names the
- * reason exactly as before, and for every key while libsodium is still
- * initialising (it loads when this module does; `cryptoReady()` awaits it —
- * the CLI does so at start). docs/scale.md §1, test/unit/records/ed25519-fast.test.ts. Signatures are made and
- * checked with node:crypto (OpenSSL, about 15x faster here), with key objects
- * cached. OpenSSL already does the cofactorless equation, S < L, and compares
- * the recomputed R with the R bytes (which refuses any non-canonical R); we add
- * the explicit S < L and small-order R checks so the rule does not depend on the
- * OpenSSL build.
+ * Two backends give the same verdicts (test/unit/records/ed25519*.test.ts runs
+ * every edge vector through both):
+ *  - **libsodium** (`sodium-native`, a native addon with prebuilt binaries for
+ *    Linux, macOS and Windows on x64 and arm64; no install script, no
+ *    download): `crypto_sign_verify_detached` (about 2.2x node:crypto's verify
+ *    here) and `crypto_core_ed25519_is_valid_point` for the key check
+ *    (canonical y < p, on the curve, not small order, prime-order subgroup).
+ *    libsodium's verify is cofactorless, refuses S >= L and a small-order R, and
+ *    compares the recomputed R with the R bytes, which refuses a non-canonical R;
+ *  - **node:crypto** (OpenSSL, the same cofactorless equation and R comparison)
+ *    with the key check in pure JS (@noble/curves): used when the addon cannot
+ *    be loaded on this platform (`cryptoBackend`).
+ * Either way we add the explicit S < L and small-order R checks, so the rule
+ * does not depend on the library's build. A key the fast check refuses goes
+ * through @noble/curves, which names the reason (the error codes). The key
+ * check is done once per key and cached (did.ts). docs/scale.md §1.
  */
+import { createRequire } from 'node:module';
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import sodium from 'libsodium-wrappers-sumo';
 import { C0Error } from '../errors.js';
 
 export const ED_ERR = {
@@ -75,28 +77,32 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
-/** libsodium's point check once its WASM module is ready; undefined until then (or if it failed to load). */
-let sodiumIsValidPoint: ((p: Uint8Array) => boolean) | undefined;
-const sodiumLoading: Promise<void> = sodium.ready.then(
-  () => {
-    sodiumIsValidPoint = sodium.crypto_core_ed25519_is_valid_point;
-  },
-  () => undefined, // no fast path: the noble check alone gives the same answers, only slower
-);
-
-/** Resolves once the fast key check is available (never rejects; the noble path is the fallback). */
-export function cryptoReady(): Promise<void> {
-  return sodiumLoading;
+/** The parts of sodium-native used here (the addon ships no type declarations). */
+interface NativeSodium {
+  crypto_sign_verify_detached(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean;
+  crypto_core_ed25519_is_valid_point(p: Uint8Array): boolean;
 }
+
+const native: NativeSodium | undefined = (() => {
+  try {
+    return createRequire(import.meta.url)('sodium-native') as NativeSodium;
+  } catch {
+    return undefined; // no prebuilt addon for this platform: node:crypto and @noble/curves give the same verdicts
+  }
+})();
+
+export type CryptoBackend = 'libsodium' | 'node:crypto';
+/** Which backend verifies signatures and checks keys in this process. */
+export const cryptoBackend: CryptoBackend = native ? 'libsodium' : 'node:crypto';
 
 /**
  * The fast key check alone: true/false from libsodium (canonical, on the curve,
- * not small order, prime-order subgroup), undefined while libsodium is not ready.
+ * not small order, prime-order subgroup), undefined without the addon.
  * Exported for the equivalence tests; callers use checkPublicKey.
  */
 export function fastKeyCheck(pub: Uint8Array): boolean | undefined {
-  if (pub.length !== 32 || sodiumIsValidPoint === undefined) return undefined;
-  return sodiumIsValidPoint(pub);
+  if (pub.length !== 32 || native === undefined) return undefined;
+  return native.crypto_core_ed25519_is_valid_point(pub);
 }
 
 /**
@@ -107,7 +113,7 @@ export function fastKeyCheck(pub: Uint8Array): boolean | undefined {
  */
 export function checkPublicKey(pub: Uint8Array): void {
   if (pub.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
-  if (sodiumIsValidPoint !== undefined && sodiumIsValidPoint(pub)) return;
+  if (native !== undefined && native.crypto_core_ed25519_is_valid_point(pub)) return;
   checkPublicKeyNoble(pub);
 }
 
@@ -144,30 +150,42 @@ export function publicKeyObject(pub: Uint8Array, cacheKey: string = hex(pub)): K
   return k;
 }
 
+/** The checks both backends get from us: 64 bytes, S < L, R not of small order. */
+function sigShapeOk(sig: Uint8Array): boolean {
+  return sig.length === 64 && sLessThanL(sig) && !SMALL_ORDER_R.has(hex(sig.subarray(0, 32)));
+}
+
 /**
  * Verify under the strict rule. The caller guarantees `pub` passed checkPublicKey
  * (did.ts does that once per DID). Never throws for a bad signature: returns false.
+ * `backend` picks one explicitly (the equivalence tests); by default the process's.
  */
-export function verifyStrict(sig: Uint8Array, msg: Uint8Array, key: KeyObject): boolean {
-  if (sig.length !== 64) return false;
-  if (!sLessThanL(sig)) return false;
-  if (SMALL_ORDER_R.has(hex(sig.subarray(0, 32)))) return false;
-  return nodeVerify(null, msg, key, sig);
+export function verifyStrict(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array, backend: CryptoBackend = cryptoBackend): boolean {
+  if (!sigShapeOk(sig)) return false;
+  if (backend === 'libsodium') {
+    if (native === undefined) throw new Error('the libsodium backend is not available in this process');
+    return pub.length === 32 && native.crypto_sign_verify_detached(sig, msg, pub);
+  }
+  return nodeVerify(null, msg, publicKeyObject(pub), sig);
 }
 
 /**
  * A cheap first look at a signature under a key that has NOT passed
  * checkPublicKey yet: false means `verifyStrict` would refuse it too (same
- * S < L and small-order R checks, same node:crypto verify of the same key
- * bytes), so garbage is refused for the price of one verify instead of a
- * strict key check (a scalar multiplication in pure JS). True proves nothing
- * about the key: the caller still runs the strict check. Returns undefined when
- * node:crypto cannot even build a key from the bytes (leave it to the strict check).
+ * checks, same verify of the same key bytes), so garbage is refused for the
+ * price of one verify instead of a strict key check. True proves nothing about
+ * the key: the caller still runs the strict check. Undefined: leave it all to
+ * the strict check (with libsodium: the key is one the key check will name;
+ * with node:crypto: OpenSSL cannot even build a key from the bytes).
  */
-export function precheckVerify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean | undefined {
-  if (sig.length !== 64) return false;
-  if (!sLessThanL(sig)) return false;
-  if (SMALL_ORDER_R.has(hex(sig.subarray(0, 32)))) return false;
+export function precheckVerify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array, backend: CryptoBackend = cryptoBackend): boolean | undefined {
+  if (!sigShapeOk(sig)) return false;
+  if (backend === 'libsodium' && native !== undefined) {
+    if (pub.length !== 32) return undefined;
+    if (native.crypto_sign_verify_detached(sig, msg, pub)) return true;
+    // libsodium also refuses a non-canonical or small-order key here: only a good key makes it the signature's fault
+    return native.crypto_core_ed25519_is_valid_point(pub) ? false : undefined;
+  }
   let key: KeyObject;
   try {
     key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, pub]), format: 'der', type: 'spki' });

@@ -300,7 +300,7 @@ function openEnvelope(bytes: Uint8Array, opts: OpenOptions, expectedType?: strin
     throw new C0Error(ENV_ERR.SIGNER, `signer ${signer.slice(0, 60)} refused: ${(e as Error).message}`, { detail: { reason: (e as C0Error).code } });
   }
   if (!opts.trusted) {
-    if (!verifyStrict(parts.signature, sigStructure(parts.protectedBytes, parts.payload), parsed.keyObject)) {
+    if (!verifyStrict(parts.signature, sigStructure(parts.protectedBytes, parts.payload), parsed.publicKey)) {
       throw new C0Error(ENV_ERR.SIGNATURE, `signature does not verify for ${signer}`);
     }
   }
