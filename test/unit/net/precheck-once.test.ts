@@ -1,6 +1,6 @@
 /**
  * Gossip validation of a record from a signer new to this node (DESIGN §2,
- * §3.4; docs/scale.md §1): the node:crypto precheck's verify counts as the
+ * §3.4; docs/scale.md §1): the precheck's verify (libsodium, or node:crypto) counts as the
  * signature check, so only the strict key check follows — one verify per
  * record, not two — and a key the strict rule refuses is still refused
  * (ENVELOPE_BAD_SIGNER) when its signature verifies.
@@ -40,20 +40,28 @@ const job = (s: Signer) =>
     s,
   ).bytes;
 
-/** Count node:crypto verify calls while `fn` runs. */
+/** Count signature verifies while `fn` runs, in either backend (node:crypto's verify, libsodium's through sodium-native). */
 async function countVerifies(fn: () => Promise<void>): Promise<number> {
-  const crypto = createRequire(import.meta.url)('node:crypto') as typeof NodeCrypto;
+  const req = createRequire(import.meta.url);
+  const crypto = req('node:crypto') as typeof NodeCrypto;
+  const sodium = req('sodium-native') as { crypto_sign_verify_detached: (...a: unknown[]) => boolean };
   const orig = crypto.verify;
+  const origSodium = sodium.crypto_sign_verify_detached;
   let calls = 0;
   crypto.verify = ((...a: Parameters<typeof orig>) => {
     calls++;
     return (orig as (...x: unknown[]) => unknown)(...a);
   }) as typeof orig;
+  sodium.crypto_sign_verify_detached = (...a: unknown[]) => {
+    calls++;
+    return origSodium(...a);
+  };
   syncBuiltinESMExports();
   try {
     await fn();
   } finally {
     crypto.verify = orig;
+    sodium.crypto_sign_verify_detached = origSodium;
     syncBuiltinESMExports();
   }
   return calls;
