@@ -15,6 +15,9 @@
  * continue the survivors ping the view, exchange proposals, and resume under
  * view+1 from the start of the first uncommitted epoch (the last committed
  * state), the dropped members recorded in the next epoch commitment.
+ *
+ * Its status (status.json, the contributions kept as they are counted) is
+ * src/roles/trainer/status.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +35,7 @@ import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } fr
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
 import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+import { Contributions, StatusFile, statusView } from './status.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -49,6 +53,8 @@ export interface TrainerOptions {
   joinTimeoutMs?: number;
   /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. */
   net?: Pick<Network, 'handle' | 'request' | 'did'>;
+  /** status.json while steps run: written at most this often, ms of `clock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
+  statusEveryMs?: number;
 }
 
 export type TrainerEvent =
@@ -106,6 +112,8 @@ export class TrainerWorker {
   readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
   #startedAt = 0;
   #stepsDone = 0;
+  readonly #contributions = new Contributions();
+  readonly #statusFile: StatusFile;
 
   constructor(private readonly o: TrainerOptions) {
     this.rec = o.run.record;
@@ -123,6 +131,7 @@ export class TrainerWorker {
     this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
+    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.clock, o.statusEveryMs);
   }
 
   #rank = (did: string): number => this.rec.members.indexOf(did);
@@ -216,6 +225,7 @@ export class TrainerWorker {
     }
     const r = this.#agg(this.view, epoch).offer(payload);
     if (!r.counted) this.#ignore(r.ignored.code, from, rec.step);
+    else this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
   }
 
   /** Countersign an epoch commitment when it is the elected coordinator's and its root is the one this worker computes. */
@@ -311,7 +321,7 @@ export class TrainerWorker {
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
       writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);
-      agg.offer(env.bytes);
+      if (agg.offer(env.bytes).counted) this.#contributions.counted(`${view}:${epoch}`, this.o.did);
       for (const d of this.members) if (d !== this.o.did) this.#track(this.wire.send(d, { k: 'commit' }, env.bytes, this.rec.timeoutMs));
       this.box.forget(`v${view}/s${step}/`);
       this.#stepsDone++;
@@ -319,7 +329,7 @@ export class TrainerWorker {
       if (this.losses.length > 1000) this.losses.shift();
       const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
       this.#emit({ e: 'step', step, epoch, loss: res.loss, stepsPerSec: this.#stepsDone / secs });
-      this.#writeStatus();
+      this.#statusFile.step();
     }
     const coordinator = electCoordinator(this.runAddr, epoch, this.members);
     let result: EpochResult;
@@ -336,6 +346,7 @@ export class TrainerWorker {
     }
     writeFileSync(join(this.o.dir, 'epochs', `${epoch}.json`), JSON.stringify(result, null, 2));
     this.epochs.push(result);
+    this.#contributions.committed(`${result.view}:${result.epoch}`);
     this.lastCommittedEpoch = epoch;
     this.#emit({ e: 'epoch', epoch, root: result.root, address: result.address, coordinator, witnesses: result.witnesses.map((w) => w.did) });
     this.#writeStatus();
@@ -420,6 +431,7 @@ export class TrainerWorker {
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
+    this.#contributions.viewChanged(next);
     this.members = members;
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
     const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code };
@@ -432,37 +444,11 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ status
 
   statusView(): Record<string, unknown> {
-    const contributions: Record<string, number> = {};
-    for (const [key, a] of this.#aggs) {
-      if (!key.startsWith(`${this.view}:`) && !this.epochs.some((e) => `${e.view}:${e.epoch}` === key)) continue;
-      for (const m of a.scope.members) {
-        for (let st = a.scope.fromStep; st <= a.scope.toStep; st++) if (a.get(st, m)) contributions[m] = (contributions[m] ?? 0) + 1;
-      }
-    }
     const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
-    return {
-      run: this.runAddr,
-      name: this.rec.name,
-      self: this.o.did,
-      status: this.status,
-      ...(this.stopReason ? { stopReason: this.stopReason } : {}),
-      view: this.view,
-      members: this.members,
-      dropped: this.dropped,
-      step: this.losses.length ? this.losses[this.losses.length - 1]!.step : -1,
-      totalSteps: this.rec.epochs * this.rec.stepsPerEpoch,
-      stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0,
-      losses: this.losses.slice(-50),
-      contributions,
-      epochs: this.epochs.map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((w) => w.did) })),
-      views: this.views,
-      ignored: { count: this.ignoredCount, recent: this.ignored.slice(-20) },
-      weights: addressOf(weightsBytes(this.state.w)),
-      ...(this.accuracy !== undefined ? { accuracy: this.accuracy, baseline: baselineAccuracy(iris().test) } : {}),
-    };
+    return statusView(this, { self: this.o.did, stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0, contributions: this.#contributions.view() });
   }
 
   #writeStatus(): void {
-    writeFileSync(join(this.o.dir, 'status.json'), JSON.stringify(this.statusView(), null, 2));
+    this.#statusFile.write();
   }
 }
