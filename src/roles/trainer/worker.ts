@@ -16,8 +16,9 @@
  * view+1 from the start of the first uncommitted epoch (the last committed
  * state), the dropped members recorded in the next epoch commitment.
  *
- * Its status (status.json, the contributions kept as they are counted) is
- * src/roles/trainer/status.ts.
+ * Its parts beside it: the epoch commitment and witnessing
+ * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
+ * contributions kept as they are counted: src/roles/trainer/status.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
