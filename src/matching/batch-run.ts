@@ -6,8 +6,9 @@
  * and per provider. A provider that fails a line (failed receipt, dispute,
  * non-delivery, no answer, gone) is struck off for the rest of the run: its
  * waiting lines and the failed line are re-planned over the live view minus
- * every struck provider. It keeps every receipt and sums what the completed
- * lines cost, exactly.
+ * every struck provider (lines a re-plan places on a provider struck while
+ * it was in flight are re-planned again). It keeps every receipt and sums
+ * what the completed lines cost, exactly.
  *
  * It does no I/O of its own: planning, running a line, delivering an output
  * and the clock are ports (the CLI wires them to the daemon's control API; the
@@ -291,8 +292,17 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       .then(
         ({ p, placed }) => {
           const assignments = p.assignments.map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
-          for (const [prov, more] of placed) queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
-          replanned += ls.length;
+          let queued = 0;
+          for (const [prov, more] of placed) {
+            // Struck off while this plan was out: its lines go to the next re-plan, which excludes it.
+            if (struck.has(prov)) {
+              toReplan.push(...more);
+              continue;
+            }
+            queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
+            queued += more.length;
+          }
+          replanned += queued;
           refusals = 0;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments });
           emit({ e: 'replanned', lines: ls.length, excluded, assignments });

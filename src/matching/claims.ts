@@ -67,6 +67,12 @@ export interface ReceivedClaim {
   receivedAt: number;
   /** The claim envelope as received. */
   bytes: Uint8Array;
+  /**
+   * The caller's own `open(bytes, T.claim)` of these very bytes, when it has
+   * one (the buyer's node opened the claim as it arrived): used instead of
+   * opening them again. An auditor passes bytes alone.
+   */
+  opened?: Opened<Claim>;
 }
 
 export interface ClaimInput {
@@ -125,7 +131,7 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
   for (const rc of claims) {
     let c: Opened<Claim>;
     try {
-      c = open(rc.bytes, T.claim);
+      c = rc.opened ?? open(rc.bytes, T.claim);
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
       answers.push({ seq: rc.seq, verdict: 'refused', code: CLAIM_REFUSAL.INVALID, cause: e.code, message: `the claim does not open: ${e.message}` });

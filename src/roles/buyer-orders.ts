@@ -4,7 +4,8 @@
  * the job is published with `order` and, instead of an offer window, the
  * buyer's node takes claims on `/c0mpute/claim/1` (src/roles/claim-protocol.ts),
  * numbered in arrival order. Each claim is judged as it arrives with
- * decideClaims (src/matching/claims.ts): the first valid one wins and gets the
+ * decideClaims (src/matching/claims.ts), opened once (by the claim desk as it
+ * arrived, or here) and kept opened: the first valid one wins and gets the
  * signed first-claim selection (published on gossip, so other providers drop
  * the order); every other claim gets a signed `c0mpute.claim-refusal/1` —
  * its own invalidity, or ORDER_TAKEN citing the winner — for as long as the
@@ -17,7 +18,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type Selection } from '../records/kinds.js';
-import { decideClaims, type ClaimAnswer, type ReceivedClaim } from '../matching/claims.js';
+import { decideClaims, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
 
@@ -32,6 +33,8 @@ export interface ArrivedClaim {
   seq: number;
   receivedAt: number;
   claim: Uint8Array;
+  /** `claim` opened (the desk opens it to check it, src/roles/claim-protocol.ts); absent, the buyer opens it once. */
+  opened?: Opened<Claim>;
   /** The claimant's advert, when it sent one along. */
   advert?: Uint8Array;
   /** The peer it came from. */
@@ -70,9 +73,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   if (designated === d.did) throw new C0Error('ORDER_DESIGNATED_SELF', 'an order cannot be designated to the buyer itself', { field: 'order.designated' });
   const inbox = ports.inbox(job.address);
   const claims: ClaimOutcomeSummary[] = [];
-  const received: ReceivedClaim[] = [];
+  /** Every claim that opened before the winner, in arrival order (each was refused): what the selection lists. */
+  const considered: ClaimDecision['considered'] = [];
+  const arrivedAt = new Map<number, number>();
   const adverts = new Map<string, Opened<Advert>>();
-  const claimEnvelopes = new Map<string, Uint8Array>();
+  /** The claims that opened, by address, kept opened (stored with the selection, cited as evidence). */
+  const opened = new Map<string, Opened<Claim>>();
   const stop = new AbortController();
   let winner: { claim: Opened<Claim>; selection: Opened<Selection> } | undefined;
 
@@ -86,12 +92,16 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
         attached = undefined;
       }
     }
-    let claimant: string | undefined;
-    try {
-      claimant = open(a.claim, T.claim).signer;
-    } catch {
-      claimant = undefined;
+    // Opened once: by the desk as it arrived, else here; decideClaims takes the opened record.
+    let c: Opened<Claim> | undefined = a.opened;
+    if (!c) {
+      try {
+        c = open(a.claim, T.claim);
+      } catch {
+        c = undefined;
+      }
     }
+    const claimant = c?.signer;
     // The advert a claim cites: the one it attached, or the claimant's live advert this node holds.
     const lookup = (addr: string): Opened<Advert> | undefined => {
       if (attached?.address === addr) return attached;
@@ -100,22 +110,24 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       const cur = claimant ? d.adverts(claimant) : undefined;
       return cur?.address === addr ? cur : undefined;
     };
-    const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim };
+    const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim, ...(c ? { opened: c } : {}) };
     const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
     const ans: ClaimAnswer = decision.answers[0]!;
-    if (ans.claim) {
-      received.push(rc);
-      claimEnvelopes.set(ans.claim, a.claim);
-      const cited = lookup(open(a.claim, T.claim).record.advert);
-      if (cited && !winner) adverts.set(cited.address, cited);
+    if (c && ans.claim) {
+      opened.set(c.address, c);
+      if (!winner) {
+        considered.push({ seq: a.seq, provider: c.signer, claim: c.address });
+        arrivedAt.set(a.seq, a.receivedAt);
+        const cited = lookup(c.record.advert);
+        if (cited) adverts.set(cited.address, cited);
+      }
     }
     const now = clock();
     if (ans.verdict === 'won' && !winner) {
       const claim = decision.winner!.claim;
-      // The selection lists every claim that opened up to this one, in arrival order (all earlier ones were refused).
-      const all = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: received, adverts: (addr) => adverts.get(addr) });
-      const at = new Map(received.map((r) => [r.seq, r.receivedAt]));
-      const selection = signFirstClaimSelection(job, all, (seq) => at.get(seq) ?? a.receivedAt, now, d.signer);
+      // The selection lists every claim that opened up to this one, in arrival order: the earlier ones were each
+      // refused as they came (judged one at a time), so they are not judged again.
+      const selection = signFirstClaimSelection(job, { job: job.address, winner: decision.winner!, answers: [], considered }, (seq) => arrivedAt.get(seq) ?? a.receivedAt, now, d.signer);
       winner = { claim, selection };
       a.answer({ t: 'won', selection: selection.bytes });
       const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, provider: claim.signer, claim: claim.address, verdict: 'won' };
@@ -172,12 +184,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const cited = adverts.get(claim.record.advert);
     if (cited && d.adverts(claim.signer)?.address !== cited.address) await d.store(cited).catch(() => {});
     for (const x of selection.record.arrivals ?? []) {
-      const env = claimEnvelopes.get(x.claim);
-      if (env) await d.store(open(env, T.claim)).catch(() => {});
+      const c = opened.get(x.claim);
+      if (c) await d.store(c).catch(() => {});
     }
     await d.publish('selection', selection).catch(() => {});
     result.selection = selection;
-    result.evidence = [job.bytes, selection.bytes, ...(selection.record.arrivals ?? []).map((x) => claimEnvelopes.get(x.claim)).filter((b): b is Uint8Array => !!b), ...[...adverts.values()].map((a) => a.bytes)];
+    result.evidence = [job.bytes, selection.bytes, ...(selection.record.arrivals ?? []).map((x) => opened.get(x.claim)?.bytes).filter((b): b is Uint8Array => !!b), ...[...adverts.values()].map((a) => a.bytes)];
     // The claim stands where an auction's offer stands: exec header, receipt.offer, price.
     const cand: RankedCandidate = { provider: claim.signer, offer: claim as unknown as Opened<Offer>, total: Number.NaN, scores: {} };
     onEvent({ e: 'selection', selection, winner: cand, attempt: 1 });

@@ -13,12 +13,13 @@
  * NET_RATE_LIMITED), that the claim opens (CLAIM_INVALID) and is signed by the
  * peer that sent it (CLAIM_NOT_FROM_PEER), and that this node is taking claims
  * on that job (ORDER_UNKNOWN). Only then does the claim reach the buyer's
- * inbox, numbered in arrival order; the buyer decides and answers. Errors
+ * inbox, numbered in arrival order and opened (the buyer does not open it
+ * again); the buyer decides and answers. Errors
  * carry no signature, so a stranger cannot make this node sign anything.
  */
 import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, type Opened } from '../records/envelope.js';
-import { T, type ClaimRefusal, type Selection } from '../records/kinds.js';
+import { T, type Claim, type ClaimRefusal, type Selection } from '../records/kinds.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
@@ -141,16 +142,14 @@ export class ClaimDesk implements OrderPorts {
       const peer = ctx.peer.toString();
       if (!this.#buckets.take(peer)) this.#early(CLAIM_ERR.RATE, `claim/1: this peer sends more than ${this.opts.peer.ratePerSec} claims a second`);
       const req = parseClaimRequest(requests[0]);
-      let signer: string;
-      let job: string;
+      let c: Opened<Claim>;
       try {
-        const c = open(req.claim, T.claim);
-        signer = c.signer;
-        job = c.record.job;
+        c = open(req.claim, T.claim);
       } catch (e) {
         if (!(e instanceof C0Error)) throw e;
         return this.#early(CLAIM_ERR.INVALID, `the claim does not open: ${e.code}`, 'claim');
       }
+      const { signer, record: { job } } = c;
       if (didFromPeerId(peer) !== signer) this.#early(CLAIM_ERR.NOT_FROM_PEER, 'a claim is sent by its own signer', 'claim');
       const st = this.#inboxes.get(job);
       if (!st) this.#early(CLAIM_ERR.ORDER_UNKNOWN, 'this node is not taking claims on that job', 'claim');
@@ -163,6 +162,7 @@ export class ClaimDesk implements OrderPorts {
           seq: ++st.seq,
           receivedAt: this.clock(),
           claim: req.claim,
+          opened: c,
           ...(req.advert ? { advert: req.advert } : {}),
           from: peer,
           answer: (f) => {

@@ -11,6 +11,14 @@
  * Asking again for a job already admitted answers `admitted` again. Deny →
  * the buyer is told why; nothing is recorded. Part of src/roles/steward.ts.
  *
+ * The line goes first (docs/overlays.md "The line goes first"): before a
+ * fresh claim — a job here, a gang in src/roles/steward-gangs.ts — is
+ * decided, the line is served in the same section, so capacity that freed
+ * goes to the claims already waiting, in arrival order, and the newcomer gets
+ * what is left. While a claim that would be admitted is held for its away
+ * buyer, a newcomer that would be admitted is queued behind it
+ * (`LINE_AHEAD`); one that can never fit is still denied (§4.2).
+ *
  * Every decision that can lead to an `Admitted` append — a fresh claim, a
  * queued claim decided again, a gang (src/roles/steward-gangs.ts) — runs in
  * the steward's one admission section (`serial`, src/util/serial.ts): decide,
@@ -22,7 +30,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job } from '../records/kinds.js';
-import { checkClaim, type Claim, type Verdict } from '../pool/admission.js';
+import { checkClaim, type Claim, type QueueReason, type Verdict } from '../pool/admission.js';
 import { deriveEstimate } from '../pool/estimate.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
@@ -33,11 +41,26 @@ import type { GangCite, Gangs } from './steward-gangs.js';
 import { appendAdmitted, type Decided, type Reclaimer } from './steward-reclaim.js';
 import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
+/**
+ * The steward's own queue reason, beside pool/1's (§4.5): the claim fits now,
+ * but a claim ahead of it in line that would be admitted is held for its
+ * buyer, who is away (after a restart).
+ */
+export const LINE_AHEAD = 'LINE_AHEAD';
+
+/** A Queue verdict as the steward reports it: pool/1's reasons, or LINE_AHEAD. */
+export type QueueVerdict = Omit<Verdict & { verdict: 'Queue' }, 'reason' | 'reasons'> & { reason: QueueReason | typeof LINE_AHEAD; reasons: Array<QueueReason | typeof LINE_AHEAD> };
+
+/** The verdict of a claim that would be admitted but waits behind a held line. */
+export function lineAhead(claim: Claim): QueueVerdict {
+  return { verdict: 'Queue', claim: claim.id, entitlement: claim.entitlement, reason: LINE_AHEAD, reasons: [LINE_AHEAD], estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member };
+}
+
 /** What a decision in the admission section came to; the buyer is told outside it. */
 type Outcome =
   | { t: 'admitted'; admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string }
   | { t: 'denied'; v: Verdict & { verdict: 'Deny' } }
-  | { t: 'expired'; v: Verdict & { verdict: 'Queue' } }
+  | { t: 'expired'; v: QueueVerdict }
   | { t: 'failed'; err: unknown };
 
 /** What ends a wait in line: an outcome, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
@@ -52,7 +75,7 @@ interface Waiting {
   claim: Claim;
   job: Opened<Job>;
   since: number;
-  verdict: Verdict & { verdict: 'Queue' };
+  verdict: QueueVerdict;
   /** The buyer's open stream; absent while the buyer is away (restored after a restart, or its stream failed). */
   wake?: (d: Wake) => void;
   expire?: NodeJS.Timeout;
@@ -179,13 +202,16 @@ export class AdmissionLine {
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit: give an energy estimate, or a class with enough measured history');
     const claim = checkClaim(claimFor(job, req, estimate));
     await this.d.ports.records.put(job);
+    // The line goes first: the claims already waiting take what freed before this one is decided.
+    const held = await this.serve();
     const d = this.d.reclaim.decideNow(claim);
-    if (d.v.verdict === 'Deny') {
-      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason }, 'claim denied');
-      return { outcome: { t: 'denied', v: d.v } };
+    const v: Verdict | QueueVerdict = d.v.verdict === 'Admit' && held ? lineAhead(claim) : d.v;
+    if (v.verdict === 'Deny') {
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
+      return { outcome: { t: 'denied', v } };
     }
-    if (d.v.verdict === 'Admit') return { outcome: await this.#commit(claim, job, d) };
-    w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: d.v as Waiting['verdict'] };
+    if (v.verdict === 'Admit') return { outcome: await this.#commit(claim, job, d) };
+    w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: v };
     // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
     this.#enqueue(w);
     try {
@@ -194,7 +220,7 @@ export class AdmissionLine {
       this.#dequeue(w);
       throw e;
     }
-    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: d.v.reason, place: this.#queue.length }, 'claim queued');
+    this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason, place: this.#queue.length }, 'claim queued');
     return { wait: w, got: this.#arm(w) };
   }
 
@@ -294,7 +320,7 @@ export class AdmissionLine {
         continue;
       }
       const claim = checkClaim(claimFor(q.job, q, q.estimate));
-      const verdict = { verdict: 'Queue', claim: id, entitlement: claim.entitlement, reason: q.reason, reasons: q.reasons, estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member } as Waiting['verdict'];
+      const verdict = { verdict: 'Queue', claim: id, entitlement: claim.entitlement, reason: q.reason, reasons: q.reasons, estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member } as QueueVerdict;
       const w: Waiting = { n: q.n, claim, job: q.job, since: q.since, verdict };
       this.#enqueue(w);
       this.#away(w);
@@ -304,11 +330,9 @@ export class AdmissionLine {
 
   /**
    * Decide queued claims again, in arrival order, after capacity freed: a
-   * pass in the admission section, so each claim taken out of line is
-   * appended (or denied) before the next decision. A claim that would be
-   * admitted while its buyer is away holds the line until the buyer asks
-   * again or the re-ask grace ends. Resolves at once, without waiting for the
-   * section: it is asked from inside it too (a release during preemption).
+   * pass in the admission section (`serve`). Resolves at once, without
+   * waiting for the section: it is asked from inside it too (a release during
+   * preemption).
    */
   async retry(): Promise<void> {
     if (this.#passAsked || this.d.stopped()) return;
@@ -316,22 +340,35 @@ export class AdmissionLine {
     void this.d.serial
       .run(() => {
         this.#passAsked = false;
-        return this.#pass();
+        return this.serve();
       })
       .catch((e) => this.#log.warn({ err: (e as Error).message }, 'deciding the queued claims again failed'));
   }
 
-  async #pass(): Promise<void> {
+  /**
+   * Serve the line; call only inside the admission section. Queued claims
+   * are decided again in arrival order, each taken out of line appended (or
+   * denied) before the next decision; one that still does not fit lets those
+   * behind it be decided. A claim that would be admitted while its buyer is
+   * away holds the line until the buyer asks again or the re-ask grace ends
+   * (one that would be denied holds nothing: it is told when its buyer asks
+   * again). Answers whether the line is held, so a newcomer that would be
+   * admitted waits behind it.
+   */
+  async serve(): Promise<boolean> {
     for (;;) {
-      if (this.d.stopped()) return;
+      if (this.d.stopped()) return false;
       let next: { w: Waiting; d: Decided } | undefined;
+      let held = false;
       for (const w of this.#queue) {
         const d = this.d.reclaim.decideNow(w.claim);
         if (d.v.verdict === 'Queue') continue;
         if (w.wake) next = { w, d };
+        else if (d.v.verdict === 'Deny') continue;
+        else held = true;
         break;
       }
-      if (!next) return;
+      if (!next) return held;
       const { w, d } = next;
       const wake = w.wake!;
       this.#dequeue(w);

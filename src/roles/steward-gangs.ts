@@ -12,7 +12,10 @@
  *   `Admitted` entry is appended. A gang that does not fit now is answered
  *   `queued` then `expired` at once: gangs do not wait in line (not built).
  *   The decision and its append run in the steward's admission section, with
- *   the single jobs' (src/roles/steward-admission.ts, src/util/serial.ts).
+ *   the single jobs' (src/roles/steward-admission.ts, src/util/serial.ts);
+ *   the line of queued jobs is served first, so a gang does not take what a
+ *   claim already waiting can use (and is `queued` `LINE_AHEAD` while a
+ *   claim that would be admitted is held for its away buyer).
  * - Each member job then asks `admit` citing the claim (`gang: {claim,
  *   member}`, and the job's signed `params` cite the same, for the provider):
  *   the steward binds job → (claim, member) once, synced to LevelDB before it
@@ -35,7 +38,7 @@ import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import { appendAdmitted, type Reclaimer } from './steward-reclaim.js';
-import { claimEstimate } from './steward-admission.js';
+import { claimEstimate, lineAhead, type QueueVerdict } from './steward-admission.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Serial } from '../util/serial.js';
 import type { StewardConfig, StewardPorts, StewardStream } from './steward-ports.js';
@@ -113,10 +116,12 @@ export interface GangDeps {
   append: Ledger['append'];
   /** The steward's admission section, shared with the single jobs' (src/roles/steward-admission.ts). */
   serial: Serial;
+  /** Serve the line of queued jobs first, inside the section; answers whether it is held (AdmissionLine.serve). */
+  line?: () => Promise<boolean>;
 }
 
 /** What a gang's decision in the admission section came to; the buyer is told outside it. */
-type GangOutcome = { again: OpenClaim } | { v: Verdict & { verdict: 'Deny' | 'Queue' } } | { admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string };
+type GangOutcome = { again: OpenClaim } | { v: (Verdict & { verdict: 'Deny' }) | QueueVerdict } | { admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string };
 
 export class Gangs {
   readonly #gangs = new Map<string, GangRecord>();
@@ -234,12 +239,16 @@ export class Gangs {
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history');
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
     const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
-    const { v, victims } = this.d.reclaim.decideNow(claim);
+    // The line goes first: the jobs already waiting take what freed before the gang is decided.
+    const held = (await this.d.line?.()) ?? false;
+    const decided = this.d.reclaim.decideNow(claim);
+    const { victims } = decided;
+    const v: Verdict | QueueVerdict = decided.v.verdict === 'Admit' && held ? lineAhead(claim) : decided.v;
     const log = this.d.ports.log;
     if (v.verdict !== 'Admit') {
       if (v.verdict === 'Deny') log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang denied');
       else log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reason: v.reason }, 'gang does not fit now; not held in line');
-      return { v: v as Verdict & { verdict: 'Deny' | 'Queue' } };
+      return { v };
     }
     // Stored before the append (we are inside the admission section, so nothing decides meanwhile); a record
     // whose claim the ledger never shows open (a crash before the append) is dropped at the next start.

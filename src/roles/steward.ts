@@ -88,7 +88,7 @@ export class Steward {
     const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
     this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
-    this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial });
+    this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
   }
 

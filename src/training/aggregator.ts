@@ -68,7 +68,7 @@ export class EpochAggregator {
   }
 
   /** Count a step commitment, or return why it is ignored. */
-  offer(bytes: Uint8Array): { counted: true; address: string } | { counted: false; ignored: Ignored } {
+  offer(bytes: Uint8Array): { counted: true; address: string; signer: string } | { counted: false; ignored: Ignored } {
     let o;
     try {
       o = open(bytes, TRAIN_T.step);
@@ -85,7 +85,7 @@ export class EpochAggregator {
     const own = this.ownWeights(rec.step);
     if (own !== undefined && own !== rec.weights) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_FORGED', o.signer, rec.step) };
     this.#counted.set(key, { bytes, address: o.address, rec, signer: o.signer });
-    return { counted: true, address: o.address };
+    return { counted: true, address: o.address, signer: o.signer };
   }
 
   /** Step commitments held for (step, worker), if counted. */

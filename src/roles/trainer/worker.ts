@@ -15,6 +15,10 @@
  * continue the survivors ping the view, exchange proposals, and resume under
  * view+1 from the start of the first uncommitted epoch (the last committed
  * state), the dropped members recorded in the next epoch commitment.
+ *
+ * Its parts beside it: the epoch commitment and witnessing
+ * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
+ * contributions kept as they are counted: src/roles/trainer/status.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,8 +34,10 @@ import { EpochAggregator, electCoordinator } from '../../training/aggregator.js'
 import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
-import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
+import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep } from '../../training/record-kinds.js';
 import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+import { Contributions, StatusFile, statusView } from './status.js';
+import { Witness, commitEpoch, type EpochParty, type EpochResult } from './epoch-commit.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -49,6 +55,8 @@ export interface TrainerOptions {
   joinTimeoutMs?: number;
   /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. */
   net?: Pick<Network, 'handle' | 'request' | 'did'>;
+  /** status.json while steps run: written at most this often, ms of `clock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
+  statusEveryMs?: number;
 }
 
 export type TrainerEvent =
@@ -60,21 +68,11 @@ export type TrainerEvent =
   | { e: 'done'; weights: string; accuracy: number; baseline: number }
   | { e: 'stopped'; code: string; message: string };
 
-export interface EpochResult {
-  epoch: number;
-  view: number;
-  address: string;
-  root: string;
-  coordinator: string;
-  envelope: string;
-  witnesses: Array<{ did: string; address: string; envelope: string }>;
-  leaves: string[];
-}
+export type { EpochResult } from './epoch-commit.js';
 
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
-const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 export class TrainerWorker {
   readonly runAddr: string;
@@ -100,12 +98,16 @@ export class TrainerWorker {
   readonly #aggs = new Map<string, EpochAggregator>();
   readonly #ownWeights = new Map<string, string>();
   readonly #snapshots = new Map<number, WorkerState>();
-  readonly #witnessed = new Map<string, string>();
+  /** What the epoch's commitment reads of this worker (src/roles/trainer/epoch-commit.ts), and its witness side. */
+  readonly #epochParty: EpochParty;
+  readonly #witness: Witness;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #log: Logger;
   readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
   #startedAt = 0;
   #stepsDone = 0;
+  readonly #contributions = new Contributions();
+  readonly #statusFile: StatusFile;
 
   constructor(private readonly o: TrainerOptions) {
     this.rec = o.run.record;
@@ -123,6 +125,18 @@ export class TrainerWorker {
     this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
+    this.#epochParty = {
+      runAddr: this.runAddr,
+      rec: this.rec,
+      did: o.did,
+      signer: o.signer,
+      clock: o.clock,
+      live: () => ({ wire: this.wire, view: this.view, members: this.members, dropped: this.dropped }),
+      ownWeights: (view, step) => this.#ownWeights.get(`${view}:${step}`),
+      agg: (view, epoch) => this.#agg(view, epoch),
+    };
+    this.#witness = new Witness(this.#epochParty);
+    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.clock, o.statusEveryMs);
   }
 
   #rank = (did: string): number => this.rec.members.indexOf(did);
@@ -179,7 +193,7 @@ export class TrainerWorker {
         this.box.put(this.#rank(from), head.tag, payload.slice());
         return;
       case 'witness':
-        return [await this.#witness(from, payload)];
+        return [await this.#witness.countersign(from, payload)];
       default:
         throw new C0Error('TRAIN_BAD_MESSAGE', `unknown message ${head.k}`);
     }
@@ -216,25 +230,7 @@ export class TrainerWorker {
     }
     const r = this.#agg(this.view, epoch).offer(payload);
     if (!r.counted) this.#ignore(r.ignored.code, from, rec.step);
-  }
-
-  /** Countersign an epoch commitment when it is the elected coordinator's and its root is the one this worker computes. */
-  async #witness(from: string, payload: Uint8Array): Promise<Uint8Array> {
-    const ep = open(payload, TRAIN_T.epoch) as Opened<TrainEpoch>;
-    const e = ep.record;
-    if (ep.signer !== from || e.run !== this.runAddr) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another run or not signed by the sender');
-    if (electCoordinator(this.runAddr, e.epoch, e.members) !== ep.signer) throw new C0Error('TRAIN_WITNESS_NOT_COORDINATOR', 'the signer is not the elected coordinator of this epoch');
-    const key = `${e.view}:${e.epoch}`;
-    const held = this.#witnessed.get(key);
-    if (held && held !== e.root) throw new C0Error('TRAIN_WITNESS_CONFLICT', 'already witnessed another root for this epoch');
-    if (e.view !== this.view || e.members.join() !== this.members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
-    const agg = this.#agg(e.view, e.epoch);
-    const mine = await this.#finalised(agg);
-    if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
-    if (this.#ownWeights.get(`${e.view}:${e.toStep}`) !== e.weights) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', 'weights after the epoch differ');
-    this.#witnessed.set(key, e.root);
-    const w: TrainWitness = { epochCommitment: ep.address, run: this.runAddr, epoch: e.epoch, root: e.root, witnessedAt: this.o.clock() };
-    return seal(TRAIN_T.witness, w as never, this.o.signer).bytes;
+    else this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
   }
 
   // ------------------------------------------------------------------ join
@@ -311,7 +307,7 @@ export class TrainerWorker {
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
       writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);
-      agg.offer(env.bytes);
+      if (agg.offer(env.bytes).counted) this.#contributions.counted(`${view}:${epoch}`, this.o.did);
       for (const d of this.members) if (d !== this.o.did) this.#track(this.wire.send(d, { k: 'commit' }, env.bytes, this.rec.timeoutMs));
       this.box.forget(`v${view}/s${step}/`);
       this.#stepsDone++;
@@ -319,12 +315,12 @@ export class TrainerWorker {
       if (this.losses.length > 1000) this.losses.shift();
       const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
       this.#emit({ e: 'step', step, epoch, loss: res.loss, stepsPerSec: this.#stepsDone / secs });
-      this.#writeStatus();
+      this.#statusFile.step();
     }
     const coordinator = electCoordinator(this.runAddr, epoch, this.members);
     let result: EpochResult;
     if (coordinator === this.o.did) {
-      result = await this.#commitEpoch(epoch, agg);
+      result = await commitEpoch(this.#epochParty, epoch, agg);
     } else {
       const bytes = await this.box.take(this.#rank(coordinator), `final/v${view}/e${epoch}`, this.rec.timeoutMs * 3);
       result = dec<EpochResult>(bytes);
@@ -336,60 +332,10 @@ export class TrainerWorker {
     }
     writeFileSync(join(this.o.dir, 'epochs', `${epoch}.json`), JSON.stringify(result, null, 2));
     this.epochs.push(result);
+    this.#contributions.committed(`${result.view}:${result.epoch}`);
     this.lastCommittedEpoch = epoch;
     this.#emit({ e: 'epoch', epoch, root: result.root, address: result.address, coordinator, witnesses: result.witnesses.map((w) => w.did) });
     this.#writeStatus();
-  }
-
-  /** The epoch's root once every member's step commitments are in, trying every 20 ms until the run's timeout (then its error). */
-  async #finalised(agg: EpochAggregator): Promise<ReturnType<EpochAggregator['finalise']>> {
-    const deadline = this.o.clock() + this.rec.timeoutMs;
-    for (;;) {
-      try {
-        return agg.finalise();
-      } catch (e) {
-        if (this.o.clock() > deadline) throw e;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
-  }
-
-  async #commitEpoch(epoch: number, agg: EpochAggregator): Promise<EpochResult> {
-    const fin = await this.#finalised(agg);
-    const s = agg.scope;
-    const rec: TrainEpoch = {
-      run: this.runAddr,
-      epoch,
-      view: s.view,
-      fromStep: s.fromStep,
-      toStep: s.toStep,
-      members: this.members,
-      leaves: fin.leaves.length,
-      root: fin.root,
-      weights: this.#ownWeights.get(`${s.view}:${s.toStep}`)!,
-      ...(this.dropped.length ? { dropped: [...this.dropped].sort() } : {}),
-      signedAt: this.o.clock(),
-    };
-    const env = seal(TRAIN_T.epoch, rec as never, this.o.signer);
-    const named = this.rec.witnesses?.filter((w) => this.members.includes(w) && w !== this.o.did);
-    const witnesses = named ?? this.members.filter((d) => d !== this.o.did);
-    const got = await Promise.allSettled(witnesses.map((w) => this.wire.send(w, { k: 'witness' }, env.bytes, this.rec.timeoutMs * 2).then((frames) => ({ w, frames }))));
-    const cosigned: EpochResult['witnesses'] = [];
-    for (const g of got) {
-      if (g.status !== 'fulfilled') continue;
-      const b = g.value.frames[0];
-      if (!(b instanceof Uint8Array)) continue;
-      try {
-        const wo = open(b, TRAIN_T.witness) as Opened<TrainWitness>;
-        if (wo.signer === g.value.w && wo.record.epochCommitment === env.address && wo.record.root === rec.root) cosigned.push({ did: wo.signer, address: wo.address, envelope: hex(b) });
-      } catch {
-        /* a bad countersignature is not kept */
-      }
-    }
-    const result: EpochResult = { epoch, view: s.view, address: env.address, root: rec.root, coordinator: this.o.did, envelope: hex(env.bytes), witnesses: cosigned, leaves: fin.leaves };
-    const body = enc({ ...result, leaves: [] });
-    await Promise.allSettled(this.members.filter((d) => d !== this.o.did).map((d) => this.wire.send(d, { k: 'final', tag: `final/v${s.view}/e${epoch}` }, body, this.rec.timeoutMs)));
-    return result;
   }
 
   // ------------------------------------------------------------------ failure
@@ -420,6 +366,7 @@ export class TrainerWorker {
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
+    this.#contributions.viewChanged(next);
     this.members = members;
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
     const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code };
@@ -432,37 +379,11 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ status
 
   statusView(): Record<string, unknown> {
-    const contributions: Record<string, number> = {};
-    for (const [key, a] of this.#aggs) {
-      if (!key.startsWith(`${this.view}:`) && !this.epochs.some((e) => `${e.view}:${e.epoch}` === key)) continue;
-      for (const m of a.scope.members) {
-        for (let st = a.scope.fromStep; st <= a.scope.toStep; st++) if (a.get(st, m)) contributions[m] = (contributions[m] ?? 0) + 1;
-      }
-    }
     const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
-    return {
-      run: this.runAddr,
-      name: this.rec.name,
-      self: this.o.did,
-      status: this.status,
-      ...(this.stopReason ? { stopReason: this.stopReason } : {}),
-      view: this.view,
-      members: this.members,
-      dropped: this.dropped,
-      step: this.losses.length ? this.losses[this.losses.length - 1]!.step : -1,
-      totalSteps: this.rec.epochs * this.rec.stepsPerEpoch,
-      stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0,
-      losses: this.losses.slice(-50),
-      contributions,
-      epochs: this.epochs.map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((w) => w.did) })),
-      views: this.views,
-      ignored: { count: this.ignoredCount, recent: this.ignored.slice(-20) },
-      weights: addressOf(weightsBytes(this.state.w)),
-      ...(this.accuracy !== undefined ? { accuracy: this.accuracy, baseline: baselineAccuracy(iris().test) } : {}),
-    };
+    return statusView(this, { self: this.o.did, stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0, contributions: this.#contributions.view() });
   }
 
   #writeStatus(): void {
-    writeFileSync(join(this.o.dir, 'status.json'), JSON.stringify(this.statusView(), null, 2));
+    this.#statusFile.write();
   }
 }

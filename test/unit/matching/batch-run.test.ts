@@ -166,13 +166,66 @@ test('a refused re-plan is tried again as the run’s own lines free slots; one 
   assert.ok(r.perLine.filter((l) => l.status === 'failed').every((l) => /could not be re-planned/.test(l.detail!)));
 });
 
+test('a provider struck off while a re-plan is in flight gets none of the lines that re-plan places: they are re-planned again without it', async () => {
+  // A, B, C take 3 lines each. A fails first: its 3 lines are re-planned (excluding A only), and
+  // while that plan is out B fails too. The plan lands with lines for B; they must not be queued there.
+  const planner = fakePlanner({ A: '0.1', B: '0.1', C: '0.1' });
+  let open: () => void = () => {};
+  const gate = new Promise<void>((r) => (open = r));
+  let asked: () => void = () => {};
+  const secondAsked = new Promise<void>((r) => (asked = r));
+  const plan: BatchRunPorts['plan'] = async (b, exclude, own) => {
+    if (planner.calls.length === 1) {
+      asked();
+      await gate;
+    }
+    return planner.plan(b, exclude, own);
+  };
+  let bStruck = false;
+  let atBAfter = 0;
+  let bRuns = 0;
+  const p = ports({
+    plan,
+    run: async (l, prov) => {
+      if (prov === 'B' && bStruck) atBAfter++;
+      await tick();
+      if (prov === 'A') return { status: 'failed', detail: 'A fails' };
+      if (prov === 'B' && ++bRuns === 1) {
+        await secondAsked;
+        bStruck = true;
+        setImmediate(open);
+        return { status: 'failed', detail: 'B fails while the re-plan is out' };
+      }
+      return ok(l, prov, '0.1');
+    },
+  });
+  const s = await runBatch({ batch: batchOf(9), lines: linesOf(9), concurrency: 3 }, p);
+  assert.deepEqual(s.failedProviders.map((f) => f.provider), ['A', 'B']);
+  assert.equal(atBAfter, 0, 'no line was started at B once B was struck');
+  assert.equal(s.done, 9);
+  assert.ok(s.perLine.every((l) => l.status === 'done' && l.provider === 'C'));
+  // The plan that landed after B was struck placed lines on B; they went to a further re-plan without B.
+  assert.deepEqual(planner.calls.slice(0, 2).map((c) => c.exclude), [[], ['A']]);
+  assert.ok(planner.calls.slice(2).every((c) => c.exclude.includes('A') && c.exclude.includes('B')));
+  assert.ok(planner.calls.length >= 3);
+});
+
 test('a line failing on every attempt is reported failed', async () => {
-  // Every provider fails: each line is tried on at most `attempts` providers, then failed.
-  const all = fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1' });
+  // Every provider fails, and there are more providers than the lines' attempts could strike
+  // (2 lines × 2 attempts < 6): every re-plan can place its lines, so what ends each line is
+  // the attempt limit, not a refused re-plan.
+  const all = fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1', E: '0.1', F: '0.1' });
   const q = ports({ plan: all.plan, run: async () => { throw new C0Error('DAEMON_UNREACHABLE', 'gone'); } });
-  const t = await runBatch({ batch: batchOf(4), lines: linesOf(4), concurrency: 4, attempts: 2 }, q);
-  assert.equal(t.failed, 4);
-  assert.ok(t.perLine.every((l) => l.attempts.length <= 2 && l.status === 'failed'));
+  const t = await runBatch({ batch: batchOf(2), lines: linesOf(2), concurrency: 2, attempts: 2, replanRetryMs: 1 }, q);
+  assert.equal(t.failed, 2);
+  for (const l of t.perLine) {
+    assert.equal(l.status, 'failed');
+    assert.equal(l.attempts.length, 2);
+    assert.equal(new Set(l.attempts.map((a) => a.provider)).size, 2, 'each attempt on a different provider');
+    assert.match(l.detail!, /^failed on 2 providers; last: error: DAEMON_UNREACHABLE/);
+  }
+  assert.ok(t.replans.every((r) => r.refused === undefined), 'no re-plan was refused');
+  assert.equal(t.failedProviders.length, 4);
   assert.deepEqual(t.cost, []);
 });
 

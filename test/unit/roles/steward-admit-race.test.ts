@@ -45,6 +45,15 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   assert.ok(cond(), `timed out waiting for ${what}`);
 }
 
+/** The admission section, counting the sections asked for (a test can wait until an ask is in line for it). */
+class CountingSerial extends Serial {
+  asked = 0;
+  override run<T>(fn: () => Promise<T> | T): Promise<T> {
+    this.asked++;
+    return super.run(fn);
+  }
+}
+
 async function stewardAt(dir: string) {
   const clock = fakeClock(NOW);
   const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
@@ -55,8 +64,8 @@ async function stewardAt(dir: string) {
   const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
   const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {} } as unknown as Reclaimer;
   const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
-  const serial = new Serial();
-  const ref: { gangs?: Gangs } = {};
+  const serial = new CountingSerial();
+  const ref: { gangs?: Gangs; line?: AdmissionLine } = {};
   // No automatic pass after a release: the test asks for it, at the moment it races.
   const accounts = new ClaimAccounts({
     ledger,
@@ -70,8 +79,8 @@ async function stewardAt(dir: string) {
     gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
   const cfg = { requiredEvidence: 3 } as StewardConfig;
-  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial }));
-  const line = new AdmissionLine({ ports, ledger, cfg, accounts, reclaim, stopped: () => false, append, serial, gangs });
+  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial, line: () => ref.line!.serve() }));
+  const line = (ref.line = new AdmissionLine({ ports, ledger, cfg, accounts, reclaim, stopped: () => false, append, serial, gangs }));
   /** A buyer's stream: the frames it was sent. */
   const stream = () => {
     const frames: Array<Record<string, unknown>> = [];
@@ -84,7 +93,7 @@ async function stewardAt(dir: string) {
     await ledger.close();
     await closeDb(db);
   };
-  return { ledger, accounts, gangs, line, stream, admitted, close };
+  return { ledger, accounts, gangs, line, serial, stream, admitted, close };
 }
 
 describe('steward admissions are decided one at a time', () => {
@@ -149,6 +158,96 @@ describe('steward admissions are decided one at a time', () => {
       await waitB;
       await s.close();
       await askC;
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('the line goes first: a fresh claim does not take capacity a queued claim can use', () => {
+  it('a fresh ask that reaches the section before the pass over the line is queued behind the claim already waiting', async () => {
+    const t = tempDir('c0-admit-line-');
+    try {
+      const s = await stewardAt(t.dir);
+      const [a, b, c] = [s.stream(), s.stream(), s.stream()];
+      const [ja, jb, jc] = [jobN(7), jobN(8), jobN(9)];
+      await s.line.admit(admitReq(ja, 'one'), a.ctx);
+      const waitB = s.line.admit(admitReq(jb, 'one'), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      // The section is busy; C asks and waits for it; then A's device frees and the release asks for a pass, behind C.
+      let open!: () => void;
+      const busy = s.serial.run(() => new Promise<void>((r) => (open = r)));
+      const asked = s.serial.asked;
+      const askC = s.line.admit(admitReq(jc, 'one'), c.ctx);
+      await until(() => s.serial.asked === asked + 1, 'C waiting for the section');
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      open();
+      await busy;
+      await until(() => b.frames.length > 1 && c.frames.length > 0, 'B admitted and C answered');
+      assert.deepEqual(await s.admitted(), [ja.address, jb.address]);
+      assert.deepEqual([b.frames[1]!.t, c.frames[0]!.t, c.frames[0]!.reason, c.frames[0]!.place], ['admitted', 'queued', 'DEVICES_HELD', 1]);
+      await waitB;
+      await s.close();
+      await askC;
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a queued claim held for its away buyer after a restart holds the line: a fresh ask is queued LINE_AHEAD, and the returning buyer is admitted first', async () => {
+    const t = tempDir('c0-admit-line-');
+    try {
+      const s = await stewardAt(t.dir);
+      const [a, b] = [s.stream(), s.stream()];
+      const [ja, jb, jc] = [jobN(10), jobN(11), jobN(12)];
+      await s.line.admit(admitReq(ja, 'one'), a.ctx);
+      const waitB = s.line.admit(admitReq(jb, 'one'), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      // A's device frees while the steward is down: B comes back in line with its buyer away.
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      await s.close();
+      await waitB;
+      const s2 = await stewardAt(t.dir);
+      await s2.line.restore();
+      const [b2, c] = [s2.stream(), s2.stream()];
+      const askC = s2.line.admit(admitReq(jc, 'one'), c.ctx);
+      await until(() => c.frames.length > 0, 'C answered');
+      assert.deepEqual([c.frames[0]!.t, c.frames[0]!.reason, c.frames[0]!.place], ['queued', 'LINE_AHEAD', 2]);
+      assert.deepEqual(await s2.admitted(), [ja.address]);
+      // B's buyer asks again: B keeps its place and takes the device; C waits on.
+      const askB = s2.line.admit(admitReq(jb, 'one'), b2.ctx);
+      await until(() => b2.frames.length > 1, 'B admitted');
+      assert.deepEqual(b2.frames.map((f) => f.t), ['queued', 'admitted']);
+      assert.deepEqual(await s2.admitted(), [ja.address, jb.address]);
+      assert.equal(c.frames.length, 1);
+      await askB;
+      await s2.close();
+      await askC;
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a gang asked when capacity frees does not take the device of a job waiting in line', async () => {
+    const t = tempDir('c0-admit-line-');
+    try {
+      const s = await stewardAt(t.dir);
+      const runYaml = stringify({ name: 'g1', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: [P(13)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+      const run = buildRun(runYaml, buyer.signer, NOW).bundle.run;
+      const [a, b, g] = [s.stream(), s.stream(), s.stream()];
+      const [ja, jb] = [jobN(14), jobN(15)];
+      await s.line.admit(admitReq(ja, 'one'), a.ctx);
+      const waitB = s.line.admit(admitReq(jb, 'one'), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      const gangAsk = { op: 'admit-gang' as const, run: run.bytes, entitlement: 'one', estimate: est, devices_per_member: 1, deadline: NOW + 4_000_000 };
+      await s.gangs.admitGang(gangAsk, g.ctx);
+      await until(() => b.frames.length > 1, 'B admitted');
+      assert.deepEqual(await s.admitted(), [ja.address, jb.address]);
+      assert.deepEqual(g.frames.map((f) => [f.t, f.reason]), [['queued', 'DEVICES_HELD'], ['expired', 'DEVICES_HELD']]);
+      await waitB;
+      await s.close();
     } finally {
       t.cleanup();
     }

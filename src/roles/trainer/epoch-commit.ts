@@ -1,0 +1,125 @@
+/**
+ * An epoch's commitment (spec/compute-pool.md, the worker in training mode;
+ * docs/training.md "Epoch roots"): the elected coordinator
+ * finalises the epoch's EpochAggregator, signs the epoch commitment, asks the
+ * other members (or the run's named witnesses among them) to countersign it
+ * and sends the result to every member; a member asked to witness recomputes
+ * the root from the step commitments it holds and countersigns only the
+ * elected coordinator's commitment with the same root and weights, once per
+ * (view, epoch). Part of src/roles/trainer/worker.ts.
+ */
+import { C0Error } from '../../errors.js';
+import type { Ed25519Signer } from '../../records/ed25519.js';
+import { open, seal, type Opened } from '../../records/envelope.js';
+import type { Clock } from '../../util/clock.js';
+import { electCoordinator, type EpochAggregator } from '../../training/aggregator.js';
+import { TRAIN_T, type TrainEpoch, type TrainRun, type TrainWitness } from '../../training/record-kinds.js';
+import type { TrainWire } from '../../training/transport.js';
+
+export interface EpochResult {
+  epoch: number;
+  view: number;
+  address: string;
+  root: string;
+  coordinator: string;
+  envelope: string;
+  witnesses: Array<{ did: string; address: string; envelope: string }>;
+  leaves: string[];
+}
+
+/** What an epoch's commitment needs of its worker. */
+export interface EpochParty {
+  runAddr: string;
+  rec: TrainRun;
+  did: string;
+  signer: Ed25519Signer;
+  clock: Clock;
+  /** What changes as the run goes (a view change): read when a commitment starts. */
+  live(): { wire: TrainWire; view: number; members: string[]; dropped: string[] };
+  /** The weights address this worker reached after (view, step). */
+  ownWeights(view: number, step: number): string | undefined;
+  /** The aggregator of (view, epoch). */
+  agg(view: number, epoch: number): EpochAggregator;
+}
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** The epoch's root once every member's step commitments are in, trying every 20 ms until the run's timeout (then its error). */
+export async function finalised(agg: EpochAggregator, clock: Clock, timeoutMs: number): Promise<ReturnType<EpochAggregator['finalise']>> {
+  const deadline = clock() + timeoutMs;
+  for (;;) {
+    try {
+      return agg.finalise();
+    } catch (e) {
+      if (clock() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+/** The coordinator's side: finalise, sign, collect countersignatures, send the result to every member. */
+export async function commitEpoch(p: EpochParty, epoch: number, agg: EpochAggregator): Promise<EpochResult> {
+  const { wire, members, dropped } = p.live();
+  const fin = await finalised(agg, p.clock, p.rec.timeoutMs);
+  const s = agg.scope;
+  const rec: TrainEpoch = {
+    run: p.runAddr,
+    epoch,
+    view: s.view,
+    fromStep: s.fromStep,
+    toStep: s.toStep,
+    members,
+    leaves: fin.leaves.length,
+    root: fin.root,
+    weights: p.ownWeights(s.view, s.toStep)!,
+    ...(dropped.length ? { dropped: [...dropped].sort() } : {}),
+    signedAt: p.clock(),
+  };
+  const env = seal(TRAIN_T.epoch, rec as never, p.signer);
+  const named = p.rec.witnesses?.filter((w) => members.includes(w) && w !== p.did);
+  const witnesses = named ?? members.filter((d) => d !== p.did);
+  const got = await Promise.allSettled(witnesses.map((w) => wire.send(w, { k: 'witness' }, env.bytes, p.rec.timeoutMs * 2).then((frames) => ({ w, frames }))));
+  const cosigned: EpochResult['witnesses'] = [];
+  for (const g of got) {
+    if (g.status !== 'fulfilled') continue;
+    const b = g.value.frames[0];
+    if (!(b instanceof Uint8Array)) continue;
+    try {
+      const wo = open(b, TRAIN_T.witness) as Opened<TrainWitness>;
+      if (wo.signer === g.value.w && wo.record.epochCommitment === env.address && wo.record.root === rec.root) cosigned.push({ did: wo.signer, address: wo.address, envelope: hex(b) });
+    } catch {
+      /* a bad countersignature is not kept */
+    }
+  }
+  const result: EpochResult = { epoch, view: s.view, address: env.address, root: rec.root, coordinator: p.did, envelope: hex(env.bytes), witnesses: cosigned, leaves: fin.leaves };
+  const body = new TextEncoder().encode(JSON.stringify({ ...result, leaves: [] }));
+  await Promise.allSettled(members.filter((d) => d !== p.did).map((d) => wire.send(d, { k: 'final', tag: `final/v${s.view}/e${epoch}` }, body, p.rec.timeoutMs)));
+  return result;
+}
+
+/** A member's side: countersign an epoch commitment when it is the elected coordinator's and its root is the one this worker computes. */
+export class Witness {
+  /** (view:epoch) → the root countersigned */
+  readonly #witnessed = new Map<string, string>();
+
+  constructor(private readonly p: EpochParty) {}
+
+  async countersign(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const p = this.p;
+    const ep = open(payload, TRAIN_T.epoch) as Opened<TrainEpoch>;
+    const e = ep.record;
+    if (ep.signer !== from || e.run !== p.runAddr) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another run or not signed by the sender');
+    if (electCoordinator(p.runAddr, e.epoch, e.members) !== ep.signer) throw new C0Error('TRAIN_WITNESS_NOT_COORDINATOR', 'the signer is not the elected coordinator of this epoch');
+    const key = `${e.view}:${e.epoch}`;
+    const held = this.#witnessed.get(key);
+    if (held && held !== e.root) throw new C0Error('TRAIN_WITNESS_CONFLICT', 'already witnessed another root for this epoch');
+    const { view, members } = p.live();
+    if (e.view !== view || e.members.join() !== members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
+    const mine = await finalised(p.agg(e.view, e.epoch), p.clock, p.rec.timeoutMs);
+    if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
+    if (p.ownWeights(e.view, e.toStep) !== e.weights) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', 'weights after the epoch differ');
+    this.#witnessed.set(key, e.root);
+    const w: TrainWitness = { epochCommitment: ep.address, run: p.runAddr, epoch: e.epoch, root: e.root, witnessedAt: p.clock() };
+    return seal(TRAIN_T.witness, w as never, p.signer).bytes;
+  }
+}

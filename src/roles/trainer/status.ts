@@ -1,0 +1,114 @@
+/**
+ * A training worker's status (docs/training.md "Status"; spec/compute-pool.md,
+ * the worker in training mode): the view `c0mpute train status`, the devnet
+ * training scenario and a provider's member job read, and its file
+ * `status.json`. Part of src/roles/trainer/worker.ts.
+ *
+ * - `Contributions`: step commitments counted per member over the current
+ *   view's epochs and every committed epoch, kept as each commitment is
+ *   counted (never rebuilt over the epochs kept).
+ * - `StatusFile`: written at once at join, epoch ends, view changes and the
+ *   finish; while steps run, at most every `everyMs` of the worker's clock.
+ */
+import { writeFileSync } from 'node:fs';
+import { baselineAccuracy, iris } from '../../training/data.js';
+import { addressOf } from '../../training/engine.js';
+import { weightsBytes } from '../../training/model.js';
+import type { TrainerWorker } from './worker.js';
+
+/** Default least interval between two step-time writes of status.json, ms. */
+export const STATUS_EVERY_MS = 250;
+
+/** An epoch's aggregator key: `${view}:${epoch}`. */
+const viewOf = (key: string): number => Number(key.slice(0, key.indexOf(':')));
+
+export class Contributions {
+  readonly #total = new Map<string, number>();
+  /** What each aggregator not (yet) committed counted, per member: taken back if its view ends uncommitted. */
+  readonly #open = new Map<string, Map<string, number>>();
+  readonly #committed = new Set<string>();
+
+  #add(member: string, n: number): void {
+    const v = (this.#total.get(member) ?? 0) + n;
+    if (v === 0) this.#total.delete(member);
+    else this.#total.set(member, v);
+  }
+
+  /** The aggregator `key` counted a step commitment of `member`. */
+  counted(key: string, member: string): void {
+    this.#add(member, 1);
+    if (this.#committed.has(key)) return;
+    let per = this.#open.get(key);
+    if (!per) this.#open.set(key, (per = new Map()));
+    per.set(member, (per.get(member) ?? 0) + 1);
+  }
+
+  /** The epoch of aggregator `key` is committed: its counts stay, whatever view comes next. */
+  committed(key: string): void {
+    this.#committed.add(key);
+    this.#open.delete(key);
+  }
+
+  /** The membership view is now `view`: what earlier views' uncommitted epochs counted no longer counts. */
+  viewChanged(view: number): void {
+    for (const [key, per] of this.#open) {
+      if (viewOf(key) === view) continue;
+      for (const [m, n] of per) this.#add(m, -n);
+      this.#open.delete(key);
+    }
+  }
+
+  /** Per member DID (sorted), the commitments counted. */
+  view(): Record<string, number> {
+    return Object.fromEntries([...this.#total].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  }
+}
+
+/** What status.json shows, as the worker holds it. */
+export type StatusSource = Pick<TrainerWorker, 'runAddr' | 'rec' | 'status' | 'stopReason' | 'view' | 'members' | 'dropped' | 'losses' | 'epochs' | 'views' | 'ignoredCount' | 'ignored' | 'state' | 'accuracy'>;
+
+export function statusView(w: StatusSource, more: { self: string; stepsPerSec: number; contributions: Record<string, number> }): Record<string, unknown> {
+  return {
+    run: w.runAddr,
+    name: w.rec.name,
+    self: more.self,
+    status: w.status,
+    ...(w.stopReason ? { stopReason: w.stopReason } : {}),
+    view: w.view,
+    members: w.members,
+    dropped: w.dropped,
+    step: w.losses.length ? w.losses[w.losses.length - 1]!.step : -1,
+    totalSteps: w.rec.epochs * w.rec.stepsPerEpoch,
+    stepsPerSec: more.stepsPerSec,
+    losses: w.losses.slice(-50),
+    contributions: more.contributions,
+    epochs: w.epochs.map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((x) => x.did) })),
+    views: w.views,
+    ignored: { count: w.ignoredCount, recent: w.ignored.slice(-20) },
+    weights: addressOf(weightsBytes(w.state.w)),
+    ...(w.accuracy !== undefined ? { accuracy: w.accuracy, baseline: baselineAccuracy(iris().test) } : {}),
+  };
+}
+
+/** status.json: written now, or (a step) only when `everyMs` have passed on the clock since the last write. */
+export class StatusFile {
+  #last = -Infinity;
+
+  constructor(
+    private readonly path: string,
+    private readonly view: () => Record<string, unknown>,
+    private readonly clock: () => number,
+    private readonly everyMs = STATUS_EVERY_MS,
+  ) {}
+
+  /** Join, an epoch's end, a view change, the finish: written now. */
+  write(): void {
+    this.#last = this.clock();
+    writeFileSync(this.path, JSON.stringify(this.view(), null, 2));
+  }
+
+  /** A step: written if the last write is at least `everyMs` old. */
+  step(): void {
+    if (this.clock() - this.#last >= this.everyMs) this.write();
+  }
+}
