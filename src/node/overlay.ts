@@ -16,7 +16,8 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import { openHeld, recordHooks } from './record-hooks.js';
-import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
+import { MemoryRecordCache } from '../net/record-cache.js';
+import { overlayRecordSource } from './overlay-records.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
 import { ProcessRegistry } from '../roles/provider/orphans.js';
@@ -152,15 +153,7 @@ export class OverlayNode {
       return a && a.record.expiresAt > t ? a : undefined;
     };
     this.presence = new PresenceView(liveAdvert, { skewMs: nc.clockSkewMs });
-    const source: RecordSource = {
-      live: async (kind, t, limit) => {
-        if (kind === 'advert') return this.records.adverts().filter((a) => a.record.expiresAt > t).slice(0, limit).map((a) => a.bytes);
-        if (kind === 'presence') return this.presence.records(t, limit).map((p) => p.bytes);
-        return cache.live(kind, t, limit);
-      },
-      get: async (address) => (await this.records.getBytes(address)) ?? cache.get(address) ?? (await this.market.getBytes(address)),
-      add: (kind, rec) => cache.add(kind, rec),
-    };
+    const source = overlayRecordSource({ adverts: () => this.records.adverts(), presence: (t) => this.presence.records(t), getBytes: (a) => this.records.getBytes(a), marketBytes: (a) => this.market.getBytes(a), cache });
     const swarmKey = nc.swarmKeyFile ? readSwarmKey(nc.swarmKeyFile) : undefined;
     if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
     const shards = marketShards(this.d.config, nc, this.roles);
