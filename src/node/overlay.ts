@@ -49,6 +49,7 @@ import type { PoolMember } from '../roles/pool-member/member.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
 import { marketShards } from './markets.js';
+import { AbuseReports } from '../net/peer-abuse.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -95,6 +96,8 @@ export class OverlayNode {
   designatedOrders: (did: string) => number = () => 0;
   /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
   orders: OrdersWiring | undefined;
+  /** Over-limit requests on this node's own servers (claim/1) into the network's peer-abuse score (net/peer-abuse.ts). */
+  readonly abuseReports = new AbuseReports();
   #stops: Array<() => Promise<void>> = [];
   #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #jobs: Counter<'role' | 'outcome'>;
@@ -183,7 +186,7 @@ export class OverlayNode {
         presence: presenceHook(liveAdvert, this.clock),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
-      ...(nc.abuse ? { abuse: nc.abuse } : {}),
+      abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
     });
