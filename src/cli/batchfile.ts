@@ -20,7 +20,7 @@ import { parseMoney } from '../records/money.js';
 import { batchFieldError, parseBatch } from '../matching/batch-input.js';
 import type { Batch } from '../matching/batch-plan.js';
 import type { LineRecipe } from '../node/batch-client.js';
-import { parseDuration } from './jobfile.js';
+import { parseDuration } from '../node/jobfile.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
 const amount = z.union([z.string(), z.number().nonnegative()]).transform((v) => String(v));

@@ -161,6 +161,15 @@ export class FloodGuard {
     this.#newAdv.charge(peer, 1);
   }
 
+  /**
+   * An over-limit request the peer made on a direct protocol (claim/1, via `AbuseReports`): the same
+   * abuse points as a gossip flood hit (`abusePerHit`), so the same P5 score, disconnect and ban follow.
+   */
+  blame(peer: string): void {
+    if (this.opts.abusePerHit <= 0) return;
+    this.onAbuse?.(peer, this.#abuse.add(peer, this.opts.abusePerHit));
+  }
+
   /** A peer's current (decayed) abuse score. */
   abuse(peer: string): number {
     return this.#abuse.value(peer);

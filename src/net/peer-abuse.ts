@@ -7,6 +7,10 @@
  * publishing to it, then ignores its RPCs; past `disconnectAt` the node hangs
  * up and the connection gater refuses the peer (both directions) for `banMs`.
  * Decisions take the time from the injected clock.
+ *
+ * The node's direct-protocol servers outside the network (claim/1) report a
+ * peer that keeps hitting their rate limit through `AbuseReports` (passed in
+ * as `AbuseOptions.reports`): each report counts like a gossip flood hit.
  */
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
@@ -20,6 +24,23 @@ export interface AbuseOptions {
   disconnectAt: number;
   /** How long a disconnected abuser is refused by the gater, ms (default 300 000). */
   banMs: number;
+  /** Where the node's other servers report over-limit requests (claim/1): the policy attaches to it (not a config key). */
+  reports?: AbuseReports;
+}
+
+/**
+ * A channel from servers the network does not own (claim/1's ClaimDesk) to a
+ * network's abuse score: create one, pass it as `AbuseOptions.reports` to
+ * `createNetwork`, and give its `report` to the server. Reports before a
+ * network attaches (or after none does) go nowhere.
+ */
+export class AbuseReports {
+  #sink: ((peer: string) => void) | undefined;
+  attach(sink: (peer: string) => void): void {
+    this.#sink = sink;
+  }
+  /** One request by `peer` over a rate limit of ours. */
+  readonly report = (peer: string): void => this.#sink?.(peer);
 }
 
 export const ABUSE_DEFAULTS: AbuseOptions = { appSpecificWeight: 0.2, disconnectAt: 400, banMs: 300_000 };
@@ -46,6 +67,7 @@ export class AbusePolicy {
         new Counter({ name, help: 'Peers disconnected and refused for a while because their flood-limit abuse score passed network.abuse.disconnectAt', registers: [registry] });
     }
     guard.onAbuse = (peer, score) => this.#onAbuse(peer, score);
+    this.opts.reports?.attach((peer) => guard.blame(peer));
   }
 
   /** gossipsub P5 (before the weight): never positive. */

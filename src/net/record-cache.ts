@@ -4,16 +4,22 @@
  * `RecordSource` is what the roles supply (their LevelDB stores); the network
  * falls back to `MemoryRecordCache`, which holds every accepted or published
  * record until its validity window ends (bounded per kind; an advert replaces
- * the same signer's lower seq).
+ * the same signer's lower seq). Each record's market shards are kept beside it,
+ * computed once when it is added, so a shard-filtered sync (`live` with
+ * `shards`) reads them instead of re-opening records.
  */
 import type { Opened } from '../records/envelope.js';
 import type { Advert } from '../records/kinds.js';
 import { validityWindow } from '../records/kinds.js';
-import type { TopicKind } from './topics.js';
+import { isSharded, recordShards, type TopicKind } from './topics.js';
 
 export interface RecordSource {
-  /** Envelope bytes of the live records of `kind` this node holds (at most `limit`). */
-  live(kind: TopicKind, now: number, limit: number): Uint8Array[] | Promise<Uint8Array[]>;
+  /**
+   * Envelope bytes of the live records of `kind` this node holds (at most `limit`); with `shards`, only
+   * those on one of them (a sharded kind's markets, `recordShards`; a record of an unsharded kind is on
+   * none). Sources keep each record's shards beside it (`heldShards`), never re-opening records to filter.
+   */
+  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] | Promise<Uint8Array[]>;
   /** Envelope bytes of the record at `address`, if held. */
   get(address: string): Uint8Array | undefined | Promise<Uint8Array | undefined>;
   /** Called by the network for every record it accepted or published (optional). */
@@ -24,6 +30,8 @@ interface Entry {
   bytes: Uint8Array;
   notAfter: number;
   signer: string;
+  /** the record's market shards (sharded kinds; none otherwise), computed once in `add` */
+  shards: readonly string[];
 }
 
 export class MemoryRecordCache implements RecordSource {
@@ -48,7 +56,7 @@ export class MemoryRecordCache implements RecordSource {
       this.#advertBySigner.set(rec.signer, { address: rec.address, seq });
     }
     const w = validityWindow(rec.type, rec.record);
-    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer };
+    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer, shards: isSharded(kind) ? recordShards(kind, rec.record) : [] };
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
     if (m.size > this.#maxPerKind) {
@@ -57,7 +65,7 @@ export class MemoryRecordCache implements RecordSource {
     }
   }
 
-  live(kind: TopicKind, now: number, limit: number): Uint8Array[] {
+  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] {
     const m = this.#byKind.get(kind);
     if (!m) return [];
     const out: Uint8Array[] = [];
@@ -66,7 +74,7 @@ export class MemoryRecordCache implements RecordSource {
         this.#remove(kind, addr);
         continue;
       }
-      if (out.length < limit) out.push(e.bytes);
+      if (out.length < limit && (!shards || e.shards.some((s) => shards.has(s)))) out.push(e.bytes);
     }
     return out;
   }

@@ -6,7 +6,8 @@
  *   {op: "get",  addresses: ["sha256:…", …]}     (1..MAX_GET addresses)
  *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …]}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds)
  *
- * The server answers from a RecordSource; the requester checks everything it
+ * The server answers from a RecordSource (which filters `live` by shard on the
+ * shards it keeps beside each record: no record is re-opened to answer); the requester checks everything it
  * receives (fetch: address, type, shape, signature; sync: the full gossip
  * pipeline), so no unverified record enters.
  *
@@ -24,8 +25,7 @@ import type { Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
-import { open } from '../records/envelope.js';
-import { ALL_SHARDS, expectedType, isTopicKind, recordShards, type TopicKind } from './topics.js';
+import { ALL_SHARDS, isTopicKind, type TopicKind } from './topics.js';
 
 export const MAX_GET = 256;
 export const MAX_LIVE = 4_096;
@@ -80,15 +80,6 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
   return bad('op must be "get" or "live"');
 }
 
-/** Whether a stored record belongs on one of `shards` (decoded without the signature check: it was verified when it was taken). */
-function onShards(kind: TopicKind, bytes: Uint8Array, shards: ReadonlySet<string>): boolean {
-  try {
-    return recordShards(kind, open(bytes, expectedType(kind), { trusted: true }).record).some((s) => shards.has(s));
-  } catch {
-    return false;
-  }
-}
-
 /** The server side, answering from `source` within the bounds (per request and per peer). */
 export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}): ProtocolHandler {
   const o: RecordsServeOptions = { ...RECORDS_SERVE_DEFAULTS, ...options };
@@ -116,20 +107,9 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
           if (b && !(await send(b))) break;
         }
       } else {
+        // only the asked markets, when named: the source filters on the shards it keeps beside each record
         const want = Math.min(req.limit, o.maxResponseRecords);
-        if (!req.shards) {
-          for (const b of await source.live(req.kind, clock(), want)) if (!(await send(b))) break;
-        } else {
-          // only the asked markets: look through every live record of the kind, send those on an asked shard
-          const only = new Set(req.shards);
-          let n = 0;
-          for (const b of await source.live(req.kind, clock(), MAX_LIVE * 4)) {
-            if (n >= want) break;
-            if (!onShards(req.kind, b, only)) continue;
-            n++;
-            if (!(await send(b))) break;
-          }
-        }
+        for (const b of await source.live(req.kind, clock(), want, req.shards ? new Set(req.shards) : undefined)) if (!(await send(b))) break;
       }
     } finally {
       budgets.charge(peer, bytes + o.requestCostBytes);

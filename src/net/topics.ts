@@ -72,6 +72,20 @@ export function recordShards(kind: TopicKind, record: unknown): string[] {
   return Array.isArray(r.workloads) ? shardsOf(r.workloads.filter((w): w is string => typeof w === 'string')) : [];
 }
 
+const held = new WeakMap<object, readonly string[]>();
+
+/**
+ * The shards of a record a node holds decoded (an `Opened`'s record object), computed once per object and
+ * kept beside it (a WeakMap: it goes with the record). Unsharded kinds are on no shard. For the record
+ * sources that filter a `records/1` sync by market without re-opening what they hold.
+ */
+export function heldShards(kind: TopicKind, record: unknown): readonly string[] {
+  if (!isSharded(kind) || typeof record !== 'object' || record === null) return [];
+  let s = held.get(record);
+  if (!s) held.set(record, (s = recordShards(kind, record)));
+  return s;
+}
+
 /** Whether `s` names one of the SHARD_COUNT shards (`00` … `0f`). */
 export function isShard(s: string): boolean {
   return SHARD_RE.test(s) && parseInt(s, 16) < SHARD_COUNT;

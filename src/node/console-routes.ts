@@ -34,7 +34,7 @@ import { toWire, wireRecord } from './events.js';
 import type { ConsoleSessions} from './console-session.js';
 import { cookieValue } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
-import { parseJobFileText } from '../cli/jobfile.js';
+import { parseJobFileText } from './jobfile.js';
 
 /** Where the built page lives: dist/ui beside dist/src. */
 export const UI_DIR = fileURLToPath(new URL('../../ui/', import.meta.url));

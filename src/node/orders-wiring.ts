@@ -26,7 +26,7 @@ export interface OrdersWiring {
 
 export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; skewMs: number }): Promise<OrdersWiring> {
   const orders = new OpenOrders({ skewMs: opts.skewMs });
-  const desk = o.buyer ? new ClaimDesk(o.clock) : undefined;
+  const desk = o.buyer ? new ClaimDesk(o.clock, { onRateLimited: o.abuseReports.report }) : undefined;
   if (desk) await o.net.handle(CLAIM_PROTOCOL, desk.handler(), CLAIM_LIMITS);
   const pc = o.d.config.provider;
   const provider = o.provider;

@@ -2,13 +2,15 @@
  * One overlay a node is on: its own libp2p instance (own listen address, own
  * swarm key for a private overlay, own topics), its own stores (LevelDB
  * sublevels under the overlay's prefix, so a record from one overlay never
- * reaches another's) and the roles it runs there.
+ * reaches another's) and the roles it runs there. The roles are wired in
+ * their own modules: provider-wiring.ts, buyer-wiring.ts, orders-wiring.ts,
+ * presence-wiring.ts; what the overlay serves on records/1, overlay-records.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type PolicyName, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
@@ -16,23 +18,14 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import { openHeld, recordHooks } from './record-hooks.js';
-import { MemoryRecordCache, type RecordSource } from '../net/record-cache.js';
-import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
-import { Provider } from '../roles/provider/provider.js';
-import { ProcessRegistry } from '../roles/provider/orphans.js';
-import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
-import { createMeter } from '../roles/provider/meters.js';
-import { Buyer, type Admission, type BuyerEvent, type JobResult, type JobSpec } from '../roles/buyer.js';
-import { Steward, STEWARD_PROTOCOL, PREEMPT_PROTOCOL, LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward.js';
+import { MemoryRecordCache } from '../net/record-cache.js';
+import { overlayRecordSource } from './overlay-records.js';
+import type { Provider } from '../roles/provider/provider.js';
+import type { Buyer, BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
+import { Steward, LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward.js';
 import { WitnessRole } from '../roles/witness.js';
-import { requestAdmission } from '../roles/admission-client.js';
-import { didFromPeerId } from './peer-id.js';
-import { open } from '../records/envelope.js';
-import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES, execExchange, type ExecRequest } from '../roles/exec-protocol.js';
 import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
-import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, jobPushHandler, pushToSilent } from './job-push.js';
-import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/probe.js';
 import type { CandidateOrder } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
@@ -41,13 +34,13 @@ import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
-import { presenceHook, providerPresence } from './presence-wiring.js';
+import { presenceHook } from './presence-wiring.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
-import { startPoolMember } from '../roles/pool-member/wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
-import { createExecutor } from '../roles/provider/executors.js';
-import { offerToBuyer } from './offer-wiring.js';
+import { setupProvider } from './provider-wiring.js';
+import { BuyerWiring } from './buyer-wiring.js';
 import { marketShards } from './markets.js';
+import { AbuseReports } from '../net/peer-abuse.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -94,8 +87,10 @@ export class OverlayNode {
   designatedOrders: (did: string) => number = () => 0;
   /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
   orders: OrdersWiring | undefined;
+  /** Over-limit requests on this node's own servers (claim/1) into the network's peer-abuse score (net/peer-abuse.ts). */
+  readonly abuseReports = new AbuseReports();
   #stops: Array<() => Promise<void>> = [];
-  #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
+  readonly #buyerSide = new BuyerWiring(this);
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
   #probe: Promise<ProbeService> | undefined;
@@ -152,15 +147,7 @@ export class OverlayNode {
       return a && a.record.expiresAt > t ? a : undefined;
     };
     this.presence = new PresenceView(liveAdvert, { skewMs: nc.clockSkewMs });
-    const source: RecordSource = {
-      live: async (kind, t, limit) => {
-        if (kind === 'advert') return this.records.adverts().filter((a) => a.record.expiresAt > t).slice(0, limit).map((a) => a.bytes);
-        if (kind === 'presence') return this.presence.records(t, limit).map((p) => p.bytes);
-        return cache.live(kind, t, limit);
-      },
-      get: async (address) => (await this.records.getBytes(address)) ?? cache.get(address) ?? (await this.market.getBytes(address)),
-      add: (kind, rec) => cache.add(kind, rec),
-    };
+    const source = overlayRecordSource({ adverts: () => this.records.adverts(), presence: (t) => this.presence.records(t), getBytes: (a) => this.records.getBytes(a), marketBytes: (a) => this.market.getBytes(a), cache });
     const swarmKey = nc.swarmKeyFile ? readSwarmKey(nc.swarmKeyFile) : undefined;
     if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
     const shards = marketShards(this.d.config, nc, this.roles);
@@ -190,7 +177,7 @@ export class OverlayNode {
         presence: presenceHook(liveAdvert, this.clock),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
-      ...(nc.abuse ? { abuse: nc.abuse } : {}),
+      abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
     });
@@ -201,7 +188,7 @@ export class OverlayNode {
     });
     // Relaying is not storing: only offers for this node's own jobs (or, on a steward, every offer) are kept.
     this.net.subscribe('offer', async (rec, meta) => {
-      if (this.steward || this.market.wantsOffer(rec as Opened<Offer>)) await this.#onOffer(rec as Opened<Offer>, meta.attachments);
+      if (this.steward || this.market.wantsOffer(rec as Opened<Offer>)) await this.#buyerSide.onOffer(rec as Opened<Offer>, meta.attachments);
       else this.market.notStored();
     });
     // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up
@@ -227,8 +214,8 @@ export class OverlayNode {
     });
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
-    if (this.roles.includes('provider')) await this.#setupProvider();
-    if (this.roles.includes('buyer')) this.#setupBuyer();
+    if (this.roles.includes('provider')) await setupProvider(this, { onStop: (stop) => this.#stops.push(stop), quote: (job) => this.#quote(job), countJob: (outcome) => this.#jobs.inc({ role: 'provider', outcome }) });
+    if (this.roles.includes('buyer')) this.buyer = this.#buyerSide.createBuyer();
     this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });
     this.#stops.push(async () => this.orders?.claimer?.stop());
     if (this.roles.includes('steward')) {
@@ -276,152 +263,8 @@ export class OverlayNode {
     this.#stops.push(() => role.stop());
   }
 
-  async #setupProvider(): Promise<void> {
-    const { config, identity } = this.d;
-    const pc = config.provider;
-    if (!pc) throw new C0Error('CONFIG_INVALID', 'the provider role needs a `provider` section in the config', { field: 'provider' });
-    if (Object.keys(pc.workloads).length === 0) throw new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
-    const detected = await detectHardware({ nvidiaSmi: pc.detectGpus ? 'nvidia-smi' : false });
-    const hardware = mergeHardware(detected, pc.hardware);
-    const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts, ...(pc.meter.powercapRoot ? { powercapRoot: pc.meter.powercapRoot } : {}) });
-    const seed = identity.signer.exportSeed();
-    const box = boxKeyFromIdentitySeed(seed);
-    seed.fill(0);
-    const state = this.sub('provider');
-    const runs = this.sub('provider-runs');
-    const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: this.registry });
-    for (const r of this.market.evidence.receipts.values()) if (r.signer === this.did) quoteBudget.markKnownBuyer(r.record.buyer);
-    if (config.pool) {
-      this.poolMember = await startPoolMember({
-        config: config.pool, did: this.did, signer: identity.signer, clock: this.clock, log: this.log.child({ role: 'pool', overlay: this.name }), sub: (n) => this.sub(n), registry: this.registry,
-        executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor) : undefined), maxOutputBytes: pc.maxOutputBytes, net: this.net as never,
-        publishReceipt: async (r) => {
-          await this.market.addEvidence(r);
-          await this.net.publish('receipt', r.bytes).catch(() => undefined);
-        },
-        slots: { take: (job) => this.provider?.takeSlot(job) ?? false, give: (job) => this.provider?.giveSlot(job) },
-        onRosterChanged: () => void this.provider?.publishAdvert().catch((e) => this.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
-        ...(this.d.failpoint ? { failpoint: this.d.failpoint } : {}),
-      });
-      this.#stops.push(async () => this.poolMember?.stop());
-    }
-    this.provider = new Provider({
-      ...(this.poolMember ? { pool: this.poolMember.hooks() } : {}),
-      quoteBudget,
-      signer: identity.signer,
-      did: this.did,
-      config: pc,
-      // Running exec process groups, ended on the next start after a crash (docs/node.md).
-      processes: new ProcessRegistry(join(this.d.dataDir, 'exec-groups', encodeURIComponent(this.name))),
-      execHost: { signer: identity.signer, did: this.did, net: this.net, dir: join(this.d.dataDir, 'train') },
-      hardware,
-      meter,
-      box,
-      clock: this.clock,
-      log: this.log.child({ role: 'provider', overlay: this.name }),
-      eligibility: (job, advert, now) => this.market.providerEligibility(job, advert, now),
-      publish: async (kind, env, withAdvert, buyer) => {
-        if (kind === 'advert') await this.market.putAdvert(env as Opened<Advert>);
-        if (kind === 'offer') await this.market.addOffer(env as Opened<Offer>, this.clock());
-        // An offer goes to its buyer (and the overlay's steward) only, not on gossip (src/net/offer-route.ts).
-        if (kind === 'offer') return offerToBuyer(this.net, env, withAdvert, buyer, this.d.network.steward, this.log);
-        try {
-          return (await this.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
-        } catch (e) {
-          // No peers yet is not an error for a provider: it retries, and the advert is served on sync.
-          this.log.debug({ kind, err: (e as Error).message }, 'publish reached no peer');
-          return 0;
-        }
-      },
-      state: {
-        loadSeq: async () => {
-          const v = await state.get('seq');
-          return v ? Number(Buffer.from(v).toString()) : 0;
-        },
-        saveSeq: async (seq) => {
-          await state.batch([{ type: 'put', key: 'seq', value: new TextEncoder().encode(String(seq)) }], { sync: true } as never);
-        },
-        hasReceiptFor: async (job) => (await runs.get(job)) !== undefined,
-      },
-      onReceipt: async (r) => {
-        await runs.batch([{ type: 'put', key: r.record.job, value: new TextEncoder().encode(r.address) }], { sync: true } as never);
-        await this.market.addEvidence(r);
-      },
-      onOutcome: (status) => this.#jobs.inc({ role: 'provider', outcome: status }),
-      ...(this.selectionAuthority ? { selectionAuthority: this.selectionAuthority } : {}),
-      onSlotsChanged: () => this.presencePublisher?.changed(),
-    });
-    this.#stops.push(() => this.provider!.stop());
-    this.presencePublisher = providerPresence(this, pc, identity.signer);
-    this.#stops.push(async () => this.presencePublisher?.stop());
-    // exec/1 streams its input and output in chunks; the stream starts with the request phase's deadline
-    // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
-    await this.net.handleStream(
-      EXEC_PROTOCOL,
-      (ctx) => this.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
-      { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
-    );
-    await this.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: this.clock, skewMs: this.d.network.clockSkewMs, quote: (job) => this.#quote(job), advert: (a) => this.market.adverts.get(a) }), JOB_PUSH_LIMITS);
-    // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
-    const stewardDid = this.d.network.steward;
-    if (stewardDid) {
-      await this.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
-        if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
-        const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown };
-        if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
-        if (req.op === 'usage') {
-          // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
-          const u = this.provider!.usage(req.job);
-          await ctx.send((u ?? { running: 'no' }) as never);
-          return;
-        }
-        const receipt = await this.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority');
-        await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
-      });
-    }
-  }
-
   /** Who besides the job's buyer may sign a selection a provider will run (an overlay's steward). */
   selectionAuthority: ((selectionSigner: string, jobBuyer: string) => boolean) | undefined;
-
-  #setupBuyer(): void {
-    const { config, identity } = this.d;
-    this.buyer = new Buyer({
-      signer: identity.signer,
-      did: this.did,
-      clock: this.clock,
-      log: this.log.child({ role: 'buyer', overlay: this.name }),
-      market: this.market,
-      adverts: (did) => this.records.advertOf(did),
-      publish: async (kind, env) => {
-        await this.net.publish(kind, env.bytes).catch((e) => {
-          if (kind === 'job') throw e;
-          this.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
-        });
-      },
-      exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
-      store: async (rec) => {
-        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.market.addEvidence(rec as never);
-        else await this.records.put(rec);
-        if (rec.type === T.job && rec.signer === this.did) this.market.noteOwnJob(rec as Opened<Job>);
-      },
-      waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
-      collectWindowMs: config.buyer.collectWindowMs,
-      enoughOffers: config.buyer.enoughOffers,
-      defaultPolicy: config.buyer.policy,
-      ...(this.d.network.steward
-        ? {
-            admission: (job, spec, onQueued) => this.#admission(this.d.network.steward!, job, spec, onQueued),
-            withdraw: async (job) => {
-              await this.net.request(this.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
-            },
-          }
-        : {}),
-      // Open orders skip admission and the steward's selection: not on an overlay with a steward.
-      ...(this.d.network.steward ? {} : { orders: { inbox: (job: string) => this.orders!.inbox(job) } }),
-      ...(this.d.network.steward && this.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.d.network.steward!, job, policy, excluded) } : {}),
-    });
-  }
 
   /**
    * A steward's ledger as any node on the overlay can hold it: the entries
@@ -440,88 +283,12 @@ export class OverlayNode {
     return { entries, receipts };
   }
 
-  /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
-  async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
-    if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
-    // Asks again by itself when the stream fails while the claim is queued (src/roles/admission-client.ts).
-    return requestAdmission({
-      ask: async (onFrame) => {
-        await this.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - this.clock() + 5000) }, onFrame });
-      },
-      deadline: job.record.deadline,
-      clock: this.clock,
-      onQueued,
-      log: this.log.child({ role: 'buyer', overlay: this.name, job: job.address }),
-    });
-  }
-
-  async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {
-    const frames = await this.net.request(steward, STEWARD_PROTOCOL, [{ op: 'select', job: job.address, policy, excluded: [...excluded] } as never], { limits: { deadlineMs: 30_000 } });
-    const f = frames[0] as { selection?: Uint8Array; offer?: Uint8Array } | undefined;
-    if (!f?.selection || !f.offer) throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no selection');
-    const selection = open(f.selection, T.selection);
-    const offer = open(f.offer, T.offer);
-    if (selection.signer !== steward || selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('STEWARD_BAD_SELECTION', 'the steward’s selection does not match this job and offer');
-    await this.market.addOffer(offer, this.clock());
-    return { selection, offer };
-  }
-
-  /** One exec/1 exchange as an async iterable of the provider's frames (input and output chunked, src/roles/exec-protocol.ts). */
-  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal): AsyncIterable<unknown> {
-    // The buyer's signal bounds the exchange (the job's deadline plus a grace period).
-    const ch = await this.net.openStream(did, protocol, { signal, limits: { deadlineMs: 7 * 24 * 3600_000 } });
-    yield* execExchange(ch, request);
-  }
-
-  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void): Promise<number> {
-    return new Promise((resolve) => {
-      let count = this.market.offerCount(job, this.clock());
-      const seen = new Set<string>();
-      const finish = () => {
-        clearTimeout(timer);
-        clearTimeout(push);
-        this.#offerWaiters.get(job)?.delete(waiter);
-        resolve(count);
-      };
-      const waiter = (o: Opened<Offer>) => {
-        if (seen.has(o.address)) return;
-        seen.add(o.address);
-        count = this.market.offerCount(job, this.clock());
-        onOffer(o, count);
-        if (enough > 0 && count >= enough) finish();
-      };
-      const timer = setTimeout(finish, windowMs);
-      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2);
-      push.unref();
-      if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
-      this.#offerWaiters.get(job)!.add(waiter);
-      if (enough > 0 && count >= enough) finish();
-    });
-  }
-
-  /** A stored offer (gossip, or the answer to a pushed job) wakes the buyer waiting on its job. */
-  async #onOffer(offer: Opened<Offer>, attachments: readonly Opened[]): Promise<void> {
-    await this.market.addOffer(offer, this.clock(), attachments);
-    for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
-  }
-
   /** A provider heard a job (gossip or push): quote, and keep the jobs it quoted on. */
   async #quote(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
     if (!this.provider) return undefined;
     const made = await this.provider.onJob(job).catch((e) => void this.log.warn({ err: (e as Error).message }, 'quoting failed'));
     if (made) await this.records.put(job);
     return made ?? this.provider.offerFor(job.address);
-  }
-
-  /** Halfway through the offer window: send the job directly to connected providers that fit it and have not quoted (job-push.ts). */
-  async #pushJob(address: string, deadlineMs: number): Promise<void> {
-    const job = this.market.ownJob(address);
-    if (!job) return;
-    const now = this.clock();
-    const targets = this.market.silentProviders(job, this.net.peers().map((p) => p.did ?? ''), now, MAX_PUSH_TARGETS);
-    if (!targets.length) return;
-    await pushToSilent({ net: this.net, job, targets, deadlineMs, clock: this.clock, skewMs: this.d.network.clockSkewMs, log: this.log, onOffer: (o, a) => this.#onOffer(o, [a]) });
   }
 
   /** Run a job as buyer on this overlay. */

@@ -10,7 +10,9 @@
  *
  * The server side (ClaimDesk) checks, cheapest first: one request frame within
  * the frame bound, the peer's claim budget (token bucket per peer:
- * NET_RATE_LIMITED), that the claim opens (CLAIM_INVALID) and is signed by the
+ * NET_RATE_LIMITED; each refusal is also reported to the node's peer-abuse
+ * score, `onRateLimited`, so a peer that keeps flooding claims is scored,
+ * disconnected and banned like a gossip flooder), that the claim opens (CLAIM_INVALID) and is signed by the
  * peer that sent it (CLAIM_NOT_FROM_PEER), and that this node is taking claims
  * on that job (ORDER_UNKNOWN). Only then does the claim reach the buyer's
  * inbox, numbered in arrival order and opened (the buyer does not open it
@@ -37,6 +39,8 @@ export interface ClaimDeskOptions {
   peer: BucketSpec;
   /** Claims waiting in one order's inbox before new ones are refused (default 256). */
   maxQueued: number;
+  /** Told of each claim refused for the peer's rate (the network's `AbuseReports.report`: net/peer-abuse.ts). */
+  onRateLimited?: (peer: string) => void;
 }
 export const CLAIM_DESK_DEFAULTS: ClaimDeskOptions = { peer: { ratePerSec: 5, burst: 20 }, maxQueued: 256 };
 
@@ -140,7 +144,10 @@ export class ClaimDesk implements OrderPorts {
     return async (requests, ctx) => {
       if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1 takes exactly one request frame');
       const peer = ctx.peer.toString();
-      if (!this.#buckets.take(peer)) this.#early(CLAIM_ERR.RATE, `claim/1: this peer sends more than ${this.opts.peer.ratePerSec} claims a second`);
+      if (!this.#buckets.take(peer)) {
+        this.opts.onRateLimited?.(peer);
+        this.#early(CLAIM_ERR.RATE, `claim/1: this peer sends more than ${this.opts.peer.ratePerSec} claims a second`);
+      }
       const req = parseClaimRequest(requests[0]);
       let c: Opened<Claim>;
       try {

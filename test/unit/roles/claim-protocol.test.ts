@@ -16,6 +16,10 @@ import { codeOf } from '../../../src/errors.js';
 import type { CborValue } from '../../../src/records/cbor.js';
 import { signClaimRefusal } from '../../../src/matching/first-claim.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { FloodGuard } from '../../../src/net/flood-limits.js';
+import { AbusePolicy, AbuseReports } from '../../../src/net/peer-abuse.js';
 
 const BUYER = P(100);
 const J = job(BUYER, { order: {} });
@@ -86,6 +90,31 @@ describe('claim/1 framing and checks', () => {
     for (let i = 0; i < 5; i++) codes.push((await call(desk, 1, [junk])).error);
     assert.deepEqual(codes, ['CLAIM_INVALID', 'CLAIM_INVALID', 'CLAIM_INVALID', 'NET_RATE_LIMITED', 'NET_RATE_LIMITED']);
     assert.equal((await call(desk, 2, [junk])).error, 'CLAIM_INVALID');
+  });
+
+  it('a peer that keeps hitting the claim rate limit raises its peer-abuse score and is disconnected and banned by the network’s policy', async () => {
+    const c = fakeClock(NOW);
+    const guard = new FloodGuard({ abuseHalfLifeMs: 60_000 }, c);
+    const reports = new AbuseReports();
+    const hung: string[] = [];
+    const policy = new AbusePolicy(guard, { disconnectAt: 10, banMs: 60_000, reports }, c, silentLogger(), (p) => void hung.push(p));
+    const desk = new ClaimDesk(c, { peer: { ratePerSec: 1, burst: 3 }, onRateLimited: reports.report });
+    desk.inbox(J.address);
+    const junk = { t: 'claim', claim: new Uint8Array([1, 2, 3]) };
+    const flooder = peerIdFromDid(P(1).did).toString();
+    const honest = peerIdFromDid(P(2).did).toString();
+    for (let i = 0; i < 3; i++) await call(desk, 2, [junk]);
+    for (let i = 0; i < 12; i++) await call(desk, 1, [junk]);
+    assert.equal(policy.appSpecificScore(flooder), -9, '3 claims in the burst, 9 over the limit: 9 abuse points (gossipsub P5)');
+    assert.equal(policy.appSpecificScore(honest), -0, 'a peer within its claim rate earns nothing');
+    assert.equal(policy.denied(flooder), false);
+    await call(desk, 1, [junk]);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(hung, [flooder], 'the 10th over-limit claim reaches disconnectAt: hung up');
+    assert.equal(policy.denied(flooder), true, 'and refused by the gater for banMs');
+    assert.equal(policy.denied(honest), false);
+    c.advance(60_000);
+    assert.equal(policy.denied(flooder), false, 'the ban ends');
   });
 });
 

@@ -1,0 +1,140 @@
+/**
+ * The buyer role on an overlay (docs/market.md, docs/node.md; pool/1 §4 for
+ * admission): the Buyer and what it asks of the node — publishing, exec/1
+ * streams to the chosen provider, waiting for offers (and, halfway through the
+ * window, pushing the job to connected providers that have not quoted:
+ * job-push.ts), and on an overlay with a steward, admission, withdrawal and
+ * the steward's managed selection. Split out of overlay.ts; the overlay hands
+ * every offer it stores to `onOffer`, which wakes the buyer waiting on its job.
+ */
+import { C0Error } from '../errors.js';
+import { T, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
+import { open, type Opened } from '../records/envelope.js';
+import { Buyer, type Admission, type JobSpec } from '../roles/buyer.js';
+import { STEWARD_PROTOCOL } from '../roles/steward.js';
+import { requestAdmission } from '../roles/admission-client.js';
+import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
+import { MAX_PUSH_TARGETS, pushToSilent } from './job-push.js';
+import type { OverlayNode } from './overlay.js';
+
+export class BuyerWiring {
+  readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
+
+  constructor(private readonly o: OverlayNode) {}
+
+  /** The Buyer of this overlay (set it as the overlay's `buyer`). */
+  createBuyer(): Buyer {
+    const { config, identity } = this.o.d;
+    return new Buyer({
+      signer: identity.signer,
+      did: this.o.did,
+      clock: this.o.clock,
+      log: this.o.log.child({ role: 'buyer', overlay: this.o.name }),
+      market: this.o.market,
+      adverts: (did) => this.o.records.advertOf(did),
+      publish: async (kind, env) => {
+        await this.o.net.publish(kind, env.bytes).catch((e) => {
+          if (kind === 'job') throw e;
+          this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
+        });
+      },
+      exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
+      store: async (rec) => {
+        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.o.market.addEvidence(rec as never);
+        else await this.o.records.put(rec);
+        if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
+      },
+      waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
+      collectWindowMs: config.buyer.collectWindowMs,
+      enoughOffers: config.buyer.enoughOffers,
+      defaultPolicy: config.buyer.policy,
+      ...(this.o.d.network.steward
+        ? {
+            admission: (job, spec, onQueued) => this.#admission(this.o.d.network.steward!, job, spec, onQueued),
+            withdraw: async (job) => {
+              await this.o.net.request(this.o.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
+            },
+          }
+        : {}),
+      // Open orders skip admission and the steward's selection: not on an overlay with a steward.
+      ...(this.o.d.network.steward ? {} : { orders: { inbox: (job: string) => this.o.orders!.inbox(job) } }),
+      ...(this.o.d.network.steward && this.o.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.o.d.network.steward!, job, policy, excluded) } : {}),
+    });
+  }
+
+  /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
+  async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
+    if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.o.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
+    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
+    // Asks again by itself when the stream fails while the claim is queued (src/roles/admission-client.ts).
+    return requestAdmission({
+      ask: async (onFrame) => {
+        await this.o.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - this.o.clock() + 5000) }, onFrame });
+      },
+      deadline: job.record.deadline,
+      clock: this.o.clock,
+      onQueued,
+      log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),
+    });
+  }
+
+  async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {
+    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'select', job: job.address, policy, excluded: [...excluded] } as never], { limits: { deadlineMs: 30_000 } });
+    const f = frames[0] as { selection?: Uint8Array; offer?: Uint8Array } | undefined;
+    if (!f?.selection || !f.offer) throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no selection');
+    const selection = open(f.selection, T.selection);
+    const offer = open(f.offer, T.offer);
+    if (selection.signer !== steward || selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('STEWARD_BAD_SELECTION', 'the steward’s selection does not match this job and offer');
+    await this.o.market.addOffer(offer, this.o.clock());
+    return { selection, offer };
+  }
+
+  /** One exec/1 exchange as an async iterable of the provider's frames (input and output chunked, src/roles/exec-protocol.ts). */
+  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal): AsyncIterable<unknown> {
+    // The buyer's signal bounds the exchange (the job's deadline plus a grace period).
+    const ch = await this.o.net.openStream(did, protocol, { signal, limits: { deadlineMs: 7 * 24 * 3600_000 } });
+    yield* execExchange(ch, request);
+  }
+
+  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void): Promise<number> {
+    return new Promise((resolve) => {
+      let count = this.o.market.offerCount(job, this.o.clock());
+      const seen = new Set<string>();
+      const finish = () => {
+        clearTimeout(timer);
+        clearTimeout(push);
+        this.#offerWaiters.get(job)?.delete(waiter);
+        resolve(count);
+      };
+      const waiter = (o: Opened<Offer>) => {
+        if (seen.has(o.address)) return;
+        seen.add(o.address);
+        count = this.o.market.offerCount(job, this.o.clock());
+        onOffer(o, count);
+        if (enough > 0 && count >= enough) finish();
+      };
+      const timer = setTimeout(finish, windowMs);
+      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2);
+      push.unref();
+      if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
+      this.#offerWaiters.get(job)!.add(waiter);
+      if (enough > 0 && count >= enough) finish();
+    });
+  }
+
+  /** A stored offer (gossip, or the answer to a pushed job) wakes the buyer waiting on its job. */
+  async onOffer(offer: Opened<Offer>, attachments: readonly Opened[]): Promise<void> {
+    await this.o.market.addOffer(offer, this.o.clock(), attachments);
+    for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
+  }
+
+  /** Halfway through the offer window: send the job directly to connected providers that fit it and have not quoted (job-push.ts). */
+  async #pushJob(address: string, deadlineMs: number): Promise<void> {
+    const job = this.o.market.ownJob(address);
+    if (!job) return;
+    const now = this.o.clock();
+    const targets = this.o.market.silentProviders(job, this.o.net.peers().map((p) => p.did ?? ''), now, MAX_PUSH_TARGETS);
+    if (!targets.length) return;
+    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]) });
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The job file's schema and its reading into a job spec (docs/cli.md "job.yaml";
+ * docs/console.md "Run a job"): durations accept `90s`, `5m`, `1h` or
+ * milliseconds; maxPrice accepts "0.05 USD" or {amount, currency}; the input
+ * comes from --input FILE, `inputFile`, or inline `input` text. Shared by the
+ * CLI (src/cli/jobfile.ts reads the file) and the daemon's console
+ * (`POST /v1/console/run` sends the text), so the daemon does not depend on src/cli.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { C0Error } from '../errors.js';
+import { POLICIES, WORKLOAD_RE } from '../records/kinds.js';
+import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
+import { configError } from './config.js';
+import { requirementsSchema } from '../matching/batch-input.js';
+
+const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
+
+const jobFileSchema = z
+  .object({
+    workload: z.string().regex(WORKLOAD_RE, 'a workload namespace like builtin.sha256'),
+    params: z.union([z.string(), z.number()]).optional(),
+    maxPrice: z.union([z.string(), z.object({ amount: z.string().regex(AMOUNT_RE), currency: z.string().regex(CURRENCY_RE) }).strict()]),
+    deadline: duration.default('60s'),
+    timeout: duration.optional(),
+    policy: z.enum(POLICIES).optional(),
+    sealInput: z.boolean().default(false),
+    /** On an overlay with a steward: the entitlement the job runs under, its class, and an energy estimate. */
+    entitlement: z.string().optional(),
+    class: z.string().optional(),
+    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
+    input: z.string().optional(),
+    inputFile: z.string().optional(),
+    requirements: requirementsSchema.optional(),
+    /** An open order (docs/matching.md "Open orders, claims and leases"): `order: {}` an open bid, `order: {designated: DID}`. */
+    order: z.object({ designated: z.string().optional() }).strict().nullable().optional(),
+  })
+  .strict();
+
+export function parseDuration(v: number | string): number {
+  if (typeof v === 'number') return v;
+  const m = /^([0-9]+)(ms|s|m|h)$/.exec(v)!;
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : m[2] === 'm' ? n * 60_000 : n * 3_600_000;
+}
+
+export interface JobFileOptions {
+  input?: string;
+  policy?: string;
+  /** a job with no input is allowed (the probe only needs its size) */
+  inputOptional?: boolean;
+  /** `c0mpute run --open`: post the job as an open bid (an open order) */
+  open?: boolean;
+  /** `c0mpute run --designated DID`: post the job as an order designated to DID */
+  designated?: string;
+}
+
+/**
+ * The same checks on job-file text (the console's "Run a job" sends YAML):
+ * `path` names it in errors and anchors `inputFile`; with `files: false`
+ * (the console) `inputFile` is refused and the input must be inline.
+ */
+export function parseJobFileText(text: string, path: string, opts: JobFileOptions & { files?: boolean } = {}): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new C0Error('JOB_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
+  }
+  const r = jobFileSchema.safeParse(raw ?? {});
+  if (!r.success) {
+    const err = configError(r.error, path);
+    throw new C0Error('JOB_FILE_INVALID', err.message, { field: err.field ?? '' });
+  }
+  const j = r.data;
+  let input: Uint8Array;
+  if (opts.files === false && j.inputFile) throw new C0Error('JOB_FILE_INVALID', `${path}: inputFile is not read here; give the input inline (input:)`, { field: 'inputFile' });
+  const inputPath = opts.input ?? (j.inputFile ? resolve(dirname(path), j.inputFile) : undefined);
+  if (inputPath) {
+    try {
+      input = new Uint8Array(readFileSync(inputPath === '-' ? 0 : inputPath));
+    } catch (e) {
+      throw new C0Error('INPUT_UNREADABLE', `cannot read input ${inputPath}: ${(e as Error).message}`);
+    }
+  } else input = new TextEncoder().encode(j.input ?? '');
+  if (input.length === 0 && !opts.inputOptional) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
+  const policy = opts.policy ?? j.policy;
+  if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
+  return {
+    workload: j.workload,
+    ...(j.params === undefined ? {} : { params: String(j.params) }),
+    maxPrice: typeof j.maxPrice === 'string' ? parseMoney(j.maxPrice) : j.maxPrice,
+    deadlineMs: parseDuration(j.deadline),
+    ...(j.timeout === undefined ? {} : { timeoutMs: parseDuration(j.timeout) }),
+    ...(policy ? { policy } : {}),
+    ...(j.sealInput ? { sealInput: true } : {}),
+    ...(j.entitlement ? { entitlement: j.entitlement } : {}),
+    ...(j.class ? { class: j.class } : {}),
+    ...(j.energy ? { energy: j.energy } : {}),
+    ...(j.requirements ? { requirements: normaliseRequirements(j.requirements) } : {}),
+    ...orderOf(j.order, opts),
+    input: Buffer.from(input).toString('base64'),
+  };
+}
+
+/** The job's `order` from the file's `order:` key and the flags (`--designated` wins over the file's). */
+function orderOf(file: { designated?: string | undefined } | null | undefined, opts: JobFileOptions): { order?: { designated?: string } } {
+  const designated = opts.designated ?? file?.designated;
+  if (designated !== undefined) return { order: { designated } };
+  if (opts.open || file !== undefined) return { order: {} };
+  return {};
+}
+
+/** Sorted, de-duplicated lists as the record format requires. */
+function normaliseRequirements(r: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...r };
+  const sortU = (a: unknown) => [...new Set(a as string[])].sort();
+  if (out.regions) out.regions = sortU(out.regions);
+  if (out.allowlist) out.allowlist = sortU(out.allowlist);
+  if (out.gpu && (out.gpu as { features?: string[] }).features) out.gpu = { ...(out.gpu as object), features: sortU((out.gpu as { features: string[] }).features) };
+  return out;
+}

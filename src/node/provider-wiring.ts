@@ -1,0 +1,142 @@
+/**
+ * The provider role on an overlay (docs/node.md, docs/market.md; pool/1 §5 for
+ * preemption): hardware and meter, the pool membership when the config has a
+ * `pool` section, the Provider itself (quoting, running, its advert and
+ * receipts), its presence publisher, and the direct protocols it serves
+ * (exec/1, job-push/1, and the steward's preempt/1). Split out of overlay.ts:
+ * it sets the overlay's `provider`, `poolMember` and `presencePublisher`.
+ */
+import { join } from 'node:path';
+import { C0Error } from '../errors.js';
+import type { Advert, Job, Offer } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
+import { Provider } from '../roles/provider/provider.js';
+import { ProcessRegistry } from '../roles/provider/orphans.js';
+import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
+import { createMeter } from '../roles/provider/meters.js';
+import { PREEMPT_PROTOCOL } from '../roles/steward.js';
+import { didFromPeerId } from './peer-id.js';
+import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js';
+import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
+import { QuoteBudget } from '../roles/provider/quote-budget.js';
+import { providerPresence } from './presence-wiring.js';
+import { startPoolMember } from '../roles/pool-member/wiring.js';
+import { createExecutor } from '../roles/provider/executors.js';
+import { offerToBuyer } from './offer-wiring.js';
+import type { OverlayNode } from './overlay.js';
+
+/** What the provider wiring needs from the overlay beyond its public fields. */
+export interface ProviderWiringHooks {
+  /** Register a stop (run in reverse order of registration, before the network's). */
+  onStop(stop: () => Promise<void>): void;
+  /** Quote on a job heard (the overlay's: it also keeps the jobs quoted on). */
+  quote(job: Opened<Job>): Promise<Opened<Offer> | undefined>;
+  /** Count a provider job by outcome (c0mpute_jobs_total). */
+  countJob(outcome: string): void;
+}
+
+export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Promise<void> {
+  const { config, identity } = o.d;
+  const pc = config.provider;
+  if (!pc) throw new C0Error('CONFIG_INVALID', 'the provider role needs a `provider` section in the config', { field: 'provider' });
+  if (Object.keys(pc.workloads).length === 0) throw new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
+  const detected = await detectHardware({ nvidiaSmi: pc.detectGpus ? 'nvidia-smi' : false });
+  const hardware = mergeHardware(detected, pc.hardware);
+  const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts, ...(pc.meter.powercapRoot ? { powercapRoot: pc.meter.powercapRoot } : {}) });
+  const seed = identity.signer.exportSeed();
+  const box = boxKeyFromIdentitySeed(seed);
+  seed.fill(0);
+  const state = o.sub('provider');
+  const runs = o.sub('provider-runs');
+  const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry });
+  for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
+  if (config.pool) {
+    o.poolMember = await startPoolMember({
+      config: config.pool, did: o.did, signer: identity.signer, clock: o.clock, log: o.log.child({ role: 'pool', overlay: o.name }), sub: (n) => o.sub(n), registry: o.registry,
+      executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor) : undefined), maxOutputBytes: pc.maxOutputBytes, net: o.net as never,
+      publishReceipt: async (r) => {
+        await o.market.addEvidence(r);
+        await o.net.publish('receipt', r.bytes).catch(() => undefined);
+      },
+      slots: { take: (job) => o.provider?.takeSlot(job) ?? false, give: (job) => o.provider?.giveSlot(job) },
+      onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
+      ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
+    });
+    h.onStop(async () => o.poolMember?.stop());
+  }
+  o.provider = new Provider({
+    ...(o.poolMember ? { pool: o.poolMember.hooks() } : {}),
+    quoteBudget,
+    signer: identity.signer,
+    did: o.did,
+    config: pc,
+    // Running exec process groups, ended on the next start after a crash (docs/node.md).
+    processes: new ProcessRegistry(join(o.d.dataDir, 'exec-groups', encodeURIComponent(o.name))),
+    execHost: { signer: identity.signer, did: o.did, net: o.net, dir: join(o.d.dataDir, 'train') },
+    hardware,
+    meter,
+    box,
+    clock: o.clock,
+    log: o.log.child({ role: 'provider', overlay: o.name }),
+    eligibility: (job, advert, now) => o.market.providerEligibility(job, advert, now),
+    publish: async (kind, env, withAdvert, buyer) => {
+      if (kind === 'advert') await o.market.putAdvert(env as Opened<Advert>);
+      if (kind === 'offer') await o.market.addOffer(env as Opened<Offer>, o.clock());
+      // An offer goes to its buyer (and the overlay's steward) only, not on gossip (src/net/offer-route.ts).
+      if (kind === 'offer') return offerToBuyer(o.net, env, withAdvert, buyer, o.d.network.steward, o.log);
+      try {
+        return (await o.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
+      } catch (e) {
+        // No peers yet is not an error for a provider: it retries, and the advert is served on sync.
+        o.log.debug({ kind, err: (e as Error).message }, 'publish reached no peer');
+        return 0;
+      }
+    },
+    state: {
+      loadSeq: async () => {
+        const v = await state.get('seq');
+        return v ? Number(Buffer.from(v).toString()) : 0;
+      },
+      saveSeq: async (seq) => {
+        await state.batch([{ type: 'put', key: 'seq', value: new TextEncoder().encode(String(seq)) }], { sync: true } as never);
+      },
+      hasReceiptFor: async (job) => (await runs.get(job)) !== undefined,
+    },
+    onReceipt: async (r) => {
+      await runs.batch([{ type: 'put', key: r.record.job, value: new TextEncoder().encode(r.address) }], { sync: true } as never);
+      await o.market.addEvidence(r);
+    },
+    onOutcome: (status) => h.countJob(status),
+    ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),
+    onSlotsChanged: () => o.presencePublisher?.changed(),
+  });
+  h.onStop(() => o.provider!.stop());
+  o.presencePublisher = providerPresence(o, pc, identity.signer);
+  h.onStop(async () => o.presencePublisher?.stop());
+  // exec/1 streams its input and output in chunks; the stream starts with the request phase's deadline
+  // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
+  await o.net.handleStream(
+    EXEC_PROTOCOL,
+    (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
+    { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
+  );
+  await o.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: o.clock, skewMs: o.d.network.clockSkewMs, quote: (job) => h.quote(job), advert: (a) => o.market.adverts.get(a) }), JOB_PUSH_LIMITS);
+  // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
+  const stewardDid = o.d.network.steward;
+  if (stewardDid) {
+    await o.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
+      if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
+      const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown };
+      if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
+      if (req.op === 'usage') {
+        // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
+        const u = o.provider!.usage(req.job);
+        await ctx.send((u ?? { running: 'no' }) as never);
+        return;
+      }
+      const receipt = await o.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority');
+      await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
+    });
+  }
+}
