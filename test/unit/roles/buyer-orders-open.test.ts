@@ -4,8 +4,10 @@
  * once: the desk opens it to check it, the buyer keeps that opened record for
  * the decision, the selection, the store and the evidence, and a winner does
  * not make it judge the earlier claims again. Counted as signature checks:
- * node:crypto's `verify`, wrapped for the test (syncBuiltinESMExports updates
- * the binding src/records/ed25519.ts imports), per claim signature.
+ * the verify of either backend src/records/ed25519.ts uses, wrapped for the
+ * test: libsodium's (sodium-native's exported function) and node:crypto's
+ * `verify` (syncBuiltinESMExports updates the binding ed25519.ts imports), per
+ * claim signature.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,16 +24,23 @@ import { NOW, P, advert, job } from '../market/fixtures.js';
 
 const cjsCrypto = createRequire(import.meta.url)('node:crypto') as typeof NodeCrypto;
 const realVerify = cjsCrypto.verify;
-/** Signatures node:crypto was asked to verify, hex, in order. */
+/** Signatures either backend was asked to verify, hex, in order. */
 const verified: string[] = [];
 cjsCrypto.verify = ((...args: Parameters<typeof realVerify>) => {
   const sig = args[3] as unknown as Uint8Array | undefined;
   if (sig) verified.push(Buffer.from(sig).toString('hex'));
   return (realVerify as (...a: unknown[]) => unknown)(...args);
 }) as typeof realVerify;
+const sodium = createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached: (sig: Uint8Array, msg: Uint8Array, pub: Uint8Array) => boolean };
+const realSodiumVerify = sodium.crypto_sign_verify_detached;
+sodium.crypto_sign_verify_detached = (sig, msg, pub) => {
+  verified.push(Buffer.from(sig).toString('hex'));
+  return realSodiumVerify(sig, msg, pub);
+};
 syncBuiltinESMExports();
 after(() => {
   cjsCrypto.verify = realVerify;
+  sodium.crypto_sign_verify_detached = realSodiumVerify;
   syncBuiltinESMExports();
 });
 
