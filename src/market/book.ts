@@ -100,8 +100,6 @@ export class OfferBook {
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
   /** every offer held (best and standby), by address */
   readonly #addrs = new Map<string, Opened<Offer>>();
-  /** the slot (provider) each held offer was filed under */
-  readonly #slotKey = new Map<string, string>();
   readonly #store: Sub | undefined;
   readonly #slotOf: SlotOf;
 
@@ -201,16 +199,12 @@ export class OfferBook {
     }
     this.#commit(job, provider, kept, removed);
     this.#addrs.set(offer.address, offer);
-    this.#slotKey.set(offer.address, provider);
     const after = bestOf(kept, now);
     return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed, provider };
   }
 
   #commit(job: string, provider: string, entries: Opened<Offer>[], removed: Opened<Offer>[]): void {
-    for (const r of removed) {
-      this.#addrs.delete(r.address);
-      this.#slotKey.delete(r.address);
-    }
+    for (const r of removed) this.#addrs.delete(r.address);
     let slots = this.#jobs.get(job);
     if (entries.length === 0) {
       if (slots) {
@@ -232,11 +226,7 @@ export class OfferBook {
     for (const r of removed) if (r.record.job === offer.record.job) entries.push(r);
     entries.sort(compareOffers);
     this.#addrs.delete(offer.address);
-    this.#slotKey.delete(offer.address);
-    for (const r of removed) {
-      this.#addrs.set(r.address, r);
-      this.#slotKey.set(r.address, provider);
-    }
+    for (const r of removed) this.#addrs.set(r.address, r);
     this.#commit(offer.record.job, provider, entries, []);
   }
 
@@ -332,18 +322,21 @@ export class OfferBook {
     const slots = this.#jobs.get(job);
     if (!slots) return;
     const removed = [...slots.values()].flat();
-    for (const o of removed) {
-      this.#addrs.delete(o.address);
-      this.#slotKey.delete(o.address);
-    }
+    for (const o of removed) this.#addrs.delete(o.address);
     this.#jobs.delete(job);
     if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
   }
 
-  /** A plain, deterministic picture of the visible book at `now` (for comparisons and tests). */
+  /** A plain, deterministic picture of the visible book at `now` (for comparisons and tests): each slot's best live offer, by job then provider (the slot it was filed under). */
   snapshot(now: number): Array<{ job: string; provider: string; offer: string }> {
     const out: Array<{ job: string; provider: string; offer: string }> = [];
-    for (const job of this.jobs()) for (const o of this.best(job, now)) out.push({ job, provider: this.#slotKey.get(o.address) ?? o.signer, offer: o.address });
+    for (const job of this.jobs()) {
+      const slots = this.#jobs.get(job)!;
+      for (const provider of [...slots.keys()].sort()) {
+        const o = bestOf(slots.get(provider), now);
+        if (o) out.push({ job, provider, offer: o.address });
+      }
+    }
     return out;
   }
 }

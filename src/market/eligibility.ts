@@ -387,6 +387,13 @@ export class AdvertIndex {
     return this.#members.get(provider)?.size ?? 0;
   }
 
+  /** The signer first in DID order among those whose latest advert stands for the entry `provider` (a pool's stand-in while none of its members quoted). */
+  firstMember(provider: string): string | undefined {
+    let first: string | undefined;
+    for (const s of this.#members.get(provider) ?? []) if (first === undefined || s < first) first = s;
+    return first;
+  }
+
   /**
    * The provider an offer stands for: the pool of the pooled advert it cites
    * (when that advert is held and is the offer signer's), else its signer.

@@ -3,7 +3,6 @@
  * requirements bind, said in one sentence, with what relaxing each binding
  * constraint would gain. Pure; `now` is injected; providers in DID order.
  */
-import { providerOf } from '../pools/chain.js';
 import type { Advert, Job, Offer } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
@@ -72,32 +71,12 @@ export function verdictOf(provider: string, advert: string | undefined, offer: s
 export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>): ProviderVerdict[] {
   const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now, (o) => index.providerFor(o));
   if (judged) for (const o of cands) judged.set(o.address, o);
-  // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer
-  const providers: string[] = [];
-  const quoted = new Set<string>();
-  for (const o of cands) {
-    providers.push(o.signer);
-    quoted.add(o.signer);
-  }
-  // A pool is one provider (docs/pools.md): members' pooled adverts count once — as the member that
-  // quoted, or else the member first in DID order.
-  const pools = new Set<string>();
-  for (const o of cands) {
-    const a = index.latest.get(o.signer);
-    if (a?.record.pool) pools.add(providerOf(a));
-  }
-  const poolPick = new Map<string, string>();
-  for (const [p, a] of index.latest) {
-    if (quoted.has(p)) continue;
-    if (!a.record.pool) {
-      providers.push(p);
-      continue;
-    }
-    const pool = providerOf(a);
-    const cur = poolPick.get(pool);
-    if (!pools.has(pool) && (cur === undefined || p < cur)) poolPick.set(pool, p);
-  }
-  for (const p of poolPick.values()) providers.push(p);
+  // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer.
+  // A pool is one provider (docs/pools.md): its members' pooled adverts are one of the index's
+  // entries, counted once — as the member that quoted, or else the member first in DID order.
+  const providers = cands.map((o) => o.signer);
+  const quoted = new Set(cands.map((o) => index.entryOf(o.signer)));
+  for (const entry of index.entries.keys()) if (!quoted.has(entry)) providers.push(index.firstMember(entry)!);
   const out: ProviderVerdict[] = [];
   for (const i of nameOrder(providers)) {
     const p = providers[i]!;

@@ -7,12 +7,11 @@
  * whoever asks. The elected copy's work — gates, dispatch, the call, the output
  * guard, settlement, closing a crashed coordinator's trail — is coordinator.ts.
  *
- * The members talk on `/c0mpute/pool/1` (protocol.ts); per-member figures: status.ts.
+ * The members talk on `/c0mpute/pool/1` (protocol.ts; answering them: serve.ts); per-member figures: status.ts.
  */
 import { Counter, type Registry } from 'prom-client';
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
-import { hashHex } from '../../records/address.js';
 import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
@@ -25,7 +24,8 @@ import type { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { ProviderPoolHooks } from './hooks.js';
 import { failureCodes, tallyTrail } from './status.js';
-import { checkDispatch, type PoolReply } from './protocol.js';
+import type { PoolReply } from './protocol.js';
+import { serveMember } from './serve.js';
 import { RosterState } from './roster-state.js';
 import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
 
@@ -315,71 +315,22 @@ export class PoolMember {
 
   // ---- serving other members -----------------------------------------------
 
-  /** Answer one request from `from` (authenticated by the connection's key). */
-  async serve(frame: unknown, from: string): Promise<PoolReply> {
-    const f = frame as Record<string, unknown>;
-    try {
-      if (!this.members.includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
-      if (f?.op !== 'ping' || f.seq === this.#rs.seq) this.#lastSeen.set(from, this.d.clock());
-      switch (f?.op) {
-        case 'ping':
-          // One that left says so, with its record: the caller drops it from its active list.
-          if (this.#rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: this.#rs.left.roster.bytes, membership: this.#rs.left.membership.bytes };
-          // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
-          return { ok: 'yes', seq: this.#rs.seq, ...(typeof f.seq === 'number' && f.seq < this.#rs.seq ? { roster: this.#rs.roster.bytes } : {}) };
-        case 'roster': {
-          if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
-          this.#heard(f.roster);
-          return { ok: 'yes', seq: this.#rs.seq };
-        }
-        case 'left': {
-          if (!(f.roster instanceof Uint8Array) || !(f.membership instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'left: the roster and the left membership are required');
-          this.#memberLeft(from, f.roster, f.membership);
-          return { ok: 'yes' };
-        }
-        case 'trail': {
-          const { dispatch, job, offer } = checkDispatch(f, from, this.pool, this.members);
-          await this.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
-          return { ok: 'yes' };
-        }
-        case 'run': {
-          if (this.#rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
-          const { dispatch, job } = checkDispatch(f, from, this.pool, this.members);
-          if (dispatch.record.member !== this.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
-          const input = f.input;
-          if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
-          const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock()));
-          // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
-          if (this.d.slots && !this.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
-          try {
-            const output = await this.#runHere(dispatch, job, input, AbortSignal.timeout(budget));
-            return { ok: 'yes', output };
-          } finally {
-            this.d.slots?.give(job.address);
-          }
-        }
-        case 'closed': {
-          if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
-          const r = open(f.receipt, T.receipt);
-          if (r.record.job !== f.job || r.record.provider !== this.pool) throw new C0Error('POOL_BAD_REQUEST', 'closed: the receipt is not this pool’s for this job');
-          const by = typeof f.coordinator === 'string' ? f.coordinator : undefined;
-          if (await this.d.trail.get(f.job)) await this.d.trail.close(f.job, by, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
-          return { ok: 'yes' };
-        }
-        case 'status': {
-          if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
-          const all = (await this.d.trail.entries(f.job)).map((x) => x.entry);
-          const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
-          return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}) } : { state: 'unknown' };
-        }
-        default:
-          throw new C0Error('POOL_BAD_REQUEST', 'unknown op');
-      }
-    } catch (e) {
-      const c = code(e);
-      if (c === 'POOL_INTERNAL') this.d.log.warn({ err: (e as Error).message }, 'pool: request failed');
-      return { code: c, message: (e as Error).message.slice(0, 500) };
-    }
+  /** Answer one request from `from` (authenticated by the connection's key): serve.ts. */
+  serve(frame: unknown, from: string): Promise<PoolReply> {
+    return serveMember(
+      {
+        d: this.d,
+        pool: this.pool,
+        rs: this.#rs,
+        members: () => this.members,
+        seen: (m) => void this.#lastSeen.set(m, this.d.clock()),
+        heard: (roster) => this.#heard(roster),
+        memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
+        runHere: (dispatch, job, input, signal) => this.#runHere(dispatch, job, input, signal),
+      },
+      frame,
+      from,
+    );
   }
 
   /** Operator's view (`c0mpute pool-provider status`): election, liveness, per-member jobs and earnings. */

@@ -100,3 +100,15 @@ test('selection and the explanation over a plain list of offers take a pool’s 
   assert.equal(e.providers.length, 2);
   assert.equal(e.known, 2);
 });
+
+test('the explanation lists an unquoted pool once, as its member first in DID order; a quoted pool as the member that quoted', () => {
+  const ads = M.map((m) => pooled(m));
+  const s = advert(P(1));
+  const first = [...M.map((m) => m.did)].sort()[0]!;
+  const none = explainMarket({ job: J, adverts: [...ads, s], offers: [], now: NOW });
+  assert.deepEqual(none.providers.map((v) => v.provider).sort(), [first, P(1).did].sort(), 'one verdict for the pool (its first member by DID), one for the plain provider');
+  const last = M.find((m) => m.did !== first)!;
+  const quoted = explainMarket({ job: J, adverts: [...ads, s], offers: [offer(last, J, ads[M.indexOf(last)]!, { amount: '0.5' })], now: NOW });
+  assert.deepEqual(quoted.providers.map((v) => v.provider).sort(), [last.did, P(1).did].sort(), 'the member that quoted stands for the pool');
+  assert.equal(quoted.providers.find((v) => v.provider === last.did)!.offer !== undefined, true);
+});

@@ -1,0 +1,101 @@
+/**
+ * A pool member answering the other members on `/c0mpute/pool/1` (docs/pools.md;
+ * the frames: protocol.ts): `ping` (liveness, and the roster in use for a
+ * caller on an older one), `roster` and `left` (a newer roster, a member that
+ * left), `trail` (a coordinator's dispatch, kept before the work starts),
+ * `run` (dispatched work, at most once whoever asks, inside one of this
+ * member's provider slots), `closed` (how the work ended) and `status`. The
+ * caller is authenticated by the connection's key and must be a member.
+ * Errors become `{code, message}` replies. Split out of member.ts.
+ */
+import { C0Error } from '../../errors.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { hashHex } from '../../records/address.js';
+import { T, type Job, type PoolDispatch } from '../../records/kinds.js';
+import { checkDispatch, type PoolReply } from './protocol.js';
+import type { RosterState } from './roster-state.js';
+import { code } from './coordinator.js';
+import type { PoolMemberDeps } from './member.js';
+
+/** What serving needs of the member. */
+export interface MemberServePorts {
+  d: PoolMemberDeps;
+  pool: string;
+  rs: RosterState;
+  members(): string[];
+  /** `member` was heard from now (liveness). */
+  seen(member: string): void;
+  /** A roster another member sent (newer ones are noted). */
+  heard(roster: Uint8Array): void;
+  /** A member's `left` record, with the roster it left. */
+  memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void;
+  /** Run a dispatched job on this member: at most once, whoever asks. */
+  runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array>;
+}
+
+/** Answer one request from `from` (authenticated by the connection's key). */
+export async function serveMember(p: MemberServePorts, frame: unknown, from: string): Promise<PoolReply> {
+  const f = frame as Record<string, unknown>;
+  try {
+    if (!p.members().includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
+    if (f?.op !== 'ping' || f.seq === p.rs.seq) p.seen(from);
+    switch (f?.op) {
+      case 'ping':
+        // One that left says so, with its record: the caller drops it from its active list.
+        if (p.rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: p.rs.left.roster.bytes, membership: p.rs.left.membership.bytes };
+        // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
+        return { ok: 'yes', seq: p.rs.seq, ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
+      case 'roster': {
+        if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
+        p.heard(f.roster);
+        return { ok: 'yes', seq: p.rs.seq };
+      }
+      case 'left': {
+        if (!(f.roster instanceof Uint8Array) || !(f.membership instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'left: the roster and the left membership are required');
+        p.memberLeft(from, f.roster, f.membership);
+        return { ok: 'yes' };
+      }
+      case 'trail': {
+        const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members());
+        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+        return { ok: 'yes' };
+      }
+      case 'run': {
+        if (p.rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
+        const { dispatch, job } = checkDispatch(f, from, p.pool, p.members());
+        if (dispatch.record.member !== p.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
+        const input = f.input;
+        if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
+        const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - p.d.clock()));
+        // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
+        if (p.d.slots && !p.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
+        try {
+          const output = await p.runHere(dispatch, job, input, AbortSignal.timeout(budget));
+          return { ok: 'yes', output };
+        } finally {
+          p.d.slots?.give(job.address);
+        }
+      }
+      case 'closed': {
+        if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
+        const r = open(f.receipt, T.receipt);
+        if (r.record.job !== f.job || r.record.provider !== p.pool) throw new C0Error('POOL_BAD_REQUEST', 'closed: the receipt is not this pool’s for this job');
+        const by = typeof f.coordinator === 'string' ? f.coordinator : undefined;
+        if (await p.d.trail.get(f.job)) await p.d.trail.close(f.job, by, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
+        return { ok: 'yes' };
+      }
+      case 'status': {
+        if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
+        const all = (await p.d.trail.entries(f.job)).map((x) => x.entry);
+        const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
+        return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}) } : { state: 'unknown' };
+      }
+      default:
+        throw new C0Error('POOL_BAD_REQUEST', 'unknown op');
+    }
+  } catch (e) {
+    const c = code(e);
+    if (c === 'POOL_INTERNAL') p.d.log.warn({ err: (e as Error).message }, 'pool: request failed');
+    return { code: c, message: (e as Error).message.slice(0, 500) };
+  }
+}
