@@ -190,6 +190,7 @@ export class OverlayNode {
         presence: presenceHook(liveAdvert, this.clock),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
+      ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
       ...(nc.abuse ? { abuse: nc.abuse } : {}),
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),

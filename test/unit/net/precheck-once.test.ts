@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Ed25519Signer, seal, T, type Job, type Signer } from '../../../src/records/index.js';
 import { didChecked, didFromPublicKey } from '../../../src/records/did.js';
+import { cryptoBackend } from '../../../src/records/ed25519.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
@@ -40,11 +41,19 @@ const job = (s: Signer) =>
     s,
   ).bytes;
 
-/** Count node:crypto verify calls while `fn` runs. */
+/** Count signature verifies (node:crypto's, and libsodium's when that is the backend) while `fn` runs. */
 async function countVerifies(fn: () => Promise<void>): Promise<number> {
   const crypto = createRequire(import.meta.url)('node:crypto') as typeof NodeCrypto;
   const orig = crypto.verify;
   let calls = 0;
+  const sodium = cryptoBackend === 'libsodium' ? (createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached: (...a: unknown[]) => boolean }) : undefined;
+  const origSodium = sodium?.crypto_sign_verify_detached;
+  if (sodium && origSodium) {
+    sodium.crypto_sign_verify_detached = (...a: unknown[]) => {
+      calls++;
+      return origSodium(...a);
+    };
+  }
   crypto.verify = ((...a: Parameters<typeof orig>) => {
     calls++;
     return (orig as (...x: unknown[]) => unknown)(...a);
@@ -54,6 +63,7 @@ async function countVerifies(fn: () => Promise<void>): Promise<number> {
     await fn();
   } finally {
     crypto.verify = orig;
+    if (sodium && origSodium) sodium.crypto_sign_verify_detached = origSodium;
     syncBuiltinESMExports();
   }
   return calls;
