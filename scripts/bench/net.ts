@@ -43,6 +43,8 @@ const DEGREE = 4;
 const MESSAGES = Number(process.env.BENCH_NET_MESSAGES ?? 60);
 const FLOOD = Number(process.env.BENCH_NET_FLOOD ?? 3000);
 const RAW_TOPIC = '/c0mpute/bench/raw';
+/** Signature threads of the validating nodes (default: the node's default, min(4, cores − 1); 0 = on the event loop, as before the pool). */
+const VERIFY_THREADS = process.env.BENCH_VERIFY_THREADS === undefined ? defaultVerifyThreads() : Number(process.env.BENCH_VERIFY_THREADS);
 /**
  * The bench advert names two workloads on two market shards, so it travels on
  * two topics (docs/network.md §14); the raw baseline travels on as many, and
@@ -55,7 +57,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function startMesh(n: number): Promise<Network[]> {
   const nets: Network[] = [];
   for (let i = 0; i < n; i++) {
-    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS });
+    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS, verifyThreads: VERIFY_THREADS });
     await net.start();
     for (const t of RAW_TOPICS) net.libp2p.services.pubsub.subscribe(t);
     nets.push(net);
@@ -151,7 +153,7 @@ export async function pipelineAlone(): Promise<number> {
  * key per process) is outside the measured window; otherwise every signer is new to it.
  */
 export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: number; accepted: number; elapsedMs: number; cpuMs: number }> {
-  const v = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS });
+  const v = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS, verifyThreads: VERIFY_THREADS });
   await v.start();
   const child = fork(fileURLToPath(new URL('./flooder.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = () => new Promise<unknown>((r, j) => {
@@ -374,9 +376,9 @@ export async function run(): Promise<BenchResult> {
   const rcMedian = percentile(rc.reconnectMs, 50);
   const rcMax = Math.max(...rc.reconnectMs);
   const cap = CONNECTIVITY_DEFAULTS.bootstrap.maxMs;
-  const verifyThreadsNote = `${defaultVerifyThreads()} signature thread(s), the default here`;
+  const verifyThreadsNote = `${VERIFY_THREADS} signature thread(s)${process.env.BENCH_VERIFY_THREADS === undefined ? ', the default here' : ', BENCH_VERIFY_THREADS'}`;
   const report = [
-    `(1) propagation, ${NODES} nodes in one process (sharing one pool of ${defaultVerifyThreads()} signature thread(s)), degree ≈ ${DEGREE}, ${MESSAGES} messages of each kind, ${prop.validated.length}/${prop.raw.length} deliveries (missing ${prop.missing.join('/')})`,
+    `(1) propagation, ${NODES} nodes in one process (sharing one pool of ${VERIFY_THREADS} signature thread(s)), degree ≈ ${DEGREE}, ${MESSAGES} messages of each kind, ${prop.validated.length}/${prop.raw.length} deliveries (missing ${prop.missing.join('/')})`,
     table([
       { traffic: 'adverts, validated', p50_ms: p50v.toFixed(2), p99_ms: p99v.toFixed(2) },
       { traffic: 'raw bytes, same size', p50_ms: p50r.toFixed(2), p99_ms: p99r.toFixed(2) },

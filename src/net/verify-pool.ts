@@ -1,23 +1,36 @@
 /**
- * Signature work off the event loop (DESIGN §3.4 validation; issue #16 "the
- * validation cost"; docs/network.md §Signature threads): one pool of worker
- * threads per process, shared by every node in it (the sim and the benches run
- * many nodes per process), verifying envelopes in batches.
+ * Signature work shared with worker threads (DESIGN §3.4 validation; issue #16
+ * "the validation cost"; docs/network.md §Signature threads): one pool of
+ * worker threads per process, shared by every node in it (the sim and the
+ * benches run many nodes per process), verifying envelopes in batches.
  *
- * `verify(bytes)` queues one envelope; everything queued in the same turn of
- * the event loop goes out at the next `setImmediate`, split over the threads
- * (least loaded first) as one message per thread: the envelopes packed back to
- * back in one transferred buffer (a view into a larger buffer is copied, never
- * its whole backing store). Each worker (verify-worker.ts) runs exactly the
- * inline check (`verifyOne`: the precheck verify and the strict key check for
- * a signer new to that thread, the full signature check otherwise) and answers
- * with one message per batch.
+ * `verify(bytes)` queues one envelope; everything queued by the same task (the
+ * records of one socket read: a gossipsub RPC carries several) is settled in
+ * that task's microtasks, before the event loop moves on: a batch of at least
+ * MIN_SHARED_BATCH is copied into one SharedArrayBuffer and offered to the
+ * threads with one message per thread; then the event loop itself takes
+ * envelopes from the same batch (an atomic counter hands each envelope to
+ * exactly one taker) until none is left. Whatever a thread has finished by then
+ * is taken from it; an envelope a thread took but has not finished (a thread
+ * descheduled on a busy machine, or dead) is verified here as well, so the
+ * event loop never waits for a thread and a batch is always settled within
+ * its turn. With W responsive threads the loop verifies about 1/(W+1) of a
+ * batch; with none, all of it — never less than the inline path would.
  *
- * A worker that dies (an uncaught exception, an exit) fails every envelope it
- * held with VERIFY_WORKER_FAILED (the pipeline makes that `ignore`: nothing
- * unverified is ever accepted, and the sender is not penalised for our crash);
- * its slot is refilled by a fresh thread at the next batch. A worker holds the
- * process open only while it has work.
+ * Why not hand the batch over and await the answer, or settle it at the next
+ * `setImmediate`: a record's hop then costs one more turn of the event loop
+ * (plus a thread wake-up), and on a loaded machine (this one, load 7–18 on 2
+ * cores) that made 20-node propagation 2–8× slower than verifying inline, and
+ * the hand-over let a flood pile up behind the pipeline's in-flight bound
+ * (docs/scale.md §1, third round). A lone record is verified inline, as before.
+ *
+ * Each thread (verify-worker.ts) and the loop run exactly the inline check
+ * (`verifyOne`: the precheck verify and then the strict key check for a signer
+ * new to that thread, the full signature check otherwise). A thread's verdict
+ * counts only when it is "verified"; a refusal is re-checked here, which gives
+ * its exact code. A thread that dies is replaced at the next batch and counted
+ * in `crashes`; its envelopes were verified here, so nothing unverified is
+ * accepted and nothing is lost.
  */
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
@@ -26,14 +39,18 @@ import { didChecked } from '../records/did.js';
 import { checkSignerKey, peekType, precheckSignature, verifySignature } from '../records/envelope.js';
 
 export const VERIFY_ERR = {
-  /** The worker verifying the envelope died before answering. */
+  /** The thread verifying the envelope died before answering (a SignatureVerifier may fail with it; the pipeline makes it ignore). */
   WORKER_FAILED: 'VERIFY_WORKER_FAILED',
-  /** The pool was closed (the last node using it stopped) before the envelope was verified. */
+  /** The verifier was closed before the envelope was verified. */
   POOL_CLOSED: 'VERIFY_POOL_CLOSED',
 } as const;
 
 /** The most threads one pool runs. */
 export const MAX_VERIFY_THREADS = 16;
+/** A batch smaller than this is verified by the event loop alone (a thread would not wake in time to help). */
+export const MIN_SHARED_BATCH = 4;
+/** Envelopes per thread offered, at least (a smaller batch wakes fewer threads). */
+const PER_THREAD = 4;
 
 /** `min(4, cores − 1)`: one core stays with the event loop (0 on a single core: verify inline). */
 export function defaultVerifyThreads(): number {
@@ -47,19 +64,23 @@ export interface SignatureVerifier {
   verify(bytes: Uint8Array): Promise<VerifyFailure | null>;
 }
 
-export interface VerifyBatch {
-  id: number;
-  buf: ArrayBuffer;
-  lengths: number[];
+/**
+ * One batch offered to a thread: the envelopes back to back in `data`, their
+ * offsets, and `ctl` = [next envelope to take, then per envelope 0 (not done),
+ * 1 (taken), 2 (verified), 3 (refused)].
+ */
+export interface SharedBatch {
+  ctl: SharedArrayBuffer;
+  data: SharedArrayBuffer;
+  offsets: number[];
 }
 
-export interface VerifyAnswer {
-  id: number;
-  results: Array<VerifyFailure | null>;
-}
+const TAKEN = 1;
+const VERIFIED = 2;
+const REFUSED = 3;
 
 /**
- * The signature check of one envelope, the inline path and each worker's: a
+ * The signature check of one envelope, the inline path and each thread's: a
  * signer whose key this thread has not checked gets a cheap precheck verify
  * first, so garbage costs one verify, then only the strict key check (the
  * precheck was the signature check); a known signer gets the signature check.
@@ -77,16 +98,21 @@ export function verifyOne(bytes: Uint8Array, signer?: string): VerifyFailure | n
   }
 }
 
-/** Verify every envelope of a batch, in order (the worker's whole job). */
-export function verifyBatch(req: VerifyBatch): VerifyAnswer {
-  const all = new Uint8Array(req.buf);
-  const results: Array<VerifyFailure | null> = [];
-  let at = 0;
-  for (const n of req.lengths) {
-    results.push(verifyOne(all.subarray(at, at + n)));
-    at += n;
+/** Take envelopes of a shared batch until none is left (each thread's loop, and the event loop's). Calls `done(i, result)` for each taken. */
+export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure | null) => void): number {
+  const ctl = new Int32Array(b.ctl);
+  const n = b.offsets.length - 1;
+  let took = 0;
+  for (;;) {
+    const i = Atomics.add(ctl, 0, 1);
+    if (i >= n) return took;
+    Atomics.store(ctl, 1 + i, TAKEN);
+    // copied out of the shared memory: sodium-native does not take views of a SharedArrayBuffer (it fails closed)
+    const r = verifyOne(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
+    Atomics.store(ctl, 1 + i, r === null ? VERIFIED : REFUSED);
+    done?.(i, r);
+    took++;
   }
-  return { id: req.id, results };
 }
 
 interface Pending {
@@ -96,13 +122,7 @@ interface Pending {
 
 interface Slot {
   worker: Worker;
-  /** batch id → its envelopes, until the answer arrives */
-  batches: Map<number, Pending[]>;
-  /** envelopes held */
-  load: number;
   dead: boolean;
-  /** why it died (the first error it reported) */
-  error?: string;
 }
 
 export interface VerifyPoolOptions {
@@ -116,12 +136,15 @@ export class VerifyPool implements SignatureVerifier {
   #size: number;
   #queue: Pending[] = [];
   #scheduled = false;
-  #nextId = 0;
   #closed = false;
-  /** Workers that died with work or without (each was replaced). */
+  /** Threads that died (each was replaced at the next batch). */
   crashes = 0;
-  /** Batches posted to the threads (one message each). */
+  /** Batches offered to the threads (one message per thread each). */
   batches = 0;
+  /** Envelopes the threads verified (the rest the event loop did). */
+  byThreads = 0;
+  /** Envelopes verified in all. */
+  total = 0;
 
   constructor(threads: number, opts: VerifyPoolOptions = {}) {
     this.#size = clampThreads(threads);
@@ -139,25 +162,24 @@ export class VerifyPool implements SignatureVerifier {
   }
 
   verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
-    if (this.#closed) return Promise.resolve({ code: VERIFY_ERR.POOL_CLOSED, message: 'the signature pool is closed' });
+    if (this.#closed) return Promise.resolve(verifyOne(bytes));
     return new Promise((resolve) => {
       this.#queue.push({ bytes, resolve });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        // settled before the event loop moves on: the records of one socket read (a gossipsub RPC carries several)
+        // reach here a few microtasks apart, so two hops of the microtask queue gather them into one batch
+        queueMicrotask(() => queueMicrotask(() => this.#flush()));
       }
     });
   }
 
-  /** Stop every thread; whatever is queued or in flight fails with VERIFY_POOL_CLOSED. */
+  /** Stop every thread; what is queued is verified here first. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    this.#flush();
     this.#closed = true;
-    const queued = this.#queue;
-    this.#queue = [];
-    for (const p of queued) p.resolve({ code: VERIFY_ERR.POOL_CLOSED, message: 'the signature pool is closed' });
     const slots = this.#slots.splice(0);
-    for (const s of slots) this.#failAll(s, VERIFY_ERR.POOL_CLOSED, 'the signature pool is closed');
     await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
   }
 
@@ -165,75 +187,58 @@ export class VerifyPool implements SignatureVerifier {
     this.#scheduled = false;
     const items = this.#queue;
     this.#queue = [];
-    if (!items.length || this.#closed) return;
-    const parts = Math.min(this.#size, items.length);
-    const per = Math.ceil(items.length / parts);
-    for (let i = 0; i < items.length; i += per) this.#send(this.#leastLoaded(), items.slice(i, i + per));
-  }
-
-  #leastLoaded(): Slot {
-    for (let i = 0; i < this.#size; i++) {
-      const s = this.#slots[i];
-      if (s === undefined || s.dead) this.#slots[i] = this.#spawn();
+    const n = items.length;
+    if (n === 0) return;
+    this.total += n;
+    if (this.#closed || n < MIN_SHARED_BATCH) {
+      for (const p of items) p.resolve(verifyOne(p.bytes));
+      return;
     }
-    let best = this.#slots[0]!;
-    for (let i = 1; i < this.#size; i++) if (this.#slots[i]!.load < best.load) best = this.#slots[i]!;
-    return best;
-  }
-
-  #send(slot: Slot, items: Pending[]): void {
-    let total = 0;
-    for (const p of items) total += p.bytes.length;
-    const buf = new ArrayBuffer(total);
-    const all = new Uint8Array(buf);
-    const lengths: number[] = [];
-    let at = 0;
-    for (const p of items) {
-      all.set(p.bytes, at);
-      at += p.bytes.length;
-      lengths.push(p.bytes.length);
-    }
-    const id = this.#nextId++;
-    slot.batches.set(id, items);
-    if (slot.load === 0) slot.worker.ref();
-    slot.load += items.length;
+    // one shared batch: the envelopes back to back, a counter, a status per envelope
+    const offsets = new Array<number>(n + 1);
+    offsets[0] = 0;
+    for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i]! + items[i]!.bytes.length;
+    const data = new SharedArrayBuffer(offsets[n]!);
+    const view = new Uint8Array(data);
+    for (let i = 0; i < n; i++) view.set(items[i]!.bytes, offsets[i]!);
+    const batch: SharedBatch = { ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
+    const helpers = Math.min(this.#size, Math.floor(n / PER_THREAD));
+    for (let k = 0; k < helpers; k++) this.#slot(k).worker.postMessage(batch);
     this.batches++;
-    const req: VerifyBatch = { id, buf, lengths };
-    slot.worker.postMessage(req, [buf]);
-  }
-
-  #spawn(): Slot {
-    const worker = new Worker(this.#url);
-    const slot: Slot = { worker, batches: new Map(), load: 0, dead: false };
-    worker.unref();
-    worker.on('message', (ans: VerifyAnswer) => {
-      const items = slot.batches.get(ans.id);
-      if (!items) return;
-      slot.batches.delete(ans.id);
-      slot.load -= items.length;
-      if (slot.load === 0) worker.unref();
-      for (let i = 0; i < items.length; i++) {
-        const r = ans.results[i];
-        items[i]!.resolve(r === undefined ? { code: VERIFY_ERR.WORKER_FAILED, message: 'the signature worker gave no answer' } : r);
+    // the event loop takes its share, then settles the rest from the threads' statuses
+    const results = new Array<VerifyFailure | null | undefined>(n);
+    drainBatch(batch, (i, r) => (results[i] = r));
+    const ctl = new Int32Array(batch.ctl);
+    for (let i = 0; i < n; i++) {
+      let r = results[i];
+      if (r === undefined) {
+        if (Atomics.load(ctl, 1 + i) === VERIFIED) {
+          r = null;
+          this.byThreads++;
+        } else {
+          // refused (re-checked here for its exact code), or taken and not finished: verified here too
+          r = verifyOne(items[i]!.bytes);
+        }
       }
-    });
-    worker.on('error', (err) => {
-      slot.error ??= err instanceof Error ? err.message : String(err);
-    });
-    worker.on('exit', (code) => {
-      if (this.#closed) return;
-      slot.dead = true;
-      this.crashes++;
-      this.#failAll(slot, VERIFY_ERR.WORKER_FAILED, `the signature worker stopped (exit ${code}${slot.error ? `: ${slot.error}` : ''}) before answering`);
-    });
-    return slot;
+      items[i]!.resolve(r);
+    }
   }
 
-  #failAll(slot: Slot, code: string, message: string): void {
-    const batches = [...slot.batches.values()];
-    slot.batches.clear();
-    slot.load = 0;
-    for (const items of batches) for (const p of items) p.resolve({ code, message });
+  #slot(k: number): Slot {
+    let s = this.#slots[k];
+    if (s === undefined || s.dead) {
+      const worker = new Worker(this.#url);
+      worker.unref();
+      const slot: Slot = { worker, dead: false };
+      worker.on('error', () => undefined);
+      worker.on('exit', () => {
+        if (this.#closed) return;
+        slot.dead = true;
+        this.crashes++;
+      });
+      this.#slots[k] = s = slot;
+    }
+    return s;
   }
 }
 
