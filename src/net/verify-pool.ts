@@ -30,7 +30,8 @@
  * counts only when it is "verified"; a refusal is re-checked here, which gives
  * its exact code. A thread that dies is replaced at the next batch and counted
  * in `crashes`; its envelopes were verified here, so nothing unverified is
- * accepted and nothing is lost.
+ * accepted and nothing is lost. Threads start with the pool (a node's start),
+ * not at the first batch, so their start-up is not paid inside a flood.
  */
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
@@ -150,6 +151,8 @@ export class VerifyPool implements SignatureVerifier {
     this.#size = clampThreads(threads);
     if (this.#size < 1) throw new Error('a verify pool needs at least one thread');
     this.#url = opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url);
+    // started now, not at the first batch: a thread loads the record modules and libsodium (≈ 100–300 ms of CPU)
+    for (let k = 0; k < this.#size; k++) this.#slot(k);
   }
 
   get threads(): number {
@@ -159,6 +162,7 @@ export class VerifyPool implements SignatureVerifier {
   /** Grow to `threads` (never shrinks: another node in the process may rely on the threads it asked for). */
   grow(threads: number): void {
     this.#size = Math.max(this.#size, clampThreads(threads));
+    for (let k = 0; k < this.#size; k++) this.#slot(k);
   }
 
   verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
