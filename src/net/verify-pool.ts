@@ -195,7 +195,7 @@ export class VerifyPool implements SignatureVerifier {
     if (n === 0) return;
     this.total += n;
     if (this.#closed || n < MIN_SHARED_BATCH) {
-      for (const p of items) p.resolve(verifyOne(p.bytes));
+      for (const p of items) p.resolve(verifySafe(p.bytes));
       return;
     }
     // one shared batch: the envelopes back to back, a counter, a status per envelope
@@ -211,7 +211,11 @@ export class VerifyPool implements SignatureVerifier {
     this.batches++;
     // the event loop takes its share, then settles the rest from the threads' statuses
     const results = new Array<VerifyFailure | null | undefined>(n);
-    drainBatch(batch, (i, r) => (results[i] = r));
+    try {
+      drainBatch(batch, (i, r) => (results[i] = r));
+    } catch {
+      // a bug in a check (not a coded refusal): whatever is left is settled below, one by one
+    }
     const ctl = new Int32Array(batch.ctl);
     for (let i = 0; i < n; i++) {
       let r = results[i];
@@ -221,7 +225,7 @@ export class VerifyPool implements SignatureVerifier {
           this.byThreads++;
         } else {
           // refused (re-checked here for its exact code), or taken and not finished: verified here too
-          r = verifyOne(items[i]!.bytes);
+          r = verifySafe(items[i]!.bytes);
         }
       }
       items[i]!.resolve(r);
@@ -243,6 +247,15 @@ export class VerifyPool implements SignatureVerifier {
       this.#slots[k] = s = slot;
     }
     return s;
+  }
+}
+
+/** verifyOne for a settled batch: an exception that is not a coded refusal (a bug) fails the envelope as VERIFY_WORKER_FAILED (ignore) instead of leaving its caller waiting. */
+function verifySafe(bytes: Uint8Array): VerifyFailure | null {
+  try {
+    return verifyOne(bytes);
+  } catch (e) {
+    return { code: VERIFY_ERR.WORKER_FAILED, message: `the signature check failed: ${e instanceof Error ? e.message : String(e)}` };
   }
 }
 
