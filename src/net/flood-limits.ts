@@ -5,12 +5,18 @@
  *
  *   per peer, before decode ........ messages per propagating peer (gossip only)
  *                                    and validations in flight per peer
- *   per signer, after the header ... records per signer per kind: checked before
- *                                    the signature work, charged only once the
- *                                    signature verifies (a forged header cannot
- *                                    drain an honest signer's bucket)
+ *   per signer, after the header ... records per signer per kind: a token is
+ *                                    reserved before the signature work (which
+ *                                    may run on another thread, so several
+ *                                    records of one signer can be in flight at
+ *                                    once), kept when the signature verifies and
+ *                                    refunded when it does not (a forged header
+ *                                    holds an honest signer's tokens only while
+ *                                    it is in flight, and in-flight is bounded
+ *                                    per peer)
  *   per peer, new advertisers ...... adverts from keys this node has not seen,
- *                                    per peer per minute (gossip and sync)
+ *                                    per peer per minute (gossip and sync),
+ *                                    reserved and refunded the same way
  *
  * Excess earns `ignore` with code RATE_LIMITED (no gossipsub penalty by itself:
  * an honest relay may forward a flooder's burst) and is counted by kind and
@@ -135,30 +141,35 @@ export class FloodGuard {
     else this.#inFlight.set(peer, n);
   }
 
-  /** Before the signature: is there room for one more record of `kind` by `signer`? (Takes nothing.) */
-  signerHasRoom(kind: TopicKind, signer: string): boolean {
+  /**
+   * Before the signature: reserve one record of `kind` by `signer` (takes a
+   * token). False when the signer has no room, counting what is in flight.
+   * Keep the token when the signature verifies; `refundSigner` when it does not.
+   */
+  reserveSigner(kind: TopicKind, signer: string): boolean {
     const b = this.#signer.get(kind);
-    return !b || b.has(signer);
+    return !b || b.take(signer);
   }
   /** Count a signer-limit hit; `blame` is the propagating peer when it is the signer itself. */
   signerHit(kind: TopicKind, blame: string | undefined): false {
     return this.#hit(kind, 'signer', blame);
   }
-  /** After the signature verified: charge the signer's bucket. */
-  chargeSigner(kind: TopicKind, signer: string): void {
-    this.#signer.get(kind)?.charge(signer, 1);
+  /** The signature did not verify (or the record was refused before it was checked): give the reservation back. */
+  refundSigner(kind: TopicKind, signer: string): void {
+    this.#signer.get(kind)?.refund(signer, 1);
   }
 
   /**
-   * Before the signature: may `peer` bring one more advert from a key not seen before?
-   * `blame`: count the excess against the peer (gossip it pushed; not a sync answer we asked for).
+   * Before the signature: reserve one advert from a key not seen before for
+   * `peer`. `blame`: count the excess against the peer (gossip it pushed; not a
+   * sync answer we asked for). Refund with `refundNewAdvertiser` when the
+   * signature does not verify.
    */
-  newAdvertiserRoom(peer: string, blame: boolean): boolean {
-    return this.#newAdv.has(peer) || this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
+  reserveNewAdvertiser(peer: string, blame: boolean): boolean {
+    return this.#newAdv.take(peer) || this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
   }
-  /** After the signature verified: charge `peer`'s new-advertiser bucket. */
-  chargeNewAdvertiser(peer: string): void {
-    this.#newAdv.charge(peer, 1);
+  refundNewAdvertiser(peer: string): void {
+    this.#newAdv.refund(peer, 1);
   }
 
   /**

@@ -6,9 +6,13 @@
  *   per-peer rate limit (gossip) → decode (framing, envelope header) →
  *   content type matches the topic → shape (payload canonical, schema, kind
  *   rules) → freshness (clock-skew window, injected clock) → per-signer and
- *   new-advertiser limits (flood-limits.ts) → signature (a cheap node:crypto
- *   reject first for a key not checked yet) → semantic checks (built-in advert
- *   staleness, then the hook the roles supply per kind, record-hooks.ts).
+ *   new-advertiser limits, reserved (flood-limits.ts) → signature (a cheap
+ *   verify first for a key not checked yet; on the process's worker threads
+ *   when there are any, verify-pool.ts, else inline; the reservations are kept
+ *   when it verifies, refunded when not) → seen again (the same record may have
+ *   been accepted during the await) → semantic checks (built-in advert
+ *   staleness, then the hook the roles supply per kind, record-hooks.ts) →
+ *   seen and staleness once more at accept (a hook may await too).
  *
  * Checks throw coded errors; `verdictOf` is the ONE adapter mapping an error to
  * a verdict (reject: the sender's gossipsub score drops; ignore: no penalty),
@@ -17,8 +21,7 @@
  */
 import { C0Error, isC0Error } from '../errors.js';
 import { hashHex } from '../records/address.js';
-import { didChecked } from '../records/did.js';
-import { checkSignerKey, isKnownType, open, peekType, precheckSignature, type Opened, verifySignature } from '../records/envelope.js';
+import { isKnownType, open, peekType, type Opened } from '../records/envelope.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
@@ -28,6 +31,7 @@ import { decodeMessage } from './framing.js';
 import type { NetMetrics } from './metrics.js';
 import { FloodGuard, RATE_LIMITED, type FloodLimitOptions } from './flood-limits.js';
 import { ATTACHABLE, expectedType, kindForType, type TopicKind } from './topics.js';
+import { VERIFY_ERR, verifyOne, type SignatureVerifier, type VerifyFailure } from './verify-pool.js';
 import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
 
 export type Verdict = 'accept' | 'ignore' | 'reject';
@@ -43,6 +47,8 @@ export const VAL_ERR = {
   ADVERT_STALE: 'ADVERT_STALE',
   INTERNAL: 'INTERNAL',
   RATE_LIMITED,
+  VERIFY_WORKER_FAILED: VERIFY_ERR.WORKER_FAILED,
+  VERIFY_POOL_CLOSED: VERIFY_ERR.POOL_CLOSED,
 } as const;
 
 /** A coded error that says which verdict it earns. Roles throw these from hooks. */
@@ -65,7 +71,7 @@ export function rejectError(code: string, message: string, field?: string): Vali
 }
 
 /** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
-const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED]);
+const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED, VAL_ERR.VERIFY_POOL_CLOSED]);
 
 /** THE adapter: error → verdict and reason. */
 export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
@@ -132,6 +138,8 @@ export interface PipelineOptions {
   hooks?: Partial<Record<TopicKind, SemanticHook>>;
   /** Flood limits (per peer, per signer, new advertisers; defaults in flood-limits.ts FLOOD_DEFAULTS). */
   floodLimits?: Partial<FloodLimitOptions>;
+  /** Where signatures are checked (createNetwork: the process's worker pool, verify-pool.ts). Default: inline, on this thread. */
+  verifier?: SignatureVerifier;
   metrics: NetMetrics;
   log: Logger;
 }
@@ -165,6 +173,7 @@ export class RecordPipeline {
   readonly #advertSeq: Lru<string, number>;
   readonly #m: NetMetrics;
   readonly #log: Logger;
+  readonly #verifier: SignatureVerifier | undefined;
   #inFlight = 0;
   /** The flood limits (the network's abuse policy reads its per-peer abuse scores). */
   readonly guard: FloodGuard;
@@ -179,6 +188,7 @@ export class RecordPipeline {
     this.#advertSeq = new Lru(seenSize);
     this.#m = opts.metrics;
     this.#log = opts.log;
+    this.#verifier = opts.verifier;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
     this.guard = new FloodGuard(opts.floodLimits ?? {}, this.#clock, opts.metrics.registry);
   }
@@ -268,20 +278,35 @@ export class RecordPipeline {
     const primaryAddr = framed.attachments.length ? hashHex(framed.primary) : msgId;
     if (framed.attachments.length) this.#seenCheck(primaryAddr);
     const now = this.#clock();
-    // 4–7. type, shape, freshness, signature
-    const primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr);
+    // 4–7. type, shape, freshness, flood-limit reservations: every record of the message, on this thread
+    const holds: Hold[] = [];
+    const toVerify: Array<{ bytes: Uint8Array; signer: string }> = [];
+    let primary: Opened;
     const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
-    for (const a of framed.attachments) {
-      const { type } = peekType(a);
-      const ak = kindForType(type);
-      if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
-      const addr = hashHex(a);
-      const known = this.#seen.get(addr) === 'accept';
-      const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr);
-      if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
-      attachments.push({ kind: ak, rec, known });
+    try {
+      primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr, holds, toVerify);
+      for (const a of framed.attachments) {
+        const { type } = peekType(a);
+        const ak = kindForType(type);
+        if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
+        const addr = hashHex(a);
+        const known = this.#seen.get(addr) === 'accept';
+        const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr, holds, toVerify);
+        if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
+        attachments.push({ kind: ak, rec, known });
+      }
+      // 7b. signatures: the one check the trusted opens skipped, all of the message's at once
+      const failed = await this.#verifyAll(toVerify);
+      if (failed) throw failed.code === VAL_ERR.VERIFY_WORKER_FAILED || failed.code === VAL_ERR.VERIFY_POOL_CLOSED ? new ValidationError('ignore', failed.code, failed.message) : new C0Error(failed.code, failed.message);
+    } catch (e) {
+      // not verified: the reservations go back (a forged signer header holds a bucket only while in flight)
+      for (const h of holds) this.#refund(h);
+      throw e;
     }
-    // 8. semantic checks: built-in staleness, then the roles' hook
+    // after the await: the same record may have been accepted (or refused) meanwhile
+    this.#seenCheck(primaryAddr);
+    if (msgId !== primaryAddr) this.#seenCheck(msgId);
+    // 8. semantic checks: built-in staleness (a newer advert may have been accepted during the await), then the roles' hook
     if (kind === 'advert') this.#staleCheck(primary);
     for (const a of attachments) if (a.kind === 'advert' && !a.known) this.#staleCheck(a.rec);
     const hook = this.#hooks.get(kind);
@@ -294,8 +319,9 @@ export class RecordPipeline {
         throw e;
       }
     }
-    // Accept. Re-check seen after the awaits: the same record may have been accepted meanwhile.
+    // Accept. Re-check seen and staleness after the hook's await: the same record, or a newer advert, may have been accepted meanwhile.
     if (this.#seen.get(primaryAddr) === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
+    if (kind === 'advert') this.#staleCheck(primary);
     const fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }> = [];
     this.#seen.set(msgId, 'accept');
     this.#seen.set(primaryAddr, 'accept');
@@ -317,7 +343,12 @@ export class RecordPipeline {
     if (v === 'reject') throw new C0Error('PREVIOUSLY_REJECTED', 'this message was rejected before');
   }
 
-  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind, address: string): Opened {
+  /**
+   * Type, shape, freshness and the flood-limit reservations of one record
+   * (pushed to `holds`); the record's signature is left to `#verifyAll` (queued
+   * in `toVerify`). Returns the shaped record, not yet verified.
+   */
+  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind, address: string, holds: Hold[], toVerify: Array<{ bytes: Uint8Array; signer: string }>): Opened {
     const type = expectedType(kind);
     // decode the header only (cheap), then the type check against the topic
     const { type: got, signer } = peekType(bytes);
@@ -327,22 +358,39 @@ export class RecordPipeline {
     const shaped = open(bytes, type, { trusted: true, deferKeyCheck: true, address });
     // freshness
     checkFresh(type, shaped.record, now, this.#skewMs);
-    // flood limits, before any signature work; charged only once the signature verifies
-    // (the header's signer is not authenticated yet: a forged one must not drain its bucket)
-    if (!this.guard.signerHasRoom(kind, signer)) {
+    // flood limits, before any signature work: a token is reserved now (several records of one signer may be
+    // in flight at once), kept once the signature verifies, refunded when it does not (the header's signer is
+    // not authenticated yet: a forged one must not drain its bucket)
+    if (!this.guard.reserveSigner(kind, signer)) {
       this.guard.signerHit(kind, source === 'gossip' && selfSent(from, signer) ? from : undefined);
       throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
     }
-    const newAdvertiser = kind === 'advert' && this.#advertSeq.get(signer) === undefined;
-    if (newAdvertiser && !this.guard.newAdvertiserRoom(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
-    // signature: the one check the trusted open skipped (no second decode). For a key not
-    // checked yet, a node:crypto verify first refuses garbage before the strict key check; when that
-    // verify passed, the key check is all that is left (the same verify would run again otherwise).
-    if (!didChecked(signer) && precheckSignature(bytes)) checkSignerKey(bytes);
-    else verifySignature(bytes);
-    this.guard.chargeSigner(kind, signer);
-    if (newAdvertiser) this.guard.chargeNewAdvertiser(from);
+    holds.push({ kind, signer });
+    if (kind === 'advert' && this.#advertSeq.get(signer) === undefined) {
+      if (!this.guard.reserveNewAdvertiser(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+      holds.push({ kind, signer, newAdvertiserOf: from });
+    }
+    toVerify.push({ bytes, signer });
     return shaped;
+  }
+
+  /** The signatures of a message's records: on the pool when there is one, else here. The first failure, or undefined. */
+  async #verifyAll(items: Array<{ bytes: Uint8Array; signer: string }>): Promise<VerifyFailure | undefined> {
+    if (!this.#verifier) {
+      for (const it of items) {
+        const f = verifyOne(it.bytes, it.signer);
+        if (f) return f;
+      }
+      return undefined;
+    }
+    const v = this.#verifier;
+    const results = await Promise.all(items.map((it) => v.verify(it.bytes)));
+    return results.find((r): r is VerifyFailure => r !== null);
+  }
+
+  #refund(h: Hold): void {
+    if (h.newAdvertiserOf !== undefined) this.guard.refundNewAdvertiser(h.newAdvertiserOf);
+    else this.guard.refundSigner(h.kind, h.signer);
   }
 
   #staleCheck(rec: Opened): void {
@@ -356,6 +404,13 @@ export class RecordPipeline {
     const held = this.#advertSeq.get(rec.signer);
     if (held === undefined || seq > held) this.#advertSeq.set(rec.signer, seq);
   }
+}
+
+/** A flood-limit token taken before the signature check: the signer's, or (newAdvertiserOf) the peer's new-advertiser one. */
+interface Hold {
+  kind: TopicKind;
+  signer: string;
+  newAdvertiserOf?: string;
 }
 
 function rateLimited(message: string): ValidationError {

@@ -52,6 +52,7 @@ import { createLinkMetrics } from './link-metrics.js';
 import { overlayGater, RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
 import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
+import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
 
@@ -125,6 +126,8 @@ export interface NetworkOptions {
   maxConnections?: number;
   /** Flood limits in validation: per peer, per signer and kind, new advertisers (flood-limits.ts). */
   floodLimits?: Partial<FloodLimitOptions>;
+  /** Worker threads verifying signatures, one pool per process shared by its nodes (verify-pool.ts; default `min(4, cores − 1)`; 0 = on the event loop). */
+  verifyThreads?: number;
   /** What a persistent flooder earns: gossipsub P5 weight, disconnect threshold, ban time (peer-abuse.ts). */
   abuse?: Partial<AbuseOptions>;
   /** Bounds on /c0mpute/records/1 answers, per request and per peer (records-protocol.ts). */
@@ -279,6 +282,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
   const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }> } = {};
   const metrics = createNetMetrics(opts.registry, () => ref.node?.getPeers().length ?? 0);
+  const verifyThreads = opts.verifyThreads ?? defaultVerifyThreads();
+  const sigPool = verifyThreads > 0 ? new SharedPoolVerifier(verifyThreads) : undefined;
   const pipeline = new RecordPipeline({
     clock,
     skewMs: opts.skewMs,
@@ -287,6 +292,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     maxInFlight: opts.maxInFlight,
     hooks: opts.hooks,
     floodLimits: opts.floodLimits,
+    ...(sigPool ? { verifier: sigPool } : {}),
     metrics,
     log,
   });
@@ -440,6 +446,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       if (started) return;
       started = true;
       joinedAt = clock();
+      sigPool?.open();
       await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
       await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
@@ -471,6 +478,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       libp2p.removeEventListener('connection:open', onConnOpen);
       libp2p.removeEventListener('connection:close', onConnClose);
       await libp2p.stop();
+      await sigPool?.close();
       await dispatcher.drained();
       log.info('network stopped');
     },

@@ -56,6 +56,11 @@ export class TokenBucket {
     this.#tokens -= n;
   }
 
+  /** Give back `n` tokens taken earlier (a reservation that was not used), never above the burst. */
+  refund(n: number): void {
+    this.#tokens = Math.min(this.spec.burst, this.available() + n);
+  }
+
   /** Is the bucket full (so forgetting it changes nothing)? */
   full(): boolean {
     return this.available() >= this.spec.burst;
@@ -110,6 +115,9 @@ export class KeyedBuckets {
   }
   charge(key: string, n: number): void {
     this.#get(key).charge(n);
+  }
+  refund(key: string, n = 1): void {
+    this.#m.get(key)?.refund(n);
   }
   available(key: string): number {
     const b = this.#m.get(key);

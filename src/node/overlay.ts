@@ -177,6 +177,7 @@ export class OverlayNode {
         presence: presenceHook(liveAdvert, this.clock),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
+      ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
       abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),

@@ -1,6 +1,6 @@
 /**
  * Gossip validation of a record from a signer new to this node (DESIGN §2,
- * §3.4; docs/scale.md §1): the precheck's verify (libsodium, or node:crypto) counts as the
+ * §3.4; docs/scale.md §1): the node:crypto precheck's verify counts as the
  * signature check, so only the strict key check follows — one verify per
  * record, not two — and a key the strict rule refuses is still refused
  * (ENVELOPE_BAD_SIGNER) when its signature verifies.
@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Ed25519Signer, seal, T, type Job, type Signer } from '../../../src/records/index.js';
 import { didChecked, didFromPublicKey } from '../../../src/records/did.js';
+import { cryptoBackend } from '../../../src/records/ed25519.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
@@ -40,28 +41,29 @@ const job = (s: Signer) =>
     s,
   ).bytes;
 
-/** Count signature verifies while `fn` runs, in either backend (node:crypto's verify, libsodium's through sodium-native). */
+/** Count signature verifies (node:crypto's, and libsodium's when that is the backend) while `fn` runs. */
 async function countVerifies(fn: () => Promise<void>): Promise<number> {
-  const req = createRequire(import.meta.url);
-  const crypto = req('node:crypto') as typeof NodeCrypto;
-  const sodium = req('sodium-native') as { crypto_sign_verify_detached: (...a: unknown[]) => boolean };
+  const crypto = createRequire(import.meta.url)('node:crypto') as typeof NodeCrypto;
   const orig = crypto.verify;
-  const origSodium = sodium.crypto_sign_verify_detached;
   let calls = 0;
+  const sodium = cryptoBackend === 'libsodium' ? (createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached: (...a: unknown[]) => boolean }) : undefined;
+  const origSodium = sodium?.crypto_sign_verify_detached;
+  if (sodium && origSodium) {
+    sodium.crypto_sign_verify_detached = (...a: unknown[]) => {
+      calls++;
+      return origSodium(...a);
+    };
+  }
   crypto.verify = ((...a: Parameters<typeof orig>) => {
     calls++;
     return (orig as (...x: unknown[]) => unknown)(...a);
   }) as typeof orig;
-  sodium.crypto_sign_verify_detached = (...a: unknown[]) => {
-    calls++;
-    return origSodium(...a);
-  };
   syncBuiltinESMExports();
   try {
     await fn();
   } finally {
     crypto.verify = orig;
-    sodium.crypto_sign_verify_detached = origSodium;
+    if (sodium && origSodium) sodium.crypto_sign_verify_detached = origSodium;
     syncBuiltinESMExports();
   }
   return calls;

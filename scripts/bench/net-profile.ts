@@ -1,0 +1,142 @@
+/**
+ * The profile behind docs/scale.md §1 ("Third round"): bench net (1)'s
+ * 20-node mesh in this process, one kind of traffic at a time (signed adverts
+ * through validation, or raw bytes of the same size), with the V8 sampling
+ * profiler on around the measured window only. Prints the p50 and the top of
+ * the profile: self time by function and by package, share of busy samples,
+ * and the inclusive share of the validation path.
+ *
+ *   node dist/scripts/bench/net-profile.js validated|raw [out.cpuprofile]
+ *   BENCH_VERIFY_THREADS=0 …   (signatures on the event loop, as before the pool)
+ */
+import '../../src/polyfill.js';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { Ed25519Signer } from '../../src/records/index.js';
+import { createNetwork, type Network } from '../../src/net/node.js';
+import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
+import { makeAdvert } from './advert-fixture.js';
+import { percentile } from './lib.js';
+
+const mode = process.argv[2] === 'raw' ? 'raw' : 'validated';
+const out = process.argv[3];
+const NODES = 20;
+const MESSAGES = 60;
+const RAW = ['/c0mpute/bench/raw', '/c0mpute/bench/raw/b'];
+const threads = process.env.BENCH_VERIFY_THREADS === undefined ? undefined : Number(process.env.BENCH_VERIFY_THREADS);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// the mesh of bench net (1): a ring plus seeded chords
+const nets: Network[] = [];
+for (let i = 0; i < NODES; i++) {
+  const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS, ...(threads === undefined ? {} : { verifyThreads: threads }) });
+  await net.start();
+  for (const t of RAW) net.libp2p.services.pubsub.subscribe(t);
+  nets.push(net);
+}
+let rnd = 12345;
+const next = () => (rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+for (let i = 0; i < NODES; i++) {
+  await nets[i]!.dial(nets[(i + 1) % NODES]!.addrs()[0]!);
+  const j = Math.floor(next() * NODES);
+  if (j !== i) await nets[i]!.dial(nets[j]!.addrs()[0]!).catch(() => undefined);
+}
+const end0 = Date.now() + 10_000;
+while (Date.now() < end0 && !nets.every((x) => x.topicPeers('advert').length >= 2 && x.libp2p.services.pubsub.getSubscribers(RAW[0]!).length >= 2)) await sleep(50);
+await sleep(1_500);
+
+const sentAt = new Map<string, number>();
+const lat: number[] = [];
+for (const net of nets) {
+  net.subscribe('advert', (rec) => {
+    const t = sentAt.get(rec.address);
+    if (t !== undefined) lat.push(performance.now() - t);
+  });
+  const first = new Set<string>();
+  net.libp2p.services.pubsub.addEventListener('message', (evt) => {
+    if (!RAW.includes(evt.detail.topic)) return;
+    const h = createHash('sha256').update(evt.detail.data).digest('hex');
+    const t = sentAt.get(h);
+    if (t === undefined || first.has(h)) return;
+    first.add(h);
+    lat.push(performance.now() - t);
+  });
+}
+const signers = nets.map(() => Ed25519Signer.generate());
+const adverts = Array.from({ length: MESSAGES }, (_, i) => makeAdvert(signers[i % NODES]!));
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 200 });
+await session.post('Profiler.start');
+for (let i = 0; i < MESSAGES; i++) {
+  const src = nets[i % NODES]!;
+  if (mode === 'validated') {
+    const a = adverts[i]!;
+    sentAt.set('sha256:' + createHash('sha256').update(a).digest('hex'), performance.now());
+    await src.publish('advert', a);
+  } else {
+    const r = new Uint8Array(adverts[0]!.length);
+    for (let k = 0; k < r.length; k++) r[k] = (Math.random() * 256) | 0;
+    sentAt.set(createHash('sha256').update(r).digest('hex'), performance.now());
+    for (const t of RAW) await src.libp2p.services.pubsub.publish(t, r);
+  }
+  await sleep(15);
+}
+const want = MESSAGES * (NODES - 1);
+const end = Date.now() + 10_000;
+while (Date.now() < end && lat.length < want) await sleep(50);
+const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
+if (out) writeFileSync(out, JSON.stringify(profile));
+await Promise.allSettled(nets.map((x) => x.stop()));
+console.log(`${mode}: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms, ${lat.length}/${want} deliveries, signature threads ${threads ?? 'default'}`);
+console.log(top(profile, 20));
+process.exit(0);
+
+interface Profile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
+  samples: number[];
+}
+
+/** Self time by function and by package (share of non-idle samples), and the inclusive share of a few functions. */
+function top(p: Profile, n: number): string {
+  const byId = new Map(p.nodes.map((x) => [x.id, x]));
+  const parent = new Map<number, number>();
+  for (const x of p.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
+  const where = (url: string): string => url.match(/node_modules\/((@[^/]+\/)?[^/]+)/)?.[1] ?? url.match(/\/dist\/(.*)$/)?.[1] ?? (url || '(native)');
+  const incl = ['validate', '#verifyAll', 'verifyOne', 'open', 'decodeMessage', 'handleReceivedMessage'];
+  const self = new Map<string, number>();
+  const pkg = new Map<string, number>();
+  const inc = new Map<string, number>();
+  let busy = 0;
+  for (const id of p.samples) {
+    const cf = byId.get(id)!.callFrame;
+    if (cf.functionName === '(idle)') continue;
+    busy++;
+    const w = where(cf.url);
+    const k = `${cf.functionName || '(anonymous)'}  ${w}${cf.url ? `:${cf.lineNumber + 1}` : ''}`;
+    self.set(k, (self.get(k) ?? 0) + 1);
+    const pk = w.startsWith('src/') || w.startsWith('scripts/') ? w.split('/').slice(0, 2).join('/') : w;
+    pkg.set(pk, (pkg.get(pk) ?? 0) + 1);
+    const seen = new Set<string>();
+    for (let x: number | undefined = id; x !== undefined; x = parent.get(x)) {
+      const f = byId.get(x)!.callFrame.functionName;
+      if (incl.includes(f) && !seen.has(f)) {
+        seen.add(f);
+        inc.set(f, (inc.get(f) ?? 0) + 1);
+      }
+    }
+  }
+  const pct = (c: number) => ((100 * c) / busy).toFixed(1).padStart(5) + ' %';
+  const rows = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => `${pct(c)}  ${k}`);
+  return [
+    `main thread busy ${(busy * 0.2).toFixed(0)} ms in the window (200 µs samples); shares of the busy samples:`,
+    '-- self time by function',
+    ...rows(self),
+    '-- self time by package (ours: by directory)',
+    ...rows(pkg),
+    '-- inclusive',
+    ...incl.map((f) => `${pct(inc.get(f) ?? 0)}  ${f}`),
+  ].join('\n');
+}

@@ -1,0 +1,310 @@
+/**
+ * Signature work shared with worker threads (DESIGN §3.4 validation; issue #16
+ * "the validation cost"; docs/network.md §Signature threads): one pool of
+ * worker threads per process, shared by every node in it (the sim and the
+ * benches run many nodes per process), verifying envelopes in batches.
+ *
+ * `verify(bytes)` queues one envelope; everything queued by the same task (the
+ * records of one socket read: a gossipsub RPC carries several) is settled in
+ * that task's microtasks, before the event loop moves on: a batch of at least
+ * MIN_SHARED_BATCH is copied into one SharedArrayBuffer and offered to the
+ * threads with one message per thread; then the event loop itself takes
+ * envelopes from the same batch (an atomic counter hands each envelope to
+ * exactly one taker) until none is left. Whatever a thread has finished by then
+ * is taken from it; an envelope a thread took but has not finished (a thread
+ * descheduled on a busy machine, or dead) is verified here as well, so the
+ * event loop never waits for a thread and a batch is always settled within
+ * its turn. With W responsive threads the loop verifies about 1/(W+1) of a
+ * batch; with none, all of it — never less than the inline path would.
+ *
+ * Why not hand the batch over and await the answer, or settle it at the next
+ * `setImmediate`: a record's hop then costs one more turn of the event loop
+ * (plus a thread wake-up), and on a loaded machine (this one, load 7–18 on 2
+ * cores) that made 20-node propagation 2–8× slower than verifying inline, and
+ * the hand-over let a flood pile up behind the pipeline's in-flight bound
+ * (docs/scale.md §1, third round). A lone record is verified inline, as before.
+ *
+ * Each thread (verify-worker.ts) and the loop run exactly the inline check
+ * (`verifyOne`: the precheck verify and then the strict key check for a signer
+ * new to that thread, the full signature check otherwise). A thread's verdict
+ * counts only when it is "verified"; a refusal is re-checked here, which gives
+ * its exact code. A thread that dies is replaced at the next batch and counted
+ * in `crashes`; its envelopes were verified here, so nothing unverified is
+ * accepted and nothing is lost. Threads start with the pool (a node's start),
+ * not at the first batch, so their start-up is not paid inside a flood.
+ */
+import { Worker } from 'node:worker_threads';
+import { availableParallelism } from 'node:os';
+import { isC0Error } from '../errors.js';
+import { didChecked } from '../records/did.js';
+import { checkSignerKey, peekType, precheckSignature, verifySignature } from '../records/envelope.js';
+
+export const VERIFY_ERR = {
+  /** The thread verifying the envelope died before answering (a SignatureVerifier may fail with it; the pipeline makes it ignore). */
+  WORKER_FAILED: 'VERIFY_WORKER_FAILED',
+  /** The verifier was closed before the envelope was verified. */
+  POOL_CLOSED: 'VERIFY_POOL_CLOSED',
+} as const;
+
+/** The most threads one pool runs. */
+export const MAX_VERIFY_THREADS = 16;
+/** A batch smaller than this is verified by the event loop alone (a thread would not wake in time to help). */
+export const MIN_SHARED_BATCH = 4;
+/** Envelopes per thread offered, at least (a smaller batch wakes fewer threads). */
+const PER_THREAD = 4;
+
+/** `min(4, cores − 1)`: one core stays with the event loop (0 on a single core: verify inline). */
+export function defaultVerifyThreads(): number {
+  return Math.max(0, Math.min(4, availableParallelism() - 1));
+}
+
+export type VerifyFailure = { code: string; message: string };
+
+/** What the validation pipeline needs: the signature check of one envelope, null when it verified. Never rejects. */
+export interface SignatureVerifier {
+  verify(bytes: Uint8Array): Promise<VerifyFailure | null>;
+}
+
+/**
+ * One batch offered to a thread: the envelopes back to back in `data`, their
+ * offsets, and `ctl` = [next envelope to take, then per envelope 0 (not done),
+ * 1 (taken), 2 (verified), 3 (refused)].
+ */
+export interface SharedBatch {
+  ctl: SharedArrayBuffer;
+  data: SharedArrayBuffer;
+  offsets: number[];
+}
+
+const TAKEN = 1;
+const VERIFIED = 2;
+const REFUSED = 3;
+
+/**
+ * The signature check of one envelope, the inline path and each thread's: a
+ * signer whose key this thread has not checked gets a cheap precheck verify
+ * first, so garbage costs one verify, then only the strict key check (the
+ * precheck was the signature check); a known signer gets the signature check.
+ * Null when it verified; a coded refusal otherwise. Non-coded exceptions propagate.
+ */
+export function verifyOne(bytes: Uint8Array, signer?: string): VerifyFailure | null {
+  try {
+    const s = signer ?? peekType(bytes).signer;
+    if (!didChecked(s) && precheckSignature(bytes)) checkSignerKey(bytes);
+    else verifySignature(bytes);
+    return null;
+  } catch (e) {
+    if (!isC0Error(e)) throw e;
+    return { code: e.code, message: e.message };
+  }
+}
+
+/** Take envelopes of a shared batch until none is left (each thread's loop, and the event loop's). Calls `done(i, result)` for each taken. */
+export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure | null) => void): number {
+  const ctl = new Int32Array(b.ctl);
+  const n = b.offsets.length - 1;
+  let took = 0;
+  for (;;) {
+    const i = Atomics.add(ctl, 0, 1);
+    if (i >= n) return took;
+    Atomics.store(ctl, 1 + i, TAKEN);
+    // copied out of the shared memory: sodium-native does not take views of a SharedArrayBuffer (it fails closed)
+    const r = verifyOne(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
+    Atomics.store(ctl, 1 + i, r === null ? VERIFIED : REFUSED);
+    done?.(i, r);
+    took++;
+  }
+}
+
+interface Pending {
+  bytes: Uint8Array;
+  resolve: (r: VerifyFailure | null) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  dead: boolean;
+}
+
+export interface VerifyPoolOptions {
+  /** The worker's module (default verify-worker.js beside this file; tests substitute one that crashes). */
+  workerUrl?: URL;
+}
+
+export class VerifyPool implements SignatureVerifier {
+  readonly #url: URL;
+  readonly #slots: Slot[] = [];
+  #size: number;
+  #queue: Pending[] = [];
+  #scheduled = false;
+  #closed = false;
+  /** Threads that died (each was replaced at the next batch). */
+  crashes = 0;
+  /** Batches offered to the threads (one message per thread each). */
+  batches = 0;
+  /** Envelopes the threads verified (the rest the event loop did). */
+  byThreads = 0;
+  /** Envelopes verified in all. */
+  total = 0;
+
+  constructor(threads: number, opts: VerifyPoolOptions = {}) {
+    this.#size = clampThreads(threads);
+    if (this.#size < 1) throw new Error('a verify pool needs at least one thread');
+    this.#url = opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url);
+    // started now, not at the first batch: a thread loads the record modules and libsodium (≈ 100–300 ms of CPU)
+    for (let k = 0; k < this.#size; k++) this.#slot(k);
+  }
+
+  get threads(): number {
+    return this.#size;
+  }
+
+  /** Grow to `threads` (never shrinks: another node in the process may rely on the threads it asked for). */
+  grow(threads: number): void {
+    this.#size = Math.max(this.#size, clampThreads(threads));
+    for (let k = 0; k < this.#size; k++) this.#slot(k);
+  }
+
+  verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
+    if (this.#closed) return Promise.resolve(verifyOne(bytes));
+    return new Promise((resolve) => {
+      this.#queue.push({ bytes, resolve });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        // settled before the event loop moves on: the records of one socket read (a gossipsub RPC carries several)
+        // reach here a few microtasks apart, so two hops of the microtask queue gather them into one batch
+        queueMicrotask(() => queueMicrotask(() => this.#flush()));
+      }
+    });
+  }
+
+  /** Stop every thread; what is queued is verified here first. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#flush();
+    this.#closed = true;
+    const slots = this.#slots.splice(0);
+    await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const items = this.#queue;
+    this.#queue = [];
+    const n = items.length;
+    if (n === 0) return;
+    this.total += n;
+    if (this.#closed || n < MIN_SHARED_BATCH) {
+      for (const p of items) p.resolve(verifySafe(p.bytes));
+      return;
+    }
+    // one shared batch: the envelopes back to back, a counter, a status per envelope
+    const offsets = new Array<number>(n + 1);
+    offsets[0] = 0;
+    for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i]! + items[i]!.bytes.length;
+    const data = new SharedArrayBuffer(offsets[n]!);
+    const view = new Uint8Array(data);
+    for (let i = 0; i < n; i++) view.set(items[i]!.bytes, offsets[i]!);
+    const batch: SharedBatch = { ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
+    const helpers = Math.min(this.#size, Math.floor(n / PER_THREAD));
+    for (let k = 0; k < helpers; k++) this.#slot(k).worker.postMessage(batch);
+    this.batches++;
+    // the event loop takes its share, then settles the rest from the threads' statuses
+    const results = new Array<VerifyFailure | null | undefined>(n);
+    try {
+      drainBatch(batch, (i, r) => (results[i] = r));
+    } catch {
+      // a bug in a check (not a coded refusal): whatever is left is settled below, one by one
+    }
+    const ctl = new Int32Array(batch.ctl);
+    for (let i = 0; i < n; i++) {
+      let r = results[i];
+      if (r === undefined) {
+        if (Atomics.load(ctl, 1 + i) === VERIFIED) {
+          r = null;
+          this.byThreads++;
+        } else {
+          // refused (re-checked here for its exact code), or taken and not finished: verified here too
+          r = verifySafe(items[i]!.bytes);
+        }
+      }
+      items[i]!.resolve(r);
+    }
+  }
+
+  #slot(k: number): Slot {
+    let s = this.#slots[k];
+    if (s === undefined || s.dead) {
+      const worker = new Worker(this.#url);
+      worker.unref();
+      const slot: Slot = { worker, dead: false };
+      worker.on('error', () => undefined);
+      worker.on('exit', () => {
+        if (this.#closed) return;
+        slot.dead = true;
+        this.crashes++;
+      });
+      this.#slots[k] = s = slot;
+    }
+    return s;
+  }
+}
+
+/** verifyOne for a settled batch: an exception that is not a coded refusal (a bug) fails the envelope as VERIFY_WORKER_FAILED (ignore) instead of leaving its caller waiting. */
+function verifySafe(bytes: Uint8Array): VerifyFailure | null {
+  try {
+    return verifyOne(bytes);
+  } catch (e) {
+    return { code: VERIFY_ERR.WORKER_FAILED, message: `the signature check failed: ${e instanceof Error ? e.message : String(e)}` };
+  }
+}
+
+function clampThreads(n: number): number {
+  return Math.max(0, Math.min(MAX_VERIFY_THREADS, Math.floor(n)));
+}
+
+let shared: { pool: VerifyPool; users: number } | undefined;
+
+/**
+ * The process's pool, for one more user (a node): created on first use with
+ * `threads` threads, grown when a later user asks for more. `release()` when
+ * the node stops; the last release closes the pool (a later user gets a new one).
+ */
+export function acquireVerifyPool(threads: number): { pool: VerifyPool; release: () => Promise<void> } {
+  if (shared) shared.pool.grow(threads);
+  else shared = { pool: new VerifyPool(threads), users: 0 };
+  const mine = shared;
+  mine.users++;
+  let released = false;
+  return {
+    pool: mine.pool,
+    release: async () => {
+      if (released) return;
+      released = true;
+      if (--mine.users > 0) return;
+      if (shared === mine) shared = undefined;
+      await mine.pool.close();
+    },
+  };
+}
+
+/**
+ * A node's handle on the process's pool: `open()` when the node starts,
+ * `close()` when it stops (the last node to stop closes the pool). A record
+ * checked while the node is not open is verified inline.
+ */
+export class SharedPoolVerifier implements SignatureVerifier {
+  #lease: { pool: VerifyPool; release: () => Promise<void> } | undefined;
+  constructor(readonly threads: number) {}
+  open(): void {
+    this.#lease ??= acquireVerifyPool(this.threads);
+  }
+  async close(): Promise<void> {
+    const l = this.#lease;
+    this.#lease = undefined;
+    await l?.release();
+  }
+  verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
+    return this.#lease ? this.#lease.pool.verify(bytes) : Promise.resolve(verifyOne(bytes));
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * Worker thread of the signature pool (verify-pool.ts; DESIGN §2 "one
+ * verification rule", §3.4 validation; docs/network.md §Signature threads):
+ * takes envelopes of each shared batch offered to it until none is left,
+ * writing each verdict into the batch. sodium-native loads in this thread
+ * (records/ed25519.ts), and the key-check cache (records/did.ts) is this
+ * thread's own.
+ */
+import { parentPort } from 'node:worker_threads';
+import { drainBatch, type SharedBatch } from './verify-pool.js';
+
+parentPort?.on('message', (b: SharedBatch) => {
+  drainBatch(b);
+});

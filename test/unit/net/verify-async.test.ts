@@ -1,0 +1,238 @@
+/**
+ * Signature work off the event loop (docs/network.md §Signature threads;
+ * docs/scale.md §1 third round): the flood limits when the verify is awaited
+ * (reserve before, keep on success, refund on failure), the seen and staleness
+ * re-checks after the awaits, and the worker pool itself (batches, verdicts
+ * identical to the inline path, a crashed worker fails its items as ignore and
+ * is replaced).
+ */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { Ed25519Signer, seal, T, type Advert, type Job, type Signer } from '../../../src/records/index.js';
+import { hashHex } from '../../../src/records/address.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-validation.js';
+import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
+import { VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
+
+const clock = fakeClock();
+let n = 0;
+const job = (s: Signer): Uint8Array =>
+  seal(
+    T.job,
+    {
+      workload: 'infer.llm',
+      requirements: { cpuCores: 1, memoryMiB: 64 },
+      maxPrice: { amount: '1', currency: 'USD' },
+      announcedAt: clock(),
+      deadline: clock() + 600_000,
+      timeoutMs: 60_000,
+      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
+      inputSealed: 'no',
+    } as Job,
+    s,
+  ).bytes;
+let seq = 0;
+const advert = (s: Signer, at = ++seq): Uint8Array =>
+  seal(T.advert, { seq: at, issuedAt: clock(), expiresAt: clock() + 600_000, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 4, memoryMiB: 1024 } } as Advert, s).bytes;
+/** The same envelope with one bit of its signature flipped: the header still names the signer. */
+const forged = (bytes: Uint8Array): Uint8Array => {
+  const b = Uint8Array.from(bytes);
+  b[b.length - 10]! ^= 1;
+  return b;
+};
+
+/**
+ * A verifier that holds every envelope until the test releases it (all, or
+ * one by one), then verifies it for real: the await the pool puts between the
+ * cheap checks and the verdict, under the test's control.
+ */
+class GateVerifier implements SignatureVerifier {
+  readonly held: Array<{ bytes: Uint8Array; resolve: (r: VerifyFailure | null) => void }> = [];
+  calls = 0;
+  verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
+    this.calls++;
+    return new Promise((resolve) => this.held.push({ bytes, resolve }));
+  }
+  /** Release the held envelope whose bytes are `b` (or every one). */
+  release(b?: Uint8Array): void {
+    for (let i = this.held.length - 1; i >= 0; i--) {
+      const h = this.held[i]!;
+      if (b && h.bytes !== b) continue;
+      this.held.splice(i, 1);
+      h.resolve(verifyOne(h.bytes));
+    }
+  }
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+const pipe = (verifier: SignatureVerifier | undefined, limits: Partial<FloodLimitOptions>, hooks: { advert?: SemanticHook } = {}) =>
+  new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), floodLimits: { ...NO_FLOOD_LIMITS, ...limits }, hooks, ...(verifier ? { verifier } : {}) });
+const count = (outs: Array<{ verdict: string; reason: string }>) => {
+  const m: Record<string, number> = {};
+  for (const o of outs) m[`${o.verdict}:${o.reason}`] = (m[`${o.verdict}:${o.reason}`] ?? 0) + 1;
+  return m;
+};
+
+test('50 records of one signer in flight at once, bucket of 10: exactly 10 accepted, 40 RATE_LIMITED, and only 10 verified', async () => {
+  const gate = new GateVerifier();
+  const p = pipe(gate, { signer: { job: { ratePerSec: 1, burst: 10 } } });
+  const s = Ed25519Signer.generate();
+  const pending = Array.from({ length: 50 }, () => p.validate('job', job(s), 'peer-a', 'gossip'));
+  await tick();
+  assert.equal(gate.held.length, 10, 'only the reserved records reach the signature check');
+  gate.release();
+  const outs = await Promise.all(pending);
+  assert.deepEqual(count(outs), { 'accept:ok': 10, 'ignore:RATE_LIMITED': 40 });
+  assert.equal(gate.calls, 10);
+});
+
+test('forged-signer records hold the signer\'s tokens only while in flight: refunded when the signature fails', async () => {
+  const gate = new GateVerifier();
+  const p = pipe(gate, { signer: { job: { ratePerSec: 1, burst: 10 } } });
+  const s = Ed25519Signer.generate();
+  const forgeries = Array.from({ length: 10 }, () => p.validate('job', forged(job(s)), 'mallory', 'gossip'));
+  await tick();
+  // in flight, the forgeries hold the whole bucket (bounded per peer by the in-flight limit)
+  const during = await Promise.race([p.validate('job', job(s), 'peer-a', 'gossip'), tick().then(() => undefined)]);
+  assert.equal(during?.reason, 'RATE_LIMITED');
+  gate.release();
+  assert.deepEqual(count(await Promise.all(forgeries)), { 'reject:ENVELOPE_BAD_SIGNATURE': 10 });
+  // refunded: the real signer's ten records all pass
+  const real = Array.from({ length: 10 }, () => p.validate('job', job(s), 'peer-a', 'gossip'));
+  await tick();
+  gate.release();
+  assert.deepEqual(count(await Promise.all(real)), { 'accept:ok': 10 });
+});
+
+test('a new-advertiser token is refunded when the signature fails', async () => {
+  const gate = new GateVerifier();
+  const p = pipe(gate, { newAdvertisers: { ratePerSec: 0.001, burst: 2 } });
+  const bad = [0, 1].map(() => p.validate('advert', forged(advert(Ed25519Signer.generate())), 'peer-b', 'gossip'));
+  await tick();
+  gate.release();
+  assert.deepEqual(count(await Promise.all(bad)), { 'reject:ENVELOPE_BAD_SIGNATURE': 2 });
+  const good = [0, 1, 2].map(() => p.validate('advert', advert(Ed25519Signer.generate()), 'peer-b', 'gossip'));
+  await tick();
+  gate.release();
+  assert.deepEqual(count(await Promise.all(good)), { 'accept:ok': 2, 'ignore:RATE_LIMITED': 1 });
+});
+
+test('an advert whose verify finishes after a newer one of its signer was accepted is refused ADVERT_STALE', async () => {
+  const gate = new GateVerifier();
+  const p = pipe(gate, {});
+  const s = Ed25519Signer.generate();
+  const older = advert(s, 100);
+  const newer = advert(s, 101);
+  const o = p.validate('advert', older, 'peer-a', 'gossip');
+  const nw = p.validate('advert', newer, 'peer-b', 'gossip');
+  await tick();
+  gate.release(newer);
+  assert.equal((await nw).verdict, 'accept');
+  gate.release(older);
+  const out = await o;
+  assert.deepEqual([out.verdict, out.reason], ['ignore', 'ADVERT_STALE']);
+});
+
+test('an advert whose hook is still running when a newer one of its signer is accepted is refused ADVERT_STALE (inline verify too)', async () => {
+  const s = Ed25519Signer.generate();
+  const older = advert(s, 200);
+  const newer = advert(s, 201);
+  let open!: () => void;
+  const slow = new Promise<void>((r) => (open = r));
+  const hook: SemanticHook = async (rec) => {
+    if ((rec.record as Advert).seq === 200) await slow;
+  };
+  const p = pipe(undefined, {}, { advert: hook });
+  const o = p.validate('advert', older, 'peer-a', 'gossip');
+  await tick();
+  assert.equal((await p.validate('advert', newer, 'peer-b', 'gossip')).verdict, 'accept');
+  open();
+  const out = await o;
+  assert.deepEqual([out.verdict, out.reason], ['ignore', 'ADVERT_STALE']);
+});
+
+test('the same record through two paths at once is accepted once (seen re-checked after the await)', async () => {
+  const gate = new GateVerifier();
+  const p = pipe(gate, {});
+  const r = job(Ed25519Signer.generate());
+  const a = p.validate('job', r, 'peer-a', 'gossip');
+  const b = p.validate('job', r, 'peer-b', 'sync');
+  await tick();
+  gate.release();
+  const outs = await Promise.all([a, b]);
+  assert.deepEqual(outs.map((o) => o.verdict).sort(), ['accept', 'ignore']);
+  assert.equal(outs.find((o) => o.verdict === 'ignore')!.reason, 'DUPLICATE');
+  assert.equal(outs.reduce((k, o) => k + o.fresh.length, 0), 1);
+});
+
+test('a verifier that fails (VERIFY_WORKER_FAILED) earns ignore: not accepted, not marked seen, the signer refunded', async () => {
+  let fail = true;
+  const flaky: SignatureVerifier = { verify: async (b) => (fail ? { code: 'VERIFY_WORKER_FAILED', message: 'worker died' } : verifyOne(b)) };
+  const p = pipe(flaky, { signer: { job: { ratePerSec: 0.001, burst: 1 } } });
+  const r = job(Ed25519Signer.generate());
+  const first = await p.validate('job', r, 'peer-a', 'gossip');
+  assert.deepEqual([first.verdict, first.reason, first.fresh.length], ['ignore', 'VERIFY_WORKER_FAILED', 0]);
+  assert.equal(p.known(hashHex(r)), false);
+  fail = false;
+  const again = await p.validate('job', r, 'peer-a', 'gossip');
+  assert.deepEqual([again.verdict, again.reason], ['accept', 'ok'], 'the same bytes are taken once the verify works, within the one-record bucket');
+});
+
+test('the pool: a batch is one message per thread, settled in its turn with the inline verdicts; the threads take a share', async () => {
+  const pool = new VerifyPool(2);
+  try {
+    const s = Ed25519Signer.generate();
+    const good = Array.from({ length: 100 }, () => job(s));
+    const before = pool.batches;
+    const res = await Promise.all(good.map((b) => pool.verify(b)));
+    assert.deepEqual(res, good.map(() => null));
+    assert.equal(pool.batches - before, 1, '100 envelopes queued in one turn are one shared batch');
+    // a view into a larger buffer is copied as its own bytes
+    const big = new Uint8Array(good[0]!.length + 20);
+    big.set(good[0]!, 10);
+    assert.equal(await pool.verify(big.subarray(10, 10 + good[0]!.length)), null);
+    // refusals carry the inline path's code, inside a shared batch too
+    const bad = forged(job(s));
+    const small: Signer = { publicKey: Uint8Array.from([1, ...new Array<number>(31).fill(0)]), sign: () => new Uint8Array(64) };
+    const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
+    const mixed = [job(s), bad, job(s), weak, job(s), job(s), bad, job(s)];
+    const got = await Promise.all(mixed.map((b) => pool.verify(b)));
+    assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
+    assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
+    assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
+    // the threads do take envelopes (they start in the background; give them batches until one helps)
+    const end = Date.now() + 30_000;
+    while (pool.byThreads === 0 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(await Promise.all(good.map((b) => pool.verify(b))), good.map(() => null));
+    }
+    assert.ok(pool.byThreads > 0, 'a thread verified part of a batch');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a thread that dies loses nothing: its batch is settled on the event loop with the right verdicts, and it is replaced', async () => {
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/crash-verify-worker.js', import.meta.url) });
+  try {
+    const s = Ed25519Signer.generate();
+    const batch = () => [job(s), forged(job(s)), job(s), job(s), job(s)];
+    const one = batch();
+    assert.deepEqual((await Promise.all(one.map((b) => pool.verify(b)))).map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
+    const end = Date.now() + 30_000;
+    while (pool.crashes < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(pool.crashes, 1);
+    const two = batch();
+    assert.deepEqual((await Promise.all(two.map((b) => pool.verify(b)))).map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
+    while (pool.crashes < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(pool.crashes, 2, 'a fresh thread was offered the next batch (and died too)');
+    assert.equal(pool.byThreads, 0);
+  } finally {
+    await pool.close();
+  }
+});
