@@ -80,13 +80,23 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
   return bad('op must be "get" or "live"');
 }
 
-/** Whether a stored record belongs on one of `shards` (decoded without the signature check: it was verified when it was taken). */
+/**
+ * A stored record's shards, decoded once per bytes object (without the signature check: it was verified when it
+ * was taken). A source that hands out the same bytes each time (the memory cache) is decoded once per record, not
+ * once per record per sync (docs/scale.md "Where the hundred-node run's CPU went").
+ */
+const shardsByBytes = new WeakMap<Uint8Array, readonly string[]>();
 function onShards(kind: TopicKind, bytes: Uint8Array, shards: ReadonlySet<string>): boolean {
-  try {
-    return recordShards(kind, open(bytes, expectedType(kind), { trusted: true }).record).some((s) => shards.has(s));
-  } catch {
-    return false;
+  let sh = shardsByBytes.get(bytes);
+  if (sh === undefined) {
+    try {
+      sh = recordShards(kind, open(bytes, expectedType(kind), { trusted: true }).record);
+    } catch {
+      sh = [];
+    }
+    shardsByBytes.set(bytes, sh);
   }
+  return sh.some((s) => shards.has(s));
 }
 
 /** The server side, answering from `source` within the bounds (per request and per peer). */
