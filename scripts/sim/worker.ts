@@ -112,6 +112,20 @@ function tallyCloses(net: Network, tally: Record<string, number>): void {
       .slice(3, 7)
       .map((x) => x.trim().replace(/^at /, '').replace(/\(.*node_modules\//, '(').replace(/:\d+\)$/, ')'))
       .join(' < ');
+  const cm = (net.libp2p as unknown as { components: { connectionManager: { openConnection: (...a: unknown[]) => Promise<{ id: string }> } } }).components.connectionManager;
+  const open = cm.openConnection.bind(cm);
+  const before = new Set<string>();
+  cm.openConnection = async (...a: unknown[]) => {
+    const w = where();
+    const n = net.libp2p.getConnections().length;
+    const c = await open(...a);
+    if (!before.has(c.id) && net.libp2p.getConnections().length > n) {
+      before.add(c.id);
+      const k = `open ${w}`;
+      tally[k] = (tally[k] ?? 0) + 1;
+    }
+    return c;
+  };
   net.libp2p.addEventListener('connection:open', (e) => {
     const c = e.detail as unknown as { close: (o?: unknown) => Promise<void>; abort: (err: Error) => void };
     const close = c.close.bind(c);
@@ -223,10 +237,14 @@ async function main(): Promise<void> {
         s.outMsgs++;
         s.outBytes += env.bytes.length + l.advert.length + 16;
         const sentAt = Date.now();
-        void l.net.sendOffer([rec.signer], env.bytes, [l.advert]).then((r) => {
+        const net1 = l.net;
+        const buyerPeer = peerIdFromDid(rec.signer);
+        // where the provider stood with the buyer: connected, its addresses in the peer store, or neither (a DHT look-up)
+        const route = net1.libp2p.getConnections(buyerPeer).length ? 'connected' : net1.libp2p.peerStore.get(buyerPeer).then((p) => (p.addresses.length ? 'known' : 'unknown'), () => 'unknown');
+        void Promise.all([l.net.sendOffer([rec.signer], env.bytes, [l.advert]), route]).then(([r, how]) => {
           const ms = Date.now() - sentAt;
           for (const x of Object.values(r.outcomes)) {
-            const o1 = (res.offerSends[x] ??= { n: 0, late: 0, ms: 0 });
+            const o1 = (res.offerSends[`${x} (${how})`] ??= { n: 0, late: 0, ms: 0 });
             o1.n++;
             o1.ms += ms;
             if (ms > o.collectMs) o1.late++;
