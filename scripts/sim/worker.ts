@@ -292,9 +292,12 @@ async function main(): Promise<void> {
     await net?.stop().catch(err);
   };
 
-  const publishAdvert = (node: PlannedNode): void => {
+  // As the daemon's provider does (src/roles/provider/provider.ts publishAdvert): an advert that reached no peer
+  // (a rejoin before the mesh formed) is signed and published afresh, backing off from 250 ms to 15 s.
+  const publishAdvert = (node: PlannedNode, retryMs = 250): void => {
     const l = live.get(node.index)!;
     if (!l.net) return;
+    const net0 = l.net;
     const t = Date.now();
     l.seq = Math.max(l.seq + 1, t);
     const rec: Advert = {
@@ -314,7 +317,9 @@ async function main(): Promise<void> {
     l.arrivals[env.address] = st();
     l.held.set(dids[node.index]!, { seq: l.seq, expiresAt: rec.expiresAt });
     count('advert');
-    void l.net.publish('advert', env.bytes).catch(err);
+    void l.net.publish('advert', env.bytes).then((r) => {
+      if (r.recipients === 0 && l.net === net0 && st() < o.durationMs) setTimeout(() => l.net === net0 && publishAdvert(node, Math.min(retryMs * 2, 15_000)), retryMs);
+    }, err);
   };
 
   const publishPresence = (node: PlannedNode): void => {
