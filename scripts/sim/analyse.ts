@@ -25,6 +25,12 @@ export interface SimFigures {
   /** records published per second, network-wide, by kind */
   publishedPerSec: Record<string, number>;
   cpuPctPerNode: number;
+  /** connections opened per node and minute (both directions counted, so each connection twice), identify exchanges per node and minute, closed connections by lifetime */
+  conns: { opensPerNodeMin: number; identifiesPerNodeMin: number; lifetimes: Record<string, number>; perNode: number };
+  /** syncs per node and minute, records received per sync (accepted = new to the node) */
+  syncs: { perNodeMin: number; acceptedPerSync: number; otherPerSync: number };
+  /** offers sent directly, by outcome: count, share slower than the decision window, mean ms */
+  offerSends: Record<string, { n: number; lateShare: number; meanMs: number }>;
   /** worst worker's event-loop lag, ms [p50, p99, max]: above ~100 ms the run was starved of CPU */
   loopLagMs: [number, number, number];
   rssMiBPerNode: number;
@@ -231,6 +237,29 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     publishedPerSec: Object.fromEntries(['advert', 'presence', 'job', 'offer'].map((k) => [k, results.reduce((s, r) => s + (r.published[k] ?? 0), 0) / (o.durationMs / 1000)])),
     loopLagMs: [0, 1, 2].map((k) => Math.max(...results.map((r) => r.loopLagMs[k]!))) as [number, number, number],
     cpuPctPerNode: (100 * cpuMs) / o.durationMs / nodes.length,
+    syncs: (() => {
+      const c = results.reduce((a, r) => ({ calls: a.calls + r.syncs.calls, accepted: a.accepted + r.syncs.accepted, other: a.other + r.syncs.other }), { calls: 0, accepted: 0, other: 0 });
+      return { perNodeMin: c.calls / nodes.length / (o.durationMs / 60_000), acceptedPerSync: c.calls ? c.accepted / c.calls : 0, otherPerSync: c.calls ? c.other / c.calls : 0 };
+    })(),
+    offerSends: (() => {
+      const acc: Record<string, { n: number; late: number; ms: number }> = {};
+      for (const r of results) for (const [k, v] of Object.entries(r.offerSends)) {
+        const a = (acc[k] ??= { n: 0, late: 0, ms: 0 });
+        a.n += v.n;
+        a.late += v.late;
+        a.ms += v.ms;
+      }
+      return Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, { n: v.n, lateShare: v.late / v.n, meanMs: v.ms / v.n }]));
+    })(),
+    conns: {
+      perNode: results.reduce((s, r) => s + r.peerSamples.sum, 0) / Math.max(1, results.reduce((s, r) => s + r.peerSamples.n, 0)),
+      opensPerNodeMin: results.reduce((s, r) => s + r.conns.in + r.conns.out, 0) / nodes.length / (o.durationMs / 60_000),
+      identifiesPerNodeMin: results.reduce((s, r) => s + r.conns.identified, 0) / nodes.length / (o.durationMs / 60_000),
+      lifetimes: results.reduce<Record<string, number>>((acc, r) => {
+        for (const [k, v] of Object.entries(r.conns.lifetimes)) acc[k] = (acc[k] ?? 0) + v;
+        return acc;
+      }, {}),
+    },
     rssMiBPerNode: results.reduce((s, r) => s + r.rssMiB, 0) / nodes.length,
     peakRssMiB: results.reduce((s, r) => s + r.peakRssMiB, 0),
     view: { mean: mean(fractions), min: fractions.length ? Math.min(...fractions) : NaN, agreedRounds: agreed, rounds: rounds.size, ...(inPartition.length ? { duringPartition: mean(inPartition) } : {}) },

@@ -1,5 +1,5 @@
 /**
- * `npm run sim -- [--nodes 100] [--duration 300] [--seed 1] [--procs 2] [--json] [--out figures.json]`
+ * `npm run sim -- [--nodes 100] [--duration 300] [--seed 1] [--procs 2] [--json] [--out figures.json] [--prof DIR]`
  * (issue #16; docs/scale.md "The hundred-node run"): a network of real nodes
  * spread over worker processes on this machine, a seeded schedule (providers
  * republishing adverts and presence, buyers publishing jobs and collecting
@@ -15,7 +15,7 @@ import { analyse, type SimFigures } from './analyse.js';
 import { makePlan, simDefaults, type SimOptions } from './plan.js';
 import type { WorkerResult } from './worker.js';
 
-export async function runSim(partial: Partial<SimOptions> = {}): Promise<{ figures: SimFigures; load: [number, number] }> {
+export async function runSim(partial: Partial<SimOptions> = {}, profDir?: string): Promise<{ figures: SimFigures; load: [number, number] }> {
   const opts = simDefaults(partial);
   const plan = makePlan(opts);
   const ports: number[] = [];
@@ -42,12 +42,18 @@ export async function runSim(partial: Partial<SimOptions> = {}): Promise<{ figur
         c.once('exit', onExit);
       });
     const ready = children.map((c) => next(c, 'ready'));
-    children.forEach((c, k) => c.send({ opts, shard: plan.nodes.filter((n) => n.index % procs === k).map((n) => n.index), ports }));
+    children.forEach((c, k) => c.send({ opts, shard: plan.nodes.filter((n) => n.index % procs === k).map((n) => n.index), ports, ...(profDir ? { profDir } : {}) }));
     await Promise.all(ready);
     const results = children.map((c) => next(c, 'result'));
     const t0 = Date.now() + opts.warmupMs;
     for (const c of children) c.send({ t0 });
     const out = (await Promise.all(results)) as WorkerResult[];
+    // SIM_DIAG=1: what closed connections (worker.ts tallyCloses), to stderr
+    if (process.env.SIM_DIAG) {
+      const d: Record<string, number> = {};
+      for (const r of out) for (const [k, v] of Object.entries(r.closes)) d[k] = (d[k] ?? 0) + v;
+      for (const [k, v] of Object.entries(d).sort((a, b) => b[1] - a[1]).slice(0, 30)) console.error(v, k);
+    }
     return { figures: analyse(plan, out), load: [load0, loadavg()[0]!] };
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
@@ -70,6 +76,9 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   L.push(`  by role (in/out kB/s): ${f.trafficByRole.map((r) => `${r.role} ${kb(r.inBytesPerSec)}/${kb(r.outBytesPerSec)}`).join(', ')}`);
   L.push(`event-loop lag (worst worker) p50 ${f.loopLagMs[0].toFixed(0)} ms, p99 ${f.loopLagMs[1].toFixed(0)} ms, max ${f.loopLagMs[2].toFixed(0)} ms${f.loopLagMs[1] > 100 ? ' — STARVED: the workers did not get the CPU they needed; these figures are the machine\'s, not the protocol\'s' : ''}`);
   L.push(`CPU ${f.cpuPctPerNode.toFixed(2)} % of a core per node; RSS ${f.rssMiBPerNode.toFixed(1)} MiB per node (process RSS / nodes), peak ${f.peakRssMiB.toFixed(0)} MiB in all`);
+  L.push(`connections: ${f.conns.perNode.toFixed(1)} per node (mean of samples every 2 s); ${f.conns.opensPerNodeMin.toFixed(1)} opened per node and minute (each counted at both ends), ${f.conns.identifiesPerNodeMin.toFixed(1)} identify exchanges per node and minute; closed ones lived ${Object.entries(f.conns.lifetimes).map(([k, v]) => `${k}: ${v}`).join(', ')}`);
+  L.push(`syncs: ${f.syncs.perNodeMin.toFixed(1)} per node and minute, ${f.syncs.acceptedPerSync.toFixed(1)} new and ${f.syncs.otherPerSync.toFixed(1)} already-known records received per sync`);
+  L.push(`offers sent direct: ${Object.entries(f.offerSends).map(([k, v]) => `${k} ${v.n} (mean ${v.meanMs.toFixed(0)} ms, ${(100 * v.lateShare).toFixed(0)} % after the decision window)`).join(', ')}`);
   L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
   if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
   L.push(`at the end: ${f.missingAtEnd} (node, provider) pairs without the provider's latest advert, on ${f.nodesMissingAtEnd} nodes`);
@@ -93,7 +102,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const v = arg(k);
     if (v !== undefined) o[k] = v;
   }
-  const { figures, load } = await runSim(o);
+  const prof = process.argv.indexOf('--prof');
+  const { figures, load } = await runSim(o, prof > 0 ? process.argv[prof + 1] : undefined);
   console.log(process.argv.includes('--json') ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
   const out = process.argv.indexOf('--out');
   if (out > 0 && process.argv[out + 1]) writeFileSync(process.argv[out + 1]!, JSON.stringify({ options: o, load, figures }, null, 1));

@@ -12,6 +12,9 @@
  */
 import '../../src/polyfill.js';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presence } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
@@ -49,6 +52,16 @@ export interface WorkerResult {
   loopLagMs: [number, number, number];
   /** schedule ms when this worker had closed every connection across the cut */
   cutDoneAt?: number;
+  /** connections this shard's nodes opened (by direction) and closed, with how long the closed ones lived (ms buckets), and identify exchanges */
+  conns: { in: number; out: number; closed: number; lifetimes: Record<string, number>; identified: number };
+  /** SIM_DIAG=1: who closed or aborted connections (error and the first stack frames) → count */
+  closes: Record<string, number>;
+  /** syncs this shard's nodes ran (on connect and anti-entropy) and the records they received: accepted (new) and not (duplicates, stale) */
+  syncs: { calls: number; accepted: number; other: number };
+  /** connected peers of this shard's up nodes, summed over samples (every 2 s), and the number of node samples */
+  peerSamples: { sum: number; n: number };
+  /** offers sent over /c0mpute/offer/1 by outcome: count, how many took longer than the buyer's decision window, total ms */
+  offerSends: Record<string, { n: number; late: number; ms: number }>;
   cpuMs: number;
   rssMiB: number;
   peakRssMiB: number;
@@ -91,6 +104,45 @@ function countTraffic(net: Network, traffic: Traffic): void {
   (net.libp2p.services.pubsub as unknown as GossipMetricsHook).metrics = noop;
 }
 
+/** SIM_DIAG: count every local close/abort of the node's connections by cause (error, caller), to find what churns them. */
+function tallyCloses(net: Network, tally: Record<string, number>): void {
+  const where = () =>
+    (new Error().stack ?? '')
+      .split('\n')
+      .slice(3, 7)
+      .map((x) => x.trim().replace(/^at /, '').replace(/\(.*node_modules\//, '(').replace(/:\d+\)$/, ')'))
+      .join(' < ');
+  const cm = (net.libp2p as unknown as { components: { connectionManager: { openConnection: (...a: unknown[]) => Promise<{ id: string }> } } }).components.connectionManager;
+  const open = cm.openConnection.bind(cm);
+  const before = new Set<string>();
+  cm.openConnection = async (...a: unknown[]) => {
+    const w = where();
+    const n = net.libp2p.getConnections().length;
+    const c = await open(...a);
+    if (!before.has(c.id) && net.libp2p.getConnections().length > n) {
+      before.add(c.id);
+      const k = `open ${w}`;
+      tally[k] = (tally[k] ?? 0) + 1;
+    }
+    return c;
+  };
+  net.libp2p.addEventListener('connection:open', (e) => {
+    const c = e.detail as unknown as { close: (o?: unknown) => Promise<void>; abort: (err: Error) => void };
+    const close = c.close.bind(c);
+    const abort = c.abort.bind(c);
+    c.close = (o?: unknown) => {
+      const k = `close ${where()}`;
+      tally[k] = (tally[k] ?? 0) + 1;
+      return close(o);
+    };
+    c.abort = (err: Error) => {
+      const k = `abort ${err?.name}: ${String(err?.message).slice(0, 60)} ${where()}`;
+      tally[k] = (tally[k] ?? 0) + 1;
+      abort(err);
+    };
+  });
+}
+
 interface Live {
   net?: Network;
   upSince?: number;
@@ -106,7 +158,7 @@ interface Live {
 }
 
 async function main(): Promise<void> {
-  const init = await new Promise<{ opts: SimOptions; shard: number[]; ports: number[] }>((resolve) => process.once('message', (m) => resolve(m as never)));
+  const init = await new Promise<{ opts: SimOptions; shard: number[]; ports: number[]; profDir?: string }>((resolve) => process.once('message', (m) => resolve(m as never)));
   const plan: Plan = makePlan(init.opts);
   const o = plan.opts;
   const signers = plan.nodes.map((x) => new Ed25519Signer(Buffer.from(x.seedHex, 'hex')));
@@ -115,7 +167,7 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
@@ -141,6 +193,27 @@ async function main(): Promise<void> {
       },
     });
     countTraffic(net, l.traffic);
+    const syncFrom = net.syncFrom.bind(net);
+    net.syncFrom = async (peer, kinds) => {
+      const r = await syncFrom(peer, kinds);
+      if (t0 !== Infinity) {
+        res.syncs.calls++;
+        res.syncs.accepted += r.accepted;
+        res.syncs.other += r.ignored + r.rejected;
+      }
+      return r;
+    };
+    const cs = res.conns;
+    net.libp2p.addEventListener('connection:open', (e) => void (t0 !== Infinity && cs[e.detail.direction === 'inbound' ? 'in' : 'out']++));
+    if (process.env.SIM_DIAG) tallyCloses(net, res.closes);
+    net.libp2p.addEventListener('peer:identify', () => void (t0 !== Infinity && cs.identified++));
+    net.libp2p.addEventListener('connection:close', (e) => {
+      if (t0 === Infinity) return;
+      cs.closed++;
+      const life = Date.now() - e.detail.timeline.open;
+      const b = life < 1_000 ? '<1s' : life < 10_000 ? '<10s' : life < 60_000 ? '<60s' : '>=60s';
+      cs.lifetimes[b] = (cs.lifetimes[b] ?? 0) + 1;
+    });
     const slot = (k: string) => (l.traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
     // records accepted (first copies), for the model's copies per delivered record
     for (const k of ['advert', 'job', 'presence'] as const) net.subscribe(k, () => void (slot(k).delivered = (slot(k).delivered ?? 0) + 1));
@@ -163,8 +236,19 @@ async function main(): Promise<void> {
         const s = slot('offer-direct');
         s.outMsgs++;
         s.outBytes += env.bytes.length + l.advert.length + 16;
-        void l.net.sendOffer([rec.signer], env.bytes, [l.advert]).then((r) => {
-          for (const x of Object.values(r.outcomes)) count(`offer-${x}`);
+        const sentAt = Date.now();
+        const net1 = l.net;
+        const buyerPeer = peerIdFromDid(rec.signer);
+        // where the provider stood with the buyer: connected, its addresses in the peer store, or neither (a DHT look-up)
+        const route = net1.libp2p.getConnections(buyerPeer).length ? 'connected' : net1.libp2p.peerStore.get(buyerPeer).then((p) => (p.addresses.length ? 'known' : 'unknown'), () => 'unknown');
+        void Promise.all([l.net.sendOffer([rec.signer], env.bytes, [l.advert]), route]).then(([r, how]) => {
+          const ms = Date.now() - sentAt;
+          for (const x of Object.values(r.outcomes)) {
+            const o1 = (res.offerSends[`${x} (${how})`] ??= { n: 0, late: 0, ms: 0 });
+            o1.n++;
+            o1.ms += ms;
+            if (ms > o.collectMs) o1.late++;
+          }
         }, err);
       });
     }
@@ -208,9 +292,12 @@ async function main(): Promise<void> {
     await net?.stop().catch(err);
   };
 
-  const publishAdvert = (node: PlannedNode): void => {
+  // As the daemon's provider does (src/roles/provider/provider.ts publishAdvert): an advert that reached no peer
+  // (a rejoin before the mesh formed) is signed and published afresh, backing off from 250 ms to 15 s.
+  const publishAdvert = (node: PlannedNode, retryMs = 250): void => {
     const l = live.get(node.index)!;
     if (!l.net) return;
+    const net0 = l.net;
     const t = Date.now();
     l.seq = Math.max(l.seq + 1, t);
     const rec: Advert = {
@@ -230,7 +317,9 @@ async function main(): Promise<void> {
     l.arrivals[env.address] = st();
     l.held.set(dids[node.index]!, { seq: l.seq, expiresAt: rec.expiresAt });
     count('advert');
-    void l.net.publish('advert', env.bytes).catch(err);
+    void l.net.publish('advert', env.bytes).then((r) => {
+      if (r.recipients === 0 && l.net === net0 && st() < o.durationMs) setTimeout(() => l.net === net0 && publishAdvert(node, Math.min(retryMs * 2, 15_000)), retryMs);
+    }, err);
   };
 
   const publishPresence = (node: PlannedNode): void => {
@@ -249,6 +338,13 @@ async function main(): Promise<void> {
   process.send!({ type: 'ready' });
   const go = await new Promise<{ t0: number }>((resolve) => process.once('message', (m) => resolve(m as never)));
   t0 = go.t0;
+  // --prof DIR: a CPU profile of this worker over the schedule (setup excluded), summarised by `node dist/scripts/sim/prof.js DIR`
+  const session = init.profDir ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   const cpu0 = process.cpuUsage();
   for (const i of init.shard) {
     const l = live.get(i)!;
@@ -275,6 +371,16 @@ async function main(): Promise<void> {
       for (let t = phase + 500; t < o.durationMs; t += o.presenceEveryMs) evs.push({ t, run: () => publishPresence(node) });
     }
     if (node.role === 'buyer') for (let t = 2_000; t < o.durationMs; t += 2_000) evs.push({ t, run: () => sampleView(node) });
+    for (let t = 2_000; t < o.durationMs; t += 2_000)
+      evs.push({
+        t,
+        run: () => {
+          const net = live.get(i)!.net;
+          if (!net) return;
+          res.peerSamples.sum += net.libp2p.getConnections().length;
+          res.peerSamples.n++;
+        },
+      });
   }
   for (const c of plan.churn) {
     if (!mine.has(c.node)) continue;
@@ -379,6 +485,11 @@ async function main(): Promise<void> {
   await Promise.all(chains.values());
   const cpu = process.cpuUsage(cpu0);
   res.cpuMs = (cpu.user + cpu.system) / 1000;
+  if (session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(init.profDir!, `sim-worker-${init.shard[0] ?? 0}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
   const sorted = [...lags].sort((a, b) => a - b);
   res.loopLagMs = [sorted[sorted.length >> 1] ?? 0, sorted[Math.floor(sorted.length * 0.99)] ?? 0, sorted[sorted.length - 1] ?? 0];
   res.rssMiB = process.memoryUsage().rss / 2 ** 20;

@@ -70,6 +70,16 @@ export const GOSSIP_BASE = {
   asyncValidation: false,
 } as const;
 
+/**
+ * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
+ * 10 s and aborts it on one failed ping, and a ping that overlaps the previous one fails at once (one outbound ping
+ * stream per connection). Under a few seconds of event-loop lag that dropped healthy connections, and the reconnects
+ * (handshake, identify, sync) deepened the lag. Pings may overlap, and time out no sooner than 15 s. And every
+ * 30 s, not 10: a ping is a new stream each way (multistream-select, a peer-store merge, a dozen encrypted frames),
+ * a third of an idle node's CPU at 5 peers (docs/scale.md "Where the hundred-node run's CPU went").
+ */
+export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 15_000 } as const;
+
 export interface NetworkOptions {
   /** The node's identity; its libp2p key is derived from the same seed. */
   signer: Ed25519Signer;
@@ -328,10 +338,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
+    connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
       identify: identify(),
-      ping: ping(),
+      ping: ping({ maxInboundStreams: LIVENESS.pingStreams, maxOutboundStreams: LIVENESS.pingStreams }),
       pubsub: gossipsub({
         ...GOSSIP_BASE,
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),

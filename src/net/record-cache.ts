@@ -4,12 +4,15 @@
  * `RecordSource` is what the roles supply (their LevelDB stores); the network
  * falls back to `MemoryRecordCache`, which holds every accepted or published
  * record until its validity window ends (bounded per kind; an advert replaces
- * the same signer's lower seq). Each record's market shards are kept beside it,
- * computed once when it is added, so a shard-filtered sync (`live` with
- * `shards`) reads them instead of re-opening records.
+ * the same signer's lower seq, a presence the same signer's earlier one, as the
+ * daemon's presence view does: a sync answers with what a peer needs, not every
+ * presence of the last window — docs/scale.md "Where the hundred-node run's CPU
+ * went"). Each record's market shards are kept beside it, computed once when it
+ * is added, so a shard-filtered sync (`live` with `shards`) reads them instead
+ * of re-opening records.
  */
 import type { Opened } from '../records/envelope.js';
-import type { Advert } from '../records/kinds.js';
+import type { Advert, Presence } from '../records/kinds.js';
 import { validityWindow } from '../records/kinds.js';
 import { isSharded, recordShards, type TopicKind } from './topics.js';
 
@@ -37,7 +40,8 @@ interface Entry {
 export class MemoryRecordCache implements RecordSource {
   readonly #byKind = new Map<TopicKind, Map<string, Entry>>();
   readonly #byAddr = new Map<string, Entry>();
-  readonly #advertBySigner = new Map<string, { address: string; seq: number }>();
+  /** advert: signer → held address and seq; presence: signer → held address and issuedAt */
+  readonly #latest = { advert: new Map<string, { address: string; seq: number }>(), presence: new Map<string, { address: string; seq: number }>() };
   readonly #maxPerKind: number;
 
   constructor(opts: { maxPerKind?: number } = {}) {
@@ -48,12 +52,13 @@ export class MemoryRecordCache implements RecordSource {
     if (this.#byAddr.has(rec.address)) return;
     let m = this.#byKind.get(kind);
     if (!m) this.#byKind.set(kind, (m = new Map()));
-    if (kind === 'advert') {
-      const seq = (rec.record as Advert).seq;
-      const held = this.#advertBySigner.get(rec.signer);
-      if (held && held.seq >= seq) return;
+    if (kind === 'advert' || kind === 'presence') {
+      const seq = kind === 'advert' ? (rec.record as Advert).seq : (rec.record as Presence).issuedAt;
+      const latest = this.#latest[kind];
+      const held = latest.get(rec.signer);
+      if (held && (held.seq > seq || (held.seq === seq && (kind === 'advert' || held.address >= rec.address)))) return;
       if (held) this.#remove(kind, held.address);
-      this.#advertBySigner.set(rec.signer, { address: rec.address, seq });
+      latest.set(rec.signer, { address: rec.address, seq });
     }
     const w = validityWindow(rec.type, rec.record);
     const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer, shards: isSharded(kind) ? recordShards(kind, rec.record) : [] };
@@ -87,6 +92,6 @@ export class MemoryRecordCache implements RecordSource {
     const e = this.#byAddr.get(address);
     this.#byAddr.delete(address);
     this.#byKind.get(kind)?.delete(address);
-    if (kind === 'advert' && e && this.#advertBySigner.get(e.signer)?.address === address) this.#advertBySigner.delete(e.signer);
+    if ((kind === 'advert' || kind === 'presence') && e && this.#latest[kind].get(e.signer)?.address === address) this.#latest[kind].delete(e.signer);
   }
 }

@@ -174,6 +174,25 @@ test('the memory record cache serves live records, latest advert per signer', ()
   assert.deepEqual(c.live('advert', t + 2000, 10), []);
 });
 
+test('the memory record cache serves the latest presence per signer (a sync answers with what a peer needs)', () => {
+  const c = new MemoryRecordCache({ maxPerKind: 10 });
+  const t = clock();
+  const pr = (issuedAt: number, signer = s) => seal(T.presence, { workloads: ['infer.llm'], freeSlots: 1, issuedAt, windowMs: 45_000 }, signer);
+  const p1 = pr(t - 2000);
+  const p2 = pr(t - 1000);
+  const other = pr(t - 3000, Ed25519Signer.generate());
+  c.add('presence', p2);
+  c.add('presence', p1); // earlier than the held one: not kept
+  c.add('presence', other);
+  assert.deepEqual(c.live('presence', t, 10), [p2.bytes, other.bytes]);
+  assert.equal(c.get(p1.address), undefined);
+  const p3 = pr(t);
+  c.add('presence', p3); // replaces p2
+  assert.deepEqual(c.live('presence', t, 10), [other.bytes, p3.bytes]);
+  assert.equal(c.get(p2.address), undefined);
+  assert.deepEqual(c.live('presence', t + 45_000, 10), []);
+});
+
 function pick(r: { verdict: string; reason: string }): [string, string] {
   return [r.verdict, r.reason];
 }
