@@ -47,7 +47,7 @@ import { createPeerScoreParams } from '@libp2p/gossipsub/score';
 import { kadDHT, passthroughMapper } from '@libp2p/kad-dht';
 import '../../src/polyfill.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
-import { createNetwork, DHT_PROTOCOL, GOSSIP_BASE, topicScoreParams, type Network } from '../../src/net/node.js';
+import { createNetwork, DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, topicScoreParams, type Network } from '../../src/net/node.js';
 import { TOPIC_KINDS, topicsFor } from '../../src/net/topics.js';
 import { libp2pKey } from '../../src/node/peer-id.js';
 import { silentLogger } from '../../src/util/log.js';
@@ -106,10 +106,12 @@ async function startBare(signer: Ed25519Signer, boot: string[]): Promise<Handle>
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionManager: { maxConnections: 200 },
+    // the same liveness pings as createNetwork (every 30 s, not libp2p's 10 s): like against like
+    connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
     peerDiscovery: boot.length ? [bootstrap({ list: boot })] : [],
     services: {
       identify: identify(),
-      ping: ping(),
+      ping: ping({ maxInboundStreams: LIVENESS.pingStreams, maxOutboundStreams: LIVENESS.pingStreams }),
       pubsub: gossipsub({
         ...GOSSIP_BASE,
         scoreParams: createPeerScoreParams({ topics, IPColocationFactorWeight: 0 }),
