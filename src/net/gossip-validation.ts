@@ -308,7 +308,8 @@ export class RecordPipeline {
     if (msgId !== primaryAddr) this.#seenCheck(msgId);
     // 8. semantic checks: built-in staleness (a newer advert may have been accepted during the await), then the roles' hook
     if (kind === 'advert') this.#staleCheck(primary);
-    for (const a of attachments) if (a.kind === 'advert' && !a.known) this.#staleCheck(a.rec);
+    // an attached advert accepted meanwhile (another offer carrying it, validated alongside) is known now, not stale
+    for (const a of attachments) if (a.kind === 'advert' && !a.known && this.#seen.get(a.rec.address) !== 'accept') this.#staleCheck(a.rec);
     const hook = this.#hooks.get(kind);
     if (hook) {
       try {

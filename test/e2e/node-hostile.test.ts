@@ -95,10 +95,10 @@ test('tampered adverts, re-pointed offers, forged receipts and malformed bytes r
     jobB = sha256Job(x.signer, '2', { deadlineMs: 60_000, inputBytes: 32 });
     await x.publish('job', jobA.bytes);
     await x.publish('job', jobB.bytes);
-    await waitFor('genuine offers from both providers on the hostile node’s job', () => {
-      const on = offersHeard.filter((o) => o.record.job === jobA.address);
-      return new Set(on.map((o) => o.signer)).size === 2;
-    });
+    // both jobs: the check below holds every offer a node keeps for either job against what was heard here
+    await waitFor('genuine offers from both providers on each of the hostile node’s jobs', () =>
+      [jobA, jobB].every((j) => new Set(offersHeard.filter((o) => o.record.job === j.address).map((o) => o.signer)).size === 2),
+    );
     const p1Offer = offersHeard.find((o) => o.record.job === jobA.address && o.signer === p1.did)!;
 
     const bad: Array<[TopicKind, Uint8Array]> = [];

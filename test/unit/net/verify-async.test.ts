@@ -18,6 +18,7 @@ import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
 import { VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
+import { encodeMessage } from '../../../src/net/framing.js';
 
 const clock = fakeClock();
 let n = 0;
@@ -235,4 +236,19 @@ test('a thread that dies loses nothing: its batch is settled on the event loop w
   } finally {
     await pool.close();
   }
+});
+
+test('two offers carrying the same new advert, validated side by side: both accepted (the advert accepted with the first is not stale for the second)', async () => {
+  // found end to end: a provider's offers on two jobs reached a buyer together, and the second was ignored ADVERT_STALE
+  const gate = new GateVerifier();
+  const p = pipe(gate, {});
+  const s = Ed25519Signer.generate();
+  const ad = advert(s, 500);
+  const offerOn = (j: string) =>
+    encodeMessage(seal(T.offer, { job: 'sha256:' + j.repeat(32), advert: hashHex(ad), price: { amount: '1', currency: 'USD' }, durationMs: 1000, issuedAt: clock(), startBy: clock() + 60_000, expiresAt: clock() + 30_000 }, s).bytes, [ad]);
+  const a = p.validate('offer', offerOn('aa'), 'peer-a', 'direct');
+  const b = p.validate('offer', offerOn('bb'), 'peer-a', 'direct');
+  await tick();
+  gate.release();
+  assert.deepEqual([(await a).reason, (await b).reason], ['ok', 'ok']);
 });
