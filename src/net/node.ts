@@ -136,7 +136,7 @@ export interface NetworkOptions {
   maxConnections?: number;
   /** Flood limits in validation: per peer, per signer and kind, new advertisers (flood-limits.ts). */
   floodLimits?: Partial<FloodLimitOptions>;
-  /** Worker threads verifying signatures, one pool per process shared by its nodes (verify-pool.ts; default `min(4, cores − 1)`; 0 = on the event loop). */
+  /** Worker threads verifying signatures, one pool per process shared by its nodes (verify-pool.ts; default `min(4, cores − 1)` above 2 cores, else 0; 0 = on the event loop). */
   verifyThreads?: number;
   /** What a persistent flooder earns: gossipsub P5 weight, disconnect threshold, ban time (peer-abuse.ts). */
   abuse?: Partial<AbuseOptions>;

@@ -53,9 +53,16 @@ export const MIN_SHARED_BATCH = 4;
 /** Envelopes per thread offered, at least (a smaller batch wakes fewer threads). */
 const PER_THREAD = 4;
 
-/** `min(4, cores − 1)`: one core stays with the event loop (0 on a single core: verify inline). */
+/**
+ * `min(4, cores − 1)` on a machine with more than 2 cores (one core stays with
+ * the event loop); 0 (verify on the event loop) on 1 or 2 cores, where a thread
+ * measured no gain and cost CPU: bench net, quiet, 2 cores — ingest 6,404
+ * records/s inline against 5,498 and 6,110 with one thread, 4,513 records per
+ * CPU-second against 3,685–3,974 (docs/scale.md §1, lead's runs).
+ */
 export function defaultVerifyThreads(): number {
-  return Math.max(0, Math.min(4, availableParallelism() - 1));
+  const cores = availableParallelism();
+  return cores <= 2 ? 0 : Math.min(4, cores - 1);
 }
 
 export type VerifyFailure = { code: string; message: string };

@@ -86,7 +86,7 @@ const networkSchema = z
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
     managed: z.boolean().default(false),
-    /** Worker threads verifying signatures, one pool per process (net/verify-pool.ts); unset: min(4, cores − 1); 0 = on the event loop. */
+    /** Worker threads verifying signatures, one pool per process (net/verify-pool.ts); unset: min(4, cores − 1) above 2 cores, else 0; 0 = on the event loop. */
     verifyThreads: z.number().int().min(0).max(16).optional(),
     /** Flood limits in validation (per peer, per signer and kind, new advertisers); unset keys keep their defaults. */
     floodLimits: floodLimitsSchema.optional(),
