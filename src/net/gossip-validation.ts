@@ -48,7 +48,6 @@ export const VAL_ERR = {
   INTERNAL: 'INTERNAL',
   RATE_LIMITED,
   VERIFY_WORKER_FAILED: VERIFY_ERR.WORKER_FAILED,
-  VERIFY_POOL_CLOSED: VERIFY_ERR.POOL_CLOSED,
 } as const;
 
 /** A coded error that says which verdict it earns. Roles throw these from hooks. */
@@ -71,7 +70,7 @@ export function rejectError(code: string, message: string, field?: string): Vali
 }
 
 /** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
-const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED, VAL_ERR.VERIFY_POOL_CLOSED]);
+const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED]);
 
 /** THE adapter: error → verdict and reason. */
 export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
@@ -297,15 +296,20 @@ export class RecordPipeline {
       }
       // 7b. signatures: the one check the trusted opens skipped, all of the message's at once
       const failed = await this.#verifyAll(toVerify);
-      if (failed) throw failed.code === VAL_ERR.VERIFY_WORKER_FAILED || failed.code === VAL_ERR.VERIFY_POOL_CLOSED ? new ValidationError('ignore', failed.code, failed.message) : new C0Error(failed.code, failed.message);
+      if (failed) throw new C0Error(failed.code, failed.message); // VERIFY_WORKER_FAILED earns ignore (IGNORE_CODES), a refusal reject
     } catch (e) {
       // not verified: the reservations go back (a forged signer header holds a bucket only while in flight)
       for (const h of holds) this.#refund(h);
       throw e;
     }
-    // after the await: the same record may have been accepted (or refused) meanwhile
-    this.#seenCheck(primaryAddr);
-    if (msgId !== primaryAddr) this.#seenCheck(msgId);
+    // after the await: the same record may have been accepted (or refused) meanwhile; then it costs its signers nothing
+    try {
+      this.#seenCheck(primaryAddr);
+      if (msgId !== primaryAddr) this.#seenCheck(msgId);
+    } catch (e) {
+      for (const h of holds) this.#refund(h);
+      throw e;
+    }
     // 8. semantic checks: built-in staleness (a newer advert may have been accepted during the await), then the roles' hook
     if (kind === 'advert') this.#staleCheck(primary);
     // an attached advert accepted meanwhile (another offer carrying it, validated alongside) is known now, not stale
@@ -321,7 +325,10 @@ export class RecordPipeline {
       }
     }
     // Accept. Re-check seen and staleness after the hook's await: the same record, or a newer advert, may have been accepted meanwhile.
-    if (this.#seen.get(primaryAddr) === 'accept') throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
+    if (this.#seen.get(primaryAddr) === 'accept') {
+      for (const h of holds) this.#refund(h);
+      throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
+    }
     if (kind === 'advert') this.#staleCheck(primary);
     const fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }> = [];
     this.#seen.set(msgId, 'accept');

@@ -42,8 +42,6 @@ import { checkSignerKey, peekType, precheckSignature, verifySignature } from '..
 export const VERIFY_ERR = {
   /** The thread verifying the envelope died before answering (a SignatureVerifier may fail with it; the pipeline makes it ignore). */
   WORKER_FAILED: 'VERIFY_WORKER_FAILED',
-  /** The verifier was closed before the envelope was verified. */
-  POOL_CLOSED: 'VERIFY_POOL_CLOSED',
 } as const;
 
 /** The most threads one pool runs. */
@@ -173,7 +171,7 @@ export class VerifyPool implements SignatureVerifier {
   }
 
   verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
-    if (this.#closed) return Promise.resolve(verifyOne(bytes));
+    if (this.#closed) return Promise.resolve(verifySafe(bytes));
     return new Promise((resolve) => {
       this.#queue.push({ bytes, resolve });
       if (!this.#scheduled) {
@@ -312,6 +310,6 @@ export class SharedPoolVerifier implements SignatureVerifier {
     await l?.release();
   }
   verify(bytes: Uint8Array): Promise<VerifyFailure | null> {
-    return this.#lease ? this.#lease.pool.verify(bytes) : Promise.resolve(verifyOne(bytes));
+    return this.#lease ? this.#lease.pool.verify(bytes) : Promise.resolve(verifySafe(bytes));
   }
 }

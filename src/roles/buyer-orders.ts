@@ -77,7 +77,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   const considered: ClaimDecision['considered'] = [];
   const arrivedAt = new Map<number, number>();
   const adverts = new Map<string, Opened<Advert>>();
-  /** The claims that opened, by address, kept opened (stored with the selection, cited as evidence). */
+  /** The claims that opened up to the winner, by address, kept opened (stored with the selection, cited as evidence). */
   const opened = new Map<string, Opened<Claim>>();
   const stop = new AbortController();
   let winner: { claim: Opened<Claim>; selection: Opened<Selection> } | undefined;
@@ -114,8 +114,8 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
     const ans: ClaimAnswer = decision.answers[0]!;
     if (c && ans.claim) {
-      opened.set(c.address, c);
       if (!winner) {
+        opened.set(c.address, c); // only the claims the selection lists are read back
         considered.push({ seq: a.seq, provider: c.signer, claim: c.address });
         arrivedAt.set(a.seq, a.receivedAt);
         const cited = lookup(c.record.advert);

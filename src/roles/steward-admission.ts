@@ -67,7 +67,8 @@ type Outcome =
 type Wake = Outcome | { gone: 'stopping' | 'superseded' };
 
 /** A fresh ask, after the section: answered again, decided, or waiting in line. */
-type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake> };
+/** `reasked`: a claim already in line asked again (capacity may have freed while its buyer was away). */
+type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake>; reasked?: true };
 
 interface Waiting {
   /** arrival number (the place in line; the queue store's key) */
@@ -165,7 +166,7 @@ export class AdmissionLine {
       return;
     }
     if ('outcome' in asked) return this.#tell(asked.outcome, ctx);
-    const { wait: waiting, got } = asked;
+    const { wait: waiting, got, reasked } = asked;
     try {
       await ctx.send({ t: 'queued', reason: waiting.verdict.reason, reasons: waiting.verdict.reasons, place: this.#queue.indexOf(waiting) + 1 } as never);
     } catch (e) {
@@ -173,8 +174,8 @@ export class AdmissionLine {
       if (this.#queue.includes(waiting)) this.#away(waiting);
       throw e;
     }
-    // Capacity may have freed while the buyer was away.
-    void this.retry();
+    // Capacity may have freed while the buyer was away (a fresh claim was decided after a pass over the line already).
+    if (reasked) void this.retry();
     const outcome = await got;
     if ('gone' in outcome) return;
     await this.#tell(outcome, ctx);
@@ -197,7 +198,7 @@ export class AdmissionLine {
       w.wake?.({ gone: 'superseded' });
       w.wake = undefined;
       this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
-      return { wait: w, got: this.#arm(w) };
+      return { wait: w, got: this.#arm(w), reasked: true };
     }
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit: give an energy estimate, or a class with enough measured history');
     const claim = checkClaim(claimFor(job, req, estimate));

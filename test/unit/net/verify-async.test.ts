@@ -157,10 +157,11 @@ test('an advert whose hook is still running when a newer one of its signer is ac
   assert.deepEqual([out.verdict, out.reason], ['ignore', 'ADVERT_STALE']);
 });
 
-test('the same record through two paths at once is accepted once (seen re-checked after the await)', async () => {
+test('the same record through two paths at once is accepted once (seen re-checked after the await), and its signer is charged once', async () => {
   const gate = new GateVerifier();
-  const p = pipe(gate, {});
-  const r = job(Ed25519Signer.generate());
+  const p = pipe(gate, { signer: { job: { ratePerSec: 0.001, burst: 2 } } });
+  const s = Ed25519Signer.generate();
+  const r = job(s);
   const a = p.validate('job', r, 'peer-a', 'gossip');
   const b = p.validate('job', r, 'peer-b', 'sync');
   await tick();
@@ -169,6 +170,11 @@ test('the same record through two paths at once is accepted once (seen re-checke
   assert.deepEqual(outs.map((o) => o.verdict).sort(), ['accept', 'ignore']);
   assert.equal(outs.find((o) => o.verdict === 'ignore')!.reason, 'DUPLICATE');
   assert.equal(outs.reduce((k, o) => k + o.fresh.length, 0), 1);
+  // the duplicate's reservation went back: the signer's second token is still there for its next record
+  const next = p.validate('job', job(s), 'peer-a', 'gossip');
+  await tick();
+  gate.release();
+  assert.equal((await next).verdict, 'accept');
 });
 
 test('a verifier that fails (VERIFY_WORKER_FAILED) earns ignore: not accepted, not marked seen, the signer refunded', async () => {

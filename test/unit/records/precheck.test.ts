@@ -69,7 +69,9 @@ test('precheck false ⇒ the strict rule refuses (edge keys with signatures bent
       for (const b of BACKENDS) {
         const pre = precheckVerify(sig, msg, pub, b);
         assert.equal(strict(sig, msg, pub, b), false, 'edge keys are refused by the strict rule');
-        assert.ok(pre === false || pre === true || pre === undefined);
+        // a well-formed signature (R not of small order, S < L) under a refused key is the key's fault, not the
+        // signature's: the libsodium precheck leaves it to the key check (ENVELOPE_BAD_SIGNER), it does not say false
+        if (b === 'libsodium' && sig === sigs[3]) assert.equal(pre, undefined, 'libsodium precheck blamed the signature for a bad key');
       }
     }
   }
