@@ -16,6 +16,19 @@ import type { ChildProcess } from 'node:child_process';
 import { flood, setupTraining, spawnWorker, workerRunDir, workerStatus } from '../../src/devnet/training-scenario.js';
 import { BIN, c0mpute, waitFor } from './node-helpers.js';
 
+/** The last step a `train join --json` worker reported on stdout (-1 before the first). */
+const lastStep = (out: string): number => {
+  let step = -1;
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{"e":"step"')) continue;
+    try {
+      step = Math.max(step, (JSON.parse(line) as { step: number }).step);
+    } catch {
+      /* a line still being written */
+    }
+  }
+  return step;
+};
 const exited = (c: ChildProcess): Promise<number> => new Promise((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code ?? 128))));
 
 interface Status {
@@ -120,7 +133,8 @@ describe('training across worker processes', () => {
     const s = await setupTraining(dir, { workers: 2, epochs: 3, stepsPerEpoch: 6, timeoutMs: 2_000, onFailure: 'stop' });
     const procs = s.workers.map((_, i) => spawnWorker(BIN, s, i));
     children.push(...procs.map((p) => p.child));
-    await waitFor('worker 2 in its second epoch', () => ((workerStatus(s, 1) as Status | undefined)?.step ?? -1) >= 7, 120_000, 50);
+    // its own step events (stdout, --json), not status.json: that file is written at most every 250 ms while steps run
+    await waitFor('worker 2 in its second epoch', () => lastStep(procs[1]!.out()) >= 7, 120_000, 10);
     procs[1]!.child.kill('SIGKILL');
     const code = await exited(procs[0]!.child);
     assert.notEqual(code, 0);
