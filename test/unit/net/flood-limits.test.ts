@@ -3,7 +3,7 @@ import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { Ed25519Signer, seal, T, type Advert, type Job } from '../../../src/records/index.js';
+import { Ed25519Signer, seal, T, type Advert } from '../../../src/records/index.js';
 import { didFromPublicKey, didChecked } from '../../../src/records/did.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
@@ -14,6 +14,7 @@ import { FloodGuard, floodOptions, type FloodLimitOptions } from '../../../src/n
 import { AbusePolicy } from '../../../src/net/peer-abuse.js';
 import { libp2pKey } from '../../../src/node/peer-id.js';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { sealJob } from './fixtures/records.js';
 
 const clock = fakeClock();
 
@@ -71,21 +72,7 @@ async function limited(registry: Registry, kind: string, limiter: string): Promi
   return m?.value ?? 0;
 }
 let n = 0;
-const job = (s: Ed25519Signer) =>
-  seal(
-    T.job,
-    {
-      workload: 'infer.llm',
-      requirements: { cpuCores: 1, memoryMiB: 64 },
-      maxPrice: { amount: '1', currency: 'USD' },
-      announcedAt: clock(),
-      deadline: clock() + 600_000,
-      timeoutMs: 60_000,
-      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
-      inputSealed: 'no',
-    } as Job,
-    s,
-  );
+const job = (s: Ed25519Signer) => sealJob(s, clock);
 const advert = (s: Ed25519Signer) => seal(T.advert, { seq: ++n, issuedAt: clock(), expiresAt: clock() + 600_000, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 4, memoryMiB: 1024 } } as Advert, s);
 async function peerIdOf(s: Ed25519Signer): Promise<string> {
   return peerIdFromPrivateKey(await libp2pKey(s)).toString();

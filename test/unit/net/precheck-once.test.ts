@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type * as NodeCrypto from 'node:crypto';
 import { Registry } from 'prom-client';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { Ed25519Signer, seal, T, type Job, type Signer } from '../../../src/records/index.js';
+import { Ed25519Signer, type Signer } from '../../../src/records/index.js';
 import { didChecked, didFromPublicKey } from '../../../src/records/did.js';
 import { cryptoBackend } from '../../../src/records/ed25519.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -21,25 +21,11 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS } from '../../../src/net/flood-limits.js';
+import { sealJob } from './fixtures/records.js';
 
 const clock = fakeClock();
 const pipe = () => new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), floodLimits: NO_FLOOD_LIMITS });
-let n = 0;
-const job = (s: Signer) =>
-  seal(
-    T.job,
-    {
-      workload: 'infer.llm',
-      requirements: { cpuCores: 1, memoryMiB: 64 },
-      maxPrice: { amount: '1', currency: 'USD' },
-      announcedAt: clock(),
-      deadline: clock() + 600_000,
-      timeoutMs: 60_000,
-      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
-      inputSealed: 'no',
-    } as Job,
-    s,
-  ).bytes;
+const job = (s: Signer): Uint8Array => sealJob(s, clock).bytes;
 
 /** Count signature verifies (node:crypto's, and libsodium's when that is the backend) while `fn` runs. */
 async function countVerifies(fn: () => Promise<void>): Promise<number> {

@@ -19,24 +19,10 @@ import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-valid
 import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
 import { VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
 import { encodeMessage } from '../../../src/net/framing.js';
+import { sealJob } from './fixtures/records.js';
 
 const clock = fakeClock();
-let n = 0;
-const job = (s: Signer): Uint8Array =>
-  seal(
-    T.job,
-    {
-      workload: 'infer.llm',
-      requirements: { cpuCores: 1, memoryMiB: 64 },
-      maxPrice: { amount: '1', currency: 'USD' },
-      announcedAt: clock(),
-      deadline: clock() + 600_000,
-      timeoutMs: 60_000,
-      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
-      inputSealed: 'no',
-    } as Job,
-    s,
-  ).bytes;
+const job = (s: Signer): Uint8Array => sealJob(s, clock).bytes;
 let seq = 0;
 const advert = (s: Signer, at = ++seq): Uint8Array =>
   seal(T.advert, { seq: at, issuedAt: clock(), expiresAt: clock() + 600_000, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 4, memoryMiB: 1024 } } as Advert, s).bytes;
