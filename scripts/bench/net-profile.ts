@@ -14,8 +14,8 @@ import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../src/records/index.js';
-import { createNetwork, type Network } from '../../src/net/node.js';
-import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
+import type { Network } from '../../src/net/node.js';
+import { RAW_TOPICS, startMesh, VERIFY_THREADS } from './net.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 
@@ -23,28 +23,11 @@ const mode = process.argv[2] === 'raw' ? 'raw' : 'validated';
 const out = process.argv[3];
 const NODES = 20;
 const MESSAGES = 60;
-const RAW = ['/c0mpute/bench/raw', '/c0mpute/bench/raw/b'];
-const threads = process.env.BENCH_VERIFY_THREADS === undefined ? undefined : Number(process.env.BENCH_VERIFY_THREADS);
+const RAW = RAW_TOPICS;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// the mesh of bench net (1): a ring plus seeded chords
-const nets: Network[] = [];
-for (let i = 0; i < NODES; i++) {
-  const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS, ...(threads === undefined ? {} : { verifyThreads: threads }) });
-  await net.start();
-  for (const t of RAW) net.libp2p.services.pubsub.subscribe(t);
-  nets.push(net);
-}
-let rnd = 12345;
-const next = () => (rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-for (let i = 0; i < NODES; i++) {
-  await nets[i]!.dial(nets[(i + 1) % NODES]!.addrs()[0]!);
-  const j = Math.floor(next() * NODES);
-  if (j !== i) await nets[i]!.dial(nets[j]!.addrs()[0]!).catch(() => undefined);
-}
-const end0 = Date.now() + 10_000;
-while (Date.now() < end0 && !nets.every((x) => x.topicPeers('advert').length >= 2 && x.libp2p.services.pubsub.getSubscribers(RAW[0]!).length >= 2)) await sleep(50);
-await sleep(1_500);
+// the mesh of bench net (1), built by the same function
+const nets: Network[] = await startMesh(NODES);
 
 const sentAt = new Map<string, number>();
 const lat: number[] = [];
@@ -90,7 +73,7 @@ while (Date.now() < end && lat.length < want) await sleep(50);
 const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
 if (out) writeFileSync(out, JSON.stringify(profile));
 await Promise.allSettled(nets.map((x) => x.stop()));
-console.log(`${mode}: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms, ${lat.length}/${want} deliveries, signature threads ${threads ?? 'default'}`);
+console.log(`${mode}: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms, ${lat.length}/${want} deliveries, signature threads ${VERIFY_THREADS}`);
 console.log(top(profile, 20));
 process.exit(0);
 

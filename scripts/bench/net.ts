@@ -44,13 +44,13 @@ const MESSAGES = Number(process.env.BENCH_NET_MESSAGES ?? 60);
 const FLOOD = Number(process.env.BENCH_NET_FLOOD ?? 3000);
 const RAW_TOPIC = '/c0mpute/bench/raw';
 /** Signature threads of the validating nodes (default: the node's default, min(4, cores − 1) above 2 cores, else 0; 0 = on the event loop, as before the pool). */
-const VERIFY_THREADS = process.env.BENCH_VERIFY_THREADS === undefined ? defaultVerifyThreads() : Number(process.env.BENCH_VERIFY_THREADS);
+export const VERIFY_THREADS = process.env.BENCH_VERIFY_THREADS === undefined ? defaultVerifyThreads() : Number(process.env.BENCH_VERIFY_THREADS);
 /**
  * The bench advert names two workloads on two market shards, so it travels on
  * two topics (docs/network.md §14); the raw baseline travels on as many, and
  * each node counts a record's first arrival, as the validated side does.
  */
-const RAW_TOPICS = [RAW_TOPIC, RAW_TOPIC + '/b'];
+export const RAW_TOPICS = [RAW_TOPIC, RAW_TOPIC + '/b'];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
