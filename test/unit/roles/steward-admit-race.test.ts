@@ -9,23 +9,14 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { CborValue } from '../../../src/records/cbor.js';
-import { openDb, closeDb, sub } from '../../../src/store/db.js';
-import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
-import { Ledger } from '../../../src/ledger/index.js';
-import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
 import { AdmissionLine } from '../../../src/roles/steward-admission.js';
-import { Gangs } from '../../../src/roles/steward-gangs.js';
-import type { Reclaimer } from '../../../src/roles/steward-reclaim.js';
-import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
 import { Serial } from '../../../src/util/serial.js';
-import { steward, tempDir } from '../ledger/helpers.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardRig } from './steward-rig.js';
 import { NOW, P, job } from '../market/fixtures.js';
 
 // `one` has room for one device, `pair` for two: each claim below fits alone, not with the other.
@@ -55,32 +46,11 @@ class CountingSerial extends Serial {
 }
 
 async function stewardAt(dir: string) {
-  const clock = fakeClock(NOW);
-  const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
-  const pool = new PoolState(treeFromYaml(TREE, 'tree.yaml'), ledger.book);
-  ledger.attach(pool);
-  const db = await openDb(join(dir, 'db'));
-  const log = silentLogger();
-  const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
-  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {} } as unknown as Reclaimer;
-  const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
+  const ref: { line?: AdmissionLine } = {};
   const serial = new CountingSerial();
-  const ref: { gangs?: Gangs; line?: AdmissionLine } = {};
-  // No automatic pass after a release: the test asks for it, at the moment it races.
-  const accounts = new ClaimAccounts({
-    ledger,
-    did: 'did:key:steward',
-    clock,
-    log,
-    stopped: () => false,
-    append,
-    forget: () => {},
-    freed: async () => {},
-    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
-  });
-  const cfg = { requiredEvidence: 3 } as StewardConfig;
-  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial, line: () => ref.line!.serve() }));
-  const line = (ref.line = new AdmissionLine({ ports, ledger, cfg, accounts, reclaim, stopped: () => false, append, serial, gangs }));
+  const r = await stewardRig(dir, TREE, { serial, line: () => ref.line!.serve() });
+  const { ledger, accounts, gangs } = r;
+  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger, cfg: r.cfg, accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial, gangs }));
   /** A buyer's stream: the frames it was sent. */
   const stream = () => {
     const frames: Array<Record<string, unknown>> = [];
@@ -89,9 +59,7 @@ async function stewardAt(dir: string) {
   const admitted = async () => (await ledger.records(0)).filter((e) => e.event === 'Admitted').map((e) => e.claim);
   const close = async () => {
     line.stop();
-    accounts.stop();
-    await ledger.close();
-    await closeDb(db);
+    await r.close();
   };
   return { ledger, accounts, gangs, line, serial, stream, admitted, close };
 }

@@ -8,24 +8,16 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { C0Error } from '../../../src/errors.js';
 import type { CborValue } from '../../../src/records/cbor.js';
-import { openDb, closeDb, sub } from '../../../src/store/db.js';
-import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
-import { Ledger } from '../../../src/ledger/index.js';
-import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
-import { Gangs } from '../../../src/roles/steward-gangs.js';
+import type { PoolState } from '../../../src/pool/index.js';
 import { citeParams } from '../../../src/roles/gang-cite.js';
 import type { Reclaimer } from '../../../src/roles/steward-reclaim.js';
-import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { Serial } from '../../../src/util/serial.js';
-import { silentLogger } from '../../../src/util/log.js';
-import { steward, tempDir } from '../ledger/helpers.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardRig } from './steward-rig.js';
 import { NOW, P, job, offer, receipt, type Party } from '../market/fixtures.js';
 
 const TREE = `entitlements:
@@ -48,36 +40,9 @@ async function rejects(p: Promise<unknown>, code: string): Promise<void> {
 
 /** A steward's gang machinery over a real ledger and store (reopened by calling again with the same dir). */
 async function stewardAt(dir: string, reclaimOver?: (pool: PoolState) => Partial<Reclaimer>) {
-  const clock = fakeClock(NOW);
-  const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
-  const tree = treeFromYaml(TREE, 'tree.yaml');
-  const pool = new PoolState(tree, ledger.book);
-  ledger.attach(pool);
-  const db = await openDb(join(dir, 'db'));
-  const log = silentLogger();
-  const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
-  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {}, ...reclaimOver?.(pool) } as unknown as Reclaimer;
-  const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
-  const ref: { gangs?: Gangs } = {};
-  const accounts = new ClaimAccounts({
-    ledger,
-    did: 'did:key:steward',
-    clock,
-    log,
-    stopped: () => false,
-    append,
-    forget: () => {},
-    freed: async () => {},
-    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
-  });
-  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg: { requiredEvidence: 3 } as StewardConfig, accounts, reclaim, append, serial: new Serial() }));
+  const { clock, ledger, accounts, gangs, close } = await stewardRig(dir, TREE, reclaimOver ? { reclaimOver } : {});
   const frames: Array<Record<string, unknown>> = [];
   const ctx = (who: Party) => ({ peer: peerIdFromDid(who.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) });
-  const close = async () => {
-    accounts.stop();
-    await ledger.close();
-    await closeDb(db);
-  };
   return { clock, ledger, accounts, gangs, frames, ctx, close };
 }
 

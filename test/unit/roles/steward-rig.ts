@@ -1,0 +1,62 @@
+/**
+ * A steward's admission parts over a real ledger and store, for the steward
+ * unit tests (steward-admit-race, steward-gangs): the pool tree given, a
+ * reclaimer that decides on the pool without preempting (overridable), claim
+ * accounts and the gang machinery. Reopened by calling again with the same dir.
+ */
+import { join } from 'node:path';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
+import { Ledger } from '../../../src/ledger/index.js';
+import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
+import { Gangs } from '../../../src/roles/steward-gangs.js';
+import type { Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { Serial } from '../../../src/util/serial.js';
+import { steward } from '../ledger/helpers.js';
+import { NOW } from '../market/fixtures.js';
+
+export interface RigOptions {
+  /** The admission section (default: a plain Serial). */
+  serial?: Serial;
+  /** Replace parts of the reclaimer (e.g. a preempt that records its victims). */
+  reclaimOver?: (pool: PoolState) => Partial<Reclaimer>;
+  /** The gang machinery's pass over the line (AdmissionLine.serve), when the test builds one. */
+  line?: () => Promise<boolean>;
+}
+
+export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = {}) {
+  const clock = fakeClock(NOW);
+  const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
+  const pool = new PoolState(treeFromYaml(treeYaml, 'tree.yaml'), ledger.book);
+  ledger.attach(pool);
+  const db = await openDb(join(dir, 'db'));
+  const log = silentLogger();
+  const ports = { name: 't', clock, log, records: { get: async () => undefined, put: async () => {} }, sub: (n: string) => sub(db, n) } as unknown as StewardPorts;
+  const reclaim = { decideNow: (c: never) => ({ v: pool.decide(c), victims: [] }), sampleRunning: async () => {}, preempt: async () => {}, ...o.reclaimOver?.(pool) } as unknown as Reclaimer;
+  const append = (e: Parameters<Ledger['append']>[0]) => ledger.append(e);
+  const serial = o.serial ?? new Serial();
+  const cfg = { requiredEvidence: 3 } as StewardConfig;
+  const ref: { gangs?: Gangs } = {};
+  // No automatic pass after a release (freed is a no-op): a test asks for it when it wants one.
+  const accounts = new ClaimAccounts({
+    ledger,
+    did: 'did:key:steward',
+    clock,
+    log,
+    stopped: () => false,
+    append,
+    forget: () => {},
+    freed: async () => {},
+    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
+  });
+  const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial, ...(o.line ? { line: o.line } : {}) }));
+  const close = async () => {
+    accounts.stop();
+    await ledger.close();
+    await closeDb(db);
+  };
+  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, close };
+}
