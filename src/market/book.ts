@@ -236,14 +236,17 @@ export class OfferBook {
    * another currency is ineligible anyway and must not hide one that is not).
    */
   best(job: string, now: number, currency?: string): Opened<Offer>[] {
+    return [...this.#bestBySlot(job, now, currency)].map(([, o]) => o);
+  }
+
+  /** Each slot's best live offer for `job`, with the provider it is filed under, in DID order. */
+  *#bestBySlot(job: string, now: number, currency?: string): Generator<[string, Opened<Offer>]> {
     const slots = this.#jobs.get(job);
-    if (!slots) return [];
-    const out: Opened<Offer>[] = [];
+    if (!slots) return;
     for (const provider of [...slots.keys()].sort()) {
       const b = bestOf(slots.get(provider), now, currency);
-      if (b) out.push(b);
+      if (b) yield [provider, b];
     }
-    return out;
   }
 
   /** How many providers hold a live offer for `job` (what `best(job, now).length` is, without building or sorting it). */
@@ -330,13 +333,7 @@ export class OfferBook {
   /** A plain, deterministic picture of the visible book at `now` (for comparisons and tests): each slot's best live offer, by job then provider (the slot it was filed under). */
   snapshot(now: number): Array<{ job: string; provider: string; offer: string }> {
     const out: Array<{ job: string; provider: string; offer: string }> = [];
-    for (const job of this.jobs()) {
-      const slots = this.#jobs.get(job)!;
-      for (const provider of [...slots.keys()].sort()) {
-        const o = bestOf(slots.get(provider), now);
-        if (o) out.push({ job, provider, offer: o.address });
-      }
-    }
+    for (const job of this.jobs()) for (const [provider, o] of this.#bestBySlot(job, now)) out.push({ job, provider, offer: o.address });
     return out;
   }
 }
