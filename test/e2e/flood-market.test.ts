@@ -94,7 +94,8 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
       for (let i = 0; i < JOBS; i++) {
         void x.libp2p.services.pubsub.publish(jobTopic, jobs[i]!.bytes).catch(() => undefined);
         if (i % 10 === 0 && i / 10 < 200) {
-          const o = seal(T.offer, { job: jobs[i]!.address, advert: fakeAdvert.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 500, issuedAt: Date.now(), startBy: Date.now() + 60_000, expiresAt: Date.now() + 60_000 }, fake);
+          const t = Date.now(); // one reading: two could straddle a millisecond and put expiresAt after startBy (OFFER_EXPIRES_AFTER_START)
+          const o = seal(T.offer, { job: jobs[i]!.address, advert: fakeAdvert.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 500, issuedAt: t, startBy: t + 60_000, expiresAt: t + 60_000 }, fake);
           void x.libp2p.services.pubsub.publish(offerTopic, encodeCanonical([o.bytes, fakeAdvert.bytes])).catch(() => undefined);
         }
         if (i % 100 === 99) await sleep(0);
