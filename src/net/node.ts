@@ -458,7 +458,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = true;
       joinedAt = clock();
       sigPool?.open();
-      await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe));
+      await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe, (p) => pipeline.guard.blame(p)));
       await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);

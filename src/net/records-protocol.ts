@@ -16,7 +16,8 @@
  * there and ends normally); per peer, a byte budget (token bucket) charged with
  * each answer's bytes plus a fixed cost per request: a request from a peer whose
  * budget cannot cover that cost is refused with an error frame NET_RATE_LIMITED,
- * and an answer never exceeds what is left of it.
+ * and an answer never exceeds what is left of it. Each such refusal is reported
+ * (`onRateLimited`) to the network's peer-abuse score (peer-abuse.ts).
  */
 import { C0Error } from '../errors.js';
 import { isAddress } from '../records/address.js';
@@ -80,8 +81,8 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
   return bad('op must be "get" or "live"');
 }
 
-/** The server side, answering from `source` within the bounds (per request and per peer). */
-export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}): ProtocolHandler {
+/** The server side, answering from `source` within the bounds (per request and per peer); `onRateLimited` hears of each request refused for the peer's budget. */
+export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}, onRateLimited?: (peer: string) => void): ProtocolHandler {
   const o: RecordsServeOptions = { ...RECORDS_SERVE_DEFAULTS, ...options };
   const budgets = new KeyedBuckets(o.peer, clock);
   return async (requests, ctx) => {
@@ -89,7 +90,10 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
     const req = parseRecordsRequest(requests[0]);
     const peer = ctx.peer.toString();
     const left = budgets.available(peer) - o.requestCostBytes;
-    if (left < 0) throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((-left / o.peer.ratePerSec) * 1000) } });
+    if (left < 0) {
+      onRateLimited?.(peer);
+      throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((-left / o.peer.ratePerSec) * 1000) } });
+    }
     const maxBytes = Math.min(o.maxResponseBytes, Math.floor(left));
     let bytes = 0;
     let count = 0;

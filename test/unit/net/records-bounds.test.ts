@@ -1,4 +1,4 @@
-/** /c0mpute/records/1 answer bounds: per request (records, bytes) and per peer over time (byte budget), with a fake clock. */
+/** /c0mpute/records/1 answer bounds: per request (records, bytes) and per peer over time (byte budget), with a fake clock; refusals feed the peer-abuse score. */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,6 +7,9 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { recordsHandler, RECORDS_RATE_LIMITED } from '../../../src/net/records-protocol.js';
 import type { RecordSource } from '../../../src/net/record-cache.js';
 import type { C0Error } from '../../../src/errors.js';
+import { FloodGuard } from '../../../src/net/flood-limits.js';
+import { AbusePolicy } from '../../../src/net/peer-abuse.js';
+import { silentLogger } from '../../../src/util/log.js';
 
 const blobs = Array.from({ length: 100 }, (_, i) => new Uint8Array(1000).fill(i));
 const source: RecordSource = { live: (_k, _t, limit) => blobs.slice(0, limit), get: (a) => blobs[Number(a.slice(-2)) % 100] };
@@ -50,4 +53,28 @@ test('records/1: a peer’s byte budget bounds what repeated requests get; past 
   assert.equal((await ask(h, 'other', live)).bytes, 24_000, 'another peer has its own budget');
   c.advance(5_500);
   assert.deepEqual(await ask(h, 'greedy', live), { frames: 5, bytes: 5_000 }, '5.5 s at 1 000 B/s: 5 500 B less the 500-byte request cost (refusals cost nothing)');
+});
+
+test('records/1: each request refused for the peer’s budget charges its abuse score; enough of them get it disconnected and banned; a peer within its budget is not charged', async () => {
+  const c = fakeClock(0);
+  const guard = new FloodGuard({ abuseHalfLifeMs: 60_000 }, c);
+  const hung: string[] = [];
+  const policy = new AbusePolicy(guard, { disconnectAt: 10, banMs: 60_000 }, c, silentLogger(), (p) => void hung.push(p));
+  // the wiring createNetwork uses (node.ts): refusals blame the peer through the validation pipeline's FloodGuard
+  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 3_000 }, requestCostBytes: 1_000 }, (p) => guard.blame(p));
+  const get = { op: 'get', addresses: ['sha256:' + '0'.repeat(64)] };
+  for (let i = 0; i < 2; i++) assert.equal((await ask(h, 'honest', get)).code, undefined, 'within its budget');
+  const codes: Array<string | undefined> = [];
+  for (let i = 0; i < 10; i++) codes.push((await ask(h, 'greedy', get)).code);
+  assert.deepEqual(codes.slice(0, 2), [undefined, undefined], 'two requests fit the budget (1 000 B record + 1 000 B cost each, burst 3 000)');
+  assert.ok(codes.slice(2).every((x) => x === RECORDS_RATE_LIMITED));
+  assert.equal(policy.appSpecificScore('greedy'), -8, 'eight refusals: eight abuse points (gossipsub P5)');
+  assert.equal(policy.appSpecificScore('honest'), -0, 'a peer within its budget earns nothing');
+  assert.equal(policy.denied('greedy'), false);
+  await ask(h, 'greedy', get);
+  await ask(h, 'greedy', get);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(hung, ['greedy'], 'the 10th refusal reaches disconnectAt: hung up');
+  assert.equal(policy.denied('greedy'), true, 'and refused by the gater for banMs');
+  assert.equal(policy.denied('honest'), false);
 });
