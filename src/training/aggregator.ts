@@ -18,7 +18,7 @@
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { C0Error } from '../errors.js';
-import { open } from '../records/envelope.js';
+import { open, type Opened } from '../records/envelope.js';
 import { merkleRoot } from './merkle.js';
 import { TRAIN_T, type TrainStep } from './record-kinds.js';
 
@@ -67,15 +67,22 @@ export class EpochAggregator {
     return i;
   }
 
-  /** Count a step commitment, or return why it is ignored. */
-  offer(bytes: Uint8Array): { counted: true; address: string; signer: string } | { counted: false; ignored: Ignored } {
-    let o;
-    try {
-      o = open(bytes, TRAIN_T.step);
-    } catch {
-      return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_INVALID') };
-    }
-    const rec = o.record as TrainStep;
+  /**
+   * Count a step commitment, or return why it is ignored. Given opened (the
+   * caller has already checked its signature and shape, or sealed it), it is not
+   * opened again: each commitment's signature is verified once.
+   */
+  offer(input: Uint8Array | Opened<TrainStep>): { counted: true; address: string; signer: string } | { counted: false; ignored: Ignored } {
+    let o: Opened<TrainStep>;
+    if (input instanceof Uint8Array) {
+      try {
+        o = open(input, TRAIN_T.step) as Opened<TrainStep>;
+      } catch {
+        return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_INVALID') };
+      }
+    } else o = input;
+    const bytes = o.bytes;
+    const rec = o.record;
     const s = this.scope;
     if (rec.run !== s.run) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_WRONG_RUN', o.signer, rec.step) };
     if (!this.#members.has(o.signer)) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_UNREGISTERED', o.signer, rec.step) };

@@ -218,17 +218,19 @@ export class TrainerWorker {
   }
 
   #onCommit(from: string, payload: Uint8Array): void {
-    let rec: TrainStep;
+    // opened (signature checked) once here; the aggregator takes it opened
+    let opened: Opened<TrainStep>;
     try {
-      rec = open(payload, TRAIN_T.step).record as TrainStep;
+      opened = open(payload, TRAIN_T.step) as Opened<TrainStep>;
     } catch {
       return this.#ignore('TRAIN_COMMIT_INVALID', from);
     }
+    const rec = opened.record;
     const epoch = Math.floor(rec.step / this.rec.stepsPerEpoch);
     if (rec.view !== this.view || epoch <= this.lastCommittedEpoch || epoch > this.lastCommittedEpoch + 1 || rec.run !== this.runAddr) {
       return this.#ignore(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : this.#rank(from) < 0 ? 'TRAIN_COMMIT_UNREGISTERED' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
     }
-    const r = this.#agg(this.view, epoch).offer(payload);
+    const r = this.#agg(this.view, epoch).offer(opened);
     if (!r.counted) this.#ignore(r.ignored.code, from, rec.step);
     else this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
   }
@@ -307,7 +309,7 @@ export class TrainerWorker {
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
       writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);
-      if (agg.offer(env.bytes).counted) this.#contributions.counted(`${view}:${epoch}`, this.o.did);
+      if (agg.offer(env as Opened<TrainStep>).counted) this.#contributions.counted(`${view}:${epoch}`, this.o.did);
       for (const d of this.members) if (d !== this.o.did) this.#track(this.wire.send(d, { k: 'commit' }, env.bytes, this.rec.timeoutMs));
       this.box.forget(`v${view}/s${step}/`);
       this.#stepsDone++;

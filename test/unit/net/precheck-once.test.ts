@@ -8,52 +8,22 @@
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { randomBytes } from 'node:crypto';
-import type * as NodeCrypto from 'node:crypto';
 import { Registry } from 'prom-client';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Ed25519Signer, type Signer } from '../../../src/records/index.js';
 import { didChecked, didFromPublicKey } from '../../../src/records/did.js';
-import { cryptoBackend } from '../../../src/records/ed25519.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS } from '../../../src/net/flood-limits.js';
 import { sealJob } from './fixtures/records.js';
+import { countVerifies } from './fixtures/count-verifies.js';
 
 const clock = fakeClock();
 const pipe = () => new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), floodLimits: NO_FLOOD_LIMITS });
 const job = (s: Signer): Uint8Array => sealJob(s, clock).bytes;
-
-/** Count signature verifies (node:crypto's, and libsodium's when that is the backend) while `fn` runs. */
-async function countVerifies(fn: () => Promise<void>): Promise<number> {
-  const crypto = createRequire(import.meta.url)('node:crypto') as typeof NodeCrypto;
-  const orig = crypto.verify;
-  let calls = 0;
-  const sodium = cryptoBackend === 'libsodium' ? (createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached: (...a: unknown[]) => boolean }) : undefined;
-  const origSodium = sodium?.crypto_sign_verify_detached;
-  if (sodium && origSodium) {
-    sodium.crypto_sign_verify_detached = (...a: unknown[]) => {
-      calls++;
-      return origSodium(...a);
-    };
-  }
-  crypto.verify = ((...a: Parameters<typeof orig>) => {
-    calls++;
-    return (orig as (...x: unknown[]) => unknown)(...a);
-  }) as typeof orig;
-  syncBuiltinESMExports();
-  try {
-    await fn();
-  } finally {
-    crypto.verify = orig;
-    if (sodium && origSodium) sodium.crypto_sign_verify_detached = origSodium;
-    syncBuiltinESMExports();
-  }
-  return calls;
-}
 
 test('a good record from a new signer costs one signature verify (the precheck), then the key check', async () => {
   const p = pipe();
