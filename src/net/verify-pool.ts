@@ -27,8 +27,9 @@
  * Each thread (verify-worker.ts) and the loop run exactly the inline check
  * (`verifyOne`: the precheck verify and then the strict key check for a signer
  * new to that thread, the full signature check otherwise). A thread's verdict
- * counts only when it is "verified"; a refusal is re-checked here, which gives
- * its exact code. A thread that dies is replaced at the next batch and counted
+ * is taken as it is: "verified", or refused with its code (written back as a
+ * status: a forged record costs one verify, not a second one here to learn the
+ * code; only a code outside ENV_ERR is re-checked here). A thread that dies is replaced at the next batch and counted
  * in `crashes`; its envelopes were verified here, so nothing unverified is
  * accepted and nothing is lost. Threads start with the pool (a node's start),
  * not at the first batch, so their start-up is not paid inside a flood.
@@ -37,7 +38,7 @@ import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { isC0Error } from '../errors.js';
 import { didChecked } from '../records/did.js';
-import { checkSignerKey, peekType, precheckSignature, verifySignature } from '../records/envelope.js';
+import { checkSignerKey, ENV_ERR, peekType, precheckSignature, verifySignature } from '../records/envelope.js';
 
 export const VERIFY_ERR = {
   /** The thread verifying the envelope died before answering (a SignatureVerifier may fail with it; the pipeline makes it ignore). */
@@ -73,7 +74,8 @@ export interface SignatureVerifier {
 /**
  * One batch offered to a thread: the envelopes back to back in `data`, their
  * offsets, and `ctl` = [next envelope to take, then per envelope 0 (not done),
- * 1 (taken), 2 (verified), 3 (refused)].
+ * 1 (taken), 2 (verified), 3 (refused, its code not listed), 4 + i (refused
+ * with REFUSAL_CODES[i])].
  */
 export interface SharedBatch {
   ctl: SharedArrayBuffer;
@@ -84,6 +86,25 @@ export interface SharedBatch {
 const TAKEN = 1;
 const VERIFIED = 2;
 const REFUSED = 3;
+const REFUSED_CODE = 4;
+/** The refusal codes a thread writes back as a status (the envelope checks' codes); any other is re-checked on the loop. */
+const REFUSAL_CODES: readonly string[] = Object.values(ENV_ERR);
+
+function refusalStatus(code: string): number {
+  const k = REFUSAL_CODES.indexOf(code);
+  return k < 0 ? REFUSED : REFUSED_CODE + k;
+}
+
+/** A thread's refusal with its code, on the loop without verifying again (the message as the inline check words it, near enough). */
+function threadRefusal(code: string, bytes: Uint8Array): VerifyFailure {
+  let signer = 'an unreadable signer';
+  try {
+    signer = peekType(bytes).signer.slice(0, 80);
+  } catch {
+    /* the code says it all */
+  }
+  return { code, message: code === ENV_ERR.SIGNATURE ? `signature does not verify for ${signer}` : `${code}: ${signer} refused (on a signature thread)` };
+}
 
 /**
  * The signature check of one envelope, the inline path and each thread's: a
@@ -115,7 +136,7 @@ export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure |
     Atomics.store(ctl, 1 + i, TAKEN);
     // copied out of the shared memory: sodium-native does not take views of a SharedArrayBuffer (it fails closed)
     const r = verifyOne(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
-    Atomics.store(ctl, 1 + i, r === null ? VERIFIED : REFUSED);
+    Atomics.store(ctl, 1 + i, r === null ? VERIFIED : refusalStatus(r.code));
     done?.(i, r);
     took++;
   }
@@ -149,6 +170,8 @@ export class VerifyPool implements SignatureVerifier {
   batches = 0;
   /** Envelopes the threads verified (the rest the event loop did). */
   byThreads = 0;
+  /** Envelopes the threads refused, taken with their code (not verified again here). */
+  refusedByThreads = 0;
   /** Envelopes verified in all. */
   total = 0;
 
@@ -225,11 +248,15 @@ export class VerifyPool implements SignatureVerifier {
     for (let i = 0; i < n; i++) {
       let r = results[i];
       if (r === undefined) {
-        if (Atomics.load(ctl, 1 + i) === VERIFIED) {
+        const st = Atomics.load(ctl, 1 + i);
+        if (st === VERIFIED) {
           r = null;
           this.byThreads++;
+        } else if (st >= REFUSED_CODE && st - REFUSED_CODE < REFUSAL_CODES.length) {
+          r = threadRefusal(REFUSAL_CODES[st - REFUSED_CODE]!, items[i]!.bytes);
+          this.refusedByThreads++;
         } else {
-          // refused (re-checked here for its exact code), or taken and not finished: verified here too
+          // taken and not finished (or refused with a code not listed): verified here too
           r = verifySafe(items[i]!.bytes);
         }
       }

@@ -20,6 +20,7 @@ import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-
 import { VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
 import { encodeMessage } from '../../../src/net/framing.js';
 import { sealJob } from './fixtures/records.js';
+import { countVerifies } from './fixtures/count-verifies.js';
 
 const clock = fakeClock();
 const job = (s: Signer): Uint8Array => sealJob(s, clock).bytes;
@@ -205,6 +206,33 @@ test('the pool: a batch is one message per thread, settled in its turn with the 
       assert.deepEqual(await Promise.all(good.map((b) => pool.verify(b))), good.map(() => null));
     }
     assert.ok(pool.byThreads > 0, 'a thread verified part of a batch');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the pool: a forged record a thread refuses costs one verify in all: the loop takes the thread’s code and does not verify it again', async () => {
+  const pool = new VerifyPool(2);
+  try {
+    const s = Ed25519Signer.generate();
+    const n = 64;
+    // the threads start in the background: give them batches until one takes a share
+    const end = Date.now() + 30_000;
+    let helped = false;
+    while (!helped && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 20));
+      const batch = Array.from({ length: n }, () => forged(job(s)));
+      const before = pool.refusedByThreads;
+      let codes: Array<string | undefined> = [];
+      const onLoop = await countVerifies(async () => {
+        codes = (await Promise.all(batch.map((b) => pool.verify(b)))).map((r) => r?.code);
+      });
+      assert.deepEqual(codes, batch.map(() => 'ENVELOPE_BAD_SIGNATURE'), 'the exact code, from a thread or the loop');
+      const byThreads = pool.refusedByThreads - before;
+      assert.equal(onLoop + byThreads, n, `each forged record verified once: ${onLoop} on the loop, ${byThreads} on the threads`);
+      helped = onLoop < n;
+    }
+    assert.ok(helped, 'the loop verified fewer than the batch: the threads’ refusals were not verified again');
   } finally {
     await pool.close();
   }
