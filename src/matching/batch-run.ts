@@ -52,7 +52,8 @@ export type BatchRunEvent =
   | { e: 'planned'; plan: BatchPlan }
   | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry'; attempt: number; receipt?: string; detail?: string }
   | { e: 'provider-failed'; provider: string; line: string; reason: string }
-  | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }> }
+  /** `lines` and `assignments`: what this re-plan placed; `deferred`: lines it placed on a provider struck off meanwhile, sent back to the next re-plan. */
+  | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number }
   | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string; retryInMs?: number }
   | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number };
 
@@ -117,7 +118,7 @@ export interface BatchRunSummary {
   /** Line re-assignments made by re-planning (a line re-planned twice counts twice). */
   replanned: number;
   plan: BatchPlan;
-  replans: Array<{ at: number; excluded: string[]; lines: number; assignments: Array<{ workload: string; provider: string; lines: number }>; refused?: string }>;
+  replans: Array<{ at: number; excluded: string[]; lines: number; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number; refused?: string }>;
   failedProviders: Array<{ provider: string; line: string; reason: string }>;
   /** Every receipt signed for this run, in the order they came back. */
   receipts: ReceiptView[];
@@ -291,12 +292,15 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       .then((p) => ({ p, placed: assign(p, ls) })) // a plan that does not place every line is a refusal
       .then(
         ({ p, placed }) => {
-          const assignments = p.assignments.map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
+          // what this re-plan placed: not the lines it put on a provider struck off meanwhile
+          const assignments = p.assignments.filter((a) => !struck.has(a.provider)).map((a) => ({ workload: a.workload, provider: a.provider, lines: a.lines }));
           let queued = 0;
+          let deferred = 0;
           for (const [prov, more] of placed) {
             // Struck off while this plan was out: its lines go to the next re-plan, which excludes it.
             if (struck.has(prov)) {
               toReplan.push(...more);
+              deferred += more.length;
               continue;
             }
             queues.set(prov, [...(queues.get(prov) ?? []), ...more]);
@@ -304,8 +308,9 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           }
           replanned += queued;
           refusals = 0;
-          replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments });
-          emit({ e: 'replanned', lines: ls.length, excluded, assignments });
+          const back = deferred ? { deferred } : {};
+          replans.push({ at: ports.clock(), excluded, lines: queued, assignments, ...back });
+          emit({ e: 'replanned', lines: queued, excluded, assignments, ...back });
         },
         async (e: unknown) => {
           const reason = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;

@@ -71,7 +71,7 @@ export function registerBatchRun(batch: Command): void {
           const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : '✘';
           say(`${mark} ${e.line} ${e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : 'failed at'} ${names(e.provider)}${e.detail ? ` (${e.detail})` : ''}`);
         } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
-        else if (e.e === 'replanned') say(`↻ re-planned ${e.lines} line${e.lines === 1 ? '' : 's'} without ${e.excluded.map(names).join(', ')}: ${e.assignments.map((a) => `${names(a.provider)} ${a.lines}`).join(', ')}`);
+        else if (e.e === 'replanned') say(`↻ re-planned ${e.lines} line${e.lines === 1 ? '' : 's'} without ${e.excluded.map(names).join(', ')}: ${e.assignments.map((a) => `${names(a.provider)} ${a.lines}`).join(', ')}${e.deferred ? `; ${e.deferred} back to re-plan (their provider failed meanwhile)` : ''}`);
         else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
         else if (e.e === 'progress' && e.total === total) say(`▸ ${e.done + e.failed}/${e.total}: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
       };

@@ -166,7 +166,7 @@ test('a refused re-plan is tried again as the run’s own lines free slots; one 
   assert.ok(r.perLine.filter((l) => l.status === 'failed').every((l) => /could not be re-planned/.test(l.detail!)));
 });
 
-test('a provider struck off while a re-plan is in flight gets none of the lines that re-plan places: they are re-planned again without it', async () => {
+test('a provider struck off while a re-plan is in flight gets none of the lines that re-plan places: they are re-planned again without it, and the replanned event reports only what was placed', async () => {
   // A, B, C take 3 lines each. A fails first: its 3 lines are re-planned (excluding A only), and
   // while that plan is out B fails too. The plan lands with lines for B; they must not be queued there.
   const planner = fakePlanner({ A: '0.1', B: '0.1', C: '0.1' });
@@ -184,8 +184,10 @@ test('a provider struck off while a re-plan is in flight gets none of the lines 
   let bStruck = false;
   let atBAfter = 0;
   let bRuns = 0;
+  const events: BatchRunEvent[] = [];
   const p = ports({
     plan,
+    events,
     run: async (l, prov) => {
       if (prov === 'B' && bStruck) atBAfter++;
       await tick();
@@ -208,6 +210,13 @@ test('a provider struck off while a re-plan is in flight gets none of the lines 
   assert.deepEqual(planner.calls.slice(0, 2).map((c) => c.exclude), [[], ['A']]);
   assert.ok(planner.calls.slice(2).every((c) => c.exclude.includes('A') && c.exclude.includes('B')));
   assert.ok(planner.calls.length >= 3);
+  // That plan placed A's 3 lines as B 2, C 1; B's 2 went back: the event (and the summary) say 1 line re-planned, to C.
+  const replannedEvents = events.filter((e) => e.e === 'replanned');
+  assert.deepEqual(replannedEvents[0], { e: 'replanned', lines: 1, excluded: ['A'], assignments: [{ workload: WL, provider: 'C', lines: 1 }], deferred: 2 });
+  assert.deepEqual({ ...s.replans[0], at: 0 }, { at: 0, excluded: ['A'], lines: 1, assignments: [{ workload: WL, provider: 'C', lines: 1 }], deferred: 2 });
+  assert.ok(replannedEvents.every((e) => e.e === 'replanned' && e.assignments.every((a) => a.provider === 'C')), 'no replanned event lists a line for B');
+  // Every re-planned line counted once, in the round that placed it.
+  assert.equal(replannedEvents.reduce((n, e) => n + (e.e === 'replanned' ? e.lines : 0), 0), s.replanned);
 });
 
 test('a line failing on every attempt is reported failed', async () => {
