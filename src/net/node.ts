@@ -9,270 +9,48 @@
  *   await net.publish('advert', envelopeBytes)
  *   await net.handle(PROTOCOLS.exec, async (reqs, ctx) => { await ctx.send(…) })
  *   await net.request(did, PROTOCOLS.exec, [req], { onFrame })
+ *
+ * Its parts beside it: the facade's contract (options, defaults, the Network
+ * interface: network-api.ts), the libp2p node (transports, services, liveness,
+ * gater: libp2p-host.ts) and the records/1 wiring (serve, fetch, sync, sync on
+ * join: records-sync.ts). This file wires them with validation and delivery.
  */
-import { createLibp2p, type Libp2p } from 'libp2p';
-import { tcp } from '@libp2p/tcp';
-import { noise } from '@libp2p/noise';
-import { yamux } from '@libp2p/yamux';
-import { identify } from '@libp2p/identify';
-import { ping } from '@libp2p/ping';
-import { bootstrap } from '@libp2p/bootstrap';
-import { preSharedKey, generateKey } from '@libp2p/pnet';
-import { gossipsub, StrictNoSign, TopicValidatorResult, type GossipSub, type GossipsubOpts } from '@libp2p/gossipsub';
-import { createPeerScoreParams, createTopicScoreParams, type TopicScoreParams } from '@libp2p/gossipsub/score';
-import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT } from '@libp2p/kad-dht';
+import type { Libp2p } from 'libp2p';
+import { TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub';
+import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { PeerId, Connection, IdentifyResult } from '@libp2p/interface';
-import { multiaddr, isMultiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import type { Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { sha256, hashHex, isAddress } from '../records/address.js';
-import type { CborValue } from '../records/cbor.js';
+import { hashHex } from '../records/address.js';
 import { didFromPublicKey } from '../records/did.js';
-import type { Ed25519Signer } from '../records/ed25519.js';
 import { open, peekType, type Opened } from '../records/envelope.js';
 import { checkFresh } from '../records/freshness.js';
-import { didFromPeerId, libp2pKey, peerIdFromDid } from '../node/peer-id.js';
-import { systemClock, type Clock } from '../util/clock.js';
-import { silentLogger, type Logger } from '../util/log.js';
-import { Dispatcher, type RecordHandler } from './dispatch.js';
+import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
+import { systemClock } from '../util/clock.js';
+import { silentLogger } from '../util/log.js';
+import { Dispatcher } from './dispatch.js';
 import { encodeMessage } from './framing.js';
-import { RecordPipeline, type SemanticHook } from './gossip-validation.js';
+import { RecordPipeline } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
-import { createNetMetrics, type NetMetrics } from './metrics.js';
-import { DirectProtocols, PROTOCOLS, type CallOptions, type ClientStream, type ProtocolHandler, type ProtocolLimits, type StreamHandler, type StreamHost } from './protocols.js';
+import { createNetMetrics } from './metrics.js';
+import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
-import { encodeRecordsRequest, MAX_LIVE, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
-import type { FloodLimitOptions } from './flood-limits.js';
-import { AbusePolicy, type AbuseOptions } from './peer-abuse.js';
-import { ALL_SHARDS, DEFAULT_OVERLAY, checkOverlay, checkShard, expectedType, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
-import { Connectivity, type ConnectivityOptions, type ConnectivityStatus, type RememberStore } from './connectivity.js';
-import { GossipHealth, type GossipHealthOptions } from './gossip-health.js';
+import { MAX_LIVE } from './records-protocol.js';
+import { AbusePolicy } from './peer-abuse.js';
+import { ALL_SHARDS, checkOverlay, checkShard, expectedType, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { Connectivity } from './connectivity.js';
+import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
-import { overlayGater, RefusalLog } from './refusals.js';
+import { RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
-import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
+import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer } from './offer-route.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
+import { createHost } from './libp2p-host.js';
+import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
+import { RecordsSync } from './records-sync.js';
 
-export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
-
-/**
- * The gossipsub settings every c0mpute node runs with (unsigned messages, the
- * message id is the SHA-256 of the bytes, validation before forwarding); the
- * idle bench's bare-libp2p baseline uses the same.
- */
-export const GOSSIP_BASE = {
-  globalSignaturePolicy: StrictNoSign,
-  msgIdFn: (msg: { data: Uint8Array }) => sha256(msg.data),
-  emitSelf: false,
-  allowPublishToZeroTopicPeers: true,
-  ignoreDuplicatePublishError: true,
-  asyncValidation: false,
-} as const;
-
-/**
- * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
- * 10 s and aborts it on one failed ping, and a ping that overlaps the previous one fails at once (one outbound ping
- * stream per connection). Under a few seconds of event-loop lag that dropped healthy connections, and the reconnects
- * (handshake, identify, sync) deepened the lag. Pings may overlap, and time out no sooner than 15 s. And every
- * 30 s, not 10: a ping is a new stream each way (multistream-select, a peer-store merge, a dozen encrypted frames),
- * a third of an idle node's CPU at 5 peers (docs/scale.md "Where the hundred-node run's CPU went").
- */
-export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 15_000 } as const;
-
-export interface NetworkOptions {
-  /** The node's identity; its libp2p key is derived from the same seed. */
-  signer: Ed25519Signer;
-  /** Listen multiaddrs (default `['/ip4/0.0.0.0/tcp/0']`; tests use `/ip4/127.0.0.1/tcp/0`). */
-  listen?: string[];
-  /** Addresses to announce instead of the listen addresses (default: none). */
-  announce?: string[];
-  /** Bootstrap peers, multiaddrs ending in `/p2p/<peer id>` (default: none). Dialled at start. */
-  bootstrap?: string[];
-  /** Overlay name in topics (default `public`). */
-  overlay?: string;
-  /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
-  topics?: TopicKind[];
-  /** Markets joined for the sharded kinds (advert, job, presence): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
-  shards?: string[];
-  /**
-   * Loopback/private-address mode (default false): the DHT keeps private
-   * addresses (passthroughMapper), serves queries (clientMode false) and
-   * self-queries fast; gossipsub does not penalise many peers on one IP.
-   */
-  loopback?: boolean;
-  /** DHT client mode (default: false in loopback mode, else libp2p's default). */
-  dhtClientMode?: boolean;
-  /** Private network: the swarm key file's bytes (see `generateSwarmKey`). Default: none (public). */
-  swarmKey?: Uint8Array;
-  /** DIDs allowed to connect (default: anyone). The connection gater refuses every other peer. */
-  allowlist?: string[];
-  /** Injected clock for freshness checks (default: system clock). */
-  clock?: Clock;
-  /** Clock-skew window, ms (default 30 000). */
-  skewMs?: number;
-  /** Bound on one gossip message, bytes (default 128 KiB). */
-  maxMessageBytes?: number;
-  /** Seen LRU entries (default 65 536). */
-  seenSize?: number;
-  /** Validations in flight before messages are dropped (default 1 024). */
-  maxInFlight?: number;
-  /** Accepted records waiting for subscribers before new ones are dropped (default 10 000). */
-  maxDeliveryQueue?: number;
-  /** Semantic validation hooks per kind (also settable later with `setHook`). */
-  hooks?: Partial<Record<TopicKind, SemanticHook>>;
-  /** What this node serves over /c0mpute/records/1 (default: an in-memory cache of accepted and published records). */
-  records?: RecordSource;
-  /** Kinds to sync from each newly identified peer (default `['advert', 'presence']`; `[]` disables). */
-  syncOnConnect?: TopicKind[];
-  /** Records asked per kind in a sync (default 1 024). */
-  syncLimit?: number;
-  /** Metrics registry (default: a fresh one, `net.metrics.registry`). */
-  registry?: Registry;
-  logger?: Logger;
-  /** Expert gossipsub overrides (e.g. `heartbeatInterval` in tests). */
-  gossip?: Partial<GossipsubOpts>;
-  /** Max connections (default 200). */
-  maxConnections?: number;
-  /** Flood limits in validation: per peer, per signer and kind, new advertisers (flood-limits.ts). */
-  floodLimits?: Partial<FloodLimitOptions>;
-  /** Worker threads verifying signatures, one pool per process shared by its nodes (verify-pool.ts; default `min(4, cores − 1)` above 2 cores, else 0; 0 = on the event loop). */
-  verifyThreads?: number;
-  /** What a persistent flooder earns: gossipsub P5 weight, disconnect threshold, ban time (peer-abuse.ts). */
-  abuse?: Partial<AbuseOptions>;
-  /** Bounds on /c0mpute/records/1 answers, per request and per peer (records-protocol.ts). */
-  recordsServe?: Partial<RecordsServeOptions>;
-  /** Reconnection policy (defaults: CONNECTIVITY_DEFAULTS in connectivity.ts). */
-  connectivity?: Partial<ConnectivityOptions>;
-  /** Where remembered peers survive a restart (default: memory only). */
-  rememberStore?: RememberStore;
-  /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
-  gossipHealth?: Partial<GossipHealthOptions>;
-  /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */
-  unreachable?: (peerId: string) => boolean;
-}
-
-export const NETWORK_DEFAULTS = {
-  listen: ['/ip4/0.0.0.0/tcp/0'],
-  overlay: DEFAULT_OVERLAY,
-  syncOnConnect: ['advert', 'presence'] as TopicKind[],
-  syncLimit: 1_024,
-  maxDeliveryQueue: 10_000,
-  maxConnections: 200,
-  findPeerTimeoutMs: 10_000,
-  dialTimeoutMs: 10_000,
-} as const;
-
-export interface PeerInfo {
-  peerId: string;
-  /** The peer's DID (undefined for a non-Ed25519 peer). */
-  did: string | undefined;
-  addrs: string[];
-}
-
-export interface SyncResult {
-  accepted: number;
-  ignored: number;
-  rejected: number;
-  /** Per kind whose request failed, the error code. */
-  failed: Partial<Record<TopicKind, string>>;
-}
-
-export type PeerRef = PeerId | Multiaddr | string;
-
-export interface Network {
-  readonly peerId: PeerId;
-  readonly did: string;
-  readonly overlay: string;
-  readonly metrics: NetMetrics;
-  /** The libp2p node (for what the facade does not cover). */
-  readonly libp2p: Libp2p<{ pubsub: GossipSub; dht: KadDHT }>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** Listen addresses with `/p2p/<peer id>`. */
-  addrs(): string[];
-  /** Dial a multiaddr string, a PeerId (string or object) or a DID. */
-  dial(target: PeerRef, opts?: { timeoutMs?: number }): Promise<PeerId>;
-  peers(): PeerInfo[];
-  /**
-   * Publish a record (envelope bytes) on its kind's topic, optionally with
-   * attachments (an offer with the advert it cites). Checked locally first
-   * (type, shape, freshness, signature): throws the C0Error a peer would reject it with.
-   */
-  publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ recipients: number; address: string }>;
-  /**
-   * Send an offer (with the advert it cites attached) to its buyer (and steward) only, over
-   * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an
-   * unreachable recipient: the outcome per DID says what happened.
-   */
-  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
-  /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
-  subscribe(kind: TopicKind, handler: RecordHandler): () => void;
-  /** Set or clear the semantic hook for a kind. */
-  setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
-  /** Serve a direct protocol. */
-  handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
-  /** Call a direct protocol on a peer (PeerId, peer id string, DID or multiaddr). */
-  request(peer: PeerRef, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
-  /** Serve a streaming direct protocol (exec/1: request frames read one at a time, within the byte budget). */
-  handleStream(protocol: string, handler: StreamHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
-  /** Open a streaming direct protocol on a peer. */
-  openStream(peer: PeerRef, protocol: string, opts?: Omit<CallOptions, 'onFrame'>): Promise<ClientStream>;
-  /** Fetch records by address from a peer; each is checked (address, type, shape, signature). */
-  fetchRecords(peer: PeerRef, addresses: string[], expectedType?: string): Promise<Opened[]>;
-  /** Ask a peer for the live records it holds of `kinds`; each goes through the gossip pipeline and reaches subscribers once. */
-  syncFrom(peer: PeerRef, kinds?: TopicKind[]): Promise<SyncResult>;
-  /** A peer's addresses from its DID: the peer store, else the DHT. Throws NET_PEER_NOT_FOUND. */
-  findPeer(did: string, opts?: { useCache?: boolean; timeoutMs?: number }): Promise<string[]>;
-  /** Gossipsub score this node gives a peer. */
-  gossipScore(peer: PeerRef): number;
-  /** Peers subscribed to a kind's topic. */
-  topicPeers(kind: TopicKind): string[];
-  /** Resolves when every accepted record so far has been handed to the subscribers. */
-  drained(): Promise<void>;
-  /** Connected peers and the state of each bootstrap peer (failures, last error). */
-  connectivity(): ConnectivityStatus;
-}
-
-/** A new swarm key (the swarm.key file's bytes) for a private network. */
-export function generateSwarmKey(): Uint8Array {
-  const k = new Uint8Array(95);
-  generateKey(k);
-  return k;
-}
-
-/** Gossipsub topic scoring: invalid messages cost a lot, quiet mesh peers nothing (market traffic is sparse). */
-export function topicScoreParams(): TopicScoreParams {
-  return createTopicScoreParams({
-    topicWeight: 1,
-    timeInMeshWeight: 0.01,
-    timeInMeshQuantum: 1_000,
-    timeInMeshCap: 300,
-    firstMessageDeliveriesWeight: 0.5,
-    firstMessageDeliveriesDecay: 0.9,
-    firstMessageDeliveriesCap: 20,
-    meshMessageDeliveriesWeight: 0,
-    meshFailurePenaltyWeight: 0,
-    invalidMessageDeliveriesWeight: -10,
-    invalidMessageDeliveriesDecay: 0.9,
-  });
-}
-
-function toPeerId(p: PeerRef): PeerId | Multiaddr {
-  if (typeof p !== 'string') return p;
-  if (p.startsWith('did:')) return peerIdFromDid(p);
-  if (p.startsWith('/')) return multiaddr(p);
-  try {
-    return peerIdFromString(p);
-  } catch (e) {
-    throw new C0Error('PEER_ID_MALFORMED', `not a PeerId, DID or multiaddr: ${p.slice(0, 80)} (${(e as Error).message})`);
-  }
-}
-
-function peerKey(p: PeerId | Multiaddr): string {
-  if (isMultiaddr(p)) return p.getComponents().find((c) => c.name === 'p2p')?.value ?? p.toString();
-  return p.toString();
-}
+export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
+export { NETWORK_DEFAULTS, type Network, type NetworkOptions, type PeerInfo, type PeerRef, type SyncResult } from './network-api.js';
 
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
@@ -280,7 +58,6 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const overlay = checkOverlay(opts.overlay ?? NETWORK_DEFAULTS.overlay);
   const joined = opts.topics ?? TOPIC_KINDS;
   const shards = [...new Set((opts.shards ?? ALL_SHARDS).map(checkShard))].sort();
-  const shardSet = new Set(shards);
   /** The topics a record goes out on: its kind's, or for a sharded kind one per market it belongs to. */
   const recordTopics = (kind: TopicKind, rec: Opened): string[] => (isSharded(kind) ? recordShards(kind, rec.record).map((sh) => topicFor(kind, overlay, sh)) : [topicFor(kind, overlay)]);
   const loopback = opts.loopback ?? false;
@@ -288,7 +65,6 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const syncLimit = Math.min(opts.syncLimit ?? NETWORK_DEFAULTS.syncLimit, MAX_LIVE);
   const source: RecordSource = opts.records ?? new MemoryRecordCache();
   const did = didFromPublicKey(opts.signer.publicKey);
-  const allow = opts.allowlist ? new Set(opts.allowlist) : undefined;
 
   const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }> } = {};
   const metrics = createNetMetrics(opts.registry, () => ref.node?.getPeers().length ?? 0);
@@ -309,53 +85,13 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const abuse = new AbusePolicy(pipeline.guard, opts.abuse ?? {}, clock, log, (p) => ref.node?.hangUp(peerIdFromString(p)), metrics.registry);
   const dispatcher = new Dispatcher({ maxQueue: opts.maxDeliveryQueue ?? NETWORK_DEFAULTS.maxDeliveryQueue, metrics, log });
 
-  const allowed = (peer: PeerId): boolean => {
-    if (!allow) return true;
-    try {
-      return allow.has(didFromPeerId(peer));
-    } catch {
-      return false;
-    }
-  };
-
   const link = createLinkMetrics(metrics.registry, {
     connections: () => ref.node?.getConnections() ?? [],
     gossip: () => (ref.node ? gossipHost(ref.node, overlay).scores : undefined),
   });
   const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
 
-  const topics: Record<string, TopicScoreParams> = {};
-  for (const k of TOPIC_KINDS) for (const t of topicsFor(k, overlay)) topics[t] = topicScoreParams();
-
-  const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
-  const libp2p = await createLibp2p({
-    start: false,
-    privateKey: await libp2pKey(opts.signer),
-    addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-    ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
-    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
-    connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
-    connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
-    peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
-    services: {
-      identify: identify(),
-      ping: ping({ maxInboundStreams: LIVENESS.pingStreams, maxOutboundStreams: LIVENESS.pingStreams }),
-      pubsub: gossipsub({
-        ...GOSSIP_BASE,
-        scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
-        ...opts.gossip,
-      }),
-      dht: kadDHT({
-        protocol: DHT_PROTOCOL,
-        peerInfoMapper: loopback ? passthroughMapper : removePrivateAddressesMapper,
-        ...(dhtClientMode === undefined ? {} : { clientMode: dhtClientMode }),
-        ...(loopback ? { initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true } : {}),
-      }),
-    },
-  });
+  const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals });
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log);
@@ -409,21 +145,15 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     });
   }
 
-  // Sync on join: ask each newly identified peer that speaks records/1 for its live records.
-  const synced = new Set<string>();
+  // records/1: served, fetched, synced (records-sync.ts); sync on join: once from each newly identified peer that speaks it.
+  const records = new RecordsSync({ direct, pipeline, metrics, log, joined, shards, syncKinds, syncLimit, accept });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
-    const key = peerId.toString();
-    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(key, evt.detail.listenAddrs.map((a) => a.toString()));
-    if (!syncKinds.length || synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
-    synced.add(key);
-    void net.syncFrom(peerId, syncKinds).then(
-      (r) => log.debug({ peer: key, ...r }, 'synced from peer'),
-      (e: unknown) => log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
-    );
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
+    records.onIdentify(peerId, protocols);
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {
-    synced.delete(evt.detail.toString());
+    records.onDisconnect(evt.detail.toString());
     connectivity.wake();
   };
 
@@ -458,7 +188,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = true;
       joinedAt = clock();
       sigPool?.open();
-      await direct.serve(PROTOCOLS.records, recordsHandler(source, clock, opts.recordsServe, (p) => pipeline.guard.blame(p)));
+      await records.serve(source, clock, opts.recordsServe);
       await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
@@ -564,62 +294,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     async fetchRecords(peer, addresses, type) {
-      if (!addresses.every(isAddress)) throw new C0Error('ADDRESS_MALFORMED', 'fetchRecords: addresses must be sha256:<hex>', { field: 'addresses' });
-      const want = new Set(addresses);
-      const frames = await direct.call(toPeerId(peer), PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses })]);
-      const out: Opened[] = [];
-      for (const f of frames) {
-        const label = { source: 'fetch', kind: 'any' };
-        if (!(f instanceof Uint8Array) || !want.has(hashHex(f))) {
-          metrics.records.inc({ ...label, verdict: 'reject', reason: 'NOT_REQUESTED' });
-          continue;
-        }
-        try {
-          const rec = pipeline.checkFetched(f, type);
-          want.delete(rec.address);
-          metrics.records.inc({ ...label, verdict: 'accept', reason: 'ok' });
-          out.push(rec);
-        } catch (e) {
-          metrics.records.inc({ ...label, verdict: 'reject', reason: (e as C0Error).code ?? 'INTERNAL' });
-        }
-      }
-      return out;
+      return records.fetch(toPeerId(peer), addresses, type);
     },
 
     async syncFrom(peer, kinds = syncKinds) {
-      const p = toPeerId(peer);
-      const from = peerKey(p);
-      const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
-      for (const kind of kinds) {
-        if (!joined.includes(kind)) continue;
-        let frames: CborValue[];
-        try {
-          // a sharded kind: only the markets this node holds (docs/network.md §14)
-          const only = isSharded(kind) && shards.length < ALL_SHARDS.length ? { shards } : {};
-          frames = await direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: syncLimit, ...only })]);
-        } catch (e) {
-          res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
-          metrics.syncs.inc({ outcome: 'failed' });
-          continue;
-        }
-        for (const f of frames) {
-          if (!(f instanceof Uint8Array)) {
-            res.rejected++;
-            metrics.records.inc({ source: 'sync', kind, verdict: 'reject', reason: 'NOT_BYTES' });
-            continue;
-          }
-          const out = await pipeline.validate(kind, f, from, 'sync');
-          // a peer that does not filter by market (an older version) may answer with others: not delivered
-          if (out.verdict === 'accept' && isSharded(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => shardSet.has(sh))) res.ignored++;
-          else if (out.verdict === 'accept') {
-            res.accepted++;
-            accept(out.fresh, from, 'sync', out.attachments ?? []);
-          } else if (out.verdict === 'reject') res.rejected++;
-          else res.ignored++;
-        }
-        metrics.syncs.inc({ outcome: 'ok' });
-      }
-      return res;
+      return records.sync(toPeerId(peer), kinds);
     },
 
     async findPeer(targetDid, o = {}) {

@@ -1,0 +1,130 @@
+/**
+ * The libp2p node under the network facade (docs/network.md §1 stack, §11
+ * "Pings under load"): TCP, noise, yamux, identify, ping (LIVENESS), gossipsub
+ * with c0mpute's settings and scoring (GOSSIP_BASE, topicScoreParams, the
+ * abuse score as P5), kad-dht for peer routing (DHT_PROTOCOL), optional private
+ * network (pnet) and the connection gater (DID allowlist, abuse bans, injected
+ * partitions). Built stopped; `createNetwork` (node.ts) starts it.
+ */
+import { createLibp2p, type Libp2p } from 'libp2p';
+import { tcp } from '@libp2p/tcp';
+import { noise } from '@libp2p/noise';
+import { yamux } from '@libp2p/yamux';
+import { identify } from '@libp2p/identify';
+import { ping } from '@libp2p/ping';
+import { bootstrap } from '@libp2p/bootstrap';
+import { preSharedKey, generateKey } from '@libp2p/pnet';
+import { gossipsub, StrictNoSign, type GossipSub } from '@libp2p/gossipsub';
+import { createPeerScoreParams, createTopicScoreParams, type TopicScoreParams } from '@libp2p/gossipsub/score';
+import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT } from '@libp2p/kad-dht';
+import type { PeerId } from '@libp2p/interface';
+import { sha256 } from '../records/address.js';
+import { didFromPeerId, libp2pKey } from '../node/peer-id.js';
+import type { AbusePolicy } from './peer-abuse.js';
+import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
+import { overlayGater, type RefusalLog } from './refusals.js';
+import { topicsFor, TOPIC_KINDS } from './topics.js';
+
+export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
+
+/**
+ * The gossipsub settings every c0mpute node runs with (unsigned messages, the
+ * message id is the SHA-256 of the bytes, validation before forwarding); the
+ * idle bench's bare-libp2p baseline uses the same.
+ */
+export const GOSSIP_BASE = {
+  globalSignaturePolicy: StrictNoSign,
+  msgIdFn: (msg: { data: Uint8Array }) => sha256(msg.data),
+  emitSelf: false,
+  allowPublishToZeroTopicPeers: true,
+  ignoreDuplicatePublishError: true,
+  asyncValidation: false,
+} as const;
+
+/**
+ * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
+ * 10 s and aborts it on one failed ping, and a ping that overlaps the previous one fails at once (one outbound ping
+ * stream per connection). Under a few seconds of event-loop lag that dropped healthy connections, and the reconnects
+ * (handshake, identify, sync) deepened the lag. Pings may overlap, and time out no sooner than 15 s. And every
+ * 30 s, not 10: a ping is a new stream each way (multistream-select, a peer-store merge, a dozen encrypted frames),
+ * a third of an idle node's CPU at 5 peers (docs/scale.md "Where the hundred-node run's CPU went").
+ */
+export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 15_000 } as const;
+
+/** A new swarm key (the swarm.key file's bytes) for a private network. */
+export function generateSwarmKey(): Uint8Array {
+  const k = new Uint8Array(95);
+  generateKey(k);
+  return k;
+}
+
+/** Gossipsub topic scoring: invalid messages cost a lot, quiet mesh peers nothing (market traffic is sparse). */
+export function topicScoreParams(): TopicScoreParams {
+  return createTopicScoreParams({
+    topicWeight: 1,
+    timeInMeshWeight: 0.01,
+    timeInMeshQuantum: 1_000,
+    timeInMeshCap: 300,
+    firstMessageDeliveriesWeight: 0.5,
+    firstMessageDeliveriesDecay: 0.9,
+    firstMessageDeliveriesCap: 20,
+    meshMessageDeliveriesWeight: 0,
+    meshFailurePenaltyWeight: 0,
+    invalidMessageDeliveriesWeight: -10,
+    invalidMessageDeliveriesDecay: 0.9,
+  });
+}
+
+/** What the libp2p node needs from the rest of the network: the abuse policy (P5 and bans) and the refusal log (gater). */
+export interface HostDeps {
+  overlay: string;
+  loopback: boolean;
+  abuse: AbusePolicy;
+  refusals: RefusalLog;
+}
+
+/** The libp2p node for `createNetwork`'s options, not started. */
+export async function createHost(opts: NetworkOptions, { overlay, loopback, abuse, refusals }: HostDeps): Promise<Libp2p<{ pubsub: GossipSub; dht: KadDHT }>> {
+  const allow = opts.allowlist ? new Set(opts.allowlist) : undefined;
+  const allowed = (peer: PeerId): boolean => {
+    if (!allow) return true;
+    try {
+      return allow.has(didFromPeerId(peer));
+    } catch {
+      return false;
+    }
+  };
+
+  const topics: Record<string, TopicScoreParams> = {};
+  for (const k of TOPIC_KINDS) for (const t of topicsFor(k, overlay)) topics[t] = topicScoreParams();
+
+  const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
+  return createLibp2p({
+    start: false,
+    privateKey: await libp2pKey(opts.signer),
+    addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
+    connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
+    connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
+    connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
+    peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
+    services: {
+      identify: identify(),
+      ping: ping({ maxInboundStreams: LIVENESS.pingStreams, maxOutboundStreams: LIVENESS.pingStreams }),
+      pubsub: gossipsub({
+        ...GOSSIP_BASE,
+        scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
+        ...opts.gossip,
+      }),
+      dht: kadDHT({
+        protocol: DHT_PROTOCOL,
+        peerInfoMapper: loopback ? passthroughMapper : removePrivateAddressesMapper,
+        ...(dhtClientMode === undefined ? {} : { clientMode: dhtClientMode }),
+        ...(loopback ? { initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true } : {}),
+      }),
+    },
+  });
+}

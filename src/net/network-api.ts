@@ -1,0 +1,202 @@
+/**
+ * The network facade's contract (docs/network.md): what `createNetwork`
+ * (node.ts) takes (`NetworkOptions`, `NETWORK_DEFAULTS`), what it returns (the
+ * `Network` the roles use) and how a peer is named to it (`PeerRef`: a PeerId,
+ * its string, a DID or a multiaddr; `toPeerId`, `peerKey`).
+ */
+import type { Libp2p } from 'libp2p';
+import type { GossipSub, GossipsubOpts } from '@libp2p/gossipsub';
+import type { KadDHT } from '@libp2p/kad-dht';
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { PeerId } from '@libp2p/interface';
+import { multiaddr, isMultiaddr, type Multiaddr } from '@multiformats/multiaddr';
+import type { Registry } from 'prom-client';
+import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Ed25519Signer } from '../records/ed25519.js';
+import type { Opened } from '../records/envelope.js';
+import { peerIdFromDid } from '../node/peer-id.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { RecordHandler } from './dispatch.js';
+import type { SemanticHook } from './gossip-validation.js';
+import type { NetMetrics } from './metrics.js';
+import type { CallOptions, ClientStream, ProtocolHandler, ProtocolLimits, StreamHandler } from './protocols.js';
+import type { RecordSource } from './record-cache.js';
+import type { RecordsServeOptions } from './records-protocol.js';
+import type { FloodLimitOptions } from './flood-limits.js';
+import type { AbuseOptions } from './peer-abuse.js';
+import { DEFAULT_OVERLAY, type TopicKind } from './topics.js';
+import type { ConnectivityOptions, ConnectivityStatus, RememberStore } from './connectivity.js';
+import type { GossipHealthOptions } from './gossip-health.js';
+import type { OfferSendOutcome } from './offer-route.js';
+
+export interface NetworkOptions {
+  /** The node's identity; its libp2p key is derived from the same seed. */
+  signer: Ed25519Signer;
+  /** Listen multiaddrs (default `['/ip4/0.0.0.0/tcp/0']`; tests use `/ip4/127.0.0.1/tcp/0`). */
+  listen?: string[];
+  /** Addresses to announce instead of the listen addresses (default: none). */
+  announce?: string[];
+  /** Bootstrap peers, multiaddrs ending in `/p2p/<peer id>` (default: none). Dialled at start. */
+  bootstrap?: string[];
+  /** Overlay name in topics (default `public`). */
+  overlay?: string;
+  /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
+  topics?: TopicKind[];
+  /** Markets joined for the sharded kinds (advert, job, presence): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
+  shards?: string[];
+  /**
+   * Loopback/private-address mode (default false): the DHT keeps private
+   * addresses (passthroughMapper), serves queries (clientMode false) and
+   * self-queries fast; gossipsub does not penalise many peers on one IP.
+   */
+  loopback?: boolean;
+  /** DHT client mode (default: false in loopback mode, else libp2p's default). */
+  dhtClientMode?: boolean;
+  /** Private network: the swarm key file's bytes (see `generateSwarmKey`). Default: none (public). */
+  swarmKey?: Uint8Array;
+  /** DIDs allowed to connect (default: anyone). The connection gater refuses every other peer. */
+  allowlist?: string[];
+  /** Injected clock for freshness checks (default: system clock). */
+  clock?: Clock;
+  /** Clock-skew window, ms (default 30 000). */
+  skewMs?: number;
+  /** Bound on one gossip message, bytes (default 128 KiB). */
+  maxMessageBytes?: number;
+  /** Seen LRU entries (default 65 536). */
+  seenSize?: number;
+  /** Validations in flight before messages are dropped (default 1 024). */
+  maxInFlight?: number;
+  /** Accepted records waiting for subscribers before new ones are dropped (default 10 000). */
+  maxDeliveryQueue?: number;
+  /** Semantic validation hooks per kind (also settable later with `setHook`). */
+  hooks?: Partial<Record<TopicKind, SemanticHook>>;
+  /** What this node serves over /c0mpute/records/1 (default: an in-memory cache of accepted and published records). */
+  records?: RecordSource;
+  /** Kinds to sync from each newly identified peer (default `['advert', 'presence']`; `[]` disables). */
+  syncOnConnect?: TopicKind[];
+  /** Records asked per kind in a sync (default 1 024). */
+  syncLimit?: number;
+  /** Metrics registry (default: a fresh one, `net.metrics.registry`). */
+  registry?: Registry;
+  logger?: Logger;
+  /** Expert gossipsub overrides (e.g. `heartbeatInterval` in tests). */
+  gossip?: Partial<GossipsubOpts>;
+  /** Max connections (default 200). */
+  maxConnections?: number;
+  /** Flood limits in validation: per peer, per signer and kind, new advertisers (flood-limits.ts). */
+  floodLimits?: Partial<FloodLimitOptions>;
+  /** Worker threads verifying signatures, one pool per process shared by its nodes (verify-pool.ts; default `min(4, cores − 1)` above 2 cores, else 0; 0 = on the event loop). */
+  verifyThreads?: number;
+  /** What a persistent flooder earns: gossipsub P5 weight, disconnect threshold, ban time (peer-abuse.ts). */
+  abuse?: Partial<AbuseOptions>;
+  /** Bounds on /c0mpute/records/1 answers, per request and per peer (records-protocol.ts). */
+  recordsServe?: Partial<RecordsServeOptions>;
+  /** Reconnection policy (defaults: CONNECTIVITY_DEFAULTS in connectivity.ts). */
+  connectivity?: Partial<ConnectivityOptions>;
+  /** Where remembered peers survive a restart (default: memory only). */
+  rememberStore?: RememberStore;
+  /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
+  gossipHealth?: Partial<GossipHealthOptions>;
+  /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */
+  unreachable?: (peerId: string) => boolean;
+}
+
+export const NETWORK_DEFAULTS = {
+  listen: ['/ip4/0.0.0.0/tcp/0'],
+  overlay: DEFAULT_OVERLAY,
+  syncOnConnect: ['advert', 'presence'] as TopicKind[],
+  syncLimit: 1_024,
+  maxDeliveryQueue: 10_000,
+  maxConnections: 200,
+  findPeerTimeoutMs: 10_000,
+  dialTimeoutMs: 10_000,
+} as const;
+
+export interface PeerInfo {
+  peerId: string;
+  /** The peer's DID (undefined for a non-Ed25519 peer). */
+  did: string | undefined;
+  addrs: string[];
+}
+
+export interface SyncResult {
+  accepted: number;
+  ignored: number;
+  rejected: number;
+  /** Per kind whose request failed, the error code. */
+  failed: Partial<Record<TopicKind, string>>;
+}
+
+export type PeerRef = PeerId | Multiaddr | string;
+
+export interface Network {
+  readonly peerId: PeerId;
+  readonly did: string;
+  readonly overlay: string;
+  readonly metrics: NetMetrics;
+  /** The libp2p node (for what the facade does not cover). */
+  readonly libp2p: Libp2p<{ pubsub: GossipSub; dht: KadDHT }>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Listen addresses with `/p2p/<peer id>`. */
+  addrs(): string[];
+  /** Dial a multiaddr string, a PeerId (string or object) or a DID. */
+  dial(target: PeerRef, opts?: { timeoutMs?: number }): Promise<PeerId>;
+  peers(): PeerInfo[];
+  /**
+   * Publish a record (envelope bytes) on its kind's topic, optionally with
+   * attachments (an offer with the advert it cites). Checked locally first
+   * (type, shape, freshness, signature): throws the C0Error a peer would reject it with.
+   */
+  publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ recipients: number; address: string }>;
+  /**
+   * Send an offer (with the advert it cites attached) to its buyer (and steward) only, over
+   * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an
+   * unreachable recipient: the outcome per DID says what happened.
+   */
+  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
+  /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
+  subscribe(kind: TopicKind, handler: RecordHandler): () => void;
+  /** Set or clear the semantic hook for a kind. */
+  setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
+  /** Serve a direct protocol. */
+  handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  /** Call a direct protocol on a peer (PeerId, peer id string, DID or multiaddr). */
+  request(peer: PeerRef, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
+  /** Serve a streaming direct protocol (exec/1: request frames read one at a time, within the byte budget). */
+  handleStream(protocol: string, handler: StreamHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  /** Open a streaming direct protocol on a peer. */
+  openStream(peer: PeerRef, protocol: string, opts?: Omit<CallOptions, 'onFrame'>): Promise<ClientStream>;
+  /** Fetch records by address from a peer; each is checked (address, type, shape, signature). */
+  fetchRecords(peer: PeerRef, addresses: string[], expectedType?: string): Promise<Opened[]>;
+  /** Ask a peer for the live records it holds of `kinds`; each goes through the gossip pipeline and reaches subscribers once. */
+  syncFrom(peer: PeerRef, kinds?: TopicKind[]): Promise<SyncResult>;
+  /** A peer's addresses from its DID: the peer store, else the DHT. Throws NET_PEER_NOT_FOUND. */
+  findPeer(did: string, opts?: { useCache?: boolean; timeoutMs?: number }): Promise<string[]>;
+  /** Gossipsub score this node gives a peer. */
+  gossipScore(peer: PeerRef): number;
+  /** Peers subscribed to a kind's topic. */
+  topicPeers(kind: TopicKind): string[];
+  /** Resolves when every accepted record so far has been handed to the subscribers. */
+  drained(): Promise<void>;
+  /** Connected peers and the state of each bootstrap peer (failures, last error). */
+  connectivity(): ConnectivityStatus;
+}
+
+export function toPeerId(p: PeerRef): PeerId | Multiaddr {
+  if (typeof p !== 'string') return p;
+  if (p.startsWith('did:')) return peerIdFromDid(p);
+  if (p.startsWith('/')) return multiaddr(p);
+  try {
+    return peerIdFromString(p);
+  } catch (e) {
+    throw new C0Error('PEER_ID_MALFORMED', `not a PeerId, DID or multiaddr: ${p.slice(0, 80)} (${(e as Error).message})`);
+  }
+}
+
+export function peerKey(p: PeerId | Multiaddr): string {
+  if (isMultiaddr(p)) return p.getComponents().find((c) => c.name === 'p2p')?.value ?? p.toString();
+  return p.toString();
+}

@@ -1,0 +1,130 @@
+/**
+ * The network's records/1 wiring (docs/network.md §records/1, §14 shards;
+ * records-protocol.ts is the protocol): serving it (over-limit refusals blamed
+ * to the peer's abuse score, peer-abuse.ts), fetching records by address
+ * (each checked: address, type, shape, signature), syncing a peer's live
+ * records through the gossip pipeline, and syncing once from each newly
+ * identified peer that speaks records/1 (`syncOnConnect`).
+ */
+import type { PeerId } from '@libp2p/interface';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import { C0Error } from '../errors.js';
+import { hashHex, isAddress } from '../records/address.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Opened } from '../records/envelope.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
+import type { RecordPipeline, ValidationOutcome } from './gossip-validation.js';
+import type { NetMetrics } from './metrics.js';
+import { peerKey, type SyncResult } from './network-api.js';
+import { PROTOCOLS, type DirectProtocols } from './protocols.js';
+import type { RecordSource } from './record-cache.js';
+import { encodeRecordsRequest, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
+import { ALL_SHARDS, isSharded, recordShards, type TopicKind } from './topics.js';
+
+export interface RecordsSyncDeps {
+  direct: DirectProtocols;
+  pipeline: RecordPipeline;
+  metrics: NetMetrics;
+  log: Logger;
+  /** Kinds this node joined (others are not synced). */
+  joined: readonly TopicKind[];
+  /** Markets this node holds, sorted (a sharded kind is synced for these only). */
+  shards: readonly string[];
+  /** Kinds synced from each newly identified peer (`[]`: none). */
+  syncKinds: readonly TopicKind[];
+  /** Records asked per kind. */
+  syncLimit: number;
+  /** Hand accepted records to the subscribers (node.ts's accept). */
+  accept: (fresh: ValidationOutcome['fresh'], from: string, source: 'sync', attachments: Opened[]) => void;
+}
+
+export class RecordsSync {
+  readonly #synced = new Set<string>();
+  readonly #shardSet: Set<string>;
+
+  constructor(private readonly d: RecordsSyncDeps) {
+    this.#shardSet = new Set(d.shards);
+  }
+
+  /** Serve records/1 from `source`; a request refused for the peer's byte budget counts against its abuse score. */
+  async serve(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> | undefined): Promise<void> {
+    await this.d.direct.serve(PROTOCOLS.records, recordsHandler(source, clock, options, (p) => this.d.pipeline.guard.blame(p)));
+  }
+
+  async fetch(peer: PeerId | Multiaddr, addresses: string[], type?: string): Promise<Opened[]> {
+    const d = this.d;
+    if (!addresses.every(isAddress)) throw new C0Error('ADDRESS_MALFORMED', 'fetchRecords: addresses must be sha256:<hex>', { field: 'addresses' });
+    const want = new Set(addresses);
+    const frames = await d.direct.call(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses })]);
+    const out: Opened[] = [];
+    for (const f of frames) {
+      const label = { source: 'fetch', kind: 'any' };
+      if (!(f instanceof Uint8Array) || !want.has(hashHex(f))) {
+        d.metrics.records.inc({ ...label, verdict: 'reject', reason: 'NOT_REQUESTED' });
+        continue;
+      }
+      try {
+        const rec = d.pipeline.checkFetched(f, type);
+        want.delete(rec.address);
+        d.metrics.records.inc({ ...label, verdict: 'accept', reason: 'ok' });
+        out.push(rec);
+      } catch (e) {
+        d.metrics.records.inc({ ...label, verdict: 'reject', reason: (e as C0Error).code ?? 'INTERNAL' });
+      }
+    }
+    return out;
+  }
+
+  async sync(p: PeerId | Multiaddr, kinds: readonly TopicKind[] = this.d.syncKinds): Promise<SyncResult> {
+    const d = this.d;
+    const from = peerKey(p);
+    const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
+    for (const kind of kinds) {
+      if (!d.joined.includes(kind)) continue;
+      let frames: CborValue[];
+      try {
+        // a sharded kind: only the markets this node holds (docs/network.md §14)
+        const only = isSharded(kind) && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
+        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only })]);
+      } catch (e) {
+        res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
+        d.metrics.syncs.inc({ outcome: 'failed' });
+        continue;
+      }
+      for (const f of frames) {
+        if (!(f instanceof Uint8Array)) {
+          res.rejected++;
+          d.metrics.records.inc({ source: 'sync', kind, verdict: 'reject', reason: 'NOT_BYTES' });
+          continue;
+        }
+        const out = await d.pipeline.validate(kind, f, from, 'sync');
+        // a peer that does not filter by market (an older version) may answer with others: not delivered
+        if (out.verdict === 'accept' && isSharded(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
+        else if (out.verdict === 'accept') {
+          res.accepted++;
+          d.accept(out.fresh, from, 'sync', out.attachments ?? []);
+        } else if (out.verdict === 'reject') res.rejected++;
+        else res.ignored++;
+      }
+      d.metrics.syncs.inc({ outcome: 'ok' });
+    }
+    return res;
+  }
+
+  /** A newly identified peer: sync from it once while connected, when it speaks records/1. */
+  onIdentify(peerId: PeerId, protocols: readonly string[]): void {
+    const key = peerId.toString();
+    if (!this.d.syncKinds.length || this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
+    this.#synced.add(key);
+    void this.sync(peerId).then(
+      (r) => this.d.log.debug({ peer: key, ...r }, 'synced from peer'),
+      (e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
+    );
+  }
+
+  /** A peer disconnected: the next connection syncs again. */
+  onDisconnect(peer: string): void {
+    this.#synced.delete(peer);
+  }
+}
