@@ -12,7 +12,7 @@
  * peer that keeps hitting their rate limit through `AbuseReports` (passed in
  * as `AbuseOptions.reports`): each report counts like a gossip flood hit.
  * records/1, served by the network itself, blames a peer it refuses for its
- * byte budget the same way (`FloodGuard.blame`, wired in node.ts).
+ * byte budget the same way (`FloodGuard.blame`, wired in records-sync.ts).
  */
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';

@@ -60,7 +60,7 @@ test('records/1: each request refused for the peer’s budget charges its abuse 
   const guard = new FloodGuard({ abuseHalfLifeMs: 60_000 }, c);
   const hung: string[] = [];
   const policy = new AbusePolicy(guard, { disconnectAt: 10, banMs: 60_000 }, c, silentLogger(), (p) => void hung.push(p));
-  // the wiring createNetwork uses (node.ts): refusals blame the peer through the validation pipeline's FloodGuard
+  // the wiring createNetwork uses (records-sync.ts): refusals blame the peer through the validation pipeline's FloodGuard
   const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 3_000 }, requestCostBytes: 1_000 }, (p) => guard.blame(p));
   const get = { op: 'get', addresses: ['sha256:' + '0'.repeat(64)] };
   for (let i = 0; i < 2; i++) assert.equal((await ask(h, 'honest', get)).code, undefined, 'within its budget');
