@@ -20,7 +20,7 @@ import { bootstrap } from '@libp2p/bootstrap';
 import { preSharedKey, generateKey } from '@libp2p/pnet';
 import { gossipsub, StrictNoSign, TopicValidatorResult, type GossipSub, type GossipsubOpts } from '@libp2p/gossipsub';
 import { createPeerScoreParams, createTopicScoreParams, type TopicScoreParams } from '@libp2p/gossipsub/score';
-import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT } from '@libp2p/kad-dht';
+import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { PeerId, Connection, IdentifyResult } from '@libp2p/interface';
 import { multiaddr, isMultiaddr, type Multiaddr } from '@multiformats/multiaddr';
@@ -53,8 +53,9 @@ import { overlayGater, RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals } from './link-hosts.js';
 import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
+import { dhtService } from './dht-options.js';
 
-export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
+export { DHT_PROTOCOL } from './dht-options.js';
 
 /**
  * The gossipsub settings every c0mpute node runs with (unsigned messages, the
@@ -348,12 +349,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),
-      dht: kadDHT({
-        protocol: DHT_PROTOCOL,
-        peerInfoMapper: loopback ? passthroughMapper : removePrivateAddressesMapper,
-        ...(dhtClientMode === undefined ? {} : { clientMode: dhtClientMode }),
-        ...(loopback ? { initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true } : {}),
-      }),
+      dht: dhtService({ loopback, clientMode: dhtClientMode }),
     },
   });
   ref.node = libp2p;
