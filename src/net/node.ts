@@ -54,6 +54,7 @@ import { gossipHost, type GossipInternals } from './link-hosts.js';
 import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer, type OfferSendOutcome } from './offer-route.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 import { dhtService } from './dht-options.js';
+import { digestOf } from './sync-digest.js';
 
 export { DHT_PROTOCOL } from './dht-options.js';
 
@@ -592,7 +593,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         try {
           // a sharded kind: only the markets this node holds (docs/network.md §14)
           const only = isSharded(kind) && shards.length < ALL_SHARDS.length ? { shards } : {};
-          frames = await direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: syncLimit, ...only })]);
+          // the digest: what this node holds is not sent back (sync-digest.ts)
+          const have = digestOf(await source.live(kind, clock(), syncLimit, isSharded(kind) ? shardSet : undefined));
+          frames = await direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: syncLimit, ...only, have })]);
         } catch (e) {
           res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
           metrics.syncs.inc({ outcome: 'failed' });
