@@ -9,7 +9,10 @@
  * Per node and second, for each gossip kind k every node subscribes to:
  *   in bytes  = rate_k × copies × (size_k + FRAMING)            (copies: each message arrives about `copies` times)
  *   control   = Σ rate_k × CONTROL_PER_MSG                        (IHAVE/IWANT ids, calibrated on the 100-node run)
- *   CPU       = base + Σ rate_k × (VALIDATE + copies × PER_COPY)
+ *   CPU       = base + opens × PER_OPEN + Σ rate_k × (VALIDATE + 2 × copies × PER_COPY)
+ *               (base: an idle node, `bench idle`; opens: connections opened per node and second, each end
+ *               counting one — a Noise handshake, identify, a sync both ways; PER_OPEN and PER_COPY solved
+ *               from two runs that differ in connection churn, `calibrate(run, base, other)`)
  * Out bytes ≈ in bytes (every copy received was sent by a peer; a relay forwards as much as it takes in).
  */
 import { readFileSync } from 'node:fs';
@@ -41,8 +44,12 @@ export interface ModelParams {
   validateUs: number;
   /** CPU per copy received or sent, transport and gossipsub, µs (calibrated on the run). */
   perCopyUs: number;
-  /** CPU per node with no traffic, % of a core (calibrated: heartbeats, DHT, identify). */
+  /** CPU per node with no traffic, % of a core (the idle bench: heartbeats, pings, DHT). */
   basePct: number;
+  /** CPU per connection opened, at each end (handshake, identify, sync both ways), µs (calibrated). */
+  perOpenUs: number;
+  /** Connections opened per node and minute, each end counting one (measured: the sim's churn). */
+  opensPerNodeMin: number;
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
@@ -59,11 +66,14 @@ export const MEASURED: ModelParams = {
   offerCarriesAdvert: true,
   marketShare: 1,
   offersDirect: false,
-  copies: 3,
-  controlPerMsg: 100,
+  // the fourth round's calibration (docs/scale.md §3 "The CPU side, recalibrated"): 40 nodes, the cut-4 A/B pair, idle base
+  copies: 3.84,
+  controlPerMsg: 278,
   validateUs: 150,
-  perCopyUs: 60,
-  basePct: 0.5,
+  perCopyUs: 311,
+  basePct: 0.165,
+  perOpenUs: 35_000,
+  opensPerNodeMin: 14,
 };
 
 export interface Projection {
@@ -109,6 +119,7 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
   // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
   const storageMB = ((providers * share * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
+  cpuUs += (p.opensPerNodeMin / 60) * p.perOpenUs;
   return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
 }
 
@@ -134,6 +145,7 @@ export interface RunFile {
     traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number; deliveredPerSec?: number }>;
     publishedPerSec: Record<string, number>;
     cpuPctPerNode: number;
+    conns?: { opensPerNodeMin: number; perNode: number };
   };
 }
 
@@ -156,8 +168,25 @@ export function firstRates(run: RunFile): Record<(typeof KINDS)[number], number>
   return out;
 }
 
-/** Copies per message and control bytes per message, from a run (per node in-messages over the records it accepted). */
-export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelParams {
+/** Per node and second: CPU µs beyond the base and validation, and the copies (in + out) and connection opens it is spent on. */
+function cpuTerms(run: RunFile, p: ModelParams, copies: number): { restUs: number; copyCount: number; opens: number } {
+  const firsts = firstRates(run);
+  let firstUs = 0;
+  let copyCount = 0;
+  for (const k of KINDS) {
+    firstUs += firsts[k] * p.validateUs * (k === 'offer' ? 1.5 : 1);
+    copyCount += 2 * firsts[k] * copies;
+  }
+  return { restUs: (run.figures.cpuPctPerNode - p.basePct) * 1e4 - firstUs, copyCount, opens: (run.figures.conns?.opensPerNodeMin ?? 0) / 60 };
+}
+
+/**
+ * Copies per message and control bytes per message, from a run (per node in-messages over the records it accepted).
+ * CPU: with `other` (a second run of the same size and message mix but different connection churn, e.g. an A/B of a
+ * connection change) the per-open and per-copy costs are solved from the two runs together; without it, the per-open
+ * cost is the given (or MEASURED) one and the rest of the CPU beyond the base and validation is charged to copies.
+ */
+export function calibrate(run: RunFile, base: Partial<ModelParams> = {}, other?: RunFile): ModelParams {
   const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
   const firsts = firstRates(run);
   let copies = 0;
@@ -173,17 +202,20 @@ export function calibrate(run: RunFile, base: Partial<ModelParams> = {}): ModelP
   }
   const control = t.get('control')?.inBytesPerSec ?? 0;
   const p: ModelParams = { ...MEASURED, ...base, copies: w ? copies / w : MEASURED.copies, controlPerMsg: pubs ? control / pubs : MEASURED.controlPerMsg };
-  // CPU: base (an idle run) + per-message costs; solve for the per-copy cost
-  const validateUs = p.validateUs;
-  let firstUs = 0;
-  let copyCount = 0;
-  for (const k of KINDS) {
-    const pub = firsts[k];
-    firstUs += pub * validateUs * (k === 'offer' ? 1.5 : 1);
-    copyCount += 2 * pub * p.copies;
+  const opensPerNodeMin = run.figures.conns?.opensPerNodeMin ?? 0;
+  const a = cpuTerms(run, p, p.copies);
+  if (other) {
+    // restUs_i = copyCount_i × perCopy + opens_i × perOpen, for both runs (each with its own copies)
+    const b = cpuTerms(other, p, calibrate(other, base).copies);
+    const det = a.copyCount * b.opens - b.copyCount * a.opens;
+    if (det !== 0) {
+      const perCopyUs = (a.restUs * b.opens - b.restUs * a.opens) / det;
+      const perOpenUs = (a.copyCount * b.restUs - b.copyCount * a.restUs) / det;
+      if (perCopyUs >= 0 && perOpenUs >= 0) return { ...p, perCopyUs, perOpenUs, opensPerNodeMin };
+    }
   }
-  const perCopyUs = copyCount ? Math.max(0, ((run.figures.cpuPctPerNode - p.basePct) * 1e4 - firstUs) / copyCount) : MEASURED.perCopyUs;
-  return { ...p, perCopyUs };
+  const perCopyUs = a.copyCount ? Math.max(0, (a.restUs - a.opens * p.perOpenUs) / a.copyCount) : MEASURED.perCopyUs;
+  return { ...p, perCopyUs, opensPerNodeMin };
 }
 
 /** The model's per-node prediction for a run, from the run's own publication rates and calibrated costs. */
@@ -201,17 +233,26 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
   }
   kBps.control = control;
   kBps.total = Object.values(kBps).reduce((a, b) => a + b, 0);
+  // connection churn is the run's (an input, like its publication rates), costed at the calibrated per-open cost
+  cpuUs += ((run.figures.conns?.opensPerNodeMin ?? p.opensPerNodeMin) / 60) * p.perOpenUs;
   return { kBps, cpuPct: p.basePct + cpuUs / 1e4 };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]]
-  const [calFile, valFile, idleFile] = process.argv.slice(2);
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json]
+  const flag = (name: string): string | undefined => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
+  const positional = process.argv.slice(2).filter((x, i, all) => !x.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const [calFile, valFile, idleFile] = positional;
   let p = MEASURED;
   if (calFile) {
     const idle = idleFile ? (JSON.parse(readFileSync(idleFile, 'utf8')) as RunFile) : undefined;
-    p = calibrate(JSON.parse(readFileSync(calFile, 'utf8')) as RunFile, idle ? { basePct: idle.figures.cpuPctPerNode } : {});
-    console.log(`calibrated on ${calFile}: copies ${p.copies.toFixed(2)}, control ${p.controlPerMsg.toFixed(0)} B/msg, base ${p.basePct.toFixed(2)} %, per copy ${p.perCopyUs.toFixed(0)} µs, validate ${p.validateUs} µs`);
+    const basePct = flag('base') !== undefined ? Number(flag('base')) : idle?.figures.cpuPctPerNode;
+    const ab = flag('ab');
+    p = calibrate(JSON.parse(readFileSync(calFile, 'utf8')) as RunFile, basePct !== undefined ? { basePct } : {}, ab ? (JSON.parse(readFileSync(ab, 'utf8')) as RunFile) : undefined);
+    console.log(`calibrated on ${calFile}${ab ? ` and ${ab}` : ''}: copies ${p.copies.toFixed(2)}, control ${p.controlPerMsg.toFixed(0)} B/msg, base ${p.basePct.toFixed(2)} %, per copy ${p.perCopyUs.toFixed(0)} µs, per connection opened ${(p.perOpenUs / 1000).toFixed(1)} ms at ${p.opensPerNodeMin.toFixed(1)} opened per node·min, validate ${p.validateUs} µs`);
   }
   if (valFile) {
     const run = JSON.parse(readFileSync(valFile, 'utf8')) as RunFile;

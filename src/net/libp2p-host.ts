@@ -16,7 +16,8 @@ import { bootstrap } from '@libp2p/bootstrap';
 import { preSharedKey, generateKey } from '@libp2p/pnet';
 import { gossipsub, StrictNoSign, type GossipSub } from '@libp2p/gossipsub';
 import { createPeerScoreParams, createTopicScoreParams, type TopicScoreParams } from '@libp2p/gossipsub/score';
-import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT } from '@libp2p/kad-dht';
+import type { KadDHT } from '@libp2p/kad-dht';
+import { DHT_PROTOCOL, dhtService } from './dht-options.js';
 import type { PeerId } from '@libp2p/interface';
 import { sha256 } from '../records/address.js';
 import { didFromPeerId, libp2pKey } from '../node/peer-id.js';
@@ -25,7 +26,7 @@ import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
 import { topicsFor, TOPIC_KINDS } from './topics.js';
 
-export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
+export { DHT_PROTOCOL };
 
 /**
  * The gossipsub settings every c0mpute node runs with (unsigned messages, the
@@ -119,12 +120,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),
-      dht: kadDHT({
-        protocol: DHT_PROTOCOL,
-        peerInfoMapper: loopback ? passthroughMapper : removePrivateAddressesMapper,
-        ...(dhtClientMode === undefined ? {} : { clientMode: dhtClientMode }),
-        ...(loopback ? { initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true } : {}),
-      }),
+      dht: dhtService({ loopback, clientMode: dhtClientMode }),
     },
   });
 }

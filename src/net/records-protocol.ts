@@ -4,7 +4,8 @@
  * (envelope bytes), then the end frame.
  *
  *   {op: "get",  addresses: ["sha256:…", …]}     (1..MAX_GET addresses)
- *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …]}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds)
+ *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …], have?: h'…'}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds;
+ *                                          have: 8-byte address prefixes of what the requester holds, not sent back — sync-digest.ts)
  *
  * The server answers from a RecordSource (which filters `live` by shard on the
  * shards it keeps beside each record: no record is re-opened to answer); the requester checks everything it
@@ -27,6 +28,7 @@ import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { ALL_SHARDS, isTopicKind, type TopicKind } from './topics.js';
+import { DIGEST_PREFIX_BYTES, lacks, parseDigest } from './sync-digest.js';
 
 export const MAX_GET = 256;
 export const MAX_LIVE = 4_096;
@@ -51,10 +53,10 @@ export const RECORDS_SERVE_DEFAULTS: RecordsServeOptions = {
 
 export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
 
-export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[] };
+export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array };
 
 export function encodeRecordsRequest(r: RecordsRequest): CborValue {
-  return r.op === 'get' ? { op: 'get', addresses: r.addresses } : { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}) };
+  return r.op === 'get' ? { op: 'get', addresses: r.addresses } : { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}), ...(r.have ? { have: r.have } : {}) };
 }
 
 export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
@@ -74,9 +76,11 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
     const limit = m.limit;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIVE) return bad(`limit must be 1..${MAX_LIVE}`);
     const sh = m.shards;
-    if (sh === undefined) return { op: 'live', kind: m.kind, limit };
+    const have = parseDigest(m.have, MAX_LIVE);
+    const withHave = have ? { have } : {};
+    if (sh === undefined) return { op: 'live', kind: m.kind, limit, ...withHave };
     if (!Array.isArray(sh) || sh.length < 1 || sh.length > ALL_SHARDS.length || !sh.every((x) => typeof x === 'string' && ALL_SHARDS.includes(x))) return bad(`shards must list 1..${ALL_SHARDS.length} of ${ALL_SHARDS[0]}..${ALL_SHARDS.at(-1)}`);
-    return { op: 'live', kind: m.kind, limit, shards: sh as string[] };
+    return { op: 'live', kind: m.kind, limit, shards: sh as string[], ...withHave };
   }
   return bad('op must be "get" or "live"');
 }
@@ -112,8 +116,16 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
         }
       } else {
         // only the asked markets, when named: the source filters on the shards it keeps beside each record
+        // with a digest, what the requester listed is skipped, so read as many more as it listed
         const want = Math.min(req.limit, o.maxResponseRecords);
-        for (const b of await source.live(req.kind, clock(), want, req.shards ? new Set(req.shards) : undefined)) if (!(await send(b))) break;
+        const listed = (req.have?.length ?? 0) / DIGEST_PREFIX_BYTES;
+        const keep = lacks(req.have);
+        let sent = 0;
+        for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined)) {
+          if (!keep(b)) continue;
+          if (sent >= want || !(await send(b))) break;
+          sent++;
+        }
       }
     } finally {
       budgets.charge(peer, bytes + o.requestCostBytes);

@@ -21,6 +21,7 @@ import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { encodeRecordsRequest, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
 import { ALL_SHARDS, isSharded, recordShards, type TopicKind } from './topics.js';
+import { digestOf } from './sync-digest.js';
 
 export interface RecordsSyncDeps {
   direct: DirectProtocols;
@@ -37,6 +38,9 @@ export interface RecordsSyncDeps {
   syncLimit: number;
   /** Hand accepted records to the subscribers (node.ts's accept). */
   accept: (fresh: ValidationOutcome['fresh'], from: string, source: 'sync', attachments: Opened[]) => void;
+  /** What this node holds (a sync's digest names it, so it is not sent back: sync-digest.ts). */
+  source: RecordSource;
+  clock: Clock;
 }
 
 export class RecordsSync {
@@ -86,7 +90,9 @@ export class RecordsSync {
       try {
         // a sharded kind: only the markets this node holds (docs/network.md §14)
         const only = isSharded(kind) && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
-        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only })]);
+        // the digest: what this node holds is not sent back (sync-digest.ts)
+        const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, isSharded(kind) ? this.#shardSet : undefined));
+        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })]);
       } catch (e) {
         res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
         d.metrics.syncs.inc({ outcome: 'failed' });

@@ -1,0 +1,51 @@
+/**
+ * The scale model's CPU calibration (scripts/sim/model.ts, docs/scale.md §3):
+ * from two runs that differ in connection churn it recovers the per-copy and
+ * per-connection-opened costs that made their CPU, and predicts a third run's
+ * CPU from its rates and churn.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { calibrate, predict, type RunFile } from '../../../scripts/sim/model.js';
+
+const BASE = 0.2;
+const PER_COPY = 300; // µs
+const PER_OPEN = 25_000; // µs
+const VALIDATE = 150; // µs (the model's default)
+
+/** A synthetic run: `deliveredPerSec` records of each kind, `copies` each, `opens` per node·min; CPU as the model writes it. */
+function run(delivered: number, copies: number, opens: number): RunFile {
+  const kinds = ['advert', 'presence', 'job'];
+  const firstUs = kinds.length * delivered * VALIDATE;
+  const copyUs = 2 * kinds.length * delivered * copies * PER_COPY;
+  const cpuPctPerNode = BASE + (firstUs + copyUs + (opens / 60) * PER_OPEN) / 1e4;
+  return {
+    options: {},
+    figures: {
+      nodes: 40,
+      traffic: [...kinds.map((kind) => ({ kind, inMsgsPerSec: delivered * copies, inBytesPerSec: 0, outBytesPerSec: 0, deliveredPerSec: delivered })), { kind: 'control', inMsgsPerSec: 0, inBytesPerSec: 0, outBytesPerSec: 0 }],
+      publishedPerSec: { advert: 1, presence: 1, job: 1, offer: 0 },
+      cpuPctPerNode,
+      conns: { opensPerNodeMin: opens, perNode: 10 },
+    },
+  };
+}
+
+test('two runs with different churn: per-copy and per-open costs recovered; a third run predicted', () => {
+  const a = run(0.5, 3, 13);
+  const b = run(0.5, 3.2, 22);
+  const p = calibrate(a, { basePct: BASE }, b);
+  assert.ok(Math.abs(p.perCopyUs - PER_COPY) < 1, `per copy ${p.perCopyUs}`);
+  assert.ok(Math.abs(p.perOpenUs - PER_OPEN) < 10, `per open ${p.perOpenUs}`);
+  assert.equal(p.opensPerNodeMin, 13);
+  const c = run(1.5, 3, 40);
+  assert.ok(Math.abs(predict(c, p).cpuPct - c.figures.cpuPctPerNode) < 1e-6);
+});
+
+test('one run: the given per-open cost is kept and the rest charged to copies', () => {
+  const a = run(0.5, 3, 13);
+  assert.ok(Math.abs(calibrate(a, { basePct: BASE, perOpenUs: PER_OPEN }).perCopyUs - PER_COPY) < 1);
+  const none = calibrate(a, { basePct: BASE, perOpenUs: 0 });
+  assert.equal(none.perOpenUs, 0);
+  assert.ok(none.perCopyUs > PER_COPY, 'without a per-open cost the connections are charged to copies');
+});
