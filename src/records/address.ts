@@ -1,16 +1,23 @@
 /** Content addresses and hashes: SHA-256, shown as `sha256:<hex>`. */
-import { createHash } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
 import { C0Error } from '../errors.js';
 
 export const ADDR_PREFIX = 'sha256:';
 const ADDR_RE = /^sha256:[0-9a-f]{64}$/;
 
+/**
+ * node:crypto's one-shot `hash` (Node ≥ 20.12) where there is one: no Hash object per call, about 40 % less
+ * time for a record-sized input (every gossip message is hashed twice: gossipsub's message id and our seen check).
+ */
+const oneShot = (nodeCrypto as { hash?: (alg: string, data: Uint8Array, enc: 'hex' | 'buffer') => string | Buffer }).hash;
+
 export function sha256(bytes: Uint8Array): Uint8Array {
-  return new Uint8Array(createHash('sha256').update(bytes).digest());
+  // a copy: the digest may be a view into Node's shared buffer pool
+  return new Uint8Array(oneShot ? (oneShot('sha256', bytes, 'buffer') as Buffer) : nodeCrypto.createHash('sha256').update(bytes).digest());
 }
 
 export function hashHex(bytes: Uint8Array): string {
-  return ADDR_PREFIX + createHash('sha256').update(bytes).digest('hex');
+  return ADDR_PREFIX + (oneShot ? (oneShot('sha256', bytes, 'hex') as string) : nodeCrypto.createHash('sha256').update(bytes).digest('hex'));
 }
 
 export function isAddress(s: unknown): s is string {
