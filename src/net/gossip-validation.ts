@@ -332,7 +332,7 @@ export class RecordPipeline {
     if (kind === 'advert') this.#staleCheck(primary);
     const fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }> = [];
     this.#seen.set(msgId, 'accept');
-    this.#seen.set(primaryAddr, 'accept');
+    if (primaryAddr !== msgId) this.#seen.set(primaryAddr, 'accept');
     // an advert whose signer had an advert accepted here before (heal.ts re-gossips only those)
     fresh.push(kind === 'advert' ? { kind, rec: primary, knownAdvertiser: this.#advertSeq.get(primary.signer) !== undefined } : { kind, rec: primary });
     if (kind === 'advert') this.#noteAdvert(primary);

@@ -56,8 +56,18 @@ export function isSharded(kind: TopicKind): boolean {
 }
 
 /** The market shard of a workload. */
+/** Workload → shard, remembered (every accepted advert, presence and job asks; a market has few workload names). */
+const shardMemo = new Map<string, string>();
+const SHARD_MEMO_MAX = 4_096;
+
 export function shardOf(workload: string): string {
-  return (createHash('sha256').update(workload, 'utf8').digest()[0]! % SHARD_COUNT).toString(16).padStart(2, '0');
+  let s = shardMemo.get(workload);
+  if (s === undefined) {
+    s = (createHash('sha256').update(workload, 'utf8').digest()[0]! % SHARD_COUNT).toString(16).padStart(2, '0');
+    if (shardMemo.size >= SHARD_MEMO_MAX) shardMemo.clear();
+    shardMemo.set(workload, s);
+  }
+  return s;
 }
 
 /** The shards of some workloads (deduplicated, sorted). */
