@@ -8,8 +8,8 @@
  *     live / target), window = 3 × every (two in a row may be lost), capped at
  *     MAX_PRESENCE_WINDOW_MS — so a market carries at most `target` presence
  *     records a second once it is large, and a small market (live ≤ target ×
- *     every: 75 providers at the defaults) keeps the configured 15 s / 45 s
- *     exactly;
+ *     15 s: 75 providers at the default target) keeps the configured interval
+ *     and window exactly, whatever they are (15 s / 45 s by default);
  *   - the longest window a peer honours on a record of that market: the window
  *     a provider would use in a market `slack` times larger (views differ), never
  *     below the fixed floor (60 s) nor above MAX_PRESENCE_WINDOW_MS.
@@ -41,7 +41,8 @@ export interface PresenceInterval {
  */
 export function presenceInterval(live: number, configured: PresenceInterval, targetPerSec: number = PRESENCE_TARGET_PER_MARKET): PresenceInterval {
   const needed = targetPerSec > 0 && Number.isFinite(live) && live > 0 ? Math.ceil((live / targetPerSec) * 1000) : 0;
-  if (needed <= configured.everyMs) return { everyMs: configured.everyMs, windowMs: configured.windowMs };
+  // a small market (live ≤ target × 15 s: 75 providers at 5/s) keeps the configured pair whatever it is
+  if (needed <= Math.max(configured.everyMs, PRESENCE_BASE_EVERY_MS)) return { everyMs: configured.everyMs, windowMs: configured.windowMs };
   const windowMs = Math.min(MAX_PRESENCE_WINDOW_MS, Math.max(configured.windowMs, PRESENCE_WINDOW_FACTOR * needed));
   return { everyMs: Math.min(needed, Math.floor(windowMs / PRESENCE_WINDOW_FACTOR)), windowMs };
 }

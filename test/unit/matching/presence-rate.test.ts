@@ -11,6 +11,9 @@ test('a small market keeps the configured interval and window exactly', () => {
   for (const live of [0, 1, 3, 20, 40, 100 / 16, 75]) assert.deepEqual(presenceInterval(live, today), today, `live ${live}`);
   // a configured faster cadence is kept too while the market is small
   assert.deepEqual(presenceInterval(10, { everyMs: 5_000, windowMs: 15_000 }), { everyMs: 5_000, windowMs: 15_000 });
+  assert.deepEqual(presenceInterval(75, { everyMs: 1_000, windowMs: 4_000 }), { everyMs: 1_000, windowMs: 4_000 }, 'the tests’ 1 s / 4 s in a market of 75');
+  // past 75 the market's interval, whatever was configured
+  assert.deepEqual(presenceInterval(80, { everyMs: 1_000, windowMs: 4_000 }), { everyMs: 16_000, windowMs: 48_000 });
 });
 
 test('a large market: every = live / target, window = 3 × every, so the market carries the target rate', () => {
