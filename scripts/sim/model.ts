@@ -18,6 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/net/topics.js';
+import { presenceInterval } from '../../src/matching/presence-rate.js';
 
 export interface ModelParams {
   /** Buyers per provider (the sim: 1/3). */
@@ -26,6 +27,12 @@ export interface ModelParams {
   advertEverySec: number;
   /** Presence interval, s (daemon: 5 s); Infinity = presence not gossiped to this node. */
   presenceEverySec: number;
+  /**
+   * Presence records a second per market once a market is large (the daemon's `provider.presenceTargetPerMarket`,
+   * src/matching/presence-rate.ts): each market's interval is `presenceInterval(providers in it, …)`; Infinity = the
+   * fixed `presenceEverySec` whatever the size (before the adaptive interval). Markets = 1 / marketShare.
+   */
+  presenceTargetPerMarket: number;
   /** Jobs per buyer per second. */
   jobsPerBuyerPerSec: number;
   /** Share of providers that offer on a job (the sim's mix: ~0.25). */
@@ -61,6 +68,7 @@ export const MEASURED: ModelParams = {
   buyersPerProvider: 1 / 3,
   advertEverySec: 300,
   presenceEverySec: 5,
+  presenceTargetPerMarket: Infinity,
   jobsPerBuyerPerSec: 1 / 30,
   offerShare: 0.25,
   offerCarriesAdvert: true,
@@ -90,7 +98,17 @@ export interface Projection {
 export function rates(providers: number, p: ModelParams): Record<'advert' | 'presence' | 'job' | 'offer', number> {
   const buyers = providers * p.buyersPerProvider;
   const jobs = buyers * p.jobsPerBuyerPerSec;
-  return { advert: providers / p.advertEverySec, presence: Number.isFinite(p.presenceEverySec) ? providers / p.presenceEverySec : 0, job: jobs, offer: jobs * providers * p.offerShare };
+  return { advert: providers / p.advertEverySec, presence: presenceRate(providers, p), job: jobs, offer: jobs * providers * p.offerShare };
+}
+
+/** Presence records per second over the whole network: each of the 1 / marketShare markets at its own (adaptive) interval. */
+export function presenceRate(providers: number, p: ModelParams): number {
+  if (!Number.isFinite(p.presenceEverySec)) return 0;
+  if (!Number.isFinite(p.presenceTargetPerMarket)) return providers / p.presenceEverySec;
+  const markets = Math.max(1, Math.round(1 / p.marketShare));
+  const perMarket = providers / markets;
+  const everyMs = p.presenceEverySec * 1000;
+  return (markets * perMarket * 1000) / presenceInterval(perMarket, { everyMs, windowMs: 3 * everyMs }, p.presenceTargetPerMarket).everyMs;
 }
 
 export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
@@ -276,4 +294,14 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(table(sharded));
   console.log(`\n## implemented, with presence every ${presenceSec} s (window ${presenceSec * 3} s)\n`);
   console.log(table({ ...sharded, presenceEverySec: presenceSec }));
+  const target = Number(process.env.MODEL_PRESENCE_TARGET ?? 5);
+  const adaptive: ModelParams = { ...sharded, presenceEverySec: presenceSec, presenceTargetPerMarket: target };
+  console.log(`\n## implemented, presence adaptive (docs/scale.md §4): every max(${presenceSec} s, providers in the market / ${target} per s), window 3 × (≤ 600 s)\n`);
+  for (const n of SCALES) {
+    const perMarket = n * sharded.marketShare;
+    const iv = presenceInterval(perMarket, { everyMs: presenceSec * 1000, windowMs: presenceSec * 3000 }, target);
+    console.log(`- ${n.toLocaleString('en')} providers: ${perMarket.toFixed(0)} in a market, presence every ${(iv.everyMs / 1000).toFixed(1)} s, window ${(iv.windowMs / 1000).toFixed(0)} s, ${(presenceRate(n, adaptive) * sharded.marketShare).toFixed(1)} records/s per market`);
+  }
+  console.log('');
+  console.log(table(adaptive));
 }

@@ -7,7 +7,9 @@
  *
  * A provider is live at `now` when its newest presence has issuedAt ≤ now + skew
  * and now < issuedAt + window (the window is the record's `windowMs`, capped at
- * `maxWindowMs`), and a live advert of the same signer is known. A presence
+ * `maxWindowMs` in a small market and by the market's size in a large one:
+ * `honouredWindowMs` of the providers held in the record's market, presence-rate.ts),
+ * and a live advert of the same signer is known. A presence
  * without a live advert is not live: the advert carries what a buyer needs to
  * use a provider (prices, tier, box key), and the presence is only a claim of
  * free slots on top of it. `freeSlots: 0` is live, taking no new work.
@@ -15,18 +17,22 @@
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Presence } from '../records/kinds.js';
 import { compareDids } from '../records/did.js';
+import { heldShards } from '../net/topics.js';
+import { honouredWindowMs, PRESENCE_TARGET_PER_MARKET } from './presence-rate.js';
 import { MATCH_LIVENESS_MS, type LiveProvider } from './types.js';
 
 export interface PresenceViewOptions {
   /** Providers held at once (default 100 000); past it the presence that lapses first is dropped. */
   maxProviders: number;
-  /** The longest window honoured, ms, whatever a record claims (default 4 × MATCH_LIVENESS_MS = 60 s). */
+  /** The longest window honoured in a small market, ms, whatever a record claims (default 4 × MATCH_LIVENESS_MS = 60 s); a large market's cap grows with it (presence-rate.ts). */
   maxWindowMs: number;
+  /** The presence rate per market a peer assumes providers keep to, records/s (default PRESENCE_TARGET_PER_MARKET). */
+  targetPerMarket: number;
   /** A presence issued up to this far in the future counts (clock skew), ms (default 30 000). */
   skewMs: number;
 }
 
-export const PRESENCE_VIEW_DEFAULTS: PresenceViewOptions = { maxProviders: 100_000, maxWindowMs: 4 * MATCH_LIVENESS_MS, skewMs: 30_000 };
+export const PRESENCE_VIEW_DEFAULTS: PresenceViewOptions = { maxProviders: 100_000, maxWindowMs: 4 * MATCH_LIVENESS_MS, targetPerMarket: PRESENCE_TARGET_PER_MARKET, skewMs: 30_000 };
 
 /** The live advert of a provider at `now`, if known (the market's advert store). */
 export type AdvertLookup = (did: string, now: number) => Opened<Advert> | undefined;
@@ -37,6 +43,8 @@ export type PresenceAdd = 'added' | 'replaced' | 'stale' | 'expired' | 'future' 
 export class PresenceView {
   readonly #o: PresenceViewOptions;
   readonly #byDid = new Map<string, Opened<Presence>>();
+  /** Presence held per market (shard), kept with #byDid. */
+  readonly #perShard = new Map<string, number>();
 
   constructor(
     private readonly advertOf: AdvertLookup,
@@ -50,9 +58,37 @@ export class PresenceView {
     return this.#byDid.size;
   }
 
+  /** Providers with a presence held in the largest of these markets (shards; live or not yet pruned). */
+  heldIn(shards: readonly string[]): number {
+    let n = 0;
+    for (const s of shards) n = Math.max(n, this.#perShard.get(s) ?? 0);
+    return n;
+  }
+
+  /** The longest window honoured on this presence: by the size of its largest market as held here. */
+  maxWindowOf(p: Opened<Presence>): number {
+    return honouredWindowMs(this.heldIn(heldShards('presence', p.record)), { floorMs: this.#o.maxWindowMs, targetPerSec: this.#o.targetPerMarket });
+  }
+
   /** Until when a presence counts (issuedAt + its window, capped). */
   liveUntil(p: Opened<Presence>): number {
-    return p.record.issuedAt + Math.min(p.record.windowMs, this.#o.maxWindowMs);
+    return p.record.issuedAt + Math.min(p.record.windowMs, this.maxWindowOf(p));
+  }
+
+  #put(p: Opened<Presence>): void {
+    this.#byDid.set(p.signer, p);
+    for (const s of heldShards('presence', p.record)) this.#perShard.set(s, (this.#perShard.get(s) ?? 0) + 1);
+  }
+
+  #drop(did: string): void {
+    const p = this.#byDid.get(did);
+    if (!p) return;
+    this.#byDid.delete(did);
+    for (const s of heldShards('presence', p.record)) {
+      const n = (this.#perShard.get(s) ?? 0) - 1;
+      if (n > 0) this.#perShard.set(s, n);
+      else this.#perShard.delete(s);
+    }
   }
 
   /**
@@ -68,9 +104,9 @@ export class PresenceView {
     const held = this.#byDid.get(p.signer);
     if (held) {
       if (held.record.issuedAt > p.record.issuedAt || (held.record.issuedAt === p.record.issuedAt && held.address >= p.address)) return 'stale';
-      this.#byDid.delete(p.signer);
+      this.#drop(p.signer);
     }
-    this.#byDid.set(p.signer, p);
+    this.#put(p);
     if (this.#byDid.size > this.#o.maxProviders) this.#evict(now);
     return held ? 'replaced' : 'added';
   }
@@ -83,14 +119,11 @@ export class PresenceView {
 
   /** Drop every presence past its window; returns how many went. */
   prune(now: number): number {
-    let n = 0;
-    for (const [did, p] of this.#byDid) {
-      if (this.liveUntil(p) <= now) {
-        this.#byDid.delete(did);
-        n++;
-      }
-    }
-    return n;
+    // decide on the held set as it is, then drop (the caps depend on the counts)
+    const gone: string[] = [];
+    for (const [did, p] of this.#byDid) if (this.liveUntil(p) <= now) gone.push(did);
+    for (const did of gone) this.#drop(did);
+    return gone.length;
   }
 
   /** The presence records held and still inside their window (served to peers on sync). */
@@ -135,7 +168,7 @@ export class PresenceView {
         const d = this.liveUntil(p) - this.liveUntil(worst);
         if (d < 0 || (d === 0 && compareDids(p.signer, worst.signer) > 0)) worst = p;
       }
-      this.#byDid.delete(worst!.signer);
+      this.#drop(worst!.signer);
     }
   }
 }

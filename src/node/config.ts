@@ -152,6 +152,8 @@ export const configSchema = z
         presenceWindowMs: z.number().int().min(3000).max(600_000).default(45_000),
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
         presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
+        /** Presence: records a second its largest market should carry at most; past it the interval grows (docs/scale.md §4). */
+        presenceTargetPerMarket: z.number().positive().max(1000).default(5),
         /** Open orders (docs/matching.md "Open orders, claims and leases"): claim the orders leased to this provider (`leased`) or every order it may claim (`any`). */
         claimMode: z.enum(['leased', 'any']).default('leased'),
         detectGpus: z.boolean().default(true),

@@ -18,6 +18,7 @@ import type { Presence } from '../records/kinds.js';
 import type { AdvertLookup } from '../matching/presence.js';
 import { PresencePublisher, presenceOptions } from '../roles/provider/presence-publisher.js';
 import type { Clock } from '../util/clock.js';
+import { shardsOf } from '../net/topics.js';
 import type { ProviderConfig } from './config.js';
 import type { OverlayNode } from './overlay.js';
 
@@ -38,7 +39,8 @@ export function presenceHook(advertOf: AdvertLookup, clock: Clock): SemanticHook
 
 /** The provider's presence: its configured workloads, slots less running jobs; its own records go into its own view too. */
 export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed25519Signer): PresencePublisher {
-  const opts = presenceOptions({ windowMs: pc.presenceWindowMs, everyMs: pc.presenceEveryMs });
+  const opts = presenceOptions({ windowMs: pc.presenceWindowMs, everyMs: pc.presenceEveryMs, targetPerMarket: pc.presenceTargetPerMarket });
+  const shards = shardsOf(Object.keys(pc.workloads));
   if (opts.everyMs >= opts.windowMs) {
     throw new C0Error('CONFIG_INVALID', `provider.presenceEveryMs (${opts.everyMs}) must be shorter than provider.presenceWindowMs (${opts.windowMs})`, { field: 'provider.presenceEveryMs' });
   }
@@ -51,6 +53,11 @@ export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed2
       publish: async (env) => {
         o.presence.add(env, o.clock());
         await o.net.publish('presence', env.bytes);
+      },
+      // the providers its view holds in its largest market (itself included, once its first record is in)
+      liveInMarket: () => {
+        o.presence.prune(o.clock());
+        return o.presence.heldIn(shards);
       },
     },
     opts,

@@ -4,6 +4,9 @@
  * `c0mpute.presence/1` — the workloads it serves now and its free slots — every
  * `everyMs`, and soon after its free slots change (at most one change-driven
  * record per `minGapMs`, under the network's per-signer presence limit of 1/s).
+ * In a large market the interval and window grow with the live providers it
+ * sees there (`presenceInterval`, src/matching/presence-rate.ts; docs/scale.md
+ * §4 "Presence that scales with the market"), read each time it signs.
  */
 import { seal, type Opened } from '../../records/envelope.js';
 import { T, type Presence } from '../../records/kinds.js';
@@ -11,6 +14,7 @@ import type { Ed25519Signer } from '../../records/ed25519.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { MATCH_LIVENESS_MS } from '../../matching/types.js';
+import { presenceInterval, PRESENCE_TARGET_PER_MARKET } from '../../matching/presence-rate.js';
 
 export interface PresenceOptions {
   /** How long each presence counts as live after issuedAt, ms (default MATCH_LIVENESS_MS = 15 000). */
@@ -19,11 +23,13 @@ export interface PresenceOptions {
   everyMs: number;
   /** Least time between two records, ms (default 1 100: under the network's 1/s per-signer presence limit). */
   minGapMs: number;
+  /** Presence records a second its largest market should carry at most (default PRESENCE_TARGET_PER_MARKET = 5): past it everyMs and windowMs grow. */
+  targetPerMarket: number;
 }
 
-export function presenceOptions(o: { windowMs?: number | undefined; everyMs?: number | undefined; minGapMs?: number | undefined } = {}): PresenceOptions {
+export function presenceOptions(o: { windowMs?: number | undefined; everyMs?: number | undefined; minGapMs?: number | undefined; targetPerMarket?: number | undefined } = {}): PresenceOptions {
   const windowMs = o.windowMs ?? MATCH_LIVENESS_MS;
-  return { windowMs, everyMs: o.everyMs ?? Math.max(1000, Math.floor(windowMs / 3)), minGapMs: o.minGapMs ?? 1100 };
+  return { windowMs, everyMs: o.everyMs ?? Math.max(1000, Math.floor(windowMs / 3)), minGapMs: o.minGapMs ?? 1100, targetPerMarket: o.targetPerMarket ?? PRESENCE_TARGET_PER_MARKET };
 }
 
 export interface PresenceDeps {
@@ -34,6 +40,8 @@ export interface PresenceDeps {
   state: () => { workloads: string[]; freeSlots: number };
   /** Publish on the presence topic (errors are logged, never thrown here). */
   publish: (env: Opened<Presence>) => Promise<unknown>;
+  /** Live providers in its largest market as its view holds them, itself included (default: none, so the configured interval). */
+  liveInMarket?: () => number;
 }
 
 export class PresencePublisher {
@@ -84,12 +92,18 @@ export class PresencePublisher {
     if (this.#stopped) return;
     const now = this.d.clock();
     const { workloads, freeSlots } = this.d.state();
-    const rec: Presence = { workloads: [...workloads].sort(), freeSlots: Math.max(0, freeSlots), issuedAt: now, windowMs: this.#o.windowMs };
+    const { everyMs, windowMs } = this.interval();
+    const rec: Presence = { workloads: [...workloads].sort(), freeSlots: Math.max(0, freeSlots), issuedAt: now, windowMs };
     const env = seal(T.presence, rec, this.d.signer);
     this.#last = env;
     this.#lastAt = now;
     this.#lastFree = rec.freeSlots;
     this.d.publish(env).catch((e) => this.d.log.debug({ err: (e as Error).message }, 'presence reached no peer'));
-    this.#schedule(this.#o.everyMs);
+    this.#schedule(everyMs);
+  }
+
+  /** The interval and window it signs with now, from the live count in its market. */
+  interval(): { everyMs: number; windowMs: number } {
+    return presenceInterval(this.d.liveInMarket?.() ?? 0, this.#o, this.#o.targetPerMarket);
   }
 }

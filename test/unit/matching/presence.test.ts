@@ -120,3 +120,28 @@ test('a flood changes nothing: one signer’s records only replace its own; keys
   const l = v.live(NOW + 500);
   assert.deepEqual(l.map((x) => [x.did, x.freeSlots]), [[P(1).did, 499 % 5]]);
 });
+
+test('the honoured window grows with the market: a long window is honoured in a large market, capped in a small one', () => {
+  const claim = 180_000; // a 10k market's provider signs 3-minute windows (or longer)
+  // small market: 3 providers; the 60 s cap holds, and a claim of 10 min is refused too
+  const small = view([1, 2, 3].map((i) => advert(P(i))));
+  for (const i of [2, 3]) small.add(presence(P(i)), NOW);
+  small.add(presence(P(1), { windowMs: claim }), NOW);
+  assert.equal(small.liveUntil(presence(P(1), { windowMs: claim })), NOW + 60_000);
+  assert.equal(small.liveUntil(presence(P(1), { windowMs: 600_000 })), NOW + 60_000);
+  assert.deepEqual(small.live(NOW + 61_000).map((l) => l.did), []);
+  // large market: 100 providers held in the record's market (target 1/s assumed by the peers: 2 × 100 / 1 = 200 s
+  // intervals, a window up to 600 s honoured); the same record is live for its whole 180 s
+  const parties = Array.from({ length: 100 }, (_, i) => P(i + 1));
+  const large = view(parties.map((p) => advert(p)), { targetPerMarket: 1 });
+  for (const p of parties.slice(1)) large.add(presence(p, { windowMs: claim }), NOW);
+  large.add(presence(P(1), { windowMs: claim }), NOW);
+  assert.equal(large.heldIn(['00', ...Array.from({ length: 16 }, (_, i) => i.toString(16).padStart(2, '0'))]), 100);
+  assert.equal(large.liveUntil(presence(P(1), { windowMs: claim })), NOW + claim);
+  assert.equal(large.live(NOW + 179_000).length, 100);
+  assert.equal(large.liveUntil(presence(P(1), { windowMs: 600_000 })), NOW + 600_000, 'up to the record cap');
+  // a record of another market is judged by that market's size (none held there): 60 s
+  assert.equal(large.liveUntil(presence(P(1), { workloads: ['other.w'], windowMs: claim })), NOW + 60_000);
+  assert.deepEqual(large.live(NOW + 181_000), []);
+  assert.equal(large.size, 0);
+});

@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/util/log.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('defaults: a 15 s window, published every 5 s, at most one a second', () => {
-  assert.deepEqual(presenceOptions(), { windowMs: 15_000, everyMs: 5_000, minGapMs: 1100 });
+  assert.deepEqual(presenceOptions(), { windowMs: 15_000, everyMs: 5_000, minGapMs: 1100, targetPerMarket: 5 });
   assert.equal(presenceOptions({ windowMs: 30_000 }).everyMs, 10_000);
 });
 
@@ -44,4 +44,36 @@ test('publishes on start, on its cadence, and soon after the free slots change (
   const n = sent.length;
   await sleep(500);
   assert.equal(sent.length, n, 'nothing after stop');
+});
+
+test('the interval and window follow the live count in its market, read each time it signs', async () => {
+  const sent: Opened<Presence>[] = [];
+  let live = 1;
+  const p = new PresencePublisher(
+    { signer: new Ed25519Signer(new Uint8Array(32).fill(8)), clock: Date.now, log: createLogger({ level: 'silent' }), state: () => ({ workloads: ['a.w'], freeSlots: 1 }), publish: async (e) => void sent.push(e), liveInMarket: () => live },
+    // target 100 records/s: a market of up to 1 500 (100 × 15 s) keeps 60 ms / 3 s; 1 600 need 16 s, window 48 s; 10⁶ the 10 min cap
+    { windowMs: 3_000, everyMs: 60, minGapMs: 10, targetPerMarket: 100 },
+  );
+  assert.deepEqual(p.interval(), { everyMs: 60, windowMs: 3_000 });
+  live = 1_500;
+  assert.deepEqual(p.interval(), { everyMs: 60, windowMs: 3_000 });
+  live = 1_600;
+  assert.deepEqual(p.interval(), { everyMs: 16_000, windowMs: 48_000 });
+  live = 1e6;
+  assert.deepEqual(p.interval(), { everyMs: 200_000, windowMs: 600_000 });
+  live = 5;
+  p.start();
+  try {
+    await sleep(400);
+    assert.ok(sent.length >= 3, `a small market: every 60 ms (${sent.length} in 400 ms)`);
+    assert.ok(sent.every((e) => e.record.windowMs === 3_000));
+    live = 1_600; // the next record signs the large market's window and the cadence slows to 16 s
+    for (let i = 0; i < 100 && sent.at(-1)!.record.windowMs !== 48_000; i++) await sleep(50);
+    assert.equal(sent.at(-1)!.record.windowMs, 48_000);
+    const n = sent.length;
+    await sleep(600);
+    assert.equal(sent.length, n, 'nothing more within the large market\'s interval');
+  } finally {
+    p.stop();
+  }
 });

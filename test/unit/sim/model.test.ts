@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { calibrate, predict, type RunFile } from '../../../scripts/sim/model.js';
+import { calibrate, predict, presenceRate, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
 
 const BASE = 0.2;
 const PER_COPY = 300; // µs
@@ -48,4 +48,12 @@ test('one run: the given per-open cost is kept and the rest charged to copies', 
   const none = calibrate(a, { basePct: BASE, perOpenUs: 0 });
   assert.equal(none.perOpenUs, 0);
   assert.ok(none.perCopyUs > PER_COPY, 'without a per-open cost the connections are charged to copies');
+});
+
+test('presence adaptive in the model: the daemon’s function per market (fixed in small markets, the target rate in large ones)', () => {
+  const p = { ...MEASURED, marketShare: 1 / 16, presenceEverySec: 15, presenceTargetPerMarket: 5 };
+  assert.equal(presenceRate(1_000, p), 1_000 / 15, '63 per market: every 15 s as before');
+  assert.ok(Math.abs(presenceRate(10_000, p) - 16 * 5) < 1e-9, '625 per market: 5 records/s in each of 16');
+  assert.ok(Math.abs(presenceRate(1_000_000, p) - 1_000_000 / 200) < 1e-9, 'the 600 s window cap: every 200 s');
+  assert.equal(presenceRate(10_000, { ...p, presenceTargetPerMarket: Infinity }), 10_000 / 15);
 });
