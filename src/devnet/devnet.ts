@@ -65,16 +65,43 @@ export interface NodeProc {
   log: string;
 }
 
-export async function freePort(): Promise<number> {
+/**
+ * Ports handed out below Linux's default ephemeral range (32768–60999). A port
+ * from `listen(0)` is an ephemeral one: between our check and the daemon's
+ * listen, an outgoing connection of any process may be given the same local
+ * port, and the daemon then fails with EADDRINUSE (seen in CI, with many
+ * libp2p connections opening). Outgoing connections never take a port below
+ * the range, so a port checked free here stays free unless another caller
+ * picks it too: each process walks the range from its own random start.
+ */
+const PORT_LO = 20_000;
+const PORT_HI = 32_000;
+let nextPort = PORT_LO + Math.floor(Math.random() * (PORT_HI - PORT_LO));
+
+function bindable(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
+    s.listen(port, '127.0.0.1', () => {
       const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
+      const got = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(got));
     });
   });
+}
+
+/** A TCP port free on 127.0.0.1 (for a devnet's or a test's daemon to listen on). */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = nextPort;
+    nextPort = port + 1 >= PORT_HI ? PORT_LO : port + 1;
+    try {
+      return await bindable(port);
+    } catch {
+      // taken: the next one
+    }
+  }
+  return bindable(0); // a crowded range: any free port, as before
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
