@@ -34,7 +34,7 @@
  * `findPeer` for a buyer still reaches the peers that know the buyer.
  */
 import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT, type KadDHTComponents, type KadDHTInit } from '@libp2p/kad-dht';
-import type { PeerId } from '@libp2p/interface';
+import { isPeerId, type PeerId } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
 
 export const DHT_PROTOCOL = '/c0mpute/kad/1.0.0';
@@ -68,7 +68,6 @@ export function connectedOnlyPing(components: KadDHTComponents): PingService {
   } as PingService;
 }
 
-const isPeerId = (p: unknown): p is PeerId => typeof p === 'object' && p !== null && 'toMultihash' in p;
 
 /** The kad-dht service factory for createLibp2p's `services.dht`. */
 export function dhtService(o: DhtServiceOptions): (components: KadDHTComponents) => KadDHT {

@@ -52,6 +52,8 @@ export const RECORDS_SERVE_DEFAULTS: RecordsServeOptions = {
 };
 
 export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
+/** What one record skipped for a sync digest costs the requester's byte budget (it was read and hashed). */
+export const DIGEST_SKIP_COST_BYTES = 64;
 
 export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array };
 
@@ -122,7 +124,12 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
         const keep = lacks(req.have);
         let sent = 0;
         for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined)) {
-          if (!keep(b)) continue;
+          if (!keep(b)) {
+            // a record skipped was still read and hashed: it costs the requester's budget a little (a listed digest
+            // cannot make one cheap request scan the whole market for free)
+            bytes += DIGEST_SKIP_COST_BYTES;
+            continue;
+          }
           if (sent >= want || !(await send(b))) break;
           sent++;
         }

@@ -19,7 +19,7 @@ import type { NetMetrics } from './metrics.js';
 import { peerKey, type SyncResult } from './network-api.js';
 import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
-import { encodeRecordsRequest, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
+import { encodeRecordsRequest, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
 import { ALL_SHARDS, isSharded, recordShards, type TopicKind } from './topics.js';
 import { digestOf } from './sync-digest.js';
 
@@ -84,8 +84,14 @@ export class RecordsSync {
     const d = this.d;
     const from = peerKey(p);
     const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
+    let refused: string | undefined;
     for (const kind of kinds) {
       if (!d.joined.includes(kind)) continue;
+      // the peer refused us for its byte budget: asking again now would only be refused (and charged to our abuse score there)
+      if (refused) {
+        res.failed[kind] = refused;
+        continue;
+      }
       let frames: CborValue[];
       try {
         // a sharded kind: only the markets this node holds (docs/network.md §14)
@@ -95,6 +101,7 @@ export class RecordsSync {
         frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })]);
       } catch (e) {
         res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
+        if (res.failed[kind] === RECORDS_RATE_LIMITED) refused = RECORDS_RATE_LIMITED;
         d.metrics.syncs.inc({ outcome: 'failed' });
         continue;
       }

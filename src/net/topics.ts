@@ -55,11 +55,11 @@ export function isSharded(kind: TopicKind): boolean {
   return SHARDED_KINDS.includes(kind);
 }
 
-/** The market shard of a workload. */
 /** Workload → shard, remembered (every accepted advert, presence and job asks; a market has few workload names). */
 const shardMemo = new Map<string, string>();
 const SHARD_MEMO_MAX = 4_096;
 
+/** The market shard of a workload. */
 export function shardOf(workload: string): string {
   let s = shardMemo.get(workload);
   if (s === undefined) {

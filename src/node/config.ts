@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
+import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
@@ -153,7 +154,8 @@ export const configSchema = z
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */
         presenceEveryMs: z.number().int().min(1000).max(600_000).optional(),
         /** Presence: records a second its largest market should carry at most; past it the interval grows (docs/scale.md §4). */
-        presenceTargetPerMarket: z.number().positive().max(1000).default(5),
+        // not below the default: peers honour windows as the default target would sign them (×2 slack), so a lower target's longer windows would be cut
+        presenceTargetPerMarket: z.number().min(PRESENCE_TARGET_PER_MARKET).max(1000).default(PRESENCE_TARGET_PER_MARKET),
         /** Open orders (docs/matching.md "Open orders, claims and leases"): claim the orders leased to this provider (`leased`) or every order it may claim (`any`). */
         claimMode: z.enum(['leased', 'any']).default('leased'),
         detectGpus: z.boolean().default(true),

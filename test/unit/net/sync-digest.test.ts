@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { PeerId } from '@libp2p/interface';
 import { C0Error } from '../../../src/errors.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { encodeRecordsRequest, parseRecordsRequest, recordsHandler } from '../../../src/net/records-protocol.js';
+import { DIGEST_SKIP_COST_BYTES, encodeRecordsRequest, parseRecordsRequest, RECORDS_RATE_LIMITED, recordsHandler } from '../../../src/net/records-protocol.js';
 import { MemoryRecordCache } from '../../../src/net/record-cache.js';
 import { digestOf, DIGEST_PREFIX_BYTES } from '../../../src/net/sync-digest.js';
 import { hashHex } from '../../../src/records/address.js';
@@ -61,4 +61,16 @@ test('records/1 live: a malformed digest is NET_BAD_REQUEST, and nothing is sent
     await assert.rejects(async () => h([{ op: 'live', kind: 'advert', limit: 10, have }], { peer, signal: new AbortController().signal, send: async () => void sent++ }), (e: unknown) => e instanceof C0Error && e.code === 'NET_BAD_REQUEST');
     assert.equal(sent, 0);
   }
+});
+
+test('records/1 live: each record skipped for a digest costs the requester budget (a listed digest cannot scan the market for free)', async () => {
+  const { cache, bytes } = cacheOf(200);
+  // a budget for the request's fixed cost and a little more: listing all 200 records and asking for one must spend it
+  const opts = { maxResponseRecords: 10_000, maxResponseBytes: 1e9, requestCostBytes: 100, peer: { ratePerSec: 1, burst: 100 + 200 * DIGEST_SKIP_COST_BYTES } };
+  const h = recordsHandler(cache, fakeClock(1), opts);
+  const ctx = { peer, signal: new AbortController().signal, send: async () => undefined };
+  const req = encodeRecordsRequest({ op: 'live', kind: 'advert', limit: 1, have: digestOf(bytes) }) as Record<string, CborValue>;
+  await h([req], ctx);
+  // the 200 records read and skipped used the budget up: the next request is refused
+  await assert.rejects(async () => h([req], ctx), (e: unknown) => e instanceof C0Error && e.code === RECORDS_RATE_LIMITED);
 });
