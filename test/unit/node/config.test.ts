@@ -105,6 +105,8 @@ describe('config', () => {
       [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'builtin', name: 'builtin.nope' } } } } }, 'provider.workloads.demo.work.executor.name'],
       [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'exec', command: [] } } } } }, 'provider.workloads.demo.work.executor.command'],
       [{ provider: { slots: 0 } }, 'provider.slots'],
+      // below the default target, peers would cut the provider's longer presence windows
+      [{ provider: { presenceTargetPerMarket: 1 } }, 'provider.presenceTargetPerMarket'],
       [{ provider: { tier: 'gold' } }, 'provider.tier'],
       [{ provider: { hardware: { cpuCores: 1.5 } } }, 'provider.hardware.cpuCores'],
       [{ api: { listen: 'localhost' } }, 'api.listen'],
