@@ -15,7 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../src/records/index.js';
 import type { Network } from '../../src/net/node.js';
-import { RAW_TOPICS, startMesh, VERIFY_THREADS } from './net.js';
+import { listenForDeliveries, RAW_TOPICS, startMesh, VERIFY_THREADS } from './net.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 
@@ -31,21 +31,8 @@ const nets: Network[] = await startMesh(NODES);
 
 const sentAt = new Map<string, number>();
 const lat: number[] = [];
-for (const net of nets) {
-  net.subscribe('advert', (rec) => {
-    const t = sentAt.get(rec.address);
-    if (t !== undefined) lat.push(performance.now() - t);
-  });
-  const first = new Set<string>();
-  net.libp2p.services.pubsub.addEventListener('message', (evt) => {
-    if (!RAW.includes(evt.detail.topic)) return;
-    const h = createHash('sha256').update(evt.detail.data).digest('hex');
-    const t = sentAt.get(h);
-    if (t === undefined || first.has(h)) return;
-    first.add(h);
-    lat.push(performance.now() - t);
-  });
-}
+// one kind of traffic at a time here, so both deliveries go to one list
+listenForDeliveries(nets, sentAt, (ms) => lat.push(ms), (ms) => lat.push(ms));
 const signers = nets.map(() => Ed25519Signer.generate());
 const adverts = Array.from({ length: MESSAGES }, (_, i) => makeAdvert(signers[i % NODES]!));
 const session = new Session();

@@ -79,15 +79,16 @@ export async function startMesh(n: number): Promise<Network[]> {
   return nets;
 }
 
-export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number] }> {
-  const n = nets.length;
-  const sentAt = new Map<string, number>();
-  const validated: number[] = [];
-  const raw: number[] = [];
+/**
+ * At every node: the time from `sentAt` (keyed by the advert's address, or by
+ * the raw bytes' SHA-256 hex) to a validated advert's delivery, and to a raw
+ * message's first arrival on any raw topic (propagation, and net-profile.ts).
+ */
+export function listenForDeliveries(nets: Network[], sentAt: Map<string, number>, onValidated: (ms: number) => void, onRaw: (ms: number) => void): void {
   for (const net of nets) {
     net.subscribe('advert', (rec) => {
       const t = sentAt.get(rec.address);
-      if (t !== undefined) validated.push(performance.now() - t);
+      if (t !== undefined) onValidated(performance.now() - t);
     });
     const firstSeen = new Set<string>();
     net.libp2p.services.pubsub.addEventListener('message', (evt) => {
@@ -96,9 +97,17 @@ export async function propagation(nets: Network[]): Promise<{ validated: number[
       const t = sentAt.get(h);
       if (t === undefined || firstSeen.has(h)) return;
       firstSeen.add(h);
-      raw.push(performance.now() - t);
+      onRaw(performance.now() - t);
     });
   }
+}
+
+export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number] }> {
+  const n = nets.length;
+  const sentAt = new Map<string, number>();
+  const validated: number[] = [];
+  const raw: number[] = [];
+  listenForDeliveries(nets, sentAt, (ms) => validated.push(ms), (ms) => raw.push(ms));
   const signers = nets.map(() => Ed25519Signer.generate());
   // pre-seal, so signing is not in the measured path
   const adverts = Array.from({ length: MESSAGES }, (_, i) => makeAdvert(signers[i % n]!));
