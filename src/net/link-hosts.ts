@@ -27,6 +27,7 @@ export interface GossipInternals {
   onPeerConnected(p: PeerId, c: Connection): void;
   handlePeerReadStreamError(err: unknown, p: PeerId): void;
   getScore(id: string): number;
+  sendRpc(id: string, rpc: unknown): boolean;
 }
 
 export interface LinkHosts {

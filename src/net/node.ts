@@ -48,6 +48,7 @@ import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 import { createHost } from './libp2p-host.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
+import { sendOnOtherTopics } from './shard-copies.js';
 
 export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
 export { NETWORK_DEFAULTS, type Network, type NetworkOptions, type PeerInfo, type PeerRef, type SyncResult } from './network-api.js';
@@ -116,7 +117,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       source.add?.(f.kind, f.rec);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
       // after a heal: pass on what a sync brought that gossip would have (heal.ts)
-      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) for (const t of recordTopics(f.kind, f.rec)) void pubsub.publish(t, f.rec.bytes).catch(() => undefined);
+      if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void gossipOut(recordTopics(f.kind, f.rec), f.rec.bytes).catch(() => undefined);
     }
   };
 
@@ -135,9 +136,14 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         accept(out.fresh, from, 'gossip', primaryFresh ? (out.attachments ?? []) : []);
         // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
         // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
-        if (shard !== undefined && out.primary && !recordShards(kind, out.primary.record).includes(shard)) {
-          metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
-          return TopicValidatorResult.Reject;
+        if (shard !== undefined && out.primary) {
+          const all = recordShards(kind, out.primary.record);
+          if (!all.includes(shard)) {
+            metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
+            return TopicValidatorResult.Reject;
+          }
+          // a record of several markets: its other markets' peers that are not on this topic get it on theirs (shard-copies.ts)
+          if (all.length > 1) sendOnOtherTopics(gsi, msg.data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), peer);
         }
         return TopicValidatorResult.Accept;
       }
@@ -172,6 +178,17 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     pipeline.markOwn(kind, rec, hashHex(data));
     source.add?.(kind, rec);
     return { rec, data };
+  };
+
+  /**
+   * Publish on a record's topics: on the first as gossipsub publishes, on the others to the peers not on the first
+   * (the same bytes are one message id, which gossipsub would publish once: shard-copies.ts). Returns the recipients.
+   */
+  const gossipOut = async (topics: readonly string[], data: Uint8Array): Promise<number> => {
+    const [first, ...others] = topics;
+    if (first === undefined) return 0;
+    const { recipients } = await pubsub.publish(first, data);
+    return recipients.length + sendOnOtherTopics(gsi, data, first, others).length;
   };
 
   let started = false;
@@ -254,8 +271,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       const { rec, data } = prepare(kind, envelope, attachments);
       const out = recordTopics(kind, rec);
       if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload: no market topic to publish it on`, { field: 'workloads' });
-      let recipients = 0;
-      for (const t of out) recipients += (await pubsub.publish(t, data)).recipients.length;
+      const recipients = await gossipOut(out, data);
       metrics.published.inc({ kind });
       return { recipients, address: rec.address };
     },

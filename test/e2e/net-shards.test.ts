@@ -66,3 +66,28 @@ test('a node on one market gets its adverts by gossip and by sync, never another
   assert.ok(!gotA2.includes(misplaced.address), 'an advert on another market’s shard is not passed on');
   assert.match(await a.metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'), /reason="TOPIC_WRONG_SHARD"/);
 });
+
+test('an advert of two markets reaches the nodes of either, from its publisher and through a relay', async () => {
+  // the same bytes on two topics are one gossipsub message id: without the copies (shard-copies.ts) only the first market heard it
+  const relay = await startNode({ syncOnConnect: [] });
+  const p = await startNode({ syncOnConnect: [], shards: [shardOf(W1), shardOf(W2)].sort() });
+  const a = await startNode({ syncOnConnect: [], shards: [shardOf(W1)] });
+  const b = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  const b2 = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  nets.push(relay, p, a, b, b2);
+  for (const n of [p, a, b]) await link(n, relay, ['advert']);
+  await link(b2, b, ['advert']);
+  const got = new Map<Network, string[]>([a, b, b2, relay].map((n) => [n, []]));
+  for (const [net, list] of got) net.subscribe('advert', (r) => void list.push(r.address));
+
+  // through the relay: p is linked to nobody else
+  const both = advert(p.signer, { workloads: [W1, W2].sort() });
+  await p.publish('advert', both.bytes);
+  await waitFor(() => [...got.values()].every((l) => l.includes(both.address)), 10_000, 'the advert at every node of either market');
+  // from its publisher straight to its neighbours: the relay's second-market neighbour gets the copy, the first's the message
+  const direct = advert(Ed25519Signer.generate(), { workloads: [W1, W2].sort() });
+  await relay.publish('advert', direct.bytes);
+  await waitFor(() => [a, b, b2].every((n) => got.get(n)!.includes(direct.address)), 10_000, 'the relay’s advert at every node');
+  await sleep(300);
+  for (const [net, list] of got) assert.equal(list.filter((x) => x === both.address).length, 1, `${net.peerId.toString().slice(-6)} took it once`);
+});
