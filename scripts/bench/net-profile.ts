@@ -15,7 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../src/records/index.js';
 import type { Network } from '../../src/net/node.js';
-import { listenForDeliveries, RAW_TOPICS, startMesh, VERIFY_THREADS } from './net.js';
+import { listenForDeliveries, RAW_TOPICS, startMesh, VERIFY_THREADS, warmUp } from './net.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 
@@ -34,6 +34,8 @@ const lat: number[] = [];
 // one kind of traffic at a time here, so both deliveries go to one list
 listenForDeliveries(nets, sentAt, (ms) => lat.push(ms), (ms) => lat.push(ms));
 const signers = nets.map(() => Ed25519Signer.generate());
+// as propagation does: both paths' code optimised before the window (the adverts sealed after, so newer)
+await warmUp(nets, signers);
 const adverts = Array.from({ length: MESSAGES }, (_, i) => makeAdvert(signers[i % NODES]!));
 const session = new Session();
 session.connect();
