@@ -41,6 +41,12 @@ export interface ModelParams {
   offerCarriesAdvert: boolean;
   /** Share of the network's adverts and jobs a node receives (1 = one market; 1/k with topics sharded into k markets a node trades one of). */
   marketShare: number;
+  /**
+   * Markets a provider's workloads fall in, on average (1 = one each). A provider of m markets is in each of them:
+   * its advert and presence reach every node of the m (docs/network.md §14 "A record of several markets"), so a
+   * market holds m × providers × marketShare of them. The hundred-node run's mix: 1.47 (half serve two workloads).
+   */
+  marketsPerProvider: number;
   /** Offers reach only the job's buyer (false today: flooded). */
   offersDirect: boolean;
   /** Copies of each message a node receives (measured on the 100-node run). */
@@ -73,6 +79,7 @@ export const MEASURED: ModelParams = {
   offerShare: 0.25,
   offerCarriesAdvert: true,
   marketShare: 1,
+  marketsPerProvider: 1,
   offersDirect: false,
   // the fourth round's calibration (docs/scale.md §3 "The CPU side, recalibrated"): 40 nodes, the cut-4 A/B pair, idle base
   copies: 3.84,
@@ -101,25 +108,33 @@ export function rates(providers: number, p: ModelParams): Record<'advert' | 'pre
   return { advert: providers / p.advertEverySec, presence: presenceRate(providers, p), job: jobs, offer: jobs * providers * p.offerShare };
 }
 
-/** Presence records per second over the whole network: each of the 1 / marketShare markets at its own (adaptive) interval. */
+/** The share of the network's providers (their adverts and presence) one market holds. */
+export function providerShare(p: ModelParams): number {
+  return Math.min(1, p.marketShare * Math.max(1, p.marketsPerProvider));
+}
+
+/**
+ * Presence records per second over the whole network: each provider one record per interval of its largest market
+ * (every market of the same size here: providers × providerShare), carried on each of its markets' topics.
+ */
 export function presenceRate(providers: number, p: ModelParams): number {
   if (!Number.isFinite(p.presenceEverySec)) return 0;
   if (!Number.isFinite(p.presenceTargetPerMarket)) return providers / p.presenceEverySec;
-  const markets = Math.max(1, Math.round(1 / p.marketShare));
-  const perMarket = providers / markets;
+  const perMarket = providers * providerShare(p);
   const everyMs = p.presenceEverySec * 1000;
-  return (markets * perMarket * 1000) / presenceInterval(perMarket, { everyMs, windowMs: 3 * everyMs }, p.presenceTargetPerMarket).everyMs;
+  return (providers * 1000) / presenceInterval(perMarket, { everyMs, windowMs: 3 * everyMs }, p.presenceTargetPerMarket).everyMs;
 }
 
 export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
   const r = rates(providers, p);
   const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
-  // a relay serves every market; a provider or buyer the share it trades in
+  // a relay serves every market; a provider or buyer the share it trades in (of providers: those in its market, some in others too)
   const share = role === 'relay' ? 1 : p.marketShare;
+  const pshare = role === 'relay' ? 1 : providerShare(p);
   // what one node receives (first copies per second)
   const first = {
-    advert: r.advert * share,
-    presence: r.presence * share,
+    advert: r.advert * pshare,
+    presence: r.presence * pshare,
     job: r.job * share,
     // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
     offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * share,
@@ -136,7 +151,9 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   }
   kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
   // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
-  const storageMB = ((providers * share * (SIZES.advert + 200)) + first.presence * 15 * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
+  // presence: each provider's records of the last window (3 intervals, whatever the interval) are live
+  const presenceHeld = Number.isFinite(p.presenceEverySec) ? 3 * providers * pshare : 0;
+  const storageMB = (providers * pshare * (SIZES.advert + 200) + presenceHeld * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
   cpuUs += (p.opensPerNodeMin / 60) * p.perOpenUs;
   return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
 }
@@ -298,10 +315,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const adaptive: ModelParams = { ...sharded, presenceEverySec: presenceSec, presenceTargetPerMarket: target };
   console.log(`\n## implemented, presence adaptive (docs/scale.md §4): every max(${presenceSec} s, providers in the market / ${target} per s), window 3 × (≤ 600 s)\n`);
   for (const n of SCALES) {
-    const perMarket = n * sharded.marketShare;
+    const perMarket = n * providerShare(adaptive);
     const iv = presenceInterval(perMarket, { everyMs: presenceSec * 1000, windowMs: presenceSec * 3000 }, target);
-    console.log(`- ${n.toLocaleString('en')} providers: ${perMarket.toFixed(0)} in a market, presence every ${(iv.everyMs / 1000).toFixed(1)} s, window ${(iv.windowMs / 1000).toFixed(0)} s, ${(presenceRate(n, adaptive) * sharded.marketShare).toFixed(1)} records/s per market`);
+    console.log(`- ${n.toLocaleString('en')} providers: ${perMarket.toFixed(0)} in a market, presence every ${(iv.everyMs / 1000).toFixed(1)} s, window ${(iv.windowMs / 1000).toFixed(0)} s, ${(presenceRate(n, adaptive) * providerShare(adaptive)).toFixed(1)} records/s per market`);
   }
   console.log('');
   console.log(table(adaptive));
+  const m = Number(process.env.MODEL_MARKETS_PER_PROVIDER ?? 2);
+  console.log(`\n## the same, each provider in ${m} markets (its advert and presence on each: docs/network.md §14)\n`);
+  console.log(table({ ...adaptive, marketsPerProvider: m }));
 }

@@ -91,3 +91,24 @@ test('an advert of two markets reaches the nodes of either, from its publisher a
   await sleep(300);
   for (const [net, list] of got) assert.equal(list.filter((x) => x === both.address).length, 1, `${net.peerId.toString().slice(-6)} took it once`);
 });
+
+test('a record of two markets whose publisher has no peer on its first market still reaches that market, through the second', async () => {
+  // p (both markets) — b (second market only) — a (first market only): the copies are sent to peers not on the topic a
+  // record came in on, so b passes it to a on the first market's topic (shard-copies.ts)
+  const [s1, s2] = [shardOf(W1), shardOf(W2)].sort() as [string, string];
+  const w1 = shardOf(W1) === s1 ? W1 : W2;
+  const w2 = w1 === W1 ? W2 : W1;
+  const p = await startNode({ syncOnConnect: [], shards: [s1, s2] });
+  const b = await startNode({ syncOnConnect: [], shards: [s2] });
+  const a = await startNode({ syncOnConnect: [], shards: [s1] });
+  nets.push(p, b, a);
+  await link(p, b, ['advert']);
+  await a.dial(b.addrs()[0]!);
+  await waitFor(() => a.libp2p.getPeers().length > 0 && b.libp2p.getPeers().length > 1, 5_000, 'a linked to b');
+  await sleep(300);
+  const got: string[] = [];
+  a.subscribe('advert', (r) => void got.push(r.address));
+  const both = advert(p.signer, { workloads: [w1, w2].sort() });
+  await p.publish('advert', both.bytes);
+  await waitFor(() => got.includes(both.address), 10_000, 'the advert on the first market, through b');
+});
