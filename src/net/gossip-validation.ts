@@ -214,19 +214,11 @@ export class RecordPipeline {
   }
 
   /**
-   * Validate one message (gossip) or one record (sync) of `kind`. Never throws
-   * (nor rejects): counts, logs and returns the verdict. Accepted records new to
-   * this node are marked seen here, so each is returned in `fresh` exactly once.
-   *
-   * Synchronous when nothing in the path waits (signatures on this thread, no
-   * hook or a hook that returns no promise): the outcome is returned as a value,
-   * not a promise. A message's validation is on the path of every hop, and each
-   * `await` of a settled promise queues the rest behind every microtask already
-   * queued (other peers' streams): in the 20-node bench mesh that made an 80 µs
-   * validation take 200–300 µs of wall time (docs/scale.md §1 "Fifth round").
-   * Callers `await` it either way.
+   * Validate one message (gossip) or one record (sync) of `kind`. Never throws:
+   * counts, logs and returns the verdict. Accepted records new to this node are
+   * marked seen here, so each is returned in `fresh` exactly once.
    */
-  validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): ValidationOutcome | Promise<ValidationOutcome> {
+  async validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
     if (this.#inFlight >= this.#maxInFlight) {
       this.#m.dropped.inc({ queue: 'validation' });
       return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.QUEUE_FULL });
@@ -238,30 +230,19 @@ export class RecordPipeline {
     }
     this.#inFlight++;
     this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
-    const failed = (e: unknown): ValidationOutcome => {
-      this.#leave(from);
+    try {
+      const out = await this.#run(kind, data, from, source);
+      return this.#count(source, kind, from, out);
+    } catch (e) {
       const v = verdictOf(e);
       if (v.reason === VAL_ERR.INTERNAL) this.#log.error({ err: e, kind, from }, 'validation failed internally');
       if (v.verdict === 'reject') this.#seen.set(hashHex(data), 'reject');
       return this.#count(source, kind, from, { ...v, fresh: [] }, e);
-    };
-    const done = (out: ValidationOutcome): ValidationOutcome => {
-      this.#leave(from);
-      return this.#count(source, kind, from, out);
-    };
-    let out: ValidationOutcome | Promise<ValidationOutcome>;
-    try {
-      out = this.#run(kind, data, from, source);
-    } catch (e) {
-      return failed(e);
+    } finally {
+      this.guard.release(from);
+      this.#inFlight--;
+      this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
     }
-    return out instanceof Promise ? out.then(done, failed) : done(out);
-  }
-
-  #leave(from: string): void {
-    this.guard.release(from);
-    this.#inFlight--;
-    this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
   }
 
   /**
@@ -283,8 +264,7 @@ export class RecordPipeline {
     return { fresh: [], ...out } as ValidationOutcome;
   }
 
-  /** Steps 1–7b (throws a coded error, or returns the checked message; a promise only while signatures are on the pool). */
-  #run(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): ValidationOutcome | Promise<ValidationOutcome> {
+  async #run(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
     // 1. size
     if (data.length > this.#maxBytes) throw new C0Error(VAL_ERR.TOO_LARGE, `message of ${data.length} bytes exceeds ${this.#maxBytes}`);
     // 2. seen (message id)
@@ -298,80 +278,55 @@ export class RecordPipeline {
     if (framed.attachments.length) this.#seenCheck(primaryAddr);
     const now = this.#clock();
     // 4–7. type, shape, freshness, flood-limit reservations: every record of the message, on this thread
-    const m: Checked = { kind, from, source, msgId, primaryAddr, now, holds: [], attachments: [], primary: undefined as unknown as Opened };
+    const holds: Hold[] = [];
     const toVerify: Array<{ bytes: Uint8Array; signer: string }> = [];
-    let failed: VerifyFailure | undefined | Promise<VerifyFailure | undefined>;
+    let primary: Opened;
+    const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
     try {
-      m.primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr, m.holds, toVerify);
+      primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr, holds, toVerify);
       for (const a of framed.attachments) {
         const { type } = peekType(a);
         const ak = kindForType(type);
         if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
         const addr = hashHex(a);
         const known = this.#seen.get(addr) === 'accept';
-        const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr, m.holds, toVerify);
-        if (!citedBy(m.primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
-        m.attachments.push({ kind: ak, rec, known });
+        const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr, holds, toVerify);
+        if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
+        attachments.push({ kind: ak, rec, known });
       }
       // 7b. signatures: the one check the trusted opens skipped, all of the message's at once
-      failed = this.#verifyAll(toVerify);
+      const failed = await this.#verifyAll(toVerify);
+      if (failed) throw new C0Error(failed.code, failed.message); // VERIFY_WORKER_FAILED earns ignore (IGNORE_CODES), a refusal reject
     } catch (e) {
       // not verified: the reservations go back (a forged signer header holds a bucket only while in flight)
-      for (const h of m.holds) this.#refund(h);
+      for (const h of holds) this.#refund(h);
       throw e;
     }
-    if (failed instanceof Promise) {
-      return failed.then(
-        (f) => this.#afterVerify(m, f),
-        (e: unknown) => {
-          for (const h of m.holds) this.#refund(h);
-          throw e;
-        },
-      );
-    }
-    return this.#afterVerify(m, failed);
-  }
-
-  /** Steps 8–10 once the signatures are checked: seen again, staleness, the hook (a promise only if the hook returns one), accept. */
-  #afterVerify(m: Checked, failed: VerifyFailure | undefined): ValidationOutcome | Promise<ValidationOutcome> {
-    // after an await: the same record may have been accepted (or refused) meanwhile; then it costs its signers nothing
+    // after the await: the same record may have been accepted (or refused) meanwhile; then it costs its signers nothing
     try {
-      if (failed) throw new C0Error(failed.code, failed.message); // VERIFY_WORKER_FAILED earns ignore (IGNORE_CODES), a refusal reject
-      this.#seenCheck(m.primaryAddr);
-      if (m.msgId !== m.primaryAddr) this.#seenCheck(m.msgId);
+      this.#seenCheck(primaryAddr);
+      if (msgId !== primaryAddr) this.#seenCheck(msgId);
     } catch (e) {
-      for (const h of m.holds) this.#refund(h);
+      for (const h of holds) this.#refund(h);
       throw e;
     }
     // 8. semantic checks: built-in staleness (a newer advert may have been accepted during the await), then the roles' hook
-    if (m.kind === 'advert') this.#staleCheck(m.primary);
+    if (kind === 'advert') this.#staleCheck(primary);
     // an attached advert accepted meanwhile (another offer carrying it, validated alongside) is known now, not stale
-    for (const a of m.attachments) if (a.kind === 'advert' && !a.known && this.#seen.get(a.rec.address) !== 'accept') this.#staleCheck(a.rec);
-    const hook = this.#hooks.get(m.kind);
+    for (const a of attachments) if (a.kind === 'advert' && !a.known && this.#seen.get(a.rec.address) !== 'accept') this.#staleCheck(a.rec);
+    const hook = this.#hooks.get(kind);
     if (hook) {
-      let r: void | Promise<void>;
       try {
-        r = hook(m.primary, { kind: m.kind, source: m.source, from: m.from, attachments: m.attachments.map((a) => a.rec), now: m.now });
+        await hook(primary, { kind, source, from, attachments: attachments.map((a) => a.rec), now });
       } catch (e) {
-        throw hookError(e);
-      }
-      if (r instanceof Promise) {
-        return r.then(
-          () => this.#accept(m),
-          (e: unknown) => {
-            throw hookError(e);
-          },
-        );
+        if (e instanceof ValidationError) throw e;
+        if (isC0Error(e)) throw new ValidationError('ignore', e.code, e.message);
+        throw e;
       }
     }
-    return this.#accept(m);
-  }
-
-  #accept(m: Checked): ValidationOutcome {
-    const { kind, primary, primaryAddr, msgId } = m;
-    // Re-check seen and staleness after the hook's await: the same record, or a newer advert, may have been accepted meanwhile.
+    // Accept. Re-check seen and staleness after the hook's await: the same record, or a newer advert, may have been accepted meanwhile.
     if (this.#seen.get(primaryAddr) === 'accept') {
-      for (const h of m.holds) this.#refund(h);
+      for (const h of holds) this.#refund(h);
       throw new C0Error(VAL_ERR.DUPLICATE, 'already accepted');
     }
     if (kind === 'advert') this.#staleCheck(primary);
@@ -381,13 +336,13 @@ export class RecordPipeline {
     // an advert whose signer had an advert accepted here before (heal.ts re-gossips only those)
     fresh.push(kind === 'advert' ? { kind, rec: primary, knownAdvertiser: this.#advertSeq.get(primary.signer) !== undefined } : { kind, rec: primary });
     if (kind === 'advert') this.#noteAdvert(primary);
-    for (const a of m.attachments) {
+    for (const a of attachments) {
       if (this.#seen.get(a.rec.address) === 'accept') continue;
       this.#seen.set(a.rec.address, 'accept');
       if (a.kind === 'advert') this.#noteAdvert(a.rec);
       fresh.push(a);
     }
-    return { verdict: 'accept', reason: 'ok', fresh, primary, attachments: m.attachments.map((a) => a.rec) };
+    return { verdict: 'accept', reason: 'ok', fresh, primary, attachments: attachments.map((a) => a.rec) };
   }
 
   #seenCheck(id: string): void {
@@ -427,8 +382,8 @@ export class RecordPipeline {
     return shaped;
   }
 
-  /** The signatures of a message's records: on the pool when there is one (a promise), else here (a value). The first failure, or undefined. */
-  #verifyAll(items: Array<{ bytes: Uint8Array; signer: string }>): VerifyFailure | undefined | Promise<VerifyFailure | undefined> {
+  /** The signatures of a message's records: on the pool when there is one, else here. The first failure, or undefined. */
+  async #verifyAll(items: Array<{ bytes: Uint8Array; signer: string }>): Promise<VerifyFailure | undefined> {
     if (!this.#verifier) {
       for (const it of items) {
         const f = verifyOne(it.bytes, it.signer);
@@ -437,7 +392,8 @@ export class RecordPipeline {
       return undefined;
     }
     const v = this.#verifier;
-    return Promise.all(items.map((it) => v.verify(it.bytes))).then((results) => results.find((r): r is VerifyFailure => r !== null));
+    const results = await Promise.all(items.map((it) => v.verify(it.bytes)));
+    return results.find((r): r is VerifyFailure => r !== null);
   }
 
   #refund(h: Hold): void {
@@ -463,27 +419,6 @@ interface Hold {
   kind: TopicKind;
   signer: string;
   newAdvertiserOf?: string;
-}
-
-/** A message between its checks and its verdict: what the steps after the signatures need. */
-interface Checked {
-  kind: TopicKind;
-  from: string;
-  source: RecordSourceKind;
-  msgId: string;
-  primaryAddr: string;
-  now: number;
-  primary: Opened;
-  attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }>;
-  /** Flood-limit tokens reserved for its records, refunded if it is not accepted. */
-  holds: Hold[];
-}
-
-/** A hook's failure as a verdict: its ValidationError as is, another coded error as ignore, anything else as is (INTERNAL). */
-function hookError(e: unknown): unknown {
-  if (e instanceof ValidationError) return e;
-  if (isC0Error(e)) return new ValidationError('ignore', e.code, e.message);
-  return e;
 }
 
 function rateLimited(message: string): ValidationError {

@@ -30,7 +30,7 @@ import { systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/log.js';
 import { Dispatcher } from './dispatch.js';
 import { encodeMessage } from './framing.js';
-import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
+import { RecordPipeline } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
 import { createNetMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
@@ -126,32 +126,28 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const peerStrings = new WeakMap<object, string>();
   for (const kind of TOPIC_KINDS) for (const topic of topicsFor(kind, overlay)) {
     const shard = isSharded(kind) ? topic.slice(topic.lastIndexOf('/') + 1) : undefined;
-    // Not async: when the pipeline's verdict is a value (gossip-validation.ts `validate`), so is this one, and
-    // gossipsub forwards one microtask later instead of one per await along the way.
-    const verdict = (peer: PeerId, data: Uint8Array, from: string, out: ValidationOutcome): TopicValidatorResult => {
-      if (out.verdict !== 'accept') return out.verdict === 'reject' ? TopicValidatorResult.Reject : TopicValidatorResult.Ignore;
-      // only the primary of a fresh message gets the attachments as context
-      const primaryFresh = out.fresh[0]?.rec.address === out.primary?.address;
-      accept(out.fresh, from, 'gossip', primaryFresh ? (out.attachments ?? []) : []);
-      if (shard !== undefined && out.primary) {
-        const all = recordShards(kind, out.primary.record);
-        // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
-        // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
-        if (!all.includes(shard)) {
-          metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
-          return TopicValidatorResult.Reject;
-        }
-        // a record of several markets: its other markets' peers that are not on this topic get it on theirs (shard-copies.ts)
-        if (all.length > 1) sendOnOtherTopics(gsi, data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), peer);
-      }
-      return TopicValidatorResult.Accept;
-    };
-    pubsub.topicValidators.set(topic, (peer, msg) => {
+    pubsub.topicValidators.set(topic, async (peer, msg) => {
       let from = peerStrings.get(peer);
       if (from === undefined) peerStrings.set(peer, (from = peer.toString()));
-      const f = from;
-      const out = pipeline.validate(kind, msg.data, f, 'gossip');
-      return out instanceof Promise ? out.then((o) => verdict(peer, msg.data, f, o)) : verdict(peer, msg.data, f, out);
+      const out = await pipeline.validate(kind, msg.data, from, 'gossip');
+      if (out.verdict === 'accept') {
+        // only the primary of a fresh message gets the attachments as context
+        const primaryFresh = out.fresh[0]?.rec.address === out.primary?.address;
+        accept(out.fresh, from, 'gossip', primaryFresh ? (out.attachments ?? []) : []);
+        // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
+        // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
+        if (shard !== undefined && out.primary) {
+          const all = recordShards(kind, out.primary.record);
+          if (!all.includes(shard)) {
+            metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
+            return TopicValidatorResult.Reject;
+          }
+          // a record of several markets: its other markets' peers that are not on this topic get it on theirs (shard-copies.ts)
+          if (all.length > 1) sendOnOtherTopics(gsi, msg.data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), peer);
+        }
+        return TopicValidatorResult.Accept;
+      }
+      return out.verdict === 'reject' ? TopicValidatorResult.Reject : TopicValidatorResult.Ignore;
     });
   }
 
@@ -210,7 +206,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       joinedAt = clock();
       sigPool?.open();
       await records.serve(source, clock, opts.recordsServe);
-      await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: async (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
+      await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
       libp2p.addEventListener('connection:open', onConnOpen);

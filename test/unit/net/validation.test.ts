@@ -210,22 +210,3 @@ test('markets: a workload’s shard is fixed and in range; a record belongs on i
   assert.deepEqual(recordShards('advert', { workloads: ['infer.llm', 'builtin.sha256'] }), shardsOf(['infer.llm', 'builtin.sha256']));
   assert.deepEqual(recordShards('presence', { workloads: [] }), []);
 });
-
-test('a verdict that waits for nothing is a value, not a promise; a hook that returns one makes it a promise', async () => {
-  // each await of a settled promise queues the rest of a hop behind every microtask already queued (docs/scale.md §1 "Fifth round")
-  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger() });
-  const now = p.validate('advert', ad().bytes, 'x', 'gossip');
-  assert.ok(!(now instanceof Promise), 'inline signatures, no hook: a value');
-  assert.equal((now as Awaited<typeof now>).verdict, 'accept');
-  const bad = p.validate('advert', new Uint8Array([0xd2, 1, 2]), 'x', 'gossip');
-  assert.ok(!(bad instanceof Promise));
-  assert.equal((bad as Awaited<typeof bad>).verdict, 'reject');
-  p.setHook('advert', () => undefined);
-  assert.ok(!(p.validate('advert', ad().bytes, 'x', 'gossip') instanceof Promise), 'a hook that returns nothing keeps it a value');
-  p.setHook('advert', async () => {
-    throw ignoreError('LATER', 'not now');
-  });
-  const later = p.validate('advert', ad().bytes, 'x', 'gossip');
-  assert.ok(later instanceof Promise, 'an async hook: a promise');
-  assert.deepEqual([(await later).verdict, (await later).reason], ['ignore', 'LATER']);
-});
