@@ -3,7 +3,8 @@
  *  (1) propagation across a 20-node loopback mesh in one process: p50/p99 from
  *      publish to delivery at every node, for signed adverts through the full
  *      validation pipeline, beside the same mesh carrying unvalidated messages
- *      of the same size on a raw topic (the ratio shows what validation costs);
+ *      of the same size on a raw topic (the ratio shows what validation costs),
+ *      the two kinds interleaved and then each kind alone (`propagation`);
  *  (2) records ingested per second by one node from a flooding peer, beside the
  *      raw node:crypto verify rate measured in the same run (the yardstick
  *      issue #16 set its goal with) and libsodium's raw verify (what the node
@@ -104,35 +105,64 @@ export function listenForDeliveries(nets: Network[], sentAt: Map<string, number>
   }
 }
 
-export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number] }> {
+/**
+ * Two measured rounds on the same mesh, after the warm-up: the two kinds
+ * interleaved (an advert, 15 ms, a raw message, 15 ms: the round the issue's
+ * figures came from), then each kind alone (the adverts, then the raw
+ * messages, 30 ms apart). Interleaved, a raw cascade starts while the
+ * previous advert's is still running on the one loop, so each kind's latency
+ * carries part of the other's work and the ratio understates what validation
+ * adds; alone, it does not (docs/scale.md §1 "Fifth round"). `alone` gives
+ * that round.
+ */
+export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number]; alone: { validated: number[]; raw: number[] } }> {
   const n = nets.length;
   const sentAt = new Map<string, number>();
-  const validated: number[] = [];
-  const raw: number[] = [];
+  let validated: number[] = [];
+  let raw: number[] = [];
   listenForDeliveries(nets, sentAt, (ms) => validated.push(ms), (ms) => raw.push(ms));
   const signers = nets.map(() => Ed25519Signer.generate());
   await warmUp(nets, signers);
   // pre-seal (after the warm-up's adverts: these must be newer), so signing is not in the measured path
-  const adverts = Array.from({ length: MESSAGES }, (_, i) => makeAdvert(signers[i % n]!));
+  const adverts = Array.from({ length: 2 * MESSAGES }, (_, i) => makeAdvert(signers[i % n]!));
   const size = adverts[0]!.length;
-  // interleave the two kinds of traffic so both see the same load
-  for (let i = 0; i < MESSAGES; i++) {
-    const src = nets[i % n]!;
+  const publishAdvert = async (i: number): Promise<void> => {
     const a = adverts[i]!;
-    const address = 'sha256:' + createHash('sha256').update(a).digest('hex');
-    sentAt.set(address, performance.now());
-    await src.publish('advert', a);
-    await sleep(15);
-    const r = new Uint8Array(size);
-    for (let k = 0; k < size; k++) r[k] = (Math.random() * 256) | 0;
+    sentAt.set('sha256:' + createHash('sha256').update(a).digest('hex'), performance.now());
+    await nets[i % n]!.publish('advert', a);
+  };
+  const publishRaw = async (i: number): Promise<void> => {
+    const r = randomBytes(size);
     sentAt.set(createHash('sha256').update(r).digest('hex'), performance.now());
-    for (const t of RAW_TOPICS) await src.libp2p.services.pubsub.publish(t, r);
+    for (const t of RAW_TOPICS) await nets[i % n]!.libp2p.services.pubsub.publish(t, r);
+  };
+  const want = MESSAGES * (n - 1);
+  const settle = async (): Promise<void> => {
+    const end = Date.now() + 10_000;
+    while (Date.now() < end && (validated.length < want || raw.length < want)) await sleep(50);
+  };
+  // interleaved: both kinds see the same load
+  for (let i = 0; i < MESSAGES; i++) {
+    await publishAdvert(i);
+    await sleep(15);
+    await publishRaw(i);
     await sleep(15);
   }
-  const want = MESSAGES * (n - 1);
-  const end = Date.now() + 10_000;
-  while (Date.now() < end && (validated.length < want || raw.length < want)) await sleep(50);
-  return { validated, raw, missing: [want - validated.length, want - raw.length] };
+  await settle();
+  const interleaved = { validated, raw, missing: [want - validated.length, want - raw.length] as [number, number] };
+  // each kind alone, at the same spacing per message
+  validated = [];
+  raw = [];
+  for (let i = 0; i < MESSAGES; i++) {
+    await publishAdvert(MESSAGES + i);
+    await sleep(30);
+  }
+  for (let i = 0; i < MESSAGES; i++) {
+    await publishRaw(i);
+    await sleep(30);
+  }
+  await settle();
+  return { ...interleaved, alone: { validated, raw } };
 }
 
 /**
@@ -405,6 +435,7 @@ export async function run(): Promise<BenchResult> {
   const p99v = percentile(prop.validated, 99);
   const p50r = percentile(prop.raw, 50);
   const p99r = percentile(prop.raw, 99);
+  const solo = { v: percentile(prop.alone.validated, 50), r: percentile(prop.alone.raw, 50), v99: percentile(prop.alone.validated, 99), r99: percentile(prop.alone.raw, 99) };
   const rc = await reconnection();
   const rcMedian = percentile(rc.reconnectMs, 50);
   const rcMax = Math.max(...rc.reconnectMs);
@@ -416,7 +447,11 @@ export async function run(): Promise<BenchResult> {
       { traffic: 'adverts, validated', p50_ms: p50v.toFixed(2), p99_ms: p99v.toFixed(2) },
       { traffic: 'raw bytes, same size', p50_ms: p50r.toFixed(2), p99_ms: p99r.toFixed(2) },
       { traffic: 'ratio', p50_ms: (p50v / p50r).toFixed(2), p99_ms: (p99v / p99r).toFixed(2) },
+      { traffic: 'adverts alone, validated', p50_ms: solo.v.toFixed(2), p99_ms: solo.v99.toFixed(2) },
+      { traffic: 'raw bytes alone', p50_ms: solo.r.toFixed(2), p99_ms: solo.r99.toFixed(2) },
+      { traffic: 'ratio, each kind alone', p50_ms: (solo.v / solo.r).toFixed(2), p99_ms: (solo.v99 / solo.r99).toFixed(2) },
     ]),
+    `    deliveries each kind alone: ${prop.alone.validated.length}/${prop.alone.raw.length}; the target takes the larger of the two ratios (interleaved, a raw cascade waits behind the previous advert's on the one loop)`,
     `(2) ingest: ${ing.accepted}/${FLOOD} records accepted in ${ing.elapsedMs.toFixed(0)} ms = ${fmt(ing.rate)} records/s (flooder in its own process; ${verifyThreadsNote}); raw node:crypto verify ${fmt(rawVerify.opsPerSec)}/s, ratio ${(ing.rate / rawVerify.opsPerSec).toFixed(3)}; raw libsodium verify ${fmt(ingM.na)}/s, ratio ${(ing.rate / ingM.na).toFixed(3)}`,
     `    the node's CPU time during that flood ${ing.cpuMs.toFixed(0)} ms: ${fmt(ing.accepted / (ing.cpuMs / 1000))} records per CPU-second (ratio ${(ing.accepted / (ing.cpuMs / 1000) / rawVerify.opsPerSec).toFixed(3)}; not a target: where the rest of the wall time went)`,
     `    the same flood from 100 signers the node already knows (providers republishing): ${fmt(ingKnown.rate)} records/s; raw node:crypto verify ${fmt(ingKnownM.raw)}/s, ratio ${(ingKnown.rate / ingKnownM.raw).toFixed(3)}; raw libsodium verify ${fmt(ingKnownM.na)}/s, ratio ${(ingKnown.rate / ingKnownM.na).toFixed(3)}`,
@@ -430,7 +465,7 @@ export async function run(): Promise<BenchResult> {
     targets: [
       { name: 'honest job p50 during a valid-job flood / without (≤ 3)', ratio: fl.ratio, target: 3, met: fl.ratio <= 3 && fl.completed === FLOOD_HONEST_JOBS },
       // issue #16's goals (docs/scale.md, "The validation cost")
-      { name: 'validated p50 / raw p50 propagation (≤ 1.2)', ratio: p50v / p50r, target: 1.2, met: p50v / p50r <= 1.2 },
+      { name: 'validated p50 / raw p50 propagation, the larger of interleaved and each kind alone (≤ 1.2)', ratio: Math.max(p50v / p50r, solo.v / solo.r), target: 1.2, met: Math.max(p50v / p50r, solo.v / solo.r) <= 1.2 },
       { name: 'ingest rate, new signers / raw verify rate', ratio, target: 0.6, met: ratio >= 0.6 },
       { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / ingKnownM.raw, target: 0.6, met: ingKnown.rate / ingKnownM.raw >= 0.6 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times
