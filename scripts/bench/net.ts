@@ -115,7 +115,7 @@ export function listenForDeliveries(nets: Network[], sentAt: Map<string, number>
  * adds; alone, it does not (docs/scale.md §1 "Fifth round"). `alone` gives
  * that round.
  */
-export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number]; alone: { validated: number[]; raw: number[] } }> {
+export async function propagation(nets: Network[]): Promise<{ validated: number[]; raw: number[]; missing: [number, number]; alone: { validated: number[]; raw: number[]; missing: [number, number] } }> {
   const n = nets.length;
   const sentAt = new Map<string, number>();
   let validated: number[] = [];
@@ -162,7 +162,7 @@ export async function propagation(nets: Network[]): Promise<{ validated: number[
     await sleep(30);
   }
   await settle();
-  return { ...interleaved, alone: { validated, raw } };
+  return { ...interleaved, alone: { validated, raw, missing: [want - validated.length, want - raw.length] } };
 }
 
 /**
@@ -451,7 +451,7 @@ export async function run(): Promise<BenchResult> {
       { traffic: 'raw bytes alone', p50_ms: solo.r.toFixed(2), p99_ms: solo.r99.toFixed(2) },
       { traffic: 'ratio, each kind alone', p50_ms: (solo.v / solo.r).toFixed(2), p99_ms: (solo.v99 / solo.r99).toFixed(2) },
     ]),
-    `    deliveries each kind alone: ${prop.alone.validated.length}/${prop.alone.raw.length}; the target takes the larger of the two ratios (interleaved, a raw cascade waits behind the previous advert's on the one loop)`,
+    `    deliveries each kind alone: ${prop.alone.validated.length}/${prop.alone.raw.length} (missing ${prop.alone.missing.join('/')}); the target takes the larger of the two ratios (interleaved, a raw cascade waits behind the previous advert's on the one loop)`,
     `(2) ingest: ${ing.accepted}/${FLOOD} records accepted in ${ing.elapsedMs.toFixed(0)} ms = ${fmt(ing.rate)} records/s (flooder in its own process; ${verifyThreadsNote}); raw node:crypto verify ${fmt(rawVerify.opsPerSec)}/s, ratio ${(ing.rate / rawVerify.opsPerSec).toFixed(3)}; raw libsodium verify ${fmt(ingM.na)}/s, ratio ${(ing.rate / ingM.na).toFixed(3)}`,
     `    the node's CPU time during that flood ${ing.cpuMs.toFixed(0)} ms: ${fmt(ing.accepted / (ing.cpuMs / 1000))} records per CPU-second (ratio ${(ing.accepted / (ing.cpuMs / 1000) / rawVerify.opsPerSec).toFixed(3)}; not a target: where the rest of the wall time went)`,
     `    the same flood from 100 signers the node already knows (providers republishing): ${fmt(ingKnown.rate)} records/s; raw node:crypto verify ${fmt(ingKnownM.raw)}/s, ratio ${(ingKnown.rate / ingKnownM.raw).toFixed(3)}; raw libsodium verify ${fmt(ingKnownM.na)}/s, ratio ${(ingKnown.rate / ingKnownM.na).toFixed(3)}`,
@@ -465,7 +465,7 @@ export async function run(): Promise<BenchResult> {
     targets: [
       { name: 'honest job p50 during a valid-job flood / without (≤ 3)', ratio: fl.ratio, target: 3, met: fl.ratio <= 3 && fl.completed === FLOOD_HONEST_JOBS },
       // issue #16's goals (docs/scale.md, "The validation cost")
-      { name: 'validated p50 / raw p50 propagation, the larger of interleaved and each kind alone (≤ 1.2)', ratio: Math.max(p50v / p50r, solo.v / solo.r), target: 1.2, met: Math.max(p50v / p50r, solo.v / solo.r) <= 1.2 },
+      { name: 'validated p50 / raw p50 propagation, the larger of interleaved and each kind alone (≤ 1.2)', ratio: Math.max(p50v / p50r, solo.v / solo.r), target: 1.2, met: Math.max(p50v / p50r, solo.v / solo.r) <= 1.2 && [...prop.missing, ...prop.alone.missing].every((m) => m === 0) },
       { name: 'ingest rate, new signers / raw verify rate', ratio, target: 0.6, met: ratio >= 0.6 },
       { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / ingKnownM.raw, target: 0.6, met: ingKnown.rate / ingKnownM.raw >= 0.6 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times

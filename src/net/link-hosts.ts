@@ -27,7 +27,11 @@ export interface GossipInternals {
   onPeerConnected(p: PeerId, c: Connection): void;
   handlePeerReadStreamError(err: unknown, p: PeerId): void;
   getScore(id: string): number;
+  /** Sends one RPC on the peer's outbound gossipsub stream; false when it has none. */
   sendRpc(id: string, rpc: unknown): boolean;
+  /** Peer → the message ids it said it already has (IDONTWANT, gossipsub 1.2); gossipsub's forward skips them. */
+  idontwants: Map<string, Map<string, number>>;
+  msgIdToStrFn(id: Uint8Array): string;
 }
 
 export interface LinkHosts {

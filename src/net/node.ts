@@ -143,7 +143,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
             return TopicValidatorResult.Reject;
           }
           // a record of several markets: its other markets' peers that are not on this topic get it on theirs (shard-copies.ts)
-          if (all.length > 1) sendOnOtherTopics(gsi, msg.data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), peer);
+          if (all.length > 1) sendOnOtherTopics(gsi, msg.data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), from);
         }
         return TopicValidatorResult.Accept;
       }

@@ -10,37 +10,38 @@
  * reached only its first market's nodes by gossip; a node on the second market
  * alone got it by sync, if at all.
  *
- * So the node that publishes or accepts such a record also sends it, once per
- * peer, on the record's other market topics to the peers subscribed to one of
- * them and not to the topic it went out (or came in) on. Those take it on their
- * market's topic, validate it as any message, and pass it on in that market's
- * mesh (and by the same rule to their own neighbours on the record's other
- * markets). A peer on the first topic as well hears it there, from that mesh,
- * so it gets no copy; a relay on every market sends copies only to its
- * neighbours on none of the record's earlier topics. The message id is
- * unchanged (the wire is what it was), and a record goes on no market its
- * workloads do not name (docs/network.md §14 "Placement is checked").
+ * So the node that publishes such a record, or accepts it by gossip (or
+ * passes it on after a sync, heal.ts), also sends it, once per peer, on the
+ * record's other market topics to the peers subscribed to one of them and not
+ * to the topic it went out (or came in) on. Those take it on their market's
+ * topic, validate it as any message, and pass it on in that market's mesh
+ * (and by the same rule to their own neighbours on the record's other
+ * markets). A peer on the topic it came in on hears it there, from that mesh,
+ * so it gets no copy, nor does a peer that said it already has the message
+ * (IDONTWANT); in a network where every node is on every market, nothing
+ * extra is sent. The cost: unlike a mesh forward (about D peers a topic), a
+ * copy goes to every such neighbour, once per record and hop, so it grows
+ * with a node's connections on the record's other markets; a record names at
+ * most 16 markets and each signer's records are rate-limited (flood-limits.ts).
+ * The message id is unchanged (the wire is what it was), and a record goes on
+ * no market its workloads do not name (docs/network.md §14 "Placement is
+ * checked").
  */
-import type { PeerId } from '@libp2p/interface';
+import { sha256 } from '../records/address.js';
+import type { GossipInternals } from './link-hosts.js';
 
-/** The gossipsub internals this needs (the node's one gossipsub; see link-hosts.ts for the rest). */
-export interface ShardCopyHost {
-  /** Peer id string → the topics it announced, inverted: topic → peer id strings. */
-  topics: Map<string, Set<string>>;
-  /** Sends one RPC on the peer's outbound gossipsub stream; false when it has none. */
-  sendRpc(id: string, rpc: unknown): boolean;
-  getScore(id: string): number;
-  opts: { scoreThresholds: { publishThreshold: number } };
-}
+/** The gossipsub internals this needs (the node's one gossipsub). */
+export type ShardCopyHost = Pick<GossipInternals, 'topics' | 'sendRpc' | 'getScore' | 'idontwants' | 'msgIdToStrFn'> & { opts: { scoreThresholds: { publishThreshold: number } } };
 
 /**
  * Send `data` on each topic of `others` to the peers subscribed to it and not
- * to `first`, each peer once, none below the publish threshold and not
- * `source` (the peer it came from). Returns the peers it went to.
+ * to `first`, each peer once, none below the publish threshold, none that
+ * said it has the message, and not `from` (the peer it came from). Returns the
+ * peers it went to.
  */
-export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: string, others: readonly string[], source?: PeerId | string): string[] {
+export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: string, others: readonly string[], from?: string): string[] {
   if (others.length === 0) return [];
-  const from = source === undefined ? undefined : source.toString();
+  let msgId: string | undefined;
   const onFirst = gs.topics.get(first);
   const threshold = gs.opts.scoreThresholds.publishThreshold;
   const sent: string[] = [];
@@ -52,6 +53,8 @@ export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: st
       if (id === from || done.has(id) || onFirst?.has(id) === true) continue;
       done.add(id);
       if (gs.getScore(id) < threshold) continue;
+      const unwanted = gs.idontwants.get(id);
+      if (unwanted !== undefined && unwanted.has((msgId ??= gs.msgIdToStrFn(sha256(data))))) continue;
       // the message as gossipsub's own publish builds it under StrictNoSign: data and topic, nothing else
       const rpc = { subscriptions: [], messages: [{ from: undefined, data, seqno: undefined, topic, signature: undefined, key: undefined }], control: undefined };
       if (gs.sendRpc(id, rpc)) sent.push(id);

@@ -88,8 +88,6 @@ test('an advert of two markets reaches the nodes of either, from its publisher a
   const direct = advert(Ed25519Signer.generate(), { workloads: [W1, W2].sort() });
   await relay.publish('advert', direct.bytes);
   await waitFor(() => [a, b, b2].every((n) => got.get(n)!.includes(direct.address)), 10_000, 'the relay’s advert at every node');
-  await sleep(300);
-  for (const [net, list] of got) assert.equal(list.filter((x) => x === both.address).length, 1, `${net.peerId.toString().slice(-6)} took it once`);
 });
 
 test('a record of two markets whose publisher has no peer on its first market still reaches that market, through the second', async () => {

@@ -6,11 +6,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sendOnOtherTopics, type ShardCopyHost } from '../../../src/net/shard-copies.js';
+import { sha256 } from '../../../src/records/address.js';
 
-function host(topics: Record<string, string[]>, scores: Record<string, number> = {}, noStream: string[] = []): ShardCopyHost & { sent: Array<{ id: string; topic: string }> } {
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+function host(topics: Record<string, string[]>, scores: Record<string, number> = {}, noStream: string[] = [], idontwants: Record<string, string[]> = {}): ShardCopyHost & { sent: Array<{ id: string; topic: string }> } {
   const sent: Array<{ id: string; topic: string }> = [];
   return {
     sent,
+    idontwants: new Map(Object.entries(idontwants).map(([p, ids]) => [p, new Map(ids.map((i) => [i, 0]))])),
+    msgIdToStrFn: hex,
     topics: new Map(Object.entries(topics).map(([t, ps]) => [t, new Set(ps)])),
     sendRpc(id, rpc) {
       if (noStream.includes(id)) return false;
@@ -36,4 +41,10 @@ test('a peer below the publish threshold or without a stream gets none; no other
   assert.deepEqual(sendOnOtherTopics(h, new Uint8Array([1]), 's1', ['s2']), ['ok']);
   assert.deepEqual(sendOnOtherTopics(h, new Uint8Array([1]), 's1', []), []);
   assert.deepEqual(sendOnOtherTopics(h, new Uint8Array([1]), 's1', ['unknown']), []);
+});
+
+test('a peer that said it has the message (IDONTWANT) gets no copy', () => {
+  const data = new Uint8Array([7, 7]);
+  const h = host({ s1: [], s2: ['has', 'other', 'wants'] }, {}, [], { has: [hex(sha256(data))], other: ['something else'] });
+  assert.deepEqual(sendOnOtherTopics(h, data, 's1', ['s2']), ['other', 'wants']);
 });
