@@ -158,7 +158,12 @@ test('a job run from the form shows progress, then a timeline whose links resolv
   await buyer.bringToFront();
   await go(buyer, '#/run', 'Run a job');
   const set = async (name: string, value: string) => {
-    await buyer.$eval(`[name="${name}"]`, (e) => ((e as HTMLInputElement).value = ''));
+    // cleared through an input event, so the form's state is cleared too: a bare DOM write was undone by any
+    // re-render before the first keystroke (the overlays list arriving), and the typing then appended to the default
+    await buyer.$eval(`[name="${name}"]`, (e) => {
+      (e as HTMLInputElement).value = '';
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    });
     await buyer.type(`[name="${name}"]`, value);
   };
   await set('params', '200000');
