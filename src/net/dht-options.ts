@@ -68,7 +68,6 @@ export function connectedOnlyPing(components: KadDHTComponents): PingService {
   } as PingService;
 }
 
-
 /** The kad-dht service factory for createLibp2p's `services.dht`. */
 export function dhtService(o: DhtServiceOptions): (components: KadDHTComponents) => KadDHT {
   const init: KadDHTInit = {

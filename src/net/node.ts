@@ -37,7 +37,7 @@ import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { MAX_LIVE } from './records-protocol.js';
 import { AbusePolicy } from './peer-abuse.js';
-import { ALL_SHARDS, checkOverlay, checkShard, expectedType, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { ALL_SHARDS, checkOverlay, checkShard, expectedType, heldShards, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
 import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
@@ -137,7 +137,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
         // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
         if (shard !== undefined && out.primary) {
-          const all = recordShards(kind, out.primary.record);
+          // the same array the record cache kept when accept() added it (computed once per record)
+          const all = heldShards(kind, out.primary.record);
           if (!all.includes(shard)) {
             metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
             return TopicValidatorResult.Reject;

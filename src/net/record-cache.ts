@@ -14,7 +14,7 @@
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Presence } from '../records/kinds.js';
 import { validityWindow } from '../records/kinds.js';
-import { isSharded, recordShards, type TopicKind } from './topics.js';
+import { heldShards, type TopicKind } from './topics.js';
 
 export interface RecordSource {
   /**
@@ -61,7 +61,7 @@ export class MemoryRecordCache implements RecordSource {
       latest.set(rec.signer, { address: rec.address, seq });
     }
     const w = validityWindow(rec.type, rec.record);
-    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer, shards: isSharded(kind) ? recordShards(kind, rec.record) : [] };
+    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer, shards: heldShards(kind, rec.record) };
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
     if (m.size > this.#maxPerKind) {
