@@ -270,6 +270,15 @@ export class Connectivity {
     this.#arm(0);
   }
 
+  /**
+   * A peer joined: below minPeers, a look-up now (when its backoff allows) rather than at the next idle pass. A
+   * node that only accepts connections has no dial of its own to start the look-ups after.
+   */
+  peerJoined(): void {
+    const count = this.d.host.peerCount();
+    if (this.d.host.discover && count > 0 && count < this.opts.minPeers && !this.#discovering && this.#clock() >= this.#nextDiscoverAt) this.wake();
+  }
+
   #arm(ms: number): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => void this.#run(), ms);

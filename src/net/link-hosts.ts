@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Libp2p } from 'libp2p';
 import type { Connection, PeerId } from '@libp2p/interface';
 import type { GossipSub } from '@libp2p/gossipsub';
+import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ConnectivityHost, DialTarget } from './connectivity.js';
@@ -40,7 +41,7 @@ export interface LinkHosts {
   scores: GossipScoreView;
 }
 
-type Node = Libp2p<{ pubsub: GossipSub }>;
+type Node = Libp2p<{ pubsub: GossipSub; dht?: KadDHT }>;
 
 export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
   const ps = libp2p.services.pubsub as unknown as GossipInternals;
@@ -71,18 +72,14 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
       return conn.remotePeer.toString();
     },
     async discover(max: number, timeoutMs: number) {
-      const out: DialTarget[] = [];
       const signal = AbortSignal.timeout(timeoutMs);
-      try {
-        for await (const p of libp2p.peerRouting.getClosestPeers(new Uint8Array(randomBytes(32)), { signal })) {
-          if (p.id.equals(libp2p.peerId)) continue;
-          out.push({ peerId: p.id.toString(), addrs: p.multiaddrs.map((a) => `${a.toString()}/p2p/${p.id.toString()}`) });
-          if (out.length >= max) break;
-        }
-      } catch {
-        /* a partial answer is still useful */
-      }
-      return out;
+      const key = new Uint8Array(randomBytes(32));
+      const dht = libp2p.services.dht;
+      if (dht) return discoveryCandidates(dht.getClosestPeers(key, { signal }), libp2p.peerId.toString(), max);
+      const walk = async function* (): AsyncIterable<WalkEvent> {
+        for await (const peer of libp2p.peerRouting.getClosestPeers(key, { signal })) yield { name: 'FINAL_PEER', peer };
+      };
+      return discoveryCandidates(walk(), libp2p.peerId.toString(), max);
     },
   };
 
@@ -131,4 +128,44 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
     mesh: () => (ps.mesh instanceof Map ? [...ps.mesh.entries()].filter(([t]) => ours(t)).map(([topic, set]) => ({ topic, peers: set.size })) : []),
   };
   return { connectivity, health, scores };
+}
+
+interface WalkPeer {
+  id: PeerId;
+  multiaddrs: Array<{ toString(): string }>;
+}
+/** The events of a DHT walk this node reads (kad-dht's QueryEvent, narrowed). */
+export type WalkEvent = { name: 'FINAL_PEER'; peer: WalkPeer } | { name: 'PEER_RESPONSE'; closer: WalkPeer[] } | { name: string };
+
+/**
+ * Peers to dial from a walk towards a random key (the connectivity top-up below minPeers): the peers the walk
+ * reached, closest first, then the peers its answers named but the walk did not ask; at most `max`, never `self`.
+ * A walk asks a named peer only when it is nearer the key than the peer that named it, so in a small or sparse
+ * network the named ones are often all there is: in a line p — r — c, r names c to p whatever the key, but the
+ * walk goes on to c for half the keys only. A walk that ends early (timeout, error) still yields what it heard.
+ */
+export async function discoveryCandidates(walk: AsyncIterable<WalkEvent>, self: string, max: number): Promise<DialTarget[]> {
+  const reached = new Map<string, DialTarget>();
+  const named = new Map<string, DialTarget>();
+  const target = (p: WalkPeer): DialTarget => {
+    const id = p.id.toString();
+    return { peerId: id, addrs: p.multiaddrs.map((a) => `${a.toString()}/p2p/${id}`) };
+  };
+  try {
+    for await (const e of walk) {
+      if (e.name === 'FINAL_PEER' && 'peer' in e) {
+        const t = target(e.peer);
+        if (t.peerId !== self) reached.set(t.peerId!, t);
+      } else if (e.name === 'PEER_RESPONSE' && 'closer' in e) {
+        for (const p of e.closer) {
+          const t = target(p);
+          if (t.peerId !== self && t.addrs.length) named.set(t.peerId!, t);
+        }
+      }
+    }
+  } catch {
+    /* a partial answer is still useful */
+  }
+  for (const id of reached.keys()) named.delete(id);
+  return [...reached.values(), ...named.values()].slice(0, max);
 }

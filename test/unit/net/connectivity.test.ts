@@ -7,6 +7,8 @@ import { RefusalLog } from '../../../src/net/refusals.js';
 import { assessNetwork } from '../../../src/node/net-health.js';
 import { seededRandom } from '../../../src/net/faults.js';
 import { silentLogger, type Logger } from '../../../src/util/log.js';
+import { discoveryCandidates, type WalkEvent } from '../../../src/net/link-hosts.js';
+import type { PeerId } from '@libp2p/interface';
 
 const policy = { initialMs: 250, maxMs: 4_000, factor: 2, jitter: 0.25 };
 
@@ -197,4 +199,58 @@ test('a gossip stream error on a connected peer is repaired at once, at most onc
   h.onStreamError('P', true);
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(actions, ['count:stream-error', 'reopen:P', 'count:stream-error', 'reopen:P']);
+});
+
+test('a DHT walk gives the peers it reached, then the peers its answers named; never itself, at most max', async () => {
+  const peer = (id: string, addrs = [`/ip4/127.0.0.1/tcp/1`]) => ({ id: { toString: () => id } as unknown as PeerId, multiaddrs: addrs });
+  async function* walk(): AsyncIterable<WalkEvent> {
+    // the line p — r — c with a key nearer r than c: r names c (and p itself), the walk does not go on to c
+    yield { name: 'PEER_RESPONSE', closer: [peer('c'), peer('p'), peer('noaddr', [])] };
+    yield { name: 'QUERY_PROGRESS' };
+    yield { name: 'FINAL_PEER', peer: peer('r') };
+  }
+  assert.deepEqual(await discoveryCandidates(walk(), 'p', 8), [
+    { peerId: 'r', addrs: ['/ip4/127.0.0.1/tcp/1/p2p/r'] },
+    { peerId: 'c', addrs: ['/ip4/127.0.0.1/tcp/1/p2p/c'] },
+  ]);
+  assert.deepEqual((await discoveryCandidates(walk(), 'p', 1)).map((t) => t.peerId), ['r'], 'reached first, cut at max');
+  // a peer both named and reached is listed once, as reached; a walk that fails part-way keeps what it heard
+  async function* broken(): AsyncIterable<WalkEvent> {
+    yield { name: 'FINAL_PEER', peer: peer('c') };
+    yield { name: 'PEER_RESPONSE', closer: [peer('c'), peer('d')] };
+    throw new Error('aborted');
+  }
+  assert.deepEqual((await discoveryCandidates(broken(), 'p', 8)).map((t) => t.peerId), ['c', 'd']);
+});
+
+test('a peer joining below minPeers starts a look-up at once, within the look-up backoff; at minPeers it does not', async () => {
+  let now = 0;
+  const host = new FakeHost();
+  let asked = 0;
+  host.discover = async () => {
+    asked++;
+    return [];
+  };
+  const c = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 2, idleTickMs: 60_000, tickMs: 60_000 } });
+  c.start();
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+  await settle();
+  assert.equal(asked, 0, 'no peer: nobody to ask');
+  host.conns.add('A'); // an inbound connection, identified
+  c.peerJoined();
+  await settle();
+  assert.equal(asked, 1, 'asked at once, not at the next idle pass');
+  c.peerJoined();
+  await settle();
+  assert.equal(asked, 1, 'the failed look-up backs off: no second one at the same instant');
+  now += CONNECTIVITY_DEFAULTS.discoverEveryMs;
+  host.conns.add('B');
+  c.peerJoined();
+  await settle();
+  assert.equal(asked, 1, 'at minPeers: no look-up');
+  host.conns.delete('B');
+  c.peerJoined();
+  await settle();
+  assert.equal(asked, 2, 'below again, past the backoff: asked');
+  c.stop();
 });
