@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/net/topics.js';
 import { presenceInterval } from '../../src/matching/presence-rate.js';
+import { advertInterval } from '../../src/matching/advert-rate.js';
 
 export interface ModelParams {
   /** Buyers per provider (the sim: 1/3). */
@@ -33,6 +34,12 @@ export interface ModelParams {
    * fixed `presenceEverySec` whatever the size (before the adaptive interval). Markets = 1 / marketShare.
    */
   presenceTargetPerMarket: number;
+  /**
+   * Adverts a second per market once a market is large (the daemon's `provider.advertTargetPerMarket`,
+   * src/matching/advert-rate.ts): each provider republishes every max(advertEverySec, providers in its market /
+   * target) s, its lifetime capped at an hour. Infinity: the fixed interval (before the sixth round).
+   */
+  advertTargetPerMarket: number;
   /** Jobs per buyer per second. */
   jobsPerBuyerPerSec: number;
   /** Share of providers that offer on a job (the sim's mix: ~0.25). */
@@ -75,6 +82,7 @@ export const MEASURED: ModelParams = {
   advertEverySec: 300,
   presenceEverySec: 5,
   presenceTargetPerMarket: Infinity,
+  advertTargetPerMarket: Infinity,
   jobsPerBuyerPerSec: 1 / 30,
   offerShare: 0.25,
   offerCarriesAdvert: true,
@@ -105,7 +113,13 @@ export interface Projection {
 export function rates(providers: number, p: ModelParams): Record<'advert' | 'presence' | 'job' | 'offer', number> {
   const buyers = providers * p.buyersPerProvider;
   const jobs = buyers * p.jobsPerBuyerPerSec;
-  return { advert: providers / p.advertEverySec, presence: presenceRate(providers, p), job: jobs, offer: jobs * providers * p.offerShare };
+  return { advert: advertRate(providers, p), presence: presenceRate(providers, p), job: jobs, offer: jobs * providers * p.offerShare };
+}
+
+/** Adverts a second over the whole network: each provider one per interval of its largest market (advert-rate.ts). */
+export function advertRate(providers: number, p: ModelParams): number {
+  if (!Number.isFinite(p.advertTargetPerMarket)) return providers / p.advertEverySec;
+  return (providers * 1000) / advertInterval(providers * providerShare(p), 2 * p.advertEverySec * 1000, p.advertTargetPerMarket).everyMs;
 }
 
 /** The share of the network's providers (their adverts and presence) one market holds. */
@@ -274,7 +288,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json]
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs]
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : undefined;
@@ -288,6 +302,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const ab = flag('ab');
     p = calibrate(JSON.parse(readFileSync(calFile, 'utf8')) as RunFile, basePct !== undefined ? { basePct } : {}, ab ? (JSON.parse(readFileSync(ab, 'utf8')) as RunFile) : undefined);
     console.log(`calibrated on ${calFile}${ab ? ` and ${ab}` : ''}: copies ${p.copies.toFixed(2)}, control ${p.controlPerMsg.toFixed(0)} B/msg, base ${p.basePct.toFixed(2)} %, per copy ${p.perCopyUs.toFixed(0)} µs, per connection opened ${(p.perOpenUs / 1000).toFixed(1)} ms at ${p.opensPerNodeMin.toFixed(1)} opened per node·min, validate ${p.validateUs} µs`);
+  }
+  // the per-copy cost measured directly (`npm run bench -- copies`) instead of fitted from the run's CPU
+  const perCopy = flag('per-copy');
+  if (perCopy !== undefined) {
+    p = { ...p, perCopyUs: Number(perCopy) };
+    console.log(`per copy set to ${p.perCopyUs} µs (measured by bench copies)`);
   }
   if (valFile) {
     const run = JSON.parse(readFileSync(valFile, 'utf8')) as RunFile;
@@ -324,4 +344,18 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const m = Number(process.env.MODEL_MARKETS_PER_PROVIDER ?? 2);
   console.log(`\n## the same, each provider in ${m} markets (its advert and presence on each: docs/network.md §14)\n`);
   console.log(table({ ...adaptive, marketsPerProvider: m }));
+  const at = Number(process.env.MODEL_ADVERT_TARGET ?? 1);
+  const adverts: ModelParams = { ...adaptive, advertTargetPerMarket: at };
+  console.log(`\n## implemented (sixth round): adverts adaptive too, every max(${p.advertEverySec} s, providers in the market / ${at} per s), lifetime 2 × (≤ 1 h)\n`);
+  for (const n of SCALES) {
+    for (const mm of [1, m]) {
+      const q = { ...adverts, marketsPerProvider: mm };
+      const perMarket = n * providerShare(q);
+      console.log(`- ${n.toLocaleString('en')} providers, ${mm} market(s) each: ${perMarket.toFixed(0)} in a market, advert every ${(advertInterval(perMarket, 2 * p.advertEverySec * 1000, at).everyMs / 1000).toFixed(0)} s, ${(advertRate(n, q) * providerShare(q)).toFixed(2)} adverts/s per market`);
+    }
+  }
+  console.log('');
+  console.log(table(adverts));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...adverts, marketsPerProvider: m }));
 }

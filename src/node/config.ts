@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
+import { ADVERT_TARGET_PER_MARKET } from '../matching/advert-rate.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
@@ -147,6 +148,8 @@ export const configSchema = z
         tier: z.enum(TIERS).default('community'),
         region: z.string().regex(REGION_RE).optional(),
         advertLifetimeMs: z.number().int().min(10_000).max(24 * 3600_000).default(600_000),
+        /** Adverts a second its largest market should carry at most; past it the advert lives longer (docs/scale.md §3; 0: never adapt). */
+        advertTargetPerMarket: z.number().min(0).max(1000).default(ADVERT_TARGET_PER_MARKET),
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
         slots: z.number().int().positive().default(1),
         /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */

@@ -37,10 +37,18 @@ export function presenceHook(advertOf: AdvertLookup, clock: Clock): SemanticHook
   };
 }
 
+/** The providers this node's presence view holds in the largest of its workloads' markets (itself included, once its first record is in). */
+export function liveInMarket(o: OverlayNode, workloads: string[]): () => number {
+  const shards = shardsOf(workloads);
+  return () => {
+    o.presence.prune(o.clock());
+    return o.presence.heldIn(shards);
+  };
+}
+
 /** The provider's presence: its configured workloads, slots less running jobs; its own records go into its own view too. */
 export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed25519Signer): PresencePublisher {
   const opts = presenceOptions({ windowMs: pc.presenceWindowMs, everyMs: pc.presenceEveryMs, targetPerMarket: pc.presenceTargetPerMarket });
-  const shards = shardsOf(Object.keys(pc.workloads));
   if (opts.everyMs >= opts.windowMs) {
     throw new C0Error('CONFIG_INVALID', `provider.presenceEveryMs (${opts.everyMs}) must be shorter than provider.presenceWindowMs (${opts.windowMs})`, { field: 'provider.presenceEveryMs' });
   }
@@ -54,11 +62,7 @@ export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed2
         o.presence.add(env, o.clock());
         await o.net.publish('presence', env.bytes);
       },
-      // the providers its view holds in its largest market (itself included, once its first record is in)
-      liveInMarket: () => {
-        o.presence.prune(o.clock());
-        return o.presence.heldIn(shards);
-      },
+      liveInMarket: liveInMarket(o, Object.keys(pc.workloads)),
     },
     opts,
   );

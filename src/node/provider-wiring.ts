@@ -20,7 +20,7 @@ import { didFromPeerId } from './peer-id.js';
 import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js';
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
-import { providerPresence } from './presence-wiring.js';
+import { liveInMarket, providerPresence } from './presence-wiring.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
@@ -71,6 +71,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     signer: identity.signer,
     did: o.did,
     config: pc,
+    // in a large market the advert lives longer (src/matching/advert-rate.ts)
+    liveInMarket: liveInMarket(o, Object.keys(pc.workloads)),
     // Running exec process groups, ended on the next start after a crash (docs/node.md).
     processes: new ProcessRegistry(join(o.d.dataDir, 'exec-groups', encodeURIComponent(o.name))),
     execHost: { signer: identity.signer, did: o.did, net: o.net, dir: join(o.d.dataDir, 'train') },

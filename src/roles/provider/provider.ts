@@ -22,6 +22,7 @@ import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
+import { advertInterval, ADVERT_TARGET_PER_MARKET, type AdvertInterval } from '../../matching/advert-rate.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -56,6 +57,8 @@ export interface ProviderDeps {
   onSlotsChanged?: () => void;
   /** A pool member (docs/pools.md): the advert and receipts are the pool's, work runs through the pool. */
   pool?: ProviderPoolHooks;
+  /** Live providers this node sees in its largest market (itself included): in a large one the advert lives longer (advert-rate.ts). */
+  liveInMarket?: () => number;
   /** The node, for builtins that join other nodes (builtin.train-member). */
   execHost?: ExecHost;
 }
@@ -152,10 +155,11 @@ export class Provider {
     const seq = Math.max((await this.d.state.loadSeq()) + 1, now);
     await this.d.state.saveSeq(seq);
     const workloads = Object.keys(cfg.workloads).sort();
+    const interval = this.advertInterval();
     const advert: Advert = {
       seq,
       issuedAt: now,
-      expiresAt: now + cfg.advertLifetimeMs,
+      expiresAt: now + interval.lifetimeMs,
       workloads,
       tier: cfg.tier,
       ...(cfg.region ? { region: cfg.region } : {}),
@@ -166,16 +170,22 @@ export class Provider {
     const env = seal(T.advert, this.d.pool ? this.d.pool.advert(advert) : advert, this.d.signer);
     this.#advert = env;
     const reached = await this.d.publish('advert', env);
-    this.d.log.info({ advert: env.address, seq, workloads, reached }, 'advert published');
+    this.d.log.info({ advert: env.address, seq, workloads, reached, lifetimeMs: interval.lifetimeMs }, 'advert published');
     if (!this.#stopped) {
       if (this.#timer) clearTimeout(this.#timer);
       // Republish at half the lifetime so peers never see it lapse; sooner while nobody heard it.
-      const next = reached === 0 ? retryMs : Math.floor(cfg.advertLifetimeMs / 2);
+      const next = reached === 0 ? retryMs : interval.everyMs;
       const nextRetry = reached === 0 ? Math.min(retryMs * 2, 15_000) : 250;
       this.#timer = setTimeout(() => void this.publishAdvert(nextRetry).catch((e) => this.d.log.error({ err: e }, 'advert republish failed')), next);
       this.#timer.unref();
     }
     return env;
+  }
+
+  /** The advert's lifetime and republish interval in the market as this node sees it now (advert-rate.ts). */
+  advertInterval(): AdvertInterval {
+    const cfg = this.d.config;
+    return advertInterval(this.d.liveInMarket?.() ?? 0, cfg.advertLifetimeMs, cfg.advertTargetPerMarket ?? ADVERT_TARGET_PER_MARKET);
   }
 
   /**

@@ -33,7 +33,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number } = {}) {
   const signer = Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -85,6 +85,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
       receipts.push(r);
     },
     onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
+    ...(opts.liveInMarket ? { liveInMarket: opts.liveInMarket } : {}),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -170,6 +171,23 @@ describe('Provider: advert', () => {
     assert.equal(a.record.issuedAt, NOW);
     assert.equal(a.record.expiresAt, NOW + s.config.advertLifetimeMs);
     assert.equal(s.provider.advert?.address, a.address);
+  });
+
+  test('in a large market the advert lives longer and is republished less often (advert-rate.ts); a small one keeps the configured lifetime', async (t) => {
+    let live = 40;
+    const s = setup({ liveInMarket: () => live });
+    const small = await s.provider.publishAdvert();
+    assert.equal(small.record.expiresAt - small.record.issuedAt, s.config.advertLifetimeMs, 'a small market: as configured');
+    live = 1_250; // 10k providers over 16 markets, half of them in two
+    const delays: number[] = [];
+    t.mock.method(globalThis, 'setTimeout', (fn: () => void, ms: number) => {
+      delays.push(ms);
+      return { unref() {}, ref() {}, hasRef: () => false, refresh() {}, [Symbol.toPrimitive]: () => 0 } as unknown as NodeJS.Timeout;
+    });
+    const large = await s.provider.publishAdvert();
+    assert.equal(large.record.expiresAt - large.record.issuedAt, 2_500_000, 'lifetime 2 × 1,250 s: the market carries one advert a second');
+    assert.deepEqual(delays, [1_250_000], 'republished at half the lifetime');
+    await s.provider.stop();
   });
 
   test('the seq is persisted and increases with every advert, also across a restart with a stored seq', async () => {

@@ -1,0 +1,202 @@
+/**
+ * `npm run bench -- copies` (issue #16; docs/scale.md §3 "Sixth round"): what one gossip copy costs a node — a
+ * message in or out, transport (TCP, Noise, yamux) and gossipsub — measured directly, for the model's per-copy term.
+ *
+ * The hundred-node run can only fit that cost: its CPU beyond the base and validation, divided by the copies, carries
+ * everything else a busy node does too (connection churn, syncs, a starved loop), and the fits ranged 161–398 µs, which
+ * is the whole difference between within and over the 5 % budget at 10k providers. Here nothing else happens.
+ *
+ * N nodes, one process each (process.cpuUsage is one node's CPU), built as the sim builds them (createNetwork), in a
+ * full mesh on 127.0.0.1, all subscribed to one raw topic (no topic validator: validation is the model's other term,
+ * measured in `bench net`). Each node publishes fresh random messages of a record's size on it, rate/N a second, with
+ * jitter. Per node and window: CPU, messages in and out (gossipsub's RPC hook, as the sim counts them) and first
+ * copies. The window at rate 0 is the base; at each rate, per copy = (CPU − base) / (copies in + out).
+ *
+ * Options (as --name=value): --nodes (8) --rates (25,50,100: messages a second, network-wide) --bytes (400)
+ * --warmMs (5000) --windowMs (15000) --prof=DIR (a CPU profile of each node's window at each rate, written to DIR;
+ * summarise with `node dist/scripts/sim/prof.js DIR`).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import '../../src/polyfill.js';
+import { Ed25519Signer } from '../../src/records/ed25519.js';
+import { createNetwork, type Network } from '../../src/net/node.js';
+import { table, type BenchResult } from './lib.js';
+
+const TOPIC = '/c0mpute/bench/copies';
+
+interface Window {
+  cpuMs: number;
+  ms: number;
+  inMsgs: number;
+  outMsgs: number;
+  firsts: number;
+  published: number;
+}
+
+type ToChild = { t: 'dial'; addrs: string[] } | { t: 'ready?' } | { t: 'window'; rate: number; ms: number } | { t: 'exit' };
+type FromChild = { t: 'up'; addr: string } | { t: 'ready'; peers: number; mesh: number } | { t: 'window'; w: Window };
+
+function arg(name: string, def: string): string {
+  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3) : def;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------- one node (child process) ----------
+
+async function child(): Promise<void> {
+  const bytes = Number(arg('bytes', '400'));
+  const nodes = Number(arg('nodes', '8'));
+  const prof = arg('prof', '') || undefined;
+  const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [] });
+  await net.start();
+  const ps = net.libp2p.services.pubsub;
+  ps.subscribe(TOPIC);
+  const count = { inMsgs: 0, outMsgs: 0, firsts: 0, published: 0 };
+  // gossipsub calls metrics.onRpcRecv/onRpcSent(rpc, bytes) (as scripts/sim/worker.ts counts traffic); the rest is a no-op
+  type Rpc = { messages?: Array<{ topic?: string }> };
+  const on = (rpc: Rpc, key: 'inMsgs' | 'outMsgs') => {
+    for (const m of rpc.messages ?? []) if (m.topic === TOPIC) count[key]++;
+  };
+  const noop: unknown = new Proxy(function () {}, {
+    get: (_t, p) => (p === 'then' ? undefined : p === 'onRpcRecv' ? (rpc: Rpc) => on(rpc, 'inMsgs') : p === 'onRpcSent' ? (rpc: Rpc) => on(rpc, 'outMsgs') : noop),
+    apply: () => noop,
+  });
+  (ps as unknown as { metrics: unknown }).metrics = noop;
+  ps.addEventListener('message', (e) => void (e.detail.topic === TOPIC && count.firsts++));
+  const send = (m: FromChild) => process.send!(m);
+  let dialled: string[] = [];
+  send({ t: 'up', addr: net.addrs()[0]! });
+  process.on('message', (m: ToChild) => {
+    void (async () => {
+      if (m.t === 'dial') {
+        dialled = m.addrs;
+        for (const a of m.addrs) await net.dial(a).catch(() => undefined);
+      } else if (m.t === 'ready?') {
+        // a dial lost to a simultaneous one from the other side, or a connection pruned while the mesh formed: again
+        const have = new Set(net.libp2p.getConnections().map((c) => c.remotePeer.toString()));
+        for (const a of dialled) if (!have.has(a.slice(a.lastIndexOf('/') + 1))) void net.dial(a).catch(() => undefined);
+        send({ t: 'ready', peers: ps.getSubscribers(TOPIC).length, mesh: (ps as unknown as { mesh: Map<string, Set<string>> }).mesh.get(TOPIC)?.size ?? 0 });
+      } else if (m.t === 'window') {
+        const perNodeHz = m.rate / nodes;
+        const end = Date.now() + m.ms;
+        for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
+        const session = prof && perNodeHz > 0 ? new Session() : undefined;
+        if (session) {
+          session.connect();
+          await session.post('Profiler.enable');
+          await session.post('Profiler.setSamplingInterval', { interval: 500 });
+          await session.post('Profiler.start');
+        }
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        if (perNodeHz > 0) {
+          // exponential gaps (a Poisson stream), so the nodes' publications do not fall into step
+          while (Date.now() < end) {
+            await sleep(Math.min(end - Date.now(), (-Math.log(1 - Math.random()) * 1000) / perNodeHz));
+            if (Date.now() >= end) break;
+            await ps.publish(TOPIC, randomBytes(bytes)).catch(() => undefined);
+            count.published++;
+          }
+        } else await sleep(m.ms);
+        const cpu = process.cpuUsage(cpu0);
+        if (session) {
+          const { profile } = await session.post('Profiler.stop');
+          writeFileSync(join(prof!, `copies-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+          session.disconnect();
+        }
+        send({ t: 'window', w: { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count } });
+      } else if (m.t === 'exit') {
+        await net.stop();
+        process.exit(0);
+      }
+    })();
+  });
+}
+
+// ---------- the bench (parent) ----------
+
+function ask<T extends FromChild['t']>(c: ChildProcess, msg: ToChild, want: T): Promise<Extract<FromChild, { t: T }>> {
+  return new Promise((resolve) => {
+    const on = (m: FromChild) => {
+      if (m.t !== want) return;
+      c.off('message', on);
+      resolve(m as Extract<FromChild, { t: T }>);
+    };
+    c.on('message', on);
+    c.send(msg);
+  });
+}
+
+export async function run(): Promise<BenchResult> {
+  const nodes = Number(arg('nodes', '8'));
+  const rates = arg('rates', '25,50,100').split(',').map(Number);
+  const bytes = Number(arg('bytes', '400'));
+  const warmMs = Number(arg('warmMs', '5000'));
+  const windowMs = Number(arg('windowMs', '15000'));
+  const kids: ChildProcess[] = [];
+  const addrs: string[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const prof = arg('prof', '');
+    const c = fork(fileURLToPath(import.meta.url), ['--copies-child', `--bytes=${bytes}`, `--nodes=${nodes}`, ...(prof ? [`--prof=${prof}`] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    kids.push(c);
+    addrs.push(await new Promise<string>((resolve) => c.once('message', (m: FromChild) => m.t === 'up' && resolve(m.addr))));
+  }
+  try {
+    for (let i = 1; i < nodes; i++) kids[i]!.send({ t: 'dial', addrs: addrs.slice(0, i) } satisfies ToChild);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const st = await Promise.all(kids.map((c) => ask(c, { t: 'ready?' }, 'ready')));
+      if (st.every((s) => s.peers === nodes - 1 && s.mesh >= Math.min(nodes - 1, 4))) break;
+      if (Date.now() > deadline) throw new Error(`copies bench: the mesh did not form (${st.map((s) => `${s.peers}/${s.mesh}`).join(' ')})`);
+      await sleep(250);
+    }
+    const windowAll = (rate: number, ms: number) => Promise.all(kids.map((c) => ask(c, { t: 'window', rate, ms }, 'window').then((m) => m.w)));
+    // warm: every path's code optimised before any window counts
+    await windowAll(Math.max(...rates), warmMs);
+    const sum = (ws: Window[], k: keyof Window) => ws.reduce((a, w) => a + w[k], 0);
+    const base = await windowAll(0, windowMs);
+    const baseUsPerSec = (sum(base, 'cpuMs') * 1000) / (sum(base, 'ms') / 1000);
+    const rows: Array<Record<string, string>> = [];
+    const perCopy: number[] = [];
+    for (const rate of rates) {
+      const ws = await windowAll(rate, windowMs);
+      const secs = sum(ws, 'ms') / 1000; // node-seconds
+      const usPerSec = (sum(ws, 'cpuMs') * 1000) / secs;
+      const copies = (sum(ws, 'inMsgs') + sum(ws, 'outMsgs')) / secs;
+      const firsts = sum(ws, 'firsts') / secs;
+      const pc = (usPerSec - baseUsPerSec) / copies;
+      perCopy.push(pc);
+      rows.push({
+        'rate (msg/s)': String(rate),
+        'CPU % per node': (usPerSec / 1e4).toFixed(3),
+        'firsts/s': firsts.toFixed(1),
+        'in/s': (sum(ws, 'inMsgs') / secs).toFixed(1),
+        'out/s': (sum(ws, 'outMsgs') / secs).toFixed(1),
+        'copies in per first': (sum(ws, 'inMsgs') / Math.max(1, sum(ws, 'firsts'))).toFixed(2),
+        'per copy (µs)': pc.toFixed(1),
+        'per first (µs)': ((usPerSec - baseUsPerSec) / Math.max(1e-9, firsts)).toFixed(0),
+      });
+    }
+    const med = [...perCopy].sort((a, b) => a - b)[Math.floor(perCopy.length / 2)]!;
+    const report = [
+      `gossip copies: ${nodes} nodes, one process each, full mesh on 127.0.0.1, ${bytes} B raw messages (no validation), warm-up ${warmMs} ms, windows ${windowMs} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+      `base (no traffic): ${(baseUsPerSec / 1e4).toFixed(3)} % of a core per node`,
+      table(rows),
+      `per copy (in or out, transport and gossipsub, first-copy delivery included): median ${med.toFixed(1)} µs — the model's perCopyUs (node dist/scripts/sim/model.js run.json --per-copy ${med.toFixed(0)})`,
+    ].join('\n');
+    return { report, targets: [] };
+  } finally {
+    for (const c of kids) c.send({ t: 'exit' } satisfies ToChild);
+    await Promise.all(kids.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+  }
+}
+
+if (process.argv.includes('--copies-child')) await child();
