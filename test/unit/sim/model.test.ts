@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { calibrate, predict, presenceRate, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
+import { advertRate, calibrate, predict, presenceRate, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
 
 const BASE = 0.2;
 const PER_COPY = 300; // µs
@@ -56,4 +56,13 @@ test('presence adaptive in the model: the daemon’s function per market (fixed 
   assert.ok(Math.abs(presenceRate(10_000, p) - 16 * 5) < 1e-9, '625 per market: 5 records/s in each of 16');
   assert.ok(Math.abs(presenceRate(1_000_000, p) - 1_000_000 / 200) < 1e-9, 'the 600 s window cap: every 200 s');
   assert.equal(presenceRate(10_000, { ...p, presenceTargetPerMarket: Infinity }), 10_000 / 15);
+});
+
+test('adverts adaptive in the model: the daemon’s function per market (every 300 s in small markets, the target rate in large ones, the 1 h cap)', () => {
+  const p = { ...MEASURED, marketShare: 1 / 16, advertTargetPerMarket: 1 };
+  assert.equal(advertRate(1_000, p), 1_000 / 300, '63 per market: every 300 s as before');
+  assert.ok(Math.abs(advertRate(10_000, p) - 16) < 1e-9, '625 per market: one advert a second in each of 16');
+  assert.ok(Math.abs(advertRate(10_000, { ...p, marketsPerProvider: 2 }) - 8) < 1e-9, '1,250 per market, each provider in two: still one a second per market');
+  assert.ok(Math.abs(advertRate(1_000_000, p) - 1_000_000 / 1_800) < 1e-9, 'the 1 h lifetime cap: every 30 min');
+  assert.equal(advertRate(10_000, { ...p, advertTargetPerMarket: Infinity }), 10_000 / 300);
 });
