@@ -270,15 +270,6 @@ export class Connectivity {
     this.#arm(0);
   }
 
-  /**
-   * A peer joined: below minPeers, a look-up now (when its backoff allows) rather than at the next idle pass. A
-   * node that only accepts connections has no dial of its own to start the look-ups after.
-   */
-  peerJoined(): void {
-    const count = this.d.host.peerCount();
-    if (this.d.host.discover && count > 0 && count < this.opts.minPeers && !this.#discovering && this.#clock() >= this.#nextDiscoverAt) this.wake();
-  }
-
   #arm(ms: number): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => void this.#run(), ms);
@@ -373,7 +364,9 @@ export class Connectivity {
         if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${p.peerId}`)) }, 'remembered'));
       }
       const count = this.d.host.peerCount();
-      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
+      // The DHT only once the node's own targets are not being dialled: a node starting with three bootstrap peers
+      // would otherwise look up (and dial) more while the first handshake completes, and keep them all.
+      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt && dials.length === 0 && this.#inflight.size === 0) {
         dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
       }
       await Promise.all(dials);

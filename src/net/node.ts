@@ -156,10 +156,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const records = new RecordsSync({ direct, pipeline, metrics, log, joined, shards, syncKinds, syncLimit, accept, source, clock });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
-    if (protocols.includes(PROTOCOLS.records)) {
-      connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
-      connectivity.peerJoined();
-    }
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
     records.onIdentify(peerId, protocols);
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {

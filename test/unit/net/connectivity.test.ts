@@ -223,7 +223,7 @@ test('a DHT walk gives the peers it reached, then the peers its answers named; n
   assert.deepEqual((await discoveryCandidates(broken(), 'p', 8)).map((t) => t.peerId), ['c', 'd']);
 });
 
-test('a peer joining below minPeers starts a look-up at once, within the look-up backoff; at minPeers it does not', async () => {
+test('no look-up while the node’s own targets are being dialled: a starting node connects its bootstrap peers first', async () => {
   let now = 0;
   const host = new FakeHost();
   let asked = 0;
@@ -231,26 +231,29 @@ test('a peer joining below minPeers starts a look-up at once, within the look-up
     asked++;
     return [];
   };
-  const c = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 2, idleTickMs: 60_000, tickMs: 60_000 } });
-  c.start();
-  const settle = () => new Promise((r) => setTimeout(r, 20));
-  await settle();
-  assert.equal(asked, 0, 'no peer: nobody to ask');
-  host.conns.add('A'); // an inbound connection, identified
-  c.peerJoined();
-  await settle();
-  assert.equal(asked, 1, 'asked at once, not at the next idle pass');
-  c.peerJoined();
-  await settle();
-  assert.equal(asked, 1, 'the failed look-up backs off: no second one at the same instant');
-  now += CONNECTIVITY_DEFAULTS.discoverEveryMs;
-  host.conns.add('B');
-  c.peerJoined();
-  await settle();
-  assert.equal(asked, 1, 'at minPeers: no look-up');
-  host.conns.delete('B');
-  c.peerJoined();
-  await settle();
-  assert.equal(asked, 2, 'below again, past the backoff: asked');
-  c.stop();
+  let release: () => void = () => {};
+  const slow = new Promise<void>((r) => (release = r));
+  host.up.add('B');
+  host.up.add('C');
+  host.dial = async (t: DialTarget) => {
+    const id = t.peerId ?? '?';
+    if (id === 'C') await slow; // the second bootstrap peer's handshake is still running
+    host.conns.add(id);
+    return id;
+  };
+  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B', '/ip4/127.0.0.1/tcp/2/p2p/C'], clock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 3 } });
+  c.schedule.disconnected('B', now, true);
+  c.schedule.disconnected('C', now, true);
+  const first = c.tick(); // dials B and C
+  await new Promise((r) => setImmediate(r));
+  assert.ok(host.isConnected('B') && !host.isConnected('C'));
+  // B connected: one peer of three, but C is still being dialled
+  now += 10;
+  await c.tick();
+  assert.equal(asked, 0, 'no look-up while C is in flight');
+  release();
+  await first;
+  now += 10;
+  await c.tick();
+  assert.equal(asked, 1, 'both connected, nothing in flight, two peers of three: now the DHT');
 });
