@@ -5,6 +5,9 @@
  * republishing adverts and presence, buyers publishing jobs and collecting
  * offers, witnesses relaying), 10 %/min churn and a one-minute partition that
  * heals; prints the figures. `runSim` serves the CI-sized test too.
+ *
+ * Other knobs (each `--name value`, defaults in plan.ts): --markets --resyncMs --presenceEveryMs --jobEveryMs
+ * --partitionMs --partitionAtMs --churnPerMin --advertLifetimeMs --downMs --meshDegree (gossipsub's D, default 6).
  */
 import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -98,7 +101,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const duration = arg('duration');
   if (nodes) o.nodes = nodes;
   if (duration) o.durationMs = duration * 1000;
-  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs'] as const) {
+  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree'] as const) {
     const v = arg(k);
     if (v !== undefined) o[k] = v;
   }

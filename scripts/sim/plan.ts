@@ -51,6 +51,8 @@ export interface SimOptions {
   markets: number;
   /** The daemon's anti-entropy: each node syncs live adverts from one random peer this often, ms (default 30 000, `network.resyncMs`; 0: never). */
   resyncMs: number;
+  /** gossipsub's mesh degree D (default 6, gossipsub's; the others in proportion: meshDegrees in src/net/libp2p-host.ts). */
+  meshDegree: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -76,6 +78,7 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     warmupMs: o.warmupMs ?? 8_000,
     markets: o.markets ?? 1,
     resyncMs: o.resyncMs ?? 30_000,
+    meshDegree: o.meshDegree ?? 6,
   };
 }
 

@@ -17,6 +17,7 @@ import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presence } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
+import { meshDegrees } from '../../src/net/libp2p-host.js';
 import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
@@ -186,6 +187,7 @@ async function main(): Promise<void> {
       bootstrap: node.peers.map(addrOf),
       // offers go to the buyer over /c0mpute/offer/1, not on gossip; markets: the topic shards of its workloads (docs/network.md §13, §14)
       topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
+      ...(o.meshDegree !== 6 ? { gossip: meshDegrees(o.meshDegree) } : {}),
       ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {
         const j = peerIndex.get(p);

@@ -43,6 +43,18 @@ export const GOSSIP_BASE = {
 } as const;
 
 /**
+ * gossipsub's mesh degrees for a target degree D (docs/scale.md §3 "Sixth round"), kept in gossipsub's own
+ * proportions at its default D = 6 (Dlo 4, Dhi 12, Dscore 4, Dout 2): Dlo = ⌈2D/3⌉, Dhi = 2D, Dscore = Dlo,
+ * Dout = min(2, Dlo − 1, ⌊D/2⌋) (gossipsub requires Dout < Dlo and Dout ≤ D/2). Each message reaches a node about
+ * once from each mesh peer, so D sets the copies a node takes and sends per record.
+ */
+export function meshDegrees(D: number): { D: number; Dlo: number; Dhi: number; Dscore: number; Dout: number } {
+  if (!Number.isInteger(D) || D < 3 || D > 12) throw new RangeError(`mesh degree ${D}: a whole number from 3 to 12`);
+  const Dlo = Math.ceil((2 * D) / 3);
+  return { D, Dlo, Dhi: 2 * D, Dscore: Dlo, Dout: Math.min(2, Dlo - 1, Math.floor(D / 2)) };
+}
+
+/**
  * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
  * 10 s and aborts it on one failed ping, and a ping that overlaps the previous one fails at once (one outbound ping
  * stream per connection). Under a few seconds of event-loop lag that dropped healthy connections, and the reconnects
