@@ -22,7 +22,7 @@ import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
-import { advertInterval, ADVERT_TARGET_PER_MARKET, type AdvertInterval } from '../../matching/advert-rate.js';
+import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -184,8 +184,7 @@ export class Provider {
 
   /** The advert's lifetime and republish interval in the market as this node sees it now (advert-rate.ts). */
   advertInterval(): AdvertInterval {
-    const cfg = this.d.config;
-    return advertInterval(this.d.liveInMarket?.() ?? 0, cfg.advertLifetimeMs, cfg.advertTargetPerMarket ?? ADVERT_TARGET_PER_MARKET);
+    return advertInterval(this.d.liveInMarket?.() ?? 0, this.d.config.advertLifetimeMs, this.d.config.advertTargetPerMarket);
   }
 
   /**
