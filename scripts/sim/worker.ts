@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presence } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { meshDegrees } from '../../src/net/libp2p-host.js';
+import { onGossipRpc } from './rpc-hook.js';
 import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
@@ -71,15 +72,10 @@ export interface WorkerResult {
 
 const now = () => performance.timeOrigin + performance.now();
 
-type GossipMetricsHook = { metrics: unknown };
-interface Rpc {
-  messages?: Array<{ topic?: string; data?: Uint8Array }>;
-}
-
-/** gossipsub calls `metrics.onRpcRecv/onRpcSent(rpc, bytes)`; everything else it calls on metrics is a no-op here. */
+/** Messages and bytes in and out by kind (control: the rest of each RPC), from gossipsub's RPC hook. */
 function countTraffic(net: Network, traffic: Traffic): void {
   const slot = (k: string) => (traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
-  const account = (rpc: Rpc, bytes: number, dir: 'in' | 'out') => {
+  onGossipRpc(net, (rpc, bytes, dir) => {
     let used = 0;
     for (const m of rpc.messages ?? []) {
       const kind = (m.topic && parseTopic(m.topic)?.kind) || 'other';
@@ -97,12 +93,7 @@ function countTraffic(net: Network, traffic: Traffic): void {
     const c = slot('control');
     if (dir === 'in') c.inBytes += Math.max(0, bytes - used);
     else c.outBytes += Math.max(0, bytes - used);
-  };
-  const noop: unknown = new Proxy(function () {}, {
-    get: (_t, p) => (p === 'then' ? undefined : p === 'onRpcRecv' ? (rpc: Rpc, n: number) => account(rpc, n, 'in') : p === 'onRpcSent' ? (rpc: Rpc, n: number) => account(rpc, n, 'out') : noop),
-    apply: () => noop,
   });
-  (net.libp2p.services.pubsub as unknown as GossipMetricsHook).metrics = noop;
 }
 
 /** SIM_DIAG: count every local close/abort of the node's connections by cause (error, caller), to find what churns them. */

@@ -13,6 +13,7 @@
  * lifetime exactly. Peers need nothing new: a longer-lived advert is valid up to MAX_ADVERT_LIFETIME_MS (24 h).
  */
 import { MAX_ADVERT_LIFETIME_MS } from '../records/kinds.js';
+import { intervalForTarget } from './presence-rate.js';
 
 /** Adverts a second a market should carry at most (the default of `provider.advertTargetPerMarket`). */
 export const ADVERT_TARGET_PER_MARKET = 1;
@@ -32,7 +33,7 @@ export interface AdvertInterval {
  */
 export function advertInterval(live: number, configuredLifetimeMs: number, targetPerSec: number = ADVERT_TARGET_PER_MARKET): AdvertInterval {
   const base = { everyMs: Math.floor(configuredLifetimeMs / 2), lifetimeMs: configuredLifetimeMs };
-  const needed = targetPerSec > 0 && Number.isFinite(live) && live > 0 ? Math.ceil((live / targetPerSec) * 1000) : 0;
+  const needed = intervalForTarget(live, targetPerSec);
   if (needed <= base.everyMs) return base;
   const cap = Math.min(MAX_ADVERT_LIFETIME_MS, Math.max(configuredLifetimeMs, ADVERT_ADAPTIVE_MAX_LIFETIME_MS));
   const lifetimeMs = Math.min(cap, 2 * needed);

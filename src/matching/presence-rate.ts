@@ -34,13 +34,21 @@ export interface PresenceInterval {
 }
 
 /**
+ * The interval, ms, at which `live` providers each sending one record put `targetPerSec` records a second on a
+ * market (0 when there is no target or no count: the configured interval stands). Presence and adverts share it.
+ */
+export function intervalForTarget(live: number, targetPerSec: number): number {
+  return targetPerSec > 0 && Number.isFinite(live) && live > 0 ? Math.ceil((live / targetPerSec) * 1000) : 0;
+}
+
+/**
  * The provider's interval and window for a market of `live` providers (itself
  * included), given its configured interval and window and the target rate
  * (records a second per market). The configured pair is returned unchanged
  * while the market is small enough.
  */
 export function presenceInterval(live: number, configured: PresenceInterval, targetPerSec: number = PRESENCE_TARGET_PER_MARKET): PresenceInterval {
-  const needed = targetPerSec > 0 && Number.isFinite(live) && live > 0 ? Math.ceil((live / targetPerSec) * 1000) : 0;
+  const needed = intervalForTarget(live, targetPerSec);
   // a small market (live ≤ target × 15 s: 75 providers at 5/s) keeps the configured pair whatever it is
   if (needed <= Math.max(configured.everyMs, PRESENCE_BASE_EVERY_MS)) return { everyMs: configured.everyMs, windowMs: configured.windowMs };
   const windowMs = Math.min(MAX_PRESENCE_WINDOW_MS, Math.max(configured.windowMs, PRESENCE_WINDOW_FACTOR * needed));

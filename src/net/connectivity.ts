@@ -44,7 +44,7 @@ export const CONNECTIVITY_DEFAULTS = {
   remembered: { initialMs: 1_000, maxMs: 30_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
   /** Remembered peers kept (least recently useful dropped first). */
   rememberMax: 32,
-  /** DHT look-ups while below minPeers: 1 s after one that found a new peer, else backing off from 1 s to this, ms. */
+  /** DHT look-ups while below minPeers: 1 s after one that found a new peer, else backing off from 2 s to this, ms. */
   discoverEveryMs: 30_000,
   /** One dial's deadline, ms. */
   dialTimeoutMs: 5_000,
@@ -364,9 +364,7 @@ export class Connectivity {
         if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${p.peerId}`)) }, 'remembered'));
       }
       const count = this.d.host.peerCount();
-      // The DHT only once the node's own targets are not being dialled: a node starting with three bootstrap peers
-      // would otherwise look up (and dial) more while the first handshake completes, and keep them all.
-      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt && dials.length === 0 && this.#inflight.size === 0) {
+      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
         dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
       }
       await Promise.all(dials);

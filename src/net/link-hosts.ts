@@ -139,7 +139,8 @@ export type WalkEvent = { name: 'FINAL_PEER'; peer: WalkPeer } | { name: 'PEER_R
 
 /**
  * Peers to dial from a walk towards a random key (the connectivity top-up below minPeers): the peers the walk
- * reached, closest first, then the peers its answers named but the walk did not ask; at most `max`, never `self`.
+ * reached (its final closest set), closest first, then the peers its answers named that are not in it (not asked,
+ * or asked and unreachable: the top-up dials them itself); at most `max`, never `self`.
  * A walk asks a named peer only when it is nearer the key than the peer that named it, so in a small or sparse
  * network the named ones are often all there is: in a line p — r — c, r names c to p whatever the key, but the
  * walk goes on to c for half the keys only. A walk that ends early (timeout, error) still yields what it heard.

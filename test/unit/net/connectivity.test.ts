@@ -222,38 +222,3 @@ test('a DHT walk gives the peers it reached, then the peers its answers named; n
   }
   assert.deepEqual((await discoveryCandidates(broken(), 'p', 8)).map((t) => t.peerId), ['c', 'd']);
 });
-
-test('no look-up while the node’s own targets are being dialled: a starting node connects its bootstrap peers first', async () => {
-  let now = 0;
-  const host = new FakeHost();
-  let asked = 0;
-  host.discover = async () => {
-    asked++;
-    return [];
-  };
-  let release: () => void = () => {};
-  const slow = new Promise<void>((r) => (release = r));
-  host.up.add('B');
-  host.up.add('C');
-  host.dial = async (t: DialTarget) => {
-    const id = t.peerId ?? '?';
-    if (id === 'C') await slow; // the second bootstrap peer's handshake is still running
-    host.conns.add(id);
-    return id;
-  };
-  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B', '/ip4/127.0.0.1/tcp/2/p2p/C'], clock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 3 } });
-  c.schedule.disconnected('B', now, true);
-  c.schedule.disconnected('C', now, true);
-  const first = c.tick(); // dials B and C
-  await new Promise((r) => setImmediate(r));
-  assert.ok(host.isConnected('B') && !host.isConnected('C'));
-  // B connected: one peer of three, but C is still being dialled
-  now += 10;
-  await c.tick();
-  assert.equal(asked, 0, 'no look-up while C is in flight');
-  release();
-  await first;
-  now += 10;
-  await c.tick();
-  assert.equal(asked, 1, 'both connected, nothing in flight, two peers of three: now the DHT');
-});
