@@ -6,8 +6,11 @@
  *
  * Least useful first:
  *   1. providers whose current advert has expired, soonest expired first;
- *   2. providers this node is not connected to, oldest advert (issuedAt) first;
- *   3. providers it is connected to, oldest advert first.
+ *   2. providers this node is not connected to, the advert furthest through its lifetime first;
+ *   3. providers it is connected to, the same way.
+ * How far through its lifetime, not how old: a provider republishes at half its advert's lifetime, so one past
+ * half has likely left, and an advert of a large market lives up to an hour (src/matching/advert-rate.ts) — by age
+ * alone a live provider there would go before a departed one of a small market.
  * Providers this node has dealt with (it holds an offer or a receipt from
  * them) are never evicted: the cap may be exceeded by them alone, and then a
  * newcomer is the one refused. Ties break on DID order.
@@ -46,7 +49,7 @@ export function chooseEvictions(cands: readonly CapCandidate[], excess: number, 
     if (ctx.dealtWith.has(c.did)) continue;
     const r = c.current.record;
     if (r.expiresAt <= ctx.now) ranked.push({ c, tier: 0, key: r.expiresAt });
-    else ranked.push({ c, tier: ctx.connected.has(c.did) ? 2 : 1, key: r.issuedAt });
+    else ranked.push({ c, tier: ctx.connected.has(c.did) ? 2 : 1, key: -(ctx.now - r.issuedAt) / Math.max(1, r.expiresAt - r.issuedAt) });
   }
   ranked.sort((a, b) => a.tier - b.tier || a.key - b.key || (a.c.did < b.c.did ? -1 : a.c.did > b.c.did ? 1 : 0));
   const out: Eviction[] = [];

@@ -104,6 +104,16 @@ describe('advert cap: chooseEvictions', () => {
     assert.deepEqual(chooseEvictions(cands, 2, ctx).map((x) => x.did), [e!.a.signer, u2!.a.signer]);
     assert.deepEqual(chooseEvictions(cands, 0, ctx), []);
   });
+
+  test('by how far through its lifetime an advert is, not its age: a departed provider of a small market goes before a live one of a large market', () => {
+    const [small, large] = mk(2);
+    // small market: 10-min advert issued 6 min ago (missed its republish at 5 min); large market: 1-h advert issued 20 min ago
+    const gone = advert(small!, 1, NOW - 360_000, 600_000);
+    const live = advert(large!, 1, NOW - 1_200_000, 3_600_000);
+    const cands = [live, gone].map((a) => ({ did: a.signer, current: a, count: 1 }));
+    const ctx = { now: NOW, dealtWith: new Set<string>(), connected: new Set<string>() };
+    assert.deepEqual(chooseEvictions(cands, 1, ctx).map((x) => x.did), [gone.signer]);
+  });
 });
 
 describe('capped RecordStore and MarketService (real LevelDB)', () => {
