@@ -436,6 +436,8 @@ export async function run(): Promise<BenchResult> {
   const p50r = percentile(prop.raw, 50);
   const p99r = percentile(prop.raw, 99);
   const solo = { v: percentile(prop.alone.validated, 50), r: percentile(prop.alone.raw, 50), v99: percentile(prop.alone.validated, 99), r99: percentile(prop.alone.raw, 99) };
+  // the target: the larger of the two rounds' ratios, with every delivery made
+  const propRatio = Math.max(p50v / p50r, solo.v / solo.r);
   const rc = await reconnection();
   const rcMedian = percentile(rc.reconnectMs, 50);
   const rcMax = Math.max(...rc.reconnectMs);
@@ -465,7 +467,7 @@ export async function run(): Promise<BenchResult> {
     targets: [
       { name: 'honest job p50 during a valid-job flood / without (≤ 3)', ratio: fl.ratio, target: 3, met: fl.ratio <= 3 && fl.completed === FLOOD_HONEST_JOBS },
       // issue #16's goals (docs/scale.md, "The validation cost")
-      { name: 'validated p50 / raw p50 propagation, the larger of interleaved and each kind alone (≤ 1.2)', ratio: Math.max(p50v / p50r, solo.v / solo.r), target: 1.2, met: Math.max(p50v / p50r, solo.v / solo.r) <= 1.2 && [...prop.missing, ...prop.alone.missing].every((m) => m === 0) },
+      { name: 'validated p50 / raw p50 propagation, the larger of interleaved and each kind alone (≤ 1.2)', ratio: propRatio, target: 1.2, met: propRatio <= 1.2 && [...prop.missing, ...prop.alone.missing].every((m) => m === 0) },
       { name: 'ingest rate, new signers / raw verify rate', ratio, target: 0.6, met: ratio >= 0.6 },
       { name: 'ingest rate, known signers / raw verify rate', ratio: ingKnown.rate / ingKnownM.raw, target: 0.6, met: ingKnown.rate / ingKnownM.raw >= 0.6 },
       // the worst reconnect is bounded by the backoff cap plus a few first-connect times

@@ -178,7 +178,7 @@ async function main(): Promise<void> {
       bootstrap: node.peers.map(addrOf),
       // offers go to the buyer over /c0mpute/offer/1, not on gossip; markets: the topic shards of its workloads (docs/network.md §13, §14)
       topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
-      ...(o.meshDegree !== 6 ? { gossip: meshDegrees(o.meshDegree) } : {}),
+      gossip: meshDegrees(o.meshDegree),
       ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {
         const j = peerIndex.get(p);

@@ -41,7 +41,7 @@ export interface LinkHosts {
   scores: GossipScoreView;
 }
 
-type Node = Libp2p<{ pubsub: GossipSub; dht?: KadDHT }>;
+type Node = Libp2p<{ pubsub: GossipSub; dht: KadDHT }>;
 
 export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
   const ps = libp2p.services.pubsub as unknown as GossipInternals;
@@ -73,13 +73,7 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
     },
     async discover(max: number, timeoutMs: number) {
       const signal = AbortSignal.timeout(timeoutMs);
-      const key = new Uint8Array(randomBytes(32));
-      const dht = libp2p.services.dht;
-      if (dht) return discoveryCandidates(dht.getClosestPeers(key, { signal }), libp2p.peerId.toString(), max);
-      const walk = async function* (): AsyncIterable<WalkEvent> {
-        for await (const peer of libp2p.peerRouting.getClosestPeers(key, { signal })) yield { name: 'FINAL_PEER', peer };
-      };
-      return discoveryCandidates(walk(), libp2p.peerId.toString(), max);
+      return discoveryCandidates(libp2p.services.dht.getClosestPeers(new Uint8Array(randomBytes(32)), { signal }), libp2p.peerId.toString(), max);
     },
   };
 

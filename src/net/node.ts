@@ -37,7 +37,7 @@ import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { MAX_LIVE } from './records-protocol.js';
 import { AbusePolicy } from './peer-abuse.js';
-import { ALL_SHARDS, checkOverlay, checkShard, expectedType, heldShards, isSharded, recordShards, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { ALL_SHARDS, checkOverlay, checkShard, expectedType, heldShards, isSharded, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
 import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
@@ -60,7 +60,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const joined = opts.topics ?? TOPIC_KINDS;
   const shards = [...new Set((opts.shards ?? ALL_SHARDS).map(checkShard))].sort();
   /** The topics a record goes out on: its kind's, or for a sharded kind one per market it belongs to. */
-  const recordTopics = (kind: TopicKind, rec: Opened): string[] => (isSharded(kind) ? recordShards(kind, rec.record).map((sh) => topicFor(kind, overlay, sh)) : [topicFor(kind, overlay)]);
+  const recordTopics = (kind: TopicKind, rec: Opened): string[] => (isSharded(kind) ? heldShards(kind, rec.record).map((sh) => topicFor(kind, overlay, sh)) : [topicFor(kind, overlay)]);
   const loopback = opts.loopback ?? false;
   const syncKinds = opts.syncOnConnect ?? NETWORK_DEFAULTS.syncOnConnect;
   const syncLimit = Math.min(opts.syncLimit ?? NETWORK_DEFAULTS.syncLimit, MAX_LIVE);

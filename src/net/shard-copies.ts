@@ -27,7 +27,7 @@
  * no market its workloads do not name (docs/network.md §14 "Placement is
  * checked").
  */
-import { sha256 } from '../records/address.js';
+import { GOSSIP_BASE } from './libp2p-host.js';
 import type { GossipInternals } from './link-hosts.js';
 
 /** The gossipsub internals this needs (the node's one gossipsub). */
@@ -54,7 +54,7 @@ export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: st
       done.add(id);
       if (gs.getScore(id) < threshold) continue;
       const unwanted = gs.idontwants.get(id);
-      if (unwanted !== undefined && unwanted.has((msgId ??= gs.msgIdToStrFn(sha256(data))))) continue;
+      if (unwanted !== undefined && unwanted.has((msgId ??= gs.msgIdToStrFn(GOSSIP_BASE.msgIdFn({ data }))))) continue;
       // the message as gossipsub's own publish builds it under StrictNoSign: data and topic, nothing else
       const rpc = { subscriptions: [], messages: [{ from: undefined, data, seqno: undefined, topic, signature: undefined, key: undefined }], control: undefined };
       if (gs.sendRpc(id, rpc)) sent.push(id);
