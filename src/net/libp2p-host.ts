@@ -25,6 +25,7 @@ import type { AbusePolicy } from './peer-abuse.js';
 import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
 import { topicsFor, TOPIC_KINDS } from './topics.js';
+import { patchLengthPrefixedDecoder } from './libp2p-patches.js';
 
 export { DHT_PROTOCOL };
 
@@ -112,6 +113,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   for (const k of TOPIC_KINDS) for (const t of topicsFor(k, overlay)) topics[t] = topicScoreParams();
 
   const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
+  patchLengthPrefixedDecoder();
   return createLibp2p({
     start: false,
     privateKey: await libp2pKey(opts.signer),

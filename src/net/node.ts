@@ -29,6 +29,7 @@ import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
 import { systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/log.js';
 import { Dispatcher } from './dispatch.js';
+import { coalesceWrites } from './write-coalesce.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
@@ -106,7 +107,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     onReadError(err, p);
     if (started) health.onStreamError(p.toString(), libp2p.getConnections(p).some((c) => c.status === 'open'));
   };
-  const onConnOpen = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
+  const onConnOpen = (evt: CustomEvent<Connection>): void => {
+    coalesceWrites(evt.detail);
+    link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
+  };
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
   const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[]): void => {

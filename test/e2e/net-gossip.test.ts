@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import type { Network } from '../../src/net/node.js';
 import type { Opened } from '../../src/records/envelope.js';
 import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+import { isCoalescing } from '../../src/net/write-coalesce.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -28,4 +29,8 @@ test('an advert published in a 4-node line reaches every node exactly once', asy
     assert.equal(g[0]!.address, a.address);
   }
   assert.equal(got[0]!.length, 0, 'the publisher does not receive its own record');
+  // every connection, dialled or accepted, sends its turn's frames in one write (write-coalesce.ts)
+  const conns = nets.flatMap((n) => n.libp2p.getConnections());
+  assert.ok(conns.length >= 8);
+  assert.ok(conns.every(isCoalescing));
 });

@@ -1,0 +1,48 @@
+/**
+ * A fix to libp2p's code that this node applies at load, until it is upstream
+ * (docs/scale.md §3 "Seventh round").
+ *
+ * @libp2p/utils' `LengthPrefixedDecoder.decode` (the reader of Noise's frames
+ * on every connection) takes whole frames off its buffer until it cannot, and
+ * it learns that it cannot by calling the length decoder on what is left and
+ * catching the RangeError that throws. After the last whole frame of a socket
+ * read, what is left is almost always nothing: so every read of every
+ * connection ended by constructing a RangeError and capturing its stack trace.
+ *
+ * Here each decoder's length decoder, on an empty buffer, throws one RangeError
+ * made once at load instead (no construction, no stack trace): the decode loop
+ * stops exactly where it stopped. A buffer holding part of a length prefix
+ * goes to the real length decoder as before. Same frames, same errors.
+ */
+import { LengthPrefixedDecoder } from '@libp2p/utils';
+
+type LengthDecoder = (buf: { byteLength: number }) => number;
+interface DecoderInternals {
+  lengthDecoder: LengthDecoder;
+  decode(buf: unknown): Generator<unknown>;
+}
+
+const EMPTY = new RangeError('no length prefix in an empty buffer');
+const wrapped = new WeakSet<LengthDecoder>();
+let applied: boolean | undefined;
+
+/** Apply the fix (idempotent). False when @libp2p/utils no longer has the shape it expects (then nothing changes). */
+export function patchLengthPrefixedDecoder(): boolean {
+  if (applied !== undefined) return applied;
+  const proto = LengthPrefixedDecoder.prototype as unknown as DecoderInternals;
+  const decode = proto.decode;
+  if (typeof decode !== 'function') return (applied = false);
+  proto.decode = function (this: DecoderInternals, buf: unknown): Generator<unknown> {
+    const inner = this.lengthDecoder;
+    if (typeof inner === 'function' && !wrapped.has(inner)) {
+      const outer: LengthDecoder = (b) => {
+        if (b.byteLength === 0) throw EMPTY;
+        return inner(b);
+      };
+      wrapped.add(outer);
+      this.lengthDecoder = outer;
+    }
+    return decode.call(this, buf);
+  };
+  return (applied = true);
+}
