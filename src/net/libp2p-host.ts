@@ -26,6 +26,7 @@ import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
 import { topicsFor, TOPIC_KINDS } from './topics.js';
 import { patchLengthPrefixedDecoder } from './libp2p-patches.js';
+import { noiseCrypto } from './noise-crypto.js';
 
 export { DHT_PROTOCOL };
 
@@ -119,7 +120,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     privateKey: await libp2pKey(opts.signer),
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
     transports: [tcp()],
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [noise({ crypto: noiseCrypto })],
     streamMuxers: [yamux()],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
