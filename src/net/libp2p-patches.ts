@@ -20,29 +20,35 @@ type LengthDecoder = (buf: { byteLength: number }) => number;
 interface DecoderInternals {
   lengthDecoder: LengthDecoder;
   decode(buf: unknown): Generator<unknown>;
+  [DONE]?: true;
 }
 
 const EMPTY = new RangeError('no length prefix in an empty buffer');
-const wrapped = new WeakSet<LengthDecoder>();
+/** Marks a decoder instance whose length decoder is wrapped, and the prototype once patched. */
+const DONE = Symbol.for('c0.lengthPrefixedDecoder.emptyStop');
 let applied: boolean | undefined;
 
 /** Apply the fix (idempotent). False when @libp2p/utils no longer has the shape it expects (then nothing changes). */
 export function patchLengthPrefixedDecoder(): boolean {
   if (applied !== undefined) return applied;
   const proto = LengthPrefixedDecoder.prototype as unknown as DecoderInternals;
+  // a second copy of this module (or of the package) finds the prototype already patched
+  if (proto[DONE]) return (applied = true);
   const decode = proto.decode;
   if (typeof decode !== 'function') return (applied = false);
   proto.decode = function (this: DecoderInternals, buf: unknown): Generator<unknown> {
-    const inner = this.lengthDecoder;
-    if (typeof inner === 'function' && !wrapped.has(inner)) {
-      const outer: LengthDecoder = (b) => {
-        if (b.byteLength === 0) throw EMPTY;
-        return inner(b);
-      };
-      wrapped.add(outer);
-      this.lengthDecoder = outer;
+    if (!Object.prototype.hasOwnProperty.call(this, DONE)) {
+      const inner = this.lengthDecoder;
+      if (typeof inner === 'function') {
+        this.lengthDecoder = (b) => {
+          if (b.byteLength === 0) throw EMPTY;
+          return inner(b);
+        };
+      }
+      this[DONE] = true;
     }
     return decode.call(this, buf);
   };
+  proto[DONE] = true;
   return (applied = true);
 }

@@ -21,10 +21,10 @@
  * through @noble/curves, which names the reason (the error codes). The key
  * check is done once per key and cached (did.ts). docs/scale.md §1.
  */
-import { createRequire } from 'node:module';
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { C0Error } from '../errors.js';
+import { sodium } from '../util/sodium.js';
 
 export const ED_ERR = {
   KEY_LENGTH: 'KEY_BAD_LENGTH',
@@ -77,19 +77,8 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
-/** The parts of sodium-native used here (the addon ships no type declarations). */
-interface NativeSodium {
-  crypto_sign_verify_detached(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean;
-  crypto_core_ed25519_is_valid_point(p: Uint8Array): boolean;
-}
-
-const native: NativeSodium | undefined = (() => {
-  try {
-    return createRequire(import.meta.url)('sodium-native') as NativeSodium;
-  } catch {
-    return undefined; // no prebuilt addon for this platform: node:crypto and @noble/curves give the same verdicts
-  }
-})();
+// no prebuilt addon for this platform: node:crypto and @noble/curves give the same verdicts
+const native = sodium;
 
 export type CryptoBackend = 'libsodium' | 'node:crypto';
 /** Which backend verifies signatures and checks keys in this process. */

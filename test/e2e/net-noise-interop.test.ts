@@ -49,7 +49,8 @@ test('a libsodium-Noise node and a default-Noise node: pings both ways and gossi
   await plain.dial(multiaddr(ours.addrs()[0]!));
   const ourPing = ours.libp2p.services as unknown as { ping?: { ping(p: unknown): Promise<number> } };
   assert.ok((await (plain.services.ping as { ping(p: unknown): Promise<number> }).ping(ours.peerId)) >= 0, 'the plain node pings ours');
-  if (ourPing.ping) assert.ok((await ourPing.ping.ping(plain.peerId)) >= 0, 'ours pings the plain node');
+  assert.ok(ourPing.ping, 'every node runs libp2p ping');
+  assert.ok((await ourPing.ping.ping(plain.peerId)) >= 0, 'ours pings the plain node');
   await waitFor(() => ours.libp2p.services.pubsub.getSubscribers(topic).length > 0, 5_000, 'the plain node on the topic');
   await sleep(400); // a mesh heartbeat
   await ours.publish('advert', a.bytes);

@@ -5,6 +5,7 @@ import { generateSwarmKey, type Network } from '../../src/net/node.js';
 import { C0Error } from '../../src/errors.js';
 import { PROTOCOLS } from '../../src/net/protocols.js';
 import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+import { isCoalescing } from '../../src/net/write-coalesce.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -26,6 +27,8 @@ test('private network: members connect and gossip on their overlay; no key or an
   await a.publish('advert', ad.bytes);
   await waitFor(() => got.length === 1);
   assert.ok(a.topicPeers('advert').length === 1);
+  // under pnet too, the connection's socket writes are coalesced (write-coalesce.ts wraps the raw TCP connection)
+  assert.ok([a, b].every((n) => n.libp2p.getConnections().length > 0 && n.libp2p.getConnections().every(isCoalescing)));
   await assert.rejects(nokey.dial(a.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
   await assert.rejects(other.dial(a.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');
   await assert.rejects(a.dial(other.addrs()[0]!, { timeoutMs: 2_000 }), (e: C0Error) => e.code === 'NET_DIAL_FAILED');

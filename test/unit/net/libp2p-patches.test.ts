@@ -57,8 +57,6 @@ const CASES: Uint8Array[][] = [
 test('frames are what the unpatched decoder yields, read by read', () => {
   // the reference first, before the patch (the patch is process-wide and stays)
   const before = CASES.map((chunks) => run(chunks, uint16().decode));
-  const s = uint16();
-  assert.equal(s.empty, 0);
   const ref = uint16();
   run(CASES[0]!, ref.decode);
   assert.ok(ref.empty > 0, 'unpatched, the decoder is handed an empty buffer after each whole read');

@@ -49,6 +49,33 @@ test('a Uint8ArrayList in, as Noise hands a frame made of several buffers', () =
   assert.deepEqual(Buffer.from(c), Buffer.from(flat(defaultCrypto.chaCha20Poly1305Encrypt(m, nonce, new Uint8Array(0), k))));
 });
 
+test('decrypting a frame held in several buffers, as Noise hands a frame split across socket reads', () => {
+  const m = randomBytes(450);
+  const c = Uint8Array.from(flat(defaultCrypto.chaCha20Poly1305Encrypt(m, nonce, new Uint8Array(0), k)));
+  const parts = [c.subarray(0, 100), c.subarray(100)];
+  // the list flattens into a copy, and Noise's dst is then a view of that copy's start, not of the list's memory
+  const list = { byteLength: c.length, subarray: () => Buffer.concat(parts) };
+  const dst = Buffer.alloc(450);
+  assert.deepEqual(Buffer.from(flat(noiseCrypto.chaCha20Poly1305Decrypt(list as never, nonce, new Uint8Array(0), k, dst))), m);
+});
+
+test('a dst overlapping the ciphertext at an offset is not written through (a fresh buffer is)', () => {
+  const m = randomBytes(200);
+  const c = Uint8Array.from(flat(noiseCrypto.chaCha20Poly1305Encrypt(m, nonce, new Uint8Array(0), k)));
+  const shifted = c.subarray(8, 8 + 200);
+  const out = noiseCrypto.chaCha20Poly1305Decrypt(c, nonce, new Uint8Array(0), k, shifted);
+  assert.notEqual(out, shifted);
+  assert.deepEqual(Buffer.from(flat(out)), m);
+});
+
+test('a bad key or nonce length is a thrown programming error, not a refused frame', () => {
+  const c = Uint8Array.from(flat(noiseCrypto.chaCha20Poly1305Encrypt(randomBytes(10), nonce, new Uint8Array(0), k)));
+  assert.throws(
+    () => noiseCrypto.chaCha20Poly1305Decrypt(c, new Uint8Array(5), new Uint8Array(0), k),
+    (e: Error) => !/Invalid chacha20poly1305 decryption/.test(e.message),
+  );
+});
+
 test('a frame that does not authenticate is refused, as by the default', () => {
   const m = randomBytes(100);
   const c = Uint8Array.from(flat(noiseCrypto.chaCha20Poly1305Encrypt(m, nonce, new Uint8Array(0), k)));

@@ -30,7 +30,8 @@ async function pair(): Promise<{ client: Socket; received: () => Buffer; close: 
 }
 
 /** What @libp2p/tcp's connection does: one socket.write per buffer of the frame. Counts the socket's write requests. */
-function tcpConn(socket: Socket): { conn: Connection; ma: { sendData: (d: Uint8Array[]) => { canSendMore: boolean } }; requests: () => number } {
+function tcpConn(socket: Socket): { conn: Connection; ma: { sendData: (d: Uint8Array[]) => { canSendMore: boolean }; sendReset: (e?: Error) => void }; requests: () => number; resets: Array<{ corked: number; pending: number }> } {
+  const resets: Array<{ corked: number; pending: number }> = [];
   let requests = 0;
   const s = socket as unknown as { _writeGeneric: (...a: unknown[]) => unknown };
   const generic = s._writeGeneric.bind(socket);
@@ -45,8 +46,12 @@ function tcpConn(socket: Socket): { conn: Connection; ma: { sendData: (d: Uint8A
       for (const b of data) canSendMore = socket.write(b);
       return { canSendMore };
     },
+    sendReset() {
+      resets.push({ corked: socket.writableCorked, pending: requests });
+      socket.resetAndDestroy();
+    },
   };
-  return { conn: { maConn: ma } as unknown as Connection, ma, requests: () => requests };
+  return { conn: { maConn: ma } as unknown as Connection, ma, requests: () => requests, resets };
 }
 
 const frame = (i: number): Uint8Array[] => [Uint8Array.of(0, 3), Uint8Array.of(i, i, i)];
@@ -95,6 +100,41 @@ test('backpressure is the transport’s: false above the high-water mark, then d
     assert.equal(t.ma.sendData([Uint8Array.of(1)]).canSendMore, true);
     assert.equal(t.ma.sendData([big]).canSendMore, false);
     await once(p.client, 'drain');
+  } finally {
+    p.close();
+  }
+});
+
+test('many small frames in one pass count together against the high-water mark; all arrive, in order, after drain', async () => {
+  const p = await pair();
+  try {
+    const t = tcpConn(p.client);
+    coalesceWrites(t.conn);
+    const n = Math.ceil(p.client.writableHighWaterMark / 500) + 4;
+    const chunk = (i: number) => [Uint8Array.of(0, i & 255), new Uint8Array(498).fill(i & 255)];
+    const answers = Array.from({ length: n }, (_, i) => t.ma.sendData(chunk(i)).canSendMore);
+    assert.equal(answers[0], true);
+    assert.equal(answers.at(-1), false, 'above the mark the transport says wait');
+    await once(p.client, 'drain');
+    const want = Buffer.concat(Array.from({ length: n }, (_, i) => Buffer.concat(chunk(i))));
+    const end = Date.now() + 2000;
+    while (p.received().length < want.length && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(p.received(), want);
+  } finally {
+    p.close();
+  }
+});
+
+test('a reset uncorks first, so what the turn wrote (a GoAway) is handed to the kernel before the socket is destroyed', async () => {
+  const p = await pair();
+  try {
+    const t = tcpConn(p.client);
+    coalesceWrites(t.conn);
+    t.ma.sendData(frame(1));
+    assert.equal(p.client.writableCorked, 1);
+    t.ma.sendReset(new Error('protocol error'));
+    assert.deepEqual(t.resets, [{ corked: 0, pending: 1 }]);
+    await new Promise((r) => setImmediate(r));
   } finally {
     p.close();
   }
