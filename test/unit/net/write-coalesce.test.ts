@@ -55,90 +55,74 @@ function tcpConn(socket: Socket): { conn: Connection; ma: { sendData: (d: Uint8A
 }
 
 const frame = (i: number): Uint8Array[] => [Uint8Array.of(0, 3), Uint8Array.of(i, i, i)];
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-test('the frames of one turn leave in one write request, in order', async () => {
+/** A socket pair and its client wrapped as @libp2p/tcp's connection (coalescing or not), closed after `fn`. */
+async function withPair(coalesce: boolean, fn: (t: ReturnType<typeof tcpConn>, p: Awaited<ReturnType<typeof pair>>) => Promise<void>): Promise<void> {
   const p = await pair();
   try {
     const t = tcpConn(p.client);
-    assert.equal(coalesceWrites(t.conn), true);
+    if (coalesce) assert.equal(coalesceWrites(t.conn), true);
+    await fn(t, p);
+  } finally {
+    p.close();
+  }
+}
+
+/** Wait (up to 2 s) until the server has as many bytes as `want`, then compare. */
+async function receivedAll(p: Awaited<ReturnType<typeof pair>>, want: Buffer): Promise<void> {
+  const end = Date.now() + 2000;
+  while (p.received().length < want.length && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(p.received(), want);
+}
+
+test('the frames of one turn leave in one write request, in order', () =>
+  withPair(true, async (t, p) => {
     assert.equal(coalesceWrites(t.conn), true, 'wrapping twice is once');
     for (let i = 0; i < 10; i++) t.ma.sendData(frame(i));
     assert.equal(t.requests(), 0, 'nothing leaves before the turn ends');
-    await new Promise((r) => setImmediate(r));
+    await turn();
     assert.equal(t.requests(), 1, '20 buffers, one request');
     // the next turn's frames are a request of their own
     for (let i = 10; i < 13; i++) t.ma.sendData(frame(i));
-    await new Promise((r) => setImmediate(r));
+    await turn();
     assert.equal(t.requests(), 2);
-    const want = Buffer.concat(Array.from({ length: 13 }, (_, i) => Buffer.concat(frame(i))));
-    const end = Date.now() + 2000;
-    while (p.received().length < want.length && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-    assert.deepEqual(p.received(), want);
-  } finally {
-    p.close();
-  }
-});
+    await receivedAll(p, Buffer.concat(Array.from({ length: 13 }, (_, i) => Buffer.concat(frame(i)))));
+  }));
 
-test('without it, each buffer is a request of its own (what it saves)', async () => {
-  const p = await pair();
-  try {
-    const t = tcpConn(p.client);
+test('without it, each buffer is a request of its own (what it saves)', () =>
+  withPair(false, async (t) => {
     for (let i = 0; i < 10; i++) t.ma.sendData(frame(i));
-    await new Promise((r) => setImmediate(r));
+    await turn();
     assert.ok(t.requests() >= 10, `${t.requests()} requests`);
-  } finally {
-    p.close();
-  }
-});
+  }));
 
-test('backpressure is the transport’s: false above the high-water mark, then drain', async () => {
-  const p = await pair();
-  try {
-    const t = tcpConn(p.client);
-    coalesceWrites(t.conn);
-    const big = new Uint8Array(p.client.writableHighWaterMark + 1);
+test('backpressure is the transport’s: false above the high-water mark, then drain', () =>
+  withPair(true, async (t, p) => {
     assert.equal(t.ma.sendData([Uint8Array.of(1)]).canSendMore, true);
-    assert.equal(t.ma.sendData([big]).canSendMore, false);
+    assert.equal(t.ma.sendData([new Uint8Array(p.client.writableHighWaterMark + 1)]).canSendMore, false);
     await once(p.client, 'drain');
-  } finally {
-    p.close();
-  }
-});
+  }));
 
-test('many small frames in one pass count together against the high-water mark; all arrive, in order, after drain', async () => {
-  const p = await pair();
-  try {
-    const t = tcpConn(p.client);
-    coalesceWrites(t.conn);
+test('many small frames in one pass count together against the high-water mark; all arrive, in order, after drain', () =>
+  withPair(true, async (t, p) => {
     const n = Math.ceil(p.client.writableHighWaterMark / 500) + 4;
     const chunk = (i: number) => [Uint8Array.of(0, i & 255), new Uint8Array(498).fill(i & 255)];
     const answers = Array.from({ length: n }, (_, i) => t.ma.sendData(chunk(i)).canSendMore);
     assert.equal(answers[0], true);
     assert.equal(answers.at(-1), false, 'above the mark the transport says wait');
     await once(p.client, 'drain');
-    const want = Buffer.concat(Array.from({ length: n }, (_, i) => Buffer.concat(chunk(i))));
-    const end = Date.now() + 2000;
-    while (p.received().length < want.length && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-    assert.deepEqual(p.received(), want);
-  } finally {
-    p.close();
-  }
-});
+    await receivedAll(p, Buffer.concat(Array.from({ length: n }, (_, i) => Buffer.concat(chunk(i)))));
+  }));
 
-test('a reset uncorks first, so what the turn wrote (a GoAway) is handed to the kernel before the socket is destroyed', async () => {
-  const p = await pair();
-  try {
-    const t = tcpConn(p.client);
-    coalesceWrites(t.conn);
+test('a reset uncorks first, so what the turn wrote (a GoAway) is handed to the kernel before the socket is destroyed', () =>
+  withPair(true, async (t, p) => {
     t.ma.sendData(frame(1));
     assert.equal(p.client.writableCorked, 1);
     t.ma.sendReset(new Error('protocol error'));
     assert.deepEqual(t.resets, [{ corked: 0, pending: 1 }]);
-    await new Promise((r) => setImmediate(r));
-  } finally {
-    p.close();
-  }
-});
+    await turn();
+  }));
 
 test('a connection that is not TCP is left alone', () => {
   assert.equal(coalesceWrites({} as Connection), false);
