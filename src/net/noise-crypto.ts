@@ -41,8 +41,9 @@ function decrypt(ciphertext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8A
   if (ciphertext.byteLength >= LARGE + TAG) return defaultCrypto.chaCha20Poly1305Decrypt(ciphertext, nonce, ad, k, dst);
   const c = flat(ciphertext);
   if (c.byteLength < TAG) throw new Error(BAD_FRAME);
-  // Noise passes the start of the ciphertext's own bytes as dst (decryption in place, which libsodium supports);
-  // a dst elsewhere in the same memory would overlap at an offset, which it does not: then write to a fresh buffer
+  // Noise passes the start of the ciphertext's own bytes as dst (decryption in place, which libsodium supports),
+  // or a view of a copy. A dst in the same memory at another offset (Noise never passes one; two copies from Node's
+  // buffer pool may share an ArrayBuffer) is not written through: the plaintext goes to a fresh buffer instead
   const inPlace = dst !== undefined && dst.byteLength === c.byteLength - TAG && (dst.buffer !== c.buffer || dst.byteOffset === c.byteOffset);
   const m = inPlace ? dst : Buffer.allocUnsafe(c.byteLength - TAG);
   try {

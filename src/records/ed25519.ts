@@ -77,7 +77,7 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
-// no prebuilt addon for this platform: node:crypto and @noble/curves give the same verdicts
+// libsodium when the addon loaded (util/sodium.ts); without it node:crypto and @noble/curves give the same verdicts
 const native = sodium;
 
 export type CryptoBackend = 'libsodium' | 'node:crypto';
