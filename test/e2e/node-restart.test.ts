@@ -86,12 +86,16 @@ test('a provider and a buyer restarted on the same data dirs keep records, books
     assert.deepEqual(afterRestart.providerReputation, before.providerReputation, 'the provider’s evidence survives');
     assert.equal(afterRestart.providerStatus.evidence, before.providerStatus.evidence);
 
-    // The restarted provider signs a new advert with a higher seq; the buyer replaces the old one with it.
+    // The restarted provider signs a new advert with a higher seq; the buyer replaces the old one with it. A provider
+    // whose advert reached no peer signs a fresh one with backoff until one does (Provider.publishAdvert), and the
+    // buyer restarts after it: so the advert to expect is the provider's current one at each look, not the snapshot's
+    // (CI once took the snapshot between the buyer's connect and the provider's last re-sign, and waited forever).
     assert.notEqual(afterRestart.providerStatus.provider?.advert, before.providerStatus.provider?.advert);
-    const fresh = await waitFor('the buyer to hold the provider’s new advert', async () => {
+    const fresh = await waitFor('the buyer to hold the provider’s current advert', async () => {
+      const current = (await get<StatusView>(prov, '/v1/status')).provider?.advert;
       const m = await get<{ adverts: AdvertView[] }>(buyer, '/v1/market');
       const a = m.adverts.find((x) => x.signer === prov.did);
-      return a && a.address === afterRestart.providerStatus.provider?.advert ? a : undefined;
+      return a && a.address === current ? a : undefined;
     });
     assert.ok(fresh.record.seq > before.advert.record.seq, `seq ${fresh.record.seq} > ${before.advert.record.seq}`);
   });
