@@ -26,16 +26,14 @@ interface DecoderInternals {
 const EMPTY = new RangeError('no length prefix in an empty buffer');
 /** Marks a decoder instance whose length decoder is wrapped, and the prototype once patched. */
 const DONE = Symbol.for('c0.lengthPrefixedDecoder.emptyStop');
-let applied: boolean | undefined;
 
 /** Apply the fix (idempotent). False when @libp2p/utils no longer has the shape it expects (then nothing changes). */
 export function patchLengthPrefixedDecoder(): boolean {
-  if (applied !== undefined) return applied;
   const proto = LengthPrefixedDecoder.prototype as unknown as DecoderInternals;
-  // a second copy of this module (or of the package) finds the prototype already patched
-  if (proto[DONE]) return (applied = true);
+  // patched already (by an earlier host, or another copy of this module)
+  if (proto[DONE]) return true;
   const decode = proto.decode;
-  if (typeof decode !== 'function') return (applied = false);
+  if (typeof decode !== 'function') return false;
   proto.decode = function (this: DecoderInternals, buf: unknown): Generator<unknown> {
     if (!Object.prototype.hasOwnProperty.call(this, DONE)) {
       const inner = this.lengthDecoder;
@@ -50,5 +48,5 @@ export function patchLengthPrefixedDecoder(): boolean {
     return decode.call(this, buf);
   };
   proto[DONE] = true;
-  return (applied = true);
+  return true;
 }

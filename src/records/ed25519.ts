@@ -77,12 +77,9 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
-// libsodium when the addon loaded (util/sodium.ts); without it node:crypto and @noble/curves give the same verdicts
-const native = sodium;
-
 export type CryptoBackend = 'libsodium' | 'node:crypto';
-/** Which backend verifies signatures and checks keys in this process. */
-export const cryptoBackend: CryptoBackend = native ? 'libsodium' : 'node:crypto';
+/** Which backend verifies signatures and checks keys in this process: libsodium when the addon loaded (util/sodium.ts); without it node:crypto and @noble/curves give the same verdicts. */
+export const cryptoBackend: CryptoBackend = sodium ? 'libsodium' : 'node:crypto';
 
 /**
  * The fast key check alone: true/false from libsodium (canonical, on the curve,
@@ -90,8 +87,8 @@ export const cryptoBackend: CryptoBackend = native ? 'libsodium' : 'node:crypto'
  * Exported for the equivalence tests; callers use checkPublicKey.
  */
 export function fastKeyCheck(pub: Uint8Array): boolean | undefined {
-  if (pub.length !== 32 || native === undefined) return undefined;
-  return native.crypto_core_ed25519_is_valid_point(pub);
+  if (pub.length !== 32 || sodium === undefined) return undefined;
+  return sodium.crypto_core_ed25519_is_valid_point(pub);
 }
 
 /**
@@ -102,7 +99,7 @@ export function fastKeyCheck(pub: Uint8Array): boolean | undefined {
  */
 export function checkPublicKey(pub: Uint8Array): void {
   if (pub.length !== 32) throw new C0Error(ED_ERR.KEY_LENGTH, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
-  if (native !== undefined && native.crypto_core_ed25519_is_valid_point(pub)) return;
+  if (sodium !== undefined && sodium.crypto_core_ed25519_is_valid_point(pub)) return;
   checkPublicKeyNoble(pub);
 }
 
@@ -152,8 +149,8 @@ function sigShapeOk(sig: Uint8Array): boolean {
 export function verifyStrict(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array, backend: CryptoBackend = cryptoBackend): boolean {
   if (!sigShapeOk(sig)) return false;
   if (backend === 'libsodium') {
-    if (native === undefined) throw new Error('the libsodium backend is not available in this process');
-    return pub.length === 32 && native.crypto_sign_verify_detached(sig, msg, pub);
+    if (sodium === undefined) throw new Error('the libsodium backend is not available in this process');
+    return pub.length === 32 && sodium.crypto_sign_verify_detached(sig, msg, pub);
   }
   return nodeVerify(null, msg, publicKeyObject(pub), sig);
 }
@@ -169,11 +166,11 @@ export function verifyStrict(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array, 
  */
 export function precheckVerify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array, backend: CryptoBackend = cryptoBackend): boolean | undefined {
   if (!sigShapeOk(sig)) return false;
-  if (backend === 'libsodium' && native !== undefined) {
+  if (backend === 'libsodium' && sodium !== undefined) {
     if (pub.length !== 32) return undefined;
-    if (native.crypto_sign_verify_detached(sig, msg, pub)) return true;
+    if (sodium.crypto_sign_verify_detached(sig, msg, pub)) return true;
     // libsodium also refuses a non-canonical or small-order key here: only a good key makes it the signature's fault
-    return native.crypto_core_ed25519_is_valid_point(pub) ? false : undefined;
+    return sodium.crypto_core_ed25519_is_valid_point(pub) ? false : undefined;
   }
   let key: KeyObject;
   try {
