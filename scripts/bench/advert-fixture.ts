@@ -5,13 +5,14 @@
 import { seal, T, type Advert, type Ed25519Signer } from '../../src/records/index.js';
 
 let seq = Date.now();
-export function makeAdvert(signer: Ed25519Signer): Uint8Array {
+/** `workloads`: the bench advert's two, on two market shards, unless one market is wanted (bench copies). */
+export function makeAdvert(signer: Ed25519Signer, workloads: string[] = ['infer.llm', 'tensor.matmul']): Uint8Array {
   const now = Date.now();
   const rec: Advert = {
     seq: ++seq,
     issuedAt: now,
     expiresAt: now + 3_600_000,
-    workloads: ['infer.llm', 'tensor.matmul'],
+    workloads,
     tier: 'standard',
     region: 'eu-west',
     hardware: { gpus: [{ model: 'rtx-4090', vramMiB: 24_576, count: 1, features: ['cuda12'] }], cpuCores: 16, memoryMiB: 65_536 },

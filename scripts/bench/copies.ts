@@ -8,13 +8,22 @@
  *
  * N nodes, one process each (process.cpuUsage is one node's CPU), built as the sim builds them (createNetwork), in a
  * full mesh on 127.0.0.1, all subscribed to one raw topic (no topic validator: validation is the model's other term,
- * measured in `bench net`). Each node publishes fresh random messages of a record's size on it, rate/N a second, with
+ * measured below). Each node publishes fresh random messages of a record's size on it, rate/N a second, with
  * jitter. Per node and window: CPU, messages in and out (gossipsub's RPC hook, as the sim counts them) and first
  * copies. The window at rate 0 is the base; at each rate, per copy = (CPU − base) / (copies in + out).
  *
+ * The same windows again with signed adverts instead of raw bytes (`advert`, docs/scale.md §3 "Eighth round"): each
+ * node publishes adverts of one market, sealed before the window, through `net.publish`, so every node validates each
+ * one in the real pipeline (no flood limits, as in bench net). Each node times its advert topic's validator in CPU (the
+ * pipeline and the accept into its views; an upper bound, as microtasks queued before it may run inside its awaits):
+ * the model's validation term, measured where its per-copy term is — one node per process, records arriving a few
+ * times a second — rather than in a tight loop, where it costs a quarter as much (`cold.ts` shows why).
+ * (The difference of the two kinds' windows, less the raw per copy, was tried first: it ranged 36–1,865 µs a record
+ * between runs, too noisy to use.)
+ *
  * Options (as --name=value): --nodes (8) --rates (12,25,50,100: messages a second, network-wide) --bytes (400)
- * --warmMs (5000) --windowMs (15000) --prof=DIR (a CPU profile of each node's window at each rate, written to DIR;
- * summarise with `node dist/scripts/sim/prof.js DIR`).
+ * --kinds (raw,advert) --warmMs (5000) --windowMs (15000) --prof=DIR (a CPU profile of each node's window at each
+ * rate, written to DIR; summarise with `node dist/scripts/sim/prof.js DIR`).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,11 +35,18 @@ import { fileURLToPath } from 'node:url';
 import '../../src/polyfill.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
+import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
+import { shardOf, topicFor } from '../../src/net/topics.js';
+import { makeAdvert } from './advert-fixture.js';
 import { onGossipRpc } from '../sim/rpc-hook.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { table, type BenchResult } from './lib.js';
 
 const TOPIC = '/c0mpute/bench/copies';
+/** The adverts' one market, and so their one topic. */
+const WORKLOAD = 'infer.llm';
+const ADVERT_TOPIC = topicFor('advert', undefined, shardOf(WORKLOAD));
+type Kind = 'raw' | 'advert';
 
 interface Window {
   cpuMs: number;
@@ -38,9 +54,12 @@ interface Window {
   inMsgs: number;
   outMsgs: number;
   firsts: number;
+  /** CPU µs in the advert topic's validator (the pipeline and the accept that follows), and its calls */
+  validatorUs: number;
+  validated: number;
 }
 
-type ToChild = { t: 'dial'; addrs: string[] } | { t: 'ready?' } | { t: 'window'; rate: number; ms: number } | { t: 'exit' };
+type ToChild = { t: 'dial'; addrs: string[] } | { t: 'ready?' } | { t: 'window'; rate: number; ms: number; kind: Kind } | { t: 'exit' };
 type FromChild = { t: 'up'; addr: string } | { t: 'ready'; peers: number; mesh: number } | { t: 'window'; w: Window };
 
 function arg(name: string, def: string): string {
@@ -56,16 +75,33 @@ async function child(): Promise<void> {
   const bytes = Number(arg('bytes', '400'));
   const nodes = Number(arg('nodes', '8'));
   const prof = arg('prof', '') || undefined;
-  const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [] });
+  // no flood limits: each node's signer publishes adverts far faster than a provider may (bench net does the same)
+  const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS });
   await net.start();
   const ps = net.libp2p.services.pubsub;
   ps.subscribe(TOPIC);
-  const count = { inMsgs: 0, outMsgs: 0, firsts: 0 };
-  // messages on the bench's topic in and out, as the sim counts them
+  const signer = Ed25519Signer.generate();
+  const count = { inMsgs: 0, outMsgs: 0, firsts: 0, validatorUs: 0, validated: 0 };
+  // the advert topic's validator timed in CPU (process.cpuUsage, µs): the pipeline, then the accept into the node's
+  // views; microtasks another read queued before it may run inside its awaits, so this is an upper bound
+  const validator = ps.topicValidators.get(ADVERT_TOPIC);
+  if (!validator) throw new Error(`copies bench: no validator on ${ADVERT_TOPIC}`);
+  ps.topicValidators.set(ADVERT_TOPIC, async (peer, msg) => {
+    const c0 = process.cpuUsage();
+    try {
+      return await validator(peer, msg);
+    } finally {
+      const c = process.cpuUsage(c0);
+      count.validatorUs += c.user + c.system;
+      count.validated++;
+    }
+  });
+  // messages on the bench's topics in and out, as the sim counts them (one kind runs in a window)
   onGossipRpc(net, (rpc, _bytes, dir) => {
-    for (const m of rpc.messages ?? []) if (m.topic === TOPIC) count[dir === 'in' ? 'inMsgs' : 'outMsgs']++;
+    for (const m of rpc.messages ?? []) if (m.topic === TOPIC || m.topic === ADVERT_TOPIC) count[dir === 'in' ? 'inMsgs' : 'outMsgs']++;
   });
   ps.addEventListener('message', (e) => void (e.detail.topic === TOPIC && count.firsts++));
+  net.subscribe('advert', () => void count.firsts++);
   const send = (m: FromChild) => process.send!(m);
   let dialled: string[] = [];
   // the parent gone (killed, crashed): do not stay behind listening
@@ -83,6 +119,8 @@ async function child(): Promise<void> {
         send({ t: 'ready', peers: ps.getSubscribers(TOPIC).length, mesh: (ps as unknown as GossipInternals).mesh.get(TOPIC)?.size ?? 0 });
       } else if (m.t === 'window') {
         const perNodeHz = m.rate / nodes;
+        // adverts signed before the window (signing is the publisher's, not a copy's or a validation's, cost), published in seq order
+        const sealed = m.kind === 'advert' ? Array.from({ length: Math.ceil(perNodeHz * (m.ms / 1000) * 1.5) + 20 }, () => makeAdvert(signer, [WORKLOAD])) : [];
         const end = Date.now() + m.ms;
         for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
         const session = prof && perNodeHz > 0 ? new Session() : undefined;
@@ -99,13 +137,14 @@ async function child(): Promise<void> {
           while (Date.now() < end) {
             await sleep(Math.min(end - Date.now(), (-Math.log(1 - Math.random()) * 1000) / perNodeHz));
             if (Date.now() >= end) break;
-            await ps.publish(TOPIC, randomBytes(bytes)).catch(() => undefined);
+            if (m.kind === 'advert') await net.publish('advert', sealed.shift() ?? makeAdvert(signer, [WORKLOAD])).catch(() => undefined);
+            else await ps.publish(TOPIC, randomBytes(bytes)).catch(() => undefined);
           }
         } else await sleep(m.ms);
         const cpu = process.cpuUsage(cpu0);
         if (session) {
           const { profile } = await session.post('Profiler.stop');
-          writeFileSync(join(prof!, `copies-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+          writeFileSync(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
           session.disconnect();
         }
         send({ t: 'window', w: { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count } });
@@ -147,6 +186,8 @@ export async function run(): Promise<BenchResult> {
   const bytes = Number(arg('bytes', '400'));
   const warmMs = Number(arg('warmMs', '5000'));
   const windowMs = Number(arg('windowMs', '15000'));
+  const kinds = arg('kinds', 'raw,advert').split(',') as Kind[];
+  if (!kinds.length || kinds.some((k) => k !== 'raw' && k !== 'advert')) throw new Error(`copies bench: --kinds takes raw and/or advert, got ${kinds.join(',')}`);
   const prof = arg('prof', '');
   if (prof) mkdirSync(prof, { recursive: true });
   const kids: ChildProcess[] = [];
@@ -165,39 +206,51 @@ export async function run(): Promise<BenchResult> {
       if (Date.now() > deadline) throw new Error(`copies bench: the mesh did not form (${st.map((s) => `${s.peers}/${s.mesh}`).join(' ')})`);
       await sleep(250);
     }
-    const windowAll = (rate: number, ms: number) => Promise.all(kids.map((c) => ask(c, { t: 'window', rate, ms }, 'window').then((m) => m.w)));
+    const windowAll = (rate: number, ms: number, kind: Kind = 'raw') => Promise.all(kids.map((c) => ask(c, { t: 'window', rate, ms, kind }, 'window').then((m) => m.w)));
     // warm: every path's code optimised before any window counts
-    await windowAll(Math.max(...rates), warmMs);
+    for (const kind of kinds) await windowAll(Math.max(...rates), warmMs, kind);
     const sum = (ws: Window[], k: keyof Window) => ws.reduce((a, w) => a + w[k], 0);
     const base = await windowAll(0, windowMs);
     const baseUsPerSec = (sum(base, 'cpuMs') * 1000) / (sum(base, 'ms') / 1000);
-    const rows: Array<Record<string, string>> = [];
-    const perCopy: number[] = [];
-    for (const rate of rates) {
-      const ws = await windowAll(rate, windowMs);
-      const secs = sum(ws, 'ms') / 1000; // node-seconds
-      const usPerSec = (sum(ws, 'cpuMs') * 1000) / secs;
-      const copies = (sum(ws, 'inMsgs') + sum(ws, 'outMsgs')) / secs;
-      const firsts = sum(ws, 'firsts') / secs;
-      const pc = (usPerSec - baseUsPerSec) / copies;
-      perCopy.push(pc);
-      rows.push({
-        'rate (msg/s)': String(rate),
-        'CPU % per node': (usPerSec / 1e4).toFixed(3),
-        'firsts/s': firsts.toFixed(1),
-        'in/s': (sum(ws, 'inMsgs') / secs).toFixed(1),
-        'out/s': (sum(ws, 'outMsgs') / secs).toFixed(1),
-        'copies in per first': (sum(ws, 'inMsgs') / Math.max(1, sum(ws, 'firsts'))).toFixed(2),
-        'per copy (µs)': pc.toFixed(1),
-        'per first (µs)': ((usPerSec - baseUsPerSec) / Math.max(1e-9, firsts)).toFixed(0),
-      });
+    const tables: string[] = [];
+    /** per copy at each rate, from the raw windows */
+    const perCopy = new Map<number, number>();
+    /** the advert validator's CPU per record at each rate */
+    const validatorAt = new Map<number, number>();
+    for (const kind of kinds) {
+      const rows: Array<Record<string, string>> = [];
+      for (const rate of rates) {
+        const ws = await windowAll(rate, windowMs, kind);
+        const secs = sum(ws, 'ms') / 1000; // node-seconds
+        const usPerSec = (sum(ws, 'cpuMs') * 1000) / secs;
+        const copies = (sum(ws, 'inMsgs') + sum(ws, 'outMsgs')) / secs;
+        const firsts = sum(ws, 'firsts') / secs;
+        const pc = (usPerSec - baseUsPerSec) / copies;
+        if (kind === 'raw') perCopy.set(rate, pc);
+        const validatorUs = sum(ws, 'validatorUs') / Math.max(1, sum(ws, 'validated'));
+        if (kind === 'advert') validatorAt.set(rate, validatorUs);
+        rows.push({
+          'rate (msg/s)': String(rate),
+          'CPU % per node': (usPerSec / 1e4).toFixed(3),
+          'firsts/s': firsts.toFixed(1),
+          'in/s': (sum(ws, 'inMsgs') / secs).toFixed(1),
+          'out/s': (sum(ws, 'outMsgs') / secs).toFixed(1),
+          'copies in per first': (sum(ws, 'inMsgs') / Math.max(1, sum(ws, 'firsts'))).toFixed(2),
+          'per copy (µs)': pc.toFixed(1),
+          'per first (µs)': ((usPerSec - baseUsPerSec) / Math.max(1e-9, firsts)).toFixed(0),
+          ...(kind === 'advert' ? { 'validator CPU per record (µs)': validatorUs.toFixed(0) } : {}),
+        });
+      }
+      tables.push(kind === 'raw' ? `raw messages of ${bytes} B (no validation):` : `signed adverts of one market, validated by every node (the validator's CPU per record timed in the node: the model's validation term):`, table(rows));
     }
+    const first = perCopy.get(rates[0]!);
+    const firstValidate = validatorAt.get(rates[0]!);
     const report = [
-      `gossip copies: ${nodes} nodes, one process each, full mesh on 127.0.0.1, ${bytes} B raw messages (no validation), warm-up ${warmMs} ms, windows ${windowMs} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+      `gossip copies: ${nodes} nodes, one process each, full mesh on 127.0.0.1, warm-up ${warmMs} ms per kind, windows ${windowMs} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
       `base (no traffic): ${(baseUsPerSec / 1e4).toFixed(3)} % of a core per node`,
-      table(rows),
+      ...tables,
       'per copy (in or out, transport and gossipsub, first-copy delivery included) falls as the rate rises: take the row at the copies a second the node modelled takes',
-      `(a node of one market at 10k providers: about 140 in + out, between the 12 and 25 msg/s rows here), e.g. node dist/scripts/sim/model.js run.json --per-copy ${perCopy[0]!.toFixed(0)}`,
+      `(a node of one market at 10k providers: about 145 in + out, 13 records × 5.6 copies × 2, between the 12 and 25 msg/s rows here)${first === undefined ? '' : `, e.g. node dist/scripts/sim/model.js run.json --per-copy ${first.toFixed(0)}${firstValidate === undefined ? '' : ` --validate ${firstValidate.toFixed(0)}`}`}`,
     ].join('\n');
     return { report, targets: [] };
   } finally {

@@ -60,7 +60,12 @@ export interface ModelParams {
   copies: number;
   /** Control bytes per message per node (measured). */
   controlPerMsg: number;
-  /** CPU per first copy: validation, µs (measured: bench net, pipeline steady state). */
+  /**
+   * CPU per first copy: validation and the accept into the node's views, µs. Measured where the per-copy cost is (bench
+   * copies' advert rows: one node per process, records a few times a second); until the eighth round it was the
+   * pipeline in a tight loop, 150 µs, a quarter of that (docs/scale.md §3 "Eighth round"; `--validate 150` for the
+   * earlier rounds' tables).
+   */
   validateUs: number;
   /** CPU per copy received or sent, transport and gossipsub, µs (calibrated on the run). */
   perCopyUs: number;
@@ -92,7 +97,8 @@ export const MEASURED: ModelParams = {
   // the fourth round's calibration (docs/scale.md §3 "The CPU side, recalibrated"): 40 nodes, the cut-4 A/B pair, idle base
   copies: 3.84,
   controlPerMsg: 278,
-  validateUs: 150,
+  // bench copies' advert rows at 12 and 25 msg/s, eighth round: 457–568 µs in two runs
+  validateUs: 530,
   perCopyUs: 311,
   basePct: 0.165,
   perOpenUs: 35_000,
@@ -288,7 +294,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs]
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--validate µs]
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : undefined;
@@ -308,6 +314,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (perCopy !== undefined) {
     p = { ...p, perCopyUs: Number(perCopy) };
     console.log(`per copy set to ${p.perCopyUs} µs (measured by bench copies)`);
+  }
+  // the validation cost per first copy measured in a node of its own process (`bench copies`, the advert rows' validator CPU)
+  const validate = flag('validate');
+  if (validate !== undefined) {
+    p = { ...p, validateUs: Number(validate) };
+    console.log(`validate set to ${p.validateUs} µs (measured by bench copies)`);
   }
   if (valFile) {
     const run = JSON.parse(readFileSync(valFile, 'utf8')) as RunFile;
