@@ -294,7 +294,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--validate µs]
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--validate µs] [--copies n]
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : undefined;
@@ -314,6 +314,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (perCopy !== undefined) {
     p = { ...p, perCopyUs: Number(perCopy) };
     console.log(`per copy set to ${p.perCopyUs} µs (measured by bench copies)`);
+  }
+  // copies of each record a node receives, for a what-if (a smaller gossipsub D); the calibration's otherwise
+  const copies = flag('copies');
+  if (copies !== undefined) {
+    p = { ...p, copies: Number(copies) };
+    console.log(`copies set to ${p.copies}`);
   }
   // the validation cost per first copy measured in a node of its own process (`bench copies`, the advert rows' validator CPU)
   const validate = flag('validate');
