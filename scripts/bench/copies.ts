@@ -14,12 +14,10 @@
  *
  * The same windows again with signed adverts instead of raw bytes (`advert`, docs/scale.md §3 "Eighth round"): each
  * node publishes adverts of one market, sealed before the window, through `net.publish`, so every node validates each
- * one in the real pipeline (no flood limits, as in bench net). Each node times its advert topic's validator in CPU (the
- * pipeline and the accept into its views; an upper bound, as microtasks queued before it may run inside its awaits):
- * the model's validation term, measured where its per-copy term is — one node per process, records arriving a few
- * times a second — rather than in a tight loop, where it costs a quarter as much (`cold.ts` shows why).
- * (The difference of the two kinds' windows, less the raw per copy, was tried first: it ranged 36–1,865 µs a record
- * between runs, too noisy to use.)
+ * one in the real pipeline (no flood limits, as in bench net). Each node times its advert topic's validator in CPU
+ * (procs.ts timeValidators: the pipeline and the accept into the node's views, whose one subscriber here is a
+ * counter): the model's validation term (`--validate`), measured where its per-copy term is — one node per process,
+ * 10–20 records a second — rather than back to back, where it costs a third to a fifth as much (`cold.ts` shows why).
  *
  * Options (as --name=value): --nodes (8) --rates (12,25,50,100: messages a second, network-wide) --bytes (400)
  * --kinds (raw,advert) --warmMs (5000) --windowMs (15000) --prof=DIR (a CPU profile of each node's window at each
@@ -41,6 +39,7 @@ import { makeAdvert } from './advert-fixture.js';
 import { onGossipRpc } from '../sim/rpc-hook.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { table, type BenchResult } from './lib.js';
+import { ask as askChild, leaveWithParent, stopAll, timeValidators } from './procs.js';
 
 const TOPIC = '/c0mpute/bench/copies';
 /** The adverts' one market, and so their one topic. */
@@ -54,7 +53,7 @@ interface Window {
   inMsgs: number;
   outMsgs: number;
   firsts: number;
-  /** CPU µs in the advert topic's validator (the pipeline and the accept that follows), and its calls */
+  /** CPU µs in the advert topic's validator (procs.ts timeValidators), and its calls */
   validatorUs: number;
   validated: number;
 }
@@ -72,6 +71,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // ---------- one node (child process) ----------
 
 async function child(): Promise<void> {
+  leaveWithParent();
   const bytes = Number(arg('bytes', '400'));
   const nodes = Number(arg('nodes', '8'));
   const prof = arg('prof', '') || undefined;
@@ -81,21 +81,8 @@ async function child(): Promise<void> {
   const ps = net.libp2p.services.pubsub;
   ps.subscribe(TOPIC);
   const signer = Ed25519Signer.generate();
-  const count = { inMsgs: 0, outMsgs: 0, firsts: 0, validatorUs: 0, validated: 0 };
-  // the advert topic's validator timed in CPU (process.cpuUsage, µs): the pipeline, then the accept into the node's
-  // views; microtasks another read queued before it may run inside its awaits, so this is an upper bound
-  const validator = ps.topicValidators.get(ADVERT_TOPIC);
-  if (!validator) throw new Error(`copies bench: no validator on ${ADVERT_TOPIC}`);
-  ps.topicValidators.set(ADVERT_TOPIC, async (peer, msg) => {
-    const c0 = process.cpuUsage();
-    try {
-      return await validator(peer, msg);
-    } finally {
-      const c = process.cpuUsage(c0);
-      count.validatorUs += c.user + c.system;
-      count.validated++;
-    }
-  });
+  const count = { inMsgs: 0, outMsgs: 0, firsts: 0 };
+  const validator = timeValidators(net, (t) => t === ADVERT_TOPIC);
   // messages on the bench's topics in and out, as the sim counts them (one kind runs in a window)
   onGossipRpc(net, (rpc, _bytes, dir) => {
     for (const m of rpc.messages ?? []) if (m.topic === TOPIC || m.topic === ADVERT_TOPIC) count[dir === 'in' ? 'inMsgs' : 'outMsgs']++;
@@ -104,8 +91,6 @@ async function child(): Promise<void> {
   net.subscribe('advert', () => void count.firsts++);
   const send = (m: FromChild) => process.send!(m);
   let dialled: string[] = [];
-  // the parent gone (killed, crashed): do not stay behind listening
-  process.on('disconnect', () => process.exit(0));
   send({ t: 'up', addr: net.addrs()[0]! });
   process.on('message', (m: ToChild) => {
     void (async () => {
@@ -123,6 +108,8 @@ async function child(): Promise<void> {
         const sealed = m.kind === 'advert' ? Array.from({ length: Math.ceil(perNodeHz * (m.ms / 1000) * 1.5) + 20 }, () => makeAdvert(signer, [WORKLOAD])) : [];
         const end = Date.now() + m.ms;
         for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
+        validator.us = 0;
+        validator.n = 0;
         const session = prof && perNodeHz > 0 ? new Session() : undefined;
         if (session) {
           session.connect();
@@ -142,12 +129,14 @@ async function child(): Promise<void> {
           }
         } else await sleep(m.ms);
         const cpu = process.cpuUsage(cpu0);
+        // the window ends here: what the profile's stop and write take is not in it
+        const w: Window = { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count, validatorUs: validator.us, validated: validator.n };
         if (session) {
           const { profile } = await session.post('Profiler.stop');
           writeFileSync(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
           session.disconnect();
         }
-        send({ t: 'window', w: { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count } });
+        send({ t: 'window', w });
       } else if (m.t === 'exit') {
         await net.stop();
         process.exit(0);
@@ -158,27 +147,7 @@ async function child(): Promise<void> {
 
 // ---------- the bench (parent) ----------
 
-/** Send `msg` and wait for the child's answer of kind `want`; a child that exits first is an error, not a hang. */
-function ask<T extends FromChild['t']>(c: ChildProcess, msg: ToChild | undefined, want: T): Promise<Extract<FromChild, { t: T }>> {
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      c.off('message', on);
-      c.off('exit', onExit);
-    };
-    const on = (m: FromChild) => {
-      if (m.t !== want) return;
-      done();
-      resolve(m as Extract<FromChild, { t: T }>);
-    };
-    const onExit = (code: number | null, signal: string | null) => {
-      done();
-      reject(new Error(`copies bench: a node exited (${code ?? signal}) while the bench waited for '${want}'`));
-    };
-    c.on('message', on);
-    c.on('exit', onExit);
-    if (msg) c.send(msg);
-  });
-}
+const ask = <T extends FromChild['t']>(c: ChildProcess, msg: ToChild | undefined, want: T) => askChild<FromChild, T>(c, msg, want, 'copies bench');
 
 export async function run(): Promise<BenchResult> {
   const nodes = Number(arg('nodes', '8'));
@@ -241,7 +210,7 @@ export async function run(): Promise<BenchResult> {
           ...(kind === 'advert' ? { 'validator CPU per record (µs)': validatorUs.toFixed(0) } : {}),
         });
       }
-      tables.push(kind === 'raw' ? `raw messages of ${bytes} B (no validation):` : `signed adverts of one market, validated by every node (the validator's CPU per record timed in the node: the model's validation term):`, table(rows));
+      tables.push(kind === 'raw' ? `raw messages of ${bytes} B (no validation):` : `signed adverts of one market, validated by every node (per copy and per first include the validation; the validator's CPU per record, timed in the node, is the model's validation term):`, table(rows));
     }
     const first = perCopy.get(rates[0]!);
     const firstValidate = validatorAt.get(rates[0]!);
@@ -254,25 +223,7 @@ export async function run(): Promise<BenchResult> {
     ].join('\n');
     return { report, targets: [] };
   } finally {
-    // ask each node to stop its libp2p node; past 5 s, or a node already gone, it is killed
-    await Promise.all(
-      kids.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const t = setTimeout(() => c.kill('SIGKILL'), 5_000);
-            c.once('exit', () => {
-              clearTimeout(t);
-              resolve();
-            });
-            try {
-              c.send({ t: 'exit' } satisfies ToChild);
-            } catch {
-              c.kill('SIGKILL');
-            }
-          }),
-      ),
-    );
+    await stopAll(kids, { t: 'exit' } satisfies ToChild);
   }
 }
 

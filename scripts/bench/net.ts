@@ -21,6 +21,7 @@ import '../../src/polyfill.js';
 import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { Ed25519Signer, seal, T } from '../../src/records/index.js';
 import { makeAdvert } from './advert-fixture.js';
+import { DEGREE, RAW_TOPICS, meshDials } from './mesh-shape.js';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createNetwork, type Network } from '../../src/net/node.js';
@@ -40,20 +41,14 @@ import { createRequire } from 'node:module';
 import { Cluster, bootstrapAddr, buyerConfig, metricsText, providerConfig, runJob, waitForMarket } from '../../test/e2e/node-helpers.js';
 
 const NODES = Number(process.env.BENCH_NET_NODES ?? 20);
-const DEGREE = 4;
 const MESSAGES = Number(process.env.BENCH_NET_MESSAGES ?? 60);
 const FLOOD = Number(process.env.BENCH_NET_FLOOD ?? 3000);
 /** Messages of each kind through the mesh before propagation's measured round (warmUp). */
 const WARM_UP = Number(process.env.BENCH_NET_WARMUP ?? 200);
-const RAW_TOPIC = '/c0mpute/bench/raw';
+const RAW_TOPIC = RAW_TOPICS[0]!;
 /** Signature threads of the validating nodes (default: the node's default, min(4, cores − 1) above 2 cores, else 0; 0 = on the event loop, as before the pool). */
 export const VERIFY_THREADS = process.env.BENCH_VERIFY_THREADS === undefined ? defaultVerifyThreads() : Number(process.env.BENCH_VERIFY_THREADS);
-/**
- * The bench advert names two workloads on two market shards, so it travels on
- * two topics (docs/network.md §14); the raw baseline travels on as many, and
- * each node counts a record's first arrival, as the validated side does.
- */
-export const RAW_TOPICS = [RAW_TOPIC, RAW_TOPIC + '/b'];
+export { RAW_TOPICS };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,14 +61,11 @@ export async function startMesh(n: number): Promise<Network[]> {
     nets.push(net);
   }
   // a ring plus random chords: connected, degree ≈ DEGREE
-  let rnd = 12345;
-  const next = () => (rnd = (rnd * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const dials = meshDials(n);
   for (let i = 0; i < n; i++) {
-    await nets[i]!.dial(nets[(i + 1) % n]!.addrs()[0]!);
-    for (let k = 0; k < DEGREE / 2 - 1; k++) {
-      const j = Math.floor(next() * n);
-      if (j !== i) await nets[i]!.dial(nets[j]!.addrs()[0]!).catch(() => undefined);
-    }
+    const [ring, ...chords] = dials[i]!;
+    await nets[i]!.dial(nets[ring!]!.addrs()[0]!);
+    for (const j of chords) await nets[i]!.dial(nets[j]!.addrs()[0]!).catch(() => undefined);
   }
   // wait for every node to see its neighbours on both topics, then a few heartbeats for the mesh
   const end = Date.now() + 10_000;

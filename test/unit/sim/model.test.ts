@@ -11,7 +11,7 @@ import { advertRate, calibrate, predict, presenceRate, MEASURED, type RunFile } 
 const BASE = 0.2;
 const PER_COPY = 300; // µs
 const PER_OPEN = 25_000; // µs
-const VALIDATE = MEASURED.validateUs; // µs (the model's default)
+const VALIDATE = MEASURED.validateUs; // µs (the model's default, the warm figure calibration uses)
 
 /** A synthetic run: `deliveredPerSec` records of each kind, `copies` each, `opens` per node·min; CPU as the model writes it. */
 function run(delivered: number, copies: number, opens: number): RunFile {

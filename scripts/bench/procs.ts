@@ -1,0 +1,92 @@
+/**
+ * What the benches that run one node per child process share (copies.ts, net-procs.ts): asking a child and waiting
+ * for its answer, stopping every child, a child leaving when its parent goes, and timing a node's topic validators.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { Network } from '../../src/net/node.js';
+
+/**
+ * Send `msg` (unless undefined) and wait for the child's answer of kind `want` that `match` accepts; a child that
+ * exits first is an error naming `bench`, not a hang.
+ */
+export function ask<M extends { t: string }, T extends M['t']>(c: ChildProcess, msg: unknown, want: T, bench: string, match: (m: Extract<M, { t: T }>) => boolean = () => true): Promise<Extract<M, { t: T }>> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      c.off('message', on);
+      c.off('exit', onExit);
+    };
+    const on = (m: M) => {
+      if (m.t !== want || !match(m as Extract<M, { t: T }>)) return;
+      done();
+      resolve(m as Extract<M, { t: T }>);
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      done();
+      reject(new Error(`${bench}: a node exited (${code ?? signal}) while the bench waited for '${want}'`));
+    };
+    c.on('message', on);
+    c.on('exit', onExit);
+    if (msg !== undefined) c.send(msg as object);
+  });
+}
+
+/** Ask each child to stop (`exit`: the message that makes it stop its node and exit); past 5 s, or gone, it is killed. */
+export function stopAll(kids: ChildProcess[], exit: unknown): Promise<void> {
+  return Promise.all(
+    kids.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const t = setTimeout(() => c.kill('SIGKILL'), 5_000);
+          c.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          try {
+            c.send(exit as object);
+          } catch {
+            c.kill('SIGKILL');
+          }
+        }),
+    ),
+  ).then(() => undefined);
+}
+
+/** In a child: exit when the parent goes (killed, crashed), so no node stays behind listening. Call it first. */
+export function leaveWithParent(): void {
+  process.on('disconnect', () => process.exit(0));
+}
+
+/** CPU µs spent in the timed validators and their calls, since the last reset. */
+export interface ValidatorTime {
+  us: number;
+  n: number;
+}
+
+/**
+ * Time the node's gossipsub topic validators on the topics `which` picks, in CPU (process.cpuUsage): the pipeline,
+ * then the accept into the node's views (its record cache, its dispatcher, whose first subscriber runs in the same
+ * call). Roughly: the figure is the whole process's CPU over the call (other threads' too), microtasks queued before it
+ * may run inside its awaits, and a collection that comes after it is not in it.
+ */
+export function timeValidators(net: Network, which: (topic: string) => boolean): ValidatorTime {
+  const ps = net.libp2p.services.pubsub;
+  const acc: ValidatorTime = { us: 0, n: 0 };
+  let found = 0;
+  for (const [topic, fn] of [...ps.topicValidators]) {
+    if (!which(topic)) continue;
+    found++;
+    ps.topicValidators.set(topic, async (peer, msg) => {
+      const c0 = process.cpuUsage();
+      try {
+        return await fn(peer, msg);
+      } finally {
+        const c = process.cpuUsage(c0);
+        acc.us += c.user + c.system;
+        acc.n++;
+      }
+    });
+  }
+  if (!found) throw new Error('bench: no topic validator to time on the topics asked for');
+  return acc;
+}
