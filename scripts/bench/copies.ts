@@ -39,7 +39,7 @@ import { makeAdvert } from './advert-fixture.js';
 import { onGossipRpc } from '../sim/rpc-hook.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { table, type BenchResult } from './lib.js';
-import { ask as askChild, leaveWithParent, stopAll, timeValidators } from './procs.js';
+import { ask as askChild, leaveWithParent, serveParent, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const TOPIC = '/c0mpute/bench/copies';
 /** The adverts' one market, and so their one topic. */
@@ -58,7 +58,7 @@ interface Window {
   validated: number;
 }
 
-type ToChild = { t: 'dial'; addrs: string[] } | { t: 'ready?' } | { t: 'window'; rate: number; ms: number; kind: Kind } | { t: 'exit' };
+type ToChild = MeshMessage | { t: 'window'; rate: number; ms: number; kind: Kind } | { t: 'exit' };
 type FromChild = { t: 'up'; addr: string } | { t: 'ready'; peers: number; mesh: number } | { t: 'window'; w: Window };
 
 function arg(name: string, def: string): string {
@@ -90,58 +90,48 @@ async function child(): Promise<void> {
   ps.addEventListener('message', (e) => void (e.detail.topic === TOPIC && count.firsts++));
   net.subscribe('advert', () => void count.firsts++);
   const send = (m: FromChild) => process.send!(m);
-  let dialled: string[] = [];
-  send({ t: 'up', addr: net.addrs()[0]! });
-  process.on('message', (m: ToChild) => {
-    void (async () => {
-      if (m.t === 'dial') {
-        dialled = m.addrs;
-        for (const a of m.addrs) await net.dial(a).catch(() => undefined);
-      } else if (m.t === 'ready?') {
-        // a dial lost to a simultaneous one from the other side, or a connection pruned while the mesh formed: again
-        const have = new Set(net.libp2p.getConnections().map((c) => c.remotePeer.toString()));
-        for (const a of dialled) if (!have.has(a.slice(a.lastIndexOf('/') + 1))) void net.dial(a).catch(() => undefined);
-        send({ t: 'ready', peers: ps.getSubscribers(TOPIC).length, mesh: (ps as unknown as GossipInternals).mesh.get(TOPIC)?.size ?? 0 });
-      } else if (m.t === 'window') {
-        const perNodeHz = m.rate / nodes;
-        // adverts signed before the window (signing is the publisher's, not a copy's or a validation's, cost), published in seq order
-        const sealed = m.kind === 'advert' ? Array.from({ length: Math.ceil(perNodeHz * (m.ms / 1000) * 1.5) + 20 }, () => makeAdvert(signer, [WORKLOAD])) : [];
-        const end = Date.now() + m.ms;
-        for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
-        validator.us = 0;
-        validator.n = 0;
-        const session = prof && perNodeHz > 0 ? new Session() : undefined;
-        if (session) {
-          session.connect();
-          await session.post('Profiler.enable');
-          await session.post('Profiler.setSamplingInterval', { interval: 500 });
-          await session.post('Profiler.start');
-        }
-        const cpu0 = process.cpuUsage();
-        const t0 = performance.now();
-        if (perNodeHz > 0) {
-          // exponential gaps (a Poisson stream), so the nodes' publications do not fall into step
-          while (Date.now() < end) {
-            await sleep(Math.min(end - Date.now(), (-Math.log(1 - Math.random()) * 1000) / perNodeHz));
-            if (Date.now() >= end) break;
-            if (m.kind === 'advert') await net.publish('advert', sealed.shift() ?? makeAdvert(signer, [WORKLOAD])).catch(() => undefined);
-            else await ps.publish(TOPIC, randomBytes(bytes)).catch(() => undefined);
-          }
-        } else await sleep(m.ms);
-        const cpu = process.cpuUsage(cpu0);
-        // the window ends here: what the profile's stop and write take is not in it
-        const w: Window = { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count, validatorUs: validator.us, validated: validator.n };
-        if (session) {
-          const { profile } = await session.post('Profiler.stop');
-          writeFileSync(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
-          session.disconnect();
-        }
-        send({ t: 'window', w });
-      } else if (m.t === 'exit') {
-        await net.stop();
-        process.exit(0);
+  const up: FromChild = { t: 'up', addr: net.addrs()[0]! };
+  const ready = (): FromChild => ({ t: 'ready', peers: ps.getSubscribers(TOPIC).length, mesh: (ps as unknown as GossipInternals).mesh.get(TOPIC)?.size ?? 0 });
+  serveParent<ToChild>(net, up, ready, async (m) => {
+    if (m.t === 'window') {
+      const perNodeHz = m.rate / nodes;
+      // adverts signed before the window (signing is the publisher's, not a copy's or a validation's, cost), published in seq order
+      const sealed = m.kind === 'advert' ? Array.from({ length: Math.ceil(perNodeHz * (m.ms / 1000) * 1.5) + 20 }, () => makeAdvert(signer, [WORKLOAD])) : [];
+      const end = Date.now() + m.ms;
+      for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
+      validator.us = 0;
+      validator.n = 0;
+      const session = prof && perNodeHz > 0 ? new Session() : undefined;
+      if (session) {
+        session.connect();
+        await session.post('Profiler.enable');
+        await session.post('Profiler.setSamplingInterval', { interval: 500 });
+        await session.post('Profiler.start');
       }
-    })();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      if (perNodeHz > 0) {
+        // exponential gaps (a Poisson stream), so the nodes' publications do not fall into step
+        while (Date.now() < end) {
+          await sleep(Math.min(end - Date.now(), (-Math.log(1 - Math.random()) * 1000) / perNodeHz));
+          if (Date.now() >= end) break;
+          if (m.kind === 'advert') await net.publish('advert', sealed.shift() ?? makeAdvert(signer, [WORKLOAD])).catch(() => undefined);
+          else await ps.publish(TOPIC, randomBytes(bytes)).catch(() => undefined);
+        }
+      } else await sleep(m.ms);
+      const cpu = process.cpuUsage(cpu0);
+      // the window ends here: what the profile's stop and write take is not in it
+      const w: Window = { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count, validatorUs: validator.us, validated: validator.n };
+      if (session) {
+        const { profile } = await session.post('Profiler.stop');
+        writeFileSync(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+        session.disconnect();
+      }
+      send({ t: 'window', w });
+    } else if (m.t === 'exit') {
+      await net.stop();
+      process.exit(0);
+    }
   });
 }
 

@@ -34,7 +34,7 @@ import { parseTopic } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 import { RAW_TOPICS, meshDials } from './mesh-shape.js';
-import { ask as askChild, leaveWithParent, stopAll, timeValidators } from './procs.js';
+import { ask as askChild, leaveWithParent, serveParent, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const WARM_UP = 200;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -44,8 +44,7 @@ const opt = (name: string, def: string): string => process.argv.find((a) => a.st
 
 type Kind = 'advert' | 'raw';
 type ToChild =
-  | { t: 'dial'; addrs: string[] }
-  | { t: 'ready?' }
+  | MeshMessage
   | { t: 'seal'; count: number }
   | { t: 'pub'; id: number; kind: Kind; warm?: boolean }
   | { t: 'round'; name: string }
@@ -86,67 +85,57 @@ async function child(prof: string | undefined): Promise<void> {
   let cpu0 = process.cpuUsage();
   let session: Session | undefined;
   let roundName = '';
-  let dialled: string[] = [];
   const send = (m: FromChild) => process.send!(m);
-  send({ t: 'up', addr: net.addrs()[0]! });
-  process.on('message', (m: ToChild) => {
-    void (async () => {
-      if (m.t === 'dial') {
-        dialled = m.addrs;
-        for (const a of m.addrs) await net.dial(a).catch(() => undefined);
-      } else if (m.t === 'ready?') {
-        // a dial lost to a simultaneous one from the other side: again
-        const have = new Set(net.libp2p.getConnections().map((c) => c.remotePeer.toString()));
-        for (const a of dialled) if (!have.has(a.slice(a.lastIndexOf('/') + 1))) void net.dial(a).catch(() => undefined);
-        send({ t: 'ready', advertPeers: net.topicPeers('advert').length, rawPeers: ps.getSubscribers(RAW_TOPICS[0]!).length });
-      } else if (m.t === 'seal') {
-        // signed before the rounds, so signing is not in the measured path; each newer than the warm-up's, used in order
-        sealed = Array.from({ length: m.count }, () => makeAdvert(signer));
-        send({ t: 'sealed' });
-      } else if (m.t === 'pub') {
-        let key: string;
-        let at: number;
-        if (m.kind === 'advert') {
-          const a = m.warm ? makeAdvert(signer) : sealed.shift();
-          if (!a) throw new Error('net-procs: a node ran out of sealed adverts');
-          key = 'sha256:' + sha256hex(a);
-          at = nowMs();
-          await net.publish('advert', a);
-        } else {
-          const r = randomBytes(size);
-          key = sha256hex(r);
-          at = nowMs();
-          for (const t of RAW_TOPICS) await ps.publish(t, r);
-        }
-        send({ t: 'published', id: m.id, key, at });
-      } else if (m.t === 'round') {
-        got = new Map();
-        validator.us = 0;
-        validator.n = 0;
-        roundName = m.name;
-        if (prof) {
-          session = new Session();
-          session.connect();
-          await session.post('Profiler.enable');
-          await session.post('Profiler.setSamplingInterval', { interval: 200 });
-          await session.post('Profiler.start');
-        }
-        cpu0 = process.cpuUsage();
-        send({ t: 'round' });
-      } else if (m.t === 'collect') {
-        const c = process.cpuUsage(cpu0);
-        if (m.last && session) {
-          const { profile } = await session.post('Profiler.stop');
-          writeFileSync(join(prof!, `${roundName}-${process.pid}.cpuprofile`), JSON.stringify(profile));
-          session.disconnect();
-          session = undefined;
-        }
-        send({ t: 'collected', got: [...got], cpuMs: (c.user + c.system) / 1000, validatorUs: validator.us, validated: validator.n });
-      } else if (m.t === 'exit') {
-        await net.stop();
-        process.exit(0);
+  const up: FromChild = { t: 'up', addr: net.addrs()[0]! };
+  const ready = (): FromChild => ({ t: 'ready', advertPeers: net.topicPeers('advert').length, rawPeers: ps.getSubscribers(RAW_TOPICS[0]!).length });
+  serveParent<ToChild>(net, up, ready, async (m) => {
+    if (m.t === 'seal') {
+      // signed before the rounds, so signing is not in the measured path; each newer than the warm-up's, used in order
+      sealed = Array.from({ length: m.count }, () => makeAdvert(signer));
+      send({ t: 'sealed' });
+    } else if (m.t === 'pub') {
+      let key: string;
+      let at: number;
+      if (m.kind === 'advert') {
+        const a = m.warm ? makeAdvert(signer) : sealed.shift();
+        if (!a) throw new Error('net-procs: a node ran out of sealed adverts');
+        key = 'sha256:' + sha256hex(a);
+        at = nowMs();
+        await net.publish('advert', a);
+      } else {
+        const r = randomBytes(size);
+        key = sha256hex(r);
+        at = nowMs();
+        for (const t of RAW_TOPICS) await ps.publish(t, r);
       }
-    })();
+      send({ t: 'published', id: m.id, key, at });
+    } else if (m.t === 'round') {
+      got = new Map();
+      validator.us = 0;
+      validator.n = 0;
+      roundName = m.name;
+      if (prof) {
+        session = new Session();
+        session.connect();
+        await session.post('Profiler.enable');
+        await session.post('Profiler.setSamplingInterval', { interval: 200 });
+        await session.post('Profiler.start');
+      }
+      cpu0 = process.cpuUsage();
+      send({ t: 'round' });
+    } else if (m.t === 'collect') {
+      const c = process.cpuUsage(cpu0);
+      if (m.last && session) {
+        const { profile } = await session.post('Profiler.stop');
+        writeFileSync(join(prof!, `${roundName}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+        session.disconnect();
+        session = undefined;
+      }
+      send({ t: 'collected', got: [...got], cpuMs: (c.user + c.system) / 1000, validatorUs: validator.us, validated: validator.n });
+    } else if (m.t === 'exit') {
+      await net.stop();
+      process.exit(0);
+    }
   });
 }
 

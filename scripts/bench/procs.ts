@@ -1,6 +1,7 @@
 /**
  * What the benches that run one node per child process share (copies.ts, net-procs.ts): asking a child and waiting
- * for its answer, stopping every child, a child leaving when its parent goes, and timing a node's topic validators.
+ * for its answer, stopping every child; in a child, leaving when the parent goes, serving the parent's mesh messages,
+ * and timing the node's topic validators.
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Network } from '../../src/net/node.js';
@@ -89,4 +90,29 @@ export function timeValidators(net: Network, which: (topic: string) => boolean):
   }
   if (!found) throw new Error('bench: no topic validator to time on the topics asked for');
   return acc;
+}
+
+/** The messages every child answers the same way: dial these peers; is the mesh ready? */
+export type MeshMessage = { t: 'dial'; addrs: string[] } | { t: 'ready?' };
+
+/**
+ * In a child: tell the parent the node is up (`up`), then serve its messages. A 'dial' dials the peers given; a
+ * 'ready?' dials again those not connected (a dial lost to a simultaneous one from the other side, or a connection
+ * pruned while the mesh formed) and answers `ready()`. Every other message goes to `handle`.
+ */
+export function serveParent<M extends { t: string }>(net: Network, up: object, ready: () => object, handle: (m: Exclude<M, MeshMessage>) => Promise<void>): void {
+  let dialled: string[] = [];
+  process.send!(up);
+  process.on('message', (m: M | MeshMessage) => {
+    void (async () => {
+      if (m.t === 'dial') {
+        dialled = (m as MeshMessage & { t: 'dial' }).addrs;
+        for (const a of dialled) await net.dial(a).catch(() => undefined);
+      } else if (m.t === 'ready?') {
+        const have = new Set(net.libp2p.getConnections().map((c) => c.remotePeer.toString()));
+        for (const a of dialled) if (!have.has(a.slice(a.lastIndexOf('/') + 1))) void net.dial(a).catch(() => undefined);
+        process.send!(ready());
+      } else await handle(m as Exclude<M, MeshMessage>);
+    })();
+  });
 }
