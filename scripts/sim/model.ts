@@ -320,7 +320,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const perCopy = num('per-copy');
   if (perCopy !== undefined) {
     p = { ...p, perCopyUs: perCopy };
-    console.log(`per copy set to ${p.perCopyUs} µs (measured by bench copies)`);
+    console.log(`per copy set to ${p.perCopyUs} µs`);
   }
   // copies of each record a node receives, for a what-if (a smaller gossipsub D); the calibration's otherwise
   const copies = num('copies');
