@@ -6,9 +6,9 @@
  *
  *   node dist/scripts/bench/cold.js [records per series, default 60]
  *
- * Prints the median per series: back to back (no pause: a tight loop); 20 ms asleep; 20 ms asleep with 32 MB touched; `open` right after a 20 ms
- * spin (no sleep, nothing touched) against the `open` just after it, which is warm; and the same for a JSON parse and
- * walk, code that is not ours.
+ * Prints the median per series: back to back (no pause: a tight loop); 20 ms asleep; 20 ms asleep with 32 MB
+ * touched; `open` right after a 20 ms spin (no sleep, nothing touched) against the `open` just after it, which is warm;
+ * and the same for a JSON parse and walk, code that is not ours.
  */
 import '../../src/polyfill.js';
 import { Registry } from 'prom-client';
