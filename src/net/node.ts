@@ -43,7 +43,7 @@ import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { RefusalLog } from './refusals.js';
-import { gossipHost, type GossipInternals } from './link-hosts.js';
+import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.js';
 import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer } from './offer-route.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 import { createHost } from './libp2p-host.js';
@@ -68,7 +68,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const source: RecordSource = opts.records ?? new MemoryRecordCache();
   const did = didFromPublicKey(opts.signer.publicKey);
 
-  const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }> } = {};
+  // the host and its gossip views, once built (the metrics' collectors read them; a scrape before that finds nothing)
+  const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }>; gh?: LinkHosts } = {};
   const metrics = createNetMetrics(opts.registry, () => ref.node?.getPeers().length ?? 0);
   const verifyThreads = opts.verifyThreads ?? defaultVerifyThreads();
   const sigPool = verifyThreads > 0 ? new SharedPoolVerifier(verifyThreads) : undefined;
@@ -89,7 +90,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
   const link = createLinkMetrics(metrics.registry, {
     connections: () => ref.node?.getConnections() ?? [],
-    gossip: () => (ref.node ? gossipHost(ref.node, overlay).scores : undefined),
+    gossip: () => ref.gh?.scores,
   });
   const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
 
@@ -97,7 +98,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log);
-  const gh = gossipHost(libp2p, overlay);
+  const gh = (ref.gh = gossipHost(libp2p, overlay));
   const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
   const health = new GossipHealth(gh.health, { log, onRepair: (action) => link.repairs.inc({ action }), ...(opts.gossipHealth ? { options: opts.gossipHealth } : {}) });
   // gossipsub drops a peer after an error on its inbound stream but keeps the connection: re-attach it (see gossip-health.ts).
