@@ -15,7 +15,8 @@ import { writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../src/records/index.js';
 import type { Network } from '../../src/net/node.js';
-import { listenForDeliveries, RAW_TOPICS, startMesh, VERIFY_THREADS, warmUp } from './net.js';
+import { listenForDeliveries, startMesh, VERIFY_THREADS, warmUp } from './net.js';
+import { RAW_TOPICS } from './mesh-shape.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 

@@ -16,7 +16,8 @@ import '../../src/polyfill.js';
 import { Ed25519Signer } from '../../src/records/index.js';
 import type { Network } from '../../src/net/node.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
-import { RAW_TOPICS, startMesh, warmUp } from './net.js';
+import { startMesh, warmUp } from './net.js';
+import { RAW_TOPICS } from './mesh-shape.js';
 import { makeAdvert } from './advert-fixture.js';
 import { median, percentile } from './lib.js';
 

@@ -37,7 +37,7 @@ import { Registry } from 'prom-client';
 import { fmt, measure, median, percentile, table, type BenchResult } from './lib.js';
 import { randomBytes } from 'node:crypto';
 import { hashHex } from '../../src/records/address.js';
-import { createRequire } from 'node:module';
+import { sodium } from '../../src/util/sodium.js';
 import { Cluster, bootstrapAddr, buyerConfig, metricsText, providerConfig, runJob, waitForMarket } from '../../test/e2e/node-helpers.js';
 
 const NODES = Number(process.env.BENCH_NET_NODES ?? 20);
@@ -48,7 +48,6 @@ const WARM_UP = Number(process.env.BENCH_NET_WARMUP ?? 200);
 const RAW_TOPIC = RAW_TOPICS[0]!;
 /** Signature threads of the validating nodes (default: the node's default, min(4, cores − 1) above 2 cores, else 0; 0 = on the event loop, as before the pool). */
 export const VERIFY_THREADS = process.env.BENCH_VERIFY_THREADS === undefined ? defaultVerifyThreads() : Number(process.env.BENCH_VERIFY_THREADS);
-export { RAW_TOPICS };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -390,18 +389,12 @@ export async function run(): Promise<BenchResult> {
   const sig = sign(null, msg, privateKey);
   // The machine is shared: each figure is set against raw verify measured just before and just after
   // it (their mean), so load that comes and goes between the measurements hits both sides alike.
-  // raw libsodium verify (sodium-native, no checks of ours around it), beside it; undefined without the addon
-  const sodium = (() => {
-    try {
-      return createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached(s: Uint8Array, m: Uint8Array, k: Uint8Array): boolean };
-    } catch {
-      return undefined;
-    }
-  })();
+  // raw libsodium verify (the process's sodium-native, no checks of ours around it), beside it; NaN without the addon
   const rawPub = new Uint8Array(pub.export({ format: 'der', type: 'spki' }).subarray(-32));
   const rawSig = new Uint8Array(sig);
   const raw = () => measure('node:crypto verify', () => void verify(null, msg, pub, sig), { ms: 300, reps: 3 }).opsPerSec;
-  const rawNa = () => (sodium ? measure('libsodium verify', () => void sodium.crypto_sign_verify_detached(rawSig, msg, rawPub), { ms: 300, reps: 3 }).opsPerSec : NaN);
+  const na = sodium;
+  const rawNa = () => (na ? measure('libsodium verify', () => void na.crypto_sign_verify_detached(rawSig, msg, rawPub), { ms: 300, reps: 3 }).opsPerSec : NaN);
   const around = async <T>(fn: () => Promise<T>): Promise<{ r: T; raw: number; na: number }> => {
     const before = raw();
     const naBefore = rawNa();
