@@ -158,7 +158,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   }
 
   // records/1: served, fetched, synced (records-sync.ts); sync on join: once from each newly identified peer that speaks it.
-  const records = new RecordsSync({ direct, pipeline, metrics, log, joined, shards, syncKinds, syncLimit, accept, source, clock });
+  const connected = (peer: string): boolean => libp2p.getConnections(peerIdFromString(peer)).some((c) => c.status === 'open');
+  const records = new RecordsSync({ direct, pipeline, metrics, log, joined, shards, syncKinds, syncLimit, accept, source, clock, connected });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
     if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));

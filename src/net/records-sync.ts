@@ -41,7 +41,16 @@ export interface RecordsSyncDeps {
   /** What this node holds (a sync's digest names it, so it is not sent back: sync-digest.ts). */
   source: RecordSource;
   clock: Clock;
+  /**
+   * Whether a peer has an open connection (libp2p's getConnections). The sync on connect asks it before each request,
+   * so it never dials: a peer that left before its sync ran (a provider's short connection to deliver an offer) is
+   * not called back to be synced; its next connection syncs instead.
+   */
+  connected?: (peer: string) => boolean;
 }
+
+/** A sync on connect whose peer left before a request: the requests not made are reported failed with this code. */
+export const SYNC_PEER_GONE = 'NET_PEER_GONE';
 
 export class RecordsSync {
   readonly #synced = new Set<string>();
@@ -80,16 +89,21 @@ export class RecordsSync {
     return out;
   }
 
-  async sync(p: PeerId | Multiaddr, kinds: readonly TopicKind[] = this.d.syncKinds): Promise<SyncResult> {
+  /**
+   * Sync `kinds` from a peer. `whileConnected` (the sync on connect): each request goes over the connection there is,
+   * never a new one; once the peer has gone, the kinds not asked are reported failed with SYNC_PEER_GONE.
+   */
+  async sync(p: PeerId | Multiaddr, kinds: readonly TopicKind[] = this.d.syncKinds, opts: { whileConnected?: boolean } = {}): Promise<SyncResult> {
     const d = this.d;
     const from = peerKey(p);
     const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
-    let refused: string | undefined;
+    // why no more is asked of this peer: it refused us for its byte budget (asking again now would only be refused,
+    // and charged to our abuse score there), or it has gone (whileConnected)
+    let stop: string | undefined;
     for (const kind of kinds) {
       if (!d.joined.includes(kind)) continue;
-      // the peer refused us for its byte budget: asking again now would only be refused (and charged to our abuse score there)
-      if (refused) {
-        res.failed[kind] = refused;
+      if (stop) {
+        res.failed[kind] = stop;
         continue;
       }
       let frames: CborValue[];
@@ -98,10 +112,16 @@ export class RecordsSync {
         const only = isSharded(kind) && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
         // the digest: what this node holds is not sent back (sync-digest.ts)
         const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, isSharded(kind) ? this.#shardSet : undefined));
+        // checked after the last await before the request, so the call below finds the connection it was checked for
+        if (opts.whileConnected && d.connected && !d.connected(from)) {
+          stop = SYNC_PEER_GONE;
+          res.failed[kind] = stop;
+          continue;
+        }
         frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })]);
       } catch (e) {
         res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
-        if (res.failed[kind] === RECORDS_RATE_LIMITED) refused = RECORDS_RATE_LIMITED;
+        if (res.failed[kind] === RECORDS_RATE_LIMITED) stop = RECORDS_RATE_LIMITED;
         d.metrics.syncs.inc({ outcome: 'failed' });
         continue;
       }
@@ -130,7 +150,7 @@ export class RecordsSync {
     const key = peerId.toString();
     if (!this.d.syncKinds.length || this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
     this.#synced.add(key);
-    void this.sync(peerId).then(
+    void this.sync(peerId, this.d.syncKinds, { whileConnected: true }).then(
       (r) => this.d.log.debug({ peer: key, ...r }, 'synced from peer'),
       (e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
     );
