@@ -28,6 +28,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   console: async () => (await import('./console.js')).run(),
   idle: async () => (await import('./idle.js')).run(),
   copies: async () => (await import('./copies.js')).run(),
+  opens: async () => (await import('./opens.js')).run(),
   net: async () => {
     const a = await (await import('./net.js')).run();
     const b = await (await import('./walk.js')).run();
