@@ -18,6 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/net/topics.js';
+import { NETWORK_DEFAULTS } from '../../src/net/network-api.js';
 import { presenceInterval } from '../../src/matching/presence-rate.js';
 import { advertInterval } from '../../src/matching/advert-rate.js';
 
@@ -75,6 +76,19 @@ export interface ModelParams {
   perOpenUs: number;
   /** Connections opened per node and minute, each end counting one (measured: the sim's churn). */
   opensPerNodeMin: number;
+  /**
+   * Offers a job draws at most (Infinity: every provider that can serve it offers, `offerShare` of the market's
+   * providers, as the daemon does today). A what-if for a design that bounds them (docs/scale.md §4 "Ninth round").
+   */
+  offersPerJobCap: number;
+  /**
+   * Connections a buyer keeps (the daemon's `maxConnections`, 200). A direct offer goes over the connection between
+   * provider and buyer when there is one, else it opens one, at both ends. A buyer can keep at most this many of its
+   * market's providers connected, so of a market larger than that, a share 1 − held / providers of the offers open a
+   * connection (an optimistic bound: every connection the buyer keeps is to a provider of its market). Infinity: no
+   * offer opens a connection (the model before the ninth round).
+   */
+  connectionsHeld: number;
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
@@ -102,7 +116,20 @@ export const MEASURED: ModelParams = {
   basePct: 0.165,
   perOpenUs: 35_000,
   opensPerNodeMin: 14,
+  offersPerJobCap: Infinity,
+  connectionsHeld: Infinity,
 };
+
+/** Offers one job draws: `offerShare` of its market's providers, at most the cap. */
+export function offersPerJob(providers: number, p: ModelParams): number {
+  return Math.min(p.offersPerJobCap, providers * p.offerShare * p.marketShare);
+}
+
+/** The share of direct offers that open a connection (at both ends): the pairs a buyer cannot keep connected. */
+export function offerOpenShare(providers: number, p: ModelParams): number {
+  const inMarket = providers * providerShare(p);
+  return inMarket <= p.connectionsHeld ? 0 : 1 - p.connectionsHeld / inMarket;
+}
 
 export interface Projection {
   providers: number;
@@ -110,6 +137,8 @@ export interface Projection {
   /** in kB/s by kind and total, out ≈ in */
   kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'control' | 'total', number>;
   cpuPct: number;
+  /** of which connections opened to deliver direct offers, % of a core */
+  offerOpensPct: number;
   /** live records held, MB */
   storageMB: number;
 }
@@ -146,6 +175,7 @@ export function presenceRate(providers: number, p: ModelParams): number {
 
 export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
   const r = rates(providers, p);
+  if (p.offersDirect && Number.isFinite(p.offersPerJobCap)) r.offer = r.job * offersPerJob(providers, p) / p.marketShare;
   const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
   // a relay serves every market; a provider or buyer the share it trades in (of providers: those in its market, some in others too)
   const share = role === 'relay' ? 1 : p.marketShare;
@@ -156,7 +186,7 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
     presence: r.presence * pshare,
     job: r.job * share,
     // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
-    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * providers * p.offerShare * p.marketShare : 0) : r.offer * share,
+    offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * offersPerJob(providers, p) : 0) : r.offer * share,
   };
   const copiesOf = (k: keyof typeof first) => (p.offersDirect && k === 'offer' ? 1 : p.copies);
   const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
@@ -174,7 +204,18 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   const presenceHeld = Number.isFinite(p.presenceEverySec) ? 3 * providers * pshare : 0;
   const storageMB = (providers * pshare * (SIZES.advert + 200) + presenceHeld * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
   cpuUs += (p.opensPerNodeMin / 60) * p.perOpenUs;
-  return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, storageMB };
+  // direct offers: a provider sends the offers its market's jobs draw, shared among the market's providers (one copy
+  // out each); a buyer takes its own jobs' offers (above). Each opens a connection, at both ends, unless the pair is
+  // connected (offerOpenShare).
+  // (only with connectionsHeld set: Infinity reproduces the model before the ninth round, which charged neither)
+  let offerOpensUs = 0;
+  if (p.offersDirect && role !== 'relay' && Number.isFinite(p.connectionsHeld)) {
+    const sent = role === 'provider' ? (r.job * share * offersPerJob(providers, p)) / Math.max(1, providers * pshare) : 0;
+    cpuUs += sent * p.perCopyUs;
+    offerOpensUs = (sent + first.offer) * offerOpenShare(providers, p) * p.perOpenUs;
+    cpuUs += offerOpensUs;
+  }
+  return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, offerOpensPct: offerOpensUs / 1e4, storageMB };
 }
 
 export const SCALES = [1_000, 10_000, 100_000, 1_000_000];
@@ -293,7 +334,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--validate µs] [--copies n]
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--per-open µs] [--validate µs] [--copies n] [--held n] [--offers-cap n]
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : undefined;
@@ -321,6 +362,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (perCopy !== undefined) {
     p = { ...p, perCopyUs: perCopy };
     console.log(`per copy set to ${p.perCopyUs} µs`);
+  }
+  // the CPU per connection opened, at each end, measured directly (`npm run bench -- opens`) instead of fitted
+  const perOpen = num('per-open');
+  if (perOpen !== undefined) {
+    p = { ...p, perOpenUs: perOpen };
+    console.log(`per connection opened set to ${(p.perOpenUs / 1000).toFixed(1)} ms`);
   }
   // copies of each record a node receives, for a what-if (a smaller gossipsub D); the calibration's otherwise
   const copies = num('copies');
@@ -384,4 +431,21 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(table(adverts));
   console.log(`\n## the same, each provider in ${m} markets\n`);
   console.log(table({ ...adverts, marketsPerProvider: m }));
+  // the ninth round: a direct offer opens a connection at both ends unless buyer and provider are connected
+  const held = num('held') ?? NETWORK_DEFAULTS.maxConnections;
+  const withOpens: ModelParams = { ...adverts, connectionsHeld: held };
+  console.log(`\n## the ninth round: a direct offer opens a connection (both ends, ${(p.perOpenUs / 1000).toFixed(1)} ms each) unless the pair is connected; a buyer keeps at most ${held}\n`);
+  for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: ${offersPerJob(n, withOpens).toFixed(0)} offers per job, ${(100 * offerOpenShare(n, withOpens)).toFixed(0)} % of them open a connection; CPU on those opens: provider ${project(n, 'provider', withOpens).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', withOpens).offerOpensPct.toFixed(2)} % of a core`);
+  console.log('');
+  console.log(table(withOpens, ['provider', 'buyer']));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...withOpens, marketsPerProvider: m }, ['provider', 'buyer']));
+  const cap = num('offers-cap') ?? 8;
+  const capped: ModelParams = { ...withOpens, offersPerJobCap: cap };
+  console.log(`\n## what-if (not built): a job draws at most ${cap} offers\n`);
+  for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: ${offersPerJob(n, capped).toFixed(0)} offers per job; CPU on offers' connections: provider ${project(n, 'provider', capped).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', capped).offerOpensPct.toFixed(2)} % of a core`);
+  console.log('');
+  console.log(table(capped, ['provider', 'buyer']));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...capped, marketsPerProvider: m }, ['provider', 'buyer']));
 }

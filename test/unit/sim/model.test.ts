@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { advertRate, calibrate, predict, presenceRate, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
+import { advertRate, calibrate, offerOpenShare, offersPerJob, predict, presenceRate, project, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
 
 const BASE = 0.2;
 const PER_COPY = 300; // µs
@@ -65,4 +65,26 @@ test('adverts adaptive in the model: the daemon’s function per market (every 3
   assert.ok(Math.abs(advertRate(10_000, { ...p, marketsPerProvider: 2 }) - 8) < 1e-9, '1,250 per market, each provider in two: still one a second per market');
   assert.ok(Math.abs(advertRate(1_000_000, p) - 1_000_000 / 1_800) < 1e-9, 'the 1 h lifetime cap: every 30 min');
   assert.equal(advertRate(10_000, { ...p, advertTargetPerMarket: Infinity }), 10_000 / 300);
+});
+
+test('direct offers open connections once a market outgrows what a buyer keeps connected, at both ends; a cap on offers per job bounds it', () => {
+  const p = { ...MEASURED, marketShare: 1 / 16, offersDirect: true, offerShare: 0.25, perOpenUs: 40_000 };
+  // connectionsHeld Infinity (the default) is the model before the ninth round: no such term
+  assert.equal(project(10_000, 'buyer', p).offerOpensPct, 0);
+  const held = { ...p, connectionsHeld: 200 };
+  assert.equal(offerOpenShare(1_000, held), 0, '63 providers in a market: a buyer can keep them all');
+  assert.ok(Math.abs(offerOpenShare(10_000, held) - (1 - 200 / 625)) < 1e-12);
+  assert.equal(offersPerJob(10_000, held), 156.25);
+  // a buyer: its jobs' offers (one job per 30 s each), 68 % of them a connection opened, 40 ms each
+  const buyer = project(10_000, 'buyer', held);
+  assert.ok(Math.abs(buyer.offerOpensPct - ((156.25 / 30) * 0.68 * 40_000) / 1e4) < 1e-9, `buyer ${buyer.offerOpensPct}`);
+  // a provider: the market's jobs' offers shared among its 625 providers
+  const jobsInMarket = (10_000 / 3 / 30) / 16;
+  const provider = project(10_000, 'provider', held);
+  assert.ok(Math.abs(provider.offerOpensPct - ((jobsInMarket * 156.25) / 625) * 0.68 * 4) < 1e-9, `provider ${provider.offerOpensPct}`);
+  assert.ok(buyer.cpuPct - project(10_000, 'buyer', p).cpuPct > buyer.offerOpensPct - 1e-9);
+  // capped at 8 offers a job
+  const capped = { ...held, offersPerJobCap: 8 };
+  assert.equal(offersPerJob(10_000, capped), 8);
+  assert.ok(project(10_000, 'buyer', capped).offerOpensPct < buyer.offerOpensPct / 15);
 });
