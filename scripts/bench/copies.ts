@@ -25,8 +25,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +38,7 @@ import { makeAdvert } from './advert-fixture.js';
 import { onGossipRpc } from '../sim/rpc-hook.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { table, type BenchResult } from './lib.js';
-import { ask as askChild, leaveWithParent, serveParent, stopAll, timeValidators, type MeshMessage } from './procs.js';
+import { arg, ask as askChild, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const TOPIC = '/c0mpute/bench/copies';
 /** The adverts' one market, and so their one topic. */
@@ -60,11 +59,6 @@ interface Window {
 
 type ToChild = MeshMessage | { t: 'window'; rate: number; ms: number; kind: Kind } | { t: 'exit' };
 type FromChild = { t: 'up'; addr: string } | { t: 'ready'; peers: number; mesh: number } | { t: 'window'; w: Window };
-
-function arg(name: string, def: string): string {
-  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
-  return a ? a.slice(name.length + 3) : def;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -101,13 +95,7 @@ async function child(): Promise<void> {
       for (const k of Object.keys(count) as Array<keyof typeof count>) count[k] = 0;
       validator.us = 0;
       validator.n = 0;
-      const session = prof && perNodeHz > 0 ? new Session() : undefined;
-      if (session) {
-        session.connect();
-        await session.post('Profiler.enable');
-        await session.post('Profiler.setSamplingInterval', { interval: 500 });
-        await session.post('Profiler.start');
-      }
+      const stopProfile = prof && perNodeHz > 0 ? await startProfile(500) : undefined;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       if (perNodeHz > 0) {
@@ -122,11 +110,7 @@ async function child(): Promise<void> {
       const cpu = process.cpuUsage(cpu0);
       // the window ends here: what the profile's stop and write take is not in it
       const w: Window = { cpuMs: (cpu.user + cpu.system) / 1000, ms: performance.now() - t0, ...count, validatorUs: validator.us, validated: validator.n };
-      if (session) {
-        const { profile } = await session.post('Profiler.stop');
-        writeFileSync(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`), JSON.stringify(profile));
-        session.disconnect();
-      }
+      if (stopProfile) await stopProfile(join(prof!, `copies-${m.kind}-${m.rate}-${process.pid}.cpuprofile`));
       send({ t: 'window', w });
     } else if (m.t === 'exit') {
       await net.stop();

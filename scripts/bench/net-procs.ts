@@ -21,8 +21,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +33,7 @@ import { parseTopic } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 import { RAW_TOPICS, meshDials } from './mesh-shape.js';
-import { ask as askChild, leaveWithParent, serveParent, stopAll, timeValidators, type MeshMessage } from './procs.js';
+import { ask as askChild, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const WARM_UP = 200;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -83,7 +82,7 @@ async function child(prof: string | undefined): Promise<void> {
   });
   let sealed: Uint8Array[] = [];
   let cpu0 = process.cpuUsage();
-  let session: Session | undefined;
+  let stopProfile: ((path: string) => Promise<void>) | undefined;
   let roundName = '';
   const send = (m: FromChild) => process.send!(m);
   const up: FromChild = { t: 'up', addr: net.addrs()[0]! };
@@ -114,22 +113,14 @@ async function child(prof: string | undefined): Promise<void> {
       validator.us = 0;
       validator.n = 0;
       roundName = m.name;
-      if (prof) {
-        session = new Session();
-        session.connect();
-        await session.post('Profiler.enable');
-        await session.post('Profiler.setSamplingInterval', { interval: 200 });
-        await session.post('Profiler.start');
-      }
+      if (prof) stopProfile = await startProfile(200);
       cpu0 = process.cpuUsage();
       send({ t: 'round' });
     } else if (m.t === 'collect') {
       const c = process.cpuUsage(cpu0);
-      if (m.last && session) {
-        const { profile } = await session.post('Profiler.stop');
-        writeFileSync(join(prof!, `${roundName}-${process.pid}.cpuprofile`), JSON.stringify(profile));
-        session.disconnect();
-        session = undefined;
+      if (m.last && stopProfile) {
+        await stopProfile(join(prof!, `${roundName}-${process.pid}.cpuprofile`));
+        stopProfile = undefined;
       }
       send({ t: 'collected', got: [...got], cpuMs: (c.user + c.system) / 1000, validatorUs: validator.us, validated: validator.n });
     } else if (m.t === 'exit') {

@@ -11,8 +11,9 @@
  *
  * One hub (the buyer), and dialler processes (the providers), each holding several nodes of distinct identities: one
  * process each side, so process.cpuUsage is one side's CPU. Every node is built as the sim builds it (createNetwork,
- * every topic but offers, one market's shard), except that nobody remembers peers (`rememberMax: 0`), so a hang-up is
- * not redialled and every cycle is one open. A cycle: a dialler node dials the hub, waits `--holdMs` (identify and
+ * every topic but offers, one market's shard), except for what would undo a hang-up among a dozen nodes, which a
+ * deployment of thousands does not do: nobody remembers peers (`rememberMax: 0`) or looks for more (`minPeers: 0`),
+ * and kad-dht's closest-peer tagger is stopped (makeNode). So every cycle is one open. A cycle: a dialler node dials the hub, waits `--holdMs` (identify and
  * both syncs finish well inside it), hangs up, and waits `--gapMs`; the diallers' nodes take turns, so the hub sees a
  * peer it is not connected to each time, as a buyer does an offering provider at scale.
  *
@@ -25,8 +26,7 @@
  * `node dist/scripts/sim/prof.js DIR`).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +37,7 @@ import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
 import { shardOf, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 import { table, type BenchResult } from './lib.js';
-import { ask as askChild, leaveWithParent, stopAll } from './procs.js';
+import { arg, ask as askChild, leaveWithParent, numArg, startProfile, stopAll } from './procs.js';
 
 /** The market every node is in, and the adverts' one workload. */
 const WORKLOAD = 'infer.llm';
@@ -59,17 +59,7 @@ interface Window {
 type ToChild = { t: 'join'; hub: string } | { t: 'load'; n: number } | { t: 'held?' } | { t: 'leave' } | { t: 'window'; ms: number; cycle: boolean; hub: string; profile: boolean; tag: string } | { t: 'exit' };
 type FromChild = { t: 'up'; addr: string } | { t: 'joined' } | { t: 'loaded' } | { t: 'held'; min: number } | { t: 'left' } | { t: 'window'; w: Window };
 
-function arg(name: string, def: string): string {
-  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
-  return a ? a.slice(name.length + 3) : def;
-}
-
-function num(name: string, def: number): number {
-  const v = arg(name, String(def));
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`opens bench: --${name} takes a non-negative number, got "${v}"`);
-  return n;
-}
+const num = (name: string, def: number): number => numArg(name, def, 'opens bench');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -89,8 +79,11 @@ async function makeNode(): Promise<Network> {
   await net.start();
   // kad-dht tags its 20 closest peers keep-alive and libp2p redials those after a hang-up. At scale a provider that
   // offers to a buyer is almost never among the buyer's 20 closest of thousands; among this bench's dozen nodes it
-  // always would be, and every hang-up would be undone by a redial. So the tagger is stopped here (a bench's node only).
-  (net.libp2p.services.dht as unknown as { routingTable: { closestPeerTagger: { stop(): void } } }).routingTable.closestPeerTagger.stop();
+  // always would be, and every hang-up would be undone by a redial. So the tagger is stopped here (a bench's node
+  // only), through kad-dht's internals: a kad-dht that no longer has them is an error, not a silently different bench.
+  const tagger = (net.libp2p.services.dht as unknown as { routingTable?: { closestPeerTagger?: { stop?(): void } } }).routingTable?.closestPeerTagger;
+  if (typeof tagger?.stop !== 'function') throw new Error('opens bench: kad-dht has no routingTable.closestPeerTagger to stop (its internals changed)');
+  tagger.stop();
   return net;
 }
 
@@ -153,13 +146,7 @@ async function child(): Promise<void> {
         let failed = 0;
         let firstError: string | undefined;
         const prof = arg('prof', '');
-        const session = prof && m.profile ? new Session() : undefined;
-        if (session) {
-          session.connect();
-          await session.post('Profiler.enable');
-          await session.post('Profiler.setSamplingInterval', { interval: 200 });
-          await session.post('Profiler.start');
-        }
+        const stopProfile = prof && m.profile ? await startProfile(200) : undefined;
         const cpu0 = process.cpuUsage();
         const t0 = performance.now();
         const end = Date.now() + m.ms;
@@ -180,12 +167,7 @@ async function child(): Promise<void> {
         } else await sleep(m.ms);
         const cpu = process.cpuUsage(cpu0);
         const ms = performance.now() - t0;
-        if (session) {
-          // after the window's figures: writing the profile is not in them
-          const { profile } = await session.post('Profiler.stop');
-          writeFileSync(join(prof, `opens-${hub ? 'hub' : 'dialler'}-${m.tag}-${process.pid}.cpuprofile`), JSON.stringify(profile));
-          session.disconnect();
-        }
+        if (stopProfile) await stopProfile(join(prof, `opens-${hub ? 'hub' : 'dialler'}-${m.tag}-${process.pid}.cpuprofile`));
         send({ t: 'window', w: { cpuMs: (cpu.user + cpu.system) / 1000, ms, opens, inbound, cycles, failed, ...(firstError ? { firstError } : {}) } });
       } else if (m.t === 'exit') {
         for (const n of nets) await n.stop();
@@ -244,7 +226,8 @@ export async function run(): Promise<BenchResult> {
       const ws = await windowAll(true, `market${size}`);
       const after = await windowAll(false);
       const base = before.map((b, i) => ({ cpuMs: b.cpuMs + after[i]!.cpuMs, ms: b.ms + after[i]!.ms }));
-      for (const w of ws) if (w.failed) console.error(`opens bench: ${w.failed} dials failed (${w.firstError})`);
+      const firstError = ws.find((w) => w.firstError)?.firstError;
+      if (firstError) console.error(`opens bench: a dial failed: ${firstError} (a failed dial's CPU is in the window; it is not an open)`);
       const side = (i0: number, i1: number) => {
         let cpu = 0;
         let opens = 0;
@@ -253,14 +236,15 @@ export async function run(): Promise<BenchResult> {
           cpu += ws[i]!.cpuMs - baseRate * ws[i]!.ms;
           opens += ws[i]!.opens;
         }
-        return { perOpenMs: cpu / Math.max(1, opens), opens, inbound: ws.slice(i0, i1).reduce((a, w) => a + w.inbound, 0), cycles: ws.slice(i0, i1).reduce((a, w) => a + w.cycles, 0), baseCpuPct: (100 * base.slice(i0, i1).reduce((a, w) => a + w.cpuMs, 0)) / base.slice(i0, i1).reduce((a, w) => a + w.ms, 0) };
+        const total = (k: 'inbound' | 'cycles' | 'failed') => ws.slice(i0, i1).reduce((a, w) => a + w[k], 0);
+        return { perOpenMs: cpu / Math.max(1, opens), opens, inbound: total('inbound'), cycles: total('cycles'), failed: total('failed'), baseCpuPct: (100 * base.slice(i0, i1).reduce((a, w) => a + w.cpuMs, 0)) / base.slice(i0, i1).reduce((a, w) => a + w.ms, 0) };
       };
       const h = side(0, 1);
       const d = side(1, ws.length);
       perOpen[String(size)] = { hub: h.perOpenMs, dialler: d.perOpenMs };
       rows.push({
         'adverts held': String(size),
-        cycles: String(d.cycles),
+        'cycles (dials failed)': `${d.cycles} (${d.failed})`,
         'opens at the hub (inbound)': `${h.opens} (${h.inbound})`,
         'hub, CPU per open (ms)': h.perOpenMs.toFixed(2),
         'diallers, CPU per open (ms)': d.perOpenMs.toFixed(2),

@@ -1,10 +1,44 @@
 /**
- * What the benches that run one node per child process share (copies.ts, net-procs.ts): asking a child and waiting
- * for its answer, stopping every child; in a child, leaving when the parent goes, serving the parent's mesh messages,
- * and timing the node's topic validators.
+ * What the benches that run one node per child process share (copies.ts, net-procs.ts, opens.ts): their `--name=value`
+ * options, asking a child and waiting for its answer, stopping every child; in a child, leaving when the parent goes,
+ * serving the parent's mesh messages, timing the node's topic validators, and profiling a window.
  */
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import type { Network } from '../../src/net/node.js';
+
+/** A `--name=value` option of this process, or `def`. */
+export function arg(name: string, def: string): string {
+  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3) : def;
+}
+
+/** A numeric `--name=value` option: a value that is not a non-negative number is an error naming `bench`, not a NaN. */
+export function numArg(name: string, def: number, bench: string): number {
+  const v = arg(name, String(def));
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${bench}: --${name} takes a non-negative number, got "${v}"`);
+  return n;
+}
+
+/**
+ * Start the V8 sampler on this thread (every `intervalUs`); the function returned stops it and writes the profile to
+ * `path` (summarise a directory of them with `node dist/scripts/sim/prof.js DIR`). Take a window's figures before
+ * calling it: stopping and writing are not the window's work.
+ */
+export async function startProfile(intervalUs: number): Promise<(path: string) => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: intervalUs });
+  await session.post('Profiler.start');
+  return async (path) => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(path, JSON.stringify(profile));
+    session.disconnect();
+  };
+}
 
 /**
  * Send `msg` (unless undefined) and wait for the child's answer of kind `want` that `match` accepts; a child that
