@@ -46,7 +46,7 @@ export interface RecordsSyncDeps {
    * so it never dials: a peer that left before its sync ran (a provider's short connection to deliver an offer) is
    * not called back to be synced; its next connection syncs instead.
    */
-  connected?: (peer: string) => boolean;
+  connected: (peer: string) => boolean;
 }
 
 /** A sync on connect whose peer left before a request: the requests not made are reported failed with this code. */
@@ -106,16 +106,21 @@ export class RecordsSync {
         res.failed[kind] = stop;
         continue;
       }
+      // gone already: not even the digest is worth making
+      if (opts.whileConnected && !d.connected(from)) {
+        stop = this.#gone(res, kind);
+        continue;
+      }
       let frames: CborValue[];
       try {
         // a sharded kind: only the markets this node holds (docs/network.md §14)
         const only = isSharded(kind) && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
         // the digest: what this node holds is not sent back (sync-digest.ts)
         const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, isSharded(kind) ? this.#shardSet : undefined));
-        // checked after the last await before the request, so the call below finds the connection it was checked for
-        if (opts.whileConnected && d.connected && !d.connected(from)) {
-          stop = SYNC_PEER_GONE;
-          res.failed[kind] = stop;
+        // and again after the last await before the request: the call below then finds the connection it was checked
+        // for (libp2p looks for an existing connection with no await between)
+        if (opts.whileConnected && !d.connected(from)) {
+          stop = this.#gone(res, kind);
           continue;
         }
         frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })]);
@@ -143,6 +148,13 @@ export class RecordsSync {
       d.metrics.syncs.inc({ outcome: 'ok' });
     }
     return res;
+  }
+
+  /** The peer of a sync on connect has gone: this kind is not asked (nor any after it), counted as `gone`. */
+  #gone(res: SyncResult, kind: TopicKind): string {
+    res.failed[kind] = SYNC_PEER_GONE;
+    this.d.metrics.syncs.inc({ outcome: 'gone' });
+    return SYNC_PEER_GONE;
   }
 
   /** A newly identified peer: sync from it once while connected, when it speaks records/1. */

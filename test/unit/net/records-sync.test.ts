@@ -2,7 +2,8 @@
  * The requester side of records/1 sync (src/net/records-sync.ts): a peer that
  * refuses us for its byte budget (NET_RATE_LIMITED) is not asked for the
  * remaining kinds in the same sync — each further request would be refused
- * too, and counted against this node's abuse score there.
+ * too, and counted against this node's abuse score there; and the sync on
+ * connect never dials a peer that has gone.
  */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
@@ -17,17 +18,19 @@ import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { MemoryRecordCache } from '../../../src/net/record-cache.js';
 import { RECORDS_RATE_LIMITED } from '../../../src/net/records-protocol.js';
 import { RecordsSync, SYNC_PEER_GONE } from '../../../src/net/records-sync.js';
-import type { DirectProtocols } from '../../../src/net/protocols.js';
+import { PROTOCOLS, type DirectProtocols } from '../../../src/net/protocols.js';
 import { ALL_SHARDS } from '../../../src/net/topics.js';
 
-test('a sync refused for the peer\'s budget stops there: the remaining kinds are not asked, and are reported failed with the same code', async () => {
+const peer = peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA');
+
+/** A RecordsSync over a fake `direct.call` (which counts the requests), the three market kinds joined and synced. */
+function makeSync(call: () => Promise<unknown[]>, connected: () => boolean = () => true): { sync: RecordsSync; metrics: ReturnType<typeof createNetMetrics>; calls: () => number } {
   const metrics = createNetMetrics(new Registry());
-  const clock = fakeClock(1_000);
-  let calls = 0;
+  let n = 0;
   const direct = {
     call: async () => {
-      calls++;
-      throw new C0Error(RECORDS_RATE_LIMITED, 'budget spent');
+      n++;
+      return call();
     },
   } as unknown as DirectProtocols;
   const sync = new RecordsSync({
@@ -41,56 +44,51 @@ test('a sync refused for the peer\'s budget stops there: the remaining kinds are
     syncLimit: 100,
     accept: () => undefined,
     source: new MemoryRecordCache(),
-    clock,
+    clock: fakeClock(1_000),
+    connected,
   });
-  const peer = peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA');
+  return { sync, metrics, calls: () => n };
+}
+
+test('a sync refused for the peer\'s budget stops there: the remaining kinds are not asked, and are reported failed with the same code', async () => {
+  const { sync, calls } = makeSync(async () => {
+    throw new C0Error(RECORDS_RATE_LIMITED, 'budget spent');
+  });
   const res = await sync.sync(peer);
-  assert.equal(calls, 1, 'one request, not one per kind');
+  assert.equal(calls(), 1, 'one request, not one per kind');
   assert.deepEqual(res.failed, { advert: RECORDS_RATE_LIMITED, presence: RECORDS_RATE_LIMITED, job: RECORDS_RATE_LIMITED });
 });
 
 test('the sync on connect never dials: once the peer has gone, no request is made, and the kinds not asked are reported NET_PEER_GONE', async () => {
-  const metrics = createNetMetrics(new Registry());
-  const clock = fakeClock(1_000);
-  const asked: string[] = [];
+  assert.equal(SYNC_PEER_GONE, 'NET_PEER_GONE');
   let connected = true;
-  const direct = {
-    call: async (_p: unknown, proto: string) => {
-      asked.push(proto);
-      // the peer hangs up after the first request is answered (a provider's short connection to deliver an offer)
+  let checks = 0;
+  const { sync, metrics, calls } = makeSync(
+    async () => {
+      // the peer hangs up once the first request is answered (a provider's short connection to deliver an offer)
       connected = false;
       return [];
     },
-  } as unknown as DirectProtocols;
-  const sync = new RecordsSync({
-    direct,
-    pipeline: new RecordPipeline({ metrics, log: silentLogger() }),
-    metrics,
-    log: silentLogger(),
-    joined: ['advert', 'presence', 'job'],
-    shards: ALL_SHARDS,
-    syncKinds: ['advert', 'presence', 'job'],
-    syncLimit: 100,
-    accept: () => undefined,
-    source: new MemoryRecordCache(),
-    clock,
-    connected: () => connected,
-  });
-  const peer = peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA');
+    () => {
+      checks++;
+      return connected;
+    },
+  );
   const res = await sync.sync(peer, ['advert', 'presence', 'job'], { whileConnected: true });
-  assert.equal(asked.length, 1, 'the first kind was asked while connected; none after the peer left');
+  assert.equal(calls(), 1, 'the first kind was asked while connected; none after the peer left');
   assert.deepEqual(res.failed, { presence: SYNC_PEER_GONE, job: SYNC_PEER_GONE });
-  assert.equal(SYNC_PEER_GONE, 'NET_PEER_GONE');
+  assert.match(await metrics.registry.metrics(), /c0mpute_net_syncs_total\{outcome="gone"\} 1/);
 
-  // an explicit sync (syncFrom: anti-entropy, a heal) still asks every kind, dialling if it must
-  asked.length = 0;
+  // an explicit sync (syncFrom: anti-entropy, a heal) asks every kind, dialling if it must: the check is not made
+  checks = 0;
   const all = await sync.sync(peer, ['advert', 'presence', 'job']);
-  assert.equal(asked.length, 3);
+  assert.equal(calls(), 4);
   assert.deepEqual(all.failed, {});
+  assert.equal(checks, 0);
 
-  // onIdentify takes the first path: with the peer already gone, nothing is asked at all
-  asked.length = 0;
-  sync.onIdentify(peer, ['/c0mpute/records/1']);
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(asked.length, 0);
+  // a newly identified peer is synced on the first path: gone already, it is checked and nothing is asked
+  sync.onIdentify(peer, [PROTOCOLS.records]);
+  for (let i = 0; i < 50 && checks === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(checks > 0, 'onIdentify started a sync that checked the connection');
+  assert.equal(calls(), 4, 'and made no request');
 });
