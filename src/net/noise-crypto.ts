@@ -66,9 +66,12 @@ function decrypt(ciphertext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8A
 
 const X25519_BYTES = 32;
 
-/** A fresh key pair: 32 random bytes, and their product with the base point (libsodium clamps the scalar, as RFC 7748 does). */
+/**
+ * A fresh key pair: 32 random bytes, and their product with the base point (libsodium clamps the scalar, as RFC 7748
+ * does). Secrets get memory of their own (`alloc`), not a slice of Node's shared pool.
+ */
 function x25519KeyPair(): ReturnType<ICryptoInterface['generateX25519KeyPair']> {
-  const privateKey = Buffer.allocUnsafe(X25519_BYTES);
+  const privateKey = Buffer.alloc(X25519_BYTES);
   sodium!.randombytes_buf(privateKey);
   return x25519FromSeed(privateKey);
 }
@@ -81,7 +84,7 @@ function x25519FromSeed(seed: Uint8Array): ReturnType<ICryptoInterface['generate
 
 /** The shared secret. A public key of small order gives all zeros, which libsodium refuses (it throws) as OpenSSL does: the handshake fails either way. */
 function x25519Shared(privateKey: Bytes, publicKey: Bytes): Uint8Array {
-  const out = Buffer.allocUnsafe(X25519_BYTES);
+  const out = Buffer.alloc(X25519_BYTES);
   sodium!.crypto_scalarmult(out, flat(privateKey), flat(publicKey));
   return out;
 }
