@@ -13,6 +13,8 @@
  *               (base: an idle node, `bench idle`; opens: connections opened per node and second, each end
  *               counting one — a Noise handshake, identify, a sync both ways; PER_OPEN and PER_COPY solved
  *               from two runs that differ in connection churn, `calibrate(run, base, other)`)
+ *               + with `connectionsHeld`: direct offers sent or taken × the share that open a connection × PER_OPEN
+ *               (`offerOpenShare`; docs/scale.md §3 "Ninth round")
  * Out bytes ≈ in bytes (every copy received was sent by a peer; a relay forwards as much as it takes in).
  */
 import { readFileSync } from 'node:fs';
@@ -77,8 +79,8 @@ export interface ModelParams {
   /** Connections opened per node and minute, each end counting one (measured: the sim's churn). */
   opensPerNodeMin: number;
   /**
-   * Offers a job draws at most (Infinity: every provider that can serve it offers, `offerShare` of the market's
-   * providers, as the daemon does today). A what-if for a design that bounds them (docs/scale.md §4 "Ninth round").
+   * Offers a job draws at most (Infinity: every provider that can serve it offers, as the daemon does today). A what-if
+   * for a design that bounds them (docs/scale.md §4 "Offers that scale with the market").
    */
   offersPerJobCap: number;
   /**
@@ -120,7 +122,11 @@ export const MEASURED: ModelParams = {
   connectionsHeld: Infinity,
 };
 
-/** Offers one job draws: `offerShare` of its market's providers, at most the cap. */
+/**
+ * Offers one job draws: `offerShare` × providers × marketShare, the count the model has charged a buyer since offers
+ * went direct (at m = 1, the sim's share of the job's market; at m > 1 a market holds more providers, but the share
+ * stays that of one market's worth, as before), at most the cap.
+ */
 export function offersPerJob(providers: number, p: ModelParams): number {
   return Math.min(p.offersPerJobCap, providers * p.offerShare * p.marketShare);
 }
@@ -147,7 +153,7 @@ export interface Projection {
 export function rates(providers: number, p: ModelParams): Record<'advert' | 'presence' | 'job' | 'offer', number> {
   const buyers = providers * p.buyersPerProvider;
   const jobs = buyers * p.jobsPerBuyerPerSec;
-  return { advert: advertRate(providers, p), presence: presenceRate(providers, p), job: jobs, offer: jobs * providers * p.offerShare };
+  return { advert: advertRate(providers, p), presence: presenceRate(providers, p), job: jobs, offer: (jobs * offersPerJob(providers, p)) / p.marketShare };
 }
 
 /** Adverts a second over the whole network: each provider one per interval of its largest market (advert-rate.ts). */
@@ -175,7 +181,6 @@ export function presenceRate(providers: number, p: ModelParams): number {
 
 export function project(providers: number, role: Projection['role'], p: ModelParams): Projection {
   const r = rates(providers, p);
-  if (p.offersDirect && Number.isFinite(p.offersPerJobCap)) r.offer = r.job * offersPerJob(providers, p) / p.marketShare;
   const offerSize = SIZES.offer + (p.offerCarriesAdvert ? SIZES.advert : 0);
   // a relay serves every market; a provider or buyer the share it trades in (of providers: those in its market, some in others too)
   const share = role === 'relay' ? 1 : p.marketShare;
@@ -204,13 +209,13 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   const presenceHeld = Number.isFinite(p.presenceEverySec) ? 3 * providers * pshare : 0;
   const storageMB = (providers * pshare * (SIZES.advert + 200) + presenceHeld * SIZES.presence + first.job * 120 * SIZES.job) / 1e6;
   cpuUs += (p.opensPerNodeMin / 60) * p.perOpenUs;
-  // direct offers: a provider sends the offers its market's jobs draw, shared among the market's providers (one copy
-  // out each); a buyer takes its own jobs' offers (above). Each opens a connection, at both ends, unless the pair is
-  // connected (offerOpenShare).
-  // (only with connectionsHeld set: Infinity reproduces the model before the ninth round, which charged neither)
+  // direct offers: a provider sends its share of every offer the network's jobs draw (one copy out each); a buyer
+  // takes its own jobs' offers (above). Each opens a connection, at both ends, unless the pair is connected
+  // (offerOpenShare). Only with connectionsHeld set: Infinity reproduces the model before the ninth round, which
+  // charged neither the opens nor a provider's sent copies.
   let offerOpensUs = 0;
   if (p.offersDirect && role !== 'relay' && Number.isFinite(p.connectionsHeld)) {
-    const sent = role === 'provider' ? (r.job * share * offersPerJob(providers, p)) / Math.max(1, providers * pshare) : 0;
+    const sent = role === 'provider' ? (r.job * offersPerJob(providers, p)) / providers : 0;
     cpuUs += sent * p.perCopyUs;
     offerOpensUs = (sent + first.offer) * offerOpenShare(providers, p) * p.perOpenUs;
     cpuUs += offerOpensUs;
@@ -435,17 +440,21 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const held = num('held') ?? NETWORK_DEFAULTS.maxConnections;
   const withOpens: ModelParams = { ...adverts, connectionsHeld: held };
   console.log(`\n## the ninth round: a direct offer opens a connection (both ends, ${(p.perOpenUs / 1000).toFixed(1)} ms each) unless the pair is connected; a buyer keeps at most ${held}\n`);
-  for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: ${offersPerJob(n, withOpens).toFixed(0)} offers per job, ${(100 * offerOpenShare(n, withOpens)).toFixed(0)} % of them open a connection; CPU on those opens: provider ${project(n, 'provider', withOpens).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', withOpens).offerOpensPct.toFixed(2)} % of a core`);
-  console.log('');
+  const opensLines = (q: ModelParams, what: string) => {
+    for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: ${offersPerJob(n, q).toFixed(0)} offers per job, ${(100 * offerOpenShare(n, q)).toFixed(0)} % of them open a connection; CPU on ${what}: provider ${project(n, 'provider', q).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', q).offerOpensPct.toFixed(2)} % of a core`);
+    console.log('');
+  };
+  opensLines(withOpens, 'those opens');
   console.log(table(withOpens, ['provider', 'buyer']));
   console.log(`\n## the same, each provider in ${m} markets\n`);
+  opensLines({ ...withOpens, marketsPerProvider: m }, 'those opens');
   console.log(table({ ...withOpens, marketsPerProvider: m }, ['provider', 'buyer']));
   const cap = num('offers-cap') ?? 8;
   const capped: ModelParams = { ...withOpens, offersPerJobCap: cap };
   console.log(`\n## what-if (not built): a job draws at most ${cap} offers\n`);
-  for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: ${offersPerJob(n, capped).toFixed(0)} offers per job; CPU on offers' connections: provider ${project(n, 'provider', capped).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', capped).offerOpensPct.toFixed(2)} % of a core`);
-  console.log('');
+  opensLines(capped, "offers' connections");
   console.log(table(capped, ['provider', 'buyer']));
   console.log(`\n## the same, each provider in ${m} markets\n`);
+  opensLines({ ...capped, marketsPerProvider: m }, "offers' connections");
   console.log(table({ ...capped, marketsPerProvider: m }, ['provider', 'buyer']));
 }

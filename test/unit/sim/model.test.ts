@@ -82,6 +82,12 @@ test('direct offers open connections once a market outgrows what a buyer keeps c
   const jobsInMarket = (10_000 / 3 / 30) / 16;
   const provider = project(10_000, 'provider', held);
   assert.ok(Math.abs(provider.offerOpensPct - ((jobsInMarket * 156.25) / 625) * 0.68 * 4) < 1e-9, `provider ${provider.offerOpensPct}`);
+  // every offer sent is an offer taken, whether a provider is in one market or two (each end charged the same open)
+  for (const q of [held, { ...held, marketsPerProvider: 2 }]) {
+    const sent = 10_000 * project(10_000, 'provider', q).offerOpensPct;
+    const taken = (10_000 / 3) * project(10_000, 'buyer', q).offerOpensPct;
+    assert.ok(Math.abs(sent - taken) < 1e-6 * taken, `m = ${q.marketsPerProvider}: sent ${sent}, taken ${taken}`);
+  }
   assert.ok(buyer.cpuPct - project(10_000, 'buyer', p).cpuPct > buyer.offerOpensPct - 1e-9);
   // capped at 8 offers a job
   const capped = { ...held, offersPerJobCap: 8 };
