@@ -13,16 +13,19 @@
  * process each side, so process.cpuUsage is one side's CPU. Every node is built as the sim builds it (createNetwork,
  * every topic but offers, one market's shard), except for what would undo a hang-up among a dozen nodes, which a
  * deployment of thousands does not do: nobody remembers peers (`rememberMax: 0`) or looks for more (`minPeers: 0`),
- * and kad-dht's closest-peer tagger is stopped (makeNode). So every cycle is one open. A cycle: a dialler node dials the hub, waits `--holdMs` (identify and
- * both syncs finish well inside it), hangs up, and waits `--gapMs`; the diallers' nodes take turns, so the hub sees a
- * peer it is not connected to each time, as a buyer does an offering provider at scale.
+ * and kad-dht's closest-peer tagger is stopped (makeNode). So every cycle is one open. A cycle: a dialler node dials
+ * the hub, waits `--holdMs` (identify and both syncs finish well inside it), hangs up, and waits `--gapMs`; the
+ * diallers' nodes take turns, so the hub sees a peer it is not connected to each time, as a buyer does an offering
+ * provider at scale. libp2p takes at most five inbound connections a second from one address: the default pace (two
+ * diallers, a cycle each 500 ms) stays under it.
  *
  * Two markets: empty, then `--market` adverts (default 625: one market of sixteen at 10k providers) that the hub
  * publishes while every node is connected, so every node holds them when the cycles run (the sync's answer is empty
  * past the digest, as in an agreeing market). Per side and market: CPU per open = (CPU − base over the window) / opens.
  *
  * Options (as --name=value): --diallers (2) --perDialler (6 nodes) --market (625) --holdMs (400) --gapMs (100)
- * --windowMs (10000) --sync (the kinds synced on connect: the daemon's default, or e.g. `advert`, or `none`) --prof=DIR (a CPU profile of each side's measured windows, written to DIR; summarise with
+ * --windowMs (10000) --sync (the kinds synced on connect: the daemon's default, or e.g. `advert`, or `none`)
+ * --prof=DIR (a CPU profile of each side's measured windows, written to DIR; summarise with
  * `node dist/scripts/sim/prof.js DIR`).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -65,6 +68,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A node as the sim builds one, in one market, remembering nobody (so a hang-up stays one). */
 async function makeNode(): Promise<Network> {
+  const sync = arg('sync', '');
   const net = await createNetwork({
     signer: Ed25519Signer.generate(),
     listen: ['/ip4/127.0.0.1/tcp/0'],
@@ -74,7 +78,7 @@ async function makeNode(): Promise<Network> {
     floodLimits: NO_FLOOD_LIMITS,
     connectivity: { rememberMax: 0, minPeers: 0 },
     // the daemon's default (advert, presence) unless --sync names others, or none
-    ...(arg('sync', '') ? { syncOnConnect: arg('sync', '') === 'none' ? [] : (arg('sync', '').split(',') as TopicKind[]) } : {}),
+    ...(sync ? { syncOnConnect: sync === 'none' ? [] : (sync.split(',') as TopicKind[]) } : {}),
   });
   await net.start();
   // kad-dht tags its 20 closest peers keep-alive and libp2p redials those after a hang-up. At scale a provider that
@@ -134,7 +138,10 @@ async function child(): Promise<void> {
       } else if (m.t === 'held?') {
         send({ t: 'held', min: Math.min(...held.map((h) => h.size)) });
       } else if (m.t === 'leave') {
-        for (const n of nets) await n.libp2p.hangUp(n.libp2p.getConnections().map((c) => c.remotePeer).find((p) => p.toString() === hubPeer())!).catch(() => undefined);
+        for (const n of nets) {
+          const peer = n.libp2p.getConnections().find((c) => c.remotePeer.toString() === hubPeer())?.remotePeer;
+          if (peer) await n.libp2p.hangUp(peer).catch(() => undefined);
+        }
         send({ t: 'left' });
       } else if (m.t === 'window') {
         hubAddr = m.hub;
