@@ -38,7 +38,7 @@ import { makeAdvert } from './advert-fixture.js';
 import { onGossipRpc } from '../sim/rpc-hook.js';
 import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { table, type BenchResult } from './lib.js';
-import { arg, ask as askChild, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
+import { arg, ask as askChild, numArg, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const TOPIC = '/c0mpute/bench/copies';
 /** The adverts' one market, and so their one topic. */
@@ -66,8 +66,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function child(): Promise<void> {
   leaveWithParent();
-  const bytes = Number(arg('bytes', '400'));
-  const nodes = Number(arg('nodes', '8'));
+  const bytes = numArg('bytes', 400, 'copies bench');
+  const nodes = numArg('nodes', 8, 'copies bench');
   const prof = arg('prof', '') || undefined;
   // no flood limits: each node's signer publishes adverts far faster than a provider may (bench net does the same)
   const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS });
@@ -124,11 +124,11 @@ async function child(): Promise<void> {
 const ask = <T extends FromChild['t']>(c: ChildProcess, msg: ToChild | undefined, want: T) => askChild<FromChild, T>(c, msg, want, 'copies bench');
 
 export async function run(): Promise<BenchResult> {
-  const nodes = Number(arg('nodes', '8'));
+  const nodes = numArg('nodes', 8, 'copies bench');
   const rates = arg('rates', '12,25,50,100').split(',').map(Number);
-  const bytes = Number(arg('bytes', '400'));
-  const warmMs = Number(arg('warmMs', '5000'));
-  const windowMs = Number(arg('windowMs', '15000'));
+  const bytes = numArg('bytes', 400, 'copies bench');
+  const warmMs = numArg('warmMs', 5_000, 'copies bench');
+  const windowMs = numArg('windowMs', 15_000, 'copies bench');
   const kinds = arg('kinds', 'raw,advert').split(',') as Kind[];
   if (!kinds.length || kinds.some((k) => k !== 'raw' && k !== 'advert')) throw new Error(`copies bench: --kinds takes raw and/or advert, got ${kinds.join(',')}`);
   const prof = arg('prof', '');

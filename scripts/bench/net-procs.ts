@@ -33,13 +33,12 @@ import { parseTopic } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
 import { RAW_TOPICS, meshDials } from './mesh-shape.js';
-import { ask as askChild, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
+import { arg, ask as askChild, numArg, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const WARM_UP = 200;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 const sha256hex = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-const opt = (name: string, def: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 
 type Kind = 'advert' | 'raw';
 type ToChild =
@@ -237,12 +236,12 @@ async function propagation(o: { nodes: number; messages: number; gapMs: number; 
   }
 }
 
-if (process.argv.includes('--net-procs-child')) await child(opt('prof', '') || undefined);
+if (process.argv.includes('--net-procs-child')) await child(arg('prof', '') || undefined);
 else if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const nodes = Number(opt('nodes', '20'));
-  const messages = Number(opt('messages', '60'));
-  const gapMs = Number(opt('gap', '30'));
-  const prof = opt('prof', '') || undefined;
+  const nodes = numArg('nodes', 20, 'net-procs');
+  const messages = numArg('messages', 60, 'net-procs');
+  const gapMs = numArg('gap', 30, 'net-procs');
+  const prof = arg('prof', '') || undefined;
   if (![nodes, messages, gapMs].every((x) => Number.isInteger(x) && x > 0) || nodes < 3) throw new Error('net-procs: --nodes (≥ 3), --messages and --gap take whole numbers above 0');
   const r = await propagation({ nodes, messages, gapMs, ...(prof ? { prof } : {}) });
   const p50 = (xs: number[]) => percentile(xs, 50);
