@@ -23,6 +23,9 @@
  * publishes while every node is connected, so every node holds them when the cycles run (the sync's answer is empty
  * past the digest, as in an agreeing market). Per side and market: CPU per open = (CPU − base over the window) / opens.
  *
+ * It also times a handshake's X25519 (a key pair, three agreements) in @libp2p/noise's default and in the node's
+ * (noise-crypto.ts: libsodium), in this process.
+ *
  * Options (as --name=value): --diallers (2) --perDialler (6 nodes) --market (625) --holdMs (400) --gapMs (100)
  * --windowMs (10000) --sync (the kinds synced on connect: the daemon's default, or e.g. `advert`, or `none`)
  * --prof=DIR (a CPU profile of each side's measured windows, written to DIR; summarise with
@@ -39,7 +42,9 @@ import { createNetwork, type Network } from '../../src/net/node.js';
 import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
 import { shardOf, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
-import { table, type BenchResult } from './lib.js';
+import { measure, table, type BenchResult } from './lib.js';
+import { defaultCrypto } from '@libp2p/noise/crypto';
+import { noiseCrypto } from '../../src/net/noise-crypto.js';
 import { arg, ask as askChild, leaveWithParent, numArg, startProfile, stopAll } from './procs.js';
 
 /** The market every node is in, and the adverts' one workload. */
@@ -259,10 +264,20 @@ export async function run(): Promise<BenchResult> {
         'hub base (% of a core)': h.baseCpuPct.toFixed(2),
       });
     }
+    // what a handshake's X25519 costs each end (a key pair and three agreements), @libp2p/noise's default against ours
+    const x25519 = (c: typeof noiseCrypto) => {
+      const peer = c.generateX25519KeyPair();
+      const pair = measure('X25519 key pair', () => void c.generateX25519KeyPair(), { ms: 200, reps: 3, batch: 10 }).opsPerSec;
+      const agree = measure('X25519 agreement', () => void c.generateX25519SharedKey(peer.privateKey, peer.publicKey), { ms: 200, reps: 3, batch: 10 }).opsPerSec;
+      return { pairUs: 1e6 / pair, agreeUs: 1e6 / agree };
+    };
+    const xd = x25519(defaultCrypto);
+    const xo = x25519(noiseCrypto);
     const big = perOpen[String(market)]!;
     const report = [
       `connection opens: one hub (the buyer) and ${diallers} dialler process(es) of ${perDialler} nodes each (the providers, taking turns), one market, windows ${windowMs} ms; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
       table(rows),
+      `X25519 in a handshake (a key pair and three agreements at each end): @libp2p/noise's default ${xd.pairUs.toFixed(0)} µs a key pair, ${xd.agreeUs.toFixed(0)} µs an agreement; the node's (noise-crypto.ts) ${xo.pairUs.toFixed(0)} and ${xo.agreeUs.toFixed(0)} µs: ${((xd.pairUs + 3 * xd.agreeUs - xo.pairUs - 3 * xo.agreeUs) / 1000).toFixed(2)} ms less per connection at each end`,
       `per open, counted at each end as the model does: ${((big.hub + big.dialler) / 2).toFixed(1)} ms with ${market} adverts held (e.g. node dist/scripts/sim/model.js run.json --per-open ${(((big.hub + big.dialler) / 2) * 1000).toFixed(0)})`,
     ].join('\n');
     return { report, targets: [] };
