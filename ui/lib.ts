@@ -5,7 +5,8 @@
  * small formatting helpers. No polling: views refetch when the feed says
  * something they show has changed.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Refetch } from './refetch.js';
 
 export class ApiError extends Error {
   constructor(readonly code: string, message: string, readonly status: number) {
@@ -148,17 +149,21 @@ export interface Loaded<T> {
 /** Fetch `path` (null: nothing) and again whenever `version` changes; keeps the last data while reloading. */
 export function useJson<T>(path: string | null, version = 0): Loaded<T> {
   const [s, set] = useState<Loaded<T>>({ loading: path !== null });
+  const fetcher = useRef<Refetch<T> | undefined>(undefined);
+  // One fetcher per path: a new path (another job, another overlay) forgets the old one's answers.
   useEffect(() => {
     if (path === null) return;
-    let live = true;
-    set((p) => ({ ...p, loading: true }));
-    getJson<T>(path).then(
-      (data) => live && set({ data, loading: false }),
-      (error: unknown) => live && set((p) => ({ ...p, error: error instanceof ApiError ? error : new ApiError('ERROR', String(error), 0), loading: false })),
+    const f = new Refetch<T>(
+      () => getJson<T>(path),
+      (o, more) => set((p) => ('data' in o ? { data: o.data, loading: more } : { ...p, error: o.error instanceof ApiError ? o.error : new ApiError('ERROR', String(o.error), 0), loading: more })),
     );
-    return () => {
-      live = false;
-    };
+    fetcher.current = f;
+    return () => f.close();
+  }, [path]);
+  useEffect(() => {
+    if (path === null) return;
+    set((p) => ({ ...p, loading: true }));
+    fetcher.current?.request();
   }, [path, version]);
   return s;
 }

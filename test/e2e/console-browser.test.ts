@@ -78,8 +78,8 @@ async function accessible(p: Page, view: string): Promise<void> {
   assert.deepEqual(bad, [], `${view}: accessibility violations ${JSON.stringify(bad)}`);
 }
 
-async function go(p: Page, hash: string, heading: string): Promise<void> {
-  await p.evaluate((h) => (window.location.hash = h), hash);
+/** Wait for a view whose heading starts with `heading`; if it does not come, the error says what the page showed instead. */
+async function shows(p: Page, heading: string): Promise<void> {
   try {
     await p.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 30_000 }, heading);
   } catch (e) {
@@ -87,9 +87,14 @@ async function go(p: Page, hash: string, heading: string): Promise<void> {
   }
 }
 
+async function go(p: Page, hash: string, heading: string): Promise<void> {
+  await p.evaluate((h) => (window.location.hash = h), hash);
+  await shows(p, heading);
+}
+
 async function login(p: Page, n: { api: { api: string; token: string } }): Promise<void> {
   await p.goto(await consoleLoginUrl(n.api.api, n.api.token));
-  await p.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 30_000 });
+  await shows(p, 'Overview');
 }
 
 const text = (p: Page, sel = 'main') => p.$eval(sel, (e) => (e as HTMLElement).innerText);
@@ -125,7 +130,7 @@ test('the URL `c0mpute console` prints logs in once; the overview shows the node
   assert.match(url, /^http:\/\/127\.0\.0\.1:[0-9]+\/ui\/login\?code=[A-Za-z0-9_-]{43}$/);
   buyer = await newPage();
   await buyer.goto(url);
-  await buyer.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 30_000 });
+  await shows(buyer, 'Overview');
   assert.match(await text(buyer), new RegExp(alpha.did));
   await buyer.waitForFunction(() => document.querySelector('.feed')?.textContent?.includes('live'), { timeout: 30_000 });
   // Keyboard: the first Tab reaches the skip link.
@@ -186,7 +191,7 @@ test('a job run from the form shows progress, then a timeline whose links resolv
 
   // The timeline.
   await buyer.click('#run-result a');
-  await buyer.waitForFunction(() => document.querySelector('main h1')?.textContent?.startsWith('Job'), { timeout: 30_000 });
+  await shows(buyer, 'Job');
   jobAddress = decodeURIComponent((await buyer.evaluate(() => window.location.hash)).split('/')[2]!);
   await buyer.waitForFunction(() => [...document.querySelectorAll('ol.timeline > li')].at(-1)?.querySelector('a.addr') !== null, { timeout: 30_000 });
   await shot(buyer, 'job');
