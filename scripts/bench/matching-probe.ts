@@ -4,13 +4,15 @@
  * floats (Array.prototype.sort with a numeric comparator) in the same run.
  * Target: the probe within 10× that sort at every N (it runs the eligibility
  * gates and an exact-decimal cost per provider; the sort does neither).
+ * Beside it, a provider's rankAhead (docs/market.md §12), for the cheapest
+ * provider and the median one: target within the probe of the same N.
  *
  * Records are fabricated as already-opened objects (a probe never verifies
  * signatures: the presence view holds verified records). Prices take 50
  * distinct values, so many providers tie and the rotation order is exercised.
  */
-import { T, type Advert, type Opened, type Presence } from '../../src/records/index.js';
-import { candidates, type CandidateOrder } from '../../src/matching/candidates.js';
+import { T, type Advert, type Job, type Opened, type Presence } from '../../src/records/index.js';
+import { OFFER_RANK, candidates, rankAhead, type CandidateOrder } from '../../src/matching/candidates.js';
 import type { LiveProvider } from '../../src/matching/types.js';
 import { seededRandom } from '../../src/net/faults.js';
 import { settle, table, timeMs, type BenchResult } from './lib.js';
@@ -50,10 +52,17 @@ function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; 
   return { live, held, marks, floats: live.map(() => r()) };
 }
 
+/** The order as a job record, opened (never signed: rankAhead reads the record and the address). */
+function fabricatedJob(o: CandidateOrder): Opened<Job> {
+  const record: Job = { workload: o.workload, requirements: o.requirements, maxPrice: o.maxPrice, announcedAt: NOW - 1000, deadline: NOW + 3_600_000, timeoutMs: o.timeoutMs, input: { hash: 'sha256:' + '11'.repeat(32), size: o.inputSize }, inputSealed: o.inputSealed ? 'yes' : 'no' };
+  return { type: T.job, signer: 'did:key:z6MkBuyer', address: 'sha256:' + 'c'.repeat(64), bytes: new Uint8Array(), record };
+}
+
 export async function run(): Promise<BenchResult> {
   const rows: Array<Record<string, string | number>> = [];
   const targets: BenchResult['targets'] = [];
   const order: CandidateOrder = { workload: 'infer.llm', requirements: { gpu: { count: 1, vramMiB: 24_576, features: ['cuda12'] }, cpuCores: 8, tier: 'standard' }, maxPrice: { amount: '10', currency: 'USD' }, inputSize: 1 << 20, inputSealed: true, timeoutMs: 60_000 };
+  const job = fabricatedJob(order);
   for (const n of [1_000, 10_000, 100_000]) {
     const f = fixture(n);
     const rotation = { lastPicked: (d: string) => f.marks.get(d) ?? 0 };
@@ -68,6 +77,16 @@ export async function run(): Promise<BenchResult> {
     const ratio = probe / base;
     rows.push({ N: n, what: 'probe (rank every candidate)', ms: probe.toFixed(2), 'sort floats ms': base.toFixed(2), ratio: ratio.toFixed(2) });
     targets.push({ name: `probe N=${n} / sort of N floats`, ratio, target: 10, met: ratio <= 10 });
+    // A provider deciding whether to quote (docs/market.md §12): its rank among the others, counted to 8. The cheapest
+    // provider walks every other one (the price check alone); a middle one stops after 8 cheaper candidates.
+    const ranked = check.candidates;
+    for (const [who, c] of [['the cheapest', ranked[0]!], ['the median', ranked[Math.floor(n / 2)]!]] as const) {
+      const ahead = () => rankAhead({ job, live: f.live, self: c.provider, cost: c.cost.amount, limit: OFFER_RANK, now: NOW });
+      const t = timeMs(ahead, reps);
+      const r2 = t / probe;
+      rows.push({ N: n, what: `rankAhead, ${who} provider (${ahead()} ahead)`, ms: t.toFixed(3), 'sort floats ms': base.toFixed(2), ratio: (t / base).toFixed(2) });
+      targets.push({ name: `rankAhead (${who}) N=${n} / probe of the same N`, ratio: r2, target: 1, met: r2 <= 1 });
+    }
   }
   return { report: table(rows), targets };
 }

@@ -14,6 +14,7 @@
  *
  * Pure: `now` and the rotation state are injected; no I/O, no float.
  */
+import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Job, type PriceEntry, type Requirements } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
@@ -307,4 +308,84 @@ function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRej
   if (known === 0) return `No provider is live: no presence has been heard for ${order.workload}.`;
   const designated = order.designated !== undefined && !rejected.some((p) => p.provider === order.designated) ? ` The designated provider ${order.designated} is not known.` : '';
   return `No candidate among ${known} provider(s) for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}.${designated}`;
+}
+
+// ---------------------------------------------------------------------------
+// Offers per job: could this provider win on price? (docs/market.md "How many
+// offers a job draws"; docs/scale.md §4 "Offers that scale with the market")
+// ---------------------------------------------------------------------------
+
+/**
+ * Offers a job draws on gossip, and offers its buyer wants before it pushes
+ * (config `provider.offerRank`, `buyer.offersWanted`). The model's what-if
+ * (scripts/sim/model.ts `--offers-cap`): with 8, a buyer's offer connections
+ * cost 0.6–0.9 % of a core from 10k providers up, against 12 % unbounded.
+ */
+export const OFFER_RANK = 8;
+
+/**
+ * The order of two providers asking the same for a job: by SHA-256 of the
+ * job's address and the DID, so each job ranks equal asks differently (a
+ * provider earlier in DID order does not win every tie) and anyone holding
+ * the job can recompute it.
+ */
+export function tieKey(job: string, did: string): string {
+  return createHash('sha256').update(job).update('\0').update(did).digest('hex');
+}
+
+export interface RankAheadInput {
+  job: Opened<Job>;
+  /** the providers this node knows to be live (its presence view) */
+  live: readonly LiveProvider[];
+  /** the asking provider: never counted */
+  self: string;
+  /** what the job costs at the asking provider's own ask (askFor on its advert) */
+  cost: string;
+  /** stop counting here */
+  limit: number;
+  now: number;
+  skewMs?: number;
+}
+
+/**
+ * How many live providers would rank before `self` for the job, counted up to
+ * `limit`: live for the workload with a free slot, asking less (or the same
+ * and earlier by `tieKey`), within the job's maxPrice, passing the
+ * eligibility gates 1–6, with a box key when the input is sealed. The same
+ * tests as `candidates`, in the order of their cost: the price comparison
+ * first, the gates only for the providers cheaper than `self`, and none after
+ * the `limit`-th.
+ */
+export function rankAhead(input: RankAheadInput): number {
+  const { job, self, cost, limit, now } = input;
+  if (limit <= 0) return 0;
+  const order = orderFromJob(job);
+  const skew = input.skewMs ?? DEFAULT_SKEW_MS;
+  let pj: PreparedJob | undefined;
+  let myTie: string | undefined;
+  const counted = new Set<string>();
+  // exact costs by (price, units), as in candidates(): providers share prices
+  const costs = new Map<string, string>();
+  const scale = (amount: string, units: number): string => {
+    const k = `${amount}*${units}`;
+    let v = costs.get(k);
+    if (v === undefined) costs.set(k, (v = scaleAmount(amount, units)));
+    return v;
+  };
+  let ahead = 0;
+  for (const p of input.live) {
+    if (p.did === self || counted.has(p.did)) continue;
+    if (p.liveUntil <= now || p.freeSlots <= 0 || !p.workloads.includes(order.workload)) continue;
+    const ask = askFor(p.advert.record, order, scale);
+    if (!ask.ok) continue;
+    const c = cmpAmount(ask.cost.amount, cost);
+    if (c > 0) continue;
+    if (c === 0 && tieKey(job.address, p.did) > (myTie ??= tieKey(job.address, self))) continue;
+    if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) continue;
+    if (order.inputSealed && p.advert.record.boxKey === undefined) continue;
+    if (evaluate((pj ??= prepareJob(job)), p.advert, undefined, now, skew)?.length) continue;
+    counted.add(p.did);
+    if (++ahead >= limit) return ahead;
+  }
+  return ahead;
 }

@@ -2,8 +2,8 @@
  * The buyer role on an overlay (docs/market.md, docs/node.md; pool/1 §4 for
  * admission): the Buyer and what it asks of the node — publishing, exec/1
  * streams to the chosen provider, waiting for offers (and, halfway through the
- * window, pushing the job to connected providers that have not quoted:
- * job-push.ts), and on an overlay with a steward, admission, withdrawal and
+ * window, pushing the job to providers that have not quoted when too few
+ * did: job-push.ts), and on an overlay with a steward, admission, withdrawal and
  * the steward's managed selection. Split out of overlay.ts; the overlay hands
  * every offer it stores to `onOffer`, which wakes the buyer waiting on its job.
  */
@@ -14,7 +14,8 @@ import { Buyer, type Admission, type JobSpec } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
-import { MAX_PUSH_TARGETS, pushToSilent } from './job-push.js';
+import { MAX_PUSH_TARGETS, choosePushTargets, pushToSilent } from './job-push.js';
+import { candidates, orderFromJob } from '../matching/candidates.js';
 import type { OverlayNode } from './overlay.js';
 
 export class BuyerWiring {
@@ -128,12 +129,30 @@ export class BuyerWiring {
     for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
   }
 
-  /** Halfway through the offer window: send the job directly to connected providers that fit it and have not quoted (job-push.ts). */
+  /**
+   * Halfway through the offer window: send the job directly to providers that
+   * fit it and have not quoted (job-push.ts). With `buyer.offersWanted` > 0,
+   * only when fewer offers came, the cheapest first (docs/market.md §12), and
+   * to twice as many as are missing: a provider in this node's view may be
+   * gone, and its push then answers nothing. With 0, to every connected one.
+   */
   async #pushJob(address: string, deadlineMs: number): Promise<void> {
     const job = this.o.market.ownJob(address);
     if (!job) return;
     const now = this.o.clock();
-    const targets = this.o.market.silentProviders(job, this.o.net.peers().map((p) => p.did ?? ''), now, MAX_PUSH_TARGETS);
+    const connected = this.o.net.peers().map((p) => p.did ?? '');
+    const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS);
+    const wanted = this.o.d.config.buyer.offersWanted;
+    let targets = silent;
+    if (wanted > 0) {
+      const missing = wanted - this.o.market.offerCount(address, now);
+      if (missing <= 0) return;
+      const want = Math.min(MAX_PUSH_TARGETS, 2 * missing);
+      const ranked = candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), now, skewMs: this.o.d.network.clockSkewMs })
+        .candidates.map((c) => c.provider)
+        .filter((d) => d !== this.o.did && !this.o.market.quoted(address, d, now));
+      targets = choosePushTargets(want, ranked, new Set(connected), silent);
+    }
     if (!targets.length) return;
     await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]) });
   }

@@ -10,6 +10,7 @@ import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
 import { ADVERT_TARGET_PER_MARKET } from '../matching/advert-rate.js';
+import { OFFER_RANK } from '../matching/candidates.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
@@ -151,6 +152,8 @@ export const configSchema = z
         /** Adverts a second its largest market should carry at most; past it the advert lives longer (docs/scale.md §3; 0: never adapt). */
         advertTargetPerMarket: z.number().min(0).max(1000).default(ADVERT_TARGET_PER_MARKET),
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
+        /** Offers per job (docs/market.md "How many offers a job draws"): quote a job heard on gossip only when fewer than this many live providers in view ask less for it (0: quote every job that fits). A job its buyer pushes is always quoted. */
+        offerRank: z.number().int().min(0).max(1000).default(OFFER_RANK),
         slots: z.number().int().positive().default(1),
         /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */
         presenceWindowMs: z.number().int().min(3000).max(600_000).default(45_000),
@@ -261,9 +264,15 @@ export const configSchema = z
         collectWindowMs: z.number().int().min(100).default(3000),
         /** End collection early once this many offers arrived (0: wait the whole window). */
         enoughOffers: z.number().int().nonnegative().default(0),
+        /**
+         * Offers per job (docs/market.md "How many offers a job draws"): halfway through the window, with fewer offers
+         * than this, push the job to twice as many providers as are missing, of those that have not quoted, the cheapest in
+         * view first (0: push to every connected provider that fits, as before providers held back).
+         */
+        offersWanted: z.number().int().min(0).max(64).default(OFFER_RANK),
       })
       .strict()
-      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 }),
+      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: OFFER_RANK }),
     /**
      * Whose evidence counts in this node's reputation view (docs/market.md
      * "Reputation and its threat model"). First-hand evidence (jobs this node

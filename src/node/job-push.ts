@@ -85,10 +85,30 @@ export async function pushJob(net: Network, did: string, job: Opened<Job>, deadl
   return { offer, advert };
 }
 
+/**
+ * Whom a buyer pushes its job to, halfway through the window, when it holds
+ * fewer offers than it wants (docs/market.md "How many offers a job draws"):
+ * `want` providers that have not quoted, the cheapest live candidates first
+ * (`ranked`, src/matching/candidates.ts), those already connected before those
+ * that need a dial; then connected providers whose advert fits but whose
+ * presence this node has not heard (`silentConnected`).
+ */
+export function choosePushTargets(want: number, ranked: readonly string[], connected: ReadonlySet<string>, silentConnected: readonly string[]): string[] {
+  if (want <= 0) return [];
+  const out = new Set<string>();
+  for (const group of [ranked.filter((d) => connected.has(d)), ranked.filter((d) => !connected.has(d)), silentConnected]) {
+    for (const d of group) {
+      if (out.size >= want) return [...out];
+      out.add(d);
+    }
+  }
+  return [...out];
+}
+
 export interface PushPlan {
   net: Network;
   job: Opened<Job>;
-  /** providers to push to (connected, fitting, silent) */
+  /** providers to push to (fitting, silent: choosePushTargets) */
   targets: string[];
   deadlineMs: number;
   clock: () => number;
@@ -114,6 +134,6 @@ export async function pushToSilent(p: PushPlan): Promise<number> {
     }),
   );
   const n = got.reduce<number>((s, x) => s + x, 0);
-  p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job pushed directly to connected providers that had not quoted');
+  p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job pushed directly to providers that had not quoted');
   return n;
 }

@@ -155,11 +155,16 @@ export class MarketService implements BuyerMarket {
       if (out.length >= limit) break;
       const a = this.adverts.latest.get(did);
       if (!a || a.record.expiresAt <= now || did === this.o.did) continue;
-      if (this.book.slot(job.address, this.adverts.entryOf(did), now)) continue;
+      if (this.quoted(job.address, did, now)) continue;
       if (this.providerEligibility(job, a, now).length) continue;
       out.push(did);
     }
     return out;
+  }
+
+  /** Whether this node holds a live offer from `did` for its job. */
+  quoted(job: string, did: string, now: number): boolean {
+    return !!this.book.slot(job, this.adverts.entryOf(did), now);
   }
 
   /** Receipts, acceptances and non-deliveries are evidence; a receipt brings the offer it cites when we hold it. */

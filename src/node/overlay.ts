@@ -215,7 +215,7 @@ export class OverlayNode {
     });
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
-    if (this.roles.includes('provider')) await setupProvider(this, { onStop: (stop) => this.#stops.push(stop), quote: (job) => this.#quote(job), countJob: (outcome) => this.#jobs.inc({ role: 'provider', outcome }) });
+    if (this.roles.includes('provider')) await setupProvider(this, { onStop: (stop) => this.#stops.push(stop), quote: (job, opts) => this.#quote(job, opts), countJob: (outcome) => this.#jobs.inc({ role: 'provider', outcome }) });
     if (this.roles.includes('buyer')) this.buyer = this.#buyerSide.createBuyer();
     this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });
     this.#stops.push(async () => this.orders?.claimer?.stop());
@@ -285,9 +285,9 @@ export class OverlayNode {
   }
 
   /** A provider heard a job (gossip or push): quote, and keep the jobs it quoted on. */
-  async #quote(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
+  async #quote(job: Opened<Job>, opts: { invited?: boolean } = {}): Promise<Opened<Offer> | undefined> {
     if (!this.provider) return undefined;
-    const made = await this.provider.onJob(job).catch((e) => void this.log.warn({ err: (e as Error).message }, 'quoting failed'));
+    const made = await this.provider.onJob(job, opts).catch((e) => void this.log.warn({ err: (e as Error).message }, 'quoting failed'));
     if (made) await this.records.put(job);
     return made ?? this.provider.offerFor(job.address);
   }

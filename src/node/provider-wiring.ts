@@ -24,14 +24,15 @@ import { liveInMarket, providerPresence } from './presence-wiring.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
+import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { OverlayNode } from './overlay.js';
 
 /** What the provider wiring needs from the overlay beyond its public fields. */
 export interface ProviderWiringHooks {
   /** Register a stop (run in reverse order of registration, before the network's). */
   onStop(stop: () => Promise<void>): void;
-  /** Quote on a job heard (the overlay's: it also keeps the jobs quoted on). */
-  quote(job: Opened<Job>): Promise<Opened<Offer> | undefined>;
+  /** Quote on a job heard (the overlay's: it also keeps the jobs quoted on); `invited`: its buyer pushed it here. */
+  quote(job: Opened<Job>, opts?: { invited?: boolean }): Promise<Opened<Offer> | undefined>;
   /** Count a provider job by outcome (c0mpute_jobs_total). */
   countJob(outcome: string): void;
 }
@@ -82,6 +83,9 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     clock: o.clock,
     log: o.log.child({ role: 'provider', overlay: o.name }),
     eligibility: (job, advert, now) => o.market.providerEligibility(job, advert, now),
+    // Offers per job (docs/market.md "How many offers a job draws"). Not on an overlay with a steward, which selects
+    // among every offer (pool/1), nor for a pool member, whose pool decides what it quotes.
+    ...(o.d.network.steward || o.poolMember ? {} : { rankAhead: (job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number) => offersAhead(o, job, advert, limit, now) }),
     publish: async (kind, env, withAdvert, buyer) => {
       if (kind === 'advert') await o.market.putAdvert(env as Opened<Advert>);
       if (kind === 'offer') await o.market.addOffer(env as Opened<Offer>, o.clock());
@@ -123,7 +127,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
     { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
   );
-  await o.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: o.clock, skewMs: o.d.network.clockSkewMs, quote: (job) => h.quote(job), advert: (a) => o.market.adverts.get(a) }), JOB_PUSH_LIMITS);
+  await o.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: o.clock, skewMs: o.d.network.clockSkewMs, quote: (job) => h.quote(job, { invited: true }), advert: (a) => o.market.adverts.get(a) }), JOB_PUSH_LIMITS);
   // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
   const stewardDid = o.d.network.steward;
   if (stewardDid) {
@@ -141,4 +145,11 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
     });
   }
+}
+
+/** Live providers in this node's view that ask less than it for the job, up to `limit` (0 when its own advert has no ask to compare). */
+function offersAhead(o: OverlayNode, job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number): number {
+  const mine = askFor(advert.record, orderFromJob(job));
+  if (!mine.ok) return 0;
+  return rankAhead({ job, live: o.liveProviders(now), self: advert.signer, cost: mine.cost.amount, limit, now, skewMs: o.d.network.clockSkewMs });
 }

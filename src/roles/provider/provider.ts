@@ -57,6 +57,14 @@ export interface ProviderDeps {
   onSlotsChanged?: () => void;
   /** A pool member (docs/pools.md): the advert and receipts are the pool's, work runs through the pool. */
   pool?: ProviderPoolHooks;
+  /**
+   * How many live providers this node sees that would rank before it for the
+   * job on price, counted up to `limit` (src/matching/candidates.ts rankAhead).
+   * With `config.offerRank` > 0, a job heard on gossip gets no offer when
+   * `offerRank` providers rank before this one (docs/market.md "How many
+   * offers a job draws"); a job its buyer pushed is always quoted.
+   */
+  rankAhead?: (job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number) => number;
   /** Live providers this node sees in its largest market (itself included): in a large one the advert lives longer (advert-rate.ts). */
   liveInMarket?: () => number;
   /** The node, for builtins that join other nodes (builtin.train-member). */
@@ -217,9 +225,12 @@ export class Provider {
   /**
    * A job was heard: quote if eligible, able to start it (a free slot, input
    * within bounds, the deadline reachable) and within the quoting budget
-   * (quote-budget.ts). A job that gets no offer is counted with its reason.
+   * (quote-budget.ts), and, for a job heard on gossip, among the first
+   * `offerRank` on price in this node's view (`invited`: the buyer pushed the
+   * job to this provider, which quotes whatever its rank). A job that gets no
+   * offer is counted with its reason.
    */
-  async onJob(job: Opened<Job>): Promise<Opened<Offer> | undefined> {
+  async onJob(job: Opened<Job>, opts: { invited?: boolean } = {}): Promise<Opened<Offer> | undefined> {
     const advert = this.#advert;
     if (!advert || this.#stopped) return undefined;
     if (job.signer === this.d.did) return undefined;
@@ -246,6 +257,11 @@ export class Provider {
     const latestStart = job.record.deadline - durationMs;
     const expiresAt = Math.min(now + this.d.config.offerLifetimeMs, latestStart);
     if (expiresAt <= now) return skip('deadline', 'the deadline cannot be met; no offer');
+    const rank = this.d.config.offerRank ?? 0;
+    if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
+      const ahead = this.d.rankAhead(job, advert, rank, now);
+      if (ahead >= rank) return skip('outranked', `at least ${rank} live provider(s) ask less; no offer unless the buyer asks`);
+    }
     const over = this.budget.check(job.signer, now);
     if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
     const offer: Offer = { job: job.address, advert: advert.address, price, durationMs, issuedAt: now, startBy: expiresAt, expiresAt };

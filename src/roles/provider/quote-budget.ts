@@ -36,7 +36,7 @@ export interface QuoteBudgetOptions {
 export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
 
 /** Why a job got no offer (the metric's `reason` label). */
-export type SkipReason = 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible';
+export type SkipReason = 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible' | 'outranked';
 
 export interface LiveOffer<R = unknown> {
   job: string;

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { seal, T, type Opened, type Presence, type PriceEntry } from '../../../src/records/index.js';
-import { candidates, orderFromJob, CANDIDATE_REASON as C, type CandidateOrder } from '../../../src/matching/candidates.js';
+import { candidates, orderFromJob, rankAhead, tieKey, CANDIDATE_REASON as C, type CandidateOrder } from '../../../src/matching/candidates.js';
 import { Rotation, levelRotationStore, memoryRotationStore } from '../../../src/matching/rotation.js';
 import { ProbeService, parseProbeOrder } from '../../../src/matching/probe.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
@@ -235,5 +235,60 @@ describe('rotation: persistent and deterministic', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('rankAhead: how many providers ask less for a job (offers per job)', () => {
+  const buyer = P(90);
+  const j = job(buyer);
+  const ahead = (ls: LiveProvider[], self: number, cost: string, limit = 8, jj = j) => rankAhead({ job: jj, live: ls, self: P(self).did, cost, limit, now: NOW });
+
+  test('counts the live, eligible providers with a free slot that ask less; never itself', () => {
+    const ls = [live(P(1), { prices: [price('0.1')] }), live(P(2), { prices: [price('0.2')] }), live(P(3), { prices: [price('0.3')] }), live(P(4), { prices: [price('0.4')] })];
+    assert.equal(ahead(ls, 3, '0.3'), 2);
+    assert.equal(ahead(ls, 1, '0.1'), 0);
+    assert.equal(ahead(ls, 4, '0.4'), 3);
+    // the same order as candidates() gives, for each provider
+    const ranked = candidates({ order: orderFromJob(j), live: ls, now: NOW }).candidates.map((c) => c.provider);
+    for (const [i, did] of ranked.entries()) assert.equal(rankAhead({ job: j, live: ls, self: did, cost: `0.${i + 1}`, limit: 8, now: NOW }), i);
+  });
+
+  test('stops counting at the limit', () => {
+    const ls = [1, 2, 3, 4, 5].map((n) => live(P(n), { prices: [price('0.1')] }));
+    assert.equal(ahead(ls, 9, '0.5', 2), 2);
+    assert.equal(ahead(ls, 9, '0.5', 0), 0);
+  });
+
+  test('cheaper but not a candidate does not count: lapsed, busy, another workload, above the price, ineligible, no box key for a sealed input', () => {
+    const ls = [
+      live(P(1), { prices: [price('0.1')], liveUntil: NOW }),
+      live(P(2), { prices: [price('0.1')], freeSlots: 0 }),
+      live(P(3), { prices: [price('0.1')], workloads: ['infer.other'] }),
+      live(P(4), { prices: [price('0.1')], advert: { tier: 'community' } }),
+      live(P(5), { prices: [price('0.1', 'job', 'EUR')] }),
+    ];
+    const picky = job(buyer, { requirements: { tier: 'standard' } });
+    assert.equal(ahead(ls, 9, '0.5', 8, picky), 0);
+    const sealed = job(buyer, { inputSealed: 'yes' });
+    // the fixtures' advert has no box key unless given one
+    const noBox = [{ ...live(P(6)), advert: advert(P(6), { prices: [price('0.1')] }) }];
+    assert.equal(ahead(noBox, 9, '0.5', 8, sealed), 0);
+    assert.equal(ahead(noBox, 9, '0.5', 8, j), 1);
+    // a job's own maxPrice caps both: a provider cheaper than self but above the job's price is no candidate
+    const dear = [live(P(7), { prices: [price('2')] })];
+    assert.equal(ahead(dear, 9, '3', 8, j), 0);
+  });
+
+  test('equal asks are ordered by tieKey(job, DID): each job ranks them differently, the same on every node', () => {
+    const ps = [1, 2, 3, 4, 5, 6].map((n) => P(n));
+    const ls = ps.map((p) => live(p, { prices: [price('0.2')] }));
+    const firsts = new Set<string>();
+    for (let k = 0; k < 12; k++) {
+      const jk = job(buyer, { announcedAt: NOW - 1_000 - k });
+      const order = [...ps].sort((a, b) => (tieKey(jk.address, a.did) < tieKey(jk.address, b.did) ? -1 : 1));
+      order.forEach((p, i) => assert.equal(rankAhead({ job: jk, live: ls, self: p.did, cost: '0.2', limit: 8, now: NOW }), i));
+      firsts.add(order[0]!.did);
+    }
+    assert.ok(firsts.size > 1, 'the first among equal asks changes with the job');
   });
 });

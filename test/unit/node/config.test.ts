@@ -42,7 +42,7 @@ describe('config', () => {
     assert.equal(c.network.overlay, 'public');
     assert.deepEqual(c.network.listen, ['/ip4/0.0.0.0/tcp/4001']);
     assert.equal(c.network.clockSkewMs, 30_000);
-    assert.deepEqual(c.buyer, { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0 });
+    assert.deepEqual(c.buyer, { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: 8 });
     assert.equal(c.provider, undefined);
     assert.deepEqual(parseConfig({}), c);
   });
@@ -52,6 +52,7 @@ describe('config', () => {
     const p = c.provider!;
     assert.equal(p.tier, 'community');
     assert.equal(p.slots, 1);
+    assert.equal(p.offerRank, 8);
     assert.deepEqual(p.meter, { type: 'auto', estimatorWatts: 100 });
     const w = p.workloads['builtin.sha256']!;
     assert.equal(w.unit, 'job');

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { seal } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
-import { jobPushHandler } from '../../../src/node/job-push.js';
+import { choosePushTargets, jobPushHandler } from '../../../src/node/job-push.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { ServeContext } from '../../../src/net/protocols.js';
 import { BUYER, GATEWAY, NOW, buyer, records } from '../records/fixtures.js';
@@ -59,4 +59,14 @@ test('pushes are rate-limited per peer; the bucket refills', async () => {
   s.advance(1_000);
   await s.push(BUYER, jobs[2]!.bytes);
   assert.equal(s.quoted.length, 3);
+});
+
+test('push targets: the cheapest silent candidates, connected before those that need a dial, then connected providers without presence', () => {
+  const ranked = ['c1', 'd1', 'c2', 'd2']; // cheapest first; c = connected, d = needs a dial
+  const connected = new Set(['c1', 'c2', 'x1', 'x2']);
+  assert.deepEqual(choosePushTargets(2, ranked, connected, ['x1']), ['c1', 'c2']);
+  assert.deepEqual(choosePushTargets(3, ranked, connected, ['x1']), ['c1', 'c2', 'd1']);
+  assert.deepEqual(choosePushTargets(8, ranked, connected, ['c1', 'x1', 'x2']), ['c1', 'c2', 'd1', 'd2', 'x1', 'x2']);
+  assert.deepEqual(choosePushTargets(0, ranked, connected, ['x1']), []);
+  assert.deepEqual(choosePushTargets(-1, ranked, connected, ['x1']), []);
 });

@@ -33,7 +33,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number } = {}) {
   const signer = Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -50,6 +50,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
       region: 'eu-west',
       tier: 'standard',
       slots: opts.slots ?? 1,
+      ...(opts.offerRank === undefined ? {} : { offerRank: opts.offerRank }),
       workloads: {
         'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } },
         'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.002', currency: 'USD' }, unit: 'second' },
@@ -86,6 +87,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     },
     onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
     ...(opts.liveInMarket ? { liveInMarket: opts.liveInMarket } : {}),
+    ...(opts.rankAhead ? { rankAhead: opts.rankAhead } : {}),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -253,6 +255,31 @@ describe('Provider: offers', () => {
     assert.equal(s.published.filter((p) => p.kind === 'offer').length, 0);
     // The same provider does offer on a fitting job (the refusals above were for their reasons).
     assert.ok(await s.provider.onJob(makeJob()));
+  });
+
+  test('offers per job: outranked on price, a gossiped job gets no offer; the buyer pushing it, or naming providers, gets one', async () => {
+    let ahead = 8;
+    const asked: Array<{ job: string; limit: number }> = [];
+    const s = setup({ rankAhead: (job, _advert, limit) => (asked.push({ job: job.address, limit }), ahead) });
+    await s.provider.start();
+    const job = makeJob();
+    assert.equal(await s.provider.onJob(job), undefined, 'eight providers ask less (the default offerRank): no offer');
+    assert.deepEqual(asked, [{ job: job.address, limit: 8 }]);
+    // The buyer pushed it (job-push/1): quoted whatever the rank.
+    assert.ok(await s.provider.onJob(job, { invited: true }));
+    // A job naming its providers (an allowlist): the buyer chose; no rank is asked.
+    const named = makeJob({ requirements: { allowlist: [s.did] } });
+    assert.ok(await s.provider.onJob(named));
+    assert.equal(asked.length, 1);
+    // Seven ahead: within the rank.
+    ahead = 7;
+    assert.ok(await s.provider.onJob(makeJob()));
+    // offerRank 0: every fitting job is quoted, the rank never asked.
+    let never = 0;
+    const all = setup({ offerRank: 0, rankAhead: () => (never++, 100) });
+    await all.provider.start();
+    assert.ok(await all.provider.onJob(makeJob()));
+    assert.equal(never, 0);
   });
 
   test('an offer near the deadline expires early enough to finish by it', async () => {
