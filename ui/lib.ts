@@ -150,8 +150,9 @@ export interface Loaded<T> {
 export function useJson<T>(path: string | null, version = 0): Loaded<T> {
   const [s, set] = useState<Loaded<T>>({ loading: path !== null });
   const fetcher = useRef<Refetch<T> | undefined>(undefined);
-  // One fetcher per path: a new path (another job, another overlay) forgets the old one's answers.
+  // One fetcher per path: a new path (another job, another overlay) starts empty and ignores the old one's answers.
   useEffect(() => {
+    set({ loading: path !== null });
     if (path === null) return;
     const f = new Refetch<T>(
       () => getJson<T>(path),

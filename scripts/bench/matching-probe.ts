@@ -12,7 +12,7 @@
  * distinct values, so many providers tie and the rotation order is exercised.
  */
 import { T, type Advert, type Job, type Opened, type Presence } from '../../src/records/index.js';
-import { OFFER_RANK, candidates, rankAhead, type CandidateOrder } from '../../src/matching/candidates.js';
+import { OFFER_RANK, byAskForJob, candidates, rankAhead, type CandidateOrder } from '../../src/matching/candidates.js';
 import type { LiveProvider } from '../../src/matching/types.js';
 import { seededRandom } from '../../src/net/faults.js';
 import { settle, table, timeMs, type BenchResult } from './lib.js';
@@ -79,7 +79,8 @@ export async function run(): Promise<BenchResult> {
     targets.push({ name: `probe N=${n} / sort of N floats`, ratio, target: 10, met: ratio <= 10 });
     // A provider deciding whether to quote (docs/market.md §12): its rank among the others, counted to 8. The cheapest
     // provider walks every other one (the price check alone); a middle one stops after 8 cheaper candidates.
-    const ranked = check.candidates;
+    // in the providers' own order (equal asks by tieKey), so the first has none ahead and walks every other provider
+    const ranked = byAskForJob(check.candidates, job.address);
     for (const [who, c] of [['the cheapest', ranked[0]!], ['the median', ranked[Math.floor(n / 2)]!]] as const) {
       const ahead = () => rankAhead({ job, live: f.live, self: c.provider, cost: c.cost.amount, limit: OFFER_RANK, now: NOW });
       const t = timeMs(ahead, reps);

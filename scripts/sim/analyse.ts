@@ -31,6 +31,8 @@ export interface SimFigures {
   syncs: { perNodeMin: number; acceptedPerSync: number; otherPerSync: number };
   /** offers sent directly, by outcome: count, share slower than the decision window, mean ms */
   offerSends: Record<string, { n: number; lateShare: number; meanMs: number }>;
+  /** offers per job (docs/market.md §12): gossiped jobs providers held back on, pushes buyers sent and the offers they brought */
+  rank: { offerRank: number; offersWanted: number; outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number> };
   /** worst worker's event-loop lag, ms [p50, p99, max]: above ~100 ms the run was starved of CPU */
   loopLagMs: [number, number, number];
   rssMiBPerNode: number;
@@ -251,6 +253,13 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
       }
       return Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, { n: v.n, lateShare: v.late / v.n, meanMs: v.ms / v.n }]));
     })(),
+    rank: results.reduce(
+      (a, r) => {
+        for (const [k, v] of Object.entries(r.rank.pushErrors)) a.pushErrors[k] = (a.pushErrors[k] ?? 0) + v;
+        return { ...a, outranked: a.outranked + r.rank.outranked, pushes: a.pushes + r.rank.pushes, pushOffers: a.pushOffers + r.rank.pushOffers };
+      },
+      { offerRank: o.offerRank, offersWanted: o.offersWanted, outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {} as Record<string, number> },
+    ),
     conns: {
       perNode: results.reduce((s, r) => s + r.peerSamples.sum, 0) / Math.max(1, results.reduce((s, r) => s + r.peerSamples.n, 0)),
       opensPerNodeMin: results.reduce((s, r) => s + r.conns.in + r.conns.out, 0) / nodes.length / (o.durationMs / 60_000),

@@ -6,6 +6,7 @@
  * beyond a common start time.
  */
 import { createHash } from 'node:crypto';
+import { OFFER_RANK } from '../../src/matching/candidates.js';
 import { seededRandom } from '../../src/net/faults.js';
 import { shardsOf } from '../../src/net/topics.js';
 
@@ -53,6 +54,10 @@ export interface SimOptions {
   resyncMs: number;
   /** gossipsub's mesh degree D (default 6, gossipsub's; the others in proportion: meshDegrees in src/net/libp2p-host.ts). */
   meshDegree: number;
+  /** Offers per job (docs/market.md §12): a provider quotes a gossiped job only when fewer than this many live providers in its view ask less (default 8, the daemon's provider.offerRank; 0: every provider that fits quotes). */
+  offerRank: number;
+  /** Halfway through its window a buyer short of this many offers pushes the job to twice the shortfall (default 8, the daemon's buyer.offersWanted; 0: no push). */
+  offersWanted: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -79,6 +84,8 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     markets: o.markets ?? 1,
     resyncMs: o.resyncMs ?? 30_000,
     meshDegree: o.meshDegree ?? 6,
+    offerRank: o.offerRank ?? OFFER_RANK,
+    offersWanted: o.offersWanted ?? OFFER_RANK,
   };
 }
 

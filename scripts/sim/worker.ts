@@ -23,6 +23,10 @@ import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
 import { hashHex } from '../../src/records/address.js';
+import { open, type Opened } from '../../src/records/envelope.js';
+import { PresenceView } from '../../src/matching/presence.js';
+import { byAskForJob, candidates, orderFromJob, rankAhead } from '../../src/matching/candidates.js';
+import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, choosePushTargets, jobPushHandler, pushJob } from '../../src/node/job-push.js';
 import { makePlan, apart, shardsOfNode, type Plan, type PlannedNode, type SimOptions } from './plan.js';
 
 export interface Traffic {
@@ -64,6 +68,8 @@ export interface WorkerResult {
   peerSamples: { sum: number; n: number };
   /** offers sent over /c0mpute/offer/1 by outcome: count, how many took longer than the buyer's decision window, total ms */
   offerSends: Record<string, { n: number; late: number; ms: number }>;
+  /** offers per job (docs/market.md §12): jobs a provider held back on (outranked), pushes a buyer sent and the offers they brought */
+  rank: { outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number> };
   cpuMs: number;
   rssMiB: number;
   peakRssMiB: number;
@@ -147,6 +153,9 @@ interface Live {
   traffic: Traffic;
   /** the daemon's anti-entropy timer (src/node/overlay.ts) */
   resync?: NodeJS.Timeout;
+  /** providers and buyers: the market's adverts (latest by seq) and presence, for offers per job (docs/market.md §12) */
+  adverts: Map<string, Opened<Advert>>;
+  presence: PresenceView;
 }
 
 async function main(): Promise<void> {
@@ -159,7 +168,7 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, rank: { outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {} }, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
@@ -215,17 +224,44 @@ async function main(): Promise<void> {
       const a = rec.record as Advert;
       const h = l.held.get(rec.signer);
       if (!h || a.seq > h.seq) l.held.set(rec.signer, { seq: a.seq, expiresAt: a.expiresAt });
+      const kept = l.adverts.get(rec.signer);
+      if (node.role !== 'witness' && (!kept || a.seq > kept.record.seq)) l.adverts.set(rec.signer, rec as Opened<Advert>);
     });
+    if (node.role !== 'witness') net.subscribe('presence', (rec) => void l.presence.add(rec as Opened<Presence>, Date.now()));
     if (node.role === 'provider') {
+      /** The provider's offer for a job it fits (undefined: it does not fit), as the daemon's would be. */
+      const offerFor = (rec: Opened<Job>): Opened<Offer> | undefined => {
+        const j = rec.record;
+        if (!node.workloads.includes(j.workload)) return undefined;
+        if (j.requirements.regions && !j.requirements.regions.includes(node.region)) return undefined;
+        if (!l.advert || !l.net) return undefined;
+        const t = Date.now();
+        const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
+        count('offer');
+        return seal(T.offer, offer, signers[node.index]!) as Opened<Offer>;
+      };
+      // job-push/1 as the daemon's provider serves it: a pushed job is quoted whatever its rank
+      await net.handle(
+        JOB_PUSH_PROTOCOL,
+        jobPushHandler({ clock: Date.now, skewMs: 30_000, quote: async (job) => offerFor(job), advert: (a) => (l.advert && hashHex(l.advert) === a ? (open(l.advert, T.advert) as Opened<Advert>) : undefined) }),
+        JOB_PUSH_LIMITS,
+      );
       net.subscribe('job', (rec) => {
         const j = rec.record as Job;
         if (!node.workloads.includes(j.workload)) return;
         if (j.requirements.regions && !j.requirements.regions.includes(node.region)) return;
         if (!l.advert || !l.net) return;
-        const t = Date.now();
-        const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
-        count('offer');
-        const env = seal(T.offer, offer, signers[node.index]!);
+        // offers per job (docs/market.md §12): hold back when offerRank live providers in view ask less
+        if (o.offerRank > 0) {
+          const t = Date.now();
+          const ahead = rankAhead({ job: rec as Opened<Job>, live: l.presence.live(t), self: dids[node.index]!, cost: node.price, limit: o.offerRank, now: t });
+          if (ahead >= o.offerRank) {
+            res.rank.outranked++;
+            return;
+          }
+        }
+        const env = offerFor(rec as Opened<Job>);
+        if (!env) return;
         const s = slot('offer-direct');
         s.outMsgs++;
         s.outBytes += env.bytes.length + l.advert.length + 16;
@@ -325,7 +361,12 @@ async function main(): Promise<void> {
 
   // --- set up this shard's nodes
   for (const i of init.shard) {
-    live.set(i, { upMs: 0, seq: 0, arrivals: {}, held: new Map(), traffic: {} });
+    const adverts = new Map<string, Opened<Advert>>();
+    const presence = new PresenceView((did, t) => {
+      const a = adverts.get(did);
+      return a && a.record.expiresAt > t ? a : undefined;
+    });
+    live.set(i, { upMs: 0, seq: 0, arrivals: {}, held: new Map(), traffic: {}, adverts, presence });
     await start(plan.nodes[i]!);
   }
   process.send!({ type: 'ready' });
@@ -446,12 +487,44 @@ async function main(): Promise<void> {
     res.jobs.push({ n: j.n, buyer: j.buyer, address: env.address, t: st() });
     count('job');
     void l.net.publish('job', env.bytes).catch(err);
+    if (o.offersWanted > 0) setTimeout(() => void pushShort(j.buyer, env as Opened<Job>, entry).catch(err), o.collectMs / 2).unref();
     setTimeout(() => {
       if (!live.get(j.buyer)!.net) return; // the buyer left: no decision
       const offers = [...entry.offers];
       const best = offers.filter((x) => x.provider >= 0).sort((a, b) => a.price - b.price || a.provider - b.provider)[0];
       res.decisions.push({ n: j.n, buyer: j.buyer, t: st(), offers: offers.map(({ provider, t: ot, advertSeq }) => ({ provider, t: ot, advertSeq })), ...(best ? { winner: best.provider, winnerSeq: best.advertSeq } : {}) });
     }, o.collectMs);
+  }
+
+  /**
+   * The daemon's buyer halfway through its window (src/node/buyer-wiring.ts #pushJob, docs/market.md §12): short of
+   * offersWanted offers, push the job to twice the shortfall, the cheapest live candidates first, connected ones first.
+   */
+  async function pushShort(buyer: number, job: Opened<Job>, entry: { offers: Array<{ provider: number; t: number; advertSeq: number; price: number }> }): Promise<void> {
+    const l = live.get(buyer)!;
+    const net = l.net;
+    if (!net) return;
+    const quoted = new Set(entry.offers.map((x) => x.provider));
+    const missing = o.offersWanted - quoted.size;
+    if (missing <= 0) return;
+    const t = Date.now();
+    const ranked = byAskForJob(candidates({ order: orderFromJob(job), live: l.presence.live(t), now: t }).candidates, job.address)
+      .map((c) => c.provider)
+      .filter((d) => !quoted.has(providerOf.get(d) ?? -1));
+    // the sim's buyers keep no reputation view: candidates by price alone
+    const targets = choosePushTargets({ want: Math.min(MAX_PUSH_TARGETS, 2 * missing), maxDials: missing, byRecord: [], byPrice: ranked, connected: new Set(net.peers().map((p) => p.did ?? '')), silentConnected: [] });
+    res.rank.pushes += targets.length;
+    await Promise.all(
+      targets.map(async (did) => {
+        const r = await pushJob(net, did, job, o.collectMs / 2, Date.now, 30_000).catch((e: Error) => {
+          const k = `${(e as { code?: string }).code ?? 'ERROR'}: ${e.message.replace(/ to 12D3\w+/, '').slice(0, 90)}`;
+          res.rank.pushErrors[k] = (res.rank.pushErrors[k] ?? 0) + 1;
+        });
+        if (!r || live.get(buyer)!.net !== net) return;
+        res.rank.pushOffers++;
+        entry.offers.push({ provider: providerOf.get(did) ?? -1, t: st(), advertSeq: r.advert.record.seq, price: Number(r.offer.record.price.amount) });
+      }),
+    );
   }
 
   let peak = 0;

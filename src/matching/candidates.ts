@@ -333,10 +333,18 @@ export function tieKey(job: string, did: string): string {
   return createHash('sha256').update(job).update('\0').update(did).digest('hex');
 }
 
+/** Candidates in the order providers rank themselves for a job (rankAhead): cheapest first, equal asks by tieKey. */
+export function byAskForJob(cands: readonly Candidate[], job: string): Candidate[] {
+  const tie = new Map(cands.map((c) => [c.provider, tieKey(job, c.provider)]));
+  return [...cands].sort((a, b) => cmpAmount(a.cost.amount, b.cost.amount) || (tie.get(a.provider)! < tie.get(b.provider)! ? -1 : 1));
+}
+
 export interface RankAheadInput {
   job: Opened<Job>;
   /** the providers this node knows to be live (its presence view) */
   live: readonly LiveProvider[];
+  /** leases and jobs each provider holds now (absent: 0), as in candidates() */
+  held?: ReadonlyMap<string, number>;
   /** the asking provider: never counted */
   self: string;
   /** what the job costs at the asking provider's own ask (askFor on its advert) */
@@ -375,7 +383,7 @@ export function rankAhead(input: RankAheadInput): number {
   let ahead = 0;
   for (const p of input.live) {
     if (p.did === self || counted.has(p.did)) continue;
-    if (p.liveUntil <= now || p.freeSlots <= 0 || !p.workloads.includes(order.workload)) continue;
+    if (p.liveUntil <= now || p.freeSlots - (input.held?.get(p.did) ?? 0) <= 0 || !p.workloads.includes(order.workload)) continue;
     const ask = askFor(p.advert.record, order, scale);
     if (!ask.ok) continue;
     const c = cmpAmount(ask.cost.amount, cost);

@@ -15,7 +15,8 @@ import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
 import { MAX_PUSH_TARGETS, choosePushTargets, pushToSilent } from './job-push.js';
-import { candidates, orderFromJob } from '../matching/candidates.js';
+import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
+import { UNKNOWN_SCORE } from '../reputation/derive.js';
 import type { OverlayNode } from './overlay.js';
 
 export class BuyerWiring {
@@ -132,9 +133,11 @@ export class BuyerWiring {
   /**
    * Halfway through the offer window: send the job directly to providers that
    * fit it and have not quoted (job-push.ts). With `buyer.offersWanted` > 0,
-   * only when fewer offers came, the cheapest first (docs/market.md §12), and
-   * to twice as many as are missing: a provider in this node's view may be
-   * gone, and its push then answers nothing. With 0, to every connected one.
+   * only when fewer offers came (counting those priced at or below their own
+   * advert's ask), to twice as many as are missing, at most as many dials as
+   * are missing (docs/market.md §12): a provider in this node's view may be
+   * gone, and its push then answers nothing. With 0, and on an overlay with a
+   * steward (where providers never hold back), to every connected one.
    */
   async #pushJob(address: string, deadlineMs: number): Promise<void> {
     const job = this.o.market.ownJob(address);
@@ -142,16 +145,25 @@ export class BuyerWiring {
     const now = this.o.clock();
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS);
-    const wanted = this.o.d.config.buyer.offersWanted;
+    const wanted = this.o.d.network.steward ? 0 : this.o.d.config.buyer.offersWanted;
     let targets = silent;
     if (wanted > 0) {
-      const missing = wanted - this.o.market.offerCount(address, now);
+      const missing = wanted - this.o.market.offersAtAsk(job, now);
       if (missing <= 0) return;
-      const want = Math.min(MAX_PUSH_TARGETS, 2 * missing);
-      const ranked = candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), now, skewMs: this.o.d.network.clockSkewMs })
-        .candidates.map((c) => c.provider)
-        .filter((d) => d !== this.o.did && !this.o.market.quoted(address, d, now));
-      targets = choosePushTargets(want, ranked, new Set(connected), silent);
+      const cands = candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), held: this.o.heldByProvider(), now, skewMs: this.o.d.network.clockSkewMs }).candidates.filter(
+        (c) => c.provider !== this.o.did && !this.o.market.quoted(address, c.provider, now),
+      );
+      const byPrice = byAskForJob(cands, address);
+      const rep = this.o.market.reputation();
+      const byRecord = byPrice.filter((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE).sort((a, b) => rep.scoreOf(b.provider) - rep.scoreOf(a.provider));
+      targets = choosePushTargets({
+        want: Math.min(MAX_PUSH_TARGETS, 2 * missing),
+        maxDials: missing,
+        byRecord: byRecord.map((c) => c.provider),
+        byPrice: byPrice.map((c) => c.provider),
+        connected: new Set(connected),
+        silentConnected: silent,
+      });
     }
     if (!targets.length) return;
     await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]) });

@@ -1,13 +1,13 @@
 /**
- * `/c0mpute/job-push/1`: a job reaches every connected provider that fits it
- * (issue #10, "Also noticed"; docs/network.md "How a job reaches every
- * connected provider"). Gossip can lose a job under load (a full delivery
- * queue, a mesh still forming), and anti-entropy runs only every `resyncMs`,
- * longer than a short job's offer window. So a buyer whose job has, halfway
- * through its collection window, no offer from a connected provider whose live
- * advert fits the job, sends the job to that provider directly; the provider
- * quotes as it would on gossip (same checks, same budget) and answers with its
- * offer and the advert it cites, or with nothing.
+ * `/c0mpute/job-push/1`: a buyer sends its job directly to providers that did
+ * not quote (issue #10, "Also noticed"; docs/network.md §12; docs/market.md
+ * §12). Gossip can lose a job under load (a full delivery queue, a mesh still
+ * forming), anti-entropy runs only every `resyncMs`, longer than a short job's
+ * offer window, and providers outranked on price hold back on a gossiped job.
+ * So halfway through its window a buyer short of offers pushes the job to
+ * providers that fit it and have not quoted (choosePushTargets); the provider
+ * quotes as it would on gossip (same checks, same budget), whatever its rank,
+ * and answers with its offer and the advert it cites, or with nothing.
  *
  *   request:  one frame, the job envelope (bytes)
  *   response: {offer: bytes, advert: bytes} | {none: "<reason>"}
@@ -85,22 +85,45 @@ export async function pushJob(net: Network, did: string, job: Opened<Job>, deadl
   return { offer, advert };
 }
 
+/** Whom a buyer pushes its job to (choosePushTargets). */
+export interface PushChoice {
+  /** pushes wanted: twice the offers missing, at most MAX_PUSH_TARGETS */
+  want: number;
+  /** of them, at most this many to providers not connected (each a dial) */
+  maxDials: number;
+  /** live candidates that have not quoted, with a better record than an unknown provider in this node's reputation view, best first */
+  byRecord: readonly string[];
+  /** live candidates that have not quoted, cheapest first (equal asks by tieKey) */
+  byPrice: readonly string[];
+  /** DIDs connected now */
+  connected: ReadonlySet<string>;
+  /** connected providers whose advert fits and that have not quoted, whatever their presence says (DID order) */
+  silentConnected: readonly string[];
+}
+
 /**
  * Whom a buyer pushes its job to, halfway through the window, when it holds
- * fewer offers than it wants (docs/market.md "How many offers a job draws"):
- * `want` providers that have not quoted, the cheapest live candidates first
- * (`ranked`, src/matching/candidates.ts), those already connected before those
- * that need a dial; then connected providers whose advert fits but whose
- * presence this node has not heard (`silentConnected`).
+ * fewer offers than it wants (docs/market.md §12). The candidates alternate
+ * between a record and a price, so cheap adverts from fresh keys cannot take
+ * every push; connected ones come first, then connected providers whose
+ * presence this node has not heard, then at most `maxDials` that need a dial.
  */
-export function choosePushTargets(want: number, ranked: readonly string[], connected: ReadonlySet<string>, silentConnected: readonly string[]): string[] {
-  if (want <= 0) return [];
+export function choosePushTargets(c: PushChoice): string[] {
   const out = new Set<string>();
-  for (const group of [ranked.filter((d) => connected.has(d)), ranked.filter((d) => !connected.has(d)), silentConnected]) {
-    for (const d of group) {
-      if (out.size >= want) return [...out];
-      out.add(d);
-    }
+  if (c.want <= 0) return [];
+  const merged = new Set<string>();
+  for (let i = 0; i < Math.max(c.byRecord.length, c.byPrice.length); i++) for (const d of [c.byRecord[i], c.byPrice[i]]) if (d !== undefined) merged.add(d);
+  const add = (d: string): boolean => {
+    if (out.size >= c.want) return false;
+    out.add(d);
+    return true;
+  };
+  for (const d of merged) if (c.connected.has(d) && !add(d)) return [...out];
+  for (const d of c.silentConnected) if (!add(d)) return [...out];
+  let dials = 0;
+  for (const d of merged) {
+    if (c.connected.has(d) || out.has(d)) continue;
+    if (dials++ >= c.maxDials || !add(d)) break;
   }
   return [...out];
 }

@@ -23,6 +23,8 @@ import { EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
+import { askFor, orderFromJob } from '../matching/candidates.js';
+import { cmpAmount } from '../market/amount.js';
 
 /** Default cap on stored advert records (config `market.maxAdverts`). */
 export const DEFAULT_MAX_ADVERTS = 10_000;
@@ -160,6 +162,23 @@ export class MarketService implements BuyerMarket {
       out.push(did);
     }
     return out;
+  }
+
+  /**
+   * Live offers for a job priced at or below their own advert's ask for it
+   * (src/matching/candidates.ts askFor): what a buyer counts against
+   * `buyer.offersWanted`. An offer dearer than its advert said does not count,
+   * so cheap adverts that quote dear cannot stop the push (docs/market.md §12).
+   */
+  offersAtAsk(job: Opened<Job>, now: number): number {
+    const order = orderFromJob(job);
+    let n = 0;
+    for (const o of this.book.candidates(job.address, job.record.maxPrice.currency, now)) {
+      const a = this.adverts.get(o.record.advert);
+      const ask = a && a.signer === o.signer ? askFor(a.record, order) : undefined;
+      if (ask?.ok && ask.cost.currency === o.record.price.currency && cmpAmount(o.record.price.amount, ask.cost.amount) <= 0) n++;
+    }
+    return n;
   }
 
   /** Whether this node holds a live offer from `did` for its job. */

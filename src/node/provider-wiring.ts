@@ -25,6 +25,7 @@ import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
 import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
+import type { LiveProvider } from '../matching/types.js';
 import type { OverlayNode } from './overlay.js';
 
 /** What the provider wiring needs from the overlay beyond its public fields. */
@@ -85,7 +86,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     eligibility: (job, advert, now) => o.market.providerEligibility(job, advert, now),
     // Offers per job (docs/market.md "How many offers a job draws"). Not on an overlay with a steward, which selects
     // among every offer (pool/1), nor for a pool member, whose pool decides what it quotes.
-    ...(o.d.network.steward || o.poolMember ? {} : { rankAhead: (job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number) => offersAhead(o, job, advert, limit, now) }),
+    ...(o.d.network.steward || o.poolMember ? {} : { rankAhead: providersAhead(o) }),
     publish: async (kind, env, withAdvert, buyer) => {
       if (kind === 'advert') await o.market.putAdvert(env as Opened<Advert>);
       if (kind === 'offer') await o.market.addOffer(env as Opened<Offer>, o.clock());
@@ -147,9 +148,20 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   }
 }
 
-/** Live providers in this node's view that ask less than it for the job, up to `limit` (0 when its own advert has no ask to compare). */
-function offersAhead(o: OverlayNode, job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number): number {
-  const mine = askFor(advert.record, orderFromJob(job));
-  if (!mine.ok) return 0;
-  return rankAhead({ job, live: o.liveProviders(now), self: advert.signer, cost: mine.cost.amount, limit, now, skewMs: o.d.network.clockSkewMs });
+/**
+ * How many live providers in this node's view rank before it for a job on
+ * price (`rankAhead`: asking less, or as much and first by tieKey), up to
+ * `limit`; 0 when its own advert has no ask to compare. The live list is
+ * rebuilt at most once a second: a market's jobs arrive many a second, and
+ * building it (every held presence, pruned and sorted) costs more than the
+ * walk.
+ */
+function providersAhead(o: OverlayNode): (job: Opened<Job>, advert: Opened<Advert>, limit: number, now: number) => number {
+  let live: { at: number; list: LiveProvider[] } | undefined;
+  return (job, advert, limit, now) => {
+    const mine = askFor(advert.record, orderFromJob(job));
+    if (!mine.ok) return 0;
+    if (!live || now - live.at >= 1000 || now < live.at) live = { at: now, list: o.liveProviders(now) };
+    return rankAhead({ job, live: live.list, held: o.heldByProvider(), self: advert.signer, cost: mine.cost.amount, limit, now, skewMs: o.d.network.clockSkewMs });
+  };
 }

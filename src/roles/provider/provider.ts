@@ -257,13 +257,14 @@ export class Provider {
     const latestStart = job.record.deadline - durationMs;
     const expiresAt = Math.min(now + this.d.config.offerLifetimeMs, latestStart);
     if (expiresAt <= now) return skip('deadline', 'the deadline cannot be met; no offer');
-    const rank = this.d.config.offerRank ?? 0;
-    if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
-      const ahead = this.d.rankAhead(job, advert, rank, now);
-      if (ahead >= rank) return skip('outranked', `at least ${rank} live provider(s) ask less; no offer unless the buyer asks`);
-    }
     const over = this.budget.check(job.signer, now);
     if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
+    // after the budget (it reads no state): a flood over budget never pays for the rank
+    const rank = this.d.config.offerRank;
+    if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
+      const ahead = this.d.rankAhead(job, advert, rank, now);
+      if (ahead >= rank) return skip('outranked', `at least ${rank} live provider(s) rank before this one on price; no offer unless the buyer asks`);
+    }
     const offer: Offer = { job: job.address, advert: advert.address, price, durationMs, issuedAt: now, startBy: expiresAt, expiresAt };
     const env = seal(T.offer, offer, this.d.signer);
     this.#offered.add(job.address);

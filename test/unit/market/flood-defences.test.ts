@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { seal, type Opened } from '../../../src/records/envelope.js';
-import { T, type Advert } from '../../../src/records/kinds.js';
+import { T, type Advert, type Job, type Offer } from '../../../src/records/kinds.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
@@ -159,6 +159,39 @@ describe('capped RecordStore and MarketService (real LevelDB)', () => {
       assert.ok(market.adverts.latest.has(honestDid), 'the provider dealt with is still held after the restart');
     } finally {
       await closeDb(db);
+    }
+  });
+});
+
+describe('offers a buyer counts against buyer.offersWanted (docs/market.md §12)', () => {
+  test('only offers priced at or below their own advert\u2019s ask for the job: not dearer, not citing another\u2019s advert, not without an ask', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'c0-ask-'));
+    const db = await openDb(join(dir, 'db'));
+    try {
+      const me = Ed25519Signer.generate();
+      const records = await RecordStore.open(db);
+      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW + 1, log: silentLogger(), signer: me, did: didFromPublicKey(me.publicKey), skewMs: 30_000 });
+      const job = seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 120_000, timeoutMs: 60_000, input: { hash: 'sha256:' + '11'.repeat(32), size: 10 }, inputSealed: 'no' }, me) as Opened<Job>;
+      market.noteOwnJob(job);
+      const priced = (signer: Ed25519Signer, unit: string, amount: string) =>
+        seal(T.advert, { seq: 1, issuedAt: NOW - 1000, expiresAt: NOW + 600_000, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 4, memoryMiB: 8192 }, prices: [{ workload: 'builtin.sha256', unit, price: { amount, currency: 'USD' } }] }, signer) as Opened<Advert>;
+      const offer = async (signer: Ed25519Signer, a: Opened<Advert>, amount: string) => {
+        await market.putAdvert(a);
+        await market.addOffer(seal(T.offer, { job: job.address, advert: a.address, price: { amount, currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, signer) as Opened<Offer>, NOW);
+      };
+      const [a, b, c, d, e] = [0, 1, 2, 3, 4].map(() => Ed25519Signer.generate()) as [Ed25519Signer, Ed25519Signer, Ed25519Signer, Ed25519Signer, Ed25519Signer];
+      await offer(a, priced(a, 'job', '0.002'), '0.002'); // at its ask: counts
+      assert.equal(market.offersAtAsk(job, NOW + 1), 1);
+      await offer(b, priced(b, 'job', '0.001'), '0.005'); // advertised cheap, quoted dear: does not
+      await offer(c, advert(c, 1, NOW - 1000), '0.001'); // no ask to hold it to: does not
+      await offer(d, priced(d, 'second', '0.0001'), '0.002'); // per second, ranked at the timeout (0.006): below it, counts
+      const aAdvert = priced(a, 'job', '0.002');
+      await market.addOffer(seal(T.offer, { job: job.address, advert: aAdvert.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, e) as Opened<Offer>, NOW); // cites another's advert: does not
+      assert.equal(market.offerCount(job.address, NOW + 1), 5);
+      assert.equal(market.offersAtAsk(job, NOW + 1), 2);
+    } finally {
+      await closeDb(db);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -253,6 +253,13 @@ describe('rankAhead: how many providers ask less for a job (offers per job)', ()
     for (const [i, did] of ranked.entries()) assert.equal(rankAhead({ job: j, live: ls, self: did, cost: `0.${i + 1}`, limit: 8, now: NOW }), i);
   });
 
+  test('a cheaper provider whose free slots its leases and jobs hold does not count, as in candidates()', () => {
+    const ls = [live(P(1), { prices: [price('0.1')], freeSlots: 1 }), live(P(2), { prices: [price('0.2')], freeSlots: 2 })];
+    const held = new Map([[P(1).did, 1], [P(2).did, 1]]);
+    assert.equal(rankAhead({ job: j, live: ls, held, self: P(9).did, cost: '0.5', limit: 8, now: NOW }), 1);
+    assert.equal(ahead(ls, 9, '0.5'), 2);
+  });
+
   test('stops counting at the limit', () => {
     const ls = [1, 2, 3, 4, 5].map((n) => live(P(n), { prices: [price('0.1')] }));
     assert.equal(ahead(ls, 9, '0.5', 2), 2);

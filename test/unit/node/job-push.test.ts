@@ -61,12 +61,17 @@ test('pushes are rate-limited per peer; the bucket refills', async () => {
   assert.equal(s.quoted.length, 3);
 });
 
-test('push targets: the cheapest silent candidates, connected before those that need a dial, then connected providers without presence', () => {
-  const ranked = ['c1', 'd1', 'c2', 'd2']; // cheapest first; c = connected, d = needs a dial
-  const connected = new Set(['c1', 'c2', 'x1', 'x2']);
-  assert.deepEqual(choosePushTargets(2, ranked, connected, ['x1']), ['c1', 'c2']);
-  assert.deepEqual(choosePushTargets(3, ranked, connected, ['x1']), ['c1', 'c2', 'd1']);
-  assert.deepEqual(choosePushTargets(8, ranked, connected, ['c1', 'x1', 'x2']), ['c1', 'c2', 'd1', 'd2', 'x1', 'x2']);
-  assert.deepEqual(choosePushTargets(0, ranked, connected, ['x1']), []);
-  assert.deepEqual(choosePushTargets(-1, ranked, connected, ['x1']), []);
+test('push targets: connected candidates first, alternating a record with a price; then connected providers without presence; then at most maxDials dials', () => {
+  const connected = new Set(['c1', 'c2', 'c3', 'x1', 'x2']);
+  // c = connected, d = needs a dial; byPrice cheapest first, byRecord best record first
+  const base = { byRecord: ['c3', 'd3'], byPrice: ['c1', 'd1', 'c2', 'd2'], connected, silentConnected: ['x1', 'x2'] };
+  assert.deepEqual(choosePushTargets({ ...base, want: 2, maxDials: 2 }), ['c3', 'c1']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 4, maxDials: 2 }), ['c3', 'c1', 'c2', 'x1']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 8, maxDials: 2 }), ['c3', 'c1', 'c2', 'x1', 'x2', 'd3', 'd1']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 16, maxDials: 16 }), ['c3', 'c1', 'c2', 'x1', 'x2', 'd3', 'd1', 'd2']);
+  // cheap adverts from fresh keys (no record) cannot take every push: the record's candidates alternate with them
+  const sybil = choosePushTargets({ want: 4, maxDials: 4, byRecord: ['good1', 'good2'], byPrice: ['s1', 's2', 's3', 's4', 'good1'], connected: new Set(), silentConnected: [] });
+  assert.deepEqual(sybil, ['good1', 's1', 'good2', 's2']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 0, maxDials: 2 }), []);
+  assert.deepEqual(choosePushTargets({ ...base, want: -1, maxDials: 2 }), []);
 });
