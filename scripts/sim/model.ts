@@ -23,6 +23,7 @@ import { SHARD_COUNT } from '../../src/net/topics.js';
 import { NETWORK_DEFAULTS } from '../../src/net/network-api.js';
 import { presenceInterval } from '../../src/matching/presence-rate.js';
 import { advertInterval } from '../../src/matching/advert-rate.js';
+import { OFFER_RANK } from '../../src/matching/candidates.js';
 
 export interface ModelParams {
   /** Buyers per provider (the sim: 1/3). */
@@ -449,9 +450,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\n## the same, each provider in ${m} markets\n`);
   opensLines({ ...withOpens, marketsPerProvider: m }, 'those opens');
   console.log(table({ ...withOpens, marketsPerProvider: m }, ['provider', 'buyer']));
-  const cap = num('offers-cap') ?? 8;
+  const cap = num('offers-cap') ?? OFFER_RANK;
   const capped: ModelParams = { ...withOpens, offersPerJobCap: cap };
-  console.log(`\n## what-if (not built): a job draws at most ${cap} offers\n`);
+  console.log(
+    `\n## as built (tenth round; docs/market.md §12): providers outranked on price hold back, so a job draws at most ${cap} offers on gossip (provider.offerRank; --offers-cap n for another bound). A buyer short of offers pushes, mostly over connections it holds, and dials at most the shortfall: not charged\n`,
+  );
   opensLines(capped, "offers' connections");
   console.log(table(capped, ['provider', 'buyer']));
   console.log(`\n## the same, each provider in ${m} markets\n`);

@@ -83,6 +83,8 @@ export class Provider {
   #spans = new Map<string, { span: MeterSpan; startedAt: number; units?: number }>();
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
+  /** Gossiped jobs this provider held back on, outranked on price (docs/market.md §12). */
+  #heldBack = new Set<string>();
   #stopped = false;
   readonly budget: QuoteBudget<Opened<Offer>>;
 
@@ -236,6 +238,7 @@ export class Provider {
     if (job.signer === this.d.did) return undefined;
     if (job.record.order) return undefined; // an open order is claimed (claimer.ts), never quoted
     if (this.#offered.has(job.address)) return undefined;
+    if (!opts.invited && this.#heldBack.has(job.address)) return undefined;
     if (this.d.pool && !this.d.pool.mayQuote(job)) return undefined;
     const now = this.d.clock();
     const skip = (reason: Parameters<QuoteBudget['skip']>[0], msg: string, extra: Record<string, unknown> = {}) => {
@@ -263,7 +266,12 @@ export class Provider {
     const rank = this.d.config.offerRank;
     if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
       const ahead = this.d.rankAhead(job, advert, rank, now);
-      if (ahead >= rank) return skip('outranked', `at least ${rank} live provider(s) rank before this one on price; no offer unless the buyer asks`);
+      if (ahead >= rank) {
+        // decided once per job: a copy that sync brings again later is not ranked (or counted) again
+        this.#heldBack.add(job.address);
+        if (this.#heldBack.size > 10_000) this.#heldBack.clear();
+        return skip('outranked', `at least ${rank} live provider(s) rank before this one on price; no offer unless the buyer asks`);
+      }
     }
     const offer: Offer = { job: job.address, advert: advert.address, price, durationMs, issuedAt: now, startBy: expiresAt, expiresAt };
     const env = seal(T.offer, offer, this.d.signer);

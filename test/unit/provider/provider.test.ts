@@ -265,6 +265,11 @@ describe('Provider: offers', () => {
     const job = makeJob();
     assert.equal(await s.provider.onJob(job), undefined, 'eight providers ask less (the default offerRank): no offer');
     assert.deepEqual(asked, [{ job: job.address, limit: 8 }]);
+    // The same job again (a sync brings it later, when the view may say otherwise): decided, not ranked again.
+    ahead = 0;
+    assert.equal(await s.provider.onJob(job), undefined);
+    assert.equal(asked.length, 1);
+    ahead = 8;
     // The buyer pushed it (job-push/1): quoted whatever the rank.
     assert.ok(await s.provider.onJob(job, { invited: true }));
     // A job naming its providers (an allowlist): the buyer chose; no rank is asked.
