@@ -357,7 +357,8 @@ export interface RankAheadInput {
 
 /**
  * How many live providers would rank before `self` for the job, counted up to
- * `limit`: live for the workload with a free slot, asking less (or the same
+ * `limit`: live for the workload with a free slot, its presence issued within
+ * the last half of its window (heard lately), asking less (or the same
  * and earlier by `tieKey`), within the job's maxPrice, passing the
  * eligibility gates 1–6, with a box key when the input is sealed. The same
  * tests as `candidates`, in the order of their cost: the price comparison
@@ -384,6 +385,9 @@ export function rankAhead(input: RankAheadInput): number {
   for (const p of input.live) {
     if (p.did === self || counted.has(p.did)) continue;
     if (p.liveUntil <= now || p.freeSlots - (input.held?.get(p.did) ?? 0) <= 0 || !p.workloads.includes(order.workload)) continue;
+    // it must have been heard lately: a provider republishes presence three times a window, so one past half its
+    // window has missed a turn and may be gone; it is still live (a buyer may pick it) but holds nobody back
+    if (p.presence.record.issuedAt + p.presence.record.windowMs / 2 <= now) continue;
     const ask = askFor(p.advert.record, order, scale);
     if (!ask.ok) continue;
     const c = cmpAmount(ask.cost.amount, cost);

@@ -105,8 +105,9 @@ export interface PushChoice {
  * Whom a buyer pushes its job to, halfway through the window, when it holds
  * fewer offers than it wants (docs/market.md §12). The candidates alternate
  * between a record and a price, so cheap adverts from fresh keys cannot take
- * every push; connected ones come first, then connected providers whose
- * presence this node has not heard, then at most `maxDials` that need a dial.
+ * every push; connected ones come first, then other connected providers
+ * whose advert fits (whatever their presence says), then at most `maxDials`
+ * that need a dial.
  */
 export function choosePushTargets(c: PushChoice): string[] {
   const out = new Set<string>();

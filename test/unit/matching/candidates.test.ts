@@ -260,6 +260,14 @@ describe('rankAhead: how many providers ask less for a job (offers per job)', ()
     assert.equal(ahead(ls, 9, '0.5'), 2);
   });
 
+  test('a cheaper provider not heard lately (presence older than half its window) is still live but holds nobody back', () => {
+    const stale = live(P(1), { prices: [price('0.1')] });
+    const old = { ...stale, presence: seal(T.presence, { ...stale.presence.record, issuedAt: NOW - 8_000 }, P(1).signer) as Opened<Presence> };
+    assert.equal(candidates({ order: orderFromJob(j), live: [old], now: NOW }).candidates.length, 1, 'a candidate for a buyer');
+    assert.equal(ahead([old], 9, '0.5'), 0, 'issued 8 s ago, window 15 s: not ahead');
+    assert.equal(ahead([stale], 9, '0.5'), 1);
+  });
+
   test('stops counting at the limit', () => {
     const ls = [1, 2, 3, 4, 5].map((n) => live(P(n), { prices: [price('0.1')] }));
     assert.equal(ahead(ls, 9, '0.5', 2), 2);
