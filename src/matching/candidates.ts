@@ -208,6 +208,17 @@ function checkOrder(o: CandidateOrder): void {
   if (!Number.isSafeInteger(o.timeoutMs) || o.timeoutMs <= 0) throw bad('timeoutMs', 'must be a positive whole number of ms');
 }
 
+/** scaleAmount with exact costs kept by (price, units): providers share prices, and a decimal product costs more than a lookup. */
+function cachedScale(): (amount: string, units: number) => string {
+  const costs = new Map<string, string>();
+  return (amount, units) => {
+    const k = `${amount}*${units}`;
+    let c = costs.get(k);
+    if (c === undefined) costs.set(k, (c = scaleAmount(amount, units)));
+    return c;
+  };
+}
+
 /** The ranked candidates for an order, and why every other provider is not one. */
 export function candidates(input: CandidatesInput): CandidatesResult {
   if (typeof input.now !== 'number' || !Number.isFinite(input.now)) throw new C0Error('MATCH_BAD_INPUT', 'candidates needs a numeric `now`', { field: 'now' });
@@ -218,14 +229,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
   const held = input.held ?? new Map<string, number>();
   const rotation = input.rotation ?? NO_ROTATION;
   const pj = gateJob(order);
-  // exact costs by (price, units): providers share prices, and a decimal product costs more than a lookup
-  const costs = new Map<string, string>();
-  const scale = (amount: string, units: number): string => {
-    const k = `${amount}*${units}`;
-    let c = costs.get(k);
-    if (c === undefined) costs.set(k, (c = scaleAmount(amount, units)));
-    return c;
-  };
+  const scale = cachedScale();
 
   const ok: Candidate[] = [];
   const rejected: ProviderRejection[] = [];
@@ -373,14 +377,7 @@ export function rankAhead(input: RankAheadInput): number {
   let pj: PreparedJob | undefined;
   let myTie: string | undefined;
   const counted = new Set<string>();
-  // exact costs by (price, units), as in candidates(): providers share prices
-  const costs = new Map<string, string>();
-  const scale = (amount: string, units: number): string => {
-    const k = `${amount}*${units}`;
-    let v = costs.get(k);
-    if (v === undefined) costs.set(k, (v = scaleAmount(amount, units)));
-    return v;
-  };
+  const scale = cachedScale();
   let ahead = 0;
   for (const p of input.live) {
     if (p.did === self || counted.has(p.did)) continue;
