@@ -22,7 +22,7 @@ const TREE = `entitlements:
 
 test('a configured idle policy reclaims measured-idle work and never work graded Estimator', { timeout: 150_000 }, async () => {
   // A powercap tree whose counter never moves: measured, and idle.
-  const { mkdtempSync } = await import('node:fs');
+  const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const powercap = mkdtempSync(join(tmpdir(), 'c0-powercap-'));
   mkdirSync(join(powercap, 'intel-rapl:0'));
@@ -55,5 +55,6 @@ test('a configured idle policy reclaims measured-idle work and never work graded
     assert.equal(s.teams.find((t) => t.id === 'lab')!.held_devices, 0);
   } finally {
     await o.close();
+    rmSync(powercap, { recursive: true, force: true });
   }
 });

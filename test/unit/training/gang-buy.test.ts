@@ -1,6 +1,6 @@
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
@@ -75,13 +75,20 @@ describe('a member job’s citation of its gang claim (provider side)', () => {
     return { signer, did: didFromPublicKey(signer.publicKey) };
   });
   const run = buildRun(stringifyYaml({ name: 'g', model: { layers: [4, 3] }, seed: 1, stepsPerEpoch: 1, epochs: 1, members: people.map((p) => ({ did: p.did, addr: '/ip4/127.0.0.1/tcp/1' })) }), people[0]!.signer, 1_800_000_000_000).bundle.run;
+  // a directory per member job, as a node gives each; removed at the end
+  const dirs: string[] = [];
+  after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const tempDir = (): string => {
+    dirs.push(mkdtempSync(join(tmpdir(), 'c0-cite-')));
+    return dirs.at(-1)!;
+  };
   const ctxFor = (who: number, params?: string) => ({
     input: new TextEncoder().encode(JSON.stringify({ run: Buffer.from(run.bytes).toString('hex') })),
     ...(params === undefined ? {} : { params }),
     signal: new AbortController().signal,
     onProgress: () => {},
     maxOutputBytes: 1 << 20,
-    host: { signer: people[who]!.signer, did: people[who]!.did, net: { handle: () => Promise.reject(new C0Err('TEST_REACHED_JOIN', 'the check passed')) } as never, dir: mkdtempSync(join(tmpdir(), 'c0-cite-')) },
+    host: { signer: people[who]!.signer, did: people[who]!.did, net: { handle: () => Promise.reject(new C0Err('TEST_REACHED_JOIN', 'the check passed')) } as never, dir: tempDir() },
   });
   const refused = async (p: Promise<unknown>) => p.then(() => 'no error', (e: C0Error) => e.code ?? String(e));
   it('refuses a citation of another claim, a member past the gang, or a member that is another provider: TRAIN_GANG_CITE', async () => {
