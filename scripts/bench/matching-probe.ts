@@ -14,12 +14,13 @@
 import { T, type Advert, type Job, type Opened, type Presence } from '../../src/records/index.js';
 import { OFFER_RANK, byAskForJob, candidates, rankAhead, type CandidateOrder } from '../../src/matching/candidates.js';
 import type { LiveProvider } from '../../src/matching/types.js';
+import { PresenceView } from '../../src/matching/presence.js';
 import { seededRandom } from '../../src/net/faults.js';
 import { settle, table, timeMs, type BenchResult } from './lib.js';
 
 const NOW = 1_800_000_000_000;
 
-function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; marks: Map<string, number>; floats: number[] } {
+function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; marks: Map<string, number>; floats: number[]; byDid: Map<string, Opened<Advert>> } {
   const r = seededRandom(n + 7);
   const live: LiveProvider[] = [];
   const held = new Map<string, number>();
@@ -49,7 +50,7 @@ function fixture(n: number): { live: LiveProvider[]; held: Map<string, number>; 
     if (i % 5 === 0) held.set(did, 1);
     if (i % 3 === 0) marks.set(did, 1 + (i % 97));
   }
-  return { live, held, marks, floats: live.map(() => r()) };
+  return { live, held, marks, floats: live.map(() => r()), byDid: new Map(live.map((p) => [p.did, p.advert])) };
 }
 
 /** The order as a job record, opened (never signed: rankAhead reads the record and the address). */
@@ -77,9 +78,9 @@ export async function run(): Promise<BenchResult> {
     const ratio = probe / base;
     rows.push({ N: n, what: 'probe (rank every candidate)', ms: probe.toFixed(2), 'sort floats ms': base.toFixed(2), ratio: ratio.toFixed(2) });
     targets.push({ name: `probe N=${n} / sort of N floats`, ratio, target: 10, met: ratio <= 10 });
-    // A provider deciding whether to quote (docs/market.md §12): its rank among the others, counted to 8. The cheapest
-    // provider walks every other one (the price check alone); a middle one stops after 8 cheaper candidates.
-    // in the providers' own order (equal asks by tieKey), so the first has none ahead and walks every other provider
+    // A provider deciding whether to quote (docs/market.md §12): its rank among the others, counted to 8. Ranked in
+    // the providers' own order (equal asks by tieKey), the first has none ahead and walks every other provider (the
+    // price check alone); the median one stops after 8 cheaper candidates.
     const ranked = byAskForJob(check.candidates, job.address);
     for (const [who, c] of [['the cheapest', ranked[0]!], ['the median', ranked[Math.floor(n / 2)]!]] as const) {
       const ahead = () => rankAhead({ job, live: f.live, self: c.provider, cost: c.cost.amount, limit: OFFER_RANK, now: NOW });
@@ -88,6 +89,11 @@ export async function run(): Promise<BenchResult> {
       rows.push({ N: n, what: `rankAhead, ${who} provider (${ahead()} ahead)`, ms: t.toFixed(3), 'sort floats ms': base.toFixed(2), ratio: (t / base).toFixed(2) });
       targets.push({ name: `rankAhead (${who}) N=${n} / probe of the same N`, ratio: r2, target: 1, met: r2 <= 1 });
     }
+    // ... and the live list it walks, rebuilt at most once a second (src/node/provider-wiring.ts): the presence view's live()
+    const view = new PresenceView((did) => f.byDid.get(did));
+    for (const p of f.live) view.add(p.presence, NOW);
+    const rebuild = timeMs(() => view.live(NOW), reps);
+    rows.push({ N: n, what: 'the presence view\u2019s live list, rebuilt', ms: rebuild.toFixed(3), 'sort floats ms': base.toFixed(2), ratio: (rebuild / base).toFixed(2) });
   }
   return { report: table(rows), targets };
 }

@@ -453,7 +453,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const cap = num('offers-cap') ?? OFFER_RANK;
   const capped: ModelParams = { ...withOpens, offersPerJobCap: cap };
   console.log(
-    `\n## as built (tenth round; docs/market.md §12): providers outranked on price hold back, so a job draws at most ${cap} offers on gossip (provider.offerRank; --offers-cap n for another bound). A buyer short of offers pushes, mostly over connections it holds, and dials at most the shortfall: not charged\n`,
+    cap === OFFER_RANK
+      ? `\n## as built (tenth round; docs/market.md §12): providers outranked on price hold back, so a job draws at most ${cap} offers on gossip (provider.offerRank). Pushes by a buyer short of offers are not charged (docs/scale.md §3 "Tenth round")\n`
+      : `\n## what-if: a job draws at most ${cap} offers (as built: ${OFFER_RANK}, provider.offerRank)\n`,
   );
   opensLines(capped, "offers' connections");
   console.log(table(capped, ['provider', 'buyer']));

@@ -7,6 +7,7 @@
  * the steward's managed selection. Split out of overlay.ts; the overlay hands
  * every offer it stores to `onOffer`, which wakes the buyer waiting on its job.
  */
+import { Counter } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
@@ -21,8 +22,11 @@ import type { OverlayNode } from './overlay.js';
 
 export class BuyerWiring {
   readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
+  readonly #pushes: Counter<'outcome'>;
 
-  constructor(private readonly o: OverlayNode) {}
+  constructor(private readonly o: OverlayNode) {
+    this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer pushed to a provider halfway through the offer window (job-push/1), by outcome: offer, none, failed', labelNames: ['outcome'], registers: [o.registry] });
+  }
 
   /** The Buyer of this overlay (set it as the overlay's `buyer`). */
   createBuyer(): Buyer {
@@ -166,6 +170,6 @@ export class BuyerWiring {
       });
     }
     if (!targets.length) return;
-    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]) });
+    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }) });
   }
 }

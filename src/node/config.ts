@@ -266,8 +266,9 @@ export const configSchema = z
         enoughOffers: z.number().int().nonnegative().default(0),
         /**
          * Offers per job (docs/market.md "How many offers a job draws"): halfway through the window, with fewer offers
-         * than this, push the job to twice as many providers as are missing, of those that have not quoted, the cheapest in
-         * view first (0: push to every connected provider that fits, as before providers held back).
+         * than this, push the job to twice as many providers as are missing, of those that have not quoted: half to the best
+         * records in view, the rest by record and lowest ask (0: push to every connected provider that fits, as before
+         * providers held back).
          */
         offersWanted: z.number().int().min(0).max(64).default(OFFER_RANK),
       })

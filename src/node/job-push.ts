@@ -103,29 +103,39 @@ export interface PushChoice {
 
 /**
  * Whom a buyer pushes its job to, halfway through the window, when it holds
- * fewer offers than it wants (docs/market.md §12). The candidates alternate
- * between a record and a price, so cheap adverts from fresh keys cannot take
- * every push; connected ones come first, then other connected providers
- * whose advert fits (whatever their presence says), then at most `maxDials`
- * that need a dial.
+ * fewer offers than it wants (docs/market.md §12). Half the pushes go first to
+ * the candidates with a record (connected or not), so cheap adverts from keys
+ * without one cannot take the whole push; the rest alternate between a record
+ * and a price, connected ones first, then other connected providers whose
+ * advert fits (whatever their presence says), then those that need a dial.
+ * At most `maxDials` of all of them need a dial.
  */
 export function choosePushTargets(c: PushChoice): string[] {
-  const out = new Set<string>();
   if (c.want <= 0) return [];
+  const out = new Set<string>();
+  let dials = 0;
+  const take = (d: string): void => {
+    if (out.size >= c.want || out.has(d)) return;
+    if (!c.connected.has(d)) {
+      if (dials >= c.maxDials) return;
+      dials++;
+    }
+    out.add(d);
+  };
+  const connectedFirst = (xs: Iterable<string>): string[] => {
+    const all = [...xs];
+    return [...all.filter((d) => c.connected.has(d)), ...all.filter((d) => !c.connected.has(d))];
+  };
+  const recordShare = Math.ceil(c.want / 2);
+  for (const d of connectedFirst(c.byRecord)) {
+    if (out.size >= recordShare) break;
+    take(d);
+  }
   const merged = new Set<string>();
   for (let i = 0; i < Math.max(c.byRecord.length, c.byPrice.length); i++) for (const d of [c.byRecord[i], c.byPrice[i]]) if (d !== undefined) merged.add(d);
-  const add = (d: string): boolean => {
-    if (out.size >= c.want) return false;
-    out.add(d);
-    return true;
-  };
-  for (const d of merged) if (c.connected.has(d) && !add(d)) return [...out];
-  for (const d of c.silentConnected) if (!add(d)) return [...out];
-  let dials = 0;
-  for (const d of merged) {
-    if (c.connected.has(d) || out.has(d)) continue;
-    if (dials++ >= c.maxDials || !add(d)) break;
-  }
+  for (const d of merged) if (c.connected.has(d)) take(d);
+  for (const d of c.silentConnected) take(d);
+  for (const d of merged) if (!c.connected.has(d)) take(d);
   return [...out];
 }
 
@@ -140,6 +150,8 @@ export interface PushPlan {
   log: Logger;
   /** Store an offer that came back (with its advert) and wake the buyer's wait. */
   onOffer(offer: Opened<Offer>, advert: Opened<Advert>): Promise<void>;
+  /** Count each push by how it ended (`c0mpute_buyer_job_pushes_total{outcome}`). */
+  count?(outcome: 'offer' | 'none' | 'failed'): void;
 }
 
 /** Push a job to each target at once; resolves to how many answered with an offer. */
@@ -148,10 +160,15 @@ export async function pushToSilent(p: PushPlan): Promise<number> {
     p.targets.map(async (did) => {
       try {
         const r = await pushJob(p.net, did, p.job, p.deadlineMs, p.clock, p.skewMs);
-        if (!r) return 0;
+        if (!r) {
+          p.count?.('none');
+          return 0;
+        }
         await p.onOffer(r.offer, r.advert);
+        p.count?.('offer');
         return 1;
       } catch (e) {
+        p.count?.('failed');
         p.log.debug({ provider: did, job: p.job.address, err: (e as Error).message }, 'job push failed');
         return 0;
       }

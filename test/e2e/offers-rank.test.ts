@@ -92,6 +92,7 @@ test('the cheapest is gone but still looks live: nobody offers on gossip, and th
     assert.ok(offers.includes(p2.did) && offers.every((d) => d === p2.did || d === p3.did), `offers from ${offers.join(', ')}`);
     assert.equal((result.receipt as Wire<unknown>).signer, p2.did, 'the cheaper of them won');
     // Both held back on the gossiped job (p1 still ranked ahead of them); p2 then quoted the pushed one.
+    assert.match(await metricsText(buyer), /^c0mpute_buyer_job_pushes_total\{[^}]*outcome="offer"[^}]*\} [1-9]/m, 'the buyer counted the push that brought the offer');
     assert.ok((await outranked(p2)) > before2, 'p2 held back on the gossiped job');
     assert.ok((await outranked(p3)) > before3, 'p3 held back on the gossiped job');
   });

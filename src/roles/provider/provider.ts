@@ -262,7 +262,7 @@ export class Provider {
     if (expiresAt <= now) return skip('deadline', 'the deadline cannot be met; no offer');
     const over = this.budget.check(job.signer, now);
     if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
-    // after the budget (it reads no state): a flood over budget never pays for the rank
+    // after the budget, which is cheaper (a few map reads; the rank walks the presence view): a flood over budget never pays for the rank
     const rank = this.d.config.offerRank;
     if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
       const ahead = this.d.rankAhead(job, advert, rank, now);

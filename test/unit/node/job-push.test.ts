@@ -61,17 +61,25 @@ test('pushes are rate-limited per peer; the bucket refills', async () => {
   assert.equal(s.quoted.length, 3);
 });
 
-test('push targets: connected candidates first, alternating a record with a price; then connected providers without presence; then at most maxDials dials', () => {
+test('push targets: half to candidates with a record, connected or not; the rest connected first (record and price alternating), then connected providers without a live presence, then dials; at most maxDials dials in all', () => {
   const connected = new Set(['c1', 'c2', 'c3', 'x1', 'x2']);
   // c = connected, d = needs a dial; byPrice cheapest first, byRecord best record first
   const base = { byRecord: ['c3', 'd3'], byPrice: ['c1', 'd1', 'c2', 'd2'], connected, silentConnected: ['x1', 'x2'] };
   assert.deepEqual(choosePushTargets({ ...base, want: 2, maxDials: 2 }), ['c3', 'c1']);
-  assert.deepEqual(choosePushTargets({ ...base, want: 4, maxDials: 2 }), ['c3', 'c1', 'c2', 'x1']);
-  assert.deepEqual(choosePushTargets({ ...base, want: 8, maxDials: 2 }), ['c3', 'c1', 'c2', 'x1', 'x2', 'd3', 'd1']);
-  assert.deepEqual(choosePushTargets({ ...base, want: 16, maxDials: 16 }), ['c3', 'c1', 'c2', 'x1', 'x2', 'd3', 'd1', 'd2']);
-  // cheap adverts from fresh keys (no record) cannot take every push: the record's candidates alternate with them
-  const sybil = choosePushTargets({ want: 4, maxDials: 4, byRecord: ['good1', 'good2'], byPrice: ['s1', 's2', 's3', 's4', 'good1'], connected: new Set(), silentConnected: [] });
-  assert.deepEqual(sybil, ['good1', 's1', 'good2', 's2']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 4, maxDials: 2 }), ['c3', 'd3', 'c1', 'c2']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 8, maxDials: 2 }), ['c3', 'd3', 'c1', 'c2', 'x1', 'x2', 'd1']);
+  assert.deepEqual(choosePushTargets({ ...base, want: 16, maxDials: 16 }), ['c3', 'd3', 'c1', 'c2', 'x1', 'x2', 'd1', 'd2']);
   assert.deepEqual(choosePushTargets({ ...base, want: 0, maxDials: 2 }), []);
   assert.deepEqual(choosePushTargets({ ...base, want: -1, maxDials: 2 }), []);
+});
+
+test('push targets: cheap adverts from fresh keys cannot take the whole push, connected or not', () => {
+  const keys = ['s1', 's2', 's3', 's4'];
+  const good = ['good1', 'good2'];
+  // the keys are not connected
+  assert.deepEqual(choosePushTargets({ want: 4, maxDials: 4, byRecord: good, byPrice: [...keys, 'good1'], connected: new Set(), silentConnected: [] }), ['good1', 'good2', 's1', 's2']);
+  // the keys are connected and the providers with a record are not: half the push still goes to the record
+  assert.deepEqual(choosePushTargets({ want: 4, maxDials: 2, byRecord: good, byPrice: [...keys, 'good1'], connected: new Set(keys), silentConnected: [] }), ['good1', 'good2', 's1', 's2']);
+  // and the dials left after the record's are not spent on more keys
+  assert.deepEqual(choosePushTargets({ want: 8, maxDials: 2, byRecord: good, byPrice: [...keys, 'good1'], connected: new Set(keys), silentConnected: [] }), ['good1', 'good2', 's1', 's2', 's3', 's4']);
 });
