@@ -229,12 +229,11 @@ async function main(): Promise<void> {
     });
     if (node.role !== 'witness') net.subscribe('presence', (rec) => void l.presence.add(rec as Opened<Presence>, Date.now()));
     if (node.role === 'provider') {
+      /** Whether this provider, up and advertised, serves the job's workload in one of its regions. */
+      const fits = (j: Job): boolean => node.workloads.includes(j.workload) && (!j.requirements.regions || j.requirements.regions.includes(node.region)) && !!l.advert && !!l.net;
       /** The provider's offer for a job it fits (undefined: it does not fit), as the daemon's would be. */
       const offerFor = (rec: Opened<Job>): Opened<Offer> | undefined => {
-        const j = rec.record;
-        if (!node.workloads.includes(j.workload)) return undefined;
-        if (j.requirements.regions && !j.requirements.regions.includes(node.region)) return undefined;
-        if (!l.advert || !l.net) return undefined;
+        if (!fits(rec.record) || !l.advert) return undefined; // (the second test narrows l.advert for TypeScript)
         const t = Date.now();
         const offer: Offer = { job: rec.address, advert: hashHex(l.advert), price: { amount: node.price, currency: 'USD' }, durationMs: 10_000, issuedAt: t, startBy: t + 60_000, expiresAt: t + 30_000 };
         count('offer');
@@ -247,10 +246,7 @@ async function main(): Promise<void> {
         JOB_PUSH_LIMITS,
       );
       net.subscribe('job', (rec) => {
-        const j = rec.record as Job;
-        if (!node.workloads.includes(j.workload)) return;
-        if (j.requirements.regions && !j.requirements.regions.includes(node.region)) return;
-        if (!l.advert || !l.net) return;
+        if (!fits(rec.record as Job)) return;
         // offers per job (docs/market.md §12): hold back when offerRank live providers in view ask less
         if (o.offerRank > 0) {
           const t = Date.now();
@@ -261,16 +257,16 @@ async function main(): Promise<void> {
           }
         }
         const env = offerFor(rec as Opened<Job>);
-        if (!env) return;
+        const { advert, net: net1 } = l;
+        if (!env || !advert || !net1) return;
         const s = slot('offer-direct');
         s.outMsgs++;
-        s.outBytes += env.bytes.length + l.advert.length + 16;
+        s.outBytes += env.bytes.length + advert.length + 16;
         const sentAt = Date.now();
-        const net1 = l.net;
         const buyerPeer = peerIdFromDid(rec.signer);
         // where the provider stood with the buyer: connected, its addresses in the peer store, or neither (a DHT look-up)
         const route = net1.libp2p.getConnections(buyerPeer).length ? 'connected' : net1.libp2p.peerStore.get(buyerPeer).then((p) => (p.addresses.length ? 'known' : 'unknown'), () => 'unknown');
-        void Promise.all([l.net.sendOffer([rec.signer], env.bytes, [l.advert]), route]).then(([r, how]) => {
+        void Promise.all([net1.sendOffer([rec.signer], env.bytes, [advert]), route]).then(([r, how]) => {
           const ms = Date.now() - sentAt;
           for (const x of Object.values(r.outcomes)) {
             const o1 = (res.offerSends[`${x} (${how})`] ??= { n: 0, late: 0, ms: 0 });

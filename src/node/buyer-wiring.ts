@@ -147,13 +147,14 @@ export class BuyerWiring {
     const job = this.o.market.ownJob(address);
     if (!job) return;
     const now = this.o.clock();
+    const wanted = this.o.d.network.steward ? 0 : this.o.d.config.buyer.offersWanted;
+    // enough offers already: nothing to push, and no eligibility run over the connected peers
+    const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
+    if (wanted > 0 && missing <= 0) return;
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS);
-    const wanted = this.o.d.network.steward ? 0 : this.o.d.config.buyer.offersWanted;
     let targets = silent;
     if (wanted > 0) {
-      const missing = wanted - this.o.market.offersAtAsk(job, now);
-      if (missing <= 0) return;
       const cands = candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), held: this.o.heldByProvider(), now, skewMs: this.o.d.network.clockSkewMs }).candidates.filter(
         (c) => c.provider !== this.o.did && !this.o.market.quoted(address, c.provider, now),
       );
