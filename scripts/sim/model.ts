@@ -23,7 +23,7 @@ import { SHARD_COUNT } from '../../src/net/topics.js';
 import { NETWORK_DEFAULTS } from '../../src/net/network-api.js';
 import { presenceInterval } from '../../src/matching/presence-rate.js';
 import { advertInterval } from '../../src/matching/advert-rate.js';
-import { OFFER_RANK } from '../../src/matching/candidates.js';
+import { INVITE_ABOVE, OFFER_RANK } from '../../src/matching/candidates.js';
 
 export interface ModelParams {
   /** Buyers per provider (the sim: 1/3). */
@@ -92,6 +92,15 @@ export interface ModelParams {
    * offer opens a connection (the model before the ninth round).
    */
   connectionsHeld: number;
+  /**
+   * Jobs by invitation (docs/market.md §13, `buyer.inviteAbove`): in a market of more providers than this, a buyer
+   * sends each job directly to `invitesPerJob` of its candidates (job-push/1, one copy each), not on gossip; every
+   * invited provider quotes, over the invitation's stream. At most `inviteDials` of the invitations open a connection
+   * (the buyer asks connected providers first). Infinity: every job on gossip (the model before the eleventh round).
+   */
+  inviteAbove: number;
+  invitesPerJob: number;
+  inviteDials: number;
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
@@ -121,7 +130,21 @@ export const MEASURED: ModelParams = {
   opensPerNodeMin: 14,
   offersPerJobCap: Infinity,
   connectionsHeld: Infinity,
+  inviteAbove: Infinity,
+  invitesPerJob: 2 * OFFER_RANK,
+  inviteDials: OFFER_RANK,
 };
+
+/** Invitations a provider takes a second: its share of each of its markets' (every market the same size here). */
+export function invitationsPerProvider(providers: number, p: ModelParams): number {
+  const perMarket = (rates(providers, p).job * p.marketShare * p.invitesPerJob) / (providers * providerShare(p));
+  return perMarket * Math.max(1, p.marketsPerProvider);
+}
+
+/** Whether a market of this network sends its jobs by invitation (more providers in it than `inviteAbove`). */
+export function invites(providers: number, p: ModelParams): boolean {
+  return providers * providerShare(p) > p.inviteAbove;
+}
 
 /**
  * Offers one job draws: `offerShare` × providers × marketShare, the count the model has charged a buyer since offers
@@ -129,6 +152,8 @@ export const MEASURED: ModelParams = {
  * stays that of one market's worth, as before), at most the cap.
  */
 export function offersPerJob(providers: number, p: ModelParams): number {
+  // invited providers quote whatever their rank
+  if (invites(providers, p)) return p.invitesPerJob;
   return Math.min(p.offersPerJobCap, providers * p.offerShare * p.marketShare);
 }
 
@@ -144,7 +169,7 @@ export interface Projection {
   /** in kB/s by kind and total, out ≈ in */
   kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'control' | 'total', number>;
   cpuPct: number;
-  /** of which connections opened to deliver direct offers, % of a core */
+  /** of which connections opened to deliver direct offers (or, by invitation, the invitations), % of a core */
   offerOpensPct: number;
   /** live records held, MB */
   storageMB: number;
@@ -186,21 +211,24 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   // a relay serves every market; a provider or buyer the share it trades in (of providers: those in its market, some in others too)
   const share = role === 'relay' ? 1 : p.marketShare;
   const pshare = role === 'relay' ? 1 : providerShare(p);
+  // by invitation: a provider takes its share of the invitations of each market it is in, a buyer no job but its own
+  const invited = role !== 'relay' && invites(providers, p);
+  const invitationsIn = invited && role === 'provider' ? invitationsPerProvider(providers, p) : 0;
   // what one node receives (first copies per second)
   const first = {
     advert: r.advert * pshare,
     presence: r.presence * pshare,
-    job: r.job * share,
+    job: invited ? invitationsIn : r.job * share,
     // flooded: every offer of the market; direct: a buyer its own jobs' offers, others none
     offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * offersPerJob(providers, p) : 0) : r.offer * share,
   };
-  const copiesOf = (k: keyof typeof first) => (p.offersDirect && k === 'offer' ? 1 : p.copies);
+  const copiesOf = (k: keyof typeof first) => ((p.offersDirect && k === 'offer') || (invited && k === 'job') ? 1 : p.copies);
   const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
   let cpuUs = 0;
   for (const k of ['advert', 'presence', 'job', 'offer'] as const) {
     const size = (k === 'offer' ? offerSize : SIZES[k]) + FRAMING;
     kBps[k] = (first[k] * copiesOf(k) * size) / 1000;
-    if (!(p.offersDirect && k === 'offer')) kBps.control += (first[k] * p.controlPerMsg) / 1000;
+    if (!(p.offersDirect && k === 'offer') && !(invited && k === 'job')) kBps.control += (first[k] * p.controlPerMsg) / 1000;
     // validation once, transport for every copy in and out
     cpuUs += first[k] * (p.validateUs * (k === 'offer' && p.offerCarriesAdvert ? 1.5 : 1) + 2 * copiesOf(k) * p.perCopyUs);
   }
@@ -218,7 +246,14 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   if (p.offersDirect && role !== 'relay' && Number.isFinite(p.connectionsHeld)) {
     const sent = role === 'provider' ? (r.job * offersPerJob(providers, p)) / providers : 0;
     cpuUs += sent * p.perCopyUs;
-    offerOpensUs = (sent + first.offer) * offerOpenShare(providers, p) * p.perOpenUs;
+    if (invited) {
+      // the offer goes back over the invitation's stream: only the invitation may open a connection, at most
+      // inviteDials of a job's invitations (the buyer asks connected providers first)
+      const openShare = Math.min(p.inviteDials / p.invitesPerJob, offerOpenShare(providers, p));
+      const sentInvitations = role === 'buyer' ? p.jobsPerBuyerPerSec * p.invitesPerJob : 0;
+      cpuUs += sentInvitations * p.perCopyUs;
+      offerOpensUs = (invitationsIn + sentInvitations) * openShare * p.perOpenUs;
+    } else offerOpensUs = (sent + first.offer) * offerOpenShare(providers, p) * p.perOpenUs;
     cpuUs += offerOpensUs;
   }
   return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, offerOpensPct: offerOpensUs / 1e4, storageMB };
@@ -340,7 +375,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--per-open µs] [--validate µs] [--copies n] [--held n] [--offers-cap n]
+  // node dist/scripts/sim/model.js [calibration-run.json [validation-run.json [idle-run.json]]] [--base PCT] [--ab other-run.json] [--per-copy µs] [--per-open µs] [--validate µs] [--copies n] [--held n] [--offers-cap n] [--invite-above n]
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? process.argv[i + 1] : undefined;
@@ -462,4 +497,21 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\n## the same, each provider in ${m} markets\n`);
   opensLines({ ...capped, marketsPerProvider: m }, "offers' connections");
   console.log(table({ ...capped, marketsPerProvider: m }, ['provider', 'buyer']));
+  const above = num('invite-above') ?? INVITE_ABOVE;
+  const invited: ModelParams = { ...capped, inviteAbove: above };
+  console.log(
+    `\n## ${above === INVITE_ABOVE ? 'as built (eleventh round' : 'what-if (as built: ' + INVITE_ABOVE}; docs/market.md §13): in a market of more than ${above} providers a job goes to ${invited.invitesPerJob} candidates directly (at most ${invited.inviteDials} dials), not on gossip; each invited provider quotes over the invitation's stream. The fallback to gossip halfway through the window is not charged\n`,
+  );
+  const inviteLines = (q: ModelParams) => {
+    for (const n of SCALES) {
+      const inMarket = n * providerShare(q);
+      console.log(`- ${n.toLocaleString('en')} providers: ${inMarket.toFixed(0)} in a market, ${invites(n, q) ? `by invitation: a provider takes ${invitationsPerProvider(n, q).toFixed(3)} invitations/s; connections opened for them: provider ${project(n, 'provider', q).offerOpensPct.toFixed(2)} %, buyer ${project(n, 'buyer', q).offerOpensPct.toFixed(2)} % of a core` : 'on gossip'}`);
+    }
+    console.log('');
+  };
+  inviteLines(invited);
+  console.log(table(invited, ['provider', 'buyer']));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  inviteLines({ ...invited, marketsPerProvider: m });
+  console.log(table({ ...invited, marketsPerProvider: m }, ['provider', 'buyer']));
 }

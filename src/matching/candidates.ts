@@ -326,6 +326,13 @@ function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRej
  * cost 0.6–0.9 % of a core from 10k providers up, against 12 % unbounded.
  */
 export const OFFER_RANK = 8;
+/**
+ * Candidates for a job above which a buyer sends it directly to some of them instead of to its whole market on
+ * gossip (config `buyer.inviteAbove`, docs/market.md "Jobs by invitation in a large market"). Below about a hundred
+ * providers a market's jobs cost each provider less on gossip than the invitations' connections would
+ * (docs/scale.md §3 "Eleventh round"); 200 leaves a margin.
+ */
+export const INVITE_ABOVE = 200;
 
 /**
  * The order of two providers asking the same for a job: by SHA-256 of the

@@ -23,9 +23,18 @@ import type { OverlayNode } from './overlay.js';
 export class BuyerWiring {
   readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #pushes: Counter<'outcome'>;
+  readonly #routes: Counter<'route'>;
+  /** Jobs sent by invitation, until their window ends: whom they went to (not pushed to again halfway). */
+  readonly #invited = new Map<string, ReadonlySet<string>>();
 
   constructor(private readonly o: OverlayNode) {
-    this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer pushed to a provider halfway through the offer window (job-push/1), by outcome: offer, none, failed', labelNames: ['outcome'], registers: [o.registry] });
+    this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed', labelNames: ['outcome'], registers: [o.registry] });
+    this.#routes = new Counter({
+      name: 'c0mpute_buyer_job_routes_total',
+      help: 'Jobs this buyer published, by route: gossip (to the whole market), invited (directly to some candidates, buyer.inviteAbove), gossip-after-invite (still short of offers halfway through the window)',
+      labelNames: ['route'],
+      registers: [o.registry],
+    });
   }
 
   /** The Buyer of this overlay (set it as the overlay's `buyer`). */
@@ -39,6 +48,9 @@ export class BuyerWiring {
       market: this.o.market,
       adverts: (did) => this.o.records.advertOf(did),
       publish: async (kind, env) => {
+        // a job of a large market goes to some of its candidates directly, not to the whole market (#invite)
+        if (kind === 'job' && this.#invite(env as Opened<Job>)) return;
+        if (kind === 'job') this.#routes.inc({ route: 'gossip' });
         await this.o.net.publish(kind, env.bytes).catch((e) => {
           if (kind === 'job') throw e;
           this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
@@ -109,6 +121,7 @@ export class BuyerWiring {
       const finish = () => {
         clearTimeout(timer);
         clearTimeout(push);
+        this.#invited.delete(job);
         this.#offerWaiters.get(job)?.delete(waiter);
         resolve(count);
       };
@@ -151,26 +164,66 @@ export class BuyerWiring {
     // enough offers already: nothing to push, and no eligibility run over the connected peers
     const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
     if (wanted > 0 && missing <= 0) return;
-    const connected = this.o.net.peers().map((p) => p.did ?? '');
-    const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS);
-    let targets = silent;
-    if (wanted > 0) {
-      const cands = candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), held: this.o.heldByProvider(), now, skewMs: this.o.d.network.clockSkewMs }).candidates.filter(
-        (c) => c.provider !== this.o.did && !this.o.market.quoted(address, c.provider, now),
-      );
-      const byPrice = byAskForJob(cands, address);
-      const rep = this.o.market.reputation();
-      const byRecord = byPrice.filter((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE).sort((a, b) => rep.scoreOf(b.provider) - rep.scoreOf(a.provider));
-      targets = choosePushTargets({
-        want: Math.min(MAX_PUSH_TARGETS, 2 * missing),
-        maxDials: missing,
-        byRecord: byRecord.map((c) => c.provider),
-        byPrice: byPrice.map((c) => c.provider),
-        connected: new Set(connected),
-        silentConnected: silent,
-      });
+    const invited = this.#invited.get(address);
+    if (invited) {
+      // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
+      this.#routes.inc({ route: 'gossip-after-invite' });
+      void this.o.net.publish('job', job.bytes).catch((e) => this.o.log.debug({ job: address, err: (e as Error).message }, 'job gossip after invitations found no peers'));
     }
+    const connected = this.o.net.peers().map((p) => p.did ?? '');
+    const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !invited?.has(d));
+    const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
     await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }) });
+  }
+
+  /** Live candidates for a job, not this node, that have not quoted and were not sent it already. */
+  #candidates(job: Opened<Job>, now: number, skip?: ReadonlySet<string>): ReturnType<typeof candidates>['candidates'] {
+    return candidates({ order: orderFromJob(job), live: this.o.liveProviders(now), held: this.o.heldByProvider(), now, skewMs: this.o.d.network.clockSkewMs }).candidates.filter(
+      (c) => c.provider !== this.o.did && !skip?.has(c.provider) && !this.o.market.quoted(job.address, c.provider, now),
+    );
+  }
+
+  /** Whom to send a job `missing` offers short (choosePushTargets): twice as many, at most `missing` dials. */
+  #targets(job: Opened<Job>, now: number, missing: number, connected: readonly string[], silent: readonly string[], skip?: ReadonlySet<string>, cands = this.#candidates(job, now, skip)): string[] {
+    const byPrice = byAskForJob(cands, job.address);
+    const rep = this.o.market.reputation();
+    const byRecord = byPrice.filter((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE).sort((a, b) => rep.scoreOf(b.provider) - rep.scoreOf(a.provider));
+    return choosePushTargets({
+      want: Math.min(MAX_PUSH_TARGETS, 2 * missing),
+      maxDials: missing,
+      byRecord: byRecord.map((c) => c.provider),
+      byPrice: byPrice.map((c) => c.provider),
+      connected: new Set(connected),
+      silentConnected: silent,
+    });
+  }
+
+  /**
+   * Jobs by invitation (docs/market.md "Jobs by invitation in a large market"): a job
+   * with more than `buyer.inviteAbove` candidates in this node's view goes directly
+   * (job-push/1) to twice `buyer.offersWanted` of them, chosen as a push halfway
+   * through the window is (half by record, the rest by record and lowest ask, at
+   * most `offersWanted` dials), and not on gossip. An invited provider quotes
+   * whatever its rank. Halfway through the window, still short, the job goes on
+   * gossip as well (#pushJob). True when the job was sent this way.
+   */
+  #invite(job: Opened<Job>): boolean {
+    const { offersWanted, inviteAbove, collectWindowMs } = this.o.d.config.buyer;
+    // open orders: every node computes the same leases from the orders it heard, so they go to the whole market
+    if (this.o.d.network.steward || offersWanted <= 0 || inviteAbove <= 0 || job.record.order) return false;
+    const now = this.o.clock();
+    const cands = this.#candidates(job, now);
+    if (cands.length <= inviteAbove) return false;
+    const connected = this.o.net.peers().map((p) => p.did ?? '');
+    const targets = this.#targets(job, now, offersWanted, connected, [], undefined, cands);
+    if (!targets.length) return false;
+    this.#invited.set(job.address, new Set(targets));
+    this.#routes.inc({ route: 'invited' });
+    const log = this.o.log.child({ job: job.address });
+    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }) }).catch((e) =>
+      log.debug({ err: (e as Error).message }, 'invitations failed'),
+    );
+    return true;
   }
 }

@@ -10,7 +10,7 @@ import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
 import { ADVERT_TARGET_PER_MARKET } from '../matching/advert-rate.js';
-import { OFFER_RANK } from '../matching/candidates.js';
+import { INVITE_ABOVE, OFFER_RANK } from '../matching/candidates.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
@@ -271,9 +271,17 @@ export const configSchema = z
          * providers held back).
          */
         offersWanted: z.number().int().min(0).max(64).default(OFFER_RANK),
+        /**
+         * Jobs by invitation (docs/market.md "Jobs by invitation in a large market"): when more than this many providers
+         * in this node's view are candidates for a job, send it directly (job-push/1) to twice `offersWanted` of them,
+         * chosen as a push is, instead of to its whole market on gossip; halfway through the window, still short, the
+         * job goes on gossip too. 0: always gossip. Not for open orders, nor on an overlay with a steward, nor with
+         * `offersWanted: 0`.
+         */
+        inviteAbove: z.number().int().min(0).default(INVITE_ABOVE),
       })
       .strict()
-      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: OFFER_RANK }),
+      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: OFFER_RANK, inviteAbove: INVITE_ABOVE }),
     /**
      * Whose evidence counts in this node's reputation view (docs/market.md
      * "Reputation and its threat model"). First-hand evidence (jobs this node

@@ -7,7 +7,10 @@
  * So halfway through its window a buyer short of offers pushes the job to
  * providers that fit it and have not quoted (choosePushTargets); the provider
  * quotes as it would on gossip (same checks, same budget), whatever its rank,
- * and answers with its offer and the advert it cites, or with nothing.
+ * and answers with its offer and the advert it cites, or with nothing. In a
+ * market with more than `buyer.inviteAbove` candidates the buyer sends its job
+ * this way from the start, to some of them, instead of on gossip (invitations,
+ * docs/market.md §13); the provider cannot tell the two apart and need not.
  *
  *   request:  one frame, the job envelope (bytes)
  *   response: {offer: bytes, advert: bytes} | {none: "<reason>"}
@@ -154,7 +157,7 @@ export interface PushPlan {
   count?(outcome: 'offer' | 'none' | 'failed'): void;
 }
 
-/** Push a job to each target at once; resolves to how many answered with an offer. */
+/** Push a job to each target at once (halfway through the window, or as invitations); resolves to how many answered with an offer. */
 export async function pushToSilent(p: PushPlan): Promise<number> {
   const got = await Promise.all(
     p.targets.map(async (did) => {
@@ -175,6 +178,6 @@ export async function pushToSilent(p: PushPlan): Promise<number> {
     }),
   );
   const n = got.reduce<number>((s, x) => s + x, 0);
-  p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job pushed directly to providers that had not quoted');
+  p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job sent directly to providers (job-push/1)');
   return n;
 }

@@ -11,6 +11,10 @@
  *   cheapest provider it can still reach, which quotes (a pushed job is
  *   always quoted) and runs it. (It asks twice as many as it is short: the
  *   gone provider, which it may still count as connected, and the next.)
+ * - Before that, a second buyer with `buyer.inviteAbove: 1` sends its job by
+ *   invitation: directly to the two cheapest, both quote, and the third never
+ *   hears of it. With those two stalled (SIGSTOP), its next job goes on gossip
+ *   halfway through the window and to the third, which runs it.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +25,8 @@ let p1: NodeProc;
 let p2: NodeProc;
 let p3: NodeProc;
 let buyer: NodeProc;
+/** A second buyer, for which a market of three is large (`buyer.inviteAbove: 1`). */
+let inviter: NodeProc;
 
 const ranked = (price: string, bootstrap: string[] = []) => {
   const cfg = providerConfig({ price, bootstrap });
@@ -75,6 +81,61 @@ test('a job draws one offer, the cheapest provider’s; the others hold back and
     assert.ok((await outranked(p2)) >= 1, 'p2 counted the job outranked');
     assert.ok((await outranked(p3)) >= 1, 'p3 counted the job outranked');
     assert.equal(await outranked(p1), 0);
+  });
+});
+
+/** Jobs this node accepted from gossip (c0mpute_net_records_total{source="gossip",kind="job",verdict="accept"}, every reason). */
+async function jobsHeardOnGossip(n: NodeProc): Promise<number> {
+  let sum = 0;
+  for (const m of (await metricsText(n)).matchAll(/^c0mpute_net_records_total\{([^}]*)\} ([0-9.]+)$/gm)) {
+    if (/source="gossip"/.test(m[1]!) && /kind="job"/.test(m[1]!) && /verdict="accept"/.test(m[1]!)) sum += Number(m[2]);
+  }
+  return sum;
+}
+
+test('with more candidates than buyer.inviteAbove, a job goes only to the invited: the two cheapest quote, the third never hears it', async () => {
+  await withLogs(c, async () => {
+    // a second buyer for whom a market of three is large: inviteAbove 1, offersWanted 1 (so it invites two)
+    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 4000 });
+    Object.assign(cfg.buyer as Record<string, unknown>, { offersWanted: 1, inviteAbove: 1 });
+    inviter = await c.start('inviter', cfg);
+    await waitFor('the inviter to see all three providers live with a free slot', async () => (await candidatesSeenBy(inviter)).length === 3);
+    const heard3 = await jobsHeardOnGossip(p3);
+    const skipped3 = await outranked(p3);
+    const { result, events } = await runJob(inviter, spec('by invitation'));
+    assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+    const offers = events.filter((e) => e.e === 'offer').map((e) => (e.offer as Wire<unknown>).signer);
+    assert.deepEqual(new Set(offers), new Set([p1.did, p2.did]), `offers from ${offers.join(', ')}`);
+    assert.equal((result.receipt as Wire<unknown>).signer, p1.did);
+    const m = await metricsText(inviter);
+    assert.match(m, /^c0mpute_buyer_job_routes_total\{[^}]*route="invited"[^}]*\} 1$/m);
+    assert.doesNotMatch(m, /route="gossip(-after-invite)?"/, 'the job never went on gossip');
+    // p3 was not invited: nothing reached it on gossip, and it had nothing to hold back on
+    assert.equal(await jobsHeardOnGossip(p3), heard3);
+    assert.equal(await outranked(p3), skipped3);
+  });
+});
+
+test('the invited stall (SIGSTOP): halfway through the window the job goes on gossip and to the provider not invited, which runs it', async () => {
+  await withLogs(c, async () => {
+    // p1 ran the last job: until its presence says it is free again the inviter would invite p2 and p3
+    await waitFor('the inviter to see all three providers free again', async () => (await candidatesSeenBy(inviter)).length === 3);
+    const heard3 = await jobsHeardOnGossip(p3);
+    p1.child.kill('SIGSTOP');
+    p2.child.kill('SIGSTOP');
+    try {
+      const { result, events } = await runJob(inviter, spec('the invited are stalled'));
+      assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+      const offers = events.filter((e) => e.e === 'offer').map((e) => (e.offer as Wire<unknown>).signer);
+      assert.deepEqual(offers, [p3.did]);
+      assert.equal((result.receipt as Wire<unknown>).signer, p3.did);
+      assert.match(await metricsText(inviter), /^c0mpute_buyer_job_routes_total\{[^}]*route="gossip-after-invite"[^}]*\} 1$/m);
+      await waitFor('p3 to hear the job on gossip', async () => (await jobsHeardOnGossip(p3)) > heard3);
+    } finally {
+      p1.child.kill('SIGCONT');
+      p2.child.kill('SIGCONT');
+      await c.stop(inviter);
+    }
   });
 });
 
