@@ -32,7 +32,7 @@ export interface SimFigures {
   /** offers sent directly, by outcome: count, share slower than the decision window, mean ms */
   offerSends: Record<string, { n: number; lateShare: number; meanMs: number }>;
   /** offers per job (docs/market.md §12): gossiped jobs providers held back on, pushes buyers sent and the offers they brought */
-  rank: { offerRank: number; offersWanted: number; outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number> };
+  rank: { offerRank: number; offersWanted: number; inviteAbove: number; outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number>; invited: number; invitations: number; invitationOffers: number; gossipAfterInvite: number };
   /** worst worker's event-loop lag, ms [p50, p99, max]: above ~100 ms the run was starved of CPU */
   loopLagMs: [number, number, number];
   rssMiBPerNode: number;
@@ -256,9 +256,18 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     rank: results.reduce(
       (a, r) => {
         for (const [k, v] of Object.entries(r.rank.pushErrors)) a.pushErrors[k] = (a.pushErrors[k] ?? 0) + v;
-        return { ...a, outranked: a.outranked + r.rank.outranked, pushes: a.pushes + r.rank.pushes, pushOffers: a.pushOffers + r.rank.pushOffers };
+        return {
+          ...a,
+          outranked: a.outranked + r.rank.outranked,
+          pushes: a.pushes + r.rank.pushes,
+          pushOffers: a.pushOffers + r.rank.pushOffers,
+          invited: a.invited + r.rank.invited,
+          invitations: a.invitations + r.rank.invitations,
+          invitationOffers: a.invitationOffers + r.rank.invitationOffers,
+          gossipAfterInvite: a.gossipAfterInvite + r.rank.gossipAfterInvite,
+        };
       },
-      { offerRank: o.offerRank, offersWanted: o.offersWanted, outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {} as Record<string, number> },
+      { offerRank: o.offerRank, offersWanted: o.offersWanted, inviteAbove: o.inviteAbove, outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {} as Record<string, number>, invited: 0, invitations: 0, invitationOffers: 0, gossipAfterInvite: 0 },
     ),
     conns: {
       perNode: results.reduce((s, r) => s + r.peerSamples.sum, 0) / Math.max(1, results.reduce((s, r) => s + r.peerSamples.n, 0)),

@@ -82,6 +82,7 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   L.push(`connections: ${f.conns.perNode.toFixed(1)} per node (mean of samples every 2 s); ${f.conns.opensPerNodeMin.toFixed(1)} opened per node and minute (each counted at both ends), ${f.conns.identifiesPerNodeMin.toFixed(1)} identify exchanges per node and minute; closed ones lived ${Object.entries(f.conns.lifetimes).map(([k, v]) => `${k}: ${v}`).join(', ')}`);
   L.push(`syncs: ${f.syncs.perNodeMin.toFixed(1)} per node and minute, ${f.syncs.acceptedPerSync.toFixed(1)} new and ${f.syncs.otherPerSync.toFixed(1)} already-known records received per sync`);
   L.push(`offers per job (offerRank ${f.rank.offerRank}, offersWanted ${f.rank.offersWanted}): ${f.rank.outranked} gossiped jobs held back by a provider outranked on price; ${f.rank.pushes} pushes by buyers short of offers, ${f.rank.pushOffers} offers from them${Object.keys(f.rank.pushErrors).length ? ` (failed: ${Object.entries(f.rank.pushErrors).map(([k, v]) => `${v} ${k}`).join('; ')})` : ''}`);
+  L.push(`jobs by invitation (inviteAbove ${f.rank.inviteAbove}): ${f.rank.invited} of ${f.offers.jobs} jobs sent directly to ${f.rank.invitations} providers (${f.rank.invitationOffers} offers from them), ${f.rank.gossipAfterInvite} of them gossiped halfway through, still short`);
   L.push(`offers sent direct: ${Object.entries(f.offerSends).map(([k, v]) => `${k} ${v.n} (mean ${v.meanMs.toFixed(0)} ms, ${(100 * v.lateShare).toFixed(0)} % after the decision window)`).join(', ')}`);
   L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
   if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
@@ -102,7 +103,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const duration = arg('duration');
   if (nodes) o.nodes = nodes;
   if (duration) o.durationMs = duration * 1000;
-  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted'] as const) {
+  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove'] as const) {
     const v = arg(k);
     if (v !== undefined) o[k] = v;
   }

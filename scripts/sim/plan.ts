@@ -6,7 +6,7 @@
  * beyond a common start time.
  */
 import { createHash } from 'node:crypto';
-import { OFFER_RANK } from '../../src/matching/candidates.js';
+import { INVITE_ABOVE, OFFER_RANK } from '../../src/matching/candidates.js';
 import { seededRandom } from '../../src/net/faults.js';
 import { shardsOf } from '../../src/net/topics.js';
 
@@ -58,6 +58,8 @@ export interface SimOptions {
   offerRank: number;
   /** Halfway through its window a buyer short of this many offers pushes the job to twice the shortfall (default 8, the daemon's buyer.offersWanted; 0: no push). */
   offersWanted: number;
+  /** Jobs by invitation (docs/market.md §13): with more candidates than this in its view, a buyer sends a job to twice offersWanted of them directly, not on gossip (default 200, the daemon's buyer.inviteAbove; 0: always gossip). */
+  inviteAbove: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -86,6 +88,7 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     meshDegree: o.meshDegree ?? 6,
     offerRank: o.offerRank ?? OFFER_RANK,
     offersWanted: o.offersWanted ?? OFFER_RANK,
+    inviteAbove: o.inviteAbove ?? INVITE_ABOVE,
   };
 }
 

@@ -69,7 +69,7 @@ export interface WorkerResult {
   /** offers sent over /c0mpute/offer/1 by outcome: count, how many took longer than the buyer's decision window, total ms */
   offerSends: Record<string, { n: number; late: number; ms: number }>;
   /** offers per job (docs/market.md §12): jobs a provider held back on (outranked), pushes a buyer sent and the offers they brought */
-  rank: { outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number> };
+  rank: { outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number>; invited: number; invitations: number; invitationOffers: number; gossipAfterInvite: number };
   cpuMs: number;
   rssMiB: number;
   peakRssMiB: number;
@@ -141,6 +141,13 @@ function tallyCloses(net: Network, tally: Record<string, number>): void {
   });
 }
 
+/** A buyer's job in flight: the offers it took, whichever way they came. */
+interface JobEntry {
+  n: number;
+  buyer: number;
+  offers: Array<{ provider: number; t: number; advertSeq: number; price: number }>;
+}
+
 interface Live {
   net?: Network;
   upSince?: number;
@@ -168,11 +175,11 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, rank: { outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {} }, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, rank: { outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {}, invited: 0, invitations: 0, invitationOffers: 0, gossipAfterInvite: 0 }, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
-  const myJobs = new Map<string, { n: number; buyer: number; offers: Array<{ provider: number; t: number; advertSeq: number; price: number }> }>();
+  const myJobs = new Map<string, JobEntry>();
   const count = (kind: string) => (res.published[kind] = (res.published[kind] ?? 0) + 1);
   const err = (e: unknown) => {
     if (res.errors.length < 50) res.errors.push(String((e as Error)?.message ?? e).slice(0, 200));
@@ -478,12 +485,14 @@ async function main(): Promise<void> {
       nonce: new Uint8Array(randomBytes(8)),
     };
     const env = seal(T.job, job, signers[j.buyer]!);
-    const entry = { n: j.n, buyer: j.buyer, offers: [] as Array<{ provider: number; t: number; advertSeq: number; price: number }> };
+    const entry: JobEntry = { n: j.n, buyer: j.buyer, offers: [] };
     myJobs.set(env.address, entry);
     res.jobs.push({ n: j.n, buyer: j.buyer, address: env.address, t: st() });
     count('job');
-    void l.net.publish('job', env.bytes).catch(err);
-    if (o.offersWanted > 0) setTimeout(() => void pushShort(j.buyer, env as Opened<Job>, entry).catch(err), o.collectMs / 2).unref();
+    // jobs by invitation (src/node/buyer-wiring.ts #invite): a market larger than inviteAbove in the buyer's view
+    const invited = invite(j.buyer, env as Opened<Job>, entry);
+    if (!invited) void l.net.publish('job', env.bytes).catch(err);
+    if (o.offersWanted > 0) setTimeout(() => void pushShort(j.buyer, env as Opened<Job>, entry, invited).catch(err), o.collectMs / 2).unref();
     setTimeout(() => {
       if (!live.get(j.buyer)!.net) return; // the buyer left: no decision
       const offers = [...entry.offers];
@@ -496,31 +505,68 @@ async function main(): Promise<void> {
    * The daemon's buyer halfway through its window (src/node/buyer-wiring.ts #pushJob, docs/market.md §12): short of
    * offersWanted offers, push the job to twice the shortfall, the cheapest live candidates first, connected ones first.
    */
-  async function pushShort(buyer: number, job: Opened<Job>, entry: { offers: Array<{ provider: number; t: number; advertSeq: number; price: number }> }): Promise<void> {
+  async function pushShort(buyer: number, job: Opened<Job>, entry: JobEntry, invited?: ReadonlySet<string>): Promise<void> {
     const l = live.get(buyer)!;
     const net = l.net;
     if (!net) return;
     const quoted = new Set(entry.offers.map((x) => x.provider));
     const missing = o.offersWanted - quoted.size;
     if (missing <= 0) return;
-    const t = Date.now();
-    const ranked = byAskForJob(candidates({ order: orderFromJob(job), live: l.presence.live(t), now: t }).candidates, job.address)
-      .map((c) => c.provider)
-      .filter((d) => !quoted.has(providerOf.get(d) ?? -1));
-    // the sim's buyers keep no reputation view: candidates by price alone
-    const targets = choosePushTargets({ want: Math.min(MAX_PUSH_TARGETS, 2 * missing), maxDials: missing, byRecord: [], byPrice: ranked, connected: new Set(net.peers().map((p) => p.did ?? '')), silentConnected: [] });
+    if (invited) {
+      // invited and still short: the whole market hears it now, as the daemon's buyer does
+      res.rank.gossipAfterInvite++;
+      void net.publish('job', job.bytes).catch(err);
+    }
+    const targets = chooseTargets(l, net, job, missing, (d) => quoted.has(providerOf.get(d) ?? -1) || !!invited?.has(d));
     res.rank.pushes += targets.length;
+    await pushTo(buyer, net, job, entry, targets, () => res.rank.pushOffers++);
+  }
+
+  /** Live candidates of the buyer's view by price (the sim's buyers keep no reputation view), chosen as the daemon's push chooses. */
+  function chooseTargets(l: Live, net: Network, job: Opened<Job>, missing: number, skip: (did: string) => boolean, cands = jobCandidates(l, job)): string[] {
+    const ranked = byAskForJob(cands, job.address)
+      .map((c) => c.provider)
+      .filter((d) => !skip(d));
+    return choosePushTargets({ want: Math.min(MAX_PUSH_TARGETS, 2 * missing), maxDials: missing, byRecord: [], byPrice: ranked, connected: new Set(net.peers().map((p) => p.did ?? '')), silentConnected: [] });
+  }
+
+  function jobCandidates(l: Live, job: Opened<Job>): ReturnType<typeof candidates>['candidates'] {
+    const t = Date.now();
+    return candidates({ order: orderFromJob(job), live: l.presence.live(t), now: t }).candidates;
+  }
+
+  /** job-push/1 to each target at once; each offer that comes back is the buyer's. */
+  async function pushTo(buyer: number, net: Network, job: Opened<Job>, entry: JobEntry, targets: readonly string[], onOffer: () => void): Promise<void> {
     await Promise.all(
       targets.map(async (did) => {
         const r = await pushJob(net, did, job, o.collectMs / 2, Date.now, 30_000).catch((e: Error) => {
           const k = `${(e as { code?: string }).code ?? 'ERROR'}: ${e.message.replace(/ to 12D3\w+/, '').slice(0, 90)}`;
           res.rank.pushErrors[k] = (res.rank.pushErrors[k] ?? 0) + 1;
         });
-        if (!r || live.get(buyer)!.net !== net) return;
-        res.rank.pushOffers++;
+        if (!r || 'redirect' in r || live.get(buyer)!.net !== net) return; // the sim has no pools
+        onOffer();
         entry.offers.push({ provider: providerOf.get(did) ?? -1, t: st(), advertSeq: r.advert.record.seq, price: Number(r.offer.record.price.amount) });
       }),
     );
+  }
+
+  /**
+   * The daemon's buyer's invitations (src/node/buyer-wiring.ts #invite, docs/market.md §13): with more than inviteAbove
+   * candidates in view, send the job to twice offersWanted of them directly instead of gossiping it. The invited, or
+   * undefined when the job goes on gossip.
+   */
+  function invite(buyer: number, job: Opened<Job>, entry: JobEntry): ReadonlySet<string> | undefined {
+    const l = live.get(buyer)!;
+    const net = l.net;
+    if (!net || o.offersWanted <= 0 || o.inviteAbove <= 0) return undefined;
+    const cands = jobCandidates(l, job);
+    if (cands.length <= o.inviteAbove) return undefined;
+    const targets = chooseTargets(l, net, job, o.offersWanted, () => false, cands);
+    if (!targets.length) return undefined;
+    res.rank.invited++;
+    res.rank.invitations += targets.length;
+    void pushTo(buyer, net, job, entry, targets, () => res.rank.invitationOffers++).catch(err);
+    return new Set(targets);
   }
 
   let peak = 0;

@@ -328,9 +328,9 @@ function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRej
 export const OFFER_RANK = 8;
 /**
  * Candidates for a job above which a buyer sends it directly to some of them instead of to its whole market on
- * gossip (config `buyer.inviteAbove`, docs/market.md "Jobs by invitation in a large market"). Below about a hundred
- * providers a market's jobs cost each provider less on gossip than the invitations' connections would
- * (docs/scale.md §3 "Eleventh round"); 200 leaves a margin.
+ * gossip (config `buyer.inviteAbove`, docs/market.md "Jobs by invitation in a large market"). Up to 200 a market's
+ * gossiped jobs cost each provider under about 1 % of a core, and gossip lets every provider quote whatever the
+ * buyer's view holds (docs/scale.md §3 "Eleventh round").
  */
 export const INVITE_ABOVE = 200;
 

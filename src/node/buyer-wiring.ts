@@ -15,9 +15,10 @@ import { Buyer, type Admission, type JobSpec } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
-import { MAX_PUSH_TARGETS, choosePushTargets, pushToSilent } from './job-push.js';
+import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
+import { providerOf } from '../pools/chain.js';
 import type { OverlayNode } from './overlay.js';
 
 export class BuyerWiring {
@@ -26,9 +27,11 @@ export class BuyerWiring {
   readonly #routes: Counter<'route'>;
   /** Jobs sent by invitation, until their window ends: whom they went to (not pushed to again halfway). */
   readonly #invited = new Map<string, ReadonlySet<string>>();
+  /** Invited jobs gossiped after all (at most once each), until their window ends. */
+  readonly #gossiped = new Set<string>();
 
   constructor(private readonly o: OverlayNode) {
-    this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed', labelNames: ['outcome'], registers: [o.registry] });
+    this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed, redirected (a pool member named its coordinator)', labelNames: ['outcome'], registers: [o.registry] });
     this.#routes = new Counter({
       name: 'c0mpute_buyer_job_routes_total',
       help: 'Jobs this buyer published, by route: gossip (to the whole market), invited (directly to some candidates, buyer.inviteAbove), gossip-after-invite (still short of offers halfway through the window)',
@@ -165,16 +168,13 @@ export class BuyerWiring {
     const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
     if (wanted > 0 && missing <= 0) return;
     const invited = this.#invited.get(address);
-    if (invited) {
-      // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
-      this.#routes.inc({ route: 'gossip-after-invite' });
-      void this.o.net.publish('job', job.bytes).catch((e) => this.o.log.debug({ job: address, err: (e as Error).message }, 'job gossip after invitations found no peers'));
-    }
+    // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
+    if (invited) this.#gossipAfterInvite(job);
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !invited?.has(d));
     const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
-    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }) });
+    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to) });
   }
 
   /** Live candidates for a job, not this node, that have not quoted and were not sent it already. */
@@ -184,9 +184,19 @@ export class BuyerWiring {
     );
   }
 
-  /** Whom to send a job `missing` offers short (choosePushTargets): twice as many, at most `missing` dials. */
+  /**
+   * Whom to send a job `missing` offers short (choosePushTargets): twice as many, at most `missing` dials. One member
+   * of a pool at most (only its coordinator quotes; the member asked names it: pushToSilent follows).
+   */
   #targets(job: Opened<Job>, now: number, missing: number, connected: readonly string[], silent: readonly string[], skip?: ReadonlySet<string>, cands = this.#candidates(job, now, skip)): string[] {
-    const byPrice = byAskForJob(cands, job.address);
+    const pools = new Set<string>();
+    const byPrice = byAskForJob(cands, job.address).filter((c) => {
+      const pool = this.#poolOf(c.provider);
+      if (pool === undefined) return true;
+      if (pools.has(pool)) return false;
+      pools.add(pool);
+      return true;
+    });
     const rep = this.o.market.reputation();
     const byRecord = byPrice.filter((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE).sort((a, b) => rep.scoreOf(b.provider) - rep.scoreOf(a.provider));
     return choosePushTargets({
@@ -197,6 +207,24 @@ export class BuyerWiring {
       connected: new Set(connected),
       silentConnected: silent,
     });
+  }
+
+  /** The pool a provider's live advert is of (its chain was verified on open), or undefined. */
+  #poolOf(did: string): string | undefined {
+    const a = this.o.market.adverts.latest.get(did);
+    if (!a?.record.pool) return undefined;
+    try {
+      return providerOf(a);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Follow a pushed pool member's redirect only to a live advert of the same pool. */
+  #redirectOk(from: string, to: string): boolean {
+    const pool = this.#poolOf(from);
+    const a = this.o.market.adverts.latest.get(to);
+    return pool !== undefined && !!a && a.record.expiresAt > this.o.clock() && this.#poolOf(to) === pool;
   }
 
   /**
@@ -210,20 +238,43 @@ export class BuyerWiring {
    */
   #invite(job: Opened<Job>): boolean {
     const { offersWanted, inviteAbove, collectWindowMs } = this.o.d.config.buyer;
-    // open orders: every node computes the same leases from the orders it heard, so they go to the whole market
-    if (this.o.d.network.steward || offersWanted <= 0 || inviteAbove <= 0 || job.record.order) return false;
-    const now = this.o.clock();
-    const cands = this.#candidates(job, now);
-    if (cands.length <= inviteAbove) return false;
     const connected = this.o.net.peers().map((p) => p.did ?? '');
-    const targets = this.#targets(job, now, offersWanted, connected, [], undefined, cands);
+    const base = { steward: !!this.o.d.network.steward, offersWanted, inviteAbove, openOrder: !!job.record.order, connected: connected.length };
+    // the cheap checks first: most jobs never run the candidates
+    if (!invitesJob({ ...base, candidates: Infinity })) return false;
+    let targets: string[];
+    try {
+      const now = this.o.clock();
+      const cands = this.#candidates(job, now);
+      if (!invitesJob({ ...base, candidates: cands.length })) return false;
+      targets = this.#targets(job, now, offersWanted, connected, [], undefined, cands);
+    } catch (e) {
+      // choosing whom to invite must never cost the job its announcement: gossip it
+      this.o.log.warn({ job: job.address, err: (e as Error).message }, 'choosing whom to invite failed; the job goes on gossip');
+      return false;
+    }
     if (!targets.length) return false;
-    this.#invited.set(job.address, new Set(targets));
+    const invited = new Set(targets);
+    this.#invited.set(job.address, invited);
+    // dropped when its window ends (#waitForOffers), or after it at the latest if no window ever started
+    setTimeout(() => this.#invited.delete(job.address), collectWindowMs + 5_000).unref();
     this.#routes.inc({ route: 'invited' });
     const log = this.o.log.child({ job: job.address });
-    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }) }).catch((e) =>
-      log.debug({ err: (e as Error).message }, 'invitations failed'),
-    );
+    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to) })
+      .then(() => {
+        // every invitation answered (or failed: a refusal comes back at once) and still short: gossip now, not halfway
+        if (this.#invited.get(job.address) === invited && this.o.market.offersAtAsk(job, this.o.clock()) < offersWanted) this.#gossipAfterInvite(job);
+      })
+      .catch((e) => log.debug({ err: (e as Error).message }, 'invitations failed'));
     return true;
+  }
+
+  /** An invited job still short of offers goes on gossip too, once (docs/market.md §13 "The fallback"). */
+  #gossipAfterInvite(job: Opened<Job>): void {
+    if (this.#gossiped.has(job.address)) return;
+    this.#gossiped.add(job.address);
+    setTimeout(() => this.#gossiped.delete(job.address), this.o.d.config.buyer.collectWindowMs + 5_000).unref();
+    this.#routes.inc({ route: 'gossip-after-invite' });
+    void this.o.net.publish('job', job.bytes).catch((e) => this.o.log.debug({ job: job.address, err: (e as Error).message }, 'job gossip after invitations found no peers'));
   }
 }

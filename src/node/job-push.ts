@@ -13,7 +13,11 @@
  * docs/market.md §13); the provider cannot tell the two apart and need not.
  *
  *   request:  one frame, the job envelope (bytes)
- *   response: {offer: bytes, advert: bytes} | {none: "<reason>"}
+ *   response: {offer: bytes, advert: bytes} | {none: "<reason>", coordinator?: "<did>"}
+ *
+ * A pool member that is not its pool's elected coordinator does not quote
+ * (docs/pools.md); it answers with the coordinator's DID, and the buyer asks
+ * that member once more if its live advert is of the same pool.
  *
  * Nothing unverified enters: the provider opens the job with the full checks
  * (shape, signature, freshness); the buyer opens the offer and advert, and
@@ -50,6 +54,8 @@ export interface PushServerDeps {
   quote(job: Opened<Job>): Promise<Opened<Offer> | undefined>;
   /** The advert an offer cites (the provider's own). */
   advert(address: string): Opened<Advert> | undefined;
+  /** Who quotes for this provider when it does not: a pool member's elected coordinator (not itself), if any. */
+  redirect?(job: Opened<Job>): string | undefined;
 }
 
 /** The provider's side. */
@@ -70,14 +76,20 @@ export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE):
     checkFresh(T.job, job.record, d.clock(), d.skewMs);
     const offer = await d.quote(job);
     const advert = offer ? d.advert(offer.record.advert) : undefined;
-    await ctx.send((offer && advert ? { offer: offer.bytes, advert: advert.bytes } : { none: 'no offer' }) as CborValue);
+    if (offer && advert) return void (await ctx.send({ offer: offer.bytes, advert: advert.bytes } as CborValue));
+    const coordinator = d.redirect?.(job);
+    await ctx.send((coordinator ? { none: 'not the pool coordinator', coordinator } : { none: 'no offer' }) as CborValue);
   };
 }
 
-/** Send `job` to `did`; resolves to its offer and advert when it quoted (checked), else undefined. */
-export async function pushJob(net: Network, did: string, job: Opened<Job>, deadlineMs: number, now: () => number, skewMs: number): Promise<{ offer: Opened<Offer>; advert: Opened<Advert> } | undefined> {
+/** What a pushed provider answered: its offer and advert (checked), or the DID of who quotes for it (a pool's coordinator). */
+export type PushAnswer = { offer: Opened<Offer>; advert: Opened<Advert> } | { redirect: string };
+
+/** Send `job` to `did`; resolves to its offer and advert when it quoted (checked), a redirect, else undefined. */
+export async function pushJob(net: Network, did: string, job: Opened<Job>, deadlineMs: number, now: () => number, skewMs: number): Promise<PushAnswer | undefined> {
   const frames = await net.request(did, JOB_PUSH_PROTOCOL, [job.bytes], { limits: { ...JOB_PUSH_LIMITS, deadlineMs } });
-  const f = frames[0] as { offer?: unknown; advert?: unknown } | undefined;
+  const f = frames[0] as { offer?: unknown; advert?: unknown; coordinator?: unknown } | undefined;
+  if (typeof f?.coordinator === 'string' && f.coordinator !== did) return { redirect: f.coordinator };
   if (!(f?.offer instanceof Uint8Array) || !(f.advert instanceof Uint8Array)) return undefined;
   const offer = open(f.offer, T.offer);
   const advert = open(f.advert, T.advert);
@@ -86,6 +98,33 @@ export async function pushJob(net: Network, did: string, job: Opened<Job>, deadl
   }
   checkFresh(T.offer, offer.record, now(), skewMs);
   return { offer, advert };
+}
+
+/** What decides whether a job goes by invitation (invitesJob). */
+export interface InviteCase {
+  /** the overlay has a steward (it selects among every offer) */
+  steward: boolean;
+  /** buyer.offersWanted */
+  offersWanted: number;
+  /** buyer.inviteAbove */
+  inviteAbove: number;
+  /** the job is an open order (every node computes leases from the orders it heard) */
+  openOrder: boolean;
+  /** peers connected now */
+  connected: number;
+  /** live candidates for the job in this node's view, not this node */
+  candidates: number;
+}
+
+/**
+ * Whether a buyer sends a job by invitation rather than on gossip (docs/market.md
+ * §13): a market of more than `inviteAbove` candidates, not an open order, not on
+ * an overlay with a steward, `offersWanted` and `inviteAbove` above 0, and some
+ * peer connected (with none, gossip fails at once and so does the job, as it
+ * always has, rather than after dials and half a window).
+ */
+export function invitesJob(c: InviteCase): boolean {
+  return !c.steward && !c.openOrder && c.offersWanted > 0 && c.inviteAbove > 0 && c.connected > 0 && c.candidates > c.inviteAbove;
 }
 
 /** Whom a buyer pushes its job to (choosePushTargets). */
@@ -154,29 +193,40 @@ export interface PushPlan {
   /** Store an offer that came back (with its advert) and wake the buyer's wait. */
   onOffer(offer: Opened<Offer>, advert: Opened<Advert>): Promise<void>;
   /** Count each push by how it ended (`c0mpute_buyer_job_pushes_total{outcome}`). */
-  count?(outcome: 'offer' | 'none' | 'failed'): void;
+  count?(outcome: 'offer' | 'none' | 'failed' | 'redirected'): void;
+  /** Whether to follow `from`'s redirect to `to` (both live adverts of the same pool); without it, redirects are not followed. */
+  redirectOk?(from: string, to: string): boolean;
 }
 
-/** Push a job to each target at once (halfway through the window, or as invitations); resolves to how many answered with an offer. */
+/**
+ * Push a job to each target at once (halfway through the window, or as invitations); resolves to how many answered
+ * with an offer. A redirect (a pool member naming its coordinator) is followed once per DID, never from a redirect.
+ */
 export async function pushToSilent(p: PushPlan): Promise<number> {
-  const got = await Promise.all(
-    p.targets.map(async (did) => {
-      try {
-        const r = await pushJob(p.net, did, p.job, p.deadlineMs, p.clock, p.skewMs);
-        if (!r) {
-          p.count?.('none');
-          return 0;
-        }
-        await p.onOffer(r.offer, r.advert);
-        p.count?.('offer');
-        return 1;
-      } catch (e) {
-        p.count?.('failed');
-        p.log.debug({ provider: did, job: p.job.address, err: (e as Error).message }, 'job push failed');
+  const asked = new Set(p.targets);
+  const one = async (did: string, follow: boolean): Promise<number> => {
+    try {
+      const r = await pushJob(p.net, did, p.job, p.deadlineMs, p.clock, p.skewMs);
+      if (r && 'redirect' in r) {
+        p.count?.('redirected');
+        if (!follow || asked.has(r.redirect) || !p.redirectOk?.(did, r.redirect)) return 0;
+        asked.add(r.redirect);
+        return one(r.redirect, false);
+      }
+      if (!r) {
+        p.count?.('none');
         return 0;
       }
-    }),
-  );
+      await p.onOffer(r.offer, r.advert);
+      p.count?.('offer');
+      return 1;
+    } catch (e) {
+      p.count?.('failed');
+      p.log.debug({ provider: did, job: p.job.address, err: (e as Error).message }, 'job push failed');
+      return 0;
+    }
+  };
+  const got = await Promise.all(p.targets.map((did) => one(did, true)));
   const n = got.reduce<number>((s, x) => s + x, 0);
   p.log.info({ job: p.job.address, pushed: p.targets.length, offers: n }, 'job sent directly to providers (job-push/1)');
   return n;

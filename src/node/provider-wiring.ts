@@ -128,7 +128,21 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
     { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
   );
-  await o.net.handle(JOB_PUSH_PROTOCOL, jobPushHandler({ clock: o.clock, skewMs: o.d.network.clockSkewMs, quote: (job) => h.quote(job, { invited: true }), advert: (a) => o.market.adverts.get(a) }), JOB_PUSH_LIMITS);
+  await o.net.handle(
+    JOB_PUSH_PROTOCOL,
+    jobPushHandler({
+      clock: o.clock,
+      skewMs: o.d.network.clockSkewMs,
+      quote: (job) => h.quote(job, { invited: true }),
+      advert: (a) => o.market.adverts.get(a),
+      // a pool member that is not its pool's elected coordinator does not quote: it names the one that does
+      redirect: () => {
+        const c = o.poolMember?.elected().coordinator;
+        return c && c !== o.did ? c : undefined;
+      },
+    }),
+    JOB_PUSH_LIMITS,
+  );
   // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
   const stewardDid = o.d.network.steward;
   if (stewardDid) {

@@ -96,7 +96,7 @@ async function jobsHeardOnGossip(n: NodeProc): Promise<number> {
 test('with more candidates than buyer.inviteAbove, a job goes only to the invited: the two cheapest quote, the third never hears it', async () => {
   await withLogs(c, async () => {
     // a second buyer for whom a market of three is large: inviteAbove 1, offersWanted 1 (so it invites two)
-    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 4000 });
+    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 6000 });
     Object.assign(cfg.buyer as Record<string, unknown>, { offersWanted: 1, inviteAbove: 1 });
     inviter = await c.start('inviter', cfg);
     await waitFor('the inviter to see all three providers live with a free slot', async () => (await candidatesSeenBy(inviter)).length === 3);

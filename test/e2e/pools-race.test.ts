@@ -118,7 +118,7 @@ test('two coordinators that both believe they are elected choose the same member
     const input = new Uint8Array(randomBytes(64));
     const j = job(input);
     const [a, b] = await Promise.all([m.m1!, m.m2!].map((n) => pushJob(w!, n.did, j, 10_000, Date.now, 30_000)));
-    assert.ok(a && b, 'both coordinators quoted for the pool');
+    assert.ok(a && 'offer' in a && b && 'offer' in b, 'both coordinators quoted for the pool');
     assert.equal(a.advert.record.pool !== undefined && b.advert.record.pool !== undefined, true);
     // Both choose by the spec's formula over the members that can run the job: only m3.
     const first = await runOn(j, a, input);
@@ -142,7 +142,7 @@ test('a member at capacity refuses a dispatch (POOL_MEMBER_BUSY): dispatched wor
     const slow = job(slowIn, 'builtin.sleep', '6000');
     const quick = job(quickIn);
     const [a, b] = await Promise.all([pushJob(w!, m.m1!.did, slow, 10_000, Date.now, 30_000), pushJob(w!, m.m2!.did, quick, 10_000, Date.now, 30_000)]);
-    assert.ok(a && b, 'both coordinators quoted');
+    assert.ok(a && 'offer' in a && b && 'offer' in b, 'both coordinators quoted');
     const running = runOn(slow, a, slowIn);
     await waitFor('m3 to run the slow job in its slot', async () => (await get<{ provider?: { running: number } }>(m.m3!, '/v1/status')).provider?.running === 1, 20_000, 50);
     const refused = await runOn(quick, b, quickIn);
@@ -152,5 +152,25 @@ test('a member at capacity refuses a dispatch (POOL_MEMBER_BUSY): dispatched wor
     const done = await running;
     assert.equal(done.receipt.record.status, 'completed');
     await waitFor('m3 to give its slot back', async () => (await get<{ provider?: { running: number } }>(m.m3!, '/v1/status')).provider?.running === 0);
+  });
+});
+
+test('a pushed member that is not its pool’s coordinator names the coordinator instead of quoting (job-push/1 redirect)', async () => {
+  await withLogs(c, async () => {
+    // m3 sees all three live: its coordinator is the first of the spec's ranking over them. Wait for an epoch led by another.
+    const all = [m.m1!.did, m.m2!.did, m.m3!.did];
+    for (;;) {
+      const now = Date.now();
+      const e = Math.floor(now / EPOCH_MS);
+      const first = coordinatorRanking(pool, e, all)[0];
+      if (first === m.m3!.did || (e + 1) * EPOCH_MS - now < 2000) {
+        await sleep((e + 1) * EPOCH_MS - now + 100);
+        continue;
+      }
+      const r = await pushJob(w!, m.m3!.did, job(new Uint8Array(randomBytes(16))), 10_000, Date.now, 30_000);
+      if (Math.floor(Date.now() / EPOCH_MS) !== e) continue; // the epoch turned while it answered: ask again
+      assert.deepEqual(r, { redirect: first });
+      return;
+    }
   });
 });

@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { seal } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
-import { choosePushTargets, jobPushHandler } from '../../../src/node/job-push.js';
+import { choosePushTargets, invitesJob, jobPushHandler, pushToSilent } from '../../../src/node/job-push.js';
+import type { Network } from '../../../src/net/node.js';
+import { silentLogger } from '../../../src/util/log.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { ServeContext } from '../../../src/net/protocols.js';
 import { BUYER, GATEWAY, NOW, buyer, records } from '../records/fixtures.js';
@@ -82,4 +84,33 @@ test('push targets: cheap adverts from fresh keys cannot take the whole push, co
   assert.deepEqual(choosePushTargets({ want: 4, maxDials: 2, byRecord: good, byPrice: [...keys, 'good1'], connected: new Set(keys), silentConnected: [] }), ['good1', 'good2', 's1', 's2']);
   // and the dials left after the record's are not spent on more keys
   assert.deepEqual(choosePushTargets({ want: 8, maxDials: 2, byRecord: good, byPrice: [...keys, 'good1'], connected: new Set(keys), silentConnected: [] }), ['good1', 'good2', 's1', 's2', 's3', 's4']);
+});
+
+test('jobs by invitation (docs/market.md §13): only above inviteAbove candidates, never for open orders, on a steward overlay, with offersWanted or inviteAbove 0, or with no peer connected', () => {
+  const large = { steward: false, offersWanted: 8, inviteAbove: 200, openOrder: false, connected: 40, candidates: 625 };
+  assert.equal(invitesJob(large), true);
+  assert.equal(invitesJob({ ...large, candidates: 200 }), false, 'at the threshold: gossip');
+  assert.equal(invitesJob({ ...large, candidates: 201 }), true);
+  assert.equal(invitesJob({ ...large, openOrder: true }), false, 'open orders: every node computes leases from them');
+  assert.equal(invitesJob({ ...large, steward: true }), false, 'the steward selects among every offer');
+  assert.equal(invitesJob({ ...large, offersWanted: 0 }), false);
+  assert.equal(invitesJob({ ...large, inviteAbove: 0 }), false, '0 turns invitations off');
+  assert.equal(invitesJob({ ...large, connected: 0 }), false, 'no peer: gossip fails at once, as before');
+});
+
+test('a pushed pool member’s redirect is followed once, to a DID the buyer accepts, never from a redirect', async () => {
+  const asked: string[] = [];
+  // a and b are members naming the coordinator c; c, asked, names d (not followed); e names f, which the buyer refuses
+  const answers: Record<string, unknown> = { a: { none: 'x', coordinator: 'c' }, b: { none: 'x', coordinator: 'c' }, c: { none: 'x', coordinator: 'd' }, e: { none: 'x', coordinator: 'f' } };
+  const net = { request: async (did: string) => (asked.push(did), [answers[did] ?? { none: 'no offer' }]) } as unknown as Network;
+  const outcomes: string[] = [];
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  const n = await pushToSilent({ net, job, targets: ['a', 'b', 'e'], deadlineMs: 1000, clock: () => NOW, skewMs: 30_000, log: silentLogger(), onOffer: async () => undefined, count: (o) => outcomes.push(o), redirectOk: (_from, to) => to !== 'f' });
+  assert.equal(n, 0);
+  assert.deepEqual(asked.sort(), ['a', 'b', 'c', 'e'], 'c once for both members, d never (a redirect of a redirect), f refused');
+  assert.deepEqual(outcomes.sort(), ['redirected', 'redirected', 'redirected', 'redirected']);
+  // without redirectOk nothing is followed
+  asked.length = 0;
+  await pushToSilent({ net, job, targets: ['a'], deadlineMs: 1000, clock: () => NOW, skewMs: 30_000, log: silentLogger(), onOffer: async () => undefined });
+  assert.deepEqual(asked, ['a']);
 });
