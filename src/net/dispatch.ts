@@ -33,6 +33,7 @@ export class Dispatcher {
     this.#max = opts.maxQueue ?? 10_000;
     this.#m = opts.metrics;
     this.#log = opts.log;
+    opts.metrics.queueSources.set('delivery', () => this.#queue.length);
   }
 
   subscribe(kind: TopicKind, handler: RecordHandler): () => void {
@@ -51,7 +52,6 @@ export class Dispatcher {
       return;
     }
     this.#queue.push({ rec, meta });
-    this.#m.queueDepth.set({ queue: 'delivery' }, this.#queue.length);
     if (!this.#pumping) void this.#pump();
   }
 
@@ -66,7 +66,6 @@ export class Dispatcher {
     try {
       while (this.#queue.length) {
         const { rec, meta } = this.#queue.shift()!;
-        this.#m.queueDepth.set({ queue: 'delivery' }, this.#queue.length);
         this.#m.delivered.inc({ kind: meta.kind });
         for (const h of this.#subs.get(meta.kind) ?? []) {
           try {

@@ -190,6 +190,7 @@ export class RecordPipeline {
     this.#verifier = opts.verifier;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
     this.guard = new FloodGuard(opts.floodLimits ?? {}, this.#clock, opts.metrics.registry);
+    opts.metrics.queueSources.set('validation', () => this.#inFlight);
   }
 
   get maxMessageBytes(): number {
@@ -229,7 +230,6 @@ export class RecordPipeline {
       return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.RATE_LIMITED });
     }
     this.#inFlight++;
-    this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
     try {
       const out = await this.#run(kind, data, from, source);
       return this.#count(source, kind, from, out);
@@ -241,7 +241,6 @@ export class RecordPipeline {
     } finally {
       this.guard.release(from);
       this.#inFlight--;
-      this.#m.queueDepth.set({ queue: 'validation' }, this.#inFlight);
     }
   }
 

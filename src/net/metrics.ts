@@ -13,6 +13,8 @@ export interface NetMetrics {
   delivered: Counter<'kind'>;
   published: Counter<'kind'>;
   queueDepth: Gauge<'queue'>;
+  /** What each queue holds now, read when the gauge is collected (not set per record: that was 4 label lookups a message). */
+  queueSources: Map<string, () => number>;
   dropped: Counter<'queue'>;
   streams: Counter<'protocol' | 'direction' | 'outcome'>;
   streamSeconds: Histogram<'protocol' | 'direction'>;
@@ -22,12 +24,22 @@ export interface NetMetrics {
 
 export function createNetMetrics(registry: Registry = new Registry(), peerCount: () => number = () => 0): NetMetrics {
   const registers = [registry];
+  const queueSources = new Map<string, () => number>();
   return {
+    queueSources,
     registry,
     records: new Counter({ name: 'c0mpute_net_records_total', help: 'Records validated, by source, kind, verdict and reason', labelNames: ['source', 'kind', 'verdict', 'reason'], registers }),
     delivered: new Counter({ name: 'c0mpute_net_records_delivered_total', help: 'Accepted records handed to subscribers', labelNames: ['kind'], registers }),
     published: new Counter({ name: 'c0mpute_net_records_published_total', help: 'Records this node published', labelNames: ['kind'], registers }),
-    queueDepth: new Gauge({ name: 'c0mpute_net_queue_depth', help: 'Items waiting, by queue (validation, delivery)', labelNames: ['queue'], registers }),
+    queueDepth: new Gauge({
+      name: 'c0mpute_net_queue_depth',
+      help: 'Items waiting, by queue (validation, delivery)',
+      labelNames: ['queue'],
+      registers,
+      collect() {
+        for (const [queue, depth] of queueSources) this.set({ queue }, depth());
+      },
+    }),
     dropped: new Counter({ name: 'c0mpute_net_queue_dropped_total', help: 'Items dropped because a bounded queue was full', labelNames: ['queue'], registers }),
     streams: new Counter({ name: 'c0mpute_net_streams_total', help: 'Direct-protocol streams by protocol, direction (in|out) and outcome', labelNames: ['protocol', 'direction', 'outcome'], registers }),
     streamSeconds: new Histogram({

@@ -72,14 +72,25 @@ export function shardOf(workload: string): string {
 
 /** The shards of some workloads (deduplicated, sorted). */
 export function shardsOf(workloads: readonly string[]): string[] {
-  return [...new Set(workloads.map(shardOf))].sort();
+  // a record names a few workloads (at most 64): insertion into a short list, no Set, no sort's work buffers (every
+  // accepted advert, presence and job asks, on the ingest path)
+  const out: string[] = [];
+  for (const w of workloads) {
+    const s = shardOf(w);
+    if (out.includes(s)) continue;
+    let i = out.length;
+    while (i > 0 && out[i - 1]! > s) i--;
+    out.splice(i, 0, s);
+  }
+  return out;
 }
 
 /** The shards a record of a sharded kind belongs on: its advert's or presence's workloads, its job's workload. */
 export function recordShards(kind: TopicKind, record: unknown): string[] {
   const r = record as { workloads?: unknown; workload?: unknown };
   if (kind === 'job') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
-  return Array.isArray(r.workloads) ? shardsOf(r.workloads.filter((w): w is string => typeof w === 'string')) : [];
+  if (!Array.isArray(r.workloads)) return [];
+  return shardsOf(r.workloads.every((w) => typeof w === 'string') ? (r.workloads as string[]) : r.workloads.filter((w): w is string => typeof w === 'string'));
 }
 
 const held = new WeakMap<object, readonly string[]>();

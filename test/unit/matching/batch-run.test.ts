@@ -148,7 +148,7 @@ test('a refused re-plan is tried again as the run’s own lines free slots; one 
   // Only A and B, each able to hold 10 lines: once A fails, B takes A's lines only as its own drain.
   const planner = fakePlanner({ A: '0.1', B: '0.1' }, 10);
   const p = ports({ plan: planner.plan, run: async (l, prov) => (await tick(), prov === 'A' ? { status: 'no-offers' } : ok(l, prov, '0.1')) });
-  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4, replanRetryMs: 1 }, p);
+  const s = await runBatch({ batch: batchOf(20), lines: linesOf(20), concurrency: 4, replanRetryMs: 25 }, p);
   assert.equal(s.done, 20);
   assert.ok(s.replans.some((r) => r.refused?.startsWith('BATCH_EXCEEDS_CAPACITY')));
   assert.ok(s.perLine.every((l) => l.provider === 'B'));
