@@ -211,8 +211,9 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   // a relay serves every market; a provider or buyer the share it trades in (of providers: those in its market, some in others too)
   const share = role === 'relay' ? 1 : p.marketShare;
   const pshare = role === 'relay' ? 1 : providerShare(p);
-  // by invitation: a provider takes its share of the invitations of each market it is in, a buyer no job but its own
-  const invited = role !== 'relay' && invites(providers, p);
+  // by invitation: a provider takes its share of the invitations of each market it is in, a buyer and a relay no job
+  // at all (the fallback to gossip is not charged)
+  const invited = invites(providers, p);
   const invitationsIn = invited && role === 'provider' ? invitationsPerProvider(providers, p) : 0;
   // what one node receives (first copies per second)
   const first = {
@@ -244,6 +245,7 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   // charged neither the opens nor a provider's sent copies.
   let offerOpensUs = 0;
   if (p.offersDirect && role !== 'relay' && Number.isFinite(p.connectionsHeld)) {
+    // (a relay neither sends nor takes offers or invitations)
     const sent = role === 'provider' ? (r.job * offersPerJob(providers, p)) / providers : 0;
     cpuUs += sent * p.perCopyUs;
     if (invited) {
@@ -500,7 +502,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const above = num('invite-above') ?? INVITE_ABOVE;
   const invited: ModelParams = { ...capped, inviteAbove: above };
   console.log(
-    `\n## ${above === INVITE_ABOVE ? 'as built (eleventh round' : 'what-if (as built: ' + INVITE_ABOVE}; docs/market.md §13): in a market of more than ${above} providers a job goes to ${invited.invitesPerJob} candidates directly (at most ${invited.inviteDials} dials), not on gossip; each invited provider quotes over the invitation's stream. The fallback to gossip halfway through the window is not charged\n`,
+    `\n## ${above === INVITE_ABOVE ? 'as built (eleventh round' : 'what-if (as built: ' + INVITE_ABOVE}; docs/market.md §13): in a market of more than ${above} providers a job goes to ${invited.invitesPerJob} candidates directly (at most ${invited.inviteDials} dials), not on gossip; each invited provider quotes over the invitation's stream. The fallback to gossip is not charged\n`,
   );
   const inviteLines = (q: ModelParams) => {
     for (const n of SCALES) {

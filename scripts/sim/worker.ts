@@ -145,7 +145,11 @@ function tallyCloses(net: Network, tally: Record<string, number>): void {
 interface JobEntry {
   n: number;
   buyer: number;
+  /** when it was published (sim time) */
+  t0: number;
   offers: Array<{ provider: number; t: number; advertSeq: number; price: number }>;
+  /** invited, then gossiped after all */
+  gossiped?: boolean;
 }
 
 interface Live {
@@ -485,7 +489,7 @@ async function main(): Promise<void> {
       nonce: new Uint8Array(randomBytes(8)),
     };
     const env = seal(T.job, job, signers[j.buyer]!);
-    const entry: JobEntry = { n: j.n, buyer: j.buyer, offers: [] };
+    const entry: JobEntry = { n: j.n, buyer: j.buyer, t0: st(), offers: [] };
     myJobs.set(env.address, entry);
     res.jobs.push({ n: j.n, buyer: j.buyer, address: env.address, t: st() });
     count('job');
@@ -512,14 +516,18 @@ async function main(): Promise<void> {
     const quoted = new Set(entry.offers.map((x) => x.provider));
     const missing = o.offersWanted - quoted.size;
     if (missing <= 0) return;
-    if (invited) {
-      // invited and still short: the whole market hears it now, as the daemon's buyer does
-      res.rank.gossipAfterInvite++;
-      void net.publish('job', job.bytes).catch(err);
-    }
+    // invited and still short: the whole market hears it now, as the daemon's buyer does
+    if (invited) gossipAfterInvite(net, job, entry);
     const targets = chooseTargets(l, net, job, missing, (d) => quoted.has(providerOf.get(d) ?? -1) || !!invited?.has(d));
     res.rank.pushes += targets.length;
-    await pushTo(buyer, net, job, entry, targets, () => res.rank.pushOffers++);
+    await pushTo(buyer, net, job, entry, targets, o.collectMs / 2, () => res.rank.pushOffers++);
+  }
+
+  function gossipAfterInvite(net: Network, job: Opened<Job>, entry: JobEntry): void {
+    if (entry.gossiped) return;
+    entry.gossiped = true;
+    res.rank.gossipAfterInvite++;
+    void net.publish('job', job.bytes).catch(err);
   }
 
   /** Live candidates of the buyer's view by price (the sim's buyers keep no reputation view), chosen as the daemon's push chooses. */
@@ -536,10 +544,10 @@ async function main(): Promise<void> {
   }
 
   /** job-push/1 to each target at once; each offer that comes back is the buyer's. */
-  async function pushTo(buyer: number, net: Network, job: Opened<Job>, entry: JobEntry, targets: readonly string[], onOffer: () => void): Promise<void> {
+  async function pushTo(buyer: number, net: Network, job: Opened<Job>, entry: JobEntry, targets: readonly string[], deadlineMs: number, onOffer: () => void): Promise<void> {
     await Promise.all(
       targets.map(async (did) => {
-        const r = await pushJob(net, did, job, o.collectMs / 2, Date.now, 30_000).catch((e: Error) => {
+        const r = await pushJob(net, did, job, deadlineMs, Date.now, 30_000).catch((e: Error) => {
           const k = `${(e as { code?: string }).code ?? 'ERROR'}: ${e.message.replace(/ to 12D3\w+/, '').slice(0, 90)}`;
           res.rank.pushErrors[k] = (res.rank.pushErrors[k] ?? 0) + 1;
         });
@@ -565,7 +573,12 @@ async function main(): Promise<void> {
     if (!targets.length) return undefined;
     res.rank.invited++;
     res.rank.invitations += targets.length;
-    void pushTo(buyer, net, job, entry, targets, () => res.rank.invitationOffers++).catch(err);
+    // the daemon's deadline for an invitation (half the window plus 2 s); every one answered and still short: gossip now
+    void pushTo(buyer, net, job, entry, targets, o.collectMs / 2 + 2000, () => res.rank.invitationOffers++)
+      .then(() => {
+        if (live.get(buyer)!.net === net && new Set(entry.offers.map((x) => x.provider)).size < o.offersWanted && st() - entry.t0 < o.collectMs) gossipAfterInvite(net, job, entry);
+      })
+      .catch(err);
     return new Set(targets);
   }
 
