@@ -34,7 +34,7 @@ export class BuyerWiring {
     this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed, redirected (a pool member named its coordinator)', labelNames: ['outcome'], registers: [o.registry] });
     this.#routes = new Counter({
       name: 'c0mpute_buyer_job_routes_total',
-      help: 'Jobs this buyer published, by route: gossip (to the whole market), invited (directly to some candidates, buyer.inviteAbove), gossip-after-invite (still short of offers halfway through the window)',
+      help: 'Jobs this buyer published, by route: gossip (to the whole market), invited (directly to some candidates, buyer.inviteAbove), gossip-after-invite (still short of offers once every invitation answered, or halfway through the window)',
       labelNames: ['route'],
       registers: [o.registry],
     });
@@ -233,8 +233,9 @@ export class BuyerWiring {
    * (job-push/1) to twice `buyer.offersWanted` of them, chosen as a push halfway
    * through the window is (half by record, the rest by record and lowest ask, at
    * most `offersWanted` dials), and not on gossip. An invited provider quotes
-   * whatever its rank. Halfway through the window, still short, the job goes on
-   * gossip as well (#pushJob). True when the job was sent this way.
+   * whatever its rank. Still short once every invitation has answered, or
+   * halfway through the window (#pushJob), the job goes on gossip as well
+   * (#gossipAfterInvite). Never throws; true when the job was sent this way.
    */
   #invite(job: Opened<Job>): boolean {
     const { offersWanted, inviteAbove, collectWindowMs } = this.o.d.config.buyer;

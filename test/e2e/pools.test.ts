@@ -94,9 +94,14 @@ test('a job through the pool: the hash picks the member, the receipt is the pool
   assert.ok(members.some((m) => m.did === receipt.signer));
   const jobAddr = (run.result.job as { address: string }).address;
   const chosen = selectMember(jobAddr, members.map((m) => m.did));
+  let last: unknown;
   const v = await waitFor('the trail to close on the members', async () => {
     const all = await views();
+    last = all;
     return all.every((x) => x.members.find((m) => m.did === chosen)!.jobs.completed === 1) ? all : false;
+  }).catch((e: Error) => {
+    // say what the members saw: who ran it, and who each thinks is live and coordinating (the hash assumes all three live)
+    throw new Error(`${e.message}; chosen ${chosen}, the members' views: ${JSON.stringify(last)}`);
   });
   const earned = v[0]!.members.reduce((s, m) => s.add(m.earned.USD ?? '0'), new Decimal(0));
   assert.ok(earned.eq(receipt.record.price.amount), `${earned.toFixed()} ≠ ${receipt.record.price.amount}`);
