@@ -15,7 +15,8 @@ import { shardOf, topicFor } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type Msg = { addr: string; count: number; signers: number } | 'warm' | 'flood' | 'stop';
+/** `block` signers take turns over each `blockRecords` records (the flood before the eleventh round was one block: 3,000 records, 100 signers). */
+type Msg = { addr: string; count: number; signers: number; block: number; blockRecords: number } | 'warm' | 'flood' | 'stop';
 
 const first = await new Promise<Msg>((r) => process.once('message', (m) => r(m as Msg)));
 if (typeof first !== 'object') throw new Error('flooder: expected the set-up message first');
@@ -28,7 +29,8 @@ await sleep(500);
 const signers = Array.from({ length: first.signers }, () => Ed25519Signer.generate());
 const warm = signers.map((s) => makeAdvert(s));
 // each signer's flood adverts carry higher seqs than its warm-up advert (sealed in order)
-const recs = Array.from({ length: first.count }, (_, i) => makeAdvert(signers[i % signers.length]!));
+const { block, blockRecords } = first;
+const recs = Array.from({ length: first.count }, (_, i) => makeAdvert(signers[(block * Math.floor(i / blockRecords) + (i % block)) % signers.length]!));
 const topic = topicFor('advert', 'public', shardOf('infer.llm'));
 const pubsub = f.libp2p.services.pubsub;
 /**

@@ -26,7 +26,7 @@ export class BuyerWiring {
   readonly #pushes: Counter<'outcome'>;
   readonly #routes: Counter<'route'>;
   /** Jobs sent by invitation, until their window ends: whom they went to (not pushed to again halfway). */
-  readonly #invited = new Map<string, ReadonlySet<string>>();
+  readonly #invited = new Map<string, Set<string>>();
   /** Invited jobs gossiped after all (at most once each), until their window ends. */
   readonly #gossiped = new Set<string>();
 
@@ -167,14 +167,26 @@ export class BuyerWiring {
     // enough offers already: nothing to push, and no eligibility run over the connected peers
     const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
     if (wanted > 0 && missing <= 0) return;
-    const invited = this.#invited.get(address);
+    const invited = this.#invited.get(address) as Set<string> | undefined;
     // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
     if (invited) this.#gossipAfterInvite(job);
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !invited?.has(d));
     const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
-    await pushToSilent({ net: this.o.net, job, targets, deadlineMs, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log: this.o.log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to) });
+    await pushToSilent({
+      net: this.o.net,
+      job,
+      targets,
+      deadlineMs,
+      clock: this.o.clock,
+      skewMs: this.o.d.network.clockSkewMs,
+      log: this.o.log,
+      onOffer: (o, a) => this.onOffer(o, [a]),
+      count: (outcome) => this.#pushes.inc({ outcome }),
+      redirectOk: (from, to) => this.#redirectOk(from, to),
+      ...(invited ? { asked: invited } : {}),
+    });
   }
 
   /** Live candidates for a job, not this node, that have not quoted and were not sent it already. */
@@ -189,14 +201,22 @@ export class BuyerWiring {
    * of a pool at most (only its coordinator quotes; the member asked names it: pushToSilent follows).
    */
   #targets(job: Opened<Job>, now: number, missing: number, connected: readonly string[], silent: readonly string[], skip?: ReadonlySet<string>, cands = this.#candidates(job, now, skip)): string[] {
+    // pools already sent the job (a member invited, or the coordinator a redirect led to) take no more of it
     const pools = new Set<string>();
-    const byPrice = byAskForJob(cands, job.address).filter((c) => {
-      const pool = this.#poolOf(c.provider);
+    for (const d of skip ?? []) {
+      const pool = this.#poolOf(d);
+      if (pool !== undefined) pools.add(pool);
+    }
+    const firstOfPool = (did: string): boolean => {
+      const pool = this.#poolOf(did);
       if (pool === undefined) return true;
       if (pools.has(pool)) return false;
       pools.add(pool);
       return true;
-    });
+    };
+    const byPrice = byAskForJob(cands, job.address).filter((c) => firstOfPool(c.provider));
+    const chosen = new Set(byPrice.map((c) => c.provider));
+    silent = silent.filter((d) => chosen.has(d) || firstOfPool(d));
     const rep = this.o.market.reputation();
     const byRecord = byPrice.filter((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE).sort((a, b) => rep.scoreOf(b.provider) - rep.scoreOf(a.provider));
     return choosePushTargets({
@@ -261,7 +281,7 @@ export class BuyerWiring {
     setTimeout(() => this.#invited.delete(job.address), collectWindowMs + 5_000).unref();
     this.#routes.inc({ route: 'invited' });
     const log = this.o.log.child({ job: job.address });
-    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to) })
+    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to), asked: invited })
       .then(() => {
         // every invitation answered (or failed: a refusal comes back at once) and still short: gossip now, not halfway
         if (this.#invited.get(job.address) === invited && this.o.market.offersAtAsk(job, this.o.clock()) < offersWanted) this.#gossipAfterInvite(job);

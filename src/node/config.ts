@@ -273,10 +273,10 @@ export const configSchema = z
         offersWanted: z.number().int().min(0).max(64).default(OFFER_RANK),
         /**
          * Jobs by invitation (docs/market.md "Jobs by invitation in a large market"): when more than this many providers
-         * in this node's view are candidates for a job, send it directly (job-push/1) to twice `offersWanted` of them,
-         * chosen as a push is, instead of to its whole market on gossip; halfway through the window, still short, the
-         * job goes on gossip too. 0: always gossip. Not for open orders, nor on an overlay with a steward, nor with
-         * `offersWanted: 0`.
+         * in this node's view are candidates for a job, send it directly (job-push/1) to twice `offersWanted` of them (at
+         * most 16), chosen as a push is, instead of to its whole market on gossip; still short once every invitation has
+         * answered, or halfway through the window, the job goes on gossip too. 0: always gossip. Not for open orders, nor
+         * on an overlay with a steward, nor with `offersWanted: 0`.
          */
         inviteAbove: z.number().int().min(0).default(INVITE_ABOVE),
       })

@@ -196,6 +196,8 @@ export interface PushPlan {
   count?(outcome: 'offer' | 'none' | 'failed' | 'redirected'): void;
   /** Whether to follow `from`'s redirect to `to` (both live adverts of the same pool); without it, redirects are not followed. */
   redirectOk?(from: string, to: string): boolean;
+  /** Those already sent the job (the targets are added): a redirect to one of them is not followed, and each redirect's destination is added. */
+  asked?: Set<string>;
 }
 
 /**
@@ -203,7 +205,8 @@ export interface PushPlan {
  * with an offer. A redirect (a pool member naming its coordinator) is followed once per DID, never from a redirect.
  */
 export async function pushToSilent(p: PushPlan): Promise<number> {
-  const asked = new Set(p.targets);
+  const asked = p.asked ?? new Set<string>();
+  for (const d of p.targets) asked.add(d);
   const one = async (did: string, follow: boolean): Promise<number> => {
     try {
       const r = await pushJob(p.net, did, p.job, p.deadlineMs, p.clock, p.skewMs);

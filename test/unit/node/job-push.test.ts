@@ -105,9 +105,15 @@ test('a pushed pool member’s redirect is followed once, to a DID the buyer acc
   const net = { request: async (did: string) => (asked.push(did), [answers[did] ?? { none: 'no offer' }]) } as unknown as Network;
   const outcomes: string[] = [];
   const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
-  const n = await pushToSilent({ net, job, targets: ['a', 'b', 'e'], deadlineMs: 1000, clock: () => NOW, skewMs: 30_000, log: silentLogger(), onOffer: async () => undefined, count: (o) => outcomes.push(o), redirectOk: (_from, to) => to !== 'f' });
+  const sent = new Set<string>();
+  const n = await pushToSilent({ net, job, targets: ['a', 'b', 'e'], deadlineMs: 1000, clock: () => NOW, skewMs: 30_000, log: silentLogger(), onOffer: async () => undefined, count: (o) => outcomes.push(o), redirectOk: (_from, to) => to !== 'f', asked: sent });
   assert.equal(n, 0);
   assert.deepEqual(asked.sort(), ['a', 'b', 'c', 'e'], 'c once for both members, d never (a redirect of a redirect), f refused');
+  assert.deepEqual([...sent].sort(), ['a', 'b', 'c', 'e'], 'the caller learns whom the job went to, redirects included');
+  // a later push with the same set does not follow a redirect to one already asked
+  asked.length = 0;
+  await pushToSilent({ net, job, targets: ['b'], deadlineMs: 1000, clock: () => NOW, skewMs: 30_000, log: silentLogger(), onOffer: async () => undefined, redirectOk: () => true, asked: sent });
+  assert.deepEqual(asked, ['b']);
   assert.deepEqual(outcomes.sort(), ['redirected', 'redirected', 'redirected', 'redirected']);
   // without redirectOk nothing is followed
   asked.length = 0;
