@@ -26,7 +26,7 @@ import { hashHex } from '../../src/records/address.js';
 import { open, type Opened } from '../../src/records/envelope.js';
 import { PresenceView } from '../../src/matching/presence.js';
 import { byAskForJob, candidates, orderFromJob, rankAhead } from '../../src/matching/candidates.js';
-import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, choosePushTargets, jobPushHandler, pushJob } from '../../src/node/job-push.js';
+import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, MAX_PUSH_TARGETS, choosePushTargets, invitesJob, jobPushHandler, pushJob } from '../../src/node/job-push.js';
 import { makePlan, apart, shardsOfNode, type Plan, type PlannedNode, type SimOptions } from './plan.js';
 
 export interface Traffic {
@@ -566,9 +566,12 @@ async function main(): Promise<void> {
   function invite(buyer: number, job: Opened<Job>, entry: JobEntry): ReadonlySet<string> | undefined {
     const l = live.get(buyer)!;
     const net = l.net;
-    if (!net || o.offersWanted <= 0 || o.inviteAbove <= 0) return undefined;
+    if (!net) return undefined;
+    // the daemon's rule (no steward and no open orders in the sim)
+    const rule = { steward: false, openOrder: false, offersWanted: o.offersWanted, inviteAbove: o.inviteAbove, connected: net.peers().length };
+    if (!invitesJob({ ...rule, candidates: Infinity })) return undefined;
     const cands = jobCandidates(l, job);
-    if (cands.length <= o.inviteAbove) return undefined;
+    if (!invitesJob({ ...rule, candidates: cands.length })) return undefined;
     const targets = chooseTargets(l, net, job, o.offersWanted, () => false, cands);
     if (!targets.length) return undefined;
     res.rank.invited++;

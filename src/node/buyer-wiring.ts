@@ -20,6 +20,7 @@ import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
 import { providerOf } from '../pools/chain.js';
 import type { OverlayNode } from './overlay.js';
+import type { Logger } from '../util/log.js';
 
 export class BuyerWiring {
   readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
@@ -174,18 +175,23 @@ export class BuyerWiring {
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !invited?.has(d));
     const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
-    await pushToSilent({
+    await this.#send(job, targets, deadlineMs, this.o.log, invited);
+  }
+
+  /** job-push/1 to `targets` at once (pushToSilent): offers stored, outcomes counted, a pool member's redirect followed; `asked` learns whom. */
+  #send(job: Opened<Job>, targets: string[], deadlineMs: number, log: Logger, asked?: Set<string>): Promise<number> {
+    return pushToSilent({
       net: this.o.net,
       job,
       targets,
       deadlineMs,
       clock: this.o.clock,
       skewMs: this.o.d.network.clockSkewMs,
-      log: this.o.log,
+      log,
       onOffer: (o, a) => this.onOffer(o, [a]),
       count: (outcome) => this.#pushes.inc({ outcome }),
       redirectOk: (from, to) => this.#redirectOk(from, to),
-      ...(invited ? { asked: invited } : {}),
+      ...(asked ? { asked } : {}),
     });
   }
 
@@ -281,7 +287,7 @@ export class BuyerWiring {
     setTimeout(() => this.#invited.delete(job.address), collectWindowMs + 5_000).unref();
     this.#routes.inc({ route: 'invited' });
     const log = this.o.log.child({ job: job.address });
-    void pushToSilent({ net: this.o.net, job, targets, deadlineMs: collectWindowMs / 2 + 2000, clock: this.o.clock, skewMs: this.o.d.network.clockSkewMs, log, onOffer: (o, a) => this.onOffer(o, [a]), count: (outcome) => this.#pushes.inc({ outcome }), redirectOk: (from, to) => this.#redirectOk(from, to), asked: invited })
+    void this.#send(job, targets, collectWindowMs / 2 + 2000, log, invited)
       .then(() => {
         // every invitation answered (or failed: a refusal comes back at once) and still short: gossip now, not halfway
         if (this.#invited.get(job.address) === invited && this.o.market.offersAtAsk(job, this.o.clock()) < offersWanted) this.#gossipAfterInvite(job);
