@@ -210,13 +210,69 @@ function checkOrder(o: CandidateOrder): void {
 
 /** scaleAmount with exact costs kept by (price, units): providers share prices, and a decimal product costs more than a lookup. */
 function cachedScale(): (amount: string, units: number) => string {
-  const costs = new Map<string, string>();
+  // by units, then amount: an order counts at most three units (job, mib, second), and no key is built per call
+  const byUnits = new Map<number, Map<string, string>>();
   return (amount, units) => {
-    const k = `${amount}*${units}`;
-    let c = costs.get(k);
-    if (c === undefined) costs.set(k, (c = scaleAmount(amount, units)));
+    let costs = byUnits.get(units);
+    if (costs === undefined) byUnits.set(units, (costs = new Map()));
+    let c = costs.get(amount);
+    if (c === undefined) costs.set(amount, (c = scaleAmount(amount, units)));
     return c;
   };
+}
+
+function reason(code: string, field: string, wanted: unknown, offered: unknown, message: string): CandidateReason {
+  return { code, field, wanted, offered, message };
+}
+
+/**
+ * Sort candidates by (cost, last pick, DID) and number them from 1. A market of thousands ties on cost and on last
+ * pick for most pairs, and a string comparison per pair was most of the probe's time (bench matching); so the sort
+ * compares numbers: the cost's rank, the last pick, and the DIDs' first six characters after the prefix they all share,
+ * packed into one number (exact for 8-bit characters, else left out), and compares the DIDs themselves only when
+ * those tie.
+ */
+function rankInPlace(ok: Candidate[], costRank: ReadonlyMap<string, number>): void {
+  const n = ok.length;
+  if (n === 0) return;
+  const rk = new Float64Array(n);
+  const lp = new Float64Array(n);
+  const dk = new Float64Array(n);
+  const first = ok[0]!.provider;
+  let lcp = first.length;
+  for (let i = 1; i < n; i++) {
+    const d = ok[i]!.provider;
+    const m = Math.min(lcp, d.length);
+    let j = 0;
+    while (j < m && d.charCodeAt(j) === first.charCodeAt(j)) j++;
+    lcp = j;
+  }
+  let packed = true;
+  for (let i = 0; i < n; i++) {
+    const c = ok[i]!;
+    rk[i] = costRank.get(c.cost.amount)!;
+    lp[i] = c.lastPicked;
+    if (!packed) continue;
+    const d = c.provider;
+    // base 257, 0 for "no character": a shorter DID sorts before a longer one it prefixes, as strings do
+    let k = 0;
+    for (let j = lcp; j < lcp + 6; j++) {
+      const code = j < d.length ? d.charCodeAt(j) : -1;
+      if (code > 255) packed = false;
+      k = k * 257 + code + 1;
+    }
+    dk[i] = k;
+  }
+  if (!packed) dk.fill(0);
+  const idx = new Uint32Array(n);
+  for (let i = 0; i < n; i++) idx[i] = i;
+  idx.sort((a, b) => rk[a]! - rk[b]! || lp[a]! - lp[b]! || dk[a]! - dk[b]! || compareDids(ok[a]!.provider, ok[b]!.provider));
+  const sorted = Array.from(idx, (i) => ok[i]!);
+  for (let i = 0; i < n; i++) {
+    const c = sorted[i]!;
+    c.rank = i + 1;
+    ok[i] = c;
+  }
 }
 
 /** The ranked candidates for an order, and why every other provider is not one. */
@@ -233,47 +289,46 @@ export function candidates(input: CandidatesInput): CandidatesResult {
 
   const ok: Candidate[] = [];
   const rejected: ProviderRejection[] = [];
-  const seen = new Set<string>();
   // one entry per provider: the one live longest (then the higher advert seq), whatever the input order
   const byDid = new Map<string, LiveProvider>();
   for (const p of input.live) {
     const cur = byDid.get(p.did);
     if (!cur || p.liveUntil > cur.liveUntil || (p.liveUntil === cur.liveUntil && (p.advert.record.seq > cur.advert.record.seq || (p.advert.record.seq === cur.advert.record.seq && p.advert.address < cur.advert.address)))) byDid.set(p.did, p);
   }
+  // the exact costs of the candidates, each once (ranked below)
+  const costs = new Set<string>();
+  // A market view holds thousands of providers and most are candidates: the loop allocates nothing for a candidate
+  // beyond its entry (no reasons list, no closure), and looks each DID up only where it must (docs/market.md §13).
   for (const p of byDid.values()) {
-    seen.add(p.did);
-    const reasons: CandidateReason[] = [];
-    const r = (code: string, field: string, wanted: unknown, offered: unknown, message: string) => reasons.push({ code, field, wanted, offered, message });
-    if (order.designated !== undefined && p.did !== order.designated) r(CANDIDATE_REASON.NOT_DESIGNATED, 'designated', order.designated, p.did, 'is not the designated provider');
-    if (p.liveUntil <= now) r(CANDIDATE_REASON.NOT_LIVE, 'presence', `live after ${now}`, p.liveUntil, `its presence lapsed at ${p.liveUntil}`);
-    else if (!p.workloads.includes(order.workload)) r(CANDIDATE_REASON.NOT_LIVE_FOR_WORKLOAD, 'workload', order.workload, p.workloads, `is live, but not for ${order.workload}`);
-    for (const f of evaluate(pj, p.advert, undefined, now, skew) ?? []) r(f.code, f.field, f.wanted, f.offered, f.message);
-    const h = held.get(p.did) ?? 0;
-    if (p.freeSlots - h <= 0) r(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`);
+    let reasons: CandidateReason[] | undefined;
+    if (order.designated !== undefined && p.did !== order.designated) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_DESIGNATED, 'designated', order.designated, p.did, 'is not the designated provider'));
+    if (p.liveUntil <= now) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_LIVE, 'presence', `live after ${now}`, p.liveUntil, `its presence lapsed at ${p.liveUntil}`));
+    else if (!p.workloads.includes(order.workload)) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_LIVE_FOR_WORKLOAD, 'workload', order.workload, p.workloads, `is live, but not for ${order.workload}`));
+    const failed = evaluate(pj, p.advert, undefined, now, skew);
+    if (failed) for (const f of failed) (reasons ??= []).push(reason(f.code, f.field, f.wanted, f.offered, f.message));
+    const h = held.size === 0 ? 0 : (held.get(p.did) ?? 0);
+    if (p.freeSlots - h <= 0) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`));
     const ask = askFor(p.advert.record, order, scale);
-    if (!ask.ok) reasons.push(ask.reason);
-    else if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) r(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`);
-    if (order.inputSealed && p.advert.record.boxKey === undefined) r(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to');
-    if (reasons.length === 0 && ask.ok) {
+    if (!ask.ok) (reasons ??= []).push(ask.reason);
+    else if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) (reasons ??= []).push(reason(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`));
+    if (order.inputSealed && p.advert.record.boxKey === undefined) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to'));
+    if (reasons === undefined && ask.ok) {
+      costs.add(ask.cost.amount);
       ok.push({ rank: 0, provider: p.did, advert: p.advert.address, ask: ask.ask, units: ask.units, cost: ask.cost, freeSlots: p.freeSlots, held: h, lastPicked: rotation.lastPicked(p.did) });
-    } else rejected.push({ provider: p.did, advert: p.advert.address, reasons });
+    } else rejected.push({ provider: p.did, advert: p.advert.address, reasons: reasons ?? [] });
   }
   if (input.known) {
     const latest = new Map<string, Opened<Advert>>();
     for (const a of input.known) {
-      if (seen.has(a.signer)) continue;
+      if (byDid.has(a.signer)) continue;
       const c = latest.get(a.signer);
       if (!c || a.record.seq > c.record.seq) latest.set(a.signer, a);
     }
     for (const [did, a] of latest) rejected.push({ provider: did, advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
   }
-  // the distinct costs ranked once (exact), then a numeric sort: cost rank, last pick, DID
-  const distinct = [...new Set(ok.map((c) => c.cost.amount))].sort(cmpAmount);
-  const costRank = new Map(distinct.map((a, i) => [a, i]));
-  const keyed = ok.map((c) => ({ c, k: costRank.get(c.cost.amount)! }));
-  keyed.sort((a, b) => a.k - b.k || a.c.lastPicked - b.c.lastPicked || compareDids(a.c.provider, b.c.provider));
-  for (let i = 0; i < keyed.length; i++) ok[i] = keyed[i]!.c;
-  ok.forEach((c, i) => (c.rank = i + 1));
+  // the distinct costs ranked once (exact), then a numeric sort: cost rank (held in `rank` until the ranks are set), last pick, DID
+  const costRank = new Map([...costs].sort(cmpAmount).map((a, i) => [a, i]));
+  rankInPlace(ok, costRank);
   rejected.sort((a, b) => compareDids(a.provider, b.provider));
   const counts = countReasons(rejected);
   return { candidates: ok, rejected, counts, summary: summarise(order, ok, rejected, counts) };

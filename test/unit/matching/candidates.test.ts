@@ -203,6 +203,34 @@ describe('candidates: ranking and rotation', () => {
       { numRuns: 150 },
     );
   });
+
+  test('the order is the strings’ own for any DIDs: shared prefixes, one a prefix of another, characters past 8 bits (property)', () => {
+    // the sort packs the characters after the DIDs' common prefix into a number (rankInPlace); check it against the plain comparison
+    // 8-bit characters only (the packed path) or some wider ones too (the plain comparison)
+    const narrow = fc.constantFrom('a', 'b', 'z', '0', '9', 'é', 'ÿ');
+    const wide = fc.constantFrom('a', 'b', 'ÿ', 'Ā', '€', '😀');
+    const dids = (chars: fc.Arbitrary<string>) => fc.uniqueArray(fc.array(chars, { maxLength: 9 }).map((cs) => 'did:key:z6Mk' + cs.join('')), { minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(
+        fc.oneof(dids(narrow), dids(narrow), dids(wide)),
+        fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 40, maxLength: 40 }),
+        fc.array(fc.constantFrom('0.5', '0.50', '0.4'), { minLength: 40, maxLength: 40 }),
+        (dids, marks, amounts) => {
+          const lp = dids.map((did, i) => ({ ...live(P(1), { prices: [price(amounts[i]!)] }), did }));
+          const mark = new Map(dids.map((d, i) => [d, marks[i]!]));
+          const r = candidates({ order: order(), live: lp, rotation: { lastPicked: (d) => mark.get(d) ?? 0 }, now: NOW });
+          const want = [...dids].sort((x, y) => {
+            const ax = Number(amounts[dids.indexOf(x)]);
+            const ay = Number(amounts[dids.indexOf(y)]);
+            return ax - ay || mark.get(x)! - mark.get(y)! || (x < y ? -1 : x > y ? 1 : 0);
+          });
+          assert.deepEqual(r.candidates.map((c) => c.provider), want);
+          assert.deepEqual(r.candidates.map((c) => c.rank), want.map((_, i) => i + 1));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
 });
 
 describe('rotation: persistent and deterministic', () => {
