@@ -45,7 +45,9 @@ function memberConfig(i: number, boot: string[]): Record<string, unknown> {
   const dir = join(c.root, names[i]!);
   // The gates: every other job here pays 0.009 USD with an 11-byte input, so they pass.
   const gates = { maxSizeParam: 100, minPrice: { amount: '0.005', currency: 'USD' }, maxInputBytes: 1024 };
-  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 400, memberTimeoutMs: 8000, ...gates } };
+  // livenessMs 1000: a member unheard for 3 s is not live. At 400 (1.2 s) a loaded CI machine could delay a ping past
+  // it, and a member briefly not live moves the hash's choice (the first test assumes all three live at dispatch).
+  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 1000, memberTimeoutMs: 8000, ...gates } };
 }
 
 const spec = (workload: string, params: string, input = 'pooled work', maxPrice = '0.01') => ({ workload, params, maxPrice: { amount: maxPrice, currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
