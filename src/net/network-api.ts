@@ -131,6 +131,12 @@ export interface SyncResult {
 
 export type PeerRef = PeerId | Multiaddr | string;
 
+/** `Network.publish`'s options. */
+export interface PublishOptions {
+  /** The job's workload, for a selection or an acceptance (the record names its job or receipt, not its market). */
+  workload?: string;
+}
+
 export interface Network {
   readonly peerId: PeerId;
   readonly did: string;
@@ -149,8 +155,11 @@ export interface Network {
    * Publish a record (envelope bytes) on its kind's topic, optionally with
    * attachments (an offer with the advert it cites). Checked locally first
    * (type, shape, freshness, signature): throws the C0Error a peer would reject it with.
+   * A record of a sharded kind goes on its market's topic; a selection or an
+   * acceptance does not name its market, so its publisher gives the job's
+   * `workload` (else NET_NO_SHARD).
    */
-  publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ recipients: number; address: string }>;
+  publish(kind: TopicKind, envelope: Uint8Array, attachments?: Uint8Array[], opts?: PublishOptions): Promise<{ recipients: number; address: string }>;
   /**
    * Send an offer (with the advert it cites attached) to its buyer (and steward) only, over
    * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an

@@ -38,7 +38,7 @@ import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { MAX_LIVE } from './records-protocol.js';
 import { AbusePolicy } from './peer-abuse.js';
-import { ALL_SHARDS, checkOverlay, checkShard, expectedType, heldShards, isSharded, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
+import { ALL_SHARDS, checkOverlay, checkShard, expectedType, heldShards, isSharded, placementCheckable, shardOf, topicFor, topicsFor, TOPIC_KINDS, type TopicKind } from './topics.js';
 import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
@@ -144,7 +144,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         if (shard !== undefined && out.primary) {
           // the same array the record cache kept when accept() added it (computed once per record)
           const all = heldShards(kind, out.primary.record);
-          if (!all.includes(shard)) {
+          // a selection or an acceptance does not name its market: where it arrives cannot be checked
+          if (placementCheckable(kind) && !all.includes(shard)) {
             metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
             return TopicValidatorResult.Reject;
           }
@@ -274,10 +275,12 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       });
     },
 
-    async publish(kind, envelope, attachments = []) {
+    async publish(kind, envelope, attachments = [], o = {}) {
       const { rec, data } = prepare(kind, envelope, attachments);
-      const out = recordTopics(kind, rec);
-      if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload: no market topic to publish it on`, { field: 'workloads' });
+      let out = recordTopics(kind, rec);
+      // a selection or an acceptance does not name its market: its publisher does (the job's workload)
+      if (!out.length && isSharded(kind) && !placementCheckable(kind) && o.workload !== undefined) out = [topicFor(kind, overlay, shardOf(o.workload))];
+      if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload${placementCheckable(kind) ? '' : ' and none was given'}: no market topic to publish it on`, { field: 'workloads' });
       const recipients = await gossipOut(out, data);
       metrics.published.inc({ kind });
       return { recipients, address: rec.address };

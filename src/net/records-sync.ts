@@ -20,7 +20,7 @@ import { peerKey, type SyncResult } from './network-api.js';
 import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { encodeRecordsRequest, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
-import { ALL_SHARDS, isSharded, recordShards, type TopicKind } from './topics.js';
+import { ALL_SHARDS, isSharded, placementCheckable, recordShards, type TopicKind } from './topics.js';
 import { digestOf } from './sync-digest.js';
 
 export interface RecordsSyncDeps {
@@ -138,7 +138,7 @@ export class RecordsSync {
         }
         const out = await d.pipeline.validate(kind, f, from, 'sync');
         // a peer that does not filter by market (an older version) may answer with others: not delivered
-        if (out.verdict === 'accept' && isSharded(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
+        if (out.verdict === 'accept' && placementCheckable(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
         else if (out.verdict === 'accept') {
           res.accepted++;
           d.accept(out.fresh, from, 'sync', out.attachments ?? []);

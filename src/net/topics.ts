@@ -2,13 +2,15 @@
  * Gossip topics: `/c0mpute/1/<overlay>/<kind>`, one per record kind, each
  * carrying exactly one content type (the topic is the type check: a record of
  * any other type on it is rejected). The market kinds (advert, job, presence)
- * are sharded by workload (issue #16, docs/network.md §14 "Markets: topics
+ * and a job's outcome (selection, receipt, acceptance, non-delivery) are
+ * sharded by workload (issue #16, docs/network.md §14 "Markets: topics
  * sharded by workload"): `/c0mpute/1/<overlay>/<kind>/<shard>`, where the
  * shard is a hash of the workload into SHARD_COUNT markets.
  */
 import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { T } from '../records/kinds.js';
+import { open } from '../records/envelope.js';
 
 export const DEFAULT_OVERLAY = 'public';
 export const TOPIC_PREFIX = '/c0mpute/1/';
@@ -43,8 +45,23 @@ export const MAX_ATTACHMENTS = 1;
 
 const OVERLAY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-/** Kinds whose topics are sharded by market (workload). */
-export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence'];
+/**
+ * Kinds whose topics are sharded by market (workload): the market kinds, and since the twelfth round of issue #16 the
+ * outcome of a job (its selection, receipt, acceptance or non-delivery), which goes to the job's market, not to every
+ * node of the network (docs/network.md §14, docs/scale.md §4 "Outcomes that stay in their market").
+ */
+export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance', 'nondelivery'];
+/**
+ * Sharded kinds whose record does not name its market: a selection cites its job and an acceptance its receipt, by
+ * address. Their publisher names the job's workload (`Network.publish`'s `workload`), and a node that takes one on a
+ * shard cannot tell from the record whether it belongs there, so their placement is not checked.
+ */
+export const MARKET_NAMED_BY_PUBLISHER: readonly TopicKind[] = ['selection', 'acceptance'];
+
+/** Whether a record of this kind names its market, so its placement on a shard can be checked (advert, presence, job, receipt, non-delivery). */
+export function placementCheckable(kind: TopicKind): boolean {
+  return isSharded(kind) && !MARKET_NAMED_BY_PUBLISHER.includes(kind);
+}
 /** Markets per sharded kind: a workload's shard is the first byte of SHA-256(workload) mod this. */
 export const SHARD_COUNT = 16;
 const SHARD_RE = /^[0-9a-f]{2}$/;
@@ -85,12 +102,27 @@ export function shardsOf(workloads: readonly string[]): string[] {
   return out;
 }
 
-/** The shards a record of a sharded kind belongs on: its advert's or presence's workloads, its job's workload. */
+/**
+ * The shards a record of a sharded kind belongs on: its advert's or presence's workloads, its job's or receipt's
+ * workload, the workload of the job a non-delivery carries. None for a selection or an acceptance (the record does not
+ * name its market: MARKET_NAMED_BY_PUBLISHER).
+ */
 export function recordShards(kind: TopicKind, record: unknown): string[] {
-  const r = record as { workloads?: unknown; workload?: unknown };
-  if (kind === 'job') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
+  const r = record as { workloads?: unknown; workload?: unknown; proof?: { job?: unknown } };
+  if (kind === 'job' || kind === 'receipt') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
+  if (kind === 'nondelivery') return r.proof?.job instanceof Uint8Array ? jobShards(r.proof.job) : [];
+  if (MARKET_NAMED_BY_PUBLISHER.includes(kind)) return [];
   if (!Array.isArray(r.workloads)) return [];
   return shardsOf(r.workloads.every((w) => typeof w === 'string') ? (r.workloads as string[]) : r.workloads.filter((w): w is string => typeof w === 'string'));
+}
+
+/** The shard of the job a non-delivery carries (its proof; the record was verified with it); none if it cannot be read. */
+function jobShards(bytes: Uint8Array): string[] {
+  try {
+    return recordShards('job', open(bytes, T.job, { trusted: true }).record);
+  } catch {
+    return [];
+  }
 }
 
 const held = new WeakMap<object, readonly string[]>();

@@ -9,7 +9,8 @@
  */
 import { Counter } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
+import { T, type Acceptance, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
+import type { PublishOptions } from '../net/network-api.js';
 import { open, type Opened } from '../records/envelope.js';
 import { Buyer, type Admission, type JobSpec } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
@@ -55,7 +56,7 @@ export class BuyerWiring {
         // a job of a large market goes to some of its candidates directly, not to the whole market (#invite)
         if (kind === 'job' && this.#invite(env as Opened<Job>)) return;
         if (kind === 'job') this.#routes.inc({ route: 'gossip' });
-        await this.o.net.publish(kind, env.bytes).catch((e) => {
+        await this.o.net.publish(kind, env.bytes, [], await this.#marketOf(env)).catch((e) => {
           if (kind === 'job') throw e;
           this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
         });
@@ -251,6 +252,20 @@ export class BuyerWiring {
     const pool = this.#poolOf(from);
     const a = this.o.market.adverts.latest.get(to);
     return pool !== undefined && !!a && a.record.expiresAt > this.o.clock() && this.#poolOf(to) === pool;
+  }
+
+  /**
+   * The market of a selection or an acceptance, which the record does not name (docs/network.md §14): the workload of
+   * the job it decides (this buyer's own, stored before it is published) or of the receipt it countersigns (stored as
+   * evidence before the acceptance is signed). Nothing for other kinds, which name theirs.
+   */
+  async #marketOf(env: Opened): Promise<PublishOptions> {
+    let workload: string | undefined;
+    if (env.type === T.selection) {
+      const job = (env.record as Selection).job;
+      workload = (this.o.market.ownJob(job) ?? (await this.o.records.get(job, T.job)))?.record.workload;
+    } else if (env.type === T.acceptance) workload = this.o.market.evidence.receipts.get((env.record as Acceptance).receipt)?.record.workload;
+    return workload === undefined ? {} : { workload };
   }
 
   /**

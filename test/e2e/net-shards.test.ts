@@ -1,6 +1,7 @@
 /**
  * Markets (issue #16; docs/network.md §14): advert, job and presence topics are
- * sharded by workload. A node joined to one market gets that market's adverts —
+ * sharded by workload, and so is a job's outcome (selection, receipt,
+ * acceptance, non-delivery). A node joined to one market gets that market's adverts —
  * by gossip and by sync — and never another market's; a relay on every shard
  * carries both; an advert on the wrong shard is kept but not passed on.
  */
@@ -8,7 +9,8 @@ import '../../src/polyfill.js';
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Network } from '../../src/net/node.js';
-import { Ed25519Signer } from '../../src/records/index.js';
+import { Ed25519Signer, didFromPublicKey, seal, T } from '../../src/records/index.js';
+import type { C0Error } from '../../src/errors.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
 import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 
@@ -109,4 +111,32 @@ test('a record of two markets whose publisher has no peer on its first market st
   const both = advert(p.signer, { workloads: [w1, w2].sort() });
   await p.publish('advert', both.bytes);
   await waitFor(() => got.includes(both.address), 10_000, 'the advert on the first market, through b');
+});
+
+test('a job’s outcome stays in its market: a selection (placed by its publisher) and a receipt reach that market’s node, not the other’s', async () => {
+  const relay = await startNode({ syncOnConnect: [] });
+  const a = await startNode({ syncOnConnect: [], shards: [shardOf(W1)] });
+  const b = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  nets.push(relay, a, b);
+  await link(a, relay, ['receipt', 'selection']);
+  await link(b, relay, ['receipt', 'selection']);
+  const got: Record<string, string[]> = { a: [], b: [] };
+  for (const [n, net] of [['a', a], ['b', b]] as const) for (const k of ['selection', 'receipt'] as const) net.subscribe(k, (r) => void got[n]!.push(`${k} ${r.address}`));
+
+  const buyer = Ed25519Signer.generate();
+  const provider = Ed25519Signer.generate();
+  const [bd, pd] = [didFromPublicKey(buyer.publicKey), didFromPublicKey(provider.publicKey)];
+  const now = Date.now();
+  const job = 'sha256:' + '1a'.repeat(32);
+  const offer = 'sha256:' + '2b'.repeat(32);
+  const selection = seal(T.selection, { job, buyer: bd, policy: 'cheapest', winner: offer, considered: [{ provider: pd, offer }], decidedAt: now }, buyer);
+  const receipt = seal(T.receipt, { job, offer, buyer: bd, provider: pd, workload: W2, status: 'completed', startedAt: now - 2000, completedAt: now - 1000, inputHash: 'sha256:' + '3c'.repeat(32), outputHash: 'sha256:' + '4d'.repeat(32), outputSize: 3, price: { amount: '0.01', currency: 'USD' }, energy: { uj: 1000, grade: 'Estimator' } }, provider);
+  // a selection does not name its market: without the job's workload it has no topic
+  await assert.rejects(relay.publish('selection', selection.bytes), (e: C0Error) => e.code === 'NET_NO_SHARD');
+  await relay.publish('selection', selection.bytes, [], { workload: W1 });
+  await relay.publish('receipt', receipt.bytes);
+  await waitFor(() => got.a!.length > 0 && got.b!.length > 0, 10_000, 'each market’s outcome');
+  await sleep(500);
+  assert.deepEqual(got.a, [`selection ${selection.address}`]);
+  assert.deepEqual(got.b, [`receipt ${receipt.address}`]);
 });

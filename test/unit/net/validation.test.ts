@@ -9,7 +9,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, verdictOf, ignoreError, rejectError, ValidationError, Lru } from '../../../src/net/gossip-validation.js';
 import { encodeMessage, decodeMessage } from '../../../src/net/framing.js';
-import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType, shardOf, shardsOf, recordShards, ALL_SHARDS } from '../../../src/net/topics.js';
+import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType, shardOf, shardsOf, recordShards, ALL_SHARDS, isSharded, placementCheckable } from '../../../src/net/topics.js';
 import { MemoryRecordCache } from '../../../src/net/record-cache.js';
 import { C0Error } from '../../../src/errors.js';
 
@@ -32,7 +32,9 @@ test('topics: names, parsing, type map', () => {
   assert.throws(() => topicFor('job', 'public', '10'), (e: C0Error) => e.code === 'NET_BAD_SHARD');
   assert.deepEqual(parseTopic('/c0mpute/1/acme/presence/0f'), { overlay: 'acme', kind: 'presence', shard: '0f' });
   assert.equal(parseTopic('/c0mpute/1/acme/advert'), undefined, 'a sharded kind has a shard');
-  assert.equal(parseTopic('/c0mpute/1/acme/receipt/01'), undefined, 'an unsharded kind has none');
+  assert.deepEqual(parseTopic('/c0mpute/1/acme/receipt/01'), { overlay: 'acme', kind: 'receipt', shard: '01' }, 'a job’s outcome is in its market');
+  assert.equal(parseTopic('/c0mpute/1/acme/receipt'), undefined);
+  assert.equal(parseTopic('/c0mpute/1/acme/pool-head/01'), undefined, 'an unsharded kind has none');
   assert.equal(topicFor('pool-head', 'acme'), '/c0mpute/1/acme/pool-head');
   assert.deepEqual(parseTopic('/c0mpute/1/acme/offer'), { overlay: 'acme', kind: 'offer' });
   assert.equal(parseTopic('/c0mpute/1/acme/nope'), undefined);
@@ -209,4 +211,19 @@ test('markets: a workload’s shard is fixed and in range; a record belongs on i
   assert.deepEqual(recordShards('job', { workload: 'infer.llm' }), [shardOf('infer.llm')]);
   assert.deepEqual(recordShards('advert', { workloads: ['infer.llm', 'builtin.sha256'] }), shardsOf(['infer.llm', 'builtin.sha256']));
   assert.deepEqual(recordShards('presence', { workloads: [] }), []);
+});
+
+test('markets: a job’s outcome goes to the job’s market; a selection or an acceptance is placed by its publisher, unchecked', () => {
+  const job = seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 60_000, timeoutMs: 30_000, input: { hash: 'sha256:' + '00'.repeat(32), size: 1 }, inputSealed: 'no' }, s);
+  assert.deepEqual(recordShards('receipt', { workload: 'builtin.sha256' }), [shardOf('builtin.sha256')]);
+  // a non-delivery carries the job it is about (its proof): the job's market
+  assert.deepEqual(recordShards('nondelivery', { proof: { job: job.bytes } }), [shardOf('builtin.sha256')]);
+  assert.deepEqual(recordShards('nondelivery', { proof: { job: new Uint8Array([1, 2, 3]) } }), []);
+  for (const k of ['selection', 'acceptance'] as const) {
+    assert.deepEqual(recordShards(k, { job: job.address, receipt: job.address }), []);
+    assert.equal(placementCheckable(k), false);
+    assert.ok(isSharded(k));
+  }
+  for (const k of ['advert', 'job', 'presence', 'receipt', 'nondelivery'] as const) assert.equal(placementCheckable(k), true);
+  for (const k of ['offer', 'pool-head', 'pool-witness', 'pool-evidence'] as const) assert.equal(isSharded(k), false);
 });
