@@ -101,10 +101,21 @@ export interface ModelParams {
   inviteAbove: number;
   invitesPerJob: number;
   inviteDials: number;
+  /**
+   * A job's outcome on gossip: its selection, its receipt and its acceptance, each validated once and copied as any
+   * gossip message (a non-delivery, rare, is left out). `none`: not charged (the model before the twelfth round, which
+   * left them out: the sim's jobs end at their offers). `network`: one topic each, every node takes every job's (as
+   * built until the twelfth round). `market`: sharded by the job's market, as jobs are (docs/network.md §14).
+   */
+  outcomes: 'none' | 'network' | 'market';
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
-export const SIZES = { advert: 538, presence: 232, job: 367, offer: 333 } as const;
+export const SIZES = { advert: 538, presence: 232, job: 367, offer: 333, receipt: 609, acceptance: 235 } as const;
+/** A selection's envelope: 348 bytes and 108 per offer it names (measured: 456 with one, 1,212 with 8, 2,076 with 16). */
+export function selectionSize(considered: number): number {
+  return 348 + 108 * Math.max(1, Math.round(considered));
+}
 /** Topic string, protobuf fields, RPC framing per message (bytes). */
 export const FRAMING = 40;
 
@@ -133,6 +144,7 @@ export const MEASURED: ModelParams = {
   inviteAbove: Infinity,
   invitesPerJob: 2 * OFFER_RANK,
   inviteDials: OFFER_RANK,
+  outcomes: 'none',
 };
 
 /** Invitations a provider takes a second: its share of each of its markets' (every market the same size here). */
@@ -167,7 +179,7 @@ export interface Projection {
   providers: number;
   role: 'provider' | 'buyer' | 'relay';
   /** in kB/s by kind and total, out ≈ in */
-  kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'control' | 'total', number>;
+  kBps: Record<'advert' | 'presence' | 'job' | 'offer' | 'outcome' | 'control' | 'total', number>;
   cpuPct: number;
   /** of which connections opened to deliver direct offers (or, by invitation, the invitations), % of a core */
   offerOpensPct: number;
@@ -224,7 +236,7 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
     offer: p.offersDirect ? (role === 'buyer' ? p.jobsPerBuyerPerSec * offersPerJob(providers, p) : 0) : r.offer * share,
   };
   const copiesOf = (k: keyof typeof first) => ((p.offersDirect && k === 'offer') || (invited && k === 'job') ? 1 : p.copies);
-  const kBps = { advert: 0, presence: 0, job: 0, offer: 0, control: 0, total: 0 };
+  const kBps = { advert: 0, presence: 0, job: 0, offer: 0, outcome: 0, control: 0, total: 0 };
   let cpuUs = 0;
   for (const k of ['advert', 'presence', 'job', 'offer'] as const) {
     const size = (k === 'offer' ? offerSize : SIZES[k]) + FRAMING;
@@ -233,7 +245,14 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
     // validation once, transport for every copy in and out
     cpuUs += first[k] * (p.validateUs * (k === 'offer' && p.offerCarriesAdvert ? 1.5 : 1) + 2 * copiesOf(k) * p.perCopyUs);
   }
-  kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.control;
+  // a job's outcome (twelfth round): three records a job, each validated once, copied as any gossip message
+  const outcomes = outcomeRate(providers, role, p);
+  if (outcomes > 0) {
+    kBps.outcome = (outcomes * p.copies * (selectionSize(offersPerJob(providers, p)) + SIZES.receipt + SIZES.acceptance + 3 * FRAMING)) / 1000;
+    kBps.control += (3 * outcomes * p.controlPerMsg) / 1000;
+    cpuUs += 3 * outcomes * (p.validateUs + 2 * p.copies * p.perCopyUs);
+  }
+  kBps.total = kBps.advert + kBps.presence + kBps.job + kBps.offer + kBps.outcome + kBps.control;
   // live records a node holds: adverts of its markets (plus presence windows and live jobs, small)
   // presence: each provider's records of the last window (3 intervals, whatever the interval) are live
   const presenceHeld = Number.isFinite(p.presenceEverySec) ? 3 * providers * pshare : 0;
@@ -261,15 +280,33 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   return { providers, role, kBps, cpuPct: p.basePct + cpuUs / 1e4, offerOpensPct: offerOpensUs / 1e4, storageMB };
 }
 
+/**
+ * Jobs a second whose outcome (selection, receipt, acceptance: one each) a node takes: every job of the network on one
+ * topic per kind; by market, a provider its markets' and a buyer its one market's (as the job gossip is charged), a
+ * relay every market's.
+ */
+export function outcomeRate(providers: number, role: Projection['role'], p: ModelParams): number {
+  if (p.outcomes === 'none') return 0;
+  const jobs = rates(providers, p).job;
+  if (p.outcomes === 'network' || role === 'relay') return jobs;
+  return jobs * (role === 'provider' ? providerShare(p) : p.marketShare);
+}
+
+/** The reputation evidence a node keeps a day (receipts, acceptances and the offers receipts cite; docs/scale.md §4), MB. */
+export function evidencePerDayMB(providers: number, role: Projection['role'], p: ModelParams): number {
+  return (outcomeRate(providers, role, p) * 86_400 * (SIZES.receipt + SIZES.acceptance + SIZES.offer)) / 1e6;
+}
+
 export const SCALES = [1_000, 10_000, 100_000, 1_000_000];
 
 export function table(p: ModelParams, roles: Projection['role'][] = ['provider', 'buyer', 'relay']): string {
-  const rows = ['| providers | role | advert | presence | job | offer | control | total kB/s in (≈ out) | CPU % of a core | storage MB |', '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  const out = p.outcomes !== 'none';
+  const rows = [`| providers | role | advert | presence | job | offer |${out ? ' outcome |' : ''} control | total kB/s in (≈ out) | CPU % of a core | storage MB |`, `|---:|---|---:|---:|---:|---:|${out ? '---:|' : ''}---:|---:|---:|---:|`];
   const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   for (const n of SCALES) {
     for (const role of roles) {
       const x = project(n, role, p);
-      rows.push(`| ${n.toLocaleString('en')} | ${role} | ${f(x.kBps.advert)} | ${f(x.kBps.presence)} | ${f(x.kBps.job)} | ${f(x.kBps.offer)} | ${f(x.kBps.control)} | **${f(x.kBps.total)}** | ${f(x.cpuPct)} | ${f(x.storageMB)} |`);
+      rows.push(`| ${n.toLocaleString('en')} | ${role} | ${f(x.kBps.advert)} | ${f(x.kBps.presence)} | ${f(x.kBps.job)} | ${f(x.kBps.offer)} |${out ? ` ${f(x.kBps.outcome)} |` : ''} ${f(x.kBps.control)} | **${f(x.kBps.total)}** | ${f(x.cpuPct)} | ${f(x.storageMB)} |`);
     }
   }
   return rows.join('\n');
@@ -516,4 +553,22 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\n## the same, each provider in ${m} markets\n`);
   inviteLines({ ...invited, marketsPerProvider: m });
   console.log(table({ ...invited, marketsPerProvider: m }, ['provider', 'buyer']));
+  // the twelfth round: a job's outcome, left out of every table above
+  const outcomeLines = (q: ModelParams) => {
+    for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: a node takes the outcome of ${outcomeRate(n, 'provider', q).toFixed(2)} (provider), ${outcomeRate(n, 'buyer', q).toFixed(2)} (buyer), ${outcomeRate(n, 'relay', q).toFixed(1)} (relay) jobs/s, three records each; the evidence it keeps grows by ${evidencePerDayMB(n, 'provider', q).toFixed(0)} / ${evidencePerDayMB(n, 'buyer', q).toFixed(0)} / ${evidencePerDayMB(n, 'relay', q).toFixed(0)} MB a day`);
+    console.log('');
+  };
+  const network: ModelParams = { ...invited, outcomes: 'network' };
+  console.log(`\n## twelfth round: with a job's outcome (selection naming its offers, receipt, acceptance), which no table above charges. As built until this round: one topic each, so every node takes every job's of the whole network\n`);
+  outcomeLines(network);
+  console.log(table(network));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...network, marketsPerProvider: m }));
+  const market: ModelParams = { ...invited, outcomes: 'market' };
+  console.log(`\n## as built (twelfth round; docs/network.md §14): a job's outcome on its market's topics, as its job\n`);
+  outcomeLines(market);
+  console.log(table(market));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  outcomeLines({ ...market, marketsPerProvider: m });
+  console.log(table({ ...market, marketsPerProvider: m }));
 }

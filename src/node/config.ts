@@ -3,6 +3,7 @@
  * (C0MPUTE_*) < command-line flags, in that order. Validated with zod; every
  * problem is reported as CONFIG_INVALID naming the field.
  */
+import { DEFAULT_MAX_EVIDENCE } from '../reputation/store.js';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -297,9 +298,14 @@ export const configSchema = z
         dealtWith: z.boolean().default(false),
         /** Weight of one second-hand outcome against a first-hand one. */
         secondHandWeight: z.number().gt(0).max(1).default(0.5),
+        /**
+         * Evidence records kept at most (receipts, acceptances, the offers receipts cite, non-deliveries; docs/market.md
+         * "How much evidence a node keeps"). Past it the oldest that is not first-hand go; first-hand never does.
+         */
+        maxEvidence: z.number().int().min(1_000).default(DEFAULT_MAX_EVIDENCE),
       })
       .strict()
-      .default({ trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5 }),
+      .default({ trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: DEFAULT_MAX_EVIDENCE }),
   })
   .strict();
 

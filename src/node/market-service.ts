@@ -19,7 +19,7 @@ import { AdvertIndex, checkEligibility, type Failure } from '../market/eligibili
 import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
-import { EvidenceStore } from '../reputation/store.js';
+import { DEFAULT_MAX_EVIDENCE, EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
@@ -44,6 +44,8 @@ export interface MarketServiceOptions {
   clock?: () => number;
   /** Cap on stored advert records (default DEFAULT_MAX_ADVERTS). */
   maxAdverts?: number;
+  /** Reputation evidence records held at most (config `reputation.maxEvidence`; default DEFAULT_MAX_EVIDENCE). */
+  maxEvidence?: number;
   /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
   connected?: () => ReadonlySet<string>;
   registry?: Registry;
@@ -70,7 +72,16 @@ export class MarketService implements BuyerMarket {
     // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
     const adverts = new AdvertIndex(o.records.allAdverts());
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
-    const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`);
+    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (the oldest that is not first-hand)', registers: [o.registry] }) : undefined;
+    const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`, {
+      max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE,
+      self: o.did,
+      onEvict: (n) => {
+        evicted?.inc(n);
+        o.log.info({ evicted: n, max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE }, 'reputation evidence past its bound: the oldest second-hand records went');
+      },
+    });
+    if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });
     const m = new MarketService(o, book, evidence, adverts);
     for (const j of await o.records.list(T.job)) if (j.signer === o.did && j.record.deadline > o.now) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);

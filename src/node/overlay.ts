@@ -138,7 +138,7 @@ export class OverlayNode {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
     this.records = await RecordStore.open(db, this.prefix);
-    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc),
+    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
     const cache = new MemoryRecordCache();

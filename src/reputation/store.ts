@@ -3,6 +3,13 @@
  * offers receipts cite and buyers' non-delivery records, persisted in LevelDB (sublevel `reputation-evidence`,
  * key `<kind>!<address>` → envelope bytes, written in one synced batch before
  * `add` resolves). The score itself is never stored: `derive()` recomputes it.
+ *
+ * Bounded (`max`, config `reputation.maxEvidence`; docs/market.md "How much
+ * evidence a node keeps"): every node of a market hears the outcome of every
+ * job in it, which grows without end (docs/scale.md §4 "Outcomes"). Past the
+ * bound, the oldest evidence that is not first-hand goes, on disk and in
+ * memory, down to nine tenths of it; first-hand evidence (a record this node
+ * signed or is a party to, and the offers its receipts cite) is never evicted.
  */
 import { C0Error } from '../errors.js';
 import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
@@ -16,20 +23,45 @@ const SYNC = { sync: true } as object;
 
 const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery' };
 
+/** Evidence records a node keeps by default (config `reputation.maxEvidence`). */
+export const DEFAULT_MAX_EVIDENCE = 100_000;
+
+export interface EvidenceBound {
+  /** Records held at most (receipts, acceptances, offers and non-deliveries together). */
+  max: number;
+  /** This node's DID: what it signed or is a party to is first-hand, never evicted. */
+  self?: string;
+  /** Told how many records went, after they are gone from disk. */
+  onEvict?(count: number): void;
+}
+
+/** When a record was made: what eviction orders by (oldest first). */
+function madeAt(r: Opened): number {
+  const x = r.record as { completedAt?: number; signedAt?: number; issuedAt?: number };
+  return x.completedAt ?? x.signedAt ?? x.issuedAt ?? 0;
+}
+
 export class EvidenceStore {
   readonly receipts = new Map<string, Opened<Receipt>>();
   readonly acceptances = new Map<string, Opened<Acceptance>>();
   readonly offers = new Map<string, Opened<Offer>>();
   readonly nondeliveries = new Map<string, Opened<NonDelivery>>();
   readonly #store: Sub | undefined;
+  readonly #bound: EvidenceBound | undefined;
+  #evicting: Promise<void> | undefined;
+  /** Check again past this size (the bound, or past what first-hand evidence alone holds: no scan on every add). */
+  #nextCheck = Infinity;
 
-  constructor(store?: Sub) {
+  constructor(store?: Sub, bound?: EvidenceBound) {
     this.#store = store;
+    if (bound && !(Number.isSafeInteger(bound.max) && bound.max > 0)) throw new C0Error('REPUTATION_BAD_BOUND', `the evidence bound must be a positive whole number, got ${bound.max}`, { field: 'maxEvidence' });
+    this.#bound = bound;
+    if (bound) this.#nextCheck = bound.max;
   }
 
-  static async open(db: Db, name = 'reputation-evidence'): Promise<EvidenceStore> {
+  static async open(db: Db, name = 'reputation-evidence', bound?: EvidenceBound): Promise<EvidenceStore> {
     const store = sub(db, name);
-    const ev = new EvidenceStore(store);
+    const ev = new EvidenceStore(store, bound);
     for await (const [key, bytes] of store.iterator()) {
       const kind = key.slice(0, key.indexOf('!'));
       const type = Object.keys(KINDS).find((t) => KINDS[t] === kind);
@@ -40,6 +72,8 @@ export class EvidenceStore {
         /* a record this version cannot read is skipped, not fatal */
       }
     }
+    // a store from before the bound, or a bound lowered between runs
+    await ev.#evictIfOver();
     return ev;
   }
 
@@ -92,7 +126,49 @@ export class EvidenceStore {
       }
     }
     for (const r of fresh) this.#put(r);
+    await this.#evictIfOver();
     return fresh.length;
+  }
+
+  /** First-hand: this node signed it or is its buyer or provider. */
+  #firstHand(r: Opened, self: string): boolean {
+    const x = r.record as { buyer?: string; provider?: string };
+    return r.signer === self || x.buyer === self || x.provider === self;
+  }
+
+  /**
+   * Past the bound: the oldest records that are not first-hand go (an offer a first-hand receipt cites stays), down to
+   * nine tenths of the bound, in one synced batch; the maps follow once it is on disk. One eviction at a time.
+   */
+  async #evictIfOver(): Promise<void> {
+    const b = this.#bound;
+    if (!b || this.size <= this.#nextCheck) return;
+    if (this.#evicting) return this.#evicting;
+    this.#evicting = (async () => {
+      const keep = new Set<string>();
+      const self = b.self;
+      if (self !== undefined) for (const r of this.receipts.values()) if (this.#firstHand(r, self)) keep.add(r.record.offer);
+      const candidates: Opened[] = [];
+      for (const m of [this.receipts, this.acceptances, this.nondeliveries, this.offers] as Array<Map<string, Opened>>) {
+        for (const r of m.values()) if (!keep.has(r.address) && (self === undefined || !this.#firstHand(r, self))) candidates.push(r);
+      }
+      const excess = this.size - Math.floor(b.max * 0.9);
+      // what cannot go (first-hand) may itself exceed the bound: look again only after another tenth of it
+      this.#nextCheck = Math.max(b.max, this.size - Math.min(excess, candidates.length) + Math.ceil(b.max / 10));
+      if (excess <= 0 || candidates.length === 0) return;
+      candidates.sort((x, y) => madeAt(x) - madeAt(y) || (x.address < y.address ? -1 : 1));
+      const gone = candidates.slice(0, excess);
+      if (this.#store) {
+        try {
+          await this.#store.batch(gone.map((r) => ({ type: 'del' as const, key: `${KINDS[r.type]}!${r.address}` })), SYNC);
+        } catch (e) {
+          throw new C0Error('STORE_WRITE_FAILED', `could not evict evidence: ${(e as Error).message}`, { cause: e });
+        }
+      }
+      for (const r of gone) this.#map(r).delete(r.address);
+      b.onEvict?.(gone.length);
+    })().finally(() => (this.#evicting = undefined));
+    return this.#evicting;
   }
 
   /** Open envelope bytes (full verification) and add them. */

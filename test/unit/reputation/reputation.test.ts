@@ -149,3 +149,48 @@ test('the evidence store persists evidence (not scores), refuses what is not evi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the evidence store is bounded: past maxEvidence the oldest second-hand records go, on disk too; first-hand never does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-'));
+  const OTHER = P(60);
+  const second = (t: number) => {
+    const j = job(OTHER, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
+    const o = offer(P(2), j, advert(P(2)), { durationMs: 60_000 });
+    return { o, r: receipt(P(2), OTHER, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t }) };
+  };
+  try {
+    let db = await openDb(dir);
+    const evicted: number[] = [];
+    const bound = { max: 20, self: BUYER.did, onEvict: (k: number) => void evicted.push(k) };
+    const s = await EvidenceStore.open(db, 'reputation-evidence', bound);
+    const mine = Array.from({ length: 5 }, () => done());
+    for (const m of mine) await s.add(m.r, m.o); // 10 first-hand records
+    const theirs = Array.from({ length: 16 }, (_, i) => second(1_000 * (i + 1)));
+    for (const t of theirs) await s.add(t.r, t.o);
+    assert.ok(s.size <= 20, `held ${s.size}`);
+    assert.ok(evicted.length > 0 && evicted.every((k) => k > 0));
+    for (const m of mine) assert.ok(s.receipts.has(m.r.address) && s.offers.has(m.o.address), 'first-hand evidence stays');
+    // what went is the oldest: the newest second-hand receipt is held, the oldest is not
+    assert.ok(s.receipts.has(theirs.at(-1)!.r.address));
+    assert.ok(!s.receipts.has(theirs[0]!.r.address));
+    const held = [...s.receipts.keys(), ...s.offers.keys()].sort();
+    // the eviction is on disk: a reopen holds the same records
+    await closeDb(db);
+    db = await openDb(dir);
+    const s2 = await EvidenceStore.open(db, 'reputation-evidence', bound);
+    assert.deepEqual([...s2.receipts.keys(), ...s2.offers.keys()].sort(), held);
+    // first-hand evidence alone past the bound: kept whole (nothing second-hand left to evict, and no scan on every add)
+    const s3 = new EvidenceStore(undefined, { max: 4, self: BUYER.did });
+    for (const m of mine) await s3.add(m.r, m.o);
+    assert.equal(s3.size, 10);
+    // a store opened under a lower bound is trimmed at open
+    await closeDb(db);
+    db = await openDb(dir);
+    const s4 = await EvidenceStore.open(db, 'reputation-evidence', { max: 12, self: BUYER.did });
+    assert.ok(s4.size <= 12 && mine.every((m) => s4.receipts.has(m.r.address)), `held ${s4.size}`);
+    assert.throws(() => new EvidenceStore(undefined, { max: 0 }), { code: 'REPUTATION_BAD_BOUND' });
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
