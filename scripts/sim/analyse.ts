@@ -236,7 +236,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     offers: { jobs: jobs.size, decided: decisions.length, abandoned: jobs.size - decisions.length, lost, firstOfferMs: stat(first), offersPerJob: decisions.length ? offersTotal / decisions.length : 0, completeness: completeN ? completeSum / completeN : NaN, staleDecisions: stale, deadWinners: dead },
     traffic,
     trafficByRole,
-    publishedPerSec: Object.fromEntries(['advert', 'presence', 'job', 'offer'].map((k) => [k, results.reduce((s, r) => s + (r.published[k] ?? 0), 0) / (o.durationMs / 1000)])),
+    publishedPerSec: Object.fromEntries(['advert', 'presence', 'job', 'offer', 'selection', 'receipt', 'acceptance'].map((k) => [k, results.reduce((s, r) => s + (r.published[k] ?? 0), 0) / (o.durationMs / 1000)])),
     loopLagMs: [0, 1, 2].map((k) => Math.max(...results.map((r) => r.loopLagMs[k]!))) as [number, number, number],
     cpuPctPerNode: (100 * cpuMs) / o.durationMs / nodes.length,
     syncs: (() => {

@@ -103,7 +103,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const duration = arg('duration');
   if (nodes) o.nodes = nodes;
   if (duration) o.durationMs = duration * 1000;
-  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove'] as const) {
+  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove', 'outcomes'] as const) {
     const v = arg(k);
     if (v !== undefined) o[k] = v;
   }

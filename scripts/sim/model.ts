@@ -324,7 +324,10 @@ export interface RunFile {
   };
 }
 
-const KINDS = ['advert', 'presence', 'job', 'offer'] as const;
+/** The kinds a run reports and the model charges per record: the market's, and a job's outcome (the twelfth round's runs on). */
+const KINDS = ['advert', 'presence', 'job', 'offer', 'selection', 'receipt', 'acceptance'] as const;
+/** Envelope bytes of each kind for the validation against a run (a selection naming eight offers). */
+const RUN_SIZES: Record<(typeof KINDS)[number], number> = { ...SIZES, selection: selectionSize(8) };
 
 /**
  * Per node and second, the records of each kind a node accepted (first copies): measured when the run
@@ -334,7 +337,7 @@ const KINDS = ['advert', 'presence', 'job', 'offer'] as const;
 export function firstRates(run: RunFile): Record<(typeof KINDS)[number], number> {
   const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
   const measured = run.figures.traffic.some((x) => x.deliveredPerSec !== undefined);
-  const out = { advert: 0, presence: 0, job: 0, offer: 0 };
+  const out = { advert: 0, presence: 0, job: 0, offer: 0, selection: 0, receipt: 0, acceptance: 0 };
   for (const k of KINDS) {
     if (!measured) out[k] = run.figures.publishedPerSec[k] ?? 0;
     else if (k === 'offer') out[k] = t.get('offer')?.inMsgsPerSec ? (run.figures.publishedPerSec.offer ?? 0) : 0;
@@ -401,7 +404,7 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
   const firsts = firstRates(run);
   for (const k of KINDS) {
     const pub = firsts[k];
-    const size = (k === 'offer' ? SIZES.offer + SIZES.advert : SIZES[k]) + FRAMING;
+    const size = (k === 'offer' ? SIZES.offer + SIZES.advert : RUN_SIZES[k]) + FRAMING;
     kBps[k] = (pub * p.copies * size) / 1000;
     control += (pub * p.controlPerMsg) / 1000;
     cpuUs += pub * (p.validateUs * (k === 'offer' ? 1.5 : 1) + 2 * p.copies * p.perCopyUs);

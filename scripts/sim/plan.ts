@@ -60,6 +60,8 @@ export interface SimOptions {
   offersWanted: number;
   /** Jobs by invitation (docs/market.md §13): with more candidates than this in its view, a buyer sends a job to twice offersWanted of them directly, not on gossip (default 200, the daemon's buyer.inviteAbove; 0: always gossip). */
   inviteAbove: number;
+  /** A decided job's outcome on gossip, as the daemon publishes it: the selection, then the receipt and the acceptance (default 1; 0: jobs end at their offers, as before the twelfth round). */
+  outcomes: number;
 }
 
 export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
@@ -89,6 +91,7 @@ export function simDefaults(o: Partial<SimOptions> = {}): SimOptions {
     offerRank: o.offerRank ?? OFFER_RANK,
     offersWanted: o.offersWanted ?? OFFER_RANK,
     inviteAbove: o.inviteAbove ?? INVITE_ABOVE,
+    outcomes: o.outcomes ?? 1,
   };
 }
 

@@ -147,7 +147,7 @@ interface JobEntry {
   buyer: number;
   /** when it was published (sim time) */
   t0: number;
-  offers: Array<{ provider: number; t: number; advertSeq: number; price: number }>;
+  offers: Array<{ provider: number; t: number; advertSeq: number; price: number; offer: string; did: string }>;
   /** invited, then gossiped after all */
   gossiped?: boolean;
 }
@@ -229,7 +229,7 @@ async function main(): Promise<void> {
     });
     const slot = (k: string) => (l.traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
     // records accepted (first copies), for the model's copies per delivered record
-    for (const k of ['advert', 'job', 'presence'] as const) net.subscribe(k, () => void (slot(k).delivered = (slot(k).delivered ?? 0) + 1));
+    for (const k of ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance'] as const) net.subscribe(k, () => void (slot(k).delivered = (slot(k).delivered ?? 0) + 1));
     net.subscribe('advert', (rec) => {
       l.arrivals[rec.address] ??= st();
       const a = rec.record as Advert;
@@ -299,7 +299,7 @@ async function main(): Promise<void> {
         if (!mine) return;
         const provider = providerOf.get(rec.signer) ?? -1;
         const adv = meta.attachments[0]?.record as Advert | undefined;
-        mine.offers.push({ provider, t: st(), advertSeq: adv?.seq ?? -1, price: Number((rec.record as Offer).price.amount) });
+        mine.offers.push({ provider, t: st(), advertSeq: adv?.seq ?? -1, price: Number((rec.record as Offer).price.amount), offer: rec.address, did: rec.signer });
       });
     }
     await net.start();
@@ -502,7 +502,40 @@ async function main(): Promise<void> {
       const offers = [...entry.offers];
       const best = offers.filter((x) => x.provider >= 0).sort((a, b) => a.price - b.price || a.provider - b.provider)[0];
       res.decisions.push({ n: j.n, buyer: j.buyer, t: st(), offers: offers.map(({ provider, t: ot, advertSeq }) => ({ provider, t: ot, advertSeq })), ...(best ? { winner: best.provider, winnerSeq: best.advertSeq } : {}) });
+      if (best && o.outcomes) publishOutcome(j, env as Opened<Job>, offers, best);
     }, o.collectMs);
+  }
+
+  /**
+   * A decided job's outcome, as the daemon's buyer publishes it (src/roles/buyer.ts): the selection naming each
+   * provider's offer (on the job's market: the buyer gives its workload), then, once the work would be done (2 s), the
+   * winner's receipt and the buyer's acceptance. The buyer publishes the receipt as the daemon's does (signed by the
+   * winner's key, which every worker holds); the winner's own copy of it, the same message, is not sent here.
+   */
+  function publishOutcome(j: Plan['jobs'][number], job: Opened<Job>, offers: JobEntry['offers'], best: JobEntry['offers'][number]): void {
+    const net = live.get(j.buyer)!.net;
+    if (!net) return;
+    const byDid = new Map<string, string>();
+    for (const x of offers) if (!byDid.has(x.did)) byDid.set(x.did, x.offer);
+    if (best.provider < 0) return;
+    const t = Date.now();
+    const considered = [...byDid].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([provider, offer]) => ({ provider, offer }));
+    const sel = seal(T.selection, { job: job.address, buyer: dids[j.buyer]!, policy: 'cheapest', winner: best.offer, considered, decidedAt: t }, signers[j.buyer]!);
+    count('selection');
+    void net.publish('selection', sel.bytes, [], { workload: j.workload }).catch(err);
+    setTimeout(() => {
+      const n1 = live.get(j.buyer)!.net;
+      if (!n1 || n1 !== net) return; // the buyer left
+      const done = Date.now();
+      const receipt = seal(T.receipt, { job: job.address, offer: best.offer, buyer: dids[j.buyer]!, provider: best.did, workload: j.workload, status: 'completed', startedAt: t, completedAt: done, inputHash: job.record.input.hash, outputHash: hashHex(randomBytes(8)), outputSize: 8, price: { amount: String(best.price), currency: 'USD' }, energy: { uj: 1_000_000, grade: 'Estimator' } }, signers[best.provider]!);
+      const acceptance = seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: done }, signers[j.buyer]!);
+      count('receipt');
+      count('acceptance');
+      void n1
+        .publish('receipt', receipt.bytes)
+        .then(() => n1.publish('acceptance', acceptance.bytes, [], { workload: j.workload }))
+        .catch(err);
+    }, 2_000).unref();
   }
 
   /**
@@ -553,7 +586,7 @@ async function main(): Promise<void> {
         });
         if (!r || 'redirect' in r || live.get(buyer)!.net !== net) return; // the sim has no pools
         onOffer();
-        entry.offers.push({ provider: providerOf.get(did) ?? -1, t: st(), advertSeq: r.advert.record.seq, price: Number(r.offer.record.price.amount) });
+        entry.offers.push({ provider: providerOf.get(did) ?? -1, t: st(), advertSeq: r.advert.record.seq, price: Number(r.offer.record.price.amount), offer: r.offer.address, did });
       }),
     );
   }
