@@ -106,8 +106,10 @@ export interface ModelParams {
    * gossip message (a non-delivery, rare, is left out). `none`: not charged (the model before the twelfth round, which
    * left them out: the sim's jobs end at their offers). `network`: one topic each, every node takes every job's (as
    * built until the twelfth round). `market`: sharded by the job's market, as jobs are (docs/network.md §14).
+   * `market-lean` (a what-if, not built): on the market's topics, a spot job's selection sent directly to the
+   * providers it names instead of on gossip, and the acceptance carrying the receipt it countersigns, one message.
    */
-  outcomes: 'none' | 'network' | 'market';
+  outcomes: 'none' | 'network' | 'market' | 'market-lean';
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
@@ -247,7 +249,16 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   }
   // a job's outcome (twelfth round): three records a job, each validated once, copied as any gossip message
   const outcomes = outcomeRate(providers, role, p);
-  if (outcomes > 0) {
+  if (outcomes > 0 && p.outcomes === 'market-lean') {
+    // one gossip message a job (the acceptance with its receipt), two records to validate
+    kBps.outcome = (outcomes * p.copies * (SIZES.receipt + SIZES.acceptance + FRAMING)) / 1000;
+    kBps.control += (outcomes * p.controlPerMsg) / 1000;
+    cpuUs += outcomes * (2 * p.validateUs + 2 * p.copies * p.perCopyUs);
+    // the selection, directly: a provider takes one for each offer it made (one copy in), a buyer sends one to each provider it names
+    const selections = role === 'provider' ? (rates(providers, p).job * offersPerJob(providers, p)) / providers : role === 'buyer' ? p.jobsPerBuyerPerSec * offersPerJob(providers, p) : 0;
+    kBps.outcome += (selections * (selectionSize(offersPerJob(providers, p)) + FRAMING)) / 1000;
+    cpuUs += selections * (role === 'provider' ? p.validateUs + p.perCopyUs : p.perCopyUs);
+  } else if (outcomes > 0) {
     kBps.outcome = (outcomes * p.copies * (selectionSize(offersPerJob(providers, p)) + SIZES.receipt + SIZES.acceptance + 3 * FRAMING)) / 1000;
     kBps.control += (3 * outcomes * p.controlPerMsg) / 1000;
     cpuUs += 3 * outcomes * (p.validateUs + 2 * p.copies * p.perCopyUs);
@@ -574,4 +585,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\n## the same, each provider in ${m} markets\n`);
   outcomeLines({ ...market, marketsPerProvider: m });
   console.log(table({ ...market, marketsPerProvider: m }));
+  const lean: ModelParams = { ...invited, outcomes: 'market-lean' };
+  console.log(`\n## what-if (not built): the same, a spot job's selection sent directly to the providers it names, the acceptance carrying its receipt (one gossip message a job)\n`);
+  console.log(table(lean, ['provider', 'buyer']));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...lean, marketsPerProvider: m }, ['provider', 'buyer']));
+  console.log(`\n## what-if (not built): only nodes that count second-hand evidence (reputation.trustedBuyers, docs/market.md) join the outcome topics; the others take none (the tables of the eleventh round above), a provider the selections of its offers directly\n`);
 }

@@ -120,7 +120,8 @@ test('a clique of self-made receipts buys nothing: the trusted buyer picks the p
       acceptances.push(seal(T.acceptance, { receipt: r.address, verdict: 'accepted', signedAt: now - 596_000 }, k2).bytes);
     }
     await sleep(500);
-    for (const a of acceptances) await x.publish('acceptance', a);
+    // an acceptance does not name its market: its publisher gives the job's workload (docs/network.md §14)
+    for (const a of acceptances) await x.publish('acceptance', a, [], { workload: 'builtin.sha256' });
     await waitFor('the buyer and the honest provider to hold the clique’s receipts and acceptances', async () => (await held(b)) >= atB + 120 && (await held(p)) >= atP + 120);
     const heard = await get<Figures>(b, `/v1/reputation/${encodeURIComponent(x.did)}`);
     // Held, not counted: the attacker stays at the prior; the honest provider keeps its history.
