@@ -303,7 +303,7 @@ export function outcomeRate(providers: number, role: Projection['role'], p: Mode
   return jobs * (role === 'provider' ? providerShare(p) : p.marketShare);
 }
 
-/** The reputation evidence a node keeps a day (receipts, acceptances and the offers receipts cite; docs/scale.md §4), MB. */
+/** The reputation evidence a node hears a day (receipts, acceptances and the offers receipts cite; docs/scale.md §4), MB; the store keeps at most `reputation.maxEvidence` records of it. */
 export function evidencePerDayMB(providers: number, role: Projection['role'], p: ModelParams): number {
   return (outcomeRate(providers, role, p) * 86_400 * (SIZES.receipt + SIZES.acceptance + SIZES.offer)) / 1e6;
 }
@@ -569,7 +569,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(table({ ...invited, marketsPerProvider: m }, ['provider', 'buyer']));
   // the twelfth round: a job's outcome, left out of every table above
   const outcomeLines = (q: ModelParams) => {
-    for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: a node takes the outcome of ${outcomeRate(n, 'provider', q).toFixed(2)} (provider), ${outcomeRate(n, 'buyer', q).toFixed(2)} (buyer), ${outcomeRate(n, 'relay', q).toFixed(1)} (relay) jobs/s, three records each; the evidence it keeps grows by ${evidencePerDayMB(n, 'provider', q).toFixed(0)} / ${evidencePerDayMB(n, 'buyer', q).toFixed(0)} / ${evidencePerDayMB(n, 'relay', q).toFixed(0)} MB a day`);
+    for (const n of SCALES) console.log(`- ${n.toLocaleString('en')} providers: a node takes the outcome of ${outcomeRate(n, 'provider', q).toFixed(2)} (provider), ${outcomeRate(n, 'buyer', q).toFixed(2)} (buyer), ${outcomeRate(n, 'relay', q).toFixed(1)} (relay) jobs/s, three records each; it hears ${evidencePerDayMB(n, 'provider', q).toFixed(0)} / ${evidencePerDayMB(n, 'buyer', q).toFixed(0)} / ${evidencePerDayMB(n, 'relay', q).toFixed(0)} MB of evidence a day (kept: at most reputation.maxEvidence records)`);
     console.log('');
   };
   const network: ModelParams = { ...invited, outcomes: 'network' };
