@@ -303,9 +303,13 @@ export function outcomeRate(providers: number, role: Projection['role'], p: Mode
   return jobs * (role === 'provider' ? providerShare(p) : p.marketShare);
 }
 
-/** The reputation evidence a node hears a day (receipts, acceptances and the offers receipts cite; docs/scale.md §4), MB; the store keeps at most `reputation.maxEvidence` records of it. */
+/**
+ * The reputation evidence a node hears a day (receipts and acceptances; the offer a receipt cites is kept only when
+ * the node holds it, mostly for its own jobs; docs/scale.md §4), MB; the store keeps at most `reputation.maxEvidence`
+ * records of it.
+ */
 export function evidencePerDayMB(providers: number, role: Projection['role'], p: ModelParams): number {
-  return (outcomeRate(providers, role, p) * 86_400 * (SIZES.receipt + SIZES.acceptance + SIZES.offer)) / 1e6;
+  return (outcomeRate(providers, role, p) * 86_400 * (SIZES.receipt + SIZES.acceptance)) / 1e6;
 }
 
 export const SCALES = [1_000, 10_000, 100_000, 1_000_000];

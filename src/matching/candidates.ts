@@ -326,7 +326,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     }
     for (const [did, a] of latest) rejected.push({ provider: did, advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
   }
-  // the distinct costs ranked once (exact), then a numeric sort: cost rank (held in `rank` until the ranks are set), last pick, DID
+  // the distinct costs ranked once (exact), then a sort on numbers: cost rank, last pick, DID (rankInPlace)
   const costRank = new Map([...costs].sort(cmpAmount).map((a, i) => [a, i]));
   rankInPlace(ok, costRank);
   rejected.sort((a, b) => compareDids(a.provider, b.provider));

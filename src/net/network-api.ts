@@ -44,7 +44,7 @@ export interface NetworkOptions {
   overlay?: string;
   /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
   topics?: TopicKind[];
-  /** Markets joined for the sharded kinds (advert, job, presence): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
+  /** Markets joined for the sharded kinds (advert, job, presence, a job's outcome): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
   shards?: string[];
   /**
    * Loopback/private-address mode (default false): the DHT keeps private

@@ -172,7 +172,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
 
   /** The local checks before a record leaves (a peer would reject it with the same code), and the message bytes. */
-  const prepare = (kind: TopicKind, envelope: Uint8Array, attachments: Uint8Array[]): { rec: Opened; data: Uint8Array } => {
+  const prepare = (kind: TopicKind, envelope: Uint8Array, attachments: Uint8Array[], check?: (rec: Opened) => void): { rec: Opened; data: Uint8Array } => {
     const type = expectedType(kind);
     const rec = open(envelope, type);
     checkFresh(type, rec.record, clock(), opts.skewMs);
@@ -183,6 +183,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     }
     const data = encodeMessage(envelope, attachments);
     if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
+    // the caller's last check (publish: a topic to go on) before the record is this node's own and in its cache
+    check?.(rec);
     pipeline.markOwn(kind, rec, hashHex(data));
     source.add?.(kind, rec);
     return { rec, data };
@@ -276,11 +278,13 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     async publish(kind, envelope, attachments = [], o = {}) {
-      const { rec, data } = prepare(kind, envelope, attachments);
-      let out = recordTopics(kind, rec);
-      // a selection or an acceptance does not name its market: its publisher does (the job's workload)
-      if (!out.length && isSharded(kind) && !placementCheckable(kind) && o.workload !== undefined) out = [topicFor(kind, overlay, shardOf(o.workload))];
-      if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload${placementCheckable(kind) ? '' : ' and none was given'}: no market topic to publish it on`, { field: 'workloads' });
+      let out: string[] = [];
+      const { rec, data } = prepare(kind, envelope, attachments, (r) => {
+        out = recordTopics(kind, r);
+        // a selection or an acceptance does not name its market: its publisher does (the job's workload)
+        if (!out.length && isSharded(kind) && !placementCheckable(kind) && o.workload !== undefined) out = [topicFor(kind, overlay, shardOf(o.workload))];
+        if (!out.length) throw new C0Error('NET_NO_SHARD', `this ${kind} names no workload${placementCheckable(kind) ? '' : ' and none was given'}: no market topic to publish it on`, { field: 'workloads' });
+      });
       const recipients = await gossipOut(out, data);
       metrics.published.inc({ kind });
       return { recipients, address: rec.address };

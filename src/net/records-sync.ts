@@ -20,7 +20,7 @@ import { peerKey, type SyncResult } from './network-api.js';
 import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { encodeRecordsRequest, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
-import { ALL_SHARDS, isSharded, placementCheckable, recordShards, type TopicKind } from './topics.js';
+import { ALL_SHARDS, heldShards, placementCheckable, type TopicKind } from './topics.js';
 import { digestOf } from './sync-digest.js';
 
 export interface RecordsSyncDeps {
@@ -113,10 +113,12 @@ export class RecordsSync {
       }
       let frames: CborValue[];
       try {
-        // a sharded kind: only the markets this node holds (docs/network.md §14)
-        const only = isSharded(kind) && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
+        // a sharded kind: only the markets this node holds (docs/network.md §14); a selection or an acceptance does not
+        // name its market (it is held on no shard), so it is asked for and filtered by none
+        const byMarket = placementCheckable(kind);
+        const only = byMarket && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
         // the digest: what this node holds is not sent back (sync-digest.ts)
-        const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, isSharded(kind) ? this.#shardSet : undefined));
+        const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, byMarket ? this.#shardSet : undefined));
         // and again after the last await before the request: the call below then finds the connection it was checked
         // for (libp2p looks for an existing connection with no await between)
         if (opts.whileConnected && !d.connected(from)) {
@@ -138,7 +140,7 @@ export class RecordsSync {
         }
         const out = await d.pipeline.validate(kind, f, from, 'sync');
         // a peer that does not filter by market (an older version) may answer with others: not delivered
-        if (out.verdict === 'accept' && placementCheckable(kind) && out.primary && !recordShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
+        if (out.verdict === 'accept' && placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
         else if (out.verdict === 'accept') {
           res.accepted++;
           d.accept(out.fresh, from, 'sync', out.attachments ?? []);

@@ -158,7 +158,7 @@ export function checkOverlay(overlay: string): string {
   return overlay;
 }
 
-/** A kind's topic; a sharded kind (advert, job, presence) needs its shard (`shardOf(workload)`). */
+/** A kind's topic; a sharded kind (advert, job, presence, a job's outcome) needs its shard (`shardOf(workload)`). */
 export function topicFor(kind: TopicKind, overlay: string = DEFAULT_OVERLAY, shard?: string): string {
   if (!isTopicKind(kind)) throw new C0Error('NET_UNKNOWN_KIND', `unknown gossip kind "${String(kind).slice(0, 40)}"`, { field: 'kind' });
   const o = checkOverlay(overlay);

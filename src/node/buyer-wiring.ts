@@ -264,7 +264,11 @@ export class BuyerWiring {
     if (env.type === T.selection) {
       const job = (env.record as Selection).job;
       workload = (this.o.market.ownJob(job) ?? (await this.o.records.get(job, T.job)))?.record.workload;
-    } else if (env.type === T.acceptance) workload = this.o.market.evidence.receipts.get((env.record as Acceptance).receipt)?.record.workload;
+    } else if (env.type === T.acceptance) {
+      // the job's market, which the buyer checked the receipt names (src/roles/buyer.ts); the receipt's if the job is gone
+      const receipt = this.o.market.evidence.receipts.get((env.record as Acceptance).receipt);
+      workload = (receipt && this.o.market.ownJob(receipt.record.job)?.record.workload) ?? receipt?.record.workload;
+    }
     return workload === undefined ? {} : { workload };
   }
 

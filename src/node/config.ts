@@ -3,7 +3,7 @@
  * (C0MPUTE_*) < command-line flags, in that order. Validated with zod; every
  * problem is reported as CONFIG_INVALID naming the field.
  */
-import { DEFAULT_MAX_EVIDENCE } from '../reputation/store.js';
+import { DEFAULT_MAX_EVIDENCE } from '../reputation/bounds.js';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -81,9 +81,9 @@ const networkSchema = z
      */
     resyncMs: z.number().int().nonnegative().default(30_000),
     /**
-     * Markets this node trades in (issue #16, docs/network.md §14): workload names whose advert, job and
-     * presence topic shards it joins, relays and syncs, or `all`. Default: a node whose only role is
-     * provider, the workloads it serves; any other node, all.
+     * Markets this node trades in (issue #16, docs/network.md §14): workload names whose topic shards (adverts,
+     * jobs, presence, a job's outcome) it joins, relays and syncs, or `all`. Default: a node whose only role is
+     * provider, the workloads it serves; any other node, all. A steward joins every market.
      */
     markets: z.union([z.literal('all'), z.array(z.string().min(1).max(128)).min(1)]).optional(),
     /** The DID of this overlay's steward (pool/1): buyers ask it to admit their claims; providers run the selections it signs and stop work it preempts. */

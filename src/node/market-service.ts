@@ -76,9 +76,13 @@ export class MarketService implements BuyerMarket {
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`, {
       max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE,
       self: o.did,
+      trusted: o.trust?.trustedBuyers ?? [],
+      dealtWith: o.trust?.dealtWith ?? false,
+      ...(o.clock ? { clock: o.clock } : {}),
+      onError: (e) => o.log.warn({ err: (e as Error).message }, 'evicting reputation evidence failed; nothing was lost, it is tried again'),
       onEvict: (n) => {
         evicted?.inc(n);
-        o.log.info({ evicted: n, max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE }, 'reputation evidence past its bound: the oldest second-hand records went');
+        o.log.info({ evicted: n, max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE }, 'reputation evidence past its bound: the oldest second-hand outcomes went, those that count here last');
       },
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });

@@ -4,7 +4,8 @@
  * config key `network.markets`): the configured workloads' shards, or every
  * shard. Default: a node whose only role is provider joins the markets of the
  * workloads it serves; any other node (buyer, witness, steward, relay) all of
- * them, so a devnet started without configuration works unchanged.
+ * them, so a devnet started without configuration works unchanged. A
+ * steward always joins every market.
  */
 import { shardsOf } from '../net/topics.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
@@ -14,6 +15,9 @@ export function marketShards(config: NodeConfig, network: NetworkConfig, roles: 
   const own = roles.includes('provider') ? Object.keys(config.provider?.workloads ?? {}) : [];
   const m = network.markets;
   if (m === 'all') return undefined;
+  // a steward admits jobs of any workload and learns each one's end from its receipt and selection, which travel on
+  // the job's market (docs/network.md §14 "A job's outcome"): it hears every market whatever `network.markets` says
+  if (roles.includes('steward')) return undefined;
   if (m) return shardsOf([...m, ...own]);
   if (roles.length === 1 && roles[0] === 'provider' && own.length) return shardsOf(own);
   return undefined;

@@ -14,7 +14,7 @@
  *               cited advert not held and not attached            → ignore OFFER_UNKNOWN_ADVERT
  *   receipt     (signer = provider named: the kind's own rule, on open)
  *               cited offer held: its signer (a pooled receipt: the pool of its advert), job and price must match → else reject RECEIPT_OFFER_MISMATCH
- *               cited job held: its signer must be the receipt's buyer → else reject RECEIPT_JOB_MISMATCH
+ *               cited job held: its signer must be the receipt's buyer and its workload the receipt's → else reject RECEIPT_JOB_MISMATCH
  *               referents not held → accepted (evidence links are checked again by reputation)
  *   acceptance  cited receipt held: signer must be its buyer → else reject ACCEPTANCE_NOT_BUYER
  *               cited receipt not held                   → held up to `pendingMs` waiting for it
@@ -123,6 +123,8 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       }
       const job = await l.job(r.job);
       if (job && job.signer !== r.buyer) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names a buyer that did not sign the job it cites', 'buyer');
+      // the receipt's workload is its market (docs/network.md §14): it must be the job's
+      if (job && job.record.workload !== r.workload) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names another workload than the job it cites', 'workload');
     },
     acceptance: async (rec) => {
       const acc = rec as Opened<Acceptance>;

@@ -6,10 +6,11 @@
  *
  * Bounded (`max`, config `reputation.maxEvidence`; docs/market.md "How much
  * evidence a node keeps"): every node of a market hears the outcome of every
- * job in it, which grows without end (docs/scale.md §4 "Outcomes"). Past the
- * bound, the oldest evidence that is not first-hand goes, on disk and in
- * memory, down to nine tenths of it; first-hand evidence (a record this node
- * signed or is a party to, and the offers its receipts cite) is never evicted.
+ * job in it, which grows without end (docs/scale.md §4 "Outcomes that stay in
+ * their market"). Past the bound, second-hand outcomes go, on disk and in
+ * memory, down to nine tenths of it, a job's records together, those that
+ * count for nothing here first, the oldest first (#evict); a first-hand
+ * outcome is never evicted.
  */
 import { C0Error } from '../errors.js';
 import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
@@ -23,22 +24,37 @@ const SYNC = { sync: true } as object;
 
 const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery' };
 
-/** Evidence records a node keeps by default (config `reputation.maxEvidence`). */
-export const DEFAULT_MAX_EVIDENCE = 100_000;
+export { DEFAULT_MAX_EVIDENCE } from './bounds.js';
 
 export interface EvidenceBound {
   /** Records held at most (receipts, acceptances, offers and non-deliveries together). */
   max: number;
-  /** This node's DID: what it signed or is a party to is first-hand, never evicted. */
+  /** This node's DID: a job's outcome it signed or is a party to is first-hand, never evicted. */
   self?: string;
+  /** Buyers whose evidence counts second-hand here (config `reputation.trustedBuyers`, overlay members): evicted last. */
+  trusted?: Iterable<string>;
+  /** Buyers this node ran jobs for as a provider count too (config `reputation.dealtWith`). */
+  dealtWith?: boolean;
+  /** Arrival times (default Date.now): a record is dated by when it was made, but never later than when it arrived. */
+  clock?: () => number;
   /** Told how many records went, after they are gone from disk. */
   onEvict?(count: number): void;
+  /** Told when an eviction failed (nothing was lost; it is tried again past the bound). */
+  onError?(err: unknown): void;
 }
 
-/** When a record was made: what eviction orders by (oldest first). */
+/** When a record says it was made (a receipt's completedAt, an acceptance's or non-delivery's signedAt, an offer's issuedAt). */
 function madeAt(r: Opened): number {
   const x = r.record as { completedAt?: number; signedAt?: number; issuedAt?: number };
   return x.completedAt ?? x.signedAt ?? x.issuedAt ?? 0;
+}
+
+/** What eviction takes as one: a receipt with its acceptances and the offer it cites, or a record on its own. */
+interface Unit {
+  at: number;
+  /** 0: counts for nothing here (an orphan, or an untrusted buyer's outcome); 1: a buyer whose evidence counts */
+  weight: 0 | 1;
+  recs: Opened[];
 }
 
 export class EvidenceStore {
@@ -48,6 +64,8 @@ export class EvidenceStore {
   readonly nondeliveries = new Map<string, Opened<NonDelivery>>();
   readonly #store: Sub | undefined;
   readonly #bound: EvidenceBound | undefined;
+  /** when each record arrived here (this run; records read at open arrive then) */
+  readonly #arrived = new WeakMap<Opened, number>();
   #evicting: Promise<void> | undefined;
   /** Check again past this size (the bound, or past what first-hand evidence alone holds: no scan on every add). */
   #nextCheck = Infinity;
@@ -101,6 +119,7 @@ export class EvidenceStore {
     const m = this.#map(r);
     if (m.has(r.address)) return false;
     m.set(r.address, r);
+    if (this.#bound) this.#arrived.set(r, (this.#bound.clock ?? Date.now)());
     return true;
   }
 
@@ -137,38 +156,79 @@ export class EvidenceStore {
   }
 
   /**
-   * Past the bound: the oldest records that are not first-hand go (an offer a first-hand receipt cites stays), down to
-   * nine tenths of the bound, in one synced batch; the maps follow once it is on disk. One eviction at a time.
+   * Past the bound, evict down to nine tenths of it. One eviction at a time; a failure is reported (onError), loses
+   * nothing and never fails the add that triggered it: the bound is looked at again on the next add.
    */
   async #evictIfOver(): Promise<void> {
     const b = this.#bound;
     if (!b || this.size <= this.#nextCheck) return;
     if (this.#evicting) return this.#evicting;
-    this.#evicting = (async () => {
-      const keep = new Set<string>();
-      const self = b.self;
-      if (self !== undefined) for (const r of this.receipts.values()) if (this.#firstHand(r, self)) keep.add(r.record.offer);
-      const candidates: Opened[] = [];
-      for (const m of [this.receipts, this.acceptances, this.nondeliveries, this.offers] as Array<Map<string, Opened>>) {
-        for (const r of m.values()) if (!keep.has(r.address) && (self === undefined || !this.#firstHand(r, self))) candidates.push(r);
-      }
-      const excess = this.size - Math.floor(b.max * 0.9);
-      // what cannot go (first-hand) may itself exceed the bound: look again only after another tenth of it
-      this.#nextCheck = Math.max(b.max, this.size - Math.min(excess, candidates.length) + Math.ceil(b.max / 10));
-      if (excess <= 0 || candidates.length === 0) return;
-      candidates.sort((x, y) => madeAt(x) - madeAt(y) || (x.address < y.address ? -1 : 1));
-      const gone = candidates.slice(0, excess);
-      if (this.#store) {
-        try {
-          await this.#store.batch(gone.map((r) => ({ type: 'del' as const, key: `${KINDS[r.type]}!${r.address}` })), SYNC);
-        } catch (e) {
-          throw new C0Error('STORE_WRITE_FAILED', `could not evict evidence: ${(e as Error).message}`, { cause: e });
-        }
-      }
-      for (const r of gone) this.#map(r).delete(r.address);
-      b.onEvict?.(gone.length);
-    })().finally(() => (this.#evicting = undefined));
+    this.#evicting = this.#evict(b)
+      .catch((e: unknown) => {
+        this.#nextCheck = b.max;
+        b.onError?.(e);
+      })
+      .finally(() => (this.#evicting = undefined));
     return this.#evicting;
+  }
+
+  /**
+   * A job's outcome goes as one (its receipt, the acceptances of it and the offer it cites), so a quote-accuracy pair is
+   * never split. First what counts for nothing here (records whose receipt is not held, outcomes of buyers whose
+   * evidence does not count), then the rest, each the oldest first: dated by when the receipt says it was made, but
+   * never later than it arrived, so a record dated in the future is not kept for it. A first-hand outcome (this node
+   * signed a record of it, or is its buyer or provider) never goes.
+   */
+  async #evict(b: EvidenceBound): Promise<void> {
+    const self = b.self;
+    const now = (b.clock ?? Date.now)();
+    const at = (r: Opened) => Math.min(madeAt(r), this.#arrived.get(r) ?? now);
+    const first = (r: Opened) => self !== undefined && this.#firstHand(r, self);
+    const trusted = new Set(b.trusted ?? []);
+    if (b.dealtWith && self !== undefined) for (const r of this.receipts.values()) if (r.record.provider === self || r.signer === self) trusted.add(r.record.buyer);
+    const accepting = new Map<string, Opened[]>();
+    for (const a of this.acceptances.values()) {
+      const l = accepting.get(a.record.receipt);
+      if (l) l.push(a);
+      else accepting.set(a.record.receipt, [a]);
+    }
+    const units: Unit[] = [];
+    const placed = new Set<string>();
+    for (const r of this.receipts.values()) {
+      const recs: Opened[] = [r, ...(accepting.get(r.address) ?? [])];
+      const o = this.offers.get(r.record.offer);
+      if (o) recs.push(o);
+      for (const x of recs) placed.add(x.address);
+      if (!recs.some(first)) units.push({ at: at(r), weight: trusted.has(r.record.buyer) ? 1 : 0, recs });
+    }
+    for (const m of [this.acceptances, this.offers, this.nondeliveries] as Array<Map<string, Opened>>) {
+      for (const x of m.values()) {
+        if (placed.has(x.address) || first(x)) continue;
+        // a non-delivery counts as its buyer does; an acceptance or an offer without its receipt counts for nothing
+        units.push({ at: at(x), weight: x.type === T.nondelivery && trusted.has(x.signer) ? 1 : 0, recs: [x] });
+      }
+    }
+    const excess = this.size - Math.floor(b.max * 0.9);
+    const gone: Opened[] = [];
+    if (excess > 0) {
+      units.sort((x, y) => x.weight - y.weight || x.at - y.at || (x.recs[0]!.address < y.recs[0]!.address ? -1 : 1));
+      for (const u of units) {
+        if (gone.length >= excess) break;
+        gone.push(...u.recs);
+      }
+    }
+    // what cannot go (first-hand) may itself pass the bound: look again only after another tenth of it
+    this.#nextCheck = Math.max(b.max, this.size - gone.length + Math.ceil(b.max / 10));
+    if (!gone.length) return;
+    if (this.#store) {
+      try {
+        await this.#store.batch(gone.map((r) => ({ type: 'del' as const, key: `${KINDS[r.type]}!${r.address}` })), SYNC);
+      } catch (e) {
+        throw new C0Error('STORE_WRITE_FAILED', `could not evict evidence: ${(e as Error).message}`, { cause: e });
+      }
+    }
+    for (const r of gone) this.#map(r).delete(r.address);
+    b.onEvict?.(gone.length);
   }
 
   /** Open envelope bytes (full verification) and add them. */

@@ -345,7 +345,8 @@ export class Buyer {
     }
     if (!receipt) return { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
     onEvent({ e: 'receipt', receipt });
-    // The receipt must link: this job, this offer, this buyer, this provider, the offer's price, our input.
+    // The receipt must link: this job, this offer, this buyer, this provider, the offer's price, our input, the job's
+    // workload (the receipt's market: docs/network.md §14).
     const r = receipt.record;
     const links =
       receipt.signer === cand.provider &&
@@ -354,9 +355,10 @@ export class Buyer {
       r.offer === cand.offer.address &&
       r.buyer === this.d.did &&
       r.inputHash === job.record.input.hash &&
+      r.workload === job.record.workload &&
       moneyEquals(r.price, cand.offer.record.price);
     if (!links) {
-      onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer and price' });
+      onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer, workload and price' });
       return { outcome: 'receipt does not link', nondelivery: 'bad-receipt' };
     }
     await this.d.store(receipt);

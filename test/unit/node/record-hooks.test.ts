@@ -96,6 +96,9 @@ test('receipt: must match the held offer (provider, job, price) and the held job
   hold(otherJob);
   const r3 = seal(T.receipt, { ...records.receipt(), job: otherJob.address, offer: 'sha256:' + 'e'.repeat(64) }, provider);
   assert.equal(await reason(p, 'receipt', r3.bytes), `reject:${HOOK_ERR.RECEIPT_JOB_MISMATCH}`);
+  // the receipt's workload is its market: another than the held job's is refused
+  const otherWorkload = seal(T.receipt, { ...records.receipt(), job: job.address, offer: offer.address, workload: job.record.workload + '.x' }, provider);
+  assert.equal(await reason(p, 'receipt', otherWorkload.bytes), `reject:${HOOK_ERR.RECEIPT_JOB_MISMATCH}`);
   assert.equal(r3.record.buyer, BUYER);
   assert.equal(r3.record.provider, PROVIDER);
 });

@@ -11,7 +11,7 @@ import { NOW, P, advert, job, offer } from '../market/fixtures.js';
 
 test('the reputation section: safe defaults (first-hand only on an overlay without an allowlist), DIDs checked', () => {
   const c = parseConfig({});
-  assert.deepEqual(c.reputation, { trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5 });
+  assert.deepEqual(c.reputation, { trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: 100_000 });
   assert.deepEqual(trustFor(c, c.network), { trustedBuyers: [], dealtWith: false, secondHandWeight: 0.5 });
   assert.equal(codeOf(() => parseConfig({ reputation: { trustedBuyers: ['did:key:nope'] } })), 'CONFIG_INVALID');
   assert.equal(codeOf(() => parseConfig({ reputation: { secondHandWeight: 0 } })), 'CONFIG_INVALID');
@@ -42,4 +42,10 @@ test('gossip: a non-delivery that links is accepted; one that does not is reject
     err = e;
   }
   assert.deepEqual(verdictOf(err), { verdict: 'reject', reason: 'NONDELIVERY_NOT_BUYER' });
+});
+
+test('reputation.maxEvidence: at least 1,000 records, a whole number', () => {
+  assert.equal(parseConfig({ reputation: { maxEvidence: 5_000 } }).reputation.maxEvidence, 5_000);
+  assert.equal(codeOf(() => parseConfig({ reputation: { maxEvidence: 10 } })), 'CONFIG_INVALID');
+  assert.equal(codeOf(() => parseConfig({ reputation: { maxEvidence: 1.5e4 + 0.5 } })), 'CONFIG_INVALID');
 });

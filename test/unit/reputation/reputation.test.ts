@@ -150,47 +150,96 @@ test('the evidence store persists evidence (not scores), refuses what is not evi
   }
 });
 
-test('the evidence store is bounded: past maxEvidence the oldest second-hand records go, on disk too; first-hand never does', async () => {
+test('the evidence store is bounded: past maxEvidence second-hand outcomes go whole, the oldest first, on disk too; first-hand never does', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-rep-'));
   const OTHER = P(60);
-  const second = (t: number) => {
-    const j = job(OTHER, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
-    const o = offer(P(2), j, advert(P(2)), { durationMs: 60_000 });
-    return { o, r: receipt(P(2), OTHER, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t }) };
+  const LATER = NOW + 1e9; // arrivals: after every record here was made
+  const second = (t: number, buyer = OTHER, prov = P(2)) => {
+    const j = job(buyer, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
+    const o = offer(prov, j, advert(prov), { durationMs: 60_000 });
+    const r = receipt(prov, buyer, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t });
+    return { o, r, a: acceptance(buyer, r, 'accepted', { signedAt: NOW + t + 1 }) };
   };
   try {
     let db = await openDb(dir);
     const evicted: number[] = [];
-    const bound = { max: 20, self: BUYER.did, onEvict: (k: number) => void evicted.push(k) };
+    const bound = { max: 30, self: BUYER.did, clock: () => LATER, onEvict: (k: number) => void evicted.push(k) };
     const s = await EvidenceStore.open(db, 'reputation-evidence', bound);
     const mine = Array.from({ length: 5 }, () => done());
-    for (const m of mine) await s.add(m.r, m.o); // 10 first-hand records
-    const theirs = Array.from({ length: 16 }, (_, i) => second(1_000 * (i + 1)));
-    for (const t of theirs) await s.add(t.r, t.o);
-    assert.ok(s.size <= 20, `held ${s.size}`);
+    for (const m of mine) await s.add(m.r, m.o, ok(m.r)); // 15 first-hand records
+    const theirs = Array.from({ length: 10 }, (_, i) => second(1_000 * (i + 1)));
+    for (const t of theirs) await s.add(t.r, t.o, t.a);
+    assert.ok(s.size <= 30, `held ${s.size}`);
     assert.ok(evicted.length > 0 && evicted.every((k) => k > 0));
-    for (const m of mine) assert.ok(s.receipts.has(m.r.address) && s.offers.has(m.o.address), 'first-hand evidence stays');
-    // what went is the oldest: the newest second-hand receipt is held, the oldest is not
+    for (const m of mine) assert.ok(s.receipts.has(m.r.address) && s.offers.has(m.o.address) && s.acceptances.size >= 5, 'first-hand evidence stays');
+    // a job's outcome goes whole: no acceptance or offer is left without its receipt
+    for (const t of theirs) assert.equal(s.receipts.has(t.r.address), s.offers.has(t.o.address) && s.acceptances.has(t.a.address), 'receipt, offer and acceptance go together');
+    // the oldest went: the newest second-hand outcome is held, the oldest is not
     assert.ok(s.receipts.has(theirs.at(-1)!.r.address));
     assert.ok(!s.receipts.has(theirs[0]!.r.address));
-    const held = [...s.receipts.keys(), ...s.offers.keys()].sort();
+    const held = [...s.receipts.keys(), ...s.offers.keys(), ...s.acceptances.keys()].sort();
     // the eviction is on disk: a reopen holds the same records
     await closeDb(db);
     db = await openDb(dir);
     const s2 = await EvidenceStore.open(db, 'reputation-evidence', bound);
-    assert.deepEqual([...s2.receipts.keys(), ...s2.offers.keys()].sort(), held);
-    // first-hand evidence alone past the bound: kept whole (nothing second-hand left to evict, and no scan on every add)
-    const s3 = new EvidenceStore(undefined, { max: 4, self: BUYER.did });
-    for (const m of mine) await s3.add(m.r, m.o);
-    assert.equal(s3.size, 10);
+    assert.deepEqual([...s2.receipts.keys(), ...s2.offers.keys(), ...s2.acceptances.keys()].sort(), held);
     // a store opened under a lower bound is trimmed at open
     await closeDb(db);
     db = await openDb(dir);
-    const s4 = await EvidenceStore.open(db, 'reputation-evidence', { max: 12, self: BUYER.did });
-    assert.ok(s4.size <= 12 && mine.every((m) => s4.receipts.has(m.r.address)), `held ${s4.size}`);
-    assert.throws(() => new EvidenceStore(undefined, { max: 0 }), { code: 'REPUTATION_BAD_BOUND' });
+    const s4 = await EvidenceStore.open(db, 'reputation-evidence', { ...bound, max: 18 });
+    assert.ok(s4.size <= 18 && mine.every((m) => s4.receipts.has(m.r.address)), `held ${s4.size}`);
     await closeDb(db);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('evidence eviction: what counts here goes last, a future date buys nothing, a provider keeps the verdicts on its own receipts, a failed write loses nothing', async () => {
+  const TRUSTED = P(61);
+  const ANYONE = P(62);
+  let clockNow = NOW + 1e9;
+  const outcome = (buyer: typeof TRUSTED, t: number, prov = P(3)) => {
+    const j = job(buyer, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
+    const o = offer(prov, j, advert(prov), { durationMs: 60_000 });
+    const r = receipt(prov, buyer, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t });
+    return { o, r, a: acceptance(buyer, r, 'accepted', { signedAt: NOW + t + 1 }) };
+  };
+  // a trusted buyer's old outcome outlives an untrusted buyer's newer ones
+  const s = new EvidenceStore(undefined, { max: 10, self: BUYER.did, trusted: [TRUSTED.did], clock: () => clockNow });
+  const old = outcome(TRUSTED, 1_000);
+  await s.add(old.r, old.o, old.a);
+  for (let i = 0; i < 3; i++) {
+    const x = outcome(ANYONE, 5_000 + i);
+    await s.add(x.r, x.o, x.a);
+  }
+  assert.ok(s.receipts.has(old.r.address), 'the trusted buyer’s outcome stays');
+  assert.ok(s.size <= 10);
+  // a receipt dated a year ahead is dated by its arrival: it goes before a later arrival dated now
+  const t = new EvidenceStore(undefined, { max: 6, self: BUYER.did, clock: () => clockNow });
+  const future = outcome(ANYONE, 365 * 86_400_000);
+  await t.add(future.r, future.o, future.a);
+  clockNow += 1_000;
+  const now1 = outcome(ANYONE, 1e9 + 500); // made before it arrives, after the future one arrived
+  await t.add(now1.r, now1.o, now1.a);
+  const now2 = outcome(ANYONE, 1e9 + 600);
+  await t.add(now2.r, now2.o, now2.a);
+  assert.ok(!t.receipts.has(future.r.address), 'the future-dated outcome went first');
+  assert.ok(t.receipts.has(now2.r.address));
+  // this node as the provider: its receipts and the buyers' verdicts on them are first-hand
+  const prov = new EvidenceStore(undefined, { max: 4, self: P(3).did, clock: () => clockNow });
+  const own = Array.from({ length: 3 }, (_, i) => outcome(ANYONE, 10_000 + i));
+  for (const x of own) await prov.add(x.r, x.o, x.a);
+  assert.equal(prov.size, 9, 'first-hand alone past the bound is kept whole');
+  for (const x of own) assert.ok(prov.acceptances.has(x.a.address));
+  assert.equal(prov.derive({ self: P(3).did }).get(P(3).did).successes, 3);
+  // a failed eviction: the add still succeeds, nothing is lost, the error is reported
+  const errors: unknown[] = [];
+  const failing = { batch: async (ops: Array<{ type: string }>) => { if (ops[0]?.type === 'del') throw new Error('disk full'); } };
+  const f = new EvidenceStore(failing as never, { max: 3, self: BUYER.did, clock: () => clockNow, onError: (e) => void errors.push(e) });
+  const a = outcome(ANYONE, 1), b = outcome(ANYONE, 2);
+  await f.add(a.r, a.o, a.a);
+  assert.equal(await f.add(b.r, b.o, b.a), 3);
+  assert.equal(f.size, 6);
+  assert.equal((errors[0] as { code?: string }).code, 'STORE_WRITE_FAILED');
+  assert.throws(() => new EvidenceStore(undefined, { max: 0 }), { code: 'REPUTATION_BAD_BOUND' });
 });
