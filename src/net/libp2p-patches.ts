@@ -1,5 +1,5 @@
 /**
- * A fix to libp2p's code that this node applies at load, until it is upstream
+ * Fixes to libp2p's code that this node applies at load, until they are upstream
  * (docs/scale.md §3 "Seventh round").
  *
  * @libp2p/utils' `LengthPrefixedDecoder.decode` (the reader of Noise's frames
@@ -15,6 +15,7 @@
  * goes to the real length decoder as before. Same frames, same errors.
  */
 import { LengthPrefixedDecoder } from '@libp2p/utils';
+import { YamuxStream } from '@libp2p/yamux/stream';
 
 type LengthDecoder = (buf: { byteLength: number }) => number;
 interface DecoderInternals {
@@ -49,4 +50,49 @@ export function patchLengthPrefixedDecoder(): boolean {
   };
   proto[DONE] = true;
   return true;
+}
+
+/**
+ * A second fix, for @libp2p/yamux 8: a stream opened on a connection queues its
+ * opening window update (SYN) in a microtask, and a window update is sent from
+ * other callbacks too; when the connection under it closed in between, the
+ * muxer's send throws `StreamStateError` ("Cannot write to a stream that is
+ * closed") from that microtask, uncaught, and the process exits. The
+ * hundred-node sim hit it (docs/scale.md §2 "Twelfth round"). Here a window
+ * update that meets a closed connection aborts its stream instead: the update
+ * had nowhere to go, and the stream's users see it fail as any stream on a
+ * closed connection does. Any other error is thrown as before.
+ */
+interface YamuxStreamInternals {
+  sendWindowUpdate(...args: unknown[]): unknown;
+  abort?(err: Error): void;
+  [YAMUX_DONE]?: true;
+}
+const YAMUX_DONE = Symbol.for('c0.yamuxStream.windowUpdateOnClosed');
+
+/** The wrapped method, for a prototype that has one (exported for its unit test). */
+export function guardWindowUpdate(proto: YamuxStreamInternals): boolean {
+  if (proto[YAMUX_DONE]) return true;
+  const inner = proto.sendWindowUpdate;
+  if (typeof inner !== 'function') return false;
+  proto.sendWindowUpdate = function (this: YamuxStreamInternals, ...args: unknown[]): unknown {
+    try {
+      return inner.apply(this, args);
+    } catch (e) {
+      if ((e as Error | undefined)?.name !== 'StreamStateError') throw e;
+      try {
+        this.abort?.(e as Error);
+      } catch {
+        // aborting sends a reset on the same closed connection: nothing more to do
+      }
+      return undefined;
+    }
+  };
+  proto[YAMUX_DONE] = true;
+  return true;
+}
+
+/** Apply the fix (idempotent). False when @libp2p/yamux no longer has the shape it expects (then nothing changes). */
+export function patchYamuxWindowUpdate(): boolean {
+  return guardWindowUpdate(YamuxStream.prototype as unknown as YamuxStreamInternals);
 }

@@ -1,12 +1,13 @@
 /**
- * The LengthPrefixedDecoder fix (libp2p-patches.ts): the same frames and the
+ * The yamux window-update guard, and the LengthPrefixedDecoder fix (libp2p-patches.ts): the same frames and the
  * same errors as @libp2p/utils' own decoder, without calling the length
  * decoder on an empty buffer (where it throws a fresh RangeError per read).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LengthPrefixedDecoder } from '@libp2p/utils';
-import { patchLengthPrefixedDecoder } from '../../../src/net/libp2p-patches.js';
+import { YamuxStream } from '@libp2p/yamux/stream';
+import { guardWindowUpdate, patchLengthPrefixedDecoder, patchYamuxWindowUpdate } from '../../../src/net/libp2p-patches.js';
 
 /** A Uint8Array or @libp2p/utils' Uint8ArrayList (what the decoder buffers in). */
 type Buf = Uint8Array | { byteLength: number; subarray(begin?: number, end?: number): Uint8Array };
@@ -87,4 +88,26 @@ test('an error other than RangeError from the length decoder still propagates', 
     encodingLength: () => 2,
   });
   assert.throws(() => [...d.decode(Uint8Array.of(1, 2))], TypeError);
+});
+
+test('yamux: a window update that meets a closed connection aborts its stream instead of throwing out of a microtask', () => {
+  assert.equal(patchYamuxWindowUpdate(), true);
+  assert.equal(patchYamuxWindowUpdate(), true, 'idempotent');
+  const closed = Object.assign(new Error('Cannot write to a stream that is closed'), { name: 'StreamStateError' });
+  let aborted: Error | undefined;
+  const proto = {
+    sendWindowUpdate(): void {
+      throw closed;
+    },
+  };
+  assert.equal(guardWindowUpdate(proto), true);
+  const stream = Object.assign(Object.create(proto) as typeof proto, { abort: (e: Error) => void (aborted = e) });
+  assert.doesNotThrow(() => stream.sendWindowUpdate());
+  assert.equal(aborted, closed);
+  // any other error is thrown as before
+  const other = { sendWindowUpdate(): void { throw new TypeError('a bug'); } };
+  guardWindowUpdate(other);
+  assert.throws(() => other.sendWindowUpdate(), TypeError);
+  // and the real stream class has the guard
+  assert.equal((YamuxStream.prototype as unknown as Record<symbol, unknown>)[Symbol.for('c0.yamuxStream.windowUpdateOnClosed')], true);
 });
