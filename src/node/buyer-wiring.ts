@@ -58,7 +58,9 @@ export class BuyerWiring {
         if (kind === 'job') this.#routes.inc({ route: 'gossip' });
         await this.o.net.publish(kind, env.bytes, [], await this.#marketOf(env)).catch((e) => {
           if (kind === 'job') throw e;
-          this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
+          // no market found for a selection or an acceptance is unexpected (its job or receipt is stored first); no peer is not
+          if ((e as C0Error).code === 'NET_NO_SHARD') this.o.log.warn({ kind, record: env.address, err: (e as Error).message }, 'not published: no market topic');
+          else this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
         });
       },
       exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
