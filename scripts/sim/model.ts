@@ -249,17 +249,18 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   }
   // a job's outcome (twelfth round): three records a job, each validated once, copied as any gossip message
   const outcomes = outcomeRate(providers, role, p);
+  const named = offersPerJob(providers, p);
   if (outcomes > 0 && p.outcomes === 'market-lean') {
     // one gossip message a job (the acceptance with its receipt), two records to validate
     kBps.outcome = (outcomes * p.copies * (SIZES.receipt + SIZES.acceptance + FRAMING)) / 1000;
     kBps.control += (outcomes * p.controlPerMsg) / 1000;
     cpuUs += outcomes * (2 * p.validateUs + 2 * p.copies * p.perCopyUs);
     // the selection, directly: a provider takes one for each offer it made (one copy in), a buyer sends one to each provider it names
-    const selections = role === 'provider' ? (rates(providers, p).job * offersPerJob(providers, p)) / providers : role === 'buyer' ? p.jobsPerBuyerPerSec * offersPerJob(providers, p) : 0;
-    kBps.outcome += (selections * (selectionSize(offersPerJob(providers, p)) + FRAMING)) / 1000;
+    const selections = role === 'provider' ? (r.job * named) / providers : role === 'buyer' ? p.jobsPerBuyerPerSec * named : 0;
+    kBps.outcome += (selections * (selectionSize(named) + FRAMING)) / 1000;
     cpuUs += selections * (role === 'provider' ? p.validateUs + p.perCopyUs : p.perCopyUs);
   } else if (outcomes > 0) {
-    kBps.outcome = (outcomes * p.copies * (selectionSize(offersPerJob(providers, p)) + SIZES.receipt + SIZES.acceptance + 3 * FRAMING)) / 1000;
+    kBps.outcome = (outcomes * p.copies * (selectionSize(named) + SIZES.receipt + SIZES.acceptance + 3 * FRAMING)) / 1000;
     kBps.control += (3 * outcomes * p.controlPerMsg) / 1000;
     cpuUs += 3 * outcomes * (p.validateUs + 2 * p.copies * p.perCopyUs);
   }

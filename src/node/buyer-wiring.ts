@@ -171,7 +171,7 @@ export class BuyerWiring {
     // enough offers already: nothing to push, and no eligibility run over the connected peers
     const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
     if (wanted > 0 && missing <= 0) return;
-    const invited = this.#invited.get(address) as Set<string> | undefined;
+    const invited = this.#invited.get(address);
     // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
     if (invited) this.#gossipAfterInvite(job);
     const connected = this.o.net.peers().map((p) => p.did ?? '');

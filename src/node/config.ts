@@ -300,7 +300,8 @@ export const configSchema = z
         secondHandWeight: z.number().gt(0).max(1).default(0.5),
         /**
          * Evidence records kept at most (receipts, acceptances, the offers receipts cite, non-deliveries; docs/market.md
-         * "How much evidence a node keeps"). Past it the oldest that is not first-hand go; first-hand never does.
+         * "How much evidence a node keeps"). Past it second-hand outcomes go whole, those that count here last, the oldest
+         * first; a first-hand outcome never does.
          */
         maxEvidence: z.number().int().min(1_000).default(DEFAULT_MAX_EVIDENCE),
       })

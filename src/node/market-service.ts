@@ -72,9 +72,10 @@ export class MarketService implements BuyerMarket {
     // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
     const adverts = new AdvertIndex(o.records.allAdverts());
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
-    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (the oldest that is not first-hand)', registers: [o.registry] }) : undefined;
+    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (second-hand outcomes, those that count here last, the oldest first)', registers: [o.registry] }) : undefined;
+    const max = o.maxEvidence ?? DEFAULT_MAX_EVIDENCE;
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`, {
-      max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE,
+      max,
       self: o.did,
       trusted: o.trust?.trustedBuyers ?? [],
       dealtWith: o.trust?.dealtWith ?? false,
@@ -82,7 +83,7 @@ export class MarketService implements BuyerMarket {
       onError: (e) => o.log.warn({ err: (e as Error).message }, 'evicting reputation evidence failed; nothing was lost, it is tried again'),
       onEvict: (n) => {
         evicted?.inc(n);
-        o.log.info({ evicted: n, max: o.maxEvidence ?? DEFAULT_MAX_EVIDENCE }, 'reputation evidence past its bound: the oldest second-hand outcomes went, those that count here last');
+        o.log.info({ evicted: n, max }, 'reputation evidence past its bound: the oldest second-hand outcomes went, those that count here last');
       },
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });

@@ -108,6 +108,21 @@ test('yamux: a window update that meets a closed connection aborts its stream in
   const other = { sendWindowUpdate(): void { throw new TypeError('a bug'); } };
   guardWindowUpdate(other);
   assert.throws(() => other.sendWindowUpdate(), TypeError);
-  // and the real stream class has the guard
-  assert.equal((YamuxStream.prototype as unknown as Record<symbol, unknown>)[Symbol.for('c0.yamuxStream.windowUpdateOnClosed')], true);
+  // the real stream class's method, through the guard: a stream opening (SYN) whose connection is closed aborts
+  let realAborted: Error | undefined;
+  const opening = {
+    state: 'init',
+    recvWindow: 256 * 1024,
+    recvWindowCapacity: 0,
+    epochStart: 0,
+    streamId: 1,
+    getSendFlags: () => 1,
+    getRTT: () => -1,
+    sendFrame: () => {
+      throw closed;
+    },
+    abort: (e: Error) => void (realAborted = e),
+  };
+  assert.doesNotThrow(() => (YamuxStream.prototype as unknown as { sendWindowUpdate(this: unknown): void }).sendWindowUpdate.call(opening));
+  assert.equal(realAborted, closed);
 });
