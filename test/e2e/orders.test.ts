@@ -166,9 +166,14 @@ test('a hostile node flooding presence and sending claims it has no right to mak
     await x.dial(buyer.addrs[0]!);
     await waitFor('the hostile node to share the job and presence topics with the buyer', () => x.topicPeers('job').length > 0 && x.topicPeers('presence').length > 0, 15_000);
     const now = Date.now();
-    // Its own advert, never published (so the buyer does not hold it), and a forged copy (payload changed, signature kept).
-    const own = seal(T.advert, { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sleep'], tier: 'enterprise', hardware: { cpuCores: 64, memoryMiB: 65_536 }, prices: [{ workload: 'builtin.sleep', unit: 'job', price: { amount: '0.0001', currency: 'USD' } }] }, x.signer) as Opened<Advert>;
-    const parts = splitEnvelope(own.bytes);
+    // Its own advert, never published (the buyer learns it only from the claims it is attached to), and a forged copy
+    // (payload changed, signature kept) of a second one that it never sends untampered: a claim citing that one can only
+    // meet the forgery. (Forging `own` itself raced: once an earlier claim's attachment had taught the buyer the genuine
+    // `own`, a claim citing it at a price under the bid is valid, and won.)
+    const advertOf = (seq: number) => seal(T.advert, { seq, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sleep'], tier: 'enterprise', hardware: { cpuCores: 64, memoryMiB: 65_536 }, prices: [{ workload: 'builtin.sleep', unit: 'job', price: { amount: '0.0001', currency: 'USD' } }] }, x.signer) as Opened<Advert>;
+    const own = advertOf(1);
+    const unsent = advertOf(3);
+    const parts = splitEnvelope(unsent.bytes);
     const core = decodeCanonical(parts.payload) as Record<string, unknown>;
     core.seq = 2;
     const forged = joinEnvelope({ ...parts, payload: encodeCanonical(core) });
@@ -199,7 +204,7 @@ test('a hostile node flooding presence and sending claims it has no right to mak
       if (job.signer !== buyer.did || !job.record.order) return;
       sent.push(claim(job, 'over-bid', '5', own.address, own.bytes));
       sent.push(claim(job, 'foreign-advert', '0.001', honestAdvert));
-      sent.push(claim(job, 'forged-advert', '0.001', own.address, forged));
+      sent.push(claim(job, 'forged-advert', '0.001', unsent.address, forged));
       sent.push(claim(job, 'relayed', '0.001', own.address, own.bytes, Ed25519Signer.generate()));
       // A burst of claims over the bid, one after another: past the peer's claim budget, NET_RATE_LIMITED.
       sent.push(
