@@ -44,6 +44,12 @@ export interface NetworkOptions {
   overlay?: string;
   /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
   topics?: TopicKind[];
+  /**
+   * Kinds among `topics` whose topics this node publishes on (to the peers it is connected to that joined them) but does
+   * not join: it neither receives nor relays them on gossip, nor syncs them. Their records still reach `subscribe`
+   * handlers when they arrive directly (a selection or an acceptance, /c0mpute/outcome/1). Default none.
+   */
+  publishOnly?: TopicKind[];
   /** Markets joined for the sharded kinds (advert, job, presence, a job's outcome): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
   shards?: string[];
   /**
@@ -166,6 +172,12 @@ export interface Network {
    * unreachable recipient: the outcome per DID says what happened.
    */
   sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
+  /**
+   * Send a selection or an acceptance to the providers it concerns only, over /c0mpute/outcome/1 (offer-route.ts; docs/network.md
+   * §14 "A job's outcome"); the same local checks as `publish`; this node itself is skipped. Never throws for an unreachable
+   * recipient: the outcome per DID says what happened. Another kind: OUTCOME_WRONG_KIND.
+   */
+  sendOutcome(kind: TopicKind, to: readonly string[], envelope: Uint8Array): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
   /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */

@@ -31,7 +31,7 @@ import { silentLogger } from '../util/log.js';
 import { Dispatcher } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
 import { encodeMessage } from './framing.js';
-import { RecordPipeline } from './gossip-validation.js';
+import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
 import { createNetMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
@@ -44,7 +44,7 @@ import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.js';
-import { OFFER_LIMITS, OFFER_PROTOCOL, offerHandler, sendOffer } from './offer-route.js';
+import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, sendDirect, sendOffer } from './offer-route.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 import { createHost } from './libp2p-host.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
@@ -59,6 +59,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const clock = opts.clock ?? systemClock;
   const overlay = checkOverlay(opts.overlay ?? NETWORK_DEFAULTS.overlay);
   const joined = opts.topics ?? TOPIC_KINDS;
+  // kinds whose topics this node publishes on but does not join (it hears them directly or not at all)
+  const publishOnly = (opts.publishOnly ?? []).filter((k) => joined.includes(k));
   const shards = [...new Set((opts.shards ?? ALL_SHARDS).map(checkShard))].sort();
   /** The topics a record goes out on: its kind's, or for a sharded kind one per market it belongs to. */
   const recordTopics = (kind: TopicKind, rec: Opened): string[] => (isSharded(kind) ? heldShards(kind, rec.record).map((sh) => topicFor(kind, overlay, sh)) : [topicFor(kind, overlay)]);
@@ -160,7 +162,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
   // records/1: served, fetched, synced (records-sync.ts); sync on join: once from each newly identified peer that speaks it.
   const connected = (peer: string): boolean => libp2p.getConnections(peerIdFromString(peer)).some((c) => c.status === 'open');
-  const records = new RecordsSync({ direct, pipeline, metrics, log, joined, shards, syncKinds, syncLimit, accept, source, clock, connected });
+  const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
     if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
@@ -216,7 +218,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       joinedAt = clock();
       sigPool?.open();
       await records.serve(source, clock, opts.recordsServe);
-      await direct.serve(OFFER_PROTOCOL, offerHandler({ validate: (data, from) => pipeline.validate('offer', data, from, 'direct'), accept: (out, from) => accept(out.fresh, from, 'direct', out.attachments ?? []) }), OFFER_LIMITS);
+      const directDeps = { validate: (kind: TopicKind, data: Uint8Array, from: string) => pipeline.validate(kind, data, from, 'direct'), accept: (out: ValidationOutcome, from: string) => accept(out.fresh, from, 'direct', out.attachments ?? []) };
+      await direct.serve(OFFER_ROUTE.protocol, directHandler(OFFER_ROUTE, directDeps), OFFER_ROUTE.limits);
+      await direct.serve(OUTCOME_ROUTE.protocol, directHandler(OUTCOME_ROUTE, directDeps), OUTCOME_ROUTE.limits);
       libp2p.addEventListener('peer:identify', onIdentify);
       libp2p.addEventListener('peer:disconnect', onDisconnect);
       libp2p.addEventListener('connection:open', onConnOpen);
@@ -230,7 +234,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         const which = (e as Error).message.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).join('; ');
         throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
       }
-      for (const k of joined) for (const t of topicsFor(k, overlay, shards)) pubsub.subscribe(t);
+      for (const k of joined) if (!publishOnly.includes(k)) for (const t of topicsFor(k, overlay, shards)) pubsub.subscribe(t);
       connectivity.start();
       health.start();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
@@ -297,9 +301,16 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return { outcomes, address: rec.address };
     },
 
+    async sendOutcome(kind, to, envelope) {
+      if (!OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error(OUTCOME_ROUTE.err.WRONG_KIND!, `${OUTCOME_ROUTE.protocol} carries ${OUTCOME_DIRECT_KINDS.join(' and ')} records, not ${kind}`, { field: 'kind' });
+      const { rec, data } = prepare(kind, envelope, []);
+      const outcomes = await sendDirect({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data);
+      return { outcomes, address: rec.address };
+    },
+
     subscribe(kind, handler) {
-      // offers also arrive over /c0mpute/offer/1, whether or not the node joins their gossip topic
-      if (!joined.includes(kind) && kind !== 'offer') throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
+      // offers, selections and acceptances also arrive directly (offer/1, outcome/1), whether or not the node joins their topic
+      if (!joined.includes(kind) && kind !== 'offer' && !OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
       return dispatcher.subscribe(kind, handler);
     },
 

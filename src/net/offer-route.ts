@@ -30,6 +30,7 @@ import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
 import { decodeMessage } from './framing.js';
 import type { ValidationOutcome } from './gossip-validation.js';
 import type { CallOptions, ProtocolHandler, ProtocolLimits } from './protocols.js';
+import { kindForType, type TopicKind } from './topics.js';
 import type { PeerId } from '@libp2p/interface';
 
 export const OFFER_PROTOCOL = '/c0mpute/offer/1';
@@ -39,34 +40,80 @@ export const OFFER_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024
 
 export const OFFER_ERR = { BAD_REQUEST: 'OFFER_BAD_REQUEST', NOT_FROM_PEER: 'OFFER_NOT_FROM_PEER' } as const;
 
-export interface OfferServeDeps {
+/**
+ * `/c0mpute/outcome/1`: a job's outcome to the providers it concerns, not to
+ * its market (docs/network.md §14 "A job's outcome"): a spot job's selection to
+ * the providers it names, an acceptance to the provider whose receipt it
+ * countersigns. The same exchange as offer/1 (one message up, one verdict
+ * back; the signer must be the sending peer), for a selection or an
+ * acceptance; anything else is refused OUTCOME_WRONG_KIND.
+ */
+export const OUTCOME_PROTOCOL = '/c0mpute/outcome/1';
+
+/** Stream limits: one selection (at most MAX_CONSIDERED offers named, well under the gossip bound) or acceptance up, one verdict back. */
+export const OUTCOME_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024 + 64, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 10_000, maxInboundStreams: 32 };
+
+export const OUTCOME_ERR = { BAD_REQUEST: 'OUTCOME_BAD_REQUEST', NOT_FROM_PEER: 'OUTCOME_NOT_FROM_PEER', WRONG_KIND: 'OUTCOME_WRONG_KIND' } as const;
+
+/** The kinds `/c0mpute/outcome/1` carries. */
+export const OUTCOME_DIRECT_KINDS: readonly TopicKind[] = ['selection', 'acceptance'];
+
+/** One direct record route: its protocol, the kinds it carries, its error codes and its send counter. */
+export interface DirectRoute {
+  protocol: string;
+  limits: Partial<ProtocolLimits>;
+  kinds: readonly TopicKind[];
+  err: { BAD_REQUEST: string; NOT_FROM_PEER: string; WRONG_KIND?: string };
+  counter: { name: string; help: string };
+}
+
+export const OFFER_ROUTE: DirectRoute = {
+  protocol: OFFER_PROTOCOL,
+  limits: OFFER_LIMITS,
+  kinds: ['offer'],
+  err: OFFER_ERR,
+  counter: { name: 'c0mpute_offers_direct_total', help: 'Offers sent over /c0mpute/offer/1, by outcome (unreachable: the recipient could not be dialled; the offer is dropped)' },
+};
+
+export const OUTCOME_ROUTE: DirectRoute = {
+  protocol: OUTCOME_PROTOCOL,
+  limits: OUTCOME_LIMITS,
+  kinds: OUTCOME_DIRECT_KINDS,
+  err: OUTCOME_ERR,
+  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, by kind and outcome (unreachable: the recipient could not be dialled; that copy is dropped)' },
+};
+
+export interface DirectServeDeps {
   /** The record pipeline, as for gossip (source 'direct'). */
-  validate(data: Uint8Array, from: string): Promise<ValidationOutcome>;
+  validate(kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome>;
   /** Hand an accepted outcome to the subscribers (the same path as gossip). */
   accept(out: ValidationOutcome, from: string): void;
 }
 
-/** The receiving (buyer's or steward's) side. */
-export function offerHandler(d: OfferServeDeps): ProtocolHandler {
+/** The receiving side of a direct route (the offer's buyer or steward; the outcome's provider). */
+export function directHandler(route: DirectRoute, d: DirectServeDeps): ProtocolHandler {
+  const name = route.protocol.split('/').slice(-2).join('/');
   return async (frames, ctx) => {
     const data = frames[0];
-    if (frames.length !== 1 || !(data instanceof Uint8Array)) throw new C0Error(OFFER_ERR.BAD_REQUEST, 'offer/1 takes one frame: the offer message');
-    let signer: string;
+    if (frames.length !== 1 || !(data instanceof Uint8Array)) throw new C0Error(route.err.BAD_REQUEST, `${name} takes one frame: the record message`);
+    let head: { type: string; signer: string };
     let peer: string | undefined;
     try {
-      signer = peekType(decodeMessage(data).primary).signer;
+      head = peekType(decodeMessage(data).primary);
     } catch (e) {
-      throw new C0Error(OFFER_ERR.BAD_REQUEST, `offer/1: not an offer message (${(e as Error).message.slice(0, 120)})`);
+      throw new C0Error(route.err.BAD_REQUEST, `${name}: not a record message (${(e as Error).message.slice(0, 120)})`);
     }
+    const kind = kindForType(head.type);
+    if (kind === undefined || !route.kinds.includes(kind)) throw new C0Error(route.err.WRONG_KIND ?? route.err.BAD_REQUEST, `${name} carries ${route.kinds.join(' and ')} records, not ${String(head.type).slice(0, 80)}`);
     try {
       peer = didFromPeerId(ctx.peer);
     } catch {
       peer = undefined;
     }
-    if (signer !== peer) throw new C0Error(OFFER_ERR.NOT_FROM_PEER, 'a peer may send only the offers it signed');
+    if (head.signer !== peer) throw new C0Error(route.err.NOT_FROM_PEER, `a peer may send only the ${route.kinds.join(' and ')} records it signed`);
     const from = ctx.peer.toString();
-    const out = await d.validate(data, from);
-    if (out.verdict === 'reject') throw new C0Error(out.reason, `offer rejected: ${out.reason}`);
+    const out = await d.validate(kind, data, from);
+    if (out.verdict === 'reject') throw new C0Error(out.reason, `${kind} rejected: ${out.reason}`);
     if (out.verdict === 'accept') d.accept(out, from);
     await ctx.send({ verdict: out.verdict, reason: out.reason } as CborValue);
   };
@@ -81,29 +128,34 @@ export interface OfferSendDeps {
   timeoutMs?: number;
 }
 
-/** Counter of offers sent directly, by outcome (one per process registry). */
-function counter(registry: Registry): Counter<'outcome'> {
-  const name = 'c0mpute_offers_direct_total';
-  return (registry.getSingleMetric(name) as Counter<'outcome'> | undefined) ?? new Counter({ name, help: 'Offers sent over /c0mpute/offer/1, by outcome (unreachable: the recipient could not be dialled; the offer is dropped)', labelNames: ['outcome'], registers: [registry] });
+/** A route's send counter, by outcome (and kind, for a route of several kinds); one per process registry. */
+function counter(registry: Registry, route: DirectRoute): Counter<string> {
+  const labelNames = route.kinds.length > 1 ? ['kind', 'outcome'] : ['outcome'];
+  return (registry.getSingleMetric(route.counter.name) as Counter<string> | undefined) ?? new Counter({ ...route.counter, labelNames, registers: [registry] });
 }
 
-/** Send one offer message to each recipient DID; resolves to the outcome per recipient (never throws). */
-export async function sendOffer(d: OfferSendDeps, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
-  const c = counter(d.registry);
+/** Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never throws). */
+export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
+  const c = counter(d.registry, route);
   const out: Record<string, OfferSendOutcome> = {};
   await Promise.all(
     [...new Set(to)].map(async (did) => {
       let outcome: OfferSendOutcome;
       try {
-        const frames = await d.call(peerIdFromDid(did), OFFER_PROTOCOL, [data], { limits: { ...OFFER_LIMITS, deadlineMs: d.timeoutMs ?? OFFER_LIMITS.deadlineMs! } });
+        const frames = await d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } });
         outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
       } catch (e) {
         // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
         outcome = (e as C0Error).detail?.remote === true ? 'rejected' : 'unreachable';
       }
-      c.inc({ outcome });
+      c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
       out[did] = outcome;
     }),
   );
   return out;
+}
+
+/** Send one offer message to each recipient DID over offer/1 (sendDirect's offer route). */
+export function sendOffer(d: OfferSendDeps, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
+  return sendDirect(d, OFFER_ROUTE, 'offer', to, data);
 }

@@ -56,6 +56,9 @@ export class BuyerWiring {
         // a job of a large market goes to some of its candidates directly, not to the whole market (#invite)
         if (kind === 'job' && this.#invite(env as Opened<Job>)) return;
         if (kind === 'job') this.#routes.inc({ route: 'gossip' });
+        // a spot job's selection goes to the providers it names, an acceptance to its receipt's signer as well (#direct)
+        if (kind === 'selection' && this.#direct(env as Opened<Selection>)) return;
+        if (kind === 'acceptance') this.#direct(env as Opened<Acceptance>);
         await this.o.net.publish(kind, env.bytes, [], await this.#marketOf(env)).catch((e) => {
           if (kind === 'job') throw e;
           // no market found for a selection or an acceptance is unexpected (its job or receipt is stored first); no peer is not
@@ -254,6 +257,38 @@ export class BuyerWiring {
     const pool = this.#poolOf(from);
     const a = this.o.market.adverts.latest.get(to);
     return pool !== undefined && !!a && a.record.expiresAt > this.o.clock() && this.#poolOf(to) === pool;
+  }
+
+  /**
+   * A job's outcome to the providers it concerns (docs/network.md §14 "Who hears a job's outcome"), over outcome/1,
+   * not awaited (an unreachable provider loses only that copy: its quoting budget frees when the offer expires). A
+   * spot job's selection goes to every provider it names (each releases the budget its offer held; the winner also
+   * gets it in its exec request) and not on gossip: true. An open order's selection (every provider of the market
+   * decides leases from it) and any selection on an overlay with a steward (its accounts take it) stay on gossip:
+   * false. An acceptance goes to the provider that signed its receipt, whose own evidence it is, and on gossip too
+   * (false), for the nodes that count second-hand evidence.
+   */
+  #direct(env: Opened<Selection> | Opened<Acceptance>): boolean {
+    let to: string[];
+    if (env.type === T.selection) {
+      const sel = (env as Opened<Selection>).record;
+      const job = this.o.market.ownJob(sel.job);
+      if (this.o.d.network.steward || sel.policy === 'first-claim' || !job || job.record.order) return false;
+      to = sel.considered.map((c) => c.provider);
+    } else {
+      const receipt = this.o.market.evidence.receipts.get((env as Opened<Acceptance>).record.receipt);
+      if (!receipt) return false;
+      to = [receipt.signer];
+    }
+    const kind = env.type === T.selection ? 'selection' : 'acceptance';
+    void this.o.net.sendOutcome(kind, to, env.bytes).then(
+      (r) => {
+        const missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
+        if (missed.length) this.o.log.debug({ kind, record: r.address, missed: Object.fromEntries(missed) }, 'outcome not delivered to every provider it concerns');
+      },
+      (e) => this.o.log.warn({ kind, record: env.address, err: (e as Error).message }, 'outcome not sent'),
+    );
+    return env.type === T.selection;
   }
 
   /**

@@ -42,7 +42,7 @@ const gpu = z.object({ model: z.string().min(1).max(64), vramMiB: z.number().int
 export const ROLE_NAMES = ['provider', 'buyer', 'witness', 'steward'] as const;
 export type Role = (typeof ROLE_NAMES)[number];
 
-const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000, managed: false };
+const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000, outcomes: 'auto' as const, managed: false };
 
 // Flood limits (defaults and meaning: net/flood-limits.ts, net/peer-abuse.ts, net/records-protocol.ts; docs/network.md).
 const bucket = z.object({ ratePerSec: z.number().positive(), burst: z.number().positive() }).strict();
@@ -86,6 +86,13 @@ const networkSchema = z
      * provider, the workloads it serves; any other node, all. A steward joins every market.
      */
     markets: z.union([z.literal('all'), z.array(z.string().min(1).max(128)).min(1)]).optional(),
+    /**
+     * Whose job outcomes this node hears (docs/network.md §14 "Who hears a job's outcome"): `all` joins the receipt,
+     * acceptance and non-delivery topics of its markets; `own` does not (its own outcomes reach it directly); `auto`
+     * joins them when the node counts second-hand evidence (reputation.trustedBuyers, an overlay allowlist with
+     * reputation.overlayMembers, reputation.dealtWith), is a steward, or is on an overlay with a steward.
+     */
+    outcomes: z.enum(['auto', 'all', 'own']).default('auto'),
     /** The DID of this overlay's steward (pool/1): buyers ask it to admit their claims; providers run the selections it signs and stop work it preempts. */
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */

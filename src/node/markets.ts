@@ -7,8 +7,9 @@
  * them, so a devnet started without configuration works unchanged. A
  * steward always joins every market.
  */
-import { shardsOf } from '../net/topics.js';
+import { shardsOf, type TopicKind } from '../net/topics.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
+import { trustFor } from './reputation-trust.js';
 
 /** The shards to join, or undefined for every shard. A provider always joins its own workloads' markets. */
 export function marketShards(config: NodeConfig, network: NetworkConfig, roles: readonly Role[]): string[] | undefined {
@@ -21,4 +22,21 @@ export function marketShards(config: NodeConfig, network: NetworkConfig, roles: 
   if (m) return shardsOf([...m, ...own]);
   if (roles.length === 1 && roles[0] === 'provider' && own.length) return shardsOf(own);
   return undefined;
+}
+
+/** The evidence kinds of a job's outcome: on gossip for the nodes that count them (`network.outcomes`). */
+export const OUTCOME_EVIDENCE_KINDS: readonly TopicKind[] = ['receipt', 'acceptance', 'nondelivery'];
+
+/**
+ * Whether this node joins the outcome evidence topics of its markets (docs/network.md §14 "Who hears a job's
+ * outcome"). Under `auto`: when it counts second-hand evidence (a trusted buyer, the overlay's members, or buyers it
+ * dealt with: anything else weighs nothing in its reputation view), is a steward (it charges each job's receipt), or
+ * is on an overlay with a steward (whose accounts hear receipts on gossip). Its own outcomes reach it either way: a
+ * provider's receipt is its own and the buyer's acceptance comes directly (outcome/1).
+ */
+export function hearsOutcomes(config: NodeConfig, network: NetworkConfig, roles: readonly Role[]): boolean {
+  if (roles.includes('steward') || network.outcomes === 'all') return true;
+  if (network.outcomes === 'own') return false;
+  const trust = trustFor(config, network);
+  return [...(trust.trustedBuyers ?? [])].length > 0 || trust.dealtWith === true || network.steward !== undefined;
 }

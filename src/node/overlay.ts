@@ -39,7 +39,7 @@ import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
-import { marketShards } from './markets.js';
+import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.js';
 import { AbuseReports } from '../net/peer-abuse.js';
 
 export interface OverlayDeps {
@@ -158,6 +158,7 @@ export class OverlayNode {
       bootstrap: nc.bootstrap,
       overlay: this.name,
       ...(shards ? { shards } : {}),
+      ...(hearsOutcomes(this.d.config, nc, this.roles) ? {} : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),

@@ -1,10 +1,10 @@
-/** /c0mpute/offer/1's receiving side (src/net/offer-route.ts) with a fake pipeline: what it refuses before validation, and what it hands on. */
+/** The receiving side of /c0mpute/offer/1 and /c0mpute/outcome/1 (src/net/offer-route.ts) with a fake pipeline: what each refuses before validation, and what it hands on. */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer, seal, T } from '../../../src/records/index.js';
 import { encodeMessage } from '../../../src/net/framing.js';
-import { offerHandler, OFFER_ERR } from '../../../src/net/offer-route.js';
+import { directHandler, OFFER_ERR, OFFER_ROUTE, OUTCOME_ERR, OUTCOME_ROUTE, type DirectRoute } from '../../../src/net/offer-route.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import type { ValidationOutcome } from '../../../src/net/gossip-validation.js';
@@ -16,10 +16,10 @@ const ad = seal(T.advert, { seq: 1, issuedAt: now, expiresAt: now + 600_000, wor
 const of = seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert: ad.address, price: { amount: '1', currency: 'USD' }, durationMs: 1000, issuedAt: now, startBy: now + 60_000, expiresAt: now + 30_000 }, provider);
 const msg = encodeMessage(of.bytes, [ad.bytes]);
 
-function run(frames: CborValue[], from: Ed25519Signer, verdict: ValidationOutcome['verdict'] = 'accept') {
-  const calls = { validated: 0, accepted: 0, sent: [] as CborValue[] };
-  const h = offerHandler({
-    validate: async () => (calls.validated++, { verdict, reason: verdict === 'accept' ? 'ok' : 'SOME_CODE', fresh: [] }),
+function run(frames: CborValue[], from: Ed25519Signer, verdict: ValidationOutcome['verdict'] = 'accept', route: DirectRoute = OFFER_ROUTE) {
+  const calls = { validated: 0, accepted: 0, sent: [] as CborValue[], kinds: [] as string[] };
+  const h = directHandler(route, {
+    validate: async (kind) => (calls.validated++, calls.kinds.push(kind), { verdict, reason: verdict === 'accept' ? 'ok' : 'SOME_CODE', fresh: [] }),
     accept: () => void calls.accepted++,
   });
   const ctx = { peer: peerIdFromDid(didFromPublicKey(from.publicKey)), signal: new AbortController().signal, send: async (f: CborValue) => void calls.sent.push(f) };
@@ -48,4 +48,30 @@ test('refused before validation: another peer’s offer (OFFER_NOT_FROM_PEER), n
   const rej = run([msg], provider, 'reject');
   await assert.rejects(rej.done, { code: 'SOME_CODE' });
   assert.equal(rej.calls.accepted, 0);
+});
+
+const buyer = Ed25519Signer.generate();
+const sel = seal(T.selection, { job: 'sha256:' + 'ab'.repeat(32), buyer: didFromPublicKey(buyer.publicKey), policy: 'cheapest', winner: of.address, considered: [{ offer: of.address, provider: didFromPublicKey(provider.publicKey) }], decidedAt: now }, buyer);
+const acc = seal(T.acceptance, { receipt: 'sha256:' + 'cd'.repeat(32), verdict: 'accepted', signedAt: now }, buyer);
+
+test('outcome/1 takes a selection or an acceptance from its signer, each validated as its own kind', async () => {
+  for (const [rec, kind] of [[sel, 'selection'], [acc, 'acceptance']] as const) {
+    const { calls, done } = run([encodeMessage(rec.bytes, [])], buyer, 'accept', OUTCOME_ROUTE);
+    await done;
+    assert.deepEqual([calls.validated, calls.accepted, calls.kinds], [1, 1, [kind]]);
+    assert.deepEqual(calls.sent, [{ verdict: 'accept', reason: 'ok' }]);
+  }
+});
+
+test('outcome/1 refuses before validation: an offer (OUTCOME_WRONG_KIND), another peer’s selection (OUTCOME_NOT_FROM_PEER), not a message (OUTCOME_BAD_REQUEST)', async () => {
+  const offerOn = run([msg], provider, 'accept', OUTCOME_ROUTE);
+  await assert.rejects(offerOn.done, { code: OUTCOME_ERR.WRONG_KIND });
+  const relayed = run([encodeMessage(sel.bytes, [])], provider, 'accept', OUTCOME_ROUTE);
+  await assert.rejects(relayed.done, { code: OUTCOME_ERR.NOT_FROM_PEER });
+  const junk = run([new Uint8Array([1, 2, 3])], buyer, 'accept', OUTCOME_ROUTE);
+  await assert.rejects(junk.done, { code: OUTCOME_ERR.BAD_REQUEST });
+  for (const r of [offerOn, relayed, junk]) assert.equal(r.calls.validated, 0);
+  // and offer/1 takes no selection
+  const selOn = run([encodeMessage(sel.bytes, [])], buyer);
+  await assert.rejects(selOn.done, { code: OFFER_ERR.BAD_REQUEST });
 });
