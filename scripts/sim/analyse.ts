@@ -19,8 +19,8 @@ export interface SimFigures {
   durationMs: number;
   reach: { adverts: number; p50ms: Stat; p99ms: Stat; p100ms: Stat; incomplete: number };
   offers: { jobs: number; decided: number; abandoned: number; lost: number; firstOfferMs: Stat; offersPerJob: number; completeness: number; staleDecisions: number; deadWinners: number };
-  /** per node and second by kind (`offer-direct`: offers over /c0mpute/offer/1, not gossip); deliveredPerSec: records of the kind accepted (first copies) */
-  traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number; deliveredPerSec: number }>;
+  /** per node and second by kind (`offer-direct`: offers over /c0mpute/offer/1, `outcome-direct`: selections and acceptances over /c0mpute/outcome/1, not gossip); deliveredPerSec: records of the kind accepted (first copies) */
+  traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outMsgsPerSec?: number; outBytesPerSec: number; deliveredPerSec: number }>;
   trafficByRole: Array<{ role: string; inBytesPerSec: number; outBytesPerSec: number }>;
   /** records published per second, network-wide, by kind */
   publishedPerSec: Record<string, number>;
@@ -144,7 +144,7 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
   }
 
   // --- traffic per node per second, by kind and by role
-  const kinds = new Map<string, { inMsgs: number; inBytes: number; outBytes: number; delivered: number }>();
+  const kinds = new Map<string, { inMsgs: number; inBytes: number; outMsgs: number; outBytes: number; delivered: number }>();
   const roles = new Map<string, { inBytes: number; outBytes: number; secs: number }>();
   let nodeSecs = 0;
   for (const n of nodes) {
@@ -154,16 +154,17 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
     const r = roles.get(role) ?? roles.set(role, { inBytes: 0, outBytes: 0, secs: 0 }).get(role)!;
     r.secs += secs;
     for (const [k, t] of Object.entries(n.traffic)) {
-      const s = kinds.get(k) ?? kinds.set(k, { inMsgs: 0, inBytes: 0, outBytes: 0, delivered: 0 }).get(k)!;
+      const s = kinds.get(k) ?? kinds.set(k, { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0, delivered: 0 }).get(k)!;
       s.delivered += t.delivered ?? 0;
       s.inMsgs += t.inMsgs;
       s.inBytes += t.inBytes;
+      s.outMsgs += t.outMsgs;
       s.outBytes += t.outBytes;
       r.inBytes += t.inBytes;
       r.outBytes += t.outBytes;
     }
   }
-  const traffic = [...kinds].map(([kind, s]) => ({ kind, inMsgsPerSec: s.inMsgs / nodeSecs, inBytesPerSec: s.inBytes / nodeSecs, outBytesPerSec: s.outBytes / nodeSecs, deliveredPerSec: s.delivered / nodeSecs })).sort((a, b) => b.inBytesPerSec - a.inBytesPerSec);
+  const traffic = [...kinds].map(([kind, s]) => ({ kind, inMsgsPerSec: s.inMsgs / nodeSecs, inBytesPerSec: s.inBytes / nodeSecs, outMsgsPerSec: s.outMsgs / nodeSecs, outBytesPerSec: s.outBytes / nodeSecs, deliveredPerSec: s.delivered / nodeSecs })).sort((a, b) => b.inBytesPerSec - a.inBytesPerSec);
   const trafficByRole = [...roles].map(([role, r]) => ({ role, inBytesPerSec: r.inBytes / r.secs, outBytesPerSec: r.outBytes / r.secs }));
 
   // --- market view agreement: fraction of live providers whose latest advert (published ≥ GRACE_MS ago) a buyer holds

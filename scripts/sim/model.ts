@@ -108,8 +108,13 @@ export interface ModelParams {
    * built until the twelfth round). `market`: sharded by the job's market, as jobs are (docs/network.md §14).
    * `market-lean` (a what-if, not built): on the market's topics, a spot job's selection sent directly to the
    * providers it names instead of on gossip, and the acceptance carrying the receipt it countersigns, one message.
+   * As built in the thirteenth round (docs/network.md §14 "Who hears a job's outcome"): a spot job's selection goes
+   * directly to the providers it names and the acceptance to the winner as well; `own`, a node that counts no
+   * second-hand evidence (the default), joins no outcome topic and takes only those direct copies;
+   * `market-direct`, a node that does (or a relay that chooses to), also takes each receipt and acceptance of its
+   * markets on gossip.
    */
-  outcomes: 'none' | 'network' | 'market' | 'market-lean';
+  outcomes: 'none' | 'network' | 'market' | 'market-lean' | 'own' | 'market-direct';
 }
 
 /** Envelope sizes measured here (bytes): scripts/sim worker records; advert with two workloads. */
@@ -250,7 +255,20 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
   // a job's outcome (twelfth round): three records a job, each validated once, copied as any gossip message
   const outcomes = outcomeRate(providers, role, p);
   const named = offersPerJob(providers, p);
-  if (outcomes > 0 && p.outcomes === 'market-lean') {
+  if (p.outcomes === 'own' || p.outcomes === 'market-direct') {
+    // directly (thirteenth round): a provider takes the selection of each offer it made and the acceptance of each job
+    // it won (one copy in, validated); a buyer sends them (one copy out each), over connections its offers opened
+    const selections = role === 'provider' ? (r.job * named) / providers : role === 'buyer' ? p.jobsPerBuyerPerSec * named : 0;
+    const won = role === 'provider' ? r.job / providers : role === 'buyer' ? p.jobsPerBuyerPerSec : 0;
+    kBps.outcome = (selections * (selectionSize(named) + FRAMING) + won * (SIZES.acceptance + FRAMING)) / 1000;
+    cpuUs += (selections + won) * (role === 'provider' ? p.validateUs + p.perCopyUs : p.perCopyUs);
+    if (p.outcomes === 'market-direct') {
+      // and every receipt and acceptance of its markets on gossip
+      kBps.outcome += (outcomes * p.copies * (SIZES.receipt + SIZES.acceptance + 2 * FRAMING)) / 1000;
+      kBps.control += (2 * outcomes * p.controlPerMsg) / 1000;
+      cpuUs += 2 * outcomes * (p.validateUs + 2 * p.copies * p.perCopyUs);
+    } else if (role === 'buyer') cpuUs += 2 * p.jobsPerBuyerPerSec * p.perCopyUs; // its receipt and acceptance out, to whoever joined
+  } else if (outcomes > 0 && p.outcomes === 'market-lean') {
     // one gossip message a job (the acceptance with its receipt), two records to validate
     kBps.outcome = (outcomes * p.copies * (SIZES.receipt + SIZES.acceptance + FRAMING)) / 1000;
     kBps.control += (outcomes * p.controlPerMsg) / 1000;
@@ -298,7 +316,8 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
  * relay every market's.
  */
 export function outcomeRate(providers: number, role: Projection['role'], p: ModelParams): number {
-  if (p.outcomes === 'none') return 0;
+  // `own`: none on gossip (its own outcomes come directly, charged in project)
+  if (p.outcomes === 'none' || p.outcomes === 'own') return 0;
   const jobs = rates(providers, p).job;
   if (p.outcomes === 'network' || role === 'relay') return jobs;
   return jobs * (role === 'provider' ? providerShare(p) : p.marketShare);
@@ -333,7 +352,7 @@ export interface RunFile {
   options: Record<string, number>;
   figures: {
     nodes: number;
-    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outBytesPerSec: number; deliveredPerSec?: number }>;
+    traffic: Array<{ kind: string; inMsgsPerSec: number; inBytesPerSec: number; outMsgsPerSec?: number; outBytesPerSec: number; deliveredPerSec?: number }>;
     publishedPerSec: Record<string, number>;
     cpuPctPerNode: number;
     conns?: { opensPerNodeMin: number; perNode: number };
@@ -362,6 +381,12 @@ export function firstRates(run: RunFile): Record<(typeof KINDS)[number], number>
   return out;
 }
 
+/** Per node and second: the records a run sent and took over /c0mpute/outcome/1 (none before the thirteenth round), and their bytes in. */
+function direct(run: RunFile): { in: number; out: number; inKBps: number } {
+  const d = run.figures.traffic.find((x) => x.kind === 'outcome-direct');
+  return { in: d?.inMsgsPerSec ?? 0, out: d?.outMsgsPerSec ?? 0, inKBps: (d?.inBytesPerSec ?? 0) / 1000 };
+}
+
 /** Per node and second: CPU µs beyond the base and validation, and the copies (in + out) and connection opens it is spent on. */
 function cpuTerms(run: RunFile, p: ModelParams, copies: number): { restUs: number; copyCount: number; opens: number } {
   const firsts = firstRates(run);
@@ -371,6 +396,10 @@ function cpuTerms(run: RunFile, p: ModelParams, copies: number): { restUs: numbe
     firstUs += firsts[k] * p.validateUs * (k === 'offer' ? 1.5 : 1);
     copyCount += 2 * firsts[k] * copies;
   }
+  // selections and acceptances over /c0mpute/outcome/1 (thirteenth round): validated once on arrival, one copy each way
+  const d = direct(run);
+  firstUs += d.in * p.validateUs;
+  copyCount += d.in + d.out;
   return { restUs: (run.figures.cpuPctPerNode - p.basePct) * 1e4 - firstUs, copyCount, opens: (run.figures.conns?.opensPerNodeMin ?? 0) / 60 };
 }
 
@@ -426,6 +455,11 @@ export function predict(run: RunFile, p: ModelParams): { kBps: Record<string, nu
     cpuUs += pub * (p.validateUs * (k === 'offer' ? 1.5 : 1) + 2 * p.copies * p.perCopyUs);
   }
   kBps.control = control;
+  const d = direct(run);
+  if (d.in + d.out > 0) {
+    kBps['outcome-direct'] = d.inKBps;
+    cpuUs += d.in * (p.validateUs + p.perCopyUs) + d.out * p.perCopyUs;
+  }
   kBps.total = Object.values(kBps).reduce((a, b) => a + b, 0);
   // connection churn is the run's (an input, like its publication rates), costed at the calibrated per-open cost
   cpuUs += ((run.figures.conns?.opensPerNodeMin ?? p.opensPerNodeMin) / 60) * p.perOpenUs;
@@ -595,5 +629,15 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(table(lean, ['provider', 'buyer']));
   console.log(`\n## the same, each provider in ${m} markets\n`);
   console.log(table({ ...lean, marketsPerProvider: m }, ['provider', 'buyer']));
-  console.log(`\n## what-if (not built): only nodes that count second-hand evidence (reputation.trustedBuyers, docs/market.md) join the outcome topics; the others take none (the tables of the eleventh round above), a provider the selections of its offers directly\n`);
+  const own: ModelParams = { ...invited, outcomes: 'own' };
+  console.log(`\n## as built (thirteenth round; docs/network.md §14 "Who hears a job's outcome"): a spot job's selection directly to the providers it names, the acceptance to the winner as well; a node that counts no second-hand evidence (the default: network.outcomes auto, no trusted buyer) joins no outcome topic\n`);
+  console.log(table(own));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...own, marketsPerProvider: m }, ['provider', 'buyer']));
+  const direct: ModelParams = { ...invited, outcomes: 'market-direct' };
+  console.log(`\n## as built, a node that counts second-hand evidence (reputation.trustedBuyers, an overlay's members, dealtWith) or sets network.outcomes all: it also takes every receipt and acceptance of its markets on gossip\n`);
+  outcomeLines(direct);
+  console.log(table(direct));
+  console.log(`\n## the same, each provider in ${m} markets\n`);
+  console.log(table({ ...direct, marketsPerProvider: m }, ['provider', 'buyer']));
 }

@@ -60,7 +60,12 @@ export interface SimOptions {
   offersWanted: number;
   /** Jobs by invitation (docs/market.md §13): with more candidates than this in its view, a buyer sends a job to twice offersWanted of them directly, not on gossip (default 200, the daemon's buyer.inviteAbove; 0: always gossip). */
   inviteAbove: number;
-  /** A decided job's outcome on gossip, as the daemon publishes it: the selection, then the receipt and the acceptance (default 1; 0: jobs end at their offers, as before the twelfth round). */
+  /**
+   * A decided job's outcome, as the daemon sends it: the selection, then the receipt and the acceptance. 1 (default): as
+   * built (docs/network.md §14): the selection to the providers it names and the acceptance to the winner directly, the
+   * receipt and the acceptance on the market's topics, which no sim node joins (none counts second-hand evidence). 2: all
+   * three on the market's topics, every node joined (the twelfth round). 0: jobs end at their offers (before it).
+   */
   outcomes: number;
 }
 

@@ -198,6 +198,9 @@ async function main(): Promise<void> {
       bootstrap: node.peers.map(addrOf),
       // offers go to the buyer over /c0mpute/offer/1, not on gossip; markets: the topic shards of its workloads (docs/network.md §13, §14)
       topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
+      // a job's outcome as built (outcomes 1): the evidence topics joined only by nodes that count second-hand evidence,
+      // which no sim node does (network.outcomes auto, docs/network.md §14); outcomes 2: every node joins them
+      ...(o.outcomes === 1 ? { publishOnly: ['receipt', 'acceptance', 'nondelivery'] as TopicKind[] } : {}),
       gossip: meshDegrees(o.meshDegree),
       ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {
@@ -229,7 +232,16 @@ async function main(): Promise<void> {
     });
     const slot = (k: string) => (l.traffic[k] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
     // records accepted (first copies), for the model's copies per delivered record
-    for (const k of ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance'] as const) net.subscribe(k, () => void (slot(k).delivered = (slot(k).delivered ?? 0) + 1));
+    for (const k of ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance'] as const)
+      net.subscribe(k, (rec, meta) => {
+        // a selection or an acceptance over /c0mpute/outcome/1 (outcomes 1) is not a gossip delivery: counted apart
+        if (meta.source !== 'direct') slot(k).delivered = (slot(k).delivered ?? 0) + 1;
+        else {
+          const s1 = slot('outcome-direct');
+          s1.inMsgs++;
+          s1.inBytes += rec.bytes.length + 16;
+        }
+      });
     net.subscribe('advert', (rec) => {
       l.arrivals[rec.address] ??= st();
       const a = rec.record as Advert;
@@ -522,7 +534,9 @@ async function main(): Promise<void> {
     const considered = [...byDid].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([provider, offer]) => ({ provider, offer }));
     const sel = seal(T.selection, { job: job.address, buyer: dids[j.buyer]!, policy: 'cheapest', winner: best.offer, considered, decidedAt: t }, signers[j.buyer]!);
     count('selection');
-    void net.publish('selection', sel.bytes, [], { workload: j.workload }).catch(err);
+    // as built (outcomes 1): to the providers it names, directly; outcomes 2 (the twelfth round): on the job's market
+    if (o.outcomes === 1) sendOutcome(j.buyer, net, 'selection', considered.map((c) => c.provider), sel.bytes);
+    else void net.publish('selection', sel.bytes, [], { workload: j.workload }).catch(err);
     setTimeout(() => {
       const n1 = live.get(j.buyer)!.net;
       if (!n1 || n1 !== net) return; // the buyer left
@@ -531,11 +545,29 @@ async function main(): Promise<void> {
       const acceptance = seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: done }, signers[j.buyer]!);
       count('receipt');
       count('acceptance');
+      // as built, the acceptance also goes to the winner directly; both go on the market's topics, where (outcomes 1)
+      // only nodes that joined them hear them: none in the sim
+      if (o.outcomes === 1) sendOutcome(j.buyer, n1, 'acceptance', [best.did], acceptance.bytes);
       void n1
         .publish('receipt', receipt.bytes)
         .then(() => n1.publish('acceptance', acceptance.bytes, [], { workload: j.workload }))
         .catch(err);
     }, 2_000).unref();
+  }
+
+  /** A selection or an acceptance over /c0mpute/outcome/1 (src/node/buyer-wiring.ts #direct), counted as `outcome-direct`. */
+  function sendOutcome(buyer: number, net: Network, kind: 'selection' | 'acceptance', to: string[], bytes: Uint8Array): void {
+    const traffic = live.get(buyer)!.traffic;
+    const s = (traffic['outcome-direct'] ??= { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 });
+    const n = to.filter((d) => d !== net.did).length;
+    s.outMsgs += n;
+    s.outBytes += n * (bytes.length + 16);
+    void net.sendOutcome(kind, to, bytes).then((r) => {
+      for (const x of Object.values(r.outcomes)) {
+        const o1 = (res.offerSends[`${kind} ${x}`] ??= { n: 0, late: 0, ms: 0 });
+        o1.n++;
+      }
+    }, err);
   }
 
   /**

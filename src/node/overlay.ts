@@ -236,6 +236,39 @@ export class OverlayNode {
     await this.poolMember?.start();
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
+    this.#keepTrusted(nc);
+  }
+
+  /**
+   * The buyers this node trusts by name (`reputation.trustedBuyers`) are kept connected: a buyer's receipts and
+   * acceptances go out to the connected peers that joined the outcome topics (gossipsub's fanout; most nodes do not
+   * join them, docs/network.md §14 "Who hears a job's outcome"), so a node connected to it hears all of its
+   * outcomes. Every 30 s (first at 3 s) each one not connected is dialled, found by its DID (peer store, else DHT);
+   * one that cannot be reached is tried again next round. Only when this node joined the outcome topics.
+   */
+  #keepTrusted(nc: NetworkConfig): void {
+    const wanted = [...new Set(this.d.config.reputation.trustedBuyers)].filter((d) => d !== this.did);
+    if (!wanted.length || !hearsOutcomes(this.d.config, nc, this.roles)) return;
+    let running = false;
+    const once = async () => {
+      if (running) return;
+      running = true;
+      try {
+        const connected = new Set(this.net.peers().map((p) => p.did));
+        for (const did of wanted) {
+          if (connected.has(did)) continue;
+          await this.net.dial(did, { timeoutMs: 5000 }).then(
+            () => this.log.debug({ buyer: did }, 'connected to a trusted buyer'),
+            (e) => this.log.debug({ buyer: did, err: (e as Error).message }, 'trusted buyer not reachable; trying again later'),
+          );
+        }
+      } finally {
+        running = false;
+      }
+    };
+    const timers = [setTimeout(() => void once(), 3000), setInterval(() => void once(), 30_000)];
+    for (const t of timers) t.unref();
+    this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
   }
 
   /**

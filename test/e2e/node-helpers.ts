@@ -87,6 +87,8 @@ export interface ProviderOpts {
   listen?: string;
   bootstrap?: string[];
   allowlist?: string[];
+  /** network.outcomes (default: the daemon's, auto) */
+  outcomes?: 'auto' | 'all' | 'own';
   tier?: string;
   region?: string;
   cpuCores?: number;
@@ -108,7 +110,7 @@ export function providerConfig(o: ProviderOpts = {}): Record<string, unknown> {
   return {
     roles: ['provider'],
     log: { level: 'info', format: 'json' },
-    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}) },
+    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}), ...(o.outcomes ? { outcomes: o.outcomes } : {}) },
     api: { listen: '127.0.0.1:0' },
     provider: {
       tier: o.tier ?? 'standard',
@@ -130,6 +132,8 @@ export interface BuyerOpts {
   listen?: string;
   bootstrap?: string[];
   allowlist?: string[];
+  /** network.outcomes (default: the daemon's, auto) */
+  outcomes?: 'auto' | 'all' | 'own';
   policy?: string;
   collectWindowMs?: number;
   enoughOffers?: number;
@@ -139,7 +143,7 @@ export function buyerConfig(o: BuyerOpts = {}): Record<string, unknown> {
   return {
     roles: ['buyer'],
     log: { level: 'info', format: 'json' },
-    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}) },
+    network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}), ...(o.outcomes ? { outcomes: o.outcomes } : {}) },
     api: { listen: '127.0.0.1:0' },
     buyer: { policy: o.policy ?? 'balanced', collectWindowMs: o.collectWindowMs ?? 4000, enoughOffers: o.enoughOffers ?? 0 },
   };

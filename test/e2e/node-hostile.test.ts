@@ -49,13 +49,15 @@ const raw = (kind: TopicKind, bytes: Uint8Array) => x.libp2p.services.pubsub.pub
 
 before(async () => {
   await withLogs(c, async () => {
-    p1 = await c.start('p1', providerConfig({ price: '0.002', cpuCores: 8, region: 'eu-west' }));
-    p2 = await c.start('p2', providerConfig({ price: '0.003', cpuCores: 8, region: 'us-east', bootstrap: [bootstrapAddr(p1)] }));
+    // every honest node joins the outcome topics (network.outcomes all), so forged receipts are refused by validation,
+    // not merely unheard, and the honest job's evidence reaches every node (docs/network.md §14)
+    p1 = await c.start('p1', providerConfig({ price: '0.002', cpuCores: 8, region: 'eu-west', outcomes: 'all' }));
+    p2 = await c.start('p2', providerConfig({ price: '0.003', cpuCores: 8, region: 'us-east', bootstrap: [bootstrapAddr(p1)], outcomes: 'all' }));
     // The honest neighbour: a buyer Daemon in this process, on a real data dir, serving its control API.
     const { dir } = c.dataDir('h');
     const config = parseConfig({
       roles: ['buyer'],
-      network: { listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)] },
+      network: { listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)], outcomes: 'all' },
       api: { listen: '127.0.0.1:0' },
       buyer: { collectWindowMs: 8000, enoughOffers: 2 },
     });

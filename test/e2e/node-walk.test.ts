@@ -74,7 +74,9 @@ before(async () => {
     p2 = await c.start('p2', providerConfig({ price: '0.004', baseMs: 600, tier: 'verified', region: 'us-east', slots: 2, bootstrap: [bootstrapAddr(p1)] }));
     const boot = [bootstrapAddr(p1), bootstrapAddr(p2)];
     [b1, b2] = await Promise.all([
-      c.start('b1', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2 })),
+      // b1 hears every outcome of the market (network.outcomes all); b2 is a default node, which counts only
+      // first-hand evidence and so takes no one else's (docs/network.md §14 "Who hears a job's outcome")
+      c.start('b1', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2, outcomes: 'all' })),
       c.start('b2', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2 })),
     ]);
     await Promise.all([waitForMarket(b1, 2, [p1.did, p2.did]), waitForMarket(b2, 2, [p1.did, p2.did])]);
@@ -154,17 +156,18 @@ test('the whole walk: every record links, and the output is the SHA-256 chain of
     assert.equal(offers.known, true);
     assert.deepEqual(offers.offers.map((o) => o.address).sort(), decision.ranked.map((r) => r.offer.address).sort());
 
-    // Receipts and acceptances are gossiped: every node holds both jobs' evidence for the winner (both
-    // buyers' jobs went to it and were accepted). Each buyer counts its own job first-hand and holds the
-    // other's without counting it (it does not trust that buyer: docs/market.md "Reputation and its threat
-    // model"); the winner counts both, its own record of its own work.
+    // Receipts and acceptances go on the market's outcome topics, which b1 joined (network.outcomes all): it
+    // holds both jobs' evidence for the winner (both buyers' jobs went to it and were accepted), counts its own
+    // job first-hand and holds b2's without counting it (it does not trust that buyer: docs/market.md
+    // "Reputation and its threat model"). b2, a default node, holds only its own. The winner counts both, its
+    // own record of its own work, with each buyer's acceptance sent to it directly.
     const run2 = runs[1]!.result;
     assert.equal(run2.status, 'completed', JSON.stringify(run2.attempts));
     assert.equal((run2.receipt as Wire<{ provider: string }>).record.provider, winner.provider);
-    for (const n of [b1, b2]) {
-      await waitFor(`${n.name} to hold both receipts for the winner`, async () => {
+    for (const [n, untrusted] of [[b1, 1], [b2, 0]] as const) {
+      await waitFor(`${n.name} to hold ${untrusted ? 'both receipts' : 'its own receipt'} for the winner`, async () => {
         const f = await get<Figures>(n, `/v1/reputation/${encodeURIComponent(winner.provider)}`);
-        return f.successes === 1 && f.firstHand === 1 && f.untrusted === 1 && f.failures === 0 && f.disputes === 0;
+        return f.successes === 1 && f.firstHand === 1 && f.untrusted === untrusted && f.failures === 0 && f.disputes === 0;
       });
     }
     await waitFor('the winner to hold both receipts', async () => {

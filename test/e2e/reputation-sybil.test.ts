@@ -65,7 +65,9 @@ function xOffer(job: Opened<Job> | { address: string }, now = Date.now()): Opene
 
 before(async () => {
   await withLogs(c, async () => {
-    p = await c.start('p', providerConfig({ price: '0.003' }));
+    // the honest provider trusts nobody but hears every outcome of the market (network.outcomes all): it holds the
+    // clique's records without counting them; the buyer trusts b2, so it joins the outcome topics by itself (docs/network.md §14)
+    p = await c.start('p', providerConfig({ price: '0.003', outcomes: 'all' }));
     b2 = await c.start('b2', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 4000, enoughOffers: 2 }));
     b = await c.start('b', { ...buyerConfig({ bootstrap: [bootstrapAddr(p)], policy: 'trusted', collectWindowMs: 5000, enoughOffers: 2 }), reputation: { trustedBuyers: [b2.did] } });
     // The attacker joins, connected to the honest provider and to the buyer.
@@ -163,7 +165,7 @@ test('a selected provider that does not deliver earns a signed non-delivery, and
     const f = await get<Figures>(b, `/v1/reputation/${encodeURIComponent(x.did)}`);
     assert.equal(f.nonDeliveries, 1);
     assert.equal(f.score, 0.25);
-    // Signed, gossiped, checked and held by another node (which trusts nobody, so it only holds it).
+    // Signed, gossiped, checked and held by another node (which trusts nobody, so it only holds it; it joined the outcome topics).
     await waitFor('the provider to hold the non-delivery', async () => (await get<Figures>(p, `/v1/reputation/${encodeURIComponent(x.did)}`)).untrusted === atP.untrusted + 1);
     // The attacker's next chance under the trusted policy: last.
     const again = await runJob(b, spec('after the non-delivery'));

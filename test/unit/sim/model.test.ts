@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { advertRate, calibrate, offerOpenShare, offersPerJob, predict, presenceRate, project, MEASURED, type RunFile } from '../../../scripts/sim/model.js';
+import { advertRate, calibrate, offerOpenShare, offersPerJob, outcomeRate, predict, presenceRate, project, rates, selectionSize, FRAMING, MEASURED, SIZES, type RunFile } from '../../../scripts/sim/model.js';
 
 const BASE = 0.2;
 const PER_COPY = 300; // µs
@@ -93,4 +93,26 @@ test('direct offers open connections once a market outgrows what a buyer keeps c
   const capped = { ...held, offersPerJobCap: 8 };
   assert.equal(offersPerJob(10_000, capped), 8);
   assert.ok(project(10_000, 'buyer', capped).offerOpensPct < buyer.offerOpensPct / 15);
+});
+
+test('a job’s outcome as built: a default node takes only its own directly, a node that counts second-hand evidence its markets’ receipts and acceptances too', () => {
+  const p = { ...MEASURED, marketShare: 1 / 16, offersDirect: true, offersPerJobCap: 8 };
+  const at = (outcomes: typeof p.outcomes, role: 'provider' | 'buyer' | 'relay') => project(10_000, role, { ...p, outcomes });
+  for (const role of ['provider', 'buyer'] as const) {
+    const own = at('own', role);
+    const direct = at('market-direct', role);
+    const market = at('market', role);
+    const none = at('none', role);
+    // own: a little above none (its own selections and acceptances), well under the twelfth round's market topics
+    assert.ok(own.cpuPct > none.cpuPct && own.cpuPct < direct.cpuPct && direct.cpuPct < market.cpuPct, `${role}: ${none.cpuPct} < ${own.cpuPct} < ${direct.cpuPct} < ${market.cpuPct}`);
+    assert.equal(outcomeRate(10_000, role, { ...p, outcomes: 'own' }), 0);
+    assert.equal(outcomeRate(10_000, role, { ...p, outcomes: 'market-direct' }), outcomeRate(10_000, role, { ...p, outcomes: 'market' }));
+  }
+  // a provider's direct share: the selection of each offer it made (8 a job) and the acceptance of each job it won
+  const jobs = rates(10_000, p).job;
+  const own = at('own', 'provider');
+  const expected = ((jobs * 8) / 10_000) * (selectionSize(8) + FRAMING) + (jobs / 10_000) * (SIZES.acceptance + FRAMING);
+  assert.ok(Math.abs(own.kBps.outcome * 1000 - expected) < 1e-6 * expected, `${own.kBps.outcome * 1000} vs ${expected}`);
+  // a relay that does not count second-hand evidence takes no outcome at all
+  assert.equal(at('own', 'relay').kBps.outcome, 0);
 });
