@@ -521,12 +521,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const t = new Map(run.figures.traffic.map((x) => [x.kind, x]));
     console.log(`\nthe model against ${valFile} (per node, in kB/s):`);
     let mt = 0;
-    for (const k of [...KINDS, 'control'] as const) {
+    // outcome-direct (thirteenth round's runs on): the run's own rate is the model's input, so only its CPU is predicted
+    for (const k of [...KINDS, 'control', ...(pr.kBps['outcome-direct'] !== undefined ? (['outcome-direct'] as const) : [])]) {
       const m = (t.get(k)?.inBytesPerSec ?? 0) / 1000;
       mt += m;
-      console.log(`  ${k.padEnd(9)} model ${pr.kBps[k]!.toFixed(2).padStart(7)}  measured ${m.toFixed(2).padStart(7)}  error ${m ? ((100 * (pr.kBps[k]! - m)) / m).toFixed(0) : '-'} %`);
+      console.log(`  ${k.padEnd(14)} model ${pr.kBps[k]!.toFixed(2).padStart(7)}  measured ${m.toFixed(2).padStart(7)}  error ${m ? ((100 * (pr.kBps[k]! - m)) / m).toFixed(0) : '-'} %`);
     }
-    console.log(`  ${'total'.padEnd(9)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
+    console.log(`  ${'total'.padEnd(14)} model ${pr.kBps.total!.toFixed(2).padStart(7)}  measured ${mt.toFixed(2).padStart(7)}  error ${((100 * (pr.kBps.total! - mt)) / mt).toFixed(0)} %`);
     console.log(`  CPU % of a core: model ${pr.cpuPct.toFixed(2)}  measured ${run.figures.cpuPctPerNode.toFixed(2)}  error ${((100 * (pr.cpuPct - run.figures.cpuPctPerNode)) / run.figures.cpuPctPerNode).toFixed(0)} %`);
   }
   const presenceSec = Number(process.env.MODEL_PRESENCE_SEC ?? 15);
