@@ -252,7 +252,8 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
     // validation once, transport for every copy in and out
     cpuUs += first[k] * (p.validateUs * (k === 'offer' && p.offerCarriesAdvert ? 1.5 : 1) + 2 * copiesOf(k) * p.perCopyUs);
   }
-  // a job's outcome (twelfth round): three records a job, each validated once, copied as any gossip message
+  // a job's outcome: on gossip (twelfth round: three records a job, each validated once, copied as any gossip
+  // message), or directly to the providers it concerns and, for a node that joins the topics, two on gossip (thirteenth)
   const outcomes = outcomeRate(providers, role, p);
   const named = offersPerJob(providers, p);
   if (p.outcomes === 'own' || p.outcomes === 'market-direct') {
@@ -263,7 +264,8 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
     kBps.outcome = (selections * (selectionSize(named) + FRAMING) + won * (SIZES.acceptance + FRAMING)) / 1000;
     cpuUs += (selections + won) * (role === 'provider' ? p.validateUs + p.perCopyUs : p.perCopyUs);
     if (p.outcomes === 'market-direct') {
-      // and every receipt and acceptance of its markets on gossip
+      // and every receipt and acceptance of its markets on gossip (the winner's own acceptance is charged both ways: a
+      // duplicate's copies cost transport; its second validation, 0.01 a second, is left in)
       kBps.outcome += (outcomes * p.copies * (SIZES.receipt + SIZES.acceptance + 2 * FRAMING)) / 1000;
       kBps.control += (2 * outcomes * p.controlPerMsg) / 1000;
       cpuUs += 2 * outcomes * (p.validateUs + 2 * p.copies * p.perCopyUs);
@@ -311,9 +313,10 @@ export function project(providers: number, role: Projection['role'], p: ModelPar
 }
 
 /**
- * Jobs a second whose outcome (selection, receipt, acceptance: one each) a node takes: every job of the network on one
- * topic per kind; by market, a provider its markets' and a buyer its one market's (as the job gossip is charged), a
- * relay every market's.
+ * Jobs a second whose outcome a node takes on gossip (the selection, receipt and acceptance one each; `market-direct`:
+ * the receipt and acceptance only, the selection going direct): every job of the network on one topic per kind; by
+ * market, a provider its markets' and a buyer its one market's (as the job gossip is charged), a relay every market's;
+ * `own`: none.
  */
 export function outcomeRate(providers: number, role: Projection['role'], p: ModelParams): number {
   // `own`: none on gossip (its own outcomes come directly, charged in project)
@@ -631,7 +634,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   console.log(`\n## the same, each provider in ${m} markets\n`);
   console.log(table({ ...lean, marketsPerProvider: m }, ['provider', 'buyer']));
   const own: ModelParams = { ...invited, outcomes: 'own' };
-  console.log(`\n## as built (thirteenth round; docs/network.md §14 "Who hears a job's outcome"): a spot job's selection directly to the providers it names, the acceptance to the winner as well; a node that counts no second-hand evidence (the default: network.outcomes auto, no trusted buyer) joins no outcome topic\n`);
+  console.log(`\n## as built (thirteenth round; docs/network.md §14 "Who hears a job's outcome"): a spot job's selection directly to the providers it names, the acceptance to the winner as well; a node that counts no second-hand evidence (the default: network.outcomes auto, no trusted buyer) joins no outcome topic (a buyer's outcome column is what it sends)\n`);
   console.log(table(own));
   console.log(`\n## the same, each provider in ${m} markets\n`);
   console.log(table({ ...own, marketsPerProvider: m }, ['provider', 'buyer']));

@@ -178,7 +178,7 @@ export interface Network {
    * recipient: the outcome per DID says what happened. Another kind: OUTCOME_WRONG_KIND.
    */
   sendOutcome(kind: TopicKind, to: readonly string[], envelope: Uint8Array): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
-  /** Accepted records of `kind`, each once (gossip and sync). Returns an unsubscribe function. */
+  /** Accepted records of `kind`, each once (gossip, sync, and the direct routes: offer/1, outcome/1). Returns an unsubscribe function. */
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;

@@ -305,6 +305,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       if (!OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error(OUTCOME_ROUTE.err.WRONG_KIND!, `${OUTCOME_ROUTE.protocol} carries ${OUTCOME_DIRECT_KINDS.join(' and ')} records, not ${kind}`, { field: 'kind' });
       const { rec, data } = prepare(kind, envelope, []);
       const outcomes = await sendDirect({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data);
+      metrics.published.inc({ kind });
       return { outcomes, address: rec.address };
     },
 

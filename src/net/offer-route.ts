@@ -50,7 +50,7 @@ export const OFFER_ERR = { BAD_REQUEST: 'OFFER_BAD_REQUEST', NOT_FROM_PEER: 'OFF
  */
 export const OUTCOME_PROTOCOL = '/c0mpute/outcome/1';
 
-/** Stream limits: one selection (at most MAX_CONSIDERED offers named, well under the gossip bound) or acceptance up, one verdict back. */
+/** Stream limits: one selection or acceptance up (an envelope, within MAX_ENVELOPE_BYTES: the frame bound is offer/1's, more than it needs), one verdict back. */
 export const OUTCOME_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024 + 64, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 10_000, maxInboundStreams: 32 };
 
 export const OUTCOME_ERR = { BAD_REQUEST: 'OUTCOME_BAD_REQUEST', NOT_FROM_PEER: 'OUTCOME_NOT_FROM_PEER', WRONG_KIND: 'OUTCOME_WRONG_KIND' } as const;
@@ -134,22 +134,30 @@ function counter(registry: Registry, route: DirectRoute): Counter<string> {
   return (registry.getSingleMetric(route.counter.name) as Counter<string> | undefined) ?? new Counter({ ...route.counter, labelNames, registers: [registry] });
 }
 
+/** Exchanges one `sendDirect` runs at a time. */
+export const SEND_CONCURRENCY = 16;
+
 /** Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never throws). */
 export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
   const c = counter(d.registry, route);
   const out: Record<string, OfferSendOutcome> = {};
+  // at most SEND_CONCURRENCY exchanges at a time: a selection may name hundreds of providers, each a dial
+  const queue = [...new Set(to)];
+  const one = async (did: string): Promise<void> => {
+    let outcome: OfferSendOutcome;
+    try {
+      const frames = await d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } });
+      outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
+    } catch (e) {
+      // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
+      outcome = (e as C0Error).detail?.remote === true ? 'rejected' : 'unreachable';
+    }
+    c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
+    out[did] = outcome;
+  };
   await Promise.all(
-    [...new Set(to)].map(async (did) => {
-      let outcome: OfferSendOutcome;
-      try {
-        const frames = await d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } });
-        outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
-      } catch (e) {
-        // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
-        outcome = (e as C0Error).detail?.remote === true ? 'rejected' : 'unreachable';
-      }
-      c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
-      out[did] = outcome;
+    Array.from({ length: Math.min(SEND_CONCURRENCY, queue.length) }, async () => {
+      for (let did = queue.shift(); did !== undefined; did = queue.shift()) await one(did);
     }),
   );
   return out;

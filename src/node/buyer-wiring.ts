@@ -23,6 +23,9 @@ import { providerOf } from '../pools/chain.js';
 import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
 
+/** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
+const DECIDED_KEPT = 1024;
+
 export class BuyerWiring {
   readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
   readonly #pushes: Counter<'outcome'>;
@@ -31,6 +34,8 @@ export class BuyerWiring {
   readonly #invited = new Map<string, Set<string>>();
   /** Invited jobs gossiped after all (at most once each), until their window ends. */
   readonly #gossiped = new Set<string>();
+  /** Spot jobs decided with a direct selection (the latest DECIDED_KEPT): the selection and whom it went to, for offers that come later. */
+  readonly #decided = new Map<string, { selection: Opened<Selection>; sent: Set<string> }>();
 
   constructor(private readonly o: OverlayNode) {
     this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed, redirected (a pool member named its coordinator)', labelNames: ['outcome'], registers: [o.registry] });
@@ -151,10 +156,16 @@ export class BuyerWiring {
     });
   }
 
-  /** A stored offer (gossip, or the answer to a pushed job) wakes the buyer waiting on its job. */
+  /**
+   * A stored offer (gossip, or the answer to a pushed job) wakes the buyer waiting on its job. One for a spot job
+   * this buyer already decided (it came after the selection was sent) gets that selection, so its provider's quoting
+   * budget frees now rather than at the offer's expiry.
+   */
   async onOffer(offer: Opened<Offer>, attachments: readonly Opened[]): Promise<void> {
     await this.o.market.addOffer(offer, this.o.clock(), attachments);
     for (const w of this.#offerWaiters.get(offer.record.job) ?? []) w(offer);
+    const decided = this.#decided.get(offer.record.job);
+    if (decided && !decided.sent.has(offer.signer)) this.#sendOutcome('selection', decided.selection, [offer.signer], decided.sent);
   }
 
   /**
@@ -269,26 +280,45 @@ export class BuyerWiring {
    * (false), for the nodes that count second-hand evidence.
    */
   #direct(env: Opened<Selection> | Opened<Acceptance>): boolean {
-    let to: string[];
     if (env.type === T.selection) {
       const sel = (env as Opened<Selection>).record;
       const job = this.o.market.ownJob(sel.job);
       if (this.o.d.network.steward || sel.policy === 'first-claim' || !job || job.record.order) return false;
-      to = sel.considered.map((c) => c.provider);
-    } else {
-      const receipt = this.o.market.evidence.receipts.get((env as Opened<Acceptance>).record.receipt);
-      if (!receipt) return false;
-      to = [receipt.signer];
+      // every provider that quoted, named or not (an offer that came late, or one not considered), and later ones (onOffer)
+      const offered = this.o.market.book.candidates(sel.job, job.record.maxPrice.currency, this.o.clock()).map((o) => o.signer);
+      const sent = new Set<string>();
+      this.#decided.delete(sel.job);
+      this.#decided.set(sel.job, { selection: env as Opened<Selection>, sent });
+      if (this.#decided.size > DECIDED_KEPT) this.#decided.delete(this.#decided.keys().next().value!);
+      this.#sendOutcome('selection', env, [...sel.considered.map((c) => c.provider), ...offered], sent);
+      return true;
     }
-    const kind = env.type === T.selection ? 'selection' : 'acceptance';
-    void this.o.net.sendOutcome(kind, to, env.bytes).then(
+    const receipt = this.o.market.evidence.receipts.get((env as Opened<Acceptance>).record.receipt);
+    if (receipt) this.#sendOutcome('acceptance', env, [receipt.signer], new Set(), true);
+    return false;
+  }
+
+  /**
+   * Send a selection or an acceptance over outcome/1 (not awaited), noting each recipient in `sent`. An acceptance
+   * the provider could not be reached for is tried once more 5 s later (it is that provider's own evidence, and it
+   * is on no topic the provider joined); what still did not arrive is logged.
+   */
+  #sendOutcome(kind: 'selection' | 'acceptance', env: Opened, to: readonly string[], sent: Set<string>, retry = false): void {
+    const fresh = [...new Set(to)].filter((d) => !sent.has(d) && d !== this.o.did);
+    if (!fresh.length) return;
+    for (const d of fresh) sent.add(d);
+    void this.o.net.sendOutcome(kind, fresh, env.bytes).then(
       (r) => {
-        const missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
-        if (missed.length) this.o.log.debug({ kind, record: r.address, missed: Object.fromEntries(missed) }, 'outcome not delivered to every provider it concerns');
+        let missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
+        if (retry) {
+          const unreachable = missed.filter(([, o]) => o === 'unreachable').map(([d]) => d);
+          if (unreachable.length) setTimeout(() => this.#sendOutcome(kind, env, unreachable, new Set()), 5_000).unref();
+          missed = missed.filter(([, o]) => o !== 'unreachable');
+        }
+        if (missed.length) this.o.log[kind === 'acceptance' ? 'info' : 'debug']({ kind, record: r.address, missed: Object.fromEntries(missed) }, `${kind} not delivered to every provider it concerns`);
       },
-      (e) => this.o.log.warn({ kind, record: env.address, err: (e as Error).message }, 'outcome not sent'),
+      (e) => this.o.log.warn({ kind, record: env.address, err: (e as Error).message }, `${kind} not sent`),
     );
-    return env.type === T.selection;
   }
 
   /**

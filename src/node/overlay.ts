@@ -237,6 +237,7 @@ export class OverlayNode {
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
     this.#keepTrusted(nc);
+    if (nc.outcomes === 'own' && nc.steward && !this.roles.includes('steward')) this.log.warn({ overlay: this.name }, 'network.outcomes is own on an overlay with a steward: this node relays no receipt, and the steward hears each only if gossip reaches it without it');
   }
 
   /**
