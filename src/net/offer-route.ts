@@ -150,7 +150,7 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
       outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
     } catch (e) {
       // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
-      outcome = (e as C0Error).detail?.remote === true ? 'rejected' : 'unreachable';
+      outcome = (e as C0Error | undefined)?.detail?.remote === true ? 'rejected' : 'unreachable';
     }
     c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
     out[did] = outcome;

@@ -35,7 +35,10 @@ export class BuyerWiring {
   /** Invited jobs gossiped after all (at most once each), until their window ends. */
   readonly #gossiped = new Set<string>();
   /** Spot jobs decided with a direct selection (the latest DECIDED_KEPT): the selection and whom it went to, for offers that come later. */
-  readonly #decided = new Map<string, { selection: Opened<Selection>; sent: Set<string> }>();
+  readonly #decided = new Map<string, { selection: Opened<Selection>; sent: Set<string>; until: number }>();
+  /** Acceptances waiting for their second try (cleared at stop). */
+  readonly #retries = new Set<NodeJS.Timeout>();
+  #stopped = false;
 
   constructor(private readonly o: OverlayNode) {
     this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed, redirected (a pool member named its coordinator)', labelNames: ['outcome'], registers: [o.registry] });
@@ -45,6 +48,13 @@ export class BuyerWiring {
       labelNames: ['route'],
       registers: [o.registry],
     });
+  }
+
+  /** At the overlay's stop: no acceptance is tried again. */
+  stop(): void {
+    this.#stopped = true;
+    for (const t of this.#retries) clearTimeout(t);
+    this.#retries.clear();
   }
 
   /** The Buyer of this overlay (set it as the overlay's `buyer`). */
@@ -286,10 +296,16 @@ export class BuyerWiring {
       if (this.o.d.network.steward || sel.policy === 'first-claim' || !job || job.record.order) return false;
       // every provider that quoted, named or not (an offer that came late, or one not considered), and later ones (onOffer)
       const offered = this.o.market.book.candidates(sel.job, job.record.maxPrice.currency, this.o.clock()).map((o) => o.signer);
-      const sent = new Set<string>();
+      // a failover's new selection goes only to those the last one did not reach (each frees its budget per job, on any)
+      const sent = this.#decided.get(sel.job)?.sent ?? new Set<string>();
       this.#decided.delete(sel.job);
-      this.#decided.set(sel.job, { selection: env as Opened<Selection>, sent });
-      if (this.#decided.size > DECIDED_KEPT) this.#decided.delete(this.#decided.keys().next().value!);
+      this.#decided.set(sel.job, { selection: env as Opened<Selection>, sent, until: job.record.deadline });
+      // past its deadline no offer for the job is taken (wantsOffer): the oldest go first, and any beyond DECIDED_KEPT
+      const now = this.o.clock();
+      for (const [k, v] of this.#decided) {
+        if (v.until > now && this.#decided.size <= DECIDED_KEPT) break;
+        this.#decided.delete(k);
+      }
       this.#sendOutcome('selection', env, [...sel.considered.map((c) => c.provider), ...offered], sent);
       return true;
     }
@@ -310,9 +326,18 @@ export class BuyerWiring {
     void this.o.net.sendOutcome(kind, fresh, env.bytes).then(
       (r) => {
         let missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
+        // one not reached may quote again later (onOffer): it gets the selection then
+        for (const [d, o] of missed) if (o === 'unreachable') sent.delete(d);
         if (retry) {
           const unreachable = missed.filter(([, o]) => o === 'unreachable').map(([d]) => d);
-          if (unreachable.length) setTimeout(() => this.#sendOutcome(kind, env, unreachable, new Set()), 5_000).unref();
+          if (unreachable.length && !this.#stopped) {
+            const t = setTimeout(() => {
+              this.#retries.delete(t);
+              this.#sendOutcome(kind, env, unreachable, new Set());
+            }, 5_000);
+            t.unref();
+            this.#retries.add(t);
+          }
           missed = missed.filter(([, o]) => o !== 'unreachable');
         }
         if (missed.length) this.o.log[kind === 'acceptance' ? 'info' : 'debug']({ kind, record: r.address, missed: Object.fromEntries(missed) }, `${kind} not delivered to every provider it concerns`);

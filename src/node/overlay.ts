@@ -184,6 +184,7 @@ export class OverlayNode {
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
     });
     this.#stops.push(() => this.net.stop());
+    this.#stops.push(async () => this.#buyerSide.stop());
 
     this.net.subscribe('advert', async (rec) => {
       await this.market.putAdvert(rec as Opened<Advert>);

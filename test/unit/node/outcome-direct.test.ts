@@ -34,7 +34,7 @@ const selectionOf = (j: Opened<Job>, named: Array<Opened<Offer>>, policy: Select
       buyer,
       policy,
       winner: named[0]!.address,
-      considered: named.map((o) => ({ provider: o.signer, offer: o.address })),
+      considered: named.map((o) => ({ provider: o.signer, offer: o.address })).sort((x, y) => (x.provider < y.provider ? -1 : 1)),
       decidedAt: now,
       // a first-claim selection lists the claims that opened up to its winner
       ...(policy === 'first-claim' ? { arrivals: [{ seq: 1, receivedAt: now, provider: named[0]!.signer, claim: named[0]!.address }] } : {}),
@@ -42,7 +42,7 @@ const selectionOf = (j: Opened<Job>, named: Array<Opened<Offer>>, policy: Select
     buyerKey,
   );
 
-function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Opened<Offer>>; receipts?: Array<Opened<Receipt>> }) {
+function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Opened<Offer>>; receipts?: Array<Opened<Receipt>>; unreachable?: string[] }) {
   const direct: Array<{ kind: string; to: string[] }> = [];
   const gossip: string[] = [];
   const overlay = {
@@ -62,7 +62,7 @@ function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Open
     net: {
       sendOutcome: async (kind: string, to: string[]) => {
         direct.push({ kind, to: [...to].sort() });
-        return { outcomes: Object.fromEntries(to.map((d) => [d, 'accepted'])), address: '' };
+        return { outcomes: Object.fromEntries(to.map((d) => [d, o.unreachable?.includes(d) ? 'unreachable' : 'accepted'])), address: '' };
       },
       publish: async (kind: string) => {
         gossip.push(kind);
@@ -91,6 +91,21 @@ test('a spot job’s selection goes to every provider that quoted, named or not,
   const other = job();
   await s.wiring.onOffer(offerOf(other, 2), []);
   assert.equal(s.direct.length, 2);
+  // a failover's new selection goes to no one the last one reached (each freed its budget on it)
+  await s.publish('selection', selectionOf(j, [ob]));
+  assert.equal(s.direct.length, 2);
+});
+
+test('a provider the selection did not reach gets it when it quotes again', async () => {
+  const j = job();
+  const [oa, ob] = [0, 1].map((i) => offerOf(j, i)) as [Opened<Offer>, Opened<Offer>];
+  const s = setup({ jobs: [j], held: [oa, ob], unreachable: [b] });
+  await s.publish('selection', selectionOf(j, [oa, ob]));
+  await new Promise((r) => setImmediate(r));
+  await s.wiring.onOffer(offerOf(j, 1), []);
+  await s.wiring.onOffer(offerOf(j, 0), []);
+  assert.deepEqual(s.direct, [{ kind: 'selection', to: [a, b].sort() }, { kind: 'selection', to: [b] }]);
+  s.wiring.stop();
 });
 
 test('an open order’s selection, a first-claim one, and any on an overlay with a steward go on gossip only', async () => {
