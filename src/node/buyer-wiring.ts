@@ -283,8 +283,9 @@ export class BuyerWiring {
   /**
    * A job's outcome to the providers it concerns (docs/network.md §14 "Who hears a job's outcome"), over outcome/1,
    * not awaited (an unreachable provider loses only that copy: its quoting budget frees when the offer expires). A
-   * spot job's selection goes to every provider it names (each releases the budget its offer held; the winner also
-   * gets it in its exec request) and not on gossip: true. An open order's selection (every provider of the market
+   * spot job's selection goes to every provider that quoted, named in it or not, and later to any that quotes after
+   * (onOffer): each releases the budget its offer held (the winner also has it in its exec request). Not on gossip:
+   * true. An open order's selection (every provider of the market
    * decides leases from it) and any selection on an overlay with a steward (its accounts take it) stay on gossip:
    * false. An acceptance goes to the provider that signed its receipt, whose own evidence it is, and on gossip too
    * (false), for the nodes that count second-hand evidence.

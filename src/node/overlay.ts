@@ -268,7 +268,8 @@ export class OverlayNode {
         running = false;
       }
     };
-    const timers = [setTimeout(() => void once(), 3000), setInterval(() => void once(), 30_000)];
+    const tick = () => void once().catch((e) => this.log.debug({ err: (e as Error).message }, 'trusted buyers: check failed'));
+    const timers = [setTimeout(tick, 3000), setInterval(tick, 30_000)];
     for (const t of timers) t.unref();
     this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
   }
