@@ -31,6 +31,8 @@ export interface SimFigures {
   syncs: { perNodeMin: number; acceptedPerSync: number; otherPerSync: number };
   /** offers sent directly, by outcome: count, share slower than the decision window, mean ms */
   offerSends: Record<string, { n: number; lateShare: number; meanMs: number }>;
+  /** selections and acceptances sent over /c0mpute/outcome/1, by `<kind> <outcome>` */
+  outcomeSends: Record<string, number>;
   /** offers per job (docs/market.md §12): gossiped jobs providers held back on, pushes buyers sent and the offers they brought */
   rank: { offerRank: number; offersWanted: number; inviteAbove: number; outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number>; invited: number; invitations: number; invitationOffers: number; gossipAfterInvite: number };
   /** worst worker's event-loop lag, ms [p50, p99, max]: above ~100 ms the run was starved of CPU */
@@ -253,6 +255,11 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
         a.ms += v.ms;
       }
       return Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, { n: v.n, lateShare: v.late / v.n, meanMs: v.ms / v.n }]));
+    })(),
+    outcomeSends: (() => {
+      const acc: Record<string, number> = {};
+      for (const r of results) for (const [k, n] of Object.entries(r.outcomeSends ?? {})) acc[k] = (acc[k] ?? 0) + n;
+      return acc;
     })(),
     rank: results.reduce(
       (a, r) => {

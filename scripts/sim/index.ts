@@ -83,11 +83,9 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   L.push(`syncs: ${f.syncs.perNodeMin.toFixed(1)} per node and minute, ${f.syncs.acceptedPerSync.toFixed(1)} new and ${f.syncs.otherPerSync.toFixed(1)} already-known records received per sync`);
   L.push(`offers per job (offerRank ${f.rank.offerRank}, offersWanted ${f.rank.offersWanted}): ${f.rank.outranked} gossiped jobs held back by a provider outranked on price; ${f.rank.pushes} pushes by buyers short of offers, ${f.rank.pushOffers} offers from them${Object.keys(f.rank.pushErrors).length ? ` (failed: ${Object.entries(f.rank.pushErrors).map(([k, v]) => `${v} ${k}`).join('; ')})` : ''}`);
   L.push(`jobs by invitation (inviteAbove ${f.rank.inviteAbove}): ${f.rank.invited} of ${f.offers.jobs} jobs sent directly to ${f.rank.invitations} providers (${f.rank.invitationOffers} offers from them), ${f.rank.gossipAfterInvite} of them gossiped after all, still short once every invitation answered or halfway through the window`);
-  // selections and acceptances over outcome/1 share the tally (worker.ts sendOutcome), keyed `<kind> <outcome>`: counts only
-  const isOutcome = (k: string) => k.startsWith('selection ') || k.startsWith('acceptance ');
-  L.push(`offers sent direct: ${Object.entries(f.offerSends).filter(([k]) => !isOutcome(k)).map(([k, v]) => `${k} ${v.n} (mean ${v.meanMs.toFixed(0)} ms, ${(100 * v.lateShare).toFixed(0)} % after the decision window)`).join(', ')}`);
-  const outcomeSends = Object.entries(f.offerSends).filter(([k]) => isOutcome(k));
-  if (outcomeSends.length) L.push(`outcomes sent direct (outcome/1, one per provider concerned): ${outcomeSends.map(([k, v]) => `${k} ${v.n}`).join(', ')}`);
+  L.push(`offers sent direct: ${Object.entries(f.offerSends).map(([k, v]) => `${k} ${v.n} (mean ${v.meanMs.toFixed(0)} ms, ${(100 * v.lateShare).toFixed(0)} % after the decision window)`).join(', ')}`);
+  const outcomeSends = Object.entries(f.outcomeSends ?? {});
+  if (outcomeSends.length) L.push(`outcomes sent direct (outcome/1, one per provider concerned): ${outcomeSends.map(([k, n]) => `${k} ${n}`).join(', ')}`);
   L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
   if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
   L.push(`at the end: ${f.missingAtEnd} (node, provider) pairs without the provider's latest advert, on ${f.nodesMissingAtEnd} nodes`);

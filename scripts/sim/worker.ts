@@ -68,6 +68,8 @@ export interface WorkerResult {
   peerSamples: { sum: number; n: number };
   /** offers sent over /c0mpute/offer/1 by outcome: count, how many took longer than the buyer's decision window, total ms */
   offerSends: Record<string, { n: number; late: number; ms: number }>;
+  /** selections and acceptances sent over /c0mpute/outcome/1, by `<kind> <outcome>`: count */
+  outcomeSends: Record<string, number>;
   /** offers per job (docs/market.md §12): jobs a provider held back on (outranked), pushes a buyer sent and the offers they brought */
   rank: { outranked: number; pushes: number; pushOffers: number; pushErrors: Record<string, number>; invited: number; invitations: number; invitationOffers: number; gossipAfterInvite: number };
   cpuMs: number;
@@ -179,7 +181,7 @@ async function main(): Promise<void> {
   const peerIds = dids.map((d) => peerIdFromDid(d).toString());
   const peerIndex = new Map(peerIds.map((p, i) => [p, i]));
   const addrOf = (i: number) => `/ip4/127.0.0.1/tcp/${init.ports[i]}/p2p/${peerIds[i]}`;
-  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, rank: { outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {}, invited: 0, invitations: 0, invitationOffers: 0, gossipAfterInvite: 0 }, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
+  const res: WorkerResult = { closes: {}, nodes: [], adverts: [], jobs: [], decisions: [], views: [], published: {}, loopLagMs: [0, 0, 0], conns: { in: 0, out: 0, closed: 0, lifetimes: {}, identified: 0 }, syncs: { calls: 0, accepted: 0, other: 0 }, peerSamples: { sum: 0, n: 0 }, offerSends: {}, outcomeSends: {}, rank: { outranked: 0, pushes: 0, pushOffers: 0, pushErrors: {}, invited: 0, invitations: 0, invitationOffers: 0, gossipAfterInvite: 0 }, cpuMs: 0, rssMiB: 0, peakRssMiB: 0, errors: [] };
   const live = new Map<number, Live>();
   let t0 = Infinity;
   const st = () => now() - t0;
@@ -563,10 +565,7 @@ async function main(): Promise<void> {
     s.outMsgs += n;
     s.outBytes += n * (bytes.length + 16);
     void net.sendOutcome(kind, to, bytes).then((r) => {
-      for (const x of Object.values(r.outcomes)) {
-        const o1 = (res.offerSends[`${kind} ${x}`] ??= { n: 0, late: 0, ms: 0 });
-        o1.n++;
-      }
+      for (const x of Object.values(r.outcomes)) res.outcomeSends[`${kind} ${x}`] = (res.outcomeSends[`${kind} ${x}`] ?? 0) + 1;
     }, err);
   }
 

@@ -296,13 +296,13 @@ export class BuyerWiring {
       const job = this.o.market.ownJob(sel.job);
       if (this.o.d.network.steward || sel.policy === 'first-claim' || !job || job.record.order) return false;
       // every provider that quoted, named or not (an offer that came late, or one not considered), and later ones (onOffer)
-      const offered = this.o.market.book.candidates(sel.job, job.record.maxPrice.currency, this.o.clock()).map((o) => o.signer);
+      const now = this.o.clock();
+      const offered = this.o.market.book.candidates(sel.job, job.record.maxPrice.currency, now).map((o) => o.signer);
       // a failover's new selection goes only to those the last one did not reach (each frees its budget per job, on any)
       const sent = this.#decided.get(sel.job)?.sent ?? new Set<string>();
       this.#decided.delete(sel.job);
       this.#decided.set(sel.job, { selection: env as Opened<Selection>, sent, until: job.record.deadline });
       // past its deadline no offer for the job is taken (wantsOffer): the oldest go first, and any beyond DECIDED_KEPT
-      const now = this.o.clock();
       for (const [k, v] of this.#decided) {
         if (v.until > now && this.#decided.size <= DECIDED_KEPT) break;
         this.#decided.delete(k);

@@ -151,6 +151,7 @@ export class OverlayNode {
     const swarmKey = nc.swarmKeyFile ? readSwarmKey(nc.swarmKeyFile) : undefined;
     if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
     const shards = marketShards(this.d.config, nc, this.roles);
+    const hears = hearsOutcomes(this.d.config, nc, this.roles);
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -158,7 +159,7 @@ export class OverlayNode {
       bootstrap: nc.bootstrap,
       overlay: this.name,
       ...(shards ? { shards } : {}),
-      ...(hearsOutcomes(this.d.config, nc, this.roles) ? {} : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
+      ...(hears ? {} : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),
@@ -237,7 +238,7 @@ export class OverlayNode {
     await this.poolMember?.start();
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
-    this.#keepTrusted(nc);
+    if (hears) this.#keepTrusted();
     if (nc.outcomes === 'own' && nc.steward && !this.roles.includes('steward')) this.log.warn({ overlay: this.name }, 'network.outcomes is own on an overlay with a steward: this node relays no receipt, and the steward hears each only if gossip reaches it without it');
   }
 
@@ -248,9 +249,9 @@ export class OverlayNode {
    * outcomes. Every 30 s (first at 3 s) each one not connected is dialled, found by its DID (peer store, else DHT);
    * one that cannot be reached is tried again next round. Only when this node joined the outcome topics.
    */
-  #keepTrusted(nc: NetworkConfig): void {
+  #keepTrusted(): void {
     const wanted = [...new Set(this.d.config.reputation.trustedBuyers)].filter((d) => d !== this.did);
-    if (!wanted.length || !hearsOutcomes(this.d.config, nc, this.roles)) return;
+    if (!wanted.length) return;
     let running = false;
     const once = async () => {
       if (running) return;

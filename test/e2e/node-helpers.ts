@@ -465,12 +465,23 @@ export async function metricsText(n: { api: Api }): Promise<string> {
   return (await fetch(`http://${n.api.api}/metrics`)).text();
 }
 
+/** Each sample of a labelled metric in /metrics text: its labels and value. */
+function* samples(text: string, name: string): Generator<{ labels: Record<string, string>; value: number }> {
+  for (const m of text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} ([0-9.e+]+)$`, 'gm'))) {
+    yield { labels: Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!])), value: Number(m[2]) };
+  }
+}
+
 /** `kind/verdict/reason` triples with a non-zero count in c0mpute_net_records_total, whatever the label order. */
 export function recordVerdicts(text: string): Set<string> {
   const out = new Set<string>();
-  for (const m of text.matchAll(/^c0mpute_net_records_total\{([^}]*)\} ([0-9.e+]+)$/gm)) {
-    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-    if (Number(m[2]) > 0) out.add(`${labels.kind}/${labels.verdict}/${labels.reason}`);
-  }
+  for (const { labels, value } of samples(text, 'c0mpute_net_records_total')) if (value > 0) out.add(`${labels.kind}/${labels.verdict}/${labels.reason}`);
   return out;
+}
+
+/** The sum of a counter's samples whose labels include every one of `want`. */
+export function metricSum(text: string, name: string, want: Record<string, string>): number {
+  let sum = 0;
+  for (const { labels, value } of samples(text, name)) if (Object.entries(want).every(([k, v]) => labels[k] === v)) sum += value;
+  return sum;
 }

@@ -9,23 +9,13 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster, bootstrapAddr, buyerConfig, get, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type Figures, type NodeProc, type Wire } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, get, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type Figures, type NodeProc, type Wire } from './node-helpers.js';
 
 const c = new Cluster('outcome-route');
 let p1: NodeProc;
 let p2: NodeProc;
 let buyer: NodeProc;
 let watcher: NodeProc;
-
-/** The sum of a counter's samples whose labels include every one of `labels`. */
-function counted(text: string, name: string, labels: Record<string, string>): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{')) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
 
 before(async () => {
   await withLogs(c, async () => {
@@ -55,17 +45,17 @@ test('a spot job’s selection goes to the providers it names and its acceptance
     assert.equal(receipt.signer, p1.did, 'the cheaper provider won');
 
     // The buyer sent the selection to both providers and the acceptance to the winner, directly.
-    await waitFor('the acceptance delivered to the winner', async () => counted(await metricsText(buyer), 'c0mpute_outcomes_direct_total', { kind: 'acceptance', outcome: 'accepted' }) === 1, 15_000);
+    await waitFor('the acceptance delivered to the winner', async () => metricSum(await metricsText(buyer), 'c0mpute_outcomes_direct_total', { kind: 'acceptance', outcome: 'accepted' }) === 1, 15_000);
     const bm = await metricsText(buyer);
-    assert.equal(counted(bm, 'c0mpute_outcomes_direct_total', { kind: 'selection', outcome: 'accepted' }), 2, bm.split('\n').filter((l) => l.includes('outcomes_direct')).join('\n'));
+    assert.equal(metricSum(bm, 'c0mpute_outcomes_direct_total', { kind: 'selection', outcome: 'accepted' }), 2, bm.split('\n').filter((l) => l.includes('outcomes_direct')).join('\n'));
     // Each provider took the selection directly and from no topic; the loser took no receipt or acceptance at all.
     for (const p of [p1, p2]) {
       const m = await metricsText(p);
-      assert.equal(counted(m, 'c0mpute_net_records_total', { source: 'direct', kind: 'selection', verdict: 'accept' }), 1, `${p.name}: the selection, directly`);
-      assert.equal(counted(m, 'c0mpute_net_records_total', { source: 'gossip', kind: 'selection' }), 0, `${p.name}: no selection on gossip`);
+      assert.equal(metricSum(m, 'c0mpute_net_records_total', { source: 'direct', kind: 'selection', verdict: 'accept' }), 1, `${p.name}: the selection, directly`);
+      assert.equal(metricSum(m, 'c0mpute_net_records_total', { source: 'gossip', kind: 'selection' }), 0, `${p.name}: no selection on gossip`);
     }
     const m2 = await metricsText(p2);
-    for (const kind of ['receipt', 'acceptance']) assert.equal(counted(m2, 'c0mpute_net_records_total', { kind }), 0, `p2 hears no ${kind} of a job it lost`);
+    for (const kind of ['receipt', 'acceptance']) assert.equal(metricSum(m2, 'c0mpute_net_records_total', { kind }), 0, `p2 hears no ${kind} of a job it lost`);
 
     // The winner's own view counts the buyer's verdict (first hand); the watcher counts it second hand.
     await waitFor('the winner to count the buyer’s acceptance', async () => (await get<Figures>(p1, `/v1/reputation/${encodeURIComponent(p1.did)}`)).accepted === 1, 15_000);
