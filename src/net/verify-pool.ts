@@ -47,21 +47,30 @@ export const VERIFY_ERR = {
 
 /** The most threads one pool runs. */
 export const MAX_VERIFY_THREADS = 16;
-/** A batch smaller than this is verified by the event loop alone (a thread would not wake in time to help). */
+/** A batch smaller than this is verified on the event loop (a lone record: a thread's round trip would be on its hop). */
 export const MIN_SHARED_BATCH = 4;
-/** Envelopes per thread offered, at least (a smaller batch wakes fewer threads). */
-const PER_THREAD = 4;
+/** Envelopes per batch handed to a thread (a larger read is split, so several threads share it). */
+export const CHUNK = 64;
+/**
+ * Envelopes a thread may be behind by: past it, the event loop finishes the oldest handed batches itself, and so
+ * stops reading sockets until the threads catch up (a flood's backpressure; 128 is about 6 ms of one thread's work,
+ * and half a flooding peer's in-flight share, flood-limits.ts maxInFlightPerPeer).
+ */
+export const LEAD_PER_THREAD = 128;
+/** A handed batch not answered within this many ms (its thread descheduled, or stuck) is finished on the event loop. */
+export const STALL_MS = 50;
+/** How long the event loop waits for an envelope a thread is verifying, when it finishes that thread's batch itself. */
+const HELP_WAIT_MS = 2;
 
 /**
- * `min(4, cores − 1)` on a machine with more than 2 cores (one core stays with
- * the event loop); 0 (verify on the event loop) on 1 or 2 cores, where a thread
- * measured no gain and cost CPU: bench net, quiet, 2 cores — ingest 6,404
- * records/s inline against 5,498 and 6,110 with one thread, 4,513 records per
- * CPU-second against 3,685–3,974 (docs/scale.md §1, lead's runs).
+ * `min(4, cores − 1)`: one core stays with the event loop; 0 (verify on the event loop) on one core. On this 2-core
+ * machine one thread lifts a flood's ingest from 0.65–0.75 to 0.85–1.08 of raw verify, a lone record being verified
+ * inline as before (docs/scale.md §1, fourteenth round). Until the fourteenth round a batch was shared between the
+ * loop and the threads within its turn, which measured no gain on 2 cores, and the default there was 0.
  */
 export function defaultVerifyThreads(): number {
   const cores = availableParallelism();
-  return cores <= 2 ? 0 : Math.min(4, cores - 1);
+  return cores <= 1 ? 0 : Math.min(4, cores - 1);
 }
 
 export type VerifyFailure = { code: string; message: string };
@@ -78,6 +87,8 @@ export interface SignatureVerifier {
  * with REFUSAL_CODES[i])].
  */
 export interface SharedBatch {
+  /** The pool's number for it: a thread answers with it when it has taken the last envelope. */
+  id: number;
   ctl: SharedArrayBuffer;
   data: SharedArrayBuffer;
   offsets: number[];
@@ -137,6 +148,8 @@ export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure |
     // copied out of the shared memory: sodium-native does not take views of a SharedArrayBuffer (it fails closed)
     const r = verifyOne(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
     Atomics.store(ctl, 1 + i, r === null ? VERIFIED : refusalStatus(r.code));
+    // the event loop may be waiting for this one (a batch it finishes itself)
+    Atomics.notify(ctl, 1 + i);
     done?.(i, r);
     took++;
   }
@@ -150,28 +163,49 @@ interface Pending {
 interface Slot {
   worker: Worker;
   dead: boolean;
+  /** Envelopes offered to this thread and not settled yet. */
+  ahead: number;
+}
+
+/** A batch handed to one thread and not settled yet. */
+interface Handed {
+  batch: SharedBatch;
+  items: Pending[];
+  slot: Slot;
+  /** performance.now() when it was handed over. */
+  at: number;
 }
 
 export interface VerifyPoolOptions {
-  /** The worker's module (default verify-worker.js beside this file; tests substitute one that crashes). */
+  /** The worker's module (default verify-worker.js beside this file; tests substitute one that crashes or stalls). */
   workerUrl?: URL;
+  /** A handed batch its thread has not answered within this many ms is verified on the event loop (default STALL_MS). */
+  stallMs?: number;
 }
 
 export class VerifyPool implements SignatureVerifier {
   readonly #url: URL;
+  readonly #stallMs: number;
   readonly #slots: Slot[] = [];
   #size: number;
   #queue: Pending[] = [];
   #scheduled = false;
   #closed = false;
+  /** Batches handed to threads, oldest first (a Map keeps insertion order). */
+  readonly #handed = new Map<number, Handed>();
+  #nextId = 0;
+  #ahead = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
   /** Threads that died (each was replaced at the next batch). */
   crashes = 0;
-  /** Batches offered to the threads (one message per thread each). */
+  /** Batches handed to the threads. */
   batches = 0;
   /** Envelopes the threads verified (the rest the event loop did). */
   byThreads = 0;
   /** Envelopes the threads refused, taken with their code (not verified again here). */
   refusedByThreads = 0;
+  /** Handed batches the event loop finished itself (threads behind by more than the lead, stalled, or dead). */
+  helped = 0;
   /** Envelopes verified in all. */
   total = 0;
 
@@ -179,12 +213,18 @@ export class VerifyPool implements SignatureVerifier {
     this.#size = clampThreads(threads);
     if (this.#size < 1) throw new Error('a verify pool needs at least one thread');
     this.#url = opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url);
+    this.#stallMs = opts.stallMs ?? STALL_MS;
     // started now, not at the first batch: a thread loads the record modules and libsodium (≈ 100–300 ms of CPU)
     for (let k = 0; k < this.#size; k++) this.#slot(k);
   }
 
   get threads(): number {
     return this.#size;
+  }
+
+  /** Envelopes handed to the threads and not settled yet. */
+  get ahead(): number {
+    return this.#ahead;
   }
 
   /** Grow to `threads` (never shrinks: another node in the process may rely on the threads it asked for). */
@@ -199,18 +239,21 @@ export class VerifyPool implements SignatureVerifier {
       this.#queue.push({ bytes, resolve });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        // settled before the event loop moves on: the records of one socket read (a gossipsub RPC carries several)
-        // reach here a few microtasks apart, so two hops of the microtask queue gather them into one batch
+        // the records of one socket read (a gossipsub RPC carries several) reach here a few microtasks apart,
+        // so two hops of the microtask queue gather them into one batch
         queueMicrotask(() => queueMicrotask(() => this.#flush()));
       }
     });
   }
 
-  /** Stop every thread; what is queued is verified here first. */
+  /** Stop every thread; what is queued or handed over is verified here first. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#flush();
     this.#closed = true;
+    for (const h of [...this.#handed.values()]) this.#help(h);
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
     const slots = this.#slots.splice(0);
     await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
   }
@@ -222,46 +265,111 @@ export class VerifyPool implements SignatureVerifier {
     const n = items.length;
     if (n === 0) return;
     this.total += n;
+    // a lone record (propagation: one per socket read) is verified here: a thread's round trip would be on every hop
     if (this.#closed || n < MIN_SHARED_BATCH) {
       for (const p of items) p.resolve(verifySafe(p.bytes));
       return;
     }
-    // one shared batch: the envelopes back to back, a counter, a status per envelope
+    // handed over in chunks, each to the thread with the least ahead; the event loop goes on with the next socket read
+    for (let i = 0; i < n; i += CHUNK) this.#hand(items.slice(i, i + CHUNK));
+    // the threads' lead is bounded: past it the loop finishes the oldest batches itself (and so reads no socket meanwhile)
+    const lead = LEAD_PER_THREAD * this.#size;
+    for (const h of this.#handed.values()) {
+      if (this.#ahead <= lead) break;
+      this.#help(h);
+    }
+  }
+
+  #hand(items: Pending[]): void {
+    const n = items.length;
     const offsets = new Array<number>(n + 1);
     offsets[0] = 0;
     for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i]! + items[i]!.bytes.length;
     const data = new SharedArrayBuffer(offsets[n]!);
     const view = new Uint8Array(data);
     for (let i = 0; i < n; i++) view.set(items[i]!.bytes, offsets[i]!);
-    const batch: SharedBatch = { ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
-    const helpers = Math.min(this.#size, Math.floor(n / PER_THREAD));
-    for (let k = 0; k < helpers; k++) this.#slot(k).worker.postMessage(batch);
+    const batch: SharedBatch = { id: this.#nextId++, ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
+    let slot = this.#slot(0);
+    for (let k = 1; k < this.#size; k++) {
+      const s = this.#slot(k);
+      if (s.ahead < slot.ahead) slot = s;
+    }
+    this.#handed.set(batch.id, { batch, items, slot, at: performance.now() });
+    slot.ahead += n;
+    this.#ahead += n;
     this.batches++;
-    // the event loop takes its share, then settles the rest from the threads' statuses
-    const results = new Array<VerifyFailure | null | undefined>(n);
+    slot.worker.postMessage(batch);
+    this.#arm();
+  }
+
+  /** The thread answered: every envelope of the batch is done (it took them all, or the loop took the rest). */
+  #answered(id: number): void {
+    const h = this.#handed.get(id);
+    if (h) this.#settle(h, []);
+  }
+
+  /**
+   * The event loop finishes a handed batch itself: takes every envelope no thread has taken, waits briefly for
+   * the ones a thread is verifying, and verifies here any still unfinished (a thread stalled or dead).
+   */
+  #help(h: Handed): void {
+    if (!this.#handed.has(h.batch.id)) return;
+    this.helped++;
+    const mine: Array<VerifyFailure | null | undefined> = [];
     try {
-      drainBatch(batch, (i, r) => (results[i] = r));
+      drainBatch(h.batch, (i, r) => (mine[i] = r));
     } catch {
       // a bug in a check (not a coded refusal): whatever is left is settled below, one by one
     }
-    const ctl = new Int32Array(batch.ctl);
+    const ctl = new Int32Array(h.batch.ctl);
+    const waitUntil = performance.now() + HELP_WAIT_MS;
+    for (let i = 0; i < h.items.length; i++) {
+      if (mine[i] !== undefined || Atomics.load(ctl, 1 + i) !== TAKEN || h.slot.dead) continue;
+      const left = waitUntil - performance.now();
+      if (left > 0) Atomics.wait(ctl, 1 + i, TAKEN, left);
+    }
+    this.#settle(h, mine);
+  }
+
+  /** Resolve a handed batch's envelopes, in order: the loop's own verdicts, the threads' statuses, and a verify here for anything unfinished. */
+  #settle(h: Handed, mine: Array<VerifyFailure | null | undefined>): void {
+    this.#handed.delete(h.batch.id);
+    const n = h.items.length;
+    h.slot.ahead -= n;
+    this.#ahead -= n;
+    const ctl = new Int32Array(h.batch.ctl);
     for (let i = 0; i < n; i++) {
-      let r = results[i];
+      let r = mine[i];
       if (r === undefined) {
         const st = Atomics.load(ctl, 1 + i);
         if (st === VERIFIED) {
           r = null;
           this.byThreads++;
         } else if (st >= REFUSED_CODE && st - REFUSED_CODE < REFUSAL_CODES.length) {
-          r = threadRefusal(REFUSAL_CODES[st - REFUSED_CODE]!, items[i]!.bytes);
+          r = threadRefusal(REFUSAL_CODES[st - REFUSED_CODE]!, h.items[i]!.bytes);
           this.refusedByThreads++;
         } else {
-          // taken and not finished (or refused with a code not listed): verified here too
-          r = verifySafe(items[i]!.bytes);
+          // not taken, taken and not finished, or refused with a code not listed: verified here
+          r = verifySafe(h.items[i]!.bytes);
         }
       }
-      items[i]!.resolve(r);
+      h.items[i]!.resolve(r);
     }
+    if (this.#handed.size === 0 && this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  /** While batches are handed over, a timer looks for one its thread has not answered within stallMs. */
+  #arm(): void {
+    if (this.#timer || this.#closed) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const now = performance.now();
+      for (const h of [...this.#handed.values()]) if (now - h.at >= this.#stallMs) this.#help(h);
+      if (this.#handed.size > 0) this.#arm();
+    }, this.#stallMs);
   }
 
   #slot(k: number): Slot {
@@ -269,12 +377,15 @@ export class VerifyPool implements SignatureVerifier {
     if (s === undefined || s.dead) {
       const worker = new Worker(this.#url);
       worker.unref();
-      const slot: Slot = { worker, dead: false };
+      const slot: Slot = { worker, dead: false, ahead: 0 };
       worker.on('error', () => undefined);
+      worker.on('message', (id: number) => this.#answered(id));
       worker.on('exit', () => {
         if (this.#closed) return;
         slot.dead = true;
         this.crashes++;
+        // it answers nothing more: its batches are finished here
+        for (const h of [...this.#handed.values()]) if (h.slot === slot) this.#help(h);
       });
       this.#slots[k] = s = slot;
     }

@@ -1,8 +1,8 @@
 /**
  * Worker thread of the signature pool (verify-pool.ts; DESIGN §2 "one
  * verification rule", §3.4 validation; docs/network.md §Signature threads):
- * takes envelopes of each shared batch offered to it until none is left,
- * writing each verdict into the batch. sodium-native loads in this thread
+ * takes envelopes of each batch handed to it until none is left, writing
+ * each verdict into the batch, then answers with the batch's id. sodium-native loads in this thread
  * (records/ed25519.ts), and the key-check cache (records/did.ts) is this
  * thread's own.
  */
@@ -11,4 +11,6 @@ import { drainBatch, type SharedBatch } from './verify-pool.js';
 
 parentPort?.on('message', (b: SharedBatch) => {
   drainBatch(b);
+  // every envelope is taken (by this thread, or by the event loop finishing the batch itself): settle it
+  parentPort?.postMessage(b.id);
 });

@@ -2,9 +2,10 @@
  * Signature work off the event loop (docs/network.md §Signature threads;
  * docs/scale.md §1 third round): the flood limits when the verify is awaited
  * (reserve before, keep on success, refund on failure), the seen and staleness
- * re-checks after the awaits, and the worker pool itself (batches, verdicts
- * identical to the inline path, a crashed worker fails its items as ignore and
- * is replaced).
+ * re-checks after the awaits, and the worker pool itself (batches handed to
+ * the threads in chunks, verdicts identical to the inline path, a bounded lead,
+ * a stalled or crashed thread's batch finished on the event loop, a dead
+ * thread replaced).
  */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
@@ -17,7 +18,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
-import { VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
+import { CHUNK, LEAD_PER_THREAD, VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
 import { encodeMessage } from '../../../src/net/framing.js';
 import { sealJob } from './fixtures/records.js';
 import { countVerifies } from './fixtures/count-verifies.js';
@@ -177,7 +178,7 @@ test('a verifier that fails (VERIFY_WORKER_FAILED) earns ignore: not accepted, n
   assert.deepEqual([again.verdict, again.reason], ['accept', 'ok'], 'the same bytes are taken once the verify works, within the one-record bucket');
 });
 
-test('the pool: a batch is one message per thread, settled in its turn with the inline verdicts; the threads take a share', async () => {
+test('the pool: a read of 100 envelopes is handed to the threads in chunks, each settled with the inline verdicts', async () => {
   const pool = new VerifyPool(2);
   try {
     const s = Ed25519Signer.generate();
@@ -185,12 +186,13 @@ test('the pool: a batch is one message per thread, settled in its turn with the 
     const before = pool.batches;
     const res = await Promise.all(good.map((b) => pool.verify(b)));
     assert.deepEqual(res, good.map(() => null));
-    assert.equal(pool.batches - before, 1, '100 envelopes queued in one turn are one shared batch');
+    assert.equal(pool.batches - before, Math.ceil(100 / CHUNK), `100 envelopes queued in one turn are handed over in chunks of ${CHUNK}`);
+    assert.equal(pool.ahead, 0, 'nothing is left handed over once every verdict is in');
     // a view into a larger buffer is copied as its own bytes
     const big = new Uint8Array(good[0]!.length + 20);
     big.set(good[0]!, 10);
     assert.equal(await pool.verify(big.subarray(10, 10 + good[0]!.length)), null);
-    // refusals carry the inline path's code, inside a shared batch too
+    // refusals carry the inline path's code, inside a handed batch too
     const bad = forged(job(s));
     const small: Signer = { publicKey: Uint8Array.from([1, ...new Array<number>(31).fill(0)]), sign: () => new Uint8Array(64) };
     const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
@@ -199,13 +201,58 @@ test('the pool: a batch is one message per thread, settled in its turn with the 
     assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
     assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
     assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
-    // the threads do take envelopes (they start in the background; give them batches until one helps)
+    // the threads start in the background (a batch handed before one is up is finished on the loop after stallMs):
+    // hand them batches until they verify
     const end = Date.now() + 30_000;
     while (pool.byThreads === 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(await Promise.all(good.map((b) => pool.verify(b))), good.map(() => null));
     }
-    assert.ok(pool.byThreads > 0, 'a thread verified part of a batch');
+    assert.ok(pool.byThreads > 0, 'the threads verified handed envelopes');
+    // a lone record is verified on the event loop: no thread's round trip on a hop
+    const handed = pool.batches;
+    assert.equal(await pool.verify(job(s)), null);
+    assert.equal(pool.batches, handed);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the pool: a thread that never answers holds nothing up: its batch is finished on the event loop after stallMs, with the right verdicts', async () => {
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/stall-verify-worker.js', import.meta.url), stallMs: 30 });
+  try {
+    const s = Ed25519Signer.generate();
+    const batch = [job(s), forged(job(s)), job(s), job(s), job(s)];
+    const t0 = performance.now();
+    const got = await Promise.all(batch.map((b) => pool.verify(b)));
+    assert.deepEqual(got.map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
+    assert.ok(performance.now() - t0 >= 25, 'settled by the stall timer, not the thread');
+    assert.equal(pool.helped, 1);
+    assert.equal(pool.byThreads, 0);
+    assert.equal(pool.ahead, 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the pool: the threads lead by at most LEAD_PER_THREAD envelopes: past it the event loop finishes the oldest batches in the same turn', async () => {
+  // a stalled thread and a stall timer far away: only the lead can settle the excess
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/stall-verify-worker.js', import.meta.url), stallMs: 60_000 });
+  try {
+    const s = Ed25519Signer.generate();
+    const n = LEAD_PER_THREAD + 3 * CHUNK;
+    const batch = Array.from({ length: n }, () => job(s));
+    const settled: number[] = [];
+    const all = batch.map((b, i) => pool.verify(b).then((r) => (assert.equal(r, null), settled.push(i))));
+    await tick();
+    assert.ok(pool.ahead <= LEAD_PER_THREAD, `no more than the lead left with the thread (${pool.ahead})`);
+    assert.equal(settled.length, n - pool.ahead, 'the oldest batches were settled on the loop, in the turn that queued them');
+    assert.deepEqual(settled, [...settled].sort((a, b) => a - b), 'oldest first');
+    assert.ok(pool.helped >= 1);
+    // close() finishes what the thread still holds
+    await pool.close();
+    await Promise.all(all);
+    assert.equal(settled.length, n);
   } finally {
     await pool.close();
   }
@@ -238,7 +285,7 @@ test('the pool: a forged record a thread refuses costs one verify in all: the lo
   }
 });
 
-test('a thread that dies loses nothing: its batch is settled on the event loop with the right verdicts, and it is replaced', async () => {
+test('a thread that dies loses nothing: its batch is finished on the event loop with the right verdicts, and it is replaced', async () => {
   const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/crash-verify-worker.js', import.meta.url) });
   try {
     const s = Ed25519Signer.generate();
