@@ -5,24 +5,29 @@
  * benches run many nodes per process), verifying envelopes in batches.
  *
  * `verify(bytes)` queues one envelope; everything queued by the same task (the
- * records of one socket read: a gossipsub RPC carries several) is settled in
- * that task's microtasks, before the event loop moves on: a batch of at least
- * MIN_SHARED_BATCH is copied into one SharedArrayBuffer and offered to the
- * threads with one message per thread; then the event loop itself takes
- * envelopes from the same batch (an atomic counter hands each envelope to
- * exactly one taker) until none is left. Whatever a thread has finished by then
- * is taken from it; an envelope a thread took but has not finished (a thread
- * descheduled on a busy machine, or dead) is verified here as well, so the
- * event loop never waits for a thread and a batch is always settled within
- * its turn. With W responsive threads the loop verifies about 1/(W+1) of a
- * batch; with none, all of it — never less than the inline path would.
+ * records of one socket read: a gossipsub RPC carries several) is gathered two
+ * microtask hops later. A lone record (fewer than MIN_SHARED_BATCH: all of
+ * propagation) is verified on the event loop, as inline. A larger batch is
+ * copied into SharedArrayBuffers in chunks of CHUNK, each handed to the thread
+ * with the least work ahead of it, and the event loop goes on with its sockets
+ * (the next read's decode and shape checks overlap this one's signatures); the
+ * thread answers with the batch's id once every envelope is taken, and the
+ * batch's envelopes are settled in order.
  *
- * Why not hand the batch over and await the answer, or settle it at the next
- * `setImmediate`: a record's hop then costs one more turn of the event loop
- * (plus a thread wake-up), and on a loaded machine (this one, load 7–18 on 2
- * cores) that made 20-node propagation 2–8× slower than verifying inline, and
- * the hand-over let a flood pile up behind the pipeline's in-flight bound
- * (docs/scale.md §1, third round). A lone record is verified inline, as before.
+ * The threads' lead is bounded (LEAD_PER_THREAD envelopes each): past it the
+ * event loop finishes the oldest handed batches itself in the same turn (an
+ * atomic counter hands each envelope to exactly one taker; it waits briefly for
+ * those a thread is verifying), and so reads no socket meanwhile: a flood meets
+ * TCP's backpressure as when everything was inline, instead of piling up behind
+ * the pipeline's in-flight bound. A batch its thread has not answered within
+ * STALL_MS (descheduled, not started yet) or whose thread died is finished the
+ * same way, so a verdict never waits on a thread for long.
+ *
+ * History (docs/scale.md §1): the third round handed batches over and awaited
+ * them with no bound, and a flood was dropped at the in-flight bound; from then
+ * until the fourteenth round each batch was settled within its own task, the
+ * loop taking envelopes beside the threads, which measured no gain on 2 cores
+ * because nothing else of the loop's overlapped the verify.
  *
  * Each thread (verify-worker.ts) and the loop run exactly the inline check
  * (`verifyOne`: the precheck verify and then the strict key check for a signer
@@ -30,7 +35,7 @@
  * is taken as it is: "verified", or refused with its code (written back as a
  * status: a forged record costs one verify, not a second one here to learn the
  * code; only a code outside ENV_ERR is re-checked here). A thread that dies is replaced at the next batch and counted
- * in `crashes`; its envelopes were verified here, so nothing unverified is
+ * in `crashes`; its envelopes are verified here, so nothing unverified is
  * accepted and nothing is lost. Threads start with the pool (a node's start),
  * not at the first batch, so their start-up is not paid inside a flood.
  */
