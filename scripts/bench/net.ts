@@ -29,7 +29,7 @@ import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
 import { createNetMetrics } from '../../src/net/metrics.js';
 import { RecordPipeline } from '../../src/net/gossip-validation.js';
-import { defaultVerifyThreads } from '../../src/net/verify-pool.js';
+import { defaultVerifyThreads, verifyPoolStats } from '../../src/net/verify-pool.js';
 import { silentLogger } from '../../src/util/log.js';
 import { CONNECTIVITY_DEFAULTS } from '../../src/net/connectivity.js';
 import { freePort } from '../../src/devnet/devnet.js';
@@ -224,7 +224,7 @@ export async function pipelineAlone(): Promise<number> {
  * providers republishing), so the strict key check of each new key (once per
  * key per process) is outside the measured window; otherwise every signer is new to it.
  */
-export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: number; accepted: number; elapsedMs: number; cpuMs: number; firstRate: number; busy: number }> {
+export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: number; accepted: number; elapsedMs: number; cpuMs: number; firstRate: number; busy: number; pool: ReturnType<typeof verifyPoolStats> }> {
   const v = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], floodLimits: NO_FLOOD_LIMITS, verifyThreads: VERIFY_THREADS });
   await v.start();
   const child = fork(fileURLToPath(new URL('./flooder.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -273,6 +273,7 @@ export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: nu
     lastAt = 0;
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
+    const pool0 = verifyPoolStats();
     child.send('flood');
     await settle(60_000);
     // to the last record accepted: a flood the node shed part of (QUEUE_FULL) ends there, not at the stall
@@ -281,7 +282,10 @@ export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: nu
     const busy = performance.eventLoopUtilization(elu0).utilization;
     // this process holds only the validating node: its CPU time during the flood says how much of the
     // wall time the node was working (the rest it waited for the flooder or for the machine)
-    return { rate: accepted / (elapsedMs / 1000), accepted, elapsedMs, cpuMs: (cpu.user + cpu.system) / 1000, firstRate: FIRST_PART / (firstMs / 1000), busy };
+    // the signature threads' share of the flood (undefined with none)
+    const p1 = verifyPoolStats();
+    const pool = p1 && pool0 && (Object.fromEntries(Object.entries(p1).map(([k, x]) => [k, k === 'threads' ? x : x - pool0[k as keyof typeof pool0]])) as typeof p1);
+    return { rate: accepted / (elapsedMs / 1000), accepted, elapsedMs, cpuMs: (cpu.user + cpu.system) / 1000, firstRate: FIRST_PART / (firstMs / 1000), busy, pool };
   } finally {
     child.removeAllListeners('exit');
     if (child.connected) child.send('stop');

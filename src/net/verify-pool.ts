@@ -211,6 +211,8 @@ export class VerifyPool implements SignatureVerifier {
   refusedByThreads = 0;
   /** Handed batches the event loop finished itself (threads behind by more than the lead, stalled, or dead). */
   helped = 0;
+  /** Of those, the batches finished because their thread had not answered within stallMs. */
+  stalled = 0;
   /** Envelopes verified in all. */
   total = 0;
 
@@ -372,7 +374,11 @@ export class VerifyPool implements SignatureVerifier {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       const now = performance.now();
-      for (const h of [...this.#handed.values()]) if (now - h.at >= this.#stallMs) this.#help(h);
+      for (const h of [...this.#handed.values()]) {
+        if (now - h.at < this.#stallMs) continue;
+        this.stalled++;
+        this.#help(h);
+      }
       if (this.#handed.size > 0) this.#arm();
     }, this.#stallMs);
   }
@@ -434,6 +440,12 @@ export function acquireVerifyPool(threads: number): { pool: VerifyPool; release:
       await mine.pool.close();
     },
   };
+}
+
+/** The process's pool's counters (benches, diagnostics); undefined while no node holds the pool. */
+export function verifyPoolStats(): { threads: number; batches: number; byThreads: number; refusedByThreads: number; helped: number; stalled: number; total: number; crashes: number } | undefined {
+  const p = shared?.pool;
+  return p && { threads: p.threads, batches: p.batches, byThreads: p.byThreads, refusedByThreads: p.refusedByThreads, helped: p.helped, stalled: p.stalled, total: p.total, crashes: p.crashes };
 }
 
 /**
