@@ -132,3 +132,40 @@ test('an acceptance goes to the provider that signed its receipt, and on gossip'
   await s.publish('acceptance', seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: now + 20 }, buyerKey));
   assert.deepEqual([s.direct, s.gossip], [[{ kind: 'acceptance', to: [b] }], ['acceptance']]);
 });
+
+test('an acceptance its provider could not take is tried once more 5 s later and no more; a selection is not retried; stop() cancels a retry due', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const settle = () => new Promise((r) => setImmediate(r));
+  const j = job();
+  const o = offerOf(j, 1);
+  const receipt = seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+  const acceptance = () => seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: now + 20 }, buyerKey);
+  const s = setup({ jobs: [j], held: [o], receipts: [receipt], unreachable: [b] });
+  await s.publish('acceptance', acceptance());
+  await settle();
+  assert.deepEqual(s.direct, [{ kind: 'acceptance', to: [b] }]);
+  t.mock.timers.tick(4_999);
+  await settle();
+  assert.equal(s.direct.length, 1, 'not before 5 s');
+  t.mock.timers.tick(1);
+  await settle();
+  assert.deepEqual(s.direct, [{ kind: 'acceptance', to: [b] }, { kind: 'acceptance', to: [b] }], 'tried once more');
+  t.mock.timers.tick(60_000);
+  await settle();
+  assert.equal(s.direct.length, 2, 'still unreachable: not a third time');
+  // a selection that did not reach its provider waits for the provider to quote again (the test above), not a timer
+  const sel = setup({ jobs: [j], held: [o], unreachable: [b] });
+  await sel.publish('selection', selectionOf(j, [o]));
+  await settle();
+  t.mock.timers.tick(60_000);
+  await settle();
+  assert.deepEqual(sel.direct, [{ kind: 'selection', to: [b] }]);
+  // stopped before the retry is due: nothing more is sent
+  const st = setup({ jobs: [j], held: [o], receipts: [receipt], unreachable: [b] });
+  await st.publish('acceptance', acceptance());
+  await settle();
+  st.wiring.stop();
+  t.mock.timers.tick(60_000);
+  await settle();
+  assert.equal(st.direct.length, 1);
+});
