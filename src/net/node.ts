@@ -44,7 +44,8 @@ import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.js';
-import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, sendDirect, sendOffer } from './offer-route.js';
+import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, sendOffer, type OfferSendDeps } from './offer-route.js';
+import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
 import { createHost } from './libp2p-host.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
@@ -203,6 +204,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     return recipients.length + sendOnOtherTopics(gsi, data, first, others).length;
   };
 
+  // offer/1 and outcome/1 sends: at most SEND_CONCURRENCY exchanges at a time, all of this node's sends together
+  const sendDeps: OfferSendDeps = { call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry, slots: new Slots(SEND_CONCURRENCY) };
   let started = false;
   let joinedAt = Infinity;
   const net: Network = {
@@ -296,7 +299,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     async sendOffer(to, envelope, attachments = []) {
       const { rec, data } = prepare('offer', envelope, attachments);
-      const outcomes = await sendOffer({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, to, data);
+      const outcomes = await sendOffer(sendDeps, to, data);
       metrics.published.inc({ kind: 'offer' });
       return { outcomes, address: rec.address };
     },
@@ -304,7 +307,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     async sendOutcome(kind, to, envelope) {
       if (!OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error(OUTCOME_ROUTE.err.WRONG_KIND!, `${OUTCOME_ROUTE.protocol} carries ${OUTCOME_DIRECT_KINDS.join(' and ')} records, not ${kind}`, { field: 'kind' });
       const { rec, data } = prepare(kind, envelope, []);
-      const outcomes = await sendDirect({ call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry }, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data);
+      const outcomes = await sendDirect(sendDeps, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data);
       metrics.published.inc({ kind });
       return { outcomes, address: rec.address };
     },

@@ -24,6 +24,7 @@
  */
 import { Counter, type Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
+import { Slots } from '../util/serial.js';
 import type { CborValue } from '../records/cbor.js';
 import { peekType } from '../records/envelope.js';
 import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
@@ -126,6 +127,8 @@ export interface OfferSendDeps {
   registry: Registry;
   /** Whole exchange, dial included (default 10 s). */
   timeoutMs?: number;
+  /** The node's places for direct exchanges, shared by all its sends (default: SEND_CONCURRENCY for this send alone). */
+  slots?: Slots;
 }
 
 /** A route's send counter, by outcome (and kind, for a route of several kinds); one per process registry. */
@@ -134,19 +137,20 @@ function counter(registry: Registry, route: DirectRoute): Counter<string> {
   return (registry.getSingleMetric(route.counter.name) as Counter<string> | undefined) ?? new Counter({ ...route.counter, labelNames, registers: [registry] });
 }
 
-/** Exchanges one `sendDirect` runs at a time. */
+/** Direct exchanges a node runs at a time, all its sends together (createNetwork's `Slots`). */
 export const SEND_CONCURRENCY = 16;
 
 /** Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never throws). */
 export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
   const c = counter(d.registry, route);
   const out: Record<string, OfferSendOutcome> = {};
-  // at most SEND_CONCURRENCY exchanges at a time: a selection may name hundreds of providers, each a dial
-  const queue = [...new Set(to)];
+  // at most SEND_CONCURRENCY exchanges at a time across the node's sends: a selection may name hundreds of providers,
+  // each a dial, and many jobs may be decided at once
+  const slots = d.slots ?? new Slots(SEND_CONCURRENCY);
   const one = async (did: string): Promise<void> => {
     let outcome: OfferSendOutcome;
     try {
-      const frames = await d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } });
+      const frames = await slots.run(() => d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } }));
       outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
     } catch (e) {
       // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
@@ -155,11 +159,7 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
     c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
     out[did] = outcome;
   };
-  await Promise.all(
-    Array.from({ length: Math.min(SEND_CONCURRENCY, queue.length) }, async () => {
-      for (let did = queue.shift(); did !== undefined; did = queue.shift()) await one(did);
-    }),
-  );
+  await Promise.all([...new Set(to)].map(one));
   return out;
 }
 

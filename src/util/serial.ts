@@ -22,3 +22,36 @@ export class Serial {
     return out;
   }
 }
+
+/**
+ * At most `n` async sections at a time, started in the order they were asked
+ * for (a FIFO counting semaphore; Serial is the case n = 1 without the count).
+ * A section that throws frees its place like one that returns.
+ */
+export class Slots {
+  #free: number;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(readonly n: number) {
+    if (!(n >= 1)) throw new Error('Slots needs at least one place');
+    this.#free = n;
+  }
+
+  /** Sections running or waiting for a place. */
+  get busy(): number {
+    return this.n - this.#free + this.#waiting.length;
+  }
+
+  async run<T>(fn: () => Promise<T> | T): Promise<T> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((r) => this.#waiting.push(r));
+    try {
+      return await fn();
+    } finally {
+      // the place passes to the next waiting section, or back to the pool
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    }
+  }
+}

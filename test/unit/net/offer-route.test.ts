@@ -1,10 +1,12 @@
-/** The receiving side of /c0mpute/offer/1 and /c0mpute/outcome/1 (src/net/offer-route.ts) with a fake pipeline: what each refuses before validation, and what it hands on. */
+/** The receiving side of /c0mpute/offer/1 and /c0mpute/outcome/1 (src/net/offer-route.ts) with a fake pipeline: what each refuses before validation, and what it hands on; and the sending side's bound on exchanges at a time. */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer, seal, T } from '../../../src/records/index.js';
 import { encodeMessage } from '../../../src/net/framing.js';
-import { directHandler, OFFER_ERR, OFFER_ROUTE, OUTCOME_ERR, OUTCOME_ROUTE, type DirectRoute } from '../../../src/net/offer-route.js';
+import { directHandler, OFFER_ERR, OFFER_ROUTE, OUTCOME_ERR, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, type DirectRoute } from '../../../src/net/offer-route.js';
+import { Slots } from '../../../src/util/serial.js';
+import { Registry } from 'prom-client';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import type { ValidationOutcome } from '../../../src/net/gossip-validation.js';
@@ -74,4 +76,27 @@ test('outcome/1 refuses before validation: an offer (OUTCOME_WRONG_KIND), anothe
   // and offer/1 takes no selection
   const selOn = run([encodeMessage(sel.bytes, [])], buyer);
   await assert.rejects(selOn.done, { code: OFFER_ERR.BAD_REQUEST });
+});
+
+test('sends share the node’s places: two sends of 20 recipients each run at most SEND_CONCURRENCY exchanges at a time, and each recipient’s outcome is its own', async () => {
+  let running = 0;
+  let most = 0;
+  const deps = {
+    registry: new Registry(),
+    slots: new Slots(SEND_CONCURRENCY),
+    call: async (peer: unknown) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 2));
+      running--;
+      if (String(peer) === String(peerIdFromDid(dids[3]!))) throw new Error('no route');
+      return [{ verdict: 'accept' }] as CborValue[];
+    },
+  };
+  const dids = Array.from({ length: 40 }, () => didFromPublicKey(Ed25519Signer.generate().publicKey));
+  const [x, y] = await Promise.all([sendDirect(deps, OUTCOME_ROUTE, 'selection', dids.slice(0, 20), msg), sendDirect(deps, OUTCOME_ROUTE, 'selection', dids.slice(20), msg)]);
+  assert.equal(most, SEND_CONCURRENCY, 'the bound holds across the two sends');
+  assert.equal(Object.keys(x).length + Object.keys(y).length, 40);
+  assert.equal(x[dids[3]!], 'unreachable');
+  assert.equal(Object.values(x).filter((o) => o === 'accepted').length + Object.values(y).filter((o) => o === 'accepted').length, 39);
 });

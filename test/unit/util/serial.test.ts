@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Serial } from '../../../src/util/serial.js';
+import { Serial, Slots } from '../../../src/util/serial.js';
 
 const tick = () => new Promise((r) => setTimeout(r, 1));
 
@@ -37,5 +37,30 @@ describe('Serial', () => {
     await assert.rejects(failing, /boom/);
     await assert.rejects(syncThrow, /sync boom/);
     assert.equal(await next, 'ran');
+  });
+});
+
+describe('Slots', () => {
+  it('runs at most n sections at a time, started in the order asked; a throw frees its place', async () => {
+    const s = new Slots(2);
+    let running = 0;
+    let most = 0;
+    const started: number[] = [];
+    const section = (i: number) => async () => {
+      started.push(i);
+      running++;
+      most = Math.max(most, running);
+      await tick();
+      running--;
+      if (i === 1) throw new Error('boom');
+      return i;
+    };
+    const all = Array.from({ length: 7 }, (_, i) => s.run(section(i)));
+    assert.equal(s.busy, 7);
+    const got = await Promise.allSettled(all);
+    assert.equal(most, 2);
+    assert.deepEqual(started, [0, 1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(got.map((g) => (g.status === 'fulfilled' ? g.value : 'failed')), [0, 'failed', 2, 3, 4, 5, 6]);
+    assert.equal(s.busy, 0);
   });
 });
