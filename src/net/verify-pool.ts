@@ -14,7 +14,7 @@
  * thread answers with the batch's id once every envelope is taken, and the
  * batch's envelopes are settled in order.
  *
- * The threads' lead is bounded (LEAD_PER_THREAD envelopes each): past it the
+ * The threads' lead is bounded (LEAD envelopes, all threads together): past it the
  * event loop finishes the oldest handed batches itself in the same turn (an
  * atomic counter hands each envelope to exactly one taker; it waits briefly for
  * those a thread is verifying), and so reads no socket meanwhile: a flood meets
@@ -34,7 +34,7 @@
  * new to that thread, the full signature check otherwise). A thread's verdict
  * is taken as it is: "verified", or refused with its code (written back as a
  * status: a forged record costs one verify, not a second one here to learn the
- * code; only a code outside ENV_ERR is re-checked here). A thread that dies is replaced at the next batch and counted
+ * code; only a code outside ENV_ERR is re-checked here). A thread that dies (or stops answering) is replaced at once and counted
  * in `crashes`; its envelopes are verified here, so nothing unverified is
  * accepted and nothing is lost. Threads start with the pool (a node's start),
  * not at the first batch, so their start-up is not paid inside a flood.
@@ -55,13 +55,17 @@ export const MAX_VERIFY_THREADS = 16;
 /** A batch smaller than this is verified on the event loop (a lone record: a thread's round trip would be on its hop). */
 export const MIN_SHARED_BATCH = 4;
 /** Envelopes per batch handed to a thread (a larger read is split, so several threads share it). */
-export const CHUNK = 64;
+export const CHUNK = 32;
 /**
- * Envelopes a thread may be behind by: past it, the event loop finishes the oldest handed batches itself, and so
- * stops reading sockets until the threads catch up (a flood's backpressure; 128 is about 6 ms of one thread's work,
- * and half a flooding peer's in-flight share, flood-limits.ts maxInFlightPerPeer).
+ * Envelopes the threads may be behind by, all of them together: past it, the event loop finishes the oldest handed
+ * batches itself, and so stops reading sockets until the threads catch up (a flood's backpressure). 128 is about
+ * 6 ms of one thread's work, four chunks, and half a flooding peer's in-flight share (flood-limits.ts
+ * maxInFlightPerPeer, 256): not per thread, or more threads would let one peer's flood reach that share and be
+ * refused RATE_LIMITED while it waits for threads.
  */
-export const LEAD_PER_THREAD = 128;
+export const LEAD = 128;
+/** A thread that has not answered this many batches in a row within stallMs is stopped and replaced. */
+export const STALLS_TO_REPLACE = 3;
 /** A handed batch not answered within this many ms (its thread descheduled, or stuck) is finished on the event loop. */
 export const STALL_MS = 50;
 /** How long the event loop waits for an envelope a thread is verifying, when it finishes that thread's batch itself. */
@@ -142,7 +146,7 @@ export function verifyOne(bytes: Uint8Array, signer?: string): VerifyFailure | n
 }
 
 /** Take envelopes of a shared batch until none is left (each thread's loop, and the event loop's). Calls `done(i, result)` for each taken. */
-export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure | null) => void): number {
+export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure | null) => void, check: (bytes: Uint8Array) => VerifyFailure | null = verifyOne): number {
   const ctl = new Int32Array(b.ctl);
   const n = b.offsets.length - 1;
   let took = 0;
@@ -151,13 +155,19 @@ export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure |
     if (i >= n) return took;
     Atomics.store(ctl, 1 + i, TAKEN);
     // copied out of the shared memory: sodium-native does not take views of a SharedArrayBuffer (it fails closed)
-    const r = verifyOne(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
+    const r = check(new Uint8Array(b.data, b.offsets[i]!, b.offsets[i + 1]! - b.offsets[i]!).slice());
     Atomics.store(ctl, 1 + i, r === null ? VERIFIED : refusalStatus(r.code));
     // the event loop may be waiting for this one (a batch it finishes itself)
     Atomics.notify(ctl, 1 + i);
     done?.(i, r);
     took++;
   }
+}
+
+/** Has every envelope of a batch of n a final status (verified or refused)? */
+function done(ctl: Int32Array, n: number): boolean {
+  for (let i = 0; i < n; i++) if (Atomics.load(ctl, 1 + i) < VERIFIED) return false;
+  return true;
 }
 
 interface Pending {
@@ -168,8 +178,12 @@ interface Pending {
 interface Slot {
   worker: Worker;
   dead: boolean;
+  /** It said it is ready (its modules and libsodium loaded): no batch is handed to it before. */
+  ready: boolean;
   /** Envelopes offered to this thread and not settled yet. */
   ahead: number;
+  /** Batches in a row this thread did not answer within stallMs (reset by an answer). */
+  stalls: number;
 }
 
 /** A batch handed to one thread and not settled yet. */
@@ -201,7 +215,7 @@ export class VerifyPool implements SignatureVerifier {
   #nextId = 0;
   #ahead = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  /** Threads that died (each was replaced at the next batch). */
+  /** Threads that died, or were stopped for not answering (each replaced at once). */
   crashes = 0;
   /** Batches handed to the threads. */
   batches = 0;
@@ -209,7 +223,7 @@ export class VerifyPool implements SignatureVerifier {
   byThreads = 0;
   /** Envelopes the threads refused, taken with their code (not verified again here). */
   refusedByThreads = 0;
-  /** Handed batches the event loop finished itself (threads behind by more than the lead, stalled, or dead). */
+  /** Handed batches the event loop finished itself (threads behind by more than the lead, stalled, or dead); not those a thread had finished, its answer still on the way. */
   helped = 0;
   /** Of those, the batches finished because their thread had not answered within stallMs. */
   stalled = 0;
@@ -227,6 +241,11 @@ export class VerifyPool implements SignatureVerifier {
 
   get threads(): number {
     return this.#size;
+  }
+
+  /** Threads ready for batches (started, modules loaded, not given up on). */
+  get ready(): number {
+    return this.#slots.filter((x) => x.ready && !x.dead).length;
   }
 
   /** Envelopes handed to the threads and not settled yet. */
@@ -277,17 +296,27 @@ export class VerifyPool implements SignatureVerifier {
       for (const p of items) p.resolve(verifySafe(p.bytes));
       return;
     }
-    // handed over in chunks, each to the thread with the least ahead; the event loop goes on with the next socket read
-    for (let i = 0; i < n; i += CHUNK) this.#hand(items.slice(i, i + CHUNK));
+    // handed over in chunks, each to the ready thread with the least ahead; the event loop goes on with the next socket
+    // read. With no thread ready (starting, or just replaced) a chunk is verified here, as inline.
+    for (let i = 0; i < n; i += CHUNK) {
+      const chunk = items.slice(i, i + CHUNK);
+      if (!this.#hand(chunk)) for (const p of chunk) p.resolve(verifySafe(p.bytes));
+    }
     // the threads' lead is bounded: past it the loop finishes the oldest batches itself (and so reads no socket meanwhile)
-    const lead = LEAD_PER_THREAD * this.#size;
     for (const h of this.#handed.values()) {
-      if (this.#ahead <= lead) break;
+      if (this.#ahead <= LEAD) break;
       this.#help(h);
     }
   }
 
-  #hand(items: Pending[]): void {
+  /** Hand a chunk to the ready thread with the least ahead; false when no thread is ready. */
+  #hand(items: Pending[]): boolean {
+    let slot: Slot | undefined;
+    for (let k = 0; k < this.#size; k++) {
+      const s = this.#slot(k);
+      if (s.ready && (slot === undefined || s.ahead < slot.ahead)) slot = s;
+    }
+    if (slot === undefined) return false;
     const n = items.length;
     const offsets = new Array<number>(n + 1);
     offsets[0] = 0;
@@ -296,46 +325,47 @@ export class VerifyPool implements SignatureVerifier {
     const view = new Uint8Array(data);
     for (let i = 0; i < n; i++) view.set(items[i]!.bytes, offsets[i]!);
     const batch: SharedBatch = { id: this.#nextId++, ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
-    let slot = this.#slot(0);
-    for (let k = 1; k < this.#size; k++) {
-      const s = this.#slot(k);
-      if (s.ahead < slot.ahead) slot = s;
-    }
     this.#handed.set(batch.id, { batch, items, slot, at: performance.now() });
     slot.ahead += n;
     this.#ahead += n;
     this.batches++;
     slot.worker.postMessage(batch);
     this.#arm();
+    return true;
   }
 
   /** The thread answered: every envelope of the batch is done (it took them all, or the loop took the rest). */
-  #answered(id: number): void {
+  #answered(slot: Slot, id: number): void {
+    slot.stalls = 0;
     const h = this.#handed.get(id);
     if (h) this.#settle(h, []);
   }
 
   /**
    * The event loop finishes a handed batch itself: takes every envelope no thread has taken, waits briefly for
-   * the ones a thread is verifying, and verifies here any still unfinished (a thread stalled or dead).
+   * the ones a thread is verifying, and verifies here any still unfinished (a thread stalled or dead). A batch
+   * its thread has finished (its answer not delivered yet) is only settled. True when the loop did some of it.
    */
-  #help(h: Handed): void {
-    if (!this.#handed.has(h.batch.id)) return;
+  #help(h: Handed): boolean {
+    if (!this.#handed.has(h.batch.id)) return false;
+    const ctl = new Int32Array(h.batch.ctl);
+    const n = h.items.length;
+    if (Atomics.load(ctl, 0) >= n && done(ctl, n)) {
+      this.#settle(h, []);
+      return false;
+    }
     this.helped++;
     const mine: Array<VerifyFailure | null | undefined> = [];
-    try {
-      drainBatch(h.batch, (i, r) => (mine[i] = r));
-    } catch {
-      // a bug in a check (not a coded refusal): whatever is left is settled below, one by one
-    }
-    const ctl = new Int32Array(h.batch.ctl);
+    // verifySafe: a bug in a check settles that envelope (VERIFY_WORKER_FAILED, ignore) instead of leaving it taken
+    drainBatch(h.batch, (i, r) => (mine[i] = r), verifySafe);
     const waitUntil = performance.now() + HELP_WAIT_MS;
-    for (let i = 0; i < h.items.length; i++) {
+    for (let i = 0; i < n; i++) {
       if (mine[i] !== undefined || Atomics.load(ctl, 1 + i) !== TAKEN || h.slot.dead) continue;
       const left = waitUntil - performance.now();
       if (left > 0) Atomics.wait(ctl, 1 + i, TAKEN, left);
     }
     this.#settle(h, mine);
+    return true;
   }
 
   /** Resolve a handed batch's envelopes, in order: the loop's own verdicts, the threads' statuses, and a verify here for anything unfinished. */
@@ -368,19 +398,35 @@ export class VerifyPool implements SignatureVerifier {
     }
   }
 
-  /** While batches are handed over, a timer looks for one its thread has not answered within stallMs. */
+  /** While batches are handed over, a timer is due when the oldest of them has waited stallMs. */
   #arm(): void {
     if (this.#timer || this.#closed) return;
+    const oldest = this.#handed.values().next().value as Handed | undefined;
+    if (!oldest) return;
+    const wait = Math.max(1, oldest.at + this.#stallMs - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       const now = performance.now();
       for (const h of [...this.#handed.values()]) {
-        if (now - h.at < this.#stallMs) continue;
+        if (now - h.at < this.#stallMs) break; // handed in order: the rest are younger
+        if (!this.#help(h)) continue;
         this.stalled++;
-        this.#help(h);
+        // a thread that keeps not answering is stopped and replaced (its queue would only grow)
+        if (++h.slot.stalls >= STALLS_TO_REPLACE) this.#retire(h.slot);
       }
-      if (this.#handed.size > 0) this.#arm();
-    }, this.#stallMs);
+      this.#arm();
+    }, wait);
+  }
+
+  /** A thread given up on (dead, or stopped for not answering): its batches are finished here, and a new thread starts in its place. */
+  #retire(slot: Slot): void {
+    if (slot.dead) return;
+    slot.dead = true;
+    this.crashes++;
+    for (const h of [...this.#handed.values()]) if (h.slot === slot) this.#help(h);
+    void slot.worker.terminate().catch(() => undefined);
+    const k = this.#slots.indexOf(slot);
+    if (k >= 0 && !this.#closed) this.#slot(k);
   }
 
   #slot(k: number): Slot {
@@ -388,15 +434,15 @@ export class VerifyPool implements SignatureVerifier {
     if (s === undefined || s.dead) {
       const worker = new Worker(this.#url);
       worker.unref();
-      const slot: Slot = { worker, dead: false, ahead: 0 };
+      const slot: Slot = { worker, dead: false, ready: false, ahead: 0, stalls: 0 };
       worker.on('error', () => undefined);
-      worker.on('message', (id: number) => this.#answered(id));
+      worker.on('message', (m: number | 'ready') => {
+        if (m === 'ready') slot.ready = true;
+        else this.#answered(slot, m);
+      });
+      // it answers nothing more: its batches are finished here
       worker.on('exit', () => {
-        if (this.#closed) return;
-        slot.dead = true;
-        this.crashes++;
-        // it answers nothing more: its batches are finished here
-        for (const h of [...this.#handed.values()]) if (h.slot === slot) this.#help(h);
+        if (!this.#closed) this.#retire(slot);
       });
       this.#slots[k] = s = slot;
     }

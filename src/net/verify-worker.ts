@@ -9,6 +9,8 @@
 import { parentPort } from 'node:worker_threads';
 import { drainBatch, type SharedBatch } from './verify-pool.js';
 
+// loaded (the record modules, libsodium): the pool hands batches to this thread from now on
+parentPort?.postMessage('ready');
 parentPort?.on('message', (b: SharedBatch) => {
   drainBatch(b);
   // every envelope is taken (by this thread, or by the event loop finishing the batch itself): settle it

@@ -18,7 +18,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
-import { CHUNK, LEAD_PER_THREAD, VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
+import { CHUNK, LEAD, STALLS_TO_REPLACE, VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
 import { encodeMessage } from '../../../src/net/framing.js';
 import { sealJob } from './fixtures/records.js';
 import { countVerifies } from './fixtures/count-verifies.js';
@@ -59,6 +59,12 @@ class GateVerifier implements SignatureVerifier {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+/** Until the pool has a thread ready for batches (before that, a batch is verified on the loop). */
+async function ready(pool: VerifyPool): Promise<void> {
+  const end = Date.now() + 30_000;
+  while (pool.ready === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(pool.ready > 0, 'a thread came up');
+}
 const pipe = (verifier: SignatureVerifier | undefined, limits: Partial<FloodLimitOptions>, hooks: { advert?: SemanticHook } = {}) =>
   new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), floodLimits: { ...NO_FLOOD_LIMITS, ...limits }, hooks, ...(verifier ? { verifier } : {}) });
 const count = (outs: Array<{ verdict: string; reason: string }>) => {
@@ -181,6 +187,7 @@ test('a verifier that fails (VERIFY_WORKER_FAILED) earns ignore: not accepted, n
 test('the pool: a read of 100 envelopes is handed to the threads in chunks, each settled with the inline verdicts', async () => {
   const pool = new VerifyPool(2);
   try {
+    await ready(pool);
     const s = Ed25519Signer.generate();
     const good = Array.from({ length: 100 }, () => job(s));
     const before = pool.batches;
@@ -192,23 +199,29 @@ test('the pool: a read of 100 envelopes is handed to the threads in chunks, each
     const big = new Uint8Array(good[0]!.length + 20);
     big.set(good[0]!, 10);
     assert.equal(await pool.verify(big.subarray(10, 10 + good[0]!.length)), null);
-    // refusals carry the inline path's code, inside a handed batch too
-    const bad = forged(job(s));
-    const small: Signer = { publicKey: Uint8Array.from([1, ...new Array<number>(31).fill(0)]), sign: () => new Uint8Array(64) };
-    const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
-    const mixed = [job(s), bad, job(s), weak, job(s), job(s), bad, job(s)];
-    const got = await Promise.all(mixed.map((b) => pool.verify(b)));
-    assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
-    assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
-    assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
-    // the threads start in the background (a batch handed before one is up is finished on the loop after stallMs):
-    // hand them batches until they verify
+    // a thread slow to answer (a loaded machine) has its batch finished on the loop after stallMs: hand batches
+    // until a thread's verdicts are taken
     const end = Date.now() + 30_000;
     while (pool.byThreads === 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(await Promise.all(good.map((b) => pool.verify(b))), good.map(() => null));
     }
     assert.ok(pool.byThreads > 0, 'the threads verified handed envelopes');
+    // refusals carry the inline path's code, each on its own envelope, from a thread's statuses
+    const bad = forged(job(s));
+    const small: Signer = { publicKey: Uint8Array.from([1, ...new Array<number>(31).fill(0)]), sign: () => new Uint8Array(64) };
+    const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
+    const mixed = [job(s), bad, job(s), weak, job(s), job(s), bad, job(s)];
+    const [verified, refused, helped] = [pool.byThreads, pool.refusedByThreads, pool.helped];
+    const got = await Promise.all(mixed.map((b) => pool.verify(b)));
+    assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
+    assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
+    assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
+    if (pool.helped === helped) {
+      // the thread did the whole batch: its statuses landed on the right envelopes
+      assert.equal(pool.byThreads - verified, 5);
+      assert.equal(pool.refusedByThreads - refused, 3);
+    }
     // a lone record is verified on the event loop: no thread's round trip on a hop
     const handed = pool.batches;
     assert.equal(await pool.verify(job(s)), null);
@@ -218,9 +231,24 @@ test('the pool: a read of 100 envelopes is handed to the threads in chunks, each
   }
 });
 
+test('the pool: before a thread is ready (starting, or replaced) a batch is verified on the event loop at once, not handed over', async () => {
+  const pool = new VerifyPool(1, { stallMs: 60_000 });
+  try {
+    const s = Ed25519Signer.generate();
+    const batch = [job(s), forged(job(s)), job(s), job(s), job(s)];
+    // the 'ready' message needs a turn of the event loop: this batch is gathered before it
+    const got = await Promise.all(batch.map((b) => pool.verify(b)));
+    assert.deepEqual(got.map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
+    assert.deepEqual([pool.batches, pool.helped, pool.stalled, pool.ahead], [0, 0, 0, 0]);
+  } finally {
+    await pool.close();
+  }
+});
+
 test('the pool: a thread that never answers holds nothing up: its batch is finished on the event loop after stallMs, with the right verdicts', async () => {
   const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/stall-verify-worker.js', import.meta.url), stallMs: 30 });
   try {
+    await ready(pool);
     const s = Ed25519Signer.generate();
     const batch = [job(s), forged(job(s)), job(s), job(s), job(s)];
     const t0 = performance.now();
@@ -228,27 +256,32 @@ test('the pool: a thread that never answers holds nothing up: its batch is finis
     assert.deepEqual(got.map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
     assert.ok(performance.now() - t0 >= 25, 'settled by the stall timer, not the thread');
     assert.equal(pool.helped, 1);
+    assert.equal(pool.stalled, 1);
     assert.equal(pool.byThreads, 0);
     assert.equal(pool.ahead, 0);
+    // a thread that keeps not answering is stopped and replaced
+    for (let k = 1; k < STALLS_TO_REPLACE; k++) assert.deepEqual((await Promise.all(batch.map((b) => pool.verify(b)))).map((x) => x?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
+    assert.equal(pool.stalled, STALLS_TO_REPLACE);
+    assert.equal(pool.crashes, 1, `replaced after ${STALLS_TO_REPLACE} stalls in a row`);
   } finally {
     await pool.close();
   }
 });
 
-test('the pool: the threads lead by at most LEAD_PER_THREAD envelopes: past it the event loop finishes the oldest batches in the same turn', async () => {
+test('the pool: the threads lead by at most LEAD envelopes: past it the event loop finishes the oldest batches in the same turn', async () => {
   // a stalled thread and a stall timer far away: only the lead can settle the excess
   const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/stall-verify-worker.js', import.meta.url), stallMs: 60_000 });
   try {
+    await ready(pool);
     const s = Ed25519Signer.generate();
-    const n = LEAD_PER_THREAD + 3 * CHUNK;
+    const n = LEAD + 3 * CHUNK;
     const batch = Array.from({ length: n }, () => job(s));
     const settled: number[] = [];
     const all = batch.map((b, i) => pool.verify(b).then((r) => (assert.equal(r, null), settled.push(i))));
     await tick();
-    assert.ok(pool.ahead <= LEAD_PER_THREAD, `no more than the lead left with the thread (${pool.ahead})`);
-    assert.equal(settled.length, n - pool.ahead, 'the oldest batches were settled on the loop, in the turn that queued them');
-    assert.deepEqual(settled, [...settled].sort((a, b) => a - b), 'oldest first');
-    assert.ok(pool.helped >= 1);
+    assert.equal(pool.ahead, LEAD, 'the lead is left with the thread, no more and no less');
+    assert.equal(pool.helped, 3, 'the three oldest chunks were finished on the loop');
+    assert.deepEqual(settled, Array.from({ length: 3 * CHUNK }, (_, i) => i), 'oldest first, in the turn that queued them');
     // close() finishes what the thread still holds
     await pool.close();
     await Promise.all(all);
@@ -261,6 +294,7 @@ test('the pool: the threads lead by at most LEAD_PER_THREAD envelopes: past it t
 test('the pool: a forged record a thread refuses costs one verify in all: the loop takes the thread’s code and does not verify it again', async () => {
   const pool = new VerifyPool(2);
   try {
+    await ready(pool);
     const s = Ed25519Signer.generate();
     const n = 64;
     // the threads start in the background: give them batches until one takes a share
@@ -286,8 +320,10 @@ test('the pool: a forged record a thread refuses costs one verify in all: the lo
 });
 
 test('a thread that dies loses nothing: its batch is finished on the event loop with the right verdicts, and it is replaced', async () => {
-  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/crash-verify-worker.js', import.meta.url) });
+  // no stall timer in reach: only the exit can finish the batch
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/crash-verify-worker.js', import.meta.url), stallMs: 60_000 });
   try {
+    await ready(pool);
     const s = Ed25519Signer.generate();
     const batch = () => [job(s), forged(job(s)), job(s), job(s), job(s)];
     const one = batch();
@@ -295,11 +331,14 @@ test('a thread that dies loses nothing: its batch is finished on the event loop 
     const end = Date.now() + 30_000;
     while (pool.crashes < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     assert.equal(pool.crashes, 1);
+    // its replacement is offered the next batch once it is up
+    await ready(pool);
     const two = batch();
     assert.deepEqual((await Promise.all(two.map((b) => pool.verify(b)))).map((r) => r?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
     while (pool.crashes < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     assert.equal(pool.crashes, 2, 'a fresh thread was offered the next batch (and died too)');
     assert.equal(pool.byThreads, 0);
+    assert.equal(pool.stalled, 0);
   } finally {
     await pool.close();
   }
