@@ -64,8 +64,11 @@ export const CHUNK = 32;
  * refused RATE_LIMITED while it waits for threads.
  */
 export const LEAD = 128;
-/** A thread that has not answered this many batches in a row within stallMs is stopped and replaced. */
-export const STALLS_TO_REPLACE = 3;
+/**
+ * A thread that has answered nothing for this many ms while holding batches is stopped and replaced (stuck: its queue
+ * would only grow). Long enough that a thread starved by a loaded machine, which a new thread would not cure, is kept.
+ */
+export const REPLACE_MS = 2_000;
 /** A handed batch not answered within this many ms (its thread descheduled, or stuck) is finished on the event loop. */
 export const STALL_MS = 50;
 /** How long the event loop waits for an envelope a thread is verifying, when it finishes that thread's batch itself. */
@@ -182,8 +185,8 @@ interface Slot {
   ready: boolean;
   /** Envelopes offered to this thread and not settled yet. */
   ahead: number;
-  /** Batches in a row this thread did not answer within stallMs (reset by an answer). */
-  stalls: number;
+  /** Since when it has held batches without answering any (undefined: it holds none, or answered since). */
+  waitingSince: number | undefined;
 }
 
 /** A batch handed to one thread and not settled yet. */
@@ -200,11 +203,14 @@ export interface VerifyPoolOptions {
   workerUrl?: URL;
   /** A handed batch its thread has not answered within this many ms is verified on the event loop (default STALL_MS). */
   stallMs?: number;
+  /** A thread that answers nothing for this many ms while holding batches is replaced (default REPLACE_MS). */
+  replaceMs?: number;
 }
 
 export class VerifyPool implements SignatureVerifier {
   readonly #url: URL;
   readonly #stallMs: number;
+  readonly #replaceMs: number;
   readonly #slots: Slot[] = [];
   #size: number;
   #queue: Pending[] = [];
@@ -235,6 +241,7 @@ export class VerifyPool implements SignatureVerifier {
     if (this.#size < 1) throw new Error('a verify pool needs at least one thread');
     this.#url = opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url);
     this.#stallMs = opts.stallMs ?? STALL_MS;
+    this.#replaceMs = opts.replaceMs ?? REPLACE_MS;
     // started now, not at the first batch: a thread loads the record modules and libsodium (≈ 100–300 ms of CPU)
     for (let k = 0; k < this.#size; k++) this.#slot(k);
   }
@@ -325,7 +332,9 @@ export class VerifyPool implements SignatureVerifier {
     const view = new Uint8Array(data);
     for (let i = 0; i < n; i++) view.set(items[i]!.bytes, offsets[i]!);
     const batch: SharedBatch = { id: this.#nextId++, ctl: new SharedArrayBuffer(4 * (n + 1)), data, offsets };
-    this.#handed.set(batch.id, { batch, items, slot, at: performance.now() });
+    const at = performance.now();
+    this.#handed.set(batch.id, { batch, items, slot, at });
+    slot.waitingSince ??= at;
     slot.ahead += n;
     this.#ahead += n;
     this.batches++;
@@ -336,9 +345,10 @@ export class VerifyPool implements SignatureVerifier {
 
   /** The thread answered: every envelope of the batch is done (it took them all, or the loop took the rest). */
   #answered(slot: Slot, id: number): void {
-    slot.stalls = 0;
     const h = this.#handed.get(id);
     if (h) this.#settle(h, []);
+    // alive (an answer for a batch the loop already finished counts too): the wait starts again if it holds more
+    slot.waitingSince = slot.ahead > 0 ? performance.now() : undefined;
   }
 
   /**
@@ -411,8 +421,8 @@ export class VerifyPool implements SignatureVerifier {
         if (now - h.at < this.#stallMs) break; // handed in order: the rest are younger
         if (!this.#help(h)) continue;
         this.stalled++;
-        // a thread that keeps not answering is stopped and replaced (its queue would only grow)
-        if (++h.slot.stalls >= STALLS_TO_REPLACE) this.#retire(h.slot);
+        // a thread that has answered nothing for replaceMs is stuck: stopped and replaced (its queue would only grow)
+        if (h.slot.waitingSince !== undefined && now - h.slot.waitingSince >= this.#replaceMs) this.#retire(h.slot);
       }
       this.#arm();
     }, wait);
@@ -434,7 +444,7 @@ export class VerifyPool implements SignatureVerifier {
     if (s === undefined || s.dead) {
       const worker = new Worker(this.#url);
       worker.unref();
-      const slot: Slot = { worker, dead: false, ready: false, ahead: 0, stalls: 0 };
+      const slot: Slot = { worker, dead: false, ready: false, ahead: 0, waitingSince: undefined };
       worker.on('error', () => undefined);
       worker.on('message', (m: number | 'ready') => {
         if (m === 'ready') slot.ready = true;
