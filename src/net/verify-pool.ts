@@ -168,7 +168,7 @@ export function drainBatch(b: SharedBatch, done?: (i: number, r: VerifyFailure |
 }
 
 /** Has every envelope of a batch of n a final status (verified or refused)? */
-function done(ctl: Int32Array, n: number): boolean {
+function allFinal(ctl: Int32Array, n: number): boolean {
   for (let i = 0; i < n; i++) if (Atomics.load(ctl, 1 + i) < VERIFIED) return false;
   return true;
 }
@@ -360,7 +360,7 @@ export class VerifyPool implements SignatureVerifier {
     if (!this.#handed.has(h.batch.id)) return false;
     const ctl = new Int32Array(h.batch.ctl);
     const n = h.items.length;
-    if (Atomics.load(ctl, 0) >= n && done(ctl, n)) {
+    if (Atomics.load(ctl, 0) >= n && allFinal(ctl, n)) {
       this.#settle(h, []);
       return false;
     }
