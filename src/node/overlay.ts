@@ -35,6 +35,7 @@ import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-h
 import { PresenceView } from '../matching/presence.js';
 import type { PresencePublisher } from '../roles/provider/presence-publisher.js';
 import { presenceHook } from './presence-wiring.js';
+import { keepConnected } from './keep-connected.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { setupProvider } from './provider-wiring.js';
@@ -243,36 +244,12 @@ export class OverlayNode {
   }
 
   /**
-   * The buyers this node trusts by name (`reputation.trustedBuyers`) are kept connected: a buyer's receipts and
-   * acceptances go out to the connected peers that joined the outcome topics (gossipsub's fanout; most nodes do not
-   * join them, docs/network.md §14 "Who hears a job's outcome"), so a node connected to it hears all of its
-   * outcomes. Every 30 s (first at 3 s) each one not connected is dialled, found by its DID (peer store, else DHT);
-   * one that cannot be reached is tried again next round. Only when this node joined the outcome topics.
+   * The buyers this node trusts by name (`reputation.trustedBuyers`) are kept connected, so their outcomes reach it
+   * by fanout however few nodes joined the outcome topics (keep-connected.ts). Only when this node joined them.
    */
   #keepTrusted(): void {
-    const wanted = [...new Set(this.d.config.reputation.trustedBuyers)].filter((d) => d !== this.did);
-    if (!wanted.length) return;
-    let running = false;
-    const once = async () => {
-      if (running) return;
-      running = true;
-      try {
-        const connected = new Set(this.net.peers().map((p) => p.did));
-        for (const did of wanted) {
-          if (connected.has(did)) continue;
-          await this.net.dial(did, { timeoutMs: 5000 }).then(
-            () => this.log.debug({ buyer: did }, 'connected to a trusted buyer'),
-            (e) => this.log.debug({ buyer: did, err: (e as Error).message }, 'trusted buyer not reachable; trying again later'),
-          );
-        }
-      } finally {
-        running = false;
-      }
-    };
-    const tick = () => void once().catch((e) => this.log.debug({ err: (e as Error).message }, 'trusted buyers: check failed'));
-    const timers = [setTimeout(tick, 3000), setInterval(tick, 30_000)];
-    for (const t of timers) t.unref();
-    this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
+    const stop = keepConnected(this.net, this.d.config.reputation.trustedBuyers, this.log);
+    this.#stops.push(async () => stop());
   }
 
   /**
