@@ -23,7 +23,7 @@ before(async () => {
     p2 = await c.start('p2', providerConfig({ price: '0.003', bootstrap: [bootstrapAddr(p1)] }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)], collectWindowMs: 3000, enoughOffers: 2, policy: 'cheapest' }));
     // a buyer node that trusts the buyer above: it counts that buyer's outcomes second hand, so it hears them
-    // not bootstrapped to the buyer: it dials the buyers it trusts (overlay.ts #keepTrusted)
+    // not bootstrapped to the buyer: it dials the buyers it trusts (src/node/keep-connected.ts)
     const wc = buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)] });
     watcher = await c.start('watcher', { ...wc, reputation: { trustedBuyers: [buyer.did] } });
     await waitForMarket(buyer, 2, [p1.did, p2.did]);
