@@ -212,16 +212,18 @@ test('the pool: a read of 100 envelopes is handed to the threads in chunks, each
     const small: Signer = { publicKey: Uint8Array.from([1, ...new Array<number>(31).fill(0)]), sign: () => new Uint8Array(64) };
     const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
     const mixed = [job(s), bad, job(s), weak, job(s), job(s), bad, job(s)];
-    const [verified, refused, helped] = [pool.byThreads, pool.refusedByThreads, pool.helped];
-    const got = await Promise.all(mixed.map((b) => pool.verify(b)));
-    assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
-    assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
-    assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
-    if (pool.helped === helped) {
+    // until one round is the thread's alone (on a loaded machine the loop may finish a chunk itself)
+    for (let whole = false; !whole && Date.now() < end; ) {
+      const [verified, refused, helped] = [pool.byThreads, pool.refusedByThreads, pool.helped];
+      const got = await Promise.all(mixed.map((b) => pool.verify(b)));
+      assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
+      assert.equal(got[1]?.code, 'ENVELOPE_BAD_SIGNATURE');
+      assert.ok(got[3]?.code.startsWith('ENVELOPE_'));
+      whole = pool.helped === helped;
       // the thread did the whole batch: its statuses landed on the right envelopes
-      assert.equal(pool.byThreads - verified, 5);
-      assert.equal(pool.refusedByThreads - refused, 3);
+      if (whole) assert.deepEqual([pool.byThreads - verified, pool.refusedByThreads - refused], [5, 3]);
     }
+    assert.ok(pool.refusedByThreads >= 3, 'a round was the thread’s alone');
     // a lone record is verified on the event loop: no thread's round trip on a hop
     const handed = pool.batches;
     assert.equal(await pool.verify(job(s)), null);
