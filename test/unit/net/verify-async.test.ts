@@ -213,7 +213,8 @@ test('the pool: a read of 100 envelopes is handed to the threads in chunks, each
     const weak = seal(T.job, { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, announcedAt: clock(), deadline: clock() + 600_000, timeoutMs: 60_000, input: { hash: 'sha256:' + 'cd'.repeat(32), size: 1 }, inputSealed: 'no' } as Job, small).bytes;
     const mixed = [job(s), bad, job(s), weak, job(s), job(s), bad, job(s)];
     // until one round is the thread's alone (on a loaded machine the loop may finish a chunk itself)
-    for (let whole = false; !whole && Date.now() < end; ) {
+    let whole = false;
+    while (!whole && Date.now() < end) {
       const [verified, refused, helped] = [pool.byThreads, pool.refusedByThreads, pool.helped];
       const got = await Promise.all(mixed.map((b) => pool.verify(b)));
       assert.deepEqual(got.map((r) => r?.code ?? null), mixed.map((b) => verifyOne(b)?.code ?? null));
@@ -223,7 +224,7 @@ test('the pool: a read of 100 envelopes is handed to the threads in chunks, each
       // the thread did the whole batch: its statuses landed on the right envelopes
       if (whole) assert.deepEqual([pool.byThreads - verified, pool.refusedByThreads - refused], [5, 3]);
     }
-    assert.ok(pool.refusedByThreads >= 3, 'a round was the thread’s alone');
+    assert.ok(whole, 'a round was the thread’s alone');
     // a lone record is verified on the event loop: no thread's round trip on a hop
     const handed = pool.batches;
     assert.equal(await pool.verify(job(s)), null);
