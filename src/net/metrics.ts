@@ -60,3 +60,57 @@ export function createNetMetrics(registry: Registry = new Registry(), peerCount:
     }),
   };
 }
+
+/** What the signature threads' metrics read (verify-pool.ts verifyPoolStats: the process's pool, shared by every node in it). */
+export interface VerifyThreadStats {
+  ready: number;
+  starting: number;
+  waiting: number;
+  crashes: number;
+  total: number;
+  byThreads: number;
+  refusedByThreads: number;
+}
+
+/**
+ * The signature threads' metrics (docs/network.md §3 "Signature threads", §7), read when scraped: threads by state,
+ * threads given up on, and envelopes verified by the threads and by the event loop. Nothing is registered for a node
+ * that verifies on its event loop alone (verifyThreads 0).
+ */
+export function registerVerifyThreadMetrics(registry: Registry, stats: () => VerifyThreadStats | undefined): void {
+  const registers = [registry];
+  new Gauge({
+    name: 'c0mpute_net_verify_threads',
+    help: 'Signature threads by state: ready, starting (loading), waiting (lost; the replacement in its backoff)',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      const s = stats();
+      for (const state of ['ready', 'starting', 'waiting'] as const) this.set({ state }, s?.[state] ?? 0);
+    },
+  });
+  new Counter({
+    name: 'c0mpute_net_verify_thread_losses_total',
+    help: 'Signature threads given up on (exited, threw, or stuck) and replaced',
+    registers,
+    collect() {
+      const s = stats();
+      this.reset();
+      if (s) this.inc(s.crashes);
+    },
+  });
+  new Counter({
+    name: 'c0mpute_net_verify_envelopes_total',
+    help: 'Signatures verified, by where: a signature thread, or the event loop (lone records, a thread not ready, past the lead)',
+    labelNames: ['by'],
+    registers,
+    collect() {
+      const s = stats();
+      this.reset();
+      if (!s) return;
+      const threads = s.byThreads + s.refusedByThreads;
+      this.inc({ by: 'thread' }, threads);
+      this.inc({ by: 'loop' }, Math.max(0, s.total - threads));
+    },
+  });
+}

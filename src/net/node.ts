@@ -33,7 +33,7 @@ import { coalesceWrites } from './write-coalesce.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
-import { createNetMetrics } from './metrics.js';
+import { createNetMetrics, registerVerifyThreadMetrics } from './metrics.js';
 import { DirectProtocols, PROTOCOLS, type StreamHost } from './protocols.js';
 import { MemoryRecordCache, type RecordSource } from './record-cache.js';
 import { MAX_LIVE } from './records-protocol.js';
@@ -46,7 +46,7 @@ import { RefusalLog } from './refusals.js';
 import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.js';
 import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, sendOffer, type OfferSendDeps } from './offer-route.js';
 import { Slots } from '../util/serial.js';
-import { defaultVerifyThreads, SharedPoolVerifier } from './verify-pool.js';
+import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
 import { createHost } from './libp2p-host.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
@@ -75,7 +75,17 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }>; gh?: LinkHosts } = {};
   const metrics = createNetMetrics(opts.registry, () => ref.node?.getPeers().length ?? 0);
   const verifyThreads = opts.verifyThreads ?? defaultVerifyThreads();
-  const sigPool = verifyThreads > 0 ? new SharedPoolVerifier(verifyThreads) : undefined;
+  // a thread given up on is logged: a node whose threads cannot start verifies everything on its event loop
+  const sigPool =
+    verifyThreads > 0
+      ? new SharedPoolVerifier(verifyThreads, (loss) =>
+          log[loss.wasReady ? 'warn' : 'error'](
+            { reason: loss.reason, exitCode: loss.exitCode, err: loss.error, losses: loss.losses, respawnInMs: loss.respawnInMs },
+            loss.wasReady ? 'a signature thread was lost and is replaced; its signatures were verified on the event loop' : 'a signature thread could not start; signatures are verified on the event loop until one does',
+          ),
+        )
+      : undefined;
+  if (sigPool) registerVerifyThreadMetrics(metrics.registry, verifyPoolStats);
   const pipeline = new RecordPipeline({
     clock,
     skewMs: opts.skewMs,

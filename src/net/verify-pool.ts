@@ -34,9 +34,10 @@
  * new to that thread, the full signature check otherwise). A thread's verdict
  * is taken as it is: "verified", or refused with its code (written back as a
  * status: a forged record costs one verify, not a second one here to learn the
- * code; only a code outside ENV_ERR is re-checked here). A thread that dies (or stops answering) is replaced at once and counted
- * in `crashes`; its envelopes are verified here, so nothing unverified is
- * accepted and nothing is lost. Threads start with the pool (a node's start),
+ * code; only a code outside ENV_ERR is re-checked here). A thread that dies (or stops answering) is counted in
+ * `crashes`, reported to `onThreadLost` listeners (each node logs it), and replaced: at once, or after a doubling
+ * backoff (respawnDelayMs) when its slot keeps losing threads before any answers a batch; its envelopes are verified
+ * here, so nothing unverified is accepted and nothing is lost. Threads start with the pool (a node's start),
  * not at the first batch, so their start-up is not paid inside a flood.
  */
 import { Worker } from 'node:worker_threads';
@@ -73,6 +74,35 @@ export const REPLACE_MS = 2_000;
 export const STALL_MS = 50;
 /** How long the event loop waits for an envelope a thread is verifying, when it finishes that thread's batch itself. */
 const HELP_WAIT_MS = 2;
+/**
+ * A thread lost again before it answered any batch waits this long before its replacement starts, doubling with each
+ * further loss up to RESPAWN_MAX_MS (a thread that cannot start, or dies on every batch, would otherwise be restarted
+ * in a loop, each start costing 100–300 ms of CPU). The first loss is replaced at once; an answered batch resets it.
+ */
+export const RESPAWN_BASE_MS = 1_000;
+export const RESPAWN_MAX_MS = 60_000;
+
+/** How long the replacement of a slot's `losses`-th consecutive lost thread waits: 0 for the first, then RESPAWN_BASE_MS doubling, at most RESPAWN_MAX_MS. */
+export function respawnDelayMs(losses: number, baseMs = RESPAWN_BASE_MS, maxMs = RESPAWN_MAX_MS): number {
+  if (losses <= 1) return 0;
+  return Math.min(maxMs, baseMs * 2 ** Math.min(30, losses - 2));
+}
+
+/** A thread given up on, as the pool reports it (logged by each node holding the pool; docs/network.md §3). */
+export interface ThreadLoss {
+  /** exit: it exited or threw (`error` says what, when it threw); stuck: it answered nothing for replaceMs while holding batches. */
+  reason: 'exit' | 'stuck';
+  /** Its exit code, when it exited. */
+  exitCode?: number;
+  /** The uncaught error it died of, when there was one. */
+  error?: string;
+  /** Whether it had said it was ready (a thread lost before that could not start: its module or libsodium failed to load). */
+  wasReady: boolean;
+  /** Threads lost in a row in this slot without an answered batch between them, this one included. */
+  losses: number;
+  /** When its replacement starts, in ms from now (respawnDelayMs). */
+  respawnInMs: number;
+}
 
 /**
  * `min(4, cores − 1)`: one core stays with the event loop; 0 (verify on the event loop) on one core. On this 2-core
@@ -179,6 +209,8 @@ interface Pending {
 }
 
 interface Slot {
+  /** Its index in the pool (its replacement takes the same). */
+  k: number;
   worker: Worker;
   dead: boolean;
   /** It said it is ready (its modules and libsodium loaded): no batch is handed to it before. */
@@ -187,6 +219,8 @@ interface Slot {
   ahead: number;
   /** Since when it has held batches without answering any (undefined: it holds none, or answered since). */
   waitingSince: number | undefined;
+  /** The uncaught error it threw, kept for the report of its exit. */
+  error?: string;
 }
 
 /** A batch handed to one thread and not settled yet. */
@@ -205,13 +239,25 @@ export interface VerifyPoolOptions {
   stallMs?: number;
   /** A thread that answers nothing for this many ms while holding batches is replaced (default REPLACE_MS). */
   replaceMs?: number;
+  /** The replacement of a thread lost again before any answer waits this long, doubling (default RESPAWN_BASE_MS). */
+  respawnBaseMs?: number;
+  /** At most this long (default RESPAWN_MAX_MS). */
+  respawnMaxMs?: number;
 }
 
 export class VerifyPool implements SignatureVerifier {
   readonly #url: URL;
   readonly #stallMs: number;
   readonly #replaceMs: number;
+  readonly #respawnBaseMs: number;
+  readonly #respawnMaxMs: number;
+  /** One per thread index; a lost thread stays here, dead, until its replacement starts. */
   readonly #slots: Slot[] = [];
+  /** Per thread index: threads lost in a row without an answered batch (the respawn backoff). */
+  readonly #losses: number[] = [];
+  /** Per thread index: a replacement waiting out its backoff. */
+  readonly #respawns: Array<ReturnType<typeof setTimeout> | undefined> = [];
+  readonly #lossListeners = new Set<(loss: ThreadLoss) => void>();
   #size: number;
   #queue: Pending[] = [];
   #scheduled = false;
@@ -221,7 +267,7 @@ export class VerifyPool implements SignatureVerifier {
   #nextId = 0;
   #ahead = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  /** Threads that died, or were stopped for not answering (each replaced at once). */
+  /** Threads that died, or were stopped for not answering (each replaced: at once, or after a backoff when lost again before any answer). */
   crashes = 0;
   /** Batches handed to the threads. */
   batches = 0;
@@ -242,6 +288,8 @@ export class VerifyPool implements SignatureVerifier {
     this.#url = opts.workerUrl ?? new URL('./verify-worker.js', import.meta.url);
     this.#stallMs = opts.stallMs ?? STALL_MS;
     this.#replaceMs = opts.replaceMs ?? REPLACE_MS;
+    this.#respawnBaseMs = opts.respawnBaseMs ?? RESPAWN_BASE_MS;
+    this.#respawnMaxMs = opts.respawnMaxMs ?? RESPAWN_MAX_MS;
     // started now, not at the first batch: a thread loads the record modules and libsodium (≈ 100–300 ms of CPU)
     for (let k = 0; k < this.#size; k++) this.#slot(k);
   }
@@ -253,6 +301,22 @@ export class VerifyPool implements SignatureVerifier {
   /** Threads ready for batches (started, modules loaded, not given up on). */
   get ready(): number {
     return this.#slots.filter((x) => x.ready && !x.dead).length;
+  }
+
+  /** Threads started and not ready yet (loading their modules). */
+  get starting(): number {
+    return this.#slots.filter((x) => !x.ready && !x.dead).length;
+  }
+
+  /** Lost threads whose replacement waits out its backoff (respawnDelayMs). */
+  get waiting(): number {
+    return this.#respawns.filter((t) => t !== undefined).length;
+  }
+
+  /** Be told of each thread given up on; returns the unsubscribe. */
+  onThreadLost(listener: (loss: ThreadLoss) => void): () => void {
+    this.#lossListeners.add(listener);
+    return () => this.#lossListeners.delete(listener);
   }
 
   /** Envelopes handed to the threads and not settled yet. */
@@ -287,6 +351,8 @@ export class VerifyPool implements SignatureVerifier {
     for (const h of [...this.#handed.values()]) this.#help(h);
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+    for (const t of this.#respawns) if (t) clearTimeout(t);
+    this.#respawns.length = 0;
     const slots = this.#slots.splice(0);
     await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
   }
@@ -319,10 +385,7 @@ export class VerifyPool implements SignatureVerifier {
   /** Hand a chunk to the ready thread with the least ahead; false when no thread is ready. */
   #hand(items: Pending[]): boolean {
     let slot: Slot | undefined;
-    for (let k = 0; k < this.#size; k++) {
-      const s = this.#slot(k);
-      if (s.ready && (slot === undefined || s.ahead < slot.ahead)) slot = s;
-    }
+    for (const s of this.#slots) if (s.ready && !s.dead && (slot === undefined || s.ahead < slot.ahead)) slot = s;
     if (slot === undefined) return false;
     const n = items.length;
     const offsets = new Array<number>(n + 1);
@@ -347,6 +410,8 @@ export class VerifyPool implements SignatureVerifier {
   #answered(slot: Slot, id: number): void {
     const h = this.#handed.get(id);
     if (h) this.#settle(h, []);
+    // it works: a later loss of this slot is replaced at once again
+    this.#losses[slot.k] = 0;
     // alive (an answer for a batch the loop already finished counts too): the wait starts again if it holds more
     slot.waitingSince = slot.ahead > 0 ? performance.now() : undefined;
   }
@@ -422,41 +487,67 @@ export class VerifyPool implements SignatureVerifier {
         if (!this.#help(h)) continue;
         this.stalled++;
         // a thread that has answered nothing for replaceMs is stuck: stopped and replaced (its queue would only grow)
-        if (h.slot.waitingSince !== undefined && now - h.slot.waitingSince >= this.#replaceMs) this.#retire(h.slot);
+        if (h.slot.waitingSince !== undefined && now - h.slot.waitingSince >= this.#replaceMs) this.#retire(h.slot, 'stuck');
       }
       this.#arm();
     }, wait);
   }
 
-  /** A thread given up on (dead, or stopped for not answering): its batches are finished here, and a new thread starts in its place. */
-  #retire(slot: Slot): void {
+  /**
+   * A thread given up on (dead, or stopped for not answering): its batches are finished here, and a new thread takes
+   * its place, at once the first time, after a doubling backoff when the slot loses thread after thread without an
+   * answered batch (a thread that cannot start, or dies on every batch). Listeners are told.
+   */
+  #retire(slot: Slot, reason: ThreadLoss['reason'], exitCode?: number): void {
     if (slot.dead) return;
     slot.dead = true;
     this.crashes++;
     for (const h of [...this.#handed.values()]) if (h.slot === slot) this.#help(h);
     void slot.worker.terminate().catch(() => undefined);
-    const k = this.#slots.indexOf(slot);
-    if (k >= 0 && !this.#closed) this.#slot(k);
+    if (this.#closed || this.#slots[slot.k] !== slot) return;
+    const losses = (this.#losses[slot.k] = (this.#losses[slot.k] ?? 0) + 1);
+    const respawnInMs = respawnDelayMs(losses, this.#respawnBaseMs, this.#respawnMaxMs);
+    const loss: ThreadLoss = { reason, wasReady: slot.ready, losses, respawnInMs, ...(exitCode !== undefined ? { exitCode } : {}), ...(slot.error !== undefined ? { error: slot.error } : {}) };
+    for (const l of this.#lossListeners) {
+      try {
+        l(loss);
+      } catch {
+        /* a listener's fault is not the pool's */
+      }
+    }
+    if (respawnInMs === 0) {
+      this.#spawn(slot.k);
+      return;
+    }
+    const t = setTimeout(() => {
+      this.#respawns[slot.k] = undefined;
+      if (!this.#closed) this.#spawn(slot.k);
+    }, respawnInMs);
+    t.unref();
+    this.#respawns[slot.k] = t;
   }
 
+  /** The slot at k, started when there is none (a lost thread's slot is restarted by #retire, not here). */
   #slot(k: number): Slot {
-    let s = this.#slots[k];
-    if (s === undefined || s.dead) {
-      const worker = new Worker(this.#url);
-      worker.unref();
-      const slot: Slot = { worker, dead: false, ready: false, ahead: 0, waitingSince: undefined };
-      worker.on('error', () => undefined);
-      worker.on('message', (m: number | 'ready') => {
-        if (m === 'ready') slot.ready = true;
-        else this.#answered(slot, m);
-      });
-      // it answers nothing more: its batches are finished here
-      worker.on('exit', () => {
-        if (!this.#closed) this.#retire(slot);
-      });
-      this.#slots[k] = s = slot;
-    }
-    return s;
+    return this.#slots[k] ?? this.#spawn(k);
+  }
+
+  #spawn(k: number): Slot {
+    const worker = new Worker(this.#url);
+    worker.unref();
+    const slot: Slot = { k, worker, dead: false, ready: false, ahead: 0, waitingSince: undefined };
+    // an uncaught exception in the thread: kept for the report of its exit, which follows
+    worker.on('error', (e: unknown) => (slot.error = e instanceof Error ? `${e.name}: ${e.message}` : String(e)));
+    worker.on('message', (m: number | 'ready') => {
+      if (m === 'ready') slot.ready = true;
+      else this.#answered(slot, m);
+    });
+    // it answers nothing more: its batches are finished here
+    worker.on('exit', (code: number) => {
+      if (!this.#closed) this.#retire(slot, 'exit', code);
+    });
+    this.#slots[k] = slot;
+    return slot;
   }
 }
 
@@ -499,9 +590,38 @@ export function acquireVerifyPool(threads: number): { pool: VerifyPool; release:
 }
 
 /** The process's pool's counters (benches, diagnostics); undefined while no node holds the pool. */
-export function verifyPoolStats(): { threads: number; batches: number; byThreads: number; refusedByThreads: number; helped: number; stalled: number; total: number; crashes: number } | undefined {
+export interface VerifyPoolStats {
+  threads: number;
+  /** Threads by state: ready for batches, starting (loading), waiting (lost, the replacement in its backoff). */
+  ready: number;
+  starting: number;
+  waiting: number;
+  batches: number;
+  byThreads: number;
+  refusedByThreads: number;
+  helped: number;
+  stalled: number;
+  total: number;
+  crashes: number;
+}
+
+export function verifyPoolStats(): VerifyPoolStats | undefined {
   const p = shared?.pool;
-  return p && { threads: p.threads, batches: p.batches, byThreads: p.byThreads, refusedByThreads: p.refusedByThreads, helped: p.helped, stalled: p.stalled, total: p.total, crashes: p.crashes };
+  return (
+    p && {
+      threads: p.threads,
+      ready: p.ready,
+      starting: p.starting,
+      waiting: p.waiting,
+      batches: p.batches,
+      byThreads: p.byThreads,
+      refusedByThreads: p.refusedByThreads,
+      helped: p.helped,
+      stalled: p.stalled,
+      total: p.total,
+      crashes: p.crashes,
+    }
+  );
 }
 
 /**
@@ -511,13 +631,22 @@ export function verifyPoolStats(): { threads: number; batches: number; byThreads
  */
 export class SharedPoolVerifier implements SignatureVerifier {
   #lease: { pool: VerifyPool; release: () => Promise<void> } | undefined;
-  constructor(readonly threads: number) {}
+  #unlisten: (() => void) | undefined;
+  /** `onThreadLost`: told of each of the pool's threads given up on while this node holds the pool (the node logs it). */
+  constructor(
+    readonly threads: number,
+    readonly onThreadLost?: (loss: ThreadLoss) => void,
+  ) {}
   open(): void {
-    this.#lease ??= acquireVerifyPool(this.threads);
+    if (this.#lease) return;
+    this.#lease = acquireVerifyPool(this.threads);
+    if (this.onThreadLost) this.#unlisten = this.#lease.pool.onThreadLost(this.onThreadLost);
   }
   async close(): Promise<void> {
     const l = this.#lease;
     this.#lease = undefined;
+    this.#unlisten?.();
+    this.#unlisten = undefined;
     await l?.release();
   }
   verify(bytes: Uint8Array): Promise<VerifyFailure | null> {

@@ -1,0 +1,123 @@
+/**
+ * Signature threads that are lost (docs/network.md §3 "Signature threads"): a
+ * lost thread is reported (why, whether it had started, its error), replaced at
+ * once the first time and after a doubling backoff when its slot keeps losing
+ * threads before any answers a batch (a thread that cannot start would
+ * otherwise be restarted in a loop), and the backoff starts over once a
+ * thread answers. The verdicts never wait on any of it: the event loop
+ * verifies meanwhile. And the threads' metrics.
+ */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { Ed25519Signer } from '../../../src/records/index.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { registerVerifyThreadMetrics, type VerifyThreadStats } from '../../../src/net/metrics.js';
+import { RESPAWN_BASE_MS, RESPAWN_MAX_MS, respawnDelayMs, VerifyPool, type ThreadLoss } from '../../../src/net/verify-pool.js';
+import { sealJob } from './fixtures/records.js';
+
+const clock = fakeClock();
+const s = Ed25519Signer.generate();
+/** Five envelopes, the second forged: enough to be handed to a thread (MIN_SHARED_BATCH). */
+const batch = (): Uint8Array[] =>
+  Array.from({ length: 5 }, (_, i) => {
+    const b = sealJob(s, clock).bytes;
+    if (i === 1) b[b.length - 10]! ^= 1;
+    return b;
+  });
+const codes = async (pool: VerifyPool): Promise<Array<string | null>> => (await Promise.all(batch().map((b) => pool.verify(b)))).map((r) => r?.code ?? null);
+const EXPECTED = [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null];
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const end = Date.now() + 30_000;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cond(), what);
+}
+
+test('respawnDelayMs: the first loss is replaced at once, then 1 s doubling, at most 60 s', () => {
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => respawnDelayMs(n)), [0, 0, RESPAWN_BASE_MS, 2 * RESPAWN_BASE_MS, 4 * RESPAWN_BASE_MS, 8 * RESPAWN_BASE_MS]);
+  assert.equal(respawnDelayMs(50), RESPAWN_MAX_MS);
+  assert.equal(respawnDelayMs(10_000), RESPAWN_MAX_MS, 'no overflow however long it goes on');
+  assert.equal(respawnDelayMs(3, 100, 250), 200);
+  assert.equal(respawnDelayMs(4, 100, 250), 250);
+});
+
+test('a thread that cannot start is reported with its error, replaced once at once, then only after the backoff; verdicts come from the event loop meanwhile', async () => {
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/broken-verify-worker.js', import.meta.url), respawnBaseMs: 60_000 });
+  const losses: ThreadLoss[] = [];
+  pool.onThreadLost((l) => losses.push(l));
+  try {
+    await until('two threads were lost', () => losses.length >= 2);
+    assert.deepEqual(
+      losses.map((l) => [l.reason, l.wasReady, l.losses, l.respawnInMs, l.exitCode]),
+      [
+        ['exit', false, 1, 0, 1],
+        ['exit', false, 2, 60_000, 1],
+      ],
+    );
+    assert.match(losses[0]!.error ?? '', /the signature module failed to load \(test\)/, 'the error it died of is reported');
+    assert.deepEqual([pool.ready, pool.starting, pool.waiting, pool.crashes], [0, 0, 1, 2], 'the third waits out its backoff');
+    // no thread: a batch is verified on the event loop at once, not handed over
+    assert.deepEqual(await codes(pool), EXPECTED);
+    assert.deepEqual([pool.batches, pool.helped], [0, 0]);
+    // the backoff is 60 s: nothing else starts (let a thread that did start have its time to fail)
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(losses.length, 2);
+  } finally {
+    await pool.close();
+  }
+  assert.equal(pool.waiting, 0, 'close() cancels the waiting replacement');
+});
+
+test('a thread that answered and is then lost is replaced at once every time (an answered batch resets the backoff)', async () => {
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/answer-once-verify-worker.js', import.meta.url), stallMs: 60_000, respawnBaseMs: 60_000 });
+  const losses: ThreadLoss[] = [];
+  const unlisten = pool.onThreadLost((l) => losses.push(l));
+  try {
+    for (let round = 1; round <= 3; round++) {
+      // a fresh thread answers its first batch...
+      await until('a thread is ready', () => pool.ready === 1);
+      const answered = pool.byThreads + pool.refusedByThreads;
+      assert.deepEqual(await codes(pool), EXPECTED);
+      assert.equal(pool.byThreads + pool.refusedByThreads - answered, 5, 'the thread verified the batch');
+      // ...and dies on its second: its batch is finished on the loop, with the right verdicts
+      assert.deepEqual(await codes(pool), EXPECTED);
+      await until(`thread ${round} was lost`, () => losses.length === round);
+      assert.deepEqual([losses[round - 1]!.reason, losses[round - 1]!.wasReady, losses[round - 1]!.losses, losses[round - 1]!.respawnInMs, losses[round - 1]!.exitCode], ['exit', true, 1, 0, 7]);
+      assert.equal(pool.waiting, 0);
+    }
+    unlisten();
+    await until('a thread is ready', () => pool.ready === 1);
+    await codes(pool);
+    await codes(pool);
+    await until('the fourth thread was lost', () => pool.crashes === 4);
+    assert.equal(losses.length, 3, 'an unsubscribed listener is not told');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the threads metrics: threads by state, threads lost, and envelopes by where they were verified', async () => {
+  const registry = new Registry();
+  let stats: VerifyThreadStats | undefined;
+  registerVerifyThreadMetrics(registry, () => stats);
+  const read = async () => (await registry.metrics()).split('\n').filter((l) => l.startsWith('c0mpute_'));
+  assert.deepEqual(await read(), [
+    'c0mpute_net_verify_threads{state="ready"} 0',
+    'c0mpute_net_verify_threads{state="starting"} 0',
+    'c0mpute_net_verify_threads{state="waiting"} 0',
+    'c0mpute_net_verify_thread_losses_total 0',
+  ]);
+  stats = { ready: 1, starting: 0, waiting: 1, crashes: 3, total: 1000, byThreads: 880, refusedByThreads: 20 };
+  assert.deepEqual(await read(), [
+    'c0mpute_net_verify_threads{state="ready"} 1',
+    'c0mpute_net_verify_threads{state="starting"} 0',
+    'c0mpute_net_verify_threads{state="waiting"} 1',
+    'c0mpute_net_verify_thread_losses_total 3',
+    'c0mpute_net_verify_envelopes_total{by="thread"} 900',
+    'c0mpute_net_verify_envelopes_total{by="loop"} 100',
+  ]);
+  stats = { ...stats, crashes: 4, total: 1500 };
+  const again = await read();
+  assert.ok(again.includes('c0mpute_net_verify_thread_losses_total 4') && again.includes('c0mpute_net_verify_envelopes_total{by="loop"} 600'), 'read afresh at each scrape, not added up');
+});
