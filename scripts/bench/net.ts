@@ -284,7 +284,7 @@ export async function ingest(opts: { known?: boolean } = {}): Promise<{ rate: nu
     // wall time the node was working (the rest it waited for the flooder or for the machine)
     // the signature threads' share of the flood (undefined with none)
     const p1 = verifyPoolStats();
-    const pool = p1 && pool0 && (Object.fromEntries(Object.entries(p1).map(([k, x]) => [k, k === 'threads' ? x : x - pool0[k as keyof typeof pool0]])) as typeof p1);
+    const pool = p1 && pool0 && (Object.fromEntries(Object.entries(p1).map(([k, x]) => [k, ['threads', 'ready', 'starting', 'waiting'].includes(k) ? x : x - pool0[k as keyof typeof pool0]])) as typeof p1);
     return { rate: accepted / (elapsedMs / 1000), accepted, elapsedMs, cpuMs: (cpu.user + cpu.system) / 1000, firstRate: FIRST_PART / (firstMs / 1000), busy, pool };
   } finally {
     child.removeAllListeners('exit');
