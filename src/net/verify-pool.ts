@@ -589,7 +589,7 @@ export function acquireVerifyPool(threads: number): { pool: VerifyPool; release:
   };
 }
 
-/** The process's pool's counters (benches, diagnostics); undefined while no node holds the pool. */
+/** The process's pool's counters and thread states (verifyPoolStats). */
 export interface VerifyPoolStats {
   threads: number;
   /** Threads by state: ready for batches, starting (loading), waiting (lost, the replacement in its backoff). */
@@ -605,6 +605,7 @@ export interface VerifyPoolStats {
   crashes: number;
 }
 
+/** The process's pool's counters (benches, diagnostics, the node's metrics); undefined while no node holds the pool. */
 export function verifyPoolStats(): VerifyPoolStats | undefined {
   const p = shared?.pool;
   return (
