@@ -67,9 +67,9 @@ export interface VerifyThreadStats {
   starting: number;
   waiting: number;
   crashes: number;
-  total: number;
   byThreads: number;
   refusedByThreads: number;
+  byLoop: number;
 }
 
 /**
@@ -105,12 +105,12 @@ export function registerVerifyThreadMetrics(registry: Registry, stats: () => Ver
     labelNames: ['by'],
     registers,
     collect() {
+      // each counted where it was verified, when it was (not total minus the threads' share: envelopes still with a
+      // thread would count as the loop's until settled, and the series would go down)
       const s = stats();
       this.reset();
-      if (!s) return;
-      const threads = s.byThreads + s.refusedByThreads;
-      this.inc({ by: 'thread' }, threads);
-      this.inc({ by: 'loop' }, Math.max(0, s.total - threads));
+      this.inc({ by: 'thread' }, s ? s.byThreads + s.refusedByThreads : 0);
+      this.inc({ by: 'loop' }, s?.byLoop ?? 0);
     },
   });
 }

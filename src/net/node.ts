@@ -81,7 +81,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       ? new SharedPoolVerifier(verifyThreads, (loss) =>
           log[loss.wasReady ? 'warn' : 'error'](
             { reason: loss.reason, exitCode: loss.exitCode, err: loss.error, losses: loss.losses, respawnInMs: loss.respawnInMs },
-            loss.wasReady ? 'a signature thread was lost and is replaced; its signatures were verified on the event loop' : 'a signature thread could not start; signatures are verified on the event loop until one does',
+            loss.wasReady
+              ? 'a signature thread was lost and is replaced; its signatures were verified on the event loop'
+              : 'a signature thread could not start; its share of the signatures is verified on the event loop until one does',
           ),
         )
       : undefined;

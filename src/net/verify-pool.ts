@@ -90,8 +90,11 @@ export function respawnDelayMs(losses: number, baseMs = RESPAWN_BASE_MS, maxMs =
 
 /** A thread given up on, as the pool reports it (logged by each node holding the pool; docs/network.md §3). */
 export interface ThreadLoss {
-  /** exit: it exited or threw (`error` says what, when it threw); stuck: it answered nothing for replaceMs while holding batches. */
-  reason: 'exit' | 'stuck';
+  /**
+   * exit: it exited or threw (`error` says what, when it threw); stuck: it answered nothing for replaceMs while
+   * holding batches; spawn: the thread could not be created (`error` says why).
+   */
+  reason: 'exit' | 'stuck' | 'spawn';
   /** Its exit code, when it exited. */
   exitCode?: number;
   /** The uncaught error it died of, when there was one. */
@@ -211,7 +214,8 @@ interface Pending {
 interface Slot {
   /** Its index in the pool (its replacement takes the same). */
   k: number;
-  worker: Worker;
+  /** Undefined when the thread could not even be created (its loss is reported as 'spawn'). */
+  worker: Worker | undefined;
   dead: boolean;
   /** It said it is ready (its modules and libsodium loaded): no batch is handed to it before. */
   ready: boolean;
@@ -281,6 +285,8 @@ export class VerifyPool implements SignatureVerifier {
   stalled = 0;
   /** Envelopes verified in all. */
   total = 0;
+  /** Of those, the envelopes the event loop verified (lone records, no thread ready, past the lead, a thread's unfinished or unlisted ones). */
+  byLoop = 0;
 
   constructor(threads: number, opts: VerifyPoolOptions = {}) {
     this.#size = clampThreads(threads);
@@ -315,8 +321,10 @@ export class VerifyPool implements SignatureVerifier {
 
   /** Be told of each thread given up on; returns the unsubscribe. */
   onThreadLost(listener: (loss: ThreadLoss) => void): () => void {
-    this.#lossListeners.add(listener);
-    return () => this.#lossListeners.delete(listener);
+    // each subscription its own entry: the same function given twice is unsubscribed once per subscription
+    const entry = (loss: ThreadLoss): void => listener(loss);
+    this.#lossListeners.add(entry);
+    return () => this.#lossListeners.delete(entry);
   }
 
   /** Envelopes handed to the threads and not settled yet. */
@@ -354,7 +362,7 @@ export class VerifyPool implements SignatureVerifier {
     for (const t of this.#respawns) if (t) clearTimeout(t);
     this.#respawns.length = 0;
     const slots = this.#slots.splice(0);
-    await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
+    await Promise.all(slots.map((s) => s.worker?.terminate().catch(() => undefined)));
   }
 
   #flush(): void {
@@ -366,14 +374,14 @@ export class VerifyPool implements SignatureVerifier {
     this.total += n;
     // a lone record (propagation: one per socket read) is verified here: a thread's round trip would be on every hop
     if (this.#closed || n < MIN_SHARED_BATCH) {
-      for (const p of items) p.resolve(verifySafe(p.bytes));
+      for (const p of items) p.resolve(this.#onLoop(p.bytes));
       return;
     }
     // handed over in chunks, each to the ready thread with the least ahead; the event loop goes on with the next socket
     // read. With no thread ready (starting, or just replaced) a chunk is verified here, as inline.
     for (let i = 0; i < n; i += CHUNK) {
       const chunk = items.slice(i, i + CHUNK);
-      if (!this.#hand(chunk)) for (const p of chunk) p.resolve(verifySafe(p.bytes));
+      if (!this.#hand(chunk)) for (const p of chunk) p.resolve(this.#onLoop(p.bytes));
     }
     // the threads' lead is bounded: past it the loop finishes the oldest batches itself (and so reads no socket meanwhile)
     for (const h of this.#handed.values()) {
@@ -401,17 +409,23 @@ export class VerifyPool implements SignatureVerifier {
     slot.ahead += n;
     this.#ahead += n;
     this.batches++;
-    slot.worker.postMessage(batch);
+    slot.worker!.postMessage(batch);
     this.#arm();
     return true;
+  }
+
+  /** The event loop's own check of one envelope, counted. */
+  #onLoop(bytes: Uint8Array): VerifyFailure | null {
+    this.byLoop++;
+    return verifySafe(bytes);
   }
 
   /** The thread answered: every envelope of the batch is done (it took them all, or the loop took the rest). */
   #answered(slot: Slot, id: number): void {
     const h = this.#handed.get(id);
     if (h) this.#settle(h, []);
-    // it works: a later loss of this slot is replaced at once again
-    this.#losses[slot.k] = 0;
+    // it works: a later loss of this slot is replaced at once again (not a late answer from a thread given up on)
+    if (!slot.dead) this.#losses[slot.k] = 0;
     // alive (an answer for a batch the loop already finished counts too): the wait starts again if it holds more
     slot.waitingSince = slot.ahead > 0 ? performance.now() : undefined;
   }
@@ -432,7 +446,7 @@ export class VerifyPool implements SignatureVerifier {
     this.helped++;
     const mine: Array<VerifyFailure | null | undefined> = [];
     // verifySafe: a bug in a check settles that envelope (VERIFY_WORKER_FAILED, ignore) instead of leaving it taken
-    drainBatch(h.batch, (i, r) => (mine[i] = r), verifySafe);
+    drainBatch(h.batch, (i, r) => (mine[i] = r), (b) => this.#onLoop(b));
     const waitUntil = performance.now() + HELP_WAIT_MS;
     for (let i = 0; i < n; i++) {
       if (mine[i] !== undefined || Atomics.load(ctl, 1 + i) !== TAKEN || h.slot.dead) continue;
@@ -462,7 +476,7 @@ export class VerifyPool implements SignatureVerifier {
           this.refusedByThreads++;
         } else {
           // not taken, taken and not finished, or refused with a code not listed: verified here
-          r = verifySafe(h.items[i]!.bytes);
+          r = this.#onLoop(h.items[i]!.bytes);
         }
       }
       h.items[i]!.resolve(r);
@@ -503,7 +517,7 @@ export class VerifyPool implements SignatureVerifier {
     slot.dead = true;
     this.crashes++;
     for (const h of [...this.#handed.values()]) if (h.slot === slot) this.#help(h);
-    void slot.worker.terminate().catch(() => undefined);
+    void slot.worker?.terminate().catch(() => undefined);
     if (this.#closed || this.#slots[slot.k] !== slot) return;
     const losses = (this.#losses[slot.k] = (this.#losses[slot.k] ?? 0) + 1);
     const respawnInMs = respawnDelayMs(losses, this.#respawnBaseMs, this.#respawnMaxMs);
@@ -515,6 +529,8 @@ export class VerifyPool implements SignatureVerifier {
         /* a listener's fault is not the pool's */
       }
     }
+    // a listener may have closed the pool (a node stopping on it): start nothing
+    if (this.#closed) return;
     if (respawnInMs === 0) {
       this.#spawn(slot.k);
       return;
@@ -533,9 +549,22 @@ export class VerifyPool implements SignatureVerifier {
   }
 
   #spawn(k: number): Slot {
-    const worker = new Worker(this.#url);
+    let worker: Worker | undefined;
+    let error: string | undefined;
+    try {
+      worker = new Worker(this.#url);
+    } catch (e) {
+      // the system would not give a thread (ERR_WORKER_INIT_FAILED: a thread limit, memory): lost like one that
+      // could not start, after this turn so that a node subscribing to the pool right after creating it is told
+      error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    }
+    const slot: Slot = { k, worker, dead: false, ready: false, ahead: 0, waitingSince: undefined, ...(error !== undefined ? { error } : {}) };
+    this.#slots[k] = slot;
+    if (worker === undefined) {
+      queueMicrotask(() => this.#retire(slot, 'spawn'));
+      return slot;
+    }
     worker.unref();
-    const slot: Slot = { k, worker, dead: false, ready: false, ahead: 0, waitingSince: undefined };
     // an uncaught exception in the thread: kept for the report of its exit, which follows
     worker.on('error', (e: unknown) => (slot.error = e instanceof Error ? `${e.name}: ${e.message}` : String(e)));
     worker.on('message', (m: number | 'ready') => {
@@ -546,13 +575,12 @@ export class VerifyPool implements SignatureVerifier {
     worker.on('exit', (code: number) => {
       if (!this.#closed) this.#retire(slot, 'exit', code);
     });
-    this.#slots[k] = slot;
     return slot;
   }
 }
 
 /** verifyOne for a settled batch: an exception that is not a coded refusal (a bug) fails the envelope as VERIFY_WORKER_FAILED (ignore) instead of leaving its caller waiting. */
-function verifySafe(bytes: Uint8Array): VerifyFailure | null {
+export function verifySafe(bytes: Uint8Array): VerifyFailure | null {
   try {
     return verifyOne(bytes);
   } catch (e) {
@@ -602,6 +630,7 @@ export interface VerifyPoolStats {
   helped: number;
   stalled: number;
   total: number;
+  byLoop: number;
   crashes: number;
 }
 
@@ -620,6 +649,7 @@ export function verifyPoolStats(): VerifyPoolStats | undefined {
       helped: p.helped,
       stalled: p.stalled,
       total: p.total,
+      byLoop: p.byLoop,
       crashes: p.crashes,
     }
   );

@@ -7,12 +7,14 @@
  * thread's own.
  */
 import { parentPort } from 'node:worker_threads';
-import { drainBatch, type SharedBatch } from './verify-pool.js';
+import { drainBatch, verifySafe, type SharedBatch } from './verify-pool.js';
 
 // loaded (the record modules, libsodium): the pool hands batches to this thread from now on
 parentPort?.postMessage('ready');
 parentPort?.on('message', (b: SharedBatch) => {
-  drainBatch(b);
+  // verifySafe: a bug in the check (an exception that is not a coded refusal) fails that envelope, which the event
+  // loop then checks again, instead of killing the thread; a crafted record cannot make the thread restart
+  drainBatch(b, undefined, verifySafe);
   // every envelope is taken (by this thread, or by the event loop finishing the batch itself): settle it
   parentPort?.postMessage(b.id);
 });

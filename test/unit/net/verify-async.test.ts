@@ -18,7 +18,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline, type SemanticHook } from '../../../src/net/gossip-validation.js';
 import { NO_FLOOD_LIMITS, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
-import { CHUNK, LEAD, VerifyPool, verifyOne, type SignatureVerifier, type VerifyFailure } from '../../../src/net/verify-pool.js';
+import { CHUNK, LEAD, VerifyPool, verifyOne, type SignatureVerifier, type ThreadLoss, type VerifyFailure } from '../../../src/net/verify-pool.js';
 import { encodeMessage } from '../../../src/net/framing.js';
 import { sealJob } from './fixtures/records.js';
 import { countVerifies } from './fixtures/count-verifies.js';
@@ -250,6 +250,8 @@ test('the pool: before a thread is ready (starting, or replaced) a batch is veri
 
 test('the pool: a thread that never answers holds nothing up: its batch is finished on the event loop after stallMs, with the right verdicts', async () => {
   const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/stall-verify-worker.js', import.meta.url), stallMs: 30, replaceMs: 200 });
+  const losses: ThreadLoss[] = [];
+  pool.onThreadLost((l) => losses.push(l));
   try {
     await ready(pool);
     const s = Ed25519Signer.generate();
@@ -266,6 +268,7 @@ test('the pool: a thread that never answers holds nothing up: its batch is finis
     // a thread that has answered nothing for replaceMs while holding batches is stopped and replaced
     while (performance.now() - t0 < 250) assert.deepEqual((await Promise.all(batch.map((b) => pool.verify(b)))).map((x) => x?.code ?? null), [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null]);
     assert.equal(pool.crashes, 1, 'replaced once it had answered nothing for replaceMs');
+    assert.deepEqual(losses.map((l) => [l.reason, l.wasReady, l.losses, l.respawnInMs]), [['stuck', true, 1, 0]], 'reported as stuck, replaced at once');
   } finally {
     await pool.close();
   }

@@ -4,8 +4,9 @@
  * once the first time and after a doubling backoff when its slot keeps losing
  * threads before any answers a batch (a thread that cannot start would
  * otherwise be restarted in a loop), and the backoff starts over once a
- * thread answers. The verdicts never wait on any of it: the event loop
- * verifies meanwhile. And the threads' metrics.
+ * thread answers. A thread the system will not create is lost the same way.
+ * The verdicts never wait on any of it: the event loop verifies meanwhile.
+ * And the threads' metrics, each envelope counted where it was verified.
  */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';
@@ -66,7 +67,54 @@ test('a thread that cannot start is reported with its error, replaced once at on
   } finally {
     await pool.close();
   }
-  assert.equal(pool.waiting, 0, 'close() cancels the waiting replacement');
+  assert.equal(pool.waiting, 0, 'close() leaves no replacement waiting');
+});
+
+test('the backoff runs out and the next thread starts: the third loss in a row waits twice the base', async () => {
+  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/broken-verify-worker.js', import.meta.url), respawnBaseMs: 50 });
+  const losses: ThreadLoss[] = [];
+  pool.onThreadLost((l) => losses.push(l));
+  try {
+    await until('four threads were lost', () => losses.length >= 4);
+    assert.deepEqual(
+      losses.slice(0, 4).map((l) => [l.losses, l.respawnInMs]),
+      [
+        [1, 0],
+        [2, 50],
+        [3, 100],
+        [4, 200],
+      ],
+    );
+  } finally {
+    await pool.close();
+  }
+  // a replacement due after close() never starts, and nothing more is reported
+  const after = losses.length;
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(losses.length, after);
+  assert.deepEqual([pool.ready, pool.starting, pool.waiting], [0, 0, 0]);
+});
+
+test('a thread the system will not create (new Worker throws) is lost like one that cannot start, told to a node subscribing right after, and backed off', async () => {
+  // a Worker takes only file: (and data:) URLs: this one throws in the constructor
+  const pool = new VerifyPool(1, { workerUrl: new URL('http://127.0.0.1/verify-worker.js'), respawnBaseMs: 60_000 });
+  const losses: ThreadLoss[] = [];
+  pool.onThreadLost((l) => losses.push(l));
+  try {
+    await until('two threads were lost', () => losses.length >= 2);
+    assert.deepEqual(
+      losses.map((l) => [l.reason, l.wasReady, l.losses, l.respawnInMs]),
+      [
+        ['spawn', false, 1, 0],
+        ['spawn', false, 2, 60_000],
+      ],
+    );
+    assert.ok((losses[0]!.error ?? '').length > 0, 'why it could not be created is reported');
+    assert.deepEqual(await codes(pool), EXPECTED, 'verdicts from the event loop');
+    assert.deepEqual([pool.ready, pool.waiting, pool.batches], [0, 1, 0]);
+  } finally {
+    await pool.close();
+  }
 });
 
 test('a thread that answered and is then lost is replaced at once every time (an answered batch resets the backoff)', async () => {
@@ -107,8 +155,10 @@ test('the threads metrics: threads by state, threads lost, and envelopes by wher
     'c0mpute_net_verify_threads{state="starting"} 0',
     'c0mpute_net_verify_threads{state="waiting"} 0',
     'c0mpute_net_verify_thread_losses_total 0',
+    'c0mpute_net_verify_envelopes_total{by="thread"} 0',
+    'c0mpute_net_verify_envelopes_total{by="loop"} 0',
   ]);
-  stats = { ready: 1, starting: 0, waiting: 1, crashes: 3, total: 1000, byThreads: 880, refusedByThreads: 20 };
+  stats = { ready: 1, starting: 0, waiting: 1, crashes: 3, byThreads: 880, refusedByThreads: 20, byLoop: 100 };
   assert.deepEqual(await read(), [
     'c0mpute_net_verify_threads{state="ready"} 1',
     'c0mpute_net_verify_threads{state="starting"} 0',
@@ -117,7 +167,26 @@ test('the threads metrics: threads by state, threads lost, and envelopes by wher
     'c0mpute_net_verify_envelopes_total{by="thread"} 900',
     'c0mpute_net_verify_envelopes_total{by="loop"} 100',
   ]);
-  stats = { ...stats, crashes: 4, total: 1500 };
+  stats = { ...stats, crashes: 4, byLoop: 600 };
   const again = await read();
   assert.ok(again.includes('c0mpute_net_verify_thread_losses_total 4') && again.includes('c0mpute_net_verify_envelopes_total{by="loop"} 600'), 'read afresh at each scrape, not added up');
+});
+
+test('the pool counts each envelope where it was verified: the loop\'s and the threads\' add up to the total once settled, and neither goes down', async () => {
+  const pool = new VerifyPool(1, { stallMs: 60_000 });
+  try {
+    await until('a thread is ready', () => pool.ready === 1);
+    let last = { thread: 0, loop: 0 };
+    for (let round = 0; round < 5; round++) {
+      // a lone record (the loop), and a read of 40 (handed over in chunks; the loop may take some past the lead)
+      await Promise.all([sealJob(s, clock).bytes].map((b) => pool.verify(b)));
+      await Promise.all(Array.from({ length: 40 }, () => pool.verify(sealJob(s, clock).bytes)));
+      const now = { thread: pool.byThreads + pool.refusedByThreads, loop: pool.byLoop };
+      assert.ok(now.thread >= last.thread && now.loop >= last.loop + 1, 'counters only grow; the lone record was the loop\'s');
+      assert.equal(now.thread + now.loop, pool.total, 'every envelope counted once, where it was verified');
+      last = now;
+    }
+  } finally {
+    await pool.close();
+  }
 });
