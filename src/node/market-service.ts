@@ -7,7 +7,7 @@
  * own jobs and offers it made itself (relaying an offer is not storing it);
  * adverts up to a cap, evicting the least useful (src/market/advert-cap.ts).
  */
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Opened } from '../records/envelope.js';
 import { T, type Advert, type Job, type NonDelivery, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
@@ -21,6 +21,7 @@ import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
+import { ReputationCache, type ReputationCacheOptions } from '../reputation/refresh.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
 import { askFor, orderFromJob } from '../matching/candidates.js';
@@ -49,11 +50,13 @@ export interface MarketServiceOptions {
   /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
   connected?: () => ReadonlySet<string>;
   registry?: Registry;
+  /** When the reputation view is derived again (tests; defaults in reputation/refresh.ts). */
+  reputationRefresh?: Omit<ReputationCacheOptions, 'onDerive'>;
 }
 
 export class MarketService implements BuyerMarket {
   readonly adverts: AdvertIndex;
-  #rep: ReputationTable | undefined;
+  readonly #rep: ReputationCache;
   /** This node's own jobs (as a buyer), by address: the offers it stores are for these. */
   readonly #own = new Map<string, Opened<Job>>();
   #evicted: Counter<'reason'> | undefined;
@@ -66,6 +69,10 @@ export class MarketService implements BuyerMarket {
     adverts: AdvertIndex,
   ) {
     this.adverts = adverts;
+    const derived = o.registry
+      ? new Histogram({ name: 'c0mpute_reputation_derive_seconds', help: 'Time to derive the reputation view over all held evidence (on the event loop)', buckets: [0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2], registers: [o.registry] })
+      : undefined;
+    this.#rep = new ReputationCache(() => evidence.derive({ self: o.did, ...(o.trust ? { trust: o.trust } : {}) }), { ...o.reputationRefresh, onDerive: (ms) => derived?.observe(ms / 1000) });
   }
 
   static async open(o: MarketServiceOptions): Promise<MarketService> {
@@ -210,15 +217,16 @@ export class MarketService implements BuyerMarket {
       if (offer) extra.push(offer);
     }
     const added = await this.evidence.add(r, ...extra);
-    if (added) this.#rep = undefined;
+    if (added) this.#rep.changed(this.evidence.ofOwnDealings(r, this.o.did));
   }
 
   async getBytes(address: string): Promise<Uint8Array | undefined> {
     return this.evidence.getBytes(address) ?? this.book.get(address)?.bytes;
   }
 
+  /** This node's reputation view: derived again at once after its own dealings' evidence, every few seconds after others' (ReputationCache). */
   reputation(): ReputationTable {
-    return (this.#rep ??= this.evidence.derive({ self: this.o.did, ...(this.o.trust ? { trust: this.o.trust } : {}) }));
+    return this.#rep.get();
   }
 
   /** A provider asking whether its advert fits a job (no offer yet): every failure. */

@@ -156,6 +156,17 @@ export class EvidenceStore {
   }
 
   /**
+   * A record of `self`'s own dealings (its reputation view derives again at once; ReputationCache): one it signed, one
+   * naming it as buyer or provider, or an acceptance of a receipt held here that does.
+   */
+  ofOwnDealings(r: Opened, self: string): boolean {
+    if (this.#firstHand(r, self)) return true;
+    if (r.type !== T.acceptance) return false;
+    const receipt = this.receipts.get((r.record as { receipt: string }).receipt);
+    return receipt !== undefined && this.#firstHand(receipt, self);
+  }
+
+  /**
    * Past the bound, evict down to nine tenths of it. One eviction at a time; a failure is reported (onError), loses
    * nothing and never fails the add that triggered it: the bound is looked at again on the next add.
    */
