@@ -21,7 +21,7 @@ import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
-import { ReputationCache, type ReputationCacheOptions } from '../reputation/refresh.js';
+import { ReputationView } from '../reputation/refresh.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
 import { askFor, orderFromJob } from '../matching/candidates.js';
@@ -50,13 +50,11 @@ export interface MarketServiceOptions {
   /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
   connected?: () => ReadonlySet<string>;
   registry?: Registry;
-  /** When the reputation view is derived again (tests; defaults in reputation/refresh.ts). */
-  reputationRefresh?: Omit<ReputationCacheOptions, 'onDerive'>;
 }
 
 export class MarketService implements BuyerMarket {
   readonly adverts: AdvertIndex;
-  readonly #rep: ReputationCache;
+  readonly #rep: ReputationView;
   /** This node's own jobs (as a buyer), by address: the offers it stores are for these. */
   readonly #own = new Map<string, Opened<Job>>();
   #evicted: Counter<'reason'> | undefined;
@@ -70,9 +68,15 @@ export class MarketService implements BuyerMarket {
   ) {
     this.adverts = adverts;
     const derived = o.registry
-      ? new Histogram({ name: 'c0mpute_reputation_derive_seconds', help: 'Time to derive the reputation view over all held evidence (on the event loop)', buckets: [0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2], registers: [o.registry] })
+      ? new Histogram({
+          name: 'c0mpute_reputation_derive_seconds',
+          help: 'Time to bring the reputation view up to date on the event loop: all of it (scope="all": the first read, after an eviction) or the providers new evidence concerns (scope="providers")',
+          labelNames: ['scope'],
+          buckets: [0.0001, 0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2],
+          registers: [o.registry],
+        })
       : undefined;
-    this.#rep = new ReputationCache(() => evidence.derive({ self: o.did, ...(o.trust ? { trust: o.trust } : {}) }), { ...o.reputationRefresh, onDerive: (ms) => derived?.observe(ms / 1000) });
+    this.#rep = new ReputationView(evidence, { self: o.did, ...(o.trust ? { trust: o.trust } : {}) }, { onDerive: (ms, full) => derived?.observe({ scope: full ? 'all' : 'providers' }, ms / 1000) });
   }
 
   static async open(o: MarketServiceOptions): Promise<MarketService> {
@@ -81,6 +85,8 @@ export class MarketService implements BuyerMarket {
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
     const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (second-hand outcomes, those that count here last, the oldest first)', registers: [o.registry] }) : undefined;
     const max = o.maxEvidence ?? DEFAULT_MAX_EVIDENCE;
+    // the service, once made: an eviction while the store opens (a lowered bound) finds none and needs none
+    const made: { m?: MarketService } = {};
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`, {
       max,
       self: o.did,
@@ -89,12 +95,14 @@ export class MarketService implements BuyerMarket {
       ...(o.clock ? { clock: o.clock } : {}),
       onError: (e) => o.log.warn({ err: (e as Error).message }, 'evicting reputation evidence failed; nothing was lost, it is tried again'),
       onEvict: (n) => {
+        // many providers' evidence went at once: the whole view is derived again at its next read
+        if (made.m) made.m.#rep.reset();
         evicted?.inc(n);
         o.log.info({ evicted: n, max }, 'reputation evidence past its bound: the oldest second-hand outcomes went, those that count here last');
       },
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });
-    const m = new MarketService(o, book, evidence, adverts);
+    const m = (made.m = new MarketService(o, book, evidence, adverts));
     for (const j of await o.records.list(T.job)) if (j.signer === o.did && j.record.deadline > o.now) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);
     return m;
@@ -217,14 +225,14 @@ export class MarketService implements BuyerMarket {
       if (offer) extra.push(offer);
     }
     const added = await this.evidence.add(r, ...extra);
-    if (added) this.#rep.changed(this.evidence.ofOwnDealings(r, this.o.did));
+    if (added) this.#rep.added([r, ...extra]);
   }
 
   async getBytes(address: string): Promise<Uint8Array | undefined> {
     return this.evidence.getBytes(address) ?? this.book.get(address)?.bytes;
   }
 
-  /** This node's reputation view: derived again at once after its own dealings' evidence, every few seconds after others' (ReputationCache). */
+  /** This node's reputation view, exact for the evidence held (only the providers new evidence concerns are derived again: ReputationView). */
   reputation(): ReputationTable {
     return this.#rep.get();
   }

@@ -126,6 +126,10 @@ export class ReputationTable implements ReputationView {
   get(did: string): Figures {
     return this.#by.get(did) ?? unknownFigures(did);
   }
+  /** Whether any evidence about this provider is held (counted or not). */
+  has(did: string): boolean {
+    return this.#by.has(did);
+  }
   /** every provider with evidence (counted or not), DID order */
   all(): Figures[] {
     return [...this.#by.values()].sort((a, b) => compareDids(a.did, b.did));

@@ -1,92 +1,101 @@
 /**
- * When a node derives its reputation view again (docs/market.md "When the view
- * is derived again"). `deriveReputation` is a pass over all held evidence:
- * about 3 µs a record here, so a third of a second at the default bound of
- * 100,000 records, on the event loop. A node that counts second-hand evidence
- * hears other buyers' outcomes all the time; re-deriving at every decision
- * after each of them would spend the loop on it. So:
+ * A node's reputation view kept up to date (docs/market.md "How the view
+ * follows new evidence"). The view is never stored: `deriveReputation` derives
+ * it from the held evidence, a pass over every record, on the event loop:
+ * 230–470 ms at the default bound of 100,000 records on a 2-core machine. Until
+ * the fifteenth round of issue #16 the node derived it all again at the first
+ * read after any new record, so a node hearing a market's outcomes spent
+ * nearly half its loop re-deriving (`npm run bench -- reputation`).
  *
- * - **first-hand evidence** (a record of this node's own dealings: one it
- *   signed, or one naming it as buyer or provider) makes the next read derive
- *   again, at once: a provider that just failed this node counts in its next
- *   decision;
- * - **second-hand evidence** marks the view out of date, and a read derives
- *   again once the view is at least `refreshMs` old: the larger of
- *   SECOND_HAND_REFRESH_MS and the last derivation's cost over
- *   DERIVE_SHARE, so deriving takes at most that share of the loop however
- *   much evidence is held and however fast it arrives.
- *
- * A view read between refreshes lacks at most the second-hand outcomes of the
- * last `refreshMs`, against a history of thousands.
+ * Every term of a provider's figures is made of evidence about that provider
+ * (its receipts, their acceptances and cited offers, the non-deliveries naming
+ * it), but for one: the dealt-with weights, which count this node's own jobs
+ * as a provider for each buyer. So a new record changes the figures of the
+ * provider it concerns, and the view re-derives only that provider's, over its
+ * own evidence (EvidenceStore.evidenceFor), which gives exactly the figures a
+ * derivation over everything would (test/unit/reputation/refresh.test.ts
+ * checks it record by record). All is derived again only at the first read,
+ * after an eviction (many providers' evidence goes at once) or, with
+ * `dealtWith`, after a record of this node's own jobs as a provider (the
+ * weights of that buyer's outcomes about every provider may move).
  */
-import type { ReputationTable } from './derive.js';
+import { deriveReputation, ReputationTable, type DeriveOptions, type Figures } from './derive.js';
+import type { EvidenceStore } from './store.js';
+import { T, type Acceptance } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
 
-/** Second-hand evidence re-derives the view at most this often (ms). */
-export const SECOND_HAND_REFRESH_MS = 2_000;
-/** And at most this share of the event loop goes to deriving it (the interval grows with the derivation's cost). */
-export const DERIVE_SHARE = 0.05;
-
-export interface ReputationCacheOptions {
-  /** Monotonic ms (default performance.now). */
-  clock?: () => number;
-  /** Default SECOND_HAND_REFRESH_MS. */
-  minRefreshMs?: number;
-  /** Default DERIVE_SHARE. */
-  share?: number;
-  /** Told of each derivation's cost in ms (metrics). */
-  onDerive?: (ms: number) => void;
+export interface ReputationViewOptions {
+  /** Told of each derivation: all of it (`full`) or only some providers' (`providers` of them), and its cost in ms. */
+  onDerive?: (ms: number, full: boolean, providers: number) => void;
 }
 
-export class ReputationCache {
-  readonly #derive: () => ReputationTable;
-  readonly #clock: () => number;
-  readonly #minMs: number;
-  readonly #share: number;
-  readonly #onDerive: ((ms: number) => void) | undefined;
+export class ReputationView {
+  readonly #evidence: EvidenceStore;
+  readonly #opts: DeriveOptions;
+  readonly #onDerive: ReputationViewOptions['onDerive'];
+  /** Each provider's figures now; undefined until the first read, and after a change that needs all derived again. */
+  #figures: Map<string, Figures> | undefined;
   #table: ReputationTable | undefined;
-  #at = 0;
-  #costMs = 0;
-  /** Second-hand evidence arrived since the table was derived. */
-  #behind = false;
-  /** Derivations so far (tests, diagnostics). */
-  derivations = 0;
+  /** Providers whose evidence changed since the table was made. */
+  readonly #dirty = new Set<string>();
+  /** Derivations of everything, and of some providers, so far (tests, the bench). */
+  full = 0;
+  partial = 0;
 
-  constructor(derive: () => ReputationTable, opts: ReputationCacheOptions = {}) {
-    this.#derive = derive;
-    this.#clock = opts.clock ?? (() => performance.now());
-    this.#minMs = opts.minRefreshMs ?? SECOND_HAND_REFRESH_MS;
-    this.#share = opts.share ?? DERIVE_SHARE;
-    this.#onDerive = opts.onDerive;
+  constructor(evidence: EvidenceStore, opts: DeriveOptions, o: ReputationViewOptions = {}) {
+    this.#evidence = evidence;
+    this.#opts = opts;
+    this.#onDerive = o.onDerive;
   }
 
-  /** The view: derived again when first-hand evidence changed, or when second-hand evidence did and the view is refreshMs old. */
+  /** The view, exact for the evidence held now. */
   get(): ReputationTable {
-    if (this.#table && this.#behind && this.#clock() - this.#at >= this.refreshMs) this.#table = undefined;
-    if (this.#table) return this.#table;
+    if (this.#figures && this.#table && this.#dirty.size === 0) return this.#table;
     const t0 = performance.now();
-    const table = this.#derive();
-    this.#costMs = performance.now() - t0;
-    this.#table = table;
-    this.#at = this.#clock();
-    this.#behind = false;
-    this.derivations++;
-    this.#onDerive?.(this.#costMs);
-    return table;
+    if (!this.#figures) {
+      this.#figures = new Map(this.#evidence.derive(this.#opts).all().map((f) => [f.did, f]));
+      this.#dirty.clear();
+      this.full++;
+      this.#table = new ReputationTable([...this.#figures.values()]);
+      this.#onDerive?.(performance.now() - t0, true, this.#figures.size);
+      return this.#table;
+    }
+    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
+    const n = this.#dirty.size;
+    for (const p of this.#dirty) {
+      const t = deriveReputation(this.#evidence.evidenceFor(p, also), this.#opts);
+      if (t.has(p)) this.#figures.set(p, t.get(p));
+      else this.#figures.delete(p);
+    }
+    this.#dirty.clear();
+    this.partial++;
+    this.#table = new ReputationTable([...this.#figures.values()]);
+    this.#onDerive?.(performance.now() - t0, false, n);
+    return this.#table;
   }
 
-  /** Evidence arrived: first-hand makes the next read derive again; second-hand once the view is refreshMs old. */
-  changed(firstHand: boolean): void {
-    if (firstHand) this.#table = undefined;
-    else this.#behind = true;
+  /** Records were added: the providers they concern are derived again at the next read (or everything, when the dealt-with weights may move). */
+  added(records: readonly Opened[]): void {
+    if (!this.#figures) return;
+    if (this.#opts.trust?.dealtWith && records.some((r) => this.#ofOwnProviding(r))) {
+      this.reset();
+      return;
+    }
+    for (const p of this.#evidence.providersOf(records)) this.#dirty.add(p);
   }
 
-  /** How old the view may grow while second-hand evidence waits (ms). */
-  get refreshMs(): number {
-    return Math.max(this.#minMs, this.#costMs / this.#share);
+  /** Everything is derived again at the next read (evidence went: an eviction). */
+  reset(): void {
+    this.#figures = undefined;
+    this.#table = undefined;
+    this.#dirty.clear();
   }
 
-  /** Whether second-hand evidence is waiting for the next refresh. */
-  get behind(): boolean {
-    return this.#table !== undefined && this.#behind;
+  /** A record of this node's own job as a provider: its receipt, or an acceptance of one (what the dealt-with weights count). */
+  #ofOwnProviding(r: Opened): boolean {
+    const self = this.#opts.self;
+    if (r.type === T.receipt) return (r.record as { provider: string }).provider === self;
+    if (r.type === T.acceptance) return this.#evidence.receipts.get((r.record as Acceptance).receipt)?.record.provider === self;
+    return false;
   }
 }

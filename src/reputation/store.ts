@@ -16,7 +16,7 @@ import { C0Error } from '../errors.js';
 import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
-import { deriveReputation, type DeriveOptions, type ReputationTable } from './derive.js';
+import { deriveReputation, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
 import { linkNonDelivery } from './nondelivery.js';
 
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
@@ -66,6 +66,12 @@ export class EvidenceStore {
   readonly #bound: EvidenceBound | undefined;
   /** when each record arrived here (this run; records read at open arrive then) */
   readonly #arrived = new WeakMap<Opened, number>();
+  /** Provider DID → the receipts and non-deliveries naming it (the evidence about one provider: evidenceFor). */
+  readonly #aboutProvider = new Map<string, Set<Opened<Receipt> | Opened<NonDelivery>>>();
+  /** Receipt address → the acceptances of it held (its receipt may not be held yet). */
+  readonly #acceptancesOf = new Map<string, Set<Opened<Acceptance>>>();
+  /** Offer address → the receipts citing it (the offer may not be held yet: it gives their quote accuracy when it comes). */
+  readonly #citing = new Map<string, Set<Opened<Receipt>>>();
   #evicting: Promise<void> | undefined;
   /** Check again past this size (the bound, or past what first-hand evidence alone holds: no scan on every add). */
   #nextCheck = Infinity;
@@ -119,8 +125,74 @@ export class EvidenceStore {
     const m = this.#map(r);
     if (m.has(r.address)) return false;
     m.set(r.address, r);
+    this.#index(r, true);
     if (this.#bound) this.#arrived.set(r, (this.#bound.clock ?? Date.now)());
     return true;
+  }
+
+  #drop(r: Opened): void {
+    if (this.#map(r).delete(r.address)) this.#index(r, false);
+  }
+
+  /** Keep the per-provider and per-receipt indexes with the maps. */
+  #index(r: Opened, add: boolean): void {
+    const file = <K, V>(m: Map<K, Set<V>>, k: K, v: V) => {
+      let set = m.get(k);
+      if (add) {
+        if (!set) m.set(k, (set = new Set()));
+        set.add(v);
+      } else if (set) {
+        set.delete(v);
+        if (set.size === 0) m.delete(k);
+      }
+    };
+    if (r.type === T.receipt || r.type === T.nondelivery) file(this.#aboutProvider, (r.record as { provider: string }).provider, r as Opened<Receipt> | Opened<NonDelivery>);
+    if (r.type === T.receipt) file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
+    else if (r.type === T.acceptance) file(this.#acceptancesOf, (r.record as Acceptance).receipt, r as Opened<Acceptance>);
+  }
+
+  /**
+   * The providers whose figures these records can change: a receipt's or a non-delivery's provider, an
+   * acceptance's receipt's provider when that receipt is held (until it is, the acceptance changes nothing), and an
+   * offer's citing receipts' providers (their quote accuracy).
+   */
+  providersOf(records: Iterable<Opened>): Set<string> {
+    const out = new Set<string>();
+    for (const r of records) {
+      if (r.type === T.receipt || r.type === T.nondelivery) out.add((r.record as { provider: string }).provider);
+      else if (r.type === T.acceptance) {
+        const receipt = this.receipts.get((r.record as Acceptance).receipt);
+        if (receipt) out.add(receipt.record.provider);
+      } else if (r.type === T.offer) for (const c of this.#citing.get(r.address) ?? []) out.add(c.record.provider);
+    }
+    return out;
+  }
+
+  /**
+   * The evidence about one provider: the receipts and non-deliveries naming it, the acceptances of those receipts
+   * and the offers they cite. With `also`, the receipts naming those providers too (the dealt-with weights count this
+   * node's own receipts as a provider). deriveReputation over it gives that provider exactly the figures a derivation
+   * over everything held gives it: every term of a provider's figures is made of evidence about that provider, but
+   * the dealt-with weights.
+   */
+  evidenceFor(provider: string, also: readonly string[] = []): Evidence {
+    const receipts: Array<Opened<Receipt>> = [];
+    const nondeliveries: Array<Opened<NonDelivery>> = [];
+    const acceptances: Array<Opened<Acceptance>> = [];
+    const offers: Array<Opened<Offer>> = [];
+    for (const p of new Set([provider, ...also])) {
+      for (const r of this.#aboutProvider.get(p) ?? []) {
+        if (r.type === T.nondelivery) {
+          nondeliveries.push(r as Opened<NonDelivery>);
+          continue;
+        }
+        receipts.push(r as Opened<Receipt>);
+        for (const a of this.#acceptancesOf.get(r.address) ?? []) acceptances.push(a);
+        const o = this.offers.get((r as Opened<Receipt>).record.offer);
+        if (o) offers.push(o);
+      }
+    }
+    return { receipts, acceptances, offers, nondeliveries };
   }
 
   #has(r: Opened): boolean {
@@ -153,17 +225,6 @@ export class EvidenceStore {
   #firstHand(r: Opened, self: string): boolean {
     const x = r.record as { buyer?: string; provider?: string };
     return r.signer === self || x.buyer === self || x.provider === self;
-  }
-
-  /**
-   * A record of `self`'s own dealings (its reputation view derives again at once; ReputationCache): one it signed, one
-   * naming it as buyer or provider, or an acceptance of a receipt held here that does.
-   */
-  ofOwnDealings(r: Opened, self: string): boolean {
-    if (this.#firstHand(r, self)) return true;
-    if (r.type !== T.acceptance) return false;
-    const receipt = this.receipts.get((r.record as { receipt: string }).receipt);
-    return receipt !== undefined && this.#firstHand(receipt, self);
   }
 
   /**
@@ -238,7 +299,7 @@ export class EvidenceStore {
         throw new C0Error('STORE_WRITE_FAILED', `could not evict evidence: ${(e as Error).message}`, { cause: e });
       }
     }
-    for (const r of gone) this.#map(r).delete(r.address);
+    for (const r of gone) this.#drop(r);
     b.onEvict?.(gone.length);
   }
 

@@ -1,121 +1,139 @@
 /**
- * When the reputation view is derived again (src/reputation/refresh.ts;
- * docs/market.md "When the view is derived again"): the cache on its own with
- * a fake clock, then a MarketService on a real LevelDB whose node counts a
- * trusted buyer's outcomes: its own dealings count in the next decision,
- * another buyer's once the view is a refresh old.
+ * The reputation view kept up to date (src/reputation/refresh.ts; docs/market.md
+ * "How the view follows new evidence"): after every record, in any order, the
+ * view equals a derivation over everything held (first-hand, trusted,
+ * untrusted and dealt-with outcomes, verdicts before their receipts, disputes,
+ * non-deliveries, several receipts of one job), while only the providers a
+ * record concerns are derived again; everything is derived again only after an
+ * eviction, and with dealtWith after a record of this node's own jobs as a
+ * provider. Then a MarketService on a real LevelDB, whose view follows
+ * addEvidence.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ReputationCache, SECOND_HAND_REFRESH_MS } from '../../../src/reputation/refresh.js';
-import { ReputationTable } from '../../../src/reputation/derive.js';
+import { ReputationView } from '../../../src/reputation/refresh.js';
+import { EvidenceStore } from '../../../src/reputation/store.js';
+import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import type { DeriveOptions } from '../../../src/reputation/derive.js';
+import { seal, T, type Opened, type Selection } from '../../../src/records/index.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
 import { MarketService } from '../../../src/node/market-service.js';
 import { silentLogger } from '../../../src/util/log.js';
-import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
+import { seededRandom } from '../../../src/net/faults.js';
+import { NOW, P, acceptance, advert, job, offer, receipt, shuffle, type Party } from '../market/fixtures.js';
 
-test('the cache: first-hand evidence re-derives at the next read, second-hand once the view is refreshMs old', () => {
-  let t = 0;
-  let calls = 0;
-  const cache = new ReputationCache(() => (calls++, new ReputationTable([])), { clock: () => t, minRefreshMs: 1_000 });
-  const a = cache.get();
-  assert.equal(calls, 1);
-  assert.equal(cache.get(), a, 'nothing changed: the same table');
-  cache.changed(false);
-  assert.equal(cache.behind, true);
-  t = 999;
-  assert.equal(cache.get(), a, 'second-hand evidence waits for the refresh');
-  assert.equal(calls, 1);
-  t = 1_000;
-  const b = cache.get();
-  assert.notEqual(b, a, 'a refresh old: derived again');
-  assert.deepEqual([calls, cache.behind], [2, false]);
-  t = 1_001;
-  cache.changed(true);
-  assert.notEqual(cache.get(), b, 'first-hand evidence: derived again at once');
-  assert.equal(calls, 3);
-  // with nothing waiting, an old view is kept: the clock alone re-derives nothing
-  t = 1_000_000;
-  cache.get();
-  assert.equal(calls, 3);
-  assert.equal(cache.derivations, 3);
+const ME = P(700);
+const TRUSTED = P(701);
+const STRANGER = P(702);
+const PROVIDERS = [P(710), P(711), P(712), ME];
+let nonce = 0;
+
+/** Records of `jobs` jobs (seeded): receipts, verdicts, second receipts of a job, non-deliveries; each job's records in one list. */
+function market(jobs: number, seed: number): Opened[][] {
+  const rnd = seededRandom(seed);
+  const pick = <X>(xs: readonly X[]): X => xs[Math.floor(rnd() * xs.length)]!;
+  const out: Opened[][] = [];
+  for (let i = 0; i < jobs; i++) {
+    const provider = pick(PROVIDERS);
+    const buyer: Party = pick([ME, TRUSTED, STRANGER].filter((b) => b !== provider));
+    const j = job(buyer, { nonce: new Uint8Array([nonce & 0xff, (nonce++ >> 8) & 0xff, seed]) });
+    const o = offer(provider, j, advert(provider), { durationMs: 60_000 });
+    const recs: Opened[] = [];
+    if (rnd() < 0.15) {
+      const s = seal(T.selection, { job: j.address, buyer: buyer.did, policy: 'trusted', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW }, buyer.signer) as Opened<Selection>;
+      recs.push(signNonDelivery({ job: j, selection: s, offer: o, reason: 'unreachable', signedAt: NOW + 1000, signer: buyer.signer }));
+    } else {
+      const r = receipt(provider, buyer, o, { status: rnd() < 0.2 ? 'failed' : 'completed', completedAt: NOW + 10_000 + Math.floor(rnd() * 100_000) });
+      recs.push(o, r);
+      const v = rnd();
+      if (r.record.status === 'completed' && v < 0.7) recs.push(acceptance(buyer, r, 'accepted'));
+      else if (r.record.status === 'completed' && v < 0.8) recs.push(acceptance(buyer, r, 'disputed'));
+      if (rnd() < 0.1) recs.push(receipt(provider, buyer, o, { status: 'failed', completedAt: NOW + 5_000 }));
+    }
+    out.push(recs);
+  }
+  return out;
+}
+
+const VIEWS: Array<[string, DeriveOptions]> = [
+  ['first-hand only', { self: ME.did }],
+  ['a trusted buyer', { self: ME.did, trust: { trustedBuyers: [TRUSTED.did] } }],
+  ['a trusted buyer and dealt-with buyers', { self: ME.did, trust: { trustedBuyers: [TRUSTED.did], dealtWith: true, secondHandWeight: 0.4 } }],
+];
+
+for (const [name, opts] of VIEWS) {
+  test(`the view after every record, in any order, equals a derivation over all held (${name}); only the concerned providers are derived again`, async () => {
+    for (const seed of [1, 2, 3]) {
+      const records = shuffle(market(40, seed).flat(), seed);
+      const store = new EvidenceStore();
+      const view = new ReputationView(store, opts);
+      assert.deepEqual(view.get().all(), []);
+      let fullBefore = view.full;
+      for (const r of records) {
+        if ((await store.add(r)) === 0) continue;
+        view.added([r]);
+        assert.deepEqual(view.get().all(), store.derive(opts).all(), `seed ${seed}: after ${r.type} ${r.address}`);
+        const ownProviding = (r.type === T.receipt && (r.record as { provider: string }).provider === ME.did) || (r.type === T.acceptance && store.receipts.get((r.record as { receipt: string }).receipt)?.record.provider === ME.did);
+        if (!(opts.trust?.dealtWith && ownProviding)) assert.equal(view.full, fullBefore, `seed ${seed}: ${r.type} re-derived only its provider`);
+        fullBefore = view.full;
+      }
+      assert.ok(view.partial > 0);
+      // reading again without new evidence derives nothing
+      const [f, p] = [view.full, view.partial];
+      view.get();
+      assert.deepEqual([view.full, view.partial], [f, p]);
+    }
+  });
+}
+
+test('an eviction: the whole view is derived again at its next read, and equals a derivation over what is left', async () => {
+  const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did] } };
+  const ref: { view?: ReputationView } = {};
+  let evicted = 0;
+  const store = new EvidenceStore(undefined, { max: 40, self: ME.did, trusted: [TRUSTED.did], onEvict: (n) => ((evicted += n), ref.view?.reset()) });
+  const view = (ref.view = new ReputationView(store, opts));
+  view.get();
+  let rounds = 0;
+  for (const recs of market(40, 9)) {
+    const [was, full] = [evicted, view.full];
+    await store.add(...recs);
+    view.added(recs);
+    assert.deepEqual(view.get().all(), store.derive(opts).all());
+    if (evicted > was) {
+      assert.equal(view.full, full + 1, 'an eviction: all derived again');
+      rounds++;
+    } else assert.equal(view.full, full, 'no eviction: only the concerned providers');
+  }
+  assert.ok(rounds > 0);
+  assert.ok(evicted > 0, 'the bound was passed');
 });
 
-test('the cache: the refresh interval grows with what a derivation costs (at most DERIVE_SHARE of the loop)', () => {
-  const cache = new ReputationCache(
-    () => {
-      const end = performance.now() + 20;
-      while (performance.now() < end);
-      return new ReputationTable([]);
-    },
-    { minRefreshMs: 0, share: 0.05 },
-  );
-  let told = 0;
-  assert.equal(cache.refreshMs, 0);
-  cache.get();
-  assert.ok(cache.refreshMs >= 20 / 0.05, `a 20 ms derivation waits at least 400 ms before the next (${cache.refreshMs.toFixed(0)} ms)`);
-  const seen = new ReputationCache(() => new ReputationTable([]), { onDerive: (ms) => (told += ms >= 0 ? 1 : 0) });
-  seen.get();
-  assert.equal(told, 1, 'each derivation is reported (the metrics)');
-  assert.equal(seen.refreshMs, SECOND_HAND_REFRESH_MS, 'never below the floor');
-});
-
-test('a node counting a trusted buyer: its own outcome counts in its next decision, the trusted buyer\u2019s after the refresh', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-refresh-'));
+test('a MarketService: its view follows addEvidence at once, an outcome of any buyer it counts', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-view-'));
   const db = await openDb(join(dir, 'db'));
   try {
-    const me = P(700);
-    const other = P(701);
-    const prov = P(702);
-    let t = 0;
+    const prov = P(720);
     const records = await RecordStore.open(db);
-    const market = await MarketService.open({
-      db,
-      prefix: '',
-      records,
-      now: NOW,
-      clock: () => NOW,
-      log: silentLogger(),
-      signer: me.signer,
-      did: me.did,
-      skewMs: 30_000,
-      trust: { trustedBuyers: [other.did], secondHandWeight: 0.5 },
-      reputationRefresh: { clock: () => t, minRefreshMs: 2_000 },
-    });
+    const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW, log: silentLogger(), signer: ME.signer, did: ME.did, skewMs: 30_000, trust: { trustedBuyers: [TRUSTED.did], secondHandWeight: 0.5 } });
     const ad = advert(prov);
-    let n = 0;
-    const outcome = async (buyer: typeof me) => {
-      const j = job(buyer, { nonce: new Uint8Array([n++]) });
-      const o = offer(prov, j, ad);
-      const r = receipt(prov, buyer, o);
+    const outcome = async (buyer: Party, status: 'completed' | 'failed') => {
+      const r = receipt(prov, buyer, offer(prov, job(buyer, { nonce: new Uint8Array([nonce++ & 0xff, 77]) }), ad), { status });
       await market.addEvidence(r);
-      await market.addEvidence(acceptance(buyer, r, 'accepted'));
+      if (status === 'completed') await market.addEvidence(acceptance(buyer, r, 'accepted'));
     };
-    const jobs = () => market.reputation().get(prov.did).jobs;
-    assert.equal(jobs(), 0);
-    // the trusted buyer's success: held, but the view is not a refresh old yet
-    await outcome(other);
-    assert.equal(market.evidence.size, 2);
-    t = 1_999;
-    assert.equal(jobs(), 0, 'second-hand evidence waits for the refresh');
-    t = 2_000;
-    assert.equal(jobs(), 0.5, 'counted once the view is a refresh old (second-hand: weight 0.5)');
-    // this node's own outcome counts at once, whatever the view's age
-    t = 2_001;
-    await outcome(me);
+    assert.equal(market.reputation().get(prov.did).jobs, 0);
+    await outcome(TRUSTED, 'completed');
+    assert.deepEqual([market.reputation().get(prov.did).successes, market.reputation().get(prov.did).secondHand], [0.5, 0.5], 'a trusted buyer\u2019s success, at once');
+    await outcome(ME, 'failed');
     const f = market.reputation().get(prov.did);
-    assert.deepEqual([f.jobs, f.firstHand], [1.5, 1], 'first-hand: in the next decision');
-    // a provider's side: another buyer's acceptance of a receipt this node signed (and holds) is of its own dealings
-    const mine = receipt(me, other, offer(me, job(other, { nonce: new Uint8Array([99]) }), advert(me)));
-    const theirs = acceptance(other, mine, 'accepted');
-    assert.equal(market.evidence.ofOwnDealings(theirs, me.did), false, 'the receipt is not held yet: nothing ties the acceptance to this node');
-    await market.addEvidence(mine);
-    assert.equal(market.evidence.ofOwnDealings(theirs, me.did), true);
-    assert.equal(market.evidence.ofOwnDealings(acceptance(other, receipt(prov, other, offer(prov, job(other, { nonce: new Uint8Array([98]) }), ad)), 'accepted'), me.did), false, 'another provider\'s receipt: second-hand');
+    assert.deepEqual([f.failures, f.firstHand, f.jobs], [1, 1, 1.5], 'this node\u2019s own failure, at once');
+    await outcome(STRANGER, 'completed');
+    assert.equal(market.reputation().get(prov.did).untrusted, 1, 'held, not counted');
+    assert.deepEqual(market.reputation().all(), market.evidence.derive({ self: ME.did, trust: { trustedBuyers: [TRUSTED.did], secondHandWeight: 0.5 } }).all());
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
