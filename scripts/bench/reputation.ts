@@ -1,7 +1,7 @@
 /**
  * Reputation: what deriving the view costs, and what a busy node that counts
  * second-hand evidence spends on it (docs/market.md "When the view is derived
- * again"; src/reputation/refresh.ts).
+ * again"; src/reputation/live.ts).
  *
  *  (1) `deriveReputation` over 10k and 100k held evidence records (the default
  *      bound, reputation.maxEvidence): receipts, their buyers' acceptances and
@@ -13,11 +13,11 @@
  *      its event loop spends bringing the view up to date, with the whole view
  *      derived again at the first read after any new record (as before the
  *      fifteenth round: counted, each at the measured cost) and with
- *      ReputationView, which derives again only the providers new records
+ *      LiveReputation, which derives again only the providers new records
  *      concern (run for real).
  */
 import { deriveReputation, type Evidence } from '../../src/reputation/derive.js';
-import { ReputationView } from '../../src/reputation/refresh.js';
+import { LiveReputation } from '../../src/reputation/live.js';
 import { EvidenceStore } from '../../src/reputation/store.js';
 import { T, type Acceptance, type Offer, type Opened, type Receipt } from '../../src/records/index.js';
 import { settle, table, timeMs, type BenchResult } from './lib.js';
@@ -79,7 +79,7 @@ export async function run(): Promise<BenchResult> {
   const store = new EvidenceStore();
   await store.add(...all);
   let spent = 0;
-  const view = new ReputationView(store, { self: SELF, trust: { trustedBuyers: trusted } }, { onDerive: (ms, full) => (spent += full ? 0 : ms) });
+  const view = new LiveReputation(store, { self: SELF, trust: { trustedBuyers: trusted } }, { onDerive: (ms, full) => (spent += full ? 0 : ms) });
   view.get();
   const SIM_MS = 60_000;
   const OUTCOME_MS = 150;
@@ -110,7 +110,7 @@ export async function run(): Promise<BenchResult> {
     `a node holding 100k evidence records that counts 50 trusted buyers: a second-hand outcome every ${OUTCOME_MS} ms, one of its own and a decision every ${DECIDE_MS} ms, ${SIM_MS / 1000} s simulated:`,
     table([
       { 'the view after new records': 'all derived again (before)', derivations: before, 'event loop spent on it': share(before * cost100k) },
-      { 'the view after new records': 'ReputationView: the providers they concern', derivations: view.partial - 0, 'event loop spent on it': share(spent) },
+      { 'the view after new records': 'LiveReputation: the providers they concern', derivations: view.partial - 0, 'event loop spent on it': share(spent) },
     ]),
   ].join('\n');
   return { report, targets: [] };

@@ -21,7 +21,7 @@ import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
-import { ReputationView } from '../reputation/refresh.js';
+import { LiveReputation } from '../reputation/live.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
 import { askFor, orderFromJob } from '../matching/candidates.js';
@@ -54,7 +54,7 @@ export interface MarketServiceOptions {
 
 export class MarketService implements BuyerMarket {
   readonly adverts: AdvertIndex;
-  readonly #rep: ReputationView;
+  readonly #rep: LiveReputation;
   /** This node's own jobs (as a buyer), by address: the offers it stores are for these. */
   readonly #own = new Map<string, Opened<Job>>();
   #evicted: Counter<'reason'> | undefined;
@@ -76,7 +76,7 @@ export class MarketService implements BuyerMarket {
           registers: [o.registry],
         })
       : undefined;
-    this.#rep = new ReputationView(evidence, { self: o.did, ...(o.trust ? { trust: o.trust } : {}) }, { onDerive: (ms, full) => derived?.observe({ scope: full ? 'all' : 'providers' }, ms / 1000) });
+    this.#rep = new LiveReputation(evidence, { self: o.did, ...(o.trust ? { trust: o.trust } : {}) }, { onDerive: (ms, full) => derived?.observe({ scope: full ? 'all' : 'providers' }, ms / 1000) });
   }
 
   static async open(o: MarketServiceOptions): Promise<MarketService> {
@@ -232,7 +232,7 @@ export class MarketService implements BuyerMarket {
     return this.evidence.getBytes(address) ?? this.book.get(address)?.bytes;
   }
 
-  /** This node's reputation view, exact for the evidence held (only the providers new evidence concerns are derived again: ReputationView). */
+  /** This node's reputation view, exact for the evidence held (only the providers new evidence concerns are derived again: LiveReputation). */
   reputation(): ReputationTable {
     return this.#rep.get();
   }

@@ -1,5 +1,5 @@
 /**
- * The reputation view kept up to date (src/reputation/refresh.ts; docs/market.md
+ * The reputation view kept up to date (src/reputation/live.ts; docs/market.md
  * "How the view follows new evidence"): after every record, in any order, the
  * view equals a derivation over everything held (first-hand, trusted,
  * untrusted and dealt-with outcomes, verdicts before their receipts, disputes,
@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ReputationView } from '../../../src/reputation/refresh.js';
+import { LiveReputation } from '../../../src/reputation/live.js';
 import { EvidenceStore } from '../../../src/reputation/store.js';
 import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
 import type { DeriveOptions } from '../../../src/reputation/derive.js';
@@ -70,7 +70,7 @@ for (const [name, opts] of VIEWS) {
     for (const seed of [1, 2, 3]) {
       const records = shuffle(market(40, seed).flat(), seed);
       const store = new EvidenceStore();
-      const view = new ReputationView(store, opts);
+      const view = new LiveReputation(store, opts);
       assert.deepEqual(view.get().all(), []);
       let fullBefore = view.full;
       for (const r of records) {
@@ -92,10 +92,10 @@ for (const [name, opts] of VIEWS) {
 
 test('an eviction: the whole view is derived again at its next read, and equals a derivation over what is left', async () => {
   const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did] } };
-  const ref: { view?: ReputationView } = {};
+  const ref: { view?: LiveReputation } = {};
   let evicted = 0;
   const store = new EvidenceStore(undefined, { max: 40, self: ME.did, trusted: [TRUSTED.did], onEvict: (n) => ((evicted += n), ref.view?.reset()) });
-  const view = (ref.view = new ReputationView(store, opts));
+  const view = (ref.view = new LiveReputation(store, opts));
   view.get();
   let rounds = 0;
   for (const recs of market(40, 9)) {

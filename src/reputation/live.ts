@@ -13,7 +13,7 @@
  * as a provider for each buyer. So a new record changes the figures of the
  * provider it concerns, and the view re-derives only that provider's, over its
  * own evidence (EvidenceStore.evidenceFor), which gives exactly the figures a
- * derivation over everything would (test/unit/reputation/refresh.test.ts
+ * derivation over everything would (test/unit/reputation/live.test.ts
  * checks it record by record). All is derived again only at the first read,
  * after an eviction (many providers' evidence goes at once) or, with
  * `dealtWith`, after a record of this node's own jobs as a provider (the
@@ -24,15 +24,15 @@ import type { EvidenceStore } from './store.js';
 import { T, type Acceptance } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 
-export interface ReputationViewOptions {
+export interface LiveReputationOptions {
   /** Told of each derivation: all of it (`full`) or only some providers' (`providers` of them), and its cost in ms. */
   onDerive?: (ms: number, full: boolean, providers: number) => void;
 }
 
-export class ReputationView {
+export class LiveReputation {
   readonly #evidence: EvidenceStore;
   readonly #opts: DeriveOptions;
-  readonly #onDerive: ReputationViewOptions['onDerive'];
+  readonly #onDerive: LiveReputationOptions['onDerive'];
   /** Each provider's figures now; undefined until the first read, and after a change that needs all derived again. */
   #figures: Map<string, Figures> | undefined;
   #table: ReputationTable | undefined;
@@ -42,7 +42,7 @@ export class ReputationView {
   full = 0;
   partial = 0;
 
-  constructor(evidence: EvidenceStore, opts: DeriveOptions, o: ReputationViewOptions = {}) {
+  constructor(evidence: EvidenceStore, opts: DeriveOptions, o: LiveReputationOptions = {}) {
     this.#evidence = evidence;
     this.#opts = opts;
     this.#onDerive = o.onDerive;
