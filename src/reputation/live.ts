@@ -15,9 +15,10 @@
  * own evidence (EvidenceStore.evidenceFor), which gives exactly the figures a
  * derivation over everything would (test/unit/reputation/live.test.ts
  * checks it record by record). All is derived again only at the first read,
- * after an eviction (many providers' evidence goes at once) or, with
- * `dealtWith`, after a record of this node's own jobs as a provider (the
- * weights of that buyer's outcomes about every provider may move).
+ * after an eviction (many providers' evidence goes at once), with
+ * `dealtWith` after a record of this node's own jobs as a provider (the
+ * weights of that buyer's outcomes about every provider may move), and when
+ * the providers to derive again would walk more records than are held.
  */
 import { deriveReputation, ReputationTable, type DeriveOptions, type Figures } from './derive.js';
 import type { EvidenceStore } from './store.js';
@@ -52,6 +53,10 @@ export class LiveReputation {
   get(): ReputationTable {
     if (this.#figures && this.#table && this.#dirty.size === 0) return this.#table;
     const t0 = performance.now();
+    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
+    // the dirty providers' evidence (with dealtWith, each walk takes this node's own as a provider too) against all
+    // of it: past that, one pass over everything is the cheaper way (many providers at once, or a busy provider's own)
+    if (this.#figures && this.#walk(also) > this.#evidence.receipts.size + this.#evidence.nondeliveries.size) this.#figures = undefined;
     if (!this.#figures) {
       this.#figures = new Map(this.#evidence.derive(this.#opts).all().map((f) => [f.did, f]));
       this.#dirty.clear();
@@ -60,7 +65,6 @@ export class LiveReputation {
       this.#onDerive?.(performance.now() - t0, true, this.#figures.size);
       return this.#table;
     }
-    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
     const n = this.#dirty.size;
     for (const p of this.#dirty) {
       const t = deriveReputation(this.#evidence.evidenceFor(p, also), this.#opts);
@@ -89,6 +93,16 @@ export class LiveReputation {
     this.#figures = undefined;
     this.#table = undefined;
     this.#dirty.clear();
+  }
+
+  /** Receipts and non-deliveries the dirty providers' derivations would walk. */
+  #walk(also: readonly string[]): number {
+    let n = 0;
+    for (const p of this.#dirty) {
+      n += this.#evidence.aboutCount(p);
+      for (const a of also) if (a !== p) n += this.#evidence.aboutCount(a);
+    }
+    return n;
   }
 
   /** A record of this node's own job as a provider: its receipt, or an acceptance of one (what the dealt-with weights count). */

@@ -168,6 +168,11 @@ export class EvidenceStore {
     return out;
   }
 
+  /** How many receipts and non-deliveries name this provider (what deriving its figures walks). */
+  aboutCount(provider: string): number {
+    return this.#aboutProvider.get(provider)?.size ?? 0;
+  }
+
   /**
    * The evidence about one provider: the receipts and non-deliveries naming it, the acceptances of those receipts
    * and the offers they cite. With `also`, the receipts naming those providers too (the dealt-with weights count this

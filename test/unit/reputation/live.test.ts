@@ -90,6 +90,31 @@ for (const [name, opts] of VIEWS) {
   });
 }
 
+test('when the providers to derive again would walk more than everything held (dealtWith: each takes this node\'s own too), one pass over everything is taken instead', async () => {
+  const deal = (provider: Party, buyer: Party): Opened[] => {
+    const j = job(buyer, { nonce: new Uint8Array([nonce & 0xff, (nonce++ >> 8) & 0xff, 200]) });
+    const o = offer(provider, j, advert(provider));
+    const r = receipt(provider, buyer, o);
+    return [o, r, acceptance(buyer, r, 'accepted')];
+  };
+  for (const dealtWith of [false, true]) {
+    const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did], dealtWith } };
+    const store = new EvidenceStore();
+    // this node's own jobs as a provider are most of what is held
+    for (let i = 0; i < 20; i++) await store.add(...deal(ME, TRUSTED));
+    await store.add(...deal(P(710), TRUSTED), ...deal(P(711), STRANGER));
+    const view = new LiveReputation(store, opts);
+    view.get();
+    const batch = [...deal(P(710), STRANGER), ...deal(P(711), TRUSTED)];
+    await store.add(...batch);
+    view.added(batch);
+    const [full, partial] = [view.full, view.partial];
+    assert.deepEqual(view.get().all(), store.derive(opts).all());
+    // two providers with 2 receipts each: 4 to walk, or 2 × (2 + this node's 20) = 44 with dealtWith, against 24 held
+    assert.deepEqual([view.full - full, view.partial - partial], dealtWith ? [1, 0] : [0, 1]);
+  }
+});
+
 test('an eviction: the whole view is derived again at its next read, and equals a derivation over what is left', async () => {
   const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did] } };
   const ref: { view?: LiveReputation } = {};
