@@ -2,7 +2,7 @@
  * A node's reputation view kept up to date (docs/market.md "How the view
  * follows new evidence"). The view is never stored: `deriveReputation` derives
  * it from the held evidence, a pass over every record, on the event loop:
- * 230–470 ms at the default bound of 100,000 records on a 2-core machine. Until
+ * about 250 ms at the default bound of 100,000 records on a 2-core machine. Until
  * the fifteenth round of issue #16 the node derived it all again at the first
  * read after any new record, so a node hearing a market's outcomes spent
  * nearly half its loop re-deriving (`npm run bench -- reputation`).
@@ -109,7 +109,10 @@ export class LiveReputation {
   #ofOwnProviding(r: Opened): boolean {
     const self = this.#opts.self;
     if (r.type === T.receipt) return (r.record as { provider: string }).provider === self;
-    if (r.type === T.acceptance) return this.#evidence.receipts.get((r.record as Acceptance).receipt)?.record.provider === self;
+    if (r.type !== T.acceptance) return false;
+    // only the receipt's own buyer's verdict counts (derive.ts): anyone else's changes no weight
+    const receipt = this.#evidence.receipts.get((r.record as Acceptance).receipt);
+    return receipt !== undefined && receipt.record.provider === self && r.signer === receipt.record.buyer;
     return false;
   }
 }

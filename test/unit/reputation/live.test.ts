@@ -164,3 +164,42 @@ test('a MarketService: its view follows addEvidence at once, an outcome of any b
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a MarketService: its view follows evictions past its bound, and a store reopened with evidence in it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-view-'));
+  const path = join(dir, 'db');
+  const trust = { trustedBuyers: [TRUSTED.did], secondHandWeight: 0.5 };
+  const openMarket = async (db: Awaited<ReturnType<typeof openDb>>) =>
+    MarketService.open({ db, prefix: '', records: await RecordStore.open(db), now: NOW, clock: () => NOW, log: silentLogger(), signer: ME.signer, did: ME.did, skewMs: 30_000, trust, maxEvidence: 30 });
+  const others = PROVIDERS.filter((p) => p !== ME);
+  const outcome = (i: number): Opened[] => {
+    const provider = others[i % others.length]!;
+    const buyer = i % 3 === 0 ? STRANGER : TRUSTED;
+    const r = receipt(provider, buyer, offer(provider, job(buyer, { nonce: new Uint8Array([i & 0xff, 99]) }), advert(provider)), { status: i % 4 === 0 ? 'failed' : 'completed', completedAt: NOW + 10_000 + i });
+    return i % 4 === 0 ? [r] : [r, acceptance(buyer, r, 'accepted')];
+  };
+  let db = await openDb(path);
+  try {
+    let market = await openMarket(db);
+    let held = 0;
+    for (let i = 0; i < 30; i++) {
+      for (const r of outcome(i)) await market.addEvidence(r as never);
+      assert.deepEqual(market.reputation().all(), market.evidence.derive({ self: ME.did, trust }).all(), `after outcome ${i}`);
+      held = Math.max(held, market.evidence.size);
+    }
+    assert.ok(market.evidence.size <= 30 && held > 0, 'evictions kept the bound');
+    await closeDb(db);
+    // reopened: the store's indexes are rebuilt from disk, and the view follows the next records
+    db = await openDb(path);
+    market = await openMarket(db);
+    assert.deepEqual(market.reputation().all(), market.evidence.derive({ self: ME.did, trust }).all());
+    for (let i = 30; i < 36; i++) {
+      for (const r of outcome(i)) await market.addEvidence(r as never);
+      assert.deepEqual(market.reputation().all(), market.evidence.derive({ self: ME.did, trust }).all(), `reopened, after outcome ${i}`);
+    }
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
