@@ -75,7 +75,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const ref: { node?: Libp2p<{ pubsub: GossipSub; dht: KadDHT }>; gh?: LinkHosts } = {};
   const metrics = createNetMetrics(opts.registry, () => ref.node?.getPeers().length ?? 0);
   const verifyThreads = opts.verifyThreads ?? defaultVerifyThreads();
-  // a thread given up on is logged: a node whose threads cannot start verifies everything on its event loop
+  // a thread given up on is logged: its share of the signatures is verified on the event loop until it is replaced
   const sigPool =
     verifyThreads > 0
       ? new SharedPoolVerifier(verifyThreads, (loss) =>

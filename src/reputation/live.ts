@@ -113,6 +113,5 @@ export class LiveReputation {
     // only the receipt's own buyer's verdict counts (derive.ts): anyone else's changes no weight
     const receipt = this.#evidence.receipts.get((r.record as Acceptance).receipt);
     return receipt !== undefined && receipt.record.provider === self && r.signer === receipt.record.buyer;
-    return false;
   }
 }

@@ -263,16 +263,10 @@ export class EvidenceStore {
     const first = (r: Opened) => self !== undefined && this.#firstHand(r, self);
     const trusted = new Set(b.trusted ?? []);
     if (b.dealtWith && self !== undefined) for (const r of this.receipts.values()) if (r.record.provider === self || r.signer === self) trusted.add(r.record.buyer);
-    const accepting = new Map<string, Opened[]>();
-    for (const a of this.acceptances.values()) {
-      const l = accepting.get(a.record.receipt);
-      if (l) l.push(a);
-      else accepting.set(a.record.receipt, [a]);
-    }
     const units: Unit[] = [];
     const placed = new Set<string>();
     for (const r of this.receipts.values()) {
-      const recs: Opened[] = [r, ...(accepting.get(r.address) ?? [])];
+      const recs: Opened[] = [r, ...(this.#acceptancesOf.get(r.address) ?? [])];
       const o = this.offers.get(r.record.offer);
       if (o) recs.push(o);
       for (const x of recs) placed.add(x.address);

@@ -15,7 +15,7 @@ import { Registry } from 'prom-client';
 import { Ed25519Signer } from '../../../src/records/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { registerVerifyThreadMetrics, type VerifyThreadStats } from '../../../src/net/metrics.js';
-import { RESPAWN_BASE_MS, RESPAWN_MAX_MS, respawnDelayMs, VerifyPool, type ThreadLoss } from '../../../src/net/verify-pool.js';
+import { RESPAWN_BASE_MS, RESPAWN_MAX_MS, respawnDelayMs, VerifyPool, type ThreadLoss, type VerifyPoolOptions } from '../../../src/net/verify-pool.js';
 import { sealJob } from './fixtures/records.js';
 
 const clock = fakeClock();
@@ -29,6 +29,13 @@ const batch = (): Uint8Array[] =>
   });
 const codes = async (pool: VerifyPool): Promise<Array<string | null>> => (await Promise.all(batch().map((b) => pool.verify(b)))).map((r) => r?.code ?? null);
 const EXPECTED = [null, 'ENVELOPE_BAD_SIGNATURE', null, null, null];
+/** A pool of one thread from `worker` (a fixture's file name, or a URL), with every loss it reports. */
+function watched(worker: string | URL, opts: VerifyPoolOptions): { pool: VerifyPool; losses: ThreadLoss[]; unlisten: () => void } {
+  const pool = new VerifyPool(1, { workerUrl: typeof worker === 'string' ? new URL(`./fixtures/${worker}`, import.meta.url) : worker, ...opts });
+  const losses: ThreadLoss[] = [];
+  const unlisten = pool.onThreadLost((l) => losses.push(l));
+  return { pool, losses, unlisten };
+}
 async function until(what: string, cond: () => boolean): Promise<void> {
   const end = Date.now() + 30_000;
   while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
@@ -44,9 +51,7 @@ test('respawnDelayMs: the first loss is replaced at once, then 1 s doubling, at 
 });
 
 test('a thread that cannot start is reported with its error, replaced once at once, then only after the backoff; verdicts come from the event loop meanwhile', async () => {
-  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/broken-verify-worker.js', import.meta.url), respawnBaseMs: 60_000 });
-  const losses: ThreadLoss[] = [];
-  pool.onThreadLost((l) => losses.push(l));
+  const { pool, losses } = watched('broken-verify-worker.js', { respawnBaseMs: 60_000 });
   try {
     await until('two threads were lost', () => losses.length >= 2);
     assert.deepEqual(
@@ -71,9 +76,7 @@ test('a thread that cannot start is reported with its error, replaced once at on
 });
 
 test('the backoff runs out and the next thread starts: the third loss in a row waits twice the base', async () => {
-  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/broken-verify-worker.js', import.meta.url), respawnBaseMs: 50 });
-  const losses: ThreadLoss[] = [];
-  pool.onThreadLost((l) => losses.push(l));
+  const { pool, losses } = watched('broken-verify-worker.js', { respawnBaseMs: 50 });
   try {
     await until('four threads were lost', () => losses.length >= 4);
     assert.deepEqual(
@@ -97,9 +100,7 @@ test('the backoff runs out and the next thread starts: the third loss in a row w
 
 test('a thread the system will not create (new Worker throws) is lost like one that cannot start, told to a node subscribing right after, and backed off', async () => {
   // a Worker takes only file: (and data:) URLs: this one throws in the constructor
-  const pool = new VerifyPool(1, { workerUrl: new URL('http://127.0.0.1/verify-worker.js'), respawnBaseMs: 60_000 });
-  const losses: ThreadLoss[] = [];
-  pool.onThreadLost((l) => losses.push(l));
+  const { pool, losses } = watched(new URL('http://127.0.0.1/verify-worker.js'), { respawnBaseMs: 60_000 });
   try {
     await until('two threads were lost', () => losses.length >= 2);
     assert.deepEqual(
@@ -118,9 +119,7 @@ test('a thread the system will not create (new Worker throws) is lost like one t
 });
 
 test('a thread that answered and is then lost is replaced at once every time (an answered batch resets the backoff)', async () => {
-  const pool = new VerifyPool(1, { workerUrl: new URL('./fixtures/answer-once-verify-worker.js', import.meta.url), stallMs: 60_000, respawnBaseMs: 60_000 });
-  const losses: ThreadLoss[] = [];
-  const unlisten = pool.onThreadLost((l) => losses.push(l));
+  const { pool, losses, unlisten } = watched('answer-once-verify-worker.js', { stallMs: 60_000, respawnBaseMs: 60_000 });
   try {
     for (let round = 1; round <= 3; round++) {
       // a fresh thread answers its first batch...
