@@ -49,7 +49,7 @@ function madeAt(r: Opened): number {
   return x.completedAt ?? x.signedAt ?? x.issuedAt ?? 0;
 }
 
-/** What eviction takes as one: a receipt with its acceptances and the offer it cites, or a record on its own. */
+/** What eviction takes as one: the receipts citing one offer, with their acceptances and the offer, or a record on its own. */
 interface Unit {
   at: number;
   /** 0: counts for nothing here (an orphan, or an untrusted buyer's outcome); 1: a buyer whose evidence counts */
@@ -250,8 +250,8 @@ export class EvidenceStore {
   }
 
   /**
-   * A job's outcome goes as one (its receipt, the acceptances of it and the offer it cites), so a quote-accuracy pair is
-   * never split. First what counts for nothing here (records whose receipt is not held, outcomes of buyers whose
+   * A job's outcome goes as one (its receipts, the acceptances of them and the offer they cite), so a quote-accuracy
+   * pair is never split. First what counts for nothing here (records whose receipt is not held, outcomes of buyers whose
    * evidence does not count), then the rest, each the oldest first: dated by when the receipt says it was made, but
    * never later than it arrived, so a record dated in the future is not kept for it. A first-hand outcome (this node
    * signed a record of it, or is its buyer or provider) never goes.
@@ -266,11 +266,26 @@ export class EvidenceStore {
     const units: Unit[] = [];
     const placed = new Set<string>();
     for (const r of this.receipts.values()) {
-      const recs: Opened[] = [r, ...(this.#acceptancesOf.get(r.address) ?? [])];
+      if (placed.has(r.address)) continue;
+      // The receipts its offer prices (a job's second receipt cites the same offer; derive pairs an offer only with
+      // receipts its own signer signed), with their acceptances and the offer: one unit, so an offer never goes
+      // while a receipt it prices stays. It goes when its newest receipt would, counts if any of its buyers count,
+      // and stays whole if any record of it is first-hand. A receipt citing someone else's offer is a unit without it
+      // (it cannot pin a first-hand offer's unit, nor take the offer with it).
       const o = this.offers.get(r.record.offer);
-      if (o) recs.push(o);
+      const quoter = o?.signer ?? r.signer;
+      const cohort = r.signer === quoter ? [...(this.#citing.get(r.record.offer) ?? [r])].filter((c) => c.signer === quoter) : [r];
+      const recs: Opened[] = [];
+      let when = -Infinity;
+      let weight: 0 | 1 = 0;
+      for (const c of cohort) {
+        recs.push(c, ...(this.#acceptancesOf.get(c.address) ?? []));
+        when = Math.max(when, at(c));
+        if (trusted.has(c.record.buyer)) weight = 1;
+      }
+      if (o && r.signer === quoter) recs.push(o);
       for (const x of recs) placed.add(x.address);
-      if (!recs.some(first)) units.push({ at: at(r), weight: trusted.has(r.record.buyer) ? 1 : 0, recs });
+      if (!recs.some(first)) units.push({ at: when, weight, recs });
     }
     for (const m of [this.acceptances, this.offers, this.nondeliveries] as Array<Map<string, Opened>>) {
       for (const x of m.values()) {

@@ -243,3 +243,45 @@ test('evidence eviction: what counts here goes last, a future date buys nothing,
   assert.equal((errors[0] as { code?: string }).code, 'STORE_WRITE_FAILED');
   assert.throws(() => new EvidenceStore(undefined, { max: 0 }), { code: 'REPUTATION_BAD_BOUND' });
 });
+
+test('evidence eviction: an offer goes with every receipt it prices, never while one of them stays; a receipt citing another signer’s offer goes without it', async () => {
+  const OTHER = P(63);
+  const clockNow = NOW + 1e9;
+  const mk = (t: number, prov = P(4), buyer = OTHER) => {
+    const j = job(buyer, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff]) });
+    const o = offer(prov, j, advert(prov), { durationMs: 60_000 });
+    const r = receipt(prov, buyer, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t });
+    return { o, r, a: acceptance(buyer, r, 'accepted', { signedAt: NOW + t + 1 }) };
+  };
+  const counted: number[] = [];
+  // A third party's store (BUYER takes part in none of these jobs except where said).
+  const s = new EvidenceStore(undefined, { max: 10, self: BUYER.did, clock: () => clockNow, onEvict: (k) => void counted.push(k) });
+  // A job with two receipts for one offer: the first old, the second (a retry) new.
+  const twice = mk(1_000);
+  const retry = receipt(P(4), OTHER, twice.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 9_000 });
+  // A first-hand receipt (its buyer field names this node) citing the same offer as an old second-hand one.
+  const shared = mk(500);
+  const mine = receipt(P(4), BUYER, shared.o, { status: 'completed', startedAt: NOW, completedAt: NOW + 600 });
+  // A receipt signed by someone else citing P(4)'s offer: it prices nothing, and must not take the offer or pin it.
+  const foreign = receipt(P(5), OTHER, twice.o, { status: 'completed', startedAt: NOW, completedAt: NOW + 100 });
+  await s.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine, foreign); // 9 records
+  const added = 9 + 3 * 2;
+  for (const t of [mk(3_000), mk(4_000)]) await s.add(t.r, t.o, t.a); // 15: past the bound, down to 9
+  assert.ok(s.size <= 10, `held ${s.size}`);
+  assert.equal(counted.reduce((x, y) => x + y, 0), added - s.size, 'every record evicted is counted once');
+  // the first-hand receipt keeps its offer, and the second-hand receipt that shares it stays with them
+  assert.ok(s.receipts.has(mine.address) && s.offers.has(shared.o.address) && s.receipts.has(shared.r.address));
+  // the two receipts of one offer and the offer: all held or all gone (dated by the newer, so held here)
+  assert.equal(s.receipts.has(twice.r.address), s.offers.has(twice.o.address));
+  assert.equal(s.receipts.has(retry.address), s.offers.has(twice.o.address));
+  assert.ok(s.receipts.has(retry.address), 'the pair is dated by its newer receipt');
+  // the foreign receipt, the oldest, went alone
+  assert.ok(!s.receipts.has(foreign.address));
+  // with the bound lower still, the retried job goes whole and the first-hand one stays
+  const t = new EvidenceStore(undefined, { max: 6, self: BUYER.did, clock: () => clockNow });
+  await t.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine);
+  const newer = mk(20_000);
+  await t.add(newer.r, newer.o, newer.a);
+  assert.ok(!t.receipts.has(retry.address) && !t.receipts.has(twice.r.address) && !t.offers.has(twice.o.address) && !t.acceptances.has(twice.a.address));
+  assert.ok(t.receipts.has(mine.address) && t.offers.has(shared.o.address));
+});
