@@ -17,8 +17,9 @@
  * checks it record by record). All is derived again only at the first read,
  * after an eviction (many providers' evidence goes at once), with
  * `dealtWith` after a record of this node's own jobs as a provider (the
- * weights of that buyer's outcomes about every provider may move), and when
- * the providers to derive again would walk more records than are held.
+ * weights of that buyer's outcomes about every provider may move). The
+ * providers to derive again are derived together, in one pass over their
+ * evidence (with `dealtWith`, and this node's own jobs as a provider once).
  */
 import { deriveReputation, ReputationTable, type DeriveOptions, type Figures } from './derive.js';
 import type { EvidenceStore } from './store.js';
@@ -53,10 +54,6 @@ export class LiveReputation {
   get(): ReputationTable {
     if (this.#figures && this.#table && this.#dirty.size === 0) return this.#table;
     const t0 = performance.now();
-    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
-    // the dirty providers' evidence (with dealtWith, each walk takes this node's own as a provider too) against all
-    // of it: past that, one pass over everything is the cheaper way (many providers at once, or a busy provider's own)
-    if (this.#figures && this.#walk(also) > this.#evidence.receipts.size + this.#evidence.nondeliveries.size) this.#figures = undefined;
     if (!this.#figures) {
       this.#figures = new Map(this.#evidence.derive(this.#opts).all().map((f) => [f.did, f]));
       this.#dirty.clear();
@@ -66,8 +63,11 @@ export class LiveReputation {
       return this.#table;
     }
     const n = this.#dirty.size;
+    // one derivation over the dirty providers' evidence together (the trusted set and, with dealtWith, this node's
+    // own jobs as a provider are taken once, not once per provider)
+    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
+    const t = deriveReputation(this.#evidence.evidenceFor(this.#dirty, also), this.#opts);
     for (const p of this.#dirty) {
-      const t = deriveReputation(this.#evidence.evidenceFor(p, also), this.#opts);
       if (t.has(p)) this.#figures.set(p, t.get(p));
       else this.#figures.delete(p);
     }
@@ -93,16 +93,6 @@ export class LiveReputation {
     this.#figures = undefined;
     this.#table = undefined;
     this.#dirty.clear();
-  }
-
-  /** Receipts and non-deliveries the dirty providers' derivations would walk. */
-  #walk(also: readonly string[]): number {
-    let n = 0;
-    for (const p of this.#dirty) {
-      n += this.#evidence.aboutCount(p);
-      for (const a of also) if (a !== p) n += this.#evidence.aboutCount(a);
-    }
-    return n;
   }
 
   /** A record of this node's own job as a provider: its receipt, or an acceptance of one (what the dealt-with weights count). */

@@ -168,24 +168,19 @@ export class EvidenceStore {
     return out;
   }
 
-  /** How many receipts and non-deliveries name this provider (what deriving its figures walks). */
-  aboutCount(provider: string): number {
-    return this.#aboutProvider.get(provider)?.size ?? 0;
-  }
-
   /**
-   * The evidence about one provider: the receipts and non-deliveries naming it, the acceptances of those receipts
-   * and the offers they cite. With `also`, the receipts naming those providers too (the dealt-with weights count this
-   * node's own receipts as a provider). deriveReputation over it gives that provider exactly the figures a derivation
-   * over everything held gives it: every term of a provider's figures is made of evidence about that provider, but
-   * the dealt-with weights.
+   * The evidence about some providers: the receipts and non-deliveries naming them, the acceptances of those
+   * receipts and the offers they cite. With `also`, the receipts naming those providers too (the dealt-with weights
+   * count this node's own receipts as a provider). deriveReputation over it gives each of `providers` exactly the
+   * figures a derivation over everything held gives it: every term of a provider's figures is made of evidence about
+   * that provider, but the dealt-with weights.
    */
-  evidenceFor(provider: string, also: readonly string[] = []): Evidence {
+  evidenceFor(providers: Iterable<string>, also: readonly string[] = []): Evidence {
     const receipts: Array<Opened<Receipt>> = [];
     const nondeliveries: Array<Opened<NonDelivery>> = [];
     const acceptances: Array<Opened<Acceptance>> = [];
     const offers: Array<Opened<Offer>> = [];
-    for (const p of new Set([provider, ...also])) {
+    for (const p of new Set([...providers, ...also])) {
       for (const r of this.#aboutProvider.get(p) ?? []) {
         if (r.type === T.nondelivery) {
           nondeliveries.push(r as Opened<NonDelivery>);
