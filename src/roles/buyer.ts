@@ -181,6 +181,27 @@ export class Buyer {
   }
 
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+    const result = await this.#run(spec, onEvent);
+    // One line per job for the operator: how it ended, who did it, how long each part took.
+    const won = result.receipt?.record.provider ?? result.attempts.at(-1)?.provider;
+    this.d.log.info(
+      {
+        job: result.job.address,
+        workload: spec.workload,
+        status: result.status,
+        ...(won ? { provider: won } : {}),
+        attempts: result.attempts.length,
+        ...(result.attempts.length > 1 || (result.status !== 'completed' && result.attempts.length) ? { outcomes: result.attempts.map((a) => a.outcome) } : {}),
+        collectMs: result.timings.collectMs,
+        restMs: result.timings.restMs,
+        ...(result.error ? { code: result.error.code } : {}),
+      },
+      'job ended',
+    );
+    return result;
+  }
+
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void): Promise<JobResult> {
     const { clock, log } = this.d;
     const policy = spec.policy ?? this.d.defaultPolicy;
     if (policy === 'private' && !spec.requirements?.allowlist) {

@@ -6,8 +6,9 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { T } from '../../src/records/index.js';
-import { Cluster, bootstrapAddr, buyerConfig, get, providerConfig, runJob, waitForMarket, withLogs, type Figures, type NodeProc, type Wire } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, get, providerConfig, runJob, waitFor, waitForMarket, withLogs, type Figures, type NodeProc, type Wire } from './node-helpers.js';
 
 const c = new Cluster('failover');
 let f1: NodeProc;
@@ -79,6 +80,14 @@ test('the winner is killed mid-job: the buyer moves to the runner-up and complet
     assert.ok(receipt.record.completedAt <= job.record.deadline, 'completed before the deadline');
     assert.equal((result.acceptance as Wire<{ receipt: string; verdict: string }>).record.receipt, receipt.address);
     assert.equal(Buffer.from(result.output as string, 'base64').toString(), input.toString(), 'builtin.sleep echoes its input');
+    // The buyer's log has one line saying how the job ended, with the failed attempt's outcome.
+    const ended = await waitFor('the buyer to log the job’s end', () =>
+      readFileSync(buyer.log, 'utf8').split('\n').filter((l) => l.includes('"job ended"')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.job === job.address),
+    );
+    assert.equal(ended.status, 'completed');
+    assert.equal(ended.provider, survivor.did);
+    assert.equal(ended.attempts, 2);
+    assert.deepEqual(ended.outcomes, attempts.map((a) => a.outcome));
   });
 });
 
