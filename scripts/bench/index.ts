@@ -18,6 +18,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   pools: async () => (await import('./pools.js')).run(),
   market: async () => (await import('./market.js')).run(),
   reputation: async () => (await import('./reputation.js')).run(),
+  history: async () => (await import('./history.js')).run(),
   matching: async () => {
     const a = await (await import('./matching-probe.js')).run();
     const b = await (await import('./batch-plan.js')).run();

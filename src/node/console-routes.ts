@@ -35,6 +35,11 @@ import type { ConsoleSessions} from './console-session.js';
 import { cookieValue } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
+import { jobHistory, providedReceipts } from './job-history.js';
+
+/** The console's Jobs page shows the newest this many of each list; a provider's evidence, the newest receipts up to the second. */
+const CONSOLE_JOBS = 50;
+const CONSOLE_EVIDENCE = 200;
 
 /** Where the built page lives: dist/ui beside dist/src. */
 export const UI_DIR = fileURLToPath(new URL('../../ui/', import.meta.url));
@@ -241,20 +246,17 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       path: '/v1/console/jobs',
       handler: async ({ query }) => {
         const o = ov(d, query);
-        const mine = (await o.records.list(T.job)).filter((j) => j.signer === d.did).sort((a, b) => b.record.announcedAt - a.record.announcedAt);
-        const receipts = [...o.market.evidence.receipts.values()];
-        const acceptances = [...o.market.evidence.acceptances.values()];
-        const verdict = (r: string) => acceptances.find((a) => a.record.receipt === r)?.record.verdict;
+        // the newest of each (a busy node holds tens of thousands): a page, found through indexes
+        const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
+        const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
-          buyer: mine.map((j) => {
-            const rs = receipts.filter((r) => r.record.job === j.address);
-            const last = rs.sort((a, b) => a.record.startedAt - b.record.startedAt).at(-1);
-            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: rs.length, status: last?.record.status, provider: last?.record.provider, verdict: last ? verdict(last.address) : undefined };
+          buyer: mine.jobs.map(({ job: j, receipts }) => {
+            const last = receipts.at(-1);
+            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: receipts.length, status: last?.receipt.record.status, provider: last?.receipt.record.provider, verdict: last?.acceptance?.record.verdict };
           }),
-          provider: receipts
-            .filter((r) => r.record.provider === d.did)
-            .sort((a, b) => b.record.startedAt - a.record.startedAt)
-            .map((r) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: verdict(r.address) })),
+          buyerMore: mine.next !== undefined,
+          provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
+          providerTotal: provided.total,
           running: hub.runs.filter((r) => !r.done && r.overlay === o.name).map((r) => ({ run: r.run, job: r.job, startedAt: r.startedAt, events: r.events.slice(-5) })),
           providerRunning: o.provider?.running ?? 0,
         };
@@ -266,15 +268,11 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       handler: async ({ params, query }) => {
         const o = ov(d, query);
         const did = params.did!;
-        const acceptances = [...o.market.evidence.acceptances.values()];
+        const held = providedReceipts(o.market.evidence, did, CONSOLE_EVIDENCE);
         return {
-          receipts: [...o.market.evidence.receipts.values()]
-            .filter((r) => r.record.provider === did)
-            .map((r) => {
-              const a = acceptances.find((x) => x.record.receipt === r.address);
-              return { address: r.address, job: r.record.job, buyer: r.record.buyer, status: r.record.status, ...(a ? { acceptance: a.address, verdict: a.record.verdict } : {}) };
-            }),
-          nondeliveries: [...o.market.evidence.nondeliveries.values()].filter((n) => (n.record as { provider?: string }).provider === did).map((n) => ({ address: n.address, job: (n.record as { job?: string }).job, signer: n.signer })),
+          receipts: held.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, status: r.record.status, ...(a ? { acceptance: a.address, verdict: a.record.verdict } : {}) })),
+          receiptsTotal: held.total,
+          nondeliveries: o.market.evidence.nondeliveriesAbout(did).map((n) => ({ address: n.address, job: n.record.job, signer: n.signer })),
         };
       },
     },

@@ -16,6 +16,7 @@ import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 import { batchPlan } from './batch-route.js';
 import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
+import { jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -45,7 +46,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     // the market probe (docs/matching.md "Candidates and the probe"): GET with the order as query parameters, or POST a job spec
     { method: 'GET', path: '/v1/probe', handler: async ({ query }) => ov(d, query).probe(parseProbeOrder(Object.fromEntries(query))) },
     { method: 'POST', path: '/v1/probe', handler: async ({ body, query }) => ov(d, query).probe(parseProbeOrder(body)) },
-    { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query)) },
+    { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query), parseJobsPage(query)) },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
     { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(params.did!) },
     {
@@ -200,20 +201,15 @@ export async function offers(d: OverlayNode, job: string): Promise<Record<string
   return { job, known: true, offers: held, explanation: toWire(d.market.explain(j, now)) };
 }
 
-export async function jobs(d: OverlayNode): Promise<Record<string, unknown>> {
-  const mine = (await d.records.list(T.job)).filter((j) => j.signer === d.did);
-  const receipts = [...d.market.evidence.receipts.values()];
-  const acceptances = [...d.market.evidence.acceptances.values()];
+/** A page of the jobs this node published, newest first, with the receipts held for each and their buyer's verdict. */
+export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_PAGE_DEFAULT }): Promise<Record<string, unknown>> {
+  const h = await jobHistory(d.records, d.market.evidence, d.did, page);
   return {
-    jobs: mine
-      .sort((a, b) => b.record.announcedAt - a.record.announcedAt)
-      .map((j) => {
-        const rs = receipts.filter((r) => r.record.job === j.address);
-        return {
-          ...wireRecord(j),
-          receipts: rs.map((r) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: acceptances.find((a) => a.record.receipt === r.address)?.record.verdict })),
-        };
-      }),
+    jobs: h.jobs.map(({ job, receipts }) => ({
+      ...wireRecord(job),
+      receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
+    })),
+    ...(h.next !== undefined ? { next: h.next } : {}),
   };
 }
 

@@ -103,7 +103,7 @@ export class MarketService implements BuyerMarket {
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });
     const m = (made.m = new MarketService(o, book, evidence, adverts));
-    for (const j of await o.records.list(T.job)) if (j.signer === o.did && j.record.deadline > o.now) m.#own.set(j.address, j);
+    for (const j of await o.records.liveJobsOf(o.did, o.now)) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);
     return m;
   }

@@ -72,6 +72,8 @@ export class EvidenceStore {
   readonly #acceptancesOf = new Map<string, Set<Opened<Acceptance>>>();
   /** Offer address → the receipts citing it (the offer may not be held yet: it gives their quote accuracy when it comes). */
   readonly #citing = new Map<string, Set<Opened<Receipt>>>();
+  /** Job address → the receipts for it (a job's history: the API's and the console's job lists). */
+  readonly #receiptsOfJob = new Map<string, Set<Opened<Receipt>>>();
   #evicting: Promise<void> | undefined;
   /** Check again past this size (the bound, or past what first-hand evidence alone holds: no scan on every add). */
   #nextCheck = Infinity;
@@ -147,8 +149,34 @@ export class EvidenceStore {
       }
     };
     if (r.type === T.receipt || r.type === T.nondelivery) file(this.#aboutProvider, (r.record as { provider: string }).provider, r as Opened<Receipt> | Opened<NonDelivery>);
-    if (r.type === T.receipt) file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
-    else if (r.type === T.acceptance) file(this.#acceptancesOf, (r.record as Acceptance).receipt, r as Opened<Acceptance>);
+    if (r.type === T.receipt) {
+      file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
+      file(this.#receiptsOfJob, (r.record as Receipt).job, r as Opened<Receipt>);
+    } else if (r.type === T.acceptance) file(this.#acceptancesOf, (r.record as Acceptance).receipt, r as Opened<Acceptance>);
+  }
+
+  /** The receipts held for a job. */
+  receiptsOf(job: string): Array<Opened<Receipt>> {
+    return [...(this.#receiptsOfJob.get(job) ?? [])];
+  }
+
+  /** The acceptances held of a receipt (its buyer's, and any other signer's: callers pick). */
+  acceptancesOf(receipt: string): Array<Opened<Acceptance>> {
+    return [...(this.#acceptancesOf.get(receipt) ?? [])];
+  }
+
+  /** The non-deliveries naming a provider. */
+  nondeliveriesAbout(provider: string): Array<Opened<NonDelivery>> {
+    const out: Array<Opened<NonDelivery>> = [];
+    for (const r of this.#aboutProvider.get(provider) ?? []) if (r.type === T.nondelivery) out.push(r as Opened<NonDelivery>);
+    return out;
+  }
+
+  /** The receipts naming a provider (a pool's under the pool's DID). */
+  receiptsAbout(provider: string): Array<Opened<Receipt>> {
+    const out: Array<Opened<Receipt>> = [];
+    for (const r of this.#aboutProvider.get(provider) ?? []) if (r.type === T.receipt) out.push(r as Opened<Receipt>);
+    return out;
   }
 
   /**

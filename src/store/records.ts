@@ -10,9 +10,16 @@
  * put that takes the store over the cap evicts whole providers (every advert
  * record of theirs) in the same synced batch, so what is stored and what the
  * market's index holds stay one set, across restarts too.
+ *
+ * Jobs are also indexed by signer and time (sublevel `jobindex`, written in the
+ * same batch as the job): `a!<signer>!<announcedAt>!<address>` lists a buyer's
+ * jobs newest first a page at a time, `d!<signer>!<deadline>!<address>` finds
+ * its live ones, so neither reads every job the node ever stored (a provider
+ * stores each job it quoted on). A store from before the index is indexed once
+ * at open.
  */
 import { open, type Opened } from '../records/envelope.js';
-import { T, type Advert, type RecordTypes } from '../records/kinds.js';
+import { T, type Advert, type Job, type RecordTypes } from '../records/kinds.js';
 import { sub, syncBatch, type Db, type Sub } from './db.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
@@ -24,10 +31,23 @@ export interface AdvertCapPolicy {
   onEvict(evicted: Array<Opened<Advert>>, refused: Opened<Advert> | undefined): void;
 }
 
+/** A time as 16 decimal digits, so keys sort by time (ms since the epoch; any safe integer ≥ 0). */
+const ts = (t: number): string => String(Math.max(0, Math.floor(t))).padStart(16, '0');
+/** The job index's marker: present once every job held is indexed. */
+const JOB_INDEX_DONE = '~indexed';
+
+/** One page of a signer's jobs, newest first; `next` continues it. */
+export interface JobPage {
+  jobs: Array<Opened<Job>>;
+  /** Pass as `before` for the next page; absent on the last. */
+  next?: string;
+}
+
 export class RecordStore {
   #records: Sub;
   #byType: Sub;
   #adverts: Sub;
+  #jobIndex: Sub;
   #advertCache = new Map<string, Opened<Advert>>();
   /** every advert record held, by signer then address */
   #advertsBySigner = new Map<string, Map<string, Opened<Advert>>>();
@@ -42,6 +62,28 @@ export class RecordStore {
     this.#records = sub(db, `${prefix}records`);
     this.#byType = sub(db, `${prefix}bytype`);
     this.#adverts = sub(db, `${prefix}adverts`);
+    this.#jobIndex = sub(db, `${prefix}jobindex`);
+  }
+
+  static #jobKeys(j: Opened<Job>): [string, string] {
+    return [`a!${j.signer}!${ts(j.record.announcedAt)}!${j.address}`, `d!${j.signer}!${ts(j.record.deadline)}!${j.address}`];
+  }
+
+  /** Index every job held, once (a store written before the index existed). */
+  async #indexJobs(): Promise<void> {
+    if ((await this.#jobIndex.get(JOB_INDEX_DONE)) !== undefined) return;
+    let ops: unknown[] = [];
+    for await (const key of this.#byType.keys({ gt: `${T.job}!`, lt: `${T.job}!\xff` })) {
+      const j = await this.get(key.slice(T.job.length + 1), T.job);
+      if (!j) continue;
+      for (const k of RecordStore.#jobKeys(j)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
+      if (ops.length >= 2000) {
+        await syncBatch(this.#db, ops);
+        ops = [];
+      }
+    }
+    ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new Uint8Array(0), sublevel: this.#jobIndex });
+    await syncBatch(this.#db, ops);
   }
 
   /** `prefix` separates overlays: records of one overlay never mix with another's. */
@@ -52,6 +94,7 @@ export class RecordStore {
       if (a) s.#advertCache.set(did, a);
     }
     for (const a of await s.list(T.advert)) s.#hold(a);
+    await s.#indexJobs();
     return s;
   }
 
@@ -189,14 +232,44 @@ export class RecordStore {
       return true;
     }
     if (await this.has(rec.address)) return false;
-    await syncBatch(
-        this.#db,
-      [
-        { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
-        { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-      ],
-    );
+    await syncBatch(this.#db, [
+      { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
+      { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
+      ...(rec.type === T.job ? RecordStore.#jobKeys(rec as Opened<Job>).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })) : []),
+    ]);
     return true;
+  }
+
+  /**
+   * A signer's jobs, newest first (by announcedAt, then address), `limit` at a time: pass the page's `next` as
+   * `before` for the one after. Reads only the page.
+   */
+  async jobsOf(signer: string, o: { limit: number; before?: string }): Promise<JobPage> {
+    const lo = `a!${signer}!`;
+    const jobs: Array<Opened<Job>> = [];
+    let last: string | undefined;
+    let more = false;
+    for await (const key of this.#jobIndex.keys({ gt: lo, lt: o.before !== undefined ? `${lo}${o.before}` : `${lo}\xff`, reverse: true })) {
+      if (jobs.length >= o.limit) {
+        more = true;
+        break;
+      }
+      const j = await this.get(key.slice(key.lastIndexOf('!') + 1), T.job);
+      if (!j) continue;
+      jobs.push(j);
+      last = key.slice(lo.length);
+    }
+    return { jobs, ...(more && last !== undefined ? { next: last } : {}) };
+  }
+
+  /** A signer's jobs whose deadline is after `now` (what it may still hear offers and outcomes for). */
+  async liveJobsOf(signer: string, now: number): Promise<Array<Opened<Job>>> {
+    const out: Array<Opened<Job>> = [];
+    for await (const key of this.#jobIndex.keys({ gt: `d!${signer}!${ts(now)}\xff`, lt: `d!${signer}!\xff` })) {
+      const j = await this.get(key.slice(key.lastIndexOf('!') + 1), T.job);
+      if (j) out.push(j);
+    }
+    return out;
   }
 
   async get<K extends string>(address: string, type: K): Promise<Opened<K extends keyof RecordTypes ? RecordTypes[K] : unknown> | undefined> {

@@ -125,6 +125,11 @@ test('status, peers, market, jobs and reputation against a running daemon exit 0
     assert.equal(js[0]!.signer, buyer.did);
     assert.deepEqual(js[0]!.receipts, []);
     assert.deepEqual(reputation!.providers, []);
+    // jobs a page at a time: --all follows the pages; a bad --limit is refused with its code
+    const [all, bad] = await Promise.all([c0mpute(buyer.dir, ['jobs', '--all', '--json']), c0mpute(buyer.dir, ['jobs', '--limit', '0'])]);
+    assert.deepEqual((JSON.parse(all.out) as { jobs: Array<{ address: string }> }).jobs.map((j) => j.address), [runJobAddr]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /CLI_BAD_LIMIT/);
     // The human forms name what the JSON says.
     assert.ok(human[0]!.out.includes(buyer.did));
     assert.ok(human[1]!.out.includes(prov.did));

@@ -10,7 +10,11 @@ import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
 interface JobsData {
   buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string }>;
+  /** Older jobs exist than the newest shown (`c0mpute jobs --all` lists them). */
+  buyerMore?: boolean;
   provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; startedAt: number; completedAt: number; verdict?: string }>;
+  /** Receipts this node signed, all held (the list shows the newest). */
+  providerTotal?: number;
   running: Array<{ run: number; job?: string; startedAt: number; events: Array<Record<string, unknown> & { e: string }> }>;
   providerRunning: number;
 }
@@ -40,7 +44,7 @@ export function Jobs() {
       ) : null}
       <Section title="As buyer">
         <table>
-          <caption>Jobs this node announced, newest first ({d.buyer.length})</caption>
+          <caption>Jobs this node announced, newest first ({d.buyerMore ? `the newest ${d.buyer.length}; \`c0mpute jobs --all\` lists the rest` : d.buyer.length})</caption>
           <thead>
             <tr>
               <th scope="col">Job</th>
@@ -88,7 +92,7 @@ export function Jobs() {
       <Section title="As provider">
         <p>Running now: {d.providerRunning}</p>
         <table>
-          <caption>Receipts this node signed ({d.provider.length})</caption>
+          <caption>Receipts this node signed ({d.providerTotal !== undefined && d.providerTotal > d.provider.length ? `the newest ${d.provider.length} of ${d.providerTotal}` : d.provider.length})</caption>
           <thead>
             <tr>
               <th scope="col">Receipt</th>

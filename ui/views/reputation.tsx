@@ -21,6 +21,8 @@ interface Figures {
 
 interface Evidence {
   receipts: Array<{ address: string; job: string; buyer: string; status: string; verdict?: string; acceptance?: string }>;
+  /** Receipts held about the provider (the list has the newest). */
+  receiptsTotal?: number;
   nondeliveries: Array<{ address: string; job?: string; signer: string }>;
 }
 
@@ -106,6 +108,7 @@ export function Reputation() {
                 </li>
               ))}
               {ev.data.receipts.length + ev.data.nondeliveries.length === 0 ? <li>no evidence held</li> : null}
+              {ev.data.receiptsTotal !== undefined && ev.data.receiptsTotal > ev.data.receipts.length ? <li>and {ev.data.receiptsTotal - ev.data.receipts.length} older receipts (the newest {ev.data.receipts.length} are listed)</li> : null}
             </ul>
           ) : (
             <Loading what="evidence" />

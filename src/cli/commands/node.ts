@@ -17,6 +17,7 @@ import { apiCall, apiStream, ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
 import { jobs as localJobs } from '../../node/control.js';
+import { JOBS_PAGE_MAX } from '../../node/job-history.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
@@ -301,28 +302,40 @@ export function register(program: Command): void {
 
   program
     .command('jobs')
-    .description('jobs this node published, with their receipts and verdicts')
+    .description('jobs this node published, newest first, with their receipts and verdicts')
+    .option('--limit <n>', `how many of the newest (1–${JOBS_PAGE_MAX})`, '20')
+    .option('--all', 'every job held, a page at a time')
     .option('--json', 'machine-readable output')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
-    .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
+    .action(async (o: { limit: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const limit = Number(o.limit);
+      if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new C0Error('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
+      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }> }>; next?: string };
       const c = daemonClient(dataDir);
-      let r: Awaited<ReturnType<typeof localJobs>>;
-      if (c) r = (await apiCall(c.api, c.token, 'GET', `/v1/jobs${q(o.overlay)}`)) as typeof r;
-      else {
-        const d = await offlineNode(dataDir);
-        try {
-          r = JSON.parse(JSON.stringify(await localJobs(d.overlay(o.overlay)), jsonReplacer)) as typeof r;
-        } finally {
-          await d.stop();
+      const offline = c ? undefined : await offlineNode(dataDir);
+      const pageOf = async (before: string | undefined): Promise<Page> => {
+        const size = o.all ? JOBS_PAGE_MAX : limit;
+        if (c) return (await apiCall(c.api, c.token, 'GET', `/v1/jobs?limit=${size}${before ? `&before=${encodeURIComponent(before)}` : ''}${o.overlay ? `&overlay=${encodeURIComponent(o.overlay)}` : ''}`)) as Page;
+        return JSON.parse(JSON.stringify(await localJobs(offline!.overlay(o.overlay), { limit: size, ...(before ? { before } : {}) }), jsonReplacer)) as Page;
+      };
+      try {
+        const list: Page['jobs'] = [];
+        let next: string | undefined;
+        do {
+          const p = await pageOf(next);
+          list.push(...p.jobs);
+          next = p.next;
+        } while (o.all && next !== undefined);
+        if (o.json) return outJson({ jobs: list, ...(next !== undefined ? { next } : {}) });
+        if (!list.length) out('no jobs yet');
+        for (const j of list) {
+          out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
+          for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
         }
-      }
-      if (o.json) return outJson(r);
-      const list = r.jobs as Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }> }>;
-      if (!list.length) out('no jobs yet');
-      for (const j of list) {
-        out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
-        for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
+        if (next !== undefined) out(`(the newest ${list.length}; --limit or --all for more)`);
+      } finally {
+        await offline?.stop();
       }
     });
 

@@ -205,4 +205,45 @@ describe('RecordStore (real LevelDB)', () => {
       await closeDb(db);
     }
   });
+  test('jobs by signer: newest first a page at a time, the live ones by deadline, and a store from before the index indexed at open', async () => {
+    const db = await openDb(join(dir, 'jobindex'));
+    try {
+      const s = await RecordStore.open(db);
+      const other = Ed25519Signer.generate();
+      const me = didFromPublicKey(buyer.publicKey);
+      // 25 jobs of this signer, announced a second apart (two at the same instant: the address breaks the tie), and some of another's
+      const mk = (signer: Ed25519Signer, n: number, at: number, deadlineIn = 60_000) => {
+        const input = new TextEncoder().encode(`job ${n}`);
+        return seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: at, deadline: at + deadlineIn, timeoutMs: 10_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', nonce: Uint8Array.of(n, 7) }, signer);
+      };
+      const mine = Array.from({ length: 25 }, (_, i) => mk(buyer, i, NOW + Math.min(i, 23) * 1000));
+      for (const j of [...mine].reverse()) await s.put(j);
+      for (let i = 0; i < 5; i++) await s.put(mk(other, 100 + i, NOW + i * 500));
+      const newestFirst = [...mine].sort((a, b) => b.record.announcedAt - a.record.announcedAt || (a.address < b.address ? 1 : -1)).map((j) => j.address);
+      const pages: string[][] = [];
+      let before: string | undefined;
+      do {
+        const p = await s.jobsOf(me, { limit: 10, ...(before !== undefined ? { before } : {}) });
+        pages.push(p.jobs.map((j) => j.address));
+        assert.ok(p.jobs.every((j) => j.signer === me), 'only this signer’s jobs');
+        before = p.next;
+      } while (before !== undefined);
+      assert.deepEqual(pages.map((p) => p.length), [10, 10, 5]);
+      assert.deepEqual(pages.flat(), newestFirst);
+      assert.equal((await s.jobsOf(didFromPublicKey(p2.publicKey), { limit: 10 })).jobs.length, 0);
+      // live: deadline after now (jobs announced at NOW + i s with a 60 s deadline)
+      const live = await s.liveJobsOf(me, NOW + 70_000);
+      assert.deepEqual(live.map((j) => j.address).sort(), mine.filter((j) => j.record.deadline > NOW + 70_000).map((j) => j.address).sort());
+      assert.ok(live.length > 0 && live.length < 25);
+      // a store written before the index: its index entries are gone, the next open writes them again
+      const idx = db.sublevel<string, Uint8Array>('jobindex', { valueEncoding: 'view' });
+      await idx.clear();
+      assert.equal((await s.jobsOf(me, { limit: 100 })).jobs.length, 0, 'the index is what jobsOf reads');
+      const s2 = await RecordStore.open(db);
+      assert.deepEqual((await s2.jobsOf(me, { limit: 100 })).jobs.map((j) => j.address), newestFirst);
+      assert.equal((await s2.jobsOf(didFromPublicKey(other.publicKey), { limit: 100 })).jobs.length, 5);
+    } finally {
+      await closeDb(db);
+    }
+  });
 });

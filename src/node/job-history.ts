@@ -1,0 +1,81 @@
+/**
+ * A node's job history, a page at a time: the jobs it published as a buyer
+ * (newest first, from the record store's job index) with the receipts held for
+ * each and their buyer's verdict, and the receipts naming it as a provider. What
+ * `GET /v1/jobs`, `c0mpute jobs` and the console's Jobs page show
+ * (docs/node.md "Job history").
+ *
+ * Until the sixteenth round of issue #16 these read every job the node had
+ * stored and matched every receipt and acceptance held against each: a busy
+ * buyer's console, which asks again at every job, stalled its node within a day
+ * (`npm run soak`; docs/scale.md §6). Now a page costs its own jobs, found
+ * through indexes.
+ */
+import { C0Error } from '../errors.js';
+import type { Acceptance, Job, Receipt } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
+import type { EvidenceStore } from '../reputation/store.js';
+import type { RecordStore } from '../store/records.js';
+
+export const JOBS_PAGE_DEFAULT = 100;
+export const JOBS_PAGE_MAX = 1000;
+
+export interface JobsPageQuery {
+  limit: number;
+  /** `next` of the page before. */
+  before?: string;
+}
+
+/** `?limit=` and `?before=` of a job-history request; API_BAD_LIMIT / API_BAD_CURSOR when malformed. */
+export function parseJobsPage(query: URLSearchParams): JobsPageQuery {
+  const l = query.get('limit');
+  const b = query.get('before');
+  let limit = JOBS_PAGE_DEFAULT;
+  if (l !== null) {
+    if (!/^[0-9]{1,9}$/.test(l) || Number(l) < 1 || Number(l) > JOBS_PAGE_MAX) throw new C0Error('API_BAD_LIMIT', `limit must be a whole number from 1 to ${JOBS_PAGE_MAX}, got "${l.slice(0, 40)}"`, { field: 'limit' });
+    limit = Number(l);
+  }
+  if (b !== null && !/^[0-9]{16}!sha256:[0-9a-f]{64}$/.test(b)) throw new C0Error('API_BAD_CURSOR', `before must be the "next" of an earlier page, got "${b.slice(0, 100)}"`, { field: 'before' });
+  return { limit, ...(b !== null ? { before: b } : {}) };
+}
+
+export interface HeldReceipt {
+  receipt: Opened<Receipt>;
+  /** The receipt's buyer's acceptance of it (its verdict), when held. */
+  acceptance?: Opened<Acceptance>;
+}
+
+/** The receipts held for a job, oldest first, each with its own buyer's verdict (no one else's). */
+export function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
+  return ev
+    .receiptsOf(job)
+    .sort((a, b) => a.record.startedAt - b.record.startedAt || (a.address < b.address ? -1 : 1))
+    .map((receipt) => withVerdict(ev, receipt));
+}
+
+export function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
+  const acceptance = ev.acceptancesOf(receipt.address).find((a) => a.signer === receipt.record.buyer);
+  return { receipt, ...(acceptance ? { acceptance } : {}) };
+}
+
+/** One page of the jobs `did` published, newest first, with their receipts. */
+export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: Array<{ job: Opened<Job>; receipts: HeldReceipt[] }>; next?: string }> {
+  const p = await records.jobsOf(did, page);
+  return { jobs: p.jobs.map((job) => ({ job, receipts: receiptsOfJob(ev, job.address) })), ...(p.next !== undefined ? { next: p.next } : {}) };
+}
+
+/** The newest `limit` receipts naming `did` as the provider (by startedAt), and how many are held. */
+export function providedReceipts(ev: EvidenceStore, did: string, limit: number): { receipts: HeldReceipt[]; total: number } {
+  const all = ev.receiptsAbout(did);
+  // the newest `limit` without sorting all of them: a provider keeps every receipt of its own
+  const top: Array<Opened<Receipt>> = [];
+  const newer = (a: Opened<Receipt>, b: Opened<Receipt>) => a.record.startedAt - b.record.startedAt || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
+  for (const r of all) {
+    if (top.length === limit && newer(r, top[top.length - 1]!) <= 0) continue;
+    let i = top.length;
+    while (i > 0 && newer(r, top[i - 1]!) > 0) i--;
+    top.splice(i, 0, r);
+    if (top.length > limit) top.pop();
+  }
+  return { receipts: top.map((r) => withVerdict(ev, r)), total: all.length };
+}

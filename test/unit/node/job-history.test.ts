@@ -1,0 +1,79 @@
+/**
+ * A node's job history a page at a time (src/node/job-history.ts): a buyer's
+ * jobs with the receipts held for each and only their own buyer's verdict, the
+ * newest receipts naming a provider without sorting them all, and the page
+ * query's stable error codes. On a real LevelDB, as the daemon keeps them.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EvidenceStore } from '../../../src/reputation/store.js';
+import { RecordStore } from '../../../src/store/records.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { jobHistory, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
+import { codeOf } from '../../../src/errors.js';
+import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
+
+const BUYER = P(300);
+const PROV = P(301);
+const OTHER = P(302);
+
+test('a buyer’s jobs newest first with their receipts, oldest first, and only the receipt’s buyer’s verdict', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-history-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const jobs = Array.from({ length: 7 }, (_, i) => job(BUYER, { nonce: new Uint8Array([i, 31]), announcedAt: NOW + i * 1000, deadline: NOW + i * 1000 + 60_000 }));
+    for (const j of jobs) await records.put(j);
+    // job 3 failed over: a failure from PROV, then a success from OTHER; a stranger disputes the success
+    const j3 = jobs[3]!;
+    const o1 = offer(PROV, j3, advert(PROV));
+    const r1 = receipt(PROV, BUYER, o1, { status: 'failed', startedAt: NOW + 3_100, completedAt: NOW + 3_200 });
+    const o2 = offer(OTHER, j3, advert(OTHER));
+    const r2 = receipt(OTHER, BUYER, o2, { startedAt: NOW + 3_300, completedAt: NOW + 3_400 });
+    await ev.add(r2, o2, acceptance(P(303), r2, 'disputed'), acceptance(BUYER, r2, 'accepted'), r1, o1);
+    const page = await jobHistory(records, ev, BUYER.did, { limit: 3 });
+    assert.deepEqual(page.jobs.map((x) => x.job.address), [jobs[6]!, jobs[5]!, jobs[4]!].map((j) => j.address));
+    const rest = await jobHistory(records, ev, BUYER.did, { limit: 3, before: page.next! });
+    assert.equal(rest.jobs[0]!.job.address, j3.address);
+    assert.deepEqual(rest.jobs[0]!.receipts.map((h) => [h.receipt.address, h.acceptance?.record.verdict]), [[r1.address, undefined], [r2.address, 'accepted']]);
+    assert.ok(rest.next !== undefined);
+    const last = await jobHistory(records, ev, BUYER.did, { limit: 3, before: rest.next });
+    assert.deepEqual(last.jobs.map((x) => x.job.address), [jobs[0]!.address]);
+    assert.equal(last.next, undefined);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the newest receipts naming a provider: the same as sorting them all, and the count held', async () => {
+  const ev = new EvidenceStore();
+  const starts = [5, 1, 9, 3, 9, 7, 2, 8, 6, 4, 0, 9];
+  const rs = starts.map((t, i) => {
+    const j = job(P(310 + (i % 3)), { nonce: new Uint8Array([i, 32]) });
+    return receipt(PROV, P(310 + (i % 3)), offer(PROV, j, advert(PROV)), { startedAt: NOW + t * 1000, completedAt: NOW + t * 1000 + 10 });
+  });
+  await ev.add(...rs);
+  await ev.add(receipt(OTHER, BUYER, offer(OTHER, job(BUYER), advert(OTHER))));
+  const all = [...rs].sort((a, b) => b.record.startedAt - a.record.startedAt || (a.address < b.address ? 1 : -1)).map((r) => r.address);
+  for (const k of [1, 4, 12, 20]) {
+    const got = providedReceipts(ev, PROV.did, k);
+    assert.deepEqual(got.receipts.map((h) => h.receipt.address), all.slice(0, k), `newest ${k}`);
+    assert.equal(got.total, 12);
+  }
+  assert.deepEqual(providedReceipts(ev, P(399).did, 5), { receipts: [], total: 0 });
+});
+
+test('the page query: limit 1–1000 (100 by default), before only as an earlier page’s next', () => {
+  const q = (s: string) => parseJobsPage(new URLSearchParams(s));
+  assert.deepEqual(q(''), { limit: JOBS_PAGE_DEFAULT });
+  assert.deepEqual(q('limit=5'), { limit: 5 });
+  const cursor = `${String(NOW).padStart(16, '0')}!sha256:${'ab'.repeat(32)}`;
+  assert.deepEqual(q(`limit=1000&before=${encodeURIComponent(cursor)}`), { limit: 1000, before: cursor });
+  for (const bad of ['limit=0', 'limit=1001', 'limit=-1', 'limit=x', 'limit=1e3']) assert.equal(codeOf(() => q(bad)), 'API_BAD_LIMIT', bad);
+  for (const bad of ['before=', 'before=123', `before=${NOW}!sha256:${'ab'.repeat(32)}`, `before=${encodeURIComponent(cursor)}x`]) assert.equal(codeOf(() => q(bad)), 'API_BAD_CURSOR', bad);
+});
