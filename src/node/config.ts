@@ -307,8 +307,8 @@ export const configSchema = z
         secondHandWeight: z.number().gt(0).max(1).default(0.5),
         /**
          * Evidence records kept at most (receipts, acceptances, the offers receipts cite, non-deliveries; docs/market.md
-         * "How much evidence a node keeps"). Past it second-hand outcomes go whole, those that count here last, the oldest
-         * first; a first-hand outcome never does.
+         * "How much evidence a node keeps"). Past it outcomes go whole, the oldest first: second-hand ones first (those
+         * that count here last), then this node's own jobs as a provider, then its own jobs as a buyer.
          */
         maxEvidence: z.number().int().min(1_000).default(DEFAULT_MAX_EVIDENCE),
       })

@@ -150,7 +150,7 @@ test('the evidence store persists evidence (not scores), refuses what is not evi
   }
 });
 
-test('the evidence store is bounded: past maxEvidence second-hand outcomes go whole, the oldest first, on disk too; first-hand never does', async () => {
+test('the evidence store is bounded: past maxEvidence second-hand outcomes go whole, the oldest first, on disk too; first-hand ones stay while second-hand can go', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-rep-'));
   const OTHER = P(60);
   const LATER = NOW + 1e9; // arrivals: after every record here was made
@@ -194,7 +194,7 @@ test('the evidence store is bounded: past maxEvidence second-hand outcomes go wh
   }
 });
 
-test('evidence eviction: what counts here goes last, a future date buys nothing, a provider keeps the verdicts on its own receipts, a failed write loses nothing', async () => {
+test('evidence eviction: what counts here goes last, a future date buys nothing, this node\'s own outcomes go last (as a buyer after as a provider) but are bounded too, a failed write loses nothing', async () => {
   const TRUSTED = P(61);
   const ANYONE = P(62);
   let clockNow = NOW + 1e9;
@@ -225,13 +225,25 @@ test('evidence eviction: what counts here goes last, a future date buys nothing,
   await t.add(now2.r, now2.o, now2.a);
   assert.ok(!t.receipts.has(future.r.address), 'the future-dated outcome went first');
   assert.ok(t.receipts.has(now2.r.address));
-  // this node as the provider: its receipts and the buyers' verdicts on them are first-hand
-  const prov = new EvidenceStore(undefined, { max: 4, self: P(3).did, clock: () => clockNow });
-  const own = Array.from({ length: 3 }, (_, i) => outcome(ANYONE, 10_000 + i));
+  // this node as the provider: its receipts and the buyers' verdicts on them are first-hand, and go last but for
+  // its jobs as a buyer; past the bound with nothing else held, the oldest go, each outcome whole
+  const prov = new EvidenceStore(undefined, { max: 7, self: P(3).did, clock: () => clockNow });
+  const own = Array.from({ length: 2 }, (_, i) => outcome(ANYONE, 10_000 + i));
   for (const x of own) await prov.add(x.r, x.o, x.a);
-  assert.equal(prov.size, 9, 'first-hand alone past the bound is kept whole');
-  for (const x of own) assert.ok(prov.acceptances.has(x.a.address));
-  assert.equal(prov.derive({ self: P(3).did }).get(P(3).did).successes, 3);
+  const bought = outcome(P(3), 5_000, P(4)); // older than both, but this node's own job as a buyer
+  await prov.add(bought.r, bought.o, bought.a);
+  const heard = outcome(ANYONE, 20_000, P(5)); // newest, but second-hand
+  await prov.add(heard.r, heard.o, heard.a); // 12 records: down to 6
+  assert.ok(!prov.receipts.has(heard.r.address), 'second-hand first');
+  assert.ok(!prov.receipts.has(own[0]!.r.address) && !prov.acceptances.has(own[0]!.a.address) && !prov.offers.has(own[0]!.o.address), 'then the oldest of its jobs as a provider, whole');
+  assert.ok(prov.acceptances.has(own[1]!.a.address) && prov.receipts.has(bought.r.address) && prov.acceptances.has(bought.a.address));
+  assert.equal(prov.size, 6);
+  assert.equal(prov.derive({ self: P(3).did }).get(P(3).did).successes, 1);
+  // nothing but its jobs as a buyer: the bound holds them too, the oldest going first
+  const buyerOnly = new EvidenceStore(undefined, { max: 7, self: BUYER.did, clock: () => clockNow });
+  const mine = Array.from({ length: 3 }, (_, i) => outcome(BUYER, 30_000 + i, P(6 + i)));
+  for (const x of mine) await buyerOnly.add(x.r, x.o, x.a);
+  assert.deepEqual(mine.map((x) => buyerOnly.receipts.has(x.r.address)), [false, true, true]);
   // a failed eviction: the add still succeeds, nothing is lost, the error is reported
   const errors: unknown[] = [];
   const failing = { batch: async (ops: Array<{ type: string }>) => { if (ops[0]?.type === 'del') throw new Error('disk full'); } };
