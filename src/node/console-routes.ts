@@ -192,9 +192,10 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   const job = await o.records.get(address, T.job);
   if (!job) throw new C0Error('JOB_NOT_FOUND', `this node holds no job ${address}`, { field: 'job' });
   const now = o.clock();
-  const selections = (await o.records.list(T.selection)).filter((s) => s.record.job === address).sort((a, b) => a.record.decidedAt - b.record.decidedAt);
-  const receipts = [...o.market.evidence.receipts.values()].filter((r) => r.record.job === address).sort((a, b) => a.record.startedAt - b.record.startedAt);
-  const acceptances = [...o.market.evidence.acceptances.values()].filter((a) => receipts.some((r) => r.address === a.record.receipt));
+  // through the indexes: a busy node holds tens of thousands of selections and receipts
+  const selections = await o.records.selectionsOf(address);
+  const receipts = o.market.evidence.receiptsOf(address).sort((a, b) => a.record.startedAt - b.record.startedAt);
+  const acceptances = receipts.flatMap((r) => o.market.evidence.acceptancesOf(r.address));
   const nondeliveries = [...o.market.evidence.nondeliveries.values()].filter((n) => (n.record as { job?: string }).job === address);
   const considered = new Set(selections.flatMap((s) => s.record.considered.map((c) => c.offer)));
   const offers: Array<Record<string, unknown>> = [];

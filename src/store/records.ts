@@ -15,11 +15,11 @@
  * same batch as the job): `a!<signer>!<announcedAt>!<address>` lists a buyer's
  * jobs newest first a page at a time, `d!<signer>!<deadline>!<address>` finds
  * its live ones, so neither reads every job the node ever stored (a provider
- * stores each job it quoted on). A store from before the index is indexed once
- * at open.
+ * stores each job it quoted on); `s!<job>!<address>` finds a job's
+ * selections. A store from before the index is indexed once at open.
  */
 import { open, type Opened } from '../records/envelope.js';
-import { T, type Advert, type Job, type RecordTypes } from '../records/kinds.js';
+import { T, type Advert, type Job, type RecordTypes, type Selection } from '../records/kinds.js';
 import { sub, syncBatch, type Db, type Sub } from './db.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
@@ -65,21 +65,29 @@ export class RecordStore {
     this.#jobIndex = sub(db, `${prefix}jobindex`);
   }
 
-  static #jobKeys(j: Opened<Job>): [string, string] {
-    return [`a!${j.signer}!${ts(j.record.announcedAt)}!${j.address}`, `d!${j.signer}!${ts(j.record.deadline)}!${j.address}`];
+  /** The job index's keys for a record: a job's by signer and time, a selection's by job; none for other kinds. */
+  static #indexKeys(r: Opened): string[] {
+    if (r.type === T.job) {
+      const j = r as Opened<Job>;
+      return [`a!${j.signer}!${ts(j.record.announcedAt)}!${j.address}`, `d!${j.signer}!${ts(j.record.deadline)}!${j.address}`];
+    }
+    if (r.type === T.selection) return [`s!${(r as Opened<Selection>).record.job}!${r.address}`];
+    return [];
   }
 
-  /** Index every job held, once (a store written before the index existed). */
+  /** Index every job and selection held, once (a store written before the index existed). */
   async #indexJobs(): Promise<void> {
     if ((await this.#jobIndex.get(JOB_INDEX_DONE)) !== undefined) return;
     let ops: unknown[] = [];
-    for await (const key of this.#byType.keys({ gt: `${T.job}!`, lt: `${T.job}!\xff` })) {
-      const j = await this.get(key.slice(T.job.length + 1), T.job);
-      if (!j) continue;
-      for (const k of RecordStore.#jobKeys(j)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
-      if (ops.length >= 2000) {
-        await syncBatch(this.#db, ops);
-        ops = [];
+    for (const type of [T.job, T.selection]) {
+      for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
+        const r = await this.get(key.slice(type.length + 1), type);
+        if (!r) continue;
+        for (const k of RecordStore.#indexKeys(r)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
+        if (ops.length >= 2000) {
+          await syncBatch(this.#db, ops);
+          ops = [];
+        }
       }
     }
     ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new Uint8Array(0), sublevel: this.#jobIndex });
@@ -235,7 +243,7 @@ export class RecordStore {
     await syncBatch(this.#db, [
       { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
       { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-      ...(rec.type === T.job ? RecordStore.#jobKeys(rec as Opened<Job>).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })) : []),
+      ...RecordStore.#indexKeys(rec).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
     ]);
     return true;
   }
@@ -260,6 +268,16 @@ export class RecordStore {
       last = key.slice(lo.length);
     }
     return { jobs, ...(more && last !== undefined ? { next: last } : {}) };
+  }
+
+  /** The selections held for a job, by decision time. */
+  async selectionsOf(job: string): Promise<Array<Opened<Selection>>> {
+    const out: Array<Opened<Selection>> = [];
+    for await (const key of this.#jobIndex.keys({ gt: `s!${job}!`, lt: `s!${job}!\xff` })) {
+      const sel = await this.get(key.slice(key.lastIndexOf('!') + 1), T.selection);
+      if (sel) out.push(sel);
+    }
+    return out.sort((a, b) => a.record.decidedAt - b.record.decidedAt);
   }
 
   /** A signer's jobs whose deadline is after `now` (what it may still hear offers and outcomes for). */

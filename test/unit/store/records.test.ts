@@ -205,7 +205,7 @@ describe('RecordStore (real LevelDB)', () => {
       await closeDb(db);
     }
   });
-  test('jobs by signer: newest first a page at a time, the live ones by deadline, and a store from before the index indexed at open', async () => {
+  test('jobs by signer: newest first a page at a time, the live ones by deadline, a job\'s selections, and a store from before the index indexed at open', async () => {
     const db = await openDb(join(dir, 'jobindex'));
     try {
       const s = await RecordStore.open(db);
@@ -235,6 +235,13 @@ describe('RecordStore (real LevelDB)', () => {
       const live = await s.liveJobsOf(me, NOW + 70_000);
       assert.deepEqual(live.map((j) => j.address).sort(), mine.filter((j) => j.record.deadline > NOW + 70_000).map((j) => j.address).sort());
       assert.ok(live.length > 0 && live.length < 25);
+      // a job's selections (a failover signs a second one), by decision time, and no other job's
+      const sel = (j: Opened<Job>, at: number, winner: Ed25519Signer) =>
+        seal(T.selection, { job: j.address, buyer: me, policy: 'cheapest', winner: hashHex(Uint8Array.of(at & 0xff)), considered: [{ provider: didFromPublicKey(winner.publicKey), offer: hashHex(Uint8Array.of(at & 0xff)) }], decidedAt: at }, buyer);
+      const sels = [sel(mine[3]!, NOW + 9_000, p2), sel(mine[3]!, NOW + 4_000, p1), sel(mine[4]!, NOW + 5_000, p1)];
+      for (const x of sels) await s.put(x);
+      assert.deepEqual((await s.selectionsOf(mine[3]!.address)).map((x) => x.address), [sels[1]!.address, sels[0]!.address]);
+      assert.deepEqual(await s.selectionsOf(mine[9]!.address), []);
       // a store written before the index: its index entries are gone, the next open writes them again
       const idx = db.sublevel<string, Uint8Array>('jobindex', { valueEncoding: 'view' });
       await idx.clear();
@@ -242,6 +249,8 @@ describe('RecordStore (real LevelDB)', () => {
       const s2 = await RecordStore.open(db);
       assert.deepEqual((await s2.jobsOf(me, { limit: 100 })).jobs.map((j) => j.address), newestFirst);
       assert.equal((await s2.jobsOf(didFromPublicKey(other.publicKey), { limit: 100 })).jobs.length, 5);
+      assert.equal((await s2.selectionsOf(mine[3]!.address)).length, 2);
+      assert.equal((await s2.liveJobsOf(me, NOW + 70_000)).length, live.length);
     } finally {
       await closeDb(db);
     }
