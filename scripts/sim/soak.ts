@@ -17,7 +17,7 @@
  * the others are churned in turn. Nothing here asserts a figure: what an
  * operator would call a leak is for the reader of the report.
  */
-import { existsSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -78,9 +78,11 @@ interface Tracked {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Bytes under a data directory, but the log (reported on its own). */
 function dirBytes(p: string): number {
   let n = 0;
   for (const e of readdirSync(p, { withFileTypes: true })) {
+    if (e.name === 'node.log') continue;
     const q = join(p, e.name);
     try {
       n += e.isDirectory() ? dirBytes(q) : statSync(q).size;
@@ -140,6 +142,13 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
     }
     for (const n of net.nodes) tracked.push({ node: n, churned: n !== provider0 && n !== buyer, incarnation: 0, samples: [], restarts: 0 });
     for (const t of tracked) t.api = await net.apiOf(t.node);
+    // every buyer sees the market before the first job
+    for (const t of tracked.filter((x) => x.node.role === 'buyer')) {
+      await waitFor(`${t.node.name} to see every provider’s advert`, 30_000, async () => {
+        const st = (await apiCall(t.api!.api, t.api!.token, 'GET', '/v1/status')) as { providersKnown: number };
+        return st.providersKnown >= o.providers ? st : undefined;
+      });
+    }
     print(`soak: ${o.providers} providers, ${o.buyers} buyers for ${o.minutes} min in ${net.dir}; a job every ${o.jobEveryMs} ms per buyer; one daemon restarted every ${o.churnEveryMin} min (never ${provider0.name} or ${buyer.name})`);
 
     const end = t0 + o.minutes * 60_000;
@@ -153,7 +162,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
           try {
             const res = await fetch(`http://${t.api.api}/metrics`, { signal: AbortSignal.timeout(5000) });
             const text = await res.text();
-            const st = (await apiCall(t.api.api, t.api.token, 'GET', '/v1/status')) as { peers?: number; evidence?: number; offersHeld?: number };
+            const st = (await (await fetch(`http://${t.api.api}/v1/status`, { headers: { authorization: `Bearer ${t.api.token}` }, signal: AbortSignal.timeout(5000) })).json()) as { peers?: number; evidence?: number; offersHeld?: number };
             t.samples.push({
               t: now(),
               incarnation: t.incarnation,
@@ -184,16 +193,20 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
     const jobLoops = buyers.map(async (b, bi) => {
       await sleep(bi * Math.floor(o.jobEveryMs / Math.max(1, buyers.length)));
       while (Date.now() < end) {
+        if (!alive(b) || !b.api) {
+          // this buyer is being restarted: no job, and none counted
+          await sleep(500);
+          continue;
+        }
         const i = seq++;
         // One job in ten asks for what no provider has: the failure path, every time.
         const expectFail = i % 10 === 9;
         const started = Date.now();
         let status: string;
         try {
-          if (!alive(b) || !b.api) throw Object.assign(new Error('down'), { code: 'BUYER_DOWN' });
           const result = await net.runJob(b.api, {
             workload: i % 3 === 0 ? 'builtin.primes' : 'builtin.sha256',
-            params: i % 3 === 0 ? '20000' : '20000',
+            params: '20000',
             maxPrice: { amount: '0.01', currency: 'USD' },
             deadlineMs: 30_000,
             requirements: expectFail ? { memoryMiB: 16 * 1024 * 1024 } : {},
@@ -229,6 +242,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
         const cfgPath = join(t.node.dir, 'config.yaml');
         const out = openSync(t.node.log, 'a');
         t.node.child = spawn(process.execPath, [BIN, '--data-dir', t.node.dir, 'start', '--config', cfgPath], { stdio: ['ignore', out, out], env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
+        closeSync(out); // the child has its own copy
         t.incarnation++;
         t.restarts++;
         t.api = undefined;

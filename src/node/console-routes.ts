@@ -35,9 +35,9 @@ import type { ConsoleSessions} from './console-session.js';
 import { cookieValue } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
-import { jobHistory, providedReceipts } from './job-history.js';
+import { jobHistory, newest, providedReceipts } from './job-history.js';
 
-/** The console's Jobs page shows the newest this many of each list; a provider's evidence, the newest receipts up to the second. */
+/** The console's Jobs page shows the newest this many of each list; a provider's evidence page, the newest receipts and non-deliveries up to the second. */
 const CONSOLE_JOBS = 50;
 const CONSOLE_EVIDENCE = 200;
 
@@ -270,10 +270,12 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const o = ov(d, query);
         const did = params.did!;
         const held = providedReceipts(o.market.evidence, did, CONSOLE_EVIDENCE);
+        const nondeliveries = o.market.evidence.nondeliveriesAbout(did);
         return {
           receipts: held.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, status: r.record.status, ...(a ? { acceptance: a.address, verdict: a.record.verdict } : {}) })),
           receiptsTotal: held.total,
-          nondeliveries: o.market.evidence.nondeliveriesAbout(did).map((n) => ({ address: n.address, job: n.record.job, signer: n.signer })),
+          nondeliveries: newest(nondeliveries, CONSOLE_EVIDENCE, (n) => n.record.signedAt).map((n) => ({ address: n.address, job: n.record.job, signer: n.signer })),
+          nondeliveriesTotal: nondeliveries.length,
         };
       },
     },

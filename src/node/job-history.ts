@@ -15,6 +15,7 @@ import { C0Error } from '../errors.js';
 import type { Acceptance, Job, Receipt } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import type { EvidenceStore } from '../reputation/store.js';
+import { buyerVerdict } from '../reputation/derive.js';
 import type { RecordStore } from '../store/records.js';
 
 export const JOBS_PAGE_DEFAULT = 100;
@@ -41,7 +42,7 @@ export function parseJobsPage(query: URLSearchParams): JobsPageQuery {
 
 export interface HeldReceipt {
   receipt: Opened<Receipt>;
-  /** The receipt's buyer's acceptance of it (its verdict), when held. */
+  /** The receipt's buyer's acceptance of it that reputation counts (its latest verdict), when held. */
   acceptance?: Opened<Acceptance>;
 }
 
@@ -53,8 +54,9 @@ export function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
     .map((receipt) => withVerdict(ev, receipt));
 }
 
+/** A receipt with the verdict reputation counts on it (its buyer's latest; derive.ts buyerVerdict). */
 export function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
-  const acceptance = ev.acceptancesOf(receipt.address).find((a) => a.signer === receipt.record.buyer);
+  const acceptance = buyerVerdict(receipt, ev.acceptancesOf(receipt.address));
   return { receipt, ...(acceptance ? { acceptance } : {}) };
 }
 
@@ -64,18 +66,29 @@ export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: s
   return { jobs: p.jobs.map((job) => ({ job, receipts: receiptsOfJob(ev, job.address) })), ...(p.next !== undefined ? { next: p.next } : {}) };
 }
 
+/** The newest `limit` records by `time` (then the higher address), newest first, without sorting them all. */
+export function newest<R extends { address: string }>(all: Iterable<R>, limit: number, time: (r: R) => number): R[] {
+  const top: R[] = [];
+  // > 0 when a is newer than b
+  const cmp = (a: R, b: R) => time(a) - time(b) || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
+  for (const r of all) {
+    if (top.length === limit && cmp(r, top[top.length - 1]!) <= 0) continue;
+    // binary search for the first in `top` that r is newer than
+    let lo = 0;
+    let hi = top.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cmp(r, top[mid]!) > 0) hi = mid;
+      else lo = mid + 1;
+    }
+    top.splice(lo, 0, r);
+    if (top.length > limit) top.pop();
+  }
+  return top;
+}
+
 /** The newest `limit` receipts naming `did` as the provider (by startedAt), and how many are held. */
 export function providedReceipts(ev: EvidenceStore, did: string, limit: number): { receipts: HeldReceipt[]; total: number } {
   const all = ev.receiptsAbout(did);
-  // the newest `limit` without sorting all of them: a provider keeps every receipt of its own
-  const top: Array<Opened<Receipt>> = [];
-  const newer = (a: Opened<Receipt>, b: Opened<Receipt>) => a.record.startedAt - b.record.startedAt || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
-  for (const r of all) {
-    if (top.length === limit && newer(r, top[top.length - 1]!) <= 0) continue;
-    let i = top.length;
-    while (i > 0 && newer(r, top[i - 1]!) > 0) i--;
-    top.splice(i, 0, r);
-    if (top.length > limit) top.pop();
-  }
-  return { receipts: top.map((r) => withVerdict(ev, r)), total: all.length };
+  return { receipts: newest(all, limit, (r) => r.record.startedAt).map((r) => withVerdict(ev, r)), total: all.length };
 }

@@ -83,7 +83,7 @@ export class MarketService implements BuyerMarket {
     // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
     const adverts = new AdvertIndex(o.records.allAdverts());
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
-    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (second-hand outcomes, those that count here last, the oldest first)', registers: [o.registry] }) : undefined;
+    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (outcomes whole, the oldest first: second-hand ones first, this node\'s own last)', registers: [o.registry] }) : undefined;
     const max = o.maxEvidence ?? DEFAULT_MAX_EVIDENCE;
     // the service, once made: an eviction while the store opens (a lowered bound) finds none and needs none
     const made: { m?: MarketService } = {};
@@ -98,7 +98,7 @@ export class MarketService implements BuyerMarket {
         // many providers' evidence went at once: the whole view is derived again at its next read
         if (made.m) made.m.#rep.reset();
         evicted?.inc(n);
-        o.log.info({ evicted: n, max }, 'reputation evidence past its bound: the oldest second-hand outcomes went, those that count here last');
+        o.log.info({ evicted: n, max }, 'reputation evidence past its bound: the oldest outcomes went, second-hand ones first, this node\'s own last');
       },
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });

@@ -187,11 +187,9 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     seenAcc.add(a.address);
     const r = receipts.get(a.record.receipt);
     if (!r || a.signer !== r.record.buyer) continue; // only the receipt's own buyer
-    if (a.record.verdict === 'disputed' && !(a.record.reason && a.record.reason.trim())) continue;
+    if (!verdictCounts(a)) continue;
     const cur = verdicts.get(r.address);
-    if (!cur || a.record.signedAt > cur.record.signedAt || (a.record.signedAt === cur.record.signedAt && (rankVerdict(a) > rankVerdict(cur) || (rankVerdict(a) === rankVerdict(cur) && a.address < cur.address)))) {
-      verdicts.set(r.address, a);
-    }
+    if (!cur || laterVerdict(a, cur)) verdicts.set(r.address, a);
   }
 
   // one outcome per (buyer, provider, job): the worst; its representative receipt is the lowest address among the worst
@@ -306,4 +304,24 @@ function clampWeight(w: number | undefined): number {
 
 function rankVerdict(a: Opened<Acceptance>): number {
   return a.record.verdict === 'disputed' ? 1 : 0;
+}
+
+/** A verdict that counts: an acceptance, or a dispute with a reason. */
+function verdictCounts(a: Opened<Acceptance>): boolean {
+  return !(a.record.verdict === 'disputed' && !(a.record.reason && a.record.reason.trim()));
+}
+
+/** Whether `a` replaces `cur` as a buyer's verdict on a receipt: the later one; at the same time the dispute, then the lower address. */
+function laterVerdict(a: Opened<Acceptance>, cur: Opened<Acceptance>): boolean {
+  return a.record.signedAt > cur.record.signedAt || (a.record.signedAt === cur.record.signedAt && (rankVerdict(a) > rankVerdict(cur) || (rankVerdict(a) === rankVerdict(cur) && a.address < cur.address)));
+}
+
+/** The verdict reputation counts on a receipt among these acceptances: its own buyer's latest (a tie goes to the dispute). */
+export function buyerVerdict(receipt: Opened<Receipt>, acceptances: Iterable<Opened<Acceptance>>): Opened<Acceptance> | undefined {
+  let cur: Opened<Acceptance> | undefined;
+  for (const a of acceptances) {
+    if (a.record.receipt !== receipt.address || a.signer !== receipt.record.buyer || !verdictCounts(a)) continue;
+    if (!cur || laterVerdict(a, cur)) cur = a;
+  }
+  return cur;
 }

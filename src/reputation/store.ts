@@ -77,7 +77,11 @@ export class EvidenceStore {
   readonly #citing = new Map<string, Set<Opened<Receipt>>>();
   /** Job address → the receipts for it (a job's history: the API's and the console's job lists). */
   readonly #receiptsOfJob = new Map<string, Set<Opened<Receipt>>>();
-  #evicting: Promise<void> | undefined;
+  /**
+   * Adds and evictions run one at a time. An eviction decides from the maps, then awaits its delete: an add in
+   * between could store a receipt citing an offer that is on its way out, and lose its quote pair.
+   */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(store?: Sub, bound?: EvidenceBound) {
     this.#store = store;
@@ -203,7 +207,7 @@ export class EvidenceStore {
    * figures a derivation over everything held gives it: every term of a provider's figures is made of evidence about
    * that provider, but the dealt-with weights.
    */
-  evidenceFor(providers: Iterable<string>, also: readonly string[] = []): Evidence {
+  evidenceFor(providers: readonly string[] | ReadonlySet<string>, also: readonly string[] = []): Evidence {
     const receipts: Array<Opened<Receipt>> = [];
     const nondeliveries: Array<Opened<NonDelivery>> = [];
     const acceptances: Array<Opened<Acceptance>> = [];
@@ -230,6 +234,12 @@ export class EvidenceStore {
   /** Add verified records (as returned by open()). Returns how many were new. All checked before any is kept. */
   async add(...records: Opened[]): Promise<number> {
     for (const r of records) EvidenceStore.check(r);
+    const run = this.#queue.then(() => this.#addNow(records));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #addNow(records: Opened[]): Promise<number> {
     const fresh: Opened[] = [];
     const seen = new Set<string>();
     for (const r of records) if (!this.#has(r) && !seen.has(r.address)) {
@@ -262,17 +272,13 @@ export class EvidenceStore {
   }
 
   /**
-   * Past the bound, evict down to nine tenths of it. One eviction at a time; a failure is reported (onError), loses
-   * nothing and never fails the add that triggered it: the bound is looked at again on the next add.
+   * Past the bound, evict down to nine tenths of it (inside the queue: see #queue). A failure is reported (onError),
+   * loses nothing and never fails the add that triggered it: the bound is looked at again on the next add.
    */
   async #evictIfOver(): Promise<void> {
     const b = this.#bound;
     if (!b || this.size <= b.max) return;
-    if (this.#evicting) return this.#evicting;
-    this.#evicting = this.#evict(b)
-      .catch((e: unknown) => b.onError?.(e))
-      .finally(() => (this.#evicting = undefined));
-    return this.#evicting;
+    await this.#evict(b).catch((e: unknown) => b.onError?.(e));
   }
 
   /**

@@ -181,7 +181,14 @@ export class Buyer {
   }
 
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
-    const result = await this.#run(spec, onEvent);
+    let result: JobResult;
+    try {
+      result = await this.#run(spec, onEvent);
+    } catch (e) {
+      // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
+      this.d.log.info({ workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
+      throw e;
+    }
     // One line per job for the operator: how it ended, who did it, how long each part took.
     const won = result.receipt?.record.provider ?? result.attempts.at(-1)?.provider;
     this.d.log.info(

@@ -33,8 +33,9 @@ export interface AdvertCapPolicy {
 
 /** A time as 16 decimal digits, so keys sort by time (ms since the epoch; any safe integer ≥ 0). */
 const ts = (t: number): string => String(Math.max(0, Math.floor(t))).padStart(16, '0');
-/** The job index's marker: present once every job held is indexed. */
+/** The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections). */
 const JOB_INDEX_DONE = '~indexed';
+const JOB_INDEX_VERSION = '2';
 
 /** One page of a signer's jobs, newest first; `next` continues it. */
 export interface JobPage {
@@ -75,9 +76,10 @@ export class RecordStore {
     return [];
   }
 
-  /** Index every job and selection held, once (a store written before the index existed). */
+  /** Index every job and selection held, once per index version (a store written before the index, or an older one). */
   async #indexJobs(): Promise<void> {
-    if ((await this.#jobIndex.get(JOB_INDEX_DONE)) !== undefined) return;
+    const done = await this.#jobIndex.get(JOB_INDEX_DONE);
+    if (done !== undefined && new TextDecoder().decode(done) === JOB_INDEX_VERSION) return;
     let ops: unknown[] = [];
     for (const type of [T.job, T.selection]) {
       for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
@@ -90,7 +92,7 @@ export class RecordStore {
         }
       }
     }
-    ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new Uint8Array(0), sublevel: this.#jobIndex });
+    ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new TextEncoder().encode(JOB_INDEX_VERSION), sublevel: this.#jobIndex });
     await syncBatch(this.#db, ops);
   }
 

@@ -21,8 +21,9 @@ interface Figures {
 
 interface Evidence {
   receipts: Array<{ address: string; job: string; buyer: string; status: string; verdict?: string; acceptance?: string }>;
-  /** Receipts held about the provider (the list has the newest). */
+  /** Receipts and non-deliveries held about the provider (the lists have the newest). */
   receiptsTotal?: number;
+  nondeliveriesTotal?: number;
   nondeliveries: Array<{ address: string; job?: string; signer: string }>;
 }
 
@@ -109,6 +110,7 @@ export function Reputation() {
               ))}
               {ev.data.receipts.length + ev.data.nondeliveries.length === 0 ? <li>no evidence held</li> : null}
               {ev.data.receiptsTotal !== undefined && ev.data.receiptsTotal > ev.data.receipts.length ? <li>and {ev.data.receiptsTotal - ev.data.receipts.length} older receipts (the newest {ev.data.receipts.length} are listed)</li> : null}
+              {ev.data.nondeliveriesTotal !== undefined && ev.data.nondeliveriesTotal > ev.data.nondeliveries.length ? <li>and {ev.data.nondeliveriesTotal - ev.data.nondeliveries.length} older non-deliveries</li> : null}
             </ul>
           ) : (
             <Loading what="evidence" />

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { EvidenceStore } from '../../../src/reputation/store.js';
 import { RecordStore } from '../../../src/store/records.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
-import { jobHistory, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
+import { jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
 
@@ -20,7 +20,7 @@ const BUYER = P(300);
 const PROV = P(301);
 const OTHER = P(302);
 
-test('a buyer’s jobs newest first with their receipts, oldest first, and only the receipt’s buyer’s verdict', async () => {
+test('a buyer’s jobs newest first with their receipts, oldest first, and the verdict reputation counts: the receipt’s buyer’s latest', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-history-'));
   const db = await openDb(dir);
   try {
@@ -34,12 +34,13 @@ test('a buyer’s jobs newest first with their receipts, oldest first, and only 
     const r1 = receipt(PROV, BUYER, o1, { status: 'failed', startedAt: NOW + 3_100, completedAt: NOW + 3_200 });
     const o2 = offer(OTHER, j3, advert(OTHER));
     const r2 = receipt(OTHER, BUYER, o2, { startedAt: NOW + 3_300, completedAt: NOW + 3_400 });
-    await ev.add(r2, o2, acceptance(P(303), r2, 'disputed'), acceptance(BUYER, r2, 'accepted'), r1, o1);
+    // the buyer accepted, then disputed later: the later verdict is the one reputation counts, and the one shown
+    await ev.add(r2, o2, acceptance(P(303), r2, 'accepted', { signedAt: NOW + 90_000 }), acceptance(BUYER, r2, 'disputed', { signedAt: NOW + 50_000 }), acceptance(BUYER, r2, 'accepted'), r1, o1);
     const page = await jobHistory(records, ev, BUYER.did, { limit: 3 });
     assert.deepEqual(page.jobs.map((x) => x.job.address), [jobs[6]!, jobs[5]!, jobs[4]!].map((j) => j.address));
     const rest = await jobHistory(records, ev, BUYER.did, { limit: 3, before: page.next! });
     assert.equal(rest.jobs[0]!.job.address, j3.address);
-    assert.deepEqual(rest.jobs[0]!.receipts.map((h) => [h.receipt.address, h.acceptance?.record.verdict]), [[r1.address, undefined], [r2.address, 'accepted']]);
+    assert.deepEqual(rest.jobs[0]!.receipts.map((h) => [h.receipt.address, h.acceptance?.record.verdict]), [[r1.address, undefined], [r2.address, 'disputed']]);
     assert.ok(rest.next !== undefined);
     const last = await jobHistory(records, ev, BUYER.did, { limit: 3, before: rest.next });
     assert.deepEqual(last.jobs.map((x) => x.job.address), [jobs[0]!.address]);
@@ -60,6 +61,9 @@ test('the newest receipts naming a provider: the same as sorting them all, and t
   await ev.add(...rs);
   await ev.add(receipt(OTHER, BUYER, offer(OTHER, job(BUYER), advert(OTHER))));
   const all = [...rs].sort((a, b) => b.record.startedAt - a.record.startedAt || (a.address < b.address ? 1 : -1)).map((r) => r.address);
+  // in arrival order, in order oldest first (how the store returns a provider's own), and newest first
+  assert.deepEqual(newest([...rs].sort((a, b) => a.record.startedAt - b.record.startedAt || (a.address < b.address ? -1 : 1)), 5, (r) => r.record.startedAt).map((r) => r.address), all.slice(0, 5));
+  assert.deepEqual(newest([...rs].reverse().sort((a, b) => b.record.startedAt - a.record.startedAt), 5, (r) => r.record.startedAt).map((r) => r.address), all.slice(0, 5));
   for (const k of [1, 4, 12, 20]) {
     const got = providedReceipts(ev, PROV.did, k);
     assert.deepEqual(got.receipts.map((h) => h.receipt.address), all.slice(0, k), `newest ${k}`);

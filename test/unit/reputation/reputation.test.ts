@@ -230,10 +230,10 @@ test('evidence eviction: what counts here goes last, a future date buys nothing,
   const prov = new EvidenceStore(undefined, { max: 7, self: P(3).did, clock: () => clockNow });
   const own = Array.from({ length: 2 }, (_, i) => outcome(ANYONE, 10_000 + i));
   for (const x of own) await prov.add(x.r, x.o, x.a);
-  const bought = outcome(P(3), 5_000, P(4)); // older than both, but this node's own job as a buyer
+  const bought = outcome(P(3), 5_000, P(4)); // older than both, but this node's own job as a buyer: 9 records, down to 6 (own[0] goes)
   await prov.add(bought.r, bought.o, bought.a);
   const heard = outcome(ANYONE, 20_000, P(5)); // newest, but second-hand
-  await prov.add(heard.r, heard.o, heard.a); // 12 records: down to 6
+  await prov.add(heard.r, heard.o, heard.a); // 9 records again: the second-hand outcome goes
   assert.ok(!prov.receipts.has(heard.r.address), 'second-hand first');
   assert.ok(!prov.receipts.has(own[0]!.r.address) && !prov.acceptances.has(own[0]!.a.address) && !prov.offers.has(own[0]!.o.address), 'then the oldest of its jobs as a provider, whole');
   assert.ok(prov.acceptances.has(own[1]!.a.address) && prov.receipts.has(bought.r.address) && prov.acceptances.has(bought.a.address));
@@ -296,4 +296,33 @@ test('evidence eviction: an offer goes with every receipt it prices, never while
   await t.add(newer.r, newer.o, newer.a);
   assert.ok(!t.receipts.has(retry.address) && !t.receipts.has(twice.r.address) && !t.offers.has(twice.o.address) && !t.acceptances.has(twice.a.address));
   assert.ok(t.receipts.has(mine.address) && t.offers.has(shared.o.address));
+});
+
+test('evidence eviction: an add arriving while an eviction deletes waits for it, so a receipt added with its offer keeps it', async () => {
+  const OTHER = P(64);
+  const clockNow = NOW + 1e9;
+  const mk = (t: number) => {
+    const j = job(OTHER, { nonce: new Uint8Array([n & 0xff, (n++ >> 8) & 0xff, 64]) });
+    const o = offer(P(7), j, advert(P(7)), { durationMs: 60_000 });
+    const r = receipt(P(7), OTHER, o, { status: 'completed', startedAt: NOW, completedAt: NOW + t });
+    return { o, r, a: acceptance(OTHER, r, 'accepted', { signedAt: NOW + t + 1 }) };
+  };
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const slow = { batch: async (ops: Array<{ type: string }>) => { if (ops[0]?.type === 'del') await gate; } };
+  const s = new EvidenceStore(slow as never, { max: 6, self: BUYER.did, clock: () => clockNow });
+  const old = mk(1_000);
+  const mid = mk(2_000);
+  await s.add(old.r, old.o, old.a, mid.r, mid.o, mid.a);
+  // past the bound: the eviction takes `old` whole and waits on its delete
+  const newer = mk(3_000);
+  const evicting = s.add(newer.r, newer.o, newer.a);
+  await new Promise((r) => setImmediate(r));
+  // a second receipt for old's offer (a retry), sent with the offer, arrives meanwhile
+  const retry = receipt(P(7), OTHER, old.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 9_000 });
+  const racing = s.add(retry, old.o);
+  release();
+  await Promise.all([evicting, racing]);
+  assert.ok(!s.receipts.has(old.r.address), 'the eviction took the old outcome');
+  assert.ok(s.receipts.has(retry.address) && s.offers.has(old.o.address), 'the retry came after it, with its offer');
 });

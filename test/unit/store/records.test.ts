@@ -251,6 +251,13 @@ describe('RecordStore (real LevelDB)', () => {
       assert.equal((await s2.jobsOf(didFromPublicKey(other.publicKey), { limit: 100 })).jobs.length, 5);
       assert.equal((await s2.selectionsOf(mine[3]!.address)).length, 2);
       assert.equal((await s2.liveJobsOf(me, NOW + 70_000)).length, live.length);
+      // a store indexed by the first version (jobs only; its marker says 1): the selections are indexed at the next open
+      for await (const k of idx.keys({ gt: 's!', lt: 's!\xff' })) await idx.del(k);
+      await idx.put('~indexed', new TextEncoder().encode('1'));
+      assert.deepEqual(await s2.selectionsOf(mine[3]!.address), []);
+      const s3 = await RecordStore.open(db);
+      assert.equal((await s3.selectionsOf(mine[3]!.address)).length, 2);
+      assert.equal((await s3.jobsOf(me, { limit: 100 })).jobs.length, 25);
     } finally {
       await closeDb(db);
     }
