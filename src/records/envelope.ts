@@ -271,14 +271,26 @@ export interface OpenOptions {
   address?: string;
 }
 
+/**
+ * The envelope in a buffer of its own when it came as a view of a larger one. An opened record is often kept for
+ * long (the stores, the record cache, the offer book), and what it came in is often a view of more: a slice of
+ * Node's 8 KiB buffer pool, or of a stream frame. The record, and every byte string decoded from it, would keep that
+ * whole buffer alive; the soak (docs/scale.md §6) found a buyer holding about one 8 KiB pool slab per job.
+ */
+function ownBuffer(bytes: Uint8Array): Uint8Array {
+  return bytes.buffer.byteLength > bytes.byteLength + 64 ? new Uint8Array(bytes) : bytes;
+}
+
 /** Open and fully check an envelope of the expected type. Throws C0Error; never returns an unchecked record. */
 export function open<K extends string>(bytes: Uint8Array, expectedType: K, opts: OpenOptions = {}): Opened<TypeOf<K>> {
+  bytes = ownBuffer(bytes);
   const { type, signer, payload } = openEnvelope(bytes, opts, expectedType);
   return finish(bytes, type, signer, payload, opts.address) as Opened<TypeOf<K>>;
 }
 
 /** Open an envelope of any registered type (for inspection and mixed streams). */
 export function openAny(bytes: Uint8Array, opts: OpenOptions = {}): Opened {
+  bytes = ownBuffer(bytes);
   const { type, signer, payload } = openEnvelope(bytes, opts);
   kindOf(type);
   return finish(bytes, type, signer, payload);

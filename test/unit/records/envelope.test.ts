@@ -365,6 +365,25 @@ describe('envelope: field shapes (unknown, missing, wrong type, money)', () => {
   });
 });
 
+describe('envelope: an opened record owns its bytes', () => {
+  test('an envelope that is a view of a larger buffer (a pool slab, a frame) is opened from a copy: neither the record nor its byte strings keep the larger buffer', () => {
+    const env = seal(T.job, { ...records.job(), nonce: Uint8Array.of(1, 2, 3, 4) }, buyer).bytes;
+    const slab = new Uint8Array(8192);
+    slab.set(env, 100);
+    const view = slab.subarray(100, 100 + env.length);
+    for (const r of [open(view, T.job), openAny(view), open(view, T.job, { trusted: true })]) {
+      assert.notEqual(r.bytes.buffer, slab.buffer);
+      assert.equal(r.bytes.buffer.byteLength, env.length);
+      assert.deepEqual(r.bytes, env);
+      const nonce = (r.record as { nonce?: Uint8Array }).nonce;
+      assert.ok(nonce instanceof Uint8Array && nonce.buffer !== slab.buffer, 'the nonce is not a view of the slab');
+    }
+    // an envelope in a buffer of its own is not copied
+    const own = new Uint8Array(env);
+    assert.equal(open(own, T.job).bytes, own);
+  });
+});
+
 describe('envelope: inspect and trusted open', () => {
   test('inspect reports the first error with what could be read', () => {
     const good = goodOffer();
