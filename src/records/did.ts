@@ -24,12 +24,21 @@ export interface ParsedDid {
 const cache = new Map<string, ParsedDid | C0Error>();
 const CACHE_MAX = 65_536;
 
+/** DIDs already made for a key object (a signer's key: every record it seals names it). */
+const dids = new WeakMap<Uint8Array, string>();
+
 export function didFromPublicKey(pub: Uint8Array): string {
+  const known = dids.get(pub);
+  if (known !== undefined) return known;
   if (pub.length !== 32) throw new C0Error(DID_ERR.BAD_KEY, `Ed25519 public key must be 32 bytes, got ${pub.length}`);
   const bytes = new Uint8Array(34);
   bytes.set(MULTICODEC_ED25519, 0);
   bytes.set(pub, 2);
-  return 'did:key:' + base58btc.encode(bytes);
+  // base58btc builds its text a character at a time: a rope of some forty strings (about 1.2 kB) that every record
+  // keeping the DID would hold; a flat copy is about 100 bytes (a heap snapshot of the soak's provider, docs/scale.md §6)
+  const did = Buffer.from('did:key:' + base58btc.encode(bytes), 'latin1').toString('latin1');
+  dids.set(pub, did);
+  return did;
 }
 
 function parseUncached(did: string): ParsedDid {

@@ -124,3 +124,16 @@ describe('DID ↔ libp2p PeerId', () => {
     assertCode(() => peerIdFromDid(didFromPublicKey(identity)), DID_ERR.BAD_KEY);
   });
 });
+
+describe('did:key: made once per key object', () => {
+  test('a signer’s DID is the same string every time; another array with the same key gives the same DID; a bad key is refused every time', () => {
+    const s = Ed25519Signer.generate();
+    const a = didFromPublicKey(s.publicKey);
+    assert.equal(didFromPublicKey(s.publicKey), a);
+    assert.equal(didFromPublicKey(new Uint8Array(s.publicKey)), a);
+    assert.equal(a, 'did:key:' + base58btc.encode(concat(Uint8Array.of(0xed, 0x01), s.publicKey)));
+    const short = new Uint8Array(31);
+    assertCode(() => didFromPublicKey(short), DID_ERR.BAD_KEY);
+    assertCode(() => didFromPublicKey(short), DID_ERR.BAD_KEY);
+  });
+});
