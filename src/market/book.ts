@@ -63,6 +63,9 @@ export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string
 }
 
 /** `refused`: the provider already holds MAX_STANDBY live offers for the job that this one does not dominate. */
+/** How long past its start-by time an offer is kept at least (its work's receipt brings it into the evidence). */
+export const OFFER_KEEP_MS = 3_600_000;
+
 export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired' | 'refused';
 export interface AddResult {
   /** whether the provider's visible slot (its best live offer) changed */
@@ -299,15 +302,22 @@ export class OfferBook {
     return out;
   }
 
-  /** Drop expired offers; returns how many were dropped. */
-  async prune(now: number): Promise<number> {
+  /**
+   * Drop offers no decision or outcome can still want: past the time their work had to start by (`startBy`) by more
+   * than `keepMs` or twice their quoted duration, whichever is longer. An expired offer is kept that long because the
+   * winner's receipt arrives when the work ends, and it takes the offer it cites into the evidence (quote accuracy).
+   * Returns how many went. Until the sixteenth round nothing called this: every offer a node held stayed in memory
+   * and on disk until it restarted (docs/scale.md §6).
+   */
+  async prune(now: number, keepMs: number = OFFER_KEEP_MS): Promise<number> {
+    const stale = (e: Opened<Offer>) => now > e.record.startBy + Math.max(keepMs, 2 * e.record.durationMs);
     const removed: Opened<Offer>[] = [];
     for (const [job, slots] of [...this.#jobs]) {
       for (const [p, entries] of [...slots]) {
-        const live = entries.filter((e) => e.record.expiresAt > now);
-        if (live.length !== entries.length) {
-          for (const e of entries) if (e.record.expiresAt <= now) removed.push(e);
-          this.#commit(job, p, live, entries.filter((e) => e.record.expiresAt <= now));
+        const gone = entries.filter(stale);
+        if (gone.length) {
+          removed.push(...gone);
+          this.#commit(job, p, entries.filter((e) => !stale(e)), gone);
         }
       }
     }

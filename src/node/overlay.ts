@@ -239,6 +239,7 @@ export class OverlayNode {
     await this.poolMember?.start();
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
+    this.#pruneOffers();
     if (hears) this.#keepTrusted();
     if (nc.outcomes === 'own' && nc.steward && !this.roles.includes('steward')) this.log.warn({ overlay: this.name }, 'network.outcomes is own on an overlay with a steward: this node relays no receipt, and the steward hears each only if gossip reaches it without it');
   }
@@ -271,6 +272,18 @@ export class OverlayNode {
     timers.push(setTimeout(once, 2000), setTimeout(once, 5000), setInterval(once, everyMs));
     for (const t of timers) t.unref();
     this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
+  }
+
+  /** Every minute, drop the offers no decision or outcome can still want (OfferBook.prune). */
+  #pruneOffers(): void {
+    const t = setInterval(() => {
+      this.market.book.prune(this.clock()).then(
+        (n) => n && this.log.debug({ dropped: n, held: this.market.book.size }, 'dropped offers past their start-by time'),
+        (e: unknown) => this.log.warn({ err: (e as Error).message }, 'dropping stale offers failed; tried again in a minute'),
+      );
+    }, 60_000);
+    t.unref();
+    this.#stops.push(async () => clearInterval(t));
   }
 
   /** Register a role's stop (steward, witness) so it stops before the network. */

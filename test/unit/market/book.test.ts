@@ -189,6 +189,34 @@ test('persisted: a restarted node has the same book; expired offers are dropped 
   }
 });
 
+test('prune drops offers an hour (or twice their duration) past their start-by time, in memory and on disk; a standing offer stays', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-book-prune-'));
+  try {
+    let db = await openDb(dir);
+    const b = await OfferBook.open(db, NOW);
+    const jobs = [1, 2, 3].map((i) => job(P(100), { nonce: new Uint8Array([40 + i]) }));
+    const short = offer(P(1), jobs[0]!, A1, { startBy: NOW + 10_000, expiresAt: NOW + 10_000, durationMs: 60_000 });
+    const long = offer(P(2), jobs[1]!, advert(P(2)), { startBy: NOW + 10_000, expiresAt: NOW + 10_000, durationMs: 3 * 3_600_000 });
+    const fresh = offer(P(3), jobs[2]!, advert(P(3)), { startBy: NOW + 8 * 3_600_000, expiresAt: NOW + 8 * 3_600_000 });
+    for (const o of [short, long, fresh]) await b.add(o, NOW);
+    assert.equal(await b.prune(NOW + 10_000 + 3_600_000), 0, 'an hour past start-by: still kept');
+    assert.equal(await b.prune(NOW + 10_000 + 3_600_001), 1);
+    assert.equal(b.get(short.address), undefined);
+    assert.deepEqual(b.jobs().sort(), [jobs[1]!.address, jobs[2]!.address].sort());
+    // a three-hour job's offer stays twice its duration
+    assert.equal(await b.prune(NOW + 10_000 + 6 * 3_600_000), 0);
+    assert.equal(await b.prune(NOW + 10_000 + 6 * 3_600_000 + 1), 1);
+    assert.ok(b.get(fresh.address));
+    await closeDb(db);
+    db = await openDb(dir);
+    const c = await OfferBook.open(db, NOW);
+    assert.deepEqual(c.all().map((o) => o.address), [fresh.address], 'gone from disk too');
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('get(address) finds every offer the book holds, and nothing it dropped', () => {
   const b = new OfferBook();
   const best = offer(P(1), J, A1, { amount: '0.042' });
