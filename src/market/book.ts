@@ -62,10 +62,13 @@ export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string
   return compareOffers(a, b) < 0;
 }
 
-/** `refused`: the provider already holds MAX_STANDBY live offers for the job that this one does not dominate. */
-/** How long past its start-by time an offer is kept at least (its work's receipt brings it into the evidence). */
+/**
+ * How long past its start-by time the book keeps an offer at least. What needs it later keeps it elsewhere: a buyer
+ * stores a selection's considered offers with it, and a receipt takes its offer from the provider or that store.
+ */
 export const OFFER_KEEP_MS = 3_600_000;
 
+/** `refused`: the provider already holds MAX_STANDBY live offers for the job that this one does not dominate. */
 export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired' | 'refused';
 export interface AddResult {
   /** whether the provider's visible slot (its best live offer) changed */
@@ -103,6 +106,8 @@ export class OfferBook {
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
   /** every offer held (best and standby), by address */
   readonly #addrs = new Map<string, Opened<Offer>>();
+  /** Offers prune dropped from memory whose delete did not reach the disk yet (tried again at the next prune). */
+  #unsaved: Opened<Offer>[] = [];
   readonly #store: Sub | undefined;
   readonly #slotOf: SlotOf;
 
@@ -321,7 +326,17 @@ export class OfferBook {
         }
       }
     }
-    if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
+    // what a failed write left on disk goes with the next prune's batch
+    const batch = [...this.#unsaved, ...removed];
+    if (this.#store && batch.length) {
+      try {
+        await this.#store.batch(batch.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
+        this.#unsaved = [];
+      } catch (e) {
+        this.#unsaved = batch;
+        throw e;
+      }
+    }
     return removed.length;
   }
 

@@ -69,6 +69,7 @@ export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: s
 /** The newest `limit` records by `time` (then the higher address), newest first, without sorting them all. */
 export function newest<R extends { address: string }>(all: Iterable<R>, limit: number, time: (r: R) => number): R[] {
   const top: R[] = [];
+  if (limit <= 0) return top;
   // > 0 when a is newer than b
   const cmp = (a: R, b: R) => time(a) - time(b) || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
   for (const r of all) {

@@ -217,12 +217,17 @@ export class MarketService implements BuyerMarket {
     return !!this.book.slot(job, this.adverts.entryOf(did), now);
   }
 
-  /** Receipts, acceptances and non-deliveries are evidence; a receipt brings the offer it cites when we hold it. */
-  async addEvidence(r: Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>): Promise<void> {
+  /**
+   * Receipts, acceptances and non-deliveries are evidence; a receipt brings the offer it cites: the one given (the
+   * provider's own quote), else the book's, else the record store's (a buyer keeps the offers its selections
+   * considered: the book drops offers an hour past their start-by time, and long work ends later).
+   */
+  async addEvidence(r: Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>, cited?: Opened<Offer>): Promise<void> {
     const extra: Opened[] = [];
     if (r.type === T.receipt) {
-      const offer = this.book.get((r as Opened<Receipt>).record.offer);
-      if (offer) extra.push(offer);
+      const at = (r as Opened<Receipt>).record.offer;
+      const offer = cited?.address === at && cited.type === T.offer ? cited : (this.book.get(at) ?? (await this.o.records.get(at, T.offer)));
+      if (offer && !this.evidence.offers.has(offer.address)) extra.push(offer);
     }
     const added = await this.evidence.add(r, ...extra);
     if (added) this.#rep.added([r, ...extra]);

@@ -110,9 +110,9 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       },
       hasReceiptFor: async (job) => (await runs.get(job)) !== undefined,
     },
-    onReceipt: async (r) => {
+    onReceipt: async (r, offer) => {
       await runs.batch([{ type: 'put', key: r.record.job, value: new TextEncoder().encode(r.address) }], { sync: true } as never);
-      await o.market.addEvidence(r);
+      await o.market.addEvidence(r, offer);
     },
     onOutcome: (status) => h.countJob(status),
     ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),

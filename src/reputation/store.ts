@@ -278,7 +278,13 @@ export class EvidenceStore {
   async #evictIfOver(): Promise<void> {
     const b = this.#bound;
     if (!b || this.size <= b.max) return;
-    await this.#evict(b).catch((e: unknown) => b.onError?.(e));
+    await this.#evict(b).catch((e: unknown) => {
+      try {
+        b.onError?.(e);
+      } catch {
+        // a listener's own failure must not fail the add either
+      }
+    });
   }
 
   /**

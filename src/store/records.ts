@@ -79,7 +79,7 @@ export class RecordStore {
   /** Index every job and selection held, once per index version (a store written before the index, or an older one). */
   async #indexJobs(): Promise<void> {
     const done = await this.#jobIndex.get(JOB_INDEX_DONE);
-    if (done !== undefined && new TextDecoder().decode(done) === JOB_INDEX_VERSION) return;
+    if (done !== undefined && Number(new TextDecoder().decode(done)) >= Number(JOB_INDEX_VERSION)) return;
     let ops: unknown[] = [];
     for (const type of [T.job, T.selection]) {
       for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
@@ -241,13 +241,26 @@ export class RecordStore {
       if (ev.dids.length) this.#cap?.onEvict(ev.removed, undefined);
       return true;
     }
-    if (await this.has(rec.address)) return false;
-    await syncBatch(this.#db, [
-      { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
-      { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-      ...RecordStore.#indexKeys(rec).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
-    ]);
-    return true;
+    return (await this.putMany([rec])) === 1;
+  }
+
+  /** Store verified records that are not adverts, in one synced batch; returns how many were new. */
+  async putMany(recs: readonly Opened[]): Promise<number> {
+    const fresh: Opened[] = [];
+    for (const r of recs) {
+      if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
+      if (!fresh.some((f) => f.address === r.address) && !(await this.has(r.address))) fresh.push(r);
+    }
+    if (!fresh.length) return 0;
+    await syncBatch(
+      this.#db,
+      fresh.flatMap((rec) => [
+        { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
+        { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
+        ...RecordStore.#indexKeys(rec).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
+      ]),
+    );
+    return fresh.length;
   }
 
   /**

@@ -44,7 +44,8 @@ export interface ProviderDeps {
   /** Durable provider state. */
   state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
   /** Store (and count) a receipt this provider signed. */
-  onReceipt: (r: Opened<Receipt>) => Promise<void>;
+  /** Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair). */
+  onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>) => Promise<void>;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
@@ -137,7 +138,7 @@ export class Provider {
           failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
         }));
         const env = seal(T.receipt, receipt, this.d.signer);
-        await this.d.onReceipt(env);
+        await this.d.onReceipt(env, offer);
         this.d.onOutcome?.('failed', receipt.workload);
         await this.d.publish('receipt', env).catch(() => 0);
       } catch (e) {
@@ -387,7 +388,7 @@ export class Provider {
     const receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
     const env = seal(T.receipt, receipt, this.d.signer);
     try {
-      await this.d.onReceipt(env);
+      await this.d.onReceipt(env, offer);
     } finally {
       // Released only once the receipt is stored, so a request in between cannot run the job again.
       this.#running.delete(job.address);
