@@ -86,7 +86,7 @@ export class BuyerWiring {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
         // a selection's considered offers are what it is audited against: kept with it, not only in the book
-        // (which drops offers an hour past their start-by time, docs/market.md "Persistence")
+        // (which drops offers an hour past their start-by time, docs/market.md §3 "Pruning")
         if (rec.type === T.selection) {
           const held = (rec as Opened<Selection>).record.considered.map((c) => this.o.market.book.get(c.offer)).filter((o): o is Opened<Offer> => o !== undefined);
           if (held.length) await this.o.records.putMany(held);
