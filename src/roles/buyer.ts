@@ -182,11 +182,12 @@ export class Buyer {
 
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
     let result: JobResult;
+    const made: { job?: string } = {};
     try {
-      result = await this.#run(spec, onEvent);
+      result = await this.#run(spec, onEvent, made);
     } catch (e) {
       // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
-      this.d.log.info({ workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
+      this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
       throw e;
     }
     // One line per job for the operator: how it ended, who did it, how long each part took.
@@ -208,7 +209,8 @@ export class Buyer {
     return result;
   }
 
-  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void): Promise<JobResult> {
+  /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string }): Promise<JobResult> {
     const { clock, log } = this.d;
     const policy = spec.policy ?? this.d.defaultPolicy;
     if (policy === 'private' && !spec.requirements?.allowlist) {
@@ -222,10 +224,13 @@ export class Buyer {
     if (spec.order) {
       // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
       if (!this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
-      return runOrder(this.d, this.d.orders, this.buildJob(spec, clock()), spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
+      const order = this.buildJob(spec, clock());
+      made.job = order.address;
+      return runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
+    made.job = job.address;
     let admission: Admission | undefined;
     if (this.d.admission) {
       // pool/1: the steward decides before the job is announced.
