@@ -47,7 +47,7 @@ export interface HeldReceipt {
 }
 
 /** The receipts held for a job, oldest first, each with its own buyer's verdict (no one else's). */
-export function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
+function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
   return ev
     .receiptsOf(job)
     .sort((a, b) => a.record.startedAt - b.record.startedAt || (a.address < b.address ? -1 : 1))
@@ -55,7 +55,7 @@ export function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
 }
 
 /** A receipt with the verdict reputation counts on it (its buyer's latest; derive.ts buyerVerdict). */
-export function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
+function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
   const acceptance = buyerVerdict(receipt, ev.acceptancesOf(receipt.address));
   return { receipt, ...(acceptance ? { acceptance } : {}) };
 }

@@ -226,7 +226,9 @@ export class MarketService implements BuyerMarket {
     const extra: Opened[] = [];
     if (r.type === T.receipt) {
       const at = (r as Opened<Receipt>).record.offer;
-      const offer = cited?.address === at && cited.type === T.offer ? cited : (this.book.get(at) ?? (await this.o.records.get(at, T.offer)));
+      // only this node's own jobs' offers are in the record store: no disk read for anyone else's receipt
+      const own = (r as Opened<Receipt>).record.buyer === this.o.did;
+      const offer = cited?.address === at && cited.type === T.offer ? cited : (this.book.get(at) ?? (own ? await this.o.records.get(at, T.offer) : undefined));
       if (offer && !this.evidence.offers.has(offer.address)) extra.push(offer);
     }
     const added = await this.evidence.add(r, ...extra);

@@ -246,21 +246,21 @@ export class RecordStore {
 
   /** Store verified records that are not adverts, in one synced batch; returns how many were new. */
   async putMany(recs: readonly Opened[]): Promise<number> {
-    const fresh: Opened[] = [];
+    const fresh = new Map<string, Opened>();
     for (const r of recs) {
       if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
-      if (!fresh.some((f) => f.address === r.address) && !(await this.has(r.address))) fresh.push(r);
+      if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
-    if (!fresh.length) return 0;
+    if (!fresh.size) return 0;
     await syncBatch(
       this.#db,
-      fresh.flatMap((rec) => [
+      [...fresh.values()].flatMap((rec) => [
         { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
         { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
         ...RecordStore.#indexKeys(rec).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
       ]),
     );
-    return fresh.length;
+    return fresh.size;
   }
 
   /**
