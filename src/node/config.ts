@@ -16,6 +16,7 @@ import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/
 import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
 import { TOPIC_KINDS } from '../net/topics.js';
+import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -266,6 +267,14 @@ export const configSchema = z
       })
       .strict()
       .default({ maxAdverts: 10_000 }),
+    /** The job history (docs/node.md "Job history"). */
+    history: z
+      .object({
+        /** Jobs, and what belongs to them (selections, the offers and claims they weighed, claim refusals), are dropped this many days after the job's deadline (0: kept for ever). */
+        keepDays: z.number().min(0).max(36_500).default(DEFAULT_HISTORY_KEEP_DAYS),
+      })
+      .strict()
+      .default({ keepDays: DEFAULT_HISTORY_KEEP_DAYS }),
     buyer: z
       .object({
         policy: z.enum(POLICIES).default('balanced'),

@@ -37,6 +37,7 @@ import type { PresencePublisher } from '../roles/provider/presence-publisher.js'
 import { presenceHook } from './presence-wiring.js';
 import { keepConnected } from './keep-connected.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
+import { startHistoryPruning } from './history-prune.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
@@ -240,6 +241,7 @@ export class OverlayNode {
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
     this.#pruneOffers();
+    this.#pruneHistory();
     if (hears) this.#keepTrusted();
     if (nc.outcomes === 'own' && nc.steward && !this.roles.includes('steward')) this.log.warn({ overlay: this.name }, 'network.outcomes is own on an overlay with a steward: this node relays no receipt, and the steward hears each only if gossip reaches it without it');
   }
@@ -284,6 +286,15 @@ export class OverlayNode {
     }, 60_000);
     t.unref();
     this.#stops.push(async () => clearInterval(t));
+  }
+
+  /** Drop the job history past `history.keepDays` (history-prune.ts). */
+  #pruneHistory(): void {
+    const keepDays = this.d.config.history.keepDays;
+    if (keepDays <= 0) return;
+    const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals)', registers: [this.registry] });
+    const p = startHistoryPruning({ records: this.records, keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
+    this.#stops.push(() => p.stop());
   }
 
   /** Register a role's stop (steward, witness) so it stops before the network. */

@@ -17,9 +17,14 @@
  * its live ones, so neither reads every job the node ever stored (a provider
  * stores each job it quoted on); `s!<job>!<address>` finds a job's
  * selections. A store from before the index is indexed once at open.
+ *
+ * The job history is dropped by age (`pruneHistory`, docs/node.md "Job
+ * history"): `e!<time>!<type>!<address>` orders jobs by deadline, and what
+ * belongs to a job (its selections, the offers and claims they weighed, claim
+ * refusals) by that job's deadline when the job is held, else by their own time.
  */
 import { open, type Opened } from '../records/envelope.js';
-import { T, type Advert, type Job, type RecordTypes, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
 import { sub, syncBatch, type Db, type Sub } from './db.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
@@ -33,9 +38,39 @@ export interface AdvertCapPolicy {
 
 /** A time as 16 decimal digits, so keys sort by time (ms since the epoch; any safe integer ≥ 0). */
 const ts = (t: number): string => String(Math.max(0, Math.floor(t))).padStart(16, '0');
-/** The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections). */
+/** The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections; 3: and the history by age). */
 const JOB_INDEX_DONE = '~indexed';
-const JOB_INDEX_VERSION = '2';
+const JOB_INDEX_VERSION = '3';
+/** The kinds that make up the job history, dropped by age (besides jobs themselves): each names its job. */
+const OF_A_JOB: ReadonlySet<string> = new Set([T.selection, T.offer, T.claim, T.claimRefusal]);
+
+/** A record of the job history's own time: a job's deadline, the latest a selection, offer, claim or refusal matters on its own. */
+function ownTime(r: Opened): number | undefined {
+  switch (r.type) {
+    case T.job:
+      return (r as Opened<Job>).record.deadline;
+    case T.selection:
+      return (r as Opened<Selection>).record.decidedAt;
+    case T.offer: {
+      const o = (r as Opened<Offer>).record;
+      return Math.max(o.expiresAt, o.startBy + o.durationMs);
+    }
+    case T.claim:
+      return (r as Opened<Claim>).record.issuedAt;
+    case T.claimRefusal:
+      return (r as Opened<ClaimRefusal>).record.signedAt;
+    default:
+      return undefined;
+  }
+}
+
+/** What one pass of `pruneHistory` did. */
+export interface HistoryPruned {
+  /** Records dropped. */
+  removed: number;
+  /** More were due than the pass took: call again. */
+  more: boolean;
+}
 
 /** One page of a signer's jobs, newest first; `next` continues it. */
 export interface JobPage {
@@ -66,8 +101,8 @@ export class RecordStore {
     this.#jobIndex = sub(db, `${prefix}jobindex`);
   }
 
-  /** The job index's keys for a record: a job's by signer and time, a selection's by job; none for other kinds. */
-  static #indexKeys(r: Opened): string[] {
+  /** The job index's lookup keys for a record: a job's by signer and time, a selection's by job; none for other kinds. */
+  static #lookupKeys(r: Opened): string[] {
     if (r.type === T.job) {
       const j = r as Opened<Job>;
       return [`a!${j.signer}!${ts(j.record.announcedAt)}!${j.address}`, `d!${j.signer}!${ts(j.record.deadline)}!${j.address}`];
@@ -76,19 +111,45 @@ export class RecordStore {
     return [];
   }
 
-  /** Index every job and selection held, once per index version (a store written before the index, or an older one). */
+  /**
+   * A record's key in the history by age, or undefined when it is not job history. What belongs to a held job is
+   * dated by the job's deadline, so it goes with the job: a selection, its offers and claims are what the job is
+   * audited against. `jobs` caches the jobs looked up (and holds those being written in the same batch).
+   */
+  async #historyKey(r: Opened, jobs: Map<string, Opened<Job> | undefined>): Promise<string | undefined> {
+    const own = ownTime(r);
+    if (own === undefined) return undefined;
+    let at = own;
+    if (OF_A_JOB.has(r.type)) {
+      const addr = (r.record as { job: string }).job;
+      if (!jobs.has(addr)) jobs.set(addr, await this.get(addr, T.job));
+      const job = jobs.get(addr);
+      if (job) at = Math.max(own, job.record.deadline);
+    }
+    return `e!${ts(at)}!${r.type}!${r.address}`;
+  }
+
+  /** Every job index key of a record. */
+  async #indexKeys(r: Opened, jobs: Map<string, Opened<Job> | undefined> = new Map()): Promise<string[]> {
+    const e = await this.#historyKey(r, jobs);
+    return e === undefined ? RecordStore.#lookupKeys(r) : [...RecordStore.#lookupKeys(r), e];
+  }
+
+  /** Index the job history held, once per index version (a store written before the index, or an older one). */
   async #indexJobs(): Promise<void> {
     const done = await this.#jobIndex.get(JOB_INDEX_DONE);
     if (done !== undefined && Number(new TextDecoder().decode(done)) >= Number(JOB_INDEX_VERSION)) return;
     let ops: unknown[] = [];
-    for (const type of [T.job, T.selection]) {
+    const jobs = new Map<string, Opened<Job> | undefined>();
+    for (const type of [T.job, ...OF_A_JOB]) {
       for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
         const r = await this.get(key.slice(type.length + 1), type);
         if (!r) continue;
-        for (const k of RecordStore.#indexKeys(r)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
+        for (const k of await this.#indexKeys(r, jobs)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
         if (ops.length >= 2000) {
           await syncBatch(this.#db, ops);
           ops = [];
+          jobs.clear();
         }
       }
     }
@@ -252,15 +313,41 @@ export class RecordStore {
       if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
     if (!fresh.size) return 0;
-    await syncBatch(
-      this.#db,
-      [...fresh.values()].flatMap((rec) => [
-        { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
-        { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-        ...RecordStore.#indexKeys(rec).map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
-      ]),
-    );
+    const ops: unknown[] = [];
+    const jobs = new Map<string, Opened<Job> | undefined>();
+    for (const r of fresh.values()) if (r.type === T.job) jobs.set(r.address, r as Opened<Job>);
+    for (const rec of fresh.values()) {
+      ops.push({ type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records }, { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType });
+      for (const key of await this.#indexKeys(rec, jobs)) ops.push({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex });
+    }
+    await syncBatch(this.#db, ops);
     return fresh.size;
+  }
+
+  /**
+   * Drop the job history whose time is before `before` (ms): jobs past their deadline, and what belongs to them (see
+   * the class comment), with their index entries, at most `max` records in one synced batch. Adverts, pool and
+   * witness records are not history and are never dropped here.
+   */
+  async pruneHistory(before: number, max = 1000): Promise<HistoryPruned> {
+    const ops: unknown[] = [];
+    let removed = 0;
+    let more = false;
+    for await (const key of this.#jobIndex.keys({ gt: 'e!', lt: `e!${ts(before)}` })) {
+      if (removed >= max) {
+        more = true;
+        break;
+      }
+      ops.push({ type: 'del', key, sublevel: this.#jobIndex });
+      const [, , type, address] = key.split('!');
+      const r = type && address ? await this.get(address, type) : undefined;
+      if (!r) continue;
+      ops.push({ type: 'del', key: r.address, sublevel: this.#records }, { type: 'del', key: `${r.type}!${r.address}`, sublevel: this.#byType });
+      for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
+      removed++;
+    }
+    if (ops.length) await syncBatch(this.#db, ops);
+    return { removed, more };
   }
 
   /**

@@ -2,16 +2,20 @@
  * Restart: a provider and a buyer process stopped with SIGTERM and started
  * again on the same data directories keep their records, offer books and
  * reputation (LevelDB on disk), the provider's advert seq keeps increasing,
- * and the restarted pair still runs a job.
+ * and the restarted pair still runs a job. Restarted with a shorter
+ * `history.keepDays`, the buyer drops the jobs past it, with their
+ * selections and offers, and keeps the live ones and its evidence.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster, bootstrapAddr, buyerConfig, freePort, get, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
+import { readFileSync } from 'node:fs';
+import { Cluster, bootstrapAddr, buyerConfig, freePort, get, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
 
 const c = new Cluster('restart');
 let prov: NodeProc;
 let buyer: NodeProc;
 let jobAddr: string;
+let liveJob: string;
 
 const spec = (text: string) => ({ workload: 'builtin.sha256', params: '50', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 120_000, input: Buffer.from(text).toString('base64') });
 
@@ -110,5 +114,30 @@ test('the restarted pair still runs a job, and the evidence adds up', async () =
     assert.equal(f.successes, 2);
     const jobs = await get<{ jobs: Array<{ address: string }> }>(buyer, '/v1/jobs');
     assert.deepEqual(jobs.jobs.map((j) => j.address), [(result.job as Wire).address, jobAddr], 'newest first, the old one kept');
+    liveJob = (result.job as Wire).address;
+  });
+});
+
+test('restarted with a shorter history.keepDays, the buyer drops the jobs past it and keeps the live ones and its evidence', async () => {
+  await withLogs(c, async () => {
+    const { result } = await runJob(buyer, { ...spec('a short deadline'), deadlineMs: 2000 });
+    assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
+    const short = result.job as Wire<{ deadline: number }>;
+    const reputation = await get(buyer, '/v1/reputation');
+    const held = await get<{ jobs: Array<{ address: string }> }>(buyer, '/v1/jobs');
+    assert.ok(held.jobs.some((j) => j.address === short.address));
+    // keep one second past a job's deadline: the short job goes once its deadline is a second behind
+    await new Promise((r) => setTimeout(r, Math.max(0, short.record.deadline + 1500 - Date.now())));
+    buyer = await c.restart(buyer, { ...buyer.config, history: { keepDays: 1 / 86_400 } });
+    const line = await waitFor('the buyer to drop its old job history', () =>
+      readFileSync(buyer.log, 'utf8').split('\n').map((l) => (l.startsWith('{') ? (JSON.parse(l) as { msg?: string; removed?: number }) : {})).find((l) => l.msg === 'dropped job history past history.keepDays'),
+    );
+    // the job, its selection and the offer it considered (a collection that ends at the first offer considers one)
+    assert.ok((line.removed ?? 0) >= 3, JSON.stringify(line));
+    assert.ok(metricSum(await metricsText(buyer), 'c0mpute_history_pruned_total', {}) >= 3);
+    const jobs = (await get<{ jobs: Array<{ address: string }> }>(buyer, '/v1/jobs')).jobs.map((j) => j.address);
+    assert.ok(!jobs.includes(short.address), 'the job past keepDays is gone');
+    assert.ok(jobs.includes(liveJob), 'a job before its deadline is kept');
+    assert.deepEqual(await get(buyer, '/v1/reputation'), reputation, 'evidence is not history: the reputation view is unchanged');
   });
 });

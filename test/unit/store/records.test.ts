@@ -8,7 +8,7 @@ import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { seal, type Opened } from '../../../src/records/envelope.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import { hashHex } from '../../../src/records/address.js';
-import { T, type Advert, type Job, type Offer } from '../../../src/records/kinds.js';
+import { T, type Advert, type Job, type Offer, type Selection } from '../../../src/records/kinds.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
 
@@ -258,6 +258,83 @@ describe('RecordStore (real LevelDB)', () => {
       const s3 = await RecordStore.open(db);
       assert.equal((await s3.selectionsOf(mine[3]!.address)).length, 2);
       assert.equal((await s3.jobsOf(me, { limit: 100 })).jobs.length, 25);
+    } finally {
+      await closeDb(db);
+    }
+  });
+  test('the job history is dropped by age: a job past its deadline with what belongs to it, a record whose job is not held at its own time, nothing else; a batch at a time; a store from before the age index indexed at open', async () => {
+    const db = await openDb(join(dir, 'history'));
+    try {
+      const s = await RecordStore.open(db);
+      const me = didFromPublicKey(buyer.publicKey);
+      const DAY = 24 * 3600_000;
+      const mk = (n: number, at: number, deadlineIn: number) => {
+        const input = new TextEncoder().encode(`history ${n}`);
+        return seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: at, deadline: at + deadlineIn, timeoutMs: 10_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', nonce: Uint8Array.of(n, 9) }, buyer);
+      };
+      const a1 = advert(p1, 1);
+      await s.put(a1);
+      // an old job with a long deadline: its selection and offers were decided long before the deadline, and go with the job
+      const old = mk(1, NOW - 40 * DAY, 5 * DAY);
+      const recent = mk(2, NOW - 2 * DAY, 60_000);
+      const live = mk(3, NOW, 60_000);
+      // a job announced as long ago but running for 20 days: not due, and neither is what was decided for it then
+      const long = mk(4, NOW - 40 * DAY, 20 * DAY);
+      const offerOf = (j: Opened<Job>, at: number) =>
+        seal(T.offer, { job: j.address, advert: a1.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: at, startBy: at + 30_000, expiresAt: at + 30_000 }, p1);
+      const selOf = (j: Opened<Job>, o: Opened<Offer>, at: number): Opened<Selection> =>
+        seal(T.selection, { job: j.address, buyer: me, policy: 'cheapest', winner: o.address, considered: [{ provider: did1, offer: o.address }], decidedAt: at }, buyer);
+      const oOld = offerOf(old, old.record.announcedAt);
+      const oRecent = offerOf(recent, recent.record.announcedAt);
+      const oLong = offerOf(long, long.record.announcedAt);
+      for (const j of [old, recent, live, long]) await s.put(j);
+      await s.putMany([selOf(long, oLong, long.record.announcedAt + 1000), oLong]);
+      await s.putMany([selOf(old, oOld, old.record.announcedAt + 1000), oOld]);
+      await s.putMany([selOf(recent, oRecent, recent.record.announcedAt + 1000), oRecent]);
+      // a provider's claim refusals and claims of jobs it never stored: each dated by its own time
+      const orphanJob = hashHex(Uint8Array.of(7, 7));
+      const oldRefusal = seal(T.claimRefusal, { job: orphanJob, claim: hashHex(Uint8Array.of(1)), provider: did2, code: 'CLAIM_INVALID', signedAt: NOW - 50 * DAY }, buyer);
+      const newRefusal = seal(T.claimRefusal, { job: orphanJob, claim: hashHex(Uint8Array.of(2)), provider: did2, code: 'CLAIM_INVALID', signedAt: NOW - DAY }, buyer);
+      const oldClaim = seal(T.claim, { job: orphanJob, advert: a1.address, price: { amount: '0.001', currency: 'USD' }, issuedAt: NOW - 45 * DAY }, p2);
+      for (const r of [oldRefusal, newRefusal, oldClaim]) await s.put(r);
+      const all = [old, recent, live, oOld, oRecent, oldRefusal, newRefusal, oldClaim];
+      const heldBefore = await Promise.all(all.map((r) => s.has(r.address)));
+      assert.ok(heldBefore.every(Boolean));
+
+      // 30 days: the old job (deadline 35 days ago) with its selection and offer, the old refusal and claim; one record a batch
+      const cutoff = NOW - 30 * DAY;
+      let removed = 0;
+      let passes = 0;
+      for (;;) {
+        const r = await s.pruneHistory(cutoff, 1);
+        removed += r.removed;
+        passes++;
+        if (!r.more) break;
+      }
+      assert.equal(removed, 5);
+      assert.equal(passes, 5, 'one record a batch, the last saying there is no more');
+      for (const r of [old, oOld, oldRefusal, oldClaim]) assert.equal(await s.has(r.address), false, `${r.type} dropped`);
+      for (const r of [recent, live, oRecent, newRefusal, a1, long, oLong]) assert.equal(await s.has(r.address), true, `${r.type} kept`);
+      assert.deepEqual(await s.selectionsOf(old.address), []);
+      assert.equal((await s.selectionsOf(long.address)).length, 1, 'a selection goes with its job, not at its own time');
+      assert.equal((await s.selectionsOf(recent.address)).length, 1);
+      assert.deepEqual((await s.jobsOf(me, { limit: 10 })).jobs.map((j) => j.address), [live.address, recent.address, long.address]);
+      assert.deepEqual((await s.list(T.job)).map((j) => j.address).sort(), [live.address, recent.address, long.address].sort());
+      assert.equal((await s.list(T.selection)).length, 2);
+      assert.equal(s.advertOf(did1)?.address, a1.address, 'adverts are not history');
+      assert.deepEqual(await s.pruneHistory(cutoff), { removed: 0, more: false });
+
+      // a store indexed by the second version (no history by age): indexed at the next open, then pruned alike
+      const idx = db.sublevel<string, Uint8Array>('jobindex', { valueEncoding: 'view' });
+      for await (const k of idx.keys({ gt: 'e!', lt: 'e!\xff' })) await idx.del(k);
+      await idx.put('~indexed', new TextEncoder().encode('2'));
+      assert.deepEqual(await s.pruneHistory(NOW + DAY), { removed: 0, more: false }, 'the age index is what pruning reads');
+      const s2 = await RecordStore.open(db);
+      assert.equal((await s2.selectionsOf(long.address)).length, 1);
+      assert.deepEqual(await s2.pruneHistory(NOW - 19 * DAY), { removed: 3, more: false }, 'indexed at open, a selection and offer are dated by their held job: the long job goes with both');
+      assert.deepEqual(await s2.selectionsOf(long.address), []);
+      assert.deepEqual(await s2.pruneHistory(NOW - DAY + 1), { removed: 4, more: false }, 'the two-day-old job, its selection and offer, and the day-old refusal');
+      assert.deepEqual((await s2.jobsOf(me, { limit: 10 })).jobs.map((j) => j.address), [live.address]);
     } finally {
       await closeDb(db);
     }

@@ -1,0 +1,98 @@
+/**
+ * Dropping the job history by age (src/node/history-prune.ts), with a fake
+ * store and mocked timers: the first pass after start, batches until the store
+ * says there is no more, the cutoff from the clock and `keepDays`, one log line
+ * per pass, a pass asked for while one runs joins it, a failed pass is logged
+ * and the next one runs, and stop() waits for the batch in flight.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DAY_MS, startHistoryPruning } from '../../../src/node/history-prune.js';
+import type { HistoryPruned } from '../../../src/store/records.js';
+import type { Logger } from '../../../src/util/log.js';
+
+const NOW = 1_800_000_000_000;
+
+function capture() {
+  const lines: Array<{ level: string; o: Record<string, unknown>; msg: string }> = [];
+  const at = (level: string) => (o: Record<string, unknown>, msg: string) => void lines.push({ level, o, msg });
+  const log = { info: at('info'), warn: at('warn'), debug: at('debug'), error: at('error'), child: () => log };
+  return { log: log as unknown as Logger, lines };
+}
+
+/** A store holding `due` records past any cutoff; each call takes up to `max`, or waits for `gate` when given. */
+function fakeStore(due: number) {
+  const calls: Array<{ before: number; max: number | undefined }> = [];
+  let gate: Promise<void> | undefined;
+  let fail = false;
+  return {
+    calls,
+    hold(p: Promise<void>) {
+      gate = p;
+    },
+    failNext() {
+      fail = true;
+    },
+    async pruneHistory(before: number, max?: number): Promise<HistoryPruned> {
+      calls.push({ before, max });
+      if (gate) await gate;
+      if (fail) {
+        fail = false;
+        throw new Error('disk full');
+      }
+      const removed = Math.min(due, max ?? Infinity);
+      due -= removed;
+      return { removed, more: due > 0 };
+    },
+  };
+}
+
+test('the first pass runs after start and takes batches until no more is due; the cutoff is keepDays before the clock; one line per pass', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const store = fakeStore(2500);
+  const { log, lines } = capture();
+  const pruned: number[] = [];
+  const p = startHistoryPruning({ records: store, keepDays: 30, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000, batch: 1000, onPruned: (n) => pruned.push(n) });
+  t.mock.timers.tick(999);
+  assert.equal(store.calls.length, 0);
+  t.mock.timers.tick(1);
+  const total = await p.pass(); // joins the pass the timer started
+  assert.equal(total, 2500);
+  assert.deepEqual(store.calls, [1, 2, 3].map(() => ({ before: NOW - 30 * DAY_MS, max: 1000 })));
+  assert.deepEqual(pruned, [1000, 1000, 500]);
+  assert.deepEqual(lines.map((l) => [l.level, l.msg, l.o.removed]), [['info', 'dropped job history past history.keepDays', 2500]]);
+  // the next pass finds nothing: no line
+  t.mock.timers.tick(60_000);
+  assert.equal(await p.pass(), 0);
+  assert.equal(lines.length, 1);
+  await p.stop();
+});
+
+test('a pass asked for while one runs joins it; a failed pass is logged and the next one runs; stop() waits for the batch in flight and no pass runs after it', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const store = fakeStore(10);
+  const { log, lines } = capture();
+  const p = startHistoryPruning({ records: store, keepDays: 0.5, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000 });
+  store.failNext();
+  assert.equal(await p.pass(), 0);
+  assert.equal(lines[0]?.level, 'warn');
+  assert.match(lines[0]!.msg, /tried again at the next pass/);
+  assert.equal(store.calls[0]?.before, NOW - DAY_MS / 2);
+
+  let release!: () => void;
+  store.hold(new Promise<void>((r) => (release = r)));
+  const a = p.pass();
+  const b = p.pass();
+  assert.equal(a, b, 'one pass at a time');
+  let stopped = false;
+  const stopping = p.stop().then(() => (stopped = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(stopped, false, 'stop waits for the batch in flight');
+  release();
+  await stopping;
+  assert.equal(await a, 10);
+  const calls = store.calls.length;
+  t.mock.timers.tick(120_000);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(store.calls.length, calls, 'no pass after stop');
+});
