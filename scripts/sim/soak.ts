@@ -1,6 +1,7 @@
 /**
  * `npm run soak -- [--minutes 30] [--providers 4] [--buyers 2] [--jobEveryMs 2000]
- *   [--churnEveryMin 3] [--sampleMs 10000] [--warmupMin 3] [--dir DIR] [--out soak.json]`
+ *   [--churnEveryMin 3] [--sampleMs 10000] [--warmupMin 3] [--maxEvidence N] [--keepDays D]
+ *   [--dir DIR] [--out soak.json]`
  *
  * The second day of a small network (docs/scale.md §6): separate daemons, each
  * started by `c0mpute start` from its own data directory and config.yaml as the
@@ -10,7 +11,10 @@
  * at the end it prints, per 5-minute window, the jobs and how they ended, and
  * per daemon what grew: heap (the lowest sample of each minute, so a GC's
  * timing does not count), RSS, open file descriptors, active handles, the data
- * directory and the log.
+ * directory and the log. A store that is bounded grows and then levels off:
+ * each slope is also given over the last third of the window ("late"), and
+ * `--maxEvidence` / `--keepDays` set every daemon's evidence and history
+ * bounds low, so a run of an hour or two reaches them.
  *
  * Two daemons are never restarted (the first provider, which every other node
  * bootstraps from, and the first buyer), so their figures cover the whole run;
@@ -37,6 +41,10 @@ export interface SoakOptions {
   churnEveryMin: number;
   sampleMs: number;
   warmupMin: number;
+  /** Every daemon's `reputation.maxEvidence` (default: the daemon's), so a run reaches the bound sooner. */
+  maxEvidence?: number;
+  /** Every daemon's `history.keepDays` (default: the daemon's), so a run reaches the history's bound sooner. */
+  keepDays?: number;
   dir?: string;
   out?: string;
 }
@@ -118,7 +126,8 @@ function apiOfDir(dir: string, pid: number | undefined): { api: string; token: s
 
 export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: string) => void = (s) => process.stdout.write(s + '\n')): Promise<Record<string, unknown>> {
   const o: SoakOptions = { ...DEFAULTS, ...partial };
-  const net = new Devnet({ providers: o.providers, policy: 'balanced', jobs: 1, keep: !!o.dir, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, print });
+  const configOverrides = { ...(o.maxEvidence !== undefined ? { reputation: { maxEvidence: o.maxEvidence } } : {}), ...(o.keepDays !== undefined ? { history: { keepDays: o.keepDays } } : {}) };
+  const net = new Devnet({ providers: o.providers, policy: 'balanced', jobs: 1, keep: !!o.dir, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, print, configOverrides });
   const t0 = Date.now();
   const now = () => Date.now() - t0;
   const tracked: Tracked[] = [];
@@ -327,6 +336,9 @@ function summarise(o: SoakOptions, tracked: Tracked[], jobs: JobEnd[], events: {
     const heapPts = [...perMinMin].map(([m, y]) => ({ x: m * 60_000, y }));
     const first = inc[0];
     const last = inc[inc.length - 1];
+    // the last third of the window: what a bounded store's growth levels off to
+    const lateFrom = first && last ? last.t - (last.t - first.t) / 3 : Infinity;
+    const late = <P extends { x: number }>(pts: P[]) => pts.filter((p) => p.x >= lateFrom);
     const span = first && last ? (last.t - first.t) / 1000 : 0;
     return {
       name: t.node.name,
@@ -335,6 +347,7 @@ function summarise(o: SoakOptions, tracked: Tracked[], jobs: JobEnd[], events: {
       window: first && last ? `${(first.t / 60_000).toFixed(1)}–${(last.t / 60_000).toFixed(1)} min` : 'none',
       heapMiB: first && last ? [first.heap / 2 ** 20, last.heap / 2 ** 20] : [],
       heapFloorSlopeMiBPerHour: slopePerHour(heapPts) / 2 ** 20,
+      heapFloorSlopeLateMiBPerHour: slopePerHour(late(heapPts)) / 2 ** 20,
       rssMiB: first && last ? [first.rss / 2 ** 20, last.rss / 2 ** 20] : [],
       rssSlopeMiBPerHour: slopePerHour(inc.map((x) => ({ x: x.t, y: x.rss }))) / 2 ** 20,
       fds: first && last ? [first.fds, last.fds] : [],
@@ -343,6 +356,7 @@ function summarise(o: SoakOptions, tracked: Tracked[], jobs: JobEnd[], events: {
       evidence: first && last ? [first.evidence, last.evidence] : [],
       dirMiB: last ? last.dirBytes / 2 ** 20 : NaN,
       dirSlopeMiBPerHour: slopePerHour(inc.map((x) => ({ x: x.t, y: x.dirBytes }))) / 2 ** 20,
+      dirSlopeLateMiBPerHour: slopePerHour(late(inc.map((x) => ({ x: x.t, y: x.dirBytes })))) / 2 ** 20,
       logMiBPerHour: slopePerHour(inc.map((x) => ({ x: x.t, y: x.logBytes }))) / 2 ** 20,
       cpuPct: first && last && span ? ((last.cpu - first.cpu) / span) * 100 : NaN,
       lagP99MsMax: Math.max(...inc.map((x) => x.lagP99 * 1000)),
@@ -358,11 +372,11 @@ function render(r: Record<string, unknown>): string {
     lines.push(`  ${String(w.from).padStart(3)} min: ${String(w.jobs).padStart(4)} jobs; ${Object.entries(w.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}; completed p50 ${f(w.completedP50Ms, 0)} ms, p95 ${f(w.completedP95Ms, 0)} ms`);
   }
   lines.push('', 'daemons (the longest-lived incarnation after the warm-up; heap floor = lowest sample of each minute):');
-  lines.push('  name       role      restarts window          heap MiB      floor MiB/h  RSS MiB        RSS MiB/h  fds      handles  peers   evidence     data MiB (MiB/h)  log MiB/h  CPU %  lag p99 max ms');
+  lines.push('  name       role      restarts window          heap MiB      floor MiB/h (late)  RSS MiB        RSS MiB/h  fds      handles  peers   evidence     data MiB (MiB/h, late)  log MiB/h  CPU %  lag p99 max ms');
   for (const n of r.nodes as Record<string, unknown>[]) {
     const pair = (v: unknown, d = 1) => (Array.isArray(v) && v.length ? `${f(v[0], d)}→${f(v[1], d)}` : '–');
     lines.push(
-      `  ${String(n.name).padEnd(10)} ${String(n.role).padEnd(9)} ${String(n.restarts).padStart(8)} ${String(n.window).padEnd(15)} ${pair(n.heapMiB).padEnd(13)} ${f(n.heapFloorSlopeMiBPerHour, 2).padStart(11)}  ${pair(n.rssMiB).padEnd(14)} ${f(n.rssSlopeMiBPerHour, 1).padStart(9)}  ${pair(n.fds, 0).padEnd(8)} ${pair(n.handles, 0).padEnd(8)} ${pair(n.peers, 0).padEnd(7)} ${pair(n.evidence, 0).padEnd(12)} ${f(n.dirMiB, 2)} (${f(n.dirSlopeMiBPerHour, 2)})`.padEnd(200).trimEnd() +
+      `  ${String(n.name).padEnd(10)} ${String(n.role).padEnd(9)} ${String(n.restarts).padStart(8)} ${String(n.window).padEnd(15)} ${pair(n.heapMiB).padEnd(13)} ${`${f(n.heapFloorSlopeMiBPerHour, 2)} (${f(n.heapFloorSlopeLateMiBPerHour, 2)})`.padStart(18)}  ${pair(n.rssMiB).padEnd(14)} ${f(n.rssSlopeMiBPerHour, 1).padStart(9)}  ${pair(n.fds, 0).padEnd(8)} ${pair(n.handles, 0).padEnd(8)} ${pair(n.peers, 0).padEnd(7)} ${pair(n.evidence, 0).padEnd(12)} ${f(n.dirMiB, 2)} (${f(n.dirSlopeMiBPerHour, 2)}, ${f(n.dirSlopeLateMiBPerHour, 2)})`.padEnd(200).trimEnd() +
         `  ${f(n.logMiBPerHour, 2)}  ${f(n.cpuPct, 2)}  ${f(n.lagP99MsMax, 0)}`,
     );
   }
@@ -382,11 +396,11 @@ function parseArgs(argv: string[]): Partial<SoakOptions> {
     const v = argv[++i];
     if (v === undefined) throw new Error(`--${k} wants a value`);
     if (k === 'dir' || k === 'out') o[k] = v;
-    else if (k in DEFAULTS) {
+    else if (k in DEFAULTS || k === 'maxEvidence' || k === 'keepDays') {
       const n = Number(v);
       if (!Number.isFinite(n) || n <= 0) throw new Error(`--${k} must be a positive number, got "${v}"`);
       o[k] = n;
-    } else throw new Error(`unknown option --${k} (known: ${[...Object.keys(DEFAULTS), 'dir', 'out'].join(', ')})`);
+    } else throw new Error(`unknown option --${k} (known: ${[...Object.keys(DEFAULTS), 'maxEvidence', 'keepDays', 'dir', 'out'].join(', ')})`);
   }
   return o as Partial<SoakOptions>;
 }

@@ -53,6 +53,8 @@ export interface DevnetOptions {
   print?: (s: string) => void;
   /** Path of bin/c0mpute.js. */
   bin: string;
+  /** Top-level config sections set on every node, replacing the devnet's own (e.g. `history`, `reputation`; the soak's bounds). */
+  configOverrides?: Record<string, unknown>;
 }
 
 export interface NodeProc {
@@ -148,7 +150,7 @@ export class Devnet {
     const id = existsSync(join(dir, 'identity.key')) ? undefined : createIdentity(dir);
     const did = id?.did ?? JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')).did as string;
     const cfgPath = join(dir, 'config.yaml');
-    writeFileSync(cfgPath, toYaml(config));
+    writeFileSync(cfgPath, toYaml({ ...config, ...this.o.configOverrides }));
     const log = join(dir, 'node.log');
     const out = openSync(log, 'a');
     const child = spawn(process.execPath, [this.o.bin, '--data-dir', dir, 'start', '--config', cfgPath], {
