@@ -49,6 +49,7 @@ export class Daemon {
   apiAddress: string | undefined;
   readonly startedAt: number;
   #stops: Array<() => Promise<void>> = [];
+  #stopping: Promise<void> | undefined;
 
   private constructor(readonly opts: DaemonOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -155,7 +156,13 @@ export class Daemon {
     return this.overlay(overlay).runJob(spec, onEvent);
   }
 
-  async stop(): Promise<void> {
+  /** Stop everything, in reverse start order. A second call (a bug during a SIGTERM's stop) waits for the first. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stopAll();
+    return this.#stopping;
+  }
+
+  async #stopAll(): Promise<void> {
     const stops = this.#stops.reverse();
     this.#stops = [];
     for (const s of stops) {

@@ -4,12 +4,16 @@
  * reputation (LevelDB on disk), the provider's advert seq keeps increasing,
  * and the restarted pair still runs a job. Restarted with a shorter
  * `history.keepDays`, the buyer drops the jobs past it, with their
- * selections and offers, and keeps the live ones and its evidence.
+ * selections and offers, and keeps the live ones and its evidence. A daemon
+ * that hits a bug logs one fatal line, stops and exits 70, and starts again on
+ * its data.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { Cluster, bootstrapAddr, buyerConfig, freePort, get, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DAEMON_FILE } from '../../src/node/daemon-info.js';
+import { Cluster, bootstrapAddr, buyerConfig, freePort, get, waitExit, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
 
 const c = new Cluster('restart');
 let prov: NodeProc;
@@ -139,5 +143,25 @@ test('restarted with a shorter history.keepDays, the buyer drops the jobs past i
     assert.ok(!jobs.includes(short.address), 'the job past keepDays is gone');
     assert.ok(jobs.includes(liveJob), 'a job before its deadline is kept');
     assert.deepEqual(await get(buyer, '/v1/reputation'), reputation, 'evidence is not history: the reputation view is unchanged');
+  });
+});
+
+test('a daemon that hits a bug logs one fatal line, stops and exits 70, and starts again on its data', async () => {
+  await withLogs(c, async () => {
+    // C0MPUTE_FAILPOINT=daemon.bug: a rejection nothing handles, a second after start
+    let n = await c.start('crasher', buyerConfig({ bootstrap: [bootstrapAddr(prov)] }), { C0MPUTE_FAILPOINT: 'daemon.bug' });
+    await waitExit(n.child);
+    assert.equal(n.child.exitCode, 70);
+    const fatal = readFileSync(n.log, 'utf8').split('\n').filter((l) => l.includes('"level":60'));
+    assert.equal(fatal.length, 1, fatal.join('\n'));
+    const line = JSON.parse(fatal[0]!) as { kind: string; err: { message: string; stack?: string } };
+    assert.equal(line.kind, 'unhandledRejection');
+    assert.match(line.err.message, /failpoint daemon\.bug/);
+    assert.ok(line.err.stack?.includes('Error: failpoint daemon.bug'));
+    assert.equal(existsSync(join(n.dir, DAEMON_FILE)), false, 'stopped cleanly: daemon.json removed');
+    n = await c.start('crasher', n.config);
+    assert.equal((await get<StatusView>(n, '/v1/status')).did, n.did);
+    await c.stop(n);
+    assert.equal(n.child.exitCode, 0);
   });
 });

@@ -30,6 +30,7 @@ import { renderEvent, renderExplanation, short, shortAddr } from '../render.js';
 import { listLimit, num } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
+import { exitOnBug } from '../../node/fatal.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
@@ -150,12 +151,9 @@ export function register(program: Command): void {
       process.exit(137);
     };
     const d = await Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
-    out(`c0mpute node ${d.did}`);
-    out(`  peer id  ${d.net.peerId.toString()}`);
-    for (const a of d.net.addrs()) out(`  listen   ${a}`);
-    out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
-    if (d.apiAddress) out(`  console  ${await consoleLoginUrl(d.apiAddress, ensureToken(dataDir))}  (one-time login; \`c0mpute console\` prints another)`);
-    await new Promise<void>((resolve) => {
+    // Installed in the same tick as daemon.json is written: a SIGTERM as soon as a supervisor sees the daemon up
+    // stops it cleanly instead of killing it.
+    const stopped = new Promise<void>((resolve) => {
       let stopping = false;
       const stop = (sig: string) => {
         if (stopping) return;
@@ -166,6 +164,15 @@ export function register(program: Command): void {
       process.once('SIGINT', () => stop('SIGINT'));
       process.once('SIGTERM', () => stop('SIGTERM'));
     });
+    // a bug (an exception nothing caught, a rejection nothing handled) is logged as one fatal line, then the node stops and exits 70
+    exitOnBug({ proc: process, log, stop: () => d.stop() });
+    if (failpoints.has('daemon.bug')) setTimeout(() => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')), 1000);
+    out(`c0mpute node ${d.did}`);
+    out(`  peer id  ${d.net.peerId.toString()}`);
+    for (const a of d.net.addrs()) out(`  listen   ${a}`);
+    out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
+    if (d.apiAddress) out(`  console  ${await consoleLoginUrl(d.apiAddress, ensureToken(dataDir))}  (one-time login; \`c0mpute console\` prints another)`);
+    await stopped;
   });
 
   startOpts(
