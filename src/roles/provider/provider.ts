@@ -280,7 +280,7 @@ export class Provider {
     if (this.#offered.size > 10_000) this.#offered.clear();
     this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env }, now);
     await this.d.publish('offer', env, advert, job.signer);
-    this.d.log.info({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
+    this.d.log.debug({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;
   }
 
