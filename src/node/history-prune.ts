@@ -1,7 +1,8 @@
 /**
  * Drops the job history older than `history.keepDays` (docs/node.md "Job
  * history"): jobs that many days past their deadline, with their selections,
- * the offers and claims those weighed, and claim refusals. A pass runs shortly
+ * the offers and claims those weighed, and claim refusals (the record store),
+ * and a provider's note of each job it ran (provider-runs). A pass runs shortly
  * after start and then every `everyMs`; it deletes in batches, yielding to the
  * event loop between them, so a node told to keep less after months of history
  * does not stall. Stopping waits for a batch in flight, so the store is never
@@ -27,7 +28,8 @@ export interface HistoryPruning {
 }
 
 export function startHistoryPruning(o: {
-  records: { pruneHistory(before: number, max?: number): Promise<HistoryPruned> };
+  /** What holds job history (the record store; a provider's runs), pruned in this order. */
+  stores: ReadonlyArray<{ pruneHistory(before: number, max?: number): Promise<HistoryPruned> }>;
   keepDays: number;
   clock: () => number;
   log: Logger;
@@ -43,13 +45,15 @@ export function startHistoryPruning(o: {
 
   const run = async (): Promise<number> => {
     let total = 0;
-    for (;;) {
-      if (stopped) break;
-      const r = await o.records.pruneHistory(o.clock() - keepMs, o.batch ?? HISTORY_PRUNE_BATCH);
-      total += r.removed;
-      if (r.removed) o.onPruned?.(r.removed);
-      if (!r.more) break;
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const store of o.stores) {
+      for (;;) {
+        if (stopped) break;
+        const r = await store.pruneHistory(o.clock() - keepMs, o.batch ?? HISTORY_PRUNE_BATCH);
+        total += r.removed;
+        if (r.removed) o.onPruned?.(r.removed);
+        if (!r.more) break;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     }
     if (total) o.log.info({ removed: total, keepDays: o.keepDays }, 'dropped job history past history.keepDays');
     return total;

@@ -14,6 +14,7 @@ import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
+import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
@@ -70,6 +71,8 @@ export class OverlayNode {
   records!: RecordStore;
   market!: MarketService;
   provider: Provider | undefined;
+  /** The jobs this provider ran (provider-wiring.ts), dropped with the job history. */
+  providerRuns: ProviderRuns | undefined;
   /** This provider's pool membership (docs/pools.md), when the config has a `pool` section. */
   poolMember: PoolMember | undefined;
   buyer: Buyer | undefined;
@@ -293,7 +296,7 @@ export class OverlayNode {
     const keepDays = this.d.config.history.keepDays;
     if (keepDays <= 0) return;
     const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals)', registers: [this.registry] });
-    const p = startHistoryPruning({ records: this.records, keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
+    const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : [])], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
     this.#stops.push(() => p.stop());
   }
 

@@ -27,6 +27,7 @@ import { offerToBuyer } from './offer-wiring.js';
 import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { OverlayNode } from './overlay.js';
+import { ProviderRuns } from '../store/provider-runs.js';
 
 /** What the provider wiring needs from the overlay beyond its public fields. */
 export interface ProviderWiringHooks {
@@ -50,7 +51,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   const box = boxKeyFromIdentitySeed(seed);
   seed.fill(0);
   const state = o.sub('provider');
-  const runs = o.sub('provider-runs');
+  const runs = await ProviderRuns.open(o.d.db, o.sub('provider-runs'), o.clock());
+  o.providerRuns = runs;
   const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry });
   for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
   if (config.pool) {
@@ -108,10 +110,11 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       saveSeq: async (seq) => {
         await state.batch([{ type: 'put', key: 'seq', value: new TextEncoder().encode(String(seq)) }], { sync: true } as never);
       },
-      hasReceiptFor: async (job) => (await runs.get(job)) !== undefined,
+      hasReceiptFor: (job) => runs.has(job),
     },
-    onReceipt: async (r, offer) => {
-      await runs.batch([{ type: 'put', key: r.record.job, value: new TextEncoder().encode(r.address) }], { sync: true } as never);
+    onReceipt: async (r, offer, job) => {
+      // kept while the job could still be asked to run (until its deadline), then as long as the history
+      await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
       await o.market.addEvidence(r, offer);
     },
     onOutcome: (status) => h.countJob(status),

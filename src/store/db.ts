@@ -77,6 +77,9 @@ export function sub(db: Db, name: string) {
 
 export type Sub = ReturnType<typeof sub>;
 
+/** A time (ms since the epoch; any safe integer ≥ 0) as 16 decimal digits, so keys sort by time. */
+export const timeKey = (t: number): string => String(Math.max(0, Math.floor(t))).padStart(16, '0');
+
 /**
  * Write a batch and resolve only once it is on disk (classic-level's `sync`
  * option, which abstract-level's types do not declare).

@@ -25,7 +25,7 @@
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
-import { sub, syncBatch, type Db, type Sub } from './db.js';
+import { sub, syncBatch, timeKey as ts, type Db, type Sub } from './db.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
@@ -36,8 +36,6 @@ export interface AdvertCapPolicy {
   onEvict(evicted: Array<Opened<Advert>>, refused: Opened<Advert> | undefined): void;
 }
 
-/** A time as 16 decimal digits, so keys sort by time (ms since the epoch; any safe integer ≥ 0). */
-const ts = (t: number): string => String(Math.max(0, Math.floor(t))).padStart(16, '0');
 /** The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections; 3: and the history by age). */
 const JOB_INDEX_DONE = '~indexed';
 const JOB_INDEX_VERSION = '3';

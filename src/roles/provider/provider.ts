@@ -45,7 +45,8 @@ export interface ProviderDeps {
   state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
   /** Store (and count) a receipt this provider signed. */
   /** Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair). */
-  onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>) => Promise<void>;
+  /** The receipt is signed: store it (and that `job` ran here) before the run's slot is given back. */
+  onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>, job: Opened<Job>) => Promise<void>;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
@@ -138,7 +139,7 @@ export class Provider {
           failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
         }));
         const env = seal(T.receipt, receipt, this.d.signer);
-        await this.d.onReceipt(env, offer);
+        await this.d.onReceipt(env, offer, job);
         this.d.onOutcome?.('failed', receipt.workload);
         await this.d.publish('receipt', env).catch(() => 0);
       } catch (e) {
@@ -388,7 +389,7 @@ export class Provider {
     const receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
     const env = seal(T.receipt, receipt, this.d.signer);
     try {
-      await this.d.onReceipt(env, offer);
+      await this.d.onReceipt(env, offer, job);
     } finally {
       // Released only once the receipt is stored, so a request in between cannot run the job again.
       this.#running.delete(job.address);

@@ -1,7 +1,7 @@
 /**
- * Dropping the job history by age (src/node/history-prune.ts), with a fake
- * store and mocked timers: the first pass after start, batches until the store
- * says there is no more, the cutoff from the clock and `keepDays`, one log line
+ * Dropping the job history by age (src/node/history-prune.ts), with fake
+ * stores and mocked timers: the first pass after start, batches until each
+ * store in turn says there is no more, the cutoff from the clock and `keepDays`, one log line
  * per pass, a pass asked for while one runs joins it, a failed pass is logged
  * and the next one runs, and stop() waits for the batch in flight.
  */
@@ -50,17 +50,19 @@ function fakeStore(due: number) {
 test('the first pass runs after start and takes batches until no more is due; the cutoff is keepDays before the clock; one line per pass', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
   const store = fakeStore(2500);
+  const runs = fakeStore(700);
   const { log, lines } = capture();
   const pruned: number[] = [];
-  const p = startHistoryPruning({ records: store, keepDays: 30, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000, batch: 1000, onPruned: (n) => pruned.push(n) });
+  const p = startHistoryPruning({ stores: [store, runs], keepDays: 30, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000, batch: 1000, onPruned: (n) => pruned.push(n) });
   t.mock.timers.tick(999);
   assert.equal(store.calls.length, 0);
   t.mock.timers.tick(1);
   const total = await p.pass(); // joins the pass the timer started
-  assert.equal(total, 2500);
+  assert.equal(total, 3200);
   assert.deepEqual(store.calls, [1, 2, 3].map(() => ({ before: NOW - 30 * DAY_MS, max: 1000 })));
-  assert.deepEqual(pruned, [1000, 1000, 500]);
-  assert.deepEqual(lines.map((l) => [l.level, l.msg, l.o.removed]), [['info', 'dropped job history past history.keepDays', 2500]]);
+  assert.deepEqual(runs.calls, [{ before: NOW - 30 * DAY_MS, max: 1000 }], 'each store in turn');
+  assert.deepEqual(pruned, [1000, 1000, 500, 700]);
+  assert.deepEqual(lines.map((l) => [l.level, l.msg, l.o.removed]), [['info', 'dropped job history past history.keepDays', 3200]]);
   // the next pass finds nothing: no line
   t.mock.timers.tick(60_000);
   assert.equal(await p.pass(), 0);
@@ -72,7 +74,7 @@ test('a pass asked for while one runs joins it; a failed pass is logged and the 
   t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
   const store = fakeStore(10);
   const { log, lines } = capture();
-  const p = startHistoryPruning({ records: store, keepDays: 0.5, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000 });
+  const p = startHistoryPruning({ stores: [store], keepDays: 0.5, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000 });
   store.failNext();
   assert.equal(await p.pass(), 0);
   assert.equal(lines[0]?.level, 'warn');

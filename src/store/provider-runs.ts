@@ -1,0 +1,76 @@
+/**
+ * The jobs a provider has run (sublevel `provider-runs`): job address → the
+ * address of its receipt, written in a synced batch once the receipt is
+ * signed, so a job is never run twice here (exec refuses it with
+ * EXEC_ALREADY_RUN, and a crashed run's orphan gets no second receipt).
+ *
+ * An entry matters only until the job's deadline (exec refuses a job past it
+ * first), so it is job history like the record store's, dropped with it
+ * `history.keepDays` later (docs/node.md "Job history"): `~t!<time>!<job>`
+ * orders the entries by the later of the deadline and the receipt's end. Keys
+ * of jobs are `sha256:…`, so the `~` keys never meet them. Entries written
+ * before the time index are dated by the first open that found them.
+ */
+import { syncBatch, timeKey, type Db, type Sub } from './db.js';
+import type { HistoryPruned } from './records.js';
+
+const INDEXED = '~indexed';
+const T = '~t!';
+const EMPTY = new Uint8Array(0);
+
+export class ProviderRuns {
+  #db: Db;
+  #runs: Sub;
+
+  private constructor(db: Db, runs: Sub) {
+    this.#db = db;
+    this.#runs = runs;
+  }
+
+  /** Open the sublevel, dating each entry from before the time index at `now`. */
+  static async open(db: Db, runs: Sub, now: number): Promise<ProviderRuns> {
+    const r = new ProviderRuns(db, runs);
+    if ((await runs.get(INDEXED)) === undefined) {
+      let ops: unknown[] = [];
+      for await (const job of runs.keys({ lt: '~' })) {
+        ops.push({ type: 'put', key: `${T}${timeKey(now)}!${job}`, value: EMPTY, sublevel: runs });
+        if (ops.length >= 2000) {
+          await syncBatch(db, ops);
+          ops = [];
+        }
+      }
+      ops.push({ type: 'put', key: INDEXED, value: new TextEncoder().encode('1'), sublevel: runs });
+      await syncBatch(db, ops);
+    }
+    return r;
+  }
+
+  async has(job: string): Promise<boolean> {
+    return (await this.#runs.get(job)) !== undefined;
+  }
+
+  /** Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or later). */
+  async record(job: string, receipt: string, until: number): Promise<void> {
+    await syncBatch(this.#db, [
+      { type: 'put', key: job, value: new TextEncoder().encode(receipt), sublevel: this.#runs },
+      { type: 'put', key: `${T}${timeKey(until)}!${job}`, value: EMPTY, sublevel: this.#runs },
+    ]);
+  }
+
+  /** Drop the entries dated before `before`, at most `max` in one synced batch. */
+  async pruneHistory(before: number, max = 1000): Promise<HistoryPruned> {
+    const ops: unknown[] = [];
+    let removed = 0;
+    let more = false;
+    for await (const key of this.#runs.keys({ gt: T, lt: `${T}${timeKey(before)}` })) {
+      if (removed >= max) {
+        more = true;
+        break;
+      }
+      ops.push({ type: 'del', key, sublevel: this.#runs }, { type: 'del', key: key.slice(T.length + 17), sublevel: this.#runs });
+      removed++;
+    }
+    if (ops.length) await syncBatch(this.#db, ops);
+    return { removed, more };
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * A provider's runs (src/store/provider-runs.ts) on a real LevelDB: a job
+ * noted as run is found; entries go with the history once their time is past,
+ * a batch at a time, and no other; entries from before the time index are
+ * dated at the first open that finds them.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { closeDb, openDb, sub } from '../../../src/store/db.js';
+import { ProviderRuns } from '../../../src/store/provider-runs.js';
+import { hashHex } from '../../../src/records/address.js';
+
+const NOW = 1_800_000_000_000;
+const job = (n: number) => hashHex(Uint8Array.of(n, 1));
+const receipt = (n: number) => hashHex(Uint8Array.of(n, 2));
+
+test('a job noted as run is found until its time is past; pruning takes a batch at a time and nothing newer; entries from before the index are dated at open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-runs-'));
+  const db = await openDb(join(dir, 'db'));
+  try {
+    // two entries written as the earlier build wrote them (no time index)
+    const s = sub(db, 'provider-runs');
+    for (const n of [8, 9]) await s.put(job(n), new TextEncoder().encode(receipt(n)));
+    const runs = await ProviderRuns.open(db, s, NOW);
+    assert.equal(await runs.has(job(8)), true);
+    for (let n = 0; n < 5; n++) await runs.record(job(n), receipt(n), NOW - (10 - n) * 1000);
+    await runs.record(job(5), receipt(5), NOW + 60_000);
+    for (let n = 0; n <= 5; n++) assert.equal(await runs.has(job(n)), true);
+    assert.equal(await runs.has(job(7)), false);
+
+    // before NOW - 6 s: jobs 0–3 (dated 10, 9, 8, 7 s ago), two a batch
+    assert.deepEqual(await runs.pruneHistory(NOW - 6000, 2), { removed: 2, more: true });
+    assert.deepEqual(await runs.pruneHistory(NOW - 6000, 2), { removed: 2, more: false });
+    assert.deepEqual(await runs.pruneHistory(NOW - 6000, 2), { removed: 0, more: false });
+    for (let n = 0; n <= 3; n++) assert.equal(await runs.has(job(n)), false, `job ${n} dropped`);
+    for (const n of [4, 5, 8, 9]) assert.equal(await runs.has(job(n)), true, `job ${n} kept`);
+
+    // the earlier build's entries were dated NOW at open: they go once NOW is past, not before; a second open changes nothing
+    const again = await ProviderRuns.open(db, s, NOW + 10 * 60_000);
+    assert.deepEqual(await again.pruneHistory(NOW), { removed: 1, more: false }, 'job 4 only');
+    assert.equal(await again.has(job(8)), true);
+    assert.deepEqual(await again.pruneHistory(NOW + 1), { removed: 2, more: false }, 'the two from before the index');
+    assert.equal(await again.has(job(5)), true, 'a job before its deadline is kept');
+    assert.equal(await again.has(job(8)), false);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
