@@ -399,6 +399,7 @@ function parseArgs(argv: string[]): Partial<SoakOptions> {
     else if (k in DEFAULTS || k === 'maxEvidence' || k === 'keepDays') {
       const n = Number(v);
       if (!Number.isFinite(n) || n <= 0) throw new Error(`--${k} must be a positive number, got "${v}"`);
+      if (k === 'maxEvidence' && (!Number.isInteger(n) || n < 1000)) throw new Error(`--maxEvidence must be a whole number of at least 1000 (the daemon's bound), got "${v}"`);
       o[k] = n;
     } else throw new Error(`unknown option --${k} (known: ${[...Object.keys(DEFAULTS), 'maxEvidence', 'keepDays', 'dir', 'out'].join(', ')})`);
   }

@@ -16,6 +16,8 @@ export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
   if (!existsSync(p)) return undefined;
   try {
     const info = JSON.parse(readFileSync(p, 'utf8')) as DaemonInfo;
+    // left by a daemon that died: in a container the restarted one may be given the same pid (1), which is this process
+    if (info.pid === process.pid) return undefined;
     process.kill(info.pid, 0); // throws when the process is gone
     return info;
   } catch {

@@ -17,20 +17,37 @@ export const FATAL_GRACE_MS = 5_000;
 
 type Proc = Pick<NodeJS.Process, 'on' | 'exit'>;
 
-function describe(reason: unknown): Record<string, unknown> {
-  if (reason instanceof Error) return { message: reason.message, ...(reason.stack ? { stack: reason.stack } : {}), ...((reason as { code?: unknown }).code !== undefined ? { code: (reason as { code?: unknown }).code } : {}) };
-  return { message: String(reason) };
+/** What was thrown, as the log's `err`: an Error as it is (pino's serializer keeps its type, stack and cause), anything else as text. */
+function errOf(reason: unknown): unknown {
+  if (reason instanceof Error) return reason;
+  try {
+    return { message: String(reason) };
+  } catch {
+    return { message: Object.prototype.toString.call(reason) }; // an object with no toString
+  }
 }
 
 /** Install the handlers on `proc` (the process). Only the first bug stops the node; one during that stop is logged too. */
 export function exitOnBug(o: { proc: Proc; log: Logger; stop: () => Promise<void>; graceMs?: number }): void {
   let exiting = false;
   const onBug = (kind: 'uncaughtException' | 'unhandledRejection') => (reason: unknown) => {
-    o.log.fatal({ kind, err: describe(reason), exiting: !exiting }, exiting ? 'a further bug while stopping' : 'the daemon hit a bug: stopping, then exiting 70');
+    // nothing here may throw: a throw in an uncaughtException handler ends the process at once (exit 7)
+    try {
+      o.log.fatal({ kind, err: errOf(reason) }, exiting ? 'a further bug while stopping' : 'the daemon hit a bug: stopping, then exiting 70');
+    } catch {
+      // the log is gone: exit all the same
+    }
     if (exiting) return;
     exiting = true;
-    const grace = new Promise<void>((resolve) => setTimeout(resolve, o.graceMs ?? FATAL_GRACE_MS));
-    void Promise.race([o.stop().catch((e: unknown) => void o.log.error({ err: (e as Error).message }, 'stopping after the bug failed')), grace]).finally(() => o.proc.exit(FATAL_EXIT));
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, o.graceMs ?? FATAL_GRACE_MS)));
+    const stopped = Promise.resolve()
+      .then(() => o.stop())
+      .catch((e: unknown) => void o.log.error({ err: (e as Error)?.message }, 'stopping after the bug failed'));
+    void Promise.race([stopped, grace]).finally(() => {
+      clearTimeout(timer);
+      o.proc.exit(FATAL_EXIT);
+    });
   };
   o.proc.on('uncaughtException', onBug('uncaughtException'));
   o.proc.on('unhandledRejection', onBug('unhandledRejection'));

@@ -29,7 +29,7 @@ export interface HistoryPruning {
 
 export function startHistoryPruning(o: {
   /** What holds job history (the record store; a provider's runs), pruned in this order. */
-  stores: ReadonlyArray<{ pruneHistory(before: number, max?: number): Promise<HistoryPruned> }>;
+  stores: ReadonlyArray<{ pruneHistory(before: number, max?: number, after?: string): Promise<HistoryPruned> }>;
   keepDays: number;
   clock: () => number;
   log: Logger;
@@ -45,13 +45,17 @@ export function startHistoryPruning(o: {
 
   const run = async (): Promise<number> => {
     let total = 0;
+    const before = o.clock() - keepMs;
     for (const store of o.stores) {
+      // each batch starts where the last ended: the keys it deleted stay as markers until LevelDB compacts
+      let after: string | undefined;
       for (;;) {
         if (stopped) break;
-        const r = await store.pruneHistory(o.clock() - keepMs, o.batch ?? HISTORY_PRUNE_BATCH);
+        const r = await store.pruneHistory(before, o.batch ?? HISTORY_PRUNE_BATCH, after);
         total += r.removed;
         if (r.removed) o.onPruned?.(r.removed);
         if (!r.more) break;
+        after = r.after;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     }

@@ -142,7 +142,7 @@ export class OverlayNode {
   async #start(): Promise<void> {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
-    this.records = await RecordStore.open(db, this.prefix, this.log);
+    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock });
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
@@ -216,10 +216,11 @@ export class OverlayNode {
     });
     // Witness receipts and equivocation evidence are kept by every node on the
     // overlay, so any of them can grade a steward's ledger (c0mpute ledger fetch).
-    this.net.subscribe('pool-witness', (rec) => void this.records.put(rec));
+    const keep = (rec: Opened) => void this.records.put(rec).catch((e: unknown) => this.log.warn({ kind: rec.type, record: rec.address, err: (e as Error).message }, 'could not store a witness record'));
+    this.net.subscribe('pool-witness', keep);
     this.net.subscribe('pool-evidence', (rec) => {
       this.log.warn({ steward: (rec.record as { steward?: string }).steward, witness: rec.signer, evidence: rec.address }, 'a witness published evidence that the steward equivocated');
-      void this.records.put(rec);
+      keep(rec);
     });
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;

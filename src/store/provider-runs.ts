@@ -57,20 +57,22 @@ export class ProviderRuns {
     ]);
   }
 
-  /** Drop the entries dated before `before`, at most `max` in one synced batch. */
-  async pruneHistory(before: number, max = 1000): Promise<HistoryPruned> {
+  /** Drop the entries dated before `before`, at most `max` in one synced batch; pass the result's `after` to the next call. */
+  async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
     const ops: unknown[] = [];
     let removed = 0;
     let more = false;
-    for await (const key of this.#runs.keys({ gt: T, lt: `${T}${timeKey(before)}` })) {
+    let last: string | undefined;
+    for await (const key of this.#runs.keys({ gt: after ?? T, lt: `${T}${timeKey(before)}` })) {
       if (removed >= max) {
         more = true;
         break;
       }
       ops.push({ type: 'del', key, sublevel: this.#runs }, { type: 'del', key: key.slice(T.length + 17), sublevel: this.#runs });
+      last = key;
       removed++;
     }
     if (ops.length) await syncBatch(this.#db, ops);
-    return { removed, more };
+    return { removed, more, ...(last !== undefined ? { after: last } : {}) };
   }
 }

@@ -67,9 +67,14 @@ function ownTime(r: Opened): number | undefined {
 export interface HistoryPruned {
   /** Records dropped. */
   removed: number;
-  /** More were due than the pass took: call again. */
+  /** More were due than the pass took: call again, with `after`. */
   more: boolean;
+  /** Where the next call starts (past the keys this one deleted, which LevelDB keeps as markers until it compacts). */
+  after?: string;
 }
+
+/** How far ahead of this node's clock a record's own time may date it (a time the node did not choose, like a buyer's decidedAt). */
+const OWN_TIME_AHEAD_MS = 24 * 3600_000;
 
 /** One page of a signer's jobs, newest first; `next` continues it. */
 export interface JobPage {
@@ -91,9 +96,11 @@ export class RecordStore {
   #advertChain: Promise<unknown> = Promise.resolve();
   #inflight = new Map<string, Promise<boolean>>();
   #db: Db;
+  #clock: () => number;
 
-  private constructor(db: Db, prefix: string) {
+  private constructor(db: Db, prefix: string, clock: () => number) {
     this.#db = db;
+    this.#clock = clock;
     this.#records = sub(db, `${prefix}records`);
     this.#byType = sub(db, `${prefix}bytype`);
     this.#adverts = sub(db, `${prefix}adverts`);
@@ -111,19 +118,25 @@ export class RecordStore {
   }
 
   /**
-   * A record's key in the history by age, or undefined when it is not job history. What belongs to a held job is
-   * dated by the job's deadline, so it goes with the job: a selection, its offers and claims are what the job is
-   * audited against. `jobs` caches the jobs looked up (and holds those being written in the same batch).
+   * A record's key in the history by age, or undefined when it is not job history. What belongs to a job held when
+   * it is stored is dated by the job's deadline, so it goes with the job: a selection, its offers and claims are
+   * what the job is audited against. Its own time (which another node chose) counts at most a day ahead of this
+   * node's clock; a job's deadline counts as it is (a job is dropped only once it is past). `jobs` caches the jobs
+   * looked up (and holds those being written in the same batch).
    */
   async #historyKey(r: Opened, jobs: Map<string, Opened<Job> | undefined>): Promise<string | undefined> {
     const own = ownTime(r);
     if (own === undefined) return undefined;
     let at = own;
     if (OF_A_JOB.has(r.type)) {
+      at = Math.min(own, this.#clock() + OWN_TIME_AHEAD_MS);
       const addr = (r.record as { job: string }).job;
-      if (!jobs.has(addr)) jobs.set(addr, await this.get(addr, T.job));
+      if (!jobs.has(addr)) {
+        if (jobs.size >= 10_000) jobs.clear();
+        jobs.set(addr, await this.get(addr, T.job));
+      }
       const job = jobs.get(addr);
-      if (job) at = Math.max(own, job.record.deadline);
+      if (job) at = Math.max(at, job.record.deadline);
     }
     return `e!${ts(at)}!${r.type}!${r.address}`;
   }
@@ -134,16 +147,22 @@ export class RecordStore {
     return e === undefined ? RecordStore.#lookupKeys(r) : [...RecordStore.#lookupKeys(r), e];
   }
 
-  /** Index the job history held, once per index version (a store written before the index, or an older one). */
+  /**
+   * Index the job history held, once per index version (a store written before the index, or by an earlier build;
+   * from version 2 only the age index is missing, so only it is written). The marker is written last: a start cut
+   * short indexes again. Running an earlier build on the store after this one leaves what it stores without the
+   * age index (it sees a marker it takes as done): such records are kept for ever (docs/node.md "Job history").
+   */
   async #indexJobs(log?: Logger): Promise<void> {
-    const done = await this.#jobIndex.get(JOB_INDEX_DONE);
-    if (done !== undefined && Number(new TextDecoder().decode(done)) >= Number(JOB_INDEX_VERSION)) return;
+    const raw = await this.#jobIndex.get(JOB_INDEX_DONE);
+    const from = raw === undefined ? 0 : Number(new TextDecoder().decode(raw));
+    if (from >= Number(JOB_INDEX_VERSION)) return;
     // a store of a busy node holds millions of these: say why the start takes a while (about 150 µs a record)
     const t0 = Date.now();
     let n = 0;
     let held = false;
     for await (const _ of this.#byType.keys({ limit: 1 })) held = true;
-    if (held) log?.info({ from: done === undefined ? 'none' : new TextDecoder().decode(done), to: JOB_INDEX_VERSION }, 'indexing the job history held, once after an upgrade');
+    if (held) log?.info({ from, to: Number(JOB_INDEX_VERSION) }, 'indexing the job history held, once after an upgrade');
     let ops: unknown[] = [];
     const jobs = new Map<string, Opened<Job> | undefined>();
     for (const type of [T.job, ...OF_A_JOB]) {
@@ -151,11 +170,11 @@ export class RecordStore {
         const r = await this.get(key.slice(type.length + 1), type);
         if (!r) continue;
         n++;
-        for (const k of await this.#indexKeys(r, jobs)) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
+        const keys = from >= 2 ? [await this.#historyKey(r, jobs)].filter((k): k is string => k !== undefined) : await this.#indexKeys(r, jobs);
+        for (const k of keys) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
         if (ops.length >= 2000) {
           await syncBatch(this.#db, ops);
           ops = [];
-          jobs.clear();
         }
       }
     }
@@ -164,15 +183,18 @@ export class RecordStore {
     if (held) log?.info({ records: n, ms: Date.now() - t0 }, 'job history indexed');
   }
 
-  /** `prefix` separates overlays: records of one overlay never mix with another's. `log` hears of an index built at open. */
-  static async open(db: Db, prefix = '', log?: Logger): Promise<RecordStore> {
-    const s = new RecordStore(db, prefix);
+  /**
+   * `prefix` separates overlays: records of one overlay never mix with another's. `log` hears of an index built at
+   * open; `clock` (default Date.now) bounds how far ahead a record's own time may date it.
+   */
+  static async open(db: Db, prefix = '', o: { log?: Logger; clock?: () => number } = {}): Promise<RecordStore> {
+    const s = new RecordStore(db, prefix, o.clock ?? Date.now);
     for await (const [did, addr] of s.#adverts.iterator()) {
       const a = await s.get(Buffer.from(addr).toString(), T.advert);
       if (a) s.#advertCache.set(did, a);
     }
     for (const a of await s.list(T.advert)) s.#hold(a);
-    await s.#indexJobs(log);
+    await s.#indexJobs(o.log);
     return s;
   }
 
@@ -333,28 +355,34 @@ export class RecordStore {
 
   /**
    * Drop the job history whose time is before `before` (ms): jobs past their deadline, and what belongs to them (see
-   * the class comment), with their index entries, at most `max` records in one synced batch. Adverts, pool and
-   * witness records are not history and are never dropped here.
+   * the class comment), with their index entries, at most `max` records in one synced batch; pass the result's
+   * `after` to the next call. Only jobs and selections are read (for their lookup keys); anything else goes by its
+   * key, and so does a record that no longer opens (its lookup keys, if any, stay: lookups skip a missing record).
+   * Adverts, pool and witness records are not history and are never dropped here.
    */
-  async pruneHistory(before: number, max = 1000): Promise<HistoryPruned> {
+  async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
     const ops: unknown[] = [];
     let removed = 0;
     let more = false;
-    for await (const key of this.#jobIndex.keys({ gt: 'e!', lt: `e!${ts(before)}` })) {
+    let last: string | undefined;
+    for await (const key of this.#jobIndex.keys({ gt: after ?? 'e!', lt: `e!${ts(before)}` })) {
       if (removed >= max) {
         more = true;
         break;
       }
+      last = key;
+      removed++;
       ops.push({ type: 'del', key, sublevel: this.#jobIndex });
       const [, , type, address] = key.split('!');
-      const r = type && address ? await this.get(address, type) : undefined;
-      if (!r) continue;
-      ops.push({ type: 'del', key: r.address, sublevel: this.#records }, { type: 'del', key: `${r.type}!${r.address}`, sublevel: this.#byType });
-      for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
-      removed++;
+      if (!type || !address) continue;
+      ops.push({ type: 'del', key: address, sublevel: this.#records }, { type: 'del', key: `${type}!${address}`, sublevel: this.#byType });
+      if (type === T.job || type === T.selection) {
+        const r = await this.get(address, type);
+        if (r) for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
+      }
     }
     if (ops.length) await syncBatch(this.#db, ops);
-    return { removed, more };
+    return { removed, more, ...(last !== undefined ? { after: last } : {}) };
   }
 
   /**

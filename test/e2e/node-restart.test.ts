@@ -13,6 +13,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DAEMON_FILE } from '../../src/node/daemon-info.js';
+import { closeDb, openDb } from '../../src/store/db.js';
+import { RecordStore } from '../../src/store/records.js';
+import { T } from '../../src/records/kinds.js';
 import { Cluster, bootstrapAddr, buyerConfig, freePort, get, waitExit, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
 
 const c = new Cluster('restart');
@@ -143,13 +146,28 @@ test('restarted with a shorter history.keepDays, the buyer drops the jobs past i
     assert.ok(!jobs.includes(short.address), 'the job past keepDays is gone');
     assert.ok(jobs.includes(liveJob), 'a job before its deadline is kept');
     assert.deepEqual(await get(buyer, '/v1/reputation'), reputation, 'evidence is not history: the reputation view is unchanged');
+    // on disk: nothing of the short job is left, the live one keeps its selection and offers
+    await c.stop(buyer);
+    const db = await openDb(join(buyer.dir, 'db'));
+    try {
+      const records = await RecordStore.open(db);
+      assert.equal(await records.has(short.address), false);
+      assert.deepEqual(await records.selectionsOf(short.address), []);
+      const offers = await records.list(T.offer);
+      assert.ok(!offers.some((o) => o.record.job === short.address), 'its offers went with it');
+      assert.equal((await records.selectionsOf(liveJob)).length, 1);
+      assert.ok(offers.some((o) => o.record.job === liveJob));
+    } finally {
+      await closeDb(db);
+    }
   });
 });
 
 test('a daemon that hits a bug logs one fatal line, stops and exits 70, and starts again on its data', async () => {
   await withLogs(c, async () => {
-    // C0MPUTE_FAILPOINT=daemon.bug: a rejection nothing handles, a second after start
+    // C0MPUTE_FAILPOINT=daemon.bug: a rejection nothing handles, on SIGUSR2
     let n = await c.start('crasher', buyerConfig({ bootstrap: [bootstrapAddr(prov)] }), { C0MPUTE_FAILPOINT: 'daemon.bug' });
+    n.child.kill('SIGUSR2');
     await waitExit(n.child);
     assert.equal(n.child.exitCode, 70);
     const fatal = readFileSync(n.log, 'utf8').split('\n').filter((l) => l.includes('"level":60'));

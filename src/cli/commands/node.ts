@@ -166,7 +166,7 @@ export function register(program: Command): void {
     });
     // a bug (an exception nothing caught, a rejection nothing handled) is logged as one fatal line, then the node stops and exits 70
     exitOnBug({ proc: process, log, stop: () => d.stop() });
-    if (failpoints.has('daemon.bug')) setTimeout(() => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')), 1000);
+    if (failpoints.has('daemon.bug')) process.once('SIGUSR2', () => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')));
     out(`c0mpute node ${d.did}`);
     out(`  peer id  ${d.net.peerId.toString()}`);
     for (const a of d.net.addrs()) out(`  listen   ${a}`);

@@ -34,9 +34,9 @@ test('an uncaught exception: one fatal line with kind, message and stack; the no
   const [line] = f.lines;
   assert.equal(line!.level, 'fatal');
   assert.equal(line!.o.kind, 'uncaughtException');
-  assert.deepEqual(line!.o.err, { message: 'boom', stack: err.stack, code: 'E_BOOM' });
-  assert.equal(f.stops(), 1);
+  assert.equal(line!.o.err, err, 'the Error itself: pino keeps its type, stack, code and cause');
   await settle();
+  assert.equal(f.stops(), 1);
   assert.deepEqual(f.exits, [], 'not before the stop is done');
   finish();
   await settle();
@@ -53,7 +53,19 @@ test('a rejection nothing handled (not an Error) is logged the same way; a secon
     ['fatal', 'uncaughtException', 'while stopping'],
   ]);
   assert.match(f.lines[1]!.msg, /while stopping/);
+  await settle();
   assert.equal(f.stops(), 1);
+  finish();
+  await settle();
+  assert.deepEqual(f.exits, [FATAL_EXIT]);
+});
+
+test('a reason that cannot be made text is logged all the same', async () => {
+  let finish!: () => void;
+  const f = fixture(() => new Promise<void>((r) => (finish = r)));
+  f.proc.emit('unhandledRejection', Object.create(null));
+  assert.deepEqual(f.lines[0]?.o.err, { message: '[object Object]' });
+  await settle(); // the stop starts a tick later
   finish();
   await settle();
   assert.deepEqual(f.exits, [FATAL_EXIT]);

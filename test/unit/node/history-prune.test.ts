@@ -22,7 +22,7 @@ function capture() {
 
 /** A store holding `due` records past any cutoff; each call takes up to `max`, or waits for `gate` when given. */
 function fakeStore(due: number) {
-  const calls: Array<{ before: number; max: number | undefined }> = [];
+  const calls: Array<{ before: number; max: number | undefined; after?: string }> = [];
   let gate: Promise<void> | undefined;
   let fail = false;
   return {
@@ -33,8 +33,8 @@ function fakeStore(due: number) {
     failNext() {
       fail = true;
     },
-    async pruneHistory(before: number, max?: number): Promise<HistoryPruned> {
-      calls.push({ before, max });
+    async pruneHistory(before: number, max?: number, after?: string): Promise<HistoryPruned> {
+      calls.push({ before, max, ...(after !== undefined ? { after } : {}) });
       if (gate) await gate;
       if (fail) {
         fail = false;
@@ -42,7 +42,7 @@ function fakeStore(due: number) {
       }
       const removed = Math.min(due, max ?? Infinity);
       due -= removed;
-      return { removed, more: due > 0 };
+      return { removed, more: due > 0, after: `key ${calls.length}` };
     },
   };
 }
@@ -59,7 +59,7 @@ test('the first pass runs after start and takes batches until no more is due; th
   t.mock.timers.tick(1);
   const total = await p.pass(); // joins the pass the timer started
   assert.equal(total, 3200);
-  assert.deepEqual(store.calls, [1, 2, 3].map(() => ({ before: NOW - 30 * DAY_MS, max: 1000 })));
+  assert.deepEqual(store.calls, [undefined, 'key 1', 'key 2'].map((after) => ({ before: NOW - 30 * DAY_MS, max: 1000, ...(after ? { after } : {}) })), 'each batch starts where the last ended');
   assert.deepEqual(runs.calls, [{ before: NOW - 30 * DAY_MS, max: 1000 }], 'each store in turn');
   assert.deepEqual(pruned, [1000, 1000, 500, 700]);
   assert.deepEqual(lines.map((l) => [l.level, l.msg, l.o.removed]), [['info', 'dropped job history past history.keepDays', 3200]]);

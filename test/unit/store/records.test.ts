@@ -13,6 +13,8 @@ import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
 
 const NOW = 1_800_000_000_000;
+/** What a prune reports, without its cursor. */
+const counts = (r: { removed: number; more: boolean }) => ({ removed: r.removed, more: r.more });
 
 function advert(signer: Ed25519Signer, seq: number): Opened<Advert> {
   return seal(T.advert, { seq, issuedAt: NOW, expiresAt: NOW + 600_000, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 4, memoryMiB: 8192 } }, signer);
@@ -265,7 +267,7 @@ describe('RecordStore (real LevelDB)', () => {
   test('the job history is dropped by age: a job past its deadline with what belongs to it, a record whose job is not held at its own time, nothing else; a batch at a time; a store from before the age index indexed at open', async () => {
     const db = await openDb(join(dir, 'history'));
     try {
-      const s = await RecordStore.open(db);
+      const s = await RecordStore.open(db, '', { clock: () => NOW });
       const me = didFromPublicKey(buyer.publicKey);
       const DAY = 24 * 3600_000;
       const mk = (n: number, at: number, deadlineIn: number) => {
@@ -305,11 +307,13 @@ describe('RecordStore (real LevelDB)', () => {
       const cutoff = NOW - 30 * DAY;
       let removed = 0;
       let passes = 0;
+      let after: string | undefined;
       for (;;) {
-        const r = await s.pruneHistory(cutoff, 1);
+        const r = await s.pruneHistory(cutoff, 1, after);
         removed += r.removed;
         passes++;
         if (!r.more) break;
+        after = r.after;
       }
       assert.equal(removed, 5);
       assert.equal(passes, 5, 'one record a batch, the last saying there is no more');
@@ -322,19 +326,45 @@ describe('RecordStore (real LevelDB)', () => {
       assert.deepEqual((await s.list(T.job)).map((j) => j.address).sort(), [live.address, recent.address, long.address].sort());
       assert.equal((await s.list(T.selection)).length, 2);
       assert.equal(s.advertOf(did1)?.address, a1.address, 'adverts are not history');
-      assert.deepEqual(await s.pruneHistory(cutoff), { removed: 0, more: false });
+      assert.deepEqual(counts(await s.pruneHistory(cutoff)), { removed: 0, more: false });
 
       // a store indexed by the second version (no history by age): indexed at the next open, then pruned alike
       const idx = db.sublevel<string, Uint8Array>('jobindex', { valueEncoding: 'view' });
       for await (const k of idx.keys({ gt: 'e!', lt: 'e!\xff' })) await idx.del(k);
       await idx.put('~indexed', new TextEncoder().encode('2'));
-      assert.deepEqual(await s.pruneHistory(NOW + DAY), { removed: 0, more: false }, 'the age index is what pruning reads');
-      const s2 = await RecordStore.open(db);
+      assert.deepEqual(counts(await s.pruneHistory(NOW + DAY)), { removed: 0, more: false }, 'the age index is what pruning reads');
+      const s2 = await RecordStore.open(db, '', { clock: () => NOW });
       assert.equal((await s2.selectionsOf(long.address)).length, 1);
-      assert.deepEqual(await s2.pruneHistory(NOW - 19 * DAY), { removed: 3, more: false }, 'indexed at open, a selection and offer are dated by their held job: the long job goes with both');
+      assert.deepEqual(counts(await s2.pruneHistory(NOW - 19 * DAY)), { removed: 3, more: false }, 'indexed at open, a selection and offer are dated by their held job: the long job goes with both');
       assert.deepEqual(await s2.selectionsOf(long.address), []);
-      assert.deepEqual(await s2.pruneHistory(NOW - DAY + 1), { removed: 4, more: false }, 'the two-day-old job, its selection and offer, and the day-old refusal');
+      assert.deepEqual(counts(await s2.pruneHistory(NOW - DAY + 1)), { removed: 4, more: false }, 'the two-day-old job, its selection and offer, and the day-old refusal');
       assert.deepEqual((await s2.jobsOf(me, { limit: 10 })).jobs.map((j) => j.address), [live.address]);
+    } finally {
+      await closeDb(db);
+    }
+  });
+  test('the job history by age: a time another node chose counts at most a day ahead of this node\'s clock; a record that no longer opens is dropped by its key', async () => {
+    const db = await openDb(join(dir, 'history-edge'));
+    try {
+      const s = await RecordStore.open(db, '', { clock: () => NOW });
+      const DAY = 24 * 3600_000;
+      const orphanJob = hashHex(Uint8Array.of(8, 8));
+      // a buyer's refusal dated a hundred days ahead: dated a day ahead of this node's clock
+      const future = seal(T.claimRefusal, { job: orphanJob, claim: hashHex(Uint8Array.of(3)), provider: did2, code: 'CLAIM_INVALID', signedAt: NOW + 100 * DAY }, buyer);
+      await s.put(future);
+      assert.deepEqual(counts(await s.pruneHistory(NOW + DAY)), { removed: 0, more: false });
+      assert.equal((await s.pruneHistory(NOW + DAY + 1)).removed, 1);
+      assert.equal(await s.has(future.address), false);
+      // an offer whose stored bytes no longer open (a later build's stricter rules, a damaged value): dropped all the same
+      const a = advert(p1, 1);
+      const j = job(buyer, 40);
+      const o = offer(p1, j, a);
+      await s.put(o);
+      await db.sublevel<string, Uint8Array>('records', { valueEncoding: 'view' }).put(o.address, Uint8Array.of(0xff, 0x00));
+      assert.equal(await s.get(o.address, T.offer), undefined);
+      assert.equal((await s.pruneHistory(NOW + DAY)).removed, 1);
+      assert.equal(await s.has(o.address), false);
+      assert.deepEqual(await s.list(T.offer), []);
     } finally {
       await closeDb(db);
     }
