@@ -157,7 +157,7 @@ export class RecordStore {
     const raw = await this.#jobIndex.get(JOB_INDEX_DONE);
     const from = raw === undefined ? 0 : Number(new TextDecoder().decode(raw));
     if (from >= Number(JOB_INDEX_VERSION)) return;
-    // a store of a busy node holds millions of these: say why the start takes a while (about 150 µs a record)
+    // a store of a busy node holds millions of these: say why the start takes a while (about 100 µs a record)
     const t0 = Date.now();
     let n = 0;
     let held = false;
