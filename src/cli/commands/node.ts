@@ -141,6 +141,15 @@ export function register(program: Command): void {
     if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
     const config = nodeConfig(dataDir, f);
     const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
+    // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
+    // has started, cleanly; a second one kills it (no handler is left for it).
+    let signalled: string | undefined;
+    let onSignal = (sig: string) => {
+      signalled = sig;
+      log.info({ sig }, 'stopping once started (signal again to kill at once)');
+    };
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
     const identity = await loadNodeIdentity(dataDir);
     const { Daemon } = await import('../../node/daemon.js');
     // C0MPUTE_FAILPOINT=<name>[,<name>]: tests only (docs/pools.md "Failure modes, tested"): the process exits 137 at that point.
@@ -151,18 +160,15 @@ export function register(program: Command): void {
       process.exit(137);
     };
     const d = await Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
-    // Installed in the same tick as daemon.json is written: a SIGTERM as soon as a supervisor sees the daemon up
-    // stops it cleanly instead of killing it.
     const stopped = new Promise<void>((resolve) => {
       let stopping = false;
-      const stop = (sig: string) => {
+      onSignal = (sig: string) => {
         if (stopping) return;
         stopping = true;
         log.info({ sig }, 'stopping');
         void d.stop().then(resolve, resolve);
       };
-      process.once('SIGINT', () => stop('SIGINT'));
-      process.once('SIGTERM', () => stop('SIGTERM'));
+      if (signalled) onSignal(signalled);
     });
     // a bug (an exception nothing caught, a rejection nothing handled) is logged as one fatal line, then the node stops and exits 70
     exitOnBug({ proc: process, log, stop: () => d.stop() });
@@ -171,7 +177,11 @@ export function register(program: Command): void {
     out(`  peer id  ${d.net.peerId.toString()}`);
     for (const a of d.net.addrs()) out(`  listen   ${a}`);
     out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
-    if (d.apiAddress) out(`  console  ${await consoleLoginUrl(d.apiAddress, ensureToken(dataDir))}  (one-time login; \`c0mpute console\` prints another)`);
+    if (d.apiAddress) {
+      // asked of the node's own API, which a signal meanwhile closes: the stop is not held up for it
+      const url = await Promise.race([consoleLoginUrl(d.apiAddress, ensureToken(dataDir)).catch(() => undefined), stopped.then(() => undefined)]);
+      if (url) out(`  console  ${url}  (one-time login; \`c0mpute console\` prints another)`);
+    }
     await stopped;
   });
 
