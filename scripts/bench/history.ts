@@ -2,10 +2,10 @@
  * Job history: what `GET /v1/jobs` and the console's Jobs page cost on a node
  * that has run for a while (src/node/job-history.ts; docs/node.md "Job
  * history"), and what finding its live jobs at start costs. A real LevelDB
- * holding `n` jobs this node published as a buyer (signed), as many jobs of
- * other buyers it quoted on as a provider, and a receipt and an acceptance for
- * each of its own in the evidence store (fabricated opened records: reading
- * them never verifies).
+ * holding `n` jobs this node published as a buyer (signed) with the offer each
+ * took, as many jobs of other buyers it quoted on as a provider, and a receipt
+ * and an acceptance for each of its own in the evidence store (fabricated
+ * opened records: reading them never verifies).
  *
  * The baseline, in the same run, is the code before the sixteenth round of
  * issue #16: every job held read from disk, the signer's kept, and every
@@ -70,10 +70,13 @@ export async function run(): Promise<BenchResult> {
       const records = await RecordStore.open(db);
       const ev = new EvidenceStore();
       const provider = 'did:key:z6MkBenchProvider';
+      const providerKey = Ed25519Signer.generate();
       for (let i = 0; i < n; i++) {
         const at = NOW - (n - i) * 4_000; // a job every 4 s: 10k is about 11 hours
         const j = mkJob(me, i, at);
         await records.put(j);
+        // the offer it took, kept with its selection (dropped with the job by its key, never decoded)
+        await records.putMany([seal(T.offer, { job: j.address, advert: hashHex(Uint8Array.of(4, i & 0xff)), price: { amount: '0.001', currency: 'USD' }, durationMs: 500, issuedAt: at, startBy: at + 3_000, expiresAt: at + 3_000 }, providerKey)]);
         await records.put(mkJob(others[i % others.length]!, i, at)); // a job it quoted on as a provider
         const r = { type: T.receipt, signer: provider, address: hashHex(Uint8Array.of(1, i & 0xff, (i >> 8) & 0xff, i >> 16)), bytes: new Uint8Array(), record: { job: j.address, offer: hashHex(Uint8Array.of(2, i & 0xff, (i >> 8) & 0xff, i >> 16)), buyer: did, provider, workload: 'builtin.sha256', status: 'completed', startedAt: at + 3_000, completedAt: at + 3_500, inputHash: j.record.input.hash } } as unknown as Opened<Receipt>;
         const a = { type: T.acceptance, signer: did, address: hashHex(Uint8Array.of(3, i & 0xff, (i >> 8) & 0xff, i >> 16)), bytes: new Uint8Array(), record: { receipt: r.address, verdict: 'accepted', signedAt: at + 3_600 } } as unknown as Opened<Acceptance>;
@@ -99,12 +102,14 @@ export async function run(): Promise<BenchResult> {
       let dropped = 0;
       let longest = 0;
       t0 = performance.now();
+      let after: string | undefined;
       for (;;) {
         const b0 = performance.now();
-        const r = await upgraded.pruneHistory(NOW + 3_600_000, 1000);
+        const r = await upgraded.pruneHistory(NOW + 3_600_000, 1000, after);
         longest = Math.max(longest, performance.now() - b0);
         dropped += r.removed;
         if (!r.more) break;
+        after = r.after;
       }
       const pruneMs = performance.now() - t0;
       rows.push({
@@ -115,7 +120,7 @@ export async function run(): Promise<BenchResult> {
         'before / page': (old / page).toFixed(0),
         'live jobs at start, before / now ms': `${startOld.toFixed(1)} / ${startNew.toFixed(2)}`,
         'upgrade open (index by age) ms': upgradeMs.toFixed(0),
-        'drop all: records, ms, longest batch ms': `${dropped}, ${pruneMs.toFixed(0)}, ${longest.toFixed(1)}`,
+        'drop all (jobs and offers): records, ms, longest batch ms': `${dropped}, ${pruneMs.toFixed(0)}, ${longest.toFixed(1)}`,
       });
     } finally {
       await closeDb(db);

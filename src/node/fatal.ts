@@ -43,7 +43,7 @@ export function exitOnBug(o: { proc: Proc; log: Logger; stop: () => Promise<void
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, o.graceMs ?? FATAL_GRACE_MS)));
     const stopped = Promise.resolve()
       .then(() => o.stop())
-      .catch((e: unknown) => void o.log.error({ err: (e as Error)?.message }, 'stopping after the bug failed'));
+      .catch((e: unknown) => void o.log.error({ err: errOf(e) }, 'stopping after the bug failed'));
     void Promise.race([stopped, grace]).finally(() => {
       clearTimeout(timer);
       o.proc.exit(FATAL_EXIT);

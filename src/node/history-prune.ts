@@ -54,7 +54,7 @@ export function startHistoryPruning(o: {
         const r = await store.pruneHistory(before, o.batch ?? HISTORY_PRUNE_BATCH, after);
         total += r.removed;
         if (r.removed) o.onPruned?.(r.removed);
-        if (!r.more) break;
+        if (!r.more || r.after === undefined) break;
         after = r.after;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }

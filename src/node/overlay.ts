@@ -142,7 +142,7 @@ export class OverlayNode {
   async #start(): Promise<void> {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
-    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock });
+    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock, self: this.did });
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 

@@ -21,7 +21,9 @@
  * The job history is dropped by age (`pruneHistory`, docs/node.md "Job
  * history"): `e!<time>!<type>!<address>` orders jobs by deadline, and what
  * belongs to a job (its selections, the offers and claims they weighed, claim
- * refusals) by that job's deadline when the job is held, else by their own time.
+ * refusals) by the later of that job's deadline, when the job is held, and its
+ * own time. A time another node chose counts only so far ahead of this node's
+ * clock (`#historyKey`), so no one can date a record into the next century.
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
@@ -75,6 +77,8 @@ export interface HistoryPruned {
 
 /** How far ahead of this node's clock a record's own time may date it (a time the node did not choose, like a buyer's decidedAt). */
 const OWN_TIME_AHEAD_MS = 24 * 3600_000;
+/** How far ahead of this node's clock another node's job deadline may date the job (nothing bounds a deadline). */
+const FOREIGN_DEADLINE_AHEAD_MS = 30 * 24 * 3600_000;
 
 /** One page of a signer's jobs, newest first; `next` continues it. */
 export interface JobPage {
@@ -97,10 +101,12 @@ export class RecordStore {
   #inflight = new Map<string, Promise<boolean>>();
   #db: Db;
   #clock: () => number;
+  #self: string | undefined;
 
-  private constructor(db: Db, prefix: string, clock: () => number) {
+  private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined) {
     this.#db = db;
     this.#clock = clock;
+    this.#self = self;
     this.#records = sub(db, `${prefix}records`);
     this.#byType = sub(db, `${prefix}bytype`);
     this.#adverts = sub(db, `${prefix}adverts`);
@@ -117,26 +123,28 @@ export class RecordStore {
     return [];
   }
 
+  /** The date a job goes by: its deadline, at most FOREIGN_DEADLINE_AHEAD_MS ahead of the clock when another node signed it. */
+  #jobDate(j: Opened<Job>): number {
+    return j.signer === this.#self ? j.record.deadline : Math.min(j.record.deadline, this.#clock() + FOREIGN_DEADLINE_AHEAD_MS);
+  }
+
   /**
-   * A record's key in the history by age, or undefined when it is not job history. What belongs to a job held when
-   * it is stored is dated by the job's deadline, so it goes with the job: a selection, its offers and claims are
-   * what the job is audited against. Its own time (which another node chose) counts at most a day ahead of this
-   * node's clock; a job's deadline counts as it is (a job is dropped only once it is past). `jobs` caches the jobs
-   * looked up (and holds those being written in the same batch).
+   * A record's key in the history by age, or undefined when it is not job history. A job is dated by its deadline
+   * (another node's deadline at most 30 days ahead of this node's clock: nothing bounds it). What belongs to a job
+   * held when it is stored is dated by the later of the job's date and its own time, so it goes with the job: a
+   * selection, its offers and claims are what the job is audited against. Its own time, which another node chose,
+   * counts at most a day ahead of the clock. `jobs` caches the jobs looked up (and holds those being written in the
+   * same batch).
    */
   async #historyKey(r: Opened, jobs: Map<string, Opened<Job> | undefined>): Promise<string | undefined> {
     const own = ownTime(r);
     if (own === undefined) return undefined;
-    let at = own;
+    let at = r.type === T.job ? this.#jobDate(r as Opened<Job>) : Math.min(own, this.#clock() + OWN_TIME_AHEAD_MS);
     if (OF_A_JOB.has(r.type)) {
-      at = Math.min(own, this.#clock() + OWN_TIME_AHEAD_MS);
       const addr = (r.record as { job: string }).job;
-      if (!jobs.has(addr)) {
-        if (jobs.size >= 10_000) jobs.clear();
-        jobs.set(addr, await this.get(addr, T.job));
-      }
+      if (!jobs.has(addr)) jobs.set(addr, await this.get(addr, T.job));
       const job = jobs.get(addr);
-      if (job) at = Math.max(at, job.record.deadline);
+      if (job) at = Math.max(at, this.#jobDate(job));
     }
     return `e!${ts(at)}!${r.type}!${r.address}`;
   }
@@ -176,6 +184,7 @@ export class RecordStore {
           await syncBatch(this.#db, ops);
           ops = [];
         }
+        if (jobs.size >= 10_000) jobs.clear();
       }
     }
     ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new TextEncoder().encode(JOB_INDEX_VERSION), sublevel: this.#jobIndex });
@@ -185,10 +194,11 @@ export class RecordStore {
 
   /**
    * `prefix` separates overlays: records of one overlay never mix with another's. `log` hears of an index built at
-   * open; `clock` (default Date.now) bounds how far ahead a record's own time may date it.
+   * open; `clock` (default Date.now) bounds how far ahead a time another node chose may date a record, and `self`
+   * (this node's DID) tells its own jobs, whose deadlines count as they are.
    */
-  static async open(db: Db, prefix = '', o: { log?: Logger; clock?: () => number } = {}): Promise<RecordStore> {
-    const s = new RecordStore(db, prefix, o.clock ?? Date.now);
+  static async open(db: Db, prefix = '', o: { log?: Logger; clock?: () => number; self?: string } = {}): Promise<RecordStore> {
+    const s = new RecordStore(db, prefix, o.clock ?? Date.now, o.self);
     for await (const [did, addr] of s.#adverts.iterator()) {
       const a = await s.get(Buffer.from(addr).toString(), T.advert);
       if (a) s.#advertCache.set(did, a);

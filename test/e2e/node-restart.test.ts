@@ -6,17 +6,19 @@
  * `history.keepDays`, the buyer drops the jobs past it, with their
  * selections and offers, and keeps the live ones and its evidence. A daemon
  * that hits a bug logs one fatal line, stops and exits 70, and starts again on
- * its data.
+ * its data; one sent SIGTERM while it starts stops cleanly once started.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { stringify as toYaml } from 'yaml';
 import { join } from 'node:path';
 import { DAEMON_FILE } from '../../src/node/daemon-info.js';
 import { closeDb, openDb } from '../../src/store/db.js';
 import { RecordStore } from '../../src/store/records.js';
 import { T } from '../../src/records/kinds.js';
-import { Cluster, bootstrapAddr, buyerConfig, freePort, get, waitExit, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
+import { BIN, Cluster, bootstrapAddr, buyerConfig, freePort, get, waitExit, metricSum, metricsText, providerConfig, runJob, waitFor, waitForMarket, withLogs, type AdvertView, type Figures, type NodeProc, type StatusView, type Wire } from './node-helpers.js';
 
 const c = new Cluster('restart');
 let prov: NodeProc;
@@ -182,4 +184,22 @@ test('a daemon that hits a bug logs one fatal line, stops and exits 70, and star
     await c.stop(n);
     assert.equal(n.child.exitCode, 0);
   });
+});
+
+test('a SIGTERM while the daemon starts stops it cleanly once it has started: exit 0, daemon.json removed', async () => {
+  const { dir } = c.dataDir('early');
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, toYaml(buyerConfig({ bootstrap: [bootstrapAddr(prov)] })));
+  const log = join(dir, 'node.log');
+  writeFileSync(log, '');
+  const child = spawn(process.execPath, [BIN, '--data-dir', dir, 'start', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  // the daemon's first log line comes from inside its start (the handlers are installed before it): signal then
+  await waitFor('the daemon’s first log line', () => err.includes('"level"') || undefined, 30_000, 5);
+  child.kill('SIGTERM');
+  await waitExit(child);
+  assert.equal(child.exitCode, 0, `killed by ${child.signalCode}; log:\n${err.slice(-2000)}`);
+  assert.match(err, /"msg":"stopping/);
+  assert.equal(existsSync(join(dir, DAEMON_FILE)), false);
 });

@@ -142,16 +142,16 @@ export function register(program: Command): void {
     const config = nodeConfig(dataDir, f);
     const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
     // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
-    // has started, cleanly; a second one kills it (no handler is left for it).
+    // has started, cleanly; the same signal again kills it (no handler is left for it).
     let signalled: string | undefined;
     let onSignal = (sig: string) => {
       signalled = sig;
-      log.info({ sig }, 'stopping once started (signal again to kill at once)');
+      log.info({ sig }, 'stopping once started (the same signal again kills at once)');
     };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    const identity = await loadNodeIdentity(dataDir);
-    const { Daemon } = await import('../../node/daemon.js');
+    const onSigint = () => onSignal('SIGINT');
+    const onSigterm = () => onSignal('SIGTERM');
+    process.once('SIGINT', onSigint);
+    process.once('SIGTERM', onSigterm);
     // C0MPUTE_FAILPOINT=<name>[,<name>]: tests only (docs/pools.md "Failure modes, tested"): the process exits 137 at that point.
     const failpoints = new Set((process.env.C0MPUTE_FAILPOINT ?? '').split(',').map((x) => x.trim()).filter(Boolean));
     const failpoint = (name: string) => {
@@ -159,7 +159,22 @@ export function register(program: Command): void {
       log.error({ failpoint: name }, 'failpoint reached: exiting at once (C0MPUTE_FAILPOINT)');
       process.exit(137);
     };
-    const d = await Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
+    // a bug (an exception nothing caught, a rejection nothing handled), during the start too, is logged as one fatal
+    // line, then the node stops (once it has started) and the process exits 70
+    let starting: Promise<Daemon> | undefined;
+    exitOnBug({ proc: process, log, stop: async () => (await starting?.catch(() => undefined))?.stop() });
+    let d: Daemon;
+    try {
+      const identity = await loadNodeIdentity(dataDir);
+      const { Daemon } = await import('../../node/daemon.js');
+      starting = Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
+      d = await starting;
+    } catch (e) {
+      // the start failed: a signal from now on does what it does by default
+      process.removeListener('SIGINT', onSigint);
+      process.removeListener('SIGTERM', onSigterm);
+      throw e;
+    }
     const stopped = new Promise<void>((resolve) => {
       let stopping = false;
       onSignal = (sig: string) => {
@@ -170,8 +185,7 @@ export function register(program: Command): void {
       };
       if (signalled) onSignal(signalled);
     });
-    // a bug (an exception nothing caught, a rejection nothing handled) is logged as one fatal line, then the node stops and exits 70
-    exitOnBug({ proc: process, log, stop: () => d.stop() });
+    if (signalled) return stopped; // no banner for a node already stopping
     if (failpoints.has('daemon.bug')) process.once('SIGUSR2', () => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')));
     out(`c0mpute node ${d.did}`);
     out(`  peer id  ${d.net.peerId.toString()}`);

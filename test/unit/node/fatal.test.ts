@@ -86,5 +86,5 @@ test('a stop that hangs is cut at the grace; a stop that fails is logged and sti
   failing.proc.emit('uncaughtException', new Error('y'));
   await settle();
   assert.deepEqual(failing.exits, [FATAL_EXIT]);
-  assert.ok(failing.lines.some((l) => l.level === 'error' && l.o.err === 'db already closed'));
+  assert.ok(failing.lines.some((l) => l.level === 'error' && (l.o.err as Error).message === 'db already closed'));
 });

@@ -343,7 +343,7 @@ describe('RecordStore (real LevelDB)', () => {
       await closeDb(db);
     }
   });
-  test('the job history by age: a time another node chose counts at most a day ahead of this node\'s clock; a record that no longer opens is dropped by its key', async () => {
+  test('the job history by age: a time another node chose counts at most a day ahead of this node\'s clock (a job\'s deadline 30 days); a record that no longer opens is dropped by its key', async () => {
     const db = await openDb(join(dir, 'history-edge'));
     try {
       const s = await RecordStore.open(db, '', { clock: () => NOW });
@@ -355,6 +355,21 @@ describe('RecordStore (real LevelDB)', () => {
       assert.deepEqual(counts(await s.pruneHistory(NOW + DAY)), { removed: 0, more: false });
       assert.equal((await s.pruneHistory(NOW + DAY + 1)).removed, 1);
       assert.equal(await s.has(future.address), false);
+      // a job another node signed with a deadline a thousand days ahead: dated 30 days ahead; this node's own job as it is
+      const mine = await RecordStore.open(db, 'mine/', { clock: () => NOW, self: didFromPublicKey(buyer.publicKey) });
+      const far = (signer: Ed25519Signer, n: number) => {
+        const input = new TextEncoder().encode(`far ${n}`);
+        return seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 1000 * DAY, timeoutMs: 10_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', nonce: Uint8Array.of(n, 3) }, signer);
+      };
+      const foreign = far(p2, 1);
+      const own = far(buyer, 2);
+      await mine.put(foreign);
+      await mine.put(own);
+      assert.equal((await mine.pruneHistory(NOW + 30 * DAY)).removed, 0);
+      assert.equal((await mine.pruneHistory(NOW + 30 * DAY + 1)).removed, 1);
+      assert.equal(await mine.has(foreign.address), false);
+      assert.equal((await mine.pruneHistory(NOW + 999 * DAY)).removed, 0, 'this node’s own job goes only once its deadline is past');
+      assert.equal(await mine.has(own.address), true);
       // an offer whose stored bytes no longer open (a later build's stricter rules, a damaged value): dropped all the same
       const a = advert(p1, 1);
       const j = job(buyer, 40);
