@@ -190,7 +190,10 @@ function needAddress(a: string, field: string): void {
 export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string): Promise<Record<string, unknown>> {
   needAddress(address, 'job');
   const job = await o.records.get(address, T.job);
-  if (!job) throw new C0Error('JOB_NOT_FOUND', `this node holds no job ${address}`, { field: 'job' });
+  if (!job) {
+    const keep = o.d.config.history.keepDays;
+    throw new C0Error('JOB_NOT_FOUND', `this node holds no job ${address}${keep > 0 ? ` (a job goes ${keep} days after its deadline: history.keepDays)` : ''}`, { field: 'job' });
+  }
   const now = o.clock();
   // through the indexes: a busy node holds tens of thousands of selections and receipts
   const selections = await o.records.selectionsOf(address);
