@@ -178,7 +178,10 @@ export class RecordStore {
         const r = await this.get(key.slice(type.length + 1), type);
         if (!r) continue;
         n++;
-        const keys = from >= 2 ? [await this.#historyKey(r, jobs)].filter((k): k is string => k !== undefined) : await this.#indexKeys(r, jobs);
+        // from version 2 the lookup keys are there already: only the age key is new
+        const keys = from >= 2 ? [] : RecordStore.#lookupKeys(r);
+        const e = await this.#historyKey(r, jobs);
+        if (e !== undefined) keys.push(e);
         for (const k of keys) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
         if (ops.length >= 2000) {
           await syncBatch(this.#db, ops);

@@ -43,9 +43,10 @@ export interface ProviderDeps {
   publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>, buyer?: string) => Promise<number>;
   /** Durable provider state. */
   state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
-  /** Store (and count) a receipt this provider signed. */
-  /** Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair). */
-  /** The receipt is signed: store it (and that `job` ran here) before the run's slot is given back. */
+  /**
+   * Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair), and note
+   * that `job` ran here; awaited before the run's slot is given back.
+   */
   onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>, job: Opened<Job>) => Promise<void>;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
