@@ -55,7 +55,13 @@ interface Sample {
   t: number; // ms since the start of the run
   incarnation: number;
   rss: number;
+  /** What the RSS is made of (/proc/<pid>/status): anonymous memory (heap, malloc) and mapped files (the binary, LevelDB's tables). */
+  rssAnon: number;
+  rssFile: number;
   heap: number;
+  /** V8's heap as reserved (used + free pages) and memory outside it that V8 accounts for (Buffers, ArrayBuffers). */
+  heapTotal: number;
+  external: number;
   lagP99: number;
   cpu: number; // process CPU seconds, cumulative for this incarnation
   fds: number;
@@ -104,6 +110,21 @@ function dirBytes(p: string): number {
 function metric(text: string, name: string): number | undefined {
   const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, 'm').exec(text);
   return m ? Number(m[1]) : undefined;
+}
+
+/** RssAnon and RssFile of /proc/<pid>/status, in bytes. */
+function rssParts(pid: number | undefined): { rssAnon: number; rssFile: number } {
+  const kib = (text: string, key: string) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(text);
+    return m ? Number(m[1]) * 1024 : NaN;
+  };
+  if (!pid) return { rssAnon: NaN, rssFile: NaN };
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return { rssAnon: kib(text, 'RssAnon'), rssFile: kib(text, 'RssFile') };
+  } catch {
+    return { rssAnon: NaN, rssFile: NaN };
+  }
 }
 
 function fdCount(pid: number | undefined): number {
@@ -176,7 +197,10 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
               t: now(),
               incarnation: t.incarnation,
               rss: metric(text, 'c0mpute_process_resident_memory_bytes') ?? NaN,
+              ...rssParts(t.node.child.pid),
               heap: metric(text, 'c0mpute_nodejs_heap_size_used_bytes') ?? NaN,
+              heapTotal: metric(text, 'c0mpute_nodejs_heap_size_total_bytes') ?? NaN,
+              external: metric(text, 'c0mpute_nodejs_external_memory_bytes') ?? NaN,
               lagP99: metric(text, 'c0mpute_nodejs_eventloop_lag_p99_seconds') ?? NaN,
               cpu: metric(text, 'c0mpute_process_cpu_seconds_total') ?? NaN,
               fds: fdCount(t.node.child.pid),
@@ -350,6 +374,10 @@ function summarise(o: SoakOptions, tracked: Tracked[], jobs: JobEnd[], events: {
       heapFloorSlopeLateMiBPerHour: slopePerHour(late(heapPts)) / 2 ** 20,
       rssMiB: first && last ? [first.rss / 2 ** 20, last.rss / 2 ** 20] : [],
       rssSlopeMiBPerHour: slopePerHour(inc.map((x) => ({ x: x.t, y: x.rss }))) / 2 ** 20,
+      // where the RSS went, first → last sample of the window
+      memoryMiB: first && last
+        ? Object.fromEntries((['heapTotal', 'external', 'rssAnon', 'rssFile'] as const).map((k) => [k, [first[k] / 2 ** 20, last[k] / 2 ** 20]]))
+        : {},
       fds: first && last ? [first.fds, last.fds] : [],
       handles: first && last ? [first.handles, last.handles] : [],
       peers: first && last ? [first.peers, last.peers] : [],
@@ -379,6 +407,12 @@ function render(r: Record<string, unknown>): string {
       `  ${String(n.name).padEnd(10)} ${String(n.role).padEnd(9)} ${String(n.restarts).padStart(8)} ${String(n.window).padEnd(15)} ${pair(n.heapMiB).padEnd(13)} ${`${f(n.heapFloorSlopeMiBPerHour, 2)} (${f(n.heapFloorSlopeLateMiBPerHour, 2)})`.padStart(18)}  ${pair(n.rssMiB).padEnd(14)} ${f(n.rssSlopeMiBPerHour, 1).padStart(9)}  ${pair(n.fds, 0).padEnd(8)} ${pair(n.handles, 0).padEnd(8)} ${pair(n.peers, 0).padEnd(7)} ${pair(n.evidence, 0).padEnd(12)} ${f(n.dirMiB, 2)} (${f(n.dirSlopeMiBPerHour, 2)}, ${f(n.dirSlopeLateMiBPerHour, 2)})`.padEnd(200).trimEnd() +
         `  ${f(n.logMiBPerHour, 2)}  ${f(n.cpuPct, 2)}  ${f(n.lagP99MsMax, 0)}`,
     );
+  }
+  lines.push('', 'memory, first → last sample of the same window (MiB): V8 heap reserved, outside the heap (Buffers), RSS anonymous, RSS of mapped files:');
+  for (const n of r.nodes as Record<string, unknown>[]) {
+    const m = n.memoryMiB as Record<string, number[]>;
+    const pair = (v: number[] | undefined) => (v && v.length ? `${f(v[0])}→${f(v[1])}` : '–');
+    lines.push(`  ${String(n.name).padEnd(10)} heap total ${pair(m.heapTotal).padEnd(13)} external ${pair(m.external).padEnd(13)} anon ${pair(m.rssAnon).padEnd(13)} file ${pair(m.rssFile)}`);
   }
   lines.push('', 'events:');
   for (const e of r.events as { t: number; what: string }[]) lines.push(`  ${(e.t / 60_000).toFixed(1)} min  ${e.what}`);
