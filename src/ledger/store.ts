@@ -4,7 +4,9 @@
  * Layout of a ledger directory (its own LevelDB, e.g. `<data-dir>/ledger`):
  *   sublevel `entries`  key = seq as 16 decimal digits → the pool/1 envelope bytes
  *   sublevel `meta`     key `head` → canonical CBOR {length, head (32 bytes), steward}
- *   sublevel `receipts` key = content address of the receipt → pool-witness/1 envelope
+ *   sublevel `receipts` key = content address of the receipt → pool-witness/1 envelope,
+ *                       the newest (longest) of each witness only: a longer receipt covers every
+ *                       shorter one of the same witness (its head commits to the whole prefix)
  *
  * One writer: appends are serialised in-process, and LevelDB's lock keeps any
  * other process out. The entry and the head move in one synced batch; an
@@ -23,7 +25,7 @@ import { addressToBytes, bytesToAddress, hashHex } from '../records/address.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
-import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
+import { GENESIS, POOL_TYPE, WITNESS_TYPE, entryFor, type LedgerEntry, type WitnessReceipt } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
 import { gradeAttestation, checkReceipt, type Attestation, type ReceiptStatus } from './attest.js';
 
@@ -109,6 +111,9 @@ export class Ledger {
   readonly book: UsageBook;
   #sink: EventSink;
   #tail: Promise<unknown> = Promise.resolve();
+  #receiptTail: Promise<unknown> = Promise.resolve();
+  /** each witness's receipt held: the longest it signed */
+  readonly #witnessed = new Map<string, { length: number; key: string }>();
   #closed = false;
 
   private constructor(dir: string, db: Db, r: ReplayResult & { book: UsageBook }, steward: string | undefined, opts: LedgerOptions) {
@@ -148,6 +153,7 @@ export class Ledger {
         throw new C0Error(LEDGER_ERR.HEAD_MISMATCH, `ledger at ${dir}: stored head (${metaLen}, ${metaHead}) does not match its entries (${r.length}, ${r.head})`);
       }
       const l = new Ledger(dir, db, r as ReplayResult & { book: UsageBook }, expected ?? r.steward, opts);
+      await l.#keepNewestReceipts();
       opts.logger?.info({ dir, length: r.length, head: r.head }, 'ledger replayed');
       return l;
     } catch (e) {
@@ -220,14 +226,72 @@ export class Ledger {
     return (await this.entries(from, to)).map((b) => open(b, POOL_TYPE, { trusted: true }).record as LedgerEntry);
   }
 
-  /** Store a witness receipt after checking it against this ledger; a refused receipt is not stored. */
-  async addReceipt(bytes: Uint8Array): Promise<ReceiptStatus> {
-    const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
-    if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
-    await this.#db.batch([{ type: 'put', sublevel: this.#receipts, key: hashHex(bytes), value: bytes }] as never, { sync: true });
-    return s;
+  /**
+   * Hold only each witness's longest receipt (a ledger directory from before this rule kept every receipt: a
+   * witness cosigns every head, so that was one per entry and witness, for ever). Receipts were checked when
+   * stored, so they are read as trusted.
+   */
+  async #keepNewestReceipts(): Promise<void> {
+    let drop: string[] = [];
+    let dropped = 0;
+    for await (const [key, bytes] of this.#receipts.iterator()) {
+      let witness: string;
+      let w: WitnessReceipt;
+      try {
+        const o = open(bytes, WITNESS_TYPE, { trusted: true });
+        witness = o.signer;
+        w = o.record as WitnessReceipt;
+      } catch {
+        continue; // kept as it is: attestation() reports what it is
+      }
+      // only a receipt covering this ledger's own head at its length is superseded by a longer one; any other
+      // is kept as it is, for attestation() to report (evidence is not dropped)
+      if (w.steward !== this.steward || w.length < 1 || this.#addresses[w.length - 1] !== w.head) continue;
+      const length = w.length;
+      const best = this.#witnessed.get(witness);
+      if (best && best.length >= length) drop.push(key);
+      else {
+        if (best) drop.push(best.key);
+        this.#witnessed.set(witness, { length, key });
+      }
+      if (drop.length >= 2000) {
+        dropped += drop.length;
+        await this.#db.batch(drop.map((k) => ({ type: 'del', sublevel: this.#receipts, key: k })) as never, { sync: true });
+        drop = [];
+      }
+    }
+    if (drop.length) await this.#db.batch(drop.map((k) => ({ type: 'del', sublevel: this.#receipts, key: k })) as never, { sync: true });
+    dropped += drop.length;
+    if (dropped) this.#log?.info({ dir: this.dir, dropped, witnesses: this.#witnessed.size }, 'ledger: kept only the newest witness receipt of each witness');
   }
 
+  /**
+   * Check a witness receipt against this ledger and hold it if it is the longest its witness signed (it then
+   * replaces the witness's shorter one; a receipt no longer than the one held adds nothing and is not stored).
+   * A refused receipt is not stored. `stored` says whether this one is now held.
+   */
+  addReceipt(bytes: Uint8Array): Promise<Extract<ReceiptStatus, { status: 'valid' }> & { stored: boolean }> {
+    const run = async () => {
+      const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
+      if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
+      if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
+      const best = this.#witnessed.get(s.witness);
+      if (best && best.length >= s.length) return { ...s, stored: false };
+      const key = hashHex(bytes);
+      await this.#db.batch(
+        [{ type: 'put', sublevel: this.#receipts, key, value: bytes }, ...(best ? [{ type: 'del', sublevel: this.#receipts, key: best.key }] : [])] as never,
+        { sync: true },
+      );
+      this.#witnessed.set(s.witness, { length: s.length, key });
+      return { ...s, stored: true };
+    };
+    // one at a time: two receipts of one witness must not both replace the same shorter one
+    const p = this.#receiptTail.then(run, run);
+    this.#receiptTail = p.catch(() => undefined);
+    return p;
+  }
+
+  /** The receipts held: each witness's longest. */
   async receipts(): Promise<Uint8Array[]> {
     return readAll(this.#receipts);
   }
@@ -240,6 +304,7 @@ export class Ledger {
   async close(): Promise<void> {
     if (this.#closed) return;
     await this.#tail;
+    await this.#receiptTail;
     this.#closed = true;
     await closeDb(this.#db);
   }

@@ -70,6 +70,8 @@ export class Steward {
   readonly #gangs: Gangs;
   #stopped = false;
   #idleTimer: NodeJS.Timeout | undefined;
+  /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
+  #witnessesHeard = new Set<string>();
 
   private constructor(
     private o: StewardPorts,
@@ -136,7 +138,13 @@ export class Steward {
     }
     net.subscribe('pool-witness', async (rec) => {
       const st = await this.ledger.addReceipt(rec.bytes);
-      this.log.info({ witness: rec.signer, status: st.status }, 'witness receipt received');
+      // a witness cosigns every head: its first receipt since start is news, the rest are not
+      const first = !this.#witnessesHeard.has(rec.signer);
+      if (first) {
+        if (this.#witnessesHeard.size >= 10_000) this.#witnessesHeard.clear();
+        this.#witnessesHeard.add(rec.signer);
+      }
+      this.log[first ? 'info' : 'debug']({ witness: rec.signer, status: st.status, length: st.length, stored: st.stored }, 'witness receipt received');
     });
   }
 

@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer, didFromPublicKey, open } from '../../../src/records/index.js';
-import { openDb, closeDb } from '../../../src/store/db.js';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { hashHex } from '../../../src/records/address.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { seal } from '../../../src/records/index.js';
@@ -193,6 +194,48 @@ describe('Witness', () => {
         assert.equal((foreign.record as WitnessReceipt).length, 4);
         await l.close();
       });
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it("a ledger holds each witness's longest receipt only, and drops the shorter ones an earlier build kept", async () => {
+    const t = tempDir();
+    const A = Ed25519Signer.generate();
+    const B = Ed25519Signer.generate();
+    const cover = (l: Ledger, w: Ed25519Signer, length: number, at = 0) => seal(WITNESS_TYPE, { steward: S, length, head: l.addressAt(length - 1)!, witnessedAt: 1000 + length + at } satisfies WitnessReceipt, w);
+    try {
+      let l = await Ledger.open(t.dir, { signer: steward });
+      for (let i = 0; i < 4; i++) await l.append(admitted(`k${i}`));
+      const a2 = cover(l, A, 2);
+      const a4 = cover(l, A, 4);
+      assert.equal((await l.addReceipt(a2.bytes)).stored, true);
+      assert.equal((await l.addReceipt(a4.bytes)).stored, true);
+      // no longer than the one held: covered already, not stored
+      assert.equal((await l.addReceipt(a2.bytes)).stored, false);
+      assert.equal((await l.addReceipt(cover(l, A, 4, 1).bytes)).stored, false);
+      // two of one witness at once: the longer is held whatever order they land in
+      const [b3, b1] = [cover(l, B, 3), cover(l, B, 1)];
+      await Promise.all([l.addReceipt(b3.bytes), l.addReceipt(b1.bytes)]);
+      const held = async () => (await l.receipts()).map((b) => open(b, WITNESS_TYPE)).map((o) => `${o.signer === didFromPublicKey(A.publicKey) ? 'A' : 'B'}${(o.record as WitnessReceipt).length}`).sort();
+      assert.deepEqual(await held(), ['A4', 'B3']);
+      assert.deepEqual((await l.attestation()).witnesses.map((w) => w.length).sort(), [3, 4]);
+      await l.close();
+
+      // a directory an earlier build wrote kept every receipt, and may hold one that contradicts the ledger
+      const other = sealEntries([admitted('x'), admitted('y')], steward);
+      const mismatch = seal(WITNESS_TYPE, { steward: S, length: 2, head: other[1]!.address, witnessedAt: 5 } satisfies WitnessReceipt, A);
+      const db = await openDb(t.dir);
+      await sub(db, 'receipts').batch([a2, b1, mismatch].map((r) => ({ type: 'put' as const, key: hashHex(r.bytes), value: r.bytes })));
+      await closeDb(db);
+      l = await Ledger.open(t.dir, { signer: steward });
+      const statuses = (await l.attestation()).receipts.map((r) => r.status).sort();
+      // the shorter covers go; evidence of a rewritten history is never dropped
+      assert.deepEqual(statuses, ['mismatch', 'valid', 'valid']);
+      assert.deepEqual(await held(), ['A2', 'A4', 'B3']); // that A2 is the contradicting one
+      const kept = new Set((await l.receipts()).map((b) => hashHex(b)));
+      assert.deepEqual([kept.has(hashHex(mismatch.bytes)), kept.has(hashHex(a2.bytes)), kept.has(hashHex(b1.bytes))], [true, false, false]);
+      await l.close();
     } finally {
       t.cleanup();
     }
