@@ -214,8 +214,9 @@ export class OverlayNode {
     this.net.subscribe('nondelivery', async (rec) => {
       await this.market.addEvidence(rec as Opened<NonDelivery>);
     });
-    // Witness receipts and equivocation evidence are kept by every node on the
-    // overlay, so any of them can grade a steward's ledger (c0mpute ledger fetch).
+    // Witness receipts (each witness's longest for each steward) and equivocation evidence
+    // are kept by every node on the overlay, so any of them can grade a steward's ledger
+    // (c0mpute ledger fetch).
     const keep = (rec: Opened) => void this.records.put(rec).catch((e: unknown) => this.log.warn({ kind: rec.type, record: rec.address, err: (e as Error).message }, 'could not store a witness record'));
     this.net.subscribe('pool-witness', keep);
     this.net.subscribe('pool-evidence', (rec) => {
@@ -312,8 +313,9 @@ export class OverlayNode {
 
   /**
    * A steward's ledger as any node on the overlay can hold it: the entries
-   * fetched over /c0mpute/ledger/1 and every witness receipt for that steward
-   * this node has heard. `c0mpute ledger verify` grades the result.
+   * fetched over /c0mpute/ledger/1 and, of the witness receipts for that
+   * steward this node has heard, each witness's longest (RecordStore keeps
+   * only those). `c0mpute ledger verify` grades the result.
    */
   async fetchLedger(steward: string): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
     const entries: Uint8Array[] = [];
@@ -323,7 +325,7 @@ export class OverlayNode {
       entries.push(...got);
       if (got.length < MAX_LEDGER_RANGE) break;
     }
-    const receipts = (await this.records.list('pool-witness/1')).filter((r) => (r.record as { steward?: string }).steward === steward).map((r) => r.bytes);
+    const receipts = (await this.records.witnessReceiptsFor(steward)).map((r) => r.bytes);
     return { entries, receipts };
   }
 

@@ -29,6 +29,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
 import { sub, syncBatch, timeKey as ts, type Db, type Sub } from './db.js';
 import type { Logger } from '../util/log.js';
+import { WITNESS_TYPE, type WitnessReceipt } from '../ledger/entry.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
@@ -39,9 +40,12 @@ export interface AdvertCapPolicy {
   onEvict(evicted: Array<Opened<Advert>>, refused: Opened<Advert> | undefined): void;
 }
 
-/** The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections; 3: and the history by age). */
+/**
+ * The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections;
+ * 3: and the history by age; 4: and each witness's newest receipt for each steward).
+ */
 const JOB_INDEX_DONE = '~indexed';
-const JOB_INDEX_VERSION = '3';
+const JOB_INDEX_VERSION = '4';
 /** The kinds that make up the job history, dropped by age (besides jobs themselves): each names its job. */
 const OF_A_JOB: ReadonlySet<string> = new Set([T.selection, T.offer, T.claim, T.claimRefusal]);
 
@@ -98,6 +102,7 @@ export class RecordStore {
   #advertCount = 0;
   #cap: AdvertCapPolicy | undefined;
   #advertChain: Promise<unknown> = Promise.resolve();
+  #witnessChain: Promise<unknown> = Promise.resolve();
   #inflight = new Map<string, Promise<boolean>>();
   #db: Db;
   #clock: () => number;
@@ -172,8 +177,14 @@ export class RecordStore {
     for await (const _ of this.#byType.keys({ limit: 1 })) held = true;
     if (held) log?.info({ from, to: Number(JOB_INDEX_VERSION) }, 'indexing the job history held, once after an upgrade');
     let ops: unknown[] = [];
+    const flush = async (atLeast: number) => {
+      if (ops.length < atLeast) return;
+      await syncBatch(this.#db, ops);
+      ops = [];
+    };
     const jobs = new Map<string, Opened<Job> | undefined>();
-    for (const type of [T.job, ...OF_A_JOB]) {
+    // from version 3 the job history is indexed: only the witness receipts are new
+    for (const type of from >= 3 ? [] : [T.job, ...OF_A_JOB]) {
       for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
         const r = await this.get(key.slice(type.length + 1), type);
         if (!r) continue;
@@ -183,12 +194,29 @@ export class RecordStore {
         const e = await this.#historyKey(r, jobs);
         if (e !== undefined) keys.push(e);
         for (const k of keys) ops.push({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex });
-        if (ops.length >= 2000) {
-          await syncBatch(this.#db, ops);
-          ops = [];
-        }
+        await flush(2000);
         if (jobs.size >= 10_000) jobs.clear();
       }
+    }
+    // each witness's longest receipt for each steward: the shorter ones an earlier build kept go
+    const newest = new Map<string, { length: number; address: string }>();
+    const dropWitness = (address: string) => ops.push({ type: 'del', key: address, sublevel: this.#records }, { type: 'del', key: `${WITNESS_TYPE}!${address}`, sublevel: this.#byType });
+    for await (const key of this.#byType.keys({ gt: `${WITNESS_TYPE}!`, lt: `${WITNESS_TYPE}!\xff` })) {
+      const r = (await this.get(key.slice(WITNESS_TYPE.length + 1), WITNESS_TYPE)) as Opened<WitnessReceipt> | undefined;
+      if (!r) continue;
+      n++;
+      const k = RecordStore.#witnessKey(r.record.steward, r.signer);
+      const held = newest.get(k);
+      if (held && held.length >= r.record.length) dropWitness(r.address);
+      else {
+        if (held) dropWitness(held.address);
+        newest.set(k, { length: r.record.length, address: r.address });
+      }
+      await flush(2000);
+    }
+    for (const [k, v] of newest) {
+      ops.push({ type: 'put', key: k, value: new TextEncoder().encode(`${v.length}!${v.address}`), sublevel: this.#jobIndex });
+      await flush(2000);
     }
     ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new TextEncoder().encode(JOB_INDEX_VERSION), sublevel: this.#jobIndex });
     await syncBatch(this.#db, ops);
@@ -305,8 +333,15 @@ export class RecordStore {
     if (pending) return pending.then(() => false);
     // Adverts are written one at a time: the seq comparison and the write must not interleave, or a
     // lower seq whose write lands last would become the provider's current advert.
-    const p = rec.type === T.advert ? this.#advertChain.then(() => this.#putNow(rec)) : this.#putNow(rec);
+    // Witness receipts likewise: which receipt of a witness is the newest is decided one write at a time.
+    const p =
+      rec.type === T.advert
+        ? this.#advertChain.then(() => this.#putNow(rec))
+        : rec.type === WITNESS_TYPE
+          ? this.#witnessChain.then(() => this.#putWitness(rec as Opened<WitnessReceipt>))
+          : this.#putNow(rec);
     if (rec.type === T.advert) this.#advertChain = p.catch(() => undefined);
+    if (rec.type === WITNESS_TYPE) this.#witnessChain = p.catch(() => undefined);
     this.#inflight.set(rec.address, p);
     try {
       return await p;
@@ -347,11 +382,54 @@ export class RecordStore {
     return (await this.putMany([rec])) === 1;
   }
 
-  /** Store verified records that are not adverts, in one synced batch; returns how many were new. */
+  /**
+   * A witness receipt (pool-witness/1) is kept only while it is the longest its witness signed for its steward: a
+   * longer one replaces it, and one no longer than the receipt held is not stored (false). A longer receipt covers
+   * every shorter one of the same witness, since its head commits to the whole prefix; a witness cosigns every
+   * head, so keeping them all was one record per ledger entry and witness, for ever, on every node of the overlay.
+   * At equal length the first held stays (an honest witness never signs two heads at one length).
+   */
+  async #putWitness(rec: Opened<WitnessReceipt>): Promise<boolean> {
+    if (await this.has(rec.address)) return false;
+    const key = RecordStore.#witnessKey(rec.record.steward, rec.signer);
+    const held = RecordStore.#parseWitnessValue(await this.#jobIndex.get(key));
+    if (held && held.length >= rec.record.length) return false;
+    await syncBatch(this.#db, [
+      { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
+      { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
+      { type: 'put', key, value: new TextEncoder().encode(`${rec.record.length}!${rec.address}`), sublevel: this.#jobIndex },
+      ...(held ? [{ type: 'del', key: held.address, sublevel: this.#records }, { type: 'del', key: `${rec.type}!${held.address}`, sublevel: this.#byType }] : []),
+    ]);
+    return true;
+  }
+
+  static #witnessKey(steward: string, witness: string): string {
+    return `w!${steward}!${witness}`;
+  }
+
+  static #parseWitnessValue(v: Uint8Array | undefined): { length: number; address: string } | undefined {
+    if (v === undefined) return undefined;
+    const text = new TextDecoder().decode(v);
+    const i = text.indexOf('!');
+    return { length: Number(text.slice(0, i)), address: text.slice(i + 1) };
+  }
+
+  /** The witness receipts held for `steward`: each witness's longest. */
+  async witnessReceiptsFor(steward: string): Promise<Array<Opened<WitnessReceipt>>> {
+    const out: Array<Opened<WitnessReceipt>> = [];
+    for await (const v of this.#jobIndex.values({ gt: `w!${steward}!`, lt: `w!${steward}!\xff` })) {
+      const r = await this.get(RecordStore.#parseWitnessValue(v)!.address, WITNESS_TYPE);
+      if (r) out.push(r as Opened<WitnessReceipt>);
+    }
+    return out;
+  }
+
+  /** Store verified records that are not adverts or witness receipts, in one synced batch; returns how many were new. */
   async putMany(recs: readonly Opened[]): Promise<number> {
     const fresh = new Map<string, Opened>();
     for (const r of recs) {
       if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
+      if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() keeps the newest of each witness');
       if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
     if (!fresh.size) return 0;

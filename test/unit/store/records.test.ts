@@ -11,6 +11,7 @@ import { hashHex } from '../../../src/records/address.js';
 import { T, type Advert, type Job, type Offer, type Selection } from '../../../src/records/kinds.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
+import { WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/entry.js';
 
 const NOW = 1_800_000_000_000;
 /** What a prune reports, without its cursor. */
@@ -380,6 +381,51 @@ describe('RecordStore (real LevelDB)', () => {
       assert.equal((await s.pruneHistory(NOW + DAY)).removed, 1);
       assert.equal(await s.has(o.address), false);
       assert.deepEqual(await s.list(T.offer), []);
+    } finally {
+      await closeDb(db);
+    }
+  });
+  test("witness receipts: each witness's longest for each steward is kept, a shorter one is not stored, and an earlier build's store keeps only those after open", async () => {
+    const db = await openDb(join(dir, 'witness'));
+    try {
+      const [S1, S2] = [didFromPublicKey(Ed25519Signer.generate().publicKey), didFromPublicKey(Ed25519Signer.generate().publicKey)];
+      const [A, B] = [Ed25519Signer.generate(), Ed25519Signer.generate()];
+      const receipt = (w: Ed25519Signer, steward: string, length: number) => seal(WITNESS_TYPE, { steward, length, head: hashHex(Uint8Array.of(length)), witnessedAt: NOW + length } satisfies WitnessReceipt, w);
+      const lengths = async (st: RecordStore, steward: string) => (await st.witnessReceiptsFor(steward)).map((r) => `${r.signer === didFromPublicKey(A.publicKey) ? 'A' : 'B'}${r.record.length}`).sort();
+      let s = await RecordStore.open(db, 'w/', { clock: () => NOW });
+      const a2 = receipt(A, S1, 2);
+      const a5 = receipt(A, S1, 5);
+      assert.equal(await s.put(a2), true);
+      assert.equal(await s.put(a5), true);
+      assert.equal(await s.put(receipt(A, S1, 3)), false, 'shorter than the one held: not stored');
+      assert.equal(await s.put(receipt(A, S1, 5)), false, 'as long as the one held: not stored');
+      assert.equal(await s.put(receipt(A, S2, 1)), true, 'another steward: its own');
+      // two of one witness at once: the longer is held whatever order the writes land in
+      await Promise.all([s.put(receipt(B, S1, 7)), s.put(receipt(B, S1, 6))]);
+      assert.deepEqual(await lengths(s, S1), ['A5', 'B7']);
+      assert.deepEqual(await lengths(s, S2), ['A1']);
+      assert.equal(await s.has(a2.address), false, 'the shorter receipt went when the longer came');
+      assert.equal((await s.list(WITNESS_TYPE)).length, 3);
+
+      // a store an earlier build wrote (index version 3): every receipt kept, no witness index
+      const recs = db.sublevel<string, Uint8Array>('w/records', { valueEncoding: 'view' });
+      const byType = db.sublevel<string, Uint8Array>('w/bytype', { valueEncoding: 'view' });
+      const idx = db.sublevel<string, Uint8Array>('w/jobindex', { valueEncoding: 'view' });
+      const a9 = receipt(A, S1, 9);
+      // several, so that in address order a shorter one surely comes after a longer
+      const raw = [a2, a9, receipt(A, S1, 1), receipt(A, S1, 3), receipt(A, S1, 4), receipt(B, S1, 2)];
+      for (const r of raw) {
+        await recs.put(r.address, r.bytes);
+        await byType.put(`${WITNESS_TYPE}!${r.address}`, new Uint8Array(0));
+      }
+      for await (const k of idx.keys({ gt: 'w!', lt: 'w!\xff' })) await idx.del(k);
+      await idx.put('~indexed', new TextEncoder().encode('3'));
+      s = await RecordStore.open(db, 'w/', { clock: () => NOW });
+      assert.deepEqual(await lengths(s, S1), ['A9', 'B7']);
+      assert.deepEqual(await lengths(s, S2), ['A1']);
+      for (const r of [a5, ...raw.filter((r) => r !== a9)]) assert.equal(await s.has(r.address), false);
+      assert.equal((await s.list(WITNESS_TYPE)).length, 3);
+      assert.equal(await s.put(receipt(A, S1, 8)), false, 'the index holds the newest after the upgrade');
     } finally {
       await closeDb(db);
     }
