@@ -50,6 +50,11 @@ export class BuyerWiring {
     });
   }
 
+  /** Jobs with a buyer waiting on their offers now (for tests and diagnostics). */
+  get waitingJobs(): number {
+    return this.#offerWaiters.size;
+  }
+
   /** At the overlay's stop: no acceptance is tried again. */
   stop(): void {
     this.#stopped = true;
@@ -153,7 +158,9 @@ export class BuyerWiring {
         clearTimeout(timer);
         clearTimeout(push);
         this.#invited.delete(job);
-        this.#offerWaiters.get(job)?.delete(waiter);
+        // the job's entry goes with its last waiter: one per job bought would otherwise stay until restart
+        const waiters = this.#offerWaiters.get(job);
+        if (waiters?.delete(waiter) && waiters.size === 0) this.#offerWaiters.delete(job);
         resolve(count);
       };
       const waiter = (o: Opened<Offer>) => {
