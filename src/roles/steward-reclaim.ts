@@ -68,11 +68,19 @@ export class Reclaimer {
 
   constructor(private d: ReclaimDeps) {}
 
-  /** Drop what is kept about a closing claim. */
+  /**
+   * Drop what is kept about a closing claim. The accounts stop tracking it first, so a usage answer still in flight
+   * (sampleRunning, idleTick) finds it gone (#tracked) and writes nothing back.
+   */
   forget(claim: string): void {
     this.#samples.delete(claim);
     this.#live.delete(claim);
     this.#idleVerdicts.delete(claim);
+  }
+
+  /** How many claims anything is kept about (usage figures, samples, idle verdicts): for tests and diagnostics. */
+  keptClaims(): number {
+    return new Set([...this.#samples.keys(), ...this.#live.keys(), ...this.#idleVerdicts.keys()]).size;
   }
 
   idleVerdicts(): IdleVerdict[] {
@@ -144,12 +152,17 @@ export class Reclaimer {
         if (!provider) return;
         try {
           const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: c.claim } as never], { limits: { deadlineMs: 10_000 } });
-          this.#noteUsage(c.claim, frames[0]);
+          if (this.#tracked(c.claim)) this.#noteUsage(c.claim, frames[0]);
         } catch {
           /* no figure: the claim keeps the ones it had */
         }
       }),
     );
+  }
+
+  /** Whether a claim is still open in the accounts (they drop it just before forget() runs, at its release). */
+  #tracked(claim: string): boolean {
+    return this.d.accounts.get(claim) !== undefined;
   }
 
   #noteUsage(claim: string, f: unknown): void {
@@ -198,6 +211,8 @@ export class Reclaimer {
       } catch {
         continue;
       }
+      // released while its provider answered: forget() has run, and nothing is kept for it again
+      if (!this.#tracked(c.claim)) continue;
       this.#noteUsage(c.claim, frames[0]);
       const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
       if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
@@ -216,8 +231,10 @@ export class Reclaimer {
       });
     }
     const policyArgs = { windowMs: policy.windowMs, idleBelowMicrowatts: policy.idleBelowMicrowatts };
-    for (const o of observations) this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
-    for (const v of reclamationOrder(observations, policyArgs)) {
+    // a claim released while later claims' providers were asked is neither judged nor reclaimed
+    const still = observations.filter((o) => this.#tracked(o.key));
+    for (const o of still) this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
+    for (const v of reclamationOrder(still, policyArgs)) {
       const provider = this.d.accounts.providerOf(v.key);
       if (!provider) continue;
       log.warn({ claim: v.key, uj: v.uj, observedMs: v.observedMs, windowMs: v.windowMs }, 'reclaiming an idle claim');
