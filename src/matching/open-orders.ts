@@ -26,14 +26,27 @@ export interface OpenOrdersOptions {
   skewMs?: number;
 }
 
+/** Eligibility answers kept at most, over every open order (OpenOrders #remember). */
+const MEMO_MAX = 1_000_000;
+
 export class OpenOrders {
   readonly opts: OpenOrdersOptions;
   readonly #jobs = new Map<string, { job: Opened<Job>; order: OpenOrder }>();
   /** Orders decided (a selection seen): not re-added when the job is heard again. */
   readonly #decided = new Set<string>();
   #cache: { now: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
-  /** eligible() by (advert, workloads, order): the answer depends on nothing else once the provider is live. */
-  readonly #memo = new Map<string, boolean>();
+  /**
+   * eligible() by order, then by provider (advert and workloads, #providerKey): the answer depends on nothing else once
+   * the provider is live. An order's answers go when the order leaves the set (decided, past its deadline, dropped),
+   * so what is kept is what the open orders can still ask: see #remember for the bounds.
+   */
+  readonly #memo = new Map<string, Map<string, boolean>>();
+  /** Answers kept in #memo, over every order. */
+  #memoSize = 0;
+  /** How many live providers the latest lease computation was given (sizes an order's share of the memo). */
+  #liveSeen = 0;
+  /** One key string per live provider object, shared by every order's entry for it (not one copy per entry). */
+  readonly #providerKeys = new WeakMap<LiveProvider, string>();
   #version = 0;
 
   constructor(opts: Partial<OpenOrdersOptions> = {}) {
@@ -58,7 +71,22 @@ export class OpenOrders {
   decided(job: string): void {
     this.#decided.add(job);
     if (this.#decided.size > 4 * this.opts.maxOrders) this.#decided.clear();
+    this.#drop(job);
+  }
+
+  /** Answers kept for eligible(), over every open order (for tests and diagnostics). */
+  get memoSize(): number {
+    return this.#memoSize;
+  }
+
+  /** An order leaves the open set, and its eligibility answers with it. */
+  #drop(job: string): void {
     if (this.#jobs.delete(job)) this.#version++;
+    const m = this.#memo.get(job);
+    if (m) {
+      this.#memoSize -= m.size;
+      this.#memo.delete(job);
+    }
   }
 
   job(address: string): Opened<Job> | undefined {
@@ -72,12 +100,7 @@ export class OpenOrders {
   }
 
   prune(now: number): void {
-    for (const [k, v] of this.#jobs) {
-      if (v.job.record.deadline <= now) {
-        this.#jobs.delete(k);
-        this.#version++;
-      }
-    }
+    for (const [k, v] of this.#jobs) if (v.job.record.deadline <= now) this.#drop(k);
   }
 
   #dropFirstDeadline(): void {
@@ -89,7 +112,7 @@ export class OpenOrders {
         at = v.job.record.deadline;
       }
     }
-    if (first) this.#jobs.delete(first);
+    if (first) this.#drop(first);
   }
 
   /** May `p` claim this order: would it be a candidate for it (without counting what it holds)? */
@@ -97,13 +120,44 @@ export class OpenOrders {
     const e = this.#jobs.get(o.address);
     if (!e) return false;
     if (p.liveUntil <= now || p.advert.record.expiresAt <= now) return false;
-    const key = `${p.advert.address} ${p.workloads.join(',')} ${o.address}`;
-    const known = this.#memo.get(key);
+    const key = this.#providerKey(p);
+    const known = this.#memo.get(o.address)?.get(key);
     if (known !== undefined) return known;
-    if (this.#memo.size >= 1_000_000) this.#memo.clear();
     const ok = candidates({ order: orderFromJob(e.job, o.designated), live: [p], now, ...(this.opts.skewMs !== undefined ? { skewMs: this.opts.skewMs } : {}) }).candidates.length === 1;
-    this.#memo.set(key, ok);
+    this.#remember(o.address, key, ok);
     return ok;
+  }
+
+  #providerKey(p: LiveProvider): string {
+    let k = this.#providerKeys.get(p);
+    if (k === undefined) this.#providerKeys.set(p, (k = `${p.advert.address} ${p.workloads.join(',')}`));
+    return k;
+  }
+
+  /**
+   * Keep one answer. A lease computation asks each open order about each live provider with a free slot, once: the
+   * working set is (open orders) × (live providers), and each order's answers are dropped with it (#drop). What else
+   * grows is an order's answers for providers' earlier adverts or workloads (a provider re-advertises, so its key
+   * changes): an order holding twice the latest computation's live providers, plus 64, starts again (one
+   * computation's misses for that order, then hits). So the memo holds at most about 2 × open orders × live
+   * providers. Past MEMO_MAX answers over every order (1,000 orders × 1,000 providers reach it) it starts again too.
+   * An answer costs about 30 bytes (a map slot: the key strings are shared per provider, the order's is its own
+   * address; measured at 1,000 × 1,000), so some 30 MB at most; the flat key of advert, workloads and order it
+   * replaced cost about 190 bytes an answer.
+   */
+  #remember(order: string, key: string, ok: boolean): void {
+    if (this.#memoSize >= MEMO_MAX) {
+      this.#memo.clear();
+      this.#memoSize = 0;
+    }
+    let m = this.#memo.get(order);
+    if (!m) this.#memo.set(order, (m = new Map()));
+    else if (m.size >= 2 * this.#liveSeen + 64) {
+      this.#memoSize -= m.size;
+      m.clear();
+    }
+    m.set(key, ok);
+    this.#memoSize++;
   }
 
   /** Every lease at `now` over the live providers (computed once per `now` and view). */
@@ -111,6 +165,7 @@ export class OpenOrders {
     this.prune(now);
     const c = this.#cache;
     if (c && c.now === now && c.live === live && c.version === this.#version) return c.view;
+    this.#liveSeen = live.length;
     const view = computeLeases({ providers: live, orders: [...this.#jobs.values()].map((x) => x.order), now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
     this.#cache = { now, live, version: this.#version, view };
     return view;
