@@ -59,6 +59,8 @@ export class QuoteBudget<R = unknown> {
   readonly #known = new Set<string>();
   /** live offers that count against the total (those of buyers not known) */
   #counted = 0;
+  /** when `#recent` was last swept of buyers with nothing left in the window */
+  #sweptAt = -Infinity;
   readonly #skipped: Counter<'reason'> | undefined;
   readonly #live: Gauge | undefined;
   #skips = 0;
@@ -85,7 +87,7 @@ export class QuoteBudget<R = unknown> {
     return this.#known.has(did);
   }
 
-  /** Drop offers that have expired by `now`. */
+  /** Drop offers that have expired by `now`, and (once a window) the buyers whose offer times have all left it. */
   #expire(now: number): void {
     for (const [job, o] of this.#byJob) {
       if (o.expiresAt > now) continue;
@@ -93,6 +95,17 @@ export class QuoteBudget<R = unknown> {
       this.#release(o.buyer);
     }
     this.#live?.set(this.#byJob.size);
+    // A buyer's times are otherwise trimmed only when it is seen again: every buyer ever offered to, and every
+    // made-up key whose job got an offer, would stay for good.
+    if (now - this.#sweptAt >= this.windowMs) {
+      this.#sweptAt = now;
+      for (const [buyer, r] of this.#recent) if (!r.length || r[r.length - 1]! <= now - this.windowMs) this.#recent.delete(buyer);
+    }
+  }
+
+  /** Buyers with an offer time still held for the per-buyer rate (at most a window old once swept). */
+  get recentBuyers(): number {
+    return this.#recent.size;
   }
 
   #release(buyer: string): void {

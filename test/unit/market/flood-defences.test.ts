@@ -81,6 +81,20 @@ describe('QuoteBudget', () => {
     assert.equal(b.check('A', NOW + 100), undefined);
   });
 
+  test('buyers never seen again are forgotten a window after their last offer (a flood of made-up buyer keys leaves nothing behind)', () => {
+    const b = new QuoteBudget<string>({ maxLiveOffers: 1000, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100 });
+    for (let i = 0; i < 50; i++) {
+      assert.equal(b.check(`made-up-${i}`, NOW + i), undefined);
+      b.add({ job: `j${i}`, buyer: `made-up-${i}`, expiresAt: NOW + 50, record: '' }, NOW + i);
+    }
+    assert.equal(b.recentBuyers, 50);
+    // a buyer seen again within the window keeps its times, and its rate still counts
+    b.add({ job: 'k', buyer: 'made-up-49', expiresAt: NOW + 500, record: '' }, NOW + 149);
+    assert.equal(b.check('someone', NOW + 160), undefined);
+    assert.equal(b.recentBuyers, 1);
+    assert.equal(b.live(NOW + 160), 1);
+  });
+
   test('a buyer that becomes known while holding offers stops counting against the total', () => {
     const b = new QuoteBudget<string>({ maxLiveOffers: 2, maxLiveOffersPerBuyer: 5 });
     b.add({ job: 'a', buyer: 'A', expiresAt: NOW + 100, record: 'a' });
