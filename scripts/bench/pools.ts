@@ -63,7 +63,7 @@ async function durable(n: number): Promise<{ dispatch: number; bare: number }> {
   try {
     const signer = new Ed25519Signer(new Uint8Array(32).fill(9));
     const me = didFromPublicKey(signer.publicKey);
-    const trail = new DispatchTrail(sub(db, 'trail'));
+    const trail = await DispatchTrail.open(sub(db, 'trail'), () => Date.now());
     const bare = sub(db, 'bare');
     const job = new Uint8Array(600).fill(1);
     const offer = new Uint8Array(300).fill(2);
@@ -79,7 +79,7 @@ async function durable(n: number): Promise<{ dispatch: number; bare: number }> {
       let t0 = performance.now();
       for (let i = 0; i < per; i++, k++) {
         const d = seal(T.poolDispatch, { pool: me, roster: addr(0), job: addr(k + 1), offer: addr(k + 1e6), member: me, coordinator: me, epoch: 1, issuedAt: 1_800_000_000_000 + k }, signer);
-        await trail.record(addr(k + 1), me, { dispatch: d.bytes, job, offer });
+        await trail.record(addr(k + 1), me, { dispatch: d.bytes, job, offer }, 1_800_000_060_000 + k);
       }
       dr.push(per / ((performance.now() - t0) / 1000));
       t0 = performance.now();

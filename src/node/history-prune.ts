@@ -2,10 +2,11 @@
  * Drops the job history older than `history.keepDays` (docs/node.md "Job
  * history"): jobs that many days past their deadline, with their selections,
  * the offers and claims those weighed, and claim refusals (the record store),
- * and a provider's note of each job it ran (provider-runs). A pass runs shortly
- * after start and then every `everyMs`; it deletes in batches, yielding to the
- * event loop between them, so a node told to keep less after months of history
- * does not stall. Stopping waits for a batch in flight, so the store is never
+ * a provider's note of each job it ran (provider-runs), and a pool member's
+ * closed dispatches and run notes (pools/trail.ts). A pass runs shortly after
+ * start and then every `everyMs`; it deletes in batches, yielding to the event
+ * loop between them, so a node told to keep less after months of history does
+ * not stall. Stopping waits for a batch in flight, so the store is never
  * closed under it.
  */
 import type { HistoryPruned } from '../store/records.js';
@@ -28,7 +29,7 @@ export interface HistoryPruning {
 }
 
 export function startHistoryPruning(o: {
-  /** What holds job history (the record store; a provider's runs), pruned in this order. */
+  /** What holds job history (the record store; a provider's runs; a pool member's trail and run log), pruned in this order. */
   stores: ReadonlyArray<{ pruneHistory(before: number, max?: number, after?: string): Promise<HistoryPruned> }>;
   keepDays: number;
   clock: () => number;

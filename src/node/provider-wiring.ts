@@ -66,6 +66,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       slots: { take: (job) => o.provider?.takeSlot(job) ?? false, give: (job) => o.provider?.giveSlot(job) },
       onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
       ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
+      keepDays: config.history.keepDays,
     });
     h.onStop(async () => o.poolMember?.stop());
   }

@@ -10,11 +10,19 @@
  * - RunLog (the member's side): a job is claimed once, durably, before it runs;
  *   a second claim of the same job, whoever asks, is refused (POOL_ALREADY_RUN).
  *
- * Values are canonical CBOR maps; keys are job addresses.
+ * Values are canonical CBOR maps; keys are job addresses (`sha256:…`), so the
+ * index keys, which start with `~`, never meet them. Both are job history
+ * (docs/node.md "Job history"), dropped `history.keepDays` after the job's
+ * deadline (`~t!<time>!<key>`, like the provider's runs, provider-runs.ts); the
+ * trail also indexes its open entries (`~o!<key>`), so the coordinator's
+ * recovery tick reads only those. Entries written before the indexes are
+ * indexed by the first open that finds them, dated at that open.
  */
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
-import type { Sub } from '../store/db.js';
+import { timeKey, type Sub } from '../store/db.js';
+import type { HistoryPruned } from '../store/records.js';
+import type { Clock } from '../util/clock.js';
 
 export interface TrailEntry {
   dispatch: Uint8Array;
@@ -25,8 +33,72 @@ export interface TrailEntry {
   settlement?: Uint8Array;
 }
 
+/** Marks a sublevel whose entries are indexed. */
+const INDEXED = '~indexed';
+/** Age keys: `~t!<timeKey>!<key>`. */
+const AGE = '~t!';
+/** Open trail entries: `~o!<job>|<coordinator>`. */
+const OPEN = '~o!';
+const EMPTY = new Uint8Array(0);
+/** Ops per synced batch when indexing an old sublevel. */
+const INDEX_BATCH = 2000;
+/**
+ * How far ahead of this node's clock a job's deadline may date its entries: the
+ * jobs are other nodes' (the buyer's), and nothing bounds their deadline (the
+ * record store's FOREIGN_DEADLINE_AHEAD_MS, src/store/records.ts).
+ */
+export const POOL_DEADLINE_AHEAD_MS = 30 * 24 * 3600_000;
+
 function enc(v: unknown): Uint8Array {
   return encodeCanonical(v as never);
+}
+
+const sync = { sync: true } as never;
+
+type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
+
+/**
+ * Index a sublevel written before the age index (and, for the trail, the open
+ * index) once: every entry dated `now`, `extra` adds its own keys. Synced
+ * batches of at most INDEX_BATCH ops, the marker last.
+ */
+async function indexOnce(db: Sub, now: number, extra?: (key: string, value: Uint8Array) => Op[]): Promise<void> {
+  if ((await db.get(INDEXED)) !== undefined) return;
+  let ops: Op[] = [];
+  for await (const [key, value] of db.iterator({ lt: '~' })) {
+    ops.push({ type: 'put', key: `${AGE}${timeKey(now)}!${key}`, value: EMPTY }, ...(extra?.(key, value) ?? []));
+    if (ops.length >= INDEX_BATCH) {
+      await db.batch(ops, sync);
+      ops = [];
+    }
+  }
+  ops.push({ type: 'put', key: INDEXED, value: new TextEncoder().encode('1') });
+  await db.batch(ops, sync);
+}
+
+/**
+ * Drop the entries whose age key is before `before`, at most `max` a synced
+ * batch, from after `after`; `keep(key)` (still needed) skips one, without
+ * counting it, and the cursor moves past it.
+ */
+async function pruneAged(db: Sub, before: number, max: number, after: string | undefined, keep?: (key: string) => Promise<boolean>): Promise<HistoryPruned> {
+  const ops: Op[] = [];
+  let removed = 0;
+  let more = false;
+  let last: string | undefined;
+  for await (const age of db.keys({ gt: after ?? AGE, lt: `${AGE}${timeKey(before)}` })) {
+    if (removed >= max) {
+      more = true;
+      break;
+    }
+    last = age;
+    const key = age.slice(AGE.length + 17);
+    if (keep && (await keep(key))) continue;
+    ops.push({ type: 'del', key: age }, { type: 'del', key });
+    removed++;
+  }
+  if (ops.length) await db.batch(ops, sync);
+  return { removed, more, ...(last !== undefined ? { after: last } : {}) };
 }
 
 /**
@@ -35,7 +107,16 @@ function enc(v: unknown): Uint8Array {
  * member refuses the second run), and closing a job closes every entry of it.
  */
 export class DispatchTrail {
-  constructor(private db: Sub) {}
+  constructor(
+    private db: Sub,
+    private clock: Clock,
+  ) {}
+
+  /** Open the trail, indexing once what an earlier build wrote (open entries by `~o!`, all dated now). */
+  static async open(db: Sub, clock: Clock): Promise<DispatchTrail> {
+    await indexOnce(db, clock(), (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []));
+    return new DispatchTrail(db, clock);
+  }
 
   static key(job: string, coordinator: string): string {
     return `${job}|${coordinator}`;
@@ -53,13 +134,24 @@ export class DispatchTrail {
     return (await this.entries(job))[0]?.entry;
   }
 
-  /** Make a dispatch durable (synced) unless this coordinator already has one for the job; returns the entry that holds. */
-  async record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>): Promise<{ entry: TrailEntry; fresh: boolean }> {
+  /**
+   * Make a dispatch durable (synced) unless this coordinator already has one for the job; returns the entry that
+   * holds. `until` (the job's deadline, at most POOL_DEADLINE_AHEAD_MS ahead) dates it for the history's pruning.
+   */
+  async record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
     const entry: TrailEntry = { ...e, state: 'dispatched' };
-    await this.db.batch([{ type: 'put', key, value: enc(entry) }], { sync: true } as never);
+    const at = Math.min(until, this.clock() + POOL_DEADLINE_AHEAD_MS);
+    await this.db.batch(
+      [
+        { type: 'put', key, value: enc(entry) },
+        { type: 'put', key: `${OPEN}${key}`, value: EMPTY },
+        { type: 'put', key: `${AGE}${timeKey(at)}!${key}`, value: EMPTY },
+      ],
+      sync,
+    );
     return { entry, fresh: true };
   }
 
@@ -68,44 +160,93 @@ export class DispatchTrail {
    * undefined) with its receipt (and settlement, when completed); closed entries keep their outcome.
    */
   async close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
-    const ops = [];
+    const ops: Op[] = [];
     for (const { key, entry } of await this.entries(job)) {
       if (entry.state !== 'dispatched') continue;
       if (coordinator !== undefined && key !== DispatchTrail.key(job, coordinator)) continue;
-      ops.push({ type: 'put' as const, key, value: enc({ ...entry, state, receipt, ...(settlement ? { settlement } : {}) }) });
+      ops.push({ type: 'put', key, value: enc({ ...entry, state, receipt, ...(settlement ? { settlement } : {}) }) }, { type: 'del', key: `${OPEN}${key}` });
     }
-    if (ops.length) await this.db.batch(ops, { sync: true } as never);
-    return ops.length;
+    if (ops.length) await this.db.batch(ops, sync);
+    return ops.length / 2;
   }
 
-  /** Dispatches not yet closed (a crashed or replaced coordinator's trail). */
+  /** Dispatches not yet closed (a crashed or replaced coordinator's trail): read from the open index, not the whole trail. */
   async pending(): Promise<Array<{ job: string; entry: TrailEntry }>> {
-    return (await this.all()).filter((x) => x.entry.state === 'dispatched');
+    const out: Array<{ job: string; entry: TrailEntry }> = [];
+    for await (const o of this.db.keys({ gt: OPEN, lt: `${OPEN}\uffff` })) {
+      const key = o.slice(OPEN.length);
+      const v = await this.db.get(key);
+      if (v === undefined) continue;
+      const entry = decodeCanonical(v) as unknown as TrailEntry;
+      if (entry.state === 'dispatched') out.push({ job: key.slice(0, key.indexOf('|')), entry });
+    }
+    return out;
   }
 
+  /** Every entry kept (the history of `history.keepDays`; the operator's status reads it, nothing on a timer does). */
   async all(): Promise<Array<{ job: string; entry: TrailEntry }>> {
     const out: Array<{ job: string; entry: TrailEntry }> = [];
-    for await (const [k, v] of this.db.iterator()) out.push({ job: k.slice(0, k.indexOf('|')), entry: decodeCanonical(v) as unknown as TrailEntry });
+    for await (const [k, v] of this.db.iterator({ lt: '~' })) out.push({ job: k.slice(0, k.indexOf('|')), entry: decodeCanonical(v) as unknown as TrailEntry });
     return out;
+  }
+
+  /**
+   * Drop the entries dated before `before`, at most `max` in one synced batch; pass the result's `after` to the next
+   * call (HistoryPruned). An entry still open is kept: recovery closes it, and a later pass drops it.
+   */
+  pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+    return pruneAged(this.db, before, max, after, async (key) => (await this.db.get(`${OPEN}${key}`)) !== undefined);
   }
 }
 
 /** A member's at-most-once log of the jobs it agreed to run. */
 export class RunLog {
+  /** Jobs whose claim is under way (between the check and the durable put). */
   #claiming = new Set<string>();
-  constructor(private db: Sub) {}
+  constructor(
+    private db: Sub,
+    private clock: Clock,
+  ) {}
 
-  /** Claim `job` for running: durable before it returns; POOL_ALREADY_RUN if it was claimed before (by any coordinator). */
-  async claim(job: string, by: string, at: number): Promise<void> {
+  /** Open the log, dating once what an earlier build wrote at now. */
+  static async open(db: Sub, clock: Clock): Promise<RunLog> {
+    await indexOnce(db, clock());
+    return new RunLog(db, clock);
+  }
+
+  /**
+   * Claim `job` for running: durable before it returns; POOL_ALREADY_RUN if it was claimed before (by any
+   * coordinator). `until` (the job's deadline, at most POOL_DEADLINE_AHEAD_MS ahead) dates the note for the history's
+   * pruning; the member refuses a job past its deadline before claiming it, so a dropped note never lets it run twice.
+   */
+  async claim(job: string, by: string, at: number, until: number): Promise<void> {
     if (this.#claiming.has(job)) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
     this.#claiming.add(job);
     try {
       if ((await this.db.get(job)) !== undefined) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
-      await this.db.batch([{ type: 'put', key: job, value: enc({ by, at }) }], { sync: true } as never);
-    } catch (e) {
+      const date = Math.min(until, this.clock() + POOL_DEADLINE_AHEAD_MS);
+      await this.db.batch(
+        [
+          { type: 'put', key: job, value: enc({ by, at }) },
+          { type: 'put', key: `${AGE}${timeKey(date)}!${job}`, value: EMPTY },
+        ],
+        sync,
+      );
+    } finally {
+      // The set only covers the awaits between the check and the durable put (a racer there is refused by it). Once
+      // the put is done it is not needed: a racer that checks after this finds the durable entry. A failed put
+      // leaves no entry, and the job may be claimed again.
       this.#claiming.delete(job);
-      throw e;
     }
-    // Stays in #claiming: the durable entry now answers, and the set keeps the check synchronous for racers.
+  }
+
+  /** How many claims are under way (tests: the set does not keep claimed jobs). */
+  get claiming(): number {
+    return this.#claiming.size;
+  }
+
+  /** Drop the notes dated before `before`, at most `max` in one synced batch; pass the result's `after` to the next call. */
+  pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+    return pruneAged(this.db, before, max, after);
   }
 }

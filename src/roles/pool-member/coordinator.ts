@@ -150,7 +150,7 @@ export class PoolCoordinator {
     this.inFlight.add(job.address);
     try {
       // 1. Durable, 2. sent to the other members, 3. only then the input goes out.
-      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline);
       this.m?.dispatches.inc();
       this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
       await this.broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });

@@ -71,6 +71,8 @@ export interface PoolMemberDeps {
   /** A named failpoint (tests; docs/pools.md "Failure modes, tested"): set only by the CLI from C0MPUTE_FAILPOINT. */
   failpoint?: (name: string) => void;
   registry?: Registry;
+  /** `history.keepDays` (0 = everything): the trail and run log keep that many days past each job's deadline, so `status` tallies over them. */
+  keepDays?: number;
 }
 
 export class PoolMember {
@@ -309,7 +311,11 @@ export class PoolMember {
   async #runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array> {
     const ex = this.d.executor(job.record.workload);
     if (!ex) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this member does not run ${job.record.workload}`);
-    await this.d.runs.claim(job.address, dispatch.signer, this.d.clock());
+    // Past its deadline nobody wants the output; and the run log drops a note with the history after the deadline,
+    // so this refusal is what keeps a job whose note is gone from running twice.
+    const now = this.d.clock();
+    if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
+    await this.d.runs.claim(job.address, dispatch.signer, now, job.record.deadline);
     return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), signal, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
   }
 
@@ -333,7 +339,12 @@ export class PoolMember {
     );
   }
 
-  /** Operator's view (`c0mpute pool-provider status`): election, liveness, per-member jobs and earnings. */
+  /** What holds this member's job history (the dispatch trail, the run log), for the node's pruning (history-prune.ts). */
+  historyStores(): [DispatchTrail, RunLog] {
+    return [this.d.trail, this.d.runs];
+  }
+
+  /** Operator's view (`c0mpute pool-provider status`): election, liveness, per-member jobs and earnings over the trail kept (`keepDays`). */
   async status(): Promise<Record<string, unknown>> {
     const now = this.d.clock();
     const e = this.elected(now);
@@ -350,6 +361,8 @@ export class PoolMember {
       left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
       pending: all.filter((x) => x.entry.state === 'dispatched').length,
+      // the jobs and earnings below are those of the trail kept: `keepDays` past each job's deadline (0 = everything)
+      ...(this.d.keepDays !== undefined ? { keepDays: this.d.keepDays } : {}),
       failures: failureCodes(all),
       epoch: e.epoch,
       coordinator: e.coordinator,

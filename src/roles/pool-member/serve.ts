@@ -57,7 +57,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       }
       case 'trail': {
         const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members());
-        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline);
         return { ok: 'yes' };
       }
       case 'run': {

@@ -44,6 +44,8 @@ export interface PoolWiringDeps {
   slots?: { take(job: string): boolean; give(job: string): void };
   /** The roster in use changed (sign the advert again). */
   onRosterChanged?: () => void;
+  /** `history.keepDays`: how long the trail and run log keep each job (pruned by the node, history-prune.ts). */
+  keepDays?: number;
   /** Called at named failpoints; the CLI sets it from C0MPUTE_FAILPOINT (tests only). */
   failpoint?: (name: string) => void;
 }
@@ -86,8 +88,8 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     },
     clock: d.clock,
     log: d.log,
-    trail: new DispatchTrail(d.sub('pool-trail')),
-    runs: new RunLog(d.sub('pool-runs')),
+    trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock),
+    runs: await RunLog.open(d.sub('pool-runs'), d.clock),
     executor: d.executor,
     maxOutputBytes: d.maxOutputBytes,
     registry: d.registry,
@@ -98,6 +100,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     ...(d.onRosterChanged ? { onRosterChanged: d.onRosterChanged } : {}),
     ...(d.slots ? { slots: d.slots } : {}),
     ...(d.failpoint ? { failpoint: d.failpoint } : {}),
+    ...(d.keepDays !== undefined ? { keepDays: d.keepDays } : {}),
     call: async (to, frame, timeoutMs) => {
       const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES } });
       return (frames[0] ?? {}) as PoolReply;

@@ -70,8 +70,8 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     options: { ...POOL_MEMBER_DEFAULTS, livenessMs: 1000, memberTimeoutMs: 400, ...gates },
     clock,
     log: silentLogger(),
-    trail: new DispatchTrail(sub(db, 'pool-trail')),
-    runs: new RunLog(sub(db, 'pool-runs')),
+    trail: await DispatchTrail.open(sub(db, 'pool-trail'), clock),
+    runs: await RunLog.open(sub(db, 'pool-runs'), clock),
     executor: () => counted,
     maxOutputBytes: 1 << 20,
     publishReceipt: async (rec) => void w.published.push(rec),
@@ -89,7 +89,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
   return m;
 }
 
-function job(opts: { params?: string; size?: number } = {}): { job: Opened<Job>; input: Uint8Array } {
+function job(opts: { params?: string; size?: number; deadline?: number } = {}): { job: Opened<Job>; input: Uint8Array } {
   const input = new Uint8Array(randomBytes(opts.size ?? 16));
   const now = clock();
   const j = seal(
@@ -98,8 +98,8 @@ function job(opts: { params?: string; size?: number } = {}): { job: Opened<Job>;
       workload: 'builtin.sha256',
       requirements: {},
       maxPrice: { amount: '0.01', currency: 'USD' },
-      announcedAt: now,
-      deadline: now + 120_000,
+      announcedAt: opts.deadline === undefined ? now : Math.min(now, opts.deadline - 120_000),
+      deadline: opts.deadline ?? now + 120_000,
       timeoutMs: 60_000,
       input: { hash: hashHex(input), size: input.length },
       inputSealed: 'no',
@@ -276,6 +276,20 @@ describe('pool coordinator and members (in process, real stores)', () => {
     const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: MEMBERS[2]!, coordinator: MEMBERS[0]!, epoch: 1, issuedAt: clock() }, keyOf(MEMBERS[0]!));
     assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[0]!)).code, 'POOL_NOT_CHOSEN');
     assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[2]!)).code, 'POOL_DISPATCH_NOT_CALLERS');
+  });
+
+  test('a member refuses a dispatch of a job past its deadline before claiming it (so a run note pruned with the history never lets it run twice)', async () => {
+    const w = await world('late');
+    const m = w.members.get(MEMBERS[2]!)!;
+    const runs = (m as unknown as { d: { runs: RunLog } }).d.runs;
+    const { job: j, input } = job({ deadline: clock() });
+    const o = offer(j, MEMBERS[0]!);
+    const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: MEMBERS[2]!, coordinator: MEMBERS[0]!, epoch: 1, issuedAt: clock() }, keyOf(MEMBERS[0]!));
+    assert.equal((await m.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, MEMBERS[0]!)).code, 'EXEC_DEADLINE_PASSED');
+    assert.equal(w.runs.get(MEMBERS[2]!) ?? 0, 0, 'not run');
+    // not claimed either: a claim of it now is the first
+    await runs.claim(j.address, MEMBERS[0]!, clock(), clock() + 1000);
+    assert.equal(await codeOfAsync(runs.claim(j.address, MEMBERS[1]!, clock(), clock() + 1000)), 'POOL_ALREADY_RUN');
   });
 
   test('a member leaves a running pool: the others drop it from the active list at once (told, or from its ping answer), it refuses dispatches and stops quoting', async () => {
