@@ -23,6 +23,7 @@ import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
 import { timeKey, type Sub } from '../store/db.js';
 import type { HistoryPruned } from '../store/records.js';
 import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/log.js';
 
 export interface TrailEntry {
   dispatch: Uint8Array;
@@ -42,12 +43,6 @@ const OPEN = '~o!';
 const EMPTY = new Uint8Array(0);
 /** Ops per synced batch when indexing an old sublevel. */
 const INDEX_BATCH = 2000;
-/**
- * How far ahead of this node's clock a job's deadline may date its entries: the
- * jobs are other nodes' (the buyer's), and nothing bounds their deadline (the
- * record store's FOREIGN_DEADLINE_AHEAD_MS, src/store/records.ts).
- */
-export const POOL_DEADLINE_AHEAD_MS = 30 * 24 * 3600_000;
 
 function enc(v: unknown): Uint8Array {
   return encodeCanonical(v as never);
@@ -78,10 +73,9 @@ async function indexOnce(db: Sub, now: number, extra?: (key: string, value: Uint
 
 /**
  * Drop the entries whose age key is before `before`, at most `max` a synced
- * batch, from after `after`; `keep(key)` (still needed) skips one, without
- * counting it, and the cursor moves past it.
+ * batch, from after `after`; `also(key)` adds what else goes with an entry.
  */
-async function pruneAged(db: Sub, before: number, max: number, after: string | undefined, keep?: (key: string) => Promise<boolean>): Promise<HistoryPruned> {
+async function pruneAged(db: Sub, before: number, max: number, after: string | undefined, also?: (key: string) => Promise<Op[]>): Promise<HistoryPruned> {
   const ops: Op[] = [];
   let removed = 0;
   let more = false;
@@ -93,8 +87,7 @@ async function pruneAged(db: Sub, before: number, max: number, after: string | u
     }
     last = age;
     const key = age.slice(AGE.length + 17);
-    if (keep && (await keep(key))) continue;
-    ops.push({ type: 'del', key: age }, { type: 'del', key });
+    ops.push({ type: 'del', key: age }, { type: 'del', key }, ...((await also?.(key)) ?? []));
     removed++;
   }
   if (ops.length) await db.batch(ops, sync);
@@ -110,12 +103,13 @@ export class DispatchTrail {
   constructor(
     private db: Sub,
     private clock: Clock,
+    private log?: Logger,
   ) {}
 
   /** Open the trail, indexing once what an earlier build wrote (open entries by `~o!`, all dated now). */
-  static async open(db: Sub, clock: Clock): Promise<DispatchTrail> {
+  static async open(db: Sub, clock: Clock, log?: Logger): Promise<DispatchTrail> {
     await indexOnce(db, clock(), (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []));
-    return new DispatchTrail(db, clock);
+    return new DispatchTrail(db, clock, log);
   }
 
   static key(job: string, coordinator: string): string {
@@ -136,14 +130,16 @@ export class DispatchTrail {
 
   /**
    * Make a dispatch durable (synced) unless this coordinator already has one for the job; returns the entry that
-   * holds. `until` (the job's deadline, at most POOL_DEADLINE_AHEAD_MS ahead) dates it for the history's pruning.
+   * holds. `until` (the job's deadline) dates it for the history's pruning. Unlike the record store, which bounds how
+   * far ahead another node's deadline dates a job it heard, this is not bounded: an entry exists only for work the
+   * pool took on, and dropping it before the deadline would let the coordinator dispatch the job again.
    */
   async record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
     const entry: TrailEntry = { ...e, state: 'dispatched' };
-    const at = Math.min(until, this.clock() + POOL_DEADLINE_AHEAD_MS);
+    const at = until;
     await this.db.batch(
       [
         { type: 'put', key, value: enc(entry) },
@@ -192,10 +188,19 @@ export class DispatchTrail {
 
   /**
    * Drop the entries dated before `before`, at most `max` in one synced batch; pass the result's `after` to the next
-   * call (HistoryPruned). An entry still open is kept: recovery closes it, and a later pass drops it.
+   * call (HistoryPruned). An entry still open goes too, with a warning: this member never heard how the job ended
+   * (it was away when it was closed), and by now the other members have dropped their closed copies, so recovery
+   * could only fail a job that may well have completed and settled (recovery leaves such entries alone).
    */
-  pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
-    return pruneAged(this.db, before, max, after, async (key) => (await this.db.get(`${OPEN}${key}`)) !== undefined);
+  async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+    const open: string[] = [];
+    const r = await pruneAged(this.db, before, max, after, async (key) => {
+      if ((await this.db.get(`${OPEN}${key}`)) === undefined) return [];
+      open.push(key);
+      return [{ type: 'del', key: `${OPEN}${key}` }];
+    });
+    if (open.length) this.log?.warn({ dropped: open.length, entries: open.slice(0, 5) }, 'pool: dropped dispatches never closed here, past history.keepDays (their outcome was never heard by this member)');
+    return r;
   }
 }
 
@@ -216,15 +221,16 @@ export class RunLog {
 
   /**
    * Claim `job` for running: durable before it returns; POOL_ALREADY_RUN if it was claimed before (by any
-   * coordinator). `until` (the job's deadline, at most POOL_DEADLINE_AHEAD_MS ahead) dates the note for the history's
-   * pruning; the member refuses a job past its deadline before claiming it, so a dropped note never lets it run twice.
+   * coordinator). `until` (the job's deadline, not bounded: see DispatchTrail.record) dates the note for the history's
+   * pruning; the member refuses a job past its deadline before claiming it, and the note is kept past that deadline,
+   * so a dropped note never lets the job run twice.
    */
   async claim(job: string, by: string, at: number, until: number): Promise<void> {
     if (this.#claiming.has(job)) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
     this.#claiming.add(job);
     try {
       if ((await this.db.get(job)) !== undefined) throw new C0Error('POOL_ALREADY_RUN', 'this member already runs or ran this job');
-      const date = Math.min(until, this.clock() + POOL_DEADLINE_AHEAD_MS);
+      const date = until;
       await this.db.batch(
         [
           { type: 'put', key: job, value: enc({ by, at }) },

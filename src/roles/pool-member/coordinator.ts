@@ -78,9 +78,15 @@ export class PoolCoordinator {
     const live = new Set(this.v.live());
     let closed = 0;
     const seen = new Set<string>();
+    // Past its history window (`history.keepDays` after the job's deadline) the other members have dropped their
+    // closed copies: nobody could lend the outcome, and failing a job that may have completed and settled would be
+    // false. Such an entry is left to the history's pruning (DispatchTrail.pruneHistory), which drops it with a warning.
+    const windowMs = this.d.keepDays ? this.d.keepDays * 24 * 3600_000 : Infinity;
+    const now = this.d.clock();
     for (const { job, entry } of pending) {
       if (this.inFlight.has(job) || seen.has(job)) continue;
       seen.add(job);
+      if (now - open(entry.job, T.job).record.deadline > windowMs) continue;
       const dispatch = open(entry.dispatch, T.poolDispatch);
       if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) {
         // A live coordinator's job: take its outcome if it has one (this member missed its `closed`, e.g. while down).

@@ -88,7 +88,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     },
     clock: d.clock,
     log: d.log,
-    trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock),
+    trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock, d.log),
     runs: await RunLog.open(d.sub('pool-runs'), d.clock),
     executor: d.executor,
     maxOutputBytes: d.maxOutputBytes,

@@ -41,9 +41,9 @@ interface World {
   crashOnRun: Set<string>;
 }
 
-async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}): Promise<World> {
+async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number): Promise<World> {
   const w: World = { members: new Map(), down: new Set(), hang: new Set(), runs: new Map(), published: [], crashOnRun: new Set() };
-  for (const did of MEMBERS) await addMember(w, name, did, output, gates);
+  for (const did of MEMBERS) await addMember(w, name, did, output, gates, keepDays);
   for (const m of w.members.values()) {
     await m.start();
     m.stop();
@@ -51,7 +51,7 @@ async function world(name: string, output: (did: string) => Executor | undefined
   return w;
 }
 
-async function addMember(w: World, name: string, did: string, output: (did: string) => Executor | undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}): Promise<PoolMember> {
+async function addMember(w: World, name: string, did: string, output: (did: string) => Executor | undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number): Promise<PoolMember> {
   const db = await openDb(join(dir, `${name}-${did.slice(-6)}`));
   if (!dbs.includes(db)) dbs.push(db);
   const base = createExecutor({ type: 'builtin', name: 'builtin.sha256' });
@@ -74,6 +74,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     runs: await RunLog.open(sub(db, 'pool-runs'), clock),
     executor: () => counted,
     maxOutputBytes: 1 << 20,
+    ...(keepDays !== undefined ? { keepDays } : {}),
     publishReceipt: async (rec) => void w.published.push(rec),
     call: async (to, frame, timeoutMs): Promise<PoolReply> => {
       if (w.down.has(to)) throw new C0Error('NET_DIAL_FAILED', 'down');
@@ -221,6 +222,24 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal(await a2.recover(), 1);
     assert.equal(w.published.length, n, 'no second receipt');
     assert.equal((await b.recover()) + (await a2.recover()), 0, 'nothing pending anywhere');
+  });
+
+  test('a dispatch never closed, past its history window (history.keepDays after its deadline): recovery neither fails it nor asks about it', async () => {
+    const w = await world('window', () => undefined, {}, 1 / 86_400);
+    const a = MEMBERS[0]!;
+    w.crashOnRun.add(a);
+    let jj;
+    do jj = job();
+    while (selectMember(jj.job.address, MEMBERS) === a);
+    const { job: j, input } = jj;
+    assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
+    w.down.add(a);
+    // past the deadline and the one second kept after it: the other members may have dropped how it ended
+    clock.set(j.record.deadline + 1001);
+    const b = w.members.get(MEMBERS[1]!)!;
+    const n = w.published.length;
+    assert.equal(await b.recover(), 0);
+    assert.equal(w.published.length, n, 'no failed receipt for a job whose outcome may have been dropped elsewhere');
   });
 
   test('output guard: whitespace or empty output, a member that times out or cannot be reached → failed, no settlement', async () => {
