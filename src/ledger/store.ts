@@ -25,7 +25,7 @@ import { addressToBytes, bytesToAddress, hashHex } from '../records/address.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
-import { GENESIS, POOL_TYPE, WITNESS_TYPE, entryFor, type LedgerEntry, type WitnessReceipt } from './entry.js';
+import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
 import { gradeAttestation, checkReceipt, type Attestation, type ReceiptStatus } from './attest.js';
 
@@ -228,40 +228,31 @@ export class Ledger {
 
   /**
    * Hold only each witness's longest receipt (a ledger directory from before this rule kept every receipt: a
-   * witness cosigns every head, so that was one per entry and witness, for ever). Receipts were checked when
-   * stored, so they are read as trusted.
+   * witness cosigns every head, so that was one per entry and witness, for ever). Each is checked as addReceipt
+   * checks it (an imported directory's receipts were stored as given): only a valid receipt, covering this ledger's
+   * own head at its length, is superseded by a longer valid one of its witness; any other is kept as it is, for
+   * attestation() to report (evidence is never dropped).
    */
   async #keepNewestReceipts(): Promise<void> {
     let drop: string[] = [];
     let dropped = 0;
+    const flush = async () => {
+      dropped += drop.length;
+      await this.#db.batch(drop.map((k) => ({ type: 'del', sublevel: this.#receipts, key: k })) as never, { sync: true });
+      drop = [];
+    };
     for await (const [key, bytes] of this.#receipts.iterator()) {
-      let witness: string;
-      let w: WitnessReceipt;
-      try {
-        const o = open(bytes, WITNESS_TYPE, { trusted: true });
-        witness = o.signer;
-        w = o.record as WitnessReceipt;
-      } catch {
-        continue; // kept as it is: attestation() reports what it is
-      }
-      // only a receipt covering this ledger's own head at its length is superseded by a longer one; any other
-      // is kept as it is, for attestation() to report (evidence is not dropped)
-      if (w.steward !== this.steward || w.length < 1 || this.#addresses[w.length - 1] !== w.head) continue;
-      const length = w.length;
-      const best = this.#witnessed.get(witness);
-      if (best && best.length >= length) drop.push(key);
+      const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
+      if (s.status !== 'valid') continue;
+      const best = this.#witnessed.get(s.witness);
+      if (best && best.length >= s.length) drop.push(key);
       else {
         if (best) drop.push(best.key);
-        this.#witnessed.set(witness, { length, key });
+        this.#witnessed.set(s.witness, { length: s.length, key });
       }
-      if (drop.length >= 2000) {
-        dropped += drop.length;
-        await this.#db.batch(drop.map((k) => ({ type: 'del', sublevel: this.#receipts, key: k })) as never, { sync: true });
-        drop = [];
-      }
+      if (drop.length >= 2000) await flush();
     }
-    if (drop.length) await this.#db.batch(drop.map((k) => ({ type: 'del', sublevel: this.#receipts, key: k })) as never, { sync: true });
-    dropped += drop.length;
+    if (drop.length) await flush();
     if (dropped) this.#log?.info({ dir: this.dir, dropped, witnesses: this.#witnessed.size }, 'ledger: kept only the newest witness receipt of each witness');
   }
 

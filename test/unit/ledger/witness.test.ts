@@ -225,15 +225,20 @@ describe('Witness', () => {
       // a directory an earlier build wrote kept every receipt, and may hold one that contradicts the ledger
       const other = sealEntries([admitted('x'), admitted('y')], steward);
       const mismatch = seal(WITNESS_TYPE, { steward: S, length: 2, head: other[1]!.address, witnessedAt: 5 } satisfies WitnessReceipt, A);
+      // and one whose signature does not verify, claiming a longer cover by B (an imported directory's are stored as given)
+      const forged = cover(l, B, 4).bytes.slice();
+      forged[forged.length - 1]! ^= 1;
       const db = await openDb(t.dir);
-      await sub(db, 'receipts').batch([a2, b1, mismatch].map((r) => ({ type: 'put' as const, key: hashHex(r.bytes), value: r.bytes })));
+      await sub(db, 'receipts').batch([a2.bytes, b1.bytes, mismatch.bytes, forged].map((b) => ({ type: 'put' as const, key: hashHex(b), value: b })));
       await closeDb(db);
       l = await Ledger.open(t.dir, { signer: steward });
       const statuses = (await l.attestation()).receipts.map((r) => r.status).sort();
-      // the shorter covers go; evidence of a rewritten history is never dropped
-      assert.deepEqual(statuses, ['mismatch', 'valid', 'valid']);
-      assert.deepEqual(await held(), ['A2', 'A4', 'B3']); // that A2 is the contradicting one
+      // the shorter covers go; evidence of a rewritten history is never dropped; a forged receipt displaces nothing
+      assert.deepEqual(statuses, ['invalid', 'mismatch', 'valid', 'valid']);
+      assert.deepEqual((await l.attestation()).witnesses.map((w) => w.length).sort(), [3, 4]);
       const kept = new Set((await l.receipts()).map((b) => hashHex(b)));
+      assert.equal(kept.size, 4);
+      assert.ok(kept.has(hashHex(forged)) && kept.has(hashHex(b3.bytes)), 'the forged receipt is kept for what it is, and B’s real one stays');
       assert.deepEqual([kept.has(hashHex(mismatch.bytes)), kept.has(hashHex(a2.bytes)), kept.has(hashHex(b1.bytes))], [true, false, false]);
       await l.close();
     } finally {
