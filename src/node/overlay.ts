@@ -214,9 +214,9 @@ export class OverlayNode {
     this.net.subscribe('nondelivery', async (rec) => {
       await this.market.addEvidence(rec as Opened<NonDelivery>);
     });
-    // Witness receipts (each witness's longest for each steward) and equivocation evidence
-    // are kept by every node on the overlay, so any of them can grade a steward's ledger
-    // (c0mpute ledger fetch).
+    // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
+    // evidence are kept by every node on the overlay, so any of them can grade a steward's
+    // ledger (c0mpute ledger fetch).
     const keep = (rec: Opened) => void this.records.put(rec).catch((e: unknown) => this.log.warn({ kind: rec.type, record: rec.address, err: (e as Error).message }, 'could not store a witness record'));
     this.net.subscribe('pool-witness', keep);
     this.net.subscribe('pool-evidence', (rec) => {
@@ -313,9 +313,10 @@ export class OverlayNode {
 
   /**
    * A steward's ledger as any node on the overlay can hold it: the entries
-   * fetched over /c0mpute/ledger/1 and, of the witness receipts for that
-   * steward this node has heard, each witness's longest (RecordStore keeps
-   * only those). `c0mpute ledger verify` grades the result.
+   * fetched over /c0mpute/ledger/1 and the witness receipts for that steward
+   * this node keeps (for each witness, its longest and a checkpoint about
+   * every doubling of length: witness-keep.ts). `c0mpute ledger verify`
+   * grades the result.
    */
   async fetchLedger(steward: string): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
     const entries: Uint8Array[] = [];

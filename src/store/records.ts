@@ -30,6 +30,7 @@ import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, ty
 import { sub, syncBatch, timeKey as ts, type Db, type Sub } from './db.js';
 import type { Logger } from '../util/log.js';
 import { WITNESS_TYPE, type WitnessReceipt } from '../ledger/entry.js';
+import { bandOf, offerReceipt, type KeptReceipt, type WitnessPair } from './witness-keep.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
@@ -42,7 +43,7 @@ export interface AdvertCapPolicy {
 
 /**
  * The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections;
- * 3: and the history by age; 4: and each witness's newest receipt for each steward).
+ * 3: and the history by age; 4: and the witness receipts kept for each witness and steward, witness-keep.ts).
  */
 const JOB_INDEX_DONE = '~indexed';
 const JOB_INDEX_VERSION = '4';
@@ -198,24 +199,21 @@ export class RecordStore {
         if (jobs.size >= 10_000) jobs.clear();
       }
     }
-    // each witness's longest receipt for each steward: the shorter ones an earlier build kept go
-    const newest = new Map<string, { length: number; address: string }>();
-    const dropWitness = (address: string) => ops.push({ type: 'del', key: address, sublevel: this.#records }, { type: 'del', key: `${WITNESS_TYPE}!${address}`, sublevel: this.#byType });
+    // the witness receipts kept for each witness and steward (witness-keep.ts): what else an earlier build kept goes
+    const pairs = new Map<string, WitnessPair>();
     for await (const key of this.#byType.keys({ gt: `${WITNESS_TYPE}!`, lt: `${WITNESS_TYPE}!\xff` })) {
       const r = (await this.get(key.slice(WITNESS_TYPE.length + 1), WITNESS_TYPE)) as Opened<WitnessReceipt> | undefined;
       if (!r) continue;
       n++;
-      const k = RecordStore.#witnessKey(r.record.steward, r.signer);
-      const held = newest.get(k);
-      if (held && held.length >= r.record.length) dropWitness(r.address);
-      else {
-        if (held) dropWitness(held.address);
-        newest.set(k, { length: r.record.length, address: r.address });
-      }
+      const k = RecordStore.#witnessPrefix(r.record.steward, r.signer);
+      let pair = pairs.get(k);
+      if (!pair) pairs.set(k, (pair = { bands: new Map() }));
+      const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(r));
+      for (const a of kept ? dropped : [r.address, ...dropped]) ops.push(...this.#dropWitnessOps(a));
       await flush(2000);
     }
-    for (const [k, v] of newest) {
-      ops.push({ type: 'put', key: k, value: new TextEncoder().encode(`${v.length}!${v.address}`), sublevel: this.#jobIndex });
+    for (const [k, pair] of pairs) {
+      ops.push(...RecordStore.#pairOps(k, pair, this.#jobIndex));
       await flush(2000);
     }
     ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new TextEncoder().encode(JOB_INDEX_VERSION), sublevel: this.#jobIndex });
@@ -333,7 +331,7 @@ export class RecordStore {
     if (pending) return pending.then(() => false);
     // Adverts are written one at a time: the seq comparison and the write must not interleave, or a
     // lower seq whose write lands last would become the provider's current advert.
-    // Witness receipts likewise: which receipt of a witness is the newest is decided one write at a time.
+    // Witness receipts likewise: which receipts of a witness are kept is decided one write at a time.
     const p =
       rec.type === T.advert
         ? this.#advertChain.then(() => this.#putNow(rec))
@@ -383,42 +381,67 @@ export class RecordStore {
   }
 
   /**
-   * A witness receipt (pool-witness/1) is kept only while it is the longest its witness signed for its steward: a
-   * longer one replaces it, and one no longer than the receipt held is not stored (false). A longer receipt covers
-   * every shorter one of the same witness, since its head commits to the whole prefix; a witness cosigns every
-   * head, so keeping them all was one record per ledger entry and witness, for ever, on every node of the overlay.
-   * At equal length the first held stays (an honest witness never signs two heads at one length).
+   * A witness receipt (pool-witness/1) is kept only in a bounded set per witness and steward (witness-keep.ts): the
+   * longest, and the earliest-signed of each doubling of length. A witness cosigns every head, so keeping them all
+   * was one record per ledger entry and witness, for ever, on every node of the overlay. One that takes no place in
+   * the set is not stored (false); what it displaces goes in the same batch.
    */
   async #putWitness(rec: Opened<WitnessReceipt>): Promise<boolean> {
     if (await this.has(rec.address)) return false;
-    const key = RecordStore.#witnessKey(rec.record.steward, rec.signer);
-    const held = RecordStore.#parseWitnessValue(await this.#jobIndex.get(key));
-    if (held && held.length >= rec.record.length) return false;
+    const prefix = RecordStore.#witnessPrefix(rec.record.steward, rec.signer);
+    const pair: WitnessPair = { bands: new Map() };
+    for await (const [k, v] of this.#jobIndex.iterator({ gt: prefix, lt: `${prefix}\xff` })) {
+      const x = RecordStore.#parseKept(v);
+      if (k.slice(prefix.length) === 'top') pair.top = x;
+      else pair.bands.set(bandOf(x.length), x);
+    }
+    const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(rec));
+    if (!kept) return false;
     await syncBatch(this.#db, [
       { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
       { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-      { type: 'put', key, value: new TextEncoder().encode(`${rec.record.length}!${rec.address}`), sublevel: this.#jobIndex },
-      ...(held ? [{ type: 'del', key: held.address, sublevel: this.#records }, { type: 'del', key: `${rec.type}!${held.address}`, sublevel: this.#byType }] : []),
+      ...RecordStore.#pairOps(prefix, pair, this.#jobIndex),
+      ...dropped.flatMap((a) => this.#dropWitnessOps(a)),
     ]);
     return true;
   }
 
-  static #witnessKey(steward: string, witness: string): string {
-    return `w!${steward}!${witness}`;
+  /** `w!<steward>!<witness>!`: then `b<band>` for each band's checkpoint, `top` for the longest. */
+  static #witnessPrefix(steward: string, witness: string): string {
+    return `w!${steward}!${witness}!`;
   }
 
-  static #parseWitnessValue(v: Uint8Array | undefined): { length: number; address: string } | undefined {
-    if (v === undefined) return undefined;
-    const text = new TextDecoder().decode(v);
-    const i = text.indexOf('!');
-    return { length: Number(text.slice(0, i)), address: text.slice(i + 1) };
+  static #kept(r: Opened<WitnessReceipt>): KeptReceipt {
+    return { length: r.record.length, at: r.record.witnessedAt, address: r.address };
   }
 
-  /** The witness receipts held for `steward`: each witness's longest. */
+  static #parseKept(v: Uint8Array): KeptReceipt {
+    const [length, at, address] = new TextDecoder().decode(v).split('!');
+    return { length: Number(length), at: Number(at), address: address! };
+  }
+
+  /** The index keys of a pair's kept receipts (each written whole: a band's checkpoint or the top may have moved). */
+  static #pairOps(prefix: string, pair: WitnessPair, sublevel: Sub): unknown[] {
+    const put = (k: string, x: KeptReceipt) => ({ type: 'put', key: `${prefix}${k}`, value: new TextEncoder().encode(`${x.length}!${x.at}!${x.address}`), sublevel });
+    return [...[...pair.bands].map(([b, x]) => put(`b${String(b).padStart(2, '0')}`, x)), ...(pair.top ? [put('top', pair.top)] : [])];
+  }
+
+  #dropWitnessOps(address: string): unknown[] {
+    return [
+      { type: 'del', key: address, sublevel: this.#records },
+      { type: 'del', key: `${WITNESS_TYPE}!${address}`, sublevel: this.#byType },
+    ];
+  }
+
+  /** The witness receipts held for `steward`: for each witness, its longest and a checkpoint about every doubling of length. */
   async witnessReceiptsFor(steward: string): Promise<Array<Opened<WitnessReceipt>>> {
+    const seen = new Set<string>();
     const out: Array<Opened<WitnessReceipt>> = [];
     for await (const v of this.#jobIndex.values({ gt: `w!${steward}!`, lt: `w!${steward}!\xff` })) {
-      const r = await this.get(RecordStore.#parseWitnessValue(v)!.address, WITNESS_TYPE);
+      const { address } = RecordStore.#parseKept(v);
+      if (seen.has(address)) continue;
+      seen.add(address);
+      const r = await this.get(address, WITNESS_TYPE);
       if (r) out.push(r as Opened<WitnessReceipt>);
     }
     return out;
@@ -429,7 +452,7 @@ export class RecordStore {
     const fresh = new Map<string, Opened>();
     for (const r of recs) {
       if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
-      if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() keeps the newest of each witness');
+      if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() decides which of a witness are kept');
       if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
     if (!fresh.size) return 0;

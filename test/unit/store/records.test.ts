@@ -385,35 +385,41 @@ describe('RecordStore (real LevelDB)', () => {
       await closeDb(db);
     }
   });
-  test("witness receipts: each witness's longest for each steward is kept, a shorter one is not stored, and an earlier build's store keeps only those after open", async () => {
+  test("witness receipts: for each witness and steward the longest and the earliest-signed of each doubling of length are kept, nothing else is stored; an earlier build's store keeps only those after open", async () => {
     const db = await openDb(join(dir, 'witness'));
     try {
       const [S1, S2] = [didFromPublicKey(Ed25519Signer.generate().publicKey), didFromPublicKey(Ed25519Signer.generate().publicKey)];
       const [A, B] = [Ed25519Signer.generate(), Ed25519Signer.generate()];
-      const receipt = (w: Ed25519Signer, steward: string, length: number) => seal(WITNESS_TYPE, { steward, length, head: hashHex(Uint8Array.of(length)), witnessedAt: NOW + length } satisfies WitnessReceipt, w);
+      const receipt = (w: Ed25519Signer, steward: string, length: number, head = length) => seal(WITNESS_TYPE, { steward, length, head: hashHex(Uint8Array.of(head & 255, head >> 8)), witnessedAt: NOW + length } satisfies WitnessReceipt, w);
       const lengths = async (st: RecordStore, steward: string) => (await st.witnessReceiptsFor(steward)).map((r) => `${r.signer === didFromPublicKey(A.publicKey) ? 'A' : 'B'}${r.record.length}`).sort();
       let s = await RecordStore.open(db, 'w/', { clock: () => NOW });
-      const a2 = receipt(A, S1, 2);
-      const a5 = receipt(A, S1, 5);
-      assert.equal(await s.put(a2), true);
-      assert.equal(await s.put(a5), true);
-      assert.equal(await s.put(receipt(A, S1, 3)), false, 'shorter than the one held: not stored');
-      assert.equal(await s.put(receipt(A, S1, 5)), false, 'as long as the one held: not stored');
+      const [a2, a5, a6, a7] = [2, 5, 6, 7].map((n) => receipt(A, S1, n));
+      assert.equal(await s.put(a2!), true);
+      assert.equal(await s.put(a5!), true, 'longer, and the first of lengths 4–7');
+      assert.equal(await s.put(receipt(A, S1, 3)), false, 'neither the longest nor the first signed of lengths 2–3: not stored');
+      assert.equal(await s.put(a6!), true, 'the longest');
+      assert.equal(await s.put(a7!), true, 'the longest: 6 goes, 5 stays as the first of its doubling');
+      assert.equal(await s.has(a6!.address), false);
       assert.equal(await s.put(receipt(A, S2, 1)), true, 'another steward: its own');
-      // two of one witness at once: the longer is held whatever order the writes land in
+      // two of one witness at once: the same set is kept whatever order the writes land in
       await Promise.all([s.put(receipt(B, S1, 7)), s.put(receipt(B, S1, 6))]);
-      assert.deepEqual(await lengths(s, S1), ['A5', 'B7']);
+      assert.deepEqual(await lengths(s, S1), ['A2', 'A5', 'A7', 'B6', 'B7']);
       assert.deepEqual(await lengths(s, S2), ['A1']);
-      assert.equal(await s.has(a2.address), false, 'the shorter receipt went when the longer came');
-      assert.equal((await s.list(WITNESS_TYPE)).length, 3);
+      assert.equal((await s.list(WITNESS_TYPE)).length, 6);
+
+      // a witness that later cosigns a rewritten history (its state lost, or in league with the steward): a checkpoint
+      // of the history it first cosigned stays, so a ledger fetched from this node still shows the rewrite
+      const S3 = didFromPublicKey(Ed25519Signer.generate().publicKey);
+      for (const n of [10, 40, 70, 100]) await s.put(receipt(A, S3, n));
+      for (const n of [120, 130]) await s.put(receipt(A, S3, n, n + 1000));
+      assert.deepEqual((await s.witnessReceiptsFor(S3)).map((r) => r.record.length).sort((x, y) => x - y), [10, 40, 70, 130]);
 
       // a store an earlier build wrote (index version 3): every receipt kept, no witness index
       const recs = db.sublevel<string, Uint8Array>('w/records', { valueEncoding: 'view' });
       const byType = db.sublevel<string, Uint8Array>('w/bytype', { valueEncoding: 'view' });
       const idx = db.sublevel<string, Uint8Array>('w/jobindex', { valueEncoding: 'view' });
-      const a9 = receipt(A, S1, 9);
-      // several, so that in address order a shorter one surely comes after a longer
-      const raw = [a2, a9, receipt(A, S1, 1), receipt(A, S1, 3), receipt(A, S1, 4), receipt(B, S1, 2)];
+      // several, so that in address order some come after those that displace them
+      const raw = [1, 3, 4, 9, 6].map((n) => receipt(A, S1, n)).concat([receipt(B, S1, 2)]);
       for (const r of raw) {
         await recs.put(r.address, r.bytes);
         await byType.put(`${WITNESS_TYPE}!${r.address}`, new Uint8Array(0));
@@ -421,11 +427,12 @@ describe('RecordStore (real LevelDB)', () => {
       for await (const k of idx.keys({ gt: 'w!', lt: 'w!\xff' })) await idx.del(k);
       await idx.put('~indexed', new TextEncoder().encode('3'));
       s = await RecordStore.open(db, 'w/', { clock: () => NOW });
-      assert.deepEqual(await lengths(s, S1), ['A9', 'B7']);
+      // A: 1 (lengths 1), 2 (2–3), 4 (4–7, signed before 5, 6, 7), 9 (8–15, and the longest); B: 2, 6 and the longest, 7
+      assert.deepEqual(await lengths(s, S1), ['A1', 'A2', 'A4', 'A9', 'B2', 'B6', 'B7']);
       assert.deepEqual(await lengths(s, S2), ['A1']);
-      for (const r of [a5, ...raw.filter((r) => r !== a9)]) assert.equal(await s.has(r.address), false);
-      assert.equal((await s.list(WITNESS_TYPE)).length, 3);
-      assert.equal(await s.put(receipt(A, S1, 8)), false, 'the index holds the newest after the upgrade');
+      for (const n of [3, 5, 6, 7]) assert.equal(await s.has(receipt(A, S1, n).address), false, `A${n} dropped`);
+      assert.equal((await s.list(WITNESS_TYPE)).length, 7 + 1 + 4);
+      assert.equal(await s.put(receipt(A, S1, 3)), false, 'the index holds what is kept after the upgrade');
     } finally {
       await closeDb(db);
     }

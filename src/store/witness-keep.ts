@@ -1,0 +1,66 @@
+/**
+ * Which witness receipts (pool-witness/1) a node keeps for one witness and one
+ * steward (src/store/records.ts; docs/overlays.md "Witnesses").
+ *
+ * A witness cosigns every head, so keeping every receipt is one record per
+ * ledger entry and witness, for ever, on every node of the overlay. A node
+ * that is not the steward cannot check a receipt against the ledger, so it
+ * keeps a bounded set that still shows a rewritten history:
+ *
+ * - **the longest** (`top`): while the witness follows one history, it covers
+ *   every shorter receipt of it, since the head it signs commits to the whole
+ *   prefix;
+ * - **the earliest-signed receipt of each length band** `[2^b, 2^(b+1))`: a
+ *   checkpoint at about every doubling of the ledger. If the witness later
+ *   cosigns a rewritten history (its state lost, or in league with the
+ *   steward), its newest receipt no longer shows the rewrite, but a checkpoint
+ *   from before it does, for any rewrite reaching back past the newest
+ *   checkpoint below it (at worst the older half of the history witnessed).
+ *
+ * So at most about log2(length) + 2 receipts per witness and steward: 33 for
+ * a ledger of four billion entries. Pure bookkeeping; the store persists it.
+ */
+
+export interface KeptReceipt {
+  length: number;
+  /** the witness's own `witnessedAt` */
+  at: number;
+  address: string;
+}
+
+/** What one witness's receipts for one steward hold: the band checkpoints (by band) and the longest. */
+export interface WitnessPair {
+  bands: Map<number, KeptReceipt>;
+  top?: KeptReceipt;
+}
+
+/** The band of a length: b with 2^b ≤ length < 2^(b+1) (length 0 counts as 1). */
+export function bandOf(length: number): number {
+  return Math.floor(Math.log2(Math.max(1, length)));
+}
+
+const earlier = (a: KeptReceipt, b: KeptReceipt) => a.at < b.at || (a.at === b.at && a.address < b.address);
+
+/**
+ * Offer `r` to the pair (mutated). Returns whether `r` is kept, and the addresses no longer kept in any role (to
+ * delete). A receipt already held in a role is not offered again by the caller.
+ */
+export function offerReceipt(pair: WitnessPair, r: KeptReceipt): { kept: boolean; dropped: string[] } {
+  const displaced: KeptReceipt[] = [];
+  let kept = false;
+  const band = bandOf(r.length);
+  const first = pair.bands.get(band);
+  if (!first || earlier(r, first)) {
+    if (first) displaced.push(first);
+    pair.bands.set(band, r);
+    kept = true;
+  }
+  // the first held stays at equal length: an honest witness signs one head a length
+  if (!pair.top || r.length > pair.top.length) {
+    if (pair.top) displaced.push(pair.top);
+    pair.top = r;
+    kept = true;
+  }
+  const held = (x: KeptReceipt) => pair.top?.address === x.address || pair.bands.get(bandOf(x.length))?.address === x.address;
+  return { kept, dropped: [...new Set(displaced.filter((x) => !held(x)).map((x) => x.address))] };
+}
