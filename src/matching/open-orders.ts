@@ -13,7 +13,7 @@
  * provider when it names one). Deterministic: same records, same answer.
  */
 import type { Opened } from '../records/envelope.js';
-import type { Job } from '../records/kinds.js';
+import type { Advert, Job } from '../records/kinds.js';
 import { candidates, orderFromJob } from './candidates.js';
 import { computeLeases, type LeaseView, type OpenOrder } from './leases.js';
 import type { LiveProvider } from './types.js';
@@ -45,8 +45,12 @@ export class OpenOrders {
   #memoSize = 0;
   /** How many live providers the latest lease computation was given (sizes an order's share of the memo). */
   #liveSeen = 0;
-  /** One key string per live provider object, shared by every order's entry for it (not one copy per entry). */
-  readonly #providerKeys = new WeakMap<LiveProvider, string>();
+  /**
+   * One key string per provider's advert and workloads, shared by every order's entry for it (not one copy per entry).
+   * By the advert object, which the market's advert store keeps while it is current (a LiveProvider is built anew at
+   * each presence read), then by workloads (from the presence, which can change under one advert).
+   */
+  readonly #providerKeys = new WeakMap<Opened<Advert>, Map<string, string>>();
   #version = 0;
 
   constructor(opts: Partial<OpenOrdersOptions> = {}) {
@@ -129,8 +133,14 @@ export class OpenOrders {
   }
 
   #providerKey(p: LiveProvider): string {
-    let k = this.#providerKeys.get(p);
-    if (k === undefined) this.#providerKeys.set(p, (k = `${p.advert.address} ${p.workloads.join(',')}`));
+    const w = p.workloads.join(',');
+    let byWorkloads = this.#providerKeys.get(p.advert);
+    if (!byWorkloads) this.#providerKeys.set(p.advert, (byWorkloads = new Map()));
+    let k = byWorkloads.get(w);
+    if (k === undefined) {
+      if (byWorkloads.size >= 16) byWorkloads.clear(); // a provider cycling its workloads under one advert
+      byWorkloads.set(w, (k = `${p.advert.address} ${w}`));
+    }
     return k;
   }
 
