@@ -43,10 +43,11 @@ export interface AdvertCapPolicy {
 
 /**
  * The job index's marker, holding the version of the index every record held is in (1: jobs; 2: and selections;
- * 3: and the history by age; 4: and the witness receipts kept for each witness and steward, witness-keep.ts).
+ * 3: and the history by age; 5: and the witness receipts kept for each witness and steward, witness-keep.ts; 4 was
+ * an unreleased form of 5).
  */
 const JOB_INDEX_DONE = '~indexed';
-const JOB_INDEX_VERSION = '4';
+const JOB_INDEX_VERSION = '5';
 /** The kinds that make up the job history, dropped by age (besides jobs themselves): each names its job. */
 const OF_A_JOB: ReadonlySet<string> = new Set([T.selection, T.offer, T.claim, T.claimRefusal]);
 
@@ -199,7 +200,9 @@ export class RecordStore {
         if (jobs.size >= 10_000) jobs.clear();
       }
     }
-    // the witness receipts kept for each witness and steward (witness-keep.ts): what else an earlier build kept goes
+    // the witness receipts kept for each witness and steward (witness-keep.ts): what else an earlier build kept goes.
+    // Version 4 (never released: a build of the same round) kept only the longest, under keys of another form.
+    if (from === 4) for await (const k of this.#jobIndex.keys({ gt: 'w!', lt: 'w!\xff' })) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
     const pairs = new Map<string, WitnessPair>();
     for await (const key of this.#byType.keys({ gt: `${WITNESS_TYPE}!`, lt: `${WITNESS_TYPE}!\xff` })) {
       const r = (await this.get(key.slice(WITNESS_TYPE.length + 1), WITNESS_TYPE)) as Opened<WitnessReceipt> | undefined;
@@ -208,7 +211,7 @@ export class RecordStore {
       const k = RecordStore.#witnessPrefix(r.record.steward, r.signer);
       let pair = pairs.get(k);
       if (!pair) pairs.set(k, (pair = { bands: new Map() }));
-      const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(r));
+      const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(r), { bySigned: true });
       for (const a of kept ? dropped : [r.address, ...dropped]) ops.push(...this.#dropWitnessOps(a));
       await flush(2000);
     }
@@ -382,7 +385,7 @@ export class RecordStore {
 
   /**
    * A witness receipt (pool-witness/1) is kept only in a bounded set per witness and steward (witness-keep.ts): the
-   * longest, and the earliest-signed of each doubling of length. A witness cosigns every head, so keeping them all
+   * longest, and the first stored of each doubling of length. A witness cosigns every head, so keeping them all
    * was one record per ledger entry and witness, for ever, on every node of the overlay. One that takes no place in
    * the set is not stored (false); what it displaces goes in the same batch.
    */

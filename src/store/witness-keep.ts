@@ -10,12 +10,17 @@
  * - **the longest** (`top`): while the witness follows one history, it covers
  *   every shorter receipt of it, since the head it signs commits to the whole
  *   prefix;
- * - **the earliest-signed receipt of each length band** `[2^b, 2^(b+1))`: a
- *   checkpoint at about every doubling of the ledger. If the witness later
- *   cosigns a rewritten history (its state lost, or in league with the
- *   steward), its newest receipt no longer shows the rewrite, but a checkpoint
- *   from before it does, for any rewrite reaching back past the newest
- *   checkpoint below it (at worst the older half of the history witnessed).
+ * - **the first receipt stored of each length band** `[2^b, 2^(b+1))`: a
+ *   checkpoint at about every doubling of the ledger, never replaced once
+ *   stored (not by the witness's own `witnessedAt`, which it chooses: a witness
+ *   in league with the steward could backdate receipts of a rewritten history
+ *   to take every checkpoint's place). If the witness later cosigns a rewritten
+ *   history (its state lost, or in league with the steward), its newest
+ *   receipt no longer shows the rewrite, but a checkpoint from before it does,
+ *   for any rewrite reaching back past the newest checkpoint below it (at
+ *   worst the older half of the history witnessed). Only when receipts stored
+ *   by an earlier build are sorted once, with no order of arrival known, does
+ *   the earliest `witnessedAt` of a band take its place.
  *
  * So at most about log2(length) + 2 receipts per witness and steward: 33 for
  * a ledger of four billion entries. Pure bookkeeping; the store persists it.
@@ -43,14 +48,16 @@ const earlier = (a: KeptReceipt, b: KeptReceipt) => a.at < b.at || (a.at === b.a
 
 /**
  * Offer `r` to the pair (mutated). Returns whether `r` is kept, and the addresses no longer kept in any role (to
- * delete). A receipt already held in a role is not offered again by the caller.
+ * delete). A receipt already held in a role is not offered again by the caller. `bySigned` (sorting what an earlier
+ * build stored, in no known order) lets an earlier-signed receipt take its band's place; otherwise a band's first
+ * receipt stays.
  */
-export function offerReceipt(pair: WitnessPair, r: KeptReceipt): { kept: boolean; dropped: string[] } {
+export function offerReceipt(pair: WitnessPair, r: KeptReceipt, o: { bySigned?: boolean } = {}): { kept: boolean; dropped: string[] } {
   const displaced: KeptReceipt[] = [];
   let kept = false;
   const band = bandOf(r.length);
   const first = pair.bands.get(band);
-  if (!first || earlier(r, first)) {
+  if (!first || (o.bySigned && earlier(r, first))) {
     if (first) displaced.push(first);
     pair.bands.set(band, r);
     kept = true;
