@@ -297,7 +297,7 @@ export class OverlayNode {
   #pruneHistory(): void {
     const keepDays = this.d.config.history.keepDays;
     if (keepDays <= 0) return;
-    const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals; a provider\'s run notes; a pool member\'s closed dispatch trail entries and run log notes)', registers: [this.registry] });
+    const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals; a provider\'s run notes; a pool member\'s dispatch trail entries and run log notes)', registers: [this.registry] });
     const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? [])], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
     this.#stops.push(() => p.stop());
   }

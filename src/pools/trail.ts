@@ -15,11 +15,14 @@
  * (docs/node.md "Job history"), dropped `history.keepDays` after the job's
  * deadline (`~t!<time>!<key>`, like the provider's runs, provider-runs.ts); the
  * trail also indexes its open entries (`~o!<key>`), so the coordinator's
- * recovery tick reads only those. Entries written before the indexes are
- * indexed by the first open that finds them, dated at that open.
+ * recovery tick reads only those. Trail entries written before the indexes
+ * are indexed by the first open that finds them, dated by the later of that
+ * open and their job's deadline; run notes from before then are kept.
  */
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
+import { open } from '../records/envelope.js';
+import { T } from '../records/kinds.js';
 import { timeKey, type Sub } from '../store/db.js';
 import type { HistoryPruned } from '../store/records.js';
 import type { Clock } from '../util/clock.js';
@@ -54,14 +57,17 @@ type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: 
 
 /**
  * Index a sublevel written before the age index (and, for the trail, the open
- * index) once: every entry dated `now`, `extra` adds its own keys. Synced
- * batches of at most INDEX_BATCH ops, the marker last.
+ * index) once: each entry dated by `dateOf` (no age key, so kept, when it
+ * gives undefined), `extra` adds its own keys. Synced batches of at most
+ * INDEX_BATCH ops, the marker last.
  */
-async function indexOnce(db: Sub, now: number, extra?: (key: string, value: Uint8Array) => Op[]): Promise<void> {
+async function indexOnce(db: Sub, dateOf: (key: string, value: Uint8Array) => number | undefined, extra?: (key: string, value: Uint8Array) => Op[]): Promise<void> {
   if ((await db.get(INDEXED)) !== undefined) return;
   let ops: Op[] = [];
   for await (const [key, value] of db.iterator({ lt: '~' })) {
-    ops.push({ type: 'put', key: `${AGE}${timeKey(now)}!${key}`, value: EMPTY }, ...(extra?.(key, value) ?? []));
+    const date = dateOf(key, value);
+    if (date !== undefined) ops.push({ type: 'put', key: `${AGE}${timeKey(date)}!${key}`, value: EMPTY });
+    ops.push(...(extra?.(key, value) ?? []));
     if (ops.length >= INDEX_BATCH) {
       await db.batch(ops, sync);
       ops = [];
@@ -100,16 +106,39 @@ async function pruneAged(db: Sub, before: number, max: number, after: string | u
  * member refuses the second run), and closing a job closes every entry of it.
  */
 export class DispatchTrail {
+  /** Writes one at a time: a close read before a prune's batch must not write its entry back after it (with no age key). */
+  #chain: Promise<unknown> = Promise.resolve();
+
   constructor(
     private db: Sub,
     private clock: Clock,
     private log?: Logger,
   ) {}
 
-  /** Open the trail, indexing once what an earlier build wrote (open entries by `~o!`, all dated now). */
+  /**
+   * Open the trail, indexing once what an earlier build wrote: open entries by `~o!`, each dated by the later of now
+   * and its job's deadline (never dropped before the job could still be dispatched).
+   */
   static async open(db: Sub, clock: Clock, log?: Logger): Promise<DispatchTrail> {
-    await indexOnce(db, clock(), (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []));
+    const now = clock();
+    await indexOnce(
+      db,
+      (_key, value) => {
+        try {
+          return Math.max(now, open((decodeCanonical(value) as unknown as TrailEntry).job, T.job, { trusted: true }).record.deadline);
+        } catch {
+          return now;
+        }
+      },
+      (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []),
+    );
     return new DispatchTrail(db, clock, log);
+  }
+
+  #serial<R>(f: () => Promise<R>): Promise<R> {
+    const p = this.#chain.then(f, f);
+    this.#chain = p.catch(() => undefined);
+    return p;
   }
 
   static key(job: string, coordinator: string): string {
@@ -134,7 +163,11 @@ export class DispatchTrail {
    * far ahead another node's deadline dates a job it heard, this is not bounded: an entry exists only for work the
    * pool took on, and dropping it before the deadline would let the coordinator dispatch the job again.
    */
-  async record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
+  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    return this.#serial(() => this.#record(job, coordinator, e, until));
+  }
+
+  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
@@ -155,7 +188,11 @@ export class DispatchTrail {
    * Close the open entry of `job` made by `coordinator` (every open entry of the job when
    * undefined) with its receipt (and settlement, when completed); closed entries keep their outcome.
    */
-  async close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
+  close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
+    return this.#serial(() => this.#close(job, coordinator, state, receipt, settlement));
+  }
+
+  async #close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
     const ops: Op[] = [];
     for (const { key, entry } of await this.entries(job)) {
       if (entry.state !== 'dispatched') continue;
@@ -192,15 +229,17 @@ export class DispatchTrail {
    * (it was away when it was closed), and by now the other members have dropped their closed copies, so recovery
    * could only fail a job that may well have completed and settled (recovery leaves such entries alone).
    */
-  async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
-    const open: string[] = [];
-    const r = await pruneAged(this.db, before, max, after, async (key) => {
-      if ((await this.db.get(`${OPEN}${key}`)) === undefined) return [];
-      open.push(key);
-      return [{ type: 'del', key: `${OPEN}${key}` }];
+  pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+    return this.#serial(async () => {
+      const open: string[] = [];
+      const r = await pruneAged(this.db, before, max, after, async (key) => {
+        if ((await this.db.get(`${OPEN}${key}`)) === undefined) return [];
+        open.push(key);
+        return [{ type: 'del', key: `${OPEN}${key}` }];
+      });
+      if (open.length) this.log?.warn({ dropped: open.length, entries: open.slice(0, 5) }, 'pool: dropped dispatches never closed here, past history.keepDays (their outcome was never heard by this member)');
+      return r;
     });
-    if (open.length) this.log?.warn({ dropped: open.length, entries: open.slice(0, 5) }, 'pool: dropped dispatches never closed here, past history.keepDays (their outcome was never heard by this member)');
-    return r;
   }
 }
 
@@ -213,9 +252,12 @@ export class RunLog {
     private clock: Clock,
   ) {}
 
-  /** Open the log, dating once what an earlier build wrote at now. */
+  /**
+   * Open the log. Notes an earlier build wrote are kept for good: a note does not name its job's deadline, and one
+   * dropped before it would let the job run twice (they are small, and as many as there were at the upgrade).
+   */
   static async open(db: Sub, clock: Clock): Promise<RunLog> {
-    await indexOnce(db, clock());
+    await indexOnce(db, () => undefined);
     return new RunLog(db, clock);
   }
 

@@ -12,6 +12,9 @@ import { tmpdir } from 'node:os';
 import { C0Error } from '../../../src/errors.js';
 import { hashHex } from '../../../src/records/address.js';
 import { encodeCanonical } from '../../../src/records/cbor.js';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal } from '../../../src/records/envelope.js';
+import { T } from '../../../src/records/kinds.js';
 import { closeDb, openDb, sub, type Db, type Sub } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { DispatchTrail, RunLog, type TrailEntry } from '../../../src/pools/trail.js';
@@ -151,7 +154,7 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
     assert.equal(await codeOf(runs.claim(job(3), Y, NOW, NOW + 60_000)), 'POOL_ALREADY_RUN');
   });
 
-  test('upgrade: a trail and run log written without indexes are indexed once by open, dated then; pending() finds the old dispatched entries', async () => {
+  test('upgrade: a trail and run log written without indexes are indexed once by open (trail entries dated by the later of then and their job\'s deadline, run notes kept); pending() finds the old dispatched entries', async () => {
     const s = fresh('trail');
     const r = fresh('runs');
     const old = (i: number, state: TrailEntry['state']): TrailEntry => ({ ...env(i), state, ...(state === 'dispatched' ? {} : { receipt }) });
@@ -159,13 +162,17 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
     await s.put(DispatchTrail.key(job(1), X), encodeCanonical(old(1, 'dispatched') as never));
     await s.put(DispatchTrail.key(job(2), X), encodeCanonical(old(2, 'completed') as never));
     await s.put(DispatchTrail.key(job(3), Y), encodeCanonical(old(3, 'dispatched') as never));
+    // one whose job (a real envelope) is due in ten days: dated by that deadline, not by the upgrade
+    const input = new TextEncoder().encode('far');
+    const far = seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 10 * DAY, timeoutMs: 10_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no' }, Ed25519Signer.generate());
+    await s.put(DispatchTrail.key(far.address, X), encodeCanonical({ ...old(4, 'completed'), job: far.bytes } as never));
     await r.put(job(1), encodeCanonical({ by: X, at: NOW - DAY }));
 
     const clock = fakeClock(NOW);
     const trail = await DispatchTrail.open(s, clock);
     const runs = await RunLog.open(r, clock);
     assert.deepEqual((await trail.pending()).map((p) => p.job).sort(), [job(1), job(3)].sort());
-    assert.equal((await trail.all()).length, 3);
+    assert.equal((await trail.all()).length, 4);
     assert.equal(await codeOf(runs.claim(job(1), Y, NOW, NOW + 1000)), 'POOL_ALREADY_RUN');
 
     // a second open indexes nothing again
@@ -174,14 +181,17 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
     await RunLog.open(r, fakeClock(NOW + DAY));
     assert.deepEqual(await rawKeys(s), keys);
 
-    // dated at the first open: nothing goes before NOW; then all of it, the run note too
+    // dated at the first open (or the job's deadline, when later): nothing goes before NOW; then the rest
     assert.equal((await trail.pruneHistory(NOW)).removed, 0);
-    assert.equal((await runs.pruneHistory(NOW)).removed, 0);
     await trail.close(job(1), undefined, 'failed', receipt);
     assert.equal((await trail.pruneHistory(NOW + 1)).removed, 3, 'the closed ones and the one never closed here');
-    assert.equal((await runs.pruneHistory(NOW + 1)).removed, 1);
     assert.deepEqual(await trail.pending(), []);
+    assert.equal((await trail.pruneHistory(NOW + 10 * DAY)).removed, 0, 'the far job is kept until its deadline');
+    assert.equal((await trail.pruneHistory(NOW + 10 * DAY + 1)).removed, 1);
     assert.deepEqual(await rawKeys(s), ['~indexed']);
+    // a run note from before the index names no deadline: kept for good, so the job never runs twice
+    assert.equal((await runs.pruneHistory(NOW + 1000 * DAY)).removed, 0);
+    assert.equal(await codeOf(runs.claim(job(1), Y, NOW, NOW + 1000)), 'POOL_ALREADY_RUN');
   });
 
   test('upgrade: indexing a large old trail goes in several batches', async () => {
