@@ -111,7 +111,6 @@ export class DispatchTrail {
 
   constructor(
     private db: Sub,
-    private clock: Clock,
     private log?: Logger,
   ) {}
 
@@ -132,7 +131,7 @@ export class DispatchTrail {
       },
       (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []),
     );
-    return new DispatchTrail(db, clock, log);
+    return new DispatchTrail(db, log);
   }
 
   #serial<R>(f: () => Promise<R>): Promise<R> {
@@ -247,18 +246,15 @@ export class DispatchTrail {
 export class RunLog {
   /** Jobs whose claim is under way (between the check and the durable put). */
   #claiming = new Set<string>();
-  constructor(
-    private db: Sub,
-    private clock: Clock,
-  ) {}
+  constructor(private db: Sub) {}
 
   /**
    * Open the log. Notes an earlier build wrote are kept for good: a note does not name its job's deadline, and one
    * dropped before it would let the job run twice (they are small, and as many as there were at the upgrade).
    */
-  static async open(db: Sub, clock: Clock): Promise<RunLog> {
+  static async open(db: Sub): Promise<RunLog> {
     await indexOnce(db, () => undefined);
-    return new RunLog(db, clock);
+    return new RunLog(db);
   }
 
   /**

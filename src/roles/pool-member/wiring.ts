@@ -89,7 +89,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     clock: d.clock,
     log: d.log,
     trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock, d.log),
-    runs: await RunLog.open(d.sub('pool-runs'), d.clock),
+    runs: await RunLog.open(d.sub('pool-runs')),
     executor: d.executor,
     maxOutputBytes: d.maxOutputBytes,
     registry: d.registry,

@@ -71,7 +71,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     clock,
     log: silentLogger(),
     trail: await DispatchTrail.open(sub(db, 'pool-trail'), clock),
-    runs: await RunLog.open(sub(db, 'pool-runs'), clock),
+    runs: await RunLog.open(sub(db, 'pool-runs')),
     executor: () => counted,
     maxOutputBytes: 1 << 20,
     ...(keepDays !== undefined ? { keepDays } : {}),

@@ -123,7 +123,7 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
   test('a deadline far ahead dates an entry by that deadline: nothing is dropped before its job can no longer run (trail and run log)', async () => {
     const clock = fakeClock(NOW);
     const trail = await DispatchTrail.open(fresh('trail'), clock);
-    const runs = await RunLog.open(fresh('runs'), clock);
+    const runs = await RunLog.open(fresh('runs'));
     await trail.record(job(1), X, env(1), NOW + 365 * DAY);
     await trail.close(job(1), X, 'completed', receipt);
     await runs.claim(job(1), X, NOW, NOW + 365 * DAY);
@@ -135,9 +135,8 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
   });
 
   test('the run log: a claim is refused a second time (at once or later), the in-memory set keeps no claimed job, notes go with the history', async () => {
-    const clock = fakeClock(NOW);
     const s = fresh('runs');
-    const runs = await RunLog.open(s, clock);
+    const runs = await RunLog.open(s);
     const raced = await Promise.allSettled([runs.claim(job(1), X, NOW, NOW - 5000), runs.claim(job(1), Y, NOW, NOW - 5000)]);
     assert.deepEqual(raced.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as C0Error).code)).sort(), ['POOL_ALREADY_RUN', 'ok']);
     assert.equal(runs.claiming, 0, 'the set holds no claimed job');
@@ -170,7 +169,7 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
 
     const clock = fakeClock(NOW);
     const trail = await DispatchTrail.open(s, clock);
-    const runs = await RunLog.open(r, clock);
+    const runs = await RunLog.open(r);
     assert.deepEqual((await trail.pending()).map((p) => p.job).sort(), [job(1), job(3)].sort());
     assert.equal((await trail.all()).length, 4);
     assert.equal(await codeOf(runs.claim(job(1), Y, NOW, NOW + 1000)), 'POOL_ALREADY_RUN');
@@ -178,7 +177,7 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
     // a second open indexes nothing again
     const keys = await rawKeys(s);
     await DispatchTrail.open(s, fakeClock(NOW + DAY));
-    await RunLog.open(r, fakeClock(NOW + DAY));
+    await RunLog.open(r);
     assert.deepEqual(await rawKeys(s), keys);
 
     // dated at the first open (or the job's deadline, when later): nothing goes before NOW; then the rest
