@@ -129,6 +129,18 @@ async function codeOfAsync(p: Promise<unknown>): Promise<string> {
 }
 
 /** What the provider role does after the run: sign the (pooled) receipt and close. */
+/** The first member coordinates a job whose member is another one, and crashes between the dispatch and the call to it. */
+async function crashAfterDispatch(w: World): Promise<{ a: string; j: Opened<Job> }> {
+  const a = MEMBERS[0]!;
+  w.crashOnRun.add(a);
+  let jj;
+  do jj = job();
+  while (selectMember(jj.job.address, MEMBERS) === a);
+  const { job: j, input } = jj;
+  assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
+  return { a, j };
+}
+
 async function finish(m: PoolMember, j: Opened<Job>, o: Opened<Offer>, did: string, run: Promise<Uint8Array>): Promise<Opened<Receipt>> {
   let output: Uint8Array | undefined;
   let failure: Receipt['failure'];
@@ -196,14 +208,7 @@ describe('pool coordinator and members (in process, real stores)', () => {
 
   test('a coordinator that crashes after the dispatch, before the call: the job is failed from the trail, on restart and by the next coordinator', async () => {
     const w = await world('crash');
-    const a = MEMBERS[0]!;
-    w.crashOnRun.add(a);
-    // A job whose member is another one (the crash is between the dispatch and the call to it).
-    let jj;
-    do jj = job();
-    while (selectMember(jj.job.address, MEMBERS) === a);
-    const { job: j, input } = jj;
-    assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
+    const { a } = await crashAfterDispatch(w);
     // (The provider would now sign the failed receipt; a crash means it never did.) Nothing ran.
     assert.equal([...w.runs.values()].reduce((x, y) => x + y, 0), 0);
     // The next coordinator: a is gone (unheard for longer than 3 × livenessMs).
@@ -226,13 +231,7 @@ describe('pool coordinator and members (in process, real stores)', () => {
 
   test('a dispatch never closed, past its history window (history.keepDays after its deadline): recovery neither fails it nor asks about it', async () => {
     const w = await world('window', () => undefined, {}, 1 / 86_400);
-    const a = MEMBERS[0]!;
-    w.crashOnRun.add(a);
-    let jj;
-    do jj = job();
-    while (selectMember(jj.job.address, MEMBERS) === a);
-    const { job: j, input } = jj;
-    assert.equal(await codeOfAsync(w.members.get(a)!.run(j, offer(j, a), ctx(input))), 'POOL_MEMBER_UNREACHABLE');
+    const { a, j } = await crashAfterDispatch(w);
     w.down.add(a);
     // past the deadline and the one second kept after it: the other members may have dropped how it ended
     clock.set(j.record.deadline + 1001);
