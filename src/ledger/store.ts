@@ -27,7 +27,7 @@ import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
-import { gradeAttestation, checkReceipt, type Attestation, type ReceiptStatus } from './attest.js';
+import { gradeAttestation, checkReceipt, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
 
 export const LEDGER_ERR = {
   READ_ONLY: 'LEDGER_READ_ONLY',
@@ -221,6 +221,11 @@ export class Ledger {
     return out;
   }
 
+  /** What a witness receipt is checked against: this steward and its entries' addresses. */
+  #view(): LedgerView {
+    return { ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses };
+  }
+
   /** Decoded entries (for display). */
   async records(from = 0, to = this.length): Promise<LedgerEntry[]> {
     return (await this.entries(from, to)).map((b) => open(b, POOL_TYPE, { trusted: true }).record as LedgerEntry);
@@ -242,7 +247,7 @@ export class Ledger {
       drop = [];
     };
     for await (const [key, bytes] of this.#receipts.iterator()) {
-      const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
+      const s = checkReceipt(this.#view(), bytes);
       if (s.status !== 'valid') continue;
       const best = this.#witnessed.get(s.witness);
       if (best && best.length >= s.length) drop.push(key);
@@ -263,7 +268,7 @@ export class Ledger {
    */
   addReceipt(bytes: Uint8Array): Promise<Extract<ReceiptStatus, { status: 'valid' }> & { stored: boolean }> {
     const run = async () => {
-      const s = checkReceipt({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, bytes);
+      const s = checkReceipt(this.#view(), bytes);
       if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
       const best = this.#witnessed.get(s.witness);
@@ -282,13 +287,13 @@ export class Ledger {
     return p;
   }
 
-  /** The receipts held: each witness's longest. */
+  /** The receipts held: each witness's longest valid one, and any an imported directory held that is not valid. */
   async receipts(): Promise<Uint8Array[]> {
     return readAll(this.#receipts);
   }
 
   async attestation(): Promise<Attestation> {
-    return gradeAttestation({ ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses }, await this.receipts());
+    return gradeAttestation(this.#view(), await this.receipts());
   }
 
   /** Wait for pending appends, then close the database. */

@@ -211,12 +211,12 @@ export class RecordStore {
       const k = RecordStore.#witnessPrefix(r.record.steward, r.signer);
       let pair = pairs.get(k);
       if (!pair) pairs.set(k, (pair = { bands: new Map() }));
-      const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(r), { bySigned: true });
-      for (const a of kept ? dropped : [r.address, ...dropped]) ops.push(...this.#dropWitnessOps(a));
+      const { band, top, dropped } = offerReceipt(pair, RecordStore.#kept(r), { bySigned: true });
+      for (const a of band || top ? dropped : [r.address, ...dropped]) ops.push(...this.#dropWitnessOps(a));
       await flush(2000);
     }
     for (const [k, pair] of pairs) {
-      ops.push(...RecordStore.#pairOps(k, pair, this.#jobIndex));
+      ops.push(...[...pair.bands.values()].map((x) => this.#witnessKeyOp(k, x, false)), ...(pair.top ? [this.#witnessKeyOp(k, pair.top, true)] : []));
       await flush(2000);
     }
     ops.push({ type: 'put', key: JOB_INDEX_DONE, value: new TextEncoder().encode(JOB_INDEX_VERSION), sublevel: this.#jobIndex });
@@ -398,12 +398,15 @@ export class RecordStore {
       if (k.slice(prefix.length) === 'top') pair.top = x;
       else pair.bands.set(bandOf(x.length), x);
     }
-    const { kept, dropped } = offerReceipt(pair, RecordStore.#kept(rec));
-    if (!kept) return false;
+    const kept = RecordStore.#kept(rec);
+    const { band, top, dropped } = offerReceipt(pair, kept);
+    if (!band && !top) return false;
     await syncBatch(this.#db, [
       { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
       { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-      ...RecordStore.#pairOps(prefix, pair, this.#jobIndex),
+      // only the places it took: the others are unchanged
+      ...(band ? [this.#witnessKeyOp(prefix, kept, false)] : []),
+      ...(top ? [this.#witnessKeyOp(prefix, kept, true)] : []),
       ...dropped.flatMap((a) => this.#dropWitnessOps(a)),
     ]);
     return true;
@@ -423,10 +426,10 @@ export class RecordStore {
     return { length: Number(length), at: Number(at), address: address! };
   }
 
-  /** The index keys of a pair's kept receipts (each written whole: a band's checkpoint or the top may have moved). */
-  static #pairOps(prefix: string, pair: WitnessPair, sublevel: Sub): unknown[] {
-    const put = (k: string, x: KeptReceipt) => ({ type: 'put', key: `${prefix}${k}`, value: new TextEncoder().encode(`${x.length}!${x.at}!${x.address}`), sublevel });
-    return [...[...pair.bands].map(([b, x]) => put(`b${String(b).padStart(2, '0')}`, x)), ...(pair.top ? [put('top', pair.top)] : [])];
+  /** The index key holding `x` in its place: its band's checkpoint (`b<band>`) or the longest (`top`). */
+  #witnessKeyOp(prefix: string, x: KeptReceipt, top: boolean): unknown {
+    const place = top ? 'top' : `b${String(bandOf(x.length)).padStart(2, '0')}`;
+    return { type: 'put', key: `${prefix}${place}`, value: new TextEncoder().encode(`${x.length}!${x.at}!${x.address}`), sublevel: this.#jobIndex };
   }
 
   #dropWitnessOps(address: string): unknown[] {

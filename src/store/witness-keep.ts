@@ -47,27 +47,26 @@ export function bandOf(length: number): number {
 const earlier = (a: KeptReceipt, b: KeptReceipt) => a.at < b.at || (a.at === b.at && a.address < b.address);
 
 /**
- * Offer `r` to the pair (mutated). Returns whether `r` is kept, and the addresses no longer kept in any role (to
- * delete). A receipt already held in a role is not offered again by the caller. `bySigned` (sorting what an earlier
- * build stored, in no known order) lets an earlier-signed receipt take its band's place; otherwise a band's first
- * receipt stays.
+ * Offer `r` to the pair (mutated). Returns the places `r` took (its band's checkpoint, the top; neither: not kept),
+ * and the addresses no longer kept in any place (to delete). A receipt already held is not offered again by the
+ * caller. `bySigned` (sorting what an earlier build stored, in no known order) lets an earlier-signed receipt take
+ * its band's place; otherwise a band's first receipt stays.
  */
-export function offerReceipt(pair: WitnessPair, r: KeptReceipt, o: { bySigned?: boolean } = {}): { kept: boolean; dropped: string[] } {
+export function offerReceipt(pair: WitnessPair, r: KeptReceipt, o: { bySigned?: boolean } = {}): { band: boolean; top: boolean; dropped: string[] } {
   const displaced: KeptReceipt[] = [];
-  let kept = false;
-  const band = bandOf(r.length);
-  const first = pair.bands.get(band);
-  if (!first || (o.bySigned && earlier(r, first))) {
+  const bandNo = bandOf(r.length);
+  const first = pair.bands.get(bandNo);
+  const band = !first || (o.bySigned === true && earlier(r, first));
+  if (band) {
     if (first) displaced.push(first);
-    pair.bands.set(band, r);
-    kept = true;
+    pair.bands.set(bandNo, r);
   }
   // the first held stays at equal length: an honest witness signs one head a length
-  if (!pair.top || r.length > pair.top.length) {
+  const top = !pair.top || r.length > pair.top.length;
+  if (top) {
     if (pair.top) displaced.push(pair.top);
     pair.top = r;
-    kept = true;
   }
   const held = (x: KeptReceipt) => pair.top?.address === x.address || pair.bands.get(bandOf(x.length))?.address === x.address;
-  return { kept, dropped: [...new Set(displaced.filter((x) => !held(x)).map((x) => x.address))] };
+  return { band, top, dropped: [...new Set(displaced.filter((x) => !held(x)).map((x) => x.address))] };
 }

@@ -438,6 +438,9 @@ describe('RecordStore (real LevelDB)', () => {
       for (const n of [3, 5, 6, 7]) assert.equal(await s.has(receipt(A, S1, n).address), false, `A${n} dropped`);
       assert.equal((await s.list(WITNESS_TYPE)).length, 6 + 1 + 4);
       assert.equal(await s.put(receipt(A, S1, 3)), false, 'the index holds what is kept after the upgrade');
+      // 9 is both the longest and the first of lengths 8–15: a longer 10 takes the top, and 9 stays for its band
+      assert.equal(await s.put(receipt(A, S1, 10)), true);
+      assert.equal(await s.has(receipt(A, S1, 9).address), true);
     } finally {
       await closeDb(db);
     }
