@@ -50,6 +50,8 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
     listen: [`/ip4/127.0.0.1/tcp/${ports[n]}`],
     loopback: true,
     steward: dids.steward,
+    // the overlay names its witness: no other key's receipt is relayed, kept or counted (docs/overlays.md "Witnesses")
+    witnesses: [dids.witness],
     resyncMs: 5000,
     ...(n === 'steward' ? {} : { bootstrap: [stewardAddr] }),
   });

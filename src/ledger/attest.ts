@@ -7,6 +7,13 @@
  * whom, up to which length). A receipt that does not verify (`invalid`) is
  * kept apart from one that verifies but covers a different head or length
  * (`mismatch`, what a rewritten history looks like from outside).
+ *
+ * Anyone can sign a receipt, so a reader who knows who the steward's witnesses
+ * are names them (`witnesses`): a receipt signed by any other key is then
+ * `not-named` and counts for nothing, neither toward the grade nor as a
+ * mismatch (else any key could make an honest ledger read as rewritten, or
+ * pad "witnessed by" with keys of its own). Without the list every key counts,
+ * and the grade names each witness for the reader to weigh.
  */
 import { C0Error } from '../errors.js';
 import { open, peekType, type Opened } from '../records/envelope.js';
@@ -19,6 +26,8 @@ export type ReceiptStatus =
   | { status: 'invalid'; code: string; message: string; witness?: string }
   | { status: 'refused'; code: typeof ENTRY_ERR.WITNESS_IS_STEWARD; witness: string; message: string }
   | { status: 'other-ledger'; witness: string; steward: string }
+  /** signed by a key the reader did not name as a witness (or not readable enough to say by whom): not counted */
+  | { status: 'not-named'; witness?: string }
   | { status: 'mismatch'; code: 'WITNESS_HEAD_MISMATCH' | 'WITNESS_LENGTH_BEYOND'; witness: string; length: number; head: string; ours?: string; message: string };
 
 export interface Attestation {
@@ -65,8 +74,29 @@ export function checkReceipt(ledger: LedgerView, bytes: Uint8Array): ReceiptStat
   return { status: 'valid', witness, length: w.length, head: w.head };
 }
 
-export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[]): Attestation {
-  const statuses = receipts.map((r) => checkReceipt(ledger, r));
+export interface GradeOptions {
+  /** The witnesses whose receipts count (DIDs); absent: every key's. */
+  witnesses?: Iterable<string>;
+}
+
+/** The signer a receipt claims, without verifying it; undefined when the envelope cannot be read. */
+export function claimedSigner(bytes: Uint8Array): string | undefined {
+  try {
+    return peekType(bytes).signer;
+  } catch {
+    return undefined;
+  }
+}
+
+export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Attestation {
+  const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
+  const statuses = receipts.map((r): ReceiptStatus => {
+    if (named) {
+      const signer = claimedSigner(r);
+      if (signer === undefined || !named.has(signer)) return { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
+    }
+    return checkReceipt(ledger, r);
+  });
   const best = new Map<string, number>();
   for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));
   const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => compareDids(a.witness, b.witness));

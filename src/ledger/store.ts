@@ -27,7 +27,7 @@ import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
-import { gradeAttestation, checkReceipt, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
+import { gradeAttestation, checkReceipt, claimedSigner, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
 
 export const LEDGER_ERR = {
   READ_ONLY: 'LEDGER_READ_ONLY',
@@ -56,6 +56,11 @@ export interface LedgerOptions {
   steward?: string;
   now?: Clock;
   logger?: Logger;
+  /**
+   * The witnesses whose receipts this ledger takes and counts (DIDs; attest.ts). Absent: any key's. A receipt an
+   * earlier run stored from a key not named now stays on disk and is reported `not-named`.
+   */
+  witnesses?: readonly string[];
 }
 
 export interface Head {
@@ -114,6 +119,7 @@ export class Ledger {
   #receiptTail: Promise<unknown> = Promise.resolve();
   /** each witness's receipt held: the longest it signed */
   readonly #witnessed = new Map<string, { length: number; key: string }>();
+  readonly #named: ReadonlySet<string> | undefined;
   #closed = false;
 
   private constructor(dir: string, db: Db, r: ReplayResult & { book: UsageBook }, steward: string | undefined, opts: LedgerOptions) {
@@ -125,6 +131,7 @@ export class Ledger {
     this.#signer = opts.signer;
     this.#now = opts.now ?? systemClock;
     this.#log = opts.logger;
+    this.#named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
     this.#addresses = [...r.addresses];
     this.book = r.book;
     this.#sink = r.book;
@@ -268,6 +275,12 @@ export class Ledger {
    */
   addReceipt(bytes: Uint8Array): Promise<Extract<ReceiptStatus, { status: 'valid' }> & { stored: boolean }> {
     const run = async () => {
+      if (this.#named) {
+        const signer = claimedSigner(bytes);
+        if (signer === undefined || !this.#named.has(signer)) {
+          throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: not-named (${signer ?? 'unreadable'} is not one of this steward's named witnesses)`, { detail: { status: 'not-named' } });
+        }
+      }
       const s = checkReceipt(this.#view(), bytes);
       if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
@@ -293,7 +306,7 @@ export class Ledger {
   }
 
   async attestation(): Promise<Attestation> {
-    return gradeAttestation(this.#view(), await this.receipts());
+    return gradeAttestation(this.#view(), await this.receipts(), this.#named ? { witnesses: this.#named } : {});
   }
 
   /** Wait for pending appends, then close the database. */

@@ -5,11 +5,12 @@
  * or when one of its own witness receipts contradicts it: a receipt that
  * verifies but covers another head or a longer history (rewritten or
  * truncated), or one that verifies and names another steward (the ledger was
- * re-signed under another key).
+ * re-signed under another key). With `witnesses`, only those keys' receipts
+ * count, toward the grade or as a contradiction (attest.ts).
  */
 import { C0Error } from '../errors.js';
 import { replay, type ReplayResult } from './replay.js';
-import { gradeAttestation, type Attestation } from './attest.js';
+import { gradeAttestation, type Attestation, type GradeOptions } from './attest.js';
 import type { RawLedger } from './store.js';
 
 export const VERIFY_ERR = {
@@ -27,9 +28,13 @@ export interface VerifyReport {
   problem?: { index?: number; code: string; message: string };
 }
 
-export function verifyLedger(raw: RawLedger, opts: { steward?: string } = {}): VerifyReport {
-  const r = replay(raw.entries, opts);
-  const attestation = gradeAttestation({ ...(r.steward === undefined ? {} : { steward: r.steward }), addresses: r.ok ? r.addresses : [] }, r.ok ? raw.receipts : []);
+export function verifyLedger(raw: RawLedger, opts: { steward?: string } & GradeOptions = {}): VerifyReport {
+  const r = replay(raw.entries, opts.steward === undefined ? {} : { steward: opts.steward });
+  const attestation = gradeAttestation(
+    { ...(r.steward === undefined ? {} : { steward: r.steward }), addresses: r.ok ? r.addresses : [] },
+    r.ok ? raw.receipts : [],
+    opts.witnesses === undefined ? {} : { witnesses: opts.witnesses },
+  );
   if (!r.ok) return { ok: false, replay: r, attestation: { grade: 'self-attested', witnesses: [], witnessedLength: 0, receipts: [] }, problem: { ...r.problem! } };
   if (raw.meta && (raw.meta.length !== r.length || raw.meta.head !== r.head)) {
     return { ok: false, replay: r, attestation, problem: { code: 'LEDGER_HEAD_MISMATCH', message: `stored head (${raw.meta.length}, ${raw.meta.head}) does not match the entries (${r.length}, ${r.head})` } };

@@ -98,6 +98,12 @@ const networkSchema = z
     steward: z.string().startsWith('did:key:').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
     managed: z.boolean().default(false),
+    /**
+     * The overlay's witnesses (docs/overlays.md "Witnesses"): only their pool-witness/1 receipts are relayed, kept and
+     * counted, and with `steward` set only receipts for that steward. Absent: any key's receipt is kept (a bounded
+     * set per key) and a reader weighs who signed.
+     */
+    witnesses: z.array(z.string().refine(isDid, 'a did:key whose key passes the key check')).min(1).optional(),
     /** Worker threads verifying signatures, one pool per process (net/verify-pool.ts); unset: min(4, cores − 1) above 2 cores, else 0; 0 = on the event loop. */
     verifyThreads: z.number().int().min(0).max(16).optional(),
     /** Flood limits in validation (per peer, per signer and kind, new advertisers); unset keys keep their defaults. */
@@ -345,6 +351,12 @@ export function configError(err: z.ZodError, source: string): C0Error {
 export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
   const r = configSchema.safeParse(raw ?? {});
   if (!r.success) throw configError(r.error, source);
+  // pool/1 §6.7: a witness holds a key the steward does not
+  for (const [field, n] of [['network', r.data.network] as const, ...r.data.overlays.map((o, i) => [`overlays.${i}`, o] as const)]) {
+    if (n.steward !== undefined && n.witnesses?.includes(n.steward)) {
+      throw new C0Error('CONFIG_INVALID', `${source}: ${field}.witnesses: names the steward ${n.steward}; a witness must hold a key the steward does not (pool/1 §6.7)`, { field: `${field}.witnesses` });
+    }
+  }
   return r.data;
 }
 

@@ -18,7 +18,7 @@ import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
-import { openHeld, recordHooks } from './record-hooks.js';
+import { openHeld, recordHooks, witnessHook } from './record-hooks.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
@@ -157,6 +157,7 @@ export class OverlayNode {
     if (this.name !== 'public' && !swarmKey) this.log.warn({ overlay: this.name }, 'overlay has no swarm key: anyone can connect (set network.swarmKeyFile)');
     const shards = marketShards(this.d.config, nc, this.roles);
     const hears = hearsOutcomes(this.d.config, nc, this.roles);
+    const witnesses = witnessHook({ ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), ...(nc.steward ? { steward: nc.steward } : {}) });
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -182,6 +183,7 @@ export class OverlayNode {
         }),
         nondelivery: nondeliveryHook,
         presence: presenceHook(liveAdvert, this.clock),
+        ...(witnesses ? { 'pool-witness': witnesses } : {}),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
       ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
@@ -232,7 +234,7 @@ export class OverlayNode {
     if (this.roles.includes('steward')) {
       const sc = this.d.config.steward;
       if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
-      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed }, identity);
+      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}) }, identity);
       this.addRole('steward', this.steward);
     }
     if (this.roles.includes('witness')) {
@@ -326,7 +328,9 @@ export class OverlayNode {
       entries.push(...got);
       if (got.length < MAX_LEDGER_RANGE) break;
     }
-    const receipts = (await this.records.witnessReceiptsFor(steward)).map((r) => r.bytes);
+    // Named witnesses (network.witnesses): a receipt kept before they were named is left out, as validation now leaves it.
+    const named = this.d.network.witnesses;
+    const receipts = (await this.records.witnessReceiptsFor(steward)).filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);
     return { entries, receipts };
   }
 

@@ -24,6 +24,9 @@
  *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
  *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
  *               (also for the advert an offer carries)
+ *   pool-witness on an overlay that names its witnesses (network.witnesses, witnessHook below):
+ *               signed by a key not named                        → ignore WITNESS_NOT_NAMED
+ *               naming another steward than network.steward      → ignore WITNESS_OTHER_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
@@ -32,6 +35,7 @@ import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } f
 import { moneyEquals } from '../records/money.js';
 import { receiptProviderFor, RosterView } from '../pools/chain.js';
 import type { C0Error } from '../errors.js';
+import type { WitnessReceipt } from '../ledger/entry.js';
 
 export const HOOK_ERR = {
   OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
@@ -41,6 +45,8 @@ export const HOOK_ERR = {
   RECEIPT_JOB_MISMATCH: 'RECEIPT_JOB_MISMATCH',
   ACCEPTANCE_NOT_BUYER: 'ACCEPTANCE_NOT_BUYER',
   ACCEPTANCE_RECEIPT_UNKNOWN: 'ACCEPTANCE_RECEIPT_UNKNOWN',
+  WITNESS_NOT_NAMED: 'WITNESS_NOT_NAMED',
+  WITNESS_OTHER_STEWARD: 'WITNESS_OTHER_STEWARD',
 } as const;
 
 type Found<R> = Opened<R> | undefined | Promise<Opened<R> | undefined>;
@@ -132,5 +138,23 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       if (!receipt) throw ignoreError(HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN, 'the acceptance cites a receipt this node does not hold', 'receipt');
       if (receipt.record.buyer !== acc.signer) throw rejectError(HOOK_ERR.ACCEPTANCE_NOT_BUYER, 'an acceptance must be signed by the buyer of the receipt it cites', 'receipt');
     },
+  };
+}
+
+/**
+ * Witness receipts on an overlay that names its witnesses (docs/overlays.md "Witnesses"). Anyone on the overlay can
+ * sign a receipt; one from a key nobody named would be kept by every node and, covering a head the steward never had,
+ * make `c0mpute ledger verify` on an honest ledger read as rewritten. So a receipt from a key not named, or (with the
+ * overlay's steward set) for another steward, is ignored: not relayed, not stored, no penalty (the sender may only
+ * be relaying what a node configured otherwise let through). Undefined when the overlay names no witnesses: every
+ * key's receipt is then kept, a bounded set per key (src/store/witness-keep.ts).
+ */
+export function witnessHook(o: { witnesses?: readonly string[]; steward?: string }): SemanticHook | undefined {
+  if (!o.witnesses) return undefined;
+  const named = new Set(o.witnesses);
+  return (rec) => {
+    if (!named.has(rec.signer)) throw ignoreError(HOOK_ERR.WITNESS_NOT_NAMED, 'the receipt is signed by a key this overlay does not name as a witness (network.witnesses)', 'signer');
+    const steward = (rec as Opened<WitnessReceipt>).record.steward;
+    if (o.steward !== undefined && steward !== o.steward) throw ignoreError(HOOK_ERR.WITNESS_OTHER_STEWARD, `the receipt is for steward ${steward}, not this overlay's (network.steward)`, 'steward');
   };
 }

@@ -37,6 +37,8 @@ export interface StewardConfig {
   idle?: { windowMs: number; idleBelowMicrowatts: number; sampleMs?: number };
   /** How long a restored queued claim waits for its buyer to ask again (default REASK_GRACE_MS). */
   reaskGraceMs?: number;
+  /** The witnesses whose receipts the ledger takes and counts (the overlay's `network.witnesses`); absent: any key's. */
+  witnesses?: readonly string[];
 }
 
 /** What the steward uses of the overlay it runs on. */

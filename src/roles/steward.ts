@@ -104,7 +104,7 @@ export class Steward {
     const tree = treeFromYaml(text, cfg.treeFile);
     const dir = join(dataDir, 'steward', o.name, 'ledger');
     mkdirSync(dir, { recursive: true });
-    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }) });
+    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}) });
     const s = new Steward(o, ledger, tree, cfg, identity);
     await s.#wire();
     return s;

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../src/store/db.js';
-import { Ledger, Witness, seqKey, sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
+import { Ledger, Witness, WITNESS_TYPE, seqKey, sealEntries, writeLedgerFile, type WitnessReceipt } from '../../src/ledger/index.js';
+import { seal } from '../../src/records/envelope.js';
 import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -127,6 +128,45 @@ describe('c0mpute ledger', () => {
     assert.equal(p.code, 3, p.stdout + p.stderr);
     assert.match(p.stderr, /^error LEDGER_WITNESS_CONTRADICTS: /);
     assert.doesNotMatch(p.stdout, /verdict/);
+  });
+
+  it('--witness: only the named witnesses’ receipts count; another key’s claim of a rewrite is reported as not counted (verify, import, pool check)', async () => {
+    const wdb = await openDb(join(t.dir, 'witness-db-named'));
+    const w = new Witness(wdb, Ed25519Signer.generate());
+    const honest = sealEntries([admitted('q1', 'a', 100), admitted('q2', 'a', 200)], steward).map((e) => e.bytes);
+    const good = (await w.cosign(S, honest)).bytes;
+    await closeDb(wdb);
+    // anyone can sign a receipt saying the steward had another head at length 2
+    const rogue = Ed25519Signer.generate();
+    const R = didFromPublicKey(rogue.publicKey);
+    const lie = seal(WITNESS_TYPE, { steward: S, length: 2, head: 'sha256:' + '00'.repeat(32), witnessedAt: 1 } satisfies WitnessReceipt, rogue).bytes;
+    const file = join(t.dir, 'named.cbor');
+    writeLedgerFile(file, { entries: honest, receipts: [good, lie] });
+    const all = c0('ledger', 'verify', file);
+    assert.equal(all.code, 1, all.stdout);
+    assert.match(all.stdout, new RegExp(`problem\\s+WITNESS_HEAD_MISMATCH: witness ${R}`));
+    const named = c0('ledger', 'verify', file, '--witness', w.did);
+    assert.equal(named.code, 0, named.stdout + named.stderr);
+    assert.match(named.stdout, new RegExp(`attestation\\s+witnessed by ${w.did} up to length 2`));
+    assert.match(named.stdout, new RegExp(`receipt\\s+not counted: ${R} is not a named witness`));
+    assert.match(named.stdout, /problem\s+none/);
+    // naming only the rogue: the ledger is self-attested, and the rogue's claim still shows
+    const wrong = c0('ledger', 'verify', file, '--witness', R, '--json');
+    assert.equal(wrong.code, 1);
+    assert.equal((JSON.parse(wrong.stdout) as { problem: { code: string } }).problem.code, 'WITNESS_HEAD_MISMATCH');
+    assert.equal(c0('ledger', 'import', file, join(t.dir, 'named-refused')).code, 3);
+    const target = join(t.dir, 'named-import');
+    const i = c0('ledger', 'import', file, target, '--witness', w.did);
+    assert.equal(i.code, 0, i.stdout + i.stderr);
+    assert.equal(c0('ledger', 'verify', target, '--witness', w.did).code, 0);
+    const p = c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file, '--witness', w.did);
+    // the ledger is taken (its two claims hold a's devices, so the claim queues: exit 1, not the refusal's 3)
+    assert.equal(p.code, 1, p.stdout + p.stderr);
+    assert.match(p.stdout, /verdict\s+Queue/);
+    assert.match(p.stdout, new RegExp(`ledger\\s+2 entries, steward ${S}, witnessed by ${w.did} up to length 2`));
+    const bad = c0('ledger', 'verify', file, '--witness', 'did:key:nope');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /LEDGER_BAD_WITNESS: --witness: expected a did:key, got did:key:nope/);
   });
 
   it('a ledger re-signed under another key: verify names the signer first and exits 1 when its receipts name another steward', async () => {

@@ -103,6 +103,8 @@ export interface OrgOptions {
   baseMs?: number;
   /** Change each provider's config (e.g. add a workload). */
   provider?: (cfg: Record<string, unknown>) => Record<string, unknown>;
+  /** Every member names the org's witness in `network.witnesses` (docs/overlays.md "Witnesses"). */
+  namedWitness?: boolean;
 }
 
 /**
@@ -115,9 +117,9 @@ function lowPower(cfg: Record<string, unknown>, watts: number): Record<string, u
   return { ...cfg, provider: { ...provider, meter: { type: 'estimator', estimatorWatts: watts } } };
 }
 
-/** The `network` section of a member: the overlay, its key, the steward's DID. */
-function overlayNetwork(keyFile: string, steward: string, listen: string, bootstrap: string[]): Record<string, unknown> {
-  return { overlay: OVERLAY, swarmKeyFile: keyFile, listen: [listen], loopback: true, bootstrap, steward, resyncMs: 5000 };
+/** The `network` section of a member: the overlay, its key, the steward's DID (and the witnesses it names). */
+function overlayNetwork(keyFile: string, steward: string, listen: string, bootstrap: string[], witnesses?: string[]): Record<string, unknown> {
+  return { overlay: OVERLAY, swarmKeyFile: keyFile, listen: [listen], loopback: true, bootstrap, steward, resyncMs: 5000, ...(witnesses ? { witnesses } : {}) };
 }
 
 export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
@@ -128,17 +130,18 @@ export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
     const treeFile = join(c.root, 'tree.yaml');
     writeFileSync(treeFile, o.tree ?? TREE_YAML);
     const stewardDid = c.dataDir('steward').did;
+    const witnesses = o.namedWitness ? [c.dataDir('witness').did] : undefined;
     // A fixed port: the members dial it back after it restarts.
     const stewardPort = await freePort();
     const stewardConfig = (bootstrap: string[]) => ({
       roles: ['steward'],
       log: { level: 'info', format: 'json' },
-      network: overlayNetwork(keyFile, stewardDid, `/ip4/127.0.0.1/tcp/${stewardPort}`, bootstrap),
+      network: overlayNetwork(keyFile, stewardDid, `/ip4/127.0.0.1/tcp/${stewardPort}`, bootstrap, witnesses),
       api: { listen: '127.0.0.1:0' },
       steward: { treeFile },
     });
     const steward = await c.start('steward', stewardConfig([]));
-    const net = (cfg: Record<string, unknown>, boot: NodeProc[]) => ({ ...cfg, network: overlayNetwork(keyFile, stewardDid, '/ip4/127.0.0.1/tcp/0', boot.map(bootstrapAddr)) });
+    const net = (cfg: Record<string, unknown>, boot: NodeProc[]) => ({ ...cfg, network: overlayNetwork(keyFile, stewardDid, '/ip4/127.0.0.1/tcp/0', boot.map(bootstrapAddr), witnesses) });
     const [witness, ...providers] = await Promise.all([
       c.start('witness', net({ roles: ['witness'], log: { level: 'info', format: 'json' }, api: { listen: '127.0.0.1:0' } }, [steward])),
       ...Array.from({ length: o.providers }, (_, i) => c.start(`p${i + 1}`, net((o.provider ?? ((x) => x))(lowPower(providerConfig({ price: (0.002 + 0.001 * i).toFixed(3), tier: 'private', baseMs: o.baseMs ?? 4000, slots: 2 }), 5 + i)), [steward]))),

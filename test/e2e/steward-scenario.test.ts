@@ -13,14 +13,23 @@
  *   grade (read back with `c0mpute ledger show` after the steward stops).
  * - The ledger is witnessed to its current length; the steward restarted on
  *   the same data dir reports exactly the usage it had (rebuilt from its ledger).
+ * - Every member names the witness (`network.witnesses`): a receipt another key
+ *   of the overlay signs, claiming the steward had another head, is ignored by
+ *   every member, and a ledger a buyer fetches (`c0mpute ledger fetch`) still
+ *   verifies, witnessed by the named witness alone.
  *
  * The tests share one overlay and run in order.
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor, withLogs } from './node-helpers.js';
-import { claimSpec, ledgerCli, runClaim, showLedger, startOrg, stewardStatus, waitWitnessed, witnessStatus, type ClaimRun, type LedgerRow, type Org, type StewardView } from './steward-helpers.js';
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { bootstrapAddr, c0mpute, metricSum, metricsText, waitFor, withLogs } from './node-helpers.js';
+import { startNode } from './net-helpers.js';
+import { seal } from '../../src/records/envelope.js';
+import { WITNESS_TYPE, type WitnessReceipt } from '../../src/ledger/entry.js';
+import { OVERLAY, claimSpec, ledgerCli, runClaim, showLedger, startOrg, stewardStatus, waitWitnessed, witnessStatus, type ClaimRun, type LedgerRow, type Org, type StewardView } from './steward-helpers.js';
 
 let org: Org;
 const runs: Partial<Record<'A1' | 'A2' | 'B1' | 'B2', ClaimRun>> = {};
@@ -33,7 +42,7 @@ const done = () => {
 let before1: StewardView;
 
 before(async () => {
-  org = await startOrg('steward-scenario', { providers: 2, buyers: ['alpha', 'beta'] });
+  org = await startOrg('steward-scenario', { providers: 2, buyers: ['alpha', 'beta'], namedWitness: true });
 });
 
 after(async () => {
@@ -209,5 +218,41 @@ test('the restarted steward admits against the usage it rebuilt, and the witness
     assert.deepEqual(w.stewards[org.steward.did]?.held, s2.ledger);
     assert.equal(w.stewards[org.steward.did]?.evidence, 0);
     assert.equal(w.stewards[org.steward.did]?.last.refused, undefined);
+  });
+});
+
+test('an overlay naming its witness: a receipt signed by another member claiming another head is ignored by every member; a fetched ledger verifies, witnessed by the named witness alone', async () => {
+  await withLogs(org.c, async () => {
+    const stewardDid = org.steward.did;
+    const s0 = await waitWitnessed(org.steward, (await stewardStatus(org.steward)).ledger.length);
+    // A member of the overlay (it holds the swarm key) signs a receipt of its own: the steward's ledger at length 2 had another head.
+    const rogue = await startNode({ swarmKey: new Uint8Array(readFileSync(org.keyFile)), overlay: OVERLAY, syncOnConnect: [] });
+    org.c.onDestroy(() => rogue.stop());
+    for (const n of [org.steward, org.buyers.alpha!]) await rogue.dial(bootstrapAddr(n));
+    const ignored = async (n: typeof org.steward) => metricSum(await metricsText(n), 'c0mpute_net_records_total', { kind: 'pool-witness', verdict: 'ignore', reason: 'WITNESS_NOT_NAMED' });
+    let at = Date.now();
+    await waitFor('the steward and a buyer to ignore the unnamed receipt', async () => {
+      const lie = seal(WITNESS_TYPE, { steward: stewardDid, length: 2, head: 'sha256:' + '00'.repeat(32), witnessedAt: at++ } satisfies WitnessReceipt, rogue.signer);
+      await rogue.publish('pool-witness', lie.bytes).catch(() => undefined);
+      return (await ignored(org.steward)) > 0 && (await ignored(org.buyers.alpha!)) > 0;
+    }, 30_000, 500);
+    // The steward's attestation is the named witness's alone.
+    const s1 = await stewardStatus(org.steward);
+    assert.deepEqual(s1.attestation.witnesses.map((w) => w.witness), [org.witness.did]);
+    assert.equal(s1.attestation.witnessedLength, s0.attestation.witnessedLength);
+    // Any member can fetch the ledger with the receipts it kept, and it verifies (without --witness too: nothing unnamed was kept).
+    const file = join(org.c.root, 'fetched.ledger');
+    const f = await c0mpute(org.buyers.alpha!.dir, ['ledger', 'fetch', stewardDid, file, '--overlay', OVERLAY]);
+    assert.equal(f.code, 0, f.out + f.err);
+    assert.match(f.out, new RegExp(`wrote .*: ${s1.ledger.length} entries, [1-9][0-9]* witness receipt`));
+    const { r, json } = await ledgerCli(org.c, 'verify', file);
+    assert.equal(r.code, 0, r.out);
+    const a = json.attestation as { grade: string; witnesses: Array<{ witness: string; length: number }>; receipts: Array<{ status: string; witness?: string }> };
+    assert.equal(a.grade, 'witnessed');
+    assert.deepEqual(a.witnesses.map((w) => w.witness), [org.witness.did]);
+    assert.ok(a.receipts.every((x) => x.status === 'valid' && x.witness === org.witness.did), JSON.stringify(a.receipts));
+    const named = await c0mpute(org.c.dataDir('auditor').dir, ['ledger', 'verify', file, '--steward', stewardDid, '--witness', org.witness.did]);
+    assert.equal(named.code, 0, named.out + named.err);
+    assert.match(named.out, new RegExp(`attestation\\s+witnessed by ${org.witness.did} up to length ${s1.attestation.witnessedLength}`));
   });
 });

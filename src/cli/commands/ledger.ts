@@ -8,6 +8,7 @@ import { readLedgerDir, writeLedgerDir, type RawLedger } from '../../ledger/stor
 import { readLedgerFile, writeLedgerFile } from '../../ledger/file.js';
 import { assertVerified, verifyLedger } from '../../ledger/verify.js';
 import { NegativeAnswer, out, outJson } from '../context.js';
+import { isDid } from '../../records/did.js';
 
 function isDir(p: string): boolean {
   try {
@@ -19,6 +20,19 @@ function isDir(p: string): boolean {
 
 async function readAny(p: string): Promise<RawLedger> {
   return isDir(p) ? readLedgerDir(p) : readLedgerFile(p);
+}
+
+/** `--witness <did>`, repeatable: the witnesses whose receipts count (src/ledger/attest.ts); none given: every key's. */
+export function collectWitness(v: string, prev: string[]): string[] {
+  if (!isDid(v)) throw new C0Error('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
+  return [...prev, v];
+}
+
+export const WITNESS_HELP = 'a witness whose receipts count (repeat for several); without it every key’s receipt counts';
+
+/** verifyLedger's options from --steward and --witness. */
+export function verifyOptions(o: { steward?: string; witness?: string[] }): { steward?: string; witnesses?: string[] } {
+  return { ...(o.steward ? { steward: o.steward } : {}), ...(o.witness?.length ? { witnesses: o.witness } : {}) };
 }
 
 function when(at: number): string {
@@ -39,11 +53,12 @@ export function register(program: Command): void {
     .command('verify')
     .argument('<path>', 'a ledger directory (LevelDB) or an exported ledger file')
     .option('--steward <did>', 'the steward the ledger must belong to (default: the signer of entry 0)')
+    .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .option('--json', 'machine-readable output')
     .description('replay and verify every entry; print length, head, attestation grade and the first problem (exit 0 ok, 1 not)')
-    .action(async (path: string, opts: { steward?: string; json?: boolean }) => {
+    .action(async (path: string, opts: { steward?: string; witness: string[]; json?: boolean }) => {
       const raw = await readAny(path);
-      const rep = verifyLedger(raw, opts.steward ? { steward: opts.steward } : {});
+      const rep = verifyLedger(raw, verifyOptions(opts));
       const r = rep.replay;
       const a = rep.attestation;
       const tail = r.length - a.witnessedLength;
@@ -66,6 +81,7 @@ export function register(program: Command): void {
           else if (s.status === 'refused') lines.push(`receipt      refused: ${s.code} (the witness key is the steward's)`);
           else if (s.status === 'mismatch') lines.push(`receipt      verifies but covers a different head: ${s.code} (${s.witness}, length ${s.length})`);
           else if (s.status === 'other-ledger') lines.push(`receipt      for another steward (${s.steward})`);
+          else if (s.status === 'not-named') lines.push(`receipt      not counted: ${s.witness ?? 'an unreadable signer'} is not a named witness (--witness)`);
         }
         const p = rep.problem;
         lines.push(`problem      ${p ? `${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}` : 'none'}`);
@@ -90,11 +106,12 @@ export function register(program: Command): void {
     .command('import')
     .argument('<file>', 'exported ledger file')
     .argument('<dir>', 'an empty ledger directory')
+    .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .description('verify an exported ledger and write it into an empty directory')
-    .action(async (file: string, dir: string) => {
+    .action(async (file: string, dir: string, opts: { witness: string[] }) => {
       const raw = readLedgerFile(file);
-      // the file's own witness receipts must not contradict it (a rewritten or re-signed history)
-      assertVerified(verifyLedger(raw), `refusing to import ${file}`);
+      // the file's own witness receipts (of the named witnesses, if any) must not contradict it (a rewritten or re-signed history)
+      assertVerified(verifyLedger(raw, verifyOptions(opts)), `refusing to import ${file}`);
       const r = await writeLedgerDir(dir, raw);
       out(`imported ${r.length} entries, head ${r.head}`);
     });

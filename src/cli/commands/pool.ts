@@ -8,6 +8,7 @@ import { readLedgerFile } from '../../ledger/file.js';
 import { assertVerified, verifyLedger } from '../../ledger/verify.js';
 import { statSync } from 'node:fs';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { collectWitness, verifyOptions, WITNESS_HELP } from './ledger.js';
 
 export function register(program: Command): void {
   const pool = program.command('pool').description('pool/1 entitlements and admission');
@@ -16,9 +17,10 @@ export function register(program: Command): void {
     .requiredOption('--tree <file>', 'entitlement tree (YAML)')
     .requiredOption('--claim <file>', 'the claim (YAML)')
     .option('--ledger <path>', 'the steward ledger (directory or exported file); usage is derived from it')
+    .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .option('--json', 'machine-readable output')
     .description('print the verdict (Admit/Queue/Deny), reason, grade and reservation a claim would get now, without writing anything; exit 0 on Admit, 1 otherwise')
-    .action(async (opts: { tree: string; claim: string; ledger?: string; json?: boolean }) => {
+    .action(async (opts: { tree: string; claim: string; ledger?: string; witness: string[]; json?: boolean }) => {
       const tree = treeFromYaml(Buffer.from(readInput(opts.tree)).toString('utf8'), opts.tree);
       const spec = claimFromYaml(Buffer.from(readInput(opts.claim)).toString('utf8'), opts.claim);
       let book = new UsageBook();
@@ -28,7 +30,7 @@ export function register(program: Command): void {
         if (!existsSync(opts.ledger)) throw new C0Error('INPUT_UNREADABLE', `--ledger ${opts.ledger}: no such file or directory`, { field: 'ledger' });
         const raw = statSync(opts.ledger).isDirectory() ? await readLedgerDir(opts.ledger) : readLedgerFile(opts.ledger);
         // the whole report, witness receipts included: a ledger its own receipts contradict is refused
-        const rep = verifyLedger(raw);
+        const rep = verifyLedger(raw, verifyOptions(opts));
         assertVerified(rep, `--ledger ${opts.ledger}`);
         book = rep.replay.book!;
         length = rep.replay.length;

@@ -5,7 +5,7 @@ import { Ed25519Signer, didFromPublicKey, open } from '../../../src/records/inde
 import { openDb, closeDb, sub } from '../../../src/store/db.js';
 import { hashHex } from '../../../src/records/address.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyLedger, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { seal } from '../../../src/records/index.js';
 import { admitted, released, steward, tempDir } from './helpers.js';
 
@@ -240,6 +240,57 @@ describe('Witness', () => {
       assert.equal(kept.size, 4);
       assert.ok(kept.has(hashHex(forged)) && kept.has(hashHex(b3.bytes)), 'the forged receipt is kept for what it is, and B’s real one stays');
       assert.deepEqual([kept.has(hashHex(mismatch.bytes)), kept.has(hashHex(a2.bytes)), kept.has(hashHex(b1.bytes))], [true, false, false]);
+      await l.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('named witnesses: a receipt from any other key counts for nothing, neither toward the grade nor as a rewrite; the ledger refuses to store one', async () => {
+    const t = tempDir();
+    const named = Ed25519Signer.generate();
+    const rogue = Ed25519Signer.generate();
+    const N = didFromPublicKey(named.publicKey);
+    const R = didFromPublicKey(rogue.publicKey);
+    try {
+      let l = await Ledger.open(t.dir, { signer: steward });
+      for (let i = 0; i < 3; i++) await l.append(admitted(`n${i}`));
+      const good = seal(WITNESS_TYPE, { steward: S, length: 3, head: l.addressAt(2)!, witnessedAt: 10 } satisfies WitnessReceipt, named);
+      // the rogue says it saw another head at length 2 (what a rewritten history looks like), and pads the grade
+      const elsewhere = sealEntries([admitted('z1'), admitted('z2')], steward);
+      const lie = seal(WITNESS_TYPE, { steward: S, length: 2, head: elsewhere[1]!.address, witnessedAt: 11 } satisfies WitnessReceipt, rogue);
+      const pad = seal(WITNESS_TYPE, { steward: S, length: 3, head: l.addressAt(2)!, witnessedAt: 12 } satisfies WitnessReceipt, rogue);
+      const addresses = [0, 1, 2].map((i) => l.addressAt(i)!);
+      const receipts = [good.bytes, lie.bytes, pad.bytes];
+      // every key counts: the lie reads as a rewrite, the pad as a second witness
+      const all = gradeAttestation({ steward: S, addresses }, receipts);
+      assert.deepEqual(all.receipts.map((r) => r.status), ['valid', 'mismatch', 'valid']);
+      assert.equal(all.witnesses.length, 2);
+      const entries = await l.entries(0, 3);
+      assert.equal(verifyLedger({ entries, receipts }).problem?.code, 'WITNESS_HEAD_MISMATCH');
+      // named: only N counts
+      const only = gradeAttestation({ steward: S, addresses }, receipts, { witnesses: [N] });
+      assert.deepEqual(only.receipts, [{ status: 'valid', witness: N, length: 3, head: l.addressAt(2)! }, { status: 'not-named', witness: R }, { status: 'not-named', witness: R }]);
+      assert.deepEqual(only.witnesses, [{ witness: N, length: 3 }]);
+      const rep = verifyLedger({ entries, receipts }, { witnesses: [N] });
+      assert.deepEqual([rep.ok, rep.problem, rep.attestation.grade], [true, undefined, 'witnessed']);
+      // a named key's forged receipt is still told apart from one that verifies
+      const forged = good.bytes.slice();
+      forged[forged.length - 1]! ^= 1;
+      assert.equal(gradeAttestation({ steward: S, addresses }, [forged], { witnesses: [N] }).receipts[0]!.status, 'invalid');
+      // nobody named: nothing counts, the ledger is self-attested
+      assert.equal(verifyLedger({ entries, receipts }, { witnesses: [] }).attestation.grade, 'self-attested');
+
+      // a steward's ledger told its witnesses refuses the others' receipts (nothing written) and grades with the list
+      await l.addReceipt(pad.bytes);
+      await l.close();
+      l = await Ledger.open(t.dir, { signer: steward, witnesses: [N] });
+      await assert.rejects(l.addReceipt(lie.bytes), (e: unknown) => e instanceof C0Error && e.code === 'LEDGER_RECEIPT_REFUSED' && (e.detail as { status: string }).status === 'not-named');
+      assert.equal((await l.addReceipt(good.bytes)).stored, true);
+      assert.equal((await l.receipts()).length, 2, 'the receipt stored before the list stays on disk');
+      const a = await l.attestation();
+      assert.deepEqual(a.witnesses, [{ witness: N, length: 3 }]);
+      assert.deepEqual(a.receipts.map((r) => r.status).sort(), ['not-named', 'valid']);
       await l.close();
     } finally {
       t.cleanup();

@@ -33,3 +33,22 @@ test('bad flood-defence values are CONFIG_INVALID naming the field', () => {
     );
   }
 });
+
+test('network.witnesses: did:keys, not empty, never the steward (pool/1 §6.7), on the node and on each overlay', () => {
+  const W = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';
+  const S = 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH';
+  assert.deepEqual(parseConfig({ network: { steward: S, witnesses: [W] } }).network.witnesses, [W]);
+  assert.equal(parseConfig({}).network.witnesses, undefined);
+  const field = (raw: unknown) => {
+    try {
+      parseConfig(raw);
+    } catch (e) {
+      return `${(e as C0Error).code} ${(e as C0Error).field}`;
+    }
+    return 'parsed';
+  };
+  assert.equal(field({ network: { witnesses: [] } }), 'CONFIG_INVALID network.witnesses');
+  assert.equal(field({ network: { witnesses: ['did:key:nope'] } }), 'CONFIG_INVALID network.witnesses.0');
+  assert.equal(field({ network: { steward: S, witnesses: [W, S] } }), 'CONFIG_INVALID network.witnesses');
+  assert.equal(field({ overlays: [{ overlay: 'acme', steward: S, witnesses: [S] }] }), 'CONFIG_INVALID overlays.0.witnesses');
+});

@@ -9,7 +9,9 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { encodeMessage } from '../../../src/net/framing.js';
-import { recordHooks, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { recordHooks, witnessHook, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
+import { WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { records, provider, buyer, gateway, NOW, PROVIDER, BUYER } from '../records/fixtures.js';
 
 const clock = fakeClock(NOW);
@@ -144,3 +146,26 @@ const reason2 = async (p: RecordPipeline, kind: 'advert', data: Uint8Array) => {
   const o = await p.validate(kind, data, 'peer', 'gossip');
   return `${o.verdict}:${o.reason}`;
 };
+
+test('pool-witness: on an overlay naming its witnesses, a receipt from another key or for another steward is ignored on gossip and sync; with none named every key passes', async () => {
+  const named = Ed25519Signer.generate();
+  const rogue = Ed25519Signer.generate();
+  const steward = Ed25519Signer.generate();
+  const S = didFromPublicKey(steward.publicKey);
+  const receipt = (w: Ed25519Signer, s = S) => seal(WITNESS_TYPE, { steward: s, length: 1, head: 'sha256:' + 'ab'.repeat(32), witnessedAt: NOW } satisfies WitnessReceipt, w).bytes;
+  const pipeline = (hook: ReturnType<typeof witnessHook>) =>
+    new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: hook ? { 'pool-witness': hook } : {}, floodLimits: { signer: {} } });
+  const verdict = async (p: RecordPipeline, data: Uint8Array, source: 'gossip' | 'sync' = 'gossip') => {
+    const o = await p.validate('pool-witness', data, 'peer', source);
+    return `${o.verdict}:${o.reason}`;
+  };
+  assert.equal(witnessHook({ steward: S }), undefined, 'no list, no hook');
+  const p = pipeline(witnessHook({ witnesses: [didFromPublicKey(named.publicKey)], steward: S }));
+  assert.equal(await verdict(p, receipt(named)), 'accept:ok');
+  assert.equal(await verdict(p, receipt(rogue)), `ignore:${HOOK_ERR.WITNESS_NOT_NAMED}`);
+  assert.equal(await verdict(p, receipt(rogue, didFromPublicKey(Ed25519Signer.generate().publicKey)), 'sync'), `ignore:${HOOK_ERR.WITNESS_NOT_NAMED}`);
+  assert.equal(await verdict(p, receipt(named, didFromPublicKey(rogue.publicKey)), 'sync'), `ignore:${HOOK_ERR.WITNESS_OTHER_STEWARD}`);
+  // no steward configured: a named witness's receipt for any steward passes
+  assert.equal(await verdict(pipeline(witnessHook({ witnesses: [didFromPublicKey(named.publicKey)] })), receipt(named, didFromPublicKey(rogue.publicKey))), 'accept:ok');
+  assert.equal(await verdict(pipeline(undefined), receipt(rogue)), 'accept:ok');
+});
