@@ -24,8 +24,8 @@
  *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
  *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
  *               (also for the advert an offer carries)
- *   pool-witness on an overlay that names its witnesses (network.witnesses, witnessHook below):
- *               signed by a key not named                        → ignore WITNESS_NOT_NAMED
+ *   pool-witness (witnessHook below)
+ *               signed by a key not named in network.witnesses   → ignore WITNESS_NOT_NAMED
  *               naming another steward than network.steward      → ignore WITNESS_OTHER_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
@@ -142,18 +142,18 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
 }
 
 /**
- * Witness receipts on an overlay that names its witnesses (docs/overlays.md "Witnesses"). Anyone on the overlay can
- * sign a receipt; one from a key nobody named would be kept by every node and, covering a head the steward never had,
- * make `c0mpute ledger verify` on an honest ledger read as rewritten. So a receipt from a key not named, or (with the
- * overlay's steward set) for another steward, is ignored: not relayed, not stored, no penalty (the sender may only
- * be relaying what a node configured otherwise let through). Undefined when the overlay names no witnesses: every
- * key's receipt is then kept, a bounded set per key (src/store/witness-keep.ts).
+ * Witness receipts on an overlay that names its witnesses or its steward (docs/overlays.md "Witnesses"). Anyone on
+ * the overlay can sign a receipt; one from a key nobody named would be kept by every node and, covering a head the
+ * steward never had, make `c0mpute ledger verify` on an honest ledger read as rewritten. So a receipt from a key not
+ * named, or (with the overlay's steward set) for another steward, is ignored: not relayed, not stored, no penalty (the
+ * sender may only be relaying what a node configured otherwise let through). Undefined when the overlay names
+ * neither: every key's receipt for any steward is then kept, a bounded set per key (src/store/witness-keep.ts).
  */
 export function witnessHook(o: { witnesses?: readonly string[]; steward?: string }): SemanticHook | undefined {
-  if (!o.witnesses) return undefined;
-  const named = new Set(o.witnesses);
+  if (!o.witnesses && o.steward === undefined) return undefined;
+  const named = o.witnesses ? new Set(o.witnesses) : undefined;
   return (rec) => {
-    if (!named.has(rec.signer)) throw ignoreError(HOOK_ERR.WITNESS_NOT_NAMED, 'the receipt is signed by a key this overlay does not name as a witness (network.witnesses)', 'signer');
+    if (named && !named.has(rec.signer)) throw ignoreError(HOOK_ERR.WITNESS_NOT_NAMED, 'the receipt is signed by a key this overlay does not name as a witness (network.witnesses)', 'signer');
     const steward = (rec as Opened<WitnessReceipt>).record.steward;
     if (o.steward !== undefined && steward !== o.steward) throw ignoreError(HOOK_ERR.WITNESS_OTHER_STEWARD, `the receipt is for steward ${steward}, not this overlay's (network.steward)`, 'steward');
   };

@@ -147,7 +147,7 @@ const reason2 = async (p: RecordPipeline, kind: 'advert', data: Uint8Array) => {
   return `${o.verdict}:${o.reason}`;
 };
 
-test('pool-witness: on an overlay naming its witnesses, a receipt from another key or for another steward is ignored on gossip and sync; with none named every key passes', async () => {
+test('pool-witness: on an overlay naming its witnesses, a receipt from another key or for another steward is ignored on gossip and sync; with none named every key passes, for the overlay’s steward only', async () => {
   const named = Ed25519Signer.generate();
   const rogue = Ed25519Signer.generate();
   const steward = Ed25519Signer.generate();
@@ -159,7 +159,7 @@ test('pool-witness: on an overlay naming its witnesses, a receipt from another k
     const o = await p.validate('pool-witness', data, 'peer', source);
     return `${o.verdict}:${o.reason}`;
   };
-  assert.equal(witnessHook({ steward: S }), undefined, 'no list, no hook');
+  assert.equal(witnessHook({}), undefined, 'no list and no steward: no hook');
   const p = pipeline(witnessHook({ witnesses: [didFromPublicKey(named.publicKey)], steward: S }));
   assert.equal(await verdict(p, receipt(named)), 'accept:ok');
   assert.equal(await verdict(p, receipt(rogue)), `ignore:${HOOK_ERR.WITNESS_NOT_NAMED}`);
@@ -168,4 +168,8 @@ test('pool-witness: on an overlay naming its witnesses, a receipt from another k
   // no steward configured: a named witness's receipt for any steward passes
   assert.equal(await verdict(pipeline(witnessHook({ witnesses: [didFromPublicKey(named.publicKey)] })), receipt(named, didFromPublicKey(rogue.publicKey))), 'accept:ok');
   assert.equal(await verdict(pipeline(undefined), receipt(rogue)), 'accept:ok');
+  // a steward but no list: any key's receipt for that steward passes, one for another steward does not
+  const st = pipeline(witnessHook({ steward: S }));
+  assert.equal(await verdict(st, receipt(rogue)), 'accept:ok');
+  assert.equal(await verdict(st, receipt(rogue, didFromPublicKey(named.publicKey))), `ignore:${HOOK_ERR.WITNESS_OTHER_STEWARD}`);
 });
