@@ -239,6 +239,10 @@ export const configSchema = z
         preempt: z.boolean().default(true),
         /** How long a queued claim restored after a restart keeps its place while its buyer is away, ms (docs/overlays.md). */
         reaskGraceMs: z.number().int().positive().optional(),
+        /** Claims one buyer may have in line at once; a new one past it is refused STEWARD_QUEUE_FULL (docs/overlays.md "A bounded line"). */
+        maxQueuedPerBuyer: z.number().int().positive().optional(),
+        /** Claims in line at once, every buyer's. */
+        maxQueued: z.number().int().positive().optional(),
         /**
          * Idle reclamation (pool/1 §2.7). Absent: nothing is ever reclaimed for
          * idleness. There is no default threshold: it must sit above the

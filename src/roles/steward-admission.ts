@@ -39,7 +39,7 @@ import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import type { GangCite, Gangs } from './steward-gangs.js';
 import { appendAdmitted, type Decided, type Reclaimer } from './steward-reclaim.js';
-import { REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { MAX_QUEUED, MAX_QUEUED_PER_BUYER, REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
 /**
  * The steward's own queue reason, beside pool/1's (§4.5): the claim fits now,
@@ -212,6 +212,7 @@ export class AdmissionLine {
       return { outcome: { t: 'denied', v } };
     }
     if (v.verdict === 'Admit') return { outcome: await this.#commit(claim, job, d) };
+    this.#roomInLine(job.signer);
     w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: v };
     // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
     this.#enqueue(w);
@@ -223,6 +224,25 @@ export class AdmissionLine {
     }
     this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason, place: this.#queue.length }, 'claim queued');
     return { wait: w, got: this.#arm(w) };
+  }
+
+  /**
+   * The line is bounded, per buyer and in all (docs/overlays.md "A bounded line"): every claim in it is kept on disk
+   * until its deadline and decided again on every pass, so one buyer (or key) sending claims that cannot fit must not
+   * grow it without end. A claim past either bound is refused: not queued, nothing appended; one already in line keeps its place
+   * (a re-ask never reaches here), and a line restored over a lowered bound is kept whole.
+   */
+  #roomInLine(buyer: string): void {
+    const all = this.d.cfg.maxQueued ?? MAX_QUEUED;
+    if (this.#queue.length >= all) {
+      throw new C0Error('STEWARD_QUEUE_FULL', `the steward's line is full (${this.#queue.length} claims, steward.maxQueued ${all}); ask again later`, { detail: { queued: this.#queue.length, max: all } });
+    }
+    const per = this.d.cfg.maxQueuedPerBuyer ?? MAX_QUEUED_PER_BUYER;
+    let mine = 0;
+    for (const x of this.#queue) if (x.job.signer === buyer) mine++;
+    if (mine >= per) {
+      throw new C0Error('STEWARD_QUEUE_FULL', `this buyer has ${mine} claims in the steward's line (steward.maxQueuedPerBuyer ${per}); ask again once some are decided`, { detail: { queued: mine, max: per, buyer } });
+    }
   }
 
   /** The buyer's wait for a claim in line: resolved by a pass, the expiry, a re-ask or the stop. */

@@ -23,6 +23,10 @@ export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
 export const MAX_LEDGER_RANGE = 1024;
 /** How long a queued claim whose buyer is away (after a steward restart) keeps its place before it is dropped. */
 export const REASK_GRACE_MS = 30_000;
+/** Claims one buyer may have in line at once, by default (docs/overlays.md "A bounded line"). */
+export const MAX_QUEUED_PER_BUYER = 256;
+/** Claims in line at once, every buyer's, by default. */
+export const MAX_QUEUED = 4096;
 
 export interface StewardConfig {
   /** The entitlement tree (YAML file path). */
@@ -37,6 +41,10 @@ export interface StewardConfig {
   idle?: { windowMs: number; idleBelowMicrowatts: number; sampleMs?: number };
   /** How long a restored queued claim waits for its buyer to ask again (default REASK_GRACE_MS). */
   reaskGraceMs?: number;
+  /** Claims one buyer may have in line at once (default MAX_QUEUED_PER_BUYER); past it a new one is refused STEWARD_QUEUE_FULL. */
+  maxQueuedPerBuyer?: number;
+  /** Claims in line at once, every buyer's (default MAX_QUEUED). */
+  maxQueued?: number;
   /** The witnesses whose receipts the ledger takes and counts (the overlay's `network.witnesses`); absent: any key's. */
   witnesses?: readonly string[];
 }
