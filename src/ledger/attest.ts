@@ -91,11 +91,12 @@ export function claimedSigner(bytes: Uint8Array): string | undefined {
 export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Attestation {
   const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
   const statuses = receipts.map((r): ReceiptStatus => {
-    if (named) {
-      const signer = claimedSigner(r);
-      if (signer === undefined || !named.has(signer)) return { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
-    }
-    return checkReceipt(ledger, r);
+    const s = checkReceipt(ledger, r);
+    if (!named) return s;
+    // a receipt signed with the steward's own key is reported as such (§6.7), named or not
+    if (s.status === 'refused') return s;
+    const signer = s.witness ?? claimedSigner(r);
+    return signer !== undefined && named.has(signer) ? s : { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
   });
   const best = new Map<string, number>();
   for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));

@@ -233,12 +233,18 @@ export class OverlayNode {
     this.#stops.push(async () => this.orders?.claimer?.stop());
     if (this.roles.includes('steward')) {
       const sc = this.d.config.steward;
+      if (nc.witnesses?.includes(this.did)) throw new C0Error('CONFIG_INVALID', `network.witnesses names this steward's own key ${this.did}: a witness must hold a key the steward does not (pool/1 §6.7)`, { field: 'network.witnesses' });
       if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
       this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}) }, identity);
       this.addRole('steward', this.steward);
     }
     if (this.roles.includes('witness')) {
-      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(this.d.config.witness.stewards ? { stewards: this.d.config.witness.stewards } : {}) });
+      // On an overlay that names its steward, receipts for any other are dropped by every member: witness only it.
+      const stewards = this.d.config.witness.stewards ?? (nc.steward ? [nc.steward] : undefined);
+      if (nc.witnesses && !nc.witnesses.includes(this.did)) {
+        this.log.warn({ overlay: this.name, witnesses: nc.witnesses }, 'this node is a witness but network.witnesses does not name it: every member configured alike ignores its receipts');
+      }
+      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}) });
       this.addRole('witness', this.witness);
     }
 

@@ -26,7 +26,7 @@
  *               (also for the advert an offer carries)
  *   pool-witness (witnessHook below)
  *               signed by a key not named in network.witnesses   → ignore WITNESS_NOT_NAMED
- *               naming another steward than network.steward      → ignore WITNESS_OTHER_STEWARD
+ *               naming another steward than network.steward      → ignore WITNESS_FOREIGN_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
@@ -46,7 +46,7 @@ export const HOOK_ERR = {
   ACCEPTANCE_NOT_BUYER: 'ACCEPTANCE_NOT_BUYER',
   ACCEPTANCE_RECEIPT_UNKNOWN: 'ACCEPTANCE_RECEIPT_UNKNOWN',
   WITNESS_NOT_NAMED: 'WITNESS_NOT_NAMED',
-  WITNESS_OTHER_STEWARD: 'WITNESS_OTHER_STEWARD',
+  WITNESS_FOREIGN_STEWARD: 'WITNESS_FOREIGN_STEWARD',
 } as const;
 
 type Found<R> = Opened<R> | undefined | Promise<Opened<R> | undefined>;
@@ -155,6 +155,6 @@ export function witnessHook(o: { witnesses?: readonly string[]; steward?: string
   return (rec) => {
     if (named && !named.has(rec.signer)) throw ignoreError(HOOK_ERR.WITNESS_NOT_NAMED, 'the receipt is signed by a key this overlay does not name as a witness (network.witnesses)', 'signer');
     const steward = (rec as Opened<WitnessReceipt>).record.steward;
-    if (o.steward !== undefined && steward !== o.steward) throw ignoreError(HOOK_ERR.WITNESS_OTHER_STEWARD, `the receipt is for steward ${steward}, not this overlay's (network.steward)`, 'steward');
+    if (o.steward !== undefined && steward !== o.steward) throw ignoreError(HOOK_ERR.WITNESS_FOREIGN_STEWARD, `the receipt is for steward ${steward}, not this overlay's (network.steward)`, 'steward');
   };
 }

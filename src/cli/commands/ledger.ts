@@ -120,13 +120,14 @@ export function register(program: Command): void {
     .command('show')
     .argument('<path>', 'ledger directory or exported file')
     .option('--from <n>', 'first seq to show', '0')
+    .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .option('--json', 'machine-readable output')
     .description('print entries in readable form (verified first)')
-    .action(async (path: string, opts: { from: string; json?: boolean }) => {
+    .action(async (path: string, opts: { from: string; witness: string[]; json?: boolean }) => {
       const from = Number(opts.from);
       if (!Number.isSafeInteger(from) || from < 0) throw new C0Error('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
       const raw = await readAny(path);
-      const rep = verifyLedger(raw);
+      const rep = verifyLedger(raw, verifyOptions(opts));
       const rows = raw.entries.slice(from).map((b, i) => {
         const seq = from + i;
         try {

@@ -164,12 +164,12 @@ test('pool-witness: on an overlay naming its witnesses, a receipt from another k
   assert.equal(await verdict(p, receipt(named)), 'accept:ok');
   assert.equal(await verdict(p, receipt(rogue)), `ignore:${HOOK_ERR.WITNESS_NOT_NAMED}`);
   assert.equal(await verdict(p, receipt(rogue, didFromPublicKey(Ed25519Signer.generate().publicKey)), 'sync'), `ignore:${HOOK_ERR.WITNESS_NOT_NAMED}`);
-  assert.equal(await verdict(p, receipt(named, didFromPublicKey(rogue.publicKey)), 'sync'), `ignore:${HOOK_ERR.WITNESS_OTHER_STEWARD}`);
+  assert.equal(await verdict(p, receipt(named, didFromPublicKey(rogue.publicKey)), 'sync'), `ignore:${HOOK_ERR.WITNESS_FOREIGN_STEWARD}`);
   // no steward configured: a named witness's receipt for any steward passes
   assert.equal(await verdict(pipeline(witnessHook({ witnesses: [didFromPublicKey(named.publicKey)] })), receipt(named, didFromPublicKey(rogue.publicKey))), 'accept:ok');
   assert.equal(await verdict(pipeline(undefined), receipt(rogue)), 'accept:ok');
   // a steward but no list: any key's receipt for that steward passes, one for another steward does not
   const st = pipeline(witnessHook({ steward: S }));
   assert.equal(await verdict(st, receipt(rogue)), 'accept:ok');
-  assert.equal(await verdict(st, receipt(rogue, didFromPublicKey(named.publicKey))), `ignore:${HOOK_ERR.WITNESS_OTHER_STEWARD}`);
+  assert.equal(await verdict(st, receipt(rogue, didFromPublicKey(named.publicKey))), `ignore:${HOOK_ERR.WITNESS_FOREIGN_STEWARD}`);
 });
