@@ -76,20 +76,42 @@ export function receiptProviderFor(did: string, advert: Opened<{ pool?: PoolProo
   return advert?.record.pool && advert.signer === did ? providerOf(advert) : did;
 }
 
+/** Pools a RosterView remembers, by default (the advert cap's default: one pool per advert held at most). */
+export const ROSTER_VIEW_MAX = 10_000;
+
 /**
  * The newest roster seen per pool (a verifier's state: the record alone cannot
  * say that a newer roster dropped a member). A roster older than the newest
  * known is stale: POOL_ROSTER_STALE; an expired one POOL_ROSTER_EXPIRED.
+ *
+ * Bounded: anyone can make a pool, so past `max` pools the one least recently
+ * checked or learned is forgotten. A live pool's members re-advertise every
+ * few minutes and so stay recent; forgetting one would only let an older
+ * roster of it pass until its newest is seen again, and new advertisers are
+ * rate-limited (flood-limits.ts), so another key cannot push a live pool out
+ * between two of its adverts.
  */
 export class RosterView {
   #newest = new Map<string, Opened<PoolRoster>>();
+  readonly #max: number;
+
+  constructor(max = ROSTER_VIEW_MAX) {
+    this.#max = Math.max(1, max);
+  }
+
+  get size(): number {
+    return this.#newest.size;
+  }
 
   /** Learn a roster (a newer seq replaces). Returns whether it is now the newest. */
   learn(r: Opened<PoolRoster>): boolean {
     const cur = this.#newest.get(r.signer);
-    if (cur && cur.record.seq >= r.record.seq) return false;
-    this.#newest.set(r.signer, r);
-    return true;
+    const newer = !cur || cur.record.seq < r.record.seq;
+    // either way the pool was just seen: it moves to the recent end
+    this.#newest.delete(r.signer);
+    this.#newest.set(r.signer, newer ? r : cur!);
+    if (this.#newest.size > this.#max) this.#newest.delete(this.#newest.keys().next().value!);
+    return newer;
   }
 
   newest(pool: string): Opened<PoolRoster> | undefined {

@@ -2,6 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { open, seal } from '../../../src/records/envelope.js';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { T, type Receipt } from '../../../src/records/kinds.js';
 import { providerOf, RosterView, verifyPoolProof } from '../../../src/pools/chain.js';
 import { assertCode, addr, NOW, records, provider, PROVIDER, buyer as buyerKey } from '../records/fixtures.js';
@@ -82,6 +83,21 @@ describe('pool chain', () => {
     assertCode(() => view.check(proof(r1, keyOf(dropped)), dropped, NOW), 'POOL_ROSTER_STALE');
     assertCode(() => view.check(proof(r2, keyOf(dropped)), dropped, NOW), 'POOL_NOT_MEMBER');
     assertCode(() => view.check(proof(r2, keyOf(MEMBERS[0]!)), MEMBERS[0]!, r2.record.expiresAt), 'POOL_ROSTER_EXPIRED');
+  });
+
+  test('the view is bounded: past max pools the least recently seen is forgotten, and a pool checked again stays', () => {
+    const view = new RosterView(2);
+    const pools = [poolKey, ...[45, 46].map((n) => new Ed25519Signer(new Uint8Array(32).fill(n)))];
+    const rs = pools.map((signer) => roster({ signer, seq: 3 }));
+    assert.equal(view.learn(rs[0]!), true);
+    assert.equal(view.learn(rs[1]!), true);
+    // the first pool is seen again (an older roster of it: refused, but the pool is recent now)
+    assert.equal(view.learn(roster({ seq: 2 })), false);
+    assert.equal(view.learn(rs[2]!), true);
+    assert.equal(view.size, 2);
+    assert.equal(view.newest(POOL)?.record.seq, 3, 'the pool seen again stays, with its newest roster');
+    assert.equal(view.newest(didOf(pools[1]!)), undefined, 'the least recently seen is forgotten');
+    assert.equal(view.newest(didOf(pools[2]!))?.record.seq, 3);
   });
 
   test('dispatch is signed by the coordinator it names; settlement parts sum to the price', () => {
