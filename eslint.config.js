@@ -11,6 +11,15 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
       eqeqeq: ['error', 'always'],
+      // pino writes the message under `msg`: a `msg` field in the bindings makes a log line with the key twice (and
+      // JSON readers keep only one of them)
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal)$/] > ObjectExpression > Property[key.name='msg']",
+          message: 'a log field named msg collides with the log message: name it err or reason',
+        },
+      ],
     },
   },
   { files: ['src/cli/**', 'scripts/**', 'test/**'], rules: { 'no-console': 'off' } },

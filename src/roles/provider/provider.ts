@@ -339,7 +339,7 @@ export class Provider {
       }
     } catch (e) {
       if (!(e instanceof C0Error) || e.code.startsWith('NET_')) throw e;
-      this.d.log.warn({ code: e.code, msg: e.message }, 'exec request refused');
+      this.d.log.warn({ code: e.code, err: e.message }, 'exec request refused');
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
     }

@@ -343,7 +343,7 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ failure
 
   async #recover(cause: C0Error): Promise<number> {
-    this.#log.warn({ code: cause.code, msg: cause.message }, 'training step failed');
+    this.#log.warn({ code: cause.code, err: cause.message }, 'training step failed');
     if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
     const others = this.members.filter((d) => d !== this.o.did);
     const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
