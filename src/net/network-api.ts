@@ -209,7 +209,13 @@ export interface Network {
 export function toPeerId(p: PeerRef): PeerId | Multiaddr {
   if (typeof p !== 'string') return p;
   if (p.startsWith('did:')) return peerIdFromDid(p);
-  if (p.startsWith('/')) return multiaddr(p);
+  if (p.startsWith('/')) {
+    try {
+      return multiaddr(p);
+    } catch (e) {
+      throw new C0Error('MULTIADDR_MALFORMED', `not a multiaddr: ${p.slice(0, 80)} (${(e as Error).message})`);
+    }
+  }
   try {
     return peerIdFromString(p);
   } catch (e) {

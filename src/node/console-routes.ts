@@ -23,6 +23,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
+import { requireDid } from '../records/did.js';
 import { isAddress } from '../records/address.js';
 import { knownTypes, open, type Opened } from '../records/envelope.js';
 import { T } from '../records/kinds.js';
@@ -271,7 +272,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       path: '/v1/console/evidence/:did',
       handler: async ({ params, query }) => {
         const o = ov(d, query);
-        const did = params.did!;
+        const did = requireDid(params.did!, 'did');
         const held = providedReceipts(o.market.evidence, did, CONSOLE_EVIDENCE);
         const nondeliveries = o.market.evidence.nondeliveriesAbout(did);
         return {

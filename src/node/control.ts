@@ -1,10 +1,13 @@
 /** The control API's routes: what `c0mpute status|peers|market|offers|jobs|reputation|run` ask a running daemon. */
 import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
-import { T, type Job } from '../records/kinds.js';
-import { parseMoney, type Money } from '../records/money.js';
+import { POLICIES, T, WORKLOAD_RE, type Job } from '../records/kinds.js';
+import { z } from 'zod';
+import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
+import { requirementsSchema } from '../matching/batch-input.js';
+import { configError } from './config.js';
 import { isAddress } from '../records/address.js';
-import { parseDid } from '../records/did.js';
+import { parseDid, requireDid } from '../records/did.js';
 import type { JobSpec } from '../roles/buyer.js';
 import { ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
 import { ConsoleHub } from './console-hub.js';
@@ -25,6 +28,8 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const sessions = new ConsoleSessions(d.clock);
   const runStreaming = async (o: OverlayNode, body: unknown, res: ApiResponse) => {
     const spec = parseJobSpec(body);
+    // a spec the run would refuse before signing anything is an HTTP error, not a stream that ends in one
+    o.checkJob(spec);
     const s = res.stream();
     const live = hub.beginRun(o.name);
     try {
@@ -48,7 +53,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     { method: 'POST', path: '/v1/probe', handler: async ({ body, query }) => ov(d, query).probe(parseProbeOrder(body)) },
     { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query), parseJobsPage(query)) },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
-    { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(params.did!) },
+    { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(requireDid(params.did!, 'did')) },
     {
       method: 'POST',
       path: '/v1/run',
@@ -77,7 +82,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       path: '/v1/ledger/:steward',
       handler: async ({ params, query }) => {
         const { encodeLedgerFile } = await import('../ledger/file.js');
-        const raw = await ov(d, query).fetchLedger(params.steward!);
+        const raw = await ov(d, query).fetchLedger(requireDid(params.steward!, 'steward'));
         return { entries: raw.entries.length, receipts: raw.receipts.length, file: Buffer.from(encodeLedgerFile(raw)).toString('base64') };
       },
     },
@@ -213,38 +218,57 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
   };
 }
 
+/** Standard base64, padding optional (Buffer would skip any other byte without a word, and decode garbage). */
+const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+
+/** The wire form of a job spec (POST /v1/run, and the CLI's in-process run): every field typed, nothing else accepted. */
+const jobSpecSchema = z
+  .object({
+    workload: z.string().regex(WORKLOAD_RE, 'a workload namespace like builtin.sha256'),
+    maxPrice: z.union([z.string().min(1), z.object({ amount: z.string().regex(AMOUNT_RE, 'a decimal amount like 0.05'), currency: z.string().regex(CURRENCY_RE, 'a currency code like USD') }).strict()]),
+    deadlineMs: z.number().int().positive(),
+    timeoutMs: z.number().int().positive().optional(),
+    params: z.string().optional(),
+    input: z.string().regex(BASE64_RE, 'base64').optional(),
+    sealInput: z.boolean().optional(),
+    policy: z.enum(POLICIES).optional(),
+    entitlement: z.string().min(1).optional(),
+    class: z.string().min(1).optional(),
+    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
+    requirements: requirementsSchema.optional(),
+    order: z.unknown().optional(),
+    gang: z.unknown().optional(),
+  })
+  .strict();
+
 /**
  * A job spec as JSON (the CLI turns job.yaml into this): workload,
  * requirements, maxPrice ("0.05 USD" or {amount, currency}), deadlineMs,
- * timeoutMs, params, sealInput, policy, order ({} = open bid, {designated:
- * DID}), and the input as base64.
+ * timeoutMs, params, sealInput, policy, entitlement, class, energy, order ({}
+ * = open bid, {designated: DID}), gang, and the input as base64. A field of
+ * the wrong type, or one that is not a field, is JOB_SPEC_INVALID naming it.
  */
 export function parseJobSpec(body: unknown): JobSpec {
-  const b = body as Record<string, unknown>;
-  if (typeof b !== 'object' || b === null) throw new C0Error('JOB_SPEC_INVALID', 'job spec must be an object');
-  const need = (k: string, t: string) => {
-    if (typeof b[k] !== t) throw new C0Error('JOB_SPEC_INVALID', `job spec: ${k} must be a ${t}`, { field: k });
-  };
-  need('workload', 'string');
-  need('deadlineMs', 'number');
-  let maxPrice: Money;
-  if (typeof b.maxPrice === 'string') maxPrice = parseMoney(b.maxPrice);
-  else if (typeof b.maxPrice === 'object' && b.maxPrice !== null) maxPrice = b.maxPrice as Money;
-  else throw new C0Error('JOB_SPEC_INVALID', 'job spec: maxPrice must be "0.05 USD" or {amount, currency}', { field: 'maxPrice' });
-  const input = typeof b.input === 'string' ? new Uint8Array(Buffer.from(b.input, 'base64')) : new Uint8Array(0);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new C0Error('JOB_SPEC_INVALID', 'job spec must be an object');
+  const r = jobSpecSchema.safeParse(body);
+  if (!r.success) {
+    const err = configError(r.error, 'job spec');
+    throw new C0Error('JOB_SPEC_INVALID', err.message, { field: err.field ?? '' });
+  }
+  const b = r.data;
   const spec: JobSpec = {
-    workload: b.workload as string,
-    maxPrice,
-    deadlineMs: b.deadlineMs as number,
-    input,
+    workload: b.workload,
+    maxPrice: typeof b.maxPrice === 'string' ? parseMoney(b.maxPrice) : b.maxPrice,
+    deadlineMs: b.deadlineMs,
+    input: b.input === undefined ? new Uint8Array(0) : new Uint8Array(Buffer.from(b.input, 'base64')),
     ...(b.requirements ? { requirements: b.requirements as Job['requirements'] } : {}),
-    ...(typeof b.timeoutMs === 'number' ? { timeoutMs: b.timeoutMs } : {}),
-    ...(typeof b.params === 'string' ? { params: b.params } : {}),
+    ...(b.timeoutMs === undefined ? {} : { timeoutMs: b.timeoutMs }),
+    ...(b.params === undefined ? {} : { params: b.params }),
     ...(b.sealInput === true ? { sealInput: true } : {}),
-    ...(typeof b.policy === 'string' ? { policy: b.policy as JobSpec['policy'] } : {}),
-    ...(typeof b.entitlement === 'string' ? { entitlement: b.entitlement } : {}),
-    ...(typeof b.class === 'string' ? { class: b.class } : {}),
-    ...(b.energy && typeof b.energy === 'object' ? { energy: b.energy as NonNullable<JobSpec['energy']> } : {}),
+    ...(b.policy === undefined ? {} : { policy: b.policy }),
+    ...(b.entitlement === undefined ? {} : { entitlement: b.entitlement }),
+    ...(b.class === undefined ? {} : { class: b.class }),
+    ...(b.energy ? { energy: b.energy } : {}),
     ...(b.order === undefined ? {} : { order: parseOrder(b.order) }),
     ...(b.gang === undefined ? {} : { gang: parseGang(b.gang) }),
   };

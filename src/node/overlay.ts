@@ -348,6 +348,12 @@ export class OverlayNode {
     return made ?? this.provider.offerFor(job.address);
   }
 
+  /** What runJob would refuse before anything is signed or sent (ROLE_NOT_ENABLED, a bad spec), checked alone. */
+  checkJob(spec: JobSpec): void {
+    if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);
+    this.buyer.check(spec);
+  }
+
   /** Run a job as buyer on this overlay. */
   async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
     if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);

@@ -118,3 +118,13 @@ export function isDid(s: unknown): s is string {
 export function compareDids(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** A value that must be a DID (a path parameter naming a provider or a steward): DID_MALFORMED naming `field` otherwise. */
+export function requireDid(v: string, field: string): string {
+  try {
+    parseDid(v);
+  } catch {
+    throw new C0Error(DID_ERR.MALFORMED, `${field}: not a did:key: ${v.slice(0, 80)}`, { field });
+  }
+  return v;
+}

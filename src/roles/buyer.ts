@@ -9,6 +9,7 @@
  * "Reputation and its threat model"), stored and gossiped.
  */
 import { randomBytes } from 'node:crypto';
+import { parsePolicy } from '../market/policy.js';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type NonDeliveryReason, type Offer, type PolicyName, type Receipt, type Requirements, type Selection } from '../records/kinds.js';
@@ -209,10 +210,18 @@ export class Buyer {
     return result;
   }
 
-  /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
-  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string }): Promise<JobResult> {
-    const { clock, log } = this.d;
-    const policy = spec.policy ?? this.d.defaultPolicy;
+  /**
+   * What `run` refuses before anything is signed or sent, checked alone (the control API answers these as an HTTP
+   * error before it starts streaming a run): the policy's needs, the input's size, open orders on this node, and the
+   * job record the spec makes (built and checked, then dropped).
+   */
+  check(spec: JobSpec): void {
+    this.#refuseEarly(spec);
+    this.buildJob(spec, this.d.clock());
+  }
+
+  #refuseEarly(spec: JobSpec): void {
+    const policy = parsePolicy(spec.policy ?? this.d.defaultPolicy);
     if (policy === 'private' && !spec.requirements?.allowlist) {
       throw new C0Error('POLICY_PRIVATE_NEEDS_ALLOWLIST', 'the private policy needs a job with a provider allowlist (requirements.allowlist)');
     }
@@ -221,9 +230,16 @@ export class Buyer {
       // Refused before anything is announced or sent: no provider on the documented defaults would take it.
       throw new C0Error('INPUT_TOO_LARGE', `the input of ${spec.input.length} bytes exceeds the limit of ${maxInput} bytes (providers' provider.maxInputBytes, 16 MiB by default)`, { field: 'input' });
     }
-    if (spec.order) {
-      // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
-      if (!this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+    // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
+    if (spec.order && !this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+  }
+
+  /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string }): Promise<JobResult> {
+    const { clock, log } = this.d;
+    const policy = spec.policy ?? this.d.defaultPolicy;
+    this.#refuseEarly(spec);
+    if (spec.order && this.d.orders) {
       const order = this.buildJob(spec, clock());
       made.job = order.address;
       return runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));

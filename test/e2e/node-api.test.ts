@@ -5,7 +5,8 @@
  * included; a lower-case `bearer` scheme is accepted; the default metrics are
  * named `c0mpute_process_*` (not `c0mpute_process_process_*`); and a daemon
  * whose api.token others can read refuses to start (exit 3,
- * `error API_TOKEN_PERMISSIONS`).
+ * `error API_TOKEN_PERMISSIONS`). Bad input to /v1/run is a 400 naming the
+ * field before any job is made; a path parameter that must be a DID is one.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,6 +50,32 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
     assert.equal(metrics.status, 200);
     assert.match(metrics.body, /^c0mpute_process_cpu_seconds_total /m);
     assert.doesNotMatch(metrics.body, /c0mpute_process_process_/);
+
+    // Bad input to /v1/run is an HTTP error naming the field, before anything is signed, published or stored.
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const jobsHeld = async () => ((await (await fetch(`http://${api}/v1/jobs`, { headers })).json()) as { jobs: unknown[] }).jobs.length;
+    const before = await jobsHeld();
+    const spec = { workload: 'builtin.sha256', maxPrice: '0.01 USD', deadlineMs: 20_000, input: Buffer.from('x').toString('base64') };
+    const bad: Array<[Record<string, unknown>, string, string]> = [
+      [{ ...spec, policy: 'nonsense' }, 'JOB_SPEC_INVALID', 'policy'],
+      [{ ...spec, input: '!!!not base64$$$' }, 'JOB_SPEC_INVALID', 'input'],
+      [{ ...spec, params: 5 }, 'JOB_SPEC_INVALID', 'params'],
+      [{ ...spec, deadlineMs: 1.5 }, 'JOB_SPEC_INVALID', 'deadlineMs'],
+      [{ ...spec, energy: { uj: 'x', grade: 'Estimator' } }, 'JOB_SPEC_INVALID', 'energy.uj'],
+      [{ ...spec, deadline: '60s' }, 'JOB_SPEC_INVALID', ''],
+      [{ ...spec, policy: 'private' }, 'POLICY_PRIVATE_NEEDS_ALLOWLIST', ''],
+    ];
+    for (const [body, want, field] of bad) {
+      const r = await fetch(`http://${api}/v1/run`, { method: 'POST', headers, body: JSON.stringify(body) });
+      const e = ((await r.json()) as { error?: { code: string; field?: string } }).error;
+      assert.deepEqual([r.status, e?.code, e?.field ?? ''], [400, want, field], JSON.stringify(body));
+    }
+    assert.equal(await jobsHeld(), before, 'no job was made from bad input');
+    // A path parameter that must be a DID is checked as one.
+    for (const path of ['/v1/reputation/not-a-did', '/v1/ledger/%2Ffoo', '/v1/console/evidence/x']) {
+      const r = await rawGet(api, path, { authorization: `Bearer ${token}` });
+      assert.deepEqual([r.status, code(r.body)], [400, 'DID_MALFORMED'], path);
+    }
   });
 
   await c.stop(n);

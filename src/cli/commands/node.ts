@@ -9,6 +9,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
+import { requireDid } from '../../records/did.js';
 import { createIdentity, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
@@ -378,6 +379,7 @@ export function register(program: Command): void {
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .action(async (did: string | undefined, o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      if (did !== undefined) requireDid(did, 'did');
       const c = daemonClient(dataDir);
       let r: unknown;
       if (c) r = await apiCall(c.api, c.token, 'GET', (did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation') + q(o.overlay));
