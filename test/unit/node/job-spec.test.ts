@@ -1,7 +1,7 @@
 /** The wire job spec (POST /v1/run, src/node/control.ts parseJobSpec): every field typed, named when wrong, nothing else accepted. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { C0Error } from '../../../src/errors.js';
+import type { C0Error } from '../../../src/errors.js';
 import { parseJobSpec } from '../../../src/node/control.js';
 import { requireDid } from '../../../src/records/did.js';
 
