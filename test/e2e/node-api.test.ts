@@ -71,6 +71,16 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
       assert.deepEqual([r.status, e?.code, e?.field ?? ''], [400, want, field], JSON.stringify(body));
     }
     assert.equal(await jobsHeld(), before, 'no job was made from bad input');
+    // A role this node does not run, and an overlay it is not on, are named.
+    for (const path of ['/v1/steward', '/v1/witness', '/v1/pool']) {
+      const r = await rawGet(api, path, { authorization: `Bearer ${token}` });
+      assert.deepEqual([r.status, code(r.body)], [400, 'ROLE_NOT_ENABLED'], path);
+    }
+    const nowhere = await rawGet(api, '/v1/market?overlay=nosuch', { authorization: `Bearer ${token}` });
+    assert.deepEqual([nowhere.status, code(nowhere.body)], [404, 'OVERLAY_NOT_FOUND']);
+    const steward = await c0mpute(n.dir, ['steward', 'status']);
+    assert.equal(steward.code, 3, steward.out + steward.err);
+    assert.match(steward.err, /^error ROLE_NOT_ENABLED: /m);
     // A path parameter that must be a DID is checked as one.
     for (const path of ['/v1/reputation/not-a-did', '/v1/ledger/%2Ffoo', '/v1/console/evidence/x']) {
       const r = await rawGet(api, path, { authorization: `Bearer ${token}` });

@@ -3,8 +3,11 @@
  * steward.maxQueuedPerBuyer claims of one buyer, or steward.maxQueued in all,
  * a claim that would wait is refused STEWARD_QUEUE_FULL, nothing queued or
  * appended; a claim already in line that its buyer asks for again keeps its
- * place; a claim that fits now is admitted whatever the line holds. A real
- * Ledger and LevelDB in a temp dir; the overlay's ports are stubs.
+ * place; a claim that fits now is admitted whatever the line holds. And the
+ * line restored after a restart (docs/overlays.md): a claim whose buyer asks
+ * again within steward.reaskGraceMs keeps its place, one whose buyer does not
+ * is dropped, from the line and from disk. A real Ledger and LevelDB in a temp
+ * dir; the overlay's ports are stubs.
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -75,6 +78,54 @@ it('past steward.maxQueuedPerBuyer or steward.maxQueued a claim that would wait 
     await again;
   } finally {
     line.stop();
+    await r.close();
+    t.cleanup();
+  }
+});
+
+it('a restored line: a claim whose buyer asks again within steward.reaskGraceMs keeps its place, one whose buyer does not is dropped (from disk too)', async () => {
+  const t = tempDir('c0-queue-grace-');
+  const r = await stewardRig(t.dir, TREE, {});
+  const lineOf = () => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  r.cfg.reaskGraceMs = 150;
+  const [alice, bob] = [P(3), P(4)];
+  const ask = (line: AdmissionLine, j: ReturnType<typeof job>, b: Party) => {
+    const frames: Array<Record<string, unknown>> = [];
+    const ctx = { peer: peerIdFromDid(b.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
+    return { frames, done: line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx).catch((e: unknown) => e) };
+  };
+  const until = async (cond: () => boolean) => {
+    for (let i = 0; i < 300 && !cond(); i++) await new Promise((res) => setTimeout(res, 10));
+    assert.ok(cond());
+  };
+  let second: AdmissionLine | undefined;
+  try {
+    const first = lineOf();
+    const [j0, ja, jb] = [job(alice, { nonce: new Uint8Array([1, 9]) }), job(alice, { nonce: new Uint8Array([2, 9]) }), job(bob, { nonce: new Uint8Array([3, 9]) })];
+    const holder = ask(first, j0, alice);
+    await until(() => holder.frames[0]?.t === 'admitted');
+    const a = ask(first, ja, alice);
+    const b = ask(first, jb, bob);
+    await until(() => a.frames.length > 0 && b.frames.length > 0);
+    assert.equal(first.queued(NOW).length, 2);
+    first.stop(); // the steward stops: the line stays on disk
+    await Promise.all([a.done, b.done]);
+
+    second = lineOf();
+    await second.restore();
+    assert.deepEqual(second.queued(NOW).map((q) => q.claim), [ja.address, jb.address]);
+    const again = ask(second, ja, alice); // alice comes back in time; bob never does
+    await until(() => again.frames[0]?.t === 'queued');
+    await new Promise((res) => setTimeout(res, 400));
+    assert.deepEqual(second.queued(NOW).map((q) => q.claim), [ja.address], "bob's claim left the line after the grace");
+    second.stop();
+    await again.done;
+    const third = lineOf();
+    await third.restore();
+    assert.deepEqual(third.queued(NOW).map((q) => q.claim), [ja.address], 'and the disk');
+    third.stop();
+  } finally {
+    second?.stop();
     await r.close();
     t.cleanup();
   }
