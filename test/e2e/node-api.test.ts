@@ -25,7 +25,10 @@ after(async () => {
 const code = (body: string) => (JSON.parse(body) as { error?: { code?: string } }).error?.code;
 
 test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `bearer`, and names its process metrics once; a world-readable token stops it from starting', async () => {
-  const n = await c.start('node', buyerConfig());
+  // an announced address (behind NAT: the one peers should dial) is what the node gives out as its own
+  const cfg = buyerConfig();
+  const announced = '/ip4/203.0.113.7/tcp/4001';
+  const n = await c.start('node', { ...cfg, network: { ...(cfg.network as object), announce: [announced] } });
   await withLogs(c, async () => {
     const { api, token } = n.api;
     const port = splitHostPort(api).port;
@@ -44,7 +47,9 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
 
     const lower = await rawGet(api, '/v1/status', { authorization: `bearer ${token}` });
     assert.equal(lower.status, 200, lower.body);
-    assert.equal((JSON.parse(lower.body) as { did: string }).did, n.did);
+    const st = JSON.parse(lower.body) as { did: string; addrs: string[] };
+    assert.equal(st.did, n.did);
+    assert.ok(st.addrs.some((a) => a.startsWith(announced)), `network.announce is the address given out: ${st.addrs.join(' ')}`);
 
     const metrics = await rawGet(api, '/metrics', {});
     assert.equal(metrics.status, 200);
