@@ -9,6 +9,7 @@
  * holds, the known adverts), so it depends on no particular presence module.
  */
 import { C0Error } from '../errors.js';
+import { isDid } from '../records/did.js';
 import { T, type Advert, type Job, type Presence, type Requirements } from '../records/kinds.js';
 import { kindOf } from '../records/envelope.js';
 import { toCore } from '../records/schema.js';
@@ -98,7 +99,7 @@ export function parseProbeOrder(body: unknown): CandidateOrder {
   const timeoutMs = int('timeoutMs') ?? int('deadlineMs') ?? 60_000;
   if (timeoutMs <= 0) throw bad('timeoutMs', 'must be positive');
   const sealed = b.sealInput === true || b.sealInput === 'true' || b.sealInput === '1';
-  if (b.designated !== undefined && (typeof b.designated !== 'string' || !b.designated.startsWith('did:'))) throw bad('designated', 'must be a provider DID');
+  if (b.designated !== undefined && (typeof b.designated !== 'string' || !isDid(b.designated))) throw bad('designated', 'must be a provider DID');
   let requirements: Requirements = {};
   if (b.requirements !== undefined) {
     let r: unknown = b.requirements;

@@ -11,16 +11,21 @@
  * free them within the window, and the presence lags behind).
  */
 import { C0Error } from '../errors.js';
+import { requireDid } from '../records/did.js';
 import { parseBatch } from '../matching/batch-input.js';
 import { BATCH_PROVIDER_CEILING, meetsRequirements, planBatch, type BatchPlan } from '../matching/batch-plan.js';
 import type { OverlayNode } from './overlay.js';
 
+const BODY_KEYS = new Set(['batch', 'ceiling', 'exclude', 'designated', 'running']);
+
 export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   const b = (body ?? {}) as { batch?: unknown; ceiling?: unknown; exclude?: unknown; designated?: unknown; running?: unknown };
+  if (typeof b !== 'object' || Array.isArray(b)) throw new C0Error('BATCH_FIELD_INVALID', 'the body must be {batch, ceiling?, exclude?, designated?, running?}');
+  for (const k of Object.keys(b)) if (!BODY_KEYS.has(k)) throw new C0Error('BATCH_FIELD_INVALID', `${k} is not a field (batch, ceiling, exclude, designated, running)`, { field: k });
   const batch = parseBatch(b.batch, 'batch');
   let ceiling = BATCH_PROVIDER_CEILING;
   if (b.ceiling !== undefined) {
-    if (typeof b.ceiling !== 'number' || !Number.isInteger(b.ceiling) || b.ceiling < 0) throw new C0Error('BATCH_FIELD_INVALID', 'ceiling must be a whole number of lines', { field: 'ceiling' });
+    if (typeof b.ceiling !== 'number' || !Number.isSafeInteger(b.ceiling) || b.ceiling < 0) throw new C0Error('BATCH_FIELD_INVALID', 'ceiling must be a whole number of lines', { field: 'ceiling' });
     ceiling = b.ceiling;
   }
   if (b.exclude !== undefined && (!Array.isArray(b.exclude) || b.exclude.length > 10_000 || !b.exclude.every((x) => typeof x === 'string'))) {
@@ -54,6 +59,7 @@ function didCounts(v: unknown, field: string): Map<string, number> {
   if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length > 10_000) throw bad();
   for (const [did, n] of Object.entries(v as Record<string, unknown>)) {
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1_000_000) throw bad();
+    requireDid(did, field);
     m.set(did, n);
   }
   return m;

@@ -128,6 +128,7 @@ describe('candidates: each rule', () => {
     assert.equal(candidates({ order: o, live: [live(P(1))], now: NOW }).candidates.length, 1);
     assert.throws(() => candidates({ order: order({ inputSize: -1 }), live: [], now: NOW }), (e: unknown) => e instanceof C0Error && e.code === 'MATCH_BAD_ORDER');
     assert.throws(() => parseProbeOrder({ workload: W, maxPrice: 'lots' }), (e: unknown) => e instanceof C0Error && e.code === 'PROBE_SPEC_INVALID');
+    assert.throws(() => parseProbeOrder({ workload: W, maxPrice: '0.5 USD', designated: 'did:nope' }), (e: unknown) => e instanceof C0Error && e.code === 'PROBE_SPEC_INVALID' && e.field === 'designated');
     assert.deepEqual(parseProbeOrder({ workload: W, maxPrice: '0.5 USD', inputSize: '10', sealInput: 'true', designated: P(1).did }), { workload: W, requirements: {}, maxPrice: { amount: '0.5', currency: 'USD' }, inputSize: 10, inputSealed: true, timeoutMs: 60_000, designated: P(1).did });
   });
 
