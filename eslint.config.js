@@ -16,7 +16,7 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         {
-          selector: "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal)$/] > ObjectExpression > Property[key.name='msg']",
+          selector: "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal|child)$/] > ObjectExpression > Property:matches([key.name='msg'], [key.value='msg'])",
           message: 'a log field named msg collides with the log message: name it err or reason',
         },
       ],

@@ -181,7 +181,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     })().catch((e: unknown) => {
       // Nothing a request does may become an unhandled rejection (that would stop the daemon).
       // A client gone before its body arrived is the client's doing: not an error of this node.
-      if (req.destroyed && ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || (e as Error).message === 'aborted')) opts.log.debug({ err: (e as Error).message }, 'api request aborted by the client');
+      if (req.destroyed && ((e as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET' || (e as Error | undefined)?.message === 'aborted')) opts.log.debug({ err: (e as Error).message }, 'api request aborted by the client');
       else opts.log.error({ err: e }, 'api request failed');
       if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
       else res.destroy();

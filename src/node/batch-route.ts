@@ -11,7 +11,7 @@
  * free them within the window, and the presence lags behind).
  */
 import { C0Error } from '../errors.js';
-import { requireDid } from '../records/did.js';
+import { isDid } from '../records/did.js';
 import { parseBatch } from '../matching/batch-input.js';
 import { BATCH_PROVIDER_CEILING, meetsRequirements, planBatch, type BatchPlan } from '../matching/batch-plan.js';
 import type { OverlayNode } from './overlay.js';
@@ -58,8 +58,7 @@ function didCounts(v: unknown, field: string): Map<string, number> {
   const bad = () => new C0Error('BATCH_FIELD_INVALID', `${field} must map provider DIDs to whole numbers of lines`, { field });
   if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length > 10_000) throw bad();
   for (const [did, n] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1_000_000) throw bad();
-    requireDid(did, field);
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1_000_000 || !isDid(did)) throw bad();
     m.set(did, n);
   }
   return m;

@@ -218,18 +218,34 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
   };
 }
 
-/** Standard base64, padding optional (Buffer would skip any other byte without a word, and decode garbage). */
-const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+/**
+ * Standard base64, padding optional (Buffer would skip any other byte without a word, and decode garbage). A plain
+ * character class and a length check: a pattern of repeated groups overflows V8's regex stack on inputs of a few MiB.
+ */
+function isMoneyText(v: string): boolean {
+  try {
+    parseMoney(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isBase64(v: string): boolean {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) return false;
+  const pad = v.endsWith('==') ? 2 : v.endsWith('=') ? 1 : 0;
+  return (v.length - pad) % 4 !== 1 && (pad === 0 || v.length % 4 === 0);
+}
 
 /** The wire form of a job spec (POST /v1/run, and the CLI's in-process run): every field typed, nothing else accepted. */
 const jobSpecSchema = z
   .object({
     workload: z.string().regex(WORKLOAD_RE, 'a workload namespace like builtin.sha256'),
-    maxPrice: z.union([z.string().min(1), z.object({ amount: z.string().regex(AMOUNT_RE, 'a decimal amount like 0.05'), currency: z.string().regex(CURRENCY_RE, 'a currency code like USD') }).strict()]),
+    maxPrice: z.union([z.string().refine(isMoneyText, 'an amount with a currency, like "0.05 USD"'), z.object({ amount: z.string().regex(AMOUNT_RE, 'a decimal amount like 0.05'), currency: z.string().regex(CURRENCY_RE, 'a currency code like USD') }).strict()]),
     deadlineMs: z.number().int().positive(),
     timeoutMs: z.number().int().positive().optional(),
     params: z.string().optional(),
-    input: z.string().regex(BASE64_RE, 'base64').optional(),
+    input: z.string().refine(isBase64, 'base64').optional(),
     sealInput: z.boolean().optional(),
     policy: z.enum(POLICIES).optional(),
     entitlement: z.string().min(1).optional(),

@@ -16,7 +16,7 @@ import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from './config.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 
-const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
+const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
 
 const jobFileSchema = z
   .object({

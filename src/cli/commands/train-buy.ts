@@ -101,12 +101,18 @@ export function registerBuy(train: Command): void {
       const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
         const gang = { claim: runAddr, member };
         const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input, params: citeParams(gang), ...(f.entitlement ? { entitlement: f.entitlement, gang } : {}) };
-        for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
-          if (ev.e === 'result') return ev.result as MemberJobResult;
-          if (ev.e === 'error') {
-            const err = ev.error as { code: string; message: string };
-            return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
+        try {
+          for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
+            if (ev.e === 'result') return ev.result as MemberJobResult;
+            if (ev.e === 'error') {
+              const err = ev.error as { code: string; message: string };
+              return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
+            }
           }
+        } catch (e) {
+          // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
+          // gang's claim is still released below
+          return { status: 'error', attempts: [{ provider: did, outcome: `${(e as C0Error).code ?? 'ERROR'}: ${(e as Error).message}` }] };
         }
         return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
       };

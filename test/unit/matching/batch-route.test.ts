@@ -73,8 +73,8 @@ test('batch run’s re-plan body: `exclude` leaves providers out, `designated` c
   assert.throws(() => batchPlan(node, { batch, exclude: A.did }), { code: 'BATCH_FIELD_INVALID', field: 'exclude' });
   assert.throws(() => batchPlan(node, { batch, designated: { [B.did]: -1 } }), { code: 'BATCH_FIELD_INVALID', field: 'designated' });
   assert.throws(() => batchPlan(node, { batch, designated: [1] }), { code: 'BATCH_FIELD_INVALID', field: 'designated' });
-  assert.throws(() => batchPlan(node, { batch, designated: { 'not-a-did': 1 } }), { code: 'DID_MALFORMED', field: 'designated' });
-  assert.throws(() => batchPlan(node, { batch, running: { 'not-a-did': 1 } }), { code: 'DID_MALFORMED', field: 'running' });
+  assert.throws(() => batchPlan(node, { batch, designated: { 'not-a-did': 1 } }), { code: 'BATCH_FIELD_INVALID', field: 'designated' });
+  assert.throws(() => batchPlan(node, { batch, running: { 'not-a-did': 1 } }), { code: 'BATCH_FIELD_INVALID', field: 'running' });
   assert.throws(() => batchPlan(node, { batch, ceiling: 1e300 }), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
   assert.throws(() => batchPlan(node, { batch, colour: 'red' }), { code: 'BATCH_FIELD_INVALID', field: 'colour' });
 });

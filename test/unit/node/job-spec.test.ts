@@ -35,6 +35,9 @@ test('a full spec converts: money parsed, input decoded, optional fields kept', 
   assert.deepEqual(parseJobSpec(base).maxPrice, { amount: '0.01', currency: 'USD' });
   assert.equal(parseJobSpec(base).input.length, 0);
   assert.equal(Buffer.from(parseJobSpec({ ...base, input: 'aGVsbG8' }).input).toString(), 'hello', 'padding is optional');
+  // a large input (the check once overflowed V8's regex stack above ~3 MiB)
+  const big = Buffer.alloc(12 * 1024 * 1024, 7);
+  assert.equal(parseJobSpec({ ...base, input: big.toString('base64') }).input.length, big.length);
 });
 
 test('each wrong field is JOB_SPEC_INVALID naming it; an unknown field is refused, not dropped', () => {
@@ -46,6 +49,9 @@ test('each wrong field is JOB_SPEC_INVALID naming it; an unknown field is refuse
     [{ ...base, deadlineMs: 1.5 }, 'JOB_SPEC_INVALID deadlineMs'],
     [{ ...base, timeoutMs: 0 }, 'JOB_SPEC_INVALID timeoutMs'],
     [{ ...base, maxPrice: { amount: 5, currency: 'USD' } }, 'JOB_SPEC_INVALID maxPrice'],
+    [{ ...base, maxPrice: 'lots' }, 'JOB_SPEC_INVALID maxPrice'],
+    [{ ...base, input: 'aGVsbG8==' }, 'JOB_SPEC_INVALID input'],
+    [{ ...base, input: 'aGVsb' }, 'JOB_SPEC_INVALID input'],
     [{ ...base, input: 5 }, 'JOB_SPEC_INVALID input'],
     [{ ...base, input: '!!!not base64$$$' }, 'JOB_SPEC_INVALID input'],
     [{ ...base, input: 'aGVsbG8=x' }, 'JOB_SPEC_INVALID input'],
@@ -67,4 +73,13 @@ test('requireDid names the field of a value that is not a did:key', () => {
   assert.equal(refusal(() => requireDid('/ip4/1.2.3.4', 'did')), 'DID_MALFORMED did');
   const did = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';
   assert.equal(requireDid(did, 'did'), did);
+});
+
+test('the job file: a zero duration is refused naming the file’s own field, and what it makes is a spec /v1/run takes', async () => {
+  const { parseJobFileText } = await import('../../../src/node/jobfile.js');
+  const text = (deadline: string) => `workload: builtin.sha256\nparams: 10\ninput: hi\nmaxPrice: "0.01 USD"\ndeadline: ${deadline}\n`;
+  assert.equal(refusal(() => parseJobFileText(text('0s'), 'job.yaml')), 'JOB_FILE_INVALID deadline');
+  assert.equal(refusal(() => parseJobFileText(text('00m'), 'job.yaml')), 'JOB_FILE_INVALID deadline');
+  const spec = parseJobSpec(parseJobFileText(text('90s'), 'job.yaml'));
+  assert.deepEqual([spec.deadlineMs, spec.params, Buffer.from(spec.input).toString()], [90_000, '10', 'hi']);
 });
