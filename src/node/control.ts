@@ -28,7 +28,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const sessions = new ConsoleSessions(d.clock);
   const runStreaming = async (o: OverlayNode, body: unknown, res: ApiResponse) => {
     const spec = parseJobSpec(body);
-    // a spec the run would refuse before signing anything is an HTTP error, not a stream that ends in one
+    // a spec the run would refuse before publishing anything is an HTTP error, not a stream that ends in one
     o.checkJob(spec);
     const s = res.stream();
     const live = hub.beginRun(o.name);
@@ -218,10 +218,7 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
   };
 }
 
-/**
- * Standard base64, padding optional (Buffer would skip any other byte without a word, and decode garbage). A plain
- * character class and a length check: a pattern of repeated groups overflows V8's regex stack on inputs of a few MiB.
- */
+/** "0.05 USD" as parseMoney reads it. */
 function isMoneyText(v: string): boolean {
   try {
     parseMoney(v);
@@ -231,6 +228,10 @@ function isMoneyText(v: string): boolean {
   }
 }
 
+/**
+ * Standard base64, padding optional (Buffer would skip any other byte without a word, and decode garbage). A plain
+ * character class and a length check: a pattern of repeated groups overflows V8's regex stack on inputs of a few MiB.
+ */
 function isBase64(v: string): boolean {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) return false;
   const pad = v.endsWith('==') ? 2 : v.endsWith('=') ? 1 : 0;
