@@ -48,7 +48,7 @@ import type { CborValue } from '../records/cbor.js';
 import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
 import type { Tree } from '../pool/tree.js';
-import { Ledger } from '../ledger/store.js';
+import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
@@ -137,7 +137,17 @@ export class Steward {
       this.#idleTimer.unref();
     }
     net.subscribe('pool-witness', async (rec) => {
-      const st = await this.ledger.addReceipt(rec.bytes);
+      let st: Awaited<ReturnType<Ledger['addReceipt']>>;
+      try {
+        st = await this.ledger.addReceipt(rec.bytes);
+      } catch (e) {
+        if (!(e instanceof C0Error) || e.code !== LEDGER_ERR.RECEIPT) throw e;
+        // not stored: a receipt covering another head than this ledger's (a witness saw a history this steward never
+        // had) is worth a look; one from a key not named is only someone else's claim
+        const status = (e.detail as { status?: string } | undefined)?.status;
+        this.log[status === 'mismatch' ? 'warn' : 'debug']({ witness: rec.signer, status, err: e.message }, 'witness receipt not stored');
+        return;
+      }
       // a witness cosigns every head: its first receipt since start is news, the rest are not
       const first = !this.#witnessesHeard.has(rec.signer);
       if (first) {
