@@ -6,27 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { BIN } from './node-helpers.js';
-
-async function devnet(args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [BIN, 'devnet', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn' } });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const t = setTimeout(() => child.kill('SIGINT'), 180_000);
-  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
-  clearTimeout(t);
-  assert.equal(code, 0, `${out}\n${err}`);
-  const dir = /in (\/\S+c0mpute-devnet-\S+?)[\s,]/.exec(out)?.[1];
-  assert.ok(dir && !existsSync(dir), `the devnet removed its directory (${dir})`);
-  return out;
-}
+import { runDevnet } from './node-helpers.js';
 
 test('devnet (npm start): a job through the whole walk, its output verified and countersigned, and the buyer’s reputation view', async () => {
-  const out = await devnet(['--providers', '3', '--jobs', '1']);
+  const out = await runDevnet(['--providers', '3', '--jobs', '1']);
   assert.match(out, /^▸ collected [1-9]\d* offer\(s\)/m);
   assert.match(out, /^▸ selection sha256:[0-9a-f]+… signed \(attempt 1\): winner \w+/m);
   assert.match(out, /^▸ verified: output matches sha256:[0-9a-f]{64}$/m);
@@ -38,7 +21,7 @@ test('devnet (npm start): a job through the whole walk, its output verified and 
 });
 
 test('devnet --overlay: a steward admits and denies, the ledger is witnessed by the named witness to its length', async () => {
-  const out = await devnet(['--overlay']);
+  const out = await runDevnet(['--overlay']);
   assert.match(out, /^=== outcomes: B1 denied, A1 completed, A2 completed ===$/m);
   const len = /^length (\d+), head sha256:[0-9a-f]{64}$/m.exec(out)?.[1];
   assert.ok(len && Number(len) >= 4, out);

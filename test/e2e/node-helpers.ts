@@ -9,6 +9,7 @@
  *   const { result, events } = await runJob(b, spec);
  *   await c.destroy();   // in an after hook: every process, every temp dir
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -484,4 +485,24 @@ export function metricSum(text: string, name: string, want: Record<string, strin
   let sum = 0;
   for (const { labels, value } of samples(text, name)) if (Object.entries(want).every(([k, v]) => labels[k] === v)) sum += value;
   return sum;
+}
+
+/**
+ * `c0mpute devnet …args` as a newcomer runs it (`npm start`): waits for it to end (SIGINT after 3 minutes), asserts
+ * exit 0 and that it removed its temporary directory, and returns what it printed.
+ */
+export async function runDevnet(args: string[]): Promise<string> {
+  const child = spawn(process.execPath, [BIN, 'devnet', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn' } });
+  track(child);
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const t = setTimeout(() => child.kill('SIGINT'), 180_000);
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  clearTimeout(t);
+  assert.equal(code, 0, `${out}\n${err}`);
+  const dir = /in (\/\S+c0mpute-devnet-\S+?)[\s,]/.exec(out)?.[1];
+  assert.ok(dir && !existsSync(dir), `the devnet removed its directory (${dir})`);
+  return out;
 }
