@@ -80,7 +80,7 @@ export interface GradeOptions {
 }
 
 /** The signer a receipt claims, without verifying it; undefined when the envelope cannot be read. */
-export function claimedSigner(bytes: Uint8Array): string | undefined {
+function claimedSigner(bytes: Uint8Array): string | undefined {
   try {
     return peekType(bytes).signer;
   } catch {
@@ -88,16 +88,20 @@ export function claimedSigner(bytes: Uint8Array): string | undefined {
   }
 }
 
+/**
+ * checkReceipt, then the reader's list of witnesses (when there is one): a receipt from any other key is `not-named`,
+ * whatever else it is, except one signed with the steward's own key, which stays `refused` (§6.7).
+ */
+export function checkNamedReceipt(ledger: LedgerView, bytes: Uint8Array, named: ReadonlySet<string> | undefined): ReceiptStatus {
+  const s = checkReceipt(ledger, bytes);
+  if (!named || s.status === 'refused') return s;
+  const signer = s.witness ?? claimedSigner(bytes);
+  return signer !== undefined && named.has(signer) ? s : { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
+}
+
 export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Attestation {
   const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
-  const statuses = receipts.map((r): ReceiptStatus => {
-    const s = checkReceipt(ledger, r);
-    if (!named) return s;
-    // a receipt signed with the steward's own key is reported as such (§6.7), named or not
-    if (s.status === 'refused') return s;
-    const signer = s.witness ?? claimedSigner(r);
-    return signer !== undefined && named.has(signer) ? s : { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
-  });
+  const statuses = receipts.map((r) => checkNamedReceipt(ledger, r, named));
   const best = new Map<string, number>();
   for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));
   const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => compareDids(a.witness, b.witness));

@@ -27,7 +27,7 @@ import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
-import { gradeAttestation, checkReceipt, claimedSigner, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
+import { gradeAttestation, checkReceipt, checkNamedReceipt, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
 
 export const LEDGER_ERR = {
   READ_ONLY: 'LEDGER_READ_ONLY',
@@ -271,17 +271,12 @@ export class Ledger {
   /**
    * Check a witness receipt against this ledger and hold it if it is the longest its witness signed (it then
    * replaces the witness's shorter one; a receipt no longer than the one held adds nothing and is not stored).
-   * A refused receipt is not stored. `stored` says whether this one is now held.
+   * A refused receipt (not valid, or from a key not among `witnesses` when they are named) is not stored. `stored` says
+   * whether this one is now held.
    */
   addReceipt(bytes: Uint8Array): Promise<Extract<ReceiptStatus, { status: 'valid' }> & { stored: boolean }> {
     const run = async () => {
-      if (this.#named) {
-        const signer = claimedSigner(bytes);
-        if (signer === undefined || !this.#named.has(signer)) {
-          throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: not-named (${signer ?? 'unreadable'} is not one of this steward's named witnesses)`, { detail: { status: 'not-named' } });
-        }
-      }
-      const s = checkReceipt(this.#view(), bytes);
+      const s = checkNamedReceipt(this.#view(), bytes, this.#named);
       if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
       const best = this.#witnessed.get(s.witness);
