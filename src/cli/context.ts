@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 
-/** Exit codes (documented in README and docs/cli.md). */
+/** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
   OK: 0,
   /** A negative answer: a record is invalid, a job failed, no provider is eligible, an audit does not reproduce. */

@@ -17,7 +17,6 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)')
     .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')
-    .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.hook('preAction', (thisCommand) => {
     const o = thisCommand.opts<{ dataDir?: string; passphraseFile?: string }>();
@@ -25,9 +24,11 @@ export function buildProgram(): Command {
     setPassphraseFile(o.passphraseFile);
   });
   registerCommands(program);
-  // Propagate exitOverride to every subcommand.
+  // Every subcommand throws instead of exiting, and prints nothing of its own on
+  // a usage error: report() prints it as one `error CODE: …` line like every other.
   const walk = (c: Command) => {
     c.exitOverride();
+    c.configureOutput({ outputError: () => undefined });
     c.commands.forEach(walk);
   };
   walk(program);
@@ -44,9 +45,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A stable code for a wrong command line, from commander's own error codes:
+ * `commander.unknownOption` is `USAGE_UNKNOWN_OPTION`, `commander.missingArgument`
+ * `USAGE_MISSING_ARGUMENT`, and so on.
+ */
+export function usageCode(commanderCode: string): string {
+  const name = commanderCode.replace(/^commander\./, '');
+  return 'USAGE_' + name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
 export function report(e: unknown): number {
   if (e instanceof CommanderError) {
     if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.OK;
+    process.stderr.write(`error ${usageCode(e.code)}: ${e.message.replace(/^error: /, '')}\n(run with --help for usage)\n`);
     return EXIT.USAGE;
   }
   if (e instanceof NegativeAnswer) {

@@ -255,12 +255,21 @@ describe('c0mpute record', { concurrency: 3 }, () => {
     assert.match(r.out, /^invalid ENVELOPE_MALFORMED: /);
   });
 
-  test('usage errors exit 2: unknown flag, missing argument, unknown command', async () => {
-    const cases = [['record', 'verify', 'x.cbor', '--bogus'], ['--bogus'], ['record', 'verify'], ['record', 'sign', 'offer.json'], ['nonsense']];
-    const runs = await Promise.all(cases.map((args) => run(args)));
+  test('usage errors exit 2 with one `error USAGE_…:` line: unknown flag, missing argument, unknown command', async () => {
+    const cases: [string[], string][] = [
+      [['record', 'verify', 'x.cbor', '--bogus'], 'USAGE_UNKNOWN_OPTION'],
+      [['--bogus'], 'USAGE_UNKNOWN_OPTION'],
+      [['record', 'verify'], 'USAGE_MISSING_ARGUMENT'],
+      [['record', 'sign', 'offer.json'], 'USAGE_MISSING_MANDATORY_OPTION_VALUE'],
+      [['market', '--limit'], 'USAGE_OPTION_MISSING_ARGUMENT'],
+      [['reputation', 'a', 'b'], 'USAGE_EXCESS_ARGUMENTS'],
+      [['nonsense'], 'USAGE_UNKNOWN_COMMAND'],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => run(args)));
     runs.forEach((r, i) => {
-      assert.equal(r.code, 2, `${cases[i]!.join(' ')}: ${r.stderr}`);
-      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+      const [args, code] = cases[i]!;
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^error ${code}: \\S.*\\n\\(run with --help for usage\\)\\n$`), args.join(' '));
     });
   });
 });
