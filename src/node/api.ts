@@ -117,7 +117,14 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     void (async () => {
       const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      // The request target as the path it names: `//v1/status` is that path, not a host `v1`.
+      let url: URL;
+      try {
+        const target = req.url ?? '/';
+        url = new URL(target.startsWith('/') ? `http://localhost${target}` : target);
+      } catch {
+        return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a valid path' } });
+      }
       if (opts.console && (await opts.console.serve(req, res, url))) return;
       const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req) ?? false);
       if (url.pathname === '/metrics' && req.method === 'GET' && (loopback || authorised)) {
@@ -126,15 +133,23 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         return;
       }
       if (!authorised) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
+      // HEAD is GET without the body (Node's response drops it); GET routes only read.
+      const method = req.method === 'HEAD' ? 'GET' : req.method;
       let route;
       let m: RegExpExecArray | null = null;
       for (const r of compiled) {
-        if (r.method === req.method && (m = r.re.exec(url.pathname))) {
+        if (r.method === method && (m = r.re.exec(url.pathname))) {
           route = r;
           break;
         }
       }
-      if (!route || !m) return json(res, 404, { error: { code: 'NOT_FOUND', message: `no route ${req.method} ${url.pathname}` } });
+      if (!route || !m) {
+        const allowed: string[] = [...new Set(compiled.filter((r) => r.re.test(url.pathname)).map((r) => r.method))];
+        if (allowed.length === 0) return json(res, 404, { error: { code: 'NOT_FOUND', message: `no route ${req.method} ${url.pathname}` } });
+        if (allowed.includes('GET')) allowed.push('HEAD');
+        res.setHeader('allow', allowed.join(', '));
+        return json(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `${url.pathname} takes ${allowed.join(' or ')}, not ${req.method}` } });
+      }
       const params: Record<string, string> = {};
       try {
         route.names.forEach((n, i) => (params[n] = decodeURIComponent(m![i + 1]!)));

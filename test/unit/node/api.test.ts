@@ -156,6 +156,30 @@ describe('control API', () => {
     assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'BODY_NOT_JSON');
   });
 
+  test('a known path with another method is 405 METHOD_NOT_ALLOWED naming the methods in Allow; HEAD is GET without the body; `//v1/status` is that path', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const post = await fetch(`http://${base}/v1/status`, { method: 'POST', headers: auth, body: '{}' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get('allow'), 'GET, HEAD');
+    assert.equal(((await post.json()) as { error: { code: string } }).error.code, 'METHOD_NOT_ALLOWED');
+    const get = await fetch(`http://${base}/v1/echo`, { headers: auth });
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    await get.body?.cancel();
+    const del = await fetch(`http://${base}/v1/offers/j1`, { method: 'DELETE', headers: auth });
+    assert.equal(del.status, 405);
+    await del.body?.cancel();
+    const head = await fetch(`http://${base}/v1/status`, { method: 'HEAD', headers: auth });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get('content-type'), 'application/json');
+    assert.equal(await head.text(), '');
+    // without the token, neither the method nor the route is told
+    assert.equal((await fetch(`http://${base}/v1/status`, { method: 'POST', body: '{}' })).status, 401);
+    const doubled = await rawGet(base, '//v1/status', auth);
+    assert.equal(doubled.status, 404);
+    assert.match(doubled.body, /no route GET \/\/v1\/status/);
+  });
+
   test('a malformed percent-encoded path parameter is a 400, and the server keeps serving', async () => {
     const r = await fetch(`http://${base}/v1/offers/%E0%A4%A`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(r.status, 400);
