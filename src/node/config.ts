@@ -352,9 +352,29 @@ export function configError(err: z.ZodError, source: string): C0Error {
   });
 }
 
+/**
+ * The networks a node runs: `network` with the node's roles, then each
+ * `overlays` entry with its own `roles`, or the node's when it names none.
+ * Refuses an overlay named twice, and a steward on more than one (its ledger
+ * is one hash chain).
+ */
+export function networksOf(config: NodeConfig, source = 'config'): Array<NetworkConfig & { roles: Role[] }> {
+  const networks = [{ ...config.network, roles: config.roles }, ...config.overlays.map((o) => ({ ...o, roles: o.roles ?? config.roles }))];
+  if (networks.filter((n) => n.roles.includes('steward')).length > 1) {
+    throw new C0Error('CONFIG_INVALID', `${source}: overlays: a node is the steward of at most one overlay (its ledger is one hash chain)`, { field: 'overlays' });
+  }
+  const names = new Set<string>();
+  for (const n of networks) {
+    if (names.has(n.overlay)) throw new C0Error('CONFIG_INVALID', `${source}: overlays: overlay "${n.overlay}" is configured twice`, { field: 'overlays' });
+    names.add(n.overlay);
+  }
+  return networks;
+}
+
 export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
   const r = configSchema.safeParse(raw ?? {});
   if (!r.success) throw configError(r.error, source);
+  networksOf(r.data, source);
   // pool/1 §6.7: a witness holds a key the steward does not
   for (const [field, n] of [['network', r.data.network] as const, ...r.data.overlays.map((o, i) => [`overlays.${i}`, o] as const)]) {
     if (n.steward !== undefined && n.witnesses?.includes(n.steward)) {

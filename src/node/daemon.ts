@@ -11,7 +11,7 @@ import { closeDb, openDb, type Db } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
-import type { NodeConfig } from './config.js';
+import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
 import { DAEMON_FILE, type DaemonInfo } from './daemon-info.js';
 import { OverlayNode } from './overlay.js';
@@ -108,16 +108,7 @@ export class Daemon {
     collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_', eventLoopMonitoringPrecision: 100 });
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
-    const networks = [{ ...config.network, roles: config.roles }, ...config.overlays.map((o) => ({ ...o, roles: o.roles ?? config.roles }))];
-    if (networks.filter((n) => n.roles.includes('steward')).length > 1) {
-      throw new C0Error('CONFIG_INVALID', 'a node is the steward of at most one overlay (its ledger is one hash chain)', { field: 'overlays' });
-    }
-    const names = new Set<string>();
-    for (const n of networks) {
-      if (names.has(n.overlay)) throw new C0Error('CONFIG_INVALID', `overlay "${n.overlay}" is configured twice`, { field: 'overlays' });
-      names.add(n.overlay);
-    }
-    for (const n of networks) {
+    for (const n of networksOf(config)) {
       const { roles, ...network } = n;
       const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}) });
       this.overlays.set(o.name, o);

@@ -28,7 +28,8 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
   // an announced address (behind NAT: the one peers should dial) is what the node gives out as its own
   const cfg = buyerConfig();
   const announced = '/ip4/203.0.113.7/tcp/4001';
-  const n = await c.start('node', { ...cfg, network: { ...(cfg.network as object), announce: [announced] } });
+  // api.hosts: a name a reverse proxy or the machine's DNS name puts in Host
+  const n = await c.start('node', { ...cfg, network: { ...(cfg.network as object), announce: [announced] }, api: { ...(cfg.api as object), hosts: ['c0.example'] } });
   await withLogs(c, async () => {
     const { api, token } = n.api;
     const port = splitHostPort(api).port;
@@ -39,6 +40,9 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
     const metricsRebinding = await rawGet(api, '/metrics', { host: `attacker.example:${port}` });
     assert.equal(metricsRebinding.status, 403);
     assert.equal(code(metricsRebinding.body), 'API_HOST_REFUSED');
+
+    const named = await rawGet(api, '/v1/status', { host: `c0.example:${port}`, origin: `http://c0.example:${port}`, authorization: `Bearer ${token}` });
+    assert.equal(named.status, 200, `a name in api.hosts is this API's: ${named.body}`);
 
     const evil = await rawGet(api, '/v1/status', { origin: 'http://evil.example', authorization: `Bearer ${token}` });
     assert.equal(evil.status, 403);

@@ -11,6 +11,7 @@
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
  */
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
 import { runPipelineJob } from '../../training/pipeline-job.js';
@@ -164,8 +165,18 @@ export async function runBuiltinLocally(name: BuiltinName, input: Uint8Array, pa
 // exec
 // ---------------------------------------------------------------------------
 
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export function execExecutor(cfg: { command: string[]; env?: Record<string, string>; cwd?: string }): Executor {
   if (cfg.command.length === 0) throw new C0Error('CONFIG_INVALID', 'exec executor needs a command', { field: 'command' });
+  // A working directory that is not there would fail every job as "cannot start <command>": say so at start.
+  if (cfg.cwd !== undefined && !isDirectory(cfg.cwd)) throw new C0Error('CONFIG_INVALID', `exec executor's cwd ${cfg.cwd} is not a directory`, { field: 'cwd' });
   return {
     kind: 'exec',
     run(ctx) {

@@ -93,7 +93,15 @@ export class Provider {
 
   constructor(private d: ProviderDeps) {
     this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
-    for (const [w, cfg] of Object.entries(d.config.workloads)) this.#executors.set(w, createExecutor(cfg.executor));
+    for (const [w, cfg] of Object.entries(d.config.workloads)) {
+      try {
+        this.#executors.set(w, createExecutor(cfg.executor));
+      } catch (e) {
+        // name the workload's key in the config, not the executor's bare field
+        if (e instanceof C0Error && e.code === 'CONFIG_INVALID') throw new C0Error(e.code, `provider.workloads.${w}.executor: ${e.message}`, { field: `provider.workloads.${w}.executor${e.field ? `.${e.field}` : ''}` });
+        throw e;
+      }
+    }
   }
 
   get advert(): Opened<Advert> | undefined {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
-import { envOverrides, loadConfig, mergeLayers, parseConfig } from '../../../src/node/config.js';
+import { envOverrides, loadConfig, mergeLayers, networksOf, parseConfig } from '../../../src/node/config.js';
 
 const SHIPPED = new URL('../../../../config/default.yaml', import.meta.url).pathname;
 
@@ -156,6 +156,27 @@ describe('config', () => {
     assert.equal(err(() => loadConfig({ file: file('roles: [buyer\nlog: {') })).code, 'CONFIG_NOT_YAML');
     assert.equal(err(() => loadConfig({ file: file('a: 1\na: 2\n') })).code, 'CONFIG_NOT_YAML');
     assert.deepEqual(loadConfig({ file: file('') }), parseConfig({}));
+  });
+
+  test('overlays: each runs with its own roles, else the node\'s; one named twice, or a steward on two, is refused at parse', () => {
+    const c = parseConfig({ roles: ['buyer', 'witness'], overlays: [{ overlay: 'labs', roles: ['provider'] }, { overlay: 'ops' }] });
+    assert.deepEqual(
+      networksOf(c).map((n) => [n.overlay, n.roles]),
+      [
+        ['public', ['buyer', 'witness']],
+        ['labs', ['provider']],
+        ['ops', ['buyer', 'witness']],
+      ],
+    );
+    const twice = err(() => parseConfig({ overlays: [{ overlay: 'labs' }, { overlay: 'labs' }] }, 'c.yaml'));
+    assert.deepEqual([twice.code, twice.field], ['CONFIG_INVALID', 'overlays']);
+    assert.match(twice.message, /^c\.yaml: overlays: overlay "labs" is configured twice/);
+    assert.equal(err(() => parseConfig({ network: { overlay: 'labs' }, overlays: [{ overlay: 'labs' }] })).field, 'overlays');
+    const stewards = err(() => parseConfig({ roles: ['steward'], overlays: [{ overlay: 'labs' }] }));
+    assert.deepEqual([stewards.code, stewards.field], ['CONFIG_INVALID', 'overlays']);
+    assert.match(stewards.message, /steward of at most one overlay/);
+    // a steward on one overlay only is fine
+    assert.deepEqual(networksOf(parseConfig({ roles: ['buyer'], overlays: [{ overlay: 'labs', roles: ['steward'] }] }))[1]!.roles, ['steward']);
   });
 
   test('a file that is YAML but not a mapping is CONFIG_INVALID (not silently all defaults)', () => {

@@ -6,7 +6,7 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
@@ -143,6 +143,18 @@ describe('exec executor (real child processes)', () => {
       assert.equal(text(await ex.run(ctx({ params: 'p=1' }))), 'p=1|hi|');
     } finally {
       delete process.env.C0MPUTE_TEST_SECRET;
+    }
+  });
+
+  test('the command runs in the configured cwd; a cwd that is not a directory is refused when the executor is made', async () => {
+    const work = mkdtempSync(join(dir, 'cwd-'));
+    writeFileSync(join(work, 'marker'), 'here');
+    assert.equal(text(await execExecutor({ command: ['sh', '-c', 'cat marker'], cwd: work }).run(ctx())), 'here');
+    for (const bad of [join(dir, 'missing'), join(work, 'marker')]) {
+      assert.throws(
+        () => execExecutor({ command: ['true'], cwd: bad }),
+        (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'cwd' && e.message.includes(bad),
+      );
     }
   });
 

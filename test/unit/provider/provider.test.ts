@@ -4,6 +4,7 @@
  */
 import { describe, test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
 import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { open, seal, type Opened } from '../../../src/records/envelope.js';
@@ -151,6 +152,19 @@ function refusal(frames: ExecFrame[]): string | undefined {
   assert.equal(f.t, 'refused');
   return f.t === 'refused' ? f.code : undefined;
 }
+
+describe('Provider: its workloads', () => {
+  test('an executor its config cannot make stops the provider at start, naming the workload\'s key', () => {
+    const config = parseConfig({
+      roles: ['provider'],
+      provider: { workloads: { 'acme.render': { executor: { type: 'exec', command: ['render'], cwd: '/nonexistent/c0mpute-test' }, price: { amount: '0.001', currency: 'USD' } } } },
+    }).provider!;
+    assert.throws(
+      () => new Provider({ config } as unknown as ProviderDeps),
+      (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'provider.workloads.acme.render.executor.cwd' && /^provider\.workloads\.acme\.render\.executor: exec executor's cwd \/nonexistent/.test(e.message),
+    );
+  });
+});
 
 describe('Provider: advert', () => {
   test('start() publishes an advert with the configured workloads, prices, hardware and box key', async () => {
