@@ -48,6 +48,8 @@ export const WITNESS_ERR = {
 } as const;
 
 export const MAX_COSIGN_ENTRIES = 100_000;
+/** Evidence pairs kept per steward: one proves the equivocation; the bound stops a key that equivocates on purpose. */
+export const MAX_EVIDENCE_PER_STEWARD = 16;
 
 interface HeldState {
   length: number;
@@ -198,14 +200,28 @@ export class Witness {
     return undefined;
   }
 
-  /** Verify and keep (synced) evidence that the steward signed two entries no single history holds. */
+  /**
+   * Verify and keep (synced) evidence that the steward signed two entries no single history holds. One pair proves
+   * it; a steward that keeps equivocating gets at most MAX_EVIDENCE_PER_STEWARD kept (the rest is still returned).
+   */
   async keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
     const v = verifyEvidence(a, b, form);
     if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
     const ev = { a, b, ...(form ? { form } : {}) };
-    await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
-    this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
+    let kept = 0;
+    for await (const _ of this.#evidence.keys({ gte: `${steward}/`, lt: `${steward}0`, limit: MAX_EVIDENCE_PER_STEWARD })) kept++;
+    if (kept < MAX_EVIDENCE_PER_STEWARD) {
+      await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
+      this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
+    }
     return { steward, seq: v.seq, a, b, ...(form ? { form } : {}) };
+  }
+
+  /** The stewards this witness holds a head for (at most `limit`). */
+  async stewards(limit = Infinity): Promise<string[]> {
+    const out: string[] = [];
+    for await (const k of this.#heads.keys({ limit: Number.isFinite(limit) ? limit : -1 })) out.push(k);
+    return out;
   }
 
   /** Keep evidence (verified first), synced, then refuse with WITNESS_EQUIVOCATION carrying it. */

@@ -13,6 +13,7 @@ export const NET_ERR = {
   DEADLINE: 'NET_DEADLINE',
   FRAME_TOO_LARGE: 'NET_FRAME_TOO_LARGE',
   TOO_MANY_FRAMES: 'NET_TOO_MANY_FRAMES',
+  RESPONSE_TOO_LARGE: 'NET_RESPONSE_TOO_LARGE',
   BAD_FRAME: 'NET_BAD_FRAME',
   STREAM: 'NET_STREAM_FAILED',
   DIAL: 'NET_DIAL_FAILED',
@@ -73,9 +74,11 @@ export async function writeFrame(stream: Stream, bytes: Uint8Array, signal: Abor
   if (!stream.send(buf)) await stream.onDrain({ signal });
 }
 
-export async function readFrame(reader: FrameReader, signal: AbortSignal, keep = false): Promise<Frame> {
+/** Read and decode one frame; `tally` is told its encoded size. */
+export async function readFrame(reader: FrameReader, signal: AbortSignal, keep = false, tally?: (bytes: number) => void): Promise<Frame> {
   const raw = await reader.read(signal);
   if (!raw) throw new C0Error(NET_ERR.STREAM, 'the stream ended before its end frame');
+  tally?.(raw.bytes.length);
   try {
     return decodeFrame(raw.bytes);
   } finally {

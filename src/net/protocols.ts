@@ -48,6 +48,11 @@ export interface ProtocolLimits {
   maxRequestFrames: number;
   /** Response frames a caller accepts. */
   maxResponseFrames: number;
+  /**
+   * Response bytes (all frames, encoded) a caller accepts from one call; past it the call fails
+   * NET_RESPONSE_TOO_LARGE. Default 16 MiB: a peer cannot make `call` hold maxResponseFrames × maxFrameBytes.
+   */
+  maxResponseBytes?: number;
   /** Concurrent inbound streams of this protocol per connection. */
   maxInboundStreams: number;
   /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × maxRequestFrames. */
@@ -67,9 +72,13 @@ export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   [PROTOCOLS.records]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 4_096 },
   // exec/1 is a streaming protocol: small frames (header, 256 KiB chunks); its handler sets the deadlines per phase.
   [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 512 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 << 20 },
-  [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: 1024 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 },
+  // ledger/1 answers a range of at most MAX_LEDGER_RANGE (1,024) entries, each one record
+  [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 30_000, maxRequestFrames: 1, maxResponseFrames: 1024 },
   [PROTOCOLS.witness]: { ...DEFAULT_LIMITS, maxFrameBytes: 256 * 1024, deadlineMs: 10_000, maxRequestFrames: 4 },
 };
+
+/** What `call` accepts in all from one response unless the protocol or the caller says otherwise. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 export function limitsFor(protocol: string, override: Partial<ProtocolLimits> = {}): ProtocolLimits {
   return { ...(PROTOCOL_LIMITS[protocol] ?? DEFAULT_LIMITS), ...override };
@@ -110,6 +119,8 @@ export interface ClientStream {
   /** Close (after the server's end) or abort (earlier). */
   close(): Promise<void>;
   readonly signal: AbortSignal;
+  /** Response bytes read so far (encoded frames). */
+  readonly bytesIn: number;
 }
 
 /**
@@ -266,10 +277,12 @@ export class DirectProtocols {
       for (const r of requests) await s.send(r);
       await s.end();
       const out: CborValue[] = [];
+      const maxBytes = limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
       for (;;) {
         const v = await s.next();
         if (v === undefined) break;
         if (out.length >= limits.maxResponseFrames) throw new C0Error(NET_ERR.TOO_MANY_FRAMES, `more than ${limits.maxResponseFrames} response frames`);
+        if (s.bytesIn > maxBytes) throw new C0Error(NET_ERR.RESPONSE_TOO_LARGE, `response over ${maxBytes} bytes`);
         out.push(v);
         if (opts.onFrame) await opts.onFrame(v);
       }
@@ -315,8 +328,13 @@ export class DirectProtocols {
     const onAbort = () => s.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));
     signal.addEventListener('abort', onAbort, { once: true });
     const reader = new FrameReader(s, { maxFrameBytes: limits.maxFrameBytes });
+    let bytesIn = 0;
+    const tally = (n: number) => void (bytesIn += n);
     return {
       signal,
+      get bytesIn() {
+        return bytesIn;
+      },
       send: async (v) => {
         try {
           const bytes = encodeFrame({ t: 'data', v });
@@ -336,7 +354,7 @@ export class DirectProtocols {
       next: async () => {
         if (finished) return undefined;
         try {
-          const f = await readFrame(reader, signal);
+          const f = await readFrame(reader, signal, false, tally);
           if (f.t === 'end') {
             finished = true;
             return undefined;

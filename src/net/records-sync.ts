@@ -69,7 +69,8 @@ export class RecordsSync {
     const d = this.d;
     if (!addresses.every(isAddress)) throw new C0Error('ADDRESS_MALFORMED', 'fetchRecords: addresses must be sha256:<hex>', { field: 'addresses' });
     const want = new Set(addresses);
-    const frames = await d.direct.call(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses })]);
+    // no more frames than addresses asked: a peer cannot make this node hold more than it wanted
+    const frames = await d.direct.call(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses })], { limits: { maxResponseFrames: want.size } });
     const out: Opened[] = [];
     for (const f of frames) {
       const label = { source: 'fetch', kind: 'any' };
@@ -125,7 +126,8 @@ export class RecordsSync {
           stop = this.#gone(res, kind);
           continue;
         }
-        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })]);
+        // at most the records asked for, and the call's byte bound (protocols.ts): a peer that answers with more fails the call
+        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })], { limits: { maxResponseFrames: d.syncLimit } });
       } catch (e) {
         res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
         if (res.failed[kind] === RECORDS_RATE_LIMITED) stop = RECORDS_RATE_LIMITED;

@@ -266,9 +266,11 @@ export const configSchema = z
       .object({
         /** Only witness these stewards (default: every steward heard on the overlay). */
         stewards: z.array(z.string().startsWith('did:key:')).optional(),
+        /** Without `stewards`: how many stewards this witness takes on at most; heads from further keys are ignored. */
+        maxStewards: z.number().int().positive().default(1000),
       })
       .strict()
-      .default({}),
+      .default({ maxStewards: 1000 }),
     /** The node's market view (docs/market.md "The advert cap"). */
     market: z
       .object({

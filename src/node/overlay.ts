@@ -244,7 +244,7 @@ export class OverlayNode {
       if (nc.witnesses && !nc.witnesses.includes(this.did)) {
         this.log.warn({ overlay: this.name, witnesses: nc.witnesses }, 'this node is a witness but network.witnesses does not name it: every member configured alike ignores its receipts');
       }
-      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}) });
+      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards });
       this.addRole('witness', this.witness);
     }
 

@@ -14,7 +14,8 @@ import { open, seal, type Opened } from '../records/envelope.js';
 import { compareBytes } from '../records/cbor.js';
 import { POOL_TYPE } from '../ledger/entry.js';
 import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
-import { Witness } from '../ledger/witness.js';
+import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness } from '../ledger/witness.js';
+import { Slots } from '../util/serial.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
@@ -26,7 +27,17 @@ import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdent
 export interface WitnessConfig {
   /** Only witness these stewards (default: every steward heard on the overlay). */
   stewards?: string[];
+  /** Without `stewards`: how many stewards' heads this witness takes on at most (default MAX_STEWARDS). */
+  maxStewards?: number;
 }
+
+/** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
+export const MAX_STEWARDS = 1000;
+/** Catch-ups running at once, over all stewards (each holds the entries it fetched until it cosigns). */
+export const CATCHUP_SLOTS = 2;
+/** Entry bytes one catch-up holds at most: past it the head is refused WITNESS_TOO_LARGE, nothing is fetched further. */
+export const MAX_CATCHUP_BYTES = 64 * 1024 * 1024;
+export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
 
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
@@ -38,7 +49,12 @@ export interface WitnessPorts {
 
 export class WitnessRole {
   readonly witness: Witness;
-  #busy = new Map<string, Promise<void>>();
+  /** Per steward: the catch-up running (or waiting for a slot), and the newest head heard meanwhile (only it is kept). */
+  #busy = new Map<string, { run: Promise<void>; next?: Opened<LedgerEntry> }>();
+  #slots = new Slots(CATCHUP_SLOTS);
+  /** The stewards taken on (held on disk, or heard since): bounded by maxStewards when there is no list. */
+  #known = new Set<string>();
+  #full = false;
   #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
 
   private constructor(
@@ -52,18 +68,45 @@ export class WitnessRole {
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
     const w = new WitnessRole(o, db, identity, cfg);
+    if (!cfg.stewards) for (const s of await w.witness.stewards(w.#maxStewards)) w.#known.add(s);
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     return w;
+  }
+
+  get #maxStewards(): number {
+    return this.cfg.maxStewards ?? MAX_STEWARDS;
   }
 
   #onHead(entry: Opened<LedgerEntry>): void {
     const steward = entry.signer;
     if (steward === this.identity.did) return;
     if (this.cfg.stewards && !this.cfg.stewards.includes(steward)) return;
-    // One catch-up per steward at a time; a newer head queues behind it.
-    const prev = this.#busy.get(steward) ?? Promise.resolve();
-    const next = prev.then(() => this.#catchUp(steward, entry)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
-    this.#busy.set(steward, next);
+    if (!this.cfg.stewards && !this.#known.has(steward)) {
+      if (this.#known.size >= this.#maxStewards) {
+        if (!this.#full) this.o.log.warn({ overlay: this.o.name, maxStewards: this.#maxStewards }, 'witnessing as many stewards as it takes on: heads from further stewards are ignored (name the stewards to witness in witness.stewards)');
+        this.#full = true;
+        return;
+      }
+      this.#known.add(steward);
+    }
+    // One catch-up per steward at a time; a head heard meanwhile waits, and only the newest one.
+    const busy = this.#busy.get(steward);
+    if (busy) {
+      if (!busy.next || entry.record.seq > busy.next.record.seq) busy.next = entry;
+      return;
+    }
+    const state: { run: Promise<void>; next?: Opened<LedgerEntry> } = { run: Promise.resolve() };
+    this.#busy.set(steward, state);
+    state.run = (async () => {
+      let head: Opened<LedgerEntry> | undefined = entry;
+      while (head) {
+        const h = head;
+        await this.#slots.run(() => this.#catchUp(steward, h)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
+        head = state.next;
+        delete state.next;
+      }
+      this.#busy.delete(steward);
+    })();
   }
 
   async #catchUp(steward: string, entry: Opened<LedgerEntry>): Promise<void> {
@@ -73,13 +116,31 @@ export class WitnessRole {
     // Fetch from the entry before the held head, so a rewritten entry at the
     // held seq is seen (equivocation), up to the announced head.
     const from = Math.max(0, held.length - 1);
+    if (target - from > MAX_COSIGN_ENTRIES) {
+      // cosign would refuse it after fetching it all: refuse before fetching anything
+      this.#last.set(steward, { refused: WITNESS_ERR.TOO_MANY, at: this.o.clock() });
+      this.o.log.warn({ steward, held: held.length, head: target }, `refused a head more than ${MAX_COSIGN_ENTRIES} entries past the one held`);
+      return;
+    }
     const entries: Uint8Array[] = [];
+    let bytes = 0;
     try {
       for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
-        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to: Math.min(target, at + MAX_LEDGER_RANGE) } as never], { limits: { deadlineMs: 30_000 } });
-        for (const f of frames) if (f instanceof Uint8Array) entries.push(f);
+        const to = Math.min(target, at + MAX_LEDGER_RANGE);
+        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at } });
+        for (const f of frames) {
+          if (!(f instanceof Uint8Array)) continue;
+          bytes += f.length;
+          if (bytes > MAX_CATCHUP_BYTES) throw new C0Error(WITNESS_TOO_LARGE, `the entries up to the announced head pass ${MAX_CATCHUP_BYTES} bytes`);
+          entries.push(f);
+        }
+        if (frames.length < to - at) break; // the steward has no more: what it served is checked below
       }
     } catch (e) {
+      if ((e as C0Error).code === WITNESS_TOO_LARGE) {
+        this.#last.set(steward, { refused: WITNESS_TOO_LARGE, at: this.o.clock() });
+        throw e;
+      }
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (shown) return this.#publish(steward, shown);
@@ -135,6 +196,6 @@ export class WitnessRole {
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled([...this.#busy.values()]);
+    await Promise.allSettled([...this.#busy.values()].map((b) => b.run));
   }
 }

@@ -21,7 +21,7 @@ export const MAX_ACTIVATION_BYTES = 3 * 1024 * 1024;
 function checkSize(bytes: number): void {
   if (bytes > MAX_ACTIVATION_BYTES) throw new C0Error('PIPELINE_TOO_LARGE', `activations of ${bytes} bytes over ${MAX_ACTIVATION_BYTES}; use more micro-batches`);
 }
-const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024 };
+const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024, maxResponseBytes: 128 * 1024 * 1024 };
 
 function joinBytes(frames: CborValue[]): Uint8Array {
   const parts = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);

@@ -72,6 +72,25 @@ test('a frame over the size bound is refused', async () => {
   await waitFor(async () => (await b.metrics.registry.getSingleMetricAsString('c0mpute_net_streams_total')).includes('outcome="NET_FRAME_TOO_LARGE"'));
 });
 
+test('a caller holds no more of an answer than it takes: frames past maxResponseFrames, bytes past maxResponseBytes (16 MiB by default) fail the call', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  // the server answers `[frames, size]` with that many frames of that many bytes
+  await b.handle(ECHO, async (reqs, ctx) => {
+    const [n, size] = reqs[0] as [number, number];
+    for (let i = 0; i < n; i++) await ctx.send(new Uint8Array(size));
+  });
+  await a.dial(b.addrs()[0]!);
+  assert.equal((await a.request(b.peerId, ECHO, [[5, 10]], { limits: { maxResponseFrames: 5 } })).length, 5);
+  await assert.rejects(a.request(b.peerId, ECHO, [[6, 10]], { limits: { maxResponseFrames: 5 } }), (e: C0Error) => e.code === NET_ERR.TOO_MANY_FRAMES);
+  assert.equal((await a.request(b.peerId, ECHO, [[9, 100_000]], { limits: { maxResponseBytes: 1_000_000 } })).length, 9);
+  await assert.rejects(a.request(b.peerId, ECHO, [[20, 100_000]], { limits: { maxResponseBytes: 1_000_000 } }), (e: C0Error) => e.code === NET_ERR.RESPONSE_TOO_LARGE);
+  // no bound named: 16 MiB (34 frames of 512 KiB are 17 MiB)
+  await assert.rejects(a.request(b.peerId, ECHO, [[34, 512 * 1024]]), (e: C0Error) => e.code === NET_ERR.RESPONSE_TOO_LARGE);
+  assert.equal((await a.request(b.peerId, ECHO, [[30, 512 * 1024]])).length, 30);
+});
+
 test('a stream past its deadline is aborted on both sides', async () => {
   const a = await startNode({ syncOnConnect: [] });
   const b = await startNode({ syncOnConnect: [] });

@@ -36,7 +36,7 @@ export interface PoolWiringDeps {
   executor: (workload: string) => Executor | undefined;
   maxOutputBytes: number;
   net: {
-    request(peer: string, protocol: string, frames: CborValue[], opts?: { limits?: { deadlineMs?: number; maxFrameBytes?: number } }): Promise<CborValue[]>;
+    request(peer: string, protocol: string, frames: CborValue[], opts?: { limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
     handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
@@ -102,7 +102,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     ...(d.failpoint ? { failpoint: d.failpoint } : {}),
     ...(d.keepDays !== undefined ? { keepDays: d.keepDays } : {}),
     call: async (to, frame, timeoutMs) => {
-      const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES } });
+      const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES, maxResponseFrames: 1 } });
       return (frames[0] ?? {}) as PoolReply;
     },
   });

@@ -24,12 +24,17 @@ import { ALL_SHARDS } from '../../../src/net/topics.js';
 const peer = peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA');
 
 /** A RecordsSync over a fake `direct.call` (which counts the requests), the three market kinds joined and synced. */
-function makeSync(call: () => Promise<unknown[]>, connected: () => boolean = () => true): { sync: RecordsSync; metrics: ReturnType<typeof createNetMetrics>; calls: () => number } {
+function makeSync(
+  call: () => Promise<unknown[]>,
+  connected: () => boolean = () => true,
+  seen: Array<{ maxResponseFrames?: number } | undefined> = [],
+): { sync: RecordsSync; metrics: ReturnType<typeof createNetMetrics>; calls: () => number } {
   const metrics = createNetMetrics(new Registry());
   let n = 0;
   const direct = {
-    call: async () => {
+    call: async (_p: unknown, _proto: unknown, _reqs: unknown, opts?: { limits?: { maxResponseFrames?: number } }) => {
       n++;
+      seen.push(opts?.limits);
       return call();
     },
   } as unknown as DirectProtocols;
@@ -49,6 +54,19 @@ function makeSync(call: () => Promise<unknown[]>, connected: () => boolean = () 
   });
   return { sync, metrics, calls: () => n };
 }
+
+test('a sync takes no more records than it asks for, and a fetch no more than the addresses it names (the call fails past them: protocols.ts)', async () => {
+  const seen: Array<{ maxResponseFrames?: number } | undefined> = [];
+  const { sync } = makeSync(async () => [], undefined, seen);
+  await sync.sync(peer);
+  assert.deepEqual(
+    seen.map((l) => l?.maxResponseFrames),
+    [100, 100, 100],
+    'syncLimit for each kind',
+  );
+  await sync.fetch(peer, ['sha256:' + '1'.repeat(64), 'sha256:' + '2'.repeat(64), 'sha256:' + '1'.repeat(64)]);
+  assert.equal(seen.at(-1)?.maxResponseFrames, 2, 'one per distinct address');
+});
 
 test('a sync refused for the peer\'s budget stops there: the remaining kinds are not asked, and are reported failed with the same code', async () => {
   const { sync, calls } = makeSync(async () => {

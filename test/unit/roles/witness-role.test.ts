@@ -1,0 +1,161 @@
+/**
+ * The witness role (src/roles/witness.ts) against stewards that push it: a head
+ * far past the one held is refused before anything is fetched, a witness with no
+ * list takes on at most `maxStewards` stewards, heads heard during a catch-up
+ * wait as one (the newest), and a steward that keeps equivocating gets a bounded
+ * number of evidence pairs kept. Real LevelDB, real signatures; the network is a
+ * fake that serves each steward's sealed entries over the ledger/1 call.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
+import { openDb, closeDb, type Db } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { pino } from 'pino';
+import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { MAX_EVIDENCE_PER_STEWARD, Witness, WITNESS_ERR } from '../../../src/ledger/witness.js';
+import { WitnessRole, type WitnessPorts } from '../../../src/roles/witness.js';
+import type { Logger } from '../../../src/util/log.js';
+import { admitted, tempDir } from '../ledger/helpers.js';
+
+type Chain = Array<{ bytes: Uint8Array; address: string }>;
+
+const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
+const flush = () => new Promise((r) => setTimeout(r, 20));
+
+/** A witness role over a fake network serving `chains` (steward DID → its entries); `gate` holds every ledger call until it resolves. */
+interface Rig {
+  role: WitnessRole;
+  onHead: (e: Opened<LedgerEntry>) => void;
+  calls: Array<{ steward: string; from: number; to: number }>;
+  warnings: string[];
+  open: () => void;
+  /** The role started again on the same database (a restarted node). */
+  restart: () => Promise<WitnessRole>;
+}
+
+async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: { maxStewards?: number } = {}, gated = false): Promise<void> {
+  const t = tempDir('c0-witness-role-');
+  const db: Db = await openDb(t.dir);
+  const calls: Array<{ steward: string; from: number; to: number }> = [];
+  const warnings: string[] = [];
+  let release: () => void = () => undefined;
+  const gate = gated ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+  let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
+  const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) }) as unknown as Logger;
+  const ports: WitnessPorts = {
+    name: 'labs',
+    clock: fakeClock(1_000),
+    log,
+    net: {
+      subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
+      publish: (async () => 1) as never,
+      request: (async (steward: string, _p: string, frames: Array<{ from: number; to: number }>) => {
+        const { from, to } = frames[0]!;
+        calls.push({ steward, from, to });
+        await gate;
+        return (chains.get(steward) ?? []).slice(from, to).map((e) => e.bytes);
+      }) as never,
+    },
+  };
+  const me = Ed25519Signer.generate();
+  const start = () => WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, cfg);
+  let role = await start();
+  try {
+    const restart = async () => {
+      await role.stop();
+      return (role = await start());
+    };
+    await fn({ role, onHead: (e) => onHead(e), calls, warnings, open: () => release(), restart });
+    await role.stop();
+  } finally {
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+function stewardChain(n: number): { did: string; chain: Chain; signer: Ed25519Signer } {
+  const signer = Ed25519Signer.generate();
+  return { did: didFromPublicKey(signer.publicKey), chain: sealEntries(Array.from({ length: n }, (_, i) => admitted(`c${i}`)), signer), signer };
+}
+
+describe('witness role bounds', () => {
+  it('cosigns an honest steward\'s head; a head far past the one held is refused before any entry is fetched', async () => {
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, calls }) => {
+      onHead(head(s.chain[2]!));
+      await role.stop();
+      assert.deepEqual((await role.witness.held(s.did)).length, 3);
+      const before = calls.length;
+      // a head the steward signed at seq 10^9: cosign would refuse it after fetching it all
+      const far = sealEntries([admitted('x')], s.signer, { start: { length: 1_000_000_000, head: s.chain[2]!.address } })[0]!;
+      onHead(head(far));
+      await role.stop();
+      assert.equal(calls.length, before, 'nothing fetched');
+      const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string } }> };
+      assert.equal(st.stewards[s.did]!.last.refused, WITNESS_ERR.TOO_MANY);
+    });
+  });
+
+  it('without a list, takes on at most maxStewards stewards (kept across a restart of the role) and says so once', async () => {
+    const ss = Array.from({ length: 5 }, () => stewardChain(1));
+    await rig(new Map(ss.map((s) => [s.did, s.chain])), async ({ role, onHead, calls, warnings, restart }) => {
+      for (const s of ss) onHead(head(s.chain[0]!));
+      onHead(head(ss[4]!.chain[0]!));
+      await role.stop();
+      assert.deepEqual(new Set(calls.map((c) => c.steward)), new Set(ss.slice(0, 3).map((s) => s.did)));
+      assert.equal(warnings.filter((w) => w.startsWith('witnessing as many stewards')).length, 1);
+      // a steward taken on still is
+      onHead(head(ss[0]!.chain[0]!));
+      await role.stop();
+      assert.equal(calls.filter((c) => c.steward === ss[0]!.did).length, 2);
+      // restarted, it knows the three it holds heads for: the others are still refused, those still served
+      const again = await restart();
+      onHead(head(ss[3]!.chain[0]!));
+      onHead(head(ss[1]!.chain[0]!));
+      await again.stop();
+      assert.equal(calls.filter((c) => c.steward === ss[3]!.did).length, 0);
+      assert.equal(calls.filter((c) => c.steward === ss[1]!.did).length, 2);
+    }, { maxStewards: 3 });
+  });
+
+  it('heads heard during a catch-up wait as one: the newest', async () => {
+    const s = stewardChain(40);
+    await rig(
+      new Map([[s.did, s.chain]]),
+      async ({ role, onHead, calls, open: release }) => {
+        onHead(head(s.chain[0]!));
+        await flush();
+        for (let i = 1; i < 40; i++) onHead(head(s.chain[i]!));
+        release();
+        await role.stop();
+        assert.equal(calls.length, 2, 'the first catch-up and one for the newest head, not 40');
+        assert.equal((await role.witness.held(s.did)).length, 40);
+      },
+      {},
+      true,
+    );
+  });
+});
+
+describe('witness evidence bound', () => {
+  it(`keeps at most ${MAX_EVIDENCE_PER_STEWARD} equivocation pairs per steward; each is still returned`, async () => {
+    const t = tempDir('c0-witness-ev-');
+    const db = await openDb(t.dir);
+    try {
+      const signer = Ed25519Signer.generate();
+      const did = didFromPublicKey(signer.publicKey);
+      const w = new Witness(db, Ed25519Signer.generate(), { now: fakeClock() });
+      const first = sealEntries([admitted('a')], signer)[0]!;
+      for (let i = 0; i < MAX_EVIDENCE_PER_STEWARD + 5; i++) {
+        const other = sealEntries([admitted(`b${i}`)], signer)[0]!;
+        const ev = await w.keep(did, first.bytes, other.bytes);
+        assert.equal(ev.seq, 0);
+      }
+      assert.equal((await w.evidence(did)).length, MAX_EVIDENCE_PER_STEWARD);
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+});
