@@ -74,9 +74,16 @@ export interface RecordHookOptions {
   pendingMs: number;
   /** How often the wait looks again, ms (default 100). */
   pollMs: number;
+  /**
+   * Acceptances waiting at once, in all and per peer (default 64 and 8). A wait holds a validation slot, so past
+   * these one is looked up once and ignored if its receipt is not held: acceptances citing receipts nobody has
+   * cannot fill the validation queue (1,024 slots) and stall every other kind.
+   */
+  maxPending: number;
+  maxPendingPerPeer: number;
 }
 
-export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100 };
+export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100, maxPending: 64, maxPendingPerPeer: 8 };
 
 /** Look `find` up until it is found or `ms` have passed (polling every `every` ms). */
 async function within<R>(find: () => Found<R>, ms: number, every: number): Promise<Opened<R> | undefined> {
@@ -90,6 +97,23 @@ async function within<R>(find: () => Found<R>, ms: number, every: number): Promi
 
 export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions> = {}): Partial<Record<TopicKind, SemanticHook>> {
   const o = { ...RECORD_HOOK_DEFAULTS, ...options };
+  // Acceptances waiting for their receipt, in all and per peer.
+  let pending = 0;
+  const pendingBy = new Map<string, number>();
+  const waitFor = async <R>(find: () => Found<R>, from: string): Promise<Opened<R> | undefined> => {
+    const mine = pendingBy.get(from) ?? 0;
+    if (pending >= o.maxPending || mine >= o.maxPendingPerPeer) return find();
+    pending++;
+    pendingBy.set(from, mine + 1);
+    try {
+      return await within(find, o.pendingMs, o.pollMs);
+    } finally {
+      pending--;
+      const left = (pendingBy.get(from) ?? 1) - 1;
+      if (left > 0) pendingBy.set(from, left);
+      else pendingBy.delete(from);
+    }
+  };
   // Pooled adverts (docs/pools.md): the newest roster seen per pool; an advert proved by an older or expired roster is ignored.
   const rosters = new RosterView();
   const currentRoster = (a: Opened<Advert>, now: number) => {
@@ -132,9 +156,9 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       // the receipt's workload is its market (docs/network.md §14): it must be the job's
       if (job && job.record.workload !== r.workload) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names another workload than the job it cites', 'workload');
     },
-    acceptance: async (rec) => {
+    acceptance: async (rec, ctx) => {
       const acc = rec as Opened<Acceptance>;
-      const receipt = await within(() => l.receipt(acc.record.receipt), o.pendingMs, o.pollMs);
+      const receipt = await waitFor(() => l.receipt(acc.record.receipt), ctx.from);
       if (!receipt) throw ignoreError(HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN, 'the acceptance cites a receipt this node does not hold', 'receipt');
       if (receipt.record.buyer !== acc.signer) throw rejectError(HOOK_ERR.ACCEPTANCE_NOT_BUYER, 'an acceptance must be signed by the buyer of the receipt it cites', 'receipt');
     },

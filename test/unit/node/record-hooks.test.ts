@@ -77,6 +77,28 @@ test('acceptance: validated before the receipt it cites (out of order), it waits
   assert.equal(await pending, 'accept:ok');
 });
 
+test('acceptance: at most 8 wait for their receipt per peer (64 in all); past it one is looked up once and ignored, so they cannot hold the validation queue', async () => {
+  const held = new Map<string, Opened>();
+  const get = (a: string) => held.get(a) as never;
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: recordHooks({ advert: get, offer: get, job: get, receipt: get }, { pendingMs: 60_000, pollMs: 10 }), floodLimits: { signer: {} } });
+  const receipts = Array.from({ length: 21 }, (_, i) => seal(T.receipt, { ...records.receipt(), completedAt: NOW + 100 + i }, provider));
+  const accs = receipts.slice(0, 20).map((r) => seal(T.acceptance, { ...records.acceptance(), receipt: r.address }, buyer));
+  const settled: string[] = [];
+  const runs = accs.map((a, i) => p.validate('acceptance', a.bytes, 'p1', 'gossip').then((o) => void settled.push(`${i}:${o.verdict}:${o.reason}`)));
+  // twelve are answered without waiting (their receipts are not held); eight wait
+  for (let i = 0; i < 100 && settled.length < 12; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(settled.length, 12);
+  assert.ok(settled.every((x) => x.endsWith(`ignore:${HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN}`)));
+  // another peer has its own eight
+  const other = seal(T.acceptance, { ...records.acceptance(), receipt: receipts[20]!.address }, buyer);
+  const fromP2 = p.validate('acceptance', other.bytes, 'p2', 'gossip');
+  // the receipts arrive: the eight waiting (and p2's) are accepted
+  for (const r of receipts) held.set(r.address, r);
+  await Promise.all(runs);
+  assert.equal(settled.filter((x) => x.endsWith('accept:ok')).length, 8);
+  assert.equal((await fromP2).verdict, 'accept');
+});
+
 test('receipt: must match the held offer (provider, job, price) and the held job (buyer); unknown referents are let through', async () => {
   const { p, hold } = setup();
   const r0 = seal(T.receipt, { ...records.receipt(), completedAt: NOW + 1 }, provider);
