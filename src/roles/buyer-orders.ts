@@ -66,6 +66,15 @@ export interface ClaimOutcomeSummary {
 /** Run the exec exchange with the winner (the auction's own, Buyer.attempt). */
 export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
 
+/**
+ * Refused claims a selection lists at most. Its `arrivals` hold 4,096 (the record's bound) with the winner, so a
+ * run that listed every claim that opened could be kept from ever being won by 4,096 refused claims (keys cost
+ * nothing); past this the run still answers each one (a signed refusal) but lists, stores and keeps none.
+ */
+export const MAX_LISTED_REFUSALS = 4095;
+/** Claim outcomes the run's result keeps (each is also an event as it happens); past it they are counted only. */
+export const MAX_CLAIM_SUMMARIES = 4096;
+
 export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner): Promise<JobResult> {
   const { clock, log } = d;
   const t0 = job.record.announcedAt;
@@ -81,6 +90,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   const opened = new Map<string, Opened<Claim>>();
   const stop = new AbortController();
   let winner: { claim: Opened<Claim>; selection: Opened<Selection> } | undefined;
+  let omitted = 0;
+  /** Keep a claim's outcome for the result (the winner's always), up to MAX_CLAIM_SUMMARIES. */
+  const summarise = (s: ClaimOutcomeSummary, always = false): void => {
+    if (always || claims.length < MAX_CLAIM_SUMMARIES) claims.push(s);
+    else omitted++;
+  };
 
   /** Judge one arrival alone (every earlier one was refused, or there is a winner), answer it, report it. */
   const judge = (a: ArrivedClaim): void => {
@@ -114,7 +129,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
     const ans: ClaimAnswer = decision.answers[0]!;
     if (c && ans.claim) {
-      if (!winner) {
+      if (!winner && (ans.verdict === 'won' || considered.length < MAX_LISTED_REFUSALS)) {
         opened.set(c.address, c); // only the claims the selection lists are read back
         considered.push({ seq: a.seq, provider: c.signer, claim: c.address });
         arrivedAt.set(a.seq, a.receivedAt);
@@ -131,7 +146,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       winner = { claim, selection };
       a.answer({ t: 'won', selection: selection.bytes });
       const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, provider: claim.signer, claim: claim.address, verdict: 'won' };
-      claims.push(s);
+      summarise(s, true);
       onEvent({ e: 'claim', ...s });
       return;
     }
@@ -145,7 +160,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       a.answer({ t: 'error', code, message: ans.message });
     }
     const s: ClaimOutcomeSummary = { seq: a.seq, receivedAt: a.receivedAt, ...(ans.provider ? { provider: ans.provider } : {}), ...(ans.claim ? { claim: ans.claim } : {}), verdict: 'refused', code, ...(refusal ? { refusal: refusal.address } : {}) };
-    claims.push(s);
+    summarise(s);
     onEvent({ e: 'claim', ...s });
   };
 
@@ -168,6 +183,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
         ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline` }
         : { code: 'ORDER_NOT_CLAIMED', message: 'no valid claim arrived before the order’s deadline' };
       result.timings.restMs = clock() - t0 - collectMs;
+      if (omitted) result.claimsOmitted = omitted;
       return result;
     }
     // Later claims keep getting a signed ORDER_TAKEN while the work runs.
@@ -204,6 +220,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     stop.abort();
     await late;
     result.timings.restMs = clock() - t0 - collectMs;
+    if (omitted) result.claimsOmitted = omitted;
     return result;
   } finally {
     stop.abort();

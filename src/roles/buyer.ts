@@ -117,8 +117,10 @@ export interface JobResult {
   timings: { collectMs: number; restMs: number };
   /** When no offer came: the node had no peers or heard no market (node/net-health.ts). */
   network?: NetworkAssessment;
-  /** An open order: every claim's outcome in arrival order (src/roles/buyer-orders.ts). */
+  /** An open order: every claim's outcome in arrival order, the first MAX_CLAIM_SUMMARIES (src/roles/buyer-orders.ts). */
   claims?: ClaimOutcomeSummary[];
+  /** An open order: claim outcomes past MAX_CLAIM_SUMMARIES, counted (each was an event), absent when none. */
+  claimsOmitted?: number;
   /** An open order that was decided: the envelopes an audit needs (job, selection, the claims it lists, their adverts). */
   evidence?: Uint8Array[];
   /** Why the run ended without work (a stable code), e.g. ORDER_NOT_CLAIMED. */

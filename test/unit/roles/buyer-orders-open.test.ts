@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import type * as NodeCrypto from 'node:crypto';
 import { ClaimDesk, parseClaimAnswer } from '../../../src/roles/claim-protocol.js';
-import { runOrder, type ArrivedClaim, type OrderPorts } from '../../../src/roles/buyer-orders.js';
+import { MAX_CLAIM_SUMMARIES, MAX_LISTED_REFUSALS, runOrder, type ArrivedClaim, type OrderPorts } from '../../../src/roles/buyer-orders.js';
 import type { BuyerDeps, BuyerEvent, JobSpec } from '../../../src/roles/buyer.js';
 import { seal, T, type Claim, type Opened } from '../../../src/records/index.js';
 import type { CborValue } from '../../../src/records/cbor.js';
@@ -116,5 +116,25 @@ describe('an open order opens each arriving claim once', () => {
     const result = await runOrder(deps([]), ports, J, spec, () => {}, async () => ({ outcome: 'failed' }));
     assert.equal(result.selection!.record.winner, win.address);
     assert.deepEqual([checksOf(over), checksOf(win)], [1, 1]);
+  });
+});
+
+describe('an open order flooded with refused claims', () => {
+  it(`can still be won: the selection lists the first ${MAX_LISTED_REFUSALS} refused claims and the winner, the result keeps ${MAX_CLAIM_SUMMARIES} outcomes and counts the rest`, async () => {
+    const n = MAX_LISTED_REFUSALS + 10;
+    // claims over the bid, each distinct (its issuedAt), all from one key: each opens and is refused
+    const over = Array.from({ length: n }, (_, i) => seal(T.claim, { job: J.address, advert: advert(P(201)).address, price: { amount: '2', currency: 'USD' }, issuedAt: NOW - i }, P(201).signer));
+    const win = claimBy(202);
+    const queue: ArrivedClaim[] = [...over, win].map((c, i) => ({ seq: i + 1, receivedAt: NOW, claim: c.bytes, opened: c, from: '', answer: () => {} }));
+    const ports: OrderPorts = { inbox: () => ({ next: async () => queue.shift(), close: () => {} }) };
+    const result = await runOrder(deps([]), ports, J, spec, () => {}, async () => ({ outcome: 'failed' }));
+    const sel = result.selection!.record;
+    assert.equal(sel.winner, win.address);
+    assert.equal(sel.arrivals!.length, MAX_LISTED_REFUSALS + 1);
+    assert.deepEqual(sel.arrivals!.at(-1)!.claim, win.address);
+    assert.equal(sel.arrivals![0]!.claim, over[0]!.address, 'the first ones are listed');
+    assert.equal(result.claims!.length, MAX_CLAIM_SUMMARIES + 1, 'the outcomes kept, and the winner');
+    assert.equal(result.claims!.at(-1)!.verdict, 'won');
+    assert.equal(result.claimsOmitted, n + 1 - (MAX_CLAIM_SUMMARIES + 1));
   });
 });
