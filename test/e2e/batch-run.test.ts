@@ -60,7 +60,7 @@ test('batch run: an oversized batch is refused before anything is signed; a prov
 
     // 2. 24 lines over three providers; one is SIGKILLed once 6 lines are done.
     const file = join(c.root, 'batch.yaml');
-    writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 24, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}", deadline: 20s }]\n');
+    writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 24, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}", deadline: 10s }]\n');
     const out = join(c.root, 'out');
     const child = spawn(process.execPath, [BIN, '--data-dir', b.dir, 'batch', 'run', file, '--output-dir', out, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn' } });
     let stdout = '';

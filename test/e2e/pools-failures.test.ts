@@ -25,7 +25,10 @@ import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJ
 
 const c = new Cluster('pools-fail');
 const names = ['m1', 'm2', 'm3'];
-const EPOCH_MS = 4000;
+// Short epochs: the tests wait for an epoch m1 wins (a third of them, by the hash), so the epoch length is most of the wait.
+const EPOCH_MS = 2000;
+/** Time an epoch must still have when a job is started in it: m1 quotes within it (its offer typically comes within a few hundred ms). */
+const QUOTE_MS = 1500;
 const m: Record<string, NodeProc> = {};
 let p: NodeProc;
 let buyer: NodeProc;
@@ -70,14 +73,14 @@ const signRoster2 = (idx: number[]): Promise<void> => signRoster(c, poolDir, idx
 
 const join_ = (dir: string, roster = 'roster.cose', out = 'membership.cose'): Promise<string> => joinPool(c, dir, roster, out);
 
-/** Wait until the start of an epoch (this one if ≥ 2.5 s remain) in which `who` is elected among `live`, computed with the spec's rule. */
+/** Wait until the start of an epoch (this one if ≥ QUOTE_MS remain) in which `who` is elected among `live`, computed with the spec's rule. */
 async function epochOf(who: string, live: string[]): Promise<void> {
   for (;;) {
     const now = Date.now();
     const e = Math.floor(now / EPOCH_MS);
     for (let k = 0; k < 50; k++) {
       if (coordinatorRanking(pool, e + k, live)[0] !== who) continue;
-      if (k === 0 && (e + 1) * EPOCH_MS - now < 2500) continue;
+      if (k === 0 && (e + 1) * EPOCH_MS - now < QUOTE_MS) continue;
       if (k > 0) await sleep((e + k) * EPOCH_MS - now + 100);
       return;
     }
@@ -105,9 +108,9 @@ before(async () => {
     const dirs = names.map((n) => c.dataDir(n));
     ({ pool, poolDir } = await createPool(c, dirs, { epochMs: EPOCH_MS }));
     m.m1 = await c.start('m1', memberConfig(0, []));
-    m.m2 = await c.start('m2', memberConfig(1, [bootstrapAddr(m.m1)]));
+    // (The independent provider needs only m1 to bootstrap from: it starts beside m2.)
+    [m.m2, p] = await Promise.all([c.start('m2', memberConfig(1, [bootstrapAddr(m.m1)])), c.start('p', providerConfig({ bootstrap: [bootstrapAddr(m.m1)], price: '0.0095', sleepBaseMs: 200 }))]);
     m.m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m.m1), bootstrapAddr(m.m2)]));
-    p = await c.start('p', providerConfig({ bootstrap: [bootstrapAddr(m.m1)], price: '0.0095', sleepBaseMs: 200 }));
     buyer = await c.start('b', buyerConfig({ bootstrap: [...Object.values(m), p].map(bootstrapAddr), collectWindowMs: 1500, policy: 'cheapest' }));
     await waitForMarket(buyer, 2, [...Object.values(m), p].map((n) => n.did));
     await waitFor('every member to see the others live', async () => (await Promise.all(Object.values(m).map(view))).every((v) => v.members.every((x) => x.live)), 45_000);

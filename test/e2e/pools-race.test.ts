@@ -35,7 +35,10 @@ import { Cluster, bootstrapAddr, get, providerConfig, sha256Rounds, sleep, waitF
 
 const c = new Cluster('pools-race');
 const names = ['m1', 'm2', 'm3'];
-const EPOCH_MS = 4000;
+// Short epochs: the tests wait for an epoch with a given election (a quarter of them for both at once), so the epoch length is most of the wait.
+const EPOCH_MS = 2000;
+/** Time an epoch must still have when jobs are pushed in it: the members quote within it (pushed offers come back within a few hundred ms). */
+const QUOTE_MS = 1500;
 const buyerKey = Ed25519Signer.generate();
 const BUYER = didFromPublicKey(buyerKey.publicKey);
 const m: Record<string, NodeProc> = {};
@@ -57,8 +60,8 @@ before(async () => {
     });
     m.m3 = await c.start('m3', cfg(2, []));
     // The partition: m1 and m2 each admit only m3 and the buyer.
-    m.m1 = await c.start('m1', cfg(0, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER]));
-    m.m2 = await c.start('m2', cfg(1, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER]));
+    // (m1 and m2 both bootstrap from m3 only: they start together.)
+    [m.m1, m.m2] = await Promise.all([c.start('m1', cfg(0, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER])), c.start('m2', cfg(1, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER]))]);
     w = await startNode({ syncOnConnect: [] }, buyerKey);
     for (const n of [m.m1, m.m2]) await w.libp2p.dial(multiaddr(bootstrapAddr(n)));
     const live = async (n: NodeProc) => new Set((await get<PoolView>(n, '/v1/pool')).members.filter((x) => x.live).map((x) => x.did));
@@ -107,7 +110,7 @@ async function bothElected(): Promise<void> {
     const now = Date.now();
     const e = Math.floor(now / EPOCH_MS);
     const both = coordinatorRanking(pool, e, [m.m1!.did, m.m3!.did])[0] === m.m1!.did && coordinatorRanking(pool, e, [m.m2!.did, m.m3!.did])[0] === m.m2!.did;
-    if (both && (e + 1) * EPOCH_MS - now > 2500) return;
+    if (both && (e + 1) * EPOCH_MS - now > QUOTE_MS) return;
     await sleep((e + 1) * EPOCH_MS - now + 100);
   }
 }
@@ -163,7 +166,7 @@ test('a pushed member that is not its pool’s coordinator names the coordinator
       const now = Date.now();
       const e = Math.floor(now / EPOCH_MS);
       const first = coordinatorRanking(pool, e, all)[0];
-      if (first === m.m3!.did || (e + 1) * EPOCH_MS - now < 2000) {
+      if (first === m.m3!.did || (e + 1) * EPOCH_MS - now < QUOTE_MS) {
         await sleep((e + 1) * EPOCH_MS - now + 100);
         continue;
       }

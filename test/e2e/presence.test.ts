@@ -34,7 +34,8 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     const pc = providerConfig({ slots: 2 });
     Object.assign(pc.provider as Record<string, unknown>, { presenceWindowMs: 4000, presenceEveryMs: 1000 });
     const p = await c.start('p', pc);
-    const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)] }));
+    // One provider: the buyer takes its offer as soon as it arrives (no 4 s collection window before the job runs).
+    const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], enoughOffers: 1 }));
     await waitForMarket(b, 1, [p.did]);
 
     const seen = await waitFor('the buyer to see the provider present with 2 free slots', async () => {
@@ -62,7 +63,7 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     assert.match(plan.out, new RegExp(p.did));
 
     // A job running there takes a slot: the next presence says so, well before the cadence would.
-    const run = runJob(b, { workload: 'builtin.sleep', params: '12000', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 120_000, timeoutMs: 60_000, input: Buffer.from('hold a slot').toString('base64') });
+    const run = runJob(b, { workload: 'builtin.sleep', params: '8000', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 120_000, timeoutMs: 60_000, input: Buffer.from('hold a slot').toString('base64') });
     await waitFor('the buyer to see one free slot while the job runs', async () => {
       const m = await get<MarketView>(b, '/v1/market');
       return m.presence.providers.find((q) => q.did === p.did)?.freeSlots === 1;

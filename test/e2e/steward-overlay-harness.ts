@@ -24,6 +24,8 @@ export interface OverlayPlan {
   buyers: string[];
   /** A managed overlay: the steward signs selections for the buyers. */
   managed?: boolean;
+  /** Settings over the buyers' `buyer` section (default: a 15 s offer window that ends at the first offer). */
+  buyer?: Record<string, unknown>;
 }
 
 export interface TestOverlay {
@@ -65,7 +67,7 @@ export async function startStewardedOverlay(prefix: string, plan: OverlayPlan): 
     // A generous offer window that ends at the first offer: every node reaches the
     // others through the steward, and on a loaded machine its gossip forward (or the
     // provider's anti-entropy resync) can take a few seconds.
-    for (const b of plan.buyers) net.spawn(b, 'buyer', { ...base(b), roles: ['buyer'], buyer: { collectWindowMs: 15_000, enoughOffers: 1 } }, ports[b]!);
+    for (const b of plan.buyers) net.spawn(b, 'buyer', { ...base(b), roles: ['buyer'], buyer: { collectWindowMs: 15_000, enoughOffers: 1, ...plan.buyer } }, ports[b]!);
     const api: Record<string, { api: string; token: string }> = {};
     for (const n of net.nodes) api[n.name] = await net.apiOf(n);
     const want = Object.keys(plan.providers).length;

@@ -32,7 +32,10 @@ function longClaim(label: string, ms: number): Record<string, unknown> {
 test('claims queued at a steward keep their place across its restart; the buyer asks again by itself and every job completes', async () => {
   await withLogs(org.c, async () => {
     const alpha = org.buyers.alpha!;
-    const a1 = runClaim(alpha, longClaim('A1', 30_000));
+    // A1 holds the device long enough for the restart and the buyer's asking again (about 5 s in CI, under 10 s on a
+    // machine at load 9) to happen while A2 and A3 are still queued; should it release sooner, the wait for both
+    // claims queued again fails rather than passing.
+    const a1 = runClaim(alpha, longClaim('A1', 24_000));
     await waitFor('A1 to hold team-a’s device', async () => (await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.held_devices === 1, 60_000);
     const a2 = runClaim(alpha, claimSpec('A2', 'team-a', 50_000_000, 100_000, 'Estimator', 150_000));
     await waitFor('A2 queued', async () => (await stewardStatus(org.steward)).queued.length === 1, 45_000);

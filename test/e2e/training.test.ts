@@ -64,7 +64,15 @@ describe('training across worker processes', () => {
     const codes = await Promise.all(procs.map((p) => exited(p.child)));
     assert.deepEqual(codes, [0, 0, 0], procs.map((p) => p.out().slice(-2000)).join('\n---\n'));
     const st = s.workers.map((_, i) => workerStatus(s, i) as unknown as Status);
-    const ref = await c0mpute(s.workers[0]!.dir, ['train', 'reference', s.bundlePath, '--json']);
+    // The commands below only read the run's files (no daemon, no store): they run side by side, each checked in turn.
+    const rd = workerRunDir(s, 1);
+    const [ref, v, wrong, good, status] = await Promise.all([
+      c0mpute(s.workers[0]!.dir, ['train', 'reference', s.bundlePath, '--json']),
+      c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor')]),
+      c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '0.json'), join(rd, 'steps', '9.cbor')]),
+      c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor'), '--json']),
+      c0mpute(s.workers[0]!.dir, ['train', 'status']),
+    ]);
     const refWeights = (JSON.parse(ref.out) as { weights: string }).weights;
     for (const x of st) {
       assert.equal(x.status, 'done');
@@ -77,15 +85,11 @@ describe('training across worker processes', () => {
     assert.ok(st[0]!.ignored.count >= 5);
     assert.ok(st[0]!.ignored.recent.every((i) => i.from === f.did && i.code === 'TRAIN_COMMIT_UNREGISTERED'));
     // A worker's step commitment verifies against the epoch root; the flooder's steps are in no root.
-    const rd = workerRunDir(s, 1);
-    const v = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor')]);
     assert.equal(v.code, 0, v.err + v.out);
     assert.match(v.out, /included: step 9/);
-    const wrong = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '0.json'), join(rd, 'steps', '9.cbor')]);
     assert.equal(wrong.code, 1);
     assert.match(wrong.out, /TRAIN_VERIFY_OUT_OF_EPOCH/);
     // A tampered proof does not verify.
-    const good = await c0mpute(s.workers[1]!.dir, ['train', 'verify', s.bundlePath, join(rd, 'epochs', '1.json'), join(rd, 'steps', '9.cbor'), '--json']);
     const proof = (JSON.parse(good.out) as { proof: { path: Array<{ side: string; hash: string }> } }).proof;
     proof.path[0]!.hash = 'sha256:' + 'ee'.repeat(32);
     writeFileSync(join(dir, 'bad-proof.json'), JSON.stringify(proof));
@@ -93,7 +97,6 @@ describe('training across worker processes', () => {
     assert.equal(tampered.code, 1);
     assert.match(tampered.out, /TRAIN_PROOF_INVALID/);
     // Status shows the end state, each member's contribution and the roots.
-    const status = await c0mpute(s.workers[0]!.dir, ['train', 'status']);
     assert.equal(status.code, 0, status.err);
     assert.match(status.out, /: done, view 0/);
     assert.equal((status.out.match(/step commitments counted/g) ?? []).length, 3);

@@ -15,7 +15,8 @@ const TREE = `entitlements:
 `;
 
 test('an admitted job nobody can run is withdrawn and released before its deadline', { timeout: 120_000 }, async () => {
-  const o = await startStewardedOverlay('c0-withdraw-', { tree: TREE, providers: { worker: sleepProvider({ type: 'estimator', estimatorWatts: 5 }) }, buyers: ['buyer'] });
+  // Nobody offers here, so the buyer waits out its whole offer window before it gives up: a short one (no offer is awaited).
+  const o = await startStewardedOverlay('c0-withdraw-', { tree: TREE, providers: { worker: sleepProvider({ type: 'estimator', estimatorWatts: 5 }) }, buyers: ['buyer'], buyer: { collectWindowMs: 4_000 } });
   try {
     const events: WireEvent[] = [];
     // Nobody on the overlay has 64 cores: admitted (inside the guarantee), then no provider is eligible.
