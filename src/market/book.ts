@@ -68,6 +68,21 @@ export function preferOffer(a: Opened<Offer>, b: Opened<Offer>, currency: string
  */
 export const OFFER_KEEP_MS = 3_600_000;
 
+/**
+ * The longest the book keeps an offer past its expiry (`expiresAt`), whatever its start-by time and quoted
+ * duration say: neither is bounded by the record's schema, so without this an offer naming a start-by time in the
+ * year 9999, or a duration of 2^52 ms, stayed in memory and on disk for ever (docs/market.md §3 "Pruning").
+ * Seven days: our provider signs startBy = expiresAt, so the bound only cuts in for a quoted duration over 3.5
+ * days, and the work such an offer quotes has its offer kept elsewhere anyway (the buyer's record store beside
+ * the selection; the provider's receipt).
+ */
+export const OFFER_KEEP_CAP_MS = 7 * 24 * 3_600_000;
+
+/** When the book may drop an offer: `keepMs` or twice its quoted duration past its start-by time, at most OFFER_KEEP_CAP_MS past its expiry. */
+export function offerKeptUntil(o: Offer, keepMs: number = OFFER_KEEP_MS): number {
+  return Math.min(o.startBy + Math.max(keepMs, 2 * o.durationMs), o.expiresAt + OFFER_KEEP_CAP_MS);
+}
+
 /** `refused`: the provider already holds MAX_STANDBY live offers for the job that this one does not dominate. */
 export type AddStatus = 'best' | 'standby' | 'dominated' | 'duplicate' | 'expired' | 'refused';
 export interface AddResult {
@@ -309,13 +324,14 @@ export class OfferBook {
 
   /**
    * Drop offers no decision or outcome can still want: past the time their work had to start by (`startBy`) by more
-   * than `keepMs` or twice their quoted duration, whichever is longer. An expired offer is kept that long because the
-   * winner's receipt arrives when the work ends, and it takes the offer it cites into the evidence (quote accuracy).
+   * than `keepMs` or twice their quoted duration, whichever is longer, and at most OFFER_KEEP_CAP_MS past their expiry
+   * (`offerKeptUntil`). An expired offer is kept that long because the winner's receipt arrives when the work ends,
+   * and it takes the offer it cites into the evidence (quote accuracy).
    * Returns how many went. Until the sixteenth round nothing called this: every offer a node held stayed in memory
    * and on disk until it restarted (docs/scale.md §6).
    */
   async prune(now: number, keepMs: number = OFFER_KEEP_MS): Promise<number> {
-    const stale = (e: Opened<Offer>) => now > e.record.startBy + Math.max(keepMs, 2 * e.record.durationMs);
+    const stale = (e: Opened<Offer>) => now > offerKeptUntil(e.record, keepMs);
     const removed: Opened<Offer>[] = [];
     for (const [job, slots] of [...this.#jobs]) {
       for (const [p, entries] of [...slots]) {

@@ -68,7 +68,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const loopback = opts.loopback ?? false;
   const syncKinds = opts.syncOnConnect ?? NETWORK_DEFAULTS.syncOnConnect;
   const syncLimit = Math.min(opts.syncLimit ?? NETWORK_DEFAULTS.syncLimit, MAX_LIVE);
-  const source: RecordSource = opts.records ?? new MemoryRecordCache();
+  const source: RecordSource = opts.records ?? new MemoryRecordCache({ clock });
   const did = didFromPublicKey(opts.signer.publicKey);
 
   // the host and its gossip views, once built (the metrics' collectors read them; a scrape before that finds nothing)

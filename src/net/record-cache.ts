@@ -10,11 +10,49 @@
  * went"). Each record's market shards are kept beside it, computed once when it
  * is added, so a shard-filtered sync (`live` with `shards`) reads them instead
  * of re-opening records.
+ *
+ * Bounds (docs/network.md "The record cache's bounds"): per kind, a count
+ * (4 096) and a byte budget (16 MiB); over all kinds, a byte budget (64 MiB),
+ * which evicts from the kind holding the most bytes. Each evicts oldest first.
+ * A kind with no validity window (selection, receipt, acceptance, non-delivery,
+ * pool-*) is kept a time-to-live from when it was added (1 h), not until pushed
+ * out. A record's bytes are copied when they are a view into a larger buffer
+ * (`open()` already does this for what it opens; the cache does not count on
+ * every caller), so a cached record pins no more memory than its own size.
  */
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Presence } from '../records/kinds.js';
 import { validityWindow } from '../records/kinds.js';
 import { heldShards, type TopicKind } from './topics.js';
+
+/** Defaults of the cache's bounds: see the class comment and docs/network.md. */
+export const RECORD_CACHE_DEFAULTS = {
+  /** records per kind */
+  maxPerKind: 4_096,
+  /** envelope bytes per kind: 256 records of the 64 KiB maximum; 4 096 ordinary records (≤ 4 KiB) fit */
+  maxBytesPerKind: 16 * 1024 * 1024,
+  /** envelope bytes over all kinds (eleven kinds at their own budget would be 176 MiB) */
+  maxBytes: 64 * 1024 * 1024,
+  /** how long a record of a kind with no validity window is kept after it was added, ms */
+  ttlMs: 3_600_000,
+} as const;
+
+export interface MemoryRecordCacheOptions {
+  maxPerKind?: number;
+  maxBytesPerKind?: number;
+  maxBytes?: number;
+  ttlMs?: number;
+  /** the time a record is added (the time-to-live counts from it); default Date.now */
+  clock?: () => number;
+}
+
+/**
+ * `bytes` itself when it is the whole of its buffer, else a copy that is: a view (`subarray`) into a received
+ * message keeps the whole message's buffer alive for as long as the view is held.
+ */
+export function compactBytes(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+}
 
 export interface RecordSource {
   /**
@@ -30,8 +68,11 @@ export interface RecordSource {
 }
 
 interface Entry {
+  kind: TopicKind;
   bytes: Uint8Array;
   notAfter: number;
+  /** `notAfter` is the time-to-live's end (a kind with no validity window), not the record's own */
+  timed: boolean;
   signer: string;
   /** the record's market shards (sharded kinds; none otherwise), computed once in `add` */
   shards: readonly string[];
@@ -42,14 +83,33 @@ export class MemoryRecordCache implements RecordSource {
   readonly #byAddr = new Map<string, Entry>();
   /** advert: signer → held address and seq; presence: signer → held address and issuedAt */
   readonly #latest = { advert: new Map<string, { address: string; seq: number }>(), presence: new Map<string, { address: string; seq: number }>() };
+  /** envelope bytes held, per kind and in all */
+  readonly #bytesOf = new Map<TopicKind, number>();
+  #bytes = 0;
   readonly #maxPerKind: number;
+  readonly #maxBytesPerKind: number;
+  readonly #maxBytes: number;
+  readonly #ttlMs: number;
+  readonly #clock: () => number;
 
-  constructor(opts: { maxPerKind?: number } = {}) {
-    this.#maxPerKind = opts.maxPerKind ?? 4_096;
+  constructor(opts: MemoryRecordCacheOptions = {}) {
+    this.#maxPerKind = opts.maxPerKind ?? RECORD_CACHE_DEFAULTS.maxPerKind;
+    this.#maxBytesPerKind = opts.maxBytesPerKind ?? RECORD_CACHE_DEFAULTS.maxBytesPerKind;
+    this.#maxBytes = opts.maxBytes ?? RECORD_CACHE_DEFAULTS.maxBytes;
+    this.#ttlMs = opts.ttlMs ?? RECORD_CACHE_DEFAULTS.ttlMs;
+    this.#clock = opts.clock ?? Date.now;
+  }
+
+  /** Envelope bytes held (of one kind, or in all). */
+  bytesHeld(kind?: TopicKind): number {
+    return kind === undefined ? this.#bytes : (this.#bytesOf.get(kind) ?? 0);
   }
 
   add(kind: TopicKind, rec: Opened): void {
     if (this.#byAddr.has(rec.address)) return;
+    // larger than a kind's whole budget (only with a budget below the envelope bound): not kept
+    if (rec.bytes.byteLength > Math.min(this.#maxBytesPerKind, this.#maxBytes)) return;
+    const now = this.#clock();
     let m = this.#byKind.get(kind);
     if (!m) this.#byKind.set(kind, (m = new Map()));
     if (kind === 'advert' || kind === 'presence') {
@@ -60,14 +120,21 @@ export class MemoryRecordCache implements RecordSource {
       if (held) this.#remove(kind, held.address);
       latest.set(rec.signer, { address: rec.address, seq });
     }
+    // the time-to-live's ends come in the order records are added: the lapsed ones are at the front
+    for (const [addr, held] of m) {
+      if (!held.timed || held.notAfter > now) break;
+      this.#remove(kind, addr);
+    }
     const w = validityWindow(rec.type, rec.record);
-    const e: Entry = { bytes: rec.bytes, notAfter: w ? w[1] : Number.POSITIVE_INFINITY, signer: rec.signer, shards: heldShards(kind, rec.record) };
+    const bytes = compactBytes(rec.bytes);
+    const e: Entry = { kind, bytes, notAfter: w ? w[1] : now + this.#ttlMs, timed: !w, signer: rec.signer, shards: heldShards(kind, rec.record) };
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
-    if (m.size > this.#maxPerKind) {
-      const first = m.keys().next();
-      if (!first.done) this.#remove(kind, first.value);
-    }
+    this.#bytesOf.set(kind, this.bytesHeld(kind) + bytes.byteLength);
+    this.#bytes += bytes.byteLength;
+    // oldest first: the kind's count and bytes, then the bytes of all (from the kind holding the most)
+    while (m.size > this.#maxPerKind || this.bytesHeld(kind) > this.#maxBytesPerKind) this.#removeOldest(kind);
+    while (this.#bytes > this.#maxBytes) this.#removeOldest(this.#largestKind());
   }
 
   live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] {
@@ -85,13 +152,32 @@ export class MemoryRecordCache implements RecordSource {
   }
 
   get(address: string): Uint8Array | undefined {
-    return this.#byAddr.get(address)?.bytes;
+    const e = this.#byAddr.get(address);
+    if (e?.timed && e.notAfter <= this.#clock()) {
+      this.#remove(e.kind, address);
+      return undefined;
+    }
+    return e?.bytes;
+  }
+
+  #removeOldest(kind: TopicKind): void {
+    const first = this.#byKind.get(kind)?.keys().next();
+    if (first && !first.done) this.#remove(kind, first.value);
+  }
+
+  #largestKind(): TopicKind {
+    let best: TopicKind | undefined;
+    for (const [k, n] of this.#bytesOf) if (best === undefined || n > this.#bytesOf.get(best)!) best = k;
+    return best!;
   }
 
   #remove(kind: TopicKind, address: string): void {
     const e = this.#byAddr.get(address);
     this.#byAddr.delete(address);
-    this.#byKind.get(kind)?.delete(address);
+    if (e && this.#byKind.get(kind)?.delete(address)) {
+      this.#bytesOf.set(kind, this.bytesHeld(kind) - e.bytes.byteLength);
+      this.#bytes -= e.bytes.byteLength;
+    }
     if ((kind === 'advert' || kind === 'presence') && e && this.#latest[kind].get(e.signer)?.address === address) this.#latest[kind].delete(e.signer);
   }
 }

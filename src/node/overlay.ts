@@ -146,7 +146,7 @@ export class OverlayNode {
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
-    const cache = new MemoryRecordCache();
+    const cache = new MemoryRecordCache({ clock: this.clock });
     const liveAdvert = (did: string, t: number) => {
       const a = this.market.adverts.latest.get(did);
       return a && a.record.expiresAt > t ? a : undefined;
@@ -197,9 +197,13 @@ export class OverlayNode {
     this.net.subscribe('advert', async (rec) => {
       await this.market.putAdvert(rec as Opened<Advert>);
     });
-    // Relaying is not storing: only offers for this node's own jobs (or, on a steward, every offer) are kept.
+    // Relaying is not storing: only offers for this node's own jobs (or, on a steward, for a job it holds) are kept.
+    // A steward selects only for a job it admitted (steward-handlers.ts `select`: the job is read from the record
+    // store), and stores every job asked for admission before it answers, so before the job is published and
+    // quoted on; an offer for a job it never saw could never be weighed (docs/market.md §3 "Which offers a node keeps").
     this.net.subscribe('offer', async (rec, meta) => {
-      if (this.steward || this.market.wantsOffer(rec as Opened<Offer>)) await this.#buyerSide.onOffer(rec as Opened<Offer>, meta.attachments);
+      const o = rec as Opened<Offer>;
+      if (this.market.wantsOffer(o) || (this.steward && (await this.records.get(o.record.job, T.job)) !== undefined)) await this.#buyerSide.onOffer(o, meta.attachments);
       else this.market.notStored();
     });
     // Not awaited: publishing an offer can wait on a congested gossip stream, and must not hold up

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { MAX_STANDBY, OfferBook, select } from '../../../src/market/index.js';
+import { MAX_STANDBY, OFFER_KEEP_CAP_MS, OfferBook, offerKeptUntil, select } from '../../../src/market/index.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { NOW, P, advert, job, offer, shuffle } from './fixtures.js';
 
@@ -211,6 +211,40 @@ test('prune drops offers an hour (or twice their duration) past their start-by t
     db = await openDb(dir);
     const c = await OfferBook.open(db, NOW);
     assert.deepEqual(c.all().map((o) => o.address), [fresh.address], 'gone from disk too');
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('prune drops an offer at most OFFER_KEEP_CAP_MS past its expiry, whatever its start-by time or quoted duration', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-book-cap-'));
+  try {
+    let db = await openDb(dir);
+    const b = await OfferBook.open(db, NOW);
+    const jobs = [1, 2, 3].map((i) => job(P(100), { nonce: new Uint8Array([50 + i]) }));
+    const exp = NOW + 60_000;
+    // the audit's two shapes: a start-by time in the year 9999, and a duration of 2^52 ms
+    const farStart = offer(P(1), jobs[0]!, A1, { startBy: 253_402_300_799_000, expiresAt: exp, durationMs: 1 });
+    const hugeDuration = offer(P(2), jobs[1]!, advert(P(2)), { startBy: exp, expiresAt: exp, durationMs: 2 ** 52 });
+    // a two-day quote keeps its four days, inside the cap, as before
+    const twoDays = offer(P(3), jobs[2]!, advert(P(3)), { startBy: exp, expiresAt: exp, durationMs: 2 * 86_400_000 });
+    for (const o of [farStart, hugeDuration, twoDays]) assert.equal((await b.add(o, NOW)).status, 'best');
+    assert.equal(offerKeptUntil(farStart.record), exp + OFFER_KEEP_CAP_MS);
+    assert.equal(offerKeptUntil(twoDays.record), exp + 4 * 86_400_000);
+    assert.equal(await b.prune(exp + 4 * 86_400_000), 0);
+    assert.equal(await b.prune(exp + 4 * 86_400_000 + 1), 1, 'twice its duration past its start, as before');
+    assert.equal(b.get(twoDays.address), undefined);
+    await closeDb(db);
+    db = await openDb(dir);
+    const c = await OfferBook.open(db, NOW);
+    assert.deepEqual(c.all().map((o) => o.address).sort(), [farStart.address, hugeDuration.address].sort(), 'held on disk until the cap');
+    assert.equal(await c.prune(exp + OFFER_KEEP_CAP_MS), 0, 'kept until the cap');
+    assert.equal(await c.prune(exp + OFFER_KEEP_CAP_MS + 1), 2);
+    assert.equal(c.size, 0);
+    await closeDb(db);
+    db = await openDb(dir);
+    assert.equal((await OfferBook.open(db, NOW)).size, 0, 'gone from disk too');
     await closeDb(db);
   } finally {
     rmSync(dir, { recursive: true, force: true });
