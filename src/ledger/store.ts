@@ -6,7 +6,8 @@
  *   sublevel `meta`     key `head` → canonical CBOR {length, head (32 bytes), steward}
  *   sublevel `receipts` key = content address of the receipt → pool-witness/1 envelope,
  *                       the newest (longest) of each witness only: a longer receipt covers every
- *                       shorter one of the same witness (its head commits to the whole prefix)
+ *                       shorter one of the same witness (its head commits to the whole prefix); without
+ *                       a witness list, of the first `maxWitnesses` witness keys only
  *
  * One writer: appends are serialised in-process, and LevelDB's lock keeps any
  * other process out. The entry and the head move in one synced batch; an
@@ -27,6 +28,7 @@ import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
+import { compareDids } from '../records/did.js';
 import { gradeAttestation, checkReceipt, checkNamedReceipt, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
 
 export const LEDGER_ERR = {
@@ -61,7 +63,16 @@ export interface LedgerOptions {
    * earlier run stored from a key not named now stays on disk and is reported `not-named`.
    */
   witnesses?: readonly string[];
+  /**
+   * Without `witnesses`: the receipts of at most this many witness keys are held (default 64), the first heard; a
+   * valid receipt from a further key is not stored (anyone can make a key, and sign the head the steward publishes).
+   * A directory holding more keeps, at open, the keys with the longest receipts (then in DID order).
+   */
+  maxWitnesses?: number;
 }
+
+/** Default `LedgerOptions.maxWitnesses`: witness keys whose receipts a ledger without a witness list holds. */
+export const DEFAULT_LEDGER_MAX_WITNESSES = 64;
 
 export interface Head {
   length: number;
@@ -120,6 +131,7 @@ export class Ledger {
   /** each witness's receipt held: the longest it signed */
   readonly #witnessed = new Map<string, { length: number; key: string }>();
   readonly #named: ReadonlySet<string> | undefined;
+  readonly #maxWitnesses: number;
   #closed = false;
 
   private constructor(dir: string, db: Db, r: ReplayResult & { book: UsageBook }, steward: string | undefined, opts: LedgerOptions) {
@@ -132,6 +144,7 @@ export class Ledger {
     this.#now = opts.now ?? systemClock;
     this.#log = opts.logger;
     this.#named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
+    this.#maxWitnesses = opts.maxWitnesses ?? DEFAULT_LEDGER_MAX_WITNESSES;
     this.#addresses = [...r.addresses];
     this.book = r.book;
     this.#sink = r.book;
@@ -264,6 +277,15 @@ export class Ledger {
       }
       if (drop.length >= 2000) await flush();
     }
+    // without a witness list, only so many keys' receipts: the longest coverage first, then DID order (a directory
+    // from before the bound, or a bound lowered)
+    if (!this.#named && this.#witnessed.size > this.#maxWitnesses) {
+      const ranked = [...this.#witnessed].sort(([a, x], [b, y]) => y.length - x.length || compareDids(a, b));
+      for (const [w, { key }] of ranked.slice(this.#maxWitnesses)) {
+        drop.push(key);
+        this.#witnessed.delete(w);
+      }
+    }
     if (drop.length) await flush();
     if (dropped) this.#log?.info({ dir: this.dir, dropped, witnesses: this.#witnessed.size }, 'ledger: kept only the newest witness receipt of each witness');
   }
@@ -281,6 +303,8 @@ export class Ledger {
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
       const best = this.#witnessed.get(s.witness);
       if (best && best.length >= s.length) return { ...s, stored: false };
+      // no witness list: the first keys heard keep their place (with a list, its keys are the bound)
+      if (!best && !this.#named && this.#witnessed.size >= this.#maxWitnesses) return { ...s, stored: false };
       const key = hashHex(bytes);
       await this.#db.batch(
         [{ type: 'put', sublevel: this.#receipts, key, value: bytes }, ...(best ? [{ type: 'del', sublevel: this.#receipts, key: best.key }] : [])] as never,

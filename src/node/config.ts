@@ -17,6 +17,7 @@ import { BUILTINS } from '../roles/provider/executors.js';
 import { isDid } from '../records/did.js';
 import { TOPIC_KINDS } from '../net/topics.js';
 import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
+import { WITNESS_RECORD_DEFAULTS } from '../store/witness-keep.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -287,6 +288,21 @@ export const configSchema = z
       })
       .strict()
       .default({ keepDays: DEFAULT_HISTORY_KEEP_DAYS }),
+    /**
+     * What a node keeps of the witnesses' records, pool-evidence/1 and pool-witness/1 (docs/overlays.md "What a node
+     * keeps of witness records"; src/store/records.ts). Anyone can mint both from keys of its own, so they are bounded.
+     */
+    witnessRecords: z
+      .object({
+        /** pool-evidence/1 records kept about stewards this node's config does not name; past it the first to arrive goes. Each named steward: this many too, the first kept. */
+        maxEvidence: z.number().int().positive().default(WITNESS_RECORD_DEFAULTS.maxEvidence),
+        /** pool-witness/1 receipts kept for stewards this node's config does not name; past it the first to arrive goes. */
+        maxReceipts: z.number().int().positive().default(WITNESS_RECORD_DEFAULTS.maxReceipts),
+        /** Witness keys whose receipts are kept for each named steward (and, without network.witnesses, by a steward's own ledger): the first this many. */
+        maxWitnesses: z.number().int().positive().default(WITNESS_RECORD_DEFAULTS.maxWitnesses),
+      })
+      .strict()
+      .default({ ...WITNESS_RECORD_DEFAULTS }),
     buyer: z
       .object({
         policy: z.enum(POLICIES).default('balanced'),

@@ -18,7 +18,7 @@ import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
-import { openHeld, recordHooks, witnessHook } from './record-hooks.js';
+import { evidenceHook, openHeld, recordHooks, witnessHook } from './record-hooks.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
@@ -142,7 +142,9 @@ export class OverlayNode {
   async #start(): Promise<void> {
     const { db, identity, network: nc } = this.d;
     const now = this.clock();
-    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock, self: this.did });
+    // Witness records about the stewards this node's config names are kept outside the caps strangers' fill (records.ts).
+    const named = this.namedStewards();
+    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock, self: this.did, witnessRecords: this.d.config.witnessRecords, stewards: [...named] });
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
@@ -158,6 +160,7 @@ export class OverlayNode {
     const shards = marketShards(this.d.config, nc, this.roles);
     const hears = hearsOutcomes(this.d.config, nc, this.roles);
     const witnesses = witnessHook({ ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), ...(nc.steward ? { steward: nc.steward } : {}) });
+    const evidence = evidenceHook(nc.steward ? { steward: nc.steward } : {});
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -184,6 +187,7 @@ export class OverlayNode {
         nondelivery: nondeliveryHook,
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
+        ...(evidence ? { 'pool-evidence': evidence } : {}),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
       ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
@@ -222,13 +226,22 @@ export class OverlayNode {
     });
     // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
     // evidence are kept by every node on the overlay, so any of them can grade a steward's
-    // ledger (c0mpute ledger fetch).
-    const keep = (rec: Opened) => void this.records.put(rec).catch((e: unknown) => this.log.warn({ kind: rec.type, record: rec.address, err: (e as Error).message }, 'could not store a witness record'));
-    this.net.subscribe('pool-witness', keep);
-    this.net.subscribe('pool-evidence', (rec) => {
-      this.log.warn({ steward: (rec.record as { steward?: string }).steward, witness: rec.signer, evidence: rec.address }, 'a witness published evidence that the steward equivocated');
-      keep(rec);
-    });
+    // ledger (c0mpute ledger fetch); within witnessRecords (records.ts), since anyone can mint both.
+    const keep = (rec: Opened) =>
+      this.records.put(rec).catch((e: unknown) => {
+        this.log.warn({ kind: rec.type, record: rec.address, err: (e as Error).message }, 'could not store a witness record');
+        return false;
+      });
+    this.net.subscribe('pool-witness', (rec) => void keep(rec));
+    // A warning only for a steward this node's config names, once per record stored (at most witnessRecords.maxEvidence
+    // a steward): evidence about any other costs nothing to make, and a flood of it must not fill the log.
+    this.net.subscribe('pool-evidence', (rec) =>
+      void keep(rec).then((stored) => {
+        const steward = (rec.record as { steward?: string }).steward;
+        const loud = stored && steward !== undefined && named.has(steward);
+        this.log[loud ? 'warn' : 'debug']({ steward, witness: rec.signer, evidence: rec.address, stored }, 'a witness published evidence that the steward equivocated');
+      }),
+    );
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
     if (this.roles.includes('provider')) await setupProvider(this, { onStop: (stop) => this.#stops.push(stop), quote: (job, opts) => this.#quote(job, opts), countJob: (outcome) => this.#jobs.inc({ role: 'provider', outcome }) });
@@ -239,7 +252,7 @@ export class OverlayNode {
       const sc = this.d.config.steward;
       if (nc.witnesses?.includes(this.did)) throw new C0Error('CONFIG_INVALID', `network.witnesses names this steward's own key ${this.did}: a witness must hold a key the steward does not (pool/1 §6.7)`, { field: 'network.witnesses' });
       if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
-      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}) }, identity);
+      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), maxWitnesses: this.d.config.witnessRecords.maxWitnesses }, identity);
       this.addRole('steward', this.steward);
     }
     if (this.roles.includes('witness')) {
@@ -312,6 +325,15 @@ export class OverlayNode {
     const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals; a provider\'s run notes; a pool member\'s dispatch trail entries and run log notes)', registers: [this.registry] });
     const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? [])], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
     this.#stops.push(() => p.stop());
+  }
+
+  /**
+   * The stewards this node's config names on this overlay (`network.steward`, `witness.stewards`, itself when it is
+   * the steward): their witness records are kept outside the caps strangers' records fill (witnessRecords).
+   */
+  namedStewards(): ReadonlySet<string> {
+    const nc = this.d.network;
+    return new Set([...(nc.steward ? [nc.steward] : []), ...(this.d.config.witness.stewards ?? []), ...(this.roles.includes('steward') ? [this.did] : [])]);
   }
 
   /** Register a role's stop (steward, witness) so it stops before the network. */

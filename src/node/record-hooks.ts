@@ -27,6 +27,8 @@
  *   pool-witness (witnessHook below)
  *               signed by a key not named in network.witnesses   → ignore WITNESS_NOT_NAMED
  *               naming another steward than network.steward      → ignore WITNESS_FOREIGN_STEWARD
+ *   pool-evidence (evidenceHook below)
+ *               about another steward than network.steward       → ignore EVIDENCE_FOREIGN_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { TopicKind } from '../net/topics.js';
@@ -36,6 +38,7 @@ import { moneyEquals } from '../records/money.js';
 import { receiptProviderFor, RosterView } from '../pools/chain.js';
 import type { C0Error } from '../errors.js';
 import type { WitnessReceipt } from '../ledger/entry.js';
+import type { EquivocationEvidence } from '../ledger/evidence.js';
 
 export const HOOK_ERR = {
   OFFER_ADVERT_MISMATCH: 'OFFER_ADVERT_MISMATCH',
@@ -47,6 +50,7 @@ export const HOOK_ERR = {
   ACCEPTANCE_RECEIPT_UNKNOWN: 'ACCEPTANCE_RECEIPT_UNKNOWN',
   WITNESS_NOT_NAMED: 'WITNESS_NOT_NAMED',
   WITNESS_FOREIGN_STEWARD: 'WITNESS_FOREIGN_STEWARD',
+  EVIDENCE_FOREIGN_STEWARD: 'EVIDENCE_FOREIGN_STEWARD',
 } as const;
 
 type Found<R> = Opened<R> | undefined | Promise<Opened<R> | undefined>;
@@ -180,5 +184,20 @@ export function witnessHook(o: { witnesses?: readonly string[]; steward?: string
     if (named && !named.has(rec.signer)) throw ignoreError(HOOK_ERR.WITNESS_NOT_NAMED, 'the receipt is signed by a key this overlay does not name as a witness (network.witnesses)', 'signer');
     const steward = (rec as Opened<WitnessReceipt>).record.steward;
     if (o.steward !== undefined && steward !== o.steward) throw ignoreError(HOOK_ERR.WITNESS_FOREIGN_STEWARD, `the receipt is for steward ${steward}, not this overlay's (network.steward)`, 'steward');
+  };
+}
+
+/**
+ * Equivocation evidence on an overlay that names its steward (docs/overlays.md "What a node keeps of witness
+ * records"). Evidence needs only a key that signed two conflicting entries, and a throwaway key is as good a
+ * "steward" as any: every node would keep it and log it. So evidence about another steward than `network.steward` is
+ * ignored, as a receipt for one is: not relayed, not stored, no penalty (the sender may only be relaying). Undefined
+ * when the overlay names no steward: evidence about any steward is then kept, within `witnessRecords.maxEvidence`.
+ */
+export function evidenceHook(o: { steward?: string }): SemanticHook | undefined {
+  if (o.steward === undefined) return undefined;
+  return (rec) => {
+    const steward = (rec as Opened<EquivocationEvidence>).record.steward;
+    if (steward !== o.steward) throw ignoreError(HOOK_ERR.EVIDENCE_FOREIGN_STEWARD, `the evidence is about steward ${steward}, not this overlay's (network.steward)`, 'steward');
   };
 }

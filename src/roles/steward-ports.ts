@@ -47,6 +47,8 @@ export interface StewardConfig {
   maxQueued?: number;
   /** The witnesses whose receipts the ledger takes and counts (the overlay's `network.witnesses`); absent: any key's. */
   witnesses?: readonly string[];
+  /** Without `witnesses`: the ledger keeps the receipts of the first this many witness keys (default 64; config witnessRecords.maxWitnesses). */
+  maxWitnesses?: number;
 }
 
 /** What the steward uses of the overlay it runs on. */

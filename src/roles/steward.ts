@@ -104,7 +104,7 @@ export class Steward {
     const tree = treeFromYaml(text, cfg.treeFile);
     const dir = join(dataDir, 'steward', o.name, 'ledger');
     mkdirSync(dir, { recursive: true });
-    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}) });
+    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
     const s = new Steward(o, ledger, tree, cfg, identity);
     await s.#wire();
     return s;
@@ -148,8 +148,9 @@ export class Steward {
         this.log[status === 'mismatch' ? 'warn' : 'debug']({ witness: rec.signer, status, err: e.message }, 'witness receipt not stored');
         return;
       }
-      // a witness cosigns every head: its first receipt since start is news, the rest are not
-      const first = !this.#witnessesHeard.has(rec.signer);
+      // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
+      // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
+      const first = st.stored && !this.#witnessesHeard.has(rec.signer);
       if (first) {
         if (this.#witnessesHeard.size >= 10_000) this.#witnessesHeard.clear();
         this.#witnessesHeard.add(rec.signer);

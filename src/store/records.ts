@@ -24,13 +24,21 @@
  * refusals) by the later of that job's deadline, when the job is held, and its
  * own time. A time another node chose counts only so far ahead of this node's
  * clock (`#historyKey`), so no one can date a record into the next century.
+ *
+ * Witness records (pool-evidence/1, pool-witness/1) are bounded in all (witness-keep.ts `WitnessRecordBounds`,
+ * docs/overlays.md "What a node keeps of witness records"): sublevel `witnesskeep` orders them by arrival,
+ * `o!<kind>!<seq>` for those about a steward this node's config does not name (the first to arrive is evicted, in
+ * the batch that takes the store past the cap) and `n!<kind>!<steward>!<seq>` for a named steward's (outside the
+ * caps, bounded by a count of their own); `a!<address>` finds a receipt's place when witness-keep.ts displaces it.
+ * The counts are read once at open, when records move between the two as the named stewards changed.
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
 import { sub, syncBatch, timeKey as ts, type Db, type Sub } from './db.js';
 import type { Logger } from '../util/log.js';
 import { WITNESS_TYPE, type WitnessReceipt } from '../ledger/entry.js';
-import { bandOf, offerReceipt, type KeptReceipt, type WitnessPair } from './witness-keep.js';
+import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
+import { bandOf, offerReceipt, WITNESS_RECORD_DEFAULTS, type KeptReceipt, type WitnessPair, type WitnessRecordBounds } from './witness-keep.js';
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
@@ -48,6 +56,13 @@ export interface AdvertCapPolicy {
  */
 const JOB_INDEX_DONE = '~indexed';
 const JOB_INDEX_VERSION = '5';
+/** The witness record index's marker: every witness record held is in the arrival index. */
+const WITNESS_KEEP_DONE = '~indexed';
+/** The kind letter of a witness record in the arrival index. */
+type WKind = 'e' | 'w';
+const WKIND_TYPE: Record<WKind, string> = { e: EVIDENCE_TYPE, w: WITNESS_TYPE };
+const seqKey = (n: number) => String(n).padStart(16, '0');
+
 /** The kinds that make up the job history, dropped by age (besides jobs themselves): each names its job. */
 const OF_A_JOB: ReadonlySet<string> = new Set([T.selection, T.offer, T.claim, T.claimRefusal]);
 
@@ -98,6 +113,20 @@ export class RecordStore {
   #byType: Sub;
   #adverts: Sub;
   #jobIndex: Sub;
+  #keep: Sub;
+  #bounds: WitnessRecordBounds;
+  /** stewards this node's config names: their witness records are kept outside the caps */
+  #named: ReadonlySet<string>;
+  /** witness records held about stewards not named, per kind */
+  #loose: Record<WKind, number> = { e: 0, w: 0 };
+  /** evidence records held per named steward */
+  #namedEvidence = new Map<string, number>();
+  /** witness keys whose receipts are held, per named steward */
+  #namedWitnesses = new Map<string, Set<string>>();
+  /** the next arrival number of a witness record */
+  #arrival = 0;
+  /** per kind, the last arrival-index key evicted: everything before it is gone (LevelDB keeps deleted keys as markers until it compacts, so eviction starts here rather than reading past them all) */
+  #evictedTo: Partial<Record<WKind, string>> = {};
   #advertCache = new Map<string, Opened<Advert>>();
   /** every advert record held, by signer then address */
   #advertsBySigner = new Map<string, Map<string, Opened<Advert>>>();
@@ -110,10 +139,13 @@ export class RecordStore {
   #clock: () => number;
   #self: string | undefined;
 
-  private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined) {
+  private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined, bounds: WitnessRecordBounds, named: readonly string[]) {
     this.#db = db;
     this.#clock = clock;
     this.#self = self;
+    this.#bounds = bounds;
+    this.#named = new Set(named);
+    this.#keep = sub(db, `${prefix}witnesskeep`);
     this.#records = sub(db, `${prefix}records`);
     this.#byType = sub(db, `${prefix}bytype`);
     this.#adverts = sub(db, `${prefix}adverts`);
@@ -227,16 +259,22 @@ export class RecordStore {
   /**
    * `prefix` separates overlays: records of one overlay never mix with another's. `log` hears of an index built at
    * open; `clock` (default Date.now) bounds how far ahead a time another node chose may date a record, and `self`
-   * (this node's DID) tells its own jobs, whose deadlines count as they are.
+   * (this node's DID) tells its own jobs, whose deadlines count as they are. `witnessRecords` bounds the witness
+   * records held (default WITNESS_RECORD_DEFAULTS), `stewards` names the stewards whose are kept outside the caps.
    */
-  static async open(db: Db, prefix = '', o: { log?: Logger; clock?: () => number; self?: string } = {}): Promise<RecordStore> {
-    const s = new RecordStore(db, prefix, o.clock ?? Date.now, o.self);
+  static async open(
+    db: Db,
+    prefix = '',
+    o: { log?: Logger; clock?: () => number; self?: string; witnessRecords?: Partial<WitnessRecordBounds>; stewards?: readonly string[] } = {},
+  ): Promise<RecordStore> {
+    const s = new RecordStore(db, prefix, o.clock ?? Date.now, o.self, { ...WITNESS_RECORD_DEFAULTS, ...o.witnessRecords }, o.stewards ?? []);
     for await (const [did, addr] of s.#adverts.iterator()) {
       const a = await s.get(Buffer.from(addr).toString(), T.advert);
       if (a) s.#advertCache.set(did, a);
     }
     for (const a of await s.list(T.advert)) s.#hold(a);
     await s.#indexJobs(o.log);
+    await s.#indexWitnessRecords(o.log);
     return s;
   }
 
@@ -335,14 +373,17 @@ export class RecordStore {
     // Adverts are written one at a time: the seq comparison and the write must not interleave, or a
     // lower seq whose write lands last would become the provider's current advert.
     // Witness receipts likewise: which receipts of a witness are kept is decided one write at a time.
+    // Witness records too, and evidence with them: their counts against the caps move one write at a time.
     const p =
       rec.type === T.advert
         ? this.#advertChain.then(() => this.#putNow(rec))
         : rec.type === WITNESS_TYPE
           ? this.#witnessChain.then(() => this.#putWitness(rec as Opened<WitnessReceipt>))
-          : this.#putNow(rec);
+          : rec.type === EVIDENCE_TYPE
+            ? this.#witnessChain.then(() => this.#putEvidence(rec as Opened<EquivocationEvidence>))
+            : this.#putNow(rec);
     if (rec.type === T.advert) this.#advertChain = p.catch(() => undefined);
-    if (rec.type === WITNESS_TYPE) this.#witnessChain = p.catch(() => undefined);
+    if (rec.type === WITNESS_TYPE || rec.type === EVIDENCE_TYPE) this.#witnessChain = p.catch(() => undefined);
     this.#inflight.set(rec.address, p);
     try {
       return await p;
@@ -387,11 +428,17 @@ export class RecordStore {
    * A witness receipt (pool-witness/1) is kept only in a bounded set per witness and steward (witness-keep.ts): the
    * longest, and the first stored of each doubling of length. A witness cosigns every head, so keeping them all
    * was one record per ledger entry and witness, for ever, on every node of the overlay. One that takes no place in
-   * the set is not stored (false); what it displaces goes in the same batch.
+   * the set is not stored (false); what it displaces goes in the same batch. Then the overall bound: for a steward
+   * not named, the receipt that first arrived goes once `maxReceipts` are held; for a named one, a receipt from a
+   * key past its first `maxWitnesses` is not stored.
    */
   async #putWitness(rec: Opened<WitnessReceipt>): Promise<boolean> {
     if (await this.has(rec.address)) return false;
-    const prefix = RecordStore.#witnessPrefix(rec.record.steward, rec.signer);
+    const steward = rec.record.steward;
+    const named = this.#named.has(steward);
+    const keys = this.#namedWitnesses.get(steward);
+    if (named && !keys?.has(rec.signer) && (keys?.size ?? 0) >= this.#bounds.maxWitnesses) return false;
+    const prefix = RecordStore.#witnessPrefix(steward, rec.signer);
     const pair: WitnessPair = { bands: new Map() };
     for await (const [k, v] of this.#jobIndex.iterator({ gt: prefix, lt: `${prefix}\xff` })) {
       const x = RecordStore.#parseKept(v);
@@ -401,15 +448,194 @@ export class RecordStore {
     const kept = RecordStore.#kept(rec);
     const { band, top, dropped } = offerReceipt(pair, kept);
     if (!band && !top) return false;
+    // what witness-keep displaces leaves the arrival index too
+    let looseDropped = 0;
+    const droppedOps: unknown[] = [];
+    for (const a of dropped) {
+      droppedOps.push(...this.#dropWitnessOps(a));
+      const place = await this.#keep.get(`a!${a}`);
+      if (place === undefined) continue;
+      const key = new TextDecoder().decode(place);
+      if (key.startsWith('o!')) looseDropped++;
+      droppedOps.push({ type: 'del', key, sublevel: this.#keep }, { type: 'del', key: `a!${a}`, sublevel: this.#keep });
+    }
+    const seq = this.#arrival++;
+    const place = named ? `n!w!${steward}!${seqKey(seq)}` : `o!w!${seqKey(seq)}`;
+    const ev = named ? { ops: [], n: 0 } : await this.#evictOps('w', this.#loose.w - looseDropped + 1 - this.#bounds.maxReceipts, new Set(dropped));
     await syncBatch(this.#db, [
+      // evictions first: a place they free may be taken again below
+      ...ev.ops,
       { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
       { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
       // only the places it took: the others are unchanged
       ...(band ? [this.#witnessKeyOp(prefix, kept, false)] : []),
       ...(top ? [this.#witnessKeyOp(prefix, kept, true)] : []),
-      ...dropped.flatMap((a) => this.#dropWitnessOps(a)),
+      ...droppedOps,
+      { type: 'put', key: place, value: RecordStore.#placeValue(steward, rec.signer, rec.address), sublevel: this.#keep },
+      { type: 'put', key: `a!${rec.address}`, value: new TextEncoder().encode(place), sublevel: this.#keep },
     ]);
+    this.#evicted('w', ev);
+    if (named) {
+      if (keys) keys.add(rec.signer);
+      else this.#namedWitnesses.set(steward, new Set([rec.signer]));
+    } else this.#loose.w += 1 - looseDropped - ev.n;
     return true;
+  }
+
+  /**
+   * Evidence of a steward's equivocation (pool-evidence/1). About a steward not named, it is kept until
+   * `maxEvidence` newer ones arrived (the first to arrive is evicted in the same batch); about a named one, only the
+   * first `maxEvidence` are kept (strangers can wrap a genuine equivocation in keys of their own for ever).
+   */
+  async #putEvidence(rec: Opened<EquivocationEvidence>): Promise<boolean> {
+    if (await this.has(rec.address)) return false;
+    const steward = rec.record.steward;
+    const named = this.#named.has(steward);
+    const held = this.#namedEvidence.get(steward) ?? 0;
+    if (named && held >= this.#bounds.maxEvidence) return false;
+    const seq = this.#arrival++;
+    const place = named ? `n!e!${steward}!${seqKey(seq)}` : `o!e!${seqKey(seq)}`;
+    const ev = named ? { ops: [], n: 0 } : await this.#evictOps('e', this.#loose.e + 1 - this.#bounds.maxEvidence, new Set());
+    await syncBatch(this.#db, [
+      ...ev.ops,
+      { type: 'put', key: rec.address, value: rec.bytes, sublevel: this.#records },
+      { type: 'put', key: `${rec.type}!${rec.address}`, value: new Uint8Array(0), sublevel: this.#byType },
+      { type: 'put', key: place, value: RecordStore.#placeValue(steward, rec.signer, rec.address), sublevel: this.#keep },
+    ]);
+    this.#evicted('e', ev);
+    if (named) this.#namedEvidence.set(steward, held + 1);
+    else this.#loose.e += 1 - ev.n;
+    return true;
+  }
+
+  static #placeValue(steward: string, signer: string, address: string): Uint8Array {
+    return new TextEncoder().encode(`${steward}!${signer}!${address}`);
+  }
+
+  static #parsePlace(v: Uint8Array): { steward: string; signer: string; address: string } {
+    const [steward, signer, address] = new TextDecoder().decode(v).split('!');
+    return { steward: steward!, signer: signer!, address: address! };
+  }
+
+  /**
+   * The batch operations that evict the `n` witness records of kind `k` about stewards not named that arrived first
+   * (none when n ≤ 0), skipping `skip` (records the same batch drops anyway): each record, its place in the arrival
+   * index, and a receipt's places in witness-keep.ts's index. Reads only what it evicts.
+   */
+  async #evictOps(k: WKind, n: number, skip: ReadonlySet<string>): Promise<{ ops: unknown[]; n: number; last?: string }> {
+    const ops: unknown[] = [];
+    let done = 0;
+    let last: string | undefined;
+    if (n <= 0) return { ops, n: 0 };
+    const type = WKIND_TYPE[k];
+    for await (const [key, v] of this.#keep.iterator({ gt: this.#evictedTo[k] ?? `o!${k}!`, lt: `o!${k}!\xff` })) {
+      if (done >= n) break;
+      const { steward, signer, address } = RecordStore.#parsePlace(v);
+      if (skip.has(address)) continue;
+      done++;
+      last = key;
+      ops.push(
+        { type: 'del', key: address, sublevel: this.#records },
+        { type: 'del', key: `${type}!${address}`, sublevel: this.#byType },
+        { type: 'del', key, sublevel: this.#keep },
+      );
+      if (k !== 'w') continue;
+      ops.push({ type: 'del', key: `a!${address}`, sublevel: this.#keep });
+      const prefix = RecordStore.#witnessPrefix(steward, signer);
+      for await (const [pk, pv] of this.#jobIndex.iterator({ gt: prefix, lt: `${prefix}\xff` })) {
+        if (RecordStore.#parseKept(pv).address === address) ops.push({ type: 'del', key: pk, sublevel: this.#jobIndex });
+      }
+    }
+    return { ops, n: done, ...(last === undefined ? {} : { last }) };
+  }
+
+  /** After an eviction's batch is on disk: the next starts past what it removed. */
+  #evicted(k: WKind, ev: { last?: string }): void {
+    if (ev.last !== undefined) this.#evictedTo[k] = ev.last;
+  }
+
+  /**
+   * The arrival index of the witness records (see the class comment): built once for a store from before it (in
+   * address order: the order of arrival is not known), then read for the counts, with records moved between the
+   * named and the others' order as the named stewards changed since the last run, and the caps applied (a cap
+   * lowered between runs, or such a move). A named steward's records held past its own bounds stay.
+   */
+  async #indexWitnessRecords(log?: Logger): Promise<void> {
+    let ops: unknown[] = [];
+    const flush = async (atLeast: number) => {
+      if (ops.length < atLeast || !ops.length) return;
+      await syncBatch(this.#db, ops);
+      ops = [];
+    };
+    if ((await this.#keep.get(WITNESS_KEEP_DONE)) === undefined) {
+      let n = 0;
+      for (const k of ['e', 'w'] as const) {
+        const type = WKIND_TYPE[k];
+        for await (const key of this.#byType.keys({ gt: `${type}!`, lt: `${type}!\xff` })) {
+          const address = key.slice(type.length + 1);
+          const r = (await this.get(address, type)) as Opened<{ steward: string }> | undefined;
+          if (!r) continue;
+          const place = `o!${k}!${seqKey(this.#arrival++)}`;
+          ops.push({ type: 'put', key: place, value: RecordStore.#placeValue(r.record.steward, r.signer, address), sublevel: this.#keep });
+          if (k === 'w') ops.push({ type: 'put', key: `a!${address}`, value: new TextEncoder().encode(place), sublevel: this.#keep });
+          n++;
+          await flush(2000);
+        }
+      }
+      ops.push({ type: 'put', key: WITNESS_KEEP_DONE, value: new TextEncoder().encode('1'), sublevel: this.#keep });
+      await flush(1);
+      if (n) log?.info({ records: n }, 'witness records indexed by arrival, once after an upgrade');
+    }
+    const move = (k: WKind, from: string, to: string, v: Uint8Array, address: string) => {
+      ops.push({ type: 'del', key: from, sublevel: this.#keep }, { type: 'put', key: to, value: v, sublevel: this.#keep });
+      if (k === 'w') ops.push({ type: 'put', key: `a!${address}`, value: new TextEncoder().encode(to), sublevel: this.#keep });
+    };
+    // the others' records about a steward now named join its own; then each named one is counted, or rejoins the others
+    for await (const [key, v] of this.#keep.iterator({ gt: 'o!', lt: 'o!\xff' })) {
+      const [, k, seq] = key.split('!') as [string, WKind, string];
+      this.#arrival = Math.max(this.#arrival, Number(seq) + 1);
+      const p = RecordStore.#parsePlace(v);
+      if (this.#named.has(p.steward)) move(k, key, `n!${k}!${p.steward}!${seq}`, v, p.address);
+      else this.#loose[k]++;
+      await flush(2000);
+    }
+    await flush(1);
+    for await (const [key, v] of this.#keep.iterator({ gt: 'n!', lt: 'n!\xff' })) {
+      const parts = key.split('!');
+      const k = parts[1] as WKind;
+      const seq = parts[parts.length - 1]!;
+      this.#arrival = Math.max(this.#arrival, Number(seq) + 1);
+      const p = RecordStore.#parsePlace(v);
+      if (!this.#named.has(p.steward)) {
+        move(k, key, `o!${k}!${seq}`, v, p.address);
+        this.#loose[k]++;
+      } else if (k === 'e') this.#namedEvidence.set(p.steward, (this.#namedEvidence.get(p.steward) ?? 0) + 1);
+      else {
+        const keys = this.#namedWitnesses.get(p.steward);
+        if (keys) keys.add(p.signer);
+        else this.#namedWitnesses.set(p.steward, new Set([p.signer]));
+      }
+      await flush(2000);
+    }
+    await flush(1);
+    for (const k of ['e', 'w'] as const) {
+      const max = k === 'e' ? this.#bounds.maxEvidence : this.#bounds.maxReceipts;
+      let evicted = 0;
+      while (this.#loose[k] > max) {
+        const ev = await this.#evictOps(k, Math.min(2000, this.#loose[k] - max), new Set());
+        if (!ev.n) break;
+        await syncBatch(this.#db, ev.ops);
+        this.#evicted(k, ev);
+        this.#loose[k] -= ev.n;
+        evicted += ev.n;
+      }
+      if (evicted) log?.info({ kind: WKIND_TYPE[k], evicted, max }, 'witness records past the cap evicted, the first to arrive first');
+    }
+  }
+
+  /** Witness records held about stewards this node's config does not name, per kind (evidence, receipts). */
+  get looseWitnessRecords(): { evidence: number; receipts: number } {
+    return { evidence: this.#loose.e, receipts: this.#loose.w };
   }
 
   /** `w!<steward>!<witness>!`: then `b<band>` for each band's checkpoint, `top` for the longest. */
@@ -459,6 +685,7 @@ export class RecordStore {
     for (const r of recs) {
       if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
       if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() decides which of a witness are kept');
+      if (r.type === EVIDENCE_TYPE) throw new Error('putMany takes no witness evidence: put() bounds what is kept');
       if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
     if (!fresh.size) return 0;
@@ -478,7 +705,8 @@ export class RecordStore {
    * the class comment), with their index entries, at most `max` records in one synced batch; pass the result's
    * `after` to the next call. Only jobs and selections are read (for their lookup keys); anything else goes by its
    * key, and so does a record that no longer opens (its lookup keys, if any, stay: lookups skip a missing record).
-   * Adverts, pool and witness records are not history and are never dropped here.
+   * Adverts, pool and witness records are not history and are never dropped here (witness records have their own
+   * bound: the class comment).
    */
   async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
     const ops: unknown[] = [];

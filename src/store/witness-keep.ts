@@ -70,3 +70,26 @@ export function offerReceipt(pair: WitnessPair, r: KeptReceipt, o: { bySigned?: 
   const held = (x: KeptReceipt) => pair.top?.address === x.address || pair.bands.get(bandOf(x.length))?.address === x.address;
   return { band, top, dropped: [...new Set(displaced.filter((x) => !held(x)).map((x) => x.address))] };
 }
+
+/**
+ * How many witness records (pool-evidence/1, pool-witness/1) a node keeps in all (config `witnessRecords`,
+ * docs/overlays.md "What a node keeps of witness records"). Both are signed by a key anyone can make, about a
+ * "steward" whose key anyone can make too, so without an overall bound a peer could have every node store them for
+ * ever (about 1 KB of evidence, 290 B of receipt a message):
+ *
+ * - about stewards this node's config does not name, at most `maxEvidence` evidence records and `maxReceipts`
+ *   receipts, each kind evicting the first to arrive (an index by arrival order, records.ts);
+ * - about a steward it names (`network.steward`, `witness.stewards`, itself as a steward), outside those caps, so
+ *   strangers' records never push them out: `maxEvidence` evidence records per steward, the first kept, and the
+ *   receipts of the first `maxWitnesses` witness keys (each a bounded set, above).
+ *
+ * A steward's own ledger, with no witness list, keeps the receipts of the first `maxWitnesses` keys (ledger/store.ts).
+ */
+export interface WitnessRecordBounds {
+  maxEvidence: number;
+  maxReceipts: number;
+  maxWitnesses: number;
+}
+
+/** Evidence: 2,000 (2 MB at the usual 1 KB, 128 MiB at the 64 KiB envelope bound); receipts: 5,000 (~1.5 MB); 64 witness keys per named steward. */
+export const WITNESS_RECORD_DEFAULTS: WitnessRecordBounds = { maxEvidence: 2_000, maxReceipts: 5_000, maxWitnesses: 64 };

@@ -9,9 +9,9 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { encodeMessage } from '../../../src/net/framing.js';
-import { recordHooks, witnessHook, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { recordHooks, witnessHook, evidenceHook, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
 import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
-import { WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { WITNESS_TYPE, EVIDENCE_TYPE, sealEntries, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { records, provider, buyer, gateway, NOW, PROVIDER, BUYER } from '../records/fixtures.js';
 
 const clock = fakeClock(NOW);
@@ -194,4 +194,28 @@ test('pool-witness: on an overlay naming its witnesses, a receipt from another k
   const st = pipeline(witnessHook({ steward: S }));
   assert.equal(await verdict(st, receipt(rogue)), 'accept:ok');
   assert.equal(await verdict(st, receipt(rogue, didFromPublicKey(named.publicKey))), `ignore:${HOOK_ERR.WITNESS_FOREIGN_STEWARD}`);
+});
+
+test('pool-evidence: on an overlay naming its steward, evidence about any other steward (a throwaway key) is ignored (no penalty: an ignore) on gossip and sync; about that steward, or with none named, it passes', async () => {
+  const steward = Ed25519Signer.generate();
+  const S = didFromPublicKey(steward.publicKey);
+  const witness = Ed25519Signer.generate();
+  const ev = (st: Ed25519Signer, n: number) => {
+    const admitted = (claim: string) => ({ event: 'Admitted' as const, claim, entitlement: 'x', reserved: { uj: 1, grade: 'Estimator' as const }, devices: 1, borrowed_uj: 0 });
+    const [a] = sealEntries([admitted(`a${n}`)], st, { at: NOW });
+    const [b] = sealEntries([admitted(`b${n}`)], st, { at: NOW });
+    return seal(EVIDENCE_TYPE, { steward: didFromPublicKey(st.publicKey), seq: 0, held: a!.bytes, conflicting: b!.bytes, observedAt: NOW } satisfies EquivocationEvidence, witness).bytes;
+  };
+  const pipeline = (hook: ReturnType<typeof evidenceHook>) =>
+    new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: hook ? { 'pool-evidence': hook } : {}, floodLimits: { signer: {} } });
+  const outcome = async (p: RecordPipeline, data: Uint8Array, source: 'gossip' | 'sync' = 'gossip') => {
+    const o = await p.validate('pool-evidence', data, 'peer', source);
+    return `${o.verdict}:${o.reason}`;
+  };
+  assert.equal(evidenceHook({}), undefined, 'no steward named: no hook');
+  const p = pipeline(evidenceHook({ steward: S }));
+  assert.equal(await outcome(p, ev(steward, 1)), 'accept:ok');
+  assert.equal(await outcome(p, ev(Ed25519Signer.generate(), 2)), `ignore:${HOOK_ERR.EVIDENCE_FOREIGN_STEWARD}`);
+  assert.equal(await outcome(p, ev(Ed25519Signer.generate(), 3), 'sync'), `ignore:${HOOK_ERR.EVIDENCE_FOREIGN_STEWARD}`);
+  assert.equal(await outcome(pipeline(undefined), ev(Ed25519Signer.generate(), 4)), 'accept:ok');
 });
