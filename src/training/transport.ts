@@ -95,14 +95,45 @@ export class TrainWire {
 /** Largest payload of one message: a libp2p stream resets above about 4 MiB buffered (docs/STACK), so big chunks travel as parts. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
+/** Bounds of a ChunkAssembler: what members of a run can make it hold in parts of chunks not yet whole. */
+export const ASSEMBLY_LIMITS = {
+  /** chunks in assembly at once, in all */
+  chunks: 64,
+  /** chunks in assembly at once from one sender */
+  chunksPerSender: 16,
+  /** part bytes held in all */
+  bytes: 512 * 1024 * 1024,
+  /** a chunk not completed within this long of its first part is dropped, ms */
+  ttlMs: 10 * 60_000,
+};
+
 /**
  * Reassembles chunk parts (`{k:'chunk', tag, part, parts}`) into whole chunks
- * and hands each to `deliver` once; at most 1 024 parts per chunk and 64
- * chunks in assembly at once (TRAIN_BAD_MESSAGE beyond).
+ * and hands each to `deliver` once; at most 1 024 parts per chunk, and within
+ * ASSEMBLY_LIMITS: chunks in assembly in all and per sender, part bytes held
+ * (TRAIN_BAD_MESSAGE beyond each); a chunk left unfinished is dropped after
+ * `ttlMs`, so stuck parts neither stay nor block the rest.
  */
 export class ChunkAssembler {
-  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number }>();
-  constructor(private readonly deliver: (from: number, tag: string, data: Uint8Array) => void) {}
+  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number; from: number; since: number; bytes: number }>();
+  #bytes = 0;
+  constructor(
+    private readonly deliver: (from: number, tag: string, data: Uint8Array) => void,
+    private readonly limits: typeof ASSEMBLY_LIMITS = ASSEMBLY_LIMITS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Part bytes held in chunks not yet whole. */
+  get bytesHeld(): number {
+    return this.#bytes;
+  }
+
+  #drop(key: string): void {
+    const p = this.#partial.get(key);
+    if (!p) return;
+    this.#partial.delete(key);
+    this.#bytes -= p.bytes;
+  }
 
   put(from: number, head: TrainMessage, payload: Uint8Array): void {
     const tag = head.tag;
@@ -111,18 +142,30 @@ export class ChunkAssembler {
     const part = head.part === undefined ? 0 : head.part;
     if (typeof parts !== 'number' || typeof part !== 'number' || !Number.isInteger(parts) || parts < 1 || parts > 1024 || !Number.isInteger(part) || part < 0 || part >= parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk part out of range');
     if (parts === 1) return this.deliver(from, tag, payload.slice());
+    const now = this.now();
+    // chunks begun longest ago come first: drop the ones left unfinished past the time-to-live
+    for (const [k, q] of this.#partial) {
+      if (now - q.since < this.limits.ttlMs) break;
+      this.#drop(k);
+    }
     const key = `${from}|${tag}`;
     let p = this.#partial.get(key);
     if (!p) {
-      if (this.#partial.size >= 64) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
-      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0 };
+      if (this.#partial.size >= this.limits.chunks) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
+      let mine = 0;
+      for (const q of this.#partial.values()) if (q.from === from) mine++;
+      if (mine >= this.limits.chunksPerSender) throw new C0Error('TRAIN_BAD_MESSAGE', `too many chunks in assembly from member ${from}`);
+      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0, from, since: now, bytes: 0 };
       this.#partial.set(key, p);
     }
     if (p.parts.length !== parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'part count changed');
     if (p.parts[part]) throw new C0Error('TRAIN_DUPLICATE_MESSAGE', `part ${part} of ${tag} twice`);
+    if (this.#bytes + payload.length > this.limits.bytes) throw new C0Error('TRAIN_BAD_MESSAGE', `chunks in assembly would hold over ${this.limits.bytes} bytes`);
     p.parts[part] = payload.slice();
+    p.bytes += payload.length;
+    this.#bytes += payload.length;
     if (++p.got < parts) return;
-    this.#partial.delete(key);
+    this.#drop(key);
     this.deliver(from, tag, join(p.parts as Uint8Array[]));
   }
 }
