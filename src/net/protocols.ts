@@ -73,7 +73,7 @@ export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   // exec/1 is a streaming protocol: small frames (header, 256 KiB chunks); its handler sets the deadlines per phase.
   [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 512 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 << 20 },
   // ledger/1 answers a range of at most MAX_LEDGER_RANGE (1,024) entries, each one record
-  [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 30_000, maxRequestFrames: 1, maxResponseFrames: 1024 },
+  [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 30_000, maxRequestFrames: 1, maxResponseFrames: 1024, maxResponseBytes: 1024 * (MAX_ENVELOPE_BYTES + 64) },
   [PROTOCOLS.witness]: { ...DEFAULT_LIMITS, maxFrameBytes: 256 * 1024, deadlineMs: 10_000, maxRequestFrames: 4 },
 };
 

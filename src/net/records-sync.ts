@@ -69,8 +69,8 @@ export class RecordsSync {
     const d = this.d;
     if (!addresses.every(isAddress)) throw new C0Error('ADDRESS_MALFORMED', 'fetchRecords: addresses must be sha256:<hex>', { field: 'addresses' });
     const want = new Set(addresses);
-    // no more frames than addresses asked: a peer cannot make this node hold more than it wanted
-    const frames = await d.direct.call(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses })], { limits: { maxResponseFrames: want.size } });
+    // each address asked once, and no more frames than that: a peer cannot make this node hold more than it wanted
+    const frames = await d.direct.call(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'get', addresses: [...want] })], { limits: { maxResponseFrames: want.size } });
     const out: Opened[] = [];
     for (const f of frames) {
       const label = { source: 'fetch', kind: 'any' };

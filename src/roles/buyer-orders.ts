@@ -67,11 +67,13 @@ export interface ClaimOutcomeSummary {
 export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
 
 /**
- * Refused claims a selection lists at most. Its `arrivals` hold 4,096 (the record's bound) with the winner, so a
- * run that listed every claim that opened could be kept from ever being won by 4,096 refused claims (keys cost
- * nothing); past this the run still answers each one (a signed refusal) but lists, stores and keeps none.
+ * Refused claims a selection lists at most. A selection is one envelope of at most 64 KiB, and each refused claim
+ * it lists costs about 280 bytes when its provider is new to the list (an arrival and a `considered` entry), so a
+ * run that listed every claim that opened could be kept from ever being won by a few hundred refused claims from
+ * throwaway keys: the winner's selection would not open. 200 keep the worst case near 56 KiB. Past it the run
+ * still answers each claim (a signed refusal) but lists, stores and keeps none.
  */
-export const MAX_LISTED_REFUSALS = 4095;
+export const MAX_LISTED_REFUSALS = 200;
 /** Claim outcomes the run's result keeps (each is also an event as it happens); past it they are counted only. */
 export const MAX_CLAIM_SUMMARIES = 4096;
 

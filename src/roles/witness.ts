@@ -15,7 +15,6 @@ import { compareBytes } from '../records/cbor.js';
 import { POOL_TYPE } from '../ledger/entry.js';
 import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
 import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness } from '../ledger/witness.js';
-import { Slots } from '../util/serial.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
@@ -34,7 +33,9 @@ export interface WitnessConfig {
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
 export const MAX_STEWARDS = 1000;
 /** Catch-ups running at once, over all stewards (each holds the entries it fetched until it cosigns). */
-export const CATCHUP_SLOTS = 2;
+export const CATCHUP_SLOTS = 4;
+/** One catch-up's whole time, every range call included: a steward that answers slowly cannot hold a slot longer. */
+export const CATCHUP_BUDGET_MS = 120_000;
 /** Entry bytes one catch-up holds at most: past it the head is refused WITNESS_TOO_LARGE, nothing is fetched further. */
 export const MAX_CATCHUP_BYTES = 64 * 1024 * 1024;
 export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
@@ -51,10 +52,15 @@ export class WitnessRole {
   readonly witness: Witness;
   /** Per steward: the catch-up running (or waiting for a slot), and the newest head heard meanwhile (only it is kept). */
   #busy = new Map<string, { run: Promise<void>; next?: Opened<LedgerEntry> }>();
-  #slots = new Slots(CATCHUP_SLOTS);
-  /** The stewards taken on (held on disk, or heard since): bounded by maxStewards when there is no list. */
+  /** Catch-ups running; those waiting for a place (a steward this witness holds a head for goes first). */
+  #running = 0;
+  #waiting: Array<{ steward: string; go: () => void }> = [];
+  /** The stewards taken on: those held on disk, and those whose catch-up runs. Bounded by maxStewards without a list. */
   #known = new Set<string>();
+  /** The stewards this witness holds a head for (cosigned at least once). */
+  #held = new Set<string>();
   #full = false;
+  #stopped = false;
   #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
 
   private constructor(
@@ -68,7 +74,10 @@ export class WitnessRole {
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
     const w = new WitnessRole(o, db, identity, cfg);
-    if (!cfg.stewards) for (const s of await w.witness.stewards(w.#maxStewards)) w.#known.add(s);
+    for (const s of await w.witness.stewards(cfg.stewards ? Infinity : w.#maxStewards)) {
+      w.#held.add(s);
+      w.#known.add(s);
+    }
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     return w;
   }
@@ -79,7 +88,7 @@ export class WitnessRole {
 
   #onHead(entry: Opened<LedgerEntry>): void {
     const steward = entry.signer;
-    if (steward === this.identity.did) return;
+    if (this.#stopped || steward === this.identity.did) return;
     if (this.cfg.stewards && !this.cfg.stewards.includes(steward)) return;
     if (!this.cfg.stewards && !this.#known.has(steward)) {
       if (this.#known.size >= this.#maxStewards) {
@@ -99,14 +108,36 @@ export class WitnessRole {
     this.#busy.set(steward, state);
     state.run = (async () => {
       let head: Opened<LedgerEntry> | undefined = entry;
-      while (head) {
+      while (head && !this.#stopped) {
         const h = head;
-        await this.#slots.run(() => this.#catchUp(steward, h)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
+        await this.#inSlot(steward, () => this.#catchUp(steward, h)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
         head = state.next;
         delete state.next;
       }
       this.#busy.delete(steward);
+      // A steward never cosigned is not kept taken on: heads from keys that serve nothing cannot fill maxStewards.
+      if (!this.#held.has(steward)) {
+        this.#known.delete(steward);
+        this.#last.delete(steward);
+      }
     })();
+  }
+
+  /** Run `fn` in one of CATCHUP_SLOTS places; a steward this witness holds a head for is let in before a new one. */
+  async #inSlot(steward: string, fn: () => Promise<void>): Promise<void> {
+    if (this.#running >= CATCHUP_SLOTS) {
+      await new Promise<void>((go) => this.#waiting.push({ steward, go }));
+      if (this.#stopped) return;
+    } else this.#running++;
+    try {
+      await fn();
+    } finally {
+      const i = this.#waiting.findIndex((w) => this.#held.has(w.steward));
+      const next = this.#waiting.splice(i >= 0 ? i : 0, 1)[0];
+      // the place passes to the next waiting, or is freed
+      if (next) next.go();
+      else this.#running--;
+    }
   }
 
   async #catchUp(steward: string, entry: Opened<LedgerEntry>): Promise<void> {
@@ -124,10 +155,11 @@ export class WitnessRole {
     }
     const entries: Uint8Array[] = [];
     let bytes = 0;
+    const budget = AbortSignal.timeout(CATCHUP_BUDGET_MS);
     try {
       for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
         const to = Math.min(target, at + MAX_LEDGER_RANGE);
-        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at } });
+        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
         for (const f of frames) {
           if (!(f instanceof Uint8Array)) continue;
           bytes += f.length;
@@ -165,6 +197,7 @@ export class WitnessRole {
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
+      this.#held.add(steward);
       await this.o.net.publish('pool-witness', receipt.bytes).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'witness receipt reached nobody'));
       this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
     } catch (e) {
@@ -195,7 +228,15 @@ export class WitnessRole {
     return { witness: this.identity.did, overlay: this.o.name, stewards: out };
   }
 
+  /** Resolves once no catch-up runs or waits (the heads heard so far are dealt with). */
+  async settled(): Promise<void> {
+    while (this.#busy.size) await Promise.allSettled([...this.#busy.values()].map((b) => b.run));
+  }
+
+  /** Stop taking heads; the catch-ups running end, those waiting for a place do not start. */
   async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const w of this.#waiting.splice(0)) w.go();
     await Promise.allSettled([...this.#busy.values()].map((b) => b.run));
   }
 }

@@ -149,6 +149,7 @@ export class ChunkAssembler {
       this.#drop(k);
     }
     const key = `${from}|${tag}`;
+    if (this.#bytes + payload.length > this.limits.bytes) throw new C0Error('TRAIN_BAD_MESSAGE', `chunks in assembly would hold over ${this.limits.bytes} bytes`);
     let p = this.#partial.get(key);
     if (!p) {
       if (this.#partial.size >= this.limits.chunks) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
@@ -160,7 +161,6 @@ export class ChunkAssembler {
     }
     if (p.parts.length !== parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'part count changed');
     if (p.parts[part]) throw new C0Error('TRAIN_DUPLICATE_MESSAGE', `part ${part} of ${tag} twice`);
-    if (this.#bytes + payload.length > this.limits.bytes) throw new C0Error('TRAIN_BAD_MESSAGE', `chunks in assembly would hold over ${this.limits.bytes} bytes`);
     p.parts[part] = payload.slice();
     p.bytes += payload.length;
     this.#bytes += payload.length;

@@ -16,7 +16,7 @@ import type * as NodeCrypto from 'node:crypto';
 import { ClaimDesk, parseClaimAnswer } from '../../../src/roles/claim-protocol.js';
 import { MAX_CLAIM_SUMMARIES, MAX_LISTED_REFUSALS, runOrder, type ArrivedClaim, type OrderPorts } from '../../../src/roles/buyer-orders.js';
 import type { BuyerDeps, BuyerEvent, JobSpec } from '../../../src/roles/buyer.js';
-import { seal, T, type Claim, type Opened } from '../../../src/records/index.js';
+import { Ed25519Signer, open, seal, T, type Claim, type Opened, type Selection } from '../../../src/records/index.js';
 import type { CborValue } from '../../../src/records/cbor.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { silentLogger } from '../../../src/util/log.js';
@@ -121,14 +121,19 @@ describe('an open order opens each arriving claim once', () => {
 
 describe('an open order flooded with refused claims', () => {
   it(`can still be won: the selection lists the first ${MAX_LISTED_REFUSALS} refused claims and the winner, the result keeps ${MAX_CLAIM_SUMMARIES} outcomes and counts the rest`, async () => {
-    const n = MAX_LISTED_REFUSALS + 10;
-    // claims over the bid, each distinct (its issuedAt), all from one key: each opens and is refused
-    const over = Array.from({ length: n }, (_, i) => seal(T.claim, { job: J.address, advert: advert(P(201)).address, price: { amount: '2', currency: 'USD' }, issuedAt: NOW - i }, P(201).signer));
+    // the worst case for the selection's size: every refused claim from a key of its own (an arrival and a
+    // `considered` entry each), then enough from one key to pass the outcomes the result keeps
+    const keys = Array.from({ length: MAX_LISTED_REFUSALS + 10 }, () => Ed25519Signer.generate());
+    const byKey = keys.map((k) => seal(T.claim, { job: J.address, advert: advert(P(201)).address, price: { amount: '2', currency: 'USD' }, issuedAt: NOW }, k));
+    const byOne = Array.from({ length: MAX_CLAIM_SUMMARIES }, (_, i) => seal(T.claim, { job: J.address, advert: advert(P(201)).address, price: { amount: '2', currency: 'USD' }, issuedAt: NOW - i }, P(201).signer));
+    const over = [...byKey, ...byOne];
+    const n = over.length;
     const win = claimBy(202);
     const queue: ArrivedClaim[] = [...over, win].map((c, i) => ({ seq: i + 1, receivedAt: NOW, claim: c.bytes, opened: c, from: '', answer: () => {} }));
     const ports: OrderPorts = { inbox: () => ({ next: async () => queue.shift(), close: () => {} }) };
     const result = await runOrder(deps([]), ports, J, spec, () => {}, async () => ({ outcome: 'failed' }));
-    const sel = result.selection!.record;
+    // the signed bytes open: the winner, the provider it runs with and every node can read it
+    const sel = open(result.selection!.bytes, T.selection).record as Selection;
     assert.equal(sel.winner, win.address);
     assert.equal(sel.arrivals!.length, MAX_LISTED_REFUSALS + 1);
     assert.deepEqual(sel.arrivals!.at(-1)!.claim, win.address);

@@ -84,13 +84,13 @@ describe('witness role bounds', () => {
     const s = stewardChain(3);
     await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, calls }) => {
       onHead(head(s.chain[2]!));
-      await role.stop();
+      await role.settled();
       assert.deepEqual((await role.witness.held(s.did)).length, 3);
       const before = calls.length;
       // a head the steward signed at seq 10^9: cosign would refuse it after fetching it all
       const far = sealEntries([admitted('x')], s.signer, { start: { length: 1_000_000_000, head: s.chain[2]!.address } })[0]!;
       onHead(head(far));
-      await role.stop();
+      await role.settled();
       assert.equal(calls.length, before, 'nothing fetched');
       const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string } }> };
       assert.equal(st.stewards[s.did]!.last.refused, WITNESS_ERR.TOO_MANY);
@@ -102,21 +102,41 @@ describe('witness role bounds', () => {
     await rig(new Map(ss.map((s) => [s.did, s.chain])), async ({ role, onHead, calls, warnings, restart }) => {
       for (const s of ss) onHead(head(s.chain[0]!));
       onHead(head(ss[4]!.chain[0]!));
-      await role.stop();
+      await role.settled();
       assert.deepEqual(new Set(calls.map((c) => c.steward)), new Set(ss.slice(0, 3).map((s) => s.did)));
       assert.equal(warnings.filter((w) => w.startsWith('witnessing as many stewards')).length, 1);
       // a steward taken on still is
       onHead(head(ss[0]!.chain[0]!));
-      await role.stop();
+      await role.settled();
       assert.equal(calls.filter((c) => c.steward === ss[0]!.did).length, 2);
       // restarted, it knows the three it holds heads for: the others are still refused, those still served
       const again = await restart();
       onHead(head(ss[3]!.chain[0]!));
       onHead(head(ss[1]!.chain[0]!));
-      await again.stop();
+      await again.settled();
       assert.equal(calls.filter((c) => c.steward === ss[3]!.did).length, 0);
       assert.equal(calls.filter((c) => c.steward === ss[1]!.did).length, 2);
     }, { maxStewards: 3 });
+  });
+
+  it('a steward that serves nothing is not kept taken on, so such heads cannot fill maxStewards; a stopped role takes no heads', async () => {
+    const empty = stewardChain(2);
+    const real = stewardChain(1);
+    // `empty` signs heads but its ledger/1 answers nothing
+    await rig(new Map([[real.did, real.chain]]), async ({ role, onHead, calls }) => {
+      onHead(head(empty.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 1);
+      assert.equal((await role.witness.held(empty.did)).length, 0);
+      onHead(head(real.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(real.did)).length, 1, 'the real steward is taken: the empty one was forgotten');
+      await role.stop();
+      const before = calls.length;
+      onHead(head(real.chain[0]!));
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(calls.length, before, 'stopped: nothing fetched');
+    }, { maxStewards: 1 });
   });
 
   it('heads heard during a catch-up wait as one: the newest', async () => {
@@ -128,7 +148,7 @@ describe('witness role bounds', () => {
         await flush();
         for (let i = 1; i < 40; i++) onHead(head(s.chain[i]!));
         release();
-        await role.stop();
+        await role.settled();
         assert.equal(calls.length, 2, 'the first catch-up and one for the newest head, not 40');
         assert.equal((await role.witness.held(s.did)).length, 40);
       },

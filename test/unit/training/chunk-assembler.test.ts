@@ -37,6 +37,10 @@ describe('ChunkAssembler bounds', () => {
     a.put(1, part('a', 0, 3), new Uint8Array(6));
     refused(() => a.put(2, part('b', 0, 3), new Uint8Array(6)), /over 10 bytes/);
     assert.equal(a.bytesHeld, 6);
+    // the refused part began no chunk: member 2 still has its places once the bytes are free
+    const b = new ChunkAssembler(() => undefined, { ...ASSEMBLY_LIMITS, bytes: 10, chunksPerSender: 1 });
+    refused(() => b.put(2, part('big', 0, 2), new Uint8Array(11)), /over 10 bytes/);
+    b.put(2, part('small', 0, 2), new Uint8Array(1));
   });
 
   it('drops a chunk left unfinished past its time-to-live, which frees its sender and its bytes', () => {
