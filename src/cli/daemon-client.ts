@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { readDaemonInfo } from '../node/daemon-info.js';
-import { TOKEN_FILE } from '../node/api.js';
+import { TOKEN_FILE } from '../node/api-client.js';
 
 export interface DaemonClient {
   api: string;

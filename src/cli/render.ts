@@ -2,18 +2,14 @@
 import type { WireEvent, WireRecord } from '../node/events.js';
 import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
+import { short, shortAddr } from './short.js';
+
+// Light, for commands that print names without rendering events.
+export { short, shortAddr };
 
 /** How much a narration lists: `limit` entries of each long list (providers, ranking, offers), the rest summarised. */
 export interface RenderOptions {
   limit?: number;
-}
-
-export function short(did: string | undefined): string {
-  if (!did) return '?';
-  return did.startsWith('did:key:') ? `${did.slice(8, 16)}…${did.slice(-4)}` : did.length > 20 ? `${did.slice(0, 14)}…` : did;
-}
-export function shortAddr(a: string | undefined): string {
-  return a ? `${a.slice(0, 15)}…` : '?';
 }
 
 type Rec<T> = WireRecord & { record: T };

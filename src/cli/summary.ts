@@ -4,13 +4,11 @@
  * counting the rest, e.g. "… and 1,960 more providers: 1,200 fail region,
  * 700 fail gpu". `--all` lists everything. docs/market.md "Summary output".
  */
-import { C0Error } from '../errors.js';
 import { CONSTRAINTS, constraintOf, type Constraint } from '../market/explain.js';
+import { num } from './limit.js';
 
-/** Entries listed before the rest is summarised (`--limit` changes it, `--all` lifts it). */
-export const DEFAULT_LIST_LIMIT = 12;
-
-export const num = (n: number): string => n.toLocaleString('en-US');
+// The limit itself is in limit.ts, which commands load without the market's explanations.
+export { DEFAULT_LIST_LIMIT, listLimit, num } from './limit.js';
 
 interface VerdictLike {
   eligible: boolean;
@@ -51,13 +49,4 @@ export function pickShown<V extends VerdictLike>(verdicts: readonly V[], limit: 
   if (verdicts.length <= limit) return { shown: [...verdicts], hidden: [] };
   const ordered = [...verdicts.filter((v) => v.eligible), ...verdicts.filter((v) => !v.eligible)];
   return { shown: ordered.slice(0, limit), hidden: ordered.slice(limit) };
-}
-
-/** Parse `--limit <n>` / `--all` into a limit. */
-export function listLimit(o: { all?: boolean; limit?: string }): number {
-  if (o.all) return Infinity;
-  if (o.limit === undefined) return DEFAULT_LIST_LIMIT;
-  const n = Number(o.limit);
-  if (!/^[0-9]{1,9}$/.test(o.limit) || !Number.isInteger(n)) throw new C0Error('CLI_BAD_LIMIT', `--limit takes a whole number of entries, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
-  return n;
 }

@@ -15,9 +15,9 @@ import type { Signer } from '../records/ed25519.js';
 import type { Schema } from '../records/schema.js';
 import { GRADES, type Grade } from '../records/kinds.js';
 import type { PoolEvent } from '../pool/usage.js';
+import { POOL_TYPE, WITNESS_TYPE } from './kind-names.js';
 
-export const POOL_TYPE = 'pool/1';
-export const WITNESS_TYPE = 'pool-witness/1';
+export { POOL_TYPE, WITNESS_TYPE };
 
 /** The genesis sentinel: `prev` of entry 0 is 32 zero bytes. */
 export const GENESIS = 'sha256:' + '0'.repeat(64);

@@ -31,6 +31,9 @@ import { priceForScoring } from './scoring.js';
 import { nameOrder, rankOrder } from './rank-order.js';
 import { oneOfferPerProvider, type OfferBook } from './book.js';
 import { compareDids } from '../records/did.js';
+import { shortDid } from './short-did.js';
+
+export { shortDid };
 
 export interface Scores {
   price: number;
@@ -193,10 +196,6 @@ export function select(input: SelectInput): SelectResult {
 
 function clamp01(x: number): number {
   return x > 1 ? 1 : x < 0 || Number.isNaN(x) ? 0 : x;
-}
-
-export function shortDid(d: string): string {
-  return d.length > 20 ? `${d.slice(0, 14)}…${d.slice(-6)}` : d;
 }
 
 function fmt(x: number): string {

@@ -21,8 +21,10 @@ import type { Logger } from '../util/log.js';
 import { writeSecretFile } from './identity.js';
 import { bearerMatches, checkBrowserHeaders, hostPolicy, type HostPolicy } from './api-guard.js';
 import type { ConsoleGate } from './console-routes.js';
+import { TOKEN_FILE } from './api-client.js';
 
-export const TOKEN_FILE = 'api.token';
+// The client side (apiCall, apiStream) and the token file's name live in api-client.ts, which the CLI loads alone.
+export { TOKEN_FILE, apiCall, apiStream } from './api-client.js';
 
 export type Handler = (req: { params: Record<string, string>; query: URLSearchParams; body: unknown }, res: ApiResponse) => Promise<unknown>;
 
@@ -219,42 +221,4 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         server.close(() => resolve());
       }),
   };
-}
-
-/** Client side (the CLI): call the daemon. */
-export async function apiCall(base: string, token: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
-  let res: Response;
-  try {
-    res = await fetch(`http://${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  } catch (e) {
-    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
-  }
-  const data = (await res.json()) as { error?: { code: string; message: string } };
-  if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
-  return data;
-}
-
-/** Client side: a streaming call yielding NDJSON events. */
-export async function* apiStream(base: string, token: string, path: string, body: unknown): AsyncGenerator<Record<string, unknown>> {
-  let res: Response;
-  try {
-    res = await fetch(`http://${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  } catch (e) {
-    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
-  }
-  if (!res.ok || !res.body) {
-    const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
-    throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
-  }
-  const dec = new TextDecoder();
-  let buf = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += dec.decode(chunk, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line.trim()) yield JSON.parse(line) as Record<string, unknown>;
-    }
-  }
 }

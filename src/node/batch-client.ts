@@ -20,7 +20,7 @@ import type { Requirements } from '../records/kinds.js';
 import type { Batch, BatchPlan } from '../matching/batch-plan.js';
 import type { BatchRunPorts, BatchRunEvent, LineOutcome, OwnLines, RunLine } from '../matching/batch-run.js';
 import { EXEC_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
-import { apiCall, apiStream } from './api.js';
+import { apiCall, apiStream } from './api-client.js';
 
 /** What one workload's lines run (from the batch file). */
 export interface LineRecipe {

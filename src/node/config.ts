@@ -18,6 +18,7 @@ import { isDid } from '../records/did.js';
 import { TOPIC_KINDS } from '../net/topics.js';
 import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
 import { WITNESS_RECORD_DEFAULTS } from '../store/witness-keep.js';
+import { ROLE_NAMES, type Role } from './role-names.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -41,8 +42,7 @@ const workloadCfg = z
 
 const gpu = z.object({ model: z.string().min(1).max(64), vramMiB: z.number().int().positive(), features: z.array(z.string().regex(FEATURE_RE)).optional(), count: z.number().int().positive() }).strict();
 
-export const ROLE_NAMES = ['provider', 'buyer', 'witness', 'steward'] as const;
-export type Role = (typeof ROLE_NAMES)[number];
+export { ROLE_NAMES, type Role } from './role-names.js';
 
 const NETWORK_DEFAULTS = { listen: ['/ip4/0.0.0.0/tcp/4001'], announce: [], bootstrap: [], overlay: 'public', loopback: false, clockSkewMs: 30_000, resyncMs: 30_000, outcomes: 'auto' as const, managed: false };
 

@@ -27,7 +27,9 @@ import { requireDid } from '../records/did.js';
 import { isAddress } from '../records/address.js';
 import { knownTypes, open, type Opened } from '../records/envelope.js';
 import { T } from '../records/kinds.js';
-import { apiCall, type ApiResponse, type Route } from './api.js';
+import type { ApiResponse, Route } from './api.js';
+// The client side lives in api-client.ts (light: the CLI loads it without this module).
+export { consoleLoginUrl } from './api-client.js';
 import { bearerMatches } from './api-guard.js';
 import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
@@ -309,10 +311,4 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       },
     },
   ];
-}
-
-/** Client side (the CLI, the devnet): ask a running daemon for a one-time console login URL. */
-export async function consoleLoginUrl(api: string, token: string): Promise<string> {
-  const r = (await apiCall(api, token, 'POST', '/v1/console/login', {})) as { path: string };
-  return `http://${api}${r.path}`;
 }

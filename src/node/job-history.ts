@@ -17,9 +17,9 @@ import type { Opened } from '../records/envelope.js';
 import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import type { RecordStore } from '../store/records.js';
+import { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 
-export const JOBS_PAGE_DEFAULT = 100;
-export const JOBS_PAGE_MAX = 1000;
+export { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 
 export interface JobsPageQuery {
   limit: number;

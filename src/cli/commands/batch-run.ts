@@ -15,13 +15,11 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { shortDid } from '../../market/index.js';
+import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { apiBatchPorts, batchLines } from '../../node/batch-client.js';
 import { NegativeAnswer, out, jsonReplacer } from '../context.js';
 import { requireDaemon } from '../daemon-client.js';
-import { readBatchRunFile } from '../batchfile.js';
 import { globals } from './index.js';
 import { renderPlan } from './batch.js';
 
@@ -51,6 +49,7 @@ export function registerBatchRun(batch: Command): void {
     .option('--json', 'progress events and the summary as JSON lines on stdout')
     .action(async (file: string, o: RunFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ readBatchRunFile }, { apiBatchPorts, batchLines }] = await Promise.all([import('../batchfile.js'), import('../../node/batch-client.js')]);
       const { batch: b, run } = readBatchRunFile(file);
       const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1);
       const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);

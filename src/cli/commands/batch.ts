@@ -8,13 +8,12 @@
  */
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { apiCall } from '../../node/api.js';
-import { shortDid } from '../../market/index.js';
+import { apiCall } from '../../node/api-client.js';
+import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import type { BatchPlan } from '../../matching/batch-plan.js';
 import { NegativeAnswer, out, outJson } from '../context.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
-import { readBatchFile } from '../batchfile.js';
 import { globals } from './index.js';
 import { registerBatchRun } from './batch-run.js';
 
@@ -28,6 +27,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .action(async (file: string, o: { ceiling?: string; overlay?: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const { readBatchFile } = await import('../batchfile.js');
       const b = readBatchFile(file);
       let ceiling: number | undefined;
       if (o.ceiling !== undefined) {

@@ -1,7 +1,7 @@
 /** `c0mpute console`: print a one-time login URL for the running daemon's web console (docs/console.md). */
 import type { Command } from 'commander';
 import { requireDaemon } from '../daemon-client.js';
-import { consoleLoginUrl } from '../../node/console-routes.js';
+import { consoleLoginUrl } from '../../node/api-client.js';
 import { out } from '../context.js';
 import { globals } from './index.js';
 

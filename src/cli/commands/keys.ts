@@ -1,7 +1,5 @@
 /** `c0mpute keys init|show` */
 import type { Command } from 'commander';
-import { createIdentity, isKeyEncrypted, keyFilePath, readKeyFileDid } from '../../node/identity.js';
-import { peerIdFromDid } from '../../node/peer-id.js';
 import { out, outJson } from '../context.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { globals } from './index.js';
@@ -14,6 +12,7 @@ export function register(program: Command): void {
     .option('--no-passphrase', 'store the key unencrypted without asking')
     .action(async (opts: { passphrase: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ createIdentity }, { peerIdFromDid }] = await Promise.all([import('../../node/identity.js'), import('../../node/peer-id.js')]);
       const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
       const id = createIdentity(dataDir, pass);
       out(`created ${id.did}`);
@@ -25,8 +24,9 @@ export function register(program: Command): void {
     .command('show')
     .description('print the DID, PeerId and key file path (never the secret)')
     .option('--json', 'machine-readable output')
-    .action((opts: { json?: boolean }, cmd: Command) => {
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ isKeyEncrypted, keyFilePath, readKeyFileDid }, { peerIdFromDid }] = await Promise.all([import('../../node/identity.js'), import('../../node/peer-id.js')]);
       const did = readKeyFileDid(dataDir);
       const info = { did, peerId: peerIdFromDid(did).toString(), keyFile: keyFilePath(dataDir), encrypted: isKeyEncrypted(dataDir) };
       if (opts.json) outJson(info);

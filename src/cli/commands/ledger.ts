@@ -2,13 +2,9 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { open } from '../../records/envelope.js';
-import { POOL_TYPE, type LedgerEntry } from '../../ledger/entry.js';
-import { readLedgerDir, writeLedgerDir, type RawLedger } from '../../ledger/store.js';
-import { readLedgerFile, writeLedgerFile } from '../../ledger/file.js';
-import { assertVerified, verifyLedger } from '../../ledger/verify.js';
+import type { LedgerEntry } from '../../ledger/entry.js';
+import type { RawLedger } from '../../ledger/store.js';
 import { NegativeAnswer, out, outJson } from '../context.js';
-import { isDid } from '../../records/did.js';
 
 function isDir(p: string): boolean {
   try {
@@ -18,12 +14,26 @@ function isDir(p: string): boolean {
   }
 }
 
+/** A ledger directory (LevelDB, loaded only then) or an exported file. */
 async function readAny(p: string): Promise<RawLedger> {
-  return isDir(p) ? readLedgerDir(p) : readLedgerFile(p);
+  return isDir(p) ? (await import('../../ledger/store.js')).readLedgerDir(p) : (await import('../../ledger/file.js')).readLedgerFile(p);
+}
+
+let isDid: ((v: string) => boolean) | undefined;
+
+/**
+ * What `--witness`'s parser needs, loaded before a subcommand that has the option parses its command line (the
+ * parser is synchronous; the DID code is not loaded for every command). A command group with such subcommands calls
+ * this from its `preSubcommand` hook.
+ */
+export async function loadWitnessCheck(_group: Command, sub: Command): Promise<void> {
+  if (isDid || !sub.options.some((o) => o.long === '--witness')) return;
+  ({ isDid } = await import('../../records/did.js'));
 }
 
 /** `--witness <did>`, repeatable: the witnesses whose receipts count (src/ledger/attest.ts); none given: every key's. */
 export function collectWitness(v: string, prev: string[]): string[] {
+  if (!isDid) throw new Error('collectWitness: the DID check is not loaded (the group lacks the loadWitnessCheck hook)');
   if (!isDid(v)) throw new C0Error('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
   return [...prev, v];
 }
@@ -48,6 +58,7 @@ function describe(e: LedgerEntry): string {
 
 export function register(program: Command): void {
   const led = program.command('ledger').description('the pool/1 steward ledger: verify, export, show, import');
+  led.hook('preSubcommand', loadWitnessCheck);
 
   led
     .command('verify')
@@ -57,6 +68,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .description('replay and verify every entry; print length, head, attestation grade and the first problem (exit 0 ok, 1 not)')
     .action(async (path: string, opts: { steward?: string; witness: string[]; json?: boolean }) => {
+      const { verifyLedger } = await import('../../ledger/verify.js');
       const raw = await readAny(path);
       const rep = verifyLedger(raw, verifyOptions(opts));
       const r = rep.replay;
@@ -97,6 +109,7 @@ export function register(program: Command): void {
     .argument('<file>', 'file to write')
     .description('write the ledger (entries and witness receipts) to one file')
     .action(async (dir: string, file: string) => {
+      const [{ readLedgerDir }, { writeLedgerFile }] = await Promise.all([import('../../ledger/store.js'), import('../../ledger/file.js')]);
       const raw = await readLedgerDir(dir);
       writeLedgerFile(file, raw);
       out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
@@ -109,6 +122,7 @@ export function register(program: Command): void {
     .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .description('verify an exported ledger and write it into an empty directory')
     .action(async (file: string, dir: string, opts: { witness: string[] }) => {
+      const [{ readLedgerFile }, { assertVerified, verifyLedger }, { writeLedgerDir }] = await Promise.all([import('../../ledger/file.js'), import('../../ledger/verify.js'), import('../../ledger/store.js')]);
       const raw = readLedgerFile(file);
       // the file's own witness receipts (of the named witnesses, if any) must not contradict it (a rewritten or re-signed history)
       assertVerified(verifyLedger(raw, verifyOptions(opts)), `refusing to import ${file}`);
@@ -126,6 +140,7 @@ export function register(program: Command): void {
     .action(async (path: string, opts: { from: string; witness: string[]; json?: boolean }) => {
       const from = Number(opts.from);
       if (!Number.isSafeInteger(from) || from < 0) throw new C0Error('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
+      const [{ verifyLedger }, { open }, { POOL_TYPE }] = await Promise.all([import('../../ledger/verify.js'), import('../../records/envelope.js'), import('../../ledger/entry.js')]);
       const raw = await readAny(path);
       const rep = verifyLedger(raw, verifyOptions(opts));
       const rows = raw.entries.slice(from).map((b, i) => {

@@ -6,17 +6,15 @@
  * (no rotation: an offline probe marks nothing). No offer round, nothing signed.
  */
 import type { Command } from 'commander';
-import { apiCall } from '../../node/api.js';
-import { T, type Presence } from '../../records/kinds.js';
-import { candidates, type CandidatesResult } from '../../matching/candidates.js';
-import { liveFromRecords, parseProbeOrder } from '../../matching/probe.js';
-import { shortDid } from '../../market/index.js';
-import { readJobFile } from '../jobfile.js';
+import { apiCall } from '../../node/api-client.js';
+import type { Presence } from '../../records/kinds.js';
+import type { CandidatesResult } from '../../matching/candidates.js';
+import { shortDid } from '../../market/short-did.js';
 import { NegativeAnswer, out, outJson } from '../context.js';
 import { overlayQuery as q, requireDaemon } from '../daemon-client.js';
-import { DEFAULT_LIST_LIMIT, listLimit } from '../summary.js';
+import { DEFAULT_LIST_LIMIT, listLimit } from '../limit.js';
 import { globals } from './index.js';
-import { loadRecordDir, parseAt } from './market.js';
+import { parseAt } from './market.js';
 
 interface ProbeOpts {
   input?: string;
@@ -67,10 +65,17 @@ export function registerProbe(program: Command): void {
     .option('--all', 'list every one')
     .option('--json', 'machine-readable output')
     .action(async (file: string, o: ProbeOpts, cmd: Command) => {
+      const { readJobFile } = await import('../jobfile.js');
       const spec = readJobFile(file, { inputOptional: true, ...(o.input ? { input: o.input } : {}) });
       const body = { ...spec, ...(o.designated ? { designated: o.designated } : {}) };
       let r: CandidatesResult & { picked?: string };
       if (o.records) {
+        const [{ T }, { candidates }, { liveFromRecords, parseProbeOrder }, { loadRecordDir }] = await Promise.all([
+          import('../../records/kinds.js'),
+          import('../../matching/candidates.js'),
+          import('../../matching/probe.js'),
+          import('./market-actions.js'),
+        ]);
         const order = parseProbeOrder(body);
         const now = parseAt(o.at);
         const { records } = loadRecordDir(o.records);

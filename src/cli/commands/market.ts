@@ -6,78 +6,11 @@
  * The `market` command itself is left free for a live view of a running
  * daemon (another command module can attach an action to it).
  */
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { open, openAny, type Opened } from '../../records/envelope.js';
-import { isAddress } from '../../records/address.js';
-import { T, type Delegation, type Job, type Selection } from '../../records/kinds.js';
-import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
-import { deriveReputation } from '../../reputation/index.js';
-import { EXIT, NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { loadNodeIdentity } from '../signer.js';
-import { globals } from './index.js';
-import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
+import { DEFAULT_LIST_LIMIT } from '../limit.js';
 import { registerProbe } from './market-probe.js';
-
-interface Refused {
-  file: string;
-  code: string;
-  message: string;
-}
-
-/** Read every file under `dir` (recursively) and open it; refusals are collected, not fatal. */
-export function loadRecordDir(dir: string): { records: RecordSet; refused: Refused[]; read: number } {
-  let names: string[];
-  try {
-    if (!statSync(dir).isDirectory()) throw new C0Error('RECORDS_NOT_A_DIRECTORY', `${dir} is not a directory`, { field: 'records' });
-    names = readdirSync(dir, { recursive: true }) as string[];
-  } catch (e) {
-    if (e instanceof C0Error) throw e;
-    throw new C0Error('RECORDS_UNREADABLE', `cannot read the records directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'records' });
-  }
-  const records = new RecordSet();
-  const refused: Refused[] = [];
-  let read = 0;
-  for (const name of names.sort()) {
-    const p = join(dir, name);
-    if (!statSync(p).isFile()) continue;
-    read++;
-    try {
-      records.add(openAny(readInput(p)));
-    } catch (e) {
-      if (!(e instanceof C0Error)) throw e;
-      refused.push({ file: name, code: e.code, message: e.message });
-    }
-  }
-  return { records, refused, read };
-}
-
-/**
- * A job or selection given as a file path or as an address among the records.
- * A file that is not a valid record (a flipped byte, a bad signature) is a
- * negative answer (exit 1, README "Exit codes"); a file of another record type
- * is the operator's mistake (exit 3).
- */
-function resolveRecord<R>(arg: string, type: string, records: RecordSet, what: string, json?: boolean): Opened<R> {
-  if (isAddress(arg)) {
-    const r = records.getTyped<R>(arg, type);
-    if (!r) throw new C0Error('MARKET_RECORD_NOT_FOUND', `no ${what} ${arg} among the records`, { field: what });
-    return r;
-  }
-  const bytes = readInput(arg);
-  let r: Opened<R>;
-  try {
-    r = open(bytes, type) as Opened<R>;
-  } catch (e) {
-    if (!(e instanceof C0Error) || e.code === 'RECORD_WRONG_TYPE') throw e;
-    if (json) outJson({ invalid: { what, file: arg, code: e.code, message: e.message } });
-    throw new NegativeAnswer(json ? [] : [`invalid   ${what} ${arg}: ${e.code}: ${e.message}`]);
-  }
-  records.add(r as Opened);
-  return r;
-}
+import type { AuditOpts, ExplainOpts, SelectOpts } from './market-actions.js';
 
 export function parseAt(s: string | undefined): number {
   if (s === undefined) return Date.now();
@@ -85,57 +18,6 @@ export function parseAt(s: string | undefined): number {
   const t = Date.parse(s);
   if (Number.isNaN(t)) throw new C0Error('MARKET_BAD_TIME', `--at takes milliseconds since the epoch or an ISO date, got "${s}"`, { field: 'at' });
   return t;
-}
-
-function pad(rows: string[][]): string[] {
-  const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(w[i]!))).join('  '));
-}
-
-function failureLine(f: Failure): string {
-  return `${f.code}: ${f.message}`;
-}
-
-function explanationLines(e: MarketExplanation, detail: boolean, limit = DEFAULT_LIST_LIMIT): string[] {
-  const lines = [`summary  ${e.summary}`];
-  if (e.binding.length) lines.push(`binding  ${e.binding.map((b) => `${b.constraint} (${b.failing} of ${e.known} fail)`).join(', ')}`);
-  for (const r of e.relaxations) lines.push(`relax    ${r.text}`);
-  if (e.expired.length) lines.push(`expired  ${e.expired.length} advert(s): ${e.expired.slice(0, limit).map(shortDid).join(', ')}${e.expired.length > limit ? ` and ${num(e.expired.length - limit)} more` : ''}`);
-  if (detail) {
-    const { shown, hidden } = pickShown(e.providers, limit);
-    for (const v of shown) {
-      lines.push(`${v.eligible ? 'eligible  ' : 'ineligible'} ${v.provider}${v.offer ? `  offer ${v.offer}` : ''}`);
-      for (const f of v.failures) lines.push(`    ${failureLine(f)}`);
-    }
-    if (hidden.length) lines.push(moreProviders(hidden));
-  }
-  return lines;
-}
-
-function header(jobRec: Opened<Job>, read: number, refused: Refused[]): string[] {
-  const j = jobRec.record;
-  const lines = [`job      ${jobRec.address} (${j.workload}, max ${j.maxPrice.amount} ${j.maxPrice.currency})`, `records  ${read} read, ${refused.length} refused`];
-  for (const r of refused) lines.push(`refused  ${r.file}: ${r.code}: ${r.message}`);
-  return lines;
-}
-
-function selectLines(r: SelectResult): string[] {
-  const lines: string[] = [`policy   ${r.policy}`];
-  if (r.ok) {
-    const rows = [['rank', 'provider', 'price', 'duration', 'tier', 'price', 'speed', 'rep', 'trust', 'total']];
-    for (const x of r.ranked) {
-      rows.push([String(x.rank), x.provider, `${x.price.amount} ${x.price.currency}`, `${x.durationMs} ms`, x.tier, x.scores.price.toFixed(4), x.scores.speed.toFixed(4), x.scores.reputation.toFixed(4), x.scores.trust.toFixed(2), x.total.toFixed(4)]);
-    }
-    lines.push('', ...pad(rows), '');
-    lines.push(`winner   ${r.winner.offer} from ${r.winner.provider}`);
-    lines.push(`why      ${r.why}`);
-  }
-  if (r.ineligible.length) {
-    lines.push('ineligible offers:');
-    for (const v of r.ineligible) lines.push(`  ${v.provider}: ${v.failures.map((f) => f.code).join(', ')}`);
-  }
-  if (!r.ok) lines.push(...explanationLines(r.explanation, false));
-  return lines;
 }
 
 export function register(program: Command): void {
@@ -153,32 +35,7 @@ export function register(program: Command): void {
     .option('--delegation <delegation>', 'sign as a gateway under this delegation (file or address among the records)')
     .option('--trusted-buyers <dids>', 'comma-separated buyer DIDs whose receipts count second-hand (default: the job buyer’s own evidence only)')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { job: string; records: string; policy: string; at?: string; out?: string; delegation?: string; trustedBuyers?: string; json?: boolean }, cmd: Command) => {
-      const policy = parsePolicy(opts.policy);
-      const now = parseAt(opts.at);
-      const { records, refused, read } = loadRecordDir(opts.records);
-      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
-      // Reputation as the job's buyer sees it: its own jobs, plus the buyers it names as trusted (docs/market.md).
-      const trustedBuyers = (opts.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
-      const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust: { trustedBuyers } });
-      const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now });
-      let signed: Opened<Selection> | undefined;
-      if (opts.out && result.ok) {
-        const delegation = opts.delegation ? resolveRecord<Delegation>(opts.delegation, T.delegation, records, 'delegation') : undefined;
-        const id = await loadNodeIdentity(globals(cmd).dataDir);
-        signed = signSelection({ result, job: jobRec, signer: id.signer, ...(delegation ? { delegation } : {}) });
-        writeFileSync(opts.out, signed.bytes);
-      }
-      if (opts.json) {
-        outJson({ records: { read, refused }, ...result, ...(signed ? { selection: { address: signed.address, file: opts.out } } : {}) });
-        if (!result.ok) process.exitCode = EXIT.NEGATIVE;
-        return;
-      }
-      const lines = [...header(jobRec, read, refused), ...selectLines(result)];
-      if (signed) lines.push(`signed   ${signed.address} → ${opts.out}`);
-      if (!result.ok) throw new NegativeAnswer(lines);
-      for (const l of lines) out(l);
-    });
+    .action(async (opts: SelectOpts, cmd: Command) => (await import('./market-actions.js')).selectAction(opts, cmd));
 
   market
     .command('explain')
@@ -189,17 +46,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .option('--limit <n>', `list this many providers, then count the rest (default ${DEFAULT_LIST_LIMIT})`)
     .option('--all', 'list every provider')
-    .action((opts: { job: string; records: string; at?: string; json?: boolean; limit?: string; all?: boolean }) => {
-      const now = parseAt(opts.at);
-      const { records, refused, read } = loadRecordDir(opts.records);
-      const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
-      const e = explainMarket({ job: jobRec, adverts: records.adverts, offers: records.offers, now });
-      if (opts.json) {
-        outJson({ records: { read, refused }, ...e });
-        return;
-      }
-      for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true, listLimit(opts))]) out(l);
-    });
+    .action(async (opts: ExplainOpts) => (await import('./market-actions.js')).explainAction(opts));
 
   market
     .command('audit')
@@ -208,28 +55,6 @@ export function register(program: Command): void {
     .requiredOption('--records <dir>', 'directory of record envelopes')
     .option('--steward <did...>', 'DIDs of stewards allowed to decide')
     .option('--json', 'machine-readable output')
-    .action((opts: { selection: string; records: string; steward?: string[]; json?: boolean }) => {
-      const { records, refused, read } = loadRecordDir(opts.records);
-      const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);
-      const a = auditSelection({ selection: sel, records, ...(opts.steward ? { stewards: opts.steward } : {}) });
-      if (opts.json) {
-        const { result: _r, ...rest } = a;
-        outJson({ records: { read, refused }, ...rest });
-        if (!a.reproduces) process.exitCode = EXIT.NEGATIVE;
-        return;
-      }
-      const lines = [`selection ${a.selection} by ${a.decider}${a.authority ? ` (${a.authority.as})` : ''}`, `job       ${a.job}`, `policy    ${a.policy}`, `records   ${read} read, ${refused.length} refused`];
-      for (const r of refused) lines.push(`refused   ${r.file}: ${r.code}`);
-      lines.push(`winner    claimed ${a.claimedWinner}`, `          recomputed ${a.recomputedWinner ?? '(none)'}`);
-      for (const n of a.notes) lines.push(`note      ${n}`);
-      if (a.reproduces) {
-        lines.push('result    reproduces');
-        for (const l of lines) out(l);
-        return;
-      }
-      lines.push('result    does not reproduce');
-      for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
-      throw new NegativeAnswer(lines);
-    });
+    .action(async (opts: AuditOpts) => (await import('./market-actions.js')).auditAction(opts));
 }
 

@@ -8,10 +8,7 @@ import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeSync
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { parseConfig } from '../../node/config.js';
-import { readKeyFileDid } from '../../node/identity.js';
-import { peerIdFromDid } from '../../node/peer-id.js';
-import { apiCall } from '../../node/api.js';
+import { apiCall } from '../../node/api-client.js';
 import { out, outJson } from '../context.js';
 import { globals } from './index.js';
 import { requireDaemon } from '../daemon-client.js';
@@ -20,7 +17,9 @@ import { requireDaemon } from '../daemon-client.js';
 const SUGGESTED_PORT = 4101;
 
 /** The name rule is the config's own (`network.overlay`), checked by the config schema itself so the two cannot drift. */
-export function checkOverlayName(name: string): string {
+export async function checkOverlayName(name: string): Promise<string> {
+  // the config schema is loaded here, not at the top: other commands should not pay for it
+  const { parseConfig } = await import('../../node/config.js');
   if (name === 'public') throw new C0Error('OVERLAY_NAME_INVALID', '"public" is the open network, which has no key; choose another name', { field: 'name' });
   try {
     parseConfig({ network: { overlay: name } });
@@ -102,10 +101,11 @@ export function register(program: Command): void {
     .description('write a new pre-shared key for a private overlay (mode 0600) and print the config to paste')
     .action(async (name: string, o: { out?: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      checkOverlayName(name);
+      await checkOverlayName(name);
       const keyFile = resolve(o.out ?? join(dataDir, 'overlays', `${name}.key`));
       await writeSwarmKeyFile(keyFile);
       let hint = '/ip4/<host>/tcp/<port>/p2p/<peer id>';
+      const [{ readKeyFileDid }, { peerIdFromDid }] = await Promise.all([import('../../node/identity.js'), import('../../node/peer-id.js')]);
       try {
         hint = `/ip4/<this host>/tcp/${SUGGESTED_PORT}/p2p/${peerIdFromDid(readKeyFileDid(dataDir)).toString()}`;
       } catch {

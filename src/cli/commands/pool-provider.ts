@@ -11,23 +11,19 @@
  */
 import type { Command } from 'commander';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { C0Error } from '../../errors.js';
-import { apiCall } from '../../node/api.js';
-import { createIdentity, loadIdentity, readKeyFileDid } from '../../node/identity.js';
-import { compareDids } from '../../records/did.js';
-import { open, seal } from '../../records/envelope.js';
-import { T, type PoolMember, type PoolRoster } from '../../records/kinds.js';
+import { apiCall } from '../../node/api-client.js';
+import type { PoolMember, PoolRoster } from '../../records/kinds.js';
 import { out, outJson } from '../context.js';
-import { short } from '../render.js';
-import { loadNodeIdentity } from '../signer.js';
+import { short } from '../short.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import { globals } from './index.js';
 
 const DAY = 24 * 3600_000;
 
-function readMembers(path: string): PoolMember[] {
+async function readMembers(path: string): Promise<PoolMember[]> {
+  const [{ parse: parseYaml }, { compareDids }] = await Promise.all([import('yaml'), import('../../records/did.js')]);
   const doc = parseYaml(readFileSync(path, 'utf8')) as { members?: unknown };
   if (!doc || !Array.isArray(doc.members)) throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: expected \`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]\``, { field: 'members' });
   return (doc.members as PoolMember[]).map((m) => ({ did: m.did, weight: m.weight ?? 1, hardware: m.hardware })).sort((a, b) => compareDids(a.did, b.did));
@@ -38,7 +34,8 @@ export function register(program: Command): void {
   pp.command('init')
     .description('create the pool’s key in <dir> (keep it offline; it signs rosters only)')
     .requiredOption('--pool-dir <dir>', 'folder for the pool’s key')
-    .action((o: { poolDir: string }) => {
+    .action(async (o: { poolDir: string }) => {
+      const { createIdentity } = await import('../../node/identity.js');
       const id = createIdentity(o.poolDir);
       out(`pool ${id.did}`);
       out(`key  ${id.keyFile} (unencrypted: keep this folder offline)`);
@@ -51,11 +48,12 @@ export function register(program: Command): void {
     .option('--epoch-ms <ms>', 'coordinator epoch length', '30000')
     .option('--lifetime-days <n>', 'validity (at most 90)', '30')
     .option('--seq <n>', 'sequence number (default: the previous roster’s at --out, plus one)')
-    .action((o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
+    .action(async (o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
+      const [{ loadIdentity }, { open, seal }, { T }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js')]);
       const pool = loadIdentity(o.poolDir);
       const prev = existsSync(o.out) ? open(new Uint8Array(readFileSync(o.out)), T.poolRoster).record.seq : 0;
       const now = Date.now();
-      const roster: PoolRoster = { seq: o.seq ? Number(o.seq) : prev + 1, issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: readMembers(o.members) };
+      const roster: PoolRoster = { seq: o.seq ? Number(o.seq) : prev + 1, issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await readMembers(o.members) };
       const env = seal(T.poolRoster, roster, pool.signer);
       writeFileSync(o.out, env.bytes);
       out(`roster ${env.address} seq ${roster.seq} of pool ${pool.did}: ${roster.members.length} members`);
@@ -69,6 +67,7 @@ export function register(program: Command): void {
       .option('--no-push', 'only write the file: do not hand it to the running member')
       .action(async (o: { roster: string; out: string; overlay?: string; push?: boolean }, cmd: Command) => {
         const { dataDir } = globals(cmd);
+        const [{ readKeyFileDid }, { open, seal }, { T }, { loadNodeIdentity }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js'), import('../signer.js')]);
         const roster = open(new Uint8Array(readFileSync(o.roster)), T.poolRoster);
         const did = readKeyFileDid(dataDir);
         if (!roster.record.members.some((m) => m.did === did)) throw new C0Error('POOL_NOT_MEMBER', `${did} is not on roster ${roster.address}`);

@@ -2,16 +2,14 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { PoolState, claimFromYaml, deriveEstimate, treeFromYaml, UsageBook, type Claim } from '../../pool/index.js';
-import { readLedgerDir } from '../../ledger/store.js';
-import { readLedgerFile } from '../../ledger/file.js';
-import { assertVerified, verifyLedger } from '../../ledger/verify.js';
+import type { Claim } from '../../pool/index.js';
 import { statSync } from 'node:fs';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { collectWitness, verifyOptions, WITNESS_HELP } from './ledger.js';
+import { collectWitness, loadWitnessCheck, verifyOptions, WITNESS_HELP } from './ledger.js';
 
 export function register(program: Command): void {
   const pool = program.command('pool').description('pool/1 entitlements and admission');
+  pool.hook('preSubcommand', loadWitnessCheck);
   pool
     .command('check')
     .requiredOption('--tree <file>', 'entitlement tree (YAML)')
@@ -21,6 +19,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .description('print the verdict (Admit/Queue/Deny), reason, grade and reservation a claim would get now, without writing anything; exit 0 on Admit, 1 otherwise')
     .action(async (opts: { tree: string; claim: string; ledger?: string; witness: string[]; json?: boolean }) => {
+      const { PoolState, claimFromYaml, deriveEstimate, treeFromYaml, UsageBook } = await import('../../pool/index.js');
       const tree = treeFromYaml(Buffer.from(readInput(opts.tree)).toString('utf8'), opts.tree);
       const spec = claimFromYaml(Buffer.from(readInput(opts.claim)).toString('utf8'), opts.claim);
       let book = new UsageBook();
@@ -28,8 +27,9 @@ export function register(program: Command): void {
       let ledgerLine: string | undefined;
       if (opts.ledger !== undefined) {
         if (!existsSync(opts.ledger)) throw new C0Error('INPUT_UNREADABLE', `--ledger ${opts.ledger}: no such file or directory`, { field: 'ledger' });
-        const raw = statSync(opts.ledger).isDirectory() ? await readLedgerDir(opts.ledger) : readLedgerFile(opts.ledger);
+        const raw = statSync(opts.ledger).isDirectory() ? await (await import('../../ledger/store.js')).readLedgerDir(opts.ledger) : (await import('../../ledger/file.js')).readLedgerFile(opts.ledger);
         // the whole report, witness receipts included: a ledger its own receipts contradict is refused
+        const { assertVerified, verifyLedger } = await import('../../ledger/verify.js');
         const rep = verifyLedger(raw, verifyOptions(opts));
         assertVerified(rep, `--ledger ${opts.ledger}`);
         book = rep.replay.book!;

@@ -2,11 +2,18 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { inspect, kindOf, knownTypes, open, openAny, seal } from '../../records/envelope.js';
-import { recordFromJson } from '../../records/schema.js';
+import { SCHEMAS } from '../../records/kinds.js';
+import { POOL_TYPE, WITNESS_TYPE } from '../../ledger/kind-names.js';
 import { NegativeAnswer, jsonReplacer, out, outJson, readInput } from '../context.js';
-import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
+
+/**
+ * The content types the CLI knows (knownTypes() once ../record-kinds.ts has loaded: the envelope's SCHEMAS and the
+ * ledger's two), named without loading the envelope code for every command's help. A unit test holds them equal.
+ */
+export function typeNames(): string[] {
+  return [...Object.keys(SCHEMAS), POOL_TYPE, WITNESS_TYPE].sort();
+}
 
 export function register(program: Command): void {
   const rec = program.command('record').description('signed records: inspect, verify, sign');
@@ -16,7 +23,8 @@ export function register(program: Command): void {
     .argument('<file>', 'envelope file, or - for standard input')
     .description('decode an envelope: content type, signer, address, validity and fields')
     .option('--json', 'machine-readable output')
-    .action((file: string, opts: { json?: boolean }) => {
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const { inspect } = await import('../record-kinds.js');
       const bytes = readInput(file);
       const r = inspect(bytes);
       const valid = r.error === undefined;
@@ -35,8 +43,9 @@ export function register(program: Command): void {
     .command('verify')
     .argument('<file>', 'envelope file, or - for standard input')
     .description('exit 0 when the record is valid, 1 with the error code when not')
-    .option('--type <type>', `expected content type (${knownTypes().join(', ')})`)
-    .action((file: string, opts: { type?: string }) => {
+    .option('--type <type>', `expected content type (${typeNames().join(', ')})`)
+    .action(async (file: string, opts: { type?: string }) => {
+      const { open, openAny } = await import('../record-kinds.js');
       const bytes = readInput(file);
       try {
         const r = opts.type ? open(bytes, opts.type) : openAny(bytes);
@@ -55,6 +64,7 @@ export function register(program: Command): void {
     .description('seal a record from JSON fields with the node key')
     .action(async (fieldsFile: string, opts: { type: string; out?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ kindOf, seal }, { recordFromJson }, { loadNodeIdentity }] = await Promise.all([import('../record-kinds.js'), import('../../records/schema.js'), import('../signer.js')]);
       const kind = kindOf(opts.type);
       let json: unknown;
       try {

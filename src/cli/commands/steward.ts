@@ -1,9 +1,9 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
 import type { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
-import { apiCall } from '../../node/api.js';
+import { apiCall } from '../../node/api-client.js';
 import { out, outJson } from '../context.js';
-import { short } from '../render.js';
+import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 

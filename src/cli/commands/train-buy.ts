@@ -17,15 +17,11 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { apiCall, apiStream } from '../../node/api.js';
-import { systemClock } from '../../util/clock.js';
-import { buildRun, writeRunBundle } from '../../roles/trainer/run-file.js';
-import { checkGang, pickMembers, withMembers, type GangReport, type MarketAdvert, type MemberJobResult } from '../../roles/trainer/gang-buy.js';
+import { apiCall, apiStream } from '../../node/api-client.js';
+import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { loadNodeIdentity } from '../signer.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
-import { citeParams } from '../../roles/gang-cite.js';
 import type { Admission } from '../../roles/buyer.js';
 
 interface BuyFlags {
@@ -65,6 +61,13 @@ export function registerBuy(train: Command): void {
     .option('--json', 'machine-readable result')
     .action(async (runYaml: string, f: BuyFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ systemClock }, { buildRun, writeRunBundle }, { checkGang, pickMembers, withMembers }, { loadNodeIdentity }, { citeParams }] = await Promise.all([
+        import('../../util/clock.js'),
+        import('../../roles/trainer/run-file.js'),
+        import('../../roles/trainer/gang-buy.js'),
+        import('../signer.js'),
+        import('../../roles/gang-cite.js'),
+      ]);
       const client = requireDaemon(dataDir);
       let members: string[];
       if (f.members) members = f.members.split(',').map((s) => s.trim()).filter(Boolean);

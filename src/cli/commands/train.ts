@@ -7,18 +7,9 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { systemClock } from '../../util/clock.js';
-import { createLogger } from '../../util/log.js';
-import { buildRun, readRunBundle, referenceFor, writeRunBundle } from '../../roles/trainer/run-file.js';
-import { TrainerWorker, type EpochResult, type TrainerEvent } from '../../roles/trainer/worker.js';
-import { verifyInclusion } from '../../training/verify.js';
-import { createNetwork } from '../../net/node.js';
-import { partition } from '../../training/pipeline.js';
-import { serveStage } from '../../training/pipeline-net.js';
-import { paramCount, weightsFromBytes } from '../../training/model.js';
+import type { EpochResult, TrainerEvent } from '../../roles/trainer/worker.js';
 import type { InclusionProof } from '../../training/merkle.js';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
 
@@ -57,6 +48,7 @@ export function register(program: Command): void {
     .option('--out <file>', 'where to write the bundle (default: <runYaml minus .yaml>.run.json)')
     .action(async (runYaml: string, opts: { out?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ loadNodeIdentity }, { buildRun, writeRunBundle }, { systemClock }] = await Promise.all([import('../signer.js'), import('../../roles/trainer/run-file.js'), import('../../util/clock.js')]);
       const id = await loadNodeIdentity(dataDir);
       const { bundle, json } = buildRun(new TextDecoder().decode(readInput(runYaml)), id.signer, systemClock());
       const path = opts.out ?? runYaml.replace(/\.ya?ml$/, '') + '.run.json';
@@ -71,6 +63,13 @@ export function register(program: Command): void {
     .option('--json', 'one JSON event per line')
     .action(async (runBundle: string, opts: { json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ loadNodeIdentity }, { readRunBundle }, { systemClock }, { createLogger }, { TrainerWorker }] = await Promise.all([
+        import('../signer.js'),
+        import('../../roles/trainer/run-file.js'),
+        import('../../util/clock.js'),
+        import('../../util/log.js'),
+        import('../../roles/trainer/worker.js'),
+      ]);
       const id = await loadNodeIdentity(dataDir);
       const bundle = readRunBundle(runBundle);
       const log = createLogger({ level: process.env.C0MPUTE_LOG_LEVEL ?? 'warn', format: 'pretty' });
@@ -99,10 +98,10 @@ export function register(program: Command): void {
     .command('status [runBundle]')
     .description('steps, loss, throughput, each member’s contribution and the committed epoch roots (from the local worker’s status)')
     .option('--json', 'machine-readable output')
-    .action((runBundle: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (runBundle: string | undefined, opts: { json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       let dir: string;
-      if (runBundle) dir = runDir(dataDir, readRunBundle(runBundle).run.address);
+      if (runBundle) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runBundle).run.address);
       else {
         const base = join(dataDir, 'train');
         const runs = existsSync(base) ? readdirSync(base) : [];
@@ -136,6 +135,13 @@ export function register(program: Command): void {
     .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage }] = await Promise.all([
+        import('../signer.js'),
+        import('../../training/pipeline.js'),
+        import('../../training/model.js'),
+        import('../../net/node.js'),
+        import('../../training/pipeline-net.js'),
+      ]);
       const id = await loadNodeIdentity(dataDir);
       const shape = { layers: opts.layers.split(',').map(Number) };
       const ranges = partition(shape, Number(opts.of));
@@ -157,7 +163,8 @@ export function register(program: Command): void {
     .command('reference <runBundle>')
     .description('run the same training in this one process (plain sum, same quantisation) and print the final weights’ address')
     .option('--json', 'machine-readable output')
-    .action((runBundle: string, opts: { json?: boolean }) => {
+    .action(async (runBundle: string, opts: { json?: boolean }) => {
+      const { readRunBundle, referenceFor } = await import('../../roles/trainer/run-file.js');
       const r = referenceFor(readRunBundle(runBundle).run.record);
       if (opts.json) return outJson(r);
       out(`single-process weights ${r.weights}, held-out accuracy ${(r.accuracy * 100).toFixed(1)} %`);
@@ -167,7 +174,8 @@ export function register(program: Command): void {
     .description('check that a step commitment is included under a committed, witnessed epoch root')
     .option('--proof <file>', 'check this inclusion proof (JSON) instead of building one from the epoch’s leaves')
     .option('--json', 'machine-readable output (includes the proof)')
-    .action((runBundle: string, epochFile: string, stepFile: string, opts: { proof?: string; json?: boolean }) => {
+    .action(async (runBundle: string, epochFile: string, stepFile: string, opts: { proof?: string; json?: boolean }) => {
+      const [{ readRunBundle }, { verifyInclusion }] = await Promise.all([import('../../roles/trainer/run-file.js'), import('../../training/verify.js')]);
       const bundle = readRunBundle(runBundle);
       let ep: EpochResult;
       try {

@@ -1,0 +1,174 @@
+/** What `c0mpute devnet` runs (devnet.ts declares it): loaded only then. */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { C0Error } from '../../errors.js';
+import { POLICIES } from '../../records/kinds.js';
+import { Devnet } from '../../devnet/devnet.js';
+import { apiCall } from '../../node/api.js';
+import { consoleLoginUrl } from '../../node/console-routes.js';
+import { renderEvent, renderExplanation, shortAddr } from '../render.js';
+import { out } from '../context.js';
+import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
+import { runOrdersScenario } from '../../devnet/orders-scenario.js';
+import { runPoolScenario } from '../../devnet/pool-scenario.js';
+import { runTrainingScenario } from '../../devnet/training-scenario.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { WireEvent } from '../../node/events.js';
+
+const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..', 'bin', 'c0mpute.js');
+
+export interface DevnetOpts {
+  providers: string;
+  policy: string;
+  jobs: string;
+  keep?: boolean;
+  dir?: string;
+  overlay?: boolean;
+  orders?: boolean;
+  pool?: boolean;
+  training?: boolean;
+}
+
+/** `c0mpute devnet`: the default walk, or one of the scenarios. */
+export async function devnet(o: DevnetOpts): Promise<void> {
+  if (o.overlay) return overlayScenario(o);
+  if (o.orders) return ordersScenario(o);
+  if (o.pool) return poolScenario(o);
+  if (o.training) return trainingScenario(o);
+  const providers = Number(o.providers);
+  const jobs = Number(o.jobs);
+  if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new C0Error('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
+  if (!Number.isInteger(jobs) || jobs < 1 || jobs > 20) throw new C0Error('DEVNET_BAD_OPTION', '--jobs must be a whole number from 1 to 20');
+  if (!(POLICIES as readonly string[]).includes(o.policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${o.policy}"; one of ${POLICIES.join(', ')}`);
+  const net = new Devnet({ providers, policy: o.policy, jobs, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const { api } = await net.start();
+    const names = net.names();
+    // The job: 16 GiB of memory in eu-west or us-east. One provider has too
+    // little memory, one has not disclosed a region: eligibility says so.
+    for (let i = 1; i <= jobs; i++) {
+      out(`\n=== job ${i} of ${jobs}: 200k rounds of SHA-256, policy ${o.policy} ===`);
+      const input = Buffer.from(`devnet job ${i} at ${new Date().toISOString()}`);
+      const result = await net.runJob(
+        api,
+        {
+          workload: 'builtin.sha256',
+          params: '200000',
+          maxPrice: { amount: '0.01', currency: 'USD' },
+          deadlineMs: 60_000,
+          requirements: { memoryMiB: 16384, regions: ['eu-west', 'us-east'] },
+          policy: o.policy,
+          input: input.toString('base64'),
+        },
+        (ev) => renderEvent(ev, names),
+      );
+      if (result.status === 'completed') {
+        const output = Buffer.from(result.output as string, 'base64').toString('utf8');
+        const rc = result.receipt as { address: string; record: { offer: string; job: string } };
+        const acc = result.acceptance as { address: string; record: { receipt: string } };
+        const sel = result.selection as { address: string; record: { winner: string; job: string } };
+        out(`▸ output ${output}`);
+        out(`▸ links: job ${shortAddr(sel.record.job)} ← offer ${shortAddr(rc.record.offer)} (selection ${shortAddr(sel.address)}) ← receipt ${shortAddr(rc.address)} ← acceptance ${shortAddr(acc.address)}`);
+      } else {
+        const x = (result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined)?.result.explanation;
+        if (x) renderExplanation(x, names);
+        throw new C0Error('DEVNET_JOB_FAILED', `job ${i} ended ${String(result.status)}: ${JSON.stringify(result.attempts)}`);
+      }
+    }
+    out('\n=== the buyer’s reputation view, derived from the receipts and acceptances it holds ===');
+    const rep = (await apiCall(api.api, api.token, 'GET', '/v1/reputation')) as { providers: Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }> };
+    out('provider   score  jobs  ok  failed  disputed  accuracy');
+    for (const r of rep.providers) out(`${names(r.did).padEnd(9)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
+    out('(providers without receipts score 0.5: unknown is not bad)');
+    if (o.keep) {
+      out(`\nthe network keeps running in ${net.dir}.`);
+      out(`Watch it in the buyer's web console: ${await consoleLoginUrl(api.api, api.token)}`);
+      out('Try:');
+      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
+      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} reputation`);
+      out('Ctrl-C stops every node.');
+      await new Promise<void>(() => {});
+    }
+  });
+}
+
+async function overlayScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const names = () => net.names();
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const r = await runOverlayScenario(net, render, out);
+    out(`\n=== outcomes: ${Object.entries(r.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} ===`);
+    const s = r.steward as {
+      ledger: { length: number; head: string };
+      attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
+      teams: Array<{ id: string; guarantee_uj: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number }>;
+      queued: unknown[];
+    };
+    out('\n=== the steward’s status ===');
+    out('team     guarantee   spent       reserved    borrowed    held devices');
+    for (const t of s.teams) out(`${t.id.padEnd(8)} ${(t.guarantee_uj / 1e6).toFixed(1).padStart(7)} J ${(t.spent_uj / 1e6).toFixed(1).padStart(9)} J ${(t.reserved_uj / 1e6).toFixed(1).padStart(9)} J ${(t.borrowed_uj / 1e6).toFixed(1).padStart(9)} J  ${t.held_devices}`);
+    out(`queued claims: ${s.queued.length}`);
+    out('\n=== the ledger ===');
+    out(`length ${s.ledger.length}, head ${s.ledger.head}`);
+    out(`attestation: ${s.attestation.grade}${s.attestation.witnesses.map((w) => ` by ${names()(w.witness)} to length ${w.length}`).join(',')}`);
+    if (o.keep) {
+      out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
+      const steward = net.nodes.find((n) => n.role === 'steward');
+      if (steward) {
+        const a = await net.apiOf(steward);
+        out(`Watch the steward in its web console: ${await consoleLoginUrl(a.api, a.token)}`);
+      }
+      await new Promise<void>(() => {});
+    }
+  });
+}
+
+async function ordersScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    await runOrdersScenario(net, render, out);
+    if (o.keep) {
+      out(`\nthe network keeps running in ${net.dir}. Try:`);
+      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
+      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} batch plan <batch.yaml>`);
+      out('Ctrl-C stops every node.');
+      await new Promise<void>(() => {});
+    }
+  });
+}
+
+async function poolScenario(o: { keep?: boolean; dir?: string }): Promise<void> {
+  const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN });
+  await withDevnet(net, async () => {
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const r = await runPoolScenario(net, render, out);
+    out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
+  });
+}
+
+async function trainingScenario(o: { dir?: string }): Promise<void> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0-devnet-training-'));
+  try {
+    const ok = await runTrainingScenario(BIN, dir, out);
+    if (!ok) throw new C0Error('DEVNET_TRAINING_FAILED', 'the training scenario did not reach identical weights and pipeline output');
+  } finally {
+    if (!o.dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Run a devnet scenario; whatever happens (Ctrl-C included), stop every node it started. */
+async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
+  const onSignal = () => void net.stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    await scenario();
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    out('\n▸ stopping every node…');
+    await net.stop();
+    out('▸ done');
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * What `c0mpute init`, `start` and `run` run, and the offline node that `jobs`
+ * and `reputation` open without a daemon (node.ts declares the commands):
+ * loaded only when one of them runs, since they bring in the whole node.
+ */
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { createIdentity, keyFilePath } from '../../node/identity.js';
+import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
+import { readDaemonInfo } from '../../node/daemon-info.js';
+import type { Daemon } from '../../node/daemon.js';
+import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
+import { ensureToken } from '../../node/api.js';
+import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
+import { parseJobSpec } from '../../node/control.js';
+import { peerIdFromDid } from '../../node/peer-id.js';
+import { createLogger } from '../../util/log.js';
+import { NegativeAnswer, jsonReplacer, out } from '../context.js';
+import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
+import { loadNodeIdentity } from '../signer.js';
+import { readJobFile } from '../jobfile.js';
+import { renderEvent, renderExplanation, short } from '../render.js';
+import { listLimit } from '../summary.js';
+import { globals } from './index.js';
+import { daemonClient, overlayQuery as q } from '../daemon-client.js';
+import { exitOnBug } from '../../node/fatal.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
+export const DEFAULT_CONFIG = join(here, '..', '..', '..', '..', 'config', 'default.yaml');
+
+export interface StartFlags {
+  config?: string;
+  role?: string[];
+  listen?: string[];
+  bootstrap?: string[];
+  api?: string;
+  logLevel?: string;
+  logFormat?: string;
+}
+
+export function nodeConfig(dataDir: string, f: StartFlags): NodeConfig {
+  const file = f.config ?? (existsSync(join(dataDir, 'config.yaml')) ? join(dataDir, 'config.yaml') : undefined);
+  const flags: Record<string, unknown> = {};
+  if (f.role?.length) {
+    for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
+    flags.roles = f.role;
+  }
+  const network: Record<string, unknown> = {};
+  if (f.listen?.length) network.listen = f.listen;
+  if (f.bootstrap?.length) network.bootstrap = f.bootstrap;
+  if (Object.keys(network).length) flags.network = network;
+  if (f.api) flags.api = { listen: f.api };
+  const log: Record<string, unknown> = {};
+  if (f.logLevel) log.level = f.logLevel;
+  if (f.logFormat) log.format = f.logFormat;
+  if (Object.keys(log).length) flags.log = log;
+  return loadConfig({ ...(file ? { file } : {}), env: process.env, flags });
+}
+
+/** Start a node in this process for a one-shot command (no API, no daemon.json). */
+async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig['roles']): Promise<Daemon> {
+  const config = nodeConfig(dataDir, flags);
+  config.roles = roles;
+  // A one-shot node must not collide with a configured daemon port, and runs only the roles asked for on every overlay.
+  const port0 = (addrs: string[]) => addrs.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
+  if (!flags.listen?.length) config.network.listen = port0(config.network.listen);
+  config.overlays = config.overlays.map((o) => ({ ...o, roles, listen: port0(o.listen) }));
+  const log = createLogger({ level: flags.logLevel ?? (config.log.level === 'info' ? 'warn' : config.log.level), format: 'pretty', name: 'node' });
+  const identity = await loadNodeIdentity(dataDir);
+  const { Daemon } = await import('../../node/daemon.js');
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+}
+
+async function waitForMarket(d: Daemon, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (d.net.peers().length > 0 && d.market.adverts.latest.size > 0) {
+      await new Promise((r) => setTimeout(r, 300));
+      return;
+    }
+    // Every bootstrap address answers with another PeerId: waiting will not help (run's narration says why).
+    const boot = d.net.connectivity().bootstrap;
+    if (boot.length && boot.every((b) => b.lastError?.code === 'NET_PEER_ID_MISMATCH')) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface InitOpts {
+  passphrase: boolean;
+  forceConfig?: boolean;
+}
+
+/** `c0mpute init` */
+export async function init(opts: InitOpts, cmd: Command): Promise<void> {
+  const { dataDir } = globals(cmd);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  if (!existsSync(keyFilePath(dataDir))) {
+    const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
+    const id = createIdentity(dataDir, pass);
+    out(`created key  ${id.did}`);
+    out(`peer id      ${peerIdFromDid(id.did).toString()}`);
+    out(`key file     ${id.keyFile} (${pass ? 'encrypted' : 'unencrypted'})`);
+    if (!pass) warnUnencrypted(id.keyFile, source);
+  } else out(`key exists   ${keyFilePath(dataDir)}`);
+  const cfg = join(dataDir, 'config.yaml');
+  if (!existsSync(cfg) || opts.forceConfig) {
+    copyFileSync(DEFAULT_CONFIG, cfg);
+    out(`wrote config ${cfg}`);
+  } else out(`config exists ${cfg}`);
+  out(`next: edit ${cfg}, then \`c0mpute start --data-dir ${dataDir}\``);
+}
+
+/** `c0mpute start` */
+export async function start(f: StartFlags, cmd: Command): Promise<void> {
+  const { dataDir } = globals(cmd);
+  const running = readDaemonInfo(dataDir);
+  if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
+  const config = nodeConfig(dataDir, f);
+  const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
+  // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
+  // has started, cleanly; the same signal again kills it (no handler is left for it).
+  let signalled: string | undefined;
+  let onSignal = (sig: string) => {
+    signalled = sig;
+    log.info({ sig }, 'stopping once started (the same signal again kills at once)');
+  };
+  const onSigint = () => onSignal('SIGINT');
+  const onSigterm = () => onSignal('SIGTERM');
+  process.once('SIGINT', onSigint);
+  process.once('SIGTERM', onSigterm);
+  // C0MPUTE_FAILPOINT=<name>[,<name>]: tests only (docs/pools.md "Failure modes, tested"): the process exits 137 at that point.
+  const failpoints = new Set((process.env.C0MPUTE_FAILPOINT ?? '').split(',').map((x) => x.trim()).filter(Boolean));
+  const failpoint = (name: string) => {
+    if (!failpoints.has(name)) return;
+    log.error({ failpoint: name }, 'failpoint reached: exiting at once (C0MPUTE_FAILPOINT)');
+    process.exit(137);
+  };
+  // a bug (an exception nothing caught, a rejection nothing handled), during the start too, is logged as one fatal
+  // line, then the node stops (once it has started) and the process exits 70
+  let starting: Promise<Daemon> | undefined;
+  exitOnBug({ proc: process, log, stop: async () => (await starting?.catch(() => undefined))?.stop() });
+  let d: Daemon;
+  try {
+    const identity = await loadNodeIdentity(dataDir);
+    const { Daemon } = await import('../../node/daemon.js');
+    starting = Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
+    d = await starting;
+  } catch (e) {
+    // the start failed: a signal from now on does what it does by default
+    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGTERM', onSigterm);
+    throw e;
+  }
+  const stopped = new Promise<void>((resolve) => {
+    let stopping = false;
+    onSignal = (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ sig }, 'stopping');
+      void d.stop().then(resolve, resolve);
+    };
+    if (signalled) onSignal(signalled);
+  });
+  if (signalled) return stopped; // no banner for a node already stopping
+  if (failpoints.has('daemon.bug')) process.once('SIGUSR2', () => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')));
+  out(`c0mpute node ${d.did}`);
+  out(`  peer id  ${d.net.peerId.toString()}`);
+  for (const a of d.net.addrs()) out(`  listen   ${a}`);
+  out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
+  if (d.apiAddress) {
+    // asked of the node's own API, which a signal meanwhile closes: the stop is not held up for it
+    const url = await Promise.race([consoleLoginUrl(d.apiAddress, ensureToken(dataDir)).catch(() => undefined), stopped.then(() => undefined)]);
+    if (url) out(`  console  ${url}  (one-time login; \`c0mpute console\` prints another)`);
+  }
+  await stopped;
+}
+
+export type RunFlags = StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string; limit?: string; all?: boolean; open?: boolean; designated?: string };
+
+/** `c0mpute run` */
+export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<void> {
+  const { dataDir } = globals(cmd);
+  const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
+  // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
+  const said = new Set<string>();
+  let verdictSaid = false;
+  const limit = listLimit(f);
+  const print = (ev: WireEvent) => {
+    if (f.json) return out(JSON.stringify(ev, jsonReplacer));
+    if (ev.e === 'admission' && (ev.admission as { verdict?: string }).verdict !== 'Admit') verdictSaid = true;
+    renderEvent(ev, short, (s) => {
+      said.add(s);
+      process.stderr.write(s + '\n');
+    }, { limit });
+  };
+  let result: Record<string, unknown> | undefined;
+  const client = daemonClient(dataDir);
+  if (client) {
+    for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
+      if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+      else if (ev.e === 'error') {
+        const err = ev.error as { code: string; message: string };
+        throw new C0Error(err.code, err.message);
+      } else print(ev as WireEvent);
+    }
+  } else {
+    const d = await oneShotNode(dataDir, f, ['buyer']);
+    try {
+      await waitForMarket(d, Number(f.wait));
+      const r = await d.runJob(parseJobSpec(spec), (e) => print(eventToWire(e)), f.overlay);
+      result = resultToWire(r);
+    } finally {
+      await d.stop();
+    }
+  }
+  if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
+  if (f.json) out(JSON.stringify({ e: 'result', result }, jsonReplacer));
+  const status = result.status as string;
+  if (status === 'completed') {
+    const output = Buffer.from(result.output as string, 'base64');
+    if (f.output) {
+      writeFileSync(f.output, output);
+      process.stderr.write(`▸ output (${output.length} bytes) written to ${f.output}\n`);
+    } else if (!f.json) process.stdout.write(output.toString('utf8') + (output.at(-1) === 10 ? '' : '\n'));
+    return;
+  }
+  const lines: string[] = [];
+  if ((status === 'denied' || status === 'queue-expired') && !verdictSaid) {
+    const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
+    lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
+  } else if (status === 'no-eligible-provider' || status === 'no-offers') {
+    const network = result.network as { code: string; message: string } | undefined;
+    if (network) lines.push(`✘ ${network.message} [${network.code}]`);
+    const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
+    if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
+    if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit });
+  } else if (status === 'unclaimed') {
+    const err = result.error as { code: string; message: string } | undefined;
+    lines.push(`✘ ${err?.message ?? 'no valid claim arrived before the deadline'} [${err?.code ?? 'ORDER_NOT_CLAIMED'}]`);
+  } else {
+    lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
+  }
+  // the final failure is an error message: stderr only, and once
+  throw new NegativeAnswer(
+    lines.filter((l) => !said.has(l)),
+    'stderr',
+  );
+}
+
+/** Open the node's stores without networking (for offline jobs/reputation). */
+export async function offlineNode(dataDir: string): Promise<Daemon> {
+  const config = nodeConfig(dataDir, {});
+  config.roles = [];
+  config.network.listen = ['/ip4/127.0.0.1/tcp/0'];
+  config.network.bootstrap = [];
+  config.overlays = config.overlays.map((o) => ({ ...o, roles: [], listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap: [] }));
+  const log = createLogger({ level: 'silent' });
+  const identity = await loadNodeIdentity(dataDir);
+  const { Daemon } = await import('../../node/daemon.js');
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+}
