@@ -115,8 +115,9 @@ export class WitnessRole {
         delete state.next;
       }
       this.#busy.delete(steward);
-      // A steward never cosigned is not kept taken on: heads from keys that serve nothing cannot fill maxStewards.
-      if (!this.#held.has(steward)) {
+      // Without a list, a steward never cosigned is not kept taken on: heads from keys that serve nothing cannot fill
+      // maxStewards. (With one, a listed steward's last refusal stays in the status.)
+      if (!this.cfg.stewards && !this.#held.has(steward)) {
         this.#known.delete(steward);
         this.#last.delete(steward);
       }

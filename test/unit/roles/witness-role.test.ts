@@ -34,7 +34,7 @@ interface Rig {
   restart: () => Promise<WitnessRole>;
 }
 
-async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: { maxStewards?: number } = {}, gated = false): Promise<void> {
+async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: { maxStewards?: number; stewards?: string[] } = {}, gated = false): Promise<void> {
   const t = tempDir('c0-witness-role-');
   const db: Db = await openDb(t.dir);
   const calls: Array<{ steward: string; from: number; to: number }> = [];
@@ -137,6 +137,17 @@ describe('witness role bounds', () => {
       await new Promise((r) => setTimeout(r, 20));
       assert.equal(calls.length, before, 'stopped: nothing fetched');
     }, { maxStewards: 1 });
+  });
+
+  it('a listed steward whose head is refused keeps its refusal in the status', async () => {
+    const s = stewardChain(1);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead }) => {
+      const far = sealEntries([admitted('x')], s.signer, { start: { length: 1_000_000_000, head: s.chain[0]!.address } })[0]!;
+      onHead(head(far));
+      await role.settled();
+      const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string } }> };
+      assert.equal(st.stewards[s.did]?.last.refused, WITNESS_ERR.TOO_MANY);
+    }, { stewards: [s.did] });
   });
 
   it('heads heard during a catch-up wait as one: the newest', async () => {
