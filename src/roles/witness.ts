@@ -55,8 +55,6 @@ export class WitnessRole {
   /** Catch-ups running; those waiting for a place (a steward this witness holds a head for goes first). */
   #running = 0;
   #waiting: Array<{ steward: string; go: () => void }> = [];
-  /** The stewards taken on: those held on disk, and those whose catch-up runs. Bounded by maxStewards without a list. */
-  #known = new Set<string>();
   /** The stewards this witness holds a head for (cosigned at least once). */
   #held = new Set<string>();
   #full = false;
@@ -76,7 +74,6 @@ export class WitnessRole {
     const w = new WitnessRole(o, db, identity, cfg);
     for (const s of await w.witness.stewards(cfg.stewards ? Infinity : w.#maxStewards)) {
       w.#held.add(s);
-      w.#known.add(s);
     }
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     return w;
@@ -90,13 +87,15 @@ export class WitnessRole {
     const steward = entry.signer;
     if (this.#stopped || steward === this.identity.did) return;
     if (this.cfg.stewards && !this.cfg.stewards.includes(steward)) return;
-    if (!this.cfg.stewards && !this.#known.has(steward)) {
-      if (this.#known.size >= this.#maxStewards) {
+    // Without a list, the stewards taken on are those held and those whose first catch-up runs: at most maxStewards.
+    if (!this.cfg.stewards && !this.#held.has(steward) && !this.#busy.has(steward)) {
+      let taken = this.#held.size;
+      for (const b of this.#busy.keys()) if (!this.#held.has(b)) taken++;
+      if (taken >= this.#maxStewards) {
         if (!this.#full) this.o.log.warn({ overlay: this.o.name, maxStewards: this.#maxStewards }, 'witnessing as many stewards as it takes on: heads from further stewards are ignored (name the stewards to witness in witness.stewards)');
         this.#full = true;
         return;
       }
-      this.#known.add(steward);
     }
     // One catch-up per steward at a time; a head heard meanwhile waits, and only the newest one.
     const busy = this.#busy.get(steward);
@@ -115,12 +114,9 @@ export class WitnessRole {
         delete state.next;
       }
       this.#busy.delete(steward);
-      // Without a list, a steward never cosigned is not kept taken on: heads from keys that serve nothing cannot fill
-      // maxStewards. (With one, a listed steward's last refusal stays in the status.)
-      if (!this.cfg.stewards && !this.#held.has(steward)) {
-        this.#known.delete(steward);
-        this.#last.delete(steward);
-      }
+      // A steward never cosigned counted as taken on only while its catch-up ran: heads from keys that serve nothing
+      // cannot fill maxStewards. Without a list its status goes too (a listed steward's last refusal stays).
+      if (!this.cfg.stewards && !this.#held.has(steward)) this.#last.delete(steward);
     })();
   }
 
