@@ -40,7 +40,19 @@ const suites: Record<string, () => Promise<BenchResult>> = {
 };
 
 async function main(): Promise<void> {
-  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const args = process.argv.slice(2);
+  const usage = `usage: npm run bench -- [suite …] [--name=value …]\nsuites (default: all, each in a process of its own): ${Object.keys(suites).join(', ')}\na suite's own knobs are --name=value (for example idle's --nodes=20 --windowMs=30000, opens' --perDialler=…)`;
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(usage);
+    return;
+  }
+  // a flag without "=value" is a typo or a wrong guess at a knob: stop before minutes of benches run on the defaults
+  const bare = args.filter((a) => a.startsWith('-') && !/^--[A-Za-z][\w-]*=/.test(a));
+  if (bare.length) {
+    console.error(`unknown option ${bare.join(' ')}; a suite's knobs are written --name=value\n${usage}`);
+    process.exit(2);
+  }
+  const wanted = args.filter((a) => !a.startsWith('-'));
   const names = wanted.length ? wanted : Object.keys(suites);
   for (const n of names) {
     if (!suites[n]) {
@@ -50,7 +62,7 @@ async function main(): Promise<void> {
   }
   if (names.length > 1) {
     for (const n of names) {
-      const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), n], { stdio: 'inherit' });
+      const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), n, ...args.filter((a) => a.startsWith('--'))], { stdio: 'inherit' });
       if (r.status !== 0) console.error(`bench suite ${n} exited with ${r.status ?? r.signal}`);
     }
     return;

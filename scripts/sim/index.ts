@@ -13,6 +13,7 @@ import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { freePort } from '../../src/devnet/devnet.js';
 import { analyse, type SimFigures } from './analyse.js';
 import { makePlan, simDefaults, type SimOptions } from './plan.js';
@@ -63,14 +64,15 @@ export async function runSim(partial: Partial<SimOptions> = {}, profDir?: string
   }
 }
 
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
+/** A time in ms: "never" when some sample never got there (Infinity), "n/a" when there was nothing to time (a run too short to republish). */
+const f1 = (x: number | null) => (x === null || Number.isNaN(x) ? 'n/a' : Number.isFinite(x) ? x.toFixed(0) : 'never');
 const kb = (x: number) => (x / 1000).toFixed(2);
 
 export function formatFigures(f: SimFigures, load: [number, number]): string {
   const L: string[] = [];
   L.push(`${f.nodes} nodes, ${f.durationMs / 1000} s schedule; load average ${load[0].toFixed(2)} at start, ${load[1].toFixed(2)} at end (2 cores, shared)`);
   L.push(`advert reach (${f.reach.adverts} adverts, nodes up and connected to the publisher): 50 % median ${f1(f.reach.p50ms.median)} ms (p99 ${f1(f.reach.p50ms.p99)}); 99 % median ${f1(f.reach.p99ms.median)} ms (p99 ${f1(f.reach.p99ms.p99)}); 100 % median ${f1(f.reach.p100ms.median)} ms (p99 ${f1(f.reach.p100ms.p99)}, max ${f1(f.reach.p100ms.max)}); not at every node within 30 s: ${f.reach.incomplete}`);
-  L.push(`jobs: ${f.offers.jobs} published, ${f.offers.decided} decided, ${f.offers.abandoned} abandoned (buyer left), ${f.offers.lost} with no offer although a matching provider was up; first offer after median ${f1(f.offers.firstOfferMs.median)} ms (p99 ${f1(f.offers.firstOfferMs.p99)}); ${f.offers.offersPerJob.toFixed(1)} offers per job, ${(100 * f.offers.completeness).toFixed(1)} % of the matching live providers' offers arrived; decided on a stale advert: ${f.offers.staleDecisions}; winner gone: ${f.offers.deadWinners}`);
+  L.push(`jobs: ${f.offers.jobs} published, ${f.offers.decided} decided, ${f.offers.abandoned} abandoned (buyer left), ${f.offers.lost} with no offer although a matching provider was up; first offer after median ${f1(f.offers.firstOfferMs.median)} ms (p99 ${f1(f.offers.firstOfferMs.p99)}); ${f.offers.offersPerJob.toFixed(1)} offers per job, ${Number.isFinite(f.offers.completeness) ? (100 * f.offers.completeness).toFixed(1) : 'n/a'} % of the matching live providers' offers arrived; decided on a stale advert: ${f.offers.staleDecisions}; winner gone: ${f.offers.deadWinners}`);
   L.push(`published per second, network-wide: ${Object.entries(f.publishedPerSec).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
   L.push('gossip per node (mean over node-seconds up): kind  in msg/s  in kB/s  out kB/s');
   for (const t of f.traffic) L.push(`  ${t.kind.padEnd(10)} ${t.inMsgsPerSec.toFixed(2).padStart(8)} ${kb(t.inBytesPerSec).padStart(8)} ${kb(t.outBytesPerSec).padStart(9)}`);
@@ -94,25 +96,54 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   return L.join('\n');
 }
 
-function arg(name: string): number | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : undefined;
+const NUMERIC = ['nodes', 'duration', 'seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove', 'outcomes'] as const;
+const USAGE = `usage: npm run sim -- [--nodes 100] [--duration 300 (s)] [--seed 1] [--procs 2] [--json] [--out figures.json] [--prof DIR]
+other knobs, each --name value (defaults in scripts/sim/plan.ts): ${NUMERIC.slice(4).map((k) => `--${k}`).join(' ')}`;
+
+/**
+ * The command line, strictly: an unknown flag, a flag without its value or a value that is not a number stops the
+ * run before any node starts (a typo must not cost a five-minute run on the defaults).
+ */
+export function parseSimArgs(argv: string[]): { help: true } | { help: false; options: Partial<SimOptions>; json: boolean; out?: string; prof?: string } {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' }, json: { type: 'boolean' }, out: { type: 'string' }, prof: { type: 'string' } };
+  for (const k of NUMERIC) options[k] = { type: 'string' };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    // `--partitionAtMs -1` (no partition) as well as `--partitionAtMs=-1`: parseArgs takes a value starting with a dash only after "="
+    const args = argv.flatMap((a, i) => (/^-\d/.test(a) && /^--\w+$/.test(argv[i - 1] ?? '') ? [] : /^--\w+$/.test(a) && /^-\d/.test(argv[i + 1] ?? '') ? [`${a}=${argv[i + 1]}`] : [a]));
+    ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${USAGE}`, { cause: e });
+  }
+  if (values.help) return { help: true };
+  const o: Partial<SimOptions> = {};
+  for (const k of NUMERIC) {
+    const v = values[k];
+    if (v === undefined) continue;
+    const n = Number(v);
+    if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new Error(`--${k} takes a number, got "${String(v)}"\n${USAGE}`);
+    if ((k === 'nodes' || k === 'duration' || k === 'procs') && !(n > 0)) throw new Error(`--${k} must be above 0, got "${v}"`);
+    if (k === 'duration') o.durationMs = n * 1000;
+    else o[k] = n;
+  }
+  return { help: false, options: o, json: values.json === true, ...(typeof values.out === 'string' ? { out: values.out } : {}), ...(typeof values.prof === 'string' ? { prof: values.prof } : {}) };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const o: Partial<SimOptions> = {};
-  const nodes = arg('nodes');
-  const duration = arg('duration');
-  if (nodes) o.nodes = nodes;
-  if (duration) o.durationMs = duration * 1000;
-  for (const k of ['seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove', 'outcomes'] as const) {
-    const v = arg(k);
-    if (v !== undefined) o[k] = v;
+  let args: ReturnType<typeof parseSimArgs>;
+  try {
+    args = parseSimArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(`sim: ${(e as Error).message}`);
+    process.exit(2);
   }
-  const prof = process.argv.indexOf('--prof');
-  const { figures, load } = await runSim(o, prof > 0 ? process.argv[prof + 1] : undefined);
-  console.log(process.argv.includes('--json') ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
-  const out = process.argv.indexOf('--out');
-  if (out > 0 && process.argv[out + 1]) writeFileSync(process.argv[out + 1]!, JSON.stringify({ options: o, load, figures }, null, 1));
+  if (args.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const o = args.options;
+  const { figures, load } = await runSim(o, args.prof);
+  console.log(args.json ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
+  if (args.out) writeFileSync(args.out, JSON.stringify({ options: o, load, figures }, null, 1));
   process.exit(0);
 }

@@ -441,7 +441,19 @@ function parseArgs(argv: string[]): Partial<SoakOptions> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  runSoak(parseArgs(process.argv.slice(2))).then(
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(`usage: npm run soak -- [--name value …]\nknobs: ${[...Object.keys(DEFAULTS), 'maxEvidence', 'keepDays', 'dir', 'out'].map((k) => `--${k}`).join(' ')}`);
+    process.exit(0);
+  }
+  let options: Partial<SoakOptions>;
+  try {
+    options = parseArgs(argv);
+  } catch (e) {
+    console.error(`soak: ${(e as Error).message}`);
+    process.exit(2);
+  }
+  runSoak(options).then(
     () => process.exit(0),
     (e) => {
       console.error(e);
