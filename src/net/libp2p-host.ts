@@ -25,7 +25,7 @@ import type { AbusePolicy } from './peer-abuse.js';
 import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
 import { topicsFor, TOPIC_KINDS } from './topics.js';
-import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate } from './libp2p-patches.js';
+import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 
 export { DHT_PROTOCOL };
@@ -119,6 +119,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
   patchLengthPrefixedDecoder();
   patchYamuxWindowUpdate();
+  patchMuxerCloseListeners();
   return createLibp2p({
     start: false,
     privateKey: await libp2pKey(opts.signer),

@@ -14,7 +14,8 @@
  * stops exactly where it stopped. A buffer holding part of a length prefix
  * goes to the real length decoder as before. Same frames, same errors.
  */
-import { LengthPrefixedDecoder } from '@libp2p/utils';
+import { getMaxListeners, setMaxListeners } from 'node:events';
+import { AbstractStreamMuxer, LengthPrefixedDecoder } from '@libp2p/utils';
 import { YamuxStream } from '@libp2p/yamux/stream';
 
 type LengthDecoder = (buf: { byteLength: number }) => number;
@@ -95,4 +96,46 @@ export function guardWindowUpdate(proto: YamuxStreamInternals): boolean {
 /** Apply the fix (idempotent). False when @libp2p/yamux no longer has the shape it expects (then nothing changes). */
 export function patchYamuxWindowUpdate(): boolean {
   return guardWindowUpdate(YamuxStream.prototype as unknown as YamuxStreamInternals);
+}
+
+/**
+ * @libp2p/utils' `AbstractStreamMuxer.close` closes every stream of the
+ * connection with the one close signal it was given; a stream whose writes are
+ * still queued waits for them to drain with a listener on that signal. A
+ * connection closed with more than ten such streams (a node behind on its
+ * writes: the doubly loaded hundred-node sim, docs/scale.md §2 "Twenty-first
+ * round") made Node print "MaxListenersExceededWarning: Possible EventTarget
+ * memory leak detected. 11 abort listeners added to [AbortSignal]" — no leak:
+ * each listener goes when its stream's close ends, and the signal with the
+ * connection. Here the signal may hold one listener per stream (plus Node's
+ * usual ten) for that close, so the warning keeps its meaning elsewhere.
+ */
+interface MuxerInternals {
+  close(options?: { signal?: AbortSignal }): Promise<void>;
+  streams?: { length?: number; size?: number };
+  [MUXER_DONE]?: true;
+}
+const MUXER_DONE = Symbol.for('c0.streamMuxer.closeListeners');
+
+/** The wrapped method, for a prototype that has one (exported for its unit test). */
+export function allowCloseListeners(proto: MuxerInternals): boolean {
+  if (proto[MUXER_DONE]) return true;
+  const inner = proto.close;
+  if (typeof inner !== 'function') return false;
+  proto.close = function (this: MuxerInternals, options?: { signal?: AbortSignal }): Promise<void> {
+    const signal = options?.signal;
+    if (signal instanceof AbortSignal) {
+      const streams = this.streams?.length ?? this.streams?.size ?? 0;
+      const wanted = streams + 10;
+      if (getMaxListeners(signal) < wanted) setMaxListeners(wanted, signal);
+    }
+    return inner.call(this, options);
+  };
+  proto[MUXER_DONE] = true;
+  return true;
+}
+
+/** Apply the fix (idempotent). False when @libp2p/utils no longer has the shape it expects (then nothing changes). */
+export function patchMuxerCloseListeners(): boolean {
+  return allowCloseListeners(AbstractStreamMuxer.prototype as unknown as MuxerInternals);
 }

@@ -5,9 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LengthPrefixedDecoder } from '@libp2p/utils';
+import { getMaxListeners } from 'node:events';
+import { AbstractStreamMuxer, LengthPrefixedDecoder } from '@libp2p/utils';
 import { YamuxStream } from '@libp2p/yamux/stream';
-import { guardWindowUpdate, patchLengthPrefixedDecoder, patchYamuxWindowUpdate } from '../../../src/net/libp2p-patches.js';
+import { allowCloseListeners, guardWindowUpdate, patchLengthPrefixedDecoder, patchMuxerCloseListeners, patchYamuxWindowUpdate } from '../../../src/net/libp2p-patches.js';
 
 /** A Uint8Array or @libp2p/utils' Uint8ArrayList (what the decoder buffers in). */
 type Buf = Uint8Array | { byteLength: number; subarray(begin?: number, end?: number): Uint8Array };
@@ -125,4 +126,48 @@ test('yamux: a window update that meets a closed connection aborts its stream in
   };
   assert.doesNotThrow(() => (YamuxStream.prototype as unknown as { sendWindowUpdate(this: unknown): void }).sendWindowUpdate.call(opening));
   assert.equal(realAborted, closed);
+});
+
+test('muxer close: one close signal may hold a listener per stream without a MaxListeners warning; the close itself is unchanged', async () => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    /** A muxer whose close waits on its signal once per stream, as @libp2p/utils' does for streams still draining. */
+    const muxer = () =>
+      class Muxer {
+        streams = Array.from({ length: 40 }, (_, i) => i);
+        closed = 0;
+        async close(options?: { signal?: AbortSignal }): Promise<void> {
+          const signal = options?.signal;
+          await Promise.all(this.streams.map(() => new Promise<void>((resolve) => {
+            signal?.addEventListener('abort', () => resolve(), { once: true });
+            setImmediate(resolve);
+          })));
+          this.closed++;
+        }
+      };
+    // unpatched, the same close warns: the test can see the warning it guards against
+    const Plain = muxer();
+    await new Plain().close({ signal: new AbortController().signal });
+    await new Promise((r) => setImmediate(r));
+    assert.ok(warnings.includes('MaxListenersExceededWarning'), 'an unpatched close of 40 draining streams warns');
+    warnings.length = 0;
+    const Muxer = muxer();
+    assert.equal(allowCloseListeners(Muxer.prototype as never), true);
+    assert.equal(allowCloseListeners(Muxer.prototype as never), true, 'idempotent');
+    const m = new Muxer();
+    const signal = new AbortController().signal;
+    await m.close({ signal });
+    assert.equal(m.closed, 1);
+    assert.equal(getMaxListeners(signal), 50, 'one per stream, plus the usual ten');
+    await m.close({});
+    assert.equal(m.closed, 2, 'a close without a signal goes through untouched');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings.filter((n) => n === 'MaxListenersExceededWarning'), []);
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.equal(patchMuxerCloseListeners(), true, "@libp2p/utils' muxer still has the close it wraps");
+  assert.equal(typeof AbstractStreamMuxer.prototype.close, 'function');
 });
