@@ -1,5 +1,6 @@
 /**
- * The yamux window-update guard, and the LengthPrefixedDecoder fix (libp2p-patches.ts): the same frames and the
+ * The yamux window-update guard, the muxer close's listener allowance (its unpatched half prints one
+ * MaxListenersExceededWarning on purpose), and the LengthPrefixedDecoder fix (libp2p-patches.ts): the same frames and the
  * same errors as @libp2p/utils' own decoder, without calling the length
  * decoder on an empty buffer (where it throws a fresh RangeError per read).
  */
