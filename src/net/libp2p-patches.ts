@@ -73,10 +73,7 @@ const YAMUX_DONE = Symbol.for('c0.yamuxStream.windowUpdateOnClosed');
 
 /** The wrapped method, for a prototype that has one (exported for its unit test). */
 export function guardWindowUpdate(proto: YamuxStreamInternals): boolean {
-  if (proto[YAMUX_DONE]) return true;
-  const inner = proto.sendWindowUpdate;
-  if (typeof inner !== 'function') return false;
-  proto.sendWindowUpdate = function (this: YamuxStreamInternals, ...args: unknown[]): unknown {
+  return wrapOnce(proto, 'sendWindowUpdate', YAMUX_DONE, (inner) => function (this: YamuxStreamInternals, ...args: unknown[]): unknown {
     try {
       return inner.apply(this, args);
     } catch (e) {
@@ -88,8 +85,20 @@ export function guardWindowUpdate(proto: YamuxStreamInternals): boolean {
       }
       return undefined;
     }
-  };
-  proto[YAMUX_DONE] = true;
+  });
+}
+
+/**
+ * Replace `proto[name]` with `wrap(original)` once, marking the prototype with `done`; false (nothing changed)
+ * when the library no longer has such a method.
+ */
+function wrapOnce<P extends object, K extends keyof P>(proto: P, name: K, done: symbol, wrap: (inner: P[K]) => P[K]): boolean {
+  const marks = proto as Record<symbol, unknown>;
+  if (marks[done]) return true;
+  const inner = proto[name];
+  if (typeof inner !== 'function') return false;
+  proto[name] = wrap(inner);
+  marks[done] = true;
   return true;
 }
 
@@ -119,10 +128,7 @@ const MUXER_DONE = Symbol.for('c0.streamMuxer.closeListeners');
 
 /** The wrapped method, for a prototype that has one (exported for its unit test). */
 export function allowCloseListeners(proto: MuxerInternals): boolean {
-  if (proto[MUXER_DONE]) return true;
-  const inner = proto.close;
-  if (typeof inner !== 'function') return false;
-  proto.close = function (this: MuxerInternals, options?: { signal?: AbortSignal }): Promise<void> {
+  return wrapOnce(proto, 'close', MUXER_DONE, (inner) => function (this: MuxerInternals, options?: { signal?: AbortSignal }): Promise<void> {
     const signal = options?.signal;
     if (signal instanceof AbortSignal) {
       const streams = this.streams?.length ?? this.streams?.size ?? 0;
@@ -130,9 +136,7 @@ export function allowCloseListeners(proto: MuxerInternals): boolean {
       if (getMaxListeners(signal) < wanted) setMaxListeners(wanted, signal);
     }
     return inner.call(this, options);
-  };
-  proto[MUXER_DONE] = true;
-  return true;
+  });
 }
 
 /** Apply the fix (idempotent). False when @libp2p/utils no longer has the shape it expects (then nothing changes). */

@@ -22,9 +22,9 @@ test('sim args: --help asks for the usage, nothing else is read', () => {
 
 test('sim args: an unknown flag, a missing value, a word or a stray argument is refused with the usage', () => {
   assert.throws(() => parseSimArgs(['--node', '30']), /Unknown option '--node'[\s\S]*usage: npm run sim/);
-  assert.throws(() => parseSimArgs(['--nodes']), /argument missing|--nodes/);
+  assert.throws(() => parseSimArgs(['--nodes']), /Option '--nodes <value>' argument missing/);
   assert.throws(() => parseSimArgs(['--nodes', 'many']), /--nodes takes a number, got "many"/);
   assert.throws(() => parseSimArgs(['--seed', '']), /--seed takes a number/);
-  assert.throws(() => parseSimArgs(['30']), /Unexpected argument '30'|positional/i);
+  assert.throws(() => parseSimArgs(['30']), /Unexpected argument '30'/);
   assert.throws(() => parseSimArgs(['--nodes', '0']), /--nodes must be above 0/);
 });
