@@ -152,7 +152,12 @@ export function spawnStage(bin: string, dataDir: string, weights: string, layers
   });
 }
 
-export async function runTrainingScenario(bin: string, dir: string, say: (s: string) => void): Promise<boolean> {
+/**
+ * The `devnet --training` walk. Aborting `signal` stops it at its next poll
+ * (every 100 ms while the workers train) with an error; either way every
+ * process it started is stopped before it returns.
+ */
+export async function runTrainingScenario(bin: string, dir: string, say: (s: string) => void, signal?: AbortSignal): Promise<boolean> {
   const { referenceFor } = await import('../roles/trainer/run-file.js');
   const { iris } = await import('../training/data.js');
   const { forward, predict, weightsFromBytes, weightsBytes } = await import('../training/model.js');
@@ -190,6 +195,7 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
     void Promise.all(exits).then(() => (done = true));
     while (!done) {
       await new Promise((r) => setTimeout(r, 100));
+      signal?.throwIfAborted();
       if (!flooded && (workerStatus(s, 0)?.step as number | undefined) !== undefined && (workerStatus(s, 0)!.step as number) >= 3) {
         flooded = true;
         say('  a flooding peer (not a member) sends 5 step commitments for steps it never did…');
@@ -240,6 +246,20 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
       await driver.stop();
     }
   } finally {
-    for (const c of [...children, ...stages]) if (c.exitCode === null) c.kill('SIGTERM');
+    await stopAll([...children, ...stages]);
   }
+}
+
+/** SIGTERM each process still running and wait for it to exit: SIGKILL after 5 s. */
+async function stopAll(procs: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    procs.map(async (c) => {
+      if (c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise<void>((r) => c.once('exit', () => r()));
+      c.kill('SIGTERM');
+      const t = setTimeout(() => c.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(t);
+    }),
+  );
 }

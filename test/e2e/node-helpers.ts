@@ -177,7 +177,7 @@ const live = new Set<ChildProcess>();
 /** Every cluster's temp dir not yet removed: removed on the way out too. */
 const roots = new Set<string>();
 let exitHook = false;
-function track(child: ChildProcess): void {
+export function track(child: ChildProcess): void {
   live.add(child);
   child.once('exit', () => live.delete(child));
   if (!exitHook) {

@@ -32,6 +32,9 @@ export interface DevnetOpts {
 
 /** `c0mpute devnet`: the default walk, or one of the scenarios. */
 export async function devnet(o: DevnetOpts): Promise<void> {
+  const scenarios = (['overlay', 'orders', 'pool', 'training'] as const).filter((k) => o[k]);
+  if (scenarios.length > 1) throw new C0Error('DEVNET_BAD_OPTION', `one scenario at a time: --${scenarios.join(' and --')} were given together`);
+  if (o.training && o.keep) throw new C0Error('DEVNET_BAD_OPTION', '--keep does not apply to --training: its workers stop when the run ends');
   if (o.overlay) return overlayScenario(o);
   if (o.orders) return ordersScenario(o);
   if (o.pool) return poolScenario(o);
@@ -150,12 +153,26 @@ async function poolScenario(o: { keep?: boolean; dir?: string }): Promise<void> 
 }
 
 async function trainingScenario(o: { dir?: string }): Promise<void> {
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0-devnet-training-'));
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-training-'));
+  // Ctrl-C stops the workers and removes the directory, as the other scenarios do.
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  let interrupted = false;
   try {
-    const ok = await runTrainingScenario(BIN, dir, out);
+    out(`c0mpute devnet --training: three training workers, then two pipeline stages, on 127.0.0.1, in ${dir}`);
+    const ok = await runTrainingScenario(BIN, dir, out, stop.signal);
     if (!ok) throw new C0Error('DEVNET_TRAINING_FAILED', 'the training scenario did not reach identical weights and pipeline output');
+  } catch (e) {
+    if (!stop.signal.aborted) throw e;
+    interrupted = true;
   } finally {
+    process.removeListener('SIGINT', onSignal);
     if (!o.dir) rmSync(dir, { recursive: true, force: true });
+  }
+  if (interrupted) {
+    out('▸ interrupted: every worker stopped');
+    process.exit(130);
   }
 }
 
