@@ -62,6 +62,7 @@ const floodLimitsSchema = z
   .strict();
 const abuseSchema = z.object({ appSpecificWeight: z.number().nonnegative(), disconnectAt: z.number().nonnegative(), banMs: z.number().int().nonnegative() }).partial().strict();
 const recordsServeSchema = z.object({ maxResponseBytes: z.number().int().positive(), maxResponseRecords: z.number().int().positive(), peer: bucket }).partial().strict();
+const recordCacheSchema = z.object({ maxPerKind: z.number().int().positive(), maxBytesPerKind: z.number().int().positive(), maxBytes: z.number().int().positive(), ttlMs: z.number().int().positive() }).partial().strict();
 
 const networkSchema = z
   .object({
@@ -113,6 +114,8 @@ const networkSchema = z
     abuse: abuseSchema.optional(),
     /** Bounds on /c0mpute/records/1 answers (per request, per peer byte budget). */
     recordsServe: recordsServeSchema.optional(),
+    /** Bounds on the records held in memory to relay and answer syncs with (net/record-cache.ts); unset keys keep its defaults. */
+    recordCache: recordCacheSchema.optional(),
     /**
      * Reconnection (docs/network.md "Reconnection and liveness"): bootstrap and
      * remembered peers are redialled forever with capped backoff; below

@@ -148,7 +148,7 @@ export class OverlayNode {
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
-    const cache = new MemoryRecordCache({ clock: this.clock });
+    const cache = new MemoryRecordCache({ ...nc.recordCache, clock: this.clock });
     const liveAdvert = (did: string, t: number) => {
       const a = this.market.adverts.latest.get(did);
       return a && a.record.expiresAt > t ? a : undefined;

@@ -1,4 +1,4 @@
-/** Config: the flood-defence keys under `network` (floodLimits, abuse, recordsServe) parse, and bad values are CONFIG_INVALID naming the field. */
+/** Config: the flood-defence keys under `network` (floodLimits, abuse, recordsServe, recordCache) parse, and bad values are CONFIG_INVALID naming the field. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { C0Error } from '../../../src/errors.js';
@@ -10,8 +10,10 @@ test('network.floodLimits, .abuse and .recordsServe parse; unset keys stay unset
       floodLimits: { peer: { ratePerSec: 50, burst: 100 }, signer: { job: { ratePerSec: 2, burst: 10 } } },
       abuse: { disconnectAt: 0 },
       recordsServe: { peer: { ratePerSec: 1024, burst: 65536 } },
+      recordCache: { maxBytes: 8_388_608, ttlMs: 600_000 },
     },
   });
+  assert.deepEqual(c.network.recordCache, { maxBytes: 8_388_608, ttlMs: 600_000 });
   assert.deepEqual(c.network.floodLimits, { peer: { ratePerSec: 50, burst: 100 }, signer: { job: { ratePerSec: 2, burst: 10 } } });
   assert.deepEqual(c.network.abuse, { disconnectAt: 0 });
   assert.equal(c.network.recordsServe?.peer?.burst, 65536);
@@ -24,11 +26,14 @@ test('bad flood-defence values are CONFIG_INVALID naming the field', () => {
     { floodLimits: { peer: { ratePerSec: -1, burst: 1 } } },
     { abuse: { banMs: 1.5 } },
     { recordsServe: { maxResponseBytes: 0 } },
+    { recordCache: { maxPerKind: 0 } },
+    { recordCache: { ttlMs: 1.5 } },
+    { recordCache: { maxbytes: 1 } },
   ];
   for (const network of bad) {
     assert.throws(
       () => parseConfig({ network }),
-      (e: C0Error) => e.code === 'CONFIG_INVALID' && /network\.(floodLimits|abuse|recordsServe)/.test(e.message),
+      (e: C0Error) => e.code === 'CONFIG_INVALID' && /network\.(floodLimits|abuse|recordsServe|recordCache)/.test(e.message),
       JSON.stringify(network),
     );
   }
