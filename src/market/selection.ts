@@ -17,12 +17,13 @@ import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import { FIRST_CLAIM_POLICY, T, type Delegation, type Job, type Offer, type Selection } from '../records/kinds.js';
 import { auditFirstClaimSelection } from '../matching/first-claim.js';
-import { seal, type Opened } from '../records/envelope.js';
+import { MAX_ENVELOPE_BYTES, seal, type Opened } from '../records/envelope.js';
 import { compareDids, didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
 import { cmpAmount } from './amount.js';
+import { priceForScoring } from './scoring.js';
 import { RecordSet } from './recordset.js';
-import { select, type SelectResult } from './select.js';
+import { select, type Ranked, type Selected, type SelectResult } from './select.js';
 import type { ReputationView } from './policy.js';
 import { deriveReputation, type TrustSources } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
@@ -114,10 +115,56 @@ export function signSelection(i: SignSelectionInput): Opened<Selection> {
   const decidedAt = i.decidedAt ?? r.decidedAt;
   const decider = didFromPublicKey(i.signer.publicKey);
   const auth = checkDeciderAuthority({ decider, job: i.job, ...(i.delegation ? { delegation: i.delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), winnerPrice: winner.price, now: decidedAt });
-  const considered = consideredOf(r).filter((c) => !excluded.has(c.provider));
-  if (considered.length > MAX_CONSIDERED) throw new C0Error('SELECTION_TOO_LARGE', `${considered.length} considered offers exceed the ${MAX_CONSIDERED} a selection can name`, { field: 'considered' });
-  const rec: Selection = { job: r.job, buyer: i.job.signer, policy: r.policy, winner: winner.offer, considered, decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) };
-  return seal(T.selection, rec, i.signer);
+  const all = consideredOf(r).filter((c) => !excluded.has(c.provider));
+  const rec = (considered: Selection['considered']): Selection => ({ job: r.job, buyer: i.job.signer, policy: r.policy, winner: winner.offer, considered, decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) });
+  if (all.length <= MAX_CONSIDERED) {
+    const whole = seal(T.selection, rec(all), i.signer);
+    if (whole.bytes.length <= MAX_ENVELOPE_BYTES) return whole;
+  }
+  return sealFitted(r, winner, excluded, rec, i.signer);
+}
+
+/**
+ * A selection naming every considered offer would not fit in one envelope (about 600 offers; a buyer's
+ * book keeps every offer for its own jobs, priced within the job or not). It names instead as many as fit,
+ * in this order of preference: the winner; the eligible offers that set the best price and the best
+ * duration (every proportional score is relative to them, so every kept offer scores as it did, and
+ * recomputing from the named offers gives the same winner); the other eligible offers, best ranked
+ * first; the ineligible ones. Offers left out show in an audit as offers the selection did not consider
+ * (a note, not a difference). docs/market.md §6.
+ */
+function sealFitted(r: Selected, winner: Ranked, excluded: ReadonlySet<string>, rec: (c: Selection['considered']) => Selection, signer: Signer): Opened<Selection> {
+  const ranked = r.ranked.filter((x) => !excluded.has(x.provider));
+  // the offers holding the best price and the best duration among those still considered
+  let cheapest = winner;
+  let fastest = winner;
+  for (const x of ranked) {
+    if (priceForScoring(x.price.amount) < priceForScoring(cheapest.price.amount)) cheapest = x;
+    if (x.durationMs < fastest.durationMs) fastest = x;
+  }
+  const order: Array<{ provider: string; offer: string }> = [];
+  const seen = new Set<string>();
+  const put = (provider: string, offer: string) => {
+    if (seen.has(offer)) return;
+    seen.add(offer);
+    order.push({ provider, offer });
+  };
+  for (const x of [winner, cheapest, fastest, ...ranked]) put(x.provider, x.offer);
+  for (const v of r.ineligible) if (v.offer && !excluded.has(v.provider)) put(v.provider, v.offer);
+  const sealN = (n: number) => seal(T.selection, rec(order.slice(0, n).sort((a, b) => compareDids(a.provider, b.provider))), signer);
+  // the largest prefix that fits (the first three always do: an entry is about 110 bytes)
+  let lo = 3;
+  let hi = Math.min(order.length, MAX_CONSIDERED);
+  let best = sealN(Math.min(lo, order.length));
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    const s = sealN(mid);
+    if (s.bytes.length <= MAX_ENVELOPE_BYTES) {
+      best = s;
+      lo = mid;
+    } else hi = mid - 1;
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------------------

@@ -262,8 +262,10 @@ export class MarketService implements BuyerMarket {
     return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs });
   }
 
-  async decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision> {
-    const result: SelectResult = select({ job, adverts: this.adverts, offers: this.book, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
+  async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {
+    // Providers tried already: their offers are left out (by the offer's signer, or the provider a pooled offer stands for).
+    const offers = excluded.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !excluded.has(o.signer) && !excluded.has(this.adverts.providerFor(o)));
+    const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
       ? result.ranked.map((r) => ({ provider: r.provider, offer: this.book.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
       : [];
@@ -272,21 +274,19 @@ export class MarketService implements BuyerMarket {
 
   /**
    * Sign the selection of `winner` with the market engine's signSelection: it
-   * names the policy and every offer the decision considered, one per
-   * provider, in DID order, and checks this node may decide. On failover the
-   * providers already tried are `excluded`: they are no longer under
-   * consideration, so recomputing from the selection's offers gives the
-   * runner-up. A steward signs on the buyer's behalf (as an authorised decider).
+   * names the policy and every offer the decision considered (as many as fit in
+   * an envelope), one per provider, in DID order, and checks this node may
+   * decide. On failover the decision is a fresh one without the providers tried
+   * (`decide`'s `excluded`), so recomputing from the selection's offers gives
+   * its winner. A steward signs on the buyer's behalf (as an authorised decider).
    */
-  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number, excluded: ReadonlySet<string> = new Set()): Opened<Selection> {
+  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number): Opened<Selection> {
     return signSelection({
       result: decision.result,
       job,
       signer: this.o.signer,
       winner: winner.offer.address,
-      excluded,
       decidedAt: now,
       ...(job.signer === this.o.did ? {} : { stewards: [this.o.did] }),
     });
-  }
-}
+  }}

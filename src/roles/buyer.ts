@@ -46,10 +46,16 @@ export interface Decision {
 
 /** What the buyer needs from the market engine (wired in the daemon). */
 export interface BuyerMarket {
-  decide(job: Opened<Job>, policy: PolicyName, now: number): Promise<Decision>;
+  /**
+   * Rank the job's offers at `now`. `excluded`: providers already tried, whose offers are left out, so a
+   * failover decides afresh among the rest (removing a provider can reorder the others: every proportional
+   * score is relative to the best price and duration still in the running), and a selection signed from it
+   * recomputes to its winner.
+   */
+  decide(job: Opened<Job>, policy: PolicyName, now: number, excluded?: ReadonlySet<string>): Promise<Decision>;
   offerCount(job: string, now: number): number;
   /** Sign the selection of `winner` among the decision's candidates. */
-  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number, excluded?: ReadonlySet<string>): Opened<Selection>;
+  signSelection(job: Opened<Job>, decision: Decision, winner: RankedCandidate, now: number): Opened<Selection>;
 }
 
 export interface JobSpec {
@@ -276,9 +282,11 @@ export class Buyer {
       return result;
     }
 
-    // Each attempt picks a winner among the providers not tried yet: the next in
-    // the ranking, or on a managed overlay the steward's choice. The decision
-    // itself is never changed (it is what the result reports).
+    // Each attempt picks a winner among the providers not tried yet: the first
+    // attempt the decision's winner, each later one the winner of a decision
+    // taken afresh without the providers tried (not the next in the first
+    // ranking, which a recomputation need not give), or on a managed overlay the
+    // steward's choice. The first decision is what the result reports.
     const tried = new Set<string>();
     for (let attemptNo = 1; attemptNo <= decision.ranked.length; attemptNo++) {
       const now = clock();
@@ -298,14 +306,15 @@ export class Buyer {
         pick = decision.ranked.find((c) => c.offer.address === offer.address) ?? { provider: offer.signer, offer, total: Number.NaN, scores: {} };
         selection = managed.selection;
       } else {
-        pick = decision.ranked.find((c) => !tried.has(c.provider));
+        const current = tried.size === 0 ? decision : await this.d.market.decide(job, policy, now, tried);
+        pick = current.ranked[0];
         if (!pick) break;
         if (now > pick.offer.record.startBy) {
           result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
           tried.add(pick.provider);
           continue;
         }
-        selection = this.d.market.signSelection(job, decision, pick, now, tried);
+        selection = this.d.market.signSelection(job, current, pick, now);
       }
       tried.add(pick.provider);
       await this.d.publish('selection', selection).catch(() => {});

@@ -74,10 +74,11 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   const policy = (req.policy as PolicyName) ?? 'balanced';
   const excluded = new Set(Array.isArray(req.excluded) ? (req.excluded as string[]) : []);
   const now = d.ports.clock();
-  const decision = await d.ports.market.decide(job, policy, now);
-  const cand = decision.ranked.find((c) => !excluded.has(c.provider));
+  // decided afresh without the providers tried, so the selection recomputes to its winner
+  const decision = await d.ports.market.decide(job, policy, now, excluded);
+  const cand = decision.ranked[0];
   if (!cand) throw new C0Error('STEWARD_NO_CANDIDATE', 'no eligible offer left for this job');
-  const sel = d.ports.market.signSelection(job, decision, cand, now, excluded);
+  const sel = d.ports.market.signSelection(job, decision, cand, now);
   d.accounts.get(job.address)?.winners.add(cand.provider);
   await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
 }

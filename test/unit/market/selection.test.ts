@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RecordSet, auditSelection, checkDeciderAuthority, select, signSelection, type Selected } from '../../../src/market/index.js';
 import { open, seal, T, type Selection } from '../../../src/records/index.js';
+import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
+import { reputationFromMap } from '../../../src/market/policy.js';
 import { NOW, P, acceptance, advert, delegation, job, offer, receipt } from './fixtures.js';
 import { codeOf } from '../../../src/errors.js';
 
@@ -176,4 +178,47 @@ test('audit notes a better signed offer of a considered provider that the select
   assert.match(note, /0\.07 USD/);
   // the offer OFFERS[1] (0.3) of the same provider is worse than 0.07: not reported
   assert.ok(!a.notes.some((n) => n.includes(OFFERS[1]!.address)));
+});
+
+test('a selection too large for one envelope names the winner, the best price and duration, then the best ranked: it opens and audits', () => {
+  // 700 providers, 400 of them priced over the job's maximum (what a flood of junk offers does to a buyer's book)
+  const ps = Array.from({ length: 700 }, (_, i) => P(3000 + i));
+  const ads = ps.map((p) => advert(p));
+  const cheapest = ps[1]!;
+  const fastest = ps[2]!;
+  const winner = ps[3]!; // neither the cheapest nor the fastest: its reputation carries it
+  const offers = ps.map((p, i) =>
+    offer(p, J, ads[i]!, {
+      amount: i >= 300 ? '5' : p === cheapest ? '0.1' : p === winner ? '0.3' : '0.5',
+      durationMs: p === fastest ? 10_000 : 60_000,
+    }),
+  );
+  const reputation = reputationFromMap(new Map(ps.map((p) => [p.did, p === winner ? 1 : 0])));
+  const r = select({ job: J, adverts: ads, offers, policy: 'balanced', reputation, now: NOW });
+  assert.ok(r.ok && r.winner.provider === winner.did && r.ranked.length === 300 && r.ineligible.length === 400);
+  const s = signSelection({ result: r, job: J, signer: BUYER.signer });
+  assert.ok(s.bytes.length <= MAX_ENVELOPE_BYTES, `${s.bytes.length} bytes`);
+  assert.equal(open(s.bytes, T.selection).address, s.address, 'it opens: the winner can run it, and it can be gossiped');
+  const named = new Set(s.record.considered.map((c) => c.provider));
+  for (const p of [winner, cheapest, fastest]) assert.ok(named.has(p.did));
+  assert.ok(s.record.considered.length > 400 && s.record.considered.length < 700, `${s.record.considered.length} named`);
+  assert.ok(
+    r.ranked.every((x) => named.has(x.provider)),
+    'every eligible offer fits here, so only ineligible ones were left out',
+  );
+  const dids = s.record.considered.map((c) => c.provider);
+  assert.deepEqual(dids, [...dids].sort(), 'DID order');
+  const a = auditSelection({ selection: s, records: new RecordSet([J, ...ads, ...offers]), reputation });
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  assert.ok(a.notes.some((n) => /did not consider/.test(n)), 'the offers left out show as a note');
+
+  // more eligible offers than fit: the ones kept still score as before, so the recomputed winner is the same
+  const many = ps.map((p, i) => offer(p, J, ads[i]!, { amount: p === cheapest ? '0.1' : p === winner ? '0.3' : '0.5', durationMs: p === fastest ? 10_000 : 60_000 }));
+  const r2 = select({ job: J, adverts: ads, offers: many, policy: 'balanced', reputation, now: NOW });
+  assert.ok(r2.ok && r2.ranked.length === 700);
+  const s2 = signSelection({ result: r2, job: J, signer: BUYER.signer });
+  assert.ok(s2.bytes.length <= MAX_ENVELOPE_BYTES && s2.record.considered.length < 700);
+  const a2 = auditSelection({ selection: s2, records: new RecordSet([J, ...ads, ...many]), reputation });
+  assert.equal(a2.reproduces, true, JSON.stringify(a2.differences));
+  assert.equal(a2.recomputedWinner, r2.winner.offer);
 });

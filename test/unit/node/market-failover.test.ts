@@ -1,0 +1,62 @@
+/**
+ * Failover decides afresh (docs/market.md §6): once the winner is tried, the
+ * buyer's market ranks the offers left without it, because removing a provider
+ * can reorder the others (every proportional score is relative to the best
+ * price and duration still in the running). The selection signed from that
+ * decision recomputes to its winner; the next entry of the first ranking would
+ * not have.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MarketService } from '../../../src/node/market-service.js';
+import { RecordStore } from '../../../src/store/records.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { auditSelection, signSelection } from '../../../src/market/index.js';
+import { NOW, P, advert, job, offer } from '../market/fixtures.js';
+
+const ME = P(750);
+const [A, B, C] = [P(751), P(752), P(753)];
+
+test('after the winner is tried, the failover winner is the winner of the offers left, and its selection audits', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-market-fo-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW, log: silentLogger(), signer: ME.signer, did: ME.did, skewMs: 30_000 });
+    const j = job(ME);
+    market.noteOwnJob(j);
+    // balanced (price 0.4, speed 0.2, reputation 0.4; no evidence, so reputation ties):
+    // with A, C (dearest but as fast as A) ranks above B; without A, B (now the cheapest) ranks above C
+    const quotes = [
+      [A, '0.1', 100_000],
+      [B, '0.2', 250_000],
+      [C, '0.4', 100_000],
+    ] as const;
+    const ads = quotes.map(([p]) => advert(p));
+    const offers = quotes.map(([p, amount, durationMs], i) => offer(p, j, ads[i]!, { amount, durationMs }));
+    for (const a of ads) await market.putAdvert(a);
+    for (const o of offers) await market.addOffer(o, NOW);
+    const first = await market.decide(j, 'balanced', NOW);
+    assert.deepEqual(first.ranked.map((r) => r.provider), [A.did, C.did, B.did]);
+
+    const again = await market.decide(j, 'balanced', NOW, new Set([A.did]));
+    assert.deepEqual(again.ranked.map((r) => r.provider), [B.did, C.did], 'without A, B is the cheapest and ranks first');
+    const sel = market.signSelection(j, again, again.ranked[0]!, NOW);
+    assert.deepEqual(sel.record.considered.map((c) => c.provider).sort(), [B.did, C.did].sort(), 'A is no longer considered');
+    const records3 = [j, ...ads, ...offers];
+    const audit = auditSelection({ selection: sel, records: records3 });
+    assert.equal(audit.reproduces, true, JSON.stringify(audit.differences));
+
+    // the next entry of the first ranking (C) would not have audited: the recomputation over B and C gives B
+    const stale = signSelection({ result: first.result, job: j, signer: ME.signer, winner: first.ranked[1]!.offer.address, excluded: new Set([A.did]), decidedAt: NOW });
+    const bad = auditSelection({ selection: stale, records: records3 });
+    assert.deepEqual(bad.differences.map((d) => d.code), ['AUDIT_DIFFERENT_WINNER']);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
