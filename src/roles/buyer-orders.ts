@@ -9,7 +9,7 @@
  * signed first-claim selection (published on gossip, so other providers drop
  * the order); every other claim gets a signed `c0mpute.claim-refusal/1` —
  * its own invalidity, or ORDER_TAKEN citing the winner — for as long as the
- * run lasts. Then the work runs with the winner exactly as an auction's does
+ * run lasts; the winning claim sent again gets the same selection again. Then the work runs with the winner exactly as an auction's does
  * (the exec header carries the claim where an auction carries the offer; the
  * receipt's `offer` is the claim's address and its price the claim's).
  * No winner before the deadline: the run ends `unclaimed` (a designated order
@@ -117,6 +117,14 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       } catch {
         c = undefined;
       }
+    }
+    // The winning claim sent again (its claimant did not get the answer, claimer.ts resends the same bytes): the
+    // same answer, the selection already signed. Refusing it ORDER_TAKEN would have the winner free its slot and
+    // drop the order while the buyer's exec is on its way.
+    if (winner && c && c.address === winner.claim.address) {
+      a.answer({ t: 'won', selection: winner.selection.bytes });
+      log.debug({ job: job.address, claim: c.address, seq: a.seq }, 'winning claim sent again; answered with its selection');
+      return;
     }
     const claimant = c?.signer;
     // The advert a claim cites: the one it attached, or the claimant's live advert this node holds.

@@ -23,8 +23,8 @@
  * stream failed before an answer — which a busy provider hits when many orders
  * are designated to it at once (a batch run): the same signed claim is sent
  * again after 1 s, doubling to 8 s, at most 6 times in all, while the order is
- * open and we still hold it (the buyer answers a claim it already judged with
- * `CLAIM_DUPLICATE`, never a second decision).
+ * open and we still hold it (a buyer whose answer was lost answers the winning
+ * claim again with the same selection, src/roles/buyer-orders.ts).
  */
 import { C0Error } from '../../errors.js';
 import { seal, type Opened } from '../../records/envelope.js';

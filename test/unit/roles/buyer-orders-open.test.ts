@@ -143,3 +143,44 @@ describe('an open order flooded with refused claims', () => {
     assert.equal(result.claimsOmitted, n + 1 - (MAX_CLAIM_SUMMARIES + 1));
   });
 });
+
+describe('the winning claim sent again', () => {
+  it('gets the same won answer and selection again, not an ORDER_TAKEN refusal naming itself', async () => {
+    // The claimer resends the same claim bytes when it got no answer (a NET_* error, a failed stream:
+    // src/roles/provider/claimer.ts); an ORDER_TAKEN would have it free its slot while the exec is on its way.
+    const win = claimBy(202);
+    const answers: Array<{ seq: number; frame: Parameters<ArrivedClaim['answer']>[0] }> = [];
+    const arrival = (seq: number): ArrivedClaim => ({ seq, receivedAt: NOW + seq, claim: win.bytes, from: '', answer: (frame) => void answers.push({ seq, frame }) });
+    const queue: ArrivedClaim[] = [arrival(1)];
+    let resend: (() => void) | undefined;
+    const ports: OrderPorts = {
+      inbox: () => ({
+        next: async (signal: AbortSignal) => {
+          if (queue.length) return queue.shift();
+          if (signal.aborted) return undefined;
+          return new Promise<ArrivedClaim | undefined>((resolve) => {
+            signal.addEventListener('abort', () => resolve(undefined));
+            resend = () => resolve(arrival(2));
+          });
+        },
+        close: () => {},
+      }),
+    };
+    const stored: Opened[] = [];
+    const events: BuyerEvent[] = [];
+    const result = await runOrder(deps(stored), ports, J, spec, (e) => events.push(e), async () => {
+      resend?.();
+      await new Promise((r) => setImmediate(r));
+      return { outcome: 'failed' };
+    });
+    assert.deepEqual(answers.map((a) => [a.seq, a.frame.t]), [[1, 'won'], [2, 'won']]);
+    const [first, again] = answers.map((a) => a.frame as { t: 'won'; selection: Uint8Array });
+    assert.ok(Buffer.from(again!.selection).equals(Buffer.from(first!.selection)), 'the same selection bytes: nothing new signed');
+    assert.equal(parseClaimAnswer({ t: 'won', selection: again!.selection } as unknown as CborValue, BUYER.did, J.address, win.address).won, true);
+    assert.equal(result.selection!.record.winner, win.address);
+    // one decision: one outcome, one selection stored
+    assert.deepEqual(result.claims!.map((c) => [c.seq, c.verdict]), [[1, 'won']]);
+    assert.equal(stored.filter((r) => r.type === T.selection).length, 1);
+    assert.equal(events.filter((e) => e.e === 'claim').length, 1);
+  });
+});
