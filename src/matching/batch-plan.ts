@@ -10,15 +10,17 @@
  *   capacity(p, w)   = ⌊reputation(p) × min(advertised(p, w), ceiling)⌋
  *   share(p, w)      = max(0, capacity − held(p) − designated(p) − lines p took for earlier workloads of this batch)
  *
- * Providers are filled cheapest first (the cost of one line at the provider's
- * advertised price for the workload in its unit); equal prices take turns, one
- * line at a time, in DID order.
+ * A provider's ask is the cheapest of its advert's prices for the workload in
+ * the batch's currency and a unit the batch states (cheapestAsk, the rule askFor
+ * applies to one order). Providers are filled cheapest first (the cost of one
+ * line at that ask); equal prices take turns, one line at a time, in DID order.
  */
 import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import type { Requirements } from '../records/kinds.js';
 import { tierSatisfies } from '../market/eligibility.js';
+import { cheapestAsk } from './candidates.js';
 import type { LiveProvider } from './types.js';
 
 /** Default per-provider ceiling (lines one provider may hold in one plan) when the caller configures none. */
@@ -118,12 +120,21 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     const cands: Array<{ p: LiveProvider; key: Decimal; ask: Money; unit: string; qty: Decimal; share: number }> = [];
     for (const p of providers) {
       if (!p.workloads.includes(w.workload)) continue;
-      const pe = p.advert.record.prices?.find((x) => x.workload === w.workload);
-      if (!pe || pe.price.currency !== currency) continue;
-      const qty = pe.unit === 'job' ? lines : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
-      if (qty === undefined) continue; // priced in a unit the batch does not state: cannot be costed
-      const key = new D(pe.price.amount).times(qty); // cost of all lines at this ask; per line = key / lines
-      if (key.gt(maxTotal)) continue;
+      // Its ask as askFor picks one for an order (cheapestAsk): of its prices for the workload in the batch's
+      // currency and in a unit the batch states (an entry in another unit cannot be costed), the cheapest here.
+      const pick = cheapestAsk(
+        p.advert.record.prices ?? [],
+        w.workload,
+        currency,
+        (pe) => {
+          const qty = pe.unit === 'job' ? lines : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
+          return qty === undefined ? undefined : { qty, key: new D(pe.price.amount).times(qty) }; // key: cost of all lines; per line = key / lines
+        },
+        (a, b) => a.key.lt(b.key),
+      );
+      if (!pick || pick.cost.key.gt(maxTotal)) continue;
+      const pe = pick.entry;
+      const { qty, key } = pick.cost;
       if (inp.eligible && !inp.eligible(p, w)) continue;
       const rep = Decimal.min(1, Decimal.max(0, new D(inp.reputation(p.did))));
       const advertised = Math.max(0, p.freeSlots) * Math.max(0, perSlot);

@@ -152,7 +152,7 @@ type Ask = { ok: true; ask: { unit: string; price: Money }; units: number; cost:
 /**
  * The provider's ask for the order: of its advert's prices for the workload in
  * the order's currency, the one that makes the order cheapest (ties: the
- * earlier entry). A price in another currency is never converted.
+ * earlier entry; cheapestAsk). A price in another currency is never converted.
  */
 export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: string, units: number) => string = scaleAmount): Ask {
   const cur = order.maxPrice.currency;
@@ -174,14 +174,35 @@ export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: st
   if (entries.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.NO_ASK, field: 'workload', wanted: order.workload, offered: null, message: `publishes no price for ${order.workload}` } };
   const same = entries.filter((p) => p.price.currency === cur);
   if (same.length === 0) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_CURRENCY_MISMATCH, field: 'maxPrice.currency', wanted: cur, offered: [...new Set(entries.map((p) => p.price.currency))].sort(), message: `prices ${order.workload} in ${entries[0]!.price.currency}; the order pays in ${cur} (never converted)` } };
-  let best: Ask | undefined;
-  for (const p of same) {
-    const units = unitsOf(order, p.unit);
-    if (units === undefined) continue;
-    const cost = { amount: scale(p.price.amount, units), currency: cur };
-    if (!best || (best.ok && cmpAmount(cost.amount, best.cost.amount) < 0)) best = { ok: true, ask: { unit: p.unit, price: p.price }, units, cost };
-  }
+  const best = cheapestAsk(
+    same,
+    order.workload,
+    cur,
+    (p) => {
+      const units = unitsOf(order, p.unit);
+      return units === undefined ? undefined : { units, amount: scale(p.price.amount, units) };
+    },
+    (a, b) => cmpAmount(a.amount, b.amount) < 0,
+  );
   if (!best) return { ok: false, reason: { code: CANDIDATE_REASON.ASK_UNIT_UNKNOWN, field: 'prices.unit', wanted: ['job', 'second', 'mib'], offered: same.map((p) => p.unit), message: `prices ${order.workload} per ${same.map((p) => p.unit).join(', ')}, which the order cannot count` } };
+  return { ok: true, ask: { unit: best.entry.unit, price: best.entry.price }, units: best.cost.units, cost: { amount: best.cost.amount, currency: cur } };
+}
+
+/**
+ * The rule for a provider's ask, whatever is being priced: of the advert's
+ * price entries for `workload` in `currency` (never converted), the one whose
+ * cost is least, ties going to the earlier entry. `costOf` says what an entry
+ * costs, undefined for a unit the caller cannot count (skipped). askFor applies
+ * it to one order; the batch planner (batch-plan.ts) to a batch's summed units.
+ */
+export function cheapestAsk<C>(prices: readonly PriceEntry[], workload: string, currency: string, costOf: (p: PriceEntry) => C | undefined, less: (a: C, b: C) => boolean): { entry: PriceEntry; cost: C } | undefined {
+  let best: { entry: PriceEntry; cost: C } | undefined;
+  for (const p of prices) {
+    if (p.workload !== workload || p.price.currency !== currency) continue;
+    const cost = costOf(p);
+    if (cost === undefined) continue;
+    if (!best || less(cost, best.cost)) best = { entry: p, cost };
+  }
   return best;
 }
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Ed25519Signer, seal, T, type Presence } from '../../../src/records/index.js';
 import { C0Error } from '../../../src/errors.js';
+import { askFor } from '../../../src/matching/candidates.js';
 import { planBatch, meetsRequirements, type Batch, type BatchWorkload, type PlanInputs } from '../../../src/matching/batch-plan.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
 import { NOW, P, advert, byDid, shuffle, type Party } from '../market/fixtures.js';
@@ -200,4 +201,32 @@ test('property: any arrival order of the live providers gives the same plan', ()
     ),
     { numRuns: 200 },
   );
+});
+
+test('a provider’s ask is its cheapest price for the workload in the batch’s currency and a unit the batch states, as askFor picks one for an order', () => {
+  const [A, B, C] = [P(301), P(302), P(303)] as [Party, Party, Party];
+  const withPrices = (p: Party, prices: Array<[string, string, string]>): LiveProvider => {
+    const a = advert(p, { workloads: [WL], prices: prices.map(([amount, currency, unit]) => ({ workload: WL, unit, price: { amount, currency } })) });
+    const pr: Presence = { workloads: [WL], freeSlots: 4, issuedAt: NOW - 1000, windowMs: 15_000 };
+    return { did: p.did, advert: a, presence: seal(T.presence, pr, p.signer), workloads: [WL], freeSlots: 4, liveUntil: NOW + 14_000 };
+  };
+  // A prices in EUR first: before, the planner read only that entry and left A out of a USD batch
+  // B's later entry is cheaper (2 lines, 10 s summed: 0.30/job → 0.6, 0.02/s → 0.2)
+  // C's cheapest entry is per a unit the batch does not state: skipped, its job price counts
+  const ps = [withPrices(A, [['0.1', 'EUR', 'job'], ['0.15', 'USD', 'job']]), withPrices(B, [['0.30', 'USD', 'job'], ['0.02', 'USD', 'second']]), withPrices(C, [['0.001', 'USD', 'mtoken'], ['0.12', 'USD', 'job']])];
+  const plan = planBatch({ batch: { windowMs: 60_000, workloads: [wl({ lines: 6, units: { second: '30' } })] }, live: ps, now: NOW, reputation: () => 1, ceiling: 2 });
+  assert.deepEqual(
+    plan.assignments.map((a) => [a.provider, a.lines, a.ask.amount, a.unit, a.cost.amount]),
+    [
+      [B.did, 2, '0.02', 'second', '0.2'],
+      [C.did, 2, '0.12', 'job', '0.24'],
+      [A.did, 2, '0.15', 'job', '0.3'],
+    ],
+  );
+  // one USD line at A, the reviewer's case: taken at 0.15 USD, where the probe (askFor) lists it too
+  const one = planBatch({ batch: { windowMs: 60_000, workloads: [wl()] }, live: [ps[0]!], now: NOW, reputation: () => 1 });
+  assert.deepEqual(one.assignments.map((a) => [a.provider, a.ask]), [[A.did, { amount: '0.15', currency: 'USD' }]]);
+  const ask = askFor(ps[0]!.advert.record, { workload: WL, requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, inputSize: 10, inputSealed: false, timeoutMs: 1000 });
+  assert.ok(ask.ok);
+  assert.deepEqual(ask.ask.price, one.assignments[0]!.ask);
 });
