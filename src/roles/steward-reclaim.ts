@@ -11,7 +11,7 @@ import { open } from '../records/envelope.js';
 import { T, type Energy } from '../records/kinds.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
-import { worseGrade } from '../pool/grades.js';
+import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
@@ -49,6 +49,26 @@ interface UsageSample {
   elapsedMs: number;
 }
 
+/**
+ * One attempt's idle samples. Every figure of a `usage` answer is the running
+ * attempt's own (its energy and elapsed time count from its start), so samples
+ * are only ever compared within one attempt: `attempt` is the provider and the
+ * attempt's start as it reports it (`startedAt`; a provider that does not send
+ * it is told apart by its figures going backwards).
+ */
+interface AttemptSamples {
+  attempt: string;
+  samples: UsageSample[];
+}
+
+/** A usage answer's figures for the idle check, or undefined when any is missing or malformed. */
+function idleSample(f: unknown): (UsageSample & { startedAt?: number }) | undefined {
+  const u = f as { uj?: unknown; grade?: unknown; elapsedMs?: unknown; startedAt?: unknown } | undefined;
+  const count = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if (!count(u?.uj) || !count(u.elapsedMs) || !isGrade(u.grade)) return undefined;
+  return { uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs, ...(typeof u.startedAt === 'number' && Number.isSafeInteger(u.startedAt) ? { startedAt: u.startedAt } : {}) };
+}
+
 export interface ReclaimDeps {
   ports: StewardPorts;
   ledger: Ledger;
@@ -61,7 +81,7 @@ export interface ReclaimDeps {
 }
 
 export class Reclaimer {
-  #samples = new Map<string, UsageSample[]>();
+  #samples = new Map<string, AttemptSamples>();
   /** The latest usage figures of each running claim's attempt (for §5.2). */
   #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
@@ -195,7 +215,10 @@ export class Reclaimer {
    * held, then the window, then the grade, then the rate: src/pool/idle.ts),
    * and reclaim the claims found idle, least energy per time first. A claim
    * with no verdict (too short a window, an Estimator figure) is not a
-   * candidate.
+   * candidate. Samples are compared within one attempt only: a new attempt
+   * (a failover, a restart, another provider) starts the window afresh, so
+   * it has no verdict until it has run for the window itself. A claim whose
+   * figures cannot be judged is skipped (logged), never the whole pass.
    */
   async idleTick(): Promise<void> {
     const policy = this.d.cfg.idle;
@@ -214,27 +237,36 @@ export class Reclaimer {
       // released while its provider answered: forget() has run, and nothing is kept for it again
       if (!this.#tracked(c.claim)) continue;
       this.#noteUsage(c.claim, frames[0]);
-      const u = frames[0] as { uj?: number; grade?: Energy['grade']; elapsedMs?: number } | undefined;
-      if (typeof u?.uj !== 'number' || typeof u.elapsedMs !== 'number' || !u.grade) continue;
-      const hist = this.#samples.get(c.claim) ?? [];
+      const u = idleSample(frames[0]);
+      if (!u) continue;
+      const hist = this.#attemptSamples(c.claim, provider, u);
       hist.push({ uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs });
       // Keep what covers the window, and one sample older.
       while (hist.length > 2 && hist[hist.length - 1]!.elapsedMs - hist[1]!.elapsedMs >= policy.windowMs) hist.shift();
-      this.#samples.set(c.claim, hist);
       const last = hist[hist.length - 1]!;
       const first = hist[0]!;
       observations.push({
         key: c.claim,
         devicesHeld: c.devices,
         observedMs: last.elapsedMs - first.elapsedMs,
-        energy: { uj: Math.max(0, last.uj - first.uj), grade: worseGrade(first.grade, last.grade) },
+        energy: { uj: last.uj - first.uj, grade: worseGrade(first.grade, last.grade) },
       });
     }
     const policyArgs = { windowMs: policy.windowMs, idleBelowMicrowatts: policy.idleBelowMicrowatts };
     // a claim released while later claims' providers were asked is neither judged nor reclaimed
-    const still = observations.filter((o) => this.#tracked(o.key));
-    for (const o of still) this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
-    for (const v of reclamationOrder(still, policyArgs)) {
+    const judged: IdleObservation[] = [];
+    for (const o of observations) {
+      if (!this.#tracked(o.key)) continue;
+      try {
+        this.#idleVerdicts.set(o.key, idleVerdict(o, policyArgs));
+        judged.push(o);
+      } catch (e) {
+        // one claim's figures do not stop the others being judged
+        this.#idleVerdicts.delete(o.key);
+        log.warn({ claim: o.key, err: (e as Error).message }, 'idle check: figures not judged');
+      }
+    }
+    for (const v of reclamationOrder(judged, policyArgs)) {
       const provider = this.d.accounts.providerOf(v.key);
       if (!provider) continue;
       log.warn({ claim: v.key, uj: v.uj, observedMs: v.observedMs, windowMs: v.windowMs }, 'reclaiming an idle claim');
@@ -246,5 +278,22 @@ export class Reclaimer {
         log.warn({ claim: v.key, err: (e as Error).message }, 'idle reclamation request failed');
       }
     }
+  }
+
+  /**
+   * The samples of the attempt a usage answer reports, emptied when it is
+   * another attempt than the one sampled before: another provider, another
+   * `startedAt`, or (from a provider that does not report `startedAt`) an
+   * elapsed time or energy below the last sample's.
+   */
+  #attemptSamples(claim: string, provider: string, u: UsageSample & { startedAt?: number }): UsageSample[] {
+    const attempt = `${provider} ${u.startedAt ?? '-'}`;
+    const kept = this.#samples.get(claim);
+    const prev = kept?.samples[kept.samples.length - 1];
+    if (kept && kept.attempt === attempt && !(prev && (u.elapsedMs < prev.elapsedMs || u.uj < prev.uj))) return kept.samples;
+    if (kept) this.#idleVerdicts.delete(claim);
+    const fresh: AttemptSamples = { attempt, samples: [] };
+    this.#samples.set(claim, fresh);
+    return fresh.samples;
   }
 }

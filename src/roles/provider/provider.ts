@@ -227,12 +227,16 @@ export class Provider {
     return done;
   }
 
-  /** Energy spent so far by a running job, with its grade, how long it has run (pool/1 §2.7) and the units it reports completed (§5.1). */
-  usage(job: string): { uj: number; grade: string; elapsedMs: number; units?: number } | undefined {
+  /**
+   * Energy spent so far by a running job's attempt here, with its grade, how long it has run (pool/1 §2.7), the units
+   * it reports completed (§5.1) and when the attempt started (this node's clock): every figure is the attempt's own,
+   * so the steward tells one attempt from the next by `startedAt` and never subtracts across them.
+   */
+  usage(job: string): { uj: number; grade: string; elapsedMs: number; startedAt: number; units?: number } | undefined {
     const s = this.#spans.get(job);
     if (!s) return undefined;
     const e = s.span.sample();
-    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt), ...(s.units === undefined ? {} : { units: s.units }) };
+    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt), startedAt: s.startedAt, ...(s.units === undefined ? {} : { units: s.units }) };
   }
 
   /**
