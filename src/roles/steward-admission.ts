@@ -206,12 +206,17 @@ export class AdmissionLine {
     // The line goes first: the claims already waiting take what freed before this one is decided.
     const held = await this.serve();
     const d = this.d.reclaim.decideNow(claim);
-    const v: Verdict | QueueVerdict = d.v.verdict === 'Admit' && held ? lineAhead(claim) : d.v;
+    let v: Verdict | QueueVerdict = d.v.verdict === 'Admit' && held ? lineAhead(claim) : d.v;
+    if (v.verdict === 'Admit') {
+      const c = await this.#commit(claim, job, d);
+      if (c.t === 'admitted') return { outcome: c };
+      // Decided again before the append and not admitted (a preemption that freed nothing): that verdict stands.
+      v = c.v;
+    }
     if (v.verdict === 'Deny') {
       this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
       return { outcome: { t: 'denied', v } };
     }
-    if (v.verdict === 'Admit') return { outcome: await this.#commit(claim, job, d) };
     this.#roomInLine(job.signer);
     w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: v };
     // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
@@ -256,15 +261,22 @@ export class AdmissionLine {
 
   /**
    * Admit a claim decided `Admit`, inside the admission section: preempt the
-   * victims first when needed, then append durably. Preempting here holds
-   * every other admission until the victims' providers answer (bounded by the
-   * request deadlines); it is rare (only past physical capacity, with
-   * preemption on), and deciding again outside the section would race them.
+   * victims first when needed, deciding again before and after, then append
+   * durably (appendAdmitted). Preempting here holds every other admission
+   * until the victims' providers answer (bounded by the request deadlines);
+   * it is rare (only past physical capacity, with preemption on), and
+   * deciding again outside the section would race them. A claim not admitted
+   * by the last decision gets that verdict (`not-admitted`), nothing appended.
    */
-  async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued?: number): Promise<Outcome & { t: 'admitted' }> {
+  async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued?: number): Promise<(Outcome & { t: 'admitted' }) | { t: 'not-admitted'; v: Exclude<Verdict, { verdict: 'Admit' }> }> {
     if (decided.v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${decided.v.verdict}`);
     // §5.2 ranks by what each running claim has spent and completed: appendAdmitted asks, then chooses again.
-    const { admit, ...r } = await appendAdmitted(this.d, claim, decided);
+    const o = await appendAdmitted(this.d, claim, decided);
+    if ('v' in o) {
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, verdict: o.v.verdict, reason: o.v.reason }, 'claim not admitted when decided again before the append');
+      return { t: 'not-admitted', v: o.v };
+    }
+    const { admit, ...r } = o;
     // After the append: a crash in between leaves a stored entry that the restore drops (its claim is open).
     if (queued !== undefined) await this.#queueStore.remove(queued);
     this.d.accounts.track(claim.id, claim.entitlement, job.signer, job.record.deadline);
@@ -377,11 +389,15 @@ export class AdmissionLine {
    * admitted waits behind it.
    */
   async serve(): Promise<boolean> {
+    // Claims decided again before their append and not admitted (a preemption that freed nothing): back in line,
+    // and not decided again in this pass (preempting for them again at once would free nothing more).
+    const passed = new Set<Waiting>();
     for (;;) {
       if (this.d.stopped()) return false;
       let next: { w: Waiting; d: Decided } | undefined;
       let held = false;
       for (const w of this.#queue) {
+        if (passed.has(w)) continue;
         const d = this.d.reclaim.decideNow(w.claim);
         if (d.v.verdict === 'Queue') continue;
         if (w.wake) next = { w, d };
@@ -400,7 +416,18 @@ export class AdmissionLine {
           await this.#queueStore.remove(w.n);
           o = { t: 'denied', v: d.v };
         } else {
-          o = await this.#commit(w.claim, w.job, d, w.n);
+          const c = await this.#commit(w.claim, w.job, d, w.n);
+          if (c.t === 'not-admitted' && c.v.verdict === 'Queue') {
+            // Its place and stored entry are kept; its buyer is still waiting on the stream.
+            w.verdict = c.v;
+            this.#enqueue(w);
+            passed.add(w);
+            continue;
+          }
+          if (c.t === 'not-admitted') {
+            await this.#queueStore.remove(w.n);
+            o = { t: 'denied', v: c.v as Verdict & { verdict: 'Deny' } };
+          } else o = c;
         }
       } catch (err) {
         // Out of line either way; its stored entry (if the removal failed) comes back at the next start.

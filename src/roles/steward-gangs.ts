@@ -230,7 +230,7 @@ export class Gangs {
   /**
    * A gang's decision, in the admission section: decide, preempt if needed
    * (holding the section until the victims' providers answer; rare), decide
-   * again, append.
+   * again, append only if that decision admits (appendAdmitted).
    */
   async #decide(run: Opened<TrainRun>, req: AdmitGangRequest, dpm: number): Promise<GangOutcome> {
     const open_ = this.d.ledger.book.open.get(run.address);
@@ -253,7 +253,14 @@ export class Gangs {
     // Stored before the append (we are inside the admission section, so nothing decides meanwhile); a record
     // whose claim the ledger never shows open (a crash before the append) is dropped at the next start.
     await this.store.put(g);
-    const { admit, ...r } = await appendAdmitted(this.d, claim, { v, victims });
+    const o = await appendAdmitted(this.d, claim, { v, victims });
+    if ('v' in o) {
+      // Decided again before the append and not admitted (a preemption that freed nothing): the record goes, the verdict stands.
+      await this.store.remove(g.claim).catch((e) => log.warn({ claim: claim.id, err: (e as Error).message }, 'cannot drop a gang record never appended (dropped at the next start)'));
+      log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, verdict: o.v.verdict, reason: o.v.reason }, 'gang not admitted when decided again before the append');
+      return { v: o.v };
+    }
+    const { admit, ...r } = o;
     this.#gangs.set(g.claim, g);
     this.d.accounts.track(claim.id, claim.entitlement, run.signer, req.deadline, claim.gang_size);
     log.info({ claim: claim.id, entitlement: claim.entitlement, gang: claim.gang_size, reserved: admit.reserved, seq: r.seq }, 'gang admitted');

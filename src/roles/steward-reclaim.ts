@@ -20,25 +20,41 @@ import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './stewa
 
 export type Decided = { v: Verdict; victims: string[] };
 
+/** What appendAdmitted came to: the `Admitted` entry appended, or the verdict the claim got instead (nothing appended). */
+export type AdmitOutcome = { admit: Verdict & { verdict: 'Admit' }; seq: number; address: string } | { v: Exclude<Verdict, { verdict: 'Admit' }> };
+
+/** The verdict of a claim that fits the book but whose devices are held by other work (§4.5 `DEVICES_HELD`). */
+function devicesHeld(claim: Claim, v: Verdict): Verdict & { verdict: 'Queue' } {
+  return { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
+}
+
 /**
  * Append a claim decided `Admit` (pool/1 §4, §5.2), for a job or a gang, inside
  * the steward's admission section: when the decision names victims, ask their
- * providers what they have spent, decide again, preempt the victims still
- * named, then append the one `Admitted` entry.
+ * providers what they have spent, decide again (a release meanwhile may have
+ * changed the verdict: anything but `Admit` is answered as it is), preempt the
+ * victims still named, then decide once more, and append the one `Admitted`
+ * entry only if that last decision admits with no device still held by other
+ * work. Otherwise nothing is appended and the verdict is returned (a
+ * preemption that freed nothing: `Queue`, `DEVICES_HELD`); the caller queues
+ * or refuses it.
  */
-export async function appendAdmitted(
-  d: { reclaim: Reclaimer; append: Ledger['append'] },
-  claim: Claim,
-  decided: Decided,
-): Promise<{ admit: Verdict & { verdict: 'Admit' }; seq: number; address: string }> {
+export async function appendAdmitted(d: { reclaim: Reclaimer; append: Ledger['append'] }, claim: Claim, decided: Decided): Promise<AdmitOutcome> {
   let { v, victims } = decided;
+  if (v.verdict !== 'Admit') return { v };
   if (victims.length) {
     await d.reclaim.sampleRunning();
-    const again = d.reclaim.decideNow(claim);
-    if (again.v.verdict === 'Admit') ({ v, victims } = again);
-    if (victims.length) await d.reclaim.preempt(victims, claim.id);
+    ({ v, victims } = d.reclaim.decideNow(claim));
+    if (v.verdict !== 'Admit') return { v };
+    if (victims.length) {
+      await d.reclaim.preempt(victims, claim.id);
+      // The victims' releases (their stop receipts) are in the book now, or they did not stop: decide on what is there.
+      ({ v, victims } = d.reclaim.decideNow(claim));
+      if (v.verdict !== 'Admit') return { v };
+      if (victims.length) return { v: devicesHeld(claim, v) };
+    }
   }
-  const admit = v as Verdict & { verdict: 'Admit' };
+  const admit = v;
   const r = await d.append(admittedEvent(claim, admit));
   return { admit, seq: r.seq, address: r.address };
 }
@@ -145,8 +161,7 @@ export class Reclaimer {
       const victims = chooseVictims(this.#preemptInputs(claim), over);
       if (victims.length) return { v, victims };
     }
-    const queued: Verdict = { verdict: 'Queue', claim: v.claim, entitlement: v.entitlement, reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD'], estimate: claim.estimate, devices: v.devices };
-    return { v: queued, victims: [] };
+    return { v: devicesHeld(claim, v), victims: [] };
   }
 
   /** What §5.2 ranks the running claims by: their real spent energy and completed units (src/roles/steward-preempt.ts). */

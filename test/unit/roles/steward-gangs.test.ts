@@ -129,17 +129,23 @@ describe('a training gang as one pool/1 claim (steward)', () => {
     const t = tempDir('c0-gang-');
     try {
       const calls: string[] = [];
+      // the victim holds the devices until it is preempted (its stop frees them)
+      let stopped = false;
       const s = await stewardAt(t.dir, (pool) => ({
         decideNow: ((c: never) => {
           calls.push('decide');
-          return { v: pool.decide(c), victims: ['sha256:' + '55'.repeat(32)] };
+          return { v: pool.decide(c), victims: stopped ? [] : ['sha256:' + '55'.repeat(32)] };
         }) as never,
         sampleRunning: async () => void calls.push('sample'),
-        preempt: (async (victims: string[], forClaim: string) => void calls.push(`preempt ${victims.length} for ${forClaim}`)) as never,
+        preempt: (async (victims: string[], forClaim: string) => {
+          calls.push(`preempt ${victims.length} for ${forClaim}`);
+          stopped = true;
+        }) as never,
       }));
       const run = runOf(buyer, members.map((m) => m.did));
       await s.gangs.admitGang(gangReq(run, 'ml'), s.ctx(buyer));
-      assert.deepEqual(calls, ['decide', 'sample', 'decide', `preempt 1 for ${run.address}`]);
+      // decided once more after the preemption, and appended on that decision
+      assert.deepEqual(calls, ['decide', 'sample', 'decide', `preempt 1 for ${run.address}`, 'decide']);
       assert.equal(s.frames.at(-1)!.t, 'admitted');
       assert.equal(s.ledger.length, 1);
       await s.close();
