@@ -11,6 +11,14 @@
  * has a final receipt (completed or failed), when its buyer withdraws it, or
  * at its deadline. Part of src/roles/steward.ts.
  *
+ * A single job's receipts and the providers chosen for it (winners, and the
+ * provider the latest selection named) are kept in the `steward-claims`
+ * store as well (ClaimStore below; a gang's receipts are kept by
+ * src/roles/steward-gangs.ts), so after a restart its release still charges
+ * every receipt signed before it, a completed receipt heard before the
+ * restart releases it at once, and its provider can still be preempted or
+ * reclaimed. The entries go when the claim's `Released` is appended.
+ *
  * A claim stays tracked until its `Released` append succeeds: a failed append
  * (a store error) leaves it open and tracked, and the release is tried again
  * (RELEASE_RETRY: doubling waits, a bounded number of times; after the last,
@@ -18,11 +26,16 @@
  * or at the next start). An actual figure the ledger cannot add (the
  * entitlement's usage would pass 2^53 − 1 µJ, POOL_UJ_TOO_LARGE) is capped at
  * what it can, graded `Estimator`: see #actual.
+ *
+ * Store (the overlay's `steward-claims` sublevel): `r/<claim>/<receipt
+ * address>` → the receipt envelope; `w/<claim>/<provider>` → the order it was
+ * chosen in (decimal); `p/<claim>` → the provider the latest selection named.
  */
-import type { Opened } from '../records/envelope.js';
-import type { Energy, Receipt, Selection } from '../records/kinds.js';
+import { open as openEnvelope, type Opened } from '../records/envelope.js';
+import { T, type Energy, type Receipt, type Selection } from '../records/kinds.js';
 import { worseGrade } from '../pool/grades.js';
 import type { Ledger } from '../ledger/store.js';
+import type { Sub } from '../store/db.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 
@@ -30,6 +43,72 @@ const GRACE_MS = 5_000;
 
 /** A failed `Released` append is tried again after baseMs, doubling up to maxMs, at most `tries` times. */
 export const RELEASE_RETRY = { baseMs: 1_000, maxMs: 60_000, tries: 6 } as const;
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** What is kept of a single job's claim across a restart. */
+export interface SavedClaim {
+  receipts: Opened<Receipt>[];
+  /** in the order they were chosen */
+  winners: string[];
+  provider?: string;
+}
+
+/** A single job's receipts and chosen providers, on disk (see the module comment for the keys). */
+export class ClaimStore {
+  constructor(private readonly sub: Sub) {}
+
+  async load(): Promise<Map<string, SavedClaim>> {
+    const out = new Map<string, SavedClaim>();
+    const winners = new Map<string, Array<[number, string]>>();
+    const of = (claim: string) => {
+      let c = out.get(claim);
+      if (!c) out.set(claim, (c = { receipts: [], winners: [] }));
+      return c;
+    };
+    for await (const [k, v] of this.sub.iterator()) {
+      if (k.startsWith('r/')) of(k.slice(2, k.lastIndexOf('/'))).receipts.push(openEnvelope(v, T.receipt));
+      else if (k.startsWith('w/')) {
+        const claim = k.slice(2, k.lastIndexOf('/'));
+        of(claim);
+        winners.set(claim, [...(winners.get(claim) ?? []), [Number(fromUtf8.decode(v)), k.slice(k.lastIndexOf('/') + 1)]]);
+      } else if (k.startsWith('p/')) of(k.slice(2)).provider = fromUtf8.decode(v);
+    }
+    for (const [claim, ws] of winners) of(claim).winners = ws.sort((a, b) => a[0] - b[0]).map(([, w]) => w);
+    return out;
+  }
+
+  async putReceipt(claim: string, r: Opened<Receipt>): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `r/${claim}/${r.address}`, value: r.bytes }], { sync: true } as never);
+  }
+
+  async putWinner(claim: string, provider: string, order: number): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `w/${claim}/${provider}`, value: utf8.encode(String(order)) }], { sync: true } as never);
+  }
+
+  async putProvider(claim: string, provider: string): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `p/${claim}`, value: utf8.encode(provider) }], { sync: true } as never);
+  }
+
+  async remove(claim: string): Promise<void> {
+    const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `p/${claim}` }];
+    for (const pre of ['r', 'w']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
+    await this.sub.batch(dels, { sync: true } as never);
+  }
+}
+
+/** A claim's winners: a set that tells its owner of each provider added (so a winner chosen anywhere is kept on disk). */
+class Winners extends Set<string> {
+  onAdd?: (provider: string, order: number) => void;
+
+  override add(provider: string): this {
+    if (this.has(provider)) return this;
+    super.add(provider);
+    this.onAdd?.(provider, this.size - 1);
+    return this;
+  }
+}
 
 export interface OpenJob {
   claim: string;
@@ -59,6 +138,8 @@ export interface AccountsDeps {
   append: Ledger['append'];
   /** A claim is closing: drop what else is kept about it (sampled usage, idle verdicts). Runs before the append. */
   forget: (claim: string) => void;
+  /** Where a single job's receipts and chosen providers are kept across a restart (absent: in memory only). */
+  store?: ClaimStore;
   /** Retrying a failed `Released` append (default RELEASE_RETRY). */
   releaseRetry?: { baseMs: number; maxMs: number; tries: number };
   /** Capacity freed: decide the queue again. */
@@ -86,10 +167,43 @@ export class ClaimAccounts {
   }
 
   track(claim: string, entitlement: string, buyer: string, deadline: number, gang?: number): OpenJob {
-    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners: new Set(), ...(gang === undefined ? {} : { gang }) };
+    const winners = new Winners();
+    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners, ...(gang === undefined ? {} : { gang }) };
+    const store = this.d.store;
+    // A single job's winners are kept on disk, whoever chose them (a selection heard, or this steward's own in select()).
+    if (store && gang === undefined) {
+      winners.onAdd = (provider, order) => void store.putWinner(claim, provider, order).catch((e) => this.d.log.warn({ claim, provider, err: (e as Error).message }, 'cannot keep a chosen provider on disk'));
+    }
     this.#open.set(claim, oj);
     this.#armDeadline(oj);
     return oj;
+  }
+
+  /**
+   * After a restart: give the claims tracked again what was kept of them
+   * (receipts, winners, the provider), drop what was kept of claims no longer
+   * open, and release at once a claim whose final receipt (completed, or
+   * reclaimed) was heard before the restart.
+   */
+  async restore(): Promise<void> {
+    const store = this.d.store;
+    if (!store) return;
+    for (const [claim, saved] of await store.load()) {
+      const oj = this.#open.get(claim);
+      if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
+        await store.remove(claim);
+        continue;
+      }
+      for (const r of saved.receipts) oj.receipts.set(r.address, r);
+      for (const w of saved.winners) Set.prototype.add.call(oj.winners, w);
+      if (saved.provider) oj.provider = saved.provider;
+    }
+    for (const oj of [...this.#open.values()]) {
+      if (oj.gang !== undefined) continue;
+      const final = [...oj.receipts.values()].find((r) => r.record.status === 'completed' || reclaimedCode(r) !== undefined);
+      if (!final) continue;
+      await this.release(oj, `${reclaimedCode(final) ?? final.record.status} before a restart`).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'release after a restart failed; tried again'));
+    }
   }
 
   #armDeadline(oj: OpenJob): void {
@@ -121,7 +235,7 @@ export class ClaimAccounts {
     return this.d.gangs?.claimOf(job) ?? job;
   }
 
-  onSelection(s: Opened<Selection>): void {
+  async onSelection(s: Opened<Selection>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(s.record.job));
     // A gang names no single provider: it is never a preemption or idle victim (stopping every member is not built).
     if (!oj || oj.gang !== undefined) return;
@@ -130,7 +244,9 @@ export class ClaimAccounts {
     const w = s.record.considered.find((c) => c.offer === s.record.winner);
     if (w) {
       oj.winners.add(w.provider);
+      if (oj.provider === w.provider) return;
       oj.provider = w.provider;
+      await this.d.store?.putProvider(oj.claim, w.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
     }
   }
 
@@ -146,6 +262,8 @@ export class ClaimAccounts {
     if (oj.receipts.has(r.address)) return;
     oj.receipts.set(r.address, r);
     if (oj.gang !== undefined) await this.d.gangs?.noteReceipt(oj.claim, r);
+    // Kept on disk before anything is released on it; if it cannot be, the release below still charges it.
+    else await this.d.store?.putReceipt(oj.claim, r).catch((e) => this.d.log.warn({ claim: oj.claim, receipt: r.address, err: (e as Error).message }, 'cannot keep a receipt on disk'));
     const reclaimed = reclaimedCode(r);
     if (reclaimed) await this.release(oj, reclaimed);
     else if (oj.gang !== undefined) {
@@ -177,6 +295,7 @@ export class ClaimAccounts {
     oj.timer = undefined;
     if (!this.d.ledger.book.open.has(oj.claim)) {
       this.#open.delete(oj.claim);
+      await this.#dropKept(oj);
       return;
     }
     const rs = [...oj.receipts.values()];
@@ -194,6 +313,7 @@ export class ClaimAccounts {
     this.#open.delete(oj.claim);
     this.d.log.info({ claim: oj.claim, actual, why, seq: r.seq, ...(oj.gang === undefined ? {} : { gang: oj.gang, receipts: rs.length }) }, 'claim released');
     if (oj.gang !== undefined) await this.d.gangs?.released(oj.claim);
+    else await this.#dropKept(oj);
     await this.d.freed();
   }
 
@@ -243,6 +363,12 @@ export class ClaimAccounts {
       void this.release(oj, why).catch(() => {});
     }, wait);
     oj.timer.unref();
+  }
+
+  /** A single job's receipts and winners kept on disk go with its claim (left over, they are dropped at the next start). */
+  async #dropKept(oj: OpenJob): Promise<void> {
+    if (oj.gang !== undefined || !this.d.store) return;
+    await this.d.store.remove(oj.claim).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot drop what was kept of a released claim (dropped at the next start)'));
   }
 
   stop(): void {

@@ -27,6 +27,8 @@
  *   providers signed (a failed attempt spent energy too), at the worst grade
  *   among them (a grade never improves). A completed receipt closes the claim;
  *   failures alone close it at the deadline (the buyer may still fail over).
+ *   The receipts and chosen providers are kept on disk until then, so a
+ *   restart loses none of them (src/roles/steward-accounts.ts).
  * - Preemption: an admission within its entitlement's guarantees that needs
  *   devices the overlay's providers are using for lower-priority claims
  *   reclaims them in the §5.2 order; their providers are asked to stop over
@@ -50,7 +52,7 @@ import { treeFromYaml } from '../pool/yaml.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { Serial } from '../util/serial.js';
-import { ClaimAccounts } from './steward-accounts.js';
+import { ClaimAccounts, ClaimStore } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
@@ -88,7 +90,7 @@ export class Steward {
     // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
     const serial = new Serial();
     const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
@@ -116,13 +118,16 @@ export class Steward {
 
   async #wire(): Promise<void> {
     const net = this.o.net;
-    // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book); a gang's from its stored record.
+    // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book); a gang's from its stored record,
+    // a single job's receipts and chosen providers from the claims store (a claim whose final receipt came before the
+    // restart is released now).
     const gangs = await this.#gangs.restore();
     for (const c of this.ledger.book.open.values()) {
       if (gangs.has(c.claim)) continue;
       const job = await this.o.records.get(c.claim, T.job);
       this.#accounts.track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
     }
+    await this.#accounts.restore();
     await this.#line.restore();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
     await net.handle(LEDGER_PROTOCOL, (frames, ctx) => serveLedgerRange(this.ledger, frames, ctx));
