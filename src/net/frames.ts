@@ -7,6 +7,7 @@
 import type { Stream } from '@libp2p/interface';
 import { C0Error, isC0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbor.js';
+import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import type { FrameReader } from './frame-reader.js';
 
 export const NET_ERR = {
@@ -86,14 +87,18 @@ export async function readFrame(reader: FrameReader, signal: AbortSignal, keep =
   }
 }
 
-/** A deadline that can be moved (phases of a streaming protocol). */
+/**
+ * A deadline that can be moved (phases of a streaming protocol). Any length:
+ * one past a Node timer's 24.8 days (a job with a month's deadline) is a chain
+ * of timers, not the 1 ms Node would make of it (src/util/timers.ts).
+ */
 export function deadlineSignal(ms: number, outer?: AbortSignal): { signal: AbortSignal; clear: () => void; reset: (ms: number, what: string) => void } {
   const ac = new AbortController();
-  let t: NodeJS.Timeout | undefined;
+  let t: LongTimer | undefined;
   const reset = (after: number, what: string) => {
-    if (t) clearTimeout(t);
+    t?.clear();
     if (ac.signal.aborted) return;
-    t = setTimeout(() => ac.abort(new C0Error(NET_ERR.DEADLINE, `stream passed its ${what} deadline of ${after} ms`)), after);
+    t = setLongTimeout(() => ac.abort(new C0Error(NET_ERR.DEADLINE, `stream passed its ${what} deadline of ${after} ms`)), after);
   };
   reset(ms, 'stream');
   const onOuter = () => ac.abort(outer?.reason);
@@ -105,7 +110,7 @@ export function deadlineSignal(ms: number, outer?: AbortSignal): { signal: Abort
     signal: ac.signal,
     reset,
     clear: () => {
-      if (t) clearTimeout(t);
+      t?.clear();
       outer?.removeEventListener('abort', onOuter);
     },
   };

@@ -22,6 +22,7 @@ import { UNKNOWN_SCORE } from '../reputation/derive.js';
 import { providerOf } from '../pools/chain.js';
 import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
+import { setLongTimeout } from '../util/timers.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
@@ -155,8 +156,8 @@ export class BuyerWiring {
       let count = this.o.market.offerCount(job, this.o.clock());
       const seen = new Set<string>();
       const finish = () => {
-        clearTimeout(timer);
-        clearTimeout(push);
+        timer.clear();
+        push.clear();
         this.#invited.delete(job);
         // the job's entry goes with its last waiter: one per job bought would otherwise stay until restart
         const waiters = this.#offerWaiters.get(job);
@@ -170,9 +171,8 @@ export class BuyerWiring {
         onOffer(o, count);
         if (enough > 0 && count >= enough) finish();
       };
-      const timer = setTimeout(finish, windowMs);
-      const push = setTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2);
-      push.unref();
+      const timer = setLongTimeout(finish, windowMs);
+      const push = setLongTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2).unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);
       if (enough > 0 && count >= enough) finish();
@@ -409,7 +409,7 @@ export class BuyerWiring {
     const invited = new Set(targets);
     this.#invited.set(job.address, invited);
     // dropped when its window ends (#waitForOffers), or after it at the latest if no window ever started
-    setTimeout(() => this.#invited.delete(job.address), collectWindowMs + 5_000).unref();
+    setLongTimeout(() => this.#invited.delete(job.address), collectWindowMs + 5_000).unref();
     this.#routes.inc({ route: 'invited' });
     const log = this.o.log.child({ job: job.address });
     void this.#send(job, targets, collectWindowMs / 2 + 2000, log, invited)
@@ -425,7 +425,7 @@ export class BuyerWiring {
   #gossipAfterInvite(job: Opened<Job>): void {
     if (this.#gossiped.has(job.address)) return;
     this.#gossiped.add(job.address);
-    setTimeout(() => this.#gossiped.delete(job.address), this.o.d.config.buyer.collectWindowMs + 5_000).unref();
+    setLongTimeout(() => this.#gossiped.delete(job.address), this.o.d.config.buyer.collectWindowMs + 5_000).unref();
     this.#routes.inc({ route: 'gossip-after-invite' });
     void this.o.net.publish('job', job.bytes).catch((e) => this.o.log.debug({ job: job.address, err: (e as Error).message }, 'job gossip after invitations found no peers'));
   }

@@ -44,6 +44,7 @@ import { setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
 import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.js';
 import { AbuseReports } from '../net/peer-abuse.js';
+import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
 export interface OverlayDeps {
   dataDir: string;
@@ -291,7 +292,7 @@ export class OverlayNode {
    */
   #antiEntropy(everyMs: number): void {
     if (everyMs <= 0) return;
-    const timers: NodeJS.Timeout[] = [];
+    const timers: LongTimer[] = [];
     const once = () => {
       const peers = this.net.peers();
       if (!peers.length) return;
@@ -301,9 +302,10 @@ export class OverlayNode {
         () => {},
       );
     };
-    timers.push(setTimeout(once, 2000), setTimeout(once, 5000), setInterval(once, everyMs));
+    // network.resyncMs has no upper bound: a period past a Node timer's 24.8 days would otherwise run every 1 ms
+    timers.push(setLongTimeout(once, 2000), setLongTimeout(once, 5000), setLongInterval(once, everyMs));
     for (const t of timers) t.unref();
-    this.#stops.push(async () => timers.forEach((t) => clearTimeout(t)));
+    this.#stops.push(async () => timers.forEach((t) => t.clear()));
   }
 
   /** Every minute, drop the offers no decision or outcome can still want (OfferBook.prune). */

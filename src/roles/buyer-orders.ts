@@ -21,6 +21,7 @@ import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, ty
 import { decideClaims, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
+import { timeoutSignal } from '../util/timers.js';
 
 /** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
 export interface OrderPorts {
@@ -180,7 +181,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     onEvent({ e: 'job', job });
     onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
     log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
-    const untilDeadline = AbortSignal.any([stop.signal, AbortSignal.timeout(Math.max(1, job.record.deadline - clock()))]);
+    const untilDeadline = AbortSignal.any([stop.signal, timeoutSignal(Math.max(1, job.record.deadline - clock()))]);
     while (!winner) {
       const a = await inbox.next(untilDeadline);
       if (!a) break;

@@ -26,6 +26,7 @@ import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, ty
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
+import { timeoutSignal } from '../util/timers.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -386,7 +387,7 @@ export class Buyer {
     const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input };
     // Give the provider until the deadline plus a grace period to deliver the receipt.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
-    const signal = AbortSignal.timeout(budget);
+    const signal = timeoutSignal(budget);
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     try {

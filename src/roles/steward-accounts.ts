@@ -38,6 +38,7 @@ import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { setLongTimeout, type LongTimer } from '../util/timers.js';
 
 const GRACE_MS = 5_000;
 
@@ -118,7 +119,7 @@ export interface OpenJob {
   winners: Set<string>;
   provider?: string;
   entitlement: string;
-  timer?: NodeJS.Timeout;
+  timer?: LongTimer;
   /** A gang's claim: its size (member jobs are bound to it in src/roles/steward-gangs.ts). */
   gang?: number;
   /** Its `Released` append is in flight: the claim is still tracked, but nothing else releases it meanwhile. */
@@ -207,10 +208,9 @@ export class ClaimAccounts {
   }
 
   #armDeadline(oj: OpenJob): void {
-    if (oj.timer) clearTimeout(oj.timer);
+    oj.timer?.clear();
     const wait = Math.max(0, oj.deadline + GRACE_MS - this.d.clock());
-    oj.timer = setTimeout(() => void this.#closeAtDeadline(oj), wait);
-    oj.timer.unref();
+    oj.timer = setLongTimeout(() => void this.#closeAtDeadline(oj), wait).unref();
   }
 
   async #closeAtDeadline(oj: OpenJob): Promise<void> {
@@ -291,7 +291,7 @@ export class ClaimAccounts {
   async release(oj: OpenJob, why: string): Promise<void> {
     // Released once: a second path reaching here (a receipt, a withdraw, the deadline) finds it gone, or under way.
     if (this.#open.get(oj.claim) !== oj || oj.releasing) return;
-    if (oj.timer) clearTimeout(oj.timer);
+    oj.timer?.clear();
     oj.timer = undefined;
     if (!this.d.ledger.book.open.has(oj.claim)) {
       this.#open.delete(oj.claim);
@@ -358,11 +358,10 @@ export class ClaimAccounts {
     }
     const wait = Math.min(policy.baseMs * 2 ** (n - 1), policy.maxMs);
     this.d.log.warn({ claim: oj.claim, why, failures: n, retryInMs: wait, err: e.message }, 'release failed; the claim stays open and is released again shortly');
-    oj.timer = setTimeout(() => {
+    oj.timer = setLongTimeout(() => {
       if (this.d.stopped()) return;
       void this.release(oj, why).catch(() => {});
-    }, wait);
-    oj.timer.unref();
+    }, wait).unref();
   }
 
   /** A single job's receipts and winners kept on disk go with its claim (left over, they are dropped at the next start). */
@@ -372,7 +371,7 @@ export class ClaimAccounts {
   }
 
   stop(): void {
-    for (const oj of this.#open.values()) if (oj.timer) clearTimeout(oj.timer);
+    for (const oj of this.#open.values()) oj.timer?.clear();
   }
 }
 

@@ -40,6 +40,7 @@ import type { ClaimAccounts } from './steward-accounts.js';
 import type { GangCite, Gangs } from './steward-gangs.js';
 import { appendAdmitted, type Decided, type Reclaimer } from './steward-reclaim.js';
 import { MAX_QUEUED, MAX_QUEUED_PER_BUYER, REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { setLongTimeout, type LongTimer } from '../util/timers.js';
 
 /**
  * The steward's own queue reason, beside pool/1's (§4.5): the claim fits now,
@@ -79,8 +80,8 @@ interface Waiting {
   verdict: QueueVerdict;
   /** The buyer's open stream; absent while the buyer is away (restored after a restart, or its stream failed). */
   wake?: (d: Wake) => void;
-  expire?: NodeJS.Timeout;
-  grace?: NodeJS.Timeout;
+  expire?: LongTimer;
+  grace?: LongTimer;
 }
 
 export interface AdmitRequest {
@@ -253,7 +254,7 @@ export class AdmissionLine {
   /** The buyer's wait for a claim in line: resolved by a pass, the expiry, a re-ask or the stop. */
   #arm(w: Waiting): Promise<Wake> {
     return new Promise<Wake>((resolve) => {
-      if (w.grace) clearTimeout(w.grace);
+      w.grace?.clear();
       w.grace = undefined;
       w.wake = resolve;
     });
@@ -307,27 +308,25 @@ export class AdmissionLine {
   #enqueue(w: Waiting): void {
     this.#queue.push(w);
     this.#queue.sort((a, b) => a.n - b.n);
-    w.expire = setTimeout(() => void this.#expire(w), Math.max(0, w.job.record.deadline - this.d.ports.clock()));
-    w.expire.unref();
+    w.expire = setLongTimeout(() => void this.#expire(w), Math.max(0, w.job.record.deadline - this.d.ports.clock())).unref();
   }
 
   #dequeue(w: Waiting): void {
     this.#queue = this.#queue.filter((x) => x !== w);
-    if (w.expire) clearTimeout(w.expire);
-    if (w.grace) clearTimeout(w.grace);
+    w.expire?.clear();
+    w.grace?.clear();
   }
 
   /** The buyer is away: the claim keeps its place for the re-ask grace, then is dropped. */
   #away(w: Waiting): void {
     w.wake = undefined;
-    if (w.grace) clearTimeout(w.grace);
-    w.grace = setTimeout(() => {
+    w.grace?.clear();
+    w.grace = setLongTimeout(() => {
       if (this.d.stopped() || !this.#queue.includes(w) || w.wake) return;
       this.#dequeue(w);
       this.#log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
       void this.#queueStore.remove(w.n).then(() => this.retry(), (e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
-    }, this.#reaskGrace);
-    w.grace.unref();
+    }, this.#reaskGrace).unref();
   }
 
   get #reaskGrace(): number {
@@ -445,8 +444,8 @@ export class AdmissionLine {
   stop(): void {
     // The queue stays on disk; the buyers' streams end without a verdict, and they ask again.
     for (const w of this.#queue) {
-      if (w.expire) clearTimeout(w.expire);
-      if (w.grace) clearTimeout(w.grace);
+      w.expire?.clear();
+      w.grace?.clear();
       w.wake?.({ gone: 'stopping' });
     }
     this.#queue = [];

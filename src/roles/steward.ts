@@ -58,6 +58,7 @@ import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { setLongInterval, type LongTimer } from '../util/timers.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -71,7 +72,7 @@ export class Steward {
   readonly #line: AdmissionLine;
   readonly #gangs: Gangs;
   #stopped = false;
-  #idleTimer: NodeJS.Timeout | undefined;
+  #idleTimer: LongTimer | undefined;
   /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
   #witnessesHeard = new Set<string>();
 
@@ -138,8 +139,7 @@ export class Steward {
     // §2.7: only a configured policy samples, and only it can reclaim anything.
     if (this.cfg.idle) {
       const every = this.cfg.idle.sampleMs ?? Math.max(250, Math.floor(this.cfg.idle.windowMs / 4));
-      this.#idleTimer = setInterval(() => void this.#reclaim.idleTick().catch((e) => this.log.warn({ err: (e as Error).message }, 'idle check failed')), every);
-      this.#idleTimer.unref();
+      this.#idleTimer = setLongInterval(() => void this.#reclaim.idleTick().catch((e) => this.log.warn({ err: (e as Error).message }, 'idle check failed')), every).unref();
     }
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
@@ -228,7 +228,7 @@ export class Steward {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#idleTimer) clearInterval(this.#idleTimer);
+    this.#idleTimer?.clear();
     this.#accounts.stop();
     this.#line.stop();
     await this.ledger.close();

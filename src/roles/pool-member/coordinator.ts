@@ -23,6 +23,7 @@ import { receiptFor } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
+import { timeoutSignal } from '../../util/timers.js';
 
 export function code(e: unknown): string {
   return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
@@ -177,7 +178,7 @@ export class PoolCoordinator {
 
   async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
     const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock(), this.d.options.memberTimeoutMs));
-    if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, AbortSignal.any([ctx.signal, AbortSignal.timeout(budget)]));
+    if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, AbortSignal.any([ctx.signal, timeoutSignal(budget)]));
     let r: PoolReply;
     try {
       r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget);

@@ -28,6 +28,7 @@ import type { PoolReply } from './protocol.js';
 import { serveMember } from './serve.js';
 import { RosterState } from './roster-state.js';
 import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
+import { setLongTimeout, type LongTimer } from '../../util/timers.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
 
@@ -78,7 +79,7 @@ export interface PoolMemberDeps {
 export class PoolMember {
   readonly pool: string;
   #lastSeen = new Map<string, number>();
-  #timer: NodeJS.Timeout | undefined;
+  #timer: LongTimer | undefined;
   #elected: { epoch: number; who: string | undefined } | undefined;
   #stopped = false;
   /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
@@ -144,15 +145,14 @@ export class PoolMember {
     await this.tick();
     const loop = () => {
       if (this.#stopped) return;
-      this.#timer = setTimeout(() => void this.#pingAll().then(() => this.tick()).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs);
-      this.#timer.unref();
+      this.#timer = setLongTimeout(() => void this.#pingAll().then(() => this.tick()).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs).unref();
     };
     loop();
   }
 
   stop(): void {
     this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer?.clear();
   }
 
   async #pingAll(): Promise<void> {

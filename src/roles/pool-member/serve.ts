@@ -16,6 +16,7 @@ import { checkDispatch, type PoolReply } from './protocol.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import type { PoolMemberDeps } from './member.js';
+import { timeoutSignal } from '../../util/timers.js';
 
 /** What serving needs of the member. */
 export interface MemberServePorts {
@@ -70,7 +71,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
         if (p.d.slots && !p.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
         try {
-          const output = await p.runHere(dispatch, job, input, AbortSignal.timeout(budget));
+          const output = await p.runHere(dispatch, job, input, timeoutSignal(budget));
           return { ok: 'yes', output };
         } finally {
           p.d.slots?.give(job.address);

@@ -23,6 +23,7 @@ import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
+import { timeoutSignal } from '../../util/timers.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -363,7 +364,7 @@ export class Provider {
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
-    const deadline = AbortSignal.timeout(Math.max(1, remaining));
+    const deadline = timeoutSignal(Math.max(1, remaining));
     const runSignal = AbortSignal.any([ctl.signal, deadline]);
     const startedAt = this.d.clock();
     const span = this.d.meter.start();

@@ -1,0 +1,110 @@
+/**
+ * Timers of any length (src/util/timers.ts): Node runs a setTimeout,
+ * setInterval or AbortSignal.timeout of more than 2^31 − 1 ms after 1 ms, so a
+ * stream deadline of a job a month away (deadlineSignal) fired at once. The
+ * helpers chain timers of at most MAX_TIMER_MS; the fake-clock tests check the
+ * chain fires at the sum of its steps and not before.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAX_TIMER_MS, setLongInterval, setLongTimeout, timeoutSignal } from '../../../src/util/timers.js';
+import { deadlineSignal, NET_ERR } from '../../../src/net/frames.js';
+import type { C0Error } from '../../../src/errors.js';
+
+const MONTH = 30 * 24 * 3600_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Advance the fake clock in steps a Node timer can take: the mock schedules a timer set inside a tick from the tick's end. */
+function advance(t: { mock: { timers: { tick(ms: number): void } } }, ms: number): void {
+  for (let left = ms; left > 0; left -= MAX_TIMER_MS) t.mock.timers.tick(Math.min(left, MAX_TIMER_MS));
+}
+
+test('a stream deadline past 24.8 days does not fire at once, nor when moved there (real timers)', async () => {
+  const d = deadlineSignal(MONTH);
+  const moved = deadlineSignal(30_000);
+  moved.reset(MONTH, 'run');
+  await sleep(30);
+  assert.equal(d.signal.aborted, false, 'a 30-day stream deadline fired within 30 ms');
+  assert.equal(moved.signal.aborted, false, 'a run phase moved to 30 days fired within 30 ms');
+  d.clear();
+  moved.clear();
+  // a short one still fires, with its phase named
+  const short = deadlineSignal(MONTH);
+  short.reset(5, 'input');
+  await sleep(30);
+  assert.equal(short.signal.aborted, true);
+  assert.equal((short.signal.reason as C0Error).code, NET_ERR.DEADLINE);
+  assert.match((short.signal.reason as C0Error).message, /input deadline of 5 ms/);
+  short.clear();
+});
+
+test('timeoutSignal past 24.8 days does not abort at once; up to it, it is AbortSignal.timeout (real timers)', async () => {
+  const long = timeoutSignal(MONTH);
+  const short = timeoutSignal(5);
+  await sleep(30);
+  assert.equal(long.aborted, false);
+  assert.equal(short.aborted, true);
+  assert.equal((short.reason as DOMException).name, 'TimeoutError');
+});
+
+test('setLongTimeout chains timers: fires at the whole delay, not at a step (fake clock)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let fired = 0;
+  setLongTimeout(() => fired++, 2 * MAX_TIMER_MS + 10);
+  t.mock.timers.tick(MAX_TIMER_MS);
+  assert.equal(fired, 0);
+  t.mock.timers.tick(MAX_TIMER_MS);
+  assert.equal(fired, 0);
+  t.mock.timers.tick(9);
+  assert.equal(fired, 0);
+  t.mock.timers.tick(1);
+  assert.equal(fired, 1);
+  advance(t, 3 * MAX_TIMER_MS);
+  assert.equal(fired, 1, 'once');
+  // cleared mid-chain: never
+  const cleared = setLongTimeout(() => fired++, MONTH);
+  t.mock.timers.tick(MAX_TIMER_MS);
+  cleared.clear();
+  advance(t, MONTH);
+  assert.equal(fired, 1);
+});
+
+test('a timeoutSignal past 24.8 days aborts at its delay with a TimeoutError (fake clock)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const s = timeoutSignal(MONTH);
+  advance(t, MONTH - 1);
+  assert.equal(s.aborted, false);
+  t.mock.timers.tick(1);
+  assert.equal(s.aborted, true);
+  assert.equal((s.reason as DOMException).name, 'TimeoutError');
+});
+
+test('a deadlineSignal past 24.8 days fires NET_DEADLINE at its delay (fake clock)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const d = deadlineSignal(30_000);
+  d.reset(MONTH, 'run');
+  advance(t, MONTH - 1);
+  assert.equal(d.signal.aborted, false);
+  t.mock.timers.tick(1);
+  assert.equal((d.signal.reason as C0Error).code, NET_ERR.DEADLINE);
+  d.clear();
+});
+
+test('setLongInterval: a period past 24.8 days runs once per period, not every 1 ms (fake clock)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  let runs = 0;
+  const every = setLongInterval(() => runs++, MONTH);
+  advance(t, MONTH - 1);
+  assert.equal(runs, 0);
+  t.mock.timers.tick(1);
+  assert.equal(runs, 1);
+  advance(t, MONTH);
+  assert.equal(runs, 2);
+  every.clear();
+  advance(t, 2 * MONTH);
+  assert.equal(runs, 2);
+  // a short period is an ordinary interval
+  const short = setLongInterval(() => runs++, 100);
+  t.mock.timers.tick(350);
+  assert.equal(runs, 5);
+  short.clear();
+});
