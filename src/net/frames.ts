@@ -23,6 +23,29 @@ export const NET_ERR = {
   BUFFER_LIMIT: 'NET_BUFFER_LIMIT',
 } as const;
 
+/**
+ * The codes a peer's error frame may carry that this node keeps as they are in
+ * a metric label: the direct protocols' stream-level refusals, which a peer
+ * running this code answers with on any protocol. Any other code from a peer
+ * (a handler's own, or anything a hostile peer makes up: up to 64 characters,
+ * a new one per stream) is counted as REMOTE_OTHER, so a peer cannot add label
+ * values (series) without bound; the error itself keeps the peer's code.
+ */
+export const REMOTE_LABEL_CODES: ReadonlySet<string> = new Set<string>([...Object.values(NET_ERR), 'NET_RATE_LIMITED']);
+
+/** The label value of a code from a peer that is not among the known ones. */
+export const REMOTE_OTHER = 'remote_other';
+
+/** A code a peer sent, as a metric label: itself when `known` has it, else REMOTE_OTHER. */
+export function remoteCodeLabel(code: string, known: ReadonlySet<string> = REMOTE_LABEL_CODES): string {
+  return known.has(code) ? code : REMOTE_OTHER;
+}
+
+/** A stream's failure as its outcome label: its code, or for a peer's error frame (detail.remote) remoteCodeLabel of it. */
+export function outcomeLabel(err: C0Error): string {
+  return (err.detail as { remote?: unknown } | undefined)?.remote === true ? remoteCodeLabel(err.code) : err.code;
+}
+
 export type Frame = { t: 'data'; v: CborValue } | { t: 'end' } | { t: 'error'; code: string; message: string };
 
 export function encodeFrame(f: Frame): Uint8Array {

@@ -28,7 +28,7 @@ import type { Logger } from '../util/log.js';
 import type { NetMetrics } from './metrics.js';
 import { ByteBudget, type BudgetOptions, type StreamBudget } from './byte-budget.js';
 import { FrameReader } from './frame-reader.js';
-import { NET_ERR, deadlineSignal, decodeFrame, encodeFrame, readFrame, streamError, writeFrame, type Frame } from './frames.js';
+import { NET_ERR, deadlineSignal, decodeFrame, encodeFrame, outcomeLabel, readFrame, streamError, writeFrame, type Frame } from './frames.js';
 
 export const PROTOCOLS = {
   exec: '/c0mpute/exec/1',
@@ -37,7 +37,7 @@ export const PROTOCOLS = {
   witness: '/c0mpute/witness/1',
 } as const;
 
-export { NET_ERR };
+export { NET_ERR, REMOTE_LABEL_CODES, REMOTE_OTHER } from './frames.js';
 
 export interface ProtocolLimits {
   /** Largest frame either side accepts, bytes. */
@@ -234,7 +234,8 @@ export class DirectProtocols {
       await stream.close({ signal });
     } catch (e) {
       const err = streamError(e, signal, limits.deadlineMs);
-      outcome = err.code;
+      // a handler may rethrow a peer's error: counted by outcomeLabel, like the caller's side
+      outcome = outcomeLabel(err);
       reader.close();
       budget.close();
       if (signal.aborted) {
@@ -308,7 +309,8 @@ export class DirectProtocols {
     let closed = false;
     const fail = (e: unknown): C0Error => {
       const err = streamError(e, signal, limits.deadlineMs);
-      if (outcome === 'ok') outcome = err.code;
+      // a peer's error frame names any code it likes: the label keeps only known ones (frames.ts REMOTE_LABEL_CODES)
+      if (outcome === 'ok') outcome = outcomeLabel(err);
       return err;
     };
     const done = (): void => {

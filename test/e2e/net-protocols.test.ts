@@ -44,6 +44,27 @@ test('a handler error reaches the caller as a coded error', async () => {
   await assert.rejects(a.request(b.peerId, ECHO, [1]), (e: C0Error) => e.code === 'JOB_REFUSED' && e.detail?.remote === true);
 });
 
+test('a peer cannot add outcome label values: codes from its error frames outside the known set count as remote_other', async () => {
+  const victim = await startNode({ syncOnConnect: [] });
+  const mallory = await startNode({ syncOnConnect: [] });
+  nets.push(victim, mallory);
+  let i = 0;
+  // a fresh code of up to 64 characters on every stream; then one stream-level code a real node sends
+  await mallory.handle(ECHO, (reqs) => {
+    if (reqs[0] === 'net') throw new C0Error(NET_ERR.BUFFER_LIMIT, 'full');
+    throw new C0Error('X'.repeat(40) + String(i++), 'no');
+  });
+  await victim.dial(mallory.addrs()[0]!);
+  for (let k = 0; k < 30; k++) await assert.rejects(victim.request(mallory.peerId, ECHO, [k]), (e: C0Error) => e.code === 'X'.repeat(40) + String(k) && e.detail?.remote === true);
+  await assert.rejects(victim.request(mallory.peerId, ECHO, ['net']), (e: C0Error) => e.code === NET_ERR.BUFFER_LIMIT);
+  const m = await victim.metrics.registry.getSingleMetric('c0mpute_net_streams_total')!.get();
+  const out = m.values.filter((v) => v.labels.protocol === ECHO && v.labels.direction === 'out');
+  assert.deepEqual(out.map((v) => [v.labels.outcome, v.value]).sort(), [[NET_ERR.BUFFER_LIMIT, 1], ['remote_other', 30]]);
+  // the server counts what it sent as before (its own handler's codes)
+  const served = (await mallory.metrics.registry.getSingleMetric('c0mpute_net_streams_total')!.get()).values.filter((v) => v.labels.direction === 'in');
+  assert.equal(served.length, 31);
+});
+
 test('a frame over the size bound is refused', async () => {
   const a = await startNode({ syncOnConnect: [] });
   const b = await startNode({ syncOnConnect: [] });

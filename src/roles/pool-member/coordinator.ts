@@ -24,9 +24,26 @@ import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
 import { timeoutSignal } from '../../util/timers.js';
+import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
 
 export function code(e: unknown): string {
   return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
+}
+
+/**
+ * The codes a member's refusal (`{code, message}`, serve.ts) may carry that c0mpute_pool_member_outcomes_total keeps
+ * as its outcome label: pool/1's own, the run's failures (docs/protocol.md's receipt failure codes) and the
+ * stream-level ones. Any other code a member sends is counted as `remote_other` (the error keeps it).
+ */
+export const MEMBER_REPLY_CODES: ReadonlySet<string> = new Set<string>([
+  ...REMOTE_LABEL_CODES,
+  ...['POOL_NOT_MEMBER', 'POOL_MEMBER_LEFT', 'POOL_NOT_CHOSEN', 'POOL_MEMBER_BUSY', 'POOL_BAD_REQUEST', 'POOL_ALREADY_RUN', 'POOL_ALREADY_DISPATCHED', 'POOL_DISPATCH_MISMATCH', 'POOL_DISPATCH_NOT_CALLERS', 'POOL_WRONG_POOL', 'POOL_ROSTER_STALE', 'POOL_INTERNAL'],
+  ...['EXEC_INPUT_MISMATCH', 'EXEC_TIMEOUT', 'EXEC_ABORTED', 'EXEC_FAILED', 'EXEC_CRASHED', 'EXEC_EMPTY_OUTPUT', 'EXEC_OUTPUT_TOO_LARGE', 'EXEC_SPAWN_FAILED', 'EXEC_HTTP_STATUS', 'EXEC_HTTP_UNREACHABLE', 'EXEC_BAD_PARAMS', 'EXEC_WORKLOAD_UNKNOWN'],
+]);
+
+/** An outcome as a label: a member's code (detail.remote) only when MEMBER_REPLY_CODES has it. */
+function outcomeLabel(e: unknown): string {
+  return e instanceof C0Error && (e.detail as { remote?: unknown } | undefined)?.remote === true ? remoteCodeLabel(e.code, MEMBER_REPLY_CODES) : code(e);
 }
 
 export interface PoolMetrics {
@@ -169,7 +186,7 @@ export class PoolCoordinator {
       this.m?.outcomes.inc({ member, outcome: 'completed' });
       return output;
     } catch (e) {
-      this.m?.outcomes.inc({ member, outcome: code(e) });
+      this.m?.outcomes.inc({ member, outcome: outcomeLabel(e) });
       throw e;
     } finally {
       this.inFlight.delete(job.address);
@@ -188,7 +205,7 @@ export class PoolCoordinator {
       if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
       throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
     }
-    if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`);
+    if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`, { detail: { remote: true } });
     return r.output instanceof Uint8Array ? r.output : new Uint8Array(0);
   }
 

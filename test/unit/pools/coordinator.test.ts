@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { C0Error } from '../../../src/errors.js';
 import { open, seal, type Opened } from '../../../src/records/envelope.js';
 import { hashHex } from '../../../src/records/address.js';
@@ -39,10 +40,13 @@ interface World {
   runs: Map<string, number>;
   published: Array<Opened<Receipt>>;
   crashOnRun: Set<string>;
+  /** A member whose `run` answer is a refusal with the code this makes (a misbehaving member). */
+  refuseWith: Map<string, () => string>;
+  registries: Map<string, Registry>;
 }
 
 async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number): Promise<World> {
-  const w: World = { members: new Map(), down: new Set(), hang: new Set(), runs: new Map(), published: [], crashOnRun: new Set() };
+  const w: World = { members: new Map(), down: new Set(), hang: new Set(), runs: new Map(), published: [], crashOnRun: new Set(), refuseWith: new Map(), registries: new Map() };
   for (const did of MEMBERS) await addMember(w, name, did, output, gates, keepDays);
   for (const m of w.members.values()) {
     await m.start();
@@ -62,8 +66,11 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
       return (output(did) ?? base).run(ctx);
     },
   };
+  const registry = new Registry();
+  w.registries.set(did, registry);
   const m = new PoolMember({
     did,
+    registry,
     signer: keyOf(did),
     roster: r,
     membership: membership(r, keyOf(did)),
@@ -79,6 +86,8 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     call: async (to, frame, timeoutMs): Promise<PoolReply> => {
       if (w.down.has(to)) throw new C0Error('NET_DIAL_FAILED', 'down');
       if (frame.op === 'run' && w.crashOnRun.has(did)) throw new C0Error('TEST_CRASH', 'the coordinator died here');
+      const refusal = frame.op === 'run' ? w.refuseWith.get(to) : undefined;
+      if (refusal) return { code: refusal(), message: 'refused' } as PoolReply;
       if (frame.op === 'run' && w.hang.has(to)) {
         await new Promise((res) => setTimeout(res, timeoutMs + 50));
         throw new C0Error('NET_DEADLINE', 'no answer');
@@ -267,6 +276,27 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal(r3.rec.record.failure?.code, 'POOL_MEMBER_UNREACHABLE');
     const st = (await coord.status()) as { members: Array<{ earned: Record<string, string> }> };
     assert.ok(st.members.every((m) => Object.keys(m.earned).length === 0), 'no settlement for failed work');
+  });
+
+  test('a member cannot add outcome label values: a refusal code outside pool/1 and exec failure codes counts as remote_other; the error keeps it', async () => {
+    const w = await world('labels');
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    let n = 0;
+    const runOne = async (): Promise<string> => {
+      let jj;
+      do jj = job();
+      while (selectMember(jj.job.address, MEMBERS) === a);
+      const chosen = selectMember(jj.job.address, MEMBERS);
+      w.refuseWith.set(chosen, () => (n < 10 ? 'X'.repeat(40) + String(n++) : 'POOL_MEMBER_BUSY'));
+      return codeOfAsync(coord.run(jj.job, offer(jj.job, a), ctx(jj.input)));
+    };
+    for (let i = 0; i < 10; i++) assert.equal(await runOne(), 'X'.repeat(40) + String(i));
+    assert.equal(await runOne(), 'POOL_MEMBER_BUSY');
+    const m = await w.registries.get(a)!.getSingleMetric('c0mpute_pool_member_outcomes_total')!.get();
+    const byOutcome = new Map<string, number>();
+    for (const v of m.values) byOutcome.set(String(v.labels.outcome), (byOutcome.get(String(v.labels.outcome)) ?? 0) + v.value);
+    assert.deepEqual([...byOutcome].sort(), [['POOL_MEMBER_BUSY', 1], ['remote_other', 10]]);
   });
 
   test('admission gates, each with its own code, before anything is recorded', async () => {
