@@ -55,7 +55,7 @@ export interface ProtocolLimits {
   maxResponseBytes?: number;
   /** Concurrent inbound streams of this protocol per connection. */
   maxInboundStreams: number;
-  /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × maxRequestFrames. */
+  /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × min(maxRequestFrames, 64). The end frame's 2 bytes are allowed on top. */
   maxStreamBytes?: number;
 }
 
@@ -146,6 +146,13 @@ export interface StreamHost {
 /** How long a refused stream may stay half-open after its error frame before it is reset. */
 const LINGER_MS = 2_000;
 
+/**
+ * The caller's end frame ([1], 2 bytes): read through the stream's budget like any frame, while a collecting
+ * handler still holds every request frame, so each stream may hold this much on top of its request bound (without
+ * it, request frames that fill the bound exactly, e.g. one frame of maxFrameBytes, were refused at the end frame).
+ */
+export const END_FRAME_BYTES = encodeFrame({ t: 'end' }).length;
+
 export interface DirectOptions {
   /** The inbound request budget (src/net/byte-budget.ts). */
   budget?: Partial<BudgetOptions>;
@@ -196,7 +203,7 @@ export class DirectProtocols {
   async #onStream(protocol: string, limits: ProtocolLimits, handler: StreamHandler, stream: Stream, connection: Connection, keepFrames: boolean): Promise<void> {
     const t0 = performance.now();
     const { signal, clear, reset } = deadlineSignal(limits.deadlineMs);
-    const budget: StreamBudget = this.budget.open(connection.id, limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64));
+    const budget: StreamBudget = this.budget.open(connection.id, (limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64)) + END_FRAME_BYTES);
     const reader = new FrameReader(stream, { maxFrameBytes: limits.maxFrameBytes, budget });
     let outcome = 'ok';
     const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { lpStream } from '@libp2p/utils';
 import type { Network } from '../../src/net/node.js';
 import { NET_ERR } from '../../src/net/protocols.js';
+import { encodeFrame } from '../../src/net/frames.js';
 import { C0Error } from '../../src/errors.js';
 import { decodeCanonical, type CborValue } from '../../src/records/cbor.js';
 import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
@@ -91,6 +92,31 @@ test('a frame over the size bound is refused', async () => {
   assert.equal(reply[1], NET_ERR.FRAME_TOO_LARGE);
   assert.equal(called, false);
   await waitFor(async () => (await b.metrics.registry.getSingleMetricAsString('c0mpute_net_streams_total')).includes('outcome="NET_FRAME_TOO_LARGE"'));
+});
+
+test('request frames that fill the stream bound exactly are served: the end frame fits on top (maxFrameBytes each, one or four of them)', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  /** A byte string whose data frame encodes to exactly n bytes. */
+  const sized = (n: number): Uint8Array => {
+    let p = new Uint8Array(n - 5);
+    while (encodeFrame({ t: 'data', v: p }).length < n) p = new Uint8Array(p.length + 1);
+    while (encodeFrame({ t: 'data', v: p }).length > n) p = p.subarray(1);
+    assert.equal(encodeFrame({ t: 'data', v: p }).length, n);
+    return p;
+  };
+  const ONE = '/c0mpute/test-one/1';
+  const FOUR = '/c0mpute/test-four/1';
+  await b.handle(ONE, async (reqs, ctx) => void (await ctx.send(reqs.length)), { maxFrameBytes: 1000, maxRequestFrames: 1 });
+  await b.handle(FOUR, async (reqs, ctx) => void (await ctx.send(reqs.length)), { maxFrameBytes: 4096, maxRequestFrames: 4 });
+  await a.dial(b.addrs()[0]!);
+  for (const n of [998, 999, 1000]) assert.deepEqual(await a.request(b.peerId, ONE, [sized(n)], { limits: { maxFrameBytes: 1000 } }), [1], `one frame of ${n} bytes`);
+  const full = sized(4096);
+  assert.deepEqual(await a.request(b.peerId, FOUR, [full, full, full, full], { limits: { maxFrameBytes: 4096 } }), [4]);
+  // the bound still holds: a fifth frame, or a larger one, is refused
+  await assert.rejects(a.request(b.peerId, FOUR, [full, full, full, full, full], { limits: { maxFrameBytes: 4096 } }), (e: C0Error) => e.code === NET_ERR.BUFFER_LIMIT || e.code === NET_ERR.TOO_MANY_FRAMES);
+  await assert.rejects(a.request(b.peerId, ONE, [sized(1001)], { limits: { maxFrameBytes: 2000 } }), (e: C0Error) => e.code === NET_ERR.FRAME_TOO_LARGE);
 });
 
 test('a caller holds no more of an answer than it takes: frames past maxResponseFrames, bytes past maxResponseBytes (16 MiB by default) fail the call', async () => {
