@@ -23,9 +23,22 @@ export interface BudgetOptions {
 export const DEFAULT_BUDGET: BudgetOptions = {
   // Room for a few 16 MiB inputs at once, and no more than that however many peers ask.
   totalBytes: 96 * 1024 * 1024,
-  // One full input (16 MiB, sealed) plus its frames; a second at once from the same connection waits its turn.
+  // One full input (16 MiB, sealed) plus its frames; a second at once from the same connection is refused (NET_BUFFER_LIMIT, scope connection).
   perConnectionBytes: 24 * 1024 * 1024,
 };
+
+/** What a connection may hold beside one full input: its sealing, the chunk frame being read, other protocols' frames. */
+export const INPUT_ROOM_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The budget of a node that takes exec inputs of up to `maxInputBytes` (provider.maxInputBytes): the defaults, sized
+ * for 16 MiB, or for a larger bound one full input plus INPUT_ROOM_BYTES per connection and four connections' worth
+ * in total, so every input the provider quotes for can be read (docs/network.md "Direct streams: limits and framing").
+ */
+export function budgetForInput(maxInputBytes: number): BudgetOptions {
+  const perConnectionBytes = Math.max(DEFAULT_BUDGET.perConnectionBytes, maxInputBytes + INPUT_ROOM_BYTES);
+  return { perConnectionBytes, totalBytes: Math.max(DEFAULT_BUDGET.totalBytes, 4 * perConnectionBytes) };
+}
 
 export class ByteBudget {
   readonly opts: BudgetOptions;

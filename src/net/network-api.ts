@@ -29,6 +29,7 @@ import type { AbuseOptions } from './peer-abuse.js';
 import { DEFAULT_OVERLAY, type TopicKind } from './topics.js';
 import type { ConnectivityOptions, ConnectivityStatus, RememberStore } from './connectivity.js';
 import type { GossipHealthOptions } from './gossip-health.js';
+import type { BudgetOptions } from './byte-budget.js';
 import type { OfferSendOutcome } from './offer-route.js';
 
 export interface NetworkOptions {
@@ -105,6 +106,11 @@ export interface NetworkOptions {
   rememberStore?: RememberStore;
   /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
   gossipHealth?: Partial<GossipHealthOptions>;
+  /**
+   * The direct protocols' inbound byte budget, per connection and in total (byte-budget.ts; default DEFAULT_BUDGET:
+   * 24 MiB and 96 MiB). A provider taking inputs over 16 MiB needs more: `budgetForInput(provider.maxInputBytes)`.
+   */
+  directBudget?: Partial<BudgetOptions>;
   /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */
   unreachable?: (peerId: string) => boolean;
 }

@@ -44,6 +44,7 @@ import { setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
 import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.js';
 import { AbuseReports } from '../net/peer-abuse.js';
+import { budgetForInput } from '../net/byte-budget.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
 export interface OverlayDeps {
@@ -195,6 +196,8 @@ export class OverlayNode {
       abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
       ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
+      // a provider must be able to hold every input it quotes for (provider.maxInputBytes may exceed the 16 MiB the defaults fit)
+      ...(this.roles.includes('provider') && this.d.config.provider ? { directBudget: budgetForInput(this.d.config.provider.maxInputBytes) } : {}),
     });
     this.#stops.push(() => this.net.stop());
     this.#stops.push(async () => this.#buyerSide.stop());

@@ -5,6 +5,7 @@ import { lpStream } from '@libp2p/utils';
 import type { Network } from '../../src/net/node.js';
 import { NET_ERR } from '../../src/net/protocols.js';
 import { encodeFrame } from '../../src/net/frames.js';
+import { budgetForInput, DEFAULT_BUDGET, INPUT_ROOM_BYTES } from '../../src/net/byte-budget.js';
 import { C0Error } from '../../src/errors.js';
 import { decodeCanonical, type CborValue } from '../../src/records/cbor.js';
 import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
@@ -117,6 +118,54 @@ test('request frames that fill the stream bound exactly are served: the end fram
   // the bound still holds: a fifth frame, or a larger one, is refused
   await assert.rejects(a.request(b.peerId, FOUR, [full, full, full, full, full], { limits: { maxFrameBytes: 4096 } }), (e: C0Error) => e.code === NET_ERR.BUFFER_LIMIT || e.code === NET_ERR.TOO_MANY_FRAMES);
   await assert.rejects(a.request(b.peerId, ONE, [sized(1001)], { limits: { maxFrameBytes: 2000 } }), (e: C0Error) => e.code === NET_ERR.FRAME_TOO_LARGE);
+});
+
+test('a provider taking inputs over 16 MiB can hold one: budgetForInput(maxInputBytes) fits the input and its chunk frames where the default 24 MiB per connection does not', async () => {
+  const MAX_INPUT = 32 * 1024 * 1024;
+  const SEALED = 60;
+  const big = await startNode({ syncOnConnect: [], directBudget: budgetForInput(MAX_INPUT) });
+  const dflt = await startNode({ syncOnConnect: [] });
+  const caller = await startNode({ syncOnConnect: [] });
+  nets.push(big, dflt, caller);
+  // exec/1's request phase in small: reserve the declared input, say ready, read the chunks (provider-wiring.ts's per-stream bound)
+  const INPUT = '/c0mpute/test-input/1';
+  for (const n of [big, dflt]) {
+    await n.handleStream(
+      INPUT,
+      async (ctx) => {
+        const declared = (await ctx.next()) as number;
+        ctx.reserve(declared);
+        await ctx.send('ready');
+        let got = 0;
+        for (let v = await ctx.next(); v !== undefined; v = await ctx.next()) got += (v as Uint8Array).length;
+        await ctx.send(got);
+      },
+      { maxFrameBytes: 512 * 1024, maxRequestFrames: 1 << 20, maxStreamBytes: MAX_INPUT + SEALED + 1024 * 1024 },
+    );
+  }
+  const send = async (to: Network, declared: number): Promise<unknown> => {
+    await caller.dial(to.addrs()[0]!);
+    const s = await caller.openStream(to.peerId, INPUT, { limits: { maxFrameBytes: 512 * 1024 } });
+    try {
+      await s.send(declared);
+      assert.equal(await s.next(), 'ready');
+      const chunk = new Uint8Array(512 * 1024 - 16);
+      for (let i = 0; i < 2; i++) await s.send(chunk);
+      await s.end();
+      return await s.next();
+    } finally {
+      await s.close();
+    }
+  };
+  assert.equal(await send(big, MAX_INPUT + SEALED), 2 * (512 * 1024 - 16));
+  // the default budget: a 32 MiB input cannot even be reserved, and a 23.75 MiB one leaves no room for a chunk frame
+  // (scope connection: the error frame carries code and message only)
+  const connectionFull = (e: C0Error) => e.code === NET_ERR.BUFFER_LIMIT && /this connection's streams may hold/.test(e.message);
+  await assert.rejects(send(dflt, MAX_INPUT + SEALED), connectionFull);
+  await assert.rejects(send(dflt, 23.75 * 1024 * 1024), connectionFull);
+  // and the derived budget is the default up to 16 MiB
+  assert.deepEqual(budgetForInput(16 * 1024 * 1024), DEFAULT_BUDGET);
+  assert.deepEqual(budgetForInput(MAX_INPUT), { perConnectionBytes: MAX_INPUT + INPUT_ROOM_BYTES, totalBytes: 4 * (MAX_INPUT + INPUT_ROOM_BYTES) });
 });
 
 test('a caller holds no more of an answer than it takes: frames past maxResponseFrames, bytes past maxResponseBytes (16 MiB by default) fail the call', async () => {
