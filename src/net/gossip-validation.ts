@@ -64,13 +64,27 @@ export class ValidationError extends C0Error {
 export function ignoreError(code: string, message: string, field?: string): ValidationError {
   return new ValidationError('ignore', code, message, field === undefined ? {} : { field });
 }
-/** For hooks: the record is provably invalid (the sender's score drops). */
+/**
+ * For hooks: the record is provably invalid (the sender's score drops). Remembered by the message's bytes (refused
+ * on every route after), so only for what the records themselves prove, never for where, when or from whom they came.
+ */
 export function rejectError(code: string, message: string, field?: string): ValidationError {
   return new ValidationError('reject', code, message, field === undefined ? {} : { field });
 }
 
 /** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
 const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED]);
+
+/**
+ * Rejects not remembered as seen. The seen LRU is keyed by the message bytes (for one envelope, the record's own
+ * address), so a verdict goes in it only when the bytes alone earn it, wherever they come from: malformed, not
+ * canonical, bad shape, bad signature, a bad attachment, a hook's reject (hooks reject only what the records prove).
+ * RECORD_WRONG_TYPE is the topic's (or the route's, or the sync request's) kind against the record's: remembered, a
+ * genuine record sent first on another kind's topic would have every later copy of it refused on its own
+ * (PREVIOUSLY_REJECTED). It is found from the header alone, before any signature work, so it costs little to find
+ * again. The ignores (expired, from the future, rate-limited…) are never remembered.
+ */
+const CONTEXT_REJECTS = new Set<string>(['RECORD_WRONG_TYPE']);
 
 /** THE adapter: error → verdict and reason. */
 export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
@@ -166,7 +180,7 @@ export class RecordPipeline {
   readonly #maxBytes: number;
   readonly #maxInFlight: number;
   readonly #hooks = new Map<TopicKind, SemanticHook>();
-  /** message id / record address → verdict it earned (accept or reject only; ignores may change). */
+  /** message id / record address → verdict it earned (accept, or a reject the bytes earn: CONTEXT_REJECTS; ignores may change). */
   readonly #seen: Lru<string, 'accept' | 'reject'>;
   /** advert signer → highest seq accepted. */
   readonly #advertSeq: Lru<string, number>;
@@ -236,7 +250,8 @@ export class RecordPipeline {
     } catch (e) {
       const v = verdictOf(e);
       if (v.reason === VAL_ERR.INTERNAL) this.#log.error({ err: e, kind, from }, 'validation failed internally');
-      if (v.verdict === 'reject') this.#seen.set(hashHex(data), 'reject');
+      // only what the bytes earn wherever they come is remembered (a refusal the topic or route decides is not)
+      if (v.verdict === 'reject' && !CONTEXT_REJECTS.has(v.reason)) this.#seen.set(hashHex(data), 'reject');
       return this.#count(source, kind, from, { ...v, fresh: [] }, e);
     } finally {
       this.guard.release(from);

@@ -93,6 +93,26 @@ test('verdicts: accept once, duplicate ignored, bad signature and wrong type rej
   clock.advance(-120_000);
 });
 
+test('a refusal that depends on where the bytes came (their kind) is not remembered: the same bytes are taken on their own kind', async () => {
+  const { p } = pipe();
+  const a = ad();
+  const o = off(a.address);
+  const framed = encodeMessage(o.bytes, [a.bytes]);
+  // a genuine advert, and an offer framed with its advert, each first on another kind's topic (or route, or sync request)
+  for (const source of ['gossip', 'direct', 'sync'] as const) {
+    assert.deepEqual(pick(await p.validate('job', a.bytes, 'x', source)), ['reject', 'RECORD_WRONG_TYPE']);
+    assert.deepEqual(pick(await p.validate('advert', framed, 'x', source)), ['reject', 'RECORD_WRONG_TYPE']);
+  }
+  assert.ok(!p.known(a.address));
+  assert.deepEqual(pick(await p.validate('advert', a.bytes, 'y', 'gossip')), ['accept', 'ok']);
+  assert.deepEqual(pick(await p.validate('offer', framed, 'y', 'sync')), ['accept', 'ok']);
+  // what the bytes themselves earn is remembered, on any kind: a bad signature
+  const flipped = Uint8Array.from(ad().bytes);
+  flipped[flipped.length - 1]! ^= 1;
+  assert.deepEqual(pick(await p.validate('advert', flipped, 'x', 'gossip')), ['reject', 'ENVELOPE_BAD_SIGNATURE']);
+  assert.deepEqual(pick(await p.validate('job', flipped, 'x', 'sync')), ['reject', 'PREVIOUSLY_REJECTED']);
+});
+
 test('an expired record with a bad signature is ignored (freshness is checked before the signature)', async () => {
   const { p } = pipe();
   const t = clock();
