@@ -6,6 +6,7 @@
  * network (pnet) and the connection gater (DID allowlist, abuse bans, injected
  * partitions). Built stopped; `createNetwork` (node.ts) starts it.
  */
+import { createHash } from 'node:crypto';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { tcp } from '@libp2p/tcp';
 import { noise } from '@libp2p/noise';
@@ -24,20 +25,58 @@ import { didFromPeerId, libp2pKey } from '../node/peer-id.js';
 import type { AbusePolicy } from './peer-abuse.js';
 import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
-import { topicsFor, TOPIC_KINDS } from './topics.js';
+import { expectedType, parseTopic, topicsFor, TOPIC_KINDS } from './topics.js';
+import { peekType } from '../records/envelope.js';
+import { decodeMessage } from './framing.js';
 import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 
 export { DHT_PROTOCOL };
 
+/** The content type of a message's primary record, read from its header alone; undefined when it cannot be read. */
+export function messageType(data: Uint8Array): string | undefined {
+  try {
+    return peekType(data[0] === 0xd2 ? data : decodeMessage(data).primary).type;
+  } catch {
+    return undefined;
+  }
+}
+
+const TOPIC_BOUND_TAG = new TextEncoder().encode('c0mpute/1/message-id/topic-bound');
+
+/**
+ * A message id bound to the topic the message came on: SHA-256 over a tag, the topic's length (4 bytes) and UTF-8
+ * bytes, and the message. Never equal to a content address, nor the same for the same bytes on another topic.
+ */
+export function topicBoundId(topic: string, data: Uint8Array): Uint8Array {
+  const t = Buffer.from(topic, 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(t.length);
+  return new Uint8Array(createHash('sha256').update(TOPIC_BOUND_TAG).update(len).update(t).update(data).digest());
+}
+
+/**
+ * gossipsub's message id for a message on a topic (docs/network.md §2): its content address (SHA-256 of the bytes; for
+ * one envelope, the record's address) when its record is of the topic's kind, so a record of several markets is one
+ * message on all of them; else an id bound to the topic. A node remembers an id as seen the moment a message arrives,
+ * before validating it, and scores later copies by the first one's verdict: the same bytes sent first on another
+ * kind's topic, refused there, must not make the copy on the right topic a duplicate (dropped unvalidated, its relays
+ * scored as senders of an invalid message).
+ */
+export function messageId(topic: string, data: Uint8Array): Uint8Array {
+  const t = parseTopic(topic);
+  return t !== undefined && messageType(data) === expectedType(t.kind) ? sha256(data) : topicBoundId(topic, data);
+}
+
 /**
  * The gossipsub settings every c0mpute node runs with (unsigned messages, the
- * message id is the SHA-256 of the bytes, validation before forwarding); the
- * idle bench's bare-libp2p baseline uses the same.
+ * message id is the content address of a record on its kind's topic:
+ * `messageId`, validation before forwarding); the idle bench's bare-libp2p
+ * baseline uses the same.
  */
 export const GOSSIP_BASE = {
   globalSignaturePolicy: StrictNoSign,
-  msgIdFn: (msg: { data: Uint8Array }) => sha256(msg.data),
+  msgIdFn: (msg: { topic: string; data: Uint8Array }) => messageId(msg.topic, msg.data),
   // the id's string form is the router's own key (seen cache, message cache, IDONTWANT), never on the wire: Node's
   // native base64 instead of gossipsub's default (multiformats' JS base64: about 1.2 KB of garbage and a few µs a message)
   msgIdToStrFn: (id: Uint8Array) => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('base64'),

@@ -23,11 +23,13 @@
  * copy goes to every such neighbour, once per record and hop, so it grows
  * with a node's connections on the record's other markets; a record names at
  * most 16 markets and each signer's records are rate-limited (flood-limits.ts).
- * The message id is unchanged (the wire is what it was), and a record goes on
+ * The message id is unchanged (a record on its kind's topic: its content
+ * address, the same on each market; libp2p-host.ts `messageId`), the wire is
+ * what it was, and a record goes on
  * no market its workloads do not name (docs/network.md §14 "Placement is
  * checked").
  */
-import { GOSSIP_BASE } from './libp2p-host.js';
+import { messageId } from './libp2p-host.js';
 import type { GossipInternals } from './link-hosts.js';
 
 /** The gossipsub internals this needs (the node's one gossipsub). */
@@ -54,7 +56,8 @@ export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: st
       done.add(id);
       if (gs.getScore(id) < threshold) continue;
       const unwanted = gs.idontwants.get(id);
-      if (unwanted !== undefined && unwanted.has((msgId ??= gs.msgIdToStrFn(GOSSIP_BASE.msgIdFn({ data }))))) continue;
+      // the id the peer gives the copy it takes on that topic (a record of the topic's kind: its content address)
+      if (unwanted !== undefined && unwanted.has((msgId ??= gs.msgIdToStrFn(messageId(topic, data))))) continue;
       // the message as gossipsub's own publish builds it under StrictNoSign: data and topic, nothing else
       const rpc = { subscriptions: [], messages: [{ from: undefined, data, seqno: undefined, topic, signature: undefined, key: undefined }], control: undefined };
       if (gs.sendRpc(id, rpc)) sent.push(id);

@@ -5,6 +5,7 @@ import type { Network } from '../../src/net/node.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
 import { withhold } from '../../src/net/faults.js';
 import { Ed25519Signer } from '../../src/records/index.js';
+import { MemoryRecordCache } from '../../src/net/record-cache.js';
 import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 
 const nets: Network[] = [];
@@ -148,4 +149,39 @@ test('a withholding relay: the far node sees fewer records, never a false one', 
     assert.ok(!withheld.has(g));
   }
   assert.ok(c.gossipScore(relay.peerId) < 0, 'the forging relay is penalised');
+});
+
+test('a genuine record sent first on another kind’s topic is refused there, and still taken on its own, by gossip and by sync', async () => {
+  // Mallory has a genuine advert before its honest relays do and sends the same bytes on the job topic. The refusal
+  // there (RECORD_WRONG_TYPE) depends on the topic, not the bytes: it must not make the advert's own copies refused
+  // (PREVIOUSLY_REJECTED, or gossipsub's duplicate of a message id it refused) nor their relays penalised.
+  const shard = shardOf('infer.llm');
+  const held = new MemoryRecordCache();
+  const v = await startNode({ syncOnConnect: [], verifyThreads: 0 });
+  const mallory = await startNode({ syncOnConnect: [], verifyThreads: 0 });
+  const h = await startNode({ syncOnConnect: [], verifyThreads: 0, records: held });
+  nets.push(v, mallory, h);
+  await link(v, mallory, ['advert', 'job']);
+  await link(v, h, ['advert']);
+  const got: string[] = [];
+  v.subscribe('advert', (r) => void got.push(r.address));
+  const r1 = advert(Ed25519Signer.generate()); // to come by gossip
+  const r2 = advert(Ed25519Signer.generate()); // to come by sync
+  const gs = mallory.libp2p.services.pubsub as unknown as { sendRpc(id: string, rpc: unknown): boolean };
+  for (const r of [r1, r2]) gs.sendRpc(v.peerId.toString(), { subscriptions: [], messages: [{ topic: topicFor('job', 'public', shard), data: r.bytes }] });
+  await waitFor(async () => /verdict="reject",reason="RECORD_WRONG_TYPE"} 2/.test(await metric(v, 'c0mpute_net_records_total')), 5_000, 'both refused on the job topic');
+  await waitFor(() => v.gossipScore(mallory.peerId) < 0, 5_000, 'the sender of the wrong copies penalised');
+
+  // by gossip: h (the honest relay) publishes the advert on its own topic
+  await h.publish('advert', r1.bytes);
+  await waitFor(() => got.includes(r1.address), 5_000, 'the advert by gossip');
+  // by sync: h holds the other one (its record cache), never gossiped
+  held.add('advert', r2);
+  const res = await v.syncFrom(h.peerId.toString(), ['advert']);
+  assert.equal(res.rejected, 0, JSON.stringify(res));
+  assert.ok(got.includes(r2.address), `the advert by sync: ${JSON.stringify(res)}`);
+  assert.deepEqual([...got].sort(), [r1.address, r2.address].sort());
+  const m = await metric(v, 'c0mpute_net_records_total');
+  assert.doesNotMatch(m, /PREVIOUSLY_REJECTED/);
+  assert.ok(v.gossipScore(h.peerId) >= 0, `the honest relay is not penalised: ${v.gossipScore(h.peerId)}`);
 });

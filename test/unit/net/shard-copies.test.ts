@@ -7,6 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sendOnOtherTopics, type ShardCopyHost } from '../../../src/net/shard-copies.js';
 import { sha256 } from '../../../src/records/address.js';
+import { Ed25519Signer, seal, T } from '../../../src/records/index.js';
+import { topicFor } from '../../../src/net/topics.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -44,7 +46,9 @@ test('a peer below the publish threshold or without a stream gets none; no other
 });
 
 test('a peer that said it has the message (IDONTWANT) gets no copy', () => {
-  const data = new Uint8Array([7, 7]);
-  const h = host({ s1: [], s2: ['has', 'other', 'wants'] }, {}, [], { has: [hex(sha256(data))], other: ['something else'] });
-  assert.deepEqual(sendOnOtherTopics(h, data, 's1', ['s2']), ['other', 'wants']);
+  // the id a peer gives an advert on an advert topic is its content address, whichever market (libp2p-host.ts messageId)
+  const data = seal(T.advert, { seq: 1, issuedAt: 1, expiresAt: 2, workloads: ['infer.llm'], tier: 'standard', hardware: { cpuCores: 1, memoryMiB: 1 } }, Ed25519Signer.generate()).bytes;
+  const [s1, s2] = [topicFor('advert', 'public', '00'), topicFor('advert', 'public', '01')];
+  const h = host({ [s1]: [], [s2]: ['has', 'other', 'wants'] }, {}, [], { has: [hex(sha256(data))], other: ['something else'] });
+  assert.deepEqual(sendOnOtherTopics(h, data, s1, [s2]), ['other', 'wants']);
 });

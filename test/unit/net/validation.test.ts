@@ -11,6 +11,7 @@ import { RecordPipeline, verdictOf, ignoreError, rejectError, ValidationError, L
 import { encodeMessage, decodeMessage } from '../../../src/net/framing.js';
 import { topicFor, parseTopic, kindForType, TOPIC_KINDS, expectedType, shardOf, shardsOf, recordShards, ALL_SHARDS, isSharded, placementCheckable } from '../../../src/net/topics.js';
 import { MemoryRecordCache } from '../../../src/net/record-cache.js';
+import { messageId, messageType, topicBoundId } from '../../../src/net/libp2p-host.js';
 import { C0Error } from '../../../src/errors.js';
 
 const clock = fakeClock();
@@ -56,6 +57,27 @@ test('framing: one envelope is itself; an offer with its advert is a CBOR array'
   assert.deepEqual(d.attachments, [a.bytes]);
   assert.throws(() => decodeMessage(Uint8Array.of(0x81, 0x40)), (e: C0Error) => e.code === 'MESSAGE_MALFORMED');
   assert.throws(() => decodeMessage(Uint8Array.of(0x01)), (e: C0Error) => e.code === 'MESSAGE_MALFORMED');
+});
+
+test('message ids: a record on its kind’s topic is its content address (on every market); on another kind’s topic, or not ours, bound to the topic', () => {
+  const a = ad();
+  const o = off(a.address);
+  const framed = encodeMessage(o.bytes, [a.bytes]);
+  const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+  const [adv0, adv1, job0] = [topicFor('advert', 'public', '00'), topicFor('advert', 'acme', '01'), topicFor('job', 'public', '00')];
+  assert.equal(hex(messageId(adv0, a.bytes)), a.address.slice('sha256:'.length));
+  assert.equal(hex(messageId(adv1, a.bytes)), a.address.slice('sha256:'.length), 'one message on every market');
+  assert.equal(hex(messageId(topicFor('offer'), framed)), sha(framed), 'a framed offer: the hash of the message');
+  const wrong = hex(messageId(job0, a.bytes));
+  assert.notEqual(wrong, a.address.slice('sha256:'.length), 'an advert on the job topic does not take the advert’s id');
+  assert.equal(wrong, hex(topicBoundId(job0, a.bytes)));
+  assert.notEqual(wrong, hex(messageId(topicFor('job', 'public', '01'), a.bytes)), 'bound to its topic');
+  assert.notEqual(hex(messageId('/not/ours', a.bytes)), a.address.slice('sha256:'.length));
+  assert.equal(hex(messageId(adv0, framed)), hex(topicBoundId(adv0, framed)), 'a framed offer on the advert topic');
+  assert.equal(hex(messageId(adv0, Uint8Array.of(1, 2))), hex(topicBoundId(adv0, Uint8Array.of(1, 2))), 'unreadable');
+  assert.equal(messageType(framed), T.offer);
+  assert.equal(messageType(Uint8Array.of(0xd2, 1)), undefined);
 });
 
 test('the adapter maps codes to verdicts', () => {
