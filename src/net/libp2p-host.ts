@@ -61,7 +61,8 @@ export function topicBoundId(topic: string, data: Uint8Array): Uint8Array {
  * message on all of them; else an id bound to the topic. A node remembers an id as seen the moment a message arrives,
  * before validating it, and scores later copies by the first one's verdict: the same bytes sent first on another
  * kind's topic, refused there, must not make the copy on the right topic a duplicate (dropped unvalidated, its relays
- * scored as senders of an invalid message).
+ * scored as senders of an invalid message). A node also binds to their topic the ids of the messages it takes on no
+ * topic it joined (node.ts).
  */
 export function messageId(topic: string, data: Uint8Array): Uint8Array {
   const t = parseTopic(topic);
@@ -138,10 +139,12 @@ export interface HostDeps {
   loopback: boolean;
   abuse: AbusePolicy;
   refusals: RefusalLog;
+  /** gossipsub's message id (default GOSSIP_BASE's: `messageId`); the network's binds the messages of topics it did not join to their topic. */
+  msgIdFn?: (msg: { topic: string; data: Uint8Array }) => Uint8Array;
 }
 
 /** The libp2p node for `createNetwork`'s options, not started. */
-export async function createHost(opts: NetworkOptions, { overlay, loopback, abuse, refusals }: HostDeps): Promise<Libp2p<{ pubsub: GossipSub; dht: KadDHT }>> {
+export async function createHost(opts: NetworkOptions, { overlay, loopback, abuse, refusals, msgIdFn }: HostDeps): Promise<Libp2p<{ pubsub: GossipSub; dht: KadDHT }>> {
   const allow = opts.allowlist ? new Set(opts.allowlist) : undefined;
   const allowed = (peer: PeerId): boolean => {
     if (!allow) return true;
@@ -176,6 +179,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
       ping: ping({ maxInboundStreams: LIVENESS.pingStreams, maxOutboundStreams: LIVENESS.pingStreams }),
       pubsub: gossipsub({
         ...GOSSIP_BASE,
+        ...(msgIdFn ? { msgIdFn } : {}),
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),

@@ -21,7 +21,7 @@ import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { PeerId, Connection, IdentifyResult } from '@libp2p/interface';
 import { C0Error } from '../errors.js';
-import { hashHex } from '../records/address.js';
+import { hashHex, sha256 } from '../records/address.js';
 import { didFromPublicKey } from '../records/did.js';
 import { open, peekType, type Opened } from '../records/envelope.js';
 import { checkFresh } from '../records/freshness.js';
@@ -47,7 +47,7 @@ import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.j
 import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, sendOffer, type OfferSendDeps } from './offer-route.js';
 import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
-import { createHost } from './libp2p-host.js';
+import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
 import { sendOnOtherTopics } from './shard-copies.js';
@@ -109,7 +109,22 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   });
   const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
 
-  const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals });
+  // The topics this node joins (subscribed at start, for the whole run: a node does not change markets while it runs),
+  // each with the content type it carries. Only these are taken: a message on any other is ignored (below).
+  const taken = new Map<string, string>();
+  for (const k of joined) if (!publishOnly.includes(k)) for (const t of topicsFor(k, overlay, shards)) taken.set(t, expectedType(k));
+  // the messages this node publishes (their bytes): on a topic it did not join they keep the network's message id
+  const published = new WeakSet<Uint8Array>();
+  // gossipsub's message id (libp2p-host.ts messageId): the content address of a record on its kind's topic, here only on
+  // a topic this node joined or for what it publishes. A message it ignores on a topic it did not join gets an id bound
+  // to that topic, so that copy cannot make the same record a duplicate on a topic it joined (a record of two markets).
+  const msgIdFn = (msg: { topic: string; data: Uint8Array }): Uint8Array => {
+    const type = taken.get(msg.topic);
+    if (type !== undefined) return messageType(msg.data) === type ? sha256(msg.data) : topicBoundId(msg.topic, msg.data);
+    return published.has(msg.data) ? messageId(msg.topic, msg.data) : topicBoundId(msg.topic, msg.data);
+  };
+
+  const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals, msgIdFn });
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {} });
@@ -145,6 +160,17 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   // A PeerId's string form is base58 work; gossipsub hands the same object for a peer's messages, so keep it.
   const peerStrings = new WeakMap<object, string>();
   for (const kind of TOPIC_KINDS) for (const topic of topicsFor(kind, overlay)) {
+    // gossipsub validates what a peer pushes on any topic, joined or not (an honest one sends a peer only the topics it
+    // subscribed to): a topic this node did not join (another market, a kind it does not take or only publishes) is
+    // ignored, not taken, kept, served, delivered nor passed on. Ignored, not rejected: the record may be valid, and
+    // gossipsub itself drops messages of topics it is not allowed without a penalty.
+    if (!taken.has(topic)) {
+      pubsub.topicValidators.set(topic, () => {
+        metrics.records.inc({ source: 'gossip', kind, verdict: 'ignore', reason: 'TOPIC_NOT_JOINED' });
+        return TopicValidatorResult.Ignore;
+      });
+      continue;
+    }
     const shard = isSharded(kind) ? topic.slice(topic.lastIndexOf('/') + 1) : undefined;
     pubsub.topicValidators.set(topic, async (peer, msg) => {
       let from = peerStrings.get(peer);
@@ -212,6 +238,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const gossipOut = async (topics: readonly string[], data: Uint8Array): Promise<number> => {
     const [first, ...others] = topics;
     if (first === undefined) return 0;
+    published.add(data);
     const { recipients } = await pubsub.publish(first, data);
     return recipients.length + sendOnOtherTopics(gsi, data, first, others).length;
   };
@@ -249,7 +276,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         const which = (e as Error).message.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).join('; ');
         throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
       }
-      for (const k of joined) if (!publishOnly.includes(k)) for (const t of topicsFor(k, overlay, shards)) pubsub.subscribe(t);
+      for (const t of taken.keys()) pubsub.subscribe(t);
       connectivity.start();
       health.start();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');

@@ -12,7 +12,8 @@ import type { Network } from '../../src/net/node.js';
 import { Ed25519Signer, didFromPublicKey, seal, T } from '../../src/records/index.js';
 import type { C0Error } from '../../src/errors.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
-import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+import { MemoryRecordCache } from '../../src/net/record-cache.js';
+import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -139,4 +140,46 @@ test('a job’s outcome stays in its market: a selection (placed by its publishe
   await sleep(500);
   assert.deepEqual(got.a, [`selection ${selection.address}`]);
   assert.deepEqual(got.b, [`receipt ${receipt.address}`]);
+});
+
+test('records pushed on topics the node did not join are neither delivered nor kept, and do not hide a copy on a joined topic', async () => {
+  // v joins W1's market only, and publishes offers without joining their topic; mallory pushes records to it by raw RPC
+  // on W2's shard and on the offer topic (an honest gossipsub never sends a peer a topic it did not subscribe to)
+  const held = new MemoryRecordCache();
+  const v = await startNode({ syncOnConnect: [], shards: [shardOf(W1)], publishOnly: ['offer'], records: held, verifyThreads: 0 });
+  const mallory = await startNode({ syncOnConnect: [], verifyThreads: 0 });
+  nets.push(v, mallory);
+  await link(v, mallory, ['advert']);
+  await waitFor(() => mallory.topicPeers('offer').length === 0 && v.topicPeers('offer').includes(mallory.peerId.toString()), 5_000, 'v knows mallory on the offer topic');
+  const got: string[] = [];
+  v.subscribe('advert', (r) => void got.push(r.address));
+  v.subscribe('offer', (r) => void got.push(r.address));
+  const mGot: string[] = [];
+  mallory.subscribe('advert', (r) => void mGot.push(r.address));
+  mallory.subscribe('offer', (r) => void mGot.push(r.address));
+
+  const gs = mallory.libp2p.services.pubsub as unknown as { sendRpc(id: string, rpc: unknown): boolean };
+  const push = (topic: string, data: Uint8Array) => gs.sendRpc(v.peerId.toString(), { subscriptions: [], messages: [{ topic, data }] });
+  const other = advert(Ed25519Signer.generate(), { workloads: [W2] });
+  const both = advert(Ed25519Signer.generate(), { workloads: [W1, W2].sort() });
+  const o = offer(Ed25519Signer.generate(), other.address);
+  push(topicFor('advert', 'public', shardOf(W2)), other.bytes);
+  push(topicFor('advert', 'public', shardOf(W2)), both.bytes);
+  push(topicFor('offer'), o.bytes);
+  const ignored = async (kind: string, n: number) => new RegExp(`kind="${kind}",verdict="ignore",reason="TOPIC_NOT_JOINED"} ${n}$`, 'm').test(await v.metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'));
+  await waitFor(async () => (await ignored('advert', 2)) && (await ignored('offer', 1)), 5_000, 'the three ignored');
+  await sleep(200);
+  assert.equal(got.length, 0, 'nothing of a topic v did not join is delivered');
+  assert.equal(held.live('advert', Date.now(), 100).length, 0, 'nor kept (it would be served to others)');
+  assert.ok(v.gossipScore(mallory.peerId) >= 0, 'ignored, not penalised');
+
+  // the advert of both markets, now on v's market: taken (the copy on the other shard did not make it a duplicate)
+  await mallory.publish('advert', both.bytes);
+  await waitFor(() => got.includes(both.address), 5_000, 'the two-market advert on v’s market');
+  // v still publishes what it does not join: an offer, and an advert of the other market
+  const mine = advert(v.signer, { workloads: [W2] });
+  await v.publish('advert', mine.bytes);
+  await v.publish('offer', offer(v.signer, mine.address).bytes);
+  await waitFor(() => mGot.length === 2, 5_000, 'v’s publications at mallory');
+  assert.deepEqual(got, [both.address]);
 });
