@@ -52,8 +52,18 @@ export interface PoolWiringDeps {
 
 /** Frames carry an input or output of up to 3 MiB (pool.maxInputBytes is bounded below that). */
 const FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * The largest output a pool member runs for (docs/pools.md "Output size"): it
+ * must fit in one answer frame, so `provider.maxOutputBytes` is clamped to it;
+ * a larger output fails EXEC_OUTPUT_TOO_LARGE on whichever member ran it.
+ */
+export const POOL_MAX_OUTPUT_BYTES = 3 * 1024 * 1024;
 
 export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
+  const maxOutputBytes = Math.min(d.maxOutputBytes, POOL_MAX_OUTPUT_BYTES);
+  if (maxOutputBytes < d.maxOutputBytes) {
+    d.log.info({ maxOutputBytes, configured: d.maxOutputBytes }, 'pool: outputs are bounded by one frame between members; provider.maxOutputBytes is clamped to 3 MiB for pool work');
+  }
   let roster, membership;
   try {
     roster = open(new Uint8Array(readFileSync(d.config.roster)), T.poolRoster);
@@ -91,7 +101,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock, d.log),
     runs: await RunLog.open(d.sub('pool-runs')),
     executor: d.executor,
-    maxOutputBytes: d.maxOutputBytes,
+    maxOutputBytes,
     registry: d.registry,
     publishReceipt: d.publishReceipt,
     saveRoster: async (r, m) => {
