@@ -6,10 +6,24 @@
  * and the output is JSON {logits: <hex float64 LE>, predictions: [...]}, the
  * provider running every stage in its own process with the GPipe schedule.
  * The buyer can recompute the single-process forward and compare the bytes.
+ *
+ * Bounds (EXEC_BAD_INPUT past them): at most MAX_PIPELINE_PARAMS weights, and
+ * rows × the widest layer at most MAX_PIPELINE_ACTIVATIONS values. The work is
+ * done in row blocks of about BLOCK_MACS multiply-adds, with the caller's
+ * `between` awaited after each block (the executor yields to the event loop
+ * there and checks the job's deadline); a row's arithmetic is the same in any
+ * block, so the output is bit for bit the single-process forward's.
  */
 import { C0Error } from '../errors.js';
-import { checkShape, forward, paramCount, predict, weightsBytes, weightsFromBytes } from './model.js';
-import { gpipeForward, localStages } from './pipeline.js';
+import { checkShape, forward, layerForward, paramCount, predict, weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
+import { gpipeForward, partition, type StageRunner } from './pipeline.js';
+
+/** The largest model a pipeline job takes, in weights (32 MiB of float64; 64 MiB of hex). */
+export const MAX_PIPELINE_PARAMS = 4 * 1024 * 1024;
+/** The largest activation a pipeline job makes: rows × the widest layer, values (128 MiB of float64). */
+export const MAX_PIPELINE_ACTIVATIONS = 16 * 1024 * 1024;
+/** Multiply-adds between two calls of `between` (a few ms of work). */
+const BLOCK_MACS = 1 << 20;
 
 export interface PipelineInput {
   layers: number[];
@@ -32,13 +46,18 @@ export function parsePipelineInput(input: Uint8Array): { shape: { layers: number
   } catch {
     throw new C0Error('EXEC_BAD_INPUT', 'layers: 2 to 8 widths');
   }
-  if (typeof j.weights !== 'string' || !/^([0-9a-f]{16})*$/.test(j.weights)) throw new C0Error('EXEC_BAD_INPUT', 'weights: hex float64 values');
+  const n = paramCount(shape);
+  if (n > MAX_PIPELINE_PARAMS) throw new C0Error('EXEC_BAD_INPUT', `layers: a model of ${n} weights; at most ${MAX_PIPELINE_PARAMS}`);
+  // Linear checks (a repeated group in the pattern overflows the regex engine's stack on a large model).
+  if (typeof j.weights !== 'string' || j.weights.length % 16 !== 0 || !/^[0-9a-f]*$/.test(j.weights)) throw new C0Error('EXEC_BAD_INPUT', 'weights: hex float64 values');
+  if (j.weights.length / 16 !== n) throw new C0Error('EXEC_BAD_INPUT', `weights: ${j.weights.length / 16} values, the model has ${n}`);
   const w = weightsFromBytes(new Uint8Array(Buffer.from(j.weights, 'hex')));
-  if (w.length !== paramCount(shape)) throw new C0Error('EXEC_BAD_INPUT', `weights: ${w.length} values, the model has ${paramCount(shape)}`);
   const F = shape.layers[0]!;
   if (!Array.isArray(j.rows) || j.rows.length < 1 || j.rows.length > 100_000 || j.rows.some((r) => !Array.isArray(r) || r.length !== F || r.some((v) => typeof v !== 'number' || !Number.isFinite(v)))) {
     throw new C0Error('EXEC_BAD_INPUT', `rows: 1 to 100000 rows of ${F} finite numbers`);
   }
+  const widest = Math.max(...shape.layers);
+  if (j.rows.length * widest > MAX_PIPELINE_ACTIVATIONS) throw new C0Error('EXEC_BAD_INPUT', `rows: ${j.rows.length} rows × a layer of ${widest} is over ${MAX_PIPELINE_ACTIVATIONS} values`);
   const x = new Float64Array(j.rows.length * F);
   j.rows.forEach((r, i) => x.set(r, i * F));
   const stages = Number.isInteger(j.stages) ? j.stages : 1;
@@ -50,11 +69,44 @@ export function pipelineOutput(logits: Float64Array, preds: Int32Array): Uint8Ar
   return new TextEncoder().encode(JSON.stringify({ logits: Buffer.from(weightsBytes(logits)).toString('hex'), predictions: [...preds] }));
 }
 
-export async function runPipelineJob(input: Uint8Array): Promise<Uint8Array> {
+/** One layer on a batch, `rowsPerBlock` rows at a time, awaiting `between` after each block: the same bits as layerForward. */
+async function layerInBlocks(shape: MlpShape, w: Float64Array, layer: number, x: Float64Array, batch: number, between: () => Promise<void>): Promise<Float64Array> {
+  const din = shape.layers[layer]!;
+  const dout = shape.layers[layer + 1]!;
+  const rowsPerBlock = Math.max(1, Math.floor(BLOCK_MACS / (din * dout)));
+  if (rowsPerBlock >= batch) {
+    const out = layerForward(shape, w, layer, x, batch);
+    await between();
+    return out;
+  }
+  const out = new Float64Array(batch * dout);
+  for (let a = 0; a < batch; a += rowsPerBlock) {
+    const b = Math.min(batch, a + rowsPerBlock);
+    out.set(layerForward(shape, w, layer, x.subarray(a * din, b * din), b - a), a * dout);
+    await between();
+  }
+  return out;
+}
+
+/** The stages of this process, each working in row blocks. */
+function blockStages(shape: MlpShape, w: Float64Array, stages: number, between: () => Promise<void>): StageRunner[] {
+  return partition(shape, stages).map((r) => async (x, batch) => {
+    let a = x;
+    for (let l = r[0]; l < r[1]; l++) a = await layerInBlocks(shape, w, l, a, batch, between);
+    return a;
+  });
+}
+
+/**
+ * Run the job. `between` is awaited after every block of work (and may throw
+ * to stop it: the executor yields to the event loop there and checks the
+ * job's signal).
+ */
+export async function runPipelineJob(input: Uint8Array, between: () => Promise<void> = () => Promise.resolve()): Promise<Uint8Array> {
   const p = parsePipelineInput(input);
   let runners;
   try {
-    runners = localStages(p.shape, p.w, p.stages);
+    runners = blockStages(p.shape, p.w, p.stages, between);
   } catch (e) {
     throw new C0Error('EXEC_BAD_INPUT', (e as Error).message);
   }

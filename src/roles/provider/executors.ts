@@ -113,7 +113,14 @@ export function builtinExecutor(name: BuiltinName): Executor {
         return checkOutput(new TextEncoder().encode(h.toString('hex')), ctx.maxOutputBytes);
       }
       // builtin.mlp-pipeline: the model's stages run in this process with the GPipe schedule (docs/training.md).
-      if (name === 'builtin.mlp-pipeline') return checkOutput(await runPipelineJob(ctx.input), ctx.maxOutputBytes);
+      // It yields to the event loop between row blocks and stops there at the deadline (EXEC_TIMEOUT) or when aborted.
+      if (name === 'builtin.mlp-pipeline') {
+        const between = async () => {
+          await tick();
+          if (signal.aborted) throw aborted(signal);
+        };
+        return checkOutput(await runPipelineJob(ctx.input, between), ctx.maxOutputBytes);
+      }
       // builtin.train-member: this provider joins a training run as a member (a gang bought through the market).
       if (name === 'builtin.train-member') return checkOutput(await (await import('../trainer/member-job.js')).runMemberJob(ctx), ctx.maxOutputBytes);
       if (name === 'builtin.primes') {
