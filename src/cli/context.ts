@@ -4,7 +4,8 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
 
 /** Exit codes (documented in the README, "CLI"). */
@@ -56,6 +57,46 @@ export function readInput(path: string): Uint8Array {
     const code = (e as NodeJS.ErrnoException).code;
     throw new C0Error('INPUT_UNREADABLE', `cannot read ${path === '-' ? 'standard input' : path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
+}
+
+/** Why a file cannot be written, in words (for OUTPUT_UNWRITABLE). */
+function writeProblem(e: NodeJS.ErrnoException): string {
+  if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return 'its directory does not exist';
+  if (e.code === 'EISDIR') return 'it is a directory';
+  if (e.code === 'EACCES' || e.code === 'EPERM') return 'permission denied';
+  return e.message;
+}
+
+/**
+ * Run `write`, which writes the file argument `path` (an `--out FILE` and the
+ * like): a file-system error is an operator error with a code,
+ * OUTPUT_UNWRITABLE (exit 3), not a bug.
+ */
+export function writingTo<T>(path: string, write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    if (typeof (e as NodeJS.ErrnoException).syscall !== 'string') throw e;
+    throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${writeProblem(e as NodeJS.ErrnoException)}`, { field: 'out' });
+  }
+}
+
+/** Write a file argument (`--out FILE` and the like); errors are OUTPUT_UNWRITABLE. */
+export function writeOutput(path: string, data: Uint8Array | string): void {
+  writingTo(path, () => writeFileSync(path, data));
+}
+
+/** Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a path in a missing directory, or a directory. */
+export function checkWritable(path: string): void {
+  const isDir = (p: string) => {
+    try {
+      return statSync(p).isDirectory();
+    } catch {
+      return undefined;
+    }
+  };
+  if (isDir(path) === true) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: it is a directory`, { field: 'out' });
+  if (isDir(dirname(path)) !== true) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: its directory does not exist`, { field: 'out' });
 }
 
 /** A negative answer that is not an error: print and exit 1 (e.g. `record verify` on an invalid record). */

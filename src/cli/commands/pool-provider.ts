@@ -10,11 +10,11 @@
  *   status  the running member's view: coordinator now and next epoch, liveness, jobs and earnings per member
  */
 import type { Command } from 'commander';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import type { PoolMember, PoolRoster } from '../../records/kinds.js';
-import { out, outJson } from '../context.js';
+import { out, outJson, readInput, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
@@ -24,8 +24,18 @@ const DAY = 24 * 3600_000;
 
 async function readMembers(path: string): Promise<PoolMember[]> {
   const [{ parse: parseYaml }, { compareDids }] = await Promise.all([import('yaml'), import('../../records/did.js')]);
-  const doc = parseYaml(readFileSync(path, 'utf8')) as { members?: unknown };
-  if (!doc || !Array.isArray(doc.members)) throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: expected \`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]\``, { field: 'members' });
+  const shape = '`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]`';
+  const text = Buffer.from(readInput(path)).toString('utf8');
+  let doc: { members?: unknown } | null;
+  try {
+    doc = parseYaml(text) as { members?: unknown } | null;
+  } catch (e) {
+    throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path} is not valid YAML: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`, { field: 'members' });
+  }
+  if (!doc || !Array.isArray(doc.members)) throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: expected ${shape}`, { field: 'members' });
+  doc.members.forEach((m, i) => {
+    if (typeof m !== 'object' || m === null || typeof (m as { did?: unknown }).did !== 'string') throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: members[${i}] needs a did (${shape})`, { field: `members[${i}].did` });
+  });
   return (doc.members as PoolMember[]).map((m) => ({ did: m.did, weight: m.weight ?? 1, hardware: m.hardware })).sort((a, b) => compareDids(a.did, b.did));
 }
 
@@ -51,11 +61,12 @@ export function register(program: Command): void {
     .action(async (o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
       const [{ loadIdentity }, { open, seal }, { T }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js')]);
       const pool = loadIdentity(o.poolDir);
-      const prev = existsSync(o.out) ? open(new Uint8Array(readFileSync(o.out)), T.poolRoster).record.seq : 0;
+      // The previous roster at --out gives the next seq (a directory there is refused when writing).
+      const prev = existsSync(o.out) && !statSync(o.out).isDirectory() ? open(readInput(o.out), T.poolRoster).record.seq : 0;
       const now = Date.now();
       const roster: PoolRoster = { seq: o.seq ? Number(o.seq) : prev + 1, issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await readMembers(o.members) };
       const env = seal(T.poolRoster, roster, pool.signer);
-      writeFileSync(o.out, env.bytes);
+      writeOutput(o.out, env.bytes);
       out(`roster ${env.address} seq ${roster.seq} of pool ${pool.did}: ${roster.members.length} members`);
     });
   for (const [name, status] of [['join', 'member'], ['leave', 'left']] as const) {
@@ -68,12 +79,12 @@ export function register(program: Command): void {
       .action(async (o: { roster: string; out: string; overlay?: string; push?: boolean }, cmd: Command) => {
         const { dataDir } = globals(cmd);
         const [{ readKeyFileDid }, { open, seal }, { T }, { loadNodeIdentity }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js'), import('../signer.js')]);
-        const roster = open(new Uint8Array(readFileSync(o.roster)), T.poolRoster);
+        const roster = open(readInput(o.roster), T.poolRoster);
         const did = readKeyFileDid(dataDir);
         if (!roster.record.members.some((m) => m.did === did)) throw new C0Error('POOL_NOT_MEMBER', `${did} is not on roster ${roster.address}`);
         const id = await loadNodeIdentity(dataDir);
         const env = seal(T.poolMembership, { pool: roster.signer, roster: roster.address, seq: roster.record.seq, status, signedAt: Date.now() }, id.signer);
-        writeFileSync(o.out, env.bytes);
+        writeOutput(o.out, env.bytes);
         out(`${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`);
         // A running member acts on the new roster at once (docs/pools.md "A new roster reaches running members").
         // Leaving reaches it the same way ("A member leaves a running pool").

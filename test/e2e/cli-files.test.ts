@@ -1,0 +1,93 @@
+/**
+ * File arguments of the `c0mpute` command, as child processes (no network, no
+ * daemon): a missing or unreadable input, a members file that is not YAML or
+ * not a members list, and an output in a missing directory or onto a
+ * directory are operator errors — exit 3, one `error CODE: …` line
+ * (INPUT_UNREADABLE, POOL_MEMBERS_FILE_INVALID, OUTPUT_UNWRITABLE) — never
+ * `internal error` (exit 70). `pool-provider roster`, `join` and `leave`.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ed25519Signer } from '../../src/records/index.js';
+import { createIdentity } from '../../src/node/identity.js';
+import { sealEntries } from '../../src/ledger/index.js';
+import { writeLedgerDir } from '../../src/ledger/store.js';
+import { admitted, tempDir } from '../unit/ledger/helpers.js';
+import { BIN } from './node-helpers.js';
+
+const t = tempDir('c0-cli-files-');
+after(() => t.cleanup());
+
+interface Run {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+function c0(args: string[]): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) env[k] = v;
+  env.HOME = join(t.dir, 'home');
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: t.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+/** Exit 3, exactly one stderr line `error CODE: …`, no stack trace and no "internal error". */
+function operatorError(r: Run, code: string, what: string): void {
+  assert.equal(r.code, 3, `${what}: exit code (stderr: ${r.err})`);
+  const lines = r.err.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `${what}: one line, got: ${r.err}`);
+  assert.match(lines[0]!, new RegExp(`^error ${code}: \\S`), what);
+  assert.doesNotMatch(r.err, /internal error|\n\s+at /, what);
+}
+
+const p = (...s: string[]) => join(t.dir, ...s);
+
+describe('file arguments: missing, unreadable or unwritable → exit 3 with a stable code', () => {
+  let memberDir = '';
+  before(async () => {
+    createIdentity(p('pool'));
+    memberDir = p('member');
+    const member = createIdentity(memberDir);
+    writeFileSync(p('members.yaml'), `members:\n  - {did: ${member.did}, weight: 1, hardware: {cpuCores: 4, memoryMiB: 8192}}\n`);
+    writeFileSync(p('not-yaml.yaml'), 'members: [\n');
+    writeFileSync(p('not-members.yaml'), 'members:\n  - 5\n  - 6\n');
+    writeFileSync(p('offer.json'), JSON.stringify({ job: 'sha256:' + '1'.repeat(64), advert: 'sha256:' + '2'.repeat(64), price: { amount: '0.042', currency: 'USD' }, durationMs: 60_000, issuedAt: 1_800_000_000_000, startBy: 1_800_000_120_000, expiresAt: 1_800_000_060_000 }));
+    writeFileSync(p('run.yaml'), `name: t\nmodel: { layers: [4, 16, 3] }\nseed: 7\nmembers:\n  - { did: ${member.did}, addr: /ip4/127.0.0.1/tcp/4101 }\nbatch: 8\nstepsPerEpoch: 2\nepochs: 1\nlr: "0.3"\ntimeoutMs: 5000\n`);
+    writeFileSync(p('job.yaml'), 'workload: builtin.sha256\ninput: offer.json\nmaxPrice: {amount: "0.01", currency: USD}\n');
+    await writeLedgerDir(p('ledger'), { entries: sealEntries([admitted('c1')], Ed25519Signer.generate()).map((e) => e.bytes), receipts: [] });
+    // The roster the member joins below.
+    const r = await c0(['pool-provider', 'roster', '--pool-dir', p('pool'), '--members', p('members.yaml'), '--out', p('roster.cose')]);
+    assert.equal(r.code, 0, r.err);
+  });
+
+  test('pool-provider roster and join', async () => {
+    const roster = ['pool-provider', 'roster', '--pool-dir', p('pool')];
+    const join_ = ['--data-dir', memberDir, 'pool-provider', 'join', '--no-push'];
+    const cases: Array<[string[], string]> = [
+      [[...roster, '--members', p('nonexist.yaml'), '--out', p('r2.cose')], 'INPUT_UNREADABLE'],
+      [[...roster, '--members', p('not-yaml.yaml'), '--out', p('r2.cose')], 'POOL_MEMBERS_FILE_INVALID'],
+      [[...roster, '--members', p('not-members.yaml'), '--out', p('r2.cose')], 'POOL_MEMBERS_FILE_INVALID'],
+      [[...roster, '--members', p('members.yaml'), '--out', p('nodir', 'r2.cose')], 'OUTPUT_UNWRITABLE'],
+      [[...roster, '--members', p('members.yaml'), '--out', t.dir], 'OUTPUT_UNWRITABLE'],
+      [[...join_, '--roster', p('nope.cose'), '--out', p('m.cose')], 'INPUT_UNREADABLE'],
+      [[...join_, '--roster', p('roster.cose'), '--out', p('nodir', 'm.cose')], 'OUTPUT_UNWRITABLE'],
+      [['--data-dir', memberDir, 'pool-provider', 'leave', '--no-push', '--roster', p('roster.cose'), '--out', t.dir], 'OUTPUT_UNWRITABLE'],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => c0(args)));
+    runs.forEach((r, i) => operatorError(r, cases[i]![1], cases[i]![0].join(' ')));
+    const ok = await c0([...join_, '--roster', p('roster.cose'), '--out', p('m.cose')]);
+    assert.equal(ok.code, 0, ok.err);
+    assert.ok(existsSync(p('m.cose')));
+  });
+});
