@@ -4,7 +4,7 @@
  * Entries are the pool/1 envelopes in seq order; receipts are pool-witness/1
  * envelopes. The file is verified exactly like a directory.
  */
-import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
 import type { RawLedger } from './store.js';
@@ -36,7 +36,12 @@ export function decodeLedgerFile(bytes: Uint8Array): RawLedger {
 export function writeLedgerFile(path: string, raw: RawLedger): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, encodeLedgerFile(raw));
-  renameSync(tmp, path);
+  try {
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
 }
 
 export function readLedgerFile(path: string): RawLedger {

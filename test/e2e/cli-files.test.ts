@@ -4,12 +4,14 @@
  * not a members list, and an output in a missing directory or onto a
  * directory are operator errors — exit 3, one `error CODE: …` line
  * (INPUT_UNREADABLE, POOL_MEMBERS_FILE_INVALID, OUTPUT_UNWRITABLE) — never
- * `internal error` (exit 70). `pool-provider roster`, `join` and `leave`.
+ * `internal error` (exit 70). `pool-provider roster` and `join`, `record
+ * sign --out`, `train start --out`, `run --output` (refused before anything
+ * is bought) and `ledger export`.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { createIdentity } from '../../src/node/identity.js';
@@ -89,5 +91,21 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     const ok = await c0([...join_, '--roster', p('roster.cose'), '--out', p('m.cose')]);
     assert.equal(ok.code, 0, ok.err);
     assert.ok(existsSync(p('m.cose')));
+  });
+
+  test('record sign --out, train start --out, run --output, ledger export', async () => {
+    const cases: Array<[string[], string]> = [
+      [['--data-dir', memberDir, 'record', 'sign', '--type', 'c0mpute.offer/1', 'offer.json', '--out', p('nodir', 'o.cbor')], 'OUTPUT_UNWRITABLE'],
+      [['--data-dir', memberDir, 'train', 'start', 'run.yaml', '--out', p('nodir', 'run.json')], 'OUTPUT_UNWRITABLE'],
+      [['--data-dir', memberDir, 'run', 'job.yaml', '--output', p('nodir', 'out.bin')], 'OUTPUT_UNWRITABLE'],
+      [['--data-dir', memberDir, 'run', 'job.yaml', '--output', t.dir], 'OUTPUT_UNWRITABLE'],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => c0(args)));
+    runs.forEach((r, i) => operatorError(r, cases[i]![1], cases[i]![0].join(' ')));
+    // One at a time: each opens the ledger's LevelDB.
+    operatorError(await c0(['ledger', 'export', p('ledger'), p('nodir', 'ledger.cbor')]), 'OUTPUT_UNWRITABLE', 'ledger export to a missing directory');
+    operatorError(await c0(['ledger', 'export', p('ledger'), t.dir]), 'OUTPUT_UNWRITABLE', 'ledger export onto a directory');
+    assert.deepEqual(readdirSync(t.dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file left');
+    assert.ok(!existsSync(p('nodir')), 'nothing created');
   });
 });

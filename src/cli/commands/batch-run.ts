@@ -18,7 +18,7 @@ import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { NegativeAnswer, out, jsonReplacer } from '../context.js';
+import { NegativeAnswer, out, jsonReplacer, writingTo } from '../context.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { renderPlan } from './batch.js';
@@ -83,9 +83,11 @@ export function registerBatchRun(batch: Command): void {
         if (e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY') throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
       }
-      mkdirSync(outputDir, { recursive: true });
       const summaryFile = join(outputDir, 'summary.json');
-      writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...summary }, jsonReplacer, 2) + '\n');
+      writingTo(summaryFile, () => {
+        mkdirSync(outputDir, { recursive: true });
+        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...summary }, jsonReplacer, 2) + '\n');
+      });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
       else {

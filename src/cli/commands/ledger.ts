@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { LedgerEntry } from '../../ledger/entry.js';
 import type { RawLedger } from '../../ledger/store.js';
-import { NegativeAnswer, out, outJson } from '../context.js';
+import { NegativeAnswer, out, outJson, writingTo } from '../context.js';
 
 function isDir(p: string): boolean {
   try {
@@ -111,7 +111,7 @@ export function register(program: Command): void {
     .action(async (dir: string, file: string) => {
       const [{ readLedgerDir }, { writeLedgerFile }] = await Promise.all([import('../../ledger/store.js'), import('../../ledger/file.js')]);
       const raw = await readLedgerDir(dir);
-      writeLedgerFile(file, raw);
+      writingTo(file, () => writeLedgerFile(file, raw));
       out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
     });
 

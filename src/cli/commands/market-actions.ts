@@ -3,7 +3,7 @@
  * the record-directory reader `market probe --records` shares: loaded only when
  * one of them runs.
  */
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -13,7 +13,7 @@ import { isAddress } from '../../records/address.js';
 import { T, type Delegation, type Job, type Selection } from '../../records/kinds.js';
 import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
 import { deriveReputation } from '../../reputation/index.js';
-import { EXIT, NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { EXIT, NegativeAnswer, out, outJson, readInput, writeOutput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
 import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
@@ -155,7 +155,7 @@ export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void
     const delegation = opts.delegation ? resolveRecord<Delegation>(opts.delegation, T.delegation, records, 'delegation') : undefined;
     const id = await loadNodeIdentity(globals(cmd).dataDir);
     signed = signSelection({ result, job: jobRec, signer: id.signer, ...(delegation ? { delegation } : {}) });
-    writeFileSync(opts.out, signed.bytes);
+    writeOutput(opts.out, signed.bytes);
   }
   if (opts.json) {
     outJson({ records: { read, refused }, ...result, ...(signed ? { selection: { address: signed.address, file: opts.out } } : {}) });

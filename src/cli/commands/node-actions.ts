@@ -3,7 +3,7 @@
  * and `reputation` open without a daemon (node.ts declares the commands):
  * loaded only when one of them runs, since they bring in the whole node.
  */
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -18,7 +18,7 @@ import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js'
 import { parseJobSpec } from '../../node/control.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
-import { NegativeAnswer, jsonReplacer, out } from '../context.js';
+import { NegativeAnswer, checkWritable, jsonReplacer, out, writeOutput } from '../context.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
@@ -185,6 +185,8 @@ export type RunFlags = StartFlags & { policy?: string; input?: string; output?: 
 export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
   const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
+  // An --output that cannot be written is refused before the job is bought, not after it is paid for.
+  if (f.output) checkWritable(f.output);
   // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
   const said = new Set<string>();
   let verdictSaid = false;
@@ -223,7 +225,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   if (status === 'completed') {
     const output = Buffer.from(result.output as string, 'base64');
     if (f.output) {
-      writeFileSync(f.output, output);
+      writeOutput(f.output, output);
       process.stderr.write(`▸ output (${output.length} bytes) written to ${f.output}\n`);
     } else if (!f.json) process.stdout.write(output.toString('utf8') + (output.at(-1) === 10 ? '' : '\n'));
     return;

@@ -1,10 +1,9 @@
 /** `c0mpute record inspect|verify|sign` */
-import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { SCHEMAS } from '../../records/kinds.js';
 import { POOL_TYPE, WITNESS_TYPE } from '../../ledger/kind-names.js';
-import { NegativeAnswer, jsonReplacer, out, outJson, readInput } from '../context.js';
+import { NegativeAnswer, jsonReplacer, out, outJson, readInput, writeOutput } from '../context.js';
 import { globals } from './index.js';
 
 /**
@@ -77,7 +76,7 @@ export function register(program: Command): void {
       const id = await loadNodeIdentity(dataDir);
       const env = seal(opts.type, record as never, id.signer);
       if (opts.out) {
-        writeFileSync(opts.out, env.bytes);
+        writeOutput(opts.out, env.bytes);
         process.stderr.write(`${env.address}\n`);
       } else if (process.stdout.isTTY) {
         throw new C0Error('OUTPUT_IS_TERMINAL', 'refusing to write binary to a terminal; use --out FILE or redirect standard output');

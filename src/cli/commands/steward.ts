@@ -1,8 +1,7 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
 import type { Command } from 'commander';
-import { writeFileSync } from 'node:fs';
 import { apiCall } from '../../node/api-client.js';
-import { out, outJson } from '../context.js';
+import { out, outJson, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
@@ -56,7 +55,7 @@ export function registerLedgerFetch(program: Command): void {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as { entries: number; receipts: number; file: string };
-      writeFileSync(file, Buffer.from(r.file, 'base64'));
+      writeOutput(file, Buffer.from(r.file, 'base64'));
       out(`wrote ${file}: ${r.entries} entries, ${r.receipts} witness receipt(s)`);
     });
 }

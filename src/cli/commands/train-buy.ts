@@ -14,12 +14,11 @@
  * the end with every member's receipt (docs/training.md "A gang on a
  * stewarded overlay").
  */
-import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
-import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { NegativeAnswer, out, outJson, readInput, writeOutput, writingTo } from '../context.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';
@@ -77,7 +76,7 @@ export function registerBuy(train: Command): void {
       } else throw new C0Error('TRAIN_GANG_SIZE', 'name the gang: --providers <n> or --members <dids>', { field: 'providers' });
       const id = await loadNodeIdentity(dataDir);
       const { bundle, json } = buildRun(withMembers(new TextDecoder().decode(readInput(runYaml)), members), id.signer, systemClock());
-      if (f.out) writeRunBundle(f.out, json);
+      if (f.out) writingTo(f.out, () => writeRunBundle(f.out!, json));
       const runAddr = bundle.run.address;
       const order = bundle.run.record.members;
       if (!f.json) process.stderr.write(`▸ run ${runAddr}: ${order.length} members, buying one ${f.workload} job from each\n`);
@@ -126,7 +125,7 @@ export function registerBuy(train: Command): void {
         const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }).catch(() => ({ released: 'unknown' }))) as { released: string };
         Object.assign(report, { admission, released: rel.released });
       }
-      if (f.out) writeFileSync(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
+      if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
       if (f.json) outJson(report);
       else {
         for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { EpochResult, TrainerEvent } from '../../roles/trainer/worker.js';
 import type { InclusionProof } from '../../training/merkle.js';
-import { NegativeAnswer, out, outJson, readInput } from '../context.js';
+import { NegativeAnswer, out, outJson, readInput, writingTo } from '../context.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
 
@@ -52,7 +52,7 @@ export function register(program: Command): void {
       const id = await loadNodeIdentity(dataDir);
       const { bundle, json } = buildRun(new TextDecoder().decode(readInput(runYaml)), id.signer, systemClock());
       const path = opts.out ?? runYaml.replace(/\.ya?ml$/, '') + '.run.json';
-      writeRunBundle(path, json);
+      writingTo(path, () => writeRunBundle(path, json));
       out(`run ${bundle.run.address} (${bundle.run.record.name}): ${bundle.run.record.members.length} members, ${bundle.run.record.epochs} epochs × ${bundle.run.record.stepsPerEpoch} steps`);
       out(`bundle ${path}`);
     });
