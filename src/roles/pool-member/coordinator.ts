@@ -122,8 +122,9 @@ export class PoolCoordinator {
     for (const m of this.v.live()) {
       if (m === this.d.did) continue;
       const r = await this.d.call(m, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-      if (r?.receipt && (r.state === 'completed' || r.state === 'failed')) {
-        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt);
+      if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) {
+        // With the settlement it holds: a completed job was settled by its coordinator before it was lost.
+        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
         return;
       }
     }

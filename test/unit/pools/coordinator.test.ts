@@ -238,6 +238,32 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal((await b.recover()) + (await a2.recover()), 0, 'nothing pending anywhere');
   });
 
+  test('a member that missed `closed`, then the coordinator died: the next coordinator takes the completed receipt and its settlement from a member that holds them', async () => {
+    const w = await world('lent');
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    const { job: j, input } = job();
+    const o = offer(j, a);
+    const out = await coord.run(j, o, ctx(input));
+    // c misses the `closed` broadcast (and the settlement in it)
+    const c = MEMBERS[2]!;
+    w.down.add(c);
+    await finish(coord, j, o, a, Promise.resolve(out));
+    w.down.delete(c);
+    // then a is gone; c is elected and closes the dispatch from b's copy
+    w.down.add(a);
+    clock.advance(10_000);
+    const cm = w.members.get(c)!;
+    assert.equal(await cm.recover(), 1);
+    const e = await (cm as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address);
+    assert.equal(e?.state, 'completed');
+    assert.ok(e?.settlement, 'the settlement is kept with the lent receipt');
+    const st = (await cm.status()) as { members: Array<{ earned: Record<string, string> }> };
+    assert.ok(Math.abs(st.members.reduce((s2, x) => s2 + Number(x.earned.USD ?? '0'), 0) - 0.009) < 1e-12, 'c counts the earnings');
+    assert.equal(w.published.length, 0, 'no failed receipt');
+    w.down.delete(a);
+  });
+
   test('a dispatch never closed, past its history window (history.keepDays after its deadline): recovery neither fails it nor asks about it', async () => {
     const w = await world('window', () => undefined, {}, 1 / 86_400);
     const { a, j } = await crashAfterDispatch(w);
