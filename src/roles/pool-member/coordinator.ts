@@ -73,7 +73,10 @@ export interface CoordinatorView {
 }
 
 export class PoolCoordinator {
-  /** Jobs this copy is running now (recovery leaves them alone). */
+  /**
+   * Jobs this copy took on and has not closed: from the run's start until `closed` (or `abandoned`), so also while
+   * the provider stores the receipt and streams the output. Recovery leaves them alone.
+   */
   readonly inFlight = new Set<string>();
 
   constructor(
@@ -189,9 +192,8 @@ export class PoolCoordinator {
     } catch (e) {
       this.m?.outcomes.inc({ member, outcome: outcomeLabel(e) });
       throw e;
-    } finally {
-      this.inFlight.delete(job.address);
     }
+    // Still in flight, ended or failed: the provider signs and stores the receipt, then `closed` (or `abandoned`) releases it.
   }
 
   async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
@@ -212,16 +214,25 @@ export class PoolCoordinator {
 
   /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
   async closed(r: Opened<Receipt>): Promise<void> {
-    const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
-    if (!entry) return;
-    let settlement: Uint8Array | undefined;
-    if (r.record.status === 'completed') {
-      const price: Money = r.record.price;
-      const roster = this.v.roster();
-      const parts = splitPrice(price, roster.record.members);
-      settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
+    try {
+      const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
+      if (!entry) return;
+      let settlement: Uint8Array | undefined;
+      if (r.record.status === 'completed') {
+        const price: Money = r.record.price;
+        const roster = this.v.roster();
+        const parts = splitPrice(price, roster.record.members);
+        settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
+      }
+      await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
+      await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+    } finally {
+      this.inFlight.delete(r.record.job);
     }
-    await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
-    await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+  }
+
+  /** The receipt of won work could not be stored, so no `closed` follows: the dispatch is recovery's to close. */
+  abandoned(job: string): void {
+    this.inFlight.delete(job);
   }
 }

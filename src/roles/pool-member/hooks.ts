@@ -21,6 +21,8 @@ export interface ProviderPoolHooks {
   mayQuoteAt?(job: Opened<Job>, price: Money): boolean;
   /** Run the won work through the pool: gates, member choice, durable dispatch, the call, the output guard. */
   run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array>;
-  /** After the receipt is stored: settle (completed) and close the dispatch trail. */
+  /** After the receipt is stored: settle (completed) and close the dispatch trail. Until then the job is in flight (recovery leaves it alone). */
   closed(r: Opened<Receipt>): Promise<void>;
+  /** The receipt could not be stored, so `closed` will not follow: the job is no longer in flight (recovery closes its dispatch). */
+  abandoned?(job: string): void;
 }

@@ -253,6 +253,7 @@ export class PoolMember {
       mayQuoteAt: (job, price) => this.mayQuoteAt(job, price),
       run: (job, offer, ctx) => this.run(job, offer, ctx),
       closed: (r) => this.closed(r),
+      abandoned: (job) => this.#co.abandoned(job),
     };
   }
 

@@ -402,14 +402,18 @@ export class Provider {
     const completedAt = Math.max(this.d.clock(), startedAt);
     const receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
     const env = seal(T.receipt, receipt, this.d.signer);
+    let stored = false;
     try {
       await this.d.onReceipt(env, offer, job);
+      stored = true;
     } finally {
       // Released only once the receipt is stored, so a request in between cannot run the job again.
       this.#running.delete(job.address);
       this.d.onSlotsChanged?.();
       this.#stopping.get(job.address)?.(env);
       this.#stopping.delete(job.address);
+      // A pool's job stays in flight until `closed` below; without a stored receipt that never comes.
+      if (!stored) this.d.pool?.abandoned?.(job.address);
     }
     this.d.onOutcome?.(receipt.status, receipt.workload);
     // A buyer this provider has worked for is no longer held to the total quoting budget.

@@ -238,6 +238,44 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal((await b.recover()) + (await a2.recover()), 0, 'nothing pending anywhere');
   });
 
+  test('between the run and `closed` (the provider storing the receipt, streaming the output) recovery leaves the coordinator’s own job alone, whether the run ended or failed', async () => {
+    const w = await world('gap');
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    const trail = (coord as unknown as { d: { trail: DispatchTrail } }).d.trail;
+    // completed: the settlement is made at `closed`
+    const { job: j, input } = job();
+    const o = offer(j, a);
+    const out = await coord.run(j, o, ctx(input));
+    assert.equal(await coord.recover(), 0, 'not orphaned while its receipt is on its way');
+    assert.equal(w.published.length, 0, 'no failed receipt');
+    await finish(coord, j, o, a, Promise.resolve(out));
+    const e = await trail.get(j.address);
+    assert.equal(e?.state, 'completed');
+    assert.ok(e?.settlement, 'settled');
+    // failed (the member refused): the provider's failed receipt closes it, not recovery's
+    let pick = job();
+    while (selectMember(pick.job.address, MEMBERS) === a) pick = job();
+    const { job: j2, input: i2 } = pick;
+    const o2 = offer(j2, a);
+    w.down.add(selectMember(j2.address, MEMBERS));
+    const run2 = coord.run(j2, o2, ctx(i2));
+    assert.notEqual(await codeOfAsync(run2), 'none');
+    assert.equal(await coord.recover(), 0);
+    w.down.clear();
+    const rec2 = await finish(coord, j2, o2, a, run2);
+    assert.equal((await trail.get(j2.address))?.receipt?.length, rec2.bytes.length, 'closed with the provider’s own receipt');
+    assert.equal(w.published.length, 0);
+    // a run whose receipt could not be stored (no `closed` follows) is recovery's again once the provider says so
+    const { job: j3, input: i3 } = job();
+    const o3 = offer(j3, a);
+    await coord.run(j3, o3, ctx(i3));
+    assert.equal(await coord.recover(), 0);
+    coord.hooks().abandoned!(j3.address);
+    assert.equal(await coord.recover(), 1);
+    assert.equal(w.published.at(-1)?.record.failure?.code, 'POOL_COORDINATOR_LOST');
+  });
+
   test('a member that missed `closed`, then the coordinator died: the next coordinator takes the completed receipt and its settlement from a member that holds them', async () => {
     const w = await world('lent');
     const a = MEMBERS[0]!;

@@ -19,6 +19,8 @@ import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
+import type { ProviderPoolHooks } from '../../../src/roles/pool-member/hooks.js';
+import type { ProcessRegistry } from '../../../src/roles/provider/orphans.js';
 
 const NOW = 1_800_000_000_000;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -34,7 +36,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry } = {}) {
   const signer = Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -83,10 +85,13 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
       },
       hasReceiptFor: async (job) => receipts.some((r) => r.record.job === job),
     },
-    onReceipt: async (r) => {
+    onReceipt: async (r, o, j) => {
+      await opts.onReceipt?.(r, o, j);
       receipts.push(r);
     },
     onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
+    ...(opts.pool ? { pool: opts.pool } : {}),
+    ...(opts.processes ? { processes: opts.processes } : {}),
     ...(opts.liveInMarket ? { liveInMarket: opts.liveInMarket } : {}),
     ...(opts.rankAhead ? { rankAhead: opts.rankAhead } : {}),
   };
@@ -563,5 +568,41 @@ describe('Provider: chunked exec/1 requests', () => {
     await s.provider.handleExec(io);
     assert.equal(refusal(out), 'EXEC_INPUT_TOO_LARGE');
     assert.equal(reads.n, 1);
+  });
+});
+
+describe('Provider: a pool member’s hooks', () => {
+  /** Pool hooks that run the work here (as a coordinator choosing itself would) and record what the provider calls. */
+  function poolHooks(calls: string[], run: ProviderPoolHooks['run'] = async (_j, _o, c) => utf8(`ran ${c.input.length}`)): ProviderPoolHooks {
+    return {
+      advert: (a) => a,
+      receipt: (r) => r,
+      mayQuote: () => true,
+      run: async (j, o, c) => {
+        calls.push('run');
+        return run(j, o, c);
+      },
+      closed: async (r) => void calls.push(`closed:${r.record.status}`),
+      abandoned: (job) => void calls.push(`abandoned:${job}`),
+    };
+  }
+
+  test('the pool is told how the run ended: `closed` once the receipt is stored, `abandoned` when it could not be', async () => {
+    const calls: string[] = [];
+    const s = setup({ pool: poolHooks(calls) });
+    const input = utf8('pooled');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(frames.at(-1)?.t, 'receipt');
+    assert.deepEqual(calls, ['run', 'closed:completed']);
+    // The receipt store fails: no `closed` can follow, so the pool must not keep the job in flight.
+    calls.length = 0;
+    const bad = setup({ pool: poolHooks(calls), onReceipt: async () => { throw new C0Error('STORE_FAILED', 'disk full'); } });
+    const j2 = makeJob({}, input);
+    const o2 = await offered(bad, j2);
+    await assert.rejects(exec(bad.provider, frame(j2, o2, makeSelection(j2, o2), input)), /disk full/);
+    assert.deepEqual(calls, ['run', `abandoned:${j2.address}`]);
+    assert.equal(bad.provider.running, 0);
   });
 });
