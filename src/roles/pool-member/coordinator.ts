@@ -59,6 +59,8 @@ export interface CoordinatorView {
   /** The roster in use (the one this member signs with). */
   roster(): Opened<PoolRoster>;
   live(): string[];
+  /** Whether a member sent its `left` record for the roster in use (it is out of `live` while it may still answer). */
+  hasLeft(member: string): boolean;
   epoch(now?: number): number;
   /** The live members that can run the job, in roster order. */
   active(job: Opened<Job>): string[];
@@ -87,9 +89,11 @@ export class PoolCoordinator {
 
   /**
    * Close every dispatch in the trail that nobody will finish: one this member
-   * made before it restarted (not in flight), or one whose coordinator is no
-   * longer live. A member that holds the outcome already (asked first) lends it;
-   * otherwise the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
+   * made before it restarted (not in flight), one whose coordinator is no
+   * longer live, or one whose coordinator left the pool and no longer runs it or
+   * cannot be reached (one that left finishes the dispatches it runs). A member
+   * that holds the outcome already (asked first) lends it; otherwise the job is
+   * failed with a signed receipt (POOL_COORDINATOR_LOST).
    */
   async recover(): Promise<number> {
     const pending = await this.d.trail.pending();
@@ -108,12 +112,18 @@ export class PoolCoordinator {
       if (this.inFlight.has(job) || seen.has(job)) continue;
       seen.add(job);
       if (now - open(entry.job, T.job).record.deadline > windowMs) continue;
-      const dispatch = open(entry.dispatch, T.poolDispatch);
-      if (dispatch.signer !== this.d.did && live.has(dispatch.signer)) {
-        // A live coordinator's job: take its outcome if it has one (this member missed its `closed`, e.g. while down).
-        const r = await this.d.call(dispatch.signer, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-        if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) await this.d.trail.close(job, dispatch.signer, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
-        continue;
+      const by = open(entry.dispatch, T.poolDispatch).signer;
+      if (by !== this.d.did && (live.has(by) || this.v.hasLeft(by))) {
+        // A live coordinator's job, or one whose coordinator left the pool (a dispatch it already runs finishes as
+        // usual): take its outcome if it has one (this member missed its `closed`, e.g. while down).
+        const r = await this.d.call(by, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
+        if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) {
+          await this.d.trail.close(job, by, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
+          continue;
+        }
+        // Left: it is never elected again, so its dispatch is closed here once it cannot be reached, or answers that
+        // it no longer runs the job (it restarted, or could not store the receipt).
+        if (live.has(by) || (r !== undefined && r.code === undefined && r.running !== 'no')) continue;
       }
       await this.#closeOrphan(job, entry);
       closed++;

@@ -4,8 +4,10 @@
  * caller on an older one), `roster` and `left` (a newer roster, a member that
  * left), `trail` (a coordinator's dispatch, kept before the work starts),
  * `run` (dispatched work, at most once whoever asks, inside one of this
- * member's provider slots), `closed` (how the work ended) and `status`. The
- * caller is authenticated by the connection's key and must be a member.
+ * member's provider slots), `closed` (how the work ended) and `status` (the
+ * outcome held here, and whether this member still runs the job as its
+ * coordinator). The caller is authenticated by the connection's key and must
+ * be a member.
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
 import { C0Error } from '../../errors.js';
@@ -32,6 +34,8 @@ export interface MemberServePorts {
   memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void;
   /** Run a dispatched job on this member: at most once, whoever asks. */
   runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array>;
+  /** Whether this member, as coordinator, has the job in flight (its run, or its receipt on the way). */
+  running(job: string): boolean;
 }
 
 /** Answer one request from `from` (authenticated by the connection's key). */
@@ -89,7 +93,8 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
         const all = (await p.d.trail.entries(f.job)).map((x) => x.entry);
         const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
-        return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}) } : { state: 'unknown' };
+        // `running`: whether this member still runs it as coordinator (asked of a coordinator that left the pool).
+        return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}), running: p.running(f.job) ? 'yes' : 'no' } : { state: 'unknown', running: 'no' };
       }
       default:
         throw new C0Error('POOL_BAD_REQUEST', 'unknown op');

@@ -445,6 +445,64 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal(((await leaver.status()) as { left: boolean; quoting: boolean }).left, true);
   });
 
+  test('a coordinator that leaves while another member runs its dispatch: the others leave the job to it (it answers and runs it), and it finishes and settles as usual', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((res) => (release = res));
+    const base = createExecutor({ type: 'builtin', name: 'builtin.sha256' });
+    const slow: Executor = { kind: 'builtin', run: async (c) => (await gate, base.run(c)) };
+    const w = await world('leave-running', () => slow);
+    const x = MEMBERS[0]!;
+    const co = w.members.get(x)!;
+    const others = MEMBERS.filter((m) => m !== x);
+    const pickOther = () => {
+      let p = job();
+      while (selectMember(p.job.address, MEMBERS) === x) p = job();
+      return p;
+    };
+    const { job: j, input } = pickOther();
+    const o = offer(j, x);
+    const running = co.run(j, o, ctx(input));
+    while ((w.runs.get(selectMember(j.address, MEMBERS)) ?? 0) === 0) await new Promise((res) => setTimeout(res, 5));
+    await co.adopt(r.bytes, membership(r, keyOf(x), 'left').bytes);
+    for (const m of others) assert.equal(w.members.get(m)!.live().includes(x), false, 'x is out of the election');
+    // each remaining member, elected or not, would leave the job to x: it answers and still runs it
+    for (const m of others) assert.equal(await w.members.get(m)!.recover(), 0);
+    assert.equal(w.published.length, 0, 'no failed receipt while x runs it');
+    release();
+    await finish(co, j, o, x, running);
+    for (const m of w.members.values()) {
+      const e = await (m as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address);
+      assert.equal(e?.state, 'completed');
+      assert.ok(e?.settlement, 'settled everywhere');
+    }
+  });
+
+  test('a coordinator that left: its dispatch is failed by the next coordinator once it no longer runs it, or cannot be reached', async () => {
+    const w = await world('leave-gone');
+    const x = MEMBERS[0]!;
+    const co = w.members.get(x)!;
+    const b = w.members.get(MEMBERS[1]!)!;
+    const pickOther = () => {
+      let p = job();
+      while (selectMember(p.job.address, MEMBERS) === x) p = job();
+      return p;
+    };
+    const [one, two] = [pickOther(), pickOther()];
+    for (const p of [one, two]) await co.run(p.job, offer(p.job, x), ctx(p.input));
+    await co.adopt(r.bytes, membership(r, keyOf(x), 'left').bytes);
+    // `one`: its receipt was never stored, so x will not close it (it answers that it no longer runs it)
+    co.hooks().abandoned!(one.job.address);
+    assert.equal(await b.recover(), 1);
+    assert.equal(w.published.at(-1)?.record.job, one.job.address);
+    assert.equal(w.published.at(-1)?.record.failure?.code, 'POOL_COORDINATOR_LOST');
+    // `two`: x still runs it, until it cannot be reached
+    assert.equal(await b.recover(), 0);
+    w.down.add(x);
+    assert.equal(await b.recover(), 1);
+    assert.equal(w.published.at(-1)?.record.job, two.job.address);
+    assert.equal(w.published.length, 2);
+  });
+
   test('a coordinator that leaves with work in flight still tells every member how it ended', async () => {
     const w = await world('leave-inflight');
     const x = MEMBERS[0]!;
