@@ -63,7 +63,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
         await o.market.addEvidence(r);
         await o.net.publish('receipt', r.bytes).catch(() => undefined);
       },
-      slots: { take: (job) => o.provider?.takeSlot(job) ?? false, give: (job) => o.provider?.giveSlot(job) },
+      slots: { take: (job) => o.provider?.takeSlot(job), give: (job) => o.provider?.giveSlot(job) },
       onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
       ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
       keepDays: config.history.keepDays,

@@ -19,7 +19,7 @@ import { selectMember } from '../../pools/choice.js';
 import { admit } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
 import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
-import { receiptFor } from '../provider/provider.js';
+import { receiptFor, type SlotRun } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
@@ -66,8 +66,8 @@ export interface CoordinatorView {
   active(job: Opened<Job>): string[];
   /** Fresh liveness (before judging who is gone). */
   pingAll(): Promise<void>;
-  /** Run a dispatched job on this member: at most once, whoever asks. */
-  runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array>;
+  /** Run a dispatched job on this member: at most once, whoever asks (under `run`'s signal, its process group recorded). */
+  runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, run: SlotRun): Promise<Uint8Array>;
   /** A receipt as the pool's. */
   receipt(r: Receipt): Receipt;
   /** The members a broadcast goes to (other than this one). */
@@ -208,7 +208,8 @@ export class PoolCoordinator {
 
   async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
     const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock(), this.d.options.memberTimeoutMs));
-    if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, AbortSignal.any([ctx.signal, timeoutSignal(budget)]));
+    // Chosen itself: in the slot its exec stream holds, the process group recorded as the provider's own work is.
+    if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, { signal: AbortSignal.any([ctx.signal, timeoutSignal(budget)]), onSpawn: ctx.onSpawn, onExit: ctx.onExit });
     let r: PoolReply;
     try {
       r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget);

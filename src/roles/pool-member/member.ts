@@ -22,6 +22,7 @@ import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/cho
 import { admit, type PoolGates } from '../../pools/gates.js';
 import type { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
+import type { SlotRun } from '../provider/provider.js';
 import type { ProviderPoolHooks } from './hooks.js';
 import { failureCodes, tallyTrail } from './status.js';
 import type { PoolReply } from './protocol.js';
@@ -42,6 +43,15 @@ export interface PoolMemberOptions extends PoolGates {
 
 export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000 };
 
+
+/**
+ * The provider role's slots (Provider.takeSlot/giveSlot): `take` gives the run's abort signal (the provider's
+ * shutdown aborts it) and the hooks that record its exec process group for reaping after a crash; undefined = busy.
+ */
+export interface PoolSlots {
+  take(job: string): SlotRun | undefined;
+  give(job: string): void;
+}
 
 export interface PoolMemberDeps {
   did: string;
@@ -64,7 +74,7 @@ export interface PoolMemberDeps {
    * The provider role's slots: work dispatched by another coordinator runs in
    * one (POOL_MEMBER_BUSY when none is free); absent = no bound (unit tests).
    */
-  slots?: { take(job: string): boolean; give(job: string): void };
+  slots?: PoolSlots;
   /** Keep an adopted roster and this member's membership of it (a restart starts from the newest). */
   saveRoster?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
   /** The roster in use changed: the provider signs its advert again with the new proof. */
@@ -111,7 +121,7 @@ export class PoolMember {
         epoch: (now) => this.epoch(now),
         active: (job) => this.#active(job),
         pingAll: () => this.#pingAll(),
-        runHere: (dispatch, job, input, signal) => this.#runHere(dispatch, job, input, signal),
+        runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
         receipt: (r) => this.receipt(r),
         // One that left still tells every member how the work it had in flight ended (it counts none of them live).
         broadcastTo: () => (this.#rs.left ? this.members : this.live()).filter((m) => m !== this.d.did),
@@ -309,8 +319,8 @@ export class PoolMember {
     return this.#co.closed(r);
   }
 
-  /** Run a dispatched job on this member: at most once, whoever asks. */
-  async #runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array> {
+  /** Run a dispatched job on this member: at most once, whoever asks; under `run`'s signal, its exec process group recorded by `run`'s hooks. */
+  async #runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, run: SlotRun): Promise<Uint8Array> {
     const ex = this.d.executor(job.record.workload);
     if (!ex) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this member does not run ${job.record.workload}`);
     // Past its deadline nobody wants the output; and the run log drops a note with the history after the deadline,
@@ -318,7 +328,7 @@ export class PoolMember {
     const now = this.d.clock();
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     await this.d.runs.claim(job.address, dispatch.signer, now, job.record.deadline);
-    return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), signal, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
+    return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), ...run, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
   }
 
   // ---- serving other members -----------------------------------------------
@@ -334,7 +344,7 @@ export class PoolMember {
         seen: (m) => void this.#lastSeen.set(m, this.d.clock()),
         heard: (roster) => this.#heard(roster),
         memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
-        runHere: (dispatch, job, input, signal) => this.#runHere(dispatch, job, input, signal),
+        runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
         running: (job) => this.#co.inFlight.has(job),
       },
       frame,

@@ -18,6 +18,7 @@ import { checkDispatch, type PoolReply } from './protocol.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import type { PoolMemberDeps } from './member.js';
+import type { SlotRun } from '../provider/provider.js';
 import { timeoutSignal } from '../../util/timers.js';
 
 /** What serving needs of the member. */
@@ -32,8 +33,8 @@ export interface MemberServePorts {
   heard(roster: Uint8Array): void;
   /** A member's `left` record, with the roster it left. */
   memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void;
-  /** Run a dispatched job on this member: at most once, whoever asks. */
-  runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, signal: AbortSignal): Promise<Uint8Array>;
+  /** Run a dispatched job on this member: at most once, whoever asks (under `run`'s signal, its process group recorded). */
+  runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, run: SlotRun): Promise<Uint8Array>;
   /** Whether this member, as coordinator, has the job in flight (its run, or its receipt on the way). */
   running(job: string): boolean;
 }
@@ -72,10 +73,12 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         const input = f.input;
         if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
         const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - p.d.clock()));
-        // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it).
-        if (p.d.slots && !p.d.slots.take(job.address)) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
+        // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it);
+        // the slot's signal ends the run when the provider stops, and its hooks record the exec process group.
+        const slot = p.d.slots?.take(job.address);
+        if (p.d.slots && !slot) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
         try {
-          const output = await p.runHere(dispatch, job, input, timeoutSignal(budget));
+          const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any([timeoutSignal(budget), ...(slot ? [slot.signal] : [])]) });
           return { ok: 'yes', output };
         } finally {
           p.d.slots?.give(job.address);

@@ -23,7 +23,7 @@ import type { NodeConfig } from '../../node/config.js';
 import { didFromPeerId } from '../../node/peer-id.js';
 import { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { Executor } from '../provider/executors.js';
-import { PoolMember, POOL_PROTOCOL, type PoolReply } from './member.js';
+import { PoolMember, POOL_PROTOCOL, type PoolReply, type PoolSlots } from './member.js';
 
 export interface PoolWiringDeps {
   config: NonNullable<NodeConfig['pool']>;
@@ -40,8 +40,8 @@ export interface PoolWiringDeps {
     handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
-  /** The provider role's slots: dispatched work from another coordinator runs inside one. */
-  slots?: { take(job: string): boolean; give(job: string): void };
+  /** The provider role's slots: dispatched work from another coordinator runs inside one (under its signal, its process group recorded). */
+  slots?: PoolSlots;
   /** The roster in use changed (sign the advert again). */
   onRosterChanged?: () => void;
   /** `history.keepDays`: how long the trail and run log keep each job (pruned by the node, history-prune.ts). */

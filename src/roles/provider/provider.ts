@@ -75,6 +75,12 @@ export interface ProviderDeps {
   execHost?: ExecHost;
 }
 
+/**
+ * What a slot taken for work outside exec/1 gives that work (`takeSlot`): the run's abort signal, which `stop()`
+ * aborts, and the hooks that record its `exec` process group so a restart after a crash ends it.
+ */
+export type SlotRun = Pick<ExecContext, 'signal' | 'onSpawn' | 'onExit'>;
+
 export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -311,13 +317,16 @@ export class Provider {
   /**
    * Take a slot for work that did not come through exec/1 (a pool member running
    * a job another coordinator dispatched, docs/pools.md "Members run dispatched
-   * work inside their slots"); false when every slot is busy or the job holds one.
+   * work inside their slots"); undefined when every slot is busy or the job holds
+   * one. The work runs under the slot's signal (aborted by `stop()`) and records
+   * its process group with the hooks (docs/node.md "Orphaned work after a crash").
    */
-  takeSlot(job: string): boolean {
-    if (this.#stopped || this.#running.has(job) || this.#running.size >= this.d.config.slots) return false;
-    this.#running.set(job, new AbortController());
+  takeSlot(job: string): SlotRun | undefined {
+    if (this.#stopped || this.#running.has(job) || this.#running.size >= this.d.config.slots) return undefined;
+    const ctl = new AbortController();
+    this.#running.set(job, ctl);
     this.d.onSlotsChanged?.();
-    return true;
+    return { signal: ctl.signal, ...this.#groupHooks(job, this.d.clock()) };
   }
 
   giveSlot(job: string): void {
@@ -381,7 +390,9 @@ export class Provider {
         signal: runSignal,
         maxOutputBytes: this.d.config.maxOutputBytes,
         ...(this.d.execHost ? { host: this.d.execHost } : {}),
-        ...this.#groupHooks(job, offer, startedAt),
+        // A pool's work is failed from its dispatch trail after a crash (POOL_COORDINATOR_LOST): its record carries no
+        // envelopes, so the restart ends the group without signing a second failed receipt.
+        ...this.#groupHooks(job.address, startedAt, this.d.pool ? undefined : { job, offer }),
         onProgress: (p) => {
           const sp = this.#spans.get(job.address);
           if (sp && p.units !== undefined) sp.units = p.units;
@@ -434,13 +445,16 @@ export class Provider {
     return this.d.pool ? this.d.pool.receipt(r) : r;
   }
 
-  /** Record the exec executor's process group while it runs (ProviderDeps.processes). */
-  #groupHooks(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): { onSpawn?: (pid: number) => void; onExit?: (pid: number) => void } {
+  /**
+   * Record the exec executor's process group while it runs (ProviderDeps.processes); with the job's envelopes when
+   * the restart is to sign its failed receipt (EXEC_PROVIDER_CRASHED), else it only ends the group.
+   */
+  #groupHooks(job: string, startedAt: number, envelopes?: { job: Opened<Job>; offer: Opened<Offer> }): { onSpawn?: (pid: number) => void; onExit?: (pid: number) => void } {
     const reg = this.d.processes;
     if (!reg) return {};
+    const env = envelopes ? { jobEnvelope: Buffer.from(envelopes.job.bytes).toString('base64'), offerEnvelope: Buffer.from(envelopes.offer.bytes).toString('base64') } : {};
     return {
-      onSpawn: (pid) =>
-        reg.add({ pid, pgid: pid, job: job.address, startedAt, procStart: procStartTime(pid) ?? '', jobEnvelope: Buffer.from(job.bytes).toString('base64'), offerEnvelope: Buffer.from(offer.bytes).toString('base64') }),
+      onSpawn: (pid) => reg.add({ pid, pgid: pid, job, startedAt, procStart: procStartTime(pid) ?? '', ...env }),
       onExit: (pid) => reg.remove(pid),
     };
   }

@@ -21,7 +21,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { DispatchTrail, RunLog } from '../../../src/pools/trail.js';
 import { selectMember } from '../../../src/pools/choice.js';
-import { PoolMember, POOL_MEMBER_DEFAULTS, type PoolReply } from '../../../src/roles/pool-member/member.js';
+import { PoolMember, POOL_MEMBER_DEFAULTS, type PoolMemberDeps, type PoolReply } from '../../../src/roles/pool-member/member.js';
 import { createExecutor, type Executor } from '../../../src/roles/provider/executors.js';
 import { receiptFor } from '../../../src/roles/provider/provider.js';
 import { signerFrom } from '../records/fixtures.js';
@@ -45,9 +45,9 @@ interface World {
   registries: Map<string, Registry>;
 }
 
-async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number): Promise<World> {
+async function world(name: string, output: (did: string) => Executor | undefined = () => undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number, extra: (did: string) => Partial<PoolMemberDeps> = () => ({})): Promise<World> {
   const w: World = { members: new Map(), down: new Set(), hang: new Set(), runs: new Map(), published: [], crashOnRun: new Set(), refuseWith: new Map(), registries: new Map() };
-  for (const did of MEMBERS) await addMember(w, name, did, output, gates, keepDays);
+  for (const did of MEMBERS) await addMember(w, name, did, output, gates, keepDays, extra(did));
   for (const m of w.members.values()) {
     await m.start();
     m.stop();
@@ -55,7 +55,7 @@ async function world(name: string, output: (did: string) => Executor | undefined
   return w;
 }
 
-async function addMember(w: World, name: string, did: string, output: (did: string) => Executor | undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number): Promise<PoolMember> {
+async function addMember(w: World, name: string, did: string, output: (did: string) => Executor | undefined, gates: Partial<typeof POOL_MEMBER_DEFAULTS> = {}, keepDays?: number, extra: Partial<PoolMemberDeps> = {}): Promise<PoolMember> {
   const db = await openDb(join(dir, `${name}-${did.slice(-6)}`));
   if (!dbs.includes(db)) dbs.push(db);
   const base = createExecutor({ type: 'builtin', name: 'builtin.sha256' });
@@ -94,6 +94,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
       }
       return w.members.get(to)!.serve(frame, did);
     },
+    ...extra,
   });
   w.members.set(did, m);
   return m;
@@ -361,6 +362,58 @@ describe('pool coordinator and members (in process, real stores)', () => {
     const byOutcome = new Map<string, number>();
     for (const v of m.values) byOutcome.set(String(v.labels.outcome), (byOutcome.get(String(v.labels.outcome)) ?? 0) + v.value);
     assert.deepEqual([...byOutcome].sort(), [['POOL_MEMBER_BUSY', 1], ['remote_other', 10]]);
+  });
+
+  test('pooled exec work records its process group and ends with the provider: the coordinator choosing itself (the exec stream’s hooks), a member in its slot (the slot’s signal and hooks)', async () => {
+    const cat = createExecutor({ type: 'exec', command: ['sh', '-c', 'cat'] });
+    const sleeper = createExecutor({ type: 'exec', command: ['sh', '-c', 'sleep 30; echo late'] });
+    let slow = false;
+    const groups: string[] = [];
+    const slotCtl = new Map<string, AbortController>();
+    const given: string[] = [];
+    const w = await world('groups', () => (slow ? sleeper : cat), { memberTimeoutMs: 60_000 }, undefined, (did) => ({
+      slots: {
+        take: (job) => {
+          const c = new AbortController();
+          slotCtl.set(job, c);
+          return { signal: c.signal, onSpawn: (pid) => void groups.push(`spawn ${did} ${pid}`), onExit: (pid) => void groups.push(`exit ${did} ${pid}`) };
+        },
+        give: (job) => void given.push(job),
+      },
+    }));
+    const a = MEMBERS[0]!;
+    const coord = w.members.get(a)!;
+    const pick = (mine: boolean) => {
+      let p = job();
+      while ((selectMember(p.job.address, MEMBERS) === a) !== mine) p = job();
+      return p;
+    };
+    // a chooses itself: the hooks of its exec stream (the provider's) see the group
+    const self = pick(true);
+    const mine: string[] = [];
+    const sctx = { ...ctx(self.input), onSpawn: (pid: number) => void mine.push(`spawn ${pid}`), onExit: (pid: number) => void mine.push(`exit ${pid}`) };
+    assert.deepEqual(await coord.run(self.job, offer(self.job, a), sctx), self.input);
+    assert.equal(mine.length, 2);
+    assert.match(mine[0]!, /^spawn \d+$/);
+    assert.equal(mine[1], mine[0]!.replace('spawn', 'exit'));
+    // another member: the slot's hooks see the group, and the slot goes back
+    const other = pick(false);
+    const m = selectMember(other.job.address, MEMBERS);
+    assert.deepEqual(await coord.run(other.job, offer(other.job, a), ctx(other.input)), other.input);
+    assert.equal(groups.length, 2);
+    assert.match(groups[0]!, new RegExp(`^spawn ${m} \\d+$`));
+    assert.deepEqual(given, [other.job.address]);
+    // the member's provider stops (its slot's signal): the run ends at once, and the coordinator hears how
+    slow = true;
+    const late = pick(false);
+    const t0 = Date.now();
+    const run = coord.run(late.job, offer(late.job, a), ctx(late.input));
+    while (!slotCtl.has(late.job.address) || groups.length < 3) await new Promise((res) => setTimeout(res, 5));
+    slotCtl.get(late.job.address)!.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
+    assert.equal(await codeOfAsync(run), 'EXEC_ABORTED');
+    assert.ok(Date.now() - t0 < 10_000, 'not left to run out');
+    assert.equal(groups.length, 4, 'the group exited');
+    assert.deepEqual(given.at(-1), late.job.address);
   });
 
   test('admission gates, each with its own code, before anything is recorded', async () => {

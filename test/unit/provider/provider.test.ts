@@ -2,7 +2,7 @@
  * The provider role with fake dependencies (fake clock, silent logger, in-memory
  * state, a recording publish) and real records, real executors and a real meter.
  */
-import { describe, test, afterEach } from 'node:test';
+import { describe, test, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { createHash } from 'node:crypto';
@@ -20,7 +20,11 @@ import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ProviderPoolHooks } from '../../../src/roles/pool-member/hooks.js';
-import type { ProcessRegistry } from '../../../src/roles/provider/orphans.js';
+import { ProcessRegistry, type GroupRecord } from '../../../src/roles/provider/orphans.js';
+import { createExecutor } from '../../../src/roles/provider/executors.js';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const NOW = 1_800_000_000_000;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -604,5 +608,62 @@ describe('Provider: a pool member’s hooks', () => {
     await assert.rejects(exec(bad.provider, frame(j2, o2, makeSelection(j2, o2), input)), /disk full/);
     assert.deepEqual(calls, ['run', `abandoned:${j2.address}`]);
     assert.equal(bad.provider.running, 0);
+  });
+
+  /** A registry in a fresh directory that remembers what was recorded. */
+  function registry(): { reg: ProcessRegistry; added: GroupRecord[]; files: () => string[] } {
+    const dir = mkdtempSync(join(tmpdir(), 'c0-groups-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const added: GroupRecord[] = [];
+    const reg = new (class extends ProcessRegistry {
+      override add(rec: GroupRecord): void {
+        added.push(rec);
+        super.add(rec);
+      }
+    })(dir);
+    return { reg, added, files: () => readdirSync(dir) };
+  }
+
+  test('a slot taken for pooled work: its exec group is recorded (no envelopes: the pool fails its work) and removed, and stop() ends the run', async () => {
+    const { reg, added, files } = registry();
+    const s = setup({ processes: reg, slots: 2 });
+    const job = makeJob();
+    const slot = s.provider.takeSlot(job.address);
+    assert.ok(slot);
+    assert.equal(s.provider.running, 1);
+    const cat = createExecutor({ type: 'exec', command: ['sh', '-c', 'cat'] });
+    const out = await cat.run({ input: utf8('in a slot'), ...slot, onProgress: () => {}, maxOutputBytes: 1024 });
+    assert.equal(Buffer.from(out).toString(), 'in a slot');
+    assert.equal(added.length, 1);
+    assert.equal(added[0]!.job, job.address);
+    assert.equal(added[0]!.jobEnvelope, undefined, 'a restart ends the group but signs nothing: the pool’s trail fails the job');
+    assert.deepEqual(files(), [], 'removed when the group exited');
+    s.provider.giveSlot(job.address);
+    // stop() (the daemon shutting down) ends a run in a slot as it ends one on an exec stream
+    const j2 = makeJob();
+    const slot2 = s.provider.takeSlot(j2.address)!;
+    const sleeper = createExecutor({ type: 'exec', command: ['sh', '-c', 'sleep 30; echo late'] });
+    const t0 = Date.now();
+    const run = sleeper.run({ input: utf8('z'), ...slot2, onProgress: () => {}, maxOutputBytes: 1024 });
+    while (added.length < 2) await new Promise((res) => setTimeout(res, 5));
+    await s.provider.stop();
+    await assert.rejects(run, (e: unknown) => e instanceof C0Error && e.code === 'EXEC_ABORTED');
+    assert.ok(Date.now() - t0 < 10_000);
+    assert.deepEqual(files(), []);
+    assert.equal(s.provider.takeSlot(makeJob().address), undefined, 'no slot once stopped');
+  });
+
+  test('the coordinator’s own exec stream records the group the pool runs here, without envelopes (one failed receipt after a crash: the pool’s)', async () => {
+    const { reg, added } = registry();
+    const cat = createExecutor({ type: 'exec', command: ['sh', '-c', 'cat'] });
+    const s = setup({ processes: reg, pool: poolHooks([], (_j, _o, c) => cat.run(c)) });
+    const input = utf8('pooled exec');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(frames.at(-1)?.t, 'receipt');
+    assert.equal(added.length, 1);
+    assert.equal(added[0]!.job, job.address);
+    assert.equal(added[0]!.jobEnvelope, undefined);
   });
 });
