@@ -212,7 +212,8 @@ export class PoolCoordinator {
     if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, { signal: AbortSignal.any([ctx.signal, timeoutSignal(budget)]), onSpawn: ctx.onSpawn, onExit: ctx.onExit });
     let r: PoolReply;
     try {
-      r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget);
+      // Given up with the run (the buyer gone, the provider stopping): the stream to the member is closed.
+      r = await this.d.call(member, { op: 'run', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes, input: ctx.input }, budget, ctx.signal);
     } catch (e) {
       const c = code(e);
       if (ctx.signal.aborted) throw ctx.signal.reason;

@@ -66,8 +66,8 @@ export interface PoolMemberDeps {
   /** This member's own executors (the work it runs when chosen). */
   executor: (workload: string) => Executor | undefined;
   maxOutputBytes: number;
-  /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout). */
-  call: (member: string, frame: Record<string, CborValue>, timeoutMs: number) => Promise<PoolReply>;
+  /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout), or `signal`'s reason once it aborts. */
+  call: (member: string, frame: Record<string, CborValue>, timeoutMs: number, signal?: AbortSignal) => Promise<PoolReply>;
   /** Keep and gossip a receipt this member signed outside an exec stream (closing an orphaned dispatch). */
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
   /**
@@ -333,8 +333,8 @@ export class PoolMember {
 
   // ---- serving other members -----------------------------------------------
 
-  /** Answer one request from `from` (authenticated by the connection's key): serve.ts. */
-  serve(frame: unknown, from: string): Promise<PoolReply> {
+  /** Answer one request from `from` (authenticated by the connection's key) on a stream ending with `signal`: serve.ts. */
+  serve(frame: unknown, from: string, signal?: AbortSignal): Promise<PoolReply> {
     return serveMember(
       {
         d: this.d,
@@ -349,6 +349,7 @@ export class PoolMember {
       },
       frame,
       from,
+      signal,
     );
   }
 

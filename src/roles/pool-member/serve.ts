@@ -39,8 +39,8 @@ export interface MemberServePorts {
   running(job: string): boolean;
 }
 
-/** Answer one request from `from` (authenticated by the connection's key). */
-export async function serveMember(p: MemberServePorts, frame: unknown, from: string): Promise<PoolReply> {
+/** Answer one request from `from` (authenticated by the connection's key); `signal` is the stream's (a `run` ends with it). */
+export async function serveMember(p: MemberServePorts, frame: unknown, from: string, signal?: AbortSignal): Promise<PoolReply> {
   const f = frame as Record<string, unknown>;
   try {
     if (!p.members().includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
@@ -72,13 +72,16 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         if (dispatch.record.member !== p.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
         const input = f.input;
         if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
-        const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - p.d.clock()));
+        // The coordinator waits no longer than this (coordinator.ts #call): nor does the run hold this member's slot.
+        const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - p.d.clock(), p.d.options.memberTimeoutMs));
         // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it);
-        // the slot's signal ends the run when the provider stops, and its hooks record the exec process group.
+        // the slot's signal ends the run when the provider stops, and its hooks record the exec process group. The stream's
+        // signal ends it with the stream.
         const slot = p.d.slots?.take(job.address);
         if (p.d.slots && !slot) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
         try {
-          const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any([timeoutSignal(budget), ...(slot ? [slot.signal] : [])]) });
+          const ends = [timeoutSignal(budget), ...(signal ? [signal] : []), ...(slot ? [slot.signal] : [])];
+          const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any(ends) });
           return { ok: 'yes', output };
         } finally {
           p.d.slots?.give(job.address);

@@ -36,8 +36,8 @@ export interface PoolWiringDeps {
   executor: (workload: string) => Executor | undefined;
   maxOutputBytes: number;
   net: {
-    request(peer: string, protocol: string, frames: CborValue[], opts?: { limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
-    handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
+    request(peer: string, protocol: string, frames: CborValue[], opts?: { signal?: AbortSignal; limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
+    handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
   /** The provider role's slots: dispatched work from another coordinator runs inside one (under its signal, its process group recorded). */
@@ -111,15 +111,15 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     ...(d.slots ? { slots: d.slots } : {}),
     ...(d.failpoint ? { failpoint: d.failpoint } : {}),
     ...(d.keepDays !== undefined ? { keepDays: d.keepDays } : {}),
-    call: async (to, frame, timeoutMs) => {
-      const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES, maxResponseFrames: 1 } });
+    call: async (to, frame, timeoutMs, signal) => {
+      const frames = await d.net.request(to, POOL_PROTOCOL, [frame], { ...(signal ? { signal } : {}), limits: { deadlineMs: Math.max(100, timeoutMs), maxFrameBytes: FRAME_BYTES, maxResponseFrames: 1 } });
       return (frames[0] ?? {}) as PoolReply;
     },
   });
   await d.net.handle(
     POOL_PROTOCOL,
     async (frames, ctx) => {
-      await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer))) as CborValue);
+      await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer), ctx.signal)) as CborValue);
     },
     { maxFrameBytes: FRAME_BYTES, deadlineMs: Math.max(d.config.memberTimeoutMs, 600_000), maxRequestFrames: 1 },
   );

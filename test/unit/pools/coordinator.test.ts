@@ -83,7 +83,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     maxOutputBytes: 1 << 20,
     ...(keepDays !== undefined ? { keepDays } : {}),
     publishReceipt: async (rec) => void w.published.push(rec),
-    call: async (to, frame, timeoutMs): Promise<PoolReply> => {
+    call: async (to, frame, timeoutMs, signal): Promise<PoolReply> => {
       if (w.down.has(to)) throw new C0Error('NET_DIAL_FAILED', 'down');
       if (frame.op === 'run' && w.crashOnRun.has(did)) throw new C0Error('TEST_CRASH', 'the coordinator died here');
       const refusal = frame.op === 'run' ? w.refuseWith.get(to) : undefined;
@@ -92,7 +92,10 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
         await new Promise((res) => setTimeout(res, timeoutMs + 50));
         throw new C0Error('NET_DEADLINE', 'no answer');
       }
-      return w.members.get(to)!.serve(frame, did);
+      const answer = w.members.get(to)!.serve(frame, did);
+      if (!signal) return answer;
+      // The caller's side of the stream: it gives up with its signal (the member is not told: its own bounds end its run).
+      return Promise.race([answer, new Promise<never>((_, reject) => (signal.aborted ? reject(signal.reason) : signal.addEventListener('abort', () => reject(signal.reason), { once: true })))]);
     },
     ...extra,
   });
@@ -414,6 +417,46 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.ok(Date.now() - t0 < 10_000, 'not left to run out');
     assert.equal(groups.length, 4, 'the group exited');
     assert.deepEqual(given.at(-1), late.job.address);
+  });
+
+  test('a member ends a dispatched run at its own pool.memberTimeoutMs, or when the stream ends, and gives its slot back; a coordinator whose run is given up stops waiting at once', async () => {
+    const sleeper = createExecutor({ type: 'builtin', name: 'builtin.sleep' });
+    const given: string[] = [];
+    const slots = { take: () => ({ signal: new AbortController().signal }), give: (job: string) => void given.push(job) };
+    const w = await world('member-bounds', () => sleeper, { memberTimeoutMs: 300 }, undefined, () => ({ slots }));
+    const [a, m] = [MEMBERS[0]!, MEMBERS[1]!];
+    const member = w.members.get(m)!;
+    /** A dispatch of a job that would sleep a minute (its own timeout allows it), made by `a` for `m`. */
+    const slowRun = () => {
+      const { job: j, input } = job({ params: '60000' });
+      const o = offer(j, a);
+      const d = seal(T.poolDispatch, { pool: POOL, roster: r.address, job: j.address, offer: o.address, member: m, coordinator: a, epoch: 1, issuedAt: clock() }, keyOf(a));
+      return { j, frame: { op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input } };
+    };
+    const within = async <X,>(p: Promise<X>, ms: number): Promise<X | 'still running'> => Promise.race([p, new Promise<'still running'>((res) => setTimeout(() => res('still running'), ms).unref())]);
+    // the member's own bound: pool.memberTimeoutMs (300 ms), not the job's minute
+    const one = slowRun();
+    const r1 = await within(member.serve(one.frame, a), 5_000);
+    assert.notEqual(r1, 'still running', 'bounded by pool.memberTimeoutMs');
+    assert.equal((r1 as PoolReply).code, 'EXEC_TIMEOUT');
+    assert.deepEqual(given, [one.j.address], 'the slot went back');
+    // the stream ends (its signal): so does the run
+    const two = slowRun();
+    const stream = new AbortController();
+    const pending = member.serve(two.frame, a, stream.signal);
+    setTimeout(() => stream.abort(new C0Error('NET_STREAM_FAILED', 'the caller reset the stream')), 20);
+    const r2 = await within(pending, 5_000);
+    assert.notEqual(r2, 'still running');
+    assert.equal((r2 as PoolReply).code, 'NET_STREAM_FAILED');
+    assert.deepEqual(given, [one.j.address, two.j.address]);
+    // the coordinator's run is given up (the buyer gone): its call to the member stops at once
+    const w2 = await world('coordinator-gives-up', () => sleeper, { memberTimeoutMs: 60_000 });
+    let pick = job({ params: '3000' });
+    while (selectMember(pick.job.address, MEMBERS) === a) pick = job({ params: '3000' });
+    const gone = new AbortController();
+    const run = w2.members.get(a)!.run(pick.job, offer(pick.job, a), { ...ctx(pick.input), signal: gone.signal });
+    setTimeout(() => gone.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream')), 50);
+    assert.equal(await within(codeOfAsync(run), 1_500), 'EXEC_BUYER_GONE', 'not after the member’s 3 s');
   });
 
   test('admission gates, each with its own code, before anything is recorded', async () => {
