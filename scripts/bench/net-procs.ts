@@ -32,7 +32,7 @@ import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
 import { parseTopic } from '../../src/net/topics.js';
 import { makeAdvert } from './advert-fixture.js';
 import { percentile } from './lib.js';
-import { RAW_TOPICS, meshDials } from './mesh-shape.js';
+import { RAW_TOPICS, benchMsgId, meshDials } from './mesh-shape.js';
 import { arg, ask as askChild, numArg, leaveWithParent, serveParent, startProfile, stopAll, timeValidators, type MeshMessage } from './procs.js';
 
 const WARM_UP = 200;
@@ -60,7 +60,7 @@ type FromChild =
 
 async function child(prof: string | undefined): Promise<void> {
   leaveWithParent();
-  const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS, verifyThreads: 0 });
+  const net: Network = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300, msgIdFn: benchMsgId }, floodLimits: NO_FLOOD_LIMITS, verifyThreads: 0 });
   await net.start();
   const ps = net.libp2p.services.pubsub;
   for (const t of RAW_TOPICS) ps.subscribe(t);

@@ -21,7 +21,7 @@ import '../../src/polyfill.js';
 import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { Ed25519Signer, seal, T } from '../../src/records/index.js';
 import { makeAdvert } from './advert-fixture.js';
-import { DEGREE, RAW_TOPICS, meshDials } from './mesh-shape.js';
+import { DEGREE, RAW_TOPICS, benchMsgId, meshDials } from './mesh-shape.js';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createNetwork, type Network } from '../../src/net/node.js';
@@ -72,7 +72,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function startMesh(n: number): Promise<Network[]> {
   const nets: Network[] = [];
   for (let i = 0; i < n; i++) {
-    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300 }, floodLimits: NO_FLOOD_LIMITS, verifyThreads: VERIFY_THREADS });
+    const net = await createNetwork({ signer: Ed25519Signer.generate(), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, topics: ['advert'], syncOnConnect: [], gossip: { heartbeatInterval: 300, msgIdFn: benchMsgId }, floodLimits: NO_FLOOD_LIMITS, verifyThreads: VERIFY_THREADS });
     await net.start();
     for (const t of RAW_TOPICS) net.libp2p.services.pubsub.subscribe(t);
     nets.push(net);
