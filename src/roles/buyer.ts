@@ -350,9 +350,7 @@ export class Buyer {
   /** Sign, keep and gossip a non-delivery for a selected provider that sent no receipt; its address, or undefined when it cannot be signed. */
   async #nonDelivery(job: Opened<Job>, selection: Opened<Selection>, cand: RankedCandidate, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
     try {
-      // a pooled offer's advert goes with it, so the record counts against the pool (signNonDelivery keeps it only if it is the one the offer cites)
-      const advert = this.d.adverts(cand.provider);
-      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer, ...(advert ? { advert } : {}) });
+      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer });
       await this.d.store(nd);
       await this.d.publish('nondelivery', nd).catch(() => {});
       onEvent({ e: 'nondelivery', provider: cand.provider, reason, address: nd.address });
