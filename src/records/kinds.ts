@@ -162,12 +162,8 @@ export interface Acceptance {
 /** Why a selected provider did not deliver (c0mpute.nondelivery/1). */
 export const NONDELIVERY_REASONS = ['timeout', 'unreachable', 'refused', 'no-receipt', 'bad-receipt'] as const;
 export type NonDeliveryReason = (typeof NONDELIVERY_REASONS)[number];
-/**
- * Size bounds of the records a non-delivery carries as its proof. Job, selection and offer together stay under the
- * envelope bound; a pooled advert (a roster ≤ 24 KiB and a membership inside it) fits beside them in the common case,
- * and signNonDelivery leaves it out when the whole would not (src/reputation/nondelivery.ts).
- */
-export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024, advert: 32 * 1024 } as const;
+/** Size bounds of the records a non-delivery carries as its proof (all together stay under the envelope bound). */
+export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024 } as const;
 
 /**
  * A buyer's signed statement that the provider it selected did not deliver
@@ -183,8 +179,7 @@ export interface NonDelivery {
   reason: NonDeliveryReason;
   detail?: string;
   signedAt: number;
-  /** `advert`: the pooled advert the offer cites, so the record alone says the offer stood for a pool (docs/pools.md). */
-  proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array; advert?: Uint8Array };
+  proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array };
 }
 
 export interface Presence {
@@ -533,7 +528,6 @@ export const SCHEMAS: Record<string, Schema> = {
         job: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.job, doc: 'the job envelope (signed by this record’s signer)' },
         selection: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.selection, doc: 'the selection envelope (for this job, on this signer’s behalf, winner = offer)' },
         offer: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.offer, doc: 'the offer envelope (signed by provider, for this job)' },
-        advert: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.advert, optional: true, doc: 'the pooled advert the offer cites (signed by provider): the non-delivery then counts against the pool' },
       },
     },
   },

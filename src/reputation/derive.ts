@@ -14,10 +14,7 @@
  *                receipt's `buyer` is only P's claim
  *   failure      a failed receipt signed by P (P's own admission)
  *   nondelivery  a `c0mpute.nondelivery/1` signed by B that links (its proof:
- *                B's job, a selection for B naming P's offer, P's offer); P is
- *                the pool when the proof carries the pooled advert the offer
- *                cites (nonDeliveryProvider: from the record alone, so every
- *                node charges the same provider), as for a pooled receipt
+ *                B's job, a selection for B naming P's offer, P's offer)
  *   dispute      a completed receipt B countersigned `disputed` with a reason
  *
  * Weight of B's outcomes about P (only evidence from buyers this node has a
@@ -56,7 +53,7 @@ import { providerOf } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
-import { nonDeliveryLinks, nonDeliveryProvider } from './nondelivery.js';
+import { nonDeliveryLinks } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
 export const NONDELIVERY_WEIGHT = 2;
@@ -220,9 +217,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   for (const addr of [...nds.keys()].sort()) {
     const n = nds.get(addr)!;
     if (!nonDeliveryLinks(n)) continue;
-    // against the provider the offer stood for: a pool, when the record carries the pooled advert its offer cites
-    const provider = nonDeliveryProvider(n);
-    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false });
+    consider(`${n.signer}|${n.record.provider}|${n.record.job}`, { buyer: n.signer, provider: n.record.provider, outcome: 'nondelivery', fromReceipt: false });
   }
 
   // n_BP: outcomes per (buyer, provider), for the dealt-with cap

@@ -17,7 +17,7 @@ import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
 import { deriveReputation, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
-import { linkNonDelivery, nonDeliveryProvider } from './nondelivery.js';
+import { linkNonDelivery } from './nondelivery.js';
 
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
 const SYNC = { sync: true } as object;
@@ -152,8 +152,7 @@ export class EvidenceStore {
         if (set.size === 0) m.delete(k);
       }
     };
-    if (r.type === T.receipt) file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
-    else if (r.type === T.nondelivery) file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
+    if (r.type === T.receipt || r.type === T.nondelivery) file(this.#aboutProvider, (r.record as { provider: string }).provider, r as Opened<Receipt> | Opened<NonDelivery>);
     if (r.type === T.receipt) {
       file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
       file(this.#receiptsOfJob, (r.record as Receipt).job, r as Opened<Receipt>);
@@ -170,7 +169,7 @@ export class EvidenceStore {
     return [...(this.#acceptancesOf.get(receipt) ?? [])];
   }
 
-  /** The non-deliveries counting against a provider (a pooled offer's under the pool's DID: nonDeliveryProvider). */
+  /** The non-deliveries naming a provider. */
   nondeliveriesAbout(provider: string): Array<Opened<NonDelivery>> {
     const out: Array<Opened<NonDelivery>> = [];
     for (const r of this.#aboutProvider.get(provider) ?? []) if (r.type === T.nondelivery) out.push(r as Opened<NonDelivery>);
@@ -185,16 +184,14 @@ export class EvidenceStore {
   }
 
   /**
-   * The providers whose figures these records can change: a receipt's provider, the one a non-delivery counts
-   * against (nonDeliveryProvider: the pool, for a pooled offer's), an
+   * The providers whose figures these records can change: a receipt's or a non-delivery's provider, an
    * acceptance's receipt's provider when that receipt is held (until it is, the acceptance changes nothing), and an
    * offer's citing receipts' providers (their quote accuracy).
    */
   providersOf(records: Iterable<Opened>): Set<string> {
     const out = new Set<string>();
     for (const r of records) {
-      if (r.type === T.receipt) out.add((r.record as Receipt).provider);
-      else if (r.type === T.nondelivery) out.add(nonDeliveryProvider(r as Opened<NonDelivery>)); // the pool, for a pooled offer's
+      if (r.type === T.receipt || r.type === T.nondelivery) out.add((r.record as { provider: string }).provider);
       else if (r.type === T.acceptance) {
         const receipt = this.receipts.get((r.record as Acceptance).receipt);
         if (receipt) out.add(receipt.record.provider);
