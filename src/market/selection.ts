@@ -15,9 +15,9 @@
  */
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
-import { FIRST_CLAIM_POLICY, T, type Delegation, type Job, type Offer, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, T, type Delegation, type Job, type Offer, type Selection } from '../records/kinds.js';
 import { auditFirstClaimSelection } from '../matching/first-claim.js';
-import { MAX_ENVELOPE_BYTES, seal, type Opened } from '../records/envelope.js';
+import { seal, type Opened } from '../records/envelope.js';
 import { compareDids, didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
 import { cmpAmount } from './amount.js';
@@ -31,6 +31,13 @@ import { preferOffer } from './book.js';
 import { duration, isoTime } from './say.js';
 
 export const MAX_CONSIDERED = 4096;
+
+/**
+ * The largest selection signed whole (envelope bytes): what a non-delivery's proof can carry
+ * (NONDELIVERY_PROOF_MAX.selection, 40 KiB; under the 64 KiB envelope bound), so a buyer can always prove a winner
+ * did not deliver. About 370 considered offers; past it, sealFitted.
+ */
+export const SELECTION_MAX_BYTES = NONDELIVERY_PROOF_MAX.selection;
 
 export type Authority = { as: 'buyer' } | { as: 'gateway'; delegation: string } | { as: 'steward' };
 
@@ -119,13 +126,13 @@ export function signSelection(i: SignSelectionInput): Opened<Selection> {
   const rec = (considered: Selection['considered']): Selection => ({ job: r.job, buyer: i.job.signer, policy: r.policy, winner: winner.offer, considered, decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) });
   if (all.length <= MAX_CONSIDERED) {
     const whole = seal(T.selection, rec(all), i.signer);
-    if (whole.bytes.length <= MAX_ENVELOPE_BYTES) return whole;
+    if (whole.bytes.length <= SELECTION_MAX_BYTES) return whole;
   }
   return sealFitted(r, winner, excluded, rec, i.signer);
 }
 
 /**
- * A selection naming every considered offer would not fit in one envelope (about 600 offers; a buyer's
+ * A selection naming every considered offer would be over SELECTION_MAX_BYTES (about 370 offers; a buyer's
  * book keeps every offer for its own jobs, priced within the job or not). It names instead as many as fit,
  * in this order of preference: the winner; the eligible offers that set the best price and the best
  * duration (every proportional score is relative to them, so every kept offer scores as it did, and
@@ -159,7 +166,7 @@ function sealFitted(r: Selected, winner: Ranked, excluded: ReadonlySet<string>, 
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     const s = sealN(mid);
-    if (s.bytes.length <= MAX_ENVELOPE_BYTES) {
+    if (s.bytes.length <= SELECTION_MAX_BYTES) {
       best = s;
       lo = mid;
     } else hi = mid - 1;

@@ -222,7 +222,9 @@ export class ClaimAccounts {
   /** The provider doing a claim's work: the one a selection named, or the first winner the steward chose. */
   providerOf(claim: string): string | undefined {
     const oj = this.#open.get(claim);
-    return oj?.provider ?? [...(oj?.winners ?? [])][0];
+    // a claim whose release is under way is no one's to stop (no preemption or idle victim)
+    if (!oj || oj.releasing) return undefined;
+    return oj.provider ?? [...oj.winners][0];
   }
 
   /** The energy of every receipt a claim's providers signed so far. */

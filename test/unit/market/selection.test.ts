@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RecordSet, auditSelection, checkDeciderAuthority, select, signSelection, type Selected } from '../../../src/market/index.js';
+import { SELECTION_MAX_BYTES } from '../../../src/market/selection.js';
+import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
 import { open, seal, T, type Selection } from '../../../src/records/index.js';
 import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
 import { reputationFromMap } from '../../../src/market/policy.js';
@@ -197,11 +199,14 @@ test('a selection too large for one envelope names the winner, the best price an
   const r = select({ job: J, adverts: ads, offers, policy: 'balanced', reputation, now: NOW });
   assert.ok(r.ok && r.winner.provider === winner.did && r.ranked.length === 300 && r.ineligible.length === 400);
   const s = signSelection({ result: r, job: J, signer: BUYER.signer });
-  assert.ok(s.bytes.length <= MAX_ENVELOPE_BYTES, `${s.bytes.length} bytes`);
+  assert.ok(s.bytes.length <= SELECTION_MAX_BYTES && SELECTION_MAX_BYTES < MAX_ENVELOPE_BYTES, `${s.bytes.length} bytes`);
   assert.equal(open(s.bytes, T.selection).address, s.address, 'it opens: the winner can run it, and it can be gossiped');
   const named = new Set(s.record.considered.map((c) => c.provider));
   for (const p of [winner, cheapest, fastest]) assert.ok(named.has(p.did));
-  assert.ok(s.record.considered.length > 400 && s.record.considered.length < 700, `${s.record.considered.length} named`);
+  assert.ok(s.record.considered.length > 300 && s.record.considered.length < 700, `${s.record.considered.length} named`);
+  // small enough for a non-delivery's proof: the buyer can still prove the winner did not deliver
+  const chosen = offers.find((o) => o.address === s.record.winner)!;
+  assert.equal(signNonDelivery({ job: J, selection: s, offer: chosen, reason: 'unreachable', signedAt: NOW, signer: BUYER.signer }).type, T.nondelivery);
   assert.ok(
     r.ranked.every((x) => named.has(x.provider)),
     'every eligible offer fits here, so only ineligible ones were left out',
@@ -217,7 +222,7 @@ test('a selection too large for one envelope names the winner, the best price an
   const r2 = select({ job: J, adverts: ads, offers: many, policy: 'balanced', reputation, now: NOW });
   assert.ok(r2.ok && r2.ranked.length === 700);
   const s2 = signSelection({ result: r2, job: J, signer: BUYER.signer });
-  assert.ok(s2.bytes.length <= MAX_ENVELOPE_BYTES && s2.record.considered.length < 700);
+  assert.ok(s2.bytes.length <= SELECTION_MAX_BYTES && s2.record.considered.length < 700);
   const a2 = auditSelection({ selection: s2, records: new RecordSet([J, ...ads, ...many]), reputation });
   assert.equal(a2.reproduces, true, JSON.stringify(a2.differences));
   assert.equal(a2.recomputedWinner, r2.winner.offer);
