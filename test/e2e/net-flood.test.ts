@@ -10,10 +10,10 @@ import type { Network } from '../../src/net/node.js';
 import { topicFor } from '../../src/net/topics.js';
 import { PROTOCOLS } from '../../src/net/protocols.js';
 import { recordHooks, type RecordLookups } from '../../src/node/record-hooks.js';
-import { Ed25519Signer, seal, T, type Job } from '../../src/records/index.js';
+import { Ed25519Signer } from '../../src/records/index.js';
 import type { Opened } from '../../src/records/envelope.js';
 import type { C0Error } from '../../src/errors.js';
-import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+import { advert, job, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -30,24 +30,6 @@ function heldHooks() {
   return { hooks: recordHooks(l), hold: (r: Opened) => void held.set(r.address, r) };
 }
 
-let n = 0;
-const job = (s: Ed25519Signer) => {
-  const now = Date.now();
-  return seal(
-    T.job,
-    {
-      workload: 'infer.llm',
-      requirements: { cpuCores: 1, memoryMiB: 64 },
-      maxPrice: { amount: '1', currency: 'USD' },
-      announcedAt: now,
-      deadline: now + 600_000,
-      timeoutMs: 60_000,
-      input: { hash: 'sha256:' + (++n).toString(16).padStart(64, '0'), size: 1 },
-      inputSealed: 'no',
-    } as Job,
-    s,
-  );
-};
 
 test('an offer citing another provider’s advert without attaching it is rejected, not delivered nor relayed, and its sender’s score drops', async () => {
   const ha = heldHooks();

@@ -1,6 +1,6 @@
 /** Shared helpers for the network end-to-end tests (real libp2p nodes on 127.0.0.1). */
 import '../../src/polyfill.js';
-import { Ed25519Signer, seal, T, type Advert, type Offer } from '../../src/records/index.js';
+import { Ed25519Signer, seal, T, type Advert, type Job, type Offer } from '../../src/records/index.js';
 import { createNetwork, type Network, type NetworkOptions } from '../../src/net/node.js';
 import type { Opened } from '../../src/records/envelope.js';
 
@@ -41,6 +41,26 @@ export function offer(signer: Ed25519Signer, advertAddr: string, over: Partial<O
     },
     signer,
   ) as Opened<Offer>;
+}
+
+let jobSeq = 0;
+/** A job for `infer.llm`, each with an input hash of its own (so each is a new record). */
+export function job(signer: Ed25519Signer): Opened<Job> {
+  const now = Date.now();
+  return seal(
+    T.job,
+    {
+      workload: 'infer.llm',
+      requirements: { cpuCores: 1, memoryMiB: 64 },
+      maxPrice: { amount: '1', currency: 'USD' },
+      announcedAt: now,
+      deadline: now + 600_000,
+      timeoutMs: 60_000,
+      input: { hash: 'sha256:' + (++jobSeq).toString(16).padStart(64, '0'), size: 1 },
+      inputSealed: 'no',
+    },
+    signer,
+  ) as Opened<Job>;
 }
 
 export async function startNode(over: Partial<NetworkOptions> = {}, signer = Ed25519Signer.generate()): Promise<Network & { signer: Ed25519Signer }> {

@@ -8,9 +8,9 @@ import '../../src/polyfill.js';
 import { test, after } from 'node:test';
 import { PROTOCOLS } from '../../src/net/protocols.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
-import { Ed25519Signer, seal, T, type Job } from '../../src/records/index.js';
+import { Ed25519Signer } from '../../src/records/index.js';
 import { hashHex } from '../../src/records/address.js';
-import { startNode, waitFor } from './net-helpers.js';
+import { job, startNode, waitFor } from './net-helpers.js';
 import { Cluster, bootstrapAddr, buyerConfig } from './node-helpers.js';
 
 const c = new Cluster('rcache');
@@ -18,23 +18,6 @@ after(async () => {
   await c.destroy();
 });
 
-const job = (s: Ed25519Signer, i: number) => {
-  const now = Date.now();
-  return seal(
-    T.job,
-    {
-      workload: 'infer.llm',
-      requirements: { cpuCores: 1, memoryMiB: 64 },
-      maxPrice: { amount: '1', currency: 'USD' },
-      announcedAt: now,
-      deadline: now + 600_000,
-      timeoutMs: 60_000,
-      input: { hash: 'sha256:' + (i + 1).toString(16).padStart(64, '0'), size: 1 },
-      inputSealed: 'no',
-    } as Job,
-    s,
-  );
-};
 
 test('network.recordCache.maxPerKind bounds what a daemon keeps and serves of a kind', async () => {
   const base = buyerConfig();
@@ -46,7 +29,7 @@ test('network.recordCache.maxPerKind bounds what a daemon keeps and serves of a 
   const nodeId = nodePeer.toString();
   await waitFor(() => peer.topicPeers('job').includes(nodeId), 10_000, 'the daemon on the job topic');
 
-  const jobs = Array.from({ length: 6 }, (_, i) => job(Ed25519Signer.generate(), i));
+  const jobs = Array.from({ length: 6 }, () => job(Ed25519Signer.generate()));
   const newest = new Set(jobs.slice(3).map((j) => j.address));
   for (const j of jobs) await peer.publish('job', j.bytes);
   let held: string[] = [];
