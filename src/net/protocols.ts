@@ -87,7 +87,7 @@ export function limitsFor(protocol: string, override: Partial<ProtocolLimits> = 
 export interface ServeContext {
   /** The remote peer. */
   peer: PeerId;
-  /** Aborts at the stream's deadline or when the stream fails. */
+  /** Aborts at the stream's deadline, or as soon as the caller resets the stream or its connection drops (NET_STREAM_FAILED). */
   signal: AbortSignal;
   /** Send one response frame (bounded by maxFrameBytes). */
   send(frame: CborValue): Promise<void>;
@@ -202,7 +202,15 @@ export class DirectProtocols {
 
   async #onStream(protocol: string, limits: ProtocolLimits, handler: StreamHandler, stream: Stream, connection: Connection, keepFrames: boolean): Promise<void> {
     const t0 = performance.now();
-    const { signal, clear, reset } = deadlineSignal(limits.deadlineMs);
+    // The caller resetting the stream (or its connection dropping) aborts the handler's signal at once, not at the
+    // deadline: a handler that no longer reads (a provider running the job) learns its caller left.
+    const gone = new AbortController();
+    const { signal, clear, reset } = deadlineSignal(limits.deadlineMs, gone.signal);
+    const onClose = (evt: Event): void => {
+      const local = (evt as { local?: boolean }).local === true;
+      if (!gone.signal.aborted) gone.abort(new C0Error(NET_ERR.STREAM, local ? 'the stream was closed' : 'the caller reset the stream'));
+    };
+    stream.addEventListener('close', onClose, { once: true });
     const budget: StreamBudget = this.budget.open(connection.id, (limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64)) + END_FRAME_BYTES);
     const reader = new FrameReader(stream, { maxFrameBytes: limits.maxFrameBytes, budget });
     let outcome = 'ok';
@@ -237,6 +245,8 @@ export class DirectProtocols {
         await writeFrame(stream, bytes, signal);
       };
       await handler({ peer: connection.remotePeer, signal, send, next, reserve: (n) => budget.reserve(n), setDeadline: (ms, what) => reset(ms, what) });
+      // Our own close below ends the stream: not the caller leaving.
+      stream.removeEventListener('close', onClose);
       await writeFrame(stream, encodeFrame({ t: 'end' }), signal);
       await stream.close({ signal });
     } catch (e) {
@@ -260,6 +270,7 @@ export class DirectProtocols {
       }
       this.#log.debug({ protocol, peer: connection.remotePeer.toString(), code: err.code }, 'inbound stream failed');
     } finally {
+      stream.removeEventListener('close', onClose);
       signal.removeEventListener('abort', onAbort);
       clear();
       reader.close();

@@ -212,6 +212,42 @@ test('a stream past its deadline is aborted on both sides', async () => {
   assert.equal(serverSignal?.aborted, true);
 });
 
+test('a caller that resets its stream aborts the handler at once, not at the deadline; a handler that finishes sees no abort', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  const signals: AbortSignal[] = [];
+  await b.handleStream(
+    ECHO,
+    async (ctx) => {
+      signals.push(ctx.signal);
+      const first = await ctx.next();
+      await ctx.send('started');
+      if (first === 'quick') return;
+      // a handler that reads no more (a provider running the job): only its signal tells it the caller left
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    },
+    { deadlineMs: 60_000 },
+  );
+  await a.dial(b.addrs()[0]!);
+  const quick = await a.openStream(b.peerId, ECHO);
+  await quick.send('quick');
+  await quick.end();
+  assert.equal(await quick.next(), 'started');
+  assert.equal(await quick.next(), undefined);
+  await quick.close();
+  await sleep(200);
+  assert.equal(signals[0]?.aborted, false, 'a handler that returned is not told its caller left');
+
+  const s = await a.openStream(b.peerId, ECHO);
+  await s.send('slow');
+  assert.equal(await s.next(), 'started');
+  // closing before the server's end frame resets the stream
+  await s.close();
+  await waitFor(() => signals[1]?.aborted === true, 10_000, 'the handler to see the reset');
+  assert.equal((signals[1]!.reason as C0Error).code, NET_ERR.STREAM);
+});
+
 test('a node joining late obtains the live adverts by sync', async () => {
   const a = await startNode();
   const b = await startNode();
