@@ -27,6 +27,7 @@ import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 import { timeoutSignal } from '../util/timers.js';
+import { BUFFER_LIMIT } from '../net/byte-budget.js';
 
 export interface RankedCandidate {
   provider: string;
@@ -171,6 +172,9 @@ export interface BuyerDeps {
 }
 
 export class Buyer {
+  /** Exec streams in flight, by provider: a provider refusing a second large input on our connection is our doing. */
+  readonly #inFlight = new Map<string, number>();
+
   constructor(private d: BuyerDeps) {}
 
   buildJob(spec: JobSpec, now: number): Opened<Job> {
@@ -388,6 +392,8 @@ export class Buyer {
     const signal = timeoutSignal(budget);
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
+    const concurrent = this.#inFlight.get(cand.provider) ?? 0;
+    this.#inFlight.set(cand.provider, concurrent + 1);
     try {
       for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
         const f: ExecFrame = parseExecFrame(raw);
@@ -402,7 +408,17 @@ export class Buyer {
       }
     } catch (e) {
       log.warn({ provider: cand.provider, err: (e as Error).message }, 'exec stream failed');
-      if (!receipt) return { outcome: `provider unreachable or gone: ${(e as C0Error).code ?? (e as Error).message}`, nondelivery: signal.aborted ? 'timeout' : 'unreachable' };
+      const err = e as C0Error;
+      // The provider holds one large input per connection (docs/network.md "Direct streams"): refused for the input of
+      // another of our jobs it holds, it did nothing wrong, and no non-delivery is signed against it.
+      if (!receipt && err.code === BUFFER_LIMIT && err.detail?.remote === true && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) {
+        return { outcome: `provider busy with another of our inputs: ${err.code}` };
+      }
+      if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: signal.aborted ? 'timeout' : 'unreachable' };
+    } finally {
+      const n = (this.#inFlight.get(cand.provider) ?? 1) - 1;
+      if (n > 0) this.#inFlight.set(cand.provider, n);
+      else this.#inFlight.delete(cand.provider);
     }
     if (!receipt) return { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
     onEvent({ e: 'receipt', receipt });
