@@ -19,6 +19,7 @@ import { TOPIC_KINDS } from '../net/topics.js';
 import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
 import { WITNESS_RECORD_DEFAULTS } from '../store/witness-keep.js';
 import { ROLE_NAMES, type Role } from './role-names.js';
+import { EXEC_MAX_OUTPUT_BYTES, PROVIDER_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -194,8 +195,10 @@ export const configSchema = z
           })
           .strict()
           .default({ type: 'auto', estimatorWatts: 100 }),
-        maxOutputBytes: z.number().int().positive().default(16 * 1024 * 1024),
-        maxInputBytes: z.number().int().positive().default(16 * 1024 * 1024),
+        /** At most what a buyer takes back (EXEC_MAX_OUTPUT_BYTES, 64 MiB): a larger output could never be delivered. */
+        maxOutputBytes: z.number().int().positive().max(EXEC_MAX_OUTPUT_BYTES).default(16 * 1024 * 1024),
+        /** At most 1 GiB: the provider holds an input whole in memory, and its byte budget is 4 × (this + 8 MiB). */
+        maxInputBytes: z.number().int().positive().max(PROVIDER_MAX_INPUT_BYTES).default(16 * 1024 * 1024),
         /** exec/1: time to deliver the request header, and the base of the input phase (docs/network.md). */
         execRequestMs: z.number().int().min(100).default(30_000),
         /** exec/1: the input must arrive at least this fast on top of execRequestMs. */

@@ -25,6 +25,8 @@ export const EXEC_INLINE_INPUT_BYTES = 64 * 1024;
 export const SEALED_OVERHEAD_BYTES = 32 + 12 + 16;
 /** The documented default input limit (provider.maxInputBytes); a buyer refuses larger inputs before sending anything. */
 export const EXEC_MAX_INPUT_BYTES = 16 * 1024 * 1024;
+/** The largest provider.maxInputBytes a node accepts (config): an input is held whole in memory while its job runs. */
+export const PROVIDER_MAX_INPUT_BYTES = 1024 * 1024 * 1024;
 /** The largest output a buyer takes (assembled from chunks). */
 export const EXEC_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 

@@ -106,6 +106,9 @@ describe('config', () => {
       [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'builtin', name: 'builtin.nope' } } } } }, 'provider.workloads.demo.work.executor.name'],
       [{ provider: { workloads: { 'demo.work': { ...workload, executor: { type: 'exec', command: [] } } } } }, 'provider.workloads.demo.work.executor.command'],
       [{ provider: { slots: 0 } }, 'provider.slots'],
+      // held whole in memory; an output larger than a buyer takes could never be delivered
+      [{ provider: { maxInputBytes: 1024 * 1024 * 1024 + 1 } }, 'provider.maxInputBytes'],
+      [{ provider: { maxOutputBytes: 64 * 1024 * 1024 + 1 } }, 'provider.maxOutputBytes'],
       // below the default target, peers would cut the provider's longer presence windows
       [{ provider: { presenceTargetPerMarket: 1 } }, 'provider.presenceTargetPerMarket'],
       [{ provider: { tier: 'gold' } }, 'provider.tier'],
