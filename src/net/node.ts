@@ -181,14 +181,22 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         const primaryFresh = out.fresh[0]?.rec.address === out.primary?.address;
         accept(out.fresh, from, 'gossip', primaryFresh ? (out.attachments ?? []) : []);
         // A valid record on another market's shard is kept (it is valid; refusing it here would let a copy on the
-        // wrong shard hide the right one) but not passed on, and the sender is scored as for an invalid message.
+        // wrong shard hide the right one) but not passed on there. The message is ignored, not rejected: its id is
+        // the record's content address, the same as the right copy's, and gossipsub scores every later copy of a
+        // rejected id as an invalid message, so the honest relays of the right copy would pay for the sender's, and
+        // their copy, a duplicate, would go no further from here. The node sends the record on its own markets'
+        // topics itself (to their subscribers, as for a record of several markets), and the sender is blamed for it
+        // (its abuse score: gossipsub's P5).
         if (shard !== undefined && out.primary) {
           // the same array the record cache kept when accept() added it (computed once per record)
           const all = heldShards(kind, out.primary.record);
           // a selection or an acceptance does not name its market: where it arrives cannot be checked
           if (placementCheckable(kind) && !all.includes(shard)) {
-            metrics.records.inc({ source: 'gossip', kind, verdict: 'reject', reason: 'TOPIC_WRONG_SHARD' });
-            return TopicValidatorResult.Reject;
+            metrics.records.inc({ source: 'gossip', kind, verdict: 'ignore', reason: 'TOPIC_WRONG_SHARD' });
+            pipeline.guard.blame(from);
+            const right = all.map((s) => topicFor(kind, overlay, s)).filter((t) => taken.has(t));
+            if (right.length) sendOnOtherTopics(gsi, msg.data, topic, right, from, { firstForwarded: false });
+            return TopicValidatorResult.Ignore;
           }
           // a record of several markets: its other markets' peers that are not on this topic get it on theirs (shard-copies.ts)
           if (all.length > 1) sendOnOtherTopics(gsi, msg.data, topic, all.filter((s) => s !== shard).map((s) => topicFor(kind, overlay, s)), from);

@@ -37,14 +37,16 @@ export type ShardCopyHost = Pick<GossipInternals, 'topics' | 'sendRpc' | 'getSco
 
 /**
  * Send `data` on each topic of `others` to the peers subscribed to it and not
- * to `first`, each peer once, none below the publish threshold, none that
+ * to `first` (unless `firstForwarded` is false: the node does not pass it on
+ * there), each peer once, none below the publish threshold, none that
  * said it has the message, and not `from` (the peer it came from). Returns the
  * peers it went to.
  */
-export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: string, others: readonly string[], from?: string): string[] {
+export function sendOnOtherTopics(gs: ShardCopyHost, data: Uint8Array, first: string, others: readonly string[], from?: string, opts: { firstForwarded?: boolean } = {}): string[] {
   if (others.length === 0) return [];
   let msgId: string | undefined;
-  const onFirst = gs.topics.get(first);
+  // the peers on the first topic hear it there, unless the node does not pass it on there (a copy on a wrong market)
+  const onFirst = opts.firstForwarded === false ? undefined : gs.topics.get(first);
   const threshold = gs.opts.scoreThresholds.publishThreshold;
   const sent: string[] = [];
   const done = new Set<string>();

@@ -13,6 +13,7 @@ import { Ed25519Signer, didFromPublicKey, seal, T } from '../../src/records/inde
 import type { C0Error } from '../../src/errors.js';
 import { shardOf, topicFor } from '../../src/net/topics.js';
 import { MemoryRecordCache } from '../../src/net/record-cache.js';
+import type { GossipInternals } from '../../src/net/link-hosts.js';
 import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 
 const nets: Network[] = [];
@@ -68,6 +69,31 @@ test('a node on one market gets its adverts by gossip and by sync, never another
   await sleep(500);
   assert.ok(!gotA2.includes(misplaced.address), 'an advert on another market’s shard is not passed on');
   assert.match(await a.metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'), /reason="TOPIC_WRONG_SHARD"/);
+});
+
+test('a copy on a wrong market sent first hides nothing: the node passes the record on in its own market, and the honest relays of the right copy are not scored down', async () => {
+  // n is on both markets; mallory sends W2's advert first on W1's topic; h relays the right copy; d hears only n, on W2
+  const n = await startNode({ syncOnConnect: [], shards: [shardOf(W1), shardOf(W2)].sort() });
+  const mallory = await startNode({ syncOnConnect: [], shards: [shardOf(W1)] });
+  const h = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  const d = await startNode({ syncOnConnect: [], shards: [shardOf(W2)] });
+  nets.push(n, mallory, h, d);
+  for (const x of [mallory, h, d]) await link(x, n, ['advert']);
+  const gotN: string[] = [];
+  const gotD: string[] = [];
+  n.subscribe('advert', (r) => void gotN.push(r.address));
+  d.subscribe('advert', (r) => void gotD.push(r.address));
+  const ad = advert(Ed25519Signer.generate(), { workloads: [W2] });
+  await mallory.libp2p.services.pubsub.publish(topicFor('advert', 'public', shardOf(W1)), ad.bytes);
+  await waitFor(() => gotN.includes(ad.address), 10_000, 'n to take the misplaced copy');
+  // the right copy, from an honest relay: a duplicate at n by its id, which must cost h nothing
+  await h.libp2p.services.pubsub.publish(topicFor('advert', 'public', shardOf(W2)), ad.bytes);
+  await waitFor(() => gotD.includes(ad.address), 10_000, 'd, behind n on the right market, to get the advert');
+  await sleep(300);
+  const gs = n.libp2p.services.pubsub as unknown as GossipInternals;
+  assert.ok(gs.getScore(h.peerId.toString()) >= 0, `h's score at n: ${gs.getScore(h.peerId.toString())}`);
+  assert.ok(gs.getScore(mallory.peerId.toString()) < 0, 'the sender of the misplaced copy is scored down');
+  assert.match(await n.metrics.registry.getSingleMetricAsString('c0mpute_net_records_total'), /reason="TOPIC_WRONG_SHARD"/);
 });
 
 test('an advert of two markets reaches the nodes of either, from its publisher and through a relay', async () => {
