@@ -128,7 +128,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a valid path' } });
       }
       if (opts.console && (await opts.console.serve(req, res, url))) return;
-      const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req) ?? false);
+      const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req, url) ?? false);
       if (url.pathname === '/metrics' && req.method === 'GET' && (loopback || authorised)) {
         res.writeHead(200, { 'content-type': opts.registry.contentType });
         res.end(await opts.registry.metrics());

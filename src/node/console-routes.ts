@@ -64,8 +64,8 @@ export const CONSOLE_HEADER = 'x-c0mpute-console';
 export interface ConsoleGate {
   /** Serve a request that is not a JSON API call (the page, login, the event stream); true when it did. */
   serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean>;
-  /** Does this request carry a live console session that may call the API? */
-  session(req: IncomingMessage): boolean;
+  /** Does this request (its target parsed: `url`, the path the router matches) carry a live console session that may call the API? */
+  session(req: IncomingMessage, url: URL): boolean;
 }
 
 export function cookieName(req: IncomingMessage): string {
@@ -92,9 +92,10 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
     res.end(html);
   };
   return {
-    session(req) {
-      // Only the token mints login codes: a session cannot renew itself.
-      if (!sessions.valid(sid(req)) || (req.url ?? '').startsWith('/v1/console/login')) return false;
+    session(req, url) {
+      // Only the token mints login codes: a session cannot renew itself. The path the router matches, not the raw
+      // target: `/v1/./console/login` is that route too.
+      if (!sessions.valid(sid(req)) || url.pathname.startsWith('/v1/console/login')) return false;
       return req.method === 'GET' || req.headers[CONSOLE_HEADER] === '1';
     },
     async serve(req, res, url) {

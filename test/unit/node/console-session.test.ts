@@ -134,6 +134,9 @@ describe('console gate on the control API', () => {
     assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json' }, body)).status, 401, 'a cookie alone cannot POST (a cross-site form could)');
     assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json', 'x-c0mpute-console': '1' }, body)).status, 200);
     assert.equal((await raw(base, 'POST', '/v1/console/login', { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, 'a session cannot mint login codes');
+    // nor by a target the router reads as that path (dot segments, a doubled slash)
+    for (const path of ['/v1/./console/login', '/v1/console/../console/login', '/v1/x/../console/login'])
+      assert.equal((await raw(base, 'POST', path, { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, `a session cannot mint login codes at ${path}`);
     assert.equal((await raw(base, 'POST', '/v1/console/login', { host, authorization: 'Bearer tok-0123456789' }, '{}')).status, 200);
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookieName}=${'A'.repeat(43)}` })).status, 401, 'a made-up session');
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: cookie.replace(cookieName, 'c0_console_1') })).status, 401, "another port's cookie name");
