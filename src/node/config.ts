@@ -7,6 +7,8 @@ import { DEFAULT_MAX_EVIDENCE } from '../reputation/bounds.js';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { multiaddr } from '@multiformats/multiaddr';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
@@ -65,11 +67,35 @@ const abuseSchema = z.object({ appSpecificWeight: z.number().nonnegative(), disc
 const recordsServeSchema = z.object({ maxResponseBytes: z.number().int().positive(), maxResponseRecords: z.number().int().positive(), peer: bucket }).partial().strict();
 const recordCacheSchema = z.object({ maxPerKind: z.number().int().positive(), maxBytesPerKind: z.number().int().positive(), maxBytes: z.number().int().positive(), ttlMs: z.number().int().positive() }).partial().strict();
 
+/** A multiaddr libp2p can parse (refused at start with CONFIG_INVALID naming the entry, not at listen or dial). */
+function isMultiaddr(s: string): boolean {
+  try {
+    multiaddr(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A multiaddr ending in `/p2p/<PeerId>` whose PeerId parses: a peer to join through. */
+function isPeerAddr(s: string): boolean {
+  try {
+    const id = multiaddr(s).getComponents().findLast((c) => c.name === 'p2p')?.value;
+    if (id === undefined) return false;
+    peerIdFromString(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const maddr = z.string().refine(isMultiaddr, 'a multiaddr, e.g. /ip4/0.0.0.0/tcp/4001');
+
 const networkSchema = z
   .object({
-    listen: z.array(z.string()).default(['/ip4/0.0.0.0/tcp/4001']),
-    announce: z.array(z.string()).default([]),
-    bootstrap: z.array(z.string()).default([]),
+    listen: z.array(maddr).default(['/ip4/0.0.0.0/tcp/4001']),
+    announce: z.array(maddr).default([]),
+    bootstrap: z.array(z.string().refine(isPeerAddr, 'a multiaddr ending in /p2p/<PeerId>')).default([]),
     overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
     /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
     swarmKeyFile: z.string().optional(),
@@ -98,7 +124,7 @@ const networkSchema = z
      */
     outcomes: z.enum(['auto', 'all', 'own']).default('auto'),
     /** The DID of this overlay's steward (pool/1): buyers ask it to admit their claims; providers run the selections it signs and stop work it preempts. */
-    steward: z.string().startsWith('did:key:').optional(),
+    steward: z.string().refine(isDid, 'a did:key whose key passes the key check').optional(),
     /** Managed overlay: the steward signs selections on the buyers' behalf. */
     managed: z.boolean().default(false),
     /**
@@ -272,7 +298,7 @@ export const configSchema = z
     witness: z
       .object({
         /** Only witness these stewards (default: every steward heard on the overlay). */
-        stewards: z.array(z.string().startsWith('did:key:')).optional(),
+        stewards: z.array(z.string().refine(isDid, 'a did:key whose key passes the key check')).optional(),
         /** Without `stewards`: how many stewards this witness takes on at most; heads from further keys are ignored. */
         maxStewards: z.number().int().positive().default(1000),
       })

@@ -433,9 +433,16 @@ export class OverlayNode {
 }
 
 export function readSwarmKey(path: string): Uint8Array {
+  let bytes: Uint8Array;
   try {
-    return new Uint8Array(readFileSync(path));
+    bytes = new Uint8Array(readFileSync(path));
   } catch (e) {
     throw new C0Error('SWARM_KEY_UNREADABLE', `cannot read the overlay key ${path}: ${(e as Error).message}`);
   }
+  // libp2p's pnet key file (what `c0mpute overlay create` writes): a tag line, a codec line, 32 bytes in base16
+  const lines = Buffer.from(bytes).toString('utf8').split(/\r\n|\r|\n/);
+  if (lines[0] !== '/key/swarm/psk/1.0.0/' || lines[1] !== '/base16/' || !/^[0-9a-fA-F]{64}$/.test(lines[2] ?? '') || lines.slice(3).some((l) => l.trim() !== '')) {
+    throw new C0Error('SWARM_KEY_INVALID', `${path} is not an overlay key: expected the three lines of a libp2p swarm key (/key/swarm/psk/1.0.0/, /base16/, 64 hex digits), as \`c0mpute overlay create\` writes`, { field: 'network.swarmKeyFile' });
+  }
+  return bytes;
 }

@@ -66,7 +66,7 @@ describe('config', () => {
   });
 
   test('precedence: defaults < file < env < flags', () => {
-    const f = file('roles: [provider]\nlog: { level: debug }\nnetwork:\n  overlay: from-file\n  bootstrap: ["/ip4/1.2.3.4/tcp/1/p2p/x"]\napi:\n  listen: 127.0.0.1:9000\n');
+    const f = file('roles: [provider]\nlog: { level: debug }\nnetwork:\n  overlay: from-file\n  bootstrap: ["/ip4/1.2.3.4/tcp/1/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA"]\napi:\n  listen: 127.0.0.1:9000\n');
     const fileOnly = loadConfig({ file: f });
     assert.deepEqual(fileOnly.roles, ['provider']);
     assert.equal(fileOnly.log.level, 'debug');
@@ -80,7 +80,7 @@ describe('config', () => {
     assert.deepEqual(withEnv.roles, ['provider', 'buyer']);
     assert.equal(withEnv.log.level, 'warn');
     assert.deepEqual(withEnv.network.listen, ['/ip4/127.0.0.1/tcp/0', '/ip4/127.0.0.1/tcp/1']);
-    assert.deepEqual(withEnv.network.bootstrap, ['/ip4/1.2.3.4/tcp/1/p2p/x']); // untouched by env
+    assert.deepEqual(withEnv.network.bootstrap, ['/ip4/1.2.3.4/tcp/1/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA']); // untouched by env
     assert.equal(withEnv.api.listen, '127.0.0.1:9000');
 
     const withFlags = loadConfig({ file: f, env, flags: { network: { overlay: 'from-flags' }, roles: ['witness'] } });
@@ -114,6 +114,14 @@ describe('config', () => {
       [{ provider: { tier: 'gold' } }, 'provider.tier'],
       [{ provider: { hardware: { cpuCores: 1.5 } } }, 'provider.hardware.cpuCores'],
       [{ api: { listen: 'localhost' } }, 'api.listen'],
+      // refused at start, not at listen or dial (libp2p's parse errors were exit 70)
+      [{ network: { listen: ['garbage'] } }, 'network.listen.0'],
+      [{ network: { announce: ['/ip4/1.2.3.4/tcp/1', 'garbage'] } }, 'network.announce.1'],
+      [{ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001/p2p/notapeerid'] } }, 'network.bootstrap.0'],
+      [{ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001'] } }, 'network.bootstrap.0'],
+      // a mistyped DID would start and fail every job
+      [{ network: { steward: 'did:key:zzz' } }, 'network.steward'],
+      [{ witness: { stewards: ['did:key:zzz'] } }, 'witness.stewards.0'],
       [{ roles: ['provider', 'king'] }, 'roles.1'],
       [{ buyer: { policy: 'random' } }, 'buyer.policy'],
       [{ network: { overlay: 'Has Spaces' } }, 'network.overlay'],
