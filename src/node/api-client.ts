@@ -16,7 +16,7 @@ export async function apiCall(base: string, token: string, method: 'GET' | 'POST
   } catch (e) {
     throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
   }
-  const data = (await res.json()) as { error?: { code: string; message: string } };
+  const data = (await answerJson(res, base)) as { error?: { code: string; message: string } };
   if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
   return data;
 }
@@ -35,14 +35,44 @@ export async function* apiStream(base: string, token: string, path: string, body
   }
   const dec = new TextDecoder();
   let buf = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += dec.decode(chunk, { stream: true });
+  const chunks = (res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<Uint8Array>;
+    try {
+      next = await chunks.next();
+    } catch (e) {
+      // the daemon stopped (or restarted) while it streamed: what it was doing may go on, or may have ended with it
+      throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered (${(e as Error).message}); what it was doing may still be running there (a job: \`c0mpute jobs\`)`);
+    }
+    // the last line may come without its newline
+    if (next.done) buf += dec.decode() + '\n';
+    else buf += dec.decode(next.value, { stream: true });
     let i;
     while ((i = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      if (line.trim()) yield JSON.parse(line) as Record<string, unknown>;
+      if (!line.trim()) continue;
+      let event: Record<string, unknown>;
+      try {
+        event = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        throw new C0Error('DAEMON_BAD_ANSWER', `the daemon at ${base} sent a line that is not JSON: ${line.slice(0, 80)}`);
+      }
+      yield event;
     }
+    if (next.done) break;
+  }
+}
+
+/** The body of an answer as JSON; a body that is not (another server on the daemon's port) is DAEMON_BAD_ANSWER. */
+async function answerJson(res: Response, base: string): Promise<unknown> {
+  const text = await res.text().catch((e: unknown) => {
+    throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered: ${(e as Error).message}`);
+  });
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new C0Error('DAEMON_BAD_ANSWER', `${base} answered ${res.status} with something that is not the daemon's JSON (is another server on that port? check the data directory's daemon.json): ${text.slice(0, 80)}`);
   }
 }
 
