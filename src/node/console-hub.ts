@@ -52,6 +52,18 @@ export interface RunLog {
 
 type Listener = (e: HubEvent) => void;
 
+/** The lag histogram's sampling period, ms. */
+const LAG_RESOLUTION_MS = 100;
+
+/**
+ * Event-loop lag from monitorEventLoopDelay's mean (ns), in ms to 2 places: the histogram records the time between
+ * its timer's ticks, so an idle loop reads the sampling period itself (about 100 ms); the lag is what exceeds it.
+ */
+export function lagFromHistogramMean(meanNs: number, resolutionMs = LAG_RESOLUTION_MS): number {
+  const ms = meanNs / 1e6 - resolutionMs;
+  return Number.isFinite(ms) ? Math.max(0, Math.round(ms * 100) / 100) : 0;
+}
+
 export class ConsoleHub {
   readonly #o: Required<HubOptions>;
   readonly #listeners = new Set<Listener>();
@@ -79,7 +91,7 @@ export class ConsoleHub {
       }
     }
     // 100 ms: a 20 ms sampling timer alone cost an idle daemon ~0.2 % of a core (docs/scale.md "Idle cost").
-    this.#lag = monitorEventLoopDelay({ resolution: 100 });
+    this.#lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
     this.#lag.enable();
     const t = setInterval(() => void this.#sample(), this.#o.healthMs);
     t.unref();
@@ -143,7 +155,7 @@ export class ConsoleHub {
   async #sample(): Promise<void> {
     const overlays: HealthSample['overlays'] = {};
     for (const o of this.d.overlays.values()) overlays[o.name] = await this.#overlaySample(o);
-    const lagMs = this.#lag ? Math.round(this.#lag.mean / 1e4) / 100 : 0;
+    const lagMs = this.#lag ? lagFromHistogramMean(this.#lag.mean) : 0;
     this.#lag?.reset();
     const sample: HealthSample = { at: this.d.clock(), lagMs: Number.isFinite(lagMs) ? lagMs : 0, overlays };
     this.samples.push(sample);
