@@ -295,7 +295,9 @@ test('a 1,000-provider market renders only the rows in view and scrolls to the l
   const now = Date.now();
   const adverts = Array.from({ length: 1000 }, (_, i) => {
     const did = `did:key:z6MkSynthetic${String(i).padStart(4, '0')}`;
-    return { type: 'c0mpute.advert/1', address: `sha256:${i.toString(16).padStart(64, '0')}`, signer: did, live: true, reputation: 0.5, freeSlots: i % 4, record: { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: ['community', 'standard', 'verified'][i % 3], ...(i % 5 ? { region: 'eu-west' } : {}), hardware: { cpuCores: 4 + (i % 29), memoryMiB: 8192 * (1 + (i % 8)), gpus: [] }, prices: [{ workload: 'builtin.sha256', unit: 'job', price: { amount: (0.001 + i / 1e6).toFixed(6), currency: 'USD' } }] } };
+    // the first is a pool member's advert: the market knows it under the pool's DID, with the pool's reputation
+    const pooled = i === 0 ? { provider: `${did}pool`, pool: { did: `${did}pool`, members: 3 } } : {};
+    return { type: 'c0mpute.advert/1', address: `sha256:${i.toString(16).padStart(64, '0')}`, signer: did, ...pooled, live: true, reputation: 0.5, freeSlots: i % 4, record: { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: ['community', 'standard', 'verified'][i % 3], ...(i % 5 ? { region: 'eu-west' } : {}), hardware: { cpuCores: 4 + (i % 29), memoryMiB: 8192 * (1 + (i % 8)), gpus: [] }, prices: [{ workload: 'builtin.sha256', unit: 'job', price: { amount: (0.001 + i / 1e6).toFixed(6), currency: 'USD' } }] } };
   });
   p.on('request', (req) => {
     if (new URL(req.url()).pathname === '/v1/market') void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ total: 1000, live: 1000, presence: { live: 0, freeSlots: 0, providers: [] }, adverts }) });
@@ -303,6 +305,10 @@ test('a 1,000-provider market renders only the rows in view and scrolls to the l
   });
   await go(p, '#/market', 'Market');
   await p.waitForFunction(() => document.querySelector('.grid')?.getAttribute('aria-rowcount') === '1001', { timeout: 30_000 });
+  // a pool's row names the pool, not the member whose advert it is
+  await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0000pool"]', { timeout: 30_000 });
+  const poolRow = await p.$eval('.scroller [title="did:key:z6MkSynthetic0000pool"]', (e) => e.closest('[role=row]')?.textContent ?? '');
+  assert.match(poolRow, /pool of 3/);
   const rendered = await p.$$eval('.scroller [role=row]', (r) => r.length);
   assert.ok(rendered > 5 && rendered < 60, `${rendered} rows in the page for 1,000 providers`);
   await p.$eval('.scroller', (s) => (s.scrollTop = s.scrollHeight));

@@ -13,7 +13,11 @@ export interface AdvertRow {
   type: string;
   address: string;
   signer: string;
+  /** Who the market knows it as: the pool's DID for a pool member's advert (docs/pools.md), else the signer. */
+  provider?: string;
+  pool?: { did: string; members: number };
   live: boolean;
+  /** The reputation of `provider`. */
   reputation: number;
   freeSlots?: number;
   record: {
@@ -56,6 +60,11 @@ function firstPrice(a: AdvertRow): number {
   return p ? Number(p.price.amount) : Number.POSITIVE_INFINITY;
 }
 
+/** The identity a row stands for in the market: a pool under the pool's DID (its score is the pool's). */
+export function providerOf(a: AdvertRow): string {
+  return a.provider ?? a.signer;
+}
+
 export function sortRows(rows: AdvertRow[], key: SortKey, desc: boolean): AdvertRow[] {
   const val = (a: AdvertRow): number | string => {
     switch (key) {
@@ -76,7 +85,7 @@ export function sortRows(rows: AdvertRow[], key: SortKey, desc: boolean): Advert
       case 'slots':
         return a.freeSlots ?? -1;
       default:
-        return a.signer;
+        return providerOf(a);
     }
   };
   const out = [...rows].sort((x, y) => {
@@ -113,7 +122,7 @@ export function Market() {
         (!liveOnly || a.live) &&
         (!tier || a.record.tier === tier) &&
         (!workload || a.record.workloads.includes(workload)) &&
-        (!t || a.signer.toLowerCase().includes(t) || (a.record.region ?? '').includes(t) || gpuText(a).toLowerCase().includes(t)),
+        (!t || providerOf(a).toLowerCase().includes(t) || a.signer.toLowerCase().includes(t) || (a.record.region ?? '').includes(t) || gpuText(a).toLowerCase().includes(t)),
     );
     return sortRows(f, sort.key, sort.desc);
   }, [all, text, tier, workload, liveOnly, sort]);
@@ -206,8 +215,9 @@ export function Market() {
                 <div role="row" class={`row${chosen === a.signer ? ' chosen' : ''}`} key={a.signer} aria-rowindex={first + i + 2} style={{ top: `${(first + i) * ROW_H}px` }}>
                   <span role="cell" class="c-provider">
                     <button type="button" class="linkish" onClick={() => setChosen(a.signer)}>
-                      <Did d={a.signer} />
+                      <Did d={providerOf(a)} />
                     </button>
+                    {a.pool ? <small> pool of {a.pool.members}</small> : null}
                   </span>
                   <span role="cell" class="c-live">
                     <Status s={a.live ? 'live' : 'expired'} />
@@ -252,13 +262,21 @@ export function Market() {
       {sel ? (
         <section class="detail" aria-labelledby="provider-detail">
           <h2 id="provider-detail">
-            Provider <Did d={sel.signer} />
+            {sel.pool ? 'Pool' : 'Provider'} <Did d={providerOf(sel)} />
           </h2>
           <dl class="kv">
             <dt>DID</dt>
             <dd>
-              <code class="wrap">{sel.signer}</code>
+              <code class="wrap">{providerOf(sel)}</code>
             </dd>
+            {sel.pool ? (
+              <>
+                <dt>Pool</dt>
+                <dd>
+                  {sel.pool.members} member{sel.pool.members === 1 ? '' : 's'} seen; this advert signed by the member <code class="wrap">{sel.signer}</code>
+                </dd>
+              </>
+            ) : null}
             <dt>Advert</dt>
             <dd>
               <AddrLink a={sel.address} overlay={overlay} /> seq {sel.record.seq}, expires {new Date(sel.record.expiresAt).toLocaleTimeString()}
