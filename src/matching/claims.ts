@@ -46,6 +46,22 @@ export const CLAIM_REFUSAL = {
 } as const;
 export type ClaimRefusalCode = (typeof CLAIM_REFUSAL)[keyof typeof CLAIM_REFUSAL];
 
+/**
+ * Whether a claim the buyer judged goes into its selection's `arrivals` (when
+ * it came before the winner): every claim that opened, except one refused
+ * CLAIM_ADVERT_UNKNOWN. That refusal rests on what the buyer's node held when
+ * the claim arrived, which no record shows: a claimant can cite an advert it
+ * signed and kept to itself, then publish it, and an auditor recomputing the
+ * listed claim would find it valid and earlier than the winner
+ * (FIRST_CLAIM_SKIPPED_VALID against an honest buyer). Every other refusal
+ * follows from the job, the claim, its advert and the listed arrival time, so
+ * an auditor recomputes it as the buyer did (docs/matching.md "How "first" is
+ * audited").
+ */
+export function listedInSelection(a: Pick<ClaimAnswer, 'claim' | 'code'>): boolean {
+  return a.claim !== undefined && a.code !== CLAIM_REFUSAL.ADVERT_UNKNOWN;
+}
+
 /** The selection policy name an open order's selection carries (src/records/kinds.ts). */
 export { FIRST_CLAIM_POLICY } from '../records/kinds.js';
 
@@ -107,7 +123,8 @@ export interface ClaimDecision {
    * What the signed selection records so an auditor can check "first": every
    * claim that opened and arrived up to and including the winner, in arrival
    * order with its sequence number (earlier ones each refused for a reason the
-   * auditor can recompute from the records).
+   * auditor can recompute from the records), but for those refused
+   * CLAIM_ADVERT_UNKNOWN (listedInSelection).
    */
   considered: Array<{ seq: number; provider: string; claim: string }>;
 }
@@ -138,9 +155,9 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
       continue;
     }
     const base = { seq: rc.seq, claim: c.address, provider: c.signer };
-    if (!winner) considered.push({ seq: rc.seq, provider: c.signer, claim: c.address });
     const refuse = (code: ClaimRefusalCode, message: string, extra: Partial<ClaimAnswer> = {}): void => {
       answers.push({ ...base, verdict: 'refused', code, message, ...extra });
+      if (!winner && listedInSelection({ claim: c.address, code })) considered.push({ seq: rc.seq, provider: c.signer, claim: c.address });
     };
     if (seen.has(c.address)) {
       refuse(CLAIM_REFUSAL.DUPLICATE, 'the same claim arrived earlier');
@@ -199,6 +216,7 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
       continue;
     }
     winner = { seq: rc.seq, receivedAt: rc.receivedAt, claim: c };
+    considered.push({ seq: rc.seq, provider: c.signer, claim: c.address });
     answers.push({ ...base, verdict: 'won', message: `first valid claim (arrival ${rc.seq})` });
   }
   return { job: job.address, ...(winner ? { winner } : {}), answers, considered: winner ? considered : [] };

@@ -15,7 +15,8 @@ import { auditFirstClaim, type ClaimAnswer, type ClaimDecision, type ReceivedCla
 
 /**
  * The selection naming a decision's winning claim: `arrivals` = every claim
- * that opened up to and including the winner in arrival order (one entry per
+ * that opened up to and including the winner in arrival order, but for those
+ * refused CLAIM_ADVERT_UNKNOWN (the decision's `considered`; one entry per
  * address, its first arrival); `considered` = one claim per provider among
  * them (the winner for the winner's provider, else its first), in DID order.
  */

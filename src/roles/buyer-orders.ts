@@ -18,7 +18,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type Selection } from '../records/kinds.js';
-import { decideClaims, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
+import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
 import { timeoutSignal } from '../util/timers.js';
@@ -85,7 +85,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   if (designated === d.did) throw new C0Error('ORDER_DESIGNATED_SELF', 'an order cannot be designated to the buyer itself', { field: 'order.designated' });
   const inbox = ports.inbox(job.address);
   const claims: ClaimOutcomeSummary[] = [];
-  /** Every claim that opened before the winner, in arrival order (each was refused): what the selection lists. */
+  /** Every claim that opened before the winner, in arrival order (each was refused), but for those refused CLAIM_ADVERT_UNKNOWN: what the selection lists. */
   const considered: ClaimDecision['considered'] = [];
   const arrivedAt = new Map<number, number>();
   const adverts = new Map<string, Opened<Advert>>();
@@ -139,7 +139,8 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim, ...(c ? { opened: c } : {}) };
     const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
     const ans: ClaimAnswer = decision.answers[0]!;
-    if (c && ans.claim) {
+    // A claim refused for citing an advert this node did not hold is answered but not listed (listedInSelection).
+    if (c && listedInSelection(ans)) {
       if (!winner && (ans.verdict === 'won' || considered.length < MAX_LISTED_REFUSALS)) {
         opened.set(c.address, c); // only the claims the selection lists are read back
         considered.push({ seq: a.seq, provider: c.signer, claim: c.address });
@@ -151,7 +152,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const now = clock();
     if (ans.verdict === 'won' && !winner) {
       const claim = decision.winner!.claim;
-      // The selection lists every claim that opened up to this one, in arrival order: the earlier ones were each
+      // The selection lists every claim that opened up to this one (but for CLAIM_ADVERT_UNKNOWN), in arrival order: the earlier ones were each
       // refused as they came (judged one at a time), so they are not judged again.
       const selection = signFirstClaimSelection(job, { job: job.address, winner: decision.winner!, answers: [], considered }, (seq) => arrivedAt.get(seq) ?? a.receivedAt, now, d.signer);
       winner = { claim, selection };
