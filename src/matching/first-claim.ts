@@ -17,8 +17,9 @@ import { auditFirstClaim, type ClaimAnswer, type ClaimDecision, type ReceivedCla
  * The selection naming a decision's winning claim: `arrivals` = every claim
  * that opened up to and including the winner in arrival order, but for those
  * refused CLAIM_ADVERT_UNKNOWN (the decision's `considered`; one entry per
- * address, its first arrival); `considered` = one claim per provider among
- * them (the winner for the winner's provider, else its first), in DID order.
+ * address, its first arrival, the winner's at the arrival that won);
+ * `considered` = one claim per provider among them (the winner for the
+ * winner's provider, else its first), in DID order.
  */
 export function signFirstClaimSelection(job: Opened<Job>, d: ClaimDecision, receivedAt: (seq: number) => number, decidedAt: number, signer: Signer): Opened<Selection> {
   if (!d.winner) throw new C0Error('ORDER_NO_WINNER', 'no valid claim to select');
@@ -26,6 +27,11 @@ export function signFirstClaimSelection(job: Opened<Job>, d: ClaimDecision, rece
   const arrivals: NonNullable<Selection['arrivals']> = [];
   const seen = new Set<string>();
   for (const c of d.considered) {
+    // The winning claim at the arrival that won, not at an earlier one where the same claim was refused (the buyer
+    // judges each arrival alone, so a claim sent again may pass a time-bound check it failed before): listed at
+    // that earlier arrival, an audit would judge it there and find the winner invalid, and the list would not end
+    // with the winner (the record's rule), so the selection would not seal.
+    if (c.claim === win.address && c.seq !== d.winner.seq) continue;
     if (seen.has(c.claim)) continue;
     seen.add(c.claim);
     arrivals.push({ seq: c.seq, receivedAt: receivedAt(c.seq), provider: c.provider, claim: c.claim });

@@ -86,3 +86,38 @@ describe('a claim refused CLAIM_ADVERT_UNKNOWN cannot frame the buyer', () => {
     assert.deepEqual(d.considered.map((c) => [c.seq, c.claim]), [[2, over.address], [3, win.address]]);
   });
 });
+
+describe('a winning claim the buyer refused at an earlier arrival is listed where it won', () => {
+  // The buyer judges each arrival alone, so the same claim sent again can pass a time-bound check it failed the
+  // first time: here CLAIM_FROM_FUTURE (signed 60 s ahead of its first arrival, within the skew window of its second).
+  const j = job(BUYER, { order: {}, announcedAt: NOW - 1_000 });
+  const ad2 = advert(P(2), { prices });
+  const early = claimOf(2, j, ad2, NOW + 60_000);
+
+  it('alone: the selection lists its winning arrival, and the audit reproduces the winner', async () => {
+    const { result, stored } = await run(j, [
+      { seq: 1, receivedAt: NOW, claim: early.bytes, advert: ad2.bytes },
+      { seq: 2, receivedAt: NOW + 40_000, claim: early.bytes, advert: ad2.bytes },
+    ]);
+    assert.deepEqual(result.claims!.map((c) => [c.seq, c.verdict, c.code]), [[1, 'refused', 'CLAIM_FROM_FUTURE'], [2, 'won', undefined]]);
+    const sel = result.selection!;
+    const a = auditFirstClaimSelection(sel, (x) => stored.get(x));
+    assert.deepEqual(a.differences.map((x) => x.code), []); // was FIRST_CLAIM_WINNER_INVALID (judged at its first arrival)
+    assert.equal(a.recomputedWinner, early.address);
+    assert.deepEqual(sel.record.arrivals!.map((x) => [x.seq, x.receivedAt, x.claim]), [[2, NOW + 40_000, early.address]]);
+  });
+
+  it('with another refused claim between: the run still signs its selection', async () => {
+    const ad3 = advert(P(3), { prices });
+    const over = seal(T.claim, { job: j.address, advert: ad3.address, price: { amount: '1.5', currency: 'USD' }, issuedAt: NOW }, P(3).signer);
+    const { result, stored } = await run(j, [
+      { seq: 1, receivedAt: NOW, claim: early.bytes, advert: ad2.bytes },
+      { seq: 2, receivedAt: NOW + 1, claim: over.bytes, advert: ad3.bytes },
+      { seq: 3, receivedAt: NOW + 40_000, claim: early.bytes, advert: ad2.bytes },
+    ]); // threw SELECTION_ARRIVALS_INVALID ("the last arrival is the winner") before
+    const sel = result.selection!;
+    assert.equal(sel.record.winner, early.address);
+    assert.deepEqual(sel.record.arrivals!.map((x) => [x.seq, x.claim]), [[2, over.address], [3, early.address]]);
+    assert.deepEqual(auditFirstClaimSelection(sel, (x) => stored.get(x)).differences, []);
+  });
+});
