@@ -19,6 +19,13 @@
  * refusal is returned. State is written in one synced batch before the receipt
  * is returned. A witness whose key is the steward's is refused.
  *
+ * One state per store: every Witness over one database (one per overlay the
+ * node witnesses on) reads and writes the same `witness-heads`, and their
+ * requests run one at a time over that database (not per instance), so two
+ * overlays' catch-ups for one steward cannot both cosign from the same held
+ * head: the second sees what the first cosigned and a fork of it is refused
+ * and kept as evidence.
+ *
  * LevelDB layout (sublevels of the node's database):
  *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope)}
  *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?}
@@ -51,6 +58,9 @@ export const MAX_COSIGN_ENTRIES = 100_000;
 /** Evidence pairs kept per steward: one proves the equivocation; the bound stops a key that equivocates on purpose. */
 export const MAX_EVIDENCE_PER_STEWARD = 16;
 
+/** Per database (openDb shares one handle per path in a process): the tail of the requests run over its witness state. */
+const tails = new WeakMap<Db, Promise<unknown>>();
+
 interface HeldState {
   length: number;
   head: string;
@@ -65,7 +75,6 @@ export class Witness {
   readonly #evidence: Sub;
   readonly #now: Clock;
   readonly #log: Logger | undefined;
-  #tail: Promise<unknown> = Promise.resolve();
 
   constructor(db: Db, signer: Signer, opts: { now?: Clock; logger?: Logger } = {}) {
     this.#db = db;
@@ -104,12 +113,17 @@ export class Witness {
   /**
    * Cosign the head reached by `entries`: a contiguous run of the steward's
    * entries that extends (or, starting earlier, passes through) the held head.
-   * Serialised: one request at a time.
+   * Serialised: one request at a time over the database, whichever Witness
+   * instance (overlay) it comes through.
    */
   cosign(steward: string, entries: readonly Uint8Array[]): Promise<Opened<WitnessReceipt>> {
-    const run = () => this.#cosign(steward, entries);
-    const p = this.#tail.then(run, run);
-    this.#tail = p.catch(() => undefined);
+    return this.#serial(() => this.#cosign(steward, entries));
+  }
+
+  /** Run `fn` after every request already queued on this database's witness state. */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = (tails.get(this.#db) ?? Promise.resolve()).then(fn, fn);
+    tails.set(this.#db, p.catch(() => undefined));
     return p;
   }
 
@@ -183,7 +197,11 @@ export class Witness {
    * is kept as evidence and returned (nothing is cosigned). Otherwise
    * undefined. An entry that does not verify as the steward's is ignored.
    */
-  async observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+  observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+    return this.#serial(() => this.#observeHead(steward, bytes));
+  }
+
+  async #observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
     let o;
     try {
       o = open(bytes, POOL_TYPE);
@@ -195,8 +213,8 @@ export class Witness {
     const held = await this.#held(steward);
     if (held.length === 0 || !held.entry) return undefined;
     const rec = o.record as LedgerEntry;
-    if (rec.seq === held.length - 1 && compareBytes(bytes, held.entry) !== 0) return this.keep(steward, held.entry, bytes);
-    if (rec.seq === held.length && rec.prev !== held.head) return this.keep(steward, held.entry, bytes, 'successor');
+    if (rec.seq === held.length - 1 && compareBytes(bytes, held.entry) !== 0) return this.#store(steward, held.entry, bytes);
+    if (rec.seq === held.length && rec.prev !== held.head) return this.#store(steward, held.entry, bytes, 'successor');
     return undefined;
   }
 
@@ -204,7 +222,11 @@ export class Witness {
    * Verify and keep (synced) evidence that the steward signed two entries no single history holds. One pair proves
    * it; a steward that keeps equivocating gets at most MAX_EVIDENCE_PER_STEWARD kept (the rest is still returned).
    */
-  async keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
+  keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
+    return this.#serial(() => this.#store(steward, a, b, form));
+  }
+
+  async #store(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
     const v = verifyEvidence(a, b, form);
     if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
     const ev = { a, b, ...(form ? { form } : {}) };
@@ -226,7 +248,7 @@ export class Witness {
 
   /** Keep evidence (verified first), synced, then refuse with WITNESS_EQUIVOCATION carrying it. */
   async #keep(steward: string, ev: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }, held: { length: number; head: string }): Promise<never> {
-    const v = await this.keep(steward, ev.a, ev.b, ev.form);
+    const v = await this.#store(steward, ev.a, ev.b, ev.form);
     const what = ev.form === 'successor' ? `an entry at seq ${v.seq + 1} that does not follow its entry at seq ${v.seq}` : `two different entries at seq ${v.seq}`;
     throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed ${what}`, { detail: { held, seq: v.seq, evidence: ev, ...(ev.form ? { form: ev.form } : {}) } });
   }

@@ -161,6 +161,27 @@ describe('Witness', () => {
     });
   });
 
+  it('two Witness instances over one database (two overlays) share one state: of two forks sent at once, one is cosigned and the other kept as evidence', async () => {
+    await withWitness(async (w, dir) => {
+      const db = await openDb(dir); // the same handle (openDb shares one per path), as every overlay of a node gets
+      try {
+        const other = new Witness(db, Ed25519Signer.generate(), { now: fakeClock() });
+        await w.cosign(S, bytes.slice(0, 3));
+        const start = { length: 3, head: chain[2]!.address };
+        const x = sealEntries([admitted('x3'), admitted('x4')], steward, { start });
+        const y = sealEntries([admitted('y3'), admitted('y4')], steward, { start });
+        const [rx, ry] = await Promise.allSettled([w.cosign(S, [bytes[2]!, ...x.map((e) => e.bytes)]), other.cosign(S, [bytes[2]!, ...y.map((e) => e.bytes)])]);
+        assert.equal(rx.status, 'fulfilled');
+        assert.equal(ry.status, 'rejected');
+        assert.ok(codeIs('WITNESS_EQUIVOCATION')((ry as PromiseRejectedResult).reason));
+        assert.deepEqual(await other.held(S), { length: 5, head: x[1]!.address });
+        assert.equal((await w.evidence(S)).length, 1);
+      } finally {
+        await closeDb(db);
+      }
+    });
+  });
+
   it('state survives a restart (written before the receipt is returned)', async () => {
     const t = tempDir('c0-witness-');
     const signer = Ed25519Signer.generate();

@@ -12,7 +12,7 @@ import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src
 import { openDb, closeDb, type Db } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { pino } from 'pino';
-import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { MAX_EVIDENCE_PER_STEWARD, Witness, WITNESS_ERR } from '../../../src/ledger/witness.js';
 import { WitnessRole, type WitnessPorts } from '../../../src/roles/witness.js';
 import type { Logger } from '../../../src/util/log.js';
@@ -184,6 +184,75 @@ describe('witness evidence bound', () => {
         assert.equal(ev.seq, 0);
       }
       assert.equal((await w.evidence(did)).length, MAX_EVIDENCE_PER_STEWARD);
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+});
+
+describe('witness on two overlays of one node', () => {
+  it('two roles over one database cosign one of two forks announced at once on each overlay; the other is refused and kept as evidence', async () => {
+    const t = tempDir('c0-witness-two-');
+    const db = await openDb(t.dir);
+    try {
+      const s = stewardChain(3);
+      // the steward serves one fork on each overlay: both extend the cosigned length 3, each with other entries
+      const start = { length: 3, head: s.chain[2]!.address };
+      const forkX = [...s.chain, ...sealEntries([admitted('x3'), admitted('x4')], s.signer, { start })];
+      const forkY = [...s.chain, ...sealEntries([admitted('y3'), admitted('y4')], s.signer, { start })];
+      const me = Ed25519Signer.generate();
+      const identity = { signer: me, did: didFromPublicKey(me.publicKey) } as never;
+      const receipts: Uint8Array[] = [];
+      const evidence: Uint8Array[] = [];
+      let release: () => void = () => undefined;
+      let gate = Promise.resolve();
+      let fetching = 0;
+      const overlay = (name: string, chain: Chain): { ports: WitnessPorts; onHead: (e: Opened<LedgerEntry>) => void } => {
+        const o = { onHead: (_e: Opened<LedgerEntry>) => undefined as void, ports: undefined as unknown as WitnessPorts };
+        o.ports = {
+          name,
+          clock: fakeClock(1_000),
+          log: pino({ level: 'silent' }) as unknown as Logger,
+          net: {
+            subscribe: ((_kind: string, h: (rec: unknown) => void) => void (o.onHead = h as typeof o.onHead)) as never,
+            publish: (async (kind: string, bytes: Uint8Array) => void (kind === 'pool-witness' ? receipts : evidence).push(bytes)) as never,
+            request: (async (_steward: string, _p: string, frames: Array<{ from: number; to: number }>) => {
+              const { from, to } = frames[0]!;
+              fetching++;
+              await gate;
+              return chain.slice(from, to).map((e) => e.bytes);
+            }) as never,
+          },
+        };
+        return o;
+      };
+      const acme = overlay('acme', forkX);
+      const pub = overlay('public', forkY);
+      const onAcme = await WitnessRole.start(acme.ports, db, identity, {});
+      const onPublic = await WitnessRole.start(pub.ports, db, identity, {});
+      // length 3 cosigned (on acme) first
+      acme.onHead(head(s.chain[2]!));
+      await onAcme.settled();
+      assert.equal(receipts.length, 1);
+      // both catch-ups fetch, held at the gate, then go on together
+      gate = new Promise<void>((r) => (release = r));
+      fetching = 0;
+      acme.onHead(head(forkX[4]!));
+      pub.onHead(head(forkY[4]!));
+      while (fetching < 2) await flush();
+      release();
+      await Promise.all([onAcme.settled(), onPublic.settled()]);
+      assert.equal(receipts.length, 2, 'one more receipt, not one per fork');
+      const second = open(receipts[1]!, WITNESS_TYPE).record as WitnessReceipt;
+      const cosigned = [forkX, forkY].find((f) => f[4]!.address === second.head)!;
+      assert.ok(cosigned, 'the receipt covers one of the forks');
+      assert.deepEqual(await onPublic.witness.held(s.did), { length: 5, head: cosigned[4]!.address });
+      assert.equal((await onAcme.witness.evidence(s.did)).length, 1, 'the fork is kept, seen from either overlay');
+      assert.equal((await onPublic.witness.evidence(s.did)).length, 1);
+      assert.equal(evidence.length, 1, 'and published');
+      await onAcme.stop();
+      await onPublic.stop();
     } finally {
       await closeDb(db);
       t.cleanup();
