@@ -14,10 +14,20 @@
  * at seq n (the first after its head, whether the run starts there or passes
  * through h) whose prev is not h — the steward signed h at seq n−1 and also a
  * history in which seq n−1 is another entry (form `successor`,
- * verifySuccessorFork). Likewise any two consecutive entries in a request that
- * do not link. Both are refused with WITNESS_EQUIVOCATION and kept before the
- * refusal is returned. State is written in one synced batch before the receipt
- * is returned. A witness whose key is the steward's is refused.
+ * verifySuccessorFork). Likewise two consecutive entries in a request at seq k
+ * and k + 1 where the second does not link to the first (form `successor`);
+ * any other break in a request's chain (two entries at one seq, a gap) is only
+ * refused (WITNESS_BROKEN_LINK). Evidence is refused with WITNESS_EQUIVOCATION
+ * and kept before the refusal is returned.
+ *
+ * Evidence is kept only about a steward this witness holds a head for
+ * (cosigned at least once) or was named to witness (`stewards`): anyone can
+ * make a key and sign two entries that do not link, so evidence about any
+ * other key is refused (WITNESS_BROKEN_LINK in a request; `keep` returns
+ * undefined) and nothing is written. What is kept is thus bounded by the
+ * stewards held and named, MAX_EVIDENCE_PER_STEWARD each, and never evicted.
+ * State is written in one synced batch before the receipt is returned. A
+ * witness whose key is the steward's is refused.
  *
  * One state per store: every Witness over one database (one per overlay the
  * node witnesses on) reads and writes the same `witness-heads`, and their
@@ -75,8 +85,10 @@ export class Witness {
   readonly #evidence: Sub;
   readonly #now: Clock;
   readonly #log: Logger | undefined;
+  readonly #named: ReadonlySet<string>;
 
-  constructor(db: Db, signer: Signer, opts: { now?: Clock; logger?: Logger } = {}) {
+  /** `stewards`: those this witness is named to witness: evidence about them is kept before any head is held. */
+  constructor(db: Db, signer: Signer, opts: { now?: Clock; logger?: Logger; stewards?: readonly string[] } = {}) {
     this.#db = db;
     this.#signer = signer;
     this.did = didFromPublicKey(signer.publicKey);
@@ -84,6 +96,7 @@ export class Witness {
     this.#evidence = sub(db, 'witness-evidence');
     this.#now = opts.now ?? systemClock;
     this.#log = opts.logger;
+    this.#named = new Set(opts.stewards ?? []);
   }
 
   /** The head this witness last cosigned for `steward` (length 0 and GENESIS when none). */
@@ -146,8 +159,9 @@ export class Witness {
       if (o.signer !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: sealed by ${o.signer}, not by ${steward}`, { field: `entries[${i}]`, detail: { reason: 'LEDGER_WRONG_STEWARD', held: heldOut } });
       const rec = o.record as LedgerEntry;
       const prevRec = recs[i - 1];
-      if (prevRec && rec.seq === prevRec.rec.seq + 1 && rec.prev !== prevRec.address) {
+      if (prevRec && rec.seq === prevRec.rec.seq + 1 && rec.prev !== prevRec.address && (held.length > 0 || this.#named.has(steward))) {
         // two steward-signed entries that no single history holds: a fork right after entries[i-1]
+        // (about a key neither held nor named, only refused below: anyone can make one)
         await this.#keep(steward, { a: prevRec.bytes, b: entries[i]!, form: 'successor' }, heldOut);
       }
       if (prevRec && (rec.seq !== prevRec.rec.seq + 1 || rec.prev !== prevRec.address)) {
@@ -221,14 +235,25 @@ export class Witness {
   /**
    * Verify and keep (synced) evidence that the steward signed two entries no single history holds. One pair proves
    * it; a steward that keeps equivocating gets at most MAX_EVIDENCE_PER_STEWARD kept (the rest is still returned).
+   * Undefined, nothing written, for a steward this witness neither holds a head for nor is named to witness.
    */
-  keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
-    return this.#serial(() => this.#store(steward, a, b, form));
+  keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation | undefined> {
+    return this.#serial(async () => {
+      if (this.#named.has(steward) || (await this.#heads.get(steward)) !== undefined) return this.#store(steward, a, b, form);
+      const v = this.#verify(steward, a, b, form);
+      this.#log?.debug({ steward, seq: v.seq }, 'witness: evidence about a steward neither held nor named is not kept');
+      return undefined;
+    });
+  }
+
+  #verify(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): ReturnType<typeof verifyEvidence> {
+    const v = verifyEvidence(a, b, form);
+    if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
+    return v;
   }
 
   async #store(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
-    const v = verifyEvidence(a, b, form);
-    if (v.steward !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `the evidence is signed by ${v.steward}, not by ${steward}`, { field: 'steward' });
+    const v = this.#verify(steward, a, b, form);
     const ev = { a, b, ...(form ? { form } : {}) };
     let kept = 0;
     for await (const _ of this.#evidence.keys({ gte: `${steward}/`, lt: `${steward}0`, limit: MAX_EVIDENCE_PER_STEWARD })) kept++;

@@ -6,7 +6,8 @@
  * cosign, and publish the `pool-witness/1` receipt. When the steward signed two
  * entries no single history holds (two at one seq, or a fork beginning right
  * after the held head: src/ledger/witness.ts), the witness keeps them and
- * publishes the `pool-evidence/1` record instead.
+ * publishes the `pool-evidence/1` record instead: about a steward it holds a
+ * head for or is listed, only (any key can sign two such entries).
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
@@ -67,7 +68,7 @@ export class WitnessRole {
     private identity: WitnessIdentity,
     private cfg: WitnessConfig,
   ) {
-    this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }) });
+    this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }), ...(cfg.stewards ? { stewards: cfg.stewards } : {}) });
   }
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
@@ -188,8 +189,11 @@ export class WitnessRole {
       }
     });
     if (served && compareBytes(served, entry.bytes) !== 0) {
-      // It announced one entry at this seq and serves another: both are its signatures.
-      return this.#publish(steward, await this.witness.keep(steward, entry.bytes, served));
+      // It announced one entry at this seq and serves another: both are its signatures. Kept and published only
+      // about a steward held or listed (any key can do this); nothing is cosigned either way.
+      const ev = await this.witness.keep(steward, entry.bytes, served);
+      if (ev) await this.#publish(steward, ev);
+      return;
     }
     try {
       const receipt = await this.witness.cosign(steward, entries);

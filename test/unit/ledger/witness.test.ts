@@ -182,6 +182,32 @@ describe('Witness', () => {
     });
   });
 
+  it('evidence is kept only about a steward held or named: a fork inside the run of a key never cosigned is only refused, nothing written', async () => {
+    const t = tempDir('c0-witness-');
+    const db = await openDb(t.dir);
+    try {
+      const fork = sealEntries([admitted('x')], steward, { start: { length: 1, head: `sha256:${'11'.repeat(32)}` } })[0]!;
+      const run = [bytes[0]!, fork.bytes]; // seq 0 and a seq 1 that does not link to it
+      const unnamed = new Witness(db, Ed25519Signer.generate(), { now: fakeClock() });
+      await assert.rejects(unnamed.cosign(S, run), codeIs('WITNESS_BROKEN_LINK'));
+      assert.equal(await unnamed.keep(S, bytes[1]!, sealEntries([admitted('r1'), admitted('other')], steward)[1]!.bytes), undefined);
+      assert.equal((await unnamed.evidence(S)).length, 0);
+      // named (witness.stewards): kept before any head is held
+      const named = new Witness(db, Ed25519Signer.generate(), { now: fakeClock(), stewards: [S] });
+      await assert.rejects(named.cosign(S, run), codeIs('WITNESS_EQUIVOCATION'));
+      assert.equal((await unnamed.evidence(S)).length, 1);
+      // once a head is held, the unnamed witness keeps it too
+      const again = new Witness(db, Ed25519Signer.generate(), { now: fakeClock() });
+      await again.cosign(S, bytes.slice(0, 1));
+      const other = sealEntries([admitted('r1-other')], steward)[0]!;
+      assert.equal((await again.keep(S, bytes[0]!, other.bytes))?.seq, 0);
+      assert.equal((await again.evidence(S)).length, 2);
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+
   it('state survives a restart (written before the receipt is returned)', async () => {
     const t = tempDir('c0-witness-');
     const signer = Ed25519Signer.generate();

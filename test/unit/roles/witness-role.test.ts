@@ -9,7 +9,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
-import { openDb, closeDb, type Db } from '../../../src/store/db.js';
+import { openDb, closeDb, sub, type Db } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { pino } from 'pino';
 import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
@@ -29,6 +29,9 @@ interface Rig {
   onHead: (e: Opened<LedgerEntry>) => void;
   calls: Array<{ steward: string; from: number; to: number }>;
   warnings: string[];
+  /** The topics published on, in order. */
+  published: string[];
+  db: Db;
   open: () => void;
   /** The role started again on the same database (a restarted node). */
   restart: () => Promise<WitnessRole>;
@@ -39,6 +42,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
   const db: Db = await openDb(t.dir);
   const calls: Array<{ steward: string; from: number; to: number }> = [];
   const warnings: string[] = [];
+  const published: string[] = [];
   let release: () => void = () => undefined;
   const gate = gated ? new Promise<void>((r) => (release = r)) : Promise.resolve();
   let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
@@ -49,7 +53,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
     log,
     net: {
       subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
-      publish: (async () => 1) as never,
+      publish: (async (kind: string) => (published.push(kind), 1)) as never,
       request: (async (steward: string, _p: string, frames: Array<{ from: number; to: number }>) => {
         const { from, to } = frames[0]!;
         calls.push({ steward, from, to });
@@ -66,7 +70,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
       await role.stop();
       return (role = await start());
     };
-    await fn({ role, onHead: (e) => onHead(e), calls, warnings, open: () => release(), restart });
+    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, db, open: () => release(), restart });
     await role.stop();
   } finally {
     await closeDb(db);
@@ -176,18 +180,76 @@ describe('witness evidence bound', () => {
     try {
       const signer = Ed25519Signer.generate();
       const did = didFromPublicKey(signer.publicKey);
-      const w = new Witness(db, Ed25519Signer.generate(), { now: fakeClock() });
+      const w = new Witness(db, Ed25519Signer.generate(), { now: fakeClock(), stewards: [did] });
       const first = sealEntries([admitted('a')], signer)[0]!;
       for (let i = 0; i < MAX_EVIDENCE_PER_STEWARD + 5; i++) {
         const other = sealEntries([admitted(`b${i}`)], signer)[0]!;
         const ev = await w.keep(did, first.bytes, other.bytes);
-        assert.equal(ev.seq, 0);
+        assert.equal(ev?.seq, 0);
       }
       assert.equal((await w.evidence(did)).length, MAX_EVIDENCE_PER_STEWARD);
     } finally {
       await closeDb(db);
       t.cleanup();
     }
+  });
+});
+
+describe('witness evidence about keys it never took on', () => {
+  /** A throwaway "steward": two entries that do not link (seq 0, and seq 1 naming another prev), and a third at seq 1. */
+  function throwaway(): { did: string; e0: Chain[number]; e1: Chain[number]; e1other: Chain[number] } {
+    const signer = Ed25519Signer.generate();
+    const e0 = sealEntries([admitted('x')], signer)[0]!;
+    const elsewhere = { length: 1, head: `sha256:${'11'.repeat(32)}` };
+    const [e1, e1other] = [sealEntries([admitted('y')], signer, { start: elsewhere })[0]!, sealEntries([admitted('z')], signer, { start: elsewhere })[0]!];
+    return { did: didFromPublicKey(signer.publicKey), e0, e1, e1other };
+  }
+  const kept = async (db: Db) => {
+    let n = 0;
+    for await (const _ of sub(db, 'witness-evidence').keys()) n++;
+    return n;
+  };
+
+  it('keys neither held nor listed leave no evidence on disk and none published, however many; a held steward\'s is kept', async () => {
+    const keys = Array.from({ length: 30 }, throwaway);
+    const honest = stewardChain(2);
+    const chains = new Map<string, Chain>(keys.map((k, i) => [k.did, i % 2 ? [k.e0, k.e1] : [k.e0, k.e1other]]));
+    chains.set(honest.did, honest.chain.slice(0, 1));
+    await rig(chains, async ({ role, onHead, calls, published, db }) => {
+      onHead(head(honest.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(honest.did)).length, 1);
+      // half announce the entry at seq 1 they serve (a fork inside the run), half announce another one than they serve
+      for (const k of keys) {
+        onHead(head(k.e1));
+        await role.settled();
+      }
+      assert.equal(calls.filter((c) => c.steward !== honest.did).length, keys.length, 'each was fetched');
+      assert.equal(await kept(db), 0, 'no evidence kept about keys never cosigned nor listed');
+      assert.deepEqual(published, ['pool-witness'], 'nothing published about them');
+      assert.deepEqual(await role.witness.stewards(), [honest.did]);
+      // the steward it cosigned forks its head: kept and published as before
+      const fork = sealEntries([admitted('f')], honest.signer, { start: { length: 1, head: `sha256:${'22'.repeat(32)}` } })[0]!;
+      chains.set(honest.did, [honest.chain[0]!, fork]);
+      onHead(head(fork));
+      await role.settled();
+      assert.equal((await role.witness.evidence(honest.did)).length, 1);
+      assert.equal(await kept(db), 1);
+      assert.deepEqual(published, ['pool-witness', 'pool-evidence']);
+    }, { maxStewards: 2 });
+  });
+
+  it('a listed steward\'s evidence is kept and published before any head of it is cosigned', async () => {
+    const k = throwaway();
+    const l = throwaway();
+    await rig(new Map([[k.did, [k.e0, k.e1]], [l.did, [l.e0, l.e1other]]]), async ({ role, onHead, published }) => {
+      onHead(head(k.e1)); // the fork is inside the served run
+      onHead(head(l.e1)); // it announced one entry at seq 1 and serves another
+      await role.settled();
+      assert.equal((await role.witness.evidence(k.did)).length, 1);
+      assert.equal((await role.witness.evidence(l.did)).length, 1);
+      assert.deepEqual(published, ['pool-evidence', 'pool-evidence']);
+    }, { stewards: [k.did, l.did] });
   });
 });
 
