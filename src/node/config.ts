@@ -5,6 +5,7 @@
  */
 import { DEFAULT_MAX_EVIDENCE } from '../reputation/bounds.js';
 import { readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -87,6 +88,12 @@ function isPeerAddr(s: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The control API's address: `host:port` or `[IPv6]:port`, the port 0–65535 (0: any free port). */
+function isListenAddr(s: string): boolean {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):([0-9]{1,5})$/.exec(s);
+  return m !== null && Number(m[3]) <= 65535 && (m[1] === undefined || isIPv6(m[1]));
 }
 
 const maddr = z.string().refine(isMultiaddr, 'a multiaddr, e.g. /ip4/0.0.0.0/tcp/4001');
@@ -184,7 +191,7 @@ export const configSchema = z
     api: z
       .object({
         /** host:port of the control API (and /metrics). Port 0 picks a free port. */
-        listen: z.string().regex(/^[^:]+:[0-9]{1,5}$/, 'host:port').default('127.0.0.1:7070'),
+        listen: z.string().refine(isListenAddr, 'host:port or [IPv6]:port, the port 0–65535').default('127.0.0.1:7070'),
         /** Further names clients may put in `Host` (with the bound port), e.g. the machine's DNS name; see docs/node.md. */
         hosts: z.array(z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, 'host name or host:port')).optional(),
       })
@@ -495,6 +502,29 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
   const fileLayer = opts.file ? readConfigFile(opts.file) : {};
   // mergeLayers skips a non-mapping layer, so a file that is a list or a scalar would silently mean "all defaults".
   if (!isObj(fileLayer)) throw new C0Error('CONFIG_INVALID', `${opts.file}: the top level must be a mapping of settings`, { field: '' });
-  const merged = mergeLayers(fileLayer, envOverrides(opts.env ?? {}), opts.flags ?? {});
-  return parseConfig(merged, opts.file ?? 'config');
+  const env = envOverrides(opts.env ?? {});
+  const flags = opts.flags ?? {};
+  const merged = mergeLayers(fileLayer, env, flags);
+  try {
+    return parseConfig(merged, opts.file ?? 'config');
+  } catch (e) {
+    // a bad value named where it came from: the command line or the environment override the file
+    if (!(e instanceof C0Error) || e.code !== 'CONFIG_INVALID' || !e.field) throw e;
+    const path = e.field.split('.');
+    const from = hasPath(flags, path) ? 'the command line' : hasPath(env, path) ? 'the environment (C0MPUTE_*)' : undefined;
+    if (from === undefined) throw e;
+    const message = opts.file && e.message.startsWith(`${opts.file}: `) ? `${from}: ${e.message.slice(opts.file.length + 2)}` : e.message;
+    throw new C0Error('CONFIG_INVALID', message, { field: e.field, ...(e.detail === undefined ? {} : { detail: e.detail }) });
+  }
+}
+
+/** Whether a layer sets the value at `path`, or a list or value on the way to it (an array replaces whole). */
+function hasPath(layer: unknown, path: string[]): boolean {
+  let v = layer;
+  for (const k of path) {
+    if (!isObj(v)) return true;
+    if (!Object.hasOwn(v, k)) return false;
+    v = v[k];
+  }
+  return true;
 }

@@ -114,6 +114,8 @@ describe('config', () => {
       [{ provider: { tier: 'gold' } }, 'provider.tier'],
       [{ provider: { hardware: { cpuCores: 1.5 } } }, 'provider.hardware.cpuCores'],
       [{ api: { listen: 'localhost' } }, 'api.listen'],
+      [{ api: { listen: '127.0.0.1:99999' } }, 'api.listen'],
+      [{ api: { listen: '[nope]:7070' } }, 'api.listen'],
       // refused at start, not at listen or dial (libp2p's parse errors were exit 70)
       [{ network: { listen: ['garbage'] } }, 'network.listen.0'],
       [{ network: { announce: ['/ip4/1.2.3.4/tcp/1', 'garbage'] } }, 'network.announce.1'],
@@ -132,6 +134,21 @@ describe('config', () => {
       assert.equal(e.code, 'CONFIG_INVALID', field);
       assert.equal(e.field, field);
     }
+  });
+
+  test('a bad value from a flag or the environment is named as theirs, not the file’s', () => {
+    const f = file('api:\n  listen: 127.0.0.1:7070\n');
+    const byFlag = err(() => loadConfig({ file: f, flags: { api: { listen: '127.0.0.1:99999' } } }));
+    assert.equal(byFlag.field, 'api.listen');
+    assert.match(byFlag.message, /^the command line: api\.listen/);
+    const byEnv = err(() => loadConfig({ file: f, env: { C0MPUTE_LISTEN: 'garbage' } }));
+    assert.match(byEnv.message, /^the environment \(C0MPUTE_\*\): network\.listen\.0/);
+    const inFile = err(() => loadConfig({ file: file('api:\n  listen: 127.0.0.1:99999\n') }));
+    assert.match(inFile.message, /config-\d+\.yaml: api\.listen/);
+  });
+
+  test('api.listen takes host:port and [IPv6]:port', () => {
+    for (const listen of ['127.0.0.1:0', 'localhost:7070', '[::1]:7070', '[::]:0', '0.0.0.0:65535']) assert.equal(parseConfig({ api: { listen } }).api.listen, listen);
   });
 
   test('a workload name that is not a namespace is refused', () => {
