@@ -139,6 +139,13 @@ export class Claimer {
 
   #release(now: number): void {
     for (const [job, until] of this.#pending) if (until <= now || this.d.runs(job)) this.#pending.delete(job);
+    // A claim waiting to be sent again goes once its order is no longer open here (decided, dropped) or past its
+    // deadline: #claim, the only other place that takes it out, runs only for open orders, so the entry would stay and
+    // keep the claimer off its idle pace.
+    for (const [job] of this.#retry) {
+      const j = this.d.orders.job(job);
+      if (!j || j.record.deadline <= now) this.#retry.delete(job);
+    }
   }
 
   /** The orders this provider would claim now, oldest first (leases computed from the node's view). */
