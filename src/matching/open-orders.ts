@@ -1,7 +1,7 @@
 /**
  * The open orders a node has heard (docs/matching.md "Open orders, claims and
  * leases"): jobs carrying `order`, from gossip, until they are decided (the
- * buyer's selection is seen) or past their deadline. Every node keeps one, so
+ * buyer's selection is seen, also before its job: `selected`) or past their deadline. Every node keeps one, so
  * every node computes the same leases from the same presence and orders
  * (computeLeases, src/matching/leases.ts) and the probe and batch planner
  * count leases held and designated orders. Memory only and bounded: past
@@ -29,11 +29,24 @@ export interface OpenOrdersOptions {
 /** Eligibility answers kept at most, over every open order (OpenOrders #remember). */
 const MEMO_MAX = 1_000_000;
 
+/**
+ * How long a buyer's selection heard before its job is remembered (OpenOrders.selected), ms: the network's record
+ * cache serves a selection for an hour after it took it (RECORD_CACHE_DEFAULTS.ttlMs), so a sync can bring one that
+ * old, and its job may come from another peer in a later round.
+ */
+export const DECIDED_EARLY_MS = 3_600_000;
+
 export class OpenOrders {
   readonly opts: OpenOrdersOptions;
   readonly #jobs = new Map<string, { job: Opened<Job>; order: OpenOrder }>();
   /** Orders decided (a selection seen): not re-added when the job is heard again. */
   readonly #decided = new Set<string>();
+  /**
+   * Selections heard before their job (`job signer` → until when): the job is not known yet, so whether the signer is
+   * its buyer cannot be checked; `add` does it when the job comes. At most `maxOrders` entries, oldest dropped first,
+   * each for DECIDED_EARLY_MS.
+   */
+  readonly #decidedEarly = new Map<string, number>();
   #cache: { now: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
   /**
    * eligible() by order, then by provider (advert and workloads, #providerKey): the answer depends on nothing else once
@@ -65,6 +78,13 @@ export class OpenOrders {
   add(job: Opened<Job>, now: number): boolean {
     const o = job.record.order;
     if (!o || job.record.deadline <= now || this.#jobs.has(job.address) || this.#decided.has(job.address)) return false;
+    const early = this.#decidedEarly.get(`${job.address} ${job.signer}`);
+    if (early !== undefined && early > now) {
+      // its buyer's selection came first (gossip out of order, or a sync after a restart)
+      this.#decidedEarly.delete(`${job.address} ${job.signer}`);
+      this.decided(job.address);
+      return false;
+    }
     if (this.#jobs.size >= this.opts.maxOrders) this.#dropFirstDeadline();
     this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined } });
     this.#version++;
@@ -76,6 +96,31 @@ export class OpenOrders {
     this.#decided.add(job);
     if (this.#decided.size > 4 * this.opts.maxOrders) this.#decided.clear();
     this.#drop(job);
+  }
+
+  /**
+   * A first-claim selection for `job` signed by `signer` was heard. Only the order's buyer decides it: when the job is
+   * held, the order leaves the open set if `signer` is its buyer; when it is not held yet, the selection is remembered
+   * (DECIDED_EARLY_MS, bounded) and the job is not taken when it comes from that buyer. Returns whether an open
+   * order left the set.
+   */
+  selected(job: string, signer: string, now: number): boolean {
+    const held = this.#jobs.get(job);
+    if (held) {
+      if (held.job.signer !== signer) return false;
+      this.decided(job);
+      return true;
+    }
+    if (this.#decided.has(job)) return false;
+    for (const [k, until] of this.#decidedEarly) {
+      if (until > now) break;
+      this.#decidedEarly.delete(k);
+    }
+    const k = `${job} ${signer}`;
+    this.#decidedEarly.delete(k);
+    this.#decidedEarly.set(k, now + DECIDED_EARLY_MS);
+    if (this.#decidedEarly.size > this.opts.maxOrders) this.#decidedEarly.delete(this.#decidedEarly.keys().next().value!);
+    return false;
   }
 
   /** Answers kept for eligible(), over every open order (for tests and diagnostics). */

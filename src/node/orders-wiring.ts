@@ -59,12 +59,9 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
   });
   o.net.subscribe('selection', (rec) => {
     const sel = rec as Opened<Selection>;
-    const job = orders.job(sel.record.job);
-    // Only the buyer decides its order (a first-claim selection it signed).
-    if (job && sel.signer === job.signer && sel.record.policy === 'first-claim') {
-      orders.decided(job.address);
-      claimer?.changed();
-    }
+    // Only the buyer decides its order (a first-claim selection it signed); a selection heard before its job is
+    // remembered, and the job is not taken as open when it comes (OpenOrders.selected).
+    if (sel.record.policy === 'first-claim' && orders.selected(sel.record.job, sel.signer, o.clock())) claimer?.changed();
   });
   o.heldByProvider = () => {
     const now = o.clock();

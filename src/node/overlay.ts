@@ -18,6 +18,7 @@ import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
+import type { TopicKind } from '../net/topics.js';
 import { evidenceHook, openHeld, recordHooks, witnessHook } from './record-hooks.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
@@ -58,6 +59,16 @@ export interface OverlayDeps {
   log: Logger;
   /** Called at named failpoints (tests; set by the CLI from C0MPUTE_FAILPOINT). */
   failpoint?: (name: string) => void;
+}
+
+/**
+ * What the periodic anti-entropy sync asks a peer for (docs/network.md §5, docs/matching.md "Open orders after a
+ * restart"): adverts; for a provider also live jobs (it may still quote on or claim them) and selections, so an open
+ * order already decided is not taken as open again by a provider that restarted or joined after its selection was
+ * gossiped (each request carries the sync digest, so a round brings only the selections this node lacks).
+ */
+export function antiEntropyKinds(provider: boolean): TopicKind[] {
+  return provider ? ['advert', 'job', 'selection'] : ['advert'];
 }
 
 /** Extension point for roles that live beside provider and buyer (steward, witness). */
@@ -290,8 +301,9 @@ export class OverlayNode {
   }
 
   /**
-   * Re-sync live adverts (and, for a provider, live jobs it may still quote on)
-   * from a random peer at 2 s, 5 s, then every `everyMs` (0 = never).
+   * Re-sync live adverts (and, for a provider, live jobs it may still quote on
+   * or claim, and the selections that decided them: antiEntropyKinds) from a
+   * random peer at 2 s, 5 s, then every `everyMs` (0 = never).
    */
   #antiEntropy(everyMs: number): void {
     if (everyMs <= 0) return;
@@ -300,7 +312,7 @@ export class OverlayNode {
       const peers = this.net.peers();
       if (!peers.length) return;
       const p = peers[Math.floor(Math.random() * peers.length)]!;
-      void this.net.syncFrom(p.peerId, this.provider ? ['advert', 'job'] : ['advert']).then(
+      void this.net.syncFrom(p.peerId, antiEntropyKinds(!!this.provider)).then(
         (r) => r.accepted && this.log.debug({ peer: p.did, accepted: r.accepted }, 'anti-entropy sync found records gossip had missed'),
         () => {},
       );

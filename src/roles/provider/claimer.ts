@@ -17,7 +17,9 @@
  * Free slots count the claims in flight and the claims won whose work has not
  * started yet (`pending`), so a provider never claims more than it can run.
  * Each order is claimed at most once; an answer (won, refused) or an error
- * ends that claim. Refusals are kept (the buyer's signed word). The exception
+ * ends that claim. Refusals are kept (the buyer's signed word); a refusal, or
+ * `ORDER_UNKNOWN` (the buyer's node takes no claims on the job), takes the
+ * order out of the node's open set. The exception
  * is an error that says the buyer did not judge the claim — its node was
  * rate-limiting us (`NET_RATE_LIMITED`), its claim inbox was full, or the
  * stream failed before an answer — which a busy provider hits when many orders
@@ -37,7 +39,7 @@ import { cmpAmount } from '../../market/amount.js';
 import { checkEligibility } from '../../market/eligibility.js';
 import type { OpenOrders } from '../../matching/open-orders.js';
 import type { LiveProvider } from '../../matching/types.js';
-import type { ClaimOutcome } from '../claim-protocol.js';
+import { CLAIM_ERR, type ClaimOutcome } from '../claim-protocol.js';
 
 export type ClaimMode = 'leased' | 'any';
 
@@ -225,6 +227,9 @@ export class Claimer {
       .catch((e: unknown) => {
         this.#pending.delete(job.address);
         const code = e instanceof C0Error ? e.code : (e as Error).message;
+        // The buyer's node takes no claims on this job (its run ended, or it never was an order there): it is not open,
+        // whatever this node's view says (a selection missed), so it leaves the open set here as a refusal's order does.
+        if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address);
         if (attempts < MAX_CLAIM_ATTEMPTS && notJudged(e)) {
           const at = this.d.clock() + Math.min(1000 * 2 ** (attempts - 1), 8000);
           this.#retry.set(job.address, { claim, attempts, at });
