@@ -29,13 +29,22 @@
  * rotated ranking that still has a free slot. So no provider holds more than its
  * free slots, and each order has at most one holder (collision-free).
  *
+ * An order's age counts only in its first `frontPeriods` periods
+ * (MATCH_FRONT_PERIODS, 3): `announcedAt` is the buyer's word, so an order
+ * claiming to be old (or one nobody claimed through three holders) would
+ * otherwise come first for good and, if it can never be claimed, keep every
+ * provider's slots from the orders behind it. Orders past their front periods
+ * come after every order still in them, ranked among themselves by a weight
+ * of (order address, its period) that changes each period, so each gets a turn
+ * at the front whatever `announcedAt` it names.
+ *
  * A lease reserves nothing: it only tells a provider which orders to claim, so
  * that providers watching the same workload do not all race for the same jobs.
  * Any provider may still claim any order it may claim; the buyer's node takes
  * the first valid claim (src/matching/claims.ts).
  */
 import { createHash } from 'node:crypto';
-import { MATCH_LEASE_MS, type LiveProvider } from './types.js';
+import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
 
 /** An open order as the lease rule sees it (built from the buyer's signed job). */
 export interface OpenOrder {
@@ -70,6 +79,8 @@ export interface LeaseInput {
   now: number;
   /** Lease length (default MATCH_LEASE_MS). */
   leaseMs?: number;
+  /** Periods an order's age counts for (default MATCH_FRONT_PERIODS): after them it goes behind the orders still in theirs. */
+  frontPeriods?: number;
   /**
    * May this provider claim this order (eligibility gates against its advert,
    * price, box key …)? Applied to open bids and to designated orders alike.
@@ -79,9 +90,9 @@ export interface LeaseInput {
 }
 
 export interface LeaseView {
-  /** Every lease, oldest order first. */
+  /** Every lease, in lease order (leaseOrder: oldest first among orders in their front periods, then the others). */
   leases: Lease[];
-  /** Leases per provider DID (oldest first); providers holding none are absent. */
+  /** Leases per provider DID (in lease order); providers holding none are absent. */
   byProvider: Map<string, Lease[]>;
   /** The lease on each order address (absent: nobody may or can hold it now). */
   byOrder: Map<string, Lease>;
@@ -167,10 +178,35 @@ function normaliseOrders(orders: readonly OpenOrder[]): OpenOrder[] {
   return sorted.filter((o) => (seen.has(o.address) ? false : (seen.add(o.address), true)));
 }
 
+/** The weight ranking an order among those past their front periods in `period` (highest first). */
+export function lateWeight(orderHash: readonly [number, number], period: number): number {
+  return mixWeight(orderHash, [period >>> 0, Math.floor(period / 2 ** 32) ^ 0x5bd1e995]);
+}
+
+/**
+ * The order leases are handed out in at `now` (one entry per address): orders in their first `frontPeriods` periods
+ * oldest first (announcedAt, then address), then the rest by lateWeight (highest first, then address). Each with its
+ * period and address hash.
+ */
+export function leaseOrder(orders: readonly OpenOrder[], now: number, leaseMs: number = MATCH_LEASE_MS, frontPeriods: number = MATCH_FRONT_PERIODS): Array<{ order: OpenOrder; period: number; hash: [number, number] }> {
+  const front: Array<{ order: OpenOrder; period: number; hash: [number, number] }> = [];
+  const late: Array<{ order: OpenOrder; period: number; hash: [number, number]; w: number }> = [];
+  for (const o of normaliseOrders(orders)) {
+    const period = leasePeriod(o.announcedAt, now, leaseMs);
+    const hash = hash64(o.address);
+    if (period < frontPeriods) front.push({ order: o, period, hash });
+    else late.push({ order: o, period, hash, w: lateWeight(hash, period) });
+  }
+  late.sort((a, b) => b.w - a.w || byString(a.order.address, b.order.address));
+  return [...front, ...late.map(({ order, period, hash }) => ({ order, period, hash }))];
+}
+
 /** Every lease at `now`, from one view of live providers and open orders. */
 export function computeLeases(input: LeaseInput): LeaseView {
   const leaseMs = input.leaseMs ?? MATCH_LEASE_MS;
   if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be a positive integer, got ${leaseMs}`);
+  const frontPeriods = input.frontPeriods ?? MATCH_FRONT_PERIODS;
+  if (!Number.isSafeInteger(frontPeriods) || frontPeriods < 0) throw new RangeError(`frontPeriods must be a non-negative integer, got ${frontPeriods}`);
   const eligible = input.eligible ?? servesWorkload;
   const withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
   const np = withRoom.length;
@@ -183,9 +219,8 @@ export function computeLeases(input: LeaseInput): LeaseView {
   // per-order scratch, reused: the providers that may claim it and their weights
   const cand = new Int32Array(np);
   const ws = new Float64Array(np);
-  for (const o of normaliseOrders(input.orders)) {
+  for (const { order: o, period, hash: oh } of leaseOrder(input.orders, input.now, leaseMs, frontPeriods)) {
     if (roomLeft === 0) break; // every slot is leased: no later order can be
-    const oh = hash64(o.address);
     let n = 0;
     for (let j = 0; j < np; j++) {
       const p = withRoom[j]!;
@@ -195,7 +230,6 @@ export function computeLeases(input: LeaseInput): LeaseView {
       }
     }
     if (n === 0) continue;
-    const period = leasePeriod(o.announcedAt, input.now, leaseMs);
     const sorted = ws.slice(0, n).sort(); // ascending; rank r (0 = highest weight) sits at n-1-r
     let at: Map<number, number[]> | undefined; // weight → candidate slots, DID order within a weight (built on demand)
     for (let i = 0; i < n; i++) {

@@ -5,7 +5,8 @@
  * every node computes the same leases from the same presence and orders
  * (computeLeases, src/matching/leases.ts) and the probe and batch planner
  * count leases held and designated orders. Memory only and bounded: past
- * `maxOrders` the order whose deadline comes first is dropped.
+ * `maxOrders` an order of the signer holding the most is dropped, the one whose
+ * deadline is furthest (#evictee).
  *
  * Who may hold an order's lease: a live provider that would be a candidate
  * for it (src/matching/candidates.ts: live for the workload, the eligibility
@@ -85,9 +86,13 @@ export class OpenOrders {
       this.decided(job.address);
       return false;
     }
-    if (this.#jobs.size >= this.opts.maxOrders) this.#dropFirstDeadline();
     this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined } });
     this.#version++;
+    if (this.#jobs.size > this.opts.maxOrders) {
+      const out = this.#evictee();
+      this.#drop(out);
+      if (out === job.address) return false;
+    }
     return true;
   }
 
@@ -152,16 +157,21 @@ export class OpenOrders {
     for (const [k, v] of this.#jobs) if (v.job.record.deadline <= now) this.#drop(k);
   }
 
-  #dropFirstDeadline(): void {
-    let first: string | undefined;
-    let at = Infinity;
+  /**
+   * The order to drop when the set is over its bound: of the signer holding the most orders, the one whose deadline is
+   * furthest (then the highest address). Not the nearest deadline: that is always a genuine short-lived order, never
+   * a flood of orders whose deadline is a year away. Equal counts (one order per key) go by the furthest deadline.
+   */
+  #evictee(): string {
+    const count = new Map<string, number>();
+    for (const v of this.#jobs.values()) count.set(v.job.signer, (count.get(v.job.signer) ?? 0) + 1);
+    let out: { k: string; n: number; deadline: number } | undefined;
     for (const [k, v] of this.#jobs) {
-      if (v.job.record.deadline < at) {
-        first = k;
-        at = v.job.record.deadline;
-      }
+      const n = count.get(v.job.signer)!;
+      const deadline = v.job.record.deadline;
+      if (!out || n > out.n || (n === out.n && (deadline > out.deadline || (deadline === out.deadline && k > out.k)))) out = { k, n, deadline };
     }
-    if (first) this.#drop(first);
+    return out!.k;
   }
 
   /** May `p` claim this order: would it be a candidate for it (without counting what it holds)? */

@@ -27,3 +27,9 @@ export interface LiveProvider {
 export const MATCH_LIVENESS_MS = 15_000;
 /** Default lease length, ms (the spec's MATCH_LEASE_MS). */
 export const MATCH_LEASE_MS = 20_000;
+/**
+ * Lease periods an open order's age counts for (docs/matching.md "Leases without a coordinator", rule 5): an order is
+ * leased oldest first during its first MATCH_FRONT_PERIODS periods, then behind every order still in them, in an order
+ * that changes each period. Its `announcedAt` is the buyer's word, which no node can check.
+ */
+export const MATCH_FRONT_PERIODS = 3;

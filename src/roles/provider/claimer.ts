@@ -6,7 +6,10 @@
  * claims — over `/c0mpute/claim/1`, straight to the buyer's node — the orders
  * it holds a lease on and the orders designated to it, oldest first, while it
  * has a free slot. Mode `any` claims every order it may claim, leased or not
- * (a lease reserves nothing; the first valid claim wins).
+ * (a lease reserves nothing; the first valid claim wins). A lease it holds on an
+ * order it already claimed without a winner would waste a slot until the period
+ * ends: an open bid nobody holds a lease on is claimed in its place (this changes
+ * only what this provider claims, not the leases every node computes).
  *
  * A claim is only sent when this provider would be a candidate for the order
  * (its own advert passes the eligibility gates, it prices the workload in the
@@ -159,13 +162,33 @@ export class Claimer {
     const mode = this.d.mode ?? 'leased';
     const view = mode === 'leased' ? this.d.orders.leases(now, this.d.live(now)) : undefined;
     const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
+    // leases this provider holds on orders it already claimed with no winner (the claim failed, or went unanswered)
+    let spent = 0;
     for (const { job, order } of open) {
       const again = this.#retry.get(job.address);
-      if ((this.#claimed.has(job.address) && !(again && again.at <= now)) || job.signer === this.d.did) continue;
+      if (this.#claimed.has(job.address) && !(again && again.at <= now)) {
+        if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
+        continue;
+      }
+      if (job.signer === this.d.did) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
       if (price) out.push({ job, price, advert });
+    }
+    // Each such lease holds a slot every node counts as ours until its period ends, which this provider will not use
+    // (an order is claimed once): as many open bids that nobody holds a lease on go in their place, oldest first. Only
+    // what this provider claims changes; the leases every node computes stay the same (docs/matching.md).
+    if (view) {
+      for (const { job, order } of open) {
+        if (spent <= 0) break;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address) || job.signer === this.d.did) continue;
+        const price = this.#price(job, advert, now);
+        if (price) {
+          out.push({ job, price, advert });
+          spent--;
+        }
+      }
     }
     return out;
   }

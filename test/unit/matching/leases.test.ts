@@ -2,8 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { computeLeases, leasePeriod, leaseRanking, leaseWeight, leasesOf, type LeaseInput, type OpenOrder } from '../../../src/matching/leases.js';
-import { MATCH_LEASE_MS, MATCH_LIVENESS_MS, type LiveProvider } from '../../../src/matching/types.js';
+import { computeLeases, hash64, lateWeight, leaseOrder, leasePeriod, leaseRanking, leaseWeight, leasesOf, type LeaseInput, type OpenOrder } from '../../../src/matching/leases.js';
+import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, MATCH_LIVENESS_MS, type LiveProvider } from '../../../src/matching/types.js';
 import { seal, T } from '../../../src/records/index.js';
 import { NOW, P, advert } from '../market/fixtures.js';
 
@@ -92,10 +92,15 @@ describe('leases without a coordinator', () => {
           if (v.byOrder.has(o.address)) continue;
           for (const p of leaseRanking(o, providers, eligible)) assert.equal(used.get(p.did) ?? 0, p.freeSlots, `${p.did} has room but does not hold ${o.address}`);
         }
-        // a provider's leases are the oldest it got: leases come out oldest first
+        // a provider's leases come out in lease order: oldest first among orders in their front periods, then the rest
+        const front = (o: OpenOrder) => leasePeriod(o.announcedAt, now) < MATCH_FRONT_PERIODS;
         for (const ls of v.byProvider.values()) {
           const os = ls.map((l) => orders.find((o) => o.address === l.order)!);
-          for (let i = 1; i < os.length; i++) assert.ok(os[i - 1]!.announcedAt < os[i]!.announcedAt || (os[i - 1]!.announcedAt === os[i]!.announcedAt && os[i - 1]!.address < os[i]!.address));
+          for (let i = 1; i < os.length; i++) {
+            const [a, b] = [os[i - 1]!, os[i]!];
+            assert.ok(front(a) || !front(b), 'an order past its front periods never comes before one in them');
+            if (front(a) && front(b)) assert.ok(a.announcedAt < b.announcedAt || (a.announcedAt === b.announcedAt && a.address < b.address));
+          }
         }
       }),
       { numRuns: 200 },
@@ -161,7 +166,7 @@ describe('leases without a coordinator', () => {
     assert.equal(two.byProvider.get(P(2).did)!.length, 2);
   });
 
-  it('matches a naive reference of the documented rule (rank by weight, rotate by period, first with room, oldest first)', () => {
+  it('matches a naive reference of the documented rule (rank by weight, rotate by period, first with room, oldest first in the front periods)', () => {
     fc.assert(
       fc.property(viewArb, ({ providers, orders, now }) => {
         const room = new Map<string, number>();
@@ -169,7 +174,11 @@ describe('leases without a coordinator', () => {
         for (const p of live) room.set(p.did, p.freeSlots);
         const expected: Array<[string, string]> = [];
         const seen = new Set<string>();
-        for (const o of [...orders].sort((a, b) => a.announcedAt - b.announcedAt || (a.address < b.address ? -1 : 1))) {
+        // front orders oldest first, then the others by the weight of (address, period), highest first
+        const isFront = (o: OpenOrder) => leasePeriod(o.announcedAt, now) < MATCH_FRONT_PERIODS;
+        const late = (o: OpenOrder) => lateWeight(hash64(o.address), leasePeriod(o.announcedAt, now));
+        const sorted = [...orders].sort((a, b) => a.announcedAt - b.announcedAt || (a.address < b.address ? -1 : 1));
+        for (const o of [...sorted.filter(isFront), ...sorted.filter((x) => !isFront(x)).sort((a, b) => late(b) - late(a) || (a.address < b.address ? -1 : 1))]) {
           if (seen.has(o.address)) continue;
           seen.add(o.address);
           const may = live
@@ -197,5 +206,44 @@ describe('leases without a coordinator', () => {
     assert.equal(leasePeriod(NOW, NOW + MATCH_LEASE_MS - 1), 0);
     assert.equal(leasePeriod(NOW, NOW + MATCH_LEASE_MS), 1);
     assert.throws(() => computeLeases({ providers: [], orders: [], now: NOW, leaseMs: 0 }), RangeError);
+  });
+});
+
+describe('an order’s age counts for its front periods only', () => {
+  // Six orders that name an announcement long past (their buyer never answers a claim), one genuine order just posted,
+  // three providers with two slots each: six slots for seven orders.
+  const stale = Array.from({ length: 6 }, (_, i) => order(500 + i, 1));
+  const fresh = order(600, NOW - 1_000);
+  const ps = (t: number) => [1, 2, 3].map((n) => live(n, 2, W, t - 1_000));
+
+  it('orders claiming to be old do not take every slot from an order just posted', () => {
+    for (const t of [NOW, NOW + 20_000, NOW + 40_000]) {
+      const v = computeLeases({ providers: ps(t), orders: [...stale, fresh], now: t });
+      assert.ok(v.byOrder.has(fresh.address), `leased in its front periods (t=${t - NOW})`);
+      assert.equal(v.leases[0]!.order, fresh.address, 'and before every order past its front periods');
+    }
+  });
+
+  it('past the front periods orders take turns, whatever announcement they name: each is left out in some period', () => {
+    const left = new Set<string>();
+    for (let k = 0; k < 40; k++) {
+      const t = NOW + 60_000 + k * MATCH_LEASE_MS;
+      const v = computeLeases({ providers: ps(t), orders: [...stale, fresh], now: t });
+      assert.equal(v.leases.length, 6);
+      for (const o of [...stale, fresh]) if (!v.byOrder.has(o.address)) left.add(o.address);
+    }
+    assert.equal(left.size, 7, 'no order holds a slot in every period');
+  });
+
+  it('lease order: front orders oldest first, then the rest by a weight that changes with the period', () => {
+    const a = order(700, NOW - 10_000);
+    const b = order(701, NOW - 5_000);
+    const c = order(702, NOW - MATCH_FRONT_PERIODS * MATCH_LEASE_MS); // just past its front periods at NOW
+    assert.deepEqual(leaseOrder([c, b, a], NOW).map((x) => x.order.address), [a.address, b.address, c.address]);
+    assert.deepEqual(leaseOrder([c, b, a], NOW, MATCH_LEASE_MS, 0).map((x) => x.period), leaseOrder([c, b, a], NOW, MATCH_LEASE_MS, 0).map((x) => leasePeriod(x.order.announcedAt, NOW)));
+    const firsts = new Set<string>();
+    for (let k = 0; k < 20; k++) firsts.add(leaseOrder(stale, NOW + k * MATCH_LEASE_MS)[0]!.order.address);
+    assert.ok(firsts.size > 1, 'the first of the late orders changes from period to period');
+    assert.throws(() => computeLeases({ providers: [], orders: [], now: NOW, frontPeriods: -1 }), RangeError);
   });
 });

@@ -25,8 +25,8 @@ test('an order’s eligibility answers go when it is decided, past its deadline,
   const o = new OpenOrders({ maxOrders: 3 });
   const ads = [advert(P(1), { prices }), advert(P(2), { prices })];
   const view = () => ads.map((a, i) => live(i + 1, a));
-  const [early, decided, soon] = [order(1, { deadline: NOW + 5_000 }), order(2), order(3, { deadline: NOW + 20_000 })];
-  for (const j of [early, decided, soon]) o.add(j, NOW);
+  const [early, decided, late] = [order(1, { deadline: NOW + 5_000 }), order(2), order(3, { deadline: NOW + 7_200_000 })];
+  for (const j of [early, decided, late]) o.add(j, NOW);
   assert.equal(o.leases(NOW, view()).leases.length, 3);
   assert.equal(o.memoSize, 6, '3 orders × 2 providers');
   o.leases(NOW + 1, view());
@@ -35,10 +35,10 @@ test('an order’s eligibility answers go when it is decided, past its deadline,
   assert.equal(o.memoSize, 4, 'the decided order’s answers went with it');
   o.prune(NOW + 5_000);
   assert.equal(o.memoSize, 2, 'the order past its deadline too');
-  // full (maxOrders 3): the next order drops the one whose deadline comes first, and its answers
+  // full (maxOrders 3): the next order drops, of the signer holding the most, the one whose deadline is furthest, and its answers
   for (const i of [4, 5]) o.add(order(i), NOW + 5_000);
   o.add(order(6), NOW + 5_000);
-  assert.equal(o.job(soon.address), undefined);
+  assert.equal(o.job(late.address), undefined);
   assert.equal(o.memoSize, 0);
   o.leases(NOW + 5_000, view());
   assert.equal(o.memoSize, 6);
