@@ -48,7 +48,13 @@ export class OpenOrders {
    * each for DECIDED_EARLY_MS.
    */
   readonly #decidedEarly = new Map<string, number>();
-  #cache: { now: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
+  /**
+   * The latest lease computation: it stands for every `now` in [from, until) while the open orders (version) and the
+   * live providers (by content, sameProviders) are unchanged (#validUntil).
+   */
+  #cache: { from: number; until: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
+  /** Lease computations run (a cache miss each; for tests and diagnostics). */
+  #computed = 0;
   /**
    * eligible() by order, then by provider (advert and workloads, #providerKey): the answer depends on nothing else once
    * the provider is live. An order's answers go when the order leaves the set (decided, past its deadline, dropped),
@@ -225,14 +231,24 @@ export class OpenOrders {
     this.#memoSize++;
   }
 
-  /** Every lease at `now` over the live providers (computed once per `now` and view). */
+  /** Lease computations run so far (each a cache miss in leases()). */
+  get computed(): number {
+    return this.#computed;
+  }
+
+  /**
+   * Every lease at `now` over the live providers. Computed once and kept while the open orders and the live providers
+   * (by content: a presence view builds a new list at every read) are the same and `now` is before the first time the
+   * answer could change (#validUntil); then the same answer comes back for any `now` in between.
+   */
   leases(now: number, live: readonly LiveProvider[]): LeaseView {
     this.prune(now);
     const c = this.#cache;
-    if (c && c.now === now && c.live === live && c.version === this.#version) return c.view;
+    if (c && c.version === this.#version && c.from <= now && now < c.until && (c.live === live || sameProviders(c.live, live))) return c.view;
     this.#liveSeen = live.length;
+    this.#computed++;
     const view = computeLeases({ providers: live, orders: [...this.#jobs.values()].map((x) => x.order), now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
-    this.#cache = { now, live, version: this.#version, view };
+    this.#cache = { from: now, until: validUntil(view, live, now), live, version: this.#version, view };
     return view;
   }
 
@@ -257,4 +273,34 @@ export class OpenOrders {
     for (const v of this.#jobs.values()) if (v.order.designated === did) n++;
     return n;
   }
+}
+
+/**
+ * Until when a lease view computed at `now` stands, with the same orders and providers: the first time a lease's
+ * period ends (its order moves on in its ranking), or a provider stops being live or its advert expires (it leaves the
+ * computation, or stops being eligible). Nothing else in computeLeases reads `now`: an order that holds
+ * no lease at `now` still holds none at a later `now` while every order before it keeps its lease (its candidates had
+ * no room, or it had none), so its own period does not matter. An order past its deadline leaves the set, which
+ * changes the version.
+ */
+function validUntil(view: LeaseView, live: readonly LiveProvider[], now: number): number {
+  let until = Infinity;
+  for (const l of view.leases) until = Math.min(until, l.until);
+  for (const p of live) {
+    if (p.liveUntil > now) until = Math.min(until, p.liveUntil);
+    if (p.advert.record.expiresAt > now) until = Math.min(until, p.advert.record.expiresAt);
+  }
+  return until;
+}
+
+/** The same live providers, entry by entry (the same presence and advert records, workloads, slots and window). */
+function sameProviders(a: readonly LiveProvider[], b: readonly LiveProvider[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.did !== y.did || x.presence !== y.presence || x.advert !== y.advert || x.freeSlots !== y.freeSlots || x.liveUntil !== y.liveUntil || x.workloads.length !== y.workloads.length) return false;
+    for (let k = 0; k < x.workloads.length; k++) if (x.workloads[k] !== y.workloads[k]) return false;
+  }
+  return true;
 }
