@@ -19,6 +19,9 @@ import { candidates, orderFromJob } from './candidates.js';
 import { computeLeases, type LeaseView, type OpenOrder } from './leases.js';
 import type { LiveProvider } from './types.js';
 
+/** Which leases leasesHeld counts: every lease, or those on open bids only (the batch planner's). */
+export type HeldLeases = 'all' | 'open-bids';
+
 export interface OpenOrdersOptions {
   /** Orders held at most (default 10 000). */
   maxOrders: number;
@@ -253,14 +256,15 @@ export class OpenOrders {
   }
 
   /**
-   * Leases on open bids per provider DID at `now` (what the probe and the
-   * planner count as held; designated orders are counted by designatedTo, so
-   * a plan does not subtract them twice).
+   * Leases held per provider DID at `now`. `all` (the default): every lease, on open bids and on designated orders —
+   * what candidates, the probe and rankAhead count ("a free slot after counting the jobs they currently lease").
+   * `open-bids`: leases on open bids only — what the batch planner counts, since it subtracts the orders designated to
+   * a provider separately (designatedTo) and would otherwise count a leased designated order twice.
    */
-  leasesHeld(now: number, live: readonly LiveProvider[]): Map<string, number> {
+  leasesHeld(now: number, live: readonly LiveProvider[], which: HeldLeases = 'all'): Map<string, number> {
     const out = new Map<string, number>();
     for (const [did, ls] of this.leases(now, live).byProvider) {
-      const n = ls.filter((l) => this.#jobs.get(l.order)?.order.openBid).length;
+      const n = which === 'all' ? ls.length : ls.filter((l) => this.#jobs.get(l.order)?.order.openBid).length;
       if (n > 0) out.set(did, n);
     }
     return out;

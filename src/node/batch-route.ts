@@ -36,7 +36,8 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   const running = didCounts(b.running, 'running');
   const now = o.clock();
   const rep = o.market.reputation();
-  const held = o.heldByProvider();
+  // leases on open bids only: the orders designated to a provider are subtracted through designatedOrders
+  const held = o.heldByProvider('open-bids');
   return planBatch({
     batch,
     now,

@@ -3,8 +3,9 @@
  * leases"; spec/matching-and-leases.md "Leases"): every node keeps the open
  * orders it hears (jobs with `order`, dropped when the buyer's first-claim
  * selection is seen or at the deadline) and fills the overlay's matching
- * hooks from them — `heldByProvider` (leases on open bids per DID, plus this
- * provider's running and pending jobs) and `designatedOrders`. A buyer serves
+ * hooks from them — `heldByProvider` (leases per DID, every lease or those on
+ * open bids only, plus this provider's running and pending jobs) and
+ * `designatedOrders`. A buyer serves
  * `/c0mpute/claim/1` (its ClaimDesk feeds Buyer.run's open-order path); a
  * provider runs the Claimer.
  */
@@ -63,9 +64,9 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
     // remembered, and the job is not taken as open when it comes (OpenOrders.selected).
     if (sel.record.policy === 'first-claim' && orders.selected(sel.record.job, sel.signer, o.clock())) claimer?.changed();
   });
-  o.heldByProvider = () => {
+  o.heldByProvider = (leases = 'all') => {
     const now = o.clock();
-    const held = orders.leasesHeld(now, o.liveProviders(now));
+    const held = orders.leasesHeld(now, o.liveProviders(now), leases);
     if (provider) {
       const mine = provider.running + (claimer?.pending ?? 0);
       if (mine > 0) held.set(o.did, (held.get(o.did) ?? 0) + mine);

@@ -31,6 +31,7 @@ import { nondeliveryHook, trustFor } from './reputation-trust.js';
 import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/probe.js';
 import type { CandidateOrder } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
+import type { HeldLeases } from '../matching/open-orders.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
@@ -99,8 +100,11 @@ export class OverlayNode {
   presencePublisher: PresencePublisher | undefined;
   /** Matching (docs/matching.md): the live-provider view and the budget each provider already draws on; wired by the presence and lease modules. */
   liveProviders: (now: number) => LiveProvider[] = (now) => this.presence.live(now);
-  /** Leases and jobs each provider holds now (filled by src/node/orders-wiring.ts). */
-  heldByProvider: () => ReadonlyMap<string, number> = () => new Map();
+  /**
+   * Leases and jobs each provider holds now (filled by src/node/orders-wiring.ts): every lease by default (candidates,
+   * the probe, rankAhead); `open-bids` for the batch planner, which subtracts designated orders on its own.
+   */
+  heldByProvider: (leases?: HeldLeases) => ReadonlyMap<string, number> = () => new Map();
   /** Open orders designated to a provider (filled by src/node/orders-wiring.ts). */
   designatedOrders: (did: string) => number = () => 0;
   /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
