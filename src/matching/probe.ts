@@ -19,6 +19,7 @@ import type { Opened } from '../records/envelope.js';
 import { isAmount, type Money } from '../records/money.js';
 import { candidates, type CandidateOrder, type CandidatesResult } from './candidates.js';
 import { levelRotationStore, memoryRotationStore, Rotation, type RotationStore } from './rotation.js';
+import { PresenceView } from './presence.js';
 import type { LiveProvider } from './types.js';
 
 export interface ProbeDeps {
@@ -144,28 +145,46 @@ export function openNodeProbe(host: ProbeHost): Promise<ProbeService> {
 }
 
 /**
- * Live providers from records alone (the offline `market probe --records`):
- * each provider's newest presence still inside its window at `now`, with its
- * advert live at `now` (highest seq). A provider without both is not live.
+ * Live providers from records alone (the offline `market probe --records`), by
+ * the daemon's own rule: each provider's newest presence (issued by `now` plus
+ * skew; equal issuedAt: the higher address) goes through a PresenceView
+ * (presence.ts) — live while inside its window, the window capped as the view
+ * caps it for the market's size, its workloads those its advert also lists —
+ * joined with the provider's current advert: of those
+ * issued by `now` (plus skew), the highest seq (then the lower address), live
+ * while it has not expired, as the daemon's advert store answers. A provider
+ * without both is not live. The records are read in any order: a presence the
+ * view finds past its window while the market is still small is offered again
+ * once the others are held (the cap grows with the market), until none more is
+ * kept.
  */
 export function liveFromRecords(presences: Iterable<Opened<Presence>>, adverts: Iterable<Opened<Advert>>, now: number, skewMs = DEFAULT_SKEW_MS): LiveProvider[] {
   const ad = new Map<string, Opened<Advert>>();
   for (const a of adverts) {
-    if (a.record.issuedAt > now + skewMs || a.record.expiresAt <= now) continue;
+    if (a.record.issuedAt > now + skewMs) continue;
     const c = ad.get(a.signer);
     if (!c || a.record.seq > c.record.seq || (a.record.seq === c.record.seq && a.address < c.address)) ad.set(a.signer, a);
   }
-  const pr = new Map<string, Opened<Presence>>();
+  const view = new PresenceView(
+    (did, t) => {
+      const a = ad.get(did);
+      return a && a.record.expiresAt > t ? a : undefined;
+    },
+    { skewMs },
+  );
+  // each provider's newest presence (issued by now + skew; equal issuedAt: the higher address, as the view keeps):
+  // an older one does not stand in for a newer one past its window
+  const newest = new Map<string, Opened<Presence>>();
   for (const p of presences) {
-    const r = p.record;
-    if (r.issuedAt > now + skewMs || r.issuedAt + r.windowMs <= now) continue;
-    const c = pr.get(p.signer);
-    if (!c || r.issuedAt > c.record.issuedAt || (r.issuedAt === c.record.issuedAt && p.address < c.address)) pr.set(p.signer, p);
+    if (p.record.issuedAt > now + skewMs) continue;
+    const c = newest.get(p.signer);
+    if (!c || p.record.issuedAt > c.record.issuedAt || (p.record.issuedAt === c.record.issuedAt && p.address > c.address)) newest.set(p.signer, p);
   }
-  const out: LiveProvider[] = [];
-  for (const [did, p] of pr) {
-    const a = ad.get(did);
-    if (a) out.push({ did, presence: p, advert: a, workloads: p.record.workloads, freeSlots: p.record.freeSlots, liveUntil: p.record.issuedAt + p.record.windowMs });
+  let left = [...newest.values()];
+  for (;;) {
+    const again = left.filter((p) => view.add(p, now) === 'expired');
+    if (again.length === left.length) break;
+    left = again;
   }
-  return out;
+  return view.live(now);
 }
