@@ -21,7 +21,7 @@ import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, ty
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
-import { timeoutSignal } from '../util/timers.js';
+import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
 
 /** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
 export interface OrderPorts {
@@ -176,13 +176,15 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     onEvent({ e: 'claim', ...s });
   };
 
+  let deadline: ClearableTimeoutSignal | undefined;
   try {
     await d.store(job);
     await d.publish('job', job);
     onEvent({ e: 'job', job });
     onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
     log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
-    const untilDeadline = AbortSignal.any([stop.signal, timeoutSignal(Math.max(1, job.record.deadline - clock()))]);
+    deadline = clearableTimeoutSignal(Math.max(1, job.record.deadline - clock()));
+    const untilDeadline = AbortSignal.any([stop.signal, deadline.signal]);
     while (!winner) {
       const a = await inbox.next(untilDeadline);
       if (!a) break;
@@ -235,6 +237,8 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     if (omitted) result.claimsOmitted = omitted;
     return result;
   } finally {
+    // the deadline's timers go with the run (a winner may come weeks before it)
+    deadline?.clear();
     stop.abort();
     inbox.close();
   }

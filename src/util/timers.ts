@@ -111,3 +111,25 @@ export function timeoutSignal(ms: number): AbortSignal {
   setLongTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms).unref();
   return ac.signal;
 }
+
+/** A timeout signal its owner can clear (clearableTimeoutSignal). */
+export interface ClearableTimeoutSignal {
+  /** Aborts `ms` after it was made, with a TimeoutError DOMException, unless cleared first. */
+  signal: AbortSignal;
+  /** Stop its timers now (the signal then never aborts): a wait that ended early frees them at once. */
+  clear(): void;
+}
+
+/**
+ * timeoutSignal with a clear(): the signal aborts `ms` from now with a
+ * TimeoutError DOMException (any delay, a chain of timers past MAX_TIMER_MS;
+ * it does not keep the process alive), and `clear()` stops it. timeoutSignal's
+ * timers stay until the delay passes, however early the wait they bound ended:
+ * use this one where a wait can end long before its deadline (a deadline of
+ * weeks, a run per job).
+ */
+export function clearableTimeoutSignal(ms: number): ClearableTimeoutSignal {
+  const ac = new AbortController();
+  const t = setLongTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms).unref();
+  return { signal: ac.signal, clear: () => t.clear() };
+}

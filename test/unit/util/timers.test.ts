@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_TIMER_MS, setLongInterval, setLongTimeout, timeoutSignal } from '../../../src/util/timers.js';
+import { clearableTimeoutSignal, MAX_TIMER_MS, setLongInterval, setLongTimeout, timeoutSignal } from '../../../src/util/timers.js';
 import { deadlineSignal, NET_ERR } from '../../../src/net/frames.js';
 import type { C0Error } from '../../../src/errors.js';
 
@@ -107,4 +107,25 @@ test('setLongInterval: a period past 24.8 days runs once per period, not every 1
   t.mock.timers.tick(350);
   assert.equal(runs, 5);
   short.clear();
+});
+
+test('clearableTimeoutSignal aborts at its delay with a TimeoutError, and never once cleared, short or long (fake clock)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const long = clearableTimeoutSignal(MONTH);
+  const short = clearableTimeoutSignal(50);
+  advance(t, MONTH - 1);
+  assert.equal(long.signal.aborted, false);
+  assert.equal(short.signal.aborted, true);
+  assert.equal((short.signal.reason as DOMException).name, 'TimeoutError');
+  t.mock.timers.tick(1);
+  assert.equal(long.signal.aborted, true);
+  assert.equal((long.signal.reason as DOMException).name, 'TimeoutError');
+  const [clearedLong, clearedShort] = [clearableTimeoutSignal(MONTH), clearableTimeoutSignal(50)];
+  t.mock.timers.tick(49);
+  clearedShort.clear();
+  t.mock.timers.tick(MAX_TIMER_MS);
+  clearedLong.clear(); // mid-chain
+  advance(t, 2 * MONTH);
+  assert.equal(clearedLong.signal.aborted, false);
+  assert.equal(clearedShort.signal.aborted, false);
 });
