@@ -16,8 +16,8 @@
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Job } from '../records/kinds.js';
 import { candidates, orderFromJob } from './candidates.js';
-import { computeLeases, type LeaseView, type OpenOrder } from './leases.js';
-import type { LiveProvider } from './types.js';
+import { computeLeases, leasePeriod, type LeaseView, type OpenOrder } from './leases.js';
+import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
 
 /** Which leases leasesHeld counts: every lease, or those on open bids only (the batch planner's). */
 export type HeldLeases = 'all' | 'open-bids';
@@ -250,8 +250,9 @@ export class OpenOrders {
     if (c && c.version === this.#version && c.from <= now && now < c.until && (c.live === live || sameProviders(c.live, live))) return c.view;
     this.#liveSeen = live.length;
     this.#computed++;
-    const view = computeLeases({ providers: live, orders: [...this.#jobs.values()].map((x) => x.order), now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
-    this.#cache = { from: now, until: validUntil(view, live, now), live, version: this.#version, view };
+    const orders = [...this.#jobs.values()].map((x) => x.order);
+    const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
+    this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view };
     return view;
   }
 
@@ -293,6 +294,22 @@ function validUntil(view: LeaseView, live: readonly LiveProvider[], now: number)
   for (const p of live) {
     if (p.liveUntil > now) until = Math.min(until, p.liveUntil);
     if (p.advert.record.expiresAt > now) until = Math.min(until, p.advert.record.expiresAt);
+  }
+  return until;
+}
+
+/**
+ * The first time after `now` the lease order itself changes (leaseOrder): an order leaving its front periods goes
+ * behind the others, and an order past them is ranked by a weight of its period, which changes at each of its period
+ * boundaries. An order in its front periods keeps its place by age; its own period changing moves only its own
+ * provider ranking, which matters only if it holds a lease (that lease's `until`, in validUntil).
+ */
+function rankingChanges(orders: readonly OpenOrder[], now: number, leaseMs: number): number {
+  let until = Infinity;
+  for (const o of orders) {
+    const period = leasePeriod(o.announcedAt, now, leaseMs);
+    const next = period < MATCH_FRONT_PERIODS ? o.announcedAt + MATCH_FRONT_PERIODS * leaseMs : o.announcedAt + (period + 1) * leaseMs;
+    if (next > now) until = Math.min(until, next);
   }
   return until;
 }

@@ -97,3 +97,19 @@ test('an advert lapsing computes again', () => {
   assert.equal(o.computed, 2);
   assert.deepEqual([...v.byProvider.keys()], [P(2).did]);
 });
+
+test('orders past their front periods, each on its own period phase: every cached answer is a fresh computation’s', () => {
+  // late orders are ranked by a weight of their own period (leases.ts leaseOrder), so an order holding no lease can
+  // move ahead of one holding a lease at its own period boundary; the cache must end there too
+  const ads = new Map<string, Opened<Advert>>();
+  for (const n of [1, 2]) ads.set(P(n).did, advert(P(n), { prices }));
+  const pv = new PresenceView((did) => ads.get(did));
+  for (const n of [1, 2]) assert.equal(pv.add(presence(n, NOW - 1_000, 60_000), NOW), 'added');
+  const orders = Array.from({ length: 7 }, (_, i) => order(40 + i, { announcedAt: NOW - 200_000 - i * 2_900 }));
+  // and two young ones, leaving their front periods during the sweep
+  orders.push(order(60, { announcedAt: NOW - 50_000 }), order(61, { announcedAt: NOW - 45_500 }));
+  const o = new OpenOrders();
+  for (const j of orders) o.add(j, NOW);
+  for (let t = NOW; t < NOW + 45_000; t += 250) assert.deepEqual(o.leases(t, pv.live(t)), fresh(orders, pv, t), `at +${t - NOW} ms`);
+  assert.ok(o.computed < 180, `the cache still holds between changes (${o.computed} computations for 180 reads)`);
+});
