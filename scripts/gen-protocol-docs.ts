@@ -46,6 +46,13 @@ const RULES: Record<string, string[]> = {
     '`provider` ≠ signer (`NONDELIVERY_SELF`); `detail`, when present, is not blank (`NONDELIVERY_DETAIL_EMPTY`).',
     'It links, from the record alone (on gossip, rejected otherwise; the evidence store refuses it too): every `proof` envelope opens (`NONDELIVERY_PROOF_INVALID`); the job is the one cited (`NONDELIVERY_JOB_MISMATCH`) and signed by this record’s signer (`NONDELIVERY_NOT_BUYER`); the selection is the one cited, for that job, on the signer’s behalf, its winner the cited offer and naming `provider` with it (`NONDELIVERY_SELECTION_MISMATCH`), decided no later than `signedAt` (`NONDELIVERY_BEFORE_SELECTION`); the offer is the one cited, signed by `provider`, for that job (`NONDELIVERY_OFFER_MISMATCH`).',
     'Counts against the provider in reputation by the weight of its signer (docs/market.md “Reputation and its threat model”); one per (buyer, provider, job).',
+    'A buyer signs a `/1` when the offer does not cite a pooled advert; for an offer that does, a `c0mpute.nondelivery/2` (below), which counts against the pool.',
+  ],
+  'c0mpute.nondelivery/2': [
+    'A non-delivery on an offer that cites a **pooled** advert (docs/pools.md “Reputation”): the fields of `c0mpute.nondelivery/1` and, required, `proof.advert`. A new version rather than a new field of `/1` (§3: a previous-version node refuses unknown fields). It travels on its own topic kind, `nondelivery2` (sharded like `nondelivery`, docs/network.md §2, §14), which previous-version nodes do not join, so none is ever sent one.',
+    'The same rules and links as `/1` (`NONDELIVERY_SELF`, `NONDELIVERY_DETAIL_EMPTY`, and every `NONDELIVERY_*` link check), and: `proof.advert` opens (`NONDELIVERY_PROOF_INVALID`; the advert’s pool chain is verified on open) and is the advert the offer cites, signed by `provider`, and pooled (`NONDELIVERY_ADVERT_MISMATCH`).',
+    'Counts against the **pool** the advert stands for (the provider selection scored the offer as), by the weight of its signer; one per (buyer, pool, job). `provider` still names the member that quoted (the selection names it with the offer). The pool is read from the record alone, so every node charges the same provider.',
+    'The buyer signs a `/2` when it holds the advert the offer cites and that advert is pooled, and the record stays within the envelope bound (64 KiB); otherwise a `/1`, which counts against the member.',
   ],
   'c0mpute.pool-roster/1': [
     '`expiresAt` > `issuedAt` (`POOL_ROSTER_LIFETIME_INVALID`), lifetime ≤ 90 days (`POOL_ROSTER_LIFETIME_TOO_LONG`); the pool’s key is not a member (`POOL_ROSTER_SELF_MEMBER`).',
@@ -81,6 +88,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.claim-refusal/1': 'buyer (the job’s signer)',
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
+  'c0mpute.nondelivery/2': 'buyer (the job’s signer)',
   'c0mpute.pool-roster/1': 'the pool’s own key (it signs rosters only)',
   'c0mpute.pool-membership/1': 'the member',
   'c0mpute.pool-dispatch/1': 'the elected coordinator (a member)',

@@ -56,7 +56,8 @@ export class RecordSet {
   get selections(): Opened<Selection>[] {
     return this.ofType<Selection>(T.selection);
   }
+  /** Non-deliveries of both versions (/1, and /2 on a pooled offer), in address order. */
   get nondeliveries(): Opened<NonDelivery>[] {
-    return this.ofType<NonDelivery>(T.nondelivery);
+    return [...this.ofType<NonDelivery>(T.nondelivery), ...this.ofType<NonDelivery>(T.nondelivery2)].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
   }
 }

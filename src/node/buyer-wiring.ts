@@ -89,7 +89,7 @@ export class BuyerWiring {
       },
       exec: (did, protocol, request, signal) => this.#execStream(did, protocol, request, signal),
       store: async (rec) => {
-        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery) await this.o.market.addEvidence(rec as never);
+        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
         // a selection's considered offers are what it is audited against: kept with it, not only in the book
         // (which drops offers an hour past their start-by time, docs/market.md §3 "Pruning")

@@ -159,11 +159,15 @@ export interface Acceptance {
   signedAt: number;
 }
 
-/** Why a selected provider did not deliver (c0mpute.nondelivery/1). */
+/** Why a selected provider did not deliver (c0mpute.nondelivery/1 and /2). */
 export const NONDELIVERY_REASONS = ['timeout', 'unreachable', 'refused', 'no-receipt', 'bad-receipt'] as const;
 export type NonDeliveryReason = (typeof NONDELIVERY_REASONS)[number];
-/** Size bounds of the records a non-delivery carries as its proof (all together stay under the envelope bound). */
-export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024 } as const;
+/**
+ * Size bounds of the records a non-delivery carries as its proof. Job, selection and offer together stay under the
+ * envelope bound; a /2's pooled advert (a roster of at most 24 KiB and a membership inside it) fits beside them in the
+ * common case, and signNonDelivery signs a /1 instead when the whole would not (src/reputation/nondelivery.ts).
+ */
+export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024, advert: 32 * 1024 } as const;
 
 /**
  * A buyer's signed statement that the provider it selected did not deliver
@@ -179,7 +183,12 @@ export interface NonDelivery {
   reason: NonDeliveryReason;
   detail?: string;
   signedAt: number;
-  proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array };
+  /**
+   * `advert`: only in a `c0mpute.nondelivery/2`, and required there: the pooled advert the offer cites, so the record
+   * alone says the offer stood for a pool and the non-delivery counts against the pool (docs/pools.md "Reputation").
+   * A /1 has no such field (a previous-version node refuses a /1 carrying it: RECORD_UNKNOWN_FIELD).
+   */
+  proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array; advert?: Uint8Array };
 }
 
 export interface Presence {
@@ -310,6 +319,42 @@ const poolProof = {
     membership: { t: 'bytes', maxLen: POOL_PROOF_MAX.membership, doc: 'the signer’s membership envelope (c0mpute.pool-membership/1) of that roster' },
   },
 } as const;
+
+/** `c0mpute.nondelivery/1`'s fields. */
+const NONDELIVERY1_SCHEMA = {
+  job: { t: 'addr', doc: 'the job the buyer announced' },
+  selection: { t: 'addr', doc: 'the selection that named the provider' },
+  offer: { t: 'addr', doc: 'the provider’s winning offer' },
+  provider: { t: 'did', doc: 'the provider that did not deliver (signer of the offer)' },
+  reason: { t: 'enum', values: NONDELIVERY_REASONS, doc: 'what happened: no answer in time, could not be reached, refused the selected work, answered without a receipt, or a receipt that does not link' },
+  detail: { t: 'text', maxLen: 256, optional: true, doc: 'for people (e.g. the error code seen)' },
+  signedAt: { t: 'time', doc: 'when the buyer signed' },
+  proof: {
+    t: 'object',
+    doc: 'the linking records, as envelopes (each verified with its own signature)',
+    fields: {
+      job: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.job, doc: 'the job envelope (signed by this record’s signer)' },
+      selection: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.selection, doc: 'the selection envelope (for this job, on this signer’s behalf, winner = offer)' },
+      offer: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.offer, doc: 'the offer envelope (signed by provider, for this job)' },
+    },
+  },
+} satisfies Schema;
+
+/**
+ * `c0mpute.nondelivery/2`: /1's fields, and in the proof the pooled advert the offer cites (required: a buyer signs a
+ * /2 only for a pooled offer, a /1 otherwise; docs/pools.md "Reputation"). A new version, not a new field of /1
+ * (docs/protocol.md §3): a node of the previous version never takes one (its own topic kind, `nondelivery2`).
+ */
+const NONDELIVERY2_SCHEMA = {
+  ...NONDELIVERY1_SCHEMA,
+  proof: {
+    ...NONDELIVERY1_SCHEMA.proof,
+    fields: {
+      ...NONDELIVERY1_SCHEMA.proof.fields,
+      advert: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.advert, doc: 'the pooled advert the offer cites (signed by provider, with its pool chain): the non-delivery counts against that pool' },
+    },
+  },
+} satisfies Schema;
 
 export const SCHEMAS: Record<string, Schema> = {
   'c0mpute.advert/1': {
@@ -513,30 +558,20 @@ export const SCHEMAS: Record<string, Schema> = {
     issuedAt: { t: 'time', doc: 'when signed' },
     expiresAt: { t: 'time', doc: 'when the delegation ends' },
   },
-  'c0mpute.nondelivery/1': {
-    job: { t: 'addr', doc: 'the job the buyer announced' },
-    selection: { t: 'addr', doc: 'the selection that named the provider' },
-    offer: { t: 'addr', doc: 'the provider’s winning offer' },
-    provider: { t: 'did', doc: 'the provider that did not deliver (signer of the offer)' },
-    reason: { t: 'enum', values: NONDELIVERY_REASONS, doc: 'what happened: no answer in time, could not be reached, refused the selected work, answered without a receipt, or a receipt that does not link' },
-    detail: { t: 'text', maxLen: 256, optional: true, doc: 'for people (e.g. the error code seen)' },
-    signedAt: { t: 'time', doc: 'when the buyer signed' },
-    proof: {
-      t: 'object',
-      doc: 'the linking records, as envelopes (each verified with its own signature)',
-      fields: {
-        job: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.job, doc: 'the job envelope (signed by this record’s signer)' },
-        selection: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.selection, doc: 'the selection envelope (for this job, on this signer’s behalf, winner = offer)' },
-        offer: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.offer, doc: 'the offer envelope (signed by provider, for this job)' },
-      },
-    },
-  },
+  'c0mpute.nondelivery/1': NONDELIVERY1_SCHEMA,
+  'c0mpute.nondelivery/2': NONDELIVERY2_SCHEMA,
   ...TRAIN_SCHEMAS,
 };
 
 // ---------------------------------------------------------------------------
 // Each kind's own rules (beyond field shapes)
 // ---------------------------------------------------------------------------
+
+/** The rules of a non-delivery, /1 and /2 alike (its link is checked in src/reputation/nondelivery.ts). */
+function nonDeliveryRules(n: NonDelivery, signer: string): void {
+  rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
+  if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
+}
 
 function rule(cond: boolean, code: string, field: string, msg: string): void {
   if (!cond) throw new C0Error(code, `${field}: ${msg}`, { field });
@@ -602,10 +637,8 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
     rule(d.expiresAt > d.issuedAt, 'DELEGATION_LIFETIME_INVALID', 'expiresAt', 'must be after issuedAt');
     rule(d.expiresAt - d.issuedAt <= MAX_DELEGATION_LIFETIME_MS, 'DELEGATION_LIFETIME_TOO_LONG', 'expiresAt', 'lifetime over a year');
   },
-  'c0mpute.nondelivery/1': (n: NonDelivery, signer: string) => {
-    rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
-    if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
-  },
+  'c0mpute.nondelivery/1': nonDeliveryRules,
+  'c0mpute.nondelivery/2': nonDeliveryRules,
   ...TRAIN_RULES,
 };
 
@@ -704,6 +737,7 @@ export interface RecordTypes {
   'c0mpute.claim-refusal/1': ClaimRefusal;
   'c0mpute.delegation/1': Delegation;
   'c0mpute.nondelivery/1': NonDelivery;
+  'c0mpute.nondelivery/2': NonDelivery;
   'c0mpute.pool-roster/1': PoolRoster;
   'c0mpute.pool-membership/1': PoolMembership;
   'c0mpute.pool-dispatch/1': PoolDispatch;
@@ -722,6 +756,8 @@ export const T = {
   claimRefusal: 'c0mpute.claim-refusal/1',
   delegation: 'c0mpute.delegation/1',
   nondelivery: 'c0mpute.nondelivery/1',
+  /** A non-delivery on a pooled offer: /1's fields and the pooled advert (docs/pools.md "Reputation"). */
+  nondelivery2: 'c0mpute.nondelivery/2',
   poolRoster: 'c0mpute.pool-roster/1',
   poolMembership: 'c0mpute.pool-membership/1',
   poolDispatch: 'c0mpute.pool-dispatch/1',

@@ -13,8 +13,11 @@
  *                A completed receipt B never countersigned proves nothing: a
  *                receipt's `buyer` is only P's claim
  *   failure      a failed receipt signed by P (P's own admission)
- *   nondelivery  a `c0mpute.nondelivery/1` signed by B that links (its proof:
- *                B's job, a selection for B naming P's offer, P's offer)
+ *   nondelivery  a `c0mpute.nondelivery/1` or `/2` signed by B that links (its
+ *                proof: B's job, a selection for B naming P's offer, P's
+ *                offer); for a /2, P is the pool of the pooled advert its proof
+ *                carries (nonDeliveryProvider: from the record alone, so every
+ *                node charges the same provider), as for a pooled receipt
  *   dispute      a completed receipt B countersigned `disputed` with a reason
  *
  * Weight of B's outcomes about P (only evidence from buyers this node has a
@@ -53,7 +56,7 @@ import { providerOf } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
-import { nonDeliveryLinks } from './nondelivery.js';
+import { isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
 export const NONDELIVERY_WEIGHT = 2;
@@ -213,11 +216,13 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     consider(`${buyer}|${provider}|${r.record.job}`, { buyer, provider, outcome, receipt: r, fromReceipt: true });
   }
   const nds = new Map<string, Opened<NonDelivery>>();
-  for (const n of ev.nondeliveries ?? []) if (n.type === T.nondelivery && n.record.signedAt <= asOf) nds.set(n.address, n);
+  for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && n.record.signedAt <= asOf) nds.set(n.address, n);
   for (const addr of [...nds.keys()].sort()) {
     const n = nds.get(addr)!;
     if (!nonDeliveryLinks(n)) continue;
-    consider(`${n.signer}|${n.record.provider}|${n.record.job}`, { buyer: n.signer, provider: n.record.provider, outcome: 'nondelivery', fromReceipt: false });
+    // against the provider the offer stood for: the pool, for a /2 (it carries the pooled advert its offer cites)
+    const provider = nonDeliveryProvider(n);
+    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false });
   }
 
   // n_BP: outcomes per (buyer, provider), for the dealt-with cap

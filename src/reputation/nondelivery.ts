@@ -1,5 +1,5 @@
 /**
- * Non-delivery records (`c0mpute.nondelivery/1`; docs/market.md "Reputation
+ * Non-delivery records (`c0mpute.nondelivery/1` and `/2`; docs/market.md "Reputation
  * and its threat model"; spec scheduling.md "Reputation": failures count,
  * which is why they are signed). A buyer whose selected provider did not
  * deliver a receipt signs one; it counts against the provider only when it
@@ -12,14 +12,33 @@
  *              winner = `offer`, and `considered` names `provider` with `offer`;
  *              decided no later than the non-delivery was signed
  *   offer      signed by `provider`, answering that job, address = `offer`
+ *   advert     a /2 only (required there): the advert the offer cites (address
+ *              = the offer's `advert`), signed by `provider`, pooled (its chain
+ *              verified on open). A /2 counts against the pool the offer stood
+ *              for, as a pooled receipt does (docs/pools.md "Reputation"):
+ *              `nonDeliveryProvider`. `provider` still names the offer's signer
+ *              (the member that quoted), whom the selection names with the offer.
+ *
+ * The pool is read from the record alone, so every node that holds the record
+ * charges the same provider; a node's own adverts never decide it (nodes hold
+ * different ones). The field is a new version, not a new field of /1
+ * (docs/protocol.md §3: a previous-version node refuses unknown fields); a
+ * buyer signs a /1, as before, for every offer that does not cite a pooled
+ * advert.
  *
  * Pure: no clock, no I/O. Verdicts are cached by address (the address fixes
  * the bytes, so the answer never changes), at most 20,000 of them.
  */
 import { C0Error } from '../errors.js';
-import { open, seal, type Opened } from '../records/envelope.js';
-import { NONDELIVERY_PROOF_MAX, T, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope.js';
+import { NONDELIVERY_PROOF_MAX, T, type Advert, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
+import { receiptProviderFor } from '../pools/chain.js';
+
+/** Whether a content type is a non-delivery (/1 or /2). */
+export function isNonDeliveryType(type: string): boolean {
+  return type === T.nondelivery || type === T.nondelivery2;
+}
 
 export const ND_ERR = {
   PROOF_INVALID: 'NONDELIVERY_PROOF_INVALID',
@@ -27,6 +46,7 @@ export const ND_ERR = {
   JOB_MISMATCH: 'NONDELIVERY_JOB_MISMATCH',
   SELECTION_MISMATCH: 'NONDELIVERY_SELECTION_MISMATCH',
   OFFER_MISMATCH: 'NONDELIVERY_OFFER_MISMATCH',
+  ADVERT_MISMATCH: 'NONDELIVERY_ADVERT_MISMATCH',
   BEFORE_SELECTION: 'NONDELIVERY_BEFORE_SELECTION',
   TOO_LARGE: 'NONDELIVERY_TOO_LARGE',
 } as const;
@@ -76,7 +96,7 @@ export function nonDeliveryLinks(nd: Opened<NonDelivery>): boolean {
 }
 
 function check(nd: Opened<NonDelivery>): void {
-  if (nd.type !== T.nondelivery) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery}`);
+  if (!isNonDeliveryType(nd.type)) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery} or ${T.nondelivery2}`);
   const n = nd.record;
   const buyer = nd.signer;
   const job = inner<Job>(n.proof.job, T.job, 'job');
@@ -94,12 +114,52 @@ function check(nd: Opened<NonDelivery>): void {
   if (offer.address !== n.offer) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the attached offer is not the one cited');
   if (offer.signer !== n.provider) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer is not signed by the provider named');
   if (offer.record.job !== n.job) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer answers another job');
+  // the schema holds a /1 without an advert and a /2 with one; checked here too for a record built without it
+  if (nd.type === T.nondelivery) {
+    if (n.proof.advert !== undefined) fail(ND_ERR.PROOF_INVALID, 'proof.advert', `a ${T.nondelivery} carries no advert (that is a ${T.nondelivery2})`);
+    return;
+  }
+  if (n.proof.advert === undefined) fail(ND_ERR.PROOF_INVALID, 'proof.advert', `a ${T.nondelivery2} carries the pooled advert the offer cites`);
+  const advert = inner<Advert>(n.proof.advert, T.advert, 'advert'); // a pooled advert's chain is verified here
+  if (advert.address !== offer.record.advert) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the attached advert is not the one the offer cites');
+  if (advert.signer !== n.provider) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not signed by the provider named');
+  if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', `the advert is not pooled (a non-pooled offer's non-delivery is a ${T.nondelivery})`);
+}
+
+/** The provider each /2 counts against, by record object (the proof's advert is opened once). */
+const attributed = new WeakMap<object, string>();
+
+/**
+ * The provider a non-delivery counts against: for a /2, the pool its advert stands for (the offer cited that pooled
+ * advert, so it was made for the pool; `receiptProviderFor`, as for a pooled receipt); for a /1, `provider`, the
+ * offer's signer. Read from the record alone: for a record that links (linkNonDelivery), the same on every node.
+ */
+export function nonDeliveryProvider(nd: Opened<NonDelivery>): string {
+  const n = nd.record;
+  if (nd.type !== T.nondelivery2 || n.proof.advert === undefined) return n.provider;
+  let p = attributed.get(nd);
+  if (p === undefined) {
+    try {
+      p = receiptProviderFor(n.provider, open(n.proof.advert, T.advert) as Opened<Advert>);
+    } catch {
+      p = n.provider; // does not open: such a record does not link, and is counted nowhere
+    }
+    attributed.set(nd, p);
+  }
+  return p;
 }
 
 export interface NonDeliveryInput {
   job: Opened<Job>;
   selection: Opened<Selection>;
   offer: Opened<Offer>;
+  /**
+   * The advert the offer cites, when the caller holds it. When it is that advert, signed by the offer's signer and
+   * pooled, the record is a `c0mpute.nondelivery/2` carrying it and counts against the pool (docs/pools.md
+   * "Reputation"); otherwise (none, not pooled, not the offer's, or too large to carry) a /1, as before, counting
+   * against the offer's signer.
+   */
+  advert?: Opened<Advert>;
   reason: NonDeliveryReason;
   detail?: string;
   signedAt: number;
@@ -121,6 +181,15 @@ export function signNonDelivery(i: NonDeliveryInput): Opened<NonDelivery> {
   };
   for (const k of ['job', 'selection', 'offer'] as const) {
     if (rec.proof[k].length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${rec.proof[k].length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
+  }
+  const a = i.advert;
+  if (a && a.type === T.advert && a.record.pool && a.address === i.offer.record.advert && a.signer === i.offer.signer && a.bytes.length <= NONDELIVERY_PROOF_MAX.advert) {
+    const nd = seal(T.nondelivery2, { ...rec, proof: { ...rec.proof, advert: a.bytes } }, i.signer) as Opened<NonDelivery>;
+    // past the envelope bound with the advert, no node would open it: a /1 instead (it counts against the member that quoted)
+    if (nd.bytes.length <= MAX_ENVELOPE_BYTES) {
+      linkNonDelivery(nd);
+      return nd;
+    }
   }
   const nd = seal(T.nondelivery, rec, i.signer) as Opened<NonDelivery>;
   linkNonDelivery(nd);

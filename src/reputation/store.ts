@@ -17,12 +17,13 @@ import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
 import { deriveReputation, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
-import { linkNonDelivery } from './nondelivery.js';
+import { isNonDeliveryType, linkNonDelivery, nonDeliveryProvider } from './nondelivery.js';
 
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
 const SYNC = { sync: true } as object;
 
-const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery' };
+/** Key prefix per content type (a /2 non-delivery under its own, so a previous version's open skips it: it cannot read it). */
+const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery', [T.nondelivery2]: 'nondelivery2' };
 
 export { DEFAULT_MAX_EVIDENCE } from './bounds.js';
 
@@ -120,11 +121,11 @@ export class EvidenceStore {
     if (r.type === T.receipt && r.signer !== (r.record as Receipt).provider && (r.record as Receipt).pool === undefined) {
       throw new C0Error('REPUTATION_RECEIPT_NOT_PROVIDER', `receipt ${r.address} is signed by ${r.signer}, not by the provider it names (${(r.record as Receipt).provider})`, { field: 'provider' });
     }
-    if (r.type === T.nondelivery) linkNonDelivery(r as Opened<NonDelivery>); // NONDELIVERY_* when it does not link
+    if (isNonDeliveryType(r.type)) linkNonDelivery(r as Opened<NonDelivery>); // NONDELIVERY_* when it does not link
   }
 
   #map(r: Opened): Map<string, Opened> {
-    return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : r.type === T.nondelivery ? this.nondeliveries : this.offers) as Map<string, Opened>;
+    return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : isNonDeliveryType(r.type) ? this.nondeliveries : this.offers) as Map<string, Opened>;
   }
 
   #put(r: Opened): boolean {
@@ -152,7 +153,8 @@ export class EvidenceStore {
         if (set.size === 0) m.delete(k);
       }
     };
-    if (r.type === T.receipt || r.type === T.nondelivery) file(this.#aboutProvider, (r.record as { provider: string }).provider, r as Opened<Receipt> | Opened<NonDelivery>);
+    if (r.type === T.receipt) file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
+    else if (isNonDeliveryType(r.type)) file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
     if (r.type === T.receipt) {
       file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
       file(this.#receiptsOfJob, (r.record as Receipt).job, r as Opened<Receipt>);
@@ -169,10 +171,10 @@ export class EvidenceStore {
     return [...(this.#acceptancesOf.get(receipt) ?? [])];
   }
 
-  /** The non-deliveries naming a provider. */
+  /** The non-deliveries counting against a provider (a /2 under its pool's DID: nonDeliveryProvider). */
   nondeliveriesAbout(provider: string): Array<Opened<NonDelivery>> {
     const out: Array<Opened<NonDelivery>> = [];
-    for (const r of this.#aboutProvider.get(provider) ?? []) if (r.type === T.nondelivery) out.push(r as Opened<NonDelivery>);
+    for (const r of this.#aboutProvider.get(provider) ?? []) if (isNonDeliveryType(r.type)) out.push(r as Opened<NonDelivery>);
     return out;
   }
 
@@ -184,14 +186,16 @@ export class EvidenceStore {
   }
 
   /**
-   * The providers whose figures these records can change: a receipt's or a non-delivery's provider, an
+   * The providers whose figures these records can change: a receipt's provider, the one a non-delivery counts
+   * against (nonDeliveryProvider: the pool, for a /2), an
    * acceptance's receipt's provider when that receipt is held (until it is, the acceptance changes nothing), and an
    * offer's citing receipts' providers (their quote accuracy).
    */
   providersOf(records: Iterable<Opened>): Set<string> {
     const out = new Set<string>();
     for (const r of records) {
-      if (r.type === T.receipt || r.type === T.nondelivery) out.add((r.record as { provider: string }).provider);
+      if (r.type === T.receipt) out.add((r.record as Receipt).provider);
+      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<NonDelivery>)); // the pool, for a /2
       else if (r.type === T.acceptance) {
         const receipt = this.receipts.get((r.record as Acceptance).receipt);
         if (receipt) out.add(receipt.record.provider);
@@ -214,7 +218,7 @@ export class EvidenceStore {
     const offers: Array<Opened<Offer>> = [];
     for (const p of new Set([...providers, ...also])) {
       for (const r of this.#aboutProvider.get(p) ?? []) {
-        if (r.type === T.nondelivery) {
+        if (isNonDeliveryType(r.type)) {
           nondeliveries.push(r as Opened<NonDelivery>);
           continue;
         }
@@ -266,7 +270,7 @@ export class EvidenceStore {
    */
   static #own(r: Opened, self: string): 0 | 2 | 3 {
     const x = r.record as { buyer?: string; provider?: string };
-    if (x.buyer === self || (r.signer === self && (r.type === T.acceptance || r.type === T.nondelivery))) return 3;
+    if (x.buyer === self || (r.signer === self && (r.type === T.acceptance || isNonDeliveryType(r.type)))) return 3;
     if (x.provider === self || r.signer === self) return 2;
     return 0;
   }
@@ -334,7 +338,7 @@ export class EvidenceStore {
       for (const x of m.values()) {
         if (placed.has(x.address)) continue;
         // a non-delivery counts as its buyer does; an acceptance or an offer without its receipt counts for nothing
-        units.push({ at: at(x), weight: Math.max(own(x), x.type === T.nondelivery && trusted.has(x.signer) ? 1 : 0) as Unit['weight'], recs: [x] });
+        units.push({ at: at(x), weight: Math.max(own(x), isNonDeliveryType(x.type) && trusted.has(x.signer) ? 1 : 0) as Unit['weight'], recs: [x] });
       }
     }
     const excess = this.size - Math.floor(b.max * 0.9);
