@@ -202,6 +202,7 @@ export class OverlayNode {
           receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
         }),
         nondelivery: nondeliveryHook,
+        nondelivery2: nondeliveryHook,
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
         ...(evidence ? { 'pool-evidence': evidence } : {}),
@@ -240,9 +241,12 @@ export class OverlayNode {
     this.net.subscribe('acceptance', async (rec) => {
       await this.market.addEvidence(rec as Opened<Acceptance>);
     });
-    this.net.subscribe('nondelivery', async (rec) => {
-      await this.market.addEvidence(rec as Opened<NonDelivery>);
-    });
+    // both versions: a /2 (a pooled offer's, counted against the pool) comes on its own topic kind
+    for (const kind of ['nondelivery', 'nondelivery2'] as const) {
+      this.net.subscribe(kind, async (rec) => {
+        await this.market.addEvidence(rec as Opened<NonDelivery>);
+      });
+    }
     // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
     // evidence are kept by every node on the overlay, so any of them can grade a steward's
     // ledger (c0mpute ledger fetch); within witnessRecords (records.ts), since anyone can mint both.

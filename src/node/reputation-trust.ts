@@ -1,8 +1,8 @@
 /**
  * The daemon's side of reputation (docs/market.md "Reputation and its threat
  * model"): the trust sources a node derives its reputation view with, from its
- * config, and the gossip check that a `c0mpute.nondelivery/1` links before it
- * is stored or forwarded.
+ * config, and the gossip check that a `c0mpute.nondelivery/1` or `/2` links
+ * before it is stored or forwarded.
  */
 import { isC0Error } from '../errors.js';
 import type { Opened } from '../records/envelope.js';

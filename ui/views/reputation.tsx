@@ -28,7 +28,7 @@ interface Evidence {
 }
 
 export function Reputation() {
-  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined), 2000);
+  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined || e.counts.nondelivery2 !== undefined), 2000);
   const r = useJson<{ providers: Figures[] }>('/v1/reputation', v);
   const [who, setWho] = useState<string | undefined>(undefined);
   const ev = useJson<Evidence>(who ? `/v1/console/evidence/${encodeURIComponent(who)}` : null, v);
