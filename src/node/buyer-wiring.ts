@@ -73,6 +73,7 @@ export class BuyerWiring {
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name }),
       market: this.o.market,
       adverts: (did) => this.o.records.advertOf(did),
+      advertAt: (address) => this.o.market.adverts.get(address),
       publish: async (kind, env) => {
         // a job of a large market goes to some of its candidates directly, not to the whole market (#invite)
         if (kind === 'job' && this.#invite(env as Opened<Job>)) return;

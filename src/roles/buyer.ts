@@ -146,7 +146,10 @@ export interface BuyerDeps {
   log: Logger;
   market: BuyerMarket;
   adverts: (did: string) => Opened<Advert> | undefined;
-  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery', env: Opened) => Promise<void>;
+  /** An advert by address, when held (the one an offer cites: a pooled offer's non-delivery carries it). */
+  advertAt?: (address: string) => Opened<Advert> | undefined;
+  /** `nondelivery2`: a pooled offer's non-delivery (c0mpute.nondelivery/2), on its own topic kind. */
+  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2', env: Opened) => Promise<void>;
   /** Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames. */
   exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal) => AsyncIterable<unknown>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
@@ -351,12 +354,18 @@ export class Buyer {
     return result;
   }
 
-  /** Sign, keep and gossip a non-delivery for a selected provider that sent no receipt; its address, or undefined when it cannot be signed. */
+  /**
+   * Sign, keep and gossip a non-delivery for a selected provider that sent no receipt; its address, or undefined when
+   * it cannot be signed. An offer citing a pooled advert gets a c0mpute.nondelivery/2 carrying that advert (it counts
+   * against the pool: docs/pools.md "Reputation"), on its own topic kind; any other a /1, as before.
+   */
   async #nonDelivery(job: Opened<Job>, selection: Opened<Selection>, cand: RankedCandidate, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
     try {
-      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer });
+      // the advert the offer cites (signNonDelivery carries it only when it is that one, the offer signer's, pooled)
+      const advert = this.d.advertAt?.(cand.offer.record.advert) ?? this.d.adverts(cand.provider);
+      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer, ...(advert ? { advert } : {}) });
       await this.d.store(nd);
-      await this.d.publish('nondelivery', nd).catch(() => {});
+      await this.d.publish(nd.type === T.nondelivery2 ? 'nondelivery2' : 'nondelivery', nd).catch(() => {});
       onEvent({ e: 'nondelivery', provider: cand.provider, reason, address: nd.address });
       return nd.address;
     } catch (e) {
