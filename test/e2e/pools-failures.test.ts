@@ -165,12 +165,19 @@ test('the coordinator exits right after the durable dispatch, before the call: t
     m.m1 = await c.start('m1', m1.config, { C0MPUTE_FAILPOINT: 'pool.after-dispatch' });
     await waitFor('m1 to be seen live again', async () => (await Promise.all(Object.values(m).map(view))).every((v) => v.members.every((x) => x.live)), 45_000);
     await epochOf(m.m1.did, Object.values(m).map((n) => n.did));
+    const nds = async (did: string) => (await get<{ nonDeliveries: number }>(buyer, `/v1/reputation/${encodeURIComponent(did)}`)).nonDeliveries;
+    const [poolBefore, m1Before] = [await nds(pool), await nds(m.m1.did)];
     const run = await runJob(buyer, spec('builtin.sha256', '2'));
     await waitFor('m1 to exit at the failpoint', () => !alive(m.m1!), 30_000);
     assert.equal(m.m1.child.exitCode, 137);
     // The buyer's stream to m1 broke: it failed over to the other provider.
     assert.equal(run.result.status, 'completed', JSON.stringify(run.result.attempts));
     assert.deepEqual(attempts(run).map((a) => a.provider), [m.m1.did, p.did]);
+    // Its non-delivery on m1's offer (a c0mpute.nondelivery/2: the offer cites the pooled advert) counts against the
+    // pool, the provider selection scores m1's offers by, not against m1 (docs/pools.md "Reputation").
+    assert.ok((run.result.attempts as Array<{ nondelivery?: string }>)[0]!.nondelivery, 'a non-delivery was signed');
+    assert.equal(await nds(pool), poolBefore + 1);
+    assert.equal(await nds(m.m1.did), m1Before);
     // The dispatch was sent to m2 and m3 before the call; the next coordinator closes it as failed.
     for (const n of [m.m2!, m.m3!]) {
       await waitFor(`${n.name} to close the orphaned dispatch`, async () => {
