@@ -92,7 +92,7 @@ function parseKeyFile(path: string): KeyFileV1 {
   } catch {
     throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} is not valid JSON`);
   }
-  if (f.version !== 1 || typeof f.did !== 'string' || (f.kdf !== 'none' && f.kdf !== 'scrypt')) {
+  if (typeof f !== 'object' || f === null || Array.isArray(f) || f.version !== 1 || typeof f.did !== 'string' || (f.kdf !== 'none' && f.kdf !== 'scrypt')) {
     throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} has an unknown format`);
   }
   return f;
@@ -112,7 +112,12 @@ export function loadIdentity(dataDir: string, passphrase?: string): Identity {
   } else {
     if (!passphrase) throw new C0Error('KEY_PASSPHRASE_REQUIRED', `key file ${path} is encrypted; pass --passphrase-file, set C0MPUTE_PASSPHRASE (or C0MPUTE_PASSPHRASE_FILE), or run in a terminal to be asked`);
     if (!f.scrypt || !f.cipher) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} lacks its scrypt or cipher parameters`);
-    const key = scryptSync(passphrase, Buffer.from(f.scrypt.salt, 'hex'), 32, { N: f.scrypt.N, r: f.scrypt.r, p: f.scrypt.p, maxmem: 256 * 1024 * 1024 });
+    let key: Buffer;
+    try {
+      key = scryptSync(passphrase, Buffer.from(String(f.scrypt.salt), 'hex'), 32, { N: f.scrypt.N, r: f.scrypt.r, p: f.scrypt.p, maxmem: 256 * 1024 * 1024 });
+    } catch (e) {
+      throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} has scrypt parameters that do not work: ${(e as Error).message}`);
+    }
     try {
       const d = createDecipheriv('aes-256-gcm', key, Buffer.from(f.cipher.iv, 'hex'));
       d.setAAD(Buffer.from(f.did));

@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
-import { createIdentity } from '../../src/node/identity.js';
+import { createIdentity, keyFilePath } from '../../src/node/identity.js';
 import { sealEntries } from '../../src/ledger/index.js';
 import { writeLedgerDir } from '../../src/ledger/store.js';
 import { admitted, tempDir } from '../unit/ledger/helpers.js';
@@ -107,5 +107,15 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     operatorError(await c0(['ledger', 'export', p('ledger'), t.dir]), 'OUTPUT_UNWRITABLE', 'ledger export onto a directory');
     assert.deepEqual(readdirSync(t.dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file left');
     assert.ok(!existsSync(p('nodir')), 'nothing created');
+  });
+
+  test('init on a data directory that is a file; a key file that is JSON but not a key file', async () => {
+    writeFileSync(p('afile'), 'x');
+    operatorError(await c0(['init', '--data-dir', p('afile')]), 'DATA_DIR_INVALID', 'init onto a file');
+    operatorError(await c0(['init', '--data-dir', p('afile', 'sub')]), 'DATA_DIR_INVALID', 'init under a file');
+    const dir = p('nullkey');
+    createIdentity(dir);
+    writeFileSync(keyFilePath(dir), 'null', { mode: 0o600 });
+    operatorError(await c0(['keys', 'show', '--data-dir', dir]), 'KEY_FILE_CORRUPT', 'a key file of null');
   });
 });

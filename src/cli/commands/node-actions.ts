@@ -97,7 +97,11 @@ export interface InitOpts {
 /** `c0mpute init` */
 export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the data directory: ${(e as Error).message}`, { field: 'dataDir' });
+  }
   if (!existsSync(keyFilePath(dataDir))) {
     const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
     const id = createIdentity(dataDir, pass);

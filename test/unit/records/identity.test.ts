@@ -97,6 +97,19 @@ describe('key file', () => {
     assertCode(() => loadIdentity(dir), 'KEY_FILE_CORRUPT', 'seed');
     write(JSON.stringify({ ...good, did: didFromPublicKey(new Ed25519Signer(new Uint8Array(32)).publicKey) }));
     assertCode(() => loadIdentity(dir), 'KEY_FILE_CORRUPT', 'DID does not match the key');
+    // JSON that is not an object (a TypeError before)
+    for (const v of ['null', '[]', '7']) {
+      write(v);
+      assertCode(() => loadIdentity(dir), 'KEY_FILE_CORRUPT', v);
+    }
+  });
+
+  test('an encrypted key file whose scrypt parameters do not work → KEY_FILE_CORRUPT (scrypt threw before)', () => {
+    const dir = freshDir();
+    const id = createIdentity(dir, 'pw', SEED);
+    const good = JSON.parse(readFileSync(id.keyFile, 'utf8')) as { scrypt: Record<string, unknown> };
+    writeFileSync(id.keyFile, JSON.stringify({ ...good, scrypt: { ...good.scrypt, N: 3 } }), { mode: 0o600 });
+    assertCode(() => loadIdentity(dir, 'pw'), 'KEY_FILE_CORRUPT', 'N = 3');
   });
 
   test('the seed never appears in JSON.stringify, String or util.inspect of the signer', () => {
