@@ -5,11 +5,16 @@
  * still to come, so the activations flow stage to stage (this stage forwards
  * its output to the next and passes the final output back). Frames are
  * bounded (activations split into 512 KiB byte frames); every stream has the
- * deadline of the request.
+ * deadline of the request. A caller outside the server's `allow` is refused
+ * (PIPELINE_NOT_ALLOWED); a route must be DIDs, at most one per stage that can
+ * still come after this one (the layers past it), so one request makes a
+ * bounded number of forwards (PIPELINE_BAD_REQUEST).
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
+import { didFromPeerId } from '../node/peer-id.js';
+import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { serial, stageForward, type StageRunner } from './pipeline.js';
 import { splitPayload, withRetry } from './transport.js';
@@ -46,11 +51,25 @@ export interface StageServerOptions {
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
   const compute = serial(async (x, batch) => stageForward(o.shape, o.w, o.range, x, batch));
   const inW = o.shape.layers[o.range[0]]!;
+  const allow = o.allow ? new Set(o.allow) : undefined;
+  // every later stage owns at least one layer: at most this many stages can follow
+  const stagesLeft = Math.max(0, o.shape.layers.length - 1 - o.range[1]);
   await net.handle(
     PIPELINE_PROTOCOL,
     async (reqs, ctx) => {
+      if (allow) {
+        let caller: string | undefined;
+        try {
+          caller = didFromPeerId(ctx.peer);
+        } catch {
+          caller = undefined;
+        }
+        if (caller === undefined || !allow.has(caller)) throw new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
+      }
       const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
       if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
+      if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
+      if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
       const x = weightsFromBytes(joinBytes(reqs.slice(1)));
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
       const y = await compute(x, head.batch, Number(head.mb ?? 0));

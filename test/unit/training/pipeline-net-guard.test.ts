@@ -1,0 +1,71 @@
+/**
+ * A pipeline stage server's guards (src/training/pipeline-net.ts `serveStage`;
+ * docs/training.md "Pipeline"): a caller outside `allow` is refused
+ * (PIPELINE_NOT_ALLOWED) before anything is computed, and the route a caller
+ * names is bounded by the stages that can still follow this one and must be
+ * DIDs (PIPELINE_BAD_REQUEST), so one request cannot make a stage compute and
+ * forward without end (to itself in a loop, say). The network is a stub that
+ * hands the test the stage's handler and counts the stage's own forwards.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { CborValue } from '../../../src/records/cbor.js';
+import type { ProtocolHandler } from '../../../src/net/protocols.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { initWeights, weightsBytes, weightsFromBytes } from '../../../src/training/model.js';
+import { serveStage } from '../../../src/training/pipeline-net.js';
+import { splitPayload } from '../../../src/training/transport.js';
+import { P } from '../market/fixtures.js';
+
+const shape = { layers: [4, 4, 4] };
+const S = P(600);
+const allowed = P(601);
+const stranger = P(602);
+
+async function stage(opts: { allow?: string[]; range: [number, number] }) {
+  let handler: ProtocolHandler | undefined;
+  const forwards: Array<{ to: string; route: unknown }> = [];
+  const net = {
+    handle: async (_p: string, h: ProtocolHandler) => void (handler = h),
+    // the next stage: echoes the activations back, as a last stage would
+    request: async (to: string, _p: string, frames: CborValue[]) => {
+      forwards.push({ to, route: (frames[0] as { route: unknown }).route });
+      return frames.slice(1);
+    },
+  };
+  await serveStage(net as never, { shape, w: initWeights(shape, 1), ...opts });
+  const call = async (from: string, route: unknown): Promise<Float64Array> => {
+    const out: CborValue[] = [];
+    const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void out.push(f) };
+    await handler!([{ batch: 1, mb: 0, route } as CborValue, ...splitPayload(weightsBytes(new Float64Array([1, 2, 3, 4])))], ctx as never);
+    return weightsFromBytes(out[0] as Uint8Array);
+  };
+  return { call, forwards };
+}
+
+describe('pipeline stage server guards', () => {
+  it('refuses a caller outside allow with PIPELINE_NOT_ALLOWED, serves one inside it', async () => {
+    const s = await stage({ allow: [allowed.did], range: [0, 1] });
+    await assert.rejects(s.call(stranger.did, []), { code: 'PIPELINE_NOT_ALLOWED' });
+    assert.equal((await s.call(allowed.did, [])).length, 4);
+    const open = await stage({ range: [0, 1] });
+    assert.equal((await open.call(stranger.did, [])).length, 4, 'no allow: anyone may call');
+  });
+
+  it('bounds the route by the stages that can follow and requires DIDs', async () => {
+    const first = await stage({ range: [0, 1] });
+    // a loop back to itself, 200 times: refused before computing or forwarding
+    await assert.rejects(first.call(allowed.did, Array(200).fill(S.did)), { code: 'PIPELINE_BAD_REQUEST' });
+    await assert.rejects(first.call(allowed.did, [S.did, S.did]), { code: 'PIPELINE_BAD_REQUEST' });
+    await assert.rejects(first.call(allowed.did, ['not a did']), { code: 'PIPELINE_BAD_REQUEST' });
+    await assert.rejects(first.call(allowed.did, [42]), { code: 'PIPELINE_BAD_REQUEST' });
+    assert.equal(first.forwards.length, 0, 'nothing forwarded for a refused route');
+    // one stage can follow layer 1 of 2: a route of one DID is served and forwarded once
+    assert.equal((await first.call(allowed.did, [stranger.did])).length, 4);
+    assert.deepEqual(first.forwards, [{ to: stranger.did, route: [] }]);
+    // the last stage forwards nowhere
+    const last = await stage({ range: [1, 2] });
+    await assert.rejects(last.call(allowed.did, [stranger.did]), { code: 'PIPELINE_BAD_REQUEST' });
+    assert.equal((await last.call(allowed.did, [])).length, 4);
+  });
+});
