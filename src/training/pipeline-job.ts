@@ -40,6 +40,7 @@ export function parsePipelineInput(input: Uint8Array): { shape: { layers: number
   } catch {
     throw new C0Error('EXEC_BAD_INPUT', 'pipeline input is not JSON');
   }
+  if (typeof j !== 'object' || j === null || Array.isArray(j)) throw new C0Error('EXEC_BAD_INPUT', 'pipeline input must be a JSON object {layers, weights, stages, microBatches, rows}');
   const shape = { layers: j.layers };
   try {
     checkShape(shape);

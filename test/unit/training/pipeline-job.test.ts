@@ -84,4 +84,12 @@ describe('builtin.mlp-pipeline on larger models', () => {
       assert.throws(() => expectedPipelineOutput(enc(j)), { code: 'EXEC_BAD_INPUT' });
     }
   });
+
+  it('input that is JSON but not an object (null, a number, a string, an array) is EXEC_BAD_INPUT, not a TypeError', async () => {
+    for (const text of ['null', '42', '"rows"', '[]', 'true']) {
+      const input = new TextEncoder().encode(text);
+      assert.equal(await codeOf(runPipelineJob(input)), 'EXEC_BAD_INPUT', text);
+      assert.throws(() => expectedPipelineOutput(input), { code: 'EXEC_BAD_INPUT' }, text);
+    }
+  });
 });
