@@ -34,7 +34,7 @@ import { EpochAggregator, electCoordinator } from '../../training/aggregator.js'
 import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
-import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep } from '../../training/record-kinds.js';
+import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
 import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, type EpochParty, type EpochResult } from './epoch-commit.js';
@@ -276,9 +276,12 @@ export class TrainerWorker {
           await this.#runEpoch(epoch);
           epoch++;
         } catch (e) {
-          if (!(e instanceof C0Error) || !RECOVERABLE.has(e.code)) throw e;
+          // a malformed message from a member (TRAIN_BAD_MESSAGE) is that member's failure
+          if (!(e instanceof C0Error) || !(RECOVERABLE.has(e.code) || e.code === 'TRAIN_BAD_MESSAGE')) throw e;
           epoch = await this.#recover(e);
-          this.state = cloneState(this.#snapshots.get(epoch)!);
+          const snap = this.#snapshots.get(epoch);
+          if (!snap) throw new C0Error('TRAIN_STOPPED', `no snapshot to resume epoch ${epoch} from`);
+          this.state = cloneState(snap);
         }
       }
       const d = iris();
@@ -325,12 +328,12 @@ export class TrainerWorker {
       result = await commitEpoch(this.#epochParty, epoch, agg);
     } else {
       const bytes = await this.box.take(this.#rank(coordinator), `final/v${view}/e${epoch}`, this.rec.timeoutMs * 3);
-      result = dec<EpochResult>(bytes);
-      const ep = open(new Uint8Array(Buffer.from(result.envelope, 'hex')), TRAIN_T.epoch) as Opened<TrainEpoch>;
+      const { ep, envelope, witnesses } = parseFinal(bytes, coordinator);
       if (ep.signer !== coordinator || ep.record.epoch !== epoch || ep.record.view !== view) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s epoch commitment does not match');
       const mine = agg.finalise();
       if (mine.root !== ep.record.root) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s root differs from this worker’s');
-      result = { ...result, leaves: mine.leaves };
+      // what is kept is read from the signed commitment, not the message around it
+      result = { epoch, view, address: ep.address, root: ep.record.root, coordinator, envelope, witnesses, leaves: mine.leaves };
     }
     writeFileSync(join(this.o.dir, 'epochs', `${epoch}.json`), JSON.stringify(result, null, 2));
     this.epochs.push(result);
@@ -345,7 +348,9 @@ export class TrainerWorker {
   async #recover(cause: C0Error): Promise<number> {
     this.#log.warn({ code: cause.code, err: cause.message }, 'training step failed');
     if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
-    const others = this.members.filter((d) => d !== this.o.did);
+    // a member that sent a malformed message is not asked again: it is dropped
+    const culprit = cause.code === 'TRAIN_BAD_MESSAGE' ? (cause.detail as { from?: unknown } | undefined)?.from : undefined;
+    const others = this.members.filter((d) => d !== this.o.did && d !== culprit);
     const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
     const alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
     const next = this.view + 1;
@@ -357,10 +362,12 @@ export class TrainerWorker {
     for (const d of alive) {
       if (d === this.o.did) continue;
       try {
-        const p = dec<typeof proposal>(await this.box.take(this.#rank(d), tag, this.rec.timeoutMs * 3));
+        // a proposal that is malformed or out of range (TRAIN_BAD_MESSAGE) is its sender's failure, like silence
+        const p = parseProposal(await this.box.take(this.#rank(d), tag, this.rec.timeoutMs * 3), d, next, this.members, proposal.resume, (e) => this.#snapshots.has(e));
         members = members.filter((m) => p.alive.includes(m));
         resume = Math.min(resume, p.resume);
-      } catch {
+      } catch (e) {
+        if (e instanceof C0Error && e.code === 'TRAIN_BAD_MESSAGE') this.#log.warn({ from: d, err: e.message }, 'bad view proposal');
         members = members.filter((m) => m !== d);
       }
     }
@@ -388,4 +395,70 @@ export class TrainerWorker {
   #writeStatus(): void {
     this.#statusFile.write();
   }
+}
+
+/**
+ * A member's view proposal, checked before it is used: JSON {view, alive,
+ * resume} for view `next`, `alive` a DID-ordered subset of the current
+ * `members` naming the sender, `resume` an integer epoch within one of this
+ * worker's own (`own`, its first uncommitted epoch: a member may have missed
+ * the last epoch's result, or got it when this worker did not), one before it
+ * only with a snapshot to resume from. Anything else is TRAIN_BAD_MESSAGE (the
+ * sender is treated as failed).
+ */
+export function parseProposal(bytes: Uint8Array, from: string, next: number, members: string[], own: number, hasSnapshot: (epoch: number) => boolean): { alive: string[]; resume: number } {
+  const bad = (why: string) => new C0Error('TRAIN_BAD_MESSAGE', `view proposal from ${from}: ${why}`, { detail: { from } });
+  let p: unknown;
+  try {
+    p = dec<unknown>(bytes);
+  } catch {
+    throw bad('not JSON');
+  }
+  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw bad('not an object');
+  const { view, alive, resume } = p as { view?: unknown; alive?: unknown; resume?: unknown };
+  if (view !== next) throw bad(`for view ${String(view)}, expected ${next}`);
+  if (!Array.isArray(alive) || !alive.every((d, i) => typeof d === 'string' && members.includes(d) && (i === 0 || (alive[i - 1] as string) < d))) throw bad('alive must be DID-ordered members of the current view');
+  if (!alive.includes(from)) throw bad('alive must name its sender');
+  // a member that missed the last epoch's result is one behind, one that got it while this worker did not is one ahead
+  if (typeof resume !== 'number' || !Number.isInteger(resume) || resume < own - 1 || resume > own + 1 || (resume < own && !hasSnapshot(resume))) throw bad(`resume ${String(resume)} is not within one epoch of ${own}`);
+  return { alive: alive as string[], resume };
+}
+
+/**
+ * The coordinator's `final` message: JSON whose `envelope` (hex) opens as an
+ * epoch commitment, and whose `witnesses` are kept only where the
+ * countersignature opens, is signed by the member it names (once) and covers
+ * this commitment and root. A message that does not parse or open is
+ * TRAIN_BAD_MESSAGE naming the coordinator (treated as its failure).
+ */
+export function parseFinal(bytes: Uint8Array, from: string): { ep: Opened<TrainEpoch>; envelope: string; witnesses: EpochResult['witnesses'] } {
+  const bad = (why: string) => new C0Error('TRAIN_BAD_MESSAGE', `epoch result from ${from}: ${why}`, { detail: { from } });
+  let r: unknown;
+  try {
+    r = dec<unknown>(bytes);
+  } catch {
+    throw bad('not JSON');
+  }
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) throw bad('not an object');
+  const { envelope, witnesses } = r as { envelope?: unknown; witnesses?: unknown };
+  if (typeof envelope !== 'string' || envelope.length % 2 !== 0 || !/^[0-9a-f]*$/.test(envelope)) throw bad('envelope must be hex');
+  if (!Array.isArray(witnesses)) throw bad('witnesses must be a list');
+  let ep: Opened<TrainEpoch>;
+  try {
+    ep = open(new Uint8Array(Buffer.from(envelope, 'hex')), TRAIN_T.epoch) as Opened<TrainEpoch>;
+  } catch (e) {
+    throw bad(`the epoch commitment does not open (${(e as Error).message})`);
+  }
+  const kept: EpochResult['witnesses'] = [];
+  for (const w of witnesses.slice(0, ep.record.members.length)) {
+    const { did, envelope: we } = (w ?? {}) as { did?: unknown; envelope?: unknown };
+    if (typeof did !== 'string' || !ep.record.members.includes(did) || kept.some((k) => k.did === did) || typeof we !== 'string' || !/^[0-9a-f]*$/.test(we)) continue;
+    try {
+      const wo = open(new Uint8Array(Buffer.from(we, 'hex')), TRAIN_T.witness) as Opened<TrainWitness>;
+      if (wo.signer === did && wo.record.epochCommitment === ep.address && wo.record.root === ep.record.root) kept.push({ did, address: wo.address, envelope: we });
+    } catch {
+      /* a countersignature that does not open is not kept */
+    }
+  }
+  return { ep, envelope, witnesses: kept };
 }

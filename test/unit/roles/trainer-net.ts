@@ -1,0 +1,86 @@
+/**
+ * An in-process network for training workers (src/roles/trainer/worker.ts with
+ * `net`): `request(to, protocol, frames)` calls the handler `to` registered
+ * directly, with the caller's peer id; `tap(from, to, frames)` may rewrite a
+ * message or drop it (null: a deadline, as a silent member gives). A second
+ * `handle` of one protocol replaces the first, as src/net/protocols.ts serve()
+ * does on a real host.
+ */
+import { C0Error } from '../../../src/errors.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import type { ProtocolHandler } from '../../../src/net/protocols.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { TrainerWorker, type TrainerEvent } from '../../../src/roles/trainer/worker.js';
+import type { TrainRun } from '../../../src/training/record-kinds.js';
+import { tempDir } from '../ledger/helpers.js';
+import type { Party } from '../market/fixtures.js';
+
+export type Tap = (from: string, to: string, frames: CborValue[]) => Promise<CborValue[] | null> | CborValue[] | null;
+
+export interface FakeNet {
+  netFor(did: string): { did: string; handle(protocol: string, h: ProtocolHandler): Promise<void>; unhandle(protocol: string): Promise<void>; request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }): Promise<CborValue[]> };
+  /** Deliver `frames` to `to`'s handler as if `from` sent them; the handler's answer frames. */
+  deliver(from: string, to: string, protocol: string, frames: CborValue[]): Promise<CborValue[]>;
+  handlers: Map<string, Map<string, ProtocolHandler>>;
+}
+
+export function fakeNet(tap?: Tap): FakeNet {
+  const handlers = new Map<string, Map<string, ProtocolHandler>>();
+  const deliver = async (from: string, to: string, protocol: string, frames: CborValue[]): Promise<CborValue[]> => {
+    const h = handlers.get(to)?.get(protocol);
+    if (!h) throw new C0Error('NET_DIAL_FAILED', 'fake: no handler');
+    const out: CborValue[] = [];
+    const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void out.push(f) };
+    try {
+      await h(
+        frames.map((f) => (f instanceof Uint8Array ? f.slice() : f)),
+        ctx as never,
+      );
+    } catch (e) {
+      if (e instanceof C0Error) throw new C0Error(e.code, e.message, { detail: { remote: true } });
+      throw e;
+    }
+    return out;
+  };
+  return {
+    handlers,
+    deliver,
+    netFor: (did) => ({
+      did,
+      async handle(protocol, h) {
+        if (!handlers.has(did)) handlers.set(did, new Map());
+        handlers.get(did)!.set(protocol, h);
+      },
+      async unhandle(protocol) {
+        handlers.get(did)?.delete(protocol);
+      },
+      async request(to, protocol, frames, o = {}) {
+        const fr = tap ? await tap(did, to, frames) : frames;
+        if (fr === null) {
+          await new Promise((r) => setTimeout(r, Math.min(o.limits?.deadlineMs ?? 1000, 200)));
+          throw new C0Error('NET_DEADLINE', 'fake: dropped');
+        }
+        return deliver(did, to, protocol, fr);
+      },
+    }),
+  };
+}
+
+/** Start, join and run every member's worker over `net`; each run's outcome, the workers and their events. */
+export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeNet) {
+  const dirs = members.map(() => tempDir('c0-train-net-'));
+  const events = new Map<string, TrainerEvent[]>(members.map((m) => [m.did, []]));
+  const workers = members.map(
+    (m, i) => new TrainerWorker({ signer: m.signer, did: m.did, run, addrs: {}, dir: dirs[i]!.dir, clock: () => Date.now(), net: net.netFor(m.did) as never, joinTimeoutMs: 10_000, onEvent: (e) => events.get(m.did)!.push(e) }),
+  );
+  try {
+    for (const w of workers) await w.start();
+    await Promise.all(workers.map((w) => w.join()));
+    const res = await Promise.allSettled(workers.map((w) => w.run()));
+    for (const w of workers) await w.stop();
+    return { workers, res, events };
+  } finally {
+    for (const d of dirs) d.cleanup();
+  }
+}
