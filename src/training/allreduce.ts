@@ -64,18 +64,43 @@ interface Waiter {
 
 /**
  * Messages by (sender rank, tag). `put` refuses a second message under the same
- * key (TRAIN_DUPLICATE_MESSAGE) and more than `maxHeld` waiting messages
- * (TRAIN_MAILBOX_FULL); `take` waits at most `timeoutMs`.
+ * key (TRAIN_DUPLICATE_MESSAGE), more than `maxHeld` waiting messages, and a
+ * message that would make the waiting ones hold more than `maxBytes` in all or
+ * `maxBytesPerSender` from its sender (TRAIN_MAILBOX_FULL, naming the sender);
+ * `take` waits at most `timeoutMs`.
  */
 export class Mailbox {
   #held = new Map<string, Uint8Array>();
   #waiting = new Map<string, Waiter>();
   #taken = new Set<string>();
   #closed: Error | undefined;
+  #bytes = 0;
+  readonly #bytesFrom = new Map<number, number>();
 
   constructor(
-    private readonly opts: { timeoutMs: number; maxHeld: number; name?: (rank: number) => string },
+    private readonly opts: { timeoutMs: number; maxHeld: number; maxBytes?: number; maxBytesPerSender?: number; name?: (rank: number) => string },
   ) {}
+
+  /** Bytes of the messages waiting to be taken. */
+  get bytesHeld(): number {
+    return this.#bytes;
+  }
+
+  #who(rank: number): string {
+    return this.opts.name ? this.opts.name(rank) : `rank ${rank}`;
+  }
+
+  #release(key: string): Uint8Array | undefined {
+    const got = this.#held.get(key);
+    if (!got) return undefined;
+    this.#held.delete(key);
+    const from = Number(key.slice(0, key.indexOf('|')));
+    this.#bytes -= got.length;
+    const left = (this.#bytesFrom.get(from) ?? 0) - got.length;
+    if (left > 0) this.#bytesFrom.set(from, left);
+    else this.#bytesFrom.delete(from);
+    return got;
+  }
 
   put(from: number, tag: string, data: Uint8Array): void {
     const key = `${from}|${tag}`;
@@ -88,23 +113,28 @@ export class Mailbox {
       return;
     }
     this.#taken.delete(key);
-    if (this.#held.size >= this.opts.maxHeld) throw new C0Error('TRAIN_MAILBOX_FULL', `more than ${this.opts.maxHeld} messages waiting`);
+    if (this.#held.size >= this.opts.maxHeld) throw new C0Error('TRAIN_MAILBOX_FULL', `more than ${this.opts.maxHeld} messages waiting`, { detail: { rank: from } });
+    const { maxBytes, maxBytesPerSender } = this.opts;
+    if (maxBytes !== undefined && this.#bytes + data.length > maxBytes) throw new C0Error('TRAIN_MAILBOX_FULL', `a message of ${data.length} bytes from ${this.#who(from)}: waiting messages would hold over ${maxBytes} bytes`, { detail: { rank: from } });
+    const mine = this.#bytesFrom.get(from) ?? 0;
+    if (maxBytesPerSender !== undefined && mine + data.length > maxBytesPerSender) throw new C0Error('TRAIN_MAILBOX_FULL', `messages waiting from ${this.#who(from)} would hold over ${maxBytesPerSender} bytes`, { detail: { rank: from } });
     this.#held.set(key, data);
+    this.#bytes += data.length;
+    this.#bytesFrom.set(from, mine + data.length);
   }
 
   take(from: number, tag: string, timeoutMs = this.opts.timeoutMs): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(this.#closed);
     const key = `${from}|${tag}`;
-    const got = this.#held.get(key);
+    const got = this.#release(key);
     if (got) {
-      this.#held.delete(key);
       this.#taken.add(key);
       return Promise.resolve(got);
     }
     return new Promise<Uint8Array>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(key);
-        const who = this.opts.name ? this.opts.name(from) : `rank ${from}`;
+        const who = this.#who(from);
         reject(new C0Error('TRAIN_PEER_TIMEOUT', `no ${tag} from ${who} within ${timeoutMs} ms`, { detail: { rank: from, tag } }));
       }, timeoutMs);
       this.#waiting.set(key, {
@@ -122,15 +152,22 @@ export class Mailbox {
 
   /** Forget delivered keys whose tag starts with `prefix` (a finished step). */
   forget(prefix: string): void {
-    for (const k of [...this.#taken]) if (k.split('|')[1]!.startsWith(prefix)) this.#taken.delete(k);
-    for (const k of [...this.#held.keys()]) if (k.split('|')[1]!.startsWith(prefix)) this.#held.delete(k);
+    this.prune((tag) => !tag.startsWith(prefix));
   }
 
-  /** Fail every waiting receive (the run stopped). */
+  /** Forget delivered keys and drop waiting messages whose tag `keep` refuses (tags no longer expected). */
+  prune(keep: (tag: string) => boolean): void {
+    const tagOf = (k: string) => k.slice(k.indexOf('|') + 1);
+    for (const k of [...this.#taken]) if (!keep(tagOf(k))) this.#taken.delete(k);
+    for (const k of [...this.#held.keys()]) if (!keep(tagOf(k))) this.#release(k);
+  }
+
+  /** Fail every waiting receive and drop what is held (the run stopped). */
   close(err: Error): void {
     this.#closed = err;
     for (const w of this.#waiting.values()) w.reject(err);
     this.#waiting.clear();
+    for (const k of [...this.#held.keys()]) this.#release(k);
   }
 }
 

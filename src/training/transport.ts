@@ -109,7 +109,8 @@ export const ASSEMBLY_LIMITS = {
 
 /**
  * Reassembles chunk parts (`{k:'chunk', tag, part, parts}`) into whole chunks
- * and hands each to `deliver` once; at most 1 024 parts per chunk, and within
+ * and hands each to `deliver` once; at most 1 024 parts per chunk of at most
+ * MAX_MESSAGE_BYTES each (a single-part chunk too), and within
  * ASSEMBLY_LIMITS: chunks in assembly in all and per sender, part bytes held
  * (TRAIN_BAD_MESSAGE beyond each); a chunk left unfinished is dropped after
  * `ttlMs`, so stuck parts neither stay nor block the rest.
@@ -141,6 +142,8 @@ export class ChunkAssembler {
     const parts = head.parts === undefined ? 1 : head.parts;
     const part = head.part === undefined ? 0 : head.part;
     if (typeof parts !== 'number' || typeof part !== 'number' || !Number.isInteger(parts) || parts < 1 || parts > 1024 || !Number.isInteger(part) || part < 0 || part >= parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk part out of range');
+    // sendChunk never sends more in one message: a larger one would skip these bounds (a whole chunk goes straight to the Mailbox)
+    if (payload.length > MAX_MESSAGE_BYTES) throw new C0Error('TRAIN_BAD_MESSAGE', `a chunk message of ${payload.length} bytes from member ${from}; at most ${MAX_MESSAGE_BYTES}`);
     if (parts === 1) return this.deliver(from, tag, payload.slice());
     const now = this.now();
     // chunks begun longest ago come first: drop the ones left unfinished past the time-to-live

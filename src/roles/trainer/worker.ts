@@ -35,7 +35,7 @@ import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
-import { ChunkAssembler, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, type EpochParty, type EpochResult } from './epoch-commit.js';
 
@@ -106,6 +106,8 @@ export class TrainerWorker {
   readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
   #startedAt = 0;
   #stepsDone = 0;
+  /** The step running (or last run) in this view: which chunk tags are expected. */
+  #step = 0;
   readonly #contributions = new Contributions();
   readonly #statusFile: StatusFile;
 
@@ -122,7 +124,9 @@ export class TrainerWorker {
     if (addressOf(weightsBytes(w)) !== this.rec.init.weights) throw new C0Error('TRAIN_INIT_MISMATCH', 'the starting weights do not hash to the run’s init.weights');
     this.state = { w, r: new Float64Array(w.length) };
     this.params = { shape, lr: Number(this.rec.lr), batch: this.rec.batch, feedback: this.rec.quant.feedback === 'yes' };
-    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, name: (r) => this.rec.members[r] ?? `rank ${r}` });
+    // Two steps of all-reduce chunks from a predecessor hold under 4 × the int32 gradient; room for two predecessors (a view change) and the small messages.
+    const grad = 4 * w.length;
+    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
     this.#epochParty = {
@@ -183,6 +187,7 @@ export class TrainerWorker {
         return;
       }
       case 'chunk':
+        if (typeof head.tag === 'string' && this.#expected(from, head.k, head.tag) === 'past') return;
         this.#chunks.put(this.#rank(from), head, payload);
         return;
       case 'ping':
@@ -190,6 +195,8 @@ export class TrainerWorker {
       case 'view':
       case 'final':
         if (typeof head.tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', `${head.k} without a tag`);
+        if (payload.length > MAX_MESSAGE_BYTES) throw new C0Error('TRAIN_BAD_MESSAGE', `a ${head.k} message of ${payload.length} bytes from ${from}; at most ${MAX_MESSAGE_BYTES}`);
+        if (this.#expected(from, head.k, head.tag) === 'past') return;
         this.box.put(this.#rank(from), head.tag, payload.slice());
         return;
       case 'witness':
@@ -197,6 +204,52 @@ export class TrainerWorker {
       default:
         throw new C0Error('TRAIN_BAD_MESSAGE', `unknown message ${head.k}`);
     }
+  }
+
+  /**
+   * Whether a chunk, view or final tag may be held now: `now` — a chunk
+   * `v<view>/s<step>/{e,g}/{rs,ag}<k>` of this view for the step running or the
+   * next (a member is never more than one step ahead in a ring), or of the next
+   * view for a step of an epoch it may resume at; `view/v<n>` for the next two
+   * views; `final/v<view>/e<epoch>` for the epoch running. `past` — a step,
+   * view or epoch already done here (dropped unheld: a late retry). Any other
+   * tag is TRAIN_BAD_MESSAGE naming the sender, so nothing is held under a tag
+   * that will never be taken.
+   */
+  #expected(from: string, kind: string, tag: string): 'now' | 'past' {
+    const spe = this.rec.stepsPerEpoch;
+    const own = this.lastCommittedEpoch + 1;
+    const int = (x: string | undefined) => (x !== undefined && x.length < 10 ? Number(x) : NaN);
+    let m: RegExpExecArray | null;
+    if (kind === 'chunk' && (m = /^v(0|[1-9]\d*)\/s(0|[1-9]\d*)\/[eg]\/(?:rs|ag)(0|[1-9]\d*)$/.exec(tag))) {
+      const [v, s, k] = [int(m[1]), int(m[2]), int(m[3])];
+      if (k <= this.rec.members.length - 2) {
+        if (v < this.view || (v === this.view && s < this.#step)) return 'past';
+        if (v === this.view && s <= this.#step + 1) return 'now';
+        if (v === this.view + 1 && s >= Math.max(0, own - 2) * spe && s < (own + 1) * spe) return 'now';
+      }
+    } else if (kind === 'view' && (m = /^view\/v(0|[1-9]\d*)$/.exec(tag))) {
+      const v = int(m[1]);
+      if (v <= this.view) return 'past';
+      if (v <= this.view + 2) return 'now';
+    } else if (kind === 'final' && (m = /^final\/v(0|[1-9]\d*)\/e(0|[1-9]\d*)$/.exec(tag))) {
+      const [v, e] = [int(m[1]), int(m[2])];
+      if (v < this.view || (v === this.view && e < own)) return 'past';
+      if (v === this.view && e === own) return 'now';
+    }
+    throw new C0Error('TRAIN_BAD_MESSAGE', `${from} sent ${kind} ${tag.slice(0, 80)}, not expected in view ${this.view} at step ${this.#step}`, { detail: { from } });
+  }
+
+  /** Drop what is held under tags no longer expected (a step or view done). */
+  #prune(): void {
+    this.box.prune((tag) => {
+      const kind = tag.startsWith('view/') ? 'view' : tag.startsWith('final/') ? 'final' : 'chunk';
+      try {
+        return this.#expected('', kind, tag) === 'now';
+      } catch {
+        return false;
+      }
+    });
   }
 
   #agg(view: number, epoch: number): EpochAggregator {
@@ -307,6 +360,8 @@ export class TrainerWorker {
     const data = shard(iris().train, ring.rank, ring.size);
     const agg = this.#agg(view, epoch);
     for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
+      this.#step = step;
+      this.#prune();
       const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`);
       this.#ownWeights.set(`${view}:${step}`, res.weights);
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
@@ -378,6 +433,8 @@ export class TrainerWorker {
     this.#contributions.viewChanged(next);
     this.members = members;
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
+    this.#step = resume * this.rec.stepsPerEpoch;
+    this.#prune();
     const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code };
     this.views.push(v);
     this.#emit({ e: 'view', ...v });

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { ASSEMBLY_LIMITS, ChunkAssembler } from '../../../src/training/transport.js';
+import { ASSEMBLY_LIMITS, ChunkAssembler, MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
 
 const part = (tag: string, k: number, parts: number) => ({ k: 'chunk', tag, part: k, parts }) as never;
 const refused = (fn: () => void, re: RegExp) => assert.throws(fn, (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_BAD_MESSAGE' && re.test(e.message));
@@ -51,5 +51,15 @@ describe('ChunkAssembler bounds', () => {
     now = 1_000;
     a.put(1, part('next', 0, 2), new Uint8Array(1));
     assert.equal(a.bytesHeld, 1, 'the stuck chunk\'s parts are gone');
+  });
+
+  it('refuses a message over MAX_MESSAGE_BYTES, a single-part chunk too (it would go straight to the Mailbox)', () => {
+    const got: number[] = [];
+    const a = new ChunkAssembler((_f, _t, d) => got.push(d.length));
+    refused(() => a.put(1, { k: 'chunk', tag: 'one' } as never, new Uint8Array(MAX_MESSAGE_BYTES + 1)), /at most/);
+    refused(() => a.put(1, part('two', 0, 2), new Uint8Array(MAX_MESSAGE_BYTES + 1)), /at most/);
+    a.put(1, { k: 'chunk', tag: 'one' } as never, new Uint8Array(MAX_MESSAGE_BYTES));
+    assert.deepEqual(got, [MAX_MESSAGE_BYTES]);
+    assert.equal(a.bytesHeld, 0);
   });
 });

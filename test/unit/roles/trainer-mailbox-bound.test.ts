@@ -1,0 +1,119 @@
+/**
+ * What a member can make another training worker hold (src/roles/trainer/worker.ts,
+ * src/training/allreduce.ts `Mailbox`, src/training/transport.ts
+ * `ChunkAssembler`; docs/training.md "Wire"): a single-part chunk over
+ * MAX_MESSAGE_BYTES, or a chunk, view or final under a tag the worker will never
+ * take, is TRAIN_BAD_MESSAGE; waiting messages are bounded in bytes in all and
+ * per sender (TRAIN_MAILBOX_FULL naming the sender); what a done step left is
+ * dropped. Before, 96 single-part 8 MiB chunks under unused tags were all held
+ * (768 MiB) until the worker stopped. A real worker, its network a stub that
+ * hands the test its /c0mpute/train/1 handler.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { stringify } from 'yaml';
+import { C0Error } from '../../../src/errors.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import type { ProtocolHandler } from '../../../src/net/protocols.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
+import { Mailbox } from '../../../src/training/allreduce.js';
+import { MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { tempDir } from '../ledger/helpers.js';
+import { NOW, P } from '../market/fixtures.js';
+
+const refused = (code: string, re?: RegExp) => (e: unknown) => e instanceof C0Error && e.code === code && (!re || re.test(e.message));
+
+describe('Mailbox byte bounds', () => {
+  it('refuses a message past the bytes in all or from its sender, naming the sender; take, forget and prune free them', async () => {
+    const box = new Mailbox({ timeoutMs: 1000, maxHeld: 100, maxBytes: 10, maxBytesPerSender: 6, name: (r) => `member-${r}` });
+    box.put(1, 'a', new Uint8Array(4));
+    assert.throws(() => box.put(1, 'b', new Uint8Array(3)), refused('TRAIN_MAILBOX_FULL', /member-1 would hold over 6 bytes/));
+    box.put(2, 'a', new Uint8Array(6));
+    assert.throws(() => box.put(3, 'a', new Uint8Array(1)), refused('TRAIN_MAILBOX_FULL', /from member-3.*over 10 bytes/));
+    assert.equal(box.bytesHeld, 10);
+    assert.equal((await box.take(1, 'a')).length, 4);
+    assert.equal(box.bytesHeld, 6);
+    box.put(1, 'v0/s1/x', new Uint8Array(2));
+    box.forget('v0/s1/');
+    assert.equal(box.bytesHeld, 6);
+    box.prune((tag) => tag !== 'a');
+    assert.equal(box.bytesHeld, 0);
+    box.put(3, 'a', new Uint8Array(6));
+    // a message a receive is waiting for is handed over, not held
+    const waiting = box.take(4, 'w');
+    box.put(4, 'w', new Uint8Array(9));
+    assert.equal((await waiting).length, 9);
+    assert.equal(box.bytesHeld, 6);
+    box.close(new Error('stopped'));
+    assert.equal(box.bytesHeld, 0);
+  });
+});
+
+describe('a training worker holds a bounded amount from a member', () => {
+  it('refuses oversized messages and unexpected tags, and bounds what waits per sender', async () => {
+    const [A, B, H] = [P(500), P(501), P(502)];
+    const t = tempDir('c0-train-box-');
+    try {
+      const yaml = stringify({ name: 'box', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 3, epochs: 2, members: [A, B, H].map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
+      const run = buildRun(yaml, A.signer, NOW).bundle.run;
+      let handler: ProtocolHandler | undefined;
+      const net = { did: A.did, handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] };
+      const w = new TrainerWorker({ signer: A.signer, did: A.did, run, addrs: {}, dir: t.dir, clock: fakeClock(NOW), net: net as never });
+      await w.start();
+      const send = async (from: string, head: Record<string, CborValue>, bytes: number): Promise<void> =>
+        await handler!([head, ...Array.from({ length: Math.ceil(bytes / (512 * 1024)) }, (_, i) => new Uint8Array(Math.min(512 * 1024, bytes - i * 512 * 1024)).fill(7))], {
+          peer: peerIdFromDid(from),
+          signal: new AbortController().signal,
+          send: async () => {},
+        } as never);
+      // one message over MAX_MESSAGE_BYTES (a real one may carry 100 MiB): refused whole
+      await assert.rejects(send(H.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, 8 * 1024 * 1024), refused('TRAIN_BAD_MESSAGE', /at most/));
+      await assert.rejects(send(H.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES + 1), refused('TRAIN_BAD_MESSAGE'));
+      // tags the worker will never take
+      for (const [k, tag] of [
+        ['chunk', 'junk/0'],
+        ['chunk', 'v0/s7/g/rs0'], // a step far ahead
+        ['chunk', 'v0/s0/g/rs5'], // past the ring's steps
+        ['chunk', 'v3/s0/g/rs0'], // a view far ahead
+        ['chunk', 'v00/s0/g/rs0'],
+        ['view', 'view/v9'],
+        ['view', 'junk'],
+        ['final', 'final/v0/e1'],
+      ]) {
+        await assert.rejects(send(H.did, { k: k!, tag: tag! }, 10), refused('TRAIN_BAD_MESSAGE', / not expected /), tag);
+      }
+      assert.equal(w.box.bytesHeld, 0);
+      // expected tags: held, but only so many bytes from one member
+      const tags = ['v0/s0/e/rs0', 'v0/s0/g/rs0', 'v0/s0/g/rs1', 'v0/s0/g/ag0', 'v0/s0/g/ag1', 'v0/s1/g/rs0', 'v0/s1/g/rs1', 'v1/s0/g/rs0', 'v1/s1/g/rs0', 'v1/s2/g/rs0'];
+      let held = 0;
+      let full: unknown;
+      for (const tag of tags) {
+        try {
+          await send(H.did, { k: 'chunk', tag }, MAX_MESSAGE_BYTES);
+          held++;
+        } catch (e) {
+          full = e;
+          break;
+        }
+      }
+      assert.ok(held >= 1 && held < tags.length, `${held} held`);
+      assert.ok(refused('TRAIN_MAILBOX_FULL', new RegExp(H.did))(full), String(full));
+      const cap = w.box.bytesHeld;
+      assert.ok(cap <= 4 * MAX_MESSAGE_BYTES, `${cap} bytes held`);
+      // views and finals count too
+      await assert.rejects(send(H.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES), refused('TRAIN_MAILBOX_FULL'));
+      await assert.rejects(send(H.did, { k: 'chunk', tag: 'v0/s0/g/ag0', part: 0, parts: 2 }, MAX_MESSAGE_BYTES).then(() => send(H.did, { k: 'chunk', tag: 'v0/s0/g/ag0', part: 1, parts: 2 }, MAX_MESSAGE_BYTES)), refused('TRAIN_MAILBOX_FULL'));
+      // another member still has its own room
+      await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, MAX_MESSAGE_BYTES);
+      await send(B.did, { k: 'view', tag: 'view/v1' }, 100);
+      assert.equal(w.box.bytesHeld, cap + MAX_MESSAGE_BYTES + 100);
+      await w.stop();
+      assert.equal(w.box.bytesHeld, 0, 'stopping drops what waits');
+    } finally {
+      t.cleanup();
+    }
+  });
+});
