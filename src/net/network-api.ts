@@ -190,6 +190,8 @@ export interface Network {
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol. */
   handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  /** Stop serving a direct protocol served with `handle` (nothing if it is not served). */
+  unhandle(protocol: string): Promise<void>;
   /** Call a direct protocol on a peer (PeerId, peer id string, DID or multiaddr). */
   request(peer: PeerRef, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
   /** Serve a streaming direct protocol (exec/1: request frames read one at a time, within the byte budget). */

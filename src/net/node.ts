@@ -373,6 +373,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await direct.serve(protocol, handler, limits);
     },
 
+    async unhandle(protocol) {
+      await direct.unserve(protocol);
+    },
+
     async request(peer, protocol, frames, callOpts) {
       return direct.call(toPeerId(peer), protocol, frames, callOpts);
     },

@@ -67,7 +67,7 @@ export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promis
 
 export class TrainWire {
   constructor(
-    private readonly net: Pick<Network, 'handle' | 'request' | 'did'>,
+    private readonly net: Pick<Network, 'handle' | 'request' | 'did'> & Partial<Pick<Network, 'unhandle'>>,
     private readonly onMessage: MessageHandler,
   ) {}
 
@@ -84,6 +84,15 @@ export class TrainWire {
       },
       TRAIN_LIMITS,
     );
+  }
+
+  /** Stop serving the protocol (a node that outlives the run, a provider's, hands no more messages to it). */
+  async stop(): Promise<void> {
+    try {
+      await this.net.unhandle?.(TRAIN_PROTOCOL);
+    } catch {
+      /* the node is stopping anyway */
+    }
   }
 
   async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {

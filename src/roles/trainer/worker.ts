@@ -53,8 +53,8 @@ export interface TrainerOptions {
   onEvent?: (e: TrainerEvent) => void;
   /** How long to wait for every member's membership (default 60 s). */
   joinTimeoutMs?: number;
-  /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. */
-  net?: Pick<Network, 'handle' | 'request' | 'did'>;
+  /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. One worker runs on a node's network at a time (TRAIN_BUSY). */
+  net?: Pick<Network, 'handle' | 'request' | 'did'> & Partial<Pick<Network, 'unhandle'>>;
   /** status.json while steps run: written at most this often, ms of `clock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
   statusEveryMs?: number;
 }
@@ -150,8 +150,17 @@ export class TrainerWorker {
 
   async start(): Promise<void> {
     if (this.o.net) {
+      // the protocol handler is the node's: a second run on it would take the first one's messages
+      const busy = onNet.get(this.o.net);
+      if (busy && busy !== this) throw new C0Error('TRAIN_BUSY', `this node is already a member of run ${busy.runAddr}; it trains one run at a time`);
+      onNet.set(this.o.net, this);
       this.wire = new TrainWire(this.o.net, (from, head, payload) => this.#onMessage(from, head, payload));
-      await this.wire.start();
+      try {
+        await this.wire.start();
+      } catch (e) {
+        onNet.delete(this.o.net);
+        throw e;
+      }
       return;
     }
     const self = this.o.addrs[this.o.did];
@@ -166,6 +175,10 @@ export class TrainerWorker {
   async stop(): Promise<void> {
     await Promise.allSettled([...this.#pending]);
     this.box.close(new C0Error('TRAIN_STOPPED', 'worker stopped'));
+    if (this.o.net && onNet.get(this.o.net) === this) {
+      await this.wire.stop();
+      onNet.delete(this.o.net);
+    }
     await this.net?.stop();
   }
 
@@ -453,6 +466,9 @@ export class TrainerWorker {
     this.#statusFile.write();
   }
 }
+
+/** The worker running on a shared network (a provider's node), by network: one at a time. */
+const onNet = new WeakMap<object, TrainerWorker>();
 
 /**
  * A member's view proposal, checked before it is used: JSON {view, alive,
