@@ -81,8 +81,10 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       method: 'GET',
       path: '/v1/ledger/:steward',
       handler: async ({ params, query }) => {
-        const { encodeLedgerFile } = await import('../ledger/file.js');
-        const raw = await ov(d, query).fetchLedger(requireDid(params.steward!, 'steward'));
+        const [{ encodeLedgerFile }, { parseFetchMiB }] = await Promise.all([import('../ledger/file.js'), import('./ledger-fetch.js')]);
+        const steward = requireDid(params.steward!, 'steward');
+        const mib = parseFetchMiB(query.get('maxMiB'));
+        const raw = await ov(d, query).fetchLedger(steward, mib === undefined ? {} : { maxBytes: mib * 1024 * 1024 });
         return { entries: raw.entries.length, receipts: raw.receipts.length, file: Buffer.from(encodeLedgerFile(raw)).toString('base64') };
       },
     },

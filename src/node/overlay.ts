@@ -24,7 +24,8 @@ import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
 import type { Buyer, BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
-import { Steward, LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward.js';
+import { Steward } from '../roles/steward.js';
+import { fetchLedgerEntries, type LedgerFetchOptions } from './ledger-fetch.js';
 import { WitnessRole } from '../roles/witness.js';
 import { MarketService } from './market-service.js';
 import { nondeliveryHook, trustFor } from './reputation-trust.js';
@@ -375,16 +376,11 @@ export class OverlayNode {
    * fetched over /c0mpute/ledger/1 and the witness receipts for that steward
    * this node keeps (for each witness, its longest and a checkpoint about
    * every doubling of length: witness-keep.ts). `c0mpute ledger verify`
-   * grades the result.
+   * grades the result. The fetch is bounded in bytes and time, and each entry
+   * must chain as it comes (ledger-fetch.ts).
    */
-  async fetchLedger(steward: string): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
-    const entries: Uint8Array[] = [];
-    for (;;) {
-      const frames = await this.net.request(steward, LEDGER_PROTOCOL, [{ from: entries.length } as never], { limits: { deadlineMs: 60_000 } });
-      const got = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);
-      entries.push(...got);
-      if (got.length < MAX_LEDGER_RANGE) break;
-    }
+  async fetchLedger(steward: string, opts: LedgerFetchOptions = {}): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
+    const entries = await fetchLedgerEntries(this.net, steward, opts);
     // Named witnesses (network.witnesses): a receipt kept before they were named is left out, as validation now leaves it.
     const named = this.d.network.witnesses;
     const receipts = (await this.records.witnessReceiptsFor(steward)).filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);

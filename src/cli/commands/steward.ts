@@ -50,11 +50,13 @@ export function registerLedgerFetch(program: Command): void {
     .argument('<steward>', 'the steward’s DID')
     .argument('<file>', 'where to write the ledger file')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--max-mib <n>', 'the most entry bytes the node fetches and holds, MiB (default 64, at most 256); past it LEDGER_FETCH_TOO_LARGE')
     .description('through the running node: fetch a steward’s ledger entries and the witness receipts this node heard (then: c0mpute ledger verify FILE)')
-    .action(async (steward: string, file: string, o: { overlay?: string }, cmd: Command) => {
+    .action(async (steward: string, file: string, o: { overlay?: string; maxMib?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as { entries: number; receipts: number; file: string };
+      const q = new URLSearchParams({ ...(o.overlay ? { overlay: o.overlay } : {}), ...(o.maxMib === undefined ? {} : { maxMiB: o.maxMib }) }).toString();
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${q ? `?${q}` : ''}`)) as { entries: number; receipts: number; file: string };
       writeOutput(file, Buffer.from(r.file, 'base64'));
       out(`wrote ${file}: ${r.entries} entries, ${r.receipts} witness receipt(s)`);
     });
