@@ -34,7 +34,6 @@ export const PROTOCOLS = {
   exec: '/c0mpute/exec/1',
   records: '/c0mpute/records/1',
   ledger: '/c0mpute/ledger/1',
-  witness: '/c0mpute/witness/1',
 } as const;
 
 export { NET_ERR, REMOTE_LABEL_CODES, REMOTE_OTHER } from './frames.js';
@@ -74,7 +73,6 @@ export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 512 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 << 20 },
   // ledger/1 answers a range of at most MAX_LEDGER_RANGE (1,024) entries, each one record
   [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 30_000, maxRequestFrames: 1, maxResponseFrames: 1024, maxResponseBytes: 1024 * (MAX_ENVELOPE_BYTES + 64) },
-  [PROTOCOLS.witness]: { ...DEFAULT_LIMITS, maxFrameBytes: 256 * 1024, deadlineMs: 10_000, maxRequestFrames: 4 },
 };
 
 /** What `call` accepts in all from one response unless the protocol or the caller says otherwise. */

@@ -47,6 +47,8 @@ export interface StewardConfig {
   maxQueued?: number;
   /** The witnesses whose receipts the ledger takes and counts (the overlay's `network.witnesses`); absent: any key's. */
   witnesses?: readonly string[];
+  /** Publish the ledger's current head on pool-head again every this many ms, first at min(2 s, it) after start (the overlay's `network.resyncMs`); absent or 0: only after each append. */
+  headRepublishMs?: number;
   /** Without `witnesses`: the ledger keeps the receipts of the first this many witness keys (default 64; config witnessRecords.maxWitnesses). */
   maxWitnesses?: number;
 }

@@ -39,7 +39,11 @@
  *   measured idle over the policy's window (EXEC_IDLE_RECLAIMED).
  * - `managed` overlays: the steward signs selections on the buyer's behalf.
  * - After each append the new head entry is published on the overlay's
- *   pool-head topic; witness receipts heard on pool-witness are kept.
+ *   pool-head topic, and the current head again soon after start and every
+ *   `headRepublishMs` (the overlay's resync period): gossip does not replay
+ *   history, so a head published while a witness was away, or before the mesh
+ *   formed, would otherwise stay unwitnessed until the next append. Witness
+ *   receipts heard on pool-witness are kept.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -58,7 +62,7 @@ import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
-import { setLongInterval, type LongTimer } from '../util/timers.js';
+import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -73,6 +77,7 @@ export class Steward {
   readonly #gangs: Gangs;
   #stopped = false;
   #idleTimer: LongTimer | undefined;
+  #headTimers: LongTimer[] = [];
   /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
   #witnessesHeard = new Set<string>();
 
@@ -141,6 +146,7 @@ export class Steward {
       const every = this.cfg.idle.sampleMs ?? Math.max(250, Math.floor(this.cfg.idle.windowMs / 4));
       this.#idleTimer = setLongInterval(() => void this.#reclaim.idleTick().catch((e) => this.log.warn({ err: (e as Error).message }, 'idle check failed')), every).unref();
     }
+    this.#republishHeads();
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {
@@ -169,6 +175,26 @@ export class Steward {
     // Publish the new head so witnesses can cosign it.
     await this.o.net.publish('pool-head', r.bytes).catch((e) => this.log.debug({ err: (e as Error).message }, 'head published to nobody'));
     return r;
+  }
+
+  /**
+   * Publish the current head again at min(2 s, the period) after start (the network starts after the roles) and then
+   * every `headRepublishMs`: one entry read and one gossip message a period. A relay or witness that already holds
+   * that head drops it as a duplicate, and a witness that cosigned it does no more (src/roles/witness.ts).
+   */
+  #republishHeads(): void {
+    const every = this.cfg.headRepublishMs ?? 0;
+    if (every <= 0) return;
+    const once = () => void this.publishHead().catch((e) => this.log.debug({ err: (e as Error).message }, 'head republished to nobody'));
+    this.#headTimers.push(setLongTimeout(once, Math.min(2000, every)).unref(), setLongInterval(once, every).unref());
+  }
+
+  /** Publish the ledger's current head entry on pool-head (nothing while the ledger is empty). */
+  async publishHead(): Promise<void> {
+    const { length } = this.ledger.head();
+    if (this.#stopped || length === 0) return;
+    const [head] = await this.ledger.entries(length - 1, length);
+    if (head && !this.#stopped) await this.o.net.publish('pool-head', head);
   }
 
   /** The verdict a claim gets now (nothing recorded). */
@@ -229,6 +255,7 @@ export class Steward {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idleTimer?.clear();
+    for (const t of this.#headTimers.splice(0)) t.clear();
     this.#accounts.stop();
     this.#line.stop();
     await this.ledger.close();

@@ -8,6 +8,11 @@
  * after the held head: src/ledger/witness.ts), the witness keeps them and
  * publishes the `pool-evidence/1` record instead: about a steward it holds a
  * head for or is listed, only (any key can sign two such entries).
+ * At start it also asks each steward it holds a head for (and each one named in
+ * `stewards`) for its ledger past that head, without waiting for a head on
+ * pool-head: gossip does not replay, so a head published while this witness was
+ * away is heard only when the steward republishes it (src/roles/steward.ts).
+ * A head it already holds costs one read and nothing more.
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
@@ -22,6 +27,7 @@ import type { Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
@@ -29,6 +35,8 @@ export interface WitnessConfig {
   stewards?: string[];
   /** Without `stewards`: how many stewards' heads this witness takes on at most (default MAX_STEWARDS). */
   maxStewards?: number;
+  /** When, in ms after start, to ask the stewards for their ledger past the held head (default START_CATCHUP_MS). */
+  startCatchUpMs?: readonly number[];
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -40,6 +48,11 @@ export const CATCHUP_BUDGET_MS = 120_000;
 /** Entry bytes one catch-up holds at most: past it the head is refused WITNESS_TOO_LARGE, nothing is fetched further. */
 export const MAX_CATCHUP_BYTES = 64 * 1024 * 1024;
 export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
+/**
+ * After start (the network starts after the roles, and the stewards need to be reached), when to ask each steward
+ * held or named for its ledger past the held head, ms; a steward is asked until it answers once.
+ */
+export const START_CATCHUP_MS: readonly number[] = [2_000, 5_000, 15_000, 60_000];
 
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
@@ -56,6 +69,9 @@ export class WitnessRole {
   /** Catch-ups running; those waiting for a place (a steward this witness holds a head for goes first). */
   #running = 0;
   #waiting: Array<{ steward: string; go: () => void }> = [];
+  /** The stewards asked at start that have not answered yet, and the timers that ask them. */
+  #startPending = new Set<string>();
+  #startTimers: LongTimer[] = [];
   /** The stewards this witness holds a head for (cosigned at least once). */
   #held = new Set<string>();
   #full = false;
@@ -77,7 +93,18 @@ export class WitnessRole {
       w.#held.add(s);
     }
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
+    w.#catchUpAtStart();
     return w;
+  }
+
+  /** Ask each steward held or named for its ledger past the held head, at START_CATCHUP_MS until it answers once. */
+  #catchUpAtStart(): void {
+    for (const s of [...this.#held, ...(this.cfg.stewards ?? [])]) if (s !== this.identity.did) this.#startPending.add(s);
+    if (!this.#startPending.size) return;
+    const ask = () => {
+      for (const s of this.#startPending) this.#schedule(s, undefined);
+    };
+    for (const ms of this.cfg.startCatchUpMs ?? START_CATCHUP_MS) this.#startTimers.push(setLongTimeout(ask, ms).unref());
   }
 
   get #maxStewards(): number {
@@ -98,20 +125,32 @@ export class WitnessRole {
         return;
       }
     }
-    // One catch-up per steward at a time; a head heard meanwhile waits, and only the newest one.
+    this.#schedule(steward, entry);
+  }
+
+  /**
+   * One catch-up per steward at a time; a head heard meanwhile waits, and only the newest one. Without a head (the
+   * start catch-up), up to what the steward serves; nothing if one already runs.
+   */
+  #schedule(steward: string, entry: Opened<LedgerEntry> | undefined): void {
+    if (this.#stopped) return;
     const busy = this.#busy.get(steward);
     if (busy) {
-      if (!busy.next || entry.record.seq > busy.next.record.seq) busy.next = entry;
+      if (entry && (!busy.next || entry.record.seq > busy.next.record.seq)) busy.next = entry;
       return;
     }
     const state: { run: Promise<void>; next?: Opened<LedgerEntry> } = { run: Promise.resolve() };
     this.#busy.set(steward, state);
     state.run = (async () => {
-      let head: Opened<LedgerEntry> | undefined = entry;
-      while (head && !this.#stopped) {
-        const h = head;
-        await this.#inSlot(steward, () => this.#catchUp(steward, h)).catch((e) => this.o.log.warn({ steward, err: (e as Error).message }, 'witness catch-up failed'));
-        head = state.next;
+      let next: { head: Opened<LedgerEntry> | undefined } | undefined = { head: entry };
+      while (next && !this.#stopped) {
+        const h = next.head;
+        await this.#inSlot(steward, () => this.#catchUp(steward, h)).catch((e) => {
+          // at start the steward may not be reachable yet (it is asked again): only that is quiet
+          const unreached = !h && String((e as C0Error).code ?? '').startsWith('NET_');
+          this.o.log[unreached ? 'debug' : 'warn']({ steward, err: (e as Error).message }, unreached ? 'start catch-up: the steward was not reached (asked again later)' : 'witness catch-up failed');
+        });
+        next = state.next ? { head: state.next } : undefined;
         delete state.next;
       }
       this.#busy.delete(steward);
@@ -138,39 +177,30 @@ export class WitnessRole {
     }
   }
 
-  async #catchUp(steward: string, entry: Opened<LedgerEntry>): Promise<void> {
+  /**
+   * Fetch the steward's entries past the held head up to `entry` (a head heard), or without one up to what it serves
+   * (at most what one cosign takes), and cosign them.
+   */
+  async #catchUp(steward: string, entry: Opened<LedgerEntry> | undefined): Promise<void> {
     const held = await this.witness.held(steward);
+    const from = Math.max(0, held.length - 1);
+    if (!entry) return this.#catchUpServed(steward, held, from);
     const target = entry.record.seq + 1;
     if (target < held.length) return; // an old head: nothing new
+    if (target === held.length && entry.address === held.head) return; // the head held (republished): nothing to do
     // Fetch from the entry before the held head, so a rewritten entry at the
     // held seq is seen (equivocation), up to the announced head.
-    const from = Math.max(0, held.length - 1);
     if (target - from > MAX_COSIGN_ENTRIES) {
       // cosign would refuse it after fetching it all: refuse before fetching anything
       this.#last.set(steward, { refused: WITNESS_ERR.TOO_MANY, at: this.o.clock() });
       this.o.log.warn({ steward, held: held.length, head: target }, `refused a head more than ${MAX_COSIGN_ENTRIES} entries past the one held`);
       return;
     }
-    const entries: Uint8Array[] = [];
-    let bytes = 0;
-    const budget = AbortSignal.timeout(CATCHUP_BUDGET_MS);
+    let entries: Uint8Array[];
     try {
-      for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
-        const to = Math.min(target, at + MAX_LEDGER_RANGE);
-        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
-        for (const f of frames) {
-          if (!(f instanceof Uint8Array)) continue;
-          bytes += f.length;
-          if (bytes > MAX_CATCHUP_BYTES) throw new C0Error(WITNESS_TOO_LARGE, `the entries up to the announced head pass ${MAX_CATCHUP_BYTES} bytes`);
-          entries.push(f);
-        }
-        if (frames.length < to - at) break; // the steward has no more: what it served is checked below
-      }
+      entries = await this.#fetch(steward, from, target);
     } catch (e) {
-      if ((e as C0Error).code === WITNESS_TOO_LARGE) {
-        this.#last.set(steward, { refused: WITNESS_TOO_LARGE, at: this.o.clock() });
-        throw e;
-      }
+      if ((e as C0Error).code === WITNESS_TOO_LARGE) throw e;
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (shown) return this.#publish(steward, shown);
@@ -195,6 +225,50 @@ export class WitnessRole {
       if (ev) await this.#publish(steward, ev);
       return;
     }
+    await this.#cosign(steward, entries);
+  }
+
+  /** The start catch-up: the entries from `from` to what the steward serves, cosigned unless they end at the held head. */
+  async #catchUpServed(steward: string, held: { length: number; head: string }, from: number): Promise<void> {
+    const entries = await this.#fetch(steward, from, from + MAX_COSIGN_ENTRIES);
+    this.#startPending.delete(steward);
+    if (entries.length === 0) return;
+    if (entries.length === 1 && held.length > 0) {
+      let address: string | undefined;
+      try {
+        address = open(entries[0]!, POOL_TYPE, { trusted: true }).address;
+      } catch {
+        // cosign refuses it below
+      }
+      if (address === held.head) return; // the held head, nothing past it: nothing to do
+    }
+    await this.#cosign(steward, entries);
+  }
+
+  /** The steward's entries [from, target) over ledger/1, range by range, within CATCHUP_BUDGET_MS and MAX_CATCHUP_BYTES. */
+  async #fetch(steward: string, from: number, target: number): Promise<Uint8Array[]> {
+    const entries: Uint8Array[] = [];
+    let bytes = 0;
+    const budget = AbortSignal.timeout(CATCHUP_BUDGET_MS);
+    for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
+      const to = Math.min(target, at + MAX_LEDGER_RANGE);
+      const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
+      for (const f of frames) {
+        if (!(f instanceof Uint8Array)) continue;
+        bytes += f.length;
+        if (bytes > MAX_CATCHUP_BYTES) {
+          this.#last.set(steward, { refused: WITNESS_TOO_LARGE, at: this.o.clock() });
+          throw new C0Error(WITNESS_TOO_LARGE, `the entries past the held head pass ${MAX_CATCHUP_BYTES} bytes`);
+        }
+        entries.push(f);
+      }
+      if (frames.length < to - at) break; // the steward has no more: what it served is checked by cosign
+    }
+    return entries;
+  }
+
+  /** Cosign `entries` and publish the receipt; a refusal is noted (and evidence published). */
+  async #cosign(steward: string, entries: Uint8Array[]): Promise<void> {
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
@@ -237,6 +311,7 @@ export class WitnessRole {
   /** Stop taking heads; the catch-ups running end, those waiting for a place do not start. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    for (const t of this.#startTimers.splice(0)) t.clear();
     for (const w of this.#waiting.splice(0)) w.go();
     await Promise.allSettled([...this.#busy.values()].map((b) => b.run));
   }

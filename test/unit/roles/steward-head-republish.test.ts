@@ -1,0 +1,87 @@
+/**
+ * The steward republishes its ledger's current head on pool-head (src/roles/steward.ts): soon after start and then
+ * every `headRepublishMs` (the overlay's network.resyncMs), not only right after an append, so a head published while
+ * a witness was away or before the mesh formed is heard again (gossip does not replay history). An empty ledger has
+ * no head to publish. The whole Steward over a real Ledger and LevelDB; the overlay's network is a stub that records
+ * what is published.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { didFromPublicKey } from '../../../src/records/index.js';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { Ledger } from '../../../src/ledger/index.js';
+import { Steward, type StewardPorts } from '../../../src/roles/steward.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { admitted, released, steward as stewardKey, tempDir } from '../ledger/helpers.js';
+import { NOW } from '../market/fixtures.js';
+
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+`;
+const identity = { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey };
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cond(), `timed out waiting for ${what}`);
+}
+
+async function withSteward(entries: number, headRepublishMs: number, fn: (published: Uint8Array[], head: Uint8Array | undefined, s: Steward) => Promise<void>): Promise<void> {
+  const t = tempDir('c0-head-republish-');
+  writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+  const dir = join(t.dir, 'steward', 't', 'ledger');
+  mkdirSync(dir, { recursive: true });
+  const l = await Ledger.open(dir, { signer: stewardKey, now: fakeClock(NOW) });
+  for (let i = 0; i < entries; i++) await l.append(i % 2 ? released(`c${i - 1}`) : admitted(`c${i}`, 'lab'));
+  const all = await l.entries();
+  await l.close();
+  const db = await openDb(join(t.dir, 'db'));
+  const published: Uint8Array[] = [];
+  const ports = {
+    name: 't',
+    clock: fakeClock(NOW),
+    log: silentLogger(),
+    net: {
+      handle: async () => {},
+      subscribe: () => () => {},
+      publish: async (kind: string, bytes: Uint8Array) => {
+        if (kind === 'pool-head') published.push(bytes);
+        return { recipients: 1, address: '' };
+      },
+      request: async () => [],
+    },
+    records: { get: async () => undefined, put: async () => {} },
+    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
+    sub: (n: string) => sub(db, n),
+  } as unknown as StewardPorts;
+  const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, headRepublishMs }, identity);
+  try {
+    await fn(published, all[all.length - 1], s);
+  } finally {
+    await s.stop();
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+describe('the steward republishes its head', () => {
+  it('publishes the current head with no append: soon after start, then every headRepublishMs', async () => {
+    await withSteward(2, 30, async (published, head) => {
+      await until(() => published.length >= 3, 'three publications of the head');
+      for (const b of published) assert.deepEqual(b, head);
+    });
+  });
+
+  it('publishes nothing for an empty ledger, and the head once there is one', async () => {
+    await withSteward(0, 30, async (published, _head, s) => {
+      await s.publishHead();
+      assert.equal(published.length, 0);
+      await s.ledger.append(admitted('late', 'lab'));
+      const [head] = await s.ledger.entries(0, 1);
+      await until(() => published.length >= 1, 'the new head republished');
+      assert.deepEqual(published[0], head);
+    });
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * A head the witness missed is not lost (src/roles/witness.ts): at start it asks each steward it holds a head for,
+ * and each one named in `stewards`, for its ledger past that head, and cosigns it, without waiting for a head on
+ * pool-head (gossip does not replay, so one published while the witness was away is never heard); a steward not
+ * reached yet is asked again. A head it already holds, heard again (the steward republishes it), costs no fetch and
+ * no receipt. Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { C0Error } from '../../../src/errors.js';
+import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { Witness } from '../../../src/ledger/witness.js';
+import { WitnessRole, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
+import { admitted, tempDir } from '../ledger/helpers.js';
+
+type Chain = Array<{ bytes: Uint8Array; address: string }>;
+const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
+
+function stewardChain(n: number): { did: string; chain: Chain } {
+  const signer = Ed25519Signer.generate();
+  return { did: didFromPublicKey(signer.publicKey), chain: sealEntries(Array.from({ length: n }, (_, i) => admitted(`c${i}`)), signer) };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+interface Net {
+  calls: Array<{ steward: string; from: number }>;
+  receipts: number;
+  onHead: (e: Opened<LedgerEntry>) => void;
+  /** Requests to these stewards fail as an unreachable peer's do. */
+  unreachable: Set<string>;
+}
+
+/** A witness key and database that outlive the role (`start` starts it again on them). */
+async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; me: Ed25519Signer; db: Awaited<ReturnType<typeof openDb>>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
+  const t = tempDir('c0-witness-start-');
+  const db = await openDb(t.dir);
+  const net: Net = { calls: [], receipts: 0, onHead: () => undefined, unreachable: new Set() };
+  const ports: WitnessPorts = {
+    name: 'labs',
+    clock: fakeClock(1_000),
+    log: silentLogger(),
+    net: {
+      subscribe: ((_kind: string, h: (rec: unknown) => void) => void (net.onHead = h as Net['onHead'])) as never,
+      publish: (async (kind: string) => {
+        if (kind === 'pool-witness') net.receipts++;
+        return 1;
+      }) as never,
+      request: (async (steward: string, _p: string, frames: Array<{ from: number; to: number }>) => {
+        const { from, to } = frames[0]!;
+        net.calls.push({ steward, from });
+        if (net.unreachable.has(steward)) throw new C0Error('NET_DIAL', 'cannot open /c0mpute/ledger/1: no route');
+        return (chains.get(steward) ?? []).slice(from, to).map((e) => e.bytes);
+      }) as never,
+    },
+  };
+  const me = Ed25519Signer.generate();
+  const roles: WitnessRole[] = [];
+  const start = async (cfg: WitnessConfig) => {
+    const r = await WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, cfg);
+    roles.push(r);
+    return r;
+  };
+  try {
+    await fn({ net, me, db, start });
+  } finally {
+    for (const r of roles) await r.stop();
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+describe('a witness catches up at start', () => {
+  it('cosigns what a steward it holds appended while it was away, with no head heard', async () => {
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, me, db, start }) => {
+      // cosigned length 1 before the restart; the steward appended two more meanwhile (their heads reached nobody)
+      await new Witness(db, me, { now: fakeClock() }).cosign(s.did, [s.chain[0]!.bytes]);
+      const role = await start({ startCatchUpMs: [0] });
+      await until(async () => (await role.witness.held(s.did)).length === 3, 'the witness to hold length 3');
+      assert.equal(net.receipts, 1);
+      assert.equal(net.calls[0]!.from, 0, 'from the entry at the held head, so a rewrite of it is seen');
+    });
+  });
+
+  it('also asks each steward named in `stewards` it holds nothing for yet', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ start }) => {
+      const role = await start({ stewards: [s.did], startCatchUpMs: [0] });
+      await until(async () => (await role.witness.held(s.did)).length === 2, 'the witness to hold length 2');
+    });
+  });
+
+  it('asks a steward not reached yet again, and one that answered no more', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
+      net.unreachable.add(s.did);
+      const role = await start({ stewards: [s.did], startCatchUpMs: [0, 50, 100, 150] });
+      await until(() => net.calls.length >= 1, 'the first ask');
+      net.unreachable.delete(s.did);
+      await until(async () => (await role.witness.held(s.did)).length === 2, 'the witness to hold length 2 once reached');
+      const asked = net.calls.length;
+      // the later times pass: it is not asked again
+      await new Promise((r) => setTimeout(r, 250));
+      await role.settled();
+      assert.equal(net.calls.length, asked);
+    });
+  });
+
+  it('a steward whose head it holds costs one range call at start and nothing more', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, me, db, start }) => {
+      await new Witness(db, me, { now: fakeClock() }).cosign(s.did, s.chain.map((e) => e.bytes));
+      const role = await start({ startCatchUpMs: [0] });
+      await until(() => net.calls.length === 1, 'the start ask');
+      await role.settled();
+      assert.equal(net.receipts, 0, 'nothing cosigned again');
+    });
+  });
+});
+
+describe('a head heard again', () => {
+  it('the head held, republished by the steward, is no work: no fetch, no receipt', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 2);
+      assert.deepEqual([net.calls.length, net.receipts], [1, 1]);
+      net.onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.deepEqual([net.calls.length, net.receipts], [1, 1]);
+    });
+  });
+});
