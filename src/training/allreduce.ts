@@ -10,6 +10,11 @@
  * `Mailbox` holds arrived messages by (sender, tag), bounded, with a deadline
  * on every receive (TRAIN_PEER_TIMEOUT names the silent peer). The libp2p
  * transport is src/training/transport.ts; unit tests use an in-process one.
+ *
+ * A received chunk is checked before it touches the vector: the wrong length
+ * (TRAIN_CHUNK_INVALID) or, given the bounds of one contribution, a value no
+ * honest sender can hold (TRAIN_CHUNK_OUT_OF_RANGE); both carry the sender's
+ * rank in `detail.rank`, so the caller can hold the sender to it.
  */
 import { C0Error } from '../errors.js';
 import { int32Bytes, int32FromBytes } from './quantize.js';
@@ -29,8 +34,34 @@ export function chunkBounds(len: number, n: number, c: number): [number, number]
 
 const mod = (a: number, n: number) => ((a % n) + n) % n;
 
-/** All-reduce `data` with the other ranks; returns a new array (the input is not changed). */
-export async function ringAllReduce(t: RingTransport, data: Int32Array, op: ReduceOp, tag: string): Promise<Int32Array> {
+/**
+ * What one rank may contribute: every value in [lo, hi]. A partial of k
+ * contributions then lies in [k·lo, k·hi] for a sum and in [lo, hi] for a max.
+ */
+export interface ContributionBounds {
+  lo: number;
+  hi: number;
+}
+
+/** Refuse a chunk from `from` holding the contributions of `k` ranks that no honest partial can be. */
+function checkChunk(v: Int32Array, want: number, op: ReduceOp, bounds: ContributionBounds | undefined, k: number, from: number, tag: string): void {
+  if (v.length !== want) throw new C0Error('TRAIN_CHUNK_INVALID', `chunk ${tag} from rank ${from} of ${v.length} values, expected ${want}`, { detail: { rank: from, tag } });
+  if (!bounds) return;
+  const lo = op === 'sum' ? bounds.lo * k : bounds.lo;
+  const hi = op === 'sum' ? bounds.hi * k : bounds.hi;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i]!;
+    if (x < lo || x > hi) throw new C0Error('TRAIN_CHUNK_OUT_OF_RANGE', `chunk ${tag} from rank ${from}: value ${x} outside [${lo}, ${hi}] (${op} of ${k} contribution(s))`, { detail: { rank: from, tag } });
+  }
+}
+
+/**
+ * All-reduce `data` with the other ranks; returns a new array (the input is
+ * not changed). With `bounds`, every received chunk is checked against them
+ * (a partial of s+1 contributions in reduce-scatter step s, of all N in the
+ * all-gather) before it is used.
+ */
+export async function ringAllReduce(t: RingTransport, data: Int32Array, op: ReduceOp, tag: string, bounds?: ContributionBounds): Promise<Int32Array> {
   const n = t.size;
   const out = Int32Array.from(data);
   if (n === 1) return out;
@@ -43,7 +74,7 @@ export async function ringAllReduce(t: RingTransport, data: Int32Array, op: Redu
     const [ra, rb] = chunkBounds(L, n, mod(r - s - 1, n));
     const [, got] = await Promise.all([t.send(next, `${tag}/rs${s}`, int32Bytes(out, sa, sb)), t.recv(prev, `${tag}/rs${s}`)]);
     const v = int32FromBytes(got);
-    if (v.length !== rb - ra) throw new C0Error('TRAIN_CHUNK_INVALID', `chunk of ${v.length} values, expected ${rb - ra}`);
+    checkChunk(v, rb - ra, op, bounds, s + 1, prev, `${tag}/rs${s}`);
     for (let i = 0; i < v.length; i++) out[ra + i] = op === 'sum' ? (out[ra + i]! + v[i]!) | 0 : Math.max(out[ra + i]!, v[i]!);
   }
   for (let s = 0; s < n - 1; s++) {
@@ -51,7 +82,7 @@ export async function ringAllReduce(t: RingTransport, data: Int32Array, op: Redu
     const [ra, rb] = chunkBounds(L, n, mod(r - s, n));
     const [, got] = await Promise.all([t.send(next, `${tag}/ag${s}`, int32Bytes(out, sa, sb)), t.recv(prev, `${tag}/ag${s}`)]);
     const v = int32FromBytes(got);
-    if (v.length !== rb - ra) throw new C0Error('TRAIN_CHUNK_INVALID', `chunk of ${v.length} values, expected ${rb - ra}`);
+    checkChunk(v, rb - ra, op, bounds, n, prev, `${tag}/ag${s}`);
     out.set(v, ra);
   }
   return out;

@@ -10,7 +10,7 @@
 import { sha256, bytesToAddress } from '../records/address.js';
 import { batchAt, shard, type Dataset } from './data.js';
 import { lossAndGrad, tensors, weightsBytes, type MlpShape, type TensorSlice } from './model.js';
-import { applyUpdate, int32Bytes, localExponents, quantize } from './quantize.js';
+import { MAX_EXP, MIN_EXP, QMAX, applyUpdate, int32Bytes, localExponents, quantize } from './quantize.js';
 import { ringAllReduce, type RingTransport } from './allreduce.js';
 
 export interface StepParams {
@@ -56,9 +56,10 @@ export async function ringStep(t: RingTransport, p: StepParams, state: WorkerSta
   const b = batchAt(data, step, p.batch);
   const { loss, grad } = lossAndGrad(p.shape, state.w, b.x, b.y, b.n);
   if (!p.feedback) state.r.fill(0);
-  const exps = await ringAllReduce(t, localExponents(grad, state.r, ts), 'max', `${tag}/e`);
+  // A received exponent outside [MIN_EXP, MAX_EXP] or a partial sum beyond ±127 per contribution is refused (naming its sender), never applied.
+  const exps = await ringAllReduce(t, localExponents(grad, state.r, ts), 'max', `${tag}/e`, { lo: MIN_EXP, hi: MAX_EXP });
   const q = quantize(grad, state.r, ts, exps);
-  const sum = await ringAllReduce(t, q, 'sum', `${tag}/g`);
+  const sum = await ringAllReduce(t, q, 'sum', `${tag}/g`, { lo: -QMAX, hi: QMAX });
   applyUpdate(state.w, sum, ts, exps, p.lr, t.size);
   return { loss, grad: gradAddress(q, exps), weights: addressOf(weightsBytes(state.w)) };
 }

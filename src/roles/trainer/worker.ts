@@ -10,7 +10,10 @@
  * commitments it holds) and sends the result to all; the others wait for it.
  *
  * Failure: a member silent for the run's timeoutMs fails the step
- * (TRAIN_PEER_TIMEOUT) or the epoch (TRAIN_EPOCH_INCOMPLETE). With
+ * (TRAIN_PEER_TIMEOUT) or the epoch (TRAIN_EPOCH_INCOMPLETE); a member that
+ * sends an all-reduce chunk no honest member can send (TRAIN_CHUNK_OUT_OF_RANGE,
+ * TRAIN_CHUNK_INVALID) fails the step as its own fault: it is named, and this
+ * worker leaves it out of the next view however it answers pings. With
  * onFailure=stop the worker stops (state `stopped`, the code kept); with
  * continue the survivors ping the view, exchange proposals, and resume under
  * view+1 from the start of the first uncommitted epoch (the last committed
@@ -71,6 +74,8 @@ export type TrainerEvent =
 export type { EpochResult } from './epoch-commit.js';
 
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
+/** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). */
+const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID']);
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -98,6 +103,8 @@ export class TrainerWorker {
   readonly #aggs = new Map<string, EpochAggregator>();
   readonly #ownWeights = new Map<string, string>();
   readonly #snapshots = new Map<number, WorkerState>();
+  /** Members caught at a fault (DID → code): never in a view this worker proposes again. */
+  readonly #faulty = new Map<string, string>();
   /** What the epoch's commitment reads of this worker (src/roles/trainer/epoch-commit.ts), and its witness side. */
   readonly #epochParty: EpochParty;
   readonly #witness: Witness;
@@ -342,8 +349,8 @@ export class TrainerWorker {
           await this.#runEpoch(epoch);
           epoch++;
         } catch (e) {
-          // a malformed message from a member (TRAIN_BAD_MESSAGE) is that member's failure
-          if (!(e instanceof C0Error) || !(RECOVERABLE.has(e.code) || e.code === 'TRAIN_BAD_MESSAGE')) throw e;
+          // a malformed message from a member (TRAIN_BAD_MESSAGE), or a chunk or commitment no honest member sends, is that member's failure
+          if (!(e instanceof C0Error) || !(RECOVERABLE.has(e.code) || e.code === 'TRAIN_BAD_MESSAGE' || this.#isFault(e))) throw e;
           epoch = await this.#recover(e);
           const snap = this.#snapshots.get(epoch);
           if (!snap) throw new C0Error('TRAIN_STOPPED', `no snapshot to resume epoch ${epoch} from`);
@@ -375,7 +382,9 @@ export class TrainerWorker {
     for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
       this.#step = step;
       this.#prune();
-      const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`);
+      const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`).catch((e: unknown) => {
+        throw this.#blame(e);
+      });
       this.#ownWeights.set(`${view}:${step}`, res.weights);
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
@@ -413,12 +422,27 @@ export class TrainerWorker {
 
   // ------------------------------------------------------------------ failure
 
+  /** A bad chunk is its sender's fault: name the member (its ring rank is its place in the view) and keep it out of the next view. */
+  #blame(e: unknown): unknown {
+    if (!(e instanceof C0Error) || !FAULTS.has(e.code) || e.detail?.remote) return e;
+    const rank = e.detail?.rank;
+    const did = typeof rank === 'number' ? this.members[rank] : undefined;
+    if (!did || did === this.o.did) return e;
+    this.#faulty.set(did, e.code);
+    return new C0Error(e.code, `${e.message} (${did})`, { detail: { ...e.detail, member: did } });
+  }
+
+  #isFault(e: C0Error): boolean {
+    const m = e.detail?.member;
+    return FAULTS.has(e.code) && typeof m === 'string' && this.#faulty.has(m);
+  }
+
   async #recover(cause: C0Error): Promise<number> {
     this.#log.warn({ code: cause.code, err: cause.message }, 'training step failed');
     if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
-    // a member that sent a malformed message is not asked again: it is dropped
+    // a member that sent a malformed message, or a chunk or commitment no honest member sends, is not asked again: it is dropped
     const culprit = cause.code === 'TRAIN_BAD_MESSAGE' ? (cause.detail as { from?: unknown } | undefined)?.from : undefined;
-    const others = this.members.filter((d) => d !== this.o.did && d !== culprit);
+    const others = this.members.filter((d) => d !== this.o.did && d !== culprit && !this.#faulty.has(d));
     const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
     const alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
     const next = this.view + 1;

@@ -17,13 +17,39 @@ describe('ring all-reduce', () => {
           const rnd = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648);
           const inputs = Array.from({ length: n }, () => Int32Array.from({ length: len }, () => Math.floor(rnd() * 255) - 127));
           const ring = memoryRing(n, { delay: () => Math.floor(rnd() * 4) });
-          const outs = await Promise.all(ring.map((t, k) => ringAllReduce(t, inputs[k]!, op, 'step0')));
+          const outs = await Promise.all(ring.map((t, k) => ringAllReduce(t, inputs[k]!, op, 'step0', { lo: -127, hi: 127 })));
           const want = Int32Array.from({ length: len }, (_, i) => (op === 'sum' ? inputs.reduce((s, v) => s + v[i]!, 0) : Math.max(...inputs.map((v) => v[i]!))));
           for (const o of outs) assert.deepEqual(o, want);
         },
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('a received chunk beyond the bounds of its contributions is refused, naming the sender', async () => {
+    const n = 4;
+    for (const op of ['sum', 'max'] as const) {
+      for (const phase of ['rs0', 'rs2', 'ag1']) {
+        const ring = memoryRing(n, { timeoutMs: 2_000 });
+        const liar = 2;
+        // the liar's chunk in `phase` carries one value no honest partial can hold there (±127 per contribution, or a max in [-60, 30])
+        const lie = { ...ring[liar]!, send: (to: number, tag: string, d: Uint8Array) => {
+          if (tag.endsWith(`/${phase}`)) new DataView(d.buffer, d.byteOffset).setInt32(0, op === 'sum' ? 127 * (phase === 'rs2' ? 3 : phase === 'ag1' ? n : 1) + 1 : 31, true);
+          return ring[liar]!.send(to, tag, d);
+        } };
+        const inputs = Array.from({ length: n }, (_, k) => new Int32Array(8).fill(k === liar ? 127 : -3));
+        const bounds = op === 'sum' ? { lo: -127, hi: 127 } : { lo: -60, hi: 30 };
+        const got = await Promise.allSettled(ring.map((t, k) => ringAllReduce(k === liar ? lie : t, inputs[k]!, op, 's', bounds)));
+        const refused = got[liar + 1] as PromiseRejectedResult;
+        assert.equal(refused.status, 'rejected', `${op} ${phase}`);
+        assert.ok(refused.reason instanceof C0Error && refused.reason.code === 'TRAIN_CHUNK_OUT_OF_RANGE', String(refused.reason));
+        assert.equal((refused.reason as C0Error).detail?.rank, liar, 'the sender is named');
+      }
+    }
+    // At the bounds exactly, nothing is refused: N × 127 is an honest sum.
+    const ring = memoryRing(3);
+    const outs = await Promise.all(ring.map((t) => ringAllReduce(t, new Int32Array(5).fill(127), 'sum', 'e', { lo: -127, hi: 127 })));
+    for (const o of outs) assert.deepEqual([...o], [381, 381, 381, 381, 381]);
   });
 
   it('each worker sends 2(N−1)/N of the vector', async () => {
