@@ -12,6 +12,10 @@
  *   TRAIN_COMMIT_DUPLICATE    (worker, step) already counted (same or different bytes)
  *   TRAIN_COMMIT_FORGED       its weights hash differs from the weights this
  *                             node reached after that step (work not done)
+ * A commitment for a step this node has not reached yet (its own weights
+ * unknown) is held, not counted: `settle` decides it (counted or FORGED) once
+ * the weights are known; held ones count as duplicates of their (worker, step).
+ * Every signer found FORGED is kept in `forged`: the worker drops it.
  * `finalise` builds the root only when every (member, step) is counted;
  * otherwise TRAIN_EPOCH_INCOMPLETE: a root is never signed over work not done.
  * Pure (no clock; ignores are kept for status).
@@ -47,9 +51,15 @@ export function electCoordinator(run: string, epoch: number, members: string[]):
   return members[Number(x % BigInt(members.length))]!;
 }
 
+type Held = { bytes: Uint8Array; address: string; rec: TrainStep; signer: string };
+
 export class EpochAggregator {
-  readonly #counted = new Map<string, { bytes: Uint8Array; address: string; rec: TrainStep; signer: string }>();
+  readonly #counted = new Map<string, Held>();
+  /** Commitments for steps whose own weights were unknown when offered, by (step, worker). */
+  readonly #held = new Map<string, Held>();
   readonly ignored: Ignored[] = [];
+  /** Members that signed a commitment with weights other than the ones this node reached. */
+  readonly forged = new Set<string>();
   readonly #members: Set<string>;
 
   constructor(
@@ -72,7 +82,7 @@ export class EpochAggregator {
    * caller has already checked its signature and shape, or sealed it), it is not
    * opened again: each commitment's signature is verified once.
    */
-  offer(input: Uint8Array | Opened<TrainStep>): { counted: true; address: string; signer: string } | { counted: false; ignored: Ignored } {
+  offer(input: Uint8Array | Opened<TrainStep>): { counted: true; address: string; signer: string } | { counted: false; ignored: Ignored } | { counted: false; held: true; signer: string } {
     let o: Opened<TrainStep>;
     if (input instanceof Uint8Array) {
       try {
@@ -88,11 +98,41 @@ export class EpochAggregator {
     if (!this.#members.has(o.signer)) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_UNREGISTERED', o.signer, rec.step) };
     if (rec.view !== s.view || rec.step < s.fromStep || rec.step > s.toStep) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_OUT_OF_EPOCH', o.signer, rec.step) };
     const key = `${rec.step}|${o.signer}`;
-    if (this.#counted.has(key)) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_DUPLICATE', o.signer, rec.step) };
+    if (this.#counted.has(key) || this.#held.has(key)) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_DUPLICATE', o.signer, rec.step) };
+    const c: Held = { bytes, address: o.address, rec, signer: o.signer };
     const own = this.ownWeights(rec.step);
-    if (own !== undefined && own !== rec.weights) return { counted: false, ignored: this.#ignore('TRAIN_COMMIT_FORGED', o.signer, rec.step) };
-    this.#counted.set(key, { bytes, address: o.address, rec, signer: o.signer });
+    if (own === undefined) {
+      this.#held.set(key, c);
+      return { counted: false, held: true, signer: o.signer };
+    }
+    if (own !== rec.weights) return { counted: false, ignored: this.#forged(c) };
+    this.#counted.set(key, c);
     return { counted: true, address: o.address, signer: o.signer };
+  }
+
+  #forged(c: Held): Ignored {
+    this.forged.add(c.signer);
+    return this.#ignore('TRAIN_COMMIT_FORGED', c.signer, c.rec.step);
+  }
+
+  /**
+   * Decide the held commitments whose step's own weights are now known: each
+   * is counted, or ignored as TRAIN_COMMIT_FORGED (its signer added to `forged`).
+   */
+  settle(): Array<{ counted: true; signer: string; step: number } | { counted: false; ignored: Ignored }> {
+    const out: Array<{ counted: true; signer: string; step: number } | { counted: false; ignored: Ignored }> = [];
+    for (const [key, c] of this.#held) {
+      const own = this.ownWeights(c.rec.step);
+      if (own === undefined) continue;
+      this.#held.delete(key);
+      if (own !== c.rec.weights) {
+        out.push({ counted: false, ignored: this.#forged(c) });
+        continue;
+      }
+      this.#counted.set(key, c);
+      out.push({ counted: true, signer: c.signer, step: c.rec.step });
+    }
+    return out;
   }
 
   /** Step commitments held for (step, worker), if counted. */
@@ -120,6 +160,7 @@ export class EpochAggregator {
 
   /** The root over every (member, step) of the epoch; throws TRAIN_EPOCH_INCOMPLETE or TRAIN_COMMIT_FORGED. */
   finalise(): { root: string; leaves: string[] } {
+    this.settle();
     const miss = this.missing();
     if (miss.length > 0) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', `${miss.length} step commitments missing (first: step ${miss[0]!.step} of ${miss[0]!.worker})`, { detail: { missing: miss.length } });
     for (const c of this.#counted.values()) {

@@ -12,8 +12,10 @@
  * Failure: a member silent for the run's timeoutMs fails the step
  * (TRAIN_PEER_TIMEOUT) or the epoch (TRAIN_EPOCH_INCOMPLETE); a member that
  * sends an all-reduce chunk no honest member can send (TRAIN_CHUNK_OUT_OF_RANGE,
- * TRAIN_CHUNK_INVALID) fails the step as its own fault: it is named, and this
- * worker leaves it out of the next view however it answers pings. With
+ * TRAIN_CHUNK_INVALID) or signs a step commitment whose weights are not the
+ * ones reached (TRAIN_COMMIT_FORGED, checked once this worker has done that
+ * step) fails the step as its own fault: it is named, and this worker leaves
+ * it out of the next view however it answers pings. With
  * onFailure=stop the worker stops (state `stopped`, the code kept); with
  * continue the survivors ping the view, exchange proposals, and resume under
  * view+1 from the start of the first uncommitted epoch (the last committed
@@ -75,7 +77,7 @@ export type { EpochResult } from './epoch-commit.js';
 
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
 /** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). */
-const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID']);
+const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED']);
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -304,8 +306,28 @@ export class TrainerWorker {
       return this.#ignore(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : this.#rank(from) < 0 ? 'TRAIN_COMMIT_UNREGISTERED' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
     }
     const r = this.#agg(this.view, epoch).offer(opened);
-    if (!r.counted) this.#ignore(r.ignored.code, from, rec.step);
-    else this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
+    if (r.counted) this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
+    else if ('ignored' in r) this.#ignore(r.ignored.code, from, rec.step);
+    // else held until this worker has done that step (#settle)
+  }
+
+  /** Decide the commitments held for steps this worker has now done; then fail the step if a member of the view is at fault. */
+  #settle(agg: EpochAggregator, view: number, epoch: number): void {
+    for (const r of agg.settle()) {
+      if (r.counted) this.#contributions.counted(`${view}:${epoch}`, r.signer);
+      else this.#ignore(r.ignored.code, r.ignored.signer ?? '', r.ignored.step);
+    }
+    this.#noteForged();
+    const bad = this.members.find((m) => this.#faulty.has(m));
+    if (bad) throw new C0Error(this.#faulty.get(bad)!, `${bad} is at fault (${this.#faulty.get(bad)}): leaving it out of the view`, { detail: { member: bad } });
+  }
+
+  /** Members of this view that signed a forged step commitment are at fault. */
+  #noteForged(): void {
+    for (const a of this.#aggs.values()) {
+      if (a.scope.view !== this.view) continue;
+      for (const d of a.forged) if (d !== this.o.did && this.members.includes(d) && !this.#faulty.has(d)) this.#faulty.set(d, 'TRAIN_COMMIT_FORGED');
+    }
   }
 
   // ------------------------------------------------------------------ join
@@ -351,6 +373,7 @@ export class TrainerWorker {
         } catch (e) {
           // a malformed message from a member (TRAIN_BAD_MESSAGE), or a chunk or commitment no honest member sends, is that member's failure
           if (!(e instanceof C0Error) || !(RECOVERABLE.has(e.code) || e.code === 'TRAIN_BAD_MESSAGE' || this.#isFault(e))) throw e;
+          this.#noteForged();
           epoch = await this.#recover(e);
           const snap = this.#snapshots.get(epoch);
           if (!snap) throw new C0Error('TRAIN_STOPPED', `no snapshot to resume epoch ${epoch} from`);
@@ -386,6 +409,7 @@ export class TrainerWorker {
         throw this.#blame(e);
       });
       this.#ownWeights.set(`${view}:${step}`, res.weights);
+      this.#settle(agg, view, epoch);
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
       writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);

@@ -3,6 +3,8 @@
  * (src/roles/trainer/worker.ts `#onCommit`, src/training/aggregator.ts
  * `offer`; docs/training.md "Epoch roots"): the signature check is the costly
  * part of opening an envelope, so one commitment costs one verify, not two.
+ * (The aggregator counts it once this worker has done the step:
+ * test/unit/training/aggregator.test.ts.)
  * A real worker on a two-member run, its network a stub that hands the test
  * the worker's /c0mpute/train/1 handler; verifies counted through node:crypto
  * and libsodium.
@@ -21,7 +23,7 @@ import { tempDir } from '../ledger/helpers.js';
 import { NOW, P } from '../market/fixtures.js';
 import { countVerifies } from '../net/fixtures/count-verifies.js';
 
-test('a member’s step commitment is opened (its signature verified) once, and counted', async () => {
+test('a member’s step commitment is opened (its signature verified) once, and held until this worker has done that step', async () => {
   const self = P(300);
   const other = P(301);
   const t = tempDir('c0-train-commit-');
@@ -43,7 +45,8 @@ test('a member’s step commitment is opened (its signature verified) once, and 
     });
     assert.equal(verifies, oneOpen, `one open of the commitment (${oneOpen} verify), not two`);
     assert.deepEqual(w.ignored, [], 'not ignored');
-    assert.deepEqual((w.statusView() as { contributions: Record<string, number> }).contributions[other.did], 1, 'counted toward the epoch');
+    // This worker has not done step 0: the commitment is held (not counted) until it has and can check the weights.
+    assert.equal((w.statusView() as { contributions: Record<string, number> }).contributions[other.did], undefined, 'held, not yet counted');
     await w.stop();
   } finally {
     t.cleanup();

@@ -19,7 +19,7 @@ function commit(k: Ed25519Signer, step: number, o: Partial<TrainStep> = {}): Uin
   return seal(TRAIN_T.step, rec as never, k).bytes;
 }
 
-const codeOf = (r: ReturnType<EpochAggregator['offer']>) => (r.counted ? 'counted' : r.ignored.code);
+const codeOf = (r: ReturnType<EpochAggregator['offer']>) => (r.counted ? 'counted' : 'held' in r ? 'held' : r.ignored.code);
 
 describe('EpochAggregator', () => {
   const scope = { run: RUN, epoch: 0, view: 0, fromStep: 0, toStep: 1, members };
@@ -46,12 +46,32 @@ describe('EpochAggregator', () => {
     for (const m of members) assert.equal(codeOf(agg.offer(commit(signerOf(m), 0))), 'counted');
     for (const m of members.slice(0, 2)) agg.offer(commit(signerOf(m), 1));
     assert.throws(() => agg.finalise(), (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_EPOCH_INCOMPLETE');
-    // Weights not known when offered: finalise checks them then.
-    let known = false;
-    const late = new EpochAggregator({ ...scope, toStep: 0 }, (s) => (known ? W(s) : undefined));
-    for (const m of members) late.offer(commit(signerOf(m), 0, m === members[2] ? { weights: W(7) } : {}));
-    known = true;
-    assert.throws(() => late.finalise(), (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_COMMIT_FORGED');
+    assert.deepEqual([...agg.forged], [members[1]], 'the forger is kept');
+  });
+
+  it('a commitment for a step not reached yet is held, not counted, and decided when the weights are known', () => {
+    // Weights not known when offered: held; settle counts the matching ones and refuses the forged one.
+    let known = -1;
+    const late = new EpochAggregator({ ...scope, toStep: 1 }, (s) => (s <= known ? W(s) : undefined));
+    const liar = members[2]!;
+    for (const m of members) assert.equal(codeOf(late.offer(commit(signerOf(m), 1, m === liar ? { weights: W(7) } : {}))), 'held');
+    // the liar's real commitment for that step, sent later, is a duplicate of the forged one it signed first
+    assert.equal(codeOf(late.offer(commit(signerOf(liar), 1, { lossMicro: 7 }))), 'TRAIN_COMMIT_DUPLICATE');
+    for (const m of members) assert.equal(codeOf(late.offer(commit(signerOf(m), 0))), 'held');
+    assert.throws(() => late.finalise(), (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_EPOCH_INCOMPLETE', 'nothing held counts');
+    assert.equal(late.forged.size, 0);
+    known = 0;
+    assert.deepEqual(
+      late.settle().map((r) => (r.counted ? 'counted' : r.ignored.code)),
+      ['counted', 'counted', 'counted'],
+      'step 0 decided; step 1 still held',
+    );
+    known = 1;
+    const decided = late.settle();
+    assert.deepEqual(decided.map((r) => (r.counted ? r.signer : `${r.ignored.code} ${r.ignored.signer}`)).sort(), [members[0], members[1], `TRAIN_COMMIT_FORGED ${liar}`].sort());
+    assert.deepEqual([...late.forged], [liar]);
+    assert.deepEqual(late.missing(), [{ step: 1, worker: liar }], 'the forged step is never counted');
+    assert.throws(() => late.finalise(), (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_EPOCH_INCOMPLETE');
   });
 
   it('coordinator election is deterministic and spreads over members', () => {
