@@ -1,9 +1,13 @@
 /**
  * Checking a step commitment's inclusion in a committed epoch
  * (`c0mpute train verify`; docs/training.md "Verifying"). From the run, the
- * epoch commitment, its witnesses and the step commitment alone: the epoch is
- * signed by the elected coordinator of (run, epoch) among members the run
- * lists; each witness countersigned this epoch commitment and root; the step
+ * epoch commitment, its witnesses and the step commitment alone: the epoch
+ * counts exactly the run's members less the ones it records as dropped (none
+ * in view 0), and is signed by the elected
+ * coordinator of (run, epoch) among them; each witness is named by the run, a
+ * counted member other than the coordinator, and countersigned this epoch
+ * commitment and root, and there is at least one (TRAIN_VERIFY_NO_WITNESS:
+ * otherwise one member's say-so would be a committed epoch); the step
  * commitment is signed by a counted member, for this run, view and range; and
  * the inclusion proof leads from its address to the root. Pure.
  */
@@ -44,6 +48,12 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
   const e = ep.record;
   if (e.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the epoch commitment is for another run');
   if (e.members.some((m) => !run.record.members.includes(m))) bad('TRAIN_VERIFY_NOT_MEMBER', 'the epoch counts a DID the run does not list');
+  const dropped = e.dropped ?? [];
+  if (dropped.some((m) => !run.record.members.includes(m))) bad('TRAIN_VERIFY_MEMBERS', 'the epoch records as dropped a DID the run does not list');
+  // One view change may drop several members at once (everyone not in the survivors' intersection), so the count is not bounded by the view; view 0 is the run's members.
+  if (dropped.length > 0 && e.view === 0) bad('TRAIN_VERIFY_MEMBERS', 'view 0 is the run’s members: nobody can have been dropped');
+  const expected = run.record.members.filter((m) => !dropped.includes(m));
+  if (e.members.length !== expected.length || e.members.some((m, k) => m !== expected[k])) bad('TRAIN_VERIFY_MEMBERS', 'the epoch’s members are not the run’s members less the dropped ones');
   if (electCoordinator(run.address, e.epoch, e.members) !== ep.signer) bad('TRAIN_VERIFY_NOT_COORDINATOR', 'the epoch commitment is not signed by the elected coordinator');
   const witnesses: string[] = [];
   for (const wb of i.witnesses) {
@@ -52,8 +62,10 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
     if (w.signer === ep.signer) bad('TRAIN_VERIFY_WITNESS', 'the coordinator cannot witness itself');
     const allowed = run.record.witnesses ?? run.record.members;
     if (!allowed.includes(w.signer)) bad('TRAIN_VERIFY_WITNESS', `witness ${w.signer} is not named by the run`);
+    if (!e.members.includes(w.signer)) bad('TRAIN_VERIFY_WITNESS', `witness ${w.signer} is not a member counted in this epoch`);
     if (!witnesses.includes(w.signer)) witnesses.push(w.signer);
   }
+  if (witnesses.length === 0) bad('TRAIN_VERIFY_NO_WITNESS', 'no counted member other than the coordinator countersigned this epoch commitment');
   const st = open(i.step, TRAIN_T.step) as Opened<TrainStep>;
   const s = st.record;
   if (s.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the step commitment is for another run');
