@@ -6,7 +6,8 @@
  * (members put in from the pick), and one `train.member` job per member goes
  * through POST /v1/run (requirements.allowlist = that member), all at once.
  * Prints every member's receipt and the weights; exit 1 unless every member
- * completed and all report the same weights. Each member job's params cite
+ * completed and all report the same weights, the single-process run's
+ * (`--no-reference` skips computing it). Each member job's params cite
  * the gang claim {claim: run address, member: index}. With `--entitlement`
  * (an overlay with a steward) the gang is first admitted as ONE pool/1 claim
  * through POST /v1/gang/admit (refused as a whole before any member job is
@@ -38,6 +39,7 @@ interface BuyFlags {
   energyGrade: string;
   class?: string;
   devicesPerMember: string;
+  reference: boolean;
 }
 
 export function registerBuy(train: Command): void {
@@ -57,10 +59,11 @@ export function registerBuy(train: Command): void {
     .option('--energy-grade <grade>', 'the grade of --energy (HwShunt, ModelBased, Estimator)', 'Estimator')
     .option('--class <name>', 'with --entitlement: the claim’s class (the steward derives an estimate from its history when --energy is absent)')
     .option('--devices-per-member <n>', 'with --entitlement: devices each member occupies', '1')
+    .option('--no-reference', 'do not compute the single-process run to compare the agreed weights with (for a run too large to redo here)')
     .option('--json', 'machine-readable result')
     .action(async (runYaml: string, f: BuyFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ systemClock }, { buildRun, writeRunBundle }, { checkGang, pickMembers, withMembers }, { loadNodeIdentity }, { citeParams }] = await Promise.all([
+      const [{ systemClock }, { buildRun, writeRunBundle, referenceFor }, { checkGang, pickMembers, withMembers }, { loadNodeIdentity }, { citeParams }] = await Promise.all([
         import('../../util/clock.js'),
         import('../../roles/trainer/run-file.js'),
         import('../../roles/trainer/gang-buy.js'),
@@ -118,7 +121,10 @@ export function registerBuy(train: Command): void {
         }
         return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
       };
-      const report: GangReport & { admission?: Admission; released?: string } = checkGang(runAddr, order, await Promise.all(order.map(buyOne)));
+      const results = await Promise.all(order.map(buyOne));
+      // the same spec in one process: what every member must have reached, unless one fed the all-reduce something other than its gradient
+      const reference = f.reference ? referenceFor(bundle.run.record).weights : undefined;
+      const report: GangReport & { admission?: Admission; released?: string } = checkGang(runAddr, order, results, reference);
       if (admission) {
         // Release the one claim now with every member's receipt (the steward may have released it already, on the last receipt).
         const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
@@ -129,7 +135,7 @@ export function registerBuy(train: Command): void {
       if (f.json) outJson(report);
       else {
         for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
-        if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree)`);
+        if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree${report.reference ? ', and the single-process run reaches the same' : ''})`);
       }
       if (!report.ok) throw new NegativeAnswer([`✘ the gang did not finish with one set of weights`], 'stderr');
     });

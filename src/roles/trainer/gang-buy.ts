@@ -3,7 +3,8 @@
  * a gang", `c0mpute train buy`): pick N eligible providers from the market,
  * put them into run.yaml as the members, and check what the N member jobs
  * returned — every member completed with a receipt it signed over the output
- * it sent, for this run, and all report the same final weights. Pure
+ * it sent, for this run, and all report the same final weights, the weights
+ * the single-process run of the same spec reaches (when given). Pure
  * functions; the CLI drives the daemon's routes with them.
  */
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
@@ -69,12 +70,21 @@ export interface GangReport {
   run: string;
   /** The weights every member reported, when all completed and agree. */
   weights?: string;
+  /** The single-process run's weights, when the buyer computed them. */
+  reference?: string;
   ok: boolean;
   members: MemberReport[];
 }
 
-/** Check the member jobs' results (in member order) against the run. */
-export function checkGang(runAddr: string, members: string[], results: MemberJobResult[]): GangReport {
+/**
+ * Check the member jobs' results (in member order) against the run; with
+ * `reference` (the weights of `referenceFor(run)`), the agreed weights must be
+ * those too. Members that all finish agree with each other even when one of
+ * them fed the all-reduce a contribution that is in range but not its
+ * gradient (every member applies the same sum); the reference does not: a
+ * gang whose members all finished, none dropped, reaches it bit for bit.
+ */
+export function checkGang(runAddr: string, members: string[], results: MemberJobResult[], reference?: string): GangReport {
   const reports = members.map((did, i): MemberReport => {
     const r = results[i];
     if (!r) return { did, status: 'missing', problem: 'no result' };
@@ -94,7 +104,9 @@ export function checkGang(runAddr: string, members: string[], results: MemberJob
     return { ...base, weights: o.weights };
   });
   const ws = new Set(reports.map((m) => m.weights));
-  const ok = reports.every((m) => !m.problem) && ws.size === 1;
-  if (!ok && reports.every((m) => !m.problem)) for (const m of reports) m.problem = 'members disagree on the final weights';
-  return { run: runAddr, ok, ...(ok ? { weights: reports[0]!.weights! } : {}), members: reports };
+  const agree = reports.every((m) => !m.problem) && ws.size === 1;
+  if (!agree && reports.every((m) => !m.problem)) for (const m of reports) m.problem = 'members disagree on the final weights';
+  const ok = agree && (reference === undefined || reports[0]!.weights === reference);
+  if (agree && !ok) for (const m of reports) m.problem = 'the agreed weights are not the single-process run’s: some member’s contribution was not its work';
+  return { run: runAddr, ok, ...(agree ? { weights: reports[0]!.weights! } : {}), ...(reference === undefined ? {} : { reference }), members: reports };
 }

@@ -66,6 +66,16 @@ describe('checkGang', () => {
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { run: 'sha256:' + '00'.repeat(32) })]).ok, false);
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { status: 'stopped' })]).ok, false);
   });
+
+  it('members that agree on weights other than the single-process run’s are not ok: a contribution was not its work', () => {
+    const same = checkGang(RUN, ['did:a', 'did:b'], [res('did:a'), res('did:b')], W);
+    assert.equal(same.ok, true);
+    assert.equal(same.reference, W);
+    const other = checkGang(RUN, ['did:a', 'did:b'], [res('did:a'), res('did:b')], 'sha256:' + 'ee'.repeat(32));
+    assert.equal(other.ok, false);
+    assert.equal(other.weights, W, 'the weights they agree on are still shown');
+    assert.match(other.members[0]!.problem!, /not the single-process run’s/);
+  });
 });
 
 describe('a member job’s citation of its gang claim (provider side)', () => {
