@@ -117,5 +117,8 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     createIdentity(dir);
     writeFileSync(keyFilePath(dir), 'null', { mode: 0o600 });
     operatorError(await c0(['keys', 'show', '--data-dir', dir]), 'KEY_FILE_CORRUPT', 'a key file of null');
+    // a --wait that is not a number: refused before anything is published (NaN meant no wait for the market)
+    writeFileSync(p('wait-job.yaml'), 'workload: builtin.sha256\ninput: hello\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
+    operatorError(await c0(['run', p('wait-job.yaml'), '--wait', 'abc', '--data-dir', dir]), 'CLI_BAD_WAIT', 'run --wait abc');
   });
 });

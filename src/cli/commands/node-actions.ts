@@ -195,6 +195,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   const said = new Set<string>();
   let verdictSaid = false;
   const limit = listLimit(f);
+  if (!/^[0-9]{1,9}$/.test(f.wait)) throw new C0Error('CLI_BAD_WAIT', `--wait takes a whole number of milliseconds, got "${f.wait.slice(0, 40)}"`, { field: 'wait' });
   const print = (ev: WireEvent) => {
     if (f.json) return out(JSON.stringify(ev, jsonReplacer));
     if (ev.e === 'admission' && (ev.admission as { verdict?: string }).verdict !== 'Admit') verdictSaid = true;
