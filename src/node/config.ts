@@ -6,6 +6,7 @@
 import { DEFAULT_MAX_EVIDENCE } from '../reputation/bounds.js';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -502,6 +503,7 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
   const fileLayer = opts.file ? readConfigFile(opts.file) : {};
   // mergeLayers skips a non-mapping layer, so a file that is a list or a scalar would silently mean "all defaults".
   if (!isObj(fileLayer)) throw new C0Error('CONFIG_INVALID', `${opts.file}: the top level must be a mapping of settings`, { field: '' });
+  if (opts.file) resolveFilePaths(fileLayer, dirname(resolve(opts.file)));
   const env = envOverrides(opts.env ?? {});
   const flags = opts.flags ?? {};
   const merged = mergeLayers(fileLayer, env, flags);
@@ -516,6 +518,20 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
     const message = opts.file && e.message.startsWith(`${opts.file}: `) ? `${from}: ${e.message.slice(opts.file.length + 2)}` : e.message;
     throw new C0Error('CONFIG_INVALID', message, { field: e.field, ...(e.detail === undefined ? {} : { detail: e.detail }) });
   }
+}
+
+/**
+ * The files a config file names (a swarm key, a steward's tree), relative to that file's directory, as its examples
+ * read (`swarmKeyFile: overlay.key` beside config.yaml), not to wherever the daemon was started. (An exec executor's
+ * `cwd` is the directory the daemon starts in, as documented.)
+ */
+function resolveFilePaths(layer: Record<string, unknown>, base: string): void {
+  const fix = (o: unknown, key: string) => {
+    if (isObj(o) && typeof o[key] === 'string' && o[key] !== '' && !isAbsolute(o[key])) o[key] = resolve(base, o[key]);
+  };
+  fix(layer.network, 'swarmKeyFile');
+  if (Array.isArray(layer.overlays)) for (const o of layer.overlays) fix(o, 'swarmKeyFile');
+  fix(layer.steward, 'treeFile');
 }
 
 /** Whether a layer sets the value at `path`, or a list or value on the way to it (an array replaces whole). */

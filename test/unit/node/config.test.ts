@@ -3,7 +3,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
 import { envOverrides, loadConfig, mergeLayers, networksOf, parseConfig } from '../../../src/node/config.js';
 
@@ -145,6 +145,15 @@ describe('config', () => {
     assert.match(byEnv.message, /^the environment \(C0MPUTE_\*\): network\.listen\.0/);
     const inFile = err(() => loadConfig({ file: file('api:\n  listen: 127.0.0.1:99999\n') }));
     assert.match(inFile.message, /config-\d+\.yaml: api\.listen/);
+  });
+
+  test('files a config file names are relative to its directory, not to where the daemon starts', () => {
+    const f = file('network:\n  overlay: acme\n  swarmKeyFile: overlay.key\noverlays:\n  - overlay: beta\n    swarmKeyFile: keys/beta.key\n    listen: ["/ip4/127.0.0.1/tcp/0"]\nsteward:\n  treeFile: tree.yaml\n');
+    const c = loadConfig({ file: f });
+    assert.equal(c.network.swarmKeyFile, join(dirname(f), 'overlay.key'));
+    assert.equal(c.overlays[0]!.swarmKeyFile, join(dirname(f), 'keys', 'beta.key'));
+    assert.equal(c.steward?.treeFile, join(dirname(f), 'tree.yaml'));
+    assert.equal(loadConfig({ file: file('network:\n  swarmKeyFile: /abs/k.key\n') }).network.swarmKeyFile, '/abs/k.key');
   });
 
   test('api.listen takes host:port and [IPv6]:port', () => {
