@@ -13,7 +13,7 @@ import type { Logger } from '../util/log.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
 import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
-import { DAEMON_FILE, type DaemonInfo } from './daemon-info.js';
+import { DAEMON_FILE, processStart, type DaemonInfo } from './daemon-info.js';
 import { OverlayNode } from './overlay.js';
 import type { Route } from './api.js';
 
@@ -122,7 +122,8 @@ export class Daemon {
       this.#stops.push(() => api.close());
     }
     if (this.opts.advertise !== false) {
-      const info: DaemonInfo = { pid: process.pid, did: this.did, api: this.apiAddress ?? '', startedAt: this.startedAt };
+      const procStart = processStart('self');
+      const info: DaemonInfo = { pid: process.pid, did: this.did, api: this.apiAddress ?? '', startedAt: this.startedAt, ...(procStart === undefined ? {} : { procStart }) };
       writeFileSync(join(dataDir, DAEMON_FILE), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
       this.#stops.push(async () => rmSync(join(dataDir, DAEMON_FILE), { force: true }));
     }
