@@ -480,7 +480,7 @@ export const SCHEMAS: Record<string, Schema> = {
       min: 1,
       max: 4096,
       optional: true,
-      doc: 'policy `first-claim` only: every claim that opened, up to and including the winner, in the buyer’s arrival order',
+      doc: 'policy `first-claim` only: every claim that opened, up to and including the winner, in the buyer’s arrival order, but those refused `CLAIM_ADVERT_UNKNOWN` (docs/matching.md “How “first” is audited”)',
       of: {
         t: 'object',
         doc: 'arrival',
