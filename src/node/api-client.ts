@@ -33,9 +33,18 @@ export async function* apiStream(base: string, token: string, path: string, body
     const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
     throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
   }
+  const chunks = (res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  try {
+    yield* ndjson(chunks, base);
+  } finally {
+    // a caller that stops early (break, return, throw) closes the answer: the daemon sees it leave
+    await chunks.return?.().catch(() => {});
+  }
+}
+
+async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string): AsyncGenerator<Record<string, unknown>> {
   const dec = new TextDecoder();
   let buf = '';
-  const chunks = (res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   for (;;) {
     let next: IteratorResult<Uint8Array>;
     try {

@@ -79,12 +79,14 @@ function isMultiaddr(s: string): boolean {
   }
 }
 
-/** A multiaddr ending in `/p2p/<PeerId>` whose PeerId parses: a peer to join through. */
+/**
+ * A peer to join through: a multiaddr, whose `/p2p/<PeerId>` (the documented form) must parse when it is there. Without
+ * one the node dials the address and learns the PeerId (src/net/connectivity.ts), as it always has.
+ */
 function isPeerAddr(s: string): boolean {
   try {
     const id = multiaddr(s).getComponents().findLast((c) => c.name === 'p2p')?.value;
-    if (id === undefined) return false;
-    peerIdFromString(id);
+    if (id !== undefined) peerIdFromString(id);
     return true;
   } catch {
     return false;
@@ -103,7 +105,7 @@ const networkSchema = z
   .object({
     listen: z.array(maddr).default(['/ip4/0.0.0.0/tcp/4001']),
     announce: z.array(maddr).default([]),
-    bootstrap: z.array(z.string().refine(isPeerAddr, 'a multiaddr ending in /p2p/<PeerId>')).default([]),
+    bootstrap: z.array(z.string().refine(isPeerAddr, 'a multiaddr, ending in /p2p/<PeerId> with a PeerId that parses')).default([]),
     overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
     /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
     swarmKeyFile: z.string().optional(),
@@ -515,7 +517,8 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
     const path = e.field.split('.');
     const from = hasPath(flags, path) ? 'the command line' : hasPath(env, path) ? 'the environment (C0MPUTE_*)' : undefined;
     if (from === undefined) throw e;
-    const message = opts.file && e.message.startsWith(`${opts.file}: `) ? `${from}: ${e.message.slice(opts.file.length + 2)}` : e.message;
+    const source = `${opts.file ?? 'config'}: `;
+    const message = e.message.startsWith(source) ? `${from}: ${e.message.slice(source.length)}` : e.message;
     throw new C0Error('CONFIG_INVALID', message, { field: e.field, ...(e.detail === undefined ? {} : { detail: e.detail }) });
   }
 }

@@ -46,3 +46,28 @@ test('a daemon that stops while it streams: the events so far, then DAEMON_STREA
     server.close();
   }
 });
+
+test('a caller that stops reading early closes the answer: the daemon sees it leave', async () => {
+  let left = false;
+  const { server, base } = await serve((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    const t = setInterval(() => res.write('{"e":"progress"}\n'), 20);
+    res.on('close', () => {
+      left = true;
+      clearInterval(t);
+    });
+    void req;
+  });
+  try {
+    for await (const ev of apiStream(base, 't', '/v1/jobs', {})) {
+      assert.deepEqual(ev, { e: 'progress' });
+      break;
+    }
+    const end = Date.now() + 5_000;
+    while (!left && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(left, 'the server saw the client leave');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});

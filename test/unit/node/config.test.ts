@@ -120,7 +120,6 @@ describe('config', () => {
       [{ network: { listen: ['garbage'] } }, 'network.listen.0'],
       [{ network: { announce: ['/ip4/1.2.3.4/tcp/1', 'garbage'] } }, 'network.announce.1'],
       [{ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001/p2p/notapeerid'] } }, 'network.bootstrap.0'],
-      [{ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001'] } }, 'network.bootstrap.0'],
       // a mistyped DID would start and fail every job
       [{ network: { steward: 'did:key:zzz' } }, 'network.steward'],
       [{ witness: { stewards: ['did:key:zzz'] } }, 'witness.stewards.0'],
@@ -143,6 +142,7 @@ describe('config', () => {
     assert.match(byFlag.message, /^the command line: api\.listen/);
     const byEnv = err(() => loadConfig({ file: f, env: { C0MPUTE_LISTEN: 'garbage' } }));
     assert.match(byEnv.message, /^the environment \(C0MPUTE_\*\): network\.listen\.0/);
+    assert.match(err(() => loadConfig({ flags: { api: { listen: '127.0.0.1:99999' } } })).message, /^the command line: api\.listen/, 'no config file');
     const inFile = err(() => loadConfig({ file: file('api:\n  listen: 127.0.0.1:99999\n') }));
     assert.match(inFile.message, /config-\d+\.yaml: api\.listen/);
   });
@@ -154,6 +154,10 @@ describe('config', () => {
     assert.equal(c.overlays[0]!.swarmKeyFile, join(dirname(f), 'keys', 'beta.key'));
     assert.equal(c.steward?.treeFile, join(dirname(f), 'tree.yaml'));
     assert.equal(loadConfig({ file: file('network:\n  swarmKeyFile: /abs/k.key\n') }).network.swarmKeyFile, '/abs/k.key');
+  });
+
+  test('a bootstrap address without /p2p/<PeerId> is still taken (the node learns the PeerId when it dials)', () => {
+    assert.deepEqual(parseConfig({ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001'] } }).network.bootstrap, ['/ip4/127.0.0.1/tcp/4001']);
   });
 
   test('api.listen takes host:port and [IPv6]:port', () => {
