@@ -152,7 +152,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   if (stewardDid) {
     await o.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
       if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
-      const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown };
+      const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown; deadline?: unknown };
       if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
       if (req.op === 'usage') {
         // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
@@ -160,8 +160,10 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
         await ctx.send((u ?? { running: 'no' }) as never);
         return;
       }
-      const receipt = await o.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority');
-      await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no' }) as never);
+      const receipt = await o.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority', typeof req.deadline === 'number' ? req.deadline : undefined);
+      // Not running here: the job is barred (its exec is refused EXEC_PREEMPTED), so the steward may release its claim.
+      // A steward before `barred` reads only `receipt` and releases nothing, as it did on `stopped: 'no'`.
+      await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
     });
   }
 }

@@ -341,9 +341,10 @@ export class Buyer {
         result.output = attempt.output;
         break;
       }
-      const code = attempt.receipt?.record.failure?.code;
+      const code = attempt.receipt?.record.failure?.code ?? attempt.reclaimed;
       if (code === 'EXEC_PREEMPTED' || code === 'EXEC_IDLE_RECLAIMED') {
-        // The steward reclaimed the capacity: the claim is over, there is nothing to fail over to.
+        // The steward reclaimed the capacity (the work stopped, or was refused before it ran): the claim is over,
+        // there is nothing to fail over to.
         result.status = 'preempted';
         break;
       }
@@ -387,7 +388,7 @@ export class Buyer {
     selection: Opened<Selection>,
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
-  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason }> {
+  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED' }> {
     const { clock, log } = this.d;
     let input = spec.input;
     if (job.record.inputSealed === 'yes') {
@@ -406,7 +407,12 @@ export class Buyer {
     try {
       for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
         const f: ExecFrame = parseExecFrame(raw);
-        if (f.t === 'refused') return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
+        if (f.t === 'refused') {
+          // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
+          // code: the provider did what the steward asked, so no non-delivery is signed against it.
+          if (this.d.admission && (f.code === 'EXEC_PREEMPTED' || f.code === 'EXEC_IDLE_RECLAIMED')) return { outcome: `refused: ${f.code}`, reclaimed: f.code };
+          return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
+        }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
         else if (f.t === 'progress') onEvent({ e: 'progress', provider: cand.provider, message: f.message, ...(f.permille === undefined ? {} : { permille: f.permille }) });
         else if (f.t === 'output') output = f.data;

@@ -7,8 +7,8 @@
  * to preempted providers, and idle reclamation under a configured policy
  * (src/pool/idle.ts). Part of src/roles/steward.ts.
  */
-import { open } from '../records/envelope.js';
-import { T, type Energy } from '../records/kinds.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type Energy, type Selection } from '../records/kinds.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
 import { isGrade, worseGrade } from '../pool/grades.js';
@@ -17,6 +17,9 @@ import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
+
+/** How many reclaimed claims the steward remembers (Reclaimer.onSelection). */
+const RECLAIMED_MAX = 4096;
 
 export type Decided = { v: Verdict; victims: string[] };
 
@@ -35,9 +38,10 @@ function devicesHeld(claim: Claim, v: Verdict): Verdict & { verdict: 'Queue' } {
  * changed the verdict: anything but `Admit` is answered as it is), preempt the
  * victims still named, then decide once more, and append the one `Admitted`
  * entry only if that last decision admits with no device still held by other
- * work. Otherwise nothing is appended and the verdict is returned (a
- * preemption that freed nothing: `Queue`, `DEVICES_HELD`); the caller queues
- * or refuses it.
+ * work (a victim stopped, or barred by a provider that was not running it,
+ * is released by then: Reclaimer.preempt). Otherwise nothing is appended and
+ * the verdict is returned (a preemption that freed nothing: `Queue`,
+ * `DEVICES_HELD`); the caller queues or refuses it.
  */
 export async function appendAdmitted(d: { reclaim: Reclaimer; append: Ledger['append'] }, claim: Claim, decided: Decided): Promise<AdmitOutcome> {
   let { v, victims } = decided;
@@ -101,6 +105,8 @@ export class Reclaimer {
   /** The latest usage figures of each running claim's attempt (for §5.2). */
   #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
+  /** Claims reclaimed (stopped or barred at their provider), until their deadline: a later selection's provider is stopped too. */
+  #reclaimed = new Map<string, { buyer: string; deadline: number; reason: 'priority' | 'idle'; asked: Set<string> }>();
 
   constructor(private d: ReclaimDeps) {}
 
@@ -214,13 +220,72 @@ export class Reclaimer {
       if (!provider) continue;
       log.warn({ victim: key, for: forClaim, provider }, 'preempting a lower-priority claim');
       try {
-        const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key } as never], { limits: { deadlineMs: 30_000 } });
-        // The stopped work's signed receipt comes back with the answer: release the victim before admitting.
-        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
-        if (r instanceof Uint8Array) await this.d.accounts.onReceipt(open(r, T.receipt));
+        await this.#stop(key, provider, 'priority');
       } catch (e) {
         log.warn({ victim: key, err: (e as Error).message }, 'preemption request failed');
       }
+    }
+  }
+
+  /**
+   * Ask a claim's provider to stop its work, and release the claim on the answer: the stopped work's signed receipt
+   * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED) releases it through the accounts; a provider that was not running it and
+   * has barred it (`barred: 'yes'`: an exec of the job is refused with that code until its deadline) has freed the
+   * devices as surely, so the claim is released now with the receipts so far. The claim is remembered as reclaimed:
+   * a selection its buyer signs for it afterwards (a failover the steward had not heard of) has its provider asked
+   * to stop as well (onSelection). A provider that answers neither (one before `barred`: `stopped: 'no'`) releases
+   * nothing.
+   */
+  async #stop(key: string, provider: string, reason: 'priority' | 'idle'): Promise<void> {
+    const oj = this.d.accounts.get(key);
+    const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(reason === 'idle' ? { reason } : {}), ...(oj ? { deadline: oj.deadline } : {}) } as never], {
+      limits: { deadlineMs: 30_000 },
+    });
+    const f = frames[0] as { receipt?: unknown; barred?: unknown } | undefined;
+    if (oj && oj.gang === undefined && (f?.receipt instanceof Uint8Array || f?.barred === 'yes')) this.#noteReclaimed(key, oj.buyer, oj.deadline, provider, reason);
+    if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
+    else if (f?.barred === 'yes') {
+      const now = this.d.accounts.get(key);
+      if (!now) return;
+      this.d.ports.log.warn({ claim: key, provider, reason }, 'the reclaimed claim was not running at its provider, which now refuses it: released with its receipts so far');
+      await this.d.accounts.release(now, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED (not running)' : 'EXEC_PREEMPTED (not running)');
+    }
+  }
+
+  /** Remember a claim reclaimed from its provider until its deadline (at most RECLAIMED_MAX), with the providers asked. */
+  #noteReclaimed(key: string, buyer: string, deadline: number, provider: string, reason: 'priority' | 'idle'): void {
+    const now = this.d.ports.clock();
+    for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#reclaimed.delete(k);
+    const kept = this.#reclaimed.get(key);
+    if (kept) {
+      kept.asked.add(provider);
+      return;
+    }
+    while (this.#reclaimed.size >= RECLAIMED_MAX) this.#reclaimed.delete(this.#reclaimed.keys().next().value!);
+    this.#reclaimed.set(key, { buyer, deadline, reason, asked: new Set([provider]) });
+  }
+
+  /**
+   * A selection heard: if it names a provider for a claim reclaimed already (its buyer failed over before it heard
+   * the claim was over, or the steward heard the failover's selection only after it asked the provider before),
+   * ask that provider to stop (or bar) the job too, so the devices released stay free.
+   */
+  async onSelection(s: Opened<Selection>): Promise<void> {
+    const r = this.#reclaimed.get(s.record.job);
+    if (!r) return;
+    if (r.deadline <= this.d.ports.clock()) {
+      this.#reclaimed.delete(s.record.job);
+      return;
+    }
+    if (s.signer !== r.buyer && s.signer !== this.d.did) return;
+    const provider = s.record.considered.find((c) => c.offer === s.record.winner)?.provider;
+    if (!provider || r.asked.has(provider)) return;
+    r.asked.add(provider);
+    this.d.ports.log.warn({ claim: s.record.job, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
+    try {
+      await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: s.record.job, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });
+    } catch (e) {
+      this.d.ports.log.warn({ claim: s.record.job, provider, err: (e as Error).message }, 'stop request for a reclaimed claim failed');
     }
   }
 
@@ -286,9 +351,7 @@ export class Reclaimer {
       if (!provider) continue;
       log.warn({ claim: v.key, uj: v.uj, observedMs: v.observedMs, windowMs: v.windowMs }, 'reclaiming an idle claim');
       try {
-        const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: v.key, reason: 'idle' } as never], { limits: { deadlineMs: 30_000 } });
-        const r = (frames[0] as { receipt?: Uint8Array } | undefined)?.receipt;
-        if (r instanceof Uint8Array) await this.d.accounts.onReceipt(open(r, T.receipt));
+        await this.#stop(v.key, provider, 'idle');
       } catch (e) {
         log.warn({ claim: v.key, err: (e as Error).message }, 'idle reclamation request failed');
       }

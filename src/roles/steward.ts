@@ -138,7 +138,11 @@ export class Steward {
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
     await net.handle(LEDGER_PROTOCOL, (frames, ctx) => serveLedgerRange(this.ledger, frames, ctx));
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
-    net.subscribe('selection', (rec) => this.#accounts.onSelection(rec as Opened<Selection>));
+    net.subscribe('selection', async (rec) => {
+      await this.#accounts.onSelection(rec as Opened<Selection>);
+      // a provider named for a claim reclaimed already is asked to stop it (not awaited: its answer can take a while)
+      void this.#reclaim.onSelection(rec as Opened<Selection>);
+    });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
     net.subscribe('advert', () => void this.#line.retry());
     // §2.7: only a configured policy samples, and only it can reclaim anything.

@@ -81,6 +81,10 @@ export interface ProviderDeps {
  */
 export type SlotRun = Pick<ExecContext, 'signal' | 'onSpawn' | 'onExit'>;
 
+/** How many jobs reclaimed while not running a provider keeps barred (Provider.preempt), and for how long without a deadline. */
+export const PREEMPTED_MAX = 4096;
+export const PREEMPTED_KEEP_MS = 24 * 60 * 60 * 1000;
+
 export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -89,6 +93,12 @@ export class Provider {
   readonly #started = new Set<string>();
   /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
   #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
+  /**
+   * Jobs the steward reclaimed while they were not running here (`preempt` found no run): an exec of one is refused
+   * with the reclaim's code until the time kept (the job's deadline as the steward gave it, else PREEMPTED_KEEP_MS).
+   * Memory only, at most PREEMPTED_MAX (docs/overlays.md "Preemption").
+   */
+  #preempted = new Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>();
   /** Meter spans of running jobs, for usage reports to the overlay's steward. */
   #spans = new Map<string, { span: MeterSpan; startedAt: number; units?: number }>();
   #executors = new Map<string, Executor>();
@@ -219,12 +229,19 @@ export class Provider {
    * Stop running work on the steward's request (preemption, pool/1 §5): the
    * work ends with a signed `failed` receipt, code EXEC_PREEMPTED. Resolves
    * once that receipt is stored and the slot is free (so the capacity the
-   * steward reclaimed is really there), to that receipt (undefined when the
-   * job was not running here).
+   * steward reclaimed is really there), to that receipt. A job not running
+   * here (its attempt here failed, its exec has not come yet, or its buyer is
+   * gone) resolves to undefined and is barred: an exec of it is refused with
+   * the same code (EXEC_PREEMPTED, or EXEC_IDLE_RECLAIMED) until `deadline`
+   * (the job's, as the steward gives it; else PREEMPTED_KEEP_MS from now), so
+   * the devices the steward releases stay free.
    */
-  async preempt(job: string, reason: 'priority' | 'idle' = 'priority'): Promise<Opened<Receipt> | undefined> {
+  async preempt(job: string, reason: 'priority' | 'idle' = 'priority', deadline?: number): Promise<Opened<Receipt> | undefined> {
     const c = this.#running.get(job);
-    if (!c) return undefined;
+    if (!c) {
+      this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
+      return undefined;
+    }
     const done = new Promise<Opened<Receipt>>((resolve) => this.#stopping.set(job, resolve));
     c.abort(
       reason === 'idle'
@@ -232,6 +249,27 @@ export class Provider {
         : new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'),
     );
     return done;
+  }
+
+  /** Keep a job reclaimed while not running here (preempt), dropping the entries past their time and, over the bound, the oldest. */
+  #bar(job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', deadline: number | undefined): void {
+    const now = this.d.clock();
+    for (const [j, b] of this.#preempted) if (b.until <= now) this.#preempted.delete(j);
+    this.#preempted.delete(job);
+    while (this.#preempted.size >= PREEMPTED_MAX) this.#preempted.delete(this.#preempted.keys().next().value!);
+    const until = typeof deadline === 'number' && Number.isSafeInteger(deadline) && deadline > now ? deadline : now + PREEMPTED_KEEP_MS;
+    this.#preempted.set(job, { code, until });
+  }
+
+  /** Refuse an exec of a job the steward reclaimed while it was not running here (preempt). */
+  #checkBarred(job: string): void {
+    const b = this.#preempted.get(job);
+    if (!b) return;
+    if (b.until <= this.d.clock()) {
+      this.#preempted.delete(job);
+      return;
+    }
+    throw new C0Error(b.code, b.code === 'EXEC_IDLE_RECLAIMED' ? 'the overlay’s steward reclaimed this job’s devices before it ran here' : 'the overlay’s steward preempted this job for a higher-priority claim before it ran here');
   }
 
   /**
@@ -474,11 +512,13 @@ export class Provider {
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);
+    this.#checkBarred(job.address);
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
     // Checked again after the await above and reserved in this same synchronous step: two requests at once
-    // must not both pass (the same job run twice, or more jobs than slots).
+    // must not both pass (the same job run twice, or more jobs than slots), and a stop that came meanwhile bars it.
+    this.#checkBarred(job.address);
     if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();

@@ -511,6 +511,74 @@ describe('Provider: execution', () => {
   });
 });
 
+describe('Provider: the steward’s stop (preemption, pool/1 §5)', () => {
+  test('running work stops with a signed failed receipt EXEC_PREEMPTED, and the job does not run again', async () => {
+    const s = setup();
+    const input = utf8('long');
+    const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
+    const offer = await offered(s, job);
+    const frames: ExecFrame[] = [];
+    let accepted: () => void = () => {};
+    const started = new Promise<void>((r) => (accepted = r));
+    const run = s.provider.handleExec(
+      execIO(
+        [frame(job, offer, makeSelection(job, offer), input)],
+        async (f) => {
+          frames.push(f);
+          if (f.t === 'accepted') accepted();
+        },
+        new AbortController().signal,
+      ),
+    );
+    await started;
+    const r = await s.provider.preempt(job.address);
+    await run;
+    assert.ok(r);
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_PREEMPTED');
+    assert.equal(s.provider.running, 0);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
+  });
+
+  test('a job not running here is barred: its exec is refused EXEC_PREEMPTED, nothing runs or is signed, the slot stays free', async () => {
+    const s = setup();
+    const input = utf8('not yet sent');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    // the buyer was admitted and selected this provider, but its exec has not come yet
+    assert.equal(await s.provider.preempt(job.address, 'priority', job.record.deadline), undefined);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(refusal(frames), 'EXEC_PREEMPTED');
+    assert.equal(s.receipts.length, 0);
+    assert.equal(s.published.filter((p) => p.kind === 'receipt').length, 0);
+    assert.equal(s.provider.running, 0);
+    assert.equal(s.provider.runs(job.address), false);
+    // another job is not affected
+    const other = makeJob({}, input);
+    const otherOffer = await offered(s, other);
+    assert.equal((await exec(s.provider, frame(other, otherOffer, makeSelection(other, otherOffer), input))).at(-1)!.t, 'receipt');
+  });
+
+  test('a job reclaimed as idle while not running here is refused EXEC_IDLE_RECLAIMED', async () => {
+    const s = setup();
+    const input = utf8('idle');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    assert.equal(await s.provider.preempt(job.address, 'idle', job.record.deadline), undefined);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_IDLE_RECLAIMED');
+  });
+
+  test('the bar lasts until the time the steward gave (the job’s deadline), no longer', async () => {
+    const s = setup();
+    const input = utf8('bar ends');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    await s.provider.preempt(job.address, 'priority', NOW + 1000);
+    s.clock.set(NOW + 1000);
+    assert.equal((await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))).at(-1)!.t, 'receipt');
+  });
+});
+
 describe('Provider: chunked exec/1 requests', () => {
   /** A header without inline input, then `chunks` as input frames; counts what the provider read. */
   function chunkedIO(header: Record<string, unknown>, chunks: Uint8Array[], out: ExecFrame[]) {
