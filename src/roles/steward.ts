@@ -80,6 +80,8 @@ export class Steward {
   #headTimers: LongTimer[] = [];
   /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
   #witnessesHeard = new Set<string>();
+  /** The longest head each witness has sent a valid receipt for since start (bounded as #witnessesHeard): the republish stops once they all cover the head. */
+  readonly #witnessed = new Map<string, number>();
 
   private constructor(
     private o: StewardPorts,
@@ -165,6 +167,8 @@ export class Steward {
       }
       // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
       // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
+      if (!this.#witnessed.has(rec.signer) && this.#witnessed.size >= 10_000) this.#witnessed.clear();
+      this.#witnessed.set(rec.signer, Math.max(this.#witnessed.get(rec.signer) ?? 0, st.length));
       const first = st.stored && !this.#witnessesHeard.has(rec.signer);
       if (first) {
         if (this.#witnessesHeard.size >= 10_000) this.#witnessesHeard.clear();
@@ -183,14 +187,28 @@ export class Steward {
 
   /**
    * Publish the current head again at min(2 s, the period) after start (the network starts after the roles) and then
-   * every `headRepublishMs`: one entry read and one gossip message a period. A relay or witness that already holds
-   * that head drops it as a duplicate, and a witness that cosigned it does no more (src/roles/witness.ts).
+   * every `headRepublishMs` while a witness has not sent a receipt covering it: the overlay's named witnesses, else
+   * every witness heard since start (none heard yet: every period). One entry read and one gossip message a period.
+   * A relay or witness that already holds that head drops it as a duplicate, and a witness of this version that
+   * cosigned it does no more (src/roles/witness.ts); one of the previous version cosigns it again (a new receipt), so
+   * the republish stops once every witness has covered the head, and a quiet overlay's steward sends nothing.
    */
   #republishHeads(): void {
     const every = this.cfg.headRepublishMs ?? 0;
     if (every <= 0) return;
     const once = () => void this.publishHead().catch((e) => this.log.debug({ err: (e as Error).message }, 'head republished to nobody'));
-    this.#headTimers.push(setLongTimeout(once, Math.min(2000, every)).unref(), setLongInterval(once, every).unref());
+    const again = () => {
+      if (this.headNeedsWitness()) once();
+    };
+    this.#headTimers.push(setLongTimeout(once, Math.min(2000, every)).unref(), setLongInterval(again, every).unref());
+  }
+
+  /** Whether a witness (named, else heard since start; none heard: yes) has not sent a receipt covering the current head. */
+  headNeedsWitness(): boolean {
+    const { length } = this.ledger.head();
+    if (length === 0) return false;
+    const known = this.cfg.witnesses ?? [...this.#witnessed.keys()];
+    return known.length === 0 || known.some((w) => (this.#witnessed.get(w) ?? 0) < length);
   }
 
   /** Publish the ledger's current head entry on pool-head (nothing while the ledger is empty). */

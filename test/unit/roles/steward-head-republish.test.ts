@@ -9,9 +9,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { didFromPublicKey } from '../../../src/records/index.js';
+import { didFromPublicKey, Ed25519Signer, seal } from '../../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../../src/store/db.js';
-import { Ledger } from '../../../src/ledger/index.js';
+import { Ledger, WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { Steward, type StewardPorts } from '../../../src/roles/steward.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
@@ -28,7 +28,9 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   assert.ok(cond(), `timed out waiting for ${what}`);
 }
 
-async function withSteward(entries: number, headRepublishMs: number, fn: (published: Uint8Array[], head: Uint8Array | undefined, s: Steward) => Promise<void>): Promise<void> {
+type Handler = (rec: { bytes: Uint8Array; signer: string }) => Promise<void>;
+
+async function withSteward(entries: number, headRepublishMs: number, fn: (published: Uint8Array[], head: Uint8Array | undefined, s: Steward, heard: Map<string, Handler>) => Promise<void>): Promise<void> {
   const t = tempDir('c0-head-republish-');
   writeFileSync(join(t.dir, 'tree.yaml'), TREE);
   const dir = join(t.dir, 'steward', 't', 'ledger');
@@ -39,13 +41,17 @@ async function withSteward(entries: number, headRepublishMs: number, fn: (publis
   await l.close();
   const db = await openDb(join(t.dir, 'db'));
   const published: Uint8Array[] = [];
+  const heard = new Map<string, Handler>();
   const ports = {
     name: 't',
     clock: fakeClock(NOW),
     log: silentLogger(),
     net: {
       handle: async () => {},
-      subscribe: () => () => {},
+      subscribe: (kind: string, h: Handler) => {
+        heard.set(kind, h);
+        return () => {};
+      },
       publish: async (kind: string, bytes: Uint8Array) => {
         if (kind === 'pool-head') published.push(bytes);
         return { recipients: 1, address: '' };
@@ -58,7 +64,7 @@ async function withSteward(entries: number, headRepublishMs: number, fn: (publis
   } as unknown as StewardPorts;
   const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, headRepublishMs }, identity);
   try {
-    await fn(published, all[all.length - 1], s);
+    await fn(published, all[all.length - 1], s, heard);
   } finally {
     await s.stop();
     await closeDb(db);
@@ -82,6 +88,22 @@ describe('the steward republishes its head', () => {
       const [head] = await s.ledger.entries(0, 1);
       await until(() => published.length >= 1, 'the new head republished');
       assert.deepEqual(published[0], head);
+    });
+  });
+
+  it('stops once the witnesses heard have sent a receipt covering the head, and starts again at a new head', async () => {
+    await withSteward(2, 30, async (published, _head, s, heard) => {
+      await until(() => published.length >= 2, 'the head republished');
+      const w = Ed25519Signer.generate();
+      const { length, head } = s.ledger.head();
+      const receipt = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW } satisfies WitnessReceipt, w);
+      await heard.get('pool-witness')!({ bytes: receipt.bytes, signer: receipt.signer });
+      assert.equal(s.headNeedsWitness(), false);
+      const n = published.length;
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(published.length <= n + 1, `no more republishing once covered (${published.length - n} more)`);
+      await s.ledger.append(admitted('more', 'lab'));
+      assert.equal(s.headNeedsWitness(), true, 'a head the witness has not covered');
     });
   });
 });
