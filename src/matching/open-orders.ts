@@ -39,6 +39,8 @@ const MEMO_MAX = 1_000_000;
  * old, and its job may come from another peer in a later round.
  */
 export const DECIDED_EARLY_MS = 3_600_000;
+/** How long an order dropped for room is refused when it comes again (a sync every 30 s brings it back). */
+export const EVICTED_MEMORY_MS = 600_000;
 
 export class OpenOrders {
   readonly opts: OpenOrdersOptions;
@@ -51,6 +53,8 @@ export class OpenOrders {
    * each for DECIDED_EARLY_MS.
    */
   readonly #decidedEarly = new Map<string, number>();
+  /** Orders dropped for room (address → refused until), so a sync that brings them back costs no scan nor new leases. */
+  readonly #evicted = new Map<string, number>();
   /**
    * The latest lease computation: it stands for every `now` in [from, until) while the open orders (version) and the
    * live providers (by content, sameProviders) are unchanged (#validUntil).
@@ -95,14 +99,35 @@ export class OpenOrders {
       this.decided(job.address);
       return false;
     }
+    const evicted = this.#evicted.get(job.address);
+    if (evicted !== undefined) {
+      // dropped for room a while ago and brought back by a sync: refused without a scan (the set would drop it again)
+      if (evicted > now) return false;
+      this.#evicted.delete(job.address);
+    }
     this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined } });
-    this.#version++;
     if (this.#jobs.size > this.opts.maxOrders) {
       const out = this.#evictee();
+      this.#rememberEvicted(out, this.#jobs.get(out)!.job.record.deadline, now);
+      if (out === job.address) {
+        // the set is as it was: no new version (the lease cache stands)
+        this.#jobs.delete(job.address);
+        return false;
+      }
       this.#drop(out);
-      if (out === job.address) return false;
     }
+    this.#version++;
     return true;
+  }
+
+  /** An order dropped for room, refused again until its deadline or EVICTED_MEMORY_MS (bounded as the set). */
+  #rememberEvicted(address: string, deadline: number, now: number): void {
+    for (const [k, until] of this.#evicted) {
+      if (until > now) break;
+      this.#evicted.delete(k);
+    }
+    this.#evicted.set(address, Math.min(deadline, now + EVICTED_MEMORY_MS));
+    if (this.#evicted.size > this.opts.maxOrders) this.#evicted.delete(this.#evicted.keys().next().value!);
   }
 
   /** The buyer decided the order (its selection names a winning claim): it leaves the open set. */

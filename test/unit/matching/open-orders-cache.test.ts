@@ -113,3 +113,26 @@ test('orders past their front periods, each on its own period phase: every cache
   for (let t = NOW; t < NOW + 45_000; t += 250) assert.deepEqual(o.leases(t, pv.live(t)), fresh(orders, pv, t), `at +${t - NOW} ms`);
   assert.ok(o.computed < 180, `the cache still holds between changes (${o.computed} computations for 180 reads)`);
 });
+
+test('a full set: an order dropped for room and brought back by a sync is refused again without a new lease computation', () => {
+  const { pv } = market([1, 2, 3]);
+  const o = new OpenOrders({ maxOrders: 2 });
+  const jobs = [0, 1, 2].map((i) => order(70 + i, { deadline: NOW + 3_600_000 + i }));
+  assert.deepEqual(
+    jobs.map((j) => o.add(j, NOW)),
+    [true, true, false],
+    'the third, one signer holding all three, is the furthest deadline: dropped at once',
+  );
+  o.leases(NOW, pv.live(NOW));
+  const before = o.computed;
+  for (let round = 1; round <= 3; round++) {
+    const t = NOW + round * 1000;
+    assert.deepEqual(
+      jobs.map((j) => o.add(j, t)),
+      [false, false, false],
+    );
+    o.leases(t, pv.live(t));
+  }
+  assert.equal(o.computed, before, 'the set did not change: the cached leases stand');
+  assert.equal(o.size, 2);
+});
