@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { open, seal } from '../../../src/records/envelope.js';
 import { TRAIN_T, type TrainStep } from '../../../src/training/record-kinds.js';
 import { P } from '../market/fixtures.js';
-import { fakeNet, makeRun, runAll, type FakeNet, type Frames } from './trainer-fakenet.js';
+import { fakeNet, makeRun, runAll, type FakeNet, type Frames } from './trainer-net.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
 const members = [A, B, H];
@@ -28,7 +28,7 @@ test('a forged commitment for a step not reached yet: held, found forged when re
         // with its real step 3, H also signs step 4 (not done by anyone yet) over weights nobody will reach
         sent = true;
         const forged = seal(TRAIN_T.step, { ...s, step: 4, weights: 'sha256:' + 'ee'.repeat(32) } as never, H.signer).bytes;
-        for (const d of [A.did, B.did]) await net.deliver(H.did, d, [{ k: 'commit' }, forged]);
+        for (const d of [A.did, B.did]) await net.deliver(H.did, d, '/c0mpute/train/1', [{ k: 'commit' }, forged]);
       }
     }
     return frames;

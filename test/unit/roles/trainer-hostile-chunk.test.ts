@@ -14,7 +14,7 @@ import { iris } from '../../../src/training/data.js';
 import { addressOf, referenceRun } from '../../../src/training/engine.js';
 import { initWeights, weightsBytes } from '../../../src/training/model.js';
 import { P } from '../market/fixtures.js';
-import { fakeNet, makeRun, runAll, type Frames } from './trainer-fakenet.js';
+import { fakeNet, makeRun, runAll, type Frames } from './trainer-net.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
 const members = [A, B, H];

@@ -4,8 +4,10 @@
  * directly, with the caller's peer id; `tap(from, to, frames)` may rewrite a
  * message or drop it (null: a deadline, as a silent member gives). A second
  * `handle` of one protocol replaces the first, as src/net/protocols.ts serve()
- * does on a real host.
+ * does on a real host. `makeRun` signs a small run for the members, `runAll`
+ * runs them to their end.
  */
+import { stringify } from 'yaml';
 import { C0Error } from '../../../src/errors.js';
 import type { CborValue } from '../../../src/records/cbor.js';
 import type { ProtocolHandler } from '../../../src/net/protocols.js';
@@ -14,9 +16,11 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { TrainerWorker, type TrainerEvent } from '../../../src/roles/trainer/worker.js';
 import type { TrainRun } from '../../../src/training/record-kinds.js';
 import { tempDir } from '../ledger/helpers.js';
-import type { Party } from '../market/fixtures.js';
+import { NOW, type Party } from '../market/fixtures.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
 
-export type Tap = (from: string, to: string, frames: CborValue[]) => Promise<CborValue[] | null> | CborValue[] | null;
+export type Frames = CborValue[];
+export type Tap = (from: string, to: string, frames: Frames) => Promise<Frames | null> | Frames | null;
 
 export interface FakeNet {
   netFor(did: string): { did: string; handle(protocol: string, h: ProtocolHandler): Promise<void>; unhandle(protocol: string): Promise<void>; request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }): Promise<CborValue[]> };
@@ -67,12 +71,32 @@ export function fakeNet(tap?: Tap): FakeNet {
   };
 }
 
-/** Start, join and run every member's worker over `net`; each run's outcome, the workers and their events. */
-export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeNet) {
+/** A run of the members, signed by `owner`: a small model, 3 epochs of 3 steps, `onFailure: continue` (`extra` overrides). */
+export function makeRun(members: Party[], owner: Party, extra: Record<string, unknown> = {}): Opened<TrainRun> {
+  const yaml = stringify({ name: 'hostile', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 3, epochs: 3, timeoutMs: 300, onFailure: 'continue', ...extra, members: members.map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
+  return buildRun(yaml, owner.signer, NOW).bundle.run;
+}
+
+/** Start, join and run every member's worker over `net`; each run's outcome, the workers (stopped) and their events. */
+export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeNet, onEvent?: (did: string, e: TrainerEvent) => void) {
   const dirs = members.map(() => tempDir('c0-train-net-'));
   const events = new Map<string, TrainerEvent[]>(members.map((m) => [m.did, []]));
   const workers = members.map(
-    (m, i) => new TrainerWorker({ signer: m.signer, did: m.did, run, addrs: {}, dir: dirs[i]!.dir, clock: () => Date.now(), net: net.netFor(m.did) as never, joinTimeoutMs: 10_000, onEvent: (e) => events.get(m.did)!.push(e) }),
+    (m, i) =>
+      new TrainerWorker({
+        signer: m.signer,
+        did: m.did,
+        run,
+        addrs: {},
+        dir: dirs[i]!.dir,
+        clock: () => Date.now(),
+        net: net.netFor(m.did) as never,
+        joinTimeoutMs: 10_000,
+        onEvent: (e) => {
+          events.get(m.did)!.push(e);
+          onEvent?.(m.did, e);
+        },
+      }),
   );
   try {
     for (const w of workers) await w.start();

@@ -15,7 +15,7 @@ import { merkleRoot } from '../../../src/training/merkle.js';
 import { TRAIN_T, type TrainEpoch, type TrainWitness } from '../../../src/training/record-kinds.js';
 import { verifyInclusion } from '../../../src/training/verify.js';
 import { NOW, P, type Party } from '../market/fixtures.js';
-import { fakeNet, makeRun, runAll, type Frames } from './trainer-fakenet.js';
+import { fakeNet, makeRun, runAll, type Frames } from './trainer-net.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
 const members = [A, B, H];
