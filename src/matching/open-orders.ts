@@ -122,12 +122,7 @@ export class OpenOrders {
 
   /** An order dropped for room, refused again until its deadline or EVICTED_MEMORY_MS (bounded as the set). */
   #rememberEvicted(address: string, deadline: number, now: number): void {
-    for (const [k, until] of this.#evicted) {
-      if (until > now) break;
-      this.#evicted.delete(k);
-    }
-    this.#evicted.set(address, Math.min(deadline, now + EVICTED_MEMORY_MS));
-    if (this.#evicted.size > this.opts.maxOrders) this.#evicted.delete(this.#evicted.keys().next().value!);
+    rememberUntil(this.#evicted, address, Math.min(deadline, now + EVICTED_MEMORY_MS), now, this.opts.maxOrders);
   }
 
   /** The buyer decided the order (its selection names a winning claim): it leaves the open set. */
@@ -151,14 +146,7 @@ export class OpenOrders {
       return true;
     }
     if (this.#decided.has(job)) return false;
-    for (const [k, until] of this.#decidedEarly) {
-      if (until > now) break;
-      this.#decidedEarly.delete(k);
-    }
-    const k = `${job} ${signer}`;
-    this.#decidedEarly.delete(k);
-    this.#decidedEarly.set(k, now + DECIDED_EARLY_MS);
-    if (this.#decidedEarly.size > this.opts.maxOrders) this.#decidedEarly.delete(this.#decidedEarly.keys().next().value!);
+    rememberUntil(this.#decidedEarly, `${job} ${signer}`, now + DECIDED_EARLY_MS, now, this.opts.maxOrders);
     return false;
   }
 
@@ -321,6 +309,20 @@ function validUntil(view: LeaseView, live: readonly LiveProvider[], now: number)
     if (p.advert.record.expiresAt > now) until = Math.min(until, p.advert.record.expiresAt);
   }
   return until;
+}
+
+/**
+ * Remember `key` until `until` in a map kept in the order its entries were set (a re-set moves to the end): the
+ * entries from the front that lapsed by `now` go first, and past `max` the oldest.
+ */
+function rememberUntil(m: Map<string, number>, key: string, until: number, now: number, max: number): void {
+  for (const [k, u] of m) {
+    if (u > now) break;
+    m.delete(k);
+  }
+  m.delete(key);
+  m.set(key, until);
+  if (m.size > max) m.delete(m.keys().next().value!);
 }
 
 /**

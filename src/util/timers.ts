@@ -107,9 +107,7 @@ export function setLongInterval(fn: () => void, ms: number): LongTimer {
  */
 export function timeoutSignal(ms: number): AbortSignal {
   if (ms <= MAX_TIMER_MS) return AbortSignal.timeout(Math.max(0, ms));
-  const ac = new AbortController();
-  setLongTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms).unref();
-  return ac.signal;
+  return clearableTimeoutSignal(ms).signal;
 }
 
 /** A timeout signal its owner can clear (clearableTimeoutSignal). */

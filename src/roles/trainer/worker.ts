@@ -518,6 +518,18 @@ export class TrainerWorker {
 /** The worker running on a shared network (a provider's node), by network: one at a time. */
 const onNet = new WeakMap<object, TrainerWorker>();
 
+/** A peer's JSON message that must be an object; else `bad` (TRAIN_BAD_MESSAGE naming the sender). */
+function decodeObject(bytes: Uint8Array, bad: (why: string) => C0Error): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = dec<unknown>(bytes);
+  } catch {
+    throw bad('not JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('not an object');
+  return v as Record<string, unknown>;
+}
+
 /**
  * A member's view proposal, checked before it is used: JSON {view, alive,
  * resume} for view `next`, `alive` a DID-ordered subset of the current
@@ -529,14 +541,7 @@ const onNet = new WeakMap<object, TrainerWorker>();
  */
 export function parseProposal(bytes: Uint8Array, from: string, next: number, members: string[], own: number, hasSnapshot: (epoch: number) => boolean): { alive: string[]; resume: number } {
   const bad = (why: string) => new C0Error('TRAIN_BAD_MESSAGE', `view proposal from ${from}: ${why}`, { detail: { from } });
-  let p: unknown;
-  try {
-    p = dec<unknown>(bytes);
-  } catch {
-    throw bad('not JSON');
-  }
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) throw bad('not an object');
-  const { view, alive, resume } = p as { view?: unknown; alive?: unknown; resume?: unknown };
+  const { view, alive, resume } = decodeObject(bytes, bad);
   if (view !== next) throw bad(`for view ${String(view)}, expected ${next}`);
   if (!Array.isArray(alive) || !alive.every((d, i) => typeof d === 'string' && members.includes(d) && (i === 0 || (alive[i - 1] as string) < d))) throw bad('alive must be DID-ordered members of the current view');
   if (!alive.includes(from)) throw bad('alive must name its sender');
@@ -554,14 +559,7 @@ export function parseProposal(bytes: Uint8Array, from: string, next: number, mem
  */
 export function parseFinal(bytes: Uint8Array, from: string): { ep: Opened<TrainEpoch>; envelope: string; witnesses: EpochResult['witnesses'] } {
   const bad = (why: string) => new C0Error('TRAIN_BAD_MESSAGE', `epoch result from ${from}: ${why}`, { detail: { from } });
-  let r: unknown;
-  try {
-    r = dec<unknown>(bytes);
-  } catch {
-    throw bad('not JSON');
-  }
-  if (typeof r !== 'object' || r === null || Array.isArray(r)) throw bad('not an object');
-  const { envelope, witnesses } = r as { envelope?: unknown; witnesses?: unknown };
+  const { envelope, witnesses } = decodeObject(bytes, bad);
   if (typeof envelope !== 'string' || envelope.length % 2 !== 0 || !/^[0-9a-f]*$/.test(envelope)) throw bad('envelope must be hex');
   if (!Array.isArray(witnesses)) throw bad('witnesses must be a list');
   let ep: Opened<TrainEpoch>;
