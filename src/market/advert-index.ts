@@ -170,13 +170,21 @@ export class AdvertIndex {
   /** Forget advert records (the advert cap evicted them); a provider left with none leaves `latest`. */
   remove(adverts: Iterable<Opened<Advert>>): void {
     const touched = new Set<string>();
+    const signers = new Set<string>();
     for (const a of adverts) {
-      this.byAddress.delete(a.address);
+      if (!this.byAddress.delete(a.address)) continue;
       this.#facts.delete(a.address);
+      signers.add(a.signer);
       if (this.latest.get(a.signer)?.address === a.address) {
         this.latest.delete(a.signer);
         touched.add(a.signer);
       }
+    }
+    // each provider's list keeps only what is still held (an evicted provider's goes whole)
+    for (const s of signers) {
+      const left = this.#byProvider.get(s)!.filter((a) => this.byAddress.has(a.address));
+      if (left.length) this.#byProvider.set(s, left);
+      else this.#byProvider.delete(s);
     }
     if (!touched.size) return;
     // a provider whose current advert went but who still has another held: the best of those becomes current
