@@ -112,6 +112,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
         await state.batch([{ type: 'put', key: 'seq', value: new TextEncoder().encode(String(seq)) }], { sync: true } as never);
       },
       hasReceiptFor: (job) => runs.has(job),
+      saveBar: (job, code, until) => runs.bar(job, code, until),
+      barOf: (job) => runs.barOf(job),
     },
     onReceipt: async (r, offer, job) => {
       // kept while the job could still be asked to run (until its deadline), then as long as the history

@@ -10,12 +10,25 @@
  * orders the entries by the later of the deadline and the receipt's end. Keys
  * of jobs are `sha256:…`, so the `~` keys never meet them. Entries written
  * before the time index are dated by the first open that found them.
+ *
+ * A job the overlay's steward reclaimed while it was not running here is
+ * barred (`~b!<job>` → its refusal code and until when; Provider.preempt,
+ * docs/overlays.md "Preemption"), so a restart between the steward's `stop`
+ * and the buyer's exec still refuses it. A bar is dated by its `until` and
+ * goes with the history as a run's entry does.
  */
 import { syncBatch, timeKey, type Db, type Sub } from './db.js';
 import type { HistoryPruned } from './records.js';
 
 const INDEXED = '~indexed';
 const T = '~t!';
+const BAR = '~b!';
+
+export type BarCode = 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED';
+export interface Bar {
+  code: BarCode;
+  until: number;
+}
 const EMPTY = new Uint8Array(0);
 
 export class ProviderRuns {
@@ -55,6 +68,27 @@ export class ProviderRuns {
       { type: 'put', key: job, value: new TextEncoder().encode(receipt), sublevel: this.#runs },
       { type: 'put', key: `${T}${timeKey(until)}!${job}`, value: EMPTY, sublevel: this.#runs },
     ]);
+  }
+
+  /** Bar `job` (reclaimed by the steward while not running here): its exec is refused with `code` until `until`. */
+  async bar(job: string, code: BarCode, until: number): Promise<void> {
+    await syncBatch(this.#db, [
+      { type: 'put', key: `${BAR}${job}`, value: new TextEncoder().encode(JSON.stringify({ code, until })), sublevel: this.#runs },
+      { type: 'put', key: `${T}${timeKey(until)}!${BAR}${job}`, value: EMPTY, sublevel: this.#runs },
+    ]);
+  }
+
+  /** The bar on `job`, if one is held (past its `until` or not: the caller compares with its clock). */
+  async barOf(job: string): Promise<Bar | undefined> {
+    const v = await this.#runs.get(`${BAR}${job}`);
+    if (v === undefined) return undefined;
+    try {
+      const b = JSON.parse(new TextDecoder().decode(v)) as Partial<Bar>;
+      if ((b.code === 'EXEC_PREEMPTED' || b.code === 'EXEC_IDLE_RECLAIMED') && Number.isSafeInteger(b.until)) return { code: b.code, until: b.until! };
+    } catch {
+      // not ours: treated as no bar
+    }
+    return undefined;
   }
 
   /** Drop the entries dated before `before`, at most `max` in one synced batch; pass the result's `after` to the next call. */

@@ -43,7 +43,15 @@ export interface ProviderDeps {
   /** Publish a record on its topic (`advert` travels with offers; an offer goes to `buyer`, the job's signer, only); resolves to the number of peers it reached. */
   publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>, buyer?: string) => Promise<number>;
   /** Durable provider state. */
-  state: { loadSeq(): Promise<number>; saveSeq(seq: number): Promise<void>; hasReceiptFor(job: string): Promise<boolean> };
+  state: {
+    loadSeq(): Promise<number>;
+    saveSeq(seq: number): Promise<void>;
+    hasReceiptFor(job: string): Promise<boolean>;
+    /** Keep a bar durably (preempt of a job not running here), so a restart still refuses its exec; without it a bar is memory only. */
+    saveBar?(job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', until: number): Promise<void>;
+    /** The bar kept on `job`, if any. */
+    barOf?(job: string): Promise<{ code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number } | undefined>;
+  };
   /**
    * Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair), and note
    * that `job` ran here; awaited before the run's slot is given back.
@@ -96,7 +104,8 @@ export class Provider {
   /**
    * Jobs the steward reclaimed while they were not running here (`preempt` found no run): an exec of one is refused
    * with the reclaim's code until the time kept (the job's deadline as the steward gave it, else PREEMPTED_KEEP_MS).
-   * Memory only, at most PREEMPTED_MAX (docs/overlays.md "Preemption").
+   * At most PREEMPTED_MAX here; each is also kept durably (`state.saveBar`) and read back by an exec this map does
+   * not answer, so a restart forgets none (docs/overlays.md "Preemption").
    */
   #preempted = new Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>();
   /** Meter spans of running jobs, for usage reports to the overlay's steward. */
@@ -239,7 +248,8 @@ export class Provider {
   async preempt(job: string, reason: 'priority' | 'idle' = 'priority', deadline?: number): Promise<Opened<Receipt> | undefined> {
     const c = this.#running.get(job);
     if (!c) {
-      this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
+      // kept on disk before the steward hears `barred` (it then releases the claim)
+      await this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
       return undefined;
     }
     const done = new Promise<Opened<Receipt>>((resolve) => this.#stopping.set(job, resolve));
@@ -252,16 +262,17 @@ export class Provider {
   }
 
   /** Keep a job reclaimed while not running here (preempt), dropping the entries past their time and, over the bound, the oldest. */
-  #bar(job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', deadline: number | undefined): void {
+  async #bar(job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', deadline: number | undefined): Promise<void> {
     const now = this.d.clock();
     for (const [j, b] of this.#preempted) if (b.until <= now) this.#preempted.delete(j);
     this.#preempted.delete(job);
     while (this.#preempted.size >= PREEMPTED_MAX) this.#preempted.delete(this.#preempted.keys().next().value!);
     const until = typeof deadline === 'number' && Number.isSafeInteger(deadline) && deadline > now ? deadline : now + PREEMPTED_KEEP_MS;
     this.#preempted.set(job, { code, until });
+    await this.d.state.saveBar?.(job, code, until);
   }
 
-  /** Refuse an exec of a job the steward reclaimed while it was not running here (preempt). */
+  /** Refuse an exec of a job the steward reclaimed while it was not running here (preempt): the bar held here. */
   #checkBarred(job: string): void {
     const b = this.#preempted.get(job);
     if (!b) return;
@@ -269,7 +280,13 @@ export class Provider {
       this.#preempted.delete(job);
       return;
     }
-    throw new C0Error(b.code, b.code === 'EXEC_IDLE_RECLAIMED' ? 'the overlay’s steward reclaimed this job’s devices before it ran here' : 'the overlay’s steward preempted this job for a higher-priority claim before it ran here');
+    throw barredError(b.code);
+  }
+
+  /** The same, from the bars kept durably (one set before a restart, or dropped here over PREEMPTED_MAX). */
+  async #checkBarKept(job: string): Promise<void> {
+    const b = await this.d.state.barOf?.(job);
+    if (b && b.until > this.d.clock()) throw barredError(b.code);
   }
 
   /**
@@ -513,6 +530,7 @@ export class Provider {
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);
     this.#checkBarred(job.address);
+    await this.#checkBarKept(job.address);
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
@@ -559,4 +577,9 @@ export function receiptFor(job: Opened<Job>, offer: Opened<Offer>, run: { starte
     energy: run.energy,
     ...(run.failure ? { failure: run.failure } : {}),
   };
+}
+
+/** An exec of a job the steward reclaimed before it ran here (Provider.preempt). */
+function barredError(code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'): C0Error {
+  return new C0Error(code, code === 'EXEC_IDLE_RECLAIMED' ? 'the overlay’s steward reclaimed this job’s devices before it ran here' : 'the overlay’s steward preempted this job for a higher-priority claim before it ran here');
 }

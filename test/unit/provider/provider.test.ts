@@ -40,8 +40,8 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry } = {}) {
-  const signer = Ed25519Signer.generate();
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }> } = {}) {
+  const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
   const box = generateBoxKeyPair();
@@ -88,6 +88,12 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
         seqs.push(s);
       },
       hasReceiptFor: async (job) => receipts.some((r) => r.record.job === job),
+      ...(opts.bars
+        ? {
+            saveBar: async (job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', until: number) => void opts.bars!.set(job, { code, until }),
+            barOf: async (job: string) => opts.bars!.get(job),
+          }
+        : {}),
     },
     onReceipt: async (r, o, j) => {
       await opts.onReceipt?.(r, o, j);
@@ -566,6 +572,26 @@ describe('Provider: the steward’s stop (preemption, pool/1 §5)', () => {
     const offer = await offered(s, job);
     assert.equal(await s.provider.preempt(job.address, 'idle', job.record.deadline), undefined);
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_IDLE_RECLAIMED');
+  });
+
+  test('a bar is kept durably: the provider restarted before the exec still refuses it EXEC_PREEMPTED, until the time given', async () => {
+    const bars = new Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>();
+    const s = setup({ bars });
+    const input = utf8('restarted');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    assert.equal(await s.provider.preempt(job.address, 'priority', NOW + 30_000), undefined);
+    assert.deepEqual(bars.get(job.address), { code: 'EXEC_PREEMPTED', until: NOW + 30_000 }, 'kept before the steward hears barred');
+    await s.provider.stop();
+    // the same provider (its key, its kept state) after a restart: nothing in memory
+    const again = setup({ bars, signer: s.signer });
+    await again.provider.start();
+    assert.equal(refusal(await exec(again.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_PREEMPTED');
+    assert.equal(again.receipts.length, 0);
+    assert.equal(again.provider.running, 0);
+    // past the time the steward gave, the job may run
+    again.clock.set(NOW + 30_000);
+    assert.equal((await exec(again.provider, frame(job, offer, makeSelection(job, offer), input))).at(-1)!.t, 'receipt');
   });
 
   test('the bar lasts until the time the steward gave (the job’s deadline), no longer', async () => {

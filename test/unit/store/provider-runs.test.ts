@@ -52,3 +52,29 @@ test('a job noted as run is found until its time is past; pruning takes a batch 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a bar is kept with its code and time, is not a run, and goes with the history once its time is past', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-runs-'));
+  let db = await openDb(join(dir, 'db'));
+  try {
+    let runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    await runs.bar(job(1), 'EXEC_PREEMPTED', NOW + 60_000);
+    await runs.bar(job(2), 'EXEC_IDLE_RECLAIMED', NOW + 1000);
+    await runs.record(job(3), receipt(3), NOW + 60_000);
+    assert.equal(await runs.has(job(1)), false, 'a barred job did not run here');
+    assert.equal(await runs.barOf(job(3)), undefined);
+    // across a reopen of the database (a restart)
+    await closeDb(db);
+    db = await openDb(join(dir, 'db'));
+    runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    assert.deepEqual(await runs.barOf(job(1)), { code: 'EXEC_PREEMPTED', until: NOW + 60_000 });
+    assert.deepEqual(await runs.barOf(job(2)), { code: 'EXEC_IDLE_RECLAIMED', until: NOW + 1000 });
+    assert.deepEqual(counts(await runs.pruneHistory(NOW + 2000)), { removed: 1, more: false });
+    assert.equal(await runs.barOf(job(2)), undefined, 'dropped with the history');
+    assert.deepEqual(await runs.barOf(job(1)), { code: 'EXEC_PREEMPTED', until: NOW + 60_000 });
+    assert.equal(await runs.has(job(3)), true);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
