@@ -10,7 +10,9 @@
  * their market"). Past the bound, second-hand outcomes go, on disk and in
  * memory, down to nine tenths of it, a job's records together, those that
  * count for nothing here first, the oldest first (#evict); this node's own
- * outcomes go last, and those of its jobs as a buyer after those as a provider.
+ * outcomes (those with a record it signed: #own) go last, and those of its jobs
+ * as a buyer after those as a provider. One non-delivery is kept per (signer,
+ * provider, job): a later one is dropped on arrival.
  */
 import { C0Error } from '../errors.js';
 import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
@@ -30,7 +32,7 @@ export { DEFAULT_MAX_EVIDENCE } from './bounds.js';
 export interface EvidenceBound {
   /** Records held at most (receipts, acceptances, offers and non-deliveries together). */
   max: number;
-  /** This node's DID: a job's outcome it signed or is a party to is first-hand, evicted last. */
+  /** This node's DID: a job's outcome with a record it signed (its acceptance, non-delivery, receipt or offer) is its own, evicted last. */
   self?: string;
   /** Buyers whose evidence counts second-hand here (config `reputation.trustedBuyers`, overlay members): evicted last. */
   trusted?: Iterable<string>;
@@ -79,6 +81,12 @@ export class EvidenceStore {
   /** Job address → the receipts for it (a job's history: the API's and the console's job lists). */
   readonly #receiptsOfJob = new Map<string, Set<Opened<Receipt>>>();
   /**
+   * (signer, provider, job) → the address of the one non-delivery held for it (ndKey). Derivation counts one outcome
+   * per (buyer, provider, job) anyway; a buyer with one real offer could otherwise sign any number of distinct ones
+   * on it (varying `signedAt`) and have every one stored.
+   */
+  readonly #ndOf = new Map<string, string>();
+  /**
    * Adds and evictions run one at a time. An eviction decides from the maps, then awaits its delete: an add in
    * between could store a receipt citing an offer that is on its way out, and lose its quote pair.
    */
@@ -93,16 +101,22 @@ export class EvidenceStore {
   static async open(db: Db, name = 'reputation-evidence', bound?: EvidenceBound): Promise<EvidenceStore> {
     const store = sub(db, name);
     const ev = new EvidenceStore(store, bound);
+    const extra: string[] = [];
     for await (const [key, bytes] of store.iterator()) {
       const kind = key.slice(0, key.indexOf('!'));
       const type = Object.keys(KINDS).find((t) => KINDS[t] === kind);
       if (!type) continue;
+      let r: Opened;
       try {
-        ev.#put(openEnvelope(bytes, type, { trusted: true }));
+        r = openEnvelope(bytes, type, { trusted: true });
       } catch {
-        /* a record this version cannot read is skipped, not fatal */
+        continue; // a record this version cannot read is skipped, not fatal
       }
+      // a second non-delivery for one (signer, provider, job), stored by a version that kept them all: it goes
+      if (ev.#ndTaken(r)) extra.push(key);
+      else ev.#put(r);
     }
+    if (extra.length) await store.batch(extra.map((key) => ({ type: 'del' as const, key })), SYNC);
     // a store from before the bound, or a bound lowered between runs
     await ev.#evictIfOver();
     return ev;
@@ -128,9 +142,21 @@ export class EvidenceStore {
     return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : isNonDeliveryType(r.type) ? this.nondeliveries : this.offers) as Map<string, Opened>;
   }
 
+  /** The one non-delivery a (signer, provider, job) keeps: the provider it counts against (a /2's pool), as derive counts it. */
+  static #ndKey(r: Opened): string | undefined {
+    return isNonDeliveryType(r.type) ? `${r.signer}|${nonDeliveryProvider(r as Opened<NonDelivery>)}|${(r.record as NonDelivery).job}` : undefined;
+  }
+
+  /** Whether r is a non-delivery and another one for its (signer, provider, job) is held. */
+  #ndTaken(r: Opened): boolean {
+    const k = EvidenceStore.#ndKey(r);
+    const held = k === undefined ? undefined : this.#ndOf.get(k);
+    return held !== undefined && held !== r.address;
+  }
+
   #put(r: Opened): boolean {
     const m = this.#map(r);
-    if (m.has(r.address)) return false;
+    if (m.has(r.address) || this.#ndTaken(r)) return false;
     m.set(r.address, r);
     this.#index(r, true);
     if (this.#bound) this.#arrived.set(r, (this.#bound.clock ?? Date.now)());
@@ -155,6 +181,11 @@ export class EvidenceStore {
     };
     if (r.type === T.receipt) file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
     else if (isNonDeliveryType(r.type)) file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
+    const nd = EvidenceStore.#ndKey(r);
+    if (nd !== undefined) {
+      if (add) this.#ndOf.set(nd, r.address);
+      else if (this.#ndOf.get(nd) === r.address) this.#ndOf.delete(nd);
+    }
     if (r.type === T.receipt) {
       file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
       file(this.#receiptsOfJob, (r.record as Receipt).job, r as Opened<Receipt>);
@@ -246,8 +277,12 @@ export class EvidenceStore {
   async #addNow(records: Opened[]): Promise<number> {
     const fresh: Opened[] = [];
     const seen = new Set<string>();
-    for (const r of records) if (!this.#has(r) && !seen.has(r.address)) {
+    for (const r of records) {
+      const nd = EvidenceStore.#ndKey(r);
+      // a non-delivery for a (signer, provider, job) that already has one (held, or earlier in this add) is dropped
+      if (this.#has(r) || seen.has(r.address) || this.#ndTaken(r) || (nd !== undefined && seen.has(nd))) continue;
       seen.add(r.address);
+      if (nd !== undefined) seen.add(nd);
       fresh.push(r);
     }
     if (fresh.length === 0) return 0;
@@ -264,15 +299,15 @@ export class EvidenceStore {
   }
 
   /**
-   * How much a record is this node's own: 3 of its jobs as a buyer (it is the record's buyer, or signed the
-   * acceptance or non-delivery), 2 of its jobs as a provider (it is the provider, or signed the receipt or offer),
-   * 0 neither.
+   * How much a record is this node's own, proven by its signature, never by a field another signer wrote: 3 of its
+   * jobs as a buyer (it signed the acceptance or non-delivery; a receipt of its job is its own through the acceptance
+   * it countersigned, which goes with it), 2 of its jobs as a provider (it signed the receipt or offer), 0 neither. A
+   * receipt's `buyer` is only its signer's claim and a non-delivery's `provider` only its buyer's: any key can name
+   * this node in one (before, such records ranked as its own and a flood of them pushed out its real history).
    */
   static #own(r: Opened, self: string): 0 | 2 | 3 {
-    const x = r.record as { buyer?: string; provider?: string };
-    if (x.buyer === self || (r.signer === self && (r.type === T.acceptance || isNonDeliveryType(r.type)))) return 3;
-    if (x.provider === self || r.signer === self) return 2;
-    return 0;
+    if (r.signer !== self) return 0;
+    return r.type === T.acceptance || isNonDeliveryType(r.type) ? 3 : 2;
   }
 
   /**
@@ -306,7 +341,9 @@ export class EvidenceStore {
     const at = (r: Opened) => Math.min(madeAt(r), this.#arrived.get(r) ?? now);
     const own = (r: Opened): 0 | 2 | 3 => (self === undefined ? 0 : EvidenceStore.#own(r, self));
     const trusted = new Set(b.trusted ?? []);
-    if (b.dealtWith && self !== undefined) for (const r of this.receipts.values()) if (r.record.provider === self || r.signer === self) trusted.add(r.record.buyer);
+    if (b.dealtWith && self !== undefined) for (const r of this.receipts.values()) if (r.signer === self) trusted.add(r.record.buyer);
+    // what names this node as buyer is its own only through a record it signed (#own), not as a trusted buyer's
+    if (self !== undefined) trusted.delete(self);
     const units: Unit[] = [];
     const placed = new Set<string>();
     for (const r of this.receipts.values()) {

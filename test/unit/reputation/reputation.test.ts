@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { EvidenceStore, deriveReputation, type Evidence } from '../../../src/reputation/index.js';
-import { open, sealRaw, encodeCanonical, T, type Opened } from '../../../src/records/index.js';
-import { closeDb, openDb } from '../../../src/store/db.js';
+import { EvidenceStore, deriveReputation, signNonDelivery, type Evidence } from '../../../src/reputation/index.js';
+import { open, seal, sealRaw, encodeCanonical, T, type Opened, type Selection } from '../../../src/records/index.js';
+import { closeDb, openDb, sub } from '../../../src/store/db.js';
 import { codeOf } from '../../../src/errors.js';
-import { NOW, P, acceptance, advert, job, offer, receipt, shuffle } from '../market/fixtures.js';
+import { NOW, P, acceptance, advert, job, offer, receipt, shuffle, type Party } from '../market/fixtures.js';
 
 const BUYER = P(100);
 const PROV = P(1);
@@ -271,14 +271,16 @@ test('evidence eviction: an offer goes with every receipt it prices, never while
   // A job with two receipts for one offer: the first old, the second (a retry) new.
   const twice = mk(1_000);
   const retry = receipt(P(4), OTHER, twice.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 9_000 });
-  // A first-hand receipt (its buyer field names this node) citing the same offer as an old second-hand one.
+  // A first-hand receipt citing the same offer as an old second-hand one: this node's own through the acceptance it
+  // countersigned (its `buyer` field alone is only the provider's claim).
   const shared = mk(500);
   const mine = receipt(P(4), BUYER, shared.o, { status: 'completed', startedAt: NOW, completedAt: NOW + 600 });
+  const mineOk = acceptance(BUYER, mine, 'accepted', { signedAt: NOW + 601 });
   // A receipt signed by someone else citing P(4)'s offer: it prices nothing, and must not take the offer or pin it.
   const foreign = receipt(P(5), OTHER, twice.o, { status: 'completed', startedAt: NOW, completedAt: NOW + 100 });
-  await s.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine, foreign); // 9 records
-  const added = 9 + 3 * 2;
-  for (const t of [mk(3_000), mk(4_000)]) await s.add(t.r, t.o, t.a); // 15: past the bound, down to 9
+  await s.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine, mineOk, foreign); // 10 records
+  const added = 10 + 3 * 2;
+  for (const t of [mk(3_000), mk(4_000)]) await s.add(t.r, t.o, t.a); // 16: past the bound, down to 9
   assert.ok(s.size <= 10, `held ${s.size}`);
   assert.equal(counted.reduce((x, y) => x + y, 0), added - s.size, 'every record evicted is counted once');
   // the first-hand receipt keeps its offer, and the second-hand receipt that shares it stays with them
@@ -290,8 +292,8 @@ test('evidence eviction: an offer goes with every receipt it prices, never while
   // the foreign receipt, the oldest, went alone
   assert.ok(!s.receipts.has(foreign.address));
   // with the bound lower still, the retried job goes whole and the first-hand one stays
-  const t = new EvidenceStore(undefined, { max: 6, self: BUYER.did, clock: () => clockNow });
-  await t.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine);
+  const t = new EvidenceStore(undefined, { max: 7, self: BUYER.did, clock: () => clockNow });
+  await t.add(twice.r, twice.o, twice.a, retry, shared.r, shared.o, shared.a, mine, mineOk);
   const newer = mk(20_000);
   await t.add(newer.r, newer.o, newer.a);
   assert.ok(!t.receipts.has(retry.address) && !t.receipts.has(twice.r.address) && !t.offers.has(twice.o.address) && !t.acceptances.has(twice.a.address));
@@ -325,4 +327,87 @@ test('evidence eviction: an add arriving while an eviction deletes waits for it,
   await Promise.all([evicting, racing]);
   assert.ok(!s.receipts.has(old.r.address), 'the eviction took the old outcome');
   assert.ok(s.receipts.has(retry.address) && s.offers.has(old.o.address), 'the retry came after it, with its offer');
+});
+
+test('evidence eviction: a record is this node\'s own only when it signed it; a stranger naming it as buyer or provider ranks nothing, and one non-delivery is kept per (signer, provider, job)', async () => {
+  const SELF = P(70), BAD = P(71), HONEST = P(72), STRANGER = P(73);
+  let clockNow = NOW + 1e9;
+  const nonce = () => new Uint8Array([n & 0xff, (n++ >> 8) & 0xff, 70]);
+  const nd = (buyer: Party, prov: Party, j = job(buyer, { nonce: nonce() }), o = offer(prov, j, advert(prov)), signedAt = NOW + 1_000) => {
+    const sel = seal(T.selection, { job: j.address, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: prov.did, offer: o.address }], decidedAt: NOW }, buyer.signer) as Opened<Selection>;
+    return signNonDelivery({ job: j, selection: sel, offer: o, reason: 'timeout', signedAt, signer: buyer.signer });
+  };
+  // a buyer's real history: two non-deliveries it signed, two jobs it accepted
+  const s = new EvidenceStore(undefined, { max: 20, self: SELF.did, clock: () => clockNow });
+  const mine = [nd(SELF, BAD), nd(SELF, BAD)];
+  await s.add(...mine);
+  const jobs = [0, 1].map(() => {
+    const o = offer(HONEST, job(SELF, { nonce: nonce() }), advert(HONEST));
+    const r = receipt(HONEST, SELF, o, { completedAt: NOW + 2_000 });
+    return { o, r, a: acceptance(SELF, r, 'accepted', { signedAt: NOW + 2_001 }) };
+  });
+  for (const x of jobs) await s.add(x.r, x.o, x.a);
+  // a flood of receipts from throwaway providers naming this node as buyer, dated now: its `buyer` is their claim
+  for (let i = 0; i < 40; i++) {
+    const p = P(200 + i);
+    clockNow += 1;
+    await s.add(receipt(p, SELF, offer(p, job(STRANGER, { nonce: nonce() }), advert(p)), { completedAt: clockNow }));
+  }
+  assert.ok(s.size <= 20);
+  for (const x of mine) assert.ok(s.nondeliveries.has(x.address), 'its signed non-deliveries stay');
+  for (const x of jobs) assert.ok(s.receipts.has(x.r.address) && s.acceptances.has(x.a.address), 'its accepted jobs stay');
+  const t = s.derive({ self: SELF.did });
+  assert.equal(t.get(BAD.did).nonDeliveries, 2);
+  assert.equal(t.get(HONEST.did).successes, 2);
+
+  // a provider: a stranger's non-deliveries naming it do not rank as its own, and one real offer buys one of them
+  const prov = new EvidenceStore(undefined, { max: 20, self: BAD.did, clock: () => clockNow });
+  const served = [0, 1, 2].map(() => {
+    const o = offer(BAD, job(HONEST, { nonce: nonce() }), advert(BAD));
+    const r = receipt(BAD, HONEST, o, { completedAt: NOW + 3_000 });
+    return { o, r, a: acceptance(HONEST, r, 'accepted', { signedAt: NOW + 3_001 }) };
+  });
+  for (const x of served) await prov.add(x.r, x.o, x.a);
+  const j = job(STRANGER, { nonce: nonce() });
+  const o = offer(BAD, j, advert(BAD));
+  const first = nd(STRANGER, BAD, j, o, clockNow);
+  assert.equal(await prov.add(first), 1);
+  const again = Array.from({ length: 30 }, (_, i) => nd(STRANGER, BAD, j, o, clockNow + 1 + i));
+  assert.equal(await prov.add(...again.slice(0, 2)), 0, 'a second non-delivery for one (signer, provider, job) is dropped, in one add too');
+  for (const x of again.slice(2)) assert.equal(await prov.add(x), 0);
+  assert.equal(prov.nondeliveries.size, 1);
+  // many strangers' jobs, each with a real offer: their non-deliveries count for nothing here and go before its own
+  for (let i = 0; i < 30; i++) {
+    clockNow += 1;
+    await prov.add(nd(P(300 + i), BAD, undefined, undefined, clockNow));
+  }
+  assert.ok(prov.size <= 20);
+  for (const x of served) assert.ok(prov.receipts.has(x.r.address) && prov.acceptances.has(x.a.address), 'its own jobs as a provider stay');
+  assert.equal(prov.derive({ self: BAD.did }).get(BAD.did).successes, 3);
+});
+
+test('the evidence store keeps one non-delivery per (signer, provider, job) across a restart: extra ones stored before go at open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-ev-nd-'));
+  try {
+    const B = P(74), PR = P(75);
+    const j = job(B, { nonce: new Uint8Array([74, 74]) });
+    const o = offer(PR, j, advert(PR));
+    const sel = seal(T.selection, { job: j.address, buyer: B.did, policy: 'balanced', winner: o.address, considered: [{ provider: PR.did, offer: o.address }], decidedAt: NOW }, B.signer) as Opened<Selection>;
+    const nds = [1, 2, 3].map((i) => signNonDelivery({ job: j, selection: sel, offer: o, reason: 'timeout', signedAt: NOW + i, signer: B.signer }));
+    let db = await openDb(dir);
+    // as a previous version stored them: every one under its own key
+    await sub(db, 'reputation-evidence').batch(nds.map((x) => ({ type: 'put' as const, key: `nondelivery!${x.address}`, value: x.bytes })));
+    let s = await EvidenceStore.open(db);
+    assert.equal(s.nondeliveries.size, 1);
+    await closeDb(db);
+    db = await openDb(dir);
+    let keys = 0;
+    for await (const k of sub(db, 'reputation-evidence').keys()) keys += k ? 1 : 0;
+    assert.equal(keys, 1, 'the extra ones are gone on disk');
+    s = await EvidenceStore.open(db);
+    assert.equal(s.nondeliveries.size, 1);
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
