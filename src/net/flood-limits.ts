@@ -63,6 +63,10 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
     selection: { ratePerSec: 10, burst: 60 },
     receipt: { ratePerSec: 10, burst: 60 },
     acceptance: { ratePerSec: 10, burst: 60 },
+    // a buyer's outcome records like an acceptance (one per job and provider that did not deliver), each carrying
+    // its proof (up to some 60 KiB): until the 27th review not limited per signer at all
+    nondelivery: { ratePerSec: 10, burst: 60 },
+    nondelivery2: { ratePerSec: 10, burst: 60 },
     'pool-head': { ratePerSec: 50, burst: 200 },
     'pool-witness': { ratePerSec: 20, burst: 100 },
     'pool-evidence': { ratePerSec: 1, burst: 10 },

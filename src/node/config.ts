@@ -3,7 +3,7 @@
  * (C0MPUTE_*) < command-line flags, in that order. Validated with zod; every
  * problem is reported as CONFIG_INVALID naming the field.
  */
-import { DEFAULT_MAX_EVIDENCE } from '../reputation/bounds.js';
+import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, MIN_MAX_EVIDENCE_BYTES } from '../reputation/bounds.js';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
@@ -390,9 +390,14 @@ export const configSchema = z
          * that count here last), then this node's own jobs as a provider, then its own jobs as a buyer.
          */
         maxEvidence: z.number().int().min(1_000).default(DEFAULT_MAX_EVIDENCE),
+        /**
+         * Envelope bytes of evidence kept at most, all records together (at least 4 MiB): a non-delivery carries its
+         * proof (up to some 60 KiB), so the count alone does not bound memory. Past it, the same order as maxEvidence.
+         */
+        maxEvidenceBytes: z.number().int().min(MIN_MAX_EVIDENCE_BYTES).default(DEFAULT_MAX_EVIDENCE_BYTES),
       })
       .strict()
-      .default({ trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: DEFAULT_MAX_EVIDENCE }),
+      .default({ trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: DEFAULT_MAX_EVIDENCE, maxEvidenceBytes: DEFAULT_MAX_EVIDENCE_BYTES }),
   })
   .strict();
 

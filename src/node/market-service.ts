@@ -19,7 +19,7 @@ import { AdvertIndex, checkEligibility, type Failure } from '../market/eligibili
 import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
-import { DEFAULT_MAX_EVIDENCE, EvidenceStore } from '../reputation/store.js';
+import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, EvidenceStore } from '../reputation/store.js';
 import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import { LiveReputation } from '../reputation/live.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
@@ -47,6 +47,8 @@ export interface MarketServiceOptions {
   maxAdverts?: number;
   /** Reputation evidence records held at most (config `reputation.maxEvidence`; default DEFAULT_MAX_EVIDENCE). */
   maxEvidence?: number;
+  /** Reputation evidence envelope bytes held at most (config `reputation.maxEvidenceBytes`; default DEFAULT_MAX_EVIDENCE_BYTES). */
+  maxEvidenceBytes?: number;
   /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
   connected?: () => ReadonlySet<string>;
   registry?: Registry;
@@ -83,12 +85,14 @@ export class MarketService implements BuyerMarket {
     // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
     const adverts = new AdvertIndex(o.records.allAdverts());
     const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
-    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence (outcomes whole, the oldest first: second-hand ones first, this node\'s own last)', registers: [o.registry] }) : undefined;
+    const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence or reputation.maxEvidenceBytes (outcomes whole, the oldest first: second-hand ones first, this node\'s own last)', registers: [o.registry] }) : undefined;
     const max = o.maxEvidence ?? DEFAULT_MAX_EVIDENCE;
+    const maxBytes = o.maxEvidenceBytes ?? DEFAULT_MAX_EVIDENCE_BYTES;
     // the service, once made: an eviction while the store opens (a lowered bound) finds none and needs none
     const made: { m?: MarketService } = {};
     const evidence = await EvidenceStore.open(o.db, `${o.prefix}reputation-evidence`, {
       max,
+      maxBytes,
       self: o.did,
       trusted: o.trust?.trustedBuyers ?? [],
       dealtWith: o.trust?.dealtWith ?? false,
@@ -98,10 +102,11 @@ export class MarketService implements BuyerMarket {
         // many providers' evidence went at once: the whole view is derived again at its next read
         if (made.m) made.m.#rep.reset();
         evicted?.inc(n);
-        o.log.info({ evicted: n, max }, 'reputation evidence past its bound: the oldest outcomes went, second-hand ones first, this node\'s own last');
+        o.log.info({ evicted: n, max, maxBytes }, 'reputation evidence past its bound: the oldest outcomes went, second-hand ones first, this node\'s own last');
       },
     });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });
+    if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_bytes', help: 'Envelope bytes of the reputation evidence held (bounded by reputation.maxEvidenceBytes)', registers: [o.registry], collect() { this.set(evidence.bytes); } });
     const m = (made.m = new MarketService(o, book, evidence, adverts));
     for (const j of await o.records.liveJobsOf(o.did, o.now)) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);

@@ -163,7 +163,7 @@ export class OverlayNode {
     // Witness records about the stewards this node's config names are kept outside the caps strangers' fill (records.ts).
     const named = this.namedStewards();
     this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock, self: this.did, witnessRecords: this.d.config.witnessRecords, stewards: [...named] });
-    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence,
+    this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence, maxEvidenceBytes: this.d.config.reputation.maxEvidenceBytes,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
     const cache = new MemoryRecordCache({ ...nc.recordCache, clock: this.clock });

@@ -3,3 +3,12 @@
  * node keeps"). Apart from the store so that loading the config does not load LevelDB.
  */
 export const DEFAULT_MAX_EVIDENCE = 100_000;
+/**
+ * Envelope bytes of reputation evidence kept at most (config `reputation.maxEvidenceBytes`): 64 MiB. The count
+ * alone does not bound memory: a non-delivery carries its proof (job, selection and offer, up to some 60 KiB), so
+ * 100,000 of them from throwaway keys took about 5.7 GB. An honest job's outcome is some 1.2 kB of envelopes for
+ * three records (receipt, acceptance, offer), so the default count fits well inside it.
+ */
+export const DEFAULT_MAX_EVIDENCE_BYTES = 64 * 1024 * 1024;
+/** The least `reputation.maxEvidenceBytes` may be: several of the largest envelopes (MAX_ENVELOPE_BYTES, 64 KiB) over. */
+export const MIN_MAX_EVIDENCE_BYTES = 4 * 1024 * 1024;

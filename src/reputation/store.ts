@@ -4,8 +4,9 @@
  * key `<kind>!<address>` → envelope bytes, written in one synced batch before
  * `add` resolves). The score itself is never stored: `derive()` recomputes it.
  *
- * Bounded (`max`, config `reputation.maxEvidence`; docs/market.md "How much
- * evidence a node keeps"): every node of a market hears the outcome of every
+ * Bounded by count (`max`, config `reputation.maxEvidence`) and by envelope
+ * bytes (`maxBytes`, config `reputation.maxEvidenceBytes`; docs/market.md "How
+ * much evidence a node keeps"): every node of a market hears the outcome of every
  * job in it, which grows without end (docs/scale.md §4 "Outcomes that stay in
  * their market"). Past the bound, second-hand outcomes go, on disk and in
  * memory, down to nine tenths of it, a job's records together, those that
@@ -20,6 +21,7 @@ import { open as openEnvelope, openAny, type Opened } from '../records/envelope.
 import { sub, type Db, type Sub } from '../store/db.js';
 import { deriveReputation, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
 import { isNonDeliveryType, linkNonDelivery, nonDeliveryProvider } from './nondelivery.js';
+import { DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
 
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
 const SYNC = { sync: true } as object;
@@ -27,11 +29,17 @@ const SYNC = { sync: true } as object;
 /** Key prefix per content type (a /2 non-delivery under its own, so a previous version's open skips it: it cannot read it). */
 const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery', [T.nondelivery2]: 'nondelivery2' };
 
-export { DEFAULT_MAX_EVIDENCE } from './bounds.js';
+export { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
 
 export interface EvidenceBound {
   /** Records held at most (receipts, acceptances, offers and non-deliveries together). */
   max: number;
+  /**
+   * Envelope bytes held at most, all records together (config `reputation.maxEvidenceBytes`; default
+   * DEFAULT_MAX_EVIDENCE_BYTES): a non-delivery carries its proof, some 60 KiB at most, so a bound by count alone
+   * does not bound memory.
+   */
+  maxBytes?: number;
   /** This node's DID: a job's outcome with a record it signed (its acceptance, non-delivery, receipt or offer) is its own, evicted last. */
   self?: string;
   /** Buyers whose evidence counts second-hand here (config `reputation.trustedBuyers`, overlay members): evicted last. */
@@ -70,6 +78,9 @@ export class EvidenceStore {
   readonly nondeliveries = new Map<string, Opened<NonDelivery>>();
   readonly #store: Sub | undefined;
   readonly #bound: EvidenceBound | undefined;
+  readonly #maxBytes: number;
+  /** Envelope bytes of the records held. */
+  #bytes = 0;
   /** when each record arrived here (this run; records read at open arrive then) */
   readonly #arrived = new WeakMap<Opened, number>();
   /** Provider DID → the receipts and non-deliveries naming it (the evidence about one provider: evidenceFor). */
@@ -95,7 +106,9 @@ export class EvidenceStore {
   constructor(store?: Sub, bound?: EvidenceBound) {
     this.#store = store;
     if (bound && !(Number.isSafeInteger(bound.max) && bound.max > 0)) throw new C0Error('REPUTATION_BAD_BOUND', `the evidence bound must be a positive whole number, got ${bound.max}`, { field: 'maxEvidence' });
+    if (bound?.maxBytes !== undefined && !(Number.isSafeInteger(bound.maxBytes) && bound.maxBytes > 0)) throw new C0Error('REPUTATION_BAD_BOUND', `the evidence byte bound must be a positive whole number, got ${bound.maxBytes}`, { field: 'maxEvidenceBytes' });
     this.#bound = bound;
+    this.#maxBytes = bound ? (bound.maxBytes ?? DEFAULT_MAX_EVIDENCE_BYTES) : Infinity;
   }
 
   static async open(db: Db, name = 'reputation-evidence', bound?: EvidenceBound): Promise<EvidenceStore> {
@@ -124,6 +137,11 @@ export class EvidenceStore {
 
   get size(): number {
     return this.receipts.size + this.acceptances.size + this.offers.size + this.nondeliveries.size;
+  }
+
+  /** Envelope bytes of the records held (what `maxBytes` bounds). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Check one record; throws a C0Error (and changes nothing) when it cannot be evidence. */
@@ -158,13 +176,17 @@ export class EvidenceStore {
     const m = this.#map(r);
     if (m.has(r.address) || this.#ndTaken(r)) return false;
     m.set(r.address, r);
+    this.#bytes += r.bytes.length;
     this.#index(r, true);
     if (this.#bound) this.#arrived.set(r, (this.#bound.clock ?? Date.now)());
     return true;
   }
 
   #drop(r: Opened): void {
-    if (this.#map(r).delete(r.address)) this.#index(r, false);
+    if (this.#map(r).delete(r.address)) {
+      this.#bytes -= r.bytes.length;
+      this.#index(r, false);
+    }
   }
 
   /** Keep the per-provider and per-receipt indexes with the maps. */
@@ -311,12 +333,12 @@ export class EvidenceStore {
   }
 
   /**
-   * Past the bound, evict down to nine tenths of it (inside the queue: see #queue). A failure is reported (onError),
+   * Past either bound, evict down to nine tenths of both (inside the queue: see #queue). A failure is reported (onError),
    * loses nothing and never fails the add that triggered it: the bound is looked at again on the next add.
    */
   async #evictIfOver(): Promise<void> {
     const b = this.#bound;
-    if (!b || this.size <= b.max) return;
+    if (!b || (this.size <= b.max && this.#bytes <= this.#maxBytes)) return;
     await this.#evict(b).catch((e: unknown) => {
       try {
         b.onError?.(e);
@@ -378,13 +400,17 @@ export class EvidenceStore {
         units.push({ at: at(x), weight: Math.max(own(x), isNonDeliveryType(x.type) && trusted.has(x.signer) ? 1 : 0) as Unit['weight'], recs: [x] });
       }
     }
+    // down to nine tenths of both bounds: the count and the bytes
     const excess = this.size - Math.floor(b.max * 0.9);
+    const excessBytes = this.#bytes - Math.floor(this.#maxBytes * 0.9);
     const gone: Opened[] = [];
-    if (excess > 0) {
+    let goneBytes = 0;
+    if (excess > 0 || excessBytes > 0) {
       units.sort((x, y) => x.weight - y.weight || x.at - y.at || (x.recs[0]!.address < y.recs[0]!.address ? -1 : 1));
       for (const u of units) {
-        if (gone.length >= excess) break;
+        if (gone.length >= excess && goneBytes >= excessBytes) break;
         gone.push(...u.recs);
+        for (const r of u.recs) goneBytes += r.bytes.length;
       }
     }
     if (!gone.length) return;

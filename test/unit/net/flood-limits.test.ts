@@ -183,3 +183,17 @@ test('abuse policy: P5 is minus the abuse score; past disconnectAt the peer is h
   c.advance(10_000);
   assert.equal(policy.denied('bad'), false, 'the ban ends');
 });
+
+test('per signer: non-deliveries (/1 and /2) are limited like the other outcome records; another signer passes', () => {
+  const c = fakeClock(0);
+  const g = new FloodGuard({}, c);
+  for (const kind of ['nondelivery', 'nondelivery2'] as const) {
+    assert.deepEqual(floodOptions().signer[kind], floodOptions().signer.acceptance);
+    let taken = 0;
+    while (g.reserveSigner(kind, 'did:key:zflood') && taken < 1_000) taken++;
+    assert.equal(taken, 60, `${kind}: the burst, then refused`);
+    assert.ok(g.reserveSigner(kind, 'did:key:zother'));
+    c.advance(1_000);
+    assert.ok(g.reserveSigner(kind, 'did:key:zflood'), 'refilled at its rate');
+  }
+});

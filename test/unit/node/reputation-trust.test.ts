@@ -11,7 +11,7 @@ import { NOW, P, advert, job, offer } from '../market/fixtures.js';
 
 test('the reputation section: safe defaults (first-hand only on an overlay without an allowlist), DIDs checked', () => {
   const c = parseConfig({});
-  assert.deepEqual(c.reputation, { trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: 100_000 });
+  assert.deepEqual(c.reputation, { trustedBuyers: [], overlayMembers: true, dealtWith: false, secondHandWeight: 0.5, maxEvidence: 100_000, maxEvidenceBytes: 64 * 1024 * 1024 });
   assert.deepEqual(trustFor(c, c.network), { trustedBuyers: [], dealtWith: false, secondHandWeight: 0.5 });
   assert.equal(codeOf(() => parseConfig({ reputation: { trustedBuyers: ['did:key:nope'] } })), 'CONFIG_INVALID');
   assert.equal(codeOf(() => parseConfig({ reputation: { secondHandWeight: 0 } })), 'CONFIG_INVALID');
@@ -48,4 +48,7 @@ test('reputation.maxEvidence: at least 1,000 records, a whole number', () => {
   assert.equal(parseConfig({ reputation: { maxEvidence: 5_000 } }).reputation.maxEvidence, 5_000);
   assert.equal(codeOf(() => parseConfig({ reputation: { maxEvidence: 10 } })), 'CONFIG_INVALID');
   assert.equal(codeOf(() => parseConfig({ reputation: { maxEvidence: 1.5e4 + 0.5 } })), 'CONFIG_INVALID');
+  // and by bytes: at least 4 MiB
+  assert.equal(parseConfig({ reputation: { maxEvidenceBytes: 8 * 1024 * 1024 } }).reputation.maxEvidenceBytes, 8 * 1024 * 1024);
+  assert.equal(codeOf(() => parseConfig({ reputation: { maxEvidenceBytes: 1024 * 1024 } })), 'CONFIG_INVALID');
 });

@@ -411,3 +411,40 @@ test('the evidence store keeps one non-delivery per (signer, provider, job) acro
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the evidence store is bounded by bytes too: large non-deliveries from throwaway buyers go first, what counts here stays', async () => {
+  const SELF = P(80), BAD = P(81), TRUST = P(82), OTHER = P(83);
+  let clockNow = NOW + 1e9;
+  const nonce = () => new Uint8Array([n & 0xff, (n++ >> 8) & 0xff, 80]);
+  // a job padded to some 8 KiB (a long allowlist): its non-delivery carries it
+  const pad = Array.from({ length: 150 }, (_, i) => P(400 + i).did).sort();
+  const nd = (buyer: Party, big = false) => {
+    const j = job(buyer, { nonce: nonce(), ...(big ? { requirements: { allowlist: [...pad, BAD.did].sort() } } : {}) } as never);
+    const o = offer(BAD, j, advert(BAD));
+    const sel = seal(T.selection, { job: j.address, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: BAD.did, offer: o.address }], decidedAt: NOW }, buyer.signer) as Opened<Selection>;
+    return signNonDelivery({ job: j, selection: sel, offer: o, reason: 'timeout', signedAt: clockNow, signer: buyer.signer });
+  };
+  const held = (s: EvidenceStore) => [...s.receipts.values(), ...s.acceptances.values(), ...s.offers.values(), ...s.nondeliveries.values()].reduce((t, r) => t + r.bytes.length, 0);
+  const maxBytes = 60_000;
+  const s = new EvidenceStore(undefined, { max: 1_000, maxBytes, self: SELF.did, trusted: [TRUST.did], clock: () => clockNow });
+  const mine = nd(SELF);
+  const theirs = nd(TRUST);
+  const o = offer(OTHER, job(SELF, { nonce: nonce() }), advert(OTHER));
+  const r = receipt(OTHER, SELF, o, { completedAt: NOW + 5 });
+  const a = acceptance(SELF, r, 'accepted', { signedAt: NOW + 6 });
+  await s.add(mine, theirs, r, o, a);
+  const big = nd(P(84), true);
+  assert.ok(big.bytes.length > 8_000, `a padded non-delivery is ${big.bytes.length} bytes`);
+  for (let i = 0; i < 20; i++) {
+    clockNow += 1;
+    await s.add(nd(P(500 + i), true)); // each a throwaway buyer: counts for nothing here
+  }
+  assert.ok(s.size < 30, `far under the count bound (${s.size}), yet bounded`);
+  assert.ok(held(s) <= maxBytes, `held ${held(s)} bytes, over ${maxBytes}`);
+  assert.equal(s.bytes, held(s));
+  for (const x of [mine, theirs]) assert.ok(s.nondeliveries.has(x.address), 'this node\'s own and a trusted buyer\'s non-deliveries stay');
+  assert.ok(s.receipts.has(r.address) && s.acceptances.has(a.address) && s.offers.has(o.address));
+  const t = s.derive({ self: SELF.did, trust: { trustedBuyers: [TRUST.did] } });
+  assert.equal(t.get(BAD.did).nonDeliveries, 1.5);
+  assert.throws(() => new EvidenceStore(undefined, { max: 10, maxBytes: 0 }), { code: 'REPUTATION_BAD_BOUND' });
+});
