@@ -12,7 +12,11 @@
  *                it `accepted` (B's latest verdict; a tie goes to the dispute).
  *                A completed receipt B never countersigned proves nothing: a
  *                receipt's `buyer` is only P's claim
- *   failure      a failed receipt signed by P (P's own admission)
+ *   failure      a failed receipt signed by P (P's own admission); one naming
+ *                self as buyer is first-hand only with self's verdict on it,
+ *                else an outcome of its own (key `…|claimed`) weighing 0
+ *   (a pooled receipt counts only under a roster not expired at its
+ *   completedAt, nor replaced by then by a held newer roster without its signer)
  *   nondelivery  a `c0mpute.nondelivery/1` or `/2` signed by B that links (its
  *                proof: B's job, a selection for B naming P's offer, P's
  *                offer); for a /2, P is the pool of the pooled advert its proof
@@ -24,7 +28,9 @@
  * reason to trust counts; everything else weighs 0 and is only counted in
  * `untrusted`):
  *   P = self     1 for receipts (the node's own record of its own work)
- *   B = self     1 (first-hand: jobs this node bought)
+ *   B = self     1 (first-hand: jobs this node bought, proven by its signature:
+ *                its non-delivery, or its verdict on the receipt; a receipt's
+ *                `buyer` alone is only its signer's claim)
  *   B trusted    w (second-hand, `trust.secondHandWeight`, default 0.5): B is
  *                in `trust.trustedBuyers` (the operator's list, and the
  *                overlay's allowlist when configured)
@@ -52,7 +58,7 @@
  * most w × K to s, K = the jobs this node ran for them and they accepted.
  */
 import { T, type Acceptance, type NonDelivery, type Offer, type PoolProof, type Receipt } from '../records/kinds.js';
-import { providerOf } from '../pools/chain.js';
+import { providerOf, verifyPoolProof, type VerifiedChain } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
@@ -74,7 +80,7 @@ export interface Figures {
   nonDeliveries: number;
   /** successes the buyer countersigned `accepted` (every counted success is) */
   accepted: number;
-  /** outcomes from this node's own jobs (unweighted count) */
+  /** outcomes from this node's own jobs, with its signature on them (unweighted count) */
   firstHand: number;
   /** weight counted from other buyers' outcomes (trusted or dealt-with) */
   secondHand: number;
@@ -148,17 +154,46 @@ type Outcome = keyof typeof SEVERITY;
 
 /**
  * Whether a receipt counts at all: signed by the provider it names, or a pooled
- * receipt naming the pool its signer's chain proves (docs/pools.md "Reputation").
+ * receipt naming the pool its signer's chain proves (docs/pools.md "Reputation")
+ * whose roster had not expired when the receipt says the work completed.
  */
 export function receiptCounts(r: Opened<Receipt>): boolean {
   if (r.type !== T.receipt) return false;
   if (r.signer === r.record.provider) return true;
-  if (!r.record.pool) return false;
-  try {
-    return providerOf(r as Opened<{ pool?: PoolProof }>) === r.record.provider;
-  } catch {
-    return false;
+  const c = chainOf(r);
+  return c !== undefined && c.pool === r.record.provider && r.record.completedAt < c.roster.record.expiresAt;
+}
+
+/** A pooled record's verified chain (once per object), or undefined: not pooled, or its chain does not verify. */
+function chainOf(r: Opened<{ pool?: PoolProof }>): VerifiedChain | undefined {
+  if (!r.record.pool) return undefined;
+  let c = chains.get(r);
+  if (c === undefined) {
+    try {
+      c = verifyPoolProof(r.record.pool, r.signer);
+      providerOf(r); // the same check; fills its cache
+    } catch {
+      c = null;
+    }
+    chains.set(r, c);
   }
+  return c ?? undefined;
+}
+const chains = new WeakMap<object, VerifiedChain | null>();
+
+/**
+ * Whether a pooled receipt's roster was already replaced, when it says the work completed, by a newer roster of its
+ * pool that no longer lists its signer: the newest roster of each pool among the evidence (the rosters the pool's
+ * receipts carry). A member removed by roster seq 2 still holds seq 1; what it signs for the pool after seq 2 was
+ * issued is not the pool's. Before that (or still listed) it is.
+ */
+function supersededAt(r: Opened<Receipt>, newer: ReadonlyMap<string, Array<VerifiedChain['roster']>>): boolean {
+  const c = chainOf(r);
+  if (!c) return false;
+  for (const n of newer.get(c.pool) ?? []) {
+    if (n.record.seq > c.roster.record.seq && n.record.issuedAt <= r.record.completedAt && !n.record.members.some((m) => m.did === r.signer)) return true;
+  }
+  return false;
 }
 
 interface Out {
@@ -169,6 +204,8 @@ interface Out {
   receipt?: Opened<Receipt>;
   /** from a receipt (not a non-delivery) */
   fromReceipt: boolean;
+  /** signed by its buyer: a non-delivery, or a receipt the buyer countersigned (an acceptance); else the buyer is a claim */
+  buyerSigned: boolean;
 }
 
 export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationTable {
@@ -179,6 +216,20 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   const w2 = clampWeight(opts.trust?.secondHandWeight);
   const receipts = new Map<string, Opened<Receipt>>();
   for (const r of ev.receipts) if (receiptCounts(r) && r.record.completedAt <= asOf) receipts.set(r.address, r);
+  // each pool's rosters that its receipts carry (distinct by address): a pooled receipt under a roster one of them
+  // replaced, and no longer listing its signer, by the time it completed, does not count (supersededAt)
+  const rosters = new Map<string, Map<string, VerifiedChain['roster']>>();
+  for (const r of receipts.values()) {
+    const c = chainOf(r);
+    if (!c) continue;
+    let m = rosters.get(c.pool);
+    if (!m) rosters.set(c.pool, (m = new Map()));
+    m.set(c.roster.address, c.roster);
+  }
+  if (rosters.size) {
+    const newer = new Map([...rosters].map(([pool, m]) => [pool, [...m.values()]]));
+    for (const [addr, r] of receipts) if (supersededAt(r, newer)) receipts.delete(addr);
+  }
   const offers = new Map<string, Opened<Offer>>();
   for (const o of ev.offers) if (o.type === T.offer) offers.set(o.address, o);
 
@@ -213,7 +264,12 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     if (!outcome) continue; // completed but never countersigned by its buyer: proves nothing
     const { buyer, provider } = r.record;
     if (provider === self && outcome === 'success') dealings.set(buyer, (dealings.get(buyer) ?? 0) + 1);
-    consider(`${buyer}|${provider}|${r.record.job}`, { buyer, provider, outcome, receipt: r, fromReceipt: true });
+    // A receipt's `buyer` is its signer's claim: one naming this node is first-hand only with this node's own verdict
+    // on it (it countersigns every receipt of its jobs, a failed one too: src/roles/buyer.ts). Without it, it is an
+    // outcome of its own (it cannot take the place of a proven one for the job) and weighs as a stranger's: nothing.
+    const buyerSigned = v !== undefined;
+    const key = buyer === self && !buyerSigned ? `${buyer}|${provider}|${r.record.job}|claimed` : `${buyer}|${provider}|${r.record.job}`;
+    consider(key, { buyer, provider, outcome, receipt: r, fromReceipt: true, buyerSigned });
   }
   const nds = new Map<string, Opened<NonDelivery>>();
   for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && n.record.signedAt <= asOf) nds.set(n.address, n);
@@ -222,7 +278,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     if (!nonDeliveryLinks(n)) continue;
     // against the provider the offer stood for: the pool, for a /2 (it carries the pooled advert its offer cites)
     const provider = nonDeliveryProvider(n);
-    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false });
+    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, buyerSigned: true });
   }
 
   // n_BP: outcomes per (buyer, provider), for the dealt-with cap
@@ -230,7 +286,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   for (const o of outcomes.values()) perPair.set(`${o.buyer}|${o.provider}`, (perPair.get(`${o.buyer}|${o.provider}`) ?? 0) + 1);
   const weightOf = (o: Out): number => {
     if (o.provider === self && o.fromReceipt) return 1;
-    if (o.buyer === self) return 1;
+    if (o.buyer === self) return o.buyerSigned ? 1 : 0;
     if (trusted.has(o.buyer)) return w2;
     const k = opts.trust?.dealtWith ? (dealings.get(o.buyer) ?? 0) : 0;
     if (k > 0) return w2 * Math.min(1, k / perPair.get(`${o.buyer}|${o.provider}`)!);
@@ -248,7 +304,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
       a.untrusted++;
       continue;
     }
-    if (o.buyer === self) a.first++;
+    if (o.buyer === self) a.first++; // buyerSigned: weight 0 otherwise
     else if (o.provider !== self || !o.fromReceipt) a.second += w;
     if (o.outcome === 'success') {
       a.s += w;

@@ -14,14 +14,14 @@ export const didOf = (s: Ed25519Signer): string => didFromPublicKey(s.publicKey)
 export const MEMBERS = memberKeys.map(didOf).sort(compareDids);
 export const keyOf = (did: string): Ed25519Signer => [...memberKeys, outsider].find((k) => didOf(k) === did)!;
 
-export function roster(opts: { seq?: number; members?: Array<{ did: string; weight?: number }>; signer?: Ed25519Signer; epochMs?: number } = {}): Opened<PoolRoster> {
+export function roster(opts: { seq?: number; members?: Array<{ did: string; weight?: number }>; signer?: Ed25519Signer; epochMs?: number; issuedAt?: number } = {}): Opened<PoolRoster> {
   const ms: Array<{ did: string; weight?: number }> = (opts.members ?? MEMBERS.map((did) => ({ did }))).slice().sort((a, b) => compareDids(a.did, b.did));
   return seal(
     T.poolRoster,
     {
       seq: opts.seq ?? 1,
-      issuedAt: NOW,
-      expiresAt: NOW + 30 * 24 * 3600_000,
+      issuedAt: opts.issuedAt ?? NOW,
+      expiresAt: (opts.issuedAt ?? NOW) + 30 * 24 * 3600_000,
       epochMs: opts.epochMs ?? 10_000,
       members: ms.map((m, i) => ({ did: m.did, hardware: { cpuCores: 4 + i, memoryMiB: 8192 }, weight: m.weight ?? i + 1 })),
     },

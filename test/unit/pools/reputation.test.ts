@@ -45,3 +45,37 @@ test('a pooled receipt pairs with its coordinator’s offer for quote accuracy; 
   assert.equal(receiptCounts(forged), false);
   assert.equal(receiptCounts(under.r), true);
 });
+
+test('a pooled receipt counts only under a roster that had not expired, nor been replaced by one without its signer, when it completed', () => {
+  const DAY = 86_400_000;
+  const [, , c] = MEMBERS as [string, string, string];
+  const r2 = roster({ seq: 2, issuedAt: NOW + 10 * DAY, members: MEMBERS.filter((d) => d !== c).map((did) => ({ did })) });
+  const signed = (by: string, under: Opened<typeof r1.record>, completedAt: number, status: 'completed' | 'failed' = 'failed') => {
+    const j = job(BUYER, { nonce: new Uint8Array([completedAt % 251, (completedAt >> 8) & 0xff]) });
+    const o = offer(party(by) as never, j, advert(party(by) as never));
+    const r: Receipt = {
+      job: j.address, offer: o.address, buyer: BUYER.did, provider: POOL, workload: 'infer.llm', status, startedAt: NOW, completedAt,
+      inputHash: 'sha256:' + '11'.repeat(32), ...(status === 'completed' ? { outputHash: 'sha256:' + '22'.repeat(32) } : { failure: { code: 'OOM', message: 'x' } }), price: o.record.price, energy: { uj: 1, grade: 'Estimator' }, pool: proof(under, keyOf(by)),
+    } as Receipt;
+    const env = seal(T.receipt, r, keyOf(by)) as Opened<Receipt>;
+    return { r: env, ok: acceptance(BUYER, env, 'accepted', { signedAt: completedAt + 1 }) };
+  };
+  const figs = (xs: Array<ReturnType<typeof signed>>) =>
+    deriveReputation({ receipts: xs.map((x) => x.r), acceptances: xs.map((x) => x.ok), offers: [] } as unknown as Evidence, { self: BUYER.did }).get(POOL);
+  // expired: roster seq 1 runs 30 days; a receipt completed a year on does not count at all
+  const late = signed(c, r1, NOW + 365 * DAY);
+  assert.equal(receiptCounts(late.r), false);
+  assert.equal(figs([late]).jobs, 0);
+  assert.equal(receiptCounts(signed(c, r1, NOW + DAY).r), true);
+  // replaced: seq 2 (issued on day 10) drops C; a receipt of C under seq 1 after that does not count once seq 2 is held
+  const current = signed(a, r2, NOW + 11 * DAY, 'completed');
+  const afterRemoval = signed(c, r1, NOW + 12 * DAY);
+  assert.equal(figs([afterRemoval]).failures, 1, 'seq 2 not held: the record alone cannot say');
+  const f = figs([current, afterRemoval]);
+  assert.deepEqual([f.successes, f.failures, f.jobs], [1, 0, 1]);
+  // before seq 2 was issued C was a member: its receipt counts; so does A's under seq 1 after it (A is still listed)
+  const before = signed(c, r1, NOW + 5 * DAY);
+  const stillListed = signed(a, r1, NOW + 12 * DAY);
+  const g = figs([current, before, stillListed]);
+  assert.deepEqual([g.successes, g.failures], [1, 2]);
+});

@@ -42,7 +42,7 @@ test('Laplace smoothing: one success → 2/3; a thousand jobs with two failures 
   const S = (s: number, f: number) => (1 + s) / (2 + s + f);
   assert.ok(S(998, 2) > S(1, 0));
   const fail = done('failed');
-  assert.equal(derive(ev([fail.r])).scoreOf(PROV.did), 1 / 3);
+  assert.equal(derive(ev([fail.r], [ok(fail.r)])).scoreOf(PROV.did), 1 / 3);
 });
 
 test('a receipt counts only if signed by the provider it names; a duplicate counts once', () => {
@@ -57,7 +57,7 @@ test('a receipt counts only if signed by the provider it names; a duplicate coun
   assert.equal(derive(ev([x.r, x.r, x.r], [ok(x.r), ok(x.r)])).get(PROV.did).jobs, 1);
   // several receipts for one offer count once, the worst outcome
   const again = receipt(PROV, BUYER, x.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 1 });
-  const f = derive(ev([x.r, again], [ok(x.r)])).get(PROV.did);
+  const f = derive(ev([x.r, again], [ok(x.r), ok(again)])).get(PROV.did);
   assert.deepEqual([f.jobs, f.successes, f.failures], [1, 0, 1]);
 });
 
@@ -72,11 +72,12 @@ test('a dispute by the receipt’s own buyer costs more than a failure; anyone e
   const failed = done('failed');
   const disputed = done();
   const dispute = acceptance(BUYER, disputed.r, 'disputed');
-  const t = derive(ev([good.r, failed.r, disputed.r], [dispute, ok(good.r)]));
+  const t = derive(ev([good.r, failed.r, disputed.r], [dispute, ok(good.r), ok(failed.r)]));
   const f = t.get(PROV.did);
   assert.deepEqual([f.successes, f.failures, f.disputes], [1, 1, 1]);
   assert.equal(f.successRate, (1 + 1) / (2 + 1 + 1 + 2));
-  const withFailureInstead = derive(ev([good.r, failed.r, done('failed').r], [ok(good.r)])).scoreOf(PROV.did);
+  const other = done('failed');
+  const withFailureInstead = derive(ev([good.r, failed.r, other.r], [ok(good.r), ok(failed.r), ok(other.r)])).scoreOf(PROV.did);
   assert.ok(t.scoreOf(PROV.did) < withFailureInstead);
   // a dispute signed by someone who is not the receipt's buyer: ignored
   const stranger = acceptance(P(300), disputed.r, 'disputed');
@@ -447,4 +448,24 @@ test('the evidence store is bounded by bytes too: large non-deliveries from thro
   const t = s.derive({ self: SELF.did, trust: { trustedBuyers: [TRUST.did] } });
   assert.equal(t.get(BAD.did).nonDeliveries, 1.5);
   assert.throws(() => new EvidenceStore(undefined, { max: 10, maxBytes: 0 }), { code: 'REPUTATION_BAD_BOUND' });
+});
+
+test('a receipt naming this node as buyer is first-hand only with this node\'s verdict on it; without, it weighs nothing and displaces no proven outcome', () => {
+  // a failed receipt any provider key can sign naming this node: its `buyer` is only that signer's claim
+  const claimed = done('failed');
+  const f = derive(ev([claimed.r])).get(PROV.did);
+  assert.deepEqual([f.failures, f.firstHand, f.untrusted, f.score], [0, 0, 1, 0.5]);
+  // countersigned by this node (it accepts every receipt of its jobs, a failed one too): first-hand
+  const g = derive(ev([claimed.r], [ok(claimed.r)])).get(PROV.did);
+  assert.deepEqual([g.failures, g.firstHand, g.score], [1, 1, 1 / 3]);
+  // an unproven failure for a job this node accepted a success of does not take its place
+  const x = done();
+  const again = receipt(PROV, BUYER, x.o, { status: 'failed', startedAt: NOW, completedAt: NOW + 1 });
+  const h = derive(ev([x.r, again], [ok(x.r)])).get(PROV.did);
+  assert.deepEqual([h.successes, h.failures, h.firstHand, h.untrusted], [1, 0, 1, 1]);
+  // a trusted buyer's evidence is unchanged: a failed receipt naming it is the provider's admission
+  const T2 = P(150);
+  const o = offer(PROV, job(T2, { nonce: new Uint8Array([150]) }), AD);
+  const theirs = receipt(PROV, T2, o, { status: 'failed' });
+  assert.equal(deriveReputation(ev([theirs]), { self: BUYER.did, trust: { trustedBuyers: [T2.did] } }).get(PROV.did).failures, 0.5);
 });
