@@ -11,6 +11,12 @@
  * has a final receipt (completed or failed), when its buyer withdraws it, or
  * at its deadline. Part of src/roles/steward.ts.
  *
+ * Only who did the work is charged (onReceipt): a single job's claim only
+ * receipts from a provider a selection for that job named (one heard before
+ * that selection is held aside, bounded and in memory, and charged if the
+ * selection names it), a gang's only receipts signed by the run member bound
+ * to the job they name. Anyone can sign a receipt naming the job and buyer.
+ *
  * A single job's receipts and the providers chosen for it (winners, and the
  * provider the latest selection named) are kept in the `steward-claims`
  * store as well (ClaimStore below; a gang's receipts are kept by
@@ -99,6 +105,13 @@ export class ClaimStore {
   }
 }
 
+/**
+ * How many receipts from providers no selection named yet are held aside per
+ * single job's claim (memory only; see ClaimAccounts.onReceipt). Past it a
+ * further one is dropped, not charged.
+ */
+export const MAX_ASIDE_RECEIPTS = 16;
+
 /** A claim's winners: a set that tells its owner of each provider added (so a winner chosen anywhere is kept on disk). */
 class Winners extends Set<string> {
   onAdd?: (provider: string, order: number) => void;
@@ -126,6 +139,13 @@ export interface OpenJob {
   releasing?: boolean;
   /** Failed `Released` appends so far (RELEASE_RETRY). */
   releaseFailures?: number;
+  /**
+   * A single job's receipts from providers no selection for it has named (yet): held aside, not charged, at most
+   * MAX_ASIDE_RECEIPTS, in memory only; charged once a selection names their provider (ClaimAccounts.onReceipt).
+   */
+  aside?: Map<string, Opened<Receipt>>;
+  /** The aside was full and a receipt was dropped (logged once). */
+  asideDropped?: boolean;
 }
 
 export interface AccountsDeps {
@@ -149,6 +169,8 @@ export interface AccountsDeps {
   gangs?: {
     claimOf(job: string): string | undefined;
     memberOf(job: string): number | undefined;
+    /** Whether a receipt for a bound member job was signed by the run member bound to that job (src/roles/steward-gangs.ts). */
+    signedByMember(r: Opened<Receipt>): boolean;
     /** Keep a receipt charged to a gang (it survives a restart). */
     noteReceipt(claim: string, r: Opened<Receipt>): Promise<void>;
     /** The gang's claim was released. */
@@ -245,23 +267,67 @@ export class ClaimAccounts {
     if (s.signer !== oj.buyer && s.signer !== this.d.did) return;
     const w = s.record.considered.find((c) => c.offer === s.record.winner);
     if (w) {
-      oj.winners.add(w.provider);
+      await this.choose(oj, w.provider);
       if (oj.provider === w.provider) return;
       oj.provider = w.provider;
       await this.d.store?.putProvider(oj.claim, w.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
     }
   }
 
+  /**
+   * A receipt heard (gossip, a preempted provider's answer, a buyer's withdraw). Charged to an open claim only when
+   * it names the claim's buyer and was signed by who did the work: for a single job, a provider a selection for that
+   * job named (the buyer's or this steward's); for a gang, the run member bound to the member job it names. Anyone
+   * on the overlay can sign a receipt for any job, so one from another key is never charged: a gang's is dropped; a
+   * single job's is held aside (the buyer's selection may reach the steward after the receipt), at most
+   * MAX_ASIDE_RECEIPTS per claim, in memory only, and charged if a selection later names its provider. It is
+   * dropped with the claim's release, or when the aside is full (a flood from fresh keys fills it and nothing
+   * more: a receipt from the real provider dropped then is charged only if it comes again, e.g. with a withdraw).
+   */
   async onReceipt(r: Opened<Receipt>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(r.record.job));
     if (!oj) return;
     if (r.record.buyer !== oj.buyer) return; // a receipt for someone else's purchase of this job: not ours
-    // A gang's member receipts are charged by the job they name (bound to the claim), whichever selection the steward heard.
-    if (oj.gang === undefined && oj.winners.size && !oj.winners.has(r.record.provider)) {
-      this.d.log.warn({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named; not charged');
+    if (oj.receipts.has(r.address)) return;
+    if (oj.gang !== undefined) {
+      if (!this.d.gangs?.signedByMember(r)) {
+        this.d.log.debug({ claim: oj.claim, job: r.record.job, signer: r.signer }, 'gang receipt not signed by the run member bound to its job; not charged');
+        return;
+      }
+    } else if (!oj.winners.has(r.record.provider)) {
+      this.#holdAside(oj, r);
       return;
     }
-    if (oj.receipts.has(r.address)) return;
+    await this.#charge(oj, r);
+  }
+
+  /** A single job's receipt from a provider no selection named (yet): kept aside, bounded, not charged. */
+  #holdAside(oj: OpenJob, r: Opened<Receipt>): void {
+    const aside = (oj.aside ??= new Map());
+    if (aside.has(r.address)) return;
+    if (aside.size >= MAX_ASIDE_RECEIPTS) {
+      if (!oj.asideDropped) this.d.log.warn({ claim: oj.claim, provider: r.record.provider, held: aside.size }, 'receipts from providers no selection named: as many held aside as are kept; further ones are dropped, not charged');
+      oj.asideDropped = true;
+      return;
+    }
+    aside.set(r.address, r);
+    this.d.log.debug({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named (yet); held aside, not charged');
+  }
+
+  /** A provider was chosen for a single job (a selection heard, or this steward's own): a winner, and the receipts it signed that were held aside are charged. */
+  async choose(oj: OpenJob, provider: string): Promise<void> {
+    oj.winners.add(provider);
+    if (!oj.aside) return;
+    for (const [address, r] of [...oj.aside]) {
+      if (r.record.provider !== provider) continue;
+      oj.aside.delete(address);
+      if (this.#open.get(oj.claim) !== oj || oj.receipts.has(address)) continue;
+      await this.#charge(oj, r);
+    }
+  }
+
+  /** Charge a receipt to its claim (kept on disk first), and release the claim when it is final. */
+  async #charge(oj: OpenJob, r: Opened<Receipt>): Promise<void> {
     oj.receipts.set(r.address, r);
     if (oj.gang !== undefined) await this.d.gangs?.noteReceipt(oj.claim, r);
     // Kept on disk before anything is released on it; if it cannot be, the release below still charges it.

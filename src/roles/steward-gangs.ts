@@ -22,11 +22,14 @@
  *   answers; a member index ≥ gang_size, or a member already bound to another
  *   job, is STEWARD_GANG_FULL.
  * - The binding is what lets the accounts (src/roles/steward-accounts.ts)
- *   charge every member's receipt to the one claim; receipts seen are kept
- *   here too, so a release after a restart still sums every member's energy.
+ *   charge every member's receipt to the one claim — only a receipt signed by
+ *   the run member at that job's index (signedByMember): anyone can sign a
+ *   receipt naming a member job; receipts charged are kept here too, so a
+ *   release after a restart still sums every member's energy.
  *
  * Store (the overlay's `steward-gangs` sublevel): `g/<claim>` → canonical
- * CBOR GangRecord; `r/<claim>/<receipt address>` → the receipt envelope.
+ * CBOR GangRecord (the steward's own state, not a signed record);
+ * `r/<claim>/<receipt address>` → the receipt envelope.
  */
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical, type CborValue } from '../records/cbor.js';
@@ -70,6 +73,11 @@ export interface GangRecord {
   deadline: number;
   /** member index → the job bound to it */
   members: Record<number, string>;
+  /**
+   * The run's members (`run.record.members`, member index → DID): only the one at a job's index may sign a receipt
+   * charged to the gang. Absent in a record stored by an earlier version (see signedByMember).
+   */
+  dids?: string[];
 }
 
 export class GangStore {
@@ -80,8 +88,8 @@ export class GangStore {
     const receipts = new Map<string, Opened<Receipt>[]>();
     for await (const [k, v] of this.sub.iterator()) {
       if (k.startsWith('g/')) {
-        const m = decodeCanonical(v) as unknown as { claim: string; buyer: string; entitlement: string; size: number; deadline: number; members: Array<[number, string]> };
-        gangs.push({ claim: m.claim, buyer: m.buyer, entitlement: m.entitlement, size: m.size, deadline: m.deadline, members: Object.fromEntries(m.members) });
+        const m = decodeCanonical(v) as unknown as { claim: string; buyer: string; entitlement: string; size: number; deadline: number; members: Array<[number, string]>; dids?: string[] };
+        gangs.push({ claim: m.claim, buyer: m.buyer, entitlement: m.entitlement, size: m.size, deadline: m.deadline, members: Object.fromEntries(m.members), ...(Array.isArray(m.dids) ? { dids: m.dids } : {}) });
       } else if (k.startsWith('r/')) {
         const claim = k.slice(2, k.lastIndexOf('/'));
         receipts.set(claim, [...(receipts.get(claim) ?? []), open(v, T.receipt)]);
@@ -92,7 +100,7 @@ export class GangStore {
 
   async put(g: GangRecord): Promise<void> {
     const members = Object.entries(g.members).map(([i, job]) => [Number(i), job]);
-    const value = encodeCanonical({ claim: g.claim, buyer: g.buyer, entitlement: g.entitlement, size: g.size, deadline: g.deadline, members } as unknown as CborValue);
+    const value = encodeCanonical({ claim: g.claim, buyer: g.buyer, entitlement: g.entitlement, size: g.size, deadline: g.deadline, members, ...(g.dids ? { dids: g.dids } : {}) } as unknown as CborValue);
     await this.sub.batch([{ type: 'put', key: `g/${g.claim}`, value }], { sync: true } as never);
   }
 
@@ -188,6 +196,20 @@ export class Gangs {
     await this.store.remove(claim);
   }
 
+  /**
+   * Whether a receipt for a bound member job was signed by the run member at that job's index (pool/1 §6.2: the
+   * actual figure is what the work cost, and only the member doing it can say). A gang record stored by an earlier
+   * version has no member DIDs: its receipts are checked by the job binding alone, as then (such a record lives at
+   * most GANG_MAX_MS).
+   */
+  signedByMember(r: Opened<Receipt>): boolean {
+    const g = this.#gangs.get(this.#jobs.get(r.record.job) ?? '');
+    const m = this.memberOf(r.record.job);
+    if (!g || m === undefined) return false;
+    if (!g.dids) return true;
+    return g.dids[m] !== undefined && r.signer === g.dids[m];
+  }
+
   async noteReceipt(claim: string, r: Opened<Receipt>): Promise<void> {
     if (this.#gangs.has(claim)) await this.store.putReceipt(claim, r);
   }
@@ -238,7 +260,7 @@ export class Gangs {
     if (this.d.ledger.book.released.has(run.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang was admitted and has been released already');
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history');
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
-    const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {} };
+    const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {}, dids: [...run.record.members] };
     // The line goes first: the jobs already waiting take what freed before the gang is decided.
     const held = (await this.d.line?.()) ?? false;
     const decided = this.d.reclaim.decideNow(claim);

@@ -79,6 +79,8 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   const cand = decision.ranked[0];
   if (!cand) throw new C0Error('STEWARD_NO_CANDIDATE', 'no eligible offer left for this job');
   const sel = d.ports.market.signSelection(job, decision, cand, now);
-  d.accounts.get(job.address)?.winners.add(cand.provider);
+  const oj = d.accounts.get(job.address);
+  // charged whatever happens to the answer (a receipt it signed held aside is charged now)
+  if (oj) await d.accounts.choose(oj, cand.provider).catch((e) => d.ports.log.warn({ claim: oj.claim, provider: cand.provider, err: (e as Error).message }, 'charging the receipts held aside for a chosen provider failed'));
   await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
 }

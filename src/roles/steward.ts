@@ -97,7 +97,7 @@ export class Steward {
     const append = (ev: Parameters<Ledger['append']>[0]) => this.#append(ev);
     // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
     const serial = new Serial();
-    const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
+    const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), signedByMember: (r: Opened<Receipt>) => this.#gangs.signedByMember(r), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
     this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });

@@ -18,7 +18,7 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { NOW, P, job, offer, receipt, type Party } from '../market/fixtures.js';
+import { NOW, P, byDid, job, offer, receipt, type Party } from '../market/fixtures.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
@@ -27,7 +27,8 @@ const TREE = `entitlements:
 `;
 
 const buyer = P(1);
-const members = [P(11), P(12), P(13)];
+// in DID order, as the run lists them: members[i] is the run's member i (the only key whose receipt for job i is charged)
+const members = byDid([P(11), P(12), P(13)]);
 
 function runOf(by: Party, dids: string[], name = 'g') {
   const yaml = stringify({ name, model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: dids.map((did) => ({ did, addr: '/ip4/127.0.0.1/tcp/1' })) });

@@ -50,6 +50,8 @@ async function rig(dir: string, tries = 3) {
   const j = job(buyer, { nonce: new Uint8Array([3, 9]) });
   await ledger.append({ event: 'Admitted', claim: j.address, entitlement: 'lab', reserved: { uj: 10_000_000, grade: 'Estimator' }, devices: 1, borrowed_uj: 0 });
   const oj = accounts.track(j.address, 'lab', buyer.did, NOW + 3_600_000);
+  // a selection named the provider (only its receipts are charged)
+  await accounts.choose(oj, provider.did);
   const o = offer(provider, j, 'sha256:' + '44'.repeat(32));
   const close = async () => {
     accounts.stop();

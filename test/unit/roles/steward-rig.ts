@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { openDb, closeDb, sub } from '../../../src/store/db.js';
 import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
 import { Ledger } from '../../../src/ledger/index.js';
-import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
+import { ClaimAccounts, ClaimStore } from '../../../src/roles/steward-accounts.js';
 import { Gangs } from '../../../src/roles/steward-gangs.js';
 import type { Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
@@ -25,6 +25,8 @@ export interface RigOptions {
   reclaimOver?: (pool: PoolState) => Partial<Reclaimer>;
   /** The gang machinery's pass over the line (AdmissionLine.serve), when the test builds one. */
   line?: () => Promise<boolean>;
+  /** Keep single jobs' receipts and winners in the `steward-claims` sublevel, as the steward does (default: memory only). */
+  claimStore?: boolean;
 }
 
 export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = {}) {
@@ -50,7 +52,8 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     append,
     forget: () => {},
     freed: async () => {},
-    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
+    ...(o.claimStore ? { store: new ClaimStore(sub(db, 'steward-claims')) } : {}),
+    gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), signedByMember: (r) => ref.gangs!.signedByMember(r), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
   const gangs = (ref.gangs = new Gangs({ ports, ledger, cfg, accounts, reclaim, append, serial, ...(o.line ? { line: o.line } : {}) }));
   const close = async () => {
@@ -58,5 +61,5 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     await ledger.close();
     await closeDb(db);
   };
-  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, close };
+  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close };
 }
