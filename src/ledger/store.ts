@@ -51,6 +51,16 @@ export interface EventSink {
   apply(ev: PoolEvent): UsageDelta;
 }
 
+export interface AppendOptions {
+  /**
+   * Run right before the entry is sealed, after every append queued before this one has been applied to the book
+   * (and so against the book this entry lands on); throwing refuses the append, nothing written, and the caller gets
+   * that error. The steward re-checks an `Admitted` decision here (src/roles/steward-reclaim.ts appendAdmitted): a
+   * `Released` queued ahead of it may have moved the entitlement's usage since it was decided.
+   */
+  precondition?: () => void;
+}
+
 export interface LedgerOptions {
   /** the steward's key; without it the ledger is read-only */
   signer?: Signer;
@@ -202,15 +212,17 @@ export class Ledger {
 
   /**
    * Append an event. Checked against the derived state first (an inconsistent
-   * event is refused and nothing is written); resolves only after the entry and
-   * the new head are on disk in one synced batch.
+   * event is refused and nothing is written), then against `opts.precondition`
+   * if given; resolves only after the entry and the new head are on disk in one
+   * synced batch.
    */
-  append(ev: PoolEvent): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
+  append(ev: PoolEvent, opts: AppendOptions = {}): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
     const run = async () => {
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
       if (!this.#signer || this.steward === undefined) throw new C0Error(LEDGER_ERR.READ_ONLY, 'this ledger was opened without the steward key');
       if (this.#sink.check) this.#sink.check(ev);
       else this.book.check(ev);
+      opts.precondition?.();
       const { length: seq, head: prev } = this.head();
       const env = seal(POOL_TYPE, entryFor(ev, seq, prev, this.steward, this.#now()), this.#signer);
       const meta = encodeCanonical({ length: seq + 1, head: addressToBytes(env.address), steward: this.steward });

@@ -25,7 +25,9 @@
  * preempt if needed, decide again, append. The next decision sees the book
  * after the previous append, so two claims are never admitted against the
  * same free devices or energy (the ledger's append checks only duplicates and
- * arithmetic). Sends to the buyer stay outside the section.
+ * arithmetic). A `Released` is appended outside the section; appendAdmitted
+ * re-checks the decision on the book its entry lands on (src/roles/
+ * steward-reclaim.ts). Sends to the buyer stay outside the section.
  */
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';

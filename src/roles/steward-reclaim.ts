@@ -7,6 +7,7 @@
  * to preempted providers, and idle reclamation under a configured policy
  * (src/pool/idle.ts). Part of src/roles/steward.ts.
  */
+import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Selection } from '../records/kinds.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
@@ -22,6 +23,15 @@ import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './stewa
 const RECLAIMED_MAX = 4096;
 
 export type Decided = { v: Verdict; victims: string[] };
+
+/**
+ * The code an `Admitted` append is refused with when the decision no longer holds on the book it would land on (a
+ * `Released` queued ahead of it moved the usage: appendAdmitted). Caught there and decided again; never answered.
+ */
+export const DECISION_STALE = 'STEWARD_DECISION_STALE';
+
+/** How many times appendAdmitted decides again after a stale decision before it gives up (each needs a release to land in between). */
+const STALE_TRIES = 8;
 
 /** What appendAdmitted came to: the `Admitted` entry appended, or the verdict the claim got instead (nothing appended). */
 export type AdmitOutcome = { admit: Verdict & { verdict: 'Admit' }; seq: number; address: string } | { v: Exclude<Verdict, { verdict: 'Admit' }> };
@@ -42,6 +52,16 @@ function devicesHeld(claim: Claim, v: Verdict): Verdict & { verdict: 'Queue' } {
  * is released by then: Reclaimer.preempt). Otherwise nothing is appended and
  * the verdict is returned (a preemption that freed nothing: `Queue`,
  * `DEVICES_HELD`); the caller queues or refuses it.
+ *
+ * A `Released` is appended outside the admission section (a receipt, a
+ * withdraw, a deadline), and the book takes an entry only once its synced
+ * write is done: one on its way to disk is not in the book the decision read,
+ * yet is sealed ahead of the `Admitted`. So the append re-checks the decision
+ * right before sealing, on the book it lands on (Reclaimer.stillAdmits, the
+ * ledger's append precondition): if that book gives another verdict or other
+ * figures (an overrun's release raised the usage: pool/1 §3, §4.4), nothing is
+ * appended, the claim is decided again, and that verdict stands (appended if
+ * it admits).
  */
 export async function appendAdmitted(d: { reclaim: Reclaimer; append: Ledger['append'] }, claim: Claim, decided: Decided): Promise<AdmitOutcome> {
   let { v, victims } = decided;
@@ -58,9 +78,28 @@ export async function appendAdmitted(d: { reclaim: Reclaimer; append: Ledger['ap
       if (victims.length) return { v: devicesHeld(claim, v) };
     }
   }
-  const admit = v;
-  const r = await d.append(admittedEvent(claim, admit));
-  return { admit, seq: r.seq, address: r.address };
+  for (let tries = 1; ; tries++) {
+    const admit = v;
+    try {
+      const r = await d.append(admittedEvent(claim, admit), {
+        precondition: () => {
+          if (!d.reclaim.stillAdmits(claim, admit)) throw new C0Error(DECISION_STALE, 'the book changed under the decision (a release landed first): decided again');
+        },
+      });
+      return { admit, seq: r.seq, address: r.address };
+    } catch (e) {
+      if (!(e instanceof C0Error) || e.code !== DECISION_STALE || tries >= STALE_TRIES) throw e;
+    }
+    ({ v, victims } = d.reclaim.decideNow(claim));
+    if (v.verdict !== 'Admit') return { v };
+    if (victims.length) return { v: devicesHeld(claim, v) };
+  }
+}
+
+/** Whether `pool` (its book as it is now) still admits `claim` with the figures of the earlier verdict `admit` (Reclaimer.stillAdmits). */
+export function stillAdmits(pool: Pick<PoolState, 'decide'>, claim: Claim, admit: Verdict & { verdict: 'Admit' }): boolean {
+  const v = pool.decide(claim);
+  return v.verdict === 'Admit' && v.borrowed_uj === admit.borrowed_uj && v.devices === admit.devices && v.reserved.uj === admit.reserved.uj && v.reserved.grade === admit.reserved.grade;
 }
 
 interface UsageSample {
@@ -168,6 +207,15 @@ export class Reclaimer {
       if (victims.length) return { v, victims };
     }
     return { v: devicesHeld(claim, v), victims: [] };
+  }
+
+  /**
+   * Whether the pool (pool/1 §4, the book as it is now) still admits a claim with the figures of an earlier `Admit`
+   * verdict: the same reservation, devices and borrowed part. Physical capacity is not re-checked: a release only
+   * frees devices.
+   */
+  stillAdmits(claim: Claim, admit: Verdict & { verdict: 'Admit' }): boolean {
+    return stillAdmits(this.d.pool, claim, admit);
   }
 
   /** What §5.2 ranks the running claims by: their real spent energy and completed units (src/roles/steward-preempt.ts). */

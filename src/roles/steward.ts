@@ -94,7 +94,7 @@ export class Steward {
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
     const stopped = () => this.#stopped;
-    const append = (ev: Parameters<Ledger['append']>[0]) => this.#append(ev);
+    const append: Ledger['append'] = (ev, opts) => this.#append(ev, opts);
     // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
     const serial = new Serial();
     const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), signedByMember: (r: Opened<Receipt>) => this.#gangs.signedByMember(r), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
@@ -178,8 +178,8 @@ export class Steward {
     });
   }
 
-  async #append(ev: Parameters<Ledger['append']>[0]): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
-    const r = await this.ledger.append(ev);
+  async #append(...args: Parameters<Ledger['append']>): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
+    const r = await this.ledger.append(...args);
     // Publish the new head so witnesses can cosign it.
     await this.o.net.publish('pool-head', r.bytes).catch((e) => this.log.debug({ err: (e as Error).message }, 'head published to nobody'));
     return r;
