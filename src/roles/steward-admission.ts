@@ -127,13 +127,28 @@ export interface AdmissionDeps {
  * A claim's energy estimate (pool/1 §2.6): the buyer's figure, or one derived
  * from the ledger's measured history of the class it names. `missing` is the
  * message when it gives neither.
+ *
+ * The buyer's figure is its declaration of what work not yet run will cost: a
+ * prediction, never a reading. Its grade is capped at `ModelBased` as a
+ * derived estimate's is (§2.6: "a figure for the *next* run is a prediction";
+ * §2.3: `HwShunt` asserts a counter was read for this work, which no claim can
+ * have before it runs). A `HwShunt` estimate is taken as `ModelBased` — a
+ * grade lowered, never raised; the answer's `reserved.grade` shows it — and
+ * `ModelBased` or `Estimator` as declared.
  */
 export function claimEstimate(req: { estimate?: Energy; class?: string }, ledger: Pick<Ledger, 'book'>, cfg: Pick<StewardConfig, 'requiredEvidence'>, missing: string): Energy {
-  if (req.estimate) return req.estimate;
+  if (req.estimate) return asPrediction(req.estimate);
   if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', missing, { field: 'estimate' });
   const d = deriveEstimate(req.class, ledger.book.observations, { required: cfg.requiredEvidence });
   if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
   return d.estimate;
+}
+
+/** A buyer's estimate at most `ModelBased` (claimEstimate); a malformed one is left for checkClaim to refuse. */
+function asPrediction(e: Energy): Energy {
+  const x = e as unknown as { uj?: unknown; grade?: unknown } | null;
+  if (typeof x === 'object' && x !== null && x.grade === 'HwShunt') return { uj: x.uj as number, grade: 'ModelBased' };
+  return e;
 }
 
 export class AdmissionLine {
