@@ -20,7 +20,8 @@
  *   member}`, and the job's signed `params` cite the same, for the provider):
  *   the steward binds job → (claim, member) once, synced to LevelDB before it
  *   answers; a member index ≥ gang_size, or a member already bound to another
- *   job, is STEWARD_GANG_FULL.
+ *   job, is STEWARD_GANG_FULL; a member job asking more GPUs than the gang's
+ *   devices_per_member (kept in the gang record) is STEWARD_GANG_DEVICES.
  * - The binding is what lets the accounts (src/roles/steward-accounts.ts)
  *   charge every member's receipt to the one claim — only a receipt signed by
  *   the run member at that job's index (signedByMember): anyone can sign a
@@ -70,6 +71,8 @@ export interface GangRecord {
   buyer: string;
   entitlement: string;
   size: number;
+  /** Devices each member may occupy (the request's devices_per_member; absent in a record stored by an earlier version: see devicesPerMember). */
+  dpm?: number;
   deadline: number;
   /** member index → the job bound to it */
   members: Record<number, string>;
@@ -88,8 +91,8 @@ export class GangStore {
     const receipts = new Map<string, Opened<Receipt>[]>();
     for await (const [k, v] of this.sub.iterator()) {
       if (k.startsWith('g/')) {
-        const m = decodeCanonical(v) as unknown as { claim: string; buyer: string; entitlement: string; size: number; deadline: number; members: Array<[number, string]>; dids?: string[] };
-        gangs.push({ claim: m.claim, buyer: m.buyer, entitlement: m.entitlement, size: m.size, deadline: m.deadline, members: Object.fromEntries(m.members), ...(Array.isArray(m.dids) ? { dids: m.dids } : {}) });
+        const m = decodeCanonical(v) as unknown as { claim: string; buyer: string; entitlement: string; size: number; dpm?: number; deadline: number; members: Array<[number, string]>; dids?: string[] };
+        gangs.push({ claim: m.claim, buyer: m.buyer, entitlement: m.entitlement, size: m.size, ...(typeof m.dpm === 'number' ? { dpm: m.dpm } : {}), deadline: m.deadline, members: Object.fromEntries(m.members), ...(Array.isArray(m.dids) ? { dids: m.dids } : {}) });
       } else if (k.startsWith('r/')) {
         const claim = k.slice(2, k.lastIndexOf('/'));
         receipts.set(claim, [...(receipts.get(claim) ?? []), open(v, T.receipt)]);
@@ -100,7 +103,7 @@ export class GangStore {
 
   async put(g: GangRecord): Promise<void> {
     const members = Object.entries(g.members).map(([i, job]) => [Number(i), job]);
-    const value = encodeCanonical({ claim: g.claim, buyer: g.buyer, entitlement: g.entitlement, size: g.size, deadline: g.deadline, members, ...(g.dids ? { dids: g.dids } : {}) } as unknown as CborValue);
+    const value = encodeCanonical({ claim: g.claim, buyer: g.buyer, entitlement: g.entitlement, size: g.size, ...(g.dpm === undefined ? {} : { dpm: g.dpm }), deadline: g.deadline, members, ...(g.dids ? { dids: g.dids } : {}) } as unknown as CborValue);
     await this.sub.batch([{ type: 'put', key: `g/${g.claim}`, value }], { sync: true } as never);
   }
 
@@ -260,7 +263,7 @@ export class Gangs {
     if (this.d.ledger.book.released.has(run.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this gang was admitted and has been released already');
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit-gang: give the gang’s total energy estimate, or a class with enough measured history');
     const claim: Claim = checkClaim({ id: run.address, entitlement: req.entitlement, ...(req.class ? { class: req.class } : {}), gang_size: run.record.members.length, devices_per_member: dpm, estimate });
-    const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, deadline: req.deadline, members: {}, dids: [...run.record.members] };
+    const g: GangRecord = { claim: claim.id, buyer: run.signer, entitlement: claim.entitlement, size: claim.gang_size, dpm: claim.devices_per_member, deadline: req.deadline, members: {}, dids: [...run.record.members] };
     // The line goes first: the jobs already waiting take what freed before the gang is decided.
     const held = (await this.d.line?.()) ?? false;
     const decided = this.d.reclaim.decideNow(claim);
@@ -289,6 +292,11 @@ export class Gangs {
     return { admit, seq: r.seq, entry: r.address };
   }
 
+  /** The devices each member of a gang may occupy: as stored, or (a record from an earlier version) its Admitted devices over its size. */
+  devicesPerMember(g: GangRecord, admitted: Pick<OpenClaim, 'devices'>): number {
+    return g.dpm ?? Math.floor(admitted.devices / g.size);
+  }
+
   /** A member job citing an admitted gang: bind it (once per member index), or refuse. */
   async admitMember(job: Opened<Job>, entitlement: string, cite: GangCite, ctx: Pick<StewardStream, 'send'>): Promise<void> {
     const g = this.#gangs.get(cite.claim);
@@ -310,6 +318,13 @@ export class Gangs {
       throw new C0Error('STEWARD_GANG_FULL', `the gang has ${g.size} members and member ${cite.member} is not free`, { field: 'gang', detail: { size: g.size, member: cite.member } });
     }
     if (job.record.deadline > g.deadline) throw new C0Error('STEWARD_GANG_DEADLINE', 'a member job’s deadline may not be past its gang’s', { field: 'deadline' });
+    // The gang holds size × devices_per_member devices (pool/1 §2.4: its figures describe the whole gang); a member
+    // occupies its GPUs, or one machine slot without (as a single job does).
+    const dpm = this.devicesPerMember(g, admitted);
+    const asks = job.record.requirements.gpu?.count ?? 1;
+    if (asks > dpm) {
+      throw new C0Error('STEWARD_GANG_DEVICES', `the gang was admitted for ${dpm} device(s) per member; this member job asks ${asks}`, { field: 'requirements', detail: { devicesPerMember: dpm, asks } });
+    }
     // Bound in memory before the first await (a concurrent ask for the same member finds it taken), on disk before the answer.
     const next: GangRecord = { ...g, members: { ...g.members, [cite.member]: job.address } };
     this.#gangs.set(g.claim, next);

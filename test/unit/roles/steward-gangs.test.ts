@@ -206,4 +206,32 @@ describe('a training gang as one pool/1 claim (steward)', () => {
       t.cleanup();
     }
   });
+
+  it('refuses a member job asking more GPUs than the gang’s devices per member (STEWARD_GANG_DEVICES), also after a restart', async () => {
+    const t = tempDir('c0-gang-');
+    try {
+      let s = await stewardAt(t.dir);
+      const run = runOf(buyer, members.map((m) => m.did));
+      // admitted for 1 device per member: 3 devices held
+      await s.gangs.admitGang(gangReq(run, 'ml'), s.ctx(buyer));
+      assert.equal((await s.ledger.records(0))[0]!.devices, 3);
+      const gpus = (i: number, count: number) => job(buyer, { workload: 'train.member', params: citeParams({ claim: run.address, member: i }), nonce: new Uint8Array([i, count]), requirements: { gpu: { count, vramMiB: 1024, features: [] } } });
+      await rejects(s.gangs.admitMember(gpus(0, 8), 'ml', { claim: run.address, member: 0 }, s.ctx(buyer)), 'STEWARD_GANG_DEVICES');
+      assert.equal(s.gangs.get(run.address)!.members[0], undefined, 'nothing bound');
+      // one GPU, or none (one machine slot), fits
+      await s.gangs.admitMember(gpus(0, 1), 'ml', { claim: run.address, member: 0 }, s.ctx(buyer));
+      await s.gangs.admitMember(memberJob(run.address, 1), 'ml', { claim: run.address, member: 1 }, s.ctx(buyer));
+      assert.deepEqual(s.frames.slice(-2).map((f) => [f.t, f.member]), [['admitted', 0], ['admitted', 1]]);
+      await s.close();
+
+      s = await stewardAt(t.dir);
+      await s.gangs.restore();
+      await rejects(s.gangs.admitMember(gpus(2, 2), 'ml', { claim: run.address, member: 2 }, s.ctx(buyer)), 'STEWARD_GANG_DEVICES');
+      // a record without the figure (an earlier version's) is bounded by the Admitted devices over the gang's size
+      assert.equal(s.gangs.devicesPerMember({ ...s.gangs.get(run.address)!, dpm: undefined } as never, { devices: 3 }), 1);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
 });
