@@ -15,7 +15,7 @@ import { Provider } from '../roles/provider/provider.js';
 import { ProcessRegistry } from '../roles/provider/orphans.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
-import { PREEMPT_PROTOCOL } from '../roles/steward.js';
+import { PREEMPT_PROTOCOL, STEWARD_PROTOCOL } from '../roles/steward.js';
 import { didFromPeerId } from './peer-id.js';
 import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js';
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
@@ -122,6 +122,9 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     },
     onOutcome: (status) => h.countJob(status),
     ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),
+    // pool/1: on an overlay with a steward, only admitted work runs here (src/roles/provider/admission-proof.ts); a
+    // buyer before this version sends no admission, so the steward is asked for it (bounded: the exec's request phase).
+    ...(o.d.network.steward ? { steward: { did: o.d.network.steward, admissionOf: stewardAdmission(o, o.d.network.steward, pc.execRequestMs) } } : {}),
     onSlotsChanged: () => o.presencePublisher?.changed(),
   });
   h.onStop(() => o.provider!.stop());
@@ -168,6 +171,15 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
     });
   }
+}
+
+/** Ask the steward for its `Admitted` entry of a job's claim (`/c0mpute/steward/1` op `admission`); undefined when it has none. */
+function stewardAdmission(o: OverlayNode, steward: string, requestMs: number): (job: Opened<Job>) => Promise<Uint8Array | undefined> {
+  return async (job) => {
+    const frames = await o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'admission', job: job.address } as never], { limits: { deadlineMs: Math.max(1000, Math.min(10_000, requestMs / 2)) } });
+    const f = frames[0] as { entry?: unknown } | undefined;
+    return f?.entry instanceof Uint8Array ? f.entry : undefined;
+  };
 }
 
 /**

@@ -32,10 +32,12 @@ export interface AdmissionClientOptions {
   random?: () => number;
 }
 
-type Frame = { t?: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string };
+type Frame = { t?: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown };
 
 function verdictOf(x: Frame): Admission | undefined {
-  if (x.t === 'admitted') return { verdict: 'Admit', ...(x.reserved ? { reserved: x.reserved } : {}), ...(x.borrowed_uj === undefined ? {} : { borrowed_uj: x.borrowed_uj }), ...(x.entry ? { entry: x.entry } : {}) };
+  if (x.t === 'admitted') {
+    return { verdict: 'Admit', ...(x.reserved ? { reserved: x.reserved } : {}), ...(x.borrowed_uj === undefined ? {} : { borrowed_uj: x.borrowed_uj }), ...(x.entry ? { entry: x.entry } : {}), ...(x.admission instanceof Uint8Array ? { proof: x.admission } : {}) };
+  }
   if (x.t === 'denied') return { verdict: 'Deny', ...(x.reason ? { reason: x.reason } : {}), reasons: x.reasons ?? [] };
   if (x.t === 'expired') return { verdict: 'Expired', ...(x.reason ? { reason: x.reason } : {}) };
   return undefined;

@@ -91,6 +91,8 @@ export interface Admission {
   reserved?: { uj: number; grade: string };
   borrowed_uj?: number;
   entry?: string;
+  /** The steward's signed `Admitted` entry for the claim (its answer's `admission`): carried in the exec header to the provider. */
+  proof?: Uint8Array;
 }
 
 export type BuyerEvent =
@@ -329,7 +331,7 @@ export class Buyer {
       await this.d.store(selection);
       onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
       result.selection = selection;
-      const attempt = await this.attempt(job, pick, selection, spec, onEvent);
+      const attempt = await this.attempt(job, pick, selection, spec, onEvent, admission?.proof);
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
       result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
       if (attempt.receipt) {
@@ -388,6 +390,7 @@ export class Buyer {
     selection: Opened<Selection>,
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
+    admission?: Uint8Array,
   ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED' }> {
     const { clock, log } = this.d;
     let input = spec.input;
@@ -396,7 +399,8 @@ export class Buyer {
       if (!boxKey) return { outcome: 'provider has no box key for a sealed input' };
       input = sealBox(spec.input, boxKey);
     }
-    const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input };
+    // On an overlay with a steward the provider runs only admitted work: the steward's Admitted entry goes with the request.
+    const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, ...(admission ? { admission } : {}) };
     // Give the provider until the deadline plus a grace period to deliver the receipt.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
     const signal = timeoutSignal(budget);
@@ -411,6 +415,11 @@ export class Buyer {
           // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
           // code: the provider did what the steward asked, so no non-delivery is signed against it.
           if (this.d.admission && (f.code === 'EXEC_PREEMPTED' || f.code === 'EXEC_IDLE_RECLAIMED')) return { outcome: `refused: ${f.code}`, reclaimed: f.code };
+          // A provider on an overlay with a steward runs only admitted work: refusing this job is not the provider's fault.
+          if (f.code === 'EXEC_NOT_ADMITTED') {
+            log.warn({ provider: cand.provider, job: job.address, err: f.message }, 'the provider runs only work its overlay’s steward admitted');
+            return { outcome: `refused: ${f.code}` };
+          }
           return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });

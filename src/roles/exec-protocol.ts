@@ -3,7 +3,7 @@
  * framing"). A streaming protocol, so inputs and outputs up to the documented
  * limits (16 MiB by default) travel in chunks with backpressure:
  *
- *   buyer → provider   {t:'exec', selection, job, offer}           the header
+ *   buyer → provider   {t:'exec', selection, job, offer, admission?} the header
  *   provider → buyer   {t:'ready'} | {t:'refused', code, message}  the records were checked first
  *   buyer → provider   {t:'input', data} × n (≤ 256 KiB each), then [1]
  *   provider → buyer   {t:'accepted'}, {t:'progress'}…, {t:'output', data} × n (≤ 256 KiB each, in order),
@@ -12,6 +12,9 @@
  * An input of at most EXEC_INLINE_INPUT_BYTES may travel inside the header
  * (`input`, the request format before chunking): then there is no `ready` and
  * no `input` frame. Frames are canonical CBOR maps; records travel as envelopes.
+ * On an overlay with a steward the header also carries `admission`: the
+ * steward's signed `Admitted` ledger entry for the job's claim (docs/overlays.md
+ * "Providers run only admitted work"); a provider before it ignores the key.
  */
 import { C0Error } from '../errors.js';
 
@@ -23,6 +26,8 @@ export const EXEC_CHUNK_BYTES = 256 * 1024;
 export const EXEC_INLINE_INPUT_BYTES = 64 * 1024;
 /** What a sealed input adds to the plaintext (ephemeral key, nonce, tag). */
 export const SEALED_OVERHEAD_BYTES = 32 + 12 + 16;
+/** The largest `admission` a header may carry (a pool/1 ledger entry is a few hundred bytes). */
+export const EXEC_MAX_ADMISSION_BYTES = 4096;
 /** The documented default input limit (provider.maxInputBytes); a buyer refuses larger inputs before sending anything. */
 export const EXEC_MAX_INPUT_BYTES = 16 * 1024 * 1024;
 /** The largest provider.maxInputBytes a node accepts (config): an input is held whole in memory while its job runs. */
@@ -37,6 +42,8 @@ export interface ExecHeader {
   offer: Uint8Array;
   /** The whole input (raw or sealed to the provider's box key), when at most EXEC_INLINE_INPUT_BYTES. */
   input?: Uint8Array;
+  /** On an overlay with a steward: its signed `Admitted` entry (pool/1 envelope) for the job's claim (its own, or its gang's). */
+  admission?: Uint8Array;
 }
 
 /** What a buyer asks to run: the header's records and the whole input (chunked on the wire). */
@@ -47,6 +54,8 @@ export interface ExecRequest {
   offer: Uint8Array;
   /** The input, raw or sealed to the provider's box key (job.inputSealed). */
   input: Uint8Array;
+  /** The steward's `Admitted` entry for the job's claim (ExecHeader.admission). */
+  admission?: Uint8Array;
 }
 
 export type ExecFrame =
@@ -69,6 +78,9 @@ export function parseExecHeader(v: unknown): ExecHeader {
   }
   if (o.input !== undefined && (!isBytes(o.input) || o.input.length > EXEC_INLINE_INPUT_BYTES + SEALED_OVERHEAD_BYTES)) {
     throw new C0Error('EXEC_BAD_REQUEST', `exec request: an inline input must be bytes, at most ${EXEC_INLINE_INPUT_BYTES} (send larger ones in input frames)`, { field: 'input' });
+  }
+  if (o.admission !== undefined && (!isBytes(o.admission) || o.admission.length > EXEC_MAX_ADMISSION_BYTES)) {
+    throw new C0Error('EXEC_BAD_REQUEST', `exec request: admission must be bytes, at most ${EXEC_MAX_ADMISSION_BYTES}`, { field: 'admission' });
   }
   return o as unknown as ExecHeader;
 }
@@ -130,7 +142,7 @@ export interface ExecChannel {
  */
 export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutputBytes = EXEC_MAX_OUTPUT_BYTES): AsyncGenerator<unknown> {
   try {
-    const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer };
+    const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer, ...(req.admission ? { admission: req.admission } : {}) };
     if (req.input.length <= EXEC_INLINE_INPUT_BYTES) {
       await ch.send({ ...header, input: req.input } as never);
       await ch.end();

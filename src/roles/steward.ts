@@ -49,12 +49,13 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { T, type Receipt, type Selection } from '../records/kinds.js';
-import type { Opened } from '../records/envelope.js';
+import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
 import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
 import type { Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
+import { POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
@@ -78,10 +79,13 @@ export class Steward {
   #stopped = false;
   #idleTimer: LongTimer | undefined;
   #headTimers: LongTimer[] = [];
+
   /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
   #witnessesHeard = new Set<string>();
   /** The longest head each witness has sent a valid receipt for since start (bounded as #witnessesHeard): the republish stops once they all cover the head. */
   readonly #witnessed = new Map<string, number>();
+  /** Each open claim's `Admitted` entry (envelope bytes): the proof of admission a buyer carries to its provider. */
+  readonly #admittedEntries = new Map<string, Uint8Array>();
 
   private constructor(
     private o: StewardPorts,
@@ -135,6 +139,7 @@ export class Steward {
       const job = await this.o.records.get(c.claim, T.job);
       this.#accounts.track(c.claim, c.entitlement, job?.signer ?? '', job?.record.deadline ?? this.o.clock());
     }
+    await this.#loadAdmittedEntries();
     await this.#accounts.restore();
     await this.#line.restore();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
@@ -180,9 +185,49 @@ export class Steward {
 
   async #append(...args: Parameters<Ledger['append']>): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
     const r = await this.ledger.append(...args);
+    const ev = args[0];
+    if (ev.event === 'Admitted') this.#admittedEntries.set(ev.claim, r.bytes);
+    else this.#admittedEntries.delete(ev.claim);
     // Publish the new head so witnesses can cosign it.
     await this.o.net.publish('pool-head', r.bytes).catch((e) => this.log.debug({ err: (e as Error).message }, 'head published to nobody'));
     return r;
+  }
+
+  /**
+   * The `Admitted` entries of the claims open at start, read from the ledger's end backwards (1024 entries a read)
+   * until every open claim's is found: open claims are the recent ones, so a long ledger is not read whole.
+   */
+  async #loadAdmittedEntries(): Promise<void> {
+    const want = new Set(this.ledger.book.open.keys());
+    for (let to = this.ledger.length; want.size && to > 0; to -= 1024) {
+      const from = Math.max(0, to - 1024);
+      for (const b of await this.ledger.entries(from, to)) {
+        // replayed and verified at open: not checked again
+        const e = open(b, POOL_TYPE, { trusted: true }).record as unknown as LedgerEntry;
+        if (e.event === 'Admitted' && want.delete(e.claim)) this.#admittedEntries.set(e.claim, b);
+      }
+    }
+  }
+
+  /** A frame to a buyer on an `admit` or `admit-gang` stream: an `admitted` answer carries the claim's entry (`admission`). */
+  #withAdmission(f: CborValue, req: Record<string, unknown>): CborValue {
+    const a = f as { t?: unknown; gang?: unknown };
+    if (a?.t !== 'admitted') return f;
+    let claim: string | undefined = typeof a.gang === 'string' ? a.gang : undefined;
+    if (claim === undefined && req.job instanceof Uint8Array) claim = open(req.job, T.job).address;
+    const entry = claim === undefined ? undefined : this.#admittedEntries.get(claim);
+    return entry ? ({ ...(f as Record<string, CborValue>), admission: entry } as CborValue) : f;
+  }
+
+  /**
+   * `admission` {job}: this steward's `Admitted` entry for the job's claim (its own, or the gang it is bound to), for a
+   * provider whose buyer sent none (a buyer before this version). STEWARD_NOT_ADMITTED when the claim is not open.
+   */
+  async #admission(req: Record<string, unknown>, ctx: Pick<StewardStream, 'send'>): Promise<void> {
+    if (typeof req.job !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admission: job must be the job’s address', { field: 'job' });
+    const entry = this.#admittedEntries.get(this.#gangs.claimOf(req.job) ?? req.job);
+    if (!entry) throw new C0Error('STEWARD_NOT_ADMITTED', 'the job has no open admission');
+    await ctx.send({ t: 'admission', entry } as never);
   }
 
   /**
@@ -226,11 +271,14 @@ export class Steward {
 
   async #serve(frames: CborValue[], ctx: StewardStream): Promise<void> {
     const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
-    if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, ctx);
-    if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, ctx);
+    // An admitted answer carries the claim's Admitted entry, which the buyer hands its provider (#withAdmission).
+    const proving: StewardStream = { peer: ctx.peer, signal: ctx.signal, send: (f) => ctx.send(this.#withAdmission(f, req)) };
+    if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, proving);
+    if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, proving);
+    if (req?.op === 'admission') return this.#admission(req, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts }, req, ctx);
     if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx);
-    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "select" or "withdraw"');
+    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select" or "withdraw"');
   }
 
   /** The overlay's physical capacity in devices (src/roles/steward-reclaim.ts). */

@@ -24,6 +24,7 @@ import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
 import { timeoutSignal } from '../../util/timers.js';
+import { checkAdmission } from './admission-proof.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -61,6 +62,12 @@ export interface ProviderDeps {
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
+  /**
+   * On an overlay with a steward (this node's `network.steward`): an exec runs only with the steward's `Admitted`
+   * entry for the job's claim (the header's `admission`, else `admissionOf` asks the steward for it), refused
+   * EXEC_NOT_ADMITTED otherwise (src/roles/provider/admission-proof.ts).
+   */
+  steward?: { did: string; admissionOf?: (job: Opened<Job>) => Promise<Uint8Array | undefined> };
   /** Where running `exec` process groups are recorded, to end them after a crash (src/roles/provider/orphans.ts). */
   processes?: ProcessRegistry;
   /** The quoting budget (default: one from `config.quoteBudget`, without metrics). */
@@ -534,6 +541,7 @@ export class Provider {
     if (this.#running.has(job.address) || (await this.d.state.hasReceiptFor(job.address))) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     if (!this.#executors.has(job.record.workload)) throw new C0Error('EXEC_WORKLOAD_UNKNOWN', `this provider does not run ${job.record.workload}`);
+    if (this.d.steward) await this.#checkAdmitted(job, req.admission, this.d.steward);
     // Checked again after the await above and reserved in this same synchronous step: two requests at once
     // must not both pass (the same job run twice, or more jobs than slots), and a stop that came meanwhile bars it.
     this.#checkBarred(job.address);
@@ -545,6 +553,20 @@ export class Provider {
     this.#started.add(job.address);
     this.d.onSlotsChanged?.();
     return { job, offer, ctl };
+  }
+
+  /**
+   * pool/1 on this overlay: the job's claim was admitted by the steward this node names. The buyer's proof, else
+   * (a buyer before this version sends none) the steward's answer when asked; refused EXEC_NOT_ADMITTED otherwise.
+   */
+  async #checkAdmitted(job: Opened<Job>, proof: Uint8Array | undefined, steward: NonNullable<ProviderDeps['steward']>): Promise<void> {
+    if (!proof && steward.admissionOf) {
+      proof = await steward.admissionOf(job).catch((e) => {
+        this.d.log.debug({ job: job.address, err: (e as Error).message }, 'the steward gave no admission for an exec that carried none');
+        return undefined;
+      });
+    }
+    checkAdmission(job, proof, steward.did);
   }
 
   /** The input as received: unsealed, and exactly the job's (size and hash). */

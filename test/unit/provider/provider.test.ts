@@ -22,6 +22,8 @@ import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ProviderPoolHooks } from '../../../src/roles/pool-member/hooks.js';
 import { ProcessRegistry, type GroupRecord } from '../../../src/roles/provider/orphans.js';
 import { createExecutor } from '../../../src/roles/provider/executors.js';
+import { sealEntries } from '../../../src/ledger/entry.js';
+import type { PoolEvent } from '../../../src/pool/usage.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +42,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }> } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward'] } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -104,6 +106,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     ...(opts.processes ? { processes: opts.processes } : {}),
     ...(opts.liveInMarket ? { liveInMarket: opts.liveInMarket } : {}),
     ...(opts.rankAhead ? { rankAhead: opts.rankAhead } : {}),
+    ...(opts.steward ? { steward: opts.steward } : {}),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -514,6 +517,64 @@ describe('Provider: execution', () => {
     const refused = ends.find((f) => f.t === 'refused');
     assert.ok(refused && refused.t === 'refused');
     assert.equal(refused.code, 'EXEC_BUSY');
+  });
+});
+
+describe('Provider: only admitted work on an overlay with a steward (pool/1 §1.1, §2.1)', () => {
+  const stewardKey = Ed25519Signer.generate();
+  const stewardDid = didFromPublicKey(stewardKey.publicKey);
+  const admitted = (claim: string, signer = stewardKey): Uint8Array => sealEntries([{ event: 'Admitted', claim, entitlement: 'ml', reserved: { uj: 1_000_000, grade: 'Estimator' }, devices: 1, borrowed_uj: 0 }], signer)[0]!.bytes;
+  const released = (claim: string): Uint8Array =>
+    sealEntries([{ event: 'Admitted', claim, entitlement: 'ml', reserved: { uj: 1_000_000, grade: 'Estimator' }, devices: 1, borrowed_uj: 0 }, { event: 'Released', claim, actual: { uj: 5, grade: 'Estimator' } }] as PoolEvent[], stewardKey)[1]!.bytes;
+  const withProof = (f: ReturnType<typeof frame>, admission?: Uint8Array) => ({ ...f, ...(admission ? { admission } : {}) });
+
+  test('an exec without the steward’s Admitted entry is refused EXEC_NOT_ADMITTED before a slot is taken; nothing runs or is signed', async () => {
+    const asked: string[] = [];
+    const s = setup({ steward: { did: stewardDid, admissionOf: async (j) => void asked.push(j.address) } });
+    const input = utf8('unadmitted');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(refusal(frames), 'EXEC_NOT_ADMITTED');
+    assert.match((frames[0] as { message: string }).message, new RegExp(stewardDid));
+    // a buyer that sent no proof (one before this version) has the steward asked: it had none
+    assert.deepEqual(asked, [job.address]);
+    assert.equal(s.receipts.length, 0);
+    assert.equal(s.provider.running, 0);
+  });
+
+  test('a proof that does not bind is refused: another job’s claim, another key, a Released entry, bytes that are not an entry', async () => {
+    const s = setup({ steward: { did: stewardDid } });
+    const input = utf8('forged');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const f = frame(job, offer, makeSelection(job, offer), input);
+    for (const proof of [admitted(makeJob().address), admitted(job.address, Ed25519Signer.generate()), released(job.address), job.bytes]) {
+      assert.equal(refusal(await exec(s.provider, withProof(f, proof))), 'EXEC_NOT_ADMITTED');
+    }
+    assert.equal(s.receipts.length, 0);
+    assert.equal(s.provider.running, 0);
+  });
+
+  test('the steward’s Admitted entry for the job runs it; a gang member job runs on its gang’s entry; a buyer without one runs on the entry the steward gives', async () => {
+    const gang = 'sha256:' + 'ab'.repeat(32);
+    const s = setup({ slots: 3, steward: { did: stewardDid, admissionOf: async (j) => (j.record.params === undefined && j.record.input.size === 3 ? admitted(j.address) : undefined) } });
+    const input = utf8('admitted');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, withProof(frame(job, offer, makeSelection(job, offer), input), admitted(job.address)));
+    assert.equal(frames.at(-1)?.t, 'receipt');
+    const member = makeJob({ params: JSON.stringify({ claim: gang, member: 0 }) }, input);
+    const mo = await offered(s, member);
+    // the member job's own address is not what the gang's entry admits; the cited claim is
+    assert.equal(refusal(await exec(s.provider, withProof(frame(member, mo, makeSelection(member, mo), input), admitted(member.address)))), 'EXEC_NOT_ADMITTED');
+    assert.equal((await exec(s.provider, withProof(frame(member, mo, makeSelection(member, mo), input), admitted(gang)))).at(-1)?.t, 'receipt');
+    const old = utf8('old');
+    const plain = makeJob({}, old);
+    const po = await offered(s, plain);
+    assert.equal((await exec(s.provider, frame(plain, po, makeSelection(plain, po), old))).at(-1)?.t, 'receipt');
+    // every one ran (the member job's params are a citation, not sha256 rounds: its executor refuses them, after admission)
+    assert.deepEqual(s.receipts.map((r) => r.record.failure?.code ?? r.record.status), ['completed', 'EXEC_BAD_PARAMS', 'completed']);
   });
 });
 
