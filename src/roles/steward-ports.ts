@@ -21,6 +21,8 @@ export const STEWARD_PROTOCOL = '/c0mpute/steward/1';
 export const LEDGER_PROTOCOL = '/c0mpute/ledger/1';
 export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
 export const MAX_LEDGER_RANGE = 1024;
+/** Parties (open claims' buyers and chosen providers) a steward's catch-up round asks at most, in turn (StewardConfig.catchUpMs). */
+export const CATCH_UP_PEERS = 32;
 /** How long a queued claim whose buyer is away (after a steward restart) keeps its place before it is dropped. */
 export const REASK_GRACE_MS = 30_000;
 /** Claims one buyer may have in line at once, by default (docs/overlays.md "A bounded line"). */
@@ -51,6 +53,11 @@ export interface StewardConfig {
   headRepublishMs?: number;
   /** Without `witnesses`: the ledger keeps the receipts of the first this many witness keys (default 64; config witnessRecords.maxWitnesses). */
   maxWitnesses?: number;
+  /**
+   * Ask the open claims' buyers and chosen providers for the selections and receipts this steward lacks (records/1
+   * sync) every this many ms, first at min(2 s, it) after start (the overlay's `network.resyncMs`); absent or 0: never.
+   */
+  catchUpMs?: number;
 }
 
 /** What the steward uses of the overlay it runs on. */
@@ -58,7 +65,7 @@ export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'>;
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
   /** The market engine: a managed overlay's selections, and the live adverts (the overlay's physical capacity). */
   readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };

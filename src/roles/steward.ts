@@ -28,7 +28,13 @@
  *   among them (a grade never improves). A completed receipt closes the claim;
  *   failures alone close it at the deadline (the buyer may still fail over).
  *   The receipts and chosen providers are kept on disk until then, so a
- *   restart loses none of them (src/roles/steward-accounts.ts).
+ *   restart loses none of them (src/roles/steward-accounts.ts); those it
+ *   never heard (published while it was down, or dropped by gossip) it asks
+ *   the open claims' buyers and providers for, at start and every
+ *   `catchUpMs` (catchUp).
+ * - Proof of admission: an `admitted` answer carries the claim's signed
+ *   `Admitted` entry, which the buyer hands its provider in the exec header;
+ *   `admission` gives it to a provider whose buyer sent none.
  * - Preemption: an admission within its entitlement's guarantees that needs
  *   devices the overlay's providers are using for lower-priority claims
  *   reclaims them in the §5.2 order; their providers are asked to stop over
@@ -62,7 +68,7 @@ import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
-import { LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
@@ -79,7 +85,10 @@ export class Steward {
   #stopped = false;
   #idleTimer: LongTimer | undefined;
   #headTimers: LongTimer[] = [];
-
+  #catchUpTimers: LongTimer[] = [];
+  /** A catch-up round is running (a round is not started over one); where the next starts among the parties. */
+  #catchingUp = false;
+  #catchUpFrom = 0;
   /** witnesses whose first receipt since start was logged (at info; the rest at debug) */
   #witnessesHeard = new Set<string>();
   /** The longest head each witness has sent a valid receipt for since start (bounded as #witnessesHeard): the republish stops once they all cover the head. */
@@ -158,6 +167,7 @@ export class Steward {
       this.#idleTimer = setLongInterval(() => void this.#reclaim.idleTick().catch((e) => this.log.warn({ err: (e as Error).message }, 'idle check failed')), every).unref();
     }
     this.#republishHeads();
+    this.#catchUpRounds();
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {
@@ -248,6 +258,54 @@ export class Steward {
     this.#headTimers.push(setLongTimeout(once, Math.min(2000, every)).unref(), setLongInterval(again, every).unref());
   }
 
+  /**
+   * Catch-up (pool/1 §6.1, §6.2): the steward hears selections and receipts on gossip only while it runs, and gossip
+   * neither replays history nor promises delivery, so a receipt published while it was down (or dropped on the way)
+   * would leave its claim holding its reservation and devices until the deadline, then released charging nothing. At
+   * min(2 s, `catchUpMs`) after start and every `catchUpMs`, while claims are open, it asks their buyers and chosen
+   * providers for the selections, then the receipts, it lacks (records/1 sync: the digest of what it holds is sent,
+   * so a round brings only what is new); what comes goes through the same handlers as gossip. At most CATCH_UP_PEERS
+   * parties a round, the next ones the round after.
+   */
+  #catchUpRounds(): void {
+    const every = this.cfg.catchUpMs ?? 0;
+    if (every <= 0 || !this.o.net.syncFrom) return;
+    const round = () => void this.catchUp().catch((e) => this.log.debug({ err: (e as Error).message }, 'catch-up round failed'));
+    this.#catchUpTimers.push(setLongTimeout(round, Math.min(2000, every)).unref(), setLongInterval(round, every).unref());
+  }
+
+  /** One catch-up round (#catchUpRounds); resolves when every party asked has answered or failed. */
+  async catchUp(): Promise<void> {
+    const syncFrom = this.o.net.syncFrom?.bind(this.o.net);
+    if (!syncFrom || this.#stopped || this.#catchingUp) return;
+    const parties = new Set<string>();
+    for (const claim of this.ledger.book.open.keys()) {
+      const oj = this.#accounts.get(claim);
+      if (!oj) continue;
+      parties.add(oj.buyer);
+      for (const w of oj.winners) parties.add(w);
+      if (oj.provider) parties.add(oj.provider);
+    }
+    parties.delete(this.identity.did);
+    parties.delete('');
+    const all = [...parties].sort();
+    if (!all.length) return;
+    const from = this.#catchUpFrom % all.length;
+    const asked = [...all.slice(from), ...all.slice(0, from)].slice(0, CATCH_UP_PEERS);
+    this.#catchUpFrom = from + asked.length;
+    this.#catchingUp = true;
+    try {
+      for (const did of asked) {
+        if (this.#stopped) return;
+        // selections first: a receipt is charged against the providers they name
+        const r = await syncFrom(did, ['selection', 'receipt']).catch((e) => ({ failed: { all: (e as Error).message }, accepted: 0 }));
+        this.log.debug({ peer: did, accepted: r.accepted, failed: r.failed }, 'catch-up: asked an open claim’s party for its selections and receipts');
+      }
+    } finally {
+      this.#catchingUp = false;
+    }
+  }
+
   /** Whether a witness (named, else heard since start; none heard: yes) has not sent a receipt covering the current head. */
   headNeedsWitness(): boolean {
     const { length } = this.ledger.head();
@@ -325,7 +383,7 @@ export class Steward {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idleTimer?.clear();
-    for (const t of this.#headTimers.splice(0)) t.clear();
+    for (const t of [...this.#headTimers.splice(0), ...this.#catchUpTimers.splice(0)]) t.clear();
     this.#accounts.stop();
     this.#line.stop();
     await this.ledger.close();
