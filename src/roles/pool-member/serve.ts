@@ -20,6 +20,7 @@ import { code } from './coordinator.js';
 import type { PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
 import { timeoutSignal } from '../../util/timers.js';
+import { truncateText } from '../../util/text.js';
 
 /** What serving needs of the member. */
 export interface MemberServePorts {
@@ -108,6 +109,6 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
   } catch (e) {
     const c = code(e);
     if (c === 'POOL_INTERNAL') p.d.log.warn({ err: (e as Error).message }, 'pool: request failed');
-    return { code: c, message: (e as Error).message.slice(0, 500) };
+    return { code: c, message: truncateText((e as Error).message, 500) };
   }
 }

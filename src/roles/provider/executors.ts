@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
+import { truncateText } from '../../util/text.js';
 import { runPipelineJob } from '../../training/pipeline-job.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import type { Network } from '../../net/node.js';
@@ -157,7 +158,7 @@ export function builtinExecutor(name: BuiltinName): Executor {
 }
 
 function parseCount(s: string, what: string, max: number): number {
-  if (!/^[0-9]{1,10}$/.test(s.trim())) throw new C0Error('EXEC_BAD_PARAMS', `${what} must be a whole number, got "${s.slice(0, 40)}"`);
+  if (!/^[0-9]{1,10}$/.test(s.trim())) throw new C0Error('EXEC_BAD_PARAMS', `${what} must be a whole number, got "${truncateText(s, 40)}"`);
   const n = Number.parseInt(s, 10);
   if (n > max) throw new C0Error('EXEC_BAD_PARAMS', `${what} must be ≤ ${max}`);
   return n;
@@ -224,7 +225,7 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
         child.stderr.on('data', (b: Buffer) => {
           stderr = (stderr + b.toString('utf8')).slice(-2000);
           const last = stderr.trim().split('\n').pop();
-          if (last) ctx.onProgress({ message: last.slice(0, 200) });
+          if (last) ctx.onProgress({ message: truncateText(last, 200) });
         });
         child.on('error', (e) => {
           failure ??= new C0Error('EXEC_SPAWN_FAILED', `cannot start ${cmd}: ${e.message}`);

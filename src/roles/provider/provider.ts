@@ -25,6 +25,7 @@ import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
 import { timeoutSignal } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
+import { truncateText } from '../../util/text.js';
 
 export interface EligibilityFailure {
   code: string;
@@ -106,8 +107,8 @@ export class Provider {
   #running = new Map<string, AbortController>();
   /** Jobs started here recently (bounded; read by `runs`). */
   readonly #started = new Set<string>();
-  /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free. */
-  #stopping = new Map<string, (receipt: Opened<Receipt>) => void>();
+  /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free (undefined: it could not be signed). */
+  #stopping = new Map<string, (receipt: Opened<Receipt> | undefined) => void>();
   /**
    * Jobs the steward reclaimed while they were not running here (`preempt` found no run): an exec of one is refused
    * with the reclaim's code until the time kept (the job's deadline as the steward gave it, else PREEMPTED_KEEP_MS).
@@ -259,13 +260,16 @@ export class Provider {
       await this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
       return undefined;
     }
-    const done = new Promise<Opened<Receipt>>((resolve) => this.#stopping.set(job, resolve));
+    const done = new Promise<Opened<Receipt> | undefined>((resolve) => this.#stopping.set(job, resolve));
     c.abort(
       reason === 'idle'
         ? new C0Error('EXEC_IDLE_RECLAIMED', 'the overlay’s steward reclaimed the devices: the work was measured idle')
         : new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'),
     );
-    return done;
+    const receipt = await done;
+    // Stopped, but no receipt could be signed (logged): barred like a job not running here, so the answer holds.
+    if (!receipt) await this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
+    return receipt;
   }
 
   /** Keep a job reclaimed while not running here (preempt), dropping the entries past their time and, over the bound, the oldest. */
@@ -465,22 +469,30 @@ export class Provider {
         },
       });
     } catch (e) {
-      if (e instanceof C0Error) failure = { code: e.code, message: e.message.slice(0, 1000) };
-      else failure = { code: 'EXEC_CRASHED', message: String((e as Error)?.message ?? e).slice(0, 1000) };
+      // Cut at a code-point boundary: a message may quote the buyer's params, and half a surrogate pair would make the receipt unsealable.
+      if (e instanceof C0Error) failure = { code: e.code, message: truncateText(e.message, 1000) };
+      else failure = { code: 'EXEC_CRASHED', message: truncateText(String((e as Error)?.message ?? e), 1000) };
     } finally {
       signal.removeEventListener('abort', onGone);
     }
     const energy = span.stop();
     this.#spans.delete(job.address);
     const completedAt = Math.max(this.d.clock(), startedAt);
-    const receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
-    const env = seal(T.receipt, receipt, this.d.signer);
+    let receipt: Receipt | undefined;
+    let env: Opened<Receipt> | undefined;
     let stored = false;
     try {
+      receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
+      try {
+        env = seal(T.receipt, receipt, this.d.signer);
+      } catch (e) {
+        this.d.log.error({ job: job.address, failure: failure?.code, err: (e as Error).message }, 'the receipt could not be signed: the buyer gets none; the slot is freed');
+        throw e;
+      }
       await this.d.onReceipt(env, offer, job);
       stored = true;
     } finally {
-      // Released only once the receipt is stored, so a request in between cannot run the job again.
+      // Released only once the receipt is stored (or could not be signed), so a request in between cannot run the job again.
       this.#running.delete(job.address);
       this.d.onSlotsChanged?.();
       this.#stopping.get(job.address)?.(env);

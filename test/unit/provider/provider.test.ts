@@ -12,7 +12,8 @@ import { didFromPublicKey } from '../../../src/records/did.js';
 import { hashHex } from '../../../src/records/address.js';
 import { T, type Advert, type Job, type Offer, type Receipt, type Selection } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
+import { silentLogger, type Logger } from '../../../src/util/log.js';
+import { pino } from 'pino';
 import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-box.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { parseConfig } from '../../../src/node/config.js';
@@ -42,7 +43,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward'] } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -74,7 +75,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     meter: new EstimatorMeter(50, clock),
     box,
     clock,
-    log: silentLogger(),
+    log: opts.log ?? silentLogger(),
     eligibility: (job, advert, now) => {
       eligibilityCalls.push({ job: job.address, advert: advert.address, now });
       return opts.eligibility ?? [];
@@ -489,6 +490,54 @@ describe('Provider: execution', () => {
     assert.equal(r.record.failure?.code, 'EXEC_BUYER_GONE');
   });
 
+  test('a failure message quoting the buyer\'s params cut through an emoji: the failed receipt is signed, and the slot is free for the next job', async () => {
+    const s = setup({ slots: 1 });
+    const input = utf8('emoji');
+    // 41 code units ending in a surrogate pair: EXEC_BAD_PARAMS quotes the first 40, the failure message the first 1000.
+    const job = makeJob({ workload: 'builtin.sleep', params: 'a'.repeat(39) + '\u{1F600}' }, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    const rf = frames.at(-1)!;
+    assert.equal(rf.t, 'receipt', `frames: ${frames.map((f) => f.t).join(',')}`);
+    assert.ok(rf.t === 'receipt');
+    const r = open(rf.receipt, T.receipt);
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_BAD_PARAMS');
+    assert.equal(s.provider.running, 0);
+    // A long message (an exec command's stderr line) cut at 1000 through a pair: signed too.
+    const long = setup({ slots: 1, pool: { advert: (a) => a, receipt: (x) => x, mayQuote: () => true, run: async () => { throw new C0Error('EXEC_FAILED', 'x'.repeat(999) + '\u{1F600}'); }, closed: async () => {}, abandoned: () => {} } });
+    const j3 = makeJob({}, input);
+    const o3 = await offered(long, j3);
+    const f3 = await exec(long.provider, frame(j3, o3, makeSelection(j3, o3), input));
+    const r3 = f3.at(-1)!;
+    assert.ok(r3.t === 'receipt', `frames: ${f3.map((f) => f.t).join(',')}`);
+    assert.equal(open(r3.receipt, T.receipt).record.failure?.message, 'x'.repeat(999));
+    assert.equal(long.provider.running, 0);
+    // The one slot is free: the next job runs.
+    const i2 = utf8('next');
+    const j2 = makeJob({}, i2);
+    const o2 = await offered(s, j2);
+    const f2 = await exec(s.provider, frame(j2, o2, makeSelection(j2, o2), i2));
+    assert.equal(f2.at(-1)?.t, 'receipt');
+    assert.equal(s.receipts.length, 2);
+  });
+
+  test('a receipt that cannot be signed frees the slot anyway, and is logged', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'error' }, { write: (l: string) => void lines.push(l) });
+    const calls: string[] = [];
+    // A pool's shaping that yields a receipt the schema refuses stands in for any failure to sign.
+    const s = setup({ slots: 1, log, pool: { advert: (a) => a, receipt: (r) => ({ ...r, failure: { code: 'bad code', message: '' } }), mayQuote: () => true, run: async () => utf8('out'), closed: async () => void calls.push('closed'), abandoned: (j) => void calls.push(`abandoned:${j}`) } });
+    const input = utf8('unsignable');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    await assert.rejects(exec(s.provider, frame(job, offer, makeSelection(job, offer), input)), (e: unknown) => e instanceof C0Error && e.code.startsWith('RECORD_'));
+    assert.equal(s.provider.running, 0);
+    assert.deepEqual(calls, [`abandoned:${job.address}`]);
+    assert.equal(s.receipts.length, 0);
+    assert.ok(lines.some((l) => l.includes('the receipt could not be signed') && l.includes(job.address)), lines.join(''));
+  });
+
   test('two requests for the same job at once: it runs once', async () => {
     const s = setup({ slots: 2 });
     const input = utf8('once');
@@ -605,6 +654,23 @@ describe('Provider: the steward’s stop (preemption, pool/1 §5)', () => {
     assert.equal(r.record.failure?.code, 'EXEC_PREEMPTED');
     assert.equal(s.provider.running, 0);
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
+  });
+
+  test('running work whose receipt cannot be signed: the preemption still ends, and the job is barred', async () => {
+    // A pool's shaping that yields a receipt the schema refuses stands in for any failure to sign.
+    const s = setup({ pool: { advert: (a) => a, receipt: (r) => ({ ...r, failure: { code: 'bad code', message: '' } }), mayQuote: () => true, run: (_j, _o, c) => new Promise((_r, reject) => (c.signal.aborted ? reject(c.signal.reason) : c.signal.addEventListener('abort', () => reject(c.signal.reason)))), closed: async () => {}, abandoned: () => {} } });
+    const input = utf8('long');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    let accepted: () => void = () => {};
+    const started = new Promise<void>((r) => (accepted = r));
+    const run = s.provider.handleExec(execIO([frame(job, offer, makeSelection(job, offer), input)], async (f) => void (f.t === 'accepted' && accepted()), new AbortController().signal));
+    const failed = assert.rejects(run, (e: unknown) => e instanceof C0Error && e.code.startsWith('RECORD_'));
+    await started;
+    assert.equal(await s.provider.preempt(job.address, 'priority', job.record.deadline), undefined);
+    await failed;
+    assert.equal(s.provider.running, 0);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_PREEMPTED');
   });
 
   test('a job not running here is barred: its exec is refused EXEC_PREEMPTED, nothing runs or is signed, the slot stays free', async () => {
