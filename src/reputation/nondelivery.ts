@@ -34,6 +34,7 @@ import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope
 import { NONDELIVERY_PROOF_MAX, T, type Advert, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
 import { receiptProviderFor } from '../pools/chain.js';
+import { truncateText } from '../util/text.js';
 
 /** Whether a content type is a non-delivery (/1 or /2). */
 export function isNonDeliveryType(type: string): boolean {
@@ -168,7 +169,8 @@ export interface NonDeliveryInput {
 
 /** Sign a non-delivery carrying its proof; checks that it links before returning it. */
 export function signNonDelivery(i: NonDeliveryInput): Opened<NonDelivery> {
-  const detail = i.detail?.trim().slice(0, 256);
+  // cut at a code-point boundary: the detail may quote a provider's text, and half a surrogate pair cannot be sealed
+  const detail = i.detail === undefined ? undefined : truncateText(i.detail.trim(), 256);
   const rec: NonDelivery = {
     job: i.job.address,
     selection: i.selection.address,

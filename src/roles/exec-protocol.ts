@@ -94,6 +94,9 @@ export function parseInputChunk(v: unknown): Uint8Array {
   return o.data;
 }
 
+/** What a refusal code may be: the pattern of a receipt's failure code (docs/protocol.md §3). */
+const REFUSAL_CODE_RE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
 export function parseExecFrame(v: unknown): ExecFrame {
   const o = v as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || typeof o.t !== 'string') throw new C0Error('EXEC_BAD_FRAME', 'not an exec frame');
@@ -113,7 +116,12 @@ export function parseExecFrame(v: unknown): ExecFrame {
       if (isBytes(o.receipt)) return o as unknown as ExecFrame;
       break;
     case 'refused':
-      if (typeof o.code === 'string' && typeof o.message === 'string') return o as unknown as ExecFrame;
+      if (typeof o.code === 'string' && typeof o.message === 'string') {
+        // A refusal code is a stable code like a receipt's failure code; anything else (a provider's free text, which
+        // would end up in the buyer's non-delivery) is still a refusal, under EXEC_BAD_REFUSAL.
+        if (REFUSAL_CODE_RE.test(o.code)) return o as unknown as ExecFrame;
+        return { t: 'refused', code: 'EXEC_BAD_REFUSAL', message: 'the provider refused with a malformed code' };
+      }
       break;
   }
   throw new C0Error('EXEC_BAD_FRAME', `malformed exec frame "${String(o.t).slice(0, 20)}"`);
