@@ -121,7 +121,7 @@ export class MarketService implements BuyerMarket {
   async #capAdverts(max: number): Promise<void> {
     const reg = this.o.registry;
     if (reg) {
-      this.#evicted = new Counter({ name: 'c0mpute_market_adverts_evicted_total', help: 'Providers whose adverts the advert cap let go (or refused), by reason', labelNames: ['reason'], registers: [reg] });
+      this.#evicted = new Counter({ name: 'c0mpute_market_adverts_evicted_total', help: 'Providers whose adverts the advert cap let go whole (or refused), and superseded advert records it let go (reason superseded), by reason', labelNames: ['reason'], registers: [reg] });
       this.#notStored = new Counter({ name: 'c0mpute_market_offers_relayed_not_stored_total', help: 'Offers relayed for jobs that are not this node’s (not stored)', registers: [reg] });
       const records = this.o.records;
       new Gauge({ name: 'c0mpute_market_adverts_stored', help: 'Advert records stored (current and superseded)', registers: [reg], collect() { this.set(records.advertCount); } });
@@ -130,16 +130,44 @@ export class MarketService implements BuyerMarket {
     await this.o.records.setAdvertCap({
       max,
       victims: (excess, providers) => {
-        const dealtWith = new Set<string>();
-        for (const o of this.book.all()) dealtWith.add(o.signer);
-        for (const r of this.evidence.receipts.values()) dealtWith.add(r.signer);
-        const ev = chooseEvictions(providers, excess, { now: this.#clock(), dealtWith, connected: this.o.connected?.() ?? new Set() });
-        for (const e of ev) this.#evicted?.inc({ reason: e.reason });
-        if (ev.length) this.o.log.debug({ evicted: ev.length, excess }, 'advert cap: evicted the least useful providers');
-        return ev.map((e) => e.did);
+        const ev = chooseEvictions(providers, excess, { now: this.#clock(), ...this.#firstHand(), connected: this.o.connected?.() ?? new Set() });
+        for (const e of ev) this.#evicted?.inc({ reason: e.reason }, e.whole ? 1 : e.adverts.length);
+        if (ev.length) this.o.log.debug({ providers: ev.filter((e) => e.whole).length, superseded: ev.filter((e) => !e.whole).reduce((n, e) => n + e.adverts.length, 0), excess }, 'advert cap: evicted the least useful adverts');
+        return ev;
       },
       onEvict: (evicted) => this.adverts.remove(evicted),
     });
+  }
+
+  /**
+   * What the advert cap protects, from this node's own dealings only (a record anyone can sign earns nothing):
+   * `dealtWith`, the providers whose current advert is never evicted — those that quoted on one of this node's live
+   * jobs (an offer in its book), those whose receipt this node countersigned as the buyer (its acceptance: signed
+   * only for a receipt that links to a job of its own), and this node itself; `cited`, the adverts those offers, the
+   * offers such receipts cite and this node's own offers were made against (kept before others' superseded ones).
+   */
+  #firstHand(): { dealtWith: Set<string>; cited: Set<string> } {
+    const self = this.o.did;
+    const dealtWith = new Set<string>([self]);
+    const cited = new Set<string>();
+    for (const o of this.book.all()) {
+      if (o.signer !== self && !this.#own.has(o.record.job)) continue;
+      dealtWith.add(o.signer);
+      cited.add(o.record.advert);
+    }
+    for (const a of this.evidence.acceptances.values()) {
+      if (a.signer !== self) continue;
+      const r = this.evidence.receipts.get(a.record.receipt);
+      if (!r || r.record.buyer !== self) continue;
+      dealtWith.add(r.signer);
+      // the offer it cites (by address: the one this node took): its signer's advert, a pool member's too
+      const o = this.evidence.offers.get(r.record.offer);
+      if (o) {
+        dealtWith.add(o.signer);
+        cited.add(o.record.advert);
+      }
+    }
+    return { dealtWith, cited };
   }
 
   /** Store an advert (within the cap) and index it. Resolves to whether it is now held. */

@@ -1,15 +1,16 @@
 /**
  * The node's record store: every verified record by content address, an index
  * by type, and each provider's current advert (a higher seq replaces, an equal
- * one does not). Superseded adverts stay stored: live offers cite the advert
- * they were made against. Only records that passed `open()` are stored; reading back
+ * one does not). Superseded adverts stay stored while within the advert cap: live
+ * offers cite the advert they were made against. Only records that passed `open()` are stored; reading back
  * re-opens them as trusted (the signature was checked on the way in).
  * Writes are synced batches: acknowledged only once on disk.
  *
  * Adverts can be capped (`setAdvertCap`, docs/market.md "The advert cap"): a
- * put that takes the store over the cap evicts whole providers (every advert
- * record of theirs) in the same synced batch, so what is stored and what the
- * market's index holds stay one set, across restarts too.
+ * put that takes the store over the cap (every record counts, current and
+ * superseded) evicts superseded records, or whole providers (every advert record
+ * of theirs), in the same synced batch, so what is stored and what the market's
+ * index holds stay one set, across restarts too.
  *
  * Jobs are also indexed by signer and time (sublevel `jobindex`, written in the
  * same batch as the job): `a!<signer>!<announcedAt>!<address>` lists a buyer's
@@ -43,8 +44,11 @@ import { bandOf, offerReceipt, WITNESS_RECORD_DEFAULTS, type KeptReceipt, type W
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
   max: number;
-  /** DIDs whose adverts go so that at least `excess` advert records are freed (may name the incoming advert's signer). */
-  victims(excess: number, providers: Array<{ did: string; current: Opened<Advert>; count: number }>): string[];
+  /**
+   * Advert records to let go so that at least `excess` are freed (may name the incoming advert, which is then not
+   * stored). A provider whose current advert is named goes whole; otherwise only the records named go.
+   */
+  victims(excess: number, providers: Array<{ did: string; current: Opened<Advert>; adverts: readonly Opened<Advert>[] }>): Array<{ did: string; adverts: ReadonlyArray<Opened<Advert>> }>;
   /** Called after the eviction is on disk, with every advert record removed. */
   onEvict(evicted: Array<Opened<Advert>>, refused: Opened<Advert> | undefined): void;
 }
@@ -313,40 +317,57 @@ export class RecordStore {
    * Evict down to the cap (with `incoming` counted as held, not yet written).
    * Returns the batch operations, the adverts removed, and whether `incoming` itself was refused.
    */
-  #evictions(incoming: Opened<Advert> | undefined): { ops: unknown[]; removed: Array<Opened<Advert>>; refused: boolean; dids: string[] } {
-    const none = { ops: [], removed: [], refused: false, dids: [] };
+  #evictions(incoming: Opened<Advert> | undefined): { ops: unknown[]; removed: Array<Opened<Advert>>; refused: boolean; whole: string[] } {
+    const none = { ops: [], removed: [], refused: false, whole: [] };
     const cap = this.#cap;
     if (!cap) return none;
     const count = this.#advertCount + (incoming ? 1 : 0);
     if (count <= cap.max) return none;
     // Evict a little below the cap (1 %), so a flood does not pay a full ranking per advert.
     const excess = count - cap.max + Math.floor(cap.max / 100);
-    const providers: Array<{ did: string; current: Opened<Advert>; count: number }> = [];
+    const providers: Array<{ did: string; current: Opened<Advert>; adverts: Array<Opened<Advert>> }> = [];
     for (const [did, m] of this.#advertsBySigner) {
       const cur = this.#advertCache.get(did);
       if (!cur) continue;
       const isIncoming = incoming?.signer === did;
       const current = isIncoming && cur.record.seq < incoming.record.seq ? incoming : cur;
-      providers.push({ did, current, count: m.size + (isIncoming ? 1 : 0) });
+      const adverts = [...m.values()];
+      if (isIncoming) adverts.push(incoming);
+      providers.push({ did, current, adverts });
     }
-    if (incoming && !this.#advertCache.has(incoming.signer)) providers.push({ did: incoming.signer, current: incoming, count: 1 });
-    const dids = cap.victims(excess, providers);
+    if (incoming && !this.#advertCache.has(incoming.signer)) providers.push({ did: incoming.signer, current: incoming, adverts: [incoming] });
+    const currentOf = new Map(providers.map((p) => [p.did, p.current.address]));
     const ops: unknown[] = [];
     const removed: Array<Opened<Advert>> = [];
+    const whole: string[] = [];
     let refused = false;
-    for (const did of dids) {
-      if (incoming?.signer === did) refused = true;
-      for (const a of this.#advertsBySigner.get(did)?.values() ?? []) {
+    for (const v of cap.victims(excess, providers)) {
+      const held = this.#advertsBySigner.get(v.did);
+      // naming a provider's current advert takes the provider whole; else only the superseded records named go
+      const all = v.adverts.some((a) => a.address === currentOf.get(v.did));
+      const list = all ? [...(held?.values() ?? []), ...(incoming?.signer === v.did ? [incoming] : [])] : v.adverts;
+      for (const a of list) {
+        if (a.address === incoming?.address) {
+          refused = true;
+          continue;
+        }
+        if (!held?.has(a.address)) continue;
         removed.push(a);
         ops.push({ type: 'del', key: a.address, sublevel: this.#records }, { type: 'del', key: `${T.advert}!${a.address}`, sublevel: this.#byType });
       }
-      if (this.#advertCache.has(did)) ops.push({ type: 'del', key: did, sublevel: this.#adverts });
+      if (all) {
+        whole.push(v.did);
+        if (this.#advertCache.has(v.did)) ops.push({ type: 'del', key: v.did, sublevel: this.#adverts });
+      }
     }
-    return { ops, removed, refused, dids };
+    return { ops, removed, refused, whole };
   }
 
-  #forget(dids: string[]): void {
-    for (const did of dids) {
+  #forget(ev: { removed: ReadonlyArray<Opened<Advert>>; whole: readonly string[] }): void {
+    for (const a of ev.removed) {
+      if (this.#advertsBySigner.get(a.signer)?.delete(a.address)) this.#advertCount--;
+    }
+    for (const did of ev.whole) {
       this.#advertCount -= this.#advertsBySigner.get(did)?.size ?? 0;
       this.#advertsBySigner.delete(did);
       this.#advertCache.delete(did);
@@ -355,9 +376,9 @@ export class RecordStore {
 
   async #enforce(incoming: Opened<Advert> | undefined): Promise<void> {
     const ev = this.#evictions(incoming);
-    if (!ev.dids.length) return;
+    if (!ev.removed.length && !ev.whole.length) return;
     await syncBatch(this.#db, ev.ops);
-    this.#forget(ev.dids);
+    this.#forget(ev);
     this.#cap?.onEvict(ev.removed, undefined);
   }
 
@@ -400,7 +421,7 @@ export class RecordStore {
       if (ev.refused) {
         // The newcomer is the least useful advert: it is not stored (what the evictions free is still freed).
         if (ev.ops.length) await syncBatch(this.#db, ev.ops);
-        this.#forget(ev.dids);
+        this.#forget(ev);
         this.#cap?.onEvict(ev.removed, a);
         return false;
       }
@@ -415,10 +436,10 @@ export class RecordStore {
           ...(replaces ? [{ type: 'put', key: rec.signer, value: new TextEncoder().encode(rec.address), sublevel: this.#adverts }] : []),
         ],
       );
-      this.#forget(ev.dids);
+      this.#forget(ev);
       if (replaces) this.#advertCache.set(rec.signer, a);
       this.#hold(a);
-      if (ev.dids.length) this.#cap?.onEvict(ev.removed, undefined);
+      if (ev.removed.length) this.#cap?.onEvict(ev.removed, undefined);
       return true;
     }
     return (await this.putMany([rec])) === 1;

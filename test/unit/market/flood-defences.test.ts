@@ -27,6 +27,11 @@ function advert(signer: Ed25519Signer, seq: number, issuedAt = NOW, lifetime = 6
   return seal(T.advert, { seq, issuedAt, expiresAt: issuedAt + lifetime, workloads: ['builtin.sha256'], tier: 'community', hardware: { cpuCores: 4, memoryMiB: 8192 } }, signer);
 }
 
+/** A job of this node's (signed by `me`), live well past the tests' clock. */
+function ownJob(me: Ed25519Signer): Opened<Job> {
+  return seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 86_400_000, timeoutMs: 10_000, input: { hash: 'sha256:' + 'c'.repeat(64), size: 1 }, inputSealed: 'no' }, me);
+}
+
 describe('QuoteBudget', () => {
   test('per-buyer and total bounds; expiry frees the budget; a known buyer is held to its own bound only', () => {
     const b = new QuoteBudget<string>({ maxLiveOffers: 3, maxLiveOffersPerBuyer: 2 });
@@ -110,8 +115,8 @@ describe('advert cap: chooseEvictions', () => {
   const mk = (n: number) => Array.from({ length: n }, () => Ed25519Signer.generate());
   test('expired first, then unconnected oldest first, then connected; providers dealt with never', () => {
     const [e, u1, u2, c1, d1] = mk(5).map((s, i) => ({ s, a: advert(s, 1, NOW + [0, 100, 50, 10, 0][i]!, i === 0 ? 10 : 600_000) }));
-    const cands = [e!, u1!, u2!, c1!, d1!].map((x) => ({ did: x.a.signer, current: x.a, count: 1 }));
-    const ctx = { now: NOW + 1000, dealtWith: new Set([d1!.a.signer]), connected: new Set([c1!.a.signer]) };
+    const cands = [e!, u1!, u2!, c1!, d1!].map((x) => ({ did: x.a.signer, current: x.a, adverts: [x.a] }));
+    const ctx = { now: NOW + 1000, dealtWith: new Set([d1!.a.signer]), connected: new Set([c1!.a.signer]), cited: new Set<string>() };
     const order = chooseEvictions(cands, 10, ctx);
     assert.deepEqual(order.map((x) => x.did), [e!.a.signer, u2!.a.signer, u1!.a.signer, c1!.a.signer]);
     assert.deepEqual(order.map((x) => x.reason), ['expired', 'unconnected', 'unconnected', 'connected']);
@@ -124,9 +129,34 @@ describe('advert cap: chooseEvictions', () => {
     // small market: 10-min advert issued 6 min ago (missed its republish at 5 min); large market: 1-h advert issued 20 min ago
     const gone = advert(small!, 1, NOW - 360_000, 600_000);
     const live = advert(large!, 1, NOW - 1_200_000, 3_600_000);
-    const cands = [live, gone].map((a) => ({ did: a.signer, current: a, count: 1 }));
-    const ctx = { now: NOW, dealtWith: new Set<string>(), connected: new Set<string>() };
+    const cands = [live, gone].map((a) => ({ did: a.signer, current: a, adverts: [a] }));
+    const ctx = { now: NOW, dealtWith: new Set<string>(), connected: new Set<string>(), cited: new Set<string>() };
     assert.deepEqual(chooseEvictions(cands, 1, ctx).map((x) => x.did), [gone.signer]);
+  });
+
+  test('every record counts: superseded adverts nothing cites go first (a protected provider\'s too), then whole providers, then cited superseded ones; a protected provider keeps its current advert only', () => {
+    const [dealt, other] = mk(2);
+    const d = [1, 2, 3, 4].map((seq) => advert(dealt!, seq, NOW + seq * 10));
+    const o = [1, 2].map((seq) => advert(other!, seq, NOW + 100 + seq));
+    const cands = [
+      { did: d[0]!.signer, current: d[3]!, adverts: d },
+      { did: o[0]!.signer, current: o[1]!, adverts: o },
+    ];
+    // d[1] is cited by an offer this node holds
+    const ctx = { now: NOW + 1000, dealtWith: new Set([d[0]!.signer]), connected: new Set<string>(), cited: new Set([d[1]!.address]) };
+    const addrs = (ev: ReturnType<typeof chooseEvictions>) => ev.flatMap((e) => e.adverts.map((a) => a.address));
+    // superseded and uncited, the earliest first, whoever the provider
+    const two = chooseEvictions(cands, 2, ctx);
+    assert.deepEqual(addrs(two), [d[0]!.address, d[2]!.address]);
+    assert.ok(two.every((e) => e.reason === 'superseded' && !e.whole));
+    // then the unprotected provider whole (its superseded advert already went in the first pass)
+    const four = chooseEvictions(cands, 4, ctx);
+    assert.deepEqual(addrs(four).sort(), [d[0]!, d[2]!, o[0]!, o[1]!].map((a) => a.address).sort());
+    assert.deepEqual(four.find((e) => e.did === o[0]!.signer)?.whole, true);
+    // then what an offer cites of the protected provider's superseded adverts; never its current one
+    const all = chooseEvictions(cands, 100, ctx);
+    assert.deepEqual(addrs(all).sort(), [d[0]!, d[1]!, d[2]!, o[0]!, o[1]!].map((a) => a.address).sort());
+    assert.ok(!addrs(all).includes(d[3]!.address));
   });
 });
 
@@ -144,7 +174,7 @@ describe('capped RecordStore and MarketService (real LevelDB)', () => {
     const honestDid = didFromPublicKey(honest.publicKey);
     const open = async (db: Awaited<ReturnType<typeof openDb>>, max: number) => {
       const records = await RecordStore.open(db);
-      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW + 1, log: silentLogger(), signer: me, did: 'did:key:me', skewMs: 30_000, maxAdverts: max });
+      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW + 1, log: silentLogger(), signer: me, did: didFromPublicKey(me.publicKey), skewMs: 30_000, maxAdverts: max });
       return { records, market };
     };
     let db = await openDb(path);
@@ -153,7 +183,10 @@ describe('capped RecordStore and MarketService (real LevelDB)', () => {
       const h = advert(honest, 1, NOW - 1000);
       assert.equal(await market.putAdvert(h), true);
       // the honest provider quoted for one of our jobs: it is dealt with
-      const offer = seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert: h.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, honest);
+      const job = ownJob(me);
+      await records.put(job);
+      market.noteOwnJob(job);
+      const offer = seal(T.offer, { job: job.address, advert: h.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, honest);
       await market.addOffer(offer, NOW);
       for (let i = 0; i < 200; i++) await market.putAdvert(advert(Ed25519Signer.generate(), 1, NOW + i));
       assert.ok(records.advertCount <= 50, `stored ${records.advertCount} > 50`);
@@ -171,6 +204,105 @@ describe('capped RecordStore and MarketService (real LevelDB)', () => {
       assert.deepEqual([...market.adverts.byAddress.keys()].sort(), (await records.list(T.advert)).map((a) => a.address).sort());
       for (const [did, a] of market.adverts.latest) assert.equal(records.advertOf(did)?.address, a.address);
       assert.ok(market.adverts.latest.has(honestDid), 'the provider dealt with is still held after the restart');
+    } finally {
+      await closeDb(db);
+    }
+  });
+});
+
+describe('the advert cap against a provider that republishes without end (every record counts, "dealt with" only first hand)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-cap-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const CAP = 100;
+
+  async function flood(name: string, protect: (market: MarketService, records: RecordStore, attacker: Ed25519Signer, me: Ed25519Signer, first: Opened<Advert>) => Promise<void>) {
+    const db = await openDb(join(dir, name));
+    try {
+      let now = NOW;
+      const me = Ed25519Signer.generate();
+      const records = await RecordStore.open(db);
+      const market = await MarketService.open({ db, prefix: '', records, now, clock: () => now, log: silentLogger(), signer: me, did: didFromPublicKey(me.publicKey), skewMs: 30_000, maxAdverts: CAP });
+      const attacker = Ed25519Signer.generate();
+      const A = didFromPublicKey(attacker.publicKey);
+      const first = advert(attacker, 1, now, 3_600_000);
+      assert.equal(await market.putAdvert(first), true);
+      await protect(market, records, attacker, me, first);
+      for (let i = 0; i < CAP - 1; i++) await market.putAdvert(advert(Ed25519Signer.generate(), 1, now, 3_600_000));
+      for (let seq = 2; seq <= 400; seq++) {
+        now += 5_000;
+        await market.putAdvert(advert(attacker, seq, now, 3_600_000));
+      }
+      const mine = records.allAdverts().filter((a) => a.signer === A);
+      const honestLeft = new Set(records.allAdverts().map((a) => a.signer)).size - 1;
+      const newcomer = await market.putAdvert(advert(Ed25519Signer.generate(), 1, now, 3_600_000));
+      assert.equal(market.adverts.byAddress.size, records.advertCount, 'what is stored is what the market indexes');
+      return { count: records.advertCount, mine, honestLeft, newcomer, A, latest: market.adverts.latest.get(A), records };
+    } finally {
+      await closeDb(db);
+    }
+  }
+
+  test('a receipt the provider signed itself for a made-up job earns nothing: its republishing stays within the cap, honest providers stay, a newcomer is stored', async () => {
+    const r = await flood('fake-receipt', async (market, _records, attacker) => {
+      const receipt = seal(T.receipt, { job: 'sha256:' + '1'.repeat(64), offer: 'sha256:' + '3'.repeat(64), buyer: didFromPublicKey(Ed25519Signer.generate().publicKey), provider: didFromPublicKey(attacker.publicKey), workload: 'builtin.sha256', status: 'completed', startedAt: NOW, completedAt: NOW + 1000, inputHash: 'sha256:' + 'a'.repeat(64), outputHash: 'sha256:' + 'b'.repeat(64), outputSize: 1, price: { amount: '0.001', currency: 'USD' }, energy: { uj: 1, grade: 'Estimator' } }, attacker);
+      await market.addEvidence(receipt);
+      assert.ok(market.evidence.receipts.has(receipt.address), 'the receipt is held as evidence');
+    });
+    assert.ok(r.count <= CAP, `stored ${r.count} > ${CAP}`);
+    assert.equal(r.mine.length, 1, 'each republished advert took the place of the one before');
+    assert.ok(r.honestLeft >= CAP - 2, `honest providers left: ${r.honestLeft}`);
+    assert.equal(r.newcomer, true);
+  });
+
+  test('a provider that quoted on one of this node\'s jobs keeps its current advert and the one its offer cites, no more', async () => {
+    const r = await flood('offer', async (market, records, attacker, me, first) => {
+      const job = ownJob(me);
+      await records.put(job);
+      market.noteOwnJob(job);
+      await market.addOffer(seal(T.offer, { job: job.address, advert: first.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 86_400_000, expiresAt: NOW + 86_400_000 }, attacker), NOW);
+    });
+    assert.ok(r.count <= CAP, `stored ${r.count} > ${CAP}`);
+    assert.deepEqual(r.mine.map((a) => a.record.seq).sort((a, b) => a - b), [1, 400], 'the cited advert and the current one');
+    assert.equal(r.latest?.record.seq, 400);
+    assert.ok(r.honestLeft >= CAP - 3, `honest providers left: ${r.honestLeft}`);
+    assert.equal(r.newcomer, true);
+  });
+});
+
+describe('the advert cap: a receipt this node countersigned protects its provider, one merely naming this node does not', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-cap-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('under a flood of fresh providers', async () => {
+    const db = await openDb(join(dir, 'db'));
+    try {
+      const me = Ed25519Signer.generate();
+      const ME = didFromPublicKey(me.publicKey);
+      const records = await RecordStore.open(db);
+      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW + 1000, log: silentLogger(), signer: me, did: ME, skewMs: 30_000, maxAdverts: 20 });
+      const [worked, forger] = [Ed25519Signer.generate(), Ed25519Signer.generate()];
+      const job = ownJob(me);
+      await records.put(job);
+      for (const p of [worked, forger]) {
+        // issued long ago: without protection, the first to go
+        const a = advert(p, 1, NOW - 500_000);
+        await market.putAdvert(a);
+        const offer = seal(T.offer, { job: job.address, advert: a.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW - 1000, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, p);
+        const receipt = seal(T.receipt, { job: job.address, offer: offer.address, buyer: ME, provider: didFromPublicKey(p.publicKey), workload: 'builtin.sha256', status: 'completed', startedAt: NOW, completedAt: NOW + 100, inputHash: 'sha256:' + 'c'.repeat(64), outputHash: 'sha256:' + 'b'.repeat(64), outputSize: 1, price: { amount: '0.001', currency: 'USD' }, energy: { uj: 1, grade: 'Estimator' } }, p);
+        await market.addEvidence(receipt, offer);
+        // this node ran the job with `worked` and countersigned its receipt; `forger` only signed one naming this node
+        if (p === worked) await market.addEvidence(seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: NOW + 200 }, me));
+      }
+      for (let i = 0; i < 60; i++) await market.putAdvert(advert(Ed25519Signer.generate(), 1, NOW + i));
+      assert.ok(records.advertCount <= 20);
+      assert.ok(market.adverts.latest.has(didFromPublicKey(worked.publicKey)), 'the provider whose receipt this node accepted is kept');
+      assert.ok(!market.adverts.latest.has(didFromPublicKey(forger.publicKey)), 'a receipt naming this node as the buyer earns nothing by itself');
     } finally {
       await closeDb(db);
     }
