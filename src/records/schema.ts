@@ -149,7 +149,7 @@ function convertObject(fields: Schema, v: unknown, path: string, dir: Dir): Reco
   if (!isPlainObject(v)) bad(path === '' ? 'RECORD_NOT_A_MAP' : 'RECORD_FIELD_TYPE', path || 'record', `expected a map, got ${typeName(v)}`);
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) {
-    if (!(k in fields) && v[k] !== undefined) bad('RECORD_UNKNOWN_FIELD', path ? `${path}.${k}` : k, 'unknown field');
+    if (!Object.hasOwn(fields, k) && v[k] !== undefined) bad('RECORD_UNKNOWN_FIELD', path ? `${path}.${k}` : k, 'unknown field');
   }
   let entries = entriesOf.get(fields);
   if (entries === undefined) entriesOf.set(fields, (entries = Object.entries(fields)));
@@ -264,8 +264,10 @@ export function recordFromJson(schema: Schema, json: unknown): unknown {
   const walkObj = (fields: Schema, v: Record<string, unknown>, path: string) => {
     const o: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      const f = fields[k];
-      o[k] = f ? walk(f, x, path ? `${path}.${k}` : k) : x;
+      // own keys only: `constructor` is no field, and `__proto__` (JSON.parse makes it an own key) stays a key, so
+      // toCore refuses both as unknown rather than one of them setting this object's prototype
+      const f = Object.hasOwn(fields, k) ? fields[k] : undefined;
+      Object.defineProperty(o, k, { value: f ? walk(f, x, path ? `${path}.${k}` : k) : x, enumerable: true, writable: true, configurable: true });
     }
     return o;
   };

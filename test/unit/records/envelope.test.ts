@@ -13,7 +13,7 @@ import { didFromPublicKey } from '../../../src/records/did.js';
 import type { Signer } from '../../../src/records/ed25519.js';
 import { ENV_ERR, MAX_ENVELOPE_BYTES, inspect, kindOf, open, openAny, peekType, seal, sealRaw, sigStructure } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
-import { toCore } from '../../../src/records/schema.js';
+import { recordFromJson, toCore } from '../../../src/records/schema.js';
 import { BUYER, GATEWAY, NOW, PROVIDER, addr, assertCode, buyer, concat, gateway, hex, provider, records, signerOf, unhex, utf8 } from './fixtures.js';
 
 const bstr = (b: Uint8Array): Uint8Array => concat(encodeHead(2, b.length), b);
@@ -349,6 +349,44 @@ describe('envelope: field shapes (unknown, missing, wrong type, money)', () => {
       assertCode(() => open(sealCore(T.offer, core, provider), T.offer), c.coreCode ?? c.code, 'open');
     });
   }
+
+  test('an unknown field named after an Object.prototype member is refused at every depth (own keys only are known)', () => {
+    const names = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__', 'propertyIsEnumerable'];
+    type Place = { what: string; type: string; signer: Signer; record: () => unknown; at: (core: Record<string, unknown>) => Record<string, unknown> };
+    const sub = (o: Record<string, unknown>, ...path: Array<string | number>): Record<string, unknown> => path.reduce<Record<string, unknown>>((x, k) => (x as never)[k], o);
+    const places: Place[] = [
+      { what: 'top level', type: T.job, signer: buyer, record: records.job, at: (c) => c },
+      { what: 'requirements', type: T.job, signer: buyer, record: records.job, at: (c) => sub(c, 'requirements') },
+      { what: 'requirements.gpu', type: T.job, signer: buyer, record: records.job, at: (c) => sub(c, 'requirements', 'gpu') },
+      { what: 'input', type: T.job, signer: buyer, record: records.job, at: (c) => sub(c, 'input') },
+      { what: 'hardware.gpus[0] (an object in an array)', type: T.advert, signer: provider, record: records.advert, at: (c) => sub(c, 'hardware', 'gpus', 0) },
+      { what: 'prices[0]', type: T.advert, signer: provider, record: records.advert, at: (c) => sub(c, 'prices', 0) },
+      { what: 'considered[0]', type: T.selection, signer: buyer, record: records.selection, at: (c) => sub(c, 'considered', 0) },
+    ];
+    for (const p of places) {
+      for (const name of names) {
+        const core = coreOf(p.type, p.record());
+        p.at(core)[name] = 1;
+        assertCode(() => open(sealCore(p.type, core, p.signer), p.type), 'RECORD_UNKNOWN_FIELD', `${p.what}.${name}`);
+      }
+      // and the same record without the extra field opens
+      assert.doesNotThrow(() => open(sealCore(p.type, coreOf(p.type, p.record()), p.signer), p.type), p.what);
+    }
+  });
+
+  test('a record written as JSON: `constructor` and `__proto__` keys are unknown fields, at the top and nested', () => {
+    const job = JSON.parse(JSON.stringify({ ...records.job(), input: { hash: addr('a'), size: 1024 } })) as Record<string, unknown>;
+    for (const [what, text] of [
+      ['constructor', JSON.stringify({ ...job, constructor: 1 })],
+      ['nested toString', JSON.stringify({ ...job, requirements: { ...(job.requirements as object), toString: 'x' } })],
+      // JSON.parse makes `__proto__` an own key; it must not become the record's prototype (filling in fields)
+      ['__proto__', JSON.stringify(job).replace('{', '{"__proto__":{"extra":1},')],
+    ] as const) {
+      const rec = recordFromJson(kindOf(T.job).schema, JSON.parse(text));
+      assertCode(() => seal(T.job, rec as never, buyer), 'RECORD_UNKNOWN_FIELD', what);
+    }
+    assert.doesNotThrow(() => seal(T.job, recordFromJson(kindOf(T.job).schema, job) as never, buyer));
+  });
 
   test('workload, region and feature names must be well-formed', () => {
     assertCode(() => seal(T.advert, { ...records.advert(), workloads: ['LLM'] }, provider), 'RECORD_FIELD_INVALID');
