@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
+import { printable } from './printable.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -32,7 +33,9 @@ export interface GlobalOpts {
 
 /** Write a line to stdout. */
 export function out(s: string): void {
-  process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+  // what is printed often quotes other nodes' text: its control characters are escaped (printable.ts)
+  const t = printable(s, true);
+  process.stdout.write(t.endsWith('\n') ? t : t + '\n');
 }
 
 export function outJson(v: unknown): void {

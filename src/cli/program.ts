@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
+import { printable } from './printable.js';
 import { EXIT, NegativeAnswer, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
@@ -62,11 +63,12 @@ export function report(e: unknown): number {
     return EXIT.USAGE;
   }
   if (e instanceof NegativeAnswer) {
-    for (const l of e.lines) (e.stream === 'stderr' ? process.stderr : process.stdout).write(l + '\n');
+    for (const l of e.lines) (e.stream === 'stderr' ? process.stderr : process.stdout).write(printable(l, true) + '\n');
     return EXIT.NEGATIVE;
   }
   if (e instanceof C0Error) {
-    process.stderr.write(`error ${e.code}: ${e.message}\n`);
+    // a message may quote a remote error or a record's text
+    process.stderr.write(`error ${e.code}: ${printable(e.message, true)}\n`);
     if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
     return EXIT.OPERATOR;
   }

@@ -3,6 +3,7 @@ import type { WireEvent, WireRecord } from '../node/events.js';
 import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
 import { short, shortAddr } from './short.js';
+import { printable } from './printable.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -39,8 +40,10 @@ interface Explanation {
   expired: string[];
 }
 
-export function renderEvent(ev: WireEvent, names: (did: string) => string = short, print: (s: string) => void = out, opts: RenderOptions = {}): void {
+export function renderEvent(ev: WireEvent, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {
   const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
+  // an event's text is largely other nodes' (failure messages, progress, reasons): one line each, controls escaped
+  const print = (s: string) => write(printable(s));
   switch (ev.e) {
     case 'job': {
       const j = ev.job as Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number }>;
@@ -141,8 +144,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
   }
 }
 
-export function renderExplanation(x: Explanation, names: (did: string) => string = short, print: (s: string) => void = out, opts: RenderOptions = {}): void {
+export function renderExplanation(x: Explanation, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {
   const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
+  const print = (s: string) => write(printable(s));
   print(`✘ no eligible provider: ${x.summary}`);
   for (const r of x.relaxations) print(`  · ${r.text}`);
   if (x.expired.length) print(`  · expired adverts: ${x.expired.slice(0, limit).map(names).join(', ')}${x.expired.length > limit ? ` and ${num(x.expired.length - limit)} more` : ''}`);

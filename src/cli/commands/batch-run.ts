@@ -19,6 +19,7 @@ import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
 import { NegativeAnswer, out, jsonReplacer, writingTo } from '../context.js';
+import { printable } from '../printable.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { renderPlan } from './batch.js';
@@ -59,7 +60,7 @@ export function registerBatchRun(batch: Command): void {
       const c = requireDaemon(dataDir);
       const names = shortDid;
       const total = lines.length;
-      const say = (s: string) => process.stderr.write(s + '\n');
+      const say = (s: string) => process.stderr.write(printable(s) + '\n');
       const onEvent = (e: BatchRunEvent) => {
         if (o.json) {
           if (e.e !== 'progress') out(JSON.stringify(e, jsonReplacer));

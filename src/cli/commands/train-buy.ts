@@ -20,6 +20,7 @@ import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, out, outJson, readInput, writeOutput, writingTo } from '../context.js';
+import { printable } from '../printable.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';
@@ -97,7 +98,7 @@ export function registerBuy(train: Command): void {
           deadlineMs: deadlineMs + 60_000,
         };
         admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body)) as { admission: Admission }).admission;
-        if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${admission.reason})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
+        if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
         if (admission.verdict !== 'Admit') {
           if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
           throw new C0Error('TRAIN_GANG_REFUSED', `the steward did not admit the gang of ${order.length}: ${admission.verdict}${admission.reason ? ` ${admission.reason}` : ''}`, { detail: { admission } });
