@@ -10,9 +10,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { render } from '../../scripts/gen-protocol-docs.js';
-import { SCHEMAS } from '../../src/records/kinds.js';
 import type { Field, Schema } from '../../src/records/schema.js';
 import { CBOR_ERR } from '../../src/records/cbor.js';
+import { seal } from '../../src/records/envelope.js';
+import { SCHEMAS, T } from '../../src/records/kinds.js';
+import { BUYER, PROVIDER, assertCode, provider, records } from './records/fixtures.js';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 const doc = readFileSync(join(root, 'docs', 'protocol.md'), 'utf8');
@@ -118,4 +120,14 @@ test('the 2^53 bound of uint and time fields and its code are documented', () =>
   const s1 = doc.slice(doc.indexOf('## 1.'), doc.indexOf('## 2.'));
   assert.ok(s1.includes('`RECORD_INTEGER_RANGE`'));
   assert.ok(s1.includes('2^53 − 1'));
+});
+
+test('the unit of a text field\'s "≤ N chars" is documented, and is what the schema counts (UTF-16 code units)', () => {
+  const s4 = doc.slice(doc.indexOf('## 4.'), doc.indexOf('## 5.'));
+  assert.ok(s4.includes('"≤ N chars" counts **UTF-16 code units**'), 'section 4 names the unit');
+  const failed = (message: string) => ({ ...records.receipt(), buyer: BUYER, provider: PROVIDER, status: 'failed' as const, outputHash: undefined, outputSize: undefined, failure: { code: 'EXEC_FAILED', message } });
+  const emoji = '\u{1F600}';
+  assert.doesNotThrow(() => seal(T.receipt, failed(emoji.repeat(512)), provider), '512 emoji are 1024 units');
+  assertCode(() => seal(T.receipt, failed(emoji.repeat(513)), provider), 'RECORD_FIELD_INVALID', '513 emoji are 1026 units');
+  assert.doesNotThrow(() => seal(T.receipt, failed('é'.repeat(1024)), provider), '1024 × é are 1024 units (2048 bytes)');
 });
