@@ -26,9 +26,13 @@ export interface HubOptions {
   healthMs?: number;
   keepSamples?: number;
   keepRuns?: number;
+  /** The most events one run's log keeps (past it, progress and offer events go first, oldest first; the latest event always stays). */
+  runEvents?: number;
+  /** The most bytes (of the events' JSON) one run's log keeps, the same way. */
+  runBytes?: number;
 }
 
-export const HUB_DEFAULTS = { batchMs: 500, healthMs: 5_000, keepSamples: 60, keepRuns: 50 } as const;
+export const HUB_DEFAULTS = { batchMs: 500, healthMs: 5_000, keepSamples: 60, keepRuns: 50, runEvents: 300, runBytes: 256 * 1024 } as const;
 
 export type HubEvent =
   | { type: 'records'; overlay: string; counts: Record<string, number>; last: Array<{ kind: string; address: string; signer: string }> }
@@ -48,6 +52,19 @@ export interface RunLog {
   startedAt: number;
   done: boolean;
   events: WireEvent[];
+  /** Events left out of `events` to keep the log within runEvents and runBytes. */
+  omitted: number;
+}
+
+/** Event kinds a full run log drops first, in this order: the many that say the least (progress, then offers and claims as they came). */
+const DROP_FIRST: ReadonlyArray<ReadonlySet<string>> = [new Set(['progress']), new Set(['offer', 'claim'])];
+
+function jsonSize(ev: WireEvent): number {
+  try {
+    return JSON.stringify(ev).length;
+  } catch {
+    return 0;
+  }
 }
 
 type Listener = (e: HubEvent) => void;
@@ -136,13 +153,29 @@ export class ConsoleHub {
 
   /** A run begins: returns the function its buyer events go through. */
   beginRun(overlay: string): { event(ev: WireEvent): void; end(): void } {
-    const log: RunLog = { run: this.#nextRun++, overlay, startedAt: this.d.clock(), done: false, events: [] };
+    const log: RunLog = { run: this.#nextRun++, overlay, startedAt: this.d.clock(), done: false, events: [], omitted: 0 };
     this.runs.push(log);
     while (this.runs.length > this.#o.keepRuns) this.runs.shift();
+    const sizes: number[] = [];
+    let bytes = 0;
     return {
       event: (ev) => {
         if (ev.e === 'job') log.job = (ev.job as { address?: string } | undefined)?.address;
+        const size = jsonSize(ev);
         log.events.push(ev);
+        sizes.push(size);
+        bytes += size;
+        // Bounded whatever the run's provider sends (docs/console.md "Live updates"): the oldest progress event goes
+        // first, then the oldest offer or claim, then the oldest of any kind; the latest always stays.
+        while (log.events.length > 1 && (log.events.length > this.#o.runEvents || bytes > this.#o.runBytes)) {
+          const last = log.events.length - 1;
+          let i = -1;
+          for (const kinds of DROP_FIRST) if (i < 0) i = log.events.findIndex((e, k) => k < last && kinds.has(e.e));
+          if (i < 0) i = 0;
+          log.events.splice(i, 1);
+          bytes -= sizes.splice(i, 1)[0]!;
+          log.omitted++;
+        }
         this.#emit({ type: 'job', overlay, run: log.run, ...(log.job ? { job: log.job } : {}), ev });
       },
       end: () => {

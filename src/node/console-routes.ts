@@ -221,7 +221,7 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
     acceptances: acceptances.map(wireRecord),
     nondeliveries: nondeliveries.map(wireRecord),
     explanation: toWire(o.market.explain(job, now)),
-    ...(run ? { run: { done: run.done, events: run.events } } : {}),
+    ...(run ? { run: { done: run.done, events: run.events, ...(run.omitted ? { omitted: run.omitted } : {}) } } : {}),
   };
 }
 

@@ -29,6 +29,66 @@ import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-ord
 import { timeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 
+/**
+ * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
+ * the buyer passes on at most PROGRESS_PER_SEC a second (after a burst of PROGRESS_BURST); frames past that are
+ * coalesced (the latest is kept and passed on at the next free slot, or before the receipt) and each message is cut to
+ * PROGRESS_MESSAGE_MAX characters. A flood is dropped, not held against the provider: the frames cost the buyer only
+ * the reading.
+ */
+export const PROGRESS_PER_SEC = 10;
+export const PROGRESS_BURST = 10;
+export const PROGRESS_MESSAGE_MAX = 200;
+
+/**
+ * `s` cut to at most `max` UTF-16 code units, ending in '…' when cut, never splitting a surrogate pair.
+ * (Local to the buyer: a shared helper in src/util is on its way; this one can go to it.)
+ */
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let end = max - 1;
+  const c = s.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return `${s.slice(0, end)}…`;
+}
+
+type ProgressEvent = Extract<BuyerEvent, { e: 'progress' }>;
+
+/** A token bucket over progress events: `offer` passes one on or coalesces it; `flush` passes on the one held back. */
+class ProgressGate {
+  #tokens = PROGRESS_BURST;
+  #at: number;
+  #held: ProgressEvent | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly emit: (e: ProgressEvent) => void,
+  ) {
+    this.#at = clock();
+  }
+
+  offer(provider: string, f: { message: string; permille?: number }): void {
+    const now = this.clock();
+    this.#tokens = Math.min(PROGRESS_BURST, this.#tokens + (Math.max(0, now - this.#at) * PROGRESS_PER_SEC) / 1000);
+    this.#at = now;
+    const permille = typeof f.permille === 'number' && Number.isFinite(f.permille) ? Math.min(1000, Math.max(0, Math.round(f.permille))) : undefined;
+    const ev: ProgressEvent = { e: 'progress', provider, message: clip(f.message, PROGRESS_MESSAGE_MAX), ...(permille === undefined ? {} : { permille }) };
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      this.#held = undefined;
+      this.emit(ev);
+    } else {
+      this.#held = ev;
+    }
+  }
+
+  flush(): void {
+    const h = this.#held;
+    this.#held = undefined;
+    if (h) this.emit(h);
+  }
+}
+
 export interface RankedCandidate {
   provider: string;
   offer: Opened<Offer>;
@@ -408,6 +468,7 @@ export class Buyer {
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
     this.#inFlight.set(cand.provider, concurrent + 1);
+    const progress = new ProgressGate(clock, onEvent);
     try {
       for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
         const f: ExecFrame = parseExecFrame(raw);
@@ -423,7 +484,7 @@ export class Buyer {
           return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
-        else if (f.t === 'progress') onEvent({ e: 'progress', provider: cand.provider, message: f.message, ...(f.permille === undefined ? {} : { permille: f.permille }) });
+        else if (f.t === 'progress') progress.offer(cand.provider, f);
         else if (f.t === 'output') output = f.data;
         else if (f.t === 'receipt') {
           receipt = open(f.receipt, T.receipt);
@@ -440,6 +501,7 @@ export class Buyer {
       }
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
+      progress.flush();
       const n = (this.#inFlight.get(cand.provider) ?? 1) - 1;
       if (n > 0) this.#inFlight.set(cand.provider, n);
       else this.#inFlight.delete(cand.provider);
