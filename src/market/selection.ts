@@ -29,6 +29,7 @@ import { deriveReputation, type TrustSources } from '../reputation/derive.js';
 import { AdvertIndex, type Failure } from './eligibility.js';
 import { preferOffer } from './book.js';
 import { duration, isoTime } from './say.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 
 export const MAX_CONSIDERED = 4096;
 
@@ -109,6 +110,21 @@ export interface SignSelectionInput {
   excluded?: ReadonlySet<string>;
   /** When the decision was made (default: the result's decidedAt). */
   decidedAt?: number;
+  /**
+   * The considered offers by address (the book's, or the records'): when given, a selection naming an offer issued
+   * after the decision (beyond the clock-skew window) is refused, as its audit would fail (SELECTION_OFFER_AFTER_DECISION).
+   */
+  offerAt?: (address: string) => Opened<Offer> | undefined;
+  /** The clock-skew window for the decision-time checks (default DEFAULT_SKEW_MS). */
+  skewMs?: number;
+}
+
+/**
+ * How far before the job's `announcedAt` a decision may be dated: not at all when the buyer decides (the job's time is
+ * its own clock's), the clock-skew window when a gateway or a steward does (its clock may be behind the buyer's).
+ */
+function beforeJobSlack(decider: string, job: Opened<Job>, skewMs: number): number {
+  return decider === job.signer ? 0 : skewMs;
 }
 
 /** Sign a `c0mpute.selection/1` for a result, after checking the signer may decide. */
@@ -121,8 +137,21 @@ export function signSelection(i: SignSelectionInput): Opened<Selection> {
   if (!winner || excluded.has(winner.provider)) throw new C0Error('SELECTION_WINNER_NOT_CONSIDERED', 'the winner is not a ranked offer of a provider still under consideration', { field: 'winner' });
   const decidedAt = i.decidedAt ?? r.decidedAt;
   const decider = didFromPublicKey(i.signer.publicKey);
+  const skew = i.skewMs ?? DEFAULT_SKEW_MS;
+  // a decision dated before the job existed, or before an offer it weighs was made, cannot be (its audit would fail)
+  if (decidedAt < i.job.record.announcedAt - beforeJobSlack(decider, i.job, skew)) {
+    throw new C0Error('SELECTION_DECIDED_BEFORE_JOB', `the decision time ${isoTime(decidedAt)} is before the job was announced (${isoTime(i.job.record.announcedAt)})`, { field: 'decidedAt' });
+  }
   const auth = checkDeciderAuthority({ decider, job: i.job, ...(i.delegation ? { delegation: i.delegation } : {}), ...(i.stewards ? { stewards: i.stewards } : {}), winnerPrice: winner.price, now: decidedAt });
   const all = consideredOf(r).filter((c) => !excluded.has(c.provider));
+  if (i.offerAt) {
+    for (const c of all) {
+      const o = i.offerAt(c.offer);
+      if (o && o.record.issuedAt > decidedAt + skew) {
+        throw new C0Error('SELECTION_OFFER_AFTER_DECISION', `offer ${c.offer} (${c.provider}) is issued at ${isoTime(o.record.issuedAt)}, after the decision time ${isoTime(decidedAt)} (beyond the clock-skew window)`, { field: 'decidedAt' });
+      }
+    }
+  }
   const rec = (considered: Selection['considered']): Selection => ({ job: r.job, buyer: i.job.signer, policy: r.policy, winner: winner.offer, considered, decidedAt, ...(auth.as === 'gateway' ? { delegation: auth.delegation } : {}) });
   if (all.length <= MAX_CONSIDERED) {
     const whole = seal(T.selection, rec(all), i.signer);
@@ -236,6 +265,11 @@ export function auditSelection(i: AuditInput): AuditResult {
     return done({});
   }
   if (s.buyer !== job.signer) diffs.push({ code: 'AUDIT_BUYER_MISMATCH', message: `the selection names buyer ${s.buyer}, the job is signed by ${job.signer}`, claimed: s.buyer, recomputed: job.signer });
+  // an impossible decision time: it would choose which evidence and which offers count
+  const skew = i.skewMs ?? DEFAULT_SKEW_MS;
+  if (s.decidedAt < job.record.announcedAt - beforeJobSlack(sel.signer, job, skew)) {
+    diffs.push({ code: 'AUDIT_DECIDED_BEFORE_JOB', message: `the selection is dated ${isoTime(s.decidedAt)}, before its job was announced (${isoTime(job.record.announcedAt)})`, claimed: s.decidedAt, recomputed: job.record.announcedAt });
+  }
 
   // the offers named
   const offers: Opened<Offer>[] = [];
@@ -247,6 +281,9 @@ export function auditSelection(i: AuditInput): AuditResult {
     }
     if (o.signer !== c.provider) diffs.push({ code: 'AUDIT_PROVIDER_MISMATCH', message: `offer ${c.offer} is signed by ${o.signer}, the selection says ${c.provider}`, address: c.offer, claimed: c.provider, recomputed: o.signer });
     if (o.record.job !== s.job) diffs.push({ code: 'AUDIT_OFFER_OTHER_JOB', message: `offer ${c.offer} answers job ${o.record.job}, not ${s.job}`, address: c.offer, claimed: s.job, recomputed: o.record.job });
+    if (o.record.issuedAt > s.decidedAt + skew) {
+      diffs.push({ code: 'AUDIT_OFFER_AFTER_DECISION', message: `offer ${c.offer} (${c.provider}) is issued at ${isoTime(o.record.issuedAt)}, after the decision time ${isoTime(s.decidedAt)} (beyond the clock-skew window)`, address: c.offer, claimed: s.decidedAt, recomputed: o.record.issuedAt });
+    }
     offers.push(o);
   }
   const index = new AdvertIndex(rs.adverts);

@@ -319,7 +319,10 @@ export class MarketService implements BuyerMarket {
       job,
       signer: this.o.signer,
       winner: winner.offer.address,
-      decidedAt: now,
+      // never before its own job (a clock stepped back since the job was announced): the selection would not audit
+      decidedAt: job.signer === this.o.did ? Math.max(now, job.record.announcedAt) : now,
+      offerAt: (a) => this.book.get(a),
+      skewMs: this.o.skewMs,
       ...(job.signer === this.o.did ? {} : { stewards: [this.o.did] }),
     });
   }}

@@ -10,7 +10,7 @@ import { C0Error } from '../../errors.js';
 import type { Opened } from '../../records/envelope.js';
 import { open, openAny } from '../record-kinds.js';
 import { isAddress } from '../../records/address.js';
-import { T, type Delegation, type Job, type Selection } from '../../records/kinds.js';
+import { T, type Delegation, type Job, type Offer, type Selection } from '../../records/kinds.js';
 import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
 import { deriveReputation } from '../../reputation/index.js';
 import { EXIT, NegativeAnswer, out, outJson, readInput, writeOutput } from '../context.js';
@@ -154,7 +154,7 @@ export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void
   if (opts.out && result.ok) {
     const delegation = opts.delegation ? resolveRecord<Delegation>(opts.delegation, T.delegation, records, 'delegation') : undefined;
     const id = await loadNodeIdentity(globals(cmd).dataDir);
-    signed = signSelection({ result, job: jobRec, signer: id.signer, ...(delegation ? { delegation } : {}) });
+    signed = signSelection({ result, job: jobRec, signer: id.signer, offerAt: (a) => records.getTyped<Offer>(a, T.offer), ...(delegation ? { delegation } : {}) });
     writeOutput(opts.out, signed.bytes);
   }
   if (opts.json) {
