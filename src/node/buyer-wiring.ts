@@ -103,6 +103,7 @@ export class BuyerWiring {
       waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
+      ...(this.o.d.network.clockSkewMs === undefined ? {} : { skewMs: this.o.d.network.clockSkewMs }),
       defaultPolicy: config.buyer.policy,
       ...(this.o.d.network.steward
         ? {

@@ -277,6 +277,11 @@ export class MarketService implements BuyerMarket {
     return this.#rep.get();
   }
 
+  /** This node's reputation view as of `at` (evidence dated later left out: what an audit of a decision at `at` counts). */
+  reputationAsOf(at: number): ReputationTable {
+    return this.#rep.asOf(at);
+  }
+
   /** A provider asking whether its advert fits a job (no offer yet): every failure. */
   providerEligibility(job: Opened<Job>, advert: Opened<Advert>, now: number): Failure[] {
     return checkEligibility(job, advert, undefined, now, { skewMs: this.o.skewMs });
@@ -298,7 +303,8 @@ export class MarketService implements BuyerMarket {
   async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {
     // Providers tried already: their offers are left out (by the offer's signer, or the provider a pooled offer stands for).
     const offers = excluded.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !excluded.has(o.signer) && !excluded.has(this.adverts.providerFor(o)));
-    const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputation(), now, skewMs: this.o.skewMs });
+    // reputation as of the decision, by the rule its audit uses: evidence dated later (a provider's clock ahead) does not count yet
+    const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputationAsOf(now), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
       ? result.ranked.map((r) => ({ provider: r.provider, offer: this.book.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
       : [];

@@ -115,12 +115,24 @@ export interface TrustSources {
   secondHandWeight?: number;
 }
 
+/**
+ * When a piece of evidence counts from, for reputation "as of" a time (`asOf`): a receipt from its `completedAt`, an
+ * acceptance or a non-delivery from its `signedAt`; an offer has no time here (it counts with the receipt citing it).
+ * The one rule for both an audit (as of the selection's `decidedAt`) and the decision itself (LiveReputation.asOf):
+ * a buyer decides with what its audit will count.
+ */
+export function evidenceTime(r: Opened): number {
+  if (r.type === T.receipt) return (r.record as Receipt).completedAt;
+  if (r.type === T.acceptance || isNonDeliveryType(r.type)) return (r.record as { signedAt: number }).signedAt;
+  return -Infinity;
+}
+
 export interface DeriveOptions {
   /** The deriving node's DID: evidence from its own jobs counts fully, and receipts it signed are its own record. */
   self: string;
   /** Whose second-hand evidence counts; default none (first-hand only). */
   trust?: TrustSources;
-  /** count only evidence signed by then (receipts by completedAt, acceptances and non-deliveries by signedAt): reputation as of a decision */
+  /** count only evidence signed by then (evidenceTime: receipts by completedAt, acceptances and non-deliveries by signedAt): reputation as of a decision */
   asOf?: number;
 }
 
@@ -215,7 +227,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   trusted.delete(self);
   const w2 = clampWeight(opts.trust?.secondHandWeight);
   const receipts = new Map<string, Opened<Receipt>>();
-  for (const r of ev.receipts) if (receiptCounts(r) && r.record.completedAt <= asOf) receipts.set(r.address, r);
+  for (const r of ev.receipts) if (receiptCounts(r) && evidenceTime(r) <= asOf) receipts.set(r.address, r);
   // each pool's rosters that its receipts carry (distinct by address): a pooled receipt under a roster one of them
   // replaced, and no longer listing its signer, by the time it completed, does not count (supersededAt)
   const rosters = new Map<string, Map<string, VerifiedChain['roster']>>();
@@ -237,7 +249,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   const verdicts = new Map<string, Opened<Acceptance>>();
   const seenAcc = new Set<string>();
   for (const a of ev.acceptances) {
-    if (a.type !== T.acceptance || seenAcc.has(a.address) || a.record.signedAt > asOf) continue;
+    if (a.type !== T.acceptance || seenAcc.has(a.address) || evidenceTime(a) > asOf) continue;
     seenAcc.add(a.address);
     const r = receipts.get(a.record.receipt);
     if (!r || a.signer !== r.record.buyer) continue; // only the receipt's own buyer
@@ -272,7 +284,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     consider(key, { buyer, provider, outcome, receipt: r, fromReceipt: true, buyerSigned });
   }
   const nds = new Map<string, Opened<NonDelivery>>();
-  for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && n.record.signedAt <= asOf) nds.set(n.address, n);
+  for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && evidenceTime(n) <= asOf) nds.set(n.address, n);
   for (const addr of [...nds.keys()].sort()) {
     const n = nds.get(addr)!;
     if (!nonDeliveryLinks(n)) continue;

@@ -78,6 +78,29 @@ export class LiveReputation {
     return this.#table;
   }
 
+  /**
+   * The view as of `at`: evidence dated after it left out by the rule an audit uses (deriveReputation's `asOf`,
+   * evidenceTime), so a decision taken at `at` scores as its audit recomputes it (docs/market.md §5). Exactly
+   * `derive({...opts, asOf: at})` over everything held: the providers with evidence dated later are derived again as
+   * of `at` over their own evidence; everyone else's figures are the live ones. With `dealtWith`, evidence of this
+   * node's own jobs as a provider dated later moves every weight: all is derived as of `at` (rare).
+   */
+  asOf(at: number): ReputationTable {
+    const table = this.get();
+    const late = this.#evidence.providersWithEvidenceAfter(at);
+    if (late.size === 0) return table;
+    const opts: DeriveOptions = { ...this.#opts, asOf: at };
+    if (this.#opts.trust?.dealtWith && late.has(this.#opts.self)) return this.#evidence.derive(opts);
+    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
+    const t = deriveReputation(this.#evidence.evidenceFor(late, also), opts);
+    const figures = new Map(this.#figures!);
+    for (const p of late) {
+      if (t.has(p)) figures.set(p, t.get(p));
+      else figures.delete(p);
+    }
+    return new ReputationTable([...figures.values()]);
+  }
+
   /** Records were added: the providers they concern are derived again at the next read (or everything, when the dealt-with weights may move). */
   added(records: readonly Opened[]): void {
     if (!this.#figures) return;

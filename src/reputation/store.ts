@@ -19,7 +19,7 @@ import { C0Error } from '../errors.js';
 import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
-import { deriveReputation, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
+import { deriveReputation, evidenceTime, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
 import { isNonDeliveryType, linkNonDelivery, nonDeliveryProvider } from './nondelivery.js';
 import { DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
 
@@ -282,6 +282,23 @@ export class EvidenceStore {
       }
     }
     return { receipts, acceptances, offers, nondeliveries };
+  }
+
+  /**
+   * The providers whose figures evidence dated after `at` (evidenceTime: the rule of `derive({asOf})`) would change:
+   * a receipt's provider, an acceptance's receipt's provider (when held), a non-delivery's (the pool, for a /2).
+   * Without them, the figures as of `at` are the figures of everything held.
+   */
+  providersWithEvidenceAfter(at: number): Set<string> {
+    const out = new Set<string>();
+    for (const r of this.receipts.values()) if (evidenceTime(r) > at) out.add(r.record.provider);
+    for (const n of this.nondeliveries.values()) if (evidenceTime(n) > at) out.add(nonDeliveryProvider(n));
+    for (const a of this.acceptances.values()) {
+      if (evidenceTime(a) <= at) continue;
+      const r = this.receipts.get(a.record.receipt);
+      if (r) out.add(r.record.provider);
+    }
+    return out;
   }
 
   #has(r: Opened): boolean {

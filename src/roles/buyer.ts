@@ -28,6 +28,7 @@ import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 import { timeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -228,6 +229,8 @@ export interface BuyerDeps {
   admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
+  /** The clock-skew window (network.clockSkewMs, default DEFAULT_SKEW_MS): a receipt dated later than now plus it is refused. */
+  skewMs?: number;
   /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES, the providers' documented default). */
   maxInputBytes?: number;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
@@ -523,6 +526,15 @@ export class Buyer {
     if (!links) {
       onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer, workload and price' });
       return { outcome: 'receipt does not link', nondelivery: 'bad-receipt' };
+    }
+    // Its times must be possible: not after now beyond the clock-skew window (counted as of its completedAt, a receipt
+    // from the future would change this buyer's reputation view only later, and audits with it), nor started before
+    // the offer it answers was issued (both are the provider's clock).
+    const latest = clock() + (this.d.skewMs ?? DEFAULT_SKEW_MS);
+    if (r.startedAt > latest || r.completedAt > latest || r.startedAt < cand.offer.record.issuedAt) {
+      const detail = r.startedAt < cand.offer.record.issuedAt ? 'the receipt says the work started before the offer was issued' : 'the receipt is dated after now beyond the clock-skew window';
+      onEvent({ e: 'verified', ok: false, detail });
+      return { outcome: 'receipt dated impossibly', nondelivery: 'bad-receipt' };
     }
     await this.d.store(receipt);
     await this.d.publish('receipt', receipt).catch(() => {});

@@ -206,3 +206,21 @@ test('a MarketService: its view follows evictions past its bound, and a store re
   }
 });
 
+
+for (const [name, opts] of VIEWS) {
+  test(`the view as of a time equals a derivation over all held as of it, the audit's rule (${name})`, async () => {
+    for (const seed of [4, 5]) {
+      const store = new EvidenceStore();
+      const view = new LiveReputation(store, opts);
+      const records = market(40, seed).flat();
+      await store.add(...records);
+      view.added(records);
+      view.get();
+      for (const at of [NOW - 1, NOW + 5_000, NOW + 20_000, NOW + 40_000, NOW + 70_000, NOW + 200_000]) {
+        assert.deepEqual(view.asOf(at).all(), store.derive({ ...opts, asOf: at }).all(), `seed ${seed}, as of NOW + ${at - NOW}`);
+      }
+      // nothing dated later: the live view itself
+      assert.equal(view.asOf(NOW + 10_000_000), view.get());
+    }
+  });
+}
