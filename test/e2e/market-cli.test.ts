@@ -176,3 +176,38 @@ test('audit of a selection with a flipped byte is a negative answer (exit 1), no
   assert.equal(j.code, 1);
   assert.equal(JSON.parse(j.out).invalid.code, 'ENVELOPE_BAD_SIGNATURE');
 });
+
+test("audit takes the buyer's trust sources (--trusted-buyers, --second-hand-weight, --dealt-with), as select does", () => {
+  // a friend of the buyer disputed X's work: trusting it, the buyer picks Y; first-hand only, X (a tie, lower DID)
+  const tr = join(root, 'trust-records');
+  mkdirSync(tr);
+  const FRIEND = P(120);
+  let [X, Y] = [P(121), P(122)];
+  if (X.did > Y.did) [X, Y] = [Y, X];
+  const JT = job(BUYER, { nonce: new Uint8Array([77]) });
+  const [adX, adY] = [advert(X), advert(Y)];
+  const j0 = job(FRIEND, { announcedAt: NOW - 200_000, nonce: new Uint8Array([78]) });
+  const o0 = offer(X, j0, adX, { issuedAt: NOW - 190_000, expiresAt: NOW - 150_000, startBy: NOW - 150_000 });
+  const r0 = receipt(X, FRIEND, o0, { startedAt: NOW - 140_000, completedAt: NOW - 100_000 });
+  const all = [JT, adX, adY, offer(X, JT, adX), offer(Y, JT, adY), j0, o0, r0, acceptance(FRIEND, r0, 'disputed', { signedAt: NOW - 90_000 })];
+  all.forEach((r, i) => writeFileSync(join(tr, `${i}.cbor`), r.bytes));
+  const out = join(root, 'trust-selection.cbor');
+  const s = c0('market', 'select', '--job', JT.address, '--records', tr, '--at', String(NOW), '--trusted-buyers', FRIEND.did, '--second-hand-weight', '0.8', '--dealt-with', '--out', out);
+  assert.equal(s.code, 0, s.err + s.out);
+  assert.match(s.out, new RegExp(`^winner\\s+sha256:[0-9a-f]{64} from ${Y.did}`, 'm'));
+  const plain = c0('market', 'audit', '--selection', out, '--records', tr);
+  assert.equal(plain.code, 1, 'first-hand only, the recomputation picks X');
+  assert.match(plain.out, /AUDIT_DIFFERENT_WINNER/);
+  const a = c0('market', 'audit', '--selection', out, '--records', tr, '--trusted-buyers', FRIEND.did, '--second-hand-weight', '0.8', '--dealt-with');
+  assert.equal(a.code, 0, a.err + a.out);
+  assert.match(a.out, /result\s+reproduces/);
+  for (const [flag, value, code] of [
+    ['--second-hand-weight', '0', 'MARKET_BAD_WEIGHT'],
+    ['--second-hand-weight', 'lots', 'MARKET_BAD_WEIGHT'],
+    ['--trusted-buyers', 'not-a-did', 'DID_MALFORMED'],
+  ] as const) {
+    const e = c0('market', 'audit', '--selection', out, '--records', tr, flag, value);
+    assert.equal(e.code, 3, `${flag} ${value}: ${e.err}`);
+    assert.match(e.err, new RegExp(`error ${code}`));
+  }
+});

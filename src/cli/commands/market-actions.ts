@@ -12,7 +12,8 @@ import { open, openAny } from '../record-kinds.js';
 import { isAddress } from '../../records/address.js';
 import { T, type Delegation, type Job, type Offer, type Selection } from '../../records/kinds.js';
 import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
-import { deriveReputation } from '../../reputation/index.js';
+import { deriveReputation, type TrustSources } from '../../reputation/index.js';
+import { requireDid } from '../../records/did.js';
 import { EXIT, NegativeAnswer, out, outJson, readInput, writeOutput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
@@ -129,14 +130,39 @@ function selectLines(r: SelectResult): string[] {
   return lines;
 }
 
-export interface SelectOpts {
+/** The buyer's trust sources on the command line (`market select` and `market audit` alike). */
+export interface TrustOpts {
+  trustedBuyers?: string;
+  secondHandWeight?: string;
+  dealtWith?: boolean;
+}
+
+/**
+ * The trust sources `--trusted-buyers` (comma-separated DIDs), `--second-hand-weight` (in (0, 1], the config's
+ * reputation.secondHandWeight) and `--dealt-with` give: the job buyer's own evidence only when none is given.
+ */
+export function trustFromOpts(o: TrustOpts): TrustSources {
+  const trustedBuyers = (o.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
+  for (const d of trustedBuyers) requireDid(d, 'trusted-buyers');
+  const out: TrustSources = { trustedBuyers };
+  if (o.secondHandWeight !== undefined) {
+    const w = Number(o.secondHandWeight);
+    if (o.secondHandWeight.trim() === '' || !Number.isFinite(w) || w <= 0 || w > 1) {
+      throw new C0Error('MARKET_BAD_WEIGHT', `--second-hand-weight takes a number above 0 and at most 1, got "${o.secondHandWeight.slice(0, 40)}"`, { field: 'second-hand-weight' });
+    }
+    out.secondHandWeight = w;
+  }
+  if (o.dealtWith) out.dealtWith = true;
+  return out;
+}
+
+export interface SelectOpts extends TrustOpts {
   job: string;
   records: string;
   policy: string;
   at?: string;
   out?: string;
   delegation?: string;
-  trustedBuyers?: string;
   json?: boolean;
 }
 
@@ -146,9 +172,9 @@ export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void
   const now = parseAt(opts.at);
   const { records, refused, read } = loadRecordDir(opts.records);
   const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
-  // Reputation as the job's buyer sees it: its own jobs, plus the buyers it names as trusted (docs/market.md).
-  const trustedBuyers = (opts.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
-  const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust: { trustedBuyers } });
+  // Reputation as the job's buyer sees it: its own jobs, plus its trust sources (docs/market.md).
+  const trust = trustFromOpts(opts);
+  const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust });
   const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now });
   let signed: Opened<Selection> | undefined;
   if (opts.out && result.ok) {
@@ -190,7 +216,7 @@ export function explainAction(opts: ExplainOpts): void {
   for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true, listLimit(opts))]) out(l);
 }
 
-export interface AuditOpts {
+export interface AuditOpts extends TrustOpts {
   selection: string;
   records: string;
   steward?: string[];
@@ -199,9 +225,11 @@ export interface AuditOpts {
 
 /** `market audit` */
 export function auditAction(opts: AuditOpts): void {
+  // the buyer's trust sources: its decision counted their evidence, so its recomputation must (docs/market.md §7)
+  const trust = trustFromOpts(opts);
   const { records, refused, read } = loadRecordDir(opts.records);
   const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);
-  const a = auditSelection({ selection: sel, records, ...(opts.steward ? { stewards: opts.steward } : {}) });
+  const a = auditSelection({ selection: sel, records, trust, ...(opts.steward ? { stewards: opts.steward } : {}) });
   if (opts.json) {
     const { result: _r, ...rest } = a;
     outJson({ records: { read, refused }, ...rest });

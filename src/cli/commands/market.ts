@@ -20,6 +20,11 @@ export function parseAt(s: string | undefined): number {
   return t;
 }
 
+/** The buyer's trust sources (docs/market.md "Reputation and its threat model"): `market select` and `market audit` alike. */
+const TRUSTED_BUYERS_HELP = 'comma-separated buyer DIDs whose receipts count second-hand (default: the job buyer’s own evidence only)';
+const SECOND_HAND_HELP = 'weight of one second-hand outcome, above 0 and at most 1 (reputation.secondHandWeight; default 0.5)';
+const DEALT_WITH_HELP = 'count buyers the job’s buyer ran jobs for as a provider (reputation.dealtWith)';
+
 export function register(program: Command): void {
   registerProbe(program);
   const market = program.commands.find((c) => c.name() === 'market') ?? program.command('market').description('the market: offline selection, explanation and audit from record files');
@@ -33,7 +38,9 @@ export function register(program: Command): void {
     .option('--at <time>', 'decide as of this time (ms since the epoch or ISO date; default now)')
     .option('--out <file>', 'sign the selection with the node key and write the envelope here')
     .option('--delegation <delegation>', 'sign as a gateway under this delegation (file or address among the records)')
-    .option('--trusted-buyers <dids>', 'comma-separated buyer DIDs whose receipts count second-hand (default: the job buyer’s own evidence only)')
+    .option('--trusted-buyers <dids>', TRUSTED_BUYERS_HELP)
+    .option('--second-hand-weight <w>', SECOND_HAND_HELP)
+    .option('--dealt-with', DEALT_WITH_HELP)
     .option('--json', 'machine-readable output')
     .action(async (opts: SelectOpts, cmd: Command) => (await import('./market-actions.js')).selectAction(opts, cmd));
 
@@ -54,6 +61,9 @@ export function register(program: Command): void {
     .requiredOption('--selection <selection>', 'the selection: an envelope file, or its address among the records')
     .requiredOption('--records <dir>', 'directory of record envelopes')
     .option('--steward <did...>', 'DIDs of stewards allowed to decide')
+    .option('--trusted-buyers <dids>', TRUSTED_BUYERS_HELP)
+    .option('--second-hand-weight <w>', SECOND_HAND_HELP)
+    .option('--dealt-with', DEALT_WITH_HELP)
     .option('--json', 'machine-readable output')
     .action(async (opts: AuditOpts) => (await import('./market-actions.js')).auditAction(opts));
 }
