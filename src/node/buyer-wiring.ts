@@ -157,6 +157,16 @@ export class BuyerWiring {
     return new Promise((resolve) => {
       let count = this.o.market.offerCount(job, this.o.clock());
       const seen = new Set<string>();
+      // `enough` counts providers with an offer that passes the gates (docs/node.md "Buyer"): an offer over maxPrice,
+      // in another currency or citing an advert nobody holds cannot win, and must not end the window. Without the
+      // job's record (not this node's job), every offer held counts.
+      const record = this.o.market.ownJob(job);
+      const eligible = new Set<string>();
+      const judge = (o: Opened<Offer>) => {
+        if (record && this.o.market.offerEligible(record, o, this.o.clock())) eligible.add(o.signer);
+      };
+      const enoughHeld = () => enough > 0 && (record ? eligible.size : count) >= enough;
+      if (record) for (const o of this.o.market.offersFor(job, this.o.clock(), record)) judge(o);
       const finish = () => {
         timer.clear();
         push.clear();
@@ -170,14 +180,15 @@ export class BuyerWiring {
         if (seen.has(o.address)) return;
         seen.add(o.address);
         count = this.o.market.offerCount(job, this.o.clock());
+        judge(o);
         onOffer(o, count);
-        if (enough > 0 && count >= enough) finish();
+        if (enoughHeld()) finish();
       };
       const timer = setLongTimeout(finish, windowMs);
       const push = setLongTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2).unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);
-      if (enough > 0 && count >= enough) finish();
+      if (enoughHeld()) finish();
     });
   }
 

@@ -287,6 +287,16 @@ export class MarketService implements BuyerMarket {
     return checkEligibility(job, advert, undefined, now, { skewMs: this.o.skewMs });
   }
 
+  /**
+   * Whether an offer passes the eligibility gates for the job at `now`, against the advert it resolves to (what
+   * select would rank): what a buyer counts against `buyer.enoughOffers`, so an offer that cannot win does not end
+   * the offer window.
+   */
+  offerEligible(job: Opened<Job>, offer: Opened<Offer>, now: number): boolean {
+    if (offer.record.job !== job.address) return false;
+    return checkEligibility(job, this.adverts.resolve(offer, now), offer, now, { skewMs: this.o.skewMs }).length === 0;
+  }
+
   offerCount(job: string, now: number): number {
     return this.book.liveCount(job, now);
   }
