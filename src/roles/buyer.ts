@@ -16,7 +16,7 @@ import { T, type Acceptance, type Advert, type Job, type NonDeliveryReason, type
 import { signNonDelivery } from '../reputation/nondelivery.js';
 import { moneyEquals, type Money } from '../records/money.js';
 import { hashHex } from '../records/address.js';
-import type { Ed25519Signer } from '../records/ed25519.js';
+import { Ed25519Signer } from '../records/ed25519.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { seal as sealBox } from '../crypto/sealed-box.js';
@@ -239,27 +239,66 @@ export interface BuyerDeps {
   orders?: OrderPorts;
 }
 
+/** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
+export interface SpecCheck {
+  defaultPolicy: PolicyName;
+  /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES). */
+  maxInputBytes?: number;
+  /** Whether this node takes claims on open orders (not on an overlay with a steward). */
+  orders: boolean;
+}
+
+/** Refusals a spec gets before anything is published: the policy's needs, the input's size, open orders here. */
+function refuseEarly(spec: JobSpec, c: SpecCheck): void {
+  const policy = parsePolicy(spec.policy ?? c.defaultPolicy);
+  if (policy === 'private' && !spec.requirements?.allowlist) {
+    throw new C0Error('POLICY_PRIVATE_NEEDS_ALLOWLIST', 'the private policy needs a job with a provider allowlist (requirements.allowlist)');
+  }
+  const maxInput = c.maxInputBytes ?? EXEC_MAX_INPUT_BYTES;
+  if (spec.input.length > maxInput) {
+    // Refused before anything is announced or sent: no provider on the documented defaults would take it.
+    throw new C0Error('INPUT_TOO_LARGE', `the input of ${spec.input.length} bytes exceeds the limit of ${maxInput} bytes (providers' provider.maxInputBytes, 16 MiB by default)`, { field: 'input' });
+  }
+  // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
+  if (spec.order && !c.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+}
+
+/** The job record a spec makes, announced at `now`, signed by `signer`. */
+function jobRecord(spec: JobSpec, now: number, signer: Ed25519Signer): Opened<Job> {
+  const job: Job = {
+    workload: spec.workload,
+    requirements: spec.requirements ?? {},
+    maxPrice: spec.maxPrice,
+    announcedAt: now,
+    deadline: now + spec.deadlineMs,
+    timeoutMs: spec.timeoutMs ?? spec.deadlineMs,
+    input: { hash: hashHex(spec.input), size: spec.input.length },
+    inputSealed: spec.sealInput ? 'yes' : 'no',
+    ...(spec.params === undefined ? {} : { params: spec.params }),
+    ...(spec.order ? { order: spec.order.designated === undefined ? {} : { designated: spec.order.designated } } : {}),
+    nonce: new Uint8Array(randomBytes(8)),
+  };
+  return seal(T.job, job, signer);
+}
+
 export class Buyer {
+  /**
+   * What `check` refuses, without a node: the in-process `c0mpute run` checks a spec before it starts a node and
+   * waits for a market (the daemon's control API answers these at once). The job record is built with a throwaway
+   * key and dropped.
+   */
+  static checkSpec(spec: JobSpec, c: SpecCheck, now: number): void {
+    refuseEarly(spec, c);
+    jobRecord(spec, now, Ed25519Signer.generate());
+  }
+
   /** Exec streams in flight, by provider: a provider refusing a second large input on our connection is our doing. */
   readonly #inFlight = new Map<string, number>();
 
   constructor(private d: BuyerDeps) {}
 
   buildJob(spec: JobSpec, now: number): Opened<Job> {
-    const job: Job = {
-      workload: spec.workload,
-      requirements: spec.requirements ?? {},
-      maxPrice: spec.maxPrice,
-      announcedAt: now,
-      deadline: now + spec.deadlineMs,
-      timeoutMs: spec.timeoutMs ?? spec.deadlineMs,
-      input: { hash: hashHex(spec.input), size: spec.input.length },
-      inputSealed: spec.sealInput ? 'yes' : 'no',
-      ...(spec.params === undefined ? {} : { params: spec.params }),
-      ...(spec.order ? { order: spec.order.designated === undefined ? {} : { designated: spec.order.designated } } : {}),
-      nonce: new Uint8Array(randomBytes(8)),
-    };
-    return seal(T.job, job, this.d.signer);
+    return jobRecord(spec, now, this.d.signer);
   }
 
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
@@ -302,17 +341,7 @@ export class Buyer {
   }
 
   #refuseEarly(spec: JobSpec): void {
-    const policy = parsePolicy(spec.policy ?? this.d.defaultPolicy);
-    if (policy === 'private' && !spec.requirements?.allowlist) {
-      throw new C0Error('POLICY_PRIVATE_NEEDS_ALLOWLIST', 'the private policy needs a job with a provider allowlist (requirements.allowlist)');
-    }
-    const maxInput = this.d.maxInputBytes ?? EXEC_MAX_INPUT_BYTES;
-    if (spec.input.length > maxInput) {
-      // Refused before anything is announced or sent: no provider on the documented defaults would take it.
-      throw new C0Error('INPUT_TOO_LARGE', `the input of ${spec.input.length} bytes exceeds the limit of ${maxInput} bytes (providers' provider.maxInputBytes, 16 MiB by default)`, { field: 'input' });
-    }
-    // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
-    if (spec.order && !this.d.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+    refuseEarly(spec, { defaultPolicy: this.d.defaultPolicy, orders: !!this.d.orders, ...(this.d.maxInputBytes === undefined ? {} : { maxInputBytes: this.d.maxInputBytes }) });
   }
 
   /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */

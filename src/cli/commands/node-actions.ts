@@ -16,6 +16,7 @@ import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
 import { ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
+import type { JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
 import { NegativeAnswer, checkWritable, jsonReplacer, out, writeOutput } from '../context.js';
@@ -215,10 +216,14 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
       } else print(ev as WireEvent);
     }
   } else {
+    // What the run would refuse before publishing anything is said now, not after a node started and waited for a
+    // market (the daemon's control API answers these at once too).
+    const parsed = parseJobSpec(spec);
+    await checkSpecOffline(parsed, nodeConfig(dataDir, f), f.overlay);
     const d = await oneShotNode(dataDir, f, ['buyer']);
     try {
       await waitForMarket(d, Number(f.wait));
-      const r = await d.runJob(parseJobSpec(spec), (e) => print(eventToWire(e)), f.overlay);
+      const r = await d.runJob(parsed, (e) => print(eventToWire(e)), f.overlay);
       result = resultToWire(r);
     } finally {
       await d.stop();
@@ -256,6 +261,16 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     lines.filter((l) => !said.has(l)),
     'stderr',
   );
+}
+
+/** The checks Buyer.check makes, for the overlay the run would use, without a node (Buyer.checkSpec). */
+async function checkSpecOffline(spec: JobSpec, config: NodeConfig, overlay: string | undefined): Promise<void> {
+  const networks = [config.network, ...config.overlays];
+  const network = overlay === undefined || overlay === '' ? config.network : networks.find((n) => n.overlay === overlay);
+  if (!network) throw new C0Error('OVERLAY_NOT_FOUND', `this node is not on overlay "${overlay}"; it is on ${networks.map((n) => n.overlay).join(', ')}`, { field: 'overlay' });
+  const { Buyer } = await import('../../roles/buyer.js');
+  // open orders are taken on an overlay without a steward (src/node/buyer-wiring.ts)
+  Buyer.checkSpec(spec, { defaultPolicy: config.buyer.policy, orders: !network.steward }, Date.now());
 }
 
 /** Open the node's stores without networking (for offline jobs/reputation). */
