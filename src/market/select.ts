@@ -244,6 +244,8 @@ export function why(policy: PolicyName, w: Weights, ranked: Ranked[]): string {
   const lag = (d: Dimension): string => {
     switch (d) {
       case 'price': {
+        // a price score of 0: the best price is 0 (every priced offer scores 0 against a free one), no ratio to give
+        if (a.scores.price === 0) return `despite being dearer than a free offer (${a.price.amount} vs ${b.price.amount} ${b.price.currency})`;
         const pct = Math.round((b.scores.price / a.scores.price - 1) * 100);
         return `despite being ${pct}% dearer`;
       }

@@ -51,6 +51,19 @@ test('not min–max: with two offers a one-cent gap does not dominate reputation
   assert.match(r.why, /despite being 1% dearer/);
 });
 
+test('why: a winner dearer than a free offer says so, not "Infinity% dearer"', () => {
+  const a1 = advert(P(1));
+  const a2 = advert(P(2));
+  const free = offer(P(1), J, a1, { amount: '0', durationMs: 500_000 });
+  const paid = offer(P(2), J, a2, { amount: '0.1', durationMs: 10_000 });
+  const rep = reputationFromMap(new Map([[P(1).did, 0.02], [P(2).did, 0.9]]));
+  const r = ok(select({ job: J, adverts: [a1, a2], offers: [free, paid], reputation: rep, now: NOW }));
+  assert.equal(r.winner.provider, P(2).did);
+  assert.equal(r.winner.scores.price, 0);
+  assert.doesNotMatch(r.why, /Infinity|NaN/);
+  assert.match(r.why, /despite being dearer than a free offer \(0\.1 vs 0 USD\)/);
+});
+
 test('each policy picks by its own dimensions; trust scores by tier', () => {
   const a1 = advert(P(1), { tier: 'community' });
   const a2 = advert(P(2), { tier: 'verified' });
