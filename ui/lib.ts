@@ -1,7 +1,8 @@
 /**
  * The console page's plumbing (docs/console.md): API calls with the session
- * cookie (POSTs carry the x-c0mpute-console header the daemon requires of a
- * cookie), the live feed from /v1/console/events (Server-Sent Events), and
+ * cookie and the session's key (the x-c0mpute-console header: the daemon
+ * takes the cookie only with it), the live feed from /v1/console/events
+ * (Server-Sent Events, read with fetch so that it carries the key too), and
  * small formatting helpers. No polling: views refetch when the feed says
  * something they show has changed.
  */
@@ -20,8 +21,48 @@ function loggedOut(): never {
   throw new ApiError('UNAUTHORIZED', 'the session has ended', 401);
 }
 
+// ---------------------------------------------------------------------------
+// The session's key
+// ---------------------------------------------------------------------------
+
+const KEY_ITEM = 'c0mpute.console.key';
+const KEY_RE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Take the session's key from the URL the login link redirected to
+ * (`/ui/#k=<key>`) into this tab's sessionStorage (the console's origin
+ * only: no other server on the host can read it), and take it out of the
+ * URL and the history. False when this tab holds no key: the page then goes
+ * to the login page.
+ */
+export function adoptKey(): boolean {
+  const m = /^#k=([A-Za-z0-9_-]{43})$/.exec(window.location.hash);
+  if (m) {
+    window.sessionStorage.setItem(KEY_ITEM, m[1]!);
+    window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}#/`);
+  }
+  return sessionKey() !== undefined;
+}
+
+function sessionKey(): string | undefined {
+  const k = window.sessionStorage.getItem(KEY_ITEM);
+  return k && KEY_RE.test(k) ? k : undefined;
+}
+
+/** The header every API call carries: the session's key (the cookie alone opens nothing). */
+function keyHeader(): Record<string, string> {
+  return { 'x-c0mpute-console': sessionKey() ?? '' };
+}
+
+/** Leave for the login page when this tab holds no key. */
+export function requireKey(): boolean {
+  if (adoptKey()) return true;
+  window.location.assign('/ui/login');
+  return false;
+}
+
 export async function getJson<T>(path: string): Promise<T> {
-  const res = await fetch(path, { credentials: 'same-origin' });
+  const res = await fetch(path, { credentials: 'same-origin', headers: keyHeader() });
   if (res.status === 401) loggedOut();
   const data = (await res.json()) as T & { error?: { code: string; message: string } };
   if (!res.ok) throw new ApiError(data.error?.code ?? 'ERROR', data.error?.message ?? `HTTP ${res.status}`, res.status);
@@ -30,13 +71,20 @@ export async function getJson<T>(path: string): Promise<T> {
 
 /** POST a JSON body and read the NDJSON stream the daemon answers with, event by event. */
 export async function postStream(path: string, body: unknown, onEvent: (ev: Record<string, unknown>) => void): Promise<void> {
-  const res = await fetch(path, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', 'x-c0mpute-console': '1' }, body: JSON.stringify(body) });
+  const res = await fetch(path, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', ...keyHeader() }, body: JSON.stringify(body) });
   if (res.status === 401) loggedOut();
   if (!res.ok || !res.body) {
     const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
     throw new ApiError(data.error?.code ?? 'ERROR', data.error?.message ?? `HTTP ${res.status}`, res.status);
   }
-  const reader = res.body.getReader();
+  await readLines(res.body, (line) => {
+    if (line.trim()) onEvent(JSON.parse(line) as Record<string, unknown>);
+  });
+}
+
+/** Read a response body line by line (`\n`-separated; a last line without one is not a line). */
+async function readLines(body: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const reader = body.getReader();
   const dec = new TextDecoder();
   let buf = '';
   for (;;) {
@@ -47,7 +95,7 @@ export async function postStream(path: string, body: unknown, onEvent: (ev: Reco
     while ((i = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      if (line.trim()) onEvent(JSON.parse(line) as Record<string, unknown>);
+      onLine(line);
     }
   }
 }
@@ -69,27 +117,49 @@ export type FeedEvent =
 
 type Listener = (e: FeedEvent) => void;
 const listeners = new Set<Listener>();
-let source: EventSource | undefined;
+let started = false;
 let connected = false;
 const stateListeners = new Set<(c: boolean) => void>();
+const FEED_TYPES = new Set(['records', 'job', 'health']);
+/** How long the feed waits before it reconnects (the stream's `retry:`, as EventSource would). */
+const RETRY_MS = 2000;
 
+/**
+ * The live feed: `/v1/console/events` read with fetch (EventSource cannot
+ * send the key's header), parsed as Server-Sent Events, reconnecting after a
+ * drop; a 401 (the session ended) goes to the login page.
+ */
 export function startFeed(): void {
-  if (source) return;
-  source = new EventSource('/v1/console/events');
-  for (const type of ['records', 'job', 'health']) {
-    source.addEventListener(type, (m) => {
-      const e = JSON.parse((m as MessageEvent<string>).data) as FeedEvent;
-      for (const l of listeners) l(e);
-    });
-  }
-  source.onopen = () => setConnected(true);
-  source.onerror = () => {
-    setConnected(false);
-    // The stream is refused once the session ends: find out, and go to the login page if so.
-    void fetch('/v1/console/overview', { credentials: 'same-origin' }).then((r) => {
-      if (r.status === 401) loggedOut();
-    }, () => undefined);
-  };
+  if (started) return;
+  started = true;
+  void (async () => {
+    for (;;) {
+      try {
+        const res = await fetch('/v1/console/events', { credentials: 'same-origin', cache: 'no-store', headers: keyHeader() });
+        if (res.status === 401) loggedOut();
+        if (res.ok && res.body) {
+          setConnected(true);
+          let type = 'message';
+          let data: string[] = [];
+          await readLines(res.body, (line) => {
+            if (line === '') {
+              if (FEED_TYPES.has(type) && data.length > 0) {
+                const e = JSON.parse(data.join('\n')) as FeedEvent;
+                for (const l of listeners) l(e);
+              }
+              type = 'message';
+              data = [];
+            } else if (line.startsWith('event:')) type = line.slice(6).trim();
+            else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+          });
+        }
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) return;
+      }
+      setConnected(false);
+      await new Promise((ok) => setTimeout(ok, RETRY_MS));
+    }
+  })();
 }
 
 function setConnected(c: boolean): void {
@@ -101,6 +171,8 @@ export function useConnected(): boolean {
   const [c, set] = useState(connected);
   useEffect(() => {
     stateListeners.add(set);
+    // the feed may have connected between the render and this effect
+    set(connected);
     return () => void stateListeners.delete(set);
   }, []);
   return c;

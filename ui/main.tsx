@@ -5,7 +5,7 @@
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { startFeed, useConnected } from './lib.js';
+import { requireKey, startFeed, useConnected } from './lib.js';
 import { Overview } from './views/overview.js';
 import { Market } from './views/market.js';
 import { Jobs, JobPage } from './views/jobs.js';
@@ -112,5 +112,8 @@ function App() {
   );
 }
 
-startFeed();
-render(<App />, document.getElementById('app')!);
+// The session's key from the login link's redirect (or this tab's storage); without one the login page says what to do.
+if (requireKey()) {
+  startFeed();
+  render(<App />, document.getElementById('app')!);
+}

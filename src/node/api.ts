@@ -10,7 +10,8 @@
  * (src/node/api-guard.ts): its `Host` must name this API (so a DNS-rebinding
  * page cannot reach it) and a foreign `Origin` is refused (403).
  * The operator's console (`console` option, src/node/console-routes.ts) then
- * serves its pages and lets a console session stand for the token.
+ * serves its pages and lets a console session (its cookie with its key) stand
+ * for the token.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -94,7 +95,7 @@ export interface ApiOptions {
   replacer?: (k: string, v: unknown) => unknown;
   /** Further host names clients may use in `Host` (a reverse proxy's, the machine's DNS name); matched with the bound port. */
   hosts?: readonly string[];
-  /** The operator's console (src/node/console-routes.ts): its pages, and its session cookie as a credential. */
+  /** The operator's console (src/node/console-routes.ts): its pages, and its session (cookie and key) as a credential. */
   console?: ConsoleGate;
 }
 
@@ -134,7 +135,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         res.end(await opts.registry.metrics());
         return;
       }
-      if (!authorised) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
+      if (!authorised) return json(res, 401, { error: opts.console?.refusal(req, url) ?? { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
       // HEAD is GET without the body (Node's response drops it); GET routes only read.
       const method = req.method === 'HEAD' ? 'GET' : req.method;
       let route;

@@ -5,15 +5,20 @@
  *   `npm run build`), served only to a browser holding a console session;
  *   anything else gets the login page (401). `/ui/login?code=` redeems a
  *   one-time code minted with the API token (`c0mpute console` prints the
- *   URL) and sets the session cookie: HttpOnly, SameSite=Strict, Path=/,
- *   named per API port (cookies are per host, not per port).
- * - The page calls the ordinary `/v1/…` routes with that cookie: a session
- *   counts as the token for GET, and for POST only with the
- *   `x-c0mpute-console: 1` header (a cross-site form cannot set it); minting
- *   a login code needs the token itself. The Host
- *   and Origin checks (api-guard.ts) run before any of this.
+ *   URL), sets the session cookie (HttpOnly, SameSite=Strict, Path=/, named
+ *   per API port) and redirects to `/ui/#k=<the session's key>`: the page
+ *   keeps the key in its tab's sessionStorage.
+ * - The page calls the ordinary `/v1/…` routes, and the event stream, with
+ *   the cookie and the key as the `x-c0mpute-console` header: the two
+ *   together count as the token, any method; the cookie alone counts for
+ *   nothing but the page's own files (cookies are per host, not per port: the
+ *   browser sends it to every server on 127.0.0.1; the key stays with the
+ *   console's origin). A live cookie without its key is 401
+ *   CONSOLE_KEY_REFUSED. Minting a login code needs the token itself. The
+ *   Host and Origin checks (api-guard.ts) run before any of this.
  * - `/v1/console/events`: Server-Sent Events from the console hub
- *   (console-hub.ts): records, job events, health samples.
+ *   (console-hub.ts): records, job events, health samples. The page reads it
+ *   with fetch, not EventSource (which cannot send the key's header).
  * - `/v1/console/*` routes for what the page shows beyond the CLI's routes:
  *   overview and health, the node's jobs as buyer and provider, a job's walk,
  *   any held record decoded, running a job from job-file text.
@@ -64,8 +69,10 @@ export const CONSOLE_HEADER = 'x-c0mpute-console';
 export interface ConsoleGate {
   /** Serve a request that is not a JSON API call (the page, login, the event stream); true when it did. */
   serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean>;
-  /** Does this request (its target parsed: `url`, the path the router matches) carry a live console session that may call the API? */
+  /** Does this request (its target parsed: `url`, the path the router matches) carry a live console session, with its key, that may call the API? */
   session(req: IncomingMessage, url: URL): boolean;
+  /** Why a request that holds a live session cookie but may not call the API is refused (undefined when it holds none: the plain 401). */
+  refusal(req: IncomingMessage, url: URL): { code: string; message: string } | undefined;
 }
 
 export function cookieName(req: IncomingMessage): string {
@@ -87,21 +94,30 @@ export function loginPage(message: string): string {
 
 export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, token: string): ConsoleGate {
   const sid = (req: IncomingMessage) => cookieValue(req.headers.cookie, cookieName(req));
+  // The session's key, which only the page holds: a cookie replayed from anywhere else comes without it.
+  const keyed = (req: IncomingMessage) => {
+    const k = req.headers[CONSOLE_HEADER];
+    return sessions.check(sid(req), typeof k === 'string' ? k : undefined);
+  };
+  // Only the token mints login codes: a session cannot renew itself. The path the router matches, not the raw
+  // target: `/v1/./console/login` is that route too.
+  const minting = (url: URL) => url.pathname.startsWith('/v1/console/login');
   const page = (res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}) => {
     res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS, ...extra });
     res.end(html);
   };
   return {
     session(req, url) {
-      // Only the token mints login codes: a session cannot renew itself. The path the router matches, not the raw
-      // target: `/v1/./console/login` is that route too.
-      if (!sessions.valid(sid(req)) || url.pathname.startsWith('/v1/console/login')) return false;
-      return req.method === 'GET' || req.headers[CONSOLE_HEADER] === '1';
+      return !minting(url) && keyed(req);
+    },
+    refusal(req, url) {
+      if (minting(url) || !sessions.valid(sid(req)) || keyed(req)) return undefined;
+      return { code: 'CONSOLE_KEY_REFUSED', message: `a console session counts only with its key in the ${CONSOLE_HEADER} header, which the console page holds (open a new login link in this tab)` };
     },
     async serve(req, res, url) {
       const p = url.pathname;
       if (p === '/v1/console/events' && req.method === 'GET') {
-        if (!sessions.valid(sid(req)) && !bearerMatches(req.headers.authorization, token)) return false; // the API answers 401
+        if (!keyed(req) && !bearerMatches(req.headers.authorization, token)) return false; // the API answers 401
         events(req, res, hub);
         return true;
       }
@@ -124,11 +140,17 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
       if (p === '/ui/login') {
         const got = sessions.redeem(url.searchParams.get('code'));
         if (!got) {
-          page(res, 401, loginPage(url.searchParams.has('code') ? 'This login link is not valid: it was used already, has expired, or is wrong.' : 'You are not logged in.'));
+          const why = url.searchParams.has('code')
+            ? 'This login link is not valid: it was used already, has expired, or is wrong.'
+            : sessions.valid(sid(req))
+              ? "This tab does not hold the key of this browser's console session: a session works in the tab its login link was opened in."
+              : 'You are not logged in.';
+          page(res, 401, loginPage(why));
           return true;
         }
         const maxAge = Math.max(1, Math.floor((got.expiresAt - d.clock()) / 1000));
-        res.writeHead(303, { location: '/ui/', 'set-cookie': `${cookieName(req)}=${got.session}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`, 'cache-control': 'no-store', ...SECURITY_HEADERS });
+        // The key goes in the fragment: the browser keeps it and sends it to no server; the page moves it to its tab's sessionStorage.
+        res.writeHead(303, { location: `/ui/#k=${got.key}`, 'set-cookie': `${cookieName(req)}=${got.session}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`, 'cache-control': 'no-store', ...SECURITY_HEADERS });
         res.end();
         return true;
       }

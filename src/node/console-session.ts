@@ -2,11 +2,14 @@
  * The console's login model (docs/console.md "Logging in"), pure apart from
  * the random bytes: the API token mints a one-time login code (the CLI prints
  * it in a URL); redeeming the code once, before it expires, opens a session
- * whose id travels in an HttpOnly, SameSite=Strict cookie. A code works once;
+ * whose id travels in an HttpOnly, SameSite=Strict cookie, and gives the page
+ * the session's key, which it holds itself and sends with every request: the
+ * cookie alone is no credential (browsers send it to every server on the
+ * host, whatever the port). A code works once;
  * a session ends at its absolute expiry or when the daemon stops (sessions
  * live in memory only). Times come from the injected clock.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../util/clock.js';
 
 export interface SessionOptions {
@@ -24,7 +27,7 @@ const ID_RE = /^[A-Za-z0-9_-]{43}$/;
 
 export class ConsoleSessions {
   readonly #codes = new Map<string, number>();
-  readonly #sessions = new Map<string, number>();
+  readonly #sessions = new Map<string, { expiresAt: number; key: string }>();
   readonly #o: Required<SessionOptions>;
 
   constructor(private readonly clock: Clock, o: SessionOptions = {}) {
@@ -39,28 +42,40 @@ export class ConsoleSessions {
     return { code, expiresAt };
   }
 
-  /** Redeem a code (once): a new session id, or undefined for a wrong, used or expired code. */
-  redeem(code: string | null | undefined): { session: string; expiresAt: number } | undefined {
+  /** Redeem a code (once): a new session id and its key, or undefined for a wrong, used or expired code. */
+  redeem(code: string | null | undefined): { session: string; key: string; expiresAt: number } | undefined {
     if (!code || !ID_RE.test(code)) return undefined;
     const until = this.#codes.get(code);
     this.#codes.delete(code);
     if (until === undefined || until <= this.clock()) return undefined;
     const session = randomBytes(32).toString('base64url');
+    const key = randomBytes(32).toString('base64url');
     const expiresAt = this.clock() + this.#o.sessionTtlMs;
-    bounded(this.#sessions, this.#o.max).set(session, expiresAt);
-    return { session, expiresAt };
+    bounded(this.#sessions, this.#o.max).set(session, { expiresAt, key });
+    return { session, key, expiresAt };
   }
 
-  /** Is this a live session id? Expired ones are forgotten. */
+  /** Is this a live session id? Expired ones are forgotten. (Says nothing about the key: enough to serve the page, not to use the API.) */
   valid(session: string | undefined): boolean {
-    if (!session || !ID_RE.test(session)) return false;
-    const until = this.#sessions.get(session);
-    if (until === undefined) return false;
-    if (until <= this.clock()) {
+    return this.#live(session) !== undefined;
+  }
+
+  /** Is this a live session id, and `key` its key? Compared in constant time. */
+  check(session: string | undefined, key: string | undefined): boolean {
+    const s = this.#live(session);
+    if (!s || !key || !ID_RE.test(key)) return false;
+    return timingSafeEqual(Buffer.from(key), Buffer.from(s.key));
+  }
+
+  #live(session: string | undefined): { expiresAt: number; key: string } | undefined {
+    if (!session || !ID_RE.test(session)) return undefined;
+    const s = this.#sessions.get(session);
+    if (s === undefined) return undefined;
+    if (s.expiresAt <= this.clock()) {
       this.#sessions.delete(session);
-      return false;
+      return undefined;
     }
-    return true;
+    return s;
   }
 
   /** End a session (logout). */
@@ -70,7 +85,7 @@ export class ConsoleSessions {
 }
 
 /** Make room for one more entry (Map keeps insertion order: the oldest goes). */
-function bounded(m: Map<string, number>, max: number): Map<string, number> {
+function bounded<V>(m: Map<string, V>, max: number): Map<string, V> {
   while (m.size >= max) m.delete(m.keys().next().value!);
   return m;
 }

@@ -6,6 +6,9 @@
  *
  * - without a login link the console is the login page (401); the buyer's
  *   one-time URL logs in (and works only once);
+ * - the session cookie, which the browser also sends to any other server on
+ *   127.0.0.1, replayed from there without the key the tab holds, opens
+ *   nothing; another tab of the browser without the key gets the login page;
  * - the market view lists the overlay's providers;
  * - a job run from the form streams its progress, then its timeline links
  *   resolve to the decoded job, receipt and acceptance records;
@@ -24,6 +27,8 @@ import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -143,6 +148,53 @@ test('the URL `c0mpute console` prints logs in once; the overview shows the node
   const r = await again.goto(url);
   assert.equal(r?.status(), 401);
   await again.close();
+});
+
+test('the session cookie replayed by another server on 127.0.0.1 opens nothing without the key the tab holds', { skip }, async () => {
+  const base = `http://${org.buyers.alpha!.api.api}`;
+  assert.doesNotMatch(buyer.url(), /k=/, 'the key left the address bar');
+  const key = await buyer.evaluate(() => window.sessionStorage.getItem('c0mpute.console.key'));
+  assert.match(String(key), /^[A-Za-z0-9_-]{43}$/);
+  // Another server on this host (another local user's, a dev tool's), on its own port: the browser sends it the
+  // console's cookie (cookies are per host, not per port), never the key (sessionStorage is per origin, port included).
+  let got: string | undefined;
+  const spy = createServer((req, res) => {
+    got ??= req.headers.cookie;
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<p>hello</p>');
+  });
+  await new Promise<void>((ok) => spy.listen(0, '127.0.0.1', ok));
+  try {
+    const visit = await newPage();
+    await visit.goto(`http://127.0.0.1:${(spy.address() as AddressInfo).port}/`);
+    await visit.close();
+  } finally {
+    spy.close();
+  }
+  const port = org.buyers.alpha!.api.api.split(':')[1];
+  const cookie = got?.split(/;\s*/).find((c) => c.startsWith(`c0_console_${port}=`));
+  assert.ok(cookie, `the other server got the session cookie: ${got}`);
+  // Replayed, alone or with the old fixed header: refused, reads, writes and the stream alike.
+  const refused = async (path: string, init: RequestInit) => {
+    const r = await fetch(`${base}${path}`, init);
+    assert.equal(r.status, 401, path);
+    assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'CONSOLE_KEY_REFUSED', path);
+  };
+  await refused('/v1/status', { headers: { cookie } });
+  await refused('/v1/console/events', { headers: { cookie, 'x-c0mpute-console': '1' } });
+  await refused('/v1/console/run', { method: 'POST', headers: { cookie, 'x-c0mpute-console': '1', 'content-type': 'application/json' }, body: JSON.stringify({ yaml: 'workload: builtin.sha256\nparams: "1"\ninput: "x"\nmaxPrice: "5 USD"\ndeadline: 5s\n' }) });
+  // the cookie is live: with the tab's key it is the session
+  assert.equal((await fetch(`${base}/v1/status`, { headers: { cookie, 'x-c0mpute-console': String(key) } })).status, 200);
+  // Another tab of the same browser has the cookie but not the key: the login page, saying so.
+  const tab = await newPage();
+  await tab.goto(`${base}/ui/`);
+  await tab.waitForSelector('#login', { timeout: 30_000 });
+  assert.match(await text(tab, '#login'), /does not hold the key/);
+  await tab.close();
+  // and the operator's tab is still live
+  await buyer.bringToFront();
+  await go(buyer, '#/overview', 'Overview');
+  await buyer.waitForFunction(() => document.querySelector('.feed')?.textContent?.includes('live'), { timeout: 30_000 });
 });
 
 test('the market lists the providers', { skip }, async () => {

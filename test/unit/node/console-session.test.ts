@@ -1,9 +1,10 @@
 /**
  * The console's login model (src/node/console-session.ts, console-routes.ts;
  * docs/console.md "Logging in"): one-time codes, session expiry with a fake
- * clock, and, on a real HTTP server, the cookie as a credential (GET yes; POST
- * only with the console header), the login page for anyone without a session,
- * and the Origin check still in front of it all.
+ * clock, and, on a real HTTP server, the cookie as a credential only together
+ * with the session's key in the console header (a replayed cookie alone opens
+ * nothing), the login page for anyone without a session, and the Origin check
+ * still in front of it all.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +26,10 @@ describe('console sessions (pure)', () => {
     assert.equal(a.expiresAt, clock() + SESSION_DEFAULTS.codeTtlMs);
     const got = s.redeem(a.code);
     assert.ok(got && s.valid(got.session));
+    assert.ok(s.check(got.session, got.key), 'the session with its key');
+    assert.equal(s.check(got.session, undefined), false);
+    assert.equal(s.check(got.session, got.session), false, 'the session id is not its key');
+    assert.equal(s.check(got.session, '1'), false);
     assert.equal(s.redeem(a.code), undefined, 'a code is single-use');
     const b = s.mintCode();
     clock.advance(SESSION_DEFAULTS.codeTtlMs);
@@ -103,14 +108,18 @@ describe('console gate on the control API', () => {
   });
   after(() => api.close());
 
-  const login = async () => {
+  /** Log in with a fresh code: the cookie, and the key the redirect's fragment hands the page. */
+  const loginKeyed = async () => {
     const r = await raw(base, 'GET', `/ui/login?code=${sessions.mintCode().code}`, { host });
     assert.equal(r.status, 303);
     const set = String(r.headers['set-cookie']);
     assert.match(set, /HttpOnly/);
     assert.match(set, /SameSite=Strict/);
-    return set.split(';')[0]!;
+    const key = /^\/ui\/#k=([A-Za-z0-9_-]{43})$/.exec(String(r.headers.location))?.[1];
+    assert.ok(key, `the redirect carries the key in its fragment: ${r.headers.location}`);
+    return { cookie: set.split(';')[0]!, key };
   };
+  const login = async () => (await loginKeyed()).cookie;
 
   test('without a session: the login page (401), never the console', async () => {
     for (const p of ['/ui', '/ui/', '/ui/app.js', '/ui/login', '/ui/login?code=wrong']) {
@@ -122,31 +131,74 @@ describe('console gate on the control API', () => {
     assert.equal((await raw(base, 'GET', '/v1/console/events', { host })).status, 401);
   });
 
-  test('a code logs in once; the cookie then reads the API, and writes only with the console header', async () => {
+  test('a code logs in once; the cookie with its key in the console header then reads and writes the API', async () => {
     const code = sessions.mintCode().code;
     const first = await raw(base, 'GET', `/ui/login?code=${code}`, { host });
     assert.equal(first.status, 303);
     assert.equal((await raw(base, 'GET', `/ui/login?code=${code}`, { host })).status, 401, 'the same code again');
     const cookie = String(first.headers['set-cookie']).split(';')[0]!;
+    const key = String(first.headers.location).replace('/ui/#k=', '');
     assert.ok(cookie.startsWith(`${cookieName}=`));
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie })).status, 200);
+    const keyed = { host, cookie, 'x-c0mpute-console': key };
+    assert.equal((await raw(base, 'GET', '/v1/status', keyed)).status, 200);
+    assert.equal((await raw(base, 'HEAD', '/v1/status', keyed)).status, 200);
     const body = JSON.stringify({ a: 1 });
-    assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json' }, body)).status, 401, 'a cookie alone cannot POST (a cross-site form could)');
-    assert.equal((await raw(base, 'POST', '/v1/echo', { host, cookie, 'content-type': 'application/json', 'x-c0mpute-console': '1' }, body)).status, 200);
-    assert.equal((await raw(base, 'POST', '/v1/console/login', { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, 'a session cannot mint login codes');
+    assert.equal((await raw(base, 'POST', '/v1/echo', { ...keyed, 'content-type': 'application/json' }, body)).status, 200);
+    assert.equal((await raw(base, 'POST', '/v1/console/login', keyed, '{}')).status, 401, 'a session cannot mint login codes');
     // nor by a target the router reads as that path (dot segments, a doubled slash)
     for (const path of ['/v1/./console/login', '/v1/console/../console/login', '/v1/x/../console/login'])
-      assert.equal((await raw(base, 'POST', path, { host, cookie, 'x-c0mpute-console': '1' }, '{}')).status, 401, `a session cannot mint login codes at ${path}`);
+      assert.equal((await raw(base, 'POST', path, keyed, '{}')).status, 401, `a session cannot mint login codes at ${path}`);
     assert.equal((await raw(base, 'POST', '/v1/console/login', { host, authorization: 'Bearer tok-0123456789' }, '{}')).status, 200);
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookieName}=${'A'.repeat(43)}` })).status, 401, 'a made-up session');
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: cookie.replace(cookieName, 'c0_console_1') })).status, 401, "another port's cookie name");
+    assert.equal((await raw(base, 'GET', '/v1/status', { ...keyed, cookie: `${cookieName}=${'A'.repeat(43)}` })).status, 401, 'a made-up session');
+    assert.equal((await raw(base, 'GET', '/v1/status', { ...keyed, cookie: cookie.replace(cookieName, 'c0_console_1') })).status, 401, "another port's cookie name");
+  });
+
+  test('a replayed session cookie alone opens nothing: every request needs the key only the page holds (401 CONSOLE_KEY_REFUSED)', async () => {
+    // what another server on this host gets from the browser: the cookie, never the key (it is in the page's sessionStorage)
+    const { cookie, key } = await loginKeyed();
+    const other = await loginKeyed();
+    const body = JSON.stringify({ a: 1 });
+    for (const [method, path, headers] of [
+      ['GET', '/v1/status', { host, cookie }],
+      ['HEAD', '/v1/status', { host, cookie }],
+      ['GET', '/v1/console/events', { host, cookie }],
+      ['POST', '/v1/echo', { host, cookie, 'content-type': 'application/json' }],
+      ['POST', '/v1/echo', { host, cookie, 'content-type': 'application/json', 'x-c0mpute-console': '1' }],
+      ['GET', '/v1/status', { host, cookie, 'x-c0mpute-console': '1' }],
+      ['GET', '/v1/status', { host, cookie, 'x-c0mpute-console': other.key }],
+      ['GET', '/v1/status', { host, cookie, 'x-c0mpute-console': cookie.split('=')[1]! }],
+      ['GET', '/v1/console/events', { host, cookie, 'x-c0mpute-console': other.key }],
+    ] as const) {
+      const r = await raw(base, method, path, headers, method === 'POST' ? body : undefined);
+      assert.equal(r.status, 401, `${method} ${path} ${JSON.stringify(headers)}`);
+      if (method !== 'HEAD') assert.equal(JSON.parse(r.body).error.code, 'CONSOLE_KEY_REFUSED', `${method} ${path}`);
+    }
+    // the key alone is nothing either
+    assert.equal(JSON.parse((await raw(base, 'GET', '/v1/status', { host, 'x-c0mpute-console': key })).body).error.code, 'UNAUTHORIZED');
+    // the pair opens the API and the stream
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, 'x-c0mpute-console': key })).status, 200);
+    const stream = await new Promise<number>((resolve, reject) => {
+      const { host: h, port } = splitHostPort(base);
+      const req = httpRequest({ host: h, port, path: '/v1/console/events', headers: { host, cookie, 'x-c0mpute-console': key } }, (res) => {
+        resolve(res.statusCode ?? 0);
+        res.destroy();
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(stream, 200);
+    // the page itself is served on the cookie (it holds no secret); in a tab without the key, /ui/login says so
+    assert.equal((await raw(base, 'GET', '/ui/', { host, cookie })).status, 200);
+    const tab = await raw(base, 'GET', '/ui/login', { host, cookie });
+    assert.equal(tab.status, 401);
+    assert.match(tab.body, /does not hold the key/);
   });
 
   test('the Origin and Host checks still run first', async () => {
-    const cookie = await login();
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, origin: 'http://evil.example' })).status, 403);
+    const { cookie, key } = await loginKeyed();
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, 'x-c0mpute-console': key, origin: 'http://evil.example' })).status, 403);
     assert.equal((await raw(base, 'GET', '/ui/', { host: 'evil.example:80', cookie })).status, 403);
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, origin: `http://${base}` })).status, 200);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, 'x-c0mpute-console': key, origin: `http://${base}` })).status, 200);
   });
 
   test('a session expires; logout ends it', async () => {
@@ -155,9 +207,10 @@ describe('console gate on the control API', () => {
     const r = await raw(base, 'GET', '/ui/', { host, cookie });
     assert.equal(r.status, 401);
     assert.match(r.body, /expired/);
-    const c2 = await login();
-    const out = await raw(base, 'POST', '/ui/logout', { host, cookie: c2 });
+    const c2 = await loginKeyed();
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: c2.cookie, 'x-c0mpute-console': c2.key })).status, 200);
+    const out = await raw(base, 'POST', '/ui/logout', { host, cookie: c2.cookie });
     assert.equal(out.status, 303);
-    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: c2 })).status, 401);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: c2.cookie, 'x-c0mpute-console': c2.key })).status, 401);
   });
 });
