@@ -7,14 +7,16 @@
  * whose api.token others can read refuses to start (exit 3,
  * `error API_TOKEN_PERMISSIONS`). Bad input to /v1/run is a 400 naming the
  * field before any job is made; a path parameter that must be a DID is one.
+ * Started without a terminal (as a service, its output in a log), the banner
+ * points at the console but carries no login code.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync } from 'node:fs';
+import { chmodSync, readFileSync } from 'node:fs';
 import { rawGet } from '../raw-http.js';
 import { join } from 'node:path';
 import { TOKEN_FILE, splitHostPort } from '../../src/node/api.js';
-import { Cluster, buyerConfig, c0mpute, withLogs } from './node-helpers.js';
+import { Cluster, buyerConfig, c0mpute, waitFor, withLogs } from './node-helpers.js';
 
 const c = new Cluster('api');
 
@@ -103,4 +105,18 @@ test('a running daemon refuses a foreign Host and Origin (403, coded), accepts `
   const r = await c0mpute(n.dir, ['start', '--config', n.configPath]);
   assert.equal(r.code, 3, r.out + r.err);
   assert.match(r.err, /error API_TOKEN_PERMISSIONS: .*api\.token.*chmod 600/);
+});
+
+test('started without a terminal (a service, its output in a log), the banner names the console and mints no login code', async () => {
+  // the cluster's nodes write stdout to a file, as under systemd or in a container
+  const n = await c.start('service', buyerConfig());
+  await withLogs(c, async () => {
+    const line = await waitFor('the console line in the log', () => readFileSync(n.log, 'utf8').split('\n').find((l) => l.startsWith('  console  ')), 30_000);
+    assert.equal(line, `  console  http://${n.api.api}/ui/  (run \`c0mpute console\` for a login link)`);
+    assert.doesNotMatch(readFileSync(n.log, 'utf8'), /code=/, 'no login code in the log');
+    // `c0mpute console` still gives the operator one
+    const cli = await c0mpute(n.dir, ['console']);
+    assert.equal(cli.code, 0, cli.err);
+    assert.match(cli.out.trim(), /\/ui\/login\?code=[A-Za-z0-9_-]{43}$/);
+  });
 });

@@ -176,10 +176,14 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   out(`  peer id  ${d.net.peerId.toString()}`);
   for (const a of d.net.addrs()) out(`  listen   ${a}`);
   out(`  roles    ${config.roles.join(', ')}   overlay ${config.network.overlay}   api http://${d.apiAddress}`);
-  if (d.apiAddress) {
+  if (d.apiAddress && process.stdout.isTTY) {
     // asked of the node's own API, which a signal meanwhile closes: the stop is not held up for it
     const url = await Promise.race([consoleLoginUrl(d.apiAddress, ensureToken(dataDir)).catch(() => undefined), stopped.then(() => undefined)]);
     if (url) out(`  console  ${url}  (one-time login; \`c0mpute console\` prints another)`);
+  } else if (d.apiAddress) {
+    // No terminal (a supervisor's journal, a log file): a login code there would be a live 12-hour session for
+    // whoever reads the log, which people without the 0600 api.token often can. Say where, mint nothing.
+    out(`  console  http://${d.apiAddress}/ui/  (run \`c0mpute console\` for a login link)`);
   }
   await stopped;
 }
