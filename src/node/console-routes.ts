@@ -6,8 +6,10 @@
  *   anything else gets the login page (401). `/ui/login?code=` redeems a
  *   one-time code minted with the API token (`c0mpute console` prints the
  *   URL), sets the session cookie (HttpOnly, SameSite=Strict, Path=/, named
- *   per API port) and redirects to `/ui/#k=<the session's key>`: the page
- *   keeps the key in its tab's sessionStorage.
+ *   per API port; every value sent under the name is read, since another
+ *   port of the host can plant one that the browser sends first) and
+ *   redirects to `/ui/#k=<the session's key>`: the page keeps the key in its
+ *   tab's sessionStorage.
  * - The page calls the ordinary `/v1/…` routes, and the event stream, with
  *   the cookie and the key as the `x-c0mpute-console` header: the two
  *   together count as the token, any method; the cookie alone counts for
@@ -40,7 +42,7 @@ import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import { toWire, wireRecord } from './events.js';
 import type { ConsoleSessions} from './console-session.js';
-import { cookieValue } from './console-session.js';
+import { cookieValues } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
 import { jobHistory, newest, providedReceipts } from './job-history.js';
@@ -93,11 +95,15 @@ export function loginPage(message: string): string {
 }
 
 export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, token: string): ConsoleGate {
-  const sid = (req: IncomingMessage) => cookieValue(req.headers.cookie, cookieName(req));
+  // Every value sent under the name: a page on another port of this host can plant one with a narrower path, which
+  // the browser sends first; any live session among them counts (a planted value is no session, and has no key).
+  const sids = (req: IncomingMessage) => cookieValues(req.headers.cookie, cookieName(req));
+  const live = (req: IncomingMessage) => sids(req).some((s) => sessions.valid(s));
   // The session's key, which only the page holds: a cookie replayed from anywhere else comes without it.
   const keyed = (req: IncomingMessage) => {
     const k = req.headers[CONSOLE_HEADER];
-    return sessions.check(sid(req), typeof k === 'string' ? k : undefined);
+    const key = typeof k === 'string' ? k : undefined;
+    return sids(req).some((s) => sessions.check(s, key));
   };
   // Only the token mints login codes: a session cannot renew itself. The path the router matches, not the raw
   // target: `/v1/./console/login` is that route too.
@@ -111,7 +117,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
       return !minting(url) && keyed(req);
     },
     refusal(req, url) {
-      if (minting(url) || !sessions.valid(sid(req)) || keyed(req)) return undefined;
+      if (minting(url) || !live(req) || keyed(req)) return undefined;
       return { code: 'CONSOLE_KEY_REFUSED', message: `a console session counts only with its key in the ${CONSOLE_HEADER} header, which the console page holds (open a new login link in this tab)` };
     },
     async serve(req, res, url) {
@@ -127,7 +133,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         return true;
       }
       const asset = ASSETS[p];
-      if (asset && (asset.open || sessions.valid(sid(req)))) {
+      if (asset && (asset.open || live(req))) {
         const f = join(UI_DIR, asset.file);
         if (!existsSync(f)) {
           page(res, 404, loginPage('The console was not built: run `npm run build`.'));
@@ -142,7 +148,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         if (!got) {
           const why = url.searchParams.has('code')
             ? 'This login link is not valid: it was used already, has expired, or is wrong.'
-            : sessions.valid(sid(req))
+            : live(req)
               ? "This tab does not hold the key of this browser's console session: a session works in the tab its login link was opened in."
               : 'You are not logged in.';
           page(res, 401, loginPage(why));
@@ -155,13 +161,13 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         return true;
       }
       if (p === '/ui/logout') {
-        sessions.end(sid(req));
+        for (const s of sids(req)) sessions.end(s);
         res.writeHead(303, { location: '/ui/login', 'set-cookie': `${cookieName(req)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`, ...SECURITY_HEADERS });
         res.end();
         return true;
       }
-      if (!sessions.valid(sid(req))) {
-        page(res, 401, loginPage(sid(req) ? 'Your session has expired or is not valid here.' : 'You are not logged in.'));
+      if (!live(req)) {
+        page(res, 401, loginPage(sids(req).length > 0 ? 'Your session has expired or is not valid here.' : 'You are not logged in.'));
         return true;
       }
       const index = join(UI_DIR, 'index.html');

@@ -90,12 +90,18 @@ function bounded<V>(m: Map<string, V>, max: number): Map<string, V> {
   return m;
 }
 
-/** The value of cookie `name` in a Cookie header. */
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
+/**
+ * Every value of cookie `name` in a Cookie header, in the order sent. A
+ * browser sends one per path (and domain) it holds under the name, the
+ * longest path first: any page on the host, whatever its port, can set one
+ * with a narrower path, so the first is not necessarily the console's.
+ */
+export function cookieValues(header: string | undefined, name: string): string[] {
+  if (!header) return [];
+  const out: string[] = [];
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+    if (i > 0 && part.slice(0, i).trim() === name) out.push(part.slice(i + 1).trim());
   }
-  return undefined;
+  return out;
 }

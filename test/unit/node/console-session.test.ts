@@ -10,7 +10,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { Registry } from 'prom-client';
-import { ConsoleSessions, cookieValue, SESSION_DEFAULTS } from '../../../src/node/console-session.js';
+import { ConsoleSessions, cookieValues, SESSION_DEFAULTS } from '../../../src/node/console-session.js';
 import { consoleGate } from '../../../src/node/console-routes.js';
 import type { ConsoleHub } from '../../../src/node/console-hub.js';
 import type { Daemon } from '../../../src/node/daemon.js';
@@ -61,10 +61,11 @@ describe('console sessions (pure)', () => {
     assert.equal(s.redeem(first.code), undefined);
   });
 
-  test('cookieValue reads one cookie among several', () => {
-    assert.equal(cookieValue('a=1; c0_console_80=xyz; b=2', 'c0_console_80'), 'xyz');
-    assert.equal(cookieValue('a=1', 'c0_console_80'), undefined);
-    assert.equal(cookieValue(undefined, 'a'), undefined);
+  test('cookieValues reads every value of one cookie among several, in the order sent', () => {
+    assert.deepEqual(cookieValues('a=1; c0_console_80=xyz; b=2', 'c0_console_80'), ['xyz']);
+    assert.deepEqual(cookieValues('c0_console_80=x; a=1; c0_console_80=xyz', 'c0_console_80'), ['x', 'xyz']);
+    assert.deepEqual(cookieValues('a=1', 'c0_console_80'), []);
+    assert.deepEqual(cookieValues(undefined, 'a'), []);
   });
 });
 
@@ -192,6 +193,23 @@ describe('console gate on the control API', () => {
     const tab = await raw(base, 'GET', '/ui/login', { host, cookie });
     assert.equal(tab.status, 401);
     assert.match(tab.body, /does not hold the key/);
+  });
+
+  test('a cookie planted under the same name (by a page on another port, with a narrower path, so sent first) locks nobody out', async () => {
+    const { cookie, key } = await loginKeyed();
+    const value = cookie.split('=')[1]!;
+    // what the browser sends once another port of 127.0.0.1 wrote c0_console_<port>=x with Path=/ui/ and Path=/v1/
+    const planted = `${cookieName}=x; ${cookieName}=${'B'.repeat(43)}; ${cookie}`;
+    assert.equal((await raw(base, 'GET', '/ui/', { host, cookie: planted })).status, 200, 'the console page');
+    assert.notEqual((await raw(base, 'GET', '/ui/app.js', { host, cookie: planted })).status, 401, 'its script');
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: planted, 'x-c0mpute-console': key })).status, 200, 'the API');
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookie}; ${cookieName}=x`, 'x-c0mpute-console': key })).status, 200, 'in either order');
+    // a planted value is still no session, and the real one still needs its key
+    assert.equal(JSON.parse((await raw(base, 'GET', '/v1/status', { host, cookie: planted })).body).error.code, 'CONSOLE_KEY_REFUSED');
+    assert.equal((await raw(base, 'GET', '/ui/', { host, cookie: `${cookieName}=x; ${cookieName}=${'B'.repeat(43)}` })).status, 401);
+    // logout ends the live one among them
+    assert.equal((await raw(base, 'POST', '/ui/logout', { host, cookie: planted })).status, 303);
+    assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: `${cookieName}=${value}`, 'x-c0mpute-console': key })).status, 401);
   });
 
   test('the Origin and Host checks still run first', async () => {
