@@ -9,74 +9,42 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CborValue } from '../../../src/records/cbor.js';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { Job, Selection } from '../../../src/records/kinds.js';
-import { didFromPublicKey } from '../../../src/records/index.js';
-import { openDb, closeDb, sub, type Db } from '../../../src/store/db.js';
-import { Steward, STEWARD_PROTOCOL, type StewardConfig, type StewardPorts } from '../../../src/roles/steward.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
-import { steward as stewardKey, tempDir } from '../ledger/helpers.js';
-import { NOW, P, job, offer, receipt } from '../market/fixtures.js';
+import { openDb, closeDb, type Db } from '../../../src/store/db.js';
+import type { StewardConfig } from '../../../src/roles/steward.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
+import { P, job, offer, receipt } from '../market/fixtures.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
   - { id: ml, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 1 }
 `;
-const buyer = P(1);
+const buyer = stubBuyer;
 const provider = P(21);
 
 /** What each peer would answer a records/1 sync with, by kind. */
 type Held = Map<string, Partial<Record<'selection' | 'receipt', unknown[]>>>;
 
+/** A Steward on `dir` whose stub records/1 sync hands over what the named peer holds, through its gossip handlers. */
 async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, held: Held, cfg: Partial<StewardConfig> = {}) {
-  const handlers = new Map<string, (frames: CborValue[], ctx: unknown) => Promise<void>>();
-  const subs = new Map<string, (rec: unknown) => Promise<void> | void>();
   const synced: Array<{ peer: string; kinds: string[] }> = [];
-  const ports = {
-    name: 't',
-    clock: fakeClock(NOW),
-    log: silentLogger(),
-    net: {
-      handle: async (p: string, h: never) => void handlers.set(p, h),
-      subscribe: (k: string, h: never) => {
-        subs.set(k, h);
-        return () => {};
-      },
-      publish: async () => {},
-      request: async () => [],
-      syncFrom: async (peer: string, kinds: Array<'selection' | 'receipt'>) => {
-        synced.push({ peer, kinds });
-        let accepted = 0;
-        for (const k of kinds) {
-          for (const rec of held.get(peer)?.[k] ?? []) {
-            await subs.get(k)?.(rec);
-            accepted++;
-          }
+  const st = await stewardOnStub(dir, db, records, {
+    cfg,
+    syncFrom: async (peer, kinds, hear) => {
+      synced.push({ peer, kinds });
+      let accepted = 0;
+      for (const k of kinds as Array<'selection' | 'receipt'>) {
+        for (const rec of held.get(peer)?.[k] ?? []) {
+          await hear(k, rec);
+          accepted++;
         }
-        return { accepted, ignored: 0, rejected: 0, failed: {} };
-      },
+      }
+      return { accepted };
     },
-    records: { get: async (a: string) => records.get(a), put: async (j: Opened<Job>) => void records.set(j.address, j) },
-    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
-    sub: (n: string) => sub(db, n),
-  } as unknown as StewardPorts;
-  const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...cfg }, { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey });
-  const admit = (j: Opened<Job>) =>
-    handlers.get(STEWARD_PROTOCOL)!([{ op: 'admit', job: j.bytes, entitlement: 'ml', estimate: { uj: 10_000_000, grade: 'Estimator' } } as never], {
-      peer: peerIdFromDid(buyer.did),
-      signal: new AbortController().signal,
-      send: async () => {},
-    });
-  const released = async () => (await s.ledger.records(0)).filter((e) => e.event === 'Released');
-  return { s, admit, synced, released };
-}
-
-async function until(cond: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(await cond(), `timed out waiting for ${what}`);
+  });
+  return { ...st, admit: (j: Opened<Job>) => st.admit(j), synced };
 }
 
 describe('a steward catches up on what it did not hear', () => {

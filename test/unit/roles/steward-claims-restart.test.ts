@@ -11,64 +11,33 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CborValue } from '../../../src/records/cbor.js';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { Job, Selection } from '../../../src/records/kinds.js';
-import { didFromPublicKey } from '../../../src/records/index.js';
 import { openDb, closeDb, sub, type Db } from '../../../src/store/db.js';
-import { Steward, STEWARD_PROTOCOL, type StewardConfig, type StewardPorts } from '../../../src/roles/steward.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
-import { steward as stewardKey, tempDir } from '../ledger/helpers.js';
-import { NOW, P, job, offer, receipt, type Party } from '../market/fixtures.js';
+import type { StewardConfig } from '../../../src/roles/steward.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
+import { P, job, offer, receipt, type Party } from '../market/fixtures.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
   - { id: ml, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 1 }
 `;
-const buyer = P(1);
+const buyer = stubBuyer;
 const [p1, p2, stranger] = [P(21), P(22), P(23)];
-const identity = { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey };
 
-type Handler = (rec: unknown) => Promise<void> | void;
-
-/** A Steward on `dir` with a stub overlay; the job records and the store's LevelDB outlive it (the node's, not the role's). */
+/** A Steward on `dir` with a stub overlay that records what the steward asks and answers that nothing runs. */
 async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, cfg: Partial<StewardConfig> = {}) {
-  const handlers = new Map<string, (frames: CborValue[], ctx: unknown) => Promise<void>>();
-  const subs = new Map<string, Handler>();
   const asked: Array<{ to: string; op: string }> = [];
-  const ports = {
-    name: 't',
-    clock: fakeClock(NOW),
-    log: silentLogger(),
-    net: {
-      handle: async (p: string, h: never) => void handlers.set(p, h),
-      subscribe: (k: string, h: Handler) => {
-        subs.set(k, h);
-        return () => {};
-      },
-      publish: async () => {},
-      request: async (to: string, _p: string, frames: Array<{ op: string }>) => {
-        asked.push({ to, op: frames[0]!.op });
-        return [{ running: 'no' }];
-      },
+  const st = await stewardOnStub(dir, db, records, {
+    cfg,
+    request: async (to, _p, frames) => {
+      asked.push({ to, op: frames[0]!.op });
+      return [{ running: 'no' }];
     },
-    records: { get: async (a: string) => records.get(a), put: async (j: Opened<Job>) => void records.set(j.address, j) },
-    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
-    sub: (n: string) => sub(db, n),
-  } as unknown as StewardPorts;
-  const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...cfg }, identity);
+  });
   const frames: Array<Record<string, unknown>> = [];
-  const admit = (j: Opened<Job>) =>
-    handlers.get(STEWARD_PROTOCOL)!([{ op: 'admit', job: j.bytes, entitlement: 'ml', estimate: { uj: 10_000_000, grade: 'Estimator' } } as never], {
-      peer: peerIdFromDid(buyer.did),
-      signal: new AbortController().signal,
-      send: async (f: CborValue) => void frames.push(f as Record<string, unknown>),
-    });
-  const hear = (kind: 'receipt' | 'selection', rec: unknown) => subs.get(kind)!(rec);
-  const released = async () => (await s.ledger.records(0)).filter((e) => e.event === 'Released');
-  return { s, admit, hear, frames, asked, released };
+  return { ...st, admit: (j: Opened<Job>) => st.admit(j, frames), frames, asked };
 }
 
 /** The buyer's selection naming `winner` for `j` (only the fields the steward reads). */
@@ -76,11 +45,6 @@ const selection = (j: Opened<Job>, winner: Party, n: number) => {
   const o = offer(winner, j, 'sha256:' + String(n).repeat(64).slice(0, 64));
   return { sel: { signer: buyer.did, record: { job: j.address, winner: o.address, considered: [{ provider: winner.did, offer: o.address }] } } as unknown as Opened<Selection>, offer: o };
 };
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(cond(), `timed out waiting for ${what}`);
-}
 
 describe('a single job’s receipts and chosen providers survive a steward restart', () => {
   it('charges the failed attempt signed before the restart, not a stranger’s receipt, and asks the selected provider', async () => {

@@ -9,28 +9,21 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { didFromPublicKey, Ed25519Signer, seal } from '../../../src/records/index.js';
-import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { Ed25519Signer, seal } from '../../../src/records/index.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
 import { Ledger, WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/index.js';
-import { Steward, type StewardPorts } from '../../../src/roles/steward.js';
+import type { Steward } from '../../../src/roles/steward.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
 import { admitted, released, steward as stewardKey, tempDir } from '../ledger/helpers.js';
 import { NOW } from '../market/fixtures.js';
+import { stewardIdentity, stewardOnStub, until } from './steward-stub.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
 `;
-const identity = { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey };
+const identity = stewardIdentity;
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(cond(), `timed out waiting for ${what}`);
-}
-
-type Handler = (rec: { bytes: Uint8Array; signer: string }) => Promise<void>;
-
-async function withSteward(entries: number, headRepublishMs: number, fn: (published: Uint8Array[], head: Uint8Array | undefined, s: Steward, heard: Map<string, Handler>) => Promise<void>): Promise<void> {
+async function withSteward(entries: number, headRepublishMs: number, fn: (published: Uint8Array[], head: Uint8Array | undefined, s: Steward, hear: (kind: string, rec: unknown) => Promise<void>) => Promise<void>): Promise<void> {
   const t = tempDir('c0-head-republish-');
   writeFileSync(join(t.dir, 'tree.yaml'), TREE);
   const dir = join(t.dir, 'steward', 't', 'ledger');
@@ -41,30 +34,9 @@ async function withSteward(entries: number, headRepublishMs: number, fn: (publis
   await l.close();
   const db = await openDb(join(t.dir, 'db'));
   const published: Uint8Array[] = [];
-  const heard = new Map<string, Handler>();
-  const ports = {
-    name: 't',
-    clock: fakeClock(NOW),
-    log: silentLogger(),
-    net: {
-      handle: async () => {},
-      subscribe: (kind: string, h: Handler) => {
-        heard.set(kind, h);
-        return () => {};
-      },
-      publish: async (kind: string, bytes: Uint8Array) => {
-        if (kind === 'pool-head') published.push(bytes);
-        return { recipients: 1, address: '' };
-      },
-      request: async () => [],
-    },
-    records: { get: async () => undefined, put: async () => {} },
-    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
-    sub: (n: string) => sub(db, n),
-  } as unknown as StewardPorts;
-  const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, headRepublishMs }, identity);
+  const { s, hear } = await stewardOnStub(t.dir, db, new Map(), { cfg: { headRepublishMs }, published: (kind, bytes) => void (kind === 'pool-head' && published.push(bytes)) });
   try {
-    await fn(published, all[all.length - 1], s, heard);
+    await fn(published, all[all.length - 1], s, hear);
   } finally {
     await s.stop();
     await closeDb(db);
@@ -92,12 +64,12 @@ describe('the steward republishes its head', () => {
   });
 
   it('stops once the witnesses heard have sent a receipt covering the head, and starts again at a new head', async () => {
-    await withSteward(2, 30, async (published, _head, s, heard) => {
+    await withSteward(2, 30, async (published, _head, s, hear) => {
       await until(() => published.length >= 2, 'the head republished');
       const w = Ed25519Signer.generate();
       const { length, head } = s.ledger.head();
       const receipt = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW } satisfies WitnessReceipt, w);
-      await heard.get('pool-witness')!({ bytes: receipt.bytes, signer: receipt.signer });
+      await hear('pool-witness', { bytes: receipt.bytes, signer: receipt.signer });
       assert.equal(s.headNeedsWitness(), false);
       const n = published.length;
       await new Promise((r) => setTimeout(r, 200));

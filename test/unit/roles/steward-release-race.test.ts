@@ -10,35 +10,25 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CborValue } from '../../../src/records/cbor.js';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { Job } from '../../../src/records/kinds.js';
-import { didFromPublicKey } from '../../../src/records/index.js';
 import type { Claim } from '../../../src/pool/admission.js';
 import type { Ledger } from '../../../src/ledger/index.js';
-import { openDb, closeDb, sub } from '../../../src/store/db.js';
-import { Steward, STEWARD_PROTOCOL, type StewardPorts } from '../../../src/roles/steward.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
 import { appendAdmitted } from '../../../src/roles/steward-reclaim.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
-import { steward as stewardKey, tempDir } from '../ledger/helpers.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
 import { stewardRig } from './steward-rig.js';
-import { NOW, P, job, offer, receipt } from '../market/fixtures.js';
+import { P, job, offer, receipt } from '../market/fixtures.js';
 
 // ml: guarantee 100 J, no weight (it never borrows); A is admitted at 10 J and its receipt charges 95 J
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 1000000000, guarantee_devices: 8, over_quota_weight: 0, priority: 0 }
   - { id: ml, parent: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 1 }
 `;
-const buyer = P(1);
+const buyer = stubBuyer;
 const provider = P(21);
 const guess = { uj: 10_000_000, grade: 'Estimator' as const };
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(cond(), `timed out waiting for ${what}`);
-}
 
 describe('an admission decided while an overrun’s release is being written', () => {
   it('appendAdmitted: a decision taken before a queued release lands is decided again on the book it lands on', async () => {
@@ -73,32 +63,10 @@ describe('an admission decided while an overrun’s release is being written', (
       // B's decision waits (at its job's put, just before it is decided) until A's Released is queued on the ledger
       let queued!: () => void;
       const releaseQueued = new Promise<void>((res) => (queued = res));
-      const handlers = new Map<string, (frames: CborValue[], ctx: unknown) => Promise<void>>();
-      const subs = new Map<string, (rec: unknown) => Promise<void> | void>();
-      const ports = {
-        name: 't',
-        clock: fakeClock(NOW),
-        log: silentLogger(),
-        net: {
-          handle: async (p: string, h: never) => void handlers.set(p, h),
-          subscribe: (k: string, h: never) => {
-            subs.set(k, h);
-            return () => {};
-          },
-          publish: async () => {},
-          request: async () => [{ running: 'no' }],
+      const { s, admit: admitOn, hear } = await stewardOnStub(t.dir, db, records, { request: async () => [{ running: 'no' }], beforePut: async (j) => {
+          if (j.address === b.address) await releaseQueued;
         },
-        records: {
-          get: async (x: string) => records.get(x),
-          put: async (j: Opened<Job>) => {
-            if (j.address === b.address) await releaseQueued;
-            records.set(j.address, j);
-          },
-        },
-        market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
-        sub: (n: string) => sub(db, n),
-      } as unknown as StewardPorts;
-      const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false }, { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey });
+      });
       const ledgerAppend = s.ledger.append.bind(s.ledger);
       s.ledger.append = ((ev, opts) => {
         const p = ledgerAppend(ev, opts);
@@ -106,18 +74,13 @@ describe('an admission decided while an overrun’s release is being written', (
         return p;
       }) as Ledger['append'];
       const frames = new Map<string, Array<Record<string, unknown>>>([[a.address, []], [b.address, []]]);
-      const admit = (j: Opened<Job>) =>
-        handlers.get(STEWARD_PROTOCOL)!([{ op: 'admit', job: j.bytes, entitlement: 'ml', estimate: guess } as never], {
-          peer: peerIdFromDid(buyer.did),
-          signal: new AbortController().signal,
-          send: async (f: CborValue) => void frames.get(j.address)!.push(f as Record<string, unknown>),
-        });
+      const admit = (j: Opened<Job>) => admitOn(j, frames.get(j.address), guess);
       await admit(a);
       assert.equal(frames.get(a.address)![0]!.t, 'admitted');
       const o = offer(provider, a, 'sha256:' + '12'.repeat(32));
-      await subs.get('selection')!({ signer: buyer.did, record: { job: a.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } });
+      await hear('selection', { signer: buyer.did, record: { job: a.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } });
       const asked = admit(b);
-      await subs.get('receipt')!(receipt(provider, buyer, o, { energy: { uj: 95_000_000, grade: 'HwShunt' } }));
+      await hear('receipt', receipt(provider, buyer, o, { energy: { uj: 95_000_000, grade: 'HwShunt' } }));
       await until(() => frames.get(b.address)!.length > 0, 'B’s answer');
       assert.deepEqual([frames.get(b.address)![0]!.t, frames.get(b.address)![0]!.reason], ['queued', 'GUARANTEE_EXHAUSTED_UNOBSERVED']);
       assert.deepEqual((await s.ledger.records(0)).map((e) => e.event), ['Admitted', 'Released']);

@@ -1,0 +1,88 @@
+/**
+ * The whole Steward over a real Ledger and LevelDB in `dir`, its overlay a stub, for the steward unit tests that
+ * drive it from outside (steward-admission-proof, -claims-restart, -release-race, -catch-up, -head-republish). The
+ * job records and the LevelDB are the caller's, so they outlive a stop and a start on the same dir, as the node's do.
+ * The stub answers direct requests with `request` (default: `[]`), records/1 syncs with `syncFrom` (default: none),
+ * and hands every gossip subscription to `hear`.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { CborValue } from '../../../src/records/cbor.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import type { Job } from '../../../src/records/kinds.js';
+import { didFromPublicKey } from '../../../src/records/index.js';
+import { sub, type Db } from '../../../src/store/db.js';
+import { Steward, STEWARD_PROTOCOL, type StewardConfig, type StewardPorts } from '../../../src/roles/steward.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { steward as stewardKey } from '../ledger/helpers.js';
+import { NOW, P } from '../market/fixtures.js';
+
+export const stewardIdentity = { did: didFromPublicKey(stewardKey.publicKey), signer: stewardKey };
+/** The buyer a stub steward's `admit` and `ask` speak for unless told otherwise. */
+export const stubBuyer = P(1);
+
+type Heard = (rec: unknown) => Promise<void> | void;
+type Frame = Record<string, unknown>;
+
+export interface StubOptions {
+  cfg?: Partial<StewardConfig>;
+  /** The answer to a direct request (usage, preempt, …). */
+  request?: (to: string, protocol: string, frames: Array<{ op: string }>) => Promise<unknown[]>;
+  /** records/1 sync from a peer; `hear` is the steward's own gossip handler for a kind. */
+  syncFrom?: (peer: string, kinds: string[], hear: (kind: string, rec: unknown) => Promise<void>) => Promise<{ accepted: number }>;
+  /** Called before a job record is stored (a test may hold it there). */
+  beforePut?: (j: Opened<Job>) => Promise<void>;
+  /** What the steward publishes (pool-head, …). */
+  published?: (kind: string, bytes: Uint8Array) => void;
+}
+
+export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
+  const handlers = new Map<string, (frames: CborValue[], ctx: unknown) => Promise<void>>();
+  const subs = new Map<string, Heard>();
+  const hear = async (kind: string, rec: unknown) => void (await subs.get(kind)?.(rec));
+  const ports = {
+    name: 't',
+    clock: fakeClock(NOW),
+    log: silentLogger(),
+    net: {
+      handle: async (p: string, h: never) => void handlers.set(p, h),
+      subscribe: (k: string, h: Heard) => {
+        subs.set(k, h);
+        return () => {};
+      },
+      publish: async (kind: string, bytes: Uint8Array) => {
+        o.published?.(kind, bytes);
+        return { recipients: 1, address: '' };
+      },
+      request: o.request ?? (async () => []),
+      ...(o.syncFrom ? { syncFrom: (peer: string, kinds: string[]) => o.syncFrom!(peer, kinds, hear) } : {}),
+    },
+    records: {
+      get: async (a: string) => records.get(a),
+      put: async (j: Opened<Job>) => {
+        await o.beforePut?.(j);
+        records.set(j.address, j);
+      },
+    },
+    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
+    sub: (n: string) => sub(db, n),
+  } as unknown as StewardPorts;
+  const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...o.cfg }, stewardIdentity);
+  /** One request on /c0mpute/steward/1 from `from`: the frames answered (a thrown refusal rejects). */
+  const ask = async (req: Frame, from = stubBuyer.did, into: Frame[] = []) => {
+    await handlers.get(STEWARD_PROTOCOL)!([req as never], { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void into.push(f as Frame) });
+    return into;
+  };
+  /** `admit` for `j` on entitlement ml at a 10 J guess (or `estimate`); the answer frames go to `into`. */
+  const admit = (j: Opened<Job>, into: Frame[] = [], estimate: unknown = { uj: 10_000_000, grade: 'Estimator' }) => ask({ op: 'admit', job: j.bytes, entitlement: 'ml', estimate }, stubBuyer.did, into);
+  const released = async () => (await s.ledger.records(0)).filter((e) => e.event === 'Released');
+  return { s, ask, admit, hear, released };
+}
+
+/** Polls `cond` every 10 ms, at most `tries` times; fails naming `what` if it never holds. */
+export async function until(cond: () => Promise<boolean> | boolean, what: string, tries = 1000): Promise<void> {
+  for (let i = 0; i < tries && !(await cond()); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(await cond(), `timed out waiting for ${what}`);
+}
