@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
-import { printable } from './printable.js';
+import { printable } from '../util/text.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {

@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
-import { printable } from './printable.js';
+import { printable } from '../util/text.js';
 import { EXIT, NegativeAnswer, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';

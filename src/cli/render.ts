@@ -3,7 +3,7 @@ import type { WireEvent, WireRecord } from '../node/events.js';
 import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
 import { short, shortAddr } from './short.js';
-import { printable } from './printable.js';
+import { printable } from '../util/text.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };

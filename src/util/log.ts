@@ -4,6 +4,7 @@
  * logged by address, keys by DID.
  */
 import { pino, type Logger as PinoLogger } from 'pino';
+import { printable } from './text.js';
 
 export type Logger = PinoLogger;
 
@@ -35,19 +36,23 @@ export function createLogger(opts: LogOptions = {}): Logger {
   return pino({ level, name: opts.name, redact: { paths: ['*.secret', '*.seed', '*.passphrase', '*.token'], remove: true } }, dest);
 }
 
-/** A minimal human-readable line format: `LEVEL name msg key=value …`. */
-function prettyStream(dest: { write(s: string): unknown }): { write(s: string): void } {
+/**
+ * A minimal human-readable line format: `LEVEL name msg key=value …`, for a terminal: the message and every value
+ * pass through printable (a log line quotes other nodes' text: a refusal's message, a remote error), so one entry is
+ * one line and carries no control character.
+ */
+export function prettyStream(dest: { write(s: string): unknown }): { write(s: string): void } {
   return {
     write(line: string) {
       try {
         const o = JSON.parse(line) as Record<string, unknown>;
         const { level, name, msg, pid: _pid, hostname: _h, ...rest } = o;
         const kv = Object.entries(rest)
-          .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+          .map(([k, v]) => `${k}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
           .join(' ');
-        dest.write(`${String(level).toUpperCase().padEnd(5)} ${name ? `[${String(name)}] ` : ''}${String(msg ?? '')}${kv ? ' ' + kv : ''}\n`);
+        dest.write(`${String(level).toUpperCase().padEnd(5)} ${name ? `[${printable(String(name))}] ` : ''}${printable(String(msg ?? ''))}${kv ? ' ' + kv : ''}\n`);
       } catch {
-        dest.write(line);
+        dest.write(printable(line, true));
       }
     },
   };

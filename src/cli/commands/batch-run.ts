@@ -19,7 +19,7 @@ import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
 import { NegativeAnswer, out, jsonReplacer, writingTo } from '../context.js';
-import { printable } from '../printable.js';
+import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { renderPlan } from './batch.js';

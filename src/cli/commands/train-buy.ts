@@ -20,7 +20,7 @@ import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, out, outJson, readInput, writeOutput, writingTo } from '../context.js';
-import { printable } from '../printable.js';
+import { printable } from '../../util/text.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';

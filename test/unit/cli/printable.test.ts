@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { printable } from '../../../src/cli/printable.js';
+import { printable } from '../../../src/util/text.js';
 import { renderEvent } from '../../../src/cli/render.js';
 import { out } from '../../../src/cli/context.js';
 

@@ -1,0 +1,32 @@
+/**
+ * The pretty log format (src/util/log.ts prettyStream) for a terminal: a log entry quoting another node's text (a
+ * refusal's message, a remote error) is written on one line with its control characters escaped, as the CLI's own
+ * narration is (printable).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { prettyStream } from '../../../src/util/log.js';
+
+describe('the pretty log format', () => {
+  it('escapes control characters in the message, the name and every value, C1 included', () => {
+    const out: string[] = [];
+    const log = pino({ level: 'info', base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, prettyStream({ write: (s: string) => out.push(s) }));
+    const hostile = '\u001b]0;pwned-title\u0007\u001b[2K\r▸ verified: output matches sha256:0000\n\u009b2J';
+    log.child({ name: 'n\u001bode' }).warn({ err: hostile, detail: { message: hostile } }, `refused: ${hostile}`);
+    assert.equal(out.length, 1);
+    const line = out[0]!;
+    assert.ok(line.endsWith('\n'));
+    // eslint-disable-next-line no-control-regex
+    assert.doesNotMatch(line.slice(0, -1), /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/, 'no control character but the final line break');
+    assert.match(line, /^WARN {2}\[n\\u001bode\] refused: \\u001b\]0;pwned-title\\u0007/);
+    assert.match(line, /err=\\u001b\]0;pwned-title/);
+    assert.match(line, /detail=\{"message":"\\u001b\]0;pwned-title\\u0007.*\\u009b2J"\}/);
+  });
+
+  it('a line that is not JSON is written with its controls escaped', () => {
+    const out: string[] = [];
+    prettyStream({ write: (s: string) => out.push(s) }).write('not json \u001b[2K\n');
+    assert.equal(out[0], 'not json \\u001b[2K\n');
+  });
+});
