@@ -558,10 +558,13 @@ export class Buyer {
     }
     // Its times must be possible: not after now beyond the clock-skew window (counted as of its completedAt, a receipt
     // from the future would change this buyer's reputation view only later, and audits with it), nor started before
-    // the offer it answers was issued (both are the provider's clock).
-    const latest = clock() + (this.d.skewMs ?? DEFAULT_SKEW_MS);
-    if (r.startedAt > latest || r.completedAt > latest || r.startedAt < cand.offer.record.issuedAt) {
-      const detail = r.startedAt < cand.offer.record.issuedAt ? 'the receipt says the work started before the offer was issued' : 'the receipt is dated after now beyond the clock-skew window';
+    // the offer it answers was issued beyond that window too: an auction offer is dated by the provider's clock, but a
+    // claim (an open order's offer) by the later of it and the job's announcedAt, this buyer's clock (claimer.ts).
+    const skew = this.d.skewMs ?? DEFAULT_SKEW_MS;
+    const latest = clock() + skew;
+    const tooEarly = r.startedAt < cand.offer.record.issuedAt - skew;
+    if (r.startedAt > latest || r.completedAt > latest || tooEarly) {
+      const detail = tooEarly ? 'the receipt says the work started before the offer was issued (beyond the clock-skew window)' : 'the receipt is dated after now beyond the clock-skew window';
       onEvent({ e: 'verified', ok: false, detail });
       return { outcome: 'receipt dated impossibly', nondelivery: 'bad-receipt' };
     }

@@ -63,11 +63,18 @@ test('a receipt completed within the clock-skew window of now is taken', async (
   assert.equal(r.storedReceipts, 1);
 });
 
-test('a receipt dated after now beyond the clock-skew window, or started before its offer, is refused with a non-delivery', async () => {
+test('a receipt started before its offer was issued, within the clock-skew window, is taken (a claim is dated by the buyer’s clock)', async () => {
+  // an open order's claim is dated max(provider's now, the job's announcedAt): a provider 5 s behind starts "before" it
+  const r = await run({ startedAt: NOW - 5_500, completedAt: NOW - 5_000 });
+  assert.equal(r.result.status, 'completed', JSON.stringify(r.result.attempts));
+  assert.equal(r.storedReceipts, 1);
+});
+
+test('a receipt dated after now beyond the clock-skew window, or started before its offer beyond it, is refused with a non-delivery', async () => {
   for (const times of [
     { startedAt: NOW, completedAt: NOW + 31_000 },
     { startedAt: NOW + 40_000, completedAt: NOW + 45_000 },
-    { startedAt: NOW - 10_000, completedAt: NOW - 5_000 }, // the fixture's offer was issued at NOW - 500
+    { startedAt: NOW - 40_000, completedAt: NOW - 5_000 }, // the fixture's offer was issued at NOW - 500; the window is 30 s
   ]) {
     const r = await run(times);
     assert.equal(r.result.status, 'failed', JSON.stringify(times));
