@@ -211,3 +211,30 @@ test("audit takes the buyer's trust sources (--trusted-buyers, --second-hand-wei
     assert.match(e.err, new RegExp(`error ${code}`));
   }
 });
+
+test('select, explain and audit take the deciding node’s clock-skew window (--skew-ms)', () => {
+  // the provider's clock runs 45 s ahead; the buyer's network.clockSkewMs is 60 s, so it took the offer and decided
+  const sk = join(root, 'skew-records');
+  mkdirSync(sk);
+  const A = P(131);
+  const JS = job(BUYER, { nonce: new Uint8Array([79]) });
+  const adA = advert(A, { issuedAt: NOW - 3_600_000, expiresAt: NOW + 3_600_000 });
+  [JS, adA, offer(A, JS, adA, { issuedAt: NOW + 45_000 })].forEach((r, i) => writeFileSync(join(sk, `${i}.cbor`), r.bytes));
+  const out = join(root, 'skew-selection.cbor');
+  const bare = c0('market', 'select', '--job', JS.address, '--records', sk, '--at', String(NOW), '--out', out);
+  assert.equal(bare.code, 3, 'with the default 30 s the offer is issued after the decision');
+  assert.match(bare.err, /error SELECTION_OFFER_AFTER_DECISION/);
+  assert.equal(c0('market', 'explain', '--job', JS.address, '--records', sk, '--at', String(NOW), '--skew-ms', '60000', '--json').code, 0);
+  const s = c0('market', 'select', '--job', JS.address, '--records', sk, '--at', String(NOW), '--skew-ms', '60000', '--out', out);
+  assert.equal(s.code, 0, s.err + s.out);
+  const plain = c0('market', 'audit', '--selection', out, '--records', sk);
+  assert.equal(plain.code, 1);
+  assert.match(plain.out, /AUDIT_OFFER_AFTER_DECISION/);
+  const a = c0('market', 'audit', '--selection', out, '--records', sk, '--skew-ms', '60000');
+  assert.equal(a.code, 0, a.err + a.out);
+  for (const v of ['-1', '1.5', 'soon', '']) {
+    const e = c0('market', 'audit', '--selection', out, '--records', sk, '--skew-ms', v);
+    assert.equal(e.code, 3, `--skew-ms "${v}": ${e.err}`);
+    assert.match(e.err, /error MARKET_BAD_SKEW/);
+  }
+});

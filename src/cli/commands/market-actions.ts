@@ -156,7 +156,22 @@ export function trustFromOpts(o: TrustOpts): TrustSources {
   return out;
 }
 
-export interface SelectOpts extends TrustOpts {
+/** The clock-skew window on the command line: the deciding node's `network.clockSkewMs` (default 30 s). */
+export interface SkewOpts {
+  skewMs?: string;
+}
+
+/** `--skew-ms`: a whole number of milliseconds, 0 or more; MARKET_BAD_SKEW otherwise. Absent: the default window. */
+export function skewFromOpts(o: SkewOpts): { skewMs?: number } {
+  if (o.skewMs === undefined) return {};
+  const n = Number(o.skewMs);
+  if (o.skewMs.trim() === '' || !Number.isSafeInteger(n) || n < 0) {
+    throw new C0Error('MARKET_BAD_SKEW', `--skew-ms takes a whole number of milliseconds, 0 or more, got "${o.skewMs.slice(0, 40)}"`, { field: 'skew-ms' });
+  }
+  return { skewMs: n };
+}
+
+export interface SelectOpts extends TrustOpts, SkewOpts {
   job: string;
   records: string;
   policy: string;
@@ -174,13 +189,14 @@ export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void
   const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
   // Reputation as the job's buyer sees it: its own jobs, plus its trust sources (docs/market.md).
   const trust = trustFromOpts(opts);
+  const skew = skewFromOpts(opts);
   const reputation = deriveReputation({ receipts: records.receipts, acceptances: records.acceptances, offers: records.offers, nondeliveries: records.nondeliveries }, { self: jobRec.signer, asOf: now, trust });
-  const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now });
+  const result = select({ job: jobRec, adverts: records.adverts, offers: records.offers, policy, reputation, now, ...skew });
   let signed: Opened<Selection> | undefined;
   if (opts.out && result.ok) {
     const delegation = opts.delegation ? resolveRecord<Delegation>(opts.delegation, T.delegation, records, 'delegation') : undefined;
     const id = await loadNodeIdentity(globals(cmd).dataDir);
-    signed = signSelection({ result, job: jobRec, signer: id.signer, offerAt: (a) => records.getTyped<Offer>(a, T.offer), ...(delegation ? { delegation } : {}) });
+    signed = signSelection({ result, job: jobRec, signer: id.signer, offerAt: (a) => records.getTyped<Offer>(a, T.offer), ...skew, ...(delegation ? { delegation } : {}) });
     writeOutput(opts.out, signed.bytes);
   }
   if (opts.json) {
@@ -194,7 +210,7 @@ export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void
   for (const l of lines) out(l);
 }
 
-export interface ExplainOpts {
+export interface ExplainOpts extends SkewOpts {
   job: string;
   records: string;
   at?: string;
@@ -208,7 +224,7 @@ export function explainAction(opts: ExplainOpts): void {
   const now = parseAt(opts.at);
   const { records, refused, read } = loadRecordDir(opts.records);
   const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);
-  const e = explainMarket({ job: jobRec, adverts: records.adverts, offers: records.offers, now });
+  const e = explainMarket({ job: jobRec, adverts: records.adverts, offers: records.offers, now, ...skewFromOpts(opts) });
   if (opts.json) {
     outJson({ records: { read, refused }, ...e });
     return;
@@ -216,7 +232,7 @@ export function explainAction(opts: ExplainOpts): void {
   for (const l of [...header(jobRec, read, refused), `known    ${e.known} provider(s), ${e.eligible} eligible`, ...explanationLines(e, true, listLimit(opts))]) out(l);
 }
 
-export interface AuditOpts extends TrustOpts {
+export interface AuditOpts extends TrustOpts, SkewOpts {
   selection: string;
   records: string;
   steward?: string[];
@@ -227,9 +243,10 @@ export interface AuditOpts extends TrustOpts {
 export function auditAction(opts: AuditOpts): void {
   // the buyer's trust sources: its decision counted their evidence, so its recomputation must (docs/market.md §7)
   const trust = trustFromOpts(opts);
+  const skew = skewFromOpts(opts);
   const { records, refused, read } = loadRecordDir(opts.records);
   const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);
-  const a = auditSelection({ selection: sel, records, trust, ...(opts.steward ? { stewards: opts.steward } : {}) });
+  const a = auditSelection({ selection: sel, records, trust, ...skew, ...(opts.steward ? { stewards: opts.steward } : {}) });
   if (opts.json) {
     const { result: _r, ...rest } = a;
     outJson({ records: { read, refused }, ...rest });

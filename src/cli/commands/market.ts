@@ -22,6 +22,7 @@ export function parseAt(s: string | undefined): number {
 
 /** The buyer's trust sources (docs/market.md "Reputation and its threat model"): `market select` and `market audit` alike. */
 const TRUSTED_BUYERS_HELP = 'comma-separated buyer DIDs whose receipts count second-hand (default: the job buyer’s own evidence only)';
+const SKEW_HELP = 'the clock-skew window in ms: the deciding node’s network.clockSkewMs (default 30000)';
 const SECOND_HAND_HELP = 'weight of one second-hand outcome, above 0 and at most 1 (reputation.secondHandWeight; default 0.5)';
 const DEALT_WITH_HELP = 'count buyers the job’s buyer ran jobs for as a provider (reputation.dealtWith)';
 
@@ -41,6 +42,7 @@ export function register(program: Command): void {
     .option('--trusted-buyers <dids>', TRUSTED_BUYERS_HELP)
     .option('--second-hand-weight <w>', SECOND_HAND_HELP)
     .option('--dealt-with', DEALT_WITH_HELP)
+    .option('--skew-ms <ms>', SKEW_HELP)
     .option('--json', 'machine-readable output')
     .action(async (opts: SelectOpts, cmd: Command) => (await import('./market-actions.js')).selectAction(opts, cmd));
 
@@ -53,6 +55,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .option('--limit <n>', `list this many providers, then count the rest (default ${DEFAULT_LIST_LIMIT})`)
     .option('--all', 'list every provider')
+    .option('--skew-ms <ms>', SKEW_HELP)
     .action(async (opts: ExplainOpts) => (await import('./market-actions.js')).explainAction(opts));
 
   market
@@ -64,6 +67,7 @@ export function register(program: Command): void {
     .option('--trusted-buyers <dids>', TRUSTED_BUYERS_HELP)
     .option('--second-hand-weight <w>', SECOND_HAND_HELP)
     .option('--dealt-with', DEALT_WITH_HELP)
+    .option('--skew-ms <ms>', SKEW_HELP)
     .option('--json', 'machine-readable output')
     .action(async (opts: AuditOpts) => (await import('./market-actions.js')).auditAction(opts));
 }
