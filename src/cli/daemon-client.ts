@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { readDaemonInfo } from '../node/daemon-info.js';
-import { TOKEN_FILE } from '../node/api-client.js';
+import { TOKEN_FILE, noteDaemonPid } from '../node/api-client.js';
 
 export interface DaemonClient {
   api: string;
@@ -16,6 +16,8 @@ export function daemonClient(dataDir: string): DaemonClient | undefined {
   if (!info || !info.api) return undefined;
   const tokenPath = join(dataDir, TOKEN_FILE);
   if (!existsSync(tokenPath)) return undefined;
+  // a daemon that does not answer in time is named by its pid (DAEMON_NOT_ANSWERING)
+  noteDaemonPid(info.api, info.pid);
   return { api: info.api, token: readFileSync(tokenPath, 'utf8').trim() };
 }
 

@@ -8,26 +8,90 @@ import { C0Error } from '../errors.js';
 /** The bearer token's file in the data directory (0600). */
 export const TOKEN_FILE = 'api.token';
 
-/** Client side (the CLI): call the daemon. */
-export async function apiCall(base: string, token: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
-  let res: Response;
-  try {
-    res = await fetch(`http://${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  } catch (e) {
-    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
-  }
-  const data = (await answerJson(res, base)) as { error?: { code: string; message: string } };
-  if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
-  return data;
+/** How long a call waits for the daemon's answer by default (a stream: for its headers only), seconds; `C0MPUTE_API_TIMEOUT` sets it. */
+export const API_TIMEOUT_S = 10;
+/** The longest `C0MPUTE_API_TIMEOUT` may be, seconds (a day; a timer cannot wait much longer than 24 days anyway). */
+const API_TIMEOUT_MAX_S = 86_400;
+
+export interface ApiCallOptions {
+  /** How long to wait, ms (default: `C0MPUTE_API_TIMEOUT`, else API_TIMEOUT_S): for a call its whole answer, for a stream its headers. */
+  timeoutMs?: number;
+  /** Work the daemon does before it answers this call (a fetch over the network with its own deadline), ms: added to the wait. */
+  workMs?: number;
 }
 
-/** Client side: a streaming call yielding NDJSON events. */
-export async function* apiStream(base: string, token: string, path: string, body: unknown): AsyncGenerator<Record<string, unknown>> {
+/** The wait for an answer, ms: `C0MPUTE_API_TIMEOUT` (seconds) when set, else API_TIMEOUT_S; a value that is not a number of seconds above 0 is CONFIG_INVALID. */
+export function apiTimeoutMs(env: string | undefined = process.env.C0MPUTE_API_TIMEOUT): number {
+  if (env === undefined || env.trim() === '') return API_TIMEOUT_S * 1000;
+  const s = /^\s*[0-9]+(\.[0-9]+)?\s*$/.test(env) ? Number(env) : NaN;
+  if (!(s > 0 && s <= API_TIMEOUT_MAX_S)) throw new C0Error('CONFIG_INVALID', `C0MPUTE_API_TIMEOUT: seconds to wait for the daemon's answer, above 0 and at most ${API_TIMEOUT_MAX_S}, got "${env.slice(0, 40)}"`, { field: 'C0MPUTE_API_TIMEOUT' });
+  return Math.round(s * 1000);
+}
+
+/** The pid daemon.json names for the daemon at each API address (set by the CLI as it reads daemon.json), for DAEMON_NOT_ANSWERING to name it. */
+const pids = new Map<string, number>();
+export function noteDaemonPid(api: string, pid: number): void {
+  pids.set(api, pid);
+}
+
+/**
+ * A wait for the daemon's answer: aborts the fetch once `ms` pass. A daemon that accepts the connection and never
+ * answers (stopped with SIGSTOP, an event loop stuck) would otherwise hold the CLI for undici's 5 minutes.
+ */
+function answerWait(base: string, opts: ApiCallOptions): { signal: AbortSignal; expired: () => boolean; error: () => C0Error; done: () => void } {
+  const ms = (opts.timeoutMs ?? apiTimeoutMs()) + (opts.workMs ?? 0);
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), Math.min(ms, 2 ** 31 - 1));
+  return {
+    signal: ctl.signal,
+    expired: () => ctl.signal.aborted,
+    error: () => {
+      const pid = pids.get(base);
+      const s = Number((ms / 1000).toFixed(1));
+      return new C0Error(
+        'DAEMON_NOT_ANSWERING',
+        `${pid === undefined ? `the daemon's API at ${base}` : `the daemon (pid ${pid}) is alive but its API at ${base}`} did not answer in ${s} s (stopped? overloaded?); C0MPUTE_API_TIMEOUT=<seconds> waits longer`,
+        { detail: { api: base, ...(pid === undefined ? {} : { pid }), timeoutMs: ms } },
+      );
+    },
+    done: () => clearTimeout(timer),
+  };
+}
+
+/** Client side (the CLI): call the daemon; DAEMON_NOT_ANSWERING when its whole answer has not come within the wait (ApiCallOptions). */
+export async function apiCall(base: string, token: string, method: 'GET' | 'POST', path: string, body?: unknown, opts: ApiCallOptions = {}): Promise<unknown> {
+  const wait = answerWait(base, opts);
+  try {
+    let res: Response;
+    try {
+      res = await fetch(`http://${base}${path}`, { method, signal: wait.signal, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    } catch (e) {
+      if (wait.expired()) throw wait.error();
+      throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+    }
+    const data = (await answerJson(res, base, wait)) as { error?: { code: string; message: string } };
+    if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
+    return data;
+  } finally {
+    wait.done();
+  }
+}
+
+/**
+ * Client side: a streaming call yielding NDJSON events. The wait (ApiCallOptions) is for the answer's headers only,
+ * which the daemon sends as the stream starts: the stream itself lasts as long as what it reports (a job) does.
+ */
+export async function* apiStream(base: string, token: string, path: string, body: unknown, opts: ApiCallOptions = {}): AsyncGenerator<Record<string, unknown>> {
+  const wait = answerWait(base, opts);
   let res: Response;
   try {
-    res = await fetch(`http://${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    res = await fetch(`http://${base}${path}`, { method: 'POST', signal: wait.signal, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   } catch (e) {
+    if (wait.expired()) throw wait.error();
     throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+  } finally {
+    // the headers came (or nothing will): from here the stream is not timed
+    wait.done();
   }
   if (!res.ok || !res.body) {
     const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
@@ -74,8 +138,9 @@ async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string): AsyncGe
 }
 
 /** The body of an answer as JSON; a body that is not (another server on the daemon's port) is DAEMON_BAD_ANSWER. */
-async function answerJson(res: Response, base: string): Promise<unknown> {
+async function answerJson(res: Response, base: string, wait: { expired: () => boolean; error: () => C0Error }): Promise<unknown> {
   const text = await res.text().catch((e: unknown) => {
+    if (wait.expired()) throw wait.error();
     throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered: ${(e as Error).message}`);
   });
   try {

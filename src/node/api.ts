@@ -179,6 +179,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         stream() {
           streaming = true;
           res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+          // the headers go now, not with the first event: the client waits for them only so long (DAEMON_NOT_ANSWERING)
+          res.flushHeaders();
           return { send: (ev: unknown) => res.write(JSON.stringify(ev, opts.replacer) + '\n') };
         },
       };

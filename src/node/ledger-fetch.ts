@@ -50,10 +50,15 @@ export function parseFetchMiB(v: string | null | undefined): number | undefined 
   return n;
 }
 
+/** A fetch's whole time by default for a bound of `maxBytes`: LEDGER_FETCH_BUDGET_MS per 64 MiB, never less (the CLI waits this long too). */
+export function ledgerFetchBudgetMs(maxBytes: number = LEDGER_FETCH_DEFAULT_MIB * MIB): number {
+  return Math.max(LEDGER_FETCH_BUDGET_MS, Math.ceil((maxBytes / (64 * MIB)) * LEDGER_FETCH_BUDGET_MS));
+}
+
 /** The entries of `steward`'s ledger, from seq 0, each checked to chain (see the module comment). */
 export async function fetchLedgerEntries(net: Pick<Network, 'request'>, steward: string, opts: LedgerFetchOptions = {}): Promise<Uint8Array[]> {
   const maxBytes = opts.maxBytes ?? LEDGER_FETCH_DEFAULT_MIB * MIB;
-  const budgetMs = opts.budgetMs ?? Math.max(LEDGER_FETCH_BUDGET_MS, Math.ceil((maxBytes / (64 * MIB)) * LEDGER_FETCH_BUDGET_MS));
+  const budgetMs = opts.budgetMs ?? ledgerFetchBudgetMs(maxBytes);
   const budget = AbortSignal.timeout(budgetMs);
   const protocolCap = PROTOCOL_LIMITS[LEDGER_PROTOCOL]?.maxResponseBytes ?? MAX_LEDGER_RANGE * 64 * 1024;
   const entries: Uint8Array[] = [];

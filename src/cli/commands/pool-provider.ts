@@ -91,7 +91,8 @@ export function register(program: Command): void {
         const running = readDaemonInfo(dataDir);
         if (running && o.push !== false) {
           const c = requireDaemon(dataDir);
-          const r = (await apiCall(c.api, c.token, 'POST', `/v1/pool/roster${overlayQuery(o.overlay)}`, { roster: Buffer.from(roster.bytes).toString('base64'), membership: Buffer.from(env.bytes).toString('base64') })) as { seq: number; members: string[] };
+          // the member tells the others before it answers (each call bounded by its pool liveness, 2 s by default)
+          const r = (await apiCall(c.api, c.token, 'POST', `/v1/pool/roster${overlayQuery(o.overlay)}`, { roster: Buffer.from(roster.bytes).toString('base64'), membership: Buffer.from(env.bytes).toString('base64') }, { workMs: 30_000 })) as { seq: number; members: string[] };
           out(status === 'member' ? `the running member now uses roster seq ${r.seq} (${r.members.length} members) and sent it to the others` : `the running member left the pool at once: no more quotes or work for it, advert withdrawn, the others told`);
         }
       });

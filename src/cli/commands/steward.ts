@@ -56,7 +56,10 @@ export function registerLedgerFetch(program: Command): void {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
       const q = new URLSearchParams({ ...(o.overlay ? { overlay: o.overlay } : {}), ...(o.maxMib === undefined ? {} : { maxMiB: o.maxMib }) }).toString();
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${q ? `?${q}` : ''}`)) as { entries: number; receipts: number; file: string };
+      // the daemon answers once the whole fetch is done: wait as long as it may take (a bad --max-mib is refused at once)
+      const { ledgerFetchBudgetMs, LEDGER_FETCH_DEFAULT_MIB, LEDGER_FETCH_MAX_MIB } = await import('../../node/ledger-fetch.js');
+      const mib = Math.min(Number(o.maxMib ?? LEDGER_FETCH_DEFAULT_MIB) || LEDGER_FETCH_MAX_MIB, LEDGER_FETCH_MAX_MIB);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${q ? `?${q}` : ''}`, undefined, { workMs: ledgerFetchBudgetMs(mib * 1024 * 1024) })) as { entries: number; receipts: number; file: string };
       writeOutput(file, Buffer.from(r.file, 'base64'));
       out(`wrote ${file}: ${r.entries} entries, ${r.receipts} witness receipt(s)`);
     });

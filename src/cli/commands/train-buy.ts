@@ -97,7 +97,8 @@ export function registerBuy(train: Command): void {
           devicesPerMember: Number(f.devicesPerMember),
           deadlineMs: deadlineMs + 60_000,
         };
-        admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body)) as { admission: Admission }).admission;
+        // the steward may queue the claim until its deadline before it answers: wait that long too
+        admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs })) as { admission: Admission }).admission;
         if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
         if (admission.verdict !== 'Admit') {
           if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
@@ -129,7 +130,8 @@ export function registerBuy(train: Command): void {
       if (admission) {
         // Release the one claim now with every member's receipt (the steward may have released it already, on the last receipt).
         const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
-        const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }).catch(() => ({ released: 'unknown' }))) as { released: string };
+        // the daemon asks the steward first, with a 30 s deadline (releaseGang, src/node/gang-routes.ts)
+        const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
         Object.assign(report, { admission, released: rel.released });
       }
       if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');

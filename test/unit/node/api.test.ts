@@ -28,6 +28,9 @@ async function rejectsCode(p: Promise<unknown>, code: string): Promise<void> {
 }
 
 describe('control API', () => {
+  // /v1/run-quiet says nothing until the test lets it
+  let releaseQuiet!: () => void;
+  const quiet = new Promise<void>((r) => (releaseQuiet = r));
   let api: ApiServer;
   let base: string;
   const registry = new Registry();
@@ -61,6 +64,16 @@ describe('control API', () => {
         const n = (req.body as { n: number }).n;
         for (let i = 0; i < n; i++) s.send({ e: 'progress', i });
         return { done: n };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/run-quiet',
+      handler: async (_req, res) => {
+        const s = res.stream();
+        await quiet;
+        s.send({ e: 'progress', i: 0 });
+        return { done: 1 };
       },
     },
     {
@@ -213,6 +226,15 @@ describe('control API', () => {
     const events = [];
     for await (const ev of apiStream(base, TOKEN, '/v1/run', { n: 3 })) events.push(ev);
     assert.deepEqual(events, [{ e: 'progress', i: 0 }, { e: 'progress', i: 1 }, { e: 'progress', i: 2 }, { e: 'result', result: { done: 3 } }]);
+  });
+
+  test('a stream sends its headers as it starts, before its first event (the CLI waits only so long for them)', { timeout: 20_000 }, async () => {
+    // headers held back until the first event would leave this fetch waiting for ever: the event comes only once it resolved
+    const r = await fetch(`http://${base}/v1/run-quiet`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{}' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-type'), 'application/x-ndjson');
+    releaseQuiet();
+    assert.deepEqual((await r.text()).trim().split('\n').map((l) => JSON.parse(l) as unknown), [{ e: 'progress', i: 0 }, { e: 'result', result: { done: 1 } }]);
   });
 
   test('an error after streaming started arrives as an error event', async () => {
