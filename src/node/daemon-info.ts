@@ -13,15 +13,36 @@ export interface DaemonInfo {
   procStart?: string;
 }
 
-/** The kernel's start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22); undefined where there is no /proc. */
-export function processStart(pid: number | 'self'): string | undefined {
+/**
+ * The fields of a /proc/<pid>/stat line after the command name, from field 3 on: [state, ppid, pgrp, …]. The
+ * command name (field 2) is in parentheses and may hold spaces and parentheses itself: the fields start after the
+ * last `)`.
+ */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+function procStat(pid: number | 'self'): string[] | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // the command name (field 2) is in parentheses and may hold spaces: count fields after its closing one
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return undefined;
   }
+}
+
+/** The kernel's start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22); undefined where there is no /proc. */
+export function processStart(pid: number | 'self'): string | undefined {
+  return procStat(pid)?.[19];
+}
+
+/**
+ * Whether process `pid` has ended but is not reaped yet: state `Z` (zombie) or `X` (dead) in /proc/<pid>/stat
+ * (field 3). `process.kill(pid, 0)` still succeeds on it, until its parent waits for it (a daemon SIGKILLed under a
+ * parent that never reaps: a shell wrapper as a container's PID 1). False where there is no /proc.
+ */
+export function processEnded(pid: number): boolean {
+  const state = procStat(pid)?.[0];
+  return state === 'Z' || state === 'X';
 }
 
 export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
@@ -32,6 +53,8 @@ export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
     // left by a daemon that died: in a container the restarted one may be given the same pid (1), which is this process
     if (info.pid === process.pid) return undefined;
     process.kill(info.pid, 0); // throws when the process is gone
+    // it ended (killed) and only waits for its parent to reap it: gone too
+    if (processEnded(info.pid)) return undefined;
     // a live process under that pid, but started after the daemon that wrote this (the pid was given again)
     if (info.procStart !== undefined) {
       const now = processStart(info.pid);

@@ -1,14 +1,15 @@
 /**
  * daemon.json names a daemon by pid and, where the kernel tells it (Linux), by the process's start time: a live
- * process given the same pid later is not that daemon, so `start` is not refused with DAEMON_RUNNING for ever.
+ * process given the same pid later is not that daemon, so `start` is not refused with DAEMON_RUNNING for ever. A
+ * daemon that was killed but not yet reaped (a zombie: `process.kill(pid, 0)` still succeeds) is gone too.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DAEMON_FILE, processStart, readDaemonInfo } from '../../../src/node/daemon-info.js';
+import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields } from '../../../src/node/daemon-info.js';
 
 test('a live pid whose process started after the daemon that wrote daemon.json is not that daemon', { skip: processStart('self') === undefined ? 'no /proc here' : false }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-daemon-info-'));
@@ -24,5 +25,51 @@ test('a live pid whose process started after the daemon that wrote daemon.json i
     assert.equal(readDaemonInfo(dir)?.pid, pid, 'a file from a daemon that did not record its start: as before, the pid alone');
   } finally {
     other.kill();
+  }
+});
+
+test('/proc/<pid>/stat fields are counted from the last `)`: a command name may hold spaces and parentheses', () => {
+  const tail = 'Z 1 7 7 0 -1 4228108 90 0 0 0 0 0 0 0 20 0 1 0 123456 0 0';
+  for (const comm of ['sleep', 'a b', 'x) R (y', ') Z ))']) {
+    const f = statFields(`4242 (${comm}) ${tail}\n`);
+    assert.equal(f[0], 'Z', comm);
+    assert.equal(f[1], '1', comm);
+    assert.equal(f[19], '123456', comm);
+  }
+});
+
+/** The children of `pid` in state Z, from /proc. */
+function zombieChildren(pid: number): number[] {
+  const out: number[] = [];
+  for (const n of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(n)) continue;
+    try {
+      const f = statFields(readFileSync(`/proc/${n}/stat`, 'utf8'));
+      if (f[1] === String(pid) && f[0] === 'Z') out.push(Number(n));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+test('a daemon killed but not reaped (a zombie under a parent that never waits) is not running', { skip: processStart('self') === undefined ? 'no /proc here' : false }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-daemon-info-'));
+  // bash starts `sleep 1` and then becomes `sleep 30`, which never waits for it: once it exits, it stays a zombie
+  const parent = spawn('bash', ['-c', 'sleep 1 & exec sleep 30'], { stdio: 'ignore' });
+  try {
+    let zombie: number | undefined;
+    for (let i = 0; i < 200 && zombie === undefined; i++) {
+      zombie = zombieChildren(parent.pid!)[0];
+      if (zombie === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(zombie !== undefined, 'a zombie child appeared');
+    assert.doesNotThrow(() => process.kill(zombie, 0), 'kill(pid, 0) succeeds on a zombie');
+    assert.equal(processEnded(zombie), true);
+    assert.equal(processEnded(parent.pid!), false, 'a live process has not ended');
+    writeFileSync(join(dir, DAEMON_FILE), JSON.stringify({ pid: zombie, did: 'did:key:z6Mk', api: '127.0.0.1:1', startedAt: 1, procStart: processStart(zombie) }));
+    assert.equal(readDaemonInfo(dir), undefined, 'a zombie is no running daemon');
+  } finally {
+    parent.kill();
   }
 });
