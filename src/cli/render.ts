@@ -139,6 +139,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'network':
       print(`⚠ ${String(ev.message)} [${String(ev.code)}]`);
       break;
+    case 'interrupted':
+      print(`✘ ${String(ev.message)} [${String(ev.code)}]`);
+      break;
     default:
       break;
   }

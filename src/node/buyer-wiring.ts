@@ -23,6 +23,7 @@ import { providerOf } from '../pools/chain.js';
 import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout } from '../util/timers.js';
+import { StallWatch } from '../util/stall-watch.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
@@ -40,6 +41,8 @@ export class BuyerWiring {
   /** Acceptances waiting for their second try (cleared at stop). */
   readonly #retries = new Set<NodeJS.Timeout>();
   #stopped = false;
+  /** This process's own freezes during an exec attempt (a stream broken by them is not the provider's non-delivery). */
+  readonly #stalls = new StallWatch();
 
   constructor(private readonly o: OverlayNode) {
     this.#pushes = new Counter({ name: 'c0mpute_buyer_job_pushes_total', help: 'Jobs this buyer sent directly to a provider (job-push/1): invitations and pushes halfway through the offer window, by outcome: offer, none, failed, redirected (a pool member named its coordinator)', labelNames: ['outcome'], registers: [o.registry] });
@@ -100,7 +103,8 @@ export class BuyerWiring {
         }
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
-      waitForOffers: (job, windowMs, enough, onOffer) => this.#waitForOffers(job, windowMs, enough, onOffer),
+      waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),
+      stalls: this.#stalls,
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
       ...(this.o.d.network.clockSkewMs === undefined ? {} : { skewMs: this.o.d.network.clockSkewMs }),
@@ -153,7 +157,7 @@ export class BuyerWiring {
     yield* execExchange(ch, request);
   }
 
-  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void): Promise<number> {
+  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal): Promise<number> {
     return new Promise((resolve) => {
       let count = this.o.market.offerCount(job, this.o.clock());
       const seen = new Set<string>();
@@ -170,6 +174,7 @@ export class BuyerWiring {
       const finish = () => {
         timer.clear();
         push.clear();
+        signal?.removeEventListener('abort', finish);
         this.#invited.delete(job);
         // the job's entry goes with its last waiter: one per job bought would otherwise stay until restart
         const waiters = this.#offerWaiters.get(job);
@@ -188,7 +193,9 @@ export class BuyerWiring {
       const push = setLongTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2).unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);
-      if (enoughHeld()) finish();
+      // the node is stopping: the window ends now (the run ends as interrupted)
+      signal?.addEventListener('abort', finish, { once: true });
+      if (enoughHeld() || signal?.aborted) finish();
     });
   }
 

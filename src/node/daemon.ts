@@ -121,6 +121,9 @@ export class Daemon {
       this.apiAddress = api.address;
       this.#stops.push(() => api.close());
     }
+    // First at the stop: buyer runs in flight end as interrupted while the API still streams their last event and
+    // the network and stores still work (OverlayNode.interruptRuns; the overlay's own stop does it again, at no cost).
+    this.#stops.push(async () => void (await Promise.all([...this.overlays.values()].map((o) => o.interruptRuns()))));
     if (this.opts.advertise !== false) {
       const procStart = processStart('self');
       const info: DaemonInfo = { pid: process.pid, did: this.did, api: this.apiAddress ?? '', startedAt: this.startedAt, ...(procStart === undefined ? {} : { procStart }) };

@@ -435,7 +435,18 @@ export class OverlayNode {
     return assessNetwork(this.net.connectivity(), live);
   }
 
+  /**
+   * Break off this overlay's buyer runs in flight with a local reason and wait for them to end (at most
+   * INTERRUPT_WAIT_MS): each ends `interrupted` (JOB_INTERRUPTED), and an exec stream the stop aborted earns its
+   * provider no non-delivery. The first step of `stop`, while the network and the stores still work; the daemon
+   * calls it before it closes the control API too, so the run's last event still reaches its client.
+   */
+  async interruptRuns(): Promise<void> {
+    await this.buyer?.interrupt();
+  }
+
   async stop(): Promise<void> {
+    await this.interruptRuns().catch((e: unknown) => this.log.warn({ err: (e as Error).message, overlay: this.name }, 'error while interrupting runs'));
     const stops = this.#stops.reverse();
     this.#stops = [];
     for (const s of stops) {

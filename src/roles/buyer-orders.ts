@@ -65,7 +65,7 @@ export interface ClaimOutcomeSummary {
 }
 
 /** Run the exec exchange with the winner (the auction's own, Buyer.attempt). */
-export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance'] }>;
+export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance']; interrupted?: 'stopping' | 'stalled' }>;
 
 /**
  * Refused claims a selection lists at most. A selection is one envelope of at most 64 KiB, and each refused claim
@@ -229,7 +229,8 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       result.receipt = attempt.receipt;
       if (attempt.acceptance) result.acceptance = attempt.acceptance;
     }
-    result.status = attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted' ? 'completed' : 'failed';
+    // broken off by this node's stop: the run is `interrupted` (Buyer.run says so), not failed
+    result.status = attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted' ? 'completed' : attempt.interrupted === 'stopping' ? 'interrupted' : 'failed';
     if (result.status === 'completed') result.output = attempt.output!;
     stop.abort();
     await late;

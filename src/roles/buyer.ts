@@ -29,6 +29,7 @@ import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-ord
 import { timeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import type { StallWatch } from '../util/stall-watch.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -51,6 +52,31 @@ function clip(s: string, max: number): string {
   const c = s.charCodeAt(end - 1);
   if (c >= 0xd800 && c <= 0xdbff) end--;
   return `${s.slice(0, end)}…`;
+}
+
+/**
+ * A freeze of this process longer than this during an attempt (SIGSTOP, a suspended machine, a blocked event loop)
+ * may be why its exec stream broke: a peer drops a connection whose pings go unanswered that long (LIVENESS's
+ * pingMinTimeoutMs in src/net/libp2p-host.ts), so the attempt is recorded as interrupted here, not as the provider's
+ * non-delivery (docs/node.md "Buyer": "A buyer that stops or stalls blames no provider").
+ */
+export const STALL_MS = 15_000;
+/** How long a node's stop waits for its runs to end once it interrupted them, ms (docs/node.md "Buyer": "A buyer that stops or stalls blames no provider"). */
+export const INTERRUPT_WAIT_MS = 3_000;
+/** The code of a run broken off because its node is stopping. */
+export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
+/** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
+export const BUYER_STALLED = 'BUYER_STALLED';
+
+/**
+ * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
+ * `stopping` when this node is stopping (its stop aborted the exec stream), `stalled` when this process did not run
+ * for longer than `stallMs` during the attempt. Undefined: the provider's doing as far as this node can tell.
+ */
+export function localInterruption(o: { stopping: boolean; frozenMs: number; stallMs?: number }): 'stopping' | 'stalled' | undefined {
+  if (o.stopping) return 'stopping';
+  if (o.frozenMs > (o.stallMs ?? STALL_MS)) return 'stalled';
+  return undefined;
 }
 
 type ProgressEvent = Extract<BuyerEvent, { e: 'progress' }>;
@@ -173,11 +199,13 @@ export type BuyerEvent =
   | { e: 'acceptance'; acceptance: Opened<Acceptance> }
   | { e: 'failover'; from: string; reason: string }
   | { e: 'nondelivery'; provider: string; reason: NonDeliveryReason; address: string }
+  /** The run was broken off because this node is stopping: the last event of the run. */
+  | { e: 'interrupted'; code: typeof JOB_INTERRUPTED; message: string }
   | ({ e: 'network' } & NetworkAssessment);
 
 export interface JobResult {
   job: Opened<Job>;
-  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers' | 'denied' | 'queue-expired' | 'preempted' | 'unclaimed';
+  status: 'completed' | 'failed' | 'no-eligible-provider' | 'no-offers' | 'denied' | 'queue-expired' | 'preempted' | 'unclaimed' | 'interrupted';
   admission?: Admission;
   output?: Uint8Array;
   receipt?: Opened<Receipt>;
@@ -194,7 +222,7 @@ export interface JobResult {
   claimsOmitted?: number;
   /** An open order that was decided: the envelopes an audit needs (job, selection, the claims it lists, their adverts). */
   evidence?: Uint8Array[];
-  /** Why the run ended without work (a stable code), e.g. ORDER_NOT_CLAIMED. */
+  /** Why the run ended without work (a stable code), e.g. ORDER_NOT_CLAIMED, JOB_INTERRUPTED. */
   error?: { code: string; message: string };
 }
 
@@ -217,8 +245,8 @@ export interface BuyerDeps {
   exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal) => AsyncIterable<unknown>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
-  /** Wait for offers: resolves at the window's end or when `enough` offers for the job arrived. */
-  waitForOffers: (job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void) => Promise<number>;
+  /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
+  waitForOffers: (job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal) => Promise<number>;
   collectWindowMs: number;
   enoughOffers: number;
   defaultPolicy: PolicyName;
@@ -237,6 +265,10 @@ export interface BuyerDeps {
   managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
   /** Open orders (src/roles/buyer-orders.ts): where claims arrive; absent, a job with `order` is refused. */
   orders?: OrderPorts;
+  /** Notices this process's own freezes during an attempt (src/util/stall-watch.ts); absent, none is noticed. */
+  stalls?: StallWatch;
+  /** A freeze longer than this during an attempt spares the provider a non-delivery (default STALL_MS). */
+  stallMs?: number;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -294,6 +326,10 @@ export class Buyer {
 
   /** Exec streams in flight, by provider: a provider refusing a second large input on our connection is our doing. */
   readonly #inFlight = new Map<string, number>();
+  /** Aborted when the node stops (`interrupt`): every run in flight ends as interrupted, blaming no provider. */
+  readonly #stop = new AbortController();
+  /** Runs in flight, for `interrupt` to wait on. */
+  readonly #runs = new Set<Promise<unknown>>();
 
   constructor(private d: BuyerDeps) {}
 
@@ -301,15 +337,49 @@ export class Buyer {
     return jobRecord(spec, now, this.d.signer);
   }
 
+  /**
+   * The node is stopping (OverlayNode.stop, before its network stops): every run in flight is broken off with a local
+   * reason (an exec stream aborted by it earns its provider no non-delivery) and ends as `interrupted`
+   * (JOB_INTERRUPTED); no run starts after. Resolves when they all ended, or after `waitMs` at the latest.
+   */
+  async interrupt(waitMs = INTERRUPT_WAIT_MS): Promise<void> {
+    if (!this.#stop.signal.aborted) this.#stop.abort(new C0Error(JOB_INTERRUPTED, 'this node is stopping'));
+    if (this.#runs.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      Promise.allSettled([...this.#runs]).then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (late) this.d.log.warn({ runs: this.#runs.size, waitedMs: waitMs }, 'runs still in flight at the stop; they end as interrupted');
+  }
+
+  get #stopping(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+    if (this.#stopping) throw new C0Error(JOB_INTERRUPTED, 'this node is stopping: the job was not started');
     let result: JobResult;
-    const made: { job?: string } = {};
+    const made: { job?: string; opened?: Opened<Job> } = {};
+    const running = this.#run(spec, onEvent, made);
+    this.#runs.add(running);
     try {
-      result = await this.#run(spec, onEvent, made);
+      result = await running;
     } catch (e) {
-      // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
-      this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
-      throw e;
+      // broken off by the node's stop (a store closed under a run the stop did not wait for, a request on a network
+      // that stopped): the run was interrupted, not failed
+      if (this.#stopping && made.opened) {
+        result = this.#interrupted({ job: made.opened, status: 'interrupted', attempts: [], timings: { collectMs: 0, restMs: 0 } }, onEvent);
+      } else {
+        // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
+        this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
+        throw e;
+      }
+    } finally {
+      this.#runs.delete(running);
     }
     // One line per job for the operator: how it ended, who did it, how long each part took.
     const won = result.receipt?.record.provider ?? result.attempts.at(-1)?.provider;
@@ -344,19 +414,31 @@ export class Buyer {
     refuseEarly(spec, { defaultPolicy: this.d.defaultPolicy, orders: !!this.d.orders, ...(this.d.maxInputBytes === undefined ? {} : { maxInputBytes: this.d.maxInputBytes }) });
   }
 
+  /** The run ends here: this node is stopping (JOB_INTERRUPTED, said as the run's last event). */
+  #interrupted(result: JobResult, onEvent: (e: BuyerEvent) => void, provider?: string): JobResult {
+    const message = `the run was broken off because this node is stopping${provider ? ` (the job was running at ${provider}, which is not blamed for it: no non-delivery signed)` : ''}`;
+    result.status = 'interrupted';
+    result.error = { code: JOB_INTERRUPTED, message };
+    onEvent({ e: 'interrupted', code: JOB_INTERRUPTED, message });
+    return result;
+  }
+
   /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
-  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string }): Promise<JobResult> {
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string; opened?: Opened<Job> }): Promise<JobResult> {
     const { clock, log } = this.d;
     const policy = spec.policy ?? this.d.defaultPolicy;
     this.#refuseEarly(spec);
     if (spec.order && this.d.orders) {
       const order = this.buildJob(spec, clock());
       made.job = order.address;
-      return runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
+      made.opened = order;
+      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
+      return r.status === 'interrupted' ? this.#interrupted(r, onEvent, r.attempts.at(-1)?.provider) : r;
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
     made.job = job.address;
+    made.opened = job;
     let admission: Admission | undefined;
     if (this.d.admission) {
       // pool/1: the steward decides before the job is announced.
@@ -365,14 +447,22 @@ export class Buyer {
       if (admission.verdict !== 'Admit') {
         return { job, status: admission.verdict === 'Deny' ? 'denied' : 'queue-expired', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } };
       }
+      if (this.#stopping) {
+        await this.#withdraw(job, admission);
+        return this.#interrupted({ job, status: 'interrupted', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } }, onEvent);
+      }
     }
     await this.d.store(job);
     await this.d.publish('job', job);
     onEvent({ e: 'job', job });
     log.info({ job: job.address, workload: spec.workload }, 'job published');
 
-    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }));
+    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }), this.#stop.signal);
     const collectMs = clock() - t0;
+    if (this.#stopping) {
+      await this.#withdraw(job, admission);
+      return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) }, onEvent);
+    }
     onEvent({ e: 'collected', offers, waitedMs: collectMs });
     const decision = await this.d.market.decide(job, policy, clock());
     onEvent({ e: 'decision', decision, policy });
@@ -391,6 +481,10 @@ export class Buyer {
     // steward's choice. The first decision is what the result reports.
     const tried = new Set<string>();
     for (let attemptNo = 1; attemptNo <= decision.ranked.length; attemptNo++) {
+      if (this.#stopping) {
+        this.#interrupted(result, onEvent);
+        break;
+      }
       const now = clock();
       if (now >= job.record.deadline) break;
       let pick: RankedCandidate | undefined;
@@ -401,7 +495,9 @@ export class Buyer {
         try {
           managed = await this.d.managedSelect(job, policy, tried);
         } catch (e) {
-          result.attempts.push({ provider: '(steward)', outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
+          // the node stopping broke the request off: the run is interrupted, the steward did nothing wrong
+          if (this.#stopping) this.#interrupted(result, onEvent);
+          else result.attempts.push({ provider: '(steward)', outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
           break;
         }
         const offer = managed.offer;
@@ -424,6 +520,11 @@ export class Buyer {
       onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
       result.selection = selection;
       const attempt = await this.attempt(job, pick, selection, spec, onEvent, admission?.proof);
+      if (attempt.interrupted === 'stopping') {
+        result.attempts.push({ provider: pick.provider, outcome: attempt.outcome });
+        this.#interrupted(result, onEvent, pick.provider);
+        break;
+      }
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
       result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
       if (attempt.receipt) {
@@ -444,7 +545,7 @@ export class Buyer {
       }
       if (decision.ranked.some((c) => !tried.has(c.provider))) onEvent({ e: 'failover', from: pick.provider, reason: attempt.outcome });
     }
-    if (result.status === 'failed') await this.#withdraw(job, admission);
+    if (result.status === 'failed' || result.status === 'interrupted') await this.#withdraw(job, admission);
     result.timings.restMs = clock() - t0 - collectMs;
     return result;
   }
@@ -469,6 +570,12 @@ export class Buyer {
     }
   }
 
+  /** An attempt's outcome when it ended by this node's own doing (localInterruption): no non-delivery. */
+  #localOutcome(why: 'stopping' | 'stalled', frozenMs: number): { outcome: string; interrupted: 'stopping' | 'stalled' } {
+    if (why === 'stopping') return { outcome: `interrupted: this node is stopping (${JOB_INTERRUPTED})`, interrupted: why };
+    return { outcome: `interrupted: this node did not run for ${Math.round(frozenMs / 1000)} s during the attempt (${BUYER_STALLED}); no non-delivery signed`, interrupted: why };
+  }
+
   /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */
   async #withdraw(job: Opened<Job>, admission: Admission | undefined): Promise<void> {
     if (admission?.verdict !== 'Admit' || !this.d.withdraw) return;
@@ -483,7 +590,7 @@ export class Buyer {
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
     admission?: Uint8Array,
-  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED' }> {
+  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; interrupted?: 'stopping' | 'stalled' }> {
     const { clock, log } = this.d;
     let input = spec.input;
     if (job.record.inputSealed === 'yes') {
@@ -493,14 +600,24 @@ export class Buyer {
     }
     // On an overlay with a steward the provider runs only admitted work: the steward's Admitted entry goes with the request.
     const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, ...(admission ? { admission } : {}) };
-    // Give the provider until the deadline plus a grace period to deliver the receipt.
+    // Give the provider until the deadline plus a grace period to deliver the receipt; the node's stop ends it sooner.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
-    const signal = timeoutSignal(budget);
+    const deadline = timeoutSignal(budget);
+    const signal = AbortSignal.any([deadline, this.#stop.signal]);
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
     this.#inFlight.set(cand.provider, concurrent + 1);
     const progress = new ProgressGate(clock, onEvent);
+    // A stream that broke while this node stopped or did not run is not the provider's non-delivery (localInterruption).
+    const watch = this.d.stalls?.begin();
+    let frozenMs = 0;
+    const local = () => {
+      frozenMs = Math.max(frozenMs, watch?.longestFreezeMs() ?? 0);
+      const why = localInterruption({ stopping: this.#stopping, frozenMs, ...(this.d.stallMs === undefined ? {} : { stallMs: this.d.stallMs }) });
+      if (why) log.info({ provider: cand.provider, job: job.address, why, frozenMs: Math.round(frozenMs) }, 'the attempt was interrupted by this node; no non-delivery is signed');
+      return why && this.#localOutcome(why, frozenMs);
+    };
     try {
       for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
         const f: ExecFrame = parseExecFrame(raw);
@@ -524,6 +641,8 @@ export class Buyer {
         }
       }
     } catch (e) {
+      const mine = receipt ? undefined : local();
+      if (mine) return mine;
       log.warn({ provider: cand.provider, err: (e as Error).message }, 'exec stream failed');
       const err = e as C0Error;
       // The provider holds one large input per connection (docs/network.md "Direct streams"): refused for the input of
@@ -531,14 +650,16 @@ export class Buyer {
       if (!receipt && err.code === BUFFER_LIMIT && err.detail?.remote === true && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) {
         return { outcome: `provider busy with another of our inputs: ${err.code}` };
       }
-      if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: signal.aborted ? 'timeout' : 'unreachable' };
+      if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.aborted ? 'timeout' : 'unreachable' };
     } finally {
+      frozenMs = Math.max(frozenMs, watch?.longestFreezeMs() ?? 0);
+      watch?.end();
       progress.flush();
       const n = (this.#inFlight.get(cand.provider) ?? 1) - 1;
       if (n > 0) this.#inFlight.set(cand.provider, n);
       else this.#inFlight.delete(cand.provider);
     }
-    if (!receipt) return { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
+    if (!receipt) return local() ?? { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
     onEvent({ e: 'receipt', receipt });
     // The receipt must link: this job, this offer, this buyer, this provider, the offer's price, our input, the job's
     // workload (the receipt's market: docs/network.md §14).

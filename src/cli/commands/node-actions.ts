@@ -201,8 +201,12 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   let verdictSaid = false;
   const limit = listLimit(f);
   if (!/^[0-9]{1,9}$/.test(f.wait)) throw new C0Error('CLI_BAD_WAIT', `--wait takes a whole number of milliseconds, got "${f.wait.slice(0, 40)}"`, { field: 'wait' });
+  // the daemon is stopping (JOB_INTERRUPTED): said once, as the run's error, even when the stream breaks after the event
+  let interrupted: { code: string; message: string } | undefined;
   const print = (ev: WireEvent) => {
+    if (ev.e === 'interrupted') interrupted = { code: String(ev.code), message: String(ev.message) };
     if (f.json) return out(JSON.stringify(ev, jsonReplacer));
+    if (ev.e === 'interrupted') return;
     if (ev.e === 'admission' && (ev.admission as { verdict?: string }).verdict !== 'Admit') verdictSaid = true;
     renderEvent(ev, short, (s) => {
       said.add(s);
@@ -212,12 +216,18 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   let result: Record<string, unknown> | undefined;
   const client = daemonClient(dataDir);
   if (client) {
-    for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
-      if (ev.e === 'result') result = ev.result as Record<string, unknown>;
-      else if (ev.e === 'error') {
-        const err = ev.error as { code: string; message: string };
-        throw new C0Error(err.code, err.message);
-      } else print(ev as WireEvent);
+    try {
+      for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
+        if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+        else if (ev.e === 'error') {
+          const err = ev.error as { code: string; message: string };
+          throw new C0Error(err.code, err.message);
+        } else print(ev as WireEvent);
+      }
+    } catch (e) {
+      // the daemon said it broke the run off as it stopped, and then its stream ended before the result
+      if (interrupted && (e as C0Error).code === 'DAEMON_STREAM_LOST') throw new C0Error(interrupted.code, interrupted.message);
+      throw e;
     }
   } else {
     // What the run would refuse before publishing anything is said now, not after a node started and waited for a
@@ -236,6 +246,11 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
   if (f.json) out(JSON.stringify({ e: 'result', result }, jsonReplacer));
   const status = result.status as string;
+  if (status === 'interrupted') {
+    // the node stopped under the run (an operator's doing, as a daemon that stopped while it answered): exit 3
+    const err = (result.error as { code: string; message: string } | undefined) ?? interrupted ?? { code: 'JOB_INTERRUPTED', message: 'the run was broken off because the node is stopping' };
+    throw new C0Error(err.code, err.message);
+  }
   if (status === 'completed') {
     const output = Buffer.from(result.output as string, 'base64');
     if (f.output) {
