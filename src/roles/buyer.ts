@@ -506,7 +506,18 @@ export class Buyer {
       } else {
         const current = tried.size === 0 ? decision : await this.d.market.decide(job, policy, now, tried);
         pick = current.ranked[0];
-        if (!pick) break;
+        if (!pick) {
+          // No one left to move to: every provider not tried yet dropped out of the decision since the first one (its
+          // offer expired meanwhile, or it is no longer eligible). Each is named, so the run says why it ends here
+          // after a `failover` event announced the runner-up.
+          for (const c of decision.ranked) {
+            if (tried.has(c.provider)) continue;
+            const lapsed = now > c.offer.record.startBy || now >= c.offer.record.expiresAt;
+            result.attempts.push({ provider: c.provider, outcome: lapsed ? 'offer lapsed' : 'no longer eligible' });
+            tried.add(c.provider);
+          }
+          break;
+        }
         if (now > pick.offer.record.startBy) {
           result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
           tried.add(pick.provider);
