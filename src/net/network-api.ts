@@ -48,7 +48,7 @@ export interface NetworkOptions {
   /**
    * Kinds among `topics` whose topics this node publishes on (to the peers it is connected to that joined them) but does
    * not join: it neither receives nor relays them on gossip, nor syncs them. Their records still reach `subscribe`
-   * handlers when they arrive directly (a selection or an acceptance, /c0mpute/outcome/1). Default none.
+   * handlers when they arrive directly (a selection, an acceptance or a receipt, /c0mpute/outcome/1). Default none.
    */
   publishOnly?: TopicKind[];
   /** Markets joined for the sharded kinds (advert, job, presence, a job's outcome): shards from `shardOf(workload)` (default: every shard). A node relays and syncs only these. */
@@ -179,7 +179,7 @@ export interface Network {
    */
   sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
   /**
-   * Send a selection or an acceptance to the providers it concerns only, over /c0mpute/outcome/1 (offer-route.ts; docs/network.md
+   * Send a selection or an acceptance to the providers it concerns only (or a receipt to its buyer), over /c0mpute/outcome/1 (offer-route.ts; docs/network.md
    * §14 "A job's outcome"); the same local checks as `publish`; this node itself is skipped. Never throws for an unreachable
    * recipient: the outcome per DID says what happened. Another kind: OUTCOME_WRONG_KIND.
    */

@@ -268,7 +268,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       joinedAt = clock();
       sigPool?.open();
       await records.serve(source, clock, opts.recordsServe);
-      const directDeps = { validate: (kind: TopicKind, data: Uint8Array, from: string) => pipeline.validate(kind, data, from, 'direct'), accept: (out: ValidationOutcome, from: string) => accept(out.fresh, from, 'direct', out.attachments ?? []) };
+      const directDeps = {
+        // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
+        validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => (kind === 'receipt' && !joined.includes(kind) ? { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] } : pipeline.validate(kind, data, from, 'direct')),
+        accept: (out: ValidationOutcome, from: string) => accept(out.fresh, from, 'direct', out.attachments ?? []),
+      };
       await direct.serve(OFFER_ROUTE.protocol, directHandler(OFFER_ROUTE, directDeps), OFFER_ROUTE.limits);
       await direct.serve(OUTCOME_ROUTE.protocol, directHandler(OUTCOME_ROUTE, directDeps), OUTCOME_ROUTE.limits);
       libp2p.addEventListener('peer:identify', onIdentify);
@@ -360,7 +364,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     subscribe(kind, handler) {
-      // offers, selections and acceptances also arrive directly (offer/1, outcome/1), whether or not the node joins their topic
+      // offers, selections, acceptances and receipts also arrive directly (offer/1, outcome/1), whether or not the node joins their topic
       if (!joined.includes(kind) && kind !== 'offer' && !OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
       return dispatcher.subscribe(kind, handler);
     },

@@ -45,19 +45,23 @@ export const OFFER_ERR = { BAD_REQUEST: 'OFFER_BAD_REQUEST', NOT_FROM_PEER: 'OFF
  * `/c0mpute/outcome/1`: a job's outcome to the providers it concerns, not to
  * its market (docs/network.md §14 "A job's outcome"): a spot job's selection to
  * the providers it names, an acceptance to the provider whose receipt it
- * countersigns. The same exchange as offer/1 (one message up, one verdict
- * back; the signer must be the sending peer), for a selection or an
- * acceptance; anything else is refused OUTCOME_WRONG_KIND.
+ * countersigns, and a receipt its exec stream could not deliver to the buyer
+ * whose job it is (src/roles/provider/receipt-delivery.ts; the buyer keeps only
+ * a receipt of its own job from the provider it selected: late-receipts.ts).
+ * The same exchange as offer/1 (one message up, one verdict back; the signer
+ * must be the sending peer), for a selection, an acceptance or a receipt;
+ * anything else is refused OUTCOME_WRONG_KIND (a node before receipts came this
+ * way refuses a receipt so, and the provider then sends it no more).
  */
 export const OUTCOME_PROTOCOL = '/c0mpute/outcome/1';
 
-/** Stream limits: one selection or acceptance up (an envelope, within MAX_ENVELOPE_BYTES: the frame bound is offer/1's, more than it needs), one verdict back. */
+/** Stream limits: one selection, acceptance or receipt up (an envelope, within MAX_ENVELOPE_BYTES: the frame bound is offer/1's, more than it needs), one verdict back. */
 export const OUTCOME_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024 + 64, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 10_000, maxInboundStreams: 32 };
 
 export const OUTCOME_ERR = { BAD_REQUEST: 'OUTCOME_BAD_REQUEST', NOT_FROM_PEER: 'OUTCOME_NOT_FROM_PEER', WRONG_KIND: 'OUTCOME_WRONG_KIND' } as const;
 
 /** The kinds `/c0mpute/outcome/1` carries. */
-export const OUTCOME_DIRECT_KINDS: readonly TopicKind[] = ['selection', 'acceptance'];
+export const OUTCOME_DIRECT_KINDS: readonly TopicKind[] = ['selection', 'acceptance', 'receipt'];
 
 /** One direct record route: its protocol, the kinds it carries, its error codes and its send counter. */
 export interface DirectRoute {
@@ -81,7 +85,7 @@ export const OUTCOME_ROUTE: DirectRoute = {
   limits: OUTCOME_LIMITS,
   kinds: OUTCOME_DIRECT_KINDS,
   err: OUTCOME_ERR,
-  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, by kind and outcome (unreachable: the recipient could not be dialled; that copy is dropped)' },
+  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, and receipts an exec stream did not deliver to their buyer, by kind and outcome (unreachable: the recipient could not be dialled; that copy is dropped)' },
 };
 
 export interface DirectServeDeps {

@@ -19,7 +19,7 @@ import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 import { batchPlan } from './batch-route.js';
 import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
-import { jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
+import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -212,10 +212,16 @@ export async function offers(d: OverlayNode, job: string): Promise<Record<string
 export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_PAGE_DEFAULT }): Promise<Record<string, unknown>> {
   const h = await jobHistory(d.records, d.market.evidence, d.did, page);
   return {
-    jobs: h.jobs.map(({ job, receipts }) => ({
-      ...wireRecord(job),
-      receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
-    })),
+    jobs: await Promise.all(
+      h.jobs.map(async ({ job, receipts }) => ({
+        ...wireRecord(job),
+        receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
+        // no outcome held: the providers selected, and the non-delivery signed against each (docs/node.md "Job history")
+        ...(receipts.length
+          ? {}
+          : { attempts: (await attemptsOf(d.records, d.market.evidence, job.address)).map((a) => ({ provider: a.provider, selection: a.selection.address, ...(a.nondelivery ? { nondelivery: a.nondelivery.address, reason: a.nondelivery.record.reason } : {}) })) }),
+      })),
+    ),
     ...(h.next !== undefined ? { next: h.next } : {}),
   };
 }

@@ -12,7 +12,8 @@
  * through indexes.
  */
 import { C0Error } from '../errors.js';
-import type { Acceptance, Job, Receipt } from '../records/kinds.js';
+import type { Acceptance, Job, NonDelivery, Receipt, Selection } from '../records/kinds.js';
+import { selectedProvider } from './late-receipts.js';
 import type { Opened } from '../records/envelope.js';
 import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
@@ -58,6 +59,29 @@ function receiptsOfJob(ev: EvidenceStore, job: string): HeldReceipt[] {
 function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
   const acceptance = buyerVerdict(receipt, ev.acceptancesOf(receipt.address));
   return { receipt, ...(acceptance ? { acceptance } : {}) };
+}
+
+/** A provider this buyer selected for a job and what it signed about that provider's attempt: its non-delivery, if any. */
+export interface HeldAttempt {
+  provider: string;
+  selection: Opened<Selection>;
+  nondelivery?: Opened<NonDelivery>;
+}
+
+/**
+ * What a job with no receipt held has instead (`c0mpute jobs` says "no outcome held" and lists these): each selection
+ * held for it, by decision time, with the provider it chose and the non-delivery this buyer signed against that
+ * attempt (none: the exchange ended without one, e.g. the node stopped during it).
+ */
+export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: string): Promise<HeldAttempt[]> {
+  const out: HeldAttempt[] = [];
+  for (const selection of await records.selectionsOf(job)) {
+    const provider = selectedProvider(selection.record);
+    if (provider === undefined) continue;
+    const nondelivery = ev.nondeliveriesAbout(provider).find((n) => n.record.selection === selection.address);
+    out.push({ provider, selection, ...(nondelivery ? { nondelivery } : {}) });
+  }
+  return out;
 }
 
 /** One page of the jobs `did` published, newest first, with their receipts. */

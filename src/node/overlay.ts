@@ -20,6 +20,7 @@ import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
 import { evidenceHook, openHeld, recordHooks, witnessHook } from './record-hooks.js';
+import { receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
@@ -179,6 +180,12 @@ export class OverlayNode {
     const hears = hearsOutcomes(this.d.config, nc, this.roles);
     const witnesses = witnessHook({ ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), ...(nc.steward ? { steward: nc.steward } : {}) });
     const evidence = evidenceHook(nc.steward ? { steward: nc.steward } : {});
+    const base = recordHooks({
+      advert: (a) => this.market.adverts.get(a) ?? openHeld(cache.get(a), T.advert),
+      offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),
+      job: async (a) => (await this.records.get(a, T.job)) ?? openHeld(cache.get(a), T.job),
+      receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
+    });
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -196,12 +203,9 @@ export class OverlayNode {
       registry: this.registry,
       logger: this.log.child({ mod: 'net', overlay: this.name }),
       hooks: {
-        ...recordHooks({
-          advert: (a) => this.market.adverts.get(a) ?? openHeld(cache.get(a), T.advert),
-          offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),
-          job: async (a) => (await this.records.get(a, T.job)) ?? openHeld(cache.get(a), T.job),
-          receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
-        }),
+        ...base,
+        // a receipt sent directly (its exec stream broke) is kept only as this buyer's own (late-receipts.ts)
+        receipt: receiptHook(base.receipt, () => this.#ownReceipts()),
         nondelivery: nondeliveryHook,
         nondelivery2: nondeliveryHook,
         presence: presenceHook(liveAdvert, this.clock),
@@ -236,7 +240,9 @@ export class OverlayNode {
     this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
     this.net.subscribe('presence', (rec) => void this.presence.add(rec as Opened<Presence>, this.clock()));
     this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
-    this.net.subscribe('receipt', async (rec) => {
+    this.net.subscribe('receipt', async (rec, meta) => {
+      // directly: this buyer's own receipt, which the provider's exec stream could not deliver (checked: late-receipts.ts)
+      if (meta.source === 'direct') this.log.info({ job: (rec as Opened<Receipt>).record.job, receipt: rec.address, provider: rec.signer, status: (rec as Opened<Receipt>).record.status }, 'a receipt the exec stream did not deliver came from the provider directly; kept');
       await this.market.addEvidence(rec as Opened<Receipt>);
     });
     this.net.subscribe('acceptance', async (rec) => {
@@ -366,6 +372,19 @@ export class OverlayNode {
   addRole(name: string, role: OverlayRole): void {
     this.extra.set(name, role);
     this.#stops.push(() => role.stop());
+  }
+
+  /** What a receipt sent directly is checked against: this buyer's own jobs, selections and offers (late-receipts.ts). */
+  #ownReceipts(): OwnReceiptLookups {
+    return {
+      did: this.did,
+      buyer: !!this.buyer,
+      job: (a) => this.records.get(a, T.job),
+      selections: (job) => this.records.selectionsOf(job),
+      offer: async (a) => this.market.book.get(a) ?? (await this.records.get(a, T.offer)),
+      advert: (a) => this.market.adverts.get(a),
+      ...(this.d.network.clockSkewMs === undefined ? {} : { skewMs: this.d.network.clockSkewMs }),
+    };
   }
 
   /** Who besides the job's buyer may sign a selection a provider will run (an overlay's steward). */

@@ -28,6 +28,9 @@ import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { OverlayNode } from './overlay.js';
 import { ProviderRuns } from '../store/provider-runs.js';
+import { ReceiptDelivery } from '../roles/provider/receipt-delivery.js';
+import { OUTCOME_PROTOCOL } from '../net/offer-route.js';
+import type { IdentifyResult } from '@libp2p/interface';
 
 /** What the provider wiring needs from the overlay beyond its public fields. */
 export interface ProviderWiringHooks {
@@ -70,7 +73,28 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     });
     h.onStop(async () => o.poolMember?.stop());
   }
+  // Receipts the exec stream could not deliver go to their buyer directly, and again when it connects (receipt-delivery.ts).
+  const delivery = new ReceiptDelivery({
+    send: async (buyer, r) => (await o.net.sendOutcome('receipt', [buyer], r.bytes)).outcomes[buyer] ?? 'unreachable',
+    clock: o.clock,
+    log: o.log.child({ role: 'provider', overlay: o.name }),
+    self: o.did,
+  });
+  const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
+    if (!delivery.size || !evt.detail.protocols.includes(OUTCOME_PROTOCOL)) return;
+    try {
+      delivery.onConnected(didFromPeerId(evt.detail.peerId));
+    } catch {
+      // not an Ed25519 peer: no buyer
+    }
+  };
+  o.net.libp2p.addEventListener('peer:identify', onIdentify);
+  h.onStop(async () => {
+    o.net.libp2p.removeEventListener('peer:identify', onIdentify);
+    delivery.stop();
+  });
   o.provider = new Provider({
+    deliver: (r) => void delivery.deliver(r),
     ...(o.poolMember ? { pool: o.poolMember.hooks() } : {}),
     quoteBudget,
     signer: identity.signer,

@@ -117,7 +117,7 @@ export function register(program: Command): void {
       const { dataDir } = globals(cmd);
       const limit = Number(o.limit);
       if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new C0Error('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
-      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }> }>; next?: string };
+      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }>; attempts?: Array<{ provider: string; reason?: string }> }>; next?: string };
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
       const localJobs = c ? undefined : (await import('../../node/control.js')).jobs;
@@ -139,6 +139,7 @@ export function register(program: Command): void {
         for (const j of list) {
           out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
           for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
+          if (!j.receipts.length) out(`    ${jobsNoOutcome(j.attempts)}`);
         }
         if (next !== undefined) out(`(the newest ${list.length}; --limit or --all for more)`);
       } finally {
@@ -179,6 +180,17 @@ export function register(program: Command): void {
     });
 }
 
+
+/**
+ * What `c0mpute jobs` says of a job with no receipt held: that no outcome is held, and the providers selected with the
+ * non-delivery signed against each (a daemon before this version lists no attempts: then only the first).
+ */
+export function jobsNoOutcome(attempts: ReadonlyArray<{ provider: string; reason?: string }> | undefined): string {
+  if (!attempts) return 'no outcome held';
+  if (!attempts.length) return 'no outcome held (no provider was selected)';
+  const each = attempts.map((a) => `${short(a.provider)} ${a.reason ? `non-delivery signed (${a.reason})` : 'no receipt, no non-delivery'}`);
+  return `no outcome held; selected: ${each.join('; ')}`;
+}
 
 /**
  * The presence summary of `c0mpute market` (docs/matching.md "Presence"): one

@@ -59,6 +59,11 @@ export interface ProviderDeps {
    * that `job` ran here; awaited before the run's slot is given back.
    */
   onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>, job: Opened<Job>) => Promise<void>;
+  /**
+   * Send a receipt its buyer did not get on the exec stream (it left, or the stream broke) to that buyer directly,
+   * and again when it connects (src/roles/provider/receipt-delivery.ts); not awaited. Default: gossip only.
+   */
+  deliver?: (r: Opened<Receipt>) => void;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
@@ -185,6 +190,8 @@ export class Provider {
         await this.d.onReceipt(env, offer, job);
         this.d.onOutcome?.('failed', receipt.workload);
         await this.d.publish('receipt', env).catch(() => 0);
+        // its buyer heard nothing on the stream that broke with the crash
+        this.d.deliver?.(env);
       } catch (e) {
         this.d.log.warn({ job: rec.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
       }
@@ -508,7 +515,8 @@ export class Provider {
       if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });
       await send({ t: 'receipt', receipt: env.bytes });
     } catch {
-      this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped instead');
+      this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
+      this.d.deliver?.(env);
     }
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));

@@ -12,9 +12,11 @@ import { join } from 'node:path';
 import { EvidenceStore } from '../../../src/reputation/store.js';
 import { RecordStore } from '../../../src/store/records.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
-import { jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
+import { attemptsOf, jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
+import { seal, T, type Opened, type Selection } from '../../../src/records/index.js';
+import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
 
 const BUYER = P(300);
 const PROV = P(301);
@@ -80,4 +82,30 @@ test('the page query: limit 1–1000 (100 by default), before only as an earlier
   assert.deepEqual(q(`limit=1000&before=${encodeURIComponent(cursor)}`), { limit: 1000, before: cursor });
   for (const bad of ['limit=0', 'limit=1001', 'limit=-1', 'limit=x', 'limit=1e3']) assert.equal(codeOf(() => q(bad)), 'API_BAD_LIMIT', bad);
   for (const bad of ['before=', 'before=123', `before=${NOW}!sha256:${'ab'.repeat(32)}`, `before=${encodeURIComponent(cursor)}x`]) assert.equal(codeOf(() => q(bad)), 'API_BAD_CURSOR', bad);
+});
+
+test('a job with no receipt: each provider selected, with the non-delivery signed against that attempt or none (what `c0mpute jobs` lists)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-history-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const j = job(BUYER, { nonce: new Uint8Array([9, 32]) });
+    await records.put(j);
+    assert.deepEqual(await attemptsOf(records, ev, j.address), [], 'no selection held');
+    const o1 = offer(PROV, j, advert(PROV));
+    const o2 = offer(OTHER, j, advert(OTHER));
+    const sel = (o: typeof o1, at: number) => seal(T.selection, { job: j.address, buyer: BUYER.did, policy: 'cheapest', winner: o.address, considered: [{ provider: o.signer, offer: o.address }], decidedAt: at }, BUYER.signer) as Opened<Selection>;
+    const s1 = sel(o1, NOW + 1);
+    const s2 = sel(o2, NOW + 2);
+    await records.put(s1);
+    await records.put(s2);
+    const nd = signNonDelivery({ job: j, selection: s1, offer: o1, reason: 'unreachable', signedAt: NOW + 10, signer: BUYER.signer });
+    await ev.add(nd);
+    const got = await attemptsOf(records, ev, j.address);
+    assert.deepEqual(got.map((a) => [a.provider, a.selection.address, a.nondelivery?.address]), [[PROV.did, s1.address, nd.address], [OTHER.did, s2.address, undefined]]);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,83 @@
+/**
+ * A receipt that reaches the buyer directly, over `/c0mpute/outcome/1`, because
+ * its exec stream could not deliver it (the buyer left mid-job, or the stream
+ * broke: src/roles/provider/receipt-delivery.ts; docs/network.md §14 "Who
+ * hears a job's outcome", docs/node.md "A receipt the buyer did not get on the
+ * stream"). It is the buyer's own evidence, so it is checked as the exec
+ * stream's receipt is (src/roles/buyer.ts `attempt`) before it is kept:
+ *
+ *   the receipt's buyer is this node, and the job it cites is held here and
+ *   signed by this node                               → else ignore RECEIPT_NOT_OWN_JOB
+ *   a selection of that job held here names the receipt's offer as its winner,
+ *   and the provider it selected signed the receipt; the receipt links to the
+ *   offer (provider, price), the job (input hash, workload), and its times are
+ *   possible (not after now beyond the clock-skew window, not started before
+ *   the offer was issued)                             → else ignore RECEIPT_NOT_SELECTED
+ *
+ * Ignored, not rejected: nothing is held against the sender (a provider that
+ * ran another buyer's job simply has nothing to tell this one), and the record
+ * is neither stored nor served. Gossiped and synced receipts are untouched
+ * (they are counted as second-hand evidence where the node hears outcomes).
+ */
+import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
+import type { Opened } from '../records/envelope.js';
+import type { Advert, Job, Offer, Receipt, Selection } from '../records/kinds.js';
+import { moneyEquals } from '../records/money.js';
+import { receiptProviderFor } from '../pools/chain.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+
+export const LATE_RECEIPT_ERR = { NOT_OWN_JOB: 'RECEIPT_NOT_OWN_JOB', NOT_SELECTED: 'RECEIPT_NOT_SELECTED' } as const;
+
+/** What the check reads: this node's own records. */
+export interface OwnReceiptLookups {
+  /** This node's DID. */
+  did: string;
+  /** Whether this node is a buyer here (a node that is not takes no receipt directly). */
+  buyer: boolean;
+  job(address: string): Promise<Opened<Job> | undefined>;
+  selections(job: string): Promise<Array<Opened<Selection>>>;
+  offer(address: string): Promise<Opened<Offer> | undefined>;
+  advert(address: string): Opened<Advert> | undefined;
+  skewMs?: number;
+}
+
+/** The provider a selection chose: the signer of its winning offer (or claim), as the selection lists it. */
+export function selectedProvider(sel: Selection): string | undefined {
+  return sel.considered.find((c) => c.offer === sel.winner)?.provider ?? sel.arrivals?.find((a) => a.claim === sel.winner)?.provider;
+}
+
+/** Throws the ignore a receipt that arrived directly earns unless it is this buyer's own, from the provider it selected. */
+export async function checkOwnReceipt(rec: Opened<Receipt>, l: OwnReceiptLookups, now: number): Promise<void> {
+  const r = rec.record;
+  const notOwn = (why: string) => ignoreError(LATE_RECEIPT_ERR.NOT_OWN_JOB, `a receipt sent directly is taken only by the buyer of its job: ${why}`, 'job');
+  const notSelected = (why: string) => ignoreError(LATE_RECEIPT_ERR.NOT_SELECTED, `a receipt sent directly is taken only from the provider the buyer selected, linking to its job and offer: ${why}`, 'offer');
+  if (!l.buyer) throw notOwn('this node is not a buyer here');
+  if (r.buyer !== l.did) throw notOwn('it names another buyer');
+  const job = await l.job(r.job);
+  if (!job || job.signer !== l.did) throw notOwn('the job is not one this node published');
+  const sel = (await l.selections(r.job)).find((s) => s.record.job === r.job && s.record.buyer === l.did && s.record.winner === r.offer);
+  if (!sel) throw notSelected('no selection of the job names its offer as the winner');
+  if (selectedProvider(sel.record) !== rec.signer) throw notSelected('its signer is not the provider selected');
+  if (r.inputHash !== job.record.input.hash || r.workload !== job.record.workload) throw notSelected('its input hash or workload is not the job’s');
+  const offer = await l.offer(r.offer);
+  if (offer) {
+    if (offer.signer !== rec.signer || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price)) throw notSelected('it does not match the offer (signer, job or price)');
+    if (r.provider !== receiptProviderFor(rec.signer, l.advert(offer.record.advert))) throw notSelected('it names another provider than the offer’s');
+    if (r.startedAt < offer.record.issuedAt) throw notSelected('it says the work started before the offer was issued');
+  } else if (r.provider !== rec.signer && !r.pool) {
+    throw notSelected('it names another provider than its signer');
+  }
+  const latest = now + (l.skewMs ?? DEFAULT_SKEW_MS);
+  if (r.startedAt > latest || r.completedAt > latest) throw notSelected('it is dated after now beyond the clock-skew window');
+}
+
+/**
+ * The receipt hook of an overlay's network: `base` (record-hooks.ts) on every path, and on the direct route
+ * (outcome/1) `checkOwnReceipt` as well.
+ */
+export function receiptHook(base: SemanticHook | undefined, lookups: () => OwnReceiptLookups): SemanticHook {
+  return async (rec, ctx) => {
+    await base?.(rec, ctx);
+    if (ctx.source === 'direct') await checkOwnReceipt(rec as Opened<Receipt>, lookups(), ctx.now);
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Receipts the exec stream could not deliver, sent to their buyer directly
+ * (docs/network.md §14 "Who hears a job's outcome", docs/node.md "A receipt
+ * the buyer did not get on the stream"). A buyer that left mid-job (killed,
+ * restarted, its connection broke, the provider stalled past the buyer's
+ * patience) does not join the receipt topics by default, so the gossiped copy
+ * never reaches it. The provider sends the receipt over `/c0mpute/outcome/1`
+ * (one message up, one verdict back) to the job's buyer; one it could not reach
+ * is kept here and sent again each time that buyer connects (identifies) to
+ * this node, until the buyer answers or the entry lapses.
+ *
+ * Memory only and bounded: at most `maxPending` receipts (the oldest go first),
+ * each for at most `keepMs`. A provider restart drops the queue; the receipt
+ * itself stays in the provider's store and on gossip, as before.
+ */
+import type { Opened } from '../../records/envelope.js';
+import type { Receipt } from '../../records/kinds.js';
+import type { OfferSendOutcome } from '../../net/offer-route.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/log.js';
+
+/** Receipts waiting for their buyer at most (the oldest are dropped past it). */
+export const RECEIPT_DELIVERY_MAX = 1024;
+/** How long a receipt waits for its buyer to come back (6 hours). */
+export const RECEIPT_DELIVERY_KEEP_MS = 6 * 60 * 60 * 1000;
+
+export interface ReceiptDeliveryDeps {
+  /** Send the receipt to `buyer` over outcome/1; the outcome (never throws). */
+  send(buyer: string, receipt: Opened<Receipt>): Promise<OfferSendOutcome>;
+  clock: Clock;
+  log: Logger;
+  /** This node's DID: a receipt for its own job is not sent. */
+  self?: string;
+  maxPending?: number;
+  keepMs?: number;
+}
+
+interface Pending {
+  receipt: Opened<Receipt>;
+  until: number;
+  sending: boolean;
+}
+
+export class ReceiptDelivery {
+  /** By receipt address, oldest first. */
+  readonly #pending = new Map<string, Pending>();
+  readonly #max: number;
+  readonly #keepMs: number;
+  #stopped = false;
+
+  constructor(private readonly d: ReceiptDeliveryDeps) {
+    this.#max = Math.max(1, d.maxPending ?? RECEIPT_DELIVERY_MAX);
+    this.#keepMs = d.keepMs ?? RECEIPT_DELIVERY_KEEP_MS;
+  }
+
+  /** Receipts waiting for their buyer now. */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /** The buyers with a receipt waiting (for diagnostics and tests). */
+  waitingFor(): string[] {
+    return [...new Set([...this.#pending.values()].map((p) => p.receipt.record.buyer))];
+  }
+
+  /**
+   * Send a receipt its exec stream did not deliver to its buyer now; kept for the buyer's next connection when it
+   * could not be reached. Resolves once this first try is over.
+   */
+  async deliver(receipt: Opened<Receipt>): Promise<void> {
+    if (this.#stopped || receipt.record.buyer === this.d.self) return;
+    this.#prune();
+    if (this.#pending.has(receipt.address)) return;
+    this.#pending.set(receipt.address, { receipt, until: this.d.clock() + this.#keepMs, sending: false });
+    while (this.#pending.size > this.#max) this.#pending.delete(this.#pending.keys().next().value!);
+    await this.#try(receipt.address);
+  }
+
+  /** A peer connected (libp2p identified it): send it each receipt waiting for it. */
+  onConnected(did: string): void {
+    if (this.#stopped || this.#pending.size === 0) return;
+    this.#prune();
+    for (const [address, p] of this.#pending) if (p.receipt.record.buyer === did && !p.sending) void this.#try(address);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#pending.clear();
+  }
+
+  async #try(address: string): Promise<void> {
+    const p = this.#pending.get(address);
+    if (!p || p.sending) return;
+    p.sending = true;
+    const { buyer, job } = p.receipt.record;
+    let outcome: OfferSendOutcome;
+    try {
+      outcome = await this.d.send(buyer, p.receipt);
+    } catch {
+      outcome = 'unreachable';
+    }
+    p.sending = false;
+    if (outcome === 'unreachable' && !this.#stopped) {
+      this.d.log.debug({ job, receipt: address, buyer, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again');
+      return;
+    }
+    this.#pending.delete(address);
+    // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
+    this.d.log.info({ job, receipt: address, buyer, outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : 'receipt delivered to the buyer directly');
+  }
+
+  #prune(): void {
+    const now = this.d.clock();
+    for (const [a, p] of this.#pending) if (p.until <= now && !p.sending) this.#pending.delete(a);
+  }
+}

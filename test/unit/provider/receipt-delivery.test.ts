@@ -1,0 +1,88 @@
+/**
+ * A receipt the exec stream could not deliver goes to its buyer directly (src/roles/provider/receipt-delivery.ts;
+ * docs/node.md "A receipt the buyer did not get on the stream"): sent at once; one its buyer could not be reached for
+ * waits for that buyer's next connection, bounded in count and age; a buyer that answered (or refused) is not asked
+ * again.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { seal, T, type Opened, type Receipt } from '../../../src/records/index.js';
+import { ReceiptDelivery } from '../../../src/roles/provider/receipt-delivery.js';
+import type { OfferSendOutcome } from '../../../src/net/offer-route.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { records, provider, addr, BUYER, NOW } from '../records/fixtures.js';
+
+const receipt = (job: string, buyer = BUYER): Opened<Receipt> => seal(T.receipt, { ...records.receipt(), job, buyer }, provider) as Opened<Receipt>;
+
+function setup(answers: OfferSendOutcome[], o: { maxPending?: number; keepMs?: number } = {}) {
+  let now = NOW;
+  const sent: Array<{ buyer: string; job: string }> = [];
+  const d = new ReceiptDelivery({
+    send: async (buyer, r) => {
+      sent.push({ buyer, job: r.record.job });
+      return answers.shift() ?? 'unreachable';
+    },
+    clock: () => now,
+    log: silentLogger(),
+    ...o,
+  });
+  return { d, sent, advance: (ms: number) => (now += ms) };
+}
+const settle = () => new Promise((r) => setImmediate(r));
+
+test('a receipt is sent to its buyer at once; delivered, it is not kept', async () => {
+  const { d, sent } = setup(['accepted']);
+  await d.deliver(receipt(addr('1')));
+  assert.deepEqual(sent, [{ buyer: BUYER, job: addr('1') }]);
+  assert.equal(d.size, 0);
+});
+
+test('a buyer not reached gets its receipt when it connects again, and only then', async () => {
+  const { d, sent } = setup(['unreachable', 'accepted']);
+  await d.deliver(receipt(addr('1')));
+  assert.equal(d.size, 1, 'kept for the buyer’s return');
+  assert.deepEqual(d.waitingFor(), [BUYER]);
+  d.onConnected('did:key:z6MkSomeoneElse');
+  await settle();
+  assert.equal(sent.length, 1, 'another peer’s connection sends nothing');
+  d.onConnected(BUYER);
+  await settle();
+  assert.equal(sent.length, 2, 'sent when the buyer connected');
+  assert.equal(d.size, 0, 'and not kept once delivered');
+  d.onConnected(BUYER);
+  await settle();
+  assert.equal(sent.length, 2, 'not sent twice');
+});
+
+test('a buyer that refuses the receipt (a node before this version: OUTCOME_WRONG_KIND) is not asked again', async () => {
+  const { d, sent } = setup(['rejected']);
+  await d.deliver(receipt(addr('1')));
+  assert.equal(d.size, 0);
+  d.onConnected(BUYER);
+  await settle();
+  assert.equal(sent.length, 1);
+});
+
+test('bounded: past maxPending the oldest goes; past keepMs a receipt is dropped unsent', async () => {
+  const { d, sent, advance } = setup([], { maxPending: 2, keepMs: 60_000 });
+  for (const c of ['1', '2', '3']) await d.deliver(receipt(addr(c)));
+  assert.equal(d.size, 2);
+  d.onConnected(BUYER);
+  await settle();
+  assert.deepEqual(sent.slice(3).map((s) => s.job), [addr('2'), addr('3')], 'the oldest was dropped');
+  advance(60_001);
+  d.onConnected(BUYER);
+  await settle();
+  assert.equal(d.size, 0, 'lapsed');
+  assert.equal(sent.length, 5, 'nothing sent after the entries lapsed');
+});
+
+test('a receipt of this node’s own job is not sent; after stop nothing is', async () => {
+  const { d, sent } = setup([]);
+  const mine = new ReceiptDelivery({ send: async () => 'accepted', clock: () => NOW, log: silentLogger(), self: BUYER });
+  await mine.deliver(receipt(addr('1')));
+  assert.equal(mine.size, 0);
+  d.stop();
+  await d.deliver(receipt(addr('2')));
+  assert.equal(sent.length, 0);
+});
