@@ -138,6 +138,9 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       hasReceiptFor: (job) => runs.has(job),
       saveBar: (job, code, until) => runs.bar(job, code, until),
       barOf: (job) => runs.barOf(job),
+      noteRun: (n, until) => runs.note(n, until),
+      dropNote: (job) => runs.dropNote(job),
+      notes: () => runs.notes(),
     },
     onReceipt: async (r, offer, job) => {
       // kept while the job could still be asked to run (until its deadline), then as long as the history

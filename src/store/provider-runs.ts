@@ -16,6 +16,16 @@
  * docs/overlays.md "Preemption"), so a restart between the steward's `stop`
  * and the buyer's exec still refuses it. A bar is dated by its `until` and
  * goes with the history as a run's entry does.
+ *
+ * A job accepted for work is noted before it runs (`~n!<job>` → the job and
+ * offer envelopes and when it started; `note`), and the note goes in the same
+ * batch as the job's run entry (`record`). A note left at start is work a
+ * crashed run took with it: the provider signs its failed receipt
+ * (EXEC_PROVIDER_CRASHED; docs/node.md "Orphaned work after a crash"). The
+ * note is one unsynced put (it survives the process being killed, which is
+ * what it is for; an operating-system crash may lose it), dated by the job's
+ * deadline, and goes with the history as the others do (its index entry
+ * stays until then even once `record` superseded it).
  */
 import { syncBatch, timeKey, type Db, type Sub } from './db.js';
 import type { HistoryPruned } from './records.js';
@@ -23,6 +33,7 @@ import type { HistoryPruned } from './records.js';
 const INDEXED = '~indexed';
 const T = '~t!';
 const BAR = '~b!';
+const NOTE = '~n!';
 
 export type BarCode = 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED';
 export interface Bar {
@@ -30,6 +41,15 @@ export interface Bar {
   until: number;
 }
 const EMPTY = new Uint8Array(0);
+
+/** Work accepted here and not yet given a receipt: enough to sign its failed receipt after a crash. */
+export interface RunNote {
+  job: string;
+  /** The job and offer (or claim) envelopes. */
+  jobEnvelope: Uint8Array;
+  offerEnvelope: Uint8Array;
+  startedAt: number;
+}
 
 export class ProviderRuns {
   #db: Db;
@@ -62,12 +82,42 @@ export class ProviderRuns {
     return (await this.#runs.get(job)) !== undefined;
   }
 
-  /** Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or later). */
+  /** Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or later). Supersedes its run note. */
   async record(job: string, receipt: string, until: number): Promise<void> {
     await syncBatch(this.#db, [
       { type: 'put', key: job, value: new TextEncoder().encode(receipt), sublevel: this.#runs },
       { type: 'put', key: `${T}${timeKey(until)}!${job}`, value: EMPTY, sublevel: this.#runs },
+      { type: 'del', key: `${NOTE}${job}`, sublevel: this.#runs },
     ]);
+  }
+
+  /** Note work accepted here before it runs (one unsynced batch), until its receipt is recorded; dropped with the history after `until` (the job's deadline). */
+  async note(n: RunNote, until: number): Promise<void> {
+    const value = new TextEncoder().encode(JSON.stringify({ job: Buffer.from(n.jobEnvelope).toString('base64'), offer: Buffer.from(n.offerEnvelope).toString('base64'), startedAt: n.startedAt }));
+    await this.#db.batch([
+      { type: 'put', key: `${NOTE}${n.job}`, value, sublevel: this.#runs },
+      { type: 'put', key: `${T}${timeKey(until)}!${NOTE}${n.job}`, value: EMPTY, sublevel: this.#runs },
+    ] as never);
+  }
+
+  /** Drop the run note of `job` (its work ended without a receipt being recorded). */
+  async dropNote(job: string): Promise<void> {
+    await this.#runs.del(`${NOTE}${job}`);
+  }
+
+  /** The run notes held: work accepted here whose receipt was never recorded (at start: what a crash left). Unreadable ones are dropped. */
+  async notes(): Promise<RunNote[]> {
+    const out: RunNote[] = [];
+    for await (const [key, v] of this.#runs.iterator({ gt: NOTE, lt: `${NOTE}\xff` })) {
+      try {
+        const n = JSON.parse(new TextDecoder().decode(v)) as { job?: unknown; offer?: unknown; startedAt?: unknown };
+        if (typeof n.job !== 'string' || typeof n.offer !== 'string' || !Number.isSafeInteger(n.startedAt)) throw new Error('not a run note');
+        out.push({ job: key.slice(NOTE.length), jobEnvelope: new Uint8Array(Buffer.from(n.job, 'base64')), offerEnvelope: new Uint8Array(Buffer.from(n.offer, 'base64')), startedAt: n.startedAt as number });
+      } catch {
+        await this.#runs.del(key);
+      }
+    }
+    return out;
   }
 
   /** Bar `job` (reclaimed by the steward while not running here): its exec is refused with `code` until `until`. */

@@ -53,6 +53,15 @@ export interface ProviderDeps {
     saveBar?(job: string, code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED', until: number): Promise<void>;
     /** The bar kept on `job`, if any. */
     barOf?(job: string): Promise<{ code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number } | undefined>;
+    /**
+     * Note work accepted here before it runs (src/store/provider-runs.ts), superseded when its receipt is kept
+     * (`onReceipt`): a note left at the next start is work a crash took with it, whose failed receipt is then signed.
+     */
+    noteRun?(n: { job: string; jobEnvelope: Uint8Array; offerEnvelope: Uint8Array; startedAt: number }, until: number): Promise<void>;
+    /** Drop a run note (the work ended, but no receipt could be kept). */
+    dropNote?(job: string): Promise<void>;
+    /** The run notes held (at start: what a crashed run left). */
+    notes?(): Promise<Array<{ job: string; jobEnvelope: Uint8Array; offerEnvelope: Uint8Array; startedAt: number }>>;
   };
   /**
    * Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair), and note
@@ -162,7 +171,58 @@ export class Provider {
 
   async start(): Promise<void> {
     await this.#reapOrphans();
+    await this.#failCrashedRuns();
     await this.publishAdvert();
+  }
+
+  /**
+   * Sign the failed receipt (EXEC_PROVIDER_CRASHED) of each job noted as accepted here whose receipt was never kept:
+   * a builtin's or an http call's work (or an exec's whose group was never recorded) a crash took with it; an exec
+   * group's job was failed by #reapOrphans just before, which superseded its note (docs/node.md "Orphaned work after
+   * a crash").
+   */
+  async #failCrashedRuns(): Promise<void> {
+    if (!this.d.state.notes) return;
+    let notes;
+    try {
+      notes = await this.d.state.notes();
+    } catch (e) {
+      this.d.log.warn({ err: (e as Error).message }, 'could not read the notes of work a crashed run left behind');
+      return;
+    }
+    for (const n of notes) {
+      this.d.log.warn({ job: n.job, startedAt: n.startedAt }, 'found work a crashed run accepted and never finished');
+      try {
+        if (await this.d.state.hasReceiptFor(n.job)) {
+          await this.d.state.dropNote?.(n.job);
+          continue;
+        }
+        await this.#signCrashed(n.jobEnvelope, n.offerEnvelope, n.job, n.startedAt, 'the provider stopped while the work ran; it ended with the process');
+      } catch (e) {
+        this.d.log.warn({ job: n.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
+        await this.d.state.dropNote?.(n.job).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Sign, keep, gossip and send to its buyer the failed receipt (EXEC_PROVIDER_CRASHED) of work a crash ended. */
+  async #signCrashed(jobBytes: Uint8Array, offerBytes: Uint8Array, address: string, startedAt: number, message: string): Promise<void> {
+    const job = open(jobBytes, T.job);
+    const offer = job.record.order ? (open(offerBytes, T.claim) as unknown as Opened<Offer>) : open(offerBytes, T.offer);
+    if (job.address !== address || offer.signer !== this.d.did) throw new C0Error('EXEC_NOTE_MISMATCH', 'the recorded job or offer is not this job’s, or not this provider’s');
+    const receipt = this.#shape(receiptFor(job, offer, {
+      startedAt,
+      completedAt: Math.max(this.d.clock(), startedAt),
+      // Nothing was measured across the crash: no energy is claimed.
+      energy: { uj: 0, grade: 'Estimator' },
+      failure: { code: 'EXEC_PROVIDER_CRASHED', message },
+    }));
+    const env = seal(T.receipt, receipt, this.d.signer);
+    await this.d.onReceipt(env, offer, job);
+    this.d.onOutcome?.('failed', receipt.workload);
+    await this.d.publish('receipt', env).catch(() => 0);
+    // its buyer heard nothing on the stream that broke with the crash
+    this.d.deliver?.(env);
   }
 
   /**
@@ -176,22 +236,11 @@ export class Provider {
       this.d.log.warn({ job: rec.job, pid: rec.pid, pgid: rec.pgid, outcome }, outcome === 'killed' ? 'ended the work a crashed run left behind' : 'found the record of work a crashed run left behind');
       try {
         if (!rec.jobEnvelope || !rec.offerEnvelope || (await this.d.state.hasReceiptFor(rec.job))) continue;
-        const job = open(Buffer.from(rec.jobEnvelope, 'base64'), T.job);
-        const offer = job.record.order ? (open(Buffer.from(rec.offerEnvelope, 'base64'), T.claim) as unknown as Opened<Offer>) : open(Buffer.from(rec.offerEnvelope, 'base64'), T.offer);
-        if (job.address !== rec.job || offer.signer !== this.d.did) continue;
-        const receipt = this.#shape(receiptFor(job, offer, {
-          startedAt: rec.startedAt,
-          completedAt: Math.max(this.d.clock(), rec.startedAt),
-          // Nothing was measured across the crash: no energy is claimed.
-          energy: { uj: 0, grade: 'Estimator' },
-          failure: { code: 'EXEC_PROVIDER_CRASHED', message: `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}` },
-        }));
-        const env = seal(T.receipt, receipt, this.d.signer);
-        await this.d.onReceipt(env, offer, job);
-        this.d.onOutcome?.('failed', receipt.workload);
-        await this.d.publish('receipt', env).catch(() => 0);
-        // its buyer heard nothing on the stream that broke with the crash
-        this.d.deliver?.(env);
+        const message = `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}`;
+        await this.#signCrashed(Buffer.from(rec.jobEnvelope, 'base64'), Buffer.from(rec.offerEnvelope, 'base64'), rec.job, rec.startedAt, message).catch((e) => {
+          // as before: a record that is not this job's, or not this provider's, signs nothing
+          if ((e as C0Error).code !== 'EXEC_NOTE_MISMATCH') throw e;
+        });
       } catch (e) {
         this.d.log.warn({ job: rec.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
       }
@@ -445,10 +494,12 @@ export class Provider {
     this.budget.release(job.address, job.signer);
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
+    const startedAt = this.d.clock();
+    // Noted before it runs (a pool's work is failed from its dispatch trail after a crash, as its exec groups are).
+    if (!this.d.pool) await this.#noteRun(job, offer, startedAt);
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
     const deadline = timeoutSignal(Math.max(1, remaining));
     const runSignal = AbortSignal.any([ctl.signal, deadline]);
-    const startedAt = this.d.clock();
     const span = this.d.meter.start();
     this.#spans.set(job.address, { span, startedAt });
     let output: Uint8Array | undefined;
@@ -506,6 +557,8 @@ export class Provider {
       this.#stopping.delete(job.address);
       // A pool's job stays in flight until `closed` below; without a stored receipt that never comes.
       if (!stored) this.d.pool?.abandoned?.(job.address);
+      // no receipt kept: the note must not make the next start sign one for work that ended here
+      if (!stored && !this.d.pool) await this.d.state.dropNote?.(job.address).catch(() => undefined);
     }
     this.d.onOutcome?.(receipt.status, receipt.workload);
     // A buyer this provider has worked for is no longer held to the total quoting budget.
@@ -520,6 +573,15 @@ export class Provider {
     }
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
+  }
+
+  /** Note accepted work before it runs (ProviderDeps.state.noteRun); a note that cannot be written is logged, and the work runs. */
+  async #noteRun(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): Promise<void> {
+    try {
+      await this.d.state.noteRun?.({ job: job.address, jobEnvelope: job.bytes, offerEnvelope: offer.bytes, startedAt }, job.record.deadline);
+    } catch (e) {
+      this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not note the work before it runs: a crash during it would sign no receipt');
+    }
   }
 
   /** A receipt as signed: the pool's when this provider is a pool member. */

@@ -78,3 +78,32 @@ test('a bar is kept with its code and time, is not a run, and goes with the hist
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a run note holds the envelopes until its receipt is recorded or it is dropped; it goes with the history past its time; an unreadable one is dropped', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-runs-'));
+  const db = await openDb(join(dir, 'db'));
+  try {
+    const s = sub(db, 'provider-runs');
+    const runs = await ProviderRuns.open(db, s, NOW);
+    const note = (n: number) => ({ job: job(n), jobEnvelope: Uint8Array.of(n, 1, 1), offerEnvelope: Uint8Array.of(n, 2, 2), startedAt: NOW + n });
+    for (const n of [1, 2, 3]) await runs.note(note(n), NOW + n * 1000);
+    assert.deepEqual((await runs.notes()).sort((a, b) => a.startedAt - b.startedAt), [note(1), note(2), note(3)]);
+    assert.equal(await runs.has(job(1)), false, 'a note is not a run');
+
+    await runs.record(job(1), receipt(1), NOW + 1000);
+    await runs.dropNote(job(2));
+    assert.deepEqual(await runs.notes(), [note(3)], 'superseded by the receipt, and dropped');
+    assert.equal(await runs.has(job(1)), true);
+
+    // past its time it goes with the history (the superseded note's index entry with it)
+    assert.deepEqual(counts(await runs.pruneHistory(NOW + 3001)), { removed: 4, more: false });
+    assert.deepEqual(await runs.notes(), []);
+
+    await s.put('~n!' + job(4), new TextEncoder().encode('not json'));
+    assert.deepEqual(await runs.notes(), []);
+    assert.equal(await s.get('~n!' + job(4)), undefined, 'dropped');
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

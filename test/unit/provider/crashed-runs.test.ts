@@ -1,0 +1,146 @@
+/**
+ * Work a crash took with it (docs/node.md "Orphaned work after a crash"): a provider notes each job it accepts in
+ * its runs store (src/store/provider-runs.ts, a real LevelDB here) before running it, the receipt supersedes the
+ * note, and a note left at the next start gets the failed receipt EXEC_PROVIDER_CRASHED: signed, kept, gossiped
+ * and sent to the buyer, as an exec group's orphan is. Builtin work has no process group to find, so before the
+ * notes nothing was signed for it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
+import { parseConfig } from '../../../src/node/config.js';
+import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
+import { Provider } from '../../../src/roles/provider/provider.js';
+import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
+import { closeDb, openDb, sub } from '../../../src/store/db.js';
+import { ProviderRuns } from '../../../src/store/provider-runs.js';
+
+const NOW = 1_800_000_000_000;
+const signer = Ed25519Signer.generate();
+const did = didFromPublicKey(signer.publicKey);
+const buyer = Ed25519Signer.generate();
+const buyerDid = didFromPublicKey(buyer.publicKey);
+const input = new TextEncoder().encode('crash me');
+
+function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>) {
+  const receipts: Array<Opened<Receipt>> = [];
+  const published: Opened[] = [];
+  const delivered: Array<Opened<Receipt>> = [];
+  const outcomes: string[] = [];
+  const config = parseConfig({
+    roles: ['provider'],
+    provider: {
+      workloads: {
+        'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
+        'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
+      },
+    },
+  }).provider!;
+  const p = new Provider({
+    signer,
+    did,
+    config,
+    hardware: { cpuCores: 4, memoryMiB: 8192 },
+    meter: new EstimatorMeter(50, clock),
+    box: generateBoxKeyPair(),
+    clock,
+    log: silentLogger(),
+    eligibility: () => [],
+    publish: async (kind, env) => {
+      if (kind === 'receipt') published.push(env);
+      return 1;
+    },
+    deliver: (r) => void delivered.push(r),
+    state: {
+      loadSeq: async () => 0,
+      saveSeq: async () => {},
+      hasReceiptFor: (job) => runs.has(job),
+      noteRun: (n, until) => runs.note(n, until),
+      dropNote: (job) => runs.dropNote(job),
+      notes: () => runs.notes(),
+    },
+    onReceipt: async (r, _offer, job) => {
+      await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
+      receipts.push(r);
+    },
+    onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
+  });
+  return { p, receipts, published, delivered, outcomes };
+}
+
+function job(workload: string, params: string): Opened<Job> {
+  return seal(T.job, { workload, requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 600_000, timeoutMs: 300_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params, nonce: Uint8Array.of(Math.floor(Math.random() * 256)) }, buyer);
+}
+
+/** Offer on the job, then run it over a fake exec stream; resolves when the exchange ends. */
+async function run(p: Provider, j: Opened<Job>, frames: ExecFrame[], signal = new AbortController().signal): Promise<void> {
+  const offer = (await p.onJob(j)) as Opened<Offer>;
+  assert.ok(offer, 'offered');
+  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const queue: unknown[] = [{ t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input }];
+  await p.handleExec({ next: async () => queue.shift(), send: async (f) => void frames.push(f as ExecFrame), signal, reserve: () => {}, setDeadline: () => {} });
+}
+
+test('accepted builtin work is noted before it runs; its receipt supersedes the note; a note a crash left gets EXEC_PROVIDER_CRASHED at the next start', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-crashed-'));
+  const db = await openDb(join(dir, 'db'));
+  const clock = fakeClock(NOW);
+  try {
+    const runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    const first = provider(runs, clock);
+    await first.p.start();
+
+    // A job that finishes leaves no note.
+    const quick = job('builtin.sha256', '1');
+    await run(first.p, quick, []);
+    assert.equal(first.receipts.at(-1)?.record.status, 'completed');
+    assert.deepEqual(await runs.notes(), [], 'the receipt superseded the note');
+
+    // A long one, running when the "crash" comes: its note is on disk with its envelopes.
+    const slow = job('builtin.sleep', '60000');
+    const frames: ExecFrame[] = [];
+    const stream = new AbortController();
+    const running = run(first.p, slow, frames, stream.signal);
+    for (let i = 0; i < 200 && !frames.some((f) => f.t === 'accepted'); i++) await new Promise((r) => setTimeout(r, 10));
+    const notes = await runs.notes();
+    assert.deepEqual(notes.map((n) => [n.job, n.startedAt]), [[slow.address, NOW]], 'noted before it ran');
+    assert.deepEqual(notes[0]!.jobEnvelope, slow.bytes);
+
+    // The restarted provider (the same store) finds the note and signs the failed receipt.
+    clock.advance(5_000);
+    const second = provider(runs, clock);
+    await second.p.start();
+    const r = second.receipts.find((x) => x.record.job === slow.address);
+    assert.ok(r, 'a receipt for the work the crash took');
+    assert.equal(r.signer, did);
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_PROVIDER_CRASHED');
+    assert.deepEqual([r.record.startedAt, r.record.completedAt, r.record.energy.uj], [NOW, NOW + 5_000, 0]);
+    assert.deepEqual(second.outcomes, ['failed:builtin.sleep']);
+    assert.deepEqual(second.published.map((x) => x.address), [r.address], 'gossiped');
+    assert.deepEqual(second.delivered.map((x) => x.address), [r.address], 'and sent to the buyer');
+    assert.equal(await runs.has(slow.address), true);
+    assert.deepEqual(await runs.notes(), [], 'the note is superseded');
+
+    // A third start signs nothing again.
+    const third = provider(runs, clock);
+    await third.p.start();
+    assert.deepEqual(third.receipts, []);
+    await Promise.all([first.p.stop(), second.p.stop(), third.p.stop()]);
+    stream.abort();
+    await running;
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
