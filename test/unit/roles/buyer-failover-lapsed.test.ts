@@ -7,10 +7,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, type BuyerDeps, type BuyerEvent, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
+import type { BuyerEvent } from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
-import { seal, T, type Job, type Opened, type Selection } from '../../../src/records/index.js';
 import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(790);
 const A = P(791);
@@ -18,45 +18,20 @@ const B = P(792);
 
 /** A wins; its stream breaks once the clock moved 30 s on. B's offer expires at `bExpires`; the market drops expired offers, and every one when `dropAll`. */
 async function run(bExpires: number, dropAll = false) {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
   let now = NOW;
-  const cands = new Map<string, RankedCandidate>();
-  const cand = (job: Opened<Job>, p: ReturnType<typeof P>, over = {}) => {
-    if (!cands.has(p.did)) cands.set(p.did, { provider: p.did, offer: offer(p, job, advert(p), over), total: 1, scores: {} });
-    return cands.get(p.did)!;
-  };
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
     clock: () => now,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'trusted',
-    adverts: () => undefined,
-    publish: async () => {},
-    store: async () => {},
-    waitForOffers: async () => 2,
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, at: number, excluded?: ReadonlySet<string>) => {
-        const all = [cand(job, A), cand(job, B, { expiresAt: bExpires, startBy: bExpires })];
-        const ranked = all.filter((c) => !excluded?.has(c.provider) && c.offer.record.expiresAt > at && !(dropAll && excluded?.size));
-        return { ranked, result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 2,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, at: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'trusted', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: at }, ME.signer) as Opened<Selection>,
-    },
+    offerFor: (p, job) => offer(p, job, advert(p), p === B ? { expiresAt: bExpires, startBy: bExpires } : {}),
+    rank: (all, at, excluded) => all.filter((c) => !excluded?.has(c.provider) && c.offer.record.expiresAt > at && !(dropAll && excluded?.size)),
     exec: async function* () {
       yield { t: 'accepted', startedAt: now };
       now += 30_000;
       throw new C0Error('NET_DEADLINE', 'no answer');
     },
-  } as unknown as BuyerDeps;
-  const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 600_000, input: new Uint8Array(4), policy: 'trusted' } as unknown as JobSpec;
+  });
   const events: BuyerEvent[] = [];
-  const result = await new Buyer(deps).run(spec, (e) => events.push(e));
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), (e) => events.push(e));
   return { result, events };
 }
 

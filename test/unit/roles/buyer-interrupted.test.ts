@@ -8,60 +8,40 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, STALL_MS, localInterruption, type BuyerDeps, type BuyerEvent, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
+import { STALL_MS, localInterruption, type BuyerEvent } from '../../../src/roles/buyer.js';
 import { StallWatch, type StallWatchHandle } from '../../../src/util/stall-watch.js';
 import { LIVENESS } from '../../../src/net/libp2p-host.js';
 import { C0Error } from '../../../src/errors.js';
-import { seal, T, type Job, type Opened, type Selection } from '../../../src/records/index.js';
-import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { NOW, P } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(780);
 const A = P(781);
 const B = P(782);
 
-const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: new Uint8Array(4), policy: 'trusted' } as unknown as JobSpec;
+const spec = fakeSpec();
 
 /** A buyer over fakes: providers A then B ranked; `exec` is the exchange with whichever is selected. */
 function rig(o: { exec: (did: string, signal: AbortSignal) => AsyncIterable<unknown>; frozenMs?: number; waitForOffers?: (signal?: AbortSignal) => Promise<number> }) {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
-  const published: string[] = [];
-  const stored: string[] = [];
-  const execs: string[] = [];
-  const cands = new Map<string, RankedCandidate>();
-  const cand = (job: Opened<Job>, p: ReturnType<typeof P>) => {
-    if (!cands.has(p.did)) cands.set(p.did, { provider: p.did, offer: offer(p, job, advert(p)), total: 1, scores: {} });
-    return cands.get(p.did)!;
+  const stalls = o.frozenMs === undefined ? undefined : { begin: (): StallWatchHandle => ({ longestFreezeMs: () => o.frozenMs!, end: () => {} }) };
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
+    exec: o.exec,
+    deps: {
+      waitForOffers: async (_j: string, _w: number, _e: number, _on: unknown, signal?: AbortSignal) => (o.waitForOffers ? o.waitForOffers(signal) : 2),
+      ...(stalls ? { stalls } : {}),
+    },
+  });
+  return {
+    buyer: f.buyer,
+    execs: f.execs,
+    get published() {
+      return f.published.map((p) => p.kind);
+    },
+    get stored() {
+      return f.stored.map((r) => r.type);
+    },
   };
-  const stalls = o.frozenMs === undefined ? undefined : { begin: (): StallWatchHandle => ({ longestFreezeMs: () => o.frozenMs!, end: noop }) };
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
-    clock: () => NOW,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'trusted',
-    adverts: () => undefined,
-    publish: async (kind: string) => void published.push(kind),
-    store: async (rec: Opened) => void stored.push(rec.type),
-    waitForOffers: async (_j: string, _w: number, _e: number, _on: unknown, signal?: AbortSignal) => (o.waitForOffers ? o.waitForOffers(signal) : 2),
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, _now: number, excluded?: ReadonlySet<string>) => {
-        const ranked = [cand(job, A), cand(job, B)].filter((c) => !excluded?.has(c.provider));
-        return { ranked, result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 2,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, now: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'trusted', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: now }, ME.signer) as Opened<Selection>,
-    },
-    exec: (did: string, _p: string, _r: unknown, signal: AbortSignal) => {
-      execs.push(did);
-      return o.exec(did, signal);
-    },
-    ...(stalls ? { stalls } : {}),
-  } as unknown as BuyerDeps;
-  return { buyer: new Buyer(deps), published, stored, execs };
 }
 
 /** An exchange that accepts, then waits until its signal aborts and fails as a broken stream would. */

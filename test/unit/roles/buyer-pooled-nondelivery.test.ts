@@ -8,12 +8,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, type BuyerDeps, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import '../../../src/pools/chain.js';
 import { nonDeliveryProvider } from '../../../src/reputation/nondelivery.js';
-import { seal, T, type Advert, type Job, type NonDelivery, type Opened, type Selection } from '../../../src/records/index.js';
+import { seal, T, type Advert, type NonDelivery, type Opened } from '../../../src/records/index.js';
 import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 import { MEMBERS, POOL, keyOf, pooledAdvert, proof, roster } from '../pools/helpers.js';
 
 const ME = P(750);
@@ -24,45 +24,25 @@ const PLAIN = seal(T.advert, { ...advert(P(751)).record }, mk) as Opened<Advert>
 
 /** Run one job whose only candidate, the member's offer citing `cited`, is unreachable; what the buyer published. */
 async function failedRun(cited: Opened<Advert>, held: { byAddress: boolean; byDid: boolean }) {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
-  const published: Array<{ kind: string; rec: Opened }> = [];
-  const stored: Opened[] = [];
-  let cand: RankedCandidate | undefined;
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
-    clock: () => NOW,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'trusted',
-    adverts: (did: string) => (held.byDid && did === member ? cited : undefined),
-    advertAt: (address: string) => (held.byAddress && address === cited.address ? cited : undefined),
-    publish: async (kind: string, rec: Opened) => void published.push({ kind, rec }),
-    store: async (rec: Opened) => void stored.push(rec),
-    waitForOffers: async () => 1,
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, _now: number, excluded?: ReadonlySet<string>) => {
-        cand ??= { provider: member, offer: offer({ did: member, signer: mk } as never, job, cited), total: 1, scores: {} };
-        return { ranked: excluded?.has(member) ? [] : [cand], result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 1,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, now: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'trusted', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: now }, ME.signer) as Opened<Selection>,
-    },
+  const MEMBER = { did: member, signer: mk } as never;
+  const f = buyerOnFakes(ME, {
+    providers: [MEMBER],
+    offerFor: (p, job) => offer(p, job, cited),
     exec: async function* () {
       throw new C0Error('NET_STREAM_FAILED', 'gone');
       yield new Uint8Array(); // unreachable: makes this a generator
     },
-  } as unknown as BuyerDeps;
-  const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: new Uint8Array(4), policy: 'trusted' } as unknown as JobSpec;
-  const result = await new Buyer(deps).run(spec);
-  const nds = published.filter((p) => p.kind.startsWith('nondelivery'));
+    deps: {
+      adverts: (did: string) => (held.byDid && did === member ? cited : undefined),
+      advertAt: (address: string) => (held.byAddress && address === cited.address ? cited : undefined),
+    },
+  });
+  const result = await f.buyer.run(fakeSpec());
+  const nds = f.nondeliveries();
   assert.equal(nds.length, 1, 'one non-delivery published');
   const nd = nds[0]!.rec as Opened<NonDelivery>;
   assert.equal(result.attempts[0]!.nondelivery, nd.address);
-  assert.ok(stored.some((r) => r.address === nd.address), 'kept as evidence');
+  assert.ok(f.stored.some((r) => r.address === nd.address), 'kept as evidence');
   return { kind: nds[0]!.kind, nd };
 }
 

@@ -7,49 +7,27 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, PROGRESS_BURST, PROGRESS_MESSAGE_MAX, type BuyerDeps, type BuyerEvent, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
-import { seal, T, type Job, type Opened, type Selection } from '../../../src/records/index.js';
-import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { PROGRESS_BURST, PROGRESS_MESSAGE_MAX, type BuyerEvent } from '../../../src/roles/buyer.js';
+import { NOW, P } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(780);
 const A = P(781);
 
 async function run(frames: (i: number) => unknown, n: number, clock: () => number) {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
-  const published: string[] = [];
-  let cand: RankedCandidate | undefined;
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
+  const f = buyerOnFakes(ME, {
+    providers: [A],
+    policy: 'balanced',
     clock,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'balanced',
-    adverts: () => undefined,
-    publish: async (kind: string) => void published.push(kind),
-    store: async () => {},
-    waitForOffers: async () => 1,
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, _now: number, excluded?: ReadonlySet<string>) => {
-        cand ??= { provider: A.did, offer: offer(A, job, advert(A)), total: 1, scores: {} };
-        return { ranked: excluded?.has(A.did) ? [] : [cand], result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 1,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, now: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'balanced', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: now }, ME.signer) as Opened<Selection>,
-    },
     exec: async function* () {
       yield { t: 'accepted', startedAt: NOW };
       for (let i = 0; i < n; i++) yield frames(i);
     },
-  } as unknown as BuyerDeps;
-  const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: new Uint8Array(4) } as unknown as JobSpec;
+  });
   const events: BuyerEvent[] = [];
-  const result = await new Buyer(deps).run(spec, (e) => events.push(e));
+  const result = await f.buyer.run(fakeSpec({ policy: 'balanced' }), (e) => events.push(e));
   const progress = events.filter((e): e is Extract<BuyerEvent, { e: 'progress' }> => e.e === 'progress');
-  return { result, progress, nondeliveries: published.filter((k) => k.startsWith('nondelivery')) };
+  return { result, progress, nondeliveries: f.nondeliveries() };
 }
 
 test('a flood of progress frames: a burst, then coalesced; the latest frame is passed on; messages cut; no penalty for the flood itself', async () => {

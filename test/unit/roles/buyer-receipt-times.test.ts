@@ -7,10 +7,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, type BuyerDeps, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
-import { seal, T, type Job, type Opened, type Receipt, type Selection } from '../../../src/records/index.js';
+import { T, type Receipt } from '../../../src/records/index.js';
 import { hashHex } from '../../../src/records/address.js';
-import { NOW, P, advert, offer, receipt } from '../market/fixtures.js';
+import { NOW, P, receipt } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(790);
 const A = P(791);
@@ -18,43 +18,19 @@ const INPUT = new Uint8Array([1, 2, 3, 4]);
 const OUTPUT = new Uint8Array([9, 9]);
 
 async function run(times: Partial<Receipt>) {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
-  const published: string[] = [];
-  const stored: string[] = [];
-  let cand: RankedCandidate | undefined;
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
-    clock: () => NOW,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'balanced',
-    skewMs: 30_000,
-    adverts: () => undefined,
-    publish: async (kind: string) => void published.push(kind),
-    store: async (r: Opened) => void stored.push(r.type),
-    waitForOffers: async () => 1,
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, _now: number, excluded?: ReadonlySet<string>) => {
-        cand ??= { provider: A.did, offer: offer(A, job, advert(A)), total: 1, scores: {} };
-        return { ranked: excluded?.has(A.did) ? [] : [cand], result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 1,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, now: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'balanced', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: now }, ME.signer) as Opened<Selection>,
-    },
+  const f: ReturnType<typeof buyerOnFakes> = buyerOnFakes(ME, {
+    providers: [A],
+    policy: 'balanced',
+    deps: { skewMs: 30_000 },
     exec: async function* () {
       yield { t: 'accepted', startedAt: NOW };
       yield { t: 'output', data: OUTPUT };
-      const r = receipt(A, ME, cand!.offer, { workload: 'infer.llm', inputHash: hashHex(INPUT), outputHash: hashHex(OUTPUT), ...times });
+      const r = receipt(A, ME, f.candidate(A)!.offer, { workload: 'infer.llm', inputHash: hashHex(INPUT), outputHash: hashHex(OUTPUT), ...times });
       yield { t: 'receipt', receipt: r.bytes };
     },
-  } as unknown as BuyerDeps;
-  const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: INPUT } as unknown as JobSpec;
-  const result = await new Buyer(deps).run(spec);
-  return { result, nondeliveries: published.filter((k) => k.startsWith('nondelivery')), storedReceipts: stored.filter((t) => t === T.receipt).length };
+  });
+  const result = await f.buyer.run(fakeSpec({ input: INPUT, policy: 'balanced' }));
+  return { result, nondeliveries: f.nondeliveries(), storedReceipts: f.stored.filter((r) => r.type === T.receipt).length };
 }
 
 test('a receipt completed within the clock-skew window of now is taken', async () => {

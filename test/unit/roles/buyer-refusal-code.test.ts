@@ -6,49 +6,25 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buyer, type BuyerDeps, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
 import { parseExecFrame } from '../../../src/roles/exec-protocol.js';
 import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
 import { seal, T, type Job, type NonDelivery, type Opened, type Selection } from '../../../src/records/index.js';
 import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(770);
 const A = P(771);
 const EMOJI = '\u{1F600}';
 
 async function refusedWith(code: string): Promise<Array<Opened<NonDelivery>>> {
-  const noop = () => {};
-  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
-  const published: Array<Opened<NonDelivery>> = [];
-  let cand: RankedCandidate | undefined;
-  const deps = {
-    signer: ME.signer,
-    did: ME.did,
-    clock: () => NOW,
-    log,
-    collectWindowMs: 10,
-    enoughOffers: 1,
-    defaultPolicy: 'trusted',
-    adverts: () => undefined,
-    publish: async (kind: string, env: Opened) => void (kind.startsWith('nondelivery') && published.push(env as Opened<NonDelivery>)),
-    store: async () => {},
-    waitForOffers: async () => 1,
-    market: {
-      decide: async (job: Opened<Job>, _p: unknown, _now: number, excluded?: ReadonlySet<string>) => {
-        cand ??= { provider: A.did, offer: offer(A, job, advert(A)), total: 1, scores: {} };
-        return { ranked: excluded?.has(A.did) ? [] : [cand], result: {}, market: {} } as unknown as Decision;
-      },
-      offerCount: () => 1,
-      signSelection: (job: Opened<Job>, _d: Decision, w: RankedCandidate, now: number) =>
-        seal(T.selection, { job: job.address, buyer: ME.did, policy: 'trusted', winner: w.offer.address, considered: [{ provider: w.provider, offer: w.offer.address }], decidedAt: now }, ME.signer) as Opened<Selection>,
-    },
+  const f = buyerOnFakes(ME, {
+    providers: [A],
     exec: async function* () {
       yield { t: 'refused', code, message: 'no' };
     },
-  } as unknown as BuyerDeps;
-  const spec = { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: new Uint8Array(4), policy: 'trusted' } as unknown as JobSpec;
-  await new Buyer(deps).run(spec);
-  return published;
+  });
+  await f.buyer.run(fakeSpec());
+  return f.nondeliveries().map((p) => p.rec as Opened<NonDelivery>);
 }
 
 test('a refusal whose code is free text (ending in an emoji at the detail\'s cut) is still a signed non-delivery, as EXEC_BAD_REFUSAL', async () => {
