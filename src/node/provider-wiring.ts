@@ -149,8 +149,9 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     },
     onOutcome: (status) => h.countJob(status),
     ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),
-    // pool/1: on an overlay with a steward, only admitted work runs here (src/roles/provider/admission-proof.ts); a
-    // buyer before this version sends no admission, so the steward is asked for it (bounded: the exec's request phase).
+    // pool/1: on an overlay with a steward, only admitted work runs here (src/roles/provider/admission-proof.ts). The
+    // buyer's proof admits only a single job's own claim; a gang member job's (and a job whose buyer, one before this
+    // version, sends none) comes from the steward, asked for this job (bounded: the exec's request phase).
     ...(o.d.network.steward ? { steward: { did: o.d.network.steward, admissionOf: stewardAdmission(o, o.d.network.steward, pc.execRequestMs) } } : {}),
     onSlotsChanged: () => o.presencePublisher?.changed(),
   });

@@ -33,8 +33,10 @@
  *   the open claims' buyers and providers for, at start and every
  *   `catchUpMs` (catchUp).
  * - Proof of admission: an `admitted` answer carries the claim's signed
- *   `Admitted` entry, which the buyer hands its provider in the exec header;
- *   `admission` gives it to a provider whose buyer sent none.
+ *   `Admitted` entry, which the buyer hands its provider in the exec header
+ *   (it admits a single job's own claim there); `admission` {job} gives it to
+ *   a provider for a job whose claim is open or that this steward bound to an
+ *   open gang (the only proof a provider takes for a gang member job).
  * - Preemption: an admission within its entitlement's guarantees that needs
  *   devices the overlay's providers are using for lower-priority claims
  *   reclaims them in the §5.2 order; their providers are asked to stop over
@@ -230,8 +232,10 @@ export class Steward {
   }
 
   /**
-   * `admission` {job}: this steward's `Admitted` entry for the job's claim (its own, or the gang it is bound to), for a
-   * provider whose buyer sent none (a buyer before this version). STEWARD_NOT_ADMITTED when the claim is not open.
+   * `admission` {job}: this steward's `Admitted` entry for the job's claim (its own, or the open gang it is bound to:
+   * Gangs.claimOf knows only jobs this steward bound, and forgets them at the gang's release), for a provider whose
+   * buyer sent none (a buyer before this version) or whose job is a gang member (a provider takes a gang's entry only
+   * from here). STEWARD_NOT_ADMITTED when the claim is not open.
    */
   async #admission(req: Record<string, unknown>, ctx: Pick<StewardStream, 'send'>): Promise<void> {
     if (typeof req.job !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admission: job must be the job’s address', { field: 'job' });

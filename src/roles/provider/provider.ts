@@ -79,7 +79,7 @@ export interface ProviderDeps {
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
   /**
    * On an overlay with a steward (this node's `network.steward`): an exec runs only with the steward's `Admitted`
-   * entry for the job's claim (the header's `admission`, else `admissionOf` asks the steward for it), refused
+   * entry for the job's claim (the header's `admission` for the job's own claim, else `admissionOf` asks the steward), refused
    * EXEC_NOT_ADMITTED otherwise (src/roles/provider/admission-proof.ts).
    */
   steward?: { did: string; admissionOf?: (job: Opened<Job>) => Promise<Uint8Array | undefined> };
@@ -638,17 +638,27 @@ export class Provider {
   }
 
   /**
-   * pool/1 on this overlay: the job's claim was admitted by the steward this node names. The buyer's proof, else
-   * (a buyer before this version sends none) the steward's answer when asked; refused EXEC_NOT_ADMITTED otherwise.
+   * pool/1 on this overlay: the job's claim was admitted by the steward this node names. The buyer's proof when it
+   * admits the job's own address (a single job); else (a gang member job, or a buyer before this version that sends
+   * none) the steward's answer for this job when asked; refused EXEC_NOT_ADMITTED otherwise (admission-proof.ts).
    */
   async #checkAdmitted(job: Opened<Job>, proof: Uint8Array | undefined, steward: NonNullable<ProviderDeps['steward']>): Promise<void> {
-    if (!proof && steward.admissionOf) {
-      proof = await steward.admissionOf(job).catch((e) => {
-        this.d.log.debug({ job: job.address, err: (e as Error).message }, 'the steward gave no admission for an exec that carried none');
-        return undefined;
-      });
+    let refused: unknown;
+    if (proof) {
+      try {
+        checkAdmission(job, proof, steward.did, 'header');
+        return;
+      } catch (e) {
+        refused = e;
+      }
     }
-    checkAdmission(job, proof, steward.did);
+    const given = await steward.admissionOf?.(job).catch((e) => {
+      this.d.log.debug({ job: job.address, err: (e as Error).message }, 'the steward gave no admission for this exec');
+      return undefined;
+    });
+    // the steward had none: the header's refusal says more (why the buyer's proof did not bind)
+    if (!given && refused) throw refused;
+    checkAdmission(job, given, steward.did, 'steward');
   }
 
   /** The input as received: unsealed, and exactly the job's (size and hash). */

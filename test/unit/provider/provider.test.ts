@@ -605,25 +605,67 @@ describe('Provider: only admitted work on an overlay with a steward (pool/1 §1.
     assert.equal(s.provider.running, 0);
   });
 
-  test('the steward’s Admitted entry for the job runs it; a gang member job runs on its gang’s entry; a buyer without one runs on the entry the steward gives', async () => {
+  test('the steward’s Admitted entry for the job runs it; a gang member job runs on the gang’s entry the steward gives for it; a buyer without one runs on the entry the steward gives', async () => {
     const gang = 'sha256:' + 'ab'.repeat(32);
-    const s = setup({ slots: 3, steward: { did: stewardDid, admissionOf: async (j) => (j.record.params === undefined && j.record.input.size === 3 ? admitted(j.address) : undefined) } });
+    const asked: string[] = [];
+    // the steward: a job's own claim for the plain jobs of 3 bytes, the gang's entry for the job it bound to the gang
+    let bound = '';
+    const s = setup({
+      slots: 3,
+      steward: {
+        did: stewardDid,
+        admissionOf: async (j) => {
+          asked.push(j.address);
+          if (j.address === bound) return admitted(gang);
+          return j.record.params === undefined && j.record.input.size === 3 ? admitted(j.address) : undefined;
+        },
+      },
+    });
     const input = utf8('admitted');
     const job = makeJob({}, input);
     const offer = await offered(s, job);
     const frames = await exec(s.provider, withProof(frame(job, offer, makeSelection(job, offer), input), admitted(job.address)));
     assert.equal(frames.at(-1)?.t, 'receipt');
+    assert.deepEqual(asked, [], 'the buyer’s proof of the job’s own claim settles it');
     const member = makeJob({ params: JSON.stringify({ claim: gang, member: 0 }) }, input);
     const mo = await offered(s, member);
-    // the member job's own address is not what the gang's entry admits; the cited claim is
-    assert.equal(refusal(await exec(s.provider, withProof(frame(member, mo, makeSelection(member, mo), input), admitted(member.address)))), 'EXEC_NOT_ADMITTED');
-    assert.equal((await exec(s.provider, withProof(frame(member, mo, makeSelection(member, mo), input), admitted(gang)))).at(-1)?.t, 'receipt');
+    const mf = frame(member, mo, makeSelection(member, mo), input);
+    // the buyer's gang entry proves nothing (any entry is public): the steward has not bound this job
+    assert.equal(refusal(await exec(s.provider, withProof(mf, admitted(gang)))), 'EXEC_NOT_ADMITTED');
+    bound = member.address;
+    assert.equal((await exec(s.provider, withProof(mf, admitted(gang)))).at(-1)?.t, 'receipt');
+    assert.deepEqual(asked, [member.address, member.address]);
     const old = utf8('old');
     const plain = makeJob({}, old);
     const po = await offered(s, plain);
     assert.equal((await exec(s.provider, frame(plain, po, makeSelection(plain, po), old))).at(-1)?.t, 'receipt');
     // every one ran (the member job's params are a citation, not sha256 rounds: its executor refuses them, after admission)
     assert.deepEqual(s.receipts.map((r) => r.record.failure?.code ?? r.record.status), ['completed', 'EXEC_BAD_PARAMS', 'completed']);
+  });
+
+  test('a job’s params cannot choose the claim: a public entry of another claim (a released single job’s, an open gang’s) cited in the params admits nothing unless the steward bound the job', async () => {
+    const other = makeJob({}, utf8('alice'));
+    const openGang = 'sha256:' + 'cd'.repeat(32);
+    // the steward gives the entry of a claim the job does not cite (a wrong answer): refused too
+    const s = setup({ slots: 3, steward: { did: stewardDid, admissionOf: async (j) => (j.record.input.size === 5 ? admitted(openGang) : undefined) } });
+    for (const [claim, proof] of [
+      [other.address, admitted(other.address)],
+      [other.address, released(other.address)],
+      [openGang, admitted(openGang)],
+    ] as const) {
+      for (const member of [0, 7]) {
+        const input = utf8(`rogue ${member} ${proof.length}`);
+        const job = makeJob({ params: JSON.stringify({ prompt: 'anything', claim, member }) }, input);
+        const offer = await offered(s, job);
+        assert.equal(refusal(await exec(s.provider, withProof(frame(job, offer, makeSelection(job, offer), input), proof))), 'EXEC_NOT_ADMITTED');
+      }
+    }
+    const input = utf8('wrong');
+    const job = makeJob({ params: JSON.stringify({ claim: other.address, member: 0 }) }, input);
+    const offer = await offered(s, job);
+    assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_NOT_ADMITTED');
+    assert.equal(s.receipts.length, 0);
+    assert.equal(s.provider.running, 0);
   });
 });
 
