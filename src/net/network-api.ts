@@ -202,6 +202,11 @@ export interface Network {
   fetchRecords(peer: PeerRef, addresses: string[], expectedType?: string): Promise<Opened[]>;
   /** Ask a peer for the live records it holds of `kinds`; each goes through the gossip pipeline and reaches subscribers once. */
   syncFrom(peer: PeerRef, kinds?: TopicKind[]): Promise<SyncResult>;
+  /**
+   * Ask a peer for the records of `kinds` (records/1 BY_JOB_KINDS) that name one of `jobs` (records/1 `jobs`); each goes
+   * through the gossip pipeline as a sync's. A peer before this op fails each kind with NET_BAD_REQUEST.
+   */
+  syncJobs(peer: PeerRef, kinds: TopicKind[], jobs: string[]): Promise<SyncResult>;
   /** A peer's addresses from its DID: the peer store, else the DHT. Throws NET_PEER_NOT_FOUND. */
   findPeer(did: string, opts?: { useCache?: boolean; timeoutMs?: number }): Promise<string[]>;
   /** Gossipsub score this node gives a peer. */

@@ -401,6 +401,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return records.sync(toPeerId(peer), kinds);
     },
 
+    async syncJobs(peer, kinds, jobs) {
+      return records.syncJobs(toPeerId(peer), kinds, jobs);
+    },
+
     async findPeer(targetDid, o = {}) {
       const pid = peerIdFromDid(targetDid);
       if (pid.equals(libp2p.peerId)) return net.addrs();

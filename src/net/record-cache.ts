@@ -11,6 +11,10 @@
  * is added, so a shard-filtered sync (`live` with `shards`) reads them instead
  * of re-opening records.
  *
+ * Records that name a job (`job`: offers, selections, receipts, non-deliveries)
+ * are also indexed by it, for records/1 `jobs`; the index holds only what the
+ * cache holds, so it is bounded by the same bounds.
+ *
  * Bounds (docs/network.md "The record cache's bounds"): per kind, a count
  * (4 096) and a byte budget (16 MiB); over all kinds, a byte budget (64 MiB),
  * which evicts from the kind holding the most bytes. Each evicts oldest first.
@@ -61,6 +65,11 @@ export interface RecordSource {
    * none). Sources keep each record's shards beside it (`heldShards`), never re-opening records to filter.
    */
   live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] | Promise<Uint8Array[]>;
+  /**
+   * Envelope bytes of the live records of `kinds` whose `job` is one of `jobs` (at most `limit`), kind by kind in the
+   * order given (records/1 `jobs`). Optional: a source without it answers that op NET_BAD_REQUEST.
+   */
+  byJob?(kinds: readonly TopicKind[], jobs: readonly string[], now: number, limit: number): Uint8Array[] | Promise<Uint8Array[]>;
   /** Envelope bytes of the record at `address`, if held. */
   get(address: string): Uint8Array | undefined | Promise<Uint8Array | undefined>;
   /** Called by the network for every record it accepted or published (optional). */
@@ -76,11 +85,15 @@ interface Entry {
   signer: string;
   /** the record's market shards (sharded kinds; none otherwise), computed once in `add` */
   shards: readonly string[];
+  /** the job the record names (`job`: an offer, selection, receipt, non-delivery), indexed in `#byJob` */
+  job?: string;
 }
 
 export class MemoryRecordCache implements RecordSource {
   readonly #byKind = new Map<TopicKind, Map<string, Entry>>();
   readonly #byAddr = new Map<string, Entry>();
+  /** job address → the addresses of the held records naming it (each held record in at most one set: bounded as the cache is) */
+  readonly #byJob = new Map<string, Set<string>>();
   /** advert: signer → held address and seq; presence: signer → held address and issuedAt */
   readonly #latest = { advert: new Map<string, { address: string; seq: number }>(), presence: new Map<string, { address: string; seq: number }>() };
   /** envelope bytes held, per kind and in all */
@@ -127,9 +140,15 @@ export class MemoryRecordCache implements RecordSource {
     }
     const w = validityWindow(rec.type, rec.record);
     const bytes = compactBytes(rec.bytes);
-    const e: Entry = { kind, bytes, notAfter: w ? w[1] : now + this.#ttlMs, timed: !w, signer: rec.signer, shards: heldShards(kind, rec.record) };
+    const job = (rec.record as { job?: unknown }).job;
+    const e: Entry = { kind, bytes, notAfter: w ? w[1] : now + this.#ttlMs, timed: !w, signer: rec.signer, shards: heldShards(kind, rec.record), ...(typeof job === 'string' ? { job } : {}) };
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
+    if (e.job !== undefined) {
+      let held = this.#byJob.get(e.job);
+      if (!held) this.#byJob.set(e.job, (held = new Set()));
+      held.add(rec.address);
+    }
     this.#bytesOf.set(kind, this.bytesHeld(kind) + bytes.byteLength);
     this.#bytes += bytes.byteLength;
     // oldest first: the kind's count and bytes, then the bytes of all (from the kind holding the most)
@@ -147,6 +166,21 @@ export class MemoryRecordCache implements RecordSource {
         continue;
       }
       if (out.length < limit && (!shards || e.shards.some((s) => shards.has(s)))) out.push(e.bytes);
+    }
+    return out;
+  }
+
+  byJob(kinds: readonly TopicKind[], jobs: readonly string[], now: number, limit: number): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    for (const kind of kinds) {
+      for (const job of jobs) {
+        for (const addr of this.#byJob.get(job) ?? []) {
+          const e = this.#byAddr.get(addr);
+          if (!e || e.kind !== kind || e.notAfter <= now) continue;
+          if (out.length >= limit) return out;
+          out.push(e.bytes);
+        }
+      }
     }
     return out;
   }
@@ -174,6 +208,11 @@ export class MemoryRecordCache implements RecordSource {
   #remove(kind: TopicKind, address: string): void {
     const e = this.#byAddr.get(address);
     this.#byAddr.delete(address);
+    if (e?.job !== undefined) {
+      const held = this.#byJob.get(e.job);
+      held?.delete(address);
+      if (held?.size === 0) this.#byJob.delete(e.job);
+    }
     if (e && this.#byKind.get(kind)?.delete(address)) {
       this.#bytesOf.set(kind, this.bytesHeld(kind) - e.bytes.byteLength);
       this.#bytes -= e.bytes.byteLength;

@@ -6,6 +6,13 @@
  *   {op: "get",  addresses: ["sha256:…", …]}     (1..MAX_GET addresses)
  *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …], have?: h'…'}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds;
  *                                          have: 8-byte address prefixes of what the requester holds, not sent back — sync-digest.ts)
+ *   {op: "jobs", kinds: ["selection", "receipt", …], jobs: ["sha256:…", …]}  (kinds: 1.. of BY_JOB_KINDS, no repeats;
+ *                                          jobs: 1..MAX_JOBS job addresses) → the records held of those kinds whose
+ *                                          `job` is one of those, kind by kind in the order asked. What a steward's
+ *                                          catch-up asks for (src/roles/steward.ts): the outcome of the jobs it
+ *                                          holds open, however many newer or older records the peer holds. A source
+ *                                          with no by-job index, and a node before this op, answer NET_BAD_REQUEST
+ *                                          (the requester then falls back to `live`).
  *
  * The server answers from a RecordSource (which filters `live` by shard on the
  * shards it keeps beside each record: no record is re-opened to answer); the requester checks everything it
@@ -32,6 +39,10 @@ import { DIGEST_PREFIX_BYTES, lacks, parseDigest } from './sync-digest.js';
 
 export const MAX_GET = 256;
 export const MAX_LIVE = 4_096;
+/** Job addresses in one `jobs` request. */
+export const MAX_JOBS = 256;
+/** The kinds a `jobs` request may ask for: those whose record names its job (`job`). */
+export const BY_JOB_KINDS: readonly TopicKind[] = ['offer', 'selection', 'receipt', 'nondelivery', 'nondelivery2'];
 
 export interface RecordsServeOptions {
   /** Bytes of records in one answer (default 1 MiB: a full advert sync of 1 024 adverts is about 750 KB). */
@@ -55,10 +66,12 @@ export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
 /** What one record skipped for a sync digest costs the requester's byte budget (it was read and hashed). */
 export const DIGEST_SKIP_COST_BYTES = 64;
 
-export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array };
+export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array } | { op: 'jobs'; kinds: TopicKind[]; jobs: string[] };
 
 export function encodeRecordsRequest(r: RecordsRequest): CborValue {
-  return r.op === 'get' ? { op: 'get', addresses: r.addresses } : { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}), ...(r.have ? { have: r.have } : {}) };
+  if (r.op === 'get') return { op: 'get', addresses: r.addresses };
+  if (r.op === 'jobs') return { op: 'jobs', kinds: r.kinds, jobs: r.jobs };
+  return { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}), ...(r.have ? { have: r.have } : {}) };
 }
 
 export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
@@ -84,7 +97,15 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
     if (!Array.isArray(sh) || sh.length < 1 || sh.length > ALL_SHARDS.length || !sh.every((x) => typeof x === 'string' && ALL_SHARDS.includes(x))) return bad(`shards must list 1..${ALL_SHARDS.length} of ${ALL_SHARDS[0]}..${ALL_SHARDS.at(-1)}`);
     return { op: 'live', kind: m.kind, limit, shards: sh as string[], ...withHave };
   }
-  return bad('op must be "get" or "live"');
+  if (m.op === 'jobs') {
+    const k = m.kinds;
+    if (!Array.isArray(k) || k.length < 1 || k.length > BY_JOB_KINDS.length || !k.every((x) => BY_JOB_KINDS.includes(x as TopicKind)) || new Set(k).size !== k.length) return bad(`kinds must list 1..${BY_JOB_KINDS.length} of ${BY_JOB_KINDS.join(', ')}, once each`);
+    const j = m.jobs;
+    if (!Array.isArray(j) || j.length < 1 || j.length > MAX_JOBS) return bad(`jobs must list 1..${MAX_JOBS} job addresses`);
+    if (!j.every(isAddress)) return bad('jobs must be sha256:<hex>');
+    return { op: 'jobs', kinds: k as TopicKind[], jobs: j as string[] };
+  }
+  return bad('op must be "get", "live" or "jobs"');
 }
 
 /** The server side, answering from `source` within the bounds (per request and per peer); `onRateLimited` hears of each request refused for the peer's budget. */
@@ -116,6 +137,9 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
           const b = await source.get(a);
           if (b && !(await send(b))) break;
         }
+      } else if (req.op === 'jobs') {
+        if (!source.byJob) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 request: this node keeps no records by job (op "jobs")');
+        for (const b of await source.byJob(req.kinds, req.jobs, clock(), o.maxResponseRecords)) if (!(await send(b))) break;
       } else {
         // only the asked markets, when named: the source filters on the shards it keeps beside each record
         // with a digest, what the requester listed is skipped, so read as many more as it listed

@@ -3,7 +3,8 @@
  * records-protocol.ts is the protocol): serving it (over-limit refusals blamed
  * to the peer's abuse score, peer-abuse.ts), fetching records by address
  * (each checked: address, type, shape, signature), syncing a peer's live
- * records through the gossip pipeline, and syncing once from each newly
+ * records through the gossip pipeline, asking a peer for the records that name
+ * given jobs (`syncJobs`, the same pipeline), and syncing once from each newly
  * identified peer that speaks records/1 (`syncOnConnect`).
  */
 import type { PeerId } from '@libp2p/interface';
@@ -11,7 +12,6 @@ import type { Multiaddr } from '@multiformats/multiaddr';
 import { C0Error } from '../errors.js';
 import { hashHex, isAddress } from '../records/address.js';
 import type { CborValue } from '../records/cbor.js';
-import type { Opened } from '../records/envelope.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { RecordPipeline, ValidationOutcome } from './gossip-validation.js';
@@ -19,8 +19,9 @@ import type { NetMetrics } from './metrics.js';
 import { peerKey, type SyncResult } from './network-api.js';
 import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
-import { encodeRecordsRequest, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
-import { ALL_SHARDS, heldShards, placementCheckable, type TopicKind } from './topics.js';
+import { BY_JOB_KINDS, encodeRecordsRequest, MAX_JOBS, MAX_LIVE, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
+import { ALL_SHARDS, heldShards, placementCheckable, TOPIC_TYPES, type TopicKind } from './topics.js';
+import { peekType, type Opened } from '../records/envelope.js';
 import { digestOf } from './sync-digest.js';
 
 export interface RecordsSyncDeps {
@@ -144,6 +145,56 @@ export class RecordsSync {
         // a peer that does not filter by market (an older version) may answer with others: not delivered
         if (out.verdict === 'accept' && placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
         else if (out.verdict === 'accept') {
+          res.accepted++;
+          d.accept(out.fresh, from, 'sync', out.attachments ?? []);
+        } else if (out.verdict === 'reject') res.rejected++;
+        else res.ignored++;
+      }
+      d.metrics.syncs.inc({ outcome: 'ok' });
+    }
+    return res;
+  }
+
+  /**
+   * Ask a peer for the records of `kinds` naming `jobs` (records/1 `jobs`, MAX_JOBS a request, the requests one after
+   * another), each through the gossip pipeline as a sync's; a record that names no job asked is not delivered (counted
+   * ignored). Kinds this node did not join are not asked. A failed request is reported per kind asked (a peer before
+   * this op answers NET_BAD_REQUEST), and after one no more are made.
+   */
+  async syncJobs(p: PeerId | Multiaddr, kinds: readonly TopicKind[], jobs: readonly string[]): Promise<SyncResult> {
+    const d = this.d;
+    const from = peerKey(p);
+    const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
+    const asked = [...new Set(kinds)].filter((k) => d.joined.includes(k) && BY_JOB_KINDS.includes(k));
+    const all = [...new Set(jobs)];
+    if (!all.every(isAddress)) throw new C0Error('ADDRESS_MALFORMED', 'syncJobs: jobs must be sha256:<hex>', { field: 'jobs' });
+    const byType = new Map<string, TopicKind>(asked.map((k) => [TOPIC_TYPES[k], k]));
+    for (let i = 0; asked.length && i < all.length; i += MAX_JOBS) {
+      const chunk = all.slice(i, i + MAX_JOBS);
+      let frames: CborValue[];
+      try {
+        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'jobs', kinds: asked, jobs: chunk })], { limits: { maxResponseFrames: MAX_LIVE } });
+      } catch (e) {
+        for (const k of asked) res.failed[k] = (e as C0Error).code ?? 'INTERNAL';
+        d.metrics.syncs.inc({ outcome: 'failed' });
+        break;
+      }
+      const want = new Set(chunk);
+      for (const f of frames) {
+        let kind: TopicKind | undefined;
+        try {
+          kind = f instanceof Uint8Array ? byType.get(peekType(f).type) : undefined;
+        } catch {
+          kind = undefined;
+        }
+        if (!kind) {
+          res.rejected++;
+          d.metrics.records.inc({ source: 'sync', kind: 'any', verdict: 'reject', reason: 'NOT_ASKED' });
+          continue;
+        }
+        const out = await d.pipeline.validate(kind, f as Uint8Array, from, 'sync');
+        const job = (out.primary?.record as { job?: unknown } | undefined)?.job;
+        if (out.verdict === 'accept' && typeof job === 'string' && want.has(job)) {
           res.accepted++;
           d.accept(out.fresh, from, 'sync', out.attachments ?? []);
         } else if (out.verdict === 'reject') res.rejected++;

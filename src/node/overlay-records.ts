@@ -2,8 +2,9 @@
  * What an overlay serves to peers over `/c0mpute/records/1` (docs/network.md
  * §records/1, §14 "Markets: topics sharded by workload"): its current adverts
  * (the record store), the presence records in their window (the presence
- * view), and every other kind from the network's memory cache; `get` looks in
- * the store, the cache, then the market's records.
+ * view), and every other kind from the network's memory cache (also by job,
+ * records/1 `jobs`); `get` looks in the store, the cache, then the market's
+ * records.
  *
  * A shard-filtered `live` request is answered from each record's shards kept
  * beside its decoded record (`heldShards`), never by re-opening envelopes.
@@ -32,6 +33,7 @@ export function overlayRecordSource(d: OverlayRecordsDeps): RecordSource {
       if (kind === 'presence') return d.presence(t).filter(on).slice(0, limit).map((p) => p.bytes);
       return d.cache.live(kind, t, limit, shards);
     },
+    byJob: (kinds, jobs, t, limit) => d.cache.byJob(kinds, jobs, t, limit),
     get: async (address) => (await d.getBytes(address)) ?? d.cache.get(address) ?? (await d.marketBytes(address)),
     add: (kind, rec) => d.cache.add(kind, rec),
   };

@@ -65,7 +65,7 @@ export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom'>>;
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
   /** The market engine: a managed overlay's selections, and the live adverts (the overlay's physical capacity). */
   readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };

@@ -56,6 +56,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
+import { NET_ERR } from '../net/protocols.js';
 import { T, type Receipt, type Selection } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
@@ -267,9 +268,10 @@ export class Steward {
    * neither replays history nor promises delivery, so a receipt published while it was down (or dropped on the way)
    * would leave its claim holding its reservation and devices until the deadline, then released charging nothing. At
    * min(2 s, `catchUpMs`) after start and every `catchUpMs`, while claims are open, it asks their buyers and chosen
-   * providers for the selections, then the receipts, it lacks (records/1 sync: the digest of what it holds is sent,
-   * so a round brings only what is new); what comes goes through the same handlers as gossip. At most CATCH_UP_PEERS
-   * parties a round, the next ones the round after.
+   * providers for the selections, then the receipts, that name the open claims' jobs (records/1 `jobs`, whatever else
+   * the party holds; a party before that op is asked for its live selections and receipts instead, a records/1 sync
+   * with the digest of what the steward holds); what comes goes through the same handlers as gossip. At most
+   * CATCH_UP_PEERS parties a round, the next ones the round after.
    */
   #catchUpRounds(): void {
     const every = this.cfg.catchUpMs ?? 0;
@@ -282,17 +284,22 @@ export class Steward {
   async catchUp(): Promise<void> {
     const syncFrom = this.o.net.syncFrom?.bind(this.o.net);
     if (!syncFrom || this.#stopped || this.#catchingUp) return;
-    const parties = new Set<string>();
+    // each party → the jobs of the open claims it is party to (a single job's claim is its job; a gang's, its bound members)
+    const parties = new Map<string, Set<string>>();
     for (const claim of this.ledger.book.open.keys()) {
       const oj = this.#accounts.get(claim);
       if (!oj) continue;
-      parties.add(oj.buyer);
-      for (const w of oj.winners) parties.add(w);
-      if (oj.provider) parties.add(oj.provider);
+      const g = this.#gangs.get(claim);
+      const jobs = g ? Object.values(g.members) : [claim];
+      for (const p of [oj.buyer, ...oj.winners, ...(oj.provider ? [oj.provider] : [])]) {
+        let held = parties.get(p);
+        if (!held) parties.set(p, (held = new Set()));
+        for (const j of jobs) held.add(j);
+      }
     }
     parties.delete(this.identity.did);
     parties.delete('');
-    const all = [...parties].sort();
+    const all = [...parties.keys()].sort();
     if (!all.length) return;
     const from = this.#catchUpFrom % all.length;
     const asked = [...all.slice(from), ...all.slice(0, from)].slice(0, CATCH_UP_PEERS);
@@ -301,9 +308,14 @@ export class Steward {
     try {
       for (const did of asked) {
         if (this.#stopped) return;
-        // selections first: a receipt is charged against the providers they name
-        const r = await syncFrom(did, ['selection', 'receipt']).catch((e) => ({ failed: { all: (e as Error).message }, accepted: 0 }));
-        this.log.debug({ peer: did, accepted: r.accepted, failed: r.failed }, 'catch-up: asked an open claim’s party for its selections and receipts');
+        // selections first: a receipt is charged against the providers they name. Asked by job (records/1 `jobs`): a
+        // `live` sync is answered oldest first, so on a busy overlay the record missed (the newest) is never reached.
+        const jobs = [...parties.get(did)!];
+        const failed = (e: unknown) => ({ failed: { all: (e as Error).message } as Record<string, string>, accepted: 0 });
+        let r: { accepted: number; failed: Record<string, string> } = jobs.length && this.o.net.syncJobs ? await this.o.net.syncJobs(did, ['selection', 'receipt'], jobs).catch(failed) : { accepted: 0, failed: { selection: NET_ERR.BAD_REQUEST } };
+        // a party before that op (or one whose records are not kept by job) answers NET_BAD_REQUEST: its live records then
+        if (Object.values(r.failed).includes(NET_ERR.BAD_REQUEST)) r = await syncFrom(did, ['selection', 'receipt']).catch(failed);
+        this.log.debug({ peer: did, jobs: jobs.length, accepted: r.accepted, failed: r.failed }, 'catch-up: asked an open claim’s party for its selections and receipts');
       }
     } finally {
       this.#catchingUp = false;

@@ -27,16 +27,39 @@ const provider = P(21);
 /** What each peer would answer a records/1 sync with, by kind. */
 type Held = Map<string, Partial<Record<'selection' | 'receipt', unknown[]>>>;
 
-/** A Steward on `dir` whose stub records/1 sync hands over what the named peer holds, through its gossip handlers. */
-async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, held: Held, cfg: Partial<StewardConfig> = {}) {
+/**
+ * A Steward on `dir` whose stub records/1 sync hands over what the named peer holds, through its gossip handlers.
+ * `byJob`: the peer also answers records/1 `jobs` (`old`: it answers NET_BAD_REQUEST, a node before the op), handing
+ * over what it holds naming the jobs asked, at most `newest` of them by kind (a `live` answer holds only the oldest).
+ */
+async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, held: Held, cfg: Partial<StewardConfig> = {}, byJob?: 'new' | 'old', live = Infinity) {
   const synced: Array<{ peer: string; kinds: string[] }> = [];
+  const askedJobs: Array<{ peer: string; kinds: string[]; jobs: string[] }> = [];
   const st = await stewardOnStub(dir, db, records, {
     cfg,
+    ...(byJob
+      ? {
+          syncJobs: async (peer: string, kinds: string[], jobs: string[], hear: (kind: string, rec: unknown) => Promise<void>) => {
+            askedJobs.push({ peer, kinds, jobs });
+            if (byJob === 'old') return { accepted: 0, failed: Object.fromEntries(kinds.map((k) => [k, 'NET_BAD_REQUEST'])) };
+            let accepted = 0;
+            for (const k of kinds as Array<'selection' | 'receipt'>) {
+              for (const rec of held.get(peer)?.[k] ?? []) {
+                if (!jobs.includes((rec as { record: { job: string } }).record.job)) continue;
+                await hear(k, rec);
+                accepted++;
+              }
+            }
+            return { accepted, failed: {} };
+          },
+        }
+      : {}),
     syncFrom: async (peer, kinds, hear) => {
       synced.push({ peer, kinds });
       let accepted = 0;
       for (const k of kinds as Array<'selection' | 'receipt'>) {
-        for (const rec of held.get(peer)?.[k] ?? []) {
+        // a live sync answers oldest first: a busy party's newest records are past what one answer holds
+        for (const rec of (held.get(peer)?.[k] ?? []).slice(0, live)) {
           await hear(k, rec);
           accepted++;
         }
@@ -44,7 +67,7 @@ async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, hel
       return { accepted };
     },
   });
-  return { ...st, admit: (j: Opened<Job>) => st.admit(j), synced };
+  return { ...st, admit: (j: Opened<Job>) => st.admit(j), synced, askedJobs };
 }
 
 describe('a steward catches up on what it did not hear', () => {
@@ -75,6 +98,54 @@ describe('a steward catches up on what it did not hear', () => {
       // nothing open: a round asks nobody
       await st.s.catchUp();
       assert.equal(st.synced.length, 1);
+      await st.s.stop();
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+
+  it('asks the party for the records naming the open claim’s job: the missed receipt comes however many older ones the party holds; a party before the op is synced live', async () => {
+    const t = tempDir('c0-catch-up-jobs-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const records = new Map<string, Opened<Job>>();
+    const held: Held = new Map();
+    let db = await openDb(join(t.dir, 'db'));
+    try {
+      let st = await start(t.dir, db, records, held);
+      const j = job(buyer, { nonce: new Uint8Array([5, 4]) });
+      await st.admit(j);
+      await st.s.stop();
+      await closeDb(db);
+
+      // the buyer hears the overlay's outcomes: 2 500 older selections and receipts of other jobs, then this job's
+      const others = Array.from({ length: 2_500 }, (_, i) => {
+        const oj = job(P(2), { nonce: new Uint8Array([i >> 8, i & 255, 1]) });
+        const oo = offer(provider, oj, 'sha256:' + '51'.repeat(32));
+        return { sel: { signer: P(2).did, address: 'sha256:' + i.toString(16).padStart(64, '0'), record: { job: oj.address, winner: oo.address, considered: [{ provider: provider.did, offer: oo.address }] } }, rec: receipt(provider, P(2), oo) };
+      });
+      const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
+      const sel = { signer: buyer.did, address: 'sha256:' + '43'.repeat(32), record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } } as unknown as Opened<Selection>;
+      held.set(buyer.did, { selection: [...others.map((x) => x.sel), sel], receipt: [...others.map((x) => x.rec), receipt(provider, buyer, o, { energy: { uj: 43_890_520, grade: 'HwShunt' } })] });
+
+      // a party before the op: the live sync (which here reaches only the oldest 1 024) is asked instead; nothing comes
+      db = await openDb(join(t.dir, 'db'));
+      st = await start(t.dir, db, records, held, {}, 'old', 1024);
+      await st.s.catchUp();
+      assert.deepEqual(st.askedJobs, [{ peer: buyer.did, kinds: ['selection', 'receipt'], jobs: [j.address] }]);
+      assert.deepEqual(st.synced, [{ peer: buyer.did, kinds: ['selection', 'receipt'] }]);
+      assert.equal((await st.released()).length, 0);
+      await st.s.stop();
+      await closeDb(db);
+
+      // a party of this version: asked for the job's records, the claim is released with the actual figure
+      db = await openDb(join(t.dir, 'db'));
+      st = await start(t.dir, db, records, held, {}, 'new', 1024);
+      await st.s.catchUp();
+      assert.deepEqual(st.askedJobs, [{ peer: buyer.did, kinds: ['selection', 'receipt'], jobs: [j.address] }]);
+      assert.deepEqual(st.synced, [], 'no live sync when the party answers by job');
+      assert.equal((await st.released()).length, 1);
+      assert.deepEqual((await st.released())[0]!.actual, { uj: 43_890_520, grade: 'HwShunt' });
       await st.s.stop();
     } finally {
       await closeDb(db);

@@ -2,7 +2,7 @@
  * The whole Steward over a real Ledger and LevelDB in `dir`, its overlay a stub, for the steward unit tests that
  * drive it from outside (steward-admission-proof, -claims-restart, -release-race, -catch-up, -head-republish). The
  * job records and the LevelDB are the caller's, so they outlive a stop and a start on the same dir, as the node's do.
- * The stub answers direct requests with `request` (default: `[]`), records/1 syncs with `syncFrom` (default: none),
+ * The stub answers direct requests with `request` (default: `[]`), records/1 syncs with `syncFrom` and `syncJobs` (default: none),
  * and hands every gossip subscription to `hear`.
  */
 import assert from 'node:assert/strict';
@@ -32,6 +32,8 @@ export interface StubOptions {
   request?: (to: string, protocol: string, frames: Array<{ op: string }>) => Promise<unknown[]>;
   /** records/1 sync from a peer; `hear` is the steward's own gossip handler for a kind. */
   syncFrom?: (peer: string, kinds: string[], hear: (kind: string, rec: unknown) => Promise<void>) => Promise<{ accepted: number }>;
+  /** records/1 `jobs` from a peer (default: none, as a network before it); `hear` as for `syncFrom`. */
+  syncJobs?: (peer: string, kinds: string[], jobs: string[], hear: (kind: string, rec: unknown) => Promise<void>) => Promise<{ accepted: number; failed: Record<string, string> }>;
   /** Called before a job record is stored (a test may hold it there). */
   beforePut?: (j: Opened<Job>) => Promise<void>;
   /** What the steward publishes (pool-head, …). */
@@ -58,6 +60,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
       },
       request: o.request ?? (async () => []),
       ...(o.syncFrom ? { syncFrom: (peer: string, kinds: string[]) => o.syncFrom!(peer, kinds, hear) } : {}),
+      ...(o.syncJobs ? { syncJobs: (peer: string, kinds: string[], jobs: string[]) => o.syncJobs!(peer, kinds, jobs, hear) } : {}),
     },
     records: {
       get: async (a: string) => records.get(a),
