@@ -11,7 +11,7 @@ import { T, type PolicyName } from '../records/kinds.js';
 import { open } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ledger } from '../ledger/store.js';
-import type { ClaimAccounts } from './steward-accounts.js';
+import type { ClaimAccounts, OpenJob } from './steward-accounts.js';
 import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
 /** `/c0mpute/ledger/1`: the entries [from, to) of the ledger, at most MAX_LEDGER_RANGE of them. */
@@ -29,8 +29,15 @@ export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx:
  * quoted, every attempt failed or refused): release it now with what its
  * receipts show, rather than holding the reservation and devices until the
  * deadline. Only the job's buyer may withdraw.
+ *
+ * A single job's receipts held aside (signed by a provider no selection heard
+ * here named: the selection was missed, e.g. gossiped while the steward was
+ * down) would be dropped by the release, so first `selectionsOf` asks the
+ * buyer for the job's selections (the steward's catch-up request, bounded in
+ * time); each goes through the steward's selection handler, which charges
+ * what it names. A buyer that cannot be reached then leaves them uncharged.
  */
-export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
+export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>): Promise<void> {
   const oj = accounts.get(String(req.job));
   if (!oj) {
     await ctx.send({ t: 'withdrawn', released: 'no' } as never);
@@ -51,6 +58,7 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
       await accounts.onReceipt(r);
     }
   }
+  if (selectionsOf && oj.gang === undefined && oj.aside?.size) await selectionsOf(oj);
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }

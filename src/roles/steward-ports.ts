@@ -23,6 +23,8 @@ export const PREEMPT_PROTOCOL = '/c0mpute/preempt/1';
 export const MAX_LEDGER_RANGE = 1024;
 /** Parties (open claims' buyers and chosen providers) a steward's catch-up round asks at most, in turn (StewardConfig.catchUpMs). */
 export const CATCH_UP_PEERS = 32;
+/** How long a withdraw waits for the buyer's selections of a claim with receipts held aside (the buyer waits 15 s). */
+export const WITHDRAW_ASK_MS = 5_000;
 /** How long a queued claim whose buyer is away (after a steward restart) keeps its place before it is dropped. */
 export const REASK_GRACE_MS = 30_000;
 /** Claims one buyer may have in line at once, by default (docs/overlays.md "A bounded line"). */
@@ -65,7 +67,7 @@ export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs'>>;
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
   /** The market engine: a managed overlay's selections, and the live adverts (the overlay's physical capacity). */
   readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };

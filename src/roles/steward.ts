@@ -66,12 +66,13 @@ import type { Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
 import { Serial } from '../util/serial.js';
-import { ClaimAccounts, ClaimStore } from './steward-accounts.js';
+import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
-import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
@@ -311,14 +312,43 @@ export class Steward {
         // selections first: a receipt is charged against the providers they name. Asked by job (records/1 `jobs`): a
         // `live` sync is answered oldest first, so on a busy overlay the record missed (the newest) is never reached.
         const jobs = [...parties.get(did)!];
-        const failed = (e: unknown) => ({ failed: { all: (e as Error).message } as Record<string, string>, accepted: 0 });
-        let r: { accepted: number; failed: Record<string, string> } = jobs.length && this.o.net.syncJobs ? await this.o.net.syncJobs(did, ['selection', 'receipt'], jobs).catch(failed) : { accepted: 0, failed: { selection: NET_ERR.BAD_REQUEST } };
-        // a party before that op (or one whose records are not kept by job) answers NET_BAD_REQUEST: its live records then
-        if (Object.values(r.failed).includes(NET_ERR.BAD_REQUEST)) r = await syncFrom(did, ['selection', 'receipt']).catch(failed);
+        const r = await this.#askFor(did, ['selection', 'receipt'], jobs);
         this.log.debug({ peer: did, jobs: jobs.length, accepted: r.accepted, failed: r.failed }, 'catch-up: asked an open claim’s party for its selections and receipts');
       }
     } finally {
       this.#catchingUp = false;
+    }
+  }
+
+  /**
+   * Ask a party for the records of `kinds` naming `jobs` (records/1 `jobs`); a party before that op (or whose records
+   * are not kept by job) answers NET_BAD_REQUEST and is asked for its live records of `kinds` instead. What comes goes
+   * through the steward's gossip handlers.
+   */
+  async #askFor(did: string, kinds: TopicKind[], jobs: string[]): Promise<{ accepted: number; failed: Record<string, string> }> {
+    const failed = (e: unknown) => ({ failed: { all: (e as Error).message } as Record<string, string>, accepted: 0 });
+    const { syncJobs, syncFrom } = this.o.net;
+    let r: { accepted: number; failed: Record<string, string> } = jobs.length && syncJobs ? await syncJobs.call(this.o.net, did, kinds, jobs).catch(failed) : { accepted: 0, failed: { all: NET_ERR.BAD_REQUEST } };
+    if (syncFrom && Object.values(r.failed).includes(NET_ERR.BAD_REQUEST)) r = await syncFrom.call(this.o.net, did, kinds).catch(failed);
+    return r;
+  }
+
+  /**
+   * A withdraw of a single job whose receipts are held aside (a provider no selection heard here named): the buyer is
+   * asked for the job's selections first, so the release charges what they name (steward-handlers.ts withdraw). At
+   * most WITHDRAW_ASK_MS: the buyer waits for the answer; a selection arriving later finds the claim released.
+   */
+  async #selectionsOf(oj: OpenJob): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ask = this.#askFor(oj.buyer, ['selection'], [oj.claim]).then(async (r) => {
+      // what a sync accepted is handed to the subscribers through the network's queue: wait for it to be handled
+      await this.o.net.drained?.();
+      this.log.debug({ claim: oj.claim, accepted: r.accepted, failed: r.failed }, 'withdraw: asked the buyer for the selections of a claim with receipts held aside');
+    });
+    try {
+      await Promise.race([ask, new Promise<void>((ok) => (timer = setTimeout(ok, WITHDRAW_ASK_MS)))]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -351,7 +381,7 @@ export class Steward {
     if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, proving);
     if (req?.op === 'admission') return this.#admission(req, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts }, req, ctx);
-    if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx);
+    if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj));
     throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select" or "withdraw"');
   }
 
