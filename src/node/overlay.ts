@@ -19,7 +19,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
-import { evidenceHook, openHeld, recordHooks, witnessHook } from './record-hooks.js';
+import { evidenceHook, notFromTheFuture, openHeld, recordHooks, witnessHook } from './record-hooks.js';
 import { receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
@@ -185,7 +185,7 @@ export class OverlayNode {
       offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),
       job: async (a) => (await this.records.get(a, T.job)) ?? openHeld(cache.get(a), T.job),
       receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
-    });
+    }, { skewMs: nc.clockSkewMs });
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -206,8 +206,8 @@ export class OverlayNode {
         ...base,
         // a receipt sent directly (its exec stream broke) is kept only as this buyer's own (late-receipts.ts)
         receipt: receiptHook(base.receipt, () => this.#ownReceipts()),
-        nondelivery: nondeliveryHook,
-        nondelivery2: nondeliveryHook,
+        nondelivery: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
+        nondelivery2: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
         ...(evidence ? { 'pool-evidence': evidence } : {}),

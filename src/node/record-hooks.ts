@@ -21,6 +21,11 @@
  *                                                            (a buyer publishes the receipt, then the
  *                                                            acceptance: they may be validated out of
  *                                                            order), then ignore ACCEPTANCE_RECEIPT_UNKNOWN
+ *   receipt, acceptance, non-delivery (/1 and /2)
+ *               dated beyond now + the clock-skew window (a receipt's startedAt or completedAt, an acceptance's or
+ *               non-delivery's signedAt)                        → ignore EVIDENCE_FROM_THE_FUTURE (not kept, not
+ *                                                                 relayed, no penalty: it comes again by re-gossip
+ *                                                                 or sync once its time has come; notFromTheFuture)
  *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
  *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
  *               (also for the advert an offer carries)
@@ -31,6 +36,7 @@
  *               about another steward than network.steward       → ignore EVIDENCE_FOREIGN_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { TopicKind } from '../net/topics.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
@@ -51,6 +57,7 @@ export const HOOK_ERR = {
   WITNESS_NOT_NAMED: 'WITNESS_NOT_NAMED',
   WITNESS_FOREIGN_STEWARD: 'WITNESS_FOREIGN_STEWARD',
   EVIDENCE_FOREIGN_STEWARD: 'EVIDENCE_FOREIGN_STEWARD',
+  EVIDENCE_FROM_THE_FUTURE: 'EVIDENCE_FROM_THE_FUTURE',
 } as const;
 
 type Found<R> = Opened<R> | undefined | Promise<Opened<R> | undefined>;
@@ -85,9 +92,31 @@ export interface RecordHookOptions {
    */
   maxPending: number;
   maxPendingPerPeer: number;
+  /** The clock-skew window, ms (network.clockSkewMs; default 30 000): evidence dated later than now + it is ignored. */
+  skewMs: number;
 }
 
-export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100, maxPending: 64, maxPendingPerPeer: 8 };
+export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollMs: 100, maxPending: 64, maxPendingPerPeer: 8, skewMs: DEFAULT_SKEW_MS };
+
+/**
+ * Outcome evidence (a receipt, an acceptance, a non-delivery /1 or /2) dated beyond now + the clock-skew window is
+ * ignored before `hook` runs: EVIDENCE_FROM_THE_FUTURE. These kinds have no freshness window (kinds.ts
+ * validityWindow: evidence may be old), so without this a record dated a year ahead would be kept, relayed, and left
+ * out of every decision's view until then at the cost of a derivation per decision (docs/market.md "Evidence dated
+ * ahead"). An ignore, not a reject: an honest relay whose clock is at the other edge of the window must not lose
+ * score, and an ignore is not remembered, so the record is taken when it comes again (re-gossip, sync) in its time.
+ */
+export function notFromTheFuture(hook: SemanticHook | undefined, skewMs = DEFAULT_SKEW_MS): SemanticHook {
+  return async (rec, ctx) => {
+    const r = rec.record as { startedAt?: unknown; completedAt?: unknown; signedAt?: unknown };
+    const latest = ctx.now + skewMs;
+    for (const field of ['startedAt', 'completedAt', 'signedAt'] as const) {
+      const t = r[field];
+      if (typeof t === 'number' && t > latest) throw ignoreError(HOOK_ERR.EVIDENCE_FROM_THE_FUTURE, `the ${field} is ${t - ctx.now} ms after now, beyond the clock-skew window (${skewMs} ms): taken when it comes again in its time`, field);
+    }
+    await hook?.(rec, ctx);
+  };
+}
 
 /** Look `find` up until it is found or `ms` have passed (polling every `every` ms). */
 async function within<R>(find: () => Found<R>, ms: number, every: number): Promise<Opened<R> | undefined> {
@@ -143,7 +172,7 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       if (!advert) throw ignoreError(HOOK_ERR.OFFER_UNKNOWN_ADVERT, 'the offer cites an advert this node does not hold and did not attach it', 'advert');
       if (advert.signer !== offer.signer) throw rejectError(HOOK_ERR.OFFER_FOREIGN_ADVERT, 'the offer cites another provider’s advert', 'advert');
     },
-    receipt: async (rec) => {
+    receipt: notFromTheFuture(async (rec) => {
       const r = (rec as Opened<Receipt>).record;
       const offer = await l.offer(r.offer);
       // A pooled receipt names the pool of the offer's advert (docs/pools.md); advert not held: only its chain (verified on open) is checked.
@@ -159,13 +188,13 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       if (job && job.signer !== r.buyer) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names a buyer that did not sign the job it cites', 'buyer');
       // the receipt's workload is its market (docs/network.md §14): it must be the job's
       if (job && job.record.workload !== r.workload) throw rejectError(HOOK_ERR.RECEIPT_JOB_MISMATCH, 'the receipt names another workload than the job it cites', 'workload');
-    },
-    acceptance: async (rec, ctx) => {
+    }, o.skewMs),
+    acceptance: notFromTheFuture(async (rec, ctx) => {
       const acc = rec as Opened<Acceptance>;
       const receipt = await waitFor(() => l.receipt(acc.record.receipt), ctx.from);
       if (!receipt) throw ignoreError(HOOK_ERR.ACCEPTANCE_RECEIPT_UNKNOWN, 'the acceptance cites a receipt this node does not hold', 'receipt');
       if (receipt.record.buyer !== acc.signer) throw rejectError(HOOK_ERR.ACCEPTANCE_NOT_BUYER, 'an acceptance must be signed by the buyer of the receipt it cites', 'receipt');
-    },
+    }, o.skewMs),
   };
 }
 

@@ -82,16 +82,21 @@ export class LiveReputation {
    * The view as of `at`: evidence dated after it left out by the rule an audit uses (deriveReputation's `asOf`,
    * evidenceTime), so a decision taken at `at` scores as its audit recomputes it (docs/market.md §5). Exactly
    * `derive({...opts, asOf: at})` over everything held: the providers with evidence dated later are derived again as
-   * of `at` over their own evidence; everyone else's figures are the live ones. With `dealtWith`, evidence of this
-   * node's own jobs as a provider dated later moves every weight: all is derived as of `at` (rare).
+   * of `at` over their own evidence; everyone else's figures are the live ones. The store finds them among the
+   * records dated after its clock (EvidenceStore.providersWithEvidenceAfter), not in all it holds. With `dealtWith`,
+   * evidence of this node's own jobs as a provider dated later moves the weight of its buyer (k_B): the providers that
+   * buyer's outcomes are about are derived again too, not everything (only that buyer's weight can differ).
    */
   asOf(at: number): ReputationTable {
     const table = this.get();
     const late = this.#evidence.providersWithEvidenceAfter(at);
     if (late.size === 0) return table;
     const opts: DeriveOptions = { ...this.#opts, asOf: at };
-    if (this.#opts.trust?.dealtWith && late.has(this.#opts.self)) return this.#evidence.derive(opts);
-    const also = this.#opts.trust?.dealtWith ? [this.#opts.self] : [];
+    const self = this.#opts.self;
+    if (this.#opts.trust?.dealtWith && late.has(self)) {
+      for (const p of this.#evidence.providersBoughtBy(this.#evidence.buyersOfWithEvidenceAfter(self, at))) late.add(p);
+    }
+    const also = this.#opts.trust?.dealtWith ? [self] : [];
     const t = deriveReputation(this.#evidence.evidenceFor(late, also), opts);
     const figures = new Map(this.#figures!);
     for (const p of late) {

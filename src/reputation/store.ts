@@ -97,6 +97,17 @@ export class EvidenceStore {
    * on it (varying `signedAt`) and have every one stored.
    */
   readonly #ndOf = new Map<string, string>();
+  /** Buyer DID → the receipts naming it as buyer and the non-deliveries it signed (its outcomes: providersBoughtBy). */
+  readonly #ofBuyer = new Map<string, Set<Opened<Receipt> | Opened<NonDelivery>>>();
+  /**
+   * The records dated (evidenceTime) after the store's clock when they arrived, until the clock passes them: what
+   * `derive({asOf: now})` leaves out, so the providers with evidence after `at` are found among these alone
+   * (lateRecords), not by a pass over everything on every decision. Gossip and sync take nothing dated beyond the
+   * clock-skew window (record-hooks.ts EVIDENCE_FROM_THE_FUTURE), so these are few and leave within the window.
+   */
+  readonly #late = new Set<Opened>();
+  /** Every record held and not in #late is dated no later than this (the index answers for any `at` at or after it). */
+  #settled = -Infinity;
   /**
    * Adds and evictions run one at a time. An eviction decides from the maps, then awaits its delete: an add in
    * between could store a receipt citing an offer that is on its way out, and lose its quote pair.
@@ -178,7 +189,11 @@ export class EvidenceStore {
     m.set(r.address, r);
     this.#bytes += r.bytes.length;
     this.#index(r, true);
-    if (this.#bound) this.#arrived.set(r, (this.#bound.clock ?? Date.now)());
+    const now = this.#now();
+    if (this.#bound) this.#arrived.set(r, now);
+    const t = evidenceTime(r);
+    if (t > now) this.#late.add(r);
+    else if (t > this.#settled) this.#settled = t;
     return true;
   }
 
@@ -186,7 +201,13 @@ export class EvidenceStore {
     if (this.#map(r).delete(r.address)) {
       this.#bytes -= r.bytes.length;
       this.#index(r, false);
+      this.#late.delete(r);
     }
+  }
+
+  /** The store's clock (the bound's, else Date.now). */
+  #now(): number {
+    return (this.#bound?.clock ?? Date.now)();
   }
 
   /** Keep the per-provider and per-receipt indexes with the maps. */
@@ -201,8 +222,13 @@ export class EvidenceStore {
         if (set.size === 0) m.delete(k);
       }
     };
-    if (r.type === T.receipt) file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
-    else if (isNonDeliveryType(r.type)) file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
+    if (r.type === T.receipt) {
+      file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
+      file(this.#ofBuyer, (r.record as Receipt).buyer, r as Opened<Receipt>);
+    } else if (isNonDeliveryType(r.type)) {
+      file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
+      file(this.#ofBuyer, r.signer, r as Opened<NonDelivery>);
+    }
     const nd = EvidenceStore.#ndKey(r);
     if (nd !== undefined) {
       if (add) this.#ndOf.set(nd, r.address);
@@ -285,18 +311,66 @@ export class EvidenceStore {
   }
 
   /**
+   * The records dated (evidenceTime) after `at`: from the index of late records (#late) when `at` is no earlier than
+   * every other record held (#settled; a decision's `at` is now), else a pass over everything. Records the clock has
+   * passed leave the index first.
+   */
+  #lateRecords(at: number): Opened[] {
+    const now = this.#now();
+    for (const r of this.#late) {
+      const t = evidenceTime(r);
+      if (t > now) continue;
+      this.#late.delete(r);
+      if (t > this.#settled) this.#settled = t;
+    }
+    const out: Opened[] = [];
+    const from = at >= this.#settled ? [this.#late] : [this.receipts.values(), this.nondeliveries.values(), this.acceptances.values()];
+    for (const xs of from) for (const r of xs as Iterable<Opened>) if (evidenceTime(r) > at) out.push(r);
+    return out;
+  }
+
+  /** Records held dated after the store's clock when they arrived and not yet passed by it (tests: the index stays small). */
+  get lateHeld(): number {
+    return this.#late.size;
+  }
+
+  /**
    * The providers whose figures evidence dated after `at` (evidenceTime: the rule of `derive({asOf})`) would change:
    * a receipt's provider, an acceptance's receipt's provider (when held), a non-delivery's (the pool, for a /2).
-   * Without them, the figures as of `at` are the figures of everything held.
+   * Without them, the figures as of `at` are the figures of everything held. Costs the records dated after the
+   * store's clock, not all held (#lateRecords).
    */
   providersWithEvidenceAfter(at: number): Set<string> {
     const out = new Set<string>();
-    for (const r of this.receipts.values()) if (evidenceTime(r) > at) out.add(r.record.provider);
-    for (const n of this.nondeliveries.values()) if (evidenceTime(n) > at) out.add(nonDeliveryProvider(n));
-    for (const a of this.acceptances.values()) {
-      if (evidenceTime(a) <= at) continue;
-      const r = this.receipts.get(a.record.receipt);
-      if (r) out.add(r.record.provider);
+    for (const r of this.#lateRecords(at)) {
+      if (r.type === T.receipt) out.add((r.record as Receipt).provider);
+      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<NonDelivery>));
+      else if (r.type === T.acceptance) {
+        const receipt = this.receipts.get((r.record as Acceptance).receipt);
+        if (receipt) out.add(receipt.record.provider);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The buyers of `provider`'s receipts whose evidence of them is dated after `at`: the receipt, or an acceptance of
+   * it. With `dealtWith`, what `provider` = this node ran for them (k_B) may count differently as of `at`.
+   */
+  buyersOfWithEvidenceAfter(provider: string, at: number): Set<string> {
+    const out = new Set<string>();
+    for (const r of this.#lateRecords(at)) {
+      const receipt = r.type === T.receipt ? (r as Opened<Receipt>) : r.type === T.acceptance ? this.receipts.get((r.record as Acceptance).receipt) : undefined;
+      if (receipt && receipt.record.provider === provider) out.add(receipt.record.buyer);
+    }
+    return out;
+  }
+
+  /** The providers these buyers' outcomes are about: the receipts naming them as buyer, the non-deliveries they signed. */
+  providersBoughtBy(buyers: Iterable<string>): Set<string> {
+    const out = new Set<string>();
+    for (const b of buyers) {
+      for (const r of this.#ofBuyer.get(b) ?? []) out.add(isNonDeliveryType(r.type) ? nonDeliveryProvider(r as Opened<NonDelivery>) : (r as Opened<Receipt>).record.provider);
     }
     return out;
   }

@@ -9,7 +9,11 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { encodeMessage } from '../../../src/net/framing.js';
-import { recordHooks, witnessHook, evidenceHook, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { recordHooks, witnessHook, evidenceHook, notFromTheFuture, HOOK_ERR, type RecordLookups } from '../../../src/node/record-hooks.js';
+import { nondeliveryHook } from '../../../src/node/reputation-trust.js';
+import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import { P, advert as mAdvert, job as mJob, offer as mOffer } from '../market/fixtures.js';
+import type { Selection } from '../../../src/records/index.js';
 import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
 import { WITNESS_TYPE, EVIDENCE_TYPE, sealEntries, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { records, provider, buyer, gateway, NOW, PROVIDER, BUYER } from '../records/fixtures.js';
@@ -218,4 +222,45 @@ test('pool-evidence: on an overlay naming its steward, evidence about any other 
   assert.equal(await outcome(p, ev(Ed25519Signer.generate(), 2)), `ignore:${HOOK_ERR.EVIDENCE_FOREIGN_STEWARD}`);
   assert.equal(await outcome(p, ev(Ed25519Signer.generate(), 3), 'sync'), `ignore:${HOOK_ERR.EVIDENCE_FOREIGN_STEWARD}`);
   assert.equal(await outcome(pipeline(undefined), ev(Ed25519Signer.generate(), 4)), 'accept:ok');
+});
+
+test('outcome evidence dated beyond now + the clock-skew window is ignored EVIDENCE_FROM_THE_FUTURE (counted, no penalty) on gossip and sync, and taken when it comes again in its time', async () => {
+  const c = fakeClock(NOW);
+  const held = new Map<string, Opened>();
+  const get = (a: string) => held.get(a) as never;
+  const registry = new Registry();
+  const p = new RecordPipeline({
+    clock: c,
+    metrics: createNetMetrics(registry),
+    log: silentLogger(),
+    skewMs: 30_000,
+    hooks: { ...recordHooks({ advert: get, offer: get, job: get, receipt: get }, { pendingMs: 0, skewMs: 30_000 }), nondelivery: notFromTheFuture(nondeliveryHook, 30_000) },
+    floodLimits: { signer: {} },
+  });
+  const FUT = `ignore:${HOOK_ERR.EVIDENCE_FROM_THE_FUTURE}`;
+  const rAhead = seal(T.receipt, { ...records.receipt(), startedAt: NOW + 60_000, completedAt: NOW + 61_000 }, provider);
+  const rEdge = seal(T.receipt, { ...records.receipt(), startedAt: NOW + 29_000, completedAt: NOW + 30_000 }, provider);
+  assert.equal(await reason(p, 'receipt', rAhead.bytes), FUT);
+  assert.equal(await reason(p, 'receipt', rAhead.bytes, 'sync'), FUT);
+  assert.equal(await reason(p, 'receipt', rEdge.bytes), 'accept:ok', 'within the window: an honest clock ahead of this one');
+  held.set(rEdge.address, rEdge);
+  const aAhead = seal(T.acceptance, { ...records.acceptance(), receipt: rEdge.address, signedAt: NOW + 365 * 86_400_000 }, buyer);
+  const aEdge = seal(T.acceptance, { ...records.acceptance(), receipt: rEdge.address, signedAt: NOW + 30_000, verdict: 'disputed', reason: 'wrong output' }, buyer);
+  assert.equal(await reason(p, 'acceptance', aAhead.bytes), FUT);
+  assert.equal(await reason(p, 'acceptance', aEdge.bytes), 'accept:ok');
+  const b = P(100);
+  const prov = P(1);
+  const j = mJob(b);
+  const o = mOffer(prov, j, mAdvert(prov));
+  const s = seal(T.selection, { job: j.address, buyer: b.did, policy: 'trusted', winner: o.address, considered: [{ provider: prov.did, offer: o.address }], decidedAt: NOW }, b.signer) as Opened<Selection>;
+  const nd = signNonDelivery({ job: j, selection: s, offer: o, reason: 'unreachable', signedAt: NOW + 90_000, signer: b.signer });
+  assert.equal((await p.validate('nondelivery', nd.bytes, 'peer', 'gossip')).reason, HOOK_ERR.EVIDENCE_FROM_THE_FUTURE);
+  // counted in the validation metrics, as an ignore
+  const m = await registry.getSingleMetric('c0mpute_net_records_total')!.get();
+  const ignored = m.values.filter((v) => v.labels.reason === HOOK_ERR.EVIDENCE_FROM_THE_FUTURE && v.labels.verdict === 'ignore').reduce((x, v) => x + v.value, 0);
+  assert.equal(ignored, 4);
+  // an ignore is not remembered: once its time has come, the same records are taken
+  c.set(NOW + 60_000);
+  assert.equal(await reason(p, 'receipt', rAhead.bytes, 'sync'), 'accept:ok');
+  assert.equal((await p.validate('nondelivery', nd.bytes, 'peer', 'sync')).verdict, 'accept');
 });

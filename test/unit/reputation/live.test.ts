@@ -224,3 +224,84 @@ for (const [name, opts] of VIEWS) {
     }
   });
 }
+
+/** The providers with evidence dated after `at`, by a pass over everything held (what the store's index must answer). */
+function lateByScan(store: EvidenceStore, at: number): string[] {
+  const out = new Set<string>();
+  for (const r of store.receipts.values()) if (r.record.completedAt > at) out.add(r.record.provider);
+  for (const n of store.nondeliveries.values()) if (n.record.signedAt > at) out.add(n.record.provider);
+  for (const a of store.acceptances.values()) {
+    const r = store.receipts.get(a.record.receipt);
+    if (a.record.signedAt > at && r) out.add(r.record.provider);
+  }
+  return [...out].sort();
+}
+
+test('the index of evidence dated after the store\u2019s clock: exact as the clock passes it, for any `at`, and rebuilt on open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-rep-late-'));
+  const path = join(dir, 'db');
+  let clock = NOW;
+  const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did], dealtWith: true, secondHandWeight: 0.4 } };
+  const bound = { max: 100_000, self: ME.did, clock: () => clock };
+  const check = (store: EvidenceStore, view: LiveReputation, label: string) => {
+    for (const at of [clock - 60_000, clock - 1, clock, clock + 15_000, clock + 60_000]) {
+      assert.deepEqual([...store.providersWithEvidenceAfter(at)].sort(), lateByScan(store, at), `${label}, at clock + ${at - clock}`);
+      assert.deepEqual(view.asOf(at).all(), store.derive({ ...opts, asOf: at }).all(), `${label}, as of clock + ${at - clock}`);
+    }
+  };
+  let db = await openDb(path);
+  try {
+    let store = await EvidenceStore.open(db, 'reputation-evidence', bound);
+    let view = new LiveReputation(store, opts);
+    // records dated NOW - 5 s and NOW + 1 s … NOW + 110 s arrive at NOW
+    const records = market(40, 6).flat();
+    const old = receipt(P(710), TRUSTED, offer(P(710), job(TRUSTED), advert(P(710))), { startedAt: NOW - 60_000, completedAt: NOW - 5_000 });
+    await store.add(...records, old);
+    view.get();
+    const dated = (t: number) => [...store.receipts.values(), ...store.acceptances.values(), ...store.nondeliveries.values()].filter((r) => (r.type === T.receipt ? (r.record as { completedAt: number }).completedAt : (r.record as { signedAt: number }).signedAt) > t).length;
+    assert.equal(store.lateHeld, dated(NOW), 'the records dated after the clock at arrival, and only those');
+    assert.ok(store.lateHeld > 0 && store.lateHeld < store.size);
+    check(store, view, 'at NOW');
+    // time passes: records the clock passed leave the index, answers stay exact
+    for (const t of [NOW + 20_000, NOW + 70_000, NOW + 200_000]) {
+      clock = t;
+      check(store, view, `clock NOW + ${t - NOW}`);
+      assert.equal(store.lateHeld, dated(t), `clock NOW + ${t - NOW}: the index holds only what is still ahead`);
+    }
+    assert.equal(store.lateHeld, 0);
+    assert.equal(view.asOf(clock), view.get(), 'nothing ahead: the live view');
+    await closeDb(db);
+    // reopened earlier (a clock stepped back, or a restart of a node whose evidence is ahead): rebuilt from disk
+    clock = NOW + 50_000;
+    db = await openDb(path);
+    store = await EvidenceStore.open(db, 'reputation-evidence', bound);
+    view = new LiveReputation(store, opts);
+    view.get();
+    assert.equal(store.lateHeld, dated(clock), 'reopened: the index is rebuilt');
+    check(store, view, 'reopened at NOW + 50 s');
+    clock = NOW + 90_000;
+    check(store, view, 'reopened, then NOW + 90 s');
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with dealtWith, this node\u2019s own job as a provider accepted with a date far ahead: the view as of now derives only the providers its buyer\u2019s outcomes are about', async () => {
+  const opts: DeriveOptions = { self: ME.did, trust: { trustedBuyers: [TRUSTED.did], dealtWith: true, secondHandWeight: 0.4 } };
+  const store = new EvidenceStore(undefined, { max: 100_000, self: ME.did, dealtWith: true, clock: () => NOW + 200_000 });
+  const records = market(40, 7).flat();
+  await store.add(...records);
+  const view = new LiveReputation(store, opts);
+  view.get();
+  const X = P(730);
+  const o = offer(ME, job(X), advert(ME));
+  const r = receipt(ME, X, o, { completedAt: NOW });
+  const late = acceptance(X, r, 'accepted', { signedAt: NOW + 365 * 86_400_000 });
+  await store.add(o, r, late);
+  view.added([o, r, late]);
+  view.get();
+  assert.deepEqual([...store.buyersOfWithEvidenceAfter(ME.did, NOW + 200_000)], [X.did]);
+  assert.deepEqual([...store.providersBoughtBy([X.did])], [ME.did], 'X bought only from this node');
+  assert.deepEqual(view.asOf(NOW + 200_000).all(), store.derive({ ...opts, asOf: NOW + 200_000 }).all());
+});
