@@ -10,7 +10,7 @@
 import { T, type Advert, type Offer, type Tier } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { C0Error } from '../errors.js';
-import { providerOf } from '../pools/chain.js';
+import { providerOf, rosterExpiresAt } from '../pools/chain.js';
 
 /**
  * What the gates read of an advert, flattened into one object when the advert
@@ -32,6 +32,8 @@ export interface AdvertFacts {
   gpuVramMiB: number;
   gpuCount: number;
   gpuFeatures: readonly string[] | undefined;
+  /** a pooled advert's roster expiry (Infinity when not pooled): the pool cannot be selected from then (ADVERT_ROSTER_EXPIRED) */
+  rosterExpiresAt: number;
 }
 
 export function advertFacts(a: Opened<Advert>): AdvertFacts {
@@ -51,6 +53,7 @@ export function advertFacts(a: Opened<Advert>): AdvertFacts {
     gpuVramMiB: g?.vramMiB ?? 0,
     gpuCount: g?.count ?? 0,
     gpuFeatures: g?.features,
+    rosterExpiresAt: rosterExpiresAt(a),
   };
 }
 

@@ -18,6 +18,7 @@ export function constraintOf(code: ReasonCode): Constraint {
     case REASON.ADVERT_EXPIRED:
     case REASON.ADVERT_NOT_YET_VALID:
     case REASON.ADVERT_NOT_PROVIDERS:
+    case REASON.ADVERT_ROSTER_EXPIRED:
       return 'advert';
     case REASON.WORKLOAD_NOT_OFFERED:
       return 'workload';

@@ -2,6 +2,7 @@
  * Eligibility: the seven hard gates of spec/scheduling.md, in the spec's order.
  *
  *   1 advert   verifies (the caller passes opened records), is the offer signer's, is unexpired
+ *              (a pooled one: its roster too)
  *   2 workload the advert offers the job's workload namespace
  *   3 allowlist the provider is on the job's allowlist (before the tier)
  *   4 tier     `private`/`enterprise` exactly; the others at or above
@@ -21,6 +22,7 @@ import type { Opened } from '../records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { C0Error } from '../errors.js';
 import { cmpAmount } from './amount.js';
+import { rosterExpiresAt } from '../pools/chain.js';
 import { duration, isoTime } from './say.js';
 
 import type { AdvertFacts } from './advert-index.js';
@@ -36,6 +38,7 @@ export const REASON = {
   ADVERT_EXPIRED: 'ADVERT_EXPIRED',
   ADVERT_NOT_YET_VALID: 'ADVERT_NOT_YET_VALID',
   ADVERT_NOT_PROVIDERS: 'ADVERT_NOT_PROVIDERS',
+  ADVERT_ROSTER_EXPIRED: 'ADVERT_ROSTER_EXPIRED',
   WORKLOAD_NOT_OFFERED: 'WORKLOAD_NOT_OFFERED',
   NOT_ON_ALLOWLIST: 'NOT_ON_ALLOWLIST',
   TIER_NOT_SATISFIED: 'TIER_NOT_SATISFIED',
@@ -160,6 +163,12 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
     }
     if (a.expiresAt <= now) (out ??= []).push(f('advert', REASON.ADVERT_EXPIRED, 'advert.expiresAt', `after ${now}`, a.expiresAt, `the advert expired at ${isoTime(a.expiresAt)} (${duration(now - a.expiresAt)} before ${isoTime(now)})`));
     else if (a.issuedAt > now + skewMs) (out ??= []).push(f('advert', REASON.ADVERT_NOT_YET_VALID, 'advert.issuedAt', `at most ${now + skewMs}`, a.issuedAt, `the advert is issued at ${isoTime(a.issuedAt)}, ${duration(a.issuedAt - now)} after ${isoTime(now)} (beyond the clock-skew window)`));
+    // a pooled advert stands for its pool only while the roster it carries is live (docs/pools.md "Roster expiry"):
+    // past it, neither the pool's receipts nor non-deliveries against it count, so it is not selected
+    if (a.pool) {
+      const exp = rosterExpiresAt(advert);
+      if (exp <= now) (out ??= []).push(f('advert', REASON.ADVERT_ROSTER_EXPIRED, 'advert.pool.roster', `expiring after ${now}`, Number.isFinite(exp) ? exp : null, Number.isFinite(exp) ? `the pool's roster the advert carries expired at ${isoTime(exp)} (${duration(now - exp)} before ${isoTime(now)})` : "the pool's roster the advert carries does not verify"));
+    }
   }
 
   if (advert && hwOk) {
@@ -262,7 +271,7 @@ export function quickEligible(pj: PreparedJob, fa: AdvertFacts, offer: Opened<Of
   const job = pj.job;
   const req = job.requirements;
   // 1. the offer's own advert, live
-  if (fa.signer !== offer.signer || fa.expiresAt <= now || fa.issuedAt > now + skewMs) return false;
+  if (fa.signer !== offer.signer || fa.expiresAt <= now || fa.issuedAt > now + skewMs || fa.rosterExpiresAt <= now) return false;
   // 2–5
   if (!fa.workloads.includes(job.workload)) return false;
   if (pj.allowlist && !pj.allowlist.has(fa.signer)) return false;

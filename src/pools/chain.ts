@@ -69,6 +69,25 @@ export function providerOf(rec: Opened<{ pool?: PoolProof }>): string {
 const poolOf = new WeakMap<object, string>();
 
 /**
+ * When the roster a pooled record's chain carries expires (its chain verified once per object); Infinity for a record
+ * that is not pooled, -Infinity for one whose chain does not verify (no live roster can be shown for it).
+ */
+export function rosterExpiresAt(rec: Opened<{ pool?: PoolProof }>): number {
+  if (!rec.record.pool) return Infinity;
+  let t = expiryOf.get(rec);
+  if (t === undefined) {
+    try {
+      t = verifyPoolProof(rec.record.pool, rec.signer).roster.record.expiresAt;
+    } catch {
+      t = -Infinity;
+    }
+    expiryOf.set(rec, t);
+  }
+  return t;
+}
+const expiryOf = new WeakMap<object, number>();
+
+/**
  * The `provider` a receipt from the signer of `advert` must name: the pool's DID
  * when that advert is a pooled one (its chain verified on open), else the DID itself.
  */

@@ -15,13 +15,16 @@
  *   failure      a failed receipt signed by P (P's own admission); one naming
  *                self as buyer is first-hand only with self's verdict on it,
  *                else an outcome of its own (key `…|claimed`) weighing 0
- *   (a pooled receipt counts only under a roster not expired at its
- *   completedAt, nor replaced by then by a held newer roster without its signer)
+ *   (a pooled receipt counts only under a roster not expired when the work
+ *   was offered: its cited offer's issuedAt when held, else its startedAt;
+ *   nor replaced by then by a held newer roster without its signer)
  *   nondelivery  a `c0mpute.nondelivery/1` or `/2` signed by B that links (its
  *                proof: B's job, a selection for B naming P's offer, P's
  *                offer); for a /2, P is the pool of the pooled advert its proof
  *                carries (nonDeliveryProvider: from the record alone, so every
- *                node charges the same provider), as for a pooled receipt
+ *                node charges the same provider), as for a pooled receipt; a /2
+ *                counts only if that advert's roster had not expired when the
+ *                offer was issued (nonDeliveryRosterLive), the receipts' rule
  *   dispute      a completed receipt B countersigned `disputed` with a reason
  *
  * Weight of B's outcomes about P (only evidence from buyers this node has a
@@ -62,7 +65,7 @@ import { providerOf, verifyPoolProof, type VerifiedChain } from '../pools/chain.
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
-import { isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider } from './nondelivery.js';
+import { isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider, nonDeliveryRosterLive } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
 export const NONDELIVERY_WEIGHT = 2;
@@ -167,13 +170,24 @@ type Outcome = keyof typeof SEVERITY;
 /**
  * Whether a receipt counts at all: signed by the provider it names, or a pooled
  * receipt naming the pool its signer's chain proves (docs/pools.md "Reputation")
- * whose roster had not expired when the receipt says the work completed.
+ * whose roster had not expired when the work was offered (`offeredAt`: the cited
+ * offer's issuedAt when held, else the receipt's startedAt, which an honest
+ * receipt never dates before its offer; docs/pools.md "Roster expiry"). Judged
+ * at the time the pool committed to the job, not when the job completed: a job
+ * offered before the expiry counts, as a non-delivery /2 for it does
+ * (nonDeliveryRosterLive), and past the expiry the pool is not selected.
  */
-export function receiptCounts(r: Opened<Receipt>): boolean {
+export function receiptCounts(r: Opened<Receipt>, offeredAt: number = r.type === T.receipt ? r.record.startedAt : 0): boolean {
   if (r.type !== T.receipt) return false;
   if (r.signer === r.record.provider) return true;
   const c = chainOf(r);
-  return c !== undefined && c.pool === r.record.provider && r.record.completedAt < c.roster.record.expiresAt;
+  return c !== undefined && c.pool === r.record.provider && offeredAt < c.roster.record.expiresAt;
+}
+
+/** When the work a receipt answers was offered: its cited offer's issuedAt (signed by the receipt's signer, same job), else its startedAt. */
+function offeredAt(r: Opened<Receipt>, offers: ReadonlyMap<string, Opened<Offer>>): number {
+  const o = offers.get(r.record.offer);
+  return o && o.signer === r.signer && o.record.job === r.record.job ? o.record.issuedAt : r.record.startedAt;
 }
 
 /** A pooled record's verified chain (once per object), or undefined: not pooled, or its chain does not verify. */
@@ -194,16 +208,16 @@ function chainOf(r: Opened<{ pool?: PoolProof }>): VerifiedChain | undefined {
 const chains = new WeakMap<object, VerifiedChain | null>();
 
 /**
- * Whether a pooled receipt's roster was already replaced, when it says the work completed, by a newer roster of its
+ * Whether a pooled receipt's roster was already replaced, when the work was offered (`at`: offeredAt), by a newer roster of its
  * pool that no longer lists its signer: the newest roster of each pool among the evidence (the rosters the pool's
- * receipts carry). A member removed by roster seq 2 still holds seq 1; what it signs for the pool after seq 2 was
- * issued is not the pool's. Before that (or still listed) it is.
+ * receipts carry). A member removed by roster seq 2 still holds seq 1; what it offers for the pool after seq 2 was
+ * issued is not the pool's. Before that (or still listed) it is, even when the job ends after seq 2.
  */
-function supersededAt(r: Opened<Receipt>, newer: ReadonlyMap<string, Array<VerifiedChain['roster']>>): boolean {
+function supersededAt(r: Opened<Receipt>, at: number, newer: ReadonlyMap<string, Array<VerifiedChain['roster']>>): boolean {
   const c = chainOf(r);
   if (!c) return false;
   for (const n of newer.get(c.pool) ?? []) {
-    if (n.record.seq > c.roster.record.seq && n.record.issuedAt <= r.record.completedAt && !n.record.members.some((m) => m.did === r.signer)) return true;
+    if (n.record.seq > c.roster.record.seq && n.record.issuedAt <= at && !n.record.members.some((m) => m.did === r.signer)) return true;
   }
   return false;
 }
@@ -226,8 +240,10 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   const trusted = new Set(opts.trust?.trustedBuyers ?? []);
   trusted.delete(self);
   const w2 = clampWeight(opts.trust?.secondHandWeight);
+  const offers = new Map<string, Opened<Offer>>();
+  for (const o of ev.offers) if (o.type === T.offer) offers.set(o.address, o);
   const receipts = new Map<string, Opened<Receipt>>();
-  for (const r of ev.receipts) if (receiptCounts(r) && evidenceTime(r) <= asOf) receipts.set(r.address, r);
+  for (const r of ev.receipts) if (r.type === T.receipt && receiptCounts(r, offeredAt(r, offers)) && evidenceTime(r) <= asOf) receipts.set(r.address, r);
   // each pool's rosters that its receipts carry (distinct by address): a pooled receipt under a roster one of them
   // replaced, and no longer listing its signer, by the time it completed, does not count (supersededAt)
   const rosters = new Map<string, Map<string, VerifiedChain['roster']>>();
@@ -240,10 +256,8 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   }
   if (rosters.size) {
     const newer = new Map([...rosters].map(([pool, m]) => [pool, [...m.values()]]));
-    for (const [addr, r] of receipts) if (supersededAt(r, newer)) receipts.delete(addr);
+    for (const [addr, r] of receipts) if (supersededAt(r, offeredAt(r, offers), newer)) receipts.delete(addr);
   }
-  const offers = new Map<string, Opened<Offer>>();
-  for (const o of ev.offers) if (o.type === T.offer) offers.set(o.address, o);
 
   // the buyer's latest verdict per receipt (tie: disputed, then the lower address)
   const verdicts = new Map<string, Opened<Acceptance>>();
@@ -287,7 +301,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && evidenceTime(n) <= asOf) nds.set(n.address, n);
   for (const addr of [...nds.keys()].sort()) {
     const n = nds.get(addr)!;
-    if (!nonDeliveryLinks(n)) continue;
+    if (!nonDeliveryLinks(n) || !nonDeliveryRosterLive(n)) continue;
     // against the provider the offer stood for: the pool, for a /2 (it carries the pooled advert its offer cites)
     const provider = nonDeliveryProvider(n);
     consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, buyerSigned: true });

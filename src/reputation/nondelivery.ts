@@ -33,7 +33,7 @@ import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope.js';
 import { NONDELIVERY_PROOF_MAX, T, type Advert, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
-import { receiptProviderFor } from '../pools/chain.js';
+import { receiptProviderFor, rosterExpiresAt } from '../pools/chain.js';
 import { truncateText } from '../util/text.js';
 
 /** Whether a content type is a non-delivery (/1 or /2). */
@@ -148,6 +148,32 @@ export function nonDeliveryProvider(nd: Opened<NonDelivery>): string {
     attributed.set(nd, p);
   }
   return p;
+}
+
+/** Whether each /2's roster was live when its offer was made, by record object. */
+const rosterLive = new WeakMap<object, boolean>();
+
+/**
+ * Whether the pool a /2 counts against had a live roster when the offer was made: the offer's `issuedAt` before the
+ * expiry of the roster its advert carries (docs/pools.md "Roster expiry"), the rule a pooled receipt is judged by
+ * (derive.ts receiptCounts). Past it, the pool is not selected (eligibility ADVERT_ROSTER_EXPIRED) and neither its
+ * receipts nor non-deliveries against it count. A /1 is not pooled: true.
+ */
+export function nonDeliveryRosterLive(nd: Opened<NonDelivery>): boolean {
+  const n = nd.record;
+  if (nd.type !== T.nondelivery2 || n.proof.advert === undefined) return true;
+  let live = rosterLive.get(nd);
+  if (live === undefined) {
+    try {
+      const advert = open(n.proof.advert, T.advert) as Opened<Advert>;
+      const offer = open(n.proof.offer, T.offer) as Opened<Offer>;
+      live = offer.record.issuedAt < rosterExpiresAt(advert);
+    } catch {
+      live = false; // does not open: such a record does not link, and is counted nowhere
+    }
+    rosterLive.set(nd, live);
+  }
+  return live;
 }
 
 export interface NonDeliveryInput {
