@@ -89,10 +89,18 @@ interface Entry {
   job?: string;
 }
 
+/** The by-job index's key: a kind and a job address. */
+function jobKey(kind: TopicKind, job: string): string {
+  return `${kind} ${job}`;
+}
+
 export class MemoryRecordCache implements RecordSource {
   readonly #byKind = new Map<TopicKind, Map<string, Entry>>();
   readonly #byAddr = new Map<string, Entry>();
-  /** job address → the addresses of the held records naming it (each held record in at most one set: bounded as the cache is) */
+  /**
+   * (kind, job address) → the addresses of the held records of that kind naming that job (each held record in at most
+   * one set: bounded as the cache is). Keyed by kind too, so a request for one kind never walks another's records.
+   */
   readonly #byJob = new Map<string, Set<string>>();
   /** advert: signer → held address and seq; presence: signer → held address and issuedAt */
   readonly #latest = { advert: new Map<string, { address: string; seq: number }>(), presence: new Map<string, { address: string; seq: number }>() };
@@ -145,8 +153,9 @@ export class MemoryRecordCache implements RecordSource {
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
     if (e.job !== undefined) {
-      let held = this.#byJob.get(e.job);
-      if (!held) this.#byJob.set(e.job, (held = new Set()));
+      const key = jobKey(kind, e.job);
+      let held = this.#byJob.get(key);
+      if (!held) this.#byJob.set(key, (held = new Set()));
       held.add(rec.address);
     }
     this.#bytesOf.set(kind, this.bytesHeld(kind) + bytes.byteLength);
@@ -174,9 +183,9 @@ export class MemoryRecordCache implements RecordSource {
     const out: Uint8Array[] = [];
     for (const kind of kinds) {
       for (const job of jobs) {
-        for (const addr of this.#byJob.get(job) ?? []) {
+        for (const addr of this.#byJob.get(jobKey(kind, job)) ?? []) {
           const e = this.#byAddr.get(addr);
-          if (!e || e.kind !== kind || e.notAfter <= now) continue;
+          if (!e || e.notAfter <= now) continue;
           if (out.length >= limit) return out;
           out.push(e.bytes);
         }
@@ -209,9 +218,10 @@ export class MemoryRecordCache implements RecordSource {
     const e = this.#byAddr.get(address);
     this.#byAddr.delete(address);
     if (e?.job !== undefined) {
-      const held = this.#byJob.get(e.job);
+      const key = jobKey(e.kind, e.job);
+      const held = this.#byJob.get(key);
       held?.delete(address);
-      if (held?.size === 0) this.#byJob.delete(e.job);
+      if (held?.size === 0) this.#byJob.delete(key);
     }
     if (e && this.#byKind.get(kind)?.delete(address)) {
       this.#bytesOf.set(kind, this.bytesHeld(kind) - e.bytes.byteLength);

@@ -7,7 +7,7 @@
  *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …], have?: h'…'}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds;
  *                                          have: 8-byte address prefixes of what the requester holds, not sent back — sync-digest.ts)
  *   {op: "jobs", kinds: ["selection", "receipt", …], jobs: ["sha256:…", …]}  (kinds: 1.. of BY_JOB_KINDS, no repeats;
- *                                          jobs: 1..MAX_JOBS job addresses) → the records held of those kinds whose
+ *                                          jobs: 1..MAX_JOBS job addresses, no repeats) → the records held of those kinds whose
  *                                          `job` is one of those, kind by kind in the order asked. What a steward's
  *                                          catch-up asks for (src/roles/steward.ts): the outcome of the jobs it
  *                                          holds open, however many newer or older records the peer holds. A source
@@ -103,6 +103,8 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
     const j = m.jobs;
     if (!Array.isArray(j) || j.length < 1 || j.length > MAX_JOBS) return bad(`jobs must list 1..${MAX_JOBS} job addresses`);
     if (!j.every(isAddress)) return bad('jobs must be sha256:<hex>');
+    // once each: a job listed again would walk its records again for nothing (one cheap request, much work)
+    if (new Set(j).size !== j.length) return bad('jobs must list each job address once');
     return { op: 'jobs', kinds: k as TopicKind[], jobs: j as string[] };
   }
   return bad('op must be "get", "live" or "jobs"');

@@ -24,8 +24,8 @@
  *   receipt, acceptance, non-delivery (/1 and /2)
  *               dated beyond now + the clock-skew window (a receipt's startedAt or completedAt, an acceptance's or
  *               non-delivery's signedAt)                        → ignore EVIDENCE_FROM_THE_FUTURE (not kept, not
- *                                                                 relayed, no penalty: it comes again by re-gossip
- *                                                                 or sync once its time has come; notFromTheFuture)
+ *                                                                 relayed, no penalty: a sync may bring it again
+ *                                                                 once its time has come; notFromTheFuture)
  *   advert      pooled (docs/pools.md): proved by an older roster than the newest seen for its pool,
  *               or an expired one                               → ignore POOL_ROSTER_STALE / POOL_ROSTER_EXPIRED
  *               (also for the advert an offer carries)
@@ -104,7 +104,7 @@ export const RECORD_HOOK_DEFAULTS: RecordHookOptions = { pendingMs: 2_000, pollM
  * validityWindow: evidence may be old), so without this a record dated a year ahead would be kept, relayed, and left
  * out of every decision's view until then at the cost of a derivation per decision (docs/market.md "Evidence dated
  * ahead"). An ignore, not a reject: an honest relay whose clock is at the other edge of the window must not lose
- * score, and an ignore is not remembered, so the record is taken when it comes again (re-gossip, sync) in its time.
+ * score, and an ignore is not remembered, so the record is taken if it comes again in its time (a records/1 sync; gossipsub drops a repeat of the same message).
  */
 export function notFromTheFuture(hook: SemanticHook | undefined, skewMs = DEFAULT_SKEW_MS): SemanticHook {
   return async (rec, ctx) => {

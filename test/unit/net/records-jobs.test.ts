@@ -88,9 +88,21 @@ test('records/1 jobs: the index holds what the cache holds (an evicted or lapsed
     { op: 'jobs', kinds: ['receipt'], jobs: [] },
     { op: 'jobs', kinds: ['receipt'], jobs: ['nope'] },
     { op: 'jobs', kinds: ['receipt'], jobs: Array.from({ length: 257 }, () => rs[1]!.job.address) },
+    // a job listed twice would walk its records twice: one cheap request, much work (review 28d)
+    { op: 'jobs', kinds: ['receipt'], jobs: [rs[1]!.job.address, rs[1]!.job.address] },
   ]) {
     assert.throws(() => parseRecordsRequest(bad as never), (e: C0Error) => e.code === 'NET_BAD_REQUEST', JSON.stringify(bad).slice(0, 80));
   }
+  // indexed by kind and job: a request for one kind answers (and walks) only that kind's records of the job
+  const kinds = new MemoryRecordCache({ clock });
+  const r9 = receiptOf(9);
+  kinds.add('receipt', r9.receipt);
+  kinds.add('nondelivery', { ...r9.receipt, address: 'sha256:' + '99'.repeat(32) });
+  assert.equal(kinds.byJob(['receipt'], [r9.job.address], clock(), 10).length, 1);
+  assert.equal(kinds.byJob(['nondelivery'], [r9.job.address], clock(), 10).length, 1);
+  assert.equal(kinds.byJob(['receipt', 'nondelivery'], [r9.job.address], clock(), 10).length, 2);
+  assert.deepEqual(kinds.byJob(['selection'], [r9.job.address], clock(), 10), []);
+
   const noIndex: RecordSource = { live: () => [], get: () => undefined };
   assert.equal((await ask(recordsHandler(noIndex, clock), 'a', { op: 'jobs', kinds: ['receipt'], jobs: [rs[1]!.job.address] })).code, 'NET_BAD_REQUEST');
 
