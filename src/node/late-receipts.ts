@@ -11,8 +11,8 @@
  *   a selection of that job held here names the receipt's offer as its winner,
  *   and the provider it selected signed the receipt; the receipt links to the
  *   offer (provider, price), the job (input hash, workload), and its times are
- *   possible (not after now beyond the clock-skew window, not started before
- *   the offer was issued)                             → else ignore RECEIPT_NOT_SELECTED
+ *   possible (not after now, nor started before the offer was issued, beyond
+ *   the clock-skew window: impossibleReceiptTimes)    → else ignore RECEIPT_NOT_SELECTED
  *
  * Ignored, not rejected: nothing is held against the sender (a provider that
  * ran another buyer's job simply has nothing to tell this one), and the record
@@ -24,7 +24,7 @@ import type { Opened } from '../records/envelope.js';
 import type { Advert, Job, Offer, Receipt, Selection } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
 import { receiptProviderFor } from '../pools/chain.js';
-import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { impossibleReceiptTimes } from '../records/freshness.js';
 
 export const LATE_RECEIPT_ERR = { NOT_OWN_JOB: 'RECEIPT_NOT_OWN_JOB', NOT_SELECTED: 'RECEIPT_NOT_SELECTED' } as const;
 
@@ -63,12 +63,12 @@ export async function checkOwnReceipt(rec: Opened<Receipt>, l: OwnReceiptLookups
   if (offer) {
     if (offer.signer !== rec.signer || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price)) throw notSelected('it does not match the offer (signer, job or price)');
     if (r.provider !== receiptProviderFor(rec.signer, l.advert(offer.record.advert))) throw notSelected('it names another provider than the offer’s');
-    if (r.startedAt < offer.record.issuedAt) throw notSelected('it says the work started before the offer was issued');
   } else if (r.provider !== rec.signer && !r.pool) {
     throw notSelected('it names another provider than its signer');
   }
-  const latest = now + (l.skewMs ?? DEFAULT_SKEW_MS);
-  if (r.startedAt > latest || r.completedAt > latest) throw notSelected('it is dated after now beyond the clock-skew window');
+  // as the exec stream's receipt (buyer.ts): a claim is dated by this buyer's clock, so the window applies both ways
+  const impossible = impossibleReceiptTimes(r, offer?.record.issuedAt, now, l.skewMs);
+  if (impossible) throw notSelected(impossible);
 }
 
 /**

@@ -28,7 +28,7 @@ import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 import { timeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
-import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { impossibleReceiptTimes } from '../records/freshness.js';
 import type { StallWatch } from '../util/stall-watch.js';
 
 /**
@@ -688,15 +688,10 @@ export class Buyer {
       onEvent({ e: 'verified', ok: false, detail: 'receipt does not link to this job, offer, buyer, workload and price' });
       return { outcome: 'receipt does not link', nondelivery: 'bad-receipt' };
     }
-    // Its times must be possible: not after now beyond the clock-skew window (counted as of its completedAt, a receipt
-    // from the future would change this buyer's reputation view only later, and audits with it), nor started before
-    // the offer it answers was issued beyond that window too: an auction offer is dated by the provider's clock, but a
-    // claim (an open order's offer) by the later of it and the job's announcedAt, this buyer's clock (claimer.ts).
-    const skew = this.d.skewMs ?? DEFAULT_SKEW_MS;
-    const latest = clock() + skew;
-    const tooEarly = r.startedAt < cand.offer.record.issuedAt - skew;
-    if (r.startedAt > latest || r.completedAt > latest || tooEarly) {
-      const detail = tooEarly ? 'the receipt says the work started before the offer was issued (beyond the clock-skew window)' : 'the receipt is dated after now beyond the clock-skew window';
+    // Its times must be possible (impossibleReceiptTimes): a receipt from the future would count in this buyer's view
+    // only later (as of its completedAt), and in audits with it.
+    const detail = impossibleReceiptTimes(r, cand.offer.record.issuedAt, clock(), this.d.skewMs);
+    if (detail) {
       onEvent({ e: 'verified', ok: false, detail });
       return { outcome: 'receipt dated impossibly', nondelivery: 'bad-receipt' };
     }

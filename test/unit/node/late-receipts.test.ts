@@ -62,7 +62,12 @@ test('directly, a receipt from a provider the buyer did not select, or not linki
   assert.equal(await verdict(setup(), receipt({ offer: other.address, provider: GATEWAY }, gateway)), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'not the winner');
   assert.equal(await verdict(setup(), receipt({ inputHash: 'sha256:' + 'c'.repeat(64) })), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'another input');
   assert.equal(await verdict(setup(), receipt({ startedAt: NOW + 3_600_000, completedAt: NOW + 3_600_001 })), 'ignore:EVIDENCE_FROM_THE_FUTURE', 'dated in the future (the hook every path runs, first)');
-  assert.equal(await verdict(setup(), receipt({ startedAt: NOW - 10_000 })), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'started before the offer');
+  const issued = offer.record.issuedAt;
+  assert.equal(await verdict(setup(), receipt({ startedAt: issued - 40_000 })), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'started before the offer beyond the clock-skew window');
+});
+
+test('directly, a receipt started before its offer within the clock-skew window is taken, as on the exec stream (a claim is dated by the buyer’s clock)', async () => {
+  assert.equal(await verdict(setup(), receipt({ startedAt: offer.record.issuedAt - 5_000 })), 'accept:ok');
 });
 
 test('on gossip the direct route’s check does not apply (the base hook alone)', async () => {
