@@ -141,14 +141,8 @@ export class RecordsSync {
           d.metrics.records.inc({ source: 'sync', kind, verdict: 'reject', reason: 'NOT_BYTES' });
           continue;
         }
-        const out = await d.pipeline.validate(kind, f, from, 'sync');
         // a peer that does not filter by market (an older version) may answer with others: not delivered
-        if (out.verdict === 'accept' && placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))) res.ignored++;
-        else if (out.verdict === 'accept') {
-          res.accepted++;
-          d.accept(out.fresh, from, 'sync', out.attachments ?? []);
-        } else if (out.verdict === 'reject') res.rejected++;
-        else res.ignored++;
+        await this.#take(kind, f, from, res, (out) => !(placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))));
       }
       d.metrics.syncs.inc({ outcome: 'ok' });
     }
@@ -192,17 +186,27 @@ export class RecordsSync {
           d.metrics.records.inc({ source: 'sync', kind: 'any', verdict: 'reject', reason: 'NOT_ASKED' });
           continue;
         }
-        const out = await d.pipeline.validate(kind, f as Uint8Array, from, 'sync');
-        const job = (out.primary?.record as { job?: unknown } | undefined)?.job;
-        if (out.verdict === 'accept' && typeof job === 'string' && want.has(job)) {
-          res.accepted++;
-          d.accept(out.fresh, from, 'sync', out.attachments ?? []);
-        } else if (out.verdict === 'reject') res.rejected++;
-        else res.ignored++;
+        await this.#take(kind, f as Uint8Array, from, res, (out) => {
+          const job = (out.primary?.record as { job?: unknown } | undefined)?.job;
+          return typeof job === 'string' && want.has(job);
+        });
       }
       d.metrics.syncs.inc({ outcome: 'ok' });
     }
     return res;
+  }
+
+  /**
+   * One record a sync brought, through the gossip pipeline as a sync's: accepted and delivered when `keep` says so of
+   * the accepted outcome (else counted ignored), counted rejected or ignored otherwise.
+   */
+  async #take(kind: TopicKind, f: Uint8Array, from: string, res: SyncResult, keep: (out: ValidationOutcome) => boolean): Promise<void> {
+    const out = await this.d.pipeline.validate(kind, f, from, 'sync');
+    if (out.verdict === 'accept' && keep(out)) {
+      res.accepted++;
+      this.d.accept(out.fresh, from, 'sync', out.attachments ?? []);
+    } else if (out.verdict === 'reject') res.rejected++;
+    else res.ignored++;
   }
 
   /** The peer of a sync on connect has gone: this kind is not asked (nor any after it), counted as `gone`. */

@@ -29,6 +29,7 @@ import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-ord
 import { timeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
+import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
 
 /**
@@ -42,16 +43,9 @@ export const PROGRESS_PER_SEC = 10;
 export const PROGRESS_BURST = 10;
 export const PROGRESS_MESSAGE_MAX = 200;
 
-/**
- * `s` cut to at most `max` UTF-16 code units, ending in '…' when cut, never splitting a surrogate pair.
- * (Local to the buyer: a shared helper in src/util is on its way; this one can go to it.)
- */
+/** `s` cut to at most `max` UTF-16 code units, ending in '…' when cut (truncateText: never through a surrogate pair). */
 function clip(s: string, max: number): string {
-  if (s.length <= max) return s;
-  let end = max - 1;
-  const c = s.charCodeAt(end - 1);
-  if (c >= 0xd800 && c <= 0xdbff) end--;
-  return `${s.slice(0, end)}…`;
+  return s.length <= max ? s : `${truncateText(s, max - 1)}…`;
 }
 
 /**
