@@ -8,8 +8,8 @@
  */
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import type { Advert, Job, Offer } from '../records/kinds.js';
-import type { Opened } from '../records/envelope.js';
+import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
+import { open, type Opened } from '../records/envelope.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider } from '../roles/provider/provider.js';
 import { ProcessRegistry } from '../roles/provider/orphans.js';
@@ -79,7 +79,19 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     clock: o.clock,
     log: o.log.child({ role: 'provider', overlay: o.name }),
     self: o.did,
+    // kept on disk, so a provider restarted before its buyer returns still sends them
+    keep: {
+      save: (r, until) => runs.awaitDelivery({ address: r.address, bytes: r.bytes, until }),
+      drop: (address) => runs.delivered(address),
+    },
   });
+  for (const w of await runs.waitingReceipts()) {
+    try {
+      delivery.restore(open(w.bytes, T.receipt), w.until);
+    } catch {
+      await runs.delivered(w.address);
+    }
+  }
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     if (!delivery.size || !evt.detail.protocols.includes(OUTCOME_PROTOCOL)) return;
     try {

@@ -26,6 +26,12 @@
  * what it is for; an operating-system crash may lose it), dated by the job's
  * deadline, and goes with the history as the others do (its index entry
  * stays until then even once `record` superseded it).
+ *
+ * A receipt its exec stream did not deliver and its buyer could not be sent
+ * directly yet (`~d!<receipt>` → the receipt envelope and until when it waits;
+ * src/roles/provider/receipt-delivery.ts) is kept here too, so a provider
+ * restart does not drop it: one unsynced batch, like a run note, dated by its
+ * `until` and dropped once the buyer answered, or with the history.
  */
 import { syncBatch, timeKey, type Db, type Sub } from './db.js';
 import type { HistoryPruned } from './records.js';
@@ -34,6 +40,7 @@ const INDEXED = '~indexed';
 const T = '~t!';
 const BAR = '~b!';
 const NOTE = '~n!';
+const DELIVER = '~d!';
 
 export type BarCode = 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED';
 export interface Bar {
@@ -41,6 +48,13 @@ export interface Bar {
   until: number;
 }
 const EMPTY = new Uint8Array(0);
+
+/** A receipt waiting for its buyer (receipt-delivery.ts). */
+export interface WaitingReceipt {
+  address: string;
+  bytes: Uint8Array;
+  until: number;
+}
 
 /** Work accepted here and not yet given a receipt: enough to sign its failed receipt after a crash. */
 export interface RunNote {
@@ -118,6 +132,35 @@ export class ProviderRuns {
       }
     }
     return out;
+  }
+
+  /** Keep a receipt waiting for its buyer until `until` (one unsynced batch; dropped with the history after `until`). */
+  async awaitDelivery(w: WaitingReceipt): Promise<void> {
+    const value = new TextEncoder().encode(JSON.stringify({ r: Buffer.from(w.bytes).toString('base64'), until: w.until }));
+    await this.#db.batch([
+      { type: 'put', key: `${DELIVER}${w.address}`, value, sublevel: this.#runs },
+      { type: 'put', key: `${T}${timeKey(w.until)}!${DELIVER}${w.address}`, value: EMPTY, sublevel: this.#runs },
+    ] as never);
+  }
+
+  /** The receipt `address` no longer waits (its buyer answered, it lapsed, or a newer one pushed it out). */
+  async delivered(address: string): Promise<void> {
+    await this.#runs.del(`${DELIVER}${address}`);
+  }
+
+  /** The receipts waiting for their buyer, oldest `until` first. Unreadable entries are dropped. */
+  async waitingReceipts(): Promise<WaitingReceipt[]> {
+    const out: WaitingReceipt[] = [];
+    for await (const [key, v] of this.#runs.iterator({ gt: DELIVER, lt: `${DELIVER}\xff` })) {
+      try {
+        const w = JSON.parse(new TextDecoder().decode(v)) as { r?: unknown; until?: unknown };
+        if (typeof w.r !== 'string' || !Number.isSafeInteger(w.until)) throw new Error('not a waiting receipt');
+        out.push({ address: key.slice(DELIVER.length), bytes: new Uint8Array(Buffer.from(w.r, 'base64')), until: w.until as number });
+      } catch {
+        await this.#runs.del(key);
+      }
+    }
+    return out.sort((a, b) => a.until - b.until);
   }
 
   /** Bar `job` (reclaimed by the steward while not running here): its exec is refused with `code` until `until`. */

@@ -9,9 +9,10 @@
  * is kept here and sent again each time that buyer connects (identifies) to
  * this node, until the buyer answers or the entry lapses.
  *
- * Memory only and bounded: at most `maxPending` receipts (the oldest go first),
- * each for at most `keepMs`. A provider restart drops the queue; the receipt
- * itself stays in the provider's store and on gossip, as before.
+ * Bounded: at most `maxPending` receipts (the oldest go first), each for at
+ * most `keepMs`. With `keep`, each waiting receipt is also written to the
+ * provider's store (store/provider-runs.ts) and `restore`d at the next start,
+ * so a provider restarted before its buyer came back still sends it.
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Receipt } from '../../records/kinds.js';
@@ -29,10 +30,17 @@ export interface ReceiptDeliveryDeps {
   send(buyer: string, receipt: Opened<Receipt>): Promise<OfferSendOutcome>;
   clock: Clock;
   log: Logger;
+  /** Where waiting receipts are kept across a restart (errors are logged, never thrown to the caller). */
+  keep?: ReceiptKeep;
   /** This node's DID: a receipt for its own job is not sent. */
   self?: string;
   maxPending?: number;
   keepMs?: number;
+}
+
+export interface ReceiptKeep {
+  save(receipt: Opened<Receipt>, until: number): Promise<void>;
+  drop(address: string): Promise<void>;
 }
 
 interface Pending {
@@ -71,9 +79,23 @@ export class ReceiptDelivery {
     if (this.#stopped || receipt.record.buyer === this.d.self) return;
     this.#prune();
     if (this.#pending.has(receipt.address)) return;
-    this.#pending.set(receipt.address, { receipt, until: this.d.clock() + this.#keepMs, sending: false });
-    while (this.#pending.size > this.#max) this.#pending.delete(this.#pending.keys().next().value!);
+    const until = this.d.clock() + this.#keepMs;
+    this.#add(receipt, until);
+    await this.#keepOp('save', receipt.address, () => this.d.keep!.save(receipt, until));
     await this.#try(receipt.address);
+  }
+
+  /**
+   * A receipt kept waiting before a restart: held again until `until`, and sent when its buyer connects. One lapsed, or
+   * of this node's own job, is dropped from the keep.
+   */
+  restore(receipt: Opened<Receipt>, until: number): void {
+    if (this.#stopped || this.#pending.has(receipt.address)) return;
+    if (until <= this.d.clock() || receipt.record.buyer === this.d.self) {
+      void this.#keepOp('drop', receipt.address, () => this.d.keep!.drop(receipt.address));
+      return;
+    }
+    this.#add(receipt, until);
   }
 
   /** A peer connected (libp2p identified it): send it each receipt waiting for it. */
@@ -81,6 +103,26 @@ export class ReceiptDelivery {
     if (this.#stopped || this.#pending.size === 0) return;
     this.#prune();
     for (const [address, p] of this.#pending) if (p.receipt.record.buyer === did && !p.sending) void this.#try(address);
+  }
+
+  #add(receipt: Opened<Receipt>, until: number): void {
+    this.#pending.set(receipt.address, { receipt, until, sending: false });
+    while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
+  }
+
+  /** No longer wait for `address`: out of memory and out of the keep. */
+  #forget(address: string): void {
+    this.#pending.delete(address);
+    void this.#keepOp('drop', address, () => this.d.keep!.drop(address));
+  }
+
+  async #keepOp(op: 'save' | 'drop', address: string, f: () => Promise<void>): Promise<void> {
+    if (!this.d.keep) return;
+    try {
+      await f();
+    } catch (e) {
+      this.d.log.warn({ receipt: address, err: (e as Error).message }, op === 'save' ? 'could not keep a waiting receipt on disk: a restart before its buyer returns loses its resend' : 'could not drop a delivered receipt from disk: it is sent again after a restart');
+    }
   }
 
   stop(): void {
@@ -100,17 +142,18 @@ export class ReceiptDelivery {
       outcome = 'unreachable';
     }
     p.sending = false;
-    if (outcome === 'unreachable' && !this.#stopped) {
-      this.d.log.debug({ job, receipt: address, buyer, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again');
+    if (outcome === 'unreachable') {
+      // kept (on disk too): after stop, for the next start
+      if (!this.#stopped) this.d.log.debug({ job, receipt: address, buyer, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again');
       return;
     }
-    this.#pending.delete(address);
+    this.#forget(address);
     // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
     this.d.log.info({ job, receipt: address, buyer, outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : 'receipt delivered to the buyer directly');
   }
 
   #prune(): void {
     const now = this.d.clock();
-    for (const [a, p] of this.#pending) if (p.until <= now && !p.sending) this.#pending.delete(a);
+    for (const [a, p] of this.#pending) if (p.until <= now && !p.sending) this.#forget(a);
   }
 }

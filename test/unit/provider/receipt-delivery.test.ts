@@ -86,3 +86,37 @@ test('a receipt of this node’s own job is not sent; after stop nothing is', as
   await d.deliver(receipt(addr('2')));
   assert.equal(sent.length, 0);
 });
+
+test('with a keep, a waiting receipt is saved, restored after a restart, and dropped once its buyer answers or it lapses', async () => {
+  const kept = new Map<string, number>();
+  const keep = {
+    save: async (r: Opened<Receipt>, until: number) => void kept.set(r.address, until),
+    drop: async (address: string) => void kept.delete(address),
+  };
+  let now = NOW;
+  const answers: OfferSendOutcome[] = ['unreachable', 'unreachable'];
+  const first = new ReceiptDelivery({ send: async () => answers.shift() ?? 'unreachable', clock: () => now, log: silentLogger(), keep, keepMs: 60_000 });
+  const a = receipt(addr('1'));
+  const b = receipt(addr('2'));
+  await first.deliver(a);
+  await first.deliver(b);
+  assert.deepEqual([...kept.keys()], [a.address, b.address], 'both kept on disk while their buyer is away');
+  first.stop();
+  assert.equal(kept.size, 2, 'stopping keeps them for the next start');
+
+  const sent: string[] = [];
+  const second = new ReceiptDelivery({ send: async (_, r) => (sent.push(r.address), 'accepted'), clock: () => now, log: silentLogger(), keep, keepMs: 60_000 });
+  now += 30_000;
+  second.restore(a, kept.get(a.address)!);
+  second.restore(receipt(addr('3')), now - 1);
+  assert.equal(second.size, 1, 'a lapsed entry is not restored');
+  second.onConnected(BUYER);
+  await settle();
+  assert.deepEqual(sent, [a.address], 'the restored receipt goes out when its buyer connects');
+  assert.deepEqual([...kept.keys()], [b.address], 'and leaves the keep once delivered');
+  second.restore(b, kept.get(b.address)!);
+  now += 30_001;
+  second.onConnected('did:key:z6MkSomeoneElse');
+  assert.equal(second.size, 0);
+  assert.equal(kept.size, 0, 'a lapsed receipt leaves the keep');
+});

@@ -107,3 +107,30 @@ test('a run note holds the envelopes until its receipt is recorded or it is drop
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a receipt waiting for its buyer is kept across a reopen, oldest first, until it is delivered or goes with the history', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-runs-'));
+  let db = await openDb(join(dir, 'db'));
+  try {
+    let runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    await runs.awaitDelivery({ address: receipt(1), bytes: Uint8Array.of(1, 2, 3), until: NOW + 20_000 });
+    await runs.awaitDelivery({ address: receipt(2), bytes: Uint8Array.of(4), until: NOW + 10_000 });
+    await runs.awaitDelivery({ address: receipt(3), bytes: Uint8Array.of(5), until: NOW + 30_000 });
+    await sub(db, 'provider-runs').put(`~d!${receipt(4)}`, new TextEncoder().encode('not json'));
+    await closeDb(db);
+    db = await openDb(join(dir, 'db'));
+    runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    const held = await runs.waitingReceipts();
+    assert.deepEqual(held.map((w) => [w.address, [...w.bytes], w.until]), [
+      [receipt(2), [4], NOW + 10_000],
+      [receipt(1), [1, 2, 3], NOW + 20_000],
+      [receipt(3), [5], NOW + 30_000],
+    ], 'oldest first; the unreadable entry is dropped');
+    await runs.delivered(receipt(1));
+    await runs.pruneHistory(NOW + 15_000);
+    assert.deepEqual((await runs.waitingReceipts()).map((w) => w.address), [receipt(3)], 'delivered and lapsed ones are gone');
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
