@@ -70,27 +70,37 @@ async function start(dir: string, db: Db, records: Map<string, Opened<Job>>, hel
   return { ...st, admit: (j: Opened<Job>) => st.admit(j), synced, askedJobs };
 }
 
+/** A steward on a fresh directory admits one job of `buyer` and stops: its claim is open, as a restart finds it. */
+async function admittedThenDown(prefix: string, nonce: Uint8Array) {
+  const t = tempDir(prefix);
+  writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+  const records = new Map<string, Opened<Job>>();
+  const held: Held = new Map();
+  const db = await openDb(join(t.dir, 'db'));
+  const j = job(buyer, { nonce });
+  try {
+    const st = await start(t.dir, db, records, held);
+    await st.admit(j);
+    await st.s.stop();
+  } finally {
+    await closeDb(db);
+  }
+  return { t, records, held, j };
+}
+
+/** The buyer's selection of `o` for `j`, at address byte `a`. */
+const selectionOf = (j: Opened<Job>, o: { address: string }, a: string): Opened<Selection> =>
+  ({ signer: buyer.did, address: 'sha256:' + a.repeat(32), record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } }) as unknown as Opened<Selection>;
+
 describe('a steward catches up on what it did not hear', () => {
   it('a selection and receipt published while it was down are asked of the buyer after the restart: released with the actual figure', async () => {
-    const t = tempDir('c0-catch-up-');
-    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
-    const records = new Map<string, Opened<Job>>();
-    const held: Held = new Map();
-    let db = await openDb(join(t.dir, 'db'));
+    const { t, records, held, j } = await admittedThenDown('c0-catch-up-', new Uint8Array([5, 3]));
+    // while the steward is down: the buyer selects the provider, the work completes, both are gossiped to nobody
+    const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
+    held.set(buyer.did, { selection: [selectionOf(j, o, '42')], receipt: [receipt(provider, buyer, o, { energy: { uj: 43_890_519, grade: 'HwShunt' } })] });
+    const db = await openDb(join(t.dir, 'db'));
     try {
-      let st = await start(t.dir, db, records, held);
-      const j = job(buyer, { nonce: new Uint8Array([5, 3]) });
-      await st.admit(j);
-      await st.s.stop();
-      await closeDb(db);
-
-      // while the steward is down: the buyer selects the provider, the work completes, both are gossiped to nobody
-      const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
-      const sel = { signer: buyer.did, address: 'sha256:' + '42'.repeat(32), record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } } as unknown as Opened<Selection>;
-      held.set(buyer.did, { selection: [sel], receipt: [receipt(provider, buyer, o, { energy: { uj: 43_890_519, grade: 'HwShunt' } })] });
-
-      db = await openDb(join(t.dir, 'db'));
-      st = await start(t.dir, db, records, held, { catchUpMs: 60_000 });
+      const st = await start(t.dir, db, records, held, { catchUpMs: 60_000 });
       // the first round comes min(2 s, catchUpMs) after the start, not at the deadline (60 s away)
       await until(async () => (await st.released()).length === 1, 'the release');
       assert.deepEqual((await st.released())[0]!.actual, { uj: 43_890_519, grade: 'HwShunt' });
@@ -106,18 +116,9 @@ describe('a steward catches up on what it did not hear', () => {
   });
 
   it('asks the party for the records naming the open claim’s job: the missed receipt comes however many older ones the party holds; a party before the op is synced live', async () => {
-    const t = tempDir('c0-catch-up-jobs-');
-    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
-    const records = new Map<string, Opened<Job>>();
-    const held: Held = new Map();
-    let db = await openDb(join(t.dir, 'db'));
+    const { t, records, held, j } = await admittedThenDown('c0-catch-up-jobs-', new Uint8Array([5, 4]));
+    let db: Db | undefined;
     try {
-      let st = await start(t.dir, db, records, held);
-      const j = job(buyer, { nonce: new Uint8Array([5, 4]) });
-      await st.admit(j);
-      await st.s.stop();
-      await closeDb(db);
-
       // the buyer hears the overlay's outcomes: 2 500 older selections and receipts of other jobs, then this job's
       const others = Array.from({ length: 2_500 }, (_, i) => {
         const oj = job(P(2), { nonce: new Uint8Array([i >> 8, i & 255, 1]) });
@@ -125,18 +126,18 @@ describe('a steward catches up on what it did not hear', () => {
         return { sel: { signer: P(2).did, address: 'sha256:' + i.toString(16).padStart(64, '0'), record: { job: oj.address, winner: oo.address, considered: [{ provider: provider.did, offer: oo.address }] } }, rec: receipt(provider, P(2), oo) };
       });
       const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
-      const sel = { signer: buyer.did, address: 'sha256:' + '43'.repeat(32), record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } } as unknown as Opened<Selection>;
-      held.set(buyer.did, { selection: [...others.map((x) => x.sel), sel], receipt: [...others.map((x) => x.rec), receipt(provider, buyer, o, { energy: { uj: 43_890_520, grade: 'HwShunt' } })] });
+      held.set(buyer.did, { selection: [...others.map((x) => x.sel), selectionOf(j, o, '43')], receipt: [...others.map((x) => x.rec), receipt(provider, buyer, o, { energy: { uj: 43_890_520, grade: 'HwShunt' } })] });
 
       // a party before the op: the live sync (which here reaches only the oldest 1 024) is asked instead; nothing comes
       db = await openDb(join(t.dir, 'db'));
-      st = await start(t.dir, db, records, held, {}, 'old', 1024);
+      let st = await start(t.dir, db, records, held, {}, 'old', 1024);
       await st.s.catchUp();
       assert.deepEqual(st.askedJobs, [{ peer: buyer.did, kinds: ['selection', 'receipt'], jobs: [j.address] }]);
       assert.deepEqual(st.synced, [{ peer: buyer.did, kinds: ['selection', 'receipt'] }]);
       assert.equal((await st.released()).length, 0);
       await st.s.stop();
       await closeDb(db);
+      db = undefined;
 
       // a party of this version: asked for the job's records, the claim is released with the actual figure
       db = await openDb(join(t.dir, 'db'));
@@ -148,7 +149,7 @@ describe('a steward catches up on what it did not hear', () => {
       assert.deepEqual((await st.released())[0]!.actual, { uj: 43_890_520, grade: 'HwShunt' });
       await st.s.stop();
     } finally {
-      await closeDb(db);
+      if (db) await closeDb(db);
       t.cleanup();
     }
   });
