@@ -267,6 +267,8 @@ export const configSchema = z
         memberTimeoutMs: z.number().int().positive().default(30_000),
         /** Ping the other members this often, ms; unheard for 3× this = not live. */
         livenessMs: z.number().int().min(100).default(2000),
+        /** Open dispatches another member may keep in this member's dispatch trail (its coordinated jobs not yet closed); more: POOL_TRAIL_FULL. */
+        maxOpenDispatches: z.number().int().positive().max(100_000).default(64),
       })
       .strict()
       .optional(),

@@ -103,11 +103,13 @@ async function pruneAged(db: Sub, before: number, max: number, after: string | u
 /**
  * Keys are `<job>|<coordinator DID>`: two coordinators that briefly both
  * believe they are elected each keep their own dispatch of the same job (the
- * member refuses the second run), and closing a job closes every entry of it.
+ * member refuses the second run), and each entry is closed on its own.
  */
 export class DispatchTrail {
   /** Writes one at a time: a close read before a prune's batch must not write its entry back after it (with no age key). */
   #chain: Promise<unknown> = Promise.resolve();
+  /** Open entries per coordinator (from the open index; counted at the first bounded record, kept up to date after). */
+  #openBy: Map<string, number> | undefined;
 
   constructor(
     private db: Sub,
@@ -144,6 +146,31 @@ export class DispatchTrail {
     return `${job}|${coordinator}`;
   }
 
+  async #counts(): Promise<Map<string, number>> {
+    if (this.#openBy) return this.#openBy;
+    const by = new Map<string, number>();
+    for await (const o of this.db.keys({ gt: OPEN, lt: `${OPEN}\uffff` })) {
+      const c = o.slice(o.indexOf('|') + 1);
+      by.set(c, (by.get(c) ?? 0) + 1);
+    }
+    this.#openBy = by;
+    return by;
+  }
+
+  /** Count an entry of `key` opened (+1) or closed (−1) once the counts are held. */
+  #count(key: string, d: 1 | -1): void {
+    if (!this.#openBy) return;
+    const c = key.slice(key.indexOf('|') + 1);
+    const n = (this.#openBy.get(c) ?? 0) + d;
+    if (n > 0) this.#openBy.set(c, n);
+    else this.#openBy.delete(c);
+  }
+
+  /** How many open entries `coordinator` has here. */
+  async openOf(coordinator: string): Promise<number> {
+    return this.#serial(async () => (await this.#counts()).get(coordinator) ?? 0);
+  }
+
   /** Every entry for `job` (one per coordinator that dispatched it), in key order. */
   async entries(job: string): Promise<Array<{ key: string; entry: TrailEntry }>> {
     const out: Array<{ key: string; entry: TrailEntry }> = [];
@@ -158,18 +185,22 @@ export class DispatchTrail {
 
   /**
    * Make a dispatch durable (synced) unless this coordinator already has one for the job; returns the entry that
-   * holds. `until` (the job's deadline) dates it for the history's pruning. Unlike the record store, which bounds how
-   * far ahead another node's deadline dates a job it heard, this is not bounded: an entry exists only for work the
-   * pool took on, and dropping it before the deadline would let the coordinator dispatch the job again.
+   * holds. `until` dates it for the history's pruning: a coordinator's own dispatch by its job's deadline (dropping
+   * it sooner would let it dispatch the job again); one another member sent, by that deadline at most a horizon ahead
+   * (the caller bounds it, as the record store bounds a heard job). `maxOpen`: refuse a new entry when `coordinator`
+   * already has that many open here (POOL_TRAIL_FULL; nothing is written).
    */
-  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
-    return this.#serial(() => this.#record(job, coordinator, e, until));
+  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen?: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen));
   }
 
-  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
+  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
+    if (maxOpen !== undefined && ((await this.#counts()).get(coordinator) ?? 0) >= maxOpen) {
+      throw new C0Error('POOL_TRAIL_FULL', `coordinator ${coordinator} already has ${maxOpen} open dispatches here (pool.maxOpenDispatches)`);
+    }
     const entry: TrailEntry = { ...e, state: 'dispatched' };
     const at = until;
     await this.db.batch(
@@ -180,26 +211,33 @@ export class DispatchTrail {
       ],
       sync,
     );
+    this.#count(key, 1);
     return { entry, fresh: true };
   }
 
   /**
-   * Close the open entry of `job` made by `coordinator` (every open entry of the job when
-   * undefined) with its receipt (and settlement, when completed); closed entries keep their outcome.
+   * Close the entry of `job` made by `coordinator` with its receipt (and settlement, when completed); returns 1 when
+   * it changed, else 0. An entry already closed keeps its outcome, unless `over` says it gives way (an outcome the
+   * job's coordinator signed replaces one another member closed it with as lost: docs/pools.md "What a member
+   * believes of another"). Callers check the outcome first (src/pools/outcome.ts): the trail stores what it is given.
    */
-  close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
-    return this.#serial(() => this.#close(job, coordinator, state, receipt, settlement));
+  close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array, over?: (closed: TrailEntry) => boolean): Promise<number> {
+    return this.#serial(() => this.#close(job, coordinator, state, receipt, settlement, over));
   }
 
-  async #close(job: string, coordinator: string | undefined, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array): Promise<number> {
-    const ops: Op[] = [];
-    for (const { key, entry } of await this.entries(job)) {
-      if (entry.state !== 'dispatched') continue;
-      if (coordinator !== undefined && key !== DispatchTrail.key(job, coordinator)) continue;
-      ops.push({ type: 'put', key, value: enc({ ...entry, state, receipt, ...(settlement ? { settlement } : {}) }) }, { type: 'del', key: `${OPEN}${key}` });
-    }
-    if (ops.length) await this.db.batch(ops, sync);
-    return ops.length / 2;
+  async #close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement: Uint8Array | undefined, over: ((closed: TrailEntry) => boolean) | undefined): Promise<number> {
+    const key = DispatchTrail.key(job, coordinator);
+    const cur = await this.db.get(key);
+    if (cur === undefined) return 0;
+    const entry = decodeCanonical(cur) as unknown as TrailEntry;
+    const open = entry.state === 'dispatched';
+    if (!open && !over?.(entry)) return 0;
+    const { receipt: _r, settlement: _s, ...kept } = entry;
+    const ops: Op[] = [{ type: 'put', key, value: enc({ ...kept, state, receipt, ...(settlement ? { settlement } : {}) }) }];
+    if (open) ops.push({ type: 'del', key: `${OPEN}${key}` });
+    await this.db.batch(ops, sync);
+    if (open) this.#count(key, -1);
+    return 1;
   }
 
   /** Dispatches not yet closed (a crashed or replaced coordinator's trail): read from the open index, not the whole trail. */
@@ -236,6 +274,7 @@ export class DispatchTrail {
         open.push(key);
         return [{ type: 'del', key: `${OPEN}${key}` }];
       });
+      for (const k of open) this.#count(k, -1);
       if (open.length) this.log?.warn({ dropped: open.length, entries: open.slice(0, 5) }, 'pool: dropped dispatches never closed here, past history.keepDays (their outcome was never heard by this member)');
       return r;
     });

@@ -96,6 +96,12 @@ export class ProviderRuns {
     return (await this.#runs.get(job)) !== undefined;
   }
 
+  /** The address of the receipt `job` ran here with, if it did. */
+  async receiptOf(job: string): Promise<string | undefined> {
+    const v = await this.#runs.get(job);
+    return v === undefined ? undefined : new TextDecoder().decode(v);
+  }
+
   /** Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or later). Supersedes its run note. */
   async record(job: string, receipt: string, until: number): Promise<void> {
     await syncBatch(this.#db, [

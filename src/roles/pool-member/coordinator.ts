@@ -19,12 +19,16 @@ import { selectMember } from '../../pools/choice.js';
 import { admit } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
 import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
+import { givesWay, verifyOutcome, type VerifiedOutcome } from '../../pools/outcome.js';
 import { receiptFor, type SlotRun } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
 import { timeoutSignal } from '../../util/timers.js';
 import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
+
+/** Pending dispatches of one coordinator a recovery tick handles at once. */
+export const RECOVERY_PARALLEL = 8;
 
 export function code(e: unknown): string {
   return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
@@ -37,7 +41,7 @@ export function code(e: unknown): string {
  */
 export const MEMBER_REPLY_CODES: ReadonlySet<string> = new Set<string>([
   ...REMOTE_LABEL_CODES,
-  ...['POOL_NOT_MEMBER', 'POOL_MEMBER_LEFT', 'POOL_NOT_CHOSEN', 'POOL_MEMBER_BUSY', 'POOL_BAD_REQUEST', 'POOL_ALREADY_RUN', 'POOL_ALREADY_DISPATCHED', 'POOL_DISPATCH_MISMATCH', 'POOL_DISPATCH_NOT_CALLERS', 'POOL_WRONG_POOL', 'POOL_ROSTER_STALE', 'POOL_INTERNAL'],
+  ...['POOL_NOT_MEMBER', 'POOL_MEMBER_LEFT', 'POOL_NOT_CHOSEN', 'POOL_MEMBER_BUSY', 'POOL_BAD_REQUEST', 'POOL_ALREADY_RUN', 'POOL_ALREADY_DISPATCHED', 'POOL_DISPATCH_MISMATCH', 'POOL_DISPATCH_NOT_CALLERS', 'POOL_TRAIL_FULL', 'POOL_CLOSE_NOT_ENTITLED', 'POOL_OUTCOME_MISMATCH', 'POOL_SETTLEMENT_INVALID', 'POOL_STILL_RUNNING', 'POOL_WRONG_POOL', 'POOL_ROSTER_STALE', 'POOL_INTERNAL'],
   ...['EXEC_INPUT_MISMATCH', 'EXEC_TIMEOUT', 'EXEC_ABORTED', 'EXEC_FAILED', 'EXEC_CRASHED', 'EXEC_EMPTY_OUTPUT', 'EXEC_OUTPUT_TOO_LARGE', 'EXEC_SPAWN_FAILED', 'EXEC_HTTP_STATUS', 'EXEC_HTTP_UNREACHABLE', 'EXEC_BAD_PARAMS', 'EXEC_WORKLOAD_UNKNOWN'],
 ]);
 
@@ -62,6 +66,8 @@ export interface CoordinatorView {
   /** Whether a member sent its `left` record for the roster in use (it is out of `live` while it may still answer). */
   hasLeft(member: string): boolean;
   epoch(now?: number): number;
+  /** A roster of the pool this member holds, by address (a settlement names the one it divides by). */
+  rosterOf(address: string): Opened<PoolRoster> | undefined;
   /** The live members that can run the job, in roster order. */
   active(job: Opened<Job>): string[];
   /** Fresh liveness (before judging who is gone). */
@@ -91,9 +97,14 @@ export class PoolCoordinator {
    * Close every dispatch in the trail that nobody will finish: one this member
    * made before it restarted (not in flight), one whose coordinator is no
    * longer live, or one whose coordinator left the pool and no longer runs it or
-   * cannot be reached (one that left finishes the dispatches it runs). A member
-   * that holds the outcome already (asked first) lends it; otherwise the job is
-   * failed with a signed receipt (POOL_COORDINATOR_LOST).
+   * cannot be reached (one that left finishes the dispatches it runs). Its own
+   * dispatch whose receipt the provider role stored before a restart is closed
+   * (and settled) with that receipt. Otherwise an outcome that checks out
+   * (src/pools/outcome.ts), held here or by a live member (asked), is taken;
+   * failing that the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
+   * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, and a
+   * live coordinator that does not answer is not asked again in this tick, so one
+   * slow member cannot hold the tick (docs/pools.md "Dispatch trail").
    */
   async recover(): Promise<number> {
     const pending = await this.d.trail.pending();
@@ -101,49 +112,105 @@ export class PoolCoordinator {
     // Fresh liveness before judging who is gone (a member just restarted has heard nobody yet).
     await this.v.pingAll();
     const live = new Set(this.v.live());
-    let closed = 0;
-    const seen = new Set<string>();
     // Past its history window (`history.keepDays` after the job's deadline) the other members have dropped their
     // closed copies: nobody could lend the outcome, and failing a job that may have completed and settled would be
     // false. Such an entry is left to the history's pruning (DispatchTrail.pruneHistory), which drops it with a warning.
     const windowMs = this.d.keepDays ? this.d.keepDays * 24 * 3600_000 : Infinity;
     const now = this.d.clock();
-    for (const { job, entry } of pending) {
-      if (this.inFlight.has(job) || seen.has(job)) continue;
-      seen.add(job);
-      if (now - open(entry.job, T.job).record.deadline > windowMs) continue;
-      const by = open(entry.dispatch, T.poolDispatch).signer;
-      if (by !== this.d.did && (live.has(by) || this.v.hasLeft(by))) {
-        // A live coordinator's job, or one whose coordinator left the pool (a dispatch it already runs finishes as
-        // usual): take its outcome if it has one (this member missed its `closed`, e.g. while down).
-        const r = await this.d.call(by, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-        if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) {
-          await this.d.trail.close(job, by, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
-          continue;
-        }
-        // Left: it is never elected again, so its dispatch is closed here once it cannot be reached, or answers that
-        // it no longer runs the job (it restarted, or could not store the receipt).
-        if (live.has(by) || (r !== undefined && r.code === undefined && r.running !== 'no')) continue;
-      }
-      await this.#closeOrphan(job, entry);
-      closed++;
+    const groups = new Map<string, Array<{ job: string; entry: TrailEntry }>>();
+    for (const p of pending) {
+      if (this.inFlight.has(p.job) || now - open(p.entry.job, T.job, { trusted: true }).record.deadline > windowMs) continue;
+      const by = open(p.entry.dispatch, T.poolDispatch, { trusted: true }).signer;
+      groups.set(by, [...(groups.get(by) ?? []), p]);
     }
-    return closed;
+    const counts = await Promise.all(
+      [...groups.entries()].map(async ([by, list]) => {
+        let n = 0;
+        const tick = { silent: false };
+        for (let i = 0; i < list.length && !tick.silent; i += RECOVERY_PARALLEL) {
+          const done = await Promise.all(list.slice(i, i + RECOVERY_PARALLEL).map((p) => this.#recoverOne(p.job, p.entry, by, live, tick)));
+          n += done.filter(Boolean).length;
+        }
+        return n;
+      }),
+    );
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** One pending entry of `by`'s: true when this member closed it in its coordinator's place (or its own after a restart). */
+  async #recoverOne(job: string, entry: TrailEntry, by: string, live: Set<string>, tick: { silent: boolean }): Promise<boolean> {
+    if (this.inFlight.has(job)) return false;
+    if (by === this.d.did) {
+      // Its own, from before a restart: the receipt the provider role stored (killed before `closed`) closes it.
+      const mine = await this.d.ownReceipt?.(job).catch(() => undefined);
+      if (mine && mine.signer === this.d.did && mine.record.job === job && mine.record.offer === open(entry.dispatch, T.poolDispatch, { trusted: true }).record.offer && mine.record.provider === this.v.pool) {
+        await this.#settleAndClose(mine);
+        this.d.log.warn({ job, receipt: mine.address, status: mine.record.status }, 'pool: closed a dispatch of this member’s from before a restart with the receipt it had stored');
+        return true;
+      }
+    } else if (live.has(by) || this.v.hasLeft(by)) {
+      // A live coordinator's job, or one whose coordinator left the pool (a dispatch it already runs finishes as
+      // usual): take its outcome if it has one that checks out (this member missed its `closed`, e.g. while down).
+      if (tick.silent) return false;
+      const r = await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+      if (r === undefined && live.has(by)) tick.silent = true;
+      const o = r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined;
+      if (o) {
+        await this.#close(job, by, o);
+        return false;
+      }
+      // Left: it is never elected again, so its dispatch is closed here once it cannot be reached, or answers that
+      // it no longer runs the job (it restarted, or could not store the receipt).
+      if (live.has(by) || (r !== undefined && r.code === undefined && r.running !== 'no')) return false;
+    }
+    await this.#closeOrphan(job, entry);
+    return true;
+  }
+
+  /** An outcome offered for `entry` that checks out against the job's entries held here (src/pools/outcome.ts); else undefined, logged. */
+  async #check(job: string, entry: TrailEntry, receipt: unknown, settlement: unknown, entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
+    try {
+      const all = entries ?? (await this.d.trail.entries(job)).map((e) => e.entry);
+      return verifyOutcome(entry, receipt, settlement, { pool: this.v.pool, entries: all, roster: (a) => this.v.rosterOf(a) });
+    } catch (e) {
+      this.d.log.warn({ job, err: code(e) }, 'pool: an outcome offered for a dispatch does not check out; ignored');
+      return undefined;
+    }
+  }
+
+  /** Close `by`'s entry of `job` with a checked outcome: the coordinator's own replaces a lost-dispatch close. */
+  async #close(job: string, by: string, o: VerifiedOutcome): Promise<void> {
+    await this.d.trail.close(job, by, o.state, o.receipt.bytes, o.settlement?.bytes, !o.lost && o.coordinator === by ? givesWay : undefined);
   }
 
   async #closeOrphan(job: string, entry: TrailEntry): Promise<void> {
-    for (const m of this.v.live()) {
-      if (m === this.d.did) continue;
-      const r = await this.d.call(m, { op: 'status', job }, this.d.options.livenessMs).catch(() => undefined);
-      if (r?.receipt instanceof Uint8Array && (r.state === 'completed' || r.state === 'failed')) {
-        // With the settlement it holds: a completed job was settled by its coordinator before it was lost.
-        await this.d.trail.close(job, open(entry.dispatch, T.poolDispatch).signer, r.state, r.receipt, r.settlement instanceof Uint8Array ? open(r.settlement, T.poolSettlement).bytes : undefined);
-        return;
+    const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    // Outcomes at hand: this member's other entries of the job (checked when they were kept), then the live members'.
+    const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
+    const found: VerifiedOutcome[] = [];
+    for (const e of entries) {
+      if (e.state === 'dispatched' || !e.receipt) continue;
+      const o = await this.#check(job, entry, e.receipt, e.settlement, entries);
+      if (o) found.push(o);
+    }
+    if (!found.some((o) => o.state === 'completed')) {
+      const answers = await Promise.all(this.v.live().filter((m) => m !== this.d.did).map((m) => this.d.call(m, { op: 'status', job, coordinator: d.signer }, this.d.options.livenessMs).catch(() => undefined)));
+      for (const r of answers) {
+        if (!(r?.receipt instanceof Uint8Array)) continue;
+        const o = await this.#check(job, entry, r.receipt, r.settlement, entries);
+        if (o) found.push(o);
       }
     }
-    const j = open(entry.job, T.job);
-    const offer = open(entry.offer, T.offer);
-    const d = open(entry.dispatch, T.poolDispatch);
+    // Its coordinator's own outcome; else the job's completion under another coordinator's dispatch of it (settled
+    // by that coordinator: the job counts once, docs/pools.md "Settlement"); else a failed receipt already signed for
+    // this dispatch as lost (no second one).
+    const best = found.find((o) => o.coordinator === d.signer) ?? found.find((o) => o.coordinator !== undefined && o.state === 'completed') ?? found.find((o) => o.lost);
+    if (best) {
+      await this.#close(job, d.signer, best);
+      return;
+    }
+    const j = open(entry.job, T.job, { trusted: true });
+    const offer = open(entry.offer, T.offer, { trusted: true });
     const now = this.d.clock();
     const receipt = seal(
       T.receipt,
@@ -176,9 +243,11 @@ export class PoolCoordinator {
       this.m?.refusals.inc({ gate: code(e) });
       throw e;
     }
-    const entries = await this.d.trail.entries(job.address);
-    if (entries.some((e) => e.entry.state !== 'dispatched')) throw new C0Error('POOL_ALREADY_DISPATCHED', 'this job was dispatched and closed before');
-    const mine = entries.find((e) => e.key === DispatchTrail.key(job.address, this.d.did))?.entry;
+    // Only this coordinator's own dispatch of the job, closed, refuses it: another member's entry of the job (a
+    // coordinator that briefly also believed it was elected, or a forged one) is not this one's to veto, and the
+    // chosen member's run log settles a race (POOL_ALREADY_RUN).
+    const mine = (await this.d.trail.entries(job.address)).find((e) => e.key === DispatchTrail.key(job.address, this.d.did))?.entry;
+    if (mine && mine.state !== 'dispatched') throw new C0Error('POOL_ALREADY_DISPATCHED', 'this coordinator dispatched and closed this job before');
     const now = this.d.clock();
     const roster = this.v.roster();
     // The same job always picks the same member: a restarted coordinator reuses its own dispatch.
@@ -227,20 +296,25 @@ export class PoolCoordinator {
   /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
   async closed(r: Opened<Receipt>): Promise<void> {
     try {
-      const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
-      if (!entry) return;
-      let settlement: Uint8Array | undefined;
-      if (r.record.status === 'completed') {
-        const price: Money = r.record.price;
-        const roster = this.v.roster();
-        const parts = splitPrice(price, roster.record.members);
-        settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
-      }
-      await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement);
-      await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+      await this.#settleAndClose(r);
     } finally {
       this.inFlight.delete(r.record.job);
     }
+  }
+
+  /** Settle (completed) and close this member's own dispatch of the receipt's job with it, then tell the members. */
+  async #settleAndClose(r: Opened<Receipt>): Promise<void> {
+    const entry = (await this.d.trail.entries(r.record.job)).find((e) => e.key === DispatchTrail.key(r.record.job, this.d.did));
+    if (!entry) return;
+    let settlement: Uint8Array | undefined;
+    if (r.record.status === 'completed') {
+      const price: Money = r.record.price;
+      const roster = this.v.roster();
+      const parts = splitPrice(price, roster.record.members);
+      settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
+    }
+    await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement, givesWay);
+    await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
   }
 
   /** The receipt of won work could not be stored, so no `closed` follows: the dispatch is recovery's to close. */

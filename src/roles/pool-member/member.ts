@@ -39,9 +39,23 @@ export interface PoolMemberOptions extends PoolGates {
   memberTimeoutMs: number;
   /** Ping the other members this often, ms; a member unheard for 3× this is not live. */
   livenessMs: number;
+  /** Open dispatches another coordinator may keep in this member's trail (`op: trail`); more are refused POOL_TRAIL_FULL. */
+  maxOpenDispatches: number;
 }
 
-export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000 };
+export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000, maxOpenDispatches: 64 };
+
+/** How far ahead of this member's clock a job another member dispatched may date its trail entry (as the record store bounds a heard job). */
+export const TRAIL_HORIZON_MS = 30 * 24 * 3600_000;
+/** The most workloads a member's ping may list (an advert's bound), each at most this long. */
+const MAX_WORKLOADS = 64;
+const MAX_WORKLOAD_LEN = 128;
+
+/** A member's workload list as it came in a ping, or undefined when it is not one (the member is then taken to run any). */
+export function workloadList(v: unknown): string[] | undefined {
+  if (!Array.isArray(v) || v.length > MAX_WORKLOADS || !v.every((x) => typeof x === 'string' && x.length <= MAX_WORKLOAD_LEN)) return undefined;
+  return v as string[];
+}
 
 
 /**
@@ -65,6 +79,13 @@ export interface PoolMemberDeps {
   runs: RunLog;
   /** This member's own executors (the work it runs when chosen). */
   executor: (workload: string) => Executor | undefined;
+  /** The workloads this member runs (`provider.workloads`), told to the others in pings so member choice counts only members that run a job's workload; absent: not told (taken to run any). */
+  workloads?: readonly string[];
+  /**
+   * The receipt this node's provider role stored for `job`, if any: a coordinator restarted between storing it and
+   * closing its dispatch closes (and settles) with it instead of failing the job (docs/pools.md "A coordinator that crashes").
+   */
+  ownReceipt?: (job: string) => Promise<Opened<Receipt> | undefined>;
   maxOutputBytes: number;
   /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout), or `signal`'s reason once it aborts. */
   call: (member: string, frame: Record<string, CborValue>, timeoutMs: number, signal?: AbortSignal) => Promise<PoolReply>;
@@ -89,6 +110,8 @@ export interface PoolMemberDeps {
 export class PoolMember {
   readonly pool: string;
   #lastSeen = new Map<string, number>();
+  /** The workloads each other member said it runs (its pings); one not heard from is taken to run any. */
+  #workloads = new Map<string, ReadonlySet<string>>();
   #timer: LongTimer | undefined;
   #elected: { epoch: number; who: string | undefined } | undefined;
   #stopped = false;
@@ -119,6 +142,7 @@ export class PoolMember {
         live: () => this.live(),
         hasLeft: (m) => this.#rs.hasLeft(m),
         epoch: (now) => this.epoch(now),
+        rosterOf: (a) => this.#rs.rosterOf(a),
         active: (job) => this.#active(job),
         pingAll: () => this.#pingAll(),
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
@@ -174,9 +198,10 @@ export class PoolMember {
         .filter((m) => m !== this.d.did)
         .map(async (m) => {
           try {
-            const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq }, this.d.options.livenessMs);
+            const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}) }, this.d.options.livenessMs);
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.d.clock());
+            if (r.ok === 'yes') this.#heardWorkloads(m, r.workloads);
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
             if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) this.#memberLeft(m, r.roster, r.membership);
           } catch {
@@ -303,9 +328,21 @@ export class PoolMember {
     return true;
   }
 
+  /** The live members whose hardware fits the job and that run its workload (docs/pools.md "Member choice"). */
   #active(job: Opened<Job>): string[] {
     const live = new Set(this.live());
-    return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements)).map((m) => m.did);
+    return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements) && this.#runs(m.did, job.record.workload)).map((m) => m.did);
+  }
+
+  #runs(member: string, workload: string): boolean {
+    if (member === this.d.did) return this.d.executor(workload) !== undefined;
+    return this.#workloads.get(member)?.has(workload) ?? true;
+  }
+
+  /** Note the workloads a member said it runs (a ping or its answer); a list that is not one is ignored. */
+  #heardWorkloads(member: string, v: unknown): void {
+    const list = workloadList(v);
+    if (list) this.#workloads.set(member, new Set(list));
   }
 
   /** The coordinator's path for won work (coordinator.ts). */
@@ -342,6 +379,7 @@ export class PoolMember {
         rs: this.#rs,
         members: () => this.members,
         seen: (m) => void this.#lastSeen.set(m, this.d.clock()),
+        heardWorkloads: (m, v) => this.#heardWorkloads(m, v),
         heard: (roster) => this.#heard(roster),
         memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),

@@ -2,10 +2,10 @@
  * `/c0mpute/pool/1`, the protocol between a pool's members (docs/pools.md
  * "Dispatch recorded before the call"): one request frame, one answer; only
  * roster members may call (the connection's key says who). Requests:
- *   {op:'ping', seq} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
- *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job} · {op:'roster', roster}
+ *   {op:'ping', seq, workloads?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
+ *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
- * Answers: {ok:'yes', output?, seq?, roster?} | {state, receipt?, settlement?, running} | {code, message}; a member that
+ * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running} | {code, message}; a member that
  * left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run` (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
  * the callee's roster when the caller's is older ("A new roster reaches running members").
@@ -32,6 +32,8 @@ export interface PoolReply {
   roster?: Uint8Array;
   /** A member's own `left` record (a ping answered POOL_MEMBER_LEFT). */
   membership?: Uint8Array;
+  /** The workloads the answering member runs (ping; absent from a build before it: taken to run any). */
+  workloads?: string[];
 }
 
 /** A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, and linking job ↔ offer ↔ dispatch. */
@@ -43,5 +45,7 @@ export function checkDispatch(f: Record<string, unknown>, from: string, pool: st
   if (dispatch.signer !== from) throw new C0Error('POOL_DISPATCH_NOT_CALLERS', 'the dispatch was signed by another member');
   if (dispatch.record.pool !== pool || !members.includes(dispatch.signer)) throw new C0Error('POOL_NOT_MEMBER', 'the dispatch is not by a member of this pool');
   if (dispatch.record.job !== job.address || dispatch.record.offer !== offer.address || offer.record.job !== job.address) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch, job and offer do not link');
+  // A coordinator dispatches the offer it made (and the buyer chose): not another member's.
+  if (offer.signer !== dispatch.signer) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the offer dispatched is another member’s');
   return { dispatch, job, offer };
 }

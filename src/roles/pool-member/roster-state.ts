@@ -83,6 +83,11 @@ export class RosterState {
     return this.#newest.record.seq > this.#roster.record.seq;
   }
 
+  /** A roster of this pool this member holds (the one in use, the newest heard, the one it left), by address. */
+  rosterOf(address: string): Opened<PoolRoster> | undefined {
+    return [this.#roster, this.#newest, this.#left?.roster].find((x) => x?.address === address);
+  }
+
   /** Whether the newest roster heard of no longer lists this member. */
   get removed(): boolean {
     return !this.#newest.record.members.some((m) => m.did === this.did);

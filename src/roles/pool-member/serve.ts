@@ -4,20 +4,22 @@
  * caller on an older one), `roster` and `left` (a newer roster, a member that
  * left), `trail` (a coordinator's dispatch, kept before the work starts),
  * `run` (dispatched work, at most once whoever asks, inside one of this
- * member's provider slots), `closed` (how the work ended) and `status` (the
- * outcome held here, and whether this member still runs the job as its
- * coordinator). The caller is authenticated by the connection's key and must
+ * member's provider slots), `closed` (how the work ended: kept only when it
+ * checks out, src/pools/outcome.ts) and `status` (the outcome held here, and
+ * whether this member still runs the job as its coordinator). The caller is authenticated by the connection's key and must
  * be a member.
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
 import { C0Error } from '../../errors.js';
-import { open, type Opened } from '../../records/envelope.js';
+import type { Opened } from '../../records/envelope.js';
 import { hashHex } from '../../records/address.js';
-import { T, type Job, type PoolDispatch } from '../../records/kinds.js';
+import type { Job, PoolDispatch } from '../../records/kinds.js';
+import { DispatchTrail } from '../../pools/trail.js';
+import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
-import type { PoolMemberDeps } from './member.js';
+import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
 import { timeoutSignal } from '../../util/timers.js';
 import { truncateText } from '../../util/text.js';
@@ -30,6 +32,8 @@ export interface MemberServePorts {
   members(): string[];
   /** `member` was heard from now (liveness). */
   seen(member: string): void;
+  /** The workloads `member` said it runs (its ping). */
+  heardWorkloads(member: string, workloads: unknown): void;
   /** A roster another member sent (newer ones are noted). */
   heard(roster: Uint8Array): void;
   /** A member's `left` record, with the roster it left. */
@@ -48,10 +52,11 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
     if (f?.op !== 'ping' || f.seq === p.rs.seq) p.seen(from);
     switch (f?.op) {
       case 'ping':
+        if (f.workloads !== undefined) p.heardWorkloads(from, f.workloads);
         // One that left says so, with its record: the caller drops it from its active list.
         if (p.rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: p.rs.left.roster.bytes, membership: p.rs.left.membership.bytes };
         // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
-        return { ok: 'yes', seq: p.rs.seq, ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
+        return { ok: 'yes', seq: p.rs.seq, ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
       case 'roster': {
         if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
         p.heard(f.roster);
@@ -64,7 +69,10 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       }
       case 'trail': {
         const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members());
-        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline);
+        // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), and the date a far
+        // deadline gives the entry for the history's pruning.
+        const until = Math.min(job.record.deadline, p.d.clock() + TRAIL_HORIZON_MS);
+        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, until, p.d.options.maxOpenDispatches);
         return { ok: 'yes' };
       }
       case 'run': {
@@ -90,16 +98,25 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       }
       case 'closed': {
         if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');
-        const r = open(f.receipt, T.receipt);
-        if (r.record.job !== f.job || r.record.provider !== p.pool) throw new C0Error('POOL_BAD_REQUEST', 'closed: the receipt is not this pool’s for this job');
-        const by = typeof f.coordinator === 'string' ? f.coordinator : undefined;
-        if (await p.d.trail.get(f.job)) await p.d.trail.close(f.job, by, r.record.status, r.bytes, f.settlement instanceof Uint8Array ? open(f.settlement, T.poolSettlement).bytes : undefined);
+        // The entry closed is the named coordinator's (a build before these checks always names it; else the caller's).
+        const coordinator = typeof f.coordinator === 'string' ? f.coordinator : from;
+        const entries = await p.d.trail.entries(f.job);
+        const target = entries.find((e) => e.key === DispatchTrail.key(f.job as string, coordinator));
+        if (!target) return { ok: 'yes' };
+        const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: (a) => p.rs.rosterOf(a) });
+        // Only the coordinator closes its dispatch with its own outcome; any other member only with its own receipt
+        // failing it as lost (recovery's, docs/pools.md "A coordinator that crashes").
+        if (o.receipt.signer !== from || (!o.lost && o.coordinator !== coordinator)) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a member closes only its own dispatch, or another’s with its own POOL_COORDINATOR_LOST receipt');
+        if (o.lost && coordinator === p.d.did && p.running(f.job)) throw new C0Error('POOL_STILL_RUNNING', 'this member still runs the job it dispatched');
+        await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
         return { ok: 'yes' };
       }
       case 'status': {
         if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
-        const all = (await p.d.trail.entries(f.job)).map((x) => x.entry);
-        const e = all.find((x) => x.state !== 'dispatched') ?? all[0];
+        const all = await p.d.trail.entries(f.job);
+        // The named coordinator's entry when it is closed (a build before this names none), else any closed one.
+        const named = typeof f.coordinator === 'string' ? all.find((x) => x.key === DispatchTrail.key(f.job as string, f.coordinator as string) && x.entry.state !== 'dispatched') : undefined;
+        const e = (named ?? all.find((x) => x.entry.state !== 'dispatched') ?? all[0])?.entry;
         // `running`: whether this member still runs it as coordinator (asked of a coordinator that left the pool).
         return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}), running: p.running(f.job) ? 'yes' : 'no' } : { state: 'unknown', running: 'no' };
       }

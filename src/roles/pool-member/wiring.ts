@@ -34,6 +34,10 @@ export interface PoolWiringDeps {
   sub: (name: string) => Sub;
   registry: Registry;
   executor: (workload: string) => Executor | undefined;
+  /** The workloads this node runs (`provider.workloads`): told to the other members (member choice). */
+  workloads?: readonly string[];
+  /** The receipt this node's provider role stored for a job (its run entry and the evidence store). */
+  ownReceipt?: (job: string) => Promise<Opened<Receipt> | undefined>;
   maxOutputBytes: number;
   net: {
     request(peer: string, protocol: string, frames: CborValue[], opts?: { signal?: AbortSignal; limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
@@ -95,12 +99,15 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       maxSizeParam: d.config.maxSizeParam,
       memberTimeoutMs: d.config.memberTimeoutMs,
       livenessMs: d.config.livenessMs,
+      maxOpenDispatches: d.config.maxOpenDispatches,
     },
     clock: d.clock,
     log: d.log,
     trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock, d.log),
     runs: await RunLog.open(d.sub('pool-runs')),
     executor: d.executor,
+    ...(d.workloads ? { workloads: d.workloads } : {}),
+    ...(d.ownReceipt ? { ownReceipt: d.ownReceipt } : {}),
     maxOutputBytes,
     registry: d.registry,
     publishReceipt: d.publishReceipt,

@@ -87,9 +87,13 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
     assert.ok(all.every((x) => x.job.startsWith('sha256:') && x.entry.dispatch instanceof Uint8Array), 'only entries');
     assert.deepEqual((await trail.entries(job(1))).map((e) => e.key), [DispatchTrail.key(job(1), X), DispatchTrail.key(job(1), Y)]);
 
-    // closing every open entry of a job (coordinator undefined) empties the index
-    assert.equal(await trail.close(job(1), undefined, 'failed', receipt), 1);
+    // each entry is closed on its own: closing the last empties the index; a closed entry keeps its outcome unless it gives way
+    assert.equal(await trail.close(job(1), Y, 'failed', receipt), 1);
     assert.deepEqual(await trail.pending(), []);
+    assert.deepEqual(await openKeys(), []);
+    assert.equal(await trail.close(job(1), Y, 'completed', receipt), 0, 'kept');
+    assert.equal(await trail.close(job(1), Y, 'completed', receipt, undefined, (e) => e.state === 'failed'), 1, 'gave way');
+    assert.equal((await trail.entries(job(1))).find((e) => e.key === DispatchTrail.key(job(1), Y))?.entry.state, 'completed');
     assert.deepEqual(await openKeys(), []);
   });
 
@@ -182,7 +186,7 @@ describe('pool dispatch trail and run log (real LevelDB)', () => {
 
     // dated at the first open (or the job's deadline, when later): nothing goes before NOW; then the rest
     assert.equal((await trail.pruneHistory(NOW)).removed, 0);
-    await trail.close(job(1), undefined, 'failed', receipt);
+    await trail.close(job(1), X, 'failed', receipt);
     assert.equal((await trail.pruneHistory(NOW + 1)).removed, 3, 'the closed ones and the one never closed here');
     assert.deepEqual(await trail.pending(), []);
     assert.equal((await trail.pruneHistory(NOW + 10 * DAY)).removed, 0, 'the far job is kept until its deadline');

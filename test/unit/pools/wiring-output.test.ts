@@ -99,7 +99,7 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
       dbs.push(db);
       members.push(
         await startPoolMember({
-          config: { roster: join(dir, 'roster.cose'), membership: join(dir, `${name}.cose`), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000 },
+          config: { roster: join(dir, 'roster.cose'), membership: join(dir, `${name}.cose`), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000, maxOpenDispatches: 64 },
           did,
           signer: keyOf(did),
           clock,
