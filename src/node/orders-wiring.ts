@@ -4,7 +4,8 @@
  * orders it hears (jobs with `order`, dropped when the buyer's first-claim
  * selection is seen or at the deadline) and fills the overlay's matching
  * hooks from them — `heldByProvider` (leases per DID, every lease or those on
- * open bids only, plus this provider's running and pending jobs) and
+ * open bids only, plus what this provider runs and has pending that its own
+ * latest presence does not say yet) and
  * `designatedOrders`. A buyer serves
  * `/c0mpute/claim/1` (its ClaimDesk feeds Buyer.run's open-order path); a
  * provider runs the Claimer.
@@ -66,9 +67,15 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
   });
   o.heldByProvider = (leases = 'all') => {
     const now = o.clock();
-    const held = orders.leasesHeld(now, o.liveProviders(now), leases);
-    if (provider) {
-      const mine = provider.running + (claimer?.pending ?? 0);
+    const live = o.liveProviders(now);
+    const held = orders.leasesHeld(now, live, leases);
+    if (provider && pc) {
+      // Its own presence (in its own view) already subtracted the jobs it ran and the claims it had pending when it
+      // was signed: add only what that record does not say yet (a job started or a claim sent since). Others' running
+      // jobs are not visible here; their presence's lower freeSlots says them.
+      const freeNow = Math.max(0, pc.slots - provider.running - (claimer?.pending ?? 0));
+      const me = live.find((p) => p.did === o.did);
+      const mine = me ? Math.max(0, me.freeSlots - freeNow) : 0;
       if (mine > 0) held.set(o.did, (held.get(o.did) ?? 0) + mine);
     }
     return held;
