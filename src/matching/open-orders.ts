@@ -270,25 +270,36 @@ export class OpenOrders {
   }
 
   /**
-   * Leases held per provider DID at `now`. `all` (the default): every lease, on open bids and on designated orders —
-   * what candidates, the probe and rankAhead count ("a free slot after counting the jobs they currently lease").
-   * `open-bids`: leases on open bids only — what the batch planner counts, since it subtracts the orders designated to
-   * a provider separately (designatedTo) and would otherwise count a leased designated order twice.
+   * Leases held per provider DID at `now`, on orders still in their first MATCH_FRONT_PERIODS lease periods. `all`
+   * (the default): on open bids and on designated orders — what candidates, the probe and rankAhead count ("a free
+   * slot after counting the jobs they currently lease"). `open-bids`: leases on open bids only — what the batch
+   * planner counts, since it subtracts the orders designated to a provider separately (designatedTo) and would
+   * otherwise count a leased designated order twice.
+   *
+   * A lease on an order past its front periods is not counted: such an order gets only the room no order in its front
+   * periods wants (leaseOrder), so a new order takes that slot ahead of it, and the order — nobody claimed it through
+   * three periods — may never be claimed (a buyer that never answers). Counted, orders designated to a provider and
+   * never answered kept it "full" on every node until their deadline.
    */
   leasesHeld(now: number, live: readonly LiveProvider[], which: HeldLeases = 'all'): Map<string, number> {
     const out = new Map<string, number>();
     for (const [did, ls] of this.leases(now, live).byProvider) {
-      const n = which === 'all' ? ls.length : ls.filter((l) => this.#jobs.get(l.order)?.order.openBid).length;
+      let n = 0;
+      for (const l of ls) if (l.period < MATCH_FRONT_PERIODS && (which === 'all' || this.#jobs.get(l.order)?.order.openBid)) n++;
       if (n > 0) out.set(did, n);
     }
     return out;
   }
 
-  /** Open orders designated to `did`. */
+  /**
+   * Open orders designated to `did` that are still in their first MATCH_FRONT_PERIODS lease periods: one its provider
+   * has not claimed by then (its buyer never answers, or the provider gave up on it) no longer counts against it.
+   */
   designatedTo(did: string, now: number): number {
     this.prune(now);
+    const leaseMs = this.opts.leaseMs ?? MATCH_LEASE_MS;
     let n = 0;
-    for (const v of this.#jobs.values()) if (v.order.designated === did) n++;
+    for (const v of this.#jobs.values()) if (v.order.designated === did && leasePeriod(v.order.announcedAt, now, leaseMs) < MATCH_FRONT_PERIODS) n++;
     return n;
   }
 }
