@@ -13,7 +13,7 @@
 import type { Job, Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { OpenOrders } from '../matching/open-orders.js';
-import { Claimer, type ClaimMode } from '../roles/provider/claimer.js';
+import { Claimer, claimsPerBuyer, type ClaimMode } from '../roles/provider/claimer.js';
 import { CLAIM_LIMITS, CLAIM_PROTOCOL, ClaimDesk, parseClaimAnswer } from '../roles/claim-protocol.js';
 import type { ClaimInbox } from '../roles/buyer-orders.js';
 import type { OverlayNode } from './overlay.js';
@@ -52,6 +52,7 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
           return out;
         },
         mode: opts.claimMode,
+        maxPerBuyer: claimsPerBuyer(pc.slots),
         skewMs: opts.skewMs,
       })
     : undefined;

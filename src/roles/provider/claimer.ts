@@ -30,6 +30,14 @@
  * again after 1 s, doubling to 8 s, at most 6 times in all, while the order is
  * open and we still hold it (a buyer whose answer was lost answers the winning
  * claim again with the same selection, src/roles/buyer-orders.ts).
+ *
+ * No buyer may take every slot: one buyer holds at most `maxPerBuyer` claims at
+ * once (claimsPerBuyer: half the slots, rounded up), and a buyer whose claim
+ * got no answer has all its orders skipped for 1 s, doubling with each failure
+ * in a row up to BUYER_BACKOFF_MAX_MS; any answer from it clears that. Before,
+ * a buyer whose node took claim streams and never answered, with a few orders
+ * designated to us, held every slot (each claim 15 s, six times), and an
+ * honest order designated to us was never claimed.
  */
 import { C0Error } from '../../errors.js';
 import { seal, type Opened } from '../../records/envelope.js';
@@ -48,6 +56,21 @@ export type ClaimMode = 'leased' | 'any';
 
 /** Sends of one claim at most (the first and its resends). */
 export const MAX_CLAIM_ATTEMPTS = 6;
+
+/** The longest a buyer whose claims go unanswered is left alone, ms (its back-off doubles from 1 s up to this). */
+export const BUYER_BACKOFF_MAX_MS = 60_000;
+
+/** Buyers whose back-off is remembered at most (the oldest goes first). */
+const MAX_BACKED_OFF = 10_000;
+
+/**
+ * Claims one buyer may hold at once at a provider with `slots` slots (in flight, or won and not started): half its
+ * slots, rounded up, so a buyer that takes claim streams and never answers holds at most that many, and the rest stay
+ * free for every other buyer (a one-slot provider: 1).
+ */
+export function claimsPerBuyer(slots: number): number {
+  return Math.max(1, Math.ceil(slots / 2));
+}
 
 /** The buyer did not judge the claim: rate-limited or another network-level refusal (`NET_*`), inbox full, or no answer frame at all (a failed stream). */
 function notJudged(e: unknown): boolean {
@@ -76,6 +99,8 @@ export interface ClaimerDeps {
   /** Every claim's end (for logs, records and tests). */
   onOutcome?: (job: string, claim: Opened<Claim>, outcome: ClaimOutcome | { error: string }) => void;
   mode?: ClaimMode;
+  /** Claims one buyer may hold at once, in flight or won and not started (the daemon: claimsPerBuyer(slots); default unbounded). */
+  maxPerBuyer?: number;
   /** How often leases are recomputed without a change while orders are open, ms (default 500). */
   tickMs?: number;
   /** How often the claimer looks when no order is open and no claim waits to be resent, ms (default 5000; a new order wakes it at once). */
@@ -86,8 +111,13 @@ export interface ClaimerDeps {
 export class Claimer {
   /** Orders claimed (each at most once). */
   readonly #claimed = new Set<string>();
-  /** Claims in flight or won and not started: job → until when it holds a slot. */
-  readonly #pending = new Map<string, number>();
+  /** Claims in flight or won and not started: job → until when it holds a slot, and the job's buyer. */
+  readonly #pending = new Map<string, { until: number; buyer: string }>();
+  /**
+   * Buyers whose claims went unanswered (no answer frame: a failed or timed-out stream, a rate limit, a full inbox):
+   * consecutive failures and until when their orders are skipped. Any answer clears it.
+   */
+  readonly #backoff = new Map<string, { failures: number; until: number }>();
   /** Claims to send again (the buyer did not judge them): job → the claim, attempts so far, not before. */
   readonly #retry = new Map<string, { claim: Opened<Claim>; attempts: number; at: number }>();
   #timer: NodeJS.Timeout | undefined;
@@ -143,7 +173,7 @@ export class Claimer {
   }
 
   #release(now: number): void {
-    for (const [job, until] of this.#pending) if (until <= now || this.d.runs(job)) this.#pending.delete(job);
+    for (const [job, p] of this.#pending) if (p.until <= now || this.d.runs(job)) this.#pending.delete(job);
     // A claim waiting to be sent again goes once its order is no longer open here (decided, dropped) or past its
     // deadline: #claim, the only other place that takes it out, runs only for open orders, so the entry would stay and
     // keep the claimer off its idle pace.
@@ -170,7 +200,7 @@ export class Claimer {
         if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
         continue;
       }
-      if (job.signer === this.d.did) continue;
+      if (job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
@@ -182,7 +212,7 @@ export class Claimer {
     if (view) {
       for (const { job, order } of open) {
         if (spent <= 0) break;
-        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address) || job.signer === this.d.did) continue;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address) || job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
         const price = this.#price(job, advert, now);
         if (price) {
           out.push({ job, price, advert });
@@ -212,8 +242,15 @@ export class Claimer {
       this.#release(now);
       let free = this.d.freeSlots() - this.#pending.size;
       if (free <= 0) return;
+      const max = this.d.maxPerBuyer ?? Infinity;
+      const held = new Map<string, number>();
+      for (const p of this.#pending.values()) held.set(p.buyer, (held.get(p.buyer) ?? 0) + 1);
       for (const t of this.targets(now)) {
         if (free <= 0) break;
+        // one buyer holds at most `max` of our slots: a buyer that never answers cannot take them all
+        const n = held.get(t.job.signer) ?? 0;
+        if (n >= max) continue;
+        held.set(t.job.signer, n + 1);
         free--;
         this.#claim(t.job, t.price, t.advert, now);
       }
@@ -224,10 +261,24 @@ export class Claimer {
     }
   }
 
+  /** Is `buyer` being left alone at `now` (its claims went unanswered)? */
+  backedOff(buyer: string, now: number): boolean {
+    const b = this.#backoff.get(buyer);
+    return b !== undefined && b.until > now;
+  }
+
+  /** A claim to `buyer` got no answer: its orders are skipped for 1 s, doubling with each failure in a row, at most BUYER_BACKOFF_MAX_MS. */
+  #unanswered(buyer: string): void {
+    const failures = (this.#backoff.get(buyer)?.failures ?? 0) + 1;
+    this.#backoff.delete(buyer);
+    this.#backoff.set(buyer, { failures, until: this.d.clock() + Math.min(1000 * 2 ** Math.min(failures - 1, 30), BUYER_BACKOFF_MAX_MS) });
+    if (this.#backoff.size > MAX_BACKED_OFF) this.#backoff.delete(this.#backoff.keys().next().value!);
+  }
+
   #claim(job: Opened<Job>, price: Claim['price'], advert: Opened<Advert>, now: number): void {
     this.#claimed.add(job.address);
     if (this.#claimed.size > 100_000) this.#claimed.clear();
-    this.#pending.set(job.address, job.record.deadline);
+    this.#pending.set(job.address, { until: job.record.deadline, buyer: job.signer });
     const again = this.#retry.get(job.address);
     this.#retry.delete(job.address);
     const attempts = (again?.attempts ?? 0) + 1;
@@ -236,9 +287,10 @@ export class Claimer {
     void this.d
       .send(job, claim, advert)
       .then((o) => {
+        this.#backoff.delete(job.signer); // it answers
         if (o.won) {
           // Holds its slot until the buyer's exec starts it (or a grace period passes).
-          this.#pending.set(job.address, Math.min(job.record.deadline, this.d.clock() + 30_000));
+          this.#pending.set(job.address, { until: Math.min(job.record.deadline, this.d.clock() + 30_000), buyer: job.signer });
           this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address }, 'claim won');
         } else {
           this.#pending.delete(job.address);
@@ -253,6 +305,8 @@ export class Claimer {
         // The buyer's node takes no claims on this job (its run ended, or it never was an order there): it is not open,
         // whatever this node's view says (a selection missed), so it leaves the open set here as a refusal's order does.
         if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address);
+        if (notJudged(e)) this.#unanswered(job.signer);
+        else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer
         if (attempts < MAX_CLAIM_ATTEMPTS && notJudged(e)) {
           const at = this.d.clock() + Math.min(1000 * 2 ** (attempts - 1), 8000);
           this.#retry.set(job.address, { claim, attempts, at });
