@@ -109,7 +109,8 @@ function parseBatchFile(path: string): { batch: Batch; file: z.infer<typeof file
     const units = w.units ?? {};
     // Without lineTime: summed seconds over the lines when the batch states them, else the whole window.
     const lineMs = w.lineTime !== undefined ? parseDuration(w.lineTime) : units.second !== undefined && Number.isInteger(w.lines) && w.lines > 0 ? Math.max(1, Math.ceil((Number(units.second) * 1000) / w.lines)) : windowMs;
-    return { workload: w.workload, lines: w.lines, units, lineMs, maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
+    // the line's timeout, when given, is what a per-second ask bills it for: the planner costs by it (lineSeconds)
+    return { workload: w.workload, lines: w.lines, units, lineMs, ...(w.timeout === undefined ? {} : { timeoutMs: parseDuration(w.timeout) }), maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
   });
   return { batch: parseBatch({ windowMs, workloads }, path), file: f };
 }

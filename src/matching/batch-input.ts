@@ -40,6 +40,7 @@ export const batchSchema = z
             lines: z.number().int().positive().max(BATCH_MAX_LINES),
             units: z.record(z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, 'a pricing unit like second or mib'), z.string().regex(AMOUNT_RE, 'a decimal amount (summed units)')).default({}),
             lineMs: ms,
+            timeoutMs: ms.optional(),
             maxPrice: money,
             requirements: requirementsSchema.optional(),
           })

@@ -37,6 +37,8 @@ export interface BatchWorkload {
   units: Record<string, string>;
   /** Expected time one line occupies a slot, ms. */
   lineMs: number;
+  /** Each line's timeout, ms (the file's `timeout`), when the batch gives one: a per-second ask is billed by it. */
+  timeoutMs?: number;
   /** The most one line may cost (as a job file's maxPrice); its currency is the workload's. */
   maxPrice: Money;
   requirements?: Requirements;
@@ -86,6 +88,16 @@ export interface BatchPlan {
   lines: number;
 }
 
+/** A workload every live provider serving it (and passing its gate) prices above its maxPrice a line. */
+export interface PricedOut {
+  workload: string;
+  maxPrice: Money;
+  /** The cheapest ask for one line among them. */
+  cheapest: Money;
+  /** The seconds a per-second ask bills a line for (lineSeconds), when the batch states them. */
+  lineSeconds?: number;
+}
+
 export interface Shortfall {
   workload: string;
   lines: number;
@@ -95,7 +107,34 @@ export interface Shortfall {
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Plan a batch, or throw BATCH_EXCEEDS_CAPACITY (detail.shortfall per workload). */
+/**
+ * The whole seconds a per-second ask bills one line of `w` for — what the claimer and the probe count from the timeout
+ * the line's order carries (unitsOf: the timeout in seconds rounded up, at least 1): the workload's `timeoutMs` when
+ * it gives one, else its summed seconds ÷ lines rounded up; undefined when it gives neither (a per-second ask is then
+ * not priced).
+ */
+export function lineSeconds(w: Pick<BatchWorkload, 'lines' | 'units' | 'timeoutMs'>): number | undefined {
+  if (w.timeoutMs !== undefined) return Math.max(1, Math.ceil(w.timeoutMs / 1000));
+  const s = w.units.second;
+  if (s === undefined) return undefined;
+  return Math.max(1, new D(s).div(w.lines).ceil().toNumber());
+}
+
+/**
+ * The timeout a line of `w` carries so that its order costs what the plan says at a per-second ask: the workload's
+ * `timeoutMs`, else lineSeconds × 1000; undefined when the batch states no seconds (the line then gets the buyer's
+ * default timeout, and no per-second provider was planned).
+ */
+export function lineTimeoutMs(w: Pick<BatchWorkload, 'lines' | 'units' | 'timeoutMs'>): number | undefined {
+  if (w.timeoutMs !== undefined) return w.timeoutMs;
+  const s = lineSeconds(w);
+  return s === undefined ? undefined : s * 1000;
+}
+
+/**
+ * Plan a batch, or throw BATCH_MAX_PRICE_BELOW_ASK (a workload that every live provider serving it asks more than its
+ * maxPrice a line for: detail.priced) or BATCH_EXCEEDS_CAPACITY (detail.shortfall per workload).
+ */
 export function planBatch(inp: PlanInputs): BatchPlan {
   const { batch, now } = inp;
   const ceiling = inp.ceiling ?? BATCH_PROVIDER_CEILING;
@@ -110,12 +149,17 @@ export function planBatch(inp: PlanInputs): BatchPlan {
   const taken = new Map<string, number>();
   const assignments: PlanAssignment[] = [];
   const shortfalls: Shortfall[] = [];
+  const priced: PricedOut[] = [];
 
   for (const w of batch.workloads) {
     const perSlot = Math.floor(batch.windowMs / w.lineMs);
     const currency = w.maxPrice.currency;
     const lines = new D(w.lines);
     const maxTotal = new D(w.maxPrice.amount).times(lines);
+    const perLineSeconds = lineSeconds(w);
+    // providers that serve the workload and pass the gate: how many ask at most maxPrice a line, and the cheapest above
+    let withinPrice = 0;
+    let cheapestAbove: Decimal | undefined;
     // Candidates: eligible, priced in the workload's currency, under maxPrice, with a share left.
     const cands: Array<{ p: LiveProvider; key: Decimal; ask: Money; unit: string; qty: Decimal; share: number }> = [];
     for (const p of providers) {
@@ -127,15 +171,21 @@ export function planBatch(inp: PlanInputs): BatchPlan {
         w.workload,
         currency,
         (pe) => {
-          const qty = pe.unit === 'job' ? lines : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
+          // `second`: billed per line by the timeout the line carries (lineSeconds), as its order's claim will be
+          const qty = pe.unit === 'job' ? lines : pe.unit === 'second' ? (perLineSeconds === undefined ? undefined : lines.times(perLineSeconds)) : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
           return qty === undefined ? undefined : { qty, key: new D(pe.price.amount).times(qty) }; // key: cost of all lines; per line = key / lines
         },
         (a, b) => a.key.lt(b.key),
       );
-      if (!pick || pick.cost.key.gt(maxTotal)) continue;
+      if (!pick) continue;
+      if (inp.eligible && !inp.eligible(p, w)) continue;
+      if (pick.cost.key.gt(maxTotal)) {
+        if (!cheapestAbove || pick.cost.key.lt(cheapestAbove)) cheapestAbove = pick.cost.key;
+        continue;
+      }
+      withinPrice++;
       const pe = pick.entry;
       const { qty, key } = pick.cost;
-      if (inp.eligible && !inp.eligible(p, w)) continue;
       const rep = Decimal.min(1, Decimal.max(0, new D(inp.reputation(p.did))));
       const advertised = Math.max(0, p.freeSlots) * Math.max(0, perSlot);
       const capacity = rep.times(Math.min(advertised, ceiling)).floor().toNumber();
@@ -179,8 +229,13 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       assignments.push({ workload: w.workload, provider: c.p.did, lines: n, ask: c.ask, unit: c.unit, cost: { amount: amount(cost), currency } });
     }
     if (left > 0) shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left });
+    if (withinPrice === 0 && cheapestAbove) priced.push({ workload: w.workload, maxPrice: w.maxPrice, cheapest: { amount: amount(cheapestAbove.div(lines)), currency }, ...(perLineSeconds === undefined ? {} : { lineSeconds: perLineSeconds }) });
   }
 
+  if (priced.length) {
+    const said = priced.map((x) => `${x.workload}: the cheapest asks ${x.cheapest.amount} ${x.cheapest.currency} a line${x.lineSeconds === undefined ? '' : ` (${x.lineSeconds} s)`}, above maxPrice ${x.maxPrice.amount} ${x.maxPrice.currency}`).join('; ');
+    throw new C0Error('BATCH_MAX_PRICE_BELOW_ASK', `no live provider would claim a line at its maxPrice (${said})`, { field: 'maxPrice', detail: { priced, shortfall: shortfalls } });
+  }
   if (shortfalls.length) {
     const said = shortfalls.map((s) => `${s.workload}: ${s.shortfall} of ${s.lines} lines unplaced`).join('; ');
     throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said})`, { detail: { shortfall: shortfalls } });

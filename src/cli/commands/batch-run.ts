@@ -81,7 +81,7 @@ export function registerBatchRun(batch: Command): void {
       try {
         summary = await runBatch({ batch: b, lines, concurrency }, ports);
       } catch (e) {
-        if (e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY') throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
+        if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
       }
       const summaryFile = join(outputDir, 'summary.json');

@@ -111,14 +111,15 @@ test('table 3: cheapest first, then equal prices take turns one line at a time i
 });
 
 test('workloads draw on one budget; totals per currency; a non-terminating cost rounds up at the 30th decimal', () => {
+  // (per MiB: summed units are divided among the lines; a per-second ask bills each line whole seconds, below)
   const [A] = [P(401)] as [Party];
   const batch: Batch = {
     windowMs: 10_000,
-    workloads: [wl({ lines: 3, units: { second: '100' }, maxPrice: { amount: '1', currency: 'USD' } }), { workload: 'other.wl', lines: 2, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'EUR' } }],
+    workloads: [wl({ lines: 3, units: { mib: '100' }, maxPrice: { amount: '1', currency: 'USD' } }), { workload: 'other.wl', lines: 2, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'EUR' } }],
   };
   // A has 5 slots: 3 lines of infer.llm, then 2 of other.wl; B (cheaper for infer.llm) has 1 slot.
   const B = P(402);
-  const plan = planBatch({ batch, live: [live(A, { price: '0.01', unit: 'second', freeSlots: 5 }), live(B, { price: '0.001', unit: 'second', freeSlots: 1 })], now: NOW, reputation: () => 1 });
+  const plan = planBatch({ batch, live: [live(A, { price: '0.01', unit: 'mib', freeSlots: 5 }), live(B, { price: '0.001', unit: 'mib', freeSlots: 1 })], now: NOW, reputation: () => 1 });
   // B: 0.001 × 100 × 1/3 = 0.0333…; A: 0.01 × 100 × 2/3 = 0.666…; A other.wl 2 × 0.01 EUR
   assert.deepEqual(linesOf(plan), { [B.did]: 1, [A.did]: 2 }); // per workload, last wins for A
   assert.deepEqual(plan.assignments.map((x) => [x.workload, x.provider, x.lines, x.cost]), [
@@ -132,7 +133,7 @@ test('workloads draw on one budget; totals per currency; a non-terminating cost 
   ]);
   // A's budget is shared: with 3 slots it has only 1 left for other.wl, so that workload falls short by 1
   assert.throws(
-    () => planBatch({ batch, live: [live(A, { price: '0.01', unit: 'second', freeSlots: 3 }), live(B, { price: '0.001', unit: 'second', freeSlots: 1 })], now: NOW, reputation: () => 1 }),
+    () => planBatch({ batch, live: [live(A, { price: '0.01', unit: 'mib', freeSlots: 3 }), live(B, { price: '0.001', unit: 'mib', freeSlots: 1 })], now: NOW, reputation: () => 1 }),
     (e: unknown) => e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY' && JSON.stringify((e.detail as { shortfall: unknown }).shortfall) === JSON.stringify([{ workload: 'other.wl', lines: 2, planned: 1, shortfall: 1 }]),
   );
 });
