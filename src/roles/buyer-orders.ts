@@ -137,7 +137,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       return cur?.address === addr ? cur : undefined;
     };
     const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim, ...(c ? { opened: c } : {}) };
-    const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup });
+    const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup, ...(d.skewMs !== undefined ? { skewMs: d.skewMs } : {}) });
     const ans: ClaimAnswer = decision.answers[0]!;
     // A claim refused for citing an advert this node did not hold is answered but not listed (listedInSelection).
     if (c && listedInSelection(ans)) {
