@@ -93,12 +93,17 @@ interface Waiter {
   reject(e: Error): void;
 }
 
+/** What a waiting message costs against the byte bounds on top of its length, so empty messages are not free. */
+export const MESSAGE_OVERHEAD = 64;
+
 /**
  * Messages by (sender rank, tag). `put` refuses a second message under the same
- * key (TRAIN_DUPLICATE_MESSAGE), more than `maxHeld` waiting messages, and a
- * message that would make the waiting ones hold more than `maxBytes` in all or
- * `maxBytesPerSender` from its sender (TRAIN_MAILBOX_FULL, naming the sender);
- * `take` waits at most `timeoutMs`.
+ * key (TRAIN_DUPLICATE_MESSAGE), more than `maxHeld` waiting messages in all or
+ * `maxHeldPerSender` from one sender, and a message that would make the
+ * waiting ones hold more than `maxBytes` in all or `maxBytesPerSender` from its
+ * sender (TRAIN_MAILBOX_FULL, naming the sender); each waiting message is
+ * charged its length + MESSAGE_OVERHEAD bytes, so one sender cannot use up the
+ * room the others need with empty messages. `take` waits at most `timeoutMs`.
  */
 export class Mailbox {
   #held = new Map<string, Uint8Array>();
@@ -107,12 +112,13 @@ export class Mailbox {
   #closed: Error | undefined;
   #bytes = 0;
   readonly #bytesFrom = new Map<number, number>();
+  readonly #heldFrom = new Map<number, number>();
 
   constructor(
-    private readonly opts: { timeoutMs: number; maxHeld: number; maxBytes?: number; maxBytesPerSender?: number; name?: (rank: number) => string },
+    private readonly opts: { timeoutMs: number; maxHeld: number; maxHeldPerSender?: number; maxBytes?: number; maxBytesPerSender?: number; name?: (rank: number) => string },
   ) {}
 
-  /** Bytes of the messages waiting to be taken. */
+  /** Bytes charged for the messages waiting to be taken (each its length + MESSAGE_OVERHEAD). */
   get bytesHeld(): number {
     return this.#bytes;
   }
@@ -126,10 +132,14 @@ export class Mailbox {
     if (!got) return undefined;
     this.#held.delete(key);
     const from = Number(key.slice(0, key.indexOf('|')));
-    this.#bytes -= got.length;
-    const left = (this.#bytesFrom.get(from) ?? 0) - got.length;
+    const cost = got.length + MESSAGE_OVERHEAD;
+    this.#bytes -= cost;
+    const left = (this.#bytesFrom.get(from) ?? 0) - cost;
     if (left > 0) this.#bytesFrom.set(from, left);
     else this.#bytesFrom.delete(from);
+    const n = (this.#heldFrom.get(from) ?? 0) - 1;
+    if (n > 0) this.#heldFrom.set(from, n);
+    else this.#heldFrom.delete(from);
     return got;
   }
 
@@ -144,14 +154,18 @@ export class Mailbox {
       return;
     }
     this.#taken.delete(key);
+    const { maxHeldPerSender, maxBytes, maxBytesPerSender } = this.opts;
+    const count = this.#heldFrom.get(from) ?? 0;
+    if (maxHeldPerSender !== undefined && count >= maxHeldPerSender) throw new C0Error('TRAIN_MAILBOX_FULL', `more than ${maxHeldPerSender} messages waiting from ${this.#who(from)}`, { detail: { rank: from } });
     if (this.#held.size >= this.opts.maxHeld) throw new C0Error('TRAIN_MAILBOX_FULL', `more than ${this.opts.maxHeld} messages waiting`, { detail: { rank: from } });
-    const { maxBytes, maxBytesPerSender } = this.opts;
-    if (maxBytes !== undefined && this.#bytes + data.length > maxBytes) throw new C0Error('TRAIN_MAILBOX_FULL', `a message of ${data.length} bytes from ${this.#who(from)}: waiting messages would hold over ${maxBytes} bytes`, { detail: { rank: from } });
+    const cost = data.length + MESSAGE_OVERHEAD;
+    if (maxBytes !== undefined && this.#bytes + cost > maxBytes) throw new C0Error('TRAIN_MAILBOX_FULL', `a message of ${data.length} bytes from ${this.#who(from)}: waiting messages would hold over ${maxBytes} bytes`, { detail: { rank: from } });
     const mine = this.#bytesFrom.get(from) ?? 0;
-    if (maxBytesPerSender !== undefined && mine + data.length > maxBytesPerSender) throw new C0Error('TRAIN_MAILBOX_FULL', `messages waiting from ${this.#who(from)} would hold over ${maxBytesPerSender} bytes`, { detail: { rank: from } });
+    if (maxBytesPerSender !== undefined && mine + cost > maxBytesPerSender) throw new C0Error('TRAIN_MAILBOX_FULL', `messages waiting from ${this.#who(from)} would hold over ${maxBytesPerSender} bytes`, { detail: { rank: from } });
     this.#held.set(key, data);
-    this.#bytes += data.length;
-    this.#bytesFrom.set(from, mine + data.length);
+    this.#bytes += cost;
+    this.#bytesFrom.set(from, mine + cost);
+    this.#heldFrom.set(from, count + 1);
   }
 
   take(from: number, tag: string, timeoutMs = this.opts.timeoutMs): Promise<Uint8Array> {

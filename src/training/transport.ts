@@ -190,13 +190,32 @@ export async function sendChunk(wire: TrainWire, to: string, tag: string, data: 
   }
 }
 
-/** A RingTransport for one view: ranks are positions in `members`, messages go over the wire, chunks arrive in `box` keyed by the sender's run rank. */
+/**
+ * A send the receiver answered with an error (`detail.remote`) is the
+ * receiver's refusal: TRAIN_PEER_REFUSED naming it (`detail.member`), its code
+ * kept as `detail.remoteCode`. The sender never rethrows a peer's code, so
+ * whatever a receiver answers, the sender recovers as from that member's
+ * failure (docs/training.md "Failure").
+ */
+export function refusedBy(e: unknown, member: string, tag: string): unknown {
+  if (!(e instanceof C0Error) || !(e.detail as { remote?: unknown } | undefined)?.remote) return e;
+  return new C0Error('TRAIN_PEER_REFUSED', `${member} refused chunk ${tag} (${e.code}: ${e.message.slice(0, 200)})`, { detail: { member, tag, remoteCode: e.code } });
+}
+
+/**
+ * A RingTransport for one view: ranks are positions in `members`, messages go
+ * over the wire, chunks arrive in `box` keyed by the sender's run rank. A
+ * refused send is TRAIN_PEER_REFUSED naming the receiver (`refusedBy`).
+ */
 export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number): RingTransport {
   const rank = members.indexOf(self);
   return {
     rank,
     size: members.length,
-    send: (to, tag, data) => sendChunk(wire, members[to]!, tag, data, timeoutMs),
+    send: (to, tag, data) =>
+      sendChunk(wire, members[to]!, tag, data, timeoutMs).catch((e: unknown) => {
+        throw refusedBy(e, members[to]!, tag);
+      }),
     recv: (from, tag) => box.take(runRank(members[from]!), tag, timeoutMs),
   };
 }

@@ -76,8 +76,8 @@ export type TrainerEvent =
 export type { EpochResult } from './epoch-commit.js';
 
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
-/** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). */
-const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED']);
+/** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). TRAIN_PEER_REFUSED: the member refused a chunk this worker sent (whatever code it answered), so it is the receiver's failure, never the sender's. */
+const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED']);
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -135,7 +135,8 @@ export class TrainerWorker {
     this.params = { shape, lr: Number(this.rec.lr), batch: this.rec.batch, feedback: this.rec.quant.feedback === 'yes' };
     // Two steps of all-reduce chunks from a predecessor hold under 4 × the int32 gradient; room for two predecessors (a view change) and the small messages.
     const grad = 4 * w.length;
-    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
+    // a member never needs more than two steps of chunks waiting (under 8·(N−1) ≤ 504 messages): one sender holds at most a quarter of the count
+    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
     this.#epochParty = {
@@ -446,9 +447,14 @@ export class TrainerWorker {
 
   // ------------------------------------------------------------------ failure
 
-  /** A bad chunk is its sender's fault: name the member (its ring rank is its place in the view) and keep it out of the next view. */
+  /** A bad chunk is its sender's fault: name the member (its ring rank is its place in the view) and keep it out of the next view; a refused chunk is its receiver's (named by the ring). */
   #blame(e: unknown): unknown {
     if (!(e instanceof C0Error) || !FAULTS.has(e.code) || e.detail?.remote) return e;
+    if (e.code === 'TRAIN_PEER_REFUSED') {
+      const m = e.detail?.member;
+      if (typeof m === 'string' && m !== this.o.did && this.members.includes(m)) this.#faulty.set(m, e.code);
+      return e;
+    }
     const rank = e.detail?.rank;
     const did = typeof rank === 'number' ? this.members[rank] : undefined;
     if (!did || did === this.o.did) return e;

@@ -28,17 +28,18 @@ const refused = (code: string, re?: RegExp) => (e: unknown) => e instanceof C0Er
 
 describe('Mailbox byte bounds', () => {
   it('refuses a message past the bytes in all or from its sender, naming the sender; take, forget and prune free them', async () => {
-    const box = new Mailbox({ timeoutMs: 1000, maxHeld: 100, maxBytes: 10, maxBytesPerSender: 6, name: (r) => `member-${r}` });
+    // each waiting message is charged its length + MESSAGE_OVERHEAD (64)
+    const box = new Mailbox({ timeoutMs: 1000, maxHeld: 100, maxBytes: 138, maxBytesPerSender: 70, name: (r) => `member-${r}` });
     box.put(1, 'a', new Uint8Array(4));
-    assert.throws(() => box.put(1, 'b', new Uint8Array(3)), refused('TRAIN_MAILBOX_FULL', /member-1 would hold over 6 bytes/));
+    assert.throws(() => box.put(1, 'b', new Uint8Array(0)), refused('TRAIN_MAILBOX_FULL', /member-1 would hold over 70 bytes/));
     box.put(2, 'a', new Uint8Array(6));
-    assert.throws(() => box.put(3, 'a', new Uint8Array(1)), refused('TRAIN_MAILBOX_FULL', /from member-3.*over 10 bytes/));
-    assert.equal(box.bytesHeld, 10);
+    assert.throws(() => box.put(3, 'a', new Uint8Array(0)), refused('TRAIN_MAILBOX_FULL', /from member-3.*over 138 bytes/));
+    assert.equal(box.bytesHeld, 138);
     assert.equal((await box.take(1, 'a')).length, 4);
-    assert.equal(box.bytesHeld, 6);
+    assert.equal(box.bytesHeld, 70);
     box.put(1, 'v0/s1/x', new Uint8Array(2));
     box.forget('v0/s1/');
-    assert.equal(box.bytesHeld, 6);
+    assert.equal(box.bytesHeld, 70);
     box.prune((tag) => tag !== 'a');
     assert.equal(box.bytesHeld, 0);
     box.put(3, 'a', new Uint8Array(6));
@@ -46,9 +47,17 @@ describe('Mailbox byte bounds', () => {
     const waiting = box.take(4, 'w');
     box.put(4, 'w', new Uint8Array(9));
     assert.equal((await waiting).length, 9);
-    assert.equal(box.bytesHeld, 6);
+    assert.equal(box.bytesHeld, 70);
     box.close(new Error('stopped'));
     assert.equal(box.bytesHeld, 0);
+  });
+
+  it('bounds the messages waiting from one sender, so another sender keeps its room', () => {
+    const box = new Mailbox({ timeoutMs: 1000, maxHeld: 8, maxHeldPerSender: 4, name: (r) => `member-${r}` });
+    for (let i = 0; i < 4; i++) box.put(1, `t${i}`, new Uint8Array(0));
+    assert.throws(() => box.put(1, 't4', new Uint8Array(0)), refused('TRAIN_MAILBOX_FULL', /more than 4 messages waiting from member-1/));
+    for (let i = 0; i < 4; i++) box.put(2, `t${i}`, new Uint8Array(0));
+    assert.equal(box.bytesHeld, 8 * 64);
   });
 });
 
@@ -109,7 +118,7 @@ describe('a training worker holds a bounded amount from a member', () => {
       // another member still has its own room
       await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, MAX_MESSAGE_BYTES);
       await send(B.did, { k: 'view', tag: 'view/v1' }, 100);
-      assert.equal(w.box.bytesHeld, cap + MAX_MESSAGE_BYTES + 100);
+      assert.equal(w.box.bytesHeld, cap + MAX_MESSAGE_BYTES + 100 + 2 * 64, 'each charged its length and 64 bytes');
       await w.stop();
       assert.equal(w.box.bytesHeld, 0, 'stopping drops what waits');
     } finally {
