@@ -162,7 +162,7 @@ export class EpochAggregator {
   finalise(): { root: string; leaves: string[] } {
     this.settle();
     const miss = this.missing();
-    if (miss.length > 0) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', `${miss.length} step commitments missing (first: step ${miss[0]!.step} of ${miss[0]!.worker})`, { detail: { missing: miss.length } });
+    if (miss.length > 0) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', `${miss.length} step commitments missing (first: step ${miss[0]!.step} of ${miss[0]!.worker})`, { detail: { missing: miss.length, member: miss[0]!.worker, epoch: this.scope.epoch } });
     for (const c of this.#counted.values()) {
       const own = this.ownWeights(c.rec.step);
       if (own === undefined || own !== c.rec.weights) throw new C0Error('TRAIN_COMMIT_FORGED', `step ${c.rec.step} of ${c.signer} does not match the weights reached`);

@@ -205,9 +205,11 @@ export function refusedBy(e: unknown, member: string, tag: string): unknown {
 /**
  * A RingTransport for one view: ranks are positions in `members`, messages go
  * over the wire, chunks arrive in `box` keyed by the sender's run rank. A
- * refused send is TRAIN_PEER_REFUSED naming the receiver (`refusedBy`).
+ * refused send is TRAIN_PEER_REFUSED naming the receiver (`refusedBy`);
+ * `waiting` hears of each receive as it starts, ends and fails, so the worker
+ * can say what it was waiting for.
  */
-export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number): RingTransport {
+export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self: string, runRank: (did: string) => number, timeoutMs: number, waiting?: (tag: string, state: 'start' | 'done' | 'failed') => void): RingTransport {
   const rank = members.indexOf(self);
   return {
     rank,
@@ -216,6 +218,16 @@ export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self:
       sendChunk(wire, members[to]!, tag, data, timeoutMs).catch((e: unknown) => {
         throw refusedBy(e, members[to]!, tag);
       }),
-    recv: (from, tag) => box.take(runRank(members[from]!), tag, timeoutMs),
+    recv: async (from, tag) => {
+      waiting?.(tag, 'start');
+      try {
+        const got = await box.take(runRank(members[from]!), tag, timeoutMs);
+        waiting?.(tag, 'done');
+        return got;
+      } catch (e) {
+        waiting?.(tag, 'failed');
+        throw e;
+      }
+    },
   };
 }

@@ -30,7 +30,7 @@ export function describeEvent(e: TrainerEvent): string {
     case 'epoch':
       return `epoch ${e.epoch} committed: root ${e.root} by ${short(e.coordinator)}, witnessed by ${e.witnesses.length} (${e.witnesses.map(short).join(', ')})`;
     case 'view':
-      return `membership view ${e.view}: dropped ${e.dropped.map(short).join(', ') || 'nobody'} (${e.cause}); resuming ${e.members.length} members from epoch ${e.resumeEpoch}`;
+      return `membership view ${e.view}: dropped ${e.dropped.map(short).join(', ') || 'nobody'} (${e.cause}${e.silent ? `, ${short(e.silent)} did not deliver` : ''}); resuming ${e.members.length} members from epoch ${e.resumeEpoch}`;
     case 'ignored':
       return `ignored a step commitment from ${short(e.from)}${e.step !== undefined ? ` for step ${e.step}` : ''}: ${e.code}`;
     case 'done':

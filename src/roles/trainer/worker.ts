@@ -68,7 +68,7 @@ export type TrainerEvent =
   | { e: 'joined'; members: string[] }
   | { e: 'step'; step: number; epoch: number; loss: number; stepsPerSec: number }
   | { e: 'epoch'; epoch: number; root: string; address: string; coordinator: string; witnesses: string[] }
-  | { e: 'view'; view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string }
+  | { e: 'view'; view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string; silent?: string }
   | { e: 'ignored'; code: string; from: string; step?: number }
   | { e: 'done'; weights: string; accuracy: number; baseline: number }
   | { e: 'stopped'; code: string; message: string };
@@ -78,6 +78,40 @@ export type { EpochResult } from './epoch-commit.js';
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
 /** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). TRAIN_PEER_REFUSED: the member refused a chunk this worker sent (whatever code it answered), so it is the receiver's failure, never the sender's. */
 const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED']);
+/** View changes a member whose chunk or result did not arrive may cause (without an excuse: see `#recover`) before it is left out of the proposal however it answers pings. */
+export const STRIKES_TO_DROP = 2;
+/** View changes in a row without a newly committed epoch, for a run of `n` members, before the run stops (TRAIN_VIEW_LIMIT); a step commitment's view is at most 64 in any case. */
+export const MAX_STALLED_VIEWS = (n: number): number => 2 * n + 2;
+const MAX_VIEW = 64;
+
+/**
+ * Where a tag falls in a view's order of receives: [view, step, phase, k]
+ * with phase 0–3 the exponent and gradient all-reduces' reduce-scatter and
+ * all-gather, 4 an epoch's step commitments (`commit/v<view>/e<epoch>`, what a
+ * coordinator waits for) and 5 its result (`final/…`). A member sends a
+ * chunk only after receiving the one before it in this order, so a member
+ * that was waiting for an earlier tag of the same view could not have sent a
+ * later one. Undefined for anything else.
+ */
+export function tagOrder(tag: string, stepsPerEpoch: number): number[] | undefined {
+  const int = (x: string) => (x.length < 10 ? Number(x) : NaN);
+  let m = /^v(0|[1-9]\d*)\/s(0|[1-9]\d*)\/([eg])\/(rs|ag)(0|[1-9]\d*)$/.exec(tag);
+  if (m) return [int(m[1]!), int(m[2]!), (m[3] === 'g' ? 2 : 0) + (m[4] === 'ag' ? 1 : 0), int(m[5]!)];
+  m = /^(commit|final)\/v(0|[1-9]\d*)\/e(0|[1-9]\d*)$/.exec(tag);
+  if (m) return [int(m[2]!), (int(m[3]!) + 1) * stepsPerEpoch - 1, m[1] === 'commit' ? 4 : 5, 0];
+  return undefined;
+}
+
+/** Whether a member that was waiting for `claim` is excused for not sending `missed`: same view, strictly earlier. */
+export function excused(claim: unknown, missed: string, stepsPerEpoch: number): boolean {
+  if (typeof claim !== 'string') return false;
+  const a = tagOrder(claim, stepsPerEpoch);
+  const b = tagOrder(missed, stepsPerEpoch);
+  if (!a || !b || a[0] !== b[0]) return false;
+  for (let i = 1; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
+  return false;
+}
+
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -97,7 +131,7 @@ export class TrainerWorker {
   lastCommittedEpoch = -1;
   readonly epochs: EpochResult[] = [];
   readonly losses: Array<{ step: number; view: number; loss: number }> = [];
-  readonly views: Array<{ view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string }> = [];
+  readonly views: Array<{ view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string; silent?: string }> = [];
   readonly ignored: Array<{ code: string; from: string; step?: number }> = [];
   ignoredCount = 0;
   accuracy: number | undefined;
@@ -107,6 +141,13 @@ export class TrainerWorker {
   readonly #snapshots = new Map<number, WorkerState>();
   /** Members caught at a fault (DID → code): never in a view this worker proposes again. */
   readonly #faulty = new Map<string, string>();
+  /** View changes in a row a member caused by not delivering, without an excuse (DID → count); cleared when an epoch commits. */
+  readonly #strikes = new Map<string, number>();
+  /** Per view: the tag of the receive this worker is waiting for, or last waited for in vain (what a ping asks). */
+  readonly #waits = new Map<number, string>();
+  /** The furthest epoch committed so far, and the view changes since. */
+  #bestEpoch = -1;
+  #stalledViews = 0;
   /** What the epoch's commitment reads of this worker (src/roles/trainer/epoch-commit.ts), and its witness side. */
   readonly #epochParty: EpochParty;
   readonly #witness: Witness;
@@ -199,7 +240,7 @@ export class TrainerWorker {
 
   // ------------------------------------------------------------------ messages
 
-  async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<Array<Uint8Array | Record<string, number>> | void> {
+  async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<Array<Uint8Array | Record<string, number | string>> | void> {
     if (head.k === 'commit') return this.#onCommit(from, payload);
     if (this.#rank(from) < 0) throw new C0Error('TRAIN_NOT_MEMBER', 'only the run’s members may send this');
     switch (head.k) {
@@ -213,8 +254,12 @@ export class TrainerWorker {
         if (typeof head.tag === 'string' && this.#expected(from, head.k, head.tag) === 'past') return;
         this.#chunks.put(this.#rank(from), head, payload);
         return;
-      case 'ping':
-        return [{ lastEpoch: this.lastCommittedEpoch, view: this.view }];
+      case 'ping': {
+        // asked about a tag it did not deliver: what it was itself waiting for in that view, if anything
+        const v = typeof head.tag === 'string' ? tagOrder(head.tag, this.rec.stepsPerEpoch)?.[0] : undefined;
+        const waiting = v === undefined ? undefined : this.#waits.get(v);
+        return [{ lastEpoch: this.lastCommittedEpoch, view: this.view, ...(waiting ? { waiting } : {}) }];
+      }
       case 'view':
       case 'final':
         if (typeof head.tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', `${head.k} without a tag`);
@@ -400,7 +445,7 @@ export class TrainerWorker {
   async #runEpoch(epoch: number): Promise<void> {
     const spe = this.rec.stepsPerEpoch;
     const view = this.view;
-    const ring = wireRing(this.wire, this.box, this.members, this.o.did, this.#rank, this.rec.timeoutMs);
+    const ring = wireRing(this.wire, this.box, this.members, this.o.did, this.#rank, this.rec.timeoutMs, (tag, state) => this.#noteWait(view, tag, state));
     const data = shard(iris().train, ring.rank, ring.size);
     const agg = this.#agg(view, epoch);
     for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
@@ -427,9 +472,19 @@ export class TrainerWorker {
     const coordinator = electCoordinator(this.runAddr, epoch, this.members);
     let result: EpochResult;
     if (coordinator === this.o.did) {
-      result = await commitEpoch(this.#epochParty, epoch, agg);
+      result = await commitEpoch(this.#epochParty, epoch, agg).catch((e: unknown) => {
+        // waiting in vain for members' step commitments: what this coordinator answers a ping about its result
+        if (e instanceof C0Error && e.code === 'TRAIN_EPOCH_INCOMPLETE') this.#noteWait(view, `commit/v${view}/e${epoch}`, 'failed');
+        throw e;
+      });
     } else {
-      const bytes = await this.box.take(this.#rank(coordinator), `final/v${view}/e${epoch}`, this.rec.timeoutMs * 3);
+      const tag = `final/v${view}/e${epoch}`;
+      this.#noteWait(view, tag, 'start');
+      const bytes = await this.box.take(this.#rank(coordinator), tag, this.rec.timeoutMs * 3).catch((e: unknown) => {
+        this.#noteWait(view, tag, 'failed');
+        throw e;
+      });
+      this.#noteWait(view, tag, 'done');
       const { ep, envelope, witnesses } = parseFinal(bytes, coordinator);
       if (ep.signer !== coordinator || ep.record.epoch !== epoch || ep.record.view !== view) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s epoch commitment does not match');
       const mine = agg.finalise();
@@ -441,6 +496,11 @@ export class TrainerWorker {
     this.epochs.push(result);
     this.#contributions.committed(`${result.view}:${result.epoch}`);
     this.lastCommittedEpoch = epoch;
+    if (epoch > this.#bestEpoch) {
+      this.#bestEpoch = epoch;
+      this.#stalledViews = 0;
+      this.#strikes.clear();
+    }
     this.#emit({ e: 'epoch', epoch, root: result.root, address: result.address, coordinator, witnesses: result.witnesses.map((w) => w.did) });
     this.#writeStatus();
   }
@@ -467,14 +527,52 @@ export class TrainerWorker {
     return FAULTS.has(e.code) && typeof m === 'string' && this.#faulty.has(m);
   }
 
+  /** A receive of `view` starts, ends, or fails (kept: what this worker answers a ping about that view). */
+  #noteWait(view: number, tag: string, state: 'start' | 'done' | 'failed'): void {
+    if (state === 'start' || state === 'failed') this.#waits.set(view, tag);
+    else if (this.#waits.get(view) === tag) this.#waits.delete(view);
+  }
+
+  /** The member whose chunk or epoch result did not arrive (TRAIN_PEER_TIMEOUT), or whose step commitments are missing (TRAIN_EPOCH_INCOMPLETE), and the tag it did not deliver. */
+  #silent(cause: C0Error): { did: string; tag: string } | undefined {
+    const d = cause.detail ?? {};
+    if (cause.code === 'TRAIN_PEER_TIMEOUT' && typeof d.rank === 'number' && typeof d.tag === 'string') {
+      const did = this.rec.members[d.rank];
+      return did && did !== this.o.did && this.members.includes(did) ? { did, tag: d.tag } : undefined;
+    }
+    if (cause.code === 'TRAIN_EPOCH_INCOMPLETE' && typeof d.member === 'string' && typeof d.epoch === 'number' && d.member !== this.o.did && this.members.includes(d.member)) {
+      return { did: d.member, tag: `commit/v${this.view}/e${d.epoch}` };
+    }
+    return undefined;
+  }
+
   async #recover(cause: C0Error): Promise<number> {
     this.#log.warn({ code: cause.code, err: cause.message }, 'training step failed');
     if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
+    const limit = MAX_STALLED_VIEWS(this.rec.members.length);
+    if (this.#stalledViews >= limit || this.view + 1 > MAX_VIEW) {
+      throw new C0Error('TRAIN_VIEW_LIMIT', `${this.#stalledViews} view changes without a newly committed epoch (at most ${limit}; views at most ${MAX_VIEW}), the last for ${cause.code}: the run cannot make progress`, { detail: { cause: cause.code, view: this.view } });
+    }
     // a member that sent a malformed message, or a chunk or commitment no honest member sends, is not asked again: it is dropped
     const culprit = cause.code === 'TRAIN_BAD_MESSAGE' ? (cause.detail as { from?: unknown } | undefined)?.from : undefined;
+    const silent = this.#silent(cause);
     const others = this.members.filter((d) => d !== this.o.did && d !== culprit && !this.#faulty.has(d));
-    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
-    const alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
+    // the silent member is asked what it was itself waiting for: a member waiting for an earlier receive of the view could not send (the ring's cascade)
+    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping', ...(silent?.did === d ? { tag: silent.tag } : {}) }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+    let alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
+    if (silent && alive.includes(silent.did)) {
+      const p = pings[others.indexOf(silent.did)] as PromiseFulfilledResult<unknown[]>;
+      const answer = p.value[0] as { waiting?: unknown } | undefined;
+      if (!excused(answer?.waiting, silent.tag, this.rec.stepsPerEpoch)) {
+        const n = (this.#strikes.get(silent.did) ?? 0) + 1;
+        this.#strikes.set(silent.did, n);
+        if (n >= STRIKES_TO_DROP) {
+          // it answers pings but does not deliver: left out however it answers
+          this.#faulty.set(silent.did, 'TRAIN_PEER_TIMEOUT');
+          alive = alive.filter((d) => d !== silent.did);
+        }
+      }
+    }
     const next = this.view + 1;
     const proposal = { view: next, alive, resume: this.lastCommittedEpoch + 1 };
     const tag = `view/v${next}`;
@@ -497,12 +595,14 @@ export class TrainerWorker {
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
+    this.#stalledViews++;
+    for (const v of [...this.#waits.keys()]) if (v < next - 1) this.#waits.delete(v);
     this.#contributions.viewChanged(next);
     this.members = members;
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
     this.#step = resume * this.rec.stepsPerEpoch;
     this.#prune();
-    const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code };
+    const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code, ...(silent ? { silent: silent.did } : {}) };
     this.views.push(v);
     this.#emit({ e: 'view', ...v });
     this.#writeStatus();
