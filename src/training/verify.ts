@@ -8,7 +8,9 @@
  * counted member other than the coordinator, and countersigned this epoch
  * commitment and root, and there is at least one (TRAIN_VERIFY_NO_WITNESS:
  * otherwise one member's say-so would be a committed epoch); the step
- * commitment is signed by a counted member, for this run, view and range; and
+ * commitment is signed by a counted member, for this run, view and range (the
+ * epoch's own steps, of an epoch the run has), a last step's weights are the
+ * epoch's; and
  * the inclusion proof leads from its address to the root. Pure.
  */
 import { C0Error } from '../errors.js';
@@ -47,6 +49,10 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
   const ep = open(i.epoch, TRAIN_T.epoch) as Opened<TrainEpoch>;
   const e = ep.record;
   if (e.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the epoch commitment is for another run');
+  // an epoch covers its own steps, of an epoch the run has (the leaf count follows from the range: a rule of the record)
+  const spe = run.record.stepsPerEpoch;
+  if (e.epoch >= run.record.epochs) bad('TRAIN_VERIFY_OUT_OF_EPOCH', `epoch ${e.epoch}: the run has ${run.record.epochs}`);
+  if (e.fromStep !== e.epoch * spe || e.toStep !== e.fromStep + spe - 1) bad('TRAIN_VERIFY_OUT_OF_EPOCH', `the epoch commitment covers steps ${e.fromStep}–${e.toStep}, not epoch ${e.epoch}’s (${e.epoch * spe}–${e.epoch * spe + spe - 1})`);
   if (e.members.some((m) => !run.record.members.includes(m))) bad('TRAIN_VERIFY_NOT_MEMBER', 'the epoch counts a DID the run does not list');
   const dropped = e.dropped ?? [];
   if (dropped.some((m) => !run.record.members.includes(m))) bad('TRAIN_VERIFY_MEMBERS', 'the epoch records as dropped a DID the run does not list');
@@ -71,6 +77,7 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
   if (s.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the step commitment is for another run');
   if (!e.members.includes(st.signer)) bad('TRAIN_VERIFY_NOT_MEMBER', 'the step commitment’s signer is not counted in this epoch');
   if (s.view !== e.view || s.step < e.fromStep || s.step > e.toStep) bad('TRAIN_VERIFY_OUT_OF_EPOCH', `step ${s.step} (view ${s.view}) is not in this epoch`);
+  if (s.step === e.toStep && s.weights !== e.weights) bad('TRAIN_VERIFY_WEIGHTS', `the epoch’s weights ${e.weights} are not the ones its last step reached (${s.weights})`);
   let proof = i.proof;
   if (!proof) {
     const idx = (i.leaves ?? []).indexOf(st.address);

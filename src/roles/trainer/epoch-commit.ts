@@ -97,7 +97,26 @@ export async function commitEpoch(p: EpochParty, epoch: number, agg: EpochAggreg
   return result;
 }
 
-/** A member's side: countersign an epoch commitment when it is the elected coordinator's and its root is the one this worker computes. */
+/**
+ * Why an epoch commitment does not say what epoch `e.epoch` was for this
+ * worker, or undefined when it does: its step range is the epoch's own
+ * ([epoch × stepsPerEpoch, + stepsPerEpoch − 1]), the epoch is one of the
+ * run's, `leaves` is members × steps, `weights` is this worker's own after the
+ * last step in that view, and `dropped` is this worker's (sorted; none
+ * recorded as an empty list). The root is checked apart (recomputed).
+ */
+export function epochMismatch(p: Pick<EpochParty, 'rec' | 'ownWeights'>, e: TrainEpoch, dropped: string[]): string | undefined {
+  const spe = p.rec.stepsPerEpoch;
+  if (!Number.isSafeInteger(e.epoch) || e.epoch < 0 || e.epoch >= p.rec.epochs) return `epoch ${e.epoch} is not one of the run’s ${p.rec.epochs}`;
+  if (e.fromStep !== e.epoch * spe || e.toStep !== e.fromStep + spe - 1) return `steps ${e.fromStep}–${e.toStep} are not epoch ${e.epoch}’s (${e.epoch * spe}–${e.epoch * spe + spe - 1})`;
+  if (e.leaves !== e.members.length * spe) return `${e.leaves} leaves, not members × steps (${e.members.length * spe})`;
+  if (p.ownWeights(e.view, e.toStep) !== e.weights) return `weights after the epoch ${e.weights} are not the ones reached here after step ${e.toStep}`;
+  const mine = [...dropped].sort().join();
+  if ((e.dropped ?? []).join() !== mine) return `dropped [${(e.dropped ?? []).join(', ')}] is not this member’s [${mine}]`;
+  return undefined;
+}
+
+/** A member's side: countersign an epoch commitment when it is the elected coordinator's, says what its epoch was (`epochMismatch`) and its root is the one this worker computes. */
 export class Witness {
   /** (view:epoch) → the root countersigned */
   readonly #witnessed = new Map<string, string>();
@@ -113,11 +132,15 @@ export class Witness {
     const key = `${e.view}:${e.epoch}`;
     const held = this.#witnessed.get(key);
     if (held && held !== e.root) throw new C0Error('TRAIN_WITNESS_CONFLICT', 'already witnessed another root for this epoch');
-    const { view, members } = p.live();
+    const { view, members, dropped } = p.live();
     if (e.view !== view || e.members.join() !== members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
+    const range = e.fromStep === e.epoch * p.rec.stepsPerEpoch && e.toStep === e.fromStep + p.rec.stepsPerEpoch - 1;
+    if (!range) throw new C0Error('TRAIN_WITNESS_REFUSED', `epoch commitment: steps ${e.fromStep}–${e.toStep} are not epoch ${e.epoch}’s`);
     const mine = await finalised(p.agg(e.view, e.epoch), p.clock, p.rec.timeoutMs);
     if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
-    if (p.ownWeights(e.view, e.toStep) !== e.weights) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', 'weights after the epoch differ');
+    // checked once this worker has done the epoch's steps (its weights after the last one are known)
+    const why = epochMismatch(p, e, dropped);
+    if (why) throw new C0Error('TRAIN_WITNESS_REFUSED', `epoch commitment: ${why}`);
     this.#witnessed.set(key, e.root);
     const w: TrainWitness = { epochCommitment: ep.address, run: p.runAddr, epoch: e.epoch, root: e.root, witnessedAt: p.clock() };
     return seal(TRAIN_T.witness, w as never, p.signer).bytes;

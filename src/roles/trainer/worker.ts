@@ -42,7 +42,7 @@ import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
 import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
-import { Witness, commitEpoch, type EpochParty, type EpochResult } from './epoch-commit.js';
+import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -489,6 +489,9 @@ export class TrainerWorker {
       if (ep.signer !== coordinator || ep.record.epoch !== epoch || ep.record.view !== view) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s epoch commitment does not match');
       const mine = agg.finalise();
       if (mine.root !== ep.record.root) throw new C0Error('TRAIN_EPOCH_INCOMPLETE', 'the coordinator’s root differs from this worker’s');
+      // a signed commitment that does not say what this epoch was (range, leaves, weights, dropped) is the coordinator's failure
+      const why = epochMismatch(this.#epochParty, ep.record, this.dropped);
+      if (why) throw new C0Error('TRAIN_BAD_MESSAGE', `epoch result from ${coordinator}: ${why}`, { detail: { from: coordinator } });
       // what is kept is read from the signed commitment, not the message around it
       result = { epoch, view, address: ep.address, root: ep.record.root, coordinator, envelope, witnesses, leaves: mine.leaves };
     }
