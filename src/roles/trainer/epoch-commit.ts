@@ -8,6 +8,8 @@
  * elected coordinator's commitment with the same root and weights, once per
  * (view, epoch). Part of src/roles/trainer/worker.ts.
  */
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
@@ -15,6 +17,7 @@ import type { Clock } from '../../util/clock.js';
 import { electCoordinator, type EpochAggregator } from '../../training/aggregator.js';
 import { TRAIN_T, type TrainEpoch, type TrainRun, type TrainWitness } from '../../training/record-kinds.js';
 import type { TrainWire } from '../../training/transport.js';
+import { writeRecord } from './record-file.js';
 
 export interface EpochResult {
   epoch: number;
@@ -120,8 +123,37 @@ export function epochMismatch(p: Pick<EpochParty, 'rec' | 'ownWeights'>, e: Trai
 export class Witness {
   /** (view:epoch) → the root countersigned */
   readonly #witnessed = new Map<string, string>();
+  readonly #dir: string | undefined;
 
-  constructor(private readonly p: EpochParty) {}
+  /** With `dir`, every root countersigned is kept in `<dir>/witnessed/<view>-<epoch>.json` (synced before the countersignature is returned) and read back here, so a restart does not forget it. */
+  constructor(
+    private readonly p: EpochParty,
+    dir?: string,
+  ) {
+    this.#dir = dir === undefined ? undefined : join(dir, 'witnessed');
+    if (!this.#dir) return;
+    mkdirSync(this.#dir, { recursive: true });
+    for (const f of readdirSync(this.#dir)) {
+      const m = /^(0|[1-9]\d*)-(0|[1-9]\d*)\.json$/.exec(f);
+      if (!m) continue;
+      const { root } = JSON.parse(readFileSync(join(this.#dir, f), 'utf8')) as { root?: unknown };
+      if (typeof root === 'string') this.#witnessed.set(`${m[1]}:${m[2]}`, root);
+    }
+  }
+
+  /** Keep `root` as the one countersigned for (view, epoch), on disk first; a different root already kept is TRAIN_WITNESS_CONFLICT. */
+  remember(view: number, epoch: number, root: string, commitment?: string): void {
+    const key = `${view}:${epoch}`;
+    const held = this.#witnessed.get(key);
+    if (held === root) return;
+    if (held) throw new C0Error('TRAIN_WITNESS_CONFLICT', `already witnessed root ${held} for view ${view}, epoch ${epoch}`);
+    if (this.#dir) {
+      const path = join(this.#dir, `${view}-${epoch}.json`);
+      if (existsSync(path)) throw new C0Error('TRAIN_WITNESS_CONFLICT', `${path} already holds a root for view ${view}, epoch ${epoch}`);
+      writeRecord(path, new TextEncoder().encode(JSON.stringify({ view, epoch, root, ...(commitment ? { epochCommitment: commitment } : {}) })));
+    }
+    this.#witnessed.set(key, root);
+  }
 
   async countersign(from: string, payload: Uint8Array): Promise<Uint8Array> {
     const p = this.p;
@@ -141,7 +173,8 @@ export class Witness {
     // checked once this worker has done the epoch's steps (its weights after the last one are known)
     const why = epochMismatch(p, e, dropped);
     if (why) throw new C0Error('TRAIN_WITNESS_REFUSED', `epoch commitment: ${why}`);
-    this.#witnessed.set(key, e.root);
+    // checked again and kept (synced) before answering: two requests for one (view, epoch) may have waited for the root together
+    this.remember(e.view, e.epoch, e.root, ep.address);
     const w: TrainWitness = { epochCommitment: ep.address, run: p.runAddr, epoch: e.epoch, root: e.root, witnessedAt: p.clock() };
     return seal(TRAIN_T.witness, w as never, p.signer).bytes;
   }

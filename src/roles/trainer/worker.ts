@@ -25,7 +25,7 @@
  * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
  * contributions kept as they are counted: src/roles/trainer/status.ts).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
@@ -43,6 +43,7 @@ import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainSt
 import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
+import { refuseEvidence, writeRecord } from './record-file.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -177,6 +178,7 @@ export class TrainerWorker {
     // Two steps of all-reduce chunks from a predecessor hold under 4 × the int32 gradient; room for two predecessors (a view change) and the small messages.
     const grad = 4 * w.length;
     // a member never needs more than two steps of chunks waiting (under 8·(N−1) ≤ 504 messages): one sender holds at most a quarter of the count
+    refuseEvidence(o.dir);
     this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
@@ -190,7 +192,7 @@ export class TrainerWorker {
       ownWeights: (view, step) => this.#ownWeights.get(`${view}:${step}`),
       agg: (view, epoch) => this.#agg(view, epoch),
     };
-    this.#witness = new Witness(this.#epochParty);
+    this.#witness = new Witness(this.#epochParty, o.dir);
     this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.clock, o.statusEveryMs);
   }
 
@@ -379,10 +381,25 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ join
 
   async join(): Promise<void> {
-    const m: TrainMember = { run: this.runAddr, joinedAt: this.o.clock() };
-    const mine = seal(TRAIN_T.member, m as never, this.o.signer).bytes;
+    // a membership this node signed for the run before (a join that timed out, say) is kept and sent again, not signed anew
+    const path = join(this.o.dir, 'membership.cbor');
+    let mine: Uint8Array;
+    if (existsSync(path)) {
+      mine = new Uint8Array(readFileSync(path));
+      let ok: boolean;
+      try {
+        const m = open(mine, TRAIN_T.member) as Opened<TrainMember>;
+        ok = m.signer === this.o.did && m.record.run === this.runAddr;
+      } catch {
+        ok = false;
+      }
+      if (!ok) throw new C0Error('TRAIN_RUN_EXISTS', `${path} holds another membership; not overwritten`, { detail: { path } });
+    } else {
+      const m: TrainMember = { run: this.runAddr, joinedAt: this.o.clock() };
+      mine = seal(TRAIN_T.member, m as never, this.o.signer).bytes;
+      writeRecord(path, mine);
+    }
     this.#memberships.set(this.o.did, mine);
-    writeFileSync(join(this.o.dir, 'membership.cbor'), mine);
     const others = this.members.filter((d) => d !== this.o.did);
     const deadline = this.o.clock() + (this.o.joinTimeoutMs ?? 60_000);
     const sent = new Set<string>();
@@ -458,7 +475,7 @@ export class TrainerWorker {
       this.#settle(agg, view, epoch);
       const rec: TrainStep = { run: this.runAddr, view, step, grad: res.grad, weights: res.weights, lossMicro: Math.round(res.loss * 1e6), signedAt: this.o.clock() };
       const env = seal(TRAIN_T.step, rec as never, this.o.signer);
-      writeFileSync(join(this.o.dir, 'steps', `${step}.cbor`), env.bytes);
+      writeRecord(join(this.o.dir, 'steps', view === 0 ? `${step}.cbor` : `${step}.v${view}.cbor`), env.bytes);
       if (agg.offer(env as Opened<TrainStep>).counted) this.#contributions.counted(`${view}:${epoch}`, this.o.did);
       for (const d of this.members) if (d !== this.o.did) this.#track(this.wire.send(d, { k: 'commit' }, env.bytes, this.rec.timeoutMs));
       this.box.forget(`v${view}/s${step}/`);
@@ -495,7 +512,7 @@ export class TrainerWorker {
       // what is kept is read from the signed commitment, not the message around it
       result = { epoch, view, address: ep.address, root: ep.record.root, coordinator, envelope, witnesses, leaves: mine.leaves };
     }
-    writeFileSync(join(this.o.dir, 'epochs', `${epoch}.json`), JSON.stringify(result, null, 2));
+    writeRecord(join(this.o.dir, 'epochs', view === 0 ? `${epoch}.json` : `${epoch}.v${view}.json`), new TextEncoder().encode(JSON.stringify(result, null, 2)));
     this.epochs.push(result);
     this.#contributions.committed(`${result.view}:${result.epoch}`);
     this.lastCommittedEpoch = epoch;
