@@ -8,7 +8,11 @@
  * deadline of the request. A caller outside the server's `allow` is refused
  * (PIPELINE_NOT_ALLOWED); a route must be DIDs, at most one per stage that can
  * still come after this one (the layers past it), so one request makes a
- * bounded number of forwards (PIPELINE_BAD_REQUEST).
+ * bounded number of forwards (PIPELINE_BAD_REQUEST). A request carries at most
+ * 3 MiB of activations, refused before it is decoded (PIPELINE_TOO_LARGE) and
+ * bounded on the wire as it is read (PIPELINE_LIMITS); its batch is a positive
+ * integer (PIPELINE_BAD_REQUEST) whose rows × the stage's widest layer are at
+ * most MAX_STAGE_VALUES (PIPELINE_TOO_LARGE).
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -17,7 +21,7 @@ import { didFromPeerId } from '../node/peer-id.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { serial, stageForward, type StageRunner } from './pipeline.js';
-import { splitPayload, withRetry } from './transport.js';
+import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
 /** Largest activations one request carries: a libp2p stream buffering more than about 4 MiB is reset (docs/training.md); use more micro-batches. */
@@ -26,7 +30,25 @@ export const MAX_ACTIVATION_BYTES = 3 * 1024 * 1024;
 function checkSize(bytes: number): void {
   if (bytes > MAX_ACTIVATION_BYTES) throw new C0Error('PIPELINE_TOO_LARGE', `activations of ${bytes} bytes over ${MAX_ACTIVATION_BYTES}; use more micro-batches`);
 }
-const LIMITS = { maxFrameBytes: 512 * 1024 + 1024, maxRequestFrames: 256, maxResponseFrames: 256, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024, maxResponseBytes: 128 * 1024 * 1024 };
+/** Values one request may make a stage hold at its widest layer (rows × width), as builtin.mlp-pipeline bounds it. */
+export const MAX_STAGE_VALUES = 16_777_216;
+/** Room for the header frame and the framing of the payload frames, on top of the activations. */
+const FRAMING_BYTES = 32 * 1024;
+/**
+ * The wire bounds of `/c0mpute/pipeline/1`, both ways: a header and at most
+ * 3 MiB of activations in 512 KiB frames, so a larger request is refused as
+ * the stream is read (NET_TOO_MANY_FRAMES, NET_BUFFER_LIMIT), not buffered.
+ */
+export const PIPELINE_LIMITS = {
+  maxFrameBytes: PAYLOAD_FRAME + 1024,
+  maxRequestFrames: 1 + Math.ceil(MAX_ACTIVATION_BYTES / PAYLOAD_FRAME),
+  maxResponseFrames: Math.ceil(MAX_ACTIVATION_BYTES / PAYLOAD_FRAME),
+  deadlineMs: 60_000,
+  maxInboundStreams: 64,
+  maxStreamBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
+  maxResponseBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
+};
+const LIMITS = PIPELINE_LIMITS;
 
 function joinBytes(frames: CborValue[]): Uint8Array {
   const parts = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);
@@ -51,6 +73,7 @@ export interface StageServerOptions {
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
   const compute = serial(async (x, batch) => stageForward(o.shape, o.w, o.range, x, batch));
   const inW = o.shape.layers[o.range[0]]!;
+  const widest = Math.max(...o.shape.layers.slice(o.range[0], o.range[1] + 1));
   const allow = o.allow ? new Set(o.allow) : undefined;
   // every later stage owns at least one layer: at most this many stages can follow
   const stagesLeft = Math.max(0, o.shape.layers.length - 1 - o.range[1]);
@@ -68,6 +91,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       }
       const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
       if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
+      if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
+      // the input is bounded before it is decoded or computed (the wire bounds it as it is read; this is the documented figure)
+      checkSize(reqs.slice(1).reduce((n: number, f) => n + (f instanceof Uint8Array ? f.length : 0), 0));
+      if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
       if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
       if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
       const x = weightsFromBytes(joinBytes(reqs.slice(1)));

@@ -4,7 +4,11 @@
  * (PIPELINE_NOT_ALLOWED) before anything is computed, and the route a caller
  * names is bounded by the stages that can still follow this one and must be
  * DIDs (PIPELINE_BAD_REQUEST), so one request cannot make a stage compute and
- * forward without end (to itself in a loop, say). The network is a stub that
+ * forward without end (to itself in a loop, say). Input over the documented 3 MiB
+ * of activations is PIPELINE_TOO_LARGE before it is decoded or computed (before,
+ * an 8 MiB request was computed in full and only its output checked), the wire
+ * limits refuse more as the stream is read, and the batch must be a positive
+ * integer whose rows × widest layer stay within 16,777,216 values. The network is a stub that
  * hands the test the stage's handler and counts the stage's own forwards.
  */
 import { describe, it } from 'node:test';
@@ -13,7 +17,7 @@ import type { CborValue } from '../../../src/records/cbor.js';
 import type { ProtocolHandler } from '../../../src/net/protocols.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { initWeights, weightsBytes, weightsFromBytes } from '../../../src/training/model.js';
-import { serveStage } from '../../../src/training/pipeline-net.js';
+import { MAX_ACTIVATION_BYTES, PIPELINE_LIMITS, serveStage } from '../../../src/training/pipeline-net.js';
 import { splitPayload } from '../../../src/training/transport.js';
 import { P } from '../market/fixtures.js';
 
@@ -34,10 +38,10 @@ async function stage(opts: { allow?: string[]; range: [number, number] }) {
     },
   };
   await serveStage(net as never, { shape, w: initWeights(shape, 1), ...opts });
-  const call = async (from: string, route: unknown): Promise<Float64Array> => {
+  const call = async (from: string, route: unknown, x = new Float64Array([1, 2, 3, 4]), batch: unknown = x.length / 4): Promise<Float64Array> => {
     const out: CborValue[] = [];
     const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void out.push(f) };
-    await handler!([{ batch: 1, mb: 0, route } as CborValue, ...splitPayload(weightsBytes(new Float64Array([1, 2, 3, 4])))], ctx as never);
+    await handler!([{ batch, mb: 0, route } as CborValue, ...splitPayload(weightsBytes(x))], ctx as never);
     return weightsFromBytes(out[0] as Uint8Array);
   };
   return { call, forwards };
@@ -67,5 +71,18 @@ describe('pipeline stage server guards', () => {
     const last = await stage({ range: [1, 2] });
     await assert.rejects(last.call(allowed.did, [stranger.did]), { code: 'PIPELINE_BAD_REQUEST' });
     assert.equal((await last.call(allowed.did, [])).length, 4);
+  });
+
+  it('refuses input over 3 MiB of activations before computing, and a batch that is not a positive integer', async () => {
+    const s = await stage({ range: [0, 1] });
+    const rows = MAX_ACTIVATION_BYTES / 8 / 4 + 4;
+    const started = Date.now();
+    await assert.rejects(s.call(allowed.did, [], new Float64Array(rows * 4), rows), { code: 'PIPELINE_TOO_LARGE' });
+    assert.ok(Date.now() - started < 1000);
+    for (const batch of [0, -1, 0.5, Number.NaN, 2 ** 60, '1']) await assert.rejects(s.call(allowed.did, [], new Float64Array(4), batch), { code: 'PIPELINE_BAD_REQUEST' }, String(batch));
+    assert.equal((await s.call(allowed.did, [], new Float64Array(8), 2)).length, 8);
+    // the stream itself is bounded: no more request frames or bytes than 3 MiB of activations and a header need
+    assert.ok(PIPELINE_LIMITS.maxRequestFrames <= 1 + Math.ceil(MAX_ACTIVATION_BYTES / (512 * 1024)), String(PIPELINE_LIMITS.maxRequestFrames));
+    assert.ok(PIPELINE_LIMITS.maxStreamBytes <= MAX_ACTIVATION_BYTES + 64 * 1024, String(PIPELINE_LIMITS.maxStreamBytes));
   });
 });
