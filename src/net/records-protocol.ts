@@ -24,7 +24,9 @@
  * there and ends normally); per peer, a byte budget (token bucket) charged with
  * each answer's bytes plus a fixed cost per request: a request from a peer whose
  * budget cannot cover that cost is refused with an error frame NET_RATE_LIMITED,
- * and an answer never exceeds what is left of it. Each such refusal is reported
+ * and an answer never exceeds what is left of it. The cost is taken when the
+ * request arrives and each record's bytes just before it is sent, so requests in
+ * flight at once share the one bucket. Each such refusal is reported
  * (`onRateLimited`) to the network's peer-abuse score (peer-abuse.ts).
  */
 import { C0Error } from '../errors.js';
@@ -118,50 +120,50 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
     if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
     const req = parseRecordsRequest(requests[0]);
     const peer = ctx.peer.toString();
-    const left = budgets.available(peer) - o.requestCostBytes;
-    if (left < 0) {
+    // The request's cost is taken before anything is read, and each record's bytes just before it is sent: concurrent
+    // requests from one peer draw on the same bucket as they go, so together they never get more than it holds
+    // (checking the bucket up front and charging at the end let each of N requests in flight see the whole burst).
+    if (!budgets.take(peer, o.requestCostBytes)) {
+      const short = o.requestCostBytes - budgets.available(peer);
       onRateLimited?.(peer);
-      throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((-left / o.peer.ratePerSec) * 1000) } });
+      throw new C0Error(RECORDS_RATE_LIMITED, `records/1: this peer's byte budget is spent (${o.peer.ratePerSec} B/s); ask again later`, { detail: { retryAfterMs: Math.ceil((short / o.peer.ratePerSec) * 1000) } });
     }
-    const maxBytes = Math.min(o.maxResponseBytes, Math.floor(left));
     let bytes = 0;
     let count = 0;
     const send = async (b: Uint8Array): Promise<boolean> => {
-      if (count >= o.maxResponseRecords || bytes + b.length > maxBytes) return false;
+      if (count >= o.maxResponseRecords || bytes + b.length > o.maxResponseBytes) return false;
+      // what is left of the peer's budget now, after whatever its other requests in flight have taken
+      if (!budgets.take(peer, b.length)) return false;
       bytes += b.length;
       count++;
       await ctx.send(b);
       return true;
     };
-    try {
-      if (req.op === 'get') {
-        for (const a of req.addresses) {
-          const b = await source.get(a);
-          if (b && !(await send(b))) break;
-        }
-      } else if (req.op === 'jobs') {
-        if (!source.byJob) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 request: this node keeps no records by job (op "jobs")');
-        for (const b of await source.byJob(req.kinds, req.jobs, clock(), o.maxResponseRecords)) if (!(await send(b))) break;
-      } else {
-        // only the asked markets, when named: the source filters on the shards it keeps beside each record
-        // with a digest, what the requester listed is skipped, so read as many more as it listed
-        const want = Math.min(req.limit, o.maxResponseRecords);
-        const listed = (req.have?.length ?? 0) / DIGEST_PREFIX_BYTES;
-        const keep = lacks(req.have);
-        let sent = 0;
-        for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined)) {
-          if (!keep(b)) {
-            // a record skipped was still read and hashed: it costs the requester's budget a little (a listed digest
-            // cannot make one cheap request scan the whole market for free)
-            bytes += DIGEST_SKIP_COST_BYTES;
-            continue;
-          }
-          if (sent >= want || !(await send(b))) break;
-          sent++;
-        }
+    if (req.op === 'get') {
+      for (const a of req.addresses) {
+        const b = await source.get(a);
+        if (b && !(await send(b))) break;
       }
-    } finally {
-      budgets.charge(peer, bytes + o.requestCostBytes);
+    } else if (req.op === 'jobs') {
+      if (!source.byJob) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 request: this node keeps no records by job (op "jobs")');
+      for (const b of await source.byJob(req.kinds, req.jobs, clock(), o.maxResponseRecords)) if (!(await send(b))) break;
+    } else {
+      // only the asked markets, when named: the source filters on the shards it keeps beside each record
+      // with a digest, what the requester listed is skipped, so read as many more as it listed
+      const want = Math.min(req.limit, o.maxResponseRecords);
+      const listed = (req.have?.length ?? 0) / DIGEST_PREFIX_BYTES;
+      const keep = lacks(req.have);
+      let sent = 0;
+      for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined)) {
+        if (!keep(b)) {
+          // a record skipped was still read and hashed: it costs the requester's budget a little (a listed digest
+          // cannot make one cheap request scan the whole market for free); charged even past zero, like work done
+          budgets.charge(peer, DIGEST_SKIP_COST_BYTES);
+          continue;
+        }
+        if (sent >= want || !(await send(b))) break;
+        sent++;
+      }
     }
   };
 }

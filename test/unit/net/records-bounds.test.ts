@@ -78,3 +78,35 @@ test('records/1: each request refused for the peer’s budget charges its abuse 
   assert.equal(policy.denied('greedy'), true, 'and refused by the gater for banMs');
   assert.equal(policy.denied('honest'), false);
 });
+
+test('records/1: concurrent requests from one peer share its byte budget: together they are served no more than burst + rate × t', async () => {
+  const c = fakeClock(0);
+  const burst = 25_000;
+  const rate = 1_000;
+  const h = recordsHandler(source, c, { peer: { ratePerSec: rate, burst }, requestCostBytes: 500 });
+  let served = 0;
+  let refused = 0;
+  // each send yields (a real stream's write waits for the muxer), so every request is in flight at once
+  const slowAsk = async (): Promise<void> => {
+    try {
+      await h([{ op: 'live', kind: 'advert', limit: 4096 } as never], {
+        peer: peer('greedy'),
+        signal: new AbortController().signal,
+        send: async (f) => {
+          await new Promise((r) => setImmediate(r));
+          c.advance(1);
+          served += (f as Uint8Array).length;
+        },
+      });
+    } catch (e) {
+      assert.equal((e as C0Error).code, RECORDS_RATE_LIMITED);
+      refused++;
+    }
+  };
+  const t0 = c();
+  await Promise.all(Array.from({ length: 30 }, slowAsk));
+  const bound = burst + (rate * (c() - t0)) / 1000;
+  const charged = served + 500 * (30 - refused);
+  assert.ok(charged <= bound, `served ${served} B (${charged} B with the request costs); the budget allows ${bound} B`);
+  assert.ok(served >= 5_000, `what the burst holds beside the requests' costs is still served (${served} B)`);
+});
