@@ -141,8 +141,49 @@ export interface StreamHost {
   dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal }): Promise<Stream>;
 }
 
-/** How long a refused stream may stay half-open after its error frame before it is reset. */
+/** How long a stream may stay half-open after the server's last frame (its end frame or an error frame) before it is reset. */
 const LINGER_MS = 2_000;
+
+/** Has the stream ended both ways (closed, or reset by either side)? */
+function streamEnded(stream: Stream): boolean {
+  return stream.status !== 'open' && stream.status !== 'closing';
+}
+
+/**
+ * End an inbound stream after the server's last frame (its end frame, or an error frame): stop reading, so what the
+ * caller sent and was not read is dropped, and anything it still sends is too (a paused stream grants no more
+ * window); close our side once what we wrote is sent; then wait for the caller to close its side, at most LINGER_MS
+ * and never past the stream's deadline (`signal`, whose abort resets the stream), and reset the stream if it has not.
+ * So no stream outlives its answer by more than LINGER_MS, however long the caller keeps its side open, and none
+ * holds data outside the byte budget meanwhile.
+ */
+async function finish(stream: Stream, signal: AbortSignal, err: Error): Promise<void> {
+  if (stream.readStatus === 'readable') {
+    try {
+      stream.pause();
+    } catch {
+      /* closing */
+    }
+  }
+  await stream.closeRead().catch(() => {});
+  const linger = AbortSignal.any([signal, AbortSignal.timeout(LINGER_MS)]);
+  try {
+    await stream.close({ signal: linger });
+    await new Promise<void>((resolve) => {
+      if (streamEnded(stream) || linger.aborted) return resolve();
+      const done = (): void => {
+        stream.removeEventListener('close', done);
+        linger.removeEventListener('abort', done);
+        resolve();
+      };
+      stream.addEventListener('close', done);
+      linger.addEventListener('abort', done);
+    });
+  } catch {
+    /* the linger ran out while our side was still being sent, or the stream failed */
+  }
+  if (!streamEnded(stream)) stream.abort(err);
+}
 
 /**
  * The caller's end frame ([1], 2 bytes): read through the stream's budget like any frame, while a collecting
@@ -216,6 +257,15 @@ export class DirectProtocols {
     signal.addEventListener('abort', onAbort, { once: true });
     let frames = 0;
     let ended = false;
+    // The stream's outcome and time are counted once its last frame is sent (what the caller then does with its side
+    // is not the server's answer), or when it fails.
+    let counted = false;
+    const count = (): void => {
+      if (counted) return;
+      counted = true;
+      this.#m.streams.inc({ protocol, direction: 'in', outcome });
+      this.#m.streamSeconds.observe({ protocol, direction: 'in' }, (performance.now() - t0) / 1000);
+    };
     try {
       const next = async (): Promise<CborValue | undefined> => {
         if (ended) return undefined;
@@ -246,7 +296,11 @@ export class DirectProtocols {
       // Our own close below ends the stream: not the caller leaving.
       stream.removeEventListener('close', onClose);
       await writeFrame(stream, encodeFrame({ t: 'end' }), signal);
-      await stream.close({ signal });
+      // The request is done with: its reservations go now, not when the caller gets round to closing its side.
+      reader.close();
+      budget.close();
+      count();
+      await finish(stream, signal, new C0Error(NET_ERR.STREAM, `the caller kept its side of the stream open ${LINGER_MS} ms after the answer`));
     } catch (e) {
       const err = streamError(e, signal, limits.deadlineMs);
       // a handler may rethrow a peer's error: counted by outcomeLabel, like the caller's side
@@ -259,9 +313,8 @@ export class DirectProtocols {
         // Tell the caller why, stop reading, and reset the stream if the caller does not close its side soon.
         try {
           await writeFrame(stream, encodeFrame({ t: 'error', code: err.code, message: err.message }), signal);
-          await stream.closeRead().catch(() => {});
-          await stream.close({ signal: AbortSignal.any([signal, AbortSignal.timeout(LINGER_MS)]) });
-          if (stream.status !== 'closed') setTimeout(() => stream.abort(err), LINGER_MS).unref();
+          count();
+          await finish(stream, signal, err);
         } catch {
           stream.abort(err);
         }
@@ -273,8 +326,7 @@ export class DirectProtocols {
       clear();
       reader.close();
       budget.close();
-      this.#m.streams.inc({ protocol, direction: 'in', outcome });
-      this.#m.streamSeconds.observe({ protocol, direction: 'in' }, (performance.now() - t0) / 1000);
+      count();
     }
   }
 

@@ -280,3 +280,36 @@ test('a node joining late obtains the live adverts by sync', async () => {
   assert.equal(f.length, 1);
   assert.equal(f[0]!.address, ads[0]!.address);
 });
+
+test('an answered stream whose caller never closes its side still ends: what the caller sends after the answer is dropped, the stream is reset after the linger', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  // a long deadline: only the end of the answer may end these streams
+  await b.handle(ECHO, async (reqs, ctx) => void (await ctx.send({ echo: reqs })), { deadlineMs: 60_000 });
+  await a.dial(b.addrs()[0]!);
+  const streams = await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      const s = await a.libp2p.dialProtocol(b.peerId, ECHO);
+      const lp = lpStream(s);
+      await lp.write(encodeFrame({ t: 'data', v: 'hi' }));
+      await lp.write(encodeFrame({ t: 'end' }));
+      const answer = decodeCanonical((await lp.read({ signal: AbortSignal.timeout(3000) })).subarray()) as CborValue[];
+      assert.deepEqual(answer, [0, { echo: ['hi'] }]);
+      const end = decodeCanonical((await lp.read({ signal: AbortSignal.timeout(3000) })).subarray()) as CborValue[];
+      assert.deepEqual(end, [1]);
+      // after the answer: more data, and the write side left open
+      s.send(new Uint8Array(200 * 1024).fill(7));
+      return s;
+    }),
+  );
+  const open = () => b.libp2p.getConnections(a.peerId).flatMap((c) => c.streams.filter((s) => s.protocol === ECHO));
+  await sleep(300);
+  assert.equal(
+    open().reduce((n, s) => n + s.readBufferLength, 0),
+    0,
+    'nothing sent after the answer is kept',
+  );
+  await waitFor(() => open().length === 0, 5_000, 'the answered streams to be closed on the server');
+  await waitFor(() => streams.every((s) => s.status !== 'open'), 5_000, 'the caller to see its streams end');
+});
