@@ -6,8 +6,10 @@
  *    caller asked for, so a peer can only send as far as the muxer's window
  *    (yamux stops granting credit) instead of filling a 4 MiB buffer that
  *    then resets the stream;
- *  - a frame's bytes are reserved in the node's byte budget as soon as its
- *    length prefix is read, before its body is, and refused when they do not fit;
+ *  - a frame's declared length is checked against its stream's bound as soon as
+ *    its length prefix is read, before its body is, and its bytes are reserved
+ *    in the node's byte budget as they arrive (refused when they do not fit): a
+ *    peer holds what it has sent, not what a 3-byte prefix declares;
  *  - a length prefix fails as soon as it can: a length over the frame bound
  *    with NET_FRAME_TOO_LARGE once its prefix ends, and a prefix still
  *    unterminated after 8 bytes (a length past 2^53; e.g. twenty bytes of
@@ -32,7 +34,7 @@ export function varintLength(n: number): number {
 
 export interface FrameReaderOptions {
   maxFrameBytes: number;
-  /** Reserve each frame's bytes here before reading its body (inbound streams). */
+  /** Reserve each frame's bytes here as they arrive, its declared length checked against the stream's bound first (inbound streams). */
   budget?: StreamBudget;
 }
 
@@ -114,8 +116,9 @@ export class FrameReader {
     }
   }
 
-  /** Wait until `n` bytes are buffered; false if the stream ended first. */
-  async #fill(n: number, signal: AbortSignal): Promise<boolean> {
+  /** Wait until `n` bytes are buffered; false if the stream ended first. `arrived` hears of each batch that arrives (it may throw). */
+  async #fill(n: number, signal: AbortSignal, arrived?: () => void): Promise<boolean> {
+    arrived?.();
     while (this.#len < n) {
       if (this.#error) throw this.#error;
       // The remote closed its side, but what arrived while the stream was paused is still in its buffer.
@@ -132,6 +135,7 @@ export class FrameReader {
         };
         this.#resume();
       });
+      arrived?.();
     }
     this.#want = 0;
     this.#pause();
@@ -182,14 +186,21 @@ export class FrameReader {
     }
     if (length > this.#opts.maxFrameBytes) throw new C0Error('NET_FRAME_TOO_LARGE', `frame of ${length} bytes over the bound of ${this.#opts.maxFrameBytes}`);
     const budget = this.#opts.budget;
-    budget?.reserve(length);
-    let held = true;
+    // a length the stream itself could never hold is refused now; the rest of the budget is taken as bytes arrive
+    budget?.fits(length);
+    let reserved = 0;
+    const arrived = (): void => {
+      const have = Math.min(this.#len, length);
+      if (!budget || have <= reserved) return;
+      budget.reserve(have - reserved);
+      reserved = have;
+    };
     const release = (): void => {
-      if (held) budget?.release(length);
-      held = false;
+      budget?.release(reserved);
+      reserved = 0;
     };
     try {
-      if (!(await this.#fill(length, signal))) throw new C0Error('NET_STREAM_FAILED', `the stream ended inside a frame of ${length} bytes`);
+      if (!(await this.#fill(length, signal, arrived))) throw new C0Error('NET_STREAM_FAILED', `the stream ended inside a frame of ${length} bytes`);
     } catch (e) {
       release();
       throw e;

@@ -107,8 +107,8 @@ export interface NetworkOptions {
   /** Gossip self-check (defaults: GOSSIP_HEALTH_DEFAULTS in gossip-health.ts). */
   gossipHealth?: Partial<GossipHealthOptions>;
   /**
-   * The direct protocols' inbound byte budget, per connection and in total (byte-budget.ts; default DEFAULT_BUDGET:
-   * 24 MiB and 96 MiB). A provider taking inputs over 16 MiB needs more: `budgetForInput(provider.maxInputBytes)`.
+   * The direct protocols' inbound byte budget, per connection, per peer and in total (byte-budget.ts; default
+   * DEFAULT_BUDGET: 24 MiB, the per-connection bound, and 96 MiB). A provider taking inputs over 16 MiB needs more: `budgetForInput(provider.maxInputBytes)`.
    */
   directBudget?: Partial<BudgetOptions>;
   /** Fault injection (simulations, scripts/sim): peers (PeerId strings) this returns true for are refused both ways, like a network partition. Default: none. */

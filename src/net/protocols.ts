@@ -250,7 +250,7 @@ export class DirectProtocols {
       if (!gone.signal.aborted) gone.abort(new C0Error(NET_ERR.STREAM, local ? 'the stream was closed' : 'the caller reset the stream'));
     };
     stream.addEventListener('close', onClose, { once: true });
-    const budget: StreamBudget = this.budget.open(connection.id, (limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64)) + END_FRAME_BYTES);
+    const budget: StreamBudget = this.budget.open(connection.id, connection.remotePeer.toString(), (limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64)) + END_FRAME_BYTES);
     const reader = new FrameReader(stream, { maxFrameBytes: limits.maxFrameBytes, budget });
     let outcome = 'ok';
     const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('deadline'));

@@ -165,7 +165,7 @@ test('a provider taking inputs over 16 MiB can hold one: budgetForInput(maxInput
   await assert.rejects(send(dflt, 23.75 * 1024 * 1024), connectionFull);
   // and the derived budget is the default up to 16 MiB
   assert.deepEqual(budgetForInput(16 * 1024 * 1024), DEFAULT_BUDGET);
-  assert.deepEqual(budgetForInput(MAX_INPUT), { perConnectionBytes: MAX_INPUT + INPUT_ROOM_BYTES, totalBytes: 4 * (MAX_INPUT + INPUT_ROOM_BYTES) });
+  assert.deepEqual(budgetForInput(MAX_INPUT), { perConnectionBytes: MAX_INPUT + INPUT_ROOM_BYTES, perPeerBytes: MAX_INPUT + INPUT_ROOM_BYTES, totalBytes: 4 * (MAX_INPUT + INPUT_ROOM_BYTES) });
 });
 
 test('a caller holds no more of an answer than it takes: frames past maxResponseFrames, bytes past maxResponseBytes (16 MiB by default) fail the call', async () => {
@@ -312,4 +312,39 @@ test('an answered stream whose caller never closes its side still ends: what the
   );
   await waitFor(() => open().length === 0, 5_000, 'the answered streams to be closed on the server');
   await waitFor(() => streams.every((s) => s.status !== 'open'), 5_000, 'the caller to see its streams end');
+});
+
+test('one peer’s stalled frames cannot fill the node’s byte budget: an honest peer’s request is still served', async () => {
+  // a small budget, so a few streams would fill it: 2 MiB in total, 512 KiB per connection (and so per peer)
+  const victim = await startNode({ syncOnConnect: [], directBudget: { totalBytes: 2 * 1024 * 1024, perConnectionBytes: 512 * 1024 } });
+  const mallory = await startNode({ syncOnConnect: [] });
+  const honest = await startNode({ syncOnConnect: [] });
+  nets.push(victim, mallory, honest);
+  await victim.handle(ECHO, async (reqs, ctx) => void (await ctx.send({ echo: reqs })), { maxFrameBytes: 64 * 1024, maxRequestFrames: 1, deadlineMs: 20_000 });
+  // four connections from one key (each could hold 512 KiB: together the whole budget), 16 streams each: a 64 KiB frame declared on each and 60 KiB of it sent, then nothing
+  const prefix = Uint8Array.from([0x80, 0x80, 0x04]);
+  const body = new Uint8Array(60 * 1024);
+  let sent = 0;
+  // one connection at a time: forced dials made at once share one connection
+  for (let c = 0; c < 4; c++) {
+    const conn = await mallory.libp2p.dial(victim.libp2p.getMultiaddrs()[0]!, { force: true });
+    // streams opened in a burst on a connection this fresh fail to negotiate (not what this test is about)
+    await sleep(300);
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        try {
+          const s = await conn.newStream(ECHO);
+          s.send(prefix);
+          s.send(body);
+          sent++;
+        } catch {
+          // refused (and reset) by the victim's budget: as it should be
+        }
+      }),
+    );
+  }
+  await sleep(500);
+  assert.ok(sent > 0);
+  await honest.dial(victim.addrs()[0]!);
+  assert.deepEqual(await honest.request(victim.peerId, ECHO, ['hi']), [{ echo: ['hi'] }]);
 });
