@@ -5,8 +5,8 @@
  * Loading refuses a key file that group or others can read. The seed is never
  * printed or logged (the signer's toJSON shows only the public key).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync, linkSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { Ed25519Signer } from '../records/ed25519.js';
@@ -34,7 +34,7 @@ export function keyFilePath(dataDir: string): string {
   return join(dataDir, KEY_FILE);
 }
 
-/** Write a file atomically with mode 0600 (temp file, fsync, rename). */
+/** Write a file atomically with mode 0600 (temp file, fsync, rename). Replaces what is there: for files that may be replaced (the API token). */
 export function writeSecretFile(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data, { mode: 0o600 });
@@ -45,10 +45,77 @@ export function writeSecretFile(path: string, data: string | Uint8Array): void {
   renameSync(tmp, path);
 }
 
+/** Filesystems without hard links answer link(2) with one of these; there the file is created exclusively in place. */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
+
+/**
+ * Publish a new file with mode 0600 at `path`, never replacing one: written whole and synced under a temporary name,
+ * then hard-linked to `path`, which fails with EEXIST when anything is there already (another process that created
+ * it since we looked). So a reader sees no file or the whole file, and of two creators exactly one succeeds; the other
+ * gets `false`. The directory is synced after, so the new name survives a crash.
+ */
+export function publishSecretFile(path: string, data: string | Uint8Array): boolean {
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    const fd = openSync(tmp, 'wx', 0o600);
+    try {
+      writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(tmp, path);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      if (!code || !NO_LINKS.has(code)) throw e;
+      if (!writeExclusive(path, data)) return false;
+    }
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  syncDir(dirname(path));
+  return true;
+}
+
+/** Create `path` exclusively (O_EXCL) and write it; `false` when it exists. A crash mid-write leaves a short file, not a replaced one. */
+function writeExclusive(path: string, data: string | Uint8Array): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+  try {
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    rmSync(path, { force: true });
+    throw e;
+  }
+  closeSync(fd);
+  return true;
+}
+
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // not every platform or filesystem syncs a directory (EISDIR, EINVAL); the file itself is synced
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint8Array): Identity {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = keyFilePath(dataDir);
-  if (existsSync(path)) throw new C0Error('KEY_EXISTS', `a key file already exists at ${path}; refusing to overwrite it`);
+  if (existsSync(path)) throw keyExists(path);
   const signer = seed ? new Ed25519Signer(seed) : Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const raw = signer.exportSeed();
@@ -71,8 +138,13 @@ export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint
     file = { version: 1, did, kdf: 'none', seed: Buffer.from(raw).toString('hex') };
   }
   raw.fill(0);
-  writeSecretFile(path, JSON.stringify(file, null, 2) + '\n');
+  // Another creator may have written a key since the check above (two `init`s on one volume): never replace it.
+  if (!publishSecretFile(path, JSON.stringify(file, null, 2) + '\n')) throw keyExists(path);
   return { did, signer, keyFile: path };
+}
+
+function keyExists(path: string): C0Error {
+  return new C0Error('KEY_EXISTS', `a key file already exists at ${path}; refusing to overwrite it`);
 }
 
 /** Read the DID without the passphrase (for `keys show` and the daemon lock). */

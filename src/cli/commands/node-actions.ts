@@ -103,14 +103,23 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   } catch (e) {
     throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the data directory: ${(e as Error).message}`, { field: 'dataDir' });
   }
+  let id: ReturnType<typeof createIdentity> | undefined;
   if (!existsSync(keyFilePath(dataDir))) {
     const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
-    const id = createIdentity(dataDir, pass);
-    out(`created key  ${id.did}`);
-    out(`peer id      ${peerIdFromDid(id.did).toString()}`);
-    out(`key file     ${id.keyFile} (${pass ? 'encrypted' : 'unencrypted'})`);
-    if (!pass) warnUnencrypted(id.keyFile, source);
-  } else out(`key exists   ${keyFilePath(dataDir)}`);
+    try {
+      id = createIdentity(dataDir, pass);
+    } catch (e) {
+      // another `init` created it meanwhile (two on one volume): as if it had been there, theirs is kept
+      if (!(e instanceof C0Error) || e.code !== 'KEY_EXISTS') throw e;
+    }
+    if (id) {
+      out(`created key  ${id.did}`);
+      out(`peer id      ${peerIdFromDid(id.did).toString()}`);
+      out(`key file     ${id.keyFile} (${pass ? 'encrypted' : 'unencrypted'})`);
+      if (!pass) warnUnencrypted(id.keyFile, source);
+    }
+  }
+  if (!id) out(`key exists   ${keyFilePath(dataDir)}`);
   const cfg = join(dataDir, 'config.yaml');
   if (!existsSync(cfg) || opts.forceConfig) {
     copyFileSync(DEFAULT_CONFIG, cfg);

@@ -1,11 +1,11 @@
 /** The key file (src/node/identity.ts): mode 0600, passphrase encryption, refusals, and the seed never shown. */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { createIdentity, isKeyEncrypted, keyFilePath, loadIdentity, readKeyFileDid } from '../../../src/node/identity.js';
+import { createIdentity, isKeyEncrypted, keyFilePath, loadIdentity, publishSecretFile, readKeyFileDid } from '../../../src/node/identity.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { assertCode, hex } from './fixtures.js';
@@ -82,6 +82,17 @@ describe('key file', () => {
     const before = readFileSync(keyFilePath(dir), 'utf8');
     assertCode(() => createIdentity(dir, undefined, new Uint8Array(32)), 'KEY_EXISTS');
     assert.equal(readFileSync(keyFilePath(dir), 'utf8'), before);
+  });
+
+  test('publishing a key never replaces a file that appeared after the check (another creator): false, nothing left behind', () => {
+    const dir = freshDir();
+    mkdirSync(dir);
+    const path = join(dir, 'k');
+    assert.equal(publishSecretFile(path, 'first'), true);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.equal(publishSecretFile(path, 'second'), false);
+    assert.equal(readFileSync(path, 'utf8'), 'first');
+    assert.deepEqual(readdirSync(dir), ['k']);
   });
 
   test('a corrupt or inconsistent key file → KEY_FILE_CORRUPT', () => {

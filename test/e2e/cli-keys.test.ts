@@ -1,0 +1,61 @@
+/**
+ * Creating a key with the `c0mpute` command, as child processes (no network):
+ * two creators racing on one data directory never both "create" a key (the
+ * loser gets KEY_EXISTS and the key on disk is the winner's).
+ */
+import { describe, test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../unit/ledger/helpers.js';
+import { BIN } from './node-helpers.js';
+
+const t = tempDir('c0-cli-keys-');
+after(() => t.cleanup());
+
+interface Run {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+function c0(args: string[], extra: Record<string, string> = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) env[k] = v;
+  Object.assign(env, extra);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: t.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+describe('two creators of one key', () => {
+  test('racing `keys init` and `init`: one creates the key, the other gets KEY_EXISTS, and the key on disk is the one reported', async () => {
+    for (let round = 0; round < 3; round++) {
+      const dir = join(t.dir, `race-${round}`);
+      // a passphrase makes each creator spend ~0.1 s in scrypt between its check and its write: the window of the race
+      const runs = await Promise.all([
+        c0(['--data-dir', dir, 'keys', 'init'], { C0MPUTE_PASSPHRASE: 'pw' }),
+        c0(['--data-dir', dir, ...(round === 1 ? ['init'] : ['keys', 'init'])], { C0MPUTE_PASSPHRASE: 'pw' }),
+      ]);
+      const created = runs.map((r) => /created(?: key)? +(did:key:\S+)/.exec(r.out)?.[1]);
+      const winners = created.filter((d) => d !== undefined);
+      assert.equal(winners.length, 1, `round ${round}: exactly one creator reports a key (${runs.map((r) => `${r.code} ${r.out}${r.err}`).join(' | ')})`);
+      const loser = runs[created.findIndex((d) => d === undefined)]!;
+      // `init` on an existing key is no error: it goes on to the config; `keys init` is refused
+      if (/^error /.test(loser.err) || loser.code !== 0) {
+        assert.equal(loser.code, 3, loser.err);
+        assert.match(loser.err, /^error KEY_EXISTS: /);
+      } else assert.match(loser.out, /key exists/);
+      const onDisk = (JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')) as { did: string }).did;
+      assert.equal(onDisk, winners[0], `round ${round}: the key on disk is the one reported created`);
+      assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp')), [], 'no temporary file left');
+    }
+  });
+});
