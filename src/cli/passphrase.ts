@@ -2,7 +2,8 @@
  * Where a passphrase comes from, in this order: `--passphrase-file <file>`
  * (a root option of every command), `C0MPUTE_PASSPHRASE`,
  * `C0MPUTE_PASSPHRASE_FILE`, else a prompt on a terminal (no echo). A file
- * holds the passphrase on its first line (one trailing newline is dropped).
+ * holds the passphrase on its first line (one trailing newline is dropped); an
+ * empty file is refused (KEY_PASSPHRASE_FILE_INVALID), never taken as "none".
  * Creating and opening a key (`init`, `keys init`, `start`, `run`, …) all read
  * it the same way.
  */
@@ -20,7 +21,12 @@ export function setPassphraseFile(path: string | undefined): void {
 /** `declined`: the user passed --no-passphrase. */
 export type PassphraseSource = 'flag-file' | 'env' | 'env-file' | 'prompt' | 'declined' | 'none';
 
-function readPassFile(path: string, what: string): string | undefined {
+/**
+ * The passphrase in a file. An empty one is refused: a file was named to encrypt the key, and an empty one (a secret
+ * mount or template that rendered nothing) must not quietly mean "store it in the clear"; no passphrase is chosen with
+ * `--no-passphrase` (or an empty `C0MPUTE_PASSPHRASE`).
+ */
+function readPassFile(path: string, what: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -29,7 +35,10 @@ function readPassFile(path: string, what: string): string | undefined {
   }
   const pass = text.replace(/\r?\n$/, '');
   if (pass.includes('\n')) throw new C0Error('KEY_PASSPHRASE_FILE_INVALID', `${what} ${path}: expected the passphrase alone on one line`, { field: 'passphrase-file' });
-  return pass === '' ? undefined : pass;
+  if (pass === '') {
+    throw new C0Error('KEY_PASSPHRASE_FILE_INVALID', `${what} ${path} is empty: put the passphrase on its first line (to store a new key unencrypted, pass --no-passphrase instead)`, { field: 'passphrase-file' });
+  }
+  return pass;
 }
 
 /**

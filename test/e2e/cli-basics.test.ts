@@ -7,7 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
@@ -91,6 +91,23 @@ describe('init and the key passphrase', () => {
     const missing = c0(['--data-dir', join(t.dir, 'nofile'), '--passphrase-file', join(t.dir, 'nope.txt'), 'init']);
     assert.equal(missing.code, 3);
     assert.match(missing.err, /^error INPUT_UNREADABLE: --passphrase-file /);
+  });
+
+  it('refuses an empty passphrase file (KEY_PASSPHRASE_FILE_INVALID) instead of storing the key in the clear', () => {
+    const empty = join(t.dir, 'empty.txt');
+    writeFileSync(empty, '');
+    const blank = join(t.dir, 'blank.txt');
+    writeFileSync(blank, '\n');
+    const runs = [
+      c0(['--data-dir', join(t.dir, 'empty-flag'), '--passphrase-file', empty, 'init']),
+      c0(['--data-dir', join(t.dir, 'empty-env'), 'keys', 'init'], { C0MPUTE_PASSPHRASE_FILE: blank }),
+    ];
+    for (const r of runs) {
+      assert.equal(r.code, 3, r.err);
+      assert.match(r.err, /^error KEY_PASSPHRASE_FILE_INVALID: .*is empty.*--no-passphrase/);
+    }
+    assert.ok(!existsSync(join(t.dir, 'empty-flag', 'identity.key')), 'no key written');
+    assert.ok(!existsSync(join(t.dir, 'empty-env', 'identity.key')), 'no key written');
   });
 
   it('takes it from C0MPUTE_PASSPHRASE_FILE and C0MPUTE_PASSPHRASE', () => {
