@@ -226,7 +226,7 @@ export const configSchema = z
           .object({
             type: z.enum(['auto', 'rapl', 'nvml', 'estimator']).default('auto'),
             estimatorWatts: z.number().positive().default(100),
-            /** Where the RAPL counters are (default /sys/class/powercap; containers may mount them elsewhere). */
+            /** Where the RAPL counters are (default /sys/class/powercap; containers may mount them elsewhere); relative to the config file. */
             powercapRoot: z.string().optional(),
           })
           .strict()
@@ -251,9 +251,9 @@ export const configSchema = z
     /** Pooled provider (docs/pools.md): this provider is a member of a pool and signs for it. */
     pool: z
       .object({
-        /** The pool's roster envelope (written by `c0mpute pool-provider roster`). */
+        /** The pool's roster envelope (written by `c0mpute pool-provider roster`); relative to the config file. */
         roster: z.string().min(1),
-        /** This member's countersignature of that roster (written by `c0mpute pool-provider join`). */
+        /** This member's countersignature of that roster (written by `c0mpute pool-provider join`); relative to the config file. */
         membership: z.string().min(1),
         /** Admission gate: refuse jobs paying less (absent: no price gate). */
         minPrice: money.optional(),
@@ -531,9 +531,11 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
 }
 
 /**
- * The files a config file names (a swarm key, a steward's tree), relative to that file's directory, as its examples
- * read (`swarmKeyFile: overlay.key` beside config.yaml), not to wherever the daemon was started. (An exec executor's
- * `cwd` is the directory the daemon starts in, as documented.)
+ * The files a config file names (a swarm key, a steward's tree, a pool member's roster and membership, the RAPL
+ * counters' root), relative to that file's directory, as its examples read (`swarmKeyFile: overlay.key` beside
+ * config.yaml), not to wherever the daemon was started: one config starts the same from a shell in the data directory,
+ * a systemd unit or a container's WORKDIR. (An exec executor's `cwd` is the directory the daemon starts in, as
+ * documented.)
  */
 function resolveFilePaths(layer: Record<string, unknown>, base: string): void {
   const fix = (o: unknown, key: string) => {
@@ -542,6 +544,9 @@ function resolveFilePaths(layer: Record<string, unknown>, base: string): void {
   fix(layer.network, 'swarmKeyFile');
   if (Array.isArray(layer.overlays)) for (const o of layer.overlays) fix(o, 'swarmKeyFile');
   fix(layer.steward, 'treeFile');
+  fix(layer.pool, 'roster');
+  fix(layer.pool, 'membership');
+  if (isObj(layer.provider)) fix(layer.provider.meter, 'powercapRoot');
 }
 
 /** Whether a layer sets the value at `path`, or a list or value on the way to it (an array replaces whole). */

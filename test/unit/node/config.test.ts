@@ -156,6 +156,17 @@ describe('config', () => {
     assert.equal(loadConfig({ file: file('network:\n  swarmKeyFile: /abs/k.key\n') }).network.swarmKeyFile, '/abs/k.key');
   });
 
+  test("a pool member's roster and membership, and a provider's powercapRoot, are relative to the config file's directory too", () => {
+    const f = file('pool:\n  roster: roster.cose\n  membership: pool/membership.cose\nprovider:\n  meter:\n    powercapRoot: powercap\n');
+    const c = loadConfig({ file: f });
+    assert.equal(c.pool?.roster, join(dirname(f), 'roster.cose'));
+    assert.equal(c.pool?.membership, join(dirname(f), 'pool', 'membership.cose'));
+    assert.equal(c.provider?.meter.powercapRoot, join(dirname(f), 'powercap'));
+    const abs = loadConfig({ file: file('pool:\n  roster: /abs/r.cose\n  membership: /abs/m.cose\nprovider:\n  meter:\n    powercapRoot: /sys/class/powercap\n') });
+    assert.equal(abs.pool?.roster, '/abs/r.cose');
+    assert.equal(abs.provider?.meter.powercapRoot, '/sys/class/powercap');
+  });
+
   test('a bootstrap address without /p2p/<PeerId> is still taken (the node learns the PeerId when it dials)', () => {
     assert.deepEqual(parseConfig({ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001'] } }).network.bootstrap, ['/ip4/127.0.0.1/tcp/4001']);
   });
