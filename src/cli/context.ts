@@ -20,7 +20,12 @@ export const EXIT = {
   OPERATOR: 3,
   /** A bug: an unexpected exception (run with C0MPUTE_DEBUG=1 for the stack). */
   INTERNAL: 70,
+  /** Interrupted with Ctrl-C (SIGINT) before it was done: 128 + SIGINT, as a shell reports it. */
+  INTERRUPTED: 130,
 } as const;
+
+/** An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130. */
+export class Interrupted extends C0Error {}
 
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.C0MPUTE_HOME ? resolve(env.C0MPUTE_HOME) : join(homedir(), '.c0mpute');

@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { C0Error } from '../errors.js';
+import { Interrupted } from './context.js';
 
 let flagFile: string | undefined;
 
@@ -75,17 +76,28 @@ export function warnUnencrypted(keyFile: string, source: PassphraseSource): void
   );
 }
 
+/**
+ * Ask on the terminal without echo. Ctrl-D (the input ends) and Ctrl-C (readline's SIGINT, the terminal being raw)
+ * give no answer: both reject with KEY_PASSPHRASE_ABORTED, Ctrl-C as an interruption (exit 130), so the command ends
+ * with its `error CODE` line before it has done anything, never with a promise left pending.
+ */
 function promptHidden(prompt: string): Promise<string> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
     const rlAny = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WriteStream };
     rlAny._writeToOutput = (s: string) => {
       if (s.startsWith(prompt)) rlAny.output.write(prompt);
     };
-    rl.question(prompt, (answer) => {
+    let settled = false;
+    const end = (f: () => void) => {
+      if (settled) return;
+      settled = true;
       rl.close();
       process.stderr.write('\n');
-      resolve(answer);
-    });
+      f();
+    };
+    rl.question(prompt, (answer) => end(() => resolve(answer)));
+    rl.on('SIGINT', () => end(() => reject(new Interrupted('KEY_PASSPHRASE_ABORTED', 'interrupted at the passphrase prompt; nothing was done'))));
+    rl.on('close', () => end(() => reject(new C0Error('KEY_PASSPHRASE_ABORTED', 'the input ended at the passphrase prompt (Ctrl-D) before a passphrase was given; nothing was done'))));
   });
 }

@@ -2,7 +2,8 @@
  * The `c0mpute` command's own manners, as child processes (no network): a
  * closed standard output ends a command quietly; `init` says when it stores a
  * key unencrypted and takes the passphrase from a file or the environment,
- * and `start` reads it the same way.
+ * and `start` reads it the same way; Ctrl-D or Ctrl-C at the passphrase prompt
+ * (on a pseudo-terminal) ends it with `error KEY_PASSPHRASE_ABORTED`.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -119,5 +120,49 @@ describe('init and the key passphrase', () => {
     const b = c0(['--data-dir', join(t.dir, 'envvar'), 'keys', 'init'], { C0MPUTE_PASSPHRASE: 'tr0ub4dor' });
     assert.equal(b.err, '');
     assert.equal(kdf(join(t.dir, 'envvar')), 'scrypt');
+  });
+});
+
+/** Drive the command on a pseudo-terminal (python3's pty): at the passphrase prompt, type the byte `key`. */
+const PTY = `
+import os, pty, sys, time, select
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:-1])
+out = b''; sent = False; t0 = time.time()
+while time.time() - t0 < 20:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try: d = os.read(fd, 4096)
+        except OSError: break
+        if not d: break
+        out += d
+    if b'passphrase' in out and not sent:
+        time.sleep(0.2); os.write(fd, bytes([int(sys.argv[-1], 16)])); sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+print('\\nEXIT', os.waitstatus_to_exitcode(st))
+`;
+const hasPty = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0;
+
+function onTerminal(args: string[], key: 'ctrl-d' | 'ctrl-c'): { code: number; screen: string } {
+  const r = spawnSync('python3', ['-c', PTY, process.execPath, BIN, ...args, key === 'ctrl-d' ? '04' : '03'], { encoding: 'utf8', env: env(), timeout: 30_000 });
+  const m = /\nEXIT (-?\d+)\s*$/.exec(r.stdout);
+  return { code: m ? Number(m[1]) : -1, screen: r.stdout };
+}
+
+describe('the passphrase prompt on a terminal', { skip: hasPty ? false : 'needs python3 for a pseudo-terminal' }, () => {
+  it('Ctrl-D ends it with KEY_PASSPHRASE_ABORTED, exit 3; Ctrl-C the same, exit 130; no key is written', () => {
+    const d1 = join(t.dir, 'tty-d');
+    const eof = onTerminal(['--data-dir', d1, 'init'], 'ctrl-d');
+    assert.equal(eof.code, 3, eof.screen);
+    assert.match(eof.screen, /error KEY_PASSPHRASE_ABORTED: /);
+    assert.ok(!existsSync(join(d1, 'identity.key')));
+    // opening an encrypted key: `start` asks, and Ctrl-C stops it before anything starts
+    const enc = join(t.dir, 'tty-enc');
+    assert.equal(c0(['--data-dir', enc, 'init'], { C0MPUTE_PASSPHRASE: 'pw' }).code, 0);
+    const intr = onTerminal(['--data-dir', enc, 'start'], 'ctrl-c');
+    assert.equal(intr.code, 130, intr.screen);
+    assert.match(intr.screen, /error KEY_PASSPHRASE_ABORTED: /);
   });
 });
