@@ -112,10 +112,30 @@ function syncDir(dir: string): void {
   }
 }
 
-export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint8Array): Identity {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+/**
+ * Whether the data directory holds a key file. Something else at its path (a directory, a device) is no key and no
+ * room for one: KEY_FILE_CORRUPT, not "the key exists".
+ */
+export function hasKeyFile(dataDir: string): boolean {
   const path = keyFilePath(dataDir);
-  if (existsSync(path)) throw keyExists(path);
+  if (!existsSync(path)) return false;
+  checkIsFile(path);
+  return true;
+}
+
+function checkIsFile(path: string): void {
+  const st = statSync(path);
+  if (!st.isFile()) throw new C0Error('KEY_FILE_CORRUPT', `${path} is ${st.isDirectory() ? 'a directory' : 'not a regular file'}, not a key file; move it away`);
+}
+
+export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint8Array): Identity {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the key's directory: ${(e as Error).message}`, { field: 'dataDir' });
+  }
+  const path = keyFilePath(dataDir);
+  if (hasKeyFile(dataDir)) throw keyExists(path);
   const signer = seed ? new Ed25519Signer(seed) : Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const raw = signer.exportSeed();
@@ -139,7 +159,16 @@ export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint
   }
   raw.fill(0);
   // Another creator may have written a key since the check above (two `init`s on one volume): never replace it.
-  if (!publishSecretFile(path, JSON.stringify(file, null, 2) + '\n')) throw keyExists(path);
+  let published: boolean;
+  try {
+    published = publishSecretFile(path, JSON.stringify(file, null, 2) + '\n');
+  } catch (e) {
+    throw new C0Error('KEY_FILE_UNWRITABLE', `cannot write the key file ${path}: ${(e as Error).message}`, { field: 'dataDir' });
+  }
+  if (!published) {
+    checkIsFile(path);
+    throw keyExists(path);
+  }
   return { did, signer, keyFile: path };
 }
 
@@ -154,6 +183,7 @@ export function readKeyFileDid(dataDir: string): string {
 
 function parseKeyFile(path: string): KeyFileV1 {
   if (!existsSync(path)) throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
+  checkIsFile(path);
   const st = statSync(path);
   if ((st.mode & 0o077) !== 0) {
     throw new C0Error('KEY_FILE_PERMISSIONS', `key file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 600 ${path}\``);

@@ -1,12 +1,14 @@
 /**
  * Creating a key with the `c0mpute` command, as child processes (no network):
  * two creators racing on one data directory never both "create" a key (the
- * loser gets KEY_EXISTS and the key on disk is the winner's).
+ * loser gets KEY_EXISTS and the key on disk is the winner's); a data
+ * directory that is a file, or a key path that is a directory, is an operator
+ * error with its code (exit 3), never an internal error or "key exists".
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../unit/ledger/helpers.js';
 import { BIN } from './node-helpers.js';
@@ -57,5 +59,33 @@ describe('two creators of one key', () => {
       assert.equal(onDisk, winners[0], `round ${round}: the key on disk is the one reported created`);
       assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp')), [], 'no temporary file left');
     }
+  });
+});
+
+/** Exit 3 and one stderr line `error CODE: …`. */
+function operatorError(r: Run, code: string, what: string): void {
+  assert.equal(r.code, 3, `${what}: exit code (stderr: ${r.err})`);
+  assert.match(r.err, new RegExp(`^error ${code}: [^\\n]+\\n$`), what);
+}
+
+describe('where the key cannot go', () => {
+  test('a data directory that is a file: DATA_DIR_INVALID from keys init and pool-provider init, as from init', async () => {
+    const file = join(t.dir, 'a-file');
+    writeFileSync(file, 'x');
+    const [keys, pool, init] = await Promise.all([
+      c0(['--data-dir', file, 'keys', 'init', '--no-passphrase']),
+      c0(['pool-provider', 'init', '--pool-dir', file]),
+      c0(['--data-dir', file, 'init', '--no-passphrase']),
+    ]);
+    operatorError(keys, 'DATA_DIR_INVALID', 'keys init');
+    operatorError(pool, 'DATA_DIR_INVALID', 'pool-provider init');
+    operatorError(init, 'DATA_DIR_INVALID', 'init');
+  });
+
+  test('an identity.key that is a directory: KEY_FILE_CORRUPT from init, keys init and keys show, not "key exists"', async () => {
+    const dir = join(t.dir, 'key-is-dir');
+    mkdirSync(join(dir, 'identity.key'), { recursive: true, mode: 0o755 });
+    const runs = await Promise.all([['init', '--no-passphrase'], ['keys', 'init', '--no-passphrase'], ['keys', 'show']].map((a) => c0(['--data-dir', dir, ...a])));
+    runs.forEach((r, i) => operatorError(r, 'KEY_FILE_CORRUPT', ['init', 'keys init', 'keys show'][i]!));
   });
 });

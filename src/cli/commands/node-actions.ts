@@ -8,7 +8,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { createIdentity, keyFilePath } from '../../node/identity.js';
+import { createIdentity, hasKeyFile, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
@@ -104,7 +104,7 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
     throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the data directory: ${(e as Error).message}`, { field: 'dataDir' });
   }
   let id: ReturnType<typeof createIdentity> | undefined;
-  if (!existsSync(keyFilePath(dataDir))) {
+  if (!hasKeyFile(dataDir)) {
     const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
     try {
       id = createIdentity(dataDir, pass);
