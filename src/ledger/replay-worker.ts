@@ -1,4 +1,4 @@
-/** Worker side of replayParallel: opens (fully verifies) a chunk of pool/1 entries. */
+/** Worker side of replayParallel and firstRefusedEntry (src/ledger/replay.ts): opens (fully verifies) a chunk of pool/1 entries. */
 import { parentPort } from 'node:worker_threads';
 import { C0Error } from '../errors.js';
 import { open } from '../records/envelope.js';
@@ -8,6 +8,8 @@ export interface ChunkRequest {
   id: number;
   start: number;
   entries: Uint8Array[];
+  /** Only whether (and where) an entry is refused: no addresses, signers or records sent back. */
+  verifyOnly?: boolean;
 }
 
 export interface ChunkResult {
@@ -24,6 +26,7 @@ parentPort?.on('message', (req: ChunkRequest) => {
   for (let i = 0; i < req.entries.length; i++) {
     try {
       const o = open(req.entries[i]!, POOL_TYPE);
+      if (req.verifyOnly) continue;
       res.addresses.push(o.address);
       res.signers.push(o.signer);
       res.records.push(o.record);

@@ -11,10 +11,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { C0Error } from '../errors.js';
 import { open } from '../records/envelope.js';
 import { UsageBook, type PoolEvent } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, eventOf, type LedgerEntry } from './entry.js';
+import type { ChunkRequest, ChunkResult } from './replay-worker.js';
 
 export const REPLAY_ERR = {
   WRONG_STEWARD: 'LEDGER_WRONG_STEWARD',
@@ -137,27 +139,97 @@ export function replayOrThrow(entries: readonly Uint8Array[], opts: ReplayOption
 export async function replayParallel(entries: readonly Uint8Array[], opts: ReplayOptions & { workers?: number; minEntries?: number } = {}): Promise<ReplayResult> {
   const workers = Math.max(1, Math.min(opts.workers ?? availableParallelism(), 16));
   if (workers <= 1 || entries.length < (opts.minEntries ?? 4000)) return replay(entries, opts);
-  const chunk = Math.ceil(entries.length / (workers * 4));
+  return replayOpened(entries.length, await openInWorkers(entries, workers), opts);
+}
+
+/** An entry refused by the envelope checks: its index, the refusal's code and message. */
+export interface EntryRefusal {
+  index: number;
+  code: string;
+  message: string;
+}
+
+/**
+ * Pass 1's envelope checks alone (signature under the signer's key, canonical
+ * core, shape; the signer and the chain are the caller's), for a caller that
+ * must keep its event loop free while a long run is checked (the witness,
+ * src/ledger/witness.ts): from `minEntries` entries on (default 4,000) in
+ * `workers` worker threads (default: the cores, at most 16; at least one, so
+ * the work is off this thread even on one core), below it here, yielding to
+ * the event loop every `yieldEvery` entries (default 250). Returns the first
+ * entry that does not open, or undefined when every one does.
+ */
+export async function firstRefusedEntry(entries: readonly Uint8Array[], opts: { workers?: number; minEntries?: number; yieldEvery?: number } = {}): Promise<EntryRefusal | undefined> {
+  if (entries.length >= (opts.minEntries ?? 4000)) {
+    const workers = Math.max(1, Math.min(opts.workers ?? availableParallelism(), 16));
+    // small chunks, and nothing sent back but a refusal: what this thread receives costs it next to nothing
+    // (the chunks past the first refused one may be left unchecked: every chunk before it was handed out first)
+    const results = await inWorkers(entries, workers, VERIFY_CHUNK, true);
+    return results.find((r) => r?.failure)?.failure;
+  }
+  const every = Math.max(1, opts.yieldEvery ?? 250);
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 && i % every === 0) await yieldToLoop();
+    const o = openOne(entries[i]!);
+    if ('error' in o) return { index: i, ...o.error };
+  }
+  return undefined;
+}
+
+/** Entries per chunk firstRefusedEntry sends a worker. */
+const VERIFY_CHUNK = 500;
+
+/**
+ * Open every entry in `workers` worker threads (replay-worker.ts), in chunks; returns what opening entry i yielded.
+ * Past a chunk's first refused entry nothing of that chunk is opened: ask only up to the first refusal.
+ */
+async function openInWorkers(entries: readonly Uint8Array[], workers: number): Promise<(i: number) => Opened1> {
+  const chunk = Math.max(1, Math.ceil(entries.length / (workers * 4)));
+  const results = await inWorkers(entries, workers, chunk, false);
+  return (i) => {
+    const j = Math.floor(i / chunk);
+    const r = results[j]!;
+    const k = i - j * chunk;
+    if (k < r.addresses.length) return { record: r.records[k] as LedgerEntry, signer: r.signers[k]!, address: r.addresses[k]! };
+    return { error: { code: r.failure!.code, message: r.failure!.message } };
+  };
+}
+
+/**
+ * The worker pool: every chunk of `chunk` entries opened in one of `workers` threads; the results in chunk order.
+ * `verifyOnly`: only refusals come back, and the chunks after the first refused one handed out are not (undefined).
+ */
+async function inWorkers(entries: readonly Uint8Array[], workers: number, chunk: number, verifyOnly: boolean): Promise<ChunkResult[]> {
   const jobs: Array<{ start: number; entries: Uint8Array[] }> = [];
   for (let s = 0; s < entries.length; s += chunk) jobs.push({ start: s, entries: entries.slice(s, s + chunk) as Uint8Array[] });
-  const results = new Array<{ addresses: string[]; signers: string[]; records: unknown[]; failure?: { index: number; code: string; message: string } }>(jobs.length);
-  const pool = Array.from({ length: workers }, () => new Worker(new URL('./replay-worker.js', import.meta.url)));
+  const results = new Array<ChunkResult>(jobs.length);
+  const pool = Array.from({ length: Math.min(workers, jobs.length) }, () => new Worker(new URL('./replay-worker.js', import.meta.url)));
   try {
     let next = 0;
     await Promise.all(
       pool.map(
         (w) =>
           new Promise<void>((resolve, reject) => {
+            let done = false;
             const feed = () => {
-              if (next >= jobs.length) return resolve();
+              if (next >= jobs.length) {
+                done = true;
+                return resolve();
+              }
               const id = next++;
-              w.postMessage({ id, start: jobs[id]!.start, entries: jobs[id]!.entries });
+              w.postMessage({ id, start: jobs[id]!.start, entries: jobs[id]!.entries, verifyOnly } satisfies ChunkRequest);
             };
-            w.on('message', (r: { id: number; addresses: string[]; signers: string[]; records: unknown[]; failure?: { index: number; code: string; message: string } }) => {
+            w.on('message', (r: ChunkResult) => {
               results[r.id] = r;
+              // only a refusal wanted: none of the chunks after a refused one is handed out
+              if (verifyOnly && r.failure) next = jobs.length;
               feed();
             });
             w.on('error', reject);
+            // a worker gone without an error event (killed, out of memory) would leave its chunk unanswered for ever
+            w.on('exit', (code) => {
+              if (!done) reject(new Error(`ledger replay worker exited (code ${code}) before its chunks were checked`));
+            });
             feed();
           }),
       ),
@@ -165,15 +237,5 @@ export async function replayParallel(entries: readonly Uint8Array[], opts: Repla
   } finally {
     await Promise.all(pool.map((w) => w.terminate()));
   }
-  return replayOpened(
-    entries.length,
-    (i) => {
-      const j = Math.floor(i / chunk);
-      const r = results[j]!;
-      const k = i - j * chunk;
-      if (k < r.addresses.length) return { record: r.records[k] as LedgerEntry, signer: r.signers[k]!, address: r.addresses[k]! };
-      return { error: { code: r.failure!.code, message: r.failure!.message } };
-    },
-    opts,
-  );
+  return results;
 }

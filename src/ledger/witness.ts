@@ -41,6 +41,8 @@
  *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?}
  *                       (form absent: a and b at one seq; `successor`: b at a's seq + 1, not linking to a)
  */
+import { availableParallelism } from 'node:os';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
 import { didFromPublicKey } from '../records/did.js';
@@ -53,6 +55,7 @@ import type { Logger } from '../util/log.js';
 import { GENESIS, POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from './entry.js';
 import { verifyEvidence, type Equivocation, type EquivocationForm } from './attest.js';
 import { seqKey, type Head } from './store.js';
+import { firstRefusedEntry } from './replay.js';
 
 export const WITNESS_ERR = {
   IS_STEWARD: 'WITNESS_IS_STEWARD',
@@ -65,6 +68,12 @@ export const WITNESS_ERR = {
 } as const;
 
 export const MAX_COSIGN_ENTRIES = 100_000;
+/** From this many entries on, a run's signatures are verified in worker threads; below it here, yielding as it goes. */
+export const PARALLEL_FROM = 2_000;
+/** Worker threads one cosign verifies in: one core is left to the daemon (its network, API and other roles). */
+const VERIFY_WORKERS = Math.max(1, Math.min(4, availableParallelism() - 1));
+/** The cheap pass (decoding and chaining, no signature: about 25 µs an entry) yields to the event loop this often. */
+const CHEAP_YIELD_EVERY = 500;
 /** Evidence pairs kept per steward: one proves the equivocation; the bound stops a key that equivocates on purpose. */
 export const MAX_EVIDENCE_PER_STEWARD = 16;
 
@@ -146,15 +155,31 @@ export class Witness {
     if (entries.length > MAX_COSIGN_ENTRIES) throw new C0Error(WITNESS_ERR.TOO_MANY, `entries: more than ${MAX_COSIGN_ENTRIES}`, { field: 'entries' });
     const held = await this.#held(steward);
     const heldOut = { length: held.length, head: held.head };
-    // 1. every entry verifies under the steward's key, and the run chains
+    const badEntry = (i: number, code: string, message: string): C0Error =>
+      new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: ${code}: ${message}`, { field: `entries[${i}]`, detail: { reason: code, held: heldOut } });
+    /** Entry i's signature, before it is kept as evidence (the run's signatures are checked only once it is to be cosigned). */
+    const verified = (...is: number[]): void => {
+      for (const i of is) {
+        try {
+          open(entries[i]!, POOL_TYPE);
+        } catch (e) {
+          if (!(e instanceof C0Error)) throw e;
+          throw badEntry(i, e.code, e.message);
+        }
+      }
+    };
+    // 1. the cheap checks first, no signature yet (any key can sign a long run once and serve it to every witness,
+    //    again and again): every entry decodes as a canonical pool/1 entry whose header names the steward, and the
+    //    run chains. A run refused here costs no signature check. Yields to the event loop as it goes.
     const recs: Array<{ rec: LedgerEntry; address: string; bytes: Uint8Array }> = [];
     for (let i = 0; i < entries.length; i++) {
+      if (i > 0 && i % CHEAP_YIELD_EVERY === 0) await yieldToLoop();
       let o;
       try {
-        o = open(entries[i]!, POOL_TYPE);
+        o = open(entries[i]!, POOL_TYPE, { trusted: true });
       } catch (e) {
         if (!(e instanceof C0Error)) throw e;
-        throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: ${e.code}: ${e.message}`, { field: `entries[${i}]`, detail: { reason: e.code, held: heldOut } });
+        throw badEntry(i, e.code, e.message);
       }
       if (o.signer !== steward) throw new C0Error(WITNESS_ERR.BAD_ENTRY, `entries[${i}]: sealed by ${o.signer}, not by ${steward}`, { field: `entries[${i}]`, detail: { reason: 'LEDGER_WRONG_STEWARD', held: heldOut } });
       const rec = o.record as LedgerEntry;
@@ -162,6 +187,7 @@ export class Witness {
       if (prevRec && rec.seq === prevRec.rec.seq + 1 && rec.prev !== prevRec.address && (held.length > 0 || this.#named.has(steward))) {
         // two steward-signed entries that no single history holds: a fork right after entries[i-1]
         // (about a key neither held nor named, only refused below: anyone can make one)
+        verified(i - 1, i);
         await this.#keep(steward, { a: prevRec.bytes, b: entries[i]!, form: 'successor' }, heldOut);
       }
       if (prevRec && (rec.seq !== prevRec.rec.seq + 1 || rec.prev !== prevRec.address)) {
@@ -175,16 +201,18 @@ export class Witness {
     const newLength = last.rec.seq + 1;
     // 2. relate the run to the held head
     if (held.length > 0) {
-      const atHead = recs.find((r) => r.rec.seq === held.length - 1);
-      if (atHead && held.entry && compareBytes(atHead.bytes, held.entry) !== 0) {
+      const atHead = recs.findIndex((r) => r.rec.seq === held.length - 1);
+      if (atHead >= 0 && held.entry && compareBytes(recs[atHead]!.bytes, held.entry) !== 0) {
         // two steward-signed entries at one seq with different content: keep the evidence
-        await this.#keep(steward, { a: held.entry, b: atHead.bytes }, heldOut);
+        verified(atHead);
+        await this.#keep(steward, { a: held.entry, b: recs[atHead]!.bytes }, heldOut);
       }
-      if (!atHead && held.entry && first.rec.seq === held.length && first.rec.prev !== held.head) {
+      if (atHead < 0 && held.entry && first.rec.seq === held.length && first.rec.prev !== held.head) {
         // a fork beginning right after the held head: the entry at seq n does not link to h
+        verified(0);
         await this.#keep(steward, { a: held.entry, b: first.bytes, form: 'successor' }, heldOut);
       }
-      if (!atHead) {
+      if (atHead < 0) {
         // the run must start right after the held head, linking to it
         if (first.rec.seq !== held.length || first.rec.prev !== held.head) {
           throw new C0Error(WITNESS_ERR.CONFLICT, `the request (seq ${first.rec.seq}..${last.rec.seq}) does not extend the held head at length ${held.length}`, { detail: { held: heldOut } });
@@ -196,7 +224,11 @@ export class Witness {
     if (newLength < held.length) {
       throw new C0Error(WITNESS_ERR.CONFLICT, `the request ends at length ${newLength}, shorter than the held length ${held.length}`, { detail: { held: heldOut } });
     }
-    // 3. state first, atomically and durably; then the answer
+    // 3. every signature (with the canonical and shape checks again), off the event loop: a long run in worker
+    //    threads, a short one here with yields (replay.ts firstRefusedEntry)
+    const refused = await firstRefusedEntry(entries, { workers: VERIFY_WORKERS, minEntries: PARALLEL_FROM });
+    if (refused) throw badEntry(refused.index, refused.code, refused.message);
+    // 4. state first, atomically and durably; then the answer
     const receipt: WitnessReceipt = { steward, length: newLength, head: last.address, witnessedAt: this.#now() };
     const sealed = seal(WITNESS_TYPE, receipt as never, this.#signer) as Opened<WitnessReceipt>;
     await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: newLength, head: addressToBytes(last.address), entry: last.bytes }) }] as never, { sync: true });

@@ -12,7 +12,10 @@
  * `stewards`) for its ledger past that head, without waiting for a head on
  * pool-head: gossip does not replay, so a head published while this witness was
  * away is heard only when the steward republishes it (src/roles/steward.ts).
- * A head it already holds costs one read and nothing more.
+ * A head it already holds costs one read and nothing more; a head whose catch-up
+ * was refused is not fetched again for REFUSED_HEAD_MS (from a key neither held
+ * nor named, no head at all), so a run signed once cannot be served to it again
+ * and again.
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
@@ -53,6 +56,15 @@ export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
  * held or named for its ledger past the held head, ms; a steward is asked until it answers once.
  */
 export const START_CATCHUP_MS: readonly number[] = [2_000, 5_000, 15_000, 60_000];
+/**
+ * How long a head whose catch-up was refused is not fetched again (a refusal is the same for the same head and held
+ * state, and any key can serve a run that costs a witness a fetch and a verification); from a key this witness neither
+ * holds a head for nor is named to witness, no head at all is fetched meanwhile (signing a new head costs it one
+ * signature). The steward republishes its head every 30 s until it is covered: a refused one is asked again after this.
+ */
+export const REFUSED_HEAD_MS = 10 * 60_000;
+/** Refused heads remembered at most (one per steward, the oldest forgotten first). */
+export const MAX_REFUSED_HEADS = 1_000;
 
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
@@ -77,6 +89,8 @@ export class WitnessRole {
   #full = false;
   #stopped = false;
   #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
+  /** Per steward: the head whose catch-up was refused, at which held length, and when (REFUSED_HEAD_MS). */
+  #refusedHeads = new Map<string, { head: string; held: number; at: number }>();
 
   private constructor(
     private o: WitnessPorts,
@@ -188,6 +202,7 @@ export class WitnessRole {
     const target = entry.record.seq + 1;
     if (target < held.length) return; // an old head: nothing new
     if (target === held.length && entry.address === held.head) return; // the head held (republished): nothing to do
+    if (this.#refusedLately(steward, entry.address, held.length)) return;
     // Fetch from the entry before the held head, so a rewritten entry at the
     // held seq is seen (equivocation), up to the announced head.
     if (target - from > MAX_COSIGN_ENTRIES) {
@@ -196,19 +211,23 @@ export class WitnessRole {
       this.o.log.warn({ steward, held: held.length, head: target }, `refused a head more than ${MAX_COSIGN_ENTRIES} entries past the one held`);
       return;
     }
+    const refused = { head: entry.address, held: held.length };
     let entries: Uint8Array[];
     try {
       entries = await this.#fetch(steward, from, target);
     } catch (e) {
-      if ((e as C0Error).code === WITNESS_TOO_LARGE) throw e;
+      if ((e as C0Error).code === WITNESS_TOO_LARGE) {
+        this.#refused(steward, WITNESS_TOO_LARGE, refused);
+        throw e;
+      }
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
-      if (shown) return this.#publish(steward, shown);
+      if (shown) return this.#publish(steward, shown, refused);
       throw e;
     }
     if (entries.length === 0) {
       const shown = await this.witness.observeHead(steward, entry.bytes);
-      if (shown) await this.#publish(steward, shown);
+      if (shown) await this.#publish(steward, shown, refused);
       return;
     }
     const served = entries.find((b) => {
@@ -222,10 +241,35 @@ export class WitnessRole {
       // It announced one entry at this seq and serves another: both are its signatures. Kept and published only
       // about a steward held or listed (any key can do this); nothing is cosigned either way.
       const ev = await this.witness.keep(steward, entry.bytes, served);
-      if (ev) await this.#publish(steward, ev);
+      if (ev) await this.#publish(steward, ev, refused);
+      else this.#refused(steward, WITNESS_ERR.CONFLICT, refused); // about a key neither held nor named: nothing kept
       return;
     }
-    await this.#cosign(steward, entries);
+    await this.#cosign(steward, entries, refused);
+  }
+
+  /** Whether `head` of `steward` was refused within REFUSED_HEAD_MS at this held length (any head, for a key neither held nor named). */
+  #refusedLately(steward: string, head: string, held: number): boolean {
+    const r = this.#refusedHeads.get(steward);
+    if (!r) return false;
+    if (this.o.clock() - r.at >= REFUSED_HEAD_MS) {
+      this.#refusedHeads.delete(steward);
+      return false;
+    }
+    const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
+    if (!stranger && (r.head !== head || r.held !== held)) return false;
+    this.o.log.debug({ steward, head, refused: r.head }, 'a head refused lately: not fetched again');
+    return true;
+  }
+
+  /** Note a refusal (`GET /v1/witness`), and for a head heard, remember it (REFUSED_HEAD_MS). */
+  #refused(steward: string, code: string, heard?: { head: string; held: number }): void {
+    const at = this.o.clock();
+    this.#last.set(steward, { refused: code, at });
+    if (!heard) return;
+    this.#refusedHeads.delete(steward);
+    this.#refusedHeads.set(steward, { ...heard, at });
+    if (this.#refusedHeads.size > MAX_REFUSED_HEADS) this.#refusedHeads.delete(this.#refusedHeads.keys().next().value!);
   }
 
   /** The start catch-up: the entries from `from` to what the steward serves, cosigned unless they end at the held head. */
@@ -257,7 +301,7 @@ export class WitnessRole {
         if (!(f instanceof Uint8Array)) continue;
         bytes += f.length;
         if (bytes > MAX_CATCHUP_BYTES) {
-          this.#last.set(steward, { refused: WITNESS_TOO_LARGE, at: this.o.clock() });
+          this.#refused(steward, WITNESS_TOO_LARGE);
           throw new C0Error(WITNESS_TOO_LARGE, `the entries past the held head pass ${MAX_CATCHUP_BYTES} bytes`);
         }
         entries.push(f);
@@ -267,28 +311,29 @@ export class WitnessRole {
     return entries;
   }
 
-  /** Cosign `entries` and publish the receipt; a refusal is noted (and evidence published). */
-  async #cosign(steward: string, entries: Uint8Array[]): Promise<void> {
+  /** Cosign `entries` and publish the receipt; a refusal is noted (and evidence published), with the head heard if any. */
+  async #cosign(steward: string, entries: Uint8Array[], heard?: { head: string; held: number }): Promise<void> {
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
+      this.#refusedHeads.delete(steward);
       this.#held.add(steward);
       await this.o.net.publish('pool-witness', receipt.bytes).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'witness receipt reached nobody'));
       this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
-      this.#last.set(steward, { refused: e.code, at: this.o.clock() });
+      this.#refused(steward, e.code, heard);
       this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
       const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }; seq?: number } | undefined) ?? {};
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
-        await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}) });
+        await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}) }, heard);
       }
     }
   }
 
-  /** Publish kept evidence as a `pool-evidence/1` record. */
-  async #publish(steward: string, ev: Equivocation): Promise<void> {
-    this.#last.set(steward, { refused: 'WITNESS_EQUIVOCATION', at: this.o.clock() });
+  /** Publish kept evidence as a `pool-evidence/1` record (the refusal noted, with the head heard if any). */
+  async #publish(steward: string, ev: Equivocation, heard?: { head: string; held: number }): Promise<void> {
+    this.#refused(steward, WITNESS_ERR.EQUIVOCATION, heard);
     const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.a, conflicting: ev.b, observedAt: this.o.clock(), ...(ev.form === 'successor' ? { form: 'successor' as const } : {}) };
     const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
     await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});

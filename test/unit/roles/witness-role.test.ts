@@ -14,7 +14,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { pino } from 'pino';
 import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { MAX_EVIDENCE_PER_STEWARD, Witness, WITNESS_ERR } from '../../../src/ledger/witness.js';
-import { WitnessRole, type WitnessPorts } from '../../../src/roles/witness.js';
+import { REFUSED_HEAD_MS, WitnessRole, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
 import type { Logger } from '../../../src/util/log.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
 
@@ -35,9 +35,10 @@ interface Rig {
   open: () => void;
   /** The role started again on the same database (a restarted node). */
   restart: () => Promise<WitnessRole>;
+  clock: ReturnType<typeof fakeClock>;
 }
 
-async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: { maxStewards?: number; stewards?: string[] } = {}, gated = false): Promise<void> {
+async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: WitnessConfig = {}, gated = false): Promise<void> {
   const t = tempDir('c0-witness-role-');
   const db: Db = await openDb(t.dir);
   const calls: Array<{ steward: string; from: number; to: number }> = [];
@@ -47,9 +48,10 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
   const gate = gated ? new Promise<void>((r) => (release = r)) : Promise.resolve();
   let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
   const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) }) as unknown as Logger;
+  const clock = fakeClock(1_000);
   const ports: WitnessPorts = {
     name: 'labs',
-    clock: fakeClock(1_000),
+    clock,
     log,
     net: {
       subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
@@ -70,7 +72,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
       await role.stop();
       return (role = await start());
     };
-    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, db, open: () => release(), restart });
+    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, db, open: () => release(), restart, clock });
     await role.stop();
   } finally {
     await closeDb(db);
@@ -170,6 +172,56 @@ describe('witness role bounds', () => {
       {},
       true,
     );
+  });
+});
+
+describe('witness role: refused heads', () => {
+  type Status = { stewards: Record<string, { last: { refused?: string; head?: string; length?: number } }> };
+
+  it('a key never cosigned whose run is refused is not fetched again for a while, whatever head it announces', async () => {
+    const k = stewardChain(2);
+    // seq 2 does not link to seq 1: signed once, it would make every witness fetch and verify the run each time it is announced
+    const broken = sealEntries([admitted('x')], k.signer, { start: { length: 2, head: `sha256:${'11'.repeat(32)}` } })[0]!;
+    const other = sealEntries([admitted('y')], k.signer, { start: { length: 3, head: broken.address } })[0]!;
+    const chains = new Map([[k.did, [...k.chain, broken, other]]]);
+    await rig(chains, async ({ role, onHead, calls, clock }) => {
+      onHead(head(broken));
+      await role.settled();
+      assert.equal(calls.length, 1);
+      //STATUS
+      onHead(head(broken)); // republished
+      onHead(head(other)); // or another head of the same key
+      await role.settled();
+      assert.equal(calls.length, 1, 'neither is fetched again');
+      assert.deepEqual(await role.witness.stewards(), [], 'nothing taken on');
+      clock.advance(REFUSED_HEAD_MS + 1);
+      onHead(head(broken));
+      await role.settled();
+      assert.equal(calls.length, 2, 'after the while, it is asked again');
+    });
+  });
+
+  it('a steward held: the head refused is not fetched again, a newer one is', async () => {
+    const s = stewardChain(5);
+    const chains = new Map([[s.did, s.chain.slice(0, 2)]]);
+    await rig(chains, async ({ role, onHead, calls }) => {
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 2);
+      // it serves seq 1 then seq 3: a gap in the run, refused
+      chains.set(s.did, [s.chain[0]!, s.chain[1]!, s.chain[3]!]);
+      onHead(head(s.chain[3]!));
+      await role.settled();
+      const n = calls.length;
+      assert.equal(((await role.status()) as Status).stewards[s.did]?.last.refused, WITNESS_ERR.BROKEN_LINK);
+      onHead(head(s.chain[3]!));
+      await role.settled();
+      assert.equal(calls.length, n, 'the same head is not fetched again');
+      chains.set(s.did, s.chain);
+      onHead(head(s.chain[4]!));
+      await role.settled();
+      assert.deepEqual(await role.witness.held(s.did), { length: 5, head: s.chain[4]!.address });
+    });
   });
 });
 
