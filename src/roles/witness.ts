@@ -15,7 +15,9 @@
  * A head it already holds costs one read and nothing more; a head whose catch-up
  * was refused is not fetched again for REFUSED_HEAD_MS (from a key neither held
  * nor named, no head at all), so a run signed once cannot be served to it again
- * and again.
+ * and again. A ledger further past the held head than one cosign takes
+ * (MAX_COSIGN_ENTRIES: a witness that joins late or fell far behind) is fetched
+ * and cosigned in steps of at most that, each a catch-up round of its own.
  * One node can witness several stewards, each with its own state.
  */
 import { C0Error } from '../errors.js';
@@ -40,6 +42,8 @@ export interface WitnessConfig {
   maxStewards?: number;
   /** When, in ms after start, to ask the stewards for their ledger past the held head (default START_CATCHUP_MS). */
   startCatchUpMs?: readonly number[];
+  /** Entries one step of a catch-up fetches and cosigns at most (default and at most MAX_COSIGN_ENTRIES; at least 2). */
+  stepEntries?: number;
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -65,6 +69,11 @@ export const START_CATCHUP_MS: readonly number[] = [2_000, 5_000, 15_000, 60_000
 export const REFUSED_HEAD_MS = 10 * 60_000;
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
 export const MAX_REFUSED_HEADS = 1_000;
+/**
+ * Stewards neither held nor listed whose last refusal `status()` (GET /v1/witness) still shows, the most recent
+ * (any key can be refused: the bound keeps the answer small; the logs have every refusal).
+ */
+export const MAX_SHOWN_STRANGERS = 64;
 
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
@@ -88,7 +97,10 @@ export class WitnessRole {
   #held = new Set<string>();
   #full = false;
   #stopped = false;
-  #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number }>();
+  /** Per steward: the last head cosigned, or the last refusal (with the head refused when one was heard). */
+  #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number; head?: string }>();
+  /** The stewards neither held nor listed whose refusal #last still shows, oldest first (MAX_SHOWN_STRANGERS). */
+  #strangers = new Set<string>();
   /** Per steward: the head whose catch-up was refused, at which held length, and when (REFUSED_HEAD_MS). */
   #refusedHeads = new Map<string, { head: string; held: number; at: number }>();
 
@@ -158,19 +170,27 @@ export class WitnessRole {
     state.run = (async () => {
       let next: { head: Opened<LedgerEntry> | undefined } | undefined = { head: entry };
       while (next && !this.#stopped) {
-        const h = next.head;
-        await this.#inSlot(steward, () => this.#catchUp(steward, h)).catch((e) => {
+        const h: Opened<LedgerEntry> | undefined = next.head;
+        let more = false;
+        await this.#inSlot(steward, async () => {
+          more = await this.#catchUp(steward, h);
+        }).catch((e) => {
           // at start the steward may not be reachable yet (it is asked again): only that is quiet
           const unreached = !h && String((e as C0Error).code ?? '').startsWith('NET_');
           this.o.log[unreached ? 'debug' : 'warn']({ steward, err: (e as Error).message }, unreached ? 'start catch-up: the steward was not reached (asked again later)' : 'witness catch-up failed');
         });
-        next = state.next ? { head: state.next } : undefined;
+        // A step cosigned and the head is further: the next step, as a round of its own (it waits for a place like
+        // any other), unless a newer head was heard meanwhile (it goes at least as far).
+        const heard = state.next;
         delete state.next;
+        if (heard && (!more || !h || heard.record.seq > h.record.seq)) next = { head: heard };
+        else next = more ? { head: h } : undefined;
       }
       this.#busy.delete(steward);
       // A steward never cosigned counted as taken on only while its catch-up ran: heads from keys that serve nothing
-      // cannot fill maxStewards. Without a list its status goes too (a listed steward's last refusal stays).
-      if (!this.cfg.stewards && !this.#held.has(steward)) this.#last.delete(steward);
+      // cannot fill maxStewards. Its last refusal is still shown, for the most recent MAX_SHOWN_STRANGERS such keys
+      // without a list (a listed steward's last refusal always stays).
+      if (!this.cfg.stewards && !this.#held.has(steward)) this.#shownStranger(steward);
     })();
   }
 
@@ -191,30 +211,32 @@ export class WitnessRole {
     }
   }
 
+  /** Entries one step fetches and cosigns at most. */
+  get #step(): number {
+    return Math.max(2, Math.min(this.cfg.stepEntries ?? MAX_COSIGN_ENTRIES, MAX_COSIGN_ENTRIES));
+  }
+
   /**
-   * Fetch the steward's entries past the held head up to `entry` (a head heard), or without one up to what it serves
-   * (at most what one cosign takes), and cosign them.
+   * One step of a catch-up: fetch the steward's entries past the held head up to `entry` (a head heard), or without
+   * one up to what it serves, at most #step of them, and cosign them. True when that step was cosigned and there is
+   * more to fetch (the head is further, or the steward served a whole step): the caller runs the next step.
    */
-  async #catchUp(steward: string, entry: Opened<LedgerEntry> | undefined): Promise<void> {
+  async #catchUp(steward: string, entry: Opened<LedgerEntry> | undefined): Promise<boolean> {
     const held = await this.witness.held(steward);
     const from = Math.max(0, held.length - 1);
     if (!entry) return this.#catchUpServed(steward, held, from);
     const target = entry.record.seq + 1;
-    if (target < held.length) return; // an old head: nothing new
-    if (target === held.length && entry.address === held.head) return; // the head held (republished): nothing to do
-    if (this.#refusedLately(steward, entry.address, held.length)) return;
-    // Fetch from the entry before the held head, so a rewritten entry at the
-    // held seq is seen (equivocation), up to the announced head.
-    if (target - from > MAX_COSIGN_ENTRIES) {
-      // cosign would refuse it after fetching it all: refuse before fetching anything
-      this.#last.set(steward, { refused: WITNESS_ERR.TOO_MANY, at: this.o.clock() });
-      this.o.log.warn({ steward, held: held.length, head: target }, `refused a head more than ${MAX_COSIGN_ENTRIES} entries past the one held`);
-      return;
-    }
+    if (target < held.length) return false; // an old head: nothing new
+    if (target === held.length && entry.address === held.head) return false; // the head held (republished): nothing to do
+    if (this.#refusedLately(steward, entry.address, held.length)) return false;
+    // Fetch from the entry before the held head, so a rewritten entry at the held seq is seen (equivocation), up to
+    // the announced head, or one step of it when it is further: a ledger longer than one cosign (a witness that
+    // joins late or fell far behind) is witnessed in steps, each cosigned and published.
+    const to = Math.min(target, from + this.#step);
     const refused = { head: entry.address, held: held.length };
     let entries: Uint8Array[];
     try {
-      entries = await this.#fetch(steward, from, target);
+      entries = await this.#fetch(steward, from, to);
     } catch (e) {
       if ((e as C0Error).code === WITNESS_TOO_LARGE) {
         this.#refused(steward, WITNESS_TOO_LARGE, refused);
@@ -222,13 +244,14 @@ export class WitnessRole {
       }
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
-      if (shown) return this.#publish(steward, shown, refused);
-      throw e;
+      if (!shown) throw e;
+      await this.#publish(steward, shown, refused);
+      return false;
     }
     if (entries.length === 0) {
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (shown) await this.#publish(steward, shown, refused);
-      return;
+      return false;
     }
     const served = entries.find((b) => {
       try {
@@ -243,9 +266,14 @@ export class WitnessRole {
       const ev = await this.witness.keep(steward, entry.bytes, served);
       if (ev) await this.#publish(steward, ev, refused);
       else this.#refused(steward, WITNESS_ERR.CONFLICT, refused); // about a key neither held nor named: nothing kept
-      return;
+      return false;
     }
-    await this.#cosign(steward, entries, refused);
+    const cosigned = await this.#cosign(steward, entries, refused);
+    if (cosigned && to < target && entries.length === to - from) {
+      this.o.log.info({ steward, length: to, head: target }, 'witness catch-up: one step cosigned, the next follows');
+      return true;
+    }
+    return false;
   }
 
   /** Whether `head` of `steward` was refused within REFUSED_HEAD_MS at this held length (any head, for a key neither held nor named). */
@@ -265,18 +293,21 @@ export class WitnessRole {
   /** Note a refusal (`GET /v1/witness`), and for a head heard, remember it (REFUSED_HEAD_MS). */
   #refused(steward: string, code: string, heard?: { head: string; held: number }): void {
     const at = this.o.clock();
-    this.#last.set(steward, { refused: code, at });
+    this.#last.set(steward, { refused: code, at, ...(heard ? { head: heard.head } : {}) });
     if (!heard) return;
     this.#refusedHeads.delete(steward);
     this.#refusedHeads.set(steward, { ...heard, at });
     if (this.#refusedHeads.size > MAX_REFUSED_HEADS) this.#refusedHeads.delete(this.#refusedHeads.keys().next().value!);
   }
 
-  /** The start catch-up: the entries from `from` to what the steward serves, cosigned unless they end at the held head. */
-  async #catchUpServed(steward: string, held: { length: number; head: string }, from: number): Promise<void> {
-    const entries = await this.#fetch(steward, from, from + MAX_COSIGN_ENTRIES);
+  /**
+   * The start catch-up: the entries from `from` to what the steward serves (one step at most), cosigned unless they
+   * end at the held head. True when a whole step was served and cosigned: it may serve more (the next step).
+   */
+  async #catchUpServed(steward: string, held: { length: number; head: string }, from: number): Promise<boolean> {
+    const entries = await this.#fetch(steward, from, from + this.#step);
     this.#startPending.delete(steward);
-    if (entries.length === 0) return;
+    if (entries.length === 0) return false;
     if (entries.length === 1 && held.length > 0) {
       let address: string | undefined;
       try {
@@ -284,9 +315,9 @@ export class WitnessRole {
       } catch {
         // cosign refuses it below
       }
-      if (address === held.head) return; // the held head, nothing past it: nothing to do
+      if (address === held.head) return false; // the held head, nothing past it: nothing to do
     }
-    await this.#cosign(steward, entries);
+    return (await this.#cosign(steward, entries)) && entries.length === this.#step;
   }
 
   /** The steward's entries [from, target) over ledger/1, range by range, within CATCHUP_BUDGET_MS and MAX_CATCHUP_BYTES. */
@@ -311,15 +342,20 @@ export class WitnessRole {
     return entries;
   }
 
-  /** Cosign `entries` and publish the receipt; a refusal is noted (and evidence published), with the head heard if any. */
-  async #cosign(steward: string, entries: Uint8Array[], heard?: { head: string; held: number }): Promise<void> {
+  /**
+   * Cosign `entries` and publish the receipt (true); a refusal is noted (and evidence published), with the head heard
+   * if any (false).
+   */
+  async #cosign(steward: string, entries: Uint8Array[], heard?: { head: string; held: number }): Promise<boolean> {
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
       this.#refusedHeads.delete(steward);
+      this.#strangers.delete(steward);
       this.#held.add(steward);
       await this.o.net.publish('pool-witness', receipt.bytes).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'witness receipt reached nobody'));
       this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
+      return true;
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
       this.#refused(steward, e.code, heard);
@@ -328,6 +364,19 @@ export class WitnessRole {
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
         await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}) }, heard);
       }
+      return false;
+    }
+  }
+
+  /** Keep showing the last refusal of `steward` (neither held nor listed): the most recent MAX_SHOWN_STRANGERS only. */
+  #shownStranger(steward: string): void {
+    this.#strangers.delete(steward);
+    if (!this.#last.has(steward)) return;
+    this.#strangers.add(steward);
+    for (const s of this.#strangers) {
+      if (this.#strangers.size <= MAX_SHOWN_STRANGERS) break;
+      this.#strangers.delete(s);
+      this.#last.delete(s);
     }
   }
 

@@ -14,7 +14,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { pino } from 'pino';
 import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { MAX_EVIDENCE_PER_STEWARD, Witness, WITNESS_ERR } from '../../../src/ledger/witness.js';
-import { REFUSED_HEAD_MS, WitnessRole, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
+import { MAX_SHOWN_STRANGERS, REFUSED_HEAD_MS, WitnessRole, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
 import type { Logger } from '../../../src/util/log.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
 
@@ -86,20 +86,19 @@ function stewardChain(n: number): { did: string; chain: Chain; signer: Ed25519Si
 }
 
 describe('witness role bounds', () => {
-  it('cosigns an honest steward\'s head; a head far past the one held is refused before any entry is fetched', async () => {
+  it('cosigns an honest steward\'s head; a head far past the one held is fetched one step at a time, and only what is served', async () => {
     const s = stewardChain(3);
     await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, calls }) => {
       onHead(head(s.chain[2]!));
       await role.settled();
       assert.deepEqual((await role.witness.held(s.did)).length, 3);
       const before = calls.length;
-      // a head the steward signed at seq 10^9: cosign would refuse it after fetching it all
+      // a head the steward signed at seq 10^9 that it does not serve: one range of the first step, no more
       const far = sealEntries([admitted('x')], s.signer, { start: { length: 1_000_000_000, head: s.chain[2]!.address } })[0]!;
       onHead(head(far));
       await role.settled();
-      assert.equal(calls.length, before, 'nothing fetched');
-      const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string } }> };
-      assert.equal(st.stewards[s.did]!.last.refused, WITNESS_ERR.TOO_MANY);
+      assert.deepEqual(calls.slice(before), [{ steward: s.did, from: 2, to: 2 + 1024 }]);
+      assert.deepEqual(await role.witness.held(s.did), { length: 3, head: s.chain[2]!.address });
     });
   });
 
@@ -147,12 +146,13 @@ describe('witness role bounds', () => {
 
   it('a listed steward whose head is refused keeps its refusal in the status', async () => {
     const s = stewardChain(1);
-    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead }) => {
-      const far = sealEntries([admitted('x')], s.signer, { start: { length: 1_000_000_000, head: s.chain[0]!.address } })[0]!;
-      onHead(head(far));
+    // it serves seq 0 then seq 2: a gap, refused
+    const gap = sealEntries([admitted('x')], s.signer, { start: { length: 2, head: s.chain[0]!.address } })[0]!;
+    await rig(new Map([[s.did, [s.chain[0]!, gap]]]), async ({ role, onHead }) => {
+      onHead(head(gap));
       await role.settled();
-      const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string } }> };
-      assert.equal(st.stewards[s.did]?.last.refused, WITNESS_ERR.TOO_MANY);
+      const st = (await role.status()) as { stewards: Record<string, { last: { refused?: string; head?: string } }> };
+      assert.deepEqual(st.stewards[s.did]?.last, { refused: WITNESS_ERR.BROKEN_LINK, at: 1_000, head: gap.address });
     }, { stewards: [s.did] });
   });
 
@@ -178,7 +178,7 @@ describe('witness role bounds', () => {
 describe('witness role: refused heads', () => {
   type Status = { stewards: Record<string, { last: { refused?: string; head?: string; length?: number } }> };
 
-  it('a key never cosigned whose run is refused is not fetched again for a while, whatever head it announces', async () => {
+  it('a key never cosigned whose run is refused keeps its refusal in the status, and is not fetched again for a while, whatever head it announces', async () => {
     const k = stewardChain(2);
     // seq 2 does not link to seq 1: signed once, it would make every witness fetch and verify the run each time it is announced
     const broken = sealEntries([admitted('x')], k.signer, { start: { length: 2, head: `sha256:${'11'.repeat(32)}` } })[0]!;
@@ -188,7 +188,9 @@ describe('witness role: refused heads', () => {
       onHead(head(broken));
       await role.settled();
       assert.equal(calls.length, 1);
-      //STATUS
+      const st = (await role.status()) as Status;
+      assert.equal(st.stewards[k.did]?.last.refused, WITNESS_ERR.BROKEN_LINK, 'the refusal is shown in GET /v1/witness');
+      assert.equal(st.stewards[k.did]?.last.head, broken.address, 'with the head refused');
       onHead(head(broken)); // republished
       onHead(head(other)); // or another head of the same key
       await role.settled();
@@ -199,6 +201,23 @@ describe('witness role: refused heads', () => {
       await role.settled();
       assert.equal(calls.length, 2, 'after the while, it is asked again');
     });
+  });
+
+  it(`shows the refusals of at most ${MAX_SHOWN_STRANGERS} keys never cosigned, the most recent`, async () => {
+    // each serves only its entry at seq 1 when asked from 0: refused (WITNESS_CONFLICT), nothing taken on
+    const keys = Array.from({ length: MAX_SHOWN_STRANGERS + 3 }, () => {
+      const signer = Ed25519Signer.generate();
+      return { did: didFromPublicKey(signer.publicKey), e1: sealEntries([admitted('x')], signer, { start: { length: 1, head: `sha256:${'11'.repeat(32)}` } })[0]! };
+    });
+    await rig(new Map(keys.map((k) => [k.did, [k.e1, k.e1]])), async ({ role, onHead }) => {
+      for (const k of keys) {
+        onHead(head(k.e1));
+        await role.settled();
+      }
+      const shown = Object.keys(((await role.status()) as Status).stewards);
+      assert.deepEqual(shown, keys.slice(3).map((k) => k.did));
+      assert.deepEqual(await role.witness.stewards(), []);
+    }, { maxStewards: 2 });
   });
 
   it('a steward held: the head refused is not fetched again, a newer one is', async () => {
@@ -222,6 +241,21 @@ describe('witness role: refused heads', () => {
       await role.settled();
       assert.deepEqual(await role.witness.held(s.did), { length: 5, head: s.chain[4]!.address });
     });
+  });
+});
+
+describe('witness role: a ledger longer than one cosign', () => {
+  it('a head more than one step past the held one is fetched and cosigned in steps, each its own receipt', async () => {
+    const s = stewardChain(35);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, calls, published }) => {
+      onHead(head(s.chain[34]!));
+      await role.settled();
+      assert.deepEqual(await role.witness.held(s.did), { length: 35, head: s.chain[34]!.address });
+      assert.ok(calls.every((c) => c.to - c.from <= 10), `each step fetches at most 10 entries: ${JSON.stringify(calls)}`);
+      assert.deepEqual(published, ['pool-witness', 'pool-witness', 'pool-witness', 'pool-witness'], 'lengths 10, 19, 28 and 35');
+      const st = (await role.status()) as { stewards: Record<string, { last: { length?: number } }> };
+      assert.equal(st.stewards[s.did]?.last.length, 35);
+    }, { stepEntries: 10 } as never);
   });
 });
 

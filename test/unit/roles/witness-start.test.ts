@@ -101,6 +101,16 @@ describe('a witness catches up at start', () => {
     });
   });
 
+  it('a steward far behind (more than one cosign) is caught up in steps at that same start, not one step per restart', async () => {
+    const s = stewardChain(35);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
+      const role = await start({ stewards: [s.did], startCatchUpMs: [0], stepEntries: 10 } as never);
+      await until(async () => (await role.witness.held(s.did)).length === 35, 'the witness to hold length 35');
+      await role.settled();
+      assert.equal(net.receipts, 4, 'lengths 10, 19, 28 and 35');
+    });
+  });
+
   it('asks a steward not reached yet again, and one that answered no more', async () => {
     const s = stewardChain(2);
     await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
