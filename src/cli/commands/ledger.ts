@@ -22,27 +22,39 @@ async function readAny(p: string): Promise<RawLedger> {
 let isDid: ((v: string) => boolean) | undefined;
 
 /**
- * What `--witness`'s parser needs, loaded before a subcommand that has the option parses its command line (the
- * parser is synchronous; the DID code is not loaded for every command). A command group with such subcommands calls
- * this from its `preSubcommand` hook.
+ * What the `--witness` and `--steward` parsers need, loaded before a subcommand that has either option parses its
+ * command line (the parser is synchronous; the DID code is not loaded for every command). A command group with such
+ * subcommands calls this from its `preSubcommand` hook.
  */
 export async function loadWitnessCheck(_group: Command, sub: Command): Promise<void> {
-  if (isDid || !sub.options.some((o) => o.long === '--witness')) return;
+  if (isDid || !sub.options.some((o) => o.long === '--witness' || o.long === '--steward')) return;
   ({ isDid } = await import('../../records/did.js'));
+}
+
+function didCheck(option: string): (v: string) => boolean {
+  if (!isDid) throw new Error(`${option}: the DID check is not loaded (the group lacks the loadWitnessCheck hook)`);
+  return isDid;
 }
 
 /** `--witness <did>`, repeatable: the witnesses whose receipts count (src/ledger/attest.ts); none given: every key's. */
 export function collectWitness(v: string, prev: string[]): string[] {
-  if (!isDid) throw new Error('collectWitness: the DID check is not loaded (the group lacks the loadWitnessCheck hook)');
-  if (!isDid(v)) throw new C0Error('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
+  if (!didCheck('--witness')(v)) throw new C0Error('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
   return [...prev, v];
 }
 
 export const WITNESS_HELP = 'a witness whose receipts count (repeat for several); without it every key’s receipt counts';
 
+/**
+ * `--steward <did>`: the steward the ledger must belong to. Not a DID is bad input (LEDGER_BAD_STEWARD, exit 3), never
+ * a verdict on the ledger: replay would report it as sealed by another key (LEDGER_WRONG_STEWARD, authenticity).
+ */
+export function parseSteward(v: string): string {
+  if (!didCheck('--steward')(v)) throw new C0Error('LEDGER_BAD_STEWARD', `--steward: expected a did:key, got ${v}`, { field: 'steward' });
+  return v;
+}
 /** verifyLedger's options from --steward and --witness. */
 export function verifyOptions(o: { steward?: string; witness?: string[] }): { steward?: string; witnesses?: string[] } {
-  return { ...(o.steward ? { steward: o.steward } : {}), ...(o.witness?.length ? { witnesses: o.witness } : {}) };
+  return { ...(o.steward !== undefined ? { steward: o.steward } : {}), ...(o.witness?.length ? { witnesses: o.witness } : {}) };
 }
 
 function when(at: number): string {
@@ -63,7 +75,7 @@ export function register(program: Command): void {
   led
     .command('verify')
     .argument('<path>', 'a ledger directory (LevelDB) or an exported ledger file')
-    .option('--steward <did>', 'the steward the ledger must belong to (default: the signer of entry 0)')
+    .option('--steward <did>', 'the steward the ledger must belong to (default: the signer of entry 0)', parseSteward)
     .option('--witness <did>', WITNESS_HELP, collectWitness, [])
     .option('--json', 'machine-readable output')
     .description('replay and verify every entry; print length, head, attestation grade and the first problem (exit 0 ok, 1 not)')
@@ -83,7 +95,7 @@ export function register(program: Command): void {
       } else {
         // the steward first: without --steward it is only entry 0's signer, which anyone re-signing the ledger controls
         const lines = [
-          `steward      ${r.steward ?? '(none)'}${opts.steward ? ' (as required by --steward)' : r.steward ? " (entry 0's signer: not checked; pass --steward DID to require one)" : ''}`,
+          `steward      ${r.steward ?? '(none)'}${opts.steward !== undefined ? ' (as required by --steward)' : r.steward ? " (entry 0's signer: not checked; pass --steward DID to require one)" : ''}`,
           `length       ${r.length}`,
           `head         ${r.ok ? r.head : '(not established)'}`,
           `attestation  ${rep.ok || r.ok ? grade : '(not graded: the chain does not verify)'}`,

@@ -1,0 +1,55 @@
+/**
+ * `c0mpute ledger verify` refuses bad input as input (exit 3, a stable code), never as a verdict on the ledger:
+ * a `--steward` that is not a DID is LEDGER_BAD_STEWARD, as a bad `--witness` is LEDGER_BAD_WITNESS, not "the
+ * ledger is sealed by someone else" (LEDGER_WRONG_STEWARD, exit 1, kind authenticity).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
+import { Ledger } from '../../../src/ledger/index.js';
+import { EXIT } from '../../../src/cli/context.js';
+import { admitted, tempDir } from '../ledger/helpers.js';
+
+const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+
+/** Run the CLI: its stdout and stderr, and its exit code. */
+function c0(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: tmpdir() } });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('ledger verify: bad input', () => {
+  const t = tempDir('c0-ledger-cli-');
+  const dir = join(t.dir, 'led');
+  const signer = Ed25519Signer.generate();
+  const S = didFromPublicKey(signer.publicKey);
+  before(async () => {
+    const l = await Ledger.open(dir, { signer });
+    await l.append(admitted('c1'));
+    await l.close();
+  });
+  after(() => t.cleanup());
+
+  for (const bad of ['notadid', 'did:key:nope', `${S}x`, S.slice(0, -3), '']) {
+    it(`--steward ${JSON.stringify(bad)} is refused as input: LEDGER_BAD_STEWARD, exit 3`, async () => {
+      for (const json of [[], ['--json']]) {
+        const r = c0('ledger', 'verify', dir, '--steward', bad, ...json);
+        assert.equal(r.code, EXIT.OPERATOR, r.stdout + r.stderr);
+        assert.match(r.stderr, /^error LEDGER_BAD_STEWARD: --steward: expected a did:key/);
+        assert.doesNotMatch(r.stdout + r.stderr, /LEDGER_WRONG_STEWARD/);
+      }
+    });
+  }
+
+  it('a well-formed steward decides the verdict: its own verifies, another key is LEDGER_WRONG_STEWARD (exit 1)', async () => {
+    assert.equal((c0('ledger', 'verify', dir, '--steward', S)).code, EXIT.OK);
+    const other = didFromPublicKey(Ed25519Signer.generate().publicKey);
+    const r = c0('ledger', 'verify', dir, '--steward', other, '--json');
+    assert.equal(r.code, EXIT.NEGATIVE);
+    assert.equal((JSON.parse(r.stdout) as { problem: { code: string } }).problem.code, 'LEDGER_WRONG_STEWARD');
+  });
+});
