@@ -93,6 +93,8 @@ export interface RawLedger {
   entries: Uint8Array[];
   receipts: Uint8Array[];
   meta?: { length: number; head: string; steward?: string };
+  /** A directory whose head record (`meta/head`) is there but unreadable: why (`meta` is then absent). */
+  metaUnreadable?: string;
 }
 
 async function readAll(s: Sub): Promise<Uint8Array[]> {
@@ -101,10 +103,27 @@ async function readAll(s: Sub): Promise<Uint8Array[]> {
   return out;
 }
 
+/**
+ * The head record, checked: canonical CBOR `{length, head (32 bytes), steward?}`. Anything else (a damaged disk, a
+ * tool writing the wrong sublevel) throws LEDGER_HEAD_MISMATCH with `detail.reason`: the head cannot be read, so it
+ * cannot be shown to match the entries.
+ */
 function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
   if (b === undefined) return undefined;
-  const m = decodeCanonical(b) as { length: number; head: Uint8Array; steward?: string };
-  return { length: m.length, head: bytesToAddress(m.head), ...(m.steward === undefined ? {} : { steward: m.steward }) };
+  const unreadable = (reason: string) => new C0Error(LEDGER_ERR.HEAD_MISMATCH, `the stored head record (meta/head) is unreadable: ${reason}`, { detail: { reason } });
+  let m;
+  try {
+    m = decodeCanonical(b);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    throw unreadable(`${e.code}: ${e.message}`);
+  }
+  if (typeof m !== 'object' || m === null || Array.isArray(m) || m instanceof Uint8Array) throw unreadable('not a map');
+  const { length, head, steward } = m as Record<string, unknown>;
+  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw unreadable('length: not a count of entries');
+  if (!(head instanceof Uint8Array) || head.length !== 32) throw unreadable('head: not a 32-byte address');
+  if (steward !== undefined && typeof steward !== 'string') throw unreadable('steward: not text');
+  return { length, head: bytesToAddress(head), ...(steward === undefined ? {} : { steward }) };
 }
 
 /** Read a ledger directory's raw contents without verifying anything (for `ledger verify`). */
@@ -115,9 +134,14 @@ export async function readLedgerDir(dir: string): Promise<RawLedger> {
   try {
     const entries = await readAll(sub(db, 'entries'));
     const receipts = await readAll(sub(db, 'receipts'));
-    // a missing head reads as the empty ledger's, exactly as Ledger.open reads it
-    const meta = decodeMeta(await sub(db, 'meta').get('head')) ?? { length: 0, head: GENESIS };
-    return { entries, receipts, meta };
+    // a missing head reads as the empty ledger's, exactly as Ledger.open reads it; an unreadable one is reported
+    // (verifyLedger: LEDGER_HEAD_MISMATCH) with the entries still read, to be verified and exported
+    try {
+      return { entries, receipts, meta: decodeMeta(await sub(db, 'meta').get('head')) ?? { length: 0, head: GENESIS } };
+    } catch (e) {
+      if (!(e instanceof C0Error) || e.code !== LEDGER_ERR.HEAD_MISMATCH) throw e;
+      return { entries, receipts, metaUnreadable: (e.detail as { reason: string }).reason };
+    }
   } finally {
     await closeDb(db);
   }
@@ -171,11 +195,20 @@ export class Ledger {
     const db = await openDb(dir);
     try {
       const entries = await readAll(sub(db, 'entries'));
-      const meta = decodeMeta(await sub(db, 'meta').get('head'));
+      const metaBytes = await sub(db, 'meta').get('head');
       const r = await replayParallel(entries, expected === undefined ? {} : { steward: expected });
       if (!r.ok) {
         const p = r.problem!;
         throw new C0Error(p.code === 'LEDGER_WRONG_STEWARD' && p.index === 0 ? LEDGER_ERR.WRONG_STEWARD : LEDGER_ERR.CORRUPT, `ledger at ${dir} refused at entry ${p.index}: ${p.code}: ${p.message}`, { detail: { ...p } });
+      }
+      let meta: RawLedger['meta'];
+      try {
+        meta = decodeMeta(metaBytes);
+      } catch (e) {
+        if (!(e instanceof C0Error)) throw e;
+        // Nothing is rewritten: an unreadable head cannot show that no entry after it was lost. The entries verify;
+        // `ledger export` and `ledger import` into a new directory rebuild the head from them (docs/pool.md).
+        throw new C0Error(LEDGER_ERR.HEAD_MISMATCH, `ledger at ${dir}: ${e.message}; its entries verify (${r.length}, ${r.head}); nothing was changed`, { detail: { ...e.detail, entries: { length: r.length, head: r.head } } });
       }
       const metaLen = meta?.length ?? 0;
       const metaHead = meta?.head ?? GENESIS;

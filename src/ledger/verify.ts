@@ -36,6 +36,9 @@ export function verifyLedger(raw: RawLedger, opts: { steward?: string } & GradeO
     opts.witnesses === undefined ? {} : { witnesses: opts.witnesses },
   );
   if (!r.ok) return { ok: false, replay: r, attestation: { grade: 'self-attested', witnesses: [], witnessedLength: 0, receipts: [] }, problem: { ...r.problem! } };
+  if (raw.metaUnreadable !== undefined) {
+    return { ok: false, replay: r, attestation, problem: { code: 'LEDGER_HEAD_MISMATCH', message: `the stored head record (meta/head) is unreadable (${raw.metaUnreadable}); the entries verify (${r.length}, ${r.head})` } };
+  }
   if (raw.meta && (raw.meta.length !== r.length || raw.meta.head !== r.head)) {
     return { ok: false, replay: r, attestation, problem: { code: 'LEDGER_HEAD_MISMATCH', message: `stored head (${raw.meta.length}, ${raw.meta.head}) does not match the entries (${r.length}, ${r.head})` } };
   }

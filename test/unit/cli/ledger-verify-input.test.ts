@@ -1,7 +1,8 @@
 /**
  * `c0mpute ledger verify` refuses bad input as input (exit 3, a stable code), never as a verdict on the ledger:
  * a `--steward` that is not a DID is LEDGER_BAD_STEWARD, as a bad `--witness` is LEDGER_BAD_WITNESS, not "the
- * ledger is sealed by someone else" (LEDGER_WRONG_STEWARD, exit 1, kind authenticity).
+ * ledger is sealed by someone else" (LEDGER_WRONG_STEWARD, exit 1, kind authenticity). A directory whose head
+ * record is damaged is a verdict with its code (LEDGER_HEAD_MISMATCH, exit 1), not an internal error (exit 70).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
+import { Ed25519Signer, didFromPublicKey, encodeCanonical } from '../../../src/records/index.js';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
 import { Ledger } from '../../../src/ledger/index.js';
 import { EXIT } from '../../../src/cli/context.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
@@ -51,5 +53,30 @@ describe('ledger verify: bad input', () => {
     const r = c0('ledger', 'verify', dir, '--steward', other, '--json');
     assert.equal(r.code, EXIT.NEGATIVE);
     assert.equal((JSON.parse(r.stdout) as { problem: { code: string } }).problem.code, 'LEDGER_WRONG_STEWARD');
+  });
+});
+
+describe('ledger verify: a damaged head record', () => {
+  it('is LEDGER_HEAD_MISMATCH (exit 1) with the entries shown verified; export still writes the entries', async () => {
+    const t = tempDir('c0-ledger-cli-');
+    try {
+      const dir = join(t.dir, 'led');
+      const l = await Ledger.open(dir, { signer: Ed25519Signer.generate() });
+      await l.append(admitted('c1'));
+      const head = l.head();
+      await l.close();
+      const db = await openDb(dir);
+      await sub(db, 'meta').put('head', encodeCanonical({ length: 1, head: 'x' }));
+      await closeDb(db);
+      const r = c0('ledger', 'verify', dir, '--json');
+      assert.equal(r.code, EXIT.NEGATIVE, r.stdout + r.stderr);
+      const out = JSON.parse(r.stdout) as { ok: boolean; length: number; head: string; problem: { code: string } };
+      assert.deepEqual([out.ok, out.length, out.head, out.problem.code], [false, 1, head.head, 'LEDGER_HEAD_MISMATCH']);
+      const x = c0('ledger', 'export', dir, join(t.dir, 'led.file'));
+      assert.equal(x.code, EXIT.OK, x.stdout + x.stderr);
+      assert.equal(c0('ledger', 'verify', join(t.dir, 'led.file')).code, EXIT.OK);
+    } finally {
+      t.cleanup();
+    }
   });
 });

@@ -122,6 +122,53 @@ describe('Ledger on LevelDB', () => {
     }
   });
 
+  it('a damaged head record (meta/head) is LEDGER_HEAD_MISMATCH, at open and in verify; the entries are untouched and can be exported to rebuild it', async () => {
+    const damaged: Array<[string, Uint8Array]> = [
+      ['the wrong shape', encodeCanonical({ length: 2, head: 'x' })],
+      ['a head of the wrong size', encodeCanonical({ length: 2, head: new Uint8Array(31) })],
+      ['a length that is not a count', encodeCanonical({ length: 'two', head: new Uint8Array(32) })],
+      ['not a map', encodeCanonical([2, new Uint8Array(32)])],
+      ['bytes that do not decode', Uint8Array.of(0xff, 0x00, 0x13)],
+    ];
+    for (const [what, bytes] of damaged) {
+      const t = tempDir();
+      try {
+        const l = await Ledger.open(t.dir, { signer: steward });
+        await l.append(admitted('r1'));
+        await l.append(admitted('r2'));
+        const head = l.head();
+        await l.close();
+        const before = await readLedgerDir(t.dir);
+        let db = await openDb(t.dir);
+        await sub(db, 'meta').put('head', bytes);
+        await closeDb(db);
+        await assert.rejects(Ledger.open(t.dir, { signer: steward }), (e: unknown) => e instanceof C0Error && e.code === 'LEDGER_HEAD_MISMATCH' && (e.detail as { entries?: unknown }).entries !== undefined, what);
+        // nothing stored was changed by the refused open
+        db = await openDb(t.dir);
+        assert.deepEqual(new Uint8Array((await sub(db, 'meta').get('head'))!), bytes, what);
+        await closeDb(db);
+        const raw = await readLedgerDir(t.dir);
+        assert.deepEqual(raw.entries, before.entries, what);
+        const rep = verifyLedger(raw);
+        assert.equal(rep.ok, false, what);
+        assert.equal(rep.replay.ok, true, `${what}: the entries themselves verify`);
+        assert.equal(rep.problem?.code, 'LEDGER_HEAD_MISMATCH', what);
+        // what an operator does: export the entries and import them into a new directory, which writes a new head
+        const t2 = tempDir();
+        try {
+          await writeLedgerDir(t2.dir, decodeLedgerFile(encodeLedgerFile(raw)));
+          const again = await Ledger.open(t2.dir, { signer: steward });
+          assert.deepEqual(again.head(), head, what);
+          await again.close();
+        } finally {
+          t2.cleanup();
+        }
+      } finally {
+        t.cleanup();
+      }
+    }
+  });
+
   it('a PoolState attached to the ledger decides against replayed usage', async () => {
     const t = tempDir();
     try {
