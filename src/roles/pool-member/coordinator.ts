@@ -30,6 +30,20 @@ import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
 /** Pending dispatches of one coordinator a recovery tick handles at once. */
 export const RECOVERY_PARALLEL = 8;
 
+/**
+ * When a dispatch's budget ends: its `issuedAt` plus the longest its coordinator waits for the member,
+ * `min(job timeout, time to the deadline, pool.memberTimeoutMs)` (docs/pools.md "The output guard"). The coordinator
+ * delivers no output that came back after it (POOL_MEMBER_TIMEOUT, by its clock, whatever its timers did during a
+ * pause), and recovery fails a dispatch whose coordinator is silent only past it (+ RECOVERY_GRACE_LIVENESS ×
+ * livenessMs): so a coordinator that was only paused never completes a job the pool has failed.
+ */
+export function dispatchEnd(dispatch: PoolDispatch, job: Job, memberTimeoutMs: number): number {
+  return dispatch.issuedAt + Math.max(1, Math.min(job.timeoutMs, job.deadline - dispatch.issuedAt, memberTimeoutMs));
+}
+
+/** How many livenessMs past a dispatch's budget recovery waits before failing it for a silent coordinator. */
+export const RECOVERY_GRACE_LIVENESS = 3;
+
 export function code(e: unknown): string {
   return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
 }
@@ -78,6 +92,10 @@ export interface CoordinatorView {
   receipt(r: Receipt): Receipt;
   /** The members a broadcast goes to (other than this one). */
   broadcastTo(): string[];
+  /** Every member a job's outcome goes to (`closed`), live or not (other than this one): one paused or just back must not keep another outcome. */
+  outcomeTo(): string[];
+  /** Whether this member runs the job now as the member a dispatch chose. */
+  runsHere(job: string): boolean;
 }
 
 export class PoolCoordinator {
@@ -95,9 +113,11 @@ export class PoolCoordinator {
 
   /**
    * Close every dispatch in the trail that nobody will finish: one this member
-   * made before it restarted (not in flight), one whose coordinator is no
-   * longer live, or one whose coordinator left the pool and no longer runs it or
-   * cannot be reached (one that left finishes the dispatches it runs). Its own
+   * made before it restarted (not in flight), or another coordinator's that it
+   * says it no longer runs, or that stays silent past the dispatch's budget and
+   * RECOVERY_GRACE_LIVENESS × livenessMs more (missed pings are not a crash: a
+   * paused coordinator resumes and finishes its work); never while the member the
+   * dispatch chose still runs it (this one, or one that says so). Its own
    * dispatch whose receipt the provider role stored before a restart is closed
    * (and settled) with that receipt. Otherwise an outcome that checks out
    * (src/pools/outcome.ts), held here or by a live member (asked), is taken;
@@ -140,31 +160,48 @@ export class PoolCoordinator {
   /** One pending entry of `by`'s: true when this member closed it in its coordinator's place (or its own after a restart). */
   async #recoverOne(job: string, entry: TrailEntry, by: string, live: Set<string>, tick: { silent: boolean }): Promise<boolean> {
     if (this.inFlight.has(job)) return false;
+    const dispatch = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    let silent = false;
     if (by === this.d.did) {
       // Its own, from before a restart: the receipt the provider role stored (killed before `closed`) closes it.
       const mine = await this.d.ownReceipt?.(job).catch(() => undefined);
-      if (mine && mine.signer === this.d.did && mine.record.job === job && mine.record.offer === open(entry.dispatch, T.poolDispatch, { trusted: true }).record.offer && mine.record.provider === this.v.pool) {
+      if (mine && mine.signer === this.d.did && mine.record.job === job && mine.record.offer === dispatch.record.offer && mine.record.provider === this.v.pool) {
         await this.#settleAndClose(mine);
         this.d.log.warn({ job, receipt: mine.address, status: mine.record.status }, 'pool: closed a dispatch of this member’s from before a restart with the receipt it had stored');
         return true;
       }
-    } else if (live.has(by) || this.v.hasLeft(by)) {
-      // A live coordinator's job, or one whose coordinator left the pool (a dispatch it already runs finishes as
-      // usual): take its outcome if it has one that checks out (this member missed its `closed`, e.g. while down).
-      if (tick.silent) return false;
-      const r = await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
-      if (r === undefined && live.has(by)) tick.silent = true;
+    } else {
+      // Another coordinator's, live or not, is asked first: it may hold the outcome this member missed (e.g. while
+      // down), and one that answers is not gone, whatever the pings said (a paused process answers once it resumes).
+      const r = tick.silent ? undefined : await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+      if (r === undefined) tick.silent = true;
       const o = r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined;
       if (o) {
         await this.#close(job, by, o);
         return false;
       }
-      // Left: it is never elected again, so its dispatch is closed here once it cannot be reached, or answers that
-      // it no longer runs the job (it restarted, or could not store the receipt).
-      if (live.has(by) || (r !== undefined && r.code === undefined && r.running !== 'no')) return false;
+      if (live.has(by)) return false;
+      // It answers: its word decides. It still runs the job (a coordinator that left finishes what it runs), or it
+      // says it no longer does (it restarted, or could not store the receipt): closed here now.
+      silent = r === undefined || r.code !== undefined;
+      if (!silent && r!.running !== 'no') return false;
+      // Silent: not live is not proof of a crash. Failed only past the dispatch's budget (after which its coordinator
+      // delivers no output: `run`) and the grace after it.
+      const graceEnd = dispatchEnd(dispatch.record, open(entry.job, T.job, { trusted: true }).record, this.d.options.memberTimeoutMs) + RECOVERY_GRACE_LIVENESS * this.d.options.livenessMs;
+      if (silent && this.d.clock() < graceEnd) return false;
     }
+    // Nor while the member the dispatch chose still runs it: this member, or one that says so.
+    if (await this.#memberRuns(job, dispatch.record.member, by, silent)) return false;
     await this.#closeOrphan(job, entry);
     return true;
+  }
+
+  /** Whether `member`, chosen by `by`'s dispatch of `job`, runs it now (asked unless it is this member, or the coordinator found silent). */
+  async #memberRuns(job: string, member: string, by: string, bySilent: boolean): Promise<boolean> {
+    if (member === this.d.did) return this.v.runsHere(job);
+    if (member === by && bySilent) return false;
+    const r = await this.d.call(member, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+    return r?.runs === 'yes';
   }
 
   /** An outcome offered for `entry` that checks out against the job's entries held here (src/pools/outcome.ts); else undefined, logged. */
@@ -228,11 +265,11 @@ export class PoolCoordinator {
     this.m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
     this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});
-    await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes });
+    await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes }, this.v.outcomeTo());
   }
 
-  async broadcast(frame: Record<string, CborValue>): Promise<void> {
-    await Promise.allSettled(this.v.broadcastTo().map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
+  async broadcast(frame: Record<string, CborValue>, to = this.v.broadcastTo()): Promise<void> {
+    await Promise.allSettled(to.map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
   }
 
   /** The coordinator's path for won work (issue #13 "The coordinator"). */
@@ -262,7 +299,11 @@ export class PoolCoordinator {
       this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
       await this.broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
       this.d.failpoint?.('pool.after-dispatch');
-      const output = await this.#call(member, dispatch, job, offer, ctx);
+      const end = dispatchEnd(dispatch.record, job.record, this.d.options.memberTimeoutMs);
+      const output = await this.#call(member, dispatch, job, offer, ctx, end);
+      // Output that came back after the dispatch's budget (this process was paused, or its timers late) is work not
+      // done: past it the other members may have failed the dispatch as lost, and the pool must not also complete it.
+      if (this.d.clock() > end) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member}'s output came back after the dispatch's budget (${end - dispatch.record.issuedAt} ms)`);
       if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
         throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
       }
@@ -275,8 +316,8 @@ export class PoolCoordinator {
     // Still in flight, ended or failed: the provider signs and stores the receipt, then `closed` (or `abandoned`) releases it.
   }
 
-  async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array> {
-    const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock(), this.d.options.memberTimeoutMs));
+  async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext, end: number): Promise<Uint8Array> {
+    const budget = Math.max(1, end - this.d.clock());
     // Chosen itself: in the slot its exec stream holds, the process group recorded as the provider's own work is.
     if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, { signal: AbortSignal.any([ctx.signal, timeoutSignal(budget)]), onSpawn: ctx.onSpawn, onExit: ctx.onExit });
     let r: PoolReply;
@@ -314,7 +355,9 @@ export class PoolCoordinator {
       settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
     }
     await this.d.trail.close(r.record.job, this.d.did, r.record.status, r.bytes, settlement, givesWay);
-    await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) });
+    // To every member, not only those this one counts live: after a pause it counts nobody live yet, and a member that
+    // closed this dispatch as lost meanwhile must learn that its coordinator's own outcome replaces that close.
+    await this.broadcast({ op: 'closed', job: r.record.job, coordinator: this.d.did, receipt: r.bytes, ...(settlement ? { settlement } : {}) }, this.v.outcomeTo());
   }
 
   /** The receipt of won work could not be stored, so no `closed` follows: the dispatch is recovery's to close. */

@@ -118,6 +118,8 @@ export class PoolMember {
   /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
   #ready = false;
   #m: PoolMetrics | undefined;
+  /** Jobs this member runs now as the member a dispatch chose (`op: status` says so: recovery leaves their dispatch alone). */
+  #runningHere = new Set<string>();
 
   #rs: RosterState;
   #co: PoolCoordinator;
@@ -149,6 +151,8 @@ export class PoolMember {
         receipt: (r) => this.receipt(r),
         // One that left still tells every member how the work it had in flight ended (it counts none of them live).
         broadcastTo: () => (this.#rs.left ? this.members : this.live()).filter((m) => m !== this.d.did),
+        outcomeTo: () => this.members.filter((m) => m !== this.d.did && !this.#rs.hasLeft(m)),
+        runsHere: (job) => this.#runningHere.has(job),
       },
       this.#m,
     );
@@ -365,7 +369,12 @@ export class PoolMember {
     const now = this.d.clock();
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     await this.d.runs.claim(job.address, dispatch.signer, now, job.record.deadline);
-    return ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), ...run, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
+    this.#runningHere.add(job.address);
+    try {
+      return await ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), ...run, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
+    } finally {
+      this.#runningHere.delete(job.address);
+    }
   }
 
   // ---- serving other members -----------------------------------------------
@@ -384,6 +393,7 @@ export class PoolMember {
         memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
         running: (job) => this.#co.inFlight.has(job),
+        runsHere: (job) => this.#runningHere.has(job),
       },
       frame,
       from,

@@ -5,7 +5,7 @@
  *   {op:'ping', seq, workloads?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
- * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running} | {code, message}; a member that
+ * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} | {code, message}; a member that
  * left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run` (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
  * the callee's roster when the caller's is older ("A new roster reaches running members").
@@ -26,6 +26,8 @@ export interface PoolReply {
   settlement?: Uint8Array;
   /** Whether the answering member still runs the job as its coordinator (status). */
   running?: 'yes' | 'no';
+  /** Whether the answering member runs the job now as the member a dispatch chose (status; absent from a build before it). */
+  runs?: 'yes' | 'no';
   /** The answering member's roster seq (ping, roster). */
   seq?: number;
   /** The roster in use, to a caller on an older one (ping); the roster left (POOL_MEMBER_LEFT). */

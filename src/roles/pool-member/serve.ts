@@ -6,7 +6,7 @@
  * `run` (dispatched work, at most once whoever asks, inside one of this
  * member's provider slots), `closed` (how the work ended: kept only when it
  * checks out, src/pools/outcome.ts) and `status` (the outcome held here, and
- * whether this member still runs the job as its coordinator). The caller is authenticated by the connection's key and must
+ * whether this member still runs the job as its coordinator, or as its chosen member). The caller is authenticated by the connection's key and must
  * be a member.
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
@@ -42,6 +42,8 @@ export interface MemberServePorts {
   runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, run: SlotRun): Promise<Uint8Array>;
   /** Whether this member, as coordinator, has the job in flight (its run, or its receipt on the way). */
   running(job: string): boolean;
+  /** Whether this member runs the job now as the member a dispatch chose. */
+  runsHere(job: string): boolean;
 }
 
 /** Answer one request from `from` (authenticated by the connection's key); `signal` is the stream's (a `run` ends with it). */
@@ -117,8 +119,10 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // The named coordinator's entry when it is closed (a build before this names none), else any closed one.
         const named = typeof f.coordinator === 'string' ? all.find((x) => x.key === DispatchTrail.key(f.job as string, f.coordinator as string) && x.entry.state !== 'dispatched') : undefined;
         const e = (named ?? all.find((x) => x.entry.state !== 'dispatched') ?? all[0])?.entry;
-        // `running`: whether this member still runs it as coordinator (asked of a coordinator that left the pool).
-        return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}), running: p.running(f.job) ? 'yes' : 'no' } : { state: 'unknown', running: 'no' };
+        // `running`: whether this member still runs it as coordinator; `runs`: whether it runs it now as the member a
+        // dispatch chose (recovery fails neither's dispatch: docs/pools.md "A coordinator that crashes").
+        const now = { running: p.running(f.job) ? 'yes' : 'no', runs: p.runsHere(f.job) ? 'yes' : 'no' } as const;
+        return e ? { state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}), ...now } : { state: 'unknown', ...now };
       }
       default:
         throw new C0Error('POOL_BAD_REQUEST', 'unknown op');

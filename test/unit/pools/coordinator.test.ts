@@ -591,9 +591,12 @@ describe('pool coordinator and members (in process, real stores)', () => {
     assert.equal(await b.recover(), 1);
     assert.equal(w.published.at(-1)?.record.job, one.job.address);
     assert.equal(w.published.at(-1)?.record.failure?.code, 'POOL_COORDINATOR_LOST');
-    // `two`: x still runs it, until it cannot be reached
+    // `two`: x still runs it, until it cannot be reached past the dispatch's budget and the grace after it (silent is
+    // not gone: a paused coordinator resumes, paused-coordinator.test.ts)
     assert.equal(await b.recover(), 0);
     w.down.add(x);
+    assert.equal(await b.recover(), 0, 'silent, within the grace');
+    clock.advance(400 + 3 * 1000);
     assert.equal(await b.recover(), 1);
     assert.equal(w.published.at(-1)?.record.job, two.job.address);
     assert.equal(w.published.length, 2);
