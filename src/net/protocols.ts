@@ -54,6 +54,8 @@ export interface ProtocolLimits {
   maxResponseBytes?: number;
   /** Concurrent inbound streams of this protocol per connection. */
   maxInboundStreams: number;
+  /** How long an answered stream may stay open for the caller to read the rest and close its side; default ANSWER_LINGER_MS. */
+  answerLingerMs?: number;
   /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × min(maxRequestFrames, 64). The end frame's 2 bytes are allowed on top. */
   maxStreamBytes?: number;
 }
@@ -141,8 +143,14 @@ export interface StreamHost {
   dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal }): Promise<Stream>;
 }
 
-/** How long a stream may stay half-open after the server's last frame (its end frame or an error frame) before it is reset. */
-const LINGER_MS = 2_000;
+/** How long a stream may stay half-open after an error frame before it is reset (the caller has only that frame to read). */
+const ERROR_LINGER_MS = 2_000;
+/**
+ * How long a stream may stay open after the answer's end frame, by default, before it is reset: what the server wrote
+ * may still sit in the caller's receive window (yamux grants up to megabytes), and an honest caller closes its side
+ * only once it has read the last frame, so this is the time a slow honest reader has to finish.
+ */
+export const ANSWER_LINGER_MS = 15_000;
 
 /** Has the stream ended both ways (closed, or reset by either side)? */
 function streamEnded(stream: Stream): boolean {
@@ -152,12 +160,12 @@ function streamEnded(stream: Stream): boolean {
 /**
  * End an inbound stream after the server's last frame (its end frame, or an error frame): stop reading, so what the
  * caller sent and was not read is dropped, and anything it still sends is too (a paused stream grants no more
- * window); close our side once what we wrote is sent; then wait for the caller to close its side, at most LINGER_MS
- * and never past the stream's deadline (`signal`, whose abort resets the stream), and reset the stream if it has not.
- * So no stream outlives its answer by more than LINGER_MS, however long the caller keeps its side open, and none
- * holds data outside the byte budget meanwhile.
+ * window); close our side once what we wrote is sent; then wait for the caller to close its side, at most `lingerMs`,
+ * and reset the stream if it has not. So no stream outlives its answer by more than `lingerMs`, however long the
+ * caller keeps its side open, and none holds data outside the byte budget meanwhile. The timer is a plain one: an
+ * `AbortSignal.timeout` nothing else references can be collected on Node 20 before it fires.
  */
-async function finish(stream: Stream, signal: AbortSignal, err: Error): Promise<void> {
+async function finish(stream: Stream, lingerMs: number, err: Error): Promise<void> {
   if (stream.readStatus === 'readable') {
     try {
       stream.pause();
@@ -166,21 +174,24 @@ async function finish(stream: Stream, signal: AbortSignal, err: Error): Promise<
     }
   }
   await stream.closeRead().catch(() => {});
-  const linger = AbortSignal.any([signal, AbortSignal.timeout(LINGER_MS)]);
+  const linger = new AbortController();
+  const timer = setTimeout(() => linger.abort(err), lingerMs);
   try {
-    await stream.close({ signal: linger });
+    await stream.close({ signal: linger.signal });
     await new Promise<void>((resolve) => {
-      if (streamEnded(stream) || linger.aborted) return resolve();
+      if (streamEnded(stream) || linger.signal.aborted) return resolve();
       const done = (): void => {
         stream.removeEventListener('close', done);
-        linger.removeEventListener('abort', done);
+        linger.signal.removeEventListener('abort', done);
         resolve();
       };
       stream.addEventListener('close', done);
-      linger.addEventListener('abort', done);
+      linger.signal.addEventListener('abort', done);
     });
   } catch {
     /* the linger ran out while our side was still being sent, or the stream failed */
+  } finally {
+    clearTimeout(timer);
   }
   if (!streamEnded(stream)) stream.abort(err);
 }
@@ -300,7 +311,11 @@ export class DirectProtocols {
       reader.close();
       budget.close();
       count();
-      await finish(stream, signal, new C0Error(NET_ERR.STREAM, `the caller kept its side of the stream open ${LINGER_MS} ms after the answer`));
+      // The answer is written: the request's deadline no longer applies, the answer's linger does.
+      clear();
+      signal.removeEventListener('abort', onAbort);
+      const lingerMs = limits.answerLingerMs ?? ANSWER_LINGER_MS;
+      await finish(stream, lingerMs, new C0Error(NET_ERR.STREAM, `the caller kept its side of the stream open ${lingerMs} ms after the answer`));
     } catch (e) {
       const err = streamError(e, signal, limits.deadlineMs);
       // a handler may rethrow a peer's error: counted by outcomeLabel, like the caller's side
@@ -314,7 +329,9 @@ export class DirectProtocols {
         try {
           await writeFrame(stream, encodeFrame({ t: 'error', code: err.code, message: err.message }), signal);
           count();
-          await finish(stream, signal, err);
+          clear();
+          signal.removeEventListener('abort', onAbort);
+          await finish(stream, ERROR_LINGER_MS, err);
         } catch {
           stream.abort(err);
         }

@@ -285,8 +285,8 @@ test('an answered stream whose caller never closes its side still ends: what the
   const a = await startNode({ syncOnConnect: [] });
   const b = await startNode({ syncOnConnect: [] });
   nets.push(a, b);
-  // a long deadline: only the end of the answer may end these streams
-  await b.handle(ECHO, async (reqs, ctx) => void (await ctx.send({ echo: reqs })), { deadlineMs: 60_000 });
+  // a long deadline: only the end of the answer may end these streams, after a short linger
+  await b.handle(ECHO, async (reqs, ctx) => void (await ctx.send({ echo: reqs })), { deadlineMs: 60_000, answerLingerMs: 1_500 });
   await a.dial(b.addrs()[0]!);
   const streams = await Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -312,6 +312,23 @@ test('an answered stream whose caller never closes its side still ends: what the
   );
   await waitFor(() => open().length === 0, 5_000, 'the answered streams to be closed on the server');
   await waitFor(() => streams.every((s) => s.status !== 'open'), 5_000, 'the caller to see its streams end');
+});
+
+test('a slow honest reader gets the whole answer: the linger after the end frame is the reader’s time, not a 2 s cut', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  const SLOW = '/c0mpute-test/slow/1';
+  // 40 frames of 4 KiB: all of it fits the caller's receive window, so the end frame is written long before it is read
+  await b.handle(SLOW, async (_reqs, ctx) => {
+    for (let i = 0; i < 40; i++) await ctx.send({ i, pad: new Uint8Array(4 * 1024) });
+  });
+  await a.dial(b.addrs()[0]!);
+  let got = 0;
+  // 75 ms of work a frame: 3 s in all, longer than the error path's 2 s linger
+  const out = await a.request(b.peerId, SLOW, ['go'], { limits: { deadlineMs: 60_000 }, onFrame: async () => void (got++, await sleep(75)) });
+  assert.equal(out.length, 40, 'every frame arrived');
+  assert.equal(got, 40);
 });
 
 test('one peer’s stalled frames cannot fill the node’s byte budget: an honest peer’s request is still served', async () => {
