@@ -4,7 +4,7 @@
  * problem is reported as CONFIG_INVALID naming the field.
  */
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, MIN_MAX_EVIDENCE_BYTES } from '../reputation/bounds.js';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -544,9 +544,16 @@ function resolveFilePaths(layer: Record<string, unknown>, base: string): void {
   fix(layer.network, 'swarmKeyFile');
   if (Array.isArray(layer.overlays)) for (const o of layer.overlays) fix(o, 'swarmKeyFile');
   fix(layer.steward, 'treeFile');
-  fix(layer.pool, 'roster');
-  fix(layer.pool, 'membership');
-  if (isObj(layer.provider)) fix(layer.provider.meter, 'powercapRoot');
+  // Read from the daemon's working directory before this version: a path found only there is still taken from there,
+  // so a member configured and started as it was before keeps starting (docs/config.md).
+  const fixOrCwd = (o: unknown, key: string) => {
+    if (!isObj(o) || typeof o[key] !== 'string' || o[key] === '' || isAbsolute(o[key])) return;
+    const beside = resolve(base, o[key]);
+    o[key] = !existsSync(beside) && existsSync(resolve(o[key])) ? resolve(o[key]) : beside;
+  };
+  fixOrCwd(layer.pool, 'roster');
+  fixOrCwd(layer.pool, 'membership');
+  if (isObj(layer.provider)) fixOrCwd(layer.provider.meter, 'powercapRoot');
 }
 
 /** Whether a layer sets the value at `path`, or a list or value on the way to it (an array replaces whole). */

@@ -1,7 +1,7 @@
 /** Node configuration: defaults < file < env (C0MPUTE_*) < flags, validated with errors naming the field. */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
@@ -165,6 +165,24 @@ describe('config', () => {
     const abs = loadConfig({ file: file('pool:\n  roster: /abs/r.cose\n  membership: /abs/m.cose\nprovider:\n  meter:\n    powercapRoot: /sys/class/powercap\n') });
     assert.equal(abs.pool?.roster, '/abs/r.cose');
     assert.equal(abs.provider?.meter.powercapRoot, '/sys/class/powercap');
+  });
+
+  test('a roster or membership found only in the directory the daemon starts in (where earlier builds looked) is still taken from there', () => {
+    const f = file('pool:\n  roster: roster.cose\n  membership: membership.cose\n');
+    const cwd = mkdtempSync(join(tmpdir(), 'c0-cwd-'));
+    writeFileSync(join(cwd, 'roster.cose'), 'r');
+    const was = process.cwd();
+    process.chdir(cwd);
+    try {
+      const c = loadConfig({ file: f });
+      assert.equal(c.pool?.roster, join(realpathSync(cwd), 'roster.cose'), 'only in the working directory: taken from there');
+      assert.equal(c.pool?.membership, join(dirname(f), 'membership.cose'), 'found nowhere: beside the config file, where the error will name it');
+      writeFileSync(join(dirname(f), 'roster.cose'), 'r');
+      assert.equal(loadConfig({ file: f }).pool?.roster, join(dirname(f), 'roster.cose'), 'beside the config file wins');
+    } finally {
+      process.chdir(was);
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 
   test('a bootstrap address without /p2p/<PeerId> is still taken (the node learns the PeerId when it dials)', () => {
