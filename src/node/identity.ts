@@ -5,7 +5,7 @@
  * Loading refuses a key file that group or others can read. The seed is never
  * printed or logged (the signer's toJSON shows only the public key).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync, linkSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, lstatSync, readlinkSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync, linkSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { C0Error } from '../errors.js';
@@ -118,7 +118,17 @@ function syncDir(dir: string): void {
  */
 export function hasKeyFile(dataDir: string): boolean {
   const path = keyFilePath(dataDir);
-  if (!existsSync(path)) return false;
+  if (!existsSync(path)) {
+    // a link to a file not there yet (a secret mount not filled): not a key, and nothing may be written in its place
+    let link: string | undefined;
+    try {
+      if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
+    } catch {
+      return false;
+    }
+    if (link === undefined) return false;
+    throw new C0Error('KEY_FILE_CORRUPT', `${path} is a link to ${link}, which does not exist: put the key file there, or remove the link to create a key here`);
+  }
   checkIsFile(path);
   return true;
 }
@@ -182,7 +192,10 @@ export function readKeyFileDid(dataDir: string): string {
 }
 
 function parseKeyFile(path: string): KeyFileV1 {
-  if (!existsSync(path)) throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
+  if (!existsSync(path)) {
+    hasKeyFile(dirname(path)); // a link to a missing file says so (KEY_FILE_CORRUPT)
+    throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
+  }
   checkIsFile(path);
   const st = statSync(path);
   if ((st.mode & 0o077) !== 0) {

@@ -8,7 +8,7 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../unit/ledger/helpers.js';
 import { BIN } from './node-helpers.js';
@@ -87,5 +87,18 @@ describe('where the key cannot go', () => {
     mkdirSync(join(dir, 'identity.key'), { recursive: true, mode: 0o755 });
     const runs = await Promise.all([['init', '--no-passphrase'], ['keys', 'init', '--no-passphrase'], ['keys', 'show']].map((a) => c0(['--data-dir', dir, ...a])));
     runs.forEach((r, i) => operatorError(r, 'KEY_FILE_CORRUPT', ['init', 'keys init', 'keys show'][i]!));
+  });
+
+  test('an identity.key linking to a file not there yet (a secret mount not filled): KEY_FILE_CORRUPT naming the target, the link left alone', async () => {
+    const dir = join(t.dir, 'key-dangling');
+    mkdirSync(dir, { recursive: true });
+    const target = join(t.dir, 'secrets', 'identity.key');
+    symlinkSync(target, join(dir, 'identity.key'));
+    const runs = await Promise.all([['init', '--no-passphrase'], ['keys', 'init', '--no-passphrase'], ['keys', 'show']].map((a) => c0(['--data-dir', dir, ...a])));
+    runs.forEach((r, i) => {
+      operatorError(r, 'KEY_FILE_CORRUPT', ['init', 'keys init', 'keys show'][i]!);
+      assert.ok(r.err.includes(target), r.err);
+    });
+    assert.equal(readlinkSync(join(dir, 'identity.key')), target);
   });
 });
