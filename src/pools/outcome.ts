@@ -27,6 +27,8 @@ export interface OutcomeContext {
   entries: readonly TrailEntry[];
   /** A roster of the pool this member holds (in use, or heard), by address. */
   roster(address: string): Opened<PoolRoster> | undefined;
+  /** The envelopes were kept by this member (their signatures were checked when they came in): opened without verifying them again. */
+  trusted?: boolean;
 }
 
 export interface VerifiedOutcome {
@@ -49,7 +51,7 @@ export function verifyOutcome(target: TrailEntry, receiptBytes: unknown, settlem
   if (settlementBytes !== undefined && !(settlementBytes instanceof Uint8Array)) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not an envelope');
   const job = open(target.job, T.job, { trusted: true });
   const dispatch = open(target.dispatch, T.poolDispatch, { trusted: true });
-  const receipt = open(receiptBytes, T.receipt);
+  const receipt = open(receiptBytes, T.receipt, { trusted: c.trusted === true });
   const r = receipt.record;
   if (r.provider !== c.pool || r.pool === undefined) bad('POOL_OUTCOME_MISMATCH', 'the receipt is not this pool’s');
   if (r.job !== job.address || r.buyer !== job.signer || r.workload !== job.record.workload || r.inputHash !== job.record.input.hash) bad('POOL_OUTCOME_MISMATCH', 'the receipt is not for this job');
@@ -72,7 +74,7 @@ export function verifyOutcome(target: TrailEntry, receiptBytes: unknown, settlem
 
 function checkSettlement(receipt: Opened<Receipt>, bytes: unknown, coordinator: string, c: OutcomeContext): Opened<PoolSettlement> {
   if (!(bytes instanceof Uint8Array)) bad('POOL_SETTLEMENT_INVALID', 'a completed job’s outcome carries its coordinator’s settlement');
-  const s = open(bytes, T.poolSettlement);
+  const s = open(bytes, T.poolSettlement, { trusted: c.trusted === true });
   const x = s.record;
   if (s.signer !== coordinator) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not signed by the job’s coordinator');
   if (x.pool !== c.pool || x.job !== receipt.record.job || x.receipt !== receipt.address) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not of this receipt');

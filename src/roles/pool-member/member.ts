@@ -413,7 +413,8 @@ export class PoolMember {
     const live = this.live(now);
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
     const all = await this.d.trail.all();
-    const per = tallyTrail(all, this.members);
+    const held = { pool: this.pool, roster: (a: string) => this.#rs.rosterOf(a) };
+    const per = tallyTrail(all, this.members, held);
     return {
       pool: this.pool,
       roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
@@ -425,7 +426,7 @@ export class PoolMember {
       pending: all.filter((x) => x.entry.state === 'dispatched').length,
       // the jobs and earnings below are those of the trail kept: `keepDays` past each job's deadline (0 = everything)
       ...(this.d.keepDays !== undefined ? { keepDays: this.d.keepDays } : {}),
-      failures: failureCodes(all),
+      failures: failureCodes(all, held),
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,

@@ -3,16 +3,17 @@
  * pool"; `c0mpute pool-provider status`): dispatches, outcomes and earnings per
  * member, tallied from a member's dispatch trail (dispatch records and the
  * settlements kept with them). Each job counts once, however many coordinators
- * dispatched it (docs/pools.md "Settlement"): its outcome is its completed
- * entry's, if any, else its failed one's, and only a settlement signed by the
- * coordinator that signed the receipt it settles counts. An entry whose records
- * do not open (kept by a build before the checks of src/pools/outcome.ts)
- * counts as dispatched only. Pure.
+ * dispatched it (docs/pools.md "Settlement"). Every closed entry is checked on
+ * read by the rule a `closed` message is checked by (src/pools/outcome.ts
+ * `verifyOutcome`, the split included): one that does not check out — kept by a
+ * build before those checks, or junk — counts as dispatched only. Pure: the
+ * rosters this member holds come in as a lookup.
  */
 import { Decimal } from 'decimal.js';
-import { open } from '../../records/envelope.js';
-import { T, type PoolSettlement } from '../../records/kinds.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { T, type PoolRoster, type PoolSettlement } from '../../records/kinds.js';
 import type { TrailEntry } from '../../pools/trail.js';
+import { verifyOutcome } from '../../pools/outcome.js';
 
 export interface MemberFigures {
   dispatched: number;
@@ -20,6 +21,12 @@ export interface MemberFigures {
   failed: number;
   /** Earnings per currency (exact decimal strings). */
   earned: Record<string, string>;
+}
+
+/** What the figures check each kept outcome against: this member's pool and the rosters it holds. */
+export interface TallyContext {
+  pool: string;
+  roster(address: string): Opened<PoolRoster> | undefined;
 }
 
 function tryOpen<X>(f: () => X): X | undefined {
@@ -48,27 +55,24 @@ interface Outcome {
   settlement?: PoolSettlement;
 }
 
-/** A job's one outcome from its entries: a completed one (with the settlement that counts), else a failed one. */
-function outcomeOf(list: TrailEntry[]): Outcome | undefined {
-  const coordinators = new Set(list.map((e) => tryOpen(() => open(e.dispatch, T.poolDispatch, { trusted: true }).signer)));
+/** A job's one outcome from its entries that check out: a completed one (with its settlement), else a failed one. */
+function outcomeOf(list: TrailEntry[], c: TallyContext): Outcome | undefined {
   const read = (e: TrailEntry): Outcome | undefined => {
     if (e.state === 'dispatched' || !e.receipt) return undefined;
-    const r = tryOpen(() => open(e.receipt!, T.receipt, { trusted: true }));
-    if (!r || r.record.status !== e.state) return undefined;
+    const o = tryOpen(() => verifyOutcome(e, e.receipt, e.settlement, { pool: c.pool, entries: list, roster: (a) => c.roster(a), trusted: true }));
+    if (!o || o.state !== e.state) return undefined;
     const member = tryOpen(() => open(e.dispatch, T.poolDispatch, { trusted: true }).record.member);
-    if (e.state === 'failed') return { state: 'failed', member, failure: r.record.failure?.code ?? 'unknown' };
-    const s = e.settlement ? tryOpen(() => open(e.settlement!, T.poolSettlement, { trusted: true })) : undefined;
-    const counts = s && s.signer === r.signer && coordinators.has(r.signer) && s.record.receipt === r.address && s.record.job === r.record.job;
-    return { state: 'completed', member, ...(counts ? { settlement: s.record } : {}) };
+    if (o.state === 'failed') return { state: 'failed', member, failure: o.receipt.record.failure?.code ?? 'unknown' };
+    return { state: 'completed', member, settlement: o.settlement!.record };
   };
   const outcomes = list.map(read).filter((o): o is Outcome => o !== undefined);
-  return outcomes.find((o) => o.state === 'completed' && o.settlement) ?? outcomes.find((o) => o.state === 'completed') ?? outcomes[0];
+  return outcomes.find((o) => o.state === 'completed') ?? outcomes[0];
 }
 
-export function tallyTrail(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>, members: string[]): Map<string, MemberFigures> {
+export function tallyTrail(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>, members: string[], c: TallyContext): Map<string, MemberFigures> {
   const per = new Map<string, MemberFigures>(members.map((m) => [m, { dispatched: 0, completed: 0, failed: 0, earned: {} }]));
   for (const list of byJob(entries).values()) {
-    const o = outcomeOf(list);
+    const o = outcomeOf(list, c);
     const member = o?.member ?? tryOpen(() => open(list[0]!.dispatch, T.poolDispatch, { trusted: true }).record.member);
     const p = member === undefined ? undefined : per.get(member);
     if (p) {
@@ -87,13 +91,13 @@ export function tallyTrail(entries: ReadonlyArray<{ job: string; entry: TrailEnt
 }
 
 /** How the failed jobs in a trail failed: failure code → jobs (each job once; a job that completed under any of its dispatches did not fail). */
-export function failureCodes(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>): Record<string, number> {
+export function failureCodes(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>, c: TallyContext): Record<string, number> {
   const out: Record<string, number> = {};
   for (const list of byJob(entries).values()) {
-    const o = outcomeOf(list);
+    const o = outcomeOf(list, c);
     if (o?.state !== 'failed') continue;
-    const c = o.failure ?? 'unknown';
-    out[c] = (out[c] ?? 0) + 1;
+    const f = o.failure ?? 'unknown';
+    out[f] = (out[f] ?? 0) + 1;
   }
   return out;
 }
