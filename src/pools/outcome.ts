@@ -7,8 +7,8 @@
  * An outcome is one of:
  * - **a coordinator's own**: the pool's receipt for the job, signed by a member that dispatched it (one of this
  *   member's trail entries of the job) for the offer that dispatch names; completed, with that coordinator's
- *   settlement of it (the receipt's address and price, parts exactly `splitPrice(price, roster)` for a roster this
- *   member holds or the one the receipt's pool proof carries); failed, with none;
+ *   settlement of it (the receipt's address and price, parts exactly `splitPrice(price, roster)` for the roster that
+ *   coordinator's dispatch names, which this member holds); failed, with none;
  * - **a lost dispatch's**: a failed receipt `POOL_COORDINATOR_LOST` for the entry's own offer, signed by the member
  *   (on the roster: the receipt's pool proof says so) that closed a dispatch nobody would finish; no settlement.
  */
@@ -25,7 +25,7 @@ export interface OutcomeContext {
   pool: string;
   /** Every entry of the job this member holds (one per coordinator that dispatched it). */
   entries: readonly TrailEntry[];
-  /** A roster of the pool this member holds (in use, or heard), by address. */
+  /** A roster of the pool this member holds (in use, heard, or one a kept dispatch was recorded under: DispatchTrail.rosterOf), by address. */
   roster(address: string): Opened<PoolRoster> | undefined;
   /** The envelopes were kept by this member (their signatures were checked when they came in): opened without verifying them again. */
   trusted?: boolean;
@@ -62,7 +62,7 @@ export function verifyOutcome(target: TrailEntry, receiptBytes: unknown, settlem
       if (settlementBytes !== undefined) bad('POOL_SETTLEMENT_INVALID', 'a failed job is not settled');
       return { state: 'failed', receipt, coordinator: own.signer, lost: false };
     }
-    const settlement = checkSettlement(receipt, settlementBytes, own.signer, c);
+    const settlement = checkSettlement(receipt, settlementBytes, own, c);
     return { state: 'completed', receipt, settlement, coordinator: own.signer, lost: false };
   }
   if (r.status === 'failed' && r.failure?.code === LOST_CODE && r.offer === dispatch.record.offer) {
@@ -72,15 +72,19 @@ export function verifyOutcome(target: TrailEntry, receiptBytes: unknown, settlem
   return bad('POOL_CLOSE_NOT_ENTITLED', 'the receipt is signed by no coordinator of this job, nor is it a lost dispatch’s failure');
 }
 
-function checkSettlement(receipt: Opened<Receipt>, bytes: unknown, coordinator: string, c: OutcomeContext): Opened<PoolSettlement> {
+function checkSettlement(receipt: Opened<Receipt>, bytes: unknown, dispatch: Opened<PoolDispatch>, c: OutcomeContext): Opened<PoolSettlement> {
+  const coordinator = dispatch.signer;
   if (!(bytes instanceof Uint8Array)) bad('POOL_SETTLEMENT_INVALID', 'a completed job’s outcome carries its coordinator’s settlement');
   const s = open(bytes, T.poolSettlement, { trusted: c.trusted === true });
   const x = s.record;
   if (s.signer !== coordinator) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not signed by the job’s coordinator');
   if (x.pool !== c.pool || x.job !== receipt.record.job || x.receipt !== receipt.address) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not of this receipt');
   if (x.price.amount !== receipt.record.price.amount || x.price.currency !== receipt.record.price.currency) bad('POOL_SETTLEMENT_INVALID', 'the settlement’s price is not the receipt’s');
-  const proof = receipt.record.pool ? open(receipt.record.pool.roster, T.poolRoster, { trusted: true }) : undefined;
-  const roster = c.roster(x.roster) ?? (proof?.address === x.roster ? proof : undefined);
+  // The roster the job was dispatched under (its coordinator's dispatch names it, and a member keeps a dispatch only
+  // under a roster of the pool it holds): never another roster the pool once signed, e.g. an older one with other
+  // weights that a receipt's pool proof may carry.
+  if (x.roster !== dispatch.record.roster) bad('POOL_SETTLEMENT_INVALID', 'the settlement is not split by the roster the job was dispatched under');
+  const roster = c.roster(x.roster);
   if (!roster || roster.signer !== c.pool) bad('POOL_SETTLEMENT_INVALID', 'the settlement names a roster this member does not hold');
   const want = splitPrice(x.price, roster.record.members);
   const same = want.length === x.parts.length && want.every((p, i) => p.member === x.parts[i]!.member && p.weight === x.parts[i]!.weight && p.amount === x.parts[i]!.amount);

@@ -21,8 +21,8 @@
  */
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
-import { open } from '../records/envelope.js';
-import { T } from '../records/kinds.js';
+import { open, type Opened } from '../records/envelope.js';
+import { T, type PoolRoster } from '../records/kinds.js';
 import { timeKey, type Sub } from '../store/db.js';
 import type { HistoryPruned } from '../store/records.js';
 import type { Clock } from '../util/clock.js';
@@ -43,6 +43,8 @@ const INDEXED = '~indexed';
 const AGE = '~t!';
 /** Open trail entries: `~o!<job>|<coordinator>`. */
 const OPEN = '~o!';
+/** The rosters the trail's dispatches were recorded under: `~r!<roster address>` → the roster envelope (a few per pool, kept for good). */
+const ROSTER = '~r!';
 const EMPTY = new Uint8Array(0);
 /** Ops per synced batch when indexing an old sublevel. */
 const INDEX_BATCH = 2000;
@@ -110,11 +112,23 @@ export class DispatchTrail {
   #chain: Promise<unknown> = Promise.resolve();
   /** Open entries per coordinator (from the open index; counted at the first bounded record, kept up to date after). */
   #openBy: Map<string, number> | undefined;
+  /** The rosters dispatches were recorded under (`~r!`), by address. */
+  #rosters = new Map<string, Uint8Array>();
 
   constructor(
     private db: Sub,
     private log?: Logger,
   ) {}
+
+  /**
+   * The roster a dispatch kept here was recorded under, by address: the one its recorder checked the pool was using
+   * when the dispatch came (docs/pools.md "What a member believes of another"), kept after the member moves on to a
+   * newer roster so that a job dispatched before the change is still settled by the weights it was dispatched under.
+   */
+  rosterOf(address: string): Opened<PoolRoster> | undefined {
+    const b = this.#rosters.get(address);
+    return b ? open(b, T.poolRoster, { trusted: true }) : undefined;
+  }
 
   /**
    * Open the trail, indexing once what an earlier build wrote: open entries by `~o!`, each dated by the later of now
@@ -133,7 +147,9 @@ export class DispatchTrail {
       },
       (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []),
     );
-    return new DispatchTrail(db, log);
+    const trail = new DispatchTrail(db, log);
+    for await (const [k, v] of db.iterator({ gt: ROSTER, lt: `${ROSTER}\uffff` })) trail.#rosters.set(k.slice(ROSTER.length), v);
+    return trail;
   }
 
   #serial<R>(f: () => Promise<R>): Promise<R> {
@@ -188,13 +204,14 @@ export class DispatchTrail {
    * holds. `until` dates it for the history's pruning: a coordinator's own dispatch by its job's deadline (dropping
    * it sooner would let it dispatch the job again); one another member sent, by that deadline at most a horizon ahead
    * (the caller bounds it, as the record store bounds a heard job). `maxOpen`: refuse a new entry when `coordinator`
-   * already has that many open here (POOL_TRAIL_FULL; nothing is written).
+   * already has that many open here (POOL_TRAIL_FULL; nothing is written). `roster`: the roster envelope the dispatch
+   * names, as the caller checked it is the pool's in use (kept once, in the same batch: `rosterOf`).
    */
-  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen?: number): Promise<{ entry: TrailEntry; fresh: boolean }> {
-    return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen));
+  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen?: number, roster?: Opened<PoolRoster>): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen, roster));
   }
 
-  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
+  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined, roster: Opened<PoolRoster> | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
@@ -203,14 +220,17 @@ export class DispatchTrail {
     }
     const entry: TrailEntry = { ...e, state: 'dispatched' };
     const at = until;
+    const newRoster = roster && !this.#rosters.has(roster.address) ? roster : undefined;
     await this.db.batch(
       [
         { type: 'put', key, value: enc(entry) },
         { type: 'put', key: `${OPEN}${key}`, value: EMPTY },
         { type: 'put', key: `${AGE}${timeKey(at)}!${key}`, value: EMPTY },
+        ...(newRoster ? [{ type: 'put' as const, key: `${ROSTER}${newRoster.address}`, value: newRoster.bytes }] : []),
       ],
       sync,
     );
+    if (newRoster) this.#rosters.set(newRoster.address, newRoster.bytes);
     this.#count(key, 1);
     return { entry, fresh: true };
   }

@@ -115,6 +115,7 @@ export function register(program: Command): void {
         removed?: boolean;
         left?: boolean;
         pending?: number;
+        disputed?: number;
         keepDays?: number;
         members: Array<{ did: string; weight: number; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
       };
@@ -125,6 +126,7 @@ export function register(program: Command): void {
       else if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
       else if (s.newestSeq !== undefined && s.newestSeq > s.roster.seq) out(`roster seq ${s.newestSeq} exists: join it (pool-provider join) to quote again`);
       if (s.pending) out(`dispatches pending in the trail: ${s.pending}`);
+      if (s.disputed) out(`jobs completed under two coordinators' dispatches (one did not do the work; no settlement of them counts): ${s.disputed}`);
       if (s.keepDays) out(`jobs and earnings of the trail kept: jobs up to ${s.keepDays} days past their deadline (history.keepDays)`);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';

@@ -230,7 +230,7 @@ export class PoolCoordinator {
       const o = await this.#check(job, entry, e.receipt, e.settlement, entries);
       if (o) found.push(o);
     }
-    if (!found.some((o) => o.state === 'completed')) {
+    if (!found.some((o) => o.coordinator === d.signer)) {
       const answers = await Promise.all(this.v.live().filter((m) => m !== this.d.did).map((m) => this.d.call(m, { op: 'status', job, coordinator: d.signer }, this.d.options.livenessMs).catch(() => undefined)));
       for (const r of answers) {
         if (!(r?.receipt instanceof Uint8Array)) continue;
@@ -238,10 +238,11 @@ export class PoolCoordinator {
         if (o) found.push(o);
       }
     }
-    // Its coordinator's own outcome; else the job's completion under another coordinator's dispatch of it (settled
-    // by that coordinator: the job counts once, docs/pools.md "Settlement"); else a failed receipt already signed for
-    // this dispatch as lost (no second one).
-    const best = found.find((o) => o.coordinator === d.signer) ?? found.find((o) => o.coordinator !== undefined && o.state === 'completed') ?? found.find((o) => o.lost);
+    // Its coordinator's own outcome; else a failed receipt already signed for this dispatch as lost (no second one).
+    // Never another coordinator's completion of the job: any member can record and complete a dispatch of its own
+    // for a job it did not win, and the buyer took this dispatch's offer, not that one (a job completed under another
+    // coordinator's dispatch still counts once in the figures: status.ts).
+    const best = found.find((o) => o.coordinator === d.signer) ?? found.find((o) => o.lost);
     if (best) {
       await this.#close(job, d.signer, best);
       return;
@@ -294,7 +295,7 @@ export class PoolCoordinator {
     this.inFlight.add(job.address);
     try {
       // 1. Durable, 2. sent to the other members, 3. only then the input goes out.
-      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline);
+      await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline, undefined, this.v.rosterOf(dispatch.record.roster) ?? roster);
       this.m?.dispatches.inc();
       this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
       await this.broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
@@ -350,7 +351,9 @@ export class PoolCoordinator {
     let settlement: Uint8Array | undefined;
     if (r.record.status === 'completed') {
       const price: Money = r.record.price;
-      const roster = this.v.roster();
+      // By the roster the job was dispatched under (the members check the split against it), not the one in use now.
+      const dispatched = open(entry.entry.dispatch, T.poolDispatch, { trusted: true }).record.roster;
+      const roster = this.v.rosterOf(dispatched) ?? this.v.roster();
       const parts = splitPrice(price, roster.record.members);
       settlement = seal(T.poolSettlement, { pool: this.v.pool, roster: roster.address, job: r.record.job, receipt: r.address, price, parts, signedAt: this.d.clock() }, this.d.signer).bytes;
     }

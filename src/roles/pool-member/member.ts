@@ -24,7 +24,7 @@ import type { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { SlotRun } from '../provider/provider.js';
 import type { ProviderPoolHooks } from './hooks.js';
-import { failureCodes, tallyTrail } from './status.js';
+import { disputedJobs, failureCodes, tallyTrail } from './status.js';
 import type { PoolReply } from './protocol.js';
 import { serveMember } from './serve.js';
 import { RosterState } from './roster-state.js';
@@ -144,7 +144,7 @@ export class PoolMember {
         live: () => this.live(),
         hasLeft: (m) => this.#rs.hasLeft(m),
         epoch: (now) => this.epoch(now),
-        rosterOf: (a) => this.#rs.rosterOf(a),
+        rosterOf: (a) => this.#rs.rosterOf(a) ?? d.trail.rosterOf(a),
         active: (job) => this.#active(job),
         pingAll: () => this.#pingAll(),
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
@@ -413,7 +413,7 @@ export class PoolMember {
     const live = this.live(now);
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
     const all = await this.d.trail.all();
-    const held = { pool: this.pool, roster: (a: string) => this.#rs.rosterOf(a) };
+    const held = { pool: this.pool, roster: (a: string) => this.#rs.rosterOf(a) ?? this.d.trail.rosterOf(a) };
     const per = tallyTrail(all, this.members, held);
     return {
       pool: this.pool,
@@ -427,6 +427,8 @@ export class PoolMember {
       // the jobs and earnings below are those of the trail kept: `keepDays` past each job's deadline (0 = everything)
       ...(this.d.keepDays !== undefined ? { keepDays: this.d.keepDays } : {}),
       failures: failureCodes(all, held),
+      // jobs two coordinators each completed (one of them did not do the work): no settlement of them counts
+      disputed: disputedJobs(all, held),
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,

@@ -74,7 +74,11 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), and the date a far
         // deadline gives the entry for the history's pruning.
         const until = Math.min(job.record.deadline, p.d.clock() + TRAIL_HORIZON_MS);
-        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, until, p.d.options.maxOpenDispatches);
+        // Under a roster this member holds (in use, or the newest heard): the job's settlement is split by it
+        // (src/pools/outcome.ts), so a dispatch naming an older roster the pool once signed, with other weights, is refused.
+        const roster = p.rs.rosterOf(dispatch.record.roster);
+        if (!roster) throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold (the one in use, or the newest heard)');
+        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, until, p.d.options.maxOpenDispatches, roster);
         return { ok: 'yes' };
       }
       case 'run': {
@@ -105,7 +109,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         const entries = await p.d.trail.entries(f.job);
         const target = entries.find((e) => e.key === DispatchTrail.key(f.job as string, coordinator));
         if (!target) return { ok: 'yes' };
-        const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: (a) => p.rs.rosterOf(a) });
+        const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: (a) => p.rs.rosterOf(a) ?? p.d.trail.rosterOf(a) });
         // Only the coordinator closes its dispatch with its own outcome; any other member only with its own receipt
         // failing it as lost (recovery's, docs/pools.md "A coordinator that crashes").
         if (o.receipt.signer !== from || (!o.lost && o.coordinator !== coordinator)) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a member closes only its own dispatch, or another’s with its own POOL_COORDINATOR_LOST receipt');

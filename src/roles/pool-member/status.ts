@@ -49,8 +49,11 @@ function byJob(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>): Map<
 }
 
 interface Outcome {
-  state: 'completed' | 'failed';
+  /** `disputed`: more than one coordinator completed the job (at most one can have: the member runs a job once), so no settlement of it counts. */
+  state: 'completed' | 'failed' | 'disputed';
   member: string | undefined;
+  /** The coordinator whose own outcome it is (undefined: a lost dispatch's). */
+  coordinator?: string;
   failure?: string;
   settlement?: PoolSettlement;
 }
@@ -63,17 +66,25 @@ function outcomeOf(list: TrailEntry[], c: TallyContext): Outcome | undefined {
     if (!o || o.state !== e.state) return undefined;
     const member = tryOpen(() => open(e.dispatch, T.poolDispatch, { trusted: true }).record.member);
     if (o.state === 'failed') return { state: 'failed', member, failure: o.receipt.record.failure?.code ?? 'unknown' };
-    return { state: 'completed', member, settlement: o.settlement!.record };
+    return { state: 'completed', member, coordinator: o.coordinator, settlement: o.settlement!.record };
   };
   const outcomes = list.map(read).filter((o): o is Outcome => o !== undefined);
-  return outcomes.find((o) => o.state === 'completed') ?? outcomes[0];
+  const completed = outcomes.filter((o) => o.state === 'completed');
+  // Completed by two coordinators: a member runs a job at most once (its run log), so one of them did not do the work
+  // (a member that recorded and "completed" a dispatch of its own for a job another won). Which one the buyer took is
+  // not in the trail, and the order entries are kept in (by DID) must not decide: neither settlement counts.
+  if (new Set(completed.map((o) => o.coordinator)).size > 1) {
+    const members = new Set(completed.map((o) => o.member));
+    return { state: 'disputed', member: members.size === 1 ? completed[0]!.member : undefined };
+  }
+  return completed[0] ?? outcomes[0];
 }
 
 export function tallyTrail(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>, members: string[], c: TallyContext): Map<string, MemberFigures> {
   const per = new Map<string, MemberFigures>(members.map((m) => [m, { dispatched: 0, completed: 0, failed: 0, earned: {} }]));
   for (const list of byJob(entries).values()) {
     const o = outcomeOf(list, c);
-    const member = o?.member ?? tryOpen(() => open(list[0]!.dispatch, T.poolDispatch, { trusted: true }).record.member);
+    const member = o ? o.member : tryOpen(() => open(list[0]!.dispatch, T.poolDispatch, { trusted: true }).record.member);
     const p = member === undefined ? undefined : per.get(member);
     if (p) {
       p.dispatched++;
@@ -88,6 +99,13 @@ export function tallyTrail(entries: ReadonlyArray<{ job: string; entry: TrailEnt
     }
   }
   return per;
+}
+
+/** The jobs completed under more than one coordinator's dispatch: counted neither completed nor failed, and neither settlement counts. */
+export function disputedJobs(entries: ReadonlyArray<{ job: string; entry: TrailEntry }>, c: TallyContext): number {
+  let n = 0;
+  for (const list of byJob(entries).values()) if (outcomeOf(list, c)?.state === 'disputed') n++;
+  return n;
 }
 
 /** How the failed jobs in a trail failed: failure code → jobs (each job once; a job that completed under any of its dispatches did not fail). */

@@ -1,7 +1,8 @@
 /**
  * One job's settlement counts once, however many coordinators dispatched it (docs/pools.md "Settlement"): two
- * coordinators dispatch the same job, the second dies, the first runs and settles it, and recovery closes the dead
- * coordinator's dispatch from the job's outcome (member-rig.ts).
+ * coordinators dispatch the same job, the second dies, the first runs and settles it, and recovery fails the dead
+ * coordinator's dispatch of its own offer as lost (never with the other coordinator's completion, which any member
+ * could forge): the job still counts once, completed (member-rig.ts).
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ const rig = new Rig();
 describe('recovery is idempotent per job', () => {
   after(() => rig.close());
 
-  test('a second coordinator’s dispatch closed from the job’s outcome: earnings and completed jobs count the job once, and no failed receipt is published', async () => {
+  test('a second coordinator’s dispatch failed as lost for its own offer: earnings and completed jobs count the job once', async () => {
     const [A, B, C] = MEMBERS as [string, string, string];
     const w = await rig.world('double', {
       intercept: async (from, _to, frame) => {
@@ -38,6 +39,10 @@ describe('recovery is idempotent per job', () => {
       assert.deepEqual([t.completed, t.failed, t.dispatched], [1, 0, 1]);
       assert.deepEqual(((await w.members.get(m)!.status()) as { failures: unknown }).failures, {});
     }
-    assert.equal(w.published.length, 0, 'the job completed: no failed receipt for it');
+    // The dead coordinator's offer was not delivered: its dispatch is failed for that offer, not closed with A's receipt.
+    assert.deepEqual(
+      w.published.map((p) => [p.rec.record.offer, p.rec.record.failure?.code]),
+      [[ob.address, 'POOL_COORDINATOR_LOST']],
+    );
   });
 });
