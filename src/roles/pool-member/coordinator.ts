@@ -41,6 +41,14 @@ export function dispatchEnd(dispatch: PoolDispatch, job: Job, memberTimeoutMs: n
   return dispatch.issuedAt + Math.max(1, Math.min(job.timeoutMs, job.deadline - dispatch.issuedAt, memberTimeoutMs));
 }
 
+/**
+ * How long one recovery tick spends on one coordinator's pending entries, in livenessMs (real time: each question is
+ * itself bounded by livenessMs): a round of RECOVERY_PARALLEL questions is started only within it, and the entries
+ * left wait for the next tick, which starts after the last one asked. So a member that answers every `status` just
+ * inside livenessMs holds a tick no longer than this (plus the round under way), however many entries it has.
+ */
+export const RECOVERY_TICK_LIVENESS = 2;
+
 /** How many livenessMs past a dispatch's budget recovery waits before failing it for a silent coordinator. */
 export const RECOVERY_GRACE_LIVENESS = 3;
 
@@ -104,6 +112,8 @@ export class PoolCoordinator {
    * the provider stores the receipt and streams the output. Recovery leaves them alone.
    */
   readonly inFlight = new Set<string>();
+  /** Per coordinator, the last job a recovery tick asked about: the next tick starts after it. */
+  #cursor = new Map<string, string>();
 
   constructor(
     private d: PoolMemberDeps,
@@ -122,9 +132,12 @@ export class PoolCoordinator {
    * (and settled) with that receipt. Otherwise an outcome that checks out
    * (src/pools/outcome.ts), held here or by a live member (asked), is taken;
    * failing that the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
-   * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, and a
-   * live coordinator that does not answer is not asked again in this tick, so one
-   * slow member cannot hold the tick (docs/pools.md "Dispatch trail").
+   * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, all
+   * coordinators at once; a coordinator that does not answer is not asked again
+   * in this tick, and one coordinator's entries get RECOVERY_TICK_LIVENESS ×
+   * livenessMs a tick (the rest wait for the next tick, which resumes after the
+   * last one asked), so one slow member cannot hold the tick (docs/pools.md
+   * "Dispatch trail").
    */
   async recover(): Promise<number> {
     const pending = await this.d.trail.pending();
@@ -147,9 +160,16 @@ export class PoolCoordinator {
       [...groups.entries()].map(async ([by, list]) => {
         let n = 0;
         const tick = { silent: false };
-        for (let i = 0; i < list.length && !tick.silent; i += RECOVERY_PARALLEL) {
-          const done = await Promise.all(list.slice(i, i + RECOVERY_PARALLEL).map((p) => this.#recoverOne(p.job, p.entry, by, live, tick)));
+        // From after the last entry the previous tick asked about, round the list: each entry has its turn.
+        const after = this.#cursor.get(by);
+        const from = after === undefined ? 0 : Math.max(0, list.findIndex((p) => p.job > after));
+        const order = [...list.slice(from), ...list.slice(0, from)];
+        const stopAt = performance.now() + RECOVERY_TICK_LIVENESS * this.d.options.livenessMs;
+        for (let i = 0; i < order.length && !tick.silent && performance.now() < stopAt; i += RECOVERY_PARALLEL) {
+          const round = order.slice(i, i + RECOVERY_PARALLEL);
+          const done = await Promise.all(round.map((p) => this.#recoverOne(p.job, p.entry, by, live, tick)));
           n += done.filter(Boolean).length;
+          this.#cursor.set(by, round[round.length - 1]!.job);
         }
         return n;
       }),
