@@ -139,11 +139,31 @@ export class PoolCoordinator {
    * last one asked), so one slow member cannot hold the tick (docs/pools.md
    * "Dispatch trail").
    */
-  async recover(): Promise<number> {
-    const pending = await this.d.trail.pending();
+  recover(): Promise<number> {
+    return this.#sweep(true);
+  }
+
+  /**
+   * A member not elected: ask each other coordinator about its open entries here whose dispatch's budget and grace
+   * are over (its `closed` should have come: this member missed it, e.g. a timeout, or it was restarting), and close
+   * those it answers with an outcome that checks out. It never fails a dispatch (the elected coordinator does), but a
+   * missed `closed` no longer keeps a place of pool.maxOpenDispatches for good, and so never makes this member refuse
+   * an honest coordinator's `op: trail` (POOL_TRAIL_FULL). Bounded per tick as recovery is.
+   */
+  catchUp(): Promise<number> {
+    return this.#sweep(false);
+  }
+
+  async #sweep(elected: boolean): Promise<number> {
+    const all = await this.d.trail.pending();
+    const pastGrace = (p: { entry: TrailEntry }) => {
+      const d = open(p.entry.dispatch, T.poolDispatch, { trusted: true });
+      return d.signer !== this.d.did && this.d.clock() >= dispatchEnd(d.record, open(p.entry.job, T.job, { trusted: true }).record, this.d.options.memberTimeoutMs) + RECOVERY_GRACE_LIVENESS * this.d.options.livenessMs;
+    };
+    const pending = elected ? all : all.filter(pastGrace);
     if (!pending.length) return 0;
     // Fresh liveness before judging who is gone (a member just restarted has heard nobody yet).
-    await this.v.pingAll();
+    if (elected) await this.v.pingAll();
     const live = new Set(this.v.live());
     // Past its history window (`history.keepDays` after the job's deadline) the other members have dropped their
     // closed copies: nobody could lend the outcome, and failing a job that may have completed and settled would be
@@ -167,7 +187,7 @@ export class PoolCoordinator {
         const stopAt = performance.now() + RECOVERY_TICK_LIVENESS * this.d.options.livenessMs;
         for (let i = 0; i < order.length && !tick.silent && performance.now() < stopAt; i += RECOVERY_PARALLEL) {
           const round = order.slice(i, i + RECOVERY_PARALLEL);
-          const done = await Promise.all(round.map((p) => this.#recoverOne(p.job, p.entry, by, live, tick)));
+          const done = await Promise.all(round.map((p) => (elected ? this.#recoverOne(p.job, p.entry, by, live, tick) : this.#askOne(p.job, p.entry, by, tick))));
           n += done.filter(Boolean).length;
           this.#cursor.set(by, round[round.length - 1]!.job);
         }
@@ -175,6 +195,17 @@ export class PoolCoordinator {
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** Catch-up: ask `by` about its open entry here; true when its answer checks out and closed the entry. */
+  async #askOne(job: string, entry: TrailEntry, by: string, tick: { silent: boolean }): Promise<boolean> {
+    if (tick.silent) return false;
+    const r = await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+    if (r === undefined) tick.silent = true;
+    const o = r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined;
+    if (!o) return false;
+    await this.#close(job, by, o);
+    return true;
   }
 
   /** One pending entry of `by`'s: true when this member closed it in its coordinator's place (or its own after a restart). */
@@ -289,8 +320,9 @@ export class PoolCoordinator {
     await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes }, this.v.outcomeTo());
   }
 
-  async broadcast(frame: Record<string, CborValue>, to = this.v.broadcastTo()): Promise<void> {
-    await Promise.allSettled(to.map((m) => this.d.call(m, frame, this.d.options.livenessMs)));
+  /** Send `frame` to the members (each bounded by livenessMs); each member's answer, or undefined when none came. */
+  async broadcast(frame: Record<string, CborValue>, to = this.v.broadcastTo()): Promise<Array<{ member: string; answer: PoolReply | undefined }>> {
+    return Promise.all(to.map(async (member) => ({ member, answer: await this.d.call(member, frame, this.d.options.livenessMs).catch(() => undefined) })));
   }
 
   /** The coordinator's path for won work (issue #13 "The coordinator"). */
@@ -318,7 +350,10 @@ export class PoolCoordinator {
       await this.d.trail.record(job.address, this.d.did, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, job.record.deadline, undefined, this.v.rosterOf(dispatch.record.roster) ?? roster);
       this.m?.dispatches.inc();
       this.d.log.info({ job: job.address, member, dispatch: dispatch.address, epoch: dispatchRec.epoch }, 'pool: dispatch recorded');
-      await this.broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      const kept = await this.broadcast({ op: 'trail', dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes });
+      // The work goes on (the copies are for recovery), but a member that refused to keep one is said so.
+      const refused = kept.filter((x) => x.answer?.code !== undefined);
+      if (refused.length) this.d.log.warn({ job: job.address, refused: refused.map((x) => ({ member: x.member, code: x.answer!.code })) }, 'pool: members refused to keep this dispatch in their trail (no copy there for recovery)');
       this.d.failpoint?.('pool.after-dispatch');
       const end = dispatchEnd(dispatch.record, job.record, this.d.options.memberTimeoutMs);
       const output = await this.#call(member, dispatch, job, offer, ctx, end);

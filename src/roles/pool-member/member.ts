@@ -224,6 +224,8 @@ export class PoolMember {
       this.#elected = { epoch: e.epoch, who: e.coordinator };
     }
     if (e.coordinator === this.d.did) await this.recover();
+    // Not elected: ask about the dispatches whose `closed` this member missed (coordinator.ts catchUp).
+    else await this.#co.catchUp();
   }
 
   /** Close the dispatches in the trail that nobody will finish (coordinator.ts). */
