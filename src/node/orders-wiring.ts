@@ -53,6 +53,8 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
         },
         mode: opts.claimMode,
         maxPerBuyer: claimsPerBuyer(pc.slots),
+        // a buyer it signed a receipt for (evidence at start, every receipt since): one without shares one bound with all
+        knownBuyer: (did) => provider.budget.isKnownBuyer(did),
         skewMs: opts.skewMs,
       })
     : undefined;

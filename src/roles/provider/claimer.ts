@@ -17,8 +17,9 @@
  * input is within its limit and the workload is configured). Its price is its
  * ask for the order (src/matching/candidates.ts askFor), at most the bid.
  *
- * Free slots count the claims in flight and the claims won whose work has not
- * started yet (`pending`), so a provider never claims more than it can run.
+ * Free slots count the claims in flight (within their answer window) and the
+ * claims won whose work has not started yet (`pending`), so a provider never
+ * claims more than it can run (but for a win answered past its window).
  * Each order is claimed at most once; an answer (won, refused) or an error
  * ends that claim. Refusals are kept (the buyer's signed word); a refusal, or
  * `ORDER_UNKNOWN` (the buyer's node takes no claims on the job), takes the
@@ -31,13 +32,21 @@
  * open and we still hold it (a buyer whose answer was lost answers the winning
  * claim again with the same selection, src/roles/buyer-orders.ts).
  *
- * No buyer may take every slot: one buyer holds at most `maxPerBuyer` claims at
- * once (claimsPerBuyer: half the slots, rounded up), and a buyer whose claim
- * got no answer has all its orders skipped for 1 s, doubling with each failure
- * in a row up to BUYER_BACKOFF_MAX_MS; any answer from it clears that. Before,
- * a buyer whose node took claim streams and never answered, with a few orders
- * designated to us, held every slot (each claim 15 s, six times), and an
- * honest order designated to us was never claimed.
+ * No buyer may take every slot, however many keys it makes:
+ * - one buyer holds at most `maxPerBuyer` claims at once (claimsPerBuyer: half
+ *   the slots, rounded up), and every buyer this provider has no completed
+ *   dealings with (`knownBuyer`: it never signed a receipt for it) counts as one
+ *   and the same buyer for that bound — a buyer DID costs nothing to make;
+ * - a claim not answered within CLAIM_ANSWER_WINDOW_MS stops holding its slot
+ *   (its stream stays open until its deadline; a late `won` takes a slot again),
+ *   and its buyer counts as not answering from then;
+ * - a buyer whose claim got no answer (or who won a claim and never started
+ *   it) has all its orders skipped for 1 s, doubling with each failure in a row
+ *   up to BUYER_BACKOFF_MAX_MS, and comes after every other buyer when slots
+ *   are short; any answer from it clears both.
+ * Before, a buyer whose node took claim streams and never answered, with a few
+ * orders designated to us under a few keys, held every slot (each claim 15 s,
+ * six times), and an honest order designated to us was never claimed.
  */
 import { C0Error } from '../../errors.js';
 import { seal, type Opened } from '../../records/envelope.js';
@@ -59,6 +68,16 @@ export const MAX_CLAIM_ATTEMPTS = 6;
 
 /** The longest a buyer whose claims go unanswered is left alone, ms (its back-off doubles from 1 s up to this). */
 export const BUYER_BACKOFF_MAX_MS = 60_000;
+
+/**
+ * How long a claim in flight holds its slot without an answer, ms. A buyer's node judges a claim as it arrives (a
+ * signature check and a comparison: tens of ms after the stream opens); one that has not answered in this time is
+ * slow or silent, and its claim no longer keeps the slot from other buyers' orders.
+ */
+export const CLAIM_ANSWER_WINDOW_MS = 3_000;
+
+/** The key every buyer without completed dealings shares for the per-buyer bound (not a DID). */
+const UNKNOWN_BUYERS = 'unknown buyers';
 
 /** Buyers whose back-off is remembered at most (the oldest goes first). */
 const MAX_BACKED_OFF = 10_000;
@@ -99,8 +118,15 @@ export interface ClaimerDeps {
   /** Every claim's end (for logs, records and tests). */
   onOutcome?: (job: string, claim: Opened<Claim>, outcome: ClaimOutcome | { error: string }) => void;
   mode?: ClaimMode;
-  /** Claims one buyer may hold at once, in flight or won and not started (the daemon: claimsPerBuyer(slots); default unbounded). */
+  /**
+   * Claims one buyer may hold at once, in flight or won and not started (the daemon: claimsPerBuyer(slots); default
+   * unbounded). Buyers `knownBuyer` does not know share it as one.
+   */
   maxPerBuyer?: number;
+  /** A buyer this provider has completed dealings with (the daemon: it signed a receipt for it; default: none). */
+  knownBuyer?: (did: string) => boolean;
+  /** How long an unanswered claim holds its slot, ms (default CLAIM_ANSWER_WINDOW_MS). */
+  answerWindowMs?: number;
   /** How often leases are recomputed without a change while orders are open, ms (default 500). */
   tickMs?: number;
   /** How often the claimer looks when no order is open and no claim waits to be resent, ms (default 5000; a new order wakes it at once). */
@@ -111,8 +137,13 @@ export interface ClaimerDeps {
 export class Claimer {
   /** Orders claimed (each at most once). */
   readonly #claimed = new Set<string>();
-  /** Claims in flight or won and not started: job → until when it holds a slot, and the job's buyer. */
-  readonly #pending = new Map<string, { until: number; buyer: string }>();
+  /**
+   * Claims holding a slot: in flight (until `sentAt` + the answer window, or the deadline) or won and not started
+   * (until the exec starts, or a grace period). The job's buyer, for the bounds.
+   */
+  readonly #pending = new Map<string, { until: number; buyer: string; won: boolean }>();
+  /** Claims in flight past the answer window: they hold no slot, and their buyer was counted as not answering. */
+  readonly #overdue = new Set<string>();
   /**
    * Buyers whose claims went unanswered (no answer frame: a failed or timed-out stream, a rate limit, a full inbox):
    * consecutive failures and until when their orders are skipped. Any answer clears it.
@@ -173,7 +204,23 @@ export class Claimer {
   }
 
   #release(now: number): void {
-    for (const [job, p] of this.#pending) if (p.until <= now || this.d.runs(job)) this.#pending.delete(job);
+    for (const [job, p] of this.#pending) {
+      if (this.d.runs(job)) this.#pending.delete(job);
+      else if (p.until <= now) {
+        this.#pending.delete(job);
+        if (p.won) {
+          // the buyer took our claim and never ran it: as good as no answer, for its other orders
+          this.#unanswered(p.buyer);
+          this.d.log.info({ job, buyer: p.buyer }, 'claim won but never started; its slot is free');
+        } else {
+          // in flight past the answer window (or the order's deadline): the slot goes back to other buyers' orders; the
+          // stream stays open until its own deadline, and a late answer is taken as any answer
+          this.#overdue.add(job);
+          this.#unanswered(p.buyer);
+          this.d.log.info({ job, buyer: p.buyer }, 'claim not answered in time; its slot is free');
+        }
+      }
+    }
     // A claim waiting to be sent again goes once its order is no longer open here (decided, dropped) or past its
     // deadline: #claim, the only other place that takes it out, runs only for open orders, so the entry would stay and
     // keep the claimer off its idle pace.
@@ -244,13 +291,22 @@ export class Claimer {
       if (free <= 0) return;
       const max = this.d.maxPerBuyer ?? Infinity;
       const held = new Map<string, number>();
-      for (const p of this.#pending.values()) held.set(p.buyer, (held.get(p.buyer) ?? 0) + 1);
-      for (const t of this.targets(now)) {
+      for (const p of this.#pending.values()) {
+        const k = this.#boundKey(p.buyer);
+        held.set(k, (held.get(k) ?? 0) + 1);
+      }
+      // Buyers whose latest claim went unanswered come after every other buyer (oldest first within each): a crowd of
+      // silent keys older than an honest order does not stand in front of it once each has failed to answer once.
+      const targets = this.targets(now);
+      const ordered = [...targets.filter((t) => !this.#backoff.has(t.job.signer)), ...targets.filter((t) => this.#backoff.has(t.job.signer))];
+      for (const t of ordered) {
         if (free <= 0) break;
-        // one buyer holds at most `max` of our slots: a buyer that never answers cannot take them all
-        const n = held.get(t.job.signer) ?? 0;
+        // one buyer — or all the buyers we have no dealings with, together — holds at most `max` of our slots: a buyer
+        // that never answers cannot take them all, however many keys it makes
+        const k = this.#boundKey(t.job.signer);
+        const n = held.get(k) ?? 0;
         if (n >= max) continue;
-        held.set(t.job.signer, n + 1);
+        held.set(k, n + 1);
         free--;
         this.#claim(t.job, t.price, t.advert, now);
       }
@@ -259,6 +315,11 @@ export class Claimer {
     } finally {
       this.#ticking = false;
     }
+  }
+
+  /** What `buyer`'s claims count against for maxPerBuyer: its own DID when we have dealt with it, else one key shared by every buyer we have not. */
+  #boundKey(buyer: string): string {
+    return this.d.knownBuyer?.(buyer) ? buyer : UNKNOWN_BUYERS;
   }
 
   /** Is `buyer` being left alone at `now` (its claims went unanswered)? */
@@ -278,7 +339,8 @@ export class Claimer {
   #claim(job: Opened<Job>, price: Claim['price'], advert: Opened<Advert>, now: number): void {
     this.#claimed.add(job.address);
     if (this.#claimed.size > 100_000) this.#claimed.clear();
-    this.#pending.set(job.address, { until: job.record.deadline, buyer: job.signer });
+    // holds its slot until answered, for the answer window at most (#release)
+    this.#pending.set(job.address, { until: Math.min(job.record.deadline, now + (this.d.answerWindowMs ?? CLAIM_ANSWER_WINDOW_MS)), buyer: job.signer, won: false });
     const again = this.#retry.get(job.address);
     this.#retry.delete(job.address);
     const attempts = (again?.attempts ?? 0) + 1;
@@ -287,11 +349,14 @@ export class Claimer {
     void this.d
       .send(job, claim, advert)
       .then((o) => {
+        // an answer after the window is still an answer: a late win takes a slot again (if none is free by the time its
+        // exec comes, the provider refuses it EXEC_BUSY)
+        const late = this.#overdue.delete(job.address);
         this.#backoff.delete(job.signer); // it answers
         if (o.won) {
           // Holds its slot until the buyer's exec starts it (or a grace period passes).
-          this.#pending.set(job.address, { until: Math.min(job.record.deadline, this.d.clock() + 30_000), buyer: job.signer });
-          this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address }, 'claim won');
+          this.#pending.set(job.address, { until: Math.min(job.record.deadline, this.d.clock() + 30_000), buyer: job.signer, won: true });
+          this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address, ...(late ? { late } : {}) }, 'claim won');
         } else {
           this.#pending.delete(job.address);
           this.d.orders.decided(job.address);
@@ -300,13 +365,16 @@ export class Claimer {
         this.d.onOutcome?.(job.address, claim, o);
       })
       .catch((e: unknown) => {
+        // past the answer window its buyer was already counted as not answering (#release)
+        const late = this.#overdue.delete(job.address);
         this.#pending.delete(job.address);
         const code = e instanceof C0Error ? e.code : (e as Error).message;
         // The buyer's node takes no claims on this job (its run ended, or it never was an order there): it is not open,
         // whatever this node's view says (a selection missed), so it leaves the open set here as a refusal's order does.
         if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address);
-        if (notJudged(e)) this.#unanswered(job.signer);
-        else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer
+        if (notJudged(e)) {
+          if (!late) this.#unanswered(job.signer);
+        } else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer
         if (attempts < MAX_CLAIM_ATTEMPTS && notJudged(e)) {
           const at = this.d.clock() + Math.min(1000 * 2 ** (attempts - 1), 8000);
           this.#retry.set(job.address, { claim, attempts, at });
