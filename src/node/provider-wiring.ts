@@ -42,6 +42,17 @@ export interface ProviderWiringHooks {
   countJob(outcome: string): void;
 }
 
+/**
+ * A job took or freed a slot here (Provider's onSlotsChanged): the presence says so, and the claimer looks again at
+ * once — a claim won is released when its exec starts, and with one buyer held to half the slots in claims not yet
+ * started its next order waits for exactly that (before, for the claimer's next 500 ms tick: one buyer's batch of
+ * short lines on a 2-slot provider ran about half as fast).
+ */
+export function slotsChanged(o: Pick<OverlayNode, 'presencePublisher' | 'orders'>): void {
+  o.presencePublisher?.changed();
+  o.orders?.claimer?.changed();
+}
+
 export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Promise<void> {
   const { config, identity } = o.d;
   const pc = config.provider;
@@ -172,7 +183,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     // buyer's proof admits only a single job's own claim; a gang member job's (and a job whose buyer, one before this
     // version, sends none) comes from the steward, asked for this job (bounded: the exec's request phase).
     ...(o.d.network.steward ? { steward: { did: o.d.network.steward, admissionOf: stewardAdmission(o, o.d.network.steward, pc.execRequestMs) } } : {}),
-    onSlotsChanged: () => o.presencePublisher?.changed(),
+    onSlotsChanged: () => slotsChanged(o),
   });
   h.onStop(() => o.provider!.stop());
   o.presencePublisher = providerPresence(o, pc, identity.signer);
