@@ -38,7 +38,8 @@ const fileSchema = z
           lineTime: duration.optional(),
           maxPrice: z.union([z.string(), z.object({ amount: z.string(), currency: z.string() }).strict()]),
           requirements: z.unknown().optional(),
-          // what `batch run` runs per line (ignored by `batch plan`)
+          // what `batch run` runs per line (`batch plan` ignores them, but for deadline and timeout: the timeout a line
+          // carries prices a per-second ask)
           params: z.string().max(4096).optional(),
           input: z.string().min(1).max(1024).optional(),
           inputText: z.string().max(65536).optional(),
@@ -109,8 +110,11 @@ function parseBatchFile(path: string): { batch: Batch; file: z.infer<typeof file
     const units = w.units ?? {};
     // Without lineTime: summed seconds over the lines when the batch states them, else the whole window.
     const lineMs = w.lineTime !== undefined ? parseDuration(w.lineTime) : units.second !== undefined && Number.isInteger(w.lines) && w.lines > 0 ? Math.max(1, Math.ceil((Number(units.second) * 1000) / w.lines)) : windowMs;
-    // the line's timeout, when given, is what a per-second ask bills it for: the planner costs by it (lineSeconds)
-    return { workload: w.workload, lines: w.lines, units, lineMs, ...(w.timeout === undefined ? {} : { timeoutMs: parseDuration(w.timeout) }), maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
+    // The timeout each line's job will carry — its `timeout`, else the buyer's default, its deadline — is what a
+    // per-second ask bills it for: the planner costs by it (lineSeconds). `batch plan` reads it too, so it previews
+    // what `batch run` will claim.
+    const timeoutMs = w.timeout !== undefined ? parseDuration(w.timeout) : w.deadline !== undefined ? parseDuration(w.deadline) : BATCH_LINE_DEADLINE_MS;
+    return { workload: w.workload, lines: w.lines, units, lineMs, timeoutMs, maxPrice, ...(w.requirements === undefined ? {} : { requirements: w.requirements }) };
   });
   return { batch: parseBatch({ windowMs, workloads }, path), file: f };
 }

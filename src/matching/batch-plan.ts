@@ -37,7 +37,10 @@ export interface BatchWorkload {
   units: Record<string, string>;
   /** Expected time one line occupies a slot, ms. */
   lineMs: number;
-  /** Each line's timeout, ms (the file's `timeout`), when the batch gives one: a per-second ask is billed by it. */
+  /**
+   * The timeout each line's job carries, ms: the file's `timeout`, else the buyer's default, the line's deadline (the
+   * CLI always fills it). A per-second ask bills a line by it; without it a per-second ask is not priced.
+   */
   timeoutMs?: number;
   /** The most one line may cost (as a job file's maxPrice); its currency is the workload's. */
   maxPrice: Money;
@@ -94,7 +97,7 @@ export interface PricedOut {
   maxPrice: Money;
   /** The cheapest ask for one line among them. */
   cheapest: Money;
-  /** The seconds a per-second ask bills a line for (lineSeconds), when the batch states them. */
+  /** The seconds a per-second ask bills a line for (lineSeconds: its timeout), when the workload gives it. */
   lineSeconds?: number;
 }
 
@@ -109,26 +112,13 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * The whole seconds a per-second ask bills one line of `w` for — what the claimer and the probe count from the timeout
- * the line's order carries (unitsOf: the timeout in seconds rounded up, at least 1): the workload's `timeoutMs` when
- * it gives one, else its summed seconds ÷ lines rounded up; undefined when it gives neither (a per-second ask is then
- * not priced).
+ * the line's order carries (unitsOf: the timeout in seconds rounded up, at least 1): the workload's `timeoutMs`;
+ * undefined without it (a per-second ask is then not priced). Never the summed `units.second` ÷ lines: that is an
+ * estimate of how long a line runs (its `lineMs`), and a line's timeout is a hard limit, so an average there killed
+ * every line that ran longer than it.
  */
-export function lineSeconds(w: Pick<BatchWorkload, 'lines' | 'units' | 'timeoutMs'>): number | undefined {
-  if (w.timeoutMs !== undefined) return Math.max(1, Math.ceil(w.timeoutMs / 1000));
-  const s = w.units.second;
-  if (s === undefined) return undefined;
-  return Math.max(1, new D(s).div(w.lines).ceil().toNumber());
-}
-
-/**
- * The timeout a line of `w` carries so that its order costs what the plan says at a per-second ask: the workload's
- * `timeoutMs`, else lineSeconds × 1000; undefined when the batch states no seconds (the line then gets the buyer's
- * default timeout, and no per-second provider was planned).
- */
-export function lineTimeoutMs(w: Pick<BatchWorkload, 'lines' | 'units' | 'timeoutMs'>): number | undefined {
-  if (w.timeoutMs !== undefined) return w.timeoutMs;
-  const s = lineSeconds(w);
-  return s === undefined ? undefined : s * 1000;
+export function lineSeconds(w: BatchWorkload): number | undefined {
+  return w.timeoutMs === undefined ? undefined : Math.max(1, Math.ceil(w.timeoutMs / 1000));
 }
 
 /**

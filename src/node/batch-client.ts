@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import type { Requirements } from '../records/kinds.js';
-import { lineTimeoutMs, type Batch, type BatchPlan } from '../matching/batch-plan.js';
+import type { Batch, BatchPlan } from '../matching/batch-plan.js';
 import type { BatchRunPorts, BatchRunEvent, LineOutcome, OwnLines, RunLine } from '../matching/batch-run.js';
 import { EXEC_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 import { apiCall, apiStream } from './api-client.js';
@@ -65,10 +65,9 @@ export function batchLines(batch: Batch, recipes: readonly LineRecipe[], inputDi
     const r = recipes.find((x) => x.workload === w.workload);
     if (!r) throw new C0Error('BATCH_FIELD_INVALID', `no line recipe for workload ${w.workload}`, { field: 'workloads' });
     const width = String(w.lines).length;
-    // The timeout the planner costs a per-second ask by (the file's `timeout`, else its summed seconds ÷ lines): a line
-    // without one got the buyer's default (its deadline, 2 min), which its planned provider then priced above maxPrice
-    // and never claimed.
-    const timeoutMs = r.timeoutMs ?? lineTimeoutMs(w);
+    // A line's hard timeout is the file's `timeout`, else the buyer's default (its deadline): never derived here. The
+    // planner prices a per-second ask by the same (readBatchRunFile fills the workload's timeoutMs with it).
+    const timeoutMs = r.timeoutMs;
     for (let n = 1; n <= w.lines; n++) {
       const l: BatchLine = {
         id: `${w.workload}-${String(n).padStart(width, '0')}`,

@@ -46,8 +46,9 @@ workloads:
   assert.deepEqual(b, {
     windowMs: 600_000,
     workloads: [
-      { workload: 'builtin.sha256', lines: 100, units: { second: '250' }, lineMs: 2500, maxPrice: { amount: '0.05', currency: 'USD' } },
-      { workload: 'infer.llm', lines: 4, units: {}, lineMs: 30_000, maxPrice: { amount: '1', currency: 'EUR' }, requirements: { tier: 'standard' } },
+      // timeoutMs: what each line's job carries, its deadline (2 min) when the file gives no timeout
+      { workload: 'builtin.sha256', lines: 100, units: { second: '250' }, lineMs: 2500, timeoutMs: 120_000, maxPrice: { amount: '0.05', currency: 'USD' } },
+      { workload: 'infer.llm', lines: 4, units: {}, lineMs: 30_000, timeoutMs: 120_000, maxPrice: { amount: '1', currency: 'EUR' }, requirements: { tier: 'standard' } },
     ],
   });
   // no lineTime and no seconds: one line per slot in the window

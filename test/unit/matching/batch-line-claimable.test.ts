@@ -1,17 +1,19 @@
 /**
  * A batch line's order and its plan agree on a per-second provider's price (docs/matching.md "Batch plans", "Batch
- * runs"): the planner bills a per-second ask by the timeout each line will carry (lineSeconds: the file's `timeout`,
- * else its summed seconds ÷ lines, in whole seconds as the claimer counts them), and a line without `timeout` carries
- * that one. Before, the plan priced the summed seconds while the line went out with the buyer's default timeout (its
- * 2-min deadline): the planned provider priced the order at 0.12 > maxPrice 0.05, never claimed it, and every line
- * ended ORDER_NOT_CLAIMED. A batch no live provider would claim at its maxPrice is refused BATCH_MAX_PRICE_BELOW_ASK.
+ * runs"): the planner bills a per-second ask by the timeout each line carries (lineSeconds: the workload's timeoutMs,
+ * which the CLI fills with the file's `timeout`, else the line's deadline; in whole seconds as the claimer counts them)
+ * and, without it, does not price a per-second ask at all. Before, the plan priced the summed seconds while the line
+ * went out with the buyer's default timeout (its 2-min deadline): the planned provider priced the order at 0.12 >
+ * maxPrice 0.05, never claimed it, and every line ended ORDER_NOT_CLAIMED. A batch no live provider would claim at its
+ * maxPrice is refused BATCH_MAX_PRICE_BELOW_ASK.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineSeconds, lineTimeoutMs, planBatch, type Batch } from '../../../src/matching/batch-plan.js';
+import { lineSeconds, planBatch, type Batch } from '../../../src/matching/batch-plan.js';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
 import { Claimer } from '../../../src/roles/provider/claimer.js';
 import { batchLines, lineSpec } from '../../../src/node/batch-client.js';
+import { C0Error } from '../../../src/errors.js';
 import { seal, T, type Job } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
 import { silentLogger } from '../../../src/util/log.js';
@@ -21,8 +23,8 @@ const W = 'infer.llm';
 const ad = advert(P(1), { prices: [{ workload: W, unit: 'second', price: { amount: '0.001', currency: 'USD' } }] });
 const prov: LiveProvider = { did: P(1).did, presence: seal(T.presence, { workloads: [W], freeSlots: 4, issuedAt: NOW - 1000, windowMs: 15000 }, P(1).signer), advert: ad, workloads: [W], freeSlots: 4, liveUntil: NOW + 14000 };
 const maxPrice = { amount: '0.05', currency: 'USD' };
-// docs/matching.md's example: 100 lines, 250 summed seconds, 0.05 USD a line, a 10-minute window
-const batch: Batch = { windowMs: 600_000, workloads: [{ workload: W, lines: 100, units: { second: '250' }, lineMs: 2500, maxPrice }] };
+// docs/matching.md's example: 100 lines, 250 summed seconds, 0.05 USD a line, a 10-minute window; each line's timeout 3 s
+const batch: Batch = { windowMs: 600_000, workloads: [{ workload: W, lines: 100, units: { second: '250' }, lineMs: 2500, timeoutMs: 3000, maxPrice }] };
 
 /** The line's job as the buyer's node signs it from the spec (no timeout: the deadline). */
 function lineJob(spec: Record<string, unknown>): ReturnType<typeof job> {
@@ -35,10 +37,10 @@ test('a planned line is claimable by its planned provider at the planned price',
   assert.equal(plan.assignments.length, 1);
   const a = plan.assignments[0]!;
   assert.equal(a.lines, 100);
-  assert.equal(lineSeconds(batch.workloads[0]!), 3, '2.5 s a line, billed in whole seconds');
+  assert.equal(lineSeconds(batch.workloads[0]!), 3);
   assert.deepEqual(a.cost, { amount: '0.3', currency: 'USD' }, '100 lines × 3 s × 0.001');
 
-  const [line] = batchLines(batch, [{ workload: W, lines: 100, deadlineMs: 120_000, inputText: 'line {n}' }], '/nonexistent');
+  const [line] = batchLines(batch, [{ workload: W, lines: 100, deadlineMs: 120_000, timeoutMs: 3000, inputText: 'line {n}' }], '/nonexistent');
   const spec = lineSpec(line!, a.provider);
   assert.equal(spec.timeoutMs, 3000, 'the line carries the timeout it was planned by');
   const order = lineJob(spec);
@@ -53,7 +55,7 @@ test('a planned line is claimable by its planned provider at the planned price',
 
 test('a file timeout is what the plan bills, and the line carries it', () => {
   const w = { ...batch.workloads[0]!, timeoutMs: 10_000 };
-  assert.equal(lineTimeoutMs(w), 10_000);
+  assert.equal(lineSeconds(w), 10);
   const plan = planBatch({ batch: { ...batch, workloads: [w] }, live: [prov], now: NOW, reputation: () => 1, ceiling: 128 });
   assert.deepEqual(plan.assignments[0]!.cost, { amount: '1', currency: 'USD' }, '100 lines × 10 s × 0.001');
   const [line] = batchLines({ ...batch, workloads: [w] }, [{ workload: W, lines: 100, deadlineMs: 120_000, timeoutMs: 10_000 }], '/nonexistent');
@@ -67,4 +69,13 @@ test('lines no live provider would claim at maxPrice are refused BATCH_MAX_PRICE
     assert.equal(e.detail?.priced?.[0]?.cheapest.amount, '0.12');
     return true;
   });
+});
+
+test('a batch that does not say its lines’ timeout does not price a per-second ask (it could not say what the line is billed)', () => {
+  const { timeoutMs: _, ...w } = batch.workloads[0]!;
+  assert.equal(lineSeconds(w), undefined, 'never the summed seconds ÷ lines: that is no timeout');
+  assert.throws(
+    () => planBatch({ batch: { ...batch, workloads: [w] }, live: [prov], now: NOW, reputation: () => 1, ceiling: 128 }),
+    (e: unknown) => e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY',
+  );
 });

@@ -64,19 +64,19 @@ test('table 1: capacity = ⌊reputation × min(freeSlots × runs per slot in the
   );
 });
 
-test('table 2: held jobs and designated orders reduce the share, never below 0; summed seconds price the lines exactly', () => {
+test('table 2: held jobs and designated orders reduce the share, never below 0; a per-second ask bills each line its timeout, exactly', () => {
   const [A, B, C] = [P(201), P(202), P(203)] as [Party, Party, Party];
   // window 60 s, line 60 s → 1 run per slot; ceiling 100
   // A: 8 slots × 1   = 8, held 3, designated 2 → share 3   0.001 /s
   // B: 5 slots × 0.8 = 4, held 5               → share 0   0.0005/s (cheapest, but full)
   // C: 6 slots × 1   = 6, designated 1         → share 5   0.002 /s
-  // 8 lines, 240 s in all (30 s a line): A 3 lines = 0.001×240×3/8 = 0.09; C 5 = 0.002×240×5/8 = 0.3
+  // 8 lines, each with a 30 s timeout: A 3 lines = 0.001×30×3 = 0.09; C 5 = 0.002×30×5 = 0.3
   const rep: Record<string, number> = { [A.did]: 1, [B.did]: 0.8, [C.did]: 1 };
   const held: Record<string, number> = { [A.did]: 3, [B.did]: 5 };
   const designated: Record<string, number> = { [A.did]: 2, [C.did]: 1 };
   const providers = [live(A, { price: '0.001', unit: 'second', freeSlots: 8 }), live(B, { price: '0.0005', unit: 'second', freeSlots: 5 }), live(C, { price: '0.002', unit: 'second', freeSlots: 6 })];
   const inputs = (lines: number, seconds: string): PlanInputs => ({
-    batch: { windowMs: 60_000, workloads: [wl({ lines, units: { second: seconds }, lineMs: 60_000, maxPrice: { amount: '0.1', currency: 'USD' } })] },
+    batch: { windowMs: 60_000, workloads: [wl({ lines, units: { second: seconds }, lineMs: 60_000, timeoutMs: 30_000, maxPrice: { amount: '0.1', currency: 'USD' } })] },
     live: providers,
     now: NOW,
     reputation: (d) => rep[d]!,
@@ -212,10 +212,10 @@ test('a provider’s ask is its cheapest price for the workload in the batch’s
     return { did: p.did, advert: a, presence: seal(T.presence, pr, p.signer), workloads: [WL], freeSlots: 4, liveUntil: NOW + 14_000 };
   };
   // A prices in EUR first: before, the planner read only that entry and left A out of a USD batch
-  // B's later entry is cheaper (2 lines, 10 s summed: 0.30/job → 0.6, 0.02/s → 0.2)
+  // B's later entry is cheaper (2 lines, a 5 s timeout each: 0.30/job → 0.6, 0.02/s → 0.2)
   // C's cheapest entry is per a unit the batch does not state: skipped, its job price counts
   const ps = [withPrices(A, [['0.1', 'EUR', 'job'], ['0.15', 'USD', 'job']]), withPrices(B, [['0.30', 'USD', 'job'], ['0.02', 'USD', 'second']]), withPrices(C, [['0.001', 'USD', 'mtoken'], ['0.12', 'USD', 'job']])];
-  const plan = planBatch({ batch: { windowMs: 60_000, workloads: [wl({ lines: 6, units: { second: '30' } })] }, live: ps, now: NOW, reputation: () => 1, ceiling: 2 });
+  const plan = planBatch({ batch: { windowMs: 60_000, workloads: [wl({ lines: 6, units: { second: '30' }, timeoutMs: 5000 })] }, live: ps, now: NOW, reputation: () => 1, ceiling: 2 });
   assert.deepEqual(
     plan.assignments.map((a) => [a.provider, a.lines, a.ask.amount, a.unit, a.cost.amount]),
     [
