@@ -41,6 +41,7 @@ export const batchSchema = z
             units: z.record(z.string().regex(/^[a-z][a-z0-9_-]{0,23}$/, 'a pricing unit like second or mib'), z.string().regex(AMOUNT_RE, 'a decimal amount (summed units)')).default({}),
             lineMs: ms,
             timeoutMs: ms.optional(),
+            lineInputBytes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
             maxPrice: money,
             requirements: requirementsSchema.optional(),
           })

@@ -20,7 +20,7 @@ import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
 import type { Requirements } from '../records/kinds.js';
 import { tierSatisfies } from '../market/eligibility.js';
-import { cheapestAsk } from './candidates.js';
+import { MIB, cheapestAsk } from './candidates.js';
 import type { LiveProvider } from './types.js';
 
 /** Default per-provider ceiling (lines one provider may hold in one plan) when the caller configures none. */
@@ -42,6 +42,11 @@ export interface BatchWorkload {
    * CLI always fills it). A per-second ask bills a line by it; without it a per-second ask is not priced.
    */
   timeoutMs?: number;
+  /**
+   * The largest input of any line, bytes (`batch run` reads it from the lines' inputs). A per-MiB ask bills each line
+   * by its own input, so the planner prices every line as this one; without it, as the summed `units.mib` ÷ lines.
+   */
+  lineInputBytes?: number;
   /** The most one line may cost (as a job file's maxPrice); its currency is the workload's. */
   maxPrice: Money;
   requirements?: Requirements;
@@ -99,6 +104,8 @@ export interface PricedOut {
   cheapest: Money;
   /** The seconds a per-second ask bills a line for (lineSeconds: its timeout), when the workload gives it. */
   lineSeconds?: number;
+  /** The MiB a per-MiB ask bills a line for at most (lineUnits), when the workload gives its inputs' size. */
+  lineMib?: number;
 }
 
 export interface Shortfall {
@@ -119,6 +126,24 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  */
 export function lineSeconds(w: BatchWorkload): number | undefined {
   return w.timeoutMs === undefined ? undefined : Math.max(1, Math.ceil(w.timeoutMs / 1000));
+}
+
+/**
+ * The units an ask in `unit` bills one line of `w` for — at most, for a per-MiB ask — as the claimer and the probe
+ * count them from the line's order (candidates.ts unitsOf): `job` 1; `second` lineSeconds; `mib` the largest line's
+ * input (`lineInputBytes`), else the summed `units.mib` ÷ lines, in whole MiB rounded up, at least 1. Undefined when
+ * the workload does not say (the ask is then not priced) and for every other unit: the claimer cannot count it, so a
+ * provider asking only in it would never claim a line.
+ */
+export function lineUnits(w: BatchWorkload, unit: string): number | undefined {
+  if (unit === 'job') return 1;
+  if (unit === 'second') return lineSeconds(w);
+  if (unit === 'mib') {
+    if (w.lineInputBytes !== undefined) return Math.max(1, Math.ceil(w.lineInputBytes / MIB));
+    const mib = w.units.mib;
+    return mib === undefined ? undefined : Math.max(1, new D(mib).div(w.lines).ceil().toNumber());
+  }
+  return undefined;
 }
 
 /**
@@ -147,6 +172,7 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     const lines = new D(w.lines);
     const maxTotal = new D(w.maxPrice.amount).times(lines);
     const perLineSeconds = lineSeconds(w);
+    const perLineMib = lineUnits(w, 'mib');
     // providers that serve the workload and pass the gate: how many ask at most maxPrice a line, and the cheapest above
     let withinPrice = 0;
     let cheapestAbove: Decimal | undefined;
@@ -155,15 +181,18 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     for (const p of providers) {
       if (!p.workloads.includes(w.workload)) continue;
       // Its ask as askFor picks one for an order (cheapestAsk): of its prices for the workload in the batch's
-      // currency and in a unit the batch states (an entry in another unit cannot be costed), the cheapest here.
+      // currency and in a unit a line can be billed in (lineUnits; an entry in another unit cannot be costed), the
+      // cheapest here.
       const pick = cheapestAsk(
         p.advert.record.prices ?? [],
         w.workload,
         currency,
         (pe) => {
-          // `second`: billed per line by the timeout the line carries (lineSeconds), as its order's claim will be
-          const qty = pe.unit === 'job' ? lines : pe.unit === 'second' ? (perLineSeconds === undefined ? undefined : lines.times(perLineSeconds)) : w.units[pe.unit] === undefined ? undefined : new D(w.units[pe.unit]!);
-          return qty === undefined ? undefined : { qty, key: new D(pe.price.amount).times(qty) }; // key: cost of all lines; per line = key / lines
+          // billed per line as its order's claim will be: lines × the units one line is billed for
+          const per = lineUnits(w, pe.unit);
+          if (per === undefined) return undefined;
+          const qty = lines.times(per);
+          return { qty, key: new D(pe.price.amount).times(qty) }; // key: cost of all lines; per line = key / lines
         },
         (a, b) => a.key.lt(b.key),
       );
@@ -219,11 +248,11 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       assignments.push({ workload: w.workload, provider: c.p.did, lines: n, ask: c.ask, unit: c.unit, cost: { amount: amount(cost), currency } });
     }
     if (left > 0) shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left });
-    if (withinPrice === 0 && cheapestAbove) priced.push({ workload: w.workload, maxPrice: w.maxPrice, cheapest: { amount: amount(cheapestAbove.div(lines)), currency }, ...(perLineSeconds === undefined ? {} : { lineSeconds: perLineSeconds }) });
+    if (withinPrice === 0 && cheapestAbove) priced.push({ workload: w.workload, maxPrice: w.maxPrice, cheapest: { amount: amount(cheapestAbove.div(lines)), currency }, ...(perLineSeconds === undefined ? {} : { lineSeconds: perLineSeconds }), ...(perLineMib === undefined ? {} : { lineMib: perLineMib }) });
   }
 
   if (priced.length) {
-    const said = priced.map((x) => `${x.workload}: the cheapest asks ${x.cheapest.amount} ${x.cheapest.currency} a line${x.lineSeconds === undefined ? '' : ` (${x.lineSeconds} s)`}, above maxPrice ${x.maxPrice.amount} ${x.maxPrice.currency}`).join('; ');
+    const said = priced.map((x) => `${x.workload}: the cheapest asks ${x.cheapest.amount} ${x.cheapest.currency} a line${x.lineSeconds === undefined && x.lineMib === undefined ? '' : ` (${[x.lineSeconds === undefined ? '' : `${x.lineSeconds} s`, x.lineMib === undefined ? '' : `${x.lineMib} MiB`].filter(Boolean).join(', ')})`}, above maxPrice ${x.maxPrice.amount} ${x.maxPrice.currency}`).join('; ');
     throw new C0Error('BATCH_MAX_PRICE_BELOW_ASK', `no live provider would claim a line at its maxPrice (${said})`, { field: 'maxPrice', detail: { priced, shortfall: shortfalls } });
   }
   if (shortfalls.length) {

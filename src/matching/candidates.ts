@@ -25,7 +25,7 @@ import { cmpAmount } from '../market/amount.js';
 import { evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
 import type { LiveProvider } from './types.js';
 
-const MIB = 1024 * 1024;
+export const MIB = 1024 * 1024;
 
 /** Codes of the matching layer's own rules (the gates keep theirs: src/market/eligibility.ts REASON). */
 export const CANDIDATE_REASON = {

@@ -42,6 +42,8 @@ export interface BatchLine extends RunLine {
   /** Where its input is read from, or the input itself. */
   inputFile?: string;
   inputText?: string;
+  /** Its input's size, bytes (what a per-MiB ask bills it by). */
+  inputBytes: number;
   deadlineMs: number;
   timeoutMs?: number;
   maxPrice: Money;
@@ -73,6 +75,7 @@ export function batchLines(batch: Batch, recipes: readonly LineRecipe[], inputDi
         id: `${w.workload}-${String(n).padStart(width, '0')}`,
         workload: w.workload,
         n,
+        inputBytes: 0,
         deadlineMs: r.deadlineMs,
         maxPrice: w.maxPrice,
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
@@ -92,11 +95,26 @@ export function batchLines(batch: Batch, recipes: readonly LineRecipe[], inputDi
         }
         if (size > EXEC_MAX_INPUT_BYTES) throw new C0Error('INPUT_TOO_LARGE', `line ${l.id}: ${f} is ${size} bytes; at most ${EXEC_MAX_INPUT_BYTES}`, { field: `workloads.${batch.workloads.indexOf(w)}.input` });
         l.inputFile = f;
-      } else if (r.inputText !== undefined) l.inputText = linePattern(r.inputText, n);
+        l.inputBytes = size;
+      } else if (r.inputText !== undefined) {
+        l.inputText = linePattern(r.inputText, n);
+        l.inputBytes = Buffer.byteLength(l.inputText, 'utf8');
+      }
       out.push(l);
     }
   }
   return out;
+}
+
+/**
+ * The batch with each workload's largest line input (`lineInputBytes`): a per-MiB ask bills each line by its own
+ * input, so the planner prices every line as the largest — what its provider will claim it for at most — rather than
+ * the summed `units.mib` ÷ lines, which left lines priced above maxPrice by their provider and never claimed.
+ */
+export function withLineInputs(batch: Batch, lines: readonly BatchLine[]): Batch {
+  const largest = new Map<string, number>();
+  for (const l of lines) largest.set(l.workload, Math.max(largest.get(l.workload) ?? 0, l.inputBytes));
+  return { ...batch, workloads: batch.workloads.map((w) => (largest.has(w.workload) ? { ...w, lineInputBytes: largest.get(w.workload)! } : w)) };
 }
 
 /** A line's input bytes. */

@@ -50,13 +50,15 @@ export function registerBatchRun(batch: Command): void {
     .option('--json', 'progress events and the summary as JSON lines on stdout')
     .action(async (file: string, o: RunFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ readBatchRunFile }, { apiBatchPorts, batchLines }] = await Promise.all([import('../batchfile.js'), import('../../node/batch-client.js')]);
-      const { batch: b, run } = readBatchRunFile(file);
+      const [{ readBatchRunFile }, { apiBatchPorts, batchLines, withLineInputs }] = await Promise.all([import('../batchfile.js'), import('../../node/batch-client.js')]);
+      const { batch: fromFile, run } = readBatchRunFile(file);
       const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1);
       const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);
       const inputDir = resolve(o.inputDir ?? dirname(file));
       const outputDir = resolve(o.outputDir ?? join(dirname(file), `${basename(file, extname(file))}.out`));
-      const lines = batchLines(b, run, inputDir);
+      const lines = batchLines(fromFile, run, inputDir);
+      // the planner prices a per-MiB ask by the largest line's input, as its provider will claim it
+      const b = withLineInputs(fromFile, lines);
       const c = requireDaemon(dataDir);
       const names = shortDid;
       const total = lines.length;

@@ -110,8 +110,9 @@ test('table 3: cheapest first, then equal prices take turns one line at a time i
   assert.deepEqual(plan.providers.map((p) => p.provider), [...plan.providers.map((p) => p.provider)].sort());
 });
 
-test('workloads draw on one budget; totals per currency; a non-terminating cost rounds up at the 30th decimal', () => {
-  // (per MiB: summed units are divided among the lines; a per-second ask bills each line whole seconds, below)
+test('workloads draw on one budget; totals per currency; a per-MiB ask bills each line whole MiB, as its claim will', () => {
+  // (per MiB: the summed units divided among the lines, rounded up per line as the claimer counts a line's input —
+  // so costs are whole multiples of the ask and never need rounding; a per-second ask bills each line its timeout)
   const [A] = [P(401)] as [Party];
   const batch: Batch = {
     windowMs: 10_000,
@@ -120,16 +121,16 @@ test('workloads draw on one budget; totals per currency; a non-terminating cost 
   // A has 5 slots: 3 lines of infer.llm, then 2 of other.wl; B (cheaper for infer.llm) has 1 slot.
   const B = P(402);
   const plan = planBatch({ batch, live: [live(A, { price: '0.01', unit: 'mib', freeSlots: 5 }), live(B, { price: '0.001', unit: 'mib', freeSlots: 1 })], now: NOW, reputation: () => 1 });
-  // B: 0.001 × 100 × 1/3 = 0.0333…; A: 0.01 × 100 × 2/3 = 0.666…; A other.wl 2 × 0.01 EUR
+  // 100 MiB over 3 lines: 34 MiB a line. B: 0.001 × 34 × 1 = 0.034; A: 0.01 × 34 × 2 = 0.68; A other.wl 2 × 0.01 EUR
   assert.deepEqual(linesOf(plan), { [B.did]: 1, [A.did]: 2 }); // per workload, last wins for A
   assert.deepEqual(plan.assignments.map((x) => [x.workload, x.provider, x.lines, x.cost]), [
-    [WL, B.did, 1, { amount: '0.' + '0'.repeat(1) + '3'.repeat(28) + '4', currency: 'USD' }],
-    [WL, A.did, 2, { amount: '0.' + '6'.repeat(29) + '7', currency: 'USD' }],
+    [WL, B.did, 1, { amount: '0.034', currency: 'USD' }],
+    [WL, A.did, 2, { amount: '0.68', currency: 'USD' }],
     ['other.wl', A.did, 2, { amount: '0.02', currency: 'EUR' }],
   ]);
   assert.deepEqual(plan.totals, [
     { amount: '0.02', currency: 'EUR' },
-    { amount: '0.' + '0'.repeat(0) + '7'.repeat(1) + '0'.repeat(28) + '1', currency: 'USD' },
+    { amount: '0.714', currency: 'USD' },
   ]);
   // A's budget is shared: with 3 slots it has only 1 left for other.wl, so that workload falls short by 1
   assert.throws(
