@@ -26,6 +26,13 @@ export { subBatch, type ReceiptView, type RunLine };
 export const BATCH_LINE_ATTEMPTS = 3;
 /** A refused re-plan is tried again this many times, `replanRetryMs` apart, before its lines fail (the run's own lines free slots meanwhile). */
 export const BATCH_REPLAN_RETRIES = 3;
+
+/**
+ * Re-plan refusals that say "nobody can take these lines now", tried again: no room (BATCH_EXCEEDS_CAPACITY), or only
+ * providers above maxPrice left (BATCH_MAX_PRICE_BELOW_ASK: the within-price ones struck off, or their presence lapsed
+ * for a moment). Before, the latter failed the lines at once.
+ */
+const REPLAN_AGAIN: ReadonlySet<string> = new Set(['BATCH_EXCEEDS_CAPACITY', 'BATCH_MAX_PRICE_BELOW_ASK']);
 /**
  * Lines started per second at most (token bucket, burst BATCH_START_BURST): each line
  * publishes a job and a selection, and the network drops a signer's jobs past
@@ -315,8 +322,9 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
         async (e: unknown) => {
           const reason = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments: [], refused: reason });
-          if (e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY' && refusals < BATCH_REPLAN_RETRIES) {
-            // Busy now is not gone: the presence the plan reads lags, and lines finishing free slots.
+          if (e instanceof C0Error && REPLAN_AGAIN.has(e.code) && refusals < BATCH_REPLAN_RETRIES) {
+            // Busy now is not gone: the presence the plan reads lags, and lines finishing free slots. Nor is "only
+            // dearer providers live": a within-price one whose presence lapsed a moment is back at the next read.
             refusals++;
             emit({ e: 'replan-refused', lines: ls.length, excluded, reason, retryInMs: retryMs });
             await new Promise((r) => setTimeout(r, retryMs));
