@@ -127,15 +127,24 @@ export class ProviderRuns {
 
   /** The run notes held: work accepted here whose receipt was never recorded (at start: what a crash left). Unreadable ones are dropped. */
   async notes(): Promise<RunNote[]> {
-    const out: RunNote[] = [];
-    for await (const [key, v] of this.#runs.iterator({ gt: NOTE, lt: `${NOTE}\xff` })) {
+    return this.#readJson(NOTE, (job, n: { job?: unknown; offer?: unknown; startedAt?: unknown }) => {
+      if (typeof n.job !== 'string' || typeof n.offer !== 'string' || !Number.isSafeInteger(n.startedAt)) return undefined;
+      return { job, jobEnvelope: new Uint8Array(Buffer.from(n.job, 'base64')), offerEnvelope: new Uint8Array(Buffer.from(n.offer, 'base64')), startedAt: n.startedAt as number };
+    });
+  }
+
+  /** Every JSON entry under `prefix`, read by `read` (given the key past the prefix); one it refuses or that is not JSON is dropped. */
+  async #readJson<R, J>(prefix: string, read: (rest: string, json: J) => R | undefined): Promise<R[]> {
+    const out: R[] = [];
+    for await (const [key, v] of this.#runs.iterator({ gt: prefix, lt: `${prefix}\xff` })) {
+      let r: R | undefined;
       try {
-        const n = JSON.parse(new TextDecoder().decode(v)) as { job?: unknown; offer?: unknown; startedAt?: unknown };
-        if (typeof n.job !== 'string' || typeof n.offer !== 'string' || !Number.isSafeInteger(n.startedAt)) throw new Error('not a run note');
-        out.push({ job: key.slice(NOTE.length), jobEnvelope: new Uint8Array(Buffer.from(n.job, 'base64')), offerEnvelope: new Uint8Array(Buffer.from(n.offer, 'base64')), startedAt: n.startedAt as number });
+        r = read(key.slice(prefix.length), JSON.parse(new TextDecoder().decode(v)) as J);
       } catch {
-        await this.#runs.del(key);
+        r = undefined;
       }
+      if (r === undefined) await this.#runs.del(key);
+      else out.push(r);
     }
     return out;
   }
@@ -156,16 +165,9 @@ export class ProviderRuns {
 
   /** The receipts waiting for their buyer, oldest `until` first. Unreadable entries are dropped. */
   async waitingReceipts(): Promise<WaitingReceipt[]> {
-    const out: WaitingReceipt[] = [];
-    for await (const [key, v] of this.#runs.iterator({ gt: DELIVER, lt: `${DELIVER}\xff` })) {
-      try {
-        const w = JSON.parse(new TextDecoder().decode(v)) as { r?: unknown; until?: unknown };
-        if (typeof w.r !== 'string' || !Number.isSafeInteger(w.until)) throw new Error('not a waiting receipt');
-        out.push({ address: key.slice(DELIVER.length), bytes: new Uint8Array(Buffer.from(w.r, 'base64')), until: w.until as number });
-      } catch {
-        await this.#runs.del(key);
-      }
-    }
+    const out = await this.#readJson(DELIVER, (address, w: { r?: unknown; until?: unknown }) =>
+      typeof w.r === 'string' && Number.isSafeInteger(w.until) ? { address, bytes: new Uint8Array(Buffer.from(w.r, 'base64')), until: w.until as number } : undefined,
+    );
     return out.sort((a, b) => a.until - b.until);
   }
 

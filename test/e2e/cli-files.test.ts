@@ -10,7 +10,6 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
@@ -18,31 +17,12 @@ import { createIdentity, keyFilePath } from '../../src/node/identity.js';
 import { sealEntries } from '../../src/ledger/index.js';
 import { writeLedgerDir } from '../../src/ledger/store.js';
 import { admitted, tempDir } from '../unit/ledger/helpers.js';
-import { BIN } from './node-helpers.js';
+import { runCli, type CliRun as Run } from './node-helpers.js';
 
 const t = tempDir('c0-cli-files-');
 after(() => t.cleanup());
 
-interface Run {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
-function c0(args: string[]): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) env[k] = v;
-  env.HOME = join(t.dir, 'home');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: t.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
-}
+const c0 = (args: string[]): Promise<Run> => runCli(args, t.dir, { HOME: join(t.dir, 'home') });
 
 /** Exit 3, exactly one stderr line `error CODE: …`, no stack trace and no "internal error". */
 function operatorError(r: Run, code: string, what: string): void {

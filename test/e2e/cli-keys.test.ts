@@ -7,35 +7,15 @@
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../unit/ledger/helpers.js';
-import { BIN } from './node-helpers.js';
+import { runCli, type CliRun as Run } from './node-helpers.js';
 
 const t = tempDir('c0-cli-keys-');
 after(() => t.cleanup());
 
-interface Run {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
-function c0(args: string[], extra: Record<string, string> = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) env[k] = v;
-  Object.assign(env, extra);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: t.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
-}
+const c0 = (args: string[], extra: Record<string, string> = {}): Promise<Run> => runCli(args, t.dir, extra);
 
 describe('two creators of one key', () => {
   test('racing `keys init` and `init`: one creates the key, the other gets KEY_EXISTS, and the key on disk is the one reported', async () => {

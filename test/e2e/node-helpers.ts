@@ -392,6 +392,31 @@ export interface CliResult {
 }
 
 /** Run `c0mpute --data-dir <dataDir> …args` as a child process. */
+/** What a CLI process printed and how it ended (`code` null when a signal ended it). */
+export interface CliRun {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/**
+ * Run the CLI as a user would from `cwd`, with none of this process's C0MPUTE_* settings (only `env`'s), so a
+ * test's outcome does not depend on the shell that started it.
+ */
+export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) clean[k] = v;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
 export function c0mpute(dataDir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn', ...env } });

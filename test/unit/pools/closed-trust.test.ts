@@ -8,10 +8,9 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
-import { selectMember } from '../../../src/pools/choice.js';
 import { splitPrice } from '../../../src/pools/settlement.js';
 import type { DispatchTrail } from '../../../src/pools/trail.js';
-import { Rig, MEMBERS, keyOf, clock, ctx, finish, job, offer, pooledReceipt, signerFrom, tallyOf, r } from './member-rig.js';
+import { Rig, MEMBERS, keyOf, clock, ctx, finish, job, jobChosen, offer, pooledReceipt, signerFrom, tallyOf, r } from './member-rig.js';
 
 const rig = new Rig();
 const trailOf = (m: unknown) => (m as { d: { trail: DispatchTrail } }).d.trail;
@@ -24,9 +23,7 @@ describe('a member believes a `closed` only when it checks out', () => {
     const [A, , H] = MEMBERS as [string, string, string];
     const a = w.members.get(A)!;
     const h = w.members.get(H)!;
-    let jj = job();
-    while (selectMember(jj.job.address, MEMBERS) === H) jj = job();
-    const { job: j, input } = jj;
+    const { job: j, input } = jobChosen((m) => m !== H);
     const o = offer(j, A);
     const out = await a.run(j, o, ctx(input));
     // H's own completed receipt (its own offer at 1000 USD) and a settlement paying it all

@@ -9,12 +9,11 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { open, seal } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
-import { selectMember } from '../../../src/pools/choice.js';
 import { splitPrice } from '../../../src/pools/settlement.js';
 import { receiptFor } from '../../../src/roles/provider/provider.js';
 import type { DispatchTrail } from '../../../src/pools/trail.js';
 import type { PoolMember } from '../../../src/roles/pool-member/member.js';
-import { Rig, MEMBERS, keyOf, clock, ctx, finish, job, offer, tallyOf, r } from './member-rig.js';
+import { Rig, MEMBERS, keyOf, clock, ctx, finish, jobChosen, offer, tallyOf, r } from './member-rig.js';
 import { roster as rosterOf, proof } from './helpers.js';
 
 const rig = new Rig();
@@ -38,9 +37,7 @@ describe('a member’s own dispatch of a job another coordinator won', () => {
     const [H, , A] = MEMBERS as [string, string, string]; // H's DID sorts first: its entry is first in key order
     const a = w.members.get(A)!;
     const h = w.members.get(H)!;
-    let jj = job();
-    while (selectMember(jj.job.address, MEMBERS) === H) jj = job();
-    const { job: j, input } = jj;
+    const { job: j, input } = jobChosen((m) => m !== H);
     const o = offer(j, A);
     await finish(w, a, j, o, A, a.run(j, o, ctx(input)));
     // An older roster the pool signed (seq 0), where H weighed 100.
@@ -60,8 +57,7 @@ describe('a member’s own dispatch of a job another coordinator won', () => {
       assert.ok(Math.abs(t.sum - 0.009) < 1e-12, `the real settlement still counts: ${t.sum}`);
     }
     // H's own entry closed with a split by the roster in use (a fresh job, so its dispatch is not the one kept above)
-    let jj2 = job();
-    while (selectMember(jj2.job.address, MEMBERS) === H) jj2 = job();
+    const jj2 = jobChosen((m) => m !== H);
     const o2 = offer(jj2.job, A);
     await finish(w, a, jj2.job, o2, A, a.run(jj2.job, o2, ctx(jj2.input)));
     const fair = hostile(h, H, jj2.job, { dispatchRoster: r.address, split: r });
@@ -81,9 +77,7 @@ describe('a member’s own dispatch of a job another coordinator won', () => {
     const a = w.members.get(A)!;
     const h = w.members.get(H)!;
     const b = w.members.get(B)!;
-    let jj = job();
-    while (selectMember(jj.job.address, MEMBERS) === H) jj = job();
-    const { job: j, input } = jj;
+    const { job: j, input } = jobChosen((m) => m !== H);
     const o = offer(j, A);
     await a.run(j, o, ctx(input)); // A dies before its receipt and `closed`
     a.stop();

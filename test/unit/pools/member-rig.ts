@@ -24,6 +24,7 @@ import { createExecutor, type Executor } from '../../../src/roles/provider/execu
 import { receiptFor } from '../../../src/roles/provider/provider.js';
 import { signerFrom } from '../records/fixtures.js';
 import { MEMBERS, keyOf, membership, roster } from './helpers.js';
+import { selectMember } from '../../../src/pools/choice.js';
 
 export const buyer = signerFrom(2);
 export const clock = fakeClock(1_800_000_000_000);
@@ -128,6 +129,13 @@ export function job(opts: { deadline?: number; by?: Ed25519Signer } = {}): { job
     opts.by ?? buyer,
   ) as Opened<Job>;
   return { job: j, input };
+}
+
+/** A job whose chosen member (selectMember over MEMBERS) passes `chosen`: e.g. one not run by a hostile member. */
+export function jobChosen(chosen: (member: string) => boolean): { job: Opened<Job>; input: Uint8Array } {
+  let jj = job();
+  while (!chosen(selectMember(jj.job.address, MEMBERS))) jj = job();
+  return jj;
 }
 
 export function offer(j: Opened<Job>, by: string, amount = '0.009'): Opened<Offer> {

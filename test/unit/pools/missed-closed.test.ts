@@ -7,9 +7,8 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { selectMember } from '../../../src/pools/choice.js';
 import type { DispatchTrail } from '../../../src/pools/trail.js';
-import { Rig, MEMBERS, clock, ctx, finish, job, offer } from './member-rig.js';
+import { Rig, MEMBERS, clock, ctx, finish, jobChosen, offer } from './member-rig.js';
 
 const rig = new Rig();
 const trailOf = (m: unknown) => (m as { d: { trail: DispatchTrail } }).d.trail;
@@ -33,8 +32,7 @@ describe('missed `closed` frames', () => {
     const a = w.members.get(A)!;
     const b = w.members.get(B)!;
     const run = async () => {
-      let jj = job();
-      while (selectMember(jj.job.address, MEMBERS) === B) jj = job();
+      const jj = jobChosen((m) => m !== B);
       const o = offer(jj.job, A);
       await finish(w, a, jj.job, o, A, a.run(jj.job, o, ctx(jj.input)));
       return jj.job.address;

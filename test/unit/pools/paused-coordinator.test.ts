@@ -8,10 +8,9 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { selectMember } from '../../../src/pools/choice.js';
 import { createExecutor, type Executor } from '../../../src/roles/provider/executors.js';
 import type { PoolMemberDeps, PoolReply } from '../../../src/roles/pool-member/member.js';
-import { Rig, MEMBERS, clock, ctx, finish, job, offer, tallyOf, type World } from './member-rig.js';
+import { Rig, MEMBERS, clock, ctx, finish, jobChosen, offer, tallyOf, type World } from './member-rig.js';
 
 const rig = new Rig();
 const [A, B, C] = MEMBERS as [string, string, string];
@@ -43,8 +42,7 @@ async function pausable(name: string) {
       return undefined;
     },
   });
-  let jj = job();
-  while (selectMember(jj.job.address, MEMBERS) !== B) jj = job();
+  const jj = jobChosen((m) => m === B);
   return { w, paused, resume, release, running, done, ...jj };
 }
 
