@@ -22,7 +22,7 @@ import { verifyInclusion } from '../../../src/training/verify.js';
 import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { tempDir } from '../ledger/helpers.js';
 import { NOW, P } from '../market/fixtures.js';
-import { fakeNet, makeRun } from './trainer-net.js';
+import { fakeNet, hostileNet, makeRun } from './trainer-net.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
 const members = [A, B, H];
@@ -35,37 +35,31 @@ describe('an epoch commitment that does not say what its epoch was', () => {
     const dirs = new Map(members.map((m) => [m.did, tempDir('c0-train-epoch-')]));
     const answers: Array<{ what: string; code: string }> = [];
     const net = fakeNet();
-    const netFor = net.netFor;
-    net.netFor = (did) => {
-      const n = netFor(did);
-      if (did !== C.did) return n;
-      return {
-        ...n,
-        async request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }) {
-          const head = frames[0] as { k?: string };
-          if (head.k === 'witness') {
-            const ep = open(frames[1] as Uint8Array, TRAIN_T.epoch) as { record: TrainEpoch };
-            if (ep.record.epoch === 1) {
-              const w2 = (open(readFileSync(join(dirs.get(C.did)!.dir, 'steps', '2.cbor')), TRAIN_T.step).record as TrainStep).weights;
-              const forged: Array<[string, Partial<TrainEpoch>]> = [
-                ['epoch 0’s range and weights', { fromStep: 0, toStep: 2, weights: w2 }],
-                ['epoch 2’s range', { fromStep: 6, toStep: 8 }],
-                ['a dropped member in view 0', { dropped: [H.did] }],
-              ];
-              for (const [what, f] of forged) {
-                try {
-                  await net.deliver(C.did, to, protocol, [head, seal(TRAIN_T.epoch, { ...ep.record, ...f } as never, C.signer).bytes]);
-                  answers.push({ what, code: 'countersigned' });
-                } catch (e) {
-                  answers.push({ what, code: e instanceof C0Error ? e.code : String(e) });
-                }
+    hostileNet(net, C.did, (n) => ({
+      async request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }) {
+        const head = frames[0] as { k?: string };
+        if (head.k === 'witness') {
+          const ep = open(frames[1] as Uint8Array, TRAIN_T.epoch) as { record: TrainEpoch };
+          if (ep.record.epoch === 1) {
+            const w2 = (open(readFileSync(join(dirs.get(C.did)!.dir, 'steps', '2.cbor')), TRAIN_T.step).record as TrainStep).weights;
+            const forged: Array<[string, Partial<TrainEpoch>]> = [
+              ['epoch 0’s range and weights', { fromStep: 0, toStep: 2, weights: w2 }],
+              ['epoch 2’s range', { fromStep: 6, toStep: 8 }],
+              ['a dropped member in view 0', { dropped: [H.did] }],
+            ];
+            for (const [what, f] of forged) {
+              try {
+                await net.deliver(C.did, to, protocol, [head, seal(TRAIN_T.epoch, { ...ep.record, ...f } as never, C.signer).bytes]);
+                answers.push({ what, code: 'countersigned' });
+              } catch (e) {
+                answers.push({ what, code: e instanceof C0Error ? e.code : String(e) });
               }
             }
           }
-          return n.request(to, protocol, frames, o);
-        },
-      };
-    };
+        }
+        return n.request(to, protocol, frames, o);
+      },
+    }));
     const workers = members.map((m) => new TrainerWorker({ signer: m.signer, did: m.did, run, addrs: {}, dir: dirs.get(m.did)!.dir, clock: () => Date.now(), net: net.netFor(m.did) as never, joinTimeoutMs: 10_000 }));
     try {
       for (const w of workers) await w.start();

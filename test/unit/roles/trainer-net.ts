@@ -22,11 +22,28 @@ import { buildRun } from '../../../src/roles/trainer/run-file.js';
 export type Frames = CborValue[];
 export type Tap = (from: string, to: string, frames: Frames) => Promise<Frames | null> | Frames | null;
 
+export interface MemberNet {
+  did: string;
+  handle(protocol: string, h: ProtocolHandler): Promise<void>;
+  unhandle(protocol: string): Promise<void>;
+  request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }): Promise<CborValue[]>;
+}
+
 export interface FakeNet {
-  netFor(did: string): { did: string; handle(protocol: string, h: ProtocolHandler): Promise<void>; unhandle(protocol: string): Promise<void>; request(to: string, protocol: string, frames: CborValue[], o?: { limits?: { deadlineMs?: number } }): Promise<CborValue[]> };
+  netFor(did: string): MemberNet;
   /** Deliver `frames` to `to`'s handler as if `from` sent them; the handler's answer frames. */
   deliver(from: string, to: string, protocol: string, frames: CborValue[]): Promise<CborValue[]>;
   handlers: Map<string, Map<string, ProtocolHandler>>;
+}
+
+/** Make `did` a hostile member: its net is `change(its honest net)` laid over the honest one (e.g. another `handle`). */
+export function hostileNet(net: FakeNet, did: string, change: (n: MemberNet) => Partial<MemberNet>): FakeNet {
+  const netFor = net.netFor;
+  net.netFor = (d) => {
+    const n = netFor(d);
+    return d === did ? { ...n, ...change(n) } : n;
+  };
+  return net;
 }
 
 export function fakeNet(tap?: Tap): FakeNet {

@@ -22,7 +22,7 @@ import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { tempDir } from '../ledger/helpers.js';
 import { NOW, P } from '../market/fixtures.js';
-import { fakeNet, makeRun, runAll } from './trainer-net.js';
+import { fakeNet, hostileNet, makeRun, runAll } from './trainer-net.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
 const members = [A, B, H];
@@ -30,19 +30,13 @@ const members = [A, B, H];
 describe('a refused all-reduce chunk', () => {
   it('a member answering every chunk with an error is dropped; its predecessor does not stop', async () => {
     const net = fakeNet();
-    const netFor = net.netFor;
-    net.netFor = (did) => {
-      const n = netFor(did);
-      if (did !== H.did) return n;
-      return {
-        ...n,
-        handle: (protocol: string, h: ProtocolHandler) =>
-          n.handle(protocol, async (frames, ctx) => {
-            if ((frames[0] as { k?: string }).k === 'chunk') throw new C0Error('TRAIN_MAILBOX_FULL', 'hostile refusal');
-            return h(frames, ctx);
-          }),
-      };
-    };
+    hostileNet(net, H.did, (n) => ({
+      handle: (protocol: string, h: ProtocolHandler) =>
+        n.handle(protocol, async (frames, ctx) => {
+          if ((frames[0] as { k?: string }).k === 'chunk') throw new C0Error('TRAIN_MAILBOX_FULL', 'hostile refusal');
+          return h(frames, ctx);
+        }),
+    }));
     const { workers, res } = await runAll(members, makeRun(members, A), net);
     for (const [i, w] of workers.slice(0, 2).entries()) {
       assert.equal(res[i]!.status, 'fulfilled', String((res[i] as PromiseRejectedResult).reason));

@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProtocolHandler } from '../../../src/net/protocols.js';
 import { MAX_STALLED_VIEWS } from '../../../src/roles/trainer/worker.js';
-import { fakeNet, makeRun, runAll } from './trainer-net.js';
+import { fakeNet, hostileNet, makeRun, runAll } from './trainer-net.js';
 import { P } from '../market/fixtures.js';
 
 const [A, B, H] = [P(500), P(501), P(502)];
@@ -38,25 +38,19 @@ describe('a member withholding its chunks', () => {
       const head = frames[0] as { k?: string; tag?: string };
       return from === H.did && head.k === 'chunk' && /\/s(1|4|7)\/e\/rs1$/.test(head.tag ?? '') ? null : frames;
     });
-    const netFor = net.netFor;
-    net.netFor = (did) => {
-      const n = netFor(did);
-      if (did !== H.did) return n;
-      return {
-        ...n,
-        handle: (protocol: string, h: ProtocolHandler) =>
-          n.handle(protocol, async (frames, ctx) => {
-            const head = frames[0] as { k?: string; tag?: string };
-            if (head.k === 'ping' && typeof head.tag === 'string') {
-              const sent: unknown[] = [];
-              await h(frames, { ...ctx, send: async (f: unknown) => void sent.push(f) } as never);
-              await ctx.send({ ...(sent[0] as object), waiting: head.tag.replace(/rs1$/, 'rs0') });
-              return;
-            }
-            return h(frames, ctx);
-          }),
-      };
-    };
+    hostileNet(net, H.did, (n) => ({
+      handle: (protocol: string, h: ProtocolHandler) =>
+        n.handle(protocol, async (frames, ctx) => {
+          const head = frames[0] as { k?: string; tag?: string };
+          if (head.k === 'ping' && typeof head.tag === 'string') {
+            const sent: unknown[] = [];
+            await h(frames, { ...ctx, send: async (f: unknown) => void sent.push(f) } as never);
+            await ctx.send({ ...(sent[0] as object), waiting: head.tag.replace(/rs1$/, 'rs0') });
+            return;
+          }
+          return h(frames, ctx);
+        }),
+    }));
     const { workers, res } = await runAll(members, makeRun(members, A, { timeoutMs: 150 }), net);
     for (const [i, w] of workers.slice(0, 2).entries()) {
       assert.equal(res[i]!.status, 'rejected');
