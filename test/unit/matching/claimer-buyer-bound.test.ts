@@ -15,6 +15,7 @@ import { seal, T } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
+import { SilentStreams } from './silent-streams.js';
 
 const W = 'infer.llm';
 const VICTIM = P(1);
@@ -34,7 +35,7 @@ describe('claims per buyer', () => {
     const orders = new OpenOrders();
     const hostile = Array.from({ length: 20 }, (_, i) => job(HOSTILE, { nonce: new Uint8Array([i + 1]), order: { designated: VICTIM.did }, announcedAt: NOW - 1000 }));
     for (const j of hostile) orders.add(j, now);
-    const hanging: Array<[number, (e: Error) => void]> = [];
+    const hanging = new SilentStreams('NET_TIMEOUT');
     const sentTo = { hostile: 0, honest: 0 };
     let honestAt = -1;
     const claimer = new Claimer({
@@ -52,7 +53,7 @@ describe('claims per buyer', () => {
       send: (j) => {
         if (j.signer === HOSTILE.did) {
           sentTo.hostile++;
-          return new Promise<ClaimOutcome>((_, rej) => hanging.push([now + 15_000, rej])); // the stream's 15 s deadline
+          return hanging.hang(now); // never answered: fails at the stream's 15 s deadline
         }
         sentTo.honest++;
         if (honestAt < 0) honestAt = now;
@@ -69,14 +70,11 @@ describe('claims per buyer', () => {
     let maxHostileHeld = 0;
     while (now < honest.record.deadline) {
       now += 500;
-      for (const h of hanging.splice(0)) {
-        if (h[0] <= now) h[1](new C0Error('NET_TIMEOUT', 'stream deadline'));
-        else hanging.push(h);
-      }
+      hanging.expire(now);
       await turn();
       claimer.tick();
       await turn();
-      maxHostileInFlight = Math.max(maxHostileInFlight, hanging.length);
+      maxHostileInFlight = Math.max(maxHostileInFlight, hanging.size);
       if (sentTo.honest === 0) maxHostileHeld = Math.max(maxHostileHeld, claimer.pending);
     }
     claimer.stop();

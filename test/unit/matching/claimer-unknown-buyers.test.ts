@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
 import { CLAIM_ANSWER_WINDOW_MS, Claimer, claimsPerBuyer, type ClaimerDeps } from '../../../src/roles/provider/claimer.js';
 import type { ClaimOutcome } from '../../../src/roles/claim-protocol.js';
-import { C0Error } from '../../../src/errors.js';
 import { seal, T } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
+import { SilentStreams } from './silent-streams.js';
 
 const W = 'infer.llm';
 const SLOTS = 2;
@@ -34,7 +34,7 @@ async function attack(keys: number, perKey: number, honestAfterMs: number): Prom
   const orders = new OpenOrders();
   let nonce = 0;
   for (const K of hostile) for (let i = 0; i < perKey; i++) orders.add(job(K, { nonce: new Uint8Array([++nonce, 1]), order: { designated: VICTIM.did }, announcedAt: NOW - 1000, deadline: NOW + 3_600_000 }), now);
-  const hanging: Array<[number, (e: Error) => void]> = [];
+  const hanging = new SilentStreams('NET_DEADLINE');
   let hostileClaims = 0;
   let honestAt: number | undefined;
   const claimer = new Claimer({
@@ -52,7 +52,7 @@ async function attack(keys: number, perKey: number, honestAfterMs: number): Prom
     send: (j) => {
       if (silent.has(j.signer)) {
         hostileClaims++;
-        return new Promise<ClaimOutcome>((_, rej) => hanging.push([now + 15_000, rej])); // the stream's 15 s deadline
+        return hanging.hang(now); // never answered: fails at the stream's 15 s deadline
       }
       honestAt ??= now;
       return new Promise<ClaimOutcome>(() => {});
@@ -61,10 +61,7 @@ async function attack(keys: number, perKey: number, honestAfterMs: number): Prom
   let minFree = SLOTS;
   const step = async () => {
     now += 500;
-    for (const h of hanging.splice(0)) {
-      if (h[0] <= now) h[1](new C0Error('NET_DEADLINE', 'stream deadline'));
-      else hanging.push(h);
-    }
+    hanging.expire(now);
     await turn();
     claimer.tick();
     await turn();
