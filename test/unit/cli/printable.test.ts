@@ -19,6 +19,20 @@ test('printable escapes C0, DEL and C1 controls, keeps tabs and other text; line
   assert.ok(!CONTROL.test(printable(HOSTILE)));
 });
 
+test('printable escapes the bidirectional controls, so a peer\'s text cannot reorder what the operator reads on a line', () => {
+  // U+202E (right-to-left override) makes "…failed: deifirev ▸" read as "▸ verified" in a terminal that applies bidi;
+  // the embeddings, overrides, isolates and marks are each written as an escape, other right-to-left text is kept.
+  const marks = '\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069';
+  assert.equal(
+    printable(`EXEC_FAILED: \u202edeifirev \u25b8${marks}`),
+    'EXEC_FAILED: \\u202edeifirev \u25b8\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069',
+  );
+  assert.equal(printable('שלום مرحبا'), 'שלום مرحبا');
+  const lines: string[] = [];
+  renderEvent({ e: 'progress', message: 'ok \u2067evil\u2069', permille: 500 }, undefined, (s) => lines.push(s));
+  assert.ok(!/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/.test(lines[0]!), JSON.stringify(lines[0]));
+});
+
 test('`run`\'s narration of a failed receipt writes no control character of the provider\'s message', () => {
   const lines: string[] = [];
   renderEvent({ e: 'verified', ok: false, detail: `provider reported failure EXEC_FAILED: ${HOSTILE}` }, undefined, (s) => lines.push(s));
