@@ -41,8 +41,10 @@ export interface EpochParty {
   live(): { wire: TrainWire; view: number; members: string[]; dropped: string[] };
   /** The weights address this worker reached after (view, step). */
   ownWeights(view: number, step: number): string | undefined;
-  /** The aggregator of (view, epoch). */
+  /** The aggregator of (view, epoch), only within the window of epochs this worker holds state for (else TRAIN_EPOCH_OUT_OF_WINDOW, nothing created). */
   agg(view: number, epoch: number): EpochAggregator;
+  /** `did` did something no honest member does (`code`): leave it out of the next view. */
+  fault?(did: string, code: string): void;
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -168,7 +170,15 @@ export class Witness {
     if (e.view !== view || e.members.join() !== members.join()) throw new C0Error('TRAIN_WITNESS_REFUSED', 'epoch commitment for another membership view');
     const range = e.fromStep === e.epoch * p.rec.stepsPerEpoch && e.toStep === e.fromStep + p.rec.stepsPerEpoch - 1;
     if (!range) throw new C0Error('TRAIN_WITNESS_REFUSED', `epoch commitment: steps ${e.fromStep}–${e.toStep} are not epoch ${e.epoch}’s`);
-    const mine = await finalised(p.agg(e.view, e.epoch), p.clock, p.rec.timeoutMs);
+    let agg: EpochAggregator;
+    try {
+      agg = p.agg(e.view, e.epoch);
+    } catch (err) {
+      // the elected coordinator signed a commitment for an epoch ahead of this one: no honest member does (the epoch's ring needs this member)
+      if (err instanceof C0Error && err.code === 'TRAIN_EPOCH_OUT_OF_WINDOW' && err.detail?.ahead === true) p.fault?.(from, err.code);
+      throw err;
+    }
+    const mine = await finalised(agg, p.clock, p.rec.timeoutMs);
     if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
     // checked once this worker has done the epoch's steps (its weights after the last one are known)
     const why = epochMismatch(p, e, dropped);

@@ -78,7 +78,7 @@ export type { EpochResult } from './epoch-commit.js';
 
 const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
 /** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). TRAIN_PEER_REFUSED: the member refused a chunk this worker sent (whatever code it answered), so it is the receiver's failure, never the sender's. */
-const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED']);
+const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED', 'TRAIN_EPOCH_OUT_OF_WINDOW']);
 /** View changes a member whose chunk or result did not arrive may cause (without an excuse: see `#recover`) before it is left out of the proposal however it answers pings. */
 export const STRIKES_TO_DROP = 2;
 /** View changes in a row without a newly committed epoch, for a run of `n` members, before the run stops (TRAIN_VIEW_LIMIT); a step commitment's view is at most 64 in any case. */
@@ -190,7 +190,10 @@ export class TrainerWorker {
       clock: o.clock,
       live: () => ({ wire: this.wire, view: this.view, members: this.members, dropped: this.dropped }),
       ownWeights: (view, step) => this.#ownWeights.get(`${view}:${step}`),
-      agg: (view, epoch) => this.#agg(view, epoch),
+      agg: (view, epoch) => this.#aggInWindow(view, epoch),
+      fault: (did, code) => {
+        if (did !== o.did && this.members.includes(did)) this.#faulty.set(did, code);
+      },
     };
     this.#witness = new Witness(this.#epochParty, o.dir);
     this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.clock, o.statusEveryMs);
@@ -322,6 +325,34 @@ export class TrainerWorker {
     });
   }
 
+  /** The (view:epoch) keys of the aggregators this worker holds (at most the epoch running and the one last committed, of this view). */
+  heldEpochs(): string[] {
+    return [...this.#aggs.keys()];
+  }
+
+  /**
+   * The aggregator of (view, epoch) for a peer's request (a witness request):
+   * only in the window a member holds epoch state for — this view, the epoch
+   * running (the first uncommitted) or, if still held, the one just committed
+   * (a late request). An epoch ahead of it no honest coordinator asks about
+   * (TRAIN_EPOCH_OUT_OF_WINDOW, `detail.ahead`); one behind it, or another
+   * view's, is done here (TRAIN_EPOCH_OUT_OF_WINDOW). Nothing is created for
+   * either.
+   */
+  #aggInWindow(view: number, epoch: number): EpochAggregator {
+    const own = this.lastCommittedEpoch + 1;
+    const held = this.#aggs.get(`${view}:${epoch}`);
+    if (view === this.view && epoch === own && epoch < this.rec.epochs) return this.#agg(view, epoch);
+    if (view === this.view && epoch === own - 1 && held) return held;
+    const ahead = view > this.view || (view === this.view && epoch > own);
+    throw new C0Error('TRAIN_EPOCH_OUT_OF_WINDOW', `epoch ${epoch} of view ${view} is outside the epochs this member holds state for (epoch ${own} of view ${this.view}, or the one before it)`, { detail: { epoch, view, ahead } });
+  }
+
+  /** Let go of the aggregators no request can use any more: every other view's, and this view's before `keepFrom`. */
+  #dropAggs(keepFrom: number): void {
+    for (const [key, a] of this.#aggs) if (a.scope.view !== this.view || a.scope.epoch < keepFrom) this.#aggs.delete(key);
+  }
+
   #agg(view: number, epoch: number): EpochAggregator {
     const key = `${view}:${epoch}`;
     let a = this.#aggs.get(key);
@@ -350,7 +381,8 @@ export class TrainerWorker {
     }
     const rec = opened.record;
     const epoch = Math.floor(rec.step / this.rec.stepsPerEpoch);
-    if (rec.view !== this.view || epoch <= this.lastCommittedEpoch || epoch > this.lastCommittedEpoch + 1 || rec.run !== this.runAddr) {
+    // only the epoch running is taken (a commitment for a later one, or past the run's last, is never held: docs/training.md "Epoch roots")
+    if (rec.view !== this.view || epoch <= this.lastCommittedEpoch || epoch > this.lastCommittedEpoch + 1 || epoch >= this.rec.epochs || rec.run !== this.runAddr) {
       return this.#ignore(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : this.#rank(from) < 0 ? 'TRAIN_COMMIT_UNREGISTERED' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
     }
     const r = this.#agg(this.view, epoch).offer(opened);
@@ -516,6 +548,8 @@ export class TrainerWorker {
     this.epochs.push(result);
     this.#contributions.committed(`${result.view}:${result.epoch}`);
     this.lastCommittedEpoch = epoch;
+    // the committed epoch's aggregator stays for a late witness request; earlier ones are let go
+    this.#dropAggs(epoch);
     if (epoch > this.#bestEpoch) {
       this.#bestEpoch = epoch;
       this.#stalledViews = 0;
@@ -622,6 +656,8 @@ export class TrainerWorker {
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
     this.#step = resume * this.rec.stepsPerEpoch;
     this.#prune();
+    // the old view's aggregators are abandoned: no commitment or witness request of that view is taken any more
+    this.#dropAggs(Infinity);
     const v = { view: next, members, dropped, resumeEpoch: resume, cause: cause.code, ...(silent ? { silent: silent.did } : {}) };
     this.views.push(v);
     this.#emit({ e: 'view', ...v });
