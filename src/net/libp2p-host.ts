@@ -123,6 +123,21 @@ export function meshDegrees(D: number): { D: number; Dlo: number; Dhi: number; D
  */
 export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 15_000 } as const;
 
+/**
+ * Streams a connection's listener keeps before its connection is set up (docs/network.md "Streams on a connection just
+ * dialled"). The dialler's side of a connection is ready one flight before the listener's: with noise XX the dialler is
+ * done once it sends the handshake's last message, and the muxer is agreed inside the handshake, so `dial` returns and
+ * the caller opens streams while the listener is still reading that message and checking the peer. Their yamux frames
+ * wait in the listener's buffer; when its muxer is created they all arrive at once, before libp2p's Connection (made
+ * after the gater's last check) listens for streams, and @libp2p/utils' AbstractStreamMuxer keeps them as "early
+ * streams" until it does. Past `maxEarlyStreams` (default 10) it aborts the whole muxer: every stream is reset, the
+ * dialler reads "Unexpected EOF" or "The stream has been reset", and the connection is gone. Eleven is an ordinary
+ * burst (identify plus ten requests). 256 covers an honest node's bursts (libp2p lets a caller open 64 streams of each
+ * protocol); once the connection takes them, the per-protocol bounds (maxInboundStreams) and yamux's 1,000 inbound
+ * streams apply as to any stream, and a peer that opens more before the listener is ready still loses the connection.
+ */
+export const MAX_EARLY_STREAMS = 256;
+
 /** A new swarm key (the swarm.key file's bytes) for a private network. */
 export function generateSwarmKey(): Uint8Array {
   const k = new Uint8Array(95);
@@ -182,7 +197,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
     transports: [tcp()],
     connectionEncrypters: [noise({ crypto: noiseCrypto })],
-    streamMuxers: [yamux()],
+    streamMuxers: [yamux({ maxEarlyStreams: MAX_EARLY_STREAMS })],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
