@@ -48,6 +48,11 @@ export interface FloodLimitOptions {
   abuseHalfLifeMs: number;
   /** Abuse points per over-limit message the peer itself is to blame for (default 1). */
   abusePerHit: number;
+  /**
+   * Abuse points per invalid message a peer sent this node directly (offer/1, outcome/1: malformed, not signed by
+   * the sender, or rejected by validation; default 10). Gossip's invalid messages are gossipsub's own P4.
+   */
+  abusePerInvalid: number;
   /** Buckets kept per limiter (default 16 384). */
   maxKeys: number;
 }
@@ -74,6 +79,7 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
   newAdvertisers: { ratePerSec: 1, burst: 200 },
   abuseHalfLifeMs: 60_000,
   abusePerHit: 1,
+  abusePerInvalid: 10,
   maxKeys: 16_384,
 };
 
@@ -183,6 +189,16 @@ export class FloodGuard {
   blame(peer: string): void {
     if (this.opts.abusePerHit <= 0) return;
     this.onAbuse?.(peer, this.#abuse.add(peer, this.opts.abusePerHit));
+  }
+
+  /**
+   * An invalid message the peer sent this node itself, on a direct protocol (offer/1, outcome/1): malformed, signed
+   * by another key, or rejected by validation. Gossipsub's P4 scores invalid gossip, but nothing scores a stream, so
+   * each costs `abusePerInvalid` points on the same score (P5, disconnect, ban).
+   */
+  strike(peer: string): void {
+    if (this.opts.abusePerInvalid <= 0) return;
+    this.onAbuse?.(peer, this.#abuse.add(peer, this.opts.abusePerInvalid));
   }
 
   /** A peer's current (decayed) abuse score. */

@@ -384,12 +384,13 @@ export class RecordPipeline {
     // in flight at once), kept once the signature verifies, refunded when it does not (the header's signer is
     // not authenticated yet: a forged one must not drain its bucket)
     if (!this.guard.reserveSigner(kind, signer)) {
-      this.guard.signerHit(kind, source === 'gossip' && selfSent(from, signer) ? from : undefined);
+      // the sender's own excess is its fault, pushed by gossip or sent directly (offer/1, outcome/1: always its own records)
+      this.guard.signerHit(kind, source !== 'sync' && selfSent(from, signer) ? from : undefined);
       throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
     }
     holds.push({ kind, signer });
     if (kind === 'advert' && this.#advertSeq.get(signer) === undefined) {
-      if (!this.guard.reserveNewAdvertiser(from, source === 'gossip')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+      if (!this.guard.reserveNewAdvertiser(from, source !== 'sync')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
       holds.push({ kind, signer, newAdvertiserOf: from });
     }
     toVerify.push({ bytes, signer });

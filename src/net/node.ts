@@ -272,6 +272,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
         validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => (kind === 'receipt' && !joined.includes(kind) ? { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] } : pipeline.validate(kind, data, from, 'direct')),
         accept: (out: ValidationOutcome, from: string) => accept(out.fresh, from, 'direct', out.attachments ?? []),
+        // what a peer sends directly feeds its abuse score as gossip does (docs/network.md §10 "Direct records feed the same score")
+        strike: (from: string) => pipeline.guard.strike(from),
+        admit: (kind: TopicKind, from: string) => pipeline.guard.admitPeer(kind, from),
       };
       await direct.serve(OFFER_ROUTE.protocol, directHandler(OFFER_ROUTE, directDeps), OFFER_ROUTE.limits);
       await direct.serve(OUTCOME_ROUTE.protocol, directHandler(OUTCOME_ROUTE, directDeps), OUTCOME_ROUTE.limits);

@@ -93,32 +93,55 @@ export interface DirectServeDeps {
   validate(kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome>;
   /** Hand an accepted outcome to the subscribers (the same path as gossip). */
   accept(out: ValidationOutcome, from: string): void;
+  /**
+   * Charge the sending peer for an invalid message (the network's FloodGuard.strike: `abusePerInvalid` points on its
+   * abuse score): not a record message, a record another key signed, or one the pipeline rejected. Default none.
+   */
+  strike?(from: string): void;
+  /**
+   * The sending peer's message rate, for a message refused before the pipeline that may still be honest (a record
+   * kind the route does not carry: a newer peer's): false when over it (FloodGuard.admitPeer counts and blames it).
+   */
+  admit?(kind: TopicKind, from: string): boolean;
 }
 
-/** The receiving side of a direct route (the offer's buyer or steward; the outcome's provider). */
+/**
+ * The receiving side of a direct route (the offer's buyer or steward; the outcome's provider). What the sender pays
+ * (docs/network.md §10 "Direct records feed the same score"): an invalid message is a strike (`strike`); a record of a
+ * kind the route does not carry costs a token of the peer's message rate (`admit`), blamed only past it; what the
+ * pipeline ignores (a duplicate, an expired or late record, a rate limit: the pipeline's own blame) costs nothing more.
+ */
 export function directHandler(route: DirectRoute, d: DirectServeDeps): ProtocolHandler {
   const name = route.protocol.split('/').slice(-2).join('/');
   return async (frames, ctx) => {
+    const from = ctx.peer.toString();
+    const invalid = (code: string, message: string): C0Error => {
+      d.strike?.(from);
+      return new C0Error(code, message);
+    };
     const data = frames[0];
-    if (frames.length !== 1 || !(data instanceof Uint8Array)) throw new C0Error(route.err.BAD_REQUEST, `${name} takes one frame: the record message`);
+    if (frames.length !== 1 || !(data instanceof Uint8Array)) throw invalid(route.err.BAD_REQUEST, `${name} takes one frame: the record message`);
     let head: { type: string; signer: string };
     let peer: string | undefined;
     try {
       head = peekType(decodeMessage(data).primary);
     } catch (e) {
-      throw new C0Error(route.err.BAD_REQUEST, `${name}: not a record message (${(e as Error).message.slice(0, 120)})`);
+      throw invalid(route.err.BAD_REQUEST, `${name}: not a record message (${(e as Error).message.slice(0, 120)})`);
     }
     const kind = kindForType(head.type);
-    if (kind === undefined || !route.kinds.includes(kind)) throw new C0Error(route.err.WRONG_KIND ?? route.err.BAD_REQUEST, `${name} carries ${route.kinds.join(' and ')} records, not ${String(head.type).slice(0, 80)}`);
+    if (kind === undefined || !route.kinds.includes(kind)) {
+      // a well-formed record of another kind: what a newer peer may send (outcome/1 took no receipts once), not proof of abuse
+      d.admit?.(kind ?? route.kinds[0]!, from);
+      throw new C0Error(route.err.WRONG_KIND ?? route.err.BAD_REQUEST, `${name} carries ${route.kinds.join(' and ')} records, not ${String(head.type).slice(0, 80)}`);
+    }
     try {
       peer = didFromPeerId(ctx.peer);
     } catch {
       peer = undefined;
     }
-    if (head.signer !== peer) throw new C0Error(route.err.NOT_FROM_PEER, `a peer may send only the ${route.kinds.join(' and ')} records it signed`);
-    const from = ctx.peer.toString();
+    if (head.signer !== peer) throw invalid(route.err.NOT_FROM_PEER, `a peer may send only the ${route.kinds.join(' and ')} records it signed`);
     const out = await d.validate(kind, data, from);
-    if (out.verdict === 'reject') throw new C0Error(out.reason, `${kind} rejected: ${out.reason}`);
+    if (out.verdict === 'reject') throw invalid(out.reason, `${kind} rejected: ${out.reason}`);
     if (out.verdict === 'accept') d.accept(out, from);
     await ctx.send({ verdict: out.verdict, reason: out.reason } as CborValue);
   };

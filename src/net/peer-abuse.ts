@@ -13,6 +13,9 @@
  * as `AbuseOptions.reports`): each report counts like a gossip flood hit.
  * records/1, served by the network itself, blames a peer it refuses for its
  * byte budget the same way (`FloodGuard.blame`, wired in records-sync.ts).
+ * offer/1 and outcome/1 (offer-route.ts) strike a peer for each invalid record
+ * it sends directly (`FloodGuard.strike`, `abusePerInvalid` points), since
+ * gossipsub's P4 never sees those.
  */
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';

@@ -61,6 +61,7 @@ const floodLimitsSchema = z
     newAdvertisers: bucket,
     abuseHalfLifeMs: z.number().int().positive(),
     abusePerHit: z.number().nonnegative(),
+    abusePerInvalid: z.number().nonnegative(),
     maxKeys: z.number().int().positive(),
   })
   .partial()

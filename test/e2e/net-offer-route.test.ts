@@ -10,8 +10,12 @@ import '../../src/polyfill.js';
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Network } from '../../src/net/node.js';
-import { Ed25519Signer } from '../../src/records/index.js';
-import { advert, link, offer, startNode, stopAll, waitFor } from './net-helpers.js';
+import { randomBytes } from 'node:crypto';
+import type { C0Error } from '../../src/errors.js';
+import { encodeMessage } from '../../src/net/framing.js';
+import { OFFER_PROTOCOL, OUTCOME_PROTOCOL } from '../../src/net/offer-route.js';
+import { Ed25519Signer, seal, T } from '../../src/records/index.js';
+import { advert, link, offer, sleep, startNode, stopAll, waitFor } from './net-helpers.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -65,4 +69,64 @@ test('an offer reaches the buyer only, over a direct stream, with its advert; th
   assert.deepEqual(Object.values(gone.outcomes), ['unreachable']);
   assert.match(await provider.metrics.registry.getSingleMetricAsString('c0mpute_offers_direct_total'), /outcome="unreachable"\} 1/);
   assert.match(await provider.metrics.registry.getSingleMetricAsString('c0mpute_offers_direct_total'), /outcome="accepted"\} 1/);
+});
+
+test('a peer sending invalid offers and outcomes directly pays for them: past disconnectAt it is hung up on and refused; resent and expired offers cost an honest peer nothing', async () => {
+  const buyer = await startNode({ syncOnConnect: [], abuse: { disconnectAt: 30, banMs: 60_000 } });
+  const honest = await startNode({ syncOnConnect: [] });
+  const mallory = await startNode({ syncOnConnect: [] });
+  nets.push(buyer, honest, mallory);
+  await honest.dial(buyer.addrs()[0]!);
+  await mallory.dial(buyer.addrs()[0]!);
+  const connected = (n: Network): boolean => buyer.peers().some((p) => p.peerId === n.peerId.toString());
+
+  // Honest: an offer, the same offer 40 times more (DUPLICATE), an offer past its expiry (RECORD_EXPIRED): ignored, never charged.
+  const ad = advert(honest.signer);
+  const o = offer(honest.signer, ad.address);
+  assert.deepEqual((await honest.sendOffer([buyer.did], o.bytes, [ad.bytes])).outcomes, { [buyer.did]: 'accepted' });
+  for (let i = 0; i < 40; i++) assert.deepEqual((await honest.sendOffer([buyer.did], o.bytes, [ad.bytes])).outcomes, { [buyer.did]: 'ignored' });
+  const t = Date.now();
+  const late = offer(honest.signer, ad.address, { issuedAt: t - 120_000, startBy: t - 30_000, expiresAt: t - 60_000 });
+  for (let i = 0; i < 10; i++) assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(late.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
+
+  // Mallory: offers with a broken signature, bytes that are no message, another key's offer, a selection with a broken signature.
+  const flip = (bytes: Uint8Array): Uint8Array => {
+    const b = Uint8Array.from(bytes);
+    b[b.length - 1]! ^= 0x01;
+    return b;
+  };
+  const mad = advert(mallory.signer);
+  const stranger = Ed25519Signer.generate();
+  const invalid = (i: number): [string, Uint8Array] => {
+    switch (i % 4) {
+      case 0:
+        return [OFFER_PROTOCOL, encodeMessage(flip(offer(mallory.signer, mad.address, { durationMs: 1000 + i }).bytes), [mad.bytes])];
+      case 1:
+        return [i % 8 === 1 ? OFFER_PROTOCOL : OUTCOME_PROTOCOL, Uint8Array.from(randomBytes(64))];
+      case 2:
+        return [OFFER_PROTOCOL, encodeMessage(offer(stranger, advert(stranger).address, { durationMs: 1000 + i }).bytes, [])];
+      default: {
+        const winner = 'sha256:' + (i + 1).toString(16).padStart(64, '0');
+        const sel = seal(T.selection, { job: 'sha256:' + 'ab'.repeat(32), buyer: mallory.did, policy: 'cheapest', winner, considered: [{ offer: winner, provider: mallory.did }], decidedAt: Date.now() }, mallory.signer);
+        return [OUTCOME_PROTOCOL, encodeMessage(flip(sel.bytes), [])];
+      }
+    }
+  };
+  let sent = 0;
+  for (; sent < 200 && connected(mallory); sent++) {
+    const [protocol, data] = invalid(sent);
+    const answer = await mallory.request(buyer.peerId, protocol, [data]).then(
+      (frames) => `answered ${JSON.stringify(frames)}`,
+      (e: C0Error) => e.code,
+    );
+    assert.ok(answer !== undefined && !answer.startsWith('answered'), `message ${sent} is refused (${answer})`);
+  }
+  await waitFor(() => !connected(mallory), 5_000, `the buyer to hang up on the sender of invalid messages (${sent} sent)`);
+  assert.ok(sent < 40, `a few invalid messages are enough (${sent})`);
+  assert.match(await buyer.metrics.registry.getSingleMetricAsString('c0mpute_net_abuse_disconnects_total'), /c0mpute_net_abuse_disconnects_total\S* 1/);
+  await mallory.dial(buyer.addrs()[0]!, { timeoutMs: 3_000 }).catch(() => undefined);
+  await sleep(500);
+  assert.ok(!connected(mallory), 'the gater refuses it for banMs');
+  assert.ok(connected(honest), 'the honest peer is still connected');
+  assert.deepEqual((await honest.sendOffer([buyer.did], offer(honest.signer, ad.address, { durationMs: 3000 }).bytes, [ad.bytes])).outcomes, { [buyer.did]: 'accepted' });
 });

@@ -19,10 +19,12 @@ const of = seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert: ad.address,
 const msg = encodeMessage(of.bytes, [ad.bytes]);
 
 function run(frames: CborValue[], from: Ed25519Signer, verdict: ValidationOutcome['verdict'] = 'accept', route: DirectRoute = OFFER_ROUTE) {
-  const calls = { validated: 0, accepted: 0, sent: [] as CborValue[], kinds: [] as string[] };
+  const calls = { validated: 0, accepted: 0, sent: [] as CborValue[], kinds: [] as string[], strikes: [] as string[], admits: [] as string[] };
   const h = directHandler(route, {
     validate: async (kind) => (calls.validated++, calls.kinds.push(kind), { verdict, reason: verdict === 'accept' ? 'ok' : 'SOME_CODE', fresh: [] }),
     accept: () => void calls.accepted++,
+    strike: (peer) => void calls.strikes.push(peer),
+    admit: (kind, peer) => (calls.admits.push(`${kind} ${peer}`), true),
   });
   const ctx = { peer: peerIdFromDid(didFromPublicKey(from.publicKey)), signal: new AbortController().signal, send: async (f: CborValue) => void calls.sent.push(f) };
   return { calls, done: Promise.resolve().then(() => h(frames, ctx as never)) };
@@ -99,4 +101,24 @@ test('sends share the node’s places: two sends of 20 recipients each run at mo
   assert.equal(Object.keys(x).length + Object.keys(y).length, 40);
   assert.equal(x[dids[3]!], 'unreachable');
   assert.equal(Object.values(x).filter((o) => o === 'accepted').length + Object.values(y).filter((o) => o === 'accepted').length, 39);
+});
+
+test('what the sender pays: a strike for a malformed message, another key’s record or a rejected one; a rate token for a kind the route does not carry; nothing for an accepted or ignored record', async () => {
+  const me = peerIdFromDid(didFromPublicKey(provider.publicKey)).toString();
+  const cases: Array<[string, ReturnType<typeof run>, number, number]> = [
+    ['accepted', run([msg], provider), 0, 0],
+    ['ignored (a duplicate, a late offer)', run([msg], provider, 'ignore'), 0, 0],
+    ['rejected (a bad signature)', run([msg], provider, 'reject'), 1, 0],
+    ['another key’s offer', run([msg], Ed25519Signer.generate()), 1, 0],
+    ['not a message', run([new Uint8Array([1, 2, 3])], provider), 1, 0],
+    ['two frames', run([msg, msg], provider), 1, 0],
+    ['an offer on outcome/1', run([msg], provider, 'accept', OUTCOME_ROUTE), 0, 1],
+    ['a selection on offer/1', run([encodeMessage(sel.bytes, [])], buyer), 0, 1],
+  ];
+  for (const [what, r, strikes, admits] of cases) {
+    await r.done.catch(() => undefined);
+    assert.equal(r.calls.strikes.length, strikes, `${what}: strikes`);
+    assert.equal(r.calls.admits.length, admits, `${what}: rate tokens`);
+  }
+  assert.deepEqual(cases[2]![1].calls.strikes, [me], 'the sending peer is charged');
 });
