@@ -80,6 +80,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
         const bytes = at === undefined ? undefined : await o.market.getBytes(at);
         return bytes ? open(bytes, T.receipt) : undefined;
       },
+      // the receipts this node heard for a job (gossip on the job's market, or delivered to it as buyer)
+      heardReceipts: (job) => o.market.evidence.receiptsOf(job),
       publishReceipt: async (r) => {
         await o.market.addEvidence(r);
         await o.net.publish('receipt', r.bytes).catch(() => undefined);

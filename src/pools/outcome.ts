@@ -8,7 +8,10 @@
  * - **a coordinator's own**: the pool's receipt for the job, signed by a member that dispatched it (one of this
  *   member's trail entries of the job) for the offer that dispatch names; completed, with that coordinator's
  *   settlement of it (the receipt's address and price, parts exactly `splitPrice(price, roster)` for the roster that
- *   coordinator's dispatch names, which this member holds); failed, with none;
+ *   coordinator's dispatch names, which this member holds); failed, with none; or, where the caller allows it
+ *   (`unsettled`), completed without a settlement: the receipt alone, heard outside the pool (the node's evidence
+ *   store: gossiped, or delivered to it) when its coordinator went down before its `closed` — the job completed, and
+ *   its split counts once the coordinator's settlement arrives;
  * - **a lost dispatch's**: a failed receipt `POOL_COORDINATOR_LOST` for the entry's own offer, signed by the member
  *   (on the roster: the receipt's pool proof says so) that closed a dispatch nobody would finish; no settlement.
  */
@@ -29,6 +32,8 @@ export interface OutcomeContext {
   roster(address: string): Opened<PoolRoster> | undefined;
   /** The envelopes were kept by this member (their signatures were checked when they came in): opened without verifying them again. */
   trusted?: boolean;
+  /** A coordinator's completed receipt may come without its settlement (one heard outside the pool); the outcome then has none. */
+  unsettled?: boolean;
 }
 
 export interface VerifiedOutcome {
@@ -62,6 +67,7 @@ export function verifyOutcome(target: TrailEntry, receiptBytes: unknown, settlem
       if (settlementBytes !== undefined) bad('POOL_SETTLEMENT_INVALID', 'a failed job is not settled');
       return { state: 'failed', receipt, coordinator: own.signer, lost: false };
     }
+    if (settlementBytes === undefined && c.unsettled === true) return { state: 'completed', receipt, coordinator: own.signer, lost: false };
     const settlement = checkSettlement(receipt, settlementBytes, own, c);
     return { state: 'completed', receipt, settlement, coordinator: own.signer, lost: false };
   }
@@ -94,10 +100,12 @@ function checkSettlement(receipt: Opened<Receipt>, bytes: unknown, dispatch: Ope
 
 /**
  * Whether a closed entry's outcome gives way to its coordinator's own: one closed by another member's lost-dispatch
- * receipt (the coordinator was alive after all), or one that does not open (kept by a build before these checks).
+ * receipt (the coordinator was alive after all), one closed with the coordinator's completed receipt alone (heard
+ * outside the pool: its settlement completes it), or one that does not open (kept by a build before these checks).
  */
 export function givesWay(entry: TrailEntry): boolean {
   if (!entry.receipt) return true;
+  if (entry.state === 'completed' && entry.settlement === undefined) return true;
   try {
     const r = open(entry.receipt, T.receipt, { trusted: true });
     return r.record.status === 'failed' && r.record.failure?.code === LOST_CODE && r.signer !== open(entry.dispatch, T.poolDispatch, { trusted: true }).signer;

@@ -131,6 +131,9 @@ export class PoolCoordinator {
    * dispatch whose receipt the provider role stored before a restart is closed
    * (and settled) with that receipt. Otherwise an outcome that checks out
    * (src/pools/outcome.ts), held here or by a live member (asked), is taken;
+   * then the receipt the silent coordinator signed for its dispatch, if this
+   * node heard it outside the pool (its evidence store: `heardReceipts`), so the
+   * pool never signs a lost receipt contradicting one it already delivered;
    * failing that the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
    * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, all
    * coordinators at once; a coordinator that does not answer is not asked again
@@ -199,10 +202,10 @@ export class PoolCoordinator {
 
   /** Catch-up: ask `by` about its open entry here; true when its answer checks out and closed the entry. */
   async #askOne(job: string, entry: TrailEntry, by: string, tick: { silent: boolean }): Promise<boolean> {
-    if (tick.silent) return false;
-    const r = await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+    const r = tick.silent ? undefined : await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
     if (r === undefined) tick.silent = true;
-    const o = r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined;
+    // Its answer; else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool.
+    const o = (r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined) ?? (await this.#heard(job, entry));
     if (!o) return false;
     await this.#close(job, by, o);
     return true;
@@ -259,11 +262,40 @@ export class PoolCoordinator {
   async #check(job: string, entry: TrailEntry, receipt: unknown, settlement: unknown, entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
     try {
       const all = entries ?? (await this.d.trail.entries(job)).map((e) => e.entry);
-      return verifyOutcome(entry, receipt, settlement, { pool: this.v.pool, entries: all, roster: (a) => this.v.rosterOf(a) });
+      return verifyOutcome(entry, receipt, settlement, { pool: this.v.pool, entries: all, roster: (a) => this.v.rosterOf(a), unsettled: true });
     } catch (e) {
       this.d.log.warn({ job, err: code(e) }, 'pool: an outcome offered for a dispatch does not check out; ignored');
       return undefined;
     }
+  }
+
+  /**
+   * The receipt `entry`'s coordinator signed for its dispatch's offer, as this node heard it outside the pool (its
+   * evidence store: gossiped on the job's market, or delivered to it), checked like any outcome (its signature
+   * included): a completed one comes without its settlement (the coordinator's own `closed` adds it later). A
+   * completed receipt is taken before a failed one; undefined when none checks out.
+   */
+  async #heard(job: string, entry: TrailEntry, entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
+    if (!this.d.heardReceipts) return undefined;
+    const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    let list: ReadonlyArray<Opened<Receipt>>;
+    try {
+      list = await this.d.heardReceipts(job);
+    } catch (e) {
+      this.d.log.warn({ job, err: (e as Error).message }, 'pool: could not read the receipts heard for a job');
+      return undefined;
+    }
+    const mine = list.filter((r) => r.signer === d.signer && r.record.offer === d.record.offer && r.record.job === job);
+    if (!mine.length) return undefined;
+    const all = entries ?? (await this.d.trail.entries(job)).map((e) => e.entry);
+    let failed: VerifiedOutcome | undefined;
+    for (const r of mine) {
+      const o = await this.#check(job, entry, r.bytes, undefined, all);
+      if (o?.coordinator !== d.signer) continue;
+      if (o.state === 'completed') return o;
+      failed ??= o;
+    }
+    return failed;
   }
 
   /** Close `by`'s entry of `job` with a checked outcome: the coordinator's own replaces a lost-dispatch close. */
@@ -293,9 +325,18 @@ export class PoolCoordinator {
     // Never another coordinator's completion of the job: any member can record and complete a dispatch of its own
     // for a job it did not win, and the buyer took this dispatch's offer, not that one (a job completed under another
     // coordinator's dispatch still counts once in the figures: status.ts).
-    const best = found.find((o) => o.coordinator === d.signer) ?? found.find((o) => o.lost);
+    // Its coordinator's receipt heard outside the pool comes before a lost close: it delivered (or failed) the job and
+    // signed for it, and went down before its `closed`; failing the job now would make the pool sign two receipts that
+    // contradict each other. It is relayed to the members (they check its signature), as the coordinator would have.
+    const own = found.find((o) => o.coordinator === d.signer);
+    const heard = own ? undefined : await this.#heard(job, entry, entries);
+    const best = own ?? heard ?? found.find((o) => o.lost);
     if (best) {
       await this.#close(job, d.signer, best);
+      if (heard) {
+        this.d.log.warn({ job, coordinator: d.signer, status: heard.state, receipt: heard.receipt.address }, 'pool: closed a silent coordinator’s dispatch with the receipt it had signed (heard outside the pool), not as lost');
+        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: heard.receipt.bytes }, this.v.outcomeTo());
+      }
       return;
     }
     const j = open(entry.job, T.job, { trusted: true });

@@ -86,6 +86,13 @@ export interface PoolMemberDeps {
    * closing its dispatch closes (and settles) with it instead of failing the job (docs/pools.md "A coordinator that crashes").
    */
   ownReceipt?: (job: string) => Promise<Opened<Receipt> | undefined>;
+  /**
+   * The receipts this node holds for `job` outside the pool's trail (its evidence store: gossiped on the job's market,
+   * or delivered to it): before recovery fails a silent coordinator's dispatch as lost, it looks here for the receipt
+   * that coordinator signed for its dispatch's offer, and closes with it instead (docs/pools.md "A coordinator that
+   * crashes"). Checked like any outcome (src/pools/outcome.ts); absent: none known.
+   */
+  heardReceipts?: (job: string) => ReadonlyArray<Opened<Receipt>> | Promise<ReadonlyArray<Opened<Receipt>>>;
   maxOutputBytes: number;
   /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout), or `signal`'s reason once it aborts. */
   call: (member: string, frame: Record<string, CborValue>, timeoutMs: number, signal?: AbortSignal) => Promise<PoolReply>;

@@ -62,11 +62,12 @@ interface Outcome {
 function outcomeOf(list: TrailEntry[], c: TallyContext): Outcome | undefined {
   const read = (e: TrailEntry): Outcome | undefined => {
     if (e.state === 'dispatched' || !e.receipt) return undefined;
-    const o = tryOpen(() => verifyOutcome(e, e.receipt, e.settlement, { pool: c.pool, entries: list, roster: (a) => c.roster(a), trusted: true }));
+    const o = tryOpen(() => verifyOutcome(e, e.receipt, e.settlement, { pool: c.pool, entries: list, roster: (a) => c.roster(a), trusted: true, unsettled: true }));
     if (!o || o.state !== e.state) return undefined;
     const member = tryOpen(() => open(e.dispatch, T.poolDispatch, { trusted: true }).record.member);
     if (o.state === 'failed') return { state: 'failed', member, failure: o.receipt.record.failure?.code ?? 'unknown' };
-    return { state: 'completed', member, coordinator: o.coordinator, settlement: o.settlement!.record };
+    // Closed with its coordinator's receipt alone (heard outside the pool): completed, its split not counted until its settlement comes.
+    return { state: 'completed', member, coordinator: o.coordinator, ...(o.settlement ? { settlement: o.settlement.record } : {}) };
   };
   const outcomes = list.map(read).filter((o): o is Outcome => o !== undefined);
   const completed = outcomes.filter((o) => o.state === 'completed');

@@ -38,6 +38,8 @@ export interface PoolWiringDeps {
   workloads?: readonly string[];
   /** The receipt this node's provider role stored for a job (its run entry and the evidence store). */
   ownReceipt?: (job: string) => Promise<Opened<Receipt> | undefined>;
+  /** The receipts this node holds for a job (its evidence store): recovery closes a silent coordinator's dispatch with that coordinator's own. */
+  heardReceipts?: (job: string) => ReadonlyArray<Opened<Receipt>>;
   maxOutputBytes: number;
   net: {
     request(peer: string, protocol: string, frames: CborValue[], opts?: { signal?: AbortSignal; limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
@@ -108,6 +110,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     executor: d.executor,
     ...(d.workloads ? { workloads: d.workloads } : {}),
     ...(d.ownReceipt ? { ownReceipt: d.ownReceipt } : {}),
+    ...(d.heardReceipts ? { heardReceipts: d.heardReceipts } : {}),
     maxOutputBytes,
     registry: d.registry,
     publishReceipt: d.publishReceipt,
