@@ -10,7 +10,7 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { createIdentity, keyFilePath } from '../../src/node/identity.js';
@@ -68,6 +68,14 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     ];
     const runs = await Promise.all(cases.map(([args]) => c0(args)));
     runs.forEach((r, i) => operatorError(r, cases[i]![1], cases[i]![0].join(' ')));
+    // A seq the pool already used (seq 1, at --out or signed from the key folder to another file) is refused, and
+    // nothing is written; one that is not a number too.
+    const before = readFileSync(p('roster.cose'));
+    operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('roster.cose'), '--seq', '1']), 'POOL_ROSTER_SEQ_NOT_NEWER', 'roster --seq 1 again, same --out');
+    operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('r3.cose'), '--seq', '1']), 'POOL_ROSTER_SEQ_NOT_NEWER', 'roster --seq 1 again, another --out');
+    operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('r3.cose'), '--seq', 'two']), 'POOL_ROSTER_SEQ_INVALID', 'roster --seq two');
+    assert.deepEqual(readFileSync(p('roster.cose')), before, 'the roster at --out is kept');
+    assert.ok(!existsSync(p('r3.cose')), 'nothing written');
     const ok = await c0([...join_, '--roster', p('roster.cose'), '--out', p('m.cose')]);
     assert.equal(ok.code, 0, ok.err);
     assert.ok(existsSync(p('m.cose')));

@@ -11,6 +11,7 @@
  */
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import type { PoolMember, PoolRoster } from '../../records/kinds.js';
@@ -21,6 +22,8 @@ import { readDaemonInfo } from '../../node/daemon-info.js';
 import { globals } from './index.js';
 
 const DAY = 24 * 3600_000;
+/** The last roster `pool-provider roster` signed, kept in the pool's key folder (its seq bounds the next one's). */
+export const LAST_ROSTER = 'last-roster.cose';
 
 async function readMembers(path: string): Promise<PoolMember[]> {
   const [{ parse: parseYaml }, { compareDids }] = await Promise.all([import('yaml'), import('../../records/did.js')]);
@@ -57,16 +60,30 @@ export function register(program: Command): void {
     .requiredOption('--out <file>', 'where to write the roster envelope')
     .option('--epoch-ms <ms>', 'coordinator epoch length', '30000')
     .option('--lifetime-days <n>', 'validity (at most 90)', '30')
-    .option('--seq <n>', 'sequence number (default: the previous roster’s at --out, plus one)')
+    .option('--seq <n>', 'sequence number, greater than any this pool signed here (default: the highest known, plus one)')
     .action(async (o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
-      const [{ loadIdentity }, { open, seal }, { T }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js')]);
+      const [{ loadIdentity }, { open, seal }, { T }, { nextRosterSeq }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js'), import('../../pools/roster-seq.js')]);
       const pool = loadIdentity(o.poolDir);
-      // The previous roster at --out gives the next seq (a directory there is refused when writing).
-      const prev = existsSync(o.out) && !statSync(o.out).isDirectory() ? open(readInput(o.out), T.poolRoster).record.seq : 0;
+      // The highest seq this pool is known here to have signed: the previous roster at --out (a directory there is
+      // refused when writing), and the last one signed from this key folder (LAST_ROSTER), whatever its --out was.
+      const last = join(o.poolDir, LAST_ROSTER);
+      let known: { seq: number; where: string } | undefined;
+      for (const [path, where] of [[o.out, `at ${o.out}`], [last, `last signed from ${o.poolDir} (${LAST_ROSTER})`]] as const) {
+        if (!existsSync(path) || statSync(path).isDirectory()) continue;
+        const r = open(readInput(path), T.poolRoster);
+        if (r.signer === pool.did && r.record.seq > (known?.seq ?? -1)) known = { seq: r.record.seq, where };
+      }
       const now = Date.now();
-      const roster: PoolRoster = { seq: o.seq ? Number(o.seq) : prev + 1, issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await readMembers(o.members) };
+      const roster: PoolRoster = { seq: nextRosterSeq(o.seq, known), issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await readMembers(o.members) };
       const env = seal(T.poolRoster, roster, pool.signer);
       writeOutput(o.out, env.bytes);
+      // Kept beside the key: the next roster is checked against it wherever it is written. The roster is written
+      // already: a key folder that cannot take it is said, not an error.
+      try {
+        writeOutput(last, env.bytes);
+      } catch (e) {
+        process.stderr.write(`warning: could not keep the roster in ${last} (${(e as Error).message}): the next roster's seq is checked only against its --out\n`);
+      }
       out(`roster ${env.address} seq ${roster.seq} of pool ${pool.did}: ${roster.members.length} members`);
     });
   for (const [name, status] of [['join', 'member'], ['leave', 'left']] as const) {
