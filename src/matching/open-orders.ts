@@ -18,6 +18,7 @@ import type { Advert, Job } from '../records/kinds.js';
 import { candidates, orderFromJob } from './candidates.js';
 import { computeLeases, leasePeriod, type LeaseView, type OpenOrder } from './leases.js';
 import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
+import { ExpiringKeys } from '../util/expiring.js';
 
 /** Which leases leasesHeld counts: every lease, or those on open bids only (the batch planner's). */
 export type HeldLeases = 'all' | 'open-bids';
@@ -45,16 +46,21 @@ export const EVICTED_MEMORY_MS = 600_000;
 export class OpenOrders {
   readonly opts: OpenOrdersOptions;
   readonly #jobs = new Map<string, { job: Opened<Job>; order: OpenOrder }>();
-  /** Orders decided (a selection seen): not re-added when the job is heard again. */
-  readonly #decided = new Set<string>();
+  /**
+   * Orders decided (a selection seen, or the buyer's node said so to a claim): not re-added when the job is heard
+   * again. Each until its order's deadline (after it `add` refuses the job anyway), at most 4 × `maxOrders`: lapsed
+   * entries go first, then the oldest (ExpiringKeys). Before, the set was cleared wholesale past its bound, and every
+   * decided order still live came back as open (a buyer posting and deciding orders could force it).
+   */
+  readonly #decided: ExpiringKeys;
   /**
    * Selections heard before their job (`job signer` → until when): the job is not known yet, so whether the signer is
-   * its buyer cannot be checked; `add` does it when the job comes. At most `maxOrders` entries, oldest dropped first,
-   * each for DECIDED_EARLY_MS.
+   * its buyer cannot be checked; `add` does it when the job comes. At most `maxOrders` entries, lapsed and then oldest
+   * dropped first, each for DECIDED_EARLY_MS.
    */
-  readonly #decidedEarly = new Map<string, number>();
+  readonly #decidedEarly: ExpiringKeys;
   /** Orders dropped for room (address → refused until), so a sync that brings them back costs no scan nor new leases. */
-  readonly #evicted = new Map<string, number>();
+  readonly #evicted: ExpiringKeys;
   /**
    * The latest lease computation: it stands for every `now` in [from, until) while the open orders (version) and the
    * live providers (by content, sameProviders) are unchanged (#validUntil).
@@ -82,6 +88,9 @@ export class OpenOrders {
 
   constructor(opts: Partial<OpenOrdersOptions> = {}) {
     this.opts = { maxOrders: 10_000, ...opts };
+    this.#decided = new ExpiringKeys(4 * this.opts.maxOrders);
+    this.#decidedEarly = new ExpiringKeys(this.opts.maxOrders);
+    this.#evicted = new ExpiringKeys(this.opts.maxOrders);
   }
 
   get size(): number {
@@ -91,20 +100,16 @@ export class OpenOrders {
   /** Keep an open order (a job with `order`) until it is decided or its deadline passes. Returns whether it is new. */
   add(job: Opened<Job>, now: number): boolean {
     const o = job.record.order;
-    if (!o || job.record.deadline <= now || this.#jobs.has(job.address) || this.#decided.has(job.address)) return false;
-    const early = this.#decidedEarly.get(`${job.address} ${job.signer}`);
-    if (early !== undefined && early > now) {
+    if (!o || job.record.deadline <= now || this.#jobs.has(job.address) || this.#decided.has(job.address, now)) return false;
+    if (this.#decidedEarly.has(`${job.address} ${job.signer}`, now)) {
       // its buyer's selection came first (gossip out of order, or a sync after a restart)
       this.#decidedEarly.delete(`${job.address} ${job.signer}`);
-      this.decided(job.address);
+      this.decided(job.address, now, job.record.deadline);
       return false;
     }
-    const evicted = this.#evicted.get(job.address);
-    if (evicted !== undefined) {
-      // dropped for room a while ago and brought back by a sync: refused without a scan (the set would drop it again)
-      if (evicted > now) return false;
-      this.#evicted.delete(job.address);
-    }
+    // dropped for room a while ago and brought back by a sync: refused without a scan (the set would drop it again)
+    if (this.#evicted.has(job.address, now)) return false;
+    this.#evicted.delete(job.address);
     this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined } });
     if (this.#jobs.size > this.opts.maxOrders) {
       const out = this.#evictee();
@@ -122,13 +127,16 @@ export class OpenOrders {
 
   /** An order dropped for room, refused again until its deadline or EVICTED_MEMORY_MS (bounded as the set). */
   #rememberEvicted(address: string, deadline: number, now: number): void {
-    rememberUntil(this.#evicted, address, Math.min(deadline, now + EVICTED_MEMORY_MS), now, this.opts.maxOrders);
+    this.#evicted.set(address, Math.min(deadline, now + EVICTED_MEMORY_MS), now);
   }
 
-  /** The buyer decided the order (its selection names a winning claim): it leaves the open set. */
-  decided(job: string): void {
-    this.#decided.add(job);
-    if (this.#decided.size > 4 * this.opts.maxOrders) this.#decided.clear();
+  /**
+   * The buyer decided the order (its selection names a winning claim, or its node refused a claim ORDER_UNKNOWN): it
+   * leaves the open set and is not taken again until its deadline — `deadline`, else the held job's, else (neither
+   * known) DECIDED_EARLY_MS from `now`.
+   */
+  decided(job: string, now: number, deadline?: number): void {
+    this.#decided.set(job, deadline ?? this.#jobs.get(job)?.job.record.deadline ?? now + DECIDED_EARLY_MS, now);
     this.#drop(job);
   }
 
@@ -142,11 +150,11 @@ export class OpenOrders {
     const held = this.#jobs.get(job);
     if (held) {
       if (held.job.signer !== signer) return false;
-      this.decided(job);
+      this.decided(job, now);
       return true;
     }
-    if (this.#decided.has(job)) return false;
-    rememberUntil(this.#decidedEarly, `${job} ${signer}`, now + DECIDED_EARLY_MS, now, this.opts.maxOrders);
+    if (this.#decided.has(job, now)) return false;
+    this.#decidedEarly.set(`${job} ${signer}`, now + DECIDED_EARLY_MS, now);
     return false;
   }
 
@@ -320,20 +328,6 @@ function validUntil(view: LeaseView, live: readonly LiveProvider[], now: number)
     if (p.advert.record.expiresAt > now) until = Math.min(until, p.advert.record.expiresAt);
   }
   return until;
-}
-
-/**
- * Remember `key` until `until` in a map kept in the order its entries were set (a re-set moves to the end): the
- * entries from the front that lapsed by `now` go first, and past `max` the oldest.
- */
-function rememberUntil(m: Map<string, number>, key: string, until: number, now: number, max: number): void {
-  for (const [k, u] of m) {
-    if (u > now) break;
-    m.delete(k);
-  }
-  m.delete(key);
-  m.set(key, until);
-  if (m.size > max) m.delete(m.keys().next().value!);
 }
 
 /**

@@ -60,6 +60,7 @@ import { checkEligibility } from '../../market/eligibility.js';
 import type { OpenOrders } from '../../matching/open-orders.js';
 import type { LiveProvider } from '../../matching/types.js';
 import { CLAIM_ERR, type ClaimOutcome } from '../claim-protocol.js';
+import { ExpiringKeys } from '../../util/expiring.js';
 
 export type ClaimMode = 'leased' | 'any';
 
@@ -75,6 +76,9 @@ export const BUYER_BACKOFF_MAX_MS = 60_000;
  * slow or silent, and its claim no longer keeps the slot from other buyers' orders.
  */
 export const CLAIM_ANSWER_WINDOW_MS = 3_000;
+
+/** Claimed orders remembered at most (each until its order's deadline; past this the oldest live entry goes). */
+export const MAX_CLAIMED = 100_000;
 
 /** The key every buyer without completed dealings shares for the per-buyer bound (not a DID). */
 const UNKNOWN_BUYERS = 'unknown buyers';
@@ -125,6 +129,8 @@ export interface ClaimerDeps {
   maxPerBuyer?: number;
   /** A buyer this provider has completed dealings with (the daemon: it signed a receipt for it; default: none). */
   knownBuyer?: (did: string) => boolean;
+  /** Claimed orders remembered at most (default MAX_CLAIMED). */
+  maxClaimed?: number;
   /** How long an unanswered claim holds its slot, ms (default CLAIM_ANSWER_WINDOW_MS). */
   answerWindowMs?: number;
   /** How often leases are recomputed without a change while orders are open, ms (default 500). */
@@ -135,8 +141,12 @@ export interface ClaimerDeps {
 }
 
 export class Claimer {
-  /** Orders claimed (each at most once). */
-  readonly #claimed = new Set<string>();
+  /**
+   * Orders claimed (each at most once), each remembered until its order's deadline (an order past it is not open), at
+   * most `maxClaimed`: lapsed entries go first, then the oldest (ExpiringKeys). Before, the set was cleared wholesale
+   * past 100,000, and every order claimed and still open was claimed again.
+   */
+  readonly #claimed: ExpiringKeys;
   /**
    * Claims holding a slot: in flight (until `sentAt` + the answer window, or the deadline) or won and not started
    * (until the exec starts, or a grace period). The job's buyer, for the bounds.
@@ -156,7 +166,9 @@ export class Claimer {
   #stopped = false;
   #ticking = false;
 
-  constructor(private readonly d: ClaimerDeps) {}
+  constructor(private readonly d: ClaimerDeps) {
+    this.#claimed = new ExpiringKeys(d.maxClaimed ?? MAX_CLAIMED);
+  }
 
   /** Claims holding a slot now (in flight, or won and not started). */
   get pending(): number {
@@ -243,7 +255,7 @@ export class Claimer {
     let spent = 0;
     for (const { job, order } of open) {
       const again = this.#retry.get(job.address);
-      if (this.#claimed.has(job.address) && !(again && again.at <= now)) {
+      if (this.#claimed.has(job.address, now) && !(again && again.at <= now)) {
         if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
         continue;
       }
@@ -259,7 +271,7 @@ export class Claimer {
     if (view) {
       for (const { job, order } of open) {
         if (spent <= 0) break;
-        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address) || job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
         const price = this.#price(job, advert, now);
         if (price) {
           out.push({ job, price, advert });
@@ -337,8 +349,7 @@ export class Claimer {
   }
 
   #claim(job: Opened<Job>, price: Claim['price'], advert: Opened<Advert>, now: number): void {
-    this.#claimed.add(job.address);
-    if (this.#claimed.size > 100_000) this.#claimed.clear();
+    this.#claimed.set(job.address, job.record.deadline, now);
     // holds its slot until answered, for the answer window at most (#release)
     this.#pending.set(job.address, { until: Math.min(job.record.deadline, now + (this.d.answerWindowMs ?? CLAIM_ANSWER_WINDOW_MS)), buyer: job.signer, won: false });
     const again = this.#retry.get(job.address);
@@ -359,7 +370,7 @@ export class Claimer {
           this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address, ...(late ? { late } : {}) }, 'claim won');
         } else {
           this.#pending.delete(job.address);
-          this.d.orders.decided(job.address);
+          this.d.orders.decided(job.address, this.d.clock(), job.record.deadline);
           this.d.log.info({ job: job.address, claim: claim.address, code: o.refusal.record.code, refusal: o.refusal.address, winner: o.refusal.record.winner }, 'claim refused');
         }
         this.d.onOutcome?.(job.address, claim, o);
@@ -371,7 +382,7 @@ export class Claimer {
         const code = e instanceof C0Error ? e.code : (e as Error).message;
         // The buyer's node takes no claims on this job (its run ended, or it never was an order there): it is not open,
         // whatever this node's view says (a selection missed), so it leaves the open set here as a refusal's order does.
-        if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address);
+        if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address, this.d.clock(), job.record.deadline);
         if (notJudged(e)) {
           if (!late) this.#unanswered(job.signer);
         } else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer

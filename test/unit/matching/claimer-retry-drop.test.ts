@@ -47,7 +47,7 @@ describe('the claimer’s resend list', () => {
     await settle();
     assert.equal(sent.length, 2);
     assert.equal(c.idle, false, 'two claims wait to be sent again');
-    orders.decided(decided.address); // the buyer's selection is seen before the resend
+    orders.decided(decided.address, NOW); // the buyer's selection is seen before the resend
     t = NOW + 60_000; // and the other order's deadline passes
     c.tick();
     await settle();

@@ -69,7 +69,7 @@ test('a presence added, a presence lapsing, an order added or decided, and a lea
   o.add(orders[3]!, NOW + 200);
   assert.equal(check(NOW + 200, 'order added', true).leases.length, 4);
   check(NOW + 300, 'nothing changed', false);
-  o.decided(orders[3]!.address);
+  o.decided(orders[3]!.address, NOW + 300);
   check(NOW + 300, 'order decided', true);
   // the first three providers' presence lapses at NOW + 14 000 (issued NOW − 1 000, window 15 s); P(4)'s at NOW + 15 100
   const lapse = NOW - 1_000 + 15_000;

@@ -31,7 +31,7 @@ test('an order’s eligibility answers go when it is decided, past its deadline,
   assert.equal(o.memoSize, 6, '3 orders × 2 providers');
   o.leases(NOW + 1, view());
   assert.equal(o.memoSize, 6, 'the same providers in a rebuilt view: every answer known');
-  o.decided(decided.address);
+  o.decided(decided.address, NOW);
   assert.equal(o.memoSize, 4, 'the decided order’s answers went with it');
   o.prune(NOW + 5_000);
   assert.equal(o.memoSize, 2, 'the order past its deadline too');

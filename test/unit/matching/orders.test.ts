@@ -108,7 +108,7 @@ describe('the open-order set', () => {
     assert.equal(o.add(b, NOW), true);
     assert.equal(o.add(a, NOW), false);
     assert.equal(o.designatedTo(P(5).did, NOW), 1);
-    o.decided(b.address);
+    o.decided(b.address, NOW);
     assert.equal(o.add(b, NOW), false, 'a decided order is not taken back');
     assert.equal(o.designatedTo(P(5).did, NOW), 0);
     assert.deepEqual(o.open(NOW + 10_000).map((x) => x.job.address), [], 'past its deadline');
