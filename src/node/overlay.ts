@@ -278,6 +278,8 @@ export class OverlayNode {
     if (this.roles.includes('buyer')) this.buyer = this.#buyerSide.createBuyer();
     this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });
     this.#stops.push(async () => this.orders?.claimer?.stop());
+    // after the runs were interrupted and before the network stops: claims still waiting are answered NODE_CLOSING
+    this.#stops.push(async () => this.orders?.desk?.close());
     if (this.roles.includes('steward')) {
       const sc = this.d.config.steward;
       if (nc.witnesses?.includes(this.did)) throw new C0Error('CONFIG_INVALID', `network.witnesses names this steward's own key ${this.did}: a witness must hold a key the steward does not (pool/1 §6.7)`, { field: 'network.witnesses' });

@@ -22,6 +22,7 @@ import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, 
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
+import { NODE_CLOSING_FRAME } from './claim-protocol.js';
 
 /** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
 export interface OrderPorts {
@@ -47,9 +48,13 @@ export interface ArrivedClaim {
 export type ClaimAnswerFrame = { t: 'won'; selection: Uint8Array } | { t: 'refused'; refusal: Uint8Array } | { t: 'error'; code: string; message: string };
 
 export interface ClaimInbox {
-  /** The next claim, or undefined when the signal fires. */
+  /** The next claim, or undefined when the signal fires (also when it already has: a claim waiting is then left to close) or the inbox closed. */
   next(signal: AbortSignal): Promise<ArrivedClaim | undefined>;
-  close(): void;
+  /**
+   * Stop taking claims: every claim still waiting is answered with `answer` (default ORDER_UNKNOWN: the run ended;
+   * NODE_CLOSING once the node is stopping), so no claimant waits out its stream's deadline.
+   */
+  close(answer?: Extract<ClaimAnswerFrame, { t: 'error' }>): void;
 }
 
 /** One claim's outcome, as the run reports it (events and result). */
@@ -78,7 +83,13 @@ export const MAX_LISTED_REFUSALS = 200;
 /** Claim outcomes the run's result keeps (each is also an event as it happens); past it they are counted only. */
 export const MAX_CLAIM_SUMMARIES = 4096;
 
-export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner): Promise<JobResult> {
+/**
+ * Post an open order and run it: claims until a winner or the deadline, then the work with the winner. `stopping` is
+ * the node's stop (Buyer.interrupt): it ends the wait for claims at once, the run `interrupted`, and every claim still
+ * waiting is answered NODE_CLOSING (before, the wait went on to the deadline past the node's stop, and a claim
+ * waiting in the inbox was never answered: its provider waited out the stream's 15 s deadline).
+ */
+export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner, stopping?: AbortSignal): Promise<JobResult> {
   const { clock, log } = d;
   const t0 = job.record.announcedAt;
   const designated = spec.order?.designated;
@@ -184,7 +195,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
     log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
     deadline = clearableTimeoutSignal(Math.max(1, job.record.deadline - clock()));
-    const untilDeadline = AbortSignal.any([stop.signal, deadline.signal]);
+    const untilDeadline = AbortSignal.any([stop.signal, deadline.signal, ...(stopping ? [stopping] : [])]);
     while (!winner) {
       const a = await inbox.next(untilDeadline);
       if (!a) break;
@@ -192,6 +203,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     }
     const collectMs = clock() - t0;
     const result: JobResult = { job, status: 'unclaimed', attempts: [], timings: { collectMs, restMs: 0 }, claims };
+    if (!winner && stopping?.aborted) {
+      // the node is stopping: the run is broken off (Buyer.run says JOB_INTERRUPTED), not unclaimed
+      result.status = 'interrupted';
+      if (omitted) result.claimsOmitted = omitted;
+      return result;
+    }
     if (!winner) {
       result.error = designated
         ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline` }
@@ -241,6 +258,6 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     // the deadline's timers go with the run (a winner may come weeks before it)
     deadline?.clear();
     stop.abort();
-    inbox.close();
+    inbox.close(stopping?.aborted ? NODE_CLOSING_FRAME : undefined);
   }
 }

@@ -426,7 +426,7 @@ export class Buyer {
       const order = this.buildJob(spec, clock());
       made.job = order.address;
       made.opened = order;
-      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent));
+      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent), this.#stop.signal);
       return r.status === 'interrupted' ? this.#interrupted(r, onEvent, r.attempts.at(-1)?.provider) : r;
     }
     const t0 = clock();

@@ -18,6 +18,12 @@
  * inbox, numbered in arrival order and opened (the buyer does not open it
  * again); the buyer decides and answers. Errors
  * carry no signature, so a stranger cannot make this node sign anything.
+ *
+ * No claim is left waiting on its stream's deadline: one still in an inbox when
+ * its run ends is answered ORDER_UNKNOWN (inbox close), and when the node stops
+ * (ClaimDesk.close, before the network stops) every waiting claim, and every
+ * claim after, is answered NODE_CLOSING; a claim whose stream ends before the
+ * buyer reads it leaves the inbox.
  */
 import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, type Opened } from '../records/envelope.js';
@@ -28,6 +34,8 @@ import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
 import { NET_ERR, type ProtocolHandler, type ProtocolLimits } from '../net/protocols.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import type { ArrivedClaim, ClaimAnswerFrame, ClaimInbox, OrderPorts } from './buyer-orders.js';
+
+type ClaimErrorFrame = Extract<ClaimAnswerFrame, { t: 'error' }>;
 
 export const CLAIM_PROTOCOL = '/c0mpute/claim/1';
 
@@ -44,7 +52,12 @@ export interface ClaimDeskOptions {
 }
 export const CLAIM_DESK_DEFAULTS: ClaimDeskOptions = { peer: { ratePerSec: 5, burst: 20 }, maxQueued: 256 };
 
-export const CLAIM_ERR = { INVALID: 'CLAIM_INVALID', NOT_FROM_PEER: 'CLAIM_NOT_FROM_PEER', ORDER_UNKNOWN: 'ORDER_UNKNOWN', BUSY: 'CLAIM_INBOX_FULL', RATE: 'NET_RATE_LIMITED' } as const;
+export const CLAIM_ERR = { INVALID: 'CLAIM_INVALID', NOT_FROM_PEER: 'CLAIM_NOT_FROM_PEER', ORDER_UNKNOWN: 'ORDER_UNKNOWN', BUSY: 'CLAIM_INBOX_FULL', RATE: 'NET_RATE_LIMITED', CLOSING: 'NODE_CLOSING' } as const;
+
+/** The answer to a claim still waiting in an inbox that closes because its run ended (not judged: the order is over). */
+const RUN_ENDED: ClaimErrorFrame = { t: 'error', code: CLAIM_ERR.ORDER_UNKNOWN, message: 'this node takes no more claims on that job: its run ended' };
+/** The answer to every claim waiting, and every new one, once the node is stopping (ClaimDesk.close). */
+export const NODE_CLOSING_FRAME: ClaimErrorFrame = { t: 'error', code: CLAIM_ERR.CLOSING, message: 'the buyer’s node is stopping: its open orders take no more claims' };
 
 export interface ClaimRequest {
   t: 'claim';
@@ -89,6 +102,8 @@ interface InboxState {
 export class ClaimDesk implements OrderPorts {
   readonly opts: ClaimDeskOptions;
   readonly #inboxes = new Map<string, InboxState>();
+  /** The node is stopping (close): no claim is taken any more. */
+  #closed = false;
   readonly #buckets: KeyedBuckets;
   /** Claims refused before reaching an inbox, by code (for metrics and tests). */
   readonly refusedEarly = new Map<string, number>();
@@ -103,12 +118,16 @@ export class ClaimDesk implements OrderPorts {
 
   inbox(job: string): ClaimInbox {
     const st: InboxState = { seq: 0, queue: [], waiters: [] };
+    // the node is stopping: an inbox that takes nothing (Buyer.run refuses new runs by then; this is the backstop)
+    if (this.#closed) return { next: () => Promise.resolve(undefined), close: () => {} };
     this.#inboxes.set(job, st);
     return {
       next: (signal) => {
+        // a run that is ending (its deadline, its stop) takes no more claims, even ones already waiting: close answers them
+        if (signal.aborted) return Promise.resolve(undefined);
         const c = st.queue.shift();
         if (c) return Promise.resolve(c);
-        if (signal.aborted) return Promise.resolve(undefined);
+        if (this.#inboxes.get(job) !== st) return Promise.resolve(undefined); // closed
         return new Promise((resolve) => {
           const onAbort = () => {
             st.waiters = st.waiters.filter((w) => w !== waiter);
@@ -122,11 +141,28 @@ export class ClaimDesk implements OrderPorts {
           signal.addEventListener('abort', onAbort, { once: true });
         });
       },
-      close: () => {
+      close: (answer) => {
         if (this.#inboxes.get(job) === st) this.#inboxes.delete(job);
-        for (const w of st.waiters.splice(0)) w(undefined);
+        this.#shut(st, this.#closed ? NODE_CLOSING_FRAME : (answer ?? RUN_ENDED));
       },
     };
+  }
+
+  /**
+   * The node is stopping (OverlayNode.stop, before its network stops): every claim still waiting in an inbox is
+   * answered NODE_CLOSING at once (before, it waited out its stream's 15 s deadline, and its provider's claim slot
+   * with it), every buyer waiting on `next` gets undefined, and every claim from now on is refused NODE_CLOSING.
+   */
+  close(): void {
+    this.#closed = true;
+    for (const st of this.#inboxes.values()) this.#shut(st, NODE_CLOSING_FRAME);
+    this.#inboxes.clear();
+  }
+
+  /** An inbox closes: its waiting claims are answered with `frame` (their streams end now), its waiting buyer gets undefined. */
+  #shut(st: InboxState, frame: ClaimErrorFrame): void {
+    for (const w of st.waiters.splice(0)) w(undefined);
+    for (const a of st.queue.splice(0)) a.answer(frame);
   }
 
   /** Is this node taking claims on `job` now? */
@@ -144,6 +180,7 @@ export class ClaimDesk implements OrderPorts {
     return async (requests, ctx) => {
       if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'claim/1 takes exactly one request frame');
       const peer = ctx.peer.toString();
+      if (this.#closed) this.#early(CLAIM_ERR.CLOSING, NODE_CLOSING_FRAME.message);
       if (!this.#buckets.take(peer)) {
         this.opts.onRateLimited?.(peer);
         this.#early(CLAIM_ERR.RATE, `claim/1: this peer sends more than ${this.opts.peer.ratePerSec} claims a second`);
@@ -162,9 +199,17 @@ export class ClaimDesk implements OrderPorts {
       if (!st) this.#early(CLAIM_ERR.ORDER_UNKNOWN, 'this node is not taking claims on that job', 'claim');
       if (st.queue.length >= this.opts.maxQueued) this.#early(CLAIM_ERR.BUSY, 'too many claims waiting on this order');
       const frame = await new Promise<Exclude<ClaimAnswerFrame, { t: 'error' }>>((resolve, reject) => {
-        const onAbort = () => reject(new C0Error('CLAIM_UNANSWERED', 'the buyer did not answer the claim in time'));
-        if (ctx.signal.aborted) return onAbort();
+        const unanswered = () => new C0Error('CLAIM_UNANSWERED', 'the buyer did not answer the claim in time');
+        if (ctx.signal.aborted) return reject(unanswered());
+        const onAbort = () => {
+          // the stream ended first (its deadline, the claimant gave up): the claim leaves the queue with it, so the
+          // buyer does not judge a claim nobody hears the answer to, and it stops counting against maxQueued
+          const i = st.queue.indexOf(arrived);
+          if (i >= 0) st.queue.splice(i, 1);
+          reject(unanswered());
+        };
         ctx.signal.addEventListener('abort', onAbort, { once: true });
+        let answered = false;
         const arrived: ArrivedClaim = {
           seq: ++st.seq,
           receivedAt: this.clock(),
@@ -173,6 +218,8 @@ export class ClaimDesk implements OrderPorts {
           ...(req.advert ? { advert: req.advert } : {}),
           from: peer,
           answer: (f) => {
+            if (answered) return;
+            answered = true;
             ctx.signal.removeEventListener('abort', onAbort);
             if (f.t === 'error') reject(new C0Error(f.code, f.message));
             else resolve(f);

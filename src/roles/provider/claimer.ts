@@ -23,7 +23,8 @@
  * Each order is claimed at most once; an answer (won, refused) or an error
  * ends that claim. Refusals are kept (the buyer's signed word); a refusal, or
  * `ORDER_UNKNOWN` (the buyer's node takes no claims on the job), takes the
- * order out of the node's open set. The exception
+ * order out of the node's open set, and so does `NODE_CLOSING` (the buyer's node
+ * is stopping: its run is broken off, nobody will win the order). The exception
  * is an error that says the buyer did not judge the claim — its node was
  * rate-limiting us (`NET_RATE_LIMITED`), its claim inbox was full, or the
  * stream failed before an answer — which a busy provider hits when many orders
@@ -382,7 +383,8 @@ export class Claimer {
         const code = e instanceof C0Error ? e.code : (e as Error).message;
         // The buyer's node takes no claims on this job (its run ended, or it never was an order there): it is not open,
         // whatever this node's view says (a selection missed), so it leaves the open set here as a refusal's order does.
-        if (e instanceof C0Error && e.code === CLAIM_ERR.ORDER_UNKNOWN) this.d.orders.decided(job.address, this.d.clock(), job.record.deadline);
+        // NODE_CLOSING: the buyer's node is stopping, its run broken off; nobody will ever win this order.
+        if (e instanceof C0Error && (e.code === CLAIM_ERR.ORDER_UNKNOWN || e.code === CLAIM_ERR.CLOSING)) this.d.orders.decided(job.address, this.d.clock(), job.record.deadline);
         if (notJudged(e)) {
           if (!late) this.#unanswered(job.signer);
         } else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer

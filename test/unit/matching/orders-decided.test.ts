@@ -86,6 +86,26 @@ describe('decided orders stay decided', () => {
     c.stop();
   });
 
+  it('a claim answered NODE_CLOSING (the buyer’s node is stopping) takes the order out of the open set too; it is not claimed again', async () => {
+    const orders = new OpenOrders();
+    const j = order(21);
+    orders.add(j, NOW);
+    const sent: string[] = [];
+    const c = new Claimer({
+      did: P(1).did, signer: P(1).signer, clock: () => NOW, log: silentLogger(), orders, advert: () => AD, freeSlots: () => 4, runs: () => false, live: () => [], canRun: () => true,
+      send: async (x) => {
+        sent.push(x.address);
+        throw new C0Error('NODE_CLOSING', 'the buyer’s node is stopping');
+      },
+    });
+    c.tick();
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(sent, [j.address]);
+    assert.equal(orders.size, 0, 'its run is broken off: nobody will win it');
+    assert.equal(orders.add(j, NOW), false, 'nor taken back when heard again');
+    c.stop();
+  });
+
   it('a provider’s anti-entropy asks for selections with the jobs', () => {
     assert.deepEqual(antiEntropyKinds(true), ['advert', 'job', 'selection']);
     assert.deepEqual(antiEntropyKinds(false), ['advert']);

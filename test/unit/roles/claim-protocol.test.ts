@@ -118,6 +118,56 @@ describe('claim/1 framing and checks', () => {
   });
 });
 
+/** The claim's stream's outcome, or 'hung' when it has none within `ms` (its real deadline is 15 s away). */
+const within = <T>(p: Promise<T>, ms = 200): Promise<T | 'hung'> => Promise.race([p, new Promise<'hung'>((r) => setTimeout(() => r('hung'), ms))]);
+
+describe('claims left waiting when an inbox or the node closes', () => {
+  it('a claim still waiting when its run’s inbox closes is answered ORDER_UNKNOWN at once, not left to its stream’s deadline', async () => {
+    const desk = new ClaimDesk(() => NOW);
+    const inbox = desk.inbox(J.address);
+    const waiting = call(desk, 1, [{ t: 'claim', claim: claimBy(1).bytes }]); // queued: the buyer is not reading
+    inbox.close();
+    assert.deepEqual(await within(waiting), { sent: [], error: 'ORDER_UNKNOWN' });
+  });
+
+  it('the node’s stop (ClaimDesk.close): every waiting claim gets NODE_CLOSING, the buyer’s waiting next() ends, new claims are refused NODE_CLOSING', async () => {
+    const desk = new ClaimDesk(() => NOW);
+    const J2 = job(BUYER, { order: {}, nonce: new Uint8Array([9]) });
+    desk.inbox(J.address);
+    const reading = desk.inbox(J2.address);
+    const queued = [call(desk, 1, [{ t: 'claim', claim: claimBy(1).bytes }]), call(desk, 2, [{ t: 'claim', claim: claimBy(2).bytes }])];
+    const next = reading.next(new AbortController().signal); // the buyer of J2 waits for a claim
+    desk.close();
+    assert.deepEqual(await within(Promise.all(queued)), [{ sent: [], error: 'NODE_CLOSING' }, { sent: [], error: 'NODE_CLOSING' }]);
+    assert.equal(await within(next), undefined, 'the buyer waiting on the inbox is woken with nothing');
+    assert.equal(await within(reading.next(new AbortController().signal)), undefined, 'and a closed inbox never blocks again');
+    assert.equal(desk.open(J.address), false);
+    assert.equal((await call(desk, 3, [{ t: 'claim', claim: claimBy(3).bytes }])).error, 'NODE_CLOSING');
+    assert.equal(desk.refusedEarly.get('NODE_CLOSING'), 1);
+    // an inbox asked for after the stop takes nothing and blocks nobody
+    const late = desk.inbox(J2.address);
+    assert.equal(await within(late.next(new AbortController().signal)), undefined);
+    assert.equal(desk.open(J2.address), false);
+  });
+
+  it('a claim whose stream ends before the buyer reads it leaves the queue (it is not judged for nobody, nor holds a place)', async () => {
+    const desk = new ClaimDesk(() => NOW, { maxQueued: 1 });
+    const inbox = desk.inbox(J.address);
+    const gone = new AbortController();
+    const sent: CborValue[] = [];
+    const served = Promise.resolve(desk.handler()([{ t: 'claim', claim: claimBy(1).bytes }], { peer: peerIdFromDid(P(1).did), signal: gone.signal, send: async (f) => void sent.push(f) })).catch((e: unknown) => (e as { code: string }).code);
+    gone.abort(); // the claimant's stream reached its deadline, or it hung up
+    assert.equal(await served, 'CLAIM_UNANSWERED');
+    const next = call(desk, 2, [{ t: 'claim', claim: claimBy(2).bytes }]);
+    const a = await within(inbox.next(new AbortController().signal));
+    assert.notEqual(a, 'hung');
+    assert.equal((a as { from: string }).from, peerIdFromDid(P(2).did).toString(), 'the next claim read is the live one, and the dead one did not fill the one place');
+    (a as { answer: (f: unknown) => void }).answer({ t: 'won', selection: new Uint8Array([1]) });
+    assert.deepEqual((await next).sent, [{ t: 'won', selection: new Uint8Array([1]) }]);
+    assert.deepEqual(sent, []);
+  });
+});
+
 describe('the job spec’s order (/v1/run)', () => {
   const base = { workload: 'builtin.sha256', deadlineMs: 1000, maxPrice: '1 USD' };
   it('takes {} (an open bid) or {designated: DID}; anything else is JOB_SPEC_INVALID naming the field', () => {
