@@ -12,13 +12,18 @@
  * at its deadline. Part of src/roles/steward.ts.
  *
  * Only who did the work is charged (onReceipt): a single job's claim only
- * receipts from a provider a selection for that job named (one heard before
- * that selection is held aside, bounded and in memory, and charged if the
- * selection names it), a gang's only receipts signed by the run member bound
+ * receipts from the provider that signed a selection's winning offer for that
+ * job (resolved from the offer itself, src/roles/steward-winners.ts, never
+ * from the `considered` text alone) or, when that offer cites a pool's advert,
+ * the pool's receipts for that offer (docs/pools.md: they name the pool's DID;
+ * their chain must prove a member of that pool). One heard before that
+ * selection is held aside, bounded and in memory, and charged once a selection
+ * chooses who signed it. A gang's only receipts signed by the run member bound
  * to the job they name. Anyone can sign a receipt naming the job and buyer.
  *
- * A single job's receipts and the providers chosen for it (winners, and the
- * provider the latest selection named) are kept in the `steward-claims`
+ * A single job's receipts and the providers chosen for it (winners, the
+ * winning offers with the pool each stands for, and the provider of the latest
+ * selection's winning offer) are kept in the `steward-claims`
  * store as well (ClaimStore below; a gang's receipts are kept by
  * src/roles/steward-gangs.ts), so after a restart its release still charges
  * every receipt signed before it, a completed receipt heard before the
@@ -35,16 +40,19 @@
  *
  * Store (the overlay's `steward-claims` sublevel): `r/<claim>/<receipt
  * address>` → the receipt envelope; `w/<claim>/<provider>` → the order it was
- * chosen in (decimal); `p/<claim>` → the provider the latest selection named.
+ * chosen in (decimal); `o/<claim>/<offer>` → a winning offer as resolved (JSON
+ * ChosenOffer: its signer, cited advert, the pool it stands for); `p/<claim>` →
+ * the signer of the latest selection's winning offer.
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
-import { T, type Energy, type Receipt, type Selection } from '../records/kinds.js';
+import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
 import { worseGrade } from '../pool/grades.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import { pooledReceiptFor, type ChosenOffer, type WinnerResolver } from './steward-winners.js';
 
 const GRACE_MS = 5_000;
 
@@ -59,6 +67,8 @@ export interface SavedClaim {
   receipts: Opened<Receipt>[];
   /** in the order they were chosen */
   winners: string[];
+  /** the winning offers as resolved (a pool's among them) */
+  chosen: ChosenOffer[];
   provider?: string;
 }
 
@@ -71,7 +81,7 @@ export class ClaimStore {
     const winners = new Map<string, Array<[number, string]>>();
     const of = (claim: string) => {
       let c = out.get(claim);
-      if (!c) out.set(claim, (c = { receipts: [], winners: [] }));
+      if (!c) out.set(claim, (c = { receipts: [], winners: [], chosen: [] }));
       return c;
     };
     for await (const [k, v] of this.sub.iterator()) {
@@ -80,6 +90,9 @@ export class ClaimStore {
         const claim = k.slice(2, k.lastIndexOf('/'));
         of(claim);
         winners.set(claim, [...(winners.get(claim) ?? []), [Number(fromUtf8.decode(v)), k.slice(k.lastIndexOf('/') + 1)]]);
+      } else if (k.startsWith('o/')) {
+        const c = chosenFrom(fromUtf8.decode(v));
+        if (c) of(k.slice(2, k.lastIndexOf('/'))).chosen.push(c);
       } else if (k.startsWith('p/')) of(k.slice(2)).provider = fromUtf8.decode(v);
     }
     for (const [claim, ws] of winners) of(claim).winners = ws.sort((a, b) => a[0] - b[0]).map(([, w]) => w);
@@ -94,13 +107,17 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'put', key: `w/${claim}/${provider}`, value: utf8.encode(String(order)) }], { sync: true } as never);
   }
 
+  async putChosen(claim: string, c: ChosenOffer): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `o/${claim}/${c.offer}`, value: utf8.encode(JSON.stringify(c)) }], { sync: true } as never);
+  }
+
   async putProvider(claim: string, provider: string): Promise<void> {
     await this.sub.batch([{ type: 'put', key: `p/${claim}`, value: utf8.encode(provider) }], { sync: true } as never);
   }
 
   async remove(claim: string): Promise<void> {
     const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `p/${claim}` }];
-    for (const pre of ['r', 'w']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
+    for (const pre of ['r', 'w', 'o']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
     await this.sub.batch(dels, { sync: true } as never);
   }
 }
@@ -111,6 +128,21 @@ export class ClaimStore {
  * further one is dropped, not charged.
  */
 export const MAX_ASIDE_RECEIPTS = 16;
+
+/** How many selections whose winning offer could not be found yet are kept per claim (memory only; tried again at each catch-up). */
+export const MAX_PENDING_SELECTIONS = 8;
+
+/** A kept ChosenOffer (ClaimStore `o/`), or undefined when it does not read as one (skipped: the claim is charged without it). */
+function chosenFrom(text: string): ChosenOffer | undefined {
+  try {
+    const c = JSON.parse(text) as Partial<ChosenOffer>;
+    if (typeof c.offer !== 'string' || typeof c.provider !== 'string' || typeof c.advert !== 'string' || typeof c.advertKnown !== 'boolean') return undefined;
+    if (c.pool !== undefined && typeof c.pool !== 'string') return undefined;
+    return { offer: c.offer, provider: c.provider, advert: c.advert, advertKnown: c.advertKnown, ...(c.pool === undefined ? {} : { pool: c.pool }) };
+  } catch {
+    return undefined;
+  }
+}
 
 /** A claim's winners: a set that tells its owner of each provider added (so a winner chosen anywhere is kept on disk). */
 class Winners extends Set<string> {
@@ -130,7 +162,12 @@ export interface OpenJob {
   deadline: number;
   receipts: Map<string, Opened<Receipt>>;
   winners: Set<string>;
+  /** A single job's winning offers as resolved, by offer address (a pool's receipts are charged against these). */
+  chosen: Map<string, ChosenOffer>;
+  /** The signer of the latest selection's winning offer: who runs the job (asked for usage, to stop). */
   provider?: string;
+  /** Selections whose winning offer was not found yet (memory only, at most MAX_PENDING_SELECTIONS): resolved again at each catch-up. */
+  pending?: Map<string, Opened<Selection>>;
   entitlement: string;
   timer?: LongTimer;
   /** A gang's claim: its size (member jobs are bound to it in src/roles/steward-gangs.ts). */
@@ -159,6 +196,8 @@ export interface AccountsDeps {
   append: Ledger['append'];
   /** A claim is closing: drop what else is kept about it (sampled usage, idle verdicts). Runs before the append. */
   forget: (claim: string) => void;
+  /** Resolves a selection's winning offer: who signed it, the pool its receipts name (src/roles/steward-winners.ts). */
+  winners: WinnerResolver;
   /** Where a single job's receipts and chosen providers are kept across a restart (absent: in memory only). */
   store?: ClaimStore;
   /** Retrying a failed `Released` append (default RELEASE_RETRY). */
@@ -191,7 +230,7 @@ export class ClaimAccounts {
 
   track(claim: string, entitlement: string, buyer: string, deadline: number, gang?: number): OpenJob {
     const winners = new Winners();
-    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners, ...(gang === undefined ? {} : { gang }) };
+    const oj: OpenJob = { claim, buyer, deadline, entitlement, receipts: new Map(), winners, chosen: new Map(), ...(gang === undefined ? {} : { gang }) };
     const store = this.d.store;
     // A single job's winners are kept on disk, whoever chose them (a selection heard, or this steward's own in select()).
     if (store && gang === undefined) {
@@ -219,6 +258,7 @@ export class ClaimAccounts {
       }
       for (const r of saved.receipts) oj.receipts.set(r.address, r);
       for (const w of saved.winners) Set.prototype.add.call(oj.winners, w);
+      for (const c of saved.chosen) oj.chosen.set(c.offer, c);
       if (saved.provider) oj.provider = saved.provider;
     }
     for (const oj of [...this.#open.values()]) {
@@ -241,7 +281,7 @@ export class ClaimAccounts {
     await this.release(oj, 'deadline').catch(() => {});
   }
 
-  /** The provider doing a claim's work: the one a selection named, or the first winner the steward chose. */
+  /** The provider doing a claim's work: the signer of the latest selection's winning offer, or the first winner chosen. */
   providerOf(claim: string): string | undefined {
     const oj = this.#open.get(claim);
     // a claim whose release is under way is no one's to stop (no preemption or idle victim)
@@ -259,30 +299,70 @@ export class ClaimAccounts {
     return this.d.gangs?.claimOf(job) ?? job;
   }
 
+  /**
+   * A selection heard (the buyer's, or this steward's own): its winning offer is resolved (src/roles/steward-winners.ts)
+   * and, when it checks out, its signer is chosen (and, for a pool's offer, the pool's receipts for it). One naming a
+   * provider that did not sign the winning offer is refused (logged, nothing chosen); one whose offer is found nowhere
+   * is kept aside and resolved again at each catch-up (retryPending).
+   */
   async onSelection(s: Opened<Selection>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(s.record.job));
     // A gang names no single provider: it is never a preemption or idle victim (stopping every member is not built).
     if (!oj || oj.gang !== undefined) return;
     // Only the buyer's (or our own) selection names the provider doing the work.
     if (s.signer !== oj.buyer && s.signer !== this.d.did) return;
-    const w = s.record.considered.find((c) => c.offer === s.record.winner);
-    if (w) {
-      await this.choose(oj, w.provider);
-      if (oj.provider === w.provider) return;
-      oj.provider = w.provider;
-      await this.d.store?.putProvider(oj.claim, w.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
+    await this.#resolve(oj, s);
+  }
+
+  /** The signer of a selection's winning offer, resolved and checked (undefined: refused or not found). */
+  async winnerOf(s: Opened<Selection>): Promise<string | undefined> {
+    const r = await this.d.winners.resolve(s);
+    return 'chosen' in r ? r.chosen.provider : undefined;
+  }
+
+  async #resolve(oj: OpenJob, s: Opened<Selection>): Promise<void> {
+    const r = await this.d.winners.resolve(s);
+    if (this.#open.get(oj.claim) !== oj) return;
+    if ('refused' in r) {
+      oj.pending?.delete(s.address);
+      this.d.log.warn({ claim: oj.claim, selection: s.address, code: r.refused, detail: r.detail }, 'a selection’s winner does not check out against its offer: nothing chosen from it');
+      return;
+    }
+    if ('unresolved' in r) {
+      const pending = (oj.pending ??= new Map());
+      if (!pending.has(s.address) && pending.size >= MAX_PENDING_SELECTIONS) pending.delete(pending.keys().next().value!);
+      pending.set(s.address, s);
+      this.d.log.info({ claim: oj.claim, selection: s.address, offer: s.record.winner, why: r.unresolved }, 'a selection’s winning offer was not found: resolved again at the next catch-up');
+      return;
+    }
+    oj.pending?.delete(s.address);
+    await this.choose(oj, r.chosen);
+    if (oj.provider === r.chosen.provider) return;
+    oj.provider = r.chosen.provider;
+    await this.d.store?.putProvider(oj.claim, r.chosen.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
+  }
+
+  /** Resolve again the selections whose winning offer was not found (a catch-up round, a withdraw). */
+  async retryPending(claim?: string): Promise<void> {
+    for (const oj of claim === undefined ? [...this.#open.values()] : [this.#open.get(claim)].filter((x): x is OpenJob => x !== undefined)) {
+      for (const s of [...(oj.pending?.values() ?? [])]) {
+        if (this.#open.get(oj.claim) !== oj || oj.releasing) break;
+        await this.#resolve(oj, s);
+      }
     }
   }
 
   /**
    * A receipt heard (gossip, a preempted provider's answer, a buyer's withdraw). Charged to an open claim only when
-   * it names the claim's buyer and was signed by who did the work: for a single job, a provider a selection for that
-   * job named (the buyer's or this steward's); for a gang, the run member bound to the member job it names. Anyone
-   * on the overlay can sign a receipt for any job, so one from another key is never charged: a gang's is dropped; a
-   * single job's is held aside (the buyer's selection may reach the steward after the receipt), at most
-   * MAX_ASIDE_RECEIPTS per claim, in memory only, and charged if a selection later names its provider. It is
-   * dropped with the claim's release, or when the aside is full (a flood from fresh keys fills it and nothing
-   * more: a receipt from the real provider dropped then is charged only if it comes again, e.g. with a withdraw).
+   * it names the claim's buyer and was signed by who did the work: for a single job, the signer of a selection's
+   * winning offer for that job (the buyer's or this steward's), or, for a winning offer that cites a pool's advert,
+   * the pool's receipt for that offer, signed by a member its chain proves (#doneBy); for a gang, the run member
+   * bound to the member job it names. Anyone on the overlay can sign a receipt for any job, so one from another key
+   * is never charged: a gang's is dropped; a single job's is held aside (the buyer's selection may reach the steward
+   * after the receipt), at most MAX_ASIDE_RECEIPTS per claim, in memory only, and charged if a selection later
+   * chooses who signed it. It is dropped with the claim's release, or when the aside is full (a flood from fresh
+   * keys fills it and nothing more: a receipt from the real provider dropped then is charged only if it comes again,
+   * e.g. with a withdraw).
    */
   async onReceipt(r: Opened<Receipt>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(r.record.job));
@@ -294,11 +374,27 @@ export class ClaimAccounts {
         this.d.log.debug({ claim: oj.claim, job: r.record.job, signer: r.signer }, 'gang receipt not signed by the run member bound to its job; not charged');
         return;
       }
-    } else if (!oj.winners.has(r.record.provider)) {
+    } else if (!(await this.#doneBy(oj, r))) {
       this.#holdAside(oj, r);
       return;
     }
+    if (this.#open.get(oj.claim) !== oj || oj.receipts.has(r.address)) return;
     await this.#charge(oj, r);
+  }
+
+  /**
+   * Whether a single job's receipt is from who did its work: a plain receipt from a chosen provider; a pooled one
+   * (naming a pool's DID) only as the pool's receipt for a winning offer that cites that pool's advert
+   * (pooledReceiptFor). A winning offer whose advert was not found when it was chosen is looked at again here.
+   */
+  async #doneBy(oj: OpenJob, r: Opened<Receipt>): Promise<boolean> {
+    if (!r.record.pool) return oj.winners.has(r.record.provider);
+    let c = oj.chosen.get(r.record.offer);
+    if (c && !c.advertKnown) {
+      c = await this.d.winners.again(c, [oj.buyer]);
+      if (c.advertKnown && this.#open.get(oj.claim) === oj) await this.#keepChosen(oj, c);
+    }
+    return pooledReceiptFor(r, c);
   }
 
   /** A single job's receipt from a provider no selection named (yet): kept aside, bounded, not charged. */
@@ -314,16 +410,34 @@ export class ClaimAccounts {
     this.d.log.debug({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named (yet); held aside, not charged');
   }
 
-  /** A provider was chosen for a single job (a selection heard, or this steward's own): a winner, and the receipts it signed that were held aside are charged. */
-  async choose(oj: OpenJob, provider: string): Promise<void> {
-    oj.winners.add(provider);
+  /**
+   * A winning offer was chosen for a single job (a selection heard, or this steward's own): its signer is a winner,
+   * the offer is kept with the pool it stands for, and the receipts held aside that are now from who did the work
+   * (#doneBy) are charged.
+   */
+  async choose(oj: OpenJob, c: ChosenOffer): Promise<void> {
+    oj.winners.add(c.provider);
+    await this.#keepChosen(oj, c);
     if (!oj.aside) return;
     for (const [address, r] of [...oj.aside]) {
-      if (r.record.provider !== provider) continue;
+      if (!(await this.#doneBy(oj, r))) continue;
       oj.aside.delete(address);
       if (this.#open.get(oj.claim) !== oj || oj.receipts.has(address)) continue;
       await this.#charge(oj, r);
     }
+  }
+
+  /** The steward's own selection (a managed overlay): its winning offer, held by its market, is chosen. */
+  async chooseOffer(oj: OpenJob, offer: Opened<Offer>): Promise<void> {
+    await this.choose(oj, await this.d.winners.chosen(offer, [oj.buyer]));
+  }
+
+  /** Keep a winning offer as resolved (in memory, and on disk for a single job's claim). */
+  async #keepChosen(oj: OpenJob, c: ChosenOffer): Promise<void> {
+    const had = oj.chosen.get(c.offer);
+    if (had && had.advertKnown === c.advertKnown && had.pool === c.pool && had.provider === c.provider) return;
+    oj.chosen.set(c.offer, c);
+    if (oj.gang === undefined) await this.d.store?.putChosen(oj.claim, c).catch((e) => this.d.log.warn({ claim: oj.claim, offer: c.offer, err: (e as Error).message }, 'cannot keep a winning offer on disk'));
   }
 
   /** Charge a receipt to its claim (kept on disk first), and release the claim when it is final. */

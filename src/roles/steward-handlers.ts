@@ -58,7 +58,7 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
       await accounts.onReceipt(r);
     }
   }
-  if (selectionsOf && oj.gang === undefined && oj.aside?.size) await selectionsOf(oj);
+  if (selectionsOf && oj.gang === undefined && (oj.aside?.size || oj.pending?.size)) await selectionsOf(oj);
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }
@@ -89,6 +89,6 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   const sel = d.ports.market.signSelection(job, decision, cand, now);
   const oj = d.accounts.get(job.address);
   // charged whatever happens to the answer (a receipt it signed held aside is charged now)
-  if (oj) await d.accounts.choose(oj, cand.provider).catch((e) => d.ports.log.warn({ claim: oj.claim, provider: cand.provider, err: (e as Error).message }, 'charging the receipts held aside for a chosen provider failed'));
+  if (oj) await d.accounts.chooseOffer(oj, cand.offer).catch((e) => d.ports.log.warn({ claim: oj.claim, provider: cand.provider, err: (e as Error).message }, 'charging the receipts held aside for a chosen provider failed'));
   await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
 }

@@ -8,7 +8,7 @@
  */
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
-import type { Advert } from '../records/kinds.js';
+import type { Advert, Offer } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Network } from '../net/node.js';
 import type { RecordStore } from '../store/records.js';
@@ -67,10 +67,16 @@ export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained'>>;
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
-  /** The market engine: a managed overlay's selections, and the live adverts (the overlay's physical capacity). */
-  readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & { readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>> } };
+  /**
+   * The market engine: a managed overlay's selections, the live adverts (the overlay's physical capacity), and the
+   * offers and adverts held by address (a selection's winning offer and the advert it cites: steward-winners.ts).
+   */
+  readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & {
+    readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>>; get?(address: string): Opened<Advert> | undefined };
+    readonly book?: { get(address: string): Opened<Offer> | undefined };
+  };
   /** A sublevel of the overlay's store (the steward's queue). */
   sub(name: string): Sub;
 }

@@ -314,11 +314,13 @@ export class Reclaimer {
   }
 
   /**
-   * A selection heard: if it names a provider for a claim reclaimed already (its buyer failed over before it heard
+   * A selection heard: if it chooses a provider for a claim reclaimed already (its buyer failed over before it heard
    * the claim was over, or the steward heard the failover's selection only after it asked the provider before),
-   * ask that provider to stop (or bar) the job too, so the devices released stay free.
+   * ask that provider to stop (or bar) the job too, so the devices released stay free. The provider is the signer of
+   * the selection's winning offer (`winnerOf`: resolved from the offer, src/roles/steward-winners.ts), never the
+   * selection's own text: a pool's offer is run by the coordinator that signed it.
    */
-  async onSelection(s: Opened<Selection>): Promise<void> {
+  async onSelection(s: Opened<Selection>, winnerOf: (s: Opened<Selection>) => Promise<string | undefined>): Promise<void> {
     const r = this.#reclaimed.get(s.record.job);
     if (!r) return;
     if (r.deadline <= this.d.ports.clock()) {
@@ -326,7 +328,7 @@ export class Reclaimer {
       return;
     }
     if (s.signer !== r.buyer && s.signer !== this.d.did) return;
-    const provider = s.record.considered.find((c) => c.offer === s.record.winner)?.provider;
+    const provider = await winnerOf(s);
     if (!provider || r.asked.has(provider)) return;
     r.asked.add(provider);
     this.d.ports.log.warn({ claim: s.record.job, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');

@@ -68,6 +68,7 @@ import { POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
+import { WinnerResolver } from './steward-winners.js';
 import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
@@ -115,7 +116,12 @@ export class Steward {
     // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
     const serial = new Serial();
     const gangs = { claimOf: (j: string) => this.#gangs.claimOf(j), memberOf: (j: string) => this.#gangs.memberOf(j), signedByMember: (r: Opened<Receipt>) => this.#gangs.signedByMember(r), noteReceipt: (c: string, r: Opened<Receipt>) => this.#gangs.noteReceipt(c, r), released: (c: string) => this.#gangs.released(c) };
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs, store: new ClaimStore(o.sub('steward-claims')) });
+    const winners = new WinnerResolver({
+      offer: async (a) => (await o.records.get(a, T.offer)) ?? o.market.book?.get(a),
+      advert: async (a) => o.market.adverts.get?.(a) ?? (await o.records.get(a, T.advert)),
+      ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
+    });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
@@ -160,8 +166,8 @@ export class Steward {
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', async (rec) => {
       await this.#accounts.onSelection(rec as Opened<Selection>);
-      // a provider named for a claim reclaimed already is asked to stop it (not awaited: its answer can take a while)
-      void this.#reclaim.onSelection(rec as Opened<Selection>);
+      // the signer of the winning offer of a claim reclaimed already is asked to stop it (not awaited: its answer can take a while)
+      void this.#reclaim.onSelection(rec as Opened<Selection>, (s) => this.#accounts.winnerOf(s));
     });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
     net.subscribe('advert', () => void this.#line.retry());
@@ -307,6 +313,8 @@ export class Steward {
     this.#catchUpFrom = from + asked.length;
     this.#catchingUp = true;
     try {
+      // selections whose winning offer was not found when heard: looked for again (held by now, or fetched from their parties)
+      await this.#accounts.retryPending();
       for (const did of asked) {
         if (this.#stopped) return;
         // selections first: a receipt is charged against the providers they name. Asked by job (records/1 `jobs`): a
@@ -343,6 +351,7 @@ export class Steward {
     const ask = this.#askFor(oj.buyer, ['selection'], [oj.claim]).then(async (r) => {
       // what a sync accepted is handed to the subscribers through the network's queue: wait for it to be handled
       await this.o.net.drained?.();
+      await this.#accounts.retryPending(oj.claim);
       this.log.debug({ claim: oj.claim, accepted: r.accepted, failed: r.failed }, 'withdraw: asked the buyer for the selections of a claim with receipts held aside');
     });
     try {

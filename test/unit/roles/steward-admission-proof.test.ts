@@ -61,6 +61,7 @@ describe('the steward’s proof of admission', () => {
       assert.ok(same((await st.ask({ op: 'admission', job: j.address }, provider.did))[0]!.entry, first!.admission));
       // released: no proof any more
       const o = offer(provider, j, 'sha256:' + '31'.repeat(32));
+      records.set(o.address, o as never);
       const sel = { signer: buyer.did, record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } } as unknown as Opened<Selection>;
       await st.hear('selection', sel);
       await st.hear('receipt', receipt(provider, buyer, o, { energy: { uj: 4_000_000, grade: 'HwShunt' } }));

@@ -97,6 +97,7 @@ describe('a steward catches up on what it did not hear', () => {
     const { t, records, held, j } = await admittedThenDown('c0-catch-up-', new Uint8Array([5, 3]));
     // while the steward is down: the buyer selects the provider, the work completes, both are gossiped to nobody
     const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
+    records.set(o.address, o as never); // the steward holds the winning offer (it came to it)
     held.set(buyer.did, { selection: [selectionOf(j, o, '42')], receipt: [receipt(provider, buyer, o, { energy: { uj: 43_890_519, grade: 'HwShunt' } })] });
     const db = await openDb(join(t.dir, 'db'));
     try {
@@ -126,6 +127,7 @@ describe('a steward catches up on what it did not hear', () => {
         return { sel: { signer: P(2).did, address: 'sha256:' + i.toString(16).padStart(64, '0'), record: { job: oj.address, winner: oo.address, considered: [{ provider: provider.did, offer: oo.address }] } }, rec: receipt(provider, P(2), oo) };
       });
       const o = offer(provider, j, 'sha256:' + '41'.repeat(32));
+      records.set(o.address, o as never); // the steward holds the winning offer (it came to it)
       held.set(buyer.did, { selection: [...others.map((x) => x.sel), selectionOf(j, o, '43')], receipt: [...others.map((x) => x.rec), receipt(provider, buyer, o, { energy: { uj: 43_890_520, grade: 'HwShunt' } })] });
 
       // a party before the op: the live sync (which here reaches only the oldest 1 024) is asked instead; nothing comes

@@ -59,9 +59,11 @@ describe('a single job’s receipts and chosen providers survive a steward resta
       assert.equal(st.frames[0]!.t, 'admitted');
       // attempt 1 on p1 fails (3 J); the buyer fails over to p2
       const a = selection(j, p1, 1);
+      records.set(a.offer.address, a.offer as never);
       await st.hear('selection', a.sel);
       await st.hear('receipt', receipt(p1, buyer, a.offer, { status: 'failed', energy: { uj: 3_000_001, grade: 'HwShunt' } }));
       const b = selection(j, p2, 2);
+      records.set(b.offer.address, b.offer as never);
       await st.hear('selection', b.sel);
       assert.deepEqual(await st.released(), []);
       await st.s.stop();
@@ -100,6 +102,7 @@ describe('a single job’s receipts and chosen providers survive a steward resta
       const j = job(buyer, { nonce: new Uint8Array([2, 9]) });
       await st.admit(j);
       const a = selection(j, p1, 1);
+      records.set(a.offer.address, a.offer as never);
       await st.hear('selection', a.sel);
       // the store fails as the completed receipt's release is appended; then the process dies
       const append = st.s.ledger.append.bind(st.s.ledger);

@@ -9,7 +9,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal } from '../../../src/records/envelope.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T, type Selection } from '../../../src/records/kinds.js';
 import type { Claim } from '../../../src/pool/admission.js';
 import { admittedEvent } from '../../../src/pool/admission.js';
@@ -55,6 +55,7 @@ async function rig(dir: string, answerStop: (to: string, f: Frame) => unknown) {
   if (v.verdict === 'Admit') await r.append(admittedEvent(claimOf(low.address, 'lo'), v));
   r.accounts.track(low.address, 'lo', lowBuyer.did, low.record.deadline);
   const offerA = offer(provA, low, advert(provA));
+  r.offers.set(offerA.address, offerA);
   await r.accounts.onSelection(selection(lowBuyer, offerA, provA));
   await r.accounts.onReceipt(receipt(provA, lowBuyer, offerA, { status: 'failed', energy: { uj: 700, grade: 'Estimator' } }));
   assert.ok(r.accounts.get(low.address), 'a failed attempt alone does not release the claim');
@@ -110,16 +111,21 @@ describe('preempting a claim its provider is not running', () => {
       const s = await rig(t.dir, () => ({ stopped: 'no', barred: 'yes' }));
       assert.ok('admit' in (await s.admitHigh()));
       const offerB = offer(provB, s.low, advert(provB));
+      s.offers.set(offerB.address, offerB);
+      // the provider asked is the winning offer's signer, as the steward resolves it
+      const winnerOf = (sel: Opened<Selection>) => s.accounts.winnerOf(sel);
       // someone else's selection of the job names nobody the steward stops
-      await s.reclaim.onSelection(selection(highBuyer, offerB, provB));
+      await s.reclaim.onSelection(selection(highBuyer, offerB, provB), winnerOf);
       assert.equal(s.asked.filter((a) => a.to === provB.did).length, 0);
-      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
-      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
+      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB), winnerOf);
+      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB), winnerOf);
       const toB = s.asked.filter((a) => a.to === provB.did);
       assert.equal(toB.length, 1);
       assert.deepEqual([toB[0]!.f.op, toB[0]!.f.job, toB[0]!.f.deadline], ['stop', s.low.address, s.low.record.deadline]);
       // the provider asked before is not asked again
-      await s.reclaim.onSelection(selection(lowBuyer, offer(provA, s.low, advert(provA), { amount: '0.4' }), provA));
+      const again = offer(provA, s.low, advert(provA), { amount: '0.4' });
+      s.offers.set(again.address, again);
+      await s.reclaim.onSelection(selection(lowBuyer, again, provA), winnerOf);
       assert.equal(s.asked.filter((a) => a.to === provA.did && a.f.op === 'stop').length, 1);
       await s.close();
     } finally {

@@ -57,6 +57,7 @@ describe('only receipts from who did the work are charged (steward)', () => {
       assert.ok(r.ledger.book.open.has(r.j.address));
       // the buyer's selection names the real provider; its receipt releases the claim with its figure alone
       const s = selection(r.j, real, 1);
+      r.offers.set(s.offer.address, s.offer);
       await r.accounts.onSelection(s.sel);
       await r.accounts.onReceipt(receipt(real, buyer, s.offer, { energy: { uj: 9_000_000, grade: 'HwShunt' } }));
       const rel = await r.released();
@@ -74,6 +75,7 @@ describe('only receipts from who did the work are charged (steward)', () => {
     try {
       const r = await withJob(t.dir, 2);
       const s = selection(r.j, real, 2);
+      r.offers.set(s.offer.address, s.offer);
       await r.accounts.onReceipt(receipt(real, buyer, s.offer, { energy: { uj: 7_000_000, grade: 'ModelBased' } }));
       assert.deepEqual(await r.released(), []);
       await r.accounts.onSelection(s.sel);

@@ -78,6 +78,7 @@ describe('an admission decided while an overrun’s release is being written', (
       await admit(a);
       assert.equal(frames.get(a.address)![0]!.t, 'admitted');
       const o = offer(provider, a, 'sha256:' + '12'.repeat(32));
+      records.set(o.address, o as never);
       await hear('selection', { signer: buyer.did, record: { job: a.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } });
       const asked = admit(b);
       await hear('receipt', receipt(provider, buyer, o, { energy: { uj: 95_000_000, grade: 'HwShunt' } }));

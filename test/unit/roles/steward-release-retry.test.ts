@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
 import { Ledger } from '../../../src/ledger/index.js';
 import { ClaimAccounts } from '../../../src/roles/steward-accounts.js';
+import { WinnerResolver } from '../../../src/roles/steward-winners.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { steward, tempDir } from '../ledger/helpers.js';
@@ -46,13 +47,14 @@ async function rig(dir: string, tries = 3) {
     forget: () => {},
     freed: async () => void ctl.freed++,
     releaseRetry: { baseMs: 20, maxMs: 40, tries },
+    winners: new WinnerResolver({ offer: async () => undefined, advert: async () => undefined }),
   });
   const j = job(buyer, { nonce: new Uint8Array([3, 9]) });
   await ledger.append({ event: 'Admitted', claim: j.address, entitlement: 'lab', reserved: { uj: 10_000_000, grade: 'Estimator' }, devices: 1, borrowed_uj: 0 });
   const oj = accounts.track(j.address, 'lab', buyer.did, NOW + 3_600_000);
-  // a selection named the provider (only its receipts are charged)
-  await accounts.choose(oj, provider.did);
+  // a selection chose the provider's offer (only its receipts are charged)
   const o = offer(provider, j, 'sha256:' + '44'.repeat(32));
+  await accounts.choose(oj, { offer: o.address, provider: provider.did, advert: o.record.advert, advertKnown: false });
   const close = async () => {
     accounts.stop();
     await ledger.close();

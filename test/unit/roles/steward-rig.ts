@@ -10,6 +10,9 @@ import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
 import { Ledger } from '../../../src/ledger/index.js';
 import { ClaimAccounts, ClaimStore } from '../../../src/roles/steward-accounts.js';
 import { Gangs } from '../../../src/roles/steward-gangs.js';
+import { WinnerResolver } from '../../../src/roles/steward-winners.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import type { Advert, Offer } from '../../../src/records/kinds.js';
 import { stillAdmits, type Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -42,6 +45,10 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
   const serial = o.serial ?? new Serial();
   const cfg = { requiredEvidence: 3 } as StewardConfig;
   const ref: { gangs?: Gangs } = {};
+  // The offers (and adverts) the steward holds: a selection's winning offer is resolved from here (steward-winners.ts).
+  const offers = new Map<string, Opened<Offer>>();
+  const adverts = new Map<string, Opened<Advert>>();
+  const winners = new WinnerResolver({ offer: async (a) => offers.get(a), advert: async (a) => adverts.get(a) });
   // No automatic pass after a release (freed is a no-op): a test asks for it when it wants one.
   const accounts = new ClaimAccounts({
     ledger,
@@ -52,6 +59,7 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     append,
     forget: () => {},
     freed: async () => {},
+    winners,
     ...(o.claimStore ? { store: new ClaimStore(sub(db, 'steward-claims')) } : {}),
     gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), signedByMember: (r) => ref.gangs!.signedByMember(r), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
@@ -61,5 +69,5 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     await ledger.close();
     await closeDb(db);
   };
-  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close };
+  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts };
 }

@@ -45,6 +45,7 @@ describe('a withdraw with receipts held aside', () => {
         assert.equal((await st.admit(j))[0]!.t, 'admitted');
         // the selected provider's failed receipt (40 J spent) reaches the steward; the buyer's selection did not
         const o = offer(provider, j, 'sha256:' + '77'.repeat(32));
+        records.set(o.address, o as never); // the steward holds the winning offer (it came to it)
         sel = { signer: buyer.did, address: 'sha256:' + '78'.repeat(32), record: { job: j.address, winner: o.address, considered: [{ provider: provider.did, offer: o.address }] } } as unknown as Opened<Selection>;
         await st.hear('receipt', receipt(provider, buyer, o, { status: 'failed', energy: { uj: 40_000_000, grade: 'HwShunt' }, failure: { code: 'EXEC_CRASHED', message: 'x' } }));
         assert.equal((await st.released()).length, 0);
