@@ -4,10 +4,11 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -72,6 +73,8 @@ function writeProblem(e: NodeJS.ErrnoException): string {
   if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return 'its directory does not exist';
   if (e.code === 'EISDIR') return 'it is a directory';
   if (e.code === 'EACCES' || e.code === 'EPERM') return 'permission denied';
+  if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return 'no space left on the device';
+  if (e.code === 'EFBIG') return 'the file would pass the size limit';
   return e.message;
 }
 
@@ -89,9 +92,18 @@ export function writingTo<T>(path: string, write: () => T): T {
   }
 }
 
-/** Write a file argument (`--out FILE` and the like); errors are OUTPUT_UNWRITABLE. */
+/**
+ * Write a file argument (`--out FILE`, `ledger fetch … FILE` and the like) whole or not at all: a new file beside it,
+ * synced, then renamed over it (util/atomic-file.ts), so a write that fails midway (a full disk) leaves an existing
+ * file as it was. Errors are OUTPUT_UNWRITABLE, saying the file was left unchanged.
+ */
 export function writeOutput(path: string, data: Uint8Array | string): void {
-  writingTo(path, () => writeFileSync(path, data));
+  try {
+    writingTo(path, () => writeFileAtomic(path, data));
+  } catch (e) {
+    if (e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE') throw new C0Error(e.code, `${e.message} (nothing written: any file there is unchanged)`, { field: 'out' });
+    throw e;
+  }
 }
 
 /** Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a path in a missing directory, or a directory. */

@@ -4,10 +4,11 @@
  * Entries are the pool/1 envelopes in seq order; receipts are pool-witness/1
  * envelopes. The file is verified exactly like a directory.
  */
-import { readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
 import type { RawLedger } from './store.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
 
 export const FILE_FORMAT = 'c0mpute.ledger/1';
 export const FILE_ERR = { UNREADABLE: 'LEDGER_FILE_UNREADABLE', MALFORMED: 'LEDGER_FILE_MALFORMED' } as const;
@@ -33,15 +34,9 @@ export function decodeLedgerFile(bytes: Uint8Array): RawLedger {
   return { entries: list('entries'), receipts: list('receipts') };
 }
 
+/** Write the ledger file whole or not at all (util/atomic-file.ts): an existing file is replaced only by a complete one. */
 export function writeLedgerFile(path: string, raw: RawLedger): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, encodeLedgerFile(raw));
-  try {
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
+  writeFileAtomic(path, encodeLedgerFile(raw));
 }
 
 export function readLedgerFile(path: string): RawLedger {

@@ -1,0 +1,66 @@
+/**
+ * `writeOutput` (src/cli/context.ts), which `c0mpute ledger fetch FILE` and every `--out FILE` write through: the
+ * operator's existing file is replaced only by a whole new one. A write that fails midway (here the file-size limit,
+ * `ulimit -f`, which fails a write with EFBIG exactly as a full disk fails it with ENOSPC) leaves the old file as it
+ * was and no temporary file behind, and the command fails with OUTPUT_UNWRITABLE.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeOutput } from '../../../src/cli/context.js';
+import { C0Error } from '../../../src/errors.js';
+
+const contextUrl = new URL('../../../src/cli/context.js', import.meta.url).href;
+
+function withDir(fn: (dir: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-write-output-'));
+  try {
+    fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Run writeOutput(path, `bytes` bytes) in a child whose files may not grow past `limitKiB` KiB; its stdout. */
+function writeUnderLimit(path: string, bytes: number, limitKiB: number): string {
+  const script = `import(${JSON.stringify(contextUrl)}).then(({ writeOutput }) => { try { writeOutput(${JSON.stringify(path)}, Buffer.alloc(${bytes}, 7)); console.log('ok'); } catch (e) { console.log('error', e.code); } });`;
+  const r = spawnSync('bash', ['-c', `ulimit -f ${limitKiB} && exec "${process.execPath}" --input-type=module -e "$0"`, script], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+describe('writeOutput', () => {
+  it('leaves the existing file untouched, and no temporary file, when the write fails midway', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      const path = join(dir, 'ledger.c0l');
+      const old = Buffer.from('the operator’s previous ledger file\n');
+      writeFileSync(path, old);
+      assert.equal(writeUnderLimit(path, 512 * 1024, 64), 'error OUTPUT_UNWRITABLE');
+      assert.deepEqual(readFileSync(path), old, 'the old file is as it was');
+      assert.deepEqual(readdirSync(dir), ['ledger.c0l'], 'no temporary file is left');
+    });
+  });
+
+  it('replaces the file whole on success, keeping its permissions', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      const path = join(dir, 'out.bin');
+      writeFileSync(path, 'old, and longer than what replaces it');
+      chmodSync(path, 0o600);
+      writeOutput(path, 'new');
+      assert.equal(readFileSync(path, 'utf8'), 'new');
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      writeOutput(join(dir, 'fresh.bin'), new Uint8Array([1, 2, 3]));
+      assert.deepEqual([...readFileSync(join(dir, 'fresh.bin'))], [1, 2, 3]);
+      assert.deepEqual(readdirSync(dir).sort(), ['fresh.bin', 'out.bin']);
+    });
+  });
+
+  it('refuses a missing directory with OUTPUT_UNWRITABLE', () => {
+    withDir((dir) => {
+      assert.throws(() => writeOutput(join(dir, 'nope', 'f'), 'x'), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE');
+    });
+  });
+});
