@@ -48,7 +48,7 @@ import { open, seal, type Opened } from '../records/envelope.js';
 import { didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
 import { compareBytes, decodeCanonical, encodeCanonical } from '../records/cbor.js';
-import { addressToBytes, bytesToAddress } from '../records/address.js';
+import { addressToBytes, bytesToAddress, hashHex } from '../records/address.js';
 import { sub, type Db, type Sub } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -79,6 +79,15 @@ export const MAX_EVIDENCE_PER_STEWARD = 16;
 
 /** Per database (openDb shares one handle per path in a process): the tail of the requests run over its witness state. */
 const tails = new WeakMap<Db, Promise<unknown>>();
+
+/**
+ * Evidence verdicts held per database: the content address of a stored evidence value → what verifying it found.
+ * `evidence()` (read by GET /v1/witness on every poll) verifies each stored pair once, when this process stores it or
+ * first reads it back, not on every read: a value changed on disk has another address, so it is verified again. At
+ * most VERDICTS_HELD (oldest dropped: it is only verified again when next read).
+ */
+const verdicts = new WeakMap<Db, Map<string, { steward: string; seq: number }>>();
+const VERDICTS_HELD = 65_536;
 
 interface HeldState {
   length: number;
@@ -121,15 +130,37 @@ export class Witness {
     return { length: m.length, head: bytesToAddress(m.head), entry: m.entry };
   }
 
-  /** All equivocation evidence held for `steward`. */
+  /**
+   * All equivocation evidence held for `steward`, each pair verified (a pair that does not verify throws): a stored
+   * value is verified once in this process, when stored or first read back (the store is a directory on disk that
+   * could be changed under it), and its verdict kept by its content address (see `verdicts`).
+   */
   async evidence(steward: string): Promise<Equivocation[]> {
     const out: Equivocation[] = [];
     for await (const [, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
       const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm };
-      const r = verifyEvidence(m.a, m.b, m.form);
+      const key = hashHex(v);
+      let r = this.#verdicts.get(key);
+      if (r === undefined) {
+        const checked = verifyEvidence(m.a, m.b, m.form);
+        r = { steward: checked.steward, seq: checked.seq };
+        this.#noteVerdict(key, r);
+      }
       out.push({ steward: r.steward, seq: r.seq, a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}) });
     }
     return out;
+  }
+
+  get #verdicts(): Map<string, { steward: string; seq: number }> {
+    let m = verdicts.get(this.#db);
+    if (!m) verdicts.set(this.#db, (m = new Map()));
+    return m;
+  }
+
+  #noteVerdict(key: string, r: { steward: string; seq: number }): void {
+    const m = this.#verdicts;
+    m.set(key, r);
+    if (m.size > VERDICTS_HELD) m.delete(m.keys().next().value!);
   }
 
   /**
@@ -290,7 +321,10 @@ export class Witness {
     let kept = 0;
     for await (const _ of this.#evidence.keys({ gte: `${steward}/`, lt: `${steward}0`, limit: MAX_EVIDENCE_PER_STEWARD })) kept++;
     if (kept < MAX_EVIDENCE_PER_STEWARD) {
-      await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value: encodeCanonical(ev) }] as never, { sync: true });
+      const value = encodeCanonical(ev);
+      await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key: `${steward}/${seqKey(v.seq)}/${v.addresses[1]}`, value }] as never, { sync: true });
+      // verified just above: reading it back (GET /v1/witness) need not verify it again
+      this.#noteVerdict(hashHex(value), { steward: v.steward, seq: v.seq });
       this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
     }
     return { steward, seq: v.seq, a, b, ...(form ? { form } : {}) };

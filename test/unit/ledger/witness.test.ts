@@ -1,10 +1,12 @@
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer, didFromPublicKey, open } from '../../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../../src/store/db.js';
 import { hashHex } from '../../../src/records/address.js';
 import { fakeClock } from '../../../src/util/clock.js';
+import { sodium } from '../../../src/util/sodium.js';
+import { decodeCanonical, encodeCanonical } from '../../../src/records/cbor.js';
 import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyLedger, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { seal } from '../../../src/records/index.js';
 import { admitted, released, steward, tempDir } from './helpers.js';
@@ -203,6 +205,44 @@ describe('Witness', () => {
       assert.equal((await again.keep(S, bytes[0]!, other.bytes))?.seq, 0);
       assert.equal((await again.evidence(S)).length, 2);
     } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+
+  it('checks held evidence once, not on every read (GET /v1/witness polls it); evidence changed on disk is checked again', { skip: sodium === undefined }, async () => {
+    const t = tempDir('c0-witness-');
+    let db = await openDb(t.dir);
+    const signer = Ed25519Signer.generate();
+    const verifies = mock.method(sodium!, 'crypto_sign_verify_detached');
+    try {
+      const w = new Witness(db, signer, { now: fakeClock(), stewards: [S] });
+      for (const i of [1, 2, 3]) await w.keep(S, bytes[0]!, sealEntries([admitted(`other-${i}`)], steward)[0]!.bytes);
+      let n = verifies.mock.callCount();
+      assert.ok(n >= 6, 'each pair is verified as it is kept');
+      // what this process verified as it stored it is read back without a signature check, through any instance
+      for (let i = 0; i < 5; i++) assert.equal((await w.evidence(S)).length, 3);
+      assert.equal((await new Witness(db, signer, { now: fakeClock(), stewards: [S] }).evidence(S)).length, 3);
+      assert.equal(verifies.mock.callCount(), n, 'reading what this witness verified costs no signature check');
+      // a restart (the store reopened: it is a directory that could have been changed meanwhile) checks each once on load
+      await closeDb(db);
+      db = await openDb(t.dir);
+      const again = new Witness(db, signer, { now: fakeClock(), stewards: [S] });
+      assert.equal((await again.evidence(S)).length, 3);
+      assert.ok(verifies.mock.callCount() >= n + 6, 'checked on load');
+      n = verifies.mock.callCount();
+      for (let i = 0; i < 5; i++) assert.equal((await again.evidence(S)).length, 3);
+      assert.equal(verifies.mock.callCount(), n, 'then not again');
+      // evidence altered in the store (b's signature broken) is checked again, and never reported as held evidence
+      const ev = sub(db, 'witness-evidence');
+      const [key, value] = (await ev.iterator({ limit: 1 }).all())[0]!;
+      const m = decodeCanonical(value) as { a: Uint8Array; b: Uint8Array };
+      const b = new Uint8Array(m.b);
+      b[b.length - 1]! ^= 1;
+      await ev.put(key, encodeCanonical({ ...m, b }));
+      await assert.rejects(again.evidence(S), (e: unknown) => e instanceof C0Error);
+    } finally {
+      verifies.mock.restore();
       await closeDb(db);
       t.cleanup();
     }
