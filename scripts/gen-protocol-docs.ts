@@ -16,7 +16,7 @@ const RULES: Record<string, string[]> = {
     'Every price names an offered workload (`ADVERT_PRICE_UNKNOWN_WORKLOAD`).',
     'A higher `seq` from the same provider replaces its advert; an equal or lower one does not.',
   ],
-  'c0mpute.job/1': ['`deadline` > `announcedAt` (`JOB_DEADLINE_INVALID`).', 'Tier `private` requires `requirements.allowlist` (`JOB_PRIVATE_NEEDS_ALLOWLIST`).'],
+  'c0mpute.job/1': ['`deadline` > `announcedAt` (`JOB_DEADLINE_INVALID`); on arrival, at most 90 days past the receiver’s now plus the skew window (`JOB_DEADLINE_TOO_FAR`, a freshness check: §3).', 'Tier `private` requires `requirements.allowlist` (`JOB_PRIVATE_NEEDS_ALLOWLIST`).'],
   'c0mpute.offer/1': [
     '`expiresAt` ≤ `startBy` (`OFFER_EXPIRES_AFTER_START`); `expiresAt` > `issuedAt` (`OFFER_LIFETIME_INVALID`); lifetime ≤ 24 h (`OFFER_LIFETIME_TOO_LONG`).',
     'Sent by the provider to the job’s buyer (and the overlay’s steward) only, over `/c0mpute/offer/1`, with the advert it cites attached; not published on gossip (docs/network.md §13).',

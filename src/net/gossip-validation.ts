@@ -73,7 +73,7 @@ export function rejectError(code: string, message: string, field?: string): Vali
 }
 
 /** Codes from the checks themselves that earn ignore; every other coded error earns reject. */
-const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED]);
+const IGNORE_CODES = new Set<string>(['RECORD_EXPIRED', 'RECORD_FROM_FUTURE', 'JOB_DEADLINE_TOO_FAR', VAL_ERR.DUPLICATE, VAL_ERR.QUEUE_FULL, VAL_ERR.NOT_REGISTERED, VAL_ERR.ADVERT_STALE, VAL_ERR.RATE_LIMITED, VAL_ERR.VERIFY_WORKER_FAILED]);
 
 /**
  * Rejects not remembered as seen. The seen LRU is keyed by the message bytes (for one envelope, the record's own

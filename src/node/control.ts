@@ -8,6 +8,7 @@ import { requirementsSchema } from '../matching/batch-input.js';
 import { configError } from './config.js';
 import { isAddress } from '../records/address.js';
 import { parseDid, requireDid } from '../records/did.js';
+import { checkJobDeadlineMs } from '../records/freshness.js';
 import type { JobSpec } from '../roles/buyer.js';
 import { ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
 import { ConsoleHub } from './console-hub.js';
@@ -281,6 +282,7 @@ export function parseJobSpec(body: unknown): JobSpec {
     throw new C0Error('JOB_SPEC_INVALID', err.message, { field: err.field ?? '' });
   }
   const b = r.data;
+  checkJobDeadlineMs(b.deadlineMs, 'job spec deadlineMs');
   const spec: JobSpec = {
     workload: b.workload,
     maxPrice: typeof b.maxPrice === 'string' ? parseMoney(b.maxPrice) : b.maxPrice,

@@ -14,6 +14,7 @@ import { C0Error } from '../errors.js';
 import { POLICIES, WORKLOAD_RE } from '../records/kinds.js';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from './config.js';
+import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
@@ -86,13 +87,15 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
     }
   } else input = new TextEncoder().encode(j.input ?? '');
   if (input.length === 0 && !opts.inputOptional) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
+  const deadlineMs = parseDuration(j.deadline);
+  checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);
   const policy = opts.policy ?? j.policy;
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
   return {
     workload: j.workload,
     ...(j.params === undefined ? {} : { params: String(j.params) }),
     maxPrice: typeof j.maxPrice === 'string' ? parseMoney(j.maxPrice) : j.maxPrice,
-    deadlineMs: parseDuration(j.deadline),
+    deadlineMs,
     ...(j.timeout === undefined ? {} : { timeoutMs: parseDuration(j.timeout) }),
     ...(policy ? { policy } : {}),
     ...(j.sealInput ? { sealInput: true } : {}),

@@ -48,6 +48,13 @@ export const MAX_ADVERT_LIFETIME_MS = 24 * 3600_000;
 export const MAX_OFFER_LIFETIME_MS = 24 * 3600_000;
 export const MAX_DELEGATION_LIFETIME_MS = 366 * 24 * 3600_000;
 export const MAX_PRESENCE_WINDOW_MS = 10 * 60_000;
+/**
+ * How far past the receiving node's now (plus the clock-skew window) a job's or open order's `deadline` may lie
+ * (JOB_DEADLINE_TOO_FAR, src/records/freshness.ts). A freshness check, not a rule of the record: a job stored with a
+ * later deadline (by an earlier build) still opens. 90 days: past a training run's weeks, and an order so long open
+ * would outlive the adverts, reputation and prices it was matched on.
+ */
+export const MAX_JOB_DEADLINE_AHEAD_MS = 90 * 24 * 3600_000;
 export const MAX_LIST = 256;
 
 // ---------------------------------------------------------------------------
