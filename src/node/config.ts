@@ -275,7 +275,7 @@ export const configSchema = z
       .optional(),
     steward: z
       .object({
-        /** The entitlement tree: YAML with `entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight, limit_uj?, priority}]`. */
+        /** The entitlement tree: YAML with `entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight, limit_uj?, priority, buyers?}]`. */
         treeFile: z.string().min(1),
         /** Sign selections on buyers' behalf (the overlay's `managed` must say so too). */
         managed: z.boolean().default(false),

@@ -3,6 +3,7 @@
  * indexed tree out. Field names follow the standard.
  */
 import { C0Error } from '../errors.js';
+import { isDid } from '../records/did.js';
 import { addUj, checkUj } from './grades.js';
 
 export const TREE_ERR = {
@@ -11,6 +12,7 @@ export const TREE_ERR = {
   UNKNOWN_PARENT: 'POOL_TREE_UNKNOWN_PARENT',
   CYCLE: 'POOL_TREE_CYCLE',
   LIMIT_BELOW_GUARANTEE: 'POOL_TREE_LIMIT_BELOW_GUARANTEE',
+  BAD_DID: 'POOL_TREE_BAD_DID',
 } as const;
 
 export interface Entitlement {
@@ -25,6 +27,12 @@ export interface Entitlement {
   limit_uj?: number;
   /** declared ordering, used only where evidence is absent (§5.2) */
   priority: number;
+  /**
+   * c0mpute's, not pool/1's (§1.1 leaves who is asking to the caller): the `did:key`s allowed to claim under this
+   * entitlement. Absent: those of the nearest ancestor that lists some (buyersOf); absent on the whole path: any
+   * member of the overlay. An empty list: nobody.
+   */
+  buyers?: readonly string[];
 }
 
 export interface Tree {
@@ -60,7 +68,16 @@ export function buildTree(list: readonly Entitlement[]): Tree {
       checkUj(e.limit_uj, `${f}.limit_uj`);
       if (e.limit_uj < e.guarantee_uj) throw new C0Error(TREE_ERR.LIMIT_BELOW_GUARANTEE, `${f}.limit_uj: ${e.limit_uj} is below guarantee_uj ${e.guarantee_uj}`, { field: `${f}.limit_uj` });
     }
-    entitlements.set(e.id, { ...e });
+    const copy: Entitlement = { ...e };
+    if (e.buyers !== undefined) {
+      if (!Array.isArray(e.buyers)) throw new C0Error(TREE_ERR.INVALID, `${f}.buyers: expected a list of did:key`, { field: `${f}.buyers` });
+      const listed: readonly unknown[] = e.buyers;
+      listed.forEach((d, j) => {
+        if (!isDid(d)) throw new C0Error(TREE_ERR.BAD_DID, `${f}.buyers[${j}]: ${String(JSON.stringify(d)).slice(0, 140)} is not a did:key whose key passes the key check`, { field: `${f}.buyers[${j}]` });
+      });
+      copy.buyers = [...new Set(listed.filter(isDid))];
+    }
+    entitlements.set(e.id, copy);
   });
   const children = new Map<string, string[]>();
   const weightSum = new Map<string, number>();
@@ -86,4 +103,21 @@ export function buildTree(list: readonly Entitlement[]): Tree {
   }
   for (const [k, v] of weightSum) if (!Number.isSafeInteger(v)) throw new C0Error(TREE_ERR.INVALID, `entitlements: weights under "${k}" sum beyond 2^53`, { field: 'entitlements' });
   return { entitlements, children, weightSum, guaranteeSum };
+}
+
+/**
+ * Who may claim under an entitlement (c0mpute's choice; pool/1 §1.1 leaves identity to the caller): its own `buyers`,
+ * else the nearest ancestor's that lists some. Undefined: no list on its path (or no such entitlement), so any member
+ * of the overlay may. An empty set: nobody may.
+ */
+export function buyersOf(tree: Tree, id: string): ReadonlySet<string> | undefined {
+  for (let e = tree.entitlements.get(id); e; e = e.parent === undefined ? undefined : tree.entitlements.get(e.parent)) {
+    if (e.buyers) return new Set(e.buyers);
+  }
+  return undefined;
+}
+
+/** The entitlements any member of the overlay may claim under (no `buyers` list on their path), sorted. */
+export function openEntitlements(tree: Tree): string[] {
+  return [...tree.entitlements.keys()].filter((id) => buyersOf(tree, id) === undefined).sort();
 }

@@ -3,7 +3,7 @@
  * shape is validated with zod; every refusal is a C0Error with a stable code
  * and the path of the offending field (e.g. `entitlements[2].guarantee_uj`).
  *
- * tree.yaml:   entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight?, limit_uj?, priority?}]
+ * tree.yaml:   entitlements: [{id, parent?, guarantee_uj, guarantee_devices, over_quota_weight?, limit_uj?, priority?, buyers?}]
  * claim.yaml:  {id, entitlement, class?, gang_size, devices_per_member,
  *               estimate: {uj, grade} | "derive", required_evidence?}
  */
@@ -32,6 +32,8 @@ const entitlementSchema = z
     over_quota_weight: count.default(0),
     limit_uj: uj.optional(),
     priority: z.number().int().default(0),
+    /** The DIDs allowed to claim under it (c0mpute's, tree.ts buyersOf); each is checked by buildTree (POOL_TREE_BAD_DID). */
+    buyers: z.array(z.unknown()).optional(),
   })
   .strict();
 
@@ -89,6 +91,7 @@ export function treeFromYaml(text: string, what = 'tree'): Tree {
     const o: Entitlement = { id: e.id, guarantee_uj: e.guarantee_uj, guarantee_devices: e.guarantee_devices, over_quota_weight: e.over_quota_weight, priority: e.priority };
     if (e.parent !== undefined) o.parent = e.parent;
     if (e.limit_uj !== undefined) o.limit_uj = e.limit_uj;
+    if (e.buyers !== undefined) o.buyers = e.buyers as string[];
     return o;
   });
   return buildTree(list);

@@ -34,6 +34,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job } from '../records/kinds.js';
 import { checkClaim, type Claim, type QueueReason, type Verdict } from '../pool/admission.js';
 import { deriveEstimate } from '../pool/estimate.js';
+import { buyersOf, type Tree } from '../pool/tree.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Serial } from '../util/serial.js';
@@ -121,6 +122,18 @@ export interface AdmissionDeps {
   serial: Serial;
   /** Gang claims: a job citing one is bound to it instead of claiming alone (src/roles/steward-gangs.ts). */
   gangs?: Pick<Gangs, 'admitMember'>;
+}
+
+/**
+ * Refuse `did` a claim under `entitlement` unless the tree lets it claim there (its `buyers`, or the nearest
+ * ancestor's: src/pool/tree.ts buyersOf; no list on the path: any member may). Asked before anything is decided,
+ * stored, queued or appended: on `admit`, `admit-gang` and a managed `select` (docs/overlays.md "Who may claim under
+ * an entitlement"). An unknown entitlement is left to admission, which denies it.
+ */
+export function requireEntitled(tree: Tree, entitlement: string, did: string): void {
+  const buyers = buyersOf(tree, entitlement);
+  if (buyers === undefined || buyers.has(did)) return;
+  throw new C0Error('STEWARD_NOT_ENTITLED', `${did} may not claim under entitlement ${entitlement}: it is not among the buyers the steward's tree lists for it`, { field: 'entitlement', detail: { entitlement, did } });
 }
 
 /**

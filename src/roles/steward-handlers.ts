@@ -11,6 +11,8 @@ import { T, type PolicyName } from '../records/kinds.js';
 import { open } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ledger } from '../ledger/store.js';
+import type { Tree } from '../pool/tree.js';
+import { requireEntitled } from './steward-admission.js';
 import type { ClaimAccounts, OpenJob } from './steward-accounts.js';
 import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
@@ -68,6 +70,8 @@ export interface SelectDeps {
   ledger: Ledger;
   cfg: StewardConfig;
   accounts: ClaimAccounts;
+  /** Who may claim under each entitlement (requireEntitled): the tree may have changed since the claim was admitted. */
+  tree: Tree;
 }
 
 /** A managed overlay: the steward signs the selection for an admitted job on its buyer's behalf. */
@@ -78,7 +82,9 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   if (!job) throw new C0Error('STEWARD_JOB_UNKNOWN', `the steward has not seen job ${String(address).slice(0, 80)}`);
   const { didFromPeerId } = await import('../node/peer-id.js');
   if (didFromPeerId(ctx.peer.toString()) !== job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask for its selection');
-  if (!d.ledger.book.open.has(job.address)) throw new C0Error('STEWARD_NOT_ADMITTED', 'the job has no open admission');
+  const admitted = d.ledger.book.open.get(job.address);
+  if (!admitted) throw new C0Error('STEWARD_NOT_ADMITTED', 'the job has no open admission');
+  requireEntitled(d.tree, admitted.entitlement, job.signer);
   const policy = (req.policy as PolicyName) ?? 'balanced';
   const excluded = new Set(Array.isArray(req.excluded) ? (req.excluded as string[]) : []);
   const now = d.ports.clock();

@@ -45,6 +45,10 @@
  * - Idle reclamation (§2.7), only with a configured policy: the steward
  *   samples running claims' energy from their providers and reclaims those
  *   measured idle over the policy's window (EXEC_IDLE_RECLAIMED).
+ * - Who may claim: an entitlement's `buyers` in the tree (inherited down it;
+ *   src/pool/tree.ts buyersOf) are the only keys whose `admit`, `admit-gang`
+ *   and managed `select` under it are taken (STEWARD_NOT_ENTITLED otherwise);
+ *   one with no list on its path is open to every member (warned at start).
  * - `managed` overlays: the steward signs selections on the buyer's behalf.
  * - After each append the new head entry is published on the overlay's
  *   pool-head topic, and the current head again soon after start and every
@@ -62,14 +66,14 @@ import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
 import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
-import type { Tree } from '../pool/tree.js';
+import { openEntitlements, type Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { WinnerResolver } from './steward-winners.js';
-import { AdmissionLine, type AdmitRequest } from './steward-admission.js';
+import { AdmissionLine, requireEntitled, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
@@ -139,6 +143,10 @@ export class Steward {
     mkdirSync(dir, { recursive: true });
     const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
     const s = new Steward(o, ledger, tree, cfg, identity);
+    const open = openEntitlements(tree);
+    if (open.length) {
+      o.log.warn({ overlay: o.name, tree: cfg.treeFile, entitlements: open }, 'entitlements with no buyers list on their path: every member of the overlay may claim under them (list the DIDs allowed in the tree, docs/overlays.md "Who may claim under an entitlement")');
+    }
     await s.#wire();
     return s;
   }
@@ -386,10 +394,15 @@ export class Steward {
     const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
     // An admitted answer carries the claim's Admitted entry, which the buyer hands its provider (#withAdmission).
     const proving: StewardStream = { peer: ctx.peer, signal: ctx.signal, send: (f) => ctx.send(this.#withAdmission(f, req)) };
+    if ((req?.op === 'admit' || req?.op === 'admit-gang') && typeof req.entitlement === 'string') {
+      // who may claim under it: before anything is decided, stored or queued (a malformed request is refused by the op)
+      const { didFromPeerId } = await import('../node/peer-id.js');
+      requireEntitled(this.tree, req.entitlement, didFromPeerId(ctx.peer.toString()));
+    }
     if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, proving);
     if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, proving);
     if (req?.op === 'admission') return this.#admission(req, ctx);
-    if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts }, req, ctx);
+    if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts, tree: this.tree }, req, ctx);
     if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj));
     throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select" or "withdraw"');
   }
