@@ -289,6 +289,10 @@ export const configSchema = z
         maxQueuedPerBuyer: z.number().int().positive().optional(),
         /** Claims in line at once, every buyer's. */
         maxQueued: z.number().int().positive().optional(),
+        /** The overlay's physical capacity in devices, declared: used instead of the providers' adverts (docs/overlays.md "Preemption"). */
+        capacity: z.number().int().positive().max(1_000_000).optional(),
+        /** The most devices one provider's advert adds to the counted capacity (default 64). */
+        maxDevicesPerProvider: z.number().int().positive().max(1_000_000).optional(),
         /**
          * Idle reclamation (pool/1 §2.7). Absent: nothing is ever reclaimed for
          * idleness. There is no default threshold: it must sit above the

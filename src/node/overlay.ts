@@ -284,7 +284,7 @@ export class OverlayNode {
       const sc = this.d.config.steward;
       if (nc.witnesses?.includes(this.did)) throw new C0Error('CONFIG_INVALID', `network.witnesses names this steward's own key ${this.did}: a witness must hold a key the steward does not (pool/1 §6.7)`, { field: 'network.witnesses' });
       if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
-      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), maxWitnesses: this.d.config.witnessRecords.maxWitnesses, headRepublishMs: nc.resyncMs, catchUpMs: nc.resyncMs }, identity);
+      this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), maxWitnesses: this.d.config.witnessRecords.maxWitnesses, headRepublishMs: nc.resyncMs, catchUpMs: nc.resyncMs, ...(nc.allowlist ? { allowlist: nc.allowlist } : {}) }, identity);
       this.addRole('steward', this.steward);
     }
     if (this.roles.includes('witness')) {

@@ -31,6 +31,8 @@ export const REASK_GRACE_MS = 30_000;
 export const MAX_QUEUED_PER_BUYER = 256;
 /** Claims in line at once, every buyer's, by default. */
 export const MAX_QUEUED = 4096;
+/** Devices one provider's advert may add to the steward's physical capacity, by default (StewardConfig.maxDevicesPerProvider). */
+export const MAX_DEVICES_PER_PROVIDER = 64;
 
 export interface StewardConfig {
   /** The entitlement tree (YAML file path). */
@@ -60,6 +62,15 @@ export interface StewardConfig {
    * sync) every this many ms, first at min(2 s, it) after start (the overlay's `network.resyncMs`); absent or 0: never.
    */
   catchUpMs?: number;
+  /**
+   * The overlay's physical capacity in devices, declared by the operator: used instead of the providers' adverts
+   * (Reclaimer.capacity). Absent: counted from the adverts of allowed, connected providers.
+   */
+  capacity?: number;
+  /** The most devices one provider's advert may add to the counted capacity (default MAX_DEVICES_PER_PROVIDER). */
+  maxDevicesPerProvider?: number;
+  /** The overlay's `network.allowlist`: only these providers' adverts count towards capacity; absent: any connected peer's. */
+  allowlist?: readonly string[];
 }
 
 /** What the steward uses of the overlay it runs on. */
@@ -67,7 +78,8 @@ export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords'>>;
+  /** `peers`: who is connected now (only a connected provider's advert counts towards capacity; absent: nobody is). */
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords' | 'peers'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
   /**
    * The market engine: a managed overlay's selections, the live adverts (the overlay's physical capacity), and the

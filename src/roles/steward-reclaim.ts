@@ -17,7 +17,10 @@ import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict }
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
 import type { ClaimAccounts } from './steward-accounts.js';
-import { PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
+import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
+
+/** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
+const CAPACITY_NOTES_MAX = 10_000;
 
 /** How many reclaimed claims the steward remembers (Reclaimer.onSelection). */
 const RECLAIMED_MAX = 4096;
@@ -146,6 +149,8 @@ export class Reclaimer {
   #idleVerdicts = new Map<string, IdleVerdict>();
   /** Claims reclaimed (stopped or barred at their provider), until their deadline: a later selection's provider is stopped too. */
   #reclaimed = new Map<string, { buyer: string; deadline: number; reason: 'priority' | 'idle'; asked: Set<string> }>();
+  /** Adverts already logged as left out of capacity or capped, as `<reason> <provider>`: each is logged once. */
+  #capacityNotes = new Set<string>();
 
   constructor(private d: ReclaimDeps) {}
 
@@ -169,19 +174,47 @@ export class Reclaimer {
   }
 
   /**
-   * The overlay's physical capacity in devices: for each provider with a live
-   * advert, its GPU count, or one machine slot for a provider without GPUs.
-   * (pool/1 guarantees are promises; this is what there is to keep them with.)
+   * The overlay's physical capacity in devices (docs/overlays.md "Preemption"): `steward.capacity` when the operator
+   * declared it; else, for each provider the steward can vouch for, its advert's GPU count, or one machine slot for a
+   * provider without GPUs, at most `steward.maxDevicesPerProvider`. A provider is vouched for while its key is allowed
+   * on the overlay (on `network.allowlist` when there is one) and it is connected to the steward now (its libp2p
+   * peer id is its key's): an advert names any key its signer likes, and a member can relay adverts signed by
+   * throwaway keys, so an advert alone would let one key declare 1024 GPUs and switch preemption off. Each advert
+   * left out or capped is logged once. (pool/1 guarantees are promises; this is what there is to keep them with.)
    */
   capacity(): number {
+    if (this.d.cfg.capacity !== undefined) return this.d.cfg.capacity;
     const now = this.d.ports.clock();
+    const cap = this.d.cfg.maxDevicesPerProvider ?? MAX_DEVICES_PER_PROVIDER;
+    const allowed = this.d.cfg.allowlist ? new Set(this.d.cfg.allowlist) : undefined;
+    const connected = new Set<string>();
+    for (const p of this.d.ports.net.peers?.() ?? []) if (p.did) connected.add(p.did);
     let n = 0;
     for (const a of this.d.ports.market.adverts.latest.values()) {
       if (a.record.expiresAt <= now || a.signer === this.d.did) continue;
       const gpus = (a.record.hardware.gpus ?? []).reduce((s, g) => s + g.count, 0);
-      n += Math.max(1, gpus);
+      const declared = Math.max(1, gpus);
+      if (allowed && !allowed.has(a.signer)) {
+        this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
+        continue;
+      }
+      if (!connected.has(a.signer)) {
+        this.#noteCapacity('not-connected', a.signer, declared, 'an advert from a provider not connected to the steward is not counted in its capacity (until it connects)');
+        continue;
+      }
+      if (declared > cap) this.#noteCapacity('capped', a.signer, declared, `an advert declares more devices than steward.maxDevicesPerProvider (${cap}): counted as ${cap}`);
+      n += Math.min(declared, cap);
     }
     return n;
+  }
+
+  #noteCapacity(reason: 'not-allowed' | 'not-connected' | 'capped', provider: string, devices: number, msg: string): void {
+    const key = `${reason} ${provider}`;
+    if (this.#capacityNotes.has(key)) return;
+    if (this.#capacityNotes.size >= CAPACITY_NOTES_MAX) this.#capacityNotes.clear();
+    this.#capacityNotes.add(key);
+    // a provider not connected yet is routine (it connects, or reconnects); a key off the allowlist, or a figure past the cap, is not
+    this.d.ports.log[reason === 'not-connected' ? 'info' : 'warn']({ overlay: this.d.ports.name, provider, devices, reason }, msg);
   }
 
   /**

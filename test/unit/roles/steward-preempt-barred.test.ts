@@ -45,7 +45,8 @@ async function rig(dir: string, answerStop: (to: string, f: Frame) => unknown) {
   };
   // one live advert without GPUs: one device
   const latest = new Map([['advert', { record: { expiresAt: NOW + 3_600_000, hardware: { cpuCores: 4, memoryMiB: 1024 } }, signer: provA.did }]]);
-  const ports = { ...r.ports, net: { request }, market: { adverts: { latest } } } as unknown as StewardPorts;
+  // provA is connected to the steward: its advert counts towards the capacity
+  const ports = { ...r.ports, net: { request, peers: () => [{ peerId: '', did: provA.did, addrs: [] }] }, market: { adverts: { latest } } } as unknown as StewardPorts;
   const reclaim = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: { preempt: true } as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
 
   // The low claim: admitted, selected at provA, whose attempt failed (700 µJ) — the buyer has not failed over yet.

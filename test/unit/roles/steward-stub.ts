@@ -9,13 +9,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { CborValue } from '../../../src/records/cbor.js';
 import type { Opened } from '../../../src/records/envelope.js';
-import type { Job } from '../../../src/records/kinds.js';
+import type { Advert, Job } from '../../../src/records/kinds.js';
 import { didFromPublicKey } from '../../../src/records/index.js';
 import { sub, type Db } from '../../../src/store/db.js';
 import { Steward, STEWARD_PROTOCOL, type StewardConfig, type StewardPorts } from '../../../src/roles/steward.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
+import { silentLogger, type Logger } from '../../../src/util/log.js';
 import { steward as stewardKey } from '../ledger/helpers.js';
 import { NOW, P } from '../market/fixtures.js';
 
@@ -38,6 +38,12 @@ export interface StubOptions {
   beforePut?: (j: Opened<Job>) => Promise<void>;
   /** What the steward publishes (pool-head, …). */
   published?: (kind: string, bytes: Uint8Array) => void;
+  /** The overlay's live adverts, by signer (default: none). */
+  adverts?: Map<string, Opened<Advert>>;
+  /** The DIDs of the peers connected to the steward now (default: none). */
+  peers?: () => string[];
+  /** The steward's logger (default: silent). */
+  log?: Logger;
 }
 
 export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
@@ -47,8 +53,9 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
   const ports = {
     name: 't',
     clock: fakeClock(NOW),
-    log: silentLogger(),
+    log: o.log ?? silentLogger(),
     net: {
+      peers: () => (o.peers?.() ?? []).map((did) => ({ peerId: peerIdFromDid(did).toString(), did, addrs: [] })),
       handle: async (p: string, h: never) => void handlers.set(p, h),
       subscribe: (k: string, h: Heard) => {
         subs.set(k, h);
@@ -69,7 +76,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
         records.set(j.address, j);
       },
     },
-    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
+    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: o.adverts ?? new Map() } },
     sub: (n: string) => sub(db, n),
   } as unknown as StewardPorts;
   const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...o.cfg }, stewardIdentity);

@@ -1,0 +1,113 @@
+/**
+ * The steward's physical capacity (src/roles/steward-reclaim.ts capacity(), docs/overlays.md "Preemption"): the
+ * devices of the providers it can vouch for. An advert counts only when its signer is allowed on the overlay (on
+ * `network.allowlist` when there is one) and is connected to the steward now, and it adds at most
+ * `steward.maxDevicesPerProvider` devices (default 64); `steward.capacity` declares the figure outright. So an advert
+ * signed by a key that owns nothing (any member can relay one) cannot inflate capacity and switch preemption off.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pino from 'pino';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T, type Advert, type Job, type Selection } from '../../../src/records/kinds.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
+import { Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardOnStub, until } from './steward-stub.js';
+import { stewardRig } from './steward-rig.js';
+import { NOW, P, advert, job, offer } from '../market/fixtures.js';
+
+const TREE = `entitlements:
+  - { id: org, guarantee_uj: 2000000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: batch, parent: org, guarantee_uj: 600000000, guarantee_devices: 2, over_quota_weight: 0, priority: 1 }
+  - { id: urgent, parent: org, guarantee_uj: 600000000, guarantee_devices: 2, over_quota_weight: 0, priority: 5 }
+`;
+const est = { uj: 10_000_000, grade: 'Estimator' };
+const [batchBuyer, urgentBuyer, honest, ghost] = [P(2), P(3), P(30), P(31)];
+/** The overlay's one real machine: CPU only, one device. */
+const machine = () => advert(honest, { hardware: { gpus: undefined, cpuCores: 8, memoryMiB: 16384 } });
+/** A key that owns nothing, declaring 1024 A100s. */
+const bigClaim = () => advert(ghost, { hardware: { gpus: [{ model: 'A100', vramMiB: 81920, features: [], count: 1024 }], cpuCores: 1, memoryMiB: 1024 } });
+const cfgOf = (c: Record<string, unknown>) => c as Partial<StewardConfig>;
+
+describe('the steward’s physical capacity', () => {
+  it('an advert from a key not connected to the steward adds nothing: the higher-priority claim still preempts', async () => {
+    const t = tempDir('c0-capacity-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const records = new Map<string, Opened<Job>>();
+    const db = await openDb(join(t.dir, 'db'));
+    const asked: Array<{ to: string; op: string; job: string }> = [];
+    const adverts = new Map<string, Opened<Advert>>([
+      [honest.did, machine()],
+      [ghost.did, bigClaim()],
+    ]);
+    try {
+      const st = await stewardOnStub(t.dir, db, records, {
+        cfg: { preempt: true },
+        adverts,
+        peers: () => [honest.did, batchBuyer.did, urgentBuyer.did],
+        // the batch job is not running at the machine yet: it bars it, which frees its device
+        request: async (to, _p, frames) => {
+          const f = frames[0] as { op: string; job: string };
+          asked.push({ to, op: f.op, job: f.job });
+          return [f.op === 'stop' ? { stopped: 'no', barred: 'yes' } : { running: 'no' }];
+        },
+      });
+      assert.equal(st.s.capacity(), 1, 'the ghost’s 1024 GPUs are not counted');
+      const low = job(batchBuyer, { nonce: new Uint8Array([1]) });
+      assert.equal((await st.ask({ op: 'admit', job: low.bytes, entitlement: 'batch', estimate: est }, batchBuyer.did))[0]!.t, 'admitted');
+      const o = offer(honest, low, machine());
+      const sel: Selection = { job: low.address, buyer: batchBuyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: honest.did, offer: o.address }], decidedAt: NOW };
+      await st.hear('selection', seal(T.selection, sel, batchBuyer.signer));
+      const high = job(urgentBuyer, { nonce: new Uint8Array([2]) });
+      const [a] = await st.ask({ op: 'admit', job: high.bytes, entitlement: 'urgent', estimate: est }, urgentBuyer.did);
+      assert.equal(a!.t, 'admitted');
+      assert.deepEqual(asked.filter((x) => x.op === 'stop').map((x) => [x.to, x.job]), [[honest.did, low.address]], 'the batch job was preempted for the urgent claim');
+      await until(async () => (await st.released()).length === 1, 'the victim released');
+      await st.s.stop();
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+
+  it('counts only allowed, connected providers, each capped by steward.maxDevicesPerProvider; steward.capacity overrides; each left out or capped is logged once', async () => {
+    const t = tempDir('c0-capacity-rules-');
+    const r = await stewardRig(t.dir, TREE);
+    try {
+      const lines: Array<Record<string, unknown>> = [];
+      const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+      let connected = [honest.did];
+      const latest = new Map<string, Opened<Advert>>([
+        [honest.did, machine()],
+        [ghost.did, bigClaim()],
+      ]);
+      const capacity = (cfg: Record<string, unknown>) => {
+        const ports = { ...r.ports, log, net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+        return new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true, ...cfg }) as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false }).capacity();
+      };
+      assert.equal(capacity({}), 1, 'not connected: left out');
+      connected = [honest.did, ghost.did];
+      assert.equal(capacity({}), 1 + 64, 'connected: capped at the default 64');
+      assert.equal(capacity({ maxDevicesPerProvider: 8 }), 1 + 8);
+      assert.equal(capacity({ allowlist: [honest.did] }), 1, 'off the overlay’s allowlist: left out');
+      assert.equal(capacity({ allowlist: [honest.did, ghost.did], maxDevicesPerProvider: 2048 }), 1025);
+      assert.equal(capacity({ capacity: 3 }), 3, 'declared: adverts are not counted');
+      connected = [];
+      assert.equal(capacity({ capacity: 3 }), 3);
+
+      const r1 = new Reclaimer({ ports: { ...r.ports, log, net: { peers: () => [{ peerId: '', did: ghost.did, addrs: [] }] }, market: { adverts: { latest } } } as unknown as StewardPorts, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true }) as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
+      lines.length = 0;
+      for (let i = 0; i < 5; i++) r1.capacity();
+      const about = (did: string) => lines.filter((l) => l.provider === did);
+      assert.equal(about(ghost.did).length, 1, `the capped advert is logged once: ${JSON.stringify(lines)}`);
+      assert.equal(about(honest.did).length, 1, 'the advert left out is logged once');
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+});
