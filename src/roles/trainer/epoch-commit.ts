@@ -39,8 +39,6 @@ export interface EpochParty {
   clock: Clock;
   /** What changes as the run goes (a view change): read when a commitment starts. */
   live(): { wire: TrainWire; view: number; members: string[]; dropped: string[] };
-  /** `tag` of `view` was delivered to `to` (kept: a ping asks it). */
-  delivered?(view: number, to: string, tag: string): void;
   /** The weights address this worker reached after (view, step). */
   ownWeights(view: number, step: number): string | undefined;
   /** The aggregator of (view, epoch), only within the window of epochs this worker holds state for (else TRAIN_EPOCH_OUT_OF_WINDOW, nothing created). */
@@ -100,8 +98,7 @@ export async function commitEpoch(p: EpochParty, epoch: number, agg: EpochAggreg
   }
   const result: EpochResult = { epoch, view: s.view, address: env.address, root: rec.root, coordinator: p.did, envelope: hex(env.bytes), witnesses: cosigned, leaves: fin.leaves };
   const body = new TextEncoder().encode(JSON.stringify({ ...result, leaves: [] }));
-  const tag = `final/v${s.view}/e${epoch}`;
-  await Promise.allSettled(members.filter((d) => d !== p.did).map((d) => wire.send(d, { k: 'final', tag }, body, p.rec.timeoutMs).then(() => p.delivered?.(s.view, d, tag))));
+  await Promise.allSettled(members.filter((d) => d !== p.did).map((d) => wire.send(d, { k: 'final', tag: `final/v${s.view}/e${epoch}` }, body, p.rec.timeoutMs)));
   return result;
 }
 

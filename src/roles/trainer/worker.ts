@@ -28,7 +28,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
-import type { CborValue } from '../../records/cbor.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { createNetwork, type Network } from '../../net/node.js';
@@ -147,8 +146,6 @@ export class TrainerWorker {
   readonly #strikes = new Map<string, number>();
   /** Per view: the tag of the receive this worker is waiting for, or last waited for in vain (what a ping asks). */
   readonly #waits = new Map<number, string>();
-  /** Per view, per member: the furthest all-reduce chunk (`ring`) and epoch result (`final`) this worker delivered to it (what a ping asks too). */
-  readonly #sent = new Map<number, Map<string, { ring?: string; final?: string }>>();
   /** The furthest epoch committed so far, and the view changes since. */
   #bestEpoch = -1;
   #stalledViews = 0;
@@ -192,7 +189,6 @@ export class TrainerWorker {
       signer: o.signer,
       clock: o.clock,
       live: () => ({ wire: this.wire, view: this.view, members: this.members, dropped: this.dropped }),
-      delivered: (view, to, tag) => this.#delivered(view, to, tag),
       ownWeights: (view, step) => this.#ownWeights.get(`${view}:${step}`),
       agg: (view, epoch) => this.#aggInWindow(view, epoch),
       fault: (did, code) => {
@@ -249,7 +245,7 @@ export class TrainerWorker {
 
   // ------------------------------------------------------------------ messages
 
-  async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<CborValue[] | void> {
+  async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<Array<Uint8Array | Record<string, number | string>> | void> {
     if (head.k === 'commit') return this.#onCommit(from, payload);
     if (this.#rank(from) < 0) throw new C0Error('TRAIN_NOT_MEMBER', 'only the run’s members may send this');
     switch (head.k) {
@@ -267,10 +263,7 @@ export class TrainerWorker {
         // asked about a tag it did not deliver: what it was itself waiting for in that view, if anything
         const v = typeof head.tag === 'string' ? tagOrder(head.tag, this.rec.stepsPerEpoch)?.[0] : undefined;
         const waiting = v === undefined ? undefined : this.#waits.get(v);
-        // and what it delivered to each member in that view, so the asker can check another member's "waiting"
-        const sent = v === undefined ? undefined : this.#sent.get(v);
-        const deliveries = sent ? Object.fromEntries([...sent].map(([d, x]) => [d, [x.ring, x.final].filter((t): t is string => t !== undefined)])) : undefined;
-        return [{ lastEpoch: this.lastCommittedEpoch, view: this.view, ...(waiting ? { waiting } : {}), ...(deliveries ? { sent: deliveries } : {}) }];
+        return [{ lastEpoch: this.lastCommittedEpoch, view: this.view, ...(waiting ? { waiting } : {}) }];
       }
       case 'view':
       case 'final':
@@ -501,13 +494,7 @@ export class TrainerWorker {
   async #runEpoch(epoch: number): Promise<void> {
     const spe = this.rec.stepsPerEpoch;
     const view = this.view;
-    const members = this.members;
-    const base = wireRing(this.wire, this.box, members, this.o.did, this.#rank, this.rec.timeoutMs, (tag, state) => this.#noteWait(view, tag, state));
-    // every chunk delivered is noted: what this worker answers when asked whether a member's "waiting" is true
-    const ring = { ...base, send: async (to: number, tag: string, data: Uint8Array) => {
-      await base.send(to, tag, data);
-      this.#delivered(view, members[to]!, tag);
-    } };
+    const ring = wireRing(this.wire, this.box, this.members, this.o.did, this.#rank, this.rec.timeoutMs, (tag, state) => this.#noteWait(view, tag, state));
     const data = shard(iris().train, ring.rank, ring.size);
     const agg = this.#agg(view, epoch);
     for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
@@ -600,57 +587,6 @@ export class TrainerWorker {
     else if (this.#waits.get(view) === tag) this.#waits.delete(view);
   }
 
-  /** `tag` (an all-reduce chunk or an epoch result of `view`) was delivered to `to`: kept as the furthest of its kind. */
-  #delivered(view: number, to: string, tag: string): void {
-    if (view < this.view - 1) return;
-    const kind = tag.startsWith('final/') ? 'final' : 'ring';
-    let per = this.#sent.get(view);
-    if (!per) this.#sent.set(view, (per = new Map()));
-    const x = per.get(to) ?? {};
-    const cur = x[kind];
-    if (cur === undefined || excused(cur, tag, this.rec.stepsPerEpoch)) per.set(to, { ...x, [kind]: tag });
-  }
-
-  /**
-   * Whether `m`'s answer that it was waiting for `claim` (an earlier receive of
-   * the view, so it would be excused) is shown false by what the member that
-   * sends `claim` to `m` says it delivered to it (this worker's own record when
-   * that is this worker; `answers`, the other members' ping answers, else): an
-   * all-reduce chunk comes from `m`'s predecessor in the ring and is delivered
-   * in order, an epoch result from the epoch's elected coordinator. A claim to
-   * wait for step commitments is false unless `m` is that epoch's coordinator
-   * and this worker has not committed the epoch (the coordinator sends the
-   * result only after it has them all). A sender that says nothing (silent, or
-   * a version that does not report) shows nothing: the claim stands.
-   */
-  #refuted(m: string, claim: string, answers: Map<string, unknown>): boolean {
-    const spe = this.rec.stepsPerEpoch;
-    const c = /^commit\/v(0|[1-9]\d*)\/e(0|[1-9]\d*)$/.exec(claim);
-    if (c) {
-      const e = Number(c[2]);
-      return Number(c[1]) !== this.view || electCoordinator(this.runAddr, e, this.members) !== m || e <= this.lastCommittedEpoch;
-    }
-    const f = /^final\/v(0|[1-9]\d*)\/e(0|[1-9]\d*)$/.exec(claim);
-    const i = this.members.indexOf(m);
-    if (i < 0) return false;
-    const from = f ? electCoordinator(this.runAddr, Number(f[2]), this.members) : this.members[(i - 1 + this.members.length) % this.members.length]!;
-    if (from === m) return true;
-    const v = tagOrder(claim, spe)?.[0];
-    if (v === undefined) return false;
-    let delivered: unknown[];
-    if (from === this.o.did) {
-      const x = this.#sent.get(v)?.get(m);
-      delivered = [x?.ring, x?.final];
-    } else {
-      const sent = (answers.get(from) as { sent?: unknown } | undefined)?.sent;
-      const list = typeof sent === 'object' && sent !== null && !Array.isArray(sent) ? (sent as Record<string, unknown>)[m] : undefined;
-      delivered = Array.isArray(list) ? list.slice(0, 2) : [];
-    }
-    const kind = f ? 'final/' : 'v';
-    // delivered `t` at or after `claim` (same kind): `claim` is not something m could still wait for
-    return delivered.some((t) => typeof t === 'string' && t.startsWith(kind) && tagOrder(t, spe)?.[0] === v && (t === claim || excused(claim, t, spe)));
-  }
-
   /** The member whose chunk or epoch result did not arrive (TRAIN_PEER_TIMEOUT), or whose step commitments are missing (TRAIN_EPOCH_INCOMPLETE), and the tag it did not deliver. */
   #silent(cause: C0Error): { did: string; tag: string } | undefined {
     const d = cause.detail ?? {};
@@ -676,18 +612,12 @@ export class TrainerWorker {
     const silent = this.#silent(cause);
     const others = this.members.filter((d) => d !== this.o.did && d !== culprit && !this.#faulty.has(d));
     // the silent member is asked what it was itself waiting for: a member waiting for an earlier receive of the view could not send (the ring's cascade)
-    // every member is asked about the view of the silent tag: the silent one what it waited for, all what they delivered (to check that answer)
-    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping', ...(silent ? { tag: silent.tag } : {}) }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping', ...(silent?.did === d ? { tag: silent.tag } : {}) }, undefined, Math.min(3_000, this.rec.timeoutMs))));
     let alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
     if (silent && alive.includes(silent.did)) {
-      const answers = new Map<string, unknown>();
-      others.forEach((d, i) => {
-        const p = pings[i]!;
-        if (p.status === 'fulfilled') answers.set(d, p.value[0]);
-      });
-      const answer = answers.get(silent.did) as { waiting?: unknown } | undefined;
-      // "waiting" excuses only a receive that was not delivered: one its sender delivered is a lie, and the member is treated as silent
-      if (!excused(answer?.waiting, silent.tag, this.rec.stepsPerEpoch) || this.#refuted(silent.did, answer!.waiting as string, answers)) {
+      const p = pings[others.indexOf(silent.did)] as PromiseFulfilledResult<unknown[]>;
+      const answer = p.value[0] as { waiting?: unknown } | undefined;
+      if (!excused(answer?.waiting, silent.tag, this.rec.stepsPerEpoch)) {
         const n = (this.#strikes.get(silent.did) ?? 0) + 1;
         this.#strikes.set(silent.did, n);
         if (n >= STRIKES_TO_DROP) {
@@ -721,7 +651,6 @@ export class TrainerWorker {
     this.view = next;
     this.#stalledViews++;
     for (const v of [...this.#waits.keys()]) if (v < next - 1) this.#waits.delete(v);
-    for (const v of [...this.#sent.keys()]) if (v < next - 1) this.#sent.delete(v);
     this.#contributions.viewChanged(next);
     this.members = members;
     this.lastCommittedEpoch = Math.min(this.lastCommittedEpoch, resume - 1);
