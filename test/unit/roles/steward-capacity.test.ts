@@ -60,6 +60,7 @@ describe('the steward’s physical capacity', () => {
       const low = job(batchBuyer, { nonce: new Uint8Array([1]) });
       assert.equal((await st.ask({ op: 'admit', job: low.bytes, entitlement: 'batch', estimate: est }, batchBuyer.did))[0]!.t, 'admitted');
       const o = offer(honest, low, machine());
+      records.set(o.address, o as never); // the steward holds the winning offer (it resolves who runs the job from it)
       const sel: Selection = { job: low.address, buyer: batchBuyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: honest.did, offer: o.address }], decidedAt: NOW };
       await st.hear('selection', seal(T.selection, sel, batchBuyer.signer));
       const high = job(urgentBuyer, { nonce: new Uint8Array([2]) });

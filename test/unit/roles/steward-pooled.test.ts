@@ -159,6 +159,8 @@ describe('a pool on a stewarded overlay', () => {
       rig.adverts.set(adA.address, adA);
       const asked: Array<{ to: string; op: string }> = [];
       const net = {
+        // the coordinator is connected to the steward: its pooled advert counts in the overlay's capacity
+        peers: () => [{ did: A }],
         request: async (to: string, _p: string, frames: Array<{ op: string }>) => {
           asked.push({ to, op: frames[0]!.op });
           if (frames[0]!.op !== 'stop') return [{ running: 'yes' }];
