@@ -132,6 +132,12 @@ export const MAX_ASIDE_RECEIPTS = 16;
 /** How many selections whose winning offer could not be found yet are kept per claim (memory only; tried again at each catch-up). */
 export const MAX_PENDING_SELECTIONS = 8;
 
+/**
+ * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim; one
+ * at a time per claim. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending).
+ */
+export const MAX_BACKGROUND_RESOLVES = 4;
+
 /** A kept ChosenOffer (ClaimStore `o/`), or undefined when it does not read as one (skipped: the claim is charged without it). */
 function chosenFrom(text: string): ChosenOffer | undefined {
   try {
@@ -302,8 +308,10 @@ export class ClaimAccounts {
   /**
    * A selection heard (the buyer's, or this steward's own): its winning offer is resolved (src/roles/steward-winners.ts)
    * and, when it checks out, its signer is chosen (and, for a pool's offer, the pool's receipts for it). One naming a
-   * provider that did not sign the winning offer is refused (logged, nothing chosen); one whose offer is found nowhere
-   * is kept aside and resolved again at each catch-up (retryPending).
+   * provider that did not sign the winning offer is refused (logged, nothing chosen); one whose offer is not held here
+   * is kept aside and fetched in the background (#resolveLater), and again at each catch-up (retryPending). Nothing
+   * here waits on another node: the node hands gossip to its handlers one record at a time, so a fetch from a party
+   * the buyer named (one that never answers) would hold every receipt, advert and selection behind it.
    */
   async onSelection(s: Opened<Selection>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(s.record.job));
@@ -311,7 +319,7 @@ export class ClaimAccounts {
     if (!oj || oj.gang !== undefined) return;
     // Only the buyer's (or our own) selection names the provider doing the work.
     if (s.signer !== oj.buyer && s.signer !== this.d.did) return;
-    await this.#resolve(oj, s);
+    if ((await this.#resolve(oj, s, false)) === 'unresolved') this.#resolveLater(oj);
   }
 
   /** The signer of a selection's winning offer, resolved and checked (undefined: refused or not found). */
@@ -320,36 +328,69 @@ export class ClaimAccounts {
     return 'chosen' in r ? r.chosen.provider : undefined;
   }
 
-  async #resolve(oj: OpenJob, s: Opened<Selection>): Promise<void> {
-    const r = await this.d.winners.resolve(s);
-    if (this.#open.get(oj.claim) !== oj) return;
+  /** Resolve a selection's winner (only from what is held here unless `remote`); 'unresolved' when it was kept pending. */
+  async #resolve(oj: OpenJob, s: Opened<Selection>, remote: boolean): Promise<'done' | 'unresolved'> {
+    const r = await this.d.winners.resolve(s, remote);
+    if (this.#open.get(oj.claim) !== oj) return 'done';
     if ('refused' in r) {
       oj.pending?.delete(s.address);
       this.d.log.warn({ claim: oj.claim, selection: s.address, code: r.refused, detail: r.detail }, 'a selection’s winner does not check out against its offer: nothing chosen from it');
-      return;
+      return 'done';
     }
     if ('unresolved' in r) {
       const pending = (oj.pending ??= new Map());
       if (!pending.has(s.address) && pending.size >= MAX_PENDING_SELECTIONS) pending.delete(pending.keys().next().value!);
+      const known = pending.has(s.address);
       pending.set(s.address, s);
-      this.d.log.info({ claim: oj.claim, selection: s.address, offer: s.record.winner, why: r.unresolved }, 'a selection’s winning offer was not found: resolved again at the next catch-up');
-      return;
+      if (remote && !known) this.d.log.info({ claim: oj.claim, selection: s.address, offer: s.record.winner, why: r.unresolved }, 'a selection’s winning offer was not found: resolved again at the next catch-up');
+      return 'unresolved';
     }
     oj.pending?.delete(s.address);
     await this.choose(oj, r.chosen);
-    if (oj.provider === r.chosen.provider) return;
+    if (oj.provider === r.chosen.provider) return 'done';
     oj.provider = r.chosen.provider;
     await this.d.store?.putProvider(oj.claim, r.chosen.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
+    return 'done';
   }
 
-  /** Resolve again the selections whose winning offer was not found (a catch-up round, a withdraw). */
-  async retryPending(claim?: string): Promise<void> {
-    for (const oj of claim === undefined ? [...this.#open.values()] : [this.#open.get(claim)].filter((x): x is OpenJob => x !== undefined)) {
-      for (const s of [...(oj.pending?.values() ?? [])]) {
-        if (this.#open.get(oj.claim) !== oj || oj.releasing) break;
-        await this.#resolve(oj, s);
-      }
+  /** Claims with a background fetch in flight (#later): one each, at most MAX_BACKGROUND_RESOLVES in all. */
+  readonly #fetching = new Set<string>();
+
+  /**
+   * Run `work` for a claim in the background, unless one is in flight for it already or MAX_BACKGROUND_RESOLVES are
+   * (then the next catch-up round tries again). Never awaited by a gossip handler.
+   */
+  #later(oj: OpenJob, what: string, work: () => Promise<void>): void {
+    if (this.#fetching.has(oj.claim) || this.#fetching.size >= MAX_BACKGROUND_RESOLVES || this.d.stopped()) return;
+    this.#fetching.add(oj.claim);
+    void work()
+      .catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, `${what} failed`))
+      .finally(() => this.#fetching.delete(oj.claim));
+  }
+
+  /** Fetch the winning offers of a claim's pending selections from their parties, in the background. */
+  #resolveLater(oj: OpenJob): void {
+    this.#later(oj, 'fetching a selection’s winning offer', () => this.#resolvePending(oj));
+  }
+
+  async #resolvePending(oj: OpenJob): Promise<void> {
+    for (const s of [...(oj.pending?.values() ?? [])]) {
+      if (this.#open.get(oj.claim) !== oj || oj.releasing || this.d.stopped()) break;
+      await this.#resolve(oj, s, true);
     }
+  }
+
+  /**
+   * Resolve again the selections whose winning offer was not found: a catch-up round (no `claim`) starts a background
+   * fetch per claim (bounded, not awaited); a withdraw of `claim` waits for its own (its stream, not the gossip queue).
+   */
+  async retryPending(claim?: string): Promise<void> {
+    if (claim === undefined) {
+      for (const oj of this.#open.values()) if (oj.pending?.size) this.#resolveLater(oj);
+      return;
+    }
+    const oj = this.#open.get(claim);
+    if (oj) await this.#resolvePending(oj);
   }
 
   /**
@@ -391,10 +432,21 @@ export class ClaimAccounts {
     if (!r.record.pool) return oj.winners.has(r.record.provider);
     let c = oj.chosen.get(r.record.offer);
     if (c && !c.advertKnown) {
-      c = await this.d.winners.again(c, [oj.buyer]);
+      c = await this.d.winners.again(c, [oj.buyer], false);
       if (c.advertKnown && this.#open.get(oj.claim) === oj) await this.#keepChosen(oj, c);
+      else this.#advertLater(oj, c); // the receipt waits aside until the advert is fetched
     }
     return pooledReceiptFor(r, c);
+  }
+
+  /** Fetch a winning offer's advert in the background (from the buyer or the offer's signer); then charge what it makes ours. */
+  #advertLater(oj: OpenJob, c: ChosenOffer): void {
+    this.#later(oj, 'fetching a winning offer’s advert', async () => {
+      const found = await this.d.winners.again(c, [oj.buyer], true);
+      if (!found.advertKnown || this.#open.get(oj.claim) !== oj) return;
+      await this.#keepChosen(oj, found);
+      await this.#chargeAside(oj);
+    });
   }
 
   /** A single job's receipt from a provider no selection named (yet): kept aside, bounded, not charged. */
@@ -418,6 +470,11 @@ export class ClaimAccounts {
   async choose(oj: OpenJob, c: ChosenOffer): Promise<void> {
     oj.winners.add(c.provider);
     await this.#keepChosen(oj, c);
+    await this.#chargeAside(oj);
+  }
+
+  /** Charge the receipts held aside that are now from who did the work (#doneBy). */
+  async #chargeAside(oj: OpenJob): Promise<void> {
     if (!oj.aside) return;
     for (const [address, r] of [...oj.aside]) {
       if (!(await this.#doneBy(oj, r))) continue;

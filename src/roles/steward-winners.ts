@@ -27,6 +27,11 @@
  * accounts keep it aside and try again at each catch-up round); an advert that
  * can be found nowhere leaves the winner's pool unknown, resolved again when a
  * pooled receipt citing the offer comes.
+ *
+ * `remote: false` looks only at what is held here. The gossip handlers resolve
+ * that way: the node hands records to its handlers one at a time, so a fetch
+ * there (up to records/1's deadline per party, from a party a buyer chose)
+ * would hold every record behind it; the accounts fetch in the background.
  */
 import type { Opened } from '../records/envelope.js';
 import { T, type Advert, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -63,31 +68,31 @@ export class WinnerResolver {
   constructor(private readonly l: WinnerLookups) {}
 
   /** The selection's winning offer, checked against what the selection says of it (see the module comment). */
-  async resolve(s: Opened<Selection>): Promise<Resolved> {
+  async resolve(s: Opened<Selection>, remote = true): Promise<Resolved> {
     const named = s.record.considered.find((c) => c.offer === s.record.winner);
     if (!named) return { refused: 'STEWARD_WINNER_NOT_CONSIDERED', detail: 'the winner is not among the offers the selection considered' };
-    const offer = (await this.l.offer(s.record.winner)) ?? (await this.#fetch([s.signer, named.provider], s.record.winner, T.offer));
+    const offer = (await this.l.offer(s.record.winner)) ?? (remote ? await this.#fetch([s.signer, named.provider], s.record.winner, T.offer) : undefined);
     if (!offer || offer.type !== T.offer) return { unresolved: 'the winning offer is held nowhere the steward can reach' };
     if (offer.record.job !== s.record.job) return { refused: 'STEWARD_WINNER_WRONG_JOB', detail: 'the winning offer quotes another job' };
     if (offer.signer !== named.provider) return { refused: 'STEWARD_WINNER_NOT_SIGNER', detail: `the selection names ${named.provider} for an offer ${offer.signer} signed` };
-    return { chosen: await this.chosen(offer, [s.signer]) };
+    return { chosen: await this.chosen(offer, [s.signer], remote) };
   }
 
   /** What a held winning offer stands for (the steward's own selection: its market holds the offer and its advert). */
-  async chosen(offer: Opened<Offer>, askAlso: string[] = []): Promise<ChosenOffer> {
-    const advert = await this.#advert(offer.record.advert, [...askAlso, offer.signer]);
+  async chosen(offer: Opened<Offer>, askAlso: string[] = [], remote = true): Promise<ChosenOffer> {
+    const advert = await this.#advert(offer.record.advert, remote ? [...askAlso, offer.signer] : []);
     return chosenOf(offer.address, offer.signer, offer.record.advert, advert);
   }
 
   /** A winner whose advert was not found when it was chosen: look again (a pooled receipt citing its offer came). */
-  async again(c: ChosenOffer, askAlso: string[]): Promise<ChosenOffer> {
+  async again(c: ChosenOffer, askAlso: string[], remote = true): Promise<ChosenOffer> {
     if (c.advertKnown) return c;
-    const advert = await this.#advert(c.advert, [...askAlso, c.provider]);
+    const advert = await this.#advert(c.advert, remote ? [...askAlso, c.provider] : []);
     return chosenOf(c.offer, c.provider, c.advert, advert);
   }
 
   async #advert(address: string, from: string[]): Promise<Opened<Advert> | undefined> {
-    const a = (await this.l.advert(address)) ?? (await this.#fetch(from, address, T.advert));
+    const a = (await this.l.advert(address)) ?? (from.length ? await this.#fetch(from, address, T.advert) : undefined);
     return a?.type === T.advert ? (a as Opened<Advert>) : undefined;
   }
 
