@@ -109,6 +109,9 @@ export class BuyerWiring {
       enoughOffers: config.buyer.enoughOffers,
       ...(this.o.d.network.clockSkewMs === undefined ? {} : { skewMs: this.o.d.network.clockSkewMs }),
       defaultPolicy: config.buyer.policy,
+      overlay: this.o.name,
+      // where a spec naming an entitlement belongs, when it is sent to an overlay without a steward
+      stewardedOverlays: [config.network, ...config.overlays].filter((n) => n.steward).map((n) => n.overlay),
       ...(this.o.d.network.steward
         ? {
             admission: (job, spec, onQueued) => this.#admission(this.o.d.network.steward!, job, spec, onQueued),

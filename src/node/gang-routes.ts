@@ -28,7 +28,13 @@ const GRADES = new Set(['HwShunt', 'ModelBased', 'Estimator']);
 
 function stewardOf(o: OverlayNode): string {
   const s = o.d.network.steward;
-  if (!s) throw new C0Error('GANG_NO_STEWARD', `overlay ${o.name} has no steward: a gang needs no admission there (leave out --entitlement)`, { field: 'entitlement' });
+  if (!s) {
+    // the node's overlays that do have one, where a gang with an entitlement belongs
+    const { config } = o.d;
+    const others = [config.network, ...config.overlays].filter((n) => n.steward && n.overlay !== o.name).map((n) => n.overlay);
+    const hint = others.length ? `add --overlay ${others[0]} (this node's overlays with a steward: ${others.join(', ')}), or leave out --entitlement` : 'leave out --entitlement';
+    throw new C0Error('GANG_NO_STEWARD', `overlay ${o.name} has no steward: a gang needs no admission there (${hint})`, { field: 'entitlement' });
+  }
   return s;
 }
 

@@ -257,6 +257,10 @@ export interface BuyerDeps {
   maxInputBytes?: number;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
   managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
+  /** The overlay's name (for refusals' messages). */
+  overlay?: string;
+  /** This node's overlays that have a steward (a spec naming an entitlement on an overlay without one is pointed there). */
+  stewardedOverlays?: readonly string[];
   /** Open orders (src/roles/buyer-orders.ts): where claims arrive; absent, a job with `order` is refused. */
   orders?: OrderPorts;
   /** Notices this process's own freezes during an attempt (src/util/stall-watch.ts); absent, none is noticed. */
@@ -272,9 +276,18 @@ export interface SpecCheck {
   maxInputBytes?: number;
   /** Whether this node takes claims on open orders (not on an overlay with a steward). */
   orders: boolean;
+  /** Whether the overlay has a steward (pool/1 admission): what `entitlement`, `class` and `energy` are for. */
+  steward: boolean;
+  /** The overlay's name, for the refusals' messages. */
+  overlay?: string;
+  /** This node's overlays that have a steward (where a spec naming an entitlement belongs), for the refusals' messages. */
+  stewarded?: readonly string[];
 }
 
-/** Refusals a spec gets before anything is published: the policy's needs, the input's size, open orders here. */
+/** The spec fields only an overlay with a steward reads (pool/1 claim: §2.3 estimate, §2.4 class). */
+const STEWARD_FIELDS = ['entitlement', 'class', 'energy'] as const;
+
+/** Refusals a spec gets before anything is published: the policy's needs, the input's size, open orders here, steward fields on an overlay without a steward (and no entitlement on one with). */
 function refuseEarly(spec: JobSpec, c: SpecCheck): void {
   const policy = parsePolicy(spec.policy ?? c.defaultPolicy);
   if (policy === 'private' && !spec.requirements?.allowlist) {
@@ -287,6 +300,27 @@ function refuseEarly(spec: JobSpec, c: SpecCheck): void {
   }
   // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
   if (spec.order && !c.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+  refuseStewardMismatch(spec, c);
+}
+
+/**
+ * A spec written for an overlay with a steward (it names an entitlement, a class or an estimate) on one without is
+ * refused: run there, those fields would be dropped and the job, and its input, would go to that overlay's market
+ * (the public one, for a node whose primary overlay is public) — never what its writer meant. On an overlay with a
+ * steward, a spec without an entitlement could never be admitted.
+ */
+function refuseStewardMismatch(spec: JobSpec, c: SpecCheck): void {
+  const where = c.overlay === undefined ? 'this overlay' : `overlay ${c.overlay}`;
+  if (!c.steward) {
+    const named = STEWARD_FIELDS.find((f) => spec[f] !== undefined);
+    if (named === undefined) return;
+    const others = (c.stewarded ?? []).filter((o) => o !== c.overlay);
+    const hint = others.length
+      ? `add --overlay ${others[0]} (this node's overlays with a steward: ${others.join(', ')}; \`?overlay=\` on the control API)`
+      : `none of this node's overlays has a steward; leave out ${STEWARD_FIELDS.join(', ')} to run it on ${where}'s market`;
+    throw new C0Error('JOB_ENTITLEMENT_WITHOUT_STEWARD', `the job names \`${named}\`, which only an overlay with a steward reads, but ${where} has no steward: it would run on ${where}'s market without admission, its input sent to any of its providers. Refused before anything was signed or sent: ${hint}`, { field: named });
+  }
+  if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `${where} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
 }
 
 /** The job record a spec makes, announced at `now`, signed by `signer`. */
@@ -405,7 +439,14 @@ export class Buyer {
   }
 
   #refuseEarly(spec: JobSpec): void {
-    refuseEarly(spec, { defaultPolicy: this.d.defaultPolicy, orders: !!this.d.orders, ...(this.d.maxInputBytes === undefined ? {} : { maxInputBytes: this.d.maxInputBytes }) });
+    refuseEarly(spec, {
+      defaultPolicy: this.d.defaultPolicy,
+      orders: !!this.d.orders,
+      steward: !!this.d.admission,
+      ...(this.d.overlay === undefined ? {} : { overlay: this.d.overlay }),
+      ...(this.d.stewardedOverlays ? { stewarded: this.d.stewardedOverlays } : {}),
+      ...(this.d.maxInputBytes === undefined ? {} : { maxInputBytes: this.d.maxInputBytes }),
+    });
   }
 
   /** The run ends here: this node is stopping (JOB_INTERRUPTED, said as the run's last event). */

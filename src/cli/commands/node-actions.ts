@@ -297,8 +297,9 @@ async function checkSpecOffline(spec: JobSpec, config: NodeConfig, overlay: stri
   const network = overlay === undefined || overlay === '' ? config.network : networks.find((n) => n.overlay === overlay);
   if (!network) throw new C0Error('OVERLAY_NOT_FOUND', `this node is not on overlay "${overlay}"; it is on ${networks.map((n) => n.overlay).join(', ')}`, { field: 'overlay' });
   const { Buyer } = await import('../../roles/buyer.js');
-  // open orders are taken on an overlay without a steward (src/node/buyer-wiring.ts)
-  Buyer.checkSpec(spec, { defaultPolicy: config.buyer.policy, orders: !network.steward }, Date.now());
+  // open orders are taken on an overlay without a steward (src/node/buyer-wiring.ts); entitlements only on one with
+  const stewarded = networks.filter((n) => n.steward).map((n) => n.overlay);
+  Buyer.checkSpec(spec, { defaultPolicy: config.buyer.policy, orders: !network.steward, steward: !!network.steward, overlay: network.overlay, stewarded }, Date.now());
 }
 
 /** Open the node's stores without networking (for offline jobs/reputation). */

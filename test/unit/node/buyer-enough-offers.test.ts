@@ -37,7 +37,7 @@ test('junk offers do not end the window; the first offer that can win does', asy
       log: silentLogger(),
       market,
       records,
-      d: { config: { buyer: { policy: 'balanced', collectWindowMs: 60_000, enoughOffers: 1, offersWanted: 0, inviteAbove: 200 } }, identity: { signer: ME.signer }, network: {} },
+      d: { config: { buyer: { policy: 'balanced', collectWindowMs: 60_000, enoughOffers: 1, offersWanted: 0, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: ME.signer }, network: {} },
       net: { publish: async () => {}, peers: () => [], sendOutcome: async () => ({ outcomes: {} }) },
     } as unknown as OverlayNode;
     const wiring = new BuyerWiring(overlay);

@@ -27,7 +27,7 @@ const offerOf = (j: Opened<Job>, i: number) => seal(T.offer, { job: j.address, a
 function setup() {
   const offers = new Map<string, Set<string>>();
   const overlay = {
-    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 0, inviteAbove: 200 } }, identity: { signer: buyerKey }, network: {} },
+    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 0, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: {} },
     did: didFromPublicKey(buyerKey.publicKey),
     name: 'public',
     clock: () => now,

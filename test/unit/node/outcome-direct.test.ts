@@ -46,7 +46,7 @@ function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Open
   const direct: Array<{ kind: string; to: string[] }> = [];
   const gossip: string[] = [];
   const overlay = {
-    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 } }, identity: { signer: buyerKey }, network: o.steward ? { steward: o.steward } : {} },
+    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: o.steward ? { steward: o.steward } : {} },
     did: buyer,
     name: 'public',
     clock: () => now,

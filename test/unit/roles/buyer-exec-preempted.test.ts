@@ -28,7 +28,7 @@ async function run(code: string, stewarded: boolean) {
         }
       : {},
   });
-  const result = await f.buyer.run(fakeSpec({ entitlement: 'lo' }));
+  const result = await f.buyer.run(fakeSpec(stewarded ? { entitlement: 'lo' } : {}));
   return { result, execs: f.execs, nondeliveries: f.nondeliveries(), withdrawn };
 }
 
