@@ -19,6 +19,7 @@ import type { OverlayNode } from './overlay.js';
 const BODY_KEYS = new Set(['batch', 'ceiling', 'exclude', 'designated', 'running']);
 
 export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
+  refuseBatchOnStewarded(o);
   const b = (body ?? {}) as { batch?: unknown; ceiling?: unknown; exclude?: unknown; designated?: unknown; running?: unknown };
   if (typeof b !== 'object' || Array.isArray(b)) throw new C0Error('BATCH_FIELD_INVALID', 'the body must be {batch, ceiling?, exclude?, designated?, running?}');
   for (const k of Object.keys(b)) if (!BODY_KEYS.has(k)) throw new C0Error('BATCH_FIELD_INVALID', `${k} is not a field (batch, ceiling, exclude, designated, running)`, { field: k });
@@ -63,4 +64,19 @@ function didCounts(v: unknown, field: string): Map<string, number> {
     m.set(did, n);
   }
   return m;
+}
+
+/**
+ * A batch's lines are open orders designated to their planned provider, which an overlay with a steward does not take
+ * (the steward admits every job before it is announced: docs/matching.md "On the network"). Said at once, before
+ * the batch is read or planned: before, the plan went ahead and `batch run` ended BATCH_EXCEEDS_CAPACITY, blaming the
+ * network's capacity, or its lines each failed ORDERS_NOT_SUPPORTED.
+ */
+export function refuseBatchOnStewarded(o: Pick<OverlayNode, 'd' | 'name'>): void {
+  if (!o.d.network.steward) return;
+  throw new C0Error(
+    'ORDERS_NOT_SUPPORTED',
+    `overlay ${o.name} has a steward: a batch's lines are open orders, which it does not take (the steward admits every job before it is announced); run each job with \`c0mpute run\` and its entitlement, or the batch on an overlay without a steward (--overlay)`,
+    { field: 'overlay' },
+  );
 }

@@ -9,6 +9,12 @@
  * `designatedOrders`. A buyer serves
  * `/c0mpute/claim/1` (its ClaimDesk feeds Buyer.run's open-order path); a
  * provider runs the Claimer.
+ *
+ * Not on an overlay with a steward: there every job is admitted before it is
+ * announced and orders are refused (ORDERS_NOT_SUPPORTED), so an order heard
+ * there can never run. Such a node keeps no open order (a member's orders hold
+ * no provider's leases or designated count), serves no claim desk, and runs no
+ * Claimer (which would spend its claim slots on them).
  */
 import type { Job, Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
@@ -28,11 +34,12 @@ export interface OrdersWiring {
 
 export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; skewMs: number }): Promise<OrdersWiring> {
   const orders = new OpenOrders({ skewMs: opts.skewMs });
-  const desk = o.buyer ? new ClaimDesk(o.clock, { onRateLimited: o.abuseReports.report }) : undefined;
+  const takesOrders = !o.d.network.steward;
+  const desk = o.buyer && takesOrders ? new ClaimDesk(o.clock, { onRateLimited: o.abuseReports.report }) : undefined;
   if (desk) await o.net.handle(CLAIM_PROTOCOL, desk.handler(), CLAIM_LIMITS);
   const pc = o.d.config.provider;
   const provider = o.provider;
-  const claimer = provider && pc
+  const claimer = provider && pc && takesOrders
     ? new Claimer({
         did: o.did,
         signer: o.d.identity.signer,
@@ -60,13 +67,13 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
     : undefined;
   o.net.subscribe('job', (rec) => {
     const job = rec as Opened<Job>;
-    if (job.record.order && orders.add(job, o.clock())) claimer?.changed();
+    if (takesOrders && job.record.order && orders.add(job, o.clock())) claimer?.changed();
   });
   o.net.subscribe('selection', (rec) => {
     const sel = rec as Opened<Selection>;
     // Only the buyer decides its order (a first-claim selection it signed); a selection heard before its job is
     // remembered, and the job is not taken as open when it comes (OpenOrders.selected).
-    if (sel.record.policy === 'first-claim' && orders.selected(sel.record.job, sel.signer, o.clock())) claimer?.changed();
+    if (takesOrders && sel.record.policy === 'first-claim' && orders.selected(sel.record.job, sel.signer, o.clock())) claimer?.changed();
   });
   o.heldByProvider = (leases = 'all') => {
     const now = o.clock();
@@ -90,7 +97,7 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
     desk,
     claimer,
     inbox: (job) => {
-      if (!desk) throw new Error('not a buyer');
+      if (!desk) throw new Error('no claim desk here (not a buyer, or an overlay with a steward)');
       return desk.inbox(job);
     },
   };

@@ -24,6 +24,7 @@ test('the route plans from the node’s views and hooks', () => {
   const seen: number[] = [];
   const node = {
     clock: () => NOW,
+    d: { network: {} },
     market: { reputation: () => ({ scoreOf: (d: string) => (d === A.did ? 0.5 : 1) }) },
     // A: 8 slots × 0.5 = 4, less 1 held, 1 designated → 2; B: 3 slots; C fails the tier requirement
     liveProviders: (now: number) => (seen.push(now), [live(A, '0.1', 8), live(B, '0.2', 3), live(C, '0.01', 9, 'community')]),
@@ -57,6 +58,7 @@ test('batch run’s re-plan body: `exclude` leaves providers out, `designated` c
   const [A, B, C] = [P(811), P(812), P(813)] as [Party, Party, Party];
   const node = {
     clock: () => NOW,
+    d: { network: {} },
     market: { reputation: () => ({ scoreOf: () => 1 }) },
     liveProviders: () => [live(A, '0.1', 3), live(B, '0.1', 3), live(C, '0.2', 3)],
     heldByProvider: () => new Map(),

@@ -35,7 +35,7 @@ test('orders designated to a provider and never answered stop counting against i
   const subs = new Map<string, (rec: unknown) => void>();
   const o = {
     clock: () => now,
-    d: { config: {} },
+    d: { config: {}, network: {} },
     net: { subscribe: (k: string, f: (rec: unknown) => void) => subs.set(k, f) },
     liveProviders: () => view,
     market: { reputation: () => ({ scoreOf: () => 1 }) },

@@ -29,7 +29,7 @@ async function node(view: LiveProvider[]): Promise<{ o: OverlayNode; orders: Ope
   const subs = new Map<string, (rec: unknown) => void>();
   const o = {
     clock: () => NOW,
-    d: { config: {} },
+    d: { config: {}, network: {} },
     net: { subscribe: (kind: string, f: (rec: unknown) => void) => subs.set(kind, f) },
     liveProviders: () => view,
     market: { reputation: () => ({ scoreOf: () => 1 }) },

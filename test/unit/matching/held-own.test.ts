@@ -30,7 +30,7 @@ async function providerNode(slots: number, running: { n: number }, published: { 
     did: SELF.did,
     name: 'public',
     log: silentLogger(),
-    d: { config: { provider: { slots, workloads: { [W]: {} }, maxInputBytes: 1 << 20 } }, identity: { signer: SELF.signer } },
+    d: { config: { provider: { slots, workloads: { [W]: {} }, maxInputBytes: 1 << 20 } }, network: {}, identity: { signer: SELF.signer } },
     provider: { get running() { return running.n; }, runs: () => false, advert: ad },
     net: { subscribe: () => {} },
     liveProviders: () => [me(published.free)],

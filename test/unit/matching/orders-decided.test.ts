@@ -31,7 +31,7 @@ function selectionOf(j: Opened<Job>, by = BUYER): Opened<Selection> {
 describe('decided orders stay decided', () => {
   it('a selection heard before its job keeps the job out of the open set (through the node wiring)', async () => {
     const subs: Record<string, (r: unknown) => void> = {};
-    const o = { net: { subscribe: (k: string, f: (r: unknown) => void) => (subs[k] = f), handle: async () => {} }, clock: () => NOW, d: { config: {} }, liveProviders: () => [], abuseReports: { report() {} } };
+    const o = { net: { subscribe: (k: string, f: (r: unknown) => void) => (subs[k] = f), handle: async () => {} }, clock: () => NOW, d: { config: {}, network: {} }, liveProviders: () => [], abuseReports: { report() {} } };
     const w = await wireOrders(o as unknown as OverlayNode, { claimMode: 'leased', skewMs: 30_000 });
     const j = order(1);
     subs.selection!(selectionOf(j)); // heard first: gossip out of order, or a sync after a restart
