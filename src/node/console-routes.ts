@@ -325,7 +325,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const b = await heldBytes(o, a);
         const r = b ? decodeAny(b) : undefined;
         if (!r) throw new C0Error('RECORD_NOT_FOUND', `this node holds no record ${a} on overlay ${o.name}`, { field: 'address' });
-        return { ...(toWire(wireRecord(r)) as object), size: r.bytes.length };
+        return { ...wireRecord(r), size: r.bytes.length };
       },
     },
     {
