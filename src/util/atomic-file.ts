@@ -8,7 +8,10 @@
  *
  * An existing target keeps its permission bits; a symbolic link is followed (the file it points to is replaced, the
  * link stays). A target that is not a regular file (a device such as /dev/stdout, a FIFO) has nothing to replace and is
- * written in place. Errors are Node's file-system errors (with `syscall` and `code`), for the caller to word.
+ * written in place. So is an existing file the caller may write in a directory it may not (no temporary file can be
+ * created beside it: EACCES, EPERM), as it was before: that case has no atomic replacement, and refusing it would
+ * lose a `run --output` the job was already paid for. Errors are Node's file-system errors (with `syscall` and
+ * `code`), for the caller to word.
  */
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +33,15 @@ export function writeFileAtomic(path: string, data: Uint8Array | string): void {
   }
   const dir = dirname(target);
   const tmp = join(dir, `.${basename(target)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
-  let fd: number | undefined = openSync(tmp, 'wx', mode ?? 0o666);
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, 'wx', mode ?? 0o666);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (mode === undefined || (code !== 'EACCES' && code !== 'EPERM')) throw e;
+    writeFileSync(target, data); // the directory is not ours to write: the file is replaced in place, as before
+    return;
+  }
   try {
     // the mode given to open is narrowed by the umask: the replaced file's own bits are set exactly
     if (mode !== undefined) fchmodSync(fd, mode);

@@ -58,6 +58,31 @@ describe('writeOutput', () => {
     });
   });
 
+  it('writes in place a file the caller may write in a directory it may not (no temporary file can go beside it)', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      const path = join(dir, 'result.out');
+      writeFileSync(path, 'old');
+      chmodSync(path, 0o666);
+      if (process.getuid?.() === 0) {
+        // root writes any directory: the write runs as `nobody` in a directory only root may write
+        chmodSync(dir, 0o755);
+        const script = `import(${JSON.stringify(contextUrl)}).then(({ writeOutput }) => { try { writeOutput(${JSON.stringify(path)}, 'new'); console.log('ok'); } catch (e) { console.log('error', e.code, e.message); } });`;
+        const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000, uid: 65534, gid: 65534 });
+        assert.equal(r.status, 0, r.stderr);
+        assert.equal(r.stdout.trim(), 'ok');
+      } else {
+        chmodSync(dir, 0o555);
+        try {
+          writeOutput(path, 'new');
+        } finally {
+          chmodSync(dir, 0o755);
+        }
+      }
+      assert.equal(readFileSync(path, 'utf8'), 'new');
+      assert.deepEqual(readdirSync(dir), ['result.out']);
+    });
+  });
+
   it('refuses a missing directory with OUTPUT_UNWRITABLE', () => {
     withDir((dir) => {
       assert.throws(() => writeOutput(join(dir, 'nope', 'f'), 'x'), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE');
