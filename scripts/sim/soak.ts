@@ -27,7 +27,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Devnet, freePort, waitFor, type NodeProc } from '../../src/devnet/devnet.js';
-import { apiCall, TOKEN_FILE } from '../../src/node/api.js';
+import { TOKEN_FILE } from '../../src/node/api.js';
 import { DAEMON_FILE } from '../../src/node/daemon-info.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 
@@ -174,10 +174,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}, print: (s: str
     for (const t of tracked) t.api = await net.apiOf(t.node);
     // every buyer sees the market before the first job
     for (const t of tracked.filter((x) => x.node.role === 'buyer')) {
-      await waitFor(`${t.node.name} to see every provider’s advert`, 30_000, async () => {
-        const st = (await apiCall(t.api!.api, t.api!.token, 'GET', '/v1/status')) as { providersKnown: number };
-        return st.providersKnown >= o.providers ? st : undefined;
-      });
+      await net.waitForMarket(t.node.name, t.api!, o.providers);
     }
     print(`soak: ${o.providers} providers, ${o.buyers} buyers for ${o.minutes} min in ${net.dir}; a job every ${o.jobEveryMs} ms per buyer; one daemon restarted every ${o.churnEveryMin} min (never ${provider0.name} or ${buyer.name})`);
 

@@ -123,9 +123,32 @@ export async function waitFor<T>(what: string, ms: number, fn: () => Promise<T |
   throw new C0Error('DEVNET_TIMEOUT', `timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
 
+/** A buyer's `/v1/status` and `/v1/market` answers, as far as readiness reads them. */
+export interface BuyerView {
+  status: { peers: number; providersKnown: number };
+  market: { total?: number; adverts: Array<{ provider: string; live: boolean; record: { issuedAt: number }; pool?: { members: number } }> };
+}
+
+/**
+ * Whether a buyer sees `want` providers live in this run: it has a peer now, and
+ * holds a live advert signed since `since` (the devnet's start) from each of
+ * `want` providers. Every provider signs a fresh advert as it starts, so such an
+ * advert was heard from a process of this run. Not `status.providersKnown`: that
+ * counts every unexpired advert in the buyer's store, and a devnet restarted on
+ * the same `--dir` keeps the last run's for their lifetime (10 min): it is met
+ * at once, with no peer, and a job sent then gets no offers.
+ */
+export function buyerSeesMarket(v: BuyerView, want: number, since: number): boolean {
+  if (v.status.peers < 1) return false;
+  const heard = new Set(v.market.adverts.filter((a) => a.live && a.record.issuedAt >= since).map((a) => a.provider));
+  return heard.size >= want;
+}
+
 export class Devnet {
   readonly nodes: NodeProc[] = [];
   readonly dir: string;
+  /** When this devnet began (ms): an advert signed since was heard from one of its processes (buyerSeesMarket). */
+  readonly startedAt = Date.now();
   #ownsDir: boolean;
 
   constructor(private o: DevnetOptions) {
@@ -219,14 +242,25 @@ export class Devnet {
     const api = apis[apis.length - 1]!;
     p('▸ waiting for the buyer to see the market…');
     const t0 = Date.now();
-    await waitFor('the buyer to see every provider’s advert', 30_000, async () => {
-      const s = (await apiCall(api.api, api.token, 'GET', '/v1/status')) as { providersKnown: number };
-      return s.providersKnown >= this.o.providers ? s : undefined;
-    });
+    await this.waitForMarket('the buyer', api, this.o.providers);
     // Providers must also hear the buyer's job topic through the mesh.
     await sleep(1000);
     p(`  market visible after ${Date.now() - t0} ms: ${this.o.providers} live adverts`);
     return { buyer, api };
+  }
+
+  /**
+   * Wait until a buyer sees `want` providers live in this run (buyerSeesMarket),
+   * and `also` holds of what it sees (a scenario's own condition).
+   */
+  async waitForMarket(who: string, api: { api: string; token: string }, want: number, also: (v: BuyerView) => boolean = () => true, ms = 30_000): Promise<BuyerView> {
+    return waitFor(`${who} to see ${want} provider(s) live (a peer, and each one's advert of this run)`, ms, async () => {
+      const v: BuyerView = {
+        status: (await apiCall(api.api, api.token, 'GET', '/v1/status')) as BuyerView['status'],
+        market: (await apiCall(api.api, api.token, 'GET', '/v1/market')) as BuyerView['market'],
+      };
+      return buyerSeesMarket(v, want, this.startedAt) && also(v) ? v : undefined;
+    });
   }
 
   async runJob(api: { api: string; token: string }, spec: Record<string, unknown>, render: (ev: WireEvent) => void): Promise<Record<string, unknown>> {

@@ -88,10 +88,7 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
   for (const n of net.nodes) apis[n.name] = await net.apiOf(n);
   print('▸ waiting for both buyers to see both providers on the overlay…');
   for (const b of ['alpha', 'beta']) {
-    await waitFor(`${b} to see the overlay's providers`, 30_000, async () => {
-      const s = (await apiCall(apis[b]!.api, apis[b]!.token, 'GET', '/v1/status')) as { providersKnown: number };
-      return s.providersKnown >= 2 ? s : undefined;
-    });
+    await net.waitForMarket(b, apis[b]!, 2);
   }
   await new Promise((r) => setTimeout(r, 1000));
 

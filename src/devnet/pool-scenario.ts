@@ -87,11 +87,8 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
   const pool = async (n: string) => (await apiCall(apis[n]!.api, apis[n]!.token, 'GET', '/v1/pool')) as PoolView;
   const live = () => MEMBERS.filter((n) => procs[n]!.child.exitCode === null && procs[n]!.child.signalCode === null);
   // the pool is one provider to the buyer: 3 entries (the pool, with its 3 members' adverts seen, and the 2 solos)
-  await waitFor('the buyer to see the pool (3 members) and 2 solos', 45_000, async () => {
-    const m = (await apiCall(bapi.api, bapi.token, 'GET', '/v1/market')) as { total: number; adverts: Array<{ pool?: { members: number } }> };
-    const s = (await apiCall(bapi.api, bapi.token, 'GET', '/v1/status')) as { providersKnown: number };
-    return m.total === 3 && s.providersKnown === 3 && m.adverts.some((a) => a.pool?.members === 3) ? true : undefined;
-  });
+  // (each of the 3 heard in this run, not only kept from an earlier run on the same --dir)
+  await net.waitForMarket('the buyer', bapi, 3, (v) => v.market.total === 3 && v.market.adverts.some((a) => a.pool?.members === 3), 45_000);
   await waitFor('the members to agree', 45_000, async () => {
     const v = await Promise.all(live().map(pool));
     return v.every((x) => x.members.every((m) => m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
