@@ -5,7 +5,7 @@
  * narrates each step; then it stops every process it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +108,15 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Errors `waitFor` does not retry: what it waits for can no longer happen (a node process exited). */
+const FINAL = new WeakSet<object>();
+
+/** Mark an error as final: thrown inside `waitFor`, it ends the wait at once instead of being retried. */
+export function finalError<E extends Error>(e: E): E {
+  FINAL.add(e);
+  return e;
+}
+
 export async function waitFor<T>(what: string, ms: number, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown;
@@ -116,11 +125,35 @@ export async function waitFor<T>(what: string, ms: number, fn: () => Promise<T |
       const v = await fn();
       if (v !== undefined) return v;
     } catch (e) {
+      if (typeof e === 'object' && e !== null && FINAL.has(e)) throw e;
       last = e;
     }
     await sleep(150);
   }
   throw new C0Error('DEVNET_TIMEOUT', `timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+/**
+ * `C0MPUTE_*` variables a devnet node is still given from the devnet's own
+ * environment: stack traces, and the log level of its node.log (README "Set
+ * up", docs/node.md). Every other one (C0MPUTE_API, _LISTEN, _ROLES,
+ * _OVERLAY, _BOOTSTRAP, _HOME, _FAILPOINT, …) would override the config the
+ * devnet writes for the node, or its data directory, and is not passed on.
+ */
+export const DEVNET_NODE_ENV_KEPT = ['C0MPUTE_DEBUG', 'C0MPUTE_LOG_LEVEL'] as const;
+
+/** The environment of a devnet node: `env` without the `C0MPUTE_*` variables it does not keep, no key passphrase, then `extra`. */
+export function devnetNodeEnv(env: NodeJS.ProcessEnv, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const kept: readonly string[] = DEVNET_NODE_ENV_KEPT;
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (!k.startsWith('C0MPUTE_') || kept.includes(k)) out[k] = v;
+  return { ...out, C0MPUTE_PASSPHRASE: '', ...extra };
+}
+
+/** The `C0MPUTE_*` variables in `env` a devnet node is not given (devnetNodeEnv), sorted. */
+export function devnetIgnoredEnv(env: NodeJS.ProcessEnv): string[] {
+  const kept: readonly string[] = DEVNET_NODE_ENV_KEPT;
+  return Object.keys(env).filter((k) => k.startsWith('C0MPUTE_') && !kept.includes(k) && k !== 'C0MPUTE_API_TIMEOUT').sort();
 }
 
 /** A buyer's `/v1/status` and `/v1/market` answers, as far as readiness reads them. */
@@ -150,6 +183,7 @@ export class Devnet {
   /** When this devnet began (ms): an advert signed since was heard from one of its processes (buyerSeesMarket). */
   readonly startedAt = Date.now();
   #ownsDir: boolean;
+  #envNoted = false;
 
   constructor(private o: DevnetOptions) {
     this.#ownsDir = !o.dir;
@@ -176,19 +210,33 @@ export class Devnet {
     writeFileSync(cfgPath, toYaml({ ...config, ...this.o.configOverrides }));
     const log = join(dir, 'node.log');
     const out = openSync(log, 'a');
+    if (!this.#envNoted) {
+      this.#envNoted = true;
+      const ignored = devnetIgnoredEnv(process.env);
+      if (ignored.length) this.print(`  (not passed to the devnet's nodes, which run on the config it writes: ${ignored.join(', ')})`);
+    }
     const child = spawn(process.execPath, [this.o.bin, '--data-dir', dir, 'start', '--config', cfgPath], {
       stdio: ['ignore', out, out],
-      env: { ...process.env, C0MPUTE_PASSPHRASE: '' },
+      env: devnetNodeEnv(process.env),
     });
+    closeSync(out); // the child holds its own copy
     const n: NodeProc = { name, role, dir, port, child, did, log };
     this.nodes.push(n);
     return n;
   }
 
-  /** Wait for a node's control API (daemon.json) and return it. */
+  /** DEVNET_NODE_EXITED (final: `waitFor` ends at once) if `n`'s process has ended; a node stopped by `stop` too. */
+  assertRunning(n: NodeProc, when = 'while starting'): void {
+    const { exitCode, signalCode } = n.child;
+    if (exitCode === null && signalCode === null) return;
+    const how = exitCode !== null ? `with ${exitCode}` : `on ${signalCode}`;
+    throw finalError(new C0Error('DEVNET_NODE_EXITED', `${n.name} exited ${how} ${when}; the end of its log (${n.log}):\n${tail(n.log)}`, { detail: { node: n.name, log: n.log } }));
+  }
+
+  /** Wait for a node's control API (daemon.json) and return it; fails at once if the node's process ends. */
   async apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
-    return waitFor(`${n.name} to start (see ${n.log})`, 30_000, () => {
-      if (n.child.exitCode !== null) throw new C0Error('DEVNET_NODE_EXITED', `${n.name} exited with ${n.child.exitCode}; see ${n.log}:\n${tail(n.log)}`);
+    return waitFor(`${n.name} to start (its log: ${n.log})`, 30_000, () => {
+      this.assertRunning(n);
       const f = join(n.dir, DAEMON_FILE);
       if (!existsSync(f)) return undefined;
       const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
@@ -255,6 +303,7 @@ export class Devnet {
    */
   async waitForMarket(who: string, api: { api: string; token: string }, want: number, also: (v: BuyerView) => boolean = () => true, ms = 30_000): Promise<BuyerView> {
     return waitFor(`${who} to see ${want} provider(s) live (a peer, and each one's advert of this run)`, ms, async () => {
+      for (const n of this.nodes) this.assertRunning(n, 'before the market was visible');
       const v: BuyerView = {
         status: (await apiCall(api.api, api.token, 'GET', '/v1/status')) as BuyerView['status'],
         market: (await apiCall(api.api, api.token, 'GET', '/v1/market')) as BuyerView['market'],
@@ -276,7 +325,12 @@ export class Devnet {
     return result;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stop every node. The directory is removed if the devnet made it and was not
+   * asked to keep it, except after a failure (`failed`): then it stays, with
+   * every node's log, and is named.
+   */
+  async stop(opts: { failed?: boolean } = {}): Promise<void> {
     await Promise.all(
       this.nodes.map(
         (n) =>
@@ -291,7 +345,9 @@ export class Devnet {
           }),
       ),
     );
-    if (this.#ownsDir && !this.o.keep) rmSync(this.dir, { recursive: true, force: true });
+    if (!this.#ownsDir || this.o.keep) return;
+    if (opts.failed) this.print(`▸ kept ${this.dir} for its nodes' logs (<name>/node.log); remove it when done`);
+    else rmSync(this.dir, { recursive: true, force: true });
   }
 }
 

@@ -16,7 +16,7 @@ import { peerIdFromDid } from '../node/peer-id.js';
 import { buildRun, type RunBundle } from '../roles/trainer/run-file.js';
 import { TRAIN_T, type TrainStep } from '../training/record-kinds.js';
 import { TRAIN_PROTOCOL } from '../training/transport.js';
-import { freePort } from './devnet.js';
+import { devnetNodeEnv, freePort } from './devnet.js';
 
 export interface TrainingSetup {
   dir: string;
@@ -69,7 +69,7 @@ export async function setupTraining(dir: string, o: RunOptions = {}): Promise<Tr
 
 export function spawnWorker(bin: string, s: TrainingSetup, i: number): { child: ChildProcess; out: () => string } {
   const w = s.workers[i]!;
-  const child = spawn(process.execPath, [bin, '--data-dir', w.dir, 'train', 'join', s.bundlePath, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'error' } });
+  const child = spawn(process.execPath, [bin, '--data-dir', w.dir, 'train', 'join', s.bundlePath, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: devnetNodeEnv(process.env, { C0MPUTE_LOG_LEVEL: 'error' }) });
   let buf = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (buf += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (buf += d));
@@ -140,7 +140,7 @@ interface WorkerEvent {
 /** Spawn a pipeline stage process; resolves with its DID and address once it serves. */
 export function spawnStage(bin: string, dataDir: string, weights: string, layers: number[], k: number, of: number, listen: string, next?: string): Promise<{ child: ChildProcess; addr: string; did: string }> {
   const args = [bin, '--data-dir', dataDir, 'train', 'stage', weights, '--layers', layers.join(','), '--stage', String(k), '--of', String(of), '--listen', listen, ...(next ? ['--next', next] : [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'error' } });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: devnetNodeEnv(process.env, { C0MPUTE_LOG_LEVEL: 'error' }) });
   return new Promise((resolve, reject) => {
     let buf = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {

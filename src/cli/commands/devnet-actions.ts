@@ -180,12 +180,15 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
 async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
   const onSignal = () => void net.stop().then(() => process.exit(130));
   process.once('SIGINT', onSignal);
+  let failed = true;
   try {
     await scenario();
+    failed = false;
   } finally {
     process.removeListener('SIGINT', onSignal);
     out('\n▸ stopping every node…');
-    await net.stop();
+    // a failed run keeps its directory (a temporary one too): the nodes' logs say why
+    await net.stop({ failed });
     out('▸ done');
   }
 }

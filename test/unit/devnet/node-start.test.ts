@@ -1,0 +1,95 @@
+/**
+ * How the devnet starts its node processes (src/devnet/devnet.ts `Devnet.spawn`, `apiOf`), with a stand-in for
+ * bin/c0mpute.js: the operator's `C0MPUTE_*` variables that would override the config the devnet writes are not
+ * passed on (with C0MPUTE_API exported, every node after the first failed API_LISTEN_FAILED); a node that exits while
+ * starting fails the devnet at once (not after the whole start-up wait, as a DEVNET_TIMEOUT) with DEVNET_NODE_EXITED,
+ * its name and the end of its log in the message; and a failed devnet keeps its directory, logs included.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Devnet } from '../../../src/devnet/devnet.js';
+import { C0Error } from '../../../src/errors.js';
+
+/** A stand-in node: prints the C0MPUTE_* variables it was given, then fails as a node whose API port is taken. */
+const EXITS = `
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('C0MPUTE_')));
+console.log('env ' + JSON.stringify(env));
+console.error('error API_LISTEN_FAILED: cannot listen on 127.0.0.1:24199: address in use');
+process.exit(3);
+`;
+
+function fakeBin(src: string): { bin: string; done: () => void } {
+  const d = mkdtempSync(join(tmpdir(), 'c0-devnet-bin-'));
+  const bin = join(d, 'node.cjs');
+  writeFileSync(bin, src);
+  return { bin, done: () => rmSync(d, { recursive: true, force: true }) };
+}
+
+const OPERATOR_ENV = {
+  C0MPUTE_API: '127.0.0.1:24199',
+  C0MPUTE_LISTEN: '/ip4/0.0.0.0/tcp/4001',
+  C0MPUTE_ROLES: 'steward',
+  C0MPUTE_OVERLAY: 'acme',
+  C0MPUTE_BOOTSTRAP: '/ip4/10.0.0.1/tcp/4001/p2p/12D3KooWAbc',
+  C0MPUTE_ANNOUNCE: '/ip4/10.0.0.1/tcp/4001',
+  C0MPUTE_LOG_FORMAT: 'pretty',
+  C0MPUTE_HOME: '/somewhere/else',
+  C0MPUTE_PASSPHRASE_FILE: '/somewhere/pass',
+  C0MPUTE_FAILPOINT: 'pool.after-dispatch',
+  C0MPUTE_LOG_LEVEL: 'debug',
+  C0MPUTE_DEBUG: '1',
+};
+
+test('a node that exits while starting fails the devnet at once, naming it, with its log’s end and without the operator’s node config', async () => {
+  const { bin, done } = fakeBin(EXITS);
+  const saved = Object.fromEntries(Object.keys(OPERATOR_ENV).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, OPERATOR_ENV);
+  const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: false, bin, print: () => {} });
+  try {
+    const n = net.spawn('bantam', 'provider', { roles: ['provider'] }, 1);
+    const t0 = Date.now();
+    const err = await net.apiOf(n).then(
+      () => assert.fail('apiOf resolved for a node that exited'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof C0Error, String(err));
+    assert.equal(err.code, 'DEVNET_NODE_EXITED', err.message);
+    assert.ok(Date.now() - t0 < 10_000, `noticed after ${Date.now() - t0} ms`);
+    assert.match(err.message, /bantam exited with 3/);
+    // the log's end is in the message itself: the cause is readable even where the directory is gone
+    assert.match(err.message, /error API_LISTEN_FAILED: cannot listen on 127\.0\.0\.1:24199/);
+    const env = JSON.parse(/^env (.*)$/m.exec(readFileSync(n.log, 'utf8'))![1]!) as Record<string, string>;
+    for (const k of ['C0MPUTE_API', 'C0MPUTE_LISTEN', 'C0MPUTE_ROLES', 'C0MPUTE_OVERLAY', 'C0MPUTE_BOOTSTRAP', 'C0MPUTE_ANNOUNCE', 'C0MPUTE_LOG_FORMAT', 'C0MPUTE_HOME', 'C0MPUTE_PASSPHRASE_FILE', 'C0MPUTE_FAILPOINT']) {
+      assert.equal(env[k], undefined, `${k} passed to a devnet node`);
+    }
+    // kept: the log level (documented) and stack traces; no passphrase (the devnet's keys have none)
+    assert.deepEqual({ level: env.C0MPUTE_LOG_LEVEL, debug: env.C0MPUTE_DEBUG, pass: env.C0MPUTE_PASSPHRASE }, { level: 'debug', debug: '1', pass: '' });
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await net.stop();
+    done();
+  }
+});
+
+test('a devnet that failed keeps its directory (the nodes’ logs); one that ended well removes it', async () => {
+  const { bin, done } = fakeBin(EXITS);
+  const failed = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: false, bin, print: () => {} });
+  try {
+    failed.spawn('bantam', 'provider', {}, 1);
+    await assert.rejects(failed.apiOf(failed.nodes[0]!), { code: 'DEVNET_NODE_EXITED' });
+    await failed.stop({ failed: true });
+    assert.ok(existsSync(join(failed.dir, 'bantam', 'node.log')), 'the failed devnet’s log was removed');
+    const ok = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: false, bin, print: () => {} });
+    await ok.stop();
+    assert.equal(existsSync(ok.dir), false);
+  } finally {
+    rmSync(failed.dir, { recursive: true, force: true });
+    done();
+  }
+});
