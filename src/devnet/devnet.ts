@@ -55,7 +55,17 @@ export interface DevnetOptions {
   bin: string;
   /** Top-level config sections set on every node, replacing the devnet's own (e.g. `history`, `reputation`; the soak's bounds). */
   configOverrides?: Record<string, unknown>;
+  /** How long a node may take to start, and a buyer to see the market, ms (default DEVNET_START_TIMEOUT_MS; `--start-timeout`). */
+  startTimeoutMs?: number;
 }
+
+/**
+ * The default start-up wait, ms: for each node's API, and for a buyer to see the
+ * market. On a loaded 2-core machine a node took 27–35 s to start; a node that
+ * exits fails the devnet at once (DEVNET_NODE_EXITED), so a long wait costs a
+ * healthy start nothing.
+ */
+export const DEVNET_START_TIMEOUT_MS = 120_000;
 
 export interface NodeProc {
   name: string;
@@ -182,11 +192,14 @@ export class Devnet {
   readonly dir: string;
   /** When this devnet began (ms): an advert signed since was heard from one of its processes (buyerSeesMarket). */
   readonly startedAt = Date.now();
+  /** The start-up wait, ms (DevnetOptions.startTimeoutMs). */
+  readonly startTimeoutMs: number;
   #ownsDir: boolean;
   #envNoted = false;
 
   constructor(private o: DevnetOptions) {
     this.#ownsDir = !o.dir;
+    this.startTimeoutMs = o.startTimeoutMs ?? DEVNET_START_TIMEOUT_MS;
     this.dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-'));
     mkdirSync(this.dir, { recursive: true });
   }
@@ -230,12 +243,30 @@ export class Devnet {
     const { exitCode, signalCode } = n.child;
     if (exitCode === null && signalCode === null) return;
     const how = exitCode !== null ? `with ${exitCode}` : `on ${signalCode}`;
-    throw finalError(new C0Error('DEVNET_NODE_EXITED', `${n.name} exited ${how} ${when}; the end of its log (${n.log}):\n${tail(n.log)}`, { detail: { node: n.name, log: n.log } }));
+    throw finalError(new C0Error('DEVNET_NODE_EXITED', `${n.name} exited ${how} ${when}; the end of its log (${n.log}):\n${tail(n.log) || '(nothing logged yet)'}`, { detail: { node: n.name, log: n.log } }));
   }
 
-  /** Wait for a node's control API (daemon.json) and return it; fails at once if the node's process ends. */
+  /** "120 s (--start-timeout)": the start-up wait, as messages name it. */
+  #waitText(): string {
+    return `${this.startTimeoutMs / 1000} s (--start-timeout)`;
+  }
+
+  /**
+   * Wait for a node's control API (daemon.json) and return it: fails at once if
+   * the node's process ends (DEVNET_NODE_EXITED), else after the start-up wait
+   * (DEVNET_TIMEOUT); either names the node's log and quotes its end.
+   */
   async apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
-    return waitFor(`${n.name} to start (its log: ${n.log})`, 30_000, () => {
+    try {
+      return await this.#apiOf(n);
+    } catch (e) {
+      if (e instanceof C0Error && e.code === 'DEVNET_TIMEOUT') throw new C0Error(e.code, `${e.message}; the end of its log (${n.log}):\n${tail(n.log) || '(nothing logged yet)'}`, { detail: { node: n.name, log: n.log } });
+      throw e;
+    }
+  }
+
+  async #apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
+    return waitFor(`${n.name} to start within ${this.#waitText()}`, this.startTimeoutMs, () => {
       this.assertRunning(n);
       const f = join(n.dir, DAEMON_FILE);
       if (!existsSync(f)) return undefined;
@@ -301,8 +332,8 @@ export class Devnet {
    * Wait until a buyer sees `want` providers live in this run (buyerSeesMarket),
    * and `also` holds of what it sees (a scenario's own condition).
    */
-  async waitForMarket(who: string, api: { api: string; token: string }, want: number, also: (v: BuyerView) => boolean = () => true, ms = 30_000): Promise<BuyerView> {
-    return waitFor(`${who} to see ${want} provider(s) live (a peer, and each one's advert of this run)`, ms, async () => {
+  async waitForMarket(who: string, api: { api: string; token: string }, want: number, also: (v: BuyerView) => boolean = () => true): Promise<BuyerView> {
+    return waitFor(`${who} to see ${want} provider(s) live (a peer, and each one's advert of this run) within ${this.#waitText()}`, this.startTimeoutMs, async () => {
       for (const n of this.nodes) this.assertRunning(n, 'before the market was visible');
       const v: BuyerView = {
         status: (await apiCall(api.api, api.token, 'GET', '/v1/status')) as BuyerView['status'],

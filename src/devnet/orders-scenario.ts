@@ -91,7 +91,7 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   // --- presence -------------------------------------------------------------
   print('\n=== presence: who is live, with how many free slots (c0mpute market) ===');
   const t0 = Date.now();
-  const market = await waitFor('the buyer to see every provider present', 45_000, async () => {
+  const market = await waitFor(`the buyer to see every provider present within ${net.startTimeoutMs / 1000} s (--start-timeout)`, net.startTimeoutMs, async () => {
     const m = (await apiCall(api.api, api.token, 'GET', '/v1/market')) as { presence: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[]; liveUntil: number }> } };
     return m.presence.live >= ORDER_PROVIDERS.length && m.presence.freeSlots >= 6 ? m : undefined;
   });

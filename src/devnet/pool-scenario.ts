@@ -88,8 +88,8 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
   const live = () => MEMBERS.filter((n) => procs[n]!.child.exitCode === null && procs[n]!.child.signalCode === null);
   // the pool is one provider to the buyer: 3 entries (the pool, with its 3 members' adverts seen, and the 2 solos)
   // (each of the 3 heard in this run, not only kept from an earlier run on the same --dir)
-  await net.waitForMarket('the buyer', bapi, 3, (v) => v.market.total === 3 && v.market.adverts.some((a) => a.pool?.members === 3), 45_000);
-  await waitFor('the members to agree', 45_000, async () => {
+  await net.waitForMarket('the buyer', bapi, 3, (v) => v.market.total === 3 && v.market.adverts.some((a) => a.pool?.members === 3));
+  await waitFor(`the members to agree within ${net.startTimeoutMs / 1000} s (--start-timeout)`, net.startTimeoutMs, async () => {
     const v = await Promise.all(live().map(pool));
     return v.every((x) => x.members.every((m) => m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
   });

@@ -12,6 +12,7 @@ export function register(program: Command): void {
     .option('--jobs <n>', 'jobs to run one after another', '2')
     .option('--keep', 'keep the network running after the jobs (Ctrl-C stops it)')
     .option('--dir <dir>', 'where the nodes keep their data (default: a temporary directory, removed at the end)')
+    .option('--start-timeout <seconds>', 'how long a node may take to start, and the buyers to see the market (default 120; a node that exits fails at once)')
     .option('--overlay', 'the organisation scenario: a private overlay with a pool/1 steward, two teams, providers and a witness')
     .option('--orders', 'the matching scenario: presence, a probe, open orders with leases, a designated order, a batch of 120 lines planned and run')
     .option('--pool', 'the pooled-provider scenario: a pool of three members beside two providers; member choice, output guard, coordinator killed mid-job (docs/pools.md)')
