@@ -134,9 +134,13 @@ export const MAX_PENDING_SELECTIONS = 8;
 
 /**
  * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim; one
- * at a time per claim. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending).
+ * at a time per claim and per buyer. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending).
  */
 export const MAX_BACKGROUND_RESOLVES = 4;
+
+/** A claim whose background fetch found nothing waits this long, doubled at each further miss, up to 5 minutes. */
+const FETCH_BACKOFF_MS = 1000;
+const FETCH_BACKOFF_MAX_MS = 5 * 60_000;
 
 /** A kept ChosenOffer (ClaimStore `o/`), or undefined when it does not read as one (skipped: the claim is charged without it). */
 function chosenFrom(text: string): ChosenOffer | undefined {
@@ -180,6 +184,9 @@ export interface OpenJob {
   gang?: number;
   /** Its `Released` append is in flight: the claim is still tracked, but nothing else releases it meanwhile. */
   releasing?: boolean;
+  /** Background fetches for it that found nothing in a row, and when the next may start (ClaimAccounts #later). */
+  fetchMisses?: number;
+  fetchNotBefore?: number;
   /** Failed `Released` appends so far (RELEASE_RETRY). */
   releaseFailures?: number;
   /**
@@ -353,40 +360,70 @@ export class ClaimAccounts {
     return 'done';
   }
 
-  /** Claims with a background fetch in flight (#later): one each, at most MAX_BACKGROUND_RESOLVES in all. */
+  /** Claims with a background fetch in flight (#later), and their buyers: one each, at most MAX_BACKGROUND_RESOLVES in all. */
   readonly #fetching = new Set<string>();
+  readonly #fetchingFor = new Set<string>();
+  /** Where the next catch-up round starts offering background fetches (they rotate over the open claims). */
+  #fetchFrom = 0;
 
   /**
-   * Run `work` for a claim in the background, unless one is in flight for it already or MAX_BACKGROUND_RESOLVES are
-   * (then the next catch-up round tries again). Never awaited by a gossip handler.
+   * Run `work` for a claim in the background, unless one is in flight for it or its buyer already, or
+   * MAX_BACKGROUND_RESOLVES are, or the claim is backing off after fetches that found nothing (then a later catch-up
+   * round tries again). So a buyer whose selections name offers nobody serves holds one slot at a time, less and less
+   * often, and never the slots other buyers' claims need. Never awaited by a gossip handler. `work` answers whether
+   * it found what it looked for.
    */
-  #later(oj: OpenJob, what: string, work: () => Promise<void>): void {
-    if (this.#fetching.has(oj.claim) || this.#fetching.size >= MAX_BACKGROUND_RESOLVES || this.d.stopped()) return;
+  #later(oj: OpenJob, what: string, work: () => Promise<boolean>): void {
+    if (this.#fetching.has(oj.claim) || this.#fetchingFor.has(oj.buyer) || this.#fetching.size >= MAX_BACKGROUND_RESOLVES || this.d.stopped()) return;
+    if (oj.fetchNotBefore !== undefined && this.d.clock() < oj.fetchNotBefore) return;
     this.#fetching.add(oj.claim);
+    this.#fetchingFor.add(oj.buyer);
     void work()
+      .then((found) => {
+        if (found) {
+          oj.fetchMisses = 0;
+          delete oj.fetchNotBefore;
+        } else {
+          oj.fetchMisses = (oj.fetchMisses ?? 0) + 1;
+          oj.fetchNotBefore = this.d.clock() + Math.min(FETCH_BACKOFF_MAX_MS, FETCH_BACKOFF_MS * 2 ** (oj.fetchMisses - 1));
+        }
+      })
       .catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, `${what} failed`))
-      .finally(() => this.#fetching.delete(oj.claim));
+      .finally(() => {
+        this.#fetching.delete(oj.claim);
+        this.#fetchingFor.delete(oj.buyer);
+      });
   }
 
   /** Fetch the winning offers of a claim's pending selections from their parties, in the background. */
   #resolveLater(oj: OpenJob): void {
-    this.#later(oj, 'fetching a selection’s winning offer', () => this.#resolvePending(oj));
-  }
-
-  async #resolvePending(oj: OpenJob): Promise<void> {
-    for (const s of [...(oj.pending?.values() ?? [])]) {
-      if (this.#open.get(oj.claim) !== oj || oj.releasing || this.d.stopped()) break;
-      await this.#resolve(oj, s, true);
-    }
+    this.#later(oj, 'fetching a selection’s winning offer', () => this.#resolvePending(oj, true));
   }
 
   /**
-   * Resolve again the selections whose winning offer was not found: a catch-up round (no `claim`) starts a background
-   * fetch per claim (bounded, not awaited); a withdraw of `claim` waits for its own (its stream, not the gossip queue).
+   * Resolve a claim's pending selections, newest first, fetching what is not held. In the background (`firstMiss`) it
+   * stops at the first found nowhere (its parties are likely not answering; the rest wait for a later turn). Answers
+   * whether nothing is left pending.
+   */
+  async #resolvePending(oj: OpenJob, firstMiss = false): Promise<boolean> {
+    for (const s of [...(oj.pending?.values() ?? [])].reverse()) {
+      if (this.#open.get(oj.claim) !== oj || oj.releasing || this.d.stopped()) return true;
+      if ((await this.#resolve(oj, s, true)) === 'unresolved' && firstMiss) return false;
+    }
+    return !oj.pending?.size;
+  }
+
+  /**
+   * Resolve again the selections whose winning offer was not found: a catch-up round (no `claim`) offers a background
+   * fetch to each claim that has some, starting one further along each round (bounded, not awaited); a withdraw of
+   * `claim` waits for its own (its stream, not the gossip queue).
    */
   async retryPending(claim?: string): Promise<void> {
     if (claim === undefined) {
-      for (const oj of this.#open.values()) if (oj.pending?.size) this.#resolveLater(oj);
+      const waiting = [...this.#open.values()].filter((oj) => oj.pending?.size);
+      if (!waiting.length) return;
+      const from = this.#fetchFrom++ % waiting.length;
+      for (const oj of [...waiting.slice(from), ...waiting.slice(0, from)]) this.#resolveLater(oj);
       return;
     }
     const oj = this.#open.get(claim);
@@ -443,9 +480,11 @@ export class ClaimAccounts {
   #advertLater(oj: OpenJob, c: ChosenOffer): void {
     this.#later(oj, 'fetching a winning offer’s advert', async () => {
       const found = await this.d.winners.again(c, [oj.buyer], true);
-      if (!found.advertKnown || this.#open.get(oj.claim) !== oj) return;
+      if (!found.advertKnown) return false;
+      if (this.#open.get(oj.claim) !== oj) return true;
       await this.#keepChosen(oj, found);
       await this.#chargeAside(oj);
+      return true;
     });
   }
 
