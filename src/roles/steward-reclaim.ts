@@ -22,6 +22,13 @@ import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type St
 /** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
 const CAPACITY_NOTES_MAX = 10_000;
 
+/**
+ * A provider seen connected to the steward still counts in its capacity this long after it was last seen so (a
+ * dropped connection being redialled with back-off, a steward with more members than it keeps connections to);
+ * an advert's own lifetime (10 min) ends it sooner.
+ */
+export const CONNECTED_GRACE_MS = 10 * 60_000;
+
 /** How many reclaimed claims the steward remembers (Reclaimer.onSelection). */
 const RECLAIMED_MAX = 4096;
 
@@ -151,6 +158,8 @@ export class Reclaimer {
   #reclaimed = new Map<string, { buyer: string; deadline: number; reason: 'priority' | 'idle'; asked: Set<string> }>();
   /** Adverts already logged as left out of capacity or capped, as `<reason> <provider>`: each is logged once. */
   #capacityNotes = new Set<string>();
+  /** Provider DID → when it was last seen connected (noteConnected, capacity()); bounded by CAPACITY_NOTES_MAX. */
+  readonly #seenConnected = new Map<string, number>();
 
   constructor(private d: ReclaimDeps) {}
 
@@ -177,8 +186,9 @@ export class Reclaimer {
    * The overlay's physical capacity in devices (docs/overlays.md "Preemption"): `steward.capacity` when the operator
    * declared it; else, for each provider the steward can vouch for, its advert's GPU count, or one machine slot for a
    * provider without GPUs, at most `steward.maxDevicesPerProvider`. A provider is vouched for while its key is allowed
-   * on the overlay (on `network.allowlist` when there is one) and it is connected to the steward now (its libp2p
-   * peer id is its key's): an advert names any key its signer likes, and a member can relay adverts signed by
+   * on the overlay (on `network.allowlist` when there is one) and it is connected to the steward now, or was within
+   * CONNECTED_GRACE_MS (its libp2p peer id is its key's; connections are sampled here and whenever an advert
+   * arrives, noteConnected): an advert names any key its signer likes, and a member can relay adverts signed by
    * throwaway keys, so an advert alone would let one key declare 1024 GPUs and switch preemption off. Each advert
    * left out or capped is logged once. (pool/1 guarantees are promises; this is what there is to keep them with.)
    */
@@ -187,8 +197,7 @@ export class Reclaimer {
     const now = this.d.ports.clock();
     const cap = this.d.cfg.maxDevicesPerProvider ?? MAX_DEVICES_PER_PROVIDER;
     const allowed = this.d.cfg.allowlist ? new Set(this.d.cfg.allowlist) : undefined;
-    const connected = new Set<string>();
-    for (const p of this.d.ports.net.peers?.() ?? []) if (p.did) connected.add(p.did);
+    this.noteConnected();
     let n = 0;
     for (const a of this.d.ports.market.adverts.latest.values()) {
       if (a.record.expiresAt <= now || a.signer === this.d.did) continue;
@@ -198,7 +207,8 @@ export class Reclaimer {
         this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
         continue;
       }
-      if (!connected.has(a.signer)) {
+      const seen = this.#seenConnected.get(a.signer);
+      if (seen === undefined || now - seen > CONNECTED_GRACE_MS) {
         this.#noteCapacity('not-connected', a.signer, declared, 'an advert from a provider not connected to the steward is not counted in its capacity (until it connects)');
         continue;
       }
@@ -206,6 +216,21 @@ export class Reclaimer {
       n += Math.min(declared, cap);
     }
     return n;
+  }
+
+  /** Note who is connected to the steward now (a provider counts in capacity for CONNECTED_GRACE_MS after). */
+  noteConnected(): void {
+    const now = this.d.ports.clock();
+    const m = this.#seenConnected;
+    for (const p of this.d.ports.net.peers?.() ?? []) {
+      if (!p.did) continue;
+      m.delete(p.did); // re-set at the end: the map stays in the order last seen
+      m.set(p.did, now);
+    }
+    for (const [did, at] of m) {
+      if (m.size <= CAPACITY_NOTES_MAX && now - at <= CONNECTED_GRACE_MS) break;
+      m.delete(did);
+    }
   }
 
   #noteCapacity(reason: 'not-allowed' | 'not-connected' | 'capped', provider: string, devices: number, msg: string): void {

@@ -178,7 +178,10 @@ export class Steward {
       void this.#reclaim.onSelection(rec as Opened<Selection>, (s) => this.#accounts.winnerOf(s));
     });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
-    net.subscribe('advert', () => void this.#line.retry());
+    net.subscribe('advert', () => {
+      this.#reclaim.noteConnected();
+      void this.#line.retry();
+    });
     // §2.7: only a configured policy samples, and only it can reclaim anything.
     if (this.cfg.idle) {
       const every = this.cfg.idle.sampleMs ?? Math.max(250, Math.floor(this.cfg.idle.windowMs / 4));

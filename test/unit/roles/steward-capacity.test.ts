@@ -13,7 +13,7 @@ import pino from 'pino';
 import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T, type Advert, type Job, type Selection } from '../../../src/records/kinds.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
-import { Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import { CONNECTED_GRACE_MS, Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardOnStub, until } from './steward-stub.js';
@@ -106,6 +106,31 @@ describe('the steward’s physical capacity', () => {
       const about = (did: string) => lines.filter((l) => l.provider === did);
       assert.equal(about(ghost.did).length, 1, `the capped advert is logged once: ${JSON.stringify(lines)}`);
       assert.equal(about(honest.did).length, 1, 'the advert left out is logged once');
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('a provider seen connected still counts for CONNECTED_GRACE_MS after its connection drops (a redial, a steward with more members than connections)', async () => {
+    const t = tempDir('c0-capacity-grace-');
+    const r = await stewardRig(t.dir, TREE);
+    try {
+      let now = NOW;
+      let connected = [honest.did];
+      const latest = new Map<string, Opened<Advert>>([[honest.did, machine()]]); // lives an hour
+      const ports = { ...r.ports, clock: () => now, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+      const rc = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true }) as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
+      assert.equal(rc.capacity(), 1);
+      connected = [];
+      now += CONNECTED_GRACE_MS - 1;
+      assert.equal(rc.capacity(), 1, 'dropped a moment ago: still counted');
+      now += 2;
+      assert.equal(rc.capacity(), 0, 'past the grace: left out');
+      connected = [honest.did];
+      rc.noteConnected(); // an advert arrived: who is connected is sampled
+      connected = [];
+      assert.equal(rc.capacity(), 1, 'seen connected again');
     } finally {
       await r.close();
       t.cleanup();
