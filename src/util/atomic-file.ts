@@ -9,7 +9,8 @@
  * An existing target keeps its permission bits; a symbolic link is followed (the file it points to is replaced, the
  * link stays). A target that is not a regular file (a device such as /dev/stdout, a FIFO) has nothing to replace and is
  * written in place. So is an existing file the caller may write in a directory it may not (no temporary file can be
- * created beside it: EACCES, EPERM), as it was before: that case has no atomic replacement, and refusing it would
+ * created beside it: EACCES, EPERM), or that a rename cannot replace (a single-file bind mount, EBUSY; another
+ * user's file in a sticky directory, EPERM; another file system, EXDEV), as it was before: that case has no atomic replacement, and refusing it would
  * lose a `run --output` the job was already paid for. Errors are Node's file-system errors (with `syscall` and
  * `code`), for the caller to word.
  */
@@ -49,7 +50,18 @@ export function writeFileAtomic(path: string, data: Uint8Array | string): void {
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
-    renameSync(tmp, target);
+    try {
+      renameSync(tmp, target);
+    } catch (e) {
+      // An existing file that cannot be replaced by a rename but can be written: a single-file bind mount (EBUSY),
+      // another user's file in a sticky directory such as /tmp (EPERM), another file system (EXDEV). Written in
+      // place, as before atomic replacement: losing a paid job's output would be worse than a non-atomic write.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (mode === undefined || !['EBUSY', 'EPERM', 'EACCES', 'EXDEV'].includes(code ?? '')) throw e;
+      rmSync(tmp, { force: true });
+      writeFileSync(target, data);
+      return;
+    }
   } catch (e) {
     if (fd !== undefined) {
       try {

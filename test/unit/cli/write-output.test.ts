@@ -83,6 +83,21 @@ describe('writeOutput', () => {
     });
   });
 
+  it('writes in place another user’s file in a sticky directory, which a rename may not replace', { skip: process.platform === 'win32' || process.getuid?.() !== 0 }, () => {
+    withDir((dir) => {
+      chmodSync(dir, 0o1777); // like /tmp: anyone may create, only a file's owner may rename over it
+      const path = join(dir, 'shared.out');
+      writeFileSync(path, 'old');
+      chmodSync(path, 0o666); // root's, writable by anyone
+      const script = `import(${JSON.stringify(contextUrl)}).then(({ writeOutput }) => { try { writeOutput(${JSON.stringify(path)}, 'new'); console.log('ok'); } catch (e) { console.log('error', e.code, e.message); } });`;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000, uid: 65534, gid: 65534 });
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout.trim(), 'ok');
+      assert.equal(readFileSync(path, 'utf8'), 'new');
+      assert.deepEqual(readdirSync(dir), ['shared.out'], 'no temporary file is left');
+    });
+  });
+
   it('refuses a missing directory with OUTPUT_UNWRITABLE', () => {
     withDir((dir) => {
       assert.throws(() => writeOutput(join(dir, 'nope', 'f'), 'x'), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE');
