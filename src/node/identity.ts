@@ -11,6 +11,7 @@ import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:
 import { C0Error } from '../errors.js';
 import { Ed25519Signer } from '../records/ed25519.js';
 import { didFromPublicKey } from '../records/did.js';
+import { syncDir } from '../util/atomic-file.js';
 
 export const KEY_FILE = 'identity.key';
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
@@ -100,17 +101,6 @@ function writeExclusive(path: string, data: string | Uint8Array): boolean {
   return true;
 }
 
-function syncDir(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, 'r');
-    fsyncSync(fd);
-  } catch {
-    // not every platform or filesystem syncs a directory (EISDIR, EINVAL); the file itself is synced
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 /**
  * Whether the data directory holds a key file. Something else at its path (a directory, a device) is no key and no

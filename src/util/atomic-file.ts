@@ -76,8 +76,11 @@ export function writeFileAtomic(path: string, data: Uint8Array | string): void {
   syncDir(dir);
 }
 
-/** Make a rename in `dir` durable (best effort: some platforms and file systems cannot open or sync a directory). */
-function syncDir(dir: string): void {
+/**
+ * Make a rename (or a file created) in `dir` durable: best effort, since not every platform or file system opens or
+ * syncs a directory (EISDIR, EINVAL); the file itself is synced by its writer.
+ */
+export function syncDir(dir: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(dir, 'r');
