@@ -14,7 +14,7 @@ import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
-import { createIdentity } from '../node/identity.js';
+import { createIdentity, hasKeyFile, loadIdentity, readKeyFileDid, type Identity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
 
 export interface ProviderProfile {
@@ -187,6 +187,27 @@ export function buyerSeesMarket(v: BuyerView, want: number, since: number): bool
   return heard.size >= want;
 }
 
+/**
+ * The key in `dir`: the one stored there (a devnet run again on the same `--dir` keeps its nodes' and its pool's
+ * keys, and so whatever they signed and stored), else a new one. Devnet keys are not encrypted.
+ */
+export function devnetIdentity(dir: string): Identity {
+  return hasKeyFile(dir) ? loadIdentity(dir) : createIdentity(dir);
+}
+
+/**
+ * The control API of the daemon process `pid` running in `dir`, once its daemon.json says so; undefined before. A
+ * daemon.json written by another process is not this node's: a node of an earlier run on the same `--dir` that was
+ * killed (the pool scenario kills its coordinator) leaves its own behind, naming a port nobody listens on now.
+ */
+export function daemonApiOf(dir: string, pid: number | undefined): { api: string; token: string } | undefined {
+  const f = join(dir, DAEMON_FILE);
+  if (!existsSync(f)) return undefined;
+  const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
+  if (pid === undefined || info.pid !== pid || !info.api) return undefined;
+  return { api: info.api, token: readFileSync(join(dir, TOKEN_FILE), 'utf8').trim() };
+}
+
 export class Devnet {
   readonly nodes: NodeProc[] = [];
   readonly dir: string;
@@ -217,8 +238,7 @@ export class Devnet {
   spawn(name: string, role: NodeProc['role'], config: Record<string, unknown>, port: number): NodeProc {
     const dir = join(this.dir, name);
     mkdirSync(dir, { recursive: true });
-    const id = existsSync(join(dir, 'identity.key')) ? undefined : createIdentity(dir);
-    const did = id?.did ?? JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')).did as string;
+    const did = hasKeyFile(dir) ? readKeyFileDid(dir) : createIdentity(dir).did;
     const cfgPath = join(dir, 'config.yaml');
     writeFileSync(cfgPath, toYaml({ ...config, ...this.o.configOverrides }));
     const log = join(dir, 'node.log');
@@ -268,10 +288,7 @@ export class Devnet {
   async #apiOf(n: NodeProc): Promise<{ api: string; token: string }> {
     return waitFor(`${n.name} to start within ${this.#waitText()}`, this.startTimeoutMs, () => {
       this.assertRunning(n);
-      const f = join(n.dir, DAEMON_FILE);
-      if (!existsSync(f)) return undefined;
-      const info = JSON.parse(readFileSync(f, 'utf8')) as DaemonInfo;
-      return info.api ? { api: info.api, token: readFileSync(join(n.dir, TOKEN_FILE), 'utf8').trim() } : undefined;
+      return daemonApiOf(n.dir, n.child.pid);
     });
   }
 

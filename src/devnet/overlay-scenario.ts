@@ -7,13 +7,12 @@
  * for more energy than its guarantee on an unmeasured estimate and is denied.
  * At the end: the steward's status and the ledger's attestation.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { apiCall } from '../node/api.js';
-import { createIdentity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
-import { freePort, waitFor, type Devnet } from './devnet.js';
+import { devnetIdentity, freePort, waitFor, type Devnet } from './devnet.js';
 
 export const OVERLAY = 'acme';
 
@@ -24,6 +23,17 @@ entitlements:
   - { id: team-b, parent: acme, guarantee_uj: 300000000, guarantee_devices: 1, over_quota_weight: 1, priority: 1 }
 `;
 
+/**
+ * The overlay's swarm key and its nodes' DIDs in `dir`: made on the first run, reused on every later run on the same
+ * `--dir` (README "--dir"), so the steward keeps its key and with it its ledger, and the nodes their stores.
+ */
+export function prepareOverlay(dir: string, names: readonly string[], generateSwarmKey: () => Uint8Array): { keyFile: string; dids: Record<string, string> } {
+  const keyFile = join(dir, `${OVERLAY}.key`);
+  if (!existsSync(keyFile)) writeFileSync(keyFile, generateSwarmKey(), { mode: 0o600 });
+  const dids = Object.fromEntries(names.map((n) => [n, devnetIdentity(join(dir, n)).did]));
+  return { keyFile, dids };
+}
+
 export interface ScenarioResult {
   outcomes: Record<string, string>;
   steward: Record<string, unknown>;
@@ -32,17 +42,12 @@ export interface ScenarioResult {
 export async function runOverlayScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<ScenarioResult> {
   const { peerIdFromDid } = await import('../node/peer-id.js');
   const { generateSwarmKey } = await import('../net/node.js');
-  const keyFile = join(net.dir, `${OVERLAY}.key`);
-  writeFileSync(keyFile, generateSwarmKey(), { mode: 0o600 });
+  const names = ['steward', 'witness', 'forge', 'kiln', 'alpha', 'beta'] as const;
+  const { keyFile, dids } = prepareOverlay(net.dir, names, generateSwarmKey);
   const treeFile = join(net.dir, 'tree.yaml');
   writeFileSync(treeFile, TREE_YAML);
-  const names = ['steward', 'witness', 'forge', 'kiln', 'alpha', 'beta'] as const;
   const ports: Record<string, number> = {};
-  const dids: Record<string, string> = {};
-  for (const n of names) {
-    ports[n] = await freePort();
-    dids[n] = createIdentity(join(net.dir, n)).did;
-  }
+  for (const n of names) ports[n] = await freePort();
   const stewardAddr = `/ip4/127.0.0.1/tcp/${ports.steward}/p2p/${peerIdFromDid(dids.steward!).toString()}`;
   const network = (n: string) => ({
     overlay: OVERLAY,

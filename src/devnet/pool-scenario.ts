@@ -10,14 +10,17 @@
 import { join } from 'node:path';
 import { Decimal } from 'decimal.js';
 import { apiCall } from '../node/api.js';
-import { createIdentity } from '../node/identity.js';
-import { seal } from '../records/envelope.js';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { C0Error } from '../errors.js';
+import type { Identity } from '../node/identity.js';
+import { open, seal, type Opened } from '../records/envelope.js';
 import { compareDids } from '../records/did.js';
-import { T } from '../records/kinds.js';
-import { writeFileSync } from 'node:fs';
+import { T, type PoolMember, type PoolRoster } from '../records/kinds.js';
 import { selectMember } from '../pools/choice.js';
+import { verifyPoolProof } from '../pools/chain.js';
+import { nextRosterSeq } from '../pools/roster-seq.js';
 import type { WireEvent } from '../node/events.js';
-import { freePort, waitFor, type Devnet, type NodeProc } from './devnet.js';
+import { devnetIdentity, freePort, waitFor, type Devnet, type NodeProc } from './devnet.js';
 
 export interface PoolView {
   pool: string;
@@ -29,6 +32,81 @@ export interface PoolView {
 
 const MEMBERS = ['m1', 'm2', 'm3'] as const;
 const SOLOS = ['solo1', 'solo2'] as const;
+
+/** The pool's coordinator epoch, ms. */
+export const POOL_EPOCH_MS = 5000;
+/** How long a roster the devnet signs is valid. */
+export const POOL_ROSTER_LIFETIME_MS = 7 * 24 * 3600_000;
+/** A stored roster with less than this left is signed again (seq + 1) rather than reused. */
+export const POOL_ROSTER_MIN_LEFT_MS = 24 * 3600_000;
+
+/** The pool's keys, roster and memberships in a devnet's directory (preparePool). */
+export interface PoolKeys {
+  pool: Identity;
+  /** The members', the independent providers' and the buyer's keys, by node name. */
+  ids: Record<string, Identity>;
+  rosterFile: string;
+  roster: Opened<PoolRoster>;
+  /** Each member's membership file, by node name. */
+  memberships: Record<string, string>;
+  /** Whether the roster is the one stored by an earlier run on this directory (else it was signed now). */
+  reused: boolean;
+}
+
+function sameMembers(a: readonly PoolMember[], b: readonly PoolMember[]): boolean {
+  const key = (m: PoolMember) => JSON.stringify([m.did, m.weight, m.hardware.cpuCores, m.hardware.memoryMiB, m.hardware.gpus ?? []]);
+  return a.length === b.length && a.every((m, i) => key(m) === key(b[i]!));
+}
+
+/**
+ * The pool's keys, roster and memberships in `dir`, made on the first run and reused on every later run on the
+ * same `--dir` (README "--dir"): each key stored there is loaded, not made again. The stored roster (roster.cose)
+ * is kept when this pool signed it for these members and epoch and it is valid for another day
+ * (POOL_ROSTER_MIN_LEFT_MS); a member's membership that does not countersign it is signed again. Otherwise a new
+ * roster is signed with a seq above the stored one (nextRosterSeq): members, and buyers that heard the earlier
+ * roster, refuse one of the same seq (POOL_ROSTER_STALE). A roster.cose that is not a roster is refused
+ * (DEVNET_STATE_INVALID), not overwritten.
+ */
+export function preparePool(dir: string, now = Date.now()): PoolKeys {
+  const pool = devnetIdentity(join(dir, 'poolkey'));
+  const ids = Object.fromEntries([...MEMBERS, ...SOLOS, 'buyer'].map((n) => [n, devnetIdentity(join(dir, n))]));
+  const members: PoolMember[] = MEMBERS.map((n, i) => ({ did: ids[n]!.did, weight: i + 1, hardware: { cpuCores: 8, memoryMiB: 16384 } })).sort((a, b) => compareDids(a.did, b.did));
+  const rosterFile = join(dir, 'roster.cose');
+  const memberships = Object.fromEntries(MEMBERS.map((n) => [n, join(dir, n, 'membership.cose')]));
+  let stored: Opened<PoolRoster> | undefined;
+  if (existsSync(rosterFile)) {
+    try {
+      stored = open(readFileSync(rosterFile), T.poolRoster) as Opened<PoolRoster>;
+    } catch (e) {
+      throw new C0Error('DEVNET_STATE_INVALID', `${rosterFile} is not a pool roster (${(e as Error).message}): move it away, or run the devnet in another --dir`, { field: 'dir', detail: { file: rosterFile }, cause: e });
+    }
+    // signed by another key (the pool's key folder was removed since): this pool has signed nothing yet
+    if (stored.signer !== pool.did) stored = undefined;
+  }
+  const reused = !!stored && sameMembers(stored.record.members, members) && stored.record.epochMs === POOL_EPOCH_MS && stored.record.expiresAt - now >= POOL_ROSTER_MIN_LEFT_MS;
+  let roster: Opened<PoolRoster>;
+  if (reused) roster = stored!;
+  else {
+    const seq = nextRosterSeq(undefined, stored && { seq: stored.record.seq, where: `at ${rosterFile}` });
+    roster = seal(T.poolRoster, { seq, issuedAt: now, expiresAt: now + POOL_ROSTER_LIFETIME_MS, epochMs: POOL_EPOCH_MS, members }, pool.signer);
+    writeFileSync(rosterFile, roster.bytes);
+  }
+  for (const n of MEMBERS) {
+    if (reused && countersigns(memberships[n]!, roster, ids[n]!.did)) continue;
+    writeFileSync(memberships[n]!, seal(T.poolMembership, { pool: pool.did, roster: roster.address, seq: roster.record.seq, status: 'member', signedAt: now }, ids[n]!.signer).bytes);
+  }
+  return { pool, ids, rosterFile, roster, memberships, reused };
+}
+
+/** Whether the membership at `file` is `did`'s countersignature of `roster` (a missing or unreadable one is not). */
+function countersigns(file: string, roster: Opened<PoolRoster>, did: string): boolean {
+  if (!existsSync(file)) return false;
+  try {
+    return verifyPoolProof({ roster: roster.bytes, membership: new Uint8Array(readFileSync(file)) }, did).roster.address === roster.address;
+  } catch {
+    return false;
+  }
+}
 
 export interface PoolNet {
   ids: Record<string, { did: string }>;
@@ -43,16 +121,9 @@ export interface PoolNet {
 /** Start the pool (3 members), two independent providers and a buyer; wait until the buyer sees 5 adverts and the members agree. */
 export async function startPoolNet(net: Devnet, print: (s: string) => void): Promise<PoolNet> {
   const { peerIdFromDid } = await import('../node/peer-id.js');
-  const now = Date.now();
-  const poolId = createIdentity(join(net.dir, 'poolkey'));
-  const ids = Object.fromEntries([...MEMBERS, ...SOLOS, 'buyer'].map((n) => [n, createIdentity(join(net.dir, n))]));
+  const { pool: poolId, ids, rosterFile, roster, memberships, reused } = preparePool(net.dir);
   const ports: Record<string, number> = {};
   for (const n of Object.keys(ids)) ports[n] = await freePort();
-  const members = MEMBERS.map((n, i) => ({ did: ids[n]!.did, weight: i + 1, hardware: { cpuCores: 8, memoryMiB: 16384 } })).sort((a, b) => compareDids(a.did, b.did));
-  const roster = seal(T.poolRoster, { seq: 1, issuedAt: now, expiresAt: now + 7 * 24 * 3600_000, epochMs: 5000, members }, poolId.signer);
-  const rosterFile = join(net.dir, 'roster.cose');
-  writeFileSync(rosterFile, roster.bytes);
-  for (const n of MEMBERS) writeFileSync(join(net.dir, n, 'membership.cose'), seal(T.poolMembership, { pool: poolId.did, roster: roster.address, seq: 1, status: 'member', signedAt: now }, ids[n]!.signer).bytes);
   const addr = (n: string) => `/ip4/127.0.0.1/tcp/${ports[n]}/p2p/${peerIdFromDid(ids[n]!.did).toString()}`;
   const base = (n: string, boot: string[]) => ({ log: { level: 'info', format: 'json' }, network: { listen: [`/ip4/127.0.0.1/tcp/${ports[n]}`], loopback: true, bootstrap: boot }, api: { listen: '127.0.0.1:0' } });
   const provider = (price: string, echo: string[]) => ({
@@ -67,12 +138,12 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
     },
   });
   print(`c0mpute devnet --pool: a pool of 3 members, 2 independent providers and a buyer on 127.0.0.1, in ${net.dir}`);
-  print(`  pool     ${poolId.did} (roster seq 1, epochs of 5 s, pay weights 1:2:3; its key stays offline)`);
+  print(`  pool     ${poolId.did} (roster seq ${roster.record.seq}${reused ? ', kept from an earlier run' : ''}, epochs of ${POOL_EPOCH_MS / 1000} s, pay weights 1:2:3; its key stays offline)`);
   const procs: Record<string, NodeProc> = {};
   for (const [i, n] of MEMBERS.entries()) {
     const boot = MEMBERS.slice(0, i).map(addr);
     // The members' demo.echo is broken: it prints whitespace (the output guard's case).
-    procs[n] = net.spawn(n, 'provider', { ...base(n, boot), roles: ['provider'], provider: provider('0.003', ['sh', '-c', 'cat >/dev/null; printf "   \\n"']), pool: { roster: rosterFile, membership: join(net.dir, n, 'membership.cose'), livenessMs: 500, memberTimeoutMs: 10_000 } }, ports[n]!);
+    procs[n] = net.spawn(n, 'provider', { ...base(n, boot), roles: ['provider'], provider: provider('0.003', ['sh', '-c', 'cat >/dev/null; printf "   \\n"']), pool: { roster: rosterFile, membership: memberships[n]!, livenessMs: 500, memberTimeoutMs: 10_000 } }, ports[n]!);
     if (i === 0) await net.apiOf(procs[n]);
     print(`  member   ${n.padEnd(6)} ${ids[n]!.did} weight ${i + 1}, 0.003 USD/job`);
   }
