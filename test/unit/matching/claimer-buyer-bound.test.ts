@@ -8,12 +8,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
-import { CLAIM_ANSWER_WINDOW_MS, Claimer, claimsPerBuyer } from '../../../src/roles/provider/claimer.js';
+import { CLAIM_ANSWER_WINDOW_MS, claimsPerBuyer } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import type { ClaimOutcome } from '../../../src/roles/claim-protocol.js';
 import { C0Error } from '../../../src/errors.js';
 import { seal, T } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
-import { silentLogger } from '../../../src/util/log.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
 import { SilentStreams } from './silent-streams.js';
 
@@ -38,17 +38,10 @@ describe('claims per buyer', () => {
     const hanging = new SilentStreams('NET_TIMEOUT');
     const sentTo = { hostile: 0, honest: 0 };
     let honestAt = -1;
-    const claimer = new Claimer({
-      did: VICTIM.did,
-      signer: VICTIM.signer,
+    const claimer = claimerFor(VICTIM, ad, orders, {
       clock: () => now,
-      log: silentLogger(),
-      orders,
-      advert: () => ad,
       freeSlots: () => 2,
-      runs: () => false,
       live,
-      canRun: () => true,
       maxPerBuyer: claimsPerBuyer(2),
       send: (j) => {
         if (j.signer === HOSTILE.did) {
@@ -96,8 +89,8 @@ describe('claims per buyer', () => {
     orders.add(b, now);
     const sent: string[] = [];
     let fail = true;
-    const claimer = new Claimer({
-      did: VICTIM.did, signer: VICTIM.signer, clock: () => now, log: silentLogger(), orders, advert: () => ad, freeSlots: () => 2, runs: () => false, live, canRun: () => true, maxPerBuyer: 1,
+    const claimer = claimerFor(VICTIM, ad, orders, {
+      clock: () => now, freeSlots: () => 2, live, maxPerBuyer: 1,
       send: async (j) => {
         sent.push(j.address);
         if (fail) throw new C0Error('NET_DIAL_FAILED', 'unreachable');

@@ -8,9 +8,8 @@ import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
 import { type Advert, type Job, type Opened } from '../../../src/records/index.js';
 import { C0Error } from '../../../src/errors.js';
-import { Claimer } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
-import { silentLogger } from '../../../src/util/log.js';
 
 const W = 'infer.llm';
 const prices = [{ workload: W, unit: 'job', price: { amount: '0.5', currency: 'USD' } }];
@@ -27,17 +26,8 @@ describe('the claimer’s resend list', () => {
     orders.add(lapsing, NOW);
     let t = NOW;
     const sent: string[] = [];
-    const c = new Claimer({
-      did: P(1).did,
-      signer: P(1).signer,
+    const c = claimerFor(P(1), AD, orders, {
       clock: () => t,
-      log: silentLogger(),
-      orders,
-      advert: () => AD,
-      freeSlots: () => 4,
-      runs: () => false,
-      live: () => [],
-      canRun: () => true,
       send: async (j) => {
         sent.push(j.address);
         throw new C0Error('NET_RATE_LIMITED', 'slow down');

@@ -10,11 +10,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
-import { CLAIM_ANSWER_WINDOW_MS, Claimer, claimsPerBuyer, type ClaimerDeps } from '../../../src/roles/provider/claimer.js';
+import { CLAIM_ANSWER_WINDOW_MS, claimsPerBuyer, type Claimer, type ClaimerDeps } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import type { ClaimOutcome } from '../../../src/roles/claim-protocol.js';
 import { seal, T } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
-import { silentLogger } from '../../../src/util/log.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
 import { SilentStreams } from './silent-streams.js';
 
@@ -37,18 +37,7 @@ async function attack(keys: number, perKey: number, honestAfterMs: number): Prom
   const hanging = new SilentStreams('NET_DEADLINE');
   let hostileClaims = 0;
   let honestAt: number | undefined;
-  const claimer = new Claimer({
-    did: VICTIM.did,
-    signer: VICTIM.signer,
-    clock: () => now,
-    log: silentLogger(),
-    orders,
-    advert: () => ad,
-    freeSlots: () => SLOTS,
-    runs: () => false,
-    live,
-    canRun: () => true,
-    maxPerBuyer: claimsPerBuyer(SLOTS),
+  const claimer = victim(orders, () => now, {
     send: (j) => {
       if (silent.has(j.signer)) {
         hostileClaims++;
@@ -92,7 +81,7 @@ describe('throwaway buyer keys', () => {
 
 /** A claimer for the victim with 2 slots and the daemon's bound; `over` replaces deps. */
 function victim(orders: OpenOrders, clock: () => number, over: Partial<ClaimerDeps>): Claimer {
-  return new Claimer({ did: VICTIM.did, signer: VICTIM.signer, clock, log: silentLogger(), orders, advert: () => ad, freeSlots: () => SLOTS, runs: () => false, live, canRun: () => true, maxPerBuyer: claimsPerBuyer(SLOTS), send: () => new Promise<ClaimOutcome>(() => {}), ...over });
+  return claimerFor(VICTIM, ad, orders, { clock, freeSlots: () => SLOTS, live, maxPerBuyer: claimsPerBuyer(SLOTS), ...over });
 }
 const won = { won: true, selection: { address: 'sel' } } as unknown as ClaimOutcome;
 

@@ -8,14 +8,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
-import { Claimer, claimsPerBuyer } from '../../../src/roles/provider/claimer.js';
+import { claimsPerBuyer } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import type { ClaimOutcome } from '../../../src/roles/claim-protocol.js';
 import type { OrdersWiring } from '../../../src/node/orders-wiring.js';
 import type { PresencePublisher } from '../../../src/roles/provider/presence-publisher.js';
 import { slotsChanged } from '../../../src/node/provider-wiring.js';
 import { seal, T } from '../../../src/records/index.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
-import { silentLogger } from '../../../src/util/log.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
 
 const W = 'infer.llm';
@@ -32,17 +32,11 @@ test('a claimed job starting wakes the claimer, which claims the buyer’s next 
   for (const l of lines) orders.add(l, now);
   const running = new Set<string>();
   const sent: string[] = [];
-  const claimer = new Claimer({
-    did: ME.did,
-    signer: ME.signer,
+  const claimer = claimerFor(ME, ad, orders, {
     clock: () => now,
-    log: silentLogger(),
-    orders,
-    advert: () => ad,
     freeSlots: () => 2 - running.size,
     runs: (j) => running.has(j),
     live,
-    canRun: () => true,
     maxPerBuyer: claimsPerBuyer(2),
     knownBuyer: () => true,
     send: async (j) => {

@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
 import { type Advert, type Job, type Opened } from '../../../src/records/index.js';
 import { C0Error } from '../../../src/errors.js';
-import { Claimer, type ClaimerDeps } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
-import { silentLogger } from '../../../src/util/log.js';
 
 const W = 'infer.llm';
 const prices = [{ workload: W, unit: 'job', price: { amount: '0.5', currency: 'USD' } }];
@@ -63,25 +62,16 @@ describe('claimed orders: bounded, never cleared wholesale', () => {
     const orders = new OpenOrders();
     let t = NOW;
     const sent: string[] = [];
-    const deps: ClaimerDeps & { maxClaimed: number } = {
-      did: P(1).did,
-      signer: P(1).signer,
+    const c = claimerFor(P(1), AD, orders, {
       clock: () => t,
-      log: silentLogger(),
-      orders,
-      advert: () => AD,
       freeSlots: () => 100,
-      runs: () => false,
-      live: () => [],
-      canRun: () => true,
       maxClaimed: 4,
       send: async (j) => {
         sent.push(j.address);
         // the buyer judged it (an error frame that is an answer): not sent again, and the order stays open here
         throw new C0Error('CLAIM_PRICE_ABOVE_BID', 'judged');
       },
-    };
-    const c = new Claimer(deps);
+    });
     const early = Array.from({ length: 4 }, (_, i) => order(500 + i, { deadline: NOW + 10_000 }));
     for (const j of early) orders.add(j, NOW);
     c.tick();

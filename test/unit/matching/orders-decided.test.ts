@@ -10,11 +10,10 @@ import { DECIDED_EARLY_MS, OpenOrders } from '../../../src/matching/open-orders.
 import { signFirstClaimSelection } from '../../../src/matching/first-claim.js';
 import { seal, T, type Advert, type Job, type Opened, type Selection } from '../../../src/records/index.js';
 import { C0Error } from '../../../src/errors.js';
-import { Claimer } from '../../../src/roles/provider/claimer.js';
+import { claimerFor } from './claimer-rig.js';
 import { wireOrders } from '../../../src/node/orders-wiring.js';
 import { antiEntropyKinds, type OverlayNode } from '../../../src/node/overlay.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
-import { silentLogger } from '../../../src/util/log.js';
 
 const W = 'infer.llm';
 const prices = [{ workload: W, unit: 'job', price: { amount: '0.5', currency: 'USD' } }];
@@ -75,8 +74,7 @@ describe('decided orders stay decided', () => {
       const j = order(n);
       orders.add(j, NOW);
       const sent: string[] = [];
-      const c = new Claimer({
-        did: P(1).did, signer: P(1).signer, clock: () => NOW, log: silentLogger(), orders, advert: () => AD, freeSlots: () => 4, runs: () => false, live: () => [], canRun: () => true,
+      const c = claimerFor(P(1), AD, orders, {
         send: async (x) => {
           sent.push(x.address);
           throw new C0Error(code, why);
