@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields } from '../../../src/node/daemon-info.js';
@@ -25,6 +25,7 @@ test('a live pid whose process started after the daemon that wrote daemon.json i
     assert.equal(readDaemonInfo(dir)?.pid, pid, 'a file from a daemon that did not record its start: as before, the pid alone');
   } finally {
     other.kill();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -71,5 +72,6 @@ test('a daemon killed but not reaped (a zombie under a parent that never waits) 
     assert.equal(readDaemonInfo(dir), undefined, 'a zombie is no running daemon');
   } finally {
     parent.kill();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

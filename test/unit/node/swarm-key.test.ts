@@ -1,14 +1,15 @@
 /** An overlay's swarm key file is checked when it is read: a file that is not one is SWARM_KEY_INVALID (exit 3), not libp2p's error at start (exit 70). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readSwarmKey } from '../../../src/node/overlay.js';
 import { generateSwarmKey } from '../../../src/net/libp2p-host.js';
 
-test('a swarm key file is read when it is one, refused with SWARM_KEY_INVALID when not', () => {
+test('a swarm key file is read when it is one, refused with SWARM_KEY_INVALID when not', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-swarm-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const good = join(dir, 'good.key');
   writeFileSync(good, generateSwarmKey());
   assert.ok(readSwarmKey(good).length > 64);
