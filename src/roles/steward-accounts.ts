@@ -133,14 +133,72 @@ export const MAX_ASIDE_RECEIPTS = 16;
 export const MAX_PENDING_SELECTIONS = 8;
 
 /**
- * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim; one
- * at a time per claim and per buyer. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending).
+ * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim (open
+ * ones, and reclaimed ones a failover selection names: src/roles/steward-reclaim.ts); one at a time per claim and per
+ * buyer. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending, Reclaimer.retryPending).
  */
 export const MAX_BACKGROUND_RESOLVES = 4;
 
 /** A claim whose background fetch found nothing waits this long, doubled at each further miss, up to 5 minutes. */
-const FETCH_BACKOFF_MS = 1000;
-const FETCH_BACKOFF_MAX_MS = 5 * 60_000;
+export const FETCH_BACKOFF_MS = 1000;
+export const FETCH_BACKOFF_MAX_MS = 5 * 60_000;
+
+/** The backoff of what background fetches are for (an open claim's accounts, a reclaimed claim's failovers). */
+export interface FetchBackoff {
+  /** Background fetches for it that found nothing in a row. */
+  fetchMisses?: number;
+  /** When the next may start. */
+  fetchNotBefore?: number;
+}
+
+/**
+ * The steward's background fetches over records/1 (a selection's winning offer, its advert), shared by the accounts
+ * and the reclaimer so that one bound holds over both: at most one in flight per claim and one per buyer, at most
+ * MAX_BACKGROUND_RESOLVES in all, none while the claim backs off after fetches that found nothing (FETCH_BACKOFF_MS,
+ * doubled at each further miss, up to FETCH_BACKOFF_MAX_MS), none once the steward stops. Work refused a slot is not
+ * queued: its owner keeps what it must look for and offers it again (a catch-up round, the next selection). So a
+ * buyer whose selections name offers nobody serves holds one slot at a time, less and less often, and never the
+ * slots other buyers' claims need. Never awaited by a gossip handler.
+ */
+export class BackgroundFetches {
+  readonly #claims = new Set<string>();
+  readonly #buyers = new Set<string>();
+
+  constructor(private readonly d: { clock: Clock; log: Logger; stopped: () => boolean; max?: number }) {}
+
+  /** How many are in flight. */
+  get size(): number {
+    return this.#claims.size;
+  }
+
+  /**
+   * Run `work` for `claim` (bought by `buyer`) in the background, if a slot is free for it (see the class comment);
+   * `work` answers whether it found what it looked for, which resets `backoff` (else it grows). Answers whether the
+   * work was started.
+   */
+  run(claim: string, buyer: string, backoff: FetchBackoff, what: string, work: () => Promise<boolean>): boolean {
+    if (this.#claims.has(claim) || this.#buyers.has(buyer) || this.#claims.size >= (this.d.max ?? MAX_BACKGROUND_RESOLVES) || this.d.stopped()) return false;
+    if (backoff.fetchNotBefore !== undefined && this.d.clock() < backoff.fetchNotBefore) return false;
+    this.#claims.add(claim);
+    this.#buyers.add(buyer);
+    void work()
+      .then((found) => {
+        if (found) {
+          backoff.fetchMisses = 0;
+          delete backoff.fetchNotBefore;
+        } else {
+          backoff.fetchMisses = (backoff.fetchMisses ?? 0) + 1;
+          backoff.fetchNotBefore = this.d.clock() + Math.min(FETCH_BACKOFF_MAX_MS, FETCH_BACKOFF_MS * 2 ** (backoff.fetchMisses - 1));
+        }
+      })
+      .catch((e) => this.d.log.warn({ claim, err: (e as Error).message }, `${what} failed`))
+      .finally(() => {
+        this.#claims.delete(claim);
+        this.#buyers.delete(buyer);
+      });
+    return true;
+  }
+}
 
 /** A kept ChosenOffer (ClaimStore `o/`), or undefined when it does not read as one (skipped: the claim is charged without it). */
 function chosenFrom(text: string): ChosenOffer | undefined {
@@ -166,7 +224,7 @@ class Winners extends Set<string> {
   }
 }
 
-export interface OpenJob {
+export interface OpenJob extends FetchBackoff {
   claim: string;
   buyer: string;
   deadline: number;
@@ -184,9 +242,6 @@ export interface OpenJob {
   gang?: number;
   /** Its `Released` append is in flight: the claim is still tracked, but nothing else releases it meanwhile. */
   releasing?: boolean;
-  /** Background fetches for it that found nothing in a row, and when the next may start (ClaimAccounts #later). */
-  fetchMisses?: number;
-  fetchNotBefore?: number;
   /** Failed `Released` appends so far (RELEASE_RETRY). */
   releaseFailures?: number;
   /**
@@ -211,6 +266,8 @@ export interface AccountsDeps {
   forget: (claim: string) => void;
   /** Resolves a selection's winning offer: who signed it, the pool its receipts name (src/roles/steward-winners.ts). */
   winners: WinnerResolver;
+  /** The background fetches' slots (default: the accounts' own); the reclaimer takes its fetches from the same ones. */
+  background?: BackgroundFetches;
   /** Where a single job's receipts and chosen providers are kept across a restart (absent: in memory only). */
   store?: ClaimStore;
   /** Retrying a failed `Released` append (default RELEASE_RETRY). */
@@ -232,8 +289,12 @@ export interface AccountsDeps {
 
 export class ClaimAccounts {
   readonly #open = new Map<string, OpenJob>();
+  /** The background fetches' slots (BackgroundFetches), shared with the reclaimer (src/roles/steward-reclaim.ts). */
+  readonly background: BackgroundFetches;
 
-  constructor(private d: AccountsDeps) {}
+  constructor(private d: AccountsDeps) {
+    this.background = d.background ?? new BackgroundFetches({ clock: d.clock, log: d.log, stopped: d.stopped });
+  }
 
   /** An open claim's accounts; undefined once its release is under way (a usage answer in flight then keeps nothing). */
   get(claim: string): OpenJob | undefined {
@@ -329,10 +390,14 @@ export class ClaimAccounts {
     if ((await this.#resolve(oj, s, false)) === 'unresolved') this.#resolveLater(oj);
   }
 
-  /** The signer of a selection's winning offer, resolved and checked (undefined: refused or not found). */
-  async winnerOf(s: Opened<Selection>): Promise<string | undefined> {
-    const r = await this.d.winners.resolve(s);
-    return 'chosen' in r ? r.chosen.provider : undefined;
+  /**
+   * The signer of a selection's winning offer (who runs the job), resolved and checked without looking for the advert
+   * it cites: only from what is held here unless `remote` (then fetched in the caller's turn: a gossip handler never
+   * asks for that, the background does, BackgroundFetches).
+   */
+  async winnerOf(s: Opened<Selection>, remote = false): Promise<{ provider: string } | { refused: string } | { unresolved: string }> {
+    const w = await this.d.winners.winningOffer(s, remote);
+    return 'offer' in w ? { provider: w.offer.signer } : 'refused' in w ? { refused: w.refused } : w;
   }
 
   /** Resolve a selection's winner (only from what is held here unless `remote`); 'unresolved' when it was kept pending. */
@@ -360,39 +425,12 @@ export class ClaimAccounts {
     return 'done';
   }
 
-  /** Claims with a background fetch in flight (#later), and their buyers: one each, at most MAX_BACKGROUND_RESOLVES in all. */
-  readonly #fetching = new Set<string>();
-  readonly #fetchingFor = new Set<string>();
   /** Where the next catch-up round starts offering background fetches (they rotate over the open claims). */
   #fetchFrom = 0;
 
-  /**
-   * Run `work` for a claim in the background, unless one is in flight for it or its buyer already, or
-   * MAX_BACKGROUND_RESOLVES are, or the claim is backing off after fetches that found nothing (then a later catch-up
-   * round tries again). So a buyer whose selections name offers nobody serves holds one slot at a time, less and less
-   * often, and never the slots other buyers' claims need. Never awaited by a gossip handler. `work` answers whether
-   * it found what it looked for.
-   */
+  /** Run `work` for a claim in the background, in one of the shared slots (BackgroundFetches: bounded, backing off). */
   #later(oj: OpenJob, what: string, work: () => Promise<boolean>): void {
-    if (this.#fetching.has(oj.claim) || this.#fetchingFor.has(oj.buyer) || this.#fetching.size >= MAX_BACKGROUND_RESOLVES || this.d.stopped()) return;
-    if (oj.fetchNotBefore !== undefined && this.d.clock() < oj.fetchNotBefore) return;
-    this.#fetching.add(oj.claim);
-    this.#fetchingFor.add(oj.buyer);
-    void work()
-      .then((found) => {
-        if (found) {
-          oj.fetchMisses = 0;
-          delete oj.fetchNotBefore;
-        } else {
-          oj.fetchMisses = (oj.fetchMisses ?? 0) + 1;
-          oj.fetchNotBefore = this.d.clock() + Math.min(FETCH_BACKOFF_MAX_MS, FETCH_BACKOFF_MS * 2 ** (oj.fetchMisses - 1));
-        }
-      })
-      .catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, `${what} failed`))
-      .finally(() => {
-        this.#fetching.delete(oj.claim);
-        this.#fetchingFor.delete(oj.buyer);
-      });
+    this.background.run(oj.claim, oj.buyer, oj, what, work);
   }
 
   /** Fetch the winning offers of a claim's pending selections from their parties, in the background. */

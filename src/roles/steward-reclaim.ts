@@ -16,7 +16,8 @@ import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
-import type { ClaimAccounts } from './steward-accounts.js';
+import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff } from './steward-accounts.js';
+import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 
 /** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
@@ -33,6 +34,21 @@ export const CONNECTED_GRACE_MS = 10 * 60_000;
 const RECLAIMED_MAX = 4096;
 
 export type Decided = { v: Verdict; victims: string[] };
+
+/**
+ * A claim reclaimed from its provider (stopped, or barred there), remembered until its deadline: a later selection its
+ * buyer signs has its provider asked to stop too (Reclaimer.onSelection). `pending`: such selections whose winning
+ * offer the steward does not hold, fetched in the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest
+ * kept); the FetchBackoff fields are that claim's backoff there.
+ */
+interface Reclaimed extends FetchBackoff {
+  buyer: string;
+  deadline: number;
+  reason: 'priority' | 'idle';
+  /** The providers asked to stop it already. */
+  asked: Set<string>;
+  pending?: Map<string, Opened<Selection>>;
+}
 
 /**
  * The code an `Admitted` append is refused with when the decision no longer holds on the book it would land on (a
@@ -155,7 +171,9 @@ export class Reclaimer {
   #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
   /** Claims reclaimed (stopped or barred at their provider), until their deadline: a later selection's provider is stopped too. */
-  #reclaimed = new Map<string, { buyer: string; deadline: number; reason: 'priority' | 'idle'; asked: Set<string> }>();
+  #reclaimed = new Map<string, Reclaimed>();
+  /** Where the next catch-up round starts offering background fetches to reclaimed claims (retryPending). */
+  #fetchFrom = 0;
   /** Adverts already logged as left out of capacity or capped, as `<reason> <provider>`: each is logged once. */
   #capacityNotes = new Set<string>();
   /** Provider DID → when it was last seen connected (noteConnected, capacity()); bounded by CAPACITY_NOTES_MAX. */
@@ -360,8 +378,7 @@ export class Reclaimer {
 
   /** Remember a claim reclaimed from its provider until its deadline (at most RECLAIMED_MAX), with the providers asked. */
   #noteReclaimed(key: string, buyer: string, deadline: number, provider: string, reason: 'priority' | 'idle'): void {
-    const now = this.d.ports.clock();
-    for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#reclaimed.delete(k);
+    this.#dropExpired();
     const kept = this.#reclaimed.get(key);
     if (kept) {
       kept.asked.add(provider);
@@ -371,29 +388,108 @@ export class Reclaimer {
     this.#reclaimed.set(key, { buyer, deadline, reason, asked: new Set([provider]) });
   }
 
+  /** Forget the reclaimed claims whose deadline has come (with the selections kept pending for them). */
+  #dropExpired(): void {
+    const now = this.d.ports.clock();
+    for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#reclaimed.delete(k);
+  }
+
+  /** Whether `r` is still the remembered entry of reclaimed claim `key`, before its deadline, on a steward still running. */
+  #stillReclaimed(key: string, r: Reclaimed): boolean {
+    return !this.d.stopped() && this.#reclaimed.get(key) === r && r.deadline > this.d.ports.clock();
+  }
+
   /**
    * A selection heard: if it chooses a provider for a claim reclaimed already (its buyer failed over before it heard
    * the claim was over, or the steward heard the failover's selection only after it asked the provider before),
    * ask that provider to stop (or bar) the job too, so the devices released stay free. The provider is the signer of
-   * the selection's winning offer (`winnerOf`: resolved from the offer, src/roles/steward-winners.ts), never the
-   * selection's own text: a pool's offer is run by the coordinator that signed it.
+   * the selection's winning offer (src/roles/steward-winners.ts), never the selection's own text: a pool's offer is run
+   * by the coordinator that signed it. It is resolved from what the steward holds; a winning offer it does not hold
+   * is kept pending with the reclaimed claim (at most MAX_PENDING_SELECTIONS, newest kept) and fetched in the
+   * accounts' background slots (BackgroundFetches, src/roles/steward-accounts.ts: one fetch at a time per claim and
+   * per buyer, MAX_BACKGROUND_RESOLVES over the whole steward, backing off after a miss), offered again with the
+   * claim's next selection and at each catch-up round (retryPending), dropped at the claim's deadline. So a buyer
+   * whose selections each name an offer nobody holds from a DID that never answers costs the steward one fetch at a
+   * time, not one per selection. A selection naming a provider asked already costs nothing (a winner resolves only
+   * to the provider its selection names).
    */
-  async onSelection(s: Opened<Selection>, winnerOf: (s: Opened<Selection>) => Promise<string | undefined>): Promise<void> {
-    const r = this.#reclaimed.get(s.record.job);
+  async onSelection(s: Opened<Selection>): Promise<void> {
+    const key = s.record.job;
+    const r = this.#reclaimed.get(key);
     if (!r) return;
     if (r.deadline <= this.d.ports.clock()) {
-      this.#reclaimed.delete(s.record.job);
+      this.#reclaimed.delete(key);
       return;
     }
     if (s.signer !== r.buyer && s.signer !== this.d.did) return;
-    const provider = await winnerOf(s);
-    if (!provider || r.asked.has(provider)) return;
+    const named = namedProvider(s);
+    if (named === undefined || r.asked.has(named)) return;
+    const w = await this.d.accounts.winnerOf(s, false);
+    if (!this.#stillReclaimed(key, r)) return;
+    if ('unresolved' in w) {
+      const pending = (r.pending ??= new Map());
+      pending.delete(s.address); // re-set below: the newest is kept
+      while (pending.size >= MAX_PENDING_SELECTIONS) pending.delete(pending.keys().next().value!);
+      pending.set(s.address, s);
+      this.#fetchLater(key, r);
+      return;
+    }
+    if ('refused' in w) {
+      this.d.ports.log.debug({ claim: key, selection: s.address, code: w.refused }, 'a selection for a reclaimed claim whose winner does not check out against its offer: nobody asked to stop');
+      return;
+    }
+    await this.#askToStop(key, r, w.provider);
+  }
+
+  /**
+   * Offer a background fetch to the reclaimed claims with selections pending (a catch-up round), starting one further
+   * along each round. Not awaited: each runs in a shared slot (BackgroundFetches), or waits for a later round.
+   */
+  retryPending(): void {
+    this.#dropExpired();
+    const waiting = [...this.#reclaimed].filter(([, r]) => r.pending?.size);
+    if (!waiting.length) return;
+    const from = this.#fetchFrom++ % waiting.length;
+    for (const [key, r] of [...waiting.slice(from), ...waiting.slice(0, from)]) this.#fetchLater(key, r);
+  }
+
+  /** Fetch the winning offers of a reclaimed claim's pending selections in a shared background slot. */
+  #fetchLater(key: string, r: Reclaimed): void {
+    this.d.accounts.background.run(key, r.buyer, r, 'fetching a reclaimed claim’s failover offer', () => this.#resolvePending(key, r));
+  }
+
+  /**
+   * Resolve a reclaimed claim's pending selections, newest first, fetching their winning offers (from the selection's
+   * signer, then the provider it names), and ask each new provider found to stop, in the slot (its stream counts
+   * against the bound too). Stops at the first found nowhere (its parties are likely not answering; the rest wait for
+   * a later turn), and at the claim's deadline or the steward's stop. Answers whether nothing was found missing.
+   */
+  async #resolvePending(key: string, r: Reclaimed): Promise<boolean> {
+    for (const s of [...(r.pending?.values() ?? [])].reverse()) {
+      if (!this.#stillReclaimed(key, r)) return true;
+      const named = namedProvider(s);
+      if (named === undefined || r.asked.has(named)) {
+        r.pending!.delete(s.address);
+        continue;
+      }
+      const w = await this.d.accounts.winnerOf(s, true);
+      if (!this.#stillReclaimed(key, r)) return true;
+      if ('unresolved' in w) return false;
+      r.pending!.delete(s.address);
+      if ('provider' in w) await this.#askToStop(key, r, w.provider);
+    }
+    return true;
+  }
+
+  /** Ask `provider` to stop (or bar) reclaimed claim `key`'s job, once per provider, with the claim's deadline. */
+  async #askToStop(key: string, r: Reclaimed, provider: string): Promise<void> {
+    if (r.asked.has(provider) || !this.#stillReclaimed(key, r)) return;
     r.asked.add(provider);
-    this.d.ports.log.warn({ claim: s.record.job, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
+    this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
     try {
-      await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: s.record.job, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });
+      await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });
     } catch (e) {
-      this.d.ports.log.warn({ claim: s.record.job, provider, err: (e as Error).message }, 'stop request for a reclaimed claim failed');
+      this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'stop request for a reclaimed claim failed');
     }
   }
 

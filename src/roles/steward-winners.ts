@@ -31,7 +31,9 @@
  * `remote: false` looks only at what is held here. The gossip handlers resolve
  * that way: the node hands records to its handlers one at a time, so a fetch
  * there (up to records/1's deadline per party, from a party a buyer chose)
- * would hold every record behind it; the accounts fetch in the background.
+ * would hold every record behind it; the accounts (and the reclaimer, for a
+ * reclaimed claim's failover) fetch in the background, in shared bounded
+ * slots (BackgroundFetches, src/roles/steward-accounts.ts).
  */
 import type { Opened } from '../records/envelope.js';
 import { T, type Advert, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -69,13 +71,22 @@ export class WinnerResolver {
 
   /** The selection's winning offer, checked against what the selection says of it (see the module comment). */
   async resolve(s: Opened<Selection>, remote = true): Promise<Resolved> {
-    const named = s.record.considered.find((c) => c.offer === s.record.winner);
-    if (!named) return { refused: 'STEWARD_WINNER_NOT_CONSIDERED', detail: 'the winner is not among the offers the selection considered' };
-    const offer = (await this.l.offer(s.record.winner)) ?? (remote ? await this.#fetch([s.signer, named.provider], s.record.winner, T.offer) : undefined);
+    const w = await this.winningOffer(s, remote);
+    return 'offer' in w ? { chosen: await this.chosen(w.offer, [s.signer], remote) } : w;
+  }
+
+  /**
+   * The selection's winning offer itself, checked as resolve() checks it, without looking for the advert it cites:
+   * its signer is who runs the job (enough to ask it to stop, src/roles/steward-reclaim.ts onSelection).
+   */
+  async winningOffer(s: Opened<Selection>, remote = true): Promise<{ offer: Opened<Offer> } | Exclude<Resolved, { chosen: ChosenOffer }>> {
+    const named = namedProvider(s);
+    if (named === undefined) return { refused: 'STEWARD_WINNER_NOT_CONSIDERED', detail: 'the winner is not among the offers the selection considered' };
+    const offer = (await this.l.offer(s.record.winner)) ?? (remote ? await this.#fetch([s.signer, named], s.record.winner, T.offer) : undefined);
     if (!offer || offer.type !== T.offer) return { unresolved: 'the winning offer is held nowhere the steward can reach' };
     if (offer.record.job !== s.record.job) return { refused: 'STEWARD_WINNER_WRONG_JOB', detail: 'the winning offer quotes another job' };
-    if (offer.signer !== named.provider) return { refused: 'STEWARD_WINNER_NOT_SIGNER', detail: `the selection names ${named.provider} for an offer ${offer.signer} signed` };
-    return { chosen: await this.chosen(offer, [s.signer], remote) };
+    if (offer.signer !== named) return { refused: 'STEWARD_WINNER_NOT_SIGNER', detail: `the selection names ${named} for an offer ${offer.signer} signed` };
+    return { offer };
   }
 
   /** What a held winning offer stands for (the steward's own selection: its market holds the offer and its advert). */
@@ -104,6 +115,14 @@ export class WinnerResolver {
     }
     return undefined;
   }
+}
+
+/**
+ * The provider a selection names for its winning offer (its `considered` entry), or undefined when the winner is not
+ * among them. A winner that resolves at all resolves to this DID: an offer signed by anyone else is refused.
+ */
+export function namedProvider(s: Opened<Selection>): string | undefined {
+  return s.record.considered.find((c) => c.offer === s.record.winner)?.provider;
 }
 
 function chosenOf(offer: string, provider: string, advertAddress: string, advert: Opened<Advert> | undefined): ChosenOffer {

@@ -174,8 +174,9 @@ export class Steward {
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', async (rec) => {
       await this.#accounts.onSelection(rec as Opened<Selection>);
-      // the signer of the winning offer of a claim reclaimed already is asked to stop it (not awaited: its answer can take a while)
-      void this.#reclaim.onSelection(rec as Opened<Selection>, (s) => this.#accounts.winnerOf(s));
+      // the signer of the winning offer of a claim reclaimed already is asked to stop it (not awaited: its answer can take
+      // a while); an offer not held here is fetched in the accounts' bounded background slots, never here
+      void this.#reclaim.onSelection(rec as Opened<Selection>).catch((e) => this.log.warn({ err: (e as Error).message }, 'a selection for a reclaimed claim was not handled'));
     });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
     net.subscribe('advert', () => {
@@ -302,6 +303,8 @@ export class Steward {
   async catchUp(): Promise<void> {
     const syncFrom = this.o.net.syncFrom?.bind(this.o.net);
     if (!syncFrom || this.#stopped || this.#catchingUp) return;
+    // failover selections of reclaimed claims whose winning offer was not found: offered a background fetch again
+    this.#reclaim.retryPending();
     // each party → the jobs of the open claims it is party to (a single job's claim is its job; a gang's, its bound members)
     const parties = new Map<string, Set<string>>();
     for (const claim of this.ledger.book.open.keys()) {

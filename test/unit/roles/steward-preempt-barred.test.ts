@@ -9,7 +9,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal, type Opened } from '../../../src/records/envelope.js';
+import { seal } from '../../../src/records/envelope.js';
 import { T, type Selection } from '../../../src/records/kinds.js';
 import type { Claim } from '../../../src/pool/admission.js';
 import { admittedEvent } from '../../../src/pool/admission.js';
@@ -114,19 +114,18 @@ describe('preempting a claim its provider is not running', () => {
       const offerB = offer(provB, s.low, advert(provB));
       s.offers.set(offerB.address, offerB);
       // the provider asked is the winning offer's signer, as the steward resolves it
-      const winnerOf = (sel: Opened<Selection>) => s.accounts.winnerOf(sel);
       // someone else's selection of the job names nobody the steward stops
-      await s.reclaim.onSelection(selection(highBuyer, offerB, provB), winnerOf);
+      await s.reclaim.onSelection(selection(highBuyer, offerB, provB));
       assert.equal(s.asked.filter((a) => a.to === provB.did).length, 0);
-      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB), winnerOf);
-      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB), winnerOf);
+      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
+      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
       const toB = s.asked.filter((a) => a.to === provB.did);
       assert.equal(toB.length, 1);
       assert.deepEqual([toB[0]!.f.op, toB[0]!.f.job, toB[0]!.f.deadline], ['stop', s.low.address, s.low.record.deadline]);
       // the provider asked before is not asked again
       const again = offer(provA, s.low, advert(provA), { amount: '0.4' });
       s.offers.set(again.address, again);
-      await s.reclaim.onSelection(selection(lowBuyer, again, provA), winnerOf);
+      await s.reclaim.onSelection(selection(lowBuyer, again, provA));
       assert.equal(s.asked.filter((a) => a.to === provA.did && a.f.op === 'stop').length, 1);
       await s.close();
     } finally {

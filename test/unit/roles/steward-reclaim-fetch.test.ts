@@ -1,0 +1,204 @@
+/**
+ * A selection heard for a claim the steward reclaimed already (preempted or idle, src/roles/steward-reclaim.ts
+ * onSelection) has the provider of its winning offer asked to stop too. Before, each such selection resolved its
+ * winner with a records/1 fetch from the selection's signer and the named provider, one per selection and none
+ * bounded: a buyer of a reclaimed claim sending many selections, each naming an offer nobody holds from a DID that
+ * never answers, had the steward run as many fetches (and streams) at once. Now it resolves from what the steward
+ * holds first, and a fetch goes through the accounts' background slots (src/roles/steward-accounts.ts
+ * BackgroundFetches): one per claim and per buyer at a time, MAX_BACKGROUND_RESOLVES in all, backing off after a
+ * miss, dropped when the reclaimed entry reaches its deadline or the steward stops. A failover whose provider's offer
+ * the steward does not hold still has that provider asked to stop. The whole Steward over a real Ledger, its gossip
+ * through the node's Dispatcher, its records/1 and direct requests fakes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T } from '../../../src/records/kinds.js';
+import { Steward, STEWARD_PROTOCOL } from '../../../src/roles/steward.js';
+import type { StewardPorts } from '../../../src/roles/steward-ports.js';
+import { MAX_BACKGROUND_RESOLVES } from '../../../src/roles/steward-accounts.js';
+import { Dispatcher } from '../../../src/net/dispatch.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardIdentity, until } from './steward-stub.js';
+import { NOW, P, advert, job, offer, type Party } from '../market/fixtures.js';
+
+// `hi` outranks `lo`; the operator declares one device, so admitting `hi` preempts `lo`.
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
+  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
+`;
+const [lowBuyer, highBuyer, provA, provB] = [P(1), P(2), P(3), P(4)];
+
+const selectionOf = (buyer: Party, j: Opened, o: Opened, named: string) =>
+  seal(T.selection, { job: j.address, buyer: buyer.did, decidedAt: NOW, policy: 'cheapest', winner: o.address, considered: [{ provider: named, offer: o.address }] }, buyer.signer);
+
+type Frame = { op: string; job: string };
+
+/**
+ * A steward on a one-device overlay whose `lo` claim (lowBuyer's, run at provA) was reclaimed for a `hi` one: provA
+ * answered the stop `barred`. records/1 is `serve` (per party and address: what it answers; undefined, the default, never
+ * answers).
+ */
+async function reclaimedRig(serve?: (from: string, address: string) => Opened[] | undefined) {
+  const t = tempDir('c0-reclaim-fetch-');
+  writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+  const db = await openDb(join(t.dir, 'db'));
+  const records = new Map<string, Opened>();
+  const handlers = new Map<string, (...a: never[]) => Promise<void>>();
+  const disp = new Dispatcher({ metrics: createNetMetrics(), log: silentLogger() });
+  const clock = fakeClock(NOW);
+  const stops: Array<{ to: string; job: string }> = [];
+  // records/1: how many fetches are in flight now, the most ever, and every one asked
+  const fetches = { now: 0, max: 0, all: [] as Array<{ from: string; address: string }> };
+  let release!: () => void;
+  const never = new Promise<void>((ok) => (release = ok));
+  const ports = {
+    name: 't',
+    clock,
+    log: silentLogger(),
+    net: {
+      handle: async (p: string, h: never) => void handlers.set(p, h),
+      subscribe: (k: string, h: never) => disp.subscribe(k as never, h),
+      publish: async () => ({ recipients: 1, address: '' }),
+      request: async (to: string, _p: string, frames: Frame[]) => {
+        if (frames[0]!.op === 'stop') stops.push({ to, job: frames[0]!.job });
+        return [frames[0]!.op === 'stop' ? { stopped: 'no', barred: 'yes' } : { running: 'no' }];
+      },
+      drained: () => disp.drained(),
+      syncFrom: async () => ({ accepted: 0, failed: {} }),
+      fetchRecords: async (from: string, addrs: string[]) => {
+        fetches.all.push({ from, address: addrs[0]! });
+        fetches.now++;
+        fetches.max = Math.max(fetches.max, fetches.now);
+        try {
+          const r = serve?.(from, addrs[0]!);
+          if (r) return r;
+          await never;
+          return [];
+        } finally {
+          fetches.now--;
+        }
+      },
+    },
+    records: { get: async (a: string) => records.get(a), put: async (r: Opened) => void records.set(r.address, r) },
+    market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
+    sub: (n: string) => sub(db, n),
+  } as unknown as StewardPorts;
+  const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: true, capacity: 1 }, stewardIdentity);
+  const admit = async (j: Opened, buyer: Party, entitlement: string) => {
+    const out: Array<{ t?: string }> = [];
+    await handlers.get(STEWARD_PROTOCOL)!(...([[{ op: 'admit', job: j.bytes, entitlement, estimate: { uj: 10_000_000, grade: 'Estimator' } }], { peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async (f: { t?: string }) => void out.push(f) }] as never[]));
+    return out[0]?.t;
+  };
+  const push = (rec: Opened, kind: string) => disp.push(rec, { kind, from: 'x', source: 'gossip', attachments: [] } as never);
+  const released = async (claim: string) => (await s.ledger.records(0)).filter((e) => e.event === 'Released' && e.claim === claim);
+
+  // lo: admitted, its selection at provA (offer held here)
+  const low = job(lowBuyer, { workload: 'infer.echo', nonce: new Uint8Array([1]) });
+  assert.equal(await admit(low, lowBuyer, 'lo'), 'admitted');
+  const offerA = offer(provA, low, advert(provA));
+  records.set(offerA.address, offerA);
+  push(selectionOf(lowBuyer, low, offerA, provA.did), 'selection');
+  await disp.drained();
+  // hi needs the one device: lo is preempted (provA bars it) and released
+  const high = job(highBuyer, { workload: 'infer.echo', nonce: new Uint8Array([2]) });
+  assert.equal(await admit(high, highBuyer, 'hi'), 'admitted');
+  assert.deepEqual(stops, [{ to: provA.did, job: low.address }]);
+  assert.equal((await released(low.address)).length, 1, 'the reclaimed claim is released');
+
+  /** Let the event loop run a little (background work starts). */
+  const settle = async () => {
+    await disp.drained();
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+  const close = async () => {
+    release();
+    await s.stop();
+    await closeDb(db);
+    t.cleanup();
+  };
+  return { s, clock, records, push, settle, stops, fetches, low, close };
+}
+
+test('a hostile buyer’s selections for its reclaimed claim, each naming an unheld offer from a silent DID, run one fetch at a time', async () => {
+  const r = await reclaimedRig();
+  try {
+    const N = 3 * MAX_BACKGROUND_RESOLVES;
+    for (let i = 0; i < N; i++) {
+      const o = offer(P(70 + i), r.low, 'sha256:' + '33'.repeat(32));
+      r.push(selectionOf(lowBuyer, r.low, o, P(70 + i).did), 'selection');
+    }
+    await r.settle();
+    assert.ok(r.fetches.all.length >= 1, 'the unheld offer is looked for');
+    assert.equal(r.fetches.max, 1, `one fetch at a time for one reclaimed claim and buyer (at most ${MAX_BACKGROUND_RESOLVES} in all), not one per selection: ${r.fetches.max}`);
+    // a catch-up round does not start another for the same claim while its fetch hangs
+    await r.s.catchUp();
+    await r.settle();
+    assert.equal(r.fetches.max, 1);
+    assert.equal(r.stops.length, 1, 'nobody else was asked to stop');
+  } finally {
+    await r.close();
+  }
+});
+
+test('a reclaimed claim whose fetch found nothing backs off; its pending selections go at its deadline', async () => {
+  // every party answers at once, with nothing
+  const r = await reclaimedRig(() => []);
+  try {
+    const unheld = (i: number) => offer(P(70 + i), r.low, 'sha256:' + '33'.repeat(32));
+    r.push(selectionOf(lowBuyer, r.low, unheld(0), P(70).did), 'selection');
+    await r.settle();
+    const first = r.fetches.all.length;
+    assert.ok(first >= 1 && first <= 2, `the signer, then the named provider: ${first}`);
+    // within the backoff, neither a new selection nor a catch-up round fetches again
+    r.push(selectionOf(lowBuyer, r.low, unheld(1), P(71).did), 'selection');
+    await r.s.catchUp();
+    await r.settle();
+    assert.equal(r.fetches.all.length, first, 'backing off after a miss');
+    // after it, a catch-up round tries the pending selections again
+    r.clock.advance(1_500);
+    await r.s.catchUp();
+    await r.settle();
+    assert.ok(r.fetches.all.length > first, 'tried again after the backoff');
+    // past the claim's deadline the reclaimed entry and what it kept pending are gone: nothing more is fetched
+    const atDeadline = r.fetches.all.length;
+    r.clock.set(r.low.record.deadline + 1);
+    await r.s.catchUp();
+    r.push(selectionOf(lowBuyer, r.low, unheld(2), P(72).did), 'selection');
+    await r.settle();
+    assert.equal(r.fetches.all.length, atDeadline, 'nothing fetched for a reclaimed claim past its deadline');
+  } finally {
+    await r.close();
+  }
+});
+
+test('a failover whose provider’s offer the steward does not hold still has that provider asked to stop', async () => {
+  // the buyer's node serves the failover's winning offer (records/1); nobody else answers
+  let offerB: Opened | undefined;
+  const r = await reclaimedRig((from, address) => (from === lowBuyer.did && address === offerB?.address ? [offerB] : []));
+  try {
+    offerB = offer(provB, r.low, advert(provB));
+    r.push(selectionOf(lowBuyer, r.low, offerB, provB.did), 'selection');
+    await until(() => r.stops.some((x) => x.to === provB.did), 'provB asked to stop the reclaimed job');
+    assert.deepEqual(
+      r.stops.filter((x) => x.to === provB.did),
+      [{ to: provB.did, job: r.low.address }],
+    );
+    // the same failover heard again asks nobody again, and fetches nothing more
+    const fetched = r.fetches.all.length;
+    r.push(selectionOf(lowBuyer, r.low, offerB, provB.did), 'selection');
+    await r.settle();
+    assert.equal(r.stops.filter((x) => x.to === provB.did).length, 1);
+    assert.equal(r.fetches.all.length, fetched);
+  } finally {
+    await r.close();
+  }
+});
