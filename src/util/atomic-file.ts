@@ -13,10 +13,128 @@
  * user's file in a sticky directory, EPERM; another file system, EXDEV), as it was before: that case has no atomic replacement, and refusing it would
  * lose a `run --output` the job was already paid for. Errors are Node's file-system errors (with `syscall` and
  * `code`), for the caller to word.
+ *
+ * The temporary file is `.<target name>.c0mpute-<machine>-<pid>-<start>-<random>.tmp`: hidden, named after its target
+ * (a long target name is cut, with a hash of the whole), and after its writer: a hash of the host name and PID
+ * namespace (`machine`), the process id, and when that process started (Linux: /proc/<pid>/stat; `0` elsewhere). A
+ * writer killed (SIGKILL, a power cut) between creating it and the rename leaves it behind, and an output can be GiBs:
+ * each write of a target first removes the temporary files of that target whose writer is gone (see staleTemp), before
+ * it fills its own, so crashes do not pile up. Those of a live writer of the same target are never touched (the last
+ * rename wins, as with any two writers of one file); nor is any other file.
  */
-import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { processEnded, processStart } from '../node/daemon-info.js';
+
+/** A temporary file whose writer cannot be shown alive (another machine, an earlier release's name) is removed once untouched this long. */
+export const STALE_TEMP_AGE_MS = 24 * 3600_000;
+
+/** The longest target name (bytes) kept whole in its temporary file's name: with the suffix, within NAME_MAX (255). */
+const NAME_KEPT_BYTES = 180;
+
+const hex8 = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
+
+/** The target's name as its temporary files carry it: whole, or a long one cut (at a character) with a hash of the whole. */
+function tempStem(name: string): string {
+  if (Buffer.byteLength(name) <= NAME_KEPT_BYTES) return name;
+  let cut = '';
+  for (const ch of name) {
+    if (Buffer.byteLength(cut + ch) > NAME_KEPT_BYTES - 9) break;
+    cut += ch;
+  }
+  return `${cut}~${hex8(name)}`;
+}
+
+let me: { machine: string; start: string } | undefined;
+/** This process as its temporary files name it: the machine (host name and PID namespace, hashed) and its start time. */
+function writer(): { machine: string; start: string } {
+  if (!me) {
+    let pidNs = '';
+    try {
+      pidNs = readlinkSync('/proc/self/ns/pid');
+    } catch {
+      // no /proc (not Linux): the host name alone
+    }
+    me = { machine: hex8(`${hostname()}\0${pidNs}`), start: processStart('self') ?? '0' };
+  }
+  return me;
+}
+
+/** `.<name>.c0mpute-<machine>-<pid>-<start>-<random>.tmp` */
+const TEMP = /^c0mpute-([0-9a-f]{8})-([0-9]{1,10})-([0-9]{1,20})-[0-9a-f]{8}\.tmp$/;
+/** How earlier releases named it: `.<name>.<pid>-<random>.tmp` (its writer's machine not known) */
+const LEGACY_TEMP = /^[0-9]{1,10}-[0-9a-f]{8}\.tmp$/;
+
+/** Whether process `pid`, started at `start` ('0': not known), is gone (true), shown alive (false), or neither (undefined). */
+function writerGone(pid: number, start: string): boolean | undefined {
+  if (pid < 1) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return true;
+    if (code !== 'EPERM') return undefined; // EPERM: alive, another user's
+  }
+  if (processEnded(pid)) return true; // killed, not yet reaped by its parent
+  const now = processStart(pid);
+  if (start === '0' || now === undefined) return undefined;
+  return now !== start; // a later process given the same pid: the writer is gone
+}
+
+/**
+ * Whether `entry` of the target's directory is a temporary file of that target (`stem`: tempStem of its name) left by a
+ * writer that is gone. Ours, from this machine: when its process has exited (ESRCH, or a zombie), or when a later
+ * process holds its pid (another start time; a container's pid 1 after a restart); one whose process is alive but
+ * cannot be told from a later one (no start time) once untouched for STALE_TEMP_AGE_MS. From another machine (a shared
+ * file system), or named as releases before this one named it: once untouched for STALE_TEMP_AGE_MS, a writer's pid
+ * meaning nothing here. A temporary file being written is touched by every write; one whose writer is shown alive is
+ * never stale.
+ */
+function staleTemp(entry: string, stem: string, name: string, path: string, nowMs: number): boolean {
+  let gone: boolean | undefined;
+  let rest: string;
+  if (entry.startsWith(`.${stem}.c0mpute-`)) {
+    rest = entry.slice(stem.length + 2);
+    const m = TEMP.exec(rest);
+    if (!m) return false;
+    gone = m[1] === writer().machine ? writerGone(Number(m[2]), m[3]!) : undefined;
+  } else if (entry.startsWith(`.${name}.`)) {
+    rest = entry.slice(name.length + 2);
+    if (!LEGACY_TEMP.test(rest)) return false;
+  } else return false;
+  if (gone === false) return false;
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return false; // already removed (another writer of the target cleaning too)
+  }
+  if (!st.isFile()) return false;
+  return gone === true || nowMs - st.mtimeMs > STALE_TEMP_AGE_MS;
+}
+
+/** Remove the stale temporary files of target `name` in `dir` (staleTemp). Best effort: a file that cannot be removed stays, and the write goes on. */
+function removeStaleTemps(dir: string, name: string): void {
+  const stem = tempStem(name);
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const now = Date.now();
+  for (const entry of entries) {
+    const p = join(dir, entry);
+    if (!staleTemp(entry, stem, name, p, now)) continue;
+    try {
+      rmSync(p, { force: true });
+    } catch {
+      // not ours to remove (another user's, in a sticky directory) or a directory not writable: left as it is
+    }
+  }
+}
 
 export function writeFileAtomic(path: string, data: Uint8Array | string): void {
   let target = path;
@@ -33,7 +151,10 @@ export function writeFileAtomic(path: string, data: Uint8Array | string): void {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
   const dir = dirname(target);
-  const tmp = join(dir, `.${basename(target)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  const name = basename(target);
+  removeStaleTemps(dir, name); // before this write fills the disk further
+  const w = writer();
+  const tmp = join(dir, `.${tempStem(name)}.c0mpute-${w.machine}-${process.pid}-${w.start}-${randomBytes(4).toString('hex')}.tmp`);
   let fd: number | undefined;
   try {
     fd = openSync(tmp, 'wx', mode ?? 0o666);
