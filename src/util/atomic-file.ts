@@ -6,8 +6,9 @@
  * makes atomic: a reader, or a crash, sees the old file or the new one, never a mixture. On failure the temporary
  * file is removed and the target is as it was.
  *
- * An existing target keeps its permission bits; a symbolic link is followed (the file it points to is replaced, the
- * link stays). A target that is not a regular file (a device such as /dev/stdout, a FIFO) has nothing to replace and is
+ * An existing target keeps its permission bits. A symbolic link is followed, as a plain write follows it: the file it
+ * points to is replaced, or created when the link dangles (the temporary file goes in that file's directory), and the
+ * link stays a link; a loop of links is ELOOP. A target that is not a regular file (a device such as /dev/stdout, a FIFO) has nothing to replace and is
  * written in place. So is an existing file the caller may write in a directory it may not (no temporary file can be
  * created beside it: EACCES, EPERM), or that a rename cannot replace (a single-file bind mount, EBUSY; another
  * user's file in a sticky directory, EPERM; another file system, EXDEV), as it was before: that case has no atomic replacement, and refusing it would
@@ -22,10 +23,10 @@
  * it fills its own, so crashes do not pile up. Those of a live writer of the same target are never touched (the last
  * rename wins, as with any two writers of one file); nor is any other file.
  */
-import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync, type Stats } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { processEnded, processStart } from '../node/daemon-info.js';
 
 /** A temporary file whose writer cannot be shown alive (another machine, an earlier release's name) is removed once untouched this long. */
@@ -137,19 +138,19 @@ function removeStaleTemps(dir: string, name: string): void {
 }
 
 export function writeFileAtomic(path: string, data: Uint8Array | string): void {
-  let target = path;
-  let mode: number | undefined;
+  let st: Stats | undefined;
   try {
-    const st = statSync(path);
-    if (!st.isFile()) {
-      writeFileSync(path, data);
-      return;
-    }
-    target = realpathSync(path);
-    mode = st.mode & 0o7777;
+    st = statSync(path); // a loop of links: ELOOP, the kernel's own bound
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
+  if (st && !st.isFile()) {
+    writeFileSync(path, data);
+    return;
+  }
+  // an existing file: its real path (through any links, /proc/self/fd/N included); none yet: where a link there points
+  const target = st ? realpathSync(path) : linkTarget(path);
+  const mode = st ? st.mode & 0o7777 : undefined;
   const dir = dirname(target);
   const name = basename(target);
   removeStaleTemps(dir, name); // before this write fills the disk further
@@ -195,6 +196,35 @@ export function writeFileAtomic(path: string, data: Uint8Array | string): void {
     throw e;
   }
   syncDir(dir);
+}
+
+/** Symbolic links followed in a row at most, as Linux's open follows (MAXSYMLINKS). */
+const MAX_LINKS = 40;
+
+/**
+ * Where a write of `path`, which does not exist, creates its file, as open(2) would find it: through a dangling
+ * symbolic link (or a chain of them), to the path it names, read relative to the link's own directory. The result's
+ * directory is real (links resolved), so the temporary file goes beside the file written and the rename puts that file
+ * in place, leaving the link a link; a plain write (and the in-place path) writes through the link in the same way.
+ * Past MAX_LINKS links, ELOOP (a loop the kernel's stat has not already refused: one closed between the two).
+ */
+function linkTarget(path: string): string {
+  let p = path;
+  for (let links = 0; ; links++) {
+    p = join(realpathSync(dirname(p)), basename(p));
+    let st: Stats;
+    try {
+      st = lstatSync(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return p;
+      throw e;
+    }
+    if (!st.isSymbolicLink()) return p; // made there since the stat: the rename replaces it, as it would have
+    if (links === MAX_LINKS) {
+      throw Object.assign(new Error(`ELOOP: too many symbolic links encountered, open '${path}'`), { code: 'ELOOP', syscall: 'open', path });
+    }
+    p = resolve(dirname(p), readlinkSync(p));
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeOutput } from '../../../src/cli/context.js';
@@ -95,6 +95,17 @@ describe('writeOutput', () => {
       assert.equal(r.stdout.trim(), 'ok');
       assert.equal(readFileSync(path, 'utf8'), 'new');
       assert.deepEqual(readdirSync(dir), ['shared.out'], 'no temporary file is left');
+    });
+  });
+
+  it('refuses a loop of symbolic links with OUTPUT_UNWRITABLE, saying so', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      symlinkSync('loop-b', join(dir, 'loop-a'));
+      symlinkSync('loop-a', join(dir, 'loop-b'));
+      assert.throws(
+        () => writeOutput(join(dir, 'loop-a'), 'x'),
+        (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /a loop of symbolic links/.test(e.message),
+      );
     });
   });
 

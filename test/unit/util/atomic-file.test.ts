@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STALE_TEMP_AGE_MS, writeFileAtomic } from '../../../src/util/atomic-file.js';
@@ -128,6 +128,63 @@ describe('writeFileAtomic: temporary files left by a writer that died', { skip: 
       writeFileAtomic(join(dir, name), 'long');
       assert.equal(readFileSync(join(dir, name), 'utf8'), 'long');
       assert.deepEqual(readdirSync(dir), [name]);
+    });
+  });
+});
+
+describe('writeFileAtomic: a target that is a symbolic link', { skip: process.platform === 'win32' }, () => {
+  it('writes through a dangling link to where it points, as a plain write would, and the link stays a link', async () => {
+    await withDir((dir) => {
+      mkdirSync(join(dir, 'results'));
+      symlinkSync('results/run.out', join(dir, 'latest')); // relative: to the link's own directory
+      writeFileAtomic(join(dir, 'latest'), 'output');
+      assert.ok(lstatSync(join(dir, 'latest')).isSymbolicLink(), 'the link is still a link');
+      assert.equal(readlinkSync(join(dir, 'latest')), 'results/run.out');
+      assert.equal(readFileSync(join(dir, 'results', 'run.out'), 'utf8'), 'output');
+      assert.deepEqual(readdirSync(dir).sort(), ['latest', 'results']);
+      assert.deepEqual(readdirSync(join(dir, 'results')), ['run.out'], 'the temporary file went beside the file written, and is gone');
+    });
+  });
+
+  it('follows a chain of links, dangling at its end, each relative to its own directory', async () => {
+    await withDir((dir) => {
+      mkdirSync(join(dir, 'a'));
+      mkdirSync(join(dir, 'b'));
+      symlinkSync('../b/second', join(dir, 'a', 'first'));
+      symlinkSync(join(dir, 'b', 'final.out'), join(dir, 'b', 'second'));
+      writeFileAtomic(join(dir, 'a', 'first'), 'through two links');
+      assert.ok(lstatSync(join(dir, 'a', 'first')).isSymbolicLink());
+      assert.ok(lstatSync(join(dir, 'b', 'second')).isSymbolicLink());
+      assert.equal(readFileSync(join(dir, 'b', 'final.out'), 'utf8'), 'through two links');
+      assert.deepEqual(readdirSync(join(dir, 'b')).sort(), ['final.out', 'second']);
+    });
+  });
+
+  it('replaces the file a link to an existing file points to, keeping its mode; the link stays a link', async () => {
+    await withDir((dir) => {
+      writeFileSync(join(dir, 'real.out'), 'old, and longer than what replaces it');
+      chmodSync(join(dir, 'real.out'), 0o640);
+      symlinkSync('real.out', join(dir, 'link'));
+      writeFileAtomic(join(dir, 'link'), 'new');
+      assert.ok(lstatSync(join(dir, 'link')).isSymbolicLink());
+      assert.equal(readFileSync(join(dir, 'real.out'), 'utf8'), 'new');
+      assert.equal(statSync(join(dir, 'real.out')).mode & 0o777, 0o640);
+      assert.deepEqual(readdirSync(dir).sort(), ['link', 'real.out']);
+    });
+  });
+
+  it('refuses a loop of links with ELOOP, at once, writing nothing', async () => {
+    await withDir((dir) => {
+      symlinkSync('b', join(dir, 'a'));
+      symlinkSync('a', join(dir, 'b'));
+      symlinkSync('self', join(dir, 'self'));
+      for (const name of ['a', 'self']) {
+        assert.throws(
+          () => writeFileAtomic(join(dir, name), 'x'),
+          (e: NodeJS.ErrnoException) => e.code === 'ELOOP' && typeof e.syscall === 'string',
+        );
+      }
+      assert.deepEqual(readdirSync(dir).sort(), ['a', 'b', 'self']);
     });
   });
 });
