@@ -93,7 +93,7 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     // One at a time: each opens the ledger's LevelDB.
     operatorError(await c0(['ledger', 'export', p('ledger'), p('nodir', 'ledger.cbor')]), 'OUTPUT_UNWRITABLE', 'ledger export to a missing directory');
     operatorError(await c0(['ledger', 'export', p('ledger'), t.dir]), 'OUTPUT_UNWRITABLE', 'ledger export onto a directory');
-    assert.deepEqual(readdirSync(t.dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file left');
+    assert.deepEqual(readdirSync(t.dir).filter((f) => f.startsWith('.') && f.endsWith('.tmp')), [], 'no temporary file left');
     assert.ok(!existsSync(p('nodir')), 'nothing created');
   });
 
