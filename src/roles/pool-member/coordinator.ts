@@ -49,6 +49,24 @@ export function dispatchEnd(dispatch: PoolDispatch, job: Job, memberTimeoutMs: n
  */
 export const RECOVERY_TICK_LIVENESS = 2;
 
+/**
+ * The longest recovery waits for the receipts it asks of the job's buyer and the live members before it signs a
+ * POOL_COORDINATOR_LOST receipt (all asked at once; at most min(this, livenessMs), dial included).
+ */
+export const RECEIPT_ASK_MS = 3000;
+
+/** The most peers one such ask goes to: the job's buyer, then live members (roster order). */
+export const RECEIPT_ASK_PEERS = 4;
+
+/** Receipt frames one answer to that ask may carry (a job has a receipt per provider that ran it): a peer answering more fails its ask. */
+export const RECEIPT_ASK_FRAMES = 32;
+
+/** One recovery tick's state for one coordinator's entries: whether it went silent, and the peers that did not answer a receipt ask (not asked again this tick). */
+interface Tick {
+  silent: boolean;
+  quiet: Set<string>;
+}
+
 /** How many livenessMs past a dispatch's budget recovery waits before failing it for a silent coordinator. */
 export const RECOVERY_GRACE_LIVENESS = 3;
 
@@ -179,10 +197,12 @@ export class PoolCoordinator {
       const by = open(p.entry.dispatch, T.poolDispatch, { trusted: true }).signer;
       groups.set(by, [...(groups.get(by) ?? []), p]);
     }
+    // Peers that did not answer a receipt ask in this tick (shared by every coordinator's entries): not asked again.
+    const quiet = new Set<string>();
     const counts = await Promise.all(
       [...groups.entries()].map(async ([by, list]) => {
         let n = 0;
-        const tick = { silent: false };
+        const tick: Tick = { silent: false, quiet };
         // From after the last entry the previous tick asked about, round the list: each entry has its turn.
         const after = this.#cursor.get(by);
         const from = after === undefined ? 0 : Math.max(0, list.findIndex((p) => p.job > after));
@@ -201,7 +221,7 @@ export class PoolCoordinator {
   }
 
   /** Catch-up: ask `by` about its open entry here; true when its answer checks out and closed the entry. */
-  async #askOne(job: string, entry: TrailEntry, by: string, tick: { silent: boolean }): Promise<boolean> {
+  async #askOne(job: string, entry: TrailEntry, by: string, tick: Tick): Promise<boolean> {
     const r = tick.silent ? undefined : await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
     if (r === undefined) tick.silent = true;
     // Its answer; else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool.
@@ -212,7 +232,7 @@ export class PoolCoordinator {
   }
 
   /** One pending entry of `by`'s: true when this member closed it in its coordinator's place (or its own after a restart). */
-  async #recoverOne(job: string, entry: TrailEntry, by: string, live: Set<string>, tick: { silent: boolean }): Promise<boolean> {
+  async #recoverOne(job: string, entry: TrailEntry, by: string, live: Set<string>, tick: Tick): Promise<boolean> {
     if (this.inFlight.has(job)) return false;
     const dispatch = open(entry.dispatch, T.poolDispatch, { trusted: true });
     let silent = false;
@@ -246,7 +266,7 @@ export class PoolCoordinator {
     }
     // Nor while the member the dispatch chose still runs it: this member, or one that says so.
     if (await this.#memberRuns(job, dispatch.record.member, by, silent)) return false;
-    await this.#closeOrphan(job, entry);
+    await this.#closeOrphan(job, entry, tick);
     return true;
   }
 
@@ -277,7 +297,6 @@ export class PoolCoordinator {
    */
   async #heard(job: string, entry: TrailEntry, entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
     if (!this.d.heardReceipts) return undefined;
-    const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
     let list: ReadonlyArray<Opened<Receipt>>;
     try {
       list = await this.d.heardReceipts(job);
@@ -285,12 +304,32 @@ export class PoolCoordinator {
       this.d.log.warn({ job, err: (e as Error).message }, 'pool: could not read the receipts heard for a job');
       return undefined;
     }
-    const mine = list.filter((r) => r.signer === d.signer && r.record.offer === d.record.offer && r.record.job === job);
+    return this.#coordinatorsOwn(job, entry, list.map((r) => r.bytes), entries);
+  }
+
+  /**
+   * Of receipt envelopes from anywhere (`candidates`: bytes or junk), the one `entry`'s coordinator signed for its
+   * dispatch's offer of `job` that checks out (#check: signature, pool, job, dispatch), a completed one before a failed
+   * one; undefined when none does. Receipts of other signers or offers (a buyer holds every provider's) are passed
+   * over without a warning; only one that claims to be the coordinator's and does not check out is logged.
+   */
+  async #coordinatorsOwn(job: string, entry: TrailEntry, candidates: readonly unknown[], entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
+    const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    const mine = candidates.filter((b): b is Uint8Array => {
+      if (!(b instanceof Uint8Array)) return false;
+      try {
+        // its claims only (who signed, for what): #check then verifies the signature and the rest
+        const r = open(b, T.receipt, { trusted: true });
+        return r.signer === d.signer && r.record.offer === d.record.offer && r.record.job === job;
+      } catch {
+        return false;
+      }
+    });
     if (!mine.length) return undefined;
     const all = entries ?? (await this.d.trail.entries(job)).map((e) => e.entry);
     let failed: VerifiedOutcome | undefined;
-    for (const r of mine) {
-      const o = await this.#check(job, entry, r.bytes, undefined, all);
+    for (const b of mine) {
+      const o = await this.#check(job, entry, b, undefined, all);
       if (o?.coordinator !== d.signer) continue;
       if (o.state === 'completed') return o;
       failed ??= o;
@@ -298,12 +337,59 @@ export class PoolCoordinator {
     return failed;
   }
 
+  /**
+   * The receipt `entry`'s coordinator signed, as the job's buyer or the live members hold it (records/1 `jobs`, kind
+   * receipt: `askReceipts`), checked as a heard one is (#coordinatorsOwn): asked only when recovery would otherwise
+   * sign a POOL_COORDINATOR_LOST receipt. At most RECEIPT_ASK_PEERS peers (the buyer first; never this member, the
+   * silent coordinator, or a peer that did not answer earlier in this tick), all at once under one deadline of
+   * min(RECEIPT_ASK_MS, livenessMs), so a silent peer holds the tick no longer than that; a completed receipt ends the
+   * wait at once. Undefined when nobody answers with one that checks out (the caller then fails the job as lost).
+   */
+  async #asked(job: string, entry: TrailEntry, entries: TrailEntry[], tick: Tick): Promise<{ o: VerifiedOutcome; from: string } | undefined> {
+    const ask = this.d.askReceipts;
+    if (!ask) return undefined;
+    const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    const buyer = open(entry.job, T.job, { trusted: true }).signer;
+    const skip = (p: string) => p === this.d.did || p === d.signer || tick.quiet.has(p);
+    const peers = [...new Set([buyer, ...this.v.live()])].filter((p) => !skip(p)).slice(0, RECEIPT_ASK_PEERS);
+    if (!peers.length) return undefined;
+    const ms = Math.max(1, Math.min(RECEIPT_ASK_MS, this.d.options.livenessMs));
+    const stop = new AbortController();
+    const deadline = setTimeout(() => stop.abort(new DOMException(`no receipt in ${ms} ms`, 'TimeoutError')), ms);
+    // the wait ends at the deadline whatever the ask does with its signal
+    const ended = new Promise<undefined>((res) => stop.signal.addEventListener('abort', () => res(undefined), { once: true }));
+    let completed: { o: VerifiedOutcome; from: string } | undefined;
+    let failed: { o: VerifiedOutcome; from: string } | undefined;
+    try {
+      await Promise.all(
+        peers.map(async (peer) => {
+          const frames = await Promise.race([ask(peer, job, stop.signal).catch(() => undefined), ended]);
+          if (frames === undefined) {
+            if (!completed) tick.quiet.add(peer);
+            return;
+          }
+          const o = await this.#coordinatorsOwn(job, entry, frames.slice(0, RECEIPT_ASK_FRAMES), entries);
+          if (o?.state === 'completed') {
+            completed ??= { o, from: peer };
+            stop.abort(new DOMException('the coordinator’s completed receipt came back', 'AbortError'));
+          } else if (o) failed ??= { o, from: peer };
+        }),
+      );
+    } finally {
+      clearTimeout(deadline);
+      if (!stop.signal.aborted) stop.abort(new DOMException('every peer asked answered', 'AbortError'));
+    }
+    const found = completed ?? failed;
+    if (!found) this.d.log.info({ job, coordinator: d.signer, asked: peers }, 'pool: nobody asked holds the receipt of a silent coordinator’s dispatch');
+    return found;
+  }
+
   /** Close `by`'s entry of `job` with a checked outcome: the coordinator's own replaces a lost-dispatch close. */
   async #close(job: string, by: string, o: VerifiedOutcome): Promise<void> {
     await this.d.trail.close(job, by, o.state, o.receipt.bytes, o.settlement?.bytes, !o.lost && o.coordinator === by ? givesWay : undefined);
   }
 
-  async #closeOrphan(job: string, entry: TrailEntry): Promise<void> {
+  async #closeOrphan(job: string, entry: TrailEntry, tick: Tick): Promise<void> {
     const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
     // Outcomes at hand: this member's other entries of the job (checked when they were kept), then the live members'.
     const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
@@ -328,14 +414,24 @@ export class PoolCoordinator {
     // Its coordinator's receipt heard outside the pool comes before a lost close: it delivered (or failed) the job and
     // signed for it, and went down before its `closed`; failing the job now would make the pool sign two receipts that
     // contradict each other. It is relayed to the members (they check its signature), as the coordinator would have.
+    // That receipt may never have reached this node (gossip lost, this node off the job's market shard, delivered to
+    // the buyer on its stream only and the coordinator down before gossiping it): so before signing a lost receipt of
+    // its own (none signed yet), this member asks the buyer and a few live members for it (records/1; bounded: a
+    // silent peer only delays the close, which then goes on as lost).
     const own = found.find((o) => o.coordinator === d.signer);
-    const heard = own ? undefined : await this.#heard(job, entry, entries);
-    const best = own ?? heard ?? found.find((o) => o.lost);
+    const lost = found.find((o) => o.lost);
+    let heard: { o: VerifiedOutcome; from: string } | undefined;
+    if (!own) {
+      const o = await this.#heard(job, entry, entries);
+      heard = o ? { o, from: 'evidence' } : lost ? undefined : await this.#asked(job, entry, entries, tick);
+    }
+    const best = own ?? heard?.o ?? lost;
     if (best) {
       await this.#close(job, d.signer, best);
       if (heard) {
-        this.d.log.warn({ job, coordinator: d.signer, status: heard.state, receipt: heard.receipt.address }, 'pool: closed a silent coordinator’s dispatch with the receipt it had signed (heard outside the pool), not as lost');
-        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: heard.receipt.bytes }, this.v.outcomeTo());
+        const where = heard.from === 'evidence' ? 'heard outside the pool' : 'held by a peer asked';
+        this.d.log.warn({ job, coordinator: d.signer, status: heard.o.state, receipt: heard.o.receipt.address, from: heard.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
+        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: heard.o.receipt.bytes }, this.v.outcomeTo());
       }
       return;
     }

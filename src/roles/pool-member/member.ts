@@ -93,6 +93,13 @@ export interface PoolMemberDeps {
    * crashes"). Checked like any outcome (src/pools/outcome.ts); absent: none known.
    */
   heardReceipts?: (job: string) => ReadonlyArray<Opened<Receipt>> | Promise<ReadonlyArray<Opened<Receipt>>>;
+  /**
+   * Ask `peer` (a DID) over `/c0mpute/records/1` (`op: jobs`, kind `receipt`) for the receipts it holds of `job`: the
+   * frames as they came, unchecked (recovery checks each as it checks a heard one); rejects with the network's error,
+   * or once `signal` aborts. Before recovery signs a POOL_COORDINATOR_LOST receipt it asks the job's buyer and a few
+   * live members this way, all at once and bounded (coordinator.ts RECEIPT_ASK_MS); absent: nobody is asked.
+   */
+  askReceipts?: (peer: string, job: string, signal: AbortSignal) => Promise<unknown[]>;
   maxOutputBytes: number;
   /** Call another member on POOL_PROTOCOL; rejects with the network's error (unreachable, timeout), or `signal`'s reason once it aborts. */
   call: (member: string, frame: Record<string, CborValue>, timeoutMs: number, signal?: AbortSignal) => Promise<PoolReply>;

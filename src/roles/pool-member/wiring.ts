@@ -24,6 +24,9 @@ import { didFromPeerId } from '../../node/peer-id.js';
 import { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { Executor } from '../provider/executors.js';
 import { PoolMember, POOL_PROTOCOL, type PoolReply, type PoolSlots } from './member.js';
+import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
+import { PROTOCOLS } from '../../net/protocols.js';
+import { encodeRecordsRequest } from '../../net/records-protocol.js';
 
 export interface PoolWiringDeps {
   config: NonNullable<NodeConfig['pool']>;
@@ -64,6 +67,16 @@ const FRAME_BYTES = 4 * 1024 * 1024;
  * a larger output fails EXEC_OUTPUT_TOO_LARGE on whichever member ran it.
  */
 export const POOL_MAX_OUTPUT_BYTES = 3 * 1024 * 1024;
+
+/**
+ * PoolMemberDeps.askReceipts over the network: records/1 `jobs` (kinds `receipt`, the one job) to `peer`, at most
+ * RECEIPT_ASK_FRAMES frames, within `deadlineMs` (dial included) and given up when `signal` aborts. The frames come
+ * back unchecked: recovery checks each (src/pools/outcome.ts). A node that keeps no records by job answers
+ * NET_BAD_REQUEST, which rejects as any failure does.
+ */
+export function askReceiptsOver(net: Pick<PoolWiringDeps['net'], 'request'>, deadlineMs = RECEIPT_ASK_MS): (peer: string, job: string, signal: AbortSignal) => Promise<unknown[]> {
+  return (peer, job, signal) => net.request(peer, PROTOCOLS.records, [encodeRecordsRequest({ op: 'jobs', kinds: ['receipt'], jobs: [job] })], { signal, limits: { deadlineMs, maxResponseFrames: RECEIPT_ASK_FRAMES } });
+}
 
 export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   const maxOutputBytes = Math.min(d.maxOutputBytes, POOL_MAX_OUTPUT_BYTES);
@@ -111,6 +124,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     ...(d.workloads ? { workloads: d.workloads } : {}),
     ...(d.ownReceipt ? { ownReceipt: d.ownReceipt } : {}),
     ...(d.heardReceipts ? { heardReceipts: d.heardReceipts } : {}),
+    askReceipts: askReceiptsOver(d.net, Math.min(RECEIPT_ASK_MS, d.config.livenessMs)),
     maxOutputBytes,
     registry: d.registry,
     publishReceipt: d.publishReceipt,
