@@ -17,18 +17,21 @@
  * from the `considered` text alone) or, when that offer cites a pool's advert,
  * the pool's receipts for that offer (docs/pools.md: they name the pool's DID;
  * their chain must prove a member of that pool). One heard before that
- * selection is held aside, bounded and in memory, and charged once a selection
- * chooses who signed it. A gang's only receipts signed by the run member bound
- * to the job they name. Anyone can sign a receipt naming the job and buyer.
+ * selection is held aside, bounded (and kept on disk, so a restart before the
+ * selection loses none), and charged once a selection chooses who signed it.
+ * A gang's only receipts signed by the run member bound to the job they name.
+ * Anyone can sign a receipt naming the job and buyer.
  *
- * A single job's receipts and the providers chosen for it (winners, the
- * winning offers with the pool each stands for, and the provider of the latest
- * selection's winning offer) are kept in the `steward-claims`
+ * A single job's receipts, those held aside, and the providers chosen for it
+ * (winners, the winning offers with the pool each stands for, and the provider
+ * of the latest selection's winning offer) are kept in the `steward-claims`
  * store as well (ClaimStore below; a gang's receipts are kept by
  * src/roles/steward-gangs.ts), so after a restart its release still charges
  * every receipt signed before it, a completed receipt heard before the
- * restart releases it at once, and its provider can still be preempted or
- * reclaimed. The entries go when the claim's `Released` is appended.
+ * restart releases it at once, a receipt held aside before the restart is
+ * charged when a selection after it names its provider, and its provider can
+ * still be preempted or reclaimed. The entries go when the claim's `Released`
+ * is appended.
  *
  * A claim stays tracked until its `Released` append succeeds: a failed append
  * (a store error) leaves it open and tracked, and the release is tried again
@@ -39,7 +42,9 @@
  * what it can, graded `Estimator`: see #actual.
  *
  * Store (the overlay's `steward-claims` sublevel): `r/<claim>/<receipt
- * address>` → the receipt envelope; `w/<claim>/<provider>` → the order it was
+ * address>` → a charged receipt's envelope; `a/<claim>/<receipt address>` → the
+ * envelope of one held aside (at most MAX_ASIDE_RECEIPTS per claim; moved to
+ * `r/` in one batch when charged); `w/<claim>/<provider>` → the order it was
  * chosen in (decimal); `o/<claim>/<offer>` → a winning offer as resolved (JSON
  * ChosenOffer: its signer, cited advert, the pool it stands for); `p/<claim>` →
  * the signer of the latest selection's winning offer.
@@ -65,6 +70,8 @@ const fromUtf8 = new TextDecoder();
 /** What is kept of a single job's claim across a restart. */
 export interface SavedClaim {
   receipts: Opened<Receipt>[];
+  /** held aside: from providers no selection had named */
+  aside: Opened<Receipt>[];
   /** in the order they were chosen */
   winners: string[];
   /** the winning offers as resolved (a pool's among them) */
@@ -76,17 +83,29 @@ export interface SavedClaim {
 export class ClaimStore {
   constructor(private readonly sub: Sub) {}
 
-  async load(): Promise<Map<string, SavedClaim>> {
+  /**
+   * What is kept, by claim. Every receipt envelope is opened (its signature checked) again. A charged receipt that
+   * does not open fails the load (it was charged: a release without it would under-charge); one held aside that does
+   * not open is left out and handed to `unreadable` (it was never charged; it goes with its claim).
+   */
+  async load(unreadable?: (key: string, err: Error) => void): Promise<Map<string, SavedClaim>> {
     const out = new Map<string, SavedClaim>();
     const winners = new Map<string, Array<[number, string]>>();
     const of = (claim: string) => {
       let c = out.get(claim);
-      if (!c) out.set(claim, (c = { receipts: [], winners: [], chosen: [] }));
+      if (!c) out.set(claim, (c = { receipts: [], aside: [], winners: [], chosen: [] }));
       return c;
     };
     for await (const [k, v] of this.sub.iterator()) {
       if (k.startsWith('r/')) of(k.slice(2, k.lastIndexOf('/'))).receipts.push(openEnvelope(v, T.receipt));
-      else if (k.startsWith('w/')) {
+      else if (k.startsWith('a/')) {
+        const c = of(k.slice(2, k.lastIndexOf('/')));
+        try {
+          c.aside.push(openEnvelope(v, T.receipt));
+        } catch (e) {
+          unreadable?.(k, e as Error);
+        }
+      } else if (k.startsWith('w/')) {
         const claim = k.slice(2, k.lastIndexOf('/'));
         of(claim);
         winners.set(claim, [...(winners.get(claim) ?? []), [Number(fromUtf8.decode(v)), k.slice(k.lastIndexOf('/') + 1)]]);
@@ -99,8 +118,24 @@ export class ClaimStore {
     return out;
   }
 
+  /** A receipt charged to the claim (no longer held aside, if it was: one batch). */
   async putReceipt(claim: string, r: Opened<Receipt>): Promise<void> {
-    await this.sub.batch([{ type: 'put', key: `r/${claim}/${r.address}`, value: r.bytes }], { sync: true } as never);
+    await this.sub.batch(
+      [
+        { type: 'put', key: `r/${claim}/${r.address}`, value: r.bytes },
+        { type: 'del', key: `a/${claim}/${r.address}` },
+      ],
+      { sync: true } as never,
+    );
+  }
+
+  /** A receipt held aside for the claim (the caller keeps at most MAX_ASIDE_RECEIPTS per claim). */
+  async putAside(claim: string, r: Opened<Receipt>): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `a/${claim}/${r.address}`, value: r.bytes }], { sync: true } as never);
+  }
+
+  async dropAside(claim: string, address: string): Promise<void> {
+    await this.sub.batch([{ type: 'del', key: `a/${claim}/${address}` }], { sync: true } as never);
   }
 
   async putWinner(claim: string, provider: string, order: number): Promise<void> {
@@ -117,15 +152,15 @@ export class ClaimStore {
 
   async remove(claim: string): Promise<void> {
     const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `p/${claim}` }];
-    for (const pre of ['r', 'w', 'o']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
+    for (const pre of ['r', 'a', 'w', 'o']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
     await this.sub.batch(dels, { sync: true } as never);
   }
 }
 
 /**
  * How many receipts from providers no selection named yet are held aside per
- * single job's claim (memory only; see ClaimAccounts.onReceipt). Past it a
- * further one is dropped, not charged.
+ * single job's claim (in memory and in the claims store; see
+ * ClaimAccounts.onReceipt). Past it a further one is dropped, not charged.
  */
 export const MAX_ASIDE_RECEIPTS = 16;
 
@@ -246,7 +281,8 @@ export interface OpenJob extends FetchBackoff {
   releaseFailures?: number;
   /**
    * A single job's receipts from providers no selection for it has named (yet): held aside, not charged, at most
-   * MAX_ASIDE_RECEIPTS, in memory only; charged once a selection names their provider (ClaimAccounts.onReceipt).
+   * MAX_ASIDE_RECEIPTS, kept on disk too (ClaimStore `a/`); charged once a selection names their provider
+   * (ClaimAccounts.onReceipt).
    */
   aside?: Map<string, Opened<Receipt>>;
   /** The aside was full and a receipt was dropped (logged once). */
@@ -317,14 +353,17 @@ export class ClaimAccounts {
 
   /**
    * After a restart: give the claims tracked again what was kept of them
-   * (receipts, winners, the provider), drop what was kept of claims no longer
-   * open, and release at once a claim whose final receipt (completed, or
-   * reclaimed) was heard before the restart.
+   * (receipts, those held aside, winners, the provider), drop what was kept of
+   * claims no longer open, charge the receipts held aside that a selection
+   * before the restart already named (it was chosen, then the process died),
+   * and release at once a claim whose final receipt (completed, or reclaimed)
+   * was heard before the restart.
    */
   async restore(): Promise<void> {
     const store = this.d.store;
     if (!store) return;
-    for (const [claim, saved] of await store.load()) {
+    const unreadable = (key: string, err: Error) => this.d.log.warn({ key, err: err.message }, 'a receipt held aside on disk does not open; left out (dropped with its claim)');
+    for (const [claim, saved] of await store.load(unreadable)) {
       const oj = this.#open.get(claim);
       if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
         await store.remove(claim);
@@ -334,6 +373,16 @@ export class ClaimAccounts {
       for (const w of saved.winners) Set.prototype.add.call(oj.winners, w);
       for (const c of saved.chosen) oj.chosen.set(c.offer, c);
       if (saved.provider) oj.provider = saved.provider;
+      for (const r of saved.aside) {
+        // one charged as its aside entry was written (a race, or a crash between the two) is not held again
+        if (oj.receipts.has(r.address) || r.record.job !== claim || r.record.buyer !== oj.buyer) continue;
+        const aside = (oj.aside ??= new Map());
+        if (aside.size < MAX_ASIDE_RECEIPTS) aside.set(r.address, r);
+      }
+    }
+    for (const oj of [...this.#open.values()]) {
+      if (!oj.aside?.size || this.#open.get(oj.claim) !== oj) continue;
+      await this.#chargeAside(oj).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'charging the receipts held aside after a restart failed'));
     }
     for (const oj of [...this.#open.values()]) {
       if (oj.gang !== undefined) continue;
@@ -418,10 +467,13 @@ export class ClaimAccounts {
       return 'unresolved';
     }
     oj.pending?.delete(s.address);
+    // The provider first: charging what is held aside can release the claim (a completed receipt), and what is kept
+    // of a released claim goes with it (written after, it would be left on disk until the next start).
+    if (oj.provider !== r.chosen.provider) {
+      oj.provider = r.chosen.provider;
+      await this.d.store?.putProvider(oj.claim, r.chosen.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
+    }
     await this.choose(oj, r.chosen);
-    if (oj.provider === r.chosen.provider) return 'done';
-    oj.provider = r.chosen.provider;
-    await this.d.store?.putProvider(oj.claim, r.chosen.provider).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot keep the selected provider on disk'));
     return 'done';
   }
 
@@ -475,10 +527,10 @@ export class ClaimAccounts {
    * the pool's receipt for that offer, signed by a member its chain proves (#doneBy); for a gang, the run member
    * bound to the member job it names. Anyone on the overlay can sign a receipt for any job, so one from another key
    * is never charged: a gang's is dropped; a single job's is held aside (the buyer's selection may reach the steward
-   * after the receipt), at most MAX_ASIDE_RECEIPTS per claim, in memory only, and charged if a selection later
-   * chooses who signed it. It is dropped with the claim's release, or when the aside is full (a flood from fresh
-   * keys fills it and nothing more: a receipt from the real provider dropped then is charged only if it comes again,
-   * e.g. with a withdraw).
+   * after the receipt), at most MAX_ASIDE_RECEIPTS per claim, kept on disk (so a restart before the selection loses
+   * none), and charged if a selection later chooses who signed it. It is dropped with the claim's release, or when
+   * the aside is full (a flood from fresh keys fills it and nothing more: a receipt from the real provider dropped
+   * then is charged only if it comes again, e.g. with a withdraw).
    */
   async onReceipt(r: Opened<Receipt>): Promise<void> {
     const oj = this.#open.get(this.#claimOf(r.record.job));
@@ -491,7 +543,7 @@ export class ClaimAccounts {
         return;
       }
     } else if (!(await this.#doneBy(oj, r))) {
-      this.#holdAside(oj, r);
+      await this.#holdAside(oj, r);
       return;
     }
     if (this.#open.get(oj.claim) !== oj || oj.receipts.has(r.address)) return;
@@ -526,8 +578,12 @@ export class ClaimAccounts {
     });
   }
 
-  /** A single job's receipt from a provider no selection named (yet): kept aside, bounded, not charged. */
-  #holdAside(oj: OpenJob, r: Opened<Receipt>): void {
+  /**
+   * A single job's receipt from a provider no selection named (yet): kept aside, bounded, not charged; on disk too
+   * before the handler returns, so a restart before the selection does not lose it.
+   */
+  async #holdAside(oj: OpenJob, r: Opened<Receipt>): Promise<void> {
+    if (this.#open.get(oj.claim) !== oj) return; // released while its winners were looked at
     const aside = (oj.aside ??= new Map());
     if (aside.has(r.address)) return;
     if (aside.size >= MAX_ASIDE_RECEIPTS) {
@@ -537,6 +593,15 @@ export class ClaimAccounts {
     }
     aside.set(r.address, r);
     this.d.log.debug({ claim: oj.claim, provider: r.record.provider }, 'receipt from a provider no selection named (yet); held aside, not charged');
+    const store = this.d.store;
+    if (!store) return;
+    try {
+      await store.putAside(oj.claim, r);
+      // charged, or released (what was kept of it dropped), while this was written: drop it too (else with the claim)
+      if (this.#open.get(oj.claim) !== oj || oj.receipts.has(r.address)) await store.dropAside(oj.claim, r.address);
+    } catch (e) {
+      this.d.log.warn({ claim: oj.claim, receipt: r.address, err: (e as Error).message }, 'cannot keep a receipt held aside on disk (lost if the steward restarts before a selection names its provider)');
+    }
   }
 
   /**

@@ -4,8 +4,10 @@
  * charged at the release after it, a receipt from a provider no selection named is still not charged, the provider the
  * latest selection named is still the one the idle check asks, and a completed receipt heard before a crash (its
  * `Released` append failed) releases the claim at the next start with its actual figure, not {0, Estimator} at the
- * deadline. The whole Steward over a real Ledger and LevelDB in a temp dir, stopped and started again on it; the
- * overlay's network is a stub that records what the steward asks.
+ * deadline. A receipt held aside (heard before the buyer's selection named its provider) is kept too: the selection
+ * heard after the restart charges it, at most MAX_ASIDE_RECEIPTS of them are kept per claim, and none is left once the
+ * claim is released. The whole Steward over a real Ledger and LevelDB in a temp dir, stopped and started again on it;
+ * the overlay's network is a stub that records what the steward asks.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { Job, Selection } from '../../../src/records/kinds.js';
 import { openDb, closeDb, sub, type Db } from '../../../src/store/db.js';
+import { MAX_ASIDE_RECEIPTS } from '../../../src/roles/steward-accounts.js';
 import type { StewardConfig } from '../../../src/roles/steward.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
@@ -121,6 +124,52 @@ describe('a single job’s receipts and chosen providers survive a steward resta
       assert.equal(rel.length, 1, 'released at the start, not at the deadline');
       assert.deepEqual(rel[0]!.actual, { uj: 7_000_000, grade: 'HwShunt' });
       await st.s.stop();
+    } finally {
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
+
+  it('a receipt held aside before a restart (its selection not heard yet) is charged when the selection comes after it', async () => {
+    const t = tempDir('c0-claims-restart-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const records = new Map<string, Opened<Job>>();
+    let db = await openDb(join(t.dir, 'db'));
+    const kept = async (pre: string) => {
+      const ks: string[] = [];
+      for await (const k of sub(db, 'steward-claims').keys({ gt: pre, lt: pre + '~' })) ks.push(k);
+      return ks;
+    };
+    try {
+      let st = await start(t.dir, db, records);
+      const j = job(buyer, { nonce: new Uint8Array([3, 9]) });
+      await st.admit(j);
+      assert.equal(st.frames[0]!.t, 'admitted');
+      // the chosen provider's completed receipt (7 J) reaches the steward before the buyer's selection does
+      const a = selection(j, p1, 1);
+      records.set(a.offer.address, a.offer as never);
+      await st.hear('receipt', receipt(p1, buyer, a.offer, { energy: { uj: 7_000_000, grade: 'HwShunt' } }));
+      // and a flood of receipts from keys no selection will name: held aside as well, bounded
+      for (let i = 0; i < MAX_ASIDE_RECEIPTS + 3; i++) {
+        const o = offer(stranger, j, 'sha256:' + (i + 10).toString(16).padStart(2, '0').repeat(32));
+        await st.hear('receipt', receipt(stranger, buyer, o, { energy: { uj: 1_000 + i, grade: 'HwShunt' } }));
+      }
+      assert.deepEqual(await st.released(), []);
+      assert.equal((await kept('a/')).length, MAX_ASIDE_RECEIPTS, 'as many held aside on disk as in memory, no more');
+      // the steward is killed before the selection comes
+      await st.s.stop();
+      await closeDb(db);
+
+      db = await openDb(join(t.dir, 'db'));
+      st = await start(t.dir, db, records);
+      assert.deepEqual(await st.released(), [], 'nothing is charged for a receipt no selection named');
+      await st.hear('selection', a.sel);
+      const rel = await st.released();
+      assert.equal(rel.length, 1, 'the completed receipt held aside before the restart releases the claim');
+      assert.deepEqual(rel[0]!.actual, { uj: 7_000_000, grade: 'HwShunt' });
+      await st.s.stop();
+      // nothing is kept of a released claim, the receipts still held aside with it
+      assert.deepEqual(await kept(''), []);
     } finally {
       await closeDb(db);
       t.cleanup();

@@ -2,10 +2,11 @@
  * Who may sign a receipt the steward charges (src/roles/steward-accounts.ts onReceipt, src/roles/steward-gangs.ts
  * signedByMember; pool/1 §6.2, docs/overlays.md "A job on a stewarded overlay"): anyone on the overlay can sign a
  * receipt naming an admitted job and its buyer, so a single job's claim is charged only receipts from a provider a
- * selection for that job named — one heard before that selection is held aside (bounded, in memory) and charged if
- * the selection names its provider — and a gang's only receipts signed by the run member bound to the job they name.
- * A stranger can neither inflate a claim's charge nor release it early for 0 µJ, and a flood of receipts from fresh
- * keys keeps nothing on disk and at most MAX_ASIDE_RECEIPTS in memory. A real Ledger and LevelDB in a temp dir.
+ * selection for that job named — one heard before that selection is held aside (bounded, in memory and in the claims
+ * store) and charged if the selection names its provider — and a gang's only receipts signed by the run member bound
+ * to the job they name. A stranger can neither inflate a claim's charge nor release it early for 0 µJ, and a flood of
+ * receipts from fresh keys keeps at most MAX_ASIDE_RECEIPTS, in memory and on disk, until the claim's release. A real
+ * Ledger and LevelDB in a temp dir.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -88,7 +89,7 @@ describe('only receipts from who did the work are charged (steward)', () => {
     }
   });
 
-  it('a flood of receipts from fresh keys keeps nothing on disk and at most MAX_ASIDE_RECEIPTS in memory', async () => {
+  it('a flood of receipts from fresh keys keeps at most MAX_ASIDE_RECEIPTS, in memory and on disk, until the release', async () => {
     const t = tempDir('c0-receipt-signer-');
     try {
       const r = await withJob(t.dir, 3);
@@ -96,12 +97,19 @@ describe('only receipts from who did the work are charged (steward)', () => {
         const p = P(1000 + i);
         await r.accounts.onReceipt(receipt(p, buyer, offer(p, r.j, 'sha256:' + '97'.repeat(32)), { status: 'failed', energy: { uj: 1, grade: 'HwShunt' } }));
       }
-      const keys: string[] = [];
-      for await (const k of sub(r.db, 'steward-claims').keys()) keys.push(k);
-      assert.deepEqual(keys, []);
+      const kept = async () => {
+        const keys: string[] = [];
+        for await (const k of sub(r.db, 'steward-claims').keys()) keys.push(k);
+        return keys;
+      };
       const oj = r.accounts.get(r.j.address)!;
       assert.equal(oj.receipts.size, 0);
-      assert.ok((oj.aside?.size ?? 0) <= MAX_ASIDE_RECEIPTS, `aside holds ${oj.aside?.size}`);
+      assert.equal(oj.aside?.size, MAX_ASIDE_RECEIPTS);
+      assert.deepEqual((await kept()).sort(), [...oj.aside!.keys()].map((a) => `a/${r.j.address}/${a}`).sort(), 'on disk: exactly those held aside');
+      // none charged; and none kept once the claim is released
+      await r.accounts.release(oj, 'withdrawn');
+      assert.deepEqual((await r.released()).map((e) => e.actual), [{ uj: 0, grade: 'Estimator' }]);
+      assert.deepEqual(await kept(), []);
       await r.close();
     } finally {
       t.cleanup();
