@@ -180,6 +180,7 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   for (const l of summary.perLine) if (l.provider) per.set(names(l.provider), (per.get(names(l.provider)) ?? 0) + 1);
   print(`batch: ${summary.done} of ${summary.lines} lines done, ${summary.failed} failed, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${summary.cost.map(formatMoney).join(' + ')}`);
   print(`  lines per provider: ${[...per].map(([n, k]) => `${n} ${k}`).join(', ')}; outputs and summary.json in ${outputDir}`);
+  if (summary.stopped) throw new C0Error(summary.stopped.code, `the batch stopped: it lost the daemon (${summary.stopped.message})`);
   if (summary.failed) throw new C0Error('DEVNET_SCENARIO_FAILED', `${summary.failed} batch lines failed`);
   return { ...(openOrders ? { openOrders } : {}), ...(designated ? { designated } : {}), batch: summary };
 }

@@ -10,6 +10,12 @@
  * it was in flight are re-planned again). It keeps every receipt and sums
  * what the completed lines cost, exactly.
  *
+ * Losing the daemon itself (its connection breaks, it cannot be reached, it
+ * stops and breaks the run off) is the buyer's side, not the provider's: no
+ * provider is struck for it, nothing more is posted or re-planned, and the run
+ * stops, its summary saying which lines were done, which were in flight (their
+ * outcome unknown here) and which were never posted (`stopped`).
+ *
  * It does no I/O of its own: planning, running a line, delivering an output
  * and the clock are ports (the CLI wires them to the daemon's control API; the
  * devnet scenario does the same), so the scheduling and re-planning are unit
@@ -34,6 +40,20 @@ export const BATCH_REPLAN_RETRIES = 3;
  */
 const REPLAN_AGAIN: ReadonlySet<string> = new Set(['BATCH_EXCEEDS_CAPACITY', 'BATCH_MAX_PRICE_BELOW_ASK']);
 /**
+ * What the runner's ports throw when the daemon itself is lost, not when it answers: it cannot be reached
+ * (DAEMON_UNREACHABLE), the connection broke while it answered (DAEMON_STREAM_LOST: it died or restarted), or it did
+ * not answer in time (DAEMON_NOT_ANSWERING: stopped, stuck). None says anything about a line's provider.
+ */
+export const DAEMON_LOST_CODES: ReadonlySet<string> = new Set(['DAEMON_UNREACHABLE', 'DAEMON_STREAM_LOST', 'DAEMON_NOT_ANSWERING']);
+/** A line's run the daemon broke off because it is stopping (status `interrupted`; docs/node.md "A buyer that stops or stalls blames no provider"). */
+const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
+
+/** The code of `e` when it says the daemon was lost (DAEMON_LOST_CODES), else undefined (an answer: the line's own outcome). */
+export function daemonSideCode(e: unknown): string | undefined {
+  return e instanceof C0Error && DAEMON_LOST_CODES.has(e.code) ? e.code : undefined;
+}
+
+/**
  * Lines started per second at most (token bucket, burst BATCH_START_BURST): each line
  * publishes a job and a selection, and the network drops a signer's jobs past
  * 10/s after a burst of 60 (FLOOD_DEFAULTS.signer.job), so a run stays under it.
@@ -57,12 +77,15 @@ export interface LineOutcome {
 
 export type BatchRunEvent =
   | { e: 'planned'; plan: BatchPlan }
-  | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry'; attempt: number; receipt?: string; detail?: string }
+  /** `unknown`: the line was in flight when the run lost its daemon; what became of it is not known here. */
+  | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry' | 'unknown'; attempt: number; receipt?: string; detail?: string }
   | { e: 'provider-failed'; provider: string; line: string; reason: string }
   /** `lines` and `assignments`: what this re-plan placed; `deferred`: lines it placed on a provider struck off meanwhile, sent back to the next re-plan. */
   | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number }
   | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string; retryInMs?: number }
-  | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number };
+  | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number }
+  /** The run lost its daemon (`code`: DAEMON_LOST_CODES or JOB_INTERRUPTED): nothing more is posted; `inFlight` lines are let settle. */
+  | { e: 'stopped'; code: string; message: string; inFlight: number };
 
 export interface BatchRunPorts {
   /**
@@ -72,7 +95,10 @@ export interface BatchRunPorts {
    * occupy; throws BATCH_EXCEEDS_CAPACITY when it cannot be placed.
    */
   plan(batch: Batch, exclude: readonly string[], own: OwnLines): Promise<BatchPlan>;
-  /** Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt). */
+  /**
+   * Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt), except with a
+   * code of DAEMON_LOST_CODES, which stops the run without blaming the provider.
+   */
   runLine(line: RunLine, provider: string): Promise<LineOutcome>;
   /** Lines one provider may run at once (its free slots when planned); at least 1 is used. */
   slots(provider: string): number;
@@ -108,7 +134,11 @@ export interface BatchRunOptions {
 export interface LineReport {
   id: string;
   workload: string;
-  status: 'done' | 'failed';
+  /**
+   * `done`, `failed`, or, when the run stopped because it lost its daemon: `unknown` (in flight then; the provider
+   * ends it EXEC_BUYER_GONE if the daemon died, `c0mpute jobs` says), `not-posted` (never posted, or not again).
+   */
+  status: 'done' | 'failed' | 'unknown' | 'not-posted';
   provider?: string;
   job?: string;
   receipt?: string;
@@ -122,6 +152,12 @@ export interface BatchRunSummary {
   lines: number;
   done: number;
   failed: number;
+  /** Lines in flight when the run lost its daemon (status `unknown`); 0 unless `stopped`. */
+  unknown: number;
+  /** Lines not posted because the run stopped (status `not-posted`); 0 unless `stopped`. */
+  notPosted: number;
+  /** Set when the run stopped because it lost its daemon: the daemon's code (DAEMON_LOST_CODES, JOB_INTERRUPTED) and message. */
+  stopped?: { code: string; message: string };
   /** Line re-assignments made by re-planning (a line re-planned twice counts twice). */
   replanned: number;
   plan: BatchPlan;
@@ -139,7 +175,8 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 /**
  * Plan and run a batch. Refusal of the first plan (BATCH_EXCEEDS_CAPACITY)
  * propagates before any line is run; afterwards nothing throws: a line that
- * cannot be placed again or fails on every attempt is reported failed.
+ * cannot be placed again or fails on every attempt is reported failed. A run
+ * that loses its daemon returns with `stopped` set (see DAEMON_LOST_CODES).
  */
 export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Promise<BatchRunSummary> {
   const emit = (e: BatchRunEvent) => ports.onEvent?.(e);
@@ -149,7 +186,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   const plan = await ports.plan(opts.batch, [], { designated: {}, running: {} });
   emit({ e: 'planned', plan });
 
-  const reports = new Map<string, LineReport>(opts.lines.map((l) => [l.id, { id: l.id, workload: l.workload, status: 'failed', attempts: [] }]));
+  // every line ends done, failed or (only when the run stopped) unknown: one still `not-posted` at the end was not run
+  const reports = new Map<string, LineReport>(opts.lines.map((l) => [l.id, { id: l.id, workload: l.workload, status: 'not-posted', attempts: [] }]));
   const queues = new Map<string, RunLine[]>();
   const inFlightAt = new Map<string, number>();
   const struck = new Map<string, string>();
@@ -161,6 +199,9 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   let done = 0;
   let failed = 0;
   let replanned = 0;
+  let unknown = 0;
+  /** The daemon was lost: no line is started and nothing re-planned after; the lines in flight are let settle. */
+  let stopped: { code: string; message: string } | undefined;
   let replanning: Promise<void> | undefined;
   let refusals = 0;
   const retryMs = opts.replanRetryMs ?? 2_000;
@@ -179,7 +220,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   const settled = new Promise<void>((resolve) => {
     wake = () => {
       pump();
-      if (inFlight === 0 && !replanning && toReplan.length === 0 && [...queues.values()].every((q) => q.length === 0)) resolve();
+      if (inFlight === 0 && !replanning && (stopped || (toReplan.length === 0 && [...queues.values()].every((q) => q.length === 0)))) resolve();
     };
   });
 
@@ -203,6 +244,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   };
 
   const pump = (): void => {
+    if (stopped) return;
     for (let started = true; started && inFlight < concurrency; ) {
       started = false;
       // Providers in DID order, one line each per round, so a long queue does not starve the rest.
@@ -218,17 +260,47 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     }
   };
 
+  /** The run lost its daemon: say so once; what is in flight settles, nothing more starts. */
+  const stop = (why: { code: string; message: string }): void => {
+    if (stopped) return;
+    stopped = why;
+    emit({ e: 'stopped', code: why.code, message: why.message, inFlight });
+  };
+
   const start = (l: RunLine, p: string): void => {
     inFlight++;
     inFlightAt.set(p, (inFlightAt.get(p) ?? 0) + 1);
     const r = reports.get(l.id)!;
     const attempt = r.attempts.length + 1;
+    let lost: { code: string; message: string } | undefined;
     void ports
       .runLine(l, p)
-      .catch((e: unknown): LineOutcome => ({ status: 'error', detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message }))
+      .catch((e: unknown): LineOutcome => {
+        const code = daemonSideCode(e);
+        if (code) lost = { code, message: (e as C0Error).message };
+        return { status: 'error', detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message };
+      })
       .then(async (o) => {
         if (o.receipt) receipts.push({ line: l.id, ...o.receipt });
         r.attempts.push({ provider: p, status: o.status, ...(o.job ? { job: o.job } : {}), ...(o.receipt ? { receipt: o.receipt.address } : {}), ...(o.detail ? { detail: o.detail } : {}) });
+        // the daemon broke the run off as it stopped: its own doing, not the provider's (no receipt blames anyone)
+        if (!lost && o.status === 'interrupted') lost = { code: JOB_INTERRUPTED, message: (o.detail ?? 'the daemon broke the run off as it stopped').replace(/^JOB_INTERRUPTED: /, '') };
+        if (lost) {
+          // The daemon is gone, not the provider: strike no one, re-plan nothing, and do not post the line again (it
+          // may still be running: a daemon whose stream alone broke goes on with it, and one that died leaves the
+          // provider to end it EXEC_BUYER_GONE).
+          inFlight--;
+          inFlightAt.set(p, inFlightAt.get(p)! - 1);
+          stop(lost);
+          r.status = 'unknown';
+          if (o.job) r.job = o.job;
+          r.detail = `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
+          unknown++;
+          emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, detail: `${lost.code}: ${lost.message}` });
+          progress();
+          wake();
+          return;
+        }
         let ok = o.status === 'completed' && o.output !== undefined;
         if (ok) {
           try {
@@ -281,7 +353,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
 
   /** Re-plan everything waiting for it, one re-plan at a time (lines failing meanwhile join the next one). */
   const replan = (): void => {
-    if (replanning || toReplan.length === 0) return;
+    if (stopped || replanning || toReplan.length === 0) return;
     const ls = toReplan.splice(0);
     const excluded = [...struck.keys()].sort(cmp);
     const counts = new Map<string, number>();
@@ -322,6 +394,14 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
         async (e: unknown) => {
           const reason = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
           replans.push({ at: ports.clock(), excluded, lines: ls.length, assignments: [], refused: reason });
+          const lostCode = daemonSideCode(e);
+          if (lostCode) {
+            // no answer from the daemon about these lines: they stay unposted, and the run stops
+            emit({ e: 'replan-refused', lines: ls.length, excluded, reason });
+            toReplan.unshift(...ls);
+            stop({ code: lostCode, message: (e as C0Error).message });
+            return;
+          }
           if (e instanceof C0Error && REPLAN_AGAIN.has(e.code) && refusals < BATCH_REPLAN_RETRIES) {
             // Busy now is not gone: the presence the plan reads lags, and lines finishing free slots. Nor is "only
             // dearer providers live": a within-price one whose presence lapsed a moment is back at the next read.
@@ -364,6 +444,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           } catch {
             continue; // the view is unavailable: failures still strike
           }
+          if (stopped) continue;
           let any = false;
           for (const p of [...new Set([...queues.keys(), ...inFlightAt.keys()])].sort(cmp)) {
             if (struck.has(p) || live.has(p) || (!(queues.get(p)?.length) && !inFlightAt.get(p))) continue;
@@ -386,6 +467,19 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
   quit.abort();
   await watch;
 
+  let notPosted = 0;
+  for (const r of reports.values()) {
+    if (r.status !== 'not-posted') continue;
+    if (stopped) {
+      notPosted++;
+      r.detail = `${r.attempts.length ? 'not posted again' : 'not posted'}: the run stopped when it lost its daemon (${stopped.code})`;
+    } else {
+      // cannot happen (every line ends done or failed when the daemon stays); never reported as anything but failed
+      r.status = 'failed';
+      r.detail ??= 'not run';
+      failed++;
+    }
+  }
   const perLine = opts.lines.map((l) => reports.get(l.id)!);
   return {
     startedAt,
@@ -393,6 +487,9 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     lines: opts.lines.length,
     done,
     failed,
+    unknown,
+    notPosted,
+    ...(stopped ? { stopped } : {}),
     replanned,
     plan,
     replans,

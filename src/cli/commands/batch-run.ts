@@ -9,7 +9,10 @@
  *
  * Exit: 0 every line done; 1 a negative answer (the batch is refused before
  * anything is signed, or some lines failed: each is named); 3 bad input (the
- * batch file, an input file, a flag value), as every command's operator errors.
+ * batch file, an input file, a flag value), as every command's operator errors,
+ * or the run lost its daemon (DAEMON_STREAM_LOST, DAEMON_UNREACHABLE,
+ * DAEMON_NOT_ANSWERING, JOB_INTERRUPTED): it stops, blames no provider, and
+ * its summary says which lines were done, in flight, or never posted.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -70,8 +73,11 @@ export function registerBatchRun(batch: Command): void {
         }
         if (e.e === 'planned') for (const l of renderPlan(e.plan)) out(l);
         else if (e.e === 'line') {
-          const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : '✘';
-          say(`${mark} ${e.line} ${e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : 'failed at'} ${names(e.provider)}${e.detail ? ` (${e.detail})` : ''}`);
+          const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : e.status === 'unknown' ? '?' : '✘';
+          const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? 'outcome unknown (the daemon was lost) at' : 'failed at';
+          say(`${mark} ${e.line} ${what} ${names(e.provider)}${e.detail ? ` (${e.detail})` : ''}`);
+        } else if (e.e === 'stopped') {
+          say(`✘ lost the daemon (${e.code}: ${e.message}): no more lines are posted and no provider is blamed${e.inFlight ? `; waiting for the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
         else if (e.e === 'replanned') say(`↻ re-planned ${e.lines} line${e.lines === 1 ? '' : 's'} without ${e.excluded.map(names).join(', ')}: ${e.assignments.map((a) => `${names(a.provider)} ${a.lines}`).join(', ')}${e.deferred ? `; ${e.deferred} back to re-plan (their provider failed meanwhile)` : ''}`);
         else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
@@ -94,8 +100,14 @@ export function registerBatchRun(batch: Command): void {
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
       else {
-        out(`batch: ${summary.lines} lines, ${summary.done} done, ${summary.failed} failed, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}`);
+        const stopped = summary.stopped ? `, ${summary.unknown} in flight when the daemon was lost, ${summary.notPosted} not posted` : '';
+        out(`batch: ${summary.lines} lines, ${summary.done} done, ${summary.failed} failed${stopped}, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}`);
         out(`outputs in ${outputDir}, summary in ${summaryFile}`);
+      }
+      if (summary.stopped) {
+        // the daemon's own error, as `c0mpute run` reports it (exit 3): not a negative answer about the lines
+        const { code, message } = summary.stopped;
+        throw new C0Error(code, `the batch stopped because it lost the daemon: ${message}. ${summary.done} of ${summary.lines} lines done, ${summary.unknown} in flight (their outcome: \`c0mpute jobs\` once the daemon is back), ${summary.notPosted} not posted${summary.failed ? `, ${summary.failed} failed` : ''}; no provider was blamed for it; per line in ${summaryFile}`);
       }
       if (summary.failed) {
         const failed = summary.perLine.filter((l) => l.status === 'failed');

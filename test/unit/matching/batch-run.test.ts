@@ -224,14 +224,16 @@ test('a line failing on every attempt is reported failed', async () => {
   // (2 lines × 2 attempts < 6): every re-plan can place its lines, so what ends each line is
   // the attempt limit, not a refused re-plan.
   const all = fakePlanner({ A: '0.1', B: '0.1', C: '0.1', D: '0.1', E: '0.1', F: '0.1' });
-  const q = ports({ plan: all.plan, run: async () => { throw new C0Error('DAEMON_UNREACHABLE', 'gone'); } });
+  // (an error the daemon answers about the line; not the daemon itself going away, which stops the run instead:
+  // batch-run-daemon-lost.test.ts)
+  const q = ports({ plan: all.plan, run: async () => { throw new C0Error('NET_STREAM_FAILED', 'gone'); } });
   const t = await runBatch({ batch: batchOf(2), lines: linesOf(2), concurrency: 2, attempts: 2, replanRetryMs: 1 }, q);
   assert.equal(t.failed, 2);
   for (const l of t.perLine) {
     assert.equal(l.status, 'failed');
     assert.equal(l.attempts.length, 2);
     assert.equal(new Set(l.attempts.map((a) => a.provider)).size, 2, 'each attempt on a different provider');
-    assert.match(l.detail!, /^failed on 2 providers; last: error: DAEMON_UNREACHABLE/);
+    assert.match(l.detail!, /^failed on 2 providers; last: error: NET_STREAM_FAILED/);
   }
   assert.ok(t.replans.every((r) => r.refused === undefined), 'no re-plan was refused');
   assert.equal(t.failedProviders.length, 4);
