@@ -6,8 +6,13 @@
  *  - `allowlist`: the peer completed the (pnet + noise) handshake but its DID
  *    is not on the allowlist: it holds the swarm key.
  *  - `handshake`: an inbound connection closed before its handshake completed,
- *    on an overlay with a swarm key: most often a wrong swarm key (pnet
- *    scrambles the noise handshake), or a port scan.
+ *    on an overlay with a swarm key. Why (`handshakeFailure`, from the error
+ *    the connection closed with) decides what the log says: `garbled` (the
+ *    bytes made no sense: what a wrong swarm key does, since pnet scrambles
+ *    multistream-select and noise; a WARN with the hint), `timeout` (it did
+ *    not finish in time: a slow or paused peer, or this node paused) or `gone`
+ *    (the peer closed or reset it first: a dial that gave up, a port scan),
+ *    both INFO and without the hint; `other` a WARN naming the error.
  *  - `banned`: the peer is serving a ban for persistent flooding (peer-abuse.ts).
  *
  * Each refusal is counted (c0mpute_connections_refused_total{reason}); a WARN
@@ -19,14 +24,45 @@ import type { Logger } from '../util/log.js';
 
 export type RefusalReason = 'allowlist' | 'handshake' | 'banned';
 
+/** Why an inbound handshake failed (see the file's header). */
+export type HandshakeFailure = 'garbled' | 'timeout' | 'gone' | 'other';
+
+/**
+ * Classify the error an inbound connection closed with before its handshake completed (libp2p's upgrader wraps
+ * what the encryption stage threw in EncryptionFailedError, keeping the message, so the message is read too).
+ * Measured on libp2p 3.3: a wrong key gives EncryptionFailedError "Message length length too long - 8 > 2"
+ * (multistream-select reading scrambled bytes); a peer that never finishes, TimeoutError when the upgrade's
+ * timeout fires (also late, when this process resumes from SIGSTOP); a dial that gave up, a clean close (no
+ * error), ECONNRESET or an unexpected EOF. Only `garbled` is what a wrong swarm key produces.
+ */
+export function handshakeFailure(err: unknown): HandshakeFailure {
+  if (err === undefined || err === null) return 'gone';
+  const e = err as { name?: unknown; code?: unknown; message?: unknown };
+  const name = typeof e.name === 'string' ? e.name : '';
+  const code = typeof e.code === 'string' ? e.code : '';
+  const msg = typeof e.message === 'string' ? e.message : String(err);
+  if (name === 'TimeoutError' || name === 'AbortError' || code === 'ETIMEDOUT' || /timed? ?out|timeout|\baborted\b/i.test(msg)) return 'timeout';
+  if (['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes(code) || name === 'UnexpectedEOFError' || name === 'StreamResetError' || /unexpected eof|unexpected end|stream (was )?(closed|reset)|econnreset|epipe|socket hang up/i.test(msg)) return 'gone';
+  if (name === 'EncryptionFailedError' || name === 'InvalidCryptoExchangeError' || name === 'UnsupportedProtocolError' || name === 'InvalidMessageError' || /too long|invalid|decrypt|unsupported protocol|protocol selection|newline|authenticat|\bmac\b|\btag\b/i.test(msg)) return 'garbled';
+  return 'other';
+}
+
+const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg: string }> = {
+  garbled: { level: 'warn', msg: 'refused a connection whose handshake came garbled (a wrong swarm key?)' },
+  timeout: { level: 'info', msg: 'an inbound connection did not finish its handshake in time (a slow or paused peer, or this node was paused)' },
+  gone: { level: 'info', msg: 'an inbound connection closed before its handshake finished (the peer gave up or went away; a port scan)' },
+  other: { level: 'warn', msg: 'refused a connection whose handshake failed' },
+};
+
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
   constructor(private d: { log: Logger; count: (reason: RefusalReason) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
 
-  refused(reason: RefusalReason, who: string, detail: Record<string, unknown> = {}): void {
+  /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
+  refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure } = {}): void {
     this.d.count(reason);
     const now = (this.d.clock ?? Date.now)();
-    const key = `${reason} ${who}`;
+    const key = `${reason}${detail.cause ? `/${detail.cause}` : ''} ${who}`;
     const prev = this.#last.get(key);
     if (prev && now - prev.at < (this.d.windowMs ?? 60_000)) {
       prev.suppressed++;
@@ -35,13 +71,13 @@ export class RefusalLog {
     this.#last.delete(key);
     this.#last.set(key, { at: now, suppressed: 0 });
     while (this.#last.size > (this.d.maxKeys ?? 1_024)) this.#last.delete(this.#last.keys().next().value as string);
-    const msg =
+    const { level, msg } =
       reason === 'allowlist'
-        ? 'refused a connection from a peer not on the allowlist: it completed the private handshake, so it holds the swarm key (has the key leaked?)'
+        ? { level: 'warn' as const, msg: 'refused a connection from a peer not on the allowlist: it completed the private handshake, so it holds the swarm key (has the key leaked?)' }
         : reason === 'banned'
-          ? 'refused a connection from a peer banned for flooding'
-          : 'refused a connection whose handshake failed (a wrong swarm key?)';
-    this.d.log.warn({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...detail }, msg);
+          ? { level: 'warn' as const, msg: 'refused a connection from a peer banned for flooding' }
+          : HANDSHAKE_MESSAGES[detail.cause ?? 'other'];
+    this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...detail }, msg);
   }
 }
 
@@ -62,8 +98,12 @@ export function overlayGater(o: { allowed?: (p: PeerId) => boolean; banned?: (p:
     gater.denyInboundConnection = (maConn: MultiaddrConnection) => {
       maConn.addEventListener(
         'close',
-        () => {
-          if (!passed.has(maConn)) o.refusals.refused('handshake', ipOf(maConn.remoteAddr.toString()), { addr: maConn.remoteAddr.toString() });
+        (ev: Event) => {
+          if (passed.has(maConn)) return;
+          // libp2p's close event carries the error the connection was aborted with (none: the peer closed it)
+          const error = (ev as Event & { error?: unknown }).error;
+          const text = error === undefined || error === null ? undefined : String((error as { message?: unknown }).message ?? error).slice(0, 200);
+          o.refusals.refused('handshake', ipOf(maConn.remoteAddr.toString()), { addr: maConn.remoteAddr.toString(), cause: handshakeFailure(error), ...(text === undefined ? {} : { error: text }) });
         },
         { once: true },
       );
