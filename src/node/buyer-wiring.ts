@@ -12,7 +12,7 @@ import { C0Error } from '../errors.js';
 import { T, type Acceptance, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import type { PublishOptions } from '../net/network-api.js';
 import { open, type Opened } from '../records/envelope.js';
-import { Buyer, type Admission, type JobSpec } from '../roles/buyer.js';
+import { Buyer, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
@@ -118,6 +118,7 @@ export class BuyerWiring {
             withdraw: async (job) => {
               await this.o.net.request(this.o.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
             },
+            reclaimed: (job) => this.#reclaimed(this.o.d.network.steward!, job),
           }
         : {}),
       // Open orders skip admission and the steward's selection: not on an overlay with a steward.
@@ -140,6 +141,18 @@ export class BuyerWiring {
       onQueued,
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),
     });
+  }
+
+  /**
+   * Ask the overlay's steward whether it reclaimed a job's claim (`reclaimed`, within RECLAIMED_ASK_MS): a provider's
+   * EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED is believed only on its word. An answer that is none of the four is
+   * refused STEWARD_NO_ANSWER (nothing confirmed).
+   */
+  async #reclaimed(steward: string, job: Opened<Job>): Promise<ReclaimAnswer> {
+    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'reclaimed', job: job.address } as never], { limits: { deadlineMs: RECLAIMED_ASK_MS } });
+    const said = (frames[0] as { reclaimed?: unknown } | undefined)?.reclaimed;
+    if (said === 'priority' || said === 'idle' || said === 'no' || said === 'closed') return said;
+    throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no reclaimed answer');
   }
 
   async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {

@@ -75,6 +75,12 @@ export function localInterruption(o: { stopping: boolean; frozenMs: number; stal
 
 type ProgressEvent = Extract<BuyerEvent, { e: 'progress' }>;
 
+/** The reclaim a failed receipt reports, if any. */
+function reclaimCodeOf(r: Opened<Receipt> | undefined): ReclaimCode | undefined {
+  const c = r?.record.status === 'failed' ? r.record.failure?.code : undefined;
+  return c === 'EXEC_PREEMPTED' || c === 'EXEC_IDLE_RECLAIMED' ? c : undefined;
+}
+
 /** A token bucket over progress events: `offer` passes one on or coalesces it; `flush` passes on the one held back. */
 class ProgressGate {
   #tokens = PROGRESS_BURST;
@@ -164,6 +170,21 @@ export interface JobSpec {
   order?: { designated?: string };
 }
 
+/**
+ * What the steward answers op `reclaimed` (src/roles/steward-handlers.ts): it asked a provider to stop the claim (for
+ * a higher priority, or idle), it did not (the claim is open), or the claim is closed and not remembered as reclaimed.
+ */
+export type ReclaimAnswer = 'priority' | 'idle' | 'no' | 'closed';
+
+/** The codes a provider ends or refuses a job with when the overlay's steward reclaimed it (docs/overlays.md "Preemption"). */
+type ReclaimCode = 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED';
+
+/** How long the buyer waits for its steward's `reclaimed` answer, ms (the wiring's bound on the request). */
+export const RECLAIMED_ASK_MS = 10_000;
+
+/** What the steward made of a provider's claim that the steward reclaimed the job (Buyer.#checkReclaim). */
+type ReclaimCheck = { v: 'confirmed'; note?: string } | { v: 'denied'; note: string } | { v: 'unknown'; note: string };
+
 /** What the steward answered a claim (pool/1 §4). */
 export interface Admission {
   verdict: 'Admit' | 'Deny' | 'Expired';
@@ -251,6 +272,13 @@ export interface BuyerDeps {
   admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
+  /**
+   * On an overlay with a steward: whether it reclaimed the job's claim (`/c0mpute/steward/1` op `reclaimed`, bounded
+   * by a short deadline), asked when a provider refuses the exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED or ends it
+   * with a failed receipt coded so (Buyer.#checkReclaim). Throws when the steward did not answer it (a steward
+   * before the op answers STEWARD_BAD_REQUEST). Absent: nothing can confirm a reclaim.
+   */
+  reclaimed?: (job: Opened<Job>) => Promise<ReclaimAnswer>;
   /** The clock-skew window (network.clockSkewMs, default DEFAULT_SKEW_MS): a receipt dated later than now plus it is refused. */
   skewMs?: number;
   /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES, the providers' documented default). */
@@ -571,6 +599,13 @@ export class Buyer {
         this.#interrupted(result, onEvent, pick.provider);
         break;
       }
+      // A provider's word that the steward reclaimed the job (a refusal or a failed receipt so coded) is checked with
+      // the steward: only a confirmed reclaim ends the job (no non-delivery, no failover).
+      const claimed = this.d.admission ? (attempt.reclaimed ?? reclaimCodeOf(attempt.receipt)) : undefined;
+      const check = claimed ? await this.#checkReclaim(job, pick.provider, claimed) : undefined;
+      if (check?.note) attempt.outcome = `${attempt.outcome} (${check.note})`;
+      // a refusal the steward did not ask for is a refusal like any other
+      if (check?.v === 'denied' && attempt.reclaimed) attempt.nondelivery = 'refused';
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
       result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
       if (attempt.receipt) {
@@ -582,8 +617,7 @@ export class Buyer {
         result.output = attempt.output;
         break;
       }
-      const code = attempt.receipt?.record.failure?.code ?? attempt.reclaimed;
-      if (code === 'EXEC_PREEMPTED' || code === 'EXEC_IDLE_RECLAIMED') {
+      if (check?.v === 'confirmed') {
         // The steward reclaimed the capacity (the work stopped, or was refused before it ran): the claim is over,
         // there is nothing to fail over to.
         result.status = 'preempted';
@@ -622,6 +656,31 @@ export class Buyer {
     return { outcome: `interrupted: this node did not run for ${Math.round(frozenMs / 1000)} s during the attempt (${BUYER_STALLED}); no non-delivery signed`, interrupted: why };
   }
 
+  /**
+   * A provider refused the exec, or ended the work, with a reclaim's code: ask the steward whether it reclaimed the
+   * claim. `priority`/`idle` (it asked a provider to stop it) or `closed` (the claim is over there): confirmed, the
+   * job ends `preempted`. `no`: nobody asked the provider to stop, so it is a refusal (a non-delivery) or a failure
+   * like any other, and the buyer fails over. A steward before the op (STEWARD_BAD_REQUEST): the provider is believed,
+   * as before it. No answer (unreachable, too slow) or no way to ask: nothing is confirmed, the buyer fails over, and
+   * signs no non-delivery either (it cannot tell whose doing it was).
+   */
+  async #checkReclaim(job: Opened<Job>, provider: string, code: ReclaimCode): Promise<ReclaimCheck> {
+    if (!this.d.reclaimed) return { v: 'unknown', note: 'no steward to confirm the reclaim: failed over' };
+    let said: ReclaimAnswer;
+    try {
+      said = await this.d.reclaimed(job);
+    } catch (e) {
+      const err = e as C0Error;
+      if (err.code === 'STEWARD_BAD_REQUEST') return { v: 'confirmed', note: 'a steward before the reclaimed check: the provider believed' };
+      this.d.log.warn({ provider, job: job.address, code, err: err.message }, 'could not ask the steward whether it reclaimed the job; failing over');
+      return { v: 'unknown', note: `the steward did not confirm the reclaim: ${err.code ?? err.message}` };
+    }
+    if (said === 'priority' || said === 'idle') return { v: 'confirmed' };
+    if (said === 'closed') return { v: 'confirmed', note: 'the steward holds the claim closed' };
+    this.d.log.warn({ provider, job: job.address, code }, 'the provider reports a reclaim the steward did not ask for: treated as a refusal or failure like any other');
+    return { v: 'denied', note: 'not reclaimed: the steward asked nobody to stop it' };
+  }
+
   /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */
   async #withdraw(job: Opened<Job>, admission: Admission | undefined): Promise<void> {
     if (admission?.verdict !== 'Admit' || !this.d.withdraw) return;
@@ -636,7 +695,7 @@ export class Buyer {
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
     admission?: Uint8Array,
-  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; interrupted?: 'stopping' | 'stalled' }> {
+  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: ReclaimCode; interrupted?: 'stopping' | 'stalled' }> {
     const { clock, log } = this.d;
     let input = spec.input;
     if (job.record.inputSealed === 'yes') {
@@ -669,7 +728,8 @@ export class Buyer {
         const f: ExecFrame = parseExecFrame(raw);
         if (f.t === 'refused') {
           // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
-          // code: the provider did what the steward asked, so no non-delivery is signed against it.
+          // code: the provider did what the steward asked, so no non-delivery is signed against it once the steward
+          // confirms it (run(): #checkReclaim; a refusal it did not ask for earns the non-delivery there).
           if (this.d.admission && (f.code === 'EXEC_PREEMPTED' || f.code === 'EXEC_IDLE_RECLAIMED')) return { outcome: `refused: ${f.code}`, reclaimed: f.code };
           // A provider on an overlay with a steward runs only admitted work: refusing this job is not the provider's fault.
           if (f.code === 'EXEC_NOT_ADMITTED') {

@@ -3,7 +3,9 @@
  * admitted job, which providers a selection named, the receipts they signed,
  * and the deadline timer. A claim is released (`Released`, the actual energy
  * in place of the reservation) on a completed receipt, on a reclaimed one
- * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED), when its buyer withdraws it, or at its
+ * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED) from a provider this steward asked to
+ * stop it (AccountsDeps.stopAsked; one nobody asked for is an ordinary failed
+ * receipt), when its buyer withdraws it, or at its
  * deadline with failures alone: the sum of every receipt the job's providers
  * signed (a failed attempt spent energy too) at the worst grade among them (a
  * grade never improves). A gang's claim (src/roles/steward-gangs.ts) is
@@ -30,8 +32,10 @@
  * every receipt signed before it, a completed receipt heard before the
  * restart releases it at once, a receipt held aside before the restart is
  * charged when a selection after it names its provider, and its provider can
- * still be preempted or reclaimed. The entries go when the claim's `Released`
- * is appended.
+ * still be preempted or reclaimed (who was asked to stop is memory only: a
+ * reclaimed-coded receipt kept across a restart counts as a failure, the claim
+ * released at its deadline or withdraw). The entries go when the claim's
+ * `Released` is appended.
  *
  * A claim stays tracked until its `Released` append succeeds: a failed append
  * (a store error) leaves it open and tracked, and the release is tried again
@@ -298,6 +302,12 @@ export interface AccountsDeps {
   stopped: () => boolean;
   /** Append a ledger entry and publish the new head. */
   append: Ledger['append'];
+  /**
+   * Whether this steward asked `provider` to stop claim `claim` (src/roles/steward-reclaim.ts Reclaimer.stopAsked):
+   * only then does its receipt coded EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED release the claim as reclaimed. Absent:
+   * nobody was asked, every such receipt is an ordinary failure.
+   */
+  stopAsked?: (claim: string, provider: string) => boolean;
   /** A claim is closing: drop what else is kept about it (sampled usage, idle verdicts). Runs before the append. */
   forget: (claim: string) => void;
   /** Resolves a selection's winning offer: who signed it, the pool its receipts name (src/roles/steward-winners.ts). */
@@ -386,9 +396,10 @@ export class ClaimAccounts {
     }
     for (const oj of [...this.#open.values()]) {
       if (oj.gang !== undefined) continue;
-      const final = [...oj.receipts.values()].find((r) => r.record.status === 'completed' || reclaimedCode(r) !== undefined);
+      // a reclaimed-coded receipt is not final here: who was asked to stop is not kept across a restart (stopAsked)
+      const final = [...oj.receipts.values()].find((r) => r.record.status === 'completed');
       if (!final) continue;
-      await this.release(oj, `${reclaimedCode(final) ?? final.record.status} before a restart`).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'release after a restart failed; tried again'));
+      await this.release(oj, `${final.record.status} before a restart`).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'release after a restart failed; tried again'));
     }
   }
 
@@ -645,11 +656,26 @@ export class ClaimAccounts {
     if (oj.gang !== undefined) await this.d.gangs?.noteReceipt(oj.claim, r);
     // Kept on disk before anything is released on it; if it cannot be, the release below still charges it.
     else await this.d.store?.putReceipt(oj.claim, r).catch((e) => this.d.log.warn({ claim: oj.claim, receipt: r.address, err: (e as Error).message }, 'cannot keep a receipt on disk'));
-    const reclaimed = reclaimedCode(r);
+    const reclaimed = this.#reclaimedCode(oj, r);
     if (reclaimed) await this.release(oj, reclaimed);
     else if (oj.gang !== undefined) {
       if (this.gangEnded(oj)) await this.release(oj, 'gang ended');
     } else if (r.record.status === 'completed') await this.release(oj, r.record.status);
+  }
+
+  /**
+   * The reclaim a receipt reports (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED), only when this steward asked its provider to
+   * stop the claim: the signer of the winning offer it answers (a pool's coordinator for a pool's receipt), as the
+   * stop was sent to. Anyone else's (a provider ending the work and blaming the steward) is an ordinary failure: the
+   * claim stays open for the buyer's failover. A gang is never asked to stop.
+   */
+  #reclaimedCode(oj: OpenJob, r: Opened<Receipt>): 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED' | undefined {
+    const code = reclaimedCode(r);
+    if (!code) return undefined;
+    const provider = oj.gang !== undefined ? undefined : r.record.pool ? oj.chosen.get(r.record.offer)?.provider : r.record.provider;
+    if (provider !== undefined && this.d.stopAsked?.(oj.claim, provider)) return code;
+    this.d.log.warn({ claim: oj.claim, provider: r.record.provider, code }, 'a receipt reports a reclaim this steward did not ask its provider for: charged as a failure, the claim stays open');
+    return undefined;
   }
 
   /** Every member of a gang has a final receipt (completed or failed): its work is over. */

@@ -2,9 +2,10 @@
  * The steward's direct-protocol handlers besides admission (pool/1 §6, §7):
  * `/c0mpute/ledger/1` serves a range of the sealed ledger (at most
  * MAX_LEDGER_RANGE entries a request, for witnesses); on `/c0mpute/steward/1`,
- * `withdraw` releases an admitted job its buyer is done with, and `select`
- * signs a selection on the buyer's behalf on a `managed` overlay. Part of
- * src/roles/steward.ts.
+ * `withdraw` releases an admitted job its buyer is done with, `select`
+ * signs a selection on the buyer's behalf on a `managed` overlay, and
+ * `reclaimed` tells a job's buyer whether the steward reclaimed its claim.
+ * Part of src/roles/steward.ts.
  */
 import { C0Error } from '../errors.js';
 import { T, type PolicyName } from '../records/kinds.js';
@@ -14,6 +15,7 @@ import type { Ledger } from '../ledger/store.js';
 import type { Tree } from '../pool/tree.js';
 import { requireEntitled } from './steward-admission.js';
 import type { ClaimAccounts, OpenJob } from './steward-accounts.js';
+import type { Reclaimer } from './steward-reclaim.js';
 import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 
 /** `/c0mpute/ledger/1`: the entries [from, to) of the ledger, at most MAX_LEDGER_RANGE of them. */
@@ -97,4 +99,33 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   // charged whatever happens to the answer (a receipt it signed held aside is charged now)
   if (oj) await d.accounts.chooseOffer(oj, cand.offer).catch((e) => d.ports.log.warn({ claim: oj.claim, provider: cand.provider, err: (e as Error).message }, 'charging the receipts held aside for a chosen provider failed'));
   await ctx.send({ t: 'selection', selection: sel.bytes, offer: cand.offer.bytes } as never);
+}
+
+export interface ReclaimedDeps {
+  accounts: Pick<ClaimAccounts, 'get'>;
+  reclaim: Pick<Reclaimer, 'reclaimedAs'>;
+  /** The claim a job is charged to: its gang's, or its own. */
+  claimOf: (job: string) => string;
+  /** The signer of a job record the steward holds (its buyer), if it holds it. */
+  jobSigner: (job: string) => Promise<string | undefined>;
+}
+
+/**
+ * `reclaimed`: did the steward reclaim the claim of `job`? Asked by the job's buyer when its provider refuses the
+ * exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED, or ends it with a failed receipt coded so: the provider's word alone
+ * proves nothing (it would end the buyer's job with no non-delivery and no failover). Answers `{t: 'reclaimed',
+ * reclaimed}`: `priority` or `idle` when the steward asked a provider to stop the claim (from before the `stop` goes
+ * out until the claim's deadline, src/roles/steward-reclaim.ts), `no` while the claim is open and nobody was asked,
+ * `closed` when the claim is neither open nor remembered as reclaimed (released otherwise, or reclaimed before a
+ * restart of the steward: it cannot tell). Only the job's buyer is answered (`STEWARD_NOT_BUYER`).
+ */
+export async function reclaimed(d: ReclaimedDeps, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
+  if (typeof req.job !== 'string' || !req.job) throw new C0Error('STEWARD_BAD_REQUEST', 'reclaimed: job must be a job address', { field: 'job' });
+  const claim = d.claimOf(req.job);
+  const asked = d.reclaim.reclaimedAs(claim);
+  const oj = asked ? undefined : d.accounts.get(claim);
+  const buyer = asked?.buyer ?? oj?.buyer ?? (await d.jobSigner(req.job));
+  const { didFromPeerId } = await import('../node/peer-id.js');
+  if (buyer !== undefined && didFromPeerId(ctx.peer.toString()) !== buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask whether its claim was reclaimed');
+  await ctx.send({ t: 'reclaimed', reclaimed: asked ? asked.reason : oj ? 'no' : 'closed' } as never);
 }

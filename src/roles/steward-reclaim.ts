@@ -36,10 +36,14 @@ const RECLAIMED_MAX = 4096;
 export type Decided = { v: Verdict; victims: string[] };
 
 /**
- * A claim reclaimed from its provider (stopped, or barred there), remembered until its deadline: a later selection its
- * buyer signs has its provider asked to stop too (Reclaimer.onSelection). `pending`: such selections whose winning
- * offer the steward does not hold, fetched in the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest
- * kept); the FetchBackoff fields are that claim's backoff there.
+ * A claim the steward asked a provider to stop, remembered from before the `stop` is sent until the claim's deadline
+ * (at most RECLAIMED_MAX): a receipt coded EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED releases a claim as reclaimed only
+ * from a provider asked here (stopAsked; the receipt can reach the steward by gossip before the provider's answer),
+ * and the claim's buyer is told it was reclaimed (reclaimedAs: the `reclaimed` op). Once a provider's answer freed
+ * the devices (stopped, or barred there: `freed`), a later selection its buyer signs has its provider asked to stop
+ * too (Reclaimer.onSelection). `pending`: such selections whose winning offer the steward does not hold, fetched in
+ * the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest kept); the FetchBackoff fields are that
+ * claim's backoff there.
  */
 interface Reclaimed extends FetchBackoff {
   buyer: string;
@@ -47,6 +51,11 @@ interface Reclaimed extends FetchBackoff {
   reason: 'priority' | 'idle';
   /** The providers asked to stop it already. */
   asked: Set<string>;
+  /**
+   * A provider's answer freed its devices (a stop receipt, or `barred`). Until then (and for good when the request
+   * failed: the provider may have stopped all the same, its receipt still releases the claim) it was only asked.
+   */
+  freed: boolean;
   pending?: Map<string, Opened<Selection>>;
 }
 
@@ -170,7 +179,11 @@ export class Reclaimer {
   /** The latest usage figures of each running claim's attempt (for §5.2). */
   #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
-  /** Claims reclaimed (stopped or barred at their provider), until their deadline: a later selection's provider is stopped too. */
+  /**
+   * Claims the steward asked a provider to stop, from before the request until their deadline: only such a provider's
+   * reclaimed-coded receipt releases a claim as reclaimed (stopAsked); once freed (stopped or barred at their
+   * provider), a later selection's provider is stopped too.
+   */
   #reclaimed = new Map<string, Reclaimed>();
   /** Where the next catch-up round starts offering background fetches to reclaimed claims (retryPending). */
   #fetchFrom = 0;
@@ -355,18 +368,30 @@ export class Reclaimer {
    * Ask a claim's provider to stop its work, and release the claim on the answer: the stopped work's signed receipt
    * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED) releases it through the accounts; a provider that was not running it and
    * has barred it (`barred: 'yes'`: an exec of the job is refused with that code until its deadline) has freed the
-   * devices as surely, so the claim is released now with the receipts so far. The claim is remembered as reclaimed:
-   * a selection its buyer signs for it afterwards (a failover the steward had not heard of) has its provider asked
-   * to stop as well (onSelection). A provider that answers neither (one before `barred`: `stopped: 'no'`) releases
-   * nothing.
+   * devices as surely, so the claim is released now with the receipts so far. The claim is marked as asked before the
+   * request goes out (the provider's receipt, gossiped, and its buyer's `reclaimed` question can reach the steward
+   * before the answer does): only then does a reclaimed-coded receipt from that provider release it as reclaimed
+   * (stopAsked). Once the answer freed the devices, a selection its buyer signs for it afterwards (a failover the
+   * steward had not heard of) has its provider asked to stop as well (onSelection). A provider that answers neither
+   * (one before `barred`: `stopped: 'no'`) releases nothing, and its mark goes: it did not stop. One that does not
+   * answer at all keeps it (it may have stopped; its receipt then releases the claim).
    */
   async #stop(key: string, provider: string, reason: 'priority' | 'idle'): Promise<void> {
     const oj = this.d.accounts.get(key);
+    const mark = oj && oj.gang === undefined ? this.#noteAsked(key, oj.buyer, oj.deadline, provider, reason) : undefined;
     const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(reason === 'idle' ? { reason } : {}), ...(oj ? { deadline: oj.deadline } : {}) } as never], {
       limits: { deadlineMs: 30_000 },
     });
     const f = frames[0] as { receipt?: unknown; barred?: unknown } | undefined;
-    if (oj && oj.gang === undefined && (f?.receipt instanceof Uint8Array || f?.barred === 'yes')) this.#noteReclaimed(key, oj.buyer, oj.deadline, provider, reason);
+    const freed = f?.receipt instanceof Uint8Array || f?.barred === 'yes';
+    if (mark && freed) {
+      // kept until the deadline; one dropped meanwhile (over RECLAIMED_MAX) is noted again
+      const entry = this.#reclaimed.get(key) === mark.entry ? mark.entry : this.#noteAsked(key, oj!.buyer, oj!.deadline, provider, reason).entry;
+      entry.freed = true;
+    } else if (mark?.added && this.#reclaimed.get(key) === mark.entry) {
+      mark.entry.asked.delete(provider);
+      if (!mark.entry.asked.size && !mark.entry.freed) this.#reclaimed.delete(key);
+    }
     if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
     else if (f?.barred === 'yes') {
       const now = this.d.accounts.get(key);
@@ -376,16 +401,41 @@ export class Reclaimer {
     }
   }
 
-  /** Remember a claim reclaimed from its provider until its deadline (at most RECLAIMED_MAX), with the providers asked. */
-  #noteReclaimed(key: string, buyer: string, deadline: number, provider: string, reason: 'priority' | 'idle'): void {
+  /**
+   * Remember, before asking, that `provider` is asked to stop claim `key`, until the claim's deadline (at most
+   * RECLAIMED_MAX, the oldest dropped first). Answers the entry, and whether this call added the provider to it.
+   */
+  #noteAsked(key: string, buyer: string, deadline: number, provider: string, reason: 'priority' | 'idle'): { entry: Reclaimed; added: boolean } {
     this.#dropExpired();
     const kept = this.#reclaimed.get(key);
     if (kept) {
+      const added = !kept.asked.has(provider);
       kept.asked.add(provider);
-      return;
+      return { entry: kept, added };
     }
     while (this.#reclaimed.size >= RECLAIMED_MAX) this.#reclaimed.delete(this.#reclaimed.keys().next().value!);
-    this.#reclaimed.set(key, { buyer, deadline, reason, asked: new Set([provider]) });
+    const entry: Reclaimed = { buyer, deadline, reason, asked: new Set([provider]), freed: false };
+    this.#reclaimed.set(key, entry);
+    return { entry, added: true };
+  }
+
+  /**
+   * Whether this steward asked `provider` to stop claim `key` (before its deadline): only then is a receipt of that
+   * provider's coded EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED a reclaim (src/roles/steward-accounts.ts); any other is an
+   * ordinary failed receipt (a provider cannot end a claim by claiming a preemption nobody asked for).
+   */
+  stopAsked(key: string, provider: string): boolean {
+    const r = this.#reclaimed.get(key);
+    return r !== undefined && r.deadline > this.d.ports.clock() && r.asked.has(provider);
+  }
+
+  /**
+   * Whether this steward reclaimed claim `key` (asked a provider to stop it, before its deadline), and for what, with
+   * the claim's buyer: the `reclaimed` op (src/roles/steward-handlers.ts) answers the buyer from it.
+   */
+  reclaimedAs(key: string): { reason: 'priority' | 'idle'; buyer: string } | undefined {
+    const r = this.#reclaimed.get(key);
+    return r && r.deadline > this.d.ports.clock() ? { reason: r.reason, buyer: r.buyer } : undefined;
   }
 
   /** Forget the reclaimed claims whose deadline has come (with the selections kept pending for them). */
@@ -394,9 +444,9 @@ export class Reclaimer {
     for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#reclaimed.delete(k);
   }
 
-  /** Whether `r` is still the remembered entry of reclaimed claim `key`, before its deadline, on a steward still running. */
+  /** Whether `r` is still the remembered entry of reclaimed claim `key`, freed, before its deadline, on a steward still running. */
   #stillReclaimed(key: string, r: Reclaimed): boolean {
-    return !this.d.stopped() && this.#reclaimed.get(key) === r && r.deadline > this.d.ports.clock();
+    return !this.d.stopped() && this.#reclaimed.get(key) === r && r.freed && r.deadline > this.d.ports.clock();
   }
 
   /**
@@ -416,7 +466,8 @@ export class Reclaimer {
   async onSelection(s: Opened<Selection>): Promise<void> {
     const key = s.record.job;
     const r = this.#reclaimed.get(key);
-    if (!r) return;
+    // only asked so far (the answer has not freed anything): not reclaimed yet, its failovers are not stopped
+    if (!r?.freed) return;
     if (r.deadline <= this.d.ports.clock()) {
       this.#reclaimed.delete(key);
       return;

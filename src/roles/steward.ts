@@ -75,7 +75,7 @@ import { Reclaimer } from './steward-reclaim.js';
 import { WinnerResolver } from './steward-winners.js';
 import { AdmissionLine, requireEntitled, type AdmitRequest } from './steward-admission.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
-import { select, serveLedgerRange, withdraw } from './steward-handlers.js';
+import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
@@ -125,7 +125,7 @@ export class Steward {
       advert: async (a) => o.market.adverts.get?.(a) ?? (await o.records.get(a, T.advert)),
       ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
     });
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
@@ -410,7 +410,11 @@ export class Steward {
     if (req?.op === 'admission') return this.#admission(req, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts, tree: this.tree }, req, ctx);
     if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj));
-    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select" or "withdraw"');
+    if (req?.op === 'reclaimed') {
+      const jobSigner = async (j: string) => (await this.o.records.get(j, T.job).catch(() => undefined))?.signer;
+      return reclaimed({ accounts: this.#accounts, reclaim: this.#reclaim, claimOf: (j) => this.#gangs.claimOf(j) ?? j, jobSigner }, req, ctx);
+    }
+    throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select", "withdraw" or "reclaimed"');
   }
 
   /** The overlay's physical capacity in devices (src/roles/steward-reclaim.ts). */

@@ -1,41 +1,66 @@
 /**
  * A job the overlay's steward reclaimed before it ran at its provider (docs/overlays.md "Preemption"): the provider
- * refuses its exec with EXEC_PREEMPTED (or EXEC_IDLE_RECLAIMED). On an overlay with a steward that is the provider
- * doing what the steward asked: the buyer signs no non-delivery against it and does not fail over (the claim is
- * over); the job ends `preempted`. Without a steward nobody reclaims anything, so such a refusal is a refusal like
- * any other (a non-delivery, then the next provider).
+ * refuses its exec with EXEC_PREEMPTED (or EXEC_IDLE_RECLAIMED), or ends the running work with a failed receipt coded
+ * so. On an overlay with a steward the buyer asks the steward whether it reclaimed the claim (`/c0mpute/steward/1` op
+ * `reclaimed`): confirmed, that is the provider doing what the steward asked, so the buyer signs no non-delivery
+ * against it and does not fail over (the claim is over); the job ends `preempted`. Not confirmed, nobody asked the
+ * provider to stop: the refusal is a refusal like any other (a non-delivery, then the next provider), the receipt a
+ * failure like any other (the next provider). Before, the buyer took the provider's word, so a provider answering
+ * every exec with EXEC_PREEMPTED ended buyers' jobs at no cost to its reputation. A steward before the op
+ * (STEWARD_BAD_REQUEST) is not asked again: the provider is believed, as before. A steward that cannot be asked (no
+ * answer) confirms nothing: the buyer fails over, signing no non-delivery either. Without a steward nobody reclaims
+ * anything, so such a refusal is a refusal like any other.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
 import type { Job, Opened } from '../../../src/records/index.js';
-import { P } from '../market/fixtures.js';
+import { hashHex } from '../../../src/records/address.js';
+import { NOW, P, receipt } from '../market/fixtures.js';
 import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(760);
 const [A, B] = [P(761), P(762)];
+const INPUT = new Uint8Array(4);
 
-async function run(code: string, stewarded: boolean) {
+/** What the fake steward answers op `reclaimed`: a value, or an error code it refuses with. */
+type StewardSays = 'priority' | 'idle' | 'no' | 'closed' | { error: string };
+
+async function run(code: string, stewarded: boolean, says: StewardSays = 'priority', how: 'refused' | 'receipt' = 'refused') {
   const withdrawn: string[] = [];
-  const f = buyerOnFakes(ME, {
+  const asked: string[] = [];
+  const f: ReturnType<typeof buyerOnFakes> = buyerOnFakes(ME, {
     providers: [A, B],
-    exec: async function* () {
-      yield { t: 'refused', code, message: 'reclaimed before it ran here' };
+    exec: async function* (did: string) {
+      if (how === 'refused') {
+        yield { t: 'refused', code, message: 'reclaimed before it ran here' };
+        return;
+      }
+      const p = did === A.did ? A : B;
+      yield { t: 'accepted', startedAt: NOW };
+      yield { t: 'receipt', receipt: receipt(p, ME, f.candidate(p)!.offer, { status: 'failed', failure: { code, message: 'stopped' }, inputHash: hashHex(INPUT), startedAt: NOW, completedAt: NOW + 1000 }).bytes };
     },
     deps: stewarded
       ? {
           admission: async (job: Opened<Job>) => ({ verdict: 'Admit', claim: job.address }),
           withdraw: async (job: Opened<Job>) => void withdrawn.push(job.address),
+          reclaimed: async (job: Opened<Job>) => {
+            asked.push(job.address);
+            if (typeof says === 'object') throw new C0Error(says.error, 'the steward answered an error');
+            return says;
+          },
         }
       : {},
   });
-  const result = await f.buyer.run(fakeSpec(stewarded ? { entitlement: 'lo' } : {}));
-  return { result, execs: f.execs, nondeliveries: f.nondeliveries(), withdrawn };
+  const result = await f.buyer.run(fakeSpec(stewarded ? { entitlement: 'lo', input: INPUT } : { input: INPUT }));
+  return { result, execs: f.execs, nondeliveries: f.nondeliveries(), withdrawn, asked };
 }
 
-test('on an overlay with a steward, an exec refused EXEC_PREEMPTED: no non-delivery, no failover, the job ends preempted', async () => {
+test('on an overlay with a steward that confirms the reclaim, an exec refused EXEC_PREEMPTED: no non-delivery, no failover, the job ends preempted', async () => {
   for (const code of ['EXEC_PREEMPTED', 'EXEC_IDLE_RECLAIMED']) {
-    const r = await run(code, true);
+    const r = await run(code, true, code === 'EXEC_PREEMPTED' ? 'priority' : 'idle');
     assert.equal(r.result.status, 'preempted', code);
+    assert.equal(r.asked.length, 1, 'the buyer asked its steward');
     assert.deepEqual(r.execs, [A.did], 'the next provider is not tried');
     assert.deepEqual(r.nondeliveries, []);
     assert.equal(r.result.attempts.length, 1);
@@ -59,4 +84,60 @@ test('on an overlay with a steward, another refusal still signs a non-delivery a
   assert.deepEqual(r.execs, [A.did, B.did]);
   assert.equal(r.nondeliveries.length, 2);
   assert.equal(r.withdrawn.length, 1);
+});
+
+test('a provider refusing EXEC_PREEMPTED that the steward did not ask to stop: a non-delivery, then the next provider', async () => {
+  for (const code of ['EXEC_PREEMPTED', 'EXEC_IDLE_RECLAIMED']) {
+    const r = await run(code, true, 'no');
+    assert.equal(r.result.status, 'failed', code);
+    assert.deepEqual(r.execs, [A.did, B.did], 'failed over');
+    assert.equal(r.nondeliveries.length, 2, 'each refusal earns its provider a non-delivery');
+    assert.ok(r.result.attempts[0]!.nondelivery);
+    assert.match(r.result.attempts[0]!.outcome, /refused: EXEC_/);
+    assert.match(r.result.attempts[0]!.outcome, /not reclaimed/);
+    assert.equal(r.withdrawn.length, 1, 'the claim is withdrawn as any failed job’s');
+  }
+});
+
+test('a failed receipt coded EXEC_PREEMPTED that the steward did not ask for is a failure like any other: the next provider', async () => {
+  const r = await run('EXEC_PREEMPTED', true, 'no', 'receipt');
+  assert.equal(r.result.status, 'failed');
+  assert.deepEqual(r.execs, [A.did, B.did], 'failed over');
+  assert.equal(r.nondeliveries.length, 0, 'a receipt is a delivery');
+  assert.equal(r.withdrawn.length, 1);
+});
+
+test('a failed receipt coded EXEC_PREEMPTED that the steward confirms: the job ends preempted, no failover', async () => {
+  const r = await run('EXEC_PREEMPTED', true, 'priority', 'receipt');
+  assert.equal(r.result.status, 'preempted');
+  assert.deepEqual(r.execs, [A.did]);
+  assert.deepEqual(r.withdrawn, []);
+});
+
+test('a claim the steward holds closed (released, not remembered as reclaimed): the job ends preempted, no non-delivery', async () => {
+  const r = await run('EXEC_PREEMPTED', true, 'closed');
+  assert.equal(r.result.status, 'preempted');
+  assert.deepEqual(r.execs, [A.did]);
+  assert.deepEqual(r.nondeliveries, []);
+});
+
+test('a steward before the `reclaimed` op (STEWARD_BAD_REQUEST): the provider is believed, as before', async () => {
+  const r = await run('EXEC_PREEMPTED', true, { error: 'STEWARD_BAD_REQUEST' });
+  assert.equal(r.result.status, 'preempted');
+  assert.deepEqual(r.execs, [A.did]);
+  assert.deepEqual(r.nondeliveries, []);
+});
+
+test('a steward that cannot be asked confirms nothing: the buyer fails over, signing no non-delivery', async () => {
+  const r = await run('EXEC_PREEMPTED', true, { error: 'NET_DIAL_TIMEOUT' });
+  assert.equal(r.result.status, 'failed');
+  assert.deepEqual(r.execs, [A.did, B.did]);
+  assert.deepEqual(r.nondeliveries, []);
+  assert.equal(r.result.attempts[0]!.nondelivery, undefined);
+});
+
+test('without a steward a failed receipt coded EXEC_PREEMPTED is a failure like any other: the next provider', async () => {
+  const r = await run('EXEC_PREEMPTED', false, 'priority', 'receipt');
+  assert.equal(r.result.status, 'failed');
+  assert.deepEqual(r.execs, [A.did, B.did]);
 });

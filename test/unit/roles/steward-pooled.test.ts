@@ -170,6 +170,8 @@ describe('a pool on a stewarded overlay', () => {
       };
       const ports = { ...rig.ports, market: { adverts: { latest: new Map([[A, adA]]) } }, net } as unknown as StewardPorts;
       const reclaim = new Reclaimer({ ports, ledger: rig.ledger, tree: treeFromYaml(TREE2, 't'), pool: rig.pool, cfg: { preempt: true, requiredEvidence: 3 } as StewardConfig, did: 'did:key:steward', accounts: rig.accounts, stopped: () => false });
+      // the accounts ask it whom it asked to stop: only that coordinator's EXEC_PREEMPTED is a reclaim
+      rig.useReclaimer(reclaim);
       await rig.ledger.append({ event: 'Admitted', claim: lo.address, entitlement: 'batch', reserved: { uj: 10_000_000, grade: 'ModelBased' }, devices: 1, borrowed_uj: 0 });
       rig.accounts.track(lo.address, 'batch', buyer.did, NOW + 3_600_000);
       await rig.accounts.onSelection(selectionOf(lo, o, A) as never);

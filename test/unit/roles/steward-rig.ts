@@ -2,7 +2,8 @@
  * A steward's admission parts over a real ledger and store, for the steward
  * unit tests (steward-admit-race, steward-gangs): the pool tree given, a
  * reclaimer that decides on the pool without preempting (overridable), claim
- * accounts and the gang machinery. Reopened by calling again with the same dir.
+ * accounts and the gang machinery. Reopened by calling again with the same dir. A test that builds a real Reclaimer
+ * over the accounts hands it over with useReclaimer (the accounts ask it whether a provider was asked to stop).
  */
 import { join } from 'node:path';
 import { openDb, closeDb, sub } from '../../../src/store/db.js';
@@ -44,7 +45,7 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
   const append: Ledger['append'] = (e, opts) => ledger.append(e, opts);
   const serial = o.serial ?? new Serial();
   const cfg = { requiredEvidence: 3 } as StewardConfig;
-  const ref: { gangs?: Gangs } = {};
+  const ref: { gangs?: Gangs; reclaim?: Pick<Reclaimer, 'stopAsked'> } = {};
   // The offers (and adverts) the steward holds: a selection's winning offer is resolved from here (steward-winners.ts).
   const offers = new Map<string, Opened<Offer>>();
   const adverts = new Map<string, Opened<Advert>>();
@@ -60,6 +61,8 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     forget: () => {},
     freed: async () => {},
     winners,
+    // whether the steward asked a provider to stop a claim: a test that builds a Reclaimer hands it over (useReclaimer)
+    stopAsked: (c, p) => ref.reclaim?.stopAsked(c, p) ?? false,
     ...(o.claimStore ? { store: new ClaimStore(sub(db, 'steward-claims')) } : {}),
     gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), signedByMember: (r) => ref.gangs!.signedByMember(r), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
@@ -69,5 +72,7 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     await ledger.close();
     await closeDb(db);
   };
-  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts };
+  /** The Reclaimer a test built over these accounts: who it asked to stop is what the accounts read (stopAsked). */
+  const useReclaimer = (r: Pick<Reclaimer, 'stopAsked'>) => void (ref.reclaim = r);
+  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts, useReclaimer };
 }

@@ -1,0 +1,141 @@
+/**
+ * A reclaimed-coded receipt (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED) releases a claim as reclaimed only when the steward
+ * asked its provider to stop (docs/overlays.md "Preemption"): before, any such receipt from the chosen provider
+ * released the claim at once, so a provider could end a buyer's claim by faking a preemption nobody asked for. One the
+ * steward did not ask for is an ordinary failed receipt (charged; the claim stays open for the buyer's failover). The
+ * steward marks the claim before it sends the `stop` (the provider's receipt can reach it by gossip before the
+ * answer), and answers the claim's buyer, and only it, whether it reclaimed the claim (`/c0mpute/steward/1` op
+ * `reclaimed`: the buyer believes a refusal or receipt coded so only then). A real Ledger, accounts and Reclaimer
+ * over a one-device overlay; the network is a fake that answers as the test says.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { seal } from '../../../src/records/envelope.js';
+import { T, type Receipt, type Selection } from '../../../src/records/kinds.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import { admittedEvent, type Claim } from '../../../src/pool/admission.js';
+import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import { reclaimed } from '../../../src/roles/steward-handlers.js';
+import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardRig } from './steward-rig.js';
+import { NOW, P, advert, job, offer, receipt, type Party } from '../market/fixtures.js';
+
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
+  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
+`;
+const est = { uj: 10_000_000, grade: 'Estimator' as const };
+const [lowBuyer, highBuyer, provA, stranger] = [P(1), P(2), P(3), P(9)];
+const claimOf = (id: string, entitlement: string): Claim => ({ id, entitlement, gang_size: 1, devices_per_member: 1, estimate: est });
+
+function selection(buyer: Party, o: ReturnType<typeof offer>, provider: Party) {
+  const s: Selection = { job: o.record.job, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW };
+  return seal(T.selection, s, buyer.signer);
+}
+
+type Frame = { op: string; job: string; deadline?: number };
+
+/** The low claim admitted and selected at provA; `onStop` is provA's answer to a `stop` (it may deliver gossip first). */
+async function rig(dir: string, onStop: (f: Frame, s: { preempted: Opened<Receipt> }) => Promise<unknown>) {
+  const r = await stewardRig(dir, TREE);
+  const asked: Array<{ to: string; f: Frame }> = [];
+  const ctx: { preempted?: Opened<Receipt> } = {};
+  const request = async (to: string, _p: string, frames: Frame[]) => {
+    asked.push({ to, f: frames[0]! });
+    return [frames[0]!.op === 'usage' ? { running: 'yes', uj: 100, elapsedMs: 10 } : await onStop(frames[0]!, { preempted: ctx.preempted! })];
+  };
+  const latest = new Map([['advert', { record: { expiresAt: NOW + 3_600_000, hardware: { cpuCores: 4, memoryMiB: 1024 } }, signer: provA.did }]]);
+  const ports = { ...r.ports, net: { request, peers: () => [{ peerId: '', did: provA.did, addrs: [] }] }, market: { adverts: { latest } } } as unknown as StewardPorts;
+  const reclaim = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: { preempt: true } as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
+  r.useReclaimer(reclaim);
+
+  const low = job(lowBuyer, { nonce: new Uint8Array([7]) });
+  const v = r.pool.decide(claimOf(low.address, 'lo'));
+  assert.equal(v.verdict, 'Admit');
+  if (v.verdict === 'Admit') await r.append(admittedEvent(claimOf(low.address, 'lo'), v));
+  r.accounts.track(low.address, 'lo', lowBuyer.did, low.record.deadline);
+  const offerA = offer(provA, low, advert(provA));
+  r.offers.set(offerA.address, offerA);
+  await r.accounts.onSelection(selection(lowBuyer, offerA, provA));
+  const preempted = (ctx.preempted = receipt(provA, lowBuyer, offerA, { status: 'failed', failure: { code: 'EXEC_PREEMPTED', message: 'preempted' }, energy: { uj: 400, grade: 'Estimator' } }));
+
+  const high = job(highBuyer, { nonce: new Uint8Array([8]) });
+  const admitHigh = async () => appendAdmitted({ reclaim, append: r.append }, claimOf(high.address, 'hi'), reclaim.decideNow(claimOf(high.address, 'hi')));
+  const events = async () => (await r.ledger.records(0)).map((e) => `${e.event} ${e.claim === low.address ? 'low' : 'high'}`);
+  /** What the steward answers `who` asking op `reclaimed` for the low job (or the error code it refuses with). */
+  const ask = async (who: Party): Promise<unknown> => {
+    const sent: CborValue[] = [];
+    try {
+      await reclaimed({ accounts: r.accounts, reclaim, claimOf: (j) => j, jobSigner: async (j) => (j === low.address ? lowBuyer.did : undefined) }, { op: 'reclaimed', job: low.address }, { peer: peerIdFromDid(who.did), send: async (f) => void sent.push(f) });
+    } catch (e) {
+      return (e as { code?: string }).code;
+    }
+    return (sent[0] as { reclaimed?: string } | undefined)?.reclaimed;
+  };
+  return { ...r, reclaim, asked, low, high, preempted, admitHigh, events, ask };
+}
+
+describe('a reclaimed-coded receipt releases a claim as reclaimed only when the steward asked', () => {
+  it('EXEC_PREEMPTED from the chosen provider with no stop asked: charged as a failure, the claim stays open', async () => {
+    const t = tempDir('c0-preempt-asked-');
+    try {
+      const s = await rig(t.dir, async () => ({ stopped: 'no' }));
+      assert.equal(await s.ask(lowBuyer), 'no', 'the steward has not reclaimed it');
+      await s.accounts.onReceipt(s.preempted);
+      assert.deepEqual(await s.events(), ['Admitted low'], 'not released as reclaimed');
+      const oj = s.accounts.get(s.low.address);
+      assert.ok(oj, 'the claim stays open: the buyer fails over');
+      assert.ok(oj.receipts.has(s.preempted.address), 'the receipt is charged as the failure it is');
+      assert.equal(s.asked.filter((a) => a.f.op === 'stop').length, 0);
+      assert.equal(await s.ask(lowBuyer), 'no');
+      // the same for an idle code
+      const idle = receipt(provA, lowBuyer, s.offers.values().next().value!, { status: 'failed', failure: { code: 'EXEC_IDLE_RECLAIMED', message: 'idle' }, energy: { uj: 5, grade: 'Estimator' } });
+      await s.accounts.onReceipt(idle);
+      assert.deepEqual(await s.events(), ['Admitted low']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('after a stop asked: the receipt releases the claim, even when it comes by gossip before the answer', async () => {
+    const t = tempDir('c0-preempt-asked-');
+    try {
+      let during: unknown;
+      const s = await rig(t.dir, async (f, c) => {
+        // the provider stops the work: its receipt is gossiped (reaching the steward) and the buyer asks, before the answer
+        during = await s.ask(lowBuyer);
+        await s.accounts.onReceipt(c.preempted);
+        return { stopped: 'yes', receipt: c.preempted.bytes };
+      });
+      const o = await s.admitHigh();
+      assert.ok('admit' in o, `admitted: ${JSON.stringify(o)}`);
+      assert.equal(during, 'priority', 'asked while the stop is in flight, the steward confirms it');
+      assert.deepEqual(await s.events(), ['Admitted low', 'Released low', 'Admitted high']);
+      assert.equal(await s.ask(lowBuyer), 'priority', 'remembered after the release');
+      assert.equal(await s.ask(stranger), 'STEWARD_NOT_BUYER', 'only the claim’s buyer is answered');
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a provider that answers the stop with no stop and no bar leaves no mark: a later EXEC_PREEMPTED of its own is a failure', async () => {
+    const t = tempDir('c0-preempt-asked-');
+    try {
+      const s = await rig(t.dir, async () => ({ stopped: 'no' }));
+      const o = await s.admitHigh();
+      assert.ok('v' in o && o.v.verdict === 'Queue');
+      assert.equal(await s.ask(lowBuyer), 'no');
+      await s.accounts.onReceipt(s.preempted);
+      assert.deepEqual(await s.events(), ['Admitted low']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+});
