@@ -188,24 +188,42 @@ export function useFeed(l: Listener, deps: unknown[] = []): void {
 /**
  * A version number that goes up (at most once per `minMs`) when the feed
  * carries something `relevant`: views refetch on it instead of polling.
+ * While the tab is hidden it does not go up: a change seen then is one
+ * refetch when the tab is shown again, not one every `minMs` nobody sees.
  */
 export function useLiveVersion(relevant: (e: FeedEvent) => boolean, minMs = 1000): number {
   const [v, setV] = useState(0);
   useEffect(() => {
     let last = 0;
     let timer: number | undefined;
+    let missed = false;
+    const bump = () => {
+      if (document.hidden) {
+        missed = true;
+        return;
+      }
+      last = Date.now();
+      setV((x) => x + 1);
+    };
     const l: Listener = (e) => {
       if (!relevant(e) || timer !== undefined) return;
       const wait = Math.max(0, last + minMs - Date.now());
       timer = window.setTimeout(() => {
         timer = undefined;
-        last = Date.now();
-        setV((x) => x + 1);
+        bump();
       }, wait);
     };
+    const shown = () => {
+      if (!document.hidden && missed) {
+        missed = false;
+        bump();
+      }
+    };
     listeners.add(l);
+    document.addEventListener('visibilitychange', shown);
     return () => {
       listeners.delete(l);
+      document.removeEventListener('visibilitychange', shown);
       if (timer !== undefined) clearTimeout(timer);
     };
   }, []);
@@ -218,13 +236,17 @@ export interface Loaded<T> {
   loading: boolean;
 }
 
-/** Fetch `path` (null: nothing) and again whenever `version` changes; keeps the last data while reloading. */
-export function useJson<T>(path: string | null, version = 0): Loaded<T> {
+/**
+ * Fetch `path` (null: nothing) and again whenever `version` changes; keeps the
+ * last data while reloading. With `keep`, a new path keeps showing the old
+ * path's data until its own arrives (another page or filter of one list).
+ */
+export function useJson<T>(path: string | null, version = 0, keep = false): Loaded<T> {
   const [s, set] = useState<Loaded<T>>({ loading: path !== null });
   const fetcher = useRef<Refetch<T> | undefined>(undefined);
   // One fetcher per path: a new path (another job, another overlay) starts empty and ignores the old one's answers.
   useEffect(() => {
-    set({ loading: path !== null });
+    set((p) => (keep && path !== null ? { ...p, loading: true } : { loading: path !== null }));
     if (path === null) return;
     const f = new Refetch<T>(
       () => getJson<T>(path),

@@ -1,7 +1,7 @@
 /** The control API's routes: what `c0mpute status|peers|market|offers|jobs|reputation|run` ask a running daemon. */
 import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
-import { POLICIES, T, WORKLOAD_RE, type Job } from '../records/kinds.js';
+import { POLICIES, T, WORKLOAD_RE, type Advert, type Job, type Opened } from '../records/index.js';
 import { z } from 'zod';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { requirementsSchema } from '../matching/batch-input.js';
@@ -20,6 +20,7 @@ import { eventToWire, resultToWire, toWire, wireRecord } from './events.js';
 import { batchPlan } from './batch-route.js';
 import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
+import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
@@ -47,7 +48,15 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
     { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
-    { method: 'GET', path: '/v1/market', handler: async ({ query }) => market(ov(d, query), marketLimit(query.get('limit'))) },
+    {
+      method: 'GET',
+      path: '/v1/market',
+      handler: async ({ query }) => {
+        // a page (the console's Market view) when any page parameter is given; else the whole list or its `limit` most useful
+        const page = parseMarketPage(query);
+        return page ? marketPageOf(ov(d, query), page) : market(ov(d, query), marketLimit(query.get('limit')));
+      },
+    },
     { method: 'GET', path: '/v1/offers/:job', handler: async ({ params, query }) => offers(ov(d, query), params.job!) },
     // the market probe (docs/matching.md "Candidates and the probe"): GET with the order as query parameters, or POST a job spec
     { method: 'GET', path: '/v1/probe', handler: async ({ query }) => ov(d, query).probe(parseProbeOrder(Object.fromEntries(query))) },
@@ -196,7 +205,43 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
     total: all.length,
     live,
     presence,
-    adverts: list.map(({ provider, a }) => ({ ...wireRecord(a), provider, ...(a.record.pool ? { pool: { did: provider, members: idx.membersOf(provider) } } : {}), live: a.record.expiresAt > now, reputation: rep.scoreOf(provider), ...(byDid.has(a.signer) ? { freeSlots: byDid.get(a.signer)!.freeSlots } : {}) })),
+    adverts: list.map(({ provider, a }) => advertRow(d, provider, a, now, rep.scoreOf(provider), byDid.get(a.signer)?.freeSlots)),
+  };
+}
+
+/** One provider's row of `/v1/market`: its advert as JSON with what the market knows of it. */
+function advertRow(d: OverlayNode, provider: string, a: Opened<Advert>, now: number, reputation: number, freeSlots: number | undefined): Record<string, unknown> {
+  return { ...wireRecord(a), provider, ...(a.record.pool ? { pool: { did: provider, members: d.market.adverts.membersOf(provider) } } : {}), live: a.record.expiresAt > now, reputation, ...(freeSlots !== undefined ? { freeSlots } : {}) };
+}
+
+/**
+ * A page of the market (src/node/market-page.ts): the counts of the whole
+ * book, the filter's match count, and JSON for the page's rows alone, so the
+ * answer's size and cost do not grow with the market past a filter and a sort.
+ */
+export function marketPageOf(d: OverlayNode, q: MarketPageQuery): Record<string, unknown> {
+  const now = d.clock();
+  const rep = d.market.reputation();
+  const idx = d.market.adverts;
+  let live = 0;
+  const entries: Array<{ provider: string; a: Opened<Advert> }> = [];
+  for (const [provider, a] of idx.entries) {
+    if (a.record.expiresAt > now) live++;
+    entries.push({ provider, a });
+  }
+  const present = d.presence.live(now);
+  const freeSlots = new Map(present.map((p) => [p.did, p.freeSlots]));
+  const scoreOf = (p: string) => rep.scoreOf(p);
+  const r = marketPage(entries, q, { now, scoreOf, freeSlots });
+  return {
+    total: entries.length,
+    live,
+    presence: { live: present.length, freeSlots: present.reduce((n, p) => n + p.freeSlots, 0) },
+    matched: r.matched,
+    offset: q.offset,
+    ...(r.next !== undefined ? { next: r.next } : {}),
+    workloads: r.workloads,
+    adverts: r.page.map(({ provider, a }) => advertRow(d, provider, a, now, scoreOf(provider), freeSlots.get(a.signer))),
   };
 }
 

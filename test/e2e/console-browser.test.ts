@@ -15,8 +15,9 @@
  * - the steward's overlay page shows team-a's spent energy change after the
  *   job releases, live (no reload), and the witnesses' coverage;
  * - a made-up or ended session gets the login page;
- * - a synthetic 1,000-provider market (the API answer replaced in the browser)
- *   renders only the rows in view and scrolls to the last provider;
+ * - a synthetic 1,000-provider market (the API's pages replaced in the browser)
+ *   is asked for a page at a time, renders only the rows in view, and pages
+ *   on to the last provider;
  * - axe-core finds no serious or critical violation in any view, at laptop
  *   and phone widths, and nothing is wider than a phone's window.
  *
@@ -338,7 +339,7 @@ test('a made-up or ended session gets the login page', { skip }, async () => {
   assert.equal(back?.status(), 401);
 });
 
-test('a 1,000-provider market renders only the rows in view and scrolls to the last', { skip }, async () => {
+test('a 1,000-provider market is read a page at a time, renders only the rows in view and pages to the last', { skip }, async () => {
   const alpha = org.buyers.alpha!;
   const p = await newPage();
   await p.goto(await consoleLoginUrl(alpha.api.api, alpha.api.token));
@@ -351,12 +352,25 @@ test('a 1,000-provider market renders only the rows in view and scrolls to the l
     const pooled = i === 0 ? { provider: `${did}pool`, pool: { did: `${did}pool`, members: 3 } } : {};
     return { type: 'c0mpute.advert/1', address: `sha256:${i.toString(16).padStart(64, '0')}`, signer: did, ...pooled, live: true, reputation: 0.5, freeSlots: i % 4, record: { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: ['community', 'standard', 'verified'][i % 3], ...(i % 5 ? { region: 'eu-west' } : {}), hardware: { cpuCores: 4 + (i % 29), memoryMiB: 8192 * (1 + (i % 8)), gpus: [] }, prices: [{ workload: 'builtin.sha256', unit: 'job', price: { amount: (0.001 + i / 1e6).toFixed(6), currency: 'USD' } }] } };
   });
+  // the daemon's pages (src/node/market-page.ts) over the synthetic book: DID order, or price (the only other order this test asks for)
+  const asked: URLSearchParams[] = [];
   p.on('request', (req) => {
-    if (new URL(req.url()).pathname === '/v1/market') void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ total: 1000, live: 1000, presence: { live: 0, freeSlots: 0, providers: [] }, adverts }) });
-    else void req.continue();
+    const u = new URL(req.url());
+    if (u.pathname !== '/v1/market') return void req.continue();
+    const q = u.searchParams;
+    asked.push(q);
+    const offset = Number(q.get('offset') ?? 0);
+    const limit = Number(q.get('limit') ?? 100);
+    const sorted = q.get('sort') === 'price' ? [...adverts].sort((a, b) => Number(a.record.prices[0]!.price.amount) - Number(b.record.prices[0]!.price.amount)) : adverts;
+    const ordered = q.get('desc') === '1' ? [...sorted].reverse() : sorted;
+    const page = ordered.slice(offset, offset + limit);
+    const next = offset + limit < ordered.length ? { next: offset + limit } : {};
+    void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ total: 1000, live: 1000, presence: { live: 0, freeSlots: 0 }, matched: 1000, offset, ...next, workloads: ['builtin.sha256'], adverts: page }) });
   });
   await go(p, '#/market', 'Market');
   await p.waitForFunction(() => document.querySelector('.grid')?.getAttribute('aria-rowcount') === '1001', { timeout: 30_000 });
+  // every request was for one page, never the whole book
+  assert.ok(asked.length > 0 && asked.every((q) => q.get('offset') !== null && Number(q.get('limit')) <= 100), asked.map(String).join(' | '));
   // a pool's row names the pool, not the member whose advert it is
   await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0000pool"]', { timeout: 30_000 });
   const poolRow = await p.$eval('.scroller [title="did:key:z6MkSynthetic0000pool"]', (e) => e.closest('[role=row]')?.textContent ?? '');
@@ -364,12 +378,23 @@ test('a 1,000-provider market renders only the rows in view and scrolls to the l
   const rendered = await p.$$eval('.scroller [role=row]', (r) => r.length);
   assert.ok(rendered > 5 && rendered < 60, `${rendered} rows in the page for 1,000 providers`);
   await p.$eval('.scroller', (s) => (s.scrollTop = s.scrollHeight));
+  await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0099"]', { timeout: 30_000 });
+  // page on to the last provider
+  for (let i = 0; i < 9; i++) {
+    await p.waitForFunction(() => !document.querySelector('.pager button:last-child')?.disabled, { timeout: 30_000 });
+    const want = `did:key:z6MkSynthetic${String((i + 1) * 100).padStart(4, '0')}`;
+    await p.click('.pager button:last-child');
+    await p.waitForSelector(`.scroller [title="${want}"]`, { timeout: 30_000 });
+  }
+  await p.$eval('.scroller', (s) => (s.scrollTop = s.scrollHeight));
   await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0999"]', { timeout: 30_000 });
-  // Sorting by price, descending, puts the most expensive (the last) first.
-  await p.$eval('.scroller', (s) => (s.scrollTop = 0));
+  assert.match((await p.$eval('.summary', (e) => e.textContent)) ?? '', /showing 901–1000/);
+  assert.equal(await p.$eval('.pager button:last-child', (b) => b.disabled), true);
+  // Sorting by price, descending, asks the daemon for that order from the first page: the most expensive (the last) first.
   await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
   await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
   await p.waitForFunction(() => document.querySelector('.scroller [role=row] [title]')?.getAttribute('title') === 'did:key:z6MkSynthetic0999', { timeout: 30_000 });
+  assert.ok(asked.some((q) => q.get('sort') === 'price' && q.get('desc') === '1' && q.get('offset') === '0'));
   await shot(p, 'market-1000');
   await accessible(p, 'market (1,000 providers)');
   await p.close();

@@ -1,11 +1,13 @@
 /**
- * Market: every provider this node knows (adverts, presence, hardware, prices,
- * tier, region, reputation), filterable and sortable, in a virtualised list
- * (only the rows in view are in the page, so 1,000 providers scroll smoothly).
+ * Market: the providers this node knows (adverts, presence, hardware, prices,
+ * tier, region, reputation), a page at a time: the daemon filters and sorts
+ * and sends one page (`/v1/market?offset=…`, src/node/market-page.ts), so a
+ * refresh costs the node the same at 100 providers as at the 10,000-advert
+ * cap. The page is a virtualised list (only the rows in view are in the DOM).
  * Choosing one of this node's jobs adds each provider's eligibility for it,
  * with every failed requirement.
  */
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { fmtMiB, money, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
 
@@ -35,6 +37,12 @@ interface MarketData {
   total: number;
   live: number;
   presence: { live: number; freeSlots: number };
+  /** Providers that pass the filters; `adverts` is the page of them at `offset`. */
+  matched: number;
+  offset: number;
+  /** The offset of the next page, when there is one. */
+  next?: number;
+  workloads: string[];
   adverts: AdvertRow[];
 }
 
@@ -49,15 +57,14 @@ const TIERS = ['community', 'standard', 'verified', 'private', 'enterprise'];
 
 const ROW_H = 44;
 const VIEW_ROWS = 14;
+/** Providers per page (the daemon's default page). */
+export const MARKET_PAGE = 100;
+/** The market view refetches at most this often (presence and adverts arrive all the time in a large market). */
+const REFRESH_MS = 5000;
 
 function gpuText(a: AdvertRow): string {
   const g = a.record.hardware.gpus ?? [];
   return g.length ? g.map((x) => `${x.count}× ${x.model} ${fmtMiB(x.vramMiB)}`).join(', ') : 'none';
-}
-
-function firstPrice(a: AdvertRow): number {
-  const p = a.record.prices?.[0];
-  return p ? Number(p.price.amount) : Number.POSITIVE_INFINITY;
 }
 
 /** The identity a row stands for in the market: a pool under the pool's DID (its score is the pool's). */
@@ -65,67 +72,47 @@ export function providerOf(a: AdvertRow): string {
   return a.provider ?? a.signer;
 }
 
-export function sortRows(rows: AdvertRow[], key: SortKey, desc: boolean): AdvertRow[] {
-  const val = (a: AdvertRow): number | string => {
-    switch (key) {
-      case 'tier':
-        return TIERS.indexOf(a.record.tier);
-      case 'region':
-        return a.record.region ?? '~';
-      case 'cpu':
-        return a.record.hardware.cpuCores;
-      case 'memory':
-        return a.record.hardware.memoryMiB;
-      case 'gpu':
-        return (a.record.hardware.gpus ?? []).reduce((n, g) => n + g.count * g.vramMiB, 0);
-      case 'price':
-        return firstPrice(a);
-      case 'reputation':
-        return a.reputation;
-      case 'slots':
-        return a.freeSlots ?? -1;
-      default:
-        return providerOf(a);
-    }
-  };
-  const out = [...rows].sort((x, y) => {
-    const a = val(x);
-    const b = val(y);
-    const c = a < b ? -1 : a > b ? 1 : x.signer < y.signer ? -1 : 1;
-    return desc ? -c : c;
-  });
-  return out;
+/** The query of one page of the market, as the daemon reads it (src/node/market-page.ts). */
+export function marketQuery(o: { offset: number; sort: SortKey; desc: boolean; text: string; tier: string; workload: string; liveOnly: boolean; overlay?: string }): string {
+  const p = new URLSearchParams({ offset: String(o.offset), limit: String(MARKET_PAGE), sort: o.sort });
+  if (o.desc) p.set('desc', '1');
+  if (o.text.trim()) p.set('q', o.text.trim());
+  if (o.tier) p.set('tier', o.tier);
+  if (o.workload) p.set('workload', o.workload);
+  if (o.liveOnly) p.set('live', '1');
+  if (o.overlay) p.set('overlay', o.overlay);
+  return `/v1/market?${p.toString()}`;
 }
 
 export function Market() {
   const [overlay] = useState<string | undefined>(undefined);
-  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.advert !== undefined || e.counts.presence !== undefined || e.counts.receipt !== undefined), 2000);
-  const m = useJson<MarketData>(`/v1/market${overlayQuery(overlay)}`, v);
-  const jobs = useJson<{ buyer: Array<{ address: string; workload: string; announcedAt: number }> }>(`/v1/console/jobs${overlayQuery(overlay)}`, v);
-  const [job, setJob] = useState('');
-  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? `/v1/offers/${encodeURIComponent(job)}${overlayQuery(overlay)}` : null, v);
+  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.advert !== undefined || e.counts.presence !== undefined || e.counts.receipt !== undefined), REFRESH_MS);
   const [text, setText] = useState('');
+  // the search goes to the daemon once typing pauses
+  const [search, setSearch] = useState('');
+  useEffect(() => {
+    const t = window.setTimeout(() => setSearch(text), 300);
+    return () => clearTimeout(t);
+  }, [text]);
   const [tier, setTier] = useState('');
   const [workload, setWorkload] = useState('');
   const [liveOnly, setLiveOnly] = useState(true);
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'provider', desc: false });
+  const [offset, setOffset] = useState(0);
   const [top, setTop] = useState(0);
+  // another filter or order starts at the first page
+  useEffect(() => setOffset(0), [search, tier, workload, liveOnly, sort]);
+  useEffect(() => setTop(0), [offset]);
+  const m = useJson<MarketData>(marketQuery({ offset, sort: sort.key, desc: sort.desc, text: search, tier, workload, liveOnly, overlay }), v, true);
+  const jobs = useJson<{ buyer: Array<{ address: string; workload: string; announcedAt: number }> }>(`/v1/console/jobs${overlayQuery(overlay)}`, v);
+  const [job, setJob] = useState('');
+  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? `/v1/offers/${encodeURIComponent(job)}${overlayQuery(overlay)}` : null, v);
   const [chosen, setChosen] = useState<string | undefined>(undefined);
 
   const verdicts = useMemo(() => new Map((ex.data?.explanation?.providers ?? []).map((p) => [p.provider, p])), [ex.data]);
-  const all = m.data?.adverts ?? [];
-  const workloads = useMemo(() => [...new Set(all.flatMap((a) => a.record.workloads))].sort(), [all]);
-  const rows = useMemo(() => {
-    const t = text.trim().toLowerCase();
-    const f = all.filter(
-      (a) =>
-        (!liveOnly || a.live) &&
-        (!tier || a.record.tier === tier) &&
-        (!workload || a.record.workloads.includes(workload)) &&
-        (!t || providerOf(a).toLowerCase().includes(t) || a.signer.toLowerCase().includes(t) || (a.record.region ?? '').includes(t) || gpuText(a).toLowerCase().includes(t)),
-    );
-    return sortRows(f, sort.key, sort.desc);
-  }, [all, text, tier, workload, liveOnly, sort]);
+  const rows = m.data?.adverts ?? [];
+  const workloads = m.data?.workloads ?? [];
+  const first0 = m.data?.offset ?? 0;
 
   if (!m.data) return m.error ? <ErrorBox error={m.error} /> : <Loading what="the market" />;
   const first = Math.max(0, Math.floor(top / ROW_H) - 4);
@@ -138,12 +125,13 @@ export function Market() {
       </button>
     </span>
   );
-  const sel = chosen ? all.find((a) => a.signer === chosen) : undefined;
+  const sel = chosen ? rows.find((a) => a.signer === chosen) : undefined;
   return (
     <>
       <h1 tabIndex={-1}>Market</h1>
       <p class="summary" role="status">
-        {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. Showing {rows.length}.
+        {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. {m.data.matched} match
+        {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
       </p>
       <ErrorBox error={m.error} />
       <div class="filters">
@@ -185,7 +173,7 @@ export function Market() {
       </div>
       {job && ex.data?.explanation ? <p class="explain">{ex.data.explanation.summary}</p> : null}
       <div class="grid-wrap" tabIndex={0} role="region" aria-label="Providers (scrolls sideways on a narrow window)">
-      <div class="grid" role="table" aria-label="Providers" aria-rowcount={rows.length + 1}>
+      <div class="grid" role="table" aria-label="Providers" aria-rowcount={m.data.matched + 1}>
         <div role="rowgroup">
           <div role="row" class="row head" aria-rowindex={1}>
             {header('provider', 'Provider')}
@@ -207,12 +195,12 @@ export function Market() {
             ) : null}
           </div>
         </div>
-        <div class="scroller" role="rowgroup" style={{ height: `${Math.min(rows.length, VIEW_ROWS) * ROW_H + 2}px` }} onScroll={(e) => setTop((e.target as HTMLElement).scrollTop)} tabIndex={0} aria-label="Provider rows (scroll)">
+        <div class="scroller" key={first0} role="rowgroup" style={{ height: `${Math.min(rows.length, VIEW_ROWS) * ROW_H + 2}px` }} onScroll={(e) => setTop((e.target as HTMLElement).scrollTop)} tabIndex={0} aria-label="Provider rows (scroll)">
           <div style={{ height: `${rows.length * ROW_H}px`, position: 'relative' }}>
             {rows.slice(first, last).map((a, i) => {
               const verdict = verdicts.get(a.signer);
               return (
-                <div role="row" class={`row${chosen === a.signer ? ' chosen' : ''}`} key={a.signer} aria-rowindex={first + i + 2} style={{ top: `${(first + i) * ROW_H}px` }}>
+                <div role="row" class={`row${chosen === a.signer ? ' chosen' : ''}`} key={a.signer} aria-rowindex={first0 + first + i + 2} style={{ top: `${(first + i) * ROW_H}px` }}>
                   <span role="cell" class="c-provider">
                     <button type="button" class="linkish" onClick={() => setChosen(a.signer)}>
                       <Did d={providerOf(a)} />
@@ -259,6 +247,14 @@ export function Market() {
         </div>
       </div>
       </div>
+      <nav class="pager" aria-label="Market pages">
+        <button type="button" disabled={first0 === 0} onClick={() => setOffset(Math.max(0, first0 - MARKET_PAGE))}>
+          Previous {MARKET_PAGE}
+        </button>{' '}
+        <button type="button" disabled={m.data.next === undefined} onClick={() => m.data?.next !== undefined && setOffset(m.data.next)}>
+          Next {MARKET_PAGE}
+        </button>
+      </nav>
       {sel ? (
         <section class="detail" aria-labelledby="provider-detail">
           <h2 id="provider-detail">
