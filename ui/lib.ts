@@ -8,6 +8,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
+import { RunEvents } from '../src/util/run-log.js';
 
 export class ApiError extends Error {
   constructor(readonly code: string, message: string, readonly status: number) {
@@ -261,6 +262,36 @@ export function useJson<T>(path: string | null, version = 0, keep = false): Load
     fetcher.current?.request();
   }, [path, version]);
   return s;
+}
+
+/**
+ * A running job's events as a page holds them: bounded as the daemon bounds
+ * the run's log (src/util/run-log.ts: the last 300, the oldest progress going
+ * first), with one redraw per animation frame however fast they come. A new
+ * `key` (another job, another run) starts an empty log.
+ */
+export function useRunEvents<E extends { e: string }>(key: unknown): { log: RunEvents<E>; push(ev: E): void; clear(): void } {
+  const [, redraw] = useState(0);
+  const r = useRef<{ key: unknown; h: { log: RunEvents<E>; push(ev: E): void; clear(): void } } | undefined>(undefined);
+  if (!r.current || r.current.key !== key) {
+    let frame: number | undefined;
+    const h = {
+      log: new RunEvents<E>(),
+      push(ev: E) {
+        h.log.push(ev);
+        frame ??= window.requestAnimationFrame(() => {
+          frame = undefined;
+          redraw((x) => x + 1);
+        });
+      },
+      clear() {
+        h.log = new RunEvents<E>();
+        redraw((x) => x + 1);
+      },
+    };
+    r.current = { key, h };
+  }
+  return r.current.h;
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import { TOPIC_KINDS, type TopicKind } from '../net/topics.js';
 import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
 import type { WireEvent } from './events.js';
+import { RUN_LOG_BYTES, RUN_LOG_EVENTS, RunEvents } from '../util/run-log.js';
 
 export interface HubOptions {
   batchMs?: number;
@@ -32,7 +33,7 @@ export interface HubOptions {
   runBytes?: number;
 }
 
-export const HUB_DEFAULTS = { batchMs: 500, healthMs: 5_000, keepSamples: 60, keepRuns: 50, runEvents: 300, runBytes: 256 * 1024 } as const;
+export const HUB_DEFAULTS = { batchMs: 500, healthMs: 5_000, keepSamples: 60, keepRuns: 50, runEvents: RUN_LOG_EVENTS, runBytes: RUN_LOG_BYTES } as const;
 
 export type HubEvent =
   | { type: 'records'; overlay: string; counts: Record<string, number>; last: Array<{ kind: string; address: string; signer: string }> }
@@ -54,17 +55,6 @@ export interface RunLog {
   events: WireEvent[];
   /** Events left out of `events` to keep the log within runEvents and runBytes. */
   omitted: number;
-}
-
-/** Event kinds a full run log drops first, in this order: the many that say the least (progress, then offers and claims as they came). */
-const DROP_FIRST: ReadonlyArray<ReadonlySet<string>> = [new Set(['progress']), new Set(['offer', 'claim'])];
-
-function jsonSize(ev: WireEvent): number {
-  try {
-    return JSON.stringify(ev).length;
-  } catch {
-    return 0;
-  }
 }
 
 type Listener = (e: HubEvent) => void;
@@ -156,26 +146,14 @@ export class ConsoleHub {
     const log: RunLog = { run: this.#nextRun++, overlay, startedAt: this.d.clock(), done: false, events: [], omitted: 0 };
     this.runs.push(log);
     while (this.runs.length > this.#o.keepRuns) this.runs.shift();
-    const sizes: number[] = [];
-    let bytes = 0;
+    // Bounded whatever the run's provider sends (src/util/run-log.ts, the console's pages keep the same rule)
+    const bounded = new RunEvents<WireEvent>(this.#o.runEvents, this.#o.runBytes);
+    log.events = bounded.events;
     return {
       event: (ev) => {
         if (ev.e === 'job') log.job = (ev.job as { address?: string } | undefined)?.address;
-        const size = jsonSize(ev);
-        log.events.push(ev);
-        sizes.push(size);
-        bytes += size;
-        // Bounded whatever the run's provider sends (docs/console.md "Live updates"): the oldest progress event goes
-        // first, then the oldest offer or claim, then the oldest of any kind; the latest always stays.
-        while (log.events.length > 1 && (log.events.length > this.#o.runEvents || bytes > this.#o.runBytes)) {
-          const last = log.events.length - 1;
-          let i = -1;
-          for (const kinds of DROP_FIRST) if (i < 0) i = log.events.findIndex((e, k) => k < last && kinds.has(e.e));
-          if (i < 0) i = 0;
-          log.events.splice(i, 1);
-          bytes -= sizes.splice(i, 1)[0]!;
-          log.omitted++;
-        }
+        bounded.push(ev);
+        log.omitted = bounded.omitted;
         this.#emit({ type: 'job', overlay, run: log.run, ...(log.job ? { job: log.job } : {}), ev });
       },
       end: () => {

@@ -4,8 +4,9 @@
  * acceptance) with every record's content address linking to the decoded
  * record, and failover attempts shown as such.
  */
-import { useState } from 'preact/hooks';
-import { ago, fmtDuration, money, overlayQuery, useFeed, useJson, useLiveVersion } from '../lib.js';
+import { Component } from 'preact';
+import { ago, fmtDuration, money, overlayQuery, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
+import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
 interface JobsData {
@@ -150,7 +151,7 @@ interface Walk {
   acceptances: Array<Rec<{ receipt: string; verdict: string; reason?: string }>>;
   nondeliveries: Array<Rec<{ provider: string; reason?: string }>>;
   explanation: { summary: string; providers: Array<{ provider: string; eligible: boolean; failures: Array<{ code: string; message: string }> }> };
-  run?: { done: boolean; events: Ev[] };
+  run?: { done: boolean; events: Ev[]; omitted?: number };
 }
 
 interface RankedView {
@@ -166,18 +167,23 @@ interface RankedView {
 export function JobPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
   const v = useLiveVersion((e) => (e.type === 'job' && e.job === address) || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.selection !== undefined)), 700);
   const r = useJson<Walk>(`/v1/console/job/${encodeURIComponent(address)}${overlayQuery(overlay)}`, v);
-  const [live, setLive] = useState<Ev[]>([]);
+  // the live events, bounded as the daemon bounds the run's log (src/util/run-log.ts)
+  const live = useRunEvents<Ev>(address);
   useFeed(
     (e) => {
-      if (e.type === 'job' && e.job === address) setLive((l) => [...l, e.ev]);
+      if (e.type === 'job' && e.job === address) live.push(e.ev);
     },
-    [address],
+    [address, live],
   );
   const w = r.data;
   if (!w) return r.error ? <ErrorBox error={r.error} /> : <Loading what="the job" />;
-  const events = w.run && w.run.events.length >= live.length ? w.run.events : live;
+  // whichever has seen more of the run: the daemon's log (a page opened mid-run) or the page's own
+  const fromWalk = w.run !== undefined && w.run.events.length + (w.run.omitted ?? 0) >= live.log.seen;
+  const events = fromWalk ? w.run!.events : live.log.events;
+  const omitted = fromWalk ? (w.run!.omitted ?? 0) : live.log.omitted;
+  const keyOf = (i: number) => (fromWalk ? `w${i}` : `l${live.log.seqs[i]}`);
   const decision = events.find((e) => e.e === 'decision') as { decision?: { result: { ok: boolean; why?: string; ranked: RankedView[]; ineligible: Array<{ provider: string; failures: Array<{ code: string; message: string }> }> } } } | undefined;
-  const progress = events.filter((e) => e.e === 'progress' || e.e === 'accepted' || e.e === 'verified' || e.e === 'failover' || e.e === 'nondelivery');
+  const progress = events.map((e, i) => ({ e, key: keyOf(i) })).filter(({ e }) => e.e === 'progress' || e.e === 'accepted' || e.e === 'verified' || e.e === 'failover' || e.e === 'nondelivery');
   const lastPermille = [...events].reverse().find((e) => e.e === 'progress' && typeof e.permille === 'number')?.permille as number | undefined;
   const done = !!w.acceptances.length || (w.run?.done ?? false);
   const ov = overlay;
@@ -286,9 +292,10 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             <span class="step">5</span> Execution {done ? null : <Status s="running" />}
           </h2>
           {lastPermille !== undefined && !done ? <progress max={1000} value={lastPermille} aria-label="progress" /> : null}
+          {omitted ? <p class="omitted">{omitted} earlier events omitted (the oldest progress first; the node keeps the last {RUN_LOG_EVENTS} of a run)</p> : null}
           <ul class="narration">
-            {progress.map((e, i) => (
-              <li key={i}>{narrate(e)}</li>
+            {progress.map(({ e, key }) => (
+              <Narration key={key} ev={e} />
             ))}
             {w.nondeliveries.map((n) => (
               <li key={n.address}>
@@ -330,6 +337,16 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
 }
 
 /** One buyer event as a sentence (what `c0mpute run` prints, shorter). */
+/** One narration line; drawn once (a new event adds a line, it does not redraw the others). */
+export class Narration extends Component<{ ev: Ev }> {
+  override shouldComponentUpdate(next: { ev: Ev }): boolean {
+    return next.ev !== this.props.ev;
+  }
+  override render() {
+    return <li>{narrate(this.props.ev)}</li>;
+  }
+}
+
 export function narrate(e: Ev): string {
   const s = (v: unknown) => String(v ?? '');
   const did = (v: unknown) => (typeof v === 'string' && v.startsWith('did:key:') ? `${v.slice(8, 14)}…${v.slice(-4)}` : s(v));

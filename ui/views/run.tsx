@@ -4,9 +4,10 @@
  * the same checks as `c0mpute run job.yaml`, then streams the narration here.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, postStream, useJson } from '../lib.js';
+import { ApiError, postStream, useJson, useRunEvents } from '../lib.js';
 import { AddrLink, ErrorBox, Status } from '../parts.js';
-import { narrate } from './jobs.js';
+import { Narration } from './jobs.js';
+import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 
 const POLICIES = ['balanced', 'cheapest', 'fastest', 'trusted', 'private'];
 const TIERS = ['', 'community', 'standard', 'verified', 'private', 'enterprise'];
@@ -69,7 +70,8 @@ export function RunJob() {
   const [form, setForm] = useState<Form>(INITIAL);
   const [yaml, setYaml] = useState(EXAMPLE_YAML);
   const [overlay, setOverlay] = useState('');
-  const [events, setEvents] = useState<Ev[]>([]);
+  // bounded as the daemon bounds a run's log (src/util/run-log.ts): a long job's progress does not pile up in the tab
+  const events = useRunEvents<Ev>('run');
   const [job, setJob] = useState<string | undefined>(undefined);
   const [result, setResult] = useState<Record<string, unknown> | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
@@ -90,7 +92,7 @@ export function RunJob() {
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setEvents([]);
+    events.clear();
     setJob(undefined);
     setResult(undefined);
     setError(undefined);
@@ -104,7 +106,7 @@ export function RunJob() {
           setError(new ApiError(err.code, err.message, 200));
         } else {
           if (ev.e === 'job') setJob((ev.job as { address: string }).address);
-          setEvents((l) => [...l, ev as Ev]);
+          events.push(ev as Ev);
         }
       });
     } catch (x) {
@@ -190,7 +192,7 @@ export function RunJob() {
         </p>
       </form>
       <ErrorBox error={error} />
-      {events.length || result ? (
+      {events.log.events.length || result ? (
         <section aria-labelledby="narration" aria-live="polite">
           <h2 id="narration">Progress</h2>
           {jobLink ? (
@@ -198,9 +200,10 @@ export function RunJob() {
               Job <AddrLink a={job} overlay={overlay || undefined} /> · <a href={jobLink}>open its timeline</a>
             </p>
           ) : null}
+          {events.log.omitted ? <p class="omitted">{events.log.omitted} earlier events omitted (the oldest progress first; the page keeps the last {RUN_LOG_EVENTS}, as the node does)</p> : null}
           <ol class="narration">
-            {events.map((e, i) => (
-              <li key={i}>{narrate(e)}</li>
+            {events.log.events.map((e, i) => (
+              <Narration key={events.log.seqs[i]} ev={e} />
             ))}
           </ol>
           {result ? (
