@@ -22,6 +22,7 @@ import { isDid } from '../records/did.js';
 import { TOPIC_KINDS } from '../net/topics.js';
 import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
 import { WITNESS_RECORD_DEFAULTS } from '../store/witness-keep.js';
+import { QUOTED_JOB_DEFAULTS } from '../store/records.js';
 import { ROLE_NAMES, type Role } from './role-names.js';
 import { EXEC_MAX_OUTPUT_BYTES, PROVIDER_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 
@@ -334,9 +335,13 @@ export const configSchema = z
       .object({
         /** Jobs, and what belongs to them (selections, the offers and claims they weighed, claim refusals), are dropped this many days after the job's deadline (0: kept for ever). */
         keepDays: z.number().min(0).max(36_500).default(DEFAULT_HISTORY_KEEP_DAYS),
+        /** Jobs of other nodes a provider quoted on and did not run, kept at most; past it the first quoted goes (src/store/records.ts putQuoted). */
+        maxQuotedJobs: z.number().int().min(100).default(QUOTED_JOB_DEFAULTS.maxJobs),
+        /** Envelope bytes of those jobs kept at most (at least 1 MiB, above the largest job envelope). */
+        maxQuotedJobBytes: z.number().int().min(1024 * 1024).default(QUOTED_JOB_DEFAULTS.maxBytes),
       })
       .strict()
-      .default({ keepDays: DEFAULT_HISTORY_KEEP_DAYS }),
+      .default({ keepDays: DEFAULT_HISTORY_KEEP_DAYS, maxQuotedJobs: QUOTED_JOB_DEFAULTS.maxJobs, maxQuotedJobBytes: QUOTED_JOB_DEFAULTS.maxBytes }),
     /**
      * What a node keeps of the witnesses' records, pool-evidence/1 and pool-witness/1 (docs/overlays.md "What a node
      * keeps of witness records"; src/store/records.ts). Anyone can mint both from keys of its own, so they are bounded.

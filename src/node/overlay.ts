@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
@@ -163,7 +163,16 @@ export class OverlayNode {
     const now = this.clock();
     // Witness records about the stewards this node's config names are kept outside the caps strangers' fill (records.ts).
     const named = this.namedStewards();
-    this.records = await RecordStore.open(db, this.prefix, { log: this.log, clock: this.clock, self: this.did, witnessRecords: this.d.config.witnessRecords, stewards: [...named] });
+    // Jobs a provider quoted on and did not run are kept within history.maxQuotedJobs(Bytes) (records.ts putQuoted).
+    const hc = this.d.config.history;
+    const quotedEvicted = new Counter({ name: 'c0mpute_provider_quoted_jobs_evicted_total', help: 'Jobs quoted on and not run let go past history.maxQuotedJobs or maxQuotedJobBytes, the first quoted first', registers: [this.registry] });
+    this.records = await RecordStore.open(db, this.prefix, {
+      log: this.log, clock: this.clock, self: this.did, witnessRecords: this.d.config.witnessRecords, stewards: [...named],
+      quotedJobs: { maxJobs: hc.maxQuotedJobs, maxBytes: hc.maxQuotedJobBytes }, onQuotedEvicted: (n) => quotedEvicted.inc(n),
+    });
+    const records = this.records;
+    new Gauge({ name: 'c0mpute_provider_quoted_jobs_held', help: 'Jobs of other nodes quoted on and not run, held (bounded by history.maxQuotedJobs)', registers: [this.registry], collect() { this.set(records.quotedJobs.count); } });
+    new Gauge({ name: 'c0mpute_provider_quoted_jobs_bytes', help: 'Envelope bytes of the jobs quoted on and not run, held (bounded by history.maxQuotedJobBytes)', registers: [this.registry], collect() { this.set(records.quotedJobs.bytes); } });
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence, maxEvidenceBytes: this.d.config.reputation.maxEvidenceBytes,
       clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []) });
 
@@ -408,11 +417,15 @@ export class OverlayNode {
     return { entries, receipts };
   }
 
-  /** A provider heard a job (gossip or push): quote, and keep the jobs it quoted on. */
+  /**
+   * A provider heard a job (gossip or push): quote, and keep the jobs it quoted on, within history.maxQuotedJobs(Bytes)
+   * (anyone can sign jobs with fresh keys, each quoted on): a job it runs is stored for good when its receipt is
+   * (provider-wiring.ts onReceipt); one it only quoted on goes when newer quotes need the room.
+   */
   async #quote(job: Opened<Job>, opts: { invited?: boolean } = {}): Promise<Opened<Offer> | undefined> {
     if (!this.provider) return undefined;
     const made = await this.provider.onJob(job, opts).catch((e) => void this.log.warn({ err: (e as Error).message }, 'quoting failed'));
-    if (made) await this.records.put(job);
+    if (made) await this.records.putQuoted(job);
     return made ?? this.provider.offerFor(job.address);
   }
 

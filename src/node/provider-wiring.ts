@@ -178,6 +178,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       // kept while the job could still be asked to run (until its deadline), then as long as the history
       await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
       await o.market.addEvidence(r, offer);
+      // the job it ran leaves the bounded set of jobs quoted on (records.ts putQuoted): it is this node's history now
+      await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
     },
     onOutcome: (status) => h.countJob(status),
     ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),

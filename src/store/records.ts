@@ -16,7 +16,7 @@
  * same batch as the job): `a!<signer>!<announcedAt>!<address>` lists a buyer's
  * jobs newest first a page at a time, `d!<signer>!<deadline>!<address>` finds
  * its live ones, so neither reads every job the node ever stored (a provider
- * stores each job it quoted on); `s!<job>!<address>` finds a job's
+ * stores each job it ran, and a bounded set of those it quoted on); `s!<job>!<address>` finds a job's
  * selections. A store from before the index is indexed once at open.
  *
  * The job history is dropped by age (`pruneHistory`, docs/node.md "Job
@@ -32,6 +32,13 @@
  * the batch that takes the store past the cap) and `n!<kind>!<steward>!<seq>` for a named steward's (outside the
  * caps, bounded by a count of their own); `a!<address>` finds a receipt's place when witness-keep.ts displaces it.
  * The counts are read once at open, when records move between the two as the named stewards changed.
+ *
+ * Jobs a provider quoted on are bounded too (`putQuoted`, `QuotedJobBounds`, docs/node.md "Job history"): anyone can
+ * sign a job with a fresh key, and a provider quotes on every one it can run within its quoting budget, which the
+ * job's own selection frees again. Sublevel `quoted` orders them by arrival, `o!<seq>` (the job's size, address and
+ * index keys) and `a!<address>` (its place); past `maxJobs` or `maxBytes` the first quoted goes, with its index keys, in
+ * the batch that stores the new one. A job stored with `put` (one this node ran, its own, one a steward admitted)
+ * leaves that order and is kept as the job history keeps it. The counts are read once at open.
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
@@ -90,6 +97,26 @@ function ownTime(r: Opened): number | undefined {
   }
 }
 
+/**
+ * The jobs another node signed that a provider quoted on and has not run (`putQuoted`): at most `maxJobs` of them and
+ * `maxBytes` of their envelopes; past either the first quoted goes (docs/config.md `history.maxQuotedJobs`).
+ */
+export interface QuotedJobBounds {
+  maxJobs: number;
+  maxBytes: number;
+}
+export const QUOTED_JOB_DEFAULTS: Readonly<QuotedJobBounds> = { maxJobs: 20_000, maxBytes: 32 * 1024 * 1024 };
+
+/** A quoted job's place in the arrival order (sublevel `quoted`, `o!<seq>`): what evicting it deletes. */
+interface QuotedPlace {
+  /** the job's address */
+  a: string;
+  /** its envelope bytes */
+  n: number;
+  /** its job index keys (lookup and age), as written */
+  k: string[];
+}
+
 /** What one pass of `pruneHistory` did. */
 export interface HistoryPruned {
   /** Records dropped. */
@@ -142,9 +169,21 @@ export class RecordStore {
   #db: Db;
   #clock: () => number;
   #self: string | undefined;
+  #quoted: Sub;
+  #quotedBounds: QuotedJobBounds;
+  /** jobs held in the quoted order, and their envelope bytes */
+  #quotedHeld = { count: 0, bytes: 0 };
+  #quotedSeq = 0;
+  /** the last place evicted from the quoted order: the next eviction starts past it (see #evictedTo) */
+  #quotedEvictedTo: string | undefined;
+  #onQuotedEvicted: ((n: number) => void) | undefined;
+  /** job writes, promotions out of the quoted order and history passes, one at a time: the quoted counts move with them */
+  #jobChain: Promise<unknown> = Promise.resolve();
 
-  private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined, bounds: WitnessRecordBounds, named: readonly string[]) {
+  private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined, bounds: WitnessRecordBounds, named: readonly string[], quoted: QuotedJobBounds) {
     this.#db = db;
+    this.#quotedBounds = quoted;
+    this.#quoted = sub(db, `${prefix}quoted`);
     this.#clock = clock;
     this.#self = self;
     this.#bounds = bounds;
@@ -265,13 +304,16 @@ export class RecordStore {
    * open; `clock` (default Date.now) bounds how far ahead a time another node chose may date a record, and `self`
    * (this node's DID) tells its own jobs, whose deadlines count as they are. `witnessRecords` bounds the witness
    * records held (default WITNESS_RECORD_DEFAULTS), `stewards` names the stewards whose are kept outside the caps.
+   * `quotedJobs` bounds the jobs quoted on and not run (default QUOTED_JOB_DEFAULTS; a lower bound than the last
+   * run's applies here), and `onQuotedEvicted` hears how many of them each eviction let go.
    */
   static async open(
     db: Db,
     prefix = '',
-    o: { log?: Logger; clock?: () => number; self?: string; witnessRecords?: Partial<WitnessRecordBounds>; stewards?: readonly string[] } = {},
+    o: { log?: Logger; clock?: () => number; self?: string; witnessRecords?: Partial<WitnessRecordBounds>; stewards?: readonly string[]; quotedJobs?: Partial<QuotedJobBounds>; onQuotedEvicted?: (n: number) => void } = {},
   ): Promise<RecordStore> {
-    const s = new RecordStore(db, prefix, o.clock ?? Date.now, o.self, { ...WITNESS_RECORD_DEFAULTS, ...o.witnessRecords }, o.stewards ?? []);
+    const s = new RecordStore(db, prefix, o.clock ?? Date.now, o.self, { ...WITNESS_RECORD_DEFAULTS, ...o.witnessRecords }, o.stewards ?? [], { ...QUOTED_JOB_DEFAULTS, ...o.quotedJobs });
+    s.#onQuotedEvicted = o.onQuotedEvicted;
     for await (const [did, addr] of s.#adverts.iterator()) {
       const a = await s.get(Buffer.from(addr).toString(), T.advert);
       if (a) s.#advertCache.set(did, a);
@@ -279,6 +321,7 @@ export class RecordStore {
     for (const a of await s.list(T.advert)) s.#hold(a);
     await s.#indexJobs(o.log);
     await s.#indexWitnessRecords(o.log);
+    await s.#readQuoted(o.log);
     return s;
   }
 
@@ -395,9 +438,12 @@ export class RecordStore {
     // lower seq whose write lands last would become the provider's current advert.
     // Witness receipts likewise: which receipts of a witness are kept is decided one write at a time.
     // Witness records too, and evidence with them: their counts against the caps move one write at a time.
+    // Jobs likewise: a job held in the quoted order leaves it here, and an eviction must not take it meanwhile.
     const p =
       rec.type === T.advert
         ? this.#advertChain.then(() => this.#putNow(rec))
+        : rec.type === T.job
+          ? this.#serialJobs(() => this.#putManyNow([rec]).then((n) => n === 1))
         : rec.type === WITNESS_TYPE
           ? this.#witnessChain.then(() => this.#putWitness(rec as Opened<WitnessReceipt>))
           : rec.type === EVIDENCE_TYPE
@@ -700,17 +746,35 @@ export class RecordStore {
     return out;
   }
 
-  /** Store verified records that are not adverts or witness receipts, in one synced batch; returns how many were new. */
+  /**
+   * Store verified records that are not adverts or witness receipts, in one synced batch; returns how many were new.
+   * A job among them held in the quoted order (`putQuoted`) leaves it: it is kept as the job history keeps it.
+   */
   async putMany(recs: readonly Opened[]): Promise<number> {
-    const fresh = new Map<string, Opened>();
     for (const r of recs) {
       if (r.type === T.advert) throw new Error('putMany takes no adverts: put() orders their seq');
       if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() decides which of a witness are kept');
       if (r.type === EVIDENCE_TYPE) throw new Error('putMany takes no witness evidence: put() bounds what is kept');
-      if (!fresh.has(r.address) && !(await this.has(r.address))) fresh.set(r.address, r);
     }
-    if (!fresh.size) return 0;
+    return recs.some((r) => r.type === T.job) ? this.#serialJobs(() => this.#putManyNow(recs)) : this.#putManyNow(recs);
+  }
+
+  async #putManyNow(recs: readonly Opened[]): Promise<number> {
+    const fresh = new Map<string, Opened>();
     const ops: unknown[] = [];
+    const leaving: QuotedPlace[] = [];
+    for (const r of recs) {
+      if (fresh.has(r.address)) continue;
+      if (!(await this.has(r.address))) fresh.set(r.address, r);
+      else if (r.type === T.job && !leaving.some((q) => q.a === r.address)) {
+        const q = await this.#quotedPlaceOf(r.address);
+        if (q) {
+          leaving.push(q.place);
+          ops.push({ type: 'del', key: q.key, sublevel: this.#quoted }, { type: 'del', key: `a!${r.address}`, sublevel: this.#quoted });
+        }
+      }
+    }
+    if (!fresh.size && !ops.length) return 0;
     const jobs = new Map<string, Opened<Job> | undefined>();
     for (const r of fresh.values()) if (r.type === T.job) jobs.set(r.address, r as Opened<Job>);
     for (const rec of fresh.values()) {
@@ -718,7 +782,126 @@ export class RecordStore {
       for (const key of await this.#indexKeys(rec, jobs)) ops.push({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex });
     }
     await syncBatch(this.#db, ops);
+    for (const q of leaving) this.#quotedLeft(q);
     return fresh.size;
+  }
+
+  /** Run `f` after the job writes before it (see #jobChain). */
+  #serialJobs<R>(f: () => Promise<R>): Promise<R> {
+    const p = this.#jobChain.then(f);
+    this.#jobChain = p.catch(() => undefined);
+    return p;
+  }
+
+  /**
+   * Store a job this provider quoted on: within `QuotedJobBounds`, the first quoted going (with its index keys) in
+   * the batch that stores this one, until it is stored with `put` (it ran here) or the job history drops it. This
+   * node's own job is stored as `put` stores it. False when the job is held already, or alone exceeds `maxBytes`.
+   */
+  async putQuoted(job: Opened<Job>): Promise<boolean> {
+    if (job.signer === this.#self) return this.put(job);
+    return this.#serialJobs(async () => {
+      if (await this.has(job.address)) return false;
+      const size = job.bytes.length;
+      const max = this.#quotedBounds;
+      if (size > max.maxBytes) return false;
+      const keys = await this.#indexKeys(job);
+      const ev = await this.#quotedEvictOps(this.#quotedHeld.count + 1 - max.maxJobs, this.#quotedHeld.bytes + size - max.maxBytes);
+      const place = `o!${seqKey(this.#quotedSeq++)}`;
+      const value: QuotedPlace = { a: job.address, n: size, k: keys };
+      await syncBatch(this.#db, [
+        ...ev.ops,
+        { type: 'put', key: job.address, value: job.bytes, sublevel: this.#records },
+        { type: 'put', key: `${job.type}!${job.address}`, value: new Uint8Array(0), sublevel: this.#byType },
+        ...keys.map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
+        { type: 'put', key: place, value: new TextEncoder().encode(JSON.stringify(value)), sublevel: this.#quoted },
+        { type: 'put', key: `a!${job.address}`, value: new TextEncoder().encode(place), sublevel: this.#quoted },
+      ]);
+      this.#quotedEvicted(ev);
+      this.#quotedHeld.count += 1;
+      this.#quotedHeld.bytes += size;
+      return true;
+    });
+  }
+
+  /** Jobs held in the quoted order (quoted on, not run here) and their envelope bytes. */
+  get quotedJobs(): { count: number; bytes: number } {
+    return { ...this.#quotedHeld };
+  }
+
+  /** A job's place in the quoted order, when it is held there. */
+  async #quotedPlaceOf(address: string): Promise<{ key: string; place: QuotedPlace } | undefined> {
+    const k = await this.#quoted.get(`a!${address}`);
+    if (k === undefined) return undefined;
+    const key = new TextDecoder().decode(k);
+    const v = await this.#quoted.get(key);
+    return { key, place: v === undefined ? { a: address, n: 0, k: [] } : RecordStore.#parseQuoted(v) };
+  }
+
+  static #parseQuoted(v: Uint8Array): QuotedPlace {
+    return JSON.parse(new TextDecoder().decode(v)) as QuotedPlace;
+  }
+
+  /** A job left the quoted order (its batch is on disk). */
+  #quotedLeft(q: QuotedPlace): void {
+    this.#quotedHeld.count = Math.max(0, this.#quotedHeld.count - 1);
+    this.#quotedHeld.bytes = Math.max(0, this.#quotedHeld.bytes - q.n);
+  }
+
+  /**
+   * The batch operations that evict the first quoted jobs until `count` of them and `bytes` of their envelopes are
+   * freed (none when both ≤ 0): each job, its type and job index keys, and its two places. Reads only what it evicts.
+   */
+  async #quotedEvictOps(count: number, bytes: number): Promise<{ ops: unknown[]; n: number; bytes: number; last?: string }> {
+    const ops: unknown[] = [];
+    let n = 0;
+    let freed = 0;
+    let last: string | undefined;
+    if (count <= 0 && bytes <= 0) return { ops, n, bytes: freed };
+    for await (const [key, v] of this.#quoted.iterator({ gt: this.#quotedEvictedTo ?? 'o!', lt: 'o!\xff' })) {
+      if (n >= count && freed >= bytes) break;
+      const q = RecordStore.#parseQuoted(v);
+      n++;
+      freed += q.n;
+      last = key;
+      ops.push(
+        { type: 'del', key: q.a, sublevel: this.#records },
+        { type: 'del', key: `${T.job}!${q.a}`, sublevel: this.#byType },
+        ...q.k.map((k) => ({ type: 'del', key: k, sublevel: this.#jobIndex })),
+        { type: 'del', key, sublevel: this.#quoted },
+        { type: 'del', key: `a!${q.a}`, sublevel: this.#quoted },
+      );
+    }
+    return { ops, n, bytes: freed, ...(last === undefined ? {} : { last }) };
+  }
+
+  /** After an eviction's batch is on disk: the counts, where the next starts, and a word to the owner. */
+  #quotedEvicted(ev: { n: number; bytes: number; last?: string }): void {
+    if (!ev.n) return;
+    this.#quotedHeld.count -= ev.n;
+    this.#quotedHeld.bytes -= ev.bytes;
+    if (ev.last !== undefined) this.#quotedEvictedTo = ev.last;
+    this.#onQuotedEvicted?.(ev.n);
+  }
+
+  /** The quoted order's counts, read at open; then its bounds (lower than the last run's, say) applied, the first quoted going. */
+  async #readQuoted(log?: Logger): Promise<void> {
+    for await (const [key, v] of this.#quoted.iterator({ gt: 'o!', lt: 'o!\xff' })) {
+      this.#quotedSeq = Math.max(this.#quotedSeq, Number(key.slice(2)) + 1);
+      this.#quotedHeld.count++;
+      this.#quotedHeld.bytes += RecordStore.#parseQuoted(v).n;
+    }
+    const max = this.#quotedBounds;
+    let evicted = 0;
+    for (;;) {
+      const over = this.#quotedHeld.count - max.maxJobs;
+      const ev = await this.#quotedEvictOps(Math.min(2000, over), over > 2000 ? 0 : this.#quotedHeld.bytes - max.maxBytes);
+      if (!ev.n) break;
+      await syncBatch(this.#db, ev.ops);
+      this.#quotedEvicted(ev);
+      evicted += ev.n;
+    }
+    if (evicted) log?.info({ evicted, held: this.#quotedHeld.count, maxJobs: max.maxJobs, maxBytes: max.maxBytes }, 'jobs quoted on past history.maxQuotedJobs(Bytes) dropped, the first quoted first');
   }
 
   /**
@@ -729,8 +912,13 @@ export class RecordStore {
    * Adverts, pool and witness records are not history and are never dropped here (witness records have their own
    * bound: the class comment).
    */
-  async pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+  pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
+    return this.#serialJobs(() => this.#pruneHistoryNow(before, max, after));
+  }
+
+  async #pruneHistoryNow(before: number, max: number, after?: string): Promise<HistoryPruned> {
     const ops: unknown[] = [];
+    const leaving: QuotedPlace[] = [];
     let removed = 0;
     let more = false;
     let last: string | undefined;
@@ -749,8 +937,15 @@ export class RecordStore {
         const r = await this.get(address, type);
         if (r) for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
       }
+      // a job held in the quoted order leaves it
+      const q = type === T.job ? await this.#quotedPlaceOf(address) : undefined;
+      if (q) {
+        leaving.push(q.place);
+        ops.push({ type: 'del', key: q.key, sublevel: this.#quoted }, { type: 'del', key: `a!${address}`, sublevel: this.#quoted });
+      }
     }
     if (ops.length) await syncBatch(this.#db, ops);
+    for (const q of leaving) this.#quotedLeft(q);
     return { removed, more, ...(last !== undefined ? { after: last } : {}) };
   }
 
