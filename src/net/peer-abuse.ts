@@ -15,7 +15,8 @@
  * byte budget the same way (`FloodGuard.blame`, wired in records-sync.ts).
  * offer/1 and outcome/1 (offer-route.ts) strike a peer for each invalid record
  * it sends directly (`FloodGuard.strike`, `abusePerInvalid` points), since
- * gossipsub's P4 never sees those.
+ * gossipsub's P4 never sees those; so does exec/1 for an invalid request
+ * (a provider's, through `AbuseReports.invalid`).
  */
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
@@ -40,12 +41,14 @@ export interface AbuseOptions {
  * network attaches (or after none does) go nowhere.
  */
 export class AbuseReports {
-  #sink: ((peer: string) => void) | undefined;
-  attach(sink: (peer: string) => void): void {
+  #sink: { overLimit(peer: string): void; invalid(peer: string): void } | undefined;
+  attach(sink: { overLimit(peer: string): void; invalid(peer: string): void }): void {
     this.#sink = sink;
   }
-  /** One request by `peer` over a rate limit of ours. */
-  readonly report = (peer: string): void => this.#sink?.(peer);
+  /** One request by `peer` over a rate limit of ours (FloodGuard.blame: `abusePerHit` points). */
+  readonly report = (peer: string): void => this.#sink?.overLimit(peer);
+  /** One invalid request by `peer` (exec/1's malformed or forged header: FloodGuard.strike, `abusePerInvalid` points). */
+  readonly invalid = (peer: string): void => this.#sink?.invalid(peer);
 }
 
 export const ABUSE_DEFAULTS: AbuseOptions = { appSpecificWeight: 0.2, disconnectAt: 400, banMs: 300_000 };
@@ -72,7 +75,7 @@ export class AbusePolicy {
         new Counter({ name, help: 'Peers disconnected and refused for a while because their flood-limit abuse score passed network.abuse.disconnectAt', registers: [registry] });
     }
     guard.onAbuse = (peer, score) => this.#onAbuse(peer, score);
-    this.opts.reports?.attach((peer) => guard.blame(peer));
+    this.opts.reports?.attach({ overLimit: (peer) => guard.blame(peer), invalid: (peer) => guard.strike(peer) });
   }
 
   /** gossipsub P5 (before the weight): never positive. */

@@ -182,6 +182,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
     },
     onOutcome: (status) => h.countJob(status),
+    // an invalid exec request costs its sender abuse points, as invalid records sent directly do (docs/network.md §10)
+    strike: o.abuseReports.invalid,
     ...(o.selectionAuthority ? { selectionAuthority: o.selectionAuthority } : {}),
     // pool/1: on an overlay with a steward, only admitted work runs here (src/roles/provider/admission-proof.ts). The
     // buyer's proof admits only a single job's own claim; a gang member job's (and a job whose buyer, one before this
@@ -196,7 +198,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
   await o.net.handleStream(
     EXEC_PROTOCOL,
-    (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline }),
+    (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline, peer: ctx.peer.toString() }),
     { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
   );
   await o.net.handle(

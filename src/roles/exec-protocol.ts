@@ -94,6 +94,22 @@ export function parseInputChunk(v: unknown): Uint8Array {
   return o.data;
 }
 
+/** Exec refusals that only an invalid request earns (execRequestInvalid). */
+const INVALID_EXEC_CODES: ReadonlySet<string> = new Set(['EXEC_BAD_REQUEST', 'EXEC_NOT_MY_OFFER', 'EXEC_OFFER_MISMATCH', 'EXEC_NOT_SELECTED', 'EXEC_SELECTION_UNAUTHORISED', 'EXEC_INPUT_MISMATCH']);
+
+/**
+ * Whether an exec/1 refusal says the request itself was invalid: a malformed frame or record (`CBOR_*`,
+ * `ENVELOPE_*`, `RECORD_*` but a record's time, `DID_*`, a sealed input that does not open `BOX_*`), records that do
+ * not belong together or a selection its signer could not make, an input other than the job's. No honest buyer sends
+ * these; the provider charges the sender's abuse score for them (docs/network.md §10). What an honest buyer meets
+ * (busy, a lapsed offer, a passed deadline, already run, preempted, not admitted) is not.
+ */
+export function execRequestInvalid(code: string): boolean {
+  if (INVALID_EXEC_CODES.has(code)) return true;
+  if (code === 'RECORD_EXPIRED' || code === 'RECORD_FROM_FUTURE') return false;
+  return /^(CBOR|ENVELOPE|RECORD|DID|BOX)_/.test(code);
+}
+
 /** What a refusal code may be: the pattern of a receipt's failure code (docs/protocol.md §3). */
 const REFUSAL_CODE_RE = /^[A-Z][A-Z0-9_]{0,63}$/;
 

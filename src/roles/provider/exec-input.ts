@@ -20,6 +20,8 @@ export interface ExecIO {
   /** Reserve bytes of the node's request budget (throws NET_BUFFER_LIMIT). */
   reserve(bytes: number): void;
   setDeadline(ms: number, what: string): void;
+  /** The remote peer (its PeerId), for what a refusal costs it and the log (absent: unknown). */
+  peer?: string;
 }
 
 export interface InputLimits {

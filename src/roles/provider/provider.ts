@@ -14,7 +14,8 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { chunks, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { chunks, execRequestInvalid, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { PeerLog } from '../../util/peer-log.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
@@ -75,6 +76,12 @@ export interface ProviderDeps {
   deliver?: (r: Opened<Receipt>) => void;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
+  /**
+   * Charge a peer for an invalid exec request (execRequestInvalid: malformed frames or records, a forged selection, an
+   * input other than the job's): the network's abuse score, `network.floodLimits.abusePerInvalid` points
+   * (AbuseReports.invalid, net/peer-abuse.ts). Default none.
+   */
+  strike?: (peer: string) => void;
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
   /**
@@ -137,9 +144,12 @@ export class Provider {
   /** Gossiped jobs this provider held back on, outranked on price (docs/market.md §12). */
   #heldBack = new Set<string>();
   #stopped = false;
+  /** Refused exec streams, logged per peer and code at most once a minute (any peer can open one). */
+  readonly #refusals: PeerLog;
   readonly budget: QuoteBudget<Opened<Offer>>;
 
   constructor(private d: ProviderDeps) {
+    this.#refusals = new PeerLog({ log: d.log, clock: d.clock });
     this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
     for (const [w, cfg] of Object.entries(d.config.workloads)) {
       try {
@@ -250,6 +260,7 @@ export class Provider {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
+    this.#refusals.stop();
     for (const c of this.#running.values()) c.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
   }
 
@@ -483,7 +494,11 @@ export class Provider {
       }
     } catch (e) {
       if (!(e instanceof C0Error) || e.code.startsWith('NET_')) throw e;
-      this.d.log.warn({ code: e.code, err: e.message }, 'exec request refused');
+      // any peer can open exec/1 with one bad frame: an invalid request costs it abuse points (it is hung up on past
+      // network.abuse.disconnectAt), and the log gets one line per peer and code, then a count a minute (PeerLog)
+      const peer = io.peer ?? 'unknown';
+      if (execRequestInvalid(e.code) && io.peer !== undefined) this.d.strike?.(io.peer);
+      this.#refusals.warn(peer, e.code, 'exec request refused', { err: e.message });
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
     }

@@ -14,6 +14,8 @@ import { T, type Advert, type Job, type Offer, type Receipt, type Selection } fr
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../../src/util/log.js';
 import { pino } from 'pino';
+import { FloodGuard } from '../../../src/net/flood-limits.js';
+import { AbusePolicy, AbuseReports } from '../../../src/net/peer-abuse.js';
 import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-box.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { parseConfig } from '../../../src/node/config.js';
@@ -43,7 +45,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike'] } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -108,6 +110,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     ...(opts.liveInMarket ? { liveInMarket: opts.liveInMarket } : {}),
     ...(opts.rankAhead ? { rankAhead: opts.rankAhead } : {}),
     ...(opts.steward ? { steward: opts.steward } : {}),
+    ...(opts.strike ? { strike: opts.strike } : {}),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -432,6 +435,53 @@ describe('Provider: execution', () => {
     // And the genuine request still runs afterwards.
     const ok = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
     assert.equal(ok.at(-1)!.t, 'receipt');
+  });
+
+  test('a refused exec stream: an invalid request costs its sender abuse points, one an honest buyer meets does not; the log gets a line per peer and code, not per stream', async () => {
+    const lines: Array<{ msg: string; peer?: string; code?: string }> = [];
+    const struck: string[] = [];
+    const s = setup({ log: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }), strike: (peer) => void struck.push(peer) });
+    const input = utf8('late');
+    const job = makeJob({ deadline: NOW + 10_000 }, input);
+    const offer = await offered(s, job);
+    const from = async (peer: string, f: unknown): Promise<string | undefined> => {
+      const frames: ExecFrame[] = [];
+      await s.provider.handleExec({ ...execIO([f], async (x) => void frames.push(x), new AbortController().signal), peer });
+      return refusal(frames);
+    };
+    for (let i = 0; i < 50; i++) assert.equal(await from('peerA', { t: 'nope' }), 'EXEC_BAD_REQUEST');
+    for (let i = 0; i < 50; i++) assert.equal(await from('peerA', { ...frame(job, offer, makeSelection(job, offer), input), job: Uint8Array.of(1) }), 'ENVELOPE_MALFORMED');
+    // a selection another key signed: forged, not a mistake
+    assert.equal(await from('peerB', frame(job, offer, makeSelection(job, offer, Ed25519Signer.generate()), input)), 'EXEC_SELECTION_UNAUTHORISED');
+    // an honest buyer that came too late is not charged
+    s.clock.set(offer.record.startBy + 1);
+    for (let i = 0; i < 5; i++) assert.equal(await from('peerC', frame(job, offer, makeSelection(job, offer), input)), 'EXEC_OFFER_LAPSED');
+    assert.deepEqual(struck, [...Array<string>(100).fill('peerA'), 'peerB']);
+    const refused = lines.filter((l) => l.msg.startsWith('exec request refused'));
+    assert.deepEqual(refused.map((l) => `${l.peer} ${l.code}`), ['peerA EXEC_BAD_REQUEST', 'peerA ENVELOPE_MALFORMED', 'peerB EXEC_SELECTION_UNAUTHORISED', 'peerC EXEC_OFFER_LAPSED']);
+  });
+
+  test('a peer flooding exec/1 with bad frames is charged on the network’s abuse score (abusePerInvalid) and hung up on at disconnectAt', async () => {
+    const reports = new AbuseReports();
+    const c = fakeClock(NOW);
+    const guard = new FloodGuard({ abuseHalfLifeMs: 60_000, abusePerInvalid: 10 }, c);
+    const hung: string[] = [];
+    const policy = new AbusePolicy(guard, { disconnectAt: 400, reports }, c, silentLogger(), (p) => void hung.push(p));
+    const s = setup({ strike: reports.invalid });
+    const bad = async (peer: string) => {
+      const frames: ExecFrame[] = [];
+      await s.provider.handleExec({ ...execIO([{ t: 'exec', job: 1 }], async (x) => void frames.push(x), new AbortController().signal), peer });
+      assert.equal(refusal(frames), 'EXEC_BAD_REQUEST');
+    };
+    await bad('honest');
+    for (let i = 0; i < 39; i++) await bad('flooder');
+    assert.equal(policy.appSpecificScore('flooder'), -390);
+    assert.equal(policy.appSpecificScore('honest'), -10, 'one bad frame: 10 points, far from a ban');
+    assert.deepEqual(hung, []);
+    await bad('flooder');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(hung, ['flooder'], 'the 40th bad frame reaches disconnectAt');
+    assert.equal(policy.denied('flooder'), true);
   });
 
   test('a lapsed offer (past its startBy) is refused', async () => {

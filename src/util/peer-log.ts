@@ -1,0 +1,106 @@
+/**
+ * Warnings a peer can trigger at will (a refused exec/1 stream: one bad frame each), written so that no peer can fill
+ * the log (docs/node.md "Logs"): the first of each (peer, code) in full, then at most one summary line a window
+ * (`<msg> (repeated)` with `more`: how many came since the last line), written when the window ends (a timer, or the
+ * next one past it); a window with none ends the key, and the next is written in full again. The keys held are bounded
+ * (the oldest goes, with a summary of what it held). Like the connection refusals' RefusalLog (net/refusals.ts), for
+ * any message.
+ */
+import type { Logger } from './log.js';
+
+export interface PeerLogOptions {
+  log: Logger;
+  /** `warn` (default) or `info`. */
+  level?: 'warn' | 'info';
+  clock?: () => number;
+  /** At most one line per (peer, code) this often, ms (default 60 000). */
+  windowMs?: number;
+  /** (peer, code) pairs held at most (default 1,024). */
+  maxKeys?: number;
+}
+
+interface Held {
+  peer: string;
+  code: string;
+  msg: string;
+  /** when the last line for it was written */
+  at: number;
+  /** how many came since */
+  more: number;
+}
+
+export class PeerLog {
+  readonly #d: PeerLogOptions;
+  readonly #held = new Map<string, Held>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(d: PeerLogOptions) {
+    this.#d = d;
+  }
+
+  get #window(): number {
+    return this.#d.windowMs ?? 60_000;
+  }
+
+  #now(): number {
+    return (this.#d.clock ?? Date.now)();
+  }
+
+  /** One `msg` caused by `peer` (a PeerId or DID), of kind `code` (an error code), with `fields` for the full line. */
+  warn(peer: string, code: string, msg: string, fields: Record<string, unknown> = {}): void {
+    const now = this.#now();
+    const key = `${peer} ${code}`;
+    const h = this.#held.get(key);
+    if (h) {
+      h.more++;
+      if (now - h.at >= this.#window) this.#summary(h, now);
+      return;
+    }
+    while (this.#held.size >= (this.#d.maxKeys ?? 1_024)) {
+      const [k, old] = this.#held.entries().next().value as [string, Held];
+      this.#held.delete(k);
+      if (old.more) this.#summary(old, now);
+    }
+    this.#held.set(key, { peer, code, msg, at: now, more: 0 });
+    this.#write({ peer, code, ...fields }, msg);
+    if (!this.#timer) {
+      this.#timer = setInterval(() => this.flush(), this.#window);
+      this.#timer.unref?.();
+    }
+  }
+
+  /** Write the summary of each key whose window ended with more to say; let go of the keys whose window was quiet. */
+  flush(): void {
+    const now = this.#now();
+    for (const [k, h] of this.#held) {
+      if (now - h.at < this.#window) continue;
+      if (h.more) this.#summary(h, now);
+      else this.#held.delete(k);
+    }
+    if (!this.#held.size) this.#stopTimer();
+  }
+
+  /** Write every summary pending and stop the timer. */
+  stop(): void {
+    const now = this.#now();
+    for (const h of this.#held.values()) if (h.more) this.#summary(h, now);
+    this.#held.clear();
+    this.#stopTimer();
+  }
+
+  #summary(h: Held, now: number): void {
+    this.#write({ peer: h.peer, code: h.code, more: h.more, sinceMs: now - h.at }, `${h.msg} (repeated)`);
+    h.at = now;
+    h.more = 0;
+  }
+
+  #write(fields: Record<string, unknown>, msg: string): void {
+    if ((this.#d.level ?? 'warn') === 'info') this.#d.log.info(fields, msg);
+    else this.#d.log.warn(fields, msg);
+  }
+
+  #stopTimer(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
