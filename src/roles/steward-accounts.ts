@@ -32,10 +32,14 @@
  * every receipt signed before it, a completed receipt heard before the
  * restart releases it at once, a receipt held aside before the restart is
  * charged when a selection after it names its provider, and its provider can
- * still be preempted or reclaimed (who was asked to stop is memory only: a
- * reclaimed-coded receipt kept across a restart counts as a failure, the claim
- * released at its deadline or withdraw). The entries go when the claim's
- * `Released` is appended.
+ * still be preempted or reclaimed. Who this steward asked to stop the claim
+ * is kept there too (a stop mark, written and synced before the `stop` is
+ * sent: src/roles/steward-reclaim.ts), so a reclaimed-coded receipt from a
+ * provider it asked, heard before a crash, still releases the claim as
+ * reclaimed at the start, as does a provider's answer that freed the devices
+ * (its receipt, or `barred`), and the buyer's `reclaimed` question is answered
+ * as before the restart. The entries go when the claim's `Released` is
+ * appended.
  *
  * A claim stays tracked until its `Released` append succeeds: a failed append
  * (a store error) leaves it open and tracked, and the release is tried again
@@ -51,7 +55,10 @@
  * `r/` in one batch when charged); `w/<claim>/<provider>` → the order it was
  * chosen in (decimal); `o/<claim>/<offer>` → a winning offer as resolved (JSON
  * ChosenOffer: its signer, cited advert, the pool it stands for); `p/<claim>` →
- * the signer of the latest selection's winning offer.
+ * the signer of the latest selection's winning offer; `s/<claim>/<provider>` →
+ * a stop mark, the steward asked that provider to stop the claim (JSON
+ * StopMark without its provider: `{reason, freed}`; a claim gets at most the
+ * few providers it was asked to stop at).
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -81,6 +88,30 @@ export interface SavedClaim {
   /** the winning offers as resolved (a pool's among them) */
   chosen: ChosenOffer[];
   provider?: string;
+  /** the providers this steward asked to stop it (ClaimStore `s/`) */
+  stops: StopMark[];
+}
+
+/**
+ * This steward asked `provider` to stop a single job's claim (src/roles/steward-reclaim.ts Reclaimer): for a higher
+ * priority or because it was idle, and whether the provider's answer freed the devices (its stop receipt, or
+ * `barred`). Kept on disk before the `stop` is sent, so a restart does not forget who was asked.
+ */
+export interface StopMark {
+  provider: string;
+  reason: 'priority' | 'idle';
+  freed: boolean;
+}
+
+/** A kept stop mark (ClaimStore `s/`), or undefined when it does not read as one. */
+function stopMarkFrom(provider: string, text: string): StopMark | undefined {
+  try {
+    const m = JSON.parse(text) as { reason?: unknown; freed?: unknown };
+    if ((m.reason !== 'priority' && m.reason !== 'idle') || typeof m.freed !== 'boolean' || !provider) return undefined;
+    return { provider, reason: m.reason, freed: m.freed };
+  } catch {
+    return undefined;
+  }
 }
 
 /** A single job's receipts and chosen providers, on disk (see the module comment for the keys). */
@@ -90,14 +121,16 @@ export class ClaimStore {
   /**
    * What is kept, by claim. Every receipt envelope is opened (its signature checked) again. A charged receipt that
    * does not open fails the load (it was charged: a release without it would under-charge); one held aside that does
-   * not open is left out and handed to `unreadable` (it was never charged; it goes with its claim).
+   * not open is left out and handed to `unreadable` (it was never charged; it goes with its claim), as is a stop mark
+   * that does not read as one (a reclaimed-coded receipt from that provider then counts as a failure, as one nobody
+   * asked for).
    */
   async load(unreadable?: (key: string, err: Error) => void): Promise<Map<string, SavedClaim>> {
     const out = new Map<string, SavedClaim>();
     const winners = new Map<string, Array<[number, string]>>();
     const of = (claim: string) => {
       let c = out.get(claim);
-      if (!c) out.set(claim, (c = { receipts: [], aside: [], winners: [], chosen: [] }));
+      if (!c) out.set(claim, (c = { receipts: [], aside: [], winners: [], chosen: [], stops: [] }));
       return c;
     };
     for await (const [k, v] of this.sub.iterator()) {
@@ -117,6 +150,12 @@ export class ClaimStore {
         const c = chosenFrom(fromUtf8.decode(v));
         if (c) of(k.slice(2, k.lastIndexOf('/'))).chosen.push(c);
       } else if (k.startsWith('p/')) of(k.slice(2)).provider = fromUtf8.decode(v);
+      else if (k.startsWith('s/')) {
+        const c = of(k.slice(2, k.lastIndexOf('/')));
+        const m = stopMarkFrom(k.slice(k.lastIndexOf('/') + 1), fromUtf8.decode(v));
+        if (m) c.stops.push(m);
+        else unreadable?.(k, new Error('not a stop mark'));
+      }
     }
     for (const [claim, ws] of winners) of(claim).winners = ws.sort((a, b) => a[0] - b[0]).map(([, w]) => w);
     return out;
@@ -154,9 +193,18 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'put', key: `p/${claim}`, value: utf8.encode(provider) }], { sync: true } as never);
   }
 
+  /** Keep (or update) a stop mark: synced, so that once this resolves a restart still knows the provider was asked. */
+  async putStopMark(claim: string, m: StopMark): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed })) }], { sync: true } as never);
+  }
+
+  async dropStopMark(claim: string, provider: string): Promise<void> {
+    await this.sub.batch([{ type: 'del', key: `s/${claim}/${provider}` }], { sync: true } as never);
+  }
+
   async remove(claim: string): Promise<void> {
     const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `p/${claim}` }];
-    for (const pre of ['r', 'a', 'w', 'o']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
+    for (const pre of ['r', 'a', 'w', 'o', 's']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
     await this.sub.batch(dels, { sync: true } as never);
   }
 }
@@ -308,6 +356,11 @@ export interface AccountsDeps {
    * nobody was asked, every such receipt is an ordinary failure.
    */
   stopAsked?: (claim: string, provider: string) => boolean;
+  /**
+   * After a restart, before any kept receipt is judged: the stop marks kept for an open single job's claim (ClaimStore
+   * `s/`), handed back to whoever answers stopAsked (src/roles/steward-reclaim.ts Reclaimer.restoreAsked).
+   */
+  restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[]) => void;
   /** A claim is closing: drop what else is kept about it (sampled usage, idle verdicts). Runs before the append. */
   forget: (claim: string) => void;
   /** Resolves a selection's winning offer: who signed it, the pool its receipts name (src/roles/steward-winners.ts). */
@@ -366,13 +419,17 @@ export class ClaimAccounts {
    * (receipts, those held aside, winners, the provider), drop what was kept of
    * claims no longer open, charge the receipts held aside that a selection
    * before the restart already named (it was chosen, then the process died),
-   * and release at once a claim whose final receipt (completed, or reclaimed)
-   * was heard before the restart.
+   * hand the stop marks back (restoreAsked), and release at once a claim whose
+   * final receipt was heard before the restart: completed, or reclaimed-coded
+   * from a provider this steward had asked to stop it; or one whose provider's
+   * answer to that stop had freed the devices (its receipt, or `barred`).
    */
   async restore(): Promise<void> {
     const store = this.d.store;
     if (!store) return;
-    const unreadable = (key: string, err: Error) => this.d.log.warn({ key, err: err.message }, 'a receipt held aside on disk does not open; left out (dropped with its claim)');
+    const unreadable = (key: string, err: Error) => this.d.log.warn({ key, err: err.message }, 'a receipt held aside or a stop mark on disk does not read; left out (dropped with its claim)');
+    /** Claims whose provider's answer to a stop freed the devices before the restart, and why they were asked. */
+    const freed = new Map<string, 'priority' | 'idle'>();
     for (const [claim, saved] of await store.load(unreadable)) {
       const oj = this.#open.get(claim);
       if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
@@ -383,6 +440,11 @@ export class ClaimAccounts {
       for (const w of saved.winners) Set.prototype.add.call(oj.winners, w);
       for (const c of saved.chosen) oj.chosen.set(c.offer, c);
       if (saved.provider) oj.provider = saved.provider;
+      if (saved.stops.length) {
+        this.d.restoreAsked?.(claim, oj.buyer, oj.deadline, saved.stops);
+        const f = saved.stops.find((m) => m.freed);
+        if (f) freed.set(claim, f.reason);
+      }
       for (const r of saved.aside) {
         // one charged as its aside entry was written (a race, or a crash between the two) is not held again
         if (oj.receipts.has(r.address) || r.record.job !== claim || r.record.buyer !== oj.buyer) continue;
@@ -396,10 +458,15 @@ export class ClaimAccounts {
     }
     for (const oj of [...this.#open.values()]) {
       if (oj.gang !== undefined) continue;
-      // a reclaimed-coded receipt is not final here: who was asked to stop is not kept across a restart (stopAsked)
-      const final = [...oj.receipts.values()].find((r) => r.record.status === 'completed');
-      if (!final) continue;
-      await this.release(oj, `${final.record.status} before a restart`).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'release after a restart failed; tried again'));
+      // a reclaimed-coded receipt is final only from a provider this steward asked to stop (its marks restored above)
+      const receipts = [...oj.receipts.values()];
+      const reclaimed = receipts.map((r) => this.#reclaimedCode(oj, r)).find((c) => c !== undefined);
+      const stopFreed = freed.get(oj.claim);
+      const why = receipts.some((r) => r.record.status === 'completed')
+        ? 'completed'
+        : (reclaimed ?? (stopFreed ? `${stopFreed === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED'} (stop answered)` : undefined));
+      if (!why) continue;
+      await this.release(oj, `${why} before a restart`).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'release after a restart failed; tried again'));
     }
   }
 
@@ -676,6 +743,19 @@ export class ClaimAccounts {
     if (provider !== undefined && this.d.stopAsked?.(oj.claim, provider)) return code;
     this.d.log.warn({ claim: oj.claim, provider: r.record.provider, code }, 'a receipt reports a reclaim this steward did not ask its provider for: charged as a failure, the claim stays open');
     return undefined;
+  }
+
+  /**
+   * Keep on disk (synced) that this steward asked `m.provider` to stop single job's claim `claim`, or that its answer
+   * freed the devices: src/roles/steward-reclaim.ts writes it before the `stop` goes out. No-op without a store.
+   */
+  async keepStopMark(claim: string, m: StopMark): Promise<void> {
+    await this.d.store?.putStopMark(claim, m);
+  }
+
+  /** Forget on disk that `provider` was asked to stop `claim` (it answered it did not stop, and did not bar). */
+  async dropStopMark(claim: string, provider: string): Promise<void> {
+    await this.d.store?.dropStopMark(claim, provider);
   }
 
   /** Every member of a gang has a final receipt (completed or failed): its work is over. */

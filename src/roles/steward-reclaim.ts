@@ -16,7 +16,7 @@ import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
-import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff } from './steward-accounts.js';
+import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 
@@ -43,7 +43,10 @@ export type Decided = { v: Verdict; victims: string[] };
  * the devices (stopped, or barred there: `freed`), a later selection its buyer signs has its provider asked to stop
  * too (Reclaimer.onSelection). `pending`: such selections whose winning offer the steward does not hold, fetched in
  * the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest kept); the FetchBackoff fields are that
- * claim's backoff there.
+ * claim's backoff there. While the claim is open, each provider asked is kept on disk as well (a stop mark in the
+ * claims store, written and synced before the `stop` goes out: ClaimAccounts.keepStopMark), and given back at the
+ * start (restoreAsked); once the claim's `Released` is appended the marks go from disk with its other entries, and
+ * the entry here lasts, in memory, until the deadline.
  */
 interface Reclaimed extends FetchBackoff {
   buyer: string;
@@ -374,11 +377,16 @@ export class Reclaimer {
    * (stopAsked). Once the answer freed the devices, a selection its buyer signs for it afterwards (a failover the
    * steward had not heard of) has its provider asked to stop as well (onSelection). A provider that answers neither
    * (one before `barred`: `stopped: 'no'`) releases nothing, and its mark goes: it did not stop. One that does not
-   * answer at all keeps it (it may have stopped; its receipt then releases the claim).
+   * answer at all keeps it (it may have stopped; its receipt then releases the claim). The mark is kept on disk,
+   * synced, before the request goes out (and updated when the answer freed the devices), so a steward killed before
+   * the claim's release still releases it as reclaimed at the start (ClaimAccounts.restore); a mark that cannot be
+   * written is logged and the stop sent all the same (the claim would otherwise hold the devices the higher claim
+   * was admitted on), so only a restart before the release then counts that provider's receipt as a failure.
    */
   async #stop(key: string, provider: string, reason: 'priority' | 'idle'): Promise<void> {
     const oj = this.d.accounts.get(key);
     const mark = oj && oj.gang === undefined ? this.#noteAsked(key, oj.buyer, oj.deadline, provider, reason) : undefined;
+    if (mark) await this.#keepMark(key, provider, mark.entry);
     const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(reason === 'idle' ? { reason } : {}), ...(oj ? { deadline: oj.deadline } : {}) } as never], {
       limits: { deadlineMs: 30_000 },
     });
@@ -388,9 +396,16 @@ export class Reclaimer {
       // kept until the deadline; one dropped meanwhile (over RECLAIMED_MAX) is noted again
       const entry = this.#reclaimed.get(key) === mark.entry ? mark.entry : this.#noteAsked(key, oj!.buyer, oj!.deadline, provider, reason).entry;
       entry.freed = true;
+      // still open (not released on a gossiped receipt meanwhile, its marks gone from disk with it): kept as freed
+      if (this.d.accounts.get(key)) await this.#keepMark(key, provider, entry);
     } else if (mark?.added && this.#reclaimed.get(key) === mark.entry) {
       mark.entry.asked.delete(provider);
       if (!mark.entry.asked.size && !mark.entry.freed) this.#reclaimed.delete(key);
+      try {
+        await this.d.accounts.dropStopMark(key, provider);
+      } catch (e) {
+        this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot drop a stop mark on disk (it goes with the claim)');
+      }
     }
     if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
     else if (f?.barred === 'yes') {
@@ -417,6 +432,27 @@ export class Reclaimer {
     const entry: Reclaimed = { buyer, deadline, reason, asked: new Set([provider]), freed: false };
     this.#reclaimed.set(key, entry);
     return { entry, added: true };
+  }
+
+  /** Keep on disk that `provider` was asked to stop claim `key` (with the entry's reason and whether it is freed). */
+  async #keepMark(key: string, provider: string, entry: Reclaimed): Promise<void> {
+    try {
+      await this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed });
+    } catch (e) {
+      // the stop is sent all the same (see #stop)
+      this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a stop mark on disk: a restart before the claim is released would count its reclaimed receipt as a failure');
+    }
+  }
+
+  /**
+   * At the start (ClaimAccounts.restore, before any kept receipt is judged): the providers this steward had asked to
+   * stop open claim `key` before the restart, from the stop marks kept on disk. Past the claim's deadline, nothing.
+   */
+  restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[]): void {
+    if (!marks.length || deadline <= this.d.ports.clock()) return;
+    let entry: Reclaimed | undefined;
+    for (const m of marks) entry = this.#noteAsked(key, buyer, deadline, m.provider, m.reason).entry;
+    if (marks.some((m) => m.freed)) entry!.freed = true;
   }
 
   /**
@@ -536,6 +572,8 @@ export class Reclaimer {
   async #askToStop(key: string, r: Reclaimed, provider: string): Promise<void> {
     if (r.asked.has(provider) || !this.#stillReclaimed(key, r)) return;
     r.asked.add(provider);
+    // a claim still open (its release failed, tried again) keeps this provider's mark on disk too
+    if (this.d.accounts.get(key)) await this.#keepMark(key, provider, r);
     this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
     try {
       await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });

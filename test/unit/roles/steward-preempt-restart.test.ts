@@ -1,0 +1,208 @@
+/**
+ * Who the steward asked to stop a claim survives a steward restart (docs/overlays.md "A reclaim is the steward's
+ * word"; src/roles/steward-accounts.ts ClaimStore `s/`). Before, the stop marks were memory only: the steward preempted
+ * a claim, the provider stopped and its EXEC_PREEMPTED receipt was kept in the claims store, the steward died before the
+ * `Released` append; at the start that receipt counted as a failure, so the claim held its reservation and devices
+ * until its deadline (the higher-priority work it was preempted for waited on nothing), and the buyer asking
+ * `reclaimed` was told `no` (a refusal like any other: a non-delivery against the honest provider, a failover). A
+ * real Ledger, LevelDB, accounts and Reclaimer over a one-device overlay, closed and opened again on the same dir; the
+ * network is a fake that answers as the test says.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { seal } from '../../../src/records/envelope.js';
+import { T, type Selection } from '../../../src/records/kinds.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import { admittedEvent, type Claim } from '../../../src/pool/admission.js';
+import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js';
+import { ClaimStore } from '../../../src/roles/steward-accounts.js';
+import { reclaimed } from '../../../src/roles/steward-handlers.js';
+import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { sub } from '../../../src/store/db.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardRig } from './steward-rig.js';
+import { NOW, P, advert, job, offer, receipt, type Party } from '../market/fixtures.js';
+
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
+  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
+`;
+const est = { uj: 10_000_000, grade: 'Estimator' as const };
+const [lowBuyer, highBuyer, provA] = [P(1), P(2), P(3)];
+const claimOf = (id: string, entitlement: string): Claim => ({ id, entitlement, gang_size: 1, devices_per_member: 1, estimate: est });
+const low = job(lowBuyer, { nonce: new Uint8Array([7]) });
+const high = job(highBuyer, { nonce: new Uint8Array([8]) });
+const offerA = offer(provA, low, advert(provA));
+const preempted = receipt(provA, lowBuyer, offerA, { status: 'failed', failure: { code: 'EXEC_PREEMPTED', message: 'preempted' }, energy: { uj: 400, grade: 'Estimator' } });
+
+function selection(buyer: Party, o: ReturnType<typeof offer>, provider: Party) {
+  const s: Selection = { job: o.record.job, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW };
+  return seal(T.selection, s, buyer.signer);
+}
+
+type Frame = { op: string; job: string; deadline?: number };
+
+/**
+ * The steward's parts on `dir` (opened again on the same dir after a restart), with a real Reclaimer and claims store;
+ * the low claim is tracked again when the ledger has it open (as the steward does at the start). `onStop` is provA's
+ * answer to a `stop`.
+ */
+async function open(dir: string, onStop: (f: Frame) => Promise<unknown> = async () => ({ stopped: 'no' })) {
+  const r = await stewardRig(dir, TREE, { claimStore: true });
+  const request = async (_to: string, _p: string, frames: Frame[]) => [frames[0]!.op === 'usage' ? { running: 'yes', uj: 100, elapsedMs: 10 } : await onStop(frames[0]!)];
+  const latest = new Map([['advert', { record: { expiresAt: NOW + 3_600_000, hardware: { cpuCores: 4, memoryMiB: 1024 } }, signer: provA.did }]]);
+  const ports = { ...r.ports, net: { request, peers: () => [{ peerId: '', did: provA.did, addrs: [] }] }, market: { adverts: { latest } } } as unknown as StewardPorts;
+  const reclaim = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: { preempt: true } as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
+  r.useReclaimer(reclaim);
+  if (r.ledger.book.open.has(low.address)) r.accounts.track(low.address, 'lo', lowBuyer.did, low.record.deadline);
+  const store = new ClaimStore(sub(r.db, 'steward-claims'));
+  const events = async () => (await r.ledger.records(0)).map((e) => `${e.event} ${e.claim === low.address ? 'low' : 'high'}`);
+  const admitHigh = async () => appendAdmitted({ reclaim, append: r.append }, claimOf(high.address, 'hi'), reclaim.decideNow(claimOf(high.address, 'hi')));
+  /** What the steward answers the low job's buyer asking op `reclaimed`. */
+  const ask = async (): Promise<unknown> => {
+    const sent: CborValue[] = [];
+    await reclaimed({ accounts: r.accounts, reclaim, claimOf: (j) => j, jobSigner: async (j) => (j === low.address ? lowBuyer.did : undefined) }, { op: 'reclaimed', job: low.address }, { peer: peerIdFromDid(lowBuyer.did), send: async (f) => void sent.push(f) });
+    return (sent[0] as { reclaimed?: string } | undefined)?.reclaimed;
+  };
+  /** The stop marks kept on disk, as `<claim>/<provider>`. */
+  const marks = async () => {
+    const out: string[] = [];
+    for await (const k of sub(r.db, 'steward-claims').keys({ gt: 's/', lt: 's/~' })) out.push(k.slice(2));
+    return out;
+  };
+  return { ...r, reclaim, store, events, admitHigh, ask, marks };
+}
+
+/** First run: the low claim admitted and selected at provA. */
+async function admitLow(dir: string, onStop: (f: Frame, s: Awaited<ReturnType<typeof open>>) => Promise<unknown>) {
+  const ref: { s?: Awaited<ReturnType<typeof open>> } = {};
+  const s = (ref.s = await open(dir, (f) => onStop(f, ref.s!)));
+  const v = s.pool.decide(claimOf(low.address, 'lo'));
+  assert.equal(v.verdict, 'Admit');
+  if (v.verdict === 'Admit') await s.append(admittedEvent(claimOf(low.address, 'lo'), v));
+  s.accounts.track(low.address, 'lo', lowBuyer.did, low.record.deadline);
+  s.offers.set(offerA.address, offerA);
+  await s.accounts.onSelection(selection(lowBuyer, offerA, provA));
+  return s;
+}
+
+describe('who the steward asked to stop a claim survives a restart', () => {
+  it('a reclaimed receipt kept before a crash (its Released not appended) releases the claim as reclaimed at the start, and the buyer is told so', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      let atStop: string[] = [];
+      const s = await admitLow(t.dir, async (_f, s) => {
+        atStop = await s.marks();
+        // provA stops: its receipt is gossiped and kept (ClaimAccounts #charge: putReceipt), then the steward dies
+        // before the release's append; the answer never arrives
+        await s.store.putReceipt(low.address, preempted);
+        throw new Error('the steward was killed');
+      });
+      await s.admitHigh();
+      assert.deepEqual(atStop, [`${low.address}/${provA.did}`], 'the stop mark is on disk before the stop goes out');
+      assert.deepEqual(await s.events(), ['Admitted low'], 'nothing released before the crash');
+      await s.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      const rel = (await after.ledger.records(0)).filter((e) => e.event === 'Released');
+      assert.deepEqual(await after.events(), ['Admitted low', 'Released low'], 'released at the start, not held until its deadline');
+      assert.deepEqual(rel[0]!.actual, { uj: 400, grade: 'Estimator' }, 'charged what the stopped work spent');
+      assert.equal(await after.ask(), 'priority', 'the buyer asking after the restart is told its claim was reclaimed');
+      assert.deepEqual(await after.marks(), [], 'the marks went with the claim’s Released');
+      // the higher claim it was preempted for is admitted now
+      const o = await after.admitHigh();
+      assert.ok('admit' in o, `admitted: ${JSON.stringify(o)}`);
+      await after.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('asked to stop, no answer before a restart: the buyer is told `priority`, and the provider’s receipt heard after it releases the claim', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      const s = await admitLow(t.dir, async () => {
+        throw new Error('the steward was killed');
+      });
+      await s.admitHigh();
+      await s.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.deepEqual(await after.events(), ['Admitted low'], 'no receipt yet: still open');
+      assert.equal(await after.ask(), 'priority', 'not `no`: the steward did ask a provider to stop it');
+      after.offers.set(offerA.address, offerA);
+      await after.accounts.onReceipt(preempted);
+      assert.deepEqual(await after.events(), ['Admitted low', 'Released low'], 'the asked provider’s receipt releases it as reclaimed');
+      assert.equal(await after.ask(), 'priority');
+      await after.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a provider that answered it did not stop and did not bar leaves no mark on disk: after a restart its EXEC_PREEMPTED is a failure', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      const s = await admitLow(t.dir, async () => ({ stopped: 'no' }));
+      const o = await s.admitHigh();
+      assert.ok('v' in o && o.v.verdict === 'Queue');
+      assert.deepEqual(await s.marks(), [], 'the mark went with the answer');
+      await s.store.putReceipt(low.address, preempted);
+      await s.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.deepEqual(await after.events(), ['Admitted low'], 'not released: nobody asked that provider to stop');
+      assert.ok(after.accounts.get(low.address)?.receipts.has(preempted.address), 'charged as the failure it is');
+      assert.equal(await after.ask(), 'no');
+      await after.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a provider that answered `barred` before a crash (the release not appended): released at the start', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      const s = await admitLow(t.dir, async () => ({ stopped: 'no' }));
+      await s.close();
+      // what #stop keeps before the release it then appends: the mark, freed by the provider's `barred`
+      const mid = await open(t.dir);
+      await mid.store.putStopMark(low.address, { provider: provA.did, reason: 'idle', freed: true });
+      await mid.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.deepEqual(await after.events(), ['Admitted low', 'Released low']);
+      assert.equal(await after.ask(), 'idle');
+      assert.deepEqual(await after.marks(), []);
+      await after.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a claim released as reclaimed before a restart: its marks are gone from disk, and the buyer asking after it is told `closed`, never `no`', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      const s = await admitLow(t.dir, async () => ({ stopped: 'yes', receipt: preempted.bytes }));
+      const o = await s.admitHigh();
+      assert.ok('admit' in o);
+      assert.deepEqual(await s.events(), ['Admitted low', 'Released low', 'Admitted high']);
+      assert.equal(await s.ask(), 'priority');
+      assert.deepEqual(await s.marks(), [], 'no mark left on disk once released');
+      await s.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.equal(await after.ask(), 'closed', 'a closed claim ends the buyer’s job `preempted` too (no non-delivery, no failover)');
+      await after.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+});
