@@ -172,7 +172,8 @@ export interface JobSpec {
 
 /**
  * What the steward answers op `reclaimed` (src/roles/steward-handlers.ts): it asked a provider to stop the claim (for
- * a higher priority, or idle), it did not (the claim is open), or the claim is closed and not remembered as reclaimed.
+ * a higher priority, or idle), it did not (the claim is open), or the claim is closed and was not reclaimed (released
+ * for another reason: a receipt, a withdraw, its deadline). Only the first two confirm a reclaim.
  */
 export type ReclaimAnswer = 'priority' | 'idle' | 'no' | 'closed';
 
@@ -658,9 +659,10 @@ export class Buyer {
 
   /**
    * A provider refused the exec, or ended the work, with a reclaim's code: ask the steward whether it reclaimed the
-   * claim. `priority`/`idle` (it asked a provider to stop it) or `closed` (the claim is over there): confirmed, the
-   * job ends `preempted`. `no`: nobody asked the provider to stop, so it is a refusal (a non-delivery) or a failure
-   * like any other, and the buyer fails over. A steward before the op (STEWARD_BAD_REQUEST): the provider is believed,
+   * claim. `priority`/`idle` (it asked a provider to stop it): confirmed, the job ends `preempted`. `no` (nobody asked
+   * the provider to stop) or `closed` (the claim was released for another reason: a provider that gossiped a receipt
+   * of its own, say, then refuses the exec as preempted): it is a refusal (a non-delivery) or a failure like any
+   * other, and the buyer fails over. A steward before the op (STEWARD_BAD_REQUEST): the provider is believed,
    * as before it. No answer (unreachable, too slow) or no way to ask: nothing is confirmed, the buyer fails over, and
    * signs no non-delivery either (it cannot tell whose doing it was).
    */
@@ -676,9 +678,8 @@ export class Buyer {
       return { v: 'unknown', note: `the steward did not confirm the reclaim: ${err.code ?? err.message}` };
     }
     if (said === 'priority' || said === 'idle') return { v: 'confirmed' };
-    if (said === 'closed') return { v: 'confirmed', note: 'the steward holds the claim closed' };
-    this.d.log.warn({ provider, job: job.address, code }, 'the provider reports a reclaim the steward did not ask for: treated as a refusal or failure like any other');
-    return { v: 'denied', note: 'not reclaimed: the steward asked nobody to stop it' };
+    this.d.log.warn({ provider, job: job.address, code, steward: said }, 'the provider reports a reclaim the steward did not ask for: treated as a refusal or failure like any other');
+    return { v: 'denied', note: said === 'closed' ? 'not reclaimed: the steward released the claim for another reason' : 'not reclaimed: the steward asked nobody to stop it' };
   }
 
   /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */

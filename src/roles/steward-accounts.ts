@@ -58,7 +58,12 @@
  * the signer of the latest selection's winning offer; `s/<claim>/<provider>` →
  * a stop mark, the steward asked that provider to stop the claim (JSON
  * StopMark without its provider: `{reason, freed}`; a claim gets at most the
- * few providers it was asked to stop at).
+ * few providers it was asked to stop at); `x/<claim>` → a claim released after
+ * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
+ * its deadline, the providers asked), written in the batch that drops the
+ * claim's other entries and kept until the claim's deadline, so the buyer's
+ * `reclaimed` question is answered `priority`/`idle` after a restart too, never
+ * `closed` (which the buyer does not take as a reclaim).
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -90,6 +95,8 @@ export interface SavedClaim {
   provider?: string;
   /** the providers this steward asked to stop it (ClaimStore `s/`) */
   stops: StopMark[];
+  /** released after this steward asked a provider to stop it (ClaimStore `x/`) */
+  reclaimed?: ReclaimedNote;
 }
 
 /**
@@ -101,6 +108,30 @@ export interface StopMark {
   provider: string;
   reason: 'priority' | 'idle';
   freed: boolean;
+}
+
+/**
+ * A claim released after this steward asked a provider to stop it (ClaimStore `x/`): kept until its deadline, so a
+ * restart still knows it was reclaimed (src/roles/steward-reclaim.ts Reclaimer.reclaimedNote, restoreAsked).
+ */
+export interface ReclaimedNote {
+  reason: 'priority' | 'idle';
+  buyer: string;
+  deadline: number;
+  /** the providers asked to stop it */
+  asked: string[];
+}
+
+/** A kept reclaimed note (ClaimStore `x/`), or undefined when it does not read as one. */
+function reclaimedNoteFrom(text: string): ReclaimedNote | undefined {
+  try {
+    const m = JSON.parse(text) as Partial<ReclaimedNote>;
+    if (m.reason !== 'priority' && m.reason !== 'idle') return undefined;
+    if (typeof m.buyer !== 'string' || !m.buyer || !Number.isSafeInteger(m.deadline) || !Array.isArray(m.asked) || !m.asked.every((a) => typeof a === 'string' && a)) return undefined;
+    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked };
+  } catch {
+    return undefined;
+  }
 }
 
 /** A kept stop mark (ClaimStore `s/`), or undefined when it does not read as one. */
@@ -155,6 +186,11 @@ export class ClaimStore {
         const m = stopMarkFrom(k.slice(k.lastIndexOf('/') + 1), fromUtf8.decode(v));
         if (m) c.stops.push(m);
         else unreadable?.(k, new Error('not a stop mark'));
+      } else if (k.startsWith('x/')) {
+        const c = of(k.slice(2));
+        const n = reclaimedNoteFrom(fromUtf8.decode(v));
+        if (n) c.reclaimed = n;
+        else unreadable?.(k, new Error('not a reclaimed note'));
       }
     }
     for (const [claim, ws] of winners) of(claim).winners = ws.sort((a, b) => a[0] - b[0]).map(([, w]) => w);
@@ -202,10 +238,20 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'del', key: `s/${claim}/${provider}` }], { sync: true } as never);
   }
 
-  async remove(claim: string): Promise<void> {
-    const dels: Array<{ type: 'del'; key: string }> = [{ type: 'del', key: `p/${claim}` }];
-    for (const pre of ['r', 'a', 'w', 'o', 's']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) dels.push({ type: 'del', key: k });
-    await this.sub.batch(dels, { sync: true } as never);
+  /**
+   * Drop what is kept of a claim, in one batch; `reclaimed`: it was released after this steward asked a provider to
+   * stop it, and that is kept (`x/`) until its deadline (dropReclaimed), in the same batch.
+   */
+  async remove(claim: string, reclaimed?: ReclaimedNote): Promise<void> {
+    const ops: Array<{ type: 'del'; key: string } | { type: 'put'; key: string; value: Uint8Array }> = [{ type: 'del', key: `p/${claim}` }];
+    for (const pre of ['r', 'a', 'w', 'o', 's']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) ops.push({ type: 'del', key: k });
+    ops.push(reclaimed ? { type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(reclaimed)) } : { type: 'del', key: `x/${claim}` });
+    await this.sub.batch(ops, { sync: true } as never);
+  }
+
+  /** A reclaimed claim's deadline has come (or it is no longer remembered): its note goes. */
+  async dropReclaimed(claim: string): Promise<void> {
+    await this.sub.batch([{ type: 'del', key: `x/${claim}` }], { sync: true } as never);
   }
 }
 
@@ -361,6 +407,11 @@ export interface AccountsDeps {
    * `s/`), handed back to whoever answers stopAsked (src/roles/steward-reclaim.ts Reclaimer.restoreAsked).
    */
   restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[]) => void;
+  /**
+   * The claim was reclaimed (a provider asked to stop it, before its deadline): what is kept of it once released
+   * (ClaimStore `x/`; src/roles/steward-reclaim.ts Reclaimer.reclaimedNote).
+   */
+  reclaimedNote?: (claim: string) => ReclaimedNote | undefined;
   /** A claim is closing: drop what else is kept about it (sampled usage, idle verdicts). Runs before the append. */
   forget: (claim: string) => void;
   /** Resolves a selection's winning offer: who signed it, the pool its receipts name (src/roles/steward-winners.ts). */
@@ -433,7 +484,10 @@ export class ClaimAccounts {
     for (const [claim, saved] of await store.load(unreadable)) {
       const oj = this.#open.get(claim);
       if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
-        await store.remove(claim);
+        // released as reclaimed: remembered until its deadline (the buyer's `reclaimed` question, a failover's stop)
+        const note = !oj && saved.reclaimed && saved.reclaimed.deadline > this.d.clock() ? saved.reclaimed : undefined;
+        if (note) this.d.restoreAsked?.(claim, note.buyer, note.deadline, note.asked.map((provider) => ({ provider, reason: note.reason, freed: true })));
+        await store.remove(claim, note);
         continue;
       }
       for (const r of saved.receipts) oj.receipts.set(r.address, r);
@@ -758,6 +812,12 @@ export class ClaimAccounts {
     await this.d.store?.dropStopMark(claim, provider);
   }
 
+  /** A reclaimed claim no longer remembered (its deadline came, or RECLAIMED_MAX): its note on disk goes, if it is closed. */
+  async dropReclaimed(claim: string): Promise<void> {
+    if (this.#open.has(claim)) return;
+    await this.d.store?.dropReclaimed(claim);
+  }
+
   /** Every member of a gang has a final receipt (completed or failed): its work is over. */
   gangEnded(oj: OpenJob): boolean {
     const ended = new Set<number>();
@@ -854,7 +914,7 @@ export class ClaimAccounts {
   /** A single job's receipts and winners kept on disk go with its claim (left over, they are dropped at the next start). */
   async #dropKept(oj: OpenJob): Promise<void> {
     if (oj.gang !== undefined || !this.d.store) return;
-    await this.d.store.remove(oj.claim).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot drop what was kept of a released claim (dropped at the next start)'));
+    await this.d.store.remove(oj.claim, this.d.reclaimedNote?.(oj.claim)).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot drop what was kept of a released claim (dropped at the next start)'));
   }
 
   stop(): void {

@@ -115,10 +115,10 @@ export interface ReclaimedDeps {
  * exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED, or ends it with a failed receipt coded so: the provider's word alone
  * proves nothing (it would end the buyer's job with no non-delivery and no failover). Answers `{t: 'reclaimed',
  * reclaimed}`: `priority` or `idle` when the steward asked a provider to stop the claim (from before the `stop` goes
- * out until the claim's deadline, src/roles/steward-reclaim.ts; an open claim's marks are kept on disk and come back
- * after a restart), `no` while the claim is open and nobody was asked, `closed` when the claim is neither open nor
- * remembered as reclaimed (released otherwise, or released as reclaimed before a restart of the steward: it cannot
- * tell, and the buyer ends the job as reclaimed all the same). Only the job's buyer is answered (`STEWARD_NOT_BUYER`).
+ * out until the claim's deadline, src/roles/steward-reclaim.ts; kept on disk, an open claim's as its stop marks, a
+ * released one's as its reclaimed note, so a restart answers the same), `no` while the claim is open and nobody was
+ * asked, `closed` when the claim is neither open nor reclaimed (released for another reason: the buyer does not take
+ * that as a reclaim). Only the job's buyer is answered (`STEWARD_NOT_BUYER`).
  */
 export async function reclaimed(d: ReclaimedDeps, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
   if (typeof req.job !== 'string' || !req.job) throw new C0Error('STEWARD_BAD_REQUEST', 'reclaimed: job must be a job address', { field: 'job' });

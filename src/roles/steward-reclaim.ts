@@ -16,7 +16,7 @@ import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
-import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff, type StopMark } from './steward-accounts.js';
+import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 
@@ -400,7 +400,7 @@ export class Reclaimer {
       if (this.d.accounts.get(key)) await this.#keepMark(key, provider, entry);
     } else if (mark?.added && this.#reclaimed.get(key) === mark.entry) {
       mark.entry.asked.delete(provider);
-      if (!mark.entry.asked.size && !mark.entry.freed) this.#reclaimed.delete(key);
+      if (!mark.entry.asked.size && !mark.entry.freed) this.#unremember(key);
       try {
         await this.d.accounts.dropStopMark(key, provider);
       } catch (e) {
@@ -428,7 +428,7 @@ export class Reclaimer {
       kept.asked.add(provider);
       return { entry: kept, added };
     }
-    while (this.#reclaimed.size >= RECLAIMED_MAX) this.#reclaimed.delete(this.#reclaimed.keys().next().value!);
+    while (this.#reclaimed.size >= RECLAIMED_MAX) this.#unremember(this.#reclaimed.keys().next().value!);
     const entry: Reclaimed = { buyer, deadline, reason, asked: new Set([provider]), freed: false };
     this.#reclaimed.set(key, entry);
     return { entry, added: true };
@@ -474,10 +474,25 @@ export class Reclaimer {
     return r && r.deadline > this.d.ports.clock() ? { reason: r.reason, buyer: r.buyer } : undefined;
   }
 
+  /**
+   * What is kept on disk of reclaimed claim `key` once it is released (ClaimAccounts' `x/` note, until its deadline):
+   * so after a restart its buyer is still told `priority`/`idle`, and a failover's provider is still asked to stop.
+   */
+  reclaimedNote(key: string): ReclaimedNote | undefined {
+    const r = this.#reclaimed.get(key);
+    return r && r.deadline > this.d.ports.clock() ? { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked] } : undefined;
+  }
+
+  /** A reclaimed claim is no longer remembered: nor is it on disk once released (best effort: else dropped at the next start past its deadline). */
+  #unremember(key: string): void {
+    this.#reclaimed.delete(key);
+    void Promise.resolve().then(() => this.d.accounts.dropReclaimed(key)).catch((e) => this.d.ports.log.debug({ claim: key, err: (e as Error).message }, 'cannot drop a reclaimed note on disk (dropped at a start past its deadline)'));
+  }
+
   /** Forget the reclaimed claims whose deadline has come (with the selections kept pending for them). */
   #dropExpired(): void {
     const now = this.d.ports.clock();
-    for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#reclaimed.delete(k);
+    for (const [k, r] of this.#reclaimed) if (r.deadline <= now) this.#unremember(k);
   }
 
   /** Whether `r` is still the remembered entry of reclaimed claim `key`, freed, before its deadline, on a steward still running. */
@@ -505,7 +520,7 @@ export class Reclaimer {
     // only asked so far (the answer has not freed anything): not reclaimed yet, its failovers are not stopped
     if (!r?.freed) return;
     if (r.deadline <= this.d.ports.clock()) {
-      this.#reclaimed.delete(key);
+      this.#unremember(key);
       return;
     }
     if (s.signer !== r.buyer && s.signer !== this.d.did) return;

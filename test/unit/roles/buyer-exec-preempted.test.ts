@@ -114,11 +114,12 @@ test('a failed receipt coded EXEC_PREEMPTED that the steward confirms: the job e
   assert.deepEqual(r.withdrawn, []);
 });
 
-test('a claim the steward holds closed (released, not remembered as reclaimed): the job ends preempted, no non-delivery', async () => {
+test('a claim the steward released for another reason (`closed`: say its provider gossiped a receipt of its own, then refused as preempted): a refusal like any other', async () => {
   const r = await run('EXEC_PREEMPTED', true, 'closed');
-  assert.equal(r.result.status, 'preempted');
-  assert.deepEqual(r.execs, [A.did]);
-  assert.deepEqual(r.nondeliveries, []);
+  assert.notEqual(r.result.status, 'preempted');
+  assert.deepEqual(r.execs, [A.did, B.did], 'failed over');
+  assert.equal(r.nondeliveries.length, 2, 'each refusal earns its provider a non-delivery');
+  assert.match(r.result.attempts[0]!.outcome, /released the claim for another reason/);
 });
 
 test('a steward before the `reclaimed` op (STEWARD_BAD_REQUEST): the provider is believed, as before', async () => {

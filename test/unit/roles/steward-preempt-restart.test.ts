@@ -72,7 +72,13 @@ async function open(dir: string, onStop: (f: Frame) => Promise<unknown> = async 
     for await (const k of sub(r.db, 'steward-claims').keys({ gt: 's/', lt: 's/~' })) out.push(k.slice(2));
     return out;
   };
-  return { ...r, reclaim, store, events, admitHigh, ask, marks };
+  /** The reclaimed notes kept on disk (claims released as reclaimed, until their deadline). */
+  const notes = async () => {
+    const out: string[] = [];
+    for await (const k of sub(r.db, 'steward-claims').keys({ gt: 'x/', lt: 'x/~' })) out.push(k.slice(2));
+    return out;
+  };
+  return { ...r, reclaim, store, events, admitHigh, ask, marks, notes };
 }
 
 /** First run: the low claim admitted and selected at provA. */
@@ -186,7 +192,7 @@ describe('who the steward asked to stop a claim survives a restart', () => {
     }
   });
 
-  it('a claim released as reclaimed before a restart: its marks are gone from disk, and the buyer asking after it is told `closed`, never `no`', async () => {
+  it('a claim released as reclaimed before a restart: its marks go, a reclaimed note stays until its deadline, and the buyer asking after the restart is told `priority`', async () => {
     const t = tempDir('c0-preempt-restart-');
     try {
       const s = await admitLow(t.dir, async () => ({ stopped: 'yes', receipt: preempted.bytes }));
@@ -194,12 +200,39 @@ describe('who the steward asked to stop a claim survives a restart', () => {
       assert.ok('admit' in o);
       assert.deepEqual(await s.events(), ['Admitted low', 'Released low', 'Admitted high']);
       assert.equal(await s.ask(), 'priority');
-      assert.deepEqual(await s.marks(), [], 'no mark left on disk once released');
+      assert.deepEqual(await s.marks(), [], 'no stop mark left on disk once released');
+      assert.deepEqual(await s.notes(), [low.address], 'the reclaimed note, kept until the deadline');
       await s.close();
 
       const after = await open(t.dir);
       await after.accounts.restore();
-      assert.equal(await after.ask(), 'closed', 'a closed claim ends the buyer’s job `preempted` too (no non-delivery, no failover)');
+      assert.equal(await after.ask(), 'priority', 'still reclaimed after the restart: never `closed`, which the buyer does not take as a reclaim');
+      assert.deepEqual(await after.notes(), [low.address]);
+      await after.close();
+
+      // past its deadline the note goes at the next start
+      const late = await open(t.dir);
+      late.clock.set(low.record.deadline + 1);
+      await late.accounts.restore();
+      assert.deepEqual(await late.notes(), []);
+      await late.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a claim released for another reason (its provider gossiped a completed receipt): `closed`, before and after a restart, and no note is kept', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      const s = await admitLow(t.dir, async () => ({ stopped: 'no' }));
+      await s.accounts.onReceipt(receipt(provA, lowBuyer, offerA, { status: 'completed', energy: { uj: 400, grade: 'Estimator' } }));
+      assert.deepEqual(await s.events(), ['Admitted low', 'Released low']);
+      assert.equal(await s.ask(), 'closed');
+      assert.deepEqual(await s.notes(), []);
+      await s.close();
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.equal(await after.ask(), 'closed');
       await after.close();
     } finally {
       t.cleanup();

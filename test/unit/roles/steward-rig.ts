@@ -45,7 +45,7 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
   const append: Ledger['append'] = (e, opts) => ledger.append(e, opts);
   const serial = o.serial ?? new Serial();
   const cfg = { requiredEvidence: 3 } as StewardConfig;
-  const ref: { gangs?: Gangs; reclaim?: Pick<Reclaimer, 'stopAsked' | 'restoreAsked'> } = {};
+  const ref: { gangs?: Gangs; reclaim?: Pick<Reclaimer, 'stopAsked' | 'restoreAsked' | 'reclaimedNote'> } = {};
   // The offers (and adverts) the steward holds: a selection's winning offer is resolved from here (steward-winners.ts).
   const offers = new Map<string, Opened<Offer>>();
   const adverts = new Map<string, Opened<Advert>>();
@@ -64,6 +64,7 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     // whether the steward asked a provider to stop a claim: a test that builds a Reclaimer hands it over (useReclaimer)
     stopAsked: (c, p) => ref.reclaim?.stopAsked(c, p) ?? false,
     restoreAsked: (c, b, d, m) => ref.reclaim?.restoreAsked(c, b, d, m),
+    reclaimedNote: (c) => ref.reclaim?.reclaimedNote(c),
     ...(o.claimStore ? { store: new ClaimStore(sub(db, 'steward-claims')) } : {}),
     gangs: { claimOf: (j) => ref.gangs!.claimOf(j), memberOf: (j) => ref.gangs!.memberOf(j), signedByMember: (r) => ref.gangs!.signedByMember(r), noteReceipt: (c, r) => ref.gangs!.noteReceipt(c, r), released: (c) => ref.gangs!.released(c) },
   });
@@ -74,6 +75,6 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
     await closeDb(db);
   };
   /** The Reclaimer a test built over these accounts: who it asked to stop is what the accounts read (stopAsked, restoreAsked). */
-  const useReclaimer = (r: Pick<Reclaimer, 'stopAsked' | 'restoreAsked'>) => void (ref.reclaim = r);
+  const useReclaimer = (r: Pick<Reclaimer, 'stopAsked' | 'restoreAsked' | 'reclaimedNote'>) => void (ref.reclaim = r);
   return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts, useReclaimer };
 }
