@@ -19,7 +19,7 @@ import { selectMember } from '../../pools/choice.js';
 import { admit } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
 import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
-import { givesWay, verifyOutcome, type VerifiedOutcome } from '../../pools/outcome.js';
+import { givesWay, LOST_CODE, verifyOutcome, type VerifiedOutcome } from '../../pools/outcome.js';
 import { receiptFor, type SlotRun } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
@@ -152,7 +152,11 @@ export class PoolCoordinator {
    * then the receipt the silent coordinator signed for its dispatch, if this
    * node heard it outside the pool (its evidence store: `heardReceipts`), so the
    * pool never signs a lost receipt contradicting one it already delivered;
-   * failing that the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
+   * then a POOL_COORDINATOR_LOST receipt another member already signed for the
+   * dispatch (held here, by a live member, or heard); then the coordinator's
+   * receipt, else such a lost receipt, as the buyer or a live member holds it
+   * (asked: `askReceipts`); failing that, and the entry still open once the
+   * ask is over, the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
    * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, all
    * coordinators at once; a coordinator that does not answer is not asked again
    * in this tick, and one coordinator's entries get RECOVERY_TICK_LIVENESS ×
@@ -293,9 +297,11 @@ export class PoolCoordinator {
    * The receipt `entry`'s coordinator signed for its dispatch's offer, as this node heard it outside the pool (its
    * evidence store: gossiped on the job's market, or delivered to it), checked like any outcome (its signature
    * included): a completed one comes without its settlement (the coordinator's own `closed` adds it later). A
-   * completed receipt is taken before a failed one; undefined when none checks out.
+   * completed receipt is taken before a failed one; with `lost` (recovery, about to sign a lost receipt of its own),
+   * failing those, a POOL_COORDINATOR_LOST receipt a member already signed for the dispatch (#takeable); undefined
+   * when none checks out.
    */
-  async #heard(job: string, entry: TrailEntry, entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
+  async #heard(job: string, entry: TrailEntry, entries?: TrailEntry[], lost = false): Promise<VerifiedOutcome | undefined> {
     if (!this.d.heardReceipts) return undefined;
     let list: ReadonlyArray<Opened<Receipt>>;
     try {
@@ -304,23 +310,29 @@ export class PoolCoordinator {
       this.d.log.warn({ job, err: (e as Error).message }, 'pool: could not read the receipts heard for a job');
       return undefined;
     }
-    return this.#coordinatorsOwn(job, entry, list.map((r) => r.bytes), entries);
+    return this.#takeable(job, entry, list.map((r) => r.bytes), entries, lost);
   }
 
   /**
-   * Of receipt envelopes from anywhere (`candidates`: bytes or junk), the one `entry`'s coordinator signed for its
-   * dispatch's offer of `job` that checks out (#check: signature, pool, job, dispatch), a completed one before a failed
-   * one; undefined when none does. Receipts of other signers or offers (a buyer holds every provider's) are passed
-   * over without a warning; only one that claims to be the coordinator's and does not check out is logged.
+   * Of receipt envelopes from anywhere (`candidates`: bytes or junk), the one recovery closes `entry` with instead of
+   * signing a lost receipt, checked as any outcome is (#check: signature, pool proof, pool, job, dispatch): the one
+   * `entry`'s coordinator signed for its dispatch's offer of `job`, a completed one before a failed one; else, with
+   * `lost`, a POOL_COORDINATOR_LOST receipt another member already signed for this dispatch (same job and offer, the
+   * pool's receipt with its pool proof) when its signer is on the roster in use: the member entitled to close the
+   * dispatch as lost, as a `closed` carrying it is taken from that member. Undefined when none does. Receipts of other
+   * signers or offers (a buyer holds every provider's) are passed over without a warning; only one that claims to be
+   * the coordinator's or a member's lost close and does not check out is logged.
    */
-  async #coordinatorsOwn(job: string, entry: TrailEntry, candidates: readonly unknown[], entries?: TrailEntry[]): Promise<VerifiedOutcome | undefined> {
+  async #takeable(job: string, entry: TrailEntry, candidates: readonly unknown[], entries: TrailEntry[] | undefined, lost: boolean): Promise<VerifiedOutcome | undefined> {
     const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    const members = new Set(this.v.roster().record.members.map((m) => m.did));
+    const lostBy = (r: Opened<Receipt>) => lost && r.signer !== d.signer && members.has(r.signer) && r.record.status === 'failed' && r.record.failure?.code === LOST_CODE;
     const mine = candidates.filter((b): b is Uint8Array => {
       if (!(b instanceof Uint8Array)) return false;
       try {
         // its claims only (who signed, for what): #check then verifies the signature and the rest
         const r = open(b, T.receipt, { trusted: true });
-        return r.signer === d.signer && r.record.offer === d.record.offer && r.record.job === job;
+        return r.record.offer === d.record.offer && r.record.job === job && (r.signer === d.signer || lostBy(r));
       } catch {
         return false;
       }
@@ -328,22 +340,26 @@ export class PoolCoordinator {
     if (!mine.length) return undefined;
     const all = entries ?? (await this.d.trail.entries(job)).map((e) => e.entry);
     let failed: VerifiedOutcome | undefined;
+    let lostClose: VerifiedOutcome | undefined;
     for (const b of mine) {
       const o = await this.#check(job, entry, b, undefined, all);
-      if (o?.coordinator !== d.signer) continue;
-      if (o.state === 'completed') return o;
-      failed ??= o;
+      if (!o) continue;
+      if (o.coordinator === d.signer) {
+        if (o.state === 'completed') return o;
+        failed ??= o;
+      } else if (o.lost && lostBy(o.receipt)) lostClose ??= o;
     }
-    return failed;
+    return failed ?? lostClose;
   }
 
   /**
    * The receipt `entry`'s coordinator signed, as the job's buyer or the live members hold it (records/1 `jobs`, kind
-   * receipt: `askReceipts`), checked as a heard one is (#coordinatorsOwn): asked only when recovery would otherwise
-   * sign a POOL_COORDINATOR_LOST receipt. At most RECEIPT_ASK_PEERS peers (the buyer first; never this member, the
-   * silent coordinator, or a peer that did not answer earlier in this tick), all at once under one deadline of
-   * min(RECEIPT_ASK_MS, livenessMs), so a silent peer holds the tick no longer than that; a completed receipt ends the
-   * wait at once. Undefined when nobody answers with one that checks out (the caller then fails the job as lost).
+   * receipt: `askReceipts`), checked as a heard one is (#takeable); failing that, a POOL_COORDINATOR_LOST receipt
+   * another member already signed for the dispatch that one of them holds (its `closed` missed this member): asked
+   * only when recovery would otherwise sign a POOL_COORDINATOR_LOST receipt. At most RECEIPT_ASK_PEERS peers (the
+   * buyer first; never this member, the silent coordinator, or a peer that did not answer earlier in this tick), all
+   * at once under one deadline of min(RECEIPT_ASK_MS, livenessMs), so a silent peer holds the tick no longer than
+   * that; a completed receipt ends the wait at once. Undefined when nobody answers with one that checks out (the caller then fails the job as lost).
    */
   async #asked(job: string, entry: TrailEntry, entries: TrailEntry[], tick: Tick): Promise<{ o: VerifiedOutcome; from: string } | undefined> {
     const ask = this.d.askReceipts;
@@ -360,6 +376,7 @@ export class PoolCoordinator {
     const ended = new Promise<undefined>((res) => stop.signal.addEventListener('abort', () => res(undefined), { once: true }));
     let completed: { o: VerifiedOutcome; from: string } | undefined;
     let failed: { o: VerifiedOutcome; from: string } | undefined;
+    let lost: { o: VerifiedOutcome; from: string } | undefined;
     try {
       await Promise.all(
         peers.map(async (peer) => {
@@ -368,20 +385,27 @@ export class PoolCoordinator {
             if (!completed) tick.quiet.add(peer);
             return;
           }
-          const o = await this.#coordinatorsOwn(job, entry, frames.slice(0, RECEIPT_ASK_FRAMES), entries);
+          const o = await this.#takeable(job, entry, frames.slice(0, RECEIPT_ASK_FRAMES), entries, true);
           if (o?.state === 'completed') {
             completed ??= { o, from: peer };
             stop.abort(new DOMException('the coordinator’s completed receipt came back', 'AbortError'));
-          } else if (o) failed ??= { o, from: peer };
+          } else if (o?.lost) lost ??= { o, from: peer };
+          else if (o) failed ??= { o, from: peer };
         }),
       );
     } finally {
       clearTimeout(deadline);
       if (!stop.signal.aborted) stop.abort(new DOMException('every peer asked answered', 'AbortError'));
     }
-    const found = completed ?? failed;
+    const found = completed ?? failed ?? lost;
     if (!found) this.d.log.info({ job, coordinator: d.signer, asked: peers }, 'pool: nobody asked holds the receipt of a silent coordinator’s dispatch');
     return found;
+  }
+
+  /** Whether `by`'s entry of `job` is still open here (read now: a `closed` may have come while recovery waited). */
+  async #stillOpen(job: string, by: string): Promise<boolean> {
+    const key = DispatchTrail.key(job, by);
+    return (await this.d.trail.entries(job)).some((e) => e.key === key && e.entry.state === 'dispatched');
   }
 
   /** Close `by`'s entry of `job` with a checked outcome: the coordinator's own replaces a lost-dispatch close. */
@@ -418,21 +442,34 @@ export class PoolCoordinator {
     // the buyer on its stream only and the coordinator down before gossiping it): so before signing a lost receipt of
     // its own (none signed yet), this member asks the buyer and a few live members for it (records/1; bounded: a
     // silent peer only delays the close, which then goes on as lost).
+    // Nor is a second lost receipt signed when another member already signed one whose `closed` missed this member
+    // (a whole-pool restart: the members recover at once, before their connections are up): found in the evidence
+    // store (gossiped) or handed back by the asked, it closes the entry as that member's `closed` would have. It is
+    // not relayed: a member takes a lost close only from its signer (POOL_CLOSE_NOT_ENTITLED), who sent its `closed`
+    // to every member.
     const own = found.find((o) => o.coordinator === d.signer);
     const lost = found.find((o) => o.lost);
-    let heard: { o: VerifiedOutcome; from: string } | undefined;
+    let other: { o: VerifiedOutcome; from: string } | undefined;
     if (!own) {
-      const o = await this.#heard(job, entry, entries);
-      heard = o ? { o, from: 'evidence' } : lost ? undefined : await this.#asked(job, entry, entries, tick);
+      const o = await this.#heard(job, entry, entries, !lost);
+      other = o ? { o, from: 'evidence' } : lost ? undefined : await this.#asked(job, entry, entries, tick);
     }
-    const best = own ?? heard?.o ?? lost;
+    const best = own ?? other?.o ?? lost;
     if (best) {
       await this.#close(job, d.signer, best);
-      if (heard) {
-        const where = heard.from === 'evidence' ? 'heard outside the pool' : 'held by a peer asked';
-        this.d.log.warn({ job, coordinator: d.signer, status: heard.o.state, receipt: heard.o.receipt.address, from: heard.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
-        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: heard.o.receipt.bytes }, this.v.outcomeTo());
+      const where = other?.from === 'evidence' ? 'heard outside the pool' : 'held by a peer asked';
+      if (other?.o.lost) {
+        this.d.log.info({ job, coordinator: d.signer, receipt: other.o.receipt.address, signer: other.o.receipt.signer, from: other.from }, `pool: closed a silent coordinator’s dispatch with the POOL_COORDINATOR_LOST receipt another member already signed (${where}), not a second one`);
+      } else if (other) {
+        this.d.log.warn({ job, coordinator: d.signer, status: other.o.state, receipt: other.o.receipt.address, from: other.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
+        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: other.o.receipt.bytes }, this.v.outcomeTo());
       }
+      return;
+    }
+    // The ask waited (up to its deadline): a `closed` that came meanwhile (another member's lost close, or the
+    // coordinator's own outcome) closed the entry, and no receipt is signed over it.
+    if (!(await this.#stillOpen(job, d.signer))) {
+      this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member while this one looked for its receipt; no lost receipt signed');
       return;
     }
     const j = open(entry.job, T.job, { trusted: true });
@@ -450,7 +487,12 @@ export class PoolCoordinator {
       ),
       this.d.signer,
     );
-    await this.d.trail.close(job, d.signer, 'failed', receipt.bytes);
+    // Closed only if still open (the trail closes one at a time): a `closed` that came since the re-read keeps its
+    // outcome, and this receipt, never published, goes nowhere.
+    if (!(await this.d.trail.close(job, d.signer, 'failed', receipt.bytes))) {
+      this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member meanwhile; the lost receipt signed here is dropped unpublished');
+      return;
+    }
     this.m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
     this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});

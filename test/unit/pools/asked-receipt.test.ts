@@ -6,6 +6,10 @@
  * and closes with the coordinator's own receipt when one comes back that checks out; a peer that does not answer
  * holds the recovery no longer than its bound, and then the job is failed as lost as before (docs/pools.md "A
  * coordinator that crashes"). Three members over their own stores (member-rig.ts); the records responders are fakes.
+ *
+ * After a whole-pool restart several members recover at once: a POOL_COORDINATOR_LOST receipt another member already
+ * signed for the dispatch (its `closed` missed this one), handed back by the asked or in the evidence store, or a
+ * `closed` arriving while the ask waits, means no second lost receipt is signed.
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +19,11 @@ import type { DispatchTrail } from '../../../src/pools/trail.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from '../../../src/roles/pool-member/coordinator.js';
 import { askReceiptsOver } from '../../../src/roles/pool-member/wiring.js';
 import { PROTOCOLS } from '../../../src/net/protocols.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T, type Job, type Receipt } from '../../../src/records/kinds.js';
+import { receiptFor } from '../../../src/roles/provider/provider.js';
 import { Rig, MEMBERS, clock, ctx, jobChosen, offer, pooledReceipt, tallyOf, type World } from './member-rig.js';
+import { POOL, didOf, outsider, proof, roster } from './helpers.js';
 
 const rig = new Rig();
 const [A, B, C] = MEMBERS as [string, string, string];
@@ -134,3 +142,140 @@ describe('recovery asks the buyer and the live members for the receipt its silen
     assert.equal(opts.limits.maxResponseFrames, RECEIPT_ASK_FRAMES);
   });
 });
+
+/** The POOL_COORDINATOR_LOST receipts the pool published for `j` (each recovering member that failed it publishes its own). */
+const lostOf = (w: World, j: Opened<Job>) => w.published.filter((p) => p.rec.record.job === j.address && p.rec.record.failure?.code === 'POOL_COORDINATOR_LOST');
+const LOST = { code: 'POOL_COORDINATOR_LOST', message: 'the coordinator is gone' };
+
+/** A dispatch whose coordinator A ran it (B chosen) and went down before signing anything, past the budget and grace. */
+async function downBeforeReceipt(w: World) {
+  const a = w.members.get(A)!;
+  const { job: j, input } = jobChosen((m) => m === B);
+  const o = offer(j, A);
+  await a.run(j, o, ctx(input));
+  a.stop();
+  w.down.add(A);
+  clock.advance(10_000);
+  return { j, o };
+}
+
+const rig2 = new Rig();
+
+describe('after a whole-pool restart, a POOL_COORDINATOR_LOST receipt another member already signed for the dispatch is taken, not signed a second time', () => {
+  after(() => rig2.close());
+
+  test('C signed it and its `closed` missed B; B cannot reach C yet and is handed C’s receipt by the buyer (and C) over records/1: B closes with it and signs none', async () => {
+    const held = new Map<string, unknown[]>();
+    const asked: string[] = [];
+    let cutBC = false;
+    const w = await rig2.world('lost-asked', {
+      options: { livenessMs: LIVENESS_MS },
+      intercept: async (from, to) => {
+        if (cutBC && from === B && to === C) throw Object.assign(new Error('not connected yet'), { code: 'NET_DIAL_FAILED' });
+        return undefined;
+      },
+      extra: (did) => ({
+        heardReceipts: () => [],
+        askReceipts: async (peer: string) => {
+          if (did === B) asked.push(peer);
+          return held.get(peer) ?? [];
+        },
+      }),
+    });
+    const { j } = await downBeforeReceipt(w);
+    // C recovers first; its `closed` misses B (still starting)
+    w.down.add(B);
+    assert.equal(await w.members.get(C)!.recover(), 1);
+    w.down.delete(B);
+    const first = lostOf(w, j);
+    assert.deepEqual(first.map((p) => p.by), [C], 'C signed one LOST receipt');
+    // the buyer heard it (gossip) and C holds it (evidence store): both serve it on records/1 `jobs`
+    held.set(j.signer, [first[0]!.rec.bytes]);
+    held.set(C, [first[0]!.rec.bytes]);
+    cutBC = true;
+    assert.equal(await w.members.get(B)!.recover(), 1, 'B closes A’s dispatch');
+    assert.ok(asked.includes(j.signer), 'B asked the buyer');
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [C], 'B took C’s LOST receipt: no second one');
+    const e = await trailOf(w.members.get(B)!).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['failed', first[0]!.rec.bytes], 'B’s entry is closed with C’s receipt');
+    const t = await tallyOf(w.members.get(B)!);
+    assert.deepEqual([t.completed, t.failed], [0, 1], 'B counts the job failed once');
+  });
+
+  test('C’s `closed` (its LOST receipt) reaches B while B waits on its ask: B re-reads its entry and signs none', async () => {
+    let cStatus = true;
+    const w = await rig2.world('lost-during-ask', {
+      options: { livenessMs: LIVENESS_MS },
+      intercept: async (from, to, f) => {
+        if (cStatus && from === B && to === C && f.op === 'status') throw Object.assign(new Error('timeout'), { code: 'NET_TIMEOUT' });
+        return undefined;
+      },
+      extra: (did, w) => ({
+        heardReceipts: () => [],
+        askReceipts: async (peer: string) => {
+          if (did === B && peer !== C) {
+            // the buyer is slow (within the bound); meanwhile C, elected too after the restart, fails the dispatch as lost
+            await w.members.get(C)!.recover();
+            await new Promise((r) => setTimeout(r, 200));
+          }
+          return [];
+        },
+      }),
+    });
+    const { j } = await downBeforeReceipt(w);
+    assert.equal(await w.members.get(B)!.recover(), 1);
+    cStatus = false;
+    const all = lostOf(w, j);
+    assert.deepEqual(all.map((p) => p.by), [C], 'C’s close came before B signed: no second LOST receipt');
+    for (const m of [B, C]) {
+      const e = await trailOf(w.members.get(m)!).get(j.address);
+      assert.deepEqual([e?.state, e?.receipt], ['failed', all[0]!.rec.bytes], `${m.slice(-6)} keeps C’s receipt`);
+    }
+  });
+
+  test('C’s LOST receipt is in B’s own evidence store (gossip): B closes with it, asks nobody, signs none', async () => {
+    const heard: Array<Opened<Receipt>> = [];
+    let asks = 0;
+    const w = await rig2.world('lost-heard', {
+      options: { livenessMs: LIVENESS_MS },
+      extra: (did) => ({
+        heardReceipts: () => (did === B ? heard : []),
+        askReceipts: async () => (asks++, []),
+      }),
+    });
+    const { j } = await downBeforeReceipt(w);
+    w.down.add(B);
+    assert.equal(await w.members.get(C)!.recover(), 1);
+    w.down.delete(B);
+    const first = lostOf(w, j)[0]!.rec;
+    heard.push(first);
+    w.down.add(C); // C restarting: neither its `status` answer nor its trail reaches B
+    asks = 0;
+    assert.equal(await w.members.get(B)!.recover(), 1);
+    assert.equal(asks, 0, 'a LOST receipt at hand: nobody is asked');
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [C]);
+    assert.deepEqual((await trailOf(w.members.get(B)!).get(j.address))?.receipt, first.bytes);
+  });
+
+  test('a LOST receipt not for this dispatch or not a current member’s (another offer, the coordinator’s other job, an outsider under another roster) is not taken: B signs its own', async () => {
+    const held: unknown[] = [];
+    const w = await rig2.world('lost-not-taken', {
+      options: { livenessMs: LIVENESS_MS },
+      extra: () => ({ heardReceipts: () => [], askReceipts: async () => held }),
+    });
+    const { j, o } = await downBeforeReceipt(w);
+    const c = w.members.get(C)!;
+    const otherOffer = pooledReceipt(c, j, offer(j, A, '0.008'), C, { failure: LOST });
+    const { job: j2 } = jobChosen((m) => m === B);
+    const otherJob = pooledReceipt(c, j2, offer(j2, A), C, { failure: LOST });
+    // an outsider on a roster of the pool that is not the one in use (signed by the pool key: its proof checks out)
+    const old = roster({ members: [...MEMBERS, didOf(outsider)].map((did) => ({ did })) });
+    const lost = receiptFor(j, o, { startedAt: clock(), completedAt: clock(), energy: { uj: 0, grade: 'Estimator' }, failure: LOST });
+    const byOutsider = seal(T.receipt, { ...lost, provider: POOL, pool: proof(old, outsider) }, outsider);
+    held.push(otherOffer.bytes, otherJob.bytes, byOutsider.bytes);
+    w.down.add(C);
+    assert.equal(await w.members.get(B)!.recover(), 1);
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [B], 'none of those counts: B fails the dispatch itself');
+  });
+});
+
