@@ -22,15 +22,44 @@ export function statFields(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
-function procStat(pid: number | 'self'): string[] | undefined {
+function readProcFile(path: string): string | undefined {
   try {
-    return statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
 }
 
-/** The kernel's start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22); undefined where there is no /proc. */
+/**
+ * Whether the /proc mounted here numbers processes as this process's PID namespace does: the pid /proc/self/stat
+ * gives (field 1) is `pid` (process.pid). Not so in a PID namespace without its own /proc (`unshare --pid --fork`
+ * without `--mount-proc`, a sandbox that bind-mounts the host's /proc): /proc/self is still this process, by its pid
+ * outside, but /proc/<pid> is whichever process of the outer namespace has that number, whose state and start time
+ * say nothing of the process `pid` names here. False where there is no /proc.
+ */
+export function procIsOwn(readSelfStat: () => string | undefined = () => readProcFile('/proc/self/stat'), pid: number = process.pid): boolean {
+  const stat = readSelfStat();
+  if (stat === undefined) return false;
+  const first = stat.slice(0, stat.indexOf(' '));
+  return /^[0-9]+$/.test(first) && Number(first) === pid;
+}
+
+let ownProc: boolean | undefined;
+
+/**
+ * /proc/<pid>/stat as fields (statFields); undefined where there is no /proc, and for another process (a number)
+ * where /proc is not this PID namespace's (procIsOwn): it would be another process's. /proc/self is always this one.
+ */
+function procStat(pid: number | 'self'): string[] | undefined {
+  if (pid !== 'self' && !(ownProc ??= procIsOwn())) return undefined;
+  const stat = readProcFile(`/proc/${pid}/stat`);
+  return stat === undefined ? undefined : statFields(stat);
+}
+
+/**
+ * The kernel's start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22); undefined where there
+ * is no /proc, and for another process where /proc is not this PID namespace's (procIsOwn): not known.
+ */
 export function processStart(pid: number | 'self'): string | undefined {
   return procStat(pid)?.[19];
 }
@@ -38,7 +67,8 @@ export function processStart(pid: number | 'self'): string | undefined {
 /**
  * Whether process `pid` has ended but is not reaped yet: state `Z` (zombie) or `X` (dead) in /proc/<pid>/stat
  * (field 3). `process.kill(pid, 0)` still succeeds on it, until its parent waits for it (a daemon SIGKILLed under a
- * parent that never reaps: a shell wrapper as a container's PID 1). False where there is no /proc.
+ * parent that never reaps: a shell wrapper as a container's PID 1). False where there is no /proc, or it is not this
+ * PID namespace's (procIsOwn).
  */
 export function processEnded(pid: number): boolean {
   const state = procStat(pid)?.[0];

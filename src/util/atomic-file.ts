@@ -16,14 +16,15 @@
  * `code`), for the caller to word.
  *
  * The temporary file is `.<target name>.c0mpute-<machine>-<pid>-<start>-<random>.tmp`: hidden, named after its target
- * (a long target name is cut, with a hash of the whole), and after its writer: a hash of the host name and PID
- * namespace (`machine`), the process id, and when that process started (Linux: /proc/<pid>/stat; `0` elsewhere). A
+ * (a long target name is cut, with a hash of the whole), and after its writer: a hash of the host name, PID namespace
+ * and kernel boot (`machine`, see MachineFacts), the process id, and when that process started (Linux:
+ * /proc/<pid>/stat; `0` elsewhere). A
  * writer killed (SIGKILL, a power cut) between creating it and the rename leaves it behind, and an output can be GiBs:
  * each write of a target first removes the temporary files of that target whose writer is gone (see staleTemp), before
  * it fills its own, so crashes do not pile up. Those of a live writer of the same target are never touched (the last
  * rename wins, as with any two writers of one file); nor is any other file.
  */
-import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync, type Stats } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync, type Stats } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -48,18 +49,44 @@ function tempStem(name: string): string {
   return `${cut}~${hex8(name)}`;
 }
 
-let me: { machine: string; start: string } | undefined;
-/** This process as its temporary files name it: the machine (host name and PID namespace, hashed) and its start time. */
-function writer(): { machine: string; start: string } {
-  if (!me) {
-    let pidNs = '';
-    try {
-      pidNs = readlinkSync('/proc/self/ns/pid');
-    } catch {
-      // no /proc (not Linux): the host name alone
-    }
-    me = { machine: hex8(`${hostname()}\0${pidNs}`), start: processStart('self') ?? '0' };
+/**
+ * What tells this machine from another writing the same directory (a shared file system): the host name, the PID
+ * namespace (/proc/self/ns/pid: containers on one host), and the kernel's boot (/proc/sys/kernel/random/boot_id). The
+ * host name and namespace alone are not enough: cloned hosts and default host names are common, and every Linux
+ * kernel gives its initial PID namespace the same id, so two such hosts would each judge the other's writer by a pid
+ * in their own process table. Empty where not known (no /proc: not Linux).
+ */
+export interface MachineFacts {
+  hostname: string;
+  pidNamespace: string;
+  bootId: string;
+}
+
+export function readMachineFacts(): MachineFacts {
+  let pidNamespace = '';
+  let bootId = '';
+  try {
+    pidNamespace = readlinkSync('/proc/self/ns/pid');
+  } catch {
+    // no /proc (not Linux): the host name alone
   }
+  try {
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    // as above
+  }
+  return { hostname: hostname(), pidNamespace, bootId };
+}
+
+/** The `machine` of a temporary file's name: MachineFacts, hashed. */
+export function machineOf(facts: MachineFacts): string {
+  return hex8(`${facts.hostname}\0${facts.pidNamespace}\0${facts.bootId}`);
+}
+
+let me: { machine: string; start: string } | undefined;
+/** This process as its temporary files name it: its machine (machineOf) and its start time. */
+function writer(): { machine: string; start: string } {
+  me ??= { machine: machineOf(readMachineFacts()), start: processStart('self') ?? '0' };
   return me;
 }
 
@@ -68,7 +95,11 @@ const TEMP = /^c0mpute-([0-9a-f]{8})-([0-9]{1,10})-([0-9]{1,20})-[0-9a-f]{8}\.tm
 /** How earlier releases named it: `.<name>.<pid>-<random>.tmp` (its writer's machine not known) */
 const LEGACY_TEMP = /^[0-9]{1,10}-[0-9a-f]{8}\.tmp$/;
 
-/** Whether process `pid`, started at `start` ('0': not known), is gone (true), shown alive (false), or neither (undefined). */
+/**
+ * Whether process `pid`, started at `start` ('0': not known), is gone (true), shown alive (false), or neither
+ * (undefined). Its state and start time come from /proc only where /proc is this PID namespace's (procIsOwn): in one
+ * without its own, /proc/<pid> is another process, and a live writer is neither (the age rule applies).
+ */
 function writerGone(pid: number, start: string): boolean | undefined {
   if (pid < 1) return undefined;
   try {
@@ -88,8 +119,8 @@ function writerGone(pid: number, start: string): boolean | undefined {
  * Whether `entry` of the target's directory is a temporary file of that target (`stem`: tempStem of its name) left by a
  * writer that is gone. Ours, from this machine: when its process has exited (ESRCH, or a zombie), or when a later
  * process holds its pid (another start time; a container's pid 1 after a restart); one whose process is alive but
- * cannot be told from a later one (no start time) once untouched for STALE_TEMP_AGE_MS. From another machine (a shared
- * file system), or named as releases before this one named it: once untouched for STALE_TEMP_AGE_MS, a writer's pid
+ * cannot be told from a later one (no start time, or a /proc that is not this PID namespace's) once untouched for
+ * STALE_TEMP_AGE_MS. From another machine (a shared file system; this one before a reboot), or named as releases before this one named it: once untouched for STALE_TEMP_AGE_MS, a writer's pid
  * meaning nothing here. A temporary file being written is touched by every write; one whose writer is shown alive is
  * never stale.
  */

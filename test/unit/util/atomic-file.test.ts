@@ -7,10 +7,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { STALE_TEMP_AGE_MS, writeFileAtomic } from '../../../src/util/atomic-file.js';
-import { processStart } from '../../../src/node/daemon-info.js';
+import { STALE_TEMP_AGE_MS, machineOf, readMachineFacts, writeFileAtomic } from '../../../src/util/atomic-file.js';
+import { procIsOwn, processStart } from '../../../src/node/daemon-info.js';
 
 const atomicUrl = new URL('../../../src/util/atomic-file.js', import.meta.url).href;
 
@@ -84,7 +85,7 @@ describe('writeFileAtomic: temporary files left by a writer that died', { skip: 
     });
   });
 
-  it('tells a writer’s pid given again to a later process (a container’s pid 1 after a restart) from the writer itself', { skip: process.platform !== 'linux' }, async () => {
+  it('tells a writer’s pid given again to a later process (a container’s pid 1 after a restart) from the writer itself', { skip: process.platform !== 'linux' || !procIsOwn() }, async () => {
     await withDir((dir) => {
       const path = join(dir, 'out.bin');
       const r = spawnSync(process.execPath, ['--input-type=module', '-e', writerScript(path, 'kill')], { encoding: 'utf8', timeout: 30_000 });
@@ -186,5 +187,91 @@ describe('writeFileAtomic: a target that is a symbolic link', { skip: process.pl
       }
       assert.deepEqual(readdirSync(dir).sort(), ['a', 'b', 'self']);
     });
+  });
+});
+
+/** Whether this system lets an unprivileged process make a user and PID namespace (`unshare -rpf`). */
+function canUnshare(): boolean {
+  if (process.platform !== 'linux') return false;
+  const r = spawnSync('unshare', ['-rpf', '--kill-child', 'true'], { timeout: 10_000 });
+  return r.status === 0;
+}
+
+describe('writeFileAtomic: which temporary files are this machine’s to judge', { skip: process.platform !== 'linux' }, () => {
+  it('does not judge by its own process table a temporary file from another kernel with this host name and PID namespace (a cloned host on a shared directory)', async () => {
+    await withDir((dir) => {
+      // what a host with this name, in its initial PID namespace (the same inode on every Linux kernel), called its machine
+      // before the boot was part of it: another host's live writer, by a pid that is free here
+      const sameNameAndNs = createHash('sha256').update(`${hostname()}\0${readlinkSync('/proc/self/ns/pid')}`).digest('hex').slice(0, 8);
+      let pid = 4_000_000;
+      while (pid > 2) {
+        try {
+          process.kill(pid, 0);
+          pid--;
+        } catch {
+          break;
+        }
+      }
+      const remote = `.result.out.c0mpute-${sameNameAndNs}-${pid}-777-0badc0de.tmp`;
+      writeFileSync(join(dir, remote), 'the first half of another host’s output');
+      writeFileAtomic(join(dir, 'result.out'), 'this host’s output');
+      assert.deepEqual(readdirSync(dir).sort(), [remote, 'result.out'], 'another kernel’s temporary file waits for the age rule');
+    });
+  });
+
+  it('leaves a live writer’s temporary file in a PID namespace whose /proc is not its own (unshare without --mount-proc)', { skip: !canUnshare() }, async () => {
+    await withDir((dir) => {
+      const path = join(dir, 'result.out');
+      const second = `import { readdirSync } from 'node:fs';
+const { writeFileAtomic } = await import(${JSON.stringify(atomicUrl)});
+const before = readdirSync(${JSON.stringify(dir)}).filter((f) => f.endsWith('.tmp'));
+writeFileAtomic(${JSON.stringify(path)}, 'the second writer’s output');
+console.log(JSON.stringify({ before, after: readdirSync(${JSON.stringify(dir)}).filter((f) => f.endsWith('.tmp')) }));`;
+      // the writer hangs at its fsync, its temporary file filled; a second write of the target runs beside it
+      const sh = `"$NODE" --input-type=module -e "$WRITER" > "$DIR/ready" & w=$!
+i=0; until grep -q ready "$DIR/ready" 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && exit 9; sleep 0.1; done
+"$NODE" --input-type=module -e "$SECOND"; s=$?; kill -9 $w; exit $s`;
+      const r = spawnSync('unshare', ['-rpf', '--kill-child', 'sh', '-c', sh], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, NODE: process.execPath, WRITER: writerScript(path, 'hang'), SECOND: second, DIR: dir },
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const { before, after } = JSON.parse(r.stdout) as { before: string[]; after: string[] };
+      assert.equal(before.length, 1, 'the writer’s temporary file, being filled');
+      assert.deepEqual(after, before, 'the live writer’s temporary file is untouched');
+    });
+  });
+});
+
+describe('writeFileAtomic: the machine a temporary file names', () => {
+  it('hashes the host name, the PID namespace and the kernel’s boot: two kernels with one host name and namespace differ', () => {
+    const facts = { hostname: 'vm', pidNamespace: 'pid:[4026531836]', bootId: '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0' };
+    const a = machineOf(facts);
+    assert.match(a, /^[0-9a-f]{8}$/);
+    assert.equal(machineOf({ ...facts }), a, 'the same facts, the same machine');
+    assert.notEqual(machineOf({ ...facts, bootId: '11111111-2222-3333-4444-555555555555' }), a, 'another boot: another machine');
+    assert.notEqual(machineOf({ ...facts, pidNamespace: 'pid:[4026532000]' }), a, 'another PID namespace');
+    assert.notEqual(machineOf({ ...facts, hostname: 'vm2' }), a, 'another host name');
+  });
+
+  it('names this process’s temporary files after this machine’s facts, the boot id among them', { skip: process.platform !== 'linux' }, async () => {
+    const facts = readMachineFacts();
+    assert.equal(facts.bootId, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
+    assert.equal(facts.pidNamespace, readlinkSync('/proc/self/ns/pid'));
+    await withDir((dir) => {
+      const path = join(dir, 'out.bin');
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', writerScript(path, 'kill')], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.signal, 'SIGKILL', r.stderr);
+      const [left] = temps(dir, 'out.bin');
+      assert.equal(/^\.out\.bin\.c0mpute-([0-9a-f]{8})-/.exec(left ?? '')?.[1], machineOf(facts));
+    });
+  });
+
+  it('trusts /proc/<pid> only when /proc/self/stat gives this process’s own pid (a /proc of this PID namespace)', () => {
+    assert.equal(procIsOwn(() => '4242 (node) S 1 4242 4242 0 -1', 4242), true);
+    assert.equal(procIsOwn(() => '2508229 (node) S 2508200 2508229 1 0 -1', 2), false, 'the outer namespace’s /proc: this process by its outer pid');
+    assert.equal(procIsOwn(() => undefined, 2), false, 'no /proc, or /proc/self not there (this process not in that /proc)');
+    assert.equal(procIsOwn(() => 'garbage', 1), false);
   });
 });
