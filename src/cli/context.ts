@@ -75,6 +75,7 @@ function writeProblem(e: NodeJS.ErrnoException): string {
   if (e.code === 'EACCES' || e.code === 'EPERM') return 'permission denied';
   if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return 'no space left on the device';
   if (e.code === 'EFBIG') return 'the file would pass the size limit';
+  if (e.code === 'EBADF') return 'it names a descriptor that is not open for writing';
   if (e.code === 'ELOOP') return 'its path is a loop of symbolic links (or more than 40 in a row)';
   return e.message;
 }

@@ -8,8 +8,10 @@
  *
  * An existing target keeps its permission bits. A symbolic link is followed, as a plain write follows it: the file it
  * points to is replaced, or created when the link dangles (the temporary file goes in that file's directory), and the
- * link stays a link; a loop of links is ELOOP. A target that is not a regular file (a device such as /dev/stdout, a FIFO) has nothing to replace and is
- * written in place. So is an existing file the caller may write in a directory it may not (no temporary file can be
+ * link stays a link; a loop of links is ELOOP. A target in /dev or /proc as given (/dev/stdout, /dev/fd/N,
+ * /proc/self/fd/N, /dev/null), or that is not a regular file (a FIFO), has nothing to replace and is written in place:
+ * a descriptor of this process that is a regular file (stdout redirected to a file) through that descriptor, so a
+ * redirect's earlier content (`>>`) and later output stay (writeSystemPath). So is an existing file the caller may write in a directory it may not (no temporary file can be
  * created beside it: EACCES, EPERM), or that a rename cannot replace (a single-file bind mount, EBUSY; another
  * user's file in a sticky directory, EPERM; another file system, EXDEV), as it was before: that case has no atomic replacement, and refusing it would
  * lose a `run --output` the job was already paid for. Errors are Node's file-system errors (with `syscall` and
@@ -24,7 +26,7 @@
  * it fills its own, so crashes do not pile up. Those of a live writer of the same target are never touched (the last
  * rename wins, as with any two writers of one file); nor is any other file.
  */
-import { closeSync, fsyncSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, fchmodSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, writeSync, fchmodSync, type Stats } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -168,7 +170,76 @@ function removeStaleTemps(dir: string, name: string): void {
   }
 }
 
+/**
+ * The descriptor of this process that `abs` (an absolute path, links not resolved) names: /dev/stdin, /dev/stdout,
+ * /dev/stderr, /dev/fd/N, and /proc/self/fd/N, /proc/thread-self/fd/N or /proc/<this pid>/fd/N.
+ */
+function ownDescriptor(abs: string): number | undefined {
+  const std = ['/dev/stdin', '/dev/stdout', '/dev/stderr'].indexOf(abs);
+  if (std >= 0) return std;
+  const m = /^(?:\/dev\/fd|\/proc\/(?:self|thread-self|([0-9]+))\/fd)\/([0-9]{1,9})$/.exec(abs);
+  if (!m || (m[1] !== undefined && Number(m[1]) !== process.pid)) return undefined;
+  return Number(m[2]);
+}
+
+/**
+ * Whether `path`, as given (before links are resolved), is in /dev or /proc: a device, a descriptor (/dev/stdout), a
+ * kernel file, not a file the operator named to be replaced. /dev/stdout with stdout redirected to a file resolves
+ * to that file, and replacing it would unlink the file the shell opened: what was there before an append (`>>`)
+ * would be lost, and so would whatever the process prints after. /dev/shm is a directory of ordinary files.
+ */
+function systemPath(path: string): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  const abs = resolve(path);
+  if (abs.startsWith('/dev/shm/')) return undefined;
+  return abs.startsWith('/dev/') || abs.startsWith('/proc/') ? abs : undefined;
+}
+
+/** All of `data` to the open descriptor `fd`, which stays open; one set non-blocking is waited on when full (EAGAIN). */
+function writeAllTo(fd: number, data: Uint8Array | string): void {
+  const buf = typeof data === 'string' ? Buffer.from(data) : data;
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(fd, buf, off, buf.length - off);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
+/**
+ * Write a path in /dev or /proc (systemPath) in place. One naming an open descriptor of this process that is a regular
+ * file (stdout redirected to a file) is written through that descriptor, as the process's own prints are: at its
+ * offset, honouring its O_APPEND (`>>`), so nothing there before is lost and the output sits between what was printed
+ * before and after it. So is a socket, which Linux does not open through /proc/self/fd (ENXIO: stdout under systemd,
+ * or a Node parent's pipe). Any other (a terminal, a pipe, a device) is opened and written, as a plain write does.
+ */
+function writeSystemPath(abs: string, path: string, data: Uint8Array | string): void {
+  const fd = ownDescriptor(abs);
+  if (fd !== undefined) {
+    let st: Stats;
+    try {
+      st = fstatSync(fd);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EBADF') throw e;
+      throw Object.assign(new Error(`EBADF: bad file descriptor, write '${path}'`), { code: 'EBADF', errno: -9, syscall: 'write', path });
+    }
+    if (st.isFile() || st.isSocket()) {
+      writeAllTo(fd, data);
+      return;
+    }
+  }
+  writeFileSync(path, data);
+}
+
 export function writeFileAtomic(path: string, data: Uint8Array | string): void {
+  const system = systemPath(path);
+  if (system !== undefined) {
+    writeSystemPath(system, path, data);
+    return;
+  }
   let st: Stats | undefined;
   try {
     st = statSync(path); // a loop of links: ELOOP, the kernel's own bound

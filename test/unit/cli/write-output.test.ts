@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, fstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeOutput } from '../../../src/cli/context.js';
@@ -30,6 +30,15 @@ function writeUnderLimit(path: string, bytes: number, limitKiB: number): string 
   const r = spawnSync('bash', ['-c', `ulimit -f ${limitKiB} && exec "${process.execPath}" --input-type=module -e "$0"`, script], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim();
+}
+
+function fdOpen(fd: number): boolean {
+  try {
+    fstatSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 describe('writeOutput', () => {
@@ -107,6 +116,15 @@ describe('writeOutput', () => {
         (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /a loop of symbolic links/.test(e.message),
       );
     });
+  });
+
+  it('refuses /dev/fd/N for a descriptor that is not open, saying so, with OUTPUT_UNWRITABLE', { skip: process.platform === 'win32' }, () => {
+    let fd = 900;
+    while (fdOpen(fd)) fd++;
+    assert.throws(
+      () => writeOutput(`/dev/fd/${fd}`, 'x'),
+      (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /a descriptor that is not open for writing/.test(e.message),
+    );
   });
 
   it('refuses a missing directory with OUTPUT_UNWRITABLE', () => {

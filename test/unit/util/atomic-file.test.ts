@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, openSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -273,5 +273,51 @@ describe('writeFileAtomic: the machine a temporary file names', () => {
     assert.equal(procIsOwn(() => '2508229 (node) S 2508200 2508229 1 0 -1', 2), false, 'the outer namespace’s /proc: this process by its outer pid');
     assert.equal(procIsOwn(() => undefined, 2), false, 'no /proc, or /proc/self not there (this process not in that /proc)');
     assert.equal(procIsOwn(() => 'garbage', 1), false);
+  });
+});
+
+describe('writeFileAtomic: a target that names an open descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N)', { skip: process.platform === 'win32' }, () => {
+  /** A child printing `before`, writing `OUTPUT` to `target` with writeFileAtomic, then printing `after`, its stdout being `log` opened with `flags`. */
+  function printTo(target: string, log: string, flags: 'a' | 'w'): void {
+    const script = `const { writeFileAtomic } = await import(${JSON.stringify(atomicUrl)});
+console.log('before'); writeFileAtomic(${JSON.stringify(target)}, 'OUTPUT\\n'); console.log('after');`;
+    const fd = openSync(log, flags);
+    try {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', fd, 'pipe'], encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 0, r.stderr);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  const targets = ['/dev/stdout', '/dev/fd/1', ...(process.platform === 'linux' ? ['/proc/self/fd/1'] : [])];
+  for (const target of targets) {
+    it(`${target} redirected to a file in append mode (>> log): the earlier content stays, the output follows it, and later output too`, async () => {
+      await withDir((dir) => {
+        const log = join(dir, 'log.txt');
+        writeFileSync(log, 'line 1 from earlier runs\nline 2\n');
+        const ino = statSync(log).ino;
+        printTo(target, log, 'a');
+        assert.equal(readFileSync(log, 'utf8'), 'line 1 from earlier runs\nline 2\nbefore\nOUTPUT\nafter\n');
+        assert.equal(statSync(log).ino, ino, 'the same file, not one renamed over it');
+        assert.deepEqual(readdirSync(dir), ['log.txt']);
+      });
+    });
+  }
+
+  it('/dev/stdout that is a socket (a Node parent’s pipe, systemd’s journal), which /proc/self/fd does not open: written in order with what the process prints', () => {
+    const script = `const { writeFileAtomic } = await import(${JSON.stringify(atomicUrl)});
+console.log('before'); writeFileAtomic('/dev/stdout', 'OUTPUT\\n'); console.log('after');`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, 'before\nOUTPUT\nafter\n');
+  });
+
+  it('/dev/stdout redirected to a file (> log): the output goes where stdout is, between what the process printed', async () => {
+    await withDir((dir) => {
+      const log = join(dir, 'log.txt');
+      printTo('/dev/stdout', log, 'w');
+      assert.equal(readFileSync(log, 'utf8'), 'before\nOUTPUT\nafter\n');
+    });
   });
 });
