@@ -175,11 +175,16 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       notes: () => runs.notes(),
     },
     onReceipt: async (r, offer, job) => {
-      // kept while the job could still be asked to run (until its deadline), then as long as the history
+      // The job it ran leaves the bounded set of jobs quoted on (records.ts putQuoted): it is this node's history now.
+      // First, so a stop cut short in between cannot leave it there: once the receipt is recorded below, no restart
+      // comes back here (hasReceiptFor), and a later flood would evict the job of a receipt this node signed. Only
+      // history: delivery needs neither write (exec carries the job), so a failure is logged and the receipt goes.
+      // It does not wait behind the quoted jobs pending: a promotion waits for one group commit at most (#putJobs).
+      await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
+      // kept while the job could still be asked to run (until its deadline), then as long as the history; synced
+      // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
       await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
       await o.market.addEvidence(r, offer);
-      // the job it ran leaves the bounded set of jobs quoted on (records.ts putQuoted): it is this node's history now
-      await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
     },
     onOutcome: (status) => h.countJob(status),
     // an invalid exec request costs its sender abuse points, as invalid records sent directly do (docs/network.md §10)

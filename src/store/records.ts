@@ -38,7 +38,10 @@
  * job's own selection frees again. Sublevel `quoted` orders them by arrival, `o!<seq>` (the job's size, address and
  * index keys) and `a!<address>` (its place); past `maxJobs` or `maxBytes` the first quoted goes, with its index keys, in
  * the batch that stores the new one. A job stored with `put` (one this node ran, its own, one a steward admitted)
- * leaves that order and is kept as the job history keeps it. The counts are read once at open.
+ * leaves that order and is kept as the job history keeps it. The counts are read once at open. What moves the order
+ * runs in one lane (#drain): promotions out of it and history passes one at a time, and the putQuoted calls waiting
+ * together, in one synced batch with the evictions they need (group commit: a burst costs one fsync, not one a job).
+ * Other job writes do not wait for the lane (#putJobs).
  */
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
@@ -106,6 +109,20 @@ export interface QuotedJobBounds {
   maxBytes: number;
 }
 export const QUOTED_JOB_DEFAULTS: Readonly<QuotedJobBounds> = { maxJobs: 20_000, maxBytes: 32 * 1024 * 1024 };
+
+/**
+ * The most putQuoted calls committed in one synced batch: a burst of quoted jobs costs one sync per this many, and a
+ * promotion out of the quoted order (a job that ran) waits for one such batch at most, not for the whole backlog.
+ */
+const QUOTED_GROUP_MAX = 1024;
+
+/** A putQuoted call waiting for its group commit. */
+interface QuotedWrite {
+  job: Opened<Job>;
+  promise: Promise<boolean>;
+  resolve(stored: boolean): void;
+  reject(err: unknown): void;
+}
 
 /** A quoted job's place in the arrival order (sublevel `quoted`, `o!<seq>`): what evicting it deletes. */
 interface QuotedPlace {
@@ -177,8 +194,17 @@ export class RecordStore {
   /** the last place evicted from the quoted order: the next eviction starts past it (see #evictedTo) */
   #quotedEvictedTo: string | undefined;
   #onQuotedEvicted: ((n: number) => void) | undefined;
-  /** job writes, promotions out of the quoted order and history passes, one at a time: the quoted counts move with them */
-  #jobChain: Promise<unknown> = Promise.resolve();
+  // The quoted order's lane (see #drain): every write that moves it runs here, one at a time, so its counts cannot
+  // drift and an eviction never takes a job being promoted out of it. Jobs entering it are group-committed.
+  /** putQuoted calls waiting for the next group commit, by job address, in arrival order */
+  #quotedPending = new Map<string, QuotedWrite>();
+  /** the jobs of the group commit on its way to disk, and the promise that settles with it */
+  #quotedTaken = new Map<string, Promise<unknown>>();
+  /** promotions out of the quoted order and history passes: run before the next group, not behind the pending ones */
+  #laneOps: Array<() => Promise<void>> = [];
+  #laneBusy = false;
+  /** job writes that do not go through the lane (their job has no place in the quoted order), by job address */
+  #directJobs = new Map<string, Promise<unknown>>();
 
   private constructor(db: Db, prefix: string, clock: () => number, self: string | undefined, bounds: WitnessRecordBounds, named: readonly string[], quoted: QuotedJobBounds) {
     this.#db = db;
@@ -438,12 +464,12 @@ export class RecordStore {
     // lower seq whose write lands last would become the provider's current advert.
     // Witness receipts likewise: which receipts of a witness are kept is decided one write at a time.
     // Witness records too, and evidence with them: their counts against the caps move one write at a time.
-    // Jobs likewise: a job held in the quoted order leaves it here, and an eviction must not take it meanwhile.
+    // Jobs: one held in the quoted order leaves it here, ordered against its evictions (#putJobs); others go at once.
     const p =
       rec.type === T.advert
         ? this.#advertChain.then(() => this.#putNow(rec))
         : rec.type === T.job
-          ? this.#serialJobs(() => this.#putManyNow([rec]).then((n) => n === 1))
+          ? this.#putJobs([rec]).then((n) => n === 1)
         : rec.type === WITNESS_TYPE
           ? this.#witnessChain.then(() => this.#putWitness(rec as Opened<WitnessReceipt>))
           : rec.type === EVIDENCE_TYPE
@@ -756,7 +782,48 @@ export class RecordStore {
       if (r.type === WITNESS_TYPE) throw new Error('putMany takes no witness receipts: put() decides which of a witness are kept');
       if (r.type === EVIDENCE_TYPE) throw new Error('putMany takes no witness evidence: put() bounds what is kept');
     }
-    return recs.some((r) => r.type === T.job) ? this.#serialJobs(() => this.#putManyNow(recs)) : this.#putManyNow(recs);
+    return recs.some((r) => r.type === T.job) ? this.#putJobs(recs) : this.#putManyNow(recs);
+  }
+
+  /**
+   * Write records among which are jobs (put, putMany). A job with no place in the quoted order (this node's own, one
+   * a steward admitted, one that ran after it was evicted or was never quoted on) is written at once, beside any
+   * quoted backlog: only the quoted order's own writes go one group at a time. What must be ordered is handled here:
+   * - the same job waiting to enter the quoted order (putQuoted not yet taken): it does not enter; it is written here
+   *   as a kept job, and that putQuoted answers false (held);
+   * - the same job in the group commit on its way to disk: this waits for that batch, then promotes it;
+   * - a job held in the quoted order (quoted on, now run here): promoted in the lane, so no eviction or history
+   *   pass takes it meanwhile and the counts move once. The lane runs it before the next group, not behind them.
+   * A putQuoted of one of these jobs meanwhile waits for this write, then answers false (held).
+   */
+  #putJobs(recs: readonly Opened[]): Promise<number> {
+    const addrs = [...new Set(recs.filter((r) => r.type === T.job).map((r) => r.address))];
+    const first: Promise<unknown>[] = [];
+    const displaced: QuotedWrite[] = [];
+    for (const a of addrs) {
+      const taken = this.#quotedTaken.get(a);
+      if (taken) first.push(taken);
+      const other = this.#directJobs.get(a);
+      if (other) first.push(other);
+      const w = this.#quotedPending.get(a);
+      if (w) {
+        this.#quotedPending.delete(a);
+        displaced.push(w);
+      }
+    }
+    const p = (async () => {
+      if (first.length) await Promise.allSettled(first);
+      // nothing can give these jobs a place meanwhile: putQuoted of them waits for this write (#directJobs)
+      for (const a of addrs) if ((await this.#quoted.get(`a!${a}`)) !== undefined) return this.#inLane(() => this.#putManyNow(recs));
+      return this.#putManyNow(recs);
+    })();
+    for (const a of addrs) this.#directJobs.set(a, p);
+    const done = () => {
+      for (const a of addrs) if (this.#directJobs.get(a) === p) this.#directJobs.delete(a);
+    };
+    p.then(done, done);
+    for (const w of displaced) p.then(() => w.resolve(false), (e: unknown) => w.reject(e));
+    return p;
   }
 
   async #putManyNow(recs: readonly Opened[]): Promise<number> {
@@ -786,42 +853,131 @@ export class RecordStore {
     return fresh.size;
   }
 
-  /** Run `f` after the job writes before it (see #jobChain). */
-  #serialJobs<R>(f: () => Promise<R>): Promise<R> {
-    const p = this.#jobChain.then(f);
-    this.#jobChain = p.catch(() => undefined);
-    return p;
-  }
-
   /**
    * Store a job this provider quoted on: within `QuotedJobBounds`, the first quoted going (with its index keys) in
    * the batch that stores this one, until it is stored with `put` (it ran here) or the job history drops it. This
    * node's own job is stored as `put` stores it. False when the job is held already, or alone exceeds `maxBytes`.
+   * Calls made while a batch is on its way to disk are committed together in the next (group commit, #drain): a
+   * burst of N costs about one sync, not N, and the outcome is the one N calls in turn would have had.
    */
-  async putQuoted(job: Opened<Job>): Promise<boolean> {
+  putQuoted(job: Opened<Job>): Promise<boolean> {
     if (job.signer === this.#self) return this.put(job);
-    return this.#serialJobs(async () => {
-      if (await this.has(job.address)) return false;
-      const size = job.bytes.length;
-      const max = this.#quotedBounds;
-      if (size > max.maxBytes) return false;
-      const keys = await this.#indexKeys(job);
-      const ev = await this.#quotedEvictOps(this.#quotedHeld.count + 1 - max.maxJobs, this.#quotedHeld.bytes + size - max.maxBytes);
-      const place = `o!${seqKey(this.#quotedSeq++)}`;
-      const value: QuotedPlace = { a: job.address, n: size, k: keys };
-      await syncBatch(this.#db, [
-        ...ev.ops,
+    // the same job being written as a kept one (#putJobs): it is held once that is done
+    const direct = this.#directJobs.get(job.address);
+    if (direct) return direct.then(() => false);
+    const pending = this.#quotedPending.get(job.address);
+    if (pending) return pending.promise.then(() => false);
+    let resolve!: (stored: boolean) => void;
+    let reject!: (err: unknown) => void;
+    const promise = new Promise<boolean>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.#quotedPending.set(job.address, { job, promise, resolve, reject });
+    this.#pump();
+    return promise;
+  }
+
+  /** Run `f` in the quoted order's lane: after the batch on its way to disk, before the quoted jobs waiting. */
+  #inLane<R>(f: () => Promise<R>): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.#laneOps.push(() => f().then(resolve, reject));
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    if (this.#laneBusy) return;
+    this.#laneBusy = true;
+    const idle = () => {
+      this.#laneBusy = false;
+      if (this.#laneOps.length || this.#quotedPending.size) this.#pump();
+    };
+    this.#drain().then(idle, idle);
+  }
+
+  /**
+   * The lane: promotions and history passes first, one at a time; then every putQuoted waiting (up to
+   * QUOTED_GROUP_MAX) in one synced batch with the evictions they need; again until nothing waits. A quoted job's
+   * answer comes when its batch is on disk.
+   */
+  async #drain(): Promise<void> {
+    // calls made together (in the same tick) go in the same batch
+    await Promise.resolve();
+    for (;;) {
+      const op = this.#laneOps.shift();
+      if (op) {
+        await op();
+        continue;
+      }
+      if (!this.#quotedPending.size) return;
+      const group: QuotedWrite[] = [];
+      for (const [a, w] of this.#quotedPending) {
+        if (group.length >= QUOTED_GROUP_MAX) break;
+        group.push(w);
+        this.#quotedPending.delete(a);
+      }
+      const commit = this.#commitQuoted(group.map((w) => w.job));
+      for (const w of group) this.#quotedTaken.set(w.job.address, commit);
+      try {
+        const stored = await commit;
+        group.forEach((w, i) => w.resolve(stored[i] ?? false));
+      } catch (e) {
+        for (const w of group) w.reject(e);
+      } finally {
+        this.#quotedTaken.clear();
+      }
+    }
+  }
+
+  /**
+   * One group commit of quoted jobs (in the lane): those not held and within `maxBytes` enter the order in arrival
+   * order, and the first quoted go until the order fits its bounds again, all in one synced batch. The order kept is
+   * the longest run of the last quoted that fits, as one call at a time would keep: the jobs held first go first,
+   * then, when the group alone is past the bounds, its own first (never written). Returns each job's answer.
+   */
+  async #commitQuoted(jobs: ReadonlyArray<Opened<Job>>): Promise<boolean[]> {
+    const max = this.#quotedBounds;
+    const stored: boolean[] = [];
+    const adding: Array<{ key: string; job: Opened<Job>; place: QuotedPlace }> = [];
+    const seen = new Set<string>();
+    for (const job of jobs) {
+      if (seen.has(job.address) || job.bytes.length > max.maxBytes || (await this.has(job.address))) {
+        stored.push(false);
+        continue;
+      }
+      seen.add(job.address);
+      adding.push({ key: `o!${seqKey(this.#quotedSeq++)}`, job, place: { a: job.address, n: job.bytes.length, k: await this.#indexKeys(job) } });
+      stored.push(true);
+    }
+    if (!adding.length) return stored;
+    const count = this.#quotedHeld.count + adding.length;
+    const bytes = this.#quotedHeld.bytes + adding.reduce((n, x) => n + x.place.n, 0);
+    const ev = await this.#quotedEvictOps(count - max.maxJobs, bytes - max.maxBytes);
+    // past what is held: the group's own first quoted go (taken, then let go: not written)
+    let gone = 0;
+    let goneBytes = 0;
+    while (gone < adding.length && (count - ev.n - gone > max.maxJobs || bytes - ev.bytes - goneBytes > max.maxBytes)) goneBytes += adding[gone++]!.place.n;
+    const kept = adding.slice(gone);
+    const enc = new TextEncoder();
+    await syncBatch(this.#db, [
+      ...ev.ops,
+      ...kept.flatMap(({ key, job, place }) => [
         { type: 'put', key: job.address, value: job.bytes, sublevel: this.#records },
         { type: 'put', key: `${job.type}!${job.address}`, value: new Uint8Array(0), sublevel: this.#byType },
-        ...keys.map((key) => ({ type: 'put', key, value: new Uint8Array(0), sublevel: this.#jobIndex })),
-        { type: 'put', key: place, value: new TextEncoder().encode(JSON.stringify(value)), sublevel: this.#quoted },
-        { type: 'put', key: `a!${job.address}`, value: new TextEncoder().encode(place), sublevel: this.#quoted },
-      ]);
-      this.#quotedEvicted(ev);
-      this.#quotedHeld.count += 1;
-      this.#quotedHeld.bytes += size;
-      return true;
-    });
+        ...place.k.map((k) => ({ type: 'put', key: k, value: new Uint8Array(0), sublevel: this.#jobIndex })),
+        { type: 'put', key, value: enc.encode(JSON.stringify(place)), sublevel: this.#quoted },
+        { type: 'put', key: `a!${job.address}`, value: enc.encode(key), sublevel: this.#quoted },
+      ]),
+    ]);
+    this.#quotedEvicted(ev);
+    this.#quotedHeld.count += kept.length;
+    this.#quotedHeld.bytes += kept.reduce((n, x) => n + x.place.n, 0);
+    if (gone) {
+      this.#quotedEvictedTo = adding[gone - 1]!.key;
+      this.#onQuotedEvicted?.(gone);
+    }
+    return stored;
   }
 
   /** Jobs held in the quoted order (quoted on, not run here) and their envelope bytes. */
@@ -913,7 +1069,8 @@ export class RecordStore {
    * bound: the class comment).
    */
   pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
-    return this.#serialJobs(() => this.#pruneHistoryNow(before, max, after));
+    // in the quoted order's lane: a quoted job it drops leaves the order, counted once
+    return this.#inLane(() => this.#pruneHistoryNow(before, max, after));
   }
 
   async #pruneHistoryNow(before: number, max: number, after?: string): Promise<HistoryPruned> {
