@@ -8,9 +8,20 @@
  * page costs a filter and a sort over plain values plus `limit` rows, however
  * large the market.
  *
- * The order is total (ties go by the entry's DID, unique), so walking the
- * pages by `next` lists every provider of an unchanged book exactly once.
+ * The order is total (ties go by the entry's DID, unique), and `next` is a
+ * keyset cursor, not a position: the last row's sort value and DID (with the
+ * order and filter it was made for), and the page after starts strictly after
+ * that row in the order as it is now. An advert that drops out, or arrives, or
+ * a provider whose free slots or reputation move, shifts no one else: walking
+ * the pages by `next` lists every provider that is in the book and keeps its
+ * sort value for the whole walk exactly once. One whose sort value changes
+ * between pages may be listed twice or not at all (it moved across the
+ * cursor); one that arrives mid-walk is listed if it sorts after the cursor.
+ * (`next` was an offset into the order recomputed per request: an advert of
+ * page 1 that expired made page 2 skip a provider, and under sort=slots a
+ * presence heartbeat listed one twice and another never.)
  */
+import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { TIERS, type Advert, type Opened } from '../records/index.js';
 
@@ -23,7 +34,10 @@ export const MARKET_SORTS = ['provider', 'tier', 'region', 'cpu', 'memory', 'gpu
 export type MarketSort = (typeof MARKET_SORTS)[number];
 
 export interface MarketPageQuery {
+  /** Start at this position in the order (a jump: positions shift as the book changes). 0 with `after`. */
   offset: number;
+  /** Start strictly after this row (a `next`, decoded): the page after the one it ended. */
+  after?: MarketCursor;
   limit: number;
   sort: MarketSort;
   desc: boolean;
@@ -36,7 +50,48 @@ export interface MarketPageQuery {
 }
 
 /** The query parameters that ask for a page (any one of them does). */
-const PAGE_PARAMS = ['offset', 'sort', 'desc', 'q', 'tier', 'workload', 'live'];
+const PAGE_PARAMS = ['offset', 'after', 'sort', 'desc', 'q', 'tier', 'workload', 'live'];
+
+/** Where a page ended: its last row's sort value and DID (a price-less advert's +Infinity is null in the token). */
+export interface MarketCursor {
+  value: number | string;
+  provider: string;
+}
+
+/** The longest `after` taken: a cursor is a DID, a short value and a tag, far below this. */
+const CURSOR_MAX = 1024;
+const STRING_SORTS: readonly MarketSort[] = ['provider', 'region'];
+
+/** What a cursor is bound to: the order and the filter (not the page size, which may change between pages). */
+function cursorTag(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): string {
+  return createHash('sha256')
+    .update(JSON.stringify([q.sort, q.desc, q.q ?? '', q.tier ?? '', q.workload ?? '', q.liveOnly]))
+    .digest('base64url')
+    .slice(0, 16);
+}
+
+/** The opaque `next` of a page that ended at `c`: base64url of [tag, value, DID]. */
+export function encodeMarketCursor(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>, c: MarketCursor): string {
+  const v = typeof c.value === 'number' && !Number.isFinite(c.value) ? null : c.value;
+  return Buffer.from(JSON.stringify([cursorTag(q), v, c.provider])).toString('base64url');
+}
+
+function decodeMarketCursor(token: string, q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): MarketCursor {
+  const bad = (why: string) => new C0Error('API_BAD_CURSOR', `after must be the "next" of an earlier page of the same order and filter: ${why}`, { field: 'after' });
+  if (token.length === 0 || token.length > CURSOR_MAX || !/^[A-Za-z0-9_-]+$/.test(token)) throw bad(`got "${token.slice(0, 40)}"`);
+  let parts: unknown;
+  try {
+    parts = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw bad('not a cursor');
+  }
+  if (!Array.isArray(parts) || parts.length !== 3 || typeof parts[0] !== 'string' || typeof parts[2] !== 'string' || parts[2].length === 0) throw bad('not a cursor');
+  const [tag, v, provider] = parts as [string, unknown, string];
+  if (tag !== cursorTag(q)) throw bad('it was made for another sort or filter (start again without it)');
+  const wantString = STRING_SORTS.includes(q.sort);
+  if (wantString ? typeof v !== 'string' : !(v === null || (typeof v === 'number' && Number.isFinite(v)))) throw bad('not a cursor');
+  return { value: v === null ? Number.POSITIVE_INFINITY : (v as number | string), provider };
+}
 
 /**
  * The page a `/v1/market` request asks for, or undefined when it asks for the
@@ -53,6 +108,8 @@ export function parseMarketPage(query: URLSearchParams): MarketPageQuery | undef
   };
   const limit = num('limit', 'API_BAD_LIMIT', 1, MARKET_PAGE_MAX, MARKET_PAGE_DEFAULT);
   const offset = num('offset', 'API_BAD_CURSOR', 0, 999_999_999, 0);
+  const afterText = query.get('after');
+  if (afterText !== null && query.has('offset')) throw new C0Error('API_BAD_CURSOR', 'give offset (a position) or after (the "next" of a page), not both', { field: 'after' });
   const sort = query.get('sort') ?? 'provider';
   if (!(MARKET_SORTS as readonly string[]).includes(sort)) throw new C0Error('API_BAD_QUERY', `sort must be one of ${MARKET_SORTS.join(', ')}, got "${sort.slice(0, 40)}"`, { field: 'sort' });
   const flag = (name: string): boolean => {
@@ -71,7 +128,8 @@ export function parseMarketPage(query: URLSearchParams): MarketPageQuery | undef
   if (tier !== undefined && !(TIERS as readonly string[]).includes(tier)) throw new C0Error('API_BAD_QUERY', `tier must be one of ${TIERS.join(', ')}, got "${tier}"`, { field: 'tier' });
   const q = text('q', 200)?.trim().toLowerCase();
   const workload = text('workload', 128);
-  return { offset, limit, sort: sort as MarketSort, desc: flag('desc'), liveOnly: flag('live'), ...(q ? { q } : {}), ...(tier ? { tier } : {}), ...(workload ? { workload } : {}) };
+  const page = { offset, limit, sort: sort as MarketSort, desc: flag('desc'), liveOnly: flag('live'), ...(q ? { q } : {}), ...(tier ? { tier } : {}), ...(workload ? { workload } : {}) };
+  return afterText === null ? page : { ...page, after: decodeMarketCursor(afterText, page) };
 }
 
 export interface MarketEntry {
@@ -92,8 +150,10 @@ export interface MarketPageResult {
   matched: number;
   /** The page, in order. */
   page: MarketEntry[];
-  /** The offset of the next page, when there is one. */
-  next?: number;
+  /** Where the page starts in the order as it is now (how many matched entries come before it). */
+  offset: number;
+  /** The cursor of the page after (pass it as `after`), when there is one. */
+  next?: string;
   /** The workloads entries offer (the filter's choices), name order: the MARKET_WORKLOADS_MAX offered most. */
   workloads: string[];
 }
@@ -131,12 +191,18 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): number 
 
 /**
  * Filter `entries`, sort them by `q.sort` (ties by DID, so the order is
- * total), and return the page at `q.offset`. Only plain values are compared;
- * the caller builds JSON for the page's entries alone.
+ * total), and return the page strictly after `q.after` (or at `q.offset`).
+ * Only plain values are compared; the caller builds JSON for the page's
+ * entries alone.
  */
 export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f: MarketPageFacts): MarketPageResult {
+  const dir = q.desc ? -1 : 1;
+  const cmp = (xv: number | string, xp: string, yv: number | string, yp: string): number => dir * (xv < yv ? -1 : xv > yv ? 1 : xp < yp ? -1 : xp > yp ? 1 : 0);
+  const after = q.after;
   const workloads = new Map<string, number>();
   const keyed: Array<{ e: MarketEntry; v: number | string }> = [];
+  // with a cursor, the matched entries at or before it are only counted (the page's position), not sorted
+  let before = 0;
   for (const e of entries) {
     const r = e.a.record;
     for (const w of r.workloads) workloads.set(w, (workloads.get(w) ?? 0) + 1);
@@ -144,13 +210,17 @@ export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f
     if (q.tier && r.tier !== q.tier) continue;
     if (q.workload && !r.workloads.includes(q.workload)) continue;
     if (q.q && !(e.provider.toLowerCase().includes(q.q) || e.a.signer.toLowerCase().includes(q.q) || (r.region ?? '').toLowerCase().includes(q.q) || gpuText(e.a).includes(q.q))) continue;
-    keyed.push({ e, v: sortValue(e, q.sort, f) });
+    const v = sortValue(e, q.sort, f);
+    if (after && cmp(v, e.provider, after.value, after.provider) <= 0) before++;
+    else keyed.push({ e, v });
   }
-  const dir = q.desc ? -1 : 1;
-  keyed.sort((x, y) => dir * (x.v < y.v ? -1 : x.v > y.v ? 1 : x.e.provider < y.e.provider ? -1 : x.e.provider > y.e.provider ? 1 : 0));
-  const end = Math.min(keyed.length, q.offset + q.limit);
-  const page = keyed.slice(q.offset, end).map((k) => k.e);
-  return { matched: keyed.length, page, ...(end < keyed.length ? { next: end } : {}), workloads: mostOffered(workloads) };
+  keyed.sort((x, y) => cmp(x.v, x.e.provider, y.v, y.e.provider));
+  const start = after ? 0 : Math.min(q.offset, keyed.length);
+  const end = Math.min(keyed.length, start + q.limit);
+  const rows = keyed.slice(start, end);
+  const last = rows[rows.length - 1];
+  const next = end < keyed.length && last ? encodeMarketCursor(q, { value: last.v, provider: last.e.provider }) : undefined;
+  return { matched: before + keyed.length, page: rows.map((k) => k.e), offset: before + start, ...(next !== undefined ? { next } : {}), workloads: mostOffered(workloads) };
 }
 
 function mostOffered(counts: Map<string, number>): string[] {

@@ -34,6 +34,9 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { consoleLoginUrl } from '../../src/node/console-routes.js';
+import { marketPage, parseMarketPage } from '../../src/node/market-page.js';
+import type { C0Error } from '../../src/errors.js';
+import type { Advert, Opened } from '../../src/records/index.js';
 import { c0mpute, waitFor } from './node-helpers.js';
 import { startOrg, stewardStatus, type Org } from './steward-helpers.js';
 
@@ -352,25 +355,30 @@ test('a 1,000-provider market is read a page at a time, renders only the rows in
     const pooled = i === 0 ? { provider: `${did}pool`, pool: { did: `${did}pool`, members: 3 } } : {};
     return { type: 'c0mpute.advert/1', address: `sha256:${i.toString(16).padStart(64, '0')}`, signer: did, ...pooled, live: true, reputation: 0.5, freeSlots: i % 4, record: { seq: 1, issuedAt: now, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: ['community', 'standard', 'verified'][i % 3], ...(i % 5 ? { region: 'eu-west' } : {}), hardware: { cpuCores: 4 + (i % 29), memoryMiB: 8192 * (1 + (i % 8)), gpus: [] }, prices: [{ workload: 'builtin.sha256', unit: 'job', price: { amount: (0.001 + i / 1e6).toFixed(6), currency: 'USD' } }] } };
   });
-  // the daemon's pages (src/node/market-page.ts) over the synthetic book: DID order, or price (the only other order this test asks for)
+  // the daemon's pages over the synthetic book, by the daemon's own code (src/node/market-page.ts): the parameters the
+  // view sends are the ones the daemon reads (a malformed one is its 400), and Next follows the daemon's cursor
   const asked: URLSearchParams[] = [];
+  const book = adverts.map((a) => ({ provider: a.provider ?? a.signer, a: a as unknown as Opened<Advert> }));
   p.on('request', (req) => {
     const u = new URL(req.url());
     if (u.pathname !== '/v1/market') return void req.continue();
     const q = u.searchParams;
     asked.push(q);
-    const offset = Number(q.get('offset') ?? 0);
-    const limit = Number(q.get('limit') ?? 100);
-    const sorted = q.get('sort') === 'price' ? [...adverts].sort((a, b) => Number(a.record.prices[0]!.price.amount) - Number(b.record.prices[0]!.price.amount)) : adverts;
-    const ordered = q.get('desc') === '1' ? [...sorted].reverse() : sorted;
-    const page = ordered.slice(offset, offset + limit);
-    const next = offset + limit < ordered.length ? { next: offset + limit } : {};
-    void req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ total: 1000, live: 1000, presence: { live: 0, freeSlots: 0 }, matched: 1000, offset, ...next, workloads: ['builtin.sha256'], adverts: page }) });
+    let body: Record<string, unknown>;
+    let status = 200;
+    try {
+      const r = marketPage(book, parseMarketPage(q)!, { now: Date.now(), scoreOf: () => 0.5, freeSlots: new Map() });
+      body = { total: 1000, live: 1000, presence: { live: 0, freeSlots: 0 }, matched: r.matched, offset: r.offset, ...(r.next !== undefined ? { next: r.next } : {}), workloads: r.workloads, adverts: r.page.map((e) => e.a) };
+    } catch (e) {
+      status = 400;
+      body = { error: { code: (e as C0Error).code ?? 'ERROR', message: String((e as Error).message) } };
+    }
+    void req.respond({ status, contentType: 'application/json', body: JSON.stringify(body) });
   });
   await go(p, '#/market', 'Market');
   await p.waitForFunction(() => document.querySelector('.grid')?.getAttribute('aria-rowcount') === '1001', { timeout: 30_000 });
   // every request was for one page, never the whole book
-  assert.ok(asked.length > 0 && asked.every((q) => q.get('offset') !== null && Number(q.get('limit')) <= 100), asked.map(String).join(' | '));
+  assert.ok(asked.length > 0 && asked.every((q) => q.get('limit') !== null && Number(q.get('limit')) <= 100), asked.map(String).join(' | '));
   // a pool's row names the pool, not the member whose advert it is
   await p.waitForSelector('.scroller [title="did:key:z6MkSynthetic0000pool"]', { timeout: 30_000 });
   const poolRow = await p.$eval('.scroller [title="did:key:z6MkSynthetic0000pool"]', (e) => e.closest('[role=row]')?.textContent ?? '');
@@ -394,7 +402,14 @@ test('a 1,000-provider market is read a page at a time, renders only the rows in
   await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
   await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
   await p.waitForFunction(() => document.querySelector('.scroller [role=row] [title]')?.getAttribute('title') === 'did:key:z6MkSynthetic0999', { timeout: 30_000 });
-  assert.ok(asked.some((q) => q.get('sort') === 'price' && q.get('desc') === '1' && q.get('offset') === '0'));
+  assert.ok(asked.some((q) => q.get('sort') === 'price' && q.get('desc') === '1' && !q.has('after')));
+  // and Previous goes back a page at a time to the first
+  assert.equal(await p.$eval('.pager button:first-child', (b) => b.disabled), true);
+  await p.click('.pager button:last-child');
+  await p.waitForFunction(() => /showing 101–200/.test(document.querySelector('.summary')?.textContent ?? ''), { timeout: 30_000 });
+  await p.click('.pager button:first-child');
+  await p.waitForFunction(() => /showing 1–100/.test(document.querySelector('.summary')?.textContent ?? ''), { timeout: 30_000 });
+  assert.equal(await p.$eval('.scroller [role=row] [title]', (e) => e.getAttribute('title')), 'did:key:z6MkSynthetic0999');
   await shot(p, 'market-1000');
   await accessible(p, 'market (1,000 providers)');
   await p.close();

@@ -1,9 +1,11 @@
 /**
  * Market: the providers this node knows (adverts, presence, hardware, prices,
  * tier, region, reputation), a page at a time: the daemon filters and sorts
- * and sends one page (`/v1/market?offset=…`, src/node/market-page.ts), so a
+ * and sends one page (`/v1/market?after=…`, src/node/market-page.ts), so a
  * refresh costs the node the same at 100 providers as at the 10,000-advert
- * cap. The page is a virtualised list (only the rows in view are in the DOM).
+ * cap. Next asks for the page after the last row shown (the daemon's cursor,
+ * `next`), not for a position: a provider that drops out meanwhile shifts no
+ * one past the user; Previous goes back to the cursor the page before began at. The page is a virtualised list (only the rows in view are in the DOM).
  * Choosing one of this node's jobs adds each provider's eligibility for it,
  * with every failed requirement.
  */
@@ -37,11 +39,11 @@ interface MarketData {
   total: number;
   live: number;
   presence: { live: number; freeSlots: number };
-  /** Providers that pass the filters; `adverts` is the page of them at `offset`. */
+  /** Providers that pass the filters; `adverts` is the page of them, `offset` of them before it. */
   matched: number;
   offset: number;
-  /** The offset of the next page, when there is one. */
-  next?: number;
+  /** The cursor of the page after (sent back as `after`), when there is one. */
+  next?: string;
   workloads: string[];
   adverts: AdvertRow[];
 }
@@ -73,8 +75,9 @@ export function providerOf(a: AdvertRow): string {
 }
 
 /** The query of one page of the market, as the daemon reads it (src/node/market-page.ts). */
-export function marketQuery(o: { offset: number; sort: SortKey; desc: boolean; text: string; tier: string; workload: string; liveOnly: boolean; overlay?: string }): string {
-  const p = new URLSearchParams({ offset: String(o.offset), limit: String(MARKET_PAGE), sort: o.sort });
+export function marketQuery(o: { after?: string; sort: SortKey; desc: boolean; text: string; tier: string; workload: string; liveOnly: boolean; overlay?: string }): string {
+  const p = new URLSearchParams({ limit: String(MARKET_PAGE), sort: o.sort });
+  if (o.after !== undefined) p.set('after', o.after);
   if (o.desc) p.set('desc', '1');
   if (o.text.trim()) p.set('q', o.text.trim());
   if (o.tier) p.set('tier', o.tier);
@@ -98,12 +101,15 @@ export function Market() {
   const [workload, setWorkload] = useState('');
   const [liveOnly, setLiveOnly] = useState(true);
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'provider', desc: false });
-  const [offset, setOffset] = useState(0);
+  // The cursors the pages shown so far began after (none: the first page), for Previous. A cursor is for the
+  // filter and order it came from, so another filter or order starts at the first page in the same render.
+  const view = JSON.stringify([search, tier, workload, liveOnly, sort.key, sort.desc]);
+  const [trail, setTrail] = useState<{ view: string; afters: string[] }>({ view, afters: [] });
+  const afters = trail.view === view ? trail.afters : [];
+  const after = afters[afters.length - 1];
   const [top, setTop] = useState(0);
-  // another filter or order starts at the first page
-  useEffect(() => setOffset(0), [search, tier, workload, liveOnly, sort]);
-  useEffect(() => setTop(0), [offset]);
-  const m = useJson<MarketData>(marketQuery({ offset, sort: sort.key, desc: sort.desc, text: search, tier, workload, liveOnly, overlay }), v, true);
+  useEffect(() => setTop(0), [after]);
+  const m = useJson<MarketData>(marketQuery({ ...(after !== undefined ? { after } : {}), sort: sort.key, desc: sort.desc, text: search, tier, workload, liveOnly, overlay }), v, true);
   const jobs = useJson<{ buyer: Array<{ address: string; workload: string; announcedAt: number }> }>(`/v1/console/jobs${overlayQuery(overlay)}`, v);
   const [job, setJob] = useState('');
   const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? `/v1/offers/${encodeURIComponent(job)}${overlayQuery(overlay)}` : null, v);
@@ -195,7 +201,7 @@ export function Market() {
             ) : null}
           </div>
         </div>
-        <div class="scroller" key={first0} role="rowgroup" style={{ height: `${Math.min(rows.length, VIEW_ROWS) * ROW_H + 2}px` }} onScroll={(e) => setTop((e.target as HTMLElement).scrollTop)} tabIndex={0} aria-label="Provider rows (scroll)">
+        <div class="scroller" key={after ?? ''} role="rowgroup" style={{ height: `${Math.min(rows.length, VIEW_ROWS) * ROW_H + 2}px` }} onScroll={(e) => setTop((e.target as HTMLElement).scrollTop)} tabIndex={0} aria-label="Provider rows (scroll)">
           <div style={{ height: `${rows.length * ROW_H}px`, position: 'relative' }}>
             {rows.slice(first, last).map((a, i) => {
               const verdict = verdicts.get(a.signer);
@@ -248,10 +254,10 @@ export function Market() {
       </div>
       </div>
       <nav class="pager" aria-label="Market pages">
-        <button type="button" disabled={first0 === 0} onClick={() => setOffset(Math.max(0, first0 - MARKET_PAGE))}>
+        <button type="button" disabled={afters.length === 0} onClick={() => setTrail({ view, afters: afters.slice(0, -1) })}>
           Previous {MARKET_PAGE}
         </button>{' '}
-        <button type="button" disabled={m.data.next === undefined} onClick={() => m.data?.next !== undefined && setOffset(m.data.next)}>
+        <button type="button" disabled={m.data.next === undefined} onClick={() => m.data?.next !== undefined && m.data.next !== after && setTrail({ view, afters: [...afters, m.data.next] })}>
           Next {MARKET_PAGE}
         </button>
       </nav>

@@ -5,6 +5,13 @@
  * loop every couple of seconds. A page's answer is bounded by its `limit`
  * whatever the market's size, and walking the pages by `next` lists every
  * provider exactly once, in every order and under a filter.
+ *
+ * `next` is a keyset cursor (the last row's sort value and DID), not an
+ * offset: an offset is a position in an order recomputed on every request, so
+ * an advert that dropped out after page 1 shifted the rest back and the walk
+ * skipped a provider (and a presence heartbeat under sort=slots listed one
+ * twice and another never). Now a provider present and unchanged for the whole
+ * walk is listed exactly once, whatever else comes, goes or moves.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +22,7 @@ import { MARKET_PAGE_MAX, MARKET_WORKLOADS_MAX, marketPage, parseMarketPage, typ
 import { C0Error } from '../../../src/errors.js';
 import type { Advert, Opened } from '../../../src/records/index.js';
 import { NOW, P, advert } from '../market/fixtures.js';
+import type { MarketEntry, MarketPageFacts } from '../../../src/node/market-page.js';
 
 const TIERS = ['community', 'standard', 'verified'] as const;
 const ads: Array<Opened<Advert>> = [];
@@ -49,7 +57,8 @@ test('a page answer is bounded by its limit, not by the market: 100 rows of 3,00
   assert.equal((large.adverts as unknown[]).length, 100);
   assert.equal(large.total, 3000);
   assert.equal(large.matched, 3000);
-  assert.equal(large.next, 100);
+  assert.equal(typeof large.next, 'string');
+  assert.equal(large.offset, 0);
   // the same 100 rows' worth of JSON whatever the book's size (the counts' digits aside)
   assert.ok(Math.abs(sizeLarge - sizeSmall) < 200, `page of 3,000: ${sizeLarge} B, of 300: ${sizeSmall} B`);
   assert.ok(sizeLarge * 20 < whole.length, `page ${sizeLarge} B against the whole list's ${whole.length} B`);
@@ -59,17 +68,19 @@ test('walking the pages by next lists every provider exactly once, in every orde
   const d = node(book(1000));
   for (const params of ['sort=provider', 'sort=price&desc=1', 'sort=tier', 'sort=cpu&desc=1', 'sort=reputation', 'sort=slots', 'sort=region&live=1', 'tier=verified&workload=builtin.sha256', 'q=z6mk']) {
     const seen: string[] = [];
-    let offset: number | undefined = 0;
-    let matched = -1;
+    let after: string | undefined;
+    let matched: number;
     let pages = 0;
-    while (offset !== undefined) {
-      const p = marketPageOf(d, q(`${params}&limit=37&offset=${offset}`)) as { matched: number; next?: number; adverts: Array<{ provider: string }> };
+    do {
+      const p = marketPageOf(d, q(`${params}&limit=37${after !== undefined ? `&after=${encodeURIComponent(after)}` : ''}`)) as { matched: number; offset: number; next?: string; adverts: Array<{ provider: string }> };
       assert.ok(p.adverts.length <= 37);
+      // `offset` is where the page starts in the order, for the console's "showing 38–74"
+      assert.equal(p.offset, seen.length, params);
       matched = p.matched;
       seen.push(...p.adverts.map((a) => a.provider));
-      offset = p.next;
+      after = p.next;
       assert.ok(++pages < 100, 'paging ends');
-    }
+    } while (after !== undefined);
     assert.equal(seen.length, matched, params);
     assert.equal(new Set(seen).size, seen.length, `${params}: a provider listed twice`);
     const want = (market(d) as { adverts: Array<{ provider: string; live: boolean; record: Advert }> }).adverts.filter((a) => {
@@ -113,8 +124,103 @@ test('the page parameters: no page parameter is the whole list; malformed ones a
     ['sort=cost', 'API_BAD_QUERY', 'sort'],
     ['tier=gold', 'API_BAD_QUERY', 'tier'],
     ['live=yes', 'API_BAD_QUERY', 'live'],
+    ['after=', 'API_BAD_CURSOR', 'after'],
+    ['after=12', 'API_BAD_CURSOR', 'after'],
+    [`after=${'A'.repeat(5000)}`, 'API_BAD_CURSOR', 'after'],
+    [`after=${Buffer.from('[1,2,3]').toString('base64url')}`, 'API_BAD_CURSOR', 'after'],
     [`q=${'a'.repeat(201)}`, 'API_BAD_QUERY', 'q'],
   ] as const) {
     assert.throws(() => parseMarketPage(new URLSearchParams(s)), (e: unknown) => e instanceof C0Error && e.code === code && e.field === field, s);
   }
+});
+
+/** One walk over `entries` by `next`, `change(page)` run after each page but the last; the providers in the order shown. */
+function walk(entries: Map<string, MarketEntry>, params: string, facts: MarketPageFacts, change: (page: number) => void): string[] {
+  const seen: string[] = [];
+  let after: string | undefined;
+  for (let page = 0; ; page++) {
+    assert.ok(page < 50, 'paging ends');
+    const r = marketPage(entries.values(), q(`${params}${after !== undefined ? `&after=${encodeURIComponent(after)}` : ''}`), facts);
+    seen.push(...r.page.map((e) => e.provider));
+    if (r.next === undefined) return seen;
+    after = String(r.next);
+    change(page);
+  }
+}
+
+// a few share each sort value (ties go by DID), and every fifth has no price (sorted as +Infinity)
+const entryOf = (n: number): MarketEntry => ({ provider: P(n).did, a: advert(P(n), { hardware: { cpuCores: 1 + (n % 3) }, ...(n % 5 === 0 ? { prices: [] } : {}) }) });
+
+test('an advert that drops out between pages does not shift the rest: the next page skips no one', () => {
+  // the reviewer's walk (pc31 repro-2): 5 adverts, 2 a page, the first provider shown goes after page 1
+  const entries = new Map([1, 2, 3, 4, 5].map((n) => [P(n).did, entryOf(n)]));
+  const facts: MarketPageFacts = { now: NOW, scoreOf: () => 0, freeSlots: new Map() };
+  const first = [...entries.keys()].sort()[0]!;
+  const seen = walk(entries, 'sort=provider&limit=2', facts, (page) => page === 0 && entries.delete(first));
+  const missed = [...entries.keys()].filter((d) => !seen.includes(d));
+  assert.deepEqual(missed, [], 'a provider still in the book was skipped');
+  assert.equal(new Set(seen).size, seen.length, 'a provider listed twice');
+  assert.equal(seen.length, 5);
+});
+
+test('sort=slots: a provider whose free slots change between pages may move, every other is listed exactly once', () => {
+  const entries = new Map([1, 2, 3, 4, 5].map((n) => [P(n).did, entryOf(n)]));
+  const slots = new Map([1, 2, 3, 4, 5].map((n, i) => [P(n).did, i]));
+  const facts: MarketPageFacts = { now: NOW, scoreOf: () => 0, freeSlots: slots };
+  const seen = walk(entries, 'sort=slots&limit=2', facts, (page) => page === 0 && slots.set(P(1).did, 99));
+  for (const d of entries.keys()) if (d !== P(1).did) assert.equal(seen.filter((s) => s === d).length, 1, `${d.slice(-6)} listed ${seen.filter((s) => s === d).length} times`);
+});
+
+test('whatever comes, goes or moves between pages, every provider present and unchanged throughout is listed exactly once, in every order', () => {
+  let seed = 7;
+  const rnd = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0), (seed >>> 8) % n);
+  for (const params of ['sort=provider', 'sort=cpu', 'sort=cpu&desc=1', 'sort=reputation&desc=1', 'sort=slots', 'sort=price', 'sort=region&live=1', 'tier=standard&sort=memory']) {
+    for (let round = 0; round < 5; round++) {
+      const entries = new Map<string, MarketEntry>();
+      for (let n = 1; n <= 60; n++) if (rnd(4)) entries.set(P(n).did, entryOf(n));
+      const score = new Map<string, number>([...Array(60)].map((_, i) => [P(i + 1).did, rnd(5) / 4]));
+      const slots = new Map<string, number>([...Array(60)].map((_, i) => [P(i + 1).did, rnd(4)]));
+      const facts: MarketPageFacts = { now: NOW, scoreOf: (d) => score.get(d) ?? 0, freeSlots: slots };
+      const touched = new Set<string>();
+      const present = new Set(entries.keys());
+      const seen = walk(entries, `${params}&limit=7`, facts, () => {
+        for (let k = 0; k < 3; k++) {
+          const n = 1 + rnd(60);
+          const d = P(n).did;
+          touched.add(d);
+          const what = rnd(4);
+          if (what === 0) entries.delete(d);
+          else if (what === 1) entries.set(d, entryOf(n));
+          else if (what === 2) score.set(d, rnd(5) / 4);
+          else slots.set(d, rnd(4));
+        }
+      });
+      const pq = q(params);
+      let checked = 0;
+      for (const d of present) {
+        if (touched.has(d)) continue;
+        const e = entries.get(d)!;
+        if (pq.tier && e.a.record.tier !== pq.tier) continue;
+        assert.equal(seen.filter((s) => s === d).length, 1, `${params} round ${round}: ${d.slice(-6)} listed ${seen.filter((s) => s === d).length} times`);
+        checked++;
+      }
+      assert.ok(checked >= 10, `${params} round ${round}: only ${checked} providers left untouched`);
+    }
+  }
+});
+
+test('a cursor is for the order and filter it was made in: with another it is refused, not read as a position in the wrong order', () => {
+  const d = node(book(100));
+  const first = marketPageOf(d, q('sort=price&tier=standard&limit=10')) as { next: string };
+  const after = encodeURIComponent(first.next);
+  assert.equal((marketPageOf(d, q(`sort=price&tier=standard&limit=25&after=${after}`)) as { offset: number }).offset, 10, 'another page size is fine');
+  for (const other of ['sort=cpu&tier=standard', 'sort=price&desc=1&tier=standard', 'sort=price', 'sort=price&tier=standard&live=1', 'sort=price&tier=standard&q=z6', 'sort=price&tier=standard&workload=infer.llm']) {
+    assert.throws(() => parseMarketPage(new URLSearchParams(`${other}&after=${after}`)), (e: unknown) => e instanceof C0Error && e.code === 'API_BAD_CURSOR' && e.field === 'after', other);
+  }
+  assert.throws(() => parseMarketPage(new URLSearchParams(`sort=price&tier=standard&offset=10&after=${after}`)), (e: unknown) => e instanceof C0Error && e.code === 'API_BAD_CURSOR', 'offset and after together');
+  // `offset` still starts at a position (a jump), and its `next` is a cursor like any page's
+  const at = marketPageOf(d, q('sort=price&tier=standard&limit=10&offset=10')) as { offset: number; next: string; adverts: Array<{ provider: string }> };
+  const byCursor = marketPageOf(d, q(`sort=price&tier=standard&limit=10&after=${after}`)) as { adverts: Array<{ provider: string }> };
+  assert.equal(at.offset, 10);
+  assert.deepEqual(at.adverts.map((a) => a.provider), byCursor.adverts.map((a) => a.provider));
 });
