@@ -53,6 +53,12 @@ export function daemonSideCode(e: unknown): string | undefined {
   return e instanceof C0Error && DAEMON_LOST_CODES.has(e.code) ? e.code : undefined;
 }
 
+/** The job a runLine throw names (`detail.job`: the daemon had signed the line's order before the run broke off). */
+export function jobOfError(e: unknown): string | undefined {
+  const job = e instanceof C0Error ? e.detail?.job : undefined;
+  return typeof job === 'string' ? job : undefined;
+}
+
 /**
  * Lines started per second at most (token bucket, burst BATCH_START_BURST): each line
  * publishes a job and a selection, and the network drops a signer's jobs past
@@ -77,8 +83,8 @@ export interface LineOutcome {
 
 export type BatchRunEvent =
   | { e: 'planned'; plan: BatchPlan }
-  /** `unknown`: the line was in flight when the run lost its daemon; what became of it is not known here. */
-  | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry' | 'unknown'; attempt: number; receipt?: string; detail?: string }
+  /** `unknown`: the line was in flight when the run lost its daemon; what became of it is not known here (`job`: its job, if the daemon said it). */
+  | { e: 'line'; line: string; provider: string; status: 'done' | 'failed' | 'retry' | 'unknown'; attempt: number; job?: string; receipt?: string; detail?: string }
   | { e: 'provider-failed'; provider: string; line: string; reason: string }
   /** `lines` and `assignments`: what this re-plan placed; `deferred`: lines it placed on a provider struck off meanwhile, sent back to the next re-plan. */
   | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number }
@@ -97,7 +103,8 @@ export interface BatchRunPorts {
   plan(batch: Batch, exclude: readonly string[], own: OwnLines): Promise<BatchPlan>;
   /**
    * Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt), except with a
-   * code of DAEMON_LOST_CODES, which stops the run without blaming the provider.
+   * code of DAEMON_LOST_CODES, which stops the run without blaming the provider. A C0Error thrown after the daemon
+   * named the line's job carries it as `detail.job` (see jobOfError): a line left `unknown` still says which job it is.
    */
   runLine(line: RunLine, provider: string): Promise<LineOutcome>;
   /** Lines one provider may run at once (its free slots when planned); at least 1 is used. */
@@ -278,7 +285,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       .catch((e: unknown): LineOutcome => {
         const code = daemonSideCode(e);
         if (code) lost = { code, message: (e as C0Error).message };
-        return { status: 'error', detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message };
+        const job = jobOfError(e);
+        return { status: 'error', ...(job ? { job } : {}), detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message };
       })
       .then(async (o) => {
         if (o.receipt) receipts.push({ line: l.id, ...o.receipt });
@@ -296,7 +304,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           if (o.job) r.job = o.job;
           r.detail = `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
           unknown++;
-          emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, detail: `${lost.code}: ${lost.message}` });
+          emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, ...(o.job ? { job: o.job } : {}), detail: `${lost.code}: ${lost.message}` });
           progress();
           wake();
           return;

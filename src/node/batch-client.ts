@@ -182,14 +182,22 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
     async runLine(line: RunLine, provider: string): Promise<LineOutcome> {
       const spec = lineSpec(line as BatchLine, provider);
       let result: Record<string, unknown> | undefined;
-      for await (const ev of apiStream(o.api, o.token, `/v1/run${q}`, spec)) {
-        if (ev.e === 'result') result = ev.result as Record<string, unknown>;
-        else if (ev.e === 'error') {
-          const err = ev.error as { code: string; message: string };
-          throw new C0Error(err.code, err.message);
+      // The line's job as soon as the daemon names it (its `job` and `order` events come when the order is signed):
+      // a run that then breaks off without a result still says which job it was (docs/matching.md "The daemon goes away").
+      let job: string | undefined;
+      try {
+        for await (const ev of apiStream(o.api, o.token, `/v1/run${q}`, spec)) {
+          job ??= jobNamed(ev);
+          if (ev.e === 'result') result = ev.result as Record<string, unknown>;
+          else if (ev.e === 'error') {
+            const err = ev.error as { code: string; message: string };
+            throw new C0Error(err.code, err.message);
+          }
         }
+      } catch (e) {
+        throw job === undefined || !(e instanceof C0Error) ? e : withJob(e, job);
       }
-      if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
+      if (!result) throw withJob(new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result'), job);
       return lineOutcome(result);
     },
     async deliver(line: RunLine, output: Uint8Array): Promise<void> {
@@ -200,6 +208,22 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
     clock: o.clock ?? Date.now,
     ...(o.onEvent ? { onEvent: o.onEvent } : {}),
   };
+}
+
+/** The job address a `/v1/run` event names, if any: `job` (the signed job record) or `order` (its address). */
+function jobNamed(ev: Record<string, unknown>): string | undefined {
+  if (ev.e === 'order' && typeof ev.job === 'string') return ev.job;
+  if (ev.e === 'job') {
+    const address = (ev.job as { address?: unknown } | undefined)?.address;
+    if (typeof address === 'string') return address;
+  }
+  return undefined;
+}
+
+/** `e` naming the line's job (`detail.job`, what runBatch reads from a run that ended without a result). */
+function withJob(e: C0Error, job: string | undefined): C0Error {
+  if (job === undefined) return e;
+  return new C0Error(e.code, e.message, { ...(e.field === undefined ? {} : { field: e.field }), detail: { ...e.detail, job }, cause: e });
 }
 
 /** A `/v1/run` result (wire shape) as the runner's outcome of one line. */

@@ -75,7 +75,7 @@ export function registerBatchRun(batch: Command): void {
         else if (e.e === 'line') {
           const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : e.status === 'unknown' ? '?' : '✘';
           const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? 'outcome unknown (the daemon was lost) at' : 'failed at';
-          say(`${mark} ${e.line} ${what} ${names(e.provider)}${e.detail ? ` (${e.detail})` : ''}`);
+          say(`${mark} ${e.line} ${what} ${names(e.provider)}${e.status === 'unknown' && e.job ? `, job ${e.job}` : ''}${e.detail ? ` (${e.detail})` : ''}`);
         } else if (e.e === 'stopped') {
           say(`✘ lost the daemon (${e.code}: ${e.message}): no more lines are posted and no provider is blamed${e.inFlight ? `; waiting for the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
