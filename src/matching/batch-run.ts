@@ -47,10 +47,21 @@ const REPLAN_AGAIN: ReadonlySet<string> = new Set(['BATCH_EXCEEDS_CAPACITY', 'BA
 export const DAEMON_LOST_CODES: ReadonlySet<string> = new Set(['DAEMON_UNREACHABLE', 'DAEMON_STREAM_LOST', 'DAEMON_NOT_ANSWERING']);
 /** A line's run the daemon broke off because it is stopping (status `interrupted`; docs/node.md "A buyer that stops or stalls blames no provider"). */
 const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
+/**
+ * What the daemon itself answers because it is stopping, not because of a line's provider. Its stop first interrupts
+ * the runs in flight (each ends with status `interrupted`, JOB_INTERRUPTED) and, until its control API closes, refuses
+ * every new one with the same code, thrown before anything is signed ("this node is stopping: the job was not
+ * started", Buyer.run; a stream `error` event). It is the only such code a `/v1/run` client can get: NODE_CLOSING is
+ * the stopping buyer's answer to a provider's claim, and once the API is closed the CLI sees DAEMON_LOST_CODES.
+ */
+export const DAEMON_STOPPING_CODES: ReadonlySet<string> = new Set([JOB_INTERRUPTED]);
 
-/** The code of `e` when it says the daemon was lost (DAEMON_LOST_CODES), else undefined (an answer: the line's own outcome). */
+/**
+ * The code of `e` when it says the daemon was lost or is stopping (DAEMON_LOST_CODES, DAEMON_STOPPING_CODES), else
+ * undefined (an answer: the line's own outcome).
+ */
 export function daemonSideCode(e: unknown): string | undefined {
-  return e instanceof C0Error && DAEMON_LOST_CODES.has(e.code) ? e.code : undefined;
+  return e instanceof C0Error && (DAEMON_LOST_CODES.has(e.code) || DAEMON_STOPPING_CODES.has(e.code)) ? e.code : undefined;
 }
 
 /** The job a runLine throw names (`detail.job`: the daemon had signed the line's order before the run broke off). */
@@ -90,7 +101,7 @@ export type BatchRunEvent =
   | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number }
   | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string; retryInMs?: number }
   | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number }
-  /** The run lost its daemon (`code`: DAEMON_LOST_CODES or JOB_INTERRUPTED): nothing more is posted; `inFlight` lines are let settle. */
+  /** The run lost its daemon (`code`: DAEMON_LOST_CODES or DAEMON_STOPPING_CODES): nothing more is posted; `inFlight` lines are let settle. */
   | { e: 'stopped'; code: string; message: string; inFlight: number };
 
 export interface BatchRunPorts {
@@ -103,7 +114,8 @@ export interface BatchRunPorts {
   plan(batch: Batch, exclude: readonly string[], own: OwnLines): Promise<BatchPlan>;
   /**
    * Run one line as an order designated to `provider`; may throw (counted as a failure of that attempt), except with a
-   * code of DAEMON_LOST_CODES, which stops the run without blaming the provider. A C0Error thrown after the daemon
+   * code of DAEMON_LOST_CODES or DAEMON_STOPPING_CODES, which stops the run without blaming the provider (a stopping
+   * code with no job named: the daemon refused to start the run, so the line was not posted). A C0Error thrown after the daemon
    * named the line's job carries it as `detail.job` (see jobOfError): a line left `unknown` still says which job it is.
    */
   runLine(line: RunLine, provider: string): Promise<LineOutcome>;
@@ -163,7 +175,7 @@ export interface BatchRunSummary {
   unknown: number;
   /** Lines not posted because the run stopped (status `not-posted`); 0 unless `stopped`. */
   notPosted: number;
-  /** Set when the run stopped because it lost its daemon: the daemon's code (DAEMON_LOST_CODES, JOB_INTERRUPTED) and message. */
+  /** Set when the run stopped because it lost its daemon: the daemon's code (DAEMON_LOST_CODES, DAEMON_STOPPING_CODES) and message. */
   stopped?: { code: string; message: string };
   /** Line re-assignments made by re-planning (a line re-planned twice counts twice). */
   replanned: number;
@@ -280,19 +292,32 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     const r = reports.get(l.id)!;
     const attempt = r.attempts.length + 1;
     let lost: { code: string; message: string } | undefined;
+    /** The stopping daemon refused to start this run (a stopping code, no job named): nothing was signed or sent. */
+    let refused = false;
     void ports
       .runLine(l, p)
       .catch((e: unknown): LineOutcome => {
         const code = daemonSideCode(e);
         if (code) lost = { code, message: (e as C0Error).message };
         const job = jobOfError(e);
+        refused = code !== undefined && DAEMON_STOPPING_CODES.has(code) && job === undefined;
         return { status: 'error', ...(job ? { job } : {}), detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message };
       })
       .then(async (o) => {
         if (o.receipt) receipts.push({ line: l.id, ...o.receipt });
-        r.attempts.push({ provider: p, status: o.status, ...(o.job ? { job: o.job } : {}), ...(o.receipt ? { receipt: o.receipt.address } : {}), ...(o.detail ? { detail: o.detail } : {}) });
+        if (!refused) r.attempts.push({ provider: p, status: o.status, ...(o.job ? { job: o.job } : {}), ...(o.receipt ? { receipt: o.receipt.address } : {}), ...(o.detail ? { detail: o.detail } : {}) });
         // the daemon broke the run off as it stopped: its own doing, not the provider's (no receipt blames anyone)
         if (!lost && o.status === 'interrupted') lost = { code: JOB_INTERRUPTED, message: (o.detail ?? 'the daemon broke the run off as it stopped').replace(/^JOB_INTERRUPTED: /, '') };
+        if (lost && refused) {
+          // The daemon is stopping and said so before it signed anything: the line stays `not-posted` (no attempt),
+          // so it is among the lines to run again, and nobody is blamed.
+          inFlight--;
+          inFlightAt.set(p, inFlightAt.get(p)! - 1);
+          stop(lost);
+          progress();
+          wake();
+          return;
+        }
         if (lost) {
           // The daemon is gone, not the provider: strike no one, re-plan nothing, and do not post the line again (it
           // may still be running: a daemon whose stream alone broke goes on with it, and one that died leaves the

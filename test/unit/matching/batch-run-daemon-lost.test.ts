@@ -28,6 +28,7 @@ function planner(providers: string[], down: () => boolean) {
     calls.push({ lines, exclude: [...exclude] });
     if (down()) throw new C0Error('DAEMON_UNREACHABLE', 'cannot reach the daemon at 127.0.0.1:1: fetch failed');
     const live = providers.filter((p) => !exclude.includes(p));
+    if (!live.length) throw new C0Error('BATCH_EXCEEDS_CAPACITY', 'no provider left');
     const got = new Map<string, number>();
     for (let i = 0; i < lines; i++) got.set(live[i % live.length]!, (got.get(live[i % live.length]!) ?? 0) + 1);
     const assignments = [...got].map(([provider, n]) => ({ workload: WL, provider, lines: n, ask: { amount: '0.002', currency: 'USD' }, unit: 'job', cost: { amount: '0', currency: 'USD' } }));
@@ -40,12 +41,17 @@ function planner(providers: string[], down: () => boolean) {
 function fakeDaemon() {
   const pending: Array<{ line: RunLine; provider: string; resolve: (o: LineOutcome) => void; reject: (e: unknown) => void; open: boolean }> = [];
   let dead = false;
+  /** The daemon is stopping: it refuses every new run (a stream `error` event JOB_INTERRUPTED, src/roles/buyer.ts). */
+  let stopping = false;
+  const refused: Array<{ line: RunLine; provider: string }> = [];
   const events: BatchRunEvent[] = [];
   const delivered: string[] = [];
   const ports = (plan: BatchRunPorts['plan']): BatchRunPorts => ({
     plan,
     runLine: (line, provider) => {
       if (dead) return Promise.reject(new C0Error('DAEMON_UNREACHABLE', 'cannot reach the daemon at 127.0.0.1:1: fetch failed'));
+      if (stopping) refused.push({ line, provider });
+      if (stopping) return Promise.reject(new C0Error('JOB_INTERRUPTED', 'this node is stopping: the job was not started'));
       return new Promise<LineOutcome>((resolve, reject) => pending.push({ line, provider, resolve, reject, open: true }));
     },
     slots: () => 2,
@@ -72,7 +78,10 @@ function fakeDaemon() {
   const down = () => {
     dead = true;
   };
-  return { pending, events, delivered, ports, complete, kill, down, isDead: () => dead };
+  const stop = () => {
+    stopping = true;
+  };
+  return { pending, events, delivered, ports, complete, kill, down, stop, refused, isDead: () => dead };
 }
 
 test('the daemon SIGKILLed mid-batch: no provider is struck, nothing is re-planned or posted after, and the summary says done / in flight / not posted', async () => {
@@ -162,8 +171,42 @@ test('a line the stopping daemon broke off (status interrupted, JOB_INTERRUPTED)
   assert.equal(pl.calls.length, 1);
 });
 
+test('a run the stopping daemon refuses (JOB_INTERRUPTED thrown: not started) stops the run, strikes no one, and leaves the line not posted', { timeout: 5_000 }, async () => {
+  const d = fakeDaemon();
+  const pl = planner(['A', 'B'], d.isDead);
+  const run = runBatch({ batch: batchOf(4), lines: linesOf(4), concurrency: 2, replanRetryMs: 1 }, d.ports(pl.plan));
+  await settle();
+  assert.equal(d.pending.length, 2);
+  // the daemon starts to stop (its runs are being interrupted) just as line 1 completes: the next line it is sent is
+  // refused, and the line still running ends interrupted
+  d.stop();
+  d.complete(0);
+  await settle();
+  const b = d.pending[1]!;
+  b.open = false;
+  b.resolve({ status: 'interrupted', job: `job-${b.line.id}`, detail: 'JOB_INTERRUPTED: the run was broken off because this node is stopping' });
+  const s = await run;
+
+  assert.deepEqual(s.failedProviders, [], 'the provider the refused line was for is not struck');
+  assert.ok(!d.events.some((e) => e.e === 'provider-failed' || (e.e === 'line' && (e.status === 'retry' || e.status === 'failed'))));
+  assert.equal(s.stopped?.code, 'JOB_INTERRUPTED');
+  assert.match(s.stopped!.message, /not started/);
+  assert.equal(pl.calls.length, 1, 'nothing re-planned');
+  assert.equal(s.done, 1);
+  assert.equal(s.unknown, 1, 'the line the daemon broke off');
+  assert.equal(s.notPosted, 2, 'the refused line (never started) and the one never sent');
+  assert.equal(s.failed, 0);
+  // A's next line went to the daemon when A's first completed, and was refused
+  assert.equal(d.refused.length, 1);
+  assert.equal(d.refused[0]!.provider, d.pending[0]!.provider);
+  const refused = s.perLine.find((l) => l.id === d.refused[0]!.line.id)!;
+  assert.equal(refused.status, 'not-posted', 'the refused line is not-posted');
+  assert.equal(refused.attempts.length, 0, 'a run the daemon refused to start is no attempt');
+  assert.match(refused.detail!, /^not posted: .*JOB_INTERRUPTED/);
+});
+
 test('daemonSideCode: only the daemon connection failing (or the daemon stopping) is the buyer’s side', () => {
-  for (const c of ['DAEMON_STREAM_LOST', 'DAEMON_UNREACHABLE', 'DAEMON_NOT_ANSWERING']) assert.equal(daemonSideCode(new C0Error(c, 'x')), c);
+  for (const c of ['DAEMON_STREAM_LOST', 'DAEMON_UNREACHABLE', 'DAEMON_NOT_ANSWERING', 'JOB_INTERRUPTED']) assert.equal(daemonSideCode(new C0Error(c, 'x')), c);
   for (const c of ['EXEC_FAILED', 'ORDER_NOT_CLAIMED', 'DAEMON_ERROR', 'NET_STREAM_FAILED']) assert.equal(daemonSideCode(new C0Error(c, 'x')), undefined);
   assert.equal(daemonSideCode(new Error('DAEMON_STREAM_LOST')), undefined);
 });
