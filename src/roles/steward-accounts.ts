@@ -60,8 +60,9 @@
  * StopMark without its provider: `{reason, freed}`; a claim gets at most the
  * few providers it was asked to stop at); `x/<claim>` → a claim released after
  * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
- * its deadline, the providers asked), written in the batch that drops the
- * claim's other entries and kept until the claim's deadline, so the buyer's
+ * its deadline, the providers asked), written with each stop mark (before the
+ * stop goes out) and again in the batch that drops the claim's other entries,
+ * kept until the claim's deadline, so the buyer's
  * `reclaimed` question is answered `priority`/`idle` after a restart too, never
  * `closed` (which the buyer does not take as a reclaim).
  */
@@ -229,9 +230,19 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'put', key: `p/${claim}`, value: utf8.encode(provider) }], { sync: true } as never);
   }
 
-  /** Keep (or update) a stop mark: synced, so that once this resolves a restart still knows the provider was asked. */
-  async putStopMark(claim: string, m: StopMark): Promise<void> {
-    await this.sub.batch([{ type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed })) }], { sync: true } as never);
+  /**
+   * Keep (or update) a stop mark, and with it (`note`) that the claim is reclaimed (`x/`, what outlives its release):
+   * synced, in one batch, so that once this resolves a restart still knows the provider was asked, and the claim was
+   * reclaimed even if the steward dies between the claim's `Released` append and the drop of its other entries.
+   */
+  async putStopMark(claim: string, m: StopMark, note?: ReclaimedNote): Promise<void> {
+    await this.sub.batch(
+      [
+        { type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed })) },
+        ...(note ? [{ type: 'put' as const, key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }] : []),
+      ],
+      { sync: true } as never,
+    );
   }
 
   async dropStopMark(claim: string, provider: string): Promise<void> {
@@ -803,8 +814,8 @@ export class ClaimAccounts {
    * Keep on disk (synced) that this steward asked `m.provider` to stop single job's claim `claim`, or that its answer
    * freed the devices: src/roles/steward-reclaim.ts writes it before the `stop` goes out. No-op without a store.
    */
-  async keepStopMark(claim: string, m: StopMark): Promise<void> {
-    await this.d.store?.putStopMark(claim, m);
+  async keepStopMark(claim: string, m: StopMark, note?: ReclaimedNote): Promise<void> {
+    await this.d.store?.putStopMark(claim, m, note);
   }
 
   /** Forget on disk that `provider` was asked to stop `claim` (it answered it did not stop, and did not bar). */
@@ -812,9 +823,8 @@ export class ClaimAccounts {
     await this.d.store?.dropStopMark(claim, provider);
   }
 
-  /** A reclaimed claim no longer remembered (its deadline came, or RECLAIMED_MAX): its note on disk goes, if it is closed. */
+  /** A reclaimed claim no longer remembered (its deadline came, RECLAIMED_MAX, or nobody stopped after all): its note on disk goes. */
   async dropReclaimed(claim: string): Promise<void> {
-    if (this.#open.has(claim)) return;
     await this.d.store?.dropReclaimed(claim);
   }
 

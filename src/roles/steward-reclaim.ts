@@ -437,7 +437,8 @@ export class Reclaimer {
   /** Keep on disk that `provider` was asked to stop claim `key` (with the entry's reason and whether it is freed). */
   async #keepMark(key: string, provider: string, entry: Reclaimed): Promise<void> {
     try {
-      await this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed });
+      // with the note that outlives the claim's release (written before the stop goes out, like the mark)
+      await this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, { reason: entry.reason, buyer: entry.buyer, deadline: entry.deadline, asked: [...entry.asked] });
     } catch (e) {
       // the stop is sent all the same (see #stop)
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a stop mark on disk: a restart before the claim is released would count its reclaimed receipt as a failure');

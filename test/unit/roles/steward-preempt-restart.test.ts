@@ -221,6 +221,32 @@ describe('who the steward asked to stop a claim survives a restart', () => {
     }
   });
 
+  it('a steward killed after a reclaimed claim’s `Released` append but before its other entries are dropped: the note written with the stop mark still says reclaimed', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    const remove = ClaimStore.prototype.remove;
+    try {
+      // the kill lands after the synced `Released` append, before the claims store's batch
+      ClaimStore.prototype.remove = async () => {
+        throw new Error('killed before the claims-store batch');
+      };
+      const s = await admitLow(t.dir, async () => ({ stopped: 'yes', receipt: preempted.bytes }));
+      assert.ok('admit' in (await s.admitHigh()));
+      assert.deepEqual(await s.events(), ['Admitted low', 'Released low', 'Admitted high']);
+      await s.close();
+      ClaimStore.prototype.remove = remove;
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.equal(await after.ask(), 'priority', 'still reclaimed: the buyer ends its job preempted, no non-delivery against the provider');
+      assert.deepEqual(await after.marks(), [], 'the stop marks of the closed claim go at the start');
+      assert.deepEqual(await after.notes(), [low.address], 'the note stays until the deadline');
+      await after.close();
+    } finally {
+      ClaimStore.prototype.remove = remove;
+      t.cleanup();
+    }
+  });
+
   it('a claim released for another reason (its provider gossiped a completed receipt): `closed`, before and after a restart, and no note is kept', async () => {
     const t = tempDir('c0-preempt-restart-');
     try {
