@@ -24,6 +24,7 @@
 import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { TIERS, type Advert, type Opened } from '../records/index.js';
+import { compareAmounts, CURRENCY_RE, isAmount } from '../records/money.js';
 
 export const MARKET_PAGE_DEFAULT = 100;
 export const MARKET_PAGE_MAX = 1000;
@@ -52,9 +53,16 @@ export interface MarketPageQuery {
 /** The query parameters that ask for a page (any one of them does). */
 const PAGE_PARAMS = ['offset', 'after', 'sort', 'desc', 'q', 'tier', 'workload', 'live'];
 
-/** Where a page ended: its last row's sort value and DID (a price-less advert's +Infinity is null in the token). */
+/**
+ * What a sort compares for one entry: a number, a string, or for `price` the first price as [currency, amount]
+ * (compared by currency, then exactly as a decimal: amounts are never turned into floats), null for an advert with
+ * no price (after every price).
+ */
+export type MarketSortValue = number | string | readonly [currency: string, amount: string] | null;
+
+/** Where a page ended: its last row's sort value and DID. */
 export interface MarketCursor {
-  value: number | string;
+  value: MarketSortValue;
   provider: string;
 }
 
@@ -72,8 +80,7 @@ function cursorTag(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): stri
 
 /** The opaque `next` of a page that ended at `c`: base64url of [tag, value, DID]. */
 export function encodeMarketCursor(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>, c: MarketCursor): string {
-  const v = typeof c.value === 'number' && !Number.isFinite(c.value) ? null : c.value;
-  return Buffer.from(JSON.stringify([cursorTag(q), v, c.provider])).toString('base64url');
+  return Buffer.from(JSON.stringify([cursorTag(q), c.value, c.provider])).toString('base64url');
 }
 
 function decodeMarketCursor(token: string, q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): MarketCursor {
@@ -88,9 +95,13 @@ function decodeMarketCursor(token: string, q: Omit<MarketPageQuery, 'offset' | '
   if (!Array.isArray(parts) || parts.length !== 3 || typeof parts[0] !== 'string' || typeof parts[2] !== 'string' || parts[2].length === 0) throw bad('not a cursor');
   const [tag, v, provider] = parts as [string, unknown, string];
   if (tag !== cursorTag(q)) throw bad('it was made for another sort or filter (start again without it)');
-  const wantString = STRING_SORTS.includes(q.sort);
-  if (wantString ? typeof v !== 'string' : !(v === null || (typeof v === 'number' && Number.isFinite(v)))) throw bad('not a cursor');
-  return { value: v === null ? Number.POSITIVE_INFINITY : (v as number | string), provider };
+  const ok = STRING_SORTS.includes(q.sort)
+    ? typeof v === 'string'
+    : q.sort === 'price'
+      ? v === null || (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && CURRENCY_RE.test(v[0]) && isAmount(v[1]))
+      : typeof v === 'number' && Number.isFinite(v);
+  if (!ok) throw bad('not a cursor');
+  return { value: v as MarketSortValue, provider };
 }
 
 /**
@@ -162,8 +173,8 @@ function gpuText(a: Opened<Advert>): string {
   return (a.record.hardware.gpus ?? []).map((g) => g.model.toLowerCase()).join(' ');
 }
 
-/** What a sort compares for one entry: a number or a string, never a built row. */
-function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): number | string {
+/** What a sort compares for one entry (MarketSortValue), never a built row. */
+function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): MarketSortValue {
   const r = e.a.record;
   switch (key) {
     case 'tier':
@@ -178,7 +189,7 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): number 
       return (r.hardware.gpus ?? []).reduce((n, g) => n + g.count * g.vramMiB, 0);
     case 'price': {
       const p = r.prices?.[0];
-      return p ? Number(p.price.amount) : Number.POSITIVE_INFINITY;
+      return p ? [p.price.currency, p.price.amount] : null;
     }
     case 'reputation':
       return f.scoreOf(e.provider);
@@ -197,10 +208,10 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): number 
  */
 export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f: MarketPageFacts): MarketPageResult {
   const dir = q.desc ? -1 : 1;
-  const cmp = (xv: number | string, xp: string, yv: number | string, yp: string): number => dir * (xv < yv ? -1 : xv > yv ? 1 : xp < yp ? -1 : xp > yp ? 1 : 0);
+  const cmp = (xv: MarketSortValue, xp: string, yv: MarketSortValue, yp: string): number => dir * (compareSortValues(xv, yv) || (xp < yp ? -1 : xp > yp ? 1 : 0));
   const after = q.after;
   const workloads = new Map<string, number>();
-  const keyed: Array<{ e: MarketEntry; v: number | string }> = [];
+  const keyed: Array<{ e: MarketEntry; v: MarketSortValue }> = [];
   // with a cursor, the matched entries at or before it are only counted (the page's position), not sorted
   let before = 0;
   for (const e of entries) {
@@ -221,6 +232,13 @@ export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f
   const last = rows[rows.length - 1];
   const next = end < keyed.length && last ? encodeMarketCursor(q, { value: last.v, provider: last.e.provider }) : undefined;
   return { matched: before + keyed.length, page: rows.map((k) => k.e), offset: before + start, ...(next !== undefined ? { next } : {}), workloads: mostOffered(workloads) };
+}
+
+/** Two sort values of one sort: null (no price) after everything; prices by currency, then exactly by amount. */
+function compareSortValues(x: MarketSortValue, y: MarketSortValue): number {
+  if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+  if (Array.isArray(x) && Array.isArray(y)) return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : compareAmounts(x[1] as string, y[1] as string);
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 function mostOffered(counts: Map<string, number>): string[] {

@@ -20,6 +20,7 @@ import { AdvertIndex } from '../../../src/market/index.js';
 import { market, marketPageOf } from '../../../src/node/control.js';
 import { MARKET_PAGE_MAX, MARKET_WORKLOADS_MAX, marketPage, parseMarketPage, type MarketPageQuery } from '../../../src/node/market-page.js';
 import { C0Error } from '../../../src/errors.js';
+import { compareAmounts } from '../../../src/records/money.js';
 import type { Advert, Opened } from '../../../src/records/index.js';
 import { NOW, P, advert } from '../market/fixtures.js';
 import type { MarketEntry, MarketPageFacts } from '../../../src/node/market-page.js';
@@ -92,13 +93,29 @@ test('walking the pages by next lists every provider exactly once, in every orde
   }
 });
 
+test('sort=price compares amounts exactly as decimals, currency first, no price last (never as floats)', () => {
+  // 0.1 and 0.10000000000000000001 are the same float; 9007199254740993 is not a float at all
+  const priced = (n: number, amount: string, currency = 'USD'): MarketEntry => ({ provider: P(n).did, a: advert(P(n), { prices: [{ workload: 'infer.llm', unit: 'job', price: { amount, currency } }] }) });
+  const entries = [priced(1, '0.10000000000000000001'), priced(2, '0.1'), priced(3, '9007199254740993'), priced(4, '9007199254740992'), priced(5, '0.05', 'EUR'), { provider: P(6).did, a: advert(P(6), { prices: [] }) }];
+  const facts = { now: NOW, scoreOf: () => 0, freeSlots: new Map<string, number>() };
+  const order = (desc: boolean) => marketPage(entries, { offset: 0, limit: 10, sort: 'price', desc, liveOnly: false }, facts).page.map((e) => e.provider);
+  const asc = [P(5), P(2), P(1), P(4), P(3), P(6)].map((p) => p.did);
+  assert.deepEqual(order(false), asc);
+  assert.deepEqual(order(true), [...asc].reverse());
+  // a cursor carries the exact amount: the page after row 2 starts at row 3
+  const first = marketPage(entries, { offset: 0, limit: 2, sort: 'price', desc: false, liveOnly: false }, facts);
+  const next = parseMarketPage(new URLSearchParams(`sort=price&after=${first.next}`))!;
+  assert.deepEqual(marketPage(entries, { ...next, limit: 10 }, facts).page.map((e) => e.provider), asc.slice(2));
+});
+
 test('the page is in the order asked for, ties by DID', () => {
   const d = node(book(300));
   const p = marketPageOf(d, q('sort=price&desc=1&limit=300')) as { adverts: Array<{ provider: string; record: Advert }> };
-  const key = (a: { provider: string; record: Advert }) => Number(a.record.prices![0]!.price.amount);
+  const key = (a: { provider: string; record: Advert }) => a.record.prices![0]!.price.amount;
   for (let i = 1; i < p.adverts.length; i++) {
     const [a, b] = [p.adverts[i - 1]!, p.adverts[i]!];
-    assert.ok(key(a) > key(b) || (key(a) === key(b) && a.provider > b.provider), `row ${i} out of order`);
+    const c = compareAmounts(key(a), key(b));
+    assert.ok(c > 0 || (c === 0 && a.provider > b.provider), `row ${i} out of order`);
   }
   const live = marketPageOf(d, q('live=1')) as { matched: number; live: number; total: number };
   assert.equal(live.matched, live.live);
