@@ -10,11 +10,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal } from '../../../src/records/envelope.js';
-import { T, type Receipt, type Selection } from '../../../src/records/kinds.js';
+import { type Receipt } from '../../../src/records/kinds.js';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { CborValue } from '../../../src/records/cbor.js';
-import { admittedEvent, type Claim } from '../../../src/pool/admission.js';
+import { admittedEvent } from '../../../src/pool/admission.js';
 import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import { reclaimed } from '../../../src/roles/steward-handlers.js';
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
@@ -22,22 +21,9 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
 import { NOW, P, advert, job, offer, receipt, type Party } from '../market/fixtures.js';
+import { TREE, claimOf, selection, type Frame } from './preempt-fixtures.js';
 
-const TREE = `entitlements:
-  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
-  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
-  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
-`;
-const est = { uj: 10_000_000, grade: 'Estimator' as const };
 const [lowBuyer, highBuyer, provA, stranger] = [P(1), P(2), P(3), P(9)];
-const claimOf = (id: string, entitlement: string): Claim => ({ id, entitlement, gang_size: 1, devices_per_member: 1, estimate: est });
-
-function selection(buyer: Party, o: ReturnType<typeof offer>, provider: Party) {
-  const s: Selection = { job: o.record.job, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW };
-  return seal(T.selection, s, buyer.signer);
-}
-
-type Frame = { op: string; job: string; deadline?: number };
 
 /** The low claim admitted and selected at provA; `onStop` is provA's answer to a `stop` (it may deliver gossip first). */
 async function rig(dir: string, onStop: (f: Frame, s: { preempted: Opened<Receipt> }) => Promise<unknown>) {

@@ -9,32 +9,15 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal } from '../../../src/records/envelope.js';
-import { T, type Selection } from '../../../src/records/kinds.js';
-import type { Claim } from '../../../src/pool/admission.js';
 import { admittedEvent } from '../../../src/pool/admission.js';
 import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { NOW, P, advert, job, offer, receipt, type Party } from '../market/fixtures.js';
+import { NOW, P, advert, job, offer, receipt } from '../market/fixtures.js';
+import { TREE, claimOf, selection, type Frame } from './preempt-fixtures.js';
 
-// `hi` outranks `lo`; the overlay has one device (one provider without GPUs).
-const TREE = `entitlements:
-  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
-  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
-  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
-`;
-const est = { uj: 10_000_000, grade: 'Estimator' as const };
 const [lowBuyer, highBuyer, provA, provB] = [P(1), P(2), P(3), P(4)];
-const claimOf = (id: string, entitlement: string): Claim => ({ id, entitlement, gang_size: 1, devices_per_member: 1, estimate: est });
-
-function selection(buyer: Party, o: ReturnType<typeof offer>, provider: Party) {
-  const s: Selection = { job: o.record.job, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW };
-  return seal(T.selection, s, buyer.signer);
-}
-
-type Frame = { op: string; job: string; deadline?: number };
 
 async function rig(dir: string, answerStop: (to: string, f: Frame) => unknown) {
   const r = await stewardRig(dir, TREE);

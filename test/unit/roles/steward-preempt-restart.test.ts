@@ -10,10 +10,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal } from '../../../src/records/envelope.js';
-import { T, type Selection } from '../../../src/records/kinds.js';
 import type { CborValue } from '../../../src/records/cbor.js';
-import { admittedEvent, type Claim } from '../../../src/pool/admission.js';
+import { admittedEvent } from '../../../src/pool/admission.js';
 import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js';
 import { ClaimStore } from '../../../src/roles/steward-accounts.js';
 import { reclaimed } from '../../../src/roles/steward-handlers.js';
@@ -22,27 +20,14 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { sub } from '../../../src/store/db.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { NOW, P, advert, job, offer, receipt, type Party } from '../market/fixtures.js';
+import { NOW, P, advert, job, offer, receipt } from '../market/fixtures.js';
+import { TREE, claimOf, selection, type Frame } from './preempt-fixtures.js';
 
-const TREE = `entitlements:
-  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
-  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
-  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
-`;
-const est = { uj: 10_000_000, grade: 'Estimator' as const };
 const [lowBuyer, highBuyer, provA] = [P(1), P(2), P(3)];
-const claimOf = (id: string, entitlement: string): Claim => ({ id, entitlement, gang_size: 1, devices_per_member: 1, estimate: est });
 const low = job(lowBuyer, { nonce: new Uint8Array([7]) });
 const high = job(highBuyer, { nonce: new Uint8Array([8]) });
 const offerA = offer(provA, low, advert(provA));
 const preempted = receipt(provA, lowBuyer, offerA, { status: 'failed', failure: { code: 'EXEC_PREEMPTED', message: 'preempted' }, energy: { uj: 400, grade: 'Estimator' } });
-
-function selection(buyer: Party, o: ReturnType<typeof offer>, provider: Party) {
-  const s: Selection = { job: o.record.job, buyer: buyer.did, policy: 'balanced', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW };
-  return seal(T.selection, s, buyer.signer);
-}
-
-type Frame = { op: string; job: string; deadline?: number };
 
 /**
  * The steward's parts on `dir` (opened again on the same dir after a restart), with a real Reclaimer and claims store;

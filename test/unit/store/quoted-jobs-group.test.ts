@@ -13,31 +13,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { seal, type Opened } from '../../../src/records/envelope.js';
-import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
-import { T, type Job } from '../../../src/records/kinds.js';
 import { closeDb, openDb, type Db } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
-
-const NOW = 1_800_000_000_000;
-const DAY = 86_400_000;
-const did = (s: Ed25519Signer) => didFromPublicKey(s.publicKey);
-
-/** A job as a flood signs it: a fresh key each, `params` padded to `pad` characters. */
-function job(n: number, pad = 1, signer = Ed25519Signer.generate()): Opened<Job> {
-  const input = new TextEncoder().encode(`input ${n}`);
-  return seal(
-    T.job,
-    {
-      workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW + n, deadline: NOW + 29 * DAY, timeoutMs: 10_000,
-      input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params: String(n).padEnd(pad, ' '), nonce: Uint8Array.of(n & 255, n >> 8),
-    },
-    signer,
-  );
-}
-
-const held = async (s: RecordStore) => new Set((await s.list(T.job)).map((j) => j.address));
+import { DAY, NOW, did, held, job } from './quoted-rig.js';
 
 type Op = { type: string; key?: unknown; value?: unknown };
 /** A batch that gives a job a place in the quoted order (`o!<seq>`): a group commit of putQuoted calls. */
