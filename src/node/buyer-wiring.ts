@@ -14,6 +14,7 @@ import type { PublishOptions } from '../net/network-api.js';
 import { open, type Opened } from '../records/envelope.js';
 import { Buyer, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
+import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
 import { requestAdmission } from '../roles/admission-client.js';
 import { execExchange, type ExecRequest } from '../roles/exec-protocol.js';
 import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
@@ -123,7 +124,7 @@ export class BuyerWiring {
         : {}),
       // Open orders skip admission and the steward's selection: not on an overlay with a steward.
       ...(this.o.d.network.steward ? {} : { orders: { inbox: (job: string) => this.o.orders!.inbox(job) } }),
-      ...(this.o.d.network.steward && this.o.d.network.managed ? { managedSelect: (job, policy, excluded) => this.#managedSelect(this.o.d.network.steward!, job, policy, excluded) } : {}),
+      ...(this.o.d.network.steward && this.o.d.network.managed ? { managedSelect: (job, policy, excluded, offers) => this.#managedSelect(this.o.d.network.steward!, job, policy, excluded, offers) } : {}),
     });
   }
 
@@ -155,8 +156,10 @@ export class BuyerWiring {
     throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no reclaimed answer');
   }
 
-  async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {
-    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'select', job: job.address, policy, excluded: [...excluded] } as never], { limits: { deadlineMs: 30_000 } });
+  async #managedSelect(steward: string, job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>, offers: readonly Opened<Offer>[]): Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }> {
+    // the offers collected here go along (at most MAX_SELECT_OFFERS): the steward's copies can be a gossip hop behind
+    const carried = offers.filter((o) => !excluded.has(o.signer)).slice(0, MAX_SELECT_OFFERS).map((o) => o.bytes);
+    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'select', job: job.address, policy, excluded: [...excluded], offers: carried } as never], { limits: { deadlineMs: 30_000 } });
     const f = frames[0] as { selection?: Uint8Array; offer?: Uint8Array } | undefined;
     if (!f?.selection || !f.offer) throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no selection');
     const selection = open(f.selection, T.selection);

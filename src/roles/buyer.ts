@@ -285,7 +285,7 @@ export interface BuyerDeps {
   /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES, the providers' documented default). */
   maxInputBytes?: number;
   /** On a managed overlay: the steward signs the selection (excluding providers already tried). */
-  managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
+  managedSelect?: (job: Opened<Job>, policy: PolicyName, excluded: ReadonlySet<string>, offers: readonly Opened<Offer>[]) => Promise<{ selection: Opened<Selection>; offer: Opened<Offer> }>;
   /** The overlay's name (for refusals' messages). */
   overlay?: string;
   /** This node's overlays that have a steward (a spec naming an entitlement on an overlay without one is pointed there). */
@@ -557,7 +557,8 @@ export class Buyer {
         // A managed overlay: the steward decides (its own book, the same engine) and signs.
         let managed;
         try {
-          managed = await this.d.managedSelect(job, policy, tried);
+          // with the offers collected here, which the steward's book may not hold yet
+          managed = await this.d.managedSelect(job, policy, tried, decision.ranked.map((c) => c.offer));
         } catch (e) {
           // the node stopping broke the request off: the run is interrupted, the steward did nothing wrong
           if (this.#stopping) this.#interrupted(result, onEvent);

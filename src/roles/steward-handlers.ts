@@ -76,6 +76,9 @@ export interface SelectDeps {
   tree: Tree;
 }
 
+/** The most offers a `select` may carry (the buyer's collected offers for the job). */
+export const MAX_SELECT_OFFERS = 32;
+
 /** A managed overlay: the steward signs the selection for an admitted job on its buyer's behalf. */
 export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
   if (!d.cfg.managed) throw new C0Error('STEWARD_NOT_MANAGED', 'this overlay is not managed: buyers select themselves');
@@ -90,6 +93,20 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
   const policy = (req.policy as PolicyName) ?? 'balanced';
   const excluded = new Set(Array.isArray(req.excluded) ? (req.excluded as string[]) : []);
   const now = d.ports.clock();
+  // The offers the buyer collected, each signed by its provider: the buyer's collection ends at the first offer sent
+  // to it directly, and the copy gossiped to the steward can be a hop behind, so its book alone could hold none yet
+  // (STEWARD_NO_CANDIDATE). Only offers for this job; one that does not open or fit is left out.
+  if (Array.isArray(req.offers) && d.ports.market.addOffer) {
+    for (const bytes of req.offers.slice(0, MAX_SELECT_OFFERS)) {
+      if (!(bytes instanceof Uint8Array)) continue;
+      try {
+        const o = open(bytes, T.offer);
+        if (o.record.job === job.address) await d.ports.market.addOffer(o, now);
+      } catch {
+        // not an offer this steward takes: decided without it
+      }
+    }
+  }
   // decided afresh without the providers tried, so the selection recomputes to its winner
   const decision = await d.ports.market.decide(job, policy, now, excluded);
   const cand = decision.ranked[0];

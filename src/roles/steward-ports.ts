@@ -88,6 +88,8 @@ export interface StewardPorts {
   readonly market: Pick<BuyerMarket, 'decide' | 'signSelection'> & {
     readonly adverts: { readonly latest: ReadonlyMap<string, Opened<Advert>>; get?(address: string): Opened<Advert> | undefined };
     readonly book?: { get(address: string): Opened<Offer> | undefined };
+    /** File an offer a buyer's `select` carried (signed by its provider: the steward's book may lag the buyer's by a gossip hop). */
+    addOffer?(o: Opened<Offer>, now: number): Promise<void>;
   };
   /** A sublevel of the overlay's store (the steward's queue). */
   sub(name: string): Sub;
