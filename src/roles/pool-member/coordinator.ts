@@ -15,7 +15,7 @@ import { open, seal, type Opened } from '../../records/envelope.js';
 import { T, type Job, type Offer, type PoolDispatch, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import type { Money } from '../../records/money.js';
 import type { CborValue } from '../../records/cbor.js';
-import { selectMember } from '../../pools/choice.js';
+import { coordinatorRanking, selectMember } from '../../pools/choice.js';
 import { admit } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
 import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
@@ -69,6 +69,19 @@ interface Tick {
 
 /** How many livenessMs past a dispatch's budget recovery waits before failing it for a silent coordinator. */
 export const RECOVERY_GRACE_LIVENESS = 3;
+
+/**
+ * The turn of each member ahead in the take-over order (the election's ranking, `coordinatorRanking`) that this one
+ * does not see live, in livenessMs: a recovering member about to fail another coordinator's dispatch as lost first
+ * gives each such member this long to do it (its `closed` heard, or its receipt found by the lookups each tick
+ * repeats), so two members that each believe themselves elected (after a whole-pool restart, or while their views of
+ * each other's liveness differ) do not both sign a POOL_COORDINATOR_LOST receipt (docs/pools.md "A coordinator that
+ * crashes"). 3 × livenessMs is what a member takes to be seen live once it is back, with a tick after it.
+ */
+export const RECOVERY_TURN_LIVENESS = 3;
+
+/** The most turns a recovering member waits (each RECOVERY_TURN_LIVENESS × livenessMs): a dead or cut-off member ahead delays the close, never keeps it open. */
+export const RECOVERY_TURNS_MAX = 3;
 
 export function code(e: unknown): string {
   return e instanceof C0Error ? e.code : 'POOL_INTERNAL';
@@ -132,6 +145,11 @@ export class PoolCoordinator {
   readonly inFlight = new Set<string>();
   /** Per coordinator, the last job a recovery tick asked about: the next tick starts after it. */
   #cursor = new Map<string, string>();
+  /**
+   * Per open entry (`<job>|<coordinator>`) another coordinator left, since when this member has been about to fail it
+   * as lost and under which epoch's take-over order it waits its turn (#turn); dropped once the entry is closed.
+   */
+  #waiting = new Map<string, { since: number; epoch: number; logged: boolean }>();
 
   constructor(
     private d: PoolMemberDeps,
@@ -155,8 +173,10 @@ export class PoolCoordinator {
    * then a POOL_COORDINATOR_LOST receipt another member already signed for the
    * dispatch (held here, by a live member, or heard); then the coordinator's
    * receipt, else such a lost receipt, as the buyer or a live member holds it
-   * (asked: `askReceipts`); failing that, and the entry still open once the
-   * ask is over, the job is failed with a signed receipt (POOL_COORDINATOR_LOST).
+   * (asked: `askReceipts`); failing that, the entry still open once the
+   * ask is over, and this member's turn come (#turn: the members ahead of it in
+   * the election's take-over order that it cannot see go first), the job is
+   * failed with a signed receipt (POOL_COORDINATOR_LOST).
    * The entries are taken per coordinator, RECOVERY_PARALLEL at a time, all
    * coordinators at once; a coordinator that does not answer is not asked again
    * in this tick, and one coordinator's entries get RECOVERY_TICK_LIVENESS ×
@@ -181,6 +201,10 @@ export class PoolCoordinator {
 
   async #sweep(elected: boolean): Promise<number> {
     const all = await this.d.trail.pending();
+    if (this.#waiting.size) {
+      const still = new Set(all.map((p) => DispatchTrail.key(p.job, open(p.entry.dispatch, T.poolDispatch, { trusted: true }).signer)));
+      for (const k of this.#waiting.keys()) if (!still.has(k)) this.#waiting.delete(k);
+    }
     const pastGrace = (p: { entry: TrailEntry }) => {
       const d = open(p.entry.dispatch, T.poolDispatch, { trusted: true });
       return d.signer !== this.d.did && this.d.clock() >= dispatchEnd(d.record, open(p.entry.job, T.job, { trusted: true }).record, this.d.options.memberTimeoutMs) + RECOVERY_GRACE_LIVENESS * this.d.options.livenessMs;
@@ -270,8 +294,42 @@ export class PoolCoordinator {
     }
     // Nor while the member the dispatch chose still runs it: this member, or one that says so.
     if (await this.#memberRuns(job, dispatch.record.member, by, silent)) return false;
-    await this.#closeOrphan(job, entry, tick);
-    return true;
+    return this.#closeOrphan(job, entry, tick);
+  }
+
+  /**
+   * How long this member still waits before it fails `by`'s dispatch of `job` as lost itself (0: its turn has come),
+   * and the members it waits for. The order is the election's: the take-over ranking (`coordinatorRanking`) of the
+   * members of the roster in use that have not left, other than the dispatch's coordinator, for the epoch in which
+   * this member first came to fail this dispatch (kept while it waits, so an epoch change does not reorder a wait under
+   * way). Each member ahead of this one that it does not see live gets RECOVERY_TURN_LIVENESS × livenessMs (at most
+   * RECOVERY_TURNS_MAX turns): one that is only unreachable to this member (after a restart, before the connections
+   * are up) may be failing the dispatch now. A member ahead that it does see live is not waited for: then this one is
+   * not elected, or that one's answer to the lookups (`status`, records/1) carries its lost receipt. So the elected
+   * member of a pool whose members see each other signs at once, as before, and of two members that each believe
+   * themselves elected the one further down waits at least one turn more than the other.
+   */
+  #turn(job: string, by: string): { waitMs: number; ahead: string[] } {
+    const key = DispatchTrail.key(job, by);
+    const now = this.d.clock();
+    let w = this.#waiting.get(key);
+    if (!w) {
+      w = { since: now, epoch: this.v.epoch(now), logged: false };
+      this.#waiting.set(key, w);
+    }
+    const candidates = this.v.roster().record.members.map((m) => m.did).filter((m) => m === this.d.did || (m !== by && !this.v.hasLeft(m)));
+    const order = coordinatorRanking(this.v.pool, w.epoch, candidates);
+    const me = order.indexOf(this.d.did);
+    const live = new Set(this.v.live());
+    // (not on the roster in use, this member is elected by nobody: every other member goes first)
+    const ahead = (me < 0 ? order : order.slice(0, me)).filter((m) => !live.has(m));
+    const turnMs = RECOVERY_TURN_LIVENESS * this.d.options.livenessMs;
+    const waitMs = Math.max(0, w.since + Math.min(ahead.length, RECOVERY_TURNS_MAX) * turnMs - now);
+    if (waitMs > 0 && !w.logged) {
+      w.logged = true;
+      this.d.log.info({ job, coordinator: by, ahead, waitMs }, 'pool: members ahead in the take-over order may be failing this silent coordinator’s dispatch; waiting their turn before signing a lost receipt');
+    }
+    return { waitMs, ahead };
   }
 
   /** Whether `member`, chosen by `by`'s dispatch of `job`, runs it now (asked unless it is this member, or the coordinator found silent). */
@@ -413,7 +471,8 @@ export class PoolCoordinator {
     await this.d.trail.close(job, by, o.state, o.receipt.bytes, o.settlement?.bytes, !o.lost && o.coordinator === by ? givesWay : undefined);
   }
 
-  async #closeOrphan(job: string, entry: TrailEntry, tick: Tick): Promise<void> {
+  /** Close `entry` in its silent coordinator's place; false while this member waits its turn to fail it as lost (#turn). */
+  async #closeOrphan(job: string, entry: TrailEntry, tick: Tick): Promise<boolean> {
     const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
     // Outcomes at hand: this member's other entries of the job (checked when they were kept), then the live members'.
     const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
@@ -464,14 +523,17 @@ export class PoolCoordinator {
         this.d.log.warn({ job, coordinator: d.signer, status: other.o.state, receipt: other.o.receipt.address, from: other.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
         await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: other.o.receipt.bytes }, this.v.outcomeTo());
       }
-      return;
+      return true;
     }
     // The ask waited (up to its deadline): a `closed` that came meanwhile (another member's lost close, or the
     // coordinator's own outcome) closed the entry, and no receipt is signed over it.
     if (!(await this.#stillOpen(job, d.signer))) {
       this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member while this one looked for its receipt; no lost receipt signed');
-      return;
+      return true;
     }
+    // Another coordinator's: the members ahead in the take-over order that this one cannot see get their turn first
+    // (their lost receipt is then found above on a later tick, or their `closed` closes the entry).
+    if (d.signer !== this.d.did && (await this.#turn(job, d.signer)).waitMs > 0) return false;
     const j = open(entry.job, T.job, { trusted: true });
     const offer = open(entry.offer, T.offer, { trusted: true });
     const now = this.d.clock();
@@ -491,12 +553,14 @@ export class PoolCoordinator {
     // outcome, and this receipt, never published, goes nowhere.
     if (!(await this.d.trail.close(job, d.signer, 'failed', receipt.bytes))) {
       this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member meanwhile; the lost receipt signed here is dropped unpublished');
-      return;
+      return true;
     }
+    this.#waiting.delete(DispatchTrail.key(job, d.signer));
     this.m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
     this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});
     await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes }, this.v.outcomeTo());
+    return true;
   }
 
   /** Send `frame` to the members (each bounded by livenessMs); each member's answer, or undefined when none came. */
