@@ -502,10 +502,11 @@ export class PoolCoordinator {
     // its own (none signed yet), this member asks the buyer and a few live members for it (records/1; bounded: a
     // silent peer only delays the close, which then goes on as lost).
     // Nor is a second lost receipt signed when another member already signed one whose `closed` missed this member
-    // (a whole-pool restart: the members recover at once, before their connections are up): found in the evidence
-    // store (gossiped) or handed back by the asked, it closes the entry as that member's `closed` would have. It is
-    // not relayed: a member takes a lost close only from its signer (POOL_CLOSE_NOT_ENTITLED), who sent its `closed`
-    // to every member.
+    // (a whole-pool restart: the members recover at once, before their connections are up): held by a live member
+    // (its `status` answer), found in the evidence store (gossiped) or handed back by the asked, it closes the entry
+    // as that member's `closed` would have, and is relayed to the members: its `closed` missed others too, and one
+    // not elected would keep the entry open (its catch-up takes only the coordinator's own outcome). A member of a
+    // build before this refuses the relay (POOL_CLOSE_NOT_ENTITLED: it takes a lost close only from its signer).
     const own = found.find((o) => o.coordinator === d.signer);
     const lost = found.find((o) => o.lost);
     let other: { o: VerifiedOutcome; from: string } | undefined;
@@ -517,8 +518,9 @@ export class PoolCoordinator {
     if (best) {
       await this.#close(job, d.signer, best);
       const where = other?.from === 'evidence' ? 'heard outside the pool' : 'held by a peer asked';
-      if (other?.o.lost) {
-        this.d.log.info({ job, coordinator: d.signer, receipt: other.o.receipt.address, signer: other.o.receipt.signer, from: other.from }, `pool: closed a silent coordinator’s dispatch with the POOL_COORDINATOR_LOST receipt another member already signed (${where}), not a second one`);
+      if (best.lost) {
+        this.d.log.info({ job, coordinator: d.signer, receipt: best.receipt.address, signer: best.receipt.signer, from: other?.from ?? 'status' }, `pool: closed a silent coordinator’s dispatch with the POOL_COORDINATOR_LOST receipt another member already signed (${other ? where : 'held by a live member'}), not a second one; relayed to the members`);
+        await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: best.receipt.bytes }, this.v.outcomeTo().filter((m) => m !== best.receipt.signer));
       } else if (other) {
         this.d.log.warn({ job, coordinator: d.signer, status: other.o.state, receipt: other.o.receipt.address, from: other.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
         await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: other.o.receipt.bytes }, this.v.outcomeTo());

@@ -112,9 +112,11 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: (a) => p.rs.rosterOf(a) ?? p.d.trail.rosterOf(a), unsettled: from !== coordinator });
         // A dispatch is closed only with its coordinator's own outcome (signed by it: sent by it, with its settlement
         // when completed; or relayed, the receipt alone, by a member whose recovery heard it outside the pool), or with
-        // a receipt failing it as lost signed by the member that sends it (recovery's, docs/pools.md "A coordinator
-        // that crashes").
-        if (o.lost ? o.receipt.signer !== from : o.coordinator !== coordinator) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with the sender’s own POOL_COORDINATOR_LOST receipt');
+        // a receipt failing it as lost signed by a member of the roster in use other than its coordinator: the sender's
+        // own (recovery's), or one the sender took instead of signing a second and relays (docs/pools.md "A
+        // coordinator that crashes"; its signature and pool proof checked above).
+        const lostBy = o.receipt.signer;
+        if (o.lost ? lostBy !== from && (lostBy === coordinator || !p.members().includes(lostBy)) : o.coordinator !== coordinator) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
         if (o.lost && coordinator === p.d.did && p.running(f.job)) throw new C0Error('POOL_STILL_RUNNING', 'this member still runs the job it dispatched');
         await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
         return { ok: 'yes' };

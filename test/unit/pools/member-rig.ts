@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { C0Error } from '../../../src/errors.js';
 import { seal, type Opened } from '../../../src/records/envelope.js';
 import { hashHex } from '../../../src/records/address.js';
-import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
+import { T, type Job, type Offer, type PoolRoster, type Receipt } from '../../../src/records/kinds.js';
 import type { CborValue } from '../../../src/records/cbor.js';
 import type { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
@@ -38,6 +38,8 @@ export interface RigOptions {
   keepDays?: number;
   options?: Partial<PoolMemberOptions>;
   extra?: (did: string, w: World) => Partial<PoolMemberDeps>;
+  /** The pool's roster (default `r`: the three MEMBERS); its members must be keys helpers.ts knows (keyOf). */
+  roster?: Opened<PoolRoster>;
 }
 
 export interface World {
@@ -55,7 +57,7 @@ export class Rig {
 
   async world(name: string, o: RigOptions = {}): Promise<World> {
     const w: World = { members: new Map(), down: new Set(), runs: new Map(), published: [], kept: new Map() };
-    for (const did of MEMBERS) await this.addMember(w, name, did, o);
+    for (const did of (o.roster ?? r).record.members.map((m) => m.did)) await this.addMember(w, name, did, o);
     for (const m of w.members.values()) {
       await m.start();
       m.stop();
@@ -81,8 +83,8 @@ export class Rig {
     const m = new PoolMember({
       did,
       signer: keyOf(did),
-      roster: r,
-      membership: membership(r, keyOf(did)),
+      roster: o.roster ?? r,
+      membership: membership(o.roster ?? r, keyOf(did)),
       options: { ...POOL_MEMBER_DEFAULTS, livenessMs: 1000, memberTimeoutMs: 400, ...o.options },
       clock,
       log: silentLogger(),

@@ -1,0 +1,128 @@
+/**
+ * A member that closes a silent coordinator's dispatch with a POOL_COORDINATOR_LOST receipt another member signed
+ * (found by its lookups, not heard in that member's `closed`) relays it to the members (`op: closed`), who take it
+ * when it checks out and its signer is a member of the roster in use other than the dispatch's coordinator: a
+ * member that missed the signer's `closed` (restarting then) and is not elected would otherwise keep the entry open
+ * (its catch-up takes only the coordinator's own outcome), counting the job dispatched and holding one of the
+ * coordinator's pool.maxOpenDispatches places, until it is itself elected. An older member refuses the relay
+ * (POOL_CLOSE_NOT_ENTITLED): the relaying member goes on. Four members over their own stores (member-rig.ts).
+ */
+import { describe, test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DispatchTrail } from '../../../src/pools/trail.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T, type Job } from '../../../src/records/kinds.js';
+import { receiptFor } from '../../../src/roles/provider/provider.js';
+import { signerFrom } from '../records/fixtures.js';
+import { Rig, MEMBERS, clock, ctx, jobChosen, offer, pooledReceipt, tallyOf, type World } from './member-rig.js';
+import { POOL, didOf, outsider, proof, roster } from './helpers.js';
+import { compareDids } from '../../../src/records/did.js';
+
+const rig = new Rig();
+const LIVENESS_MS = 1000;
+/** coordinator.ts RECOVERY_TURNS_MAX × RECOVERY_TURN_LIVENESS × livenessMs: the longest a member waits its turn. */
+const ALL_TURNS_MS = 3 * 3 * LIVENESS_MS;
+const LOST = { code: 'POOL_COORDINATOR_LOST', message: 'the coordinator is gone' };
+const trailOf = (m: unknown) => (m as { d: { trail: DispatchTrail } }).d.trail;
+const lostOf = (w: World, j: Opened<Job>) => w.published.filter((p) => p.rec.record.job === j.address && p.rec.record.failure?.code === 'POOL_COORDINATOR_LOST');
+
+/** Four members: the three of helpers.ts and a fourth key. */
+const FOUR = [...MEMBERS, didOf(outsider)].sort(compareDids);
+const r4 = roster({ members: FOUR.map((did) => ({ did })) });
+const [A, B, C, D] = FOUR as [string, string, string, string];
+
+/**
+ * A dispatches a job and goes down before signing anything; C and D are restarting while B fails it as lost (B's
+ * `closed` misses them); then B goes down, C and D are back, and the buyer holds B's receipt (gossiped). C recovers:
+ * it takes B's receipt from the buyer rather than signing a second.
+ */
+async function bLostCAfter(name: string, intercept?: (from: string, to: string, f: Record<string, unknown>) => Promise<{ code: string; message: string } | undefined>) {
+  const held = new Map<string, unknown[]>();
+  const w = await rig.world(name, {
+    roster: r4,
+    options: { livenessMs: LIVENESS_MS },
+    ...(intercept ? { intercept } : {}),
+    extra: () => ({ heardReceipts: () => [], askReceipts: async (peer: string, job: string) => held.get(`${peer}|${job}`) ?? [] }),
+  });
+  const a = w.members.get(A)!;
+  const { job: j, input } = jobChosen((m) => m === B);
+  await a.run(j, offer(j, A), ctx(input));
+  a.stop();
+  w.down.add(A);
+  clock.advance(10_000);
+  w.down.add(C).add(D);
+  // B's turn may come after C's and D's (they are ahead of it in the take-over order, and it cannot see them)
+  if (!(await w.members.get(B)!.recover())) {
+    clock.advance(ALL_TURNS_MS);
+    assert.equal(await w.members.get(B)!.recover(), 1);
+  }
+  const lost = lostOf(w, j);
+  assert.deepEqual(lost.map((p) => p.by), [B], 'B signed the one lost receipt');
+  held.set(`${j.signer}|${j.address}`, [lost[0]!.rec.bytes]);
+  w.down.delete(C);
+  w.down.delete(D);
+  w.down.add(B);
+  assert.equal((await trailOf(w.members.get(D)!).get(j.address))?.state, 'dispatched', 'B’s `closed` missed D');
+  assert.equal(await w.members.get(C)!.recover(), 1, 'C closes A’s dispatch');
+  assert.deepEqual(lostOf(w, j).map((p) => p.by), [B], 'C took B’s receipt: no second one');
+  return { w, j, lost: lost[0]!.rec };
+}
+
+describe('a lost receipt taken from another member is relayed', () => {
+  after(() => rig.close());
+
+  test('C closes with B’s lost receipt (asked of the buyer) and relays it: D, which missed B’s `closed`, closes its entry with it', async () => {
+    const { w, j, lost } = await bLostCAfter('relay-lost');
+    for (const m of [C, D]) {
+      const e = await trailOf(w.members.get(m)!).get(j.address);
+      assert.deepEqual([e?.state, e?.receipt], ['failed', lost.bytes], `${m.slice(-6)}’s entry is closed with B’s receipt`);
+      const t = await tallyOf(w.members.get(m)!);
+      assert.deepEqual([t.completed, t.failed], [0, 1], `${m.slice(-6)} counts the job failed once`);
+      assert.equal(((await w.members.get(m)!.status()) as { pending: number }).pending, 0, `${m.slice(-6)}: nothing pending`);
+    }
+  });
+
+  test('D is of an older build and refuses the relay (POOL_CLOSE_NOT_ENTITLED): C still closes, and signs nothing', async () => {
+    const refused: string[] = [];
+    const { w, j, lost } = await bLostCAfter('relay-refused', async (from, to, f) => {
+      if (f.op === 'closed' && from === C && to === D) {
+        refused.push(to);
+        return { code: 'POOL_CLOSE_NOT_ENTITLED', message: 'a dispatch closes only with its coordinator’s own outcome, or with the sender’s own POOL_COORDINATOR_LOST receipt' };
+      }
+      return undefined;
+    });
+    assert.deepEqual(refused, [D], 'C relayed to D');
+    const e = await trailOf(w.members.get(C)!).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['failed', lost.bytes]);
+  });
+
+  test('a relayed lost receipt is taken only when it checks out and its signer is a member of the roster in use who did not dispatch the job', async () => {
+    const w = await rig.world('relay-checks', { roster: r4, options: { livenessMs: LIVENESS_MS }, extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }) });
+    const a = w.members.get(A)!;
+    const { job: j, input } = jobChosen((m) => m === B);
+    const o = offer(j, A);
+    await a.run(j, o, ctx(input));
+    const d = w.members.get(D)!;
+    const refused = async (receipt: Uint8Array, why: string) => {
+      const x = await d.serve({ op: 'closed', job: j.address, coordinator: A, receipt }, C);
+      assert.equal(x.code, 'POOL_CLOSE_NOT_ENTITLED', why);
+      assert.equal((await trailOf(d).get(j.address))?.state, 'dispatched', `${why}: nothing stored changed`);
+    };
+    // signed by a key on another roster of the pool (its proof checks out), not on the one in use
+    const fifth = signerFrom(45);
+    const other = roster({ members: [...FOUR, didOf(fifth)].map((did) => ({ did })) });
+    const base = receiptFor(j, o, { startedAt: clock(), completedAt: clock(), energy: { uj: 0, grade: 'Estimator' }, failure: LOST });
+    await refused(seal(T.receipt, { ...base, provider: POOL, pool: proof(other, fifth) }, fifth).bytes, 'a signer off the roster in use');
+    // B's lost receipt, forged
+    const byB = pooledReceipt(w.members.get(B)!, j, o, B, { failure: LOST });
+    const forged = new Uint8Array(byB.bytes);
+    forged[forged.length - 1]! ^= 1;
+    const x = await d.serve({ op: 'closed', job: j.address, coordinator: A, receipt: forged }, C);
+    assert.ok(typeof x.code === 'string', 'a forged relay is refused');
+    assert.equal((await trailOf(d).get(j.address))?.state, 'dispatched');
+    // B's own, relayed by C: taken
+    assert.equal((await d.serve({ op: 'closed', job: j.address, coordinator: A, receipt: byB.bytes }, C)).ok, 'yes');
+    const e = await trailOf(d).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['failed', byB.bytes]);
+  });
+});
