@@ -36,8 +36,13 @@
  * head: the second sees what the first cosigned and a fork of it is refused
  * and kept as evidence.
  *
+ * The receipt for the held head is written in that same batch, so a receipt the
+ * overlay never got (the witness killed before it was published, or a publish
+ * that reached nobody) can be given again (`receipt`) with the same bytes.
+ *
  * LevelDB layout (sublevels of the node's database):
- *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope)}
+ *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope), receipt? (the
+ *                       pool-witness/1 envelope for that head; absent when written by a build before it was kept)}
  *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?}
  *                       (form absent: a and b at one seq; `successor`: b at a's seq + 1, not linking to a)
  */
@@ -93,6 +98,7 @@ interface HeldState {
   length: number;
   head: string;
   entry?: Uint8Array;
+  receipt?: Uint8Array;
 }
 
 export class Witness {
@@ -126,8 +132,23 @@ export class Witness {
   async #held(steward: string): Promise<HeldState> {
     const b = await this.#heads.get(steward);
     if (b === undefined) return { length: 0, head: GENESIS };
-    const m = decodeCanonical(b) as { length: number; head: Uint8Array; entry: Uint8Array };
-    return { length: m.length, head: bytesToAddress(m.head), entry: m.entry };
+    const m = decodeCanonical(b) as { length: number; head: Uint8Array; entry: Uint8Array; receipt?: Uint8Array };
+    return { length: m.length, head: bytesToAddress(m.head), entry: m.entry, ...(m.receipt ? { receipt: m.receipt } : {}) };
+  }
+
+  /**
+   * The pool-witness/1 receipt for the head held for `steward` (the bytes first published for it), or undefined when
+   * nothing is held. A head written by a build that did not keep its receipt gets one sealed now, kept from then on.
+   */
+  receipt(steward: string): Promise<Opened<WitnessReceipt> | undefined> {
+    return this.#serial(async () => {
+      const h = await this.#held(steward);
+      if (h.length === 0 || !h.entry) return undefined;
+      if (h.receipt) return open(h.receipt, WITNESS_TYPE, { trusted: true }) as Opened<WitnessReceipt>;
+      const sealed = seal(WITNESS_TYPE, { steward, length: h.length, head: h.head, witnessedAt: this.#now() } as never, this.#signer) as Opened<WitnessReceipt>;
+      await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: h.length, head: addressToBytes(h.head), entry: h.entry, receipt: sealed.bytes }) }] as never, { sync: true });
+      return sealed;
+    });
   }
 
   /**
@@ -262,7 +283,7 @@ export class Witness {
     // 4. state first, atomically and durably; then the answer
     const receipt: WitnessReceipt = { steward, length: newLength, head: last.address, witnessedAt: this.#now() };
     const sealed = seal(WITNESS_TYPE, receipt as never, this.#signer) as Opened<WitnessReceipt>;
-    await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: newLength, head: addressToBytes(last.address), entry: last.bytes }) }] as never, { sync: true });
+    await this.#db.batch([{ type: 'put', sublevel: this.#heads, key: steward, value: encodeCanonical({ length: newLength, head: addressToBytes(last.address), entry: last.bytes, receipt: sealed.bytes }) }] as never, { sync: true });
     this.#log?.info({ steward, length: newLength, head: last.address }, 'witness: cosigned');
     return sealed;
   }

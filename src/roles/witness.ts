@@ -12,7 +12,12 @@
  * `stewards`) for its ledger past that head, without waiting for a head on
  * pool-head: gossip does not replay, so a head published while this witness was
  * away is heard only when the steward republishes it (src/roles/steward.ts).
- * A head it already holds costs one read and nothing more; a head whose catch-up
+ * A head it already holds costs one read; while the steward still asks (it
+ * republishes a head until a receipt covering it reaches it), the receipt kept
+ * for it is published again, at most once per RECEIPT_REPUBLISH_MS (or
+ * RECEIPT_RETRY_MS after one that reached nobody), so a receipt lost after the
+ * synced write (the witness killed before publishing it, a publish to no peer,
+ * gossip dropping it) is not lost for good. A head whose catch-up
  * was refused is not fetched again for REFUSED_HEAD_MS (from a key neither held
  * nor named, no head at all), so a run signed once cannot be served to it again
  * and again. A ledger further past the held head than one cosign takes
@@ -27,7 +32,7 @@ import { POOL_TYPE } from '../ledger/entry.js';
 import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
 import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
-import type { LedgerEntry } from '../ledger/entry.js';
+import type { LedgerEntry, WitnessReceipt } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
 import type { Clock } from '../util/clock.js';
@@ -67,6 +72,13 @@ export const START_CATCHUP_MS: readonly number[] = [2_000, 5_000, 15_000, 60_000
  * signature). The steward republishes its head every 30 s until it is covered: a refused one is asked again after this.
  */
 export const REFUSED_HEAD_MS = 10 * 60_000;
+/**
+ * A republished head this witness holds: its receipt is published again at most this often while the last publication
+ * reached a peer (the steward republishes every 30 s until a receipt reaches it; gossip may have dropped it on the way).
+ */
+export const RECEIPT_REPUBLISH_MS = 60_000;
+/** The same, after a publication that reached nobody (or failed): sooner, but still not on every republication. */
+export const RECEIPT_RETRY_MS = 5_000;
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
 export const MAX_REFUSED_HEADS = 1_000;
 /**
@@ -103,6 +115,8 @@ export class WitnessRole {
   #strangers = new Set<string>();
   /** Per steward: the head whose catch-up was refused, at which held length, and when (REFUSED_HEAD_MS). */
   #refusedHeads = new Map<string, { head: string; held: number; at: number }>();
+  /** Per steward: when its receipt was last published and whether any peer got it (RECEIPT_REPUBLISH_MS), oldest first. */
+  #sent = new Map<string, { at: number; reached: boolean }>();
 
   private constructor(
     private o: WitnessPorts,
@@ -227,7 +241,11 @@ export class WitnessRole {
     if (!entry) return this.#catchUpServed(steward, held, from);
     const target = entry.record.seq + 1;
     if (target < held.length) return false; // an old head: nothing new
-    if (target === held.length && entry.address === held.head) return false; // the head held (republished): nothing to do
+    if (target === held.length && entry.address === held.head) {
+      // the head held, republished: the steward has no receipt for it yet (or gossip lost ours): give the kept one again
+      await this.#resend(steward);
+      return false;
+    }
     if (this.#refusedLately(steward, entry.address, held.length)) return false;
     // Fetch from the entry before the held head, so a rewritten entry at the held seq is seen (equivocation), up to
     // the announced head, or one step of it when it is further: a ledger longer than one cosign (a witness that
@@ -315,7 +333,11 @@ export class WitnessRole {
       } catch {
         // cosign refuses it below
       }
-      if (address === held.head) return false; // the held head, nothing past it: nothing to do
+      if (address === held.head) {
+        // the held head, nothing past it: nothing to cosign; its receipt may never have left (killed before the publish)
+        await this.#resend(steward);
+        return false;
+      }
     }
     return (await this.#cosign(steward, entries)) && entries.length === this.#step;
   }
@@ -353,7 +375,7 @@ export class WitnessRole {
       this.#refusedHeads.delete(steward);
       this.#strangers.delete(steward);
       this.#held.add(steward);
-      await this.o.net.publish('pool-witness', receipt.bytes).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'witness receipt reached nobody'));
+      await this.#sendReceipt(steward, receipt);
       this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
       return true;
     } catch (e) {
@@ -366,6 +388,32 @@ export class WitnessRole {
       }
       return false;
     }
+  }
+
+  /** Publish `receipt` and note when, and whether it reached a peer (a publish may reach none: no mesh yet). */
+  async #sendReceipt(steward: string, receipt: Opened<WitnessReceipt>): Promise<boolean> {
+    let reached = false;
+    try {
+      const r = (await this.o.net.publish('pool-witness', receipt.bytes)) as { recipients?: number } | undefined;
+      reached = r?.recipients !== 0;
+    } catch (e) {
+      this.o.log.debug({ steward, err: (e as Error).message }, 'witness receipt not published');
+    }
+    if (!reached) this.o.log.debug({ steward, length: receipt.record.length }, 'witness receipt reached nobody: given again when the steward republishes its head');
+    this.#sent.delete(steward);
+    this.#sent.set(steward, { at: this.o.clock(), reached });
+    if (this.#sent.size > MAX_REFUSED_HEADS) this.#sent.delete(this.#sent.keys().next().value!);
+    return reached;
+  }
+
+  /** The steward still asks for a receipt of the head held: publish the kept one again, at most once per RECEIPT_REPUBLISH_MS. */
+  async #resend(steward: string): Promise<void> {
+    const last = this.#sent.get(steward);
+    if (last && this.o.clock() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
+    const receipt = await this.witness.receipt(steward);
+    if (!receipt || this.#stopped) return;
+    const reached = await this.#sendReceipt(steward, receipt);
+    this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head, reached }, 'published the receipt for the held head again (the steward still asks for it)');
   }
 
   /** Keep showing the last refusal of `steward` (neither held nor listed): the most recent MAX_SHOWN_STRANGERS only. */

@@ -1,0 +1,141 @@
+/**
+ * The witness role (src/roles/witness.ts) when something goes wrong around it: a receipt that never left (the witness
+ * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it.
+ * Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1, whose
+ * publish reports how many peers it reached.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
+import { openDb, closeDb, type Db } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { C0Error } from '../../../src/errors.js';
+import type { Logger } from '../../../src/util/log.js';
+import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { Witness } from '../../../src/ledger/witness.js';
+import * as W from '../../../src/roles/witness.js';
+import { admitted, tempDir } from '../ledger/helpers.js';
+
+type Chain = Array<{ bytes: Uint8Array; address: string }>;
+const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
+
+function stewardChain(n: number): { did: string; chain: Chain; signer: Ed25519Signer } {
+  const signer = Ed25519Signer.generate();
+  return { did: didFromPublicKey(signer.publicKey), chain: sealEntries(Array.from({ length: n }, (_, i) => admitted(`c${i}`)), signer), signer };
+}
+
+interface Rig {
+  role: W.WitnessRole;
+  onHead: (e: Opened<LedgerEntry>) => void;
+  calls: Array<{ steward: string; from: number }>;
+  /** Every warning's message. */
+  warnings: string[];
+  published: Array<{ kind: string; bytes: Uint8Array }>;
+  /** What publish reports reached: 0 is a publish to no peer (libp2p allows it). */
+  net: { recipients: number; unreachable: Set<string>; silent: Set<string> };
+  db: Db;
+  me: Ed25519Signer;
+  clock: ReturnType<typeof fakeClock>;
+  /** The role started again on the same database and key (a restarted node). */
+  restart: (cfg?: W.WitnessConfig) => Promise<W.WitnessRole>;
+}
+
+async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cfg: W.WitnessConfig = { startCatchUpMs: [] }): Promise<void> {
+  const t = tempDir('c0-witness-recovery-');
+  const db: Db = await openDb(t.dir);
+  const calls: Rig['calls'] = [];
+  const warnings: string[] = [];
+  const published: Rig['published'] = [];
+  const net: Rig['net'] = { recipients: 1, unreachable: new Set(), silent: new Set() };
+  let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
+  const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) }) as unknown as Logger;
+  const clock = fakeClock(1_000);
+  const ports: W.WitnessPorts = {
+    name: 'labs',
+    clock,
+    log,
+    net: {
+      subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
+      publish: (async (kind: string, bytes: Uint8Array) => {
+        published.push({ kind, bytes });
+        return { recipients: net.recipients, address: '' };
+      }) as never,
+      request: (async (steward: string, _p: string, frames: Array<{ from: number; to: number }>, o: { limits?: { deadlineMs?: number }; signal?: AbortSignal }) => {
+        const { from, to } = frames[0]!;
+        calls.push({ steward, from });
+        if (net.unreachable.has(steward)) throw new C0Error('NET_DIAL', 'cannot open /c0mpute/ledger/1: no route');
+        if (net.silent.has(steward)) {
+          // a peer that never answers: the call ends at its deadline, or when the caller aborts it (as protocols.ts does)
+          await new Promise<void>((_, reject) => {
+            const timer = setTimeout(() => reject(new C0Error('NET_DEADLINE', 'no answer within the deadline')), o.limits?.deadlineMs ?? 30_000);
+            o.signal?.addEventListener('abort', () => (clearTimeout(timer), reject(new C0Error('NET_ABORTED', 'aborted'))), { once: true });
+          });
+        }
+        return (chains.get(steward) ?? []).slice(from, to).map((e) => e.bytes);
+      }) as never,
+    },
+  };
+  const me = Ed25519Signer.generate();
+  const start = (c: W.WitnessConfig) => W.WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, c);
+  let role = await start(cfg);
+  try {
+    const restart = async (c: W.WitnessConfig = cfg) => {
+      await role.stop();
+      return (role = await start(c));
+    };
+    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, net, db, me, clock, restart });
+  } finally {
+    await role.stop();
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+const receipts = (p: Rig['published']) => p.filter((x) => x.kind === 'pool-witness');
+
+describe('a receipt that never reached the overlay is given again', () => {
+  it('published to no peer: given again (the same bytes) when the steward republishes the head, then no more often than RECEIPT_REPUBLISH_MS', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, published, calls, clock }) => {
+      net.recipients = 0;
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(receipts(published).length, 1, 'cosigned, published to nobody');
+      const first = receipts(published)[0]!.bytes;
+      net.recipients = 3;
+      clock.advance(W.RECEIPT_RETRY_MS);
+      onHead(head(s.chain[1]!)); // the steward republishes: it has no receipt
+      await role.settled();
+      assert.equal(receipts(published).length, 2, 'the receipt is given again');
+      assert.deepEqual(receipts(published)[1]!.bytes, first, 'the same receipt, not a new one');
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(receipts(published).length, 2, 'it reached peers: not again at every republication');
+      clock.advance(W.RECEIPT_REPUBLISH_MS);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(receipts(published).length, 3, 'the steward still asks after a while: given again');
+      assert.equal(calls.length, 1, 'nothing fetched for it');
+    });
+  });
+
+  it('killed between the synced write and the publish: after a restart the kept receipt is published, at the start catch-up and on the republished head', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ me, db, published, restart, onHead, clock }) => {
+      // what the witness wrote before it was killed: the head held, no receipt ever published
+      const kept = await new Witness(db, me, { now: fakeClock(500) }).cosign(s.did, s.chain.map((e) => e.bytes));
+      let role = await restart({ startCatchUpMs: [0] });
+      for (let i = 0; i < 200 && !receipts(published).length; i++) await new Promise((r) => setTimeout(r, 10));
+      await role.settled();
+      assert.deepEqual(receipts(published).map((p) => p.bytes), [kept.bytes], 'the start catch-up finds nothing new, and gives the kept receipt');
+      // and without a start catch-up (the steward not reached then): the republished head gets it
+      role = await restart({ startCatchUpMs: [] });
+      clock.advance(1);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(receipts(published).length, 2);
+      assert.deepEqual(receipts(published)[1]!.bytes, kept.bytes);
+    });
+  });
+});
