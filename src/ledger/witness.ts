@@ -43,8 +43,10 @@
  * LevelDB layout (sublevels of the node's database):
  *   `witness-heads`     key = steward DID → canonical CBOR {length, head (32 bytes), entry (envelope), receipt? (the
  *                       pool-witness/1 envelope for that head; absent when written by a build before it was kept)}
- *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?}
- *                       (form absent: a and b at one seq; `successor`: b at a's seq + 1, not linking to a)
+ *   `witness-evidence`  key = `<steward DID>/<seq, 16 digits>/<address of b>` → canonical CBOR {a, b, form?, record?}
+ *                       (form absent: a and b at one seq; `successor`: b at a's seq + 1, not linking to a; record:
+ *                       the pool-evidence/1 envelope this witness sealed for the pair when it kept it, published
+ *                       again as the same bytes; absent when kept by an earlier build: one is sealed when read)
  */
 import { availableParallelism } from 'node:os';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -59,6 +61,7 @@ import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { GENESIS, POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from './entry.js';
 import { verifyEvidence, type Equivocation, type EquivocationForm } from './attest.js';
+import { EVIDENCE_TYPE, type EquivocationEvidence } from './evidence.js';
 import { seqKey, type Head } from './store.js';
 import { firstRefusedEntry } from './replay.js';
 
@@ -93,6 +96,9 @@ const tails = new WeakMap<Db, Promise<unknown>>();
  */
 const verdicts = new WeakMap<Db, Map<string, { steward: string; seq: number }>>();
 const VERDICTS_HELD = 65_536;
+
+/** A pair kept, with the pool-evidence/1 record this witness signed for it (what it publishes and hands out). */
+export type KeptEvidence = Equivocation & { record: Uint8Array };
 
 interface HeldState {
   length: number;
@@ -156,10 +162,10 @@ export class Witness {
    * value is verified once in this process, when stored or first read back (the store is a directory on disk that
    * could be changed under it), and its verdict kept by its content address (see `verdicts`).
    */
-  async evidence(steward: string): Promise<Equivocation[]> {
-    const out: Equivocation[] = [];
+  async evidence(steward: string): Promise<KeptEvidence[]> {
+    const out: KeptEvidence[] = [];
     for await (const [, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
-      const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm };
+      const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm; record?: Uint8Array };
       const key = hashHex(v);
       let r = this.#verdicts.get(key);
       if (r === undefined) {
@@ -167,9 +173,37 @@ export class Witness {
         r = { steward: checked.steward, seq: checked.seq };
         this.#noteVerdict(key, r);
       }
-      out.push({ steward: r.steward, seq: r.seq, a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}) });
+      const ev = { steward: r.steward, seq: r.seq, a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}) };
+      out.push({ ...ev, record: m.record ?? this.#sealEvidence(ev) });
     }
     return out;
+  }
+
+  /** Each steward with evidence kept, and how many pairs (one scan of the keys, nothing verified); at most `limit` stewards. */
+  async evidenceCounts(limit = Infinity): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for await (const k of this.#evidence.keys()) {
+      const steward = k.slice(0, k.indexOf('/'));
+      if (!out.has(steward) && out.size >= limit) break;
+      out.set(steward, (out.get(steward) ?? 0) + 1);
+    }
+    return out;
+  }
+
+  /** The heads held, each steward's (at most `limit`), in key order. */
+  async heads(limit = Infinity): Promise<Array<{ steward: string } & Head>> {
+    const out: Array<{ steward: string } & Head> = [];
+    for await (const [k, v] of this.#heads.iterator({ limit: Number.isFinite(limit) ? limit : -1 })) {
+      const m = decodeCanonical(v) as { length: number; head: Uint8Array };
+      out.push({ steward: k, length: m.length, head: bytesToAddress(m.head) });
+    }
+    return out;
+  }
+
+  /** The pool-evidence/1 record for a pair, signed by this witness (observedAt: now). */
+  #sealEvidence(ev: Equivocation): Uint8Array {
+    const rec: EquivocationEvidence = { steward: ev.steward, seq: ev.seq, held: ev.a, conflicting: ev.b, observedAt: this.#now(), ...(ev.form === 'successor' ? { form: 'successor' as const } : {}) };
+    return seal(EVIDENCE_TYPE, rec as never, this.#signer).bytes;
   }
 
   get #verdicts(): Map<string, { steward: string; seq: number }> {
@@ -295,11 +329,11 @@ export class Witness {
    * is kept as evidence and returned (nothing is cosigned). Otherwise
    * undefined. An entry that does not verify as the steward's is ignored.
    */
-  observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+  observeHead(steward: string, bytes: Uint8Array): Promise<KeptEvidence | undefined> {
     return this.#serial(() => this.#observeHead(steward, bytes));
   }
 
-  async #observeHead(steward: string, bytes: Uint8Array): Promise<Equivocation | undefined> {
+  async #observeHead(steward: string, bytes: Uint8Array): Promise<KeptEvidence | undefined> {
     let o;
     try {
       o = open(bytes, POOL_TYPE);
@@ -321,7 +355,7 @@ export class Witness {
    * it; a steward that keeps equivocating gets at most MAX_EVIDENCE_PER_STEWARD kept (the rest is still returned).
    * Undefined, nothing written, for a steward this witness neither holds a head for nor is named to witness.
    */
-  keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation | undefined> {
+  keep(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<KeptEvidence | undefined> {
     return this.#serial(async () => {
       if (this.#named.has(steward) || (await this.#heads.get(steward)) !== undefined) return this.#store(steward, a, b, form);
       const v = this.#verify(steward, a, b, form);
@@ -336,9 +370,10 @@ export class Witness {
     return v;
   }
 
-  async #store(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<Equivocation> {
+  async #store(steward: string, a: Uint8Array, b: Uint8Array, form?: EquivocationForm): Promise<KeptEvidence> {
     const v = this.#verify(steward, a, b, form);
-    const ev = { a, b, ...(form ? { form } : {}) };
+    const record = this.#sealEvidence({ steward, seq: v.seq, a, b, ...(form ? { form } : {}) });
+    const ev = { a, b, ...(form ? { form } : {}), record };
     let kept = 0;
     for await (const _ of this.#evidence.keys({ gte: `${steward}/`, lt: `${steward}0`, limit: MAX_EVIDENCE_PER_STEWARD })) kept++;
     if (kept < MAX_EVIDENCE_PER_STEWARD) {
@@ -348,7 +383,7 @@ export class Witness {
       this.#noteVerdict(hashHex(value), { steward: v.steward, seq: v.seq });
       this.#log?.warn({ steward, seq: v.seq, form: form ?? 'same-seq' }, 'witness: equivocation evidence kept');
     }
-    return { steward, seq: v.seq, a, b, ...(form ? { form } : {}) };
+    return { steward, seq: v.seq, a, b, ...(form ? { form } : {}), record };
   }
 
   /** The stewards this witness holds a head for (at most `limit`). */
@@ -362,6 +397,6 @@ export class Witness {
   async #keep(steward: string, ev: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }, held: { length: number; head: string }): Promise<never> {
     const v = await this.#store(steward, ev.a, ev.b, ev.form);
     const what = ev.form === 'successor' ? `an entry at seq ${v.seq + 1} that does not follow its entry at seq ${v.seq}` : `two different entries at seq ${v.seq}`;
-    throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed ${what}`, { detail: { held, seq: v.seq, evidence: ev, ...(ev.form ? { form: ev.form } : {}) } });
+    throw new C0Error(WITNESS_ERR.EQUIVOCATION, `the steward signed ${what}`, { detail: { held, seq: v.seq, evidence: { ...ev, record: v.record }, ...(ev.form ? { form: ev.form } : {}) } });
   }
 }

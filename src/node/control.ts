@@ -88,6 +88,16 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       },
     },
     {
+      // the evidence a witness kept about a steward, as signed records an operator can hand to others (docs/overlays.md "Witnesses")
+      method: 'GET',
+      path: '/v1/witness/evidence/:steward',
+      handler: async ({ params, query }) => {
+        const o = ov(d, query);
+        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}`);
+        return o.witness.evidenceOf(requireDid(params.steward!, 'steward'));
+      },
+    },
+    {
       method: 'GET',
       path: '/v1/ledger/:steward',
       handler: async ({ params, query }) => {

@@ -24,13 +24,20 @@
  * (MAX_COSIGN_ENTRIES: a witness that joins late or fell far behind) is fetched
  * and cosigned in steps of at most that, each a catch-up round of its own.
  * One node can witness several stewards, each with its own state.
+ * Evidence kept is gossiped again (its pool-evidence/1 record, the same bytes)
+ * shortly after start and then every EVIDENCE_GOSSIP_MS, at most
+ * MAX_EVIDENCE_GOSSIP stewards a round, so a node that missed the moment of
+ * detection learns it; `status()` (GET /v1/witness) lists every steward held
+ * or with evidence kept, and `evidenceOf` (GET /v1/witness/evidence/:steward)
+ * hands out the kept pairs as signed records.
  */
+import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
 import { compareBytes } from '../records/cbor.js';
 import { POOL_TYPE } from '../ledger/entry.js';
 import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
-import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness } from '../ledger/witness.js';
+import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness, type KeptEvidence } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry, WitnessReceipt } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
@@ -49,6 +56,8 @@ export interface WitnessConfig {
   startCatchUpMs?: readonly number[];
   /** Entries one step of a catch-up fetches and cosigns at most (default and at most MAX_COSIGN_ENTRIES; at least 2). */
   stepEntries?: number;
+  /** When to gossip the evidence kept again: ms after start, then every (default [EVIDENCE_GOSSIP_FIRST_MS, EVIDENCE_GOSSIP_MS]). */
+  evidenceGossipMs?: readonly [first: number, every: number];
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -79,6 +88,11 @@ export const REFUSED_HEAD_MS = 10 * 60_000;
 export const RECEIPT_REPUBLISH_MS = 60_000;
 /** The same, after a publication that reached nobody (or failed): sooner, but still not on every republication. */
 export const RECEIPT_RETRY_MS = 5_000;
+/** The evidence kept is gossiped again this long after start (the mesh has formed), ms, then every EVIDENCE_GOSSIP_MS. */
+export const EVIDENCE_GOSSIP_FIRST_MS = 15_000;
+export const EVIDENCE_GOSSIP_MS = 60 * 60_000;
+/** Stewards whose evidence one such round publishes at most (one record each: one pair proves it), in turn. */
+export const MAX_EVIDENCE_GOSSIP = 64;
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
 export const MAX_REFUSED_HEADS = 1_000;
 /**
@@ -117,6 +131,9 @@ export class WitnessRole {
   #refusedHeads = new Map<string, { head: string; held: number; at: number }>();
   /** Per steward: when its receipt was last published and whether any peer got it (RECEIPT_REPUBLISH_MS), oldest first. */
   #sent = new Map<string, { at: number; reached: boolean }>();
+  /** The evidence gossip timer, and the steward the last round ended at (the next starts after it). */
+  #gossipTimer: LongTimer | undefined;
+  #gossipAfter = '';
 
   private constructor(
     private o: WitnessPorts,
@@ -134,7 +151,33 @@ export class WitnessRole {
     }
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     w.#catchUpAtStart();
+    const [first, every] = cfg.evidenceGossipMs ?? [EVIDENCE_GOSSIP_FIRST_MS, EVIDENCE_GOSSIP_MS];
+    const round = (ms: number) => {
+      w.#gossipTimer = setLongTimeout(() => {
+        void w.#gossipEvidence().catch((e) => o.log.warn({ err: (e as Error).message }, 'could not gossip the evidence kept'));
+        if (!w.#stopped) round(every);
+      }, ms).unref();
+    };
+    round(first);
     return w;
+  }
+
+  /**
+   * Publish again the evidence kept (one pool-evidence/1 record per steward, the bytes kept with it), at most
+   * MAX_EVIDENCE_GOSSIP stewards, taking up after the last round's: a node away when it was caught learns it.
+   */
+  async #gossipEvidence(): Promise<void> {
+    const stewards = [...(await this.witness.evidenceCounts()).keys()];
+    if (!stewards.length) return;
+    const start = Math.max(0, stewards.findIndex((s) => s > this.#gossipAfter));
+    const turn = [...stewards.slice(start), ...stewards.slice(0, start)].slice(0, MAX_EVIDENCE_GOSSIP);
+    for (const steward of turn) {
+      if (this.#stopped) return;
+      const ev = (await this.witness.evidence(steward))[0];
+      if (ev) await this.o.net.publish('pool-evidence', ev.record).catch(() => {});
+      this.#gossipAfter = steward;
+    }
+    this.o.log.debug({ stewards: turn.length }, 'gossiped the evidence kept again');
   }
 
   /** Ask each steward held or named for its ledger past the held head, at START_CATCHUP_MS until it answers once. */
@@ -382,9 +425,9 @@ export class WitnessRole {
       if (!(e instanceof C0Error)) throw e;
       this.#refused(steward, e.code, heard);
       this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
-      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm }; seq?: number } | undefined) ?? {};
+      const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm; record?: Uint8Array }; seq?: number } | undefined) ?? {};
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {
-        await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}) }, heard);
+        await this.#publish(steward, { steward, seq: ev.seq, a: ev.evidence.a, b: ev.evidence.b, ...(ev.evidence.form ? { form: ev.evidence.form } : {}), ...(ev.evidence.record ? { record: ev.evidence.record } : {}) }, heard);
       }
       return false;
     }
@@ -429,20 +472,52 @@ export class WitnessRole {
   }
 
   /** Publish kept evidence as a `pool-evidence/1` record (the refusal noted, with the head heard if any). */
-  async #publish(steward: string, ev: Equivocation, heard?: { head: string; held: number }): Promise<void> {
+  async #publish(steward: string, ev: Equivocation & { record?: Uint8Array }, heard?: { head: string; held: number }): Promise<void> {
     this.#refused(steward, WITNESS_ERR.EQUIVOCATION, heard);
+    // the record kept with the pair (so gossiping it again later is the same record), else one sealed now
     const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.a, conflicting: ev.b, observedAt: this.o.clock(), ...(ev.form === 'successor' ? { form: 'successor' as const } : {}) };
-    const env = seal(EVIDENCE_TYPE, rec as never, this.identity.signer);
-    await this.o.net.publish('pool-evidence', env.bytes).catch(() => {});
-    this.o.log.warn({ steward, seq: ev.seq, form: ev.form ?? 'same-seq', evidence: env.address }, 'published equivocation evidence');
+    const bytes = ev.record ?? seal(EVIDENCE_TYPE, rec as never, this.identity.signer).bytes;
+    await this.o.net.publish('pool-evidence', bytes).catch(() => {});
+    this.o.log.warn({ steward, seq: ev.seq, form: ev.form ?? 'same-seq', evidence: open(bytes, EVIDENCE_TYPE, { trusted: true }).address }, 'published equivocation evidence');
   }
 
+  /**
+   * GET /v1/witness: per steward, the head held, the evidence pairs kept and (when something happened since start)
+   * `last`. Every steward this witness holds a head for (at most maxStewards without a list), every one with evidence
+   * kept and every one listed, read from the store (so a restart loses none of it), plus the recent refusals.
+   */
   async status(): Promise<Record<string, unknown>> {
+    const cap = this.cfg.stewards ? Infinity : this.#maxStewards;
+    const held = new Map((await this.witness.heads(cap)).map((h) => [h.steward, { length: h.length, head: h.head }]));
+    const kept = await this.witness.evidenceCounts(cap + (this.cfg.stewards?.length ?? 0));
+    const names = new Set([...held.keys(), ...kept.keys(), ...(this.cfg.stewards ?? []), ...this.#last.keys()]);
     const out: Record<string, unknown> = {};
-    for (const [steward, last] of this.#last) {
-      out[steward] = { held: await this.witness.held(steward), last, evidence: (await this.witness.evidence(steward)).length };
+    for (const steward of names) {
+      const last = this.#last.get(steward);
+      out[steward] = {
+        held: held.get(steward) ?? (await this.witness.held(steward)),
+        // verified once per process (Witness.evidence): a pair that does not verify fails the call rather than counting
+        evidence: kept.has(steward) ? (await this.witness.evidence(steward)).length : 0,
+        ...(last ? { last } : {}),
+      };
     }
     return { witness: this.identity.did, overlay: this.o.name, stewards: out };
+  }
+
+  /**
+   * GET /v1/witness/evidence/:steward: the evidence kept about `steward`, each pair as the two steward-signed entries
+   * (`a`, `b`) and the pool-evidence/1 record this witness signed for it (`record`), base64: anyone can check either
+   * (`c0mpute record verify`, verifyEvidence) without trusting this node.
+   */
+  async evidenceOf(steward: string): Promise<{ witness: string; overlay: string; steward: string; evidence: Array<{ seq: number; form: EquivocationForm; a: string; b: string; record: string }> }> {
+    const b64 = (u: Uint8Array) => Buffer.from(u).toString('base64');
+    const kept: KeptEvidence[] = await this.witness.evidence(steward);
+    return {
+      witness: this.identity.did,
+      overlay: this.o.name,
+      steward,
+      evidence: kept.map((e) => ({ seq: e.seq, form: e.form ?? 'same-seq', a: b64(e.a), b: b64(e.b), record: b64(e.record) })),
+    };
   }
 
   /** Resolves once no catch-up runs or waits (the heads heard so far are dealt with). */
@@ -453,6 +528,7 @@ export class WitnessRole {
   /** Stop taking heads; the catch-ups running end, those waiting for a place do not start. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#gossipTimer?.clear();
     for (const t of this.#startTimers.splice(0)) t.clear();
     for (const w of this.#waiting.splice(0)) w.go();
     await Promise.allSettled([...this.#busy.values()].map((b) => b.run));

@@ -69,7 +69,8 @@ export interface StewardView {
 
 export interface WitnessView {
   witness: string;
-  stewards: Record<string, { held: { length: number; head: string }; last: { length?: number; head?: string; refused?: string }; evidence: number }>;
+  // `last` only once something happened to the steward since the witness started
+  stewards: Record<string, { held: { length: number; head: string }; last?: { length?: number; head?: string; refused?: string }; evidence: number }>;
 }
 
 export interface LedgerRow {

@@ -92,9 +92,9 @@ test('a steward that rewrites its ledger and re-signs it is caught by the witnes
     assert.equal(j3.result.status, 'completed');
     const ws = await waitFor('the witness to refuse the rewritten head', async () => {
       const w = (await witnessStatus(org.witness)).stewards[stewardDid];
-      return w?.last.refused ? w : undefined;
+      return w?.last?.refused ? w : undefined;
     }, 30_000);
-    assert.equal(ws.last.refused, 'WITNESS_EQUIVOCATION');
+    assert.equal(ws.last?.refused, 'WITNESS_EQUIVOCATION');
     assert.deepEqual(ws.held, held, 'the witness still holds the head it cosigned');
     assert.ok(ws.evidence >= 1);
     const ev = await waitFor('a pool-evidence/1 record', () => evidence[0], 30_000);

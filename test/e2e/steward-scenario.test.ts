@@ -217,7 +217,7 @@ test('the restarted steward admits against the usage it rebuilt, and the witness
     const w = await witnessStatus(org.witness);
     assert.deepEqual(w.stewards[org.steward.did]?.held, s2.ledger);
     assert.equal(w.stewards[org.steward.did]?.evidence, 0);
-    assert.equal(w.stewards[org.steward.did]?.last.refused, undefined);
+    assert.equal(w.stewards[org.steward.did]?.last?.refused, undefined);
   });
 });
 

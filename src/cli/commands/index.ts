@@ -16,6 +16,7 @@ import { register as batch } from './batch.js';
 import { register as poolProvider } from './pool-provider.js';
 import { register as train } from './train.js';
 import { register as consoleCmd } from './console.js';
+import { register as witness } from './witness.js';
 
 export function registerCommands(program: Command): void {
   keys(program);
@@ -26,6 +27,7 @@ export function registerCommands(program: Command): void {
   node(program);
   devnet(program);
   steward(program);
+  witness(program);
   market(program);
   overlay(program);
   batch(program);

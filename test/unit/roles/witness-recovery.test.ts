@@ -1,6 +1,7 @@
 /**
  * The witness role (src/roles/witness.ts) when something goes wrong around it: a receipt that never left (the witness
- * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it.
+ * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it;
+ * what it holds and the evidence it kept read back after a restart, and that evidence is gossiped again.
  * Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1, whose
  * publish reports how many peers it reached.
  */
@@ -13,6 +14,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { C0Error } from '../../../src/errors.js';
 import type { Logger } from '../../../src/util/log.js';
 import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { EVIDENCE_TYPE, type EquivocationEvidence } from '../../../src/ledger/evidence.js';
 import { Witness } from '../../../src/ledger/witness.js';
 import * as W from '../../../src/roles/witness.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
@@ -136,6 +138,42 @@ describe('a receipt that never reached the overlay is given again', () => {
       await role.settled();
       assert.equal(receipts(published).length, 2);
       assert.deepEqual(receipts(published)[1]!.bytes, kept.bytes);
+    });
+  });
+});
+
+describe('a caught steward after a restart', () => {
+  it('GET /v1/witness still shows its held head and evidence; the pair reads back as signed records; it is gossiped again, the same record', async () => {
+    const s = stewardChain(2);
+    const honest = stewardChain(1);
+    // the steward signed another entry at seq 1
+    const other = sealEntries([admitted('other')], s.signer, { start: { length: 1, head: s.chain[0]!.address } })[0]!;
+    await rig(new Map([[s.did, s.chain]]), async ({ me, db, published, restart }) => {
+      const w = new Witness(db, me, { now: fakeClock(500) });
+      await w.cosign(s.did, s.chain.map((e) => e.bytes));
+      await w.cosign(honest.did, [honest.chain[0]!.bytes]);
+      const kept = await w.keep(s.did, s.chain[1]!.bytes, other.bytes);
+      assert.ok(kept, 'kept: a steward held');
+      // restarted, the caught steward gone: nothing happens on the overlay
+      const role = await restart({ startCatchUpMs: [], evidenceGossipMs: [0, 40] });
+      const st = (await role.status()) as { stewards: Record<string, unknown> };
+      assert.deepEqual(st.stewards[s.did], { held: { length: 2, head: s.chain[1]!.address }, evidence: 1 });
+      assert.deepEqual(st.stewards[honest.did], { held: { length: 1, head: honest.chain[0]!.address }, evidence: 0 });
+      const ev = await role.evidenceOf(s.did);
+      assert.equal(ev.evidence.length, 1);
+      const e = ev.evidence[0]!;
+      assert.deepEqual([e.seq, e.form, e.a, e.b], [1, 'same-seq', Buffer.from(s.chain[1]!.bytes).toString('base64'), Buffer.from(other.bytes).toString('base64')]);
+      // the record is the witness's pool-evidence/1, checked in full on open (the two entries prove it)
+      const rec = open(new Uint8Array(Buffer.from(e.record, 'base64')), EVIDENCE_TYPE) as Opened<EquivocationEvidence>;
+      assert.equal(rec.signer, didFromPublicKey(me.publicKey));
+      assert.deepEqual([rec.record.steward, rec.record.seq], [s.did, 1]);
+      assert.deepEqual((await role.evidenceOf(honest.did)).evidence, []);
+      // gossiped again after start, and again each period: the very record kept (nodes drop it as a duplicate)
+      for (let i = 0; i < 200 && published.filter((p) => p.kind === 'pool-evidence').length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      const gossiped = published.filter((p) => p.kind === 'pool-evidence');
+      assert.ok(gossiped.length >= 2, 'at start and again');
+      for (const g of gossiped) assert.deepEqual(g.bytes, kept.record);
+      assert.deepEqual(new Uint8Array(Buffer.from(e.record, 'base64')), kept.record);
     });
   });
 });

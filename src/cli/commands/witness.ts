@@ -1,0 +1,68 @@
+/**
+ * `c0mpute witness status|evidence`: what the running node's witness role holds (GET /v1/witness) and the evidence it
+ * kept about a steward (GET /v1/witness/evidence/:steward), written out as pool-evidence/1 records an operator can hand
+ * to others (each checks with `c0mpute record verify FILE`, from the two steward-signed entries alone).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { apiCall } from '../../node/api-client.js';
+import { out, outJson, writeOutput } from '../context.js';
+import { globals } from './index.js';
+import { overlayQuery, requireDaemon } from '../daemon-client.js';
+
+interface WitnessStatus {
+  witness: string;
+  overlay: string;
+  stewards: Record<string, { held: { length: number; head: string }; evidence: number; last?: { length?: number; head?: string; refused?: string; at: number } }>;
+}
+
+interface WitnessEvidence {
+  witness: string;
+  overlay: string;
+  steward: string;
+  evidence: Array<{ seq: number; form: string; a: string; b: string; record: string }>;
+}
+
+export function register(program: Command): void {
+  const w = program.command('witness').description('the witness role of the running node: heads held, evidence kept');
+  w.command('status')
+    .description('per steward: the head held, the evidence pairs kept, and the last head cosigned or refusal since start')
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--json', 'machine-readable output')
+    .action(async (o: { overlay?: string; json?: boolean }, cmd: Command) => {
+      const c = requireDaemon(globals(cmd).dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness${overlayQuery(o.overlay)}`)) as WitnessStatus;
+      if (o.json) return outJson(r);
+      out(`witness ${r.witness} on overlay ${r.overlay}`);
+      const rows = Object.entries(r.stewards);
+      if (!rows.length) return out('no steward held, none with evidence kept');
+      for (const [steward, s] of rows) {
+        const last = !s.last ? '' : s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`;
+        out(`${steward}  held length ${s.held.length}${s.held.length ? ` head ${s.held.head}` : ''}, evidence ${s.evidence}${last}`);
+      }
+    });
+  w.command('evidence')
+    .argument('<steward>', 'the steward’s DID')
+    .option('--out <dir>', 'write each pair’s pool-evidence/1 record to DIR/evidence-<seq>-<n>.rec (check with c0mpute record verify)')
+    .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--json', 'machine-readable output (the pairs and records, base64)')
+    .description('the equivocation evidence this witness kept about a steward, as signed records')
+    .action(async (steward: string, o: { out?: string; overlay?: string; json?: boolean }, cmd: Command) => {
+      const c = requireDaemon(globals(cmd).dataDir);
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness/evidence/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as WitnessEvidence;
+      const files: string[] = [];
+      if (o.out) {
+        mkdirSync(o.out, { recursive: true });
+        r.evidence.forEach((e, i) => {
+          const f = join(o.out!, `evidence-${e.seq}-${i}.rec`);
+          writeOutput(f, Buffer.from(e.record, 'base64'));
+          files.push(f);
+        });
+      }
+      if (o.json) return outJson({ ...r, ...(o.out ? { files } : {}) });
+      if (!r.evidence.length) return out(`no evidence kept about ${steward}`);
+      for (const [i, e] of r.evidence.entries()) out(`seq ${e.seq} (${e.form})${files[i] ? `: wrote ${files[i]}` : ''}`);
+      if (!o.out) out('(--out DIR writes them as pool-evidence/1 records)');
+    });
+}
