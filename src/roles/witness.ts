@@ -20,7 +20,10 @@
  * gossip dropping it) is not lost for good. A head whose catch-up
  * was refused is not fetched again for REFUSED_HEAD_MS (from a key neither held
  * nor named, no head at all), so a run signed once cannot be served to it again
- * and again. A ledger further past the held head than one cosign takes
+ * and again; a head whose fetch failed (the steward not reached, or silent
+ * until the deadline) likewise, for UNREACHED_RETRY_MS doubling with each
+ * failure up to REFUSED_HEAD_MS. Stopping aborts the fetches in flight: a
+ * steward that never answers cannot hold the node's stop. A ledger further past the held head than one cosign takes
  * (MAX_COSIGN_ENTRIES: a witness that joins late or fell far behind) is fetched
  * and cosigned in steps of at most that, each a catch-up round of its own.
  * One node can witness several stewards, each with its own state.
@@ -93,6 +96,12 @@ export const EVIDENCE_GOSSIP_FIRST_MS = 15_000;
 export const EVIDENCE_GOSSIP_MS = 60 * 60_000;
 /** Stewards whose evidence one such round publishes at most (one record each: one pair proves it), in turn. */
 export const MAX_EVIDENCE_GOSSIP = 64;
+/**
+ * A head whose fetch failed (not reached, no answer within the deadline) is not fetched again for this long, doubled
+ * with each further failure of the same head, up to REFUSED_HEAD_MS (a steward down a while is tried again soon; one
+ * that never answers costs a dial and a deadline per 10 minutes, not one per announcement).
+ */
+export const UNREACHED_RETRY_MS = 30_000;
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
 export const MAX_REFUSED_HEADS = 1_000;
 /**
@@ -127,8 +136,13 @@ export class WitnessRole {
   #last = new Map<string, { length: number; head: string; at: number } | { refused: string; at: number; head?: string }>();
   /** The stewards neither held nor listed whose refusal #last still shows, oldest first (MAX_SHOWN_STRANGERS). */
   #strangers = new Set<string>();
-  /** Per steward: the head whose catch-up was refused, at which held length, and when (REFUSED_HEAD_MS). */
-  #refusedHeads = new Map<string, { head: string; held: number; at: number }>();
+  /**
+   * Per steward: the head whose catch-up was refused or whose fetch failed, at which held length, when, until when it
+   * is held back, and (a fetch that failed) how many times in a row (the backoff).
+   */
+  #refusedHeads = new Map<string, { head: string; held: number; at: number; until: number; failures?: number }>();
+  /** Aborted at stop: the fetches in flight end at once. */
+  #abort = new AbortController();
   /** Per steward: when its receipt was last published and whether any peer got it (RECEIPT_REPUBLISH_MS), oldest first. */
   #sent = new Map<string, { at: number; reached: boolean }>();
   /** The evidence gossip timer, and the steward the last round ended at (the next starts after it). */
@@ -232,6 +246,7 @@ export class WitnessRole {
         await this.#inSlot(steward, async () => {
           more = await this.#catchUp(steward, h);
         }).catch((e) => {
+          if (this.#stopped) return; // the fetch was aborted by stop
           // at start the steward may not be reachable yet (it is asked again): only that is quiet
           const unreached = !h && String((e as C0Error).code ?? '').startsWith('NET_');
           this.o.log[unreached ? 'debug' : 'warn']({ steward, err: (e as Error).message }, unreached ? 'start catch-up: the steward was not reached (asked again later)' : 'witness catch-up failed');
@@ -299,13 +314,18 @@ export class WitnessRole {
     try {
       entries = await this.#fetch(steward, from, to);
     } catch (e) {
+      if (this.#stopped) throw e;
       if ((e as C0Error).code === WITNESS_TOO_LARGE) {
         this.#refused(steward, WITNESS_TOO_LARGE, refused);
         throw e;
       }
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
-      if (!shown) throw e;
+      if (!shown) {
+        // not reached, or no answer in time: this head is held back a while (the backoff), and the failure shown
+        this.#unreached(steward, String((e as C0Error).code ?? 'NET_ERROR'), refused);
+        throw e;
+      }
       await this.#publish(steward, shown, refused);
       return false;
     }
@@ -341,8 +361,9 @@ export class WitnessRole {
   #refusedLately(steward: string, head: string, held: number): boolean {
     const r = this.#refusedHeads.get(steward);
     if (!r) return false;
-    if (this.o.clock() - r.at >= REFUSED_HEAD_MS) {
-      this.#refusedHeads.delete(steward);
+    if (this.o.clock() >= r.until) {
+      // a failed fetch's count stays for the backoff (until it is cosigned, or forgotten as the oldest)
+      if (!r.failures) this.#refusedHeads.delete(steward);
       return false;
     }
     const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
@@ -351,14 +372,25 @@ export class WitnessRole {
     return true;
   }
 
-  /** Note a refusal (`GET /v1/witness`), and for a head heard, remember it (REFUSED_HEAD_MS). */
-  #refused(steward: string, code: string, heard?: { head: string; held: number }): void {
+  /** Note a refusal (`GET /v1/witness`), and for a head heard, remember it (REFUSED_HEAD_MS, or `hold`). */
+  #refused(steward: string, code: string, heard?: { head: string; held: number }, hold = REFUSED_HEAD_MS, failures?: number): void {
     const at = this.o.clock();
     this.#last.set(steward, { refused: code, at, ...(heard ? { head: heard.head } : {}) });
     if (!heard) return;
     this.#refusedHeads.delete(steward);
-    this.#refusedHeads.set(steward, { ...heard, at });
+    this.#refusedHeads.set(steward, { ...heard, at, until: at + hold, ...(failures ? { failures } : {}) });
     if (this.#refusedHeads.size > MAX_REFUSED_HEADS) this.#refusedHeads.delete(this.#refusedHeads.keys().next().value!);
+  }
+
+  /**
+   * The fetch for a head heard failed (`code`: NET_DIAL, NET_DEADLINE, …): hold that head back UNREACHED_RETRY_MS,
+   * doubled for each failure of it in a row, at most REFUSED_HEAD_MS; shown as the steward's last refusal.
+   */
+  #unreached(steward: string, code: string, heard: { head: string; held: number }): void {
+    const prev = this.#refusedHeads.get(steward);
+    const again = prev?.failures && prev.head === heard.head && prev.held === heard.held && this.o.clock() - prev.until < REFUSED_HEAD_MS;
+    const failures = again ? prev.failures! + 1 : 1;
+    this.#refused(steward, code, heard, Math.min(REFUSED_HEAD_MS, UNREACHED_RETRY_MS * 2 ** Math.min(failures - 1, 20)), failures);
   }
 
   /**
@@ -389,7 +421,8 @@ export class WitnessRole {
   async #fetch(steward: string, from: number, target: number): Promise<Uint8Array[]> {
     const entries: Uint8Array[] = [];
     let bytes = 0;
-    const budget = AbortSignal.timeout(CATCHUP_BUDGET_MS);
+    // the whole catch-up's time, and the role's stop (a steward that never answers cannot hold it)
+    const budget = AbortSignal.any([AbortSignal.timeout(CATCHUP_BUDGET_MS), this.#abort.signal]);
     for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
       const to = Math.min(target, at + MAX_LEDGER_RANGE);
       const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
@@ -528,6 +561,7 @@ export class WitnessRole {
   /** Stop taking heads; the catch-ups running end, those waiting for a place do not start. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort();
     this.#gossipTimer?.clear();
     for (const t of this.#startTimers.splice(0)) t.clear();
     for (const w of this.#waiting.splice(0)) w.go();

@@ -1,7 +1,8 @@
 /**
  * The witness role (src/roles/witness.ts) when something goes wrong around it: a receipt that never left (the witness
  * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it;
- * what it holds and the evidence it kept read back after a restart, and that evidence is gossiped again.
+ * what it holds and the evidence it kept read back after a restart, and that evidence is gossiped again; a steward that
+ * never answers does not hold its stop, and a head whose fetch failed is not fetched again at once.
  * Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1, whose
  * publish reports how many peers it reached.
  */
@@ -35,7 +36,7 @@ interface Rig {
   warnings: string[];
   published: Array<{ kind: string; bytes: Uint8Array }>;
   /** What publish reports reached: 0 is a publish to no peer (libp2p allows it). */
-  net: { recipients: number; unreachable: Set<string>; silent: Set<string> };
+  net: { recipients: number; unreachable: Set<string>; silent: Set<string>; timeouts: Set<string> };
   db: Db;
   me: Ed25519Signer;
   clock: ReturnType<typeof fakeClock>;
@@ -49,7 +50,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
   const calls: Rig['calls'] = [];
   const warnings: string[] = [];
   const published: Rig['published'] = [];
-  const net: Rig['net'] = { recipients: 1, unreachable: new Set(), silent: new Set() };
+  const net: Rig['net'] = { recipients: 1, unreachable: new Set(), silent: new Set(), timeouts: new Set() };
   let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
   const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) }) as unknown as Logger;
   const clock = fakeClock(1_000);
@@ -67,6 +68,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
         const { from, to } = frames[0]!;
         calls.push({ steward, from });
         if (net.unreachable.has(steward)) throw new C0Error('NET_DIAL', 'cannot open /c0mpute/ledger/1: no route');
+        if (net.timeouts.has(steward)) throw new C0Error('NET_DEADLINE', 'no answer within the deadline');
         if (net.silent.has(steward)) {
           // a peer that never answers: the call ends at its deadline, or when the caller aborts it (as protocols.ts does)
           await new Promise<void>((_, reject) => {
@@ -175,5 +177,52 @@ describe('a caught steward after a restart', () => {
       for (const g of gossiped) assert.deepEqual(g.bytes, kept.record);
       assert.deepEqual(new Uint8Array(Buffer.from(e.record, 'base64')), kept.record);
     });
+  });
+});
+
+describe('a steward that never answers', () => {
+  it('does not hold the witness’s stop: the fetch in flight is aborted', async () => {
+    const s = stewardChain(2);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, calls, warnings }) => {
+      net.silent.add(s.did);
+      onHead(head(s.chain[1]!));
+      for (let i = 0; i < 200 && !calls.length; i++) await new Promise((r) => setTimeout(r, 10));
+      const t0 = Date.now();
+      await role.stop();
+      assert.ok(Date.now() - t0 < 2_000, `stop took ${Date.now() - t0} ms (the fetch deadline is 30 s)`);
+      assert.deepEqual(warnings.filter((w) => w.includes('catch-up failed')), [], 'an abort at stop is no failure to warn about');
+    });
+  });
+
+  it('a head whose fetch timed out is held back, with a growing wait, and shown in the status', async () => {
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, calls, clock }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 1);
+      net.timeouts.add(s.did);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 2);
+      const last = ((await role.status()) as { stewards: Record<string, { last?: { refused?: string; head?: string } }> }).stewards[s.did]?.last;
+      assert.deepEqual([last?.refused, last?.head], ['NET_DEADLINE', s.chain[1]!.address]);
+      onHead(head(s.chain[1]!)); // announced again at once: not fetched again
+      await role.settled();
+      assert.equal(calls.length, 2);
+      clock.advance(W.UNREACHED_RETRY_MS);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 3, 'after the wait it is tried again');
+      clock.advance(W.UNREACHED_RETRY_MS);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 3, 'failed twice: the wait doubled');
+      clock.advance(W.UNREACHED_RETRY_MS);
+      net.timeouts.delete(s.did);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 4);
+      assert.equal((await role.witness.held(s.did)).length, 2, 'answering again, it is cosigned');
+    }, { stewards: [s.did], startCatchUpMs: [] });
   });
 });
