@@ -304,6 +304,10 @@ export class OverlayNode {
       }
       this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards });
       this.addRole('witness', this.witness);
+      // heads from keys neither held nor named (docs/overlays.md "What a witness takes on"): what they cost, bounded
+      const w = this.witness;
+      new Gauge({ name: 'c0mpute_witness_strangers_held_back', help: 'Keys neither held nor named whose heads the witness holds back (a head refused or not reached lately)', labelNames: ['state'], registers: [this.registry], collect() { const s = w.strangers(); this.set({ state: 'refused' }, s.heldBack - s.unreached); this.set({ state: 'unreached' }, s.unreached); } });
+      new Counter({ name: 'c0mpute_witness_stranger_heads_ignored_total', help: 'Heads of keys neither held nor named the witness dropped without a fetch (held back, or past its limits on such catch-ups)', registers: [this.registry], collect() { this.reset(); this.inc(w.strangers().ignored); } });
     }
 
     await this.net.start();

@@ -23,7 +23,13 @@
  * and again; a head whose fetch failed (the steward not reached, or silent
  * until the deadline) likewise, for UNREACHED_RETRY_MS doubling with each
  * failure up to REFUSED_HEAD_MS. Stopping aborts the fetches in flight: a
- * steward that never answers cannot hold the node's stop. A ledger further past the held head than one cosign takes
+ * steward that never answers cannot hold the node's stop. Without a list, heads
+ * from keys neither held nor named (any peer can relay heads of any number of
+ * fresh keys) are bounded too: one held back is dropped before any read or
+ * slot, at most MAX_STRANGER_CATCHUPS such catch-ups run at once and
+ * STRANGER_DIALS_PER_MINUTE start a minute (a further head is dropped, and
+ * counted: `status().strangers`), and their failures are logged through one
+ * rate-limited PeerLog key, not one warning each. A ledger further past the held head than one cosign takes
  * (MAX_COSIGN_ENTRIES: a witness that joins late or fell far behind) is fetched
  * and cosigned in steps of at most that, each a catch-up round of its own.
  * One node can witness several stewards, each with its own state.
@@ -48,6 +54,7 @@ import type { Network } from '../net/node.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import { PeerLog } from '../util/peer-log.js';
 import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
@@ -102,6 +109,12 @@ export const MAX_EVIDENCE_GOSSIP = 64;
  * that never answers costs a dial and a deadline per 10 minutes, not one per announcement).
  */
 export const UNREACHED_RETRY_MS = 30_000;
+/** Catch-ups of keys neither held nor named running at once (a head from a further such key meanwhile is dropped). */
+export const MAX_STRANGER_CATCHUPS = 2;
+/** Catch-ups of keys neither held nor named started a minute at most (each dials the key; a further head is dropped). */
+export const STRANGER_DIALS_PER_MINUTE = 100;
+/** What the failures of such keys are logged under (one PeerLog key: a line, then a summary a minute at most). */
+const STRANGERS = 'keys neither held nor named';
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
 export const MAX_REFUSED_HEADS = 1_000;
 /**
@@ -143,6 +156,12 @@ export class WitnessRole {
   #refusedHeads = new Map<string, { head: string; held: number; at: number; until: number; failures?: number }>();
   /** Aborted at stop: the fetches in flight end at once. */
   #abort = new AbortController();
+  /** When each catch-up of a key neither held nor named started, the last minute's (STRANGER_DIALS_PER_MINUTE). */
+  #strangerStarts: number[] = [];
+  /** Heads of keys neither held nor named dropped without a fetch (held back, or past the limits), since start. */
+  #strangerHeadsIgnored = 0;
+  /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
+  readonly #failLog: PeerLog;
   /** Per steward: when its receipt was last published and whether any peer got it (RECEIPT_REPUBLISH_MS), oldest first. */
   #sent = new Map<string, { at: number; reached: boolean }>();
   /** The evidence gossip timer, and the steward the last round ended at (the next starts after it). */
@@ -156,6 +175,7 @@ export class WitnessRole {
     private cfg: WitnessConfig,
   ) {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }), ...(cfg.stewards ? { stewards: cfg.stewards } : {}) });
+    this.#failLog = new PeerLog({ log: o.log, clock: o.clock });
   }
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
@@ -221,8 +241,30 @@ export class WitnessRole {
         this.#full = true;
         return;
       }
+      if (!this.#strangerMayStart(steward, entry)) {
+        this.#strangerHeadsIgnored++;
+        return;
+      }
     }
     this.#schedule(steward, entry);
+  }
+
+  /**
+   * Whether a head of `steward`, a key neither held nor named with no catch-up running, may start one: not while one
+   * of its heads is held back (no read, no slot), nor past MAX_STRANGER_CATCHUPS at once or STRANGER_DIALS_PER_MINUTE.
+   */
+  #strangerMayStart(steward: string, entry: Opened<LedgerEntry>): boolean {
+    if (this.#refusedLately(steward, entry.address, 0)) return false;
+    let running = 0;
+    for (const b of this.#busy.keys()) if (!this.#held.has(b)) running++;
+    const now = this.o.clock();
+    while (this.#strangerStarts.length && now - this.#strangerStarts[0]! >= 60_000) this.#strangerStarts.shift();
+    if (running >= MAX_STRANGER_CATCHUPS || this.#strangerStarts.length >= STRANGER_DIALS_PER_MINUTE) {
+      this.#failLog.warn(STRANGERS, 'WITNESS_STRANGER_LIMIT', 'heads from keys neither held nor named come faster than the witness takes them: some are dropped (an honest steward republishes its head)', { steward, running, startedLastMinute: this.#strangerStarts.length });
+      return false;
+    }
+    this.#strangerStarts.push(now);
+    return true;
   }
 
   /**
@@ -247,9 +289,12 @@ export class WitnessRole {
           more = await this.#catchUp(steward, h);
         }).catch((e) => {
           if (this.#stopped) return; // the fetch was aborted by stop
+          const code = String((e as C0Error).code ?? 'ERROR');
           // at start the steward may not be reachable yet (it is asked again): only that is quiet
-          const unreached = !h && String((e as C0Error).code ?? '').startsWith('NET_');
-          this.o.log[unreached ? 'debug' : 'warn']({ steward, err: (e as Error).message }, unreached ? 'start catch-up: the steward was not reached (asked again later)' : 'witness catch-up failed');
+          if (!h && code.startsWith('NET_')) return this.o.log.debug({ steward, err: (e as Error).message }, 'start catch-up: the steward was not reached (asked again later)');
+          // rate-limited: a steward down, or any number of throwaway keys, cannot fill the log
+          const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
+          this.#failLog.warn(stranger ? STRANGERS : steward, code, 'witness catch-up failed', { steward, err: (e as Error).message });
         });
         // A step cosigned and the head is further: the next step, as a round of its own (it waits for a place like
         // any other), unless a newer head was heard meanwhile (it goes at least as far).
@@ -379,7 +424,17 @@ export class WitnessRole {
     if (!heard) return;
     this.#refusedHeads.delete(steward);
     this.#refusedHeads.set(steward, { ...heard, at, until: at + hold, ...(failures ? { failures } : {}) });
-    if (this.#refusedHeads.size > MAX_REFUSED_HEADS) this.#refusedHeads.delete(this.#refusedHeads.keys().next().value!);
+    if (this.#refusedHeads.size > MAX_REFUSED_HEADS) {
+      // the oldest key neither held nor named goes first: throwaway keys cannot push out a held steward's refusal
+      let drop = this.#refusedHeads.keys().next().value!;
+      for (const k of this.#refusedHeads.keys()) {
+        if (!this.#held.has(k) && !this.cfg.stewards?.includes(k)) {
+          drop = k;
+          break;
+        }
+      }
+      this.#refusedHeads.delete(drop);
+    }
   }
 
   /**
@@ -534,7 +589,24 @@ export class WitnessRole {
         ...(last ? { last } : {}),
       };
     }
-    return { witness: this.identity.did, overlay: this.o.name, stewards: out };
+    return { witness: this.identity.did, overlay: this.o.name, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }) };
+  }
+
+  /**
+   * Keys neither held nor named: how many are held back now (a head refused or not reached lately: none of their
+   * heads is fetched meanwhile), how many of those were not reached, and how many of their heads were dropped without a
+   * fetch since start (held back, or past MAX_STRANGER_CATCHUPS / STRANGER_DIALS_PER_MINUTE). GET /v1/witness, metrics.
+   */
+  strangers(): { heldBack: number; unreached: number; ignored: number } {
+    const now = this.o.clock();
+    let heldBack = 0;
+    let unreached = 0;
+    for (const [k, r] of this.#refusedHeads) {
+      if (now >= r.until || this.#held.has(k) || this.cfg.stewards?.includes(k)) continue;
+      heldBack++;
+      if (r.failures) unreached++;
+    }
+    return { heldBack, unreached, ignored: this.#strangerHeadsIgnored };
   }
 
   /**
@@ -563,6 +635,7 @@ export class WitnessRole {
     this.#stopped = true;
     this.#abort.abort();
     this.#gossipTimer?.clear();
+    this.#failLog.stop();
     for (const t of this.#startTimers.splice(0)) t.clear();
     for (const w of this.#waiting.splice(0)) w.go();
     await Promise.allSettled([...this.#busy.values()].map((b) => b.run));

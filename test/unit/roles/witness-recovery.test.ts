@@ -2,7 +2,8 @@
  * The witness role (src/roles/witness.ts) when something goes wrong around it: a receipt that never left (the witness
  * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it;
  * what it holds and the evidence it kept read back after a restart, and that evidence is gossiped again; a steward that
- * never answers does not hold its stop, and a head whose fetch failed is not fetched again at once.
+ * never answers does not hold its stop, and a head whose fetch failed is not fetched again at once; heads from
+ * throwaway keys nobody can reach cost a bounded number of dials and log lines.
  * Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1, whose
  * publish reports how many peers it reached.
  */
@@ -224,5 +225,31 @@ describe('a steward that never answers', () => {
       assert.equal(calls.length, 4);
       assert.equal((await role.witness.held(s.did)).length, 2, 'answering again, it is cosigned');
     }, { stewards: [s.did], startCatchUpMs: [] });
+  });
+});
+
+describe('heads from throwaway keys nobody can reach', () => {
+  it('cost a bounded number of dials and log lines, are not dialled again when announced again, and are counted in the status', async () => {
+    const keys = Array.from({ length: 300 }, () => stewardChain(1));
+    await rig(new Map(), async ({ role, onHead, net, calls, warnings, clock }) => {
+      for (const k of keys) net.unreachable.add(k.did);
+      for (let round = 0; round < 3; round++) {
+        for (const k of keys) onHead(head(k.chain[0]!));
+        await role.settled();
+        clock.advance(1_000);
+      }
+      const dialled = new Set(calls.map((c) => c.steward));
+      assert.ok(calls.length <= 3 * W.MAX_STRANGER_CATCHUPS, `${calls.length} dials for 900 heads`);
+      assert.equal(dialled.size, calls.length, 'no key dialled twice');
+      assert.ok(warnings.filter((w) => w.startsWith('witness catch-up failed')).length <= 1, 'not one warning per key');
+      const st = (await role.status()) as { strangers: { heldBack: number; unreached: number; ignored: number } };
+      assert.deepEqual(st.strangers, { heldBack: calls.length, unreached: calls.length, ignored: 900 - calls.length });
+      // a burst spread over time is still bounded by the dials a minute
+      for (const k of keys) {
+        onHead(head(k.chain[0]!));
+        await role.settled();
+      }
+      assert.ok(calls.length <= W.STRANGER_DIALS_PER_MINUTE + 3 * W.MAX_STRANGER_CATCHUPS, `${calls.length} dials`);
+    });
   });
 });
