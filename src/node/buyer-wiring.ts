@@ -119,7 +119,7 @@ export class BuyerWiring {
             withdraw: async (job) => {
               await this.o.net.request(this.o.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
             },
-            reclaimed: (job) => this.#reclaimed(this.o.d.network.steward!, job),
+            reclaimed: (job, provider) => this.#reclaimed(this.o.d.network.steward!, job, provider),
           }
         : {}),
       // Open orders skip admission and the steward's selection: not on an overlay with a steward.
@@ -145,12 +145,12 @@ export class BuyerWiring {
   }
 
   /**
-   * Ask the overlay's steward whether it reclaimed a job's claim (`reclaimed`, within RECLAIMED_ASK_MS): a provider's
-   * EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED is believed only on its word. An answer that is none of the four is
-   * refused STEWARD_NO_ANSWER (nothing confirmed).
+   * Ask the overlay's steward whether it reclaimed a job's claim from `provider` (`reclaimed` naming it, within
+   * RECLAIMED_ASK_MS): a provider's EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED is believed only on its word. An answer
+   * that is none of the four is refused STEWARD_NO_ANSWER (nothing confirmed).
    */
-  async #reclaimed(steward: string, job: Opened<Job>): Promise<ReclaimAnswer> {
-    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'reclaimed', job: job.address } as never], { limits: { deadlineMs: RECLAIMED_ASK_MS } });
+  async #reclaimed(steward: string, job: Opened<Job>, provider: string): Promise<ReclaimAnswer> {
+    const frames = await this.o.net.request(steward, STEWARD_PROTOCOL, [{ op: 'reclaimed', job: job.address, provider } as never], { limits: { deadlineMs: RECLAIMED_ASK_MS } });
     const said = (frames[0] as { reclaimed?: unknown } | undefined)?.reclaimed;
     if (said === 'priority' || said === 'idle' || said === 'no' || said === 'closed') return said;
     throw new C0Error('STEWARD_NO_ANSWER', 'the steward sent no reclaimed answer');

@@ -171,9 +171,10 @@ export interface JobSpec {
 }
 
 /**
- * What the steward answers op `reclaimed` (src/roles/steward-handlers.ts): it asked a provider to stop the claim (for
- * a higher priority, or idle), it did not (the claim is open), or the claim is closed and was not reclaimed (released
- * for another reason: a receipt, a withdraw, its deadline). Only the first two confirm a reclaim.
+ * What the steward answers op `reclaimed` (src/roles/steward-handlers.ts) about the provider named: it asked that
+ * provider to stop the claim (`priority`: for a higher priority, `idle`), it did not (`no`: the claim is open, or was
+ * reclaimed from other providers), or the claim is closed and was not reclaimed (`closed`: released for another
+ * reason, a receipt, a withdraw, its deadline). Only `priority` and `idle` confirm a reclaim.
  */
 export type ReclaimAnswer = 'priority' | 'idle' | 'no' | 'closed';
 
@@ -274,12 +275,12 @@ export interface BuyerDeps {
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
   /**
-   * On an overlay with a steward: whether it reclaimed the job's claim (`/c0mpute/steward/1` op `reclaimed`, bounded
-   * by a short deadline), asked when a provider refuses the exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED or ends it
-   * with a failed receipt coded so (Buyer.#checkReclaim). Throws when the steward did not answer it (a steward
-   * before the op answers STEWARD_BAD_REQUEST). Absent: nothing can confirm a reclaim.
+   * On an overlay with a steward: whether it reclaimed the job's claim from `provider` (`/c0mpute/steward/1` op
+   * `reclaimed` naming it, bounded by a short deadline), asked when that provider refuses the exec EXEC_PREEMPTED or
+   * EXEC_IDLE_RECLAIMED or ends it with a failed receipt coded so (Buyer.#checkReclaim). Throws when the steward did
+   * not answer it (a steward before the op answers STEWARD_BAD_REQUEST). Absent: nothing can confirm a reclaim.
    */
-  reclaimed?: (job: Opened<Job>) => Promise<ReclaimAnswer>;
+  reclaimed?: (job: Opened<Job>, provider: string) => Promise<ReclaimAnswer>;
   /** The clock-skew window (network.clockSkewMs, default DEFAULT_SKEW_MS): a receipt dated later than now plus it is refused. */
   skewMs?: number;
   /** The largest input this buyer sends (default EXEC_MAX_INPUT_BYTES, the providers' documented default). */
@@ -660,18 +661,21 @@ export class Buyer {
 
   /**
    * A provider refused the exec, or ended the work, with a reclaim's code: ask the steward whether it reclaimed the
-   * claim. `priority`/`idle` (it asked a provider to stop it): confirmed, the job ends `preempted`. `no` (nobody asked
-   * the provider to stop) or `closed` (the claim was released for another reason: a provider that gossiped a receipt
-   * of its own, say, then refuses the exec as preempted): it is a refusal (a non-delivery) or a failure like any
-   * other, and the buyer fails over. A steward before the op (STEWARD_BAD_REQUEST): the provider is believed,
-   * as before it. No answer (unreachable, too slow) or no way to ask: nothing is confirmed, the buyer fails over, and
-   * signs no non-delivery either (it cannot tell whose doing it was).
+   * claim from that provider (the question names it). `priority`/`idle` (it asked this provider to stop it):
+   * confirmed, the job ends `preempted`. `no` (nobody asked this provider to stop: the steward may have asked the
+   * provider the buyer failed over from) or `closed` (the claim was released for another reason: a provider that
+   * gossiped a receipt of its own, say, then refuses the exec as preempted): it is a refusal (a non-delivery) or a
+   * failure like any other, and the buyer fails over. A steward before the op (STEWARD_BAD_REQUEST): the provider is
+   * believed, as before it. A steward before the question named the provider ignores the name and answers for the
+   * claim (`priority`/`idle` if it asked any provider to stop it): there a failover's provider is still believed
+   * after the steward stopped an earlier one. No answer (unreachable, too slow) or no way to ask: nothing is
+   * confirmed, the buyer fails over, and signs no non-delivery either (it cannot tell whose doing it was).
    */
   async #checkReclaim(job: Opened<Job>, provider: string, code: ReclaimCode): Promise<ReclaimCheck> {
     if (!this.d.reclaimed) return { v: 'unknown', note: 'no steward to confirm the reclaim: failed over' };
     let said: ReclaimAnswer;
     try {
-      said = await this.d.reclaimed(job);
+      said = await this.d.reclaimed(job, provider);
     } catch (e) {
       const err = e as C0Error;
       if (err.code === 'STEWARD_BAD_REQUEST') return { v: 'confirmed', note: 'a steward before the reclaimed check: the provider believed' };
@@ -680,7 +684,7 @@ export class Buyer {
     }
     if (said === 'priority' || said === 'idle') return { v: 'confirmed' };
     this.d.log.warn({ provider, job: job.address, code, steward: said }, 'the provider reports a reclaim the steward did not ask for: treated as a refusal or failure like any other');
-    return { v: 'denied', note: said === 'closed' ? 'not reclaimed: the steward released the claim for another reason' : 'not reclaimed: the steward asked nobody to stop it' };
+    return { v: 'denied', note: said === 'closed' ? 'not reclaimed: the steward released the claim for another reason' : 'not reclaimed: the steward did not ask this provider to stop it' };
   }
 
   /** Tell the steward an admitted job is over without completing (its receipts, if any, are charged). */

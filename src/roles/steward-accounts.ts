@@ -61,10 +61,11 @@
  * few providers it was asked to stop at); `x/<claim>` → a claim released after
  * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
  * its deadline, the providers asked), written with each stop mark (before the
- * stop goes out) and again in the batch that drops the claim's other entries,
- * kept until the claim's deadline, so the buyer's
- * `reclaimed` question is answered `priority`/`idle` after a restart too, never
- * `closed` (which the buyer does not take as a reclaim).
+ * stop goes out), again in the batch that drops the claim's other entries, and
+ * again before a stop to a failover's provider asked after the release goes
+ * out, kept until the claim's deadline, so the buyer's `reclaimed` question
+ * naming a provider asked is answered `priority`/`idle` after a restart too,
+ * never `closed` or `no` (which the buyer does not take as a reclaim).
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -249,14 +250,22 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'del', key: `s/${claim}/${provider}` }], { sync: true } as never);
   }
 
+  /** Keep (or update) a released claim's reclaimed note (`x/`): a provider was asked to stop it after its release. */
+  async putReclaimedNote(claim: string, note: ReclaimedNote): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }], { sync: true } as never);
+  }
+
   /**
    * Drop what is kept of a claim, in one batch; `reclaimed`: it was released after this steward asked a provider to
-   * stop it, and that is kept (`x/`) until its deadline (dropReclaimed), in the same batch.
+   * stop it, and that is kept (`x/`) until its deadline (dropReclaimed), in the same batch. Given as a function, it is
+   * read right before the batch, so a provider asked to stop meanwhile (its note written while the keys were read)
+   * is not written over by an older note.
    */
-  async remove(claim: string, reclaimed?: ReclaimedNote): Promise<void> {
+  async remove(claim: string, reclaimed?: ReclaimedNote | (() => ReclaimedNote | undefined)): Promise<void> {
     const ops: Array<{ type: 'del'; key: string } | { type: 'put'; key: string; value: Uint8Array }> = [{ type: 'del', key: `p/${claim}` }];
     for (const pre of ['r', 'a', 'w', 'o', 's']) for await (const k of this.sub.keys({ gt: `${pre}/${claim}/`, lt: `${pre}/${claim}/~` })) ops.push({ type: 'del', key: k });
-    ops.push(reclaimed ? { type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(reclaimed)) } : { type: 'del', key: `x/${claim}` });
+    const note = typeof reclaimed === 'function' ? reclaimed() : reclaimed;
+    ops.push(note ? { type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) } : { type: 'del', key: `x/${claim}` });
     await this.sub.batch(ops, { sync: true } as never);
   }
 
@@ -818,6 +827,14 @@ export class ClaimAccounts {
     await this.d.store?.putStopMark(claim, m, note);
   }
 
+  /**
+   * Keep on disk (synced) what says released claim `claim` was reclaimed (its `x/` note), with a provider asked after
+   * its release added: src/roles/steward-reclaim.ts writes it before that `stop` goes out. No-op without a store.
+   */
+  async keepReclaimedNote(claim: string, note: ReclaimedNote): Promise<void> {
+    await this.d.store?.putReclaimedNote(claim, note);
+  }
+
   /** Forget on disk that `provider` was asked to stop `claim` (it answered it did not stop, and did not bar). */
   async dropStopMark(claim: string, provider: string): Promise<void> {
     await this.d.store?.dropStopMark(claim, provider);
@@ -924,7 +941,7 @@ export class ClaimAccounts {
   /** A single job's receipts and winners kept on disk go with its claim (left over, they are dropped at the next start). */
   async #dropKept(oj: OpenJob): Promise<void> {
     if (oj.gang !== undefined || !this.d.store) return;
-    await this.d.store.remove(oj.claim, this.d.reclaimedNote?.(oj.claim)).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot drop what was kept of a released claim (dropped at the next start)'));
+    await this.d.store.remove(oj.claim, () => this.d.reclaimedNote?.(oj.claim)).catch((e) => this.d.log.warn({ claim: oj.claim, err: (e as Error).message }, 'cannot drop what was kept of a released claim (dropped at the next start)'));
   }
 
   stop(): void {

@@ -4,12 +4,14 @@
  * MAX_LEDGER_RANGE entries a request, for witnesses); on `/c0mpute/steward/1`,
  * `withdraw` releases an admitted job its buyer is done with, `select`
  * signs a selection on the buyer's behalf on a `managed` overlay, and
- * `reclaimed` tells a job's buyer whether the steward reclaimed its claim.
+ * `reclaimed` tells a job's buyer whether the steward reclaimed its claim from
+ * the provider it names.
  * Part of src/roles/steward.ts.
  */
 import { C0Error } from '../errors.js';
 import { T, type PolicyName } from '../records/kinds.js';
 import { open } from '../records/envelope.js';
+import { isDid } from '../records/did.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Tree } from '../pool/tree.js';
@@ -120,7 +122,7 @@ export async function select(d: SelectDeps, req: Record<string, unknown>, ctx: P
 
 export interface ReclaimedDeps {
   accounts: Pick<ClaimAccounts, 'get'>;
-  reclaim: Pick<Reclaimer, 'reclaimedAs'>;
+  reclaim: Pick<Reclaimer, 'reclaimedAs' | 'stopAsked'>;
   /** The claim a job is charged to: its gang's, or its own. */
   claimOf: (job: string) => string;
   /** The signer of a job record the steward holds (its buyer), if it holds it. */
@@ -128,22 +130,30 @@ export interface ReclaimedDeps {
 }
 
 /**
- * `reclaimed`: did the steward reclaim the claim of `job`? Asked by the job's buyer when its provider refuses the
- * exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED, or ends it with a failed receipt coded so: the provider's word alone
- * proves nothing (it would end the buyer's job with no non-delivery and no failover). Answers `{t: 'reclaimed',
- * reclaimed}`: `priority` or `idle` when the steward asked a provider to stop the claim (from before the `stop` goes
- * out until the claim's deadline, src/roles/steward-reclaim.ts; kept on disk, an open claim's as its stop marks, a
- * released one's as its reclaimed note, so a restart answers the same), `no` while the claim is open and nobody was
- * asked, `closed` when the claim is neither open nor reclaimed (released for another reason: the buyer does not take
- * that as a reclaim). Only the job's buyer is answered (`STEWARD_NOT_BUYER`).
+ * `reclaimed`: did the steward reclaim the claim of `job` from `provider`? Asked by the job's buyer when a provider
+ * refuses the exec EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED, or ends it with a failed receipt coded so: the provider's
+ * word alone proves nothing (it would end the buyer's job with no non-delivery and no failover). `provider` (a DID,
+ * optional) names the provider whose refusal or receipt the buyer checks. Answers `{t: 'reclaimed', reclaimed}`:
+ * `priority` or `idle` when the steward asked that provider to stop the claim (Reclaimer.stopAsked: from before the
+ * `stop` goes out until the claim's deadline, whether it asked the claim's provider or, the claim reclaimed already, a
+ * failover's provider its buyer selected afterwards; kept on disk, an open claim's as its stop marks, a released one's
+ * in its reclaimed note, so a restart answers the same); without `provider` (a buyer before the field), when it asked
+ * any provider to stop the claim, as before. `no` while the claim is open or reclaimed but the provider named was not
+ * asked (or, without `provider`, nobody was), `closed` when the claim is neither open nor reclaimed (released for
+ * another reason: the buyer does not take that as a reclaim). So a provider a buyer failed over to cannot pass off a
+ * refusal as the reclaim the steward asked another provider for. Only the job's buyer is answered
+ * (`STEWARD_NOT_BUYER`); a `provider` that is not a DID is refused `STEWARD_BAD_REQUEST`.
  */
 export async function reclaimed(d: ReclaimedDeps, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>): Promise<void> {
   if (typeof req.job !== 'string' || !req.job) throw new C0Error('STEWARD_BAD_REQUEST', 'reclaimed: job must be a job address', { field: 'job' });
+  const provider = req.provider;
+  if (provider !== undefined && !isDid(provider)) throw new C0Error('STEWARD_BAD_REQUEST', 'reclaimed: provider must be the DID of the provider whose refusal or receipt is checked', { field: 'provider' });
   const claim = d.claimOf(req.job);
   const asked = d.reclaim.reclaimedAs(claim);
-  const oj = asked ? undefined : d.accounts.get(claim);
+  const oj = d.accounts.get(claim);
   const buyer = asked?.buyer ?? oj?.buyer ?? (await d.jobSigner(req.job));
   const { didFromPeerId } = await import('../node/peer-id.js');
   if (buyer !== undefined && didFromPeerId(ctx.peer.toString()) !== buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may ask whether its claim was reclaimed');
-  await ctx.send({ t: 'reclaimed', reclaimed: asked ? asked.reason : oj ? 'no' : 'closed' } as never);
+  const confirmed = asked && (provider === undefined || d.reclaim.stopAsked(claim, provider));
+  await ctx.send({ t: 'reclaimed', reclaimed: confirmed ? asked.reason : asked || oj ? 'no' : 'closed' } as never);
 }

@@ -39,7 +39,7 @@ export type Decided = { v: Verdict; victims: string[] };
  * A claim the steward asked a provider to stop, remembered from before the `stop` is sent until the claim's deadline
  * (at most RECLAIMED_MAX): a receipt coded EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED releases a claim as reclaimed only
  * from a provider asked here (stopAsked; the receipt can reach the steward by gossip before the provider's answer),
- * and the claim's buyer is told it was reclaimed (reclaimedAs: the `reclaimed` op). Once a provider's answer freed
+ * and the claim's buyer is told it was reclaimed from the provider it names (reclaimedAs, stopAsked: the `reclaimed` op). Once a provider's answer freed
  * the devices (stopped, or barred there: `freed`), a later selection its buyer signs has its provider asked to stop
  * too (Reclaimer.onSelection). `pending`: such selections whose winning offer the steward does not hold, fetched in
  * the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest kept); the FetchBackoff fields are that
@@ -445,6 +445,18 @@ export class Reclaimer {
     }
   }
 
+  /** Keep on disk that released claim `key` was reclaimed, `provider` among those asked (its reclaimed note, `x/`). */
+  async #keepNote(key: string, provider: string): Promise<void> {
+    const note = this.reclaimedNote(key);
+    if (!note) return;
+    try {
+      await this.d.accounts.keepReclaimedNote(key, note);
+    } catch (e) {
+      // the stop is sent all the same: the provider may be running the job on the devices the reclaim freed
+      this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a reclaimed note on disk: after a restart the buyer would not be told this provider was asked to stop');
+    }
+  }
+
   /**
    * At the start (ClaimAccounts.restore, before any kept receipt is judged): the providers this steward had asked to
    * stop open claim `key` before the restart, from the stop marks kept on disk. Past the claim's deadline, nothing.
@@ -468,7 +480,8 @@ export class Reclaimer {
 
   /**
    * Whether this steward reclaimed claim `key` (asked a provider to stop it, before its deadline), and for what, with
-   * the claim's buyer: the `reclaimed` op (src/roles/steward-handlers.ts) answers the buyer from it.
+   * the claim's buyer: the `reclaimed` op (src/roles/steward-handlers.ts) answers the buyer from it, and from
+   * stopAsked for the provider the buyer names.
    */
   reclaimedAs(key: string): { reason: 'priority' | 'idle'; buyer: string } | undefined {
     const r = this.#reclaimed.get(key);
@@ -584,12 +597,17 @@ export class Reclaimer {
     return true;
   }
 
-  /** Ask `provider` to stop (or bar) reclaimed claim `key`'s job, once per provider, with the claim's deadline. */
+  /**
+   * Ask `provider` to stop (or bar) reclaimed claim `key`'s job, once per provider, with the claim's deadline. It is
+   * noted as asked first (stopAsked: its reclaimed-coded receipt, and the buyer's `reclaimed` question naming it, are
+   * the reclaim's), and kept on disk before the stop goes out: a claim still open (its release failed, tried again) as
+   * this provider's stop mark, a released one in its reclaimed note, so a restart still confirms it to the buyer.
+   */
   async #askToStop(key: string, r: Reclaimed, provider: string): Promise<void> {
     if (r.asked.has(provider) || !this.#stillReclaimed(key, r)) return;
     r.asked.add(provider);
-    // a claim still open (its release failed, tried again) keeps this provider's mark on disk too
     if (this.d.accounts.get(key)) await this.#keepMark(key, provider, r);
+    else await this.#keepNote(key, provider);
     this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
     try {
       await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });

@@ -142,3 +142,33 @@ test('without a steward a failed receipt coded EXEC_PREEMPTED is a failure like 
   assert.equal(r.result.status, 'failed');
   assert.deepEqual(r.execs, [A.did, B.did]);
 });
+
+test('the buyer names the provider whose refusal it checks: a failover that refuses EXEC_PREEMPTED after the steward stopped the first provider is not believed', async () => {
+  // The steward asked A to stop the claim (A's attempt had failed already, so it barred the job); the buyer, not
+  // knowing, failed over to B, which refuses EXEC_PREEMPTED although nobody asked it to stop. The steward answers for
+  // the provider named: A was asked, B was not (a steward that ignored `provider` would say `priority` for both).
+  const withdrawn: string[] = [];
+  const asked: Array<string | undefined> = [];
+  const f = buyerOnFakes(ME, {
+    providers: [A, B, P(763)],
+    exec: async function* (did: string) {
+      yield { t: 'refused', code: did === A.did ? 'EXEC_BUSY' : did === B.did ? 'EXEC_PREEMPTED' : 'EXEC_BUSY', message: 'no' };
+    },
+    deps: {
+      admission: async (job: Opened<Job>) => ({ verdict: 'Admit', claim: job.address }),
+      withdraw: async (job: Opened<Job>) => void withdrawn.push(job.address),
+      reclaimed: async (_job: Opened<Job>, provider?: string) => {
+        asked.push(provider);
+        return provider === undefined || provider === A.did ? 'priority' : 'no';
+      },
+    },
+  });
+  const result = await f.buyer.run(fakeSpec({ entitlement: 'lo', input: INPUT }));
+  assert.deepEqual(asked, [B.did], 'asked once, naming B');
+  assert.notEqual(result.status, 'preempted', 'B’s word is not taken');
+  assert.deepEqual(f.execs, [A.did, B.did, P(763).did], 'failed over past B');
+  const atB = result.attempts.find((a) => a.outcome.includes('EXEC_PREEMPTED'))!;
+  assert.ok(atB.nondelivery, 'B earns a non-delivery for its refusal');
+  assert.match(atB.outcome, /did not ask this provider/);
+  assert.equal(f.nondeliveries().length, 3);
+});

@@ -20,10 +20,11 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { sub } from '../../../src/store/db.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
+import { until } from './steward-stub.js';
 import { NOW, P, advert, job, offer, receipt } from '../market/fixtures.js';
 import { TREE, claimOf, selection, type Frame } from './preempt-fixtures.js';
 
-const [lowBuyer, highBuyer, provA] = [P(1), P(2), P(3)];
+const [lowBuyer, highBuyer, provA, provB] = [P(1), P(2), P(3), P(4)];
 const low = job(lowBuyer, { nonce: new Uint8Array([7]) });
 const high = job(highBuyer, { nonce: new Uint8Array([8]) });
 const offerA = offer(provA, low, advert(provA));
@@ -34,9 +35,9 @@ const preempted = receipt(provA, lowBuyer, offerA, { status: 'failed', failure: 
  * the low claim is tracked again when the ledger has it open (as the steward does at the start). `onStop` is provA's
  * answer to a `stop`.
  */
-async function open(dir: string, onStop: (f: Frame) => Promise<unknown> = async () => ({ stopped: 'no' })) {
+async function open(dir: string, onStop: (f: Frame, to: string) => Promise<unknown> = async () => ({ stopped: 'no' })) {
   const r = await stewardRig(dir, TREE, { claimStore: true });
-  const request = async (_to: string, _p: string, frames: Frame[]) => [frames[0]!.op === 'usage' ? { running: 'yes', uj: 100, elapsedMs: 10 } : await onStop(frames[0]!)];
+  const request = async (to: string, _p: string, frames: Frame[]) => [frames[0]!.op === 'usage' ? { running: 'yes', uj: 100, elapsedMs: 10 } : await onStop(frames[0]!, to)];
   const latest = new Map([['advert', { record: { expiresAt: NOW + 3_600_000, hardware: { cpuCores: 4, memoryMiB: 1024 } }, signer: provA.did }]]);
   const ports = { ...r.ports, net: { request, peers: () => [{ peerId: '', did: provA.did, addrs: [] }] }, market: { adverts: { latest } } } as unknown as StewardPorts;
   const reclaim = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: { preempt: true } as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
@@ -45,10 +46,11 @@ async function open(dir: string, onStop: (f: Frame) => Promise<unknown> = async 
   const store = new ClaimStore(sub(r.db, 'steward-claims'));
   const events = async () => (await r.ledger.records(0)).map((e) => `${e.event} ${e.claim === low.address ? 'low' : 'high'}`);
   const admitHigh = async () => appendAdmitted({ reclaim, append: r.append }, claimOf(high.address, 'hi'), reclaim.decideNow(claimOf(high.address, 'hi')));
-  /** What the steward answers the low job's buyer asking op `reclaimed`. */
-  const ask = async (): Promise<unknown> => {
+  /** What the steward answers the low job's buyer asking op `reclaimed` (naming `provider`, the one whose refusal it checks). */
+  const ask = async (provider?: string): Promise<unknown> => {
     const sent: CborValue[] = [];
-    await reclaimed({ accounts: r.accounts, reclaim, claimOf: (j) => j, jobSigner: async (j) => (j === low.address ? lowBuyer.did : undefined) }, { op: 'reclaimed', job: low.address }, { peer: peerIdFromDid(lowBuyer.did), send: async (f) => void sent.push(f) });
+    const req = { op: 'reclaimed', job: low.address, ...(provider ? { provider } : {}) };
+    await reclaimed({ accounts: r.accounts, reclaim, claimOf: (j) => j, jobSigner: async (j) => (j === low.address ? lowBuyer.did : undefined) }, req, { peer: peerIdFromDid(lowBuyer.did), send: async (f) => void sent.push(f) });
     return (sent[0] as { reclaimed?: string } | undefined)?.reclaimed;
   };
   /** The stop marks kept on disk, as `<claim>/<provider>`. */
@@ -63,13 +65,18 @@ async function open(dir: string, onStop: (f: Frame) => Promise<unknown> = async 
     for await (const k of sub(r.db, 'steward-claims').keys({ gt: 'x/', lt: 'x/~' })) out.push(k.slice(2));
     return out;
   };
-  return { ...r, reclaim, store, events, admitHigh, ask, marks, notes };
+  /** The providers a claim's reclaimed note on disk says were asked to stop it. */
+  const noteAsked = async (claim: string): Promise<string[] | undefined> => {
+    const v = await sub(r.db, 'steward-claims').get(`x/${claim}`).catch(() => undefined);
+    return v === undefined ? undefined : (JSON.parse(new TextDecoder().decode(v as Uint8Array)) as { asked: string[] }).asked;
+  };
+  return { ...r, reclaim, store, events, admitHigh, ask, marks, notes, noteAsked };
 }
 
 /** First run: the low claim admitted and selected at provA. */
-async function admitLow(dir: string, onStop: (f: Frame, s: Awaited<ReturnType<typeof open>>) => Promise<unknown>) {
+async function admitLow(dir: string, onStop: (f: Frame, s: Awaited<ReturnType<typeof open>>, to: string) => Promise<unknown>) {
   const ref: { s?: Awaited<ReturnType<typeof open>> } = {};
-  const s = (ref.s = await open(dir, (f) => onStop(f, ref.s!)));
+  const s = (ref.s = await open(dir, (f, to) => onStop(f, ref.s!, to)));
   const v = s.pool.decide(claimOf(low.address, 'lo'));
   assert.equal(v.verdict, 'Admit');
   if (v.verdict === 'Admit') await s.append(admittedEvent(claimOf(low.address, 'lo'), v));
@@ -201,6 +208,36 @@ describe('who the steward asked to stop a claim survives a restart', () => {
       await late.accounts.restore();
       assert.deepEqual(await late.notes(), []);
       await late.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a failover the steward stopped after the claim’s release is in the reclaimed note before its stop goes out: after a restart that provider is still confirmed, another is not', async () => {
+    const t = tempDir('c0-preempt-restart-');
+    try {
+      let noteAtStopB: string[] | undefined;
+      const s = await admitLow(t.dir, async (_f, s, to) => {
+        if (to === provB.did) noteAtStopB = await s.noteAsked(low.address);
+        return to === provA.did ? { stopped: 'yes', receipt: preempted.bytes } : { stopped: 'no', barred: 'yes' };
+      });
+      assert.ok('admit' in (await s.admitHigh()));
+      assert.deepEqual(await s.events(), ['Admitted low', 'Released low', 'Admitted high']);
+      // the buyer's failover to provB, heard after the release: the steward asks provB to stop too
+      const offerB = offer(provB, low, advert(provB));
+      s.offers.set(offerB.address, offerB);
+      await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
+      await until(() => noteAtStopB !== undefined, 'provB asked to stop');
+      assert.deepEqual(noteAtStopB?.sort(), [provA.did, provB.did].sort(), 'the note names provB before its stop goes out');
+      assert.equal(await s.ask(provB.did), 'priority');
+      await s.close();
+
+      const after = await open(t.dir);
+      await after.accounts.restore();
+      assert.equal(await after.ask(provB.did), 'priority', 'provB, asked to stop by this steward, is still confirmed after a restart');
+      assert.equal(await after.ask(provA.did), 'priority');
+      assert.equal(await after.ask(P(5).did), 'no', 'a provider nobody asked is not');
+      await after.close();
     } finally {
       t.cleanup();
     }
