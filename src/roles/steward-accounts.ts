@@ -287,8 +287,9 @@ export const MAX_PENDING_SELECTIONS = 8;
 
 /**
  * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim (open
- * ones, and reclaimed ones a failover selection names: src/roles/steward-reclaim.ts); one at a time per claim and per
- * buyer. Past it a claim waits for the next catch-up round (ClaimAccounts.retryPending, Reclaimer.retryPending).
+ * ones, and reclaimed ones a failover selection names, whose stop requests to the failovers' providers go in the same
+ * slots: src/roles/steward-reclaim.ts); one at a time per claim and per buyer. Past it a claim waits for the next
+ * catch-up round (ClaimAccounts.retryPending, Reclaimer.retryPending) or its next selection.
  */
 export const MAX_BACKGROUND_RESOLVES = 4;
 
@@ -304,14 +305,32 @@ export interface FetchBackoff {
   fetchNotBefore?: number;
 }
 
+/** Whether what `backoff` is for backs off at `now` (its background fetches found nothing lately). */
+export function backingOff(backoff: FetchBackoff, now: number): boolean {
+  return backoff.fetchNotBefore !== undefined && now < backoff.fetchNotBefore;
+}
+
+/** After a background fetch for what `backoff` is for: reset when it found what it looked for, else back off longer. */
+export function noteFetched(backoff: FetchBackoff, found: boolean, now: number): void {
+  if (found) {
+    backoff.fetchMisses = 0;
+    delete backoff.fetchNotBefore;
+    return;
+  }
+  backoff.fetchMisses = (backoff.fetchMisses ?? 0) + 1;
+  backoff.fetchNotBefore = now + Math.min(FETCH_BACKOFF_MAX_MS, FETCH_BACKOFF_MS * 2 ** (backoff.fetchMisses - 1));
+}
+
 /**
- * The steward's background fetches over records/1 (a selection's winning offer, its advert), shared by the accounts
- * and the reclaimer so that one bound holds over both: at most one in flight per claim and one per buyer, at most
+ * The steward's background work over the network for claims: fetches over records/1 (a selection's winning offer,
+ * its advert) and the stop requests to a reclaimed claim's failovers' providers, shared by the accounts and the
+ * reclaimer so that one bound holds over both: at most one in flight per claim and one per buyer, at most
  * MAX_BACKGROUND_RESOLVES in all, none while the claim backs off after fetches that found nothing (FETCH_BACKOFF_MS,
- * doubled at each further miss, up to FETCH_BACKOFF_MAX_MS), none once the steward stops. Work refused a slot is not
- * queued: its owner keeps what it must look for and offers it again (a catch-up round, the next selection). So a
- * buyer whose selections name offers nobody serves holds one slot at a time, less and less often, and never the
- * slots other buyers' claims need. Never awaited by a gossip handler.
+ * doubled at each further miss, up to FETCH_BACKOFF_MAX_MS; work given no backoff keeps its own), none once the
+ * steward stops. Work refused a slot is not queued: its owner keeps what it must look for or ask and offers it again
+ * (a catch-up round, the next selection). So a buyer whose selections name offers nobody serves, or providers that
+ * never answer a stop, holds one slot at a time, and never the slots other buyers' claims need. Never awaited by a
+ * gossip handler.
  */
 export class BackgroundFetches {
   readonly #claims = new Set<string>();
@@ -326,23 +345,18 @@ export class BackgroundFetches {
 
   /**
    * Run `work` for `claim` (bought by `buyer`) in the background, if a slot is free for it (see the class comment);
-   * `work` answers whether it found what it looked for, which resets `backoff` (else it grows). Answers whether the
-   * work was started.
+   * `work` answers whether it found what it looked for, which resets `backoff` (else it grows). Without `backoff` the
+   * work is not held back by one, and its answer is not kept (its owner keeps its own: noteFetched). Answers whether
+   * the work was started.
    */
-  run(claim: string, buyer: string, backoff: FetchBackoff, what: string, work: () => Promise<boolean>): boolean {
+  run(claim: string, buyer: string, backoff: FetchBackoff | undefined, what: string, work: () => Promise<boolean>): boolean {
     if (this.#claims.has(claim) || this.#buyers.has(buyer) || this.#claims.size >= (this.d.max ?? MAX_BACKGROUND_RESOLVES) || this.d.stopped()) return false;
-    if (backoff.fetchNotBefore !== undefined && this.d.clock() < backoff.fetchNotBefore) return false;
+    if (backoff && backingOff(backoff, this.d.clock())) return false;
     this.#claims.add(claim);
     this.#buyers.add(buyer);
     void work()
       .then((found) => {
-        if (found) {
-          backoff.fetchMisses = 0;
-          delete backoff.fetchNotBefore;
-        } else {
-          backoff.fetchMisses = (backoff.fetchMisses ?? 0) + 1;
-          backoff.fetchNotBefore = this.d.clock() + Math.min(FETCH_BACKOFF_MAX_MS, FETCH_BACKOFF_MS * 2 ** (backoff.fetchMisses - 1));
-        }
+        if (backoff) noteFetched(backoff, found, this.d.clock());
       })
       .catch((e) => this.d.log.warn({ claim, err: (e as Error).message }, `${what} failed`))
       .finally(() => {

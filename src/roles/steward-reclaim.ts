@@ -16,7 +16,7 @@ import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
-import { MAX_PENDING_SELECTIONS, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
+import { backingOff, MAX_PENDING_SELECTIONS, noteFetched, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 
@@ -35,18 +35,27 @@ const RECLAIMED_MAX = 4096;
 
 export type Decided = { v: Verdict; victims: string[] };
 
+/** Set `key` in `m` as its newest entry, the oldest dropped past MAX_PENDING_SELECTIONS. */
+function newest<V>(m: Map<string, V>, key: string, value: V): void {
+  m.delete(key); // re-set below: the newest is kept
+  while (m.size >= MAX_PENDING_SELECTIONS) m.delete(m.keys().next().value!);
+  m.set(key, value);
+}
+
 /**
  * A claim the steward asked a provider to stop, remembered from before the `stop` is sent until the claim's deadline
  * (at most RECLAIMED_MAX): a receipt coded EXEC_PREEMPTED or EXEC_IDLE_RECLAIMED releases a claim as reclaimed only
  * from a provider asked here (stopAsked; the receipt can reach the steward by gossip before the provider's answer),
- * and the claim's buyer is told it was reclaimed from the provider it names (reclaimedAs, stopAsked: the `reclaimed` op). Once a provider's answer freed
- * the devices (stopped, or barred there: `freed`), a later selection its buyer signs has its provider asked to stop
- * too (Reclaimer.onSelection). `pending`: such selections whose winning offer the steward does not hold, fetched in
- * the accounts' background slots (at most MAX_PENDING_SELECTIONS, newest kept); the FetchBackoff fields are that
- * claim's backoff there. While the claim is open, each provider asked is kept on disk as well (a stop mark in the
- * claims store, written and synced before the `stop` goes out: ClaimAccounts.keepStopMark), and given back at the
- * start (restoreAsked); once the claim's `Released` is appended the marks go from disk with its other entries, and
- * the entry here lasts, in memory, until the deadline.
+ * and the claim's buyer is told it was reclaimed from the provider it names (reclaimedAs, stopAsked: the `reclaimed`
+ * op). Once a provider's answer freed the devices (stopped, or barred there: `freed`), a later selection its buyer
+ * signs has its provider asked to stop too (Reclaimer.onSelection), in the accounts' background slots: `stops`, the
+ * providers found from offers the steward holds, and `pending`, the selections whose winning offer it does not hold,
+ * to fetch (each at most MAX_PENDING_SELECTIONS, newest kept); the FetchBackoff fields are the backoff of that claim's
+ * fetches. While the claim is open, each provider asked is kept on disk as well (a stop mark in the claims store,
+ * written and synced before the `stop` goes out: ClaimAccounts.keepStopMark), and given back at the start
+ * (restoreAsked); once the claim's `Released` is appended the marks go from disk with its other entries, the
+ * providers asked staying in its reclaimed note (`x/`, rewritten before a stop to a provider asked after the release
+ * goes out), and the entry here lasts, in memory, until the deadline.
  */
 interface Reclaimed extends FetchBackoff {
   buyer: string;
@@ -60,6 +69,11 @@ interface Reclaimed extends FetchBackoff {
    */
   freed: boolean;
   pending?: Map<string, Opened<Selection>>;
+  /**
+   * Failovers' providers found (their winning offers held) and not asked yet, keyed and valued by DID: asked in the
+   * claim's background slot, newest first (at most MAX_PENDING_SELECTIONS, newest kept).
+   */
+  stops?: Map<string, string>;
 }
 
 /**
@@ -520,13 +534,16 @@ export class Reclaimer {
    * ask that provider to stop (or bar) the job too, so the devices released stay free. The provider is the signer of
    * the selection's winning offer (src/roles/steward-winners.ts), never the selection's own text: a pool's offer is run
    * by the coordinator that signed it. It is resolved from what the steward holds; a winning offer it does not hold
-   * is kept pending with the reclaimed claim (at most MAX_PENDING_SELECTIONS, newest kept) and fetched in the
-   * accounts' background slots (BackgroundFetches, src/roles/steward-accounts.ts: one fetch at a time per claim and
-   * per buyer, MAX_BACKGROUND_RESOLVES over the whole steward, backing off after a miss), offered again with the
-   * claim's next selection and at each catch-up round (retryPending), dropped at the claim's deadline. So a buyer
-   * whose selections each name an offer nobody holds from a DID that never answers costs the steward one fetch at a
-   * time, not one per selection. A selection naming a provider asked already costs nothing (a winner resolves only
-   * to the provider its selection names).
+   * is kept pending with the reclaimed claim (at most MAX_PENDING_SELECTIONS, newest kept) and fetched. The stop
+   * requests and the fetches both run in the accounts' background slots (BackgroundFetches, src/roles/steward-accounts.ts:
+   * one at a time per claim and per buyer, MAX_BACKGROUND_RESOLVES over the whole steward), a claim's work in one slot
+   * asking the providers found (newest first, at most MAX_PENDING_SELECTIONS waiting, newest kept) before it fetches;
+   * only the fetches back off after a miss. What is refused a slot is offered again with the claim's next selection
+   * and at each catch-up round (retryPending), and dropped at the claim's deadline. So a buyer whose selections each
+   * name an offer nobody holds from a DID that never answers, or each a held offer of a provider that never answers a
+   * stop (its own throwaway keys' offers, say), costs the steward one request at a time, not one per selection. A
+   * selection naming a provider asked already, or waiting to be, costs nothing (a winner resolves only to the
+   * provider its selection names).
    */
   async onSelection(s: Opened<Selection>): Promise<void> {
     const key = s.record.job;
@@ -539,39 +556,60 @@ export class Reclaimer {
     }
     if (s.signer !== r.buyer && s.signer !== this.d.did) return;
     const named = namedProvider(s);
-    if (named === undefined || r.asked.has(named)) return;
+    if (named === undefined || r.asked.has(named) || r.stops?.has(named)) return;
     const w = await this.d.accounts.winnerOf(s, false);
     if (!this.#stillReclaimed(key, r)) return;
-    if ('unresolved' in w) {
-      const pending = (r.pending ??= new Map());
-      pending.delete(s.address); // re-set below: the newest is kept
-      while (pending.size >= MAX_PENDING_SELECTIONS) pending.delete(pending.keys().next().value!);
-      pending.set(s.address, s);
-      this.#fetchLater(key, r);
-      return;
-    }
     if ('refused' in w) {
       this.d.ports.log.debug({ claim: key, selection: s.address, code: w.refused }, 'a selection for a reclaimed claim whose winner does not check out against its offer: nobody asked to stop');
       return;
     }
-    await this.#askToStop(key, r, w.provider);
+    if ('unresolved' in w) newest((r.pending ??= new Map()), s.address, s);
+    else if (!r.asked.has(w.provider)) newest((r.stops ??= new Map()), w.provider, w.provider);
+    this.#runLater(key, r);
   }
 
   /**
-   * Offer a background fetch to the reclaimed claims with selections pending (a catch-up round), starting one further
-   * along each round. Not awaited: each runs in a shared slot (BackgroundFetches), or waits for a later round.
+   * Offer a background slot to the reclaimed claims with stops or selections waiting (a catch-up round), starting one
+   * further along each round. Not awaited: each runs in a shared slot (BackgroundFetches), or waits for a later round.
    */
   retryPending(): void {
     this.#dropExpired();
-    const waiting = [...this.#reclaimed].filter(([, r]) => r.pending?.size);
+    const waiting = [...this.#reclaimed].filter(([, r]) => r.pending?.size || r.stops?.size);
     if (!waiting.length) return;
     const from = this.#fetchFrom++ % waiting.length;
-    for (const [key, r] of [...waiting.slice(from), ...waiting.slice(0, from)]) this.#fetchLater(key, r);
+    for (const [key, r] of [...waiting.slice(from), ...waiting.slice(0, from)]) this.#runLater(key, r);
   }
 
-  /** Fetch the winning offers of a reclaimed claim's pending selections in a shared background slot. */
-  #fetchLater(key: string, r: Reclaimed): void {
-    this.d.accounts.background.run(key, r.buyer, r, 'fetching a reclaimed claim’s failover offer', () => this.#resolvePending(key, r));
+  /**
+   * Run a reclaimed claim's waiting work in a shared background slot: its stops (not held back by the fetches'
+   * backoff), and its pending selections' fetches unless they back off.
+   */
+  #runLater(key: string, r: Reclaimed): void {
+    if (!r.stops?.size && !(r.pending?.size && !backingOff(r, this.d.ports.clock()))) return;
+    // no backoff handed over: #work keeps the fetches' own (noteFetched)
+    this.d.accounts.background.run(key, r.buyer, undefined, 'asking a reclaimed claim’s failovers to stop', () => this.#work(key, r));
+  }
+
+  /**
+   * A reclaimed claim's work in its slot, until none is left (what its buyer's selections add meanwhile included) or
+   * the claim is no longer reclaimed: ask each provider waiting to stop, newest first, one at a time; then, unless
+   * they back off, fetch the pending selections' winning offers (asking each provider found), until one is found
+   * nowhere (the fetches then back off). Answers true (the slot keeps no backoff of its own).
+   */
+  async #work(key: string, r: Reclaimed): Promise<boolean> {
+    for (;;) {
+      if (!this.#stillReclaimed(key, r)) return true;
+      const provider = [...(r.stops?.keys() ?? [])].pop();
+      if (provider !== undefined) {
+        r.stops!.delete(provider);
+        await this.#askToStop(key, r, provider);
+        continue;
+      }
+      if (!r.pending?.size || backingOff(r, this.d.ports.clock())) return true;
+      const found = await this.#resolvePending(key, r);
+      noteFetched(r, found, this.d.ports.clock());
+      if (!found && !r.stops?.size) return true;
+    }
   }
 
   /**

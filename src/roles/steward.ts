@@ -174,8 +174,8 @@ export class Steward {
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', async (rec) => {
       await this.#accounts.onSelection(rec as Opened<Selection>);
-      // the signer of the winning offer of a claim reclaimed already is asked to stop it (not awaited: its answer can take
-      // a while); an offer not held here is fetched in the accounts' bounded background slots, never here
+      // the signer of the winning offer of a claim reclaimed already is asked to stop it, and an offer not held here is
+      // fetched, in the accounts' bounded background slots, never here (a stop's answer can take a while)
       void this.#reclaim.onSelection(rec as Opened<Selection>).catch((e) => this.log.warn({ err: (e as Error).message }, 'a selection for a reclaimed claim was not handled'));
     });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.

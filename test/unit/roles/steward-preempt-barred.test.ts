@@ -14,10 +14,16 @@ import { appendAdmitted, Reclaimer } from '../../../src/roles/steward-reclaim.js
 import type { StewardConfig, StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
+import { until } from './steward-stub.js';
 import { NOW, P, advert, job, offer, receipt } from '../market/fixtures.js';
 import { TREE, claimOf, selection, type Frame } from './preempt-fixtures.js';
 
 const [lowBuyer, highBuyer, provA, provB] = [P(1), P(2), P(3), P(4)];
+
+/** Let background work (a reclaimed claim's slot) run a little. */
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
 
 async function rig(dir: string, answerStop: (to: string, f: Frame) => unknown) {
   const r = await stewardRig(dir, TREE);
@@ -101,7 +107,10 @@ describe('preempting a claim its provider is not running', () => {
       await s.reclaim.onSelection(selection(highBuyer, offerB, provB));
       assert.equal(s.asked.filter((a) => a.to === provB.did).length, 0);
       await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
+      // the stop goes out in the claim's background slot (one request at a time per claim and per buyer)
+      await until(() => s.asked.some((a) => a.to === provB.did), 'provB asked to stop');
       await s.reclaim.onSelection(selection(lowBuyer, offerB, provB));
+      await settle();
       const toB = s.asked.filter((a) => a.to === provB.did);
       assert.equal(toB.length, 1);
       assert.deepEqual([toB[0]!.f.op, toB[0]!.f.job, toB[0]!.f.deadline], ['stop', s.low.address, s.low.record.deadline]);
@@ -109,6 +118,7 @@ describe('preempting a claim its provider is not running', () => {
       const again = offer(provA, s.low, advert(provA), { amount: '0.4' });
       s.offers.set(again.address, again);
       await s.reclaim.onSelection(selection(lowBuyer, again, provA));
+      await settle();
       assert.equal(s.asked.filter((a) => a.to === provA.did && a.f.op === 'stop').length, 1);
       await s.close();
     } finally {

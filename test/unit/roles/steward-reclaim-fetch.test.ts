@@ -7,8 +7,10 @@
  * holds first, and a fetch goes through the accounts' background slots (src/roles/steward-accounts.ts
  * BackgroundFetches): one per claim and per buyer at a time, MAX_BACKGROUND_RESOLVES in all, backing off after a
  * miss, dropped when the reclaimed entry reaches its deadline or the steward stops. A failover whose provider's offer
- * the steward does not hold still has that provider asked to stop. The whole Steward over a real Ledger, its gossip
- * through the node's Dispatcher, its records/1 and direct requests fakes.
+ * the steward does not hold still has that provider asked to stop. The stop requests go through the same slots: before,
+ * a failover whose offer the steward held had its stop sent at once, so a buyer's selections each naming a held offer
+ * of a provider that never answers (its own throwaway keys', say) had the steward send that many stops at once. The
+ * whole Steward over a real Ledger, its gossip through the node's Dispatcher, its records/1 and direct requests fakes.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,7 +49,7 @@ type Frame = { op: string; job: string };
  * answered the stop `barred`. records/1 is `serve` (per party and address: what it answers; undefined, the default, never
  * answers).
  */
-async function reclaimedRig(serve?: (from: string, address: string) => Opened[] | undefined) {
+async function reclaimedRig(serve?: (from: string, address: string) => Opened[] | undefined, o: { stopHangs?: (to: string) => boolean } = {}) {
   const t = tempDir('c0-reclaim-fetch-');
   writeFileSync(join(t.dir, 'tree.yaml'), TREE);
   const db = await openDb(join(t.dir, 'db'));
@@ -56,6 +58,8 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
   const disp = new Dispatcher({ metrics: createNetMetrics(), log: silentLogger() });
   const clock = fakeClock(NOW);
   const stops: Array<{ to: string; job: string }> = [];
+  // stop requests in flight now, and the most ever (a stop `stopHangs` says hangs answers only at close)
+  const stopping = { now: 0, max: 0 };
   // records/1: how many fetches are in flight now, the most ever, and every one asked
   const fetches = { now: 0, max: 0, all: [] as Array<{ from: string; address: string }> };
   let release!: () => void;
@@ -69,8 +73,16 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
       subscribe: (k: string, h: never) => disp.subscribe(k as never, h),
       publish: async () => ({ recipients: 1, address: '' }),
       request: async (to: string, _p: string, frames: Frame[]) => {
-        if (frames[0]!.op === 'stop') stops.push({ to, job: frames[0]!.job });
-        return [frames[0]!.op === 'stop' ? { stopped: 'no', barred: 'yes' } : { running: 'no' }];
+        if (frames[0]!.op !== 'stop') return [{ running: 'no' }];
+        stops.push({ to, job: frames[0]!.job });
+        stopping.now++;
+        stopping.max = Math.max(stopping.max, stopping.now);
+        try {
+          if (o.stopHangs?.(to)) await never;
+          return [{ stopped: 'no', barred: 'yes' }];
+        } finally {
+          stopping.now--;
+        }
       },
       drained: () => disp.drained(),
       syncFrom: async () => ({ accepted: 0, failed: {} }),
@@ -125,7 +137,7 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
     await closeDb(db);
     t.cleanup();
   };
-  return { s, clock, records, push, settle, stops, fetches, low, close };
+  return { s, clock, records, push, settle, stops, stopping, fetches, low, close };
 }
 
 test('a hostile buyer’s selections for its reclaimed claim, each naming an unheld offer from a silent DID, run one fetch at a time', async () => {
@@ -198,6 +210,68 @@ test('a failover whose provider’s offer the steward does not hold still has th
     await r.settle();
     assert.equal(r.stops.filter((x) => x.to === provB.did).length, 1);
     assert.equal(r.fetches.all.length, fetched);
+  } finally {
+    await r.close();
+  }
+});
+
+test('a hostile buyer’s selections for its reclaimed claim, each naming a held offer of a provider that never answers, send one stop at a time', async () => {
+  // every failover's provider (not provA) takes the stop and never answers
+  const r = await reclaimedRig(undefined, { stopHangs: (to) => to !== provA.did });
+  try {
+    const N = 3 * MAX_BACKGROUND_RESOLVES;
+    for (let i = 0; i < N; i++) {
+      const o = offer(P(70 + i), r.low, advert(P(70 + i)));
+      r.records.set(o.address, o);
+      r.push(selectionOf(lowBuyer, r.low, o, P(70 + i).did), 'selection');
+    }
+    // the first failover's provider is asked (once its note is on disk), and never answers
+    await until(() => r.stops.some((x) => x.to !== provA.did), 'a failover’s provider asked to stop');
+    await r.settle();
+    await r.s.catchUp();
+    await r.settle();
+    const toFailovers = r.stops.filter((x) => x.to !== provA.did);
+    assert.equal(r.stopping.max, 1, `one stop at a time for one reclaimed claim and buyer (at most ${MAX_BACKGROUND_RESOLVES} in all), not one per selection: ${r.stopping.max}`);
+    assert.equal(toFailovers.length, 1, 'the others wait for the slot');
+    assert.equal(r.fetches.all.length, 0, 'held offers fetch nothing');
+  } finally {
+    await r.close();
+  }
+});
+
+test('failovers whose held offers name providers that answer are each asked to stop, one after the other, the newest first', async () => {
+  const r = await reclaimedRig();
+  try {
+    const parties = [P(80), P(81), P(82)];
+    for (const p of parties) {
+      const o = offer(p, r.low, advert(p));
+      r.records.set(o.address, o);
+      r.push(selectionOf(lowBuyer, r.low, o, p.did), 'selection');
+    }
+    await until(() => parties.every((p) => r.stops.some((x) => x.to === p.did)), 'every failover’s provider asked to stop');
+    assert.equal(r.stopping.max, 1);
+    assert.deepEqual(
+      r.stops.filter((x) => x.to !== provA.did).map((x) => x.to).sort(),
+      parties.map((p) => p.did).sort(),
+      'each once',
+    );
+  } finally {
+    await r.close();
+  }
+});
+
+test('a failover whose offer the steward holds is asked to stop while the claim backs off after a fetch that found nothing', async () => {
+  // every party answers at once, with nothing
+  const r = await reclaimedRig(() => []);
+  try {
+    r.push(selectionOf(lowBuyer, r.low, offer(P(70), r.low, 'sha256:' + '33'.repeat(32)), P(70).did), 'selection');
+    await r.settle();
+    assert.ok(r.fetches.all.length >= 1, 'the unheld offer was looked for, and not found');
+    // within the backoff: a failover whose offer is held is not held back by it
+    const offerB = offer(provB, r.low, advert(provB));
+    r.records.set(offerB.address, offerB);
+    r.push(selectionOf(lowBuyer, r.low, offerB, provB.did), 'selection');
+    await until(() => r.stops.some((x) => x.to === provB.did), 'provB asked to stop at once');
   } finally {
     await r.close();
   }
