@@ -25,7 +25,7 @@ import { isKnownType, open, peekType, type Opened } from '../records/envelope.js
 import { didFromPeerId } from '../node/peer-id.js';
 import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
-import { systemClock, type Clock } from '../util/clock.js';
+import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { decodeMessage } from './framing.js';
 import type { NetMetrics } from './metrics.js';
@@ -137,8 +137,10 @@ export class Lru<K, V> {
 }
 
 export interface PipelineOptions {
-  /** Injected clock (default: system clock). */
+  /** Injected wall clock, for freshness (default: system clock). */
   clock?: Clock;
+  /** Injected monotonic clock, for the flood limits' buckets and abuse decay (default: performance.now; util/clock.ts). */
+  monoClock?: Clock;
   /** Clock-skew window for records issued in the future, ms (default 30 000, records/freshness). */
   skewMs?: number;
   /** Bound on one gossip message (envelope or framed array), bytes (default MAX_ENVELOPE_BYTES × 2 = 128 KiB). */
@@ -203,7 +205,7 @@ export class RecordPipeline {
     this.#log = opts.log;
     this.#verifier = opts.verifier;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
-    this.guard = new FloodGuard(opts.floodLimits ?? {}, this.#clock, opts.metrics.registry);
+    this.guard = new FloodGuard(opts.floodLimits ?? {}, opts.monoClock ?? monotonicClock, opts.metrics.registry);
     opts.metrics.queueSources.set('validation', () => this.#inFlight);
   }
 

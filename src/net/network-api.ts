@@ -67,6 +67,8 @@ export interface NetworkOptions {
   allowlist?: string[];
   /** Injected clock for freshness checks (default: system clock). */
   clock?: Clock;
+  /** Injected monotonic clock for durations: flood limits, abuse decay, bans, records/1 budgets (default: performance.now). */
+  monoClock?: Clock;
   /** Clock-skew window, ms (default 30 000). */
   skewMs?: number;
   /** Bound on one gossip message, bytes (default 128 KiB). */

@@ -26,7 +26,7 @@ import { didFromPublicKey } from '../records/did.js';
 import { open, peekType, type Opened } from '../records/envelope.js';
 import { checkFresh } from '../records/freshness.js';
 import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
-import { systemClock } from '../util/clock.js';
+import { monotonicClock, systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/log.js';
 import { Dispatcher } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
@@ -58,6 +58,8 @@ export { NETWORK_DEFAULTS, type Network, type NetworkOptions, type PeerInfo, typ
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
   const clock = opts.clock ?? systemClock;
+  // durations (rate limits, abuse decay, bans) follow the monotonic clock: a step of the wall clock neither stalls nor skips them
+  const mono = opts.monoClock ?? monotonicClock;
   const overlay = checkOverlay(opts.overlay ?? NETWORK_DEFAULTS.overlay);
   const joined = opts.topics ?? TOPIC_KINDS;
   // kinds whose topics this node publishes on but does not join (it hears them directly or not at all)
@@ -90,6 +92,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   if (sigPool) registerVerifyThreadMetrics(metrics.registry, verifyPoolStats);
   const pipeline = new RecordPipeline({
     clock,
+    monoClock: mono,
     skewMs: opts.skewMs,
     maxMessageBytes: opts.maxMessageBytes,
     seenSize: opts.seenSize,
@@ -100,7 +103,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     metrics,
     log,
   });
-  const abuse = new AbusePolicy(pipeline.guard, opts.abuse ?? {}, clock, log, (p) => ref.node?.hangUp(peerIdFromString(p)), metrics.registry);
+  const abuse = new AbusePolicy(pipeline.guard, opts.abuse ?? {}, mono, log, (p) => ref.node?.hangUp(peerIdFromString(p)), metrics.registry);
   const dispatcher = new Dispatcher({ maxQueue: opts.maxDeliveryQueue ?? NETWORK_DEFAULTS.maxDeliveryQueue, metrics, log });
 
   const link = createLinkMetrics(metrics.registry, {
@@ -267,7 +270,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = true;
       joinedAt = clock();
       sigPool?.open();
-      await records.serve(source, clock, opts.recordsServe);
+      await records.serve(source, clock, opts.recordsServe, mono);
       const directDeps = {
         // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
         validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => (kind === 'receipt' && !joined.includes(kind) ? { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] } : pipeline.validate(kind, data, from, 'direct')),

@@ -6,7 +6,8 @@
  * publish and graylist thresholds the router stops gossiping to it, stops
  * publishing to it, then ignores its RPCs; past `disconnectAt` the node hangs
  * up and the connection gater refuses the peer (both directions) for `banMs`.
- * Decisions take the time from the injected clock.
+ * Decisions take the time from the injected clock: the monotonic one (createNetwork passes `monoClock`), so a
+ * ban lasts `banMs` however the wall clock is stepped meanwhile.
  *
  * The node's direct-protocol servers outside the network (claim/1) report a
  * peer that keeps hitting their rate limit through `AbuseReports` (passed in

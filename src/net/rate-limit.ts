@@ -1,8 +1,14 @@
 /**
  * Token buckets and a decaying per-key counter, with an injected clock
  * (DESIGN §3.4 "queues are bounded"; issue #10 "valid-looking floods";
- * docs/network.md §Rate limits). Pure arithmetic: no timers, no wall-clock
- * reads; every decision takes the time from the clock it was given.
+ * docs/network.md §Rate limits). Pure arithmetic: no timers, no clock
+ * reads of its own; every decision takes the time from the clock it was given.
+ *
+ * Give them the monotonic clock (util/clock.ts `monotonicClock`): they only
+ * measure elapsed time. Should the clock they were given go backwards anyway
+ * (a wall clock stepped by NTP), the step counts as no time at all and refill
+ * and decay go on from the new reading; they never freeze until the clock
+ * catches up with a time it already showed.
  *
  *   const b = new KeyedBuckets({ ratePerSec: 10, burst: 50 }, clock)
  *   if (!b.take(signer)) → over the limit
@@ -31,10 +37,9 @@ export class TokenBucket {
   /** Tokens available now (refilled lazily). */
   available(): number {
     const now = this.clock();
-    if (now > this.#at) {
-      this.#tokens = Math.min(this.spec.burst, this.#tokens + ((now - this.#at) / 1000) * this.spec.ratePerSec);
-    }
-    this.#at = Math.max(this.#at, now);
+    // a step backwards is no elapsed time (nothing refilled, nothing lost); refill resumes from the new reading
+    if (now > this.#at) this.#tokens = Math.min(this.spec.burst, this.#tokens + ((now - this.#at) / 1000) * this.spec.ratePerSec);
+    this.#at = now;
     return this.#tokens;
   }
 
@@ -131,7 +136,8 @@ export class KeyedBuckets {
 /**
  * A per-key counter that decays exponentially with a half-life (the abuse
  * score behind the gossipsub application-specific score). `add` and `value`
- * are exact for any sequence of calls at non-decreasing times.
+ * are exact for any sequence of calls at non-decreasing times; a step
+ * backwards counts as no time (decay resumes from the new reading).
  */
 export class DecayingCounter {
   readonly #m = new Map<string, { v: number; at: number }>();
@@ -153,7 +159,7 @@ export class DecayingCounter {
     const e = this.#m.get(key);
     const v = (e ? this.#decayed(e, now) : 0) + amount;
     this.#m.delete(key);
-    this.#m.set(key, { v, at: Math.max(now, e?.at ?? now) });
+    this.#m.set(key, { v, at: now });
     if (this.#m.size > this.#max) {
       const first = this.#m.keys().next();
       if (!first.done) this.#m.delete(first.value);
@@ -164,11 +170,14 @@ export class DecayingCounter {
   value(key: string): number {
     const e = this.#m.get(key);
     if (!e) return 0;
-    const v = this.#decayed(e, this.clock());
+    const now = this.clock();
+    const v = this.#decayed(e, now);
     if (v < 0.01) {
       this.#m.delete(key);
       return 0;
     }
+    // rebase after a step backwards, so decay resumes from here rather than once the clock is back at e.at
+    if (now < e.at) this.#m.set(key, { v, at: now });
     return v;
   }
 

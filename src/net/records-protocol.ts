@@ -32,7 +32,7 @@
 import { C0Error } from '../errors.js';
 import { isAddress } from '../records/address.js';
 import type { CborValue } from '../records/cbor.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
@@ -113,9 +113,10 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
 }
 
 /** The server side, answering from `source` within the bounds (per request and per peer); `onRateLimited` hears of each request refused for the peer's budget. */
-export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}, onRateLimited?: (peer: string) => void): ProtocolHandler {
+export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}, onRateLimited?: (peer: string) => void, mono: Clock = monotonicClock): ProtocolHandler {
   const o: RecordsServeOptions = { ...RECORDS_SERVE_DEFAULTS, ...options };
-  const budgets = new KeyedBuckets(o.peer, clock);
+  // byte budgets measure elapsed time: the monotonic clock (`clock`, the wall clock, decides what is live)
+  const budgets = new KeyedBuckets(o.peer, mono);
   return async (requests, ctx) => {
     if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
     const req = parseRecordsRequest(requests[0]);

@@ -36,6 +36,7 @@ import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
 import type { ProtocolHandler } from '../net/protocols.js';
 import type { Network } from '../net/node.js';
 import type { Logger } from '../util/log.js';
+import { monotonicClock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
 import { didFromPeerId } from './peer-id.js';
 
@@ -48,7 +49,10 @@ export const PUSH_RATE: BucketSpec = { ratePerSec: 2, burst: 16 };
 export const MAX_PUSH_TARGETS = 16;
 
 export interface PushServerDeps {
+  /** Wall clock: the pushed job's freshness. */
   clock: () => number;
+  /** Monotonic clock: the per-peer push buckets (default performance.now). */
+  monoClock?: () => number;
   skewMs: number;
   /** Quote on the job as on gossip; the offer made (now or before), if any. */
   quote(job: Opened<Job>): Promise<Opened<Offer> | undefined>;
@@ -60,7 +64,7 @@ export interface PushServerDeps {
 
 /** The provider's side. */
 export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE): ProtocolHandler {
-  const perPeer = new KeyedBuckets(rate, d.clock);
+  const perPeer = new KeyedBuckets(rate, d.monoClock ?? monotonicClock);
   return async (frames, ctx) => {
     const bytes = frames[0];
     if (!(bytes instanceof Uint8Array)) throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');

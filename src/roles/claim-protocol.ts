@@ -29,7 +29,7 @@ import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, type Opened } from '../records/envelope.js';
 import { T, type Claim, type ClaimRefusal, type Selection } from '../records/kinds.js';
 import type { CborValue } from '../records/cbor.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
 import { NET_ERR, type ProtocolHandler, type ProtocolLimits } from '../net/protocols.js';
 import { didFromPeerId } from '../node/peer-id.js';
@@ -49,6 +49,8 @@ export interface ClaimDeskOptions {
   maxQueued: number;
   /** Told of each claim refused for the peer's rate (the network's `AbuseReports.report`: net/peer-abuse.ts). */
   onRateLimited?: (peer: string) => void;
+  /** Monotonic clock for the per-peer buckets (default performance.now; the desk's own clock is the wall clock of receivedAt). */
+  monoClock?: Clock;
 }
 export const CLAIM_DESK_DEFAULTS: ClaimDeskOptions = { peer: { ratePerSec: 5, burst: 20 }, maxQueued: 256 };
 
@@ -113,7 +115,7 @@ export class ClaimDesk implements OrderPorts {
     opts: Partial<ClaimDeskOptions> = {},
   ) {
     this.opts = { ...CLAIM_DESK_DEFAULTS, ...opts };
-    this.#buckets = new KeyedBuckets(this.opts.peer, clock);
+    this.#buckets = new KeyedBuckets(this.opts.peer, this.opts.monoClock ?? monotonicClock);
   }
 
   inbox(job: string): ClaimInbox {

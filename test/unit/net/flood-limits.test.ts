@@ -38,6 +38,63 @@ test('TokenBucket: starts full, refills at its rate up to the burst, charge may 
   assert.equal(b.available(), 1);
 });
 
+test('a clock stepped backwards is no elapsed time: buckets refill and abuse decays from the new reading, never freeze for the step', () => {
+  // the daemon gives these the monotonic clock; this is the backstop for a clock that steps anyway (NTP correcting a fast wall clock)
+  const c = fakeClock(1_800_000_600_000);
+  const b = new TokenBucket({ ratePerSec: 2, burst: 3 }, c);
+  assert.ok(b.take() && b.take() && b.take());
+  c.advance(-600_000); // stepped back 10 min
+  assert.equal(b.available(), 0, 'the step refills nothing');
+  c.advance(500);
+  assert.equal(b.take(), true, 'half a second later one token is back, not 10 min later');
+  const d = new DecayingCounter(1000, c);
+  assert.equal(d.add('p', 8), 8);
+  c.advance(-600_000);
+  assert.equal(d.value('p'), 8, 'the step decays nothing');
+  c.advance(1000);
+  assert.equal(d.value('p'), 4, 'one half-life after the step, half is left');
+  assert.equal(d.add('p', 4), 8);
+  c.advance(1000);
+  assert.equal(d.value('p'), 4);
+});
+
+test('an honest peer under its rate through a 10 min backward wall-clock step is never rate limited, blamed or banned (FloodGuard + AbusePolicy)', async () => {
+  const c = fakeClock(1_800_000_600_000);
+  const g = new FloodGuard({}, c);
+  const hung: string[] = [];
+  const policy = new AbusePolicy(g, {}, c, silentLogger(), (p) => void hung.push(p));
+  const send = (secs: number): number => {
+    let refused = 0;
+    for (let i = 0; i < secs * 20; i++) {
+      c.advance(50);
+      if (!g.admitPeer('presence', 'honest')) refused++;
+    }
+    return refused;
+  };
+  assert.equal(send(60), 0);
+  c.advance(-600_000);
+  assert.equal(send(150), 0, '20 msgs/s, a fifth of the 100/s limit: nothing refused after the step');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(g.abuse('honest'), 0);
+  assert.deepEqual(hung, []);
+  assert.equal(policy.denied('honest'), false);
+});
+
+test('the pipeline’s flood limits follow its monotonic clock, not the wall clock it checks freshness with', async () => {
+  const wall = fakeClock();
+  const mono = fakeClock(0);
+  const p = new RecordPipeline({ clock: wall, monoClock: mono, metrics: createNetMetrics(new Registry()), log: silentLogger(), floodLimits: { peer: { ratePerSec: 2, burst: 3 }, signer: {} } });
+  const s = Ed25519Signer.generate();
+  const reasons: string[] = [];
+  for (let i = 0; i < 4; i++) reasons.push((await p.validate('job', sealJob(s, wall).bytes, 'peerA', 'gossip')).reason);
+  assert.deepEqual(reasons, ['ok', 'ok', 'ok', 'RATE_LIMITED']);
+  wall.advance(-600_000); // NTP steps the wall clock back 10 min; half a second passes
+  mono.advance(500);
+  assert.equal((await p.validate('job', sealJob(s, wall).bytes, 'peerA', 'gossip')).verdict, 'accept', 'refilled by the elapsed half second');
+  wall.advance(3_600_000); // a step forwards refills nothing either
+  assert.equal((await p.validate('job', sealJob(s, wall).bytes, 'peerA', 'gossip')).reason, 'RATE_LIMITED');
+});
+
 test('KeyedBuckets: one bucket per key; when full it forgets refilled buckets first, and never refuses a new key', () => {
   const c = fakeClock(0);
   const k = new KeyedBuckets({ ratePerSec: 1, burst: 2 }, c, 3);
@@ -65,7 +122,7 @@ test('DecayingCounter: halves every half-life; exact over calls at increasing ti
 function pipe(floodLimits: Partial<FloodLimitOptions>) {
   const registry = new Registry();
   const metrics = createNetMetrics(registry);
-  return { p: new RecordPipeline({ clock, metrics, log: silentLogger(), floodLimits }), registry };
+  return { p: new RecordPipeline({ clock, monoClock: clock, metrics, log: silentLogger(), floodLimits }), registry };
 }
 async function limited(registry: Registry, kind: string, limiter: string): Promise<number> {
   const m = (await registry.getSingleMetric('c0mpute_net_rate_limited_total')!.get()).values.find((v) => v.labels.kind === kind && v.labels.limiter === limiter);

@@ -38,7 +38,7 @@ test('records/1: one answer is bounded in records and bytes', async () => {
 
 test('records/1: a peer’s byte budget bounds what repeated requests get; past it, NET_RATE_LIMITED; other peers unaffected; it refills', async () => {
   const c = fakeClock(0);
-  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 25_000 }, requestCostBytes: 500 });
+  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 25_000 }, requestCostBytes: 500 }, undefined, c);
   const live = { op: 'live', kind: 'advert', limit: 4096 };
   let served = 0;
   const codes: Array<string | undefined> = [];
@@ -61,7 +61,7 @@ test('records/1: each request refused for the peer’s budget charges its abuse 
   const hung: string[] = [];
   const policy = new AbusePolicy(guard, { disconnectAt: 10, banMs: 60_000 }, c, silentLogger(), (p) => void hung.push(p));
   // the wiring createNetwork uses (records-sync.ts): refusals blame the peer through the validation pipeline's FloodGuard
-  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 3_000 }, requestCostBytes: 1_000 }, (p) => guard.blame(p));
+  const h = recordsHandler(source, c, { peer: { ratePerSec: 1_000, burst: 3_000 }, requestCostBytes: 1_000 }, (p) => guard.blame(p), c);
   const get = { op: 'get', addresses: ['sha256:' + '0'.repeat(64)] };
   for (let i = 0; i < 2; i++) assert.equal((await ask(h, 'honest', get)).code, undefined, 'within its budget');
   const codes: Array<string | undefined> = [];
@@ -83,7 +83,7 @@ test('records/1: concurrent requests from one peer share its byte budget: togeth
   const c = fakeClock(0);
   const burst = 25_000;
   const rate = 1_000;
-  const h = recordsHandler(source, c, { peer: { ratePerSec: rate, burst }, requestCostBytes: 500 });
+  const h = recordsHandler(source, c, { peer: { ratePerSec: rate, burst }, requestCostBytes: 500 }, undefined, c);
   let served = 0;
   let refused = 0;
   // each send yields (a real stream's write waits for the muxer), so every request is in flight at once

@@ -22,6 +22,7 @@ function setup() {
   const handler = jobPushHandler(
     {
       clock: () => t,
+      monoClock: () => t,
       skewMs: 30_000,
       quote: async (job) => {
         quoted.push(job.address);
