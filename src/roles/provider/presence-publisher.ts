@@ -4,6 +4,8 @@
  * `c0mpute.presence/1` — the workloads it serves now and its free slots — every
  * `everyMs`, and soon after its free slots change (at most one change-driven
  * record per `minGapMs`, under the network's per-signer presence limit of 1/s).
+ * The gap is measured on the monotonic clock, so a wall-clock step never holds
+ * a record back; `issuedAt` is the wall time.
  * In a large market the interval and window grow with the live providers it
  * sees there (`presenceInterval`, src/matching/presence-rate.ts; docs/scale.md
  * §4 "Presence that scales with the market"), read each time it signs.
@@ -11,7 +13,7 @@
 import { seal, type Opened } from '../../records/envelope.js';
 import { T, type Presence } from '../../records/kinds.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { MATCH_LIVENESS_MS } from '../../matching/types.js';
 import { presenceInterval, PRESENCE_TARGET_PER_MARKET } from '../../matching/presence-rate.js';
@@ -34,7 +36,10 @@ export function presenceOptions(o: { windowMs?: number | undefined; everyMs?: nu
 
 export interface PresenceDeps {
   signer: Ed25519Signer;
+  /** Wall clock: each record's issuedAt. */
   clock: Clock;
+  /** Monotonic clock for the gap between records (default performance.now): a wall-clock step never holds a record back. */
+  monoClock?: Clock;
   log: Logger;
   /** Workloads served now and free slots, read when each record is signed. */
   state: () => { workloads: string[]; freeSlots: number };
@@ -46,7 +51,11 @@ export interface PresenceDeps {
 
 export class PresencePublisher {
   readonly #o: PresenceOptions;
+  readonly #mono: Clock;
   #timer: NodeJS.Timeout | undefined;
+  /** Monotonic time the armed timer fires at. */
+  #dueAt = Infinity;
+  /** Monotonic time of the last record. */
   #lastAt = -Infinity;
   #lastFree: number | undefined;
   #stopped = true;
@@ -57,6 +66,7 @@ export class PresencePublisher {
     options: Partial<PresenceOptions> = {},
   ) {
     this.#o = { ...presenceOptions(), ...options };
+    this.#mono = d.monoClock ?? monotonicClock;
   }
 
   /** The last presence signed. */
@@ -73,17 +83,23 @@ export class PresencePublisher {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#dueAt = Infinity;
   }
 
-  /** The free slots may have changed: publish soon (debounced by minGapMs) when they did. */
+  /**
+   * The free slots may have changed: publish soon when they did, `minGapMs` after the last record at the latest
+   * (sooner when the next periodic record is due sooner: a change never delays it).
+   */
   changed(): void {
     if (this.#stopped || this.d.state().freeSlots === this.#lastFree) return;
-    const wait = this.#lastAt + this.#o.minGapMs - this.d.clock();
-    this.#schedule(Math.max(0, wait));
+    const now = this.#mono();
+    const wait = Math.min(this.#o.minGapMs, Math.max(0, this.#lastAt + this.#o.minGapMs - now));
+    if (now + wait < this.#dueAt) this.#schedule(wait);
   }
 
   #schedule(ms: number): void {
     if (this.#timer) clearTimeout(this.#timer);
+    this.#dueAt = this.#mono() + ms;
     this.#timer = setTimeout(() => this.#publish(), ms);
     this.#timer.unref();
   }
@@ -96,7 +112,7 @@ export class PresencePublisher {
     const rec: Presence = { workloads: [...workloads].sort(), freeSlots: Math.max(0, freeSlots), issuedAt: now, windowMs };
     const env = seal(T.presence, rec, this.d.signer);
     this.#last = env;
-    this.#lastAt = now;
+    this.#lastAt = this.#mono();
     this.#lastFree = rec.freeSlots;
     this.d.publish(env).catch((e) => this.d.log.debug({ err: (e as Error).message }, 'presence reached no peer'));
     this.#schedule(everyMs);

@@ -77,3 +77,48 @@ test('the interval and window follow the live count in its market, read each tim
     p.stop();
   }
 });
+
+test('a backward wall-clock step does not hold back the next presence: the change-driven wait follows the monotonic clock and is never longer than minGapMs', async () => {
+  const sent: Opened<Presence>[] = [];
+  let free = 2;
+  let off = 600_000; // the wall clock starts 10 min fast
+  const p = new PresencePublisher(
+    { signer: new Ed25519Signer(new Uint8Array(32).fill(9)), clock: () => Date.now() + off, log: createLogger({ level: 'silent' }), state: () => ({ workloads: ['a.w'], freeSlots: free }), publish: async (e) => void sent.push(e) },
+    { windowMs: 3_000, everyMs: 200, minGapMs: 100 },
+  );
+  p.start();
+  try {
+    await sleep(250);
+    off = 0; // NTP steps it back to the right time
+    await sleep(20);
+    free = 1; // a job starts
+    p.changed();
+    const n = sent.length;
+    await sleep(600);
+    assert.ok(sent.length - n >= 2, `published ${sent.length - n} records in the 600 ms after the change (everyMs 200): none were held back by the step`);
+    assert.equal(sent.at(-1)!.record.freeSlots, 1);
+    assert.ok(Math.abs(sent.at(-1)!.record.issuedAt - Date.now()) < 1_000, 'issuedAt is the (corrected) wall time');
+  } finally {
+    p.stop();
+  }
+});
+
+test('a change never pushes the next presence later than the periodic one already due', async () => {
+  const sent: Opened<Presence>[] = [];
+  let free = 2;
+  const p = new PresencePublisher(
+    { signer: new Ed25519Signer(new Uint8Array(32).fill(10)), clock: Date.now, log: createLogger({ level: 'silent' }), state: () => ({ workloads: ['a.w'], freeSlots: free }), publish: async (e) => void sent.push(e) },
+    { windowMs: 3_000, everyMs: 300, minGapMs: 2_000 },
+  );
+  p.start();
+  try {
+    await sleep(100);
+    free = 1;
+    p.changed(); // the gap allows the next one in ~1.9 s, but the periodic one is due in ~200 ms
+    await sleep(400);
+    assert.equal(sent.length, 2, 'the periodic record went out on time');
+    assert.equal(sent[1]!.record.freeSlots, 1);
+  } finally {
+    p.stop();
+  }
+});
