@@ -26,7 +26,7 @@ import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, ty
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
-import { timeoutSignal } from '../util/timers.js';
+import { clearableTimeoutSignal } from '../util/timers.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
@@ -713,8 +713,9 @@ export class Buyer {
     const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, ...(admission ? { admission } : {}) };
     // Give the provider until the deadline plus a grace period to deliver the receipt; the node's stop ends it sooner.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
-    const deadline = timeoutSignal(budget);
-    const signal = AbortSignal.any([deadline, this.#stop.signal]);
+    // cleared when the attempt ends (below), so a deadline weeks away holds no timer past it
+    const deadline = clearableTimeoutSignal(budget);
+    const signal = AbortSignal.any([deadline.signal, this.#stop.signal]);
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
@@ -762,8 +763,9 @@ export class Buyer {
       if (!receipt && err.code === BUFFER_LIMIT && err.detail?.remote === true && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) {
         return { outcome: `provider busy with another of our inputs: ${err.code}` };
       }
-      if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.aborted ? 'timeout' : 'unreachable' };
+      if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
+      deadline.clear();
       frozenMs = Math.max(frozenMs, watch?.longestFreezeMs() ?? 0);
       watch?.end();
       progress.flush();

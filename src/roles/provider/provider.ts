@@ -24,7 +24,7 @@ import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
-import { timeoutSignal } from '../../util/timers.js';
+import { clearableTimeoutSignal } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
 import { truncateText } from '../../util/text.js';
 
@@ -512,9 +512,11 @@ export class Provider {
     const startedAt = this.d.clock();
     // Noted before it runs (a pool's work is failed from its dispatch trail after a crash, as its exec groups are).
     if (!this.d.pool) await this.#noteRun(job, offer, startedAt);
+    // The run's time: its timeout, cut at the job's deadline (≤ 90 days away: JOB_DEADLINE_TOO_FAR). The timer is cleared
+    // when the run ends (below): a buyer's huge timeoutMs must not leave a timer and its signal behind for months per job.
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
-    const deadline = timeoutSignal(Math.max(1, remaining));
-    const runSignal = AbortSignal.any([ctl.signal, deadline]);
+    const deadline = clearableTimeoutSignal(Math.max(1, remaining));
+    const runSignal = AbortSignal.any([ctl.signal, deadline.signal]);
     const span = this.d.meter.start();
     this.#spans.set(job.address, { span, startedAt });
     let output: Uint8Array | undefined;
@@ -547,6 +549,7 @@ export class Provider {
       else failure = { code: 'EXEC_CRASHED', message: truncateText(String((e as Error)?.message ?? e), 1000) };
     } finally {
       signal.removeEventListener('abort', onGone);
+      deadline.clear();
     }
     const energy = span.stop();
     this.#spans.delete(job.address);

@@ -377,6 +377,36 @@ describe('Provider: execution', () => {
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
   });
 
+  test('a job’s timeout timer ends with its run: a huge timeoutMs and a deadline months away leave no timer (nor its AbortController) behind once the receipt is signed', async () => {
+    // count the long timers set and not yet fired or cleared (they are unref'd: process.getActiveResourcesInfo misses them)
+    const pending = new Set<unknown>();
+    const [st, ct] = [globalThis.setTimeout, globalThis.clearTimeout];
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      const t: NodeJS.Timeout = st(() => (pending.delete(t), fn()), ms);
+      if ((ms ?? 0) >= 3_600_000) pending.add(t);
+      return t;
+    }) as typeof setTimeout;
+    globalThis.clearTimeout = ((t: NodeJS.Timeout | undefined) => (pending.delete(t), ct(t))) as typeof clearTimeout;
+    try {
+      const s = setup();
+      for (const [timeoutMs, days] of [
+        [2 ** 53 - 1, 89], // past the longest Node timer (24.8 days): a chain of timers holding the run's AbortController for up to 89 days
+        [86_400_000, 2],
+      ] as const) {
+        const input = utf8(`hash me ${days}`);
+        const job = makeJob({ timeoutMs, deadline: NOW + days * 86_400_000 }, input);
+        const offer = await offered(s, job);
+        pending.clear();
+        const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+        assert.equal(frames.at(-1)!.t, 'receipt');
+        assert.equal(pending.size, 0, `no timer outlives the run (timeoutMs ${timeoutMs}, deadline in ${days} days)`);
+      }
+    } finally {
+      globalThis.setTimeout = st;
+      globalThis.clearTimeout = ct;
+    }
+  });
+
   test('a sealed input opens with the provider’s box key and runs', async () => {
     const s = setup();
     const plain = utf8('secret input');
