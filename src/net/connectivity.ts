@@ -19,6 +19,7 @@
  */
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import type { Logger } from '../util/log.js';
+import { monotonicClock } from '../util/clock.js';
 
 export interface BackoffPolicy {
   /** Delay before the first redial after a loss, ms. */
@@ -208,6 +209,7 @@ export interface ConnectivityDeps {
   bootstrap: string[];
   options?: Partial<ConnectivityOptions>;
   store?: RememberStore;
+  /** Monotonic clock for the redial and discovery backoff (default performance.now): a wall-clock step delays no redial. */
   clock?: () => number;
   rand?: () => number;
   log: Logger;
@@ -232,7 +234,7 @@ export class Connectivity {
 
   constructor(private d: ConnectivityDeps) {
     this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
-    this.#clock = d.clock ?? Date.now;
+    this.#clock = d.clock ?? monotonicClock;
     const bootKeys = new Set<string>();
     this.#boot = d.bootstrap.map((addr) => {
       const peerId = peerIdOf(addr);

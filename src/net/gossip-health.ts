@@ -17,6 +17,7 @@
  * ('reconnect'). Each repair is counted (c0mpute_gossip_repairs_total{action}).
  */
 import type { Logger } from '../util/log.js';
+import { monotonicClock } from '../util/clock.js';
 
 export const GOSSIP_HEALTH_DEFAULTS = {
   /** How often connected peers are checked, ms (0 = never). */
@@ -51,6 +52,7 @@ export class GossipHealth {
 
   constructor(
     private host: GossipHealthHost,
+    /** `clock`: monotonic (default performance.now): it only measures how long a peer has been detached. */
     private d: { clock?: () => number; log: Logger; onRepair: (action: 'reopen' | 'reconnect' | 'stream-error', problem: string) => void; options?: Partial<GossipHealthOptions> },
   ) {
     this.opts = { ...GOSSIP_HEALTH_DEFAULTS, ...d.options };
@@ -71,7 +73,7 @@ export class GossipHealth {
   onStreamError(peerId: string, connected: boolean): void {
     if (!connected) return;
     // At most one immediate repair per peer per 2 s: a peer whose streams keep failing is left to the periodic check (which escalates).
-    const now = (this.d.clock ?? Date.now)();
+    const now = (this.d.clock ?? monotonicClock)();
     if (now - (this.#lastStreamError.get(peerId) ?? -Infinity) < 2_000) return;
     this.#lastStreamError.set(peerId, now);
     if (this.#lastStreamError.size > 4_096) this.#lastStreamError.delete(this.#lastStreamError.keys().next().value as string);
@@ -85,7 +87,7 @@ export class GossipHealth {
     if (this.#busy) return;
     this.#busy = true;
     try {
-      const now = (this.d.clock ?? Date.now)();
+      const now = (this.d.clock ?? monotonicClock)();
       const peers = await this.host.gossipPeers();
       const seen = new Set(peers);
       for (const k of this.#since.keys()) if (!seen.has(k)) this.#since.delete(k);

@@ -21,6 +21,7 @@
  */
 import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/interface';
 import type { Logger } from '../util/log.js';
+import { monotonicClock } from '../util/clock.js';
 
 export type RefusalReason = 'allowlist' | 'handshake' | 'banned';
 
@@ -54,6 +55,7 @@ const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg
   other: { level: 'warn', msg: 'refused a connection whose handshake failed' },
 };
 
+/** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
   constructor(private d: { log: Logger; count: (reason: RefusalReason) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
@@ -61,7 +63,7 @@ export class RefusalLog {
   /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
   refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure } = {}): void {
     this.d.count(reason);
-    const now = (this.d.clock ?? Date.now)();
+    const now = (this.d.clock ?? monotonicClock)();
     const key = `${reason}${detail.cause ? `/${detail.cause}` : ''} ${who}`;
     const prev = this.#last.get(key);
     if (prev && now - prev.at < (this.d.windowMs ?? 60_000)) {

@@ -7,11 +7,13 @@
  * any message.
  */
 import type { Logger } from './log.js';
+import { monotonicClock } from './clock.js';
 
 export interface PeerLogOptions {
   log: Logger;
   /** `warn` (default) or `info`. */
   level?: 'warn' | 'info';
+  /** Monotonic clock for the windows (default performance.now): a wall-clock step neither hides nor repeats lines. */
   clock?: () => number;
   /** At most one line per (peer, code) this often, ms (default 60 000). */
   windowMs?: number;
@@ -43,7 +45,7 @@ export class PeerLog {
   }
 
   #now(): number {
-    return (this.#d.clock ?? Date.now)();
+    return (this.#d.clock ?? monotonicClock)();
   }
 
   /** One `msg` caused by `peer` (a PeerId or DID), of kind `code` (an error code), with `fields` for the full line. */

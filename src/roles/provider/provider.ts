@@ -149,7 +149,7 @@ export class Provider {
   readonly budget: QuoteBudget<Opened<Offer>>;
 
   constructor(private d: ProviderDeps) {
-    this.#refusals = new PeerLog({ log: d.log, clock: d.clock });
+    this.#refusals = new PeerLog({ log: d.log });
     this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
     for (const [w, cfg] of Object.entries(d.config.workloads)) {
       try {

@@ -222,3 +222,28 @@ test('a DHT walk gives the peers it reached, then the peers its answers named; n
   }
   assert.deepEqual((await discoveryCandidates(broken(), 'p', 8)).map((t) => t.peerId), ['c', 'd']);
 });
+
+test('the gossip self-check and the refusal log measure their windows on the monotonic clock: a backward wall-clock step delays no repair and hides no log line', async () => {
+  const realNow = Date.now;
+  const actions: string[] = [];
+  const lines: Array<Record<string, unknown>> = [];
+  const log = { ...silentLogger(), warn: (o: Record<string, unknown>) => void lines.push(o) } as unknown as Logger;
+  const h = new GossipHealth(
+    { gossipPeers: async () => ['P'], problem: () => 'no-router', reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
+    { log: silentLogger(), onRepair: () => {}, options: { repairAfterMs: 30 } },
+  );
+  const r = new RefusalLog({ log, count: () => {}, windowMs: 30 });
+  try {
+    await h.check(); // P is detached from here
+    r.refused('handshake', '10.0.0.1');
+    const stepped = realNow() - 600_000;
+    Date.now = () => stepped + (performance.now() % 1e9); // NTP steps the wall clock back 10 min
+    await new Promise((res) => setTimeout(res, 60));
+    await h.check();
+    r.refused('handshake', '10.0.0.1');
+  } finally {
+    Date.now = realNow;
+  }
+  assert.deepEqual(actions, ['reopen'], 'repaired repairAfterMs after it was detached, not 10 min later');
+  assert.equal(lines.length, 2, 'the window of the refusal log passed: the next refusal is written');
+});
