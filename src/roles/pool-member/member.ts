@@ -388,6 +388,10 @@ export class PoolMember {
     this.#runningHere.add(job.address);
     try {
       return await ex.run({ input, ...(job.record.params === undefined ? {} : { params: job.record.params }), ...run, onProgress: () => {}, maxOutputBytes: this.d.maxOutputBytes });
+    } catch (e) {
+      // The code and message go to the coordinator, into the pool's signed receipt; the local detail stays here (executors.ts).
+      if (e instanceof C0Error && e.detail) this.d.log.debug({ job: job.address, failure: e.code, ...e.detail }, 'pool: dispatched work failed here: what the receipt does not say');
+      throw e;
     } finally {
       this.#runningHere.delete(job.address);
     }

@@ -9,6 +9,12 @@
  *  - http: POST the input to a configured endpoint, take the response body.
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
+ *
+ * A failure's message goes into that receipt, which is sent to the buyer and
+ * gossiped: it names nothing of the operator's config (the back end's URL, the
+ * command's path or arguments, its environment). What the operator needs to
+ * find the cause (the URL without userinfo or query, the command, the local
+ * error) is in the error's `detail`, which the provider logs and never signs.
  */
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
@@ -68,6 +74,42 @@ function aborted(signal: AbortSignal): C0Error {
     ? new C0Error('EXEC_TIMEOUT', 'the work did not finish before its deadline')
     : new C0Error('EXEC_ABORTED', `the work was stopped: ${String((signal.reason as Error)?.message ?? signal.reason)}`);
 }
+
+/**
+ * A URL as the operator's log may show it: scheme, host, port and path, without
+ * userinfo, query or fragment (where credentials are put). Not a URL: a fixed text.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    u.hash = '';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+/** A system error code (ECONNREFUSED, ENOENT, UND_ERR_SOCKET…) of `e` or its cause, when it looks like one: nothing else of a local error reaches a receipt. */
+function systemCode(e: unknown): string | undefined {
+  for (let x: unknown = e, depth = 0; x && typeof x === 'object' && depth < 4; x = (x as { cause?: unknown }).cause, depth++) {
+    const c = (x as { code?: unknown }).code;
+    if (typeof c === 'string' && /^[A-Z][A-Z0-9_]{1,39}$/.test(c)) return c;
+  }
+  return undefined;
+}
+
+/** A local error's own text and its causes', for the operator's log (the detail), with `secret` (a configured URL) replaced. */
+function localText(e: unknown, secret?: string, shown?: string): string {
+  const parts: string[] = [];
+  for (let x: unknown = e, depth = 0; x !== undefined && x !== null && depth < 4; x = (x as { cause?: unknown }).cause, depth++) parts.push(String((x as Error).message ?? x));
+  const text = parts.join(': ');
+  return truncateText(secret ? text.split(secret).join(shown ?? '') : text, 500);
+}
+
+const withCode = (text: string, code: string | undefined): string => (code ? `${text} (${code})` : text);
 
 function checkOutput(out: Uint8Array, max: number): Uint8Array {
   if (out.length === 0) throw new C0Error('EXEC_EMPTY_OUTPUT', 'the work produced no output');
@@ -227,8 +269,9 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
           const last = stderr.trim().split('\n').pop();
           if (last) ctx.onProgress({ message: truncateText(last, 200) });
         });
+        // The receipt says the command could not start, and the system's code; the path (and the error repeating it) is for the operator's log.
         child.on('error', (e) => {
-          failure ??= new C0Error('EXEC_SPAWN_FAILED', `cannot start ${cmd}: ${e.message}`);
+          failure ??= new C0Error('EXEC_SPAWN_FAILED', withCode('cannot start the command', systemCode(e)), { detail: { command: cmd, err: localText(e) } });
         });
         child.stdin.on('error', () => {
           /* the command may exit without reading its input */
@@ -237,7 +280,7 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
           try {
             ctx.onSpawn?.(child.pid);
           } catch (e) {
-            failure ??= new C0Error('EXEC_SPAWN_FAILED', `cannot record the process group: ${(e as Error).message}`);
+            failure ??= new C0Error('EXEC_SPAWN_FAILED', withCode('cannot record the process group', systemCode(e)), { detail: { command: cmd, err: localText(e) } });
             killGroup();
           }
         }
@@ -265,6 +308,18 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
 // ---------------------------------------------------------------------------
 
 export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
+  let parsed: URL;
+  try {
+    parsed = new URL(cfg.url);
+  } catch {
+    throw new C0Error('CONFIG_INVALID', 'http executor needs a valid url', { field: 'url' });
+  }
+  // fetch refuses such a URL, and its error repeats it, credentials included: say so at start, without repeating them.
+  if (parsed.username || parsed.password) {
+    throw new C0Error('CONFIG_INVALID', `http executor's url ${redactUrl(cfg.url)} carries credentials (user:password@), which fetch refuses; give them in headers (e.g. authorization)`, { field: 'url' });
+  }
+  // For the operator's log only (the error's detail); the messages, which go into receipts, name no part of the URL.
+  const url = redactUrl(cfg.url);
   return {
     kind: 'http',
     async run(ctx) {
@@ -273,9 +328,12 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
         res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...(ctx.params ? { 'x-c0mpute-params': ctx.params } : {}), ...cfg.headers }, signal: ctx.signal });
       } catch (e) {
         if (ctx.signal.aborted) throw aborted(ctx.signal);
-        throw new C0Error('EXEC_HTTP_UNREACHABLE', `POST ${cfg.url} failed: ${(e as Error).message}`);
+        throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('the back end is unreachable', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
       }
-      if (!res.ok) throw new C0Error('EXEC_HTTP_STATUS', `POST ${cfg.url} answered ${res.status}`);
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new C0Error('EXEC_HTTP_STATUS', `the back end answered ${res.status}`, { detail: { url } });
+      }
       const reader = res.body?.getReader();
       const chunks: Uint8Array[] = [];
       let size = 0;
@@ -286,7 +344,7 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
             r = await reader.read();
           } catch (e) {
             if (ctx.signal.aborted) throw aborted(ctx.signal);
-            throw new C0Error('EXEC_HTTP_UNREACHABLE', `reading the response failed: ${(e as Error).message}`);
+            throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('reading the back end’s response failed', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
           }
           if (r.done) break;
           size += r.value.length;

@@ -547,6 +547,9 @@ export class Provider {
       // Cut at a code-point boundary: a message may quote the buyer's params, and half a surrogate pair would make the receipt unsealable.
       if (e instanceof C0Error) failure = { code: e.code, message: truncateText(e.message, 1000) };
       else failure = { code: 'EXEC_CRASHED', message: truncateText(String((e as Error)?.message ?? e), 1000) };
+      // What the signed receipt leaves out (executors.ts: the back end's URL without userinfo or query, the command, the
+      // local error) is for this operator only.
+      if (e instanceof C0Error && e.detail) this.d.log.debug({ job: job.address, failure: e.code, ...e.detail }, 'work failed: what the receipt does not say');
     } finally {
       signal.removeEventListener('abort', onGone);
       deadline.clear();

@@ -201,6 +201,14 @@ describe('exec executor (real child processes)', () => {
     await rejectsCode(execExecutor({ command: [join(dir, 'no-such-binary')] }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
   });
 
+  test('a command that cannot start fails with a message naming neither its path nor its arguments (it goes into a signed, gossiped receipt); the operator’s log gets them from the detail', async () => {
+    const bin = join(dir, 'private-tools', 'no-such-binary');
+    const e = await rejectsCode(execExecutor({ command: [bin, '--api-key=SECRET-ARG'] }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+    assert.doesNotMatch(e.message, /private-tools|SECRET-ARG/);
+    assert.match(e.message, /ENOENT/);
+    assert.equal((e.detail as { command?: string } | undefined)?.command, bin, 'the command (not its arguments) for the operator’s own log');
+  });
+
   test('an empty command is refused at configuration', () => {
     assert.throws(() => execExecutor({ command: [] }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID');
   });
@@ -218,7 +226,7 @@ describe('http executor (real local server)', () => {
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         seen.push({ body, params: req.headers['x-c0mpute-params'] as string | undefined, auth: req.headers.authorization });
-        switch (req.url) {
+        switch (req.url?.split('?')[0]) {
           case '/ok':
             res.writeHead(200, { 'content-type': 'text/plain' });
             res.end(`echo:${body}`);
@@ -276,6 +284,27 @@ describe('http executor (real local server)', () => {
     const port = (s.address() as { port: number }).port;
     await new Promise<void>((r) => s.close(() => r()));
     await rejectsCode(httpExecutor({ url: `http://127.0.0.1:${port}/` }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_UNREACHABLE');
+  });
+
+  test('a failure names no part of the back end’s URL (its message goes into a signed, gossiped receipt); the redacted URL is in the detail, for the operator’s log', async () => {
+    const status = await rejectsCode(httpExecutor({ url: `${base}/fail?api_key=SECRET-PROVIDER-KEY` }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_STATUS');
+    assert.equal(status.message, 'the back end answered 500');
+    assert.equal((status.detail as { url?: string } | undefined)?.url, `${base}/fail`, 'no query string');
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    const port = (s.address() as { port: number }).port;
+    await new Promise<void>((r) => s.close(() => r()));
+    const gone = await rejectsCode(httpExecutor({ url: `http://127.0.0.1:${port}/v1/infer?api_key=SECRET-PROVIDER-KEY` }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_UNREACHABLE');
+    assert.equal(gone.message, 'the back end is unreachable (ECONNREFUSED)');
+    assert.doesNotMatch(JSON.stringify(gone.detail), /SECRET/);
+    assert.equal((gone.detail as { url?: string } | undefined)?.url, `http://127.0.0.1:${port}/v1/infer`);
+  });
+
+  test('a URL carrying credentials (user:pass@, which fetch refuses and repeats in its error) is refused when the executor is made, without repeating them', () => {
+    assert.throws(
+      () => httpExecutor({ url: 'http://op:SECRET-PASS@127.0.0.1:9/x' }),
+      (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'url' && !e.message.includes('SECRET-PASS'),
+    );
   });
 
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
