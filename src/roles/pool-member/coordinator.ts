@@ -293,7 +293,7 @@ export class PoolCoordinator {
       if (silent && this.d.clock() < graceEnd) return false;
     }
     // Nor while the member the dispatch chose still runs it: this member, or one that says so.
-    if (await this.#memberRuns(job, dispatch.record.member, by, silent)) return false;
+    if (await this.#memberRuns(job, dispatch, by, silent)) return false;
     return this.#closeOrphan(job, entry, tick);
   }
 
@@ -332,12 +332,33 @@ export class PoolCoordinator {
     return { waitMs, ahead };
   }
 
-  /** Whether `member`, chosen by `by`'s dispatch of `job`, runs it now (asked unless it is this member, or the coordinator found silent). */
-  async #memberRuns(job: string, member: string, by: string, bySilent: boolean): Promise<boolean> {
+  /**
+   * Whether the member `by`'s dispatch of `job` chose runs it now (asked unless it is this member, or the coordinator
+   * found silent). A member on neither the roster in use nor the dispatch's own is not dialled: it is no member (a
+   * forged dispatch a trail kept before serve.ts checked the member), and a peer must not choose where this one dials.
+   */
+  async #memberRuns(job: string, dispatch: Opened<PoolDispatch>, by: string, bySilent: boolean): Promise<boolean> {
+    const member = dispatch.record.member;
     if (member === this.d.did) return this.v.runsHere(job);
     if (member === by && bySilent) return false;
+    if (!this.#onRoster(member, dispatch.record.roster)) return false;
     const r = await this.d.call(member, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
     return r?.runs === 'yes';
+  }
+
+  /** Whether `member` is on the roster in use, or on the roster `roster` (a dispatch's) when this member holds it. */
+  #onRoster(member: string, roster?: string): boolean {
+    const listed = (r: Opened<PoolRoster> | undefined) => r?.record.members.some((m) => m.did === member) === true;
+    return listed(this.v.roster()) || (roster !== undefined && listed(this.v.rosterOf(roster) ?? this.d.trail.rosterOf(roster)));
+  }
+
+  /**
+   * The `member` label of c0mpute_pool_member_outcomes_total: the member when it is on the roster in use, else `other`.
+   * A dispatch's member comes from a record another member signed (its trail); the label is bounded by the roster,
+   * as the outcome label is by MEMBER_REPLY_CODES, so no peer adds series without bound.
+   */
+  #memberLabel(member: string): string {
+    return this.#onRoster(member) ? member : 'other';
   }
 
   /** An outcome offered for `entry` that checks out against the job's entries held here (src/pools/outcome.ts); else undefined, logged. */
@@ -558,7 +579,7 @@ export class PoolCoordinator {
       return true;
     }
     this.#waiting.delete(DispatchTrail.key(job, d.signer));
-    this.m?.outcomes.inc({ member: d.record.member, outcome: 'POOL_COORDINATOR_LOST' });
+    this.m?.outcomes.inc({ member: this.#memberLabel(d.record.member), outcome: 'POOL_COORDINATOR_LOST' });
     this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});
     await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes }, this.v.outcomeTo());
@@ -608,10 +629,10 @@ export class PoolCoordinator {
       if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
         throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
       }
-      this.m?.outcomes.inc({ member, outcome: 'completed' });
+      this.m?.outcomes.inc({ member: this.#memberLabel(member), outcome: 'completed' });
       return output;
     } catch (e) {
-      this.m?.outcomes.inc({ member, outcome: outcomeLabel(e) });
+      this.m?.outcomes.inc({ member: this.#memberLabel(member), outcome: outcomeLabel(e) });
       throw e;
     }
     // Still in flight, ended or failed: the provider signs and stores the receipt, then `closed` (or `abandoned`) releases it.

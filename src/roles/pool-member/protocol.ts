@@ -12,7 +12,7 @@
  */
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
-import { T, type Job, type Offer, type PoolDispatch } from '../../records/kinds.js';
+import { T, type Job, type Offer, type PoolDispatch, type PoolRoster } from '../../records/kinds.js';
 
 export const POOL_PROTOCOL = '/c0mpute/pool/1';
 
@@ -38,8 +38,14 @@ export interface PoolReply {
   workloads?: string[];
 }
 
-/** A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, and linking job ↔ offer ↔ dispatch. */
-export function checkDispatch(f: Record<string, unknown>, from: string, pool: string, members: string[]): { dispatch: Opened<PoolDispatch>; job: Opened<Job>; offer: Opened<Offer> } {
+/**
+ * A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, linking job ↔ offer ↔
+ * dispatch, and naming as its member one on the roster it names when this member holds that roster (`rosterOf`; one
+ * it does not hold is the caller's to refuse: POOL_ROSTER_STALE for `trail`). An honest coordinator picks the member
+ * with selectMember over that roster's active members, so a made-up member is a forged dispatch: refused
+ * POOL_DISPATCH_MISMATCH, before it is kept, counted or dialled.
+ */
+export function checkDispatch(f: Record<string, unknown>, from: string, pool: string, members: string[], rosterOf: (address: string) => Opened<PoolRoster> | undefined): { dispatch: Opened<PoolDispatch>; job: Opened<Job>; offer: Opened<Offer> } {
   if (!(f.dispatch instanceof Uint8Array) || !(f.job instanceof Uint8Array) || !(f.offer instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'dispatch, job and offer envelopes required');
   const dispatch = open(f.dispatch, T.poolDispatch);
   const job = open(f.job, T.job);
@@ -49,5 +55,7 @@ export function checkDispatch(f: Record<string, unknown>, from: string, pool: st
   if (dispatch.record.job !== job.address || dispatch.record.offer !== offer.address || offer.record.job !== job.address) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch, job and offer do not link');
   // A coordinator dispatches the offer it made (and the buyer chose): not another member's.
   if (offer.signer !== dispatch.signer) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the offer dispatched is another member’s');
+  const roster = rosterOf(dispatch.record.roster);
+  if (roster && !roster.record.members.some((m) => m.did === dispatch.record.member)) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch names a member that is not on its roster');
   return { dispatch, job, offer };
 }

@@ -70,7 +70,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         return { ok: 'yes' };
       }
       case 'trail': {
-        const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members());
+        const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members(), (a) => p.rs.rosterOf(a));
         // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), and the date a far
         // deadline gives the entry for the history's pruning.
         const until = Math.min(job.record.deadline, p.d.clock() + TRAIL_HORIZON_MS);
@@ -83,7 +83,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       }
       case 'run': {
         if (p.rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
-        const { dispatch, job } = checkDispatch(f, from, p.pool, p.members());
+        const { dispatch, job } = checkDispatch(f, from, p.pool, p.members(), (a) => p.rs.rosterOf(a));
         if (dispatch.record.member !== p.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
         const input = f.input;
         if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
