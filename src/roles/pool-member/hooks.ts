@@ -15,9 +15,12 @@ export interface ProviderPoolHooks {
   advert(a: Advert): Advert;
   /** A receipt as the pool's: provider = the pool's DID, with the signer's pool proof. */
   receipt(r: Receipt): Receipt;
-  /** Only the elected coordinator quotes. */
+  /** Only the elected coordinator quotes (asked first, for every job heard: silent, uncounted). */
   mayQuote(job: Opened<Job>): boolean;
-  /** The admission gates on the price the member would quote (the offer's price is what the run checks): false = no offer. */
+  /**
+   * The admission gates on the price the member would quote (the offer's price is what the run checks): false = no
+   * offer. Asked only for a job the provider would otherwise quote (after its eligibility, workload, slot and price checks).
+   */
   mayQuoteAt?(job: Opened<Job>, price: Money): boolean;
   /** Run the won work through the pool: gates, member choice, durable dispatch, the call, the output guard. */
   run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array>;

@@ -323,26 +323,28 @@ export class PoolMember {
     return { ...r, provider: this.pool, pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 
-  /** Only the elected coordinator quotes, and only jobs the gates admit (at the minimum price: the price gate is checked again on the offer's). */
+  /**
+   * Only the elected coordinator quotes, and only a job a live member can run. Asked first, for every job heard: it
+   * neither logs nor counts (most jobs on a market are not this pool's to quote). The admission gates come after the
+   * provider's own checks (mayQuoteAt).
+   */
   mayQuote(job: Opened<Job>): boolean {
     if (!this.#ready || this.#rs.left || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
-    try {
-      admit(job.record, job.record.maxPrice, this.d.options);
-    } catch (e) {
-      this.#m?.refusals.inc({ gate: code(e) });
-      this.d.log.info({ job: job.address, gate: code(e) }, 'pool: refused by an admission gate; no offer');
-      return false;
-    }
     return this.#active(job).length > 0;
   }
 
-  /** The gates again at the price this member would quote: the run checks the offer's price, so a job it would refuse gets no offer. */
+  /**
+   * The admission gates, at the price this member would quote (the run checks the offer's price, so a job it would
+   * refuse gets no offer). The provider asks only for a job it would otherwise quote (eligible, a workload it runs, a
+   * free slot, its price within the job's maximum), so c0mpute_pool_refusals_total counts only jobs the pool could have
+   * served. A refusal is logged at debug, as the provider's own skips are: any peer can publish such jobs at will.
+   */
   mayQuoteAt(job: Opened<Job>, price: Money): boolean {
     try {
       admit(job.record, price, this.d.options);
     } catch (e) {
       this.#m?.refusals.inc({ gate: code(e) });
-      this.d.log.info({ job: job.address, gate: code(e), price: `${price.amount} ${price.currency}` }, 'pool: our price is refused by an admission gate; no offer');
+      this.d.log.debug({ job: job.address, gate: code(e), price: `${price.amount} ${price.currency}` }, 'pool: refused by an admission gate; no offer');
       return false;
     }
     return true;

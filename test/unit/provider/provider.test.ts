@@ -30,6 +30,8 @@ import type { PoolEvent } from '../../../src/pool/usage.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import { Rig as PoolRig, MEMBERS as POOL_MEMBERS, keyOf as poolKeyOf } from '../pools/member-rig.js';
 
 const NOW = 1_800_000_000_000;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -1008,5 +1010,34 @@ describe('Provider: a pool member’s hooks', () => {
     assert.equal(added.length, 1);
     assert.equal(added[0]!.job, job.address);
     assert.equal(added[0]!.jobEnvelope, undefined);
+  });
+});
+
+describe('Provider: a pool’s admission gates on jobs heard', () => {
+  const rig = new PoolRig();
+  after(() => rig.close());
+
+  test('only a job the pool could serve meets the gates: counted by gate and logged at debug, never at info; a job for a workload it does not run is neither', async () => {
+    const regs = new Map<string, Registry>();
+    const memberLines: Array<{ level: number; msg: string }> = [];
+    const memberLog = pino({ level: 'info' }, { write: (l: string) => void memberLines.push(JSON.parse(l) as never) });
+    const w = await rig.world('gates-heard', { options: { minPrice: { amount: '0.005', currency: 'USD' } }, extra: (did) => ({ log: memberLog, registry: regs.set(did, new Registry()).get(did)! }) });
+    const coordinator = w.members.get(POOL_MEMBERS[0]!)!.elected().coordinator!;
+    const m = w.members.get(coordinator)!;
+    const reg = regs.get(coordinator)!;
+    const providerLines: string[] = [];
+    const s = setup({ pool: m.hooks(), signer: poolKeyOf(coordinator), log: pino({ level: 'info' }, { write: (l: string) => void providerLines.push(l) }) });
+    await s.provider.start();
+    memberLines.length = 0;
+    providerLines.length = 0;
+    const refusals = async () => (await reg.getSingleMetric('c0mpute_pool_refusals_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+    // A flood of jobs for a workload this provider does not run, paying under the pool's minimum, from fresh keys.
+    for (let i = 0; i < 50; i++) assert.equal(await s.provider.onJob(makeJob({ workload: 'someone.elses', maxPrice: { amount: '0.001', currency: 'USD' } }, utf8(`j${i}`), Ed25519Signer.generate())), undefined);
+    assert.equal(await refusals(), 0, 'not counted: the pool would never have quoted them');
+    // One it runs, whose price (0.001 USD) is under the pool's minimum: the gate refuses it, counted once.
+    assert.equal(await s.provider.onJob(makeJob({ maxPrice: { amount: '0.004', currency: 'USD' } })), undefined);
+    assert.equal(await refusals(), 1);
+    assert.deepEqual(memberLines.filter((l) => l.level >= 30), [], 'nothing at info: a peer can send such jobs at will');
+    assert.equal(providerLines.length, 0);
   });
 });
