@@ -67,7 +67,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   const state = o.sub('provider');
   const runs = await ProviderRuns.open(o.d.db, o.sub('provider-runs'), o.clock());
   o.providerRuns = runs;
-  const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry });
+  const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry, clock: o.clock });
   for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
   if (config.pool) {
     o.poolMember = await startPoolMember({

@@ -150,7 +150,7 @@ export class Provider {
 
   constructor(private d: ProviderDeps) {
     this.#refusals = new PeerLog({ log: d.log });
-    this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs });
+    this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs, clock: d.clock });
     for (const [w, cfg] of Object.entries(d.config.workloads)) {
       try {
         this.#executors.set(w, createExecutor(cfg.executor));
@@ -261,6 +261,7 @@ export class Provider {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#refusals.stop();
+    this.budget.close();
     for (const c of this.#running.values()) c.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
   }
 

@@ -16,9 +16,13 @@
  * their jobs) are not held to the total: only to their own per-buyer bound, so
  * a flood of fresh buyer keys cannot crowd out the buyers it has dealt with.
  *
- * Pure bookkeeping: the clock is passed in (`now`), nothing is read from the wall.
+ * Bookkeeping: the clock is passed in (`now`). With `clock` (the daemon's),
+ * expired offers also leave when they expire, by a timer, not only when the
+ * next job reaches `check` (on a quiet market, or with every slot busy, none
+ * may), and the live-offer gauge expires offers before it is read.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Clock } from '../../util/clock.js';
 
 export interface QuoteBudgetOptions {
   /** Live offers at once, all buyers together (known buyers aside). Default 256. */
@@ -31,7 +35,12 @@ export interface QuoteBudgetOptions {
   windowMs?: number;
   /** Metrics: `c0mpute_provider_quotes_skipped_total{reason}`, `c0mpute_provider_live_offers`. */
   registry?: Registry;
+  /** The clock offers expire by: given, a timer frees expired offers as they expire and the gauge is read at scrape time; `close()` stops the timer. */
+  clock?: Clock;
 }
+
+/** The expiry timer fires no more often than this, ms (offers that expire within it leave together). */
+const SWEEP_MIN_MS = 100;
 
 export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
 
@@ -62,7 +71,11 @@ export class QuoteBudget<R = unknown> {
   /** when `#recent` was last swept of buyers with nothing left in the window */
   #sweptAt = -Infinity;
   readonly #skipped: Counter<'reason'> | undefined;
-  readonly #live: Gauge | undefined;
+  readonly #clock: Clock | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  /** when the armed timer fires (clock time) */
+  #timerAt = Infinity;
+  #closed = false;
   #skips = 0;
 
   constructor(o: QuoteBudgetOptions = {}) {
@@ -70,10 +83,57 @@ export class QuoteBudget<R = unknown> {
     this.maxLiveOffersPerBuyer = o.maxLiveOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxLiveOffersPerBuyer;
     this.maxRecentOffersPerBuyer = o.maxRecentOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxRecentOffersPerBuyer;
     this.windowMs = o.windowMs ?? QUOTE_BUDGET_DEFAULTS.windowMs;
+    this.#clock = o.clock;
     if (o.registry) {
       this.#skipped = new Counter({ name: 'c0mpute_provider_quotes_skipped_total', help: 'Jobs this provider did not quote on, by reason (budget, capacity, deadline…)', labelNames: ['reason'], registers: [o.registry] });
-      this.#live = new Gauge({ name: 'c0mpute_provider_live_offers', help: 'Unexpired offers this provider has signed', registers: [o.registry] });
+      // Read at scrape time, expired offers dropped first: true however long ago the last job was heard.
+      const live: Gauge = new Gauge({
+        name: 'c0mpute_provider_live_offers',
+        help: 'Unexpired offers this provider has signed',
+        registers: [o.registry],
+        collect: () => {
+          if (this.#clock) this.#expire(this.#clock());
+          live.set(this.#byJob.size);
+        },
+      });
     }
+  }
+
+  /** Offers held now, expired or not (those expired leave at the next sweep: the timer, a check, a scrape). */
+  get held(): number {
+    return this.#byJob.size;
+  }
+
+  /** Stop the expiry timer (the provider stopping); the bookkeeping still answers. */
+  close(): void {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+  }
+
+  /** Arm the timer for the earliest expiry held (with a clock, not closed); one timer, re-armed only for an earlier expiry. */
+  #arm(): void {
+    if (!this.#clock || this.#closed) return;
+    let next = Infinity;
+    for (const o of this.#byJob.values()) if (o.expiresAt < next) next = o.expiresAt;
+    if (next === Infinity) {
+      if (this.#timer) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      return;
+    }
+    if (this.#timer && this.#timerAt <= next) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    const now = this.#clock();
+    const wait = Math.max(SWEEP_MIN_MS, next - now + 1);
+    this.#timerAt = now + wait;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      this.#expire(this.#clock!());
+    }, wait);
+    this.#timer.unref();
   }
 
   /** A buyer this provider has worked for: held to its own bound only, not to the total. */
@@ -89,12 +149,14 @@ export class QuoteBudget<R = unknown> {
 
   /** Drop offers that have expired by `now`, and (once a window) the buyers whose offer times have all left it. */
   #expire(now: number): void {
+    let dropped = false;
     for (const [job, o] of this.#byJob) {
       if (o.expiresAt > now) continue;
       this.#byJob.delete(job);
       this.#release(o.buyer);
+      dropped = true;
     }
-    this.#live?.set(this.#byJob.size);
+    if (dropped || !this.#timer) this.#arm();
     // A buyer's times are otherwise trimmed only when it is seen again: every buyer ever offered to, and every
     // made-up key whose job got an offer, would stay for good.
     if (now - this.#sweptAt >= this.windowMs) {
@@ -142,7 +204,7 @@ export class QuoteBudget<R = unknown> {
     this.#byJob.set(o.job, o);
     this.#perBuyer.set(o.buyer, (this.#perBuyer.get(o.buyer) ?? 0) + 1);
     if (!this.#known.has(o.buyer)) this.#counted++;
-    this.#live?.set(this.#byJob.size);
+    if (o.expiresAt < this.#timerAt) this.#arm();
   }
 
   /**
@@ -155,7 +217,6 @@ export class QuoteBudget<R = unknown> {
     if (!o || (o.buyer !== by && !authorised(by, o.buyer))) return false;
     this.#byJob.delete(job);
     this.#release(o.buyer);
-    this.#live?.set(this.#byJob.size);
     return true;
   }
 
