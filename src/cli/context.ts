@@ -21,6 +21,8 @@ export const EXIT = {
   OPERATOR: 3,
   /** A bug: an unexpected exception (run with C0MPUTE_DEBUG=1 for the stack). */
   INTERNAL: 70,
+  /** The daemon's store failed a write and could not go on in that process (STORE_REOPEN_REFUSED): a restart recovers it. */
+  STORE: 75,
   /** Interrupted with Ctrl-C (SIGINT) before it was done: 128 + SIGINT, as a shell reports it. */
   INTERRUPTED: 130,
 } as const;

@@ -17,7 +17,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import { openDb, closeDb, sub, type Db, type Sub } from '../store/db.js';
+import { openDb, closeDb, sub, onReopen, STORE_REOPEN_REFUSED, type Db, type Sub } from '../store/db.js';
 import { open, seal } from '../records/envelope.js';
 import { didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
@@ -167,6 +167,9 @@ export class Ledger {
   readonly #named: ReadonlySet<string> | undefined;
   readonly #maxWitnesses: number;
   #closed = false;
+  /** set when the store's reopen found another head on disk than the one in memory: nothing more is written */
+  #failed: C0Error | undefined;
+  #unhook: () => void = () => {};
 
   private constructor(dir: string, db: Db, r: ReplayResult & { book: UsageBook }, steward: string | undefined, opts: LedgerOptions) {
     this.dir = dir;
@@ -216,6 +219,7 @@ export class Ledger {
         throw new C0Error(LEDGER_ERR.HEAD_MISMATCH, `ledger at ${dir}: stored head (${metaLen}, ${metaHead}) does not match its entries (${r.length}, ${r.head})`);
       }
       const l = new Ledger(dir, db, r as ReplayResult & { book: UsageBook }, expected ?? r.steward, opts);
+      l.#unhook = onReopen(db, () => l.#afterReopen());
       await l.#keepNewestReceipts();
       opts.logger?.info({ dir, length: r.length, head: r.head }, 'ledger replayed');
       return l;
@@ -252,6 +256,7 @@ export class Ledger {
   append(ev: PoolEvent, opts: AppendOptions = {}): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
     const run = async () => {
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
+      if (this.#failed) throw this.#failed;
       if (!this.#signer || this.steward === undefined) throw new C0Error(LEDGER_ERR.READ_ONLY, 'this ledger was opened without the steward key');
       if (this.#sink.check) this.#sink.check(ev);
       else this.book.check(ev);
@@ -274,6 +279,20 @@ export class Ledger {
     const p = this.#tail.then(run, run);
     this.#tail = p.catch(() => undefined);
     return p;
+  }
+
+  /**
+   * The database was reopened after a failed write (store/db.ts): the head on disk must be the one in memory. A
+   * failed append whose entry reached the disk anyway (a sync that failed after the write) would make them differ:
+   * the ledger then takes no more appends and the node stops, for the restart to replay the entries on disk.
+   */
+  async #afterReopen(): Promise<void> {
+    const disk = decodeMeta(await this.#meta.get('head')) ?? { length: 0, head: GENESIS };
+    const mem = this.head();
+    if (disk.length === mem.length && disk.head === mem.head) return;
+    this.#failed = new C0Error(STORE_REOPEN_REFUSED, `ledger at ${this.dir}: after the store was reopened its head on disk (${disk.length}, ${disk.head}) is not the one in memory (${mem.length}, ${mem.head}); restart the node to replay it`, { detail: { disk, memory: mem } });
+    this.#log?.error({ dir: this.dir, disk, memory: mem }, 'ledger: the head on disk changed across the store reopen');
+    throw this.#failed;
   }
 
   /** Entries with from ≤ seq < to (for `/c0mpute/ledger/1` range requests). */
@@ -379,6 +398,7 @@ export class Ledger {
     await this.#tail;
     await this.#receiptTail;
     this.#closed = true;
+    this.#unhook();
     await closeDb(this.#db);
   }
 }

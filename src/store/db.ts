@@ -5,13 +5,283 @@
  *
  * Writes that must not be lost go through `db.batch(ops, { sync: true })`:
  * acknowledged only after the batch is on disk.
+ *
+ * A failed write poisons the handle (docs/node.md "When a write fails"). A
+ * LevelDB write that fails part-way (ENOSPC, EIO) can leave a torn record at the
+ * end of the write-ahead log; every record appended after it, synced and
+ * acknowledged, would be dropped by the recovery at the next open. So from the
+ * first failed write on, every write on the handle is refused at once with
+ * STORE_WRITE_FAILED, nothing more is acknowledged, and the handle is reopened
+ * (close + open: the recovery keeps every acknowledged record, drops only the
+ * torn unacknowledged one, and starts a fresh log) once a probe shows that the
+ * disk takes writes again. Writes are issued one at a time, so no write can
+ * slip into LevelDB's log behind the one that fails.
  */
-import { resolve } from 'node:path';
+import { resolve, join } from 'node:path';
 import { mkdirSync } from 'node:fs';
+import { open as openFile, rm } from 'node:fs/promises';
+import { EventEmitter } from 'node:events';
 import { Level } from 'level';
 import { C0Error } from '../errors.js';
 
+export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
+
+/** What `storeHealth` reports. */
+export interface StoreHealth {
+  /** false while the handle refuses writes (from a failed write until the reopen) */
+  ok: boolean;
+  /** the failed write's error, while not ok */
+  cause?: string;
+  /** when the handle was poisoned (ms since the epoch), while not ok */
+  since?: number;
+  /** writes that failed in LevelDB since the open (each poisons the handle) */
+  writeErrors: number;
+  /** reopens that recovered the handle */
+  reopens: number;
+}
+
+/** Tuning of the recovery (tests shorten it). */
+export interface RecoveryOptions {
+  /** the first wait between probes, doubled after each failed one up to maxDelayMs (default 500 ms) */
+  firstDelayMs?: number;
+  /** default 30 s */
+  maxDelayMs?: number;
+  /** the probe file's size: the reopen writes the log into a table first (LevelDB's write buffer, 4 MiB); default 4.5 MiB */
+  probeBytes?: number;
+}
+
+type Hook = () => Promise<void> | void;
+interface Internals {
+  _put(key: unknown, value: unknown, options: unknown): Promise<void>;
+  _del(key: unknown, options: unknown): Promise<void>;
+  _batch(ops: unknown, options: unknown): Promise<void>;
+  _clear(options: unknown): Promise<void>;
+  _chainedBatch(): { _write(options: unknown): Promise<void> };
+}
+const base = Level.prototype as unknown as Internals;
+interface Reopenable {
+  status: string;
+  open(): Promise<void>;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((res) => {
+    if (signal.aborted) return res();
+    const t = setTimeout(done, ms);
+    t.unref();
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      res();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/**
+ * The Level every store opens: writes are issued one at a time, and the first that fails poisons the handle (the
+ * module comment). Sublevels are remembered so that they are opened again after a reopen.
+ */
+class GuardedLevel extends Level<string, Uint8Array> {
+  readonly path: string;
+  readonly events = new EventEmitter();
+  recovery: RecoveryOptions = {};
+  #poison: { cause: string; since: number; error: unknown } | undefined;
+  #writeErrors = 0;
+  #reopens = 0;
+  #tail: Promise<unknown> = Promise.resolve();
+  readonly #subs = new Set<Reopenable>();
+  readonly #hooks = new Set<Hook>();
+  #fault: Error | undefined;
+  #recovering: Promise<void> | undefined;
+  readonly #stop = new AbortController();
+
+  constructor(path: string) {
+    super(path, { valueEncoding: 'view' });
+    this.path = path;
+    this.hooks.newsub.add((s) => void this.#subs.add(s as unknown as Reopenable));
+  }
+
+  health(): StoreHealth {
+    return { ok: this.#poison === undefined, ...(this.#poison ? { cause: this.#poison.cause, since: this.#poison.since } : {}), writeErrors: this.#writeErrors, reopens: this.#reopens };
+  }
+
+  onReopen(h: Hook): () => void {
+    this.#hooks.add(h);
+    return () => void this.#hooks.delete(h);
+  }
+
+  /** Tests: the next write fails with `err` in place of reaching LevelDB. */
+  injectFault(err: Error): void {
+    this.#fault = err;
+  }
+
+  #refusal(): C0Error {
+    const p = this.#poison!;
+    return new C0Error(STORE_WRITE_FAILED, `the database at ${this.path} takes no writes since one failed (${p.cause}); it is reopened once the disk takes writes again, and nothing is acknowledged meanwhile`, { cause: p.error, detail: { cause: p.cause, since: p.since } });
+  }
+
+  /** One write at a time; a failed one poisons the handle, and every write after it is refused at once. */
+  #write<T>(fn: () => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      if (this.#poison) throw this.#refusal();
+      try {
+        if (this.#fault) {
+          const f = this.#fault;
+          this.#fault = undefined;
+          throw f;
+        }
+        return await fn();
+      } catch (e) {
+        this.#writeErrors++;
+        const cause = (e as Error).message ?? String(e);
+        this.#poison = { cause, since: Date.now(), error: e };
+        this.events.emit('poisoned', this.health());
+        this.#startRecovery();
+        throw new C0Error(STORE_WRITE_FAILED, `a write to the database at ${this.path} failed: ${cause}`, { cause: e, detail: { cause } });
+      }
+    };
+    const p = this.#tail.then(run, run);
+    this.#tail = p.catch(() => undefined);
+    return p;
+  }
+
+  _put(key: unknown, value: unknown, options: unknown): Promise<void> {
+    return this.#write(() => base._put.call(this, key, value, options));
+  }
+  _del(key: unknown, options: unknown): Promise<void> {
+    return this.#write(() => base._del.call(this, key, options));
+  }
+  _batch(ops: unknown, options: unknown): Promise<void> {
+    return this.#write(() => base._batch.call(this, ops, options));
+  }
+  _clear(options: unknown): Promise<void> {
+    return this.#write(() => base._clear.call(this, options));
+  }
+  _chainedBatch(): { _write(options: unknown): Promise<void> } {
+    const b = base._chainedBatch.call(this);
+    const w = b._write.bind(b);
+    b._write = (options: unknown) => this.#write(() => w(options));
+    return b;
+  }
+
+  #startRecovery(): void {
+    this.#recovering ??= this.#recover().finally(() => (this.#recovering = undefined));
+  }
+
+  /** Probe, with backoff, until the disk takes a write; then reopen. */
+  async #recover(): Promise<void> {
+    let delay = this.recovery.firstDelayMs ?? 500;
+    const max = this.recovery.maxDelayMs ?? 30_000;
+    for (;;) {
+      if (this.#stop.signal.aborted) return;
+      if (await this.#probe()) {
+        try {
+          await this.#reopen();
+          return;
+        } catch (e) {
+          if (e instanceof C0Error && e.code === STORE_REOPEN_REFUSED) {
+            storeFatal(e);
+            return;
+          }
+          this.events.emit('reopen-failed', (e as Error).message);
+        }
+      }
+      await sleep(delay, this.#stop.signal);
+      delay = Math.min(delay * 2, max);
+    }
+  }
+
+  async #probe(): Promise<boolean> {
+    const p = join(this.path, `C0PROBE-${process.pid}`);
+    try {
+      const fh = await openFile(p, 'w');
+      try {
+        const size = this.recovery.probeBytes ?? 4.5 * 1024 * 1024;
+        const chunk = Buffer.alloc(Math.min(size, 1 << 20));
+        for (let done = 0; done < size; done += chunk.length) await fh.write(chunk, 0, Math.min(chunk.length, size - done));
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await rm(p, { force: true }).catch(() => undefined);
+    }
+  }
+
+  async #reopen(): Promise<void> {
+    await this.#tail;
+    if (this.status === 'open') await this.close();
+    if (this.#stop.signal.aborted) return;
+    await this.open();
+    for (const s of this.#subs) if (s.status === 'closed') await s.open();
+    // the holders re-read what they keep in memory before a write is taken again; one that cannot go on refuses
+    for (const h of this.#hooks) await h();
+    this.#reopens++;
+    this.#poison = undefined;
+    this.events.emit('recovered', this.health());
+  }
+
+  /** closeDb: stop recovering, wait for the writes in flight. */
+  async shutdown(): Promise<void> {
+    this.#stop.abort();
+    await this.#recovering?.catch(() => undefined);
+    await this.#tail;
+  }
+}
+
+/** A holder's reopen hook throws this when what it keeps in memory cannot go on after the reopen (the node must restart). */
+export const STORE_REOPEN_REFUSED = 'STORE_REOPEN_REFUSED';
+
+let fatalHandler: ((e: C0Error) => void) | undefined;
+/** The daemon's handler for a store that cannot recover in process (it stops, exiting EXIT.STORE). */
+export function onStoreFatal(h: ((e: C0Error) => void) | undefined): void {
+  fatalHandler = h;
+}
+/** Report a store that cannot go on in this process to the onStoreFatal handler (the daemon stops, exit 75). */
+export function storeFatal(e: C0Error): void {
+  fatalHandler?.(e);
+}
+
 export type Db = Level<string, Uint8Array>;
+
+const guarded = (db: Db): GuardedLevel => {
+  if (!((db as unknown) instanceof GuardedLevel)) throw new TypeError('not a database opened by openDb');
+  return db as unknown as GuardedLevel;
+};
+
+/** Whether the handle takes writes, and its failed writes so far. */
+export function storeHealth(db: Db): StoreHealth {
+  return guarded(db).health();
+}
+
+/** Call `h` when the handle is poisoned (`poisoned`) or recovered (`recovered`). Returns the unsubscribe. */
+export function onStoreEvent(db: Db, ev: 'poisoned' | 'recovered', h: (health: StoreHealth) => void): () => void {
+  const e = guarded(db).events;
+  e.on(ev, h);
+  return () => void e.off(ev, h);
+}
+
+/**
+ * Run `h` after a reopen, before a write is taken again: a holder re-reads there what it keeps in memory from
+ * disk. A hook that throws C0Error STORE_REOPEN_REFUSED leaves the handle refusing writes and reports the error
+ * to the onStoreFatal handler. Returns the unsubscribe.
+ */
+export function onReopen(db: Db, h: Hook): () => void {
+  return guarded(db).onReopen(h);
+}
+
+/** Tests: shorten the recovery's waits and probe. */
+export function setRecovery(db: Db, o: RecoveryOptions): void {
+  guarded(db).recovery = o;
+}
+
+/** Tests: the next write fails with `err` in place of reaching LevelDB (as a write that hit ENOSPC does). */
+export function injectWriteFault(db: Db, err: Error): void {
+  guarded(db).injectFault(err);
+}
 
 interface Entry {
   db: Db;
@@ -35,16 +305,22 @@ export async function openDb(path: string): Promise<Db> {
     return db;
   }
   const p = (async () => {
-    mkdirSync(key, { recursive: true });
-    const db: Db = new Level<string, Uint8Array>(key, { valueEncoding: 'view' });
+    try {
+      mkdirSync(key, { recursive: true });
+    } catch (err) {
+      throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });
+    }
+    const db = new GuardedLevel(key) as unknown as Db;
     try {
       await db.open();
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause;
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
         throw new C0Error('STORE_LOCKED', `the database at ${key} is in use by another process (is a daemon running on this data directory?)`, { cause: err });
       }
-      throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${(err as Error).message}`, { cause: err });
+      // LevelDB's own reason ("IO error: …: No space left on device") is the cause's message
+      const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
+      throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${why}`, { cause: err });
     }
     open.set(key, { db, refs: 1 });
     return db;
@@ -57,13 +333,29 @@ export async function openDb(path: string): Promise<Db> {
   }
 }
 
+/** An OS error as an operator reads it: "no space left on the device (ENOSPC)". */
+export function osReason(err: unknown): string {
+  const code = (err as { code?: string }).code;
+  const said: Record<string, string> = {
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+    EROFS: 'the file system is read-only',
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EIO: 'input/output error',
+  };
+  const path = (err as { path?: string }).path;
+  return code && said[code] ? `${said[code]} (${code}${path ? `: ${path}` : ''})` : (err as Error).message;
+}
+
 export async function closeDb(db: Db): Promise<void> {
   for (const [key, e] of open) {
     if (e.db === db) {
       e.refs--;
       if (e.refs <= 0) {
         open.delete(key);
-        await db.close();
+        await guarded(db).shutdown();
+        if (db.status === 'open' || db.status === 'opening') await db.close();
       }
       return;
     }

@@ -7,7 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { FATAL_EXIT, exitOnBug } from '../../../src/node/fatal.js';
+import { FATAL_EXIT, STORE_EXIT, exitOnBug } from '../../../src/node/fatal.js';
+import { storeFatal } from '../../../src/store/db.js';
+import { C0Error } from '../../../src/errors.js';
 import type { Logger } from '../../../src/util/log.js';
 
 const settle = async () => {
@@ -87,4 +89,17 @@ test('a stop that hangs is cut at the grace; a stop that fails is logged and sti
   await settle();
   assert.deepEqual(failing.exits, [FATAL_EXIT]);
   assert.ok(failing.lines.some((l) => l.level === 'error' && (l.o.err as Error).message === 'db already closed'));
+});
+
+test('a store that cannot go on in process (STORE_REOPEN_REFUSED): one fatal line of kind store; the node stops; exit 75, not the code of a bug', async () => {
+  let finish!: () => void;
+  const f = fixture(() => new Promise<void>((r) => (finish = r)));
+  storeFatal(new C0Error('STORE_REOPEN_REFUSED', 'ledger at /x: after the store was reopened its head on disk differs'));
+  assert.deepEqual(f.lines.map((l) => [l.level, l.o.kind, l.o.code]), [['fatal', 'store', 'STORE_REOPEN_REFUSED']]);
+  assert.match(f.lines[0]!.msg, /exiting 75/);
+  await settle();
+  assert.equal(f.stops(), 1);
+  finish();
+  await settle();
+  assert.deepEqual(f.exits, [STORE_EXIT]);
 });
