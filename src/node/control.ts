@@ -174,6 +174,7 @@ export function status(d: Daemon): Record<string, unknown> {
     did: d.did,
     overlay: p.name,
     ...overlayStatus(p, now),
+    store: d.storeStatus(),
     api: d.apiAddress,
     uptimeMs: now - d.startedAt,
     ...(d.overlays.size > 1 ? { overlays: Object.fromEntries([...d.overlays.values()].filter((o) => o !== p).map((o) => [o.name, overlayStatus(o, now)])) } : {}),

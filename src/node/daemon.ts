@@ -5,9 +5,9 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { closeDb, openDb, type Db } from '../store/db.js';
+import { closeDb, onStoreEvent, openDb, storeHealth, type Db, type StoreHealth } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
@@ -108,6 +108,7 @@ export class Daemon {
     collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_', eventLoopMonitoringPrecision: 100 });
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
+    this.#watchStore(this.db);
     for (const n of networksOf(config)) {
       const { roles, ...network } = n;
       const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}) });
@@ -133,6 +134,30 @@ export class Daemon {
     for (const o of this.overlays.values()) {
       this.log.info({ did: this.did, overlay: o.name, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), roles: o.roles, api: this.apiAddress }, 'node started');
     }
+  }
+
+  /**
+   * A failed write makes the database refuse writes until it is reopened (store/db.ts): said in the log, counted
+   * (c0mpute_store_write_errors_total), shown as c0mpute_store_writable and by `status` (storeStatus).
+   */
+  #watchStore(db: Db): void {
+    const errors = new Counter({ name: 'c0mpute_store_write_errors_total', help: 'Database writes that failed (a full disk, an I/O error); each makes the database refuse writes until it is reopened (docs/node.md "When a write fails")', registers: [this.registry] });
+    new Gauge({ name: 'c0mpute_store_writable', help: "1 while the node's database takes writes; 0 from a failed write until it is reopened", registers: [this.registry], collect() { this.set(storeHealth(db).ok ? 1 : 0); } });
+    const offs = [
+      onStoreEvent(db, 'poisoned', (h) => {
+        errors.inc();
+        this.log.error({ code: 'STORE_WRITE_FAILED', err: h.cause }, 'a database write failed: no write is taken (no work run, nothing quoted) until the database is reopened, once the disk takes writes again');
+      }),
+      onStoreEvent(db, 'recovered', (h) => this.log.info({ reopens: h.reopens }, 'the database was reopened: writes are taken again')),
+    ];
+    this.#stops.push(async () => offs.forEach((off) => off()));
+  }
+
+  /** The database as `status` shows it: `code` STORE_WRITE_FAILED while it takes no writes. */
+  storeStatus(): { message: string; code?: string } & Pick<StoreHealth, 'writeErrors' | 'reopens'> {
+    const h = storeHealth(this.db);
+    if (h.ok) return { message: h.writeErrors ? `writable (reopened ${h.reopens} time(s) after ${h.writeErrors} failed write(s))` : 'writable', writeErrors: h.writeErrors, reopens: h.reopens };
+    return { code: 'STORE_WRITE_FAILED', message: `takes no writes since ${new Date(h.since!).toISOString()}: ${h.cause}; reopened once the disk takes writes again (nothing is quoted or run meanwhile)`, writeErrors: h.writeErrors, reopens: h.reopens };
   }
 
   /** Every registry's metrics in one exposition (overlays are told apart by their `overlay` label). */

@@ -10,6 +10,7 @@
  * Both are `ignore` (not relayed, not stored, no penalty): the advert this node
  * holds may be older or newer than the one the provider had when it signed.
  */
+import { storeProblem } from '../store/db.js';
 import { C0Error } from '../errors.js';
 import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { Opened } from '../records/envelope.js';
@@ -57,7 +58,8 @@ export function providerPresence(o: OverlayNode, pc: ProviderConfig, signer: Ed2
       signer,
       clock: o.clock,
       log: o.log.child({ role: 'provider', overlay: o.name, mod: 'presence' }),
-      state: () => ({ workloads: Object.keys(pc.workloads), freeSlots: pc.slots - (o.provider?.running ?? 0) - (o.orders?.claimer?.pending ?? 0) }),
+      // a store that takes no writes (a write failed, not reopened yet) runs nothing: no slot is free meanwhile
+      state: () => ({ workloads: Object.keys(pc.workloads), freeSlots: storeProblem(o.d.db) !== undefined ? 0 : pc.slots - (o.provider?.running ?? 0) - (o.orders?.claimer?.pending ?? 0) }),
       publish: async (env) => {
         o.presence.add(env, o.clock());
         await o.net.publish('presence', env.bytes);

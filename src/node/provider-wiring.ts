@@ -21,6 +21,7 @@ import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js'
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import { liveInMarket, providerPresence } from './presence-wiring.js';
+import { onStoreEvent, storeProblem } from '../store/db.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
@@ -195,9 +196,16 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     // version, sends none) comes from the steward, asked for this job (bounded: the exec's request phase).
     ...(o.d.network.steward ? { steward: { did: o.d.network.steward, admissionOf: stewardAdmission(o, o.d.network.steward, pc.execRequestMs) } } : {}),
     onSlotsChanged: () => slotsChanged(o),
+    storeProblem: () => storeProblem(o.d.db),
   });
   h.onStop(() => o.provider!.stop());
   o.presencePublisher = providerPresence(o, pc, identity.signer);
+  // while the store takes no writes the presence says no slot is free (nothing is quoted or run meanwhile), and says
+  // so at once; again when it is reopened
+  for (const ev of ['poisoned', 'recovered'] as const) {
+    const off = onStoreEvent(o.d.db, ev, () => o.presencePublisher?.changed());
+    h.onStop(async () => off());
+  }
   h.onStop(async () => o.presencePublisher?.stop());
   // exec/1 streams its input and output in chunks; the stream starts with the request phase's deadline
   // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").

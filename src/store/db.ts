@@ -48,6 +48,8 @@ export interface RecoveryOptions {
   maxDelayMs?: number;
   /** the probe file's size: the reopen writes the log into a table first (LevelDB's write buffer, 4 MiB); default 4.5 MiB */
   probeBytes?: number;
+  /** tests: the probe itself (true: the disk takes writes) */
+  probe?: () => Promise<boolean>;
 }
 
 type Hook = () => Promise<void> | void;
@@ -192,6 +194,7 @@ class GuardedLevel extends Level<string, Uint8Array> {
   }
 
   async #probe(): Promise<boolean> {
+    if (this.recovery.probe) return this.recovery.probe().catch(() => false);
     const p = join(this.path, `C0PROBE-${process.pid}`);
     try {
       const fh = await openFile(p, 'w');
@@ -255,6 +258,12 @@ const guarded = (db: Db): GuardedLevel => {
 /** Whether the handle takes writes, and its failed writes so far. */
 export function storeHealth(db: Db): StoreHealth {
   return guarded(db).health();
+}
+
+/** The failed write's error while the handle takes no writes, else undefined. */
+export function storeProblem(db: Db): string | undefined {
+  const h = guarded(db).health();
+  return h.ok ? undefined : h.cause;
 }
 
 /** Call `h` when the handle is poisoned (`poisoned`) or recovered (`recovered`). Returns the unsubscribe. */

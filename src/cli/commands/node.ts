@@ -69,7 +69,8 @@ export function register(program: Command): void {
       if (o.json) return outJson(s);
       for (const [k, v] of Object.entries(s)) {
         // The network line is said plainly: "this node has no peers: …" / "connected to 2 peers but hears no market".
-        if (k === 'network' && v && typeof v === 'object') {
+        // So is the store's: "writable" / "⚠ takes no writes since …: No space left on device [STORE_WRITE_FAILED]".
+        if ((k === 'network' || k === 'store') && v && typeof v === 'object') {
           const n = v as { message: string; code?: string };
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
         } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);

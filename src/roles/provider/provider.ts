@@ -32,6 +32,13 @@ export interface EligibilityFailure {
   code: string;
 }
 
+/** The refusal of work this provider cannot keep the record of (its store takes no writes). */
+function storeRefusal(cause: string): C0Error {
+  // the OS's reason only ("No space left on device"): the buyer has no use for this node's paths
+  const reason = cause.split(': ').at(-1) || 'a write failed';
+  return new C0Error('EXEC_PROVIDER_STORE_FAILED', `this provider cannot store its work now (${reason}); nothing ran`);
+}
+
 export interface ProviderDeps {
   signer: Ed25519Signer;
   did: string;
@@ -45,6 +52,12 @@ export interface ProviderDeps {
   eligibility: (job: Opened<Job>, advert: Opened<Advert>, now: number) => EligibilityFailure[];
   /** Publish a record on its topic (`advert` travels with offers; an offer goes to `buyer`, the job's signer, only); resolves to the number of peers it reached. */
   publish: (kind: 'advert' | 'offer' | 'receipt', env: Opened, withAdvert?: Opened<Advert>, buyer?: string) => Promise<number>;
+  /**
+   * Why this node's store takes no writes now (store/db.ts storeHealth: a write failed, the database is not reopened
+   * yet), or undefined. Meanwhile nothing is quoted and an exec is refused EXEC_PROVIDER_STORE_FAILED before its
+   * input is read: work whose note and receipt cannot be kept is not run.
+   */
+  storeProblem?: () => string | undefined;
   /** Durable provider state. */
   state: {
     loadSeq(): Promise<number>;
@@ -391,6 +404,8 @@ export class Provider {
   async onJob(job: Opened<Job>, opts: { invited?: boolean } = {}): Promise<Opened<Offer> | undefined> {
     const advert = this.#advert;
     if (!advert || this.#stopped) return undefined;
+    // a store that takes no writes could keep neither the note nor the receipt: no offer for work it would refuse
+    if (this.d.storeProblem?.()) return undefined;
     if (job.signer === this.d.did) return undefined;
     if (job.record.order) return undefined; // an open order is claimed (claimer.ts), never quoted
     if (this.#offered.has(job.address)) return undefined;
@@ -512,7 +527,17 @@ export class Provider {
     signal.addEventListener('abort', onGone, { once: true });
     const startedAt = this.d.clock();
     // Noted before it runs (a pool's work is failed from its dispatch trail after a crash, as its exec groups are).
-    if (!this.d.pool) await this.#noteRun(job, offer, startedAt);
+    // A note that cannot be written (the store's write failed: a full disk) refuses the work before it runs: its
+    // receipt could not be kept either, and the buyer fails over at once instead of waiting for a receipt never sent.
+    const refusal = this.d.pool ? undefined : await this.#noteRun(job, offer, startedAt);
+    if (refusal) {
+      signal.removeEventListener('abort', onGone);
+      this.#running.delete(job.address);
+      this.d.onSlotsChanged?.();
+      this.#refusals.warn(io.peer ?? 'unknown', refusal.code, 'exec refused: the store takes no writes', { err: refusal.message });
+      await send({ t: 'refused', code: refusal.code, message: refusal.message });
+      return;
+    }
     // The run's time: its timeout, cut at the job's deadline (≤ 90 days away: JOB_DEADLINE_TOO_FAR). The timer is cleared
     // when the run ends (below): a buyer's huge timeoutMs must not leave a timer and its signal behind for months per job.
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
@@ -597,12 +622,18 @@ export class Provider {
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
   }
 
-  /** Note accepted work before it runs (ProviderDeps.state.noteRun); a note that cannot be written is logged, and the work runs. */
-  async #noteRun(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): Promise<void> {
+  /**
+   * Note accepted work before it runs (ProviderDeps.state.noteRun). A note that cannot be written is the refusal
+   * EXEC_PROVIDER_STORE_FAILED (the work must not run: a crash during it would sign no receipt, and the receipt
+   * itself could not be kept).
+   */
+  async #noteRun(job: Opened<Job>, offer: Opened<Offer>, startedAt: number): Promise<C0Error | undefined> {
     try {
       await this.d.state.noteRun?.({ job: job.address, jobEnvelope: job.bytes, offerEnvelope: offer.bytes, startedAt }, job.record.deadline);
+      return undefined;
     } catch (e) {
-      this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not note the work before it runs: a crash during it would sign no receipt');
+      this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not note the work before it runs: refused');
+      return storeRefusal((e as Error).message);
     }
   }
 
@@ -632,6 +663,8 @@ export class Provider {
     const offer = job.record.order ? (open(req.offer, T.claim) as unknown as Opened<Offer>) : open(req.offer, T.offer);
     const selection: Opened<Selection> = open(req.selection, T.selection);
     const now = this.d.clock();
+    const problem = this.d.storeProblem?.();
+    if (problem !== undefined) throw storeRefusal(problem);
     if (offer.signer !== this.d.did) throw new C0Error('EXEC_NOT_MY_OFFER', 'the offer was not signed by this provider');
     if (offer.record.job !== job.address) throw new C0Error('EXEC_OFFER_MISMATCH', 'the offer answers another job');
     if (selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('EXEC_NOT_SELECTED', 'the selection does not name this offer as the winner of this job');

@@ -22,7 +22,7 @@ import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
-import { closeDb, openDb, sub } from '../../../src/store/db.js';
+import { closeDb, openDb, sub, injectWriteFault, setRecovery, storeProblem } from '../../../src/store/db.js';
 import { ProviderRuns } from '../../../src/store/provider-runs.js';
 
 const NOW = 1_800_000_000_000;
@@ -32,7 +32,7 @@ const buyer = Ed25519Signer.generate();
 const buyerDid = didFromPublicKey(buyer.publicKey);
 const input = new TextEncoder().encode('crash me');
 
-function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>) {
+function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, extra: Partial<ConstructorParameters<typeof Provider>[0]> = {}) {
   const receipts: Array<Opened<Receipt>> = [];
   const published: Opened[] = [];
   const delivered: Array<Opened<Receipt>> = [];
@@ -74,6 +74,7 @@ function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>) {
       receipts.push(r);
     },
     onOutcome: (status, workload) => outcomes.push(`${status}:${workload}`),
+    ...extra,
   });
   return { p, receipts, published, delivered, outcomes };
 }
@@ -139,6 +140,63 @@ test('accepted builtin work is noted before it runs; its receipt supersedes the 
     await Promise.all([first.p.stop(), second.p.stop(), third.p.stop()]);
     stream.abort();
     await running;
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Run `j` on the offer `offer` over a fake exec stream (the offer made beforehand); the frames sent back. */
+async function exec(p: Provider, j: Opened<Job>, offer: Opened<Offer>): Promise<ExecFrame[]> {
+  const frames: ExecFrame[] = [];
+  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const queue: unknown[] = [{ t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input }];
+  await p.handleExec({ next: async () => queue.shift(), send: async (f) => void frames.push(f as ExecFrame), signal: new AbortController().signal, reserve: () => {}, setDeadline: () => {} });
+  return frames;
+}
+
+test('a provider whose store takes no writes refuses the work before it runs (EXEC_PROVIDER_STORE_FAILED), quotes nothing meanwhile, and works again once the store is reopened', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-storefail-'));
+  const db = await openDb(join(dir, 'db'));
+  const clock = fakeClock(NOW);
+  let diskBack = false;
+  setRecovery(db, { firstDelayMs: 5, maxDelayMs: 10, probe: async () => diskBack });
+  try {
+    const runs = await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW);
+    const ran: string[] = [];
+    const h = provider(runs, clock, { storeProblem: () => storeProblem(db), onOutcome: (status, workload) => void ran.push(`${status}:${workload}`) });
+    await h.p.start();
+    const [a, b, c] = [job('builtin.sha256', '1'), job('builtin.sha256', '2'), job('builtin.sha256', '3')];
+    const offerA = (await h.p.onJob(a)) as Opened<Offer>;
+    const offerB = (await h.p.onJob(b)) as Opened<Offer>;
+    assert.ok(offerA && offerB);
+
+    // The disk fills: the note of A cannot be written. A is refused before it runs, not run without a receipt.
+    injectWriteFault(db, Object.assign(new Error('IO error: /data/db/000003.log: No space left on device'), { code: 'LEVEL_IO_ERROR' }));
+    const fa = await exec(h.p, a, offerA);
+    assert.deepEqual(fa.map((f) => f.t), ['refused']);
+    const refusal = fa[0] as Extract<ExecFrame, { t: 'refused' }>;
+    assert.equal(refusal.code, 'EXEC_PROVIDER_STORE_FAILED');
+    assert.match(refusal.message, /No space left on device/);
+    assert.doesNotMatch(refusal.message, /\/data\/db/, 'no path of the provider goes to the buyer');
+    // B, selected before: refused at its header while the store takes no writes
+    const fb = await exec(h.p, b, offerB);
+    assert.deepEqual(fb.map((f) => [f.t, (f as { code?: string }).code]), [['refused', 'EXEC_PROVIDER_STORE_FAILED']]);
+    assert.deepEqual(ran, [], 'nothing ran');
+    assert.deepEqual(h.receipts, []);
+    assert.equal(h.p.running, 0, 'the slots are free again');
+    assert.equal(await h.p.onJob(c), undefined, 'no offer while the store takes no writes');
+
+    // The disk has room again: the store is reopened, and C is quoted and runs.
+    diskBack = true;
+    for (let i = 0; i < 300 && storeProblem(db) !== undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(storeProblem(db), undefined);
+    const offerC = (await h.p.onJob(c)) as Opened<Offer>;
+    assert.ok(offerC, 'quoting again');
+    const fc = await exec(h.p, c, offerC);
+    assert.deepEqual([fc[0]?.t, fc.at(-1)?.t], ['accepted', 'receipt']);
+    assert.deepEqual(ran, ['completed:builtin.sha256']);
+    await h.p.stop();
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
