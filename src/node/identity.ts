@@ -46,6 +46,9 @@ export function writeSecretFile(path: string, data: string | Uint8Array): void {
   renameSync(tmp, path);
 }
 
+/** A read or stat refused for want of permission. */
+const PERMISSION = new Set(['EACCES', 'EPERM']);
+
 /** Filesystems without hard links answer link(2) with one of these; there the file is created exclusively in place. */
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
 
@@ -113,7 +116,9 @@ export function hasKeyFile(dataDir: string): boolean {
     let link: string | undefined;
     try {
       if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
-    } catch {
+    } catch (e) {
+      // a directory the node may not enter: whether a key is there is unknown, and none may be created in its place
+      if (PERMISSION.has((e as NodeJS.ErrnoException).code ?? '')) throw keyUnreadable(path, e);
       return false;
     }
     if (link === undefined) return false;
@@ -181,7 +186,34 @@ export function readKeyFileDid(dataDir: string): string {
   return parseKeyFile(keyFilePath(dataDir)).did;
 }
 
+/**
+ * A key file this process may not read (or whose directory it may not enter): not a corrupt key. Says who owns it
+ * and who the node runs as, so the fix (chown, or run as its owner) is plain.
+ */
+function keyUnreadable(path: string, e: unknown): C0Error {
+  const code = (e as NodeJS.ErrnoException).code ?? 'EIO';
+  const why = code === 'EACCES' ? 'permission denied' : code === 'EPERM' ? 'operation not permitted' : (e as Error).message;
+  const owner = (p: string) => {
+    try {
+      const st = statSync(p);
+      return `${p} is owned by uid ${st.uid} with mode ${(st.mode & 0o777).toString(8)}`;
+    } catch {
+      return undefined;
+    }
+  };
+  const who = owner(path) ?? owner(dirname(path));
+  const uid = process.getuid?.();
+  const hint = PERMISSION.has(code) ? `; the node runs as uid ${uid ?? '?'}: run it as the key's owner, or \`chown\` the data directory and key to that user (keep the key 0600)` : '';
+  return new C0Error('KEY_FILE_UNREADABLE', `key file ${path} cannot be read: ${why} (${code})${who ? `; ${who}` : ''}${hint}`, { cause: e });
+}
+
 function parseKeyFile(path: string): KeyFileV1 {
+  try {
+    statSync(path);
+  } catch (e) {
+    // a directory the node may not enter hides the key: that is no missing key
+    if (PERMISSION.has((e as NodeJS.ErrnoException).code ?? '')) throw keyUnreadable(path, e);
+  }
   if (!existsSync(path)) {
     hasKeyFile(dirname(path)); // a link to a missing file says so (KEY_FILE_CORRUPT)
     throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
@@ -191,9 +223,15 @@ function parseKeyFile(path: string): KeyFileV1 {
   if ((st.mode & 0o077) !== 0) {
     throw new C0Error('KEY_FILE_PERMISSIONS', `key file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 600 ${path}\``);
   }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw keyUnreadable(path, e);
+  }
   let f: KeyFileV1;
   try {
-    f = JSON.parse(readFileSync(path, 'utf8')) as KeyFileV1;
+    f = JSON.parse(text) as KeyFileV1;
   } catch {
     throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} is not valid JSON`);
   }

@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
+import { spawnSync } from 'node:child_process';
 import { createIdentity, isKeyEncrypted, keyFilePath, loadIdentity, publishSecretFile, readKeyFileDid } from '../../../src/node/identity.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
@@ -93,6 +94,44 @@ describe('key file', () => {
     assert.equal(publishSecretFile(path, 'second'), false);
     assert.equal(readFileSync(path, 'utf8'), 'first');
     assert.deepEqual(readdirSync(dir), ['k']);
+  });
+
+  test('a key file the node may not read (its own mode, or a directory it cannot enter) → KEY_FILE_UNREADABLE naming the permission problem, not KEY_FILE_CORRUPT', () => {
+    // root reads any file: as root the reads run as nobody in a child process; as anyone else, here (mode 000)
+    const asRoot = process.getuid?.() === 0;
+    const readAs = (dir: string): { code?: string; message?: string } => {
+      if (!asRoot) {
+        try {
+          readKeyFileDid(dir);
+          return {};
+        } catch (e) {
+          return { code: (e as { code?: string }).code, message: (e as Error).message };
+        }
+      }
+      const mod = new URL('../../../src/node/identity.js', import.meta.url).href;
+      const js = `import(${JSON.stringify(mod)}).then((m) => { try { m.readKeyFileDid(${JSON.stringify(dir)}); console.log('{}'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); } });`;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', js], { uid: 65534, gid: 65534, encoding: 'utf8' });
+      return JSON.parse(r.stdout.trim() || '{}') as { code?: string; message?: string };
+    };
+    chmodSync(root, 0o755);
+    const dir = freshDir();
+    createIdentity(dir, undefined, SEED);
+    // the key file: root's 0600 (as root) or 000 (otherwise)
+    chmodSync(dir, 0o755);
+    if (!asRoot) chmodSync(keyFilePath(dir), 0o000);
+    let r = readAs(dir);
+    assert.equal(r.code, 'KEY_FILE_UNREADABLE', r.message);
+    assert.match(r.message!, /permission denied/);
+    assert.match(r.message!, /uid/);
+    chmodSync(keyFilePath(dir), 0o600);
+    // its directory, not searchable
+    chmodSync(dir, asRoot ? 0o700 : 0o000);
+    r = readAs(dir);
+    assert.equal(r.code, 'KEY_FILE_UNREADABLE', r.message);
+    assert.match(r.message!, /permission denied/);
+    chmodSync(dir, 0o700);
+    chmodSync(root, 0o700);
+    assert.equal(readKeyFileDid(dir), DID, 'the key itself was intact');
   });
 
   test('a corrupt or inconsistent key file → KEY_FILE_CORRUPT', () => {
