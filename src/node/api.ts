@@ -13,6 +13,7 @@
  * serves its pages and lets a console session (its cookie with its key) stand
  * for the token.
  */
+import { writingDataFile } from './data-files.js';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -52,7 +53,7 @@ export function ensureToken(dataDir: string): string {
     if (t.length > 0) return t;
   }
   const t = randomBytes(32).toString('base64url');
-  writeSecretFile(p, t + '\n');
+  writingDataFile(p, 'the API token', () => writeSecretFile(p, t + '\n'));
   return t;
 }
 
@@ -71,6 +72,8 @@ function statusFor(code: string): number {
   if (code.endsWith('_NOT_FOUND') || code === 'NOT_FOUND') return 404;
   if (code === 'UNAUTHORIZED') return 401;
   if (code === 'API_HOST_REFUSED' || code === 'API_ORIGIN_REFUSED') return 403;
+  // the node's database takes no writes now (a full disk): the request was fine, the node cannot serve it yet
+  if (code === 'STORE_WRITE_FAILED' || code === 'STORE_REOPEN_REFUSED') return 503;
   return 400;
 }
 

@@ -7,6 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { C0Error } from '../errors.js';
+import { checkDataDirWritable, writingDataFile } from './data-files.js';
 import { closeDb, onStoreEvent, openDb, storeHealth, type Db, type StoreHealth } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -106,6 +107,8 @@ export class Daemon {
     // Default metrics are already named process_* / nodejs_*: the prefix makes c0mpute_process_cpu_seconds_total.
     // Event-loop lag sampled every 100 ms, not prom-client's 10 ms: that timer alone cost an idle daemon ~0.25 % of a core (docs/scale.md "Idle cost").
     collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_', eventLoopMonitoringPrecision: 100 });
+    // a full or read-only data directory is said before anything starts (DATA_DIR_UNWRITABLE), not once the network is up
+    checkDataDirWritable(dataDir);
     this.db = await openDb(join(dataDir, 'db'));
     this.#stops.push(() => closeDb(this.db));
     this.#watchStore(this.db);
@@ -128,7 +131,7 @@ export class Daemon {
     if (this.opts.advertise !== false) {
       const procStart = processStart('self');
       const info: DaemonInfo = { pid: process.pid, did: this.did, api: this.apiAddress ?? '', startedAt: this.startedAt, ...(procStart === undefined ? {} : { procStart }) };
-      writeFileSync(join(dataDir, DAEMON_FILE), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
+      writingDataFile(join(dataDir, DAEMON_FILE), 'the daemon file', () => writeFileSync(join(dataDir, DAEMON_FILE), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 }));
       this.#stops.push(async () => rmSync(join(dataDir, DAEMON_FILE), { force: true }));
     }
     for (const o of this.overlays.values()) {

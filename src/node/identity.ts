@@ -38,12 +38,18 @@ export function keyFilePath(dataDir: string): string {
 /** Write a file atomically with mode 0600 (temp file, fsync, rename). Replaces what is there: for files that may be replaced (the API token). */
 export function writeSecretFile(path: string, data: string | Uint8Array): void {
   const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, data, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  const fd = openSync(tmp, 'r');
-  fsyncSync(fd);
-  closeSync(fd);
-  renameSync(tmp, path);
+  try {
+    writeFileSync(tmp, data, { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    const fd = openSync(tmp, 'r');
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, path);
+  } catch (e) {
+    // a full disk: no temporary file is left behind (a later start would never remove it)
+    rmSync(tmp, { force: true });
+    throw e;
+  }
 }
 
 /** A read or stat refused for want of permission. */

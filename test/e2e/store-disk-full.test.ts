@@ -8,13 +8,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, openSync, writeSync, closeSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, openSync, writeSync, closeSync, rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../src/errors.js';
 import { Ledger } from '../../src/ledger/index.js';
 import { openDb, closeDb, sub, syncBatch, setRecovery, storeHealth } from '../../src/store/db.js';
 import { admitted, steward } from '../unit/ledger/helpers.js';
+import { checkDataDirWritable } from '../../src/node/data-files.js';
+import { ensureToken } from '../../src/node/api.js';
 
 function mountTmpfs(): string | undefined {
   if (process.getuid?.() !== 0) return undefined;
@@ -151,6 +153,29 @@ test("the node's database: after a failed write nothing is acknowledged until th
       await closeDb(db);
     }
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a full data directory at start: DATA_DIR_UNWRITABLE and STORE_OPEN_FAILED say "no space left", not a bug', { skip: root ? false : 'needs root and a tmpfs mount' }, async () => {
+  const dir = join(root!, 'node');
+  mkdirSync(dir);
+  const filler = fill(root!);
+  try {
+    const codeOf = async (f: () => unknown) => {
+      try {
+        await f();
+        return 'none';
+      } catch (e) {
+        return e instanceof C0Error ? `${e.code}: ${e.message}` : `not a C0Error: ${(e as Error).message}`;
+      }
+    };
+    assert.match(await codeOf(() => checkDataDirWritable(dir)), /^DATA_DIR_UNWRITABLE: .*no space left on the device \(ENOSPC/);
+    assert.match(await codeOf(() => ensureToken(dir)), /^DATA_DIR_UNWRITABLE: cannot write the API token .*no space left on the device/);
+    assert.match(await codeOf(() => openDb(join(dir, 'db'))), /^STORE_OPEN_FAILED: .*No space left on device/);
+    assert.deepEqual(readdirSync(dir).filter((f) => f.includes('tmp') || f.includes('check')), [], 'no temporary file left');
+  } finally {
+    rmSync(filler);
     rmSync(dir, { recursive: true, force: true });
   }
 });

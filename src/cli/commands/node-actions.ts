@@ -28,6 +28,7 @@ import { listLimit } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
 import { exitOnBug } from '../../node/fatal.js';
+import { writingDataFile } from '../../node/data-files.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
@@ -122,7 +123,7 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   if (!id) out(`key exists   ${keyFilePath(dataDir)}`);
   const cfg = join(dataDir, 'config.yaml');
   if (!existsSync(cfg) || opts.forceConfig) {
-    copyFileSync(DEFAULT_CONFIG, cfg);
+    writingDataFile(cfg, 'the config', () => copyFileSync(DEFAULT_CONFIG, cfg));
     out(`wrote config ${cfg}`);
   } else out(`config exists ${cfg}`);
   out(`next: edit ${cfg}, then \`c0mpute start --data-dir ${dataDir}\``);
