@@ -38,9 +38,12 @@ test('batch run: an oversized batch is refused before anything is signed; a prov
   };
   const p1 = await c.start('p1', provider());
   const boot = [bootstrapAddr(p1)];
-  const p2 = await c.start('p2', { ...provider(), network: { ...(provider().network as object), bootstrap: boot } });
-  const p3 = await c.start('p3', { ...provider(), network: { ...(provider().network as object), bootstrap: boot } });
-  const b = await c.start('b', buyerConfig({ bootstrap: boot, collectWindowMs: 3000, enoughOffers: 1 }));
+  // Everyone else bootstraps from p1 alone: they start side by side (the waits below hold until the buyer sees all three).
+  const [p2, p3, b] = await Promise.all([
+    c.start('p2', { ...provider(), network: { ...(provider().network as object), bootstrap: boot } }),
+    c.start('p3', { ...provider(), network: { ...(provider().network as object), bootstrap: boot } }),
+    c.start('b', buyerConfig({ bootstrap: boot, collectWindowMs: 3000, enoughOffers: 1 })),
+  ]);
   const providers = [p1, p2, p3];
   await withLogs(c, async () => {
     await waitForMarket(b, 3, providers.map((p) => p.did));
