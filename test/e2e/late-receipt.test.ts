@@ -40,8 +40,8 @@ test('a buyer killed mid-job gets the provider’s receipt directly once it is b
 
     // The provider is killed and started again before the buyer returns: the waiting receipt was kept on disk.
     await c.stop(p, 'SIGKILL');
-    p = await c.start('p', pc);
-    b = await c.start('b', bc);
+    // (the provider listens on its fixed port again: the buyer's bootstrap entry finds it, whichever is up first)
+    [p, b] = await Promise.all([c.start('p', pc), c.start('b', bc)]);
     type Jobs = { jobs: Array<{ address: string; receipts: Array<{ provider: string; status: string; failure?: string }> }> };
     const held = await waitFor('the restarted buyer to hold the receipt', async () => (await get<Jobs>(b, '/v1/jobs?limit=5')).jobs.find((j) => j.address === job && j.receipts.length > 0), 45_000);
     assert.deepEqual(held.receipts.map((r) => [r.provider, r.status, r.failure]), [[p.did, 'failed', 'EXEC_BUYER_GONE']]);
