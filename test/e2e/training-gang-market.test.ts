@@ -26,8 +26,8 @@ test('`train buy --providers 3`: a gang of three providers trains a bought run, 
     };
     const p1 = await c.start('p1', withMember(providerConfig({})));
     const boot = [bootstrapAddr(p1)];
-    const p2 = await c.start('p2', withMember(providerConfig({ bootstrap: boot })));
-    const p3 = await c.start('p3', withMember(providerConfig({ bootstrap: [...boot, bootstrapAddr(p2)] })));
+    // p2 and p3 start side by side from p1; the buyer, bootstrapped to all three, waits for the market below.
+    const [p2, p3] = await Promise.all([c.start('p2', withMember(providerConfig({ bootstrap: boot }))), c.start('p3', withMember(providerConfig({ bootstrap: boot })))]);
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2), bootstrapAddr(p3)] }));
     const providers = [p1, p2, p3];
     await waitForMarket(b, 3, providers.map((p) => p.did));
