@@ -82,12 +82,11 @@ test('a provider and a buyer restarted on the same data dirs keep records, books
     assert.equal((before.offers as unknown[]).length, 1);
 
     // SIGTERM both: a clean shutdown (exit 0), then start again on the same data dirs.
-    await c.stop(buyer);
-    await c.stop(prov);
+    await Promise.all([c.stop(buyer), c.stop(prov)]);
     assert.equal(buyer.child.exitCode, 0);
     assert.equal(prov.child.exitCode, 0);
-    prov = await c.restart(prov);
-    buyer = await c.restart(buyer);
+    // Side by side: the provider is back on its fixed port, where the buyer's bootstrap entry finds it.
+    [prov, buyer] = await Promise.all([c.restart(prov), c.restart(buyer)]);
 
     const afterRestart = await snapshot();
     assert.deepEqual(afterRestart.jobs, before.jobs, 'jobs, receipts and verdicts survive');
