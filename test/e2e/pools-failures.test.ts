@@ -125,7 +125,8 @@ test('a member whose work outlasts pool.memberTimeoutMs: POOL_MEMBER_TIMEOUT, no
   await withLogs(c, async () => {
     const before = await earned(m.m1!);
     await epochOf(m.m1!.did, Object.values(m).map((n) => n.did));
-    const run = await runJob(buyer, spec('builtin.sleep', '6000'));
+    // 4 s of work: past memberTimeoutMs (2.5 s) whatever the load, as no sleep ends early; the provider failed over to runs it too.
+    const run = await runJob(buyer, spec('builtin.sleep', '4000'));
     failedOverFromPool(run, 'POOL_MEMBER_TIMEOUT');
     assert.equal(receipts(run).find((r) => r.record.provider === pool)!.signer, m.m1!.did, 'm1 coordinated');
     await waitFor('the trail to close', async () => (await view(m.m1!)).pending === 0);
