@@ -318,6 +318,20 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
   if (parsed.username || parsed.password) {
     throw new C0Error('CONFIG_INVALID', `http executor's url ${redactUrl(cfg.url)} carries credentials (user:password@), which fetch refuses; give them in headers (e.g. authorization)`, { field: 'url' });
   }
+  // A header fetch refuses (a newline in a pasted key, a space in a name) would fail every job as "unreachable":
+  // refused at start instead, naming the header but never its value (which may be a credential).
+  for (const [name, value] of Object.entries(cfg.headers ?? {})) {
+    try {
+      new Headers([[name, 'x']]);
+    } catch {
+      throw new C0Error('CONFIG_INVALID', `http executor's header name ${JSON.stringify(name)} is not a valid HTTP header name`, { field: 'headers' });
+    }
+    try {
+      new Headers([[name, value]]);
+    } catch {
+      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} has a value fetch refuses (a line break or another character not allowed in a header; the value is not repeated here)`, { field: `headers.${name}` });
+    }
+  }
   // For the operator's log only (the error's detail); the messages, which go into receipts, name no part of the URL.
   const url = redactUrl(cfg.url);
   return {

@@ -41,6 +41,8 @@ export interface QuoteBudgetOptions {
 
 /** The expiry timer fires no more often than this, ms (offers that expire within it leave together). */
 const SWEEP_MIN_MS = 100;
+/** The longest delay setTimeout takes (2^31-1 ms); past it Node fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
 
@@ -126,7 +128,9 @@ export class QuoteBudget<R = unknown> {
     if (this.#timer && this.#timerAt <= next) return;
     if (this.#timer) clearTimeout(this.#timer);
     const now = this.#clock();
-    const wait = Math.max(SWEEP_MIN_MS, next - now + 1);
+    // At most Node's longest timer (2^31-1 ms, ~24.8 days): a longer delay fires at once, every millisecond, with a
+    // warning each time. An offer that lives longer (a long provider.offerLifetimeMs) is met by re-arming.
+    const wait = Math.min(MAX_TIMER_MS, Math.max(SWEEP_MIN_MS, next - now + 1));
     this.#timerAt = now + wait;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;

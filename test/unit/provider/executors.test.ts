@@ -307,6 +307,18 @@ describe('http executor (real local server)', () => {
     );
   });
 
+  test('a header fetch would refuse (a line break in a pasted key, a space in a name) is CONFIG_INVALID when the executor is made, naming the header but not its value', () => {
+    assert.throws(
+      () => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { authorization: 'Bearer SECRET\nKEY' } }),
+      (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'headers.authorization' && !e.message.includes('SECRET'),
+    );
+    assert.throws(
+      () => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { 'x api key': 'v' } }),
+      (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'headers',
+    );
+    assert.doesNotThrow(() => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { authorization: 'Bearer ok-key', 'x-tenant': 'a b' } }));
+  });
+
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
     await rejectsCode(httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 1000 })), 'EXEC_OUTPUT_TOO_LARGE');
     assert.equal((await httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 100_000 }))).length, 100_000);

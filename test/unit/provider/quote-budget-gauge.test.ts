@@ -39,4 +39,22 @@ describe('QuoteBudget: live offers', () => {
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(b.held, 0, 'freed by the budget’s own timer');
   });
+  test('an offer living past the longest timer (2^31-1 ms) arms one timer at that bound, not one firing every millisecond', async () => {
+    const clock = fakeClock(1_800_000_000_000);
+    const b = new QuoteBudget<string>({ clock });
+    budgets.push(b);
+    const armed: number[] = [];
+    const real = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      armed.push(ms ?? 0);
+      return real(fn, ms);
+    }) as typeof setTimeout;
+    try {
+      b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 60 * 86_400_000, record: 'o1' }, clock());
+    } finally {
+      globalThis.setTimeout = real;
+    }
+    assert.deepEqual(armed, [2 ** 31 - 1]);
+    assert.equal(b.held, 1);
+  });
 });
