@@ -9,6 +9,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
 import { RunEvents } from '../src/util/run-log.js';
+import { LineSplitter } from '../src/util/lines.js';
 
 export class ApiError extends Error {
   constructor(readonly code: string, message: string, readonly status: number) {
@@ -87,17 +88,12 @@ export async function postStream(path: string, body: unknown, onEvent: (ev: Reco
 async function readLines(body: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
   const reader = body.getReader();
   const dec = new TextDecoder();
-  let buf = '';
+  // each piece scanned once (a run's result with a large output is one line of many pieces: src/util/lines.ts)
+  const split = new LineSplitter();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      onLine(line);
-    }
+    for (const line of split.push(dec.decode(value, { stream: true }))) onLine(line);
   }
 }
 

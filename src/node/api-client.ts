@@ -3,6 +3,7 @@
  * and the devnet use to call a running daemon. Light on purpose: a CLI command
  * that only talks to the daemon loads this, not the server, libp2p or the stores.
  */
+import { LineSplitter } from '../util/lines.js';
 import { C0Error } from '../errors.js';
 
 /** The bearer token's file in the data directory (0600). */
@@ -108,7 +109,7 @@ export async function* apiStream(base: string, token: string, path: string, body
 
 async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string): AsyncGenerator<Record<string, unknown>> {
   const dec = new TextDecoder();
-  let buf = '';
+  const split = new LineSplitter();
   for (;;) {
     let next: IteratorResult<Uint8Array>;
     try {
@@ -117,13 +118,9 @@ async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string): AsyncGe
       // the daemon stopped (or restarted) while it streamed: what it was doing may go on, or may have ended with it
       throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered (${(e as Error).message}); what it was doing may still be running there (a job: \`c0mpute jobs\`)`);
     }
-    // the last line may come without its newline
-    if (next.done) buf += dec.decode() + '\n';
-    else buf += dec.decode(next.value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
+    const lines = next.done ? [...split.push(dec.decode()), split.rest()] : split.push(dec.decode(next.value, { stream: true }));
+    for (const line of lines) {
+      // (the last line may come without its newline)
       if (!line.trim()) continue;
       let event: Record<string, unknown>;
       try {
