@@ -14,8 +14,9 @@
  * STORE_WRITE_FAILED, nothing more is acknowledged, and the handle is reopened
  * (close + open: the recovery keeps every acknowledged record, drops only the
  * torn unacknowledged one, and starts a fresh log) once a probe shows that the
- * disk takes writes again. Writes are issued one at a time, so no write can
- * slip into LevelDB's log behind the one that fails.
+ * disk takes writes again. Writes are issued one group at a time (the writes
+ * that queued while the last group was written go as one batch: a group
+ * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
 import { resolve, join } from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -61,6 +62,23 @@ interface Internals {
   _chainedBatch(): { _write(options: unknown): Promise<void> };
 }
 const base = Level.prototype as unknown as Internals;
+/** The most writes one group takes (#drain): LevelDB's own group commit stops near 1 MiB; ours at this many writes. */
+const MAX_GROUP = 512;
+interface WriteOptions {
+  sync?: boolean;
+  keyEncoding?: string;
+  valueEncoding?: string;
+}
+/** A write waiting for its group: operations to merge, or one to write alone. */
+interface QueuedWrite {
+  ops?: unknown[];
+  solo?: () => Promise<unknown>;
+  sync: boolean;
+}
+interface Queued extends QueuedWrite {
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
 interface Reopenable {
   status: string;
   open(): Promise<void>;
@@ -90,7 +108,11 @@ class GuardedLevel extends Level<string, Uint8Array> {
   #poison: { cause: string; since: number; error: unknown } | undefined;
   #writeErrors = 0;
   #reopens = 0;
-  #tail: Promise<unknown> = Promise.resolve();
+  /** Writes waiting for their group (#drain). */
+  readonly #queue: Queued[] = [];
+  /** The last drain (settled once the queue is empty), and whether it is under way. */
+  #tail: Promise<void> = Promise.resolve();
+  #draining = false;
   readonly #subs = new Set<Reopenable>();
   readonly #hooks = new Set<Hook>();
   #fault: Error | undefined;
@@ -122,47 +144,85 @@ class GuardedLevel extends Level<string, Uint8Array> {
     return new C0Error(STORE_WRITE_FAILED, `the database at ${this.path} takes no writes since one failed (${p.cause}); it is reopened once the disk takes writes again, and nothing is acknowledged meanwhile`, { cause: p.error, detail: { cause: p.cause, since: p.since } });
   }
 
-  /** One write at a time; a failed one poisons the handle, and every write after it is refused at once. */
-  #write<T>(fn: () => Promise<T>): Promise<T> {
-    const run = async (): Promise<T> => {
-      if (this.#poison) throw this.#refusal();
-      try {
-        if (this.#fault) {
-          const f = this.#fault;
-          this.#fault = undefined;
-          throw f;
-        }
-        return await fn();
-      } catch (e) {
-        this.#writeErrors++;
-        const cause = (e as Error).message ?? String(e);
-        this.#poison = { cause, since: Date.now(), error: e };
-        this.events.emit('poisoned', this.health());
-        this.#startRecovery();
-        throw new C0Error(STORE_WRITE_FAILED, `a write to the database at ${this.path} failed: ${cause}`, { cause: e, detail: { cause } });
+  /**
+   * Writes go to LevelDB one group at a time, and a failed one poisons the handle: every write after it is refused at
+   * once. While a group is being written, the writes that arrive queue, and the next group takes them all (up to
+   * MAX_GROUP) as one LevelDB batch, synced if any of them asked to be: the group commit LevelDB does for concurrent
+   * writers, which writing one at a time would lose (2,000 concurrent synced batches: ~900/s one at a time, ~6,000/s
+   * raw). A batch is atomic, so a group that fails fails every write in it, none of them acknowledged; a clear or a
+   * chained batch is written alone.
+   */
+  #write<T>(w: QueuedWrite): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ ...w, resolve: resolve as (v: unknown) => void, reject });
+      // (#drain clears #draining in the same step as it finds the queue empty: no write is left waiting behind it;
+      // set before the call, as a drain of writes refused at once ends before it returns)
+      if (!this.#draining) {
+        this.#draining = true;
+        this.#tail = this.#drain();
       }
-    };
-    const p = this.#tail.then(run, run);
-    this.#tail = p.catch(() => undefined);
-    return p;
+    });
+  }
+
+  async #drain(): Promise<void> {
+    const q = this.#queue;
+    try {
+      while (q.length) {
+        let n = 1;
+        if (!q[0]!.solo) while (n < q.length && n < MAX_GROUP && !q[n]!.solo) n++;
+        const group = q.splice(0, n);
+        try {
+          if (this.#poison) throw this.#refusal();
+          const v = await this.#writeGroup(group);
+          for (const g of group) g.resolve(v);
+        } catch (e) {
+          for (const g of group) g.reject(e);
+        }
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  async #writeGroup(group: Queued[]): Promise<unknown> {
+    try {
+      if (this.#fault) {
+        const f = this.#fault;
+        this.#fault = undefined;
+        throw f;
+      }
+      const first = group[0]!;
+      if (first.solo) return await first.solo();
+      if (group.length === 1) return await base._batch.call(this, first.ops, { sync: first.sync });
+      return await base._batch.call(this, group.flatMap((g) => g.ops!), { sync: group.some((g) => g.sync) });
+    } catch (e) {
+      this.#writeErrors++;
+      const cause = (e as Error).message ?? String(e);
+      this.#poison = { cause, since: Date.now(), error: e };
+      this.events.emit('poisoned', this.health());
+      this.#startRecovery();
+      throw new C0Error(STORE_WRITE_FAILED, `a write to the database at ${this.path} failed: ${cause}`, { cause: e, detail: { cause } });
+    }
   }
 
   _put(key: unknown, value: unknown, options: unknown): Promise<void> {
-    return this.#write(() => base._put.call(this, key, value, options));
+    const o = options as WriteOptions;
+    return this.#write({ ops: [{ type: 'put', key, value, keyEncoding: o?.keyEncoding, valueEncoding: o?.valueEncoding }], sync: !!o?.sync });
   }
   _del(key: unknown, options: unknown): Promise<void> {
-    return this.#write(() => base._del.call(this, key, options));
+    const o = options as WriteOptions;
+    return this.#write({ ops: [{ type: 'del', key, keyEncoding: o?.keyEncoding }], sync: !!o?.sync });
   }
   _batch(ops: unknown, options: unknown): Promise<void> {
-    return this.#write(() => base._batch.call(this, ops, options));
+    return this.#write({ ops: ops as unknown[], sync: !!(options as WriteOptions)?.sync });
   }
   _clear(options: unknown): Promise<void> {
-    return this.#write(() => base._clear.call(this, options));
+    return this.#write({ solo: () => base._clear.call(this, options), sync: false });
   }
   _chainedBatch(): { _write(options: unknown): Promise<void> } {
     const b = base._chainedBatch.call(this);
     const w = b._write.bind(b);
-    b._write = (options: unknown) => this.#write(() => w(options));
+    b._write = (options: unknown) => this.#write({ solo: () => w(options), sync: false });
     return b;
   }
 
