@@ -287,8 +287,8 @@ export const MAX_PENDING_SELECTIONS = 8;
 
 /**
  * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim (open
- * ones, and reclaimed ones a failover selection names, whose stop requests to the failovers' providers go in the same
- * slots: src/roles/steward-reclaim.ts); one at a time per claim and per buyer. Past it a claim waits for the next
+ * ones, and reclaimed ones a failover selection names; the stop requests to those failovers' providers have their own
+ * bound, src/roles/steward-reclaim.ts MAX_RECLAIM_STOPS); one at a time per claim and per buyer. Past it a claim waits for the next
  * catch-up round (ClaimAccounts.retryPending, Reclaimer.retryPending) or its next selection.
  */
 export const MAX_BACKGROUND_RESOLVES = 4;
@@ -322,14 +322,12 @@ export function noteFetched(backoff: FetchBackoff, found: boolean, now: number):
 }
 
 /**
- * The steward's background work over the network for claims: fetches over records/1 (a selection's winning offer,
- * its advert) and the stop requests to a reclaimed claim's failovers' providers, shared by the accounts and the
- * reclaimer so that one bound holds over both: at most one in flight per claim and one per buyer, at most
+ * The steward's background fetches over records/1 for claims (a selection's winning offer, its advert), shared by the
+ * accounts and the reclaimer (a reclaimed claim's failovers' offers) so that one bound holds over both: at most one in flight per claim and one per buyer, at most
  * MAX_BACKGROUND_RESOLVES in all, none while the claim backs off after fetches that found nothing (FETCH_BACKOFF_MS,
  * doubled at each further miss, up to FETCH_BACKOFF_MAX_MS; work given no backoff keeps its own), none once the
  * steward stops. Work refused a slot is not queued: its owner keeps what it must look for or ask and offers it again
- * (a catch-up round, the next selection). So a buyer whose selections name offers nobody serves, or providers that
- * never answer a stop, holds one slot at a time, and never the slots other buyers' claims need. Never awaited by a
+ * (a catch-up round, the next selection). So a buyer whose selections name offers nobody serves holds one slot at a time, and never the slots other buyers' claims need. Never awaited by a
  * gossip handler.
  */
 export class BackgroundFetches {

@@ -33,6 +33,19 @@ export const CONNECTED_GRACE_MS = 10 * 60_000;
 /** How many reclaimed claims the steward remembers (Reclaimer.onSelection). */
 const RECLAIMED_MAX = 4096;
 
+/**
+ * How many stop requests to reclaimed claims' failovers' providers may be in flight at once over the whole steward
+ * (one per buyer; Reclaimer.onSelection). Their own bound: they do not take the accounts' background fetch slots.
+ */
+export const MAX_RECLAIM_STOPS = 4;
+
+/**
+ * How long a failover's provider is given to answer a stop. It bars the job (or stops it) whether or not its answer
+ * comes back in time (the steward does not wait on that answer: the claim was released already), so one that does
+ * not answer within this is taken as unreachable and the next waiting stop goes out.
+ */
+export const RECLAIM_STOP_DEADLINE_MS = 5_000;
+
 export type Decided = { v: Verdict; victims: string[] };
 
 /** Set `key` in `m` as its newest entry, the oldest dropped past MAX_PENDING_SELECTIONS. */
@@ -70,10 +83,13 @@ interface Reclaimed extends FetchBackoff {
   freed: boolean;
   pending?: Map<string, Opened<Selection>>;
   /**
-   * Failovers' providers found (their winning offers held) and not asked yet, keyed and valued by DID: asked in the
-   * claim's background slot, newest first (at most MAX_PENDING_SELECTIONS, newest kept).
+   * Failovers' providers found (their winning offers held, or fetched) and not asked yet, keyed and valued by DID:
+   * asked one per turn of the claim in the stop line (Reclaimer.#pumpStops), newest first (at most
+   * MAX_PENDING_SELECTIONS, newest kept).
    */
   stops?: Map<string, string>;
+  /** One of `stops` is being asked now: the claim goes back in the stop line (at its end) once it is answered. */
+  stopping?: boolean;
 }
 
 /**
@@ -204,6 +220,13 @@ export class Reclaimer {
   #reclaimed = new Map<string, Reclaimed>();
   /** Where the next catch-up round starts offering background fetches to reclaimed claims (retryPending). */
   #fetchFrom = 0;
+  /**
+   * The reclaimed claims with failovers' providers waiting to be asked to stop, in the order of their turn (the one
+   * waiting longest first): a claim sends one stop per turn and, with more waiting, goes to the back (#pumpStops).
+   */
+  readonly #stopLine = new Set<string>();
+  /** The buyers whose claim has a stop in flight (one each, at most MAX_RECLAIM_STOPS: #pumpStops). */
+  readonly #stopping = new Set<string>();
   /** Adverts already logged as left out of capacity or capped, as `<reason> <provider>`: each is logged once. */
   #capacityNotes = new Set<string>();
   /** Provider DID → when it was last seen connected (noteConnected, capacity()); bounded by CAPACITY_NOTES_MAX. */
@@ -514,6 +537,7 @@ export class Reclaimer {
   /** A reclaimed claim is no longer remembered: nor is it on disk once released (best effort: else dropped at the next start past its deadline). */
   #unremember(key: string): void {
     this.#reclaimed.delete(key);
+    this.#stopLine.delete(key);
     void Promise.resolve().then(() => this.d.accounts.dropReclaimed(key)).catch((e) => this.d.ports.log.debug({ claim: key, err: (e as Error).message }, 'cannot drop a reclaimed note on disk (dropped at a start past its deadline)'));
   }
 
@@ -534,16 +558,18 @@ export class Reclaimer {
    * ask that provider to stop (or bar) the job too, so the devices released stay free. The provider is the signer of
    * the selection's winning offer (src/roles/steward-winners.ts), never the selection's own text: a pool's offer is run
    * by the coordinator that signed it. It is resolved from what the steward holds; a winning offer it does not hold
-   * is kept pending with the reclaimed claim (at most MAX_PENDING_SELECTIONS, newest kept) and fetched. The stop
-   * requests and the fetches both run in the accounts' background slots (BackgroundFetches, src/roles/steward-accounts.ts:
-   * one at a time per claim and per buyer, MAX_BACKGROUND_RESOLVES over the whole steward), a claim's work in one slot
-   * asking the providers found (newest first, at most MAX_PENDING_SELECTIONS waiting, newest kept) before it fetches;
-   * only the fetches back off after a miss. What is refused a slot is offered again with the claim's next selection
-   * and at each catch-up round (retryPending), and dropped at the claim's deadline. So a buyer whose selections each
-   * name an offer nobody holds from a DID that never answers, or each a held offer of a provider that never answers a
-   * stop (its own throwaway keys' offers, say), costs the steward one request at a time, not one per selection. A
-   * selection naming a provider asked already, or waiting to be, costs nothing (a winner resolves only to the
-   * provider its selection names).
+   * is kept pending with the reclaimed claim (at most MAX_PENDING_SELECTIONS, newest kept) and fetched in the
+   * accounts' background slots (BackgroundFetches, src/roles/steward-accounts.ts: one at a time per claim and per
+   * buyer, MAX_BACKGROUND_RESOLVES over the whole steward, backing off after a miss; one pass over the claim's pending
+   * selections per slot turn). The providers found wait with the claim (newest first, at most MAX_PENDING_SELECTIONS,
+   * newest kept) and are asked in turns (#pumpStops): one stop per turn of a claim, which then goes to the back of
+   * the line, one in flight per buyer, MAX_RECLAIM_STOPS over the steward, each given RECLAIM_STOP_DEADLINE_MS. What
+   * waits is dropped at the claim's deadline. So a buyer whose selections each name an offer nobody holds from a DID
+   * that never answers, or each a held offer of a provider that never answers a stop (its own throwaway keys' offers,
+   * say), costs the steward one request at a time, not one per selection, and holds its turn for at most
+   * RECLAIM_STOP_DEADLINE_MS: another buyer's failover waits at most one turn of each claim ahead of it. A selection
+   * naming a provider asked already, or waiting to be, costs nothing (a winner resolves only to the provider its
+   * selection names).
    */
   async onSelection(s: Opened<Selection>): Promise<void> {
     const key = s.record.job;
@@ -563,60 +589,89 @@ export class Reclaimer {
       this.d.ports.log.debug({ claim: key, selection: s.address, code: w.refused }, 'a selection for a reclaimed claim whose winner does not check out against its offer: nobody asked to stop');
       return;
     }
-    if ('unresolved' in w) newest((r.pending ??= new Map()), s.address, s);
-    else if (!r.asked.has(w.provider)) newest((r.stops ??= new Map()), w.provider, w.provider);
-    this.#runLater(key, r);
+    if ('unresolved' in w) {
+      newest((r.pending ??= new Map()), s.address, s);
+      this.#runLater(key, r);
+    } else this.#waitToStop(key, r, w.provider);
+  }
+
+  /** Have `provider` wait with reclaimed claim `key` to be asked to stop, and the claim in the stop line. */
+  #waitToStop(key: string, r: Reclaimed, provider: string): void {
+    if (r.asked.has(provider)) return;
+    newest((r.stops ??= new Map()), provider, provider);
+    // one already in the line keeps its place; one being served goes to the end once its stop is answered
+    if (!r.stopping) this.#stopLine.add(key);
+    this.#pumpStops();
   }
 
   /**
-   * Offer a background slot to the reclaimed claims with stops or selections waiting (a catch-up round), starting one
-   * further along each round. Not awaited: each runs in a shared slot (BackgroundFetches), or waits for a later round.
+   * Send the stops waiting, in turns: the claims in the line (the one waiting longest first) whose buyer has no stop
+   * in flight each send one (the newest provider found), while fewer than MAX_RECLAIM_STOPS are in flight; a claim
+   * with more waiting goes back to the end of the line once its stop is answered or timed out, and the line moves on.
+   */
+  #pumpStops(): void {
+    for (const key of this.#stopLine) {
+      if (this.#stopping.size >= MAX_RECLAIM_STOPS || this.d.stopped()) return;
+      const r = this.#reclaimed.get(key);
+      if (!r?.stops?.size || !this.#stillReclaimed(key, r)) {
+        this.#stopLine.delete(key);
+        continue;
+      }
+      if (this.#stopping.has(r.buyer)) continue; // its buyer's other claim is being served: this one keeps its place
+      const provider = [...r.stops.keys()].pop()!;
+      r.stops.delete(provider);
+      this.#stopLine.delete(key);
+      this.#stopping.add(r.buyer);
+      r.stopping = true;
+      void this.#askToStop(key, r, provider)
+        .catch((e) => this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'asking a reclaimed claim’s failover to stop failed'))
+        .finally(() => {
+          this.#stopping.delete(r.buyer);
+          r.stopping = false;
+          if (r.stops?.size && this.#reclaimed.get(key) === r) this.#stopLine.add(key); // the back of the line
+          this.#pumpStops();
+        });
+    }
+  }
+
+  /**
+   * A catch-up round: move the stop line on (#pumpStops), and offer a background slot to the reclaimed claims with
+   * selections waiting for a fetch, starting one further along each round. Not awaited: each runs in a shared slot
+   * (BackgroundFetches), or waits for a later round.
    */
   retryPending(): void {
     this.#dropExpired();
-    const waiting = [...this.#reclaimed].filter(([, r]) => r.pending?.size || r.stops?.size);
+    this.#pumpStops();
+    const waiting = [...this.#reclaimed].filter(([, r]) => r.pending?.size);
     if (!waiting.length) return;
     const from = this.#fetchFrom++ % waiting.length;
     for (const [key, r] of [...waiting.slice(from), ...waiting.slice(0, from)]) this.#runLater(key, r);
   }
 
-  /**
-   * Run a reclaimed claim's waiting work in a shared background slot: its stops (not held back by the fetches'
-   * backoff), and its pending selections' fetches unless they back off.
-   */
+  /** Fetch a reclaimed claim's pending selections' winning offers in a shared background slot, unless they back off. */
   #runLater(key: string, r: Reclaimed): void {
-    if (!r.stops?.size && !(r.pending?.size && !backingOff(r, this.d.ports.clock()))) return;
+    if (!r.pending?.size || backingOff(r, this.d.ports.clock())) return;
     // no backoff handed over: #work keeps the fetches' own (noteFetched)
-    this.d.accounts.background.run(key, r.buyer, undefined, 'asking a reclaimed claim’s failovers to stop', () => this.#work(key, r));
+    this.d.accounts.background.run(key, r.buyer, undefined, 'fetching a reclaimed claim’s failovers’ offers', () => this.#work(key, r));
   }
 
   /**
-   * A reclaimed claim's work in its slot, until none is left (what its buyer's selections add meanwhile included) or
-   * the claim is no longer reclaimed: ask each provider waiting to stop, newest first, one at a time; then, unless
-   * they back off, fetch the pending selections' winning offers (asking each provider found), until one is found
-   * nowhere (the fetches then back off). Answers true (the slot keeps no backoff of its own).
+   * A reclaimed claim's turn in a background slot: one pass over its pending selections (#resolvePending), then the
+   * slot is given back (what its buyer's selections add meanwhile waits for the next selection or catch-up round).
+   * Answers true (the slot keeps no backoff of its own: the claim keeps the fetches', noteFetched).
    */
   async #work(key: string, r: Reclaimed): Promise<boolean> {
-    for (;;) {
-      if (!this.#stillReclaimed(key, r)) return true;
-      const provider = [...(r.stops?.keys() ?? [])].pop();
-      if (provider !== undefined) {
-        r.stops!.delete(provider);
-        await this.#askToStop(key, r, provider);
-        continue;
-      }
-      if (!r.pending?.size || backingOff(r, this.d.ports.clock())) return true;
-      const found = await this.#resolvePending(key, r);
-      noteFetched(r, found, this.d.ports.clock());
-      if (!found && !r.stops?.size) return true;
-    }
+    if (!this.#stillReclaimed(key, r) || !r.pending?.size || backingOff(r, this.d.ports.clock())) return true;
+    const found = await this.#resolvePending(key, r);
+    noteFetched(r, found, this.d.ports.clock());
+    return true;
   }
 
   /**
    * Resolve a reclaimed claim's pending selections, newest first, fetching their winning offers (from the selection's
-   * signer, then the provider it names), and ask each new provider found to stop, in the slot (its stream counts
-   * against the bound too). Stops at the first found nowhere (its parties are likely not answering; the rest wait for
-   * a later turn), and at the claim's deadline or the steward's stop. Answers whether nothing was found missing.
+   * signer, then the provider it names); each new provider found waits to be asked to stop in the claim's turns
+   * (#waitToStop). Stops at the first found nowhere (its parties are likely not answering; the rest wait for a later
+   * turn), and at the claim's deadline or the steward's stop. Answers whether nothing was found missing.
    */
   async #resolvePending(key: string, r: Reclaimed): Promise<boolean> {
     for (const s of [...(r.pending?.values() ?? [])].reverse()) {
@@ -630,7 +685,7 @@ export class Reclaimer {
       if (!this.#stillReclaimed(key, r)) return true;
       if ('unresolved' in w) return false;
       r.pending!.delete(s.address);
-      if ('provider' in w) await this.#askToStop(key, r, w.provider);
+      if ('provider' in w) this.#waitToStop(key, r, w.provider);
     }
     return true;
   }
@@ -648,7 +703,7 @@ export class Reclaimer {
     else await this.#keepNote(key, provider);
     this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
     try {
-      await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: 30_000 } });
+      await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: RECLAIM_STOP_DEADLINE_MS } });
     } catch (e) {
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'stop request for a reclaimed claim failed');
     }

@@ -7,9 +7,10 @@
  * holds first, and a fetch goes through the accounts' background slots (src/roles/steward-accounts.ts
  * BackgroundFetches): one per claim and per buyer at a time, MAX_BACKGROUND_RESOLVES in all, backing off after a
  * miss, dropped when the reclaimed entry reaches its deadline or the steward stops. A failover whose provider's offer
- * the steward does not hold still has that provider asked to stop. The stop requests go through the same slots: before,
- * a failover whose offer the steward held had its stop sent at once, so a buyer's selections each naming a held offer
- * of a provider that never answers (its own throwaway keys', say) had the steward send that many stops at once. The
+ * the steward does not hold still has that provider asked to stop. The stop requests are bounded too (one in flight
+ * per buyer, a few in all, in turns: steward-reclaim-stops.test.ts): before, a failover whose offer the steward held
+ * had its stop sent at once, so a buyer's selections each naming a held offer of a provider that never answers (its
+ * own throwaway keys', say) had the steward send that many stops at once. The
  * whole Steward over a real Ledger, its gossip through the node's Dispatcher, its records/1 and direct requests fakes.
  */
 import { test } from 'node:test';
