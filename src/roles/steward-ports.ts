@@ -77,6 +77,8 @@ export interface StewardConfig {
 export interface StewardPorts {
   readonly name: string;
   readonly clock: Clock;
+  /** The monotonic clock, for durations the steward measures for itself (default monotonicClock, src/util/clock.ts). */
+  readonly monoClock?: Clock;
   readonly log: Logger;
   /** `peers`: who is connected now (only a connected provider's advert counts towards capacity; absent: nobody is). */
   readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords' | 'peers'>>;

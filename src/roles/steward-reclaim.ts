@@ -19,6 +19,7 @@ import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
 import { backingOff, MAX_PENDING_SELECTIONS, noteFetched, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
+import { monotonicClock } from '../util/clock.js';
 
 /** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
 const CAPACITY_NOTES_MAX = 10_000;
@@ -26,7 +27,8 @@ const CAPACITY_NOTES_MAX = 10_000;
 /**
  * A provider seen connected to the steward still counts in its capacity this long after it was last seen so (a
  * dropped connection being redialled with back-off, a steward with more members than it keeps connections to);
- * an advert's own lifetime (10 min) ends it sooner.
+ * an advert's own lifetime (10 min) ends it sooner. Measured on the monotonic clock (StewardPorts.monoClock): a
+ * wall clock stepped back would otherwise keep a gone provider counted, and one stepped forward drop a present one.
  */
 export const CONNECTED_GRACE_MS = 10 * 60_000;
 
@@ -229,10 +231,18 @@ export class Reclaimer {
   readonly #stopping = new Set<string>();
   /** Adverts already logged as left out of capacity or capped, as `<reason> <provider>`: each is logged once. */
   #capacityNotes = new Set<string>();
-  /** Provider DID → when it was last seen connected (noteConnected, capacity()); bounded by CAPACITY_NOTES_MAX. */
+  /**
+   * Provider DID → when it was last seen connected, on the monotonic clock (noteConnected, capacity()); bounded by
+   * CAPACITY_NOTES_MAX.
+   */
   readonly #seenConnected = new Map<string, number>();
 
   constructor(private d: ReclaimDeps) {}
+
+  /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS). */
+  #mono(): number {
+    return (this.d.ports.monoClock ?? monotonicClock)();
+  }
 
   /**
    * Drop what is kept about a closing claim. The accounts stop tracking it first, so a usage answer still in flight
@@ -269,6 +279,7 @@ export class Reclaimer {
     const cap = this.d.cfg.maxDevicesPerProvider ?? MAX_DEVICES_PER_PROVIDER;
     const allowed = this.d.cfg.allowlist ? new Set(this.d.cfg.allowlist) : undefined;
     this.noteConnected();
+    const mono = this.#mono();
     let n = 0;
     for (const a of this.d.ports.market.adverts.latest.values()) {
       if (a.record.expiresAt <= now || a.signer === this.d.did) continue;
@@ -279,7 +290,7 @@ export class Reclaimer {
         continue;
       }
       const seen = this.#seenConnected.get(a.signer);
-      if (seen === undefined || now - seen > CONNECTED_GRACE_MS) {
+      if (seen === undefined || mono - seen > CONNECTED_GRACE_MS) {
         this.#noteCapacity('not-connected', a.signer, declared, 'an advert from a provider not connected to the steward is not counted in its capacity (until it connects)');
         continue;
       }
@@ -291,7 +302,7 @@ export class Reclaimer {
 
   /** Note who is connected to the steward now (a provider counts in capacity for CONNECTED_GRACE_MS after). */
   noteConnected(): void {
-    const now = this.d.ports.clock();
+    const now = this.#mono();
     const m = this.#seenConnected;
     for (const p of this.d.ports.net.peers?.() ?? []) {
       if (!p.did) continue;

@@ -119,7 +119,7 @@ describe('the steward’s physical capacity', () => {
       let now = NOW;
       let connected = [honest.did];
       const latest = new Map<string, Opened<Advert>>([[honest.did, machine()]]); // lives an hour
-      const ports = { ...r.ports, clock: () => now, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+      const ports = { ...r.ports, clock: () => now, monoClock: () => now, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
       const rc = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true }) as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
       assert.equal(rc.capacity(), 1);
       connected = [];
@@ -131,6 +131,32 @@ describe('the steward’s physical capacity', () => {
       rc.noteConnected(); // an advert arrived: who is connected is sampled
       connected = [];
       assert.equal(rc.capacity(), 1, 'seen connected again');
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('the grace is measured on the monotonic clock: a wall clock stepped back or forward neither keeps a gone provider counted nor drops one seen a moment ago', async () => {
+    const t = tempDir('c0-capacity-grace-mono-');
+    const r = await stewardRig(t.dir, TREE);
+    try {
+      let now = NOW;
+      let mono = 5_000;
+      let connected = [honest.did];
+      const latest = new Map<string, Opened<Advert>>([[honest.did, machine()]]); // lives an hour
+      const ports = { ...r.ports, clock: () => now, monoClock: () => mono, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+      const rc = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true }) as StewardConfig, did: 'did:key:steward', accounts: r.accounts, stopped: () => false });
+      assert.equal(rc.capacity(), 1);
+      connected = [];
+      // NTP steps the wall clock forward 20 minutes; only a second has passed
+      now += 20 * 60_000;
+      mono += 1_000;
+      assert.equal(rc.capacity(), 1, 'dropped a second ago: still counted, whatever the wall clock says');
+      // the wall clock is stepped back an hour (the advert still lives); the grace has passed meanwhile
+      now -= 60 * 60_000;
+      mono += CONNECTED_GRACE_MS;
+      assert.equal(rc.capacity(), 0, 'past the grace on the monotonic clock: left out, though the wall clock went back');
     } finally {
       await r.close();
       t.cleanup();
