@@ -27,8 +27,9 @@
  * from keys neither held nor named (any peer can relay heads of any number of
  * fresh keys) are bounded too: one held back is dropped before any read or
  * slot, at most MAX_STRANGER_CATCHUPS such catch-ups run at once and
- * STRANGER_DIALS_PER_MINUTE start a minute (a further head is dropped, and
- * counted: `status().strangers`), and their failures are logged through one
+ * STRANGER_DIALS_PER_MINUTE start a minute, spread; further heads wait, at most
+ * MAX_STRANGER_WAITING, drawn at random (a key heard again first), one pushed
+ * out dropped and counted (`status().strangers`), and their failures are logged through one
  * rate-limited PeerLog key, not one warning each. A ledger further past the held head than one cosign takes
  * (MAX_COSIGN_ENTRIES: a witness that joins late or fell far behind) is fetched
  * and cosigned in steps of at most that, each a catch-up round of its own.
@@ -55,6 +56,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { PeerLog } from '../util/peer-log.js';
+import { TokenBucket, type BucketSpec } from '../net/rate-limit.js';
 import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
@@ -113,6 +115,15 @@ export const UNREACHED_RETRY_MS = 30_000;
 export const MAX_STRANGER_CATCHUPS = 2;
 /** Catch-ups of keys neither held nor named started a minute at most (each dials the key; a further head is dropped). */
 export const STRANGER_DIALS_PER_MINUTE = 100;
+/**
+ * Heads of such keys waiting for a catch-up at most (the newest per key): past it a random one is dropped, and the next
+ * catch-up is drawn at random among them, so a steward that keeps republishing is not shut out by a flood that comes first.
+ */
+export const MAX_STRANGER_WAITING = 16;
+/** The bucket those catch-ups start from: STRANGER_DIALS_PER_MINUTE, spread over the minute rather than at its start. */
+export const STRANGER_DIALS: BucketSpec = { ratePerSec: STRANGER_DIALS_PER_MINUTE / 60, burst: 10 };
+/** Keys neither held nor named remembered as heard (a key heard again is drawn first): over 30 s of 100 heads/s. */
+export const MAX_STRANGERS_SEEN = 4096;
 /** What the failures of such keys are logged under (one PeerLog key: a line, then a summary a minute at most). */
 const STRANGERS = 'keys neither held nor named';
 /** Refused heads remembered at most (one per steward, the oldest forgotten first). */
@@ -129,6 +140,8 @@ export interface WitnessPorts {
   readonly clock: Clock;
   readonly log: Logger;
   readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'>;
+  /** Uniform in [0, 1): which waiting head of a key neither held nor named goes next (default Math.random; tests seed it). */
+  readonly random?: () => number;
 }
 
 export class WitnessRole {
@@ -156,8 +169,14 @@ export class WitnessRole {
   #refusedHeads = new Map<string, { head: string; held: number; at: number; until: number; failures?: number }>();
   /** Aborted at stop: the fetches in flight end at once. */
   #abort = new AbortController();
-  /** When each catch-up of a key neither held nor named started, the last minute's (STRANGER_DIALS_PER_MINUTE). */
-  #strangerStarts: number[] = [];
+  /** Heads of keys neither held nor named waiting for a catch-up (the newest per key; MAX_STRANGER_WAITING), drawn at random. */
+  #strangerWaiting = new Map<string, { entry: Opened<LedgerEntry>; returning: boolean }>();
+  /** Keys neither held nor named heard lately, oldest first (MAX_STRANGERS_SEEN): a key heard again is drawn first. */
+  #strangerSeen = new Set<string>();
+  /** Catch-ups of such keys started: STRANGER_DIALS_PER_MINUTE, spread (a burst of STRANGER_DIALS.burst at most). */
+  readonly #strangerDials: TokenBucket;
+  /** Set while waiting heads wait for the minute's budget (STRANGER_DIALS_PER_MINUTE) to have room again. */
+  #strangerTimer: LongTimer | undefined;
   /** Heads of keys neither held nor named dropped without a fetch (held back, or past the limits), since start. */
   #strangerHeadsIgnored = 0;
   /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
@@ -176,6 +195,7 @@ export class WitnessRole {
   ) {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }), ...(cfg.stewards ? { stewards: cfg.stewards } : {}) });
     this.#failLog = new PeerLog({ log: o.log, clock: o.clock });
+    this.#strangerDials = new TokenBucket(STRANGER_DIALS, o.clock);
   }
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
@@ -224,6 +244,10 @@ export class WitnessRole {
     for (const ms of this.cfg.startCatchUpMs ?? START_CATCHUP_MS) this.#startTimers.push(setLongTimeout(ask, ms).unref());
   }
 
+  get #random(): () => number {
+    return this.o.random ?? Math.random;
+  }
+
   get #maxStewards(): number {
     return this.cfg.maxStewards ?? MAX_STEWARDS;
   }
@@ -241,30 +265,79 @@ export class WitnessRole {
         this.#full = true;
         return;
       }
-      if (!this.#strangerMayStart(steward, entry)) {
-        this.#strangerHeadsIgnored++;
-        return;
-      }
+      this.#strangerHead(steward, entry);
+      return;
     }
     this.#schedule(steward, entry);
   }
 
   /**
-   * Whether a head of `steward`, a key neither held nor named with no catch-up running, may start one: not while one
-   * of its heads is held back (no read, no slot), nor past MAX_STRANGER_CATCHUPS at once or STRANGER_DIALS_PER_MINUTE.
+   * A head of `steward`, a key neither held nor named with no catch-up running: dropped while one of its heads is held
+   * back (no read, no slot); else it waits among MAX_STRANGER_WAITING such heads (the newest per key) and the next
+   * catch-up of such a key is drawn at random among those waiting. A key heard before (within the last
+   * MAX_STRANGERS_SEEN such keys) is drawn first and is not pushed out by a key heard once: an honest steward
+   * republishes its head every 30 s, so a flood of throwaway keys that each announce once (one signature each) cannot
+   * shut it out. Keys that each announce again share the draw at random (docs/overlays.md "What a witness takes on").
    */
-  #strangerMayStart(steward: string, entry: Opened<LedgerEntry>): boolean {
-    if (this.#refusedLately(steward, entry.address, 0)) return false;
+  #strangerHead(steward: string, entry: Opened<LedgerEntry>): void {
+    if (this.#refusedLately(steward, entry.address, 0)) {
+      this.#strangerHeadsIgnored++;
+      return;
+    }
+    const returning = this.#strangerSeen.delete(steward);
+    this.#strangerSeen.add(steward);
+    if (this.#strangerSeen.size > MAX_STRANGERS_SEEN) this.#strangerSeen.delete(this.#strangerSeen.values().next().value!);
+    const waiting = this.#strangerWaiting.get(steward);
+    if (waiting) {
+      if (entry.record.seq > waiting.entry.record.seq) waiting.entry = entry;
+      waiting.returning ||= returning;
+    } else {
+      if (this.#strangerWaiting.size >= MAX_STRANGER_WAITING) {
+        // full: a random key heard once makes room; when all returned, this head goes unless it returned too
+        const once = [...this.#strangerWaiting].filter(([, w]) => !w.returning).map(([k]) => k);
+        const pool = once.length ? once : returning ? [...this.#strangerWaiting.keys()] : [];
+        this.#strangerHeadsIgnored++;
+        this.#failLog.warn(STRANGERS, 'WITNESS_STRANGER_LIMIT', 'heads from keys neither held nor named come faster than the witness takes them: some are dropped (an honest steward republishes its head)', { steward, waiting: this.#strangerWaiting.size });
+        if (!pool.length) return;
+        this.#strangerWaiting.delete(this.#draw(pool));
+      }
+      this.#strangerWaiting.set(steward, { entry, returning });
+    }
+    this.#startStrangers();
+  }
+
+  /** One of `keys`, at random. */
+  #draw(keys: readonly string[]): string {
+    return keys[Math.min(keys.length - 1, Math.floor(this.#random() * keys.length))]!;
+  }
+
+  /**
+   * Start catch-ups of waiting keys neither held nor named (one that returned first, else any, at random) while fewer
+   * than MAX_STRANGER_CATCHUPS run and the STRANGER_DIALS_PER_MINUTE bucket has a token (then again when it has).
+   */
+  #startStrangers(): void {
+    if (this.#stopped || !this.#strangerWaiting.size) return;
     let running = 0;
     for (const b of this.#busy.keys()) if (!this.#held.has(b)) running++;
-    const now = this.o.clock();
-    while (this.#strangerStarts.length && now - this.#strangerStarts[0]! >= 60_000) this.#strangerStarts.shift();
-    if (running >= MAX_STRANGER_CATCHUPS || this.#strangerStarts.length >= STRANGER_DIALS_PER_MINUTE) {
-      this.#failLog.warn(STRANGERS, 'WITNESS_STRANGER_LIMIT', 'heads from keys neither held nor named come faster than the witness takes them: some are dropped (an honest steward republishes its head)', { steward, running, startedLastMinute: this.#strangerStarts.length });
-      return false;
+    while (this.#strangerWaiting.size && running < MAX_STRANGER_CATCHUPS && this.#strangerDials.has()) {
+      const returned = [...this.#strangerWaiting].filter(([, w]) => w.returning).map(([k]) => k);
+      const steward = this.#draw(returned.length ? returned : [...this.#strangerWaiting.keys()]);
+      const { entry } = this.#strangerWaiting.get(steward)!;
+      this.#strangerWaiting.delete(steward);
+      if (!this.#busy.has(steward) && !this.#held.has(steward)) {
+        this.#strangerDials.take();
+        running++;
+      }
+      this.#schedule(steward, entry);
     }
-    this.#strangerStarts.push(now);
-    return true;
+    if (this.#strangerWaiting.size && running < MAX_STRANGER_CATCHUPS && !this.#strangerTimer) {
+      // no token: try again when one is due (not only on the next head)
+      const wait = ((1 - this.#strangerDials.available()) / STRANGER_DIALS.ratePerSec) * 1000;
+      this.#strangerTimer = setLongTimeout(() => {
+        this.#strangerTimer = undefined;
+        this.#startStrangers();
+      }, Math.max(1, Math.ceil(wait))).unref();
+    }
   }
 
   /**
@@ -308,6 +381,7 @@ export class WitnessRole {
       // cannot fill maxStewards. Its last refusal is still shown, for the most recent MAX_SHOWN_STRANGERS such keys
       // without a list (a listed steward's last refusal always stays).
       if (!this.cfg.stewards && !this.#held.has(steward)) this.#shownStranger(steward);
+      if (!this.cfg.stewards) this.#startStrangers();
     })();
   }
 
@@ -594,10 +668,11 @@ export class WitnessRole {
 
   /**
    * Keys neither held nor named: how many are held back now (a head refused or not reached lately: none of their
-   * heads is fetched meanwhile), how many of those were not reached, and how many of their heads were dropped without a
-   * fetch since start (held back, or past MAX_STRANGER_CATCHUPS / STRANGER_DIALS_PER_MINUTE). GET /v1/witness, metrics.
+   * heads is fetched meanwhile), how many of those were not reached, how many heads wait for a catch-up (drawn at
+   * random), and how many of their heads were dropped without a fetch since start (held back, or pushed out of the
+   * MAX_STRANGER_WAITING waiting). GET /v1/witness, metrics.
    */
-  strangers(): { heldBack: number; unreached: number; ignored: number } {
+  strangers(): { heldBack: number; unreached: number; waiting: number; ignored: number } {
     const now = this.o.clock();
     let heldBack = 0;
     let unreached = 0;
@@ -606,7 +681,7 @@ export class WitnessRole {
       heldBack++;
       if (r.failures) unreached++;
     }
-    return { heldBack, unreached, ignored: this.#strangerHeadsIgnored };
+    return { heldBack, unreached, waiting: this.#strangerWaiting.size, ignored: this.#strangerHeadsIgnored };
   }
 
   /**
@@ -635,6 +710,8 @@ export class WitnessRole {
     this.#stopped = true;
     this.#abort.abort();
     this.#gossipTimer?.clear();
+    this.#strangerTimer?.clear();
+    this.#strangerWaiting.clear();
     this.#failLog.stop();
     for (const t of this.#startTimers.splice(0)) t.clear();
     for (const w of this.#waiting.splice(0)) w.go();

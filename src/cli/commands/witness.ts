@@ -15,7 +15,7 @@ interface WitnessStatus {
   witness: string;
   overlay: string;
   stewards: Record<string, { held: { length: number; head: string }; evidence: number; last?: { length?: number; head?: string; refused?: string; at: number } }>;
-  strangers?: { heldBack: number; unreached: number; ignored: number };
+  strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
 }
 
 interface WitnessEvidence {
@@ -36,7 +36,7 @@ export function register(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness${overlayQuery(o.overlay)}`)) as WitnessStatus;
       if (o.json) return outJson(r);
       out(`witness ${r.witness} on overlay ${r.overlay}`);
-      if (r.strangers) out(`keys neither held nor named: ${r.strangers.heldBack} held back (${r.strangers.unreached} not reached), ${r.strangers.ignored} heads dropped since start`);
+      if (r.strangers) out(`keys neither held nor named: ${r.strangers.heldBack} held back (${r.strangers.unreached} not reached), ${r.strangers.waiting ?? 0} heads waiting, ${r.strangers.ignored} heads dropped since start`);
       const rows = Object.entries(r.stewards);
       if (!rows.length) return out('no steward held, none with evidence kept');
       for (const [steward, s] of rows) {

@@ -55,10 +55,19 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
   let onHead: (e: Opened<LedgerEntry>) => void = () => undefined;
   const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) }) as unknown as Logger;
   const clock = fakeClock(1_000);
+  // seeded (mulberry32): which waiting stranger head goes next is drawn at random; the tests replay the same draws
+  let seed = 0x5eed;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
   const ports: W.WitnessPorts = {
     name: 'labs',
     clock,
     log,
+    random,
     net: {
       subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
       publish: (async (kind: string, bytes: Uint8Array) => {
@@ -239,17 +248,46 @@ describe('heads from throwaway keys nobody can reach', () => {
         clock.advance(1_000);
       }
       const dialled = new Set(calls.map((c) => c.steward));
-      assert.ok(calls.length <= 3 * W.MAX_STRANGER_CATCHUPS, `${calls.length} dials for 900 heads`);
+      // per burst: those started at once, and those left waiting (drawn at random as places free)
+      assert.ok(calls.length <= 3 * (W.MAX_STRANGER_CATCHUPS + W.MAX_STRANGER_WAITING), `${calls.length} dials for 900 heads`);
       assert.equal(dialled.size, calls.length, 'no key dialled twice');
       assert.ok(warnings.filter((w) => w.startsWith('witness catch-up failed')).length <= 1, 'not one warning per key');
-      const st = (await role.status()) as { strangers: { heldBack: number; unreached: number; ignored: number } };
-      assert.deepEqual(st.strangers, { heldBack: calls.length, unreached: calls.length, ignored: 900 - calls.length });
+      const st = (await role.status()) as { strangers: { heldBack: number; unreached: number; waiting: number; ignored: number } };
+      const { heldBack, unreached, waiting, ignored } = st.strangers;
+      assert.deepEqual([heldBack, unreached], [calls.length, calls.length]);
+      assert.ok(waiting <= W.MAX_STRANGER_WAITING);
+      // each head dialled, waiting, or dropped and counted (a head of a key already waiting takes its place)
+      assert.ok(ignored <= 900 - calls.length - waiting && ignored >= 900 - calls.length - 3 * W.MAX_STRANGER_WAITING, `${ignored} ignored`);
       // a burst spread over time is still bounded by the dials a minute
       for (const k of keys) {
         onHead(head(k.chain[0]!));
         await role.settled();
       }
-      assert.ok(calls.length <= W.STRANGER_DIALS_PER_MINUTE + 3 * W.MAX_STRANGER_CATCHUPS, `${calls.length} dials`);
+      assert.ok(calls.length <= W.STRANGER_DIALS_PER_MINUTE + 3 * (W.MAX_STRANGER_CATCHUPS + W.MAX_STRANGER_WAITING), `${calls.length} dials`);
+    });
+  });
+
+  it('a flood of them (10 heads/s, each a fresh key) does not shut out a new honest steward that republishes its head every 30 s', async () => {
+    const honest = stewardChain(1);
+    await rig(new Map([[honest.did, honest.chain]]), async ({ role, onHead, net, calls, clock }) => {
+      const spin = async () => {
+        for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      };
+      let republished = 0;
+      for (let tick = 0; tick < 10 * 600 && (await role.witness.held(honest.did)).length === 0; tick++) {
+        clock.advance(100);
+        const k = stewardChain(1); // a throwaway key: one signature, no reachable node
+        net.unreachable.add(k.did);
+        onHead(head(k.chain[0]!));
+        if (tick % 300 === 150) {
+          onHead(head(honest.chain[0]!)); // the steward republishes its head every 30 s
+          republished++;
+        }
+        await spin();
+      }
+      const flooded = calls.filter((c) => c.steward !== honest.did).length;
+      assert.equal((await role.witness.held(honest.did)).length, 1, `not taken on after ${republished} republications (${flooded} flood dials)`);
+      assert.ok(republished <= 3, `taken on after ${republished} republications`);
     });
   });
 });

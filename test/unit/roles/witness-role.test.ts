@@ -213,8 +213,9 @@ describe('witness role: refused heads', () => {
       const signer = Ed25519Signer.generate();
       return { did: didFromPublicKey(signer.publicKey), e1: sealEntries([admitted('x')], signer, { start: { length: 1, head: `sha256:${'11'.repeat(32)}` } })[0]! };
     });
-    await rig(new Map(keys.map((k) => [k.did, [k.e1, k.e1]])), async ({ role, onHead }) => {
+    await rig(new Map(keys.map((k) => [k.did, [k.e1, k.e1]])), async ({ role, onHead, clock }) => {
       for (const k of keys) {
+        clock.advance(1_000); // such keys' catch-ups start 100 a minute, spread (STRANGER_DIALS)
         onHead(head(k.e1));
         await role.settled();
       }
@@ -305,12 +306,13 @@ describe('witness evidence about keys it never took on', () => {
     const honest = stewardChain(2);
     const chains = new Map<string, Chain>(keys.map((k, i) => [k.did, i % 2 ? [k.e0, k.e1] : [k.e0, k.e1other]]));
     chains.set(honest.did, honest.chain.slice(0, 1));
-    await rig(chains, async ({ role, onHead, calls, published, db }) => {
+    await rig(chains, async ({ role, onHead, calls, published, db, clock }) => {
       onHead(head(honest.chain[0]!));
       await role.settled();
       assert.equal((await role.witness.held(honest.did)).length, 1);
       // half announce the entry at seq 1 they serve (a fork inside the run), half announce another one than they serve
       for (const k of keys) {
+        clock.advance(1_000); // such keys' catch-ups start 100 a minute, spread (STRANGER_DIALS)
         onHead(head(k.e1));
         await role.settled();
       }
