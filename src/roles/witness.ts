@@ -57,6 +57,7 @@ import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { PeerLog } from '../util/peer-log.js';
 import { TokenBucket, type BucketSpec } from '../net/rate-limit.js';
+import { FLOOD_DEFAULTS } from '../net/flood-limits.js';
 import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE, type StewardIdentity as WitnessIdentity } from './steward-ports.js';
 
 export interface WitnessConfig {
@@ -105,6 +106,17 @@ export const EVIDENCE_GOSSIP_FIRST_MS = 15_000;
 export const EVIDENCE_GOSSIP_MS = 60 * 60_000;
 /** Stewards whose evidence one such round publishes at most (one record each: one pair proves it), in turn. */
 export const MAX_EVIDENCE_GOSSIP = 64;
+/**
+ * What this witness publishes, paced at half its neighbours' per-signer flood limits (FLOOD_DEFAULTS.signer, docs/network.md
+ * §10: a record past them is dropped and the peer that sent it, here the witness itself, blamed): receipts at 10/s
+ * (burst 50) of pool-witness's 20/s (burst 100); a receipt given again waits for the steward's next republication when
+ * none is left. Evidence at 1 per 2 s (burst 5) of pool-evidence's 1/s (burst 10): a gossip round waits for each.
+ */
+export const RECEIPT_PACE: BucketSpec = half(FLOOD_DEFAULTS.signer['pool-witness']!);
+export const EVIDENCE_PACE: BucketSpec = half(FLOOD_DEFAULTS.signer['pool-evidence']!);
+function half(b: BucketSpec): BucketSpec {
+  return { ratePerSec: b.ratePerSec / 2, burst: Math.max(1, Math.floor(b.burst / 2)) };
+}
 /**
  * A head whose fetch failed (not reached, no answer within the deadline) is not fetched again for this long, doubled
  * with each further failure of the same head, up to REFUSED_HEAD_MS (a steward down a while is tried again soon; one
@@ -175,6 +187,9 @@ export class WitnessRole {
   #strangerSeen = new Set<string>();
   /** Catch-ups of such keys started: STRANGER_DIALS_PER_MINUTE, spread (a burst of STRANGER_DIALS.burst at most). */
   readonly #strangerDials: TokenBucket;
+  /** What this witness publishes, under its neighbours' per-signer flood limits (RECEIPT_PACE, EVIDENCE_PACE). */
+  readonly #receiptPace: TokenBucket;
+  readonly #evidencePace: TokenBucket;
   /** Set while waiting heads wait for the minute's budget (STRANGER_DIALS_PER_MINUTE) to have room again. */
   #strangerTimer: LongTimer | undefined;
   /** Heads of keys neither held nor named dropped without a fetch (held back, or past the limits), since start. */
@@ -196,6 +211,8 @@ export class WitnessRole {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }), ...(cfg.stewards ? { stewards: cfg.stewards } : {}) });
     this.#failLog = new PeerLog({ log: o.log, clock: o.clock });
     this.#strangerDials = new TokenBucket(STRANGER_DIALS, o.clock);
+    this.#receiptPace = new TokenBucket(RECEIPT_PACE, o.clock);
+    this.#evidencePace = new TokenBucket(EVIDENCE_PACE, o.clock);
   }
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
@@ -226,12 +243,23 @@ export class WitnessRole {
     const start = Math.max(0, stewards.findIndex((s) => s > this.#gossipAfter));
     const turn = [...stewards.slice(start), ...stewards.slice(0, start)].slice(0, MAX_EVIDENCE_GOSSIP);
     for (const steward of turn) {
+      // paced (EVIDENCE_PACE): a round of many stewards is spread, not dropped by the neighbours and blamed on us
+      while (!this.#stopped && !this.#evidencePace.take()) await this.#pause(this.#evidencePace);
       if (this.#stopped) return;
       const ev = (await this.witness.evidence(steward))[0];
       if (ev) await this.o.net.publish('pool-evidence', ev.record).catch(() => {});
       this.#gossipAfter = steward;
     }
     this.o.log.debug({ stewards: turn.length }, 'gossiped the evidence kept again');
+  }
+
+  /** Until `bucket` has a token due (at least 10 ms), or the role stops. */
+  async #pause(bucket: TokenBucket): Promise<void> {
+    const ms = Math.max(10, Math.ceil(((1 - bucket.available()) / bucket.spec.ratePerSec) * 1000));
+    await new Promise<void>((done) => {
+      const t = setTimeout(done, ms);
+      this.#abort.signal.addEventListener('abort', () => (clearTimeout(t), done()), { once: true });
+    });
   }
 
   /** Ask each steward held or named for its ledger past the held head, at START_CATCHUP_MS until it answers once. */
@@ -595,8 +623,12 @@ export class WitnessRole {
     }
   }
 
-  /** Publish `receipt` and note when, and whether it reached a peer (a publish may reach none: no mesh yet). */
-  async #sendReceipt(steward: string, receipt: Opened<WitnessReceipt>): Promise<boolean> {
+  /**
+   * Publish `receipt` and note when, and whether it reached a peer (a publish may reach none: no mesh yet); `paced`:
+   * its RECEIPT_PACE token is already taken.
+   */
+  async #sendReceipt(steward: string, receipt: Opened<WitnessReceipt>, paced = false): Promise<boolean> {
+    if (!paced) this.#receiptPace.take(); // a new receipt (bounded by the catch-up places) uses up the pace too, never waits for it
     let reached = false;
     try {
       const r = (await this.o.net.publish('pool-witness', receipt.bytes)) as { recipients?: number } | undefined;
@@ -615,9 +647,15 @@ export class WitnessRole {
   async #resend(steward: string): Promise<void> {
     const last = this.#sent.get(steward);
     if (last && this.o.clock() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
+    // paced (RECEIPT_PACE): many held keys re-announced at once must not make the witness flood its neighbours; one
+    // left out is given at the steward's next republication
+    if (!this.#receiptPace.take()) {
+      this.o.log.debug({ steward }, 'receipt not given again now: publishing at the pace neighbours accept (given at a later republication)');
+      return;
+    }
     const receipt = await this.witness.receipt(steward);
     if (!receipt || this.#stopped) return;
-    const reached = await this.#sendReceipt(steward, receipt);
+    const reached = await this.#sendReceipt(steward, receipt, true);
     this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head, reached }, 'published the receipt for the held head again (the steward still asks for it)');
   }
 
@@ -639,6 +677,7 @@ export class WitnessRole {
     // the record kept with the pair (so gossiping it again later is the same record), else one sealed now
     const rec: EquivocationEvidence = { steward, seq: ev.seq, held: ev.a, conflicting: ev.b, observedAt: this.o.clock(), ...(ev.form === 'successor' ? { form: 'successor' as const } : {}) };
     const bytes = ev.record ?? seal(EVIDENCE_TYPE, rec as never, this.identity.signer).bytes;
+    this.#evidencePace.take(); // evidence just caught goes at once, and uses up the pace of the rounds
     await this.o.net.publish('pool-evidence', bytes).catch(() => {});
     this.o.log.warn({ steward, seq: ev.seq, form: ev.form ?? 'same-seq', evidence: open(bytes, EVIDENCE_TYPE, { trusted: true }).address }, 'published equivocation evidence');
   }

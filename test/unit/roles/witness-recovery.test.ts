@@ -154,6 +154,46 @@ describe('a receipt that never reached the overlay is given again', () => {
   });
 });
 
+describe('what the witness publishes stays under its neighbours\' flood limits', () => {
+  it('many held stewards re-announcing their heads at once: the receipts given again are paced (RECEIPT_PACE), the rest at a later republication', async () => {
+    const K = 200;
+    const stewards = Array.from({ length: K }, () => stewardChain(1));
+    await rig(new Map(stewards.map((s) => [s.did, s.chain])), async ({ me, db, published, restart, onHead, clock }) => {
+      const w = new Witness(db, me, { now: fakeClock(500) });
+      for (const s of stewards) await w.cosign(s.did, [s.chain[0]!.bytes]);
+      const role = await restart({ startCatchUpMs: [], evidenceGossipMs: [1e9, 1e9] });
+      for (const s of stewards) onHead(head(s.chain[0]!));
+      await role.settled();
+      const burst = receipts(published).length;
+      assert.ok(burst <= W.RECEIPT_PACE.burst, `${burst} receipts published at once (neighbours admit ${W.RECEIPT_PACE.burst * 2})`);
+      assert.ok(burst >= W.RECEIPT_PACE.burst - 1, `${burst}: the bucket is used`);
+      assert.ok(W.RECEIPT_PACE.ratePerSec * 2 <= 20 && W.EVIDENCE_PACE.ratePerSec * 2 <= 1 && W.EVIDENCE_PACE.burst * 2 <= 10);
+      // the others are given when they ask again, at the pace
+      clock.advance(10_000);
+      for (const s of stewards) onHead(head(s.chain[0]!));
+      await role.settled();
+      const more = receipts(published).length - burst;
+      assert.ok(more > 0 && more <= W.RECEIPT_PACE.burst, `${more} more`);
+    });
+  });
+
+  it('an evidence gossip round publishes at most EVIDENCE_PACE.burst at once, the rest spread', async () => {
+    const caught = Array.from({ length: 20 }, () => stewardChain(2));
+    await rig(new Map(), async ({ me, db, published, restart }) => {
+      const w = new Witness(db, me, { now: fakeClock(500) });
+      for (const s of caught) {
+        await w.cosign(s.did, s.chain.map((e) => e.bytes));
+        const other = sealEntries([admitted('other')], s.signer, { start: { length: 1, head: s.chain[0]!.address } })[0]!;
+        assert.ok(await w.keep(s.did, s.chain[1]!.bytes, other.bytes));
+      }
+      await restart({ startCatchUpMs: [], evidenceGossipMs: [0, 1e9] });
+      await new Promise((r) => setTimeout(r, 300)); // the fake clock stands still: no token comes back
+      const evidence = published.filter((p) => p.kind === 'pool-evidence').length;
+      assert.ok(evidence > 0 && evidence <= W.EVIDENCE_PACE.burst, `${evidence} evidence records published at once`);
+    });
+  });
+});
+
 describe('a caught steward after a restart', () => {
   it('GET /v1/witness still shows its held head and evidence; the pair reads back as signed records; it is gossiped again, the same record', async () => {
     const s = stewardChain(2);
