@@ -4,7 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
@@ -74,6 +74,7 @@ export function readInput(path: string): Uint8Array {
 function writeProblem(e: NodeJS.ErrnoException): string {
   if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return 'its directory does not exist';
   if (e.code === 'EISDIR') return 'it is a directory';
+  if (e.code === 'EEXIST') return 'a file of that name is in the way (a directory is needed)';
   if (e.code === 'EACCES' || e.code === 'EPERM') return 'permission denied';
   if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return 'no space left on the device';
   if (e.code === 'EFBIG') return 'the file would pass the size limit';
@@ -108,6 +109,21 @@ export function writeOutput(path: string, data: Uint8Array | string): void {
     if (e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE') throw new C0Error(e.code, `${e.message} (nothing written: any file there is unchanged)`, { field: 'out' });
     throw e;
   }
+}
+
+/**
+ * An output directory (`--out DIR`): made (with its parents) if missing, before the work whose files go there; one that
+ * cannot be made or is not a directory is OUTPUT_UNWRITABLE (exit 3), like every other `--out`.
+ */
+export function outputDir(dir: string): void {
+  writingTo(dir, () => mkdirSync(dir, { recursive: true }));
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    // not there after all: refused below
+  }
+  if (!isDir) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${dir}: it is not a directory`, { field: 'out' });
 }
 
 /** Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a path in a missing directory, or a directory. */

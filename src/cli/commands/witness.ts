@@ -3,11 +3,10 @@
  * kept about a steward (GET /v1/witness/evidence/:steward), written out as pool-evidence/1 records an operator can hand
  * to others (each checks with `c0mpute record verify FILE`, from the two steward-signed entries alone).
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
-import { out, outJson, writeOutput } from '../context.js';
+import { out, outputDir, outJson, writeOutput } from '../context.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 
@@ -51,11 +50,12 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output (the pairs and records, base64)')
     .description('the equivocation evidence this witness kept about a steward, as signed records')
     .action(async (steward: string, o: { out?: string; overlay?: string; json?: boolean }, cmd: Command) => {
+      // the directory first: one that cannot be made is refused (OUTPUT_UNWRITABLE) before the daemon is asked
+      if (o.out) outputDir(o.out);
       const c = requireDaemon(globals(cmd).dataDir);
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness/evidence/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as WitnessEvidence;
       const files: string[] = [];
       if (o.out) {
-        mkdirSync(o.out, { recursive: true });
         r.evidence.forEach((e, i) => {
           const f = join(o.out!, `evidence-${e.seq}-${i}.rec`);
           writeOutput(f, Buffer.from(e.record, 'base64'));
