@@ -164,7 +164,9 @@ export class Witness {
    */
   async evidence(steward: string): Promise<KeptEvidence[]> {
     const out: KeptEvidence[] = [];
-    for await (const [, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
+    const unsealed: number[] = [];
+    const keys: string[] = [];
+    for await (const [k, v] of this.#evidence.iterator({ gte: `${steward}/`, lt: `${steward}0` })) {
       const m = decodeCanonical(v) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm; record?: Uint8Array };
       const key = hashHex(v);
       let r = this.#verdicts.get(key);
@@ -174,9 +176,28 @@ export class Witness {
         this.#noteVerdict(key, r);
       }
       const ev = { steward: r.steward, seq: r.seq, a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}) };
-      out.push({ ...ev, record: m.record ?? this.#sealEvidence(ev) });
+      if (!m.record) unsealed.push(out.length);
+      keys.push(k);
+      out.push({ ...ev, record: m.record ?? new Uint8Array() });
     }
+    // a pair kept by a build that kept no record with it: sealed once and kept, so it is the same record from then on
+    for (const i of unsealed) out[i]!.record = await this.#sealKept(keys[i]!, out[i]!);
     return out;
+  }
+
+  /** The record kept with the pair at `key` (a previous build's pair has none: one is sealed now and written back). */
+  #sealKept(key: string, ev: Equivocation): Promise<Uint8Array> {
+    return this.#serial(async () => {
+      const cur = await this.#evidence.get(key);
+      if (cur === undefined) return this.#sealEvidence(ev);
+      const m = decodeCanonical(cur) as { a: Uint8Array; b: Uint8Array; form?: EquivocationForm; record?: Uint8Array };
+      if (m.record) return m.record; // sealed meanwhile (another read)
+      const record = this.#sealEvidence(ev);
+      const value = encodeCanonical({ a: m.a, b: m.b, ...(m.form ? { form: m.form } : {}), record });
+      await this.#db.batch([{ type: 'put', sublevel: this.#evidence, key, value }] as never, { sync: true });
+      this.#noteVerdict(hashHex(value), { steward: ev.steward, seq: ev.seq });
+      return record;
+    });
   }
 
   /** Each steward with evidence kept, and how many pairs (one scan of the keys, nothing verified); at most `limit` stewards. */

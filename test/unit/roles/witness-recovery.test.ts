@@ -11,7 +11,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
-import { openDb, closeDb, type Db } from '../../../src/store/db.js';
+import { openDb, closeDb, sub, type Db } from '../../../src/store/db.js';
+import { encodeCanonical } from '../../../src/records/cbor.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { C0Error } from '../../../src/errors.js';
 import type { Logger } from '../../../src/util/log.js';
@@ -195,6 +196,25 @@ describe('what the witness publishes stays under its neighbours\' flood limits',
 });
 
 describe('a caught steward after a restart', () => {
+  it('a pair kept by a build that kept no record with it: sealed once and kept, the same record on every read and round', async () => {
+    const s = stewardChain(2);
+    const other = sealEntries([admitted('other')], s.signer, { start: { length: 1, head: s.chain[0]!.address } })[0]!;
+    await rig(new Map(), async ({ me, db, published, restart, clock }) => {
+      // as the previous build stored it: the two entries, no record
+      await sub(db, 'witness-evidence').put(`${s.did}/1/${other.address}`, encodeCanonical({ a: s.chain[1]!.bytes, b: other.bytes }));
+      const role = await restart({ startCatchUpMs: [], evidenceGossipMs: [0, 20] });
+      const first = (await role.evidenceOf(s.did)).evidence[0]!.record;
+      clock.advance(1_000);
+      assert.equal((await role.evidenceOf(s.did)).evidence[0]!.record, first, 'the same record on a second read');
+      for (let i = 0; i < 200 && published.filter((p) => p.kind === 'pool-evidence').length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+      const rounds = published.filter((p) => p.kind === 'pool-evidence').map((p) => Buffer.from(p.bytes).toString('base64'));
+      assert.ok(rounds.length >= 3);
+      assert.deepEqual(new Set(rounds), new Set([first]), 'each round the same record');
+      // kept: a new Witness over the store reads it back
+      assert.equal(Buffer.from((await new Witness(db, me, { now: fakeClock(9e12) }).evidence(s.did))[0]!.record).toString('base64'), first);
+    });
+  });
+
   it('GET /v1/witness still shows its held head and evidence; the pair reads back as signed records; it is gossiped again, the same record', async () => {
     const s = stewardChain(2);
     const honest = stewardChain(1);
