@@ -10,7 +10,7 @@ import { C0Error } from '../errors.js';
 import { checkDataDirWritable, writingDataFile } from './data-files.js';
 import { closeDb, onStoreEvent, openDb, storeHealth, type Db, type StoreHealth } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import type { Logger } from '../util/log.js';
+import { logLinesDropped, type Logger } from '../util/log.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
 import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
@@ -107,6 +107,17 @@ export class Daemon {
     // Default metrics are already named process_* / nodejs_*: the prefix makes c0mpute_process_cpu_seconds_total.
     // Event-loop lag sampled every 100 ms, not prom-client's 10 ms: that timer alone cost an idle daemon ~0.25 % of a core (docs/scale.md "Idle cost").
     collectDefaultMetrics({ register: this.registry, prefix: 'c0mpute_', eventLoopMonitoringPrecision: 100 });
+    let logDropped = logLinesDropped();
+    new Counter({
+      name: 'c0mpute_log_lines_dropped_total',
+      help: 'Log lines that could not be written (the log\'s disk full, its pipe closed) and were dropped (docs/node.md "Logs")',
+      registers: [this.registry],
+      collect() {
+        const n = logLinesDropped();
+        this.inc(n - logDropped);
+        logDropped = n;
+      },
+    });
     // a full or read-only data directory is said before anything starts (DATA_DIR_UNWRITABLE), not once the network is up
     checkDataDirWritable(dataDir);
     this.db = await openDb(join(dataDir, 'db'));

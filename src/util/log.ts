@@ -4,6 +4,7 @@
  * logged by address, keys by DID, and fields named in REDACTED_FIELDS are
  * dropped wherever they sit in an entry (docs/node.md "Logs").
  */
+import { writeSync } from 'node:fs';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { printable } from './text.js';
 
@@ -77,10 +78,83 @@ export function redactLine(line: string): string {
   }
 }
 
+let dropped = 0;
+/** Log lines this process could not write (a full disk, a closed pipe) and dropped: c0mpute_log_lines_dropped_total. */
+export function logLinesDropped(): number {
+  return dropped;
+}
+
+/** How long in all a line waits for a destination that says EAGAIN (a non-blocking pipe nobody reads) before it is dropped. */
+const EAGAIN_WAIT_MS = 100;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * A synchronous destination on `fd` that never throws: a line the fd does not take (ENOSPC on a full disk, EPIPE on a
+ * closed pipe, EIO, EBADF) is dropped and counted (logLinesDropped), and the first line the fd takes again is
+ * preceded by one line saying how many were dropped and why (`note`). A log line that cannot be written costs that
+ * line, never the operation that logged it nor the process (docs/node.md "Logs"). pino's own destination (sonic-boom)
+ * emits 'error' when a write fails, which throws out of the log call with no listener, and keeps the failed line to
+ * write before every later one.
+ */
+export function safeDestination(fd: number, note: (dropped: number, cause: string) => string, write: (fd: number, b: Buffer) => number = writeSync): { write(s: string): boolean } {
+  let pending = 0;
+  let cause = '';
+  /** a line was cut part-way: the note starts with a line break */
+  let cut = false;
+  const put = (s: string): boolean => {
+    const b = Buffer.from(s, 'utf8');
+    let off = 0;
+    let waited = 0;
+    while (off < b.length) {
+      try {
+        off += write(fd, off === 0 ? b : b.subarray(off));
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EAGAIN' && waited < EAGAIN_WAIT_MS) {
+          Atomics.wait(pause, 0, 0, 10);
+          waited += 10;
+          continue;
+        }
+        cause = code ?? (e as Error).message ?? String(e);
+        if (off > 0) cut = true;
+        return false;
+      }
+    }
+    return true;
+  };
+  return {
+    write(s: string): boolean {
+      if (pending > 0) {
+        const n = pending;
+        const wasCut = cut;
+        cut = false;
+        if (!put((wasCut ? '\n' : '') + note(n, cause))) {
+          cut ||= wasCut;
+          pending++;
+          dropped++;
+          return true;
+        }
+        pending -= n;
+      }
+      if (!put(s)) {
+        pending++;
+        dropped++;
+      }
+      return true;
+    },
+  };
+}
+
 export function createLogger(opts: LogOptions = {}): Logger {
   const level = opts.level ?? process.env.C0MPUTE_LOG_LEVEL ?? 'info';
-  const dest = pino.destination({ fd: opts.fd ?? 2, sync: true });
-  if (opts.format === 'pretty') {
+  const pretty = opts.format === 'pretty';
+  const note = (n: number, cause: string) => {
+    const msg = `${n} log line(s) could not be written (${cause}) and were dropped`;
+    if (pretty) return `WARN  ${opts.name ? `[${printable(opts.name)}] ` : ''}${msg} code=LOG_LINES_DROPPED dropped=${n}\n`;
+    return JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, ...(opts.name ? { name: opts.name } : {}), code: 'LOG_LINES_DROPPED', dropped: n, cause, msg }) + '\n';
+  };
+  const dest = safeDestination(opts.fd ?? 2, note);
+  if (pretty) {
     return pino(
       {
         level,
