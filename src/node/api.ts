@@ -73,7 +73,7 @@ function statusFor(code: string): number {
   if (code === 'UNAUTHORIZED') return 401;
   if (code === 'API_HOST_REFUSED' || code === 'API_ORIGIN_REFUSED') return 403;
   // the node's database takes no writes now (a full disk): the request was fine, the node cannot serve it yet
-  if (code === 'STORE_WRITE_FAILED' || code === 'STORE_REOPEN_REFUSED') return 503;
+  if (code === 'STORE_WRITE_FAILED' || code === 'STORE_REOPENING' || code === 'STORE_REOPEN_REFUSED') return 503;
   return 400;
 }
 

@@ -26,6 +26,10 @@ import { Level } from 'level';
 import { C0Error } from '../errors.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
+/** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
+export const STORE_REOPENING = 'STORE_REOPENING';
+/** abstract-level's codes for an operation on a closed database or on an iterator the close ended. */
+const NOT_OPEN = new Set(['LEVEL_DATABASE_NOT_OPEN', 'LEVEL_ITERATOR_NOT_OPEN']);
 
 /** What `storeHealth` reports. */
 export interface StoreHealth {
@@ -51,6 +55,8 @@ export interface RecoveryOptions {
   probeBytes?: number;
   /** tests: the probe itself (true: the disk takes writes) */
   probe?: () => Promise<boolean>;
+  /** tests: runs between the close and the open of a reopen (holds the database closed; a throw fails that reopen) */
+  beforeOpen?: () => Promise<void>;
 }
 
 type Hook = () => Promise<void> | void;
@@ -122,7 +128,65 @@ class GuardedLevel extends Level<string, Uint8Array> {
   constructor(path: string) {
     super(path, { valueEncoding: 'view' });
     this.path = path;
-    this.hooks.newsub.add((s) => void this.#subs.add(s as unknown as Reopenable));
+    this.hooks.newsub.add((s) => {
+      this.#subs.add(s as unknown as Reopenable);
+      this.#mapNotOpen(s as unknown as Record<string, unknown>);
+    });
+    this.#mapNotOpen(this as unknown as Record<string, unknown>);
+  }
+
+  /**
+   * From a failed write until the reopen is done, the handle is closed for a moment (or, if the open fails, until a
+   * later one succeeds): what reaches it then fails in abstract-level with LEVEL_DATABASE_NOT_OPEN, before any of
+   * the _ methods runs, and an iterator the close ended with LEVEL_ITERATOR_NOT_OPEN. Those are answered with the
+   * store's own codes: a write STORE_WRITE_FAILED (as every write in that window), a read STORE_REOPENING; the API
+   * answers both 503.
+   */
+  #mapNotOpen(level: Record<string, unknown>): void {
+    const map = (e: unknown, write: boolean): unknown => {
+      if (!this.#poison || !NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
+      if (write) return this.#refusal();
+      return new C0Error(STORE_REOPENING, `the database at ${this.path} is being reopened after a failed write (${this.#poison.cause}); read again shortly`, { cause: e, detail: { cause: this.#poison.cause, since: this.#poison.since } });
+    };
+    const wrap = (name: string, write: boolean) => {
+      const f = level[name] as ((...a: unknown[]) => unknown) | undefined;
+      if (typeof f !== 'function') return;
+      level[name] = function (this: unknown, ...a: unknown[]) {
+        try {
+          const r = f.apply(this, a);
+          return r instanceof Promise ? r.catch((e: unknown) => Promise.reject(map(e, write))) : r;
+        } catch (e) {
+          throw map(e, write);
+        }
+      };
+    };
+    for (const m of ['get', 'getMany', 'has', 'hasMany']) wrap(m, false);
+    for (const m of ['put', 'del', 'batch', 'clear']) wrap(m, true);
+    for (const m of ['iterator', 'keys', 'values']) {
+      const f = level[m] as ((...a: unknown[]) => Record<string, unknown>) | undefined;
+      if (typeof f !== 'function') continue;
+      level[m] = function (this: unknown, ...a: unknown[]) {
+        let it: Record<string, unknown>;
+        try {
+          it = f.apply(this, a);
+        } catch (e) {
+          throw map(e, false);
+        }
+        for (const n of ['next', 'nextv', 'all', 'seek']) {
+          const g = it[n] as ((...b: unknown[]) => unknown) | undefined;
+          if (typeof g !== 'function') continue;
+          it[n] = (...b: unknown[]) => {
+            try {
+              const r = g.apply(it, b);
+              return r instanceof Promise ? r.catch((e: unknown) => Promise.reject(map(e, false))) : r;
+            } catch (e) {
+              throw map(e, false);
+            }
+          };
+        }
+        return it;
+      };
+    }
   }
 
   health(): StoreHealth {
@@ -278,6 +342,7 @@ class GuardedLevel extends Level<string, Uint8Array> {
     await this.#tail;
     if (this.status === 'open') await this.close();
     if (this.#stop.signal.aborted) return;
+    await this.recovery.beforeOpen?.();
     await this.open();
     for (const s of this.#subs) if (s.status === 'closed') await s.open();
     // the holders re-read what they keep in memory before a write is taken again; one that cannot go on refuses

@@ -55,6 +55,50 @@ describe('a failed LevelDB write poisons the handle until it is reopened', () =>
     }
   });
 
+  it('while the reopen holds the database closed, reads say STORE_REOPENING and writes STORE_WRITE_FAILED (not abstract-level\'s LEVEL_*_NOT_OPEN); a failed open is retried', async () => {
+    const db: Db = await openDb(`${t.dir}/reopening`);
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let closedNow = false;
+      let opens = 0;
+      setRecovery(db, {
+        firstDelayMs: 5,
+        maxDelayMs: 20,
+        probe: async () => true,
+        beforeOpen: async () => {
+          closedNow = true;
+          if (++opens === 1) throw new Error('IO error: no space left on device'); // the first open fails: retried
+          await held;
+        },
+      });
+      const s = sub(db, 'jobs');
+      await s.put('a', new Uint8Array([1]));
+      await s.put('b', new Uint8Array([2]));
+      const it = s.keys();
+      assert.equal(await it.next(), 'a');
+      injectWriteFault(db, enospc());
+      await assert.rejects(s.put('x', new Uint8Array([9])), code('STORE_WRITE_FAILED'));
+      await until(() => closedNow && opens >= 2);
+      assert.equal(db.status, 'closed');
+      await assert.rejects(s.get('a'), code('STORE_REOPENING'));
+      await assert.rejects(db.get('a'), code('STORE_REOPENING'));
+      await assert.rejects(s.getMany(['a']), code('STORE_REOPENING'));
+      await assert.rejects(it.next(), code('STORE_REOPENING'));
+      await assert.rejects(s.put('y', new Uint8Array([9])), code('STORE_WRITE_FAILED'));
+      await assert.rejects(db.batch([{ type: 'del', key: 'z' }]), code('STORE_WRITE_FAILED'));
+      release();
+      await until(() => storeHealth(db).ok);
+      assert.deepEqual([...(await s.keys().all())], ['a', 'b']);
+      // outside a reopen, abstract-level's own errors are left as they are
+      const done = s.keys();
+      await done.close();
+      await assert.rejects(done.next(), (e: unknown) => (e as { code?: string }).code === 'LEVEL_ITERATOR_NOT_OPEN');
+    } finally {
+      await closeDb(db);
+    }
+  });
+
   it('a ledger re-reads its head at the reopen: the same head goes on; another one refuses (STORE_REOPEN_REFUSED)', async () => {
     const dir = `${t.dir}/ledger`;
     const l = await Ledger.open(dir, { signer: steward });
