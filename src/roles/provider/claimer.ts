@@ -53,7 +53,7 @@ import { C0Error } from '../../errors.js';
 import { seal, type Opened } from '../../records/envelope.js';
 import { T, type Advert, type Claim, type Job } from '../../records/kinds.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { askFor, orderFromJob } from '../../matching/candidates.js';
 import { cmpAmount } from '../../market/amount.js';
@@ -105,7 +105,13 @@ function notJudged(e: unknown): boolean {
 export interface ClaimerDeps {
   did: string;
   signer: Ed25519Signer;
+  /** The wall clock: compared with orders' deadlines, adverts' expiry, and stamped on claims. */
   clock: Clock;
+  /**
+   * The monotonic clock (default `monotonicClock`) for what this node times for itself: a buyer's back-off, the wait
+   * before a claim is sent again, the answer window. A wall-clock step leaves them as long as they are.
+   */
+  monoClock?: Clock;
   log: Logger;
   orders: OpenOrders;
   /** This provider's live advert. */
@@ -150,25 +156,28 @@ export class Claimer {
   readonly #claimed: ExpiringKeys;
   /**
    * Claims holding a slot: in flight (until `sentAt` + the answer window, or the deadline) or won and not started
-   * (until the exec starts, or a grace period). The job's buyer, for the bounds.
+   * (until the exec starts, or a grace period). The job's buyer, for the bounds. `deadline` is the order's (wall
+   * clock), `until` the end of the window or grace period (monotonic clock).
    */
-  readonly #pending = new Map<string, { until: number; buyer: string; won: boolean }>();
+  readonly #pending = new Map<string, { deadline: number; until: number; buyer: string; won: boolean }>();
   /** Claims in flight past the answer window: they hold no slot, and their buyer was counted as not answering. */
   readonly #overdue = new Set<string>();
   /**
    * Buyers whose claims went unanswered (no answer frame: a failed or timed-out stream, a rate limit, a full inbox):
-   * consecutive failures and until when their orders are skipped. Any answer clears it.
+   * consecutive failures and until when their orders are skipped (monotonic clock). Any answer clears it.
    */
   readonly #backoff = new Map<string, { failures: number; until: number }>();
-  /** Claims to send again (the buyer did not judge them): job → the claim, attempts so far, not before. */
+  /** Claims to send again (the buyer did not judge them): job → the claim, attempts so far, not before (monotonic clock). */
   readonly #retry = new Map<string, { claim: Opened<Claim>; attempts: number; at: number }>();
   #timer: NodeJS.Timeout | undefined;
   #soon: NodeJS.Immediate | undefined;
   #stopped = false;
   #ticking = false;
+  readonly #mono: Clock;
 
   constructor(private readonly d: ClaimerDeps) {
     this.#claimed = new ExpiringKeys(d.maxClaimed ?? MAX_CLAIMED);
+    this.#mono = d.monoClock ?? monotonicClock;
   }
 
   /** Claims holding a slot now (in flight, or won and not started). */
@@ -217,9 +226,10 @@ export class Claimer {
   }
 
   #release(now: number): void {
+    const mono = this.#mono();
     for (const [job, p] of this.#pending) {
       if (this.d.runs(job)) this.#pending.delete(job);
-      else if (p.until <= now) {
+      else if (p.deadline <= now || p.until <= mono) {
         this.#pending.delete(job);
         if (p.won) {
           // the buyer took our claim and never ran it: as good as no answer, for its other orders
@@ -256,11 +266,11 @@ export class Claimer {
     let spent = 0;
     for (const { job, order } of open) {
       const again = this.#retry.get(job.address);
-      if (this.#claimed.has(job.address, now) && !(again && again.at <= now)) {
+      if (this.#claimed.has(job.address, now) && !(again && again.at <= this.#mono())) {
         if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
         continue;
       }
-      if (job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
+      if (job.signer === this.d.did || this.backedOff(job.signer)) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
@@ -272,7 +282,7 @@ export class Claimer {
     if (view) {
       for (const { job, order } of open) {
         if (spent <= 0) break;
-        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer, now)) continue;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer)) continue;
         const price = this.#price(job, advert, now);
         if (price) {
           out.push({ job, price, advert });
@@ -335,24 +345,24 @@ export class Claimer {
     return this.d.knownBuyer?.(buyer) ? buyer : UNKNOWN_BUYERS;
   }
 
-  /** Is `buyer` being left alone at `now` (its claims went unanswered)? */
-  backedOff(buyer: string, now: number): boolean {
+  /** Is `buyer` being left alone now (its claims went unanswered)? Timed on the monotonic clock. */
+  backedOff(buyer: string): boolean {
     const b = this.#backoff.get(buyer);
-    return b !== undefined && b.until > now;
+    return b !== undefined && b.until > this.#mono();
   }
 
   /** A claim to `buyer` got no answer: its orders are skipped for 1 s, doubling with each failure in a row, at most BUYER_BACKOFF_MAX_MS. */
   #unanswered(buyer: string): void {
     const failures = (this.#backoff.get(buyer)?.failures ?? 0) + 1;
     this.#backoff.delete(buyer);
-    this.#backoff.set(buyer, { failures, until: this.d.clock() + Math.min(1000 * 2 ** Math.min(failures - 1, 30), BUYER_BACKOFF_MAX_MS) });
+    this.#backoff.set(buyer, { failures, until: this.#mono() + Math.min(1000 * 2 ** Math.min(failures - 1, 30), BUYER_BACKOFF_MAX_MS) });
     if (this.#backoff.size > MAX_BACKED_OFF) this.#backoff.delete(this.#backoff.keys().next().value!);
   }
 
   #claim(job: Opened<Job>, price: Claim['price'], advert: Opened<Advert>, now: number): void {
     this.#claimed.set(job.address, job.record.deadline, now);
     // holds its slot until answered, for the answer window at most (#release)
-    this.#pending.set(job.address, { until: Math.min(job.record.deadline, now + (this.d.answerWindowMs ?? CLAIM_ANSWER_WINDOW_MS)), buyer: job.signer, won: false });
+    this.#pending.set(job.address, { deadline: job.record.deadline, until: this.#mono() + (this.d.answerWindowMs ?? CLAIM_ANSWER_WINDOW_MS), buyer: job.signer, won: false });
     const again = this.#retry.get(job.address);
     this.#retry.delete(job.address);
     const attempts = (again?.attempts ?? 0) + 1;
@@ -367,7 +377,7 @@ export class Claimer {
         this.#backoff.delete(job.signer); // it answers
         if (o.won) {
           // Holds its slot until the buyer's exec starts it (or a grace period passes).
-          this.#pending.set(job.address, { until: Math.min(job.record.deadline, this.d.clock() + 30_000), buyer: job.signer, won: true });
+          this.#pending.set(job.address, { deadline: job.record.deadline, until: this.#mono() + 30_000, buyer: job.signer, won: true });
           this.d.log.info({ job: job.address, claim: claim.address, selection: o.selection.address, ...(late ? { late } : {}) }, 'claim won');
         } else {
           this.#pending.delete(job.address);
@@ -389,7 +399,7 @@ export class Claimer {
           if (!late) this.#unanswered(job.signer);
         } else this.#backoff.delete(job.signer); // an error frame that judged the claim is an answer
         if (attempts < MAX_CLAIM_ATTEMPTS && notJudged(e)) {
-          const at = this.d.clock() + Math.min(1000 * 2 ** (attempts - 1), 8000);
+          const at = this.#mono() + Math.min(1000 * 2 ** (attempts - 1), 8000);
           this.#retry.set(job.address, { claim, attempts, at });
           if (this.#retry.size > 10_000) this.#retry.delete(this.#retry.keys().next().value!);
           this.d.log.info({ job: job.address, claim: claim.address, code, attempts }, 'claim not judged; sending it again later');

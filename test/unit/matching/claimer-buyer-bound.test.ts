@@ -40,6 +40,7 @@ describe('claims per buyer', () => {
     let honestAt = -1;
     const claimer = claimerFor(VICTIM, ad, orders, {
       clock: () => now,
+      monoClock: () => now, // one fake time for both: these tests are not about a step
       freeSlots: () => 2,
       live,
       maxPerBuyer: claimsPerBuyer(2),
@@ -90,7 +91,7 @@ describe('claims per buyer', () => {
     const sent: string[] = [];
     let fail = true;
     const claimer = claimerFor(VICTIM, ad, orders, {
-      clock: () => now, freeSlots: () => 2, live, maxPerBuyer: 1,
+      clock: () => now, monoClock: () => now, freeSlots: () => 2, live, maxPerBuyer: 1,
       send: async (j) => {
         sent.push(j.address);
         if (fail) throw new C0Error('NET_DIAL_FAILED', 'unreachable');
@@ -100,7 +101,7 @@ describe('claims per buyer', () => {
     claimer.tick();
     await turn();
     assert.equal(sent.length, 1, 'one at a time to one buyer');
-    assert.equal(claimer.backedOff(HONEST.did, now), true);
+    assert.equal(claimer.backedOff(HONEST.did), true);
     claimer.tick();
     await turn();
     assert.equal(sent.length, 1, 'its orders wait out the back-off');
@@ -109,7 +110,7 @@ describe('claims per buyer', () => {
     claimer.tick();
     await turn();
     assert.equal(sent.length, 2);
-    assert.equal(claimer.backedOff(HONEST.did, now), false, 'it answered');
+    assert.equal(claimer.backedOff(HONEST.did), false, 'it answered');
     claimer.stop();
   });
 });

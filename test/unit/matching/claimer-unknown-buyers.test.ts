@@ -81,7 +81,7 @@ describe('throwaway buyer keys', () => {
 
 /** A claimer for the victim with 2 slots and the daemon's bound; `over` replaces deps. */
 function victim(orders: OpenOrders, clock: () => number, over: Partial<ClaimerDeps>): Claimer {
-  return claimerFor(VICTIM, ad, orders, { clock, freeSlots: () => SLOTS, live, maxPerBuyer: claimsPerBuyer(SLOTS), ...over });
+  return claimerFor(VICTIM, ad, orders, { clock, monoClock: clock, freeSlots: () => SLOTS, live, maxPerBuyer: claimsPerBuyer(SLOTS), ...over });
 }
 const won = { won: true, selection: { address: 'sel' } } as unknown as ClaimOutcome;
 
@@ -124,14 +124,14 @@ describe('buyers with and without dealings', () => {
     assert.equal(answers.size, 1);
     now += 1;
     assert.equal(claimer.pending, 0, 'past the window it holds none');
-    assert.equal(claimer.backedOff(SLOW.did, now), true, 'and its buyer counts as not answering');
+    assert.equal(claimer.backedOff(SLOW.did), true, 'and its buyer counts as not answering');
     claimer.tick();
     await turn();
     assert.equal(answers.size, 1, 'its other order waits out the back-off');
     [...answers.values()][0]!(won);
     await turn();
     assert.equal(claimer.pending, 1, 'a late win holds a slot until its exec starts');
-    assert.equal(claimer.backedOff(SLOW.did, now), false, 'a late answer is an answer');
+    assert.equal(claimer.backedOff(SLOW.did), false, 'a late answer is an answer');
     claimer.stop();
   });
 
@@ -146,7 +146,7 @@ describe('buyers with and without dealings', () => {
     assert.equal(claimer.pending, 1);
     now += 30_000;
     assert.equal(claimer.pending, 0);
-    assert.equal(claimer.backedOff(HONEST.did, now), true);
+    assert.equal(claimer.backedOff(HONEST.did), true);
     claimer.stop();
   });
 });

@@ -136,6 +136,7 @@ function claimer(n: number, orders: OpenOrders, view: () => LiveProvider[], cloc
     did: P(n).did,
     signer: P(n).signer,
     clock,
+    monoClock: clock, // one fake time for both: these tests are not about a step
     log: silentLogger(),
     orders,
     advert: () => ad(n),
