@@ -16,7 +16,7 @@ import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembe
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
 import type { Money } from '../../records/money.js';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
 import { admit, type PoolGates } from '../../pools/gates.js';
@@ -73,7 +73,13 @@ export interface PoolMemberDeps {
   roster: Opened<PoolRoster>;
   membership: Opened<PoolMembership>;
   options: PoolMemberOptions;
+  /** The wall clock: epochs (shared by every member), signed times, deadlines. */
   clock: Clock;
+  /**
+   * The monotonic clock (default `monotonicClock`) for the liveness window: when each member last answered is a
+   * duration this member measures for itself, so a wall-clock step does not keep a member that went down live.
+   */
+  monoClock?: Clock;
   log: Logger;
   trail: DispatchTrail;
   runs: RunLog;
@@ -123,6 +129,7 @@ export interface PoolMemberDeps {
 
 export class PoolMember {
   readonly pool: string;
+  /** When each other member last answered (or called) on the current roster: monotonic clock. */
   #lastSeen = new Map<string, number>();
   /** The workloads each other member said it runs (its pings); one not heard from is taken to run any. */
   #workloads = new Map<string, ReadonlySet<string>>();
@@ -176,9 +183,17 @@ export class PoolMember {
     return this.#rs.roster.record.members.map((m) => m.did);
   }
 
-  /** Members live now: this one, and those that answered a ping within 3 × livenessMs; never one that left. */
-  live(now = this.d.clock()): string[] {
+  /**
+   * Members live now: this one, and those that answered a ping within 3 × livenessMs (on the monotonic clock: a
+   * wall-clock step changes nobody's liveness); never one that left.
+   */
+  live(): string[] {
+    const now = this.#mono();
     return this.members.filter((m) => !this.#rs.hasLeft(m) && (m === this.d.did || now - (this.#lastSeen.get(m) ?? -Infinity) <= 3 * this.d.options.livenessMs));
+  }
+
+  get #mono(): Clock {
+    return this.d.monoClock ?? monotonicClock;
   }
 
   epoch(now = this.d.clock()): number {
@@ -188,7 +203,7 @@ export class PoolMember {
   /** The elected coordinator now (and the ranking that says who takes over). */
   elected(now = this.d.clock()): { epoch: number; coordinator: string | undefined; ranking: string[] } {
     const epoch = this.epoch(now);
-    const ranking = coordinatorRanking(this.pool, epoch, this.live(now));
+    const ranking = coordinatorRanking(this.pool, epoch, this.live());
     return { epoch, coordinator: ranking[0], ranking };
   }
 
@@ -218,7 +233,7 @@ export class PoolMember {
           try {
             const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}) }, this.d.options.livenessMs);
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
-            if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.d.clock());
+            if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.#mono());
             if (r.ok === 'yes') this.#heardWorkloads(m, r.workloads);
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
             if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) this.#memberLeft(m, r.roster, r.membership);
@@ -409,7 +424,7 @@ export class PoolMember {
         pool: this.pool,
         rs: this.#rs,
         members: () => this.members,
-        seen: (m) => void this.#lastSeen.set(m, this.d.clock()),
+        seen: (m) => void this.#lastSeen.set(m, this.#mono()),
         heardWorkloads: (m, v) => this.#heardWorkloads(m, v),
         heard: (roster) => this.#heard(roster),
         memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
@@ -432,7 +447,7 @@ export class PoolMember {
   async status(): Promise<Record<string, unknown>> {
     const now = this.d.clock();
     const e = this.elected(now);
-    const live = this.live(now);
+    const live = this.live();
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
     const all = await this.d.trail.all();
     const held = { pool: this.pool, roster: (a: string) => this.#rs.rosterOf(a) ?? this.d.trail.rosterOf(a) };

@@ -76,6 +76,7 @@ async function addMember(w: World, name: string, did: string, output: (did: stri
     membership: membership(r, keyOf(did)),
     options: { ...POOL_MEMBER_DEFAULTS, livenessMs: 1000, memberTimeoutMs: 400, ...gates },
     clock,
+    monoClock: clock, // the fake time stands for elapsed time too
     log: silentLogger(),
     trail: await DispatchTrail.open(sub(db, 'pool-trail'), clock),
     runs: await RunLog.open(sub(db, 'pool-runs')),

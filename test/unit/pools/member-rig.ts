@@ -87,6 +87,7 @@ export class Rig {
       membership: membership(o.roster ?? r, keyOf(did)),
       options: { ...POOL_MEMBER_DEFAULTS, livenessMs: 1000, memberTimeoutMs: 400, ...o.options },
       clock,
+      monoClock: clock, // the fake time stands for elapsed time too
       log: silentLogger(),
       trail: await DispatchTrail.open(sub(db, 'pool-trail'), clock),
       runs: await RunLog.open(sub(db, 'pool-runs')),
