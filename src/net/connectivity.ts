@@ -19,7 +19,7 @@
  */
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import type { Logger } from '../util/log.js';
-import { monotonicClock } from '../util/clock.js';
+import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
 
 export interface BackoffPolicy {
   /** Delay before the first redial after a loss, ms. */
@@ -140,7 +140,11 @@ export interface ConnectivityHost {
 export interface RememberedPeer {
   peerId: string;
   addrs: string[];
-  /** When it was last useful (identified as a c0mpute node of this overlay), ms. */
+  /**
+   * When it was last useful (identified as a c0mpute node of this overlay): wall-clock ms since the epoch, so values
+   * written by different runs compare. (A file written by a build that stamped it with the monotonic clock holds small,
+   * process-relative numbers; such entries are kept, and the next time the peer is useful it gets a wall time.)
+   */
   lastUsefulAt: number;
 }
 
@@ -209,8 +213,10 @@ export interface ConnectivityDeps {
   bootstrap: string[];
   options?: Partial<ConnectivityOptions>;
   store?: RememberStore;
+  /** Wall clock (default Date.now): only for `lastUsefulAt`, which is stored and read again after a restart. */
+  clock?: Clock;
   /** Monotonic clock for the redial and discovery backoff (default performance.now): a wall-clock step delays no redial. */
-  clock?: () => number;
+  monoClock?: Clock;
   rand?: () => number;
   log: Logger;
   /** Called after each dial attempt (metrics). */
@@ -227,14 +233,18 @@ export class Connectivity {
   #nextDiscoverAt = -Infinity;
   #discoverFailures = 0;
   #discovering = false;
-  #clock: () => number;
+  /** Monotonic: every schedule and backoff. */
+  #clock: Clock;
+  /** Wall: only what is stored (lastUsefulAt). */
+  #wall: Clock;
   #ticking = false;
   #running = false;
   #woken = false;
 
   constructor(private d: ConnectivityDeps) {
     this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
-    this.#clock = d.clock ?? monotonicClock;
+    this.#clock = d.monoClock ?? monotonicClock;
+    this.#wall = d.clock ?? systemClock;
     const bootKeys = new Set<string>();
     this.#boot = d.bootstrap.map((addr) => {
       const peerId = peerIdOf(addr);
@@ -312,10 +322,9 @@ export class Connectivity {
   noteUseful(peerId: string, addrs: string[]): void {
     if (!addrs.length) return;
     const prev = this.#remembered.get(peerId);
-    const now = this.#clock();
     const changed = !prev || prev.addrs.join(' ') !== addrs.join(' ');
     this.#remembered.delete(peerId);
-    this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: now });
+    this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: this.#wall() });
     this.schedule.connected(peerId);
     this.#trim();
     if (changed) this.d.store?.save([...this.#remembered.values()]);

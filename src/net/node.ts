@@ -132,7 +132,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const pubsub = libp2p.services.pubsub;
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {} });
   const gh = (ref.gh = gossipHost(libp2p, overlay));
-  const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
+  const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], clock, monoClock: mono, ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
   const health = new GossipHealth(gh.health, { log, onRepair: (action) => link.repairs.inc({ action }), ...(opts.gossipHealth ? { options: opts.gossipHealth } : {}) });
   // gossipsub drops a peer after an error on its inbound stream but keeps the connection: re-attach it (see gossip-health.ts).
   const gsi = pubsub as unknown as GossipInternals;

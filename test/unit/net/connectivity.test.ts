@@ -77,7 +77,7 @@ test('Connectivity redials a lost bootstrap peer with backoff, forever, and reco
   let now = 1_000;
   const host = new FakeHost();
   host.up.add('B');
-  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], clock: () => now, rand: () => 0.5, log: silentLogger() });
+  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], monoClock: () => now, rand: () => 0.5, log: silentLogger() });
   c.schedule.disconnected('B', now, true);
   await c.tick();
   assert.deepEqual(host.dials, ['B']);
@@ -110,13 +110,13 @@ test('remembered peers are redialled and kept across restarts through the store;
   let saved: RememberedPeer[] = [];
   const store = { load: () => saved, save: (p: RememberedPeer[]) => void (saved = p) };
   const host = new FakeHost();
-  const a = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
+  const a = new Connectivity({ host, bootstrap: [], monoClock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
   a.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
   assert.equal(saved.length, 1);
 
   // A new process: the remembered peer is dialled at start.
   host.up.add('P');
-  const b = new Connectivity({ host, bootstrap: [], clock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
+  const b = new Connectivity({ host, bootstrap: [], monoClock: () => now, rand: () => 0.5, store, log: silentLogger(), options: { minPeers: 3 } });
   b.start(); // the first tick dials every remembered peer at once
   b.stop();
   await new Promise((r) => setImmediate(r));
@@ -246,4 +246,28 @@ test('the gossip self-check and the refusal log measure their windows on the mon
   }
   assert.deepEqual(actions, ['reopen'], 'repaired repairAfterMs after it was detached, not 10 min later');
   assert.equal(lines.length, 2, 'the window of the refusal log passed: the next refusal is written');
+});
+
+test('remembered peers are stamped with wall time (lastUsefulAt), which means the same after a restart; backoff stays monotonic', () => {
+  let saved: RememberedPeer[] = [];
+  const store = { load: () => saved, save: (p: RememberedPeer[]) => void (saved = p) };
+  const WALL = 1_800_000_000_000;
+  // process A, an hour after it started; then process B, just started (its monotonic clock restarts at 0)
+  const a = new Connectivity({ host: new FakeHost(), bootstrap: [], clock: () => WALL, monoClock: () => 3_600_000, rand: () => 0.5, store, log: silentLogger() });
+  a.noteUseful('A', ['/ip4/127.0.0.1/tcp/9']);
+  const b = new Connectivity({ host: new FakeHost(), bootstrap: [], clock: () => WALL + 60_000, monoClock: () => 100, rand: () => 0.5, store, log: silentLogger() });
+  b.noteUseful('B', ['/ip4/127.0.0.1/tcp/10']);
+  assert.deepEqual(
+    saved.map((p) => [p.peerId, p.lastUsefulAt]),
+    [
+      ['A', WALL],
+      ['B', WALL + 60_000],
+    ],
+    'wall times: B, useful later, has the later time',
+  );
+  // by default the wall clock is Date.now
+  const before = Date.now();
+  const c = new Connectivity({ host: new FakeHost(), bootstrap: [], store, log: silentLogger() });
+  c.noteUseful('C', ['/ip4/127.0.0.1/tcp/11']);
+  assert.ok(saved.find((p) => p.peerId === 'C')!.lastUsefulAt >= before);
 });

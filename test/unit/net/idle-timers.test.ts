@@ -66,7 +66,7 @@ test('connectivity: no pass every tickMs while every target is connected; a lost
 test('connectivity: the next pass is at the earliest due target, within [tickMs, idleTickMs]', () => {
   const host = new Host();
   const now = 1_000_000;
-  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], clock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 0, tickMs: 500, idleTickMs: 5_000 } });
+  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], monoClock: () => now, rand: () => 0.5, log: silentLogger(), options: { minPeers: 0, tickMs: 500, idleTickMs: 5_000 } });
   c.schedule.disconnected('B', now); // lost just now: due after 250 ms (no jitter)
   assert.equal(c.nextDelay(now), 500, 'never sooner than tickMs');
   c.schedule.failed('B', now);
