@@ -448,7 +448,7 @@ export class Provider {
     const env = seal(T.offer, offer, this.d.signer);
     this.#offered.add(job.address);
     if (this.#offered.size > 10_000) this.#offered.clear();
-    this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env }, now);
+    this.budget.add({ job: job.address, buyer: job.signer, expiresAt, record: env });
     await this.d.publish('offer', env, advert, job.signer);
     this.d.log.debug({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;

@@ -16,13 +16,15 @@
  * their jobs) are not held to the total: only to their own per-buyer bound, so
  * a flood of fresh buyer keys cannot crowd out the buyers it has dealt with.
  *
- * Bookkeeping: the clock is passed in (`now`). With `clock` (the daemon's),
+ * Bookkeeping: the wall clock is passed in (`now`): offers' `expiresAt` are signed wall times. The per-buyer rate
+ * window is a duration this provider measures for itself, on the monotonic clock (`monoClock`), so a wall-clock step
+ * neither holds a buyer at `buyer-rate` for its length nor lets it past early. With `clock` (the daemon's),
  * expired offers also leave when they expire, by a timer, not only when the
  * next job reaches `check` (on a quiet market, or with every slot busy, none
  * may), and the live-offer gauge expires offers before it is read.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 
 export interface QuoteBudgetOptions {
   /** Live offers at once, all buyers together (known buyers aside). Default 256. */
@@ -37,6 +39,8 @@ export interface QuoteBudgetOptions {
   registry?: Registry;
   /** The clock offers expire by: given, a timer frees expired offers as they expire and the gauge is read at scrape time; `close()` stops the timer. */
   clock?: Clock;
+  /** The monotonic clock of the `windowMs` rate window (default `monotonicClock`). */
+  monoClock?: Clock;
 }
 
 /** The expiry timer fires no more often than this, ms (offers that expire within it leave together). */
@@ -62,7 +66,7 @@ export class QuoteBudget<R = unknown> {
   readonly maxLiveOffersPerBuyer: number;
   readonly maxRecentOffersPerBuyer: number;
   readonly windowMs: number;
-  /** buyer → issue times of its offers within the window, oldest first */
+  /** buyer → issue times of its offers within the window, oldest first (monotonic clock) */
   readonly #recent = new Map<string, number[]>();
   /** job address → the live offer made for it */
   readonly #byJob = new Map<string, LiveOffer<R>>();
@@ -70,10 +74,11 @@ export class QuoteBudget<R = unknown> {
   readonly #known = new Set<string>();
   /** live offers that count against the total (those of buyers not known) */
   #counted = 0;
-  /** when `#recent` was last swept of buyers with nothing left in the window */
+  /** when `#recent` was last swept of buyers with nothing left in the window (monotonic clock) */
   #sweptAt = -Infinity;
   readonly #skipped: Counter<'reason'> | undefined;
   readonly #clock: Clock | undefined;
+  readonly #mono: Clock;
   #timer: NodeJS.Timeout | undefined;
   /** when the armed timer fires (clock time) */
   #timerAt = Infinity;
@@ -86,6 +91,7 @@ export class QuoteBudget<R = unknown> {
     this.maxRecentOffersPerBuyer = o.maxRecentOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxRecentOffersPerBuyer;
     this.windowMs = o.windowMs ?? QUOTE_BUDGET_DEFAULTS.windowMs;
     this.#clock = o.clock;
+    this.#mono = o.monoClock ?? monotonicClock;
     if (o.registry) {
       this.#skipped = new Counter({ name: 'c0mpute_provider_quotes_skipped_total', help: 'Jobs this provider did not quote on, by reason (budget, capacity, deadline…)', labelNames: ['reason'], registers: [o.registry] });
       // Read at scrape time, expired offers dropped first: true however long ago the last job was heard.
@@ -163,9 +169,10 @@ export class QuoteBudget<R = unknown> {
     if (dropped || !this.#timer) this.#arm();
     // A buyer's times are otherwise trimmed only when it is seen again: every buyer ever offered to, and every
     // made-up key whose job got an offer, would stay for good.
-    if (now - this.#sweptAt >= this.windowMs) {
-      this.#sweptAt = now;
-      for (const [buyer, r] of this.#recent) if (!r.length || r[r.length - 1]! <= now - this.windowMs) this.#recent.delete(buyer);
+    const mono = this.#mono();
+    if (mono - this.#sweptAt >= this.windowMs) {
+      this.#sweptAt = mono;
+      for (const [buyer, r] of this.#recent) if (!r.length || r[r.length - 1]! <= mono - this.windowMs) this.#recent.delete(buyer);
     }
   }
 
@@ -185,26 +192,27 @@ export class QuoteBudget<R = unknown> {
   check(buyer: string, now: number): SkipReason | undefined {
     this.#expire(now);
     if ((this.#perBuyer.get(buyer) ?? 0) >= this.maxLiveOffersPerBuyer) return 'buyer-budget';
-    if (this.#recentOf(buyer, now).length >= this.maxRecentOffersPerBuyer) return 'buyer-rate';
+    if (this.#recentOf(buyer).length >= this.maxRecentOffersPerBuyer) return 'buyer-rate';
     if (!this.#known.has(buyer) && this.#counted >= this.maxLiveOffers) return 'total-budget';
     return undefined;
   }
 
-  /** The buyer's offer times still within the window at `now` (older ones dropped). */
-  #recentOf(buyer: string, now: number): number[] {
+  /** The buyer's offer times still within the window now (older ones dropped; monotonic clock). */
+  #recentOf(buyer: string): number[] {
     const r = this.#recent.get(buyer);
     if (!r) return [];
+    const now = this.#mono();
     while (r.length && r[0]! <= now - this.windowMs) r.shift();
     if (!r.length) this.#recent.delete(buyer);
     return r;
   }
 
-  /** Record an offer just signed at `now`. */
-  add(o: LiveOffer<R>, now = 0): void {
+  /** Record an offer just signed (its time in the rate window is read from the monotonic clock). */
+  add(o: LiveOffer<R>): void {
     if (this.#byJob.has(o.job)) return;
-    const r = this.#recentOf(o.buyer, now);
+    const r = this.#recentOf(o.buyer);
     if (!this.#recent.has(o.buyer)) this.#recent.set(o.buyer, r);
-    r.push(now);
+    r.push(this.#mono());
     this.#byJob.set(o.job, o);
     this.#perBuyer.set(o.buyer, (this.#perBuyer.get(o.buyer) ?? 0) + 1);
     if (!this.#known.has(o.buyer)) this.#counted++;

@@ -75,26 +75,50 @@ describe('QuoteBudget', () => {
   });
 
   test('deciding quickly cannot cycle the budget: at most maxRecentOffersPerBuyer offers per window', () => {
-    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100 });
+    let t = 0; // the monotonic clock of the rate window
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100, monoClock: () => t });
     for (let i = 0; i < 3; i++) {
+      t = i;
       assert.equal(b.check('A', NOW + i), undefined);
-      b.add({ job: `j${i}`, buyer: 'A', expiresAt: NOW + 1000, record: '' }, NOW + i);
+      b.add({ job: `j${i}`, buyer: 'A', expiresAt: NOW + 1000, record: '' });
       assert.equal(b.release(`j${i}`, 'A'), true);
     }
+    t = 3;
     assert.equal(b.check('A', NOW + 3), 'buyer-rate');
     assert.equal(b.check('B', NOW + 3), undefined);
+    t = 100;
     assert.equal(b.check('A', NOW + 100), undefined);
   });
 
+  test('the rate window is timed on the monotonic clock: a backward wall-clock step does not hold a buyer at buyer-rate', () => {
+    let t = 0;
+    const b = new QuoteBudget<string>({ maxLiveOffers: 10, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100, monoClock: () => t });
+    const FAST = NOW + 600_000; // the wall clock is 10 min fast
+    for (let i = 0; i < 3; i++) {
+      t = i;
+      assert.equal(b.check('A', FAST + i), undefined);
+      b.add({ job: `j${i}`, buyer: 'A', expiresAt: FAST + 1000, record: '' });
+      assert.equal(b.release(`j${i}`, 'A'), true);
+    }
+    t = 3;
+    assert.equal(b.check('A', NOW + 3), 'buyer-rate', 'NTP corrects the clock: the window still holds');
+    t = 101;
+    assert.equal(b.check('A', NOW + 101), undefined, 'a window later it has passed, as with no step');
+  });
+
   test('buyers never seen again are forgotten a window after their last offer (a flood of made-up buyer keys leaves nothing behind)', () => {
-    const b = new QuoteBudget<string>({ maxLiveOffers: 1000, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100 });
+    let t = 0;
+    const b = new QuoteBudget<string>({ maxLiveOffers: 1000, maxLiveOffersPerBuyer: 1, maxRecentOffersPerBuyer: 3, windowMs: 100, monoClock: () => t });
     for (let i = 0; i < 50; i++) {
+      t = i;
       assert.equal(b.check(`made-up-${i}`, NOW + i), undefined);
-      b.add({ job: `j${i}`, buyer: `made-up-${i}`, expiresAt: NOW + 50, record: '' }, NOW + i);
+      b.add({ job: `j${i}`, buyer: `made-up-${i}`, expiresAt: NOW + 50, record: '' });
     }
     assert.equal(b.recentBuyers, 50);
     // a buyer seen again within the window keeps its times, and its rate still counts
-    b.add({ job: 'k', buyer: 'made-up-49', expiresAt: NOW + 500, record: '' }, NOW + 149);
+    t = 149;
+    b.add({ job: 'k', buyer: 'made-up-49', expiresAt: NOW + 500, record: '' });
+    t = 160;
     assert.equal(b.check('someone', NOW + 160), undefined);
     assert.equal(b.recentBuyers, 1);
     assert.equal(b.live(NOW + 160), 1);

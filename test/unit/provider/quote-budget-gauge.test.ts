@@ -22,8 +22,8 @@ describe('QuoteBudget: live offers', () => {
     const clock = fakeClock(1_800_000_000_000);
     const b = new QuoteBudget<string>({ registry: reg, clock });
     budgets.push(b);
-    b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 5_000, record: 'o1' }, clock());
-    b.add({ job: 'j2', buyer: 'b2', expiresAt: clock() + 20_000, record: 'o2' }, clock());
+    b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 5_000, record: 'o1' });
+    b.add({ job: 'j2', buyer: 'b2', expiresAt: clock() + 20_000, record: 'o2' });
     assert.equal(await gauge(reg), 2);
     clock.advance(6_000);
     assert.equal(await gauge(reg), 1, 'the first offer expired: not live any more');
@@ -34,7 +34,7 @@ describe('QuoteBudget: live offers', () => {
   test('an expired offer leaves the budget (and its signed record is dropped) when it expires, without a job or a scrape', async () => {
     const b = new QuoteBudget<string>({ maxLiveOffers: 1, clock: Date.now });
     budgets.push(b);
-    b.add({ job: 'j1', buyer: 'b1', expiresAt: Date.now() + 30, record: 'o1' }, Date.now());
+    b.add({ job: 'j1', buyer: 'b1', expiresAt: Date.now() + 30, record: 'o1' });
     assert.equal(b.held, 1);
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(b.held, 0, 'freed by the budget’s own timer');
