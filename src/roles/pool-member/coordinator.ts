@@ -24,7 +24,7 @@ import { receiptFor, type SlotRun } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
-import { timeoutSignal } from '../../util/timers.js';
+import { clearableTimeoutSignal } from '../../util/timers.js';
 import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
 
 /** Pending dispatches of one coordinator a recovery tick handles at once. */
@@ -641,7 +641,15 @@ export class PoolCoordinator {
   async #call(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext, end: number): Promise<Uint8Array> {
     const budget = Math.max(1, end - this.d.clock());
     // Chosen itself: in the slot its exec stream holds, the process group recorded as the provider's own work is.
-    if (member === this.d.did) return this.v.runHere(dispatch, job, ctx.input, { signal: AbortSignal.any([ctx.signal, timeoutSignal(budget)]), onSpawn: ctx.onSpawn, onExit: ctx.onExit });
+    if (member === this.d.did) {
+      // cleared with the run: the budget follows memberTimeoutMs, which has no upper bound (serve.ts `run` does the same)
+      const timeout = clearableTimeoutSignal(budget);
+      try {
+        return await this.v.runHere(dispatch, job, ctx.input, { signal: AbortSignal.any([ctx.signal, timeout.signal]), onSpawn: ctx.onSpawn, onExit: ctx.onExit });
+      } finally {
+        timeout.clear();
+      }
+    }
     let r: PoolReply;
     try {
       // Given up with the run (the buyer gone, the provider stopping): the stream to the member is closed.

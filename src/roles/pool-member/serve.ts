@@ -21,7 +21,7 @@ import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
-import { timeoutSignal } from '../../util/timers.js';
+import { clearableTimeoutSignal } from '../../util/timers.js';
 import { truncateText } from '../../util/text.js';
 
 /** What serving needs of the member. */
@@ -94,11 +94,15 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // signal ends it with the stream.
         const slot = p.d.slots?.take(job.address);
         if (p.d.slots && !slot) throw new C0Error('POOL_MEMBER_BUSY', 'every slot of this member is busy');
+        // memberTimeoutMs has no upper bound (nor timeoutMs, and a deadline may be 90 days out): the timer is cleared with
+        // the run, not left (past Node's longest timer, a chain holding the run's AbortController) until the budget passes
+        const timeout = clearableTimeoutSignal(budget);
         try {
-          const ends = [timeoutSignal(budget), ...(signal ? [signal] : []), ...(slot ? [slot.signal] : [])];
+          const ends = [timeout.signal, ...(signal ? [signal] : []), ...(slot ? [slot.signal] : [])];
           const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any(ends) });
           return { ok: 'yes', output };
         } finally {
+          timeout.clear();
           p.d.slots?.give(job.address);
         }
       }
