@@ -98,7 +98,7 @@ describe('claim/1 framing and checks', () => {
     const reports = new AbuseReports();
     const hung: string[] = [];
     const policy = new AbusePolicy(guard, { disconnectAt: 10, banMs: 60_000, reports }, c, silentLogger(), (p) => void hung.push(p));
-    const desk = new ClaimDesk(c, { peer: { ratePerSec: 1, burst: 3 }, onRateLimited: reports.report });
+    const desk = new ClaimDesk(c, { peer: { ratePerSec: 1, burst: 3 }, monoClock: c, onRateLimited: reports.report }); // the fake time drives the buckets too: the 15 calls take no time
     desk.inbox(J.address);
     const junk = { t: 'claim', claim: new Uint8Array([1, 2, 3]) };
     const flooder = peerIdFromDid(P(1).did).toString();
