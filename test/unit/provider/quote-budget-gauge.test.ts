@@ -50,7 +50,7 @@ describe('QuoteBudget: live offers', () => {
       return real(fn, ms);
     }) as typeof setTimeout;
     try {
-      b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 60 * 86_400_000, record: 'o1' }, clock());
+      b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 60 * 86_400_000, record: 'o1' });
     } finally {
       globalThis.setTimeout = real;
     }
