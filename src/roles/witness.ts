@@ -52,7 +52,7 @@ import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js'
 import type { LedgerEntry, WitnessReceipt } from '../ledger/entry.js';
 import type { Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { PeerLog } from '../util/peer-log.js';
@@ -149,7 +149,13 @@ export const MAX_SHOWN_STRANGERS = 64;
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
   readonly name: string;
+  /** Wall time: signed times, what status shows. */
   readonly clock: Clock;
+  /**
+   * Local durations (held-back heads, receipt resends, the paces, log windows): default the monotonic clock, so a
+   * wall clock stepped by NTP neither stretches nor cuts them (docs/node.md "Clocks: wall and monotonic").
+   */
+  readonly monoClock?: Clock;
   readonly log: Logger;
   readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'>;
   /** Uniform in [0, 1): which waiting head of a key neither held nor named goes next (default Math.random; tests seed it). */
@@ -196,6 +202,8 @@ export class WitnessRole {
   #strangerHeadsIgnored = 0;
   /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
   readonly #failLog: PeerLog;
+  /** The monotonic clock (WitnessPorts.monoClock). */
+  readonly #mono: Clock;
   /** Per steward: when its receipt was last published and whether any peer got it (RECEIPT_REPUBLISH_MS), oldest first. */
   #sent = new Map<string, { at: number; reached: boolean }>();
   /** The evidence gossip timer, and the steward the last round ended at (the next starts after it). */
@@ -209,10 +217,11 @@ export class WitnessRole {
     private cfg: WitnessConfig,
   ) {
     this.witness = new Witness(db, identity.signer, { now: o.clock, logger: o.log.child({ role: 'witness', overlay: o.name }), ...(cfg.stewards ? { stewards: cfg.stewards } : {}) });
-    this.#failLog = new PeerLog({ log: o.log, clock: o.clock });
-    this.#strangerDials = new TokenBucket(STRANGER_DIALS, o.clock);
-    this.#receiptPace = new TokenBucket(RECEIPT_PACE, o.clock);
-    this.#evidencePace = new TokenBucket(EVIDENCE_PACE, o.clock);
+    this.#mono = o.monoClock ?? monotonicClock;
+    this.#failLog = new PeerLog({ log: o.log, clock: this.#mono });
+    this.#strangerDials = new TokenBucket(STRANGER_DIALS, this.#mono);
+    this.#receiptPace = new TokenBucket(RECEIPT_PACE, this.#mono);
+    this.#evidencePace = new TokenBucket(EVIDENCE_PACE, this.#mono);
   }
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
@@ -257,8 +266,15 @@ export class WitnessRole {
   async #pause(bucket: TokenBucket): Promise<void> {
     const ms = Math.max(10, Math.ceil(((1 - bucket.available()) / bucket.spec.ratePerSec) * 1000));
     await new Promise<void>((done) => {
-      const t = setTimeout(done, ms);
-      this.#abort.signal.addEventListener('abort', () => (clearTimeout(t), done()), { once: true });
+      const signal = this.#abort.signal;
+      // (the listener goes with the pause: one left per pause would pile up on the role's signal for as long as it runs)
+      const end = () => {
+        clearTimeout(t);
+        signal.removeEventListener('abort', end);
+        done();
+      };
+      const t = setTimeout(end, ms);
+      signal.addEventListener('abort', end, { once: true });
     });
   }
 
@@ -508,7 +524,7 @@ export class WitnessRole {
   #refusedLately(steward: string, head: string, held: number): boolean {
     const r = this.#refusedHeads.get(steward);
     if (!r) return false;
-    if (this.o.clock() >= r.until) {
+    if (this.#mono() >= r.until) {
       // a failed fetch's count stays for the backoff (until it is cosigned, or forgotten as the oldest)
       if (!r.failures) this.#refusedHeads.delete(steward);
       return false;
@@ -521,10 +537,10 @@ export class WitnessRole {
 
   /** Note a refusal (`GET /v1/witness`), and for a head heard, remember it (REFUSED_HEAD_MS, or `hold`). */
   #refused(steward: string, code: string, heard?: { head: string; held: number }, hold = REFUSED_HEAD_MS, failures?: number): void {
-    const at = this.o.clock();
-    this.#last.set(steward, { refused: code, at, ...(heard ? { head: heard.head } : {}) });
+    this.#last.set(steward, { refused: code, at: this.o.clock(), ...(heard ? { head: heard.head } : {}) });
     if (!heard) return;
     this.#refusedHeads.delete(steward);
+    const at = this.#mono();
     this.#refusedHeads.set(steward, { ...heard, at, until: at + hold, ...(failures ? { failures } : {}) });
     if (this.#refusedHeads.size > MAX_REFUSED_HEADS) {
       // the oldest key neither held nor named goes first: throwaway keys cannot push out a held steward's refusal
@@ -545,7 +561,7 @@ export class WitnessRole {
    */
   #unreached(steward: string, code: string, heard: { head: string; held: number }): void {
     const prev = this.#refusedHeads.get(steward);
-    const again = prev?.failures && prev.head === heard.head && prev.held === heard.held && this.o.clock() - prev.until < REFUSED_HEAD_MS;
+    const again = prev?.failures && prev.head === heard.head && prev.held === heard.held && this.#mono() - prev.until < REFUSED_HEAD_MS;
     const failures = again ? prev.failures! + 1 : 1;
     this.#refused(steward, code, heard, Math.min(REFUSED_HEAD_MS, UNREACHED_RETRY_MS * 2 ** Math.min(failures - 1, 20)), failures);
   }
@@ -638,7 +654,7 @@ export class WitnessRole {
     }
     if (!reached) this.o.log.debug({ steward, length: receipt.record.length }, 'witness receipt reached nobody: given again when the steward republishes its head');
     this.#sent.delete(steward);
-    this.#sent.set(steward, { at: this.o.clock(), reached });
+    this.#sent.set(steward, { at: this.#mono(), reached });
     if (this.#sent.size > MAX_REFUSED_HEADS) this.#sent.delete(this.#sent.keys().next().value!);
     return reached;
   }
@@ -646,7 +662,7 @@ export class WitnessRole {
   /** The steward still asks for a receipt of the head held: publish the kept one again, at most once per RECEIPT_REPUBLISH_MS. */
   async #resend(steward: string): Promise<void> {
     const last = this.#sent.get(steward);
-    if (last && this.o.clock() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
+    if (last && this.#mono() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
     // paced (RECEIPT_PACE): many held keys re-announced at once must not make the witness flood its neighbours; one
     // left out is given at the steward's next republication
     if (!this.#receiptPace.take()) {
@@ -712,7 +728,7 @@ export class WitnessRole {
    * MAX_STRANGER_WAITING waiting). GET /v1/witness, metrics.
    */
   strangers(): { heldBack: number; unreached: number; waiting: number; ignored: number } {
-    const now = this.o.clock();
+    const now = this.#mono();
     let heldBack = 0;
     let unreached = 0;
     for (const [k, r] of this.#refusedHeads) {

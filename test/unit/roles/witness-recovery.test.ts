@@ -42,6 +42,8 @@ interface Rig {
   db: Db;
   me: Ed25519Signer;
   clock: ReturnType<typeof fakeClock>;
+  /** Step the wall clock only (NTP correcting it): the monotonic clock, `clock`, does not move. */
+  stepWall: (ms: number) => void;
   /** The role started again on the same database and key (a restarted node). */
   restart: (cfg?: W.WitnessConfig) => Promise<W.WitnessRole>;
 }
@@ -64,9 +66,11 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+  let wallOffset = 0;
   const ports: W.WitnessPorts = {
     name: 'labs',
-    clock,
+    clock: () => clock() + wallOffset,
+    monoClock: clock,
     log,
     random,
     net: {
@@ -99,7 +103,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
       await role.stop();
       return (role = await start(c));
     };
-    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, net, db, me, clock, restart });
+    await fn({ role, onHead: (e) => onHead(e), calls, warnings, published, net, db, me, clock, stepWall: (ms) => void (wallOffset += ms), restart });
   } finally {
     await role.stop();
     await closeDb(db);
@@ -293,6 +297,29 @@ describe('a steward that never answers', () => {
       await role.settled();
       assert.equal(calls.length, 4);
       assert.equal((await role.witness.held(s.did)).length, 2, 'answering again, it is cosigned');
+    }, { stewards: [s.did], startCatchUpMs: [] });
+  });
+
+  it('the hold-back is measured on the monotonic clock: a wall clock stepped back 10 min does not stretch it, nor one stepped forward cut it', async () => {
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, calls, clock, stepWall }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 1);
+      net.timeouts.add(s.did);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 2);
+      stepWall(+10 * 60_000); // forward: the hold-back is not over for it
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 2, 'a wall clock stepped forward does not end the hold-back');
+      stepWall(-20 * 60_000); // then 10 min behind where it began
+      clock.advance(W.UNREACHED_RETRY_MS);
+      net.timeouts.delete(s.did);
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      assert.equal(calls.length, 3, 'after the hold-back (30 s on the monotonic clock) it is fetched again, the wall clock 10 min back notwithstanding');
     }, { stewards: [s.did], startCatchUpMs: [] });
   });
 });

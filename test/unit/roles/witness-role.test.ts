@@ -52,6 +52,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: Rig) => Promise<void>, cf
   const ports: WitnessPorts = {
     name: 'labs',
     clock,
+    monoClock: clock,
     log,
     net: {
       subscribe: ((_kind: string, h: (rec: unknown) => void) => void (onHead = h as typeof onHead)) as never,
