@@ -307,6 +307,22 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
 // http
 // ---------------------------------------------------------------------------
 
+/** Request headers fetch sets itself and refuses from the caller (each fails the request: UND_ERR_*). */
+const FETCH_MANAGED_HEADERS = ['content-length', 'expect', 'keep-alive', 'transfer-encoding', 'upgrade'];
+
+/**
+ * The job's params for the back end: `x-c0mpute-params` as they are when they are printable ASCII with no space at
+ * either end (what a header carries unchanged); otherwise percent-encoded as UTF-8 (encodeURIComponent), flagged by
+ * `x-c0mpute-params-encoding: percent`. A header carries only bytes, and fetch refuses a character past U+00FF or a
+ * line break, trims spaces at the ends and sends U+0080-U+00FF as single raw bytes: such params failed every job as
+ * "the back end is unreachable", or reached it altered (docs/node.md "Executors").
+ */
+export function paramsHeaders(params: string | undefined): Record<string, string> {
+  if (!params) return {};
+  if (/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(params)) return { 'x-c0mpute-params': params };
+  return { 'x-c0mpute-params': encodeURIComponent(params), 'x-c0mpute-params-encoding': 'percent' };
+}
+
 export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
   let parsed: URL;
   try {
@@ -331,6 +347,11 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
     } catch {
       throw new C0Error('CONFIG_INVALID', `http executor's header ${name} has a value fetch refuses (a line break or another character not allowed in a header; the value is not repeated here)`, { field: `headers.${name}` });
     }
+    // headers fetch manages itself, refused on every request (UND_ERR_*): one of them would fail every job likewise
+    const lower = name.toLowerCase();
+    if (FETCH_MANAGED_HEADERS.includes(lower) || (lower === 'connection' && !/^\s*(close|keep-alive)\s*$/i.test(value))) {
+      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} is one fetch sets itself and refuses from the caller (${FETCH_MANAGED_HEADERS.join(', ')}, or connection other than close / keep-alive)`, { field: `headers.${name}` });
+    }
   }
   // For the operator's log only (the error's detail); the messages, which go into receipts, name no part of the URL.
   const url = redactUrl(cfg.url);
@@ -339,7 +360,7 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
     async run(ctx) {
       let res: Response;
       try {
-        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...(ctx.params ? { 'x-c0mpute-params': ctx.params } : {}), ...cfg.headers }, signal: ctx.signal });
+        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...paramsHeaders(ctx.params), ...cfg.headers }, signal: ctx.signal });
       } catch (e) {
         if (ctx.signal.aborted) throw aborted(ctx.signal);
         throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('the back end is unreachable', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });

@@ -319,6 +319,34 @@ describe('http executor (real local server)', () => {
     assert.doesNotThrow(() => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { authorization: 'Bearer ok-key', 'x-tenant': 'a b' } }));
   });
 
+  test('headers fetch sets itself (transfer-encoding, expect, upgrade, keep-alive, content-length, connection: upgrade) are CONFIG_INVALID at start; connection: close is taken', () => {
+    for (const [k, v] of [['transfer-encoding', 'chunked'], ['Expect', '100-continue'], ['upgrade', 'h2c'], ['keep-alive', 'timeout=5'], ['content-length', '5'], ['connection', 'upgrade']] as const) {
+      assert.throws(() => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { [k]: v } }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === `headers.${k}`, k);
+    }
+    assert.doesNotThrow(() => httpExecutor({ url: 'http://127.0.0.1:9/x', headers: { connection: 'close' } }));
+  });
+
+  test('params a header cannot carry unchanged (past U+00FF, a line break, Latin-1, spaces at the ends) reach the back end percent-encoded, flagged; plain ASCII as it is', async () => {
+    const got: Array<{ p?: string; enc?: string }> = [];
+    const s = createServer((req, res) => {
+      got.push({ p: req.headers['x-c0mpute-params'] as string | undefined, enc: req.headers['x-c0mpute-params-encoding'] as string | undefined });
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    try {
+      const u = `http://127.0.0.1:${(s.address() as { port: number }).port}/`;
+      for (const params of ['temperature=0.2 top_p=0.9', 'prompt=résumé ✓', 'a\nb', ' padded ']) await httpExecutor({ url: u }).run(ctx({ input: utf8('x'), params }));
+      assert.deepEqual(got[0], { p: 'temperature=0.2 top_p=0.9', enc: undefined });
+      for (const [i, params] of [[1, 'prompt=résumé ✓'], [2, 'a\nb'], [3, ' padded ']] as const) {
+        assert.equal(got[i]!.enc, 'percent');
+        assert.equal(decodeURIComponent(got[i]!.p!), params);
+      }
+    } finally {
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+  });
+
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
     await rejectsCode(httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 1000 })), 'EXEC_OUTPUT_TOO_LARGE');
     assert.equal((await httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 100_000 }))).length, 100_000);
