@@ -28,6 +28,8 @@ import { C0Error } from '../errors.js';
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
 export const STORE_REOPENING = 'STORE_REOPENING';
+/** A write made while the database closes (closeDb, the daemon stopping): not taken. */
+export const STORE_CLOSED = 'STORE_CLOSED';
 /** abstract-level's codes for an operation on a closed database or on an iterator the close ended. */
 const NOT_OPEN = new Set(['LEVEL_DATABASE_NOT_OPEN', 'LEVEL_ITERATOR_NOT_OPEN']);
 
@@ -66,6 +68,8 @@ interface Internals {
   _batch(ops: unknown, options: unknown): Promise<void>;
   _clear(options: unknown): Promise<void>;
   _chainedBatch(): { _write(options: unknown): Promise<void> };
+  _open(options: unknown): Promise<void>;
+  _close(): Promise<void>;
 }
 const base = Level.prototype as unknown as Internals;
 /** The most writes one group takes (#drain): LevelDB's own group commit stops near 1 MiB; ours at this many writes. */
@@ -119,6 +123,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
   /** The last drain (settled once the queue is empty), and whether it is under way. */
   #tail: Promise<void> = Promise.resolve();
   #draining = false;
+  /** From closeDb or a close() on: writes made from now on are refused at once (those queued before are written). */
+  #closing = false;
   readonly #subs = new Set<Reopenable>();
   readonly #hooks = new Set<Hook>();
   #fault: Error | undefined;
@@ -203,6 +209,23 @@ class GuardedLevel extends Level<string, Uint8Array> {
     this.#fault = err;
   }
 
+  #closed(): C0Error {
+    return new C0Error(STORE_CLOSED, `the database at ${this.path} is closing: the write was not taken`);
+  }
+
+  /** LevelDB is opened (at start, or again at a reopen): writes are taken again. */
+  async _open(options: unknown): Promise<void> {
+    await base._open.call(this, options);
+    this.#closing = false;
+  }
+
+  /** The writes queued before the close are written first; none is taken after it began; then LevelDB closes. */
+  async _close(): Promise<void> {
+    this.#closing = true;
+    await this.#tail;
+    await base._close.call(this);
+  }
+
   #refusal(): C0Error {
     const p = this.#poison!;
     return new C0Error(STORE_WRITE_FAILED, `the database at ${this.path} takes no writes since one failed (${p.cause}); it is reopened once the disk takes writes again, and nothing is acknowledged meanwhile`, { cause: p.error, detail: { cause: p.cause, since: p.since } });
@@ -217,6 +240,9 @@ class GuardedLevel extends Level<string, Uint8Array> {
    * chained batch is written alone.
    */
   #write<T>(w: QueuedWrite): Promise<T> {
+    // A database closing takes no new write: else writers that keep writing keep the drain, and so the close, going
+    // for ever. (Those queued before are written: the close waits for them, then closes LevelDB.)
+    if (this.#closing) return Promise.reject(this.#poison ? this.#refusal() : this.#closed());
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ ...w, resolve: resolve as (v: unknown) => void, reject });
       // (#drain clears #draining in the same step as it finds the queue empty: no write is left waiting behind it;
@@ -237,6 +263,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
         const group = q.splice(0, n);
         try {
           if (this.#poison) throw this.#refusal();
+          // (never a write on a closed LevelDB: the binding is called directly, past abstract-level's own check)
+          if (this.status !== 'open' && this.status !== 'closing') throw this.#closed();
           const v = await this.#writeGroup(group);
           for (const g of group) g.resolve(v);
         } catch (e) {
@@ -354,6 +382,7 @@ class GuardedLevel extends Level<string, Uint8Array> {
 
   /** closeDb: stop recovering, wait for the writes in flight. */
   async shutdown(): Promise<void> {
+    this.#closing = true;
     this.#stop.abort();
     await this.#recovering?.catch(() => undefined);
     await this.#tail;

@@ -56,4 +56,44 @@ describe('writes made together are written together', () => {
       await closeDb(db);
     }
   });
+  it('closeDb returns while writers keep writing: the writes queued before it are written, later ones refused', async () => {
+    const db: Db = await openDb(`${t.dir}/c`);
+    const s = sub(db, 's');
+    let stop = false;
+    let n = 0;
+    const refused = new Set<string>();
+    const writer = async (id: number) => {
+      while (!stop) {
+        try {
+          await s.put(`w${id}-${n++}`, new Uint8Array([1]));
+        } catch (e) {
+          refused.add((e as { code?: string }).code ?? String(e));
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      }
+    };
+    const ws = Array.from({ length: 8 }, (_, i) => writer(i));
+    await new Promise((r) => setTimeout(r, 100));
+    await closeDb(db); // before: the drain never ended while the writers refilled its queue
+    stop = true;
+    await Promise.all(ws);
+    assert.ok([...refused].every((c) => c === 'STORE_CLOSED' || c === 'LEVEL_DATABASE_NOT_OPEN'), [...refused].join());
+  });
+
+  it('writes queued when the database is closed directly are written before LevelDB closes (never reach a closed binding)', async () => {
+    const db: Db = await openDb(`${t.dir}/d`);
+    const s = sub(db, 's');
+    await s.put('a', new Uint8Array([1]));
+    const queued = Array.from({ length: 2000 }, (_, i) => s.put(`z${i}`, new Uint8Array([1])));
+    const closing = db.close();
+    const settled = await Promise.allSettled(queued);
+    await closing;
+    await db.open();
+    try {
+      const kept = (await sub(db, 's').keys().all()).length;
+      assert.equal(kept, 1 + settled.filter((r) => r.status === 'fulfilled').length, 'every write acknowledged is there');
+    } finally {
+      await closeDb(db);
+    }
+  });
 });
