@@ -108,7 +108,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * The Level every store opens: writes are issued one at a time, and the first that fails poisons the handle (the
+ * The Level every store opens: writes are issued one group at a time, and the first that fails poisons the handle (the
  * module comment). Sublevels are remembered so that they are opened again after a reopen.
  */
 class GuardedLevel extends Level<string, Uint8Array> {
