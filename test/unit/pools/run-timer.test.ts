@@ -11,6 +11,7 @@ import { T } from '../../../src/records/kinds.js';
 import { hashHex } from '../../../src/records/address.js';
 import type { Job, Opened } from '../../../src/records/index.js';
 import { Rig, MEMBERS, keyOf, clock, buyer, offer, r } from './member-rig.js';
+import { watchTimers } from '../util/timer-watch.js';
 
 const DAY = 86_400_000;
 
@@ -30,21 +31,13 @@ describe('a member’s run timer', () => {
     const o = offer(j, H);
     const d = seal(T.poolDispatch, { pool: a.pool, roster: r.address, job: j.address, offer: o.address, member: A, coordinator: H, epoch: 0, issuedAt: clock() }, keyOf(H));
     assert.equal((await a.serve({ op: 'trail', dispatch: d.bytes, job: j.bytes, offer: o.bytes }, H)).ok, 'yes');
-    const pending = new Set<unknown>();
-    const [st, ct] = [globalThis.setTimeout, globalThis.clearTimeout];
-    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-      const t: NodeJS.Timeout = st(() => (pending.delete(t), fn()), ms);
-      if ((ms ?? 0) >= 3_600_000) pending.add(t);
-      return t;
-    }) as typeof setTimeout;
-    globalThis.clearTimeout = ((t: NodeJS.Timeout | undefined) => (pending.delete(t), ct(t))) as typeof clearTimeout;
+    const { pending, restore } = watchTimers(3_600_000);
     try {
       const ans = await a.serve({ op: 'run', dispatch: d.bytes, job: j.bytes, offer: o.bytes, input }, H);
       assert.equal(ans.ok, 'yes', JSON.stringify(ans));
       assert.equal(pending.size, 0, 'the run’s timeout timer ended with the run');
     } finally {
-      globalThis.setTimeout = st;
-      globalThis.clearTimeout = ct;
+      restore();
     }
   });
 });

@@ -32,6 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Rig as PoolRig, MEMBERS as POOL_MEMBERS, keyOf as poolKeyOf } from '../pools/member-rig.js';
+import { watchTimers } from '../util/timer-watch.js';
 
 const NOW = 1_800_000_000_000;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -381,14 +382,7 @@ describe('Provider: execution', () => {
 
   test('a job’s timeout timer ends with its run: a huge timeoutMs and a deadline months away leave no timer (nor its AbortController) behind once the receipt is signed', async () => {
     // count the long timers set and not yet fired or cleared (they are unref'd: process.getActiveResourcesInfo misses them)
-    const pending = new Set<unknown>();
-    const [st, ct] = [globalThis.setTimeout, globalThis.clearTimeout];
-    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-      const t: NodeJS.Timeout = st(() => (pending.delete(t), fn()), ms);
-      if ((ms ?? 0) >= 3_600_000) pending.add(t);
-      return t;
-    }) as typeof setTimeout;
-    globalThis.clearTimeout = ((t: NodeJS.Timeout | undefined) => (pending.delete(t), ct(t))) as typeof clearTimeout;
+    const { pending, restore } = watchTimers(3_600_000);
     try {
       const s = setup();
       for (const [timeoutMs, days] of [
@@ -404,8 +398,7 @@ describe('Provider: execution', () => {
         assert.equal(pending.size, 0, `no timer outlives the run (timeoutMs ${timeoutMs}, deadline in ${days} days)`);
       }
     } finally {
-      globalThis.setTimeout = st;
-      globalThis.clearTimeout = ct;
+      restore();
     }
   });
 

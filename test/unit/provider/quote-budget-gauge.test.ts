@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
 import { fakeClock } from '../../../src/util/clock.js';
+import { watchTimers } from '../util/timer-watch.js';
 
 async function gauge(reg: Registry): Promise<number | undefined> {
   return (await reg.getSingleMetric('c0mpute_provider_live_offers')?.get())?.values[0]?.value;
@@ -43,16 +44,11 @@ describe('QuoteBudget: live offers', () => {
     const clock = fakeClock(1_800_000_000_000);
     const b = new QuoteBudget<string>({ clock });
     budgets.push(b);
-    const armed: number[] = [];
-    const real = globalThis.setTimeout;
-    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-      armed.push(ms ?? 0);
-      return real(fn, ms);
-    }) as typeof setTimeout;
+    const { armed, restore } = watchTimers();
     try {
       b.add({ job: 'j1', buyer: 'b1', expiresAt: clock() + 60 * 86_400_000, record: 'o1' });
     } finally {
-      globalThis.setTimeout = real;
+      restore();
     }
     assert.deepEqual(armed, [2 ** 31 - 1]);
     assert.equal(b.held, 1);
