@@ -56,7 +56,7 @@ describe('writes made together are written together', () => {
       await closeDb(db);
     }
   });
-  it('closeDb returns while writers keep writing: the writes queued before it are written, later ones refused', async () => {
+  it('closeDb returns while writers keep writing: the writes queued before it are written, later ones refused', { timeout: 30_000 }, async () => {
     const db: Db = await openDb(`${t.dir}/c`);
     const s = sub(db, 's');
     let stop = false;
