@@ -62,10 +62,13 @@ describe('writes made together are written together', () => {
     let stop = false;
     let n = 0;
     const refused = new Set<string>();
+    const acked: string[] = [];
     const writer = async (id: number) => {
       while (!stop) {
+        const key = `w${id}-${n++}`;
         try {
-          await s.put(`w${id}-${n++}`, new Uint8Array([1]));
+          await s.put(key, new Uint8Array([1]));
+          acked.push(key);
         } catch (e) {
           refused.add((e as { code?: string }).code ?? String(e));
           await new Promise((r) => setTimeout(r, 1));
@@ -78,6 +81,14 @@ describe('writes made together are written together', () => {
     stop = true;
     await Promise.all(ws);
     assert.ok([...refused].every((c) => c === 'STORE_CLOSED' || c === 'LEVEL_DATABASE_NOT_OPEN'), [...refused].join());
+    assert.ok(refused.size > 0, 'writes made once the close began were refused');
+    const again: Db = await openDb(`${t.dir}/c`);
+    try {
+      const kept = new Set(await sub(again, 's').keys().all());
+      assert.ok(acked.length > 0 && acked.every((k) => kept.has(k)), 'every write acknowledged before the close is on disk');
+    } finally {
+      await closeDb(again);
+    }
   });
 
   it('writes queued when the database is closed directly are written before LevelDB closes (never reach a closed binding)', async () => {
