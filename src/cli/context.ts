@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
+import { osWords } from '../util/os-reason.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -75,8 +76,9 @@ function writeProblem(e: NodeJS.ErrnoException): string {
   if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return 'its directory does not exist';
   if (e.code === 'EISDIR') return 'it is a directory';
   if (e.code === 'EEXIST') return 'a file of that name is in the way (a directory is needed)';
-  if (e.code === 'EACCES' || e.code === 'EPERM') return 'permission denied';
-  if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return 'no space left on the device';
+  if (e.code === 'EPERM') return 'permission denied';
+  const words = osWords(e.code);
+  if (words) return words;
   if (e.code === 'EFBIG') return 'the file would pass the size limit';
   if (e.code === 'EBADF') return 'it names a descriptor that is not open for writing';
   if (e.code === 'ELOOP') return 'its path is a loop of symbolic links (or more than 40 in a row)';

@@ -6,7 +6,7 @@
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import { osReason } from '../store/db.js';
+import { osReason } from '../util/os-reason.js';
 
 const isOsError = (e: unknown) => typeof (e as NodeJS.ErrnoException | undefined)?.syscall === 'string';
 

@@ -12,6 +12,7 @@ import { C0Error } from '../errors.js';
 import { Ed25519Signer } from '../records/ed25519.js';
 import { didFromPublicKey } from '../records/did.js';
 import { syncDir } from '../util/atomic-file.js';
+import { osWords } from '../util/os-reason.js';
 
 export const KEY_FILE = 'identity.key';
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
@@ -198,7 +199,7 @@ export function readKeyFileDid(dataDir: string): string {
  */
 function keyUnreadable(path: string, e: unknown): C0Error {
   const code = (e as NodeJS.ErrnoException).code ?? 'EIO';
-  const why = code === 'EACCES' ? 'permission denied' : code === 'EPERM' ? 'operation not permitted' : (e as Error).message;
+  const why = osWords(code) ?? (e as Error).message;
   const owner = (p: string) => {
     try {
       const st = statSync(p);

@@ -24,6 +24,7 @@ import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { Level } from 'level';
 import { C0Error } from '../errors.js';
+import { osReason } from '../util/os-reason.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
@@ -496,20 +497,6 @@ export async function openDb(path: string): Promise<Db> {
   }
 }
 
-/** An OS error as an operator reads it: "no space left on the device (ENOSPC)". */
-export function osReason(err: unknown): string {
-  const code = (err as { code?: string }).code;
-  const said: Record<string, string> = {
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'disk quota exceeded',
-    EROFS: 'the file system is read-only',
-    EACCES: 'permission denied',
-    EPERM: 'operation not permitted',
-    EIO: 'input/output error',
-  };
-  const path = (err as { path?: string }).path;
-  return code && said[code] ? `${said[code]} (${code}${path ? `: ${path}` : ''})` : (err as Error).message;
-}
 
 export async function closeDb(db: Db): Promise<void> {
   for (const [key, e] of open) {
