@@ -3,7 +3,7 @@
  * asked), in the order they were made, whatever their sublevel or encoding; a group that fails fails every write in
  * it, and none queued behind it is acknowledged (docs/node.md "When a write fails").
  */
-import { describe, it } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { openDb, closeDb, sub, syncBatch, injectWriteFault, setRecovery, storeHealth, type Db } from '../../../src/store/db.js';
@@ -11,6 +11,7 @@ import { tempDir } from '../ledger/helpers.js';
 
 describe('writes made together are written together', () => {
   const t = tempDir('c0-dbgroup-');
+  after(() => t.cleanup());
 
   it('puts, dels and batches on sublevels of different encodings, made at once, all land in order', async () => {
     const db: Db = await openDb(`${t.dir}/a`);

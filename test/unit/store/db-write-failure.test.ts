@@ -4,7 +4,7 @@
  * state first (a ledger whose head on disk changed refuses: STORE_REOPEN_REFUSED). The real torn log on a full
  * disk is test/e2e/store-disk-full.test.ts.
  */
-import { describe, it, afterEach } from 'node:test';
+import { describe, it, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { openDb, closeDb, sub, syncBatch, injectWriteFault, setRecovery, storeHealth, onStoreEvent, onStoreFatal, type Db } from '../../../src/store/db.js';
@@ -25,6 +25,7 @@ const until = async (f: () => boolean, ms = 3000) => {
 describe('a failed LevelDB write poisons the handle until it is reopened', () => {
   const t = tempDir('c0-dbfail-');
   afterEach(() => onStoreFatal(undefined));
+  after(() => t.cleanup());
 
   it('refuses every later write at once, then reopens (sublevels and all) and takes writes again', async () => {
     const db: Db = await openDb(`${t.dir}/a`);
