@@ -248,15 +248,52 @@ export class PoolCoordinator {
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** Catch-up: ask `by` about its open entry here; true when its answer checks out and closed the entry. */
+  /**
+   * Catch-up: ask `by` about its open entry here; true when an outcome that checks out closed the entry. Its answer;
+   * else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool. When it is silent
+   * or says it no longer runs the job, a POOL_COORDINATOR_LOST receipt another member already signed for the dispatch
+   * closes the entry too: heard outside the pool, or held by a live member (its `status` answer). Both the signer's
+   * `closed` and a relay of it may have missed this member (down at both moments), and it would otherwise keep the
+   * entry open, counting the job dispatched and holding one of `by`'s pool.maxOpenDispatches places, until it is
+   * itself elected. The same receipt a relayed `closed` would have brought (serve.ts), checked the same way.
+   */
   async #askOne(job: string, entry: TrailEntry, by: string, tick: Tick): Promise<boolean> {
     const r = tick.silent ? undefined : await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
     if (r === undefined) tick.silent = true;
-    // Its answer; else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool.
-    const o = (r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined) ?? (await this.#heard(job, entry));
+    let o = (r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined) ?? (await this.#heard(job, entry));
+    if (!o && (r === undefined || r.running !== 'yes')) {
+      const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
+      o = (await this.#heard(job, entry, entries, true)) ?? (await this.#held(job, entry, entries, tick)).find((x) => x.coordinator === by || x.lost);
+      if (o?.lost) this.d.log.info({ job, coordinator: by, receipt: o.receipt.address, signer: o.receipt.signer }, 'pool: closed a dispatch whose coordinator is silent with the POOL_COORDINATOR_LOST receipt another member signed (its `closed` missed this member)');
+    }
     if (!o) return false;
     await this.#close(job, by, o);
     return true;
+  }
+
+  /**
+   * The outcomes the live members hold for `entry`'s dispatch (their `status` answers), each checked (#check): at
+   * most one ask per live member other than this one and the dispatch's coordinator, all at once, each within
+   * livenessMs. With `tick`, a member that did not answer earlier in the tick is not asked, and one that does not
+   * answer now is not asked again in it.
+   */
+  async #held(job: string, entry: TrailEntry, entries: TrailEntry[], tick?: Tick): Promise<VerifiedOutcome[]> {
+    const by = open(entry.dispatch, T.poolDispatch, { trusted: true }).signer;
+    const peers = this.v.live().filter((m) => m !== this.d.did && m !== by && !tick?.quiet.has(m));
+    const answers = await Promise.all(
+      peers.map(async (m) => {
+        const r = await this.d.call(m, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
+        if (r === undefined) tick?.quiet.add(m);
+        return r;
+      }),
+    );
+    const found: VerifiedOutcome[] = [];
+    for (const r of answers) {
+      if (!(r?.receipt instanceof Uint8Array)) continue;
+      const o = await this.#check(job, entry, r.receipt, r.settlement, entries);
+      if (o) found.push(o);
+    }
+    return found;
   }
 
   /** One pending entry of `by`'s: true when this member closed it in its coordinator's place (or its own after a restart). */
@@ -503,14 +540,7 @@ export class PoolCoordinator {
       const o = await this.#check(job, entry, e.receipt, e.settlement, entries);
       if (o) found.push(o);
     }
-    if (!found.some((o) => o.coordinator === d.signer)) {
-      const answers = await Promise.all(this.v.live().filter((m) => m !== this.d.did).map((m) => this.d.call(m, { op: 'status', job, coordinator: d.signer }, this.d.options.livenessMs).catch(() => undefined)));
-      for (const r of answers) {
-        if (!(r?.receipt instanceof Uint8Array)) continue;
-        const o = await this.#check(job, entry, r.receipt, r.settlement, entries);
-        if (o) found.push(o);
-      }
-    }
+    if (!found.some((o) => o.coordinator === d.signer)) found.push(...(await this.#held(job, entry, entries)));
     // Its coordinator's own outcome; else a failed receipt already signed for this dispatch as lost (no second one).
     // Never another coordinator's completion of the job: any member can record and complete a dispatch of its own
     // for a job it did not win, and the buyer took this dispatch's offer, not that one (a job completed under another
@@ -526,8 +556,8 @@ export class PoolCoordinator {
     // (a whole-pool restart: the members recover at once, before their connections are up): held by a live member
     // (its `status` answer), found in the evidence store (gossiped) or handed back by the asked, it closes the entry
     // as that member's `closed` would have, and is relayed to the members: its `closed` missed others too, and one
-    // not elected would keep the entry open (its catch-up takes only the coordinator's own outcome). A member of a
-    // build before this refuses the relay (POOL_CLOSE_NOT_ENTITLED: it takes a lost close only from its signer).
+    // not elected would keep the entry open until its catch-up asks around (#askOne). A member of a build before
+    // this refuses the relay (POOL_CLOSE_NOT_ENTITLED: it takes a lost close only from its signer).
     const own = found.find((o) => o.coordinator === d.signer);
     const lost = found.find((o) => o.lost);
     let other: { o: VerifiedOutcome; from: string } | undefined;

@@ -3,9 +3,11 @@
  * (found by its lookups, not heard in that member's `closed`) relays it to the members (`op: closed`), who take it
  * when it checks out and its signer is a member of the roster in use other than the dispatch's coordinator: a
  * member that missed the signer's `closed` (restarting then) and is not elected would otherwise keep the entry open
- * (its catch-up takes only the coordinator's own outcome), counting the job dispatched and holding one of the
- * coordinator's pool.maxOpenDispatches places, until it is itself elected. An older member refuses the relay
- * (POOL_CLOSE_NOT_ENTITLED): the relaying member goes on. Four members over their own stores (member-rig.ts).
+ * until its catch-up asks around, counting the job dispatched and holding one of the coordinator's
+ * pool.maxOpenDispatches places. An older member refuses the relay (POOL_CLOSE_NOT_ENTITLED): the relaying member
+ * goes on. A member that missed both the signer's `closed` and every relay takes the lost receipt at catch-up from a
+ * live member's `status` answer, unless the coordinator says it still runs the job. Four members over their own
+ * stores (member-rig.ts).
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +19,7 @@ import { signerFrom } from '../records/fixtures.js';
 import { Rig, MEMBERS, clock, ctx, jobChosen, offer, pooledReceipt, tallyOf, type World } from './member-rig.js';
 import { POOL, didOf, outsider, proof, roster } from './helpers.js';
 import { compareDids } from '../../../src/records/did.js';
+import { coordinatorRanking, epochOf } from '../../../src/pools/choice.js';
 
 const rig = new Rig();
 const LIVENESS_MS = 1000;
@@ -124,5 +127,51 @@ describe('a lost receipt taken from another member is relayed', () => {
     assert.equal((await d.serve({ op: 'closed', job: j.address, coordinator: A, receipt: byB.bytes }, C)).ok, 'yes');
     const e = await trailOf(d).get(j.address);
     assert.deepEqual([e?.state, e?.receipt], ['failed', byB.bytes]);
+  });
+  test('a member down both when B signed its lost receipt and when anyone could relay it closes its entry at catch-up, not elected: B answers `status` with it', async () => {
+    const w = await rig.world('catch-up-lost', { roster: r4, options: { livenessMs: LIVENESS_MS }, extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }) });
+    const a = w.members.get(A)!;
+    const { job: j, input } = jobChosen((m) => m === B);
+    await a.run(j, offer(j, A), ctx(input));
+    a.stop();
+    w.down.add(A);
+    clock.advance(10_000);
+    w.down.add(C).add(D);
+    if (!(await w.members.get(B)!.recover())) {
+      clock.advance(ALL_TURNS_MS);
+      assert.equal(await w.members.get(B)!.recover(), 1);
+    }
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [B], 'B signed the one lost receipt; its `closed` missed C and D');
+    // C is back (D, the only other member that could relay, stays down), in an epoch where B, not C, is elected
+    w.down.delete(C);
+    while (coordinatorRanking(POOL, epochOf(clock(), r4.record.epochMs), [B, C])[0] !== B) clock.advance(r4.record.epochMs);
+    const c = w.members.get(C)!;
+    assert.equal((await trailOf(c).get(j.address))?.state, 'dispatched');
+    await c.start(); // pings, then its tick: not elected, so catch-up
+    c.stop();
+    assert.equal(c.elected().coordinator, B, 'C was not elected: its catch-up ran, not recovery');
+    const e = await trailOf(c).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['failed', lostOf(w, j)[0]!.rec.bytes], 'C closed its entry with B’s lost receipt');
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [B], 'and signed none of its own');
+    assert.equal(((await c.status()) as { pending: number }).pending, 0);
+  });
+
+  test('catch-up takes no other member’s lost receipt while the coordinator answers that it still runs the job', async () => {
+    // A is up and says it still runs the job (a coordinator that left finishes what it runs)
+    const stillRuns = async (_from: string, to: string, f: Record<string, unknown>) => (to === A && f.op === 'status' ? ({ state: 'dispatched', running: 'yes', runs: 'no' } as const) : undefined);
+    const w = await rig.world('catch-up-running', { roster: r4, options: { livenessMs: LIVENESS_MS }, intercept: stillRuns, extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }) });
+    const { job: j, input } = jobChosen((m) => m === B);
+    const o = offer(j, A);
+    await w.members.get(A)!.run(j, o, ctx(input));
+    // B holds a lost receipt of its own for A's dispatch (a partition: it could not see A), which C never heard
+    const byB = pooledReceipt(w.members.get(B)!, j, o, B, { failure: LOST });
+    await trailOf(w.members.get(B)!).close(j.address, A, 'failed', byB.bytes);
+    clock.advance(10_000);
+    const c = w.members.get(C)!;
+    while (coordinatorRanking(POOL, epochOf(clock(), r4.record.epochMs), FOUR)[0] === C) clock.advance(r4.record.epochMs);
+    await c.start();
+    c.stop();
+    assert.notEqual(c.elected().coordinator, C);
+    assert.equal((await trailOf(c).get(j.address))?.state, 'dispatched', 'A is live and answers for its dispatch: C waits for A’s own outcome');
   });
 });
