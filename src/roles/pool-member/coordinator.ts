@@ -344,7 +344,8 @@ export class PoolCoordinator {
    * are up) may be failing the dispatch now. A member ahead that it does see live is not waited for: then this one is
    * not elected, or that one's answer to the lookups (`status`, records/1) carries its lost receipt. So the elected
    * member of a pool whose members see each other signs at once, as before, and of two members that each believe
-   * themselves elected the one further down waits at least one turn more than the other.
+   * themselves elected the one further down waits at least one turn more than the other. The dispatch's own
+   * coordinator, failing it after a restart, is in no one's order: it comes after every other member.
    */
   #turn(job: string, by: string): { waitMs: number; ahead: string[] } {
     const key = DispatchTrail.key(job, by);
@@ -356,10 +357,11 @@ export class PoolCoordinator {
     }
     const candidates = this.v.roster().record.members.map((m) => m.did).filter((m) => m === this.d.did || (m !== by && !this.v.hasLeft(m)));
     const order = coordinatorRanking(this.v.pool, w.epoch, candidates);
-    const me = order.indexOf(this.d.did);
+    // Not on the roster in use, this member is elected by nobody: every other member goes first. Nor is it in anyone's
+    // order for its own dispatch (recovering it after a restart): the others leave it out, so it comes last.
+    const me = by === this.d.did ? -1 : order.indexOf(this.d.did);
     const live = new Set(this.v.live());
-    // (not on the roster in use, this member is elected by nobody: every other member goes first)
-    const ahead = (me < 0 ? order : order.slice(0, me)).filter((m) => !live.has(m));
+    const ahead = (me < 0 ? order : order.slice(0, me)).filter((m) => m !== this.d.did && !live.has(m));
     const turnMs = RECOVERY_TURN_LIVENESS * this.d.options.livenessMs;
     const waitMs = Math.max(0, w.since + Math.min(ahead.length, RECOVERY_TURNS_MAX) * turnMs - now);
     if (waitMs > 0 && !w.logged) {
@@ -584,9 +586,11 @@ export class PoolCoordinator {
       this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member while this one looked for its receipt; no lost receipt signed');
       return true;
     }
-    // Another coordinator's: the members ahead in the take-over order that this one cannot see get their turn first
-    // (their lost receipt is then found above on a later tick, or their `closed` closes the entry).
-    if (d.signer !== this.d.did && (await this.#turn(job, d.signer)).waitMs > 0) return false;
+    // The members ahead in the take-over order that this one cannot see get their turn first (their lost receipt is
+    // then found above on a later tick, or their `closed` closes the entry). Its own dispatch too, after a restart:
+    // the others leave the dispatch's coordinator out of their order, so a member that does not see it yet (the whole
+    // pool restarting) fails the dispatch at once, and this one, signing at once as well, made two lost receipts.
+    if ((await this.#turn(job, d.signer)).waitMs > 0) return false;
     const j = open(entry.job, T.job, { trusted: true });
     const offer = open(entry.offer, T.offer, { trusted: true });
     const now = this.d.clock();

@@ -3,9 +3,10 @@
  * each other's liveness that differ) recover the same silent coordinator's dispatch at the same moment: only the one
  * first in the take-over order (the election's ranking) signs a POOL_COORDINATOR_LOST receipt at once; the other
  * waits its turn (RECOVERY_TURN_LIVENESS × livenessMs for each member ahead it cannot see), and takes the first one's
- * receipt once it reaches it, so the pool signs one lost receipt and every trail names it. A member ahead that stays
- * unreachable only delays the close (docs/pools.md "A coordinator that crashes"). Three members over their own stores
- * (member-rig.ts).
+ * receipt once it reaches it, so the pool signs one lost receipt and every trail names it. The dispatch's own
+ * coordinator, recovering its dispatch after a restart, comes last: it waits a turn for each member it cannot see. A
+ * member ahead that stays unreachable only delays the close (docs/pools.md "A coordinator that crashes"). Three members
+ * over their own stores (member-rig.ts).
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -95,5 +96,53 @@ describe('recovering the same dispatch at the same moment: one lost receipt, in 
     const { w, j, second } = await world('order-live');
     assert.equal(await w.members.get(second)!.recover(), 1);
     assert.deepEqual(lostOf(w, j).map((p) => p.by), [second]);
+  });
+  test('the dispatch’s own coordinator restarts with the others and cannot see them yet: it waits its turn for each, and takes the first one’s receipt; one lost receipt', async () => {
+    const cut = { on: false };
+    const opts = {
+      options: { livenessMs: LIVENESS_MS },
+      // A is cut off from the other two while `cut.on` (all restarting, A's connections not up yet)
+      intercept: async (from: string, to: string) => {
+        if (cut.on && (from === A) !== (to === A)) throw Object.assign(new Error('not connected'), { code: 'NET_DIAL_FAILED' });
+        return undefined;
+      },
+      extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }),
+    };
+    const w = await rig.world('order-own', opts);
+    const { job: j, input } = jobChosen((m) => m !== A);
+    await w.members.get(A)!.run(j, offer(j, A), ctx(input));
+    w.members.get(A)!.stop();
+    clock.advance(10_000);
+    // the whole pool restarts: A over its own store, its dispatch open and no receipt stored
+    cut.on = true;
+    const a = await rig.addMember(w, 'order-own', A, opts);
+    const [first] = coordinatorRanking(POOL, epochOf(clock(), r.record.epochMs), MEMBERS.filter((m) => m !== A)) as [string];
+    const done = await Promise.all([a.recover(), w.members.get(first)!.recover()]);
+    assert.deepEqual(done, [0, 1], 'the first in the order closed A’s dispatch; A, its coordinator, waits for the members it cannot see');
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [first]);
+    cut.on = false;
+    clock.advance(2 * TURN_MS);
+    assert.equal(await a.recover(), 1);
+    const all = lostOf(w, j);
+    assert.deepEqual(all.map((p) => p.by), [first], 'A took the first’s receipt and signed none');
+    const e = await trailOf(a).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['failed', all[0]!.rec.bytes]);
+  });
+
+  test('the dispatch’s own coordinator restarts alone (the others down for good): it fails its dispatch once every turn has passed, not before', async () => {
+    const opts = { options: { livenessMs: LIVENESS_MS }, extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }) };
+    const w = await rig.world('order-own-alone', opts);
+    const { job: j, input } = jobChosen((m) => m !== A);
+    await w.members.get(A)!.run(j, offer(j, A), ctx(input));
+    w.members.get(A)!.stop();
+    clock.advance(10_000);
+    for (const m of MEMBERS) if (m !== A) w.down.add(m);
+    const a = await rig.addMember(w, 'order-own-alone', A, opts);
+    assert.equal(await a.recover(), 0, 'it waits for the two members it cannot see');
+    clock.advance(2 * TURN_MS - 1);
+    assert.equal(await a.recover(), 0);
+    clock.advance(1);
+    assert.equal(await a.recover(), 1, 'the job is not left open');
+    assert.deepEqual(lostOf(w, j).map((p) => p.by), [A]);
   });
 });
