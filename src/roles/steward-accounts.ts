@@ -72,7 +72,7 @@ import { T, type Energy, type Offer, type Receipt, type Selection } from '../rec
 import { worseGrade } from '../pool/grades.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { pooledReceiptFor, type ChosenOffer, type WinnerResolver } from './steward-winners.js';
@@ -297,20 +297,24 @@ export const MAX_BACKGROUND_RESOLVES = 4;
 export const FETCH_BACKOFF_MS = 1000;
 export const FETCH_BACKOFF_MAX_MS = 5 * 60_000;
 
-/** The backoff of what background fetches are for (an open claim's accounts, a reclaimed claim's failovers). */
+/**
+ * The backoff of what background fetches are for (an open claim's accounts, a reclaimed claim's failovers): a duration
+ * the steward measures for itself, on the monotonic clock (StewardPorts.monoClock), so a wall clock stepped back does
+ * not hold the fetches back as long, nor one stepped forward cut the backoff short. Memory only.
+ */
 export interface FetchBackoff {
   /** Background fetches for it that found nothing in a row. */
   fetchMisses?: number;
-  /** When the next may start. */
+  /** When the next may start, on the monotonic clock. */
   fetchNotBefore?: number;
 }
 
-/** Whether what `backoff` is for backs off at `now` (its background fetches found nothing lately). */
+/** Whether what `backoff` is for backs off at `now` (monotonic: its background fetches found nothing lately). */
 export function backingOff(backoff: FetchBackoff, now: number): boolean {
   return backoff.fetchNotBefore !== undefined && now < backoff.fetchNotBefore;
 }
 
-/** After a background fetch for what `backoff` is for: reset when it found what it looked for, else back off longer. */
+/** After a background fetch for what `backoff` is for, at `now` (monotonic): reset when it found what it looked for, else back off longer. */
 export function noteFetched(backoff: FetchBackoff, found: boolean, now: number): void {
   if (found) {
     backoff.fetchMisses = 0;
@@ -334,7 +338,8 @@ export class BackgroundFetches {
   readonly #claims = new Set<string>();
   readonly #buyers = new Set<string>();
 
-  constructor(private readonly d: { clock: Clock; log: Logger; stopped: () => boolean; max?: number }) {}
+  /** `mono`: the monotonic clock of the backoffs (FetchBackoff). */
+  constructor(private readonly d: { mono: Clock; log: Logger; stopped: () => boolean; max?: number }) {}
 
   /** How many are in flight. */
   get size(): number {
@@ -349,12 +354,12 @@ export class BackgroundFetches {
    */
   run(claim: string, buyer: string, backoff: FetchBackoff | undefined, what: string, work: () => Promise<boolean>): boolean {
     if (this.#claims.has(claim) || this.#buyers.has(buyer) || this.#claims.size >= (this.d.max ?? MAX_BACKGROUND_RESOLVES) || this.d.stopped()) return false;
-    if (backoff && backingOff(backoff, this.d.clock())) return false;
+    if (backoff && backingOff(backoff, this.d.mono())) return false;
     this.#claims.add(claim);
     this.#buyers.add(buyer);
     void work()
       .then((found) => {
-        if (backoff) noteFetched(backoff, found, this.d.clock());
+        if (backoff) noteFetched(backoff, found, this.d.mono());
       })
       .catch((e) => this.d.log.warn({ claim, err: (e as Error).message }, `${what} failed`))
       .finally(() => {
@@ -424,6 +429,8 @@ export interface AccountsDeps {
   /** This steward's DID (its own selections name providers too). */
   did: string;
   clock: Clock;
+  /** The monotonic clock of the background fetches' backoff (default monotonicClock; StewardPorts.monoClock). */
+  monoClock?: Clock;
   log: Logger;
   stopped: () => boolean;
   /** Append a ledger entry and publish the new head. */
@@ -475,7 +482,7 @@ export class ClaimAccounts {
   readonly background: BackgroundFetches;
 
   constructor(private d: AccountsDeps) {
-    this.background = d.background ?? new BackgroundFetches({ clock: d.clock, log: d.log, stopped: d.stopped });
+    this.background = d.background ?? new BackgroundFetches({ mono: d.monoClock ?? monotonicClock, log: d.log, stopped: d.stopped });
   }
 
   /** An open claim's accounts; undefined once its release is under way (a usage answer in flight then keeps nothing). */

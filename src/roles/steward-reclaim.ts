@@ -239,7 +239,7 @@ export class Reclaimer {
 
   constructor(private d: ReclaimDeps) {}
 
-  /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS). */
+  /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS, the failovers' fetches' backoff). */
   #mono(): number {
     return (this.d.ports.monoClock ?? monotonicClock)();
   }
@@ -661,7 +661,7 @@ export class Reclaimer {
 
   /** Fetch a reclaimed claim's pending selections' winning offers in a shared background slot, unless they back off. */
   #runLater(key: string, r: Reclaimed): void {
-    if (!r.pending?.size || backingOff(r, this.d.ports.clock())) return;
+    if (!r.pending?.size || backingOff(r, this.#mono())) return;
     // no backoff handed over: #work keeps the fetches' own (noteFetched)
     this.d.accounts.background.run(key, r.buyer, undefined, 'fetching a reclaimed claim’s failovers’ offers', () => this.#work(key, r));
   }
@@ -672,9 +672,9 @@ export class Reclaimer {
    * Answers true (the slot keeps no backoff of its own: the claim keeps the fetches', noteFetched).
    */
   async #work(key: string, r: Reclaimed): Promise<boolean> {
-    if (!this.#stillReclaimed(key, r) || !r.pending?.size || backingOff(r, this.d.ports.clock())) return true;
+    if (!this.#stillReclaimed(key, r) || !r.pending?.size || backingOff(r, this.#mono())) return true;
     const found = await this.#resolvePending(key, r);
-    noteFetched(r, found, this.d.ports.clock());
+    noteFetched(r, found, this.#mono());
     return true;
   }
 

@@ -12,6 +12,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 
 export interface GroupRecord {
   /** The group leader's pid (the executor's child); the group id is the same (it is spawned detached). */
@@ -65,7 +66,14 @@ export function groupMembers(pgid: number): number[] {
 export type ReapOutcome = 'killed' | 'exited' | 'not-ours';
 
 export class ProcessRegistry {
-  constructor(readonly dir: string) {}
+  /**
+   * `monoClock` (default `monotonicClock`, src/util/clock.ts) times the grace between SIGTERM and SIGKILL in reap():
+   * a wall clock stepped back would hold the provider's start as long, one stepped forward cut the grace short.
+   */
+  constructor(
+    readonly dir: string,
+    private readonly monoClock: Clock = monotonicClock,
+  ) {}
 
   /** Record a running group (written atomically, synchronously: the record exists before the work gets its input). */
   add(rec: GroupRecord): void {
@@ -100,7 +108,7 @@ export class ProcessRegistry {
 
   /**
    * End what a previous run left: every recorded group that is still the
-   * same process gets SIGTERM, then SIGKILL after `graceMs`. Each record is
+   * same process gets SIGTERM, then SIGKILL after `graceMs` (monotonic). Each record is
    * removed and reported with what was found.
    */
   async reap(graceMs = 2_000): Promise<Array<{ rec: GroupRecord; outcome: ReapOutcome }>> {
@@ -113,8 +121,8 @@ export class ProcessRegistry {
       else {
         outcome = 'killed';
         signalGroup(rec.pgid, 'SIGTERM');
-        const end = Date.now() + graceMs;
-        while (groupMembers(rec.pgid).length && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+        const end = this.monoClock() + graceMs;
+        while (groupMembers(rec.pgid).length && this.monoClock() < end) await new Promise((r) => setTimeout(r, 50));
         if (groupMembers(rec.pgid).length) signalGroup(rec.pgid, 'SIGKILL');
       }
       this.remove(rec.pid);

@@ -10,7 +10,7 @@ import { T, type Advert, type Hardware, type Job, type Offer, type Receipt, type
 import { compareMoney } from '../../records/money.js';
 import { hashHex } from '../../records/address.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
@@ -47,6 +47,11 @@ export interface ProviderDeps {
   meter: Meter;
   box: BoxKeyPair;
   clock: Clock;
+  /**
+   * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what this provider times for itself: the
+   * throttle of a run's progress events (one per 100 ms). A wall clock stepped back would hold them back as long.
+   */
+  monoClock?: Clock;
   log: Logger;
   /** The market's eligibility check of this provider's advert against a job (no offer yet). */
   eligibility: (job: Opened<Job>, advert: Opened<Advert>, now: number) => EligibilityFailure[];
@@ -549,7 +554,9 @@ export class Provider {
     let failure: { code: string; message: string } | undefined;
     try {
       await send({ t: 'accepted', startedAt });
-      let lastProgress = 0;
+      // on the monotonic clock: a wall clock stepped back would hold every progress event back as long
+      const mono = this.d.monoClock ?? monotonicClock;
+      let lastProgress = -Infinity;
       const run = this.d.pool ? (c: ExecContext) => this.d.pool!.run(job, offer, c) : (c: ExecContext) => this.#executors.get(job.record.workload)!.run(c);
       output = await run({
         input,
@@ -563,7 +570,7 @@ export class Provider {
         onProgress: (p) => {
           const sp = this.#spans.get(job.address);
           if (sp && p.units !== undefined) sp.units = p.units;
-          const t = this.d.clock();
+          const t = mono();
           if (t - lastProgress < 100 && p.fraction !== 1) return;
           lastProgress = t;
           void send({ t: 'progress', message: p.message, ...(p.fraction === undefined ? {} : { permille: Math.round(p.fraction * 1000) }) }).catch(() => {});

@@ -8,7 +8,8 @@
  *   view's epochs and every committed epoch, kept as each commitment is
  *   counted (never rebuilt over the epochs kept).
  * - `StatusFile`: written at once at join, epoch ends, view changes and the
- *   finish; while steps run, at most every `everyMs` of the worker's clock.
+ *   finish; while steps run, at most every `everyMs` of the worker's
+ *   monotonic clock (a wall clock stepped back would stop the writes as long).
  */
 import { writeFileSync } from 'node:fs';
 import { baselineAccuracy, iris } from '../../training/data.js';
@@ -90,13 +91,14 @@ export function statusView(w: StatusSource, more: { self: string; stepsPerSec: n
   };
 }
 
-/** status.json: written now, or (a step) only when `everyMs` have passed on the clock since the last write. */
+/** status.json: written now, or (a step) only when `everyMs` have passed on the (monotonic) clock since the last write. */
 export class StatusFile {
   #last = -Infinity;
 
   constructor(
     private readonly path: string,
     private readonly view: () => Record<string, unknown>,
+    /** The monotonic clock (TrainerOptions.monoClock): the cadence is a duration, never compared with a record's time. */
     private readonly clock: () => number,
     private readonly everyMs = STATUS_EVERY_MS,
   ) {}

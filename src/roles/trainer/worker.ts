@@ -32,7 +32,7 @@ import type { Ed25519Signer } from '../../records/ed25519.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { createNetwork, type Network } from '../../net/node.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
-import type { Clock } from '../../util/clock.js';
+import { monotonicClock, type Clock } from '../../util/clock.js';
 import { silentLogger, type Logger } from '../../util/log.js';
 import { Mailbox } from '../../training/allreduce.js';
 import { EpochAggregator, electCoordinator } from '../../training/aggregator.js';
@@ -54,6 +54,11 @@ export interface TrainerOptions {
   /** Where status.json, epochs/ and steps/ go. */
   dir: string;
   clock: Clock;
+  /**
+   * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what the worker times for itself: the
+   * status.json cadence (`statusEveryMs`). Never signed nor compared with a record's time.
+   */
+  monoClock?: Clock;
   log?: Logger;
   /** Progress events (the CLI prints them). */
   onEvent?: (e: TrainerEvent) => void;
@@ -61,7 +66,7 @@ export interface TrainerOptions {
   joinTimeoutMs?: number;
   /** Use this node's network instead of starting one (a provider running the run as a job); members are reached by DID. One worker runs on a node's network at a time (TRAIN_BUSY). */
   net?: Pick<Network, 'handle' | 'request' | 'did'> & Partial<Pick<Network, 'unhandle'>>;
-  /** status.json while steps run: written at most this often, ms of `clock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
+  /** status.json while steps run: written at most this often, ms of `monoClock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
   statusEveryMs?: number;
 }
 
@@ -196,7 +201,7 @@ export class TrainerWorker {
       },
     };
     this.#witness = new Witness(this.#epochParty, o.dir);
-    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.clock, o.statusEveryMs);
+    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.monoClock ?? monotonicClock, o.statusEveryMs);
   }
 
   #rank = (did: string): number => this.rec.members.indexOf(did);

@@ -52,6 +52,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
+  const mono = fakeClock(0);
   const box = generateBoxKeyPair();
   const published: Published[] = [];
   const receipts: Array<Opened<Receipt>> = [];
@@ -80,6 +81,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     meter: new EstimatorMeter(50, clock),
     box,
     clock,
+    monoClock: mono,
     log: opts.log ?? silentLogger(),
     eligibility: (job, advert, now) => {
       eligibilityCalls.push({ job: job.address, advert: advert.address, now });
@@ -117,7 +119,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
   };
   const provider = new Provider(deps);
   live.push(provider);
-  return { provider, signer, did, clock, box, published, receipts, outcomes, seqs, eligibilityCalls, config };
+  return { provider, signer, did, clock, mono, box, published, receipts, outcomes, seqs, eligibilityCalls, config };
 }
 
 const buyer = Ed25519Signer.generate();
@@ -946,6 +948,34 @@ describe('Provider: a pool member’s hooks', () => {
     await assert.rejects(exec(bad.provider, frame(j2, o2, makeSelection(j2, o2), input)), /disk full/);
     assert.deepEqual(calls, ['run', `abandoned:${j2.address}`]);
     assert.equal(bad.provider.running, 0);
+  });
+
+  test('the progress events’ throttle (one per 100 ms) is on the monotonic clock: a wall clock stepped back or forward 10 min changes nothing', async () => {
+    // Before, it read the wall clock: stepped back 10 min, no progress reached the buyer for 10 min; stepped forward,
+    // the throttle let one through at once.
+    const s = setup({
+      pool: poolHooks([], async (_j, _o, c) => {
+        c.onProgress({ fraction: 0.1, message: 'p' });
+        s.clock.advance(-10 * 60_000);
+        s.mono.advance(150);
+        c.onProgress({ fraction: 0.2, message: 'p' }); // 150 ms after the last on the monotonic clock: sent
+        s.clock.advance(20 * 60_000);
+        s.mono.advance(50);
+        c.onProgress({ fraction: 0.3, message: 'p' }); // 50 ms after: throttled
+        s.mono.advance(60);
+        c.onProgress({ fraction: 0.4, message: 'p' }); // 110 ms after: sent
+        return utf8('done');
+      }),
+    });
+    const input = utf8('pooled');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
+    assert.equal(frames.at(-1)?.t, 'receipt');
+    assert.deepEqual(
+      frames.filter((f) => f.t === 'progress').map((f) => (f as { permille?: number }).permille),
+      [100, 200, 400],
+    );
   });
 
   /** A registry in a fresh directory that remembers what was recorded. */

@@ -22,7 +22,7 @@ import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
 import { Steward, STEWARD_PROTOCOL } from '../../../src/roles/steward.js';
 import type { StewardPorts } from '../../../src/roles/steward-ports.js';
-import { MAX_BACKGROUND_RESOLVES } from '../../../src/roles/steward-accounts.js';
+import { BackgroundFetches, MAX_BACKGROUND_RESOLVES, type FetchBackoff } from '../../../src/roles/steward-accounts.js';
 import { Dispatcher } from '../../../src/net/dispatch.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
@@ -58,6 +58,8 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
   const handlers = new Map<string, (...a: never[]) => Promise<void>>();
   const disp = new Dispatcher({ metrics: createNetMetrics(), log: silentLogger() });
   const clock = fakeClock(NOW);
+  // the monotonic clock (durations the steward measures for itself: the fetches' backoff)
+  const mono = fakeClock(0);
   const stops: Array<{ to: string; job: string }> = [];
   // stop requests in flight now, and the most ever (a stop `stopHangs` says hangs answers only at close)
   const stopping = { now: 0, max: 0 };
@@ -68,6 +70,7 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
   const ports = {
     name: 't',
     clock,
+    monoClock: mono,
     log: silentLogger(),
     net: {
       handle: async (p: string, h: never) => void handlers.set(p, h),
@@ -138,7 +141,7 @@ async function reclaimedRig(serve?: (from: string, address: string) => Opened[] 
     await closeDb(db);
     t.cleanup();
   };
-  return { s, clock, records, push, settle, stops, stopping, fetches, low, close };
+  return { s, clock, mono, records, push, settle, stops, stopping, fetches, low, close };
 }
 
 test('a hostile buyer’s selections for its reclaimed claim, each naming an unheld offer from a silent DID, run one fetch at a time', async () => {
@@ -178,6 +181,7 @@ test('a reclaimed claim whose fetch found nothing backs off; its pending selecti
     assert.equal(r.fetches.all.length, first, 'backing off after a miss');
     // after it, a catch-up round tries the pending selections again
     r.clock.advance(1_500);
+    r.mono.advance(1_500);
     await r.s.catchUp();
     await r.settle();
     assert.ok(r.fetches.all.length > first, 'tried again after the backoff');
@@ -191,6 +195,63 @@ test('a reclaimed claim whose fetch found nothing backs off; its pending selecti
   } finally {
     await r.close();
   }
+});
+
+test('the fetches’ backoff is on the monotonic clock: a wall clock stepped back or forward 10 min neither holds it nor cuts it short', async () => {
+  // Before, it read the wall clock: stepped back 10 min, a reclaimed claim's failovers were not looked for again for
+  // 10 min; stepped forward, the backoff after a miss was skipped.
+  const r = await reclaimedRig(() => []);
+  try {
+    const unheld = (i: number) => offer(P(70 + i), r.low, 'sha256:' + '33'.repeat(32));
+    r.push(selectionOf(lowBuyer, r.low, unheld(0), P(70).did), 'selection');
+    await r.settle();
+    const first = r.fetches.all.length;
+    assert.ok(first >= 1, 'looked for, and not found: backing off 1 s');
+    // the wall clock steps back 10 min; 1.5 s pass: the backoff is over
+    r.clock.advance(-10 * 60_000);
+    r.mono.advance(1_500);
+    await r.s.catchUp();
+    await r.settle();
+    const second = r.fetches.all.length;
+    assert.ok(second > first, 'tried again after the backoff, whatever the wall clock did');
+    // a second miss: 2 s now. The wall clock steps forward 10 min, 0.5 s pass: still backing off
+    r.clock.advance(20 * 60_000);
+    r.mono.advance(500);
+    await r.s.catchUp();
+    await r.settle();
+    assert.equal(r.fetches.all.length, second, 'still backing off');
+    r.mono.advance(2_000);
+    await r.s.catchUp();
+    await r.settle();
+    assert.ok(r.fetches.all.length > second, 'tried again once the backoff is over');
+  } finally {
+    await r.close();
+  }
+});
+
+test('the background slots’ own backoff (an open claim’s fetches) is timed on the monotonic clock they are given', async () => {
+  const mono = fakeClock(0);
+  const slots = new BackgroundFetches({ mono, log: silentLogger(), stopped: () => false });
+  const backoff: FetchBackoff = {};
+  const miss = async () => {
+    let done!: () => void;
+    const finished = new Promise<void>((ok) => (done = ok));
+    const started = slots.run('claim', 'buyer', backoff, 'test', async () => {
+      setImmediate(done);
+      return false;
+    });
+    if (started) await finished;
+    await new Promise((r) => setImmediate(r));
+    return started;
+  };
+  assert.equal(await miss(), true);
+  assert.equal(await miss(), false, 'backing off 1 s after a miss');
+  mono.advance(1_500);
+  assert.equal(await miss(), true, 'the 1 s backoff is over after 1.5 s');
+  mono.advance(500);
+  assert.equal(await miss(), false, 'the 2 s backoff holds after 0.5 s');
+  mono.advance(1_600);
+  assert.equal(await miss(), true, 'and is over after 2.1 s');
 });
 
 test('a failover whose provider’s offer the steward does not hold still has that provider asked to stop', async () => {

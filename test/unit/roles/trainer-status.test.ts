@@ -41,12 +41,25 @@ after(() => {
 
 const self = P(300);
 
-async function runAlone(epochs: number, stepsPerEpoch: number, clock: ReturnType<typeof fakeClock>, everyStepMs: number) {
+/**
+ * A one-member run whose steps are `everyStepMs` apart on both clocks (the wall `clock`, and the monotonic one the
+ * status cadence reads); `onStep(n)` runs after the n-th step (from 1), to step the wall clock, say.
+ */
+async function runAlone(epochs: number, stepsPerEpoch: number, clock: ReturnType<typeof fakeClock>, everyStepMs: number, onStep?: (n: number) => void) {
+  const mono = fakeClock(0);
+  let steps = 0;
   const t = tempDir('c0-train-status-');
   const yaml = stringify({ name: 'alone', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch, epochs, members: [{ did: self.did, addr: '/ip4/127.0.0.1/tcp/1' }] });
   const run = buildRun(yaml, self.signer, NOW).bundle.run;
   const net = { did: self.did, handle: async () => {}, request: async () => [] };
-  const w = new TrainerWorker({ signer: self.signer, did: self.did, run, addrs: {}, dir: t.dir, clock, net: net as never, onEvent: (e) => e.e === 'step' && clock.advance(everyStepMs) });
+  const w = new TrainerWorker({ signer: self.signer, did: self.did, run, addrs: {}, dir: t.dir, clock, monoClock: mono, net: net as never,
+    onEvent: (e) => {
+      if (e.e !== 'step') return;
+      clock.advance(everyStepMs);
+      mono.advance(everyStepMs);
+      onStep?.(++steps);
+    },
+  });
   writes.length = 0;
   try {
     await w.start();
@@ -80,6 +93,21 @@ describe('the trainer’s status.json', () => {
       w.map((x) => x.step),
       [-1, 0, 1, 2, 3, 4, 4, 4],
     );
+  });
+
+  it('its cadence is on the monotonic clock: a wall clock stepped back or forward 10 min writes it as often as one that was not', async () => {
+    // Before, the cadence read the wall clock: stepped back 10 min, status.json was not written again while steps ran
+    // (not for 10 min, or until the epoch's end); stepped forward, it was written at once.
+    const steady = (await runAlone(1, 100, fakeClock(NOW), 10)).writes.map((x) => x.step);
+    const wall = fakeClock(NOW);
+    const stepped = (
+      await runAlone(1, 100, wall, 10, (n) => {
+        if (n === 20) wall.advance(-10 * 60_000);
+        if (n === 60) wall.advance(20 * 60_000);
+      })
+    ).writes.map((x) => x.step);
+    assert.ok(steady.some((s) => s > 20 && s < 60), `written between the steps: ${steady.join(',')}`);
+    assert.deepEqual(stepped, steady);
   });
 
   it('contributions are kept as commitments are counted: an ended view’s uncommitted epoch is taken back, committed epochs stay', () => {
