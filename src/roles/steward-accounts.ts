@@ -60,12 +60,15 @@
  * StopMark without its provider: `{reason, freed}`; a claim gets at most the
  * few providers it was asked to stop at); `x/<claim>` → a claim released after
  * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
- * its deadline, the providers asked), written with each stop mark (before the
+ * its deadline, the providers asked, the failovers' providers waiting to be
+ * asked), written with each stop mark (before the
  * stop goes out), again in the batch that drops the claim's other entries, and
  * again before a stop to a failover's provider asked after the release goes
- * out, kept until the claim's deadline, so the buyer's `reclaimed` question
- * naming a provider asked is answered `priority`/`idle` after a restart too,
- * never `closed` or `no` (which the buyer does not take as a reclaim).
+ * out, and again when a failover's provider starts to wait for its turn; kept
+ * until the claim's deadline, so the buyer's `reclaimed` question naming a
+ * provider asked is answered `priority`/`idle` after a restart too, never
+ * `closed` or `no` (which the buyer does not take as a reclaim), and the
+ * providers waiting are still asked.
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -122,6 +125,12 @@ export interface ReclaimedNote {
   deadline: number;
   /** the providers asked to stop it */
   asked: string[];
+  /**
+   * Failovers' providers found and not asked yet, waiting for the claim's turn in the stop line (oldest first, at most
+   * MAX_PENDING_SELECTIONS): given back at the start and asked in turns (src/roles/steward-reclaim.ts). Absent in a
+   * note written before it existed, or with none waiting.
+   */
+  waiting?: string[];
 }
 
 /** A kept reclaimed note (ClaimStore `x/`), or undefined when it does not read as one. */
@@ -130,7 +139,10 @@ function reclaimedNoteFrom(text: string): ReclaimedNote | undefined {
     const m = JSON.parse(text) as Partial<ReclaimedNote>;
     if (m.reason !== 'priority' && m.reason !== 'idle') return undefined;
     if (typeof m.buyer !== 'string' || !m.buyer || !Number.isSafeInteger(m.deadline) || !Array.isArray(m.asked) || !m.asked.every((a) => typeof a === 'string' && a)) return undefined;
-    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked };
+    // a waiting list that does not read is left out: who was asked, and why, still count (the buyer's next selection
+    // names its failover again)
+    const waiting = Array.isArray(m.waiting) && m.waiting.length && m.waiting.every((a) => typeof a === 'string' && a) ? m.waiting.slice(-MAX_PENDING_SELECTIONS) : undefined;
+    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked, ...(waiting ? { waiting } : {}) };
   } catch {
     return undefined;
   }
@@ -443,9 +455,11 @@ export interface AccountsDeps {
   stopAsked?: (claim: string, provider: string) => boolean;
   /**
    * After a restart, before any kept receipt is judged: the stop marks kept for an open single job's claim (ClaimStore
-   * `s/`), handed back to whoever answers stopAsked (src/roles/steward-reclaim.ts Reclaimer.restoreAsked).
+   * `s/`), or the providers a released one's reclaimed note names as asked, handed back to whoever answers stopAsked
+   * (src/roles/steward-reclaim.ts Reclaimer.restoreAsked), with the failovers' providers its note says still wait to
+   * be asked (`waiting`).
    */
-  restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[]) => void;
+  restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[], waiting?: string[]) => void;
   /**
    * The claim was reclaimed (a provider asked to stop it, before its deadline): what is kept of it once released
    * (ClaimStore `x/`; src/roles/steward-reclaim.ts Reclaimer.reclaimedNote).
@@ -525,7 +539,7 @@ export class ClaimAccounts {
       if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
         // released as reclaimed: remembered until its deadline (the buyer's `reclaimed` question, a failover's stop)
         const note = !oj && saved.reclaimed && saved.reclaimed.deadline > this.d.clock() ? saved.reclaimed : undefined;
-        if (note) this.d.restoreAsked?.(claim, note.buyer, note.deadline, note.asked.map((provider) => ({ provider, reason: note.reason, freed: true })));
+        if (note) this.d.restoreAsked?.(claim, note.buyer, note.deadline, note.asked.map((provider) => ({ provider, reason: note.reason, freed: true })), note.waiting);
         await store.remove(claim, note);
         continue;
       }
@@ -534,7 +548,7 @@ export class ClaimAccounts {
       for (const c of saved.chosen) oj.chosen.set(c.offer, c);
       if (saved.provider) oj.provider = saved.provider;
       if (saved.stops.length) {
-        this.d.restoreAsked?.(claim, oj.buyer, oj.deadline, saved.stops);
+        this.d.restoreAsked?.(claim, oj.buyer, oj.deadline, saved.stops, saved.reclaimed?.waiting);
         const f = saved.stops.find((m) => m.freed);
         if (f) freed.set(claim, f.reason);
       }

@@ -50,6 +50,11 @@ export const RECLAIM_STOP_DEADLINE_MS = 5_000;
 
 export type Decided = { v: Verdict; victims: string[] };
 
+/** What is kept on disk of reclaimed claim entry `r` (ClaimStore `x/`): who was asked, and who waits to be. */
+function noteOf(r: Reclaimed): ReclaimedNote {
+  return { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked], ...(r.stops?.size ? { waiting: [...r.stops.keys()] } : {}) };
+}
+
 /** Set `key` in `m` as its newest entry, the oldest dropped past MAX_PENDING_SELECTIONS. */
 function newest<V>(m: Map<string, V>, key: string, value: V): void {
   m.delete(key); // re-set below: the newest is kept
@@ -87,7 +92,8 @@ interface Reclaimed extends FetchBackoff {
   /**
    * Failovers' providers found (their winning offers held, or fetched) and not asked yet, keyed and valued by DID:
    * asked one per turn of the claim in the stop line (Reclaimer.#pumpStops), newest first (at most
-   * MAX_PENDING_SELECTIONS, newest kept).
+   * MAX_PENDING_SELECTIONS, newest kept). Kept on disk too, in the claim's reclaimed note (`waiting`, written before
+   * the claim takes its place in the line), and given back at the start (restoreAsked).
    */
   stops?: Map<string, string>;
   /** One of `stops` is being asked now: the claim goes back in the stop line (at its end) once it is answered. */
@@ -236,8 +242,25 @@ export class Reclaimer {
    * CAPACITY_NOTES_MAX.
    */
   readonly #seenConnected = new Map<string, number>();
+  /**
+   * Per reclaimed claim, the last of its writes of what is kept on disk about it (stop marks with its note, the note,
+   * its drop): each waits for the one before (#inTurn) and writes what is in memory when its turn comes, so two
+   * writes of a claim never land out of order (an older note over a newer one, a note over its drop).
+   */
+  readonly #writes = new Map<string, Promise<void>>();
 
   constructor(private d: ReclaimDeps) {}
+
+  /** Run `write` (of what is kept on disk about claim `key`) once the claim's writes before it are done. */
+  #inTurn(key: string, write: () => Promise<void>): Promise<void> {
+    const done = (this.#writes.get(key) ?? Promise.resolve()).then(write);
+    const tail = done.catch(() => {});
+    this.#writes.set(key, tail);
+    void tail.then(() => {
+      if (this.#writes.get(key) === tail) this.#writes.delete(key);
+    });
+    return done;
+  }
 
   /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS, the failovers' fetches' backoff). */
   #mono(): number {
@@ -486,7 +509,7 @@ export class Reclaimer {
   async #keepMark(key: string, provider: string, entry: Reclaimed): Promise<void> {
     try {
       // with the note that outlives the claim's release (written before the stop goes out, like the mark)
-      await this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, { reason: entry.reason, buyer: entry.buyer, deadline: entry.deadline, asked: [...entry.asked] });
+      await this.#inTurn(key, () => this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, noteOf(entry)));
     } catch (e) {
       // the stop is sent all the same (see #stop)
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a stop mark on disk: a restart before the claim is released would count its reclaimed receipt as a failure');
@@ -495,10 +518,11 @@ export class Reclaimer {
 
   /** Keep on disk that released claim `key` was reclaimed, `provider` among those asked (its reclaimed note, `x/`). */
   async #keepNote(key: string, provider: string): Promise<void> {
-    const note = this.reclaimedNote(key);
-    if (!note) return;
     try {
-      await this.d.accounts.keepReclaimedNote(key, note);
+      await this.#inTurn(key, async () => {
+        const note = this.reclaimedNote(key);
+        if (note) await this.d.accounts.keepReclaimedNote(key, note);
+      });
     } catch (e) {
       // the stop is sent all the same: the provider may be running the job on the devices the reclaim freed
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a reclaimed note on disk: after a restart the buyer would not be told this provider was asked to stop');
@@ -506,14 +530,42 @@ export class Reclaimer {
   }
 
   /**
-   * At the start (ClaimAccounts.restore, before any kept receipt is judged): the providers this steward had asked to
-   * stop open claim `key` before the restart, from the stop marks kept on disk. Past the claim's deadline, nothing.
+   * Keep on disk that failovers' providers wait to be asked to stop reclaimed claim `key` (its reclaimed note, with
+   * `waiting`), before the claim takes its place in the stop line: a steward killed or restarted meanwhile still asks
+   * them (restoreAsked). One that cannot be written is logged, and the stops are sent all the same.
    */
-  restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[]): void {
+  async #keepWaiting(key: string): Promise<void> {
+    try {
+      await this.#inTurn(key, async () => {
+        const note = this.reclaimedNote(key);
+        if (note) await this.d.accounts.keepReclaimedNote(key, note);
+      });
+    } catch (e) {
+      this.d.ports.log.warn({ claim: key, err: (e as Error).message }, 'cannot keep on disk the failovers waiting to be asked to stop: a restart before their turn would not ask them');
+    }
+  }
+
+  /**
+   * At the start (ClaimAccounts.restore, before any kept receipt is judged): the providers this steward had asked to
+   * stop claim `key` before the restart (an open claim's stop marks, a released one's reclaimed note), and the
+   * failovers' providers its note says were still waiting to be asked: they wait again, in the stop line
+   * (resumeStops sends them in turns). Past the claim's deadline, nothing.
+   */
+  restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[], waiting?: string[]): void {
     if (!marks.length || deadline <= this.d.ports.clock()) return;
     let entry: Reclaimed | undefined;
     for (const m of marks) entry = this.#noteAsked(key, buyer, deadline, m.provider, m.reason).entry;
     if (marks.some((m) => m.freed)) entry!.freed = true;
+    // only a freed claim's failovers are asked (onSelection); oldest first, so the newest stays the newest
+    if (!entry!.freed || !waiting?.length) return;
+    for (const p of waiting) if (!entry!.asked.has(p)) newest((entry!.stops ??= new Map()), p, p);
+    if (entry!.stops?.size) this.#stopLine.add(key);
+  }
+
+  /** After the start (restoreAsked): send the stops that were waiting before the restart, in turns (#pumpStops). */
+  resumeStops(): void {
+    this.#dropExpired();
+    this.#pumpStops();
   }
 
   /**
@@ -542,14 +594,15 @@ export class Reclaimer {
    */
   reclaimedNote(key: string): ReclaimedNote | undefined {
     const r = this.#reclaimed.get(key);
-    return r && r.deadline > this.d.ports.clock() ? { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked] } : undefined;
+    return r && r.deadline > this.d.ports.clock() ? noteOf(r) : undefined;
   }
 
   /** A reclaimed claim is no longer remembered: nor is it on disk once released (best effort: else dropped at the next start past its deadline). */
   #unremember(key: string): void {
     this.#reclaimed.delete(key);
     this.#stopLine.delete(key);
-    void Promise.resolve().then(() => this.d.accounts.dropReclaimed(key)).catch((e) => this.d.ports.log.debug({ claim: key, err: (e as Error).message }, 'cannot drop a reclaimed note on disk (dropped at a start past its deadline)'));
+    // after the claim's writes under way (a note written after its drop would outlive the claim until the next start)
+    void this.#inTurn(key, () => this.d.accounts.dropReclaimed(key)).catch((e) => this.d.ports.log.debug({ claim: key, err: (e as Error).message }, 'cannot drop a reclaimed note on disk (dropped at a start past its deadline)'));
   }
 
   /** Forget the reclaimed claims whose deadline has come (with the selections kept pending for them). */
@@ -606,13 +659,19 @@ export class Reclaimer {
     } else this.#waitToStop(key, r, w.provider);
   }
 
-  /** Have `provider` wait with reclaimed claim `key` to be asked to stop, and the claim in the stop line. */
+  /**
+   * Have `provider` wait with reclaimed claim `key` to be asked to stop, kept on disk in the claim's note (#keepWaiting),
+   * then the claim in the stop line.
+   */
   #waitToStop(key: string, r: Reclaimed, provider: string): void {
     if (r.asked.has(provider)) return;
     newest((r.stops ??= new Map()), provider, provider);
-    // one already in the line keeps its place; one being served goes to the end once its stop is answered
-    if (!r.stopping) this.#stopLine.add(key);
-    this.#pumpStops();
+    void this.#keepWaiting(key).then(() => {
+      if (this.#reclaimed.get(key) !== r || !r.stops?.size) return;
+      // one already in the line keeps its place; one being served goes to the end once its stop is answered
+      if (!r.stopping) this.#stopLine.add(key);
+      this.#pumpStops();
+    });
   }
 
   /**

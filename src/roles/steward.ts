@@ -125,7 +125,7 @@ export class Steward {
       advert: async (a) => o.market.adverts.get?.(a) ?? (await o.records.get(a, T.advert)),
       ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
     });
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m) => this.#reclaim.restoreAsked(c, b, d, m), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, w) => this.#reclaim.restoreAsked(c, b, d, m, w), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
@@ -169,6 +169,8 @@ export class Steward {
     await this.#loadAdmittedEntries();
     await this.#accounts.restore();
     await this.#line.restore();
+    // the stops to reclaimed claims' failovers' providers that were waiting for their turn before the restart
+    this.#reclaim.resumeStops();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
     await net.handle(LEDGER_PROTOCOL, (frames, ctx) => serveLedgerRange(this.ledger, frames, ctx));
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));

@@ -1,0 +1,178 @@
+/**
+ * The stops a reclaimed claim's failovers' providers wait for (src/roles/steward-reclaim.ts: one stop in flight per
+ * buyer, a few in all, in turns) survive a steward restart. Before, the providers found and not asked yet were held
+ * in memory only: a steward restarted while they waited dropped them, and each such failover's provider went on
+ * running the reclaimed job on the devices freed for the higher claim until the buyer happened to sign another
+ * selection. Now the waiting providers are kept in the claim's reclaimed note (ClaimStore `x/`, `waiting`), written
+ * when they start to wait, given back at the start and asked in turns as before; they go with the note at the
+ * claim's deadline. A note written before `waiting` existed still loads. The whole Steward over a real Ledger and
+ * LevelDB, stopped and started again on the same directory; its gossip through the node's Dispatcher, its records/1
+ * and direct requests fakes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDb, closeDb, sub } from '../../../src/store/db.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { T } from '../../../src/records/kinds.js';
+import { Steward, STEWARD_PROTOCOL } from '../../../src/roles/steward.js';
+import type { StewardPorts } from '../../../src/roles/steward-ports.js';
+import { ClaimStore } from '../../../src/roles/steward-accounts.js';
+import { Dispatcher } from '../../../src/net/dispatch.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { tempDir } from '../ledger/helpers.js';
+import { stewardIdentity, until } from './steward-stub.js';
+import { NOW, P, advert, job, offer, type Party } from '../market/fixtures.js';
+
+// `hi` outranks `lo`; the operator declares one device, so admitting `hi` preempts `lo`.
+const TREE = `entitlements:
+  - { id: lab, guarantee_uj: 100000000, guarantee_devices: 4, over_quota_weight: 0, priority: 0 }
+  - { id: hi, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 2 }
+  - { id: lo, parent: lab, guarantee_uj: 50000000, guarantee_devices: 2, over_quota_weight: 0, priority: 0 }
+`;
+const [lowBuyer, highBuyer, provA] = [P(1), P(2), P(3)];
+const failovers = [P(40), P(41), P(42)];
+
+const selectionOf = (buyer: Party, j: Opened, o: Opened, named: string) =>
+  seal(T.selection, { job: j.address, buyer: buyer.did, decidedAt: NOW, policy: 'cheapest', winner: o.address, considered: [{ provider: named, offer: o.address }] }, buyer.signer);
+
+type Frame = { op: string; job: string };
+
+test('failovers’ providers waiting to be asked to stop when the steward restarts are asked after the start', async () => {
+  const t = tempDir('c0-reclaim-restart-');
+  writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+  const db = await openDb(join(t.dir, 'db'));
+  const records = new Map<string, Opened>();
+  const clock = fakeClock(NOW);
+  const stops: Array<{ to: string; job: string }> = [];
+  // the first steward's stops to failovers never answer (until the test ends): the others wait behind the one in flight
+  let hang = true;
+  let release!: () => void;
+  const never = new Promise<void>((ok) => (release = ok));
+  const start = async () => {
+    const handlers = new Map<string, (...a: never[]) => Promise<void>>();
+    const disp = new Dispatcher({ metrics: createNetMetrics(), log: silentLogger() });
+    const ports = {
+      name: 't',
+      clock,
+      log: silentLogger(),
+      net: {
+        handle: async (p: string, h: never) => void handlers.set(p, h),
+        subscribe: (k: string, h: never) => disp.subscribe(k as never, h),
+        publish: async () => ({ recipients: 1, address: '' }),
+        request: async (to: string, _p: string, frames: Frame[]) => {
+          if (frames[0]!.op !== 'stop') return [{ running: 'no' }];
+          stops.push({ to, job: frames[0]!.job });
+          if (hang && to !== provA.did) await never;
+          return [{ stopped: 'no', barred: 'yes' }];
+        },
+        drained: () => disp.drained(),
+        syncFrom: async () => ({ accepted: 0, failed: {} }),
+        fetchRecords: async () => [],
+      },
+      records: { get: async (a: string) => records.get(a), put: async (r: Opened) => void records.set(r.address, r) },
+      market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: new Map() } },
+      sub: (n: string) => sub(db, n),
+    } as unknown as StewardPorts;
+    const s = await Steward.start(ports, t.dir, { treeFile: join(t.dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: true, capacity: 1 }, stewardIdentity);
+    const admit = async (j: Opened, buyer: Party, entitlement: string) => {
+      const out: Array<{ t?: string }> = [];
+      await handlers.get(STEWARD_PROTOCOL)!(...([[{ op: 'admit', job: j.bytes, entitlement, estimate: { uj: 10_000_000, grade: 'Estimator' } }], { peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async (f: { t?: string }) => void out.push(f) }] as never[]));
+      return out[0]?.t;
+    };
+    const push = (rec: Opened) => disp.push(rec, { kind: 'selection', from: 'x', source: 'gossip', attachments: [] } as never);
+    const settle = async () => {
+      await disp.drained();
+      for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+    };
+    return { s, admit, push, settle };
+  };
+  const note = async (claim: string) => (await new ClaimStore(sub(db, 'steward-claims')).load()).get(claim)?.reclaimed;
+  const asked = (p: Party) => stops.filter((x) => x.to === p.did).length;
+  let s: Steward | undefined;
+  try {
+    const a = await start();
+    s = a.s;
+    // lo: admitted, selected at provA; hi needs the one device: lo is preempted (provA bars it) and released
+    const low = job(lowBuyer, { workload: 'infer.echo', nonce: new Uint8Array([1]) });
+    assert.equal(await a.admit(low, lowBuyer, 'lo'), 'admitted');
+    const offerA = offer(provA, low, advert(provA));
+    records.set(offerA.address, offerA);
+    a.push(selectionOf(lowBuyer, low, offerA, provA.did));
+    await a.settle();
+    assert.equal(await a.admit(job(highBuyer, { workload: 'infer.echo', nonce: new Uint8Array([2]) }), highBuyer, 'hi'), 'admitted');
+    assert.deepEqual(stops, [{ to: provA.did, job: low.address }]);
+
+    // the low buyer fails over three times (held offers): one stop goes out and hangs, the other two wait their turn
+    for (const f of failovers) {
+      const o = offer(f, low, advert(f));
+      records.set(o.address, o);
+      a.push(selectionOf(lowBuyer, low, o, f.did));
+      await a.settle();
+    }
+    await until(() => stops.length === 2, 'the first failover asked to stop');
+    await a.settle();
+    const first = failovers.find((f) => asked(f) === 1)!;
+    const waiting = failovers.filter((f) => f !== first);
+    assert.deepEqual(
+      waiting.map((f) => asked(f)),
+      [0, 0],
+      'the others wait (one stop in flight per buyer)',
+    );
+    await until(async () => (await note(low.address))?.waiting?.length === 2, 'the waiting providers kept in the reclaimed note');
+    assert.deepEqual(new Set((await note(low.address))!.waiting), new Set(waiting.map((f) => f.did)));
+
+    // the steward restarts (the stop in flight never answered); the next one's stops are answered
+    await s.stop();
+    s = undefined;
+    hang = false;
+    const b = await start();
+    s = b.s;
+    await until(() => waiting.every((f) => asked(f) === 1), `the waiting failovers asked after the restart: ${JSON.stringify(stops.map((x) => x.to))}`);
+    await b.settle();
+    assert.equal(asked(first), 1, 'the one asked before the restart is not asked again');
+    assert.equal(asked(provA), 1);
+    await until(async () => {
+      const n = await note(low.address);
+      return n !== undefined && (n.waiting ?? []).length === 0 && n.asked.length === 4;
+    }, 'the note has every provider asked and none waiting');
+
+    // past the claim's deadline, a start drops the note with what it kept
+    await s.stop();
+    s = undefined;
+    clock.set(low.record.deadline + 1);
+    s = (await start()).s;
+    assert.equal(await note(low.address), undefined, 'the note went at the deadline');
+  } finally {
+    release();
+    await s?.stop();
+    await closeDb(db);
+    t.cleanup();
+  }
+});
+
+test('a reclaimed note written before the waiting list existed still loads; one with a waiting list loads it', async () => {
+  const t = tempDir('c0-reclaim-note-');
+  const db = await openDb(join(t.dir, 'db'));
+  try {
+    const s = sub(db, 'steward-claims');
+    const utf8 = new TextEncoder();
+    await s.batch([
+      { type: 'put', key: 'x/old', value: utf8.encode(JSON.stringify({ reason: 'priority', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did] })) },
+      { type: 'put', key: 'x/new', value: utf8.encode(JSON.stringify({ reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did], waiting: [failovers[0]!.did, failovers[1]!.did] })) },
+      // a waiting list that does not read: the note still loads (who was asked, and why), without it
+      { type: 'put', key: 'x/bad', value: utf8.encode(JSON.stringify({ reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did], waiting: [7, ''] })) },
+    ] as never);
+    const loaded = await new ClaimStore(s).load();
+    assert.deepEqual(loaded.get('old')?.reclaimed, { reason: 'priority', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did] });
+    assert.deepEqual(loaded.get('new')?.reclaimed, { reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did], waiting: [failovers[0]!.did, failovers[1]!.did] });
+    assert.deepEqual(loaded.get('bad')?.reclaimed, { reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did] });
+  } finally {
+    await closeDb(db);
+    t.cleanup();
+  }
+});
