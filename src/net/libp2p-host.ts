@@ -28,7 +28,7 @@ import { overlayGater, type RefusalLog } from './refusals.js';
 import { expectedType, parseTopic, topicsFor, TOPIC_KINDS } from './topics.js';
 import { peekType } from '../records/envelope.js';
 import { decodeMessage } from './framing.js';
-import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners } from './libp2p-patches.js';
+import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 
 export { DHT_PROTOCOL };
@@ -191,7 +191,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   patchLengthPrefixedDecoder();
   patchYamuxWindowUpdate();
   patchMuxerCloseListeners();
-  return createLibp2p({
+  const host = await createLibp2p({
     start: false,
     privateKey: await libp2pKey(opts.signer),
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
@@ -215,4 +215,6 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
       dht: dhtService({ loopback, clientMode: dhtClientMode }),
     },
   });
+  patchGossipsubStop(host.services.pubsub);
+  return host;
 }

@@ -143,3 +143,45 @@ export function allowCloseListeners(proto: MuxerInternals): boolean {
 export function patchMuxerCloseListeners(): boolean {
   return allowCloseListeners(AbstractStreamMuxer.prototype as unknown as MuxerInternals);
 }
+
+/**
+ * Timers a stopped host left behind, each holding the process (every `c0mpute start` stopped by a signal, so
+ * every e2e test's teardown and restart, lived on up to a second after "network stopped"):
+ *
+ * - @libp2p/gossipsub's `stop` replaces its status without clearing the pending heartbeat (`status.heartbeatTimeout`,
+ *   up to one heartbeatInterval away); the heartbeat then runs once more on the stopped router. Here the pending
+ *   heartbeat is cleared as the stop begins (the status turns "stopped" in the same tick, so a heartbeat in flight
+ *   does not schedule another).
+ * - libp2p's `AddressManager` debounces the update of the node's own addresses in its peer store by one second and
+ *   schedules it on every `transport:close` too, with no stop of its own: `cancelAddressUpdate`, called after
+ *   `libp2p.stop()`, drops that update of a node that no longer runs (the debounce's own stop).
+ *
+ * Each returns false when the library no longer has that shape (then nothing changes).
+ */
+interface GossipsubInternals {
+  stop(): Promise<void>;
+  status?: { heartbeatTimeout?: ReturnType<typeof setTimeout> };
+  [GOSSIP_DONE]?: true;
+}
+const GOSSIP_DONE = Symbol.for('c0.gossipsub.stopClearsHeartbeat');
+
+/** Patch the class of a gossipsub instance (the class is not exported; idempotent). */
+export function patchGossipsubStop(pubsub: object): boolean {
+  const proto = Object.getPrototypeOf(pubsub) as GossipsubInternals | null;
+  if (!proto) return false;
+  return wrapOnce(proto, 'stop', GOSSIP_DONE, (inner) => function (this: GossipsubInternals): Promise<void> {
+    clearTimeout(this.status?.heartbeatTimeout);
+    return inner.call(this);
+  });
+}
+
+interface AddressManagerInternals {
+  _updatePeerStoreAddresses?: { stop?: () => void };
+}
+
+export function cancelAddressUpdate(libp2p: object): boolean {
+  const update = (libp2p as { components?: { addressManager?: AddressManagerInternals } }).components?.addressManager?._updatePeerStoreAddresses;
+  if (typeof update?.stop !== 'function') return false;
+  update.stop();
+  return true;
+}

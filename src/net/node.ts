@@ -48,6 +48,7 @@ import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_C
 import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
 import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.js';
+import { cancelAddressUpdate } from './libp2p-patches.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
 import { sendOnOtherTopics } from './shard-copies.js';
@@ -310,6 +311,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       libp2p.removeEventListener('connection:open', onConnOpen);
       libp2p.removeEventListener('connection:close', onConnClose);
       await libp2p.stop();
+      cancelAddressUpdate(libp2p);
       await sigPool?.close();
       await dispatcher.drained();
       log.info('network stopped');
