@@ -3,7 +3,7 @@
  * derives from a DID and back (an Ed25519 PeerId is an identity multihash of
  * the protobuf public key).
  */
-import { generateKeyPairFromSeed, publicKeyFromRaw } from '@libp2p/crypto/keys';
+import { privateKeyFromRaw, publicKeyFromRaw } from '@libp2p/crypto/keys';
 import { peerIdFromPublicKey, peerIdFromString } from '@libp2p/peer-id';
 import type { Ed25519PrivateKey, PeerId } from '@libp2p/interface';
 import { C0Error } from '../errors.js';
@@ -28,12 +28,20 @@ export function didFromPeerId(peer: PeerId | string): string {
   return did;
 }
 
-/** The libp2p private key for the node's identity (same seed, same key). */
+/**
+ * The libp2p private key for the node's identity (same seed, same key). Built from the seed and the signer's public
+ * key (derived by node:crypto when the signer was made): libp2p's `generateKeyPairFromSeed` derives the public key
+ * again in pure JS (@noble/curves), whose first use builds its tables, ~60 ms of CPU at every start.
+ */
 export async function libp2pKey(signer: Ed25519Signer): Promise<Ed25519PrivateKey> {
+  const raw = new Uint8Array(64);
   const seed = signer.exportSeed();
   try {
-    return await generateKeyPairFromSeed('Ed25519', seed);
+    raw.set(seed, 0);
+    raw.set(signer.publicKey, 32);
+    return privateKeyFromRaw(raw) as Ed25519PrivateKey; // copies the bytes
   } finally {
     seed.fill(0);
+    raw.fill(0);
   }
 }

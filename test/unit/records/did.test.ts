@@ -106,6 +106,9 @@ describe('DID ↔ libp2p PeerId', () => {
       // The node's libp2p key is its identity key.
       const key = await libp2pKey(signer);
       assert.equal(hex(key.publicKey.raw), hex(signer.publicKey));
+      assert.equal(hex(key.raw), hex(libp2pPriv.raw), 'the same private key as libp2p derives from the seed');
+      const msg = new TextEncoder().encode(`msg ${n}`);
+      assert.ok(await libp2pPriv.publicKey.verify(msg, await key.sign(msg)), 'its signatures verify under the identity key');
     }
   });
 
