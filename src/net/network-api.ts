@@ -135,6 +135,20 @@ export interface PeerInfo {
   addrs: string[];
 }
 
+/**
+ * Gossip as this node sees it (`/v1/status` `gossip`, `/v1/peers` `topics`; docs/node.md "The control API"), over the
+ * topics of the kinds it joined (its markets' shards for a sharded kind). A record published now on one of those
+ * topics goes at once to every peer heard subscribed to it (flood publish), and is relayed by the peers in the mesh.
+ */
+export interface GossipView {
+  /** Per kind: distinct peers heard subscribed to one of this node's topics of the kind, and how many of them are in its mesh of one. */
+  kinds: Partial<Record<TopicKind, { peers: number; mesh: number }>>;
+  /** Per peer id: the kinds of which the peer is subscribed to one of this node's topics (peers heard on none are absent). */
+  peerKinds: Map<string, TopicKind[]>;
+  /** Per peer id: the kinds of which the peer is in this node's mesh of one of its topics (the node relays to it). */
+  peerMesh: Map<string, TopicKind[]>;
+}
+
 export interface SyncResult {
   accepted: number;
   ignored: number;
@@ -215,6 +229,8 @@ export interface Network {
   gossipScore(peer: PeerRef): number;
   /** Peers subscribed to a kind's topic. */
   topicPeers(kind: TopicKind): string[];
+  /** Subscribers and mesh peers of this node's topics, per kind and per peer. */
+  gossip(): GossipView;
   /** Resolves when every accepted record so far has been handed to the subscribers. */
   drained(): Promise<void>;
   /** Connected peers and the state of each bootstrap peer (failures, last error). */

@@ -49,12 +49,12 @@ import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
 import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.js';
 import { cancelAddressUpdate } from './libp2p-patches.js';
-import { NETWORK_DEFAULTS, peerKey, toPeerId, type Network, type NetworkOptions } from './network-api.js';
+import { NETWORK_DEFAULTS, peerKey, toPeerId, type GossipView, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
 import { sendOnOtherTopics } from './shard-copies.js';
 
 export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
-export { NETWORK_DEFAULTS, type Network, type NetworkOptions, type PeerInfo, type PeerRef, type SyncResult } from './network-api.js';
+export { NETWORK_DEFAULTS, type GossipView, type Network, type NetworkOptions, type PeerInfo, type PeerRef, type SyncResult } from './network-api.js';
 
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
@@ -440,6 +440,31 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     topicPeers(kind) {
       return [...new Set(topicsFor(kind, overlay, shards).flatMap((t) => pubsub.getSubscribers(t).map((p) => p.toString())))];
+    },
+
+    gossip() {
+      // the router's own mesh (a method of the class, not of the GossipSub interface @libp2p/gossipsub exports)
+      const router = pubsub as unknown as { getMeshPeers(topic: string): string[] };
+      const kinds: GossipView['kinds'] = {};
+      const peerKinds = new Map<string, TopicKind[]>();
+      const peerMesh = new Map<string, TopicKind[]>();
+      const add = (m: Map<string, TopicKind[]>, p: string, kind: TopicKind) => {
+        const ks = m.get(p);
+        if (ks) ks.push(kind);
+        else m.set(p, [kind]);
+      };
+      for (const kind of joined) {
+        const peers = new Set<string>();
+        const mesh = new Set<string>();
+        for (const t of topicsFor(kind, overlay, shards)) {
+          for (const p of pubsub.getSubscribers(t)) peers.add(p.toString());
+          for (const p of router.getMeshPeers(t)) mesh.add(p);
+        }
+        kinds[kind] = { peers: peers.size, mesh: mesh.size };
+        for (const p of peers) add(peerKinds, p, kind);
+        for (const p of mesh) add(peerMesh, p, kind);
+      }
+      return { kinds, peerKinds, peerMesh };
     },
 
     drained() {

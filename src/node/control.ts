@@ -47,7 +47,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   };
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
-    { method: 'GET', path: '/v1/peers', handler: async ({ query }) => ({ peers: ov(d, query).net.peers() }) },
+    { method: 'GET', path: '/v1/peers', handler: async ({ query }) => peersView(ov(d, query)) },
     {
       method: 'GET',
       path: '/v1/market',
@@ -163,8 +163,15 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
     offersHeld: o.market.book.size,
     evidence: o.market.evidence.size,
     network: o.networkHealth(),
+    gossip: o.net.gossip().kinds,
     ...(o.provider ? { provider: { advert: o.provider.advert?.address, running: o.provider.running } } : {}),
   };
+}
+
+/** `/v1/peers`: each connected peer with the kinds of this node's gossip topics it is subscribed to (`topics`) and in its mesh of (`mesh`). */
+function peersView(o: OverlayNode): Record<string, unknown> {
+  const { peerKinds, peerMesh } = o.net.gossip();
+  return { peers: o.net.peers().map((p) => ({ ...p, topics: peerKinds.get(p.peerId) ?? [], mesh: peerMesh.get(p.peerId) ?? [] })) };
 }
 
 export function status(d: Daemon): Record<string, unknown> {

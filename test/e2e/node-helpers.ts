@@ -358,6 +358,18 @@ export interface StatusView {
   evidence: number;
   addrs: string[];
   provider?: { advert?: string; running: number };
+  /** Per kind of the topics this node joined: peers heard subscribed, and those in its mesh (docs/node.md "Is the mesh formed?"). */
+  gossip: Partial<Record<string, { peers: number; mesh: number }>>;
+}
+
+/** A connected peer as `/v1/peers` lists it: `topics` are the kinds of this node's topics it is subscribed to. */
+export interface PeerView {
+  peerId: string;
+  did?: string;
+  addrs: string[];
+  topics: string[];
+  /** The kinds of which it is in this node's gossip mesh (this node relays them to it). */
+  mesh: string[];
 }
 
 export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: number; memoryMiB: number }; expiresAt: number }> {
@@ -366,19 +378,25 @@ export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: nu
 
 export type { Figures } from '../../src/reputation/derive.js';
 
-/** Wait until `n` knows at least `count` live adverts and has every DID in `peers` connected. */
+/**
+ * Wait until `n` knows at least `count` live adverts, has every DID in `peers` connected, and a job it publishes now
+ * reaches them: each of `peers` has its gossip subscriptions heard by `n` (on `job` for one that signs an advert `n`
+ * holds), and at least one peer takes jobs from `n` (docs/node.md "Is the mesh formed?": gossip publishes to every
+ * subscriber at once, so no heartbeat needs to pass).
+ */
 export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: string[] = []): Promise<void> {
-  await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers`, async () => {
+  await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers, with their gossip subscriptions`, async () => {
     const s = await get<StatusView>(n, '/v1/status');
     if (s.providersKnown < count) return false;
+    if (count > 0 && !(s.gossip.job?.peers ?? 0)) return false;
     if (!peers.length) return true;
-    const p = await get<{ peers: Array<{ did?: string }> }>(n, '/v1/peers');
-    const have = new Set(p.peers.map((x) => x.did));
-    return peers.every((d) => have.has(d));
+    const p = await get<{ peers: PeerView[] }>(n, '/v1/peers');
+    const have = new Map(p.peers.map((x) => [x.did, x.topics]));
+    if (!peers.every((d) => have.get(d)?.length)) return false;
+    const m = await get<{ adverts: Array<{ signer: string; live: boolean }> }>(n, '/v1/market');
+    const signers = new Set(m.adverts.filter((a) => a.live).map((a) => a.signer));
+    return peers.every((d) => !signers.has(d) || have.get(d)!.includes('job'));
   }, 45_000);
-  // The adverts arrive by sync right after identify; the gossip subscriptions are exchanged in the
-  // same moment. Give the mesh one heartbeat before a job is published into it.
-  await sleep(1_200);
 }
 
 // ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSwarmKey } from '../../src/net/node.js';
 import { worseGrade, type Grade } from '../../src/pool/grades.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, freePort, get, providerConfig, runJob, sleep, waitFor, type CliResult, type NodeProc, type RunOutcome } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, freePort, get, providerConfig, runJob, waitFor, type CliResult, type NodeProc, type PeerView, type RunOutcome } from './node-helpers.js';
 
 export const OVERLAY = 'acme';
 
@@ -170,7 +170,7 @@ export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
     // Every buyer sees every provider's advert and holds it and the steward as peers; the steward holds every member.
     for (const b of Object.values(buyers)) {
       await waitFor(`${b.name} to see ${o.providers} providers`, async () => (await get<{ providersKnown: number }>(b, '/v1/status')).providersKnown >= o.providers, 45_000);
-      await waitForPeers(b, [steward.did, ...providers.map((p) => p.did)], 0);
+      await waitForPeers(b, [steward.did, ...providers.map((p) => p.did)], 'subscribed');
     }
     await waitForPeers(steward, org.others().map((n) => n.did));
     return org;
@@ -181,14 +181,17 @@ export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
   }
 }
 
-/** Wait until `n` holds every DID in `dids` as a peer, then one gossip heartbeat (the topic meshes form right after). */
-export async function waitForPeers(n: NodeProc, dids: string[], settleMs = 1_500): Promise<void> {
-  await waitFor(`${n.name} to hold ${dids.length} peers`, async () => {
-    const p = await get<{ peers: Array<{ did?: string }> }>(n, '/v1/peers');
-    const have = new Set(p.peers.map((x) => x.did));
-    return dids.every((d) => have.has(d));
+/**
+ * Wait until `n` holds every DID in `dids` as a peer whose gossip subscriptions it heard (what `n` publishes reaches
+ * it at once), and with `until` 'mesh' (the default) in its gossip mesh too: what one of them publishes, `n` relays to
+ * the others (a hub's records go by its mesh). docs/node.md "Is the mesh formed?".
+ */
+export async function waitForPeers(n: NodeProc, dids: string[], until: 'mesh' | 'subscribed' = 'mesh'): Promise<void> {
+  await waitFor(`${n.name} to hold ${dids.length} peers (${until})`, async () => {
+    const p = await get<{ peers: PeerView[] }>(n, '/v1/peers');
+    const have = new Map(p.peers.map((x) => [x.did, x]));
+    return dids.every((d) => (until === 'mesh' ? have.get(d)?.mesh.length : have.get(d)?.topics.length));
   }, 45_000);
-  await sleep(settleMs);
 }
 
 /** A builtin.sha256 job naming an entitlement and an energy estimate (pool/1 §2.4). */

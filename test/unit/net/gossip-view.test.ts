@@ -1,0 +1,44 @@
+/**
+ * Network.gossip() (`/v1/status` `gossip`, `/v1/peers` `topics`): per kind of this node's topics, the peers heard
+ * subscribed and those in its mesh; per peer, the kinds it shares with this node. What a test (or an operator) reads
+ * to know that a record published now reaches a peer, instead of sleeping a heartbeat.
+ */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createNetwork, type Network } from '../../../src/net/node.js';
+import { shardOf } from '../../../src/net/topics.js';
+import { Ed25519Signer } from '../../../src/records/index.js';
+
+async function waitFor(cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('gossip view: a peer subscribed to the job topic of its market shows under job; the mesh follows a heartbeat', async () => {
+  const base = { listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, connectivity: { minPeers: 0 }, verifyThreads: 0, gossip: { heartbeatInterval: 200 } };
+  // a provider of one workload joins its shard's market topics only; a buyer joins every market
+  const provider = await createNetwork({ ...base, signer: Ed25519Signer.generate(), topics: ['advert', 'job'], shards: [shardOf('builtin.sha256')] });
+  const buyer = await createNetwork({ ...base, signer: Ed25519Signer.generate(), topics: ['advert', 'job', 'offer'] });
+  const nets: Network[] = [provider, buyer];
+  try {
+    await provider.start();
+    await buyer.start();
+    const before = buyer.gossip();
+    assert.deepEqual(before.kinds.job, { peers: 0, mesh: 0 });
+    assert.equal(before.peerKinds.size, 0);
+    await buyer.dial(provider.addrs()[0]!);
+    const pid = provider.peerId.toString();
+    await waitFor(() => buyer.gossip().kinds.job?.peers === 1);
+    assert.deepEqual(buyer.gossip().peerKinds.get(pid), ['advert', 'job'], 'the provider does not take offers on gossip');
+    assert.equal(buyer.gossip().kinds.offer?.peers, 0);
+    assert.deepEqual(provider.gossip().peerKinds.get(buyer.peerId.toString()), ['advert', 'job'], 'on the provider: the kinds of its own topics');
+    await waitFor(() => buyer.gossip().kinds.job?.mesh === 1 && buyer.gossip().kinds.advert?.mesh === 1);
+    assert.deepEqual(buyer.gossip().peerMesh.get(pid), ['advert', 'job']);
+  } finally {
+    for (const n of nets) await n.stop();
+  }
+});
