@@ -16,7 +16,7 @@
  * find the cause (the URL without userinfo or query, the command, the local
  * error) is in the error's `detail`, which the provider logs and never signs.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
@@ -227,18 +227,37 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
   if (cfg.command.length === 0) throw new C0Error('CONFIG_INVALID', 'exec executor needs a command', { field: 'command' });
   // A working directory that is not there would fail every job as "cannot start <command>": say so at start.
   if (cfg.cwd !== undefined && !isDirectory(cfg.cwd)) throw new C0Error('CONFIG_INVALID', `exec executor's cwd ${cfg.cwd} is not a directory`, { field: 'cwd' });
+  // No process can take a NUL byte in an argument or the environment (spawn throws), nor `=` in a variable's name:
+  // such a config would fail every job, so it is refused at start, naming the key but never a value.
+  cfg.command.forEach((a, i) => {
+    if (a.includes('\0')) throw new C0Error('CONFIG_INVALID', `exec executor's command (argument ${i}) contains a NUL byte, which no process can take`, { field: 'command' });
+  });
+  for (const [name, value] of Object.entries(cfg.env ?? {})) {
+    if (name === '' || name.includes('=') || name.includes('\0')) throw new C0Error('CONFIG_INVALID', `exec executor's env has a variable name ${JSON.stringify(name)} that cannot be set (empty, or with = or a NUL byte)`, { field: 'env' });
+    if (value.includes('\0')) throw new C0Error('CONFIG_INVALID', `exec executor's env ${name} has a value with a NUL byte, which no environment can carry (the value is not repeated here)`, { field: `env.${name}` });
+  }
   return {
     kind: 'exec',
     run(ctx) {
       return new Promise<Uint8Array>((resolve, reject) => {
         if (ctx.signal.aborted) return reject(aborted(ctx.signal));
+        // The buyer's params go into the environment, which cannot carry a NUL byte (the job record allows one):
+        // the buyer's input is at fault, not the provider, so it is refused before anything is spawned.
+        if (ctx.params?.includes('\0')) return reject(new C0Error('EXEC_BAD_PARAMS', 'params cannot be passed in the environment (C0MPUTE_PARAMS): they contain a NUL byte'));
         const [cmd, ...args] = cfg.command as [string, ...string[]];
-        const child = spawn(cmd, args, {
-          cwd: cfg.cwd,
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...cfg.env, C0MPUTE_PARAMS: ctx.params ?? '' },
-          stdio: ['pipe', 'pipe', 'pipe'],
-          detached: true, // its own process group, so the deadline kills everything it started
-        });
+        let child: ChildProcessWithoutNullStreams;
+        try {
+          child = spawn(cmd, args, {
+            cwd: cfg.cwd,
+            env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...cfg.env, C0MPUTE_PARAMS: ctx.params ?? '' },
+            stdio: ['pipe', 'pipe', 'pipe'],
+            detached: true, // its own process group, so the deadline kills everything it started
+          });
+        } catch (e) {
+          // Some failures to start throw at once rather than emit 'error' (E2BIG: arguments and environment too large
+          // for the system; an argument spawn refuses): the same failure, the same code, not a provider crash.
+          return reject(new C0Error('EXEC_SPAWN_FAILED', withCode('cannot start the command', systemCode(e)), { detail: { command: cmd, err: localText(e) } }));
+        }
         const chunks: Buffer[] = [];
         let size = 0;
         let stderr = '';

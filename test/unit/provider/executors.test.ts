@@ -209,6 +209,26 @@ describe('exec executor (real child processes)', () => {
     assert.equal((e.detail as { command?: string } | undefined)?.command, bin, 'the command (not its arguments) for the operator’s own log');
   });
 
+  test('params with a NUL byte (which no environment variable can carry) are EXEC_BAD_PARAMS, refused before anything is spawned', async () => {
+    const marker = join(dir, 'nul-spawned');
+    const e = await rejectsCode(execExecutor({ command: ['sh', '-c', `touch ${marker}; printf %s "$C0MPUTE_PARAMS"`] }).run(ctx({ input: utf8('x'), params: 'a\u0000b' })), 'EXEC_BAD_PARAMS');
+    assert.match(e.message, /NUL/);
+    assert.doesNotMatch(e.message, /options\.env/, 'not Node’s internal message');
+    assert.equal(existsSync(marker), false, 'nothing ran');
+  });
+
+  test('a spawn that throws at once (E2BIG: an environment too large for the system) is EXEC_SPAWN_FAILED with the system code, not a crash', async () => {
+    const e = await rejectsCode(execExecutor({ command: ['sh', '-c', 'echo hi'], env: { HUGE: 'x'.repeat(200_000) } }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+    assert.equal(e.message, 'cannot start the command (E2BIG)');
+    assert.equal((e.detail as { command?: string } | undefined)?.command, 'sh');
+  });
+
+  test('a NUL byte in the configured command or env (no process can take one) is CONFIG_INVALID when the executor is made', () => {
+    assert.throws(() => execExecutor({ command: ['sh', '-c', 'echo hi', 'bad\u0000arg'] }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'command');
+    assert.throws(() => execExecutor({ command: ['sh'], env: { K: 'v\u0000' } }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'env.K');
+    assert.throws(() => execExecutor({ command: ['sh'], env: { 'A=B': 'v' } }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'env');
+  });
+
   test('an empty command is refused at configuration', () => {
     assert.throws(() => execExecutor({ command: [] }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID');
   });
