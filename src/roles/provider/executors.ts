@@ -6,7 +6,8 @@
  *    with its process group at the deadline, output size bounded; the group is
  *    reported (onSpawn/onExit) so a provider can record it and end it after a
  *    crash (src/roles/provider/orphans.ts);
- *  - http: POST the input to a configured endpoint, take the response body.
+ *  - http: POST the input to a configured endpoint, take the response body
+ *    (a redirect is not followed: a 3xx is EXEC_HTTP_STATUS).
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
  *
@@ -379,14 +380,22 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
     async run(ctx) {
       let res: Response;
       try {
-        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...paramsHeaders(ctx.params), ...cfg.headers }, signal: ctx.signal });
+        // redirect 'manual': a redirect is never followed. Following it would send the request (the operator's headers
+        // with it: fetch drops only authorization across origins) wherever the back end's Location says, possibly a
+        // place the buyer's input chose (localhost, 169.254.169.254), and make that host's answer the job's output.
+        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...paramsHeaders(ctx.params), ...cfg.headers }, signal: ctx.signal, redirect: 'manual' });
       } catch (e) {
         if (ctx.signal.aborted) throw aborted(ctx.signal);
         throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('the back end is unreachable', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
       }
       if (!res.ok) {
         await res.body?.cancel().catch(() => {});
-        throw new C0Error('EXEC_HTTP_STATUS', `the back end answered ${res.status}`, { detail: { url } });
+        const redirect = res.status >= 300 && res.status < 400;
+        // The target (Location) is for the operator's log only: it may name an internal host.
+        const location = redirect ? res.headers.get('location') : null;
+        throw new C0Error('EXEC_HTTP_STATUS', `the back end answered ${res.status}${redirect ? ' (a redirect, which is not followed)' : ''}`, {
+          detail: { url, ...(location === null ? {} : { location: redactUrl(URL.canParse(location, cfg.url) ? new URL(location, cfg.url).toString() : location) }) },
+        });
       }
       const reader = res.body?.getReader();
       const chunks: Uint8Array[] = [];

@@ -367,6 +367,38 @@ describe('http executor (real local server)', () => {
     }
   });
 
+  test('a redirect is not followed: a 3xx is EXEC_HTTP_STATUS naming it, and the other host gets nothing (neither the request nor the operator’s headers)', async () => {
+    const elsewhere: string[] = [];
+    const other = createServer((req, res) => {
+      elsewhere.push(`${req.method} ${req.url} ${String(req.headers['x-api-key'])}`);
+      res.end('SECRET-METADATA');
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    const target = `http://127.0.0.1:${(other.address() as { port: number }).port}/latest/meta-data/`;
+    const redirecting = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(Number(req.url!.slice(1)), { location: target });
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', () => r()));
+    try {
+      const u = `http://127.0.0.1:${(redirecting.address() as { port: number }).port}`;
+      for (const status of [301, 302, 303, 307, 308]) {
+        const e = await rejectsCode(httpExecutor({ url: `${u}/${status}`, headers: { 'x-api-key': 'sk-operator' } }).run(ctx({ input: utf8('x') })), 'EXEC_HTTP_STATUS');
+        assert.equal(e.message, `the back end answered ${status} (a redirect, which is not followed)`);
+        assert.doesNotMatch(e.message, /127\.0\.0\.1|meta-data/, 'the target is not in the receipt');
+      }
+      assert.deepEqual(elsewhere, [], 'the redirect’s target got no request');
+    } finally {
+      redirecting.closeAllConnections();
+      other.closeAllConnections();
+      await new Promise<void>((r) => redirecting.close(() => r()));
+      await new Promise<void>((r) => other.close(() => r()));
+    }
+  });
+
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
     await rejectsCode(httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 1000 })), 'EXEC_OUTPUT_TOO_LARGE');
     assert.equal((await httpExecutor({ url: `${base}/big` }).run(ctx({ input: utf8('x'), maxOutputBytes: 100_000 }))).length, 100_000);
