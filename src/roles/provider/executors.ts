@@ -3,7 +3,8 @@
  * provider's config (never by the job):
  *  - builtin: small real workloads shipped with the node (demos and tests);
  *  - exec: a configured command, input on stdin, output from stdout, killed
- *    with its process group at the deadline, output size bounded; the group is
+ *    with its process group at the deadline, output size bounded, ended at its
+ *    exit even when a process outside its group holds the output; the group is
  *    reported (onSpawn/onExit) so a provider can record it and end it after a
  *    crash (src/roles/provider/orphans.ts);
  *  - http: POST the input to a configured endpoint, take the response body
@@ -25,6 +26,7 @@ import { truncateText } from '../../util/text.js';
 import { runPipelineJob } from '../../training/pipeline-job.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import type { Network } from '../../net/node.js';
+import type { Logger } from '../../util/log.js';
 
 export interface Progress {
   /** 0..1 when known */
@@ -66,6 +68,12 @@ export type ExecutorConfig =
   | { type: 'builtin'; name: BuiltinName }
   | { type: 'exec'; command: string[]; env?: Record<string, string>; cwd?: string }
   | { type: 'http'; url: string; headers?: Record<string, string> };
+
+/** What an executor gets from the node that makes it (not from its config). */
+export interface ExecutorOptions {
+  /** The operator's log: what went wrong around a run that the receipt does not say (a process outside the job's group holding its output). */
+  log?: Pick<Logger, 'warn'>;
+}
 
 function aborted(signal: AbortSignal): C0Error {
   const reason = signal.reason as { name?: string } | undefined;
@@ -216,6 +224,12 @@ export async function runBuiltinLocally(name: BuiltinName, input: Uint8Array, pa
 // exec
 // ---------------------------------------------------------------------------
 
+/**
+ * How long the output pipes may stay open once the command has exited (or its group was killed): enough for what it
+ * wrote to be read, short next to any deadline. Past it they are held by a process outside the job's group.
+ */
+export const PIPE_GRACE_MS = 1000;
+
 function isDirectory(p: string): boolean {
   try {
     return statSync(p).isDirectory();
@@ -224,7 +238,7 @@ function isDirectory(p: string): boolean {
   }
 }
 
-export function execExecutor(cfg: { command: string[]; env?: Record<string, string>; cwd?: string }): Executor {
+export function execExecutor(cfg: { command: string[]; env?: Record<string, string>; cwd?: string }, opts: ExecutorOptions = {}): Executor {
   if (cfg.command.length === 0) throw new C0Error('CONFIG_INVALID', 'exec executor needs a command', { field: 'command' });
   // A working directory that is not there would fail every job as "cannot start <command>": say so at start.
   if (cfg.cwd !== undefined && !isDirectory(cfg.cwd)) throw new C0Error('CONFIG_INVALID', `exec executor's cwd ${cfg.cwd} is not a directory`, { field: 'cwd' });
@@ -270,16 +284,54 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
             /* already gone */
           }
         };
-        const onAbort = () => {
-          failure ??= aborted(ctx.signal);
-          killGroup();
+        // The run ends when the command (the group's leader) has exited and its output pipes have closed, or, when a
+        // process outside the group (one that called setsid, a daemonizing helper) still holds them, PIPE_GRACE_MS
+        // later: 'close' alone would wait for that process, which the group's kill does not reach, maybe forever
+        // (no receipt, the slot held). Likewise at most PIPE_GRACE_MS after the group was killed (deadline, abort,
+        // output bound), even if the leader's exit is not seen by then.
+        let settled = false;
+        let exited: { code: number | null; sig: NodeJS.Signals | null } | undefined;
+        let grace: NodeJS.Timeout | undefined;
+        const startGrace = () => {
+          grace ??= setTimeout(() => finish(true), PIPE_GRACE_MS);
         };
+        const finish = (pipesHeld: boolean) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(grace);
+          ctx.signal.removeEventListener('abort', onAbort);
+          if (pipesHeld) {
+            // Whatever that process writes from now on is not read: the output is what had arrived.
+            child.stdout.destroy();
+            child.stderr.destroy();
+            child.stdin.destroy();
+            opts.log?.warn(
+              { command: cmd, pid: child.pid, exited: exited ? (exited.code ?? exited.sig) : 'not seen' },
+              exited
+                ? `the command exited but a process it started outside its process group (setsid, a daemon) still held its output ${PIPE_GRACE_MS} ms later: the run ended with what had been read, and that process was left running`
+                : `the command's process group was killed but its leader had not exited ${PIPE_GRACE_MS} ms later: the run ended without it`,
+            );
+          }
+          if (child.pid) ctx.onExit?.(child.pid);
+          if (failure) return reject(failure);
+          if (exited && exited.code !== 0) return reject(new C0Error('EXEC_FAILED', `command exited with ${exited.code ?? exited.sig}${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`));
+          try {
+            resolve(checkOutput(new Uint8Array(Buffer.concat(chunks)), ctx.maxOutputBytes));
+          } catch (e) {
+            reject(e);
+          }
+        };
+        const stopGroup = (why: C0Error) => {
+          failure ??= why;
+          killGroup();
+          startGrace();
+        };
+        const onAbort = () => stopGroup(aborted(ctx.signal));
         ctx.signal.addEventListener('abort', onAbort, { once: true });
         child.stdout.on('data', (b: Buffer) => {
           size += b.length;
           if (size > ctx.maxOutputBytes) {
-            failure ??= new C0Error('EXEC_OUTPUT_TOO_LARGE', `output exceeds ${ctx.maxOutputBytes} bytes`);
-            killGroup();
+            stopGroup(new C0Error('EXEC_OUTPUT_TOO_LARGE', `output exceeds ${ctx.maxOutputBytes} bytes`));
             return;
           }
           chunks.push(b);
@@ -300,23 +352,19 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
           try {
             ctx.onSpawn?.(child.pid);
           } catch (e) {
-            failure ??= new C0Error('EXEC_SPAWN_FAILED', withCode('cannot record the process group', systemCode(e)), { detail: { command: cmd, err: localText(e) } });
-            killGroup();
+            stopGroup(new C0Error('EXEC_SPAWN_FAILED', withCode('cannot record the process group', systemCode(e)), { detail: { command: cmd, err: localText(e) } }));
           }
         }
         child.stdin.end(Buffer.from(ctx.input));
-        child.on('close', (code, sig) => {
-          ctx.signal.removeEventListener('abort', onAbort);
-          // Whatever the command left running in its group goes with it.
+        child.on('exit', (code, sig) => {
+          exited = { code, sig };
+          // Whatever the command left running in its group goes with it; its pipes get PIPE_GRACE_MS to close.
           killGroup();
-          if (child.pid) ctx.onExit?.(child.pid);
-          if (failure) return reject(failure);
-          if (code !== 0) return reject(new C0Error('EXEC_FAILED', `command exited with ${code ?? sig}${stderr ? `: ${stderr.trim().split('\n').pop()}` : ''}`));
-          try {
-            resolve(checkOutput(new Uint8Array(Buffer.concat(chunks)), ctx.maxOutputBytes));
-          } catch (e) {
-            reject(e);
-          }
+          startGrace();
+        });
+        child.on('close', (code, sig) => {
+          exited ??= { code, sig };
+          finish(false);
         });
       });
     },
@@ -424,13 +472,13 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
   };
 }
 
-export function createExecutor(cfg: ExecutorConfig): Executor {
+export function createExecutor(cfg: ExecutorConfig, opts: ExecutorOptions = {}): Executor {
   switch (cfg.type) {
     case 'builtin':
       if (!BUILTINS.includes(cfg.name)) throw new C0Error('CONFIG_INVALID', `unknown builtin workload ${String(cfg.name)}; known: ${BUILTINS.join(', ')}`);
       return builtinExecutor(cfg.name);
     case 'exec':
-      return execExecutor(cfg);
+      return execExecutor(cfg, opts);
     case 'http':
       return httpExecutor(cfg);
   }

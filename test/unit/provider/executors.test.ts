@@ -5,10 +5,12 @@
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { C0Error } from '../../../src/errors.js';
 import { builtinExecutor, createExecutor, execExecutor, httpExecutor, runBuiltinLocally, type ExecContext, type Progress } from '../../../src/roles/provider/executors.js';
 
@@ -195,6 +197,80 @@ describe('exec executor (real child processes)', () => {
 
   test('a deadline from AbortSignal.timeout is EXEC_TIMEOUT', async () => {
     await rejectsCode(execExecutor({ command: ['sh', '-c', 'sleep 30'] }).run(ctx({ signal: AbortSignal.timeout(50) })), 'EXEC_TIMEOUT');
+  });
+
+  // util-linux's setsid starts a process in a session (and group) of its own.
+  const hasSetsid = spawnSync('sh', ['-c', 'command -v setsid']).status === 0;
+  describe('a process that left the job’s process group (setsid) and holds its output', { skip: !hasSetsid && 'no setsid here' }, () => {
+    // Such a process is not in the group the deadline kills: the run must end all the same. Each test's own marker
+    // (sleep <n>) finds it in /proc, and the test kills it whatever happens.
+    const escaped = (marker: string): number[] =>
+      readdirSync('/proc')
+        .filter((d) => /^[0-9]+$/.test(d))
+        .filter((d) => {
+          try {
+            return readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === `sleep ${marker}`;
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    const killAll = (marker: string) => {
+      for (const pid of escaped(marker)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    };
+    // Starts `sleep <marker>` in a session of its own and waits until it has left the job's group (/proc/<pid>/stat
+    // field 5 is the process group), so the leader never exits before it: the group's kill would take it along.
+    const escape = (marker: string) => `setsid sleep ${marker} & p=$!; while [ "$(cut -d' ' -f5 /proc/$p/stat)" = "$$" ]; do sleep 0.02; done`;
+    const logged = () => {
+      const lines: Array<{ msg: string; pid?: number }> = [];
+      return { lines, log: pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }) };
+    };
+
+    test('at the deadline the run ends EXEC_TIMEOUT soon after the group is killed, and the log names the process outside the group', async () => {
+      const marker = `${1000 + (process.pid % 1000)}.5`;
+      const { lines, log } = logged();
+      try {
+        const t0 = Date.now();
+        const p = execExecutor({ command: ['sh', '-c', `${escape(marker)}; echo partial; sleep 1001`] }, { log }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(300) }));
+        await rejectsCode(p, 'EXEC_TIMEOUT');
+        const took = Date.now() - t0;
+        assert.ok(took < 300 + 3000, `the run ended ${took} ms after it began (deadline 300 ms)`);
+        assert.equal(escaped(marker).length, 1, 'the process outside the group is not the provider’s to kill (it still runs)');
+        assert.ok(lines.some((l) => /outside its process group/.test(l.msg)), JSON.stringify(lines));
+      } finally {
+        killAll(marker);
+      }
+    });
+
+    test('a command that exits 0 while such a process holds stdout succeeds with what it wrote, after a short grace', async () => {
+      const marker = `${1000 + (process.pid % 1000)}.25`;
+      const { lines, log } = logged();
+      try {
+        const t0 = Date.now();
+        const out = await execExecutor({ command: ['sh', '-c', `${escape(marker)}; echo result`] }, { log }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(30_000) }));
+        assert.equal(text(out), 'result\n');
+        assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
+        assert.ok(lines.some((l) => /outside its process group/.test(l.msg)), JSON.stringify(lines));
+      } finally {
+        killAll(marker);
+      }
+    });
+
+    test('a command that exits non-zero while such a process holds stdout is EXEC_FAILED, not a run that never ends', async () => {
+      const marker = `${1000 + (process.pid % 1000)}.75`;
+      try {
+        const e = await rejectsCode(execExecutor({ command: ['sh', '-c', `${escape(marker)}; echo oops >&2; exit 4`] }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(30_000) })), 'EXEC_FAILED');
+        assert.match(e.message, /exited with 4: oops/);
+      } finally {
+        killAll(marker);
+      }
+    });
   });
 
   test('a missing binary is EXEC_SPAWN_FAILED', async () => {
