@@ -7,8 +7,9 @@
  *    exit even when a process outside its group holds the output; the group is
  *    reported (onSpawn/onExit) so a provider can record it and end it after a
  *    crash (src/roles/provider/orphans.ts);
- *  - http: POST the input to a configured endpoint, take the response body
- *    (a redirect is not followed: a 3xx is EXEC_HTTP_STATUS).
+ *  - http: POST the input to a configured endpoint (node:http(s); the run's
+ *    deadline is the only one), take the response body (a redirect is not
+ *    followed: a 3xx is EXEC_HTTP_STATUS).
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
  *
@@ -20,6 +21,10 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { request as httpRequest, validateHeaderName, validateHeaderValue, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { pipeline, type Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
 import { truncateText } from '../../util/text.js';
@@ -375,20 +380,51 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
 // http
 // ---------------------------------------------------------------------------
 
-/** Request headers fetch sets itself and refuses from the caller (each fails the request: UND_ERR_*). */
-const FETCH_MANAGED_HEADERS = ['content-length', 'expect', 'keep-alive', 'transfer-encoding', 'upgrade'];
+/**
+ * Request headers the client sets itself (content-length, from the input) or that would change how the request is
+ * framed: one configured would corrupt or fail every request, so it is refused at start.
+ */
+const CLIENT_MANAGED_HEADERS = ['content-length', 'expect', 'keep-alive', 'transfer-encoding', 'upgrade'];
 
 /**
  * The job's params for the back end: `x-c0mpute-params` as they are when they are printable ASCII with no space at
  * either end (what a header carries unchanged); otherwise percent-encoded as UTF-8 (encodeURIComponent), flagged by
- * `x-c0mpute-params-encoding: percent`. A header carries only bytes, and fetch refuses a character past U+00FF or a
- * line break, trims spaces at the ends and sends U+0080-U+00FF as single raw bytes: such params failed every job as
- * "the back end is unreachable", or reached it altered (docs/node.md "Executors").
+ * `x-c0mpute-params-encoding: percent`. A header carries only bytes, and an HTTP client refuses a character past
+ * U+00FF or a line break, trims spaces at the ends or sends U+0080-U+00FF as single raw bytes: such params failed
+ * every job as "the back end is unreachable", or reached it altered (docs/node.md "Executors").
  */
 export function paramsHeaders(params: string | undefined): Record<string, string> {
   if (!params) return {};
   if (/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(params)) return { 'x-c0mpute-params': params };
   return { 'x-c0mpute-params': encodeURIComponent(params), 'x-c0mpute-params-encoding': 'percent' };
+}
+
+/**
+ * POST `body` to `target` with node:http(s) and resolve with the response once its head has arrived. No deadline of
+ * the client's own applies: no socket timeout (a fresh agent per request, keepAlive off, none of the global agent's),
+ * and not fetch, whose undici dispatcher gives up after 300 s without headers, or 300 s of silence in the body, which
+ * failed longer back-end calls as unreachable whatever the job's timeout. `signal` (the run's) is the only deadline.
+ * A redirect is not followed (node:http never does).
+ */
+function post(target: URL, headers: Record<string, string>, body: Uint8Array, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(target, { method: 'POST', headers: { ...headers, 'content-length': String(body.length) }, signal, agent: false });
+    req.once('response', (res) => {
+      // Later errors (the body cut, the abort) reach the response's reader; none is left unhandled here.
+      req.on('error', () => {});
+      resolve(res);
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
+/** The response body, decoded as its content-encoding says (gzip, deflate, br, as fetch did); other encodings as they are. */
+function decoded(res: IncomingMessage): Readable {
+  const enc = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const decoder = enc === 'gzip' || enc === 'x-gzip' ? createGunzip() : enc === 'deflate' ? createInflate() : enc === 'br' ? createBrotliDecompress() : undefined;
+  return decoder ? pipeline(res, decoder, () => {}) : res;
 }
 
 export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
@@ -398,74 +434,76 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
   } catch {
     throw new C0Error('CONFIG_INVALID', 'http executor needs a valid url', { field: 'url' });
   }
-  // fetch refuses such a URL, and its error repeats it, credentials included: say so at start, without repeating them.
-  if (parsed.username || parsed.password) {
-    throw new C0Error('CONFIG_INVALID', `http executor's url ${redactUrl(cfg.url)} carries credentials (user:password@), which fetch refuses; give them in headers (e.g. authorization)`, { field: 'url' });
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new C0Error('CONFIG_INVALID', `http executor's url must be http: or https:, not ${parsed.protocol}`, { field: 'url' });
   }
-  // A header fetch refuses (a newline in a pasted key, a space in a name) would fail every job as "unreachable":
-  // refused at start instead, naming the header but never its value (which may be a credential).
+  // Credentials in the URL would go in no header the operator chose, and errors could repeat them: refused at start,
+  // without repeating them.
+  if (parsed.username || parsed.password) {
+    throw new C0Error('CONFIG_INVALID', `http executor's url ${redactUrl(cfg.url)} carries credentials (user:password@); give them in headers (e.g. authorization)`, { field: 'url' });
+  }
+  // A header the client refuses (a newline in a pasted key, a space in a name, a control character) would fail every
+  // job as "unreachable": refused at start instead, naming the header but never its value (which may be a credential).
   for (const [name, value] of Object.entries(cfg.headers ?? {})) {
     try {
-      new Headers([[name, 'x']]);
+      validateHeaderName(name);
     } catch {
       throw new C0Error('CONFIG_INVALID', `http executor's header name ${JSON.stringify(name)} is not a valid HTTP header name`, { field: 'headers' });
     }
     try {
-      new Headers([[name, value]]);
+      validateHeaderValue(name, value);
     } catch {
-      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} has a value fetch refuses (a line break or another character not allowed in a header; the value is not repeated here)`, { field: `headers.${name}` });
+      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} has a value that cannot be sent (a line break or another character not allowed in a header; the value is not repeated here)`, { field: `headers.${name}` });
     }
-    // headers fetch manages itself, refused on every request (UND_ERR_*): one of them would fail every job likewise
     const lower = name.toLowerCase();
-    if (FETCH_MANAGED_HEADERS.includes(lower) || (lower === 'connection' && !/^\s*(close|keep-alive)\s*$/i.test(value))) {
-      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} is one fetch sets itself and refuses from the caller (${FETCH_MANAGED_HEADERS.join(', ')}, or connection other than close / keep-alive)`, { field: `headers.${name}` });
+    if (CLIENT_MANAGED_HEADERS.includes(lower) || (lower === 'connection' && !/^\s*(close|keep-alive)\s*$/i.test(value))) {
+      throw new C0Error('CONFIG_INVALID', `http executor's header ${name} is one the client sets itself or that changes how the request is framed (${CLIENT_MANAGED_HEADERS.join(', ')}, or connection other than close / keep-alive)`, { field: `headers.${name}` });
     }
   }
   // For the operator's log only (the error's detail); the messages, which go into receipts, name no part of the URL.
   const url = redactUrl(cfg.url);
+  const unreachable = (what: string, e: unknown) => new C0Error('EXEC_HTTP_UNREACHABLE', withCode(what, systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
   return {
     kind: 'http',
     async run(ctx) {
-      let res: Response;
+      if (ctx.signal.aborted) throw aborted(ctx.signal);
+      let res: IncomingMessage;
       try {
-        // redirect 'manual': a redirect is never followed. Following it would send the request (the operator's headers
-        // with it: fetch drops only authorization across origins) wherever the back end's Location says, possibly a
-        // place the buyer's input chose (localhost, 169.254.169.254), and make that host's answer the job's output.
-        res = await fetch(cfg.url, { method: 'POST', body: ctx.input, headers: { 'content-type': 'application/octet-stream', ...paramsHeaders(ctx.params), ...cfg.headers }, signal: ctx.signal, redirect: 'manual' });
+        res = await post(parsed, { 'content-type': 'application/octet-stream', 'accept-encoding': 'gzip, deflate, br', ...paramsHeaders(ctx.params), ...cfg.headers }, ctx.input, ctx.signal);
       } catch (e) {
         if (ctx.signal.aborted) throw aborted(ctx.signal);
-        throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('the back end is unreachable', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
+        throw unreachable('the back end is unreachable', e);
       }
-      if (!res.ok) {
-        await res.body?.cancel().catch(() => {});
-        const redirect = res.status >= 300 && res.status < 400;
-        // The target (Location) is for the operator's log only: it may name an internal host.
-        const location = redirect ? res.headers.get('location') : null;
-        throw new C0Error('EXEC_HTTP_STATUS', `the back end answered ${res.status}${redirect ? ' (a redirect, which is not followed)' : ''}`, {
-          detail: { url, ...(location === null ? {} : { location: redactUrl(URL.canParse(location, cfg.url) ? new URL(location, cfg.url).toString() : location) }) },
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) {
+        res.destroy();
+        // A redirect is not followed: following it would send the request (the operator's headers with it) wherever
+        // the back end's Location says, possibly a place the buyer's input chose (localhost, 169.254.169.254), and
+        // make that host's answer the job's output. The target is for the operator's log only: it may name an internal host.
+        const redirect = status >= 300 && status < 400;
+        const location = redirect ? res.headers.location : undefined;
+        throw new C0Error('EXEC_HTTP_STATUS', `the back end answered ${status}${redirect ? ' (a redirect, which is not followed)' : ''}`, {
+          detail: { url, ...(location === undefined ? {} : { location: redactUrl(URL.canParse(location, cfg.url) ? new URL(location, cfg.url).toString() : location) }) },
         });
       }
-      const reader = res.body?.getReader();
-      const chunks: Uint8Array[] = [];
+      const body = decoded(res);
+      const chunks: Buffer[] = [];
       let size = 0;
-      if (reader) {
-        for (;;) {
-          let r;
-          try {
-            r = await reader.read();
-          } catch (e) {
-            if (ctx.signal.aborted) throw aborted(ctx.signal);
-            throw new C0Error('EXEC_HTTP_UNREACHABLE', withCode('reading the back end’s response failed', systemCode(e)), { detail: { url, err: localText(e, cfg.url, url) } });
-          }
-          if (r.done) break;
-          size += r.value.length;
-          if (size > ctx.maxOutputBytes) {
-            await reader.cancel();
-            throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${ctx.maxOutputBytes} bytes`);
-          }
-          chunks.push(r.value);
+      try {
+        for await (const chunk of body as AsyncIterable<Buffer>) {
+          size += chunk.length;
+          if (size > ctx.maxOutputBytes) throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${ctx.maxOutputBytes} bytes`);
+          chunks.push(chunk);
           ctx.onProgress({ message: `received ${size} bytes` });
         }
+      } catch (e) {
+        if (e instanceof C0Error) throw e;
+        if (ctx.signal.aborted) throw aborted(ctx.signal);
+        throw unreachable('reading the back end’s response failed', e);
+      } finally {
+        // Stops reading (the bound, the deadline, an error); nothing once the body has ended.
+        body.destroy();
+        res.destroy();
       }
       return checkOutput(new Uint8Array(Buffer.concat(chunks)), ctx.maxOutputBytes);
     },

@@ -6,6 +6,7 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
+import { gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -473,6 +474,48 @@ describe('http executor (real local server)', () => {
       await new Promise<void>((r) => redirecting.close(() => r()));
       await new Promise<void>((r) => other.close(() => r()));
     }
+  });
+
+  test('the run’s signal is the only deadline: the back end is not called through fetch (whose client gives up after 300 s without headers or 300 s of a silent body), and a slow head and a pause mid-body are waited for', async () => {
+    const s = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        setTimeout(() => {
+          res.writeHead(200);
+          res.write('slow-');
+          setTimeout(() => res.end('answer'), 700);
+        }, 700);
+      });
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = () => Promise.reject(new Error('fetch (undici: headersTimeout and bodyTimeout 300 s) was used'));
+    try {
+      const out = await httpExecutor({ url: `http://127.0.0.1:${(s.address() as { port: number }).port}/` }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(30_000) }));
+      assert.equal(text(out), 'slow-answer');
+    } finally {
+      globalThis.fetch = realFetch;
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+  });
+
+  test('a back end that never answers is EXEC_TIMEOUT at the run’s deadline; a compressed body is decoded; a URL that is not http(s) is refused at start', async () => {
+    const s = createServer((req, res) => {
+      req.resume();
+      if (req.url === '/gzip') req.on('end', () => res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync('unzipped output')));
+      // otherwise: never answers
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    try {
+      const u = `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+      await rejectsCode(httpExecutor({ url: `${u}/silent` }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(200) })), 'EXEC_TIMEOUT');
+      assert.equal(text(await httpExecutor({ url: `${u}/gzip` }).run(ctx({ input: utf8('x') }))), 'unzipped output');
+    } finally {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+    assert.throws(() => httpExecutor({ url: 'file:///etc/passwd' }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'url');
   });
 
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
