@@ -73,7 +73,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   if (config.pool) {
     o.poolMember = await startPoolMember({
       config: config.pool, did: o.did, signer: identity.signer, clock: o.clock, log: o.log.child({ role: 'pool', overlay: o.name }), sub: (n) => o.sub(n), registry: o.registry,
-      executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor) : undefined), maxOutputBytes: pc.maxOutputBytes, net: o.net as never,
+      executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor, { log: o.log.child({ role: 'pool', overlay: o.name }) }) : undefined), maxOutputBytes: pc.maxOutputBytes, net: o.net as never,
       workloads: Object.keys(pc.workloads).sort(),
       // the receipt the provider role stored (onReceipt below: the run entry, then the evidence store)
       ownReceipt: async (job) => {

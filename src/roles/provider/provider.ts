@@ -171,7 +171,7 @@ export class Provider {
     this.budget = d.quoteBudget ?? new QuoteBudget({ ...d.config.quoteBudget, windowMs: d.config.offerLifetimeMs, clock: d.clock });
     for (const [w, cfg] of Object.entries(d.config.workloads)) {
       try {
-        this.#executors.set(w, createExecutor(cfg.executor));
+        this.#executors.set(w, createExecutor(cfg.executor, { log: d.log }));
       } catch (e) {
         // name the workload's key in the config, not the executor's bare field
         if (e instanceof C0Error && e.code === 'CONFIG_INVALID') throw new C0Error(e.code, `provider.workloads.${w}.executor: ${e.message}`, { field: `provider.workloads.${w}.executor${e.field ? `.${e.field}` : ''}` });
