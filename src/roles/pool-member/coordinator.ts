@@ -25,6 +25,7 @@ import type { ExecContext } from '../provider/executors.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
 import { clearableTimeoutSignal } from '../../util/timers.js';
+import { monotonicClock } from '../../util/clock.js';
 import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
 
 /** Pending dispatches of one coordinator a recovery tick handles at once. */
@@ -150,12 +151,25 @@ export class PoolCoordinator {
    * as lost and under which epoch's take-over order it waits its turn (#turn); dropped once the entry is closed.
    */
   #waiting = new Map<string, { since: number; epoch: number; logged: boolean }>();
+  /**
+   * Catch-up: since when (monotonic) each coordinator has not answered this member's `status` asks; dropped at its
+   * next answer. At most one per member of the roster.
+   */
+  #quietSince = new Map<string, number>();
+  /** When this member started (wall clock, as a dispatch's issuedAt): its own dispatches issued before are from before a restart. */
+  readonly #startedAt: number;
 
   constructor(
     private d: PoolMemberDeps,
     private v: CoordinatorView,
     private m: PoolMetrics | undefined,
-  ) {}
+  ) {
+    this.#startedAt = d.clock();
+  }
+
+  get #mono(): () => number {
+    return this.d.monoClock ?? monotonicClock;
+  }
 
   /**
    * Close every dispatch in the trail that nobody will finish: one this member
@@ -209,7 +223,13 @@ export class PoolCoordinator {
       const d = open(p.entry.dispatch, T.poolDispatch, { trusted: true });
       return d.signer !== this.d.did && this.d.clock() >= dispatchEnd(d.record, open(p.entry.job, T.job, { trusted: true }).record, this.d.options.memberTimeoutMs) + RECOVERY_GRACE_LIVENESS * this.d.options.livenessMs;
     };
-    const pending = elected ? all : all.filter(pastGrace);
+    // Its own dispatches from before a restart are recovered at every tick, elected or not: once it sees the others
+    // it may no longer be elected, and the elected member leaves a live coordinator's dispatch to it.
+    const mineBefore = (p: { entry: TrailEntry }) => {
+      const d = open(p.entry.dispatch, T.poolDispatch, { trusted: true });
+      return d.signer === this.d.did && d.record.issuedAt < this.#startedAt;
+    };
+    const pending = elected ? all : all.filter((p) => pastGrace(p) || mineBefore(p));
     if (!pending.length) return 0;
     // Fresh liveness before judging who is gone (a member just restarted has heard nobody yet).
     if (elected) await this.v.pingAll();
@@ -238,7 +258,7 @@ export class PoolCoordinator {
         const stopAt = performance.now() + RECOVERY_TICK_LIVENESS * this.d.options.livenessMs;
         for (let i = 0; i < order.length && !tick.silent && performance.now() < stopAt; i += RECOVERY_PARALLEL) {
           const round = order.slice(i, i + RECOVERY_PARALLEL);
-          const done = await Promise.all(round.map((p) => (elected ? this.#recoverOne(p.job, p.entry, by, live, tick) : this.#askOne(p.job, p.entry, by, tick))));
+          const done = await Promise.all(round.map((p) => (elected || by === this.d.did ? this.#recoverOne(p.job, p.entry, by, live, tick) : this.#askOne(p.job, p.entry, by, tick))));
           n += done.filter(Boolean).length;
           this.#cursor.set(by, round[round.length - 1]!.job);
         }
@@ -250,18 +270,26 @@ export class PoolCoordinator {
 
   /**
    * Catch-up: ask `by` about its open entry here; true when an outcome that checks out closed the entry. Its answer;
-   * else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool. When it is silent
-   * or says it no longer runs the job, a POOL_COORDINATOR_LOST receipt another member already signed for the dispatch
-   * closes the entry too: heard outside the pool, or held by a live member (its `status` answer). Both the signer's
-   * `closed` and a relay of it may have missed this member (down at both moments), and it would otherwise keep the
-   * entry open, counting the job dispatched and holding one of `by`'s pool.maxOpenDispatches places, until it is
-   * itself elected. The same receipt a relayed `closed` would have brought (serve.ts), checked the same way.
+   * else (silent, or no outcome yet) the receipt it signed, if this node heard it outside the pool. When it says it
+   * no longer runs the job and holds no outcome, or it is gone (not live, and silent to this member's asks for
+   * RECOVERY_TURN_LIVENESS × livenessMs), a POOL_COORDINATOR_LOST receipt another member already signed for the
+   * dispatch closes the entry too: heard outside the pool, or held by a live member (its `status` answer). Both the
+   * signer's `closed` and a relay of it may have missed this member (down at both moments), and it would otherwise
+   * keep the entry open, counting the job dispatched and holding one of `by`'s pool.maxOpenDispatches places, until
+   * it is itself elected. The same receipt a relayed `closed` would have brought (serve.ts), checked the same way. Not
+   * at a coordinator's first silence: one cut off from this member for a moment may have completed the job, and its
+   * `closed` having missed this member, a lost close taken now would stay for good.
    */
   async #askOne(job: string, entry: TrailEntry, by: string, tick: Tick): Promise<boolean> {
     const r = tick.silent ? undefined : await this.d.call(by, { op: 'status', job, coordinator: by }, this.d.options.livenessMs).catch(() => undefined);
-    if (r === undefined) tick.silent = true;
+    if (r === undefined) {
+      tick.silent = true;
+      if (!this.#quietSince.has(by)) this.#quietSince.set(by, this.#mono());
+    } else this.#quietSince.delete(by);
     let o = (r?.receipt !== undefined ? await this.#check(job, entry, r.receipt, r.settlement) : undefined) ?? (await this.#heard(job, entry));
-    if (!o && (r === undefined || r.running !== 'yes')) {
+    const gone = r === undefined && !this.v.live().includes(by) && this.#mono() - this.#quietSince.get(by)! >= RECOVERY_TURN_LIVENESS * this.d.options.livenessMs;
+    const lostIt = r !== undefined && r.code === undefined && r.running === 'no' && r.receipt === undefined;
+    if (!o && (gone || lostIt)) {
       const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
       o = (await this.#heard(job, entry, entries, true)) ?? (await this.#held(job, entry, entries, tick)).find((x) => x.coordinator === by || x.lost);
       if (o?.lost) this.d.log.info({ job, coordinator: by, receipt: o.receipt.address, signer: o.receipt.signer }, 'pool: closed a dispatch whose coordinator is silent with the POOL_COORDINATOR_LOST receipt another member signed (its `closed` missed this member)');

@@ -145,4 +145,34 @@ describe('recovering the same dispatch at the same moment: one lost receipt, in 
     assert.equal(await a.recover(), 1, 'the job is not left open');
     assert.deepEqual(lostOf(w, j).map((p) => p.by), [A]);
   });
+  test('the restarted coordinator sees the others a tick later and is no longer elected: it still closes its own dispatch (the elected member leaves a live coordinator’s dispatch to it)', async () => {
+    const opts = { options: { livenessMs: LIVENESS_MS }, extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }) };
+    const w = await rig.world('order-own-not-elected', opts);
+    // an epoch, and the next, in which A is not first among the three
+    const notA = (e: number) => coordinatorRanking(POOL, e, MEMBERS)[0] !== A;
+    while (!(notA(epochOf(clock(), r.record.epochMs)) && notA(epochOf(clock(), r.record.epochMs) + 1))) clock.advance(r.record.epochMs);
+    for (const m of w.members.values()) {
+      await m.start();
+      m.stop();
+    }
+    const { job: j, input } = jobChosen((m) => m !== A);
+    await w.members.get(A)!.run(j, offer(j, A), ctx(input));
+    w.members.get(A)!.stop();
+    clock.advance(500);
+    const a = await rig.addMember(w, 'order-own-not-elected', A, opts);
+    w.down.add(A); // its first pings reach nobody
+    await a.start();
+    a.stop();
+    assert.equal((await trailOf(a).get(j.address))?.state, 'dispatched', 'it waits for the members it cannot see');
+    w.down.delete(A);
+    clock.advance(LIVENESS_MS);
+    for (const m of [a, ...MEMBERS.filter((x) => x !== A).map((x) => w.members.get(x)!)]) {
+      await m.start();
+      m.stop();
+    }
+    assert.notEqual(a.elected().coordinator, A, 'A sees the others and is not elected');
+    const lost = lostOf(w, j);
+    assert.deepEqual(lost.map((p) => p.by), [A], 'A failed its own dispatch at once, not at its next election');
+    for (const m of MEMBERS) assert.equal((await trailOf(w.members.get(m)!).get(j.address))?.state, 'failed');
+  });
 });

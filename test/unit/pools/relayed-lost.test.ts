@@ -16,7 +16,7 @@ import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T, type Job } from '../../../src/records/kinds.js';
 import { receiptFor } from '../../../src/roles/provider/provider.js';
 import { signerFrom } from '../records/fixtures.js';
-import { Rig, MEMBERS, clock, ctx, jobChosen, offer, pooledReceipt, tallyOf, type World } from './member-rig.js';
+import { Rig, MEMBERS, clock, ctx, finish, jobChosen, offer, pooledReceipt, tallyOf, type World } from './member-rig.js';
 import { POOL, didOf, outsider, proof, roster } from './helpers.js';
 import { compareDids } from '../../../src/records/did.js';
 import { coordinatorRanking, epochOf } from '../../../src/pools/choice.js';
@@ -150,6 +150,12 @@ describe('a lost receipt taken from another member is relayed', () => {
     await c.start(); // pings, then its tick: not elected, so catch-up
     c.stop();
     assert.equal(c.elected().coordinator, B, 'C was not elected: its catch-up ran, not recovery');
+    assert.equal((await trailOf(c).get(j.address))?.state, 'dispatched', 'not at A’s first silence');
+    // A stays silent for a turn (3 × livenessMs): it is gone, and B's receipt closes the entry
+    clock.advance(3 * LIVENESS_MS);
+    await c.start();
+    c.stop();
+    assert.equal(c.elected().coordinator, B);
     const e = await trailOf(c).get(j.address);
     assert.deepEqual([e?.state, e?.receipt], ['failed', lostOf(w, j)[0]!.rec.bytes], 'C closed its entry with B’s lost receipt');
     assert.deepEqual(lostOf(w, j).map((p) => p.by), [B], 'and signed none of its own');
@@ -173,5 +179,43 @@ describe('a lost receipt taken from another member is relayed', () => {
     c.stop();
     assert.notEqual(c.elected().coordinator, C);
     assert.equal((await trailOf(c).get(j.address))?.state, 'dispatched', 'A is live and answers for its dispatch: C waits for A’s own outcome');
+  });
+  test('catch-up takes no other member’s lost receipt at the coordinator’s first silence: cut off from C for a tick, A completed the job, and C closes with A’s receipt once it answers', async () => {
+    let cut = false;
+    const w = await rig.world('catch-up-cut', {
+      roster: r4,
+      options: { livenessMs: LIVENESS_MS },
+      intercept: async (from, to) => {
+        if (cut && ((from === C && to === A) || (from === A && to === C))) throw Object.assign(new Error('cut'), { code: 'NET_DIAL_FAILED' });
+        return undefined;
+      },
+      extra: () => ({ heardReceipts: () => [], askReceipts: async () => [] }),
+    });
+    const a = w.members.get(A)!;
+    const { job: j, input } = jobChosen((m) => m === B);
+    const o = offer(j, A);
+    const out = await a.run(j, o, ctx(input));
+    // C is down while A completes and sends its `closed`
+    w.down.add(C);
+    const rec = await finish(w, a, j, o, A, Promise.resolve(out));
+    w.down.delete(C);
+    assert.equal(rec.record.status, 'completed');
+    // B holds a lost receipt of its own for A's dispatch (it could not see A then)
+    const byB = pooledReceipt(w.members.get(B)!, j, o, B, { failure: LOST });
+    await trailOf(w.members.get(B)!).close(j.address, A, 'failed', byB.bytes);
+    clock.advance(10_000);
+    cut = true;
+    while (coordinatorRanking(POOL, epochOf(clock(), r4.record.epochMs), [B, C, D])[0] === C) clock.advance(r4.record.epochMs);
+    const c = w.members.get(C)!;
+    await c.start();
+    c.stop();
+    assert.notEqual(c.elected().coordinator, C);
+    assert.equal((await trailOf(c).get(j.address))?.state, 'dispatched', 'A silent once: C waits');
+    cut = false;
+    clock.advance(LIVENESS_MS);
+    await c.start();
+    c.stop();
+    const e = await trailOf(c).get(j.address);
+    assert.deepEqual([e?.state, e?.receipt], ['completed', rec.bytes], 'C closed with A’s completed receipt');
   });
 });
