@@ -104,7 +104,18 @@ export interface StreamContext extends ServeContext {
   reserve(bytes: number): void;
   /** Move the stream's deadline to `ms` from now (`what` names the phase in the error). */
   setDeadline(ms: number, what: string): void;
+  /**
+   * Settles when the caller is done with the stream from now on: `ended` when it closes its writing side or resets
+   * the stream (it acted on what it read), `lost` when the stream ends from this side (its connection died under it,
+   * or the deadline fired). Only what happens after the call counts as the caller's close (a side closed earlier
+   * says nothing about frames sent since); a reset already seen counts. Never settles while the stream stays open and
+   * silent (a half-open link): the handler bounds its own wait.
+   */
+  callerEnded(): Promise<CallerEnd>;
 }
+
+/** How a caller's stream ended (StreamContext.callerEnded). */
+export type CallerEnd = 'ended' | 'lost';
 
 export type StreamHandler = (ctx: StreamContext) => Promise<void>;
 
@@ -261,6 +272,23 @@ export class DirectProtocols {
       if (!gone.signal.aborted) gone.abort(new C0Error(NET_ERR.STREAM, local ? 'the stream was closed' : 'the caller reset the stream'));
     };
     stream.addEventListener('close', onClose, { once: true });
+    // How the stream closed, for callerEnded: by the caller (its reset, or its close after ours) or from this side.
+    let closedBy: CallerEnd | undefined;
+    const onClosedBy = (evt: Event): void => void (closedBy ??= (evt as { local?: boolean }).local === true ? 'lost' : 'ended');
+    stream.addEventListener('close', onClosedBy, { once: true });
+    const callerEnded = (): Promise<CallerEnd> =>
+      new Promise<CallerEnd>((resolve) => {
+        if (closedBy !== undefined || streamEnded(stream)) return resolve(closedBy ?? 'lost');
+        const settle = (v: CallerEnd): void => {
+          stream.removeEventListener('close', onEnd);
+          stream.removeEventListener('remoteCloseWrite', onRemoteEnd);
+          resolve(v);
+        };
+        const onEnd = (evt: Event): void => settle((evt as { local?: boolean }).local === true ? 'lost' : 'ended');
+        const onRemoteEnd = (): void => settle('ended');
+        stream.addEventListener('close', onEnd);
+        if (stream.remoteWriteStatus === 'writable') stream.addEventListener('remoteCloseWrite', onRemoteEnd);
+      });
     const budget: StreamBudget = this.budget.open(connection.id, connection.remotePeer.toString(), (limits.maxStreamBytes ?? limits.maxFrameBytes * Math.min(limits.maxRequestFrames, 64)) + END_FRAME_BYTES);
     const reader = new FrameReader(stream, { maxFrameBytes: limits.maxFrameBytes, budget });
     let outcome = 'ok';
@@ -303,7 +331,7 @@ export class DirectProtocols {
         if (bytes.length > limits.maxFrameBytes) throw new C0Error(NET_ERR.FRAME_TOO_LARGE, `response frame of ${bytes.length} bytes over ${limits.maxFrameBytes}`);
         await writeFrame(stream, bytes, signal);
       };
-      await handler({ peer: connection.remotePeer, signal, send, next, reserve: (n) => budget.reserve(n), setDeadline: (ms, what) => reset(ms, what) });
+      await handler({ peer: connection.remotePeer, signal, send, next, reserve: (n) => budget.reserve(n), setDeadline: (ms, what) => reset(ms, what), callerEnded });
       // Our own close below ends the stream: not the caller leaving.
       stream.removeEventListener('close', onClose);
       await writeFrame(stream, encodeFrame({ t: 'end' }), signal);
@@ -339,6 +367,7 @@ export class DirectProtocols {
       this.#log.debug({ protocol, peer: connection.remotePeer.toString(), code: err.code }, 'inbound stream failed');
     } finally {
       stream.removeEventListener('close', onClose);
+      stream.removeEventListener('close', onClosedBy);
       signal.removeEventListener('abort', onAbort);
       clear();
       reader.close();

@@ -211,7 +211,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   // and may hold one sealed input plus a frame (docs/network.md "Direct streams: limits and framing").
   await o.net.handleStream(
     EXEC_PROTOCOL,
-    (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline, peer: ctx.peer.toString() }),
+    (ctx) => o.provider!.handleExec({ next: ctx.next, send: (f) => ctx.send(f as never), signal: ctx.signal, reserve: ctx.reserve, setDeadline: ctx.setDeadline, callerEnded: ctx.callerEnded, peer: ctx.peer.toString() }),
     { deadlineMs: pc.execRequestMs, maxStreamBytes: pc.maxInputBytes + SEALED_OVERHEAD_BYTES + 1024 * 1024 },
   );
   await o.net.handle(

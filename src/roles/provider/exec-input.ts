@@ -22,6 +22,12 @@ export interface ExecIO {
   setDeadline(ms: number, what: string): void;
   /** The remote peer (its PeerId), for what a refusal costs it and the log (absent: unknown). */
   peer?: string;
+  /**
+   * Settles when the buyer is done with the stream from now on (StreamContext.callerEnded): `ended` when it closed or
+   * reset it, `lost` when the stream ended from this side (its connection died). Absent: nothing can be told, and a
+   * receipt written is handed to the re-delivery path as well.
+   */
+  callerEnded?(): Promise<'ended' | 'lost'>;
 }
 
 export interface InputLimits {

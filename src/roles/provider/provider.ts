@@ -28,6 +28,15 @@ import { clearableTimeoutSignal } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
 import { truncateText } from '../../util/text.js';
 
+/**
+ * How long a receipt written on the exec stream waits for the buyer to show it got it: every buyer resets (or closes)
+ * the stream as soon as it has read the receipt, one round trip after it was written. A write that returned only put
+ * the frame in this node's buffers (yamux's window, the socket's): on a half-open link (a dropped NAT mapping, a dead
+ * uplink) it resolves all the same and the frame goes nowhere. Without the buyer's word in this time the receipt
+ * goes to the re-delivery path (`deliver`, outcome/1), where a copy the buyer already holds is answered as such.
+ */
+export const RECEIPT_ACK_MS = 10_000;
+
 export interface EligibilityFailure {
   code: string;
 }
@@ -92,6 +101,11 @@ export interface ProviderDeps {
    * and again when it connects (src/roles/provider/receipt-delivery.ts); not awaited. Default: gossip only.
    */
   deliver?: (r: Opened<Receipt>) => void;
+  /**
+   * How long a written receipt waits for the buyer to show it got it (it closes or resets the exec stream) before it
+   * is handed to `deliver`; default RECEIPT_ACK_MS.
+   */
+  receiptAckMs?: number;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /**
@@ -618,15 +632,45 @@ export class Provider {
     // A buyer this provider has worked for is no longer held to the total quoting budget.
     this.budget.markKnownBuyer(job.signer);
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
+    let written = false;
     try {
       if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });
       await send({ t: 'receipt', receipt: env.bytes });
+      written = true;
     } catch {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
       this.d.deliver?.(env);
     }
+    // A write that returned is in this node's buffers, not yet in the buyer's hands: the receipt counts as delivered
+    // once the buyer ends the stream after it (meanwhile it is gossiped, and a pool's job is closed).
+    const taken = written ? this.#receiptTaken(io) : undefined;
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
+    const why = await taken;
+    if (why !== undefined && why !== 'ended') {
+      this.d.log.warn({ job: job.address, why }, 'the buyer did not show it got the receipt; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
+      this.d.deliver?.(env);
+    }
+  }
+
+  /**
+   * How the buyer left the exec stream after the receipt was written: `ended` (it closed or reset it, as a buyer does
+   * once it has read the receipt), `lost` (the stream ended from this side: its connection died), `silent` (nothing
+   * within receiptAckMs: a half-open link), or `unknown` (the stream cannot tell).
+   */
+  async #receiptTaken(io: ExecIO): Promise<'ended' | 'lost' | 'silent' | 'unknown'> {
+    if (!io.callerEnded) return 'unknown';
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        io.callerEnded(),
+        new Promise<'silent'>((resolve) => {
+          timer = setTimeout(() => resolve('silent'), this.d.receiptAckMs ?? RECEIPT_ACK_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**

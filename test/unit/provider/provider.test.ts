@@ -33,6 +33,10 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Rig as PoolRig, MEMBERS as POOL_MEMBERS, keyOf as poolKeyOf } from '../pools/member-rig.js';
 import { watchTimers } from '../util/timer-watch.js';
+import { DirectProtocols, type StreamHost } from '../../../src/net/protocols.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { decodeFrame, encodeFrame } from '../../../src/net/frames.js';
+import { EXEC_PROTOCOL } from '../../../src/roles/exec-protocol.js';
 
 const NOW = 1_800_000_000_000;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -48,7 +52,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike'] } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -116,6 +120,8 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     ...(opts.rankAhead ? { rankAhead: opts.rankAhead } : {}),
     ...(opts.steward ? { steward: opts.steward } : {}),
     ...(opts.strike ? { strike: opts.strike } : {}),
+    ...(opts.deliver ? { deliver: opts.deliver } : {}),
+    ...(opts.receiptAckMs === undefined ? {} : { receiptAckMs: opts.receiptAckMs }),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -1062,5 +1068,144 @@ describe('Provider: a pool’s admission gates on jobs heard', () => {
     assert.equal(await refusals(), 1);
     assert.deepEqual(memberLines.filter((l) => l.level >= 30), [], 'nothing at info: a peer can send such jobs at will');
     assert.equal(providerLines.length, 0);
+  });
+});
+
+/**
+ * exec/1 served as the node serves it (DirectProtocols.serveStream), over a fake libp2p stream whose writes always
+ * succeed: what the provider writes lands in local buffers, as it does on a half-open link (both sockets open,
+ * nothing forwarded). `buyerAfterReceipt` is what the buyer does once the receipt frame is written.
+ */
+class ExecFakeStream extends EventTarget {
+  status = 'open';
+  readStatus = 'readable';
+  writeStatus = 'writable';
+  remoteWriteStatus = 'writable';
+  readBufferLength = 0;
+  readonly written: unknown[] = [];
+  constructor(private readonly onWrite: (v: unknown) => void) {
+    super();
+  }
+  pause(): void {
+    if (this.readStatus === 'readable') this.readStatus = 'paused';
+  }
+  resume(): void {
+    if (this.readStatus === 'paused') this.readStatus = 'readable';
+  }
+  push(bytes: Uint8Array): void {
+    this.dispatchEvent(Object.assign(new Event('message'), { data: { subarray: () => bytes } }));
+  }
+  send(buf: Uint8Array): boolean {
+    let len = 0;
+    let shift = 0;
+    let i = 0;
+    for (; ; i++) {
+      len += (buf[i]! & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (buf[i]! < 0x80) break;
+    }
+    const f = decodeFrame(buf.subarray(i + 1, i + 1 + len));
+    const v = f.t === 'data' ? f.v : f;
+    this.written.push(v);
+    this.onWrite(v);
+    return true;
+  }
+  async onDrain(): Promise<void> {}
+  async closeRead(): Promise<void> {
+    this.readStatus = 'closed';
+  }
+  async close(): Promise<void> {
+    this.writeStatus = 'closed';
+  }
+  #end(local: boolean, error?: Error): void {
+    if (this.status !== 'open') return;
+    this.status = local ? 'aborted' : 'reset';
+    this.readStatus = 'closed';
+    this.writeStatus = 'closed';
+    this.remoteWriteStatus = 'closed';
+    this.dispatchEvent(Object.assign(new Event('close'), { local, error }));
+  }
+  /** This node aborts the stream (its connection died under it, or a deadline). */
+  abort(err: Error): void {
+    this.#end(true, err);
+  }
+  /** The buyer resets the stream (what a buyer does once it has read the receipt). */
+  remoteReset(): void {
+    this.#end(false, Object.assign(new Error('stream reset'), { name: 'StreamResetError' }));
+  }
+  /** The buyer closes its writing side. */
+  remoteCloseWrite(): void {
+    this.remoteWriteStatus = 'closed';
+    this.dispatchEvent(new Event('remoteCloseWrite'));
+  }
+}
+
+function lp(bytes: Uint8Array): Uint8Array {
+  const prefix: number[] = [];
+  let n = bytes.length;
+  while (n >= 0x80) {
+    prefix.push((n % 0x80) | 0x80);
+    n = Math.floor(n / 0x80);
+  }
+  prefix.push(n);
+  return Uint8Array.from([...prefix, ...bytes]);
+}
+
+describe('Provider: a receipt counts as delivered only once the buyer shows it got it (exec/1 over a stream whose writes succeed)', () => {
+  async function serveOne(buyerAfterReceipt: (s: ExecFakeStream) => void, receiptAckMs: number) {
+    const delivered: Array<Opened<Receipt>> = [];
+    const s = setup({ deliver: (r) => void delivered.push(r), receiptAckMs });
+    const input = utf8('half-open');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    let handler: ((stream: never, conn: never) => Promise<void>) | undefined;
+    const host = {
+      handle: async (_p: string, h: (stream: never, conn: never) => Promise<void>) => void (handler = h),
+      unhandle: async () => {},
+      dialProtocol: async () => {
+        throw new Error('not used');
+      },
+    };
+    const direct = new DirectProtocols(host as unknown as StreamHost, createNetMetrics(new Registry()), silentLogger());
+    await direct.serveStream(EXEC_PROTOCOL, (ctx) => s.provider.handleExec({ ...ctx, send: (f) => ctx.send(f as never), peer: ctx.peer.toString() }), { answerLingerMs: 50 });
+    const stream: ExecFakeStream = new ExecFakeStream((v) => {
+      if ((v as { t?: unknown }).t === 'receipt') setImmediate(() => buyerAfterReceipt(stream));
+    });
+    const served = handler!(stream as never, { id: 'c1', remotePeer: { toString: () => 'buyer-peer' } } as never);
+    stream.push(lp(encodeFrame({ t: 'data', v: frame(job, offer, makeSelection(job, offer), input) as never })));
+    stream.push(lp(encodeFrame({ t: 'end' })));
+    const t0 = Date.now();
+    await served;
+    const rf = stream.written.find((v) => (v as { t?: unknown }).t === 'receipt') as { receipt: Uint8Array } | undefined;
+    assert.ok(rf, 'the receipt frame was written');
+    return { delivered, receipt: open(rf.receipt, T.receipt), ms: Date.now() - t0, s };
+  }
+
+  test('the buyer never closes (a half-open link): the receipt goes to the re-delivery path once the wait for the buyer runs out', async () => {
+    const r = await serveOne(() => {}, 300);
+    assert.deepEqual(
+      r.delivered.map((x) => x.address),
+      [r.receipt.address],
+    );
+    // gossiped as before
+    assert.ok(r.s.published.some((p) => p.kind === 'receipt' && p.env.address === r.receipt.address));
+  });
+
+  test('the connection dies under the stream after the receipt was written: re-delivered at once, not after the wait', async () => {
+    const r = await serveOne((st) => st.abort(Object.assign(new Error('ping timeout'), { name: 'AbortError' })), 60_000);
+    assert.deepEqual(
+      r.delivered.map((x) => x.address),
+      [r.receipt.address],
+    );
+    assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
+  });
+
+  test('the buyer resets the stream after the receipt (what every buyer so far does once it has read it), or closes its side: delivered, nothing re-sent', async () => {
+    const reset = await serveOne((st) => st.remoteReset(), 60_000);
+    assert.deepEqual(reset.delivered, []);
+    assert.ok(reset.ms < 10_000, `took ${reset.ms} ms`);
+    const closed = await serveOne((st) => st.remoteCloseWrite(), 60_000);
+    assert.deepEqual(closed.delivered, []);
+    assert.ok(closed.ms < 10_000, `took ${closed.ms} ms`);
   });
 });
