@@ -69,13 +69,25 @@ export function decodeFrame(b: Uint8Array): Frame {
   throw new C0Error(NET_ERR.BAD_FRAME, 'frame is not [0,v], [1] or [2,code,message]');
 }
 
-/** Map a stream-level failure to a coded error. */
+/**
+ * Map a stream-level failure to a coded error. `signal` is the stream's own (deadlineSignal): its deadline aborts it
+ * with a coded NET_DEADLINE, its caller's signal with the caller's reason. NET_DEADLINE only when that signal fired.
+ * An AbortError or TimeoutError while it is live did not come from this stream's deadline: the stream was aborted under
+ * it, by its connection (libp2p's connection monitor aborting a connection whose pings went unanswered, a muxer torn
+ * down), so it is NET_STREAM_FAILED with the connection's reason (`detail.connection`).
+ */
 export function streamError(e: unknown, signal: AbortSignal, deadlineMs: number): C0Error {
   if (isC0Error(e)) return e;
   const name = (e as Error)?.name ?? '';
-  if (signal.aborted && signal.reason instanceof C0Error) return signal.reason;
-  if (signal.aborted || name === 'AbortError' || name === 'TimeoutError') return new C0Error(NET_ERR.DEADLINE, `stream passed its deadline of ${deadlineMs} ms`);
-  return new C0Error(NET_ERR.STREAM, `stream failed: ${(e as Error)?.message ?? String(e)}`, { detail: { name } });
+  const message = (e as Error)?.message ?? String(e);
+  if (signal.aborted) {
+    if (signal.reason instanceof C0Error) return signal.reason;
+    // the caller's signal (its own deadline or its stop), passed on by deadlineSignal with the caller's reason
+    const why = (signal.reason as Error | undefined)?.message;
+    return new C0Error(NET_ERR.DEADLINE, why ? `the caller's signal ended the stream: ${why}` : `stream passed its deadline of ${deadlineMs} ms`);
+  }
+  if (name === 'AbortError' || name === 'TimeoutError') return new C0Error(NET_ERR.STREAM, `the stream's connection was closed under it: ${message}`, { detail: { name, connection: true } });
+  return new C0Error(NET_ERR.STREAM, `stream failed: ${message}`, { detail: { name } });
 }
 
 function varint(n: number): Uint8Array {
