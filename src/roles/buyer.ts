@@ -22,7 +22,7 @@ import type { Logger } from '../util/log.js';
 import { seal as sealBox } from '../crypto/sealed-box.js';
 import type { SelectResult } from '../market/select.js';
 import type { MarketExplanation } from '../market/explain.js';
-import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, parseExecFrame, type ExecFrame, type ExecRequest } from './exec-protocol.js';
+import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, EXEC_SILENCE_FACTOR, parseExecFrame, silenceLimitMs, type ExecFrame, type ExecRequest } from './exec-protocol.js';
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
@@ -258,8 +258,11 @@ export interface BuyerDeps {
   advertAt?: (address: string) => Opened<Advert> | undefined;
   /** `nondelivery2`: a pooled offer's non-delivery (c0mpute.nondelivery/2), on its own topic kind. */
   publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2', env: Opened) => Promise<void>;
-  /** Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames. */
-  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal) => AsyncIterable<unknown>;
+  /**
+   * Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames (output chunks assembled
+   * into one before the receipt); `heard`, when given, is told of every frame as it arrives, each output chunk too.
+   */
+  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void) => AsyncIterable<unknown>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
   /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
@@ -710,12 +713,15 @@ export class Buyer {
       input = sealBox(spec.input, boxKey);
     }
     // On an overlay with a steward the provider runs only admitted work: the steward's Admitted entry goes with the request.
-    const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, ...(admission ? { admission } : {}) };
+    // It asks for keepalives while the work runs: a provider that promises them and then falls silent is given up
+    // after silenceLimitMs (EXEC_PROVIDER_SILENT), inside a runner-up's offer, not at the connection's pings (30–45 s).
+    const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, keepalive: true, ...(admission ? { admission } : {}) };
     // Give the provider until the deadline plus a grace period to deliver the receipt; the node's stop ends it sooner.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
     // cleared when the attempt ends (below), so a deadline weeks away holds no timer past it
     const deadline = clearableTimeoutSignal(budget);
-    const signal = AbortSignal.any([deadline.signal, this.#stop.signal]);
+    const silence = new SilenceWatch();
+    const signal = AbortSignal.any([deadline.signal, this.#stop.signal, silence.signal]);
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
@@ -731,8 +737,9 @@ export class Buyer {
       return why && this.#localOutcome(why, frozenMs);
     };
     try {
-      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal)) {
+      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal, (f) => silence.heard(f))) {
         const f: ExecFrame = parseExecFrame(raw);
+        silence.heard(f);
         if (f.t === 'refused') {
           // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
           // code: the provider did what the steward asked, so no non-delivery is signed against it once the steward
@@ -766,6 +773,7 @@ export class Buyer {
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
+      silence.stop();
       frozenMs = Math.max(frozenMs, watch?.longestFreezeMs() ?? 0);
       watch?.end();
       progress.flush();
@@ -821,5 +829,43 @@ export class Buyer {
     await this.d.publish('acceptance', acceptance).catch(() => {});
     onEvent({ e: 'acceptance', acceptance });
     return { outcome: r.status === 'completed' ? (verdict === 'accepted' ? 'completed' : 'disputed') : `failed: ${r.failure?.code}`, ...(output ? { output } : {}), receipt, acceptance };
+  }
+}
+
+/**
+ * The buyer's watch on a running attempt's silence (docs/node.md "Buyer"): armed by an `accepted` frame that promises
+ * keepalives (`keepaliveMs`), reset by every frame, and given up at silenceLimitMs without one: `signal` aborts with
+ * EXEC_PROVIDER_SILENT, which ends the exec stream. A provider that promised nothing (one before keepalives) is never
+ * watched. The first `output` or the receipt ends the watch: the work is over, and from there frames are paced by the
+ * link's throughput (a 256 KiB chunk), not by keepalives; the connection's liveness covers that phase.
+ */
+export class SilenceWatch {
+  readonly #ac = new AbortController();
+  /** The silence allowed while armed (silenceLimitMs of the interval the provider promised). */
+  #limitMs: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  get signal(): AbortSignal {
+    return this.#ac.signal;
+  }
+
+  heard(f: ExecFrame): void {
+    if (f.t === 'accepted' && f.keepaliveMs !== undefined) this.#limitMs = silenceLimitMs(f.keepaliveMs);
+    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused') this.#limitMs = undefined;
+    this.#arm();
+  }
+
+  stop(): void {
+    this.#limitMs = undefined;
+    this.#arm();
+  }
+
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const ms = this.#limitMs;
+    if (ms === undefined || this.#ac.signal.aborted) return;
+    const every = ms / EXEC_SILENCE_FACTOR;
+    this.#timer = setTimeout(() => this.#ac.abort(new C0Error('EXEC_PROVIDER_SILENT', `the provider sent nothing for ${ms} ms while its work ran (it promised a frame every ${every} ms)`)), ms);
   }
 }

@@ -9,6 +9,16 @@
  *   provider → buyer   {t:'accepted'}, {t:'progress'}…, {t:'output', data} × n (≤ 256 KiB each, in order),
  *                      {t:'receipt'} — or {t:'refused'} when the input does not check out
  *
+ * A header with `keepalive: 'yes'` asks the provider to show it is there while
+ * the work runs: a provider that will answers `{t:'accepted', startedAt,
+ * keepaliveMs}` and sends `{t:'keepalive'}` every `keepaliveMs` until the work
+ * ends; the buyer then gives the attempt up after silenceLimitMs without a
+ * frame (EXEC_PROVIDER_SILENT), well inside a runner-up's offer, instead of
+ * waiting 30–45 s for the connection's pings. A provider before it ignores the
+ * key and sends no `keepaliveMs` (its silent run is waited for as before); a
+ * buyer before it does not ask, and so never meets the frame (its parser
+ * refuses kinds it does not know).
+ *
  * An input of at most EXEC_INLINE_INPUT_BYTES may travel inside the header
  * (`input`, the request format before chunking): then there is no `ready` and
  * no `input` frame. Frames are canonical CBOR maps; records travel as envelopes.
@@ -26,6 +36,19 @@ export const EXEC_CHUNK_BYTES = 256 * 1024;
 export const EXEC_INLINE_INPUT_BYTES = 64 * 1024;
 /** What a sealed input adds to the plaintext (ephemeral key, nonce, tag). */
 export const SEALED_OVERHEAD_BYTES = 32 + 12 + 16;
+/** How often a provider that was asked sends `{t:'keepalive'}` while the work runs. */
+export const EXEC_KEEPALIVE_MS = 5_000;
+/** A buyer gives an attempt up after this many keepalive intervals without a frame. */
+export const EXEC_SILENCE_FACTOR = 3;
+/** The keepalive intervals a buyer takes from `accepted` (a provider's other values are clamped into it). */
+export const EXEC_KEEPALIVE_MIN_MS = 100;
+export const EXEC_KEEPALIVE_MAX_MS = 60_000;
+
+/** How long a buyer waits without a frame from a provider that promised keepalives every `keepaliveMs`. */
+export function silenceLimitMs(keepaliveMs: number): number {
+  return EXEC_SILENCE_FACTOR * Math.min(EXEC_KEEPALIVE_MAX_MS, Math.max(EXEC_KEEPALIVE_MIN_MS, keepaliveMs));
+}
+
 /** The largest `admission` a header may carry (a pool/1 ledger entry is a few hundred bytes). */
 export const EXEC_MAX_ADMISSION_BYTES = 4096;
 /** The documented default input limit (provider.maxInputBytes); a buyer refuses larger inputs before sending anything. */
@@ -44,6 +67,8 @@ export interface ExecHeader {
   input?: Uint8Array;
   /** On an overlay with a steward: its signed `Admitted` entry (pool/1 envelope) for the job's claim (its own, or its gang's). */
   admission?: Uint8Array;
+  /** 'yes': the buyer takes `{t:'keepalive'}` frames while the work runs (the provider says how often in `accepted`); a text enum, as canonical CBOR has no booleans. */
+  keepalive?: 'yes' | 'no';
 }
 
 /** What a buyer asks to run: the header's records and the whole input (chunked on the wire). */
@@ -56,12 +81,15 @@ export interface ExecRequest {
   input: Uint8Array;
   /** The steward's `Admitted` entry for the job's claim (ExecHeader.admission). */
   admission?: Uint8Array;
+  /** Ask for keepalives (ExecHeader.keepalive). */
+  keepalive?: boolean;
 }
 
 export type ExecFrame =
   | { t: 'ready' }
-  | { t: 'accepted'; startedAt: number }
+  | { t: 'accepted'; startedAt: number; keepaliveMs?: number }
   | { t: 'progress'; message: string; permille?: number }
+  | { t: 'keepalive' }
   | { t: 'output'; data: Uint8Array }
   | { t: 'receipt'; receipt: Uint8Array }
   | { t: 'refused'; code: string; message: string };
@@ -82,6 +110,7 @@ export function parseExecHeader(v: unknown): ExecHeader {
   if (o.admission !== undefined && (!isBytes(o.admission) || o.admission.length > EXEC_MAX_ADMISSION_BYTES)) {
     throw new C0Error('EXEC_BAD_REQUEST', `exec request: admission must be bytes, at most ${EXEC_MAX_ADMISSION_BYTES}`, { field: 'admission' });
   }
+  if (o.keepalive !== undefined && o.keepalive !== 'yes' && o.keepalive !== 'no') throw new C0Error('EXEC_BAD_REQUEST', "exec request: keepalive must be 'yes' or 'no'", { field: 'keepalive' });
   return o as unknown as ExecHeader;
 }
 
@@ -120,8 +149,14 @@ export function parseExecFrame(v: unknown): ExecFrame {
     case 'ready':
       return { t: 'ready' };
     case 'accepted':
-      if (typeof o.startedAt === 'number') return o as unknown as ExecFrame;
+      if (typeof o.startedAt === 'number') {
+        // a keepalive interval that is not a positive number is no promise: the run is waited for as a silent one
+        const k = o.keepaliveMs;
+        return { t: 'accepted', startedAt: o.startedAt, ...(typeof k === 'number' && Number.isFinite(k) && k > 0 ? { keepaliveMs: k } : {}) };
+      }
       break;
+    case 'keepalive':
+      return { t: 'keepalive' };
     case 'progress':
       if (typeof o.message === 'string' && (o.permille === undefined || typeof o.permille === 'number')) return o as unknown as ExecFrame;
       break;
@@ -162,11 +197,12 @@ export interface ExecChannel {
  * The buyer's side of one exchange: send the header, wait for `ready`, stream
  * the input, then yield the provider's frames. Output chunks are assembled
  * and yielded as one `output` frame before the receipt (bounded by
- * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE). Closes the channel in every case.
+ * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE); `heard` is told of each frame after
+ * the input as it arrives, each output chunk too. Closes the channel in every case.
  */
-export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutputBytes = EXEC_MAX_OUTPUT_BYTES): AsyncGenerator<unknown> {
+export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutputBytes = EXEC_MAX_OUTPUT_BYTES, heard?: (f: ExecFrame) => void): AsyncGenerator<unknown> {
   try {
-    const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer, ...(req.admission ? { admission: req.admission } : {}) };
+    const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer, ...(req.admission ? { admission: req.admission } : {}), ...(req.keepalive ? { keepalive: 'yes' as const } : {}) };
     if (req.input.length <= EXEC_INLINE_INPUT_BYTES) {
       await ch.send({ ...header, input: req.input } as never);
       await ch.end();
@@ -188,6 +224,7 @@ export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutput
       const raw = await ch.next();
       if (raw === undefined) break;
       const f = parseExecFrame(raw);
+      heard?.(f);
       if (f.t === 'output') {
         size += f.data.length;
         if (size > maxOutputBytes) throw new C0Error('EXEC_OUTPUT_TOO_LARGE', `the provider sent more than ${maxOutputBytes} bytes of output`);

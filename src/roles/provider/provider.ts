@@ -14,7 +14,7 @@ import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { chunks, execRequestInvalid, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
 import { PeerLog } from '../../util/peer-log.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
@@ -106,6 +106,8 @@ export interface ProviderDeps {
    * is handed to `deliver`; default RECEIPT_ACK_MS.
    */
   receiptAckMs?: number;
+  /** How often a buyer that asked gets `{t:'keepalive'}` while its work runs; default EXEC_KEEPALIVE_MS (5 s). */
+  keepaliveMs?: number;
   /** Metrics hook: job outcomes. */
   onOutcome?: (status: 'completed' | 'failed', workload: string) => void;
   /**
@@ -514,13 +516,13 @@ export class Provider {
    */
   async handleExec(io: ExecIO): Promise<void> {
     const { send, signal } = io;
-    let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController };
+    let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean };
     try {
       const header = parseExecHeader(await io.next());
       const h = await this.#checkHeader(header);
       try {
         const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs });
-        checked = { ...h, input: this.#checkInput(h.job, input) };
+        checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
       } catch (e) {
         // Nothing ran: the slot goes back.
         this.#running.delete(h.job.address);
@@ -539,7 +541,7 @@ export class Provider {
     }
     io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
     // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
-    const { job, offer, input, ctl } = checked;
+    const { job, offer, input, ctl, keepalive } = checked;
     // The offer is taken up: it holds no quoting budget from here on (the slot bounds the work).
     this.budget.release(job.address, job.signer);
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
@@ -566,8 +568,13 @@ export class Provider {
     this.#spans.set(job.address, { span, startedAt });
     let output: Uint8Array | undefined;
     let failure: { code: string; message: string } | undefined;
+    // A buyer that asked for keepalives gets one every keepaliveMs while the work runs (exec-protocol.ts), so it can
+    // tell a stalled link from a long silent run well inside a runner-up's offer.
+    const keepaliveMs = this.d.keepaliveMs ?? EXEC_KEEPALIVE_MS;
+    let beat: ReturnType<typeof setInterval> | undefined;
     try {
-      await send({ t: 'accepted', startedAt });
+      await send({ t: 'accepted', startedAt, ...(keepalive ? { keepaliveMs } : {}) });
+      if (keepalive) beat = setInterval(() => void send({ t: 'keepalive' }).catch(() => {}), keepaliveMs);
       // on the monotonic clock: a wall clock stepped back would hold every progress event back as long
       const mono = this.d.monoClock ?? monotonicClock;
       let lastProgress = -Infinity;
@@ -598,6 +605,7 @@ export class Provider {
       // local error) is for this operator only.
       if (e instanceof C0Error && e.detail) this.d.log.debug({ job: job.address, failure: e.code, ...e.detail }, 'work failed: what the receipt does not say');
     } finally {
+      clearInterval(beat);
       signal.removeEventListener('abort', onGone);
       deadline.clear();
     }

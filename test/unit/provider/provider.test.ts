@@ -52,7 +52,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number; keepaliveMs?: number } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -122,6 +122,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     ...(opts.strike ? { strike: opts.strike } : {}),
     ...(opts.deliver ? { deliver: opts.deliver } : {}),
     ...(opts.receiptAckMs === undefined ? {} : { receiptAckMs: opts.receiptAckMs }),
+    ...(opts.keepaliveMs === undefined ? {} : { keepaliveMs: opts.keepaliveMs }),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -1207,5 +1208,43 @@ describe('Provider: a receipt counts as delivered only once the buyer shows it g
     const closed = await serveOne((st) => st.remoteCloseWrite(), 60_000);
     assert.deepEqual(closed.delivered, []);
     assert.ok(closed.ms < 10_000, `took ${closed.ms} ms`);
+  });
+});
+
+describe('Provider: keepalives while the work runs (a buyer tells a stalled link from a long silent run)', () => {
+  async function run(askKeepalive: boolean) {
+    const s = setup({ keepaliveMs: 100 });
+    const input = utf8('tick');
+    const job = makeJob({ workload: 'builtin.sleep', params: '550', timeoutMs: 10_000 }, input);
+    const offer = await offered(s, job);
+    const frames = await exec(s.provider, { ...frame(job, offer, makeSelection(job, offer), input), ...(askKeepalive ? { keepalive: 'yes' } : {}) });
+    return frames;
+  }
+
+  test('a buyer that asked: `accepted` says how often, then a keepalive at that pace until the work ends, none after the receipt', async () => {
+    const frames = await run(true);
+    const accepted = frames[0]!;
+    assert.ok(accepted.t === 'accepted');
+    assert.equal((accepted as { keepaliveMs?: number }).keepaliveMs, 100);
+    const beats = frames.filter((f) => (f.t as string) === 'keepalive').length;
+    assert.ok(beats >= 3 && beats <= 6, `${beats} keepalives over a 550 ms run`);
+    assert.equal(frames.at(-1)!.t, 'receipt');
+    const before = frames.length;
+    await new Promise((r) => setTimeout(r, 250));
+    assert.equal(frames.length, before, 'nothing is sent once the run ended');
+  });
+
+  test('a buyer that did not ask (one before keepalives) gets none, and no keepaliveMs: nothing it cannot read', async () => {
+    const frames = await run(false);
+    assert.equal((frames[0] as { keepaliveMs?: number }).keepaliveMs, undefined);
+    assert.deepEqual(frames.filter((f) => (f.t as string) === 'keepalive'), []);
+  });
+
+  test("a header whose keepalive is not 'yes' or 'no' is refused EXEC_BAD_REQUEST", async () => {
+    const s = setup();
+    const input = utf8('x');
+    const job = makeJob({}, input);
+    const offer = await offered(s, job);
+    assert.equal(refusal(await exec(s.provider, { ...frame(job, offer, makeSelection(job, offer), input), keepalive: true })), 'EXEC_BAD_REQUEST');
   });
 });

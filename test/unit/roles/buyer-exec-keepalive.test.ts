@@ -1,0 +1,130 @@
+/**
+ * A winner whose link stalls while its work runs (partition33 #2): the buyer noticed only when libp2p's pings dropped
+ * the connection, 38–45 s later, past the runner-up's 30 s offer, so the failover found every runner-up lapsed and the
+ * run failed with most of its deadline left. Now the buyer asks for keepalives (`keepalive: true` in the header); a
+ * provider that promises them (`keepaliveMs` in `accepted`) and then sends no frame for silenceLimitMs has its attempt
+ * given up (EXEC_PROVIDER_SILENT, an `unreachable` non-delivery) and the buyer fails over while the runner-up's offer
+ * holds. A provider that promised nothing (one before keepalives) is waited for as before, however long it is silent.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { BuyerEvent } from '../../../src/roles/buyer.js';
+import { C0Error } from '../../../src/errors.js';
+import { EXEC_KEEPALIVE_MAX_MS, EXEC_KEEPALIVE_MIN_MS, EXEC_KEEPALIVE_MS, execExchange, parseExecFrame, parseExecHeader, silenceLimitMs } from '../../../src/roles/exec-protocol.js';
+import { decodeCanonical, encodeCanonical } from '../../../src/records/cbor.js';
+import { NOW, P } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
+
+const ME = P(800);
+const A = P(801);
+const B = P(802);
+
+/** Wait for `signal`, then throw as a stream aborted by it does. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+  });
+}
+
+test('a winner that promised keepalives and then went silent is given up after the silence limit, and the buyer fails over to the runner-up', { timeout: 20_000 }, async () => {
+  const requests: unknown[] = [];
+  const t0 = Date.now();
+  let silentAt = 0;
+  const execs: string[] = [];
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      exec: (did: string, _p: string, req: unknown, signal: AbortSignal) => {
+        requests.push(req);
+        execs.push(did);
+        return (async function* () {
+          if (did === A.did) {
+            yield { t: 'accepted', startedAt: NOW, keepaliveMs: 100 };
+            yield { t: 'keepalive' };
+            yield { t: 'progress', message: 'working' };
+            // the link stalls: nothing more arrives, and the stream stays open
+            silentAt = Date.now();
+            await aborted(signal);
+          }
+          // the runner-up is reached; it fails its stream too (this test is about reaching it)
+          throw new C0Error('NET_STREAM_FAILED', 'runner-up reached');
+        })();
+      },
+    },
+  });
+  const events: BuyerEvent[] = [];
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), (e) => events.push(e));
+  assert.deepEqual(execs, [A.did, B.did], 'failed over to the runner-up');
+  assert.equal((requests[0] as { keepalive?: boolean }).keepalive, true, 'the buyer asks for keepalives');
+  const a = result.attempts[0]!;
+  assert.equal(a.provider, A.did);
+  assert.equal(a.outcome, 'provider unreachable or gone: EXEC_PROVIDER_SILENT');
+  assert.ok(a.nondelivery, 'an unreachable non-delivery is signed');
+  const waited = Date.now() - silentAt;
+  assert.ok(waited >= silenceLimitMs(100) - 20 && waited < 5_000, `gave up ${waited} ms after the last frame (limit ${silenceLimitMs(100)} ms)`);
+  assert.ok(Date.now() - t0 < 10_000);
+  assert.ok(events.some((e) => e.e === 'failover' && e.from === A.did));
+});
+
+test('a winner that promised nothing (a provider before keepalives) is not given up for its silence', { timeout: 20_000 }, async () => {
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
+    exec: async function* (did) {
+      if (did === A.did) {
+        yield { t: 'accepted', startedAt: NOW };
+        // silent for several times the silence limit of the shortest interval a provider may promise
+        await new Promise((r) => setTimeout(r, silenceLimitMs(100) * 4));
+        throw new C0Error('EXEC_TEST_DONE', 'the silent run ended by itself');
+      }
+      throw new C0Error('NET_STREAM_FAILED', 'runner-up reached');
+    },
+  });
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), () => {});
+  assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('keepalives and progress keep a promised attempt alive past the silence limit; output and receipt end the watch', { timeout: 20_000 }, async () => {
+  const f = buyerOnFakes(ME, {
+    providers: [A],
+    exec: async function* () {
+      yield { t: 'accepted', startedAt: NOW, keepaliveMs: 100 };
+      for (let i = 0; i < 8; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        yield i % 2 ? { t: 'keepalive' } : { t: 'progress', message: `step ${i}` };
+      }
+      yield { t: 'output', data: new Uint8Array(1) };
+      // output is paced by the link from here, not by keepalives
+      await new Promise((r) => setTimeout(r, silenceLimitMs(100) * 2));
+      throw new C0Error('EXEC_TEST_DONE', 'ended after the output');
+    },
+  });
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), () => {});
+  assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('the frames: `keepalive` parses; an `accepted` whose keepaliveMs is not a positive number promises nothing; the interval is clamped', () => {
+  assert.deepEqual(parseExecFrame({ t: 'keepalive' }), { t: 'keepalive' });
+  assert.deepEqual(parseExecFrame({ t: 'accepted', startedAt: 5, keepaliveMs: 5000 }), { t: 'accepted', startedAt: 5, keepaliveMs: 5000 });
+  for (const bad of [0, -1, Number.NaN, '5000', Number.POSITIVE_INFINITY]) assert.deepEqual(parseExecFrame({ t: 'accepted', startedAt: 5, keepaliveMs: bad }), { t: 'accepted', startedAt: 5 });
+  assert.equal(silenceLimitMs(EXEC_KEEPALIVE_MS), 15_000);
+  assert.equal(silenceLimitMs(1), 3 * EXEC_KEEPALIVE_MIN_MS);
+  assert.equal(silenceLimitMs(10 * 3600_000), 3 * EXEC_KEEPALIVE_MAX_MS);
+});
+
+test('the header execExchange sends asks for keepalives as canonical CBOR takes it (a text enum: CBOR has no booleans here), and a provider reads it', async () => {
+  const sent: unknown[] = [];
+  const ch = {
+    send: async (f: never) => void sent.push(f),
+    end: async () => {},
+    next: async () => undefined,
+    close: async () => {},
+  };
+  const req = { t: 'exec' as const, selection: new Uint8Array(1), job: new Uint8Array(1), offer: new Uint8Array(1), input: new Uint8Array(4), keepalive: true };
+  for await (const _ of execExchange(ch, req)) void _;
+  const wire = decodeCanonical(encodeCanonical(sent[0] as never));
+  assert.equal(parseExecHeader(wire).keepalive, 'yes');
+});
