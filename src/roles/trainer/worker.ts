@@ -19,7 +19,11 @@
  * onFailure=stop the worker stops (state `stopped`, the code kept); with
  * continue the survivors ping the view, exchange proposals, and resume under
  * view+1 from the start of the first uncommitted epoch (the last committed
- * state), the dropped members recorded in the next epoch commitment.
+ * state), the dropped members recorded in the next epoch commitment. A
+ * member that finds the others settled the next view without it (a ping
+ * answer at that view or later, its proposal refused as past, or no live
+ * member's proposal arriving) stops with TRAIN_DROPPED rather than train on
+ * as a view of its own.
  *
  * Its parts beside it: the epoch commitment and witnessing
  * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
@@ -274,7 +278,11 @@ export class TrainerWorker {
       case 'final':
         if (typeof head.tag !== 'string') throw new C0Error('TRAIN_BAD_MESSAGE', `${head.k} without a tag`);
         if (payload.length > MAX_MESSAGE_BYTES) throw new C0Error('TRAIN_BAD_MESSAGE', `a ${head.k} message of ${payload.length} bytes from ${from}; at most ${MAX_MESSAGE_BYTES}`);
-        if (this.#expected(from, head.k, head.tag) === 'past') return;
+        if (this.#expected(from, head.k, head.tag) === 'past') {
+          // a proposal for a view this member is already in, from a member that view left out: it was dropped, and is told so (TRAIN_DROPPED on its side); from a member of the view it is a late retry
+          if (head.k === 'view' && !this.members.includes(from)) throw new C0Error('TRAIN_VIEW_PAST', `${head.tag} is past: this member is in view ${this.view}, which does not include ${from}`, { detail: { view: this.view } });
+          return;
+        }
         this.box.put(this.#rank(from), head.tag, payload.slice());
         return;
       case 'witness':
@@ -618,6 +626,10 @@ export class TrainerWorker {
     const others = this.members.filter((d) => d !== this.o.did && d !== culprit && !this.#faulty.has(d));
     // the silent member is asked what it was itself waiting for: a member waiting for an earlier receive of the view could not send (the ring's cascade)
     const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping', ...(silent?.did === d ? { tag: silent.tag } : {}) }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+    const next = this.view + 1;
+    // a live member already in view `next` or later settled that view without this worker's proposal (not sent yet): it left this worker out.
+    // The proposal is still sent (below) before this worker stops, so members still settling `next` are not kept waiting for it
+    const movedOn = this.#movedOn(others, pings, next);
     let alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
     if (silent && alive.includes(silent.did)) {
       const p = pings[others.indexOf(silent.did)] as PromiseFulfilledResult<unknown[]>;
@@ -632,12 +644,22 @@ export class TrainerWorker {
         }
       }
     }
-    const next = this.view + 1;
     const proposal = { view: next, alive, resume: this.lastCommittedEpoch + 1 };
     const tag = `view/v${next}`;
-    await Promise.allSettled(alive.filter((d) => d !== this.o.did).map((d) => this.wire.send(d, { k: 'view', tag }, enc(proposal), this.rec.timeoutMs)));
+    const peers = alive.filter((d) => d !== this.o.did);
+    const sent = await Promise.allSettled(peers.map((d) => this.wire.send(d, { k: 'view', tag }, enc(proposal), this.rec.timeoutMs)));
+    // a member that moved on to view `next` without this worker answers its proposal so (it got there between the ping and the proposal)
+    for (const [i, r] of sent.entries()) {
+      const e = r.status === 'rejected' ? r.reason : undefined;
+      if (e instanceof C0Error && e.code === 'TRAIN_VIEW_PAST' && e.detail?.remote) {
+        const v = Number(e.detail.view);
+        throw this.#dropped(peers[i]!, Number.isSafeInteger(v) && v >= next ? v : next);
+      }
+    }
+    if (movedOn) throw movedOn;
     let members = alive;
     let resume = proposal.resume;
+    const missing: string[] = [];
     for (const d of alive) {
       if (d === this.o.did) continue;
       try {
@@ -647,10 +669,21 @@ export class TrainerWorker {
         resume = Math.min(resume, p.resume);
       } catch (e) {
         if (e instanceof C0Error && e.code === 'TRAIN_BAD_MESSAGE') this.#log.warn({ from: d, err: e.message }, 'bad view proposal');
+        else missing.push(d);
         members = members.filter((m) => m !== d);
       }
     }
     if (members.length < 1 || !members.includes(this.o.did)) throw new C0Error('TRAIN_STOPPED', 'no membership view to continue in');
+    if (missing.length) {
+      // live members whose proposal did not come may have settled the view without this worker meanwhile: asked again
+      const again = await Promise.allSettled(missing.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+      const e = this.#movedOn(missing, again, next);
+      if (e) throw e;
+    }
+    // every live member's proposal failed to come: this worker is not in their view; it does not carry the run on as a view of its own
+    if (members.length === 1 && alive.length > 1) {
+      throw new C0Error('TRAIN_DROPPED', `no proposal for view ${next} came from the live members (${peers.join(', ')}): they moved on without this member, which does not go on as a one-member view`, { detail: { view: next, members: peers } });
+    }
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
@@ -668,6 +701,21 @@ export class TrainerWorker {
     this.#emit({ e: 'view', ...v });
     this.#writeStatus();
     return resume;
+  }
+
+  /** TRAIN_DROPPED: `by` answered that it is in view `view` (at or past the one this worker would propose), which therefore left this worker out. */
+  #dropped(by: string, view: number): C0Error {
+    return new C0Error('TRAIN_DROPPED', `dropped from the run: ${by} is in view ${view}, which does not include this member (a dropped member is not taken back); this member was in view ${this.view}`, { detail: { view, by, ownView: this.view } });
+  }
+
+  /** TRAIN_DROPPED if a ping answer comes from a member at view `next` or later: that view was settled without this worker. */
+  #movedOn(peers: string[], answers: Array<PromiseSettledResult<unknown[]>>, next: number): C0Error | undefined {
+    for (const [i, r] of answers.entries()) {
+      if (r.status !== 'fulfilled') continue;
+      const v = (r.value[0] as { view?: unknown } | undefined)?.view;
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v >= next && v <= MAX_VIEW) return this.#dropped(peers[i]!, v);
+    }
+    return undefined;
   }
 
   // ------------------------------------------------------------------ status
