@@ -11,11 +11,11 @@
  *   finish; while steps run, at most every `everyMs` of the worker's
  *   monotonic clock (a wall clock stepped back would stop the writes as long).
  */
-import { writeFileSync } from 'node:fs';
 import { baselineAccuracy, iris } from '../../training/data.js';
 import { addressOf } from '../../training/engine.js';
 import { weightsBytes } from '../../training/model.js';
 import type { TrainerWorker } from './worker.js';
+import { replaceFile } from './record-file.js';
 
 /** Default least interval between two step-time writes of status.json, ms. */
 export const STATUS_EVERY_MS = 250;
@@ -106,7 +106,7 @@ export class StatusFile {
   /** Join, an epoch's end, a view change, the finish: written now. */
   write(): void {
     this.#last = this.clock();
-    writeFileSync(this.path, JSON.stringify(this.view(), null, 2));
+    replaceFile(this.path, JSON.stringify(this.view(), null, 2));
   }
 
   /** A step: written if the last write is at least `everyMs` old. */

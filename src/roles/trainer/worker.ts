@@ -29,7 +29,7 @@
  * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
  * contributions kept as they are counted: src/roles/trainer/status.ts).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
@@ -428,18 +428,22 @@ export class TrainerWorker {
   async join(): Promise<void> {
     // a membership this node signed for the run before (a join that timed out, say) is kept and sent again, not signed anew
     const path = join(this.o.dir, 'membership.cbor');
-    let mine: Uint8Array;
+    let mine: Uint8Array | undefined;
     if (existsSync(path)) {
-      mine = new Uint8Array(readFileSync(path));
-      let ok: boolean;
+      const held = new Uint8Array(readFileSync(path));
+      let m: Opened<TrainMember> | undefined;
       try {
-        const m = open(mine, TRAIN_T.member) as Opened<TrainMember>;
-        ok = m.signer === this.o.did && m.record.run === this.runAddr;
+        m = open(held, TRAIN_T.member) as Opened<TrainMember>;
       } catch {
-        ok = false;
+        // empty or torn: an older build's write that failed (a full disk) or was killed. A membership is sent only once it is synced whole, so this one never was: set aside (not deleted) and signed anew
+        const aside = `${path}.unreadable`;
+        renameSync(path, aside);
+        this.#log.warn({ path, aside, bytes: held.length }, 'membership file unreadable (an earlier join’s failed write): set aside, signing anew');
       }
-      if (!ok) throw new C0Error('TRAIN_RUN_EXISTS', `${path} holds another membership; not overwritten`, { detail: { path } });
-    } else {
+      if (m && (m.signer !== this.o.did || m.record.run !== this.runAddr)) throw new C0Error('TRAIN_RUN_EXISTS', `${path} holds another membership; not overwritten`, { detail: { path } });
+      if (m) mine = held;
+    }
+    if (!mine) {
       const m: TrainMember = { run: this.runAddr, joinedAt: this.o.clock() };
       mine = seal(TRAIN_T.member, m as never, this.o.signer).bytes;
       writeRecord(path, mine);
@@ -498,7 +502,12 @@ export class TrainerWorker {
       const err = e instanceof C0Error ? e : new C0Error('TRAIN_FAILED', (e as Error).message);
       this.status = 'stopped';
       this.stopReason = { code: err.code, message: err.message };
-      this.#writeStatus();
+      try {
+        this.#writeStatus();
+      } catch (we) {
+        // a full disk that stopped the run may refuse the status too: the stop and its code are what is reported
+        this.#log.warn({ err: (we as Error).message }, 'status not written');
+      }
       this.#emit({ e: 'stopped', ...this.stopReason });
       throw err;
     }
