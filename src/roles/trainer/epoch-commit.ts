@@ -36,7 +36,10 @@ export interface EpochParty {
   rec: TrainRun;
   did: string;
   signer: Ed25519Signer;
+  /** The wall clock: signedAt, witnessedAt. */
   clock: Clock;
+  /** The monotonic clock: how long an epoch waits for step commitments. */
+  mono: Clock;
   /** What changes as the run goes (a view change): read when a commitment starts. */
   live(): { wire: TrainWire; view: number; members: string[]; dropped: string[] };
   /** The weights address this worker reached after (view, step). */
@@ -49,14 +52,14 @@ export interface EpochParty {
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
-/** The epoch's root once every member's step commitments are in, trying every 20 ms until the run's timeout (then its error). */
-export async function finalised(agg: EpochAggregator, clock: Clock, timeoutMs: number): Promise<ReturnType<EpochAggregator['finalise']>> {
-  const deadline = clock() + timeoutMs;
+/** The epoch's root once every member's step commitments are in, trying every 20 ms until the run's timeout (then its error), timed on `mono` (the monotonic clock: a step of the wall clock never stretches the wait). */
+export async function finalised(agg: EpochAggregator, mono: Clock, timeoutMs: number): Promise<ReturnType<EpochAggregator['finalise']>> {
+  const deadline = mono() + timeoutMs;
   for (;;) {
     try {
       return agg.finalise();
     } catch (e) {
-      if (clock() > deadline) throw e;
+      if (mono() > deadline) throw e;
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -65,7 +68,7 @@ export async function finalised(agg: EpochAggregator, clock: Clock, timeoutMs: n
 /** The coordinator's side: finalise, sign, collect countersignatures, send the result to every member. */
 export async function commitEpoch(p: EpochParty, epoch: number, agg: EpochAggregator): Promise<EpochResult> {
   const { wire, members, dropped } = p.live();
-  const fin = await finalised(agg, p.clock, p.rec.timeoutMs);
+  const fin = await finalised(agg, p.mono, p.rec.timeoutMs);
   const s = agg.scope;
   const rec: TrainEpoch = {
     run: p.runAddr,
@@ -178,7 +181,7 @@ export class Witness {
       if (err instanceof C0Error && err.code === 'TRAIN_EPOCH_OUT_OF_WINDOW' && err.detail?.ahead === true) p.fault?.(from, err.code);
       throw err;
     }
-    const mine = await finalised(agg, p.clock, p.rec.timeoutMs);
+    const mine = await finalised(agg, p.mono, p.rec.timeoutMs);
     if (mine.root !== e.root) throw new C0Error('TRAIN_WITNESS_ROOT_MISMATCH', `root ${e.root} differs from the one recomputed here (${mine.root})`);
     // checked once this worker has done the epoch's steps (its weights after the last one are known)
     const why = epochMismatch(p, e, dropped);

@@ -57,10 +57,12 @@ export interface TrainerOptions {
   addrs: Record<string, string>;
   /** Where status.json, epochs/ and steps/ go. */
   dir: string;
+  /** The wall clock: only for the times written into records (joinedAt, signedAt, witnessedAt). */
   clock: Clock;
   /**
-   * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what the worker times for itself: the
-   * status.json cadence (`statusEveryMs`). Never signed nor compared with a record's time.
+   * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what the worker times for itself: the join
+   * deadline, an epoch's wait for step commitments, steps per second and the status.json cadence (`statusEveryMs`).
+   * Never signed nor compared with a record's time, so a step of the wall clock never stretches them.
    */
   monoClock?: Clock;
   log?: Logger;
@@ -170,12 +172,14 @@ export class TrainerWorker {
   #step = 0;
   readonly #contributions = new Contributions();
   readonly #statusFile: StatusFile;
+  readonly #mono: Clock;
 
   constructor(private readonly o: TrainerOptions) {
     this.rec = o.run.record;
     this.runAddr = o.run.address;
     this.members = [...this.rec.members];
     this.#log = o.log ?? silentLogger();
+    this.#mono = o.monoClock ?? monotonicClock;
     if (!this.members.includes(o.did)) throw new C0Error('TRAIN_NOT_MEMBER', `${o.did} is not a member of run ${this.runAddr}`);
     const data = iris();
     if (data.hash !== this.rec.data.hash) throw new C0Error('TRAIN_DATA_MISMATCH', `run trains on data ${this.rec.data.hash}, this node holds ${data.hash}`);
@@ -197,6 +201,7 @@ export class TrainerWorker {
       did: o.did,
       signer: o.signer,
       clock: o.clock,
+      mono: this.#mono,
       live: () => ({ wire: this.wire, view: this.view, members: this.members, dropped: this.dropped }),
       ownWeights: (view, step) => this.#ownWeights.get(`${view}:${step}`),
       agg: (view, epoch) => this.#aggInWindow(view, epoch),
@@ -205,7 +210,7 @@ export class TrainerWorker {
       },
     };
     this.#witness = new Witness(this.#epochParty, o.dir);
-    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), o.monoClock ?? monotonicClock, o.statusEveryMs);
+    this.#statusFile = new StatusFile(join(o.dir, 'status.json'), () => this.statusView(), this.#mono, o.statusEveryMs);
   }
 
   #rank = (did: string): number => this.rec.members.indexOf(did);
@@ -450,7 +455,7 @@ export class TrainerWorker {
     }
     this.#memberships.set(this.o.did, mine);
     const others = this.members.filter((d) => d !== this.o.did);
-    const deadline = this.o.clock() + (this.o.joinTimeoutMs ?? 60_000);
+    const deadline = this.#mono() + (this.o.joinTimeoutMs ?? 60_000);
     const sent = new Set<string>();
     while (sent.size < others.length || others.some((d) => !this.#memberships.has(d))) {
       for (const d of others) {
@@ -462,7 +467,7 @@ export class TrainerWorker {
           /* not up yet */
         }
       }
-      if (this.o.clock() > deadline) throw new C0Error('TRAIN_JOIN_TIMEOUT', `members not joined: ${others.filter((d) => !this.#memberships.has(d) || !sent.has(d)).join(', ')}`);
+      if (this.#mono() > deadline) throw new C0Error('TRAIN_JOIN_TIMEOUT', `members not joined: ${others.filter((d) => !this.#memberships.has(d) || !sent.has(d)).join(', ')}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     this.#emit({ e: 'joined', members: this.members });
@@ -473,7 +478,7 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ training
 
   async run(): Promise<void> {
-    this.#startedAt = this.o.clock();
+    this.#startedAt = this.#mono();
     let epoch = 0;
     try {
       while (epoch < this.rec.epochs) {
@@ -536,7 +541,7 @@ export class TrainerWorker {
       this.#stepsDone++;
       this.losses.push({ step, view, loss: res.loss });
       if (this.losses.length > 1000) this.losses.shift();
-      const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
+      const secs = Math.max(1, this.#mono() - this.#startedAt) / 1000;
       this.#emit({ e: 'step', step, epoch, loss: res.loss, stepsPerSec: this.#stepsDone / secs });
       this.#statusFile.step();
     }
@@ -730,7 +735,7 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ status
 
   statusView(): Record<string, unknown> {
-    const secs = Math.max(1, this.o.clock() - this.#startedAt) / 1000;
+    const secs = Math.max(1, this.#mono() - this.#startedAt) / 1000;
     return statusView(this, { self: this.o.did, stepsPerSec: this.#startedAt ? this.#stepsDone / secs : 0, contributions: this.#contributions.view() });
   }
 

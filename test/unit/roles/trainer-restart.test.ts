@@ -61,7 +61,7 @@ describe('restarting a run', () => {
     const me = members.find((m) => m !== coord)!;
     const t = tempDir('c0-train-witness-');
     try {
-      const party = { runAddr: run.address, rec: run.record, did: me.did, signer: me.signer, clock: () => NOW, live: () => ({ wire: undefined as never, view: 0, members: dids, dropped: [] }), ownWeights: () => undefined, agg: () => undefined as never };
+      const party = { runAddr: run.address, rec: run.record, did: me.did, signer: me.signer, clock: () => NOW, mono: () => 0, live: () => ({ wire: undefined as never, view: 0, members: dids, dropped: [] }), ownWeights: () => undefined, agg: () => undefined as never };
       const root = (b: string) => 'sha256:' + b.repeat(64);
       const epoch = (r: string) => seal(TRAIN_T.epoch, { run: run.address, epoch: 0, view: 0, fromStep: 0, toStep: 2, members: dids, leaves: 9, root: r, weights: root('c'), signedAt: NOW } satisfies TrainEpoch as never, coord.signer).bytes;
       new Witness(party, t.dir).remember(0, 0, root('a'));
