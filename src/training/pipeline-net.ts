@@ -12,7 +12,8 @@
  * 3 MiB of activations, refused before it is decoded (PIPELINE_TOO_LARGE) and
  * bounded on the wire as it is read (PIPELINE_LIMITS); its batch is a positive
  * integer (PIPELINE_BAD_REQUEST) whose rows × the stage's widest layer are at
- * most MAX_STAGE_VALUES (PIPELINE_TOO_LARGE).
+ * most MAX_STAGE_VALUES (PIPELINE_TOO_LARGE). A forward has a share of the
+ * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage.
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -67,6 +68,18 @@ export interface StageServerOptions {
   range: [number, number];
   /** Who may call (default: anyone). */
   allow?: string[];
+  /** The deadline of a request to this stage, ms (default PIPELINE_LIMITS.deadlineMs): the forward to the next stage gets a share of it. */
+  deadlineMs?: number;
+}
+
+/**
+ * How long a stage with `left` stages still to come waits for its forward: its
+ * share of the request deadline, `left / (left + 1)` of it, so every stage along
+ * a route gives up before the one that called it and answers it in time
+ * (PIPELINE_NEXT_STAGE_FAILED naming the stage that did not answer).
+ */
+export function forwardDeadlineMs(deadlineMs: number, left: number): number {
+  return Math.floor((deadlineMs * left) / (left + 1));
 }
 
 /** Serve one stage on `net`. */
@@ -77,6 +90,27 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   const allow = o.allow ? new Set(o.allow) : undefined;
   // every later stage owns at least one layer: at most this many stages can follow
   const stagesLeft = Math.max(0, o.shape.layers.length - 1 - o.range[1]);
+  const deadlineMs = o.deadlineMs ?? LIMITS.deadlineMs;
+  /** The output passed through the rest of the route: within this stage's share of the deadline, a failure naming the next stage (one a later stage already named is passed back as it is). */
+  const forward = async (route: string[], h: { batch: number; mb: number }, y: Float64Array, caller: AbortSignal): Promise<Uint8Array> => {
+    const ms = forwardDeadlineMs(deadlineMs, route.length);
+    // the share bounds the forward with its retries; the caller leaving ends it at once
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`)), ms);
+    const left = () => ac.abort(caller.reason);
+    if (caller.aborted) left();
+    else caller.addEventListener('abort', left, { once: true });
+    try {
+      return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
+    } catch (e) {
+      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e;
+      const why = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
+      throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', `stage ${route[0]} did not answer within ${ms} ms (${why.slice(0, 300)})`, { detail: { stage: route[0], cause: e instanceof C0Error ? e.code : undefined } });
+    } finally {
+      clearTimeout(timer);
+      caller.removeEventListener('abort', left);
+    }
+  };
   await net.handle(
     PIPELINE_PROTOCOL,
     async (reqs, ctx) => {
@@ -102,7 +136,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       const y = await compute(x, head.batch, Number(head.mb ?? 0));
       const route = head.route as string[];
       checkSize(y.length * 8);
-      const outBytes = route.length > 0 ? joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch: head.batch as number, mb: Number(head.mb ?? 0), route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: LIMITS, signal: ctx.signal }))) : weightsBytes(y);
+      const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb: Number(head.mb ?? 0) }, y, ctx.signal) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },
     LIMITS,
