@@ -61,14 +61,16 @@
  * few providers it was asked to stop at); `x/<claim>` → a claim released after
  * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
  * its deadline, the providers asked, the failovers' providers waiting to be
- * asked), written with each stop mark (before the
- * stop goes out), again in the batch that drops the claim's other entries, and
+ * asked, the one whose stop was going out), written with each stop mark (before
+ * the stop goes out), again in the batch that drops the claim's other entries,
  * again before a stop to a failover's provider asked after the release goes
- * out, and again when a failover's provider starts to wait for its turn; kept
- * until the claim's deadline, so the buyer's `reclaimed` question naming a
- * provider asked is answered `priority`/`idle` after a restart too, never
- * `closed` or `no` (which the buyer does not take as a reclaim), and the
- * providers waiting are still asked.
+ * out (that provider asked, and `sending`), again when a failover's provider
+ * starts to wait for its turn, and once a stop settles (unsynced: a note still
+ * saying `sending` only has that provider asked again); kept until the claim's
+ * deadline, so the buyer's `reclaimed` question naming a provider asked is
+ * answered `priority`/`idle` after a restart too, never `closed` or `no` (which
+ * the buyer does not take as a reclaim), and the providers waiting, or whose
+ * stop had not settled, are still asked.
  */
 import { open as openEnvelope, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Offer, type Receipt, type Selection } from '../records/kinds.js';
@@ -131,6 +133,14 @@ export interface ReclaimedNote {
    * note written before it existed, or with none waiting.
    */
   waiting?: string[];
+  /**
+   * The failover's provider whose stop was going out (sent, or still dialling) and had not settled, answered or timed
+   * out, when the note was written. It is among `asked` (it counts as asked: its reclaimed-coded receipt and the buyer's
+   * `reclaimed` question naming it are the reclaim's), and it is asked again at the start: the stop may never have
+   * reached it, and a stop asked twice only bars the job again. Absent when no stop was going out, and in a note
+   * written before it existed.
+   */
+  sending?: string;
 }
 
 /** A kept reclaimed note (ClaimStore `x/`), or undefined when it does not read as one. */
@@ -142,7 +152,9 @@ function reclaimedNoteFrom(text: string): ReclaimedNote | undefined {
     // a waiting list that does not read is left out: who was asked, and why, still count (the buyer's next selection
     // names its failover again)
     const waiting = Array.isArray(m.waiting) && m.waiting.length && m.waiting.every((a) => typeof a === 'string' && a) ? m.waiting.slice(-MAX_PENDING_SELECTIONS) : undefined;
-    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked, ...(waiting ? { waiting } : {}) };
+    // likewise a `sending` that does not read (its provider counts as asked still, from `asked`)
+    const sending = typeof m.sending === 'string' && m.sending ? m.sending : undefined;
+    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked, ...(waiting ? { waiting } : {}), ...(sending ? { sending } : {}) };
   } catch {
     return undefined;
   }
@@ -262,9 +274,12 @@ export class ClaimStore {
     await this.sub.batch([{ type: 'del', key: `s/${claim}/${provider}` }], { sync: true } as never);
   }
 
-  /** Keep (or update) a released claim's reclaimed note (`x/`): a provider was asked to stop it after its release. */
-  async putReclaimedNote(claim: string, note: ReclaimedNote): Promise<void> {
-    await this.sub.batch([{ type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }], { sync: true } as never);
+  /**
+   * Keep (or update) a released claim's reclaimed note (`x/`): a provider was asked to stop it after its release, or
+   * waits to be. Synced unless `sync` is false (a write whose loss costs nothing but a stop asked again).
+   */
+  async putReclaimedNote(claim: string, note: ReclaimedNote, sync = true): Promise<void> {
+    await this.sub.batch([{ type: 'put', key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }], { sync } as never);
   }
 
   /**
@@ -457,9 +472,9 @@ export interface AccountsDeps {
    * After a restart, before any kept receipt is judged: the stop marks kept for an open single job's claim (ClaimStore
    * `s/`), or the providers a released one's reclaimed note names as asked, handed back to whoever answers stopAsked
    * (src/roles/steward-reclaim.ts Reclaimer.restoreAsked), with the failovers' providers its note says still wait to
-   * be asked (`waiting`).
+   * be asked (`waiting`), and the one whose stop had not settled (`sending`: asked again).
    */
-  restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[], waiting?: string[]) => void;
+  restoreAsked?: (claim: string, buyer: string, deadline: number, marks: StopMark[], again?: Pick<ReclaimedNote, 'waiting' | 'sending'>) => void;
   /**
    * The claim was reclaimed (a provider asked to stop it, before its deadline): what is kept of it once released
    * (ClaimStore `x/`; src/roles/steward-reclaim.ts Reclaimer.reclaimedNote).
@@ -539,7 +554,7 @@ export class ClaimAccounts {
       if (!oj || oj.gang !== undefined || !this.d.ledger.book.open.has(claim)) {
         // released as reclaimed: remembered until its deadline (the buyer's `reclaimed` question, a failover's stop)
         const note = !oj && saved.reclaimed && saved.reclaimed.deadline > this.d.clock() ? saved.reclaimed : undefined;
-        if (note) this.d.restoreAsked?.(claim, note.buyer, note.deadline, note.asked.map((provider) => ({ provider, reason: note.reason, freed: true })), note.waiting);
+        if (note) this.d.restoreAsked?.(claim, note.buyer, note.deadline, note.asked.map((provider) => ({ provider, reason: note.reason, freed: true })), note);
         await store.remove(claim, note);
         continue;
       }
@@ -548,7 +563,7 @@ export class ClaimAccounts {
       for (const c of saved.chosen) oj.chosen.set(c.offer, c);
       if (saved.provider) oj.provider = saved.provider;
       if (saved.stops.length) {
-        this.d.restoreAsked?.(claim, oj.buyer, oj.deadline, saved.stops, saved.reclaimed?.waiting);
+        this.d.restoreAsked?.(claim, oj.buyer, oj.deadline, saved.stops, saved.reclaimed);
         const f = saved.stops.find((m) => m.freed);
         if (f) freed.set(claim, f.reason);
       }
@@ -862,10 +877,11 @@ export class ClaimAccounts {
 
   /**
    * Keep on disk (synced) what says released claim `claim` was reclaimed (its `x/` note), with a provider asked after
-   * its release added: src/roles/steward-reclaim.ts writes it before that `stop` goes out. No-op without a store.
+   * its release added: src/roles/steward-reclaim.ts writes it before that `stop` goes out; unsynced (`sync` false) once
+   * it settles. No-op without a store.
    */
-  async keepReclaimedNote(claim: string, note: ReclaimedNote): Promise<void> {
-    await this.d.store?.putReclaimedNote(claim, note);
+  async keepReclaimedNote(claim: string, note: ReclaimedNote, sync = true): Promise<void> {
+    await this.d.store?.putReclaimedNote(claim, note, sync);
   }
 
   /** Forget on disk that `provider` was asked to stop `claim` (it answered it did not stop, and did not bar). */

@@ -50,9 +50,12 @@ export const RECLAIM_STOP_DEADLINE_MS = 5_000;
 
 export type Decided = { v: Verdict; victims: string[] };
 
-/** What is kept on disk of reclaimed claim entry `r` (ClaimStore `x/`): who was asked, and who waits to be. */
+/**
+ * What is kept on disk of reclaimed claim entry `r` (ClaimStore `x/`): who was asked, who waits to be, and whose stop
+ * is going out (asked again after a restart: it may never have got there).
+ */
 function noteOf(r: Reclaimed): ReclaimedNote {
-  return { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked], ...(r.stops?.size ? { waiting: [...r.stops.keys()] } : {}) };
+  return { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked], ...(r.stops?.size ? { waiting: [...r.stops.keys()] } : {}), ...(r.sending ? { sending: r.sending } : {}) };
 }
 
 /** Set `key` in `m` as its newest entry, the oldest dropped past MAX_PENDING_SELECTIONS. */
@@ -98,6 +101,12 @@ interface Reclaimed extends FetchBackoff {
   stops?: Map<string, string>;
   /** One of `stops` is being asked now: the claim goes back in the stop line (at its end) once it is answered. */
   stopping?: boolean;
+  /**
+   * The provider (one of `asked`) whose stop is going out, until the request settles (answered, failed or timed out):
+   * written so in the note before the stop is sent (`sending`), so a steward killed or restarted before it settles asks
+   * it again at the start (restoreAsked). It counts as asked meanwhile (stopAsked): the steward did ask it.
+   */
+  sending?: string;
 }
 
 /**
@@ -516,16 +525,20 @@ export class Reclaimer {
     }
   }
 
-  /** Keep on disk that released claim `key` was reclaimed, `provider` among those asked (its reclaimed note, `x/`). */
-  async #keepNote(key: string, provider: string): Promise<void> {
+  /**
+   * Keep on disk that released claim `key` was reclaimed, `provider` among those asked (its reclaimed note, `x/`):
+   * synced, before its stop goes out; or, `settled`, unsynced, once its stop settled (no longer `sending`).
+   */
+  async #keepNote(key: string, provider: string, settled?: 'settled'): Promise<void> {
     try {
       await this.#inTurn(key, async () => {
         const note = this.reclaimedNote(key);
-        if (note) await this.d.accounts.keepReclaimedNote(key, note);
+        if (note) await this.d.accounts.keepReclaimedNote(key, note, !settled);
       });
     } catch (e) {
       // the stop is sent all the same: the provider may be running the job on the devices the reclaim freed
-      this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a reclaimed note on disk: after a restart the buyer would not be told this provider was asked to stop');
+      if (settled) this.d.ports.log.debug({ claim: key, provider, err: (e as Error).message }, 'cannot note on disk that a stop settled: a restart asks that provider again');
+      else this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a reclaimed note on disk: after a restart the buyer would not be told this provider was asked to stop');
     }
   }
 
@@ -547,19 +560,25 @@ export class Reclaimer {
 
   /**
    * At the start (ClaimAccounts.restore, before any kept receipt is judged): the providers this steward had asked to
-   * stop claim `key` before the restart (an open claim's stop marks, a released one's reclaimed note), and the
-   * failovers' providers its note says were still waiting to be asked: they wait again, in the stop line
+   * stop claim `key` before the restart (an open claim's stop marks, a released one's reclaimed note), and from its
+   * note the failovers' providers still waiting to be asked, and the one whose stop was going out and had not settled
+   * (`sending`: it stays asked, and is asked again, as the newest waiting): they wait again, in the stop line
    * (resumeStops sends them in turns). Past the claim's deadline, nothing.
    */
-  restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[], waiting?: string[]): void {
+  restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[], again?: Pick<ReclaimedNote, 'waiting' | 'sending'>): void {
     if (!marks.length || deadline <= this.d.ports.clock()) return;
     let entry: Reclaimed | undefined;
     for (const m of marks) entry = this.#noteAsked(key, buyer, deadline, m.provider, m.reason).entry;
-    if (marks.some((m) => m.freed)) entry!.freed = true;
+    const r = entry!;
+    if (marks.some((m) => m.freed)) r.freed = true;
     // only a freed claim's failovers are asked (onSelection); oldest first, so the newest stays the newest
-    if (!entry!.freed || !waiting?.length) return;
-    for (const p of waiting) if (!entry!.asked.has(p)) newest((entry!.stops ??= new Map()), p, p);
-    if (entry!.stops?.size) this.#stopLine.add(key);
+    if (!r.freed) return;
+    for (const p of again?.waiting ?? []) if (!r.asked.has(p)) newest((r.stops ??= new Map()), p, p);
+    if (again?.sending) {
+      r.asked.add(again.sending);
+      newest((r.stops ??= new Map()), again.sending, again.sending);
+    }
+    if (r.stops?.size) this.#stopLine.add(key);
   }
 
   /** After the start (restoreAsked): send the stops that were waiting before the restart, in turns (#pumpStops). */
@@ -761,14 +780,19 @@ export class Reclaimer {
   }
 
   /**
-   * Ask `provider` to stop (or bar) reclaimed claim `key`'s job, once per provider, with the claim's deadline. It is
-   * noted as asked first (stopAsked: its reclaimed-coded receipt, and the buyer's `reclaimed` question naming it, are
-   * the reclaim's), and kept on disk before the stop goes out: a claim still open (its release failed, tried again) as
-   * this provider's stop mark, a released one in its reclaimed note, so a restart still confirms it to the buyer.
+   * Ask `provider` to stop (or bar) reclaimed claim `key`'s job, with the claim's deadline (once per provider; again
+   * after a restart that came before its stop settled). It is noted as asked first (stopAsked: its reclaimed-coded
+   * receipt, and the buyer's `reclaimed` question naming it, are the reclaim's) and as `sending`, and kept on disk so
+   * before the stop goes out: a claim still open (its release failed, tried again) as this provider's stop mark with
+   * the claim's note, a released one in its reclaimed note, so a restart still confirms it to the buyer, and asks it
+   * again (the stop may never have reached it: it goes out within RECLAIM_STOP_DEADLINE_MS, dialling included). Once
+   * the request settles it is no longer `sending`: the claim's next write of its note says so (the next stop's, when
+   * more wait), or, with none waiting, a write of its own, unsynced (lost, it costs that provider one more stop).
    */
   async #askToStop(key: string, r: Reclaimed, provider: string): Promise<void> {
-    if (r.asked.has(provider) || !this.#stillReclaimed(key, r)) return;
+    if (!this.#stillReclaimed(key, r)) return;
     r.asked.add(provider);
+    r.sending = provider;
     if (this.d.accounts.get(key)) await this.#keepMark(key, provider, r);
     else await this.#keepNote(key, provider);
     this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
@@ -776,6 +800,9 @@ export class Reclaimer {
       await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(r.reason === 'idle' ? { reason: r.reason } : {}), deadline: r.deadline } as never], { limits: { deadlineMs: RECLAIM_STOP_DEADLINE_MS } });
     } catch (e) {
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'stop request for a reclaimed claim failed');
+    } finally {
+      if (r.sending === provider) r.sending = undefined;
+      if (!r.stops?.size && this.#reclaimed.get(key) === r && !this.d.stopped()) void this.#keepNote(key, provider, 'settled');
     }
   }
 

@@ -125,7 +125,7 @@ export class Steward {
       advert: async (a) => o.market.adverts.get?.(a) ?? (await o.records.get(a, T.advert)),
       ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
     });
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, w) => this.#reclaim.restoreAsked(c, b, d, m, w), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, again) => this.#reclaim.restoreAsked(c, b, d, m, again), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });

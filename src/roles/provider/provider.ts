@@ -162,8 +162,11 @@ export class Provider {
   #running = new Map<string, AbortController>();
   /** Jobs started here recently (bounded; read by `runs`). */
   readonly #started = new Set<string>();
-  /** Jobs being preempted: resolved once the job's receipt is signed and its slot is free (undefined: it could not be signed). */
-  #stopping = new Map<string, (receipt: Opened<Receipt> | undefined) => void>();
+  /**
+   * Jobs being preempted: `done` resolves once the job's receipt is signed and its slot is free (undefined: it could not
+   * be signed); every stop of the job asked meanwhile waits for it.
+   */
+  #stopping = new Map<string, { done: Promise<Opened<Receipt> | undefined>; resolve: (receipt: Opened<Receipt> | undefined) => void }>();
   /**
    * Jobs the steward reclaimed while they were not running here (`preempt` found no run): an exec of one is refused
    * with the reclaim's code until the time kept (the job's deadline as the steward gave it, else PREEMPTED_KEEP_MS).
@@ -353,7 +356,10 @@ export class Provider {
    * gone) resolves to undefined and is barred: an exec of it is refused with
    * the same code (EXEC_PREEMPTED, or EXEC_IDLE_RECLAIMED) until `deadline`
    * (the job's, as the steward gives it; else PREEMPTED_KEEP_MS from now), so
-   * the devices the steward releases stay free.
+   * the devices the steward releases stay free. A stop asked again while one
+   * is under way ends with it (the same receipt); asked again once the job
+   * stopped, or of a job not running here, it bars the job (again): asking
+   * twice does no harm.
    */
   async preempt(job: string, reason: 'priority' | 'idle' = 'priority', deadline?: number): Promise<Opened<Receipt> | undefined> {
     const c = this.#running.get(job);
@@ -362,13 +368,19 @@ export class Provider {
       await this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
       return undefined;
     }
-    const done = new Promise<Opened<Receipt> | undefined>((resolve) => this.#stopping.set(job, resolve));
-    c.abort(
-      reason === 'idle'
-        ? new C0Error('EXEC_IDLE_RECLAIMED', 'the overlay’s steward reclaimed the devices: the work was measured idle')
-        : new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'),
-    );
-    const receipt = await done;
+    // a stop asked again while one is under way (a steward restarted before its first request settled) waits for the same end
+    let stopping = this.#stopping.get(job);
+    if (!stopping) {
+      let resolve!: (receipt: Opened<Receipt> | undefined) => void;
+      const done = new Promise<Opened<Receipt> | undefined>((ok) => (resolve = ok));
+      this.#stopping.set(job, (stopping = { done, resolve }));
+      c.abort(
+        reason === 'idle'
+          ? new C0Error('EXEC_IDLE_RECLAIMED', 'the overlay’s steward reclaimed the devices: the work was measured idle')
+          : new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim'),
+      );
+    }
+    const receipt = await stopping.done;
     // Stopped, but no receipt could be signed (logged): barred like a job not running here, so the answer holds.
     if (!receipt) await this.#bar(job, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED' : 'EXEC_PREEMPTED', deadline);
     return receipt;
@@ -629,7 +641,7 @@ export class Provider {
       // Released only once the receipt is stored (or could not be signed), so a request in between cannot run the job again.
       this.#running.delete(job.address);
       this.d.onSlotsChanged?.();
-      this.#stopping.get(job.address)?.(env);
+      this.#stopping.get(job.address)?.resolve(env);
       this.#stopping.delete(job.address);
       // A pool's job stays in flight until `closed` below; without a stored receipt that never comes.
       if (!stored) this.d.pool?.abandoned?.(job.address);

@@ -782,6 +782,26 @@ describe('Provider: the steward’s stop (preemption, pool/1 §5)', () => {
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_ALREADY_RUN');
   });
 
+  test('a stop asked again while the first is under way (a steward restarted mid-request asks again): both end, with the one receipt', async () => {
+    const s = setup();
+    const input = utf8('long');
+    const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
+    const offer = await offered(s, job);
+    let accepted: () => void = () => {};
+    const started = new Promise<void>((r) => (accepted = r));
+    const run = s.provider.handleExec(execIO([frame(job, offer, makeSelection(job, offer), input)], async (f) => void (f.t === 'accepted' && accepted()), new AbortController().signal));
+    await started;
+    const [r1, r2] = await Promise.all([s.provider.preempt(job.address, 'priority', job.record.deadline), s.provider.preempt(job.address, 'priority', job.record.deadline)]);
+    await run;
+    assert.ok(r1 && r2, 'both stops answered with the stop receipt');
+    assert.equal(r1.address, r2.address);
+    assert.equal(s.receipts.length, 1);
+    // asked once more after it stopped: barred, nothing run or signed
+    assert.equal(await s.provider.preempt(job.address, 'priority', job.record.deadline), undefined);
+    assert.equal(s.receipts.length, 1);
+    assert.equal(s.provider.running, 0);
+  });
+
   test('running work whose receipt cannot be signed: the preemption still ends, and the job is barred', async () => {
     // A pool's shaping that yields a receipt the schema refuses stands in for any failure to sign.
     const s = setup({ pool: { advert: (a) => a, receipt: (r) => ({ ...r, failure: { code: 'bad code', message: '' } }), mayQuote: () => true, run: (_j, _o, c) => new Promise((_r, reject) => (c.signal.aborted ? reject(c.signal.reason) : c.signal.addEventListener('abort', () => reject(c.signal.reason)))), closed: async () => {}, abandoned: () => {} } });
