@@ -125,7 +125,7 @@ export interface ReclaimedNote {
   reason: 'priority' | 'idle';
   buyer: string;
   deadline: number;
-  /** the providers asked to stop it */
+  /** the providers asked to stop it (oldest first; at most MAX_ASKED_PER_CLAIM: the first, and the newest after it) */
   asked: string[];
   /**
    * Failovers' providers found and not asked yet, waiting for the claim's turn in the stop line (oldest first, at most
@@ -154,7 +154,7 @@ function reclaimedNoteFrom(text: string): ReclaimedNote | undefined {
     const waiting = Array.isArray(m.waiting) && m.waiting.length && m.waiting.every((a) => typeof a === 'string' && a) ? m.waiting.slice(-MAX_PENDING_SELECTIONS) : undefined;
     // likewise a `sending` that does not read (its provider counts as asked still, from `asked`)
     const sending = typeof m.sending === 'string' && m.sending ? m.sending : undefined;
-    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: m.asked, ...(waiting ? { waiting } : {}), ...(sending ? { sending } : {}) };
+    return { reason: m.reason, buyer: m.buyer, deadline: m.deadline!, asked: cappedAsked(m.asked), ...(waiting ? { waiting } : {}), ...(sending ? { sending } : {}) };
   } catch {
     return undefined;
   }
@@ -260,11 +260,13 @@ export class ClaimStore {
    * synced, in one batch, so that once this resolves a restart still knows the provider was asked, and the claim was
    * reclaimed even if the steward dies between the claim's `Released` append and the drop of its other entries.
    */
-  async putStopMark(claim: string, m: StopMark, note?: ReclaimedNote): Promise<void> {
+  async putStopMark(claim: string, m: StopMark, note?: ReclaimedNote, drop: string[] = []): Promise<void> {
     await this.sub.batch(
       [
         { type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed })) },
         ...(note ? [{ type: 'put' as const, key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }] : []),
+        // the marks of providers the note no longer names as asked (MAX_ASKED_PER_CLAIM)
+        ...drop.map((p) => ({ type: 'del' as const, key: `s/${claim}/${p}` })),
       ],
       { sync: true } as never,
     );
@@ -311,6 +313,23 @@ export const MAX_ASIDE_RECEIPTS = 16;
 
 /** How many selections whose winning offer could not be found yet are kept per claim (memory only; tried again at each catch-up). */
 export const MAX_PENDING_SELECTIONS = 8;
+
+/**
+ * How many providers asked to stop a reclaimed claim are remembered per claim (ReclaimedNote `asked`, in memory and
+ * on disk; src/roles/steward-reclaim.ts): the first asked (the provider the claim was reclaimed from) and the newest
+ * after it. Only the claim's buyer (or the steward) adds to it, a selection at a time, so a buyer naming a throwaway
+ * provider in each selection cannot grow the note, or the bytes rewritten with it, without bound. What the list is
+ * for: the buyer's `reclaimed` question naming a provider, asked as soon as that provider refuses or ends the job
+ * (shortly after its stop), and not asking a provider twice. An honest buyer stops failing over once told its claim
+ * was reclaimed, so it never nears the cap; one pushed out is asked again if a selection names it again (a stop asked
+ * twice only bars the job again), and only the buyer that pushed it out is told `no` about it.
+ */
+export const MAX_ASKED_PER_CLAIM = 32;
+
+/** `asked` within MAX_ASKED_PER_CLAIM: its first, and the newest after it. */
+export function cappedAsked(asked: string[]): string[] {
+  return asked.length <= MAX_ASKED_PER_CLAIM ? asked : [asked[0]!, ...asked.slice(-(MAX_ASKED_PER_CLAIM - 1))];
+}
 
 /**
  * How many claims may have a winning offer (or its advert) fetched in the background at once, over every claim (open
@@ -869,10 +888,11 @@ export class ClaimAccounts {
 
   /**
    * Keep on disk (synced) that this steward asked `m.provider` to stop single job's claim `claim`, or that its answer
-   * freed the devices: src/roles/steward-reclaim.ts writes it before the `stop` goes out. No-op without a store.
+   * freed the devices: src/roles/steward-reclaim.ts writes it before the `stop` goes out; `drop`, the marks of
+   * providers pushed out of the note's `asked` (MAX_ASKED_PER_CLAIM), go in the same batch. No-op without a store.
    */
-  async keepStopMark(claim: string, m: StopMark, note?: ReclaimedNote): Promise<void> {
-    await this.d.store?.putStopMark(claim, m, note);
+  async keepStopMark(claim: string, m: StopMark, note?: ReclaimedNote, drop?: string[]): Promise<void> {
+    await this.d.store?.putStopMark(claim, m, note, drop);
   }
 
   /**

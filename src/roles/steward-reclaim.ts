@@ -16,7 +16,7 @@ import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
 import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
-import { backingOff, MAX_PENDING_SELECTIONS, noteFetched, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
+import { backingOff, MAX_ASKED_PER_CLAIM, MAX_PENDING_SELECTIONS, noteFetched, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 import { monotonicClock } from '../util/clock.js';
@@ -58,6 +58,21 @@ function noteOf(r: Reclaimed): ReclaimedNote {
   return { reason: r.reason, buyer: r.buyer, deadline: r.deadline, asked: [...r.asked], ...(r.stops?.size ? { waiting: [...r.stops.keys()] } : {}), ...(r.sending ? { sending: r.sending } : {}) };
 }
 
+/**
+ * Add `provider` to a reclaimed claim's providers asked, within MAX_ASKED_PER_CLAIM: past it the oldest after the
+ * first (the provider the claim was reclaimed from) goes. Answers the providers pushed out.
+ */
+function addAsked(asked: Set<string>, provider: string): string[] {
+  asked.add(provider);
+  const out: string[] = [];
+  while (asked.size > MAX_ASKED_PER_CLAIM) {
+    const second = [...asked][1]!;
+    asked.delete(second);
+    out.push(second);
+  }
+  return out;
+}
+
 /** Set `key` in `m` as its newest entry, the oldest dropped past MAX_PENDING_SELECTIONS. */
 function newest<V>(m: Map<string, V>, key: string, value: V): void {
   m.delete(key); // re-set below: the newest is kept
@@ -84,7 +99,10 @@ interface Reclaimed extends FetchBackoff {
   buyer: string;
   deadline: number;
   reason: 'priority' | 'idle';
-  /** The providers asked to stop it already. */
+  /**
+   * The providers asked to stop it already, oldest first: at most MAX_ASKED_PER_CLAIM, the first (the provider it was
+   * reclaimed from) and the newest after it (addAsked).
+   */
   asked: Set<string>;
   /**
    * A provider's answer freed its devices (a stop receipt, or `barred`). Until then (and for good when the request
@@ -95,8 +113,8 @@ interface Reclaimed extends FetchBackoff {
   /**
    * Failovers' providers found (their winning offers held, or fetched) and not asked yet, keyed and valued by DID:
    * asked one per turn of the claim in the stop line (Reclaimer.#pumpStops), newest first (at most
-   * MAX_PENDING_SELECTIONS, newest kept). Kept on disk too, in the claim's reclaimed note (`waiting`, written before
-   * the claim takes its place in the line), and given back at the start (restoreAsked).
+   * MAX_PENDING_SELECTIONS, newest kept). Kept on disk too while they wait, in the claim's reclaimed note (`waiting`:
+   * #waitToStop), and given back at the start (restoreAsked).
    */
   stops?: Map<string, string>;
   /** One of `stops` is being asked now: the claim goes back in the stop line (at its end) once it is answered. */
@@ -505,7 +523,7 @@ export class Reclaimer {
     const kept = this.#reclaimed.get(key);
     if (kept) {
       const added = !kept.asked.has(provider);
-      kept.asked.add(provider);
+      addAsked(kept.asked, provider);
       return { entry: kept, added };
     }
     while (this.#reclaimed.size >= RECLAIMED_MAX) this.#unremember(this.#reclaimed.keys().next().value!);
@@ -514,11 +532,14 @@ export class Reclaimer {
     return { entry, added: true };
   }
 
-  /** Keep on disk that `provider` was asked to stop claim `key` (with the entry's reason and whether it is freed). */
-  async #keepMark(key: string, provider: string, entry: Reclaimed): Promise<void> {
+  /**
+   * Keep on disk that `provider` was asked to stop claim `key` (with the entry's reason and whether it is freed), the
+   * marks of `pushedOut` (no longer among those asked: MAX_ASKED_PER_CLAIM) dropped in the same batch.
+   */
+  async #keepMark(key: string, provider: string, entry: Reclaimed, pushedOut: string[] = []): Promise<void> {
     try {
       // with the note that outlives the claim's release (written before the stop goes out, like the mark)
-      await this.#inTurn(key, () => this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, noteOf(entry)));
+      await this.#inTurn(key, () => this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, noteOf(entry), pushedOut));
     } catch (e) {
       // the stop is sent all the same (see #stop)
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a stop mark on disk: a restart before the claim is released would count its reclaimed receipt as a failure');
@@ -544,8 +565,8 @@ export class Reclaimer {
 
   /**
    * Keep on disk that failovers' providers wait to be asked to stop reclaimed claim `key` (its reclaimed note, with
-   * `waiting`), before the claim takes its place in the stop line: a steward killed or restarted meanwhile still asks
-   * them (restoreAsked). One that cannot be written is logged, and the stops are sent all the same.
+   * `waiting`), when one did not go out at once: a steward killed or restarted before their turn still asks them
+   * (restoreAsked). One that cannot be written is logged, and the stops are sent all the same.
    */
   async #keepWaiting(key: string): Promise<void> {
     try {
@@ -575,7 +596,7 @@ export class Reclaimer {
     if (!r.freed) return;
     for (const p of again?.waiting ?? []) if (!r.asked.has(p)) newest((r.stops ??= new Map()), p, p);
     if (again?.sending) {
-      r.asked.add(again.sending);
+      addAsked(r.asked, again.sending);
       newest((r.stops ??= new Map()), again.sending, again.sending);
     }
     if (r.stops?.size) this.#stopLine.add(key);
@@ -652,7 +673,8 @@ export class Reclaimer {
    * say), costs the steward one request at a time, not one per selection, and holds its turn for at most
    * RECLAIM_STOP_DEADLINE_MS: another buyer's failover waits at most one turn of each claim ahead of it. A selection
    * naming a provider asked already, or waiting to be, costs nothing (a winner resolves only to the provider its
-   * selection names).
+   * selection names); one pushed out of those remembered as asked (MAX_ASKED_PER_CLAIM) is asked again. Each failover
+   * costs one synced write of the claim's note, of bounded size (two when it waits its turn: #waitToStop).
    */
   async onSelection(s: Opened<Selection>): Promise<void> {
     const key = s.record.job;
@@ -679,18 +701,18 @@ export class Reclaimer {
   }
 
   /**
-   * Have `provider` wait with reclaimed claim `key` to be asked to stop, kept on disk in the claim's note (#keepWaiting),
-   * then the claim in the stop line.
+   * Have `provider` wait with reclaimed claim `key` to be asked to stop: the claim takes its place in the stop line,
+   * and the line moves on. One whose stop goes out at once (nothing ahead of it) is written to the claim's note only
+   * by that stop (#askToStop: asked, `sending`); one that waits is kept on disk as waiting (#keepWaiting). So a
+   * failover costs one synced write of the note when its stop goes out at once, two when it waits its turn.
    */
   #waitToStop(key: string, r: Reclaimed, provider: string): void {
     if (r.asked.has(provider)) return;
     newest((r.stops ??= new Map()), provider, provider);
-    void this.#keepWaiting(key).then(() => {
-      if (this.#reclaimed.get(key) !== r || !r.stops?.size) return;
-      // one already in the line keeps its place; one being served goes to the end once its stop is answered
-      if (!r.stopping) this.#stopLine.add(key);
-      this.#pumpStops();
-    });
+    // one already in the line keeps its place; one being served goes to the end once its stop is answered
+    if (!r.stopping) this.#stopLine.add(key);
+    this.#pumpStops();
+    if (r.stops.has(provider)) void this.#keepWaiting(key);
   }
 
   /**
@@ -791,9 +813,9 @@ export class Reclaimer {
    */
   async #askToStop(key: string, r: Reclaimed, provider: string): Promise<void> {
     if (!this.#stillReclaimed(key, r)) return;
-    r.asked.add(provider);
+    const pushedOut = addAsked(r.asked, provider);
     r.sending = provider;
-    if (this.d.accounts.get(key)) await this.#keepMark(key, provider, r);
+    if (this.d.accounts.get(key)) await this.#keepMark(key, provider, r, pushedOut);
     else await this.#keepNote(key, provider);
     this.d.ports.log.warn({ claim: key, provider }, 'a selection names a provider for a claim already reclaimed: asking it to stop');
     try {

@@ -20,7 +20,7 @@ import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
 import { Steward, STEWARD_PROTOCOL } from '../../../src/roles/steward.js';
 import type { StewardPorts } from '../../../src/roles/steward-ports.js';
-import { ClaimStore } from '../../../src/roles/steward-accounts.js';
+import { ClaimStore, MAX_ASKED_PER_CLAIM } from '../../../src/roles/steward-accounts.js';
 import { Dispatcher } from '../../../src/net/dispatch.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
@@ -216,6 +216,42 @@ test('failovers’ providers waiting to be asked to stop when the steward restar
   }
 });
 
+test('a buyer failing over to throwaway providers one after another: the reclaimed note stays bounded, written synced once per failover', async () => {
+  let answered = 0;
+  const rig = await makeRig(async (_to, frames) => {
+    if (frames[0]!.op !== 'stop') return [{ running: 'no' }];
+    answered++;
+    return [{ stopped: 'no', barred: 'yes' }];
+  });
+  let s: Steward | undefined;
+  try {
+    const a = await rig.start();
+    s = a.s;
+    const low = await reclaimLow(rig, a);
+    const n0 = { ...rig.writes };
+    const N = MAX_ASKED_PER_CLAIM + 8;
+    const throwaways = Array.from({ length: N }, (_, i) => P(1000 + i));
+    for (const [i, f] of throwaways.entries()) {
+      await failOver(rig, a, low, f, i);
+      await until(() => answered >= i + 2, 'the failover asked');
+    }
+    await a.settle();
+    const synced = rig.writes.xSynced - n0.xSynced;
+    assert.ok(synced <= N, `at most one synced note write per failover asked at once: ${synced} for ${N}`);
+    const n = (await rig.note(low.address))!;
+    assert.equal(n.asked.length, MAX_ASKED_PER_CLAIM, 'the providers asked are capped');
+    assert.equal(n.asked[0], provA.did, 'the provider the claim was reclaimed from is kept');
+    assert.deepEqual(n.asked.slice(1), throwaways.slice(-(MAX_ASKED_PER_CLAIM - 1)).map((f) => f.did), 'then the newest asked');
+    // the newest still count as asked (the buyer's question after their refusals); one pushed out is answered `no`
+    assert.equal(await a.reclaimedFrom(low, throwaways.at(-1)!), 'priority');
+    assert.equal(await a.reclaimedFrom(low, provA), 'priority');
+    assert.equal(await a.reclaimedFrom(low, throwaways[0]!), 'no');
+  } finally {
+    await s?.stop();
+    await rig.cleanup();
+  }
+});
+
 test('a reclaimed note written before the waiting list existed still loads; one with a waiting list (and a stop going out) loads it', async () => {
   const t = tempDir('c0-reclaim-note-');
   const db = await openDb(join(t.dir, 'db'));
@@ -232,6 +268,21 @@ test('a reclaimed note written before the waiting list existed still loads; one 
     assert.deepEqual(loaded.get('old')?.reclaimed, { reason: 'priority', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did] });
     assert.deepEqual(loaded.get('new')?.reclaimed, { reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did, failovers[2]!.did], waiting: [failovers[0]!.did, failovers[1]!.did], sending: failovers[2]!.did });
     assert.deepEqual(loaded.get('bad')?.reclaimed, { reason: 'idle', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: [provA.did] });
+  } finally {
+    await closeDb(db);
+    t.cleanup();
+  }
+});
+
+test('a reclaimed note with more providers asked than the cap loads the first and the newest', async () => {
+  const t = tempDir('c0-reclaim-note-');
+  const db = await openDb(join(t.dir, 'db'));
+  try {
+    const s = sub(db, 'steward-claims');
+    const many = Array.from({ length: MAX_ASKED_PER_CLAIM + 5 }, (_, i) => P(2000 + i).did);
+    await s.batch([{ type: 'put', key: 'x/big', value: new TextEncoder().encode(JSON.stringify({ reason: 'priority', buyer: lowBuyer.did, deadline: NOW + 60_000, asked: many })) }] as never);
+    const loaded = (await new ClaimStore(s).load()).get('big')?.reclaimed;
+    assert.deepEqual(loaded?.asked, [many[0], ...many.slice(-(MAX_ASKED_PER_CLAIM - 1))]);
   } finally {
     await closeDb(db);
     t.cleanup();
