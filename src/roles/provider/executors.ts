@@ -3,8 +3,10 @@
  * provider's config (never by the job):
  *  - builtin: small real workloads shipped with the node (demos and tests);
  *  - exec: a configured command, input on stdin, output from stdout, killed
- *    with its process group at the deadline, output size bounded, ended at its
- *    exit even when a process outside its group holds the output; the group is
+ *    with its process group at the deadline, output size bounded, ended when
+ *    its output is complete (what it left in its group has closed the pipes,
+ *    or nothing is left in the group and a process outside it holds them);
+ *    what it left in its group is killed then; the group is
  *    reported (onSpawn/onExit) so a provider can record it and end it after a
  *    crash (src/roles/provider/orphans.ts);
  *  - http: POST the input to a configured endpoint (node:http(s); the run's
@@ -230,10 +232,13 @@ export async function runBuiltinLocally(name: BuiltinName, input: Uint8Array, pa
 // ---------------------------------------------------------------------------
 
 /**
- * How long the output pipes may stay open once the command has exited (or its group was killed): enough for what it
- * wrote to be read, short next to any deadline. Past it they are held by a process outside the job's group.
+ * How long the output pipes may stay open once the command's process group was killed (deadline, abort, output bound):
+ * enough for what it wrote to be read, short next to any deadline. Past it they are held by a process outside the
+ * job's group. Also how often, once the command has exited and its pipes are still open, the group is looked at.
  */
 export const PIPE_GRACE_MS = 1000;
+/** Once nothing is left in the group, how long what its processes wrote gets to be read before the pipes are closed. */
+const PIPE_DRAIN_MS = 100;
 
 function isDirectory(p: string): boolean {
   try {
@@ -289,22 +294,48 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
             /* already gone */
           }
         };
-        // The run ends when the command (the group's leader) has exited and its output pipes have closed, or, when a
-        // process outside the group (one that called setsid, a daemonizing helper) still holds them, PIPE_GRACE_MS
-        // later: 'close' alone would wait for that process, which the group's kill does not reach, maybe forever
-        // (no receipt, the slot held). Likewise at most PIPE_GRACE_MS after the group was killed (deadline, abort,
-        // output bound), even if the leader's exit is not seen by then.
+        // The run ends when the command's output is complete: the command (the group's leader) has exited and its
+        // output pipes have closed. A process it left in its group may still be writing (a background step, bash's
+        // `exec > >(tee log)`, `cmd > >(filter)`): it is waited for, as long as the deadline allows, and only once
+        // the pipes have closed is what remains of the group killed (a leftover that holds no output, `sleep &`).
+        // A process that left the group (setsid, a daemonizing helper) may hold the pipes too: 'close' alone would
+        // wait for it, which no kill of the group reaches, maybe forever (no receipt, the slot held). So while the
+        // pipes stay open after the exit, the group is looked at every PIPE_GRACE_MS: once nothing is left in it,
+        // what its processes wrote is read (PIPE_DRAIN_MS) and the pipes are closed; whoever holds them is outside.
+        // After the group was killed (deadline, abort, output bound) the pipes get PIPE_GRACE_MS, even if the
+        // leader's exit is not seen by then.
         let settled = false;
         let exited: { code: number | null; sig: NodeJS.Signals | null } | undefined;
         let grace: NodeJS.Timeout | undefined;
+        let watch: NodeJS.Timeout | undefined;
         const startGrace = () => {
           grace ??= setTimeout(() => finish(true), PIPE_GRACE_MS);
+        };
+        // Whether any process is left in the job's group (EPERM: one is, but it is not ours to signal).
+        const groupLeft = (): boolean => {
+          if (!child.pid) return false;
+          try {
+            process.kill(-child.pid, 0);
+            return true;
+          } catch (e) {
+            return (e as NodeJS.ErrnoException).code === 'EPERM';
+          }
+        };
+        const watchGroup = () => {
+          watch = setTimeout(() => {
+            if (settled) return;
+            if (groupLeft()) return watchGroup();
+            watch = setTimeout(() => finish(true), PIPE_DRAIN_MS);
+          }, PIPE_GRACE_MS);
         };
         const finish = (pipesHeld: boolean) => {
           if (settled) return;
           settled = true;
           clearTimeout(grace);
+          clearTimeout(watch);
           ctx.signal.removeEventListener('abort', onAbort);
+          // What the command left in its group goes with it (nothing when the group is already empty or was killed).
+          killGroup();
           if (pipesHeld) {
             // Whatever that process writes from now on is not read: the output is what had arrived.
             child.stdout.destroy();
@@ -312,9 +343,11 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
             child.stdin.destroy();
             opts.log?.warn(
               { command: cmd, pid: child.pid, exited: exited ? (exited.code ?? exited.sig) : 'not seen' },
-              exited
-                ? `the command exited but a process it started outside its process group (setsid, a daemon) still held its output ${PIPE_GRACE_MS} ms later: the run ended with what had been read, and that process was left running`
-                : `the command's process group was killed but its leader had not exited ${PIPE_GRACE_MS} ms later: the run ended without it`,
+              exited && grace === undefined
+                ? 'the command exited and nothing was left in its process group, but a process it started outside its process group (setsid, a daemon) still held its output: the run ended with what had been read, and that process was left running'
+                : exited
+                  ? `the command's process group was killed but a process it started outside its process group (setsid, a daemon) still held its output ${PIPE_GRACE_MS} ms later: the run ended with what had been read, and that process was left running`
+                  : `the command's process group was killed but its leader had not exited ${PIPE_GRACE_MS} ms later: the run ended without it`,
             );
           }
           if (child.pid) ctx.onExit?.(child.pid);
@@ -363,9 +396,9 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
         child.stdin.end(Buffer.from(ctx.input));
         child.on('exit', (code, sig) => {
           exited = { code, sig };
-          // Whatever the command left running in its group goes with it; its pipes get PIPE_GRACE_MS to close.
-          killGroup();
-          startGrace();
+          // The pipes may still be written by what the command left in its group: 'close' is waited for, and the
+          // group watched in case only a process outside it holds them.
+          if (grace === undefined) watchGroup();
         });
         child.on('close', (code, sig) => {
           exited ??= { code, sig };

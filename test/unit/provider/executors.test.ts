@@ -200,6 +200,31 @@ describe('exec executor (real child processes)', () => {
     await rejectsCode(execExecutor({ command: ['sh', '-c', 'sleep 30'] }).run(ctx({ signal: AbortSignal.timeout(50) })), 'EXEC_TIMEOUT');
   });
 
+  test('output written after the command exits by a process it left in its group is read whole before the run ends', async () => {
+    // A background step of a wrapper script, bash's `exec > >(tee log)` logging idiom, output through a process
+    // substitution: the last of the output comes from a process in the job's own group after the leader has exited.
+    // Killing the group at the leader's exit cut it, and the cut output was signed as a success.
+    assert.equal(text(await execExecutor({ command: ['sh', '-c', '(sleep 0.3; echo b) & echo a'] }).run(ctx())), 'a\nb\n');
+    const lines = Array.from({ length: 200 }, (_, i) => `${i + 1}\n`).join('');
+    const log = join(dir, 'tee.log');
+    const teed = await execExecutor({ command: ['bash', '-c', `exec > >(sleep 0.3; tee ${log}); seq 1 200; echo END`] }).run(ctx());
+    assert.equal(text(teed), `${lines}END\n`);
+    assert.ok(await waitFor(() => existsSync(log) && readFileSync(log, 'utf8') === `${lines}END\n`), 'tee wrote its log whole');
+    const filtered = await execExecutor({ command: ['bash', '-c', 'seq 1 5000 > >(sleep 0.3; sed s/^/x/)'] }).run(ctx());
+    assert.equal(text(filtered), Array.from({ length: 5000 }, (_, i) => `x${i + 1}\n`).join(''));
+  });
+
+  test('a process the command leaves running in its group without its output is killed once the output is complete', async () => {
+    const pidfile = join(dir, 'leftover.pid');
+    const t0 = Date.now();
+    const out = await execExecutor({ command: ['sh', '-c', `sleep 1000 >/dev/null 2>&1 & echo $! > ${pidfile}; echo done`] }).run(ctx({ signal: AbortSignal.timeout(30_000) }));
+    assert.equal(text(out), 'done\n');
+    assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
+    const pid = Number.parseInt(readFileSync(pidfile, 'utf8').trim(), 10);
+    assert.ok(Number.isSafeInteger(pid) && pid > 1);
+    assert.ok(await waitFor(() => !pidAlive(pid)), `the leftover ${pid} still runs`);
+  });
+
   // util-linux's setsid starts a process in a session (and group) of its own.
   const hasSetsid = spawnSync('sh', ['-c', 'command -v setsid']).status === 0;
   describe('a process that left the job’s process group (setsid) and holds its output', { skip: !hasSetsid && 'no setsid here' }, () => {
@@ -257,6 +282,20 @@ describe('exec executor (real child processes)', () => {
         const out = await execExecutor({ command: ['sh', '-c', `${escape(marker)}; echo result`] }, { log }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(30_000) }));
         assert.equal(text(out), 'result\n');
         assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
+        assert.ok(lines.some((l) => /outside its process group/.test(l.msg)), JSON.stringify(lines));
+      } finally {
+        killAll(marker);
+      }
+    });
+
+    test('with such a process holding stdout, what a process left in the group writes after the command exits is still read', async () => {
+      const marker = `${1000 + (process.pid % 1000)}.125`;
+      const { lines, log } = logged();
+      try {
+        const t0 = Date.now();
+        const out = await execExecutor({ command: ['sh', '-c', `${escape(marker)}; (sleep 0.3; echo b) & echo a`] }, { log }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(30_000) }));
+        assert.equal(text(out), 'a\nb\n');
+        assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
         assert.ok(lines.some((l) => /outside its process group/.test(l.msg)), JSON.stringify(lines));
       } finally {
         killAll(marker);
