@@ -10,8 +10,9 @@
  *    reported (onSpawn/onExit) so a provider can record it and end it after a
  *    crash (src/roles/provider/orphans.ts);
  *  - http: POST the input to a configured endpoint (node:http(s); the run's
- *    deadline is the only one), take the response body (a redirect is not
- *    followed: a 3xx is EXEC_HTTP_STATUS).
+ *    deadline is the only one), take the response body, decoded as its
+ *    content-encoding lists (a coding not decoded, or a redirect, which is not
+ *    followed, is EXEC_HTTP_STATUS).
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
  *
@@ -25,8 +26,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { request as httpRequest, validateHeaderName, validateHeaderValue, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { pipeline, type Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { createHash } from 'node:crypto';
 import { C0Error } from '../../errors.js';
 import { truncateText } from '../../util/text.js';
@@ -453,11 +454,76 @@ function post(target: URL, headers: Record<string, string>, body: Uint8Array, si
   });
 }
 
-/** The response body, decoded as its content-encoding says (gzip, deflate, br, as fetch did); other encodings as they are. */
-function decoded(res: IncomingMessage): Readable {
-  const enc = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
-  const decoder = enc === 'gzip' || enc === 'x-gzip' ? createGunzip() : enc === 'deflate' ? createInflate() : enc === 'br' ? createBrotliDecompress() : undefined;
-  return decoder ? pipeline(res, decoder, () => {}) : res;
+/**
+ * A decoder made when the first byte of its input arrives (`make` is given it: deflate's first byte tells a zlib
+ * stream from a raw one). No input at all decodes to nothing, as fetch did, rather than zlib's "unexpected end of
+ * file": an empty encoded body is an empty output. A truncated or corrupt stream is still an error.
+ */
+class LazyDecoder extends Transform {
+  readonly #make: (first: number) => Transform;
+  #inner: Transform | undefined;
+  constructor(make: (first: number) => Transform) {
+    super();
+    this.#make = make;
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (chunk.length === 0) return done();
+    if (!this.#inner) {
+      const inner = this.#make(chunk[0]!);
+      inner.on('data', (d: Buffer) => this.push(d));
+      inner.on('error', (e) => this.destroy(e));
+      this.#inner = inner;
+    }
+    this.#inner.write(chunk, (e) => done(e));
+  }
+  override _flush(done: TransformCallback): void {
+    const inner = this.#inner;
+    if (!inner) return done();
+    inner.once('end', () => done());
+    inner.end();
+  }
+  override _destroy(e: Error | null, done: (e: Error | null) => void): void {
+    this.#inner?.destroy();
+    done(e);
+  }
+}
+
+/** The codings the client asks for (accept-encoding) and decodes; `identity` is none. */
+const DECODERS: Record<string, () => Transform> = {
+  gzip: () => new LazyDecoder(() => createGunzip()),
+  'x-gzip': () => new LazyDecoder(() => createGunzip()),
+  // RFC 9110 says zlib-wrapped; some servers send raw deflate. A zlib stream's first byte has compression method 8.
+  deflate: () => new LazyDecoder((first) => ((first & 0x0f) === 8 ? createInflate() : createInflateRaw())),
+  br: () => new LazyDecoder(() => createBrotliDecompress()),
+};
+const ACCEPT_ENCODING = 'gzip, deflate, br';
+/** More codings than this on one body is refused (as undici does since its fix for unbounded decompression chains). */
+const MAX_CODINGS = 5;
+
+/**
+ * The response body, decoded as its content-encoding lists: the codings in the order they were applied, so decoded
+ * in reverse (`gzip, br` is brotli of gzip), as fetch did. A coding the client does not decode is a failure, never a
+ * body passed on still encoded (it would be signed as the output): the back end answered, but with something the
+ * job cannot take, so it is EXEC_HTTP_STATUS, like an answer whose status is not 2xx.
+ */
+function decoded(res: IncomingMessage, url: string): Readable {
+  const header = res.headers['content-encoding'];
+  const codings = String(header ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  const refuse = (why: string) => {
+    res.destroy();
+    return new C0Error('EXEC_HTTP_STATUS', `the back end answered ${res.statusCode ?? 0} with ${why}`, { detail: { url, contentEncoding: truncateText(String(header), 200) } });
+  };
+  if (codings.length > MAX_CODINGS) throw refuse(`more than ${MAX_CODINGS} codings in its content-encoding`);
+  const unknown = codings.find((c) => !Object.hasOwn(DECODERS, c));
+  // The back end's header goes into a signed receipt only when it is a coding's name (an HTTP token), cut short.
+  if (unknown !== undefined) throw refuse(`a content-encoding the client does not decode (${/^[a-z0-9!#$%&'*+.^_`|~-]{1,32}$/.test(unknown) ? unknown : 'not a coding name'})`);
+  if (codings.length === 0) return res;
+  const decoders = codings.reverse().map((c) => DECODERS[c]!());
+  pipeline([res, ...decoders], () => {});
+  return decoders.at(-1)!;
 }
 
 export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
@@ -502,7 +568,7 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
       if (ctx.signal.aborted) throw aborted(ctx.signal);
       let res: IncomingMessage;
       try {
-        res = await post(parsed, { 'content-type': 'application/octet-stream', 'accept-encoding': 'gzip, deflate, br', ...paramsHeaders(ctx.params), ...cfg.headers }, ctx.input, ctx.signal);
+        res = await post(parsed, { 'content-type': 'application/octet-stream', 'accept-encoding': ACCEPT_ENCODING, ...paramsHeaders(ctx.params), ...cfg.headers }, ctx.input, ctx.signal);
       } catch (e) {
         if (ctx.signal.aborted) throw aborted(ctx.signal);
         throw unreachable('the back end is unreachable', e);
@@ -519,7 +585,7 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
           detail: { url, ...(location === undefined ? {} : { location: redactUrl(URL.canParse(location, cfg.url) ? new URL(location, cfg.url).toString() : location) }) },
         });
       }
-      const body = decoded(res);
+      const body = decoded(res, url);
       const chunks: Buffer[] = [];
       let size = 0;
       try {

@@ -6,7 +6,7 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -555,6 +555,52 @@ describe('http executor (real local server)', () => {
       await new Promise<void>((r) => s.close(() => r()));
     }
     assert.throws(() => httpExecutor({ url: 'file:///etc/passwd' }), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'url');
+  });
+
+  test('a body is decoded as its content-encoding lists (stacked codings in reverse, deflate with or without the zlib header); an empty encoded body is EXEC_EMPTY_OUTPUT; a coding not decoded is EXEC_HTTP_STATUS, never compressed bytes as the output', async () => {
+    const plain = Buffer.from('the back end result');
+    const bodies: Record<string, [string, Buffer]> = {
+      '/gzip': ['gzip', gzipSync(plain)],
+      '/upper': ['GZIP', gzipSync(plain)],
+      '/gzip-br': ['gzip, br', brotliCompressSync(gzipSync(plain))],
+      '/deflate-gzip': ['deflate,gzip', gzipSync(deflateSync(plain))],
+      '/deflate': ['deflate', deflateSync(plain)],
+      '/deflate-raw': ['deflate', deflateRawSync(plain)],
+      '/br-deflate-raw-gzip': ['br, deflate, x-gzip', gzipSync(deflateRawSync(brotliCompressSync(plain)))],
+      '/identity': ['identity', plain],
+      '/gzip-empty': ['gzip', Buffer.alloc(0)],
+      '/br-empty': ['br', Buffer.alloc(0)],
+      '/deflate-empty': ['deflate', Buffer.alloc(0)],
+      '/gzip-of-nothing-in-br': ['gzip, br', brotliCompressSync(Buffer.alloc(0))],
+      '/zstd': ['zstd', Buffer.from('28b52ffd0000', 'hex')],
+      '/gzip-compress': ['gzip, compress', gzipSync(plain)],
+      '/odd': ['gzip, "x y"', gzipSync(plain)],
+      '/many': [Array(6).fill('gzip').join(', '), [1, 2, 3, 4, 5, 6].reduce((b) => gzipSync(b), plain)],
+    };
+    const s = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const [enc, body] = bodies[req.url ?? '']!;
+        res.writeHead(200, { 'content-encoding': enc }).end(body);
+      });
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    try {
+      const u = `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+      const run = (path: string) => httpExecutor({ url: `${u}${path}` }).run(ctx({ input: utf8('x') }));
+      for (const path of ['/gzip', '/upper', '/gzip-br', '/deflate-gzip', '/deflate', '/deflate-raw', '/br-deflate-raw-gzip', '/identity']) {
+        assert.equal(text(await run(path)), plain.toString(), path);
+      }
+      for (const path of ['/gzip-empty', '/br-empty', '/deflate-empty', '/gzip-of-nothing-in-br']) await rejectsCode(run(path), 'EXEC_EMPTY_OUTPUT');
+      const zstd = await rejectsCode(run('/zstd'), 'EXEC_HTTP_STATUS');
+      assert.equal(zstd.message, 'the back end answered 200 with a content-encoding the client does not decode (zstd)');
+      assert.match((await rejectsCode(run('/gzip-compress'), 'EXEC_HTTP_STATUS')).message, /\(compress\)$/);
+      assert.match((await rejectsCode(run('/odd'), 'EXEC_HTTP_STATUS')).message, /content-encoding the client does not decode \(not a coding name\)$/);
+      assert.match((await rejectsCode(run('/many'), 'EXEC_HTTP_STATUS')).message, /more than 5 codings/);
+    } finally {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
   });
 
   test('a body over the bound is EXEC_OUTPUT_TOO_LARGE', async () => {
