@@ -8,10 +8,10 @@
  */
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
+import { T, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
-import { Provider } from '../roles/provider/provider.js';
+import { Provider, type ProviderDeps } from '../roles/provider/provider.js';
 import { ProcessRegistry } from '../roles/provider/orphans.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
@@ -29,7 +29,7 @@ import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { OverlayNode } from './overlay.js';
 import { ProviderRuns } from '../store/provider-runs.js';
-import { ReceiptDelivery } from '../roles/provider/receipt-delivery.js';
+import { ReceiptDelivery, type ReceiptDeliveryDeps } from '../roles/provider/receipt-delivery.js';
 import { OUTCOME_PROTOCOL } from '../net/offer-route.js';
 import type { IdentifyResult } from '@libp2p/interface';
 
@@ -95,24 +95,12 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     h.onStop(async () => o.poolMember?.stop());
   }
   // Receipts the exec stream could not deliver go to their buyer directly, and again when it connects (receipt-delivery.ts).
-  const delivery = new ReceiptDelivery({
+  const { delivery, deps: deliveryDeps, keepReceipt } = await receiptDeliveryOn(runs, {
     send: async (buyer, r) => (await o.net.sendOutcome('receipt', [buyer], r.bytes)).outcomes[buyer] ?? 'unreachable',
     clock: o.clock,
     log: o.log.child({ role: 'provider', overlay: o.name }),
     self: o.did,
-    // kept on disk, so a provider restarted before its buyer returns still sends them
-    keep: {
-      save: (r, until) => runs.awaitDelivery({ address: r.address, bytes: r.bytes, until }),
-      drop: (address) => runs.delivered(address),
-    },
   });
-  for (const w of await runs.waitingReceipts()) {
-    try {
-      delivery.restore(open(w.bytes, T.receipt), w.until);
-    } catch {
-      await runs.delivered(w.address);
-    }
-  }
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     if (!delivery.size || !evt.detail.protocols.includes(OUTCOME_PROTOCOL)) return;
     try {
@@ -127,7 +115,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     delivery.stop();
   });
   o.provider = new Provider({
-    deliver: (r) => void delivery.deliver(r),
+    ...deliveryDeps,
     ...(o.poolMember ? { pool: o.poolMember.hooks() } : {}),
     quoteBudget,
     signer: identity.signer,
@@ -184,7 +172,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
       // kept while the job could still be asked to run (until its deadline), then as long as the history; synced
       // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
-      await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
+      await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
       await o.market.addEvidence(r, offer);
     },
     onOutcome: (status) => h.countJob(status),
@@ -248,6 +236,38 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
     });
   }
+}
+
+/**
+ * The provider's receipt delivery kept in its runs store (docs/node.md "A receipt the buyer did not get on the
+ * stream"): the waits kept before a restart restored; `keepReceipt` records a receipt signed here (ProviderRuns.record)
+ * with its wait for the buyer in the same synced batch, marked untried, so a provider killed before its buyer
+ * acknowledged the receipt on the stream sends it at the next start (ReceiptDelivery.resume, from Provider.start: sent
+ * and gossiped once the network is up); `deps` are the Provider's hooks into it.
+ */
+export async function receiptDeliveryOn(runs: ProviderRuns, d: Omit<ReceiptDeliveryDeps, 'keep'>): Promise<{ delivery: ReceiptDelivery; deps: Pick<ProviderDeps, 'deliver' | 'acknowledged' | 'resumeDelivery'>; keepReceipt(r: Opened<Receipt>, until: number): Promise<void> }> {
+  const delivery = new ReceiptDelivery({
+    ...d,
+    // kept on disk, so a provider restarted before its buyer returns still sends them
+    keep: {
+      save: (r, until, untried) => runs.awaitDelivery({ address: r.address, bytes: r.bytes, until, ...(untried ? { untried } : {}) }),
+      drop: (address) => runs.delivered(address),
+    },
+  });
+  for (const w of await runs.waitingReceipts()) {
+    try {
+      delivery.restore(open(w.bytes, T.receipt), w.until, w.untried === true);
+    } catch {
+      await runs.delivered(w.address);
+    }
+  }
+  return {
+    delivery,
+    deps: { deliver: (r) => void delivery.deliver(r), acknowledged: (r) => delivery.acknowledged(r), resumeDelivery: () => delivery.resume() },
+    // its wait for the buyer goes in the receipt's own batch (no write of its own); the buyer's acknowledgement drops
+    // it with an unsynced delete
+    keepReceipt: (r, until) => runs.record(r.record.job, r.address, until, delivery.entry(r)),
+  };
 }
 
 /** Ask the steward for its `Admitted` entry of a job's claim (`/c0mpute/steward/1` op `admission`); undefined when it has none. */

@@ -31,7 +31,13 @@
  * directly yet (`~d!<receipt>` → the receipt envelope and until when it waits;
  * src/roles/provider/receipt-delivery.ts) is kept here too, so a provider
  * restart does not drop it: one unsynced batch, like a run note, dated by its
- * `until` and dropped once the buyer answered, or with the history.
+ * `until` and dropped once the buyer answered, or with the history. Every
+ * receipt is first written so, marked `untried` (neither acknowledged on the
+ * exec stream nor sent directly yet), in the synced batch of its run entry
+ * (`record`): a provider killed before its buyer showed it got the receipt
+ * still sends it at the next start. The buyer's acknowledgement drops it with
+ * one unsynced delete (lost only with the operating system, and then the
+ * receipt is sent once more, which the buyer answers as a copy).
  */
 import { syncBatch, timeKey, type Db, type Sub } from './db.js';
 import type { HistoryPruned } from './records.js';
@@ -54,6 +60,11 @@ export interface WaitingReceipt {
   address: string;
   bytes: Uint8Array;
   until: number;
+  /**
+   * Neither acknowledged by its buyer on the exec stream nor sent to it directly yet (written with the receipt, or
+   * kept by a stop): the next start sends it at once, and gossips it, instead of waiting for the buyer to connect.
+   */
+  untried?: boolean;
 }
 
 /** Work accepted here and not yet given a receipt: enough to sign its failed receipt after a crash. */
@@ -102,12 +113,17 @@ export class ProviderRuns {
     return v === undefined ? undefined : new TextDecoder().decode(v);
   }
 
-  /** Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or later). Supersedes its run note. */
-  async record(job: string, receipt: string, until: number): Promise<void> {
+  /**
+   * Note that `job` ran here, its receipt `receipt`; dropped with the history after `until` (the job's deadline or
+   * later). Supersedes its run note. With `waiting`, the receipt's wait for its buyer (`awaitDelivery`) goes in the
+   * same synced batch: no write of its own, and no moment where the receipt is kept but its delivery is not.
+   */
+  async record(job: string, receipt: string, until: number, waiting?: WaitingReceipt): Promise<void> {
     await syncBatch(this.#db, [
       { type: 'put', key: job, value: new TextEncoder().encode(receipt), sublevel: this.#runs },
       { type: 'put', key: `${T}${timeKey(until)}!${job}`, value: EMPTY, sublevel: this.#runs },
       { type: 'del', key: `${NOTE}${job}`, sublevel: this.#runs },
+      ...(waiting ? this.#waitOps(waiting) : []),
     ]);
   }
 
@@ -151,11 +167,15 @@ export class ProviderRuns {
 
   /** Keep a receipt waiting for its buyer until `until` (one unsynced batch; dropped with the history after `until`). */
   async awaitDelivery(w: WaitingReceipt): Promise<void> {
-    const value = new TextEncoder().encode(JSON.stringify({ r: Buffer.from(w.bytes).toString('base64'), until: w.until }));
-    await this.#db.batch([
+    await this.#db.batch(this.#waitOps(w) as never);
+  }
+
+  #waitOps(w: WaitingReceipt): Array<{ type: 'put'; key: string; value: Uint8Array; sublevel: Sub }> {
+    const value = new TextEncoder().encode(JSON.stringify({ r: Buffer.from(w.bytes).toString('base64'), until: w.until, ...(w.untried ? { untried: 1 } : {}) }));
+    return [
       { type: 'put', key: `${DELIVER}${w.address}`, value, sublevel: this.#runs },
       { type: 'put', key: `${T}${timeKey(w.until)}!${DELIVER}${w.address}`, value: EMPTY, sublevel: this.#runs },
-    ] as never);
+    ];
   }
 
   /** The receipt `address` no longer waits (its buyer answered, it lapsed, or a newer one pushed it out). */
@@ -165,8 +185,8 @@ export class ProviderRuns {
 
   /** The receipts waiting for their buyer, oldest `until` first. Unreadable entries are dropped. */
   async waitingReceipts(): Promise<WaitingReceipt[]> {
-    const out = await this.#readJson(DELIVER, (address, w: { r?: unknown; until?: unknown }) =>
-      typeof w.r === 'string' && Number.isSafeInteger(w.until) ? { address, bytes: new Uint8Array(Buffer.from(w.r, 'base64')), until: w.until as number } : undefined,
+    const out = await this.#readJson(DELIVER, (address, w: { r?: unknown; until?: unknown; untried?: unknown }) =>
+      typeof w.r === 'string' && Number.isSafeInteger(w.until) ? { address, bytes: new Uint8Array(Buffer.from(w.r, 'base64')), until: w.until as number, ...(w.untried === 1 ? { untried: true } : {}) } : undefined,
     );
     return out.sort((a, b) => a.until - b.until);
   }

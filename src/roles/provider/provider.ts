@@ -93,7 +93,8 @@ export interface ProviderDeps {
   };
   /**
    * Keep a receipt this provider signed, with the offer it cites (its quote: the evidence's accuracy pair), and note
-   * that `job` ran here; awaited before the run's slot is given back.
+   * that `job` ran here; awaited before the run's slot is given back. With `deliver`, the receipt's wait for its
+   * buyer (ReceiptDelivery.entry) is kept in the same write, cleared by `acknowledged` or taken over by `deliver`.
    */
   onReceipt: (r: Opened<Receipt>, offer: Opened<Offer>, job: Opened<Job>) => Promise<void>;
   /**
@@ -101,6 +102,17 @@ export interface ProviderDeps {
    * and again when it connects (src/roles/provider/receipt-delivery.ts); not awaited. Default: gossip only.
    */
   deliver?: (r: Opened<Receipt>) => void;
+  /**
+   * The buyer showed it got a receipt on the exec stream (it ended the stream after it): the wait `onReceipt` kept
+   * with the receipt (ReceiptDelivery.entry) is dropped. Default: nothing.
+   */
+  acknowledged?: (r: Opened<Receipt>) => void;
+  /**
+   * At start: the receipts a run before the restart kept but never saw delivered (its buyer had not acknowledged them
+   * on the stream, nor were they sent directly: the provider was killed or stopped first), now being sent to their
+   * buyers (ReceiptDelivery.resume); the provider gossips them too. Default: none.
+   */
+  resumeDelivery?: () => Array<Opened<Receipt>>;
   /**
    * How long a written receipt waits for the buyer to show it got it (it closes or resets the exec stream) before it
    * is handed to `deliver`; default RECEIPT_ACK_MS.
@@ -219,7 +231,21 @@ export class Provider {
   async start(): Promise<void> {
     await this.#reapOrphans();
     await this.#failCrashedRuns();
+    await this.#resumeDelivery();
     await this.publishAdvert();
+  }
+
+  /**
+   * Receipts kept before the restart whose buyer never showed it got them (the provider was killed while the output
+   * streamed, or before the receipt could be sent): sent to their buyer directly (resumeDelivery) and gossiped, since
+   * neither may have happened (docs/node.md "A receipt the buyer did not get on the stream").
+   */
+  async #resumeDelivery(): Promise<void> {
+    const resumed = this.d.resumeDelivery?.() ?? [];
+    for (const r of resumed) {
+      this.d.log.info({ job: r.record.job, receipt: r.address, buyer: r.record.buyer, status: r.record.status }, 'a receipt kept before the restart was never acknowledged by its buyer: sent to it directly, and gossiped');
+      await this.d.publish('receipt', r).catch(() => 0);
+    }
   }
 
   /**
@@ -667,7 +693,8 @@ export class Provider {
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
     const why = await taken;
-    if (why !== undefined && why !== 'ended') {
+    if (why === 'ended') this.d.acknowledged?.(env);
+    else if (why !== undefined) {
       this.d.log.warn({ job: job.address, why }, 'the buyer did not show it got the receipt; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
       this.d.deliver?.(env);
     }

@@ -13,6 +13,12 @@
  * most `keepMs`. With `keep`, each waiting receipt is also written to the
  * provider's store (store/provider-runs.ts) and `restore`d at the next start,
  * so a provider restarted before its buyer came back still sends it.
+ *
+ * Every receipt starts out so on disk: its `entry` is written in the same
+ * batch as the receipt itself, marked untried, and leaves the keep when the
+ * buyer acknowledges it on the stream (`acknowledged`) or goes to `deliver`.
+ * One still untried at the next start (the provider was killed, or stopped,
+ * before either) is sent at once (`resume`), not only when its buyer connects.
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Receipt } from '../../records/kinds.js';
@@ -39,14 +45,25 @@ export interface ReceiptDeliveryDeps {
 }
 
 export interface ReceiptKeep {
-  save(receipt: Opened<Receipt>, until: number): Promise<void>;
+  /** Keep `receipt` waiting until `until`; `untried`: not sent to its buyer yet (the next start sends it at once). */
+  save(receipt: Opened<Receipt>, until: number, untried?: boolean): Promise<void>;
   drop(address: string): Promise<void>;
+}
+
+/** What is kept of a receipt as it is stored (`entry`): its wait for the buyer, not tried yet. */
+export interface ReceiptEntry {
+  address: string;
+  bytes: Uint8Array;
+  until: number;
+  untried: true;
 }
 
 interface Pending {
   receipt: Opened<Receipt>;
   until: number;
   sending: boolean;
+  /** Restored untried: sent by `resume`. */
+  untried: boolean;
 }
 
 export class ReceiptDelivery {
@@ -72,41 +89,84 @@ export class ReceiptDelivery {
   }
 
   /**
+   * The wait to keep with a receipt as it is stored, in the same batch (ProviderRuns.record): marked untried until
+   * the buyer acknowledges the receipt on the exec stream (`acknowledged`) or it goes to `deliver`, so a provider
+   * killed in between sends it at its next start (`resume`). Undefined for a receipt of this node's own job.
+   */
+  entry(receipt: Opened<Receipt>): ReceiptEntry | undefined {
+    if (receipt.record.buyer === this.d.self) return undefined;
+    return { address: receipt.address, bytes: receipt.bytes, until: this.d.clock() + this.#keepMs, untried: true };
+  }
+
+  /**
+   * The buyer showed it got the receipt on the exec stream: its `entry` leaves the keep. An unsynced delete: one the
+   * operating system loses only sends the receipt once more after a restart, which the buyer answers as a copy.
+   */
+  acknowledged(receipt: Opened<Receipt>): void {
+    if (receipt.record.buyer === this.d.self || this.#pending.has(receipt.address)) return;
+    void this.#keepOp('drop', receipt.address, () => this.d.keep!.drop(receipt.address));
+  }
+
+  /**
    * Send a receipt its exec stream did not deliver to its buyer now; kept for the buyer's next connection when it
-   * could not be reached. Resolves once this first try is over.
+   * could not be reached. Resolves once this first try is over. After `stop` it is only kept (untried), so the next
+   * start sends it.
    */
   async deliver(receipt: Opened<Receipt>): Promise<void> {
-    if (this.#stopped || receipt.record.buyer === this.d.self) return;
+    if (receipt.record.buyer === this.d.self) return;
+    const until = this.d.clock() + this.#keepMs;
+    if (this.#stopped) {
+      await this.#keepOp('save', receipt.address, () => this.d.keep!.save(receipt, until, true));
+      return;
+    }
     this.#prune();
     if (this.#pending.has(receipt.address)) return;
-    const until = this.d.clock() + this.#keepMs;
     this.#add(receipt, until);
     await this.#keepOp('save', receipt.address, () => this.d.keep!.save(receipt, until));
     await this.#try(receipt.address);
   }
 
   /**
-   * A receipt kept waiting before a restart: held again until `until`, and sent when its buyer connects. One lapsed, or
-   * of this node's own job, is dropped from the keep.
+   * A receipt kept waiting before a restart: held again until `until`, and sent when its buyer connects; `untried`
+   * (never acknowledged on the stream nor sent directly) also by `resume`. One lapsed, or of this node's own job, is
+   * dropped from the keep.
    */
-  restore(receipt: Opened<Receipt>, until: number): void {
+  restore(receipt: Opened<Receipt>, until: number, untried = false): void {
     if (this.#stopped || this.#pending.has(receipt.address)) return;
     if (until <= this.d.clock() || receipt.record.buyer === this.d.self) {
       void this.#keepOp('drop', receipt.address, () => this.d.keep!.drop(receipt.address));
       return;
     }
-    this.#add(receipt, until);
+    this.#add(receipt, until, untried);
+  }
+
+  /**
+   * At start, once the network is up: send each receipt restored untried to its buyer now (a provider killed or
+   * stopped before its buyer acknowledged it on the stream). Returns them, for the caller to gossip as well: no one
+   * may have heard them yet. One not reached waits for its buyer's connection, as any other.
+   */
+  resume(): Array<Opened<Receipt>> {
+    if (this.#stopped) return [];
+    const out: Array<Opened<Receipt>> = [];
+    for (const [address, p] of this.#pending) {
+      if (!p.untried) continue;
+      p.untried = false;
+      out.push(p.receipt);
+      void this.#try(address);
+    }
+    return out;
   }
 
   /** A peer connected (libp2p identified it): send it each receipt waiting for it. */
   onConnected(did: string): void {
     if (this.#stopped || this.#pending.size === 0) return;
     this.#prune();
-    for (const [address, p] of this.#pending) if (p.receipt.record.buyer === did && !p.sending) void this.#try(address);
+    // one restored untried waits for `resume`, which gossips it too
+    for (const [address, p] of this.#pending) if (p.receipt.record.buyer === did && !p.sending && !p.untried) void this.#try(address);
   }
 
-  #add(receipt: Opened<Receipt>, until: number): void {
-    this.#pending.set(receipt.address, { receipt, until, sending: false });
+  #add(receipt: Opened<Receipt>, until: number, untried = false): void {
+    this.#pending.set(receipt.address, { receipt, until, sending: false, untried });
     while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
   }
 
