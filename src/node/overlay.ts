@@ -476,11 +476,14 @@ export class OverlayNode {
   /**
    * Break off this overlay's buyer runs in flight with a local reason and wait for them to end (at most
    * INTERRUPT_WAIT_MS): each ends `interrupted` (JOB_INTERRUPTED), and an exec stream the stop aborted earns its
-   * provider no non-delivery. The first step of `stop`, while the network and the stores still work; the daemon
-   * calls it before it closes the control API too, so the run's last event still reaches its client.
+   * provider no non-delivery. At the same time the provider stops: its runs are aborted, and each one's receipt
+   * (EXEC_ABORTED) is signed, stored and written on its stream, still open, before anything else stops (at most
+   * STOP_DRAIN_MS; Provider.stop). The first step of `stop`, while the network, the receipt delivery and the stores
+   * still work; the daemon calls it before it closes the control API too, so the run's last event still reaches its
+   * client.
    */
   async interruptRuns(): Promise<void> {
-    await this.buyer?.interrupt();
+    await Promise.all([this.buyer?.interrupt(), this.provider?.stop()]);
   }
 
   async stop(): Promise<void> {

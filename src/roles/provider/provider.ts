@@ -37,6 +37,12 @@ import { truncateText } from '../../util/text.js';
  */
 export const RECEIPT_ACK_MS = 10_000;
 
+/**
+ * How long a clean stop waits for the runs it aborted to sign, store and send their receipts (EXEC_ABORTED) while the
+ * network, the delivery and the store still work: as long as a stopping buyer waits for its own runs (INTERRUPT_WAIT_MS).
+ */
+export const STOP_DRAIN_MS = 3_000;
+
 export interface EligibilityFailure {
   code: string;
 }
@@ -193,6 +199,12 @@ export class Provider {
   /** Gossiped jobs this provider held back on, outranked on price (docs/market.md §12). */
   #heldBack = new Set<string>();
   #stopped = false;
+  #stopDone: Promise<void> | undefined;
+  /**
+   * Exec runs under way, each settled once its receipt is stored and written on its stream (or handed to `deliver`),
+   * or once the run ended without one: what `stop` waits for.
+   */
+  readonly #inFlight = new Set<Promise<void>>();
   /** Refused exec streams, logged per peer and code at most once a minute (any peer can open one). */
   readonly #refusals: PeerLog;
   readonly budget: QuoteBudget<Opened<Offer>>;
@@ -320,12 +332,34 @@ export class Provider {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stop: no more offers or runs; every run in flight is aborted and ends with its signed receipt (EXEC_ABORTED). Resolves
+   * once each exec run's receipt is stored and written on its stream (or handed to `deliver`), at most `waitMs` later:
+   * the first step of the node's stop (OverlayNode.interruptRuns), while the network, the delivery and the store still
+   * work. A second call waits for the first.
+   */
+  stop(waitMs = STOP_DRAIN_MS): Promise<void> {
+    this.#stopDone ??= this.#stop(waitMs);
+    return this.#stopDone;
+  }
+
+  async #stop(waitMs: number): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#refusals.stop();
     this.budget.close();
     for (const c of this.#running.values()) c.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
+    if (this.#inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      Promise.allSettled([...this.#inFlight]).then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    // what is left keeps going: a receipt stored by then waits untried in the store and is sent at the next start
+    if (late) this.d.log.warn({ runs: this.#inFlight.size, waitedMs: waitMs }, 'runs still ending at the stop: their receipts are sent at the next start if they are stored by then');
   }
 
   /**
@@ -553,7 +587,7 @@ export class Provider {
    * deadline; then the work runs under the job's own timeout.
    */
   async handleExec(io: ExecIO): Promise<void> {
-    const { send, signal } = io;
+    const { send } = io;
     let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean };
     try {
       const header = parseExecHeader(await io.next());
@@ -561,6 +595,8 @@ export class Provider {
       try {
         const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs });
         checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
+        // a stop that came while the input was read: nothing has run yet, so nothing runs
+        if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
       } catch (e) {
         // Nothing ran: the slot goes back.
         this.#running.delete(h.job.address);
@@ -577,6 +613,22 @@ export class Provider {
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
     }
+    // From here (in the same synchronous step as the check of a stop above) the run ends with a receipt, or the
+    // refusal below: `stop` waits for it to be stored and sent.
+    let handedOff!: () => void;
+    const inFlight = new Promise<void>((resolve) => (handedOff = resolve));
+    this.#inFlight.add(inFlight);
+    try {
+      await this.#run(io, checked, handedOff);
+    } finally {
+      handedOff();
+      this.#inFlight.delete(inFlight);
+    }
+  }
+
+  /** The accepted run of `handleExec`: the work, its receipt kept and sent (`handedOff` once it is), then acknowledged or re-delivered. */
+  async #run(io: ExecIO, checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean }, handedOff: () => void): Promise<void> {
+    const { send, signal } = io;
     io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
     // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
     const { job, offer, input, ctl, keepalive } = checked;
@@ -687,6 +739,9 @@ export class Provider {
       this.d.log.warn({ job: job.address }, 'buyer gone before the receipt was delivered; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
       this.d.deliver?.(env);
     }
+    // stored and on its way: a stop need not wait for the gossip or the buyer's acknowledgement (the receipt's wait
+    // for its buyer is in the store until then, ProviderDeps.acknowledged)
+    handedOff();
     // A write that returned is in this node's buffers, not yet in the buyer's hands: the receipt counts as delivered
     // once the buyer ends the stream after it (meanwhile it is gossiped, and a pool's job is closed).
     const taken = written ? this.#receiptTaken(io) : undefined;
@@ -779,6 +834,7 @@ export class Provider {
     if (this.d.steward) await this.#checkAdmitted(job, req.admission, this.d.steward);
     // Checked again after the await above and reserved in this same synchronous step: two requests at once
     // must not both pass (the same job run twice, or more jobs than slots), and a stop that came meanwhile bars it.
+    if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
     this.#checkBarred(job.address);
     if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
