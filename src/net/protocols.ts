@@ -105,17 +105,19 @@ export interface StreamContext extends ServeContext {
   /** Move the stream's deadline to `ms` from now (`what` names the phase in the error). */
   setDeadline(ms: number, what: string): void;
   /**
-   * Settles when the caller is done with the stream from now on: `ended` when it closes its writing side or resets
-   * the stream (it acted on what it read), `lost` when the stream ends from this side (its connection died under it,
-   * or the deadline fired). Only what happens after the call counts as the caller's close (a side closed earlier
-   * says nothing about frames sent since); a reset already seen counts. Never settles while the stream stays open and
-   * silent (a half-open link): the handler bounds its own wait.
+   * Settles when the caller is done with the stream from now on: `closed` when it closes its writing side (a
+   * deliberate act: it read what it wanted), `reset` when the stream ends from its end otherwise (its reset, which a
+   * caller also sends when it gives up before reading anything more, or its connection closing), `lost` when the
+   * stream ends from this side (its connection died under it, or the deadline fired). Only what happens after the
+   * call counts as the caller's close (a side closed earlier says nothing about frames sent since); a reset already
+   * seen counts. Never settles while the stream stays open and silent (a half-open link): the handler bounds its own
+   * wait.
    */
   callerEnded(): Promise<CallerEnd>;
 }
 
 /** How a caller's stream ended (StreamContext.callerEnded). */
-export type CallerEnd = 'ended' | 'lost';
+export type CallerEnd = 'closed' | 'reset' | 'lost';
 
 export type StreamHandler = (ctx: StreamContext) => Promise<void>;
 
@@ -127,6 +129,12 @@ export interface ClientStream {
   end(): Promise<void>;
   /** The next response data frame; undefined at the server's [1]. Throws the server's error frame as C0Error. */
   next(): Promise<CborValue | undefined>;
+  /**
+   * Close this side for writing (a FIN after the end frame already sent): tells the server this caller is done and
+   * read what it wanted, unlike a reset, which a caller also sends when it gives up. Resolves once the FIN is handed
+   * to the connection; `close` must still be called.
+   */
+  closeWrite(): Promise<void>;
   /** Close (after the server's end) or abort (earlier). */
   close(): Promise<void>;
   readonly signal: AbortSignal;
@@ -272,9 +280,10 @@ export class DirectProtocols {
       if (!gone.signal.aborted) gone.abort(new C0Error(NET_ERR.STREAM, local ? 'the stream was closed' : 'the caller reset the stream'));
     };
     stream.addEventListener('close', onClose, { once: true });
-    // How the stream closed, for callerEnded: by the caller (its reset, or its close after ours) or from this side.
+    // How the stream closed, for callerEnded: from the caller's end (its reset, or its connection closing) or from this side.
     let closedBy: CallerEnd | undefined;
-    const onClosedBy = (evt: Event): void => void (closedBy ??= (evt as { local?: boolean }).local === true ? 'lost' : 'ended');
+    const endedBy = (evt: Event): CallerEnd => ((evt as { local?: boolean }).local === true ? 'lost' : 'reset');
+    const onClosedBy = (evt: Event): void => void (closedBy ??= endedBy(evt));
     stream.addEventListener('close', onClosedBy, { once: true });
     const callerEnded = (): Promise<CallerEnd> =>
       new Promise<CallerEnd>((resolve) => {
@@ -284,8 +293,9 @@ export class DirectProtocols {
           stream.removeEventListener('remoteCloseWrite', onRemoteEnd);
           resolve(v);
         };
-        const onEnd = (evt: Event): void => settle((evt as { local?: boolean }).local === true ? 'lost' : 'ended');
-        const onRemoteEnd = (): void => settle('ended');
+        const onEnd = (evt: Event): void => settle(endedBy(evt));
+        // its FIN arrives before anything that ends the stream after it (yamux keeps a stream's frames in order)
+        const onRemoteEnd = (): void => settle('closed');
         stream.addEventListener('close', onEnd);
         if (stream.remoteWriteStatus === 'writable') stream.addEventListener('remoteCloseWrite', onRemoteEnd);
       });
@@ -480,6 +490,14 @@ export class DirectProtocols {
             throw new C0Error(f.code, `${protocol} peer answered: ${f.message}`, { detail: { remote: true } });
           }
           return f.v;
+        } catch (e) {
+          throw fail(e);
+        }
+      },
+      closeWrite: async () => {
+        if (closed) return;
+        try {
+          await s.close({ signal });
         } catch (e) {
           throw fail(e);
         }

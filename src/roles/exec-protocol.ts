@@ -19,6 +19,15 @@
  * buyer before it does not ask, and so never meets the frame (its parser
  * refuses kinds it does not know).
  *
+ * A buyer that asked for keepalives also acknowledges the receipt: once it read
+ * it, it closes its writing side (a FIN after its end frame), and only that
+ * tells the provider the receipt arrived (receiptAcknowledged); a reset does
+ * not, as a buyer resets a stream it gives up too (its silence watch, its
+ * budget, its stop), and the receipt then goes to outcome/1's re-delivery. A
+ * buyer before it resets the stream once it read the receipt, and for it that
+ * reset still counts. A provider before it has written its end frame after the
+ * receipt and takes the FIN as the caller's close.
+ *
  * An input of at most EXEC_INLINE_INPUT_BYTES may travel inside the header
  * (`input`, the request format before chunking): then there is no `ready` and
  * no `input` frame. Frames are canonical CBOR maps; records travel as envelopes.
@@ -178,6 +187,22 @@ export function parseExecFrame(v: unknown): ExecFrame {
   throw new C0Error('EXEC_BAD_FRAME', `malformed exec frame "${String(o.t).slice(0, 20)}"`);
 }
 
+/** How the buyer left the exec stream after the receipt was written (ExecIO.callerEnded), or that it never did. */
+export type ReceiptAck = 'closed' | 'reset' | 'lost' | 'silent' | 'unknown';
+
+/**
+ * Whether the way the buyer left the stream after the receipt shows it got the receipt. A buyer that asked for
+ * keepalives (`keepalive: 'yes'`) acknowledges explicitly by closing its writing side, and only that counts: its
+ * reset may come from giving up before the receipt reached it (its silence watch, its budget, its stop). A buyer
+ * before it never closes its side, and resets the stream once it read the receipt: for it a reset counts too.
+ */
+export function receiptAcknowledged(how: ReceiptAck, keepalive: boolean): boolean {
+  return how === 'closed' || (how === 'reset' && !keepalive);
+}
+
+/** How long a buyer waits for its acknowledgement (the FIN) to be handed to the connection before it closes anyway. */
+export const EXEC_ACK_WAIT_MS = 5_000;
+
 /** Split `data` into chunks of at most `size` bytes (views, no copies). */
 export function chunks(data: Uint8Array, size = EXEC_CHUNK_BYTES): Uint8Array[] {
   const out: Uint8Array[] = [];
@@ -190,6 +215,8 @@ export interface ExecChannel {
   send(frame: never): Promise<void>;
   end(): Promise<void>;
   next(): Promise<unknown>;
+  /** Close the writing side (ClientStream.closeWrite): the receipt's acknowledgement. */
+  closeWrite(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -198,9 +225,12 @@ export interface ExecChannel {
  * the input, then yield the provider's frames. Output chunks are assembled
  * and yielded as one `output` frame before the receipt (bounded by
  * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE); `heard` is told of each frame after
- * the input as it arrives, each output chunk too. Closes the channel in every case.
+ * the input as it arrives, each output chunk too. Closes the channel in every
+ * case; a request that asked for keepalives first acknowledges a receipt it
+ * handed on (closeWrite, at most EXEC_ACK_WAIT_MS), and nothing else.
  */
 export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutputBytes = EXEC_MAX_OUTPUT_BYTES, heard?: (f: ExecFrame) => void): AsyncGenerator<unknown> {
+  let gotReceipt = false;
   try {
     const header: ExecHeader = { t: 'exec', selection: req.selection, job: req.job, offer: req.offer, ...(req.admission ? { admission: req.admission } : {}), ...(req.keepalive ? { keepalive: 'yes' as const } : {}) };
     if (req.input.length <= EXEC_INLINE_INPUT_BYTES) {
@@ -232,10 +262,22 @@ export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutput
         continue;
       }
       if (f.t === 'receipt' && parts.length) yield { t: 'output', data: parts.length === 1 ? parts[0]! : concat(parts, size) };
+      if (f.t === 'receipt') gotReceipt = true;
       yield raw;
     }
   } finally {
+    if (gotReceipt && req.keepalive) await acknowledge(ch);
     await ch.close();
+  }
+}
+
+/** Close the writing side, at most EXEC_ACK_WAIT_MS (the close that follows ends what is left of it). */
+async function acknowledge(ch: ExecChannel): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([ch.closeWrite().catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXEC_ACK_WAIT_MS)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -23,11 +23,12 @@ export interface ExecIO {
   /** The remote peer (its PeerId), for what a refusal costs it and the log (absent: unknown). */
   peer?: string;
   /**
-   * Settles when the buyer is done with the stream from now on (StreamContext.callerEnded): `ended` when it closed or
-   * reset it, `lost` when the stream ended from this side (its connection died). Absent: nothing can be told, and a
-   * receipt written is handed to the re-delivery path as well.
+   * Settles when the buyer is done with the stream from now on (StreamContext.callerEnded): `closed` when it closed
+   * its writing side, `reset` when it reset the stream (or its connection closed), `lost` when the stream ended from
+   * this side (its connection died). Which of them shows the buyer got the receipt: receiptAcknowledged
+   * (exec-protocol.ts). Absent: nothing can be told, and a receipt written is handed to the re-delivery path as well.
    */
-  callerEnded?(): Promise<'ended' | 'lost'>;
+  callerEnded?(): Promise<'closed' | 'reset' | 'lost'>;
 }
 
 export interface InputLimits {

@@ -14,7 +14,7 @@ import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, type ExecHeader } from '../exec-protocol.js';
+import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
 import { PeerLog } from '../../util/peer-log.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
@@ -743,12 +743,12 @@ export class Provider {
     // for its buyer is in the store until then, ProviderDeps.acknowledged)
     handedOff();
     // A write that returned is in this node's buffers, not yet in the buyer's hands: the receipt counts as delivered
-    // once the buyer ends the stream after it (meanwhile it is gossiped, and a pool's job is closed).
+    // once the buyer shows it got it (receiptAcknowledged; meanwhile it is gossiped, and a pool's job is closed).
     const taken = written ? this.#receiptTaken(io) : undefined;
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
     const why = await taken;
-    if (why === 'ended') this.d.acknowledged?.(env);
+    if (why !== undefined && receiptAcknowledged(why, keepalive)) this.d.acknowledged?.(env);
     else if (why !== undefined) {
       this.d.log.warn({ job: job.address, why }, 'the buyer did not show it got the receipt; it is gossiped, and sent to the buyer directly (now, and when it connects again)');
       this.d.deliver?.(env);
@@ -756,11 +756,11 @@ export class Provider {
   }
 
   /**
-   * How the buyer left the exec stream after the receipt was written: `ended` (it closed or reset it, as a buyer does
-   * once it has read the receipt), `lost` (the stream ended from this side: its connection died), `silent` (nothing
-   * within receiptAckMs: a half-open link), or `unknown` (the stream cannot tell).
+   * How the buyer left the exec stream after the receipt was written: `closed` or `reset` (which of them counts:
+   * receiptAcknowledged), `lost` (the stream ended from this side: its connection died), `silent` (nothing within
+   * receiptAckMs: a half-open link), or `unknown` (the stream cannot tell).
    */
-  async #receiptTaken(io: ExecIO): Promise<'ended' | 'lost' | 'silent' | 'unknown'> {
+  async #receiptTaken(io: ExecIO): Promise<ReceiptAck> {
     if (!io.callerEnded) return 'unknown';
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {

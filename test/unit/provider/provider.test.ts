@@ -1173,7 +1173,7 @@ function lp(bytes: Uint8Array): Uint8Array {
 }
 
 describe('Provider: a receipt counts as delivered only once the buyer shows it got it (exec/1 over a stream whose writes succeed)', () => {
-  async function serveOne(buyerAfterReceipt: (s: ExecFakeStream) => void, receiptAckMs: number) {
+  async function serveOne(buyerAfterReceipt: (s: ExecFakeStream) => void, receiptAckMs: number, keepalive = false) {
     const delivered: Array<Opened<Receipt>> = [];
     const s = setup({ deliver: (r) => void delivered.push(r), receiptAckMs });
     const input = utf8('half-open');
@@ -1193,7 +1193,7 @@ describe('Provider: a receipt counts as delivered only once the buyer shows it g
       if ((v as { t?: unknown }).t === 'receipt') setImmediate(() => buyerAfterReceipt(stream));
     });
     const served = handler!(stream as never, { id: 'c1', remotePeer: { toString: () => 'buyer-peer' } } as never);
-    stream.push(lp(encodeFrame({ t: 'data', v: frame(job, offer, makeSelection(job, offer), input) as never })));
+    stream.push(lp(encodeFrame({ t: 'data', v: { ...frame(job, offer, makeSelection(job, offer), input), ...(keepalive ? { keepalive: 'yes' } : {}) } as never })));
     stream.push(lp(encodeFrame({ t: 'end' })));
     const t0 = Date.now();
     await served;
@@ -1221,7 +1221,22 @@ describe('Provider: a receipt counts as delivered only once the buyer shows it g
     assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
   });
 
-  test('the buyer resets the stream after the receipt (what every buyer so far does once it has read it), or closes its side: delivered, nothing re-sent', async () => {
+  test('a buyer that asked for keepalives acknowledges by closing its side: delivered, nothing re-sent', async () => {
+    const closed = await serveOne((st) => st.remoteCloseWrite(), 60_000, true);
+    assert.deepEqual(closed.delivered, []);
+    assert.ok(closed.ms < 10_000, `took ${closed.ms} ms`);
+  });
+
+  test('a buyer that asked for keepalives resets the stream without closing its side (it gave up before reading the receipt: its silence watch, its budget): re-delivered at once', async () => {
+    const reset = await serveOne((st) => st.remoteReset(), 60_000, true);
+    assert.deepEqual(
+      reset.delivered.map((x) => x.address),
+      [reset.receipt.address],
+    );
+    assert.ok(reset.ms < 10_000, `took ${reset.ms} ms`);
+  });
+
+  test('a buyer before explicit acknowledgements (no keepalive key) resets the stream after the receipt, or closes its side: delivered, nothing re-sent', async () => {
     const reset = await serveOne((st) => st.remoteReset(), 60_000);
     assert.deepEqual(reset.delivered, []);
     assert.ok(reset.ms < 10_000, `took ${reset.ms} ms`);

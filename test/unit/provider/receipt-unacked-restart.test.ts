@@ -170,7 +170,7 @@ test('a receipt the buyer acknowledged on the stream (it reset or closed it afte
   await withStore('acked', async (runs) => {
     const clock = fakeClock(NOW);
     const first = await start(runs, clock);
-    await serve(first.p, job('builtin.sha256', '3'), { send: async () => {}, callerEnded: async () => 'ended' });
+    await serve(first.p, job('builtin.sha256', '3'), { send: async () => {}, callerEnded: async () => 'reset' as const });
     assert.equal(first.kept.length, 1);
     assert.deepEqual(first.sent, [], 'not sent directly: the stream delivered it');
     for (let i = 0; i < 100 && (await runs.waitingReceipts()).length > 0; i++) await new Promise((r) => setTimeout(r, 10));

@@ -119,7 +119,7 @@ test('a clean stop with work running: once stop() resolves, each run’s EXEC_AB
     const h = await start(runs, clock);
     const [a, b] = [job('60000'), job('60001')];
     const [oa, ob] = [(await h.p.onJob(a)) as Opened<Offer>, (await h.p.onJob(b)) as Opened<Offer>];
-    const [sa, sb] = [serve(h.p, a, oa, { callerEnded: async () => 'ended' }), serve(h.p, b, ob, { callerEnded: async () => 'ended' })];
+    const [sa, sb] = [serve(h.p, a, oa, { callerEnded: async () => 'reset' as const }), serve(h.p, b, ob, { callerEnded: async () => 'reset' as const })];
     await sa.accepted();
     await sb.accepted();
 

@@ -106,6 +106,39 @@ test('keepalives and progress keep a promised attempt alive past the silence lim
   assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
 });
 
+/** A channel that answers `frames` after the request and records what the exchange does with it. */
+function recordingChannel(frames: unknown[]) {
+  const did: string[] = [];
+  const ch = {
+    send: async () => void did.push('send'),
+    end: async () => void did.push('end'),
+    next: async () => frames.shift(),
+    closeWrite: async () => void did.push('closeWrite'),
+    close: async () => void did.push('close'),
+  };
+  return { ch, did };
+}
+
+test('a buyer that asked for keepalives acknowledges the receipt it read by closing its writing side, then closes; without the receipt, or without asking, it does not', async () => {
+  const req = (keepalive: boolean) => ({ t: 'exec' as const, selection: new Uint8Array(1), job: new Uint8Array(1), offer: new Uint8Array(1), input: new Uint8Array(4), keepalive });
+  const answer = () => [{ t: 'accepted', startedAt: NOW, keepaliveMs: 100 }, { t: 'keepalive' }, { t: 'output', data: new Uint8Array(2) }, { t: 'receipt', receipt: new Uint8Array(3) }];
+  const upTo = async (ch: ReturnType<typeof recordingChannel>['ch'], r: ReturnType<typeof req>, stopAt: string) => {
+    for await (const raw of execExchange(ch, r)) if ((raw as { t: string }).t === stopAt) break;
+  };
+  const acked = recordingChannel(answer());
+  await upTo(acked.ch, req(true), 'receipt');
+  assert.deepEqual(acked.did.slice(-2), ['closeWrite', 'close']);
+  // gave up before the receipt (at its output, as a watch or a budget would): a reset only, no acknowledgement
+  const early = recordingChannel(answer());
+  await upTo(early.ch, req(true), 'output');
+  assert.ok(!early.did.includes('closeWrite'));
+  assert.equal(early.did.at(-1), 'close');
+  // a request that did not ask: the reset after the receipt is its acknowledgement, as before
+  const old = recordingChannel(answer());
+  await upTo(old.ch, req(false), 'receipt');
+  assert.ok(!old.did.includes('closeWrite'));
+});
+
 test('the frames: `keepalive` parses; an `accepted` whose keepaliveMs is not a positive number promises nothing; the interval is clamped', () => {
   assert.deepEqual(parseExecFrame({ t: 'keepalive' }), { t: 'keepalive' });
   assert.deepEqual(parseExecFrame({ t: 'accepted', startedAt: 5, keepaliveMs: 5000 }), { t: 'accepted', startedAt: 5, keepaliveMs: 5000 });
@@ -121,6 +154,7 @@ test('the header execExchange sends asks for keepalives as canonical CBOR takes 
     send: async (f: never) => void sent.push(f),
     end: async () => {},
     next: async () => undefined,
+    closeWrite: async () => {},
     close: async () => {},
   };
   const req = { t: 'exec' as const, selection: new Uint8Array(1), job: new Uint8Array(1), offer: new Uint8Array(1), input: new Uint8Array(4), keepalive: true };
