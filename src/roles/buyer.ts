@@ -836,8 +836,10 @@ export class Buyer {
  * The buyer's watch on a running attempt's silence (docs/node.md "Buyer"): armed by an `accepted` frame that promises
  * keepalives (`keepaliveMs`), reset by every frame, and given up at silenceLimitMs without one: `signal` aborts with
  * EXEC_PROVIDER_SILENT, which ends the exec stream. A provider that promised nothing (one before keepalives) is never
- * watched. The first `output` or the receipt ends the watch: the work is over, and from there frames are paced by the
- * link's throughput (a 256 KiB chunk), not by keepalives; the connection's liveness covers that phase.
+ * watched. The last keepalive (`last: 'yes'`, sent once the work ended and before the output) ends the watch, as do
+ * the first `output` and the receipt: the work is over, and from there frames are paced by the link's throughput (a
+ * 256 KiB chunk may take longer than the silence limit on a slow link), not by keepalives; the attempt's deadline and
+ * the connection's liveness cover that phase.
  */
 export class SilenceWatch {
   readonly #ac = new AbortController();
@@ -851,7 +853,7 @@ export class SilenceWatch {
 
   heard(f: ExecFrame): void {
     if (f.t === 'accepted' && f.keepaliveMs !== undefined) this.#limitMs = silenceLimitMs(f.keepaliveMs);
-    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused') this.#limitMs = undefined;
+    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused' || (f.t === 'keepalive' && f.last === 'yes')) this.#limitMs = undefined;
     this.#arm();
   }
 

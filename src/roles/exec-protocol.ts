@@ -12,12 +12,15 @@
  * A header with `keepalive: 'yes'` asks the provider to show it is there while
  * the work runs: a provider that will answers `{t:'accepted', startedAt,
  * keepaliveMs}` and sends `{t:'keepalive'}` every `keepaliveMs` until the work
- * ends; the buyer then gives the attempt up after silenceLimitMs without a
- * frame (EXEC_PROVIDER_SILENT), well inside a runner-up's offer, instead of
- * waiting 30–45 s for the connection's pings. A provider before it ignores the
- * key and sends no `keepaliveMs` (its silent run is waited for as before); a
- * buyer before it does not ask, and so never meets the frame (its parser
- * refuses kinds it does not know).
+ * ends, then `{t:'keepalive', last:'yes'}` once the work has ended, before the
+ * output and the receipt; the buyer gives the attempt up after silenceLimitMs
+ * without a frame while the work runs (EXEC_PROVIDER_SILENT), well inside a
+ * runner-up's offer, instead of waiting 30–45 s for the connection's pings, and
+ * stops watching at the last keepalive (the output's transfer is paced by the
+ * link, under the deadline and the connection's pings). A provider before it
+ * ignores the key and sends no `keepaliveMs` (its silent run is waited for as
+ * before); a buyer before it does not ask, and so never meets the frame (its
+ * parser refuses kinds it does not know).
  *
  * A buyer that asked for keepalives also acknowledges the receipt: once it read
  * it, it closes its writing side (a FIN after its end frame), and only that
@@ -98,7 +101,8 @@ export type ExecFrame =
   | { t: 'ready' }
   | { t: 'accepted'; startedAt: number; keepaliveMs?: number }
   | { t: 'progress'; message: string; permille?: number }
-  | { t: 'keepalive' }
+  /** `last: 'yes'`: the work has ended; no keepalive follows, the output and the receipt do. */
+  | { t: 'keepalive'; last?: 'yes' }
   | { t: 'output'; data: Uint8Array }
   | { t: 'receipt'; receipt: Uint8Array }
   | { t: 'refused'; code: string; message: string };
@@ -165,7 +169,7 @@ export function parseExecFrame(v: unknown): ExecFrame {
       }
       break;
     case 'keepalive':
-      return { t: 'keepalive' };
+      return o.last === 'yes' ? { t: 'keepalive', last: 'yes' } : { t: 'keepalive' };
     case 'progress':
       if (typeof o.message === 'string' && (o.permille === undefined || typeof o.permille === 'number')) return o as unknown as ExecFrame;
       break;

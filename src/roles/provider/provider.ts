@@ -732,6 +732,7 @@ export class Provider {
     this.d.log.info({ job: job.address, receipt: env.address, status: receipt.status, failure: failure?.code, ms: completedAt - startedAt, energy }, 'work finished');
     let written = false;
     try {
+      if (keepalive) await send({ t: 'keepalive', last: 'yes' }); // the buyer stops its silence watch: the output's transfer is the link's
       if (output) for (const c of chunks(output)) await send({ t: 'output', data: c });
       await send({ t: 'receipt', receipt: env.bytes });
       written = true;

@@ -106,6 +106,29 @@ test('keepalives and progress keep a promised attempt alive past the silence lim
   assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
 });
 
+test('the last keepalive (the work ended) ends the watch: a first output chunk slower than the silence limit on a slow link is waited for', { timeout: 20_000 }, async () => {
+  const f = buyerOnFakes(ME, {
+    providers: [A],
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      exec: (_did: string, _p: string, _req: unknown, signal: AbortSignal) =>
+        (async function* () {
+          yield { t: 'accepted', startedAt: NOW, keepaliveMs: 100 };
+          yield { t: 'keepalive' };
+          yield { t: 'keepalive', last: 'yes' };
+          // the first 256 KiB chunk crawls over the link: nothing whole arrives for twice the silence limit (a watch
+          // still armed ends the stream meanwhile, as it does a real one)
+          await Promise.race([new Promise((r) => setTimeout(r, silenceLimitMs(100) * 2)), aborted(signal)]);
+          throw new C0Error('EXEC_TEST_DONE', 'ended after the slow transfer');
+        })(),
+    },
+  });
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), () => {});
+  assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
 /** A channel that answers `frames` after the request and records what the exchange does with it. */
 function recordingChannel(frames: unknown[]) {
   const did: string[] = [];
@@ -121,7 +144,7 @@ function recordingChannel(frames: unknown[]) {
 
 test('a buyer that asked for keepalives acknowledges the receipt it read by closing its writing side, then closes; without the receipt, or without asking, it does not', async () => {
   const req = (keepalive: boolean) => ({ t: 'exec' as const, selection: new Uint8Array(1), job: new Uint8Array(1), offer: new Uint8Array(1), input: new Uint8Array(4), keepalive });
-  const answer = () => [{ t: 'accepted', startedAt: NOW, keepaliveMs: 100 }, { t: 'keepalive' }, { t: 'output', data: new Uint8Array(2) }, { t: 'receipt', receipt: new Uint8Array(3) }];
+  const answer = () => [{ t: 'accepted', startedAt: NOW, keepaliveMs: 100 }, { t: 'keepalive', last: 'yes' }, { t: 'output', data: new Uint8Array(2) }, { t: 'receipt', receipt: new Uint8Array(3) }];
   const upTo = async (ch: ReturnType<typeof recordingChannel>['ch'], r: ReturnType<typeof req>, stopAt: string) => {
     for await (const raw of execExchange(ch, r)) if ((raw as { t: string }).t === stopAt) break;
   };
@@ -141,6 +164,8 @@ test('a buyer that asked for keepalives acknowledges the receipt it read by clos
 
 test('the frames: `keepalive` parses; an `accepted` whose keepaliveMs is not a positive number promises nothing; the interval is clamped', () => {
   assert.deepEqual(parseExecFrame({ t: 'keepalive' }), { t: 'keepalive' });
+  assert.deepEqual(parseExecFrame({ t: 'keepalive', last: 'yes' }), { t: 'keepalive', last: 'yes' });
+  assert.deepEqual(parseExecFrame({ t: 'keepalive', last: 'no' }), { t: 'keepalive' });
   assert.deepEqual(parseExecFrame({ t: 'accepted', startedAt: 5, keepaliveMs: 5000 }), { t: 'accepted', startedAt: 5, keepaliveMs: 5000 });
   for (const bad of [0, -1, Number.NaN, '5000', Number.POSITIVE_INFINITY]) assert.deepEqual(parseExecFrame({ t: 'accepted', startedAt: 5, keepaliveMs: bad }), { t: 'accepted', startedAt: 5 });
   assert.equal(silenceLimitMs(EXEC_KEEPALIVE_MS), 15_000);
