@@ -698,6 +698,10 @@ export class TrainerWorker {
     if (members.length === 1 && alive.length > 1) {
       throw new C0Error('TRAIN_DROPPED', `no proposal for view ${next} came from the live members (${peers.join(', ')}): they moved on without this member, which does not go on as a one-member view`, { detail: { view: next, members: peers } });
     }
+    // a run of several members never goes on as a one-member view: no one could witness its epochs (TRAIN_VERIFY_NO_WITNESS), so it would sign
+    // commitments nothing verifies and end `done` (a member job: a completed receipt) with weights no one else reached. Nobody answered that
+    // this worker was left out (that is TRAIN_DROPPED, above): the others are gone (exited, a run that finished while this one was stalled) or were left out
+    if (members.length === 1 && this.rec.members.length > 1) throw this.#alone(next, others, pings, culprit);
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
@@ -720,6 +724,19 @@ export class TrainerWorker {
   /** TRAIN_DROPPED: `by` answered that it is in view `view` (at or past the one this worker would propose), which therefore left this worker out. */
   #dropped(by: string, view: number): C0Error {
     return new C0Error('TRAIN_DROPPED', `dropped from the run: ${by} is in view ${view}, which does not include this member (a dropped member is not taken back); this member was in view ${this.view}`, { detail: { view, by, ownView: this.view } });
+  }
+
+  /** TRAIN_ALONE: the view `next` would hold this worker alone; names each other member of the view and why it is not in it. */
+  #alone(next: number, asked: string[], pings: Array<PromiseSettledResult<unknown[]>>, culprit: unknown): C0Error {
+    const unreachable = asked.filter((_, i) => pings[i]!.status === 'rejected');
+    const leftOut = this.members.filter((d) => d !== this.o.did && !unreachable.includes(d));
+    const why = [
+      ...(unreachable.length ? [`${unreachable.join(', ')} did not answer (gone, or not reachable)`] : []),
+      ...leftOut.map((d) => `${d} was left out (${d === culprit ? 'TRAIN_BAD_MESSAGE' : (this.#faulty.get(d) ?? 'its proposal did not come')})`),
+    ];
+    return new C0Error('TRAIN_ALONE', `no other member of view ${this.view} is left for view ${next}: ${why.join('; ')}. A one-member view's epochs cannot be witnessed, so this member stops rather than train the run on alone`, {
+      detail: { view: next, ownView: this.view, unreachable, leftOut },
+    });
   }
 
   /** TRAIN_DROPPED if a ping answer comes from a member at view `next` or later: that view was settled without this worker. */
