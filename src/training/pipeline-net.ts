@@ -96,7 +96,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     const ms = forwardDeadlineMs(deadlineMs, route.length);
     // the share bounds the forward with its retries; the caller leaving ends it at once
     const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`)), ms);
+    let timer: NodeJS.Timeout | undefined = setTimeout(() => {
+      timer = undefined;
+      ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`));
+    }, ms);
     const left = () => ac.abort(caller.reason);
     if (caller.aborted) left();
     else caller.addEventListener('abort', left, { once: true });
@@ -104,8 +107,11 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
     } catch (e) {
       if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e;
-      const why = e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message;
-      throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', `stage ${route[0]} did not answer within ${ms} ms (${why.slice(0, 300)})`, { detail: { stage: route[0], cause: e instanceof C0Error ? e.code : undefined } });
+      const why = (e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message).slice(0, 300);
+      // worded by what happened: a timeout only when this share ran out (or the request's own deadline did), else the next stage's failure and its reason
+      const timedOut = timer === undefined || (e instanceof C0Error && e.code === 'NET_DEADLINE');
+      const what = caller.aborted ? `was given up: this stage's caller left (${why})` : timedOut ? `did not answer within ${ms} ms (${why})` : `failed: ${why}`;
+      throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', `stage ${route[0]} ${what}`, { detail: { stage: route[0], cause: e instanceof C0Error ? e.code : undefined, timedOut } });
     } finally {
       clearTimeout(timer);
       caller.removeEventListener('abort', left);

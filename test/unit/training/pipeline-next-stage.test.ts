@@ -47,6 +47,20 @@ describe('a pipeline stage whose next stage does not answer', () => {
     await assert.rejects(call(), (e: unknown) => e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED' && e.message.includes(next.did) && e.message.includes('NET_DIAL_FAILED: connection refused'));
   });
 
+  it('a forward that fails at once is worded as a failure with its reason, not as a timeout', async () => {
+    const call = await stage(async () => {
+      throw new C0Error('NET_DIAL_FAILED', 'connect ECONNREFUSED 127.0.0.1:4102');
+    });
+    const started = Date.now();
+    await assert.rejects(call(), (e: unknown) => {
+      assert.ok(e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED', String(e));
+      assert.doesNotMatch(e.message, /did not answer within/, `${Date.now() - started} ms: ${e.message}`);
+      assert.match(e.message, new RegExp(`stage ${next.did} failed: NET_DIAL_FAILED: connect ECONNREFUSED`));
+      assert.equal(e.detail?.cause, 'NET_DIAL_FAILED');
+      return true;
+    });
+  });
+
   it('a later stage’s failure, already named, is passed back as it is', async () => {
     const call = await stage(async () => {
       throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', 'stage did:key:zLater did not answer', { detail: { remote: true } });
