@@ -14,7 +14,10 @@
  * subscriptions at all) for `repairAfterMs`. The first repair re-opens the
  * router's streams on the existing connection ('reopen'); if the peer is still
  * detached one period later the connection is closed and redialled
- * ('reconnect'). Each repair is counted (c0mpute_gossip_repairs_total{action}).
+ * ('reconnect'). A peer detached only by having no subscriptions is re-opened
+ * once and never reconnected: it may subscribe to nothing (a driver, a client),
+ * and a reconnect would cut its streams in flight. Each repair is counted
+ * (c0mpute_gossip_repairs_total{action}).
  */
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
@@ -105,6 +108,10 @@ export class GossipHealth {
           continue;
         }
         if (now - since < this.opts.repairAfterMs) continue;
+        // In the router with both streams but subscribed to nothing, after a reopen re-sent this node's subscriptions: the peer has
+        // none to send (a pipeline driver, a client). A reconnect cannot change that, and it would cut the peer's streams in flight
+        // (a pipeline call, a job) every period; it is left alone until its problem changes.
+        if (problem === 'no-subscriptions' && (this.#repaired.get(p) ?? 0) > 0) continue;
         const action = (this.#repaired.get(p) ?? 0) === 0 ? 'reopen' : 'reconnect';
         this.d.log.warn({ peer: p, problem, action, detachedMs: now - since }, 'connected peer hears no gossip from this node; repairing');
         this.d.onRepair(action, problem);

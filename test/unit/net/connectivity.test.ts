@@ -168,6 +168,26 @@ test('the gossip self-check re-opens a detached peer after repairAfterMs, then r
   assert.equal(actions.length, 4, 'a healthy peer is left alone');
 });
 
+test('a peer attached with both streams but subscribed to nothing is re-opened once, never reconnected (its streams in flight are kept)', async () => {
+  // A driver or client node that subscribes to no topic (a pipeline driver calling stage 0) looks like 'no-subscriptions' for
+  // good: a reopen re-sends this node's subscriptions, and if the peer still has none it has none to send. Before, the next
+  // check closed and redialled its connection every ~15 s, and a pipeline call in flight on it (the next stage stopped) died
+  // with a local NET_STREAM_FAILED ~25 s in, before stage 0 could answer PIPELINE_NEXT_STAGE_FAILED.
+  let now = 0;
+  let problem: GossipProblem | undefined = 'no-subscriptions';
+  const actions: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => ['P'], problem: () => problem, reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
+    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`), options: { repairAfterMs: 10_000 } },
+  );
+  for (now = 0; now <= 120_000; now += 5_000) await h.check();
+  assert.deepEqual(actions, ['count:reopen', 'reopen'], 'one reopen, no reconnect');
+  // a peer detached otherwise after that is still repaired up to a reconnect
+  problem = 'no-outbound';
+  for (now = 125_000; now <= 160_000; now += 5_000) await h.check();
+  assert.ok(actions.includes('reconnect'), JSON.stringify(actions));
+});
+
 test('refused connections are all counted; the log is rate-limited per peer with a suppressed count', () => {
   let now = 0;
   const lines: Array<Record<string, unknown>> = [];
