@@ -10,26 +10,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { seal, type Opened } from '../../../src/records/envelope.js';
-import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
-import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
+import { type Opened } from '../../../src/records/envelope.js';
+import { type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
-import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
-import { parseConfig } from '../../../src/node/config.js';
-import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import { closeDb, openDb, sub, injectWriteFault, setRecovery, storeProblem } from '../../../src/store/db.js';
 import { ProviderRuns } from '../../../src/store/provider-runs.js';
+import { NOW, did, runsConfig, runsDeps, runsJob, selectionOf } from './runs-rig.js';
 
-const NOW = 1_800_000_000_000;
-const signer = Ed25519Signer.generate();
-const did = didFromPublicKey(signer.publicKey);
-const buyer = Ed25519Signer.generate();
-const buyerDid = didFromPublicKey(buyer.publicKey);
 const input = new TextEncoder().encode('crash me');
 
 function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, extra: Partial<ConstructorParameters<typeof Provider>[0]> = {}) {
@@ -37,38 +26,15 @@ function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, extra
   const published: Opened[] = [];
   const delivered: Array<Opened<Receipt>> = [];
   const outcomes: string[] = [];
-  const config = parseConfig({
-    roles: ['provider'],
-    provider: {
-      workloads: {
-        'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
-        'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
-      },
-    },
-  }).provider!;
+  const config = runsConfig(['builtin.sha256', 'builtin.sleep']);
   const p = new Provider({
-    signer,
-    did,
+    ...runsDeps(runs, clock),
     config,
-    hardware: { cpuCores: 4, memoryMiB: 8192 },
-    meter: new EstimatorMeter(50, clock),
-    box: generateBoxKeyPair(),
-    clock,
-    log: silentLogger(),
-    eligibility: () => [],
     publish: async (kind, env) => {
       if (kind === 'receipt') published.push(env);
       return 1;
     },
     deliver: (r) => void delivered.push(r),
-    state: {
-      loadSeq: async () => 0,
-      saveSeq: async () => {},
-      hasReceiptFor: (job) => runs.has(job),
-      noteRun: (n, until) => runs.note(n, until),
-      dropNote: (job) => runs.dropNote(job),
-      notes: () => runs.notes(),
-    },
     onReceipt: async (r, _offer, job) => {
       await runs.record(r.record.job, r.address, Math.max(job.record.deadline, r.record.completedAt));
       receipts.push(r);
@@ -80,14 +46,14 @@ function provider(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, extra
 }
 
 function job(workload: string, params: string): Opened<Job> {
-  return seal(T.job, { workload, requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 600_000, timeoutMs: 300_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params, nonce: Uint8Array.of(Math.floor(Math.random() * 256)) }, buyer);
+  return runsJob(workload, input, params);
 }
 
 /** Offer on the job, then run it over a fake exec stream; resolves when the exchange ends. */
 async function run(p: Provider, j: Opened<Job>, frames: ExecFrame[], signal = new AbortController().signal): Promise<void> {
   const offer = (await p.onJob(j)) as Opened<Offer>;
   assert.ok(offer, 'offered');
-  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const selection = selectionOf(j, offer);
   const queue: unknown[] = [{ t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input }];
   await p.handleExec({ next: async () => queue.shift(), send: async (f) => void frames.push(f as ExecFrame), signal, reserve: () => {}, setDeadline: () => {} });
 }
@@ -149,7 +115,7 @@ test('accepted builtin work is noted before it runs; its receipt supersedes the 
 /** Run `j` on the offer `offer` over a fake exec stream (the offer made beforehand); the frames sent back. */
 async function exec(p: Provider, j: Opened<Job>, offer: Opened<Offer>): Promise<ExecFrame[]> {
   const frames: ExecFrame[] = [];
-  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const selection = selectionOf(j, offer);
   const queue: unknown[] = [{ t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input }];
   await p.handleExec({ next: async () => queue.shift(), send: async (f) => void frames.push(f as ExecFrame), signal: new AbortController().signal, reserve: () => {}, setDeadline: () => {} });
   return frames;

@@ -13,16 +13,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { seal, type Opened } from '../../../src/records/envelope.js';
-import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
-import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
+import { type Opened } from '../../../src/records/envelope.js';
+import { type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
-import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
-import { parseConfig } from '../../../src/node/config.js';
-import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
@@ -30,12 +24,8 @@ import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
 import { ProviderRuns } from '../../../src/store/provider-runs.js';
 import { receiptDeliveryOn } from '../../../src/node/provider-wiring.js';
 import type { OfferSendOutcome } from '../../../src/net/offer-route.js';
+import { NOW, buyerDid, did, runsConfig, runsDeps, runsJob, selectionOf } from './runs-rig.js';
 
-const NOW = 1_800_000_000_000;
-const signer = Ed25519Signer.generate();
-const did = didFromPublicKey(signer.publicKey);
-const buyer = Ed25519Signer.generate();
-const buyerDid = didFromPublicKey(buyer.publicKey);
 const input = new TextEncoder().encode('deliver me');
 const never = new Promise<never>(() => {});
 
@@ -53,40 +43,17 @@ async function start(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, o:
     log: silentLogger(),
     self: did,
   });
-  const config = parseConfig({
-    roles: ['provider'],
-    provider: {
-      workloads: {
-        'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
-        'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } },
-      },
-    },
-  }).provider!;
+  const config = runsConfig(['builtin.sha256', 'builtin.sleep']);
   const p = new Provider({
     ...deps,
-    signer,
-    did,
+    ...runsDeps(runs, clock),
     config,
-    hardware: { cpuCores: 4, memoryMiB: 8192 },
-    meter: new EstimatorMeter(50, clock),
-    box: generateBoxKeyPair(),
-    clock,
-    log: silentLogger(),
-    eligibility: () => [],
     receiptAckMs: 200,
     publish: async (kind, env) => {
       if (kind !== 'receipt') return 1;
       if (o.publish) return o.publish();
       gossiped.push(env.address);
       return 1;
-    },
-    state: {
-      loadSeq: async () => 0,
-      saveSeq: async () => {},
-      hasReceiptFor: (job) => runs.has(job),
-      noteRun: (n, until) => runs.note(n, until),
-      dropNote: (job) => runs.dropNote(job),
-      notes: () => runs.notes(),
     },
     onReceipt: async (r, _offer, job) => {
       await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
@@ -100,14 +67,14 @@ async function start(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, o:
 }
 
 function job(workload: string, params: string): Opened<Job> {
-  return seal(T.job, { workload, requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 600_000, timeoutMs: 300_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params, nonce: Uint8Array.of(Math.floor(Math.random() * 256)) }, buyer);
+  return runsJob(workload, input, params);
 }
 
 /** Offer on `j`, then serve its exec stream with `io` (frames and the buyer's side up to the caller). */
 async function serve(p: Provider, j: Opened<Job>, io: Partial<ExecIO> & Pick<ExecIO, 'send'>): Promise<void> {
   const offer = (await p.onJob(j)) as Opened<Offer>;
   assert.ok(offer, 'offered');
-  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const selection = selectionOf(j, offer);
   const queue: unknown[] = [{ t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input }];
   await p.handleExec({ next: async () => queue.shift(), signal: new AbortController().signal, reserve: () => {}, setDeadline: () => {}, ...io });
 }

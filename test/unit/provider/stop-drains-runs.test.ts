@@ -12,28 +12,18 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { open, seal, type Opened } from '../../../src/records/envelope.js';
-import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
+import { open, type Opened } from '../../../src/records/envelope.js';
 import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
-import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
-import { parseConfig } from '../../../src/node/config.js';
-import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { closeDb, openDb, sub } from '../../../src/store/db.js';
 import { ProviderRuns } from '../../../src/store/provider-runs.js';
 import { receiptDeliveryOn } from '../../../src/node/provider-wiring.js';
+import { NOW, did, runsConfig, runsDeps, runsJob, selectionOf } from './runs-rig.js';
 
-const NOW = 1_800_000_000_000;
-const signer = Ed25519Signer.generate();
-const did = didFromPublicKey(signer.publicKey);
-const buyer = Ed25519Signer.generate();
-const buyerDid = didFromPublicKey(buyer.publicKey);
 const input = new TextEncoder().encode('stop me');
 
 async function start(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, extra: Partial<ProviderDeps> = {}) {
@@ -45,30 +35,12 @@ async function start(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, ex
     log: silentLogger(),
     self: did,
   });
-  const config = parseConfig({
-    roles: ['provider'],
-    provider: { slots: 2, workloads: { 'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } } } },
-  }).provider!;
+  const config = runsConfig(['builtin.sleep'], 2);
   const p = new Provider({
     ...deps,
-    signer,
-    did,
+    ...runsDeps(runs, clock),
     config,
-    hardware: { cpuCores: 4, memoryMiB: 8192 },
-    meter: new EstimatorMeter(50, clock),
-    box: generateBoxKeyPair(),
-    clock,
-    log: silentLogger(),
-    eligibility: () => [],
     publish: async () => 1,
-    state: {
-      loadSeq: async () => 0,
-      saveSeq: async () => {},
-      hasReceiptFor: (job) => runs.has(job),
-      noteRun: (n, until) => runs.note(n, until),
-      dropNote: (job) => runs.dropNote(job),
-      notes: () => runs.notes(),
-    },
     onReceipt: async (r, _offer, job) => {
       await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
       kept.push(r);
@@ -81,12 +53,12 @@ async function start(runs: ProviderRuns, clock: ReturnType<typeof fakeClock>, ex
 }
 
 function job(params: string): Opened<Job> {
-  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 600_000, timeoutMs: 300_000, input: { hash: hashHex(input), size: input.length }, inputSealed: 'no', params, nonce: Uint8Array.of(Math.floor(Math.random() * 256)) }, buyer);
+  return runsJob('builtin.sleep', input, params);
 }
 
 /** The exec request for `j` on `offer`. */
 function request(j: Opened<Job>, offer: Opened<Offer>): unknown {
-  const selection = seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+  const selection = selectionOf(j, offer);
   return { t: 'exec', selection: selection.bytes, job: j.bytes, offer: offer.bytes, input };
 }
 
