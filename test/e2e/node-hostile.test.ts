@@ -16,6 +16,7 @@ import { T, decodeCanonical, encodeCanonical, seal, sealRaw, type Ed25519Signer,
 import { hashHex } from '../../src/records/address.js';
 import { isSharded, shardOf, topicFor, type TopicKind } from '../../src/net/topics.js';
 import type { Network } from '../../src/net/node.js';
+import type { PeerId } from '@libp2p/interface';
 import { Daemon } from '../../src/node/daemon.js';
 import { parseConfig } from '../../src/node/config.js';
 import { loadIdentity } from '../../src/node/identity.js';
@@ -65,7 +66,7 @@ before(async () => {
     h = await Daemon.start({ dataDir: dir, config, identity: loadIdentity(dir), log });
     c.onDestroy(() => h.stop());
     hApi = { name: 'h', api: { api: h.apiAddress!, token: readFileSync(join(dir, 'api.token'), 'utf8').trim() } };
-    await Promise.all([waitForMarket(hApi, 2, [p1.did, p2.did]), waitForMarket(p2, 2, [p1.did])]);
+    await Promise.all([waitForMarket(hApi, 2, [p1, p2]), waitForMarket(p2, 2, [p1])]);
 
     // The hostile node joins: connected to the honest buyer and to provider 1.
     x = await startNode({ syncOnConnect: [] });
@@ -76,6 +77,11 @@ before(async () => {
     await waitFor('the hostile node to see its honest neighbours on every topic', () =>
       (['advert', 'offer', 'receipt', 'job'] as TopicKind[]).every((k) => honest.every((p) => x.topicPeers(k).includes(p)) && h.net.topicPeers(k).includes(x.peerId.toString())),
     );
+    // Provider 2 is not connected to the hostile node: its offers reach it by a DHT lookup (offer/1 dials the job's
+    // signer), which finds it only once a neighbour has it in its routing table (kad-dht adds a new contact after a
+    // ping). The honest buyer's table is the one this process can read; provider 2 asks it (docs/network.md "Offers").
+    const dhtTable = (n: Network) => (n.libp2p.services.dht as unknown as { routingTable: { find(p: PeerId): Promise<PeerId | undefined> } }).routingTable;
+    await waitFor('the honest buyer’s DHT routing table to hold the hostile node, so provider 2 can find it', async () => (await dhtTable(h.net).find(x.peerId)) !== undefined);
   });
 });
 
