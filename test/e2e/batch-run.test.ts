@@ -46,7 +46,7 @@ test('batch run: an oversized batch is refused before anything is signed; a prov
   ]);
   const providers = [p1, p2, p3];
   await withLogs(c, async () => {
-    await waitForMarket(b, 3, providers.map((p) => p.did));
+    await waitForMarket(b, 3, providers);
     await waitFor('the buyer to see three providers present', async () => {
       const m = await get<{ presence: { live: number } }>(b, '/v1/market');
       return m.presence.live === 3;

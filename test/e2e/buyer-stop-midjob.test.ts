@@ -17,7 +17,7 @@ before(async () => {
   await withLogs(c, async () => {
     p = await c.start('p', providerConfig({ price: '0.002' }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 3000, enoughOffers: 1 }));
-    await waitForMarket(buyer, 1, [p.did]);
+    await waitForMarket(buyer, 1, [p]);
   });
 });
 

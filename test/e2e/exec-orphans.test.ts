@@ -36,7 +36,7 @@ test('a provider killed with kill -9 ends its orphaned exec group on restart and
     prov.workloads['test.sleep'] = { executor: { type: 'exec', command: ['sh', '-c', 'sleep 300; echo done'] }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000 } };
     let p = await c.start('p', cfg);
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 2000, enoughOffers: 1 }));
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
     const run = runJob(b, { workload: 'test.sleep', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 600_000, input: Buffer.from('zz').toString('base64') }).catch((e: Error) => e);
 
     const rec = await waitFor('the provider to record the running group', () => records(p.dir)[0], 60_000);

@@ -34,7 +34,7 @@ before(async () => {
     (cfg.provider as Record<string, unknown>).execRequestMs = 3_000;
     p = await c.start('p', cfg);
     b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 3000, enoughOffers: 1 }));
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
   });
 });
 

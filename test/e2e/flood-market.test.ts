@@ -68,7 +68,7 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     (pcfg.provider as Record<string, unknown>).quoteBudget = { maxLiveOffers: 64, maxLiveOffersPerBuyer: PER_BUYER };
     const p = await c.start('p', pcfg);
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 6000, enoughOffers: 1 }));
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
 
     const x = await startNode({ syncOnConnect: [] });
     c.onDestroy(() => x.stop());
@@ -138,7 +138,7 @@ test('(b) a Sybil advert flood (2,500 fresh keys): the honest job completes, sto
     const p = await c.start('p', providerConfig({ price: '0.002' }));
     const bcfg: Record<string, unknown> = { ...buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 6000, enoughOffers: 1 }), market: { maxAdverts: CAP } };
     let b = await c.start('b', bcfg);
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
 
     const xs = await Promise.all(Array.from({ length: ATTACKERS }, () => startNode({ syncOnConnect: [] })));
     c.onDestroy(async () => void (await Promise.allSettled(xs.map((x) => x.stop()))));

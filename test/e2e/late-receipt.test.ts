@@ -22,7 +22,7 @@ test('a buyer killed mid-job gets the provider’s receipt directly once it is b
     let p: NodeProc = await c.start('p', pc);
     const bc = buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 1500 });
     let b = await c.start('b', bc);
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
 
     let job: string | undefined;
     let accepted = false;

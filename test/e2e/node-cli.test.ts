@@ -22,7 +22,7 @@ before(async () => {
     // One small provider: 4 GiB of memory in eu-west. The job below wants 64 GiB in us-east.
     prov = await c.start('provider', providerConfig({ memoryMiB: 4096, region: 'eu-west', tier: 'community' }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(prov)], collectWindowMs: 1500 }));
-    await waitForMarket(buyer, 1, [prov.did]);
+    await waitForMarket(buyer, 1, [prov]);
   });
 });
 

@@ -32,7 +32,7 @@ before(async () => {
     f1 = await c.start('f1', providerConfig({ price: '0.002', region: 'eu-west' }));
     f2 = await c.start('f2', providerConfig({ price: '0.003', region: 'eu-west', bootstrap: [bootstrapAddr(f1)] }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(f1), bootstrapAddr(f2)], collectWindowMs: 3000, enoughOffers: 2 }));
-    await waitForMarket(buyer, 2, [f1.did, f2.did]);
+    await waitForMarket(buyer, 2, [f1, f2]);
   });
 });
 

@@ -379,23 +379,36 @@ export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: nu
 export type { Figures } from '../../src/reputation/derive.js';
 
 /**
- * Wait until `n` knows at least `count` live adverts, has every DID in `peers` connected, and a job it publishes now
+ * Wait until `n` knows at least `count` live adverts, has every peer in `peers` connected, and a job it publishes now
  * reaches them: each of `peers` has its gossip subscriptions heard by `n` (on `job` for one that signs an advert `n`
  * holds), and at least one peer takes jobs from `n` (docs/node.md "Is the mesh formed?": gossip publishes to every
  * subscriber at once, so no heartbeat needs to pass).
+ *
+ * A peer given as a node (not a bare DID) is also checked the other way, so what it gossips next (a receipt, an
+ * acceptance) reaches `n`: it has `n` in its gossip mesh of some kind. Hearing `n`'s subscriptions is not enough: they
+ * come over `n`'s stream, and until the peer's own stream to `n` is open (after it identified `n`) a publish skips `n`
+ * silently; the mesh takes only peers it has a stream to. Gossipsub sends a node's subscriptions in one message when
+ * its stream opens, so one kind heard means all of them.
  */
-export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: string[] = []): Promise<void> {
-  await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers, with their gossip subscriptions`, async () => {
+export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: Array<string | { did: string; api: Api; name?: string }> = []): Promise<void> {
+  const dids = peers.map((x) => (typeof x === 'string' ? x : x.did));
+  const nodes = peers.filter((x): x is { did: string; api: Api; name?: string } => typeof x !== 'string');
+  await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers, with their gossip subscriptions both ways`, async () => {
     const s = await get<StatusView>(n, '/v1/status');
     if (s.providersKnown < count) return false;
     if (count > 0 && !(s.gossip.job?.peers ?? 0)) return false;
     if (!peers.length) return true;
     const p = await get<{ peers: PeerView[] }>(n, '/v1/peers');
     const have = new Map(p.peers.map((x) => [x.did, x.topics]));
-    if (!peers.every((d) => have.get(d)?.length)) return false;
+    if (!dids.every((d) => have.get(d)?.length)) return false;
     const m = await get<{ adverts: Array<{ signer: string; live: boolean }> }>(n, '/v1/market');
     const signers = new Set(m.adverts.filter((a) => a.live).map((a) => a.signer));
-    return peers.every((d) => !signers.has(d) || have.get(d)!.includes('job'));
+    if (!dids.every((d) => !signers.has(d) || have.get(d)!.includes('job'))) return false;
+    for (const q of nodes) {
+      const theirs = await get<{ peers: PeerView[] }>(q, '/v1/peers');
+      if (!theirs.peers.some((x) => x.did === s.did && x.topics.length && x.mesh.length)) return false;
+    }
+    return true;
   }, 45_000);
 }
 

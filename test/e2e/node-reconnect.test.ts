@@ -24,7 +24,7 @@ async function peerDids(n: NodeProc): Promise<Set<string | undefined>> {
 }
 
 async function jobCompletes(label: string): Promise<void> {
-  await waitForMarket(buyer, 1, [prov.did]);
+  await waitForMarket(buyer, 1, [prov]);
   const { result } = await runJob(buyer, spec(label));
   assert.equal(result.status, 'completed', `${label}: ${JSON.stringify(result.attempts)}`);
 }
@@ -35,7 +35,7 @@ before(async () => {
     const port = await freePort();
     prov = await c.start('provider', providerConfig({ listen: `/ip4/127.0.0.1/tcp/${port}`, baseMs: 200 }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(prov)], collectWindowMs: 3000, enoughOffers: 1 }));
-    await waitForMarket(buyer, 1, [prov.did]);
+    await waitForMarket(buyer, 1, [prov]);
   });
 });
 

@@ -59,7 +59,7 @@ before(async () => {
     const port = await freePort();
     prov = await c.start('provider', providerConfig({ listen: `/ip4/127.0.0.1/tcp/${port}`, offerLifetimeMs: 110_000 }));
     buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(prov)], collectWindowMs: 3000, enoughOffers: 1 }));
-    await waitForMarket(buyer, 1, [prov.did]);
+    await waitForMarket(buyer, 1, [prov]);
   });
 });
 
@@ -115,7 +115,7 @@ test('a provider and a buyer restarted on the same data dirs keep records, books
 
 test('the restarted pair still runs a job, and the evidence adds up', async () => {
   await withLogs(c, async () => {
-    await waitForMarket(buyer, 1, [prov.did]);
+    await waitForMarket(buyer, 1, [prov]);
     const { result } = await runJob(buyer, spec('after the restart'));
     assert.equal(result.status, 'completed', JSON.stringify(result.attempts));
     const f = await get<Figures>(buyer, `/v1/reputation/${encodeURIComponent(prov.did)}`);

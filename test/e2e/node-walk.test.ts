@@ -23,7 +23,6 @@ import {
   sha256Rounds,
   waitFor,
   waitForMarket,
-  sleep,
   withLogs,
   type Figures,
   type NodeProc,
@@ -80,11 +79,9 @@ before(async () => {
       c.start('b1', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2, outcomes: 'all' })),
       c.start('b2', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2 })),
     ]);
-    await Promise.all([waitForMarket(b1, 2, [p1.did, p2.did]), waitForMarket(b2, 2, [p1.did, p2.did])]);
-    // waitForMarket says the buyers heard the providers' subscriptions, not that the providers heard b1's outcome
-    // topics: the winner gossips b2's receipt the moment its run ends, and b1 (outcomes: all) must be a subscriber it
-    // knows by then (else only a re-sync, past this test's wait, brings it). One gossip heartbeat for that.
-    await sleep(1_200);
+    // both ways: the winner gossips b2's receipt the moment its run ends, and b1 (outcomes: all) must be a subscriber
+    // it knows by then (else only a re-sync, past this test's wait, brings it)
+    await Promise.all([waitForMarket(b1, 2, [p1, p2]), waitForMarket(b2, 2, [p1, p2])]);
     // Both buyers run a job with identical requirements at the same moment: neither holds any
     // reputation evidence yet, so both decide over the same inputs.
     runs.push(...(await Promise.all([runJob(b1, spec(inputs[0]!)), runJob(b2, spec(inputs[1]!))])));

@@ -56,7 +56,7 @@ before(async () => {
     const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 6000 });
     (cfg.buyer as Record<string, unknown>).offersWanted = 1;
     buyer = await c.start('buyer', cfg);
-    await waitForMarket(buyer, 3, [p1.did, p2.did, p3.did]);
+    await waitForMarket(buyer, 3, [p1, p2, p3]);
     // Each provider ranks itself against the others' presence: wait until every view holds all three, free.
     for (const n of [p1, p2, p3, buyer]) {
       await waitFor(`${n.name} to see every provider live with a free slot`, async () => {

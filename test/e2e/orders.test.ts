@@ -63,7 +63,7 @@ async function cluster(): Promise<void> {
     providers.push(await c.start(name, pc));
   }
   buyer = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(providers[0]!)] }));
-  await waitForMarket(buyer, 3, providers.map((p) => p.did));
+  await waitForMarket(buyer, 3, providers);
   await waitFor('the buyer to see every provider present', async () => {
     const m = await get<MarketView>(buyer, '/v1/market');
     return providers.every((p) => m.presence.providers.some((x) => x.did === p.did && x.freeSlots >= 1));

@@ -26,8 +26,8 @@ before(async () => {
     // not bootstrapped to the buyer: it dials the buyers it trusts (src/node/keep-connected.ts)
     const wc = buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)] });
     watcher = await c.start('watcher', { ...wc, reputation: { trustedBuyers: [buyer.did] } });
-    await waitForMarket(buyer, 2, [p1.did, p2.did]);
-    await waitForMarket(watcher, 2, [p1.did, p2.did, buyer.did]);
+    await waitForMarket(buyer, 2, [p1, p2]);
+    await waitForMarket(watcher, 2, [p1, p2, buyer]);
   });
 });
 

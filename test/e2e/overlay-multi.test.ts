@@ -80,7 +80,7 @@ before(async () => {
       ...buyerConfig({ bootstrap: [bootstrapAddr(pub)], collectWindowMs: 3000, enoughOffers: 2 }),
       overlays: [{ ...overlayNet([bootstrapAddr(priv1), bootstrapAddr(priv2)]) }],
     });
-    await waitForMarket(x, 1, [pub.did]);
+    await waitForMarket(x, 1, [pub]);
     await waitFor('x to see both overlay providers', async () => (await marketSigners(x, NAME)).length === 2);
     await waitFor('x connected to both overlay providers', async () => {
       const p = await get<{ peers: Array<{ did?: string }> }>(x, `/v1/peers?overlay=${NAME}`);

@@ -108,7 +108,7 @@ test('members connect and exchange adverts on the overlay topics; no key, anothe
     (p1Cfg.provider as Record<string, unknown>).advertLifetimeMs = 10_000;
     const p1 = await c.start('p1', p1Cfg);
     const b = await c.start('b', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1)], allowlist }));
-    await waitForMarket(b, 1, [p1.did]);
+    await waitForMarket(b, 1, [p1]);
     const market = await get<{ adverts: Array<{ signer: string }> }>(b, `/v1/market?overlay=${NAME}`);
     assert.deepEqual(
       market.adverts.map((a) => a.signer),

@@ -112,7 +112,7 @@ before(async () => {
     [m.m2, p] = await Promise.all([c.start('m2', memberConfig(1, [bootstrapAddr(m.m1)])), c.start('p', providerConfig({ bootstrap: [bootstrapAddr(m.m1)], price: '0.0095', sleepBaseMs: 200 }))]);
     m.m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m.m1), bootstrapAddr(m.m2)]));
     buyer = await c.start('b', buyerConfig({ bootstrap: [...Object.values(m), p].map(bootstrapAddr), collectWindowMs: 1500, policy: 'cheapest' }));
-    await waitForMarket(buyer, 2, [...Object.values(m), p].map((n) => n.did));
+    await waitForMarket(buyer, 2, [...Object.values(m), p]);
     await waitFor('every member to see the others live', async () => (await Promise.all(Object.values(m).map(view))).every((v) => v.members.every((x) => x.live)), 45_000);
   });
 });

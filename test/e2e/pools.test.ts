@@ -67,7 +67,7 @@ before(async () => {
     const m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m1), bootstrapAddr(m2)]));
     members = [m1, m2, m3];
     buyer = await c.start('b', buyerConfig({ bootstrap: members.map(bootstrapAddr), collectWindowMs: 1500 }));
-    await waitForMarket(buyer, 1, members.map((m) => m.did));
+    await waitForMarket(buyer, 1, members);
     // The pool is one provider to the buyer: one market entry under the pool's DID, all three members' adverts seen.
     const m = await waitFor('the buyer to hold every member’s pooled advert', async () => {
       const v = await get<{ total: number; adverts: Array<{ provider: string; pool?: { did: string; members: number } }> }>(buyer, '/v1/market');

@@ -36,7 +36,7 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     const p = await c.start('p', pc);
     // One provider: the buyer takes its offer as soon as it arrives (no 4 s collection window before the job runs).
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)], enoughOffers: 1 }));
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
 
     const seen = await waitFor('the buyer to see the provider present with 2 free slots', async () => {
       const m = await get<MarketView>(b, '/v1/market');

@@ -88,8 +88,8 @@ before(async () => {
       await sleep(300);
       return (await get<StatusView>(b, '/v1/status')).providersKnown >= 2;
     });
-    await waitForMarket(b, 2, [p.did]);
-    await waitForMarket(b2, 1, [p.did]);
+    await waitForMarket(b, 2, [p]);
+    await waitForMarket(b2, 1, [p]);
   });
 });
 

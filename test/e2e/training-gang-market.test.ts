@@ -30,7 +30,7 @@ test('`train buy --providers 3`: a gang of three providers trains a bought run, 
     const [p2, p3] = await Promise.all([c.start('p2', withMember(providerConfig({ bootstrap: boot }))), c.start('p3', withMember(providerConfig({ bootstrap: boot })))]);
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2), bootstrapAddr(p3)] }));
     const providers = [p1, p2, p3];
-    await waitForMarket(b, 3, providers.map((p) => p.did));
+    await waitForMarket(b, 3, providers);
     // `c0mpute train buy` against the buyer's daemon: it picks the three providers from the market, signs the run, buys a member job from each.
     const dir = c.dataDir('b').dir;
     const yamlPath = join(dir, 'run.yaml');

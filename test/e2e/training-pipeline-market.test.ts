@@ -23,7 +23,7 @@ test('a two-stage pipeline job bought through the market returns the single-proc
     prov.workloads['train.pipeline'] = { executor: { type: 'builtin', name: 'builtin.mlp-pipeline' }, price: { amount: '0.003', currency: 'USD' }, duration: { baseMs: 1000 } };
     const p = await c.start('p', cfg);
     const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p)] }));
-    await waitForMarket(b, 1, [p.did]);
+    await waitForMarket(b, 1, [p]);
     const shape = { layers: [4, 16, 3] };
     const d = iris().test;
     const input = Buffer.from(JSON.stringify({ layers: shape.layers, weights: Buffer.from(weightsBytes(initWeights(shape, 9))).toString('hex'), stages: 2, microBatches: 5, rows: Array.from({ length: d.n }, (_, i) => [...d.x.subarray(i * 4, i * 4 + 4)]) }));
