@@ -71,7 +71,10 @@ export interface OverlayDeps {
  * gossiped (each request carries the sync digest, so a round brings only the selections this node lacks).
  */
 export function antiEntropyKinds(provider: boolean): TopicKind[] {
-  return provider ? ['advert', 'job', 'selection'] : ['advert'];
+  // selections before jobs: a job that comes first wakes the claimer at once, which would claim orders whose selection
+  // is one request behind (each claim answered ORDER_UNKNOWN, or an ORDER_TAKEN refusal while the buyer's run goes on);
+  // a selection that comes first is remembered until its job (OpenOrders.selected)
+  return provider ? ['advert', 'selection', 'job'] : ['advert'];
 }
 
 /** Extension point for roles that live beside provider and buyer (steward, witness). */

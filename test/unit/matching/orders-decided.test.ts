@@ -89,8 +89,8 @@ describe('decided orders stay decided', () => {
     });
   }
 
-  it('a provider’s anti-entropy asks for selections with the jobs', () => {
-    assert.deepEqual(antiEntropyKinds(true), ['advert', 'job', 'selection']);
+  it('a provider’s anti-entropy asks for selections with the jobs, and before them (a job first would wake the claimer on a decided order)', () => {
+    assert.deepEqual(antiEntropyKinds(true), ['advert', 'selection', 'job']);
     assert.deepEqual(antiEntropyKinds(false), ['advert']);
   });
 });
