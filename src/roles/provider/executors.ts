@@ -12,7 +12,8 @@
  *  - http: POST the input to a configured endpoint (node:http(s); the run's
  *    deadline is the only one), take the response body, decoded as its
  *    content-encoding lists (a coding not decoded, or a redirect, which is not
- *    followed, is EXEC_HTTP_STATUS).
+ *    followed, is EXEC_HTTP_STATUS); every decoded layer is bounded, and the
+ *    decoding ends with the run (deadline, preempt, buyer gone).
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
  * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
  *
@@ -454,27 +455,49 @@ function post(target: URL, headers: Record<string, string>, body: Uint8Array, si
   });
 }
 
+/** The most bytes a decoder may produce, and the failure past it. */
+interface DecodeBound {
+  limit: number;
+  tooLarge: () => C0Error;
+}
+
 /**
  * A decoder made when the first byte of its input arrives (`make` is given it: deflate's first byte tells a zlib
  * stream from a raw one). No input at all decodes to nothing, as fetch did, rather than zlib's "unexpected end of
  * file": an empty encoded body is an empty output. A truncated or corrupt stream is still an error.
+ *
+ * It decodes no further ahead of its reader than a stream's buffer (the inner decoder is paused while this one's
+ * buffer is full, and zlib stops within a chunk then), and it fails with `bound.tooLarge()` as soon as it has produced
+ * more than `bound.limit` bytes: a few bytes that expand to gigabytes are never decoded past the bound.
  */
 class LazyDecoder extends Transform {
   readonly #make: (first: number) => Transform;
+  readonly #bound: DecodeBound;
   #inner: Transform | undefined;
-  constructor(make: (first: number) => Transform) {
+  #produced = 0;
+  constructor(make: (first: number) => Transform, bound: DecodeBound) {
     super();
     this.#make = make;
+    this.#bound = bound;
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     if (chunk.length === 0) return done();
     if (!this.#inner) {
       const inner = this.#make(chunk[0]!);
-      inner.on('data', (d: Buffer) => this.push(d));
+      inner.on('data', (d: Buffer) => {
+        if (this.destroyed) return;
+        this.#produced += d.length;
+        if (this.#produced > this.#bound.limit) return void this.destroy(this.#bound.tooLarge());
+        if (!this.push(d)) inner.pause(); // resumed when this stream's reader wants more (_read)
+      });
       inner.on('error', (e) => this.destroy(e));
       this.#inner = inner;
     }
     this.#inner.write(chunk, (e) => done(e));
+  }
+  override _read(size: number): void {
+    this.#inner?.resume();
+    super._read(size);
   }
   override _flush(done: TransformCallback): void {
     const inner = this.#inner;
@@ -489,24 +512,71 @@ class LazyDecoder extends Transform {
 }
 
 /** The codings the client asks for (accept-encoding) and decodes; `identity` is none. */
-const DECODERS: Record<string, () => Transform> = {
-  gzip: () => new LazyDecoder(() => createGunzip()),
-  'x-gzip': () => new LazyDecoder(() => createGunzip()),
+const DECODERS: Record<string, (bound: DecodeBound) => Transform> = {
+  gzip: (bound) => new LazyDecoder(() => createGunzip(), bound),
+  'x-gzip': (bound) => new LazyDecoder(() => createGunzip(), bound),
   // RFC 9110 says zlib-wrapped; some servers send raw deflate. A zlib stream's first byte has compression method 8.
-  deflate: () => new LazyDecoder((first) => ((first & 0x0f) === 8 ? createInflate() : createInflateRaw())),
-  br: () => new LazyDecoder(() => createBrotliDecompress()),
+  deflate: (bound) => new LazyDecoder((first) => ((first & 0x0f) === 8 ? createInflate() : createInflateRaw()), bound),
+  br: (bound) => new LazyDecoder(() => createBrotliDecompress(), bound),
 };
 const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** More codings than this on one body is refused (as undici does since its fix for unbounded decompression chains). */
 const MAX_CODINGS = 5;
 
 /**
- * The response body, decoded as its content-encoding lists: the codings in the order they were applied, so decoded
- * in reverse (`gzip, br` is brotli of gzip), as fetch did. A coding the client does not decode is a failure, never a
- * body passed on still encoded (it would be signed as the output): the back end answered, but with something the
- * job cannot take, so it is EXEC_HTTP_STATUS, like an answer whose status is not 2xx.
+ * The most bytes undoing a coding that is not the last to undo may give, for an output bound of `max`: what it gives
+ * is an encoded form of the output, which is never much larger than the output (a stored deflate block adds 5 bytes
+ * in 64 KiB, a gzip or zlib header and trailer a few dozen, brotli's uncompressed meta-blocks a few bytes each).
+ * More is not an encoding of an output that fits: a decompression bomb in that layer (a gzip header's comment that
+ * the last layer consumes without output), stopped here rather than decoded to the end.
  */
-function decoded(res: IncomingMessage, url: string): Readable {
+function layerBound(max: number): number {
+  return max + Math.ceil(max / 16) + 64 * 1024;
+}
+
+/**
+ * `body` decoded through `codings` (names from DECODERS, in the order they were applied, so undone in reverse; none:
+ * `body` itself). Every layer is bounded: the last to give at most `maxOutputBytes` (the output), each other at most
+ * layerBound(maxOutputBytes), else EXEC_OUTPUT_TOO_LARGE; no layer decodes ahead of its reader; and when `signal`
+ * aborts, the whole chain (the body with it) is destroyed with the run's failure (aborted(signal): EXEC_TIMEOUT at the
+ * deadline, the preempt's or the buyer's code otherwise), so decoding a body that has fully arrived stops with the
+ * run rather than holding it, and a core, until it is done.
+ */
+export function decodeBody(body: Readable, codings: readonly string[], limits: { maxOutputBytes: number; signal: AbortSignal }): Readable {
+  const max = limits.maxOutputBytes;
+  const order = [...codings].reverse();
+  const decoders = order.map((c, i) => {
+    const left = order.length - 1 - i;
+    const bound: DecodeBound =
+      left === 0
+        ? { limit: max, tooLarge: () => new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${max} bytes`) }
+        : {
+            limit: layerBound(max),
+            tooLarge: () => new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${max} bytes: undoing its ${c} content-encoding gives more than ${layerBound(max)} bytes, with ${left} more to undo`),
+          };
+    return DECODERS[c]!(bound);
+  });
+  // pipeline destroys every stream of the chain when one fails or is destroyed (the bound, the signal, the reader).
+  if (decoders.length > 0) pipeline([body, ...decoders], () => {});
+  const out = decoders.at(-1) ?? body;
+  const { signal } = limits;
+  const onAbort = () => out.destroy(aborted(signal));
+  if (signal.aborted) onAbort();
+  else {
+    signal.addEventListener('abort', onAbort, { once: true });
+    out.once('close', () => signal.removeEventListener('abort', onAbort));
+  }
+  return out;
+}
+
+/**
+ * The response body, decoded as its content-encoding lists: the codings in the order they were applied, so decoded
+ * in reverse (`gzip, br` is brotli of gzip), as fetch did, bounded and ended with the run (decodeBody). A coding the
+ * client does not decode is a failure, never a body passed on still encoded (it would be signed as the output): the
+ * back end answered, but with something the job cannot take, so it is EXEC_HTTP_STATUS, like an answer whose status
+ * is not 2xx.
+ */
+function decoded(res: IncomingMessage, url: string, ctx: Pick<ExecContext, 'maxOutputBytes' | 'signal'>): Readable {
   const header = res.headers['content-encoding'];
   const codings = String(header ?? '')
     .split(',')
@@ -520,10 +590,7 @@ function decoded(res: IncomingMessage, url: string): Readable {
   const unknown = codings.find((c) => !Object.hasOwn(DECODERS, c));
   // The back end's header goes into a signed receipt only when it is a coding's name (an HTTP token), cut short.
   if (unknown !== undefined) throw refuse(`a content-encoding the client does not decode (${/^[a-z0-9!#$%&'*+.^_`|~-]{1,32}$/.test(unknown) ? unknown : 'not a coding name'})`);
-  if (codings.length === 0) return res;
-  const decoders = codings.reverse().map((c) => DECODERS[c]!());
-  pipeline([res, ...decoders], () => {});
-  return decoders.at(-1)!;
+  return decodeBody(res, codings, ctx);
 }
 
 export function httpExecutor(cfg: { url: string; headers?: Record<string, string> }): Executor {
@@ -585,7 +652,7 @@ export function httpExecutor(cfg: { url: string; headers?: Record<string, string
           detail: { url, ...(location === undefined ? {} : { location: redactUrl(URL.canParse(location, cfg.url) ? new URL(location, cfg.url).toString() : location) }) },
         });
       }
-      const body = decoded(res, url);
+      const body = decoded(res, url, ctx);
       const chunks: Buffer[] = [];
       let size = 0;
       try {

@@ -4,16 +4,17 @@
  */
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { C0Error } from '../../../src/errors.js';
-import { builtinExecutor, createExecutor, execExecutor, httpExecutor, runBuiltinLocally, type ExecContext, type Progress } from '../../../src/roles/provider/executors.js';
+import { builtinExecutor, createExecutor, decodeBody, execExecutor, httpExecutor, runBuiltinLocally, type ExecContext, type Progress } from '../../../src/roles/provider/executors.js';
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (b: Uint8Array): string => Buffer.from(b).toString('utf8');
@@ -614,5 +615,103 @@ describe('http executor (real local server)', () => {
 
   test('a response that does not finish by the deadline is EXEC_TIMEOUT', async () => {
     await rejectsCode(httpExecutor({ url: `${base}/slow` }).run(ctx({ input: utf8('x'), signal: AbortSignal.timeout(200) })), 'EXEC_TIMEOUT');
+  });
+});
+
+/**
+ * A decompression bomb for `Content-Encoding: gzip, br`: brotli of a gzip header whose comment (FCOMMENT) is `size`
+ * bytes. Brotli (decoded first) expands a few hundred bytes to `size`; the gzip layer takes it all as its header and
+ * outputs nothing, so the output bound on the last layer is never reached.
+ */
+async function gzipCommentInBrotli(size: number): Promise<Buffer> {
+  const enc = createBrotliCompress({ params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size } });
+  const parts: Buffer[] = [];
+  enc.on('data', (d: Buffer) => parts.push(d));
+  const ended = new Promise<void>((r) => enc.on('end', () => r()));
+  enc.write(Buffer.from([0x1f, 0x8b, 8, 0x10, 0, 0, 0, 0, 0, 255])); // magic, deflate, FLG=FCOMMENT, MTIME, XFL, OS
+  const block = Buffer.alloc(1 << 20, 0x61);
+  for (let left = size; left > 0; left -= block.length) {
+    if (!enc.write(left >= block.length ? block : block.subarray(0, left))) await new Promise((r) => enc.once('drain', r));
+  }
+  enc.end();
+  await ended;
+  return Buffer.concat(parts);
+}
+
+describe('http executor: decoding a stacked body is bounded and ends with the run', () => {
+  let server: Server;
+  let base: string;
+  let bomb: Buffer;
+  let honest: Buffer;
+  let honestBody: Buffer;
+  const MiB = 1 << 20;
+
+  before(async () => {
+    bomb = await gzipCommentInBrotli(256 * MiB);
+    // Incompressible, so each encoded layer is a little larger than the output.
+    honest = randomBytes(4 * MiB);
+    honestBody = brotliCompressSync(gzipSync(gzipSync(honest, { level: 1 }), { level: 1 }), { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } });
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/bomb') res.writeHead(200, { 'content-encoding': 'gzip, br' }).end(bomb);
+        else if (req.url === '/honest') res.writeHead(200, { 'content-encoding': 'gzip, gzip, br' }).end(honestBody);
+        else res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  /** How long `p` took to settle, and the C0Error it rejected with. */
+  async function timed(p: Promise<unknown>, code: string): Promise<{ ms: number; err: C0Error }> {
+    const t0 = Date.now();
+    const err = await rejectsCode(p, code);
+    return { ms: Date.now() - t0, err };
+  }
+
+  test('a bomb in an intermediate layer (gzip, br: brotli expanding to 256 MiB inside a gzip header’s comment, which yields no output) is EXEC_OUTPUT_TOO_LARGE as soon as that layer passes the bound, not after decoding it all', async () => {
+    const { ms, err } = await timed(httpExecutor({ url: `${base}/bomb` }).run(ctx({ input: utf8('x'), maxOutputBytes: MiB })), 'EXEC_OUTPUT_TOO_LARGE');
+    assert.equal(err.message, 'response exceeds 1048576 bytes: undoing its br content-encoding gives more than 1179648 bytes, with 1 more to undo');
+    assert.ok(ms < 1500, `ended after ${ms} ms`);
+  });
+
+  test('the run’s signal ends the decoding of a body that has fully arrived: EXEC_TIMEOUT at the deadline, a preempt’s own code when stopped, at once, and no decoding goes on after', async () => {
+    const ex = httpExecutor({ url: `${base}/bomb` });
+    // A bound the bomb does not reach: only the signal can end it.
+    const big = { input: utf8('x'), maxOutputBytes: 1 << 30 };
+    const deadline = await timed(ex.run(ctx({ ...big, signal: AbortSignal.timeout(300) })), 'EXEC_TIMEOUT');
+    assert.ok(deadline.ms < 1500, `ended ${deadline.ms} ms after it started, for a 300 ms deadline`);
+    const ac = new AbortController();
+    const stop = setTimeout(() => ac.abort(new C0Error('EXEC_PREEMPTED', 'the overlay’s steward reclaimed the devices for a higher-priority claim')), 300);
+    const preempted = await timed(ex.run(ctx({ ...big, signal: ac.signal })), 'EXEC_PREEMPTED');
+    clearTimeout(stop);
+    assert.ok(preempted.ms < 1500, `ended ${preempted.ms} ms after it started, stopped at 300 ms`);
+    // The decoders were destroyed with the run: no core stays busy decoding for no one.
+    const before = process.cpuUsage();
+    await new Promise((r) => setTimeout(r, 500));
+    const used = process.cpuUsage(before);
+    assert.ok((used.user + used.system) / 1000 < 250, `${((used.user + used.system) / 1000).toFixed(0)} ms of CPU in the 500 ms after the run ended`);
+  });
+
+  test('a decoder does not run ahead of its reader (back-pressure): a body nobody reads is not decoded into memory', async () => {
+    const out = decodeBody(Readable.from([bomb]), ['br'], { maxOutputBytes: 1 << 30, signal: new AbortController().signal });
+    try {
+      await new Promise((r) => setTimeout(r, 400));
+      assert.ok(out.readableLength <= 256 * 1024, `${out.readableLength} bytes decoded and held for a reader that never read`);
+    } finally {
+      out.destroy();
+    }
+  });
+
+  test('honest stacked codings still decode whole, as large as the bound, though each encoded layer is a little larger than the output', async () => {
+    const out = await httpExecutor({ url: `${base}/honest` }).run(ctx({ input: utf8('x'), maxOutputBytes: honest.length }));
+    assert.equal(out.length, honest.length);
+    assert.ok(Buffer.from(out).equals(honest));
+    await rejectsCode(httpExecutor({ url: `${base}/honest` }).run(ctx({ input: utf8('x'), maxOutputBytes: honest.length - 1 })), 'EXEC_OUTPUT_TOO_LARGE');
   });
 });
