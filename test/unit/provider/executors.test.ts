@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
+import { getEventListeners } from 'node:events';
 import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
@@ -91,6 +92,18 @@ describe('builtin executors', () => {
   test('builtin.sleep echoes its input', async () => {
     const out = await builtinExecutor('builtin.sleep').run(ctx({ input: utf8('echo me'), params: '5' }));
     assert.equal(text(out), 'echo me');
+  });
+
+  test('builtin.sleep leaves no listener on the run’s signal once it is done (one left kept the signal and its timer for the life of the process)', async () => {
+    const run = new AbortController();
+    for (let i = 0; i < 3; i++) await builtinExecutor('builtin.sleep').run(ctx({ input: utf8('x'), params: '1', signal: run.signal }));
+    assert.equal(getEventListeners(run.signal, 'abort').length, 0);
+    // and an abort still ends a sleep, with the run's code
+    const stop = new AbortController();
+    const p = builtinExecutor('builtin.sleep').run(ctx({ input: utf8('x'), params: '60000', signal: stop.signal }));
+    stop.abort(new C0Error('EXEC_PREEMPTED', 'stopped'));
+    await rejectsCode(p, 'EXEC_PREEMPTED');
+    assert.equal(getEventListeners(stop.signal, 'abort').length, 0);
   });
 
   test('bad params are EXEC_BAD_PARAMS', async () => {
