@@ -22,6 +22,7 @@ import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, 
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
+import { linkedSignal, type LinkedSignal } from '../util/signals.js';
 import { NODE_CLOSING_FRAME } from './claim-protocol.js';
 
 /** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
@@ -188,6 +189,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   };
 
   let deadline: ClearableTimeoutSignal | undefined;
+  let untilDeadline: LinkedSignal | undefined;
   try {
     await d.store(job);
     await d.publish('job', job);
@@ -195,9 +197,10 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
     log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
     deadline = clearableTimeoutSignal(Math.max(1, job.record.deadline - clock()));
-    const untilDeadline = AbortSignal.any([stop.signal, deadline.signal, ...(stopping ? [stopping] : [])]);
+    // not AbortSignal.any: on Node 20 it leaves an entry on the node's stopping signal per order, for good (signals.ts)
+    untilDeadline = linkedSignal([stop.signal, deadline.signal, ...(stopping ? [stopping] : [])]);
     while (!winner) {
-      const a = await inbox.next(untilDeadline);
+      const a = await inbox.next(untilDeadline.signal);
       if (!a) break;
       judge(a);
     }
@@ -257,6 +260,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   } finally {
     // the deadline's timers go with the run (a winner may come weeks before it)
     deadline?.clear();
+    untilDeadline?.clear();
     stop.abort();
     inbox.close(stopping?.aborted ? NODE_CLOSING_FRAME : undefined);
   }

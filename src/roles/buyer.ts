@@ -27,6 +27,7 @@ import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 import { clearableTimeoutSignal } from '../util/timers.js';
+import { linkedSignal } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
@@ -721,7 +722,9 @@ export class Buyer {
     // cleared when the attempt ends (below), so a deadline weeks away holds no timer past it
     const deadline = clearableTimeoutSignal(budget);
     const silence = new SilenceWatch();
-    const signal = AbortSignal.any([deadline.signal, this.#stop.signal, silence.signal]);
+    // not AbortSignal.any: on Node 20 it leaves an entry on the node's stop signal per attempt, for good (signals.ts)
+    const linked = linkedSignal([deadline.signal, this.#stop.signal, silence.signal]);
+    const signal = linked.signal;
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
@@ -773,6 +776,7 @@ export class Buyer {
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
+      linked.clear();
       silence.stop();
       frozenMs = Math.max(frozenMs, watch?.longestFreezeMs() ?? 0);
       watch?.end();

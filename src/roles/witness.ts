@@ -54,7 +54,8 @@ import type { Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import { clearableTimeoutSignal, setLongTimeout, type LongTimer } from '../util/timers.js';
+import { linkedSignal } from '../util/signals.js';
 import { PeerLog } from '../util/peer-log.js';
 import { TokenBucket, type BucketSpec } from '../net/rate-limit.js';
 import { FLOOD_DEFAULTS } from '../net/flood-limits.js';
@@ -595,22 +596,30 @@ export class WitnessRole {
     const entries: Uint8Array[] = [];
     let bytes = 0;
     // the whole catch-up's time, and the role's stop (a steward that never answers cannot hold it)
-    const budget = AbortSignal.any([AbortSignal.timeout(CATCHUP_BUDGET_MS), this.#abort.signal]);
-    for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
-      const to = Math.min(target, at + MAX_LEDGER_RANGE);
-      const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
-      for (const f of frames) {
-        if (!(f instanceof Uint8Array)) continue;
-        bytes += f.length;
-        if (bytes > MAX_CATCHUP_BYTES) {
-          this.#refused(steward, WITNESS_TOO_LARGE);
-          throw new C0Error(WITNESS_TOO_LARGE, `the entries past the held head pass ${MAX_CATCHUP_BYTES} bytes`);
+    // not AbortSignal.any: on Node 20 it leaves an entry on the role's stop signal per catch-up, for good (signals.ts)
+    const timeout = clearableTimeoutSignal(CATCHUP_BUDGET_MS);
+    const linked = linkedSignal([timeout.signal, this.#abort.signal]);
+    const budget = linked.signal;
+    try {
+      for (let at = from; at < target; at += MAX_LEDGER_RANGE) {
+        const to = Math.min(target, at + MAX_LEDGER_RANGE);
+        const frames = await this.o.net.request(steward, LEDGER_PROTOCOL, [{ from: at, to } as never], { limits: { deadlineMs: 30_000, maxResponseFrames: to - at }, signal: budget });
+        for (const f of frames) {
+          if (!(f instanceof Uint8Array)) continue;
+          bytes += f.length;
+          if (bytes > MAX_CATCHUP_BYTES) {
+            this.#refused(steward, WITNESS_TOO_LARGE);
+            throw new C0Error(WITNESS_TOO_LARGE, `the entries past the held head pass ${MAX_CATCHUP_BYTES} bytes`);
+          }
+          entries.push(f);
         }
-        entries.push(f);
+        if (frames.length < to - at) break; // the steward has no more: what it served is checked by cosign
       }
-      if (frames.length < to - at) break; // the steward has no more: what it served is checked by cosign
+      return entries;
+    } finally {
+      timeout.clear();
+      linked.clear();
     }
-    return entries;
   }
 
   /**
