@@ -23,7 +23,10 @@
  * member that finds the others settled the next view without it (a ping
  * answer at that view or later, its proposal refused as past, or no live
  * member's proposal arriving) stops with TRAIN_DROPPED rather than train on
- * as a view of its own.
+ * as a view of its own. One whose next view would hold it alone (no other
+ * member answers) stops with TRAIN_ALONE, but only once the members that did
+ * not answer have been pinged again and again for the run's timeoutMs: a
+ * member paused for less than that (GC, swap, SIGSTOP) is waited for.
  *
  * Its parts beside it: the epoch commitment and witnessing
  * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
@@ -61,7 +64,8 @@ export interface TrainerOptions {
   clock: Clock;
   /**
    * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what the worker times for itself: the join
-   * deadline, an epoch's wait for step commitments, steps per second and the status.json cadence (`statusEveryMs`).
+   * deadline, an epoch's wait for step commitments, how long unanswering members are pinged before TRAIN_ALONE, steps per second
+   * and the status.json cadence (`statusEveryMs`).
    * Never signed nor compared with a record's time, so a step of the wall clock never stretches them.
    */
   monoClock?: Clock;
@@ -95,6 +99,10 @@ export const STRIKES_TO_DROP = 2;
 /** View changes in a row without a newly committed epoch, for a run of `n` members, before the run stops (TRAIN_VIEW_LIMIT); a step commitment's view is at most 64 in any case. */
 export const MAX_STALLED_VIEWS = (n: number): number => 2 * n + 2;
 const MAX_VIEW = 64;
+/** A ping in a view change waits at most this long (ms; the run's timeoutMs if shorter). */
+const PING_MS = 3_000;
+/** Before TRAIN_ALONE, members that did not answer are pinged again at most this often (ms) until the run's timeoutMs has passed. */
+const PING_EVERY_MS = 1_000;
 
 /**
  * Where a tag falls in a view's order of receives: [view, step, phase, k]
@@ -639,23 +647,34 @@ export class TrainerWorker {
     const silent = this.#silent(cause);
     const others = this.members.filter((d) => d !== this.o.did && d !== culprit && !this.#faulty.has(d));
     // the silent member is asked what it was itself waiting for: a member waiting for an earlier receive of the view could not send (the ring's cascade)
-    const pings = await Promise.allSettled(others.map((d) => this.wire.send(d, { k: 'ping', ...(silent?.did === d ? { tag: silent.tag } : {}) }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+    const ping = (d: string, ms: number) => this.wire.send(d, { k: 'ping', ...(silent?.did === d ? { tag: silent.tag } : {}) }, undefined, ms);
+    const askedAt = this.#mono();
+    let pings = await Promise.allSettled(others.map((d) => ping(d, Math.min(PING_MS, this.rec.timeoutMs))));
+    // whether the silent member, having answered, gets a strike (not excused) and is left out for it (its STRIKES_TO_DROP-th)
+    const strike = (ps: typeof pings): 'none' | 'strike' | 'out' => {
+      const i = silent ? others.indexOf(silent.did) : -1;
+      const p = ps[i];
+      if (!silent || p?.status !== 'fulfilled') return 'none';
+      if (excused((p.value[0] as { waiting?: unknown } | undefined)?.waiting, silent.tag, this.rec.stepsPerEpoch)) return 'none';
+      return (this.#strikes.get(silent.did) ?? 0) + 1 >= STRIKES_TO_DROP ? 'out' : 'strike';
+    };
+    const live = (ps: typeof pings) => others.filter((d, i) => ps[i]!.status === 'fulfilled' && !(d === silent?.did && strike(ps) === 'out'));
+    // a view of this worker alone ends its run (TRAIN_ALONE, below), which cannot be undone: not on one short ping. A member that did not
+    // answer (paused, swapping, a slow link) is asked again until the run's timeoutMs has passed since it was first asked
+    if (this.rec.members.length > 1 && live(pings).length === 0) pings = await this.#askAgain(others, pings, ping, askedAt + this.rec.timeoutMs, (ps) => live(ps).length > 0);
+    const askedMs = this.#mono() - askedAt;
     const next = this.view + 1;
     // a live member already in view `next` or later settled that view without this worker's proposal (not sent yet): it left this worker out.
     // The proposal is still sent (below) before this worker stops, so members still settling `next` are not kept waiting for it
     const movedOn = this.#movedOn(others, pings, next);
     let alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
-    if (silent && alive.includes(silent.did)) {
-      const p = pings[others.indexOf(silent.did)] as PromiseFulfilledResult<unknown[]>;
-      const answer = p.value[0] as { waiting?: unknown } | undefined;
-      if (!excused(answer?.waiting, silent.tag, this.rec.stepsPerEpoch)) {
-        const n = (this.#strikes.get(silent.did) ?? 0) + 1;
-        this.#strikes.set(silent.did, n);
-        if (n >= STRIKES_TO_DROP) {
-          // it answers pings but does not deliver: left out however it answers
-          this.#faulty.set(silent.did, 'TRAIN_PEER_TIMEOUT');
-          alive = alive.filter((d) => d !== silent.did);
-        }
+    const struck = strike(pings);
+    if (silent && struck !== 'none') {
+      this.#strikes.set(silent.did, (this.#strikes.get(silent.did) ?? 0) + 1);
+      if (struck === 'out') {
+        // it answers pings but does not deliver: left out however it answers
+        this.#faulty.set(silent.did, 'TRAIN_PEER_TIMEOUT');
+        alive = alive.filter((d) => d !== silent.did);
       }
     }
     const proposal = { view: next, alive, resume: this.lastCommittedEpoch + 1 };
@@ -690,7 +709,7 @@ export class TrainerWorker {
     if (members.length < 1 || !members.includes(this.o.did)) throw new C0Error('TRAIN_STOPPED', 'no membership view to continue in');
     if (missing.length) {
       // live members whose proposal did not come may have settled the view without this worker meanwhile: asked again
-      const again = await Promise.allSettled(missing.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(3_000, this.rec.timeoutMs))));
+      const again = await Promise.allSettled(missing.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(PING_MS, this.rec.timeoutMs))));
       const e = this.#movedOn(missing, again, next);
       if (e) throw e;
     }
@@ -701,7 +720,7 @@ export class TrainerWorker {
     // a run of several members never goes on as a one-member view: no one could witness its epochs (TRAIN_VERIFY_NO_WITNESS), so it would sign
     // commitments nothing verifies and end `done` (a member job: a completed receipt) with weights no one else reached. Nobody answered that
     // this worker was left out (that is TRAIN_DROPPED, above): the others are gone (exited, a run that finished while this one was stalled) or were left out
-    if (members.length === 1 && this.rec.members.length > 1) throw this.#alone(next, others, pings, culprit);
+    if (members.length === 1 && this.rec.members.length > 1) throw this.#alone(next, others, pings, culprit, askedMs);
     const dropped = this.members.filter((m) => !members.includes(m));
     this.dropped.push(...dropped);
     this.view = next;
@@ -726,16 +745,36 @@ export class TrainerWorker {
     return new C0Error('TRAIN_DROPPED', `dropped from the run: ${by} is in view ${view}, which does not include this member (a dropped member is not taken back); this member was in view ${this.view}`, { detail: { view, by, ownView: this.view } });
   }
 
-  /** TRAIN_ALONE: the view `next` would hold this worker alone; names each other member of the view and why it is not in it. */
-  #alone(next: number, asked: string[], pings: Array<PromiseSettledResult<unknown[]>>, culprit: unknown): C0Error {
+  /**
+   * Ping the members of `asked` that have not answered (`pings`, kept in step with `asked`) again, each ping within what is left
+   * before `deadline` (of the monotonic clock) and at most PING_MS, a round at most every PING_EVERY_MS, until `enough` holds
+   * or the deadline passes; `pings` with each member's latest outcome.
+   */
+  async #askAgain<T>(asked: string[], pings: Array<PromiseSettledResult<T>>, ping: (d: string, ms: number) => Promise<T>, deadline: number, enough: (ps: Array<PromiseSettledResult<T>>) => boolean): Promise<Array<PromiseSettledResult<T>>> {
+    const ps = [...pings];
+    for (;;) {
+      const round = this.#mono();
+      const left = deadline - round;
+      const todo = asked.flatMap((d, i) => (ps[i]!.status === 'rejected' ? [i] : []));
+      if (left <= 0 || !todo.length || enough(ps)) return ps;
+      const again = await Promise.allSettled(todo.map((i) => ping(asked[i]!, Math.min(PING_MS, left))));
+      for (const [j, i] of todo.entries()) ps[i] = again[j]!;
+      if (enough(ps)) return ps;
+      const pause = Math.min(round + PING_EVERY_MS, deadline) - this.#mono();
+      if (pause > 0) await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+
+  /** TRAIN_ALONE: the view `next` would hold this worker alone; names each other member of the view and why it is not in it (`askedMs`: how long the unreachable ones were asked). */
+  #alone(next: number, asked: string[], pings: Array<PromiseSettledResult<unknown[]>>, culprit: unknown, askedMs: number): C0Error {
     const unreachable = asked.filter((_, i) => pings[i]!.status === 'rejected');
     const leftOut = this.members.filter((d) => d !== this.o.did && !unreachable.includes(d));
     const why = [
-      ...(unreachable.length ? [`${unreachable.join(', ')} did not answer (gone, or not reachable)`] : []),
+      ...(unreachable.length ? [`${unreachable.join(', ')} did not answer pings for ${Math.round(askedMs)} ms (the run's timeoutMs is ${this.rec.timeoutMs}): gone, or not reachable`] : []),
       ...leftOut.map((d) => `${d} was left out (${d === culprit ? 'TRAIN_BAD_MESSAGE' : (this.#faulty.get(d) ?? 'its proposal did not come')})`),
     ];
     return new C0Error('TRAIN_ALONE', `no other member of view ${this.view} is left for view ${next}: ${why.join('; ')}. A one-member view's epochs cannot be witnessed, so this member stops rather than train the run on alone`, {
-      detail: { view: next, ownView: this.view, unreachable, leftOut },
+      detail: { view: next, ownView: this.view, unreachable, leftOut, askedMs: Math.round(askedMs) },
     });
   }
 

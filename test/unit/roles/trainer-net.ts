@@ -2,7 +2,8 @@
  * An in-process network for training workers (src/roles/trainer/worker.ts with
  * `net`): `request(to, protocol, frames)` calls the handler `to` registered
  * directly, with the caller's peer id; `tap(from, to, frames)` may rewrite a
- * message or drop it (null: a deadline, as a silent member gives). A second
+ * message or drop it (null: a deadline, as a silent member gives), and is told
+ * the request's deadline (ms) to model a member that answers late. A second
  * `handle` of one protocol replaces the first, as src/net/protocols.ts serve()
  * does on a real host. `makeRun` signs a small run for the members, `runAll`
  * runs them to their end.
@@ -20,7 +21,7 @@ import { NOW, type Party } from '../market/fixtures.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 
 export type Frames = CborValue[];
-export type Tap = (from: string, to: string, frames: Frames) => Promise<Frames | null> | Frames | null;
+export type Tap = (from: string, to: string, frames: Frames, deadlineMs: number) => Promise<Frames | null> | Frames | null;
 
 export interface MemberNet {
   did: string;
@@ -77,7 +78,7 @@ export function fakeNet(tap?: Tap): FakeNet {
         handlers.get(did)?.delete(protocol);
       },
       async request(to, protocol, frames, o = {}) {
-        const fr = tap ? await tap(did, to, frames) : frames;
+        const fr = tap ? await tap(did, to, frames, o.limits?.deadlineMs ?? 1000) : frames;
         if (fr === null) {
           await new Promise((r) => setTimeout(r, Math.min(o.limits?.deadlineMs ?? 1000, 200)));
           throw new C0Error('NET_DEADLINE', 'fake: dropped');
