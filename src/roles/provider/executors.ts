@@ -530,15 +530,19 @@ const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** More codings than this on one body is refused (as undici does since its fix for unbounded decompression chains). */
 const MAX_CODINGS = 5;
 
+/** How many times the output bound a coding that is not the last to undo may give (layerBound). */
+const LAYER_FACTOR = 16;
+
 /**
  * The most bytes undoing a coding that is not the last to undo may give, for an output bound of `max`: what it gives
- * is an encoded form of the output, which is never much larger than the output (a stored deflate block adds 5 bytes
- * in 64 KiB, a gzip or zlib header and trailer a few dozen, brotli's uncompressed meta-blocks a few bytes each).
- * More is not an encoding of an output that fits: a decompression bomb in that layer (a gzip header's comment that
- * the last layer consumes without output), stopped here rather than decoded to the end.
+ * is an encoded form of the output. That is usually about its size (a stored deflate block adds 5 bytes in 64 KiB),
+ * but a back end that streams and flushes after every small write adds 5-6 bytes a flush: about 7 times the output
+ * for 1-byte writes. 16 times leaves room for that; far more is not an encoding of an output that fits but a
+ * decompression bomb in that layer (a gzip header's comment that the last layer consumes without output), stopped
+ * here rather than decoded to the end (at the default 16 MiB bound, a few seconds of one core at most).
  */
 function layerBound(max: number): number {
-  return max + Math.ceil(max / 16) + 64 * 1024;
+  return LAYER_FACTOR * max + 64 * 1024;
 }
 
 /**
@@ -559,7 +563,7 @@ export function decodeBody(body: Readable, codings: readonly string[], limits: {
         ? { limit: max, tooLarge: () => new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${max} bytes`) }
         : {
             limit: layerBound(max),
-            tooLarge: () => new C0Error('EXEC_OUTPUT_TOO_LARGE', `response exceeds ${max} bytes: undoing its ${c} content-encoding gives more than ${layerBound(max)} bytes, with ${left} more to undo`),
+            tooLarge: () => new C0Error('EXEC_OUTPUT_TOO_LARGE', `response too large: undoing its ${c} content-encoding gives more than ${layerBound(max)} bytes (${LAYER_FACTOR} times the output bound of ${max} bytes, plus 64 KiB), with ${left} more to undo`),
           };
     return DECODERS[c]!(bound);
   });

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { getEventListeners } from 'node:events';
-import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -657,6 +657,8 @@ describe('http executor: decoding a stacked body is bounded and ends with the ru
   let bomb: Buffer;
   let honest: Buffer;
   let honestBody: Buffer;
+  let flushed: Buffer;
+  let flushedBody: Buffer;
   const MiB = 1 << 20;
 
   before(async () => {
@@ -664,11 +666,25 @@ describe('http executor: decoding a stacked body is bounded and ends with the ru
     // Incompressible, so each encoded layer is a little larger than the output.
     honest = randomBytes(4 * MiB);
     honestBody = brotliCompressSync(gzipSync(gzipSync(honest, { level: 1 }), { level: 1 }), { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } });
+    // A back end that streams gzip and flushes after every byte: about 7 bytes of gzip per byte of output, then br.
+    flushed = randomBytes(16 * 1024);
+    const gz = createGzip();
+    const gzParts: Buffer[] = [];
+    gz.on('data', (d: Buffer) => gzParts.push(d));
+    const gzEnded = new Promise<void>((r) => gz.on('end', () => r()));
+    for (let i = 0; i < flushed.length; i++) {
+      gz.write(flushed.subarray(i, i + 1));
+      await new Promise<void>((r) => gz.flush(() => r()));
+    }
+    gz.end();
+    await gzEnded;
+    flushedBody = brotliCompressSync(Buffer.concat(gzParts), { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } });
     server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
         if (req.url === '/bomb') res.writeHead(200, { 'content-encoding': 'gzip, br' }).end(bomb);
         else if (req.url === '/honest') res.writeHead(200, { 'content-encoding': 'gzip, gzip, br' }).end(honestBody);
+        else if (req.url === '/flushed') res.writeHead(200, { 'content-encoding': 'gzip, br' }).end(flushedBody);
         else res.writeHead(404).end();
       });
     });
@@ -689,8 +705,16 @@ describe('http executor: decoding a stacked body is bounded and ends with the ru
 
   test('a bomb in an intermediate layer (gzip, br: brotli expanding to 256 MiB inside a gzip header’s comment, which yields no output) is EXEC_OUTPUT_TOO_LARGE as soon as that layer passes the bound, not after decoding it all', async () => {
     const { ms, err } = await timed(httpExecutor({ url: `${base}/bomb` }).run(ctx({ input: utf8('x'), maxOutputBytes: MiB })), 'EXEC_OUTPUT_TOO_LARGE');
-    assert.equal(err.message, 'response exceeds 1048576 bytes: undoing its br content-encoding gives more than 1179648 bytes, with 1 more to undo');
+    assert.equal(err.message, 'response too large: undoing its br content-encoding gives more than 16842752 bytes (16 times the output bound of 1048576 bytes, plus 64 KiB), with 1 more to undo');
     assert.ok(ms < 1500, `ended after ${ms} ms`);
+  });
+
+  test('an honest intermediate layer larger than its output (gzip flushed after every byte, then br: about 7 times) still decodes whole', async () => {
+    const gzipLayer = gzipSync(flushed).length; // not what the back end sent: its flushed gzip is far larger
+    assert.ok(flushedBody.length > 0 && gzipLayer > 0);
+    // an output bound just above the output: the intermediate gzip layer is several times it
+    const out = await httpExecutor({ url: `${base}/flushed` }).run(ctx({ input: utf8('x'), maxOutputBytes: flushed.length + 16 }));
+    assert.ok(Buffer.from(out).equals(flushed));
   });
 
   test('the run’s signal ends the decoding of a body that has fully arrived: EXEC_TIMEOUT at the deadline, a preempt’s own code when stopped, at once, and no decoding goes on after', async () => {
