@@ -110,6 +110,7 @@ export class Mailbox {
   #waiting = new Map<string, Waiter>();
   #taken = new Set<string>();
   #closed: Error | undefined;
+  #closing: { promise: Promise<never>; reject: (e: Error) => void } | undefined;
   #bytes = 0;
   readonly #bytesFrom = new Map<number, number>();
   readonly #heldFrom = new Map<number, number>();
@@ -168,6 +169,23 @@ export class Mailbox {
     this.#heldFrom.set(from, count + 1);
   }
 
+  /** Why it was closed (`close`), or undefined while it is open. */
+  get closedBy(): Error | undefined {
+    return this.#closed;
+  }
+
+  /** Rejects with close's error once it is closed (at once if it is); never settles while it stays open. */
+  whenClosed(): Promise<never> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    if (!this.#closing) {
+      let reject!: (e: Error) => void;
+      const promise = new Promise<never>((_, r) => (reject = r));
+      promise.catch(() => {}); // awaited by whoever asked; unobserved otherwise
+      this.#closing = { promise, reject };
+    }
+    return this.#closing.promise;
+  }
+
   take(from: number, tag: string, timeoutMs = this.opts.timeoutMs): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(this.#closed);
     const key = `${from}|${tag}`;
@@ -210,6 +228,7 @@ export class Mailbox {
   /** Fail every waiting receive and drop what is held (the run stopped). */
   close(err: Error): void {
     this.#closed = err;
+    this.#closing?.reject(err);
     for (const w of this.#waiting.values()) w.reject(err);
     this.#waiting.clear();
     for (const k of [...this.#held.keys()]) this.#release(k);

@@ -752,16 +752,26 @@ export class TrainerWorker {
    */
   async #askAgain<T>(asked: string[], pings: Array<PromiseSettledResult<T>>, ping: (d: string, ms: number) => Promise<T>, deadline: number, enough: (ps: Array<PromiseSettledResult<T>>) => boolean): Promise<Array<PromiseSettledResult<T>>> {
     const ps = [...pings];
+    // the worker's end (its job aborted or timed out, the worker stopped: the mailbox closed) ends the wait at once, with its reason
+    const closed = this.box.whenClosed();
     for (;;) {
+      if (this.box.closedBy) throw this.box.closedBy;
       const round = this.#mono();
       const left = deadline - round;
       const todo = asked.flatMap((d, i) => (ps[i]!.status === 'rejected' ? [i] : []));
       if (left <= 0 || !todo.length || enough(ps)) return ps;
-      const again = await Promise.allSettled(todo.map((i) => ping(asked[i]!, Math.min(PING_MS, left))));
+      const again = await Promise.race([Promise.allSettled(todo.map((i) => ping(asked[i]!, Math.min(PING_MS, left)))), closed]);
       for (const [j, i] of todo.entries()) ps[i] = again[j]!;
       if (enough(ps)) return ps;
       const pause = Math.min(round + PING_EVERY_MS, deadline) - this.#mono();
-      if (pause > 0) await new Promise((r) => setTimeout(r, pause));
+      if (pause > 0) {
+        let t: ReturnType<typeof setTimeout> | undefined;
+        try {
+          await Promise.race([new Promise((r) => (t = setTimeout(r, pause))), closed]);
+        } finally {
+          clearTimeout(t);
+        }
+      }
     }
   }
 

@@ -96,4 +96,46 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
     assert.ok(pingsToSlow >= 3, `${pingsToSlow} pings to the silent member`);
     assert.match(w.stopReason!.message, new RegExp(String(TIMEOUT)));
   });
+
+  it('the worker’s end (its job aborted: the mailbox closed) ends the wait at once, with the abort’s reason, not TRAIN_ALONE at timeoutMs', { timeout: 60_000 }, async () => {
+    const parties = [P(566), P(567), P(568)];
+    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT });
+    const { slow, asker, dead } = roles(parties, run.record.members);
+    let crashed = false;
+    let pingsToSlow = 0;
+    let closedAt: number | undefined;
+    let endedAt: number | undefined;
+    let askerWorker: { box: { close(e: Error): void } } | undefined;
+    const net = fakeNet(async (from, to, frames: Frames, deadlineMs) => {
+      if (!crashed) return frames;
+      if (from === asker.did && to === slow.did && (frames[0] as { k?: string }).k === 'ping' && ++pingsToSlow === 2) {
+        // the second ping is the wait's first round: the job is stopped 500 ms into it (member-job.ts closes the mailbox)
+        setTimeout(() => {
+          closedAt = Date.now();
+          askerWorker!.box.close(new C0Error('EXEC_ABORTED', 'the job was stopped'));
+        }, 500);
+      }
+      if (from === dead.did || to === dead.did || from === slow.did) throw new C0Error('NET_DIAL_FAILED', 'fake: unreachable');
+      if (to === slow.did) {
+        await sleep(deadlineMs);
+        throw new C0Error('NET_DEADLINE', 'fake: no answer within the deadline (hung)');
+      }
+      return frames;
+    });
+    const { workers, res } = await runAll(
+      [slow, asker, dead],
+      run,
+      net,
+      (did, e) => {
+        if (did === asker.did && e.e === 'step' && e.step === 4) crashed = true;
+        if (did === asker.did && e.e === 'stopped') endedAt = Date.now();
+      },
+      (ws) => (askerWorker = ws[1]),
+    );
+    const r = res[1]!;
+    assert.equal(r.status, 'rejected', `the asker ended ${workers[1]!.status}`);
+    assert.equal(((r as PromiseRejectedResult).reason as C0Error).code, 'EXEC_ABORTED');
+    assert.ok(closedAt !== undefined && endedAt !== undefined, `closed ${closedAt}, ended ${endedAt}`);
+    assert.ok(endedAt - closedAt < 2_000, `ended ${endedAt - closedAt} ms after the mailbox closed; the wait would have gone on to timeoutMs (${TIMEOUT})`);
+  });
 });

@@ -96,7 +96,8 @@ export function makeRun(members: Party[], owner: Party, extra: Record<string, un
 }
 
 /** Start, join and run every member's worker over `net`; each run's outcome, the workers (stopped) and their events. */
-export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeNet, onEvent?: (did: string, e: TrainerEvent) => void) {
+/** `started`: given the workers once they are made (a test that acts on one while it runs). */
+export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeNet, onEvent?: (did: string, e: TrainerEvent) => void, started?: (workers: TrainerWorker[]) => void) {
   const dirs = members.map(() => tempDir('c0-train-net-'));
   const events = new Map<string, TrainerEvent[]>(members.map((m) => [m.did, []]));
   const workers = members.map(
@@ -116,6 +117,7 @@ export async function runAll(members: Party[], run: Opened<TrainRun>, net: FakeN
         },
       }),
   );
+  started?.(workers);
   try {
     for (const w of workers) await w.start();
     await Promise.all(workers.map((w) => w.join()));
