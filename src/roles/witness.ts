@@ -22,7 +22,12 @@
  * nor named, no head at all), so a run signed once cannot be served to it again
  * and again; a head whose fetch failed (the steward not reached, or silent
  * until the deadline) likewise, for UNREACHED_RETRY_MS doubling with each
- * failure up to REFUSED_HEAD_MS. Stopping aborts the fetches in flight: a
+ * failure up to REFUSED_HEAD_MS. Gossip delivers a message once: the steward's
+ * republications of a head are the same message, dropped as a duplicate by this
+ * node's own pipeline, so a head of a steward held or named that was held back
+ * after a failed fetch (or a refusal that may clear) is fetched again by the
+ * witness itself when the hold-back ends (one timer per steward), until it is
+ * covered or a newer head takes its place. Stopping aborts the fetches in flight: a
  * steward that never answers cannot hold the node's stop. Without a list, heads
  * from keys neither held nor named (any peer can relay heads of any number of
  * fresh keys) are bounded too: one held back is dropped before any read or
@@ -146,6 +151,22 @@ export const MAX_REFUSED_HEADS = 1_000;
  * (any key can be refused: the bound keeps the answer small; the logs have every refusal).
  */
 export const MAX_SHOWN_STRANGERS = 64;
+/**
+ * Refusals that are a verdict on the entries the steward signed (the same head and held state get the same one): a head
+ * refused so is not fetched again by the witness itself, only when announced again after REFUSED_HEAD_MS. Any other
+ * refusal (a fetch that failed, a store error, …) may clear: the head is fetched again when its hold-back ends.
+ */
+const FINAL_REFUSALS: ReadonlySet<string> = new Set([...Object.values(WITNESS_ERR), WITNESS_TOO_LARGE]);
+
+/** A head held back (#refusedHeads): refused, or (`failures`) its fetch failed that many times in a row; `mayClear`: fetched again by itself at `until`. */
+interface HeldBack {
+  head: string;
+  held: number;
+  at: number;
+  until: number;
+  failures?: number;
+  mayClear: boolean;
+}
 
 /** What the witness uses of the overlay it runs on (the overlay node satisfies it structurally). */
 export interface WitnessPorts {
@@ -185,7 +206,12 @@ export class WitnessRole {
    * Per steward: the head whose catch-up was refused or whose fetch failed, at which held length, when, until when it
    * is held back, and (a fetch that failed) how many times in a row (the backoff).
    */
-  #refusedHeads = new Map<string, { head: string; held: number; at: number; until: number; failures?: number }>();
+  #refusedHeads = new Map<string, HeldBack>();
+  /**
+   * Per steward held or named: the timer that fetches its held-back head again when the hold-back ends, for that
+   * hold-back (`for`). Gossip does not deliver the steward's republications of a head heard once (the same message).
+   */
+  #retries = new Map<string, { timer: LongTimer; for: HeldBack }>();
   /** Aborted at stop: the fetches in flight end at once. */
   #abort = new AbortController();
   /** Heads of keys neither held nor named waiting for a catch-up (the newest per key; MAX_STRANGER_WAITING), drawn at random. */
@@ -414,6 +440,8 @@ export class WitnessRole {
           const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
           this.#failLog.warn(stranger ? STRANGERS : steward, code, 'witness catch-up failed', { steward, err: (e as Error).message });
         });
+        // Held back (not reached, or refused in a way that may clear): fetched again when the hold-back ends.
+        if (h) this.#retryWhenDue(steward, h);
         // A step cosigned and the head is further: the next step, as a round of its own (it waits for a place like
         // any other), unless a newer head was heard meanwhile (it goes at least as far).
         const heard = state.next;
@@ -527,7 +555,7 @@ export class WitnessRole {
     if (!r) return false;
     if (this.#mono() >= r.until) {
       // a failed fetch's count stays for the backoff (until it is cosigned, or forgotten as the oldest)
-      if (!r.failures) this.#refusedHeads.delete(steward);
+      if (!r.failures) this.#forgetHeldBack(steward);
       return false;
     }
     const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
@@ -540,9 +568,9 @@ export class WitnessRole {
   #refused(steward: string, code: string, heard?: { head: string; held: number }, hold = REFUSED_HEAD_MS, failures?: number): void {
     this.#last.set(steward, { refused: code, at: this.o.clock(), ...(heard ? { head: heard.head } : {}) });
     if (!heard) return;
-    this.#refusedHeads.delete(steward);
+    this.#forgetHeldBack(steward);
     const at = this.#mono();
-    this.#refusedHeads.set(steward, { ...heard, at, until: at + hold, ...(failures ? { failures } : {}) });
+    this.#refusedHeads.set(steward, { ...heard, at, until: at + hold, ...(failures ? { failures } : {}), mayClear: failures !== undefined || !FINAL_REFUSALS.has(code) });
     if (this.#refusedHeads.size > MAX_REFUSED_HEADS) {
       // the oldest key neither held nor named goes first: throwaway keys cannot push out a held steward's refusal
       let drop = this.#refusedHeads.keys().next().value!;
@@ -552,8 +580,42 @@ export class WitnessRole {
           break;
         }
       }
-      this.#refusedHeads.delete(drop);
+      this.#forgetHeldBack(drop);
     }
+  }
+
+  /** Forget the head held back for `steward`, and its retry. */
+  #forgetHeldBack(steward: string): void {
+    this.#refusedHeads.delete(steward);
+    this.#retries.get(steward)?.timer.clear();
+    this.#retries.delete(steward);
+  }
+
+  /**
+   * `entry`, a head of `steward` (held or named), is held back after a failed fetch or a refusal that may clear: fetch
+   * it again when the hold-back ends, as if announced again. Gossip drops the steward's republications of it as
+   * duplicates (the same message), so without this the witness would wait for the steward's next append, which on a
+   * quiet overlay may never come, and the steward would republish for ever. One timer per steward, for this hold-back
+   * only: a newer head or refusal replaces it, a cosign or stop clears it; a retry that fails again is held back the
+   * doubled wait (#unreached), so a steward that stays unreachable costs a dial per backoff step, at most one per
+   * REFUSED_HEAD_MS.
+   */
+  #retryWhenDue(steward: string, entry: Opened<LedgerEntry>): void {
+    const r = this.#refusedHeads.get(steward);
+    if (this.#stopped || !r?.mayClear || r.head !== entry.address) return;
+    if (!this.#held.has(steward) && !this.cfg.stewards?.includes(steward)) return; // strangers: bounded by their own limits
+    if (this.#retries.get(steward)?.for === r) return; // armed for this hold-back already
+    this.#retries.get(steward)?.timer.clear();
+    const timer = setLongTimeout(() => {
+      if (this.#retries.get(steward)?.timer !== timer) return;
+      this.#retries.delete(steward);
+      if (this.#stopped || this.#refusedHeads.get(steward) !== r) return; // covered, or another head or refusal since
+      // a timer can fire a little before the monotonic clock reaches the end: wait the rest
+      if (this.#mono() < r.until) return this.#retryWhenDue(steward, entry);
+      this.o.log.debug({ steward, head: r.head, failures: r.failures }, 'a head held back: fetched again now that its hold-back ended (the steward’s republications of it are duplicates gossip does not deliver)');
+      this.#schedule(steward, entry);
+    }, Math.max(1, Math.ceil(r.until - this.#mono()))).unref();
+    this.#retries.set(steward, { timer, for: r });
   }
 
   /**
@@ -630,7 +692,7 @@ export class WitnessRole {
     try {
       const receipt = await this.witness.cosign(steward, entries);
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
-      this.#refusedHeads.delete(steward);
+      this.#forgetHeldBack(steward);
       this.#strangers.delete(steward);
       this.#held.add(steward);
       await this.#sendReceipt(steward, receipt);
@@ -775,6 +837,8 @@ export class WitnessRole {
     this.#abort.abort();
     this.#gossipTimer?.clear();
     this.#strangerTimer?.clear();
+    for (const r of this.#retries.values()) r.timer.clear();
+    this.#retries.clear();
     this.#strangerWaiting.clear();
     this.#failLog.stop();
     for (const t of this.#startTimers.splice(0)) t.clear();

@@ -2,7 +2,8 @@
  * The witness role (src/roles/witness.ts) when something goes wrong around it: a receipt that never left (the witness
  * killed after the synced write, a publish that reached nobody) is given again while the steward still asks for it;
  * what it holds and the evidence it kept read back after a restart, and that evidence is gossiped again; a steward that
- * never answers does not hold its stop, and a head whose fetch failed is not fetched again at once; heads from
+ * never answers does not hold its stop, and a head whose fetch failed is not fetched again at once, but is by itself once
+ * its hold-back ends (gossip drops the steward's republications of it as duplicates); heads from
  * throwaway keys nobody can reach cost a bounded number of dials and log lines.
  * Real LevelDB and signatures; the network is a fake serving each steward's sealed entries over ledger/1, whose
  * publish reports how many peers it reached.
@@ -320,6 +321,86 @@ describe('a steward that never answers', () => {
       onHead(head(s.chain[1]!));
       await role.settled();
       assert.equal(calls.length, 3, 'after the hold-back (30 s on the monotonic clock) it is fetched again, the wall clock 10 min back notwithstanding');
+    }, { stewards: [s.did], startCatchUpMs: [] });
+  });
+});
+
+describe('a head held back while the steward was cut off', () => {
+  // Gossip delivers a message once: the steward's republications of the same head are the same message, dropped as a
+  // duplicate by the witness's own pipeline before the role sees them. So the role must retry a held-back head itself.
+  it('the fetch failed, then the steward is reachable again and announces nothing new: cosigned once the hold-back ends', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, calls, clock, published }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 1);
+      net.unreachable.add(s.did); // the partition: the head is heard through other members, the steward is not reached
+      onHead(head(s.chain[2]!));
+      await role.settled();
+      assert.equal(calls.length, 2);
+      assert.equal((await role.witness.held(s.did)).length, 1, 'held back');
+      net.unreachable.delete(s.did); // healed; its republications are duplicates nobody delivers
+      clock.advance(W.UNREACHED_RETRY_MS - 1);
+      t.mock.timers.tick(W.UNREACHED_RETRY_MS - 1);
+      await role.settled();
+      assert.equal(calls.length, 2, 'not before the hold-back ends');
+      clock.advance(1);
+      t.mock.timers.tick(1);
+      await role.settled();
+      assert.equal(calls.length, 3, 'retried by itself when the hold-back ends');
+      assert.equal((await role.witness.held(s.did)).length, 3, 'the head heard is cosigned');
+      assert.equal(receipts(published).length, 2);
+      const last = ((await role.status()) as { stewards: Record<string, { last?: { length?: number } }> }).stewards[s.did]?.last;
+      assert.equal(last?.length, 3);
+      clock.advance(W.REFUSED_HEAD_MS * 3);
+      t.mock.timers.tick(W.REFUSED_HEAD_MS * 3);
+      await role.settled();
+      assert.equal(calls.length, 3, 'covered: no further retry');
+    }, { stewards: [s.did], startCatchUpMs: [] });
+  });
+
+  it('a steward that stays unreachable is retried on the doubling backoff only (at most one a REFUSED_HEAD_MS), never after a receipt covers the head or after stop', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const s = stewardChain(4);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, net, calls, clock, restart }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      net.unreachable.add(s.did);
+      const t0 = clock();
+      onHead(head(s.chain[1]!));
+      await role.settled();
+      const at: number[] = [];
+      const step = 5_000;
+      for (let ms = 0; ms < 40 * 60_000; ms += step) {
+        const n = calls.length;
+        clock.advance(step);
+        t.mock.timers.tick(step);
+        await role.settled();
+        for (let i = n; i < calls.length; i++) at.push((clock() - t0) / 1000);
+      }
+      // 30 s, then 60, 120, 240, 480 s after each failure, then every 10 minutes
+      assert.deepEqual(at, [30, 90, 210, 450, 930, 1530, 2130]);
+      // a newer head, with the steward reachable again: cosigned; the held-back one's retry is gone with it
+      net.unreachable.delete(s.did);
+      onHead(head(s.chain[2]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 3);
+      const n = calls.length;
+      clock.advance(W.REFUSED_HEAD_MS * 2);
+      t.mock.timers.tick(W.REFUSED_HEAD_MS * 2);
+      await role.settled();
+      assert.equal(calls.length, n, 'nothing retried once covered');
+      // held back again, then stopped: no retry fires after stop
+      net.unreachable.add(s.did);
+      onHead(head(s.chain[3]!));
+      await role.settled();
+      const m = calls.length;
+      const again = await restart();
+      clock.advance(W.REFUSED_HEAD_MS * 2);
+      t.mock.timers.tick(W.REFUSED_HEAD_MS * 2);
+      await again.settled();
+      assert.equal(calls.length, m, 'the stopped role retries nothing (the restarted one has no start catch-up here)');
     }, { stewards: [s.did], startCatchUpMs: [] });
   });
 });
