@@ -603,6 +603,9 @@ export class WitnessRole {
   #retryWhenDue(steward: string, entry: Opened<LedgerEntry>): void {
     const r = this.#refusedHeads.get(steward);
     if (this.#stopped || !r?.mayClear || r.head !== entry.address) return;
+    // only for a hold-back still running: one that has ended was retried already, and a retry that settled nothing (a
+    // steward that answered with no entries) is not retried again until the head is announced again, never in a loop
+    if (this.#mono() >= r.until) return;
     if (!this.#held.has(steward) && !this.cfg.stewards?.includes(steward)) return; // strangers: bounded by their own limits
     if (this.#retries.get(steward)?.for === r) return; // armed for this hold-back already
     this.#retries.get(steward)?.timer.clear();

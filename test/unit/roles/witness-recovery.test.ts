@@ -403,6 +403,28 @@ describe('a head held back while the steward was cut off', () => {
       assert.equal(calls.length, m, 'the stopped role retries nothing (the restarted one has no start catch-up here)');
     }, { stewards: [s.did], startCatchUpMs: [] });
   });
+
+  it('a retry that settles nothing (the steward, reachable again, answers with no entries) is not retried in a loop', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const s = stewardChain(3);
+    const served = [...s.chain];
+    await rig(new Map([[s.did, served]]), async ({ role, onHead, net, calls, clock }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      net.unreachable.add(s.did);
+      onHead(head(s.chain[2]!));
+      await role.settled();
+      assert.equal(calls.length, 2);
+      net.unreachable.delete(s.did);
+      served.length = 0; // it serves nothing (a ledger rolled back, or a hostile steward that announced a head it does not serve)
+      for (let ms = 0; ms < 60_000; ms += 1_000) {
+        clock.advance(1_000);
+        t.mock.timers.tick(1_000);
+        await role.settled();
+      }
+      assert.equal(calls.length, 3, `one retry when the hold-back ended, then none until the head is announced again (${calls.length} fetches)`);
+    }, { stewards: [s.did], startCatchUpMs: [] });
+  });
 });
 
 describe('heads from throwaway keys nobody can reach', () => {
