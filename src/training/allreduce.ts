@@ -176,12 +176,13 @@ export class Mailbox {
 
   /** Rejects with close's error once it is closed (at once if it is); never settles while it stays open. */
   whenClosed(): Promise<never> {
-    if (this.#closed) return Promise.reject(this.#closed);
     if (!this.#closing) {
       let reject!: (e: Error) => void;
       const promise = new Promise<never>((_, r) => (reject = r));
-      promise.catch(() => {}); // awaited by whoever asked; unobserved otherwise
+      // one promise per mailbox, handled here: one that nobody awaits (its waiter already gone) is no unhandled rejection
+      promise.catch(() => {});
       this.#closing = { promise, reject };
+      if (this.#closed) reject(this.#closed);
     }
     return this.#closing.promise;
   }

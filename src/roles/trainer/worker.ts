@@ -753,6 +753,7 @@ export class TrainerWorker {
   async #askAgain<T>(asked: string[], pings: Array<PromiseSettledResult<T>>, ping: (d: string, ms: number) => Promise<T>, deadline: number, enough: (ps: Array<PromiseSettledResult<T>>) => boolean): Promise<Array<PromiseSettledResult<T>>> {
     const ps = [...pings];
     // the worker's end (its job aborted or timed out, the worker stopped: the mailbox closed) ends the wait at once, with its reason
+    if (this.box.closedBy) throw this.box.closedBy;
     const closed = this.box.whenClosed();
     for (;;) {
       if (this.box.closedBy) throw this.box.closedBy;

@@ -1,4 +1,4 @@
-import { describe, it } from 'node:test';
+import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { C0Error } from '../../../src/errors.js';
@@ -70,4 +70,26 @@ describe('ring all-reduce', () => {
     box.put(1, 'z', new Uint8Array(1));
     assert.throws(() => box.put(2, 'w', new Uint8Array(1)), (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_MAILBOX_FULL');
   });
+});
+
+test('Mailbox.whenClosed: one promise, rejected with close’s error; asked after the close and never awaited, it is no unhandled rejection (a daemon exits on one)', async () => {
+  const unhandled: unknown[] = [];
+  const on = (e: unknown) => unhandled.push(e);
+  process.on('unhandledRejection', on);
+  try {
+    const open = new Mailbox({ timeoutMs: 1000, maxHeld: 4 });
+    const waiting = open.whenClosed();
+    assert.equal(open.whenClosed(), waiting, 'the same promise each time');
+    const why = new Error('stopped');
+    open.close(why);
+    await assert.rejects(waiting, (e) => e === why);
+    assert.equal(open.closedBy, why);
+    const late = new Mailbox({ timeoutMs: 1000, maxHeld: 4 });
+    late.close(new Error('aborted'));
+    void late.whenClosed(); // asked after the close, not awaited
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', on);
+  }
 });
