@@ -26,7 +26,7 @@ import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, EXEC_SILENCE_FACTOR, parseExecFram
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
-import { clearableTimeoutSignal } from '../util/timers.js';
+import { clearableTimeoutSignal, raceTimeout } from '../util/timers.js';
 import { linkedSignal } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
@@ -407,14 +407,7 @@ export class Buyer {
   async interrupt(waitMs = INTERRUPT_WAIT_MS): Promise<void> {
     if (!this.#stop.signal.aborted) this.#stop.abort(new C0Error(JOB_INTERRUPTED, 'this node is stopping'));
     if (this.#runs.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([
-      Promise.allSettled([...this.#runs]).then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), waitMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    const late = (await raceTimeout(Promise.allSettled([...this.#runs]), waitMs, 'late')) === 'late';
     if (late) this.d.log.warn({ runs: this.#runs.size, waitedMs: waitMs }, 'runs still in flight at the stop; they end as interrupted');
   }
 

@@ -39,6 +39,7 @@
  * "Providers run only admitted work"); a provider before it ignores the key.
  */
 import { C0Error } from '../errors.js';
+import { raceTimeout } from '../util/timers.js';
 
 export const EXEC_PROTOCOL = '/c0mpute/exec/1';
 
@@ -277,12 +278,7 @@ export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutput
 
 /** Close the writing side, at most EXEC_ACK_WAIT_MS (the close that follows ends what is left of it). */
 async function acknowledge(ch: ExecChannel): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    await Promise.race([ch.closeWrite().catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXEC_ACK_WAIT_MS)))]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await raceTimeout(ch.closeWrite().catch(() => {}), EXEC_ACK_WAIT_MS, undefined);
 }
 
 function concat(parts: Uint8Array[], size: number): Uint8Array {

@@ -437,7 +437,7 @@ export class WitnessRole {
           // at start the steward may not be reachable yet (it is asked again): only that is quiet
           if (!h && code.startsWith('NET_')) return this.o.log.debug({ steward, err: (e as Error).message }, 'start catch-up: the steward was not reached (asked again later)');
           // rate-limited: a steward down, or any number of throwaway keys, cannot fill the log
-          const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
+          const stranger = !this.#known(steward);
           this.#failLog.warn(stranger ? STRANGERS : steward, code, 'witness catch-up failed', { steward, err: (e as Error).message });
         });
         // Held back (not reached, or refused in a way that may clear): fetched again when the hold-back ends.
@@ -558,7 +558,7 @@ export class WitnessRole {
       if (!r.failures) this.#forgetHeldBack(steward);
       return false;
     }
-    const stranger = !this.#held.has(steward) && !this.cfg.stewards?.includes(steward);
+    const stranger = !this.#known(steward);
     if (!stranger && (r.head !== head || r.held !== held)) return false;
     this.o.log.debug({ steward, head, refused: r.head }, 'a head refused lately: not fetched again');
     return true;
@@ -575,13 +575,18 @@ export class WitnessRole {
       // the oldest key neither held nor named goes first: throwaway keys cannot push out a held steward's refusal
       let drop = this.#refusedHeads.keys().next().value!;
       for (const k of this.#refusedHeads.keys()) {
-        if (!this.#held.has(k) && !this.cfg.stewards?.includes(k)) {
+        if (!this.#known(k)) {
           drop = k;
           break;
         }
       }
       this.#forgetHeldBack(drop);
     }
+  }
+
+  /** A steward this witness holds a ledger of, or is named for (`witness.stewards`); any other key is a stranger. */
+  #known(steward: string): boolean {
+    return this.#held.has(steward) || this.cfg.stewards?.includes(steward) === true;
   }
 
   /** Forget the head held back for `steward`, and its retry. */
@@ -606,7 +611,7 @@ export class WitnessRole {
     // only for a hold-back still running: one that has ended was retried already, and a retry that settled nothing (a
     // steward that answered with no entries) is not retried again until the head is announced again, never in a loop
     if (this.#mono() >= r.until) return;
-    if (!this.#held.has(steward) && !this.cfg.stewards?.includes(steward)) return; // strangers: bounded by their own limits
+    if (!this.#known(steward)) return; // strangers: bounded by their own limits
     if (this.#retries.get(steward)?.for === r) return; // armed for this hold-back already
     this.#retries.get(steward)?.timer.clear();
     const timer = setLongTimeout(() => {
@@ -806,7 +811,7 @@ export class WitnessRole {
     let heldBack = 0;
     let unreached = 0;
     for (const [k, r] of this.#refusedHeads) {
-      if (now >= r.until || this.#held.has(k) || this.cfg.stewards?.includes(k)) continue;
+      if (now >= r.until || this.#known(k)) continue;
       heldBack++;
       if (r.failures) unreached++;
     }

@@ -110,6 +110,19 @@ export function timeoutSignal(ms: number): AbortSignal {
   return clearableTimeoutSignal(ms).signal;
 }
 
+/**
+ * What `p` settles to, or `timedOut` if `ms` pass first (any delay: setLongTimeout). The timer is cleared either way,
+ * so a wait that ended early leaves nothing behind; `p` itself goes on (a rejection after the timeout is not seen here).
+ */
+export async function raceTimeout<T, U>(p: Promise<T>, ms: number, timedOut: U): Promise<T | U> {
+  let timer: LongTimer | undefined;
+  try {
+    return await Promise.race([p, new Promise<U>((resolve) => (timer = setLongTimeout(() => resolve(timedOut), ms)))]);
+  } finally {
+    timer?.clear();
+  }
+}
+
 /** A timeout signal its owner can clear (clearableTimeoutSignal). */
 export interface ClearableTimeoutSignal {
   /** Aborts `ms` after it was made, with a TimeoutError DOMException, unless cleared first. */

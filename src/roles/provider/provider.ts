@@ -24,7 +24,7 @@ import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
 import type { ProviderPoolHooks } from '../pool-member/hooks.js';
 import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.js';
-import { clearableTimeoutSignal } from '../../util/timers.js';
+import { clearableTimeoutSignal, raceTimeout } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
 import { truncateText } from '../../util/text.js';
 
@@ -350,14 +350,7 @@ export class Provider {
     this.budget.close();
     for (const c of this.#running.values()) c.abort(new C0Error('EXEC_ABORTED', 'provider shutting down'));
     if (this.#inFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([
-      Promise.allSettled([...this.#inFlight]).then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), waitMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    const late = (await raceTimeout(Promise.allSettled([...this.#inFlight]), waitMs, 'late')) === 'late';
     // what is left keeps going: a receipt stored by then waits untried in the store and is sent at the next start
     if (late) this.d.log.warn({ runs: this.#inFlight.size, waitedMs: waitMs }, 'runs still ending at the stop: their receipts are sent at the next start if they are stored by then');
   }
@@ -763,17 +756,7 @@ export class Provider {
    */
   async #receiptTaken(io: ExecIO): Promise<ReceiptAck> {
     if (!io.callerEnded) return 'unknown';
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      return await Promise.race([
-        io.callerEnded(),
-        new Promise<'silent'>((resolve) => {
-          timer = setTimeout(() => resolve('silent'), this.d.receiptAckMs ?? RECEIPT_ACK_MS);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return raceTimeout(io.callerEnded(), this.d.receiptAckMs ?? RECEIPT_ACK_MS, 'silent' as const);
   }
 
   /**

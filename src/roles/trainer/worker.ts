@@ -51,6 +51,7 @@ import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessa
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
 import { refuseEvidence, writeRecord } from './record-file.js';
+import { raceTimeout } from '../../util/timers.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -765,14 +766,7 @@ export class TrainerWorker {
       for (const [j, i] of todo.entries()) ps[i] = again[j]!;
       if (enough(ps)) return ps;
       const pause = Math.min(round + PING_EVERY_MS, deadline) - this.#mono();
-      if (pause > 0) {
-        let t: ReturnType<typeof setTimeout> | undefined;
-        try {
-          await Promise.race([new Promise((r) => (t = setTimeout(r, pause))), closed]);
-        } finally {
-          clearTimeout(t);
-        }
-      }
+      if (pause > 0) await raceTimeout(closed, pause, undefined);
     }
   }
 

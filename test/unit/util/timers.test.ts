@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clearableTimeoutSignal, MAX_TIMER_MS, setLongInterval, setLongTimeout, timeoutSignal } from '../../../src/util/timers.js';
+import { clearableTimeoutSignal, MAX_TIMER_MS, raceTimeout, setLongInterval, setLongTimeout, timeoutSignal } from '../../../src/util/timers.js';
 import { deadlineSignal, NET_ERR } from '../../../src/net/frames.js';
 import type { C0Error } from '../../../src/errors.js';
 
@@ -128,4 +128,25 @@ test('clearableTimeoutSignal aborts at its delay with a TimeoutError, and never 
   advance(t, 2 * MONTH);
   assert.equal(clearedLong.signal.aborted, false);
   assert.equal(clearedShort.signal.aborted, false);
+});
+
+test('raceTimeout: the promise’s value when it settles first, the timeout value when the delay passes first; the timer is cleared either way (fake clock)', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  assert.equal(await raceTimeout(Promise.resolve('done'), 1_000, 'late'), 'done');
+  const never = new Promise<string>(() => {});
+  const p = raceTimeout(never, 1_000, 'late');
+  t.mock.timers.tick(999);
+  await Promise.resolve();
+  t.mock.timers.tick(1);
+  assert.equal(await p, 'late');
+  // past Node's longest timer too (setLongTimeout): not fired early
+  let settled = false;
+  const long = raceTimeout(never, MAX_TIMER_MS * 2, 'late').then(() => (settled = true));
+  t.mock.timers.tick(MAX_TIMER_MS);
+  await Promise.resolve();
+  assert.equal(settled, false);
+  t.mock.timers.tick(MAX_TIMER_MS);
+  await long;
+  assert.equal(settled, true);
+  await assert.rejects(raceTimeout(Promise.reject(new Error('boom')), 1_000, 'late'), /boom/);
 });
