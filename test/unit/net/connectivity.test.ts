@@ -144,14 +144,20 @@ test('assessNetwork says no peers (with the bootstrap error) and no market plain
   assert.equal(assessNetwork({ peers: 2, remembered: 0, bootstrap: [] }, 1).state, 'ok');
 });
 
+/** A gossip self-check over one peer P with `problem`, repairAfterMs 10 s; `actions` lists its repairs and their counts. */
+function selfCheck(problem: () => GossipProblem | undefined, clock: () => number): { h: GossipHealth; actions: string[] } {
+  const actions: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => ['P'], problem, reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
+    { clock, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`), options: { repairAfterMs: 10_000 } },
+  );
+  return { h, actions };
+}
+
 test('the gossip self-check re-opens a detached peer after repairAfterMs, then reconnects it', async () => {
   let now = 0;
   let problem: GossipProblem | undefined = 'no-router';
-  const actions: string[] = [];
-  const h = new GossipHealth(
-    { gossipPeers: async () => ['P'], problem: () => problem, reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
-    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`), options: { repairAfterMs: 10_000 } },
-  );
+  const { h, actions } = selfCheck(() => problem, () => now);
   await h.check();
   now = 9_999;
   await h.check();
@@ -175,11 +181,7 @@ test('a peer attached with both streams but subscribed to nothing is re-opened o
   // with a local NET_STREAM_FAILED ~25 s in, before stage 0 could answer PIPELINE_NEXT_STAGE_FAILED.
   let now = 0;
   let problem: GossipProblem | undefined = 'no-subscriptions';
-  const actions: string[] = [];
-  const h = new GossipHealth(
-    { gossipPeers: async () => ['P'], problem: () => problem, reopen: async () => void actions.push('reopen'), reconnect: async () => void actions.push('reconnect') },
-    { clock: () => now, log: silentLogger(), onRepair: (a) => actions.push(`count:${a}`), options: { repairAfterMs: 10_000 } },
-  );
+  const { h, actions } = selfCheck(() => problem, () => now);
   for (now = 0; now <= 120_000; now += 5_000) await h.check();
   assert.deepEqual(actions, ['count:reopen', 'reopen'], 'one reopen, no reconnect');
   // a peer detached otherwise after that is still repaired up to a reconnect

@@ -10,9 +10,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Opened } from '../../../src/records/envelope.js';
 import { type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -20,11 +17,10 @@ import { silentLogger } from '../../../src/util/log.js';
 import { Provider } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
-import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
-import { ProviderRuns } from '../../../src/store/provider-runs.js';
+import type { ProviderRuns } from '../../../src/store/provider-runs.js';
 import { receiptDeliveryOn } from '../../../src/node/provider-wiring.js';
 import type { OfferSendOutcome } from '../../../src/net/offer-route.js';
-import { NOW, buyerDid, did, runsConfig, runsDeps, runsJob, selectionOf } from './runs-rig.js';
+import { NOW, buyerDid, did, runsConfig, runsDeps, runsJob, selectionOf, withStore } from './runs-rig.js';
 
 const input = new TextEncoder().encode('deliver me');
 const never = new Promise<never>(() => {});
@@ -79,16 +75,6 @@ async function serve(p: Provider, j: Opened<Job>, io: Partial<ExecIO> & Pick<Exe
   await p.handleExec({ next: async () => queue.shift(), signal: new AbortController().signal, reserve: () => {}, setDeadline: () => {}, ...io });
 }
 
-async function withStore(name: string, f: (runs: ProviderRuns, db: Db) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), `c0-${name}-`));
-  const db = await openDb(join(dir, 'db'));
-  try {
-    await f(await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW), db);
-  } finally {
-    await closeDb(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 test('a receipt kept while the output still streamed, then the provider killed: the next start sends it to the buyer and gossips it, once', async () => {
   await withStore('unacked', async (runs) => {

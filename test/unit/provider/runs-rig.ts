@@ -14,7 +14,11 @@ import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
 import { parseConfig, type ProviderConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import type { ProviderDeps } from '../../../src/roles/provider/provider.js';
-import type { ProviderRuns } from '../../../src/store/provider-runs.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
+import { ProviderRuns } from '../../../src/store/provider-runs.js';
 
 export const NOW = 1_800_000_000_000;
 export const signer = Ed25519Signer.generate();
@@ -58,4 +62,16 @@ export function runsJob(workload: string, input: Uint8Array, params: string): Op
 /** The buyer's selection of the provider's `offer` on `j`. */
 export function selectionOf(j: Opened<Job>, offer: Opened<Offer>): Opened<Selection> {
   return seal(T.selection, { job: j.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: did, offer: offer.address }], decidedAt: NOW }, buyer);
+}
+
+/** Run `f` over a ProviderRuns store on a fresh LevelDB in a temp dir (`c0-<name>-…`), closed and removed after. */
+export async function withStore(name: string, f: (runs: ProviderRuns, db: Db) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), `c0-${name}-`));
+  const db = await openDb(join(dir, 'db'));
+  try {
+    await f(await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW), db);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

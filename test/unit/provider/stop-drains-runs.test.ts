@@ -9,9 +9,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { open, type Opened } from '../../../src/records/envelope.js';
 import { T, type Job, type Offer, type Receipt } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -19,10 +16,9 @@ import { silentLogger } from '../../../src/util/log.js';
 import { Provider, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
-import { closeDb, openDb, sub } from '../../../src/store/db.js';
-import { ProviderRuns } from '../../../src/store/provider-runs.js';
+import type { ProviderRuns } from '../../../src/store/provider-runs.js';
 import { receiptDeliveryOn } from '../../../src/node/provider-wiring.js';
-import { NOW, did, runsConfig, runsDeps, runsJob, selectionOf } from './runs-rig.js';
+import { NOW, did, runsConfig, runsDeps, runsJob, selectionOf, withStore } from './runs-rig.js';
 
 const input = new TextEncoder().encode('stop me');
 
@@ -74,16 +70,6 @@ function serve(p: Provider, j: Opened<Job>, offer: Opened<Offer>, io: Partial<Ex
   return { frames, done, accepted };
 }
 
-async function withStore(name: string, f: (runs: ProviderRuns) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), `c0-${name}-`));
-  const db = await openDb(join(dir, 'db'));
-  try {
-    await f(await ProviderRuns.open(db, sub(db, 'provider-runs'), NOW));
-  } finally {
-    await closeDb(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 test('a clean stop with work running: once stop() resolves, each run’s EXEC_ABORTED receipt is stored and written on its stream, and no note is left', async () => {
   await withStore('stop-drain', async (runs) => {
