@@ -8,7 +8,14 @@
  * the node (its stop signal) gains one per call for good (about 57 bytes each:
  * 57 MB per million attempts). This one listens on its sources and removes its
  * listeners when cleared or once it has aborted.
+ *
+ * Each wait raises its sources' listener limit by one while it listens, so
+ * many concurrent waits on one source (a batch's lines beside the node's stop
+ * signal) do not trip Node's "possible EventTarget memory leak" warning, while
+ * a real leak of other listeners on that source still does.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
+
 export interface LinkedSignal {
   /** Aborts, with that source's reason, when the first of the sources aborts (at once if one already has). */
   readonly signal: AbortSignal;
@@ -23,13 +30,28 @@ export function linkedSignal(sources: readonly AbortSignal[]): LinkedSignal {
     ac.abort(done.reason);
     return { signal: ac.signal, clear: () => {} };
   }
+  let listening = true;
   const onAbort = (e: Event): void => {
     clear();
     ac.abort((e.target as AbortSignal).reason);
   };
   const clear = (): void => {
-    for (const s of sources) s.removeEventListener('abort', onAbort);
+    if (!listening) return;
+    listening = false;
+    for (const s of sources) {
+      s.removeEventListener('abort', onAbort);
+      raiseLimit(s, -1);
+    }
   };
-  for (const s of sources) s.addEventListener('abort', onAbort);
+  for (const s of sources) {
+    raiseLimit(s, 1);
+    s.addEventListener('abort', onAbort);
+  }
   return { signal: ac.signal, clear };
+}
+
+/** Moves a source's listener limit by `by`; an unlimited source (0) stays unlimited. */
+function raiseLimit(s: AbortSignal, by: number): void {
+  const max = getMaxListeners(s);
+  if (max > 0) setMaxListeners(Math.max(1, max + by), s);
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { getEventListeners } from 'node:events';
+import { getEventListeners, getMaxListeners } from 'node:events';
 import { linkedSignal } from '../../../src/util/signals.js';
 
 test('linkedSignal aborts with the reason of the first source to abort, and then listens on none', () => {
@@ -40,4 +40,31 @@ test('clear() leaves nothing on a long-lived source: many waits beside a node’
   l.clear();
   stop.abort();
   assert.equal(l.signal.aborted, false);
+});
+
+test('many waits at once on one long-lived source trip no listener-leak warning; once they end, its limit is back where it was', async () => {
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => {
+    warnings.push(w);
+  };
+  process.on('warning', onWarning);
+  try {
+    const stop = new AbortController();
+    const before = getMaxListeners(stop.signal);
+    const waits = Array.from({ length: 50 }, () => linkedSignal([new AbortController().signal, stop.signal]));
+    assert.equal(getEventListeners(stop.signal, 'abort').length, 50);
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+    assert.deepEqual(warnings.map((w) => w.message), []);
+    for (const [i, w] of waits.entries()) {
+      w.clear();
+      if (i % 2) w.clear(); // a second clear (after an abort, or in a finally) takes nothing off twice
+    }
+    assert.equal(getMaxListeners(stop.signal), before);
+    // a leak of other listeners on the source is still reported
+    for (let i = 0; i <= before; i++) stop.signal.addEventListener('abort', () => {});
+    await new Promise((r) => setImmediate(r));
+    assert.match(warnings.map((w) => w.message).join('\n'), /memory leak/i);
+  } finally {
+    process.off('warning', onWarning);
+  }
 });
