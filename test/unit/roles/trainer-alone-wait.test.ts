@@ -15,6 +15,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { fakeNet, makeRun, runAll, type Frames } from './trainer-net.js';
+import type { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { P, type Party } from '../market/fixtures.js';
 
 const TIMEOUT = 10_000;
@@ -26,6 +27,9 @@ function roles(parties: Party[], members: string[]) {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The crashed member's own worker ends with its process (its mailbox closed), instead of asking on to its own TRAIN_ALONE for timeoutMs, which only lengthens the test. */
+const killed = (w: TrainerWorker) => w.box.close(new C0Error('EXEC_ABORTED', 'fake: the process was killed'));
 
 describe('TRAIN_ALONE waits for the run’s timeout', () => {
   it('a member paused 4 s (timeoutMs 10 s) while another crashed answers a later ping: the two go on to view 1 and finish', { timeout: 60_000 }, async () => {
@@ -44,12 +48,20 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
       }
       return frames;
     });
-    const { workers, res } = await runAll([slow, asker, dead], run, net, (did, e) => {
-      if (did === asker.did && e.e === 'step' && e.step === 4 && !crashed) {
-        crashed = true;
-        resumed = sleep(4_000).then(() => (resumed = undefined));
-      }
-    });
+    let all: TrainerWorker[] = [];
+    const { workers, res } = await runAll(
+      [slow, asker, dead],
+      run,
+      net,
+      (did, e) => {
+        if (did === asker.did && e.e === 'step' && e.step === 4 && !crashed) {
+          crashed = true;
+          killed(all[2]!);
+          resumed = sleep(4_000).then(() => (resumed = undefined));
+        }
+      },
+      (ws) => (all = ws),
+    );
     for (const i of [0, 1]) {
       const w = workers[i]!;
       assert.equal(res[i]!.status, 'fulfilled', `${i ? 'asker' : 'slow'}: ${String((res[i] as PromiseRejectedResult).reason)}`);
@@ -105,7 +117,8 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
     let pingsToSlow = 0;
     let closedAt: number | undefined;
     let endedAt: number | undefined;
-    let askerWorker: { box: { close(e: Error): void } } | undefined;
+    let askerWorker: TrainerWorker | undefined;
+    let all: TrainerWorker[] = [];
     const net = fakeNet(async (from, to, frames: Frames, deadlineMs) => {
       if (!crashed) return frames;
       if (from === asker.did && to === slow.did && (frames[0] as { k?: string }).k === 'ping' && ++pingsToSlow === 2) {
@@ -127,10 +140,19 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
       run,
       net,
       (did, e) => {
-        if (did === asker.did && e.e === 'step' && e.step === 4) crashed = true;
-        if (did === asker.did && e.e === 'stopped') endedAt = Date.now();
+        if (did === asker.did && e.e === 'step' && e.step === 4 && !crashed) {
+          crashed = true;
+          killed(all[2]!);
+        }
+        if (did === asker.did && e.e === 'stopped') {
+          endedAt = Date.now();
+          killed(all[0]!); // the hung member: what it does after the asker ended is not this test's
+        }
       },
-      (ws) => (askerWorker = ws[1]),
+      (ws) => {
+        all = ws;
+        askerWorker = ws[1];
+      },
     );
     const r = res[1]!;
     assert.equal(r.status, 'rejected', `the asker ended ${workers[1]!.status}`);
