@@ -106,7 +106,17 @@ test('tampered adverts, re-pointed offers, forged receipts and malformed bytes r
     // both jobs: the check below holds every offer a node keeps for either job against what was heard here
     await waitFor('genuine offers from both providers on each of the hostile node’s jobs', () =>
       [jobA, jobB].every((j) => new Set(offersHeard.filter((o) => o.record.job === j.address).map((o) => o.signer)).size === 2),
-    );
+    ).catch(async (e: Error) => {
+      // what each provider did with its offers: `unreachable` means its dial to the job's signer (the hostile node) found no route
+      const direct = await Promise.all(
+        [p1, p2].map(async (p) => {
+          const text = await fetch(`http://${p.api.api}/metrics`).then((r) => r.text(), (err: Error) => err.message);
+          return `${p.name}: ${text.split('\n').filter((l) => l.startsWith('c0mpute_offers_direct_total')).join(', ') || 'no offers_direct_total'}`;
+        }),
+      );
+      const heard = offersHeard.map((o) => `${o.signer === p1.did ? 'p1' : o.signer === p2.did ? 'p2' : o.signer} on ${o.record.job === jobA.address ? 'A' : 'B'}`);
+      throw new Error(`${e.message}; heard: ${heard.join(', ') || 'none'}; ${direct.join('; ')}`);
+    });
     const p1Offer = offersHeard.find((o) => o.record.job === jobA.address && o.signer === p1.did)!;
 
     const bad: Array<[TopicKind, Uint8Array]> = [];
