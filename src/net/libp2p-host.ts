@@ -28,7 +28,7 @@ import { overlayGater, type RefusalLog } from './refusals.js';
 import { expectedType, parseTopic, topicsFor, TOPIC_KINDS } from './topics.js';
 import { peekType } from '../records/envelope.js';
 import { decodeMessage } from './framing.js';
-import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop } from './libp2p-patches.js';
+import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop, patchGossipsubScoreCache } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 
 export { DHT_PROTOCOL };
@@ -216,5 +216,6 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     },
   });
   patchGossipsubStop(host.services.pubsub);
+  patchGossipsubScoreCache(host.services.pubsub);
   return host;
 }

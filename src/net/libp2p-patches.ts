@@ -185,3 +185,45 @@ export function cancelAddressUpdate(libp2p: object): boolean {
   update.stop();
   return true;
 }
+
+/**
+ * Two kinds of per-peer state inside the libp2p stack that a departed peer left behind for the life of the process
+ * (a peer-churn review: one entry per departed peer on each, 47 → 254 over ~210 peers, and a hostile host can add
+ * one per fresh key it connects with):
+ *
+ * - @libp2p/gossipsub's `PeerScore.removePeer` deletes a departed peer with a positive score from `peerStats` but not
+ *   from `scoreCache`, and only `refreshScores` prunes that cache, walking `peerStats`: the entry was never visited
+ *   again. Here the cache entry goes with the stats (a peer whose score is kept for `retainScore` keeps its cache
+ *   entry until `refreshScores` expires both, as before).
+ * - @libp2p/peer-store expires a peer (6 h after its last update, with no address observed in the last hour) only
+ *   when it is read, or on a full `all()`, which libp2p and the DHT call only at start; a peer that never returns is
+ *   never read again. `sweepPeerStore` walks the store (the walk deletes what has expired): the network runs it on a
+ *   slow timer (src/net/node.ts).
+ */
+interface PeerScoreInternals {
+  removePeer(id: string): void;
+  peerStats?: Map<string, unknown>;
+  scoreCache?: Map<string, unknown>;
+  [SCORE_DONE]?: true;
+}
+const SCORE_DONE = Symbol.for('c0.gossipsub.removePeerDropsScoreCache');
+
+/** The wrapped method, for a PeerScore prototype (exported for its unit test). */
+export function dropScoreCacheOnRemove(proto: PeerScoreInternals): boolean {
+  return wrapOnce(proto, 'removePeer', SCORE_DONE, (inner) => function (this: PeerScoreInternals, id: string): void {
+    inner.call(this, id);
+    if (this.peerStats instanceof Map && this.scoreCache instanceof Map && !this.peerStats.has(id)) this.scoreCache.delete(id);
+  });
+}
+
+/** Patch the score class of a gossipsub instance (the class is not exported; idempotent). */
+export function patchGossipsubScoreCache(pubsub: object): boolean {
+  const score = (pubsub as { score?: object }).score;
+  const proto = score ? (Object.getPrototypeOf(score) as PeerScoreInternals | null) : null;
+  return proto ? dropScoreCacheOnRemove(proto) : false;
+}
+
+/** Walk the peer store once: @libp2p/peer-store deletes each expired peer as the walk meets it. */
+export async function sweepPeerStore(peerStore: { forEach(fn: (peer: unknown) => void): Promise<void> }): Promise<void> {
+  await peerStore.forEach(() => {});
+}

@@ -48,13 +48,16 @@ import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_C
 import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
 import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.js';
-import { cancelAddressUpdate } from './libp2p-patches.js';
+import { cancelAddressUpdate, sweepPeerStore } from './libp2p-patches.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type GossipView, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
 import { sendOnOtherTopics } from './shard-copies.js';
 
 export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
 export { NETWORK_DEFAULTS, type GossipView, type Network, type NetworkOptions, type PeerInfo, type PeerRef, type SyncResult } from './network-api.js';
+
+/** How often the peer store is walked for departed peers past libp2p's expiry (6 h after their last update). */
+const PEER_STORE_SWEEP_MS = 15 * 60_000;
 
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
@@ -259,6 +262,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const sendDeps: OfferSendDeps = { call: (p, proto, frames, o) => direct.call(p, proto, frames, o), registry: metrics.registry, slots: new Slots(SEND_CONCURRENCY) };
   let started = false;
   let joinedAt = Infinity;
+  // the peer store forgets a departed peer only when the walk meets it (libp2p-patches.ts sweepPeerStore)
+  let sweep: ReturnType<typeof setInterval> | undefined;
   const net: Network = {
     peerId: libp2p.peerId,
     did,
@@ -298,6 +303,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       for (const t of taken.keys()) pubsub.subscribe(t);
       connectivity.start();
       health.start();
+      sweep = setInterval(() => {
+        sweepPeerStore(libp2p.peerStore).catch((e: Error) => log.debug({ err: e.message }, 'peer store sweep failed'));
+      }, PEER_STORE_SWEEP_MS);
+      sweep.unref();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
     },
 
@@ -306,6 +315,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       started = false;
       connectivity.stop();
       health.stop();
+      clearInterval(sweep);
       libp2p.removeEventListener('peer:identify', onIdentify);
       libp2p.removeEventListener('peer:disconnect', onDisconnect);
       libp2p.removeEventListener('connection:open', onConnOpen);
