@@ -247,6 +247,8 @@ export class Reclaimer {
   /** The latest usage figures of each running claim's attempt (for §5.2). */
   #live = new Map<string, { uj: number; units?: number }>();
   #idleVerdicts = new Map<string, IdleVerdict>();
+  /** An idle pass is running: the next tick is skipped, not started beside it. */
+  #idlePass = false;
   /**
    * Claims the steward asked a provider to stop, from before the request until their deadline: only such a provider's
    * reclaimed-coded receipt releases a claim as reclaimed (stopAsked); once freed (stopped or barred at their
@@ -838,10 +840,25 @@ export class Reclaimer {
    * (a failover, a restart, another provider) starts the window afresh, so
    * it has no verdict until it has run for the window itself. A claim whose
    * figures cannot be judged is skipped (logged), never the whole pass.
+   *
+   * One pass at a time: a tick while the last pass still waits on a provider
+   * (a stalled link holds each of its claims' `usage` for up to 10 s) is
+   * skipped. Passes started beside it piled up one per tick, each asking the
+   * stalled provider again, and at the heal their answers landed together,
+   * out of order in a claim's samples, and could each send an idle `stop`.
    */
   async idleTick(): Promise<void> {
     const policy = this.d.cfg.idle;
-    if (!policy || this.d.stopped()) return;
+    if (!policy || this.d.stopped() || this.#idlePass) return;
+    this.#idlePass = true;
+    try {
+      await this.#idlePassRun(policy);
+    } finally {
+      this.#idlePass = false;
+    }
+  }
+
+  async #idlePassRun(policy: NonNullable<ReclaimDeps['cfg']['idle']>): Promise<void> {
     const log = this.d.ports.log;
     const observations: IdleObservation[] = [];
     for (const c of this.d.ledger.book.open.values()) {

@@ -113,3 +113,33 @@ test('a usage answer with malformed figures is skipped, not judged', async () =>
   assert.equal(r.verdicts().X, undefined);
   assert.deepEqual(r.stops, []);
 });
+
+test('one idle pass at a time: ticks while a stalled provider holds the pass are skipped, and at the heal one answer per claim is judged, one stop sent', async () => {
+  const r = rig({ X: { provider: 'P1' } });
+  r.answers.set('P1', attempt(r.clock, 0, 0)); // idle: reclaimed once judged
+  for (r.clock.now = STEP; r.clock.now <= 60_000; r.clock.now += STEP) await r.reclaim.idleTick();
+  assert.equal(r.verdicts().X?.verdict, 'no-verdict'); // 45 s of samples: not yet a window
+  // the link to P1 stalls: its next answer waits until the heal
+  let heal!: () => void;
+  const healed = new Promise<void>((res) => (heal = res));
+  let asked = 0;
+  const idle = r.answers.get('P1')!;
+  r.answers.set('P1', (job) => {
+    asked++;
+    return idle(job);
+  });
+  const inner = (r.reclaim as unknown as { d: ReclaimDeps }).d.ports.net.request;
+  (r.reclaim as unknown as { d: ReclaimDeps }).d.ports.net.request = (async (to: string, p: string, frames: Array<{ op: string; job: string }>, o: unknown) => {
+    if (frames[0]!.op === 'usage') await healed;
+    return inner(to, p, frames as never, o as never);
+  }) as never;
+  r.clock.now = 75_000;
+  const first = r.reclaim.idleTick();
+  // forty ticks while it waits (a sampleMs of 250 ms over 10 s)
+  const more = Array.from({ length: 40 }, () => r.reclaim.idleTick());
+  await new Promise((res) => setImmediate(res));
+  heal();
+  await Promise.all([first, ...more]);
+  assert.equal(asked, 1, 'P1 was asked once, by the one pass');
+  assert.deepEqual(r.stops, ['X'], 'one stop');
+});
