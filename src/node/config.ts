@@ -452,8 +452,14 @@ export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
   const r = configSchema.safeParse(raw ?? {});
   if (!r.success) throw configError(r.error, source);
   networksOf(r.data, source);
-  // pool/1 §6.7: a witness holds a key the steward does not
   for (const [field, n] of [['network', r.data.network] as const, ...r.data.overlays.map((o, i) => [`overlays.${i}`, o] as const)]) {
+    // `public` is the open network, with no key and the stores it has always had: a key under that name would make a
+    // private overlay that shares them (records of the open network served to members, and members' records kept as
+    // the open network's)
+    if (n.overlay === 'public' && n.swarmKeyFile !== undefined) {
+      throw new C0Error('CONFIG_INVALID', `${source}: ${field}.overlay: a private overlay (${field}.swarmKeyFile) needs its own name; "public" is the open network, which has no key`, { field: `${field}.overlay` });
+    }
+    // pool/1 §6.7: a witness holds a key the steward does not
     if (n.steward !== undefined && n.witnesses?.includes(n.steward)) {
       throw new C0Error('CONFIG_INVALID', `${source}: ${field}.witnesses: names the steward ${n.steward}; a witness must hold a key the steward does not (pool/1 §6.7)`, { field: `${field}.witnesses` });
     }

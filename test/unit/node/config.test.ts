@@ -153,7 +153,17 @@ describe('config', () => {
     assert.equal(c.network.swarmKeyFile, join(dirname(f), 'overlay.key'));
     assert.equal(c.overlays[0]!.swarmKeyFile, join(dirname(f), 'keys', 'beta.key'));
     assert.equal(c.steward?.treeFile, join(dirname(f), 'tree.yaml'));
-    assert.equal(loadConfig({ file: file('network:\n  swarmKeyFile: /abs/k.key\n') }).network.swarmKeyFile, '/abs/k.key');
+    assert.equal(loadConfig({ file: file('network:\n  overlay: acme\n  swarmKeyFile: /abs/k.key\n') }).network.swarmKeyFile, '/abs/k.key');
+  });
+
+  test('a swarm key on the overlay named public (the open network, with its stores) is refused: a private overlay needs its own name', () => {
+    // the operator adds only the key, leaving `overlay` at its default: the node would run a keyed network on the open network's stores
+    const bare = err(() => loadConfig({ file: file('network:\n  swarmKeyFile: overlay.key\n') }));
+    assert.equal(bare.code, 'CONFIG_INVALID');
+    assert.equal(bare.field, 'network.overlay');
+    assert.match(bare.message, /needs its own name; "public" is the open network/);
+    const beside = err(() => loadConfig({ file: file('network:\n  overlay: acme\n  swarmKeyFile: a.key\noverlays:\n  - overlay: public\n    swarmKeyFile: b.key\n    listen: ["/ip4/127.0.0.1/tcp/0"]\n') }));
+    assert.equal(beside.field, 'overlays.0.overlay');
   });
 
   test("a pool member's roster and membership, and a provider's powercapRoot, are relative to the config file's directory too", () => {
