@@ -253,8 +253,10 @@ export class WitnessRole {
 
   static async start(o: WitnessPorts, db: Db, identity: WitnessIdentity, cfg: WitnessConfig): Promise<WitnessRole> {
     const w = new WitnessRole(o, db, identity, cfg);
+    // With a list, only the stewards on it: one taken off it (or off network.steward, the default list) keeps what is
+    // stored of it (shown by GET /v1/witness) and is never fetched or countersigned again
     for (const s of await w.witness.stewards(cfg.stewards ? Infinity : w.#maxStewards)) {
-      w.#held.add(s);
+      if (w.#listed(s)) w.#held.add(s);
     }
     o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
     w.#catchUpAtStart();
@@ -323,10 +325,15 @@ export class WitnessRole {
     return this.cfg.maxStewards ?? MAX_STEWARDS;
   }
 
+  /** Whether this witness may witness `steward`: any when no list is configured, else those on witness.stewards. */
+  #listed(steward: string): boolean {
+    return !this.cfg.stewards || this.cfg.stewards.includes(steward);
+  }
+
   #onHead(entry: Opened<LedgerEntry>): void {
     const steward = entry.signer;
     if (this.#stopped || steward === this.identity.did) return;
-    if (this.cfg.stewards && !this.cfg.stewards.includes(steward)) return;
+    if (!this.#listed(steward)) return;
     // Without a list, the stewards taken on are those held and those whose first catch-up runs: at most maxStewards.
     if (!this.cfg.stewards && !this.#held.has(steward) && !this.#busy.has(steward)) {
       let taken = this.#held.size;
@@ -416,7 +423,8 @@ export class WitnessRole {
    * start catch-up), up to what the steward serves; nothing if one already runs.
    */
   #schedule(steward: string, entry: Opened<LedgerEntry> | undefined): void {
-    if (this.#stopped) return;
+    // every fetch, and so every countersignature, starts here: none for a steward off witness.stewards
+    if (this.#stopped || !this.#listed(steward)) return;
     const busy = this.#busy.get(steward);
     if (busy) {
       if (entry && (!busy.next || entry.record.seq > busy.next.record.seq)) busy.next = entry;

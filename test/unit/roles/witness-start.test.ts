@@ -141,6 +141,24 @@ describe('a witness catches up at start', () => {
   });
 });
 
+describe('a steward taken off witness.stewards', () => {
+  it('is neither fetched nor countersigned at the next start, nor on a head heard after; what is stored of it stays', async () => {
+    const old = stewardChain(4);
+    const now = stewardChain(1);
+    await rig(new Map([[old.did, old.chain], [now.did, now.chain]]), async ({ net, me, db, start }) => {
+      // held at length 1 before the operator narrowed the list to the new steward (a rotated key, say); OLD went on appending
+      await new Witness(db, me, { now: fakeClock() }).cosign(old.did, [old.chain[0]!.bytes]);
+      const role = await start({ stewards: [now.did], startCatchUpMs: [0] });
+      await until(async () => (await role.witness.held(now.did)).length === 1, 'the listed steward to be witnessed');
+      net.onHead(head(old.chain[3]!));
+      await role.settled();
+      assert.deepEqual(net.calls.map((c) => c.steward), [now.did], 'only the listed steward was asked');
+      assert.equal(net.receipts, 1, 'one receipt, for the listed steward');
+      assert.equal((await role.witness.held(old.did)).length, 1, 'the unlisted steward’s stored head is kept as it was');
+    });
+  });
+});
+
 describe('a head heard again', () => {
   it('the head held, republished by the steward, is no work: no fetch, no receipt', async () => {
     const s = stewardChain(2);
