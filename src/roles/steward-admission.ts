@@ -466,6 +466,16 @@ export class AdmissionLine {
     }
   }
 
+  /**
+   * The claims in line whose buyer waits on its stream (only those a pass can admit): the steward's tries of a
+   * preemption whose stop got no answer are for them (src/roles/steward-reclaim.ts).
+   */
+  waiting(): Set<string> {
+    const out = new Set<string>();
+    for (const w of this.#queue) if (w.wake) out.add(w.claim.id);
+    return out;
+  }
+
   /** `status()`'s view of the line. */
   queued(now: number): Array<Record<string, unknown>> {
     return this.#queue.map((w) => ({ claim: w.claim.id, entitlement: w.claim.entitlement, reason: w.verdict.reason, reasons: w.verdict.reasons, waitingMs: now - w.since, buyer: w.wake ? 'waiting' : 'away' }));

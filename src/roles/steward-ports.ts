@@ -80,8 +80,12 @@ export interface StewardPorts {
   /** The monotonic clock, for durations the steward measures for itself (default monotonicClock, src/util/clock.ts). */
   readonly monoClock?: Clock;
   readonly log: Logger;
-  /** `peers`: who is connected now (only a connected provider's advert counts towards capacity; absent: nobody is). */
-  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords' | 'peers'>>;
+  /**
+   * `peers`: who is connected now (only a connected provider's advert counts towards capacity; absent: nobody is).
+   * `libp2p`: only its `peer:connect` events are heard (a provider whose `stop` got no answer is tried again when it
+   * connects: src/roles/steward-reclaim.ts); absent, the steward tries again on its backoff alone.
+   */
+  readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords' | 'peers' | 'libp2p'>>;
   readonly records: Pick<RecordStore, 'get' | 'put'>;
   /**
    * The market engine: a managed overlay's selections, the live adverts (the overlay's physical capacity), and the

@@ -9,17 +9,20 @@
  */
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
+import type { CborValue } from '../records/cbor.js';
 import { T, type Energy, type Selection } from '../records/kinds.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
 import { isGrade, worseGrade } from '../pool/grades.js';
 import { idleVerdict, reclamationOrder, type IdleObservation, type IdleVerdict } from '../pool/idle.js';
 import type { Ledger } from '../ledger/store.js';
-import { chooseVictims, type PreemptInputs } from './steward-preempt.js';
+import { chooseVictims, runningWorkloads, type PreemptInputs } from './steward-preempt.js';
 import { backingOff, MAX_ASKED_PER_CLAIM, MAX_PENDING_SELECTIONS, noteFetched, type ClaimAccounts, type FetchBackoff, type ReclaimedNote, type StopMark } from './steward-accounts.js';
 import { namedProvider } from './steward-winners.js';
 import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type StewardPorts } from './steward-ports.js';
 import { monotonicClock } from '../util/clock.js';
+import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import type { OpenClaim } from '../pool/usage.js';
 
 /** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
 const CAPACITY_NOTES_MAX = 10_000;
@@ -47,6 +50,25 @@ export const MAX_RECLAIM_STOPS = 4;
  * not answer within this is taken as unreachable and the next waiting stop goes out.
  */
 export const RECLAIM_STOP_DEADLINE_MS = 5_000;
+
+/**
+ * How soon the line is decided again for a claim that a preemption left `DEVICES_HELD` because a victim's `stop` got
+ * no answer (its provider was not reached: a half-open link its connection monitor aborted, a dial that failed):
+ * Reclaimer.#retryStops. The wait doubles after each try, up to STOP_RETRY_MAX_MS, while such a claim waits in line.
+ */
+export const STOP_RETRY_FIRST_MS = 2_000;
+export const STOP_RETRY_MAX_MS = 30_000;
+
+/**
+ * How long a provider whose `stop` got no answer is given to answer the `usage` question that tells whether it is
+ * reached again (Reclaimer.#reached), before a try decides the line again.
+ */
+export const STOP_PROBE_MS = 10_000;
+
+/** Whether a failed request was answered (the peer's error frame) rather than left with no answer at all. */
+function answered(e: unknown): boolean {
+  return e instanceof C0Error && e.detail?.remote === true;
+}
 
 export type Decided = { v: Verdict; victims: string[] };
 
@@ -240,6 +262,11 @@ export interface ReclaimDeps {
   did: string;
   accounts: ClaimAccounts;
   stopped: () => boolean;
+  /**
+   * The admission line (src/roles/steward-admission.ts): the claims in it whose buyer waits on its stream, and a pass
+   * over it. Absent (a Reclaimer on its own), a preemption whose stop got no answer is not tried again.
+   */
+  line?: { waiting(): ReadonlySet<string>; retry(): void };
 }
 
 export class Reclaimer {
@@ -277,6 +304,26 @@ export class Reclaimer {
    * writes of a claim never land out of order (an older note over a newer one, a note over its drop).
    */
   readonly #writes = new Map<string, Promise<void>>();
+  /**
+   * Victims whose `stop` for a higher-priority claim got no answer, with the provider asked. It may have stopped the
+   * work all the same (only its answer lost), so while the victim still runs there as far as the steward knows,
+   * decideNow names it first, and the next pass asks it again rather than stopping another claim for the same
+   * devices. Dropped at that provider's answer and at the victim's release (forget): at most one per open claim.
+   */
+  readonly #unanswered = new Map<string, string>();
+  /**
+   * The claims a preemption was for that it could not free devices for because a victim's stop got no answer, with
+   * those providers (preempt): the line is decided again on a backoff, and when one of them connects again
+   * (#retryStops), while such a claim waits in line.
+   */
+  readonly #unreached = new Map<string, Set<string>>();
+  /** The one timer of those tries (#armRetry), when it is due (monotonic), the next wait, and when the last try was. */
+  #retryTimer: LongTimer | undefined;
+  #retryAt = 0;
+  #retryDelay = STOP_RETRY_FIRST_MS;
+  #lastTry = -Infinity;
+  /** A try's `usage` questions are out (#reached): a try meanwhile asks nothing more. */
+  #probing = false;
 
   constructor(private d: ReclaimDeps) {}
 
@@ -301,6 +348,7 @@ export class Reclaimer {
    * (sampleRunning, idleTick) finds it gone (#tracked) and writes nothing back.
    */
   forget(claim: string): void {
+    this.#unanswered.delete(claim);
     this.#samples.delete(claim);
     this.#live.delete(claim);
     this.#idleVerdicts.delete(claim);
@@ -395,10 +443,35 @@ export class Reclaimer {
     const over = held + v.devices - capacity;
     if (capacity === 0 || over <= 0) return { v, victims: [] };
     if (this.d.cfg.preempt) {
-      const victims = chooseVictims(this.#preemptInputs(claim), over);
+      const victims = this.#victims(this.#preemptInputs(claim), over);
       if (victims.length) return { v, victims };
     }
     return { v: devicesHeld(claim, v), victims: [] };
+  }
+
+  /**
+   * The victims to free `over` devices: chooseVictims (§5.2 order), except that the claims whose stop got no answer
+   * and that still run at the provider asked (#unanswered) come first. That stop may have landed, only its answer
+   * lost: asking the same claim again stops nothing more (a provider answers a stop asked again with the same
+   * receipt, or bars a job it no longer runs), where choosing another that ranks first now (its figures sampled
+   * since) would stop two claims for the devices of one. What they cannot free is taken from the others, in order.
+   */
+  #victims(i: PreemptInputs, over: number): string[] {
+    if (!this.#unanswered.size) return chooseVictims(i, over);
+    const again = (c: OpenClaim) => {
+      const p = this.#unanswered.get(c.claim);
+      return p !== undefined && p === this.d.accounts.providerOf(c.claim);
+    };
+    const first = i.open.filter(again);
+    if (!first.length) return chooseVictims(i, over);
+    const enough = chooseVictims({ ...i, open: first }, over);
+    if (enough.length) return enough;
+    // every one of them still a candidate (a lower priority, a provider), and the rest from the others
+    const named = runningWorkloads({ ...i, open: first }).map((r) => r.key);
+    const devices = new Map(first.map((c) => [c.claim, c.devices]));
+    const freed = named.reduce((s, k) => s + (devices.get(k) ?? 0), 0);
+    const rest = chooseVictims({ ...i, open: i.open.filter((c) => !again(c)) }, over - freed);
+    return rest.length ? [...named, ...rest] : [];
   }
 
   /**
@@ -452,9 +525,15 @@ export class Reclaimer {
     this.#live.set(claim, { uj: u.uj, ...(typeof u.units === 'number' && Number.isSafeInteger(u.units) && u.units >= 0 ? { units: u.units } : {}) });
   }
 
-  /** Ask the victims' providers to stop; resolves when each has stopped (or failed to answer). */
+  /**
+   * Ask the victims' providers to stop; resolves when each has stopped (or failed to answer). A stop that got no
+   * answer at all (the provider not reached: #unanswered) leaves `forClaim` waiting on that provider: the line is
+   * decided again for it on a backoff and when the provider connects again (#retryStops), and that pass asks the same
+   * victim again (decideNow). A provider that answered, even `stopped: "no"`, is not asked again for it.
+   */
   async preempt(victims: string[], forClaim: string): Promise<void> {
     const log = this.d.ports.log;
+    const unreached = new Set<string>();
     for (const key of victims) {
       const provider = this.d.accounts.providerOf(key);
       if (!provider) continue;
@@ -462,9 +541,112 @@ export class Reclaimer {
       try {
         await this.#stop(key, provider, 'priority');
       } catch (e) {
-        log.warn({ victim: key, err: (e as Error).message }, 'preemption request failed');
+        const lost = this.#unanswered.get(key) === provider;
+        if (lost) unreached.add(provider);
+        log.warn({ victim: key, provider, err: (e as Error).message }, lost ? 'preemption request got no answer: tried again on a backoff and when the provider connects again' : 'preemption request failed');
       }
     }
+    this.#noteUnreached(forClaim, unreached);
+  }
+
+  /** Note (or, with none, forget) the providers whose stop got no answer in the last preemption for claim `claim`. */
+  #noteUnreached(claim: string, providers: Set<string>): void {
+    if (!providers.size) {
+      if (this.#unreached.delete(claim) && !this.#unreached.size) this.#calm();
+      return;
+    }
+    this.#unreached.set(claim, providers);
+    this.#armRetry(this.#retryDelay);
+  }
+
+  /**
+   * A peer connected to the steward (libp2p `peer:connect`): when it is a provider whose stop got no answer for a
+   * claim still waiting, the next try comes now, or once half the current backoff step has passed since the last try
+   * (at least STOP_RETRY_FIRST_MS): however often a flapping provider reconnects, the tries stay bounded by the backoff.
+   */
+  connected(did: string): void {
+    if (this.d.stopped() || !this.#unreached.size) return;
+    let named = false;
+    for (const ps of this.#unreached.values()) if ((named = ps.has(did))) break;
+    if (!named) return;
+    const floor = Math.max(STOP_RETRY_FIRST_MS, this.#retryDelay / 2);
+    this.#armRetry(Math.max(0, this.#lastTry + floor - this.#mono()));
+  }
+
+  /** Have the next try come in `ms` (the one timer: one due sooner stays). */
+  #armRetry(ms: number): void {
+    if (this.d.stopped() || !this.d.line) return;
+    const at = this.#mono() + ms;
+    if (this.#retryTimer && this.#retryAt <= at) return;
+    this.#retryTimer?.clear();
+    this.#retryAt = at;
+    this.#retryTimer = setLongTimeout(() => void this.#retryStops().catch((e) => this.d.ports.log.warn({ err: (e as Error).message }, 'trying a preemption again failed')), ms).unref();
+  }
+
+  /** No claim waits on a stop that got no answer: the timer goes and the backoff starts afresh. */
+  #calm(): void {
+    this.#retryTimer?.clear();
+    this.#retryTimer = undefined;
+    this.#retryDelay = STOP_RETRY_FIRST_MS;
+    this.#lastTry = -Infinity;
+  }
+
+  /**
+   * A try (the backoff's, or a provider's reconnection's): the claims no longer waiting in line with their buyer
+   * (admitted, expired, withdrawn, their buyer away: its re-ask decides the line again) are dropped; for the rest, once
+   * a provider whose stop got no answer answers again (#reached), the line is decided again (AdmissionLine.retry, in
+   * the admission section), and that pass asks the victims again. The next try is armed first, the wait doubled, up
+   * to STOP_RETRY_MAX_MS; the pass notes again the claims whose stop still gets no answer (preempt), and forgets
+   * those whose provider answered.
+   */
+  async #retryStops(): Promise<void> {
+    this.#retryTimer = undefined;
+    const line = this.d.line;
+    if (this.d.stopped() || !line) return;
+    const waiting = line.waiting();
+    for (const c of [...this.#unreached.keys()]) if (!waiting.has(c)) this.#unreached.delete(c);
+    if (!this.#unreached.size) return this.#calm();
+    this.#lastTry = this.#mono();
+    this.#retryDelay = Math.min(this.#retryDelay * 2, STOP_RETRY_MAX_MS);
+    this.#armRetry(this.#retryDelay);
+    if (await this.#reached()) line.retry();
+  }
+
+  /**
+   * Whether a provider the waiting claims' stops got no answer from answers now: each is asked `usage` of its victim
+   * (at most STOP_PROBE_MS, outside the admission section, its figure kept for §5.2), so a pass does not hold every
+   * other admission for a stop that cannot get through yet. With none left to ask (their victims released): yes.
+   */
+  async #reached(): Promise<boolean> {
+    if (this.#probing) return false;
+    const providers = new Set<string>();
+    for (const ps of this.#unreached.values()) for (const p of ps) providers.add(p);
+    const asks = new Map<string, string>();
+    for (const [victim, p] of this.#unanswered) if (providers.has(p) && !asks.has(p)) asks.set(p, victim);
+    if (!asks.size) return true;
+    this.#probing = true;
+    try {
+      const answers = await Promise.all(
+        [...asks].map(async ([provider, victim]) => {
+          try {
+            const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'usage', job: victim } as never], { limits: { deadlineMs: STOP_PROBE_MS } });
+            if (this.#tracked(victim)) this.#noteUsage(victim, frames[0]);
+            return true;
+          } catch (e) {
+            return answered(e);
+          }
+        }),
+      );
+      return answers.includes(true);
+    } finally {
+      this.#probing = false;
+    }
+  }
+
+  /** The steward stops: no more tries. */
+  stop(): void {
+    this.#retryTimer?.clear();
+    this.#retryTimer = undefined;
   }
 
   /**
@@ -477,7 +659,10 @@ export class Reclaimer {
    * (stopAsked). Once the answer freed the devices, a selection its buyer signs for it afterwards (a failover the
    * steward had not heard of) has its provider asked to stop as well (onSelection). A provider that answers neither
    * (one before `barred`: `stopped: 'no'`) releases nothing, and its mark goes: it did not stop. One that does not
-   * answer at all keeps it (it may have stopped; its receipt then releases the claim). The mark is kept on disk,
+   * answer at all keeps it (it may have stopped; its receipt then releases the claim), and is asked again by the next
+   * preemption (#unanswered: the same mark, written again, not a second one): its answer then is its word on both
+   * stops (a refusal drops the mark; `barred` means the work stopped at the first, whose receipt is asked for before
+   * the release, #receiptsOf, so what it spent is charged, once: receipts are charged by address). The mark is kept on disk,
    * synced, before the request goes out (and updated when the answer freed the devices), so a steward killed before
    * the claim's release still releases it as reclaimed at the start (ClaimAccounts.restore); a mark that cannot be
    * written is logged and the stop sent all the same (the claim would otherwise hold the devices the higher claim
@@ -485,11 +670,23 @@ export class Reclaimer {
    */
   async #stop(key: string, provider: string, reason: 'priority' | 'idle'): Promise<void> {
     const oj = this.d.accounts.get(key);
+    // asked before, with no answer: it may have stopped the work then (its answer lost), so this answer is its word on both
+    const askedBefore = this.#unanswered.get(key) === provider;
     const mark = oj && oj.gang === undefined ? this.#noteAsked(key, oj.buyer, oj.deadline, provider, reason) : undefined;
     if (mark) await this.#keepMark(key, provider, mark.entry);
-    const frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(reason === 'idle' ? { reason } : {}), ...(oj ? { deadline: oj.deadline } : {}) } as never], {
-      limits: { deadlineMs: 30_000 },
-    });
+    let frames: CborValue[];
+    try {
+      frames = await this.d.ports.net.request(provider, PREEMPT_PROTOCOL, [{ op: 'stop', job: key, ...(reason === 'idle' ? { reason } : {}), ...(oj ? { deadline: oj.deadline } : {}) } as never], {
+        limits: { deadlineMs: 30_000 },
+      });
+    } catch (e) {
+      // no answer at all: its mark stays (it may have stopped), and a preemption asks it again (preempt)
+      if (!answered(e)) {
+        if (reason === 'priority') this.#unanswered.set(key, provider);
+      } else if (askedBefore) this.#unanswered.delete(key);
+      throw e;
+    }
+    if (askedBefore) this.#unanswered.delete(key);
     const f = frames[0] as { receipt?: unknown; barred?: unknown } | undefined;
     const freed = f?.receipt instanceof Uint8Array || f?.barred === 'yes';
     if (mark && freed) {
@@ -498,7 +695,7 @@ export class Reclaimer {
       entry.freed = true;
       // still open (not released on a gossiped receipt meanwhile, its marks gone from disk with it): kept as freed
       if (this.d.accounts.get(key)) await this.#keepMark(key, provider, entry);
-    } else if (mark?.added && this.#reclaimed.get(key) === mark.entry) {
+    } else if (mark && (mark.added || askedBefore) && this.#reclaimed.get(key) === mark.entry) {
       mark.entry.asked.delete(provider);
       if (!mark.entry.asked.size && !mark.entry.freed) this.#unremember(key);
       try {
@@ -509,10 +706,30 @@ export class Reclaimer {
     }
     if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
     else if (f?.barred === 'yes') {
+      // asked before with no answer: the work may have stopped then, its receipt lost with the answer (and its gossip
+      // with the link): asked for first, so the release charges what the work spent
+      if (askedBefore) await this.#receiptsOf(key, provider);
       const now = this.d.accounts.get(key);
       if (!now) return;
       this.d.ports.log.warn({ claim: key, provider, reason }, 'the reclaimed claim was not running at its provider, which now refuses it: released with its receipts so far');
       await this.d.accounts.release(now, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED (not running)' : 'EXEC_PREEMPTED (not running)');
+    }
+  }
+
+  /**
+   * Ask `provider` for its receipts of claim `key`'s job (records/1 `jobs`), and wait for what came to be handled (the
+   * steward's receipt handler charges it, and a reclaimed-coded one from a provider asked releases the claim). Best
+   * effort: a network without the op, or a provider that does not answer, leaves the claim as it was.
+   */
+  async #receiptsOf(key: string, provider: string): Promise<void> {
+    const net = this.d.ports.net;
+    if (!net.syncJobs) return;
+    try {
+      const r = await net.syncJobs(provider, ['receipt'], [key]);
+      await net.drained?.();
+      this.d.ports.log.debug({ claim: key, provider, accepted: r.accepted, failed: r.failed }, 'asked a provider whose stop got no answer before for the stopped work’s receipts');
+    } catch (e) {
+      this.d.ports.log.debug({ claim: key, provider, err: (e as Error).message }, 'cannot ask a provider for a stopped job’s receipts');
     }
   }
 

@@ -42,6 +42,10 @@
  *   reclaims them in the §5.2 order; their providers are asked to stop over
  *   `/c0mpute/preempt/1` (answering once the work has stopped), and the stopped
  *   work ends with a signed `failed` receipt (EXEC_PREEMPTED) that releases it.
+ *   A stop that got no answer (the provider not reached) leaves the claim it
+ *   was for in line `DEVICES_HELD`; the line is decided again for it on a
+ *   backoff and when that provider connects again (libp2p `peer:connect`),
+ *   asking the same victim again.
  * - Idle reclamation (§2.7), only with a configured policy: the steward
  *   samples running claims' energy from their providers and reclaims those
  *   measured idle over the policy's window (EXEC_IDLE_RECLAIMED).
@@ -93,6 +97,8 @@ export class Steward {
   readonly #gangs: Gangs;
   #stopped = false;
   #idleTimer: LongTimer | undefined;
+  /** Stops hearing libp2p's `peer:connect` (#wire). */
+  #offConnect: (() => void) | undefined;
   #headTimers: LongTimer[] = [];
   #catchUpTimers: LongTimer[] = [];
   /** A catch-up round is running (a round is not started over one); where the next starts among the parties. */
@@ -126,7 +132,9 @@ export class Steward {
       ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
     });
     this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, again) => this.#reclaim.restoreAsked(c, b, d, m, again), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
-    this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped });
+    // a preemption whose stop got no answer decides the line again (on a backoff, or when the provider connects again)
+    const line = { waiting: () => this.#line.waiting(), retry: () => void this.#line.retry() };
+    this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped, line });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
     this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
   }
@@ -185,6 +193,22 @@ export class Steward {
       this.#reclaim.noteConnected();
       void this.#line.retry();
     });
+    // A provider whose `stop` got no answer connecting again: the preemption is tried again (Reclaimer.connected).
+    const p2p = net.libp2p;
+    if (p2p) {
+      const { didFromPeerId } = await import('../node/peer-id.js');
+      const onConnect = (evt: CustomEvent<{ toString(): string }>): void => {
+        let did: string;
+        try {
+          did = didFromPeerId(evt.detail.toString());
+        } catch {
+          return; // not an Ed25519 peer: no provider
+        }
+        this.#reclaim.connected(did);
+      };
+      p2p.addEventListener('peer:connect', onConnect);
+      this.#offConnect = () => p2p.removeEventListener('peer:connect', onConnect);
+    }
     // §2.7: only a configured policy samples, and only it can reclaim anything.
     if (this.cfg.idle) {
       const every = this.cfg.idle.sampleMs ?? Math.max(250, Math.floor(this.cfg.idle.windowMs / 4));
@@ -463,6 +487,8 @@ export class Steward {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#idleTimer?.clear();
+    this.#offConnect?.();
+    this.#reclaim.stop();
     for (const t of [...this.#headTimers.splice(0), ...this.#catchUpTimers.splice(0)]) t.clear();
     this.#accounts.stop();
     this.#line.stop();

@@ -3,7 +3,7 @@
  * drive it from outside (steward-admission-proof, -claims-restart, -release-race, -catch-up, -head-republish). The
  * job records and the LevelDB are the caller's, so they outlive a stop and a start on the same dir, as the node's do.
  * The stub answers direct requests with `request` (default: `[]`), records/1 syncs with `syncFrom` and `syncJobs` (default: none),
- * and hands every gossip subscription to `hear`.
+ * hands every gossip subscription to `hear`, and tells the steward a peer connected with `connect` (libp2p `peer:connect`).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -50,6 +50,8 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
   const handlers = new Map<string, (frames: CborValue[], ctx: unknown) => Promise<void>>();
   const subs = new Map<string, Heard>();
   const hear = async (kind: string, rec: unknown) => void (await subs.get(kind)?.(rec));
+  // the libp2p node's connection events, as far as the steward listens to them
+  const events = new EventTarget();
   const ports = {
     name: 't',
     clock: fakeClock(NOW),
@@ -66,6 +68,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
         return { recipients: 1, address: '' };
       },
       request: o.request ?? (async () => []),
+      libp2p: events,
       ...(o.syncFrom ? { syncFrom: (peer: string, kinds: string[]) => o.syncFrom!(peer, kinds, hear) } : {}),
       ...(o.syncJobs ? { syncJobs: (peer: string, kinds: string[], jobs: string[]) => o.syncJobs!(peer, kinds, jobs, hear) } : {}),
     },
@@ -88,7 +91,9 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
   /** `admit` for `j` on entitlement ml at a 10 J guess (or `estimate`); the answer frames go to `into`. */
   const admit = (j: Opened<Job>, into: Frame[] = [], estimate: unknown = { uj: 10_000_000, grade: 'Estimator' }) => ask({ op: 'admit', job: j.bytes, entitlement: 'ml', estimate }, stubBuyer.did, into);
   const released = async () => (await s.ledger.records(0)).filter((e) => e.event === 'Released');
-  return { s, ask, admit, hear, released };
+  /** `did` connects to the steward (libp2p `peer:connect`). */
+  const connect = (did: string) => void events.dispatchEvent(new CustomEvent('peer:connect', { detail: peerIdFromDid(did) }));
+  return { s, ask, admit, hear, released, connect };
 }
 
 /** Polls `cond` every 10 ms, at most `tries` times; fails naming `what` if it never holds. */
