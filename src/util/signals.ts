@@ -52,6 +52,15 @@ export function linkedSignal(sources: readonly AbortSignal[]): LinkedSignal {
 
 /** Moves a source's listener limit by `by`; an unlimited source (0) stays unlimited. */
 function raiseLimit(s: AbortSignal, by: number): void {
-  const max = getMaxListeners(s);
+  const max = limitOf(s);
   if (max > 0) setMaxListeners(Math.max(1, max + by), s);
+}
+
+/** A signal's listener limit; 0 (unlimited) when it was set so: Node 20's getMaxListeners throws on such a target. */
+function limitOf(s: AbortSignal): number {
+  try {
+    return getMaxListeners(s);
+  } catch {
+    return 0;
+  }
 }

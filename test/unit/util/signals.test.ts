@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { getEventListeners, getMaxListeners } from 'node:events';
+import { getEventListeners, getMaxListeners, setMaxListeners } from 'node:events';
 import { linkedSignal } from '../../../src/util/signals.js';
 
 test('linkedSignal aborts with the reason of the first source to abort, and then listens on none', () => {
@@ -67,4 +67,19 @@ test('many waits at once on one long-lived source trip no listener-leak warning;
   } finally {
     process.off('warning', onWarning);
   }
+});
+
+test('a source whose listener limit is unlimited (0), before or during a wait, stays so, and the wait still aborts with it', () => {
+  const before = new AbortController();
+  setMaxListeners(0, before.signal); // Node 20: getMaxListeners throws on such a target
+  const a = linkedSignal([before.signal]);
+  a.clear();
+  const during = new AbortController();
+  const b = linkedSignal([during.signal]);
+  setMaxListeners(0, during.signal);
+  const why = new Error('stopped');
+  during.abort(why);
+  assert.equal(b.signal.reason, why);
+  b.clear();
+  assert.equal(getEventListeners(during.signal, 'abort').length, 0);
 });
