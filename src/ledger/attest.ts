@@ -45,7 +45,22 @@ export interface LedgerView {
   addresses: readonly string[];
 }
 
-export function checkReceipt(ledger: LedgerView, bytes: Uint8Array): ReceiptStatus {
+/**
+ * A ledger read through its store (src/ledger/store.ts): its length now, and the address of the entry at a seq,
+ * read when a receipt asks for it (an open ledger keeps its head, not every entry's address).
+ */
+export interface StoredLedgerView {
+  steward?: string;
+  length: number;
+  /** undefined for a seq not in 0 ≤ seq < length */
+  addressAt(seq: number): Promise<string | undefined>;
+}
+
+/** A receipt opened and placed against the ledger's steward and length; its head is compared next (placeReceipt). */
+type Opened1 = { w: WitnessReceipt; witness: string };
+
+/** Everything checkReceipt decides before it needs the ledger's address at the receipt's length. */
+function openReceipt(steward: string | undefined, length: number, bytes: Uint8Array): ReceiptStatus | Opened1 {
   let w: WitnessReceipt;
   let witness: string;
   try {
@@ -63,15 +78,30 @@ export function checkReceipt(ledger: LedgerView, bytes: Uint8Array): ReceiptStat
     if (e.code === ENTRY_ERR.WITNESS_IS_STEWARD) return { status: 'refused', code: ENTRY_ERR.WITNESS_IS_STEWARD, witness: signer!, message: e.message };
     return { status: 'invalid', code: e.code, message: e.message, ...(signer === undefined ? {} : { witness: signer }) };
   }
-  if (ledger.steward !== undefined && w.steward !== ledger.steward) return { status: 'other-ledger', witness, steward: w.steward };
-  if (w.length > ledger.addresses.length) {
-    return { status: 'mismatch', code: 'WITNESS_LENGTH_BEYOND', witness, length: w.length, head: w.head, message: `the witness saw length ${w.length}; this ledger has ${ledger.addresses.length} entries (history was truncated or rewritten)` };
+  if (steward !== undefined && w.steward !== steward) return { status: 'other-ledger', witness, steward: w.steward };
+  if (w.length > length) {
+    return { status: 'mismatch', code: 'WITNESS_LENGTH_BEYOND', witness, length: w.length, head: w.head, message: `the witness saw length ${w.length}; this ledger has ${length} entries (history was truncated or rewritten)` };
   }
-  const ours = ledger.addresses[w.length - 1]!;
+  return { w, witness };
+}
+
+/** `ours`: this ledger's address at the receipt's length. */
+function placeReceipt({ w, witness }: Opened1, ours: string | undefined): ReceiptStatus {
   if (ours !== w.head) {
-    return { status: 'mismatch', code: 'WITNESS_HEAD_MISMATCH', witness, length: w.length, head: w.head, ours, message: `at length ${w.length} the witness saw ${w.head}; this ledger has ${ours} (history was rewritten)` };
+    return { status: 'mismatch', code: 'WITNESS_HEAD_MISMATCH', witness, length: w.length, head: w.head, ours: ours!, message: `at length ${w.length} the witness saw ${w.head}; this ledger has ${ours} (history was rewritten)` };
   }
   return { status: 'valid', witness, length: w.length, head: w.head };
+}
+
+export function checkReceipt(ledger: LedgerView, bytes: Uint8Array): ReceiptStatus {
+  const o = openReceipt(ledger.steward, ledger.addresses.length, bytes);
+  return 'status' in o ? o : placeReceipt(o, ledger.addresses[o.w.length - 1]);
+}
+
+/** checkReceipt against a ledger read through its store: one entry read, at the receipt's length. */
+export async function checkStoredReceipt(ledger: StoredLedgerView, bytes: Uint8Array): Promise<ReceiptStatus> {
+  const o = openReceipt(ledger.steward, ledger.length, bytes);
+  return 'status' in o ? o : placeReceipt(o, await ledger.addressAt(o.w.length - 1));
 }
 
 export interface GradeOptions {
@@ -88,25 +118,45 @@ function claimedSigner(bytes: Uint8Array): string | undefined {
   }
 }
 
-/**
- * checkReceipt, then the reader's list of witnesses (when there is one): a receipt from any other key is `not-named`,
- * whatever else it is, except one signed with the steward's own key, which stays `refused` (§6.7).
- */
-export function checkNamedReceipt(ledger: LedgerView, bytes: Uint8Array, named: ReadonlySet<string> | undefined): ReceiptStatus {
-  const s = checkReceipt(ledger, bytes);
+/** The reader's list of witnesses applied to a receipt's status (checkNamedReceipt). */
+function nameReceipt(s: ReceiptStatus, bytes: Uint8Array, named: ReadonlySet<string> | undefined): ReceiptStatus {
   if (!named || s.status === 'refused') return s;
   const signer = s.witness ?? claimedSigner(bytes);
   return signer !== undefined && named.has(signer) ? s : { status: 'not-named', ...(signer === undefined ? {} : { witness: signer }) };
 }
 
-export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Attestation {
-  const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
-  const statuses = receipts.map((r) => checkNamedReceipt(ledger, r, named));
+/**
+ * checkReceipt, then the reader's list of witnesses (when there is one): a receipt from any other key is `not-named`,
+ * whatever else it is, except one signed with the steward's own key, which stays `refused` (§6.7).
+ */
+export function checkNamedReceipt(ledger: LedgerView, bytes: Uint8Array, named: ReadonlySet<string> | undefined): ReceiptStatus {
+  return nameReceipt(checkReceipt(ledger, bytes), bytes, named);
+}
+
+/** checkNamedReceipt against a ledger read through its store. */
+export async function checkNamedStoredReceipt(ledger: StoredLedgerView, bytes: Uint8Array, named: ReadonlySet<string> | undefined): Promise<ReceiptStatus> {
+  return nameReceipt(await checkStoredReceipt(ledger, bytes), bytes, named);
+}
+
+function gradeStatuses(statuses: ReceiptStatus[]): Attestation {
   const best = new Map<string, number>();
   for (const s of statuses) if (s.status === 'valid') best.set(s.witness, Math.max(best.get(s.witness) ?? 0, s.length));
   const witnesses = [...best.entries()].map(([witness, length]) => ({ witness, length })).sort((a, b) => compareDids(a.witness, b.witness));
   const witnessedLength = witnesses.reduce((m, w) => Math.max(m, w.length), 0);
   return { grade: witnesses.length > 0 ? 'witnessed' : 'self-attested', witnesses, witnessedLength, receipts: statuses };
+}
+
+export function gradeAttestation(ledger: LedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Attestation {
+  const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
+  return gradeStatuses(receipts.map((r) => checkNamedReceipt(ledger, r, named)));
+}
+
+/** gradeAttestation against a ledger read through its store. */
+export async function gradeStoredAttestation(ledger: StoredLedgerView, receipts: readonly Uint8Array[], opts: GradeOptions = {}): Promise<Attestation> {
+  const named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
+  const statuses: ReceiptStatus[] = [];
+  for (const r of receipts) statuses.push(await checkNamedStoredReceipt(ledger, r, named));
+  return gradeStatuses(statuses);
 }
 
 /**

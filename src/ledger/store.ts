@@ -13,6 +13,10 @@
  * other process out. The entry and the head move in one synced batch; an
  * append resolves only after that batch is on disk. Opening replays and
  * verifies everything before the ledger is usable.
+ *
+ * In memory an open ledger keeps its head (length and last address) and the
+ * usage book (src/pool/usage.ts), nothing per entry: an older entry's address
+ * is read from `entries` when asked (addressAt; a witness receipt's check).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,7 +33,7 @@ import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
 import { compareDids } from '../records/did.js';
-import { gradeAttestation, checkReceipt, checkNamedReceipt, type Attestation, type LedgerView, type ReceiptStatus } from './attest.js';
+import { checkReceipt, checkNamedStoredReceipt, gradeStoredAttestation, type Attestation, type LedgerView, type ReceiptStatus, type StoredLedgerView } from './attest.js';
 
 export const LEDGER_ERR = {
   READ_ONLY: 'LEDGER_READ_ONLY',
@@ -157,7 +161,8 @@ export class Ledger {
   readonly #signer: Signer | undefined;
   readonly #now: Clock;
   readonly #log: Logger | undefined;
-  readonly #addresses: string[];
+  #length: number;
+  #head: string;
   readonly book: UsageBook;
   #sink: EventSink;
   #tail: Promise<unknown> = Promise.resolve();
@@ -182,7 +187,8 @@ export class Ledger {
     this.#log = opts.logger;
     this.#named = opts.witnesses === undefined ? undefined : new Set(opts.witnesses);
     this.#maxWitnesses = opts.maxWitnesses ?? DEFAULT_LEDGER_MAX_WITNESSES;
-    this.#addresses = [...r.addresses];
+    this.#length = r.length;
+    this.#head = r.head;
     this.book = r.book;
     this.#sink = r.book;
     this.steward = steward;
@@ -220,7 +226,8 @@ export class Ledger {
       }
       const l = new Ledger(dir, db, r as ReplayResult & { book: UsageBook }, expected ?? r.steward, opts);
       l.#unhook = onReopen(db, () => l.#afterReopen());
-      await l.#keepNewestReceipts();
+      // the replay's addresses are at hand: the receipts held are checked against them, not read back one by one
+      await l.#keepNewestReceipts({ ...(l.steward === undefined ? {} : { steward: l.steward }), addresses: r.addresses });
       opts.logger?.info({ dir, length: r.length, head: r.head }, 'ledger replayed');
       return l;
     } catch (e) {
@@ -230,16 +237,25 @@ export class Ledger {
   }
 
   get length(): number {
-    return this.#addresses.length;
+    return this.#length;
   }
 
   head(): Head {
-    return { length: this.#addresses.length, head: this.#addresses.length ? this.#addresses[this.#addresses.length - 1]! : GENESIS };
+    return { length: this.#length, head: this.#head };
   }
 
-  /** Content address of the entry at `seq`. */
-  addressAt(seq: number): string | undefined {
-    return this.#addresses[seq];
+  /**
+   * Content address of the entry at `seq` (undefined unless 0 ≤ seq < length): the head's from memory, an older
+   * one's read from the store (the SHA-256 of its envelope, as replay computed it when the ledger was opened).
+   */
+  async addressAt(seq: number): Promise<string | undefined> {
+    if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= this.#length) return undefined;
+    if (seq === this.#length - 1) return this.#head;
+    const bytes = await this.#entries.get(seqKey(seq));
+    // an entry below the head is on disk for as long as the ledger is open (appends only; one writer)
+    if (bytes === undefined) throw new C0Error(LEDGER_ERR.CORRUPT, `ledger at ${this.dir}: entry ${seq} is missing from the store`, { detail: { seq } });
+    return hashHex(bytes);
   }
 
   /** Route applied events through `sink` (e.g. a PoolState built over `ledger.book`). */
@@ -271,7 +287,8 @@ export class Ledger {
         ] as never,
         { sync: true },
       );
-      this.#addresses.push(env.address);
+      this.#length = seq + 1;
+      this.#head = env.address;
       this.#sink.apply(ev);
       this.#log?.debug({ seq, address: env.address, event: ev.event, claim: ev.claim }, 'ledger append');
       return { seq, address: env.address, bytes: env.bytes };
@@ -305,9 +322,9 @@ export class Ledger {
     return out;
   }
 
-  /** What a witness receipt is checked against: this steward and its entries' addresses. */
-  #view(): LedgerView {
-    return { ...(this.steward === undefined ? {} : { steward: this.steward }), addresses: this.#addresses };
+  /** What a witness receipt is checked against: this steward, its length, and its entries' addresses read from the store. */
+  #view(): StoredLedgerView {
+    return { ...(this.steward === undefined ? {} : { steward: this.steward }), length: this.#length, addressAt: (seq) => this.addressAt(seq) };
   }
 
   /** Decoded entries (for display). */
@@ -322,7 +339,7 @@ export class Ledger {
    * own head at its length, is superseded by a longer valid one of its witness; any other is kept as it is, for
    * attestation() to report (evidence is never dropped).
    */
-  async #keepNewestReceipts(): Promise<void> {
+  async #keepNewestReceipts(view: LedgerView): Promise<void> {
     let drop: string[] = [];
     let dropped = 0;
     const flush = async () => {
@@ -331,7 +348,7 @@ export class Ledger {
       drop = [];
     };
     for await (const [key, bytes] of this.#receipts.iterator()) {
-      const s = checkReceipt(this.#view(), bytes);
+      const s = checkReceipt(view, bytes);
       if (s.status !== 'valid') continue;
       const best = this.#witnessed.get(s.witness);
       if (best && best.length >= s.length) drop.push(key);
@@ -362,7 +379,7 @@ export class Ledger {
    */
   addReceipt(bytes: Uint8Array): Promise<Extract<ReceiptStatus, { status: 'valid' }> & { stored: boolean }> {
     const run = async () => {
-      const s = checkNamedReceipt(this.#view(), bytes, this.#named);
+      const s = await checkNamedStoredReceipt(this.#view(), bytes, this.#named);
       if (s.status !== 'valid') throw new C0Error(LEDGER_ERR.RECEIPT, `witness receipt refused: ${s.status}${'code' in s ? ` ${s.code}` : ''}`, { detail: { status: s.status } });
       if (this.#closed) throw new C0Error(LEDGER_ERR.CLOSED, 'the ledger is closed');
       const best = this.#witnessed.get(s.witness);
@@ -389,7 +406,7 @@ export class Ledger {
   }
 
   async attestation(): Promise<Attestation> {
-    return gradeAttestation(this.#view(), await this.receipts(), this.#named ? { witnesses: this.#named } : {});
+    return gradeStoredAttestation(this.#view(), await this.receipts(), this.#named ? { witnesses: this.#named } : {});
   }
 
   /** Wait for pending appends, then close the database. */

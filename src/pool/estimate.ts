@@ -83,19 +83,56 @@ export function deriveEstimate(cls: string, history: readonly Observation[], opt
   return derive(cls, mine, required);
 }
 
+/**
+ * What §2.6 derives from, for one class, folded as observations arrive: every rule of §2.6 is a count, an extreme
+ * or the worst grade, none depends on order or on which observations are newest, so this is the whole of what a
+ * history of any length says about its class (src/pool/usage.ts keeps one per class instead of the history).
+ */
+export interface ClassEvidence {
+  /** observations of the class, of every grade */
+  seen: number;
+  /** of those, observed ones (HwShunt, ModelBased): the evidence */
+  evidence: number;
+  /** the smallest and largest evidence figure (MAX_SAFE_INTEGER and 0 while there is none) */
+  minUj: number;
+  maxUj: number;
+  /** the evidence's worst grade, capped at ModelBased (a derived figure is a model) */
+  grade: Energy['grade'];
+}
+
+export function emptyEvidence(): ClassEvidence {
+  return { seen: 0, evidence: 0, minUj: Number.MAX_SAFE_INTEGER, maxUj: 0, grade: 'ModelBased' };
+}
+
+/** Fold one observation's (checked) figure into its class's evidence. */
+export function addObservation(ev: ClassEvidence, actual: Energy): void {
+  ev.seen++;
+  if (!isObserved(actual.grade)) return; // a guess is not evidence
+  ev.evidence++;
+  if (actual.uj < ev.minUj) ev.minUj = actual.uj;
+  if (actual.uj > ev.maxUj) ev.maxUj = actual.uj;
+  ev.grade = capGrade(actual.grade, ev.grade);
+}
+
+/**
+ * The estimate for `cls` from its folded evidence (absent: nothing seen), with deriveEstimate's checks and answers:
+ * O(1), whatever the length of the history it stands for.
+ */
+export function estimateFromEvidence(cls: string, ev: Readonly<ClassEvidence> | undefined, opts: { required?: number } = {}): EstimateResult {
+  const required = requiredCount(opts.required);
+  checkClass(cls, 'class');
+  return fromEvidence(cls, ev ?? emptyEvidence(), required);
+}
+
 function derive(cls: string, obs: readonly Observation[], required: number): EstimateResult {
-  let evidence = 0;
-  let minUj = Number.MAX_SAFE_INTEGER;
-  let maxUj = 0;
-  let grade: Energy['grade'] = 'ModelBased';
-  for (const o of obs) {
-    if (!isObserved(o.actual.grade)) continue; // a guess is not evidence
-    evidence++;
-    if (o.actual.uj < minUj) minUj = o.actual.uj;
-    if (o.actual.uj > maxUj) maxUj = o.actual.uj;
-    grade = capGrade(o.actual.grade, grade);
-  }
-  if (evidence < required) return { ok: false, class: cls, reason: 'INSUFFICIENT_EVIDENCE', seen: obs.length, evidence, required };
+  const ev = emptyEvidence();
+  for (const o of obs) addObservation(ev, o.actual);
+  return fromEvidence(cls, ev, required);
+}
+
+function fromEvidence(cls: string, ev: Readonly<ClassEvidence>, required: number): EstimateResult {
+  const { seen, evidence, minUj, maxUj, grade } = ev;
+  if (evidence < required) return { ok: false, class: cls, reason: 'INSUFFICIENT_EVIDENCE', seen, evidence, required };
   // A derived estimate is a prediction: capped at ModelBased however it was read.
-  return { ok: true, class: cls, estimate: { uj: maxUj, grade: capGrade(grade, 'ModelBased') }, spread: { minUj, maxUj, evidence, seen: obs.length } };
+  return { ok: true, class: cls, estimate: { uj: maxUj, grade: capGrade(grade, 'ModelBased') }, spread: { minUj, maxUj, evidence, seen } };
 }

@@ -2,6 +2,7 @@
 export * from './grades.js';
 export * from './tree.js';
 export * from './usage.js';
+export * from './claim-set.js';
 export * from './admission.js';
 export * from './attribution.js';
 export * from './estimate.js';

@@ -7,10 +7,15 @@
  * place (replaces, never adds). An admission still open keeps its reservation.
  * A release of a claim never admitted, or released already, is inconsistent
  * and refused with a code; so is a second admission of one claim id.
+ *
+ * It lives as long as its ledger (a steward's, for the ledger's whole accounting window), so nothing in it is a
+ * list per claim: an open claim's figures until it is released, the released ids in a compact exact set
+ * (claim-set.ts), and what §2.6 derives from as one ClassEvidence per class (estimate.ts), not the history.
  */
 import { C0Error } from '../errors.js';
 import { addUj, checkEnergy, checkUj, type Energy } from './grades.js';
-import type { Observation } from './estimate.js';
+import { addObservation, emptyEvidence, estimateFromEvidence, type ClassEvidence, type EstimateResult } from './estimate.js';
+import { ClaimSet } from './claim-set.js';
 
 export const USAGE_ERR = {
   RELEASE_UNKNOWN: 'LEDGER_RELEASE_UNKNOWN_CLAIM',
@@ -59,9 +64,23 @@ export interface UsageDelta {
 export class UsageBook {
   readonly entitlements = new Map<string, EntitlementUsage>();
   readonly open = new Map<string, OpenClaim>();
-  readonly released = new Set<string>();
-  /** completed runs, in ledger order: the evidence §2.6 derives from */
-  readonly observations: Observation[] = [];
+  /** every claim released: ids are unique in a ledger, and a buyer may ask again for one at any time */
+  readonly released = new ClaimSet();
+  /** per class, what its completed runs say (§2.6): counts, extremes and grade, folded as they are released */
+  readonly #classes = new Map<string, ClassEvidence>();
+
+  /** Each class's evidence so far (one entry per class a released claim declared). */
+  get classes(): ReadonlyMap<string, Readonly<ClassEvidence>> {
+    return this.#classes;
+  }
+
+  /**
+   * The estimate derived for `cls` from every released claim of that class (§2.6): exactly what deriveEstimate
+   * over the whole history answers (same checks, same codes), in O(1).
+   */
+  estimate(cls: string, opts: { required?: number } = {}): EstimateResult {
+    return estimateFromEvidence(cls, this.#classes.get(cls), opts);
+  }
 
   usage(id: string): EntitlementUsage {
     return this.entitlements.get(id) ?? { usedUj: 0, heldDevices: 0 };
@@ -108,7 +127,11 @@ export class UsageBook {
     this.entitlements.set(o.entitlement, after);
     this.open.delete(ev.claim);
     this.released.add(ev.claim);
-    if (o.class !== undefined) this.observations.push({ class: o.class, actual: ev.actual });
+    if (o.class !== undefined) {
+      let c = this.#classes.get(o.class);
+      if (!c) this.#classes.set(o.class, (c = emptyEvidence()));
+      addObservation(c, ev.actual);
+    }
     return { entitlement: o.entitlement, before, after };
   }
 }

@@ -33,7 +33,6 @@ import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Energy, type Job } from '../records/kinds.js';
 import { checkClaim, type Claim, type QueueReason, type Verdict } from '../pool/admission.js';
-import { deriveEstimate } from '../pool/estimate.js';
 import { buyersOf, type Tree } from '../pool/tree.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
@@ -152,7 +151,7 @@ export function requireEntitled(tree: Tree, entitlement: string, did: string): v
 export function claimEstimate(req: { estimate?: Energy; class?: string }, ledger: Pick<Ledger, 'book'>, cfg: Pick<StewardConfig, 'requiredEvidence'>, missing: string): Energy {
   if (req.estimate) return asPrediction(req.estimate);
   if (!req.class) throw new C0Error('STEWARD_NO_ESTIMATE', missing, { field: 'estimate' });
-  const d = deriveEstimate(req.class, ledger.book.observations, { required: cfg.requiredEvidence });
+  const d = ledger.book.estimate(req.class, { required: cfg.requiredEvidence });
   if (!d.ok) throw new C0Error('STEWARD_NO_ESTIMATE', `no estimate for class ${req.class}: ${d.evidence} of ${d.seen} observations are evidence, ${d.required} needed`, { field: 'estimate', detail: d });
   return d.estimate;
 }

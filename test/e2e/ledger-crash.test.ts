@@ -84,7 +84,7 @@ if (childDir) {
         // replay cleanly and hold every acknowledged entry
         // Ledger.open replays and verifies every entry (and the stored head) or throws LEDGER_CORRUPT
         const l = await Ledger.open(t.dir, { steward });
-        for (const [seq, address] of acks) assert.equal(l.addressAt(seq), address, `run ${run}: acknowledged entry ${seq} lost or changed`);
+        for (const [seq, address] of acks) assert.equal(await l.addressAt(seq), address, `run ${run}: acknowledged entry ${seq} lost or changed`);
         const maxAck = Math.max(startLength - 1, ...acks.keys());
         assert.ok(l.length >= maxAck + 1, `run ${run}: length ${l.length} below acknowledged ${maxAck + 1}`);
         assert.ok(l.length <= maxAck + 2, `run ${run}: at most one unacknowledged entry can be in flight`);

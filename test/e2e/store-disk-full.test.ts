@@ -93,7 +93,7 @@ test('a ledger whose disk filled keeps every acknowledged append across a reopen
     l = await Ledger.open(dir, { signer: steward });
     try {
       assert.equal(l.length, length, 'every acknowledged entry is still there after the reopen');
-      for (const [seq, address] of acked) assert.equal(l.addressAt(seq), address, `seq ${seq} is the acknowledged entry`);
+      for (const [seq, address] of acked) assert.equal(await l.addressAt(seq), address, `seq ${seq} is the acknowledged entry`);
     } finally {
       await l.close();
     }

@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .description('print the verdict (Admit/Queue/Deny), reason, grade and reservation a claim would get now, without writing anything; exit 0 on Admit, 1 otherwise')
     .action(async (opts: { tree: string; claim: string; ledger?: string; witness: string[]; json?: boolean }) => {
-      const { PoolState, claimFromYaml, deriveEstimate, treeFromYaml, UsageBook } = await import('../../pool/index.js');
+      const { PoolState, claimFromYaml, treeFromYaml, UsageBook } = await import('../../pool/index.js');
       const tree = treeFromYaml(Buffer.from(readInput(opts.tree)).toString('utf8'), opts.tree);
       const spec = claimFromYaml(Buffer.from(readInput(opts.claim)).toString('utf8'), opts.claim);
       let book = new UsageBook();
@@ -41,7 +41,7 @@ export function register(program: Command): void {
       const lines: string[] = [];
       let claim: Claim;
       if (spec.estimate === 'derive') {
-        const d = deriveEstimate(spec.class ?? '', book.observations, spec.required_evidence === undefined ? {} : { required: spec.required_evidence });
+        const d = book.estimate(spec.class ?? '', spec.required_evidence === undefined ? {} : { required: spec.required_evidence });
         if (!d.ok) {
           const msg = [`verdict      none`, `reason       INSUFFICIENT_EVIDENCE: class ${d.class}: ${d.seen} observations seen, ${d.evidence} of them evidence, ${d.required} required`];
           if (opts.json) outJson({ verdict: null, reason: 'INSUFFICIENT_EVIDENCE', derivation: d });

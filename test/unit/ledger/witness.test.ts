@@ -290,30 +290,31 @@ describe('Witness', () => {
     const t = tempDir();
     const A = Ed25519Signer.generate();
     const B = Ed25519Signer.generate();
-    const cover = (l: Ledger, w: Ed25519Signer, length: number, at = 0) => seal(WITNESS_TYPE, { steward: S, length, head: l.addressAt(length - 1)!, witnessedAt: 1000 + length + at } satisfies WitnessReceipt, w);
+    const cover = async (l: Ledger, w: Ed25519Signer, length: number, at = 0) => seal(WITNESS_TYPE, { steward: S, length, head: (await l.addressAt(length - 1))!, witnessedAt: 1000 + length + at } satisfies WitnessReceipt, w);
     try {
       let l = await Ledger.open(t.dir, { signer: steward });
       for (let i = 0; i < 4; i++) await l.append(admitted(`k${i}`));
-      const a2 = cover(l, A, 2);
-      const a4 = cover(l, A, 4);
+      const a2 = await cover(l, A, 2);
+      const a4 = await cover(l, A, 4);
       assert.equal((await l.addReceipt(a2.bytes)).stored, true);
       assert.equal((await l.addReceipt(a4.bytes)).stored, true);
       // no longer than the one held: covered already, not stored
       assert.equal((await l.addReceipt(a2.bytes)).stored, false);
-      assert.equal((await l.addReceipt(cover(l, A, 4, 1).bytes)).stored, false);
+      assert.equal((await l.addReceipt((await cover(l, A, 4, 1)).bytes)).stored, false);
       // two of one witness at once: the longer is held whatever order they land in
-      const [b3, b1] = [cover(l, B, 3), cover(l, B, 1)];
+      const [b3, b1] = [await cover(l, B, 3), await cover(l, B, 1)];
       await Promise.all([l.addReceipt(b3.bytes), l.addReceipt(b1.bytes)]);
       const held = async () => (await l.receipts()).map((b) => open(b, WITNESS_TYPE)).map((o) => `${o.signer === didFromPublicKey(A.publicKey) ? 'A' : 'B'}${(o.record as WitnessReceipt).length}`).sort();
       assert.deepEqual(await held(), ['A4', 'B3']);
       assert.deepEqual((await l.attestation()).witnesses.map((w) => w.length).sort(), [3, 4]);
+      const b4 = await cover(l, B, 4);
       await l.close();
 
       // a directory an earlier build wrote kept every receipt, and may hold one that contradicts the ledger
       const other = sealEntries([admitted('x'), admitted('y')], steward);
       const mismatch = seal(WITNESS_TYPE, { steward: S, length: 2, head: other[1]!.address, witnessedAt: 5 } satisfies WitnessReceipt, A);
       // and one whose signature does not verify, claiming a longer cover by B (an imported directory's are stored as given)
-      const forged = cover(l, B, 4).bytes.slice();
+      const forged = b4.bytes.slice();
       forged[forged.length - 1]! ^= 1;
       const db = await openDb(t.dir);
       await sub(db, 'receipts').batch([a2.bytes, b1.bytes, mismatch.bytes, forged].map((b) => ({ type: 'put' as const, key: hashHex(b), value: b })));
@@ -342,12 +343,12 @@ describe('Witness', () => {
     try {
       let l = await Ledger.open(t.dir, { signer: steward });
       for (let i = 0; i < 3; i++) await l.append(admitted(`n${i}`));
-      const good = seal(WITNESS_TYPE, { steward: S, length: 3, head: l.addressAt(2)!, witnessedAt: 10 } satisfies WitnessReceipt, named);
+      const good = seal(WITNESS_TYPE, { steward: S, length: 3, head: (await l.addressAt(2))!, witnessedAt: 10 } satisfies WitnessReceipt, named);
       // the rogue says it saw another head at length 2 (what a rewritten history looks like), and pads the grade
       const elsewhere = sealEntries([admitted('z1'), admitted('z2')], steward);
       const lie = seal(WITNESS_TYPE, { steward: S, length: 2, head: elsewhere[1]!.address, witnessedAt: 11 } satisfies WitnessReceipt, rogue);
-      const pad = seal(WITNESS_TYPE, { steward: S, length: 3, head: l.addressAt(2)!, witnessedAt: 12 } satisfies WitnessReceipt, rogue);
-      const addresses = [0, 1, 2].map((i) => l.addressAt(i)!);
+      const pad = seal(WITNESS_TYPE, { steward: S, length: 3, head: (await l.addressAt(2))!, witnessedAt: 12 } satisfies WitnessReceipt, rogue);
+      const addresses = await Promise.all([0, 1, 2].map(async (i) => (await l.addressAt(i))!));
       const receipts = [good.bytes, lie.bytes, pad.bytes];
       // every key counts: the lie reads as a rewrite, the pad as a second witness
       const all = gradeAttestation({ steward: S, addresses }, receipts);
@@ -357,7 +358,7 @@ describe('Witness', () => {
       assert.equal(verifyLedger({ entries, receipts }).problem?.code, 'WITNESS_HEAD_MISMATCH');
       // named: only N counts
       const only = gradeAttestation({ steward: S, addresses }, receipts, { witnesses: [N] });
-      assert.deepEqual(only.receipts, [{ status: 'valid', witness: N, length: 3, head: l.addressAt(2)! }, { status: 'not-named', witness: R }, { status: 'not-named', witness: R }]);
+      assert.deepEqual(only.receipts, [{ status: 'valid', witness: N, length: 3, head: addresses[2]! }, { status: 'not-named', witness: R }, { status: 'not-named', witness: R }]);
       assert.deepEqual(only.witnesses, [{ witness: N, length: 3 }]);
       const rep = verifyLedger({ entries, receipts }, { witnesses: [N] });
       assert.deepEqual([rep.ok, rep.problem, rep.attestation.grade], [true, undefined, 'witnessed']);

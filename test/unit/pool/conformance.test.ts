@@ -169,7 +169,8 @@ describe('§7.3 every energy figure carries a grade that never silently improves
     const book = new UsageBook();
     book.apply(admitted('r1', 'a', 100));
     book.apply(released('r1', 90, 'Estimator'));
-    assert.deepEqual(book.observations[0]!.actual, { uj: 90, grade: 'Estimator' });
+    // seen, not evidence: a release keeps its grade, and an Estimator figure is not counted as observed
+    assert.deepEqual(book.classes.get('train.small'), { seen: 1, evidence: 0, minUj: Number.MAX_SAFE_INTEGER, maxUj: 0, grade: 'ModelBased' });
   });
   it('no operation improves a grade: division, derivation', () => {
     assert.equal(gradeOnDivision('Estimator', 3), 'Estimator');
@@ -580,7 +581,8 @@ describe('§7.21 Estimator observations are excluded, and both counts reported o
   it('a replayed ledger yields the observations with the class recorded in Admitted', () => {
     const events = [admitted('r1'), released('r1', 40), admitted('r2'), released('r2', 50, 'Estimator')];
     const r = replay(sealEntries(events, steward).map((e) => e.bytes));
-    assert.deepEqual(r.book!.observations, obs('train.small', [40, 'HwShunt'], [50, 'Estimator']));
+    assert.deepEqual(r.book!.estimate('train.small', { required: 1 }), deriveEstimate('train.small', obs('train.small', [40, 'HwShunt'], [50, 'Estimator']), { required: 1 }));
+    assert.deepEqual(r.book!.classes.get('train.small'), { seen: 2, evidence: 1, minUj: 40, maxUj: 40, grade: 'ModelBased' });
   });
 });
 

@@ -179,17 +179,17 @@ describe('witness records are bounded (real LevelDB)', () => {
     const t = mkdtempSync(join(dir, 'ledger-'));
     const steward = fresh();
     const S = did(steward);
-    const cover = (l: Ledger, w: Ed25519Signer, length: number) => seal(WITNESS_TYPE, { steward: S, length, head: l.addressAt(length - 1)!, witnessedAt: NOW + length } satisfies WitnessReceipt, w);
+    const cover = async (l: Ledger, w: Ed25519Signer, length: number) => seal(WITNESS_TYPE, { steward: S, length, head: (await l.addressAt(length - 1))!, witnessedAt: NOW + length } satisfies WitnessReceipt, w);
     const [a, b] = [fresh(), fresh()];
     let l = await Ledger.open(t, { signer: steward, maxWitnesses: 2 });
     try {
       for (let i = 0; i < 3; i++) await l.append(admitted(`k${i}`));
-      assert.equal((await l.addReceipt(cover(l, a, 2).bytes)).stored, true);
-      assert.equal((await l.addReceipt(cover(l, b, 1).bytes)).stored, true);
+      assert.equal((await l.addReceipt((await cover(l, a, 2)).bytes)).stored, true);
+      assert.equal((await l.addReceipt((await cover(l, b, 1)).bytes)).stored, true);
       // a flood of valid receipts from fresh keys (anyone can sign the head the steward publishes): none is stored
-      for (let i = 0; i < 20; i++) assert.equal((await l.addReceipt(cover(l, fresh(), 3).bytes)).stored, false);
+      for (let i = 0; i < 20; i++) assert.equal((await l.addReceipt((await cover(l, fresh(), 3)).bytes)).stored, false);
       // the keys held still advance
-      assert.equal((await l.addReceipt(cover(l, a, 3).bytes)).stored, true);
+      assert.equal((await l.addReceipt((await cover(l, a, 3)).bytes)).stored, true);
       assert.equal((await l.receipts()).length, 2);
       const att = await l.attestation();
       assert.equal(att.grade, 'witnessed');
@@ -204,7 +204,7 @@ describe('witness records are bounded (real LevelDB)', () => {
       // named witnesses: the list is the bound, whatever maxWitnesses says
       const c = fresh();
       l = await Ledger.open(t, { signer: steward, maxWitnesses: 1, witnesses: [did(a), did(c)] });
-      assert.equal((await l.addReceipt(cover(l, c, 3).bytes)).stored, true);
+      assert.equal((await l.addReceipt((await cover(l, c, 3)).bytes)).stored, true);
       assert.deepEqual((await l.attestation()).witnesses.map((w) => w.witness).sort(), [did(a), did(c)].sort());
     } finally {
       await l.close();
