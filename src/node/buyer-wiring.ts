@@ -15,7 +15,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { Buyer, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
-import { requestAdmission } from '../roles/admission-client.js';
+import { admitJob } from '../roles/admission-client.js';
 import { execExchange, type ExecFrame, type ExecRequest } from '../roles/exec-protocol.js';
 import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
@@ -115,7 +115,7 @@ export class BuyerWiring {
       stewardedOverlays: [config.network, ...config.overlays].filter((n) => n.steward).map((n) => n.overlay),
       ...(this.o.d.network.steward
         ? {
-            admission: (job, spec, onQueued) => this.#admission(this.o.d.network.steward!, job, spec, onQueued),
+            admission: (job, spec, onQueued, signal) => this.#admission(this.o.d.network.steward!, job, spec, onQueued, signal),
             withdraw: async (job) => {
               await this.o.net.request(this.o.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
             },
@@ -128,18 +128,19 @@ export class BuyerWiring {
     });
   }
 
-  /** Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. */
-  async #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void): Promise<Admission> {
-    if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${this.o.name} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-    const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
-    // Asks again by itself when the stream fails while the claim is queued (src/roles/admission-client.ts).
-    return requestAdmission({
-      ask: async (onFrame) => {
-        await this.o.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - this.o.clock() + 5000) }, onFrame });
-      },
-      deadline: job.record.deadline,
+  /**
+   * Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. Asks again while
+   * the steward may hold the claim with no verdict heard, and withdraws it on giving up (src/roles/admission-client.ts).
+   */
+  #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal): Promise<Admission> {
+    return admitJob({
+      request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts),
+      job,
+      spec,
       clock: this.o.clock,
       onQueued,
+      signal,
+      overlay: this.o.name,
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),
     });
   }

@@ -18,7 +18,9 @@
 import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
 import { STEWARD_PROTOCOL } from '../roles/steward-ports.js';
-import { requestAdmission } from '../roles/admission-client.js';
+import { requestAdmission, withdrawClaim, type StewardRequest } from '../roles/admission-client.js';
+import { open } from '../records/envelope.js';
+import { TRAIN_T } from '../training/record-kinds.js';
 import type { Admission } from '../roles/buyer.js';
 import type { Route } from './api.js';
 import type { Daemon } from './daemon.js';
@@ -52,13 +54,28 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
   if (typeof dpm !== 'number' || !Number.isSafeInteger(dpm) || dpm < 1) throw new C0Error('GANG_BAD_REQUEST', 'devicesPerMember must be a whole number ≥ 1', { field: 'devicesPerMember' });
   const deadline = o.clock() + b.deadlineMs;
   const request = [{ op: 'admit-gang', run: new Uint8Array(Buffer.from(b.run, 'hex')), entitlement: b.entitlement, ...(typeof b.class === 'string' ? { class: b.class } : {}), ...(e ? { estimate: { uj: e.uj, grade: e.grade } } : {}), devices_per_member: dpm, deadline } as never];
+  const ask: StewardRequest = (frames, opts) => o.net.request(steward, STEWARD_PROTOCOL, frames, opts);
+  // The gang's claim is its run's address: what a withdraw names when the asking gives up after an ask that may have
+  // landed (a run that does not open is refused by the steward, so nothing of it can be open there).
+  let claim: string | undefined;
+  try {
+    claim = open(new Uint8Array(Buffer.from(b.run, 'hex')), TRAIN_T.run).address;
+  } catch {
+    claim = undefined;
+  }
+  // Asks again while the steward may hold the gang with no verdict heard (an `admitted` lost with its stream), until
+  // the gang's deadline or the node's stop (src/roles/admission-client.ts).
+  const stopping = o.buyer?.stopping;
   const admission = await requestAdmission({
-    ask: async (onFrame) => {
-      await o.net.request(steward, STEWARD_PROTOCOL, request, { limits: { deadlineMs: 60_000 }, onFrame });
+    ask: async (onFrame, signal) => {
+      await ask(request, { limits: { deadlineMs: 60_000 }, onFrame, signal });
     },
     deadline,
     clock: o.clock,
     onQueued: () => {},
+    ...(claim ? { withdraw: withdrawClaim(ask, claim) } : {}),
+    ...(stopping ? { signal: stopping } : {}),
+    log: o.log.child({ role: 'buyer', overlay: o.name, gang: claim }),
   });
   return { admission };
 }

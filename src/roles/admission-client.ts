@@ -1,25 +1,54 @@
 /**
- * The buyer's side of `/c0mpute/steward/1` `admit` (pool/1 §4): read the
- * steward's frames (queued → admitted | denied | expired) into an Admission,
- * and ask again by itself when the stream ends or fails without a verdict
- * after the claim was queued (the steward restarted, or the connection
- * broke). A queue is not a ledger event (§6.2), but the steward keeps its
- * queue on disk and recognises the same job asked again, so the claim keeps
- * its place in line (src/roles/steward.ts). Retries back off (doubling from
- * `initialMs` to `maxMs`, with jitter) until the job's deadline; then the
- * answer is `Expired` (reason STEWARD_UNREACHABLE). An error the steward
- * itself answered (detail.remote) is not retried, nor is a failure before
- * the claim was ever queued (the caller sees it as before).
+ * The buyer's side of `/c0mpute/steward/1` `admit` and `admit-gang` (pool/1
+ * §4): read the steward's frames (queued → admitted | denied | expired) into
+ * an Admission, and ask again by itself whenever the steward may hold the
+ * claim but no verdict came back.
+ *
+ * Once a request may have reached the steward (its stream opened: the ask
+ * failed any way but NET_DIAL_FAILED, or ended without a verdict), the
+ * steward may have queued the claim, or admitted it and answered into a
+ * stream that then broke (a half-open link, a reset, its clean stop). So a
+ * transport failure after that — the stream failed (NET_STREAM_FAILED, or
+ * NET_DEADLINE), the steward closed it without a verdict, or the re-ask's
+ * dial failed — is answered by asking again, whether or not `queued` came:
+ * the steward answers a re-ask of an admitted claim `admitted` again, keeps a
+ * queued one's place in line, and decides a claim it never saw afresh
+ * (src/roles/steward-admission.ts). Retries back off (doubling from
+ * `initialMs` to `maxMs`, with jitter) until the claim's deadline. A first
+ * ask whose dial fails reached nothing: its NET_DIAL_FAILED is thrown at once,
+ * as is an error the steward itself answered (detail.remote) and any other
+ * failure.
+ *
+ * Giving up at the deadline: a claim that was queued gets `Expired`
+ * (STEWARD_UNREACHABLE), as before; one never queued, the last failure (the
+ * code the first ask would have thrown). Whenever the client gives up without
+ * a verdict while an ask that may have reached the steward went unanswered —
+ * at the deadline, on an error answered to a re-ask, or on the run's abort
+ * (`signal`: the node stopping) during or after such an ask — it first sends
+ * `withdraw` (best effort, within `withdrawMs`): a claim the steward admitted
+ * into a dead stream is released now instead of holding its reservation and
+ * devices until its deadline. The steward answers `released: 'no'` for a
+ * claim that is not open; an ask it answered with an error, or one never
+ * sent, leaves nothing to withdraw.
  */
 import { C0Error } from '../errors.js';
+import type { CborValue } from '../records/cbor.js';
+import type { Opened } from '../records/envelope.js';
+import type { Job } from '../records/kinds.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import type { Admission } from './buyer.js';
+import type { Admission, JobSpec } from './buyer.js';
+
+/** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
+export const GIVE_UP_WITHDRAW_MS = 2_000;
+
+/** The failures after which the steward may hold the claim and a re-ask is answered (see the module comment). */
+const TRANSPORT = new Set(['NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_DIAL_FAILED', 'STEWARD_NO_ANSWER']);
 
 export interface AdmissionClientOptions {
-  /** One admit stream: send the request, hand every answer frame to onFrame, resolve when the stream ends. */
-  ask: (onFrame: (f: unknown) => void) => Promise<void>;
-  /** The job's deadline: no asking after it. */
+  /** One admit stream: send the request, hand every answer frame to onFrame, resolve when the stream ends; `signal` breaks it off. */
+  ask: (onFrame: (f: unknown) => void, signal: AbortSignal) => Promise<void>;
+  /** The claim's deadline: no asking after it. */
   deadline: number;
   clock: Clock;
   onQueued: (reason: string, reasons: string[]) => void;
@@ -30,6 +59,12 @@ export interface AdmissionClientOptions {
   maxMs?: number;
   /** Jitter in [0, 1) (default Math.random); the wait is delay × (0.75 + jitter / 2). */
   random?: () => number;
+  /** The run's abort (the node stopping): the ask in flight is broken off, nothing is asked after, and the signal's reason is thrown. */
+  signal?: AbortSignal;
+  /** Release the claim at the steward (`withdraw`): sent when the client gives up while an ask that may have landed went unanswered. */
+  withdraw?: (signal: AbortSignal) => Promise<unknown>;
+  /** How long that withdraw may take (default GIVE_UP_WITHDRAW_MS); the client never waits on it longer. */
+  withdrawMs?: number;
 }
 
 type Frame = { t?: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown };
@@ -43,15 +78,76 @@ function verdictOf(x: Frame): Admission | undefined {
   return undefined;
 }
 
+const isRemote = (e: unknown): boolean => e instanceof C0Error && (e.detail as { remote?: unknown } | undefined)?.remote === true;
+const isTransport = (e: unknown): e is C0Error => e instanceof C0Error && !isRemote(e) && TRANSPORT.has(e.code);
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new C0Error('STEWARD_ASK_ABORTED', 'the admission was broken off before the steward answered');
+}
+
+/** `p`, or undefined once `signal` aborts (whichever comes first). */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
 export async function requestAdmission(o: AdmissionClientOptions): Promise<Admission> {
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep =
+    o.sleep ??
+    ((ms: number) =>
+      new Promise<void>((r) => {
+        const t = setTimeout(done, ms);
+        function done() {
+          clearTimeout(t);
+          o.signal?.removeEventListener('abort', done);
+          r();
+        }
+        o.signal?.addEventListener('abort', done, { once: true });
+      }));
   const random = o.random ?? Math.random;
   const maxMs = o.maxMs ?? 5_000;
   let delay = o.initialMs ?? 500;
   let queued = false;
+  /** An ask may have reached the steward with no answer heard since: it may hold the claim (queued, or admitted into a stream that broke). */
+  let unsure = false;
+  const giveUp = async (why: string): Promise<void> => {
+    if (!unsure || !o.withdraw) return;
+    const ms = o.withdrawMs ?? GIVE_UP_WITHDRAW_MS;
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(new C0Error('NET_DEADLINE', `no withdraw answer within ${ms} ms`)), ms);
+    try {
+      const said = await unlessAborted(o.withdraw(stop.signal), stop.signal);
+      o.log?.info({ why, released: said ?? 'no answer' }, 'gave up on an admission the steward may have granted; asked it to withdraw the claim');
+    } catch (e) {
+      o.log?.warn({ why, err: (e as Error).message }, 'could not withdraw a claim the steward may have admitted; it releases it at the deadline');
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   for (let attempt = 1; ; attempt++) {
+    if (o.signal?.aborted) {
+      await giveUp('aborted');
+      throw abortError(o.signal);
+    }
     let out: Admission | undefined;
     let failure: unknown;
+    const inFlight = new AbortController();
+    const breakOff = () => inFlight.abort(o.signal?.reason);
+    o.signal?.addEventListener('abort', breakOff, { once: true });
     try {
       await o.ask((f) => {
         const x = (f ?? {}) as Frame;
@@ -59,20 +155,82 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
           queued = true;
           o.onQueued(x.reason ?? '', x.reasons ?? []);
         } else out ??= verdictOf(x);
-      });
+      }, inFlight.signal);
+      // ended without a verdict: the steward read the request (its clean stop ends a queued buyer's stream so, as
+      // the connection's abort under a half-open link can)
+      failure = out ? undefined : new C0Error('STEWARD_NO_ANSWER', 'the steward closed the admission stream without a verdict');
     } catch (e) {
       failure = e;
+    } finally {
+      o.signal?.removeEventListener('abort', breakOff);
     }
     if (out) return out;
-    const remote = failure instanceof C0Error && (failure.detail as { remote?: unknown } | undefined)?.remote === true;
-    if (!queued || remote) {
-      if (failure) throw failure;
-      throw new C0Error('STEWARD_NO_ANSWER', 'the steward closed the admission stream without a verdict');
+    // An ask that may have reached the steward ended with no answer heard: only a dial that failed sent nothing, and
+    // an error the steward answered is an answer. Broken off by the abort mid-ask, it may have been sent.
+    if (o.signal?.aborted || (isTransport(failure) && failure.code !== 'NET_DIAL_FAILED')) unsure = true;
+    if (o.signal?.aborted) {
+      await giveUp('aborted');
+      throw abortError(o.signal);
+    }
+    if (!isTransport(failure) || !unsure) {
+      await giveUp(failure instanceof C0Error ? failure.code : 'error');
+      throw failure;
     }
     const wait = Math.round(delay * (0.75 + random() / 2));
-    if (o.clock() + wait >= o.deadline) return { verdict: 'Expired', reason: 'STEWARD_UNREACHABLE' };
-    o.log?.warn({ attempt, waitMs: wait, err: failure instanceof Error ? failure.message : 'stream ended without a verdict' }, 'the admission stream ended while the claim was queued; asking the steward again');
-    await sleep(wait);
+    if (o.clock() + wait >= o.deadline) {
+      await giveUp('deadline');
+      if (queued) return { verdict: 'Expired', reason: 'STEWARD_UNREACHABLE' };
+      throw failure;
+    }
+    o.log?.warn({ attempt, waitMs: wait, queued, code: failure.code, err: failure.message }, 'no verdict from the steward, which may hold the claim; asking it again');
+    await unlessAborted(sleep(wait), o.signal);
     delay = Math.min(delay * 2, maxMs);
   }
+}
+
+/** One request on `/c0mpute/steward/1` to the overlay's steward (the network's `request`, the steward bound). */
+export type StewardRequest = (frames: CborValue[], opts: { onFrame?: (f: CborValue) => void; signal?: AbortSignal; limits: { deadlineMs: number } }) => Promise<CborValue[]>;
+
+/** `withdraw` a claim (a job's address, or a gang's run address) at the steward: what the client sends on giving up. */
+export function withdrawClaim(request: StewardRequest, claim: string): (signal: AbortSignal) => Promise<unknown> {
+  return async (signal) => {
+    const frames = await request([{ op: 'withdraw', job: claim } as never], { signal, limits: { deadlineMs: GIVE_UP_WITHDRAW_MS } });
+    return (frames[0] as { released?: unknown } | undefined)?.released;
+  };
+}
+
+export interface AdmitJobOptions {
+  request: StewardRequest;
+  job: Opened<Job>;
+  spec: JobSpec;
+  clock: Clock;
+  onQueued: (reason: string, reasons: string[]) => void;
+  /** The run's abort (the node stopping). */
+  signal?: AbortSignal;
+  log?: Logger;
+  /** The overlay's name, for the error naming a missing entitlement. */
+  overlay: string;
+  /** Overrides for tests: the backoff and its sleep. */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+/** Ask the overlay's steward to admit a job's claim (pool/1 §4); the stream stays open while it is queued. */
+export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
+  const { job, spec } = o;
+  if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${o.overlay} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
+  const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
+  return requestAdmission({
+    ask: async (onFrame, signal) => {
+      await o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal });
+    },
+    deadline: job.record.deadline,
+    clock: o.clock,
+    onQueued: o.onQueued,
+    withdraw: withdrawClaim(o.request, job.address),
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.log ? { log: o.log } : {}),
+    ...(o.sleep ? { sleep: o.sleep } : {}),
+    ...(o.random ? { random: o.random } : {}),
+  });
 }

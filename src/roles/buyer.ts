@@ -273,9 +273,13 @@ export interface BuyerDeps {
   defaultPolicy: PolicyName;
   /**
    * On an overlay with a steward: ask it to admit the claim before the job is
-   * announced. Resolves once decided (it may report `queued` events meanwhile).
+   * announced. Resolves once decided (it may report `queued` events meanwhile);
+   * asks again by itself while the steward may hold the claim without a verdict
+   * heard, and withdraws the claim when it gives up after an ask that may have
+   * landed (src/roles/admission-client.ts). `signal` is the run's abort (the
+   * node stopping): it then rejects with the signal's reason.
    */
-  admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void) => Promise<Admission>;
+  admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal) => Promise<Admission>;
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
   /**
@@ -415,6 +419,11 @@ export class Buyer {
     return this.#stop.signal.aborted;
   }
 
+  /** Aborted when the node stops (`interrupt`): buyer work outside a run (a gang's admission) ends with it too. */
+  get stopping(): AbortSignal {
+    return this.#stop.signal;
+  }
+
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
     if (this.#stopping) throw new C0Error(JOB_INTERRUPTED, 'this node is stopping: the job was not started');
     let result: JobResult;
@@ -503,8 +512,9 @@ export class Buyer {
     made.opened = job;
     let admission: Admission | undefined;
     if (this.d.admission) {
-      // pool/1: the steward decides before the job is announced.
-      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }));
+      // pool/1: the steward decides before the job is announced. The node's stop breaks the asking off (the run ends
+      // interrupted); a claim the steward may have admitted meanwhile is withdrawn by the client as it gives up.
+      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }), this.#stop.signal);
       onEvent({ e: 'admission', admission });
       if (admission.verdict !== 'Admit') {
         return { job, status: admission.verdict === 'Deny' ? 'denied' : 'queue-expired', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } };

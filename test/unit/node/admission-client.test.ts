@@ -1,4 +1,8 @@
-/** The buyer's admit client (src/roles/admission-client.ts): asks the steward again, with backoff, when a queued claim's stream fails. */
+/**
+ * The buyer's admit client (src/roles/admission-client.ts): asks the steward again, with backoff, whenever the steward
+ * may hold the claim with no verdict heard (a queued claim's stream failed, or an `admitted` answer was lost with its
+ * stream before any `queued` frame: s35a finding 1), and withdraws the claim when it gives up after such an ask.
+ */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
@@ -19,6 +23,11 @@ function scripted(steps: Step[]) {
       if (!Array.isArray(s)) throw s.fail;
     },
   };
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cond());
 }
 
 const broken = () => new C0Error('NET_STREAM_FAILED', 'stream reset');
@@ -46,11 +55,149 @@ describe('requestAdmission', () => {
     assert.deepEqual(waits, [500, 1000]);
   });
 
-  test('no verdict and never queued: STEWARD_NO_ANSWER at once; a failure before queued is rethrown', async () => {
+  test('a stream that fails before any `queued` frame, or ends without a verdict, is asked for again: a lost `admitted` is recovered', async () => {
+    for (const first of [{ frames: [], fail: broken() }, [], { frames: [], fail: new C0Error('NET_DEADLINE', 'no answer in time') }] as Step[]) {
+      const clock = fakeClock();
+      const waits: number[] = [];
+      const withdrawn: number[] = [];
+      const s = scripted([first, [{ t: 'admitted', reserved: { uj: 5, grade: 'Estimator' }, borrowed_uj: 0 }]]);
+      const a = await requestAdmission({
+        ask: s.ask,
+        deadline: clock() + 60_000,
+        clock,
+        onQueued: () => assert.fail('never queued'),
+        random: () => 0.5,
+        sleep: async (ms) => {
+          waits.push(ms);
+          clock.advance(ms);
+        },
+        withdraw: async () => void withdrawn.push(1),
+      });
+      assert.deepEqual(a, { verdict: 'Admit', reserved: { uj: 5, grade: 'Estimator' }, borrowed_uj: 0 });
+      assert.equal(s.asks(), 2);
+      assert.deepEqual(waits, [500]);
+      assert.deepEqual(withdrawn, [], 'a verdict came: nothing to withdraw');
+    }
+  });
+
+  test('a first ask whose dial fails reached nothing: NET_DIAL_FAILED at once, nothing withdrawn', async () => {
     const clock = fakeClock();
-    const base = { deadline: clock() + 60_000, clock, onQueued: () => {}, sleep: async () => assert.fail('no retry') };
-    await assert.rejects(requestAdmission({ ...base, ask: scripted([[]]).ask }), (e: unknown) => e instanceof C0Error && e.code === 'STEWARD_NO_ANSWER');
-    await assert.rejects(requestAdmission({ ...base, ask: scripted([{ frames: [], fail: broken() }]).ask }), (e: unknown) => e instanceof C0Error && e.code === 'NET_STREAM_FAILED');
+    const withdrawn: number[] = [];
+    const dial = new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1');
+    const s = scripted([{ frames: [], fail: dial }]);
+    await assert.rejects(requestAdmission({ ask: s.ask, deadline: clock() + 60_000, clock, onQueued: () => {}, sleep: async () => assert.fail('no retry'), withdraw: async () => void withdrawn.push(1) }), (e: unknown) => e === dial);
+    assert.equal(s.asks(), 1);
+    assert.deepEqual(withdrawn, []);
+  });
+
+  test('never queued, the re-asks failing until the deadline: the last failure is thrown (its code), after a withdraw', async () => {
+    const clock = fakeClock();
+    const waits: number[] = [];
+    const withdrawn: AbortSignal[] = [];
+    const dial = new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1');
+    const s = scripted([{ frames: [], fail: broken() }, { frames: [], fail: dial }]);
+    const asked = requestAdmission({
+      ask: s.ask,
+      deadline: clock() + 20_000,
+      clock,
+      onQueued: () => {},
+      random: () => 0.5,
+      sleep: async (ms) => {
+        waits.push(ms);
+        clock.advance(ms);
+      },
+      withdraw: async (signal) => void withdrawn.push(signal),
+    });
+    await assert.rejects(asked, (e: unknown) => e === dial);
+    assert.deepEqual(waits, [500, 1000, 2000, 4000, 5000, 5000]);
+    assert.equal(withdrawn.length, 1, 'the claim the first ask may have admitted is withdrawn');
+  });
+
+  test('an error the steward answers a re-ask is thrown after a withdraw; answered to the first ask, nothing is withdrawn', async () => {
+    const clock = fakeClock();
+    const remote = () => new C0Error('STEWARD_NOT_ENTITLED', 'no', { detail: { remote: true } });
+    for (const [steps, withdraws] of [
+      [[{ frames: [], fail: broken() }, { frames: [], fail: remote() }], 1],
+      [[{ frames: [], fail: remote() }], 0],
+    ] as Array<[Step[], number]>) {
+      const withdrawn: number[] = [];
+      await assert.rejects(
+        requestAdmission({ ask: scripted(steps).ask, deadline: clock() + 60_000, clock, onQueued: () => {}, sleep: async () => {}, withdraw: async () => void withdrawn.push(1) }),
+        (e: unknown) => e instanceof C0Error && e.code === 'STEWARD_NOT_ENTITLED',
+      );
+      assert.equal(withdrawn.length, withdraws);
+    }
+  });
+
+  test('the run’s abort breaks off the ask in flight: the abort’s reason is thrown, after a withdraw (the ask may have landed)', async () => {
+    const clock = fakeClock();
+    const stop = new AbortController();
+    const withdrawn: number[] = [];
+    let inFlight: AbortSignal | undefined;
+    const asked = requestAdmission({
+      ask: (_onFrame, signal) => {
+        inFlight = signal;
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(broken()), { once: true }));
+      },
+      deadline: clock() + 60_000,
+      clock,
+      onQueued: () => {},
+      signal: stop.signal,
+      withdraw: async () => void withdrawn.push(1),
+    });
+    await new Promise((r) => setImmediate(r));
+    const why = new C0Error('JOB_INTERRUPTED', 'this node is stopping');
+    stop.abort(why);
+    await assert.rejects(asked, (e: unknown) => e === why);
+    assert.ok(inFlight?.aborted, 'the ask in flight was broken off');
+    assert.deepEqual(withdrawn, [1]);
+  });
+
+  test('aborted during the backoff after a lost answer: withdrawn at once; aborted before asking: nothing asked, nothing withdrawn', async () => {
+    const clock = fakeClock();
+    const stop = new AbortController();
+    const withdrawn: number[] = [];
+    const s = scripted([{ frames: [], fail: broken() }]);
+    const asked = requestAdmission({ ask: s.ask, deadline: clock() + 600_000, clock, onQueued: () => {}, signal: stop.signal, initialMs: 60_000, maxMs: 60_000, withdraw: async () => void withdrawn.push(1) });
+    const ended = assert.rejects(asked, (e: unknown) => e instanceof C0Error && e.code === 'JOB_INTERRUPTED');
+    await until(() => s.asks() === 1);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(withdrawn.length, 0, 'waiting to ask again');
+    const t0 = Date.now();
+    stop.abort(new C0Error('JOB_INTERRUPTED', 'stopping'));
+    await ended;
+    assert.ok(Date.now() - t0 < 1_000, 'the backoff was cut short');
+    assert.equal(s.asks(), 1);
+    assert.deepEqual(withdrawn, [1]);
+
+    const s2 = scripted([[]]);
+    await assert.rejects(requestAdmission({ ask: s2.ask, deadline: clock() + 60_000, clock, onQueued: () => {}, signal: stop.signal, withdraw: async () => void withdrawn.push(2) }), (e: unknown) => e instanceof C0Error && e.code === 'JOB_INTERRUPTED');
+    assert.equal(s2.asks(), 0);
+    assert.deepEqual(withdrawn, [1]);
+  });
+
+  test('a withdraw that does not answer holds the giving up for withdrawMs at most', async () => {
+    const clock = fakeClock();
+    const stop = new AbortController();
+    let cut: AbortSignal | undefined;
+    const asked = requestAdmission({
+      ask: (_f, signal) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(broken()), { once: true })),
+      deadline: clock() + 60_000,
+      clock,
+      onQueued: () => {},
+      signal: stop.signal,
+      withdrawMs: 50,
+      withdraw: (signal) => {
+        cut = signal;
+        return new Promise(() => {});
+      },
+    });
+    await new Promise((r) => setImmediate(r));
+    const t0 = Date.now();
+    stop.abort(new C0Error('JOB_INTERRUPTED', 'stopping'));
+    await assert.rejects(asked, (e: unknown) => e instanceof C0Error && e.code === 'JOB_INTERRUPTED');
+    assert.ok(Date.now() - t0 < 1_000, 'given up without waiting on the withdraw');
+    assert.ok(cut?.aborted, 'the withdraw request was broken off');
   });
 
   test('an error the steward answered is not retried, even after queued', async () => {

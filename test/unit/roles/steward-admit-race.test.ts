@@ -221,3 +221,107 @@ describe('the line goes first: a fresh claim does not take capacity a queued cla
     }
   });
 });
+
+describe('the same claim asked again while its first ask is still in the admission section', () => {
+  /** A stream that broke (a half-open link, a reset): every send fails. */
+  const deadStream = () => ({ peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async () => Promise.reject(new Error('stream reset')) });
+  /** Hold every ledger append until `open()`: the first ask is inside the section, at its append, when the re-ask comes. */
+  const holdAppends = (s: Awaited<ReturnType<typeof stewardAt>>) => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let held = 0;
+    const append = s.ledger.append.bind(s.ledger);
+    s.ledger.append = (async (...args: Parameters<typeof append>) => {
+      held++;
+      await gate;
+      return append(...args);
+    }) as typeof s.ledger.append;
+    return { open, held: () => held };
+  };
+
+  it('a job: one Admitted entry and one reservation; the re-ask is answered `admitted` once the first is appended', async () => {
+    const t = tempDir('c0-admit-again-');
+    try {
+      const s = await stewardAt(t.dir);
+      const gate = holdAppends(s);
+      const j = jobN(20);
+      const first = s.line.admit(admitReq(j, 'pair'), deadStream());
+      await until(() => gate.held() === 1, 'the first ask at its append');
+      const again = s.stream();
+      const asked = s.serial.asked;
+      const reask = s.line.admit(admitReq(j, 'pair'), again.ctx);
+      await until(() => s.serial.asked === asked + 1, 're-ask waiting for the section');
+      gate.open();
+      await assert.rejects(first, /stream reset/);
+      await reask;
+      assert.deepEqual(await s.admitted(), [j.address]);
+      assert.deepEqual(again.frames.map((f) => f.t), ['admitted']);
+      assert.equal(gate.held(), 1, 'nothing appended for the re-ask');
+      // one claim open, reserving its estimate and its device once
+      assert.equal(s.ledger.book.open.size, 1);
+      assert.equal(s.ledger.book.open.get(j.address)!.reserved.uj, est.uj);
+      assert.ok(s.accounts.get(j.address));
+      // a second job for the pair's other device is still admitted: the first holds one device, not two
+      const other = s.stream();
+      await s.line.admit(admitReq(jobN(21), 'pair'), other.ctx);
+      assert.equal(other.frames[0]!.t, 'admitted');
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a job that waits: one place in line, kept by the re-ask; the first ask’s wait ends without a verdict', async () => {
+    const t = tempDir('c0-admit-again-');
+    try {
+      const s = await stewardAt(t.dir);
+      const [a, b] = [s.stream(), s.stream()];
+      await s.line.admit(admitReq(jobN(22), 'one'), a.ctx);
+      const j = jobN(23);
+      let open!: () => void;
+      const busy = s.serial.run(() => new Promise<void>((r) => (open = r)));
+      const asked = s.serial.asked;
+      const firstAsk = s.line.admit(admitReq(j, 'one'), b.ctx);
+      const again = s.stream();
+      const reask = s.line.admit(admitReq(j, 'one'), again.ctx);
+      await until(() => s.serial.asked === asked + 2, 'both asks waiting for the section');
+      open();
+      await busy;
+      await firstAsk;
+      await until(() => again.frames.length > 0, 're-ask queued');
+      assert.deepEqual(b.frames.map((f) => [f.t, f.place]), [['queued', 1]]);
+      assert.deepEqual(again.frames.map((f) => [f.t, f.place]), [['queued', 1]]);
+      assert.equal(s.line.queued(NOW).length, 1, 'one place in line');
+      await s.close();
+      await reask;
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a gang: one Admitted entry; the re-ask is answered `admitted` with the gang', async () => {
+    const t = tempDir('c0-admit-again-');
+    try {
+      const s = await stewardAt(t.dir);
+      const gate = holdAppends(s);
+      const runYaml = stringify({ name: 'g2', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: [P(14), P(15)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+      const run = buildRun(runYaml, buyer.signer, NOW).bundle.run;
+      const gangAsk = { op: 'admit-gang' as const, run: run.bytes, entitlement: 'pair', estimate: est, devices_per_member: 1, deadline: NOW + 4_000_000 };
+      const first = s.gangs.admitGang(gangAsk, deadStream());
+      await until(() => gate.held() === 1, 'the first ask at its append');
+      const again = s.stream();
+      const asked = s.serial.asked;
+      const reask = s.gangs.admitGang(gangAsk, again.ctx);
+      await until(() => s.serial.asked === asked + 1, 're-ask waiting for the section');
+      gate.open();
+      await assert.rejects(first, /stream reset/);
+      await reask;
+      assert.deepEqual(await s.admitted(), [run.address]);
+      assert.deepEqual(again.frames.map((f) => [f.t, f.gang]), [['admitted', run.address]]);
+      assert.equal(s.ledger.book.open.size, 1);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+});

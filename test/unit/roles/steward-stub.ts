@@ -83,9 +83,12 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
     sub: (n: string) => sub(db, n),
   } as unknown as StewardPorts;
   const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...o.cfg }, stewardIdentity);
-  /** One request on /c0mpute/steward/1 from `from`: the frames answered (a thrown refusal rejects). */
-  const ask = async (req: Frame, from = stubBuyer.did, into: Frame[] = []) => {
-    await handlers.get(STEWARD_PROTOCOL)!([req as never], { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void into.push(f as Frame) });
+  /**
+   * One request on /c0mpute/steward/1 from `from`: the frames answered (a thrown refusal rejects). `send` replaces the
+   * stream's (e.g. one that fails: the buyer's stream broke while the steward decided).
+   */
+  const ask = async (req: Frame, from = stubBuyer.did, into: Frame[] = [], send?: (f: Frame) => Promise<void>) => {
+    await handlers.get(STEWARD_PROTOCOL)!([req as never], { peer: peerIdFromDid(from), signal: new AbortController().signal, send: send ?? (async (f: CborValue) => void into.push(f as Frame)) });
     return into;
   };
   /** `admit` for `j` on entitlement ml at a 10 J guess (or `estimate`); the answer frames go to `into`. */
