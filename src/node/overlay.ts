@@ -13,7 +13,7 @@ import { C0Error } from '../errors.js';
 import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 import { sub, type Db } from '../store/db.js';
-import { RecordStore } from '../store/records.js';
+import { RecordStore, type HistoryPruned } from '../store/records.js';
 import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -44,7 +44,7 @@ import { keepConnected } from './keep-connected.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
 import { startHistoryPruning } from './history-prune.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
-import { setupProvider } from './provider-wiring.js';
+import { poolHistoryLeftovers, providerLeftovers, setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
 import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.js';
 import { AbuseReports } from '../net/peer-abuse.js';
@@ -121,6 +121,8 @@ export class OverlayNode {
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
   #probe: Promise<ProbeService> | undefined;
+  /** A pool member's trail and run log left by an earlier run, when no pool member runs now: pruned with the history. */
+  #poolHistory: ReadonlyArray<{ pruneHistory(before: number, max?: number, after?: string): Promise<HistoryPruned> }> = [];
 
   private constructor(readonly d: OverlayDeps) {
     this.name = d.network.overlay;
@@ -286,7 +288,11 @@ export class OverlayNode {
     );
 
     if (nc.steward) this.selectionAuthority = (signer) => signer === nc.steward;
-    if (this.roles.includes('provider')) await setupProvider(this, { onStop: (stop) => this.#stops.push(stop), quote: (job, opts) => this.#quote(job, opts), countJob: (outcome) => this.#jobs.inc({ role: 'provider', outcome }) });
+    const providerHooks = { onStop: (stop: () => Promise<void>) => void this.#stops.push(stop), quote: (job: Opened<Job>, opts?: { invited?: boolean }) => this.#quote(job, opts), countJob: (outcome: string) => void this.#jobs.inc({ role: 'provider', outcome }) };
+    if (this.roles.includes('provider')) await setupProvider(this, providerHooks);
+    // Without the role: what an earlier run left of its work is still recovered and delivered (docs/node.md "Changing roles").
+    const leftovers = this.roles.includes('provider') ? undefined : await providerLeftovers(this, providerHooks);
+    if (!this.poolMember) this.#poolHistory = await poolHistoryLeftovers(this);
     if (this.roles.includes('buyer')) this.buyer = this.#buyerSide.createBuyer();
     this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });
     this.#stops.push(async () => this.orders?.claimer?.stop());
@@ -315,6 +321,7 @@ export class OverlayNode {
 
     await this.net.start();
     if (this.provider) await this.provider.start();
+    await leftovers?.recover();
     await this.poolMember?.start();
     this.presencePublisher?.start();
     this.#antiEntropy(nc.resyncMs);
@@ -373,7 +380,7 @@ export class OverlayNode {
     const keepDays = this.d.config.history.keepDays;
     if (keepDays <= 0) return;
     const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals; a provider\'s run notes; a pool member\'s dispatch trail entries and run log notes)', registers: [this.registry] });
-    const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? [])], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
+    const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? this.#poolHistory)], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
     this.#stops.push(() => p.stop());
   }
 

@@ -13,6 +13,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { boxKeyFromIdentitySeed } from '../crypto/sealed-box.js';
 import { Provider, type ProviderDeps } from '../roles/provider/provider.js';
 import { ProcessRegistry } from '../roles/provider/orphans.js';
+import { recoverCrashedWork } from '../roles/provider/crash-recovery.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
 import { PREEMPT_PROTOCOL, STEWARD_PROTOCOL } from '../roles/steward.js';
@@ -21,8 +22,9 @@ import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js'
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import { liveInMarket, providerPresence } from './presence-wiring.js';
-import { onStoreEvent, storeProblem } from '../store/db.js';
+import { onStoreEvent, storeProblem, type Sub } from '../store/db.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
+import { DispatchTrail, RunLog } from '../pools/trail.js';
 import { createExecutor } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
 import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
@@ -66,8 +68,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   const box = boxKeyFromIdentitySeed(seed);
   seed.fill(0);
   const state = o.sub('provider');
-  const runs = await ProviderRuns.open(o.d.db, o.sub('provider-runs'), o.clock());
-  o.providerRuns = runs;
+  const { runs, processes, deliveryDeps, keepReceipt } = await openProviderState(o, h);
   const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry, clock: o.clock });
   for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
   if (config.pool) {
@@ -94,26 +95,6 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     });
     h.onStop(async () => o.poolMember?.stop());
   }
-  // Receipts the exec stream could not deliver go to their buyer directly, and again when it connects (receipt-delivery.ts).
-  const { delivery, deps: deliveryDeps, keepReceipt } = await receiptDeliveryOn(runs, {
-    send: async (buyer, r) => (await o.net.sendOutcome('receipt', [buyer], r.bytes)).outcomes[buyer] ?? 'unreachable',
-    clock: o.clock,
-    log: o.log.child({ role: 'provider', overlay: o.name }),
-    self: o.did,
-  });
-  const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
-    if (!delivery.size || !evt.detail.protocols.includes(OUTCOME_PROTOCOL)) return;
-    try {
-      delivery.onConnected(didFromPeerId(evt.detail.peerId));
-    } catch {
-      // not an Ed25519 peer: no buyer
-    }
-  };
-  o.net.libp2p.addEventListener('peer:identify', onIdentify);
-  h.onStop(async () => {
-    o.net.libp2p.removeEventListener('peer:identify', onIdentify);
-    delivery.stop();
-  });
   o.provider = new Provider({
     ...deliveryDeps,
     ...(o.poolMember ? { pool: o.poolMember.hooks() } : {}),
@@ -124,7 +105,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     // in a large market the advert lives longer (src/matching/advert-rate.ts)
     liveInMarket: liveInMarket(o, Object.keys(pc.workloads)),
     // Running exec process groups, ended on the next start after a crash (docs/node.md).
-    processes: new ProcessRegistry(join(o.d.dataDir, 'exec-groups', encodeURIComponent(o.name))),
+    processes,
     execHost: { signer: identity.signer, did: o.did, net: o.net, dir: join(o.d.dataDir, 'train') },
     hardware,
     meter,
@@ -163,18 +144,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       dropNote: (job) => runs.dropNote(job),
       notes: () => runs.notes(),
     },
-    onReceipt: async (r, offer, job) => {
-      // The job it ran leaves the bounded set of jobs quoted on (records.ts putQuoted): it is this node's history now.
-      // First, so a stop cut short in between cannot leave it there: once the receipt is recorded below, no restart
-      // comes back here (hasReceiptFor), and a later flood would evict the job of a receipt this node signed. Only
-      // history: delivery needs neither write (exec carries the job), so a failure is logged and the receipt goes.
-      // It does not wait behind the quoted jobs pending: a promotion waits for one group commit at most (#putJobs).
-      await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
-      // kept while the job could still be asked to run (until its deadline), then as long as the history; synced
-      // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
-      await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
-      await o.market.addEvidence(r, offer);
-    },
+    onReceipt: keepReceiptHere(o, keepReceipt),
     onOutcome: (status) => h.countJob(status),
     // an invalid exec request costs its sender abuse points, as invalid records sent directly do (docs/network.md §10)
     strike: o.abuseReports.invalid,
@@ -236,6 +206,122 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
     });
   }
+}
+
+/** Where this overlay's running `exec` process groups are recorded (orphans.ts; docs/node.md "Orphaned work after a crash"). */
+function processRegistry(o: OverlayNode): ProcessRegistry {
+  return new ProcessRegistry(join(o.d.dataDir, 'exec-groups', encodeURIComponent(o.name)));
+}
+
+/**
+ * The provider's stored state on this overlay, opened (the provider role's, and what a node without it still owes:
+ * `providerLeftovers`): the runs store (dropped with the job history: `o.providerRuns`), the exec group records, and
+ * the receipt delivery kept in the runs store, sending a waiting receipt again each time its buyer connects, until
+ * the node stops.
+ */
+async function openProviderState(o: OverlayNode, h: Pick<ProviderWiringHooks, 'onStop'>): Promise<{ runs: ProviderRuns; processes: ProcessRegistry; deliveryDeps: Pick<ProviderDeps, 'deliver' | 'acknowledged' | 'resumeDelivery'>; keepReceipt(r: Opened<Receipt>, until: number): Promise<void> }> {
+  const runs = await ProviderRuns.open(o.d.db, o.sub('provider-runs'), o.clock());
+  o.providerRuns = runs;
+  // Receipts the exec stream could not deliver go to their buyer directly, and again when it connects (receipt-delivery.ts).
+  const { delivery, deps: deliveryDeps, keepReceipt } = await receiptDeliveryOn(runs, {
+    send: async (buyer, r) => (await o.net.sendOutcome('receipt', [buyer], r.bytes)).outcomes[buyer] ?? 'unreachable',
+    clock: o.clock,
+    log: o.log.child({ role: 'provider', overlay: o.name }),
+    self: o.did,
+  });
+  const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
+    if (!delivery.size || !evt.detail.protocols.includes(OUTCOME_PROTOCOL)) return;
+    try {
+      delivery.onConnected(didFromPeerId(evt.detail.peerId));
+    } catch {
+      // not an Ed25519 peer: no buyer
+    }
+  };
+  o.net.libp2p.addEventListener('peer:identify', onIdentify);
+  h.onStop(async () => {
+    o.net.libp2p.removeEventListener('peer:identify', onIdentify);
+    delivery.stop();
+  });
+  return { runs, processes: processRegistry(o), deliveryDeps, keepReceipt };
+}
+
+/**
+ * Keep a receipt this node signed as a provider (Provider's `onReceipt`, and the crash recovery's `keep`): the job it
+ * ran, the receipt with its wait for the buyer, and the evidence.
+ */
+function keepReceiptHere(o: OverlayNode, keepReceipt: (r: Opened<Receipt>, until: number) => Promise<void>): ProviderDeps['onReceipt'] {
+  return async (r, offer, job) => {
+    // The job it ran leaves the bounded set of jobs quoted on (records.ts putQuoted): it is this node's history now.
+    // First, so a stop cut short in between cannot leave it there: once the receipt is recorded below, no restart
+    // comes back here (hasReceiptFor), and a later flood would evict the job of a receipt this node signed. Only
+    // history: delivery needs neither write (exec carries the job), so a failure is logged and the receipt goes.
+    // It does not wait behind the quoted jobs pending: a promotion waits for one group commit at most (#putJobs).
+    await o.records.put(job).catch((e: unknown) => o.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep the job that ran'));
+    // kept while the job could still be asked to run (until its deadline), then as long as the history; synced
+    // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
+    await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
+    await o.market.addEvidence(r, offer);
+  };
+}
+
+/** Whether a sublevel holds any entry besides `except` (its own markers). */
+async function holdsAny(db: Sub, except: readonly string[]): Promise<boolean> {
+  for await (const key of db.keys({ limit: except.length + 1 })) if (!except.includes(key)) return true;
+  return false;
+}
+
+/**
+ * What a node owes for provider work of an earlier run on an overlay where the provider role is no longer configured
+ * (docs/node.md "Changing roles"): when the provider's store holds anything (run notes, receipts waiting for their
+ * buyer, run history) or exec group records are left, the same recovery as the role's start (crash-recovery.ts: the
+ * groups are ended, EXEC_PROVIDER_CRASHED signed for each run a crash left, receipts kept untried are sent and
+ * gossiped), the receipt delivery kept running (each waiting receipt sent when its buyer connects, until it is
+ * answered or lapses), and the store pruned with the job history (`o.providerRuns`). Nothing of the market side:
+ * no advert, presence, quote, claim or exec. Undefined when nothing is stored; else `recover` runs once the network
+ * is up.
+ */
+export async function providerLeftovers(o: OverlayNode, h: Pick<ProviderWiringHooks, 'onStop' | 'countJob'>): Promise<{ recover(): Promise<void> } | undefined> {
+  const groups = processRegistry(o).list().length;
+  const stored = await holdsAny(o.sub('provider-runs'), ['~indexed']);
+  if (!groups && !stored) return undefined;
+  const { runs, processes, deliveryDeps, keepReceipt } = await openProviderState(o, h);
+  const log = o.log.child({ role: 'provider', overlay: o.name });
+  const [notes, waiting] = await Promise.all([runs.notes(), runs.waitingReceipts()]);
+  if (groups || notes.length || waiting.length) {
+    log.warn({ execGroups: groups, runNotes: notes.length, waitingReceipts: waiting.length }, 'the provider role is not configured on this overlay, but an earlier run left provider work here: it is recovered (crashed work ended and its failed receipts signed, waiting receipts delivered); nothing is advertised, quoted or run');
+  }
+  return {
+    recover: () =>
+      recoverCrashedWork({
+        signer: o.d.identity.signer,
+        did: o.did,
+        clock: o.clock,
+        log,
+        state: { hasReceiptFor: (job) => runs.has(job), notes: () => runs.notes(), dropNote: (job) => runs.dropNote(job) },
+        processes,
+        keep: keepReceiptHere(o, keepReceipt),
+        publish: (r) => o.net.publish('receipt', r.bytes),
+        ...(deliveryDeps.deliver ? { deliver: deliveryDeps.deliver } : {}),
+        ...(deliveryDeps.resumeDelivery ? { resumeDelivery: deliveryDeps.resumeDelivery } : {}),
+        onOutcome: (status) => h.countJob(status),
+      }),
+  };
+}
+
+/**
+ * A pool member's job history (its dispatch trail and run log: src/pools/trail.ts, the sublevels startPoolMember
+ * opens) on an overlay where the node runs no pool member now (no `pool` section, or no provider role): still
+ * dropped with the job history (docs/node.md "Changing roles"), so what is left of an earlier membership does not
+ * stay for good. Nothing is recovered here: closing a dispatch needs the pool (its roster, its members), and the
+ * other members close a silent coordinator's dispatches from their copies (docs/pools.md). Empty when neither holds
+ * anything.
+ */
+export async function poolHistoryLeftovers(o: OverlayNode): Promise<Array<DispatchTrail | RunLog>> {
+  const [trail, runLog] = [o.sub('pool-trail'), o.sub('pool-runs')];
+  const out: Array<DispatchTrail | RunLog> = [];
+  if (await holdsAny(trail, ['~indexed'])) out.push(await DispatchTrail.open(trail, o.clock, o.log.child({ role: 'pool', overlay: o.name })));
+  if (await holdsAny(runLog, ['~indexed'])) out.push(await RunLog.open(runLog));
+  return out;
 }
 
 /**

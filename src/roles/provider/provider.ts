@@ -19,6 +19,8 @@ import { PeerLog } from '../../util/peer-log.js';
 import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
+import { recoverCrashedWork } from './crash-recovery.js';
+import { receiptFor } from './receipt.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
@@ -27,6 +29,9 @@ import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.
 import { clearableTimeoutSignal, raceTimeout } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
 import { truncateText } from '../../util/text.js';
+
+/** The receipt of one run (receipt.ts), still importable from here. */
+export { receiptFor };
 
 /**
  * How long a receipt written on the exec stream waits for the buyer to show it got it: every buyer resets (or closes)
@@ -240,96 +245,27 @@ export class Provider {
     return this.#running.has(job) || this.#started.has(job);
   }
 
+  /**
+   * Start: first what an earlier run of this node left (crash-recovery.ts: the exec groups a crash left behind are
+   * ended, the failed receipt EXEC_PROVIDER_CRASHED of each job they or a run note name is signed, receipts kept
+   * untried are sent), then the first advert.
+   */
   async start(): Promise<void> {
-    await this.#reapOrphans();
-    await this.#failCrashedRuns();
-    await this.#resumeDelivery();
+    await recoverCrashedWork({
+      signer: this.d.signer,
+      did: this.d.did,
+      clock: this.d.clock,
+      log: this.d.log,
+      state: this.d.state,
+      ...(this.d.processes ? { processes: this.d.processes } : {}),
+      keep: (r, offer, job) => this.d.onReceipt(r, offer, job),
+      publish: (r) => this.d.publish('receipt', r),
+      ...(this.d.deliver ? { deliver: this.d.deliver } : {}),
+      ...(this.d.resumeDelivery ? { resumeDelivery: this.d.resumeDelivery } : {}),
+      ...(this.d.onOutcome ? { onOutcome: this.d.onOutcome } : {}),
+      shape: (r) => this.#shape(r),
+    });
     await this.publishAdvert();
-  }
-
-  /**
-   * Receipts kept before the restart whose buyer never showed it got them (the provider was killed while the output
-   * streamed, or before the receipt could be sent): sent to their buyer directly (resumeDelivery) and gossiped, since
-   * neither may have happened (docs/node.md "A receipt the buyer did not get on the stream").
-   */
-  async #resumeDelivery(): Promise<void> {
-    const resumed = this.d.resumeDelivery?.() ?? [];
-    for (const r of resumed) {
-      this.d.log.info({ job: r.record.job, receipt: r.address, buyer: r.record.buyer, status: r.record.status }, 'a receipt kept before the restart was never acknowledged by its buyer: sent to it directly, and gossiped');
-      await this.d.publish('receipt', r).catch(() => 0);
-    }
-  }
-
-  /**
-   * Sign the failed receipt (EXEC_PROVIDER_CRASHED) of each job noted as accepted here whose receipt was never kept:
-   * a builtin's or an http call's work (or an exec's whose group was never recorded) a crash took with it; an exec
-   * group's job was failed by #reapOrphans just before, which superseded its note (docs/node.md "Orphaned work after
-   * a crash").
-   */
-  async #failCrashedRuns(): Promise<void> {
-    if (!this.d.state.notes) return;
-    let notes;
-    try {
-      notes = await this.d.state.notes();
-    } catch (e) {
-      this.d.log.warn({ err: (e as Error).message }, 'could not read the notes of work a crashed run left behind');
-      return;
-    }
-    for (const n of notes) {
-      this.d.log.warn({ job: n.job, startedAt: n.startedAt }, 'found work a crashed run accepted and never finished');
-      try {
-        if (await this.d.state.hasReceiptFor(n.job)) {
-          await this.d.state.dropNote?.(n.job);
-          continue;
-        }
-        await this.#signCrashed(n.jobEnvelope, n.offerEnvelope, n.job, n.startedAt, 'the provider stopped while the work ran; it ended with the process');
-      } catch (e) {
-        this.d.log.warn({ job: n.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
-        await this.d.state.dropNote?.(n.job).catch(() => undefined);
-      }
-    }
-  }
-
-  /** Sign, keep, gossip and send to its buyer the failed receipt (EXEC_PROVIDER_CRASHED) of work a crash ended. */
-  async #signCrashed(jobBytes: Uint8Array, offerBytes: Uint8Array, address: string, startedAt: number, message: string): Promise<void> {
-    const job = open(jobBytes, T.job);
-    const offer = job.record.order ? (open(offerBytes, T.claim) as unknown as Opened<Offer>) : open(offerBytes, T.offer);
-    if (job.address !== address || offer.signer !== this.d.did) throw new C0Error('EXEC_NOTE_MISMATCH', 'the recorded job or offer is not this job’s, or not this provider’s');
-    const receipt = this.#shape(receiptFor(job, offer, {
-      startedAt,
-      completedAt: Math.max(this.d.clock(), startedAt),
-      // Nothing was measured across the crash: no energy is claimed.
-      energy: { uj: 0, grade: 'Estimator' },
-      failure: { code: 'EXEC_PROVIDER_CRASHED', message },
-    }));
-    const env = seal(T.receipt, receipt, this.d.signer);
-    await this.d.onReceipt(env, offer, job);
-    this.d.onOutcome?.('failed', receipt.workload);
-    await this.d.publish('receipt', env).catch(() => 0);
-    // its buyer heard nothing on the stream that broke with the crash
-    this.d.deliver?.(env);
-  }
-
-  /**
-   * End the process groups a crashed previous run left behind, and sign the
-   * failed receipt (EXEC_PROVIDER_CRASHED) of each job that has none yet
-   * (docs/node.md "Orphaned work after a crash").
-   */
-  async #reapOrphans(): Promise<void> {
-    if (!this.d.processes) return;
-    for (const { rec, outcome } of await this.d.processes.reap()) {
-      this.d.log.warn({ job: rec.job, pid: rec.pid, pgid: rec.pgid, outcome }, outcome === 'killed' ? 'ended the work a crashed run left behind' : 'found the record of work a crashed run left behind');
-      try {
-        if (!rec.jobEnvelope || !rec.offerEnvelope || (await this.d.state.hasReceiptFor(rec.job))) continue;
-        const message = `the provider stopped while the work ran; on restart its process group had ${outcome === 'killed' ? 'to be ended' : 'already exited'}`;
-        await this.#signCrashed(Buffer.from(rec.jobEnvelope, 'base64'), Buffer.from(rec.offerEnvelope, 'base64'), rec.job, rec.startedAt, message).catch((e) => {
-          // as before: a record that is not this job's, or not this provider's, signs nothing
-          if ((e as C0Error).code !== 'EXEC_NOTE_MISMATCH') throw e;
-        });
-      } catch (e) {
-        this.d.log.warn({ job: rec.job, err: (e as Error).message }, 'could not sign the failed receipt of work a crashed run left behind');
-      }
-    }
   }
 
   /**
@@ -861,29 +797,6 @@ export class Provider {
     if (input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
     return input;
   }
-}
-
-/**
- * The receipt of one run of `job` under `offer` (DESIGN §3.3): the buyer is the
- * job's signer, the provider the offer's, the price the offer's; `failed` when
- * a failure is given, else `completed` with the output's hash and size.
- */
-export function receiptFor(job: Opened<Job>, offer: Opened<Offer>, run: { startedAt: number; completedAt: number; energy: Receipt['energy']; failure?: Receipt['failure']; output?: Uint8Array }): Receipt {
-  return {
-    job: job.address,
-    offer: offer.address,
-    buyer: job.signer,
-    provider: offer.signer,
-    workload: job.record.workload,
-    status: run.failure ? 'failed' : 'completed',
-    startedAt: run.startedAt,
-    completedAt: run.completedAt,
-    inputHash: job.record.input.hash,
-    ...(run.output ? { outputHash: hashHex(run.output), outputSize: run.output.length } : {}),
-    price: offer.record.price,
-    energy: run.energy,
-    ...(run.failure ? { failure: run.failure } : {}),
-  };
 }
 
 /** An exec of a job the steward reclaimed before it ran here (Provider.preempt). */
