@@ -8,6 +8,8 @@
  *
  *   the receipt's buyer is this node, and the job it cites is held here and
  *   signed by this node                               → else ignore RECEIPT_NOT_OWN_JOB
+ *   (whatever roles the node runs now: a node restarted without the `buyer`
+ *   role still holds its jobs and selections, and this is still its outcome)
  *   a selection of that job held here names the receipt's offer as its winner,
  *   and the provider it selected signed the receipt; the receipt links to the
  *   offer (provider, price), the job (input hash, workload), and its times are
@@ -28,12 +30,10 @@ import { impossibleReceiptTimes } from '../records/freshness.js';
 
 export const LATE_RECEIPT_ERR = { NOT_OWN_JOB: 'RECEIPT_NOT_OWN_JOB', NOT_SELECTED: 'RECEIPT_NOT_SELECTED' } as const;
 
-/** What the check reads: this node's own records. */
+/** What the check reads: this node's own records (its roles do not matter: the records say whose job it is). */
 export interface OwnReceiptLookups {
   /** This node's DID. */
   did: string;
-  /** Whether this node is a buyer here (a node that is not takes no receipt directly). */
-  buyer: boolean;
   job(address: string): Promise<Opened<Job> | undefined>;
   selections(job: string): Promise<Array<Opened<Selection>>>;
   offer(address: string): Promise<Opened<Offer> | undefined>;
@@ -51,7 +51,6 @@ export async function checkOwnReceipt(rec: Opened<Receipt>, l: OwnReceiptLookups
   const r = rec.record;
   const notOwn = (why: string) => ignoreError(LATE_RECEIPT_ERR.NOT_OWN_JOB, `a receipt sent directly is taken only by the buyer of its job: ${why}`, 'job');
   const notSelected = (why: string) => ignoreError(LATE_RECEIPT_ERR.NOT_SELECTED, `a receipt sent directly is taken only from the provider the buyer selected, linking to its job and offer: ${why}`, 'offer');
-  if (!l.buyer) throw notOwn('this node is not a buyer here');
   if (r.buyer !== l.did) throw notOwn('it names another buyer');
   const job = await l.job(r.job);
   if (!job || job.signer !== l.did) throw notOwn('the job is not one this node published');

@@ -399,11 +399,10 @@ export class OverlayNode {
     this.#stops.push(() => role.stop());
   }
 
-  /** What a receipt sent directly is checked against: this buyer's own jobs, selections and offers (late-receipts.ts). */
+  /** What a receipt sent directly is checked against: this node's own jobs, selections and offers, whatever its roles now (late-receipts.ts). */
   #ownReceipts(): OwnReceiptLookups {
     return {
       did: this.did,
-      buyer: !!this.buyer,
       job: (a) => this.records.get(a, T.job),
       selections: (job) => this.records.selectionsOf(job),
       offer: async (a) => this.market.book.get(a) ?? (await this.records.get(a, T.offer)),

@@ -6,6 +6,8 @@
  *   does at its start (src/roles/provider/crash-recovery.ts): the process group the crash left is ended, each run a
  *   crash left gets its failed receipt (EXEC_PROVIDER_CRASHED), signed, kept and sent to its buyer, a receipt kept
  *   untried is sent too, and the runs store goes with the job history. It advertises nothing.
+ * - A buyer restarted with `roles: [provider]` still takes its own job's receipt sent directly (late-receipts.ts:
+ *   its records say whose job it is, not its roles).
  * - A pool member's trail and run log left on an overlay without a `pool` section go with the history too.
  */
 import '../../../src/polyfill.js';
@@ -148,6 +150,25 @@ test('a provider restarted with roles [buyer] still ends its crashed exec group,
         /* ended */
       }
     }
+    await p.destroy();
+    await b.destroy();
+  }
+});
+
+test('a buyer restarted with roles [provider] takes its own job’s receipt sent directly, and keeps it', async () => {
+  const p = await new Node().open();
+  const b = await new Node().open();
+  try {
+    const runs = await ProviderRuns.open(p.db, sub(p.db, 'provider-runs'), Date.now());
+    const d = deal(b, p);
+    const unacked = await untriedReceipt(runs, p, d);
+    const po = await p.start({ roles: ['provider'], provider: PROVIDER_SECTION });
+    const bo = await b.start({ roles: ['provider'], provider: PROVIDER_SECTION });
+    assert.equal(bo.buyer, undefined);
+    await buyerHolds(bo, po, [d]);
+    await waitFor('the provider to have sent the receipt', async () => (await runs.waitingReceipts()).length === 0);
+    assert.deepEqual(bo.market.evidence.receiptsOf(d.job.address).map((r) => r.address), [unacked.address], 'kept as its own job’s outcome');
+  } finally {
     await p.destroy();
     await b.destroy();
   }
