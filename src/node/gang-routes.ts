@@ -40,6 +40,15 @@ function stewardOf(o: OverlayNode): string {
   return s;
 }
 
+/**
+ * How long a gang's admission asks again after an ask that may have landed went unanswered. A gang never waits in
+ * line, so asking again only recovers an answer lost with its stream; and a gang admitted much later could not run:
+ * `c0mpute train buy` gives the gang 60 s more than its member jobs' own deadlines, counted from the buy, so members
+ * bought after that are refused STEWARD_GANG_DEADLINE (s35i: a steward back after 70 s admitted a gang whose members
+ * then all failed so).
+ */
+export const GANG_REASK_MS = 60_000;
+
 export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admission: Admission }> {
   const b = (body ?? {}) as Record<string, unknown>;
   const steward = stewardOf(o);
@@ -63,14 +72,14 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
   } catch {
     claim = undefined;
   }
-  // Asks again while the steward may hold the gang with no verdict heard (an `admitted` lost with its stream), until
-  // the gang's deadline or the node's stop (src/roles/admission-client.ts).
+  // Asks again while the steward may hold the gang with no verdict heard (an `admitted` lost with its stream), for
+  // GANG_REASK_MS at most (or until the gang's deadline, or the node's stop; src/roles/admission-client.ts)
   const stopping = o.buyer?.stopping;
   const admission = await requestAdmission({
     ask: async (onFrame, signal) => {
       await ask(request, { limits: { deadlineMs: 60_000 }, onFrame, signal });
     },
-    deadline,
+    deadline: Math.min(deadline, o.clock() + GANG_REASK_MS),
     clock: o.clock,
     onQueued: () => {},
     ...(claim ? { withdraw: withdrawClaim(ask, claim) } : {}),

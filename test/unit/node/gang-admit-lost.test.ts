@@ -14,7 +14,7 @@ import { Buffer } from 'node:buffer';
 import { stringify } from 'yaml';
 import { C0Error } from '../../../src/errors.js';
 import type { CborValue } from '../../../src/records/cbor.js';
-import { admitGang } from '../../../src/node/gang-routes.js';
+import { admitGang, GANG_REASK_MS } from '../../../src/node/gang-routes.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
@@ -29,7 +29,7 @@ const TREE = `entitlements:
 `;
 type Frame = Record<string, unknown>;
 
-async function rig(dir: string, how: 'lost' | 'held') {
+async function rig(dir: string, how: 'lost' | 'held' | 'always', clock: () => number = () => NOW) {
   writeFileSync(join(dir, 'tree.yaml'), TREE);
   const db = await openDb(join(dir, 'db'));
   const st = await stewardOnStub(dir, db, new Map());
@@ -40,11 +40,12 @@ async function rig(dir: string, how: 'lost' | 'held') {
     const req = frames[0] as Frame;
     sent.push(String(req.op));
     const first = req.op === 'admit-gang' && ++asks === 1;
+    const lose = req.op === 'admit-gang' && ((first && how === 'lost') || how === 'always');
     const into: Frame[] = [];
     try {
-      await st.ask(req, stubBuyer.did, into, first && how === 'lost' ? async () => Promise.reject(new C0Error('NET_STREAM_FAILED', 'reset')) : undefined);
+      await st.ask(req, stubBuyer.did, into, lose ? async () => Promise.reject(new C0Error('NET_STREAM_FAILED', 'reset')) : undefined);
     } catch (e) {
-      if (first && how === 'lost') throw new C0Error('NET_STREAM_FAILED', 'the stream ended before its end frame');
+      if (lose) throw new C0Error('NET_STREAM_FAILED', 'the stream ended before its end frame');
       throw new C0Error((e as C0Error).code, (e as Error).message, { detail: { remote: true } });
     }
     if (first && how === 'held') {
@@ -57,7 +58,7 @@ async function rig(dir: string, how: 'lost' | 'held') {
     for (const f of into) opts.onFrame?.(f as CborValue);
     return into as CborValue[];
   };
-  const o = { name: 't', clock: () => NOW, log: silentLogger(), d: { network: { steward: stewardIdentity.did }, config: {} }, net: { request }, buyer: { stopping: stop.signal } } as unknown as OverlayNode;
+  const o = { name: 't', clock, log: silentLogger(), d: { network: { steward: stewardIdentity.did }, config: {} }, net: { request }, buyer: { stopping: stop.signal } } as unknown as OverlayNode;
   const members = byDid([P(31), P(32)]);
   const run = buildRun(stringify({ name: 'g', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: members.map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) }), stubBuyer.signer, NOW).bundle.run;
   const body = { run: Buffer.from(run.bytes).toString('hex'), entitlement: 'ml', energy: { uj: 20_000_000, grade: 'Estimator' }, devicesPerMember: 1, deadlineMs: 3_600_000 };
@@ -94,6 +95,22 @@ describe('a gang admission whose answer was lost', () => {
       await assert.rejects(asked, (e: unknown) => e instanceof C0Error && e.code === 'JOB_INTERRUPTED');
       assert.deepEqual(r.sent, ['admit-gang', 'withdraw']);
       assert.deepEqual(await r.events(), ['Admitted', 'Released']);
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('every answer lost: the route stops asking after GANG_REASK_MS (not at the gang’s deadline, an hour on), withdraws the gang and fails with the transport’s code', { timeout: 30_000 }, async () => {
+    const t = tempDir('c0-gang-lost-');
+    let now = NOW;
+    // each reading of the clock is 20 s on: the asking's window passes in a few rounds of its backoff
+    const r = await rig(t.dir, 'always', () => (now += 20_000));
+    try {
+      await assert.rejects(admitGang(r.o, r.body), (e: unknown) => e instanceof C0Error && e.code === 'NET_STREAM_FAILED');
+      assert.ok(now - NOW <= GANG_REASK_MS + 100_000, `gave up ${now - NOW} ms on`);
+      assert.equal(r.sent.at(-1), 'withdraw');
+      assert.deepEqual(await r.events(), ['Admitted', 'Released'], 'the gang admitted into the lost answers is released by the withdraw');
     } finally {
       await r.close();
       t.cleanup();
