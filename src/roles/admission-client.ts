@@ -27,9 +27,10 @@
  * (`signal`: the node stopping) during or after such an ask — it first sends
  * `withdraw` (best effort, within `withdrawMs`): a claim the steward admitted
  * into a dead stream is released now instead of holding its reservation and
- * devices until its deadline. The steward answers `released: 'no'` for a
- * claim that is not open; an ask it answered with an error, or one never
- * sent, leaves nothing to withdraw.
+ * devices until its deadline. The steward answers `released`: `yes` (it
+ * released the open claim), `dequeued` (it took the claim out of its line) or
+ * `no` (it holds no such claim); the client only logs it. An ask it answered with an
+ * error, or one never sent, leaves nothing to withdraw.
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';

@@ -59,11 +59,18 @@ export function lineAhead(claim: Claim): QueueVerdict {
   return { verdict: 'Queue', claim: claim.id, entitlement: claim.entitlement, reason: LINE_AHEAD, reasons: [LINE_AHEAD], estimate: claim.estimate, devices: claim.gang_size * claim.devices_per_member };
 }
 
+/**
+ * The reason of the `expired` frame that ends the ask of a claim its buyer withdrew while it waited in line
+ * (AdmissionLine.withdraw): a final verdict to any client (`Expired`), nothing admitted or left open.
+ */
+export const WITHDRAWN = 'WITHDRAWN';
+
 /** What a decision in the admission section came to; the buyer is told outside it. */
 type Outcome =
   | { t: 'admitted'; admit: Verdict & { verdict: 'Admit' }; seq: number; entry: string }
   | { t: 'denied'; v: Verdict & { verdict: 'Deny' } }
   | { t: 'expired'; v: QueueVerdict }
+  | { t: 'withdrawn' }
   | { t: 'failed'; err: unknown };
 
 /** What ends a wait in line: an outcome, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
@@ -72,6 +79,9 @@ type Wake = Outcome | { gone: 'stopping' | 'superseded' };
 /** A fresh ask, after the section: answered again, decided, or waiting in line. */
 /** `reasked`: a claim already in line asked again (capacity may have freed while its buyer was away). */
 type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake>; reasked?: true };
+
+/** What a withdraw did to a claim the accounts do not hold (AdmissionLine.withdraw). */
+export type LineWithdrawn = 'dequeued';
 
 interface Waiting {
   /** arrival number (the place in line; the queue store's key) */
@@ -212,6 +222,27 @@ export class AdmissionLine {
   }
 
   /**
+   * `withdraw` of a claim the accounts do not hold (not admitted) by `buyer`: waiting in line, it is taken out of it
+   * and out of the queue store (synced), its waiting ask (if any) told `expired` `WITHDRAWN`, and the line decided
+   * again (what it held may go to the next) → `dequeued`; else undefined (the handler answers `no`).
+   *
+   * Only the claim's buyer may withdraw it (STEWARD_NOT_BUYER). Never waits for the admission section.
+   */
+  async withdraw(claim: string, buyer: string | undefined): Promise<LineWithdrawn | undefined> {
+    const w = this.#queue.find((x) => x.claim.id === claim);
+    if (!w) return undefined;
+    if (buyer !== w.job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+    this.#dequeue(w);
+    await this.#queueStore.remove(w.n).catch((e) => this.#log.warn({ claim, err: (e as Error).message }, 'cannot drop a withdrawn queued claim from the queue store (dropped at the next start, once its buyer stays away)'));
+    this.#log.info({ claim, place: w.n }, 'queued claim withdrawn by its buyer; taken out of the line');
+    const wake = w.wake;
+    w.wake = undefined;
+    wake?.({ t: 'withdrawn' });
+    void this.retry();
+    return 'dequeued';
+  }
+
+  /**
    * A fresh ask, in the admission section: the same answer for a claim already
    * admitted, the place kept for one in line, else decided now (admitted and
    * appended, denied, or put in line). Its wait is armed here, so a pass or an
@@ -319,6 +350,11 @@ export class AdmissionLine {
     if (o.t === 'failed') throw o.err;
     if (o.t === 'expired') {
       await ctx.send({ t: 'expired', reason: o.v.reason } as never).catch(() => {});
+      return;
+    }
+    if (o.t === 'withdrawn') {
+      // its buyer withdrew it: most likely gone, so whatever happens to this answer
+      await ctx.send({ t: 'expired', reason: WITHDRAWN } as never).catch(() => {});
       return;
     }
     if (o.t === 'denied') {

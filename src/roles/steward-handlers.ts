@@ -2,7 +2,8 @@
  * The steward's direct-protocol handlers besides admission (pool/1 §6, §7):
  * `/c0mpute/ledger/1` serves a range of the sealed ledger (at most
  * MAX_LEDGER_RANGE entries a request, for witnesses); on `/c0mpute/steward/1`,
- * `withdraw` releases an admitted job its buyer is done with, `select`
+ * `withdraw` releases an admitted job its buyer is done with (or takes a
+ * queued one out of line), `select`
  * signs a selection on the buyer's behalf on a `managed` overlay, and
  * `reclaimed` tells a job's buyer whether the steward reclaimed its claim from
  * the provider it names.
@@ -15,7 +16,7 @@ import { isDid } from '../records/did.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Tree } from '../pool/tree.js';
-import { requireEntitled } from './steward-admission.js';
+import { requireEntitled, type AdmissionLine } from './steward-admission.js';
 import type { ClaimAccounts, OpenJob } from './steward-accounts.js';
 import type { Reclaimer } from './steward-reclaim.js';
 import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
@@ -42,15 +43,28 @@ export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx:
  * buyer for the job's selections (the steward's catch-up request, bounded in
  * time); each goes through the steward's selection handler, which charges
  * what it names. A buyer that cannot be reached then leaves them uncharged.
+ *
+ * A claim not open goes to the admission line (`line`, AdmissionLine.withdraw):
+ * one waiting in line is taken out of it (`dequeued`). The answer `released`
+ * is `yes` (released now), `dequeued`, or `no` (the steward holds no such
+ * claim: never admitted, released already, or unknown).
  */
-export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>): Promise<void> {
-  const oj = accounts.get(String(req.job));
+export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>, line?: Pick<AdmissionLine, 'withdraw'>): Promise<void> {
+  const claim = String(req.job);
+  const { didFromPeerId } = await import('../node/peer-id.js');
+  let from: string | undefined;
+  try {
+    from = didFromPeerId(ctx.peer.toString());
+  } catch {
+    // not an Ed25519 peer: nobody's buyer
+  }
+  const oj = accounts.get(claim);
   if (!oj) {
-    await ctx.send({ t: 'withdrawn', released: 'no' } as never);
+    const r = line ? await line.withdraw(claim, from) : undefined;
+    await ctx.send({ t: 'withdrawn', released: r ?? 'no' } as never);
     return;
   }
-  const { didFromPeerId } = await import('../node/peer-id.js');
-  if (didFromPeerId(ctx.peer.toString()) !== oj.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+  if (from !== oj.buyer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
   // A gang's buyer hands over the member receipts it holds (signed by their providers), so the release sums them all even if gossip missed one.
   if (Array.isArray(req.receipts)) {
     for (const b of req.receipts.slice(0, 256)) {

@@ -18,6 +18,7 @@
  *   whenever capacity frees. After a restart the queue comes back with no
  *   buyer attached; a buyer re-asking with the same job keeps its place, and
  *   a claim whose buyer is away holds the line for at most `reaskGraceMs`.
+ *   `withdraw` takes a queued claim out of line.
  *   Asking again for a job already admitted answers `admitted` again (the
  *   first answer may have been lost). Deny → the buyer is told why; nothing
  *   is recorded. `admit-gang`: a training gang as one claim, its member jobs
@@ -435,7 +436,7 @@ export class Steward {
     if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, proving);
     if (req?.op === 'admission') return this.#admission(req, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts, tree: this.tree }, req, ctx);
-    if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj));
+    if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj), this.#line);
     if (req?.op === 'reclaimed') {
       const jobSigner = async (j: string) => (await this.o.records.get(j, T.job).catch(() => undefined))?.signer;
       return reclaimed({ accounts: this.#accounts, reclaim: this.#reclaim, claimOf: (j) => this.#gangs.claimOf(j) ?? j, jobSigner }, req, ctx);
