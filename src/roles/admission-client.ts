@@ -28,8 +28,9 @@
  * `withdraw` (best effort, within `withdrawMs`): a claim the steward admitted
  * into a dead stream is released now instead of holding its reservation and
  * devices until its deadline. The steward answers `released`: `yes` (it
- * released the open claim), `dequeued` (it took the claim out of its line) or
- * `no` (it holds no such claim); the client only logs it. An ask it answered with an
+ * released the open claim), `dequeued` (it took the claim out of its line),
+ * `noted` (the claim was being decided: it will not be left admitted) or `no`
+ * (it holds no such claim); the client only logs it. An ask it answered with an
  * error, or one never sent, leaves nothing to withdraw.
  */
 import { C0Error } from '../errors.js';

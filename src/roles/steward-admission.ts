@@ -60,10 +60,13 @@ export function lineAhead(claim: Claim): QueueVerdict {
 }
 
 /**
- * The reason of the `expired` frame that ends the ask of a claim its buyer withdrew while it waited in line
- * (AdmissionLine.withdraw): a final verdict to any client (`Expired`), nothing admitted or left open.
+ * The reason of the `expired` frame that ends the ask of a claim its buyer withdrew while it waited in line or was
+ * being decided (AdmissionLine.withdraw): a final verdict to any client (`Expired`), nothing admitted or left open.
  */
 export const WITHDRAWN = 'WITHDRAWN';
+
+/** Thrown by the `Admitted` append's precondition when the claim was withdrawn meanwhile; never leaves this module. */
+const CLAIM_WITHDRAWN = 'STEWARD_CLAIM_WITHDRAWN';
 
 /** What a decision in the admission section came to; the buyer is told outside it. */
 type Outcome =
@@ -80,8 +83,22 @@ type Wake = Outcome | { gone: 'stopping' | 'superseded' };
 /** `reasked`: a claim already in line asked again (capacity may have freed while its buyer was away). */
 type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake>; reasked?: true };
 
+/**
+ * An ask for a claim not answered yet: from its arrival (before it waits for the admission section) until its
+ * decision is taken (AdmissionLine.askInFlight). A `withdraw` of its claim arriving meanwhile marks it, and the
+ * decision that follows admits nothing (or releases at once what it appended). One per ask on an open stream: bounded
+ * as the streams are, never by what a withdraw names.
+ */
+export interface AskInFlight {
+  readonly claim: string;
+  readonly buyer: string;
+  withdrawn: boolean;
+  /** The ask is decided: no longer marked by a withdraw. */
+  done(): void;
+}
+
 /** What a withdraw did to a claim the accounts do not hold (AdmissionLine.withdraw). */
-export type LineWithdrawn = 'dequeued';
+export type LineWithdrawn = 'dequeued' | 'noted';
 
 interface Waiting {
   /** arrival number (the place in line; the queue store's key) */
@@ -94,6 +111,8 @@ interface Waiting {
   wake?: (d: Wake) => void;
   expire?: LongTimer;
   grace?: LongTimer;
+  /** Its buyer withdrew it while a pass was deciding it (out of line, before its outcome): not admitted, or released at once. */
+  withdrawn?: boolean;
 }
 
 export interface AdmitRequest {
@@ -177,6 +196,10 @@ export class AdmissionLine {
   #queue: Waiting[] = [];
   /** A pass over the line is asked for and has not started yet. */
   #passAsked = false;
+  /** Asks not decided yet, by claim (askInFlight): what a withdraw of a claim not held yet marks. */
+  readonly #asks = new Map<string, Set<AskInFlight>>();
+  /** The queued claims a pass is deciding now (out of line until their outcome), by claim. */
+  readonly #deciding = new Map<string, Waiting>();
   readonly #queueStore: ClaimQueueStore;
 
   constructor(private d: AdmissionDeps) {
@@ -198,7 +221,15 @@ export class AdmissionLine {
       if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
       return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
     }
-    const asked = await this.d.serial.run(() => this.#decideFresh(job, req));
+    const ask = this.askInFlight(job.address, job.signer);
+    let asked: Asked;
+    try {
+      asked = await this.d.serial.run(() => this.#decideFresh(job, req, ask));
+      // Withdrawn while it was decided, once the Admitted entry was on its way to disk (or an earlier ask's was): released now.
+      if (ask.withdrawn && ('again' in asked || ('outcome' in asked && asked.outcome.t === 'admitted'))) asked = { outcome: await this.#releaseWithdrawn(job.address) };
+    } finally {
+      ask.done();
+    }
     if ('again' in asked) {
       // Asked again (the first answer was lost with its stream): the same answer, nothing recorded.
       const a = asked.again;
@@ -222,16 +253,51 @@ export class AdmissionLine {
   }
 
   /**
-   * `withdraw` of a claim the accounts do not hold (not admitted) by `buyer`: waiting in line, it is taken out of it
-   * and out of the queue store (synced), its waiting ask (if any) told `expired` `WITHDRAWN`, and the line decided
-   * again (what it held may go to the next) → `dequeued`; else undefined (the handler answers `no`).
+   * An ask for `claim` by `buyer` (its job's signer, checked) from now until its decision is taken: `done()` ends
+   * it. A withdraw of the claim meanwhile marks it (withdraw).
+   */
+  askInFlight(claim: string, buyer: string): AskInFlight {
+    let set = this.#asks.get(claim);
+    if (!set) this.#asks.set(claim, (set = new Set()));
+    const asks = set;
+    const a: AskInFlight = {
+      claim,
+      buyer,
+      withdrawn: false,
+      done: () => {
+        asks.delete(a);
+        if (!asks.size && this.#asks.get(claim) === asks) this.#asks.delete(claim);
+      },
+    };
+    asks.add(a);
+    return a;
+  }
+
+  /**
+   * `withdraw` of a claim the accounts do not hold (not admitted, or its `Admitted` entry not tracked yet) by `buyer`:
+   *
+   * - waiting in line: taken out of it and out of the queue store (synced), its waiting ask (if any) told `expired`
+   *   `WITHDRAWN`, and the line decided again (what it held may go to the next) → `dequeued`;
+   * - being decided (an ask before or in the admission section, or a pass deciding it out of line: a preemption
+   *   waiting on a stop, its append on its way to disk): marked, so the decision admits nothing — or, its `Admitted`
+   *   already sealed, releases it at once with nothing spent — and tells the ask `expired` `WITHDRAWN` → `noted`;
+   * - neither: undefined (the handler answers `no`). Nothing is kept for a claim the steward is not deciding.
    *
    * Only the claim's buyer may withdraw it (STEWARD_NOT_BUYER). Never waits for the admission section.
    */
   async withdraw(claim: string, buyer: string | undefined): Promise<LineWithdrawn | undefined> {
     const w = this.#queue.find((x) => x.claim.id === claim);
-    if (!w) return undefined;
-    if (buyer !== w.job.signer) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+    const deciding = this.#deciding.get(claim);
+    const asks = this.#asks.get(claim);
+    const owner = w?.job.signer ?? deciding?.job.signer ?? (asks?.size ? [...asks][0]!.buyer : undefined);
+    if (owner === undefined) return undefined;
+    if (buyer !== owner) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
+    for (const a of asks ?? []) a.withdrawn = true;
+    if (deciding) deciding.withdrawn = true;
+    if (!w) {
+      this.#log.info({ claim }, 'withdraw of a claim being decided: it will not be left admitted');
+      return 'noted';
+    }
     this.#dequeue(w);
     await this.#queueStore.remove(w.n).catch((e) => this.#log.warn({ claim, err: (e as Error).message }, 'cannot drop a withdrawn queued claim from the queue store (dropped at the next start, once its buyer stays away)'));
     this.#log.info({ claim, place: w.n }, 'queued claim withdrawn by its buyer; taken out of the line');
@@ -242,13 +308,24 @@ export class AdmissionLine {
     return 'dequeued';
   }
 
+  /** A claim withdrawn while it was decided, its `Admitted` entry appended: released at once, nothing spent (it never ran). */
+  async #releaseWithdrawn(claim: string): Promise<Outcome> {
+    const oj = this.d.accounts.get(claim);
+    if (oj) {
+      this.#log.info({ claim }, 'claim withdrawn by its buyer while it was decided; released at once');
+      // a failed append is retried by the accounts (and the claim still ends at its deadline)
+      await this.d.accounts.release(oj, 'withdrawn').catch((e) => this.#log.warn({ claim, err: (e as Error).message }, 'cannot release a claim withdrawn while it was decided'));
+    }
+    return { t: 'withdrawn' };
+  }
+
   /**
    * A fresh ask, in the admission section: the same answer for a claim already
    * admitted, the place kept for one in line, else decided now (admitted and
    * appended, denied, or put in line). Its wait is armed here, so a pass or an
    * expiry after the section finds someone to tell.
    */
-  async #decideFresh(job: Opened<Job>, req: AdmitRequest): Promise<Asked> {
+  async #decideFresh(job: Opened<Job>, req: AdmitRequest, ask: AskInFlight): Promise<Asked> {
     const admitted = this.d.ledger.book.open.get(job.address);
     if (admitted) return { again: admitted };
     if (this.d.ledger.book.released.has(job.address)) throw new C0Error('STEWARD_ALREADY_RELEASED', 'this job was admitted and has been released already');
@@ -261,6 +338,8 @@ export class AdmissionLine {
       this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
       return { wait: w, got: this.#arm(w), reasked: true };
     }
+    // Withdrawn while it waited for the section: nothing decided, nothing preempted for it.
+    if (ask.withdrawn) return { outcome: { t: 'withdrawn' } };
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit: give an energy estimate, or a class with enough measured history');
     const claim = checkClaim(claimFor(job, req, estimate));
     await this.d.ports.records.put(job);
@@ -269,8 +348,8 @@ export class AdmissionLine {
     const d = this.d.reclaim.decideNow(claim);
     let v: Verdict | QueueVerdict = d.v.verdict === 'Admit' && held ? lineAhead(claim) : d.v;
     if (v.verdict === 'Admit') {
-      const c = await this.#commit(claim, job, d);
-      if (c.t === 'admitted') return { outcome: c };
+      const c = await this.#commit(claim, job, d, undefined, () => ask.withdrawn);
+      if (c.t === 'admitted' || c.t === 'withdrawn') return { outcome: c };
       // Decided again before the append and not admitted (a preemption that freed nothing): that verdict stands.
       v = c.v;
     }
@@ -278,6 +357,8 @@ export class AdmissionLine {
       this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
       return { outcome: { t: 'denied', v } };
     }
+    // Withdrawn while it was decided: not put in line for a buyer that is gone.
+    if (ask.withdrawn) return { outcome: { t: 'withdrawn' } };
     this.#roomInLine(job.signer);
     w = { n: this.#queueStore.next(), claim, job, since: this.d.ports.clock(), verdict: v };
     // In line at once (a second ask for the same job finds it); durable before acknowledged: on disk before the buyer hears "queued".
@@ -328,11 +409,30 @@ export class AdmissionLine {
    * it is rare (only past physical capacity, with preemption on), and
    * deciding again outside the section would race them. A claim not admitted
    * by the last decision gets that verdict (`not-admitted`), nothing appended.
+   * A claim its buyer withdrew meanwhile (`withdrawn()`, checked before the
+   * decision's first step and again right before the entry is sealed, in the
+   * append's precondition) is not admitted: `withdrawn`, nothing appended.
    */
-  async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued?: number): Promise<(Outcome & { t: 'admitted' }) | { t: 'not-admitted'; v: Exclude<Verdict, { verdict: 'Admit' }> }> {
+  async #commit(claim: Claim, job: Opened<Job>, decided: Decided, queued: number | undefined, withdrawn: () => boolean): Promise<(Outcome & { t: 'admitted' }) | { t: 'withdrawn' } | { t: 'not-admitted'; v: Exclude<Verdict, { verdict: 'Admit' }> }> {
     if (decided.v.verdict !== 'Admit') throw new C0Error('STEWARD_INTERNAL', `unexpected verdict ${decided.v.verdict}`);
+    if (withdrawn()) return { t: 'withdrawn' };
+    const append: Ledger['append'] = (ev, opts = {}) =>
+      this.d.append(ev, {
+        ...opts,
+        precondition: () => {
+          if (withdrawn()) throw new C0Error(CLAIM_WITHDRAWN, 'the claim was withdrawn by its buyer while it was decided');
+          opts.precondition?.();
+        },
+      });
     // §5.2 ranks by what each running claim has spent and completed: appendAdmitted asks, then chooses again.
-    const o = await appendAdmitted(this.d, claim, decided);
+    let o: Awaited<ReturnType<typeof appendAdmitted>>;
+    try {
+      o = await appendAdmitted({ reclaim: this.d.reclaim, append }, claim, decided);
+    } catch (e) {
+      if (!(e instanceof C0Error) || e.code !== CLAIM_WITHDRAWN) throw e;
+      this.#log.info({ claim: claim.id, entitlement: claim.entitlement }, 'claim withdrawn by its buyer while it was decided; not admitted');
+      return { t: 'withdrawn' };
+    }
     if ('v' in o) {
       this.#log.info({ claim: claim.id, entitlement: claim.entitlement, verdict: o.v.verdict, reason: o.v.reason }, 'claim not admitted when decided again before the append');
       return { t: 'not-admitted', v: o.v };
@@ -473,6 +573,8 @@ export class AdmissionLine {
       const { w, d } = next;
       const wake = w.wake!;
       this.#dequeue(w);
+      // Out of line while it is decided; a withdraw meanwhile finds it here (withdraw).
+      this.#deciding.set(w.claim.id, w);
       let o: Outcome;
       try {
         if (d.v.verdict === 'Deny') {
@@ -480,22 +582,30 @@ export class AdmissionLine {
           await this.#queueStore.remove(w.n);
           o = { t: 'denied', v: d.v };
         } else {
-          const c = await this.#commit(w.claim, w.job, d, w.n);
-          if (c.t === 'not-admitted' && c.v.verdict === 'Queue') {
+          const c = await this.#commit(w.claim, w.job, d, w.n, () => w.withdrawn === true);
+          if (c.t === 'not-admitted' && c.v.verdict === 'Queue' && !w.withdrawn) {
             // Its place and stored entry are kept; its buyer is still waiting on the stream.
             w.verdict = c.v;
             this.#enqueue(w);
             passed.add(w);
             continue;
           }
-          if (c.t === 'not-admitted') {
+          if (c.t === 'admitted') {
+            // Withdrawn once its entry was on its way to disk: released at once (the entry tracked, so it can be).
+            o = w.withdrawn ? await this.#releaseWithdrawn(w.claim.id) : c;
+          } else if (c.t === 'withdrawn' || w.withdrawn) {
+            await this.#queueStore.remove(w.n);
+            o = { t: 'withdrawn' };
+          } else {
             await this.#queueStore.remove(w.n);
             o = { t: 'denied', v: c.v as Verdict & { verdict: 'Deny' } };
-          } else o = c;
+          }
         }
       } catch (err) {
         // Out of line either way; its stored entry (if the removal failed) comes back at the next start.
         o = { t: 'failed', err };
+      } finally {
+        this.#deciding.delete(w.claim.id);
       }
       wake(o);
     }

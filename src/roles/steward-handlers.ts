@@ -3,7 +3,7 @@
  * `/c0mpute/ledger/1` serves a range of the sealed ledger (at most
  * MAX_LEDGER_RANGE entries a request, for witnesses); on `/c0mpute/steward/1`,
  * `withdraw` releases an admitted job its buyer is done with (or takes a
- * queued one out of line), `select`
+ * queued one out of line, or marks one being decided), `select`
  * signs a selection on the buyer's behalf on a `managed` overlay, and
  * `reclaimed` tells a job's buyer whether the steward reclaimed its claim from
  * the provider it names.
@@ -44,9 +44,11 @@ export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx:
  * time); each goes through the steward's selection handler, which charges
  * what it names. A buyer that cannot be reached then leaves them uncharged.
  *
- * A claim not open goes to the admission line (`line`, AdmissionLine.withdraw):
- * one waiting in line is taken out of it (`dequeued`). The answer `released`
- * is `yes` (released now), `dequeued`, or `no` (the steward holds no such
+ * A claim not open (not admitted, or its `Admitted` entry not tracked yet)
+ * goes to the admission line (`line`, AdmissionLine.withdraw): one waiting in
+ * line is taken out of it (`dequeued`), one being decided is marked so the
+ * decision leaves nothing admitted (`noted`). The answer `released` is `yes`
+ * (released now), `dequeued`, `noted`, or `no` (the steward holds no such
  * claim: never admitted, released already, or unknown).
  */
 export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>, line?: Pick<AdmissionLine, 'withdraw'>): Promise<void> {
@@ -58,6 +60,7 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
   } catch {
     // not an Ed25519 peer: nobody's buyer
   }
+  // From here to the line's marks nothing waits: a claim leaves the line only once tracked as open, so it is found in one or the other.
   const oj = accounts.get(claim);
   if (!oj) {
     const r = line ? await line.withdraw(claim, from) : undefined;

@@ -18,7 +18,8 @@
  *   whenever capacity frees. After a restart the queue comes back with no
  *   buyer attached; a buyer re-asking with the same job keeps its place, and
  *   a claim whose buyer is away holds the line for at most `reaskGraceMs`.
- *   `withdraw` takes a queued claim out of line.
+ *   `withdraw` takes a queued claim out of line, and one being decided is not
+ *   left admitted.
  *   Asking again for a job already admitted answers `admitted` again (the
  *   first answer may have been lost). Deny → the buyer is told why; nothing
  *   is recorded. `admit-gang`: a training gang as one claim, its member jobs
@@ -78,7 +79,8 @@ import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
 import { WinnerResolver } from './steward-winners.js';
-import { AdmissionLine, requireEntitled, type AdmitRequest } from './steward-admission.js';
+import { AdmissionLine, requireEntitled, type AdmitRequest, type AskInFlight } from './steward-admission.js';
+import { TRAIN_T } from '../training/record-kinds.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
@@ -433,7 +435,7 @@ export class Steward {
       requireEntitled(this.tree, req.entitlement, didFromPeerId(ctx.peer.toString()));
     }
     if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, proving);
-    if (req?.op === 'admit-gang') return this.#gangs.admitGang(req as unknown as AdmitGangRequest, proving);
+    if (req?.op === 'admit-gang') return this.#admitGang(req as unknown as AdmitGangRequest, proving);
     if (req?.op === 'admission') return this.#admission(req, ctx);
     if (req?.op === 'select') return select({ ports: this.o, ledger: this.ledger, cfg: this.cfg, accounts: this.#accounts, tree: this.tree }, req, ctx);
     if (req?.op === 'withdraw') return withdraw(this.#accounts, req, ctx, (oj) => this.#selectionsOf(oj), this.#line);
@@ -442,6 +444,37 @@ export class Steward {
       return reclaimed({ accounts: this.#accounts, reclaim: this.#reclaim, claimOf: (j) => this.#gangs.claimOf(j) ?? j, jobSigner }, req, ctx);
     }
     throw new C0Error('STEWARD_BAD_REQUEST', 'op must be "admit", "admit-gang", "admission", "select", "withdraw" or "reclaimed"');
+  }
+
+  /**
+   * `admit-gang` (src/roles/steward-gangs.ts), the ask marked in flight in the line (AdmissionLine.askInFlight) until
+   * it is decided: a `withdraw` of the gang arriving while it is decided (a preemption waiting on a stop, its append on
+   * its way to disk) finds nothing open and is noted, and the gang, if that decision admitted it, is released at once
+   * with nothing spent (its buyer gave up; no member ran).
+   */
+  async #admitGang(req: AdmitGangRequest, ctx: StewardStream): Promise<void> {
+    let ask: AskInFlight | undefined;
+    if (req.run instanceof Uint8Array) {
+      try {
+        const run = open(req.run, TRAIN_T.run);
+        const { didFromPeerId } = await import('../node/peer-id.js');
+        if (didFromPeerId(ctx.peer.toString()) === run.signer) ask = this.#line.askInFlight(run.address, run.signer);
+      } catch {
+        // refused by admitGang itself, with its own error
+      }
+    }
+    try {
+      await this.#gangs.admitGang(req, ctx);
+    } finally {
+      if (ask?.withdrawn) {
+        const oj = this.#accounts.get(ask.claim);
+        if (oj) {
+          this.log.info({ claim: ask.claim }, 'gang withdrawn by its buyer while it was decided; released at once');
+          await this.#accounts.release(oj, 'withdrawn').catch((e) => this.log.warn({ claim: ask.claim, err: (e as Error).message }, 'cannot release a gang withdrawn while it was decided'));
+        }
+      }
+      ask?.done();
+    }
   }
 
   /** The overlay's physical capacity in devices (src/roles/steward-reclaim.ts). */

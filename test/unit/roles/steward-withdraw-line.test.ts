@@ -15,13 +15,19 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import type { CborValue } from '../../../src/records/cbor.js';
+import type { Ledger } from '../../../src/ledger/store.js';
 import { AdmissionLine } from '../../../src/roles/steward-admission.js';
 import { withdraw } from '../../../src/roles/steward-handlers.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig, type RigOptions } from './steward-rig.js';
-import { until } from './steward-stub.js';
+import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
 import { NOW, P, job } from '../market/fixtures.js';
 
 const TREE = `entitlements:
@@ -63,6 +69,28 @@ async function lineAt(dir: string, o: RigOptions & { reaskGraceMs?: number } = {
     await r.close();
   };
   return { ...r, line, stream, withdrawOf, events, close };
+}
+
+/** Hold the `Admitted` append of `claim` until `open()`: `before` the ledger's own append (its precondition runs after the hold), or `after` it (sealed, not yet tracked). */
+function holdAdmitted(ledger: Ledger, claim: string, when: 'before' | 'after') {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let held = false;
+  const append = ledger.append.bind(ledger);
+  ledger.append = (async (...args: Parameters<Ledger['append']>) => {
+    const hold = args[0].event === 'Admitted' && args[0].claim === claim;
+    if (hold && when === 'before') {
+      held = true;
+      await gate;
+    }
+    const r = await append(...args);
+    if (hold && when === 'after') {
+      held = true;
+      await gate;
+    }
+    return r;
+  }) as Ledger['append'];
+  return { open, held: () => held };
 }
 
 describe('withdraw of a queued claim', () => {
@@ -129,6 +157,131 @@ describe('withdraw of a queued claim', () => {
       assert.deepEqual((await s2.events()).filter(([e]) => e === 'Admitted').map(([, claim]) => claim), [ja.address, jc.address]);
       await s2.close();
     } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('withdraw of a claim being decided', () => {
+  it('during a preemption waiting on its stop: `noted`, and the claim is not admitted', async () => {
+    const t = tempDir('c0-withdraw-deciding-');
+    try {
+      let preempting = true;
+      let stopped!: () => void;
+      const stop = new Promise<void>((r) => (stopped = r));
+      let asked = false;
+      const s = await lineAt(t.dir, {
+        reclaimOver: (pool) => ({
+          decideNow: (c: never) => ({ v: pool.decide(c), victims: preempting ? ['a-victim'] : [] }),
+          preempt: async () => {
+            asked = true;
+            await stop;
+            preempting = false;
+          },
+        }),
+      });
+      const a = s.stream();
+      const j = jobN(6);
+      const ask = s.line.admit(admitReq(j), a.ctx);
+      await until(() => asked, 'the preemption waiting on its stop');
+      assert.equal(await s.withdrawOf(j.address), 'noted', 'answered without waiting for the section');
+      stopped();
+      await ask;
+      assert.deepEqual(a.frames.map((f) => [f.t, f.reason]), [['expired', WITHDRAWN]]);
+      assert.deepEqual(await s.events(), [], 'nothing admitted');
+      assert.equal(s.accounts.get(j.address), undefined);
+      // nothing kept for it: a later ask is decided afresh
+      const again = s.stream();
+      await s.line.admit(admitReq(j), again.ctx);
+      assert.equal(again.frames[0]!.t, 'admitted');
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('once its `Admitted` entry is sealed but before the steward tracks it: `noted`, and the claim is released at once with nothing spent', async () => {
+    const t = tempDir('c0-withdraw-deciding-');
+    try {
+      const s = await lineAt(t.dir);
+      const j = jobN(7);
+      const hold = holdAdmitted(s.ledger, j.address, 'after');
+      const a = s.stream();
+      const ask = s.line.admit(admitReq(j), a.ctx);
+      await until(() => hold.held(), 'the Admitted entry sealed');
+      assert.equal(await s.withdrawOf(j.address), 'noted');
+      hold.open();
+      await ask;
+      assert.deepEqual(await s.events(), [
+        ['Admitted', j.address],
+        ['Released', j.address],
+      ]);
+      const released = (await s.ledger.records(0)).find((e) => e.event === 'Released') as unknown as { actual: { uj: number } };
+      assert.equal(released.actual.uj, 0, 'nothing spent');
+      assert.equal(s.ledger.book.open.size, 0);
+      assert.deepEqual(a.frames.map((f) => [f.t, f.reason]), [['expired', WITHDRAWN]]);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a queued claim a pass is deciding (out of line): `noted`, not admitted, and out of the queue store', async () => {
+    const t = tempDir('c0-withdraw-deciding-');
+    try {
+      const s = await lineAt(t.dir);
+      const [a, b] = [s.stream(), s.stream()];
+      const [ja, jb] = [jobN(8), jobN(9)];
+      await s.line.admit(admitReq(ja), a.ctx);
+      const waitB = s.line.admit(admitReq(jb), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      const hold = holdAdmitted(s.ledger, jb.address, 'before');
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      await until(() => hold.held(), 'B at its append');
+      assert.deepEqual(s.line.queued(NOW), [], 'out of line while decided');
+      assert.equal(await s.withdrawOf(jb.address), 'noted');
+      hold.open();
+      await waitB;
+      assert.deepEqual(b.frames.map((f) => [f.t, f.reason]), [['queued', 'DEVICES_HELD'], ['expired', WITHDRAWN]]);
+      assert.deepEqual(await s.events(), [
+        ['Admitted', ja.address],
+        ['Released', ja.address],
+      ]);
+      await s.close();
+      const s2 = await lineAt(t.dir);
+      await s2.line.restore();
+      assert.deepEqual(s2.line.queued(NOW), [], 'nothing left in the queue store');
+      await s2.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a gang: `noted`, and the gang its decision admitted is released at once', async () => {
+    const t = tempDir('c0-withdraw-gang-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const db = await openDb(join(t.dir, 'db'));
+    const st = await stewardOnStub(t.dir, db, new Map());
+    try {
+      const runYaml = stringify({ name: 'gw', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: [P(11), P(12)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+      const run = buildRun(runYaml, stubBuyer.signer, NOW).bundle.run;
+      const hold = holdAdmitted(st.s.ledger, run.address, 'after');
+      const frames: Frame[] = [];
+      const asking = st.ask({ op: 'admit-gang', run: run.bytes, entitlement: 'ml', estimate: est, devices_per_member: 1, deadline: NOW + 4_000_000 }, stubBuyer.did, frames);
+      await until(() => hold.held(), 'the gang’s Admitted entry sealed');
+      const answer = await st.ask({ op: 'withdraw', job: run.address });
+      assert.deepEqual(answer, [{ t: 'withdrawn', released: 'noted' }]);
+      hold.open();
+      await asking;
+      assert.deepEqual((await st.s.ledger.records(0)).map((e) => [e.event, e.claim]), [
+        ['Admitted', run.address],
+        ['Released', run.address],
+      ]);
+      assert.equal(st.s.ledger.book.open.size, 0);
+    } finally {
+      await st.s.stop();
+      await closeDb(db);
       t.cleanup();
     }
   });
