@@ -76,12 +76,15 @@ type Outcome =
   | { t: 'withdrawn' }
   | { t: 'failed'; err: unknown };
 
-/** What ends a wait in line: an outcome, or no answer at all on this stream (the steward stops; the buyer asked again on another stream). */
-type Wake = Outcome | { gone: 'stopping' | 'superseded' };
+/**
+ * What ends a wait in line: an outcome, or no answer at all on this stream (the steward stops; the buyer asked again
+ * on another stream; the stream closed under the wait: the buyer left).
+ */
+type Wake = Outcome | { gone: 'stopping' | 'superseded' | 'left' };
 
 /** A fresh ask, after the section: answered again, decided, or waiting in line. */
-/** `reasked`: a claim already in line asked again (capacity may have freed while its buyer was away). */
-type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake>; reasked?: true };
+/** `reasked`: a claim already in line asked again (capacity may have freed while its buyer was away); `wake` ends this ask's wait. */
+type Asked = { again: OpenClaim } | { outcome: Outcome } | { wait: Waiting; got: Promise<Wake>; wake: (d: Wake) => void; reasked?: true };
 
 /**
  * An ask for a claim not answered yet: from its arrival (before it waits for the admission section) until its
@@ -237,17 +240,32 @@ export class AdmissionLine {
       return;
     }
     if ('outcome' in asked) return this.#tell(asked.outcome, ctx);
-    const { wait: waiting, got, reasked } = asked;
+    const { wait: waiting, got, wake, reasked } = asked;
     try {
       await ctx.send({ t: 'queued', reason: waiting.verdict.reason, reasons: waiting.verdict.reasons, place: this.#queue.indexOf(waiting) + 1 } as never);
     } catch (e) {
-      // The buyer is already gone: its claim stays in line, waiting for it to ask again.
-      if (this.#queue.includes(waiting)) this.#away(waiting);
+      // The buyer is already gone: its claim stays in line, waiting for it to ask again (unless a re-ask took it over).
+      if (this.#queue.includes(waiting) && waiting.wake === wake) this.#away(waiting);
       throw e;
     }
+    // The stream closing under the wait (the buyer reset it, or its connection dropped) is the buyer leaving: away at
+    // once, so its claim keeps its place only for the re-ask grace and is never admitted into the dead stream.
+    const left = (): void => {
+      if (waiting.wake !== wake) return; // decided, withdrawn, taken over by a re-ask, or the steward stopped
+      this.#log.info({ claim: waiting.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim left (its stream closed); the claim keeps its place for the re-ask grace');
+      this.#away(waiting);
+      wake({ gone: 'left' });
+    };
+    if (ctx.signal.aborted) left();
+    else ctx.signal.addEventListener('abort', left, { once: true });
     // Capacity may have freed while the buyer was away (a fresh claim was decided after a pass over the line already).
     if (reasked) void this.retry();
-    const outcome = await got;
+    let outcome: Wake;
+    try {
+      outcome = await got;
+    } finally {
+      ctx.signal.removeEventListener('abort', left);
+    }
     if ('gone' in outcome) return;
     await this.#tell(outcome, ctx);
   }
@@ -336,7 +354,8 @@ export class AdmissionLine {
       w.wake?.({ gone: 'superseded' });
       w.wake = undefined;
       this.#log.info({ claim: w.claim.id, place: this.#queue.indexOf(w) + 1 }, 'queued claim asked again; it keeps its place');
-      return { wait: w, got: this.#arm(w), reasked: true };
+      const got = this.#arm(w);
+      return { wait: w, got, wake: w.wake!, reasked: true };
     }
     // Withdrawn while it waited for the section: nothing decided, nothing preempted for it.
     if (ask.withdrawn) return { outcome: { t: 'withdrawn' } };
@@ -370,7 +389,8 @@ export class AdmissionLine {
       throw e;
     }
     this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason, place: this.#queue.length }, 'claim queued');
-    return { wait: w, got: this.#arm(w) };
+    const got = this.#arm(w);
+    return { wait: w, got, wake: w.wake! };
   }
 
   /**

@@ -17,9 +17,9 @@
  *   on the open stream; queued claims are decided again, in arrival order,
  *   whenever capacity frees. After a restart the queue comes back with no
  *   buyer attached; a buyer re-asking with the same job keeps its place, and
- *   a claim whose buyer is away holds the line for at most `reaskGraceMs`.
- *   `withdraw` takes a queued claim out of line, and one being decided is not
- *   left admitted.
+ *   a claim whose buyer is away (after a restart, or its stream closed while
+ *   it waited) holds the line for at most `reaskGraceMs`. `withdraw` takes a
+ *   queued claim out of line, and one being decided is not left admitted.
  *   Asking again for a job already admitted answers `admitted` again (the
  *   first answer may have been lost). Deny → the buyer is told why; nothing
  *   is recorded. `admit-gang`: a training gang as one claim, its member jobs

@@ -286,3 +286,55 @@ describe('withdraw of a claim being decided', () => {
     }
   });
 });
+
+describe('a queued buyer whose stream closes', () => {
+  it('is away at once: held only for the re-ask grace, then dropped, and never admitted into the dead stream', async () => {
+    const t = tempDir('c0-withdraw-left-');
+    try {
+      const s = await lineAt(t.dir, { reaskGraceMs: 300 });
+      const [a, b] = [s.stream(), s.stream()];
+      const [ja, jb] = [jobN(10), jobN(11)];
+      await s.line.admit(admitReq(ja), a.ctx);
+      const waitB = s.line.admit(admitReq(jb), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      assert.equal(s.line.queued(NOW)[0]!.buyer, 'waiting');
+      b.leave();
+      await waitB;
+      assert.equal(s.line.queued(NOW)[0]!.buyer, 'away', 'away as soon as its stream closed');
+      // the device frees within the grace: B holds the line for its buyer, nothing is admitted into the dead stream
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      await s.line.retry();
+      await s.serial.run(() => {});
+      assert.deepEqual(b.frames.map((f) => f.t), ['queued']);
+      await until(() => s.line.queued(NOW).length === 0, 'B dropped after the grace');
+      assert.deepEqual((await s.events()).map(([e]) => e), ['Admitted', 'Released']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a buyer that comes back within the grace keeps its place and is admitted', async () => {
+    const t = tempDir('c0-withdraw-left-');
+    try {
+      const s = await lineAt(t.dir, { reaskGraceMs: 10_000 });
+      const [a, b, b2] = [s.stream(), s.stream(), s.stream()];
+      const [ja, jb] = [jobN(12), jobN(13)];
+      await s.line.admit(admitReq(ja), a.ctx);
+      const waitB = s.line.admit(admitReq(jb), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      b.leave();
+      await waitB;
+      const again = s.line.admit(admitReq(jb), b2.ctx);
+      await until(() => b2.frames.length > 0, 'B queued again');
+      assert.deepEqual([b2.frames[0]!.t, b2.frames[0]!.place], ['queued', 1]);
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      await again;
+      assert.deepEqual(b2.frames.map((f) => f.t), ['queued', 'admitted']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+});
