@@ -167,6 +167,8 @@ test('a buyer restarted with roles [provider] takes its own job’s receipt sent
     assert.equal(bo.buyer, undefined);
     await buyerHolds(bo, po, [d]);
     await waitFor('the provider to have sent the receipt', async () => (await runs.waitingReceipts()).length === 0);
+    // the buyer answers the direct send before it has finished storing what it took: wait for it there
+    await waitFor('the receipt kept as its own job’s outcome', () => bo.market.evidence.receiptsOf(d.job.address).length > 0);
     assert.deepEqual(bo.market.evidence.receiptsOf(d.job.address).map((r) => r.address), [unacked.address], 'kept as its own job’s outcome');
   } finally {
     await p.destroy();
