@@ -57,8 +57,8 @@
  * ChosenOffer: its signer, cited advert, the pool it stands for); `p/<claim>` →
  * the signer of the latest selection's winning offer; `s/<claim>/<provider>` →
  * a stop mark, the steward asked that provider to stop the claim (JSON
- * StopMark without its provider: `{reason, freed}`; a claim gets at most the
- * few providers it was asked to stop at); `x/<claim>` → a claim released after
+ * StopMark without its provider: `{reason, freed, answered?}`; a claim gets at
+ * most the few providers it was asked to stop at); `x/<claim>` → a claim released after
  * this steward asked a provider to stop it (JSON ReclaimedNote: why, its buyer,
  * its deadline, the providers asked, the failovers' providers waiting to be
  * asked, the one whose stop was going out), written with each stop mark (before
@@ -110,11 +110,20 @@ export interface SavedClaim {
  * This steward asked `provider` to stop a single job's claim (src/roles/steward-reclaim.ts Reclaimer): for a higher
  * priority or because it was idle, and whether the provider's answer freed the devices (its stop receipt, or
  * `barred`). Kept on disk before the `stop` is sent, so a restart does not forget who was asked.
+ *
+ * What a mark on disk of a claim still open says of the newest stop to its provider: `freed`, its answer freed the
+ * devices (the claim is released at the start); `answered`, the provider answered it without freeing them (a refusal,
+ * `stopped: "no"` without `barred`, or an error), the mark kept all the same (an error, an earlier stop to it on
+ * record); neither, its answer is unknown: it got none, or the steward stopped before it came.
+ * Only the last, for a higher priority, is a stop the steward asks again first after a restart, as it would have
+ * without one (Reclaimer.restoreAsked). A mark written before `answered` existed reads as unanswered.
  */
 export interface StopMark {
   provider: string;
   reason: 'priority' | 'idle';
   freed: boolean;
+  /** The provider answered the newest stop without freeing the devices (see above); absent: no such answer. */
+  answered?: boolean;
 }
 
 /**
@@ -163,9 +172,10 @@ function reclaimedNoteFrom(text: string): ReclaimedNote | undefined {
 /** A kept stop mark (ClaimStore `s/`), or undefined when it does not read as one. */
 function stopMarkFrom(provider: string, text: string): StopMark | undefined {
   try {
-    const m = JSON.parse(text) as { reason?: unknown; freed?: unknown };
+    const m = JSON.parse(text) as { reason?: unknown; freed?: unknown; answered?: unknown };
     if ((m.reason !== 'priority' && m.reason !== 'idle') || typeof m.freed !== 'boolean' || !provider) return undefined;
-    return { provider, reason: m.reason, freed: m.freed };
+    // an `answered` that does not read is left out: the stop is then taken for one whose answer is unknown (asked again)
+    return { provider, reason: m.reason, freed: m.freed, ...(m.answered === true ? { answered: true } : {}) };
   } catch {
     return undefined;
   }
@@ -263,7 +273,7 @@ export class ClaimStore {
   async putStopMark(claim: string, m: StopMark, note?: ReclaimedNote, drop: string[] = []): Promise<void> {
     await this.sub.batch(
       [
-        { type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed })) },
+        { type: 'put', key: `s/${claim}/${m.provider}`, value: utf8.encode(JSON.stringify({ reason: m.reason, freed: m.freed, ...(m.answered ? { answered: true } : {}) })) },
         ...(note ? [{ type: 'put' as const, key: `x/${claim}`, value: utf8.encode(JSON.stringify(note)) }] : []),
         // the marks of providers the note no longer names as asked (MAX_ASKED_PER_CLAIM)
         ...drop.map((p) => ({ type: 'del' as const, key: `s/${claim}/${p}` })),
@@ -888,7 +898,8 @@ export class ClaimAccounts {
 
   /**
    * Keep on disk (synced) that this steward asked `m.provider` to stop single job's claim `claim`, or that its answer
-   * freed the devices: src/roles/steward-reclaim.ts writes it before the `stop` goes out; `drop`, the marks of
+   * freed the devices, or that it answered without freeing them (`answered`, a mark kept because an earlier stop may
+   * have landed): src/roles/steward-reclaim.ts writes it before the `stop` goes out; `drop`, the marks of
    * providers pushed out of the note's `asked` (MAX_ASKED_PER_CLAIM), go in the same batch. No-op without a store.
    */
   async keepStopMark(claim: string, m: StopMark, note?: ReclaimedNote, drop?: string[]): Promise<void> {

@@ -309,6 +309,8 @@ export class Reclaimer {
    * work all the same (only its answer lost), so while the victim still runs there as far as the steward knows,
    * decideNow names it first, and the next pass asks it again rather than stopping another claim for the same
    * devices. Dropped at that provider's answer and at the victim's release (forget): at most one per open claim.
+   * Rebuilt at the start from the stop marks on disk (restoreAsked): a restart does not turn such a stop into one
+   * that was answered, and another victim stopped for the same devices.
    */
   readonly #unanswered = new Map<string, string>();
   /**
@@ -662,7 +664,9 @@ export class Reclaimer {
    * answer at all keeps it (it may have stopped; its receipt then releases the claim), and is asked again by the next
    * preemption (#unanswered: the same mark, written again, not a second one): its answer then is its word on both
    * stops (a refusal drops the mark; `barred` means the work stopped at the first, whose receipt is asked for before
-   * the release, #receiptsOf, so what it spent is charged, once: receipts are charged by address). The mark is kept on disk,
+   * the release, #receiptsOf, so what it spent is charged, once: receipts are charged by address). A refusal that does
+   * not drop it (an earlier stop is on record) and an error answer keep the mark, noted as answered: not a stop whose
+   * answer is unknown, asked again first after a restart (restoreAsked). The mark is kept on disk,
    * synced, before the request goes out (and updated when the answer freed the devices), so a steward killed before
    * the claim's release still releases it as reclaimed at the start (ClaimAccounts.restore); a mark that cannot be
    * written is logged and the stop sent all the same (the claim would otherwise hold the devices the higher claim
@@ -683,7 +687,11 @@ export class Reclaimer {
       // no answer at all: its mark stays (it may have stopped), and a preemption asks it again (preempt)
       if (!answered(e)) {
         if (reason === 'priority') this.#unanswered.set(key, provider);
-      } else if (askedBefore) this.#unanswered.delete(key);
+      } else {
+        if (askedBefore) this.#unanswered.delete(key);
+        // an error answer keeps the mark, noted as answered: after a restart it is not asked again first
+        if (mark && this.#reclaimed.get(key) === mark.entry && this.d.accounts.get(key)) await this.#keepMark(key, provider, mark.entry, [], true);
+      }
       throw e;
     }
     if (askedBefore) this.#unanswered.delete(key);
@@ -703,6 +711,9 @@ export class Reclaimer {
       } catch (e) {
         this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot drop a stop mark on disk (it goes with the claim)');
       }
+    } else if (mark && this.#reclaimed.get(key) === mark.entry && this.d.accounts.get(key)) {
+      // refused, its mark kept (an earlier stop of it to this provider is on record): noted as answered
+      await this.#keepMark(key, provider, mark.entry, [], true);
     }
     if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
     else if (f?.barred === 'yes') {
@@ -753,12 +764,13 @@ export class Reclaimer {
 
   /**
    * Keep on disk that `provider` was asked to stop claim `key` (with the entry's reason and whether it is freed), the
-   * marks of `pushedOut` (no longer among those asked: MAX_ASKED_PER_CLAIM) dropped in the same batch.
+   * marks of `pushedOut` (no longer among those asked: MAX_ASKED_PER_CLAIM) dropped in the same batch; `answered`,
+   * that it answered the stop without freeing the devices (the mark kept all the same: #stop).
    */
-  async #keepMark(key: string, provider: string, entry: Reclaimed, pushedOut: string[] = []): Promise<void> {
+  async #keepMark(key: string, provider: string, entry: Reclaimed, pushedOut: string[] = [], answered = false): Promise<void> {
     try {
       // with the note that outlives the claim's release (written before the stop goes out, like the mark)
-      await this.#inTurn(key, () => this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed }, noteOf(entry), pushedOut));
+      await this.#inTurn(key, () => this.d.accounts.keepStopMark(key, { provider, reason: entry.reason, freed: entry.freed, ...(answered ? { answered } : {}) }, noteOf(entry), pushedOut));
     } catch (e) {
       // the stop is sent all the same (see #stop)
       this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot keep a stop mark on disk: a restart before the claim is released would count its reclaimed receipt as a failure');
@@ -803,7 +815,11 @@ export class Reclaimer {
    * stop claim `key` before the restart (an open claim's stop marks, a released one's reclaimed note), and from its
    * note the failovers' providers still waiting to be asked, and the one whose stop was going out and had not settled
    * (`sending`: it stays asked, and is asked again, as the newest waiting): they wait again, in the stop line
-   * (resumeStops sends them in turns). Past the claim's deadline, nothing.
+   * (resumeStops sends them in turns). An open claim's mark of a stop for a higher priority, at the provider running
+   * it, whose answer is unknown (neither freed nor answered: it got none, or the steward stopped before it came) is
+   * such a stop still (#unanswered): it may have landed, so a preemption asks that victim again first, as it would
+   * have without the restart. A refused or error-answered one kept as answered is not (it was not asked again first
+   * before the restart either), nor an idle stop's (one got no retry). Past the claim's deadline, nothing.
    */
   restoreAsked(key: string, buyer: string, deadline: number, marks: StopMark[], again?: Pick<ReclaimedNote, 'waiting' | 'sending'>): void {
     if (!marks.length || deadline <= this.d.ports.clock()) return;
@@ -811,6 +827,11 @@ export class Reclaimer {
     for (const m of marks) entry = this.#noteAsked(key, buyer, deadline, m.provider, m.reason).entry;
     const r = entry!;
     if (marks.some((m) => m.freed)) r.freed = true;
+    else {
+      // a freed claim is released at the start; only a claim still open has a provider (ClaimAccounts.providerOf)
+      const runs = this.d.accounts.providerOf(key);
+      if (runs !== undefined && marks.some((m) => m.provider === runs && m.reason === 'priority' && !m.answered)) this.#unanswered.set(key, runs);
+    }
     // only a freed claim's failovers are asked (onSelection); oldest first, so the newest stays the newest
     if (!r.freed) return;
     for (const p of again?.waiting ?? []) if (!r.asked.has(p)) newest((r.stops ??= new Map()), p, p);

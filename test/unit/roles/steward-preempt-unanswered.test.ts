@@ -40,7 +40,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * An overlay whose machines each run one batch job (admitted, selected there); `answer` is every direct request's
  * answer (`n` counts the stops sent so far, this one included). `high()` asks the urgent claim without waiting for the
- * end of its stream; `frames` are what its buyer heard.
+ * end of its stream; `frames` are what its buyer heard. `restart()` stops the steward and starts it again on the same
+ * dir and LevelDB (the urgent buyer's stream dies with it: it asks again with `ask()`).
  */
 async function overlay(dir: string, machines: Party[], answer: (a: Asked, n: number, low: Map<string, Opened<Job>>) => Promise<unknown>, syncJobs?: StubOptions['syncJobs']) {
   writeFileSync(join(dir, 'tree.yaml'), TREE);
@@ -49,7 +50,7 @@ async function overlay(dir: string, machines: Party[], answer: (a: Asked, n: num
   const asked: Asked[] = [];
   const low = new Map<string, Opened<Job>>();
   const adverts = new Map<string, Opened<Advert>>(machines.map((m) => [m.did, machine(m)]));
-  const st = await stewardOnStub(dir, db, records, {
+  const opts: StubOptions = {
     cfg: { preempt: true },
     adverts,
     peers: () => [...machines.map((m) => m.did), batchBuyer.did, urgentBuyer.did],
@@ -60,7 +61,8 @@ async function overlay(dir: string, machines: Party[], answer: (a: Asked, n: num
       asked.push(a);
       return [await answer(a, asked.filter((x) => x.op === 'stop').length, low)];
     },
-  });
+  };
+  let st = await stewardOnStub(dir, db, records, opts);
   for (const [i, m] of machines.entries()) {
     const j = job(batchBuyer, { nonce: new Uint8Array([i + 1]) });
     assert.equal((await st.ask({ op: 'admit', job: j.bytes, entitlement: 'batch', estimate: est }, batchBuyer.did))[0]!.t, 'admitted');
@@ -83,7 +85,31 @@ async function overlay(dir: string, machines: Party[], answer: (a: Asked, n: num
     await stream;
     await closeDb(db);
   };
-  return { st, asked, stops, low, high, frames, ask, events, close, queued: () => frames.some((f) => f.t === 'queued' && f.reason === 'DEVICES_HELD'), admitted: () => frames.some((f) => f.t === 'admitted') };
+  const restart = async () => {
+    await st.s.stop();
+    await stream;
+    frames.length = 0;
+    st = await stewardOnStub(dir, db, records, opts);
+  };
+  /** What the steward tells the batch buyer asking whether it reclaimed `j`'s claim from `m`. */
+  const reclaimed = async (m: Party) => (await st.ask({ op: 'reclaimed', job: low.get(m.did)!.address, provider: m.did }, batchBuyer.did))[0]!.reclaimed;
+  return {
+    get st() {
+      return st;
+    },
+    asked,
+    stops,
+    low,
+    high,
+    frames,
+    ask,
+    events,
+    close,
+    restart,
+    reclaimed,
+    queued: () => frames.some((f) => f.t === 'queued' && f.reason === 'DEVICES_HELD'),
+    admitted: () => frames.some((f) => f.t === 'admitted'),
+  };
 }
 
 /** The stopped batch job's signed receipt at `m` (EXEC_PREEMPTED, 400 µJ spent). */
@@ -223,6 +249,61 @@ describe('a preemption whose stop got no answer is tried again', () => {
         'B was never stopped',
       );
       assert.deepEqual(await o.events(), ['Admitted lowA', 'Admitted lowB', 'Released lowA', 'Admitted high']);
+      await o.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a steward restarted while a stop had no answer asks that victim again after the restart, not another one that ranks first now', async () => {
+    // A stopped the work at the first stop, only its answer (and its receipt's gossip) lost; then the steward restarts.
+    // Before, the restart forgot that A's stop went unanswered: the re-asked claim's pass stopped B (A, stopped, has no
+    // figure any more; B's defined cost ranks it first), and A's receipt arriving afterwards released lowA as reclaimed
+    // too: two claims stopped for the devices of one.
+    const t = tempDir('c0-preempt-unanswered-');
+    try {
+      let healed = false;
+      let stoppedWork: Opened<Receipt> | undefined;
+      const o = await overlay(
+        t.dir,
+        [machineA, machineB],
+        async (a, n, low) => {
+          const isA = a.to === machineA.did;
+          if (a.op === 'usage') {
+            if (isA) return healed ? { running: 'no' } : { running: 'yes', uj: 100, units: 1, elapsedMs: 10 }; // A ranks first at first
+            return healed ? { running: 'yes', uj: 100, units: 1, elapsedMs: 10 } : { running: 'yes' };
+          }
+          if (isA) {
+            stoppedWork ??= preempted(machineA, low.get(machineA.did)!);
+            if (!healed) throw cut();
+            return { stopped: 'no', barred: 'yes' }; // not running any more: barred
+          }
+          return { stopped: 'yes', receipt: preempted(machineB, low.get(machineB.did)!).bytes };
+        },
+        async (peer, _kinds, _jobs, hear) => {
+          if (peer !== machineA.did || !stoppedWork) return { accepted: 0, failed: {} };
+          await hear('receipt', stoppedWork);
+          return { accepted: 1, failed: {} };
+        },
+      );
+      o.ask();
+      await until(o.queued, 'queued DEVICES_HELD after the stop to A got no answer');
+      await o.restart();
+      healed = true;
+      o.ask(); // the urgent buyer asks again: its stream ended with the steward
+      await until(o.admitted, 'admitted after the restart');
+      assert.deepEqual(
+        o.stops().map((s) => [s.to, s.job]),
+        [
+          [machineA.did, o.low.get(machineA.did)!.address],
+          [machineA.did, o.low.get(machineA.did)!.address],
+        ],
+        'A asked again; B never stopped',
+      );
+      await o.st.hear('receipt', stoppedWork); // its gossip, late: charged once
+      assert.deepEqual(await o.events(), ['Admitted lowA', 'Admitted lowB', 'Released lowA', 'Admitted high']);
+      const [rel] = await o.st.released();
+      assert.equal((rel as unknown as { actual: { uj: number } }).actual.uj, 400);
       await o.close();
     } finally {
       t.cleanup();
