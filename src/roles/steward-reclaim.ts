@@ -660,13 +660,17 @@ export class Reclaimer {
    * before the answer does): only then does a reclaimed-coded receipt from that provider release it as reclaimed
    * (stopAsked). Once the answer freed the devices, a selection its buyer signs for it afterwards (a failover the
    * steward had not heard of) has its provider asked to stop as well (onSelection). A provider that answers neither
-   * (one before `barred`: `stopped: 'no'`) releases nothing, and its mark goes: it did not stop. One that does not
+   * (one before `barred`: `stopped: 'no'`) releases nothing, and, asked this once, its mark goes: it did not stop. One that does not
    * answer at all keeps it (it may have stopped; its receipt then releases the claim), and is asked again by the next
    * preemption (#unanswered: the same mark, written again, not a second one): its answer then is its word on both
-   * stops (a refusal drops the mark; `barred` means the work stopped at the first, whose receipt is asked for before
-   * the release, #receiptsOf, so what it spent is charged, once: receipts are charged by address). A refusal that does
-   * not drop it (an earlier stop is on record) and an error answer keep the mark, noted as answered: not a stop whose
-   * answer is unknown, asked again first after a restart (restoreAsked). The mark is kept on disk,
+   * stops (`barred` means the work stopped at the first, whose receipt is asked for before the release, #receiptsOf,
+   * so what it spent is charged, once: receipts are charged by address). A refusal then does not drop the mark: a
+   * provider before `barred` answers a stop of a job it no longer runs `stopped: "no"`, so it may mean the first stop
+   * landed; the mark stays (the stopped work's receipt, whenever it comes, is the reclaim's), noted as answered (not a
+   * stop whose answer is unknown, asked again first after a restart: restoreAsked), and the job's receipts are asked
+   * for, so a receipt of the first stop releases the claim now. So a refusal drops the mark only when no earlier stop
+   * of the claim to that provider is on record (this stop added the mark), and an error answer keeps it, noted as
+   * answered likewise. The mark is kept on disk,
    * synced, before the request goes out (and updated when the answer freed the devices), so a steward killed before
    * the claim's release still releases it as reclaimed at the start (ClaimAccounts.restore); a mark that cannot be
    * written is logged and the stop sent all the same (the claim would otherwise hold the devices the higher claim
@@ -677,6 +681,9 @@ export class Reclaimer {
     // asked before, with no answer: it may have stopped the work then (its answer lost), so this answer is its word on both
     const askedBefore = this.#unanswered.get(key) === provider;
     const mark = oj && oj.gang === undefined ? this.#noteAsked(key, oj.buyer, oj.deadline, provider, reason) : undefined;
+    // an earlier stop of the claim to this provider is on record (its answer never heard, or its mark kept): it may
+    // have stopped the work, so an answer to this one that frees nothing does not take the mark away
+    const earlier = askedBefore || (mark !== undefined && !mark.added);
     if (mark) await this.#keepMark(key, provider, mark.entry);
     let frames: CborValue[];
     try {
@@ -703,7 +710,8 @@ export class Reclaimer {
       entry.freed = true;
       // still open (not released on a gossiped receipt meanwhile, its marks gone from disk with it): kept as freed
       if (this.d.accounts.get(key)) await this.#keepMark(key, provider, entry);
-    } else if (mark && (mark.added || askedBefore) && this.#reclaimed.get(key) === mark.entry) {
+    } else if (mark && !earlier && this.#reclaimed.get(key) === mark.entry) {
+      // the only stop of it this provider was asked, refused: it did not stop, and the mark goes
       mark.entry.asked.delete(provider);
       if (!mark.entry.asked.size && !mark.entry.freed) this.#unremember(key);
       try {
@@ -712,7 +720,8 @@ export class Reclaimer {
         this.d.ports.log.warn({ claim: key, provider, err: (e as Error).message }, 'cannot drop a stop mark on disk (it goes with the claim)');
       }
     } else if (mark && this.#reclaimed.get(key) === mark.entry && this.d.accounts.get(key)) {
-      // refused, its mark kept (an earlier stop of it to this provider is on record): noted as answered
+      // refused after an earlier stop that may have landed ("no" from a provider before `barred`: not running any more):
+      // the mark stays, noted as answered
       await this.#keepMark(key, provider, mark.entry, [], true);
     }
     if (f?.receipt instanceof Uint8Array) await this.d.accounts.onReceipt(open(f.receipt, T.receipt));
@@ -724,13 +733,19 @@ export class Reclaimer {
       if (!now) return;
       this.d.ports.log.warn({ claim: key, provider, reason }, 'the reclaimed claim was not running at its provider, which now refuses it: released with its receipts so far');
       await this.d.accounts.release(now, reason === 'idle' ? 'EXEC_IDLE_RECLAIMED (not running)' : 'EXEC_PREEMPTED (not running)');
+    } else if (earlier && mark && this.d.accounts.get(key)) {
+      // refused after an earlier stop that may have landed: the stopped work's receipt, if there is one, releases the
+      // claim as reclaimed now (its mark kept above), rather than whenever its gossip comes
+      this.d.ports.log.info({ claim: key, provider, reason }, 'a provider asked to stop a claim again refuses, as one before `barred` does once the work stopped: its receipts are asked for');
+      await this.#receiptsOf(key, provider);
     }
   }
 
   /**
    * Ask `provider` for its receipts of claim `key`'s job (records/1 `jobs`), and wait for what came to be handled (the
-   * steward's receipt handler charges it, and a reclaimed-coded one from a provider asked releases the claim). Best
-   * effort: a network without the op, or a provider that does not answer, leaves the claim as it was.
+   * steward's receipt handler charges it, and a reclaimed-coded one from a provider asked releases the claim): #stop,
+   * when a provider asked to stop it again (an earlier stop may have landed) bars it or refuses. Best effort: a
+   * network without the op, or a provider that does not answer, leaves the claim as it was.
    */
   async #receiptsOf(key: string, provider: string): Promise<void> {
     const net = this.d.ports.net;
@@ -738,7 +753,7 @@ export class Reclaimer {
     try {
       const r = await net.syncJobs(provider, ['receipt'], [key]);
       await net.drained?.();
-      this.d.ports.log.debug({ claim: key, provider, accepted: r.accepted, failed: r.failed }, 'asked a provider whose stop got no answer before for the stopped work’s receipts');
+      this.d.ports.log.debug({ claim: key, provider, accepted: r.accepted, failed: r.failed }, 'asked a provider whose stop may have landed before for the stopped work’s receipts');
     } catch (e) {
       this.d.ports.log.debug({ claim: key, provider, err: (e as Error).message }, 'cannot ask a provider for a stopped job’s receipts');
     }

@@ -310,6 +310,121 @@ describe('a preemption whose stop got no answer is tried again', () => {
     }
   });
 
+  it('after a restart, a stop answered before it (a refusal that kept the mark) is not taken for one whose answer is unknown', async () => {
+    // A's first stop got no answer, its retry a refusal (`stopped: "no"`): not asked again first, with or without a
+    // restart in between. The mark stays (that first stop may have landed), so the restart must tell it from a stop
+    // whose answer never came.
+    const t = tempDir('c0-preempt-unanswered-');
+    try {
+      let pass = 1;
+      let synced = 0;
+      const o = await overlay(
+        t.dir,
+        [machineA, machineB],
+        async (a, n, low) => {
+          if (a.op === 'usage') {
+            // first pass: only A has a figure (a defined cost: A ranks first); from the restart on, B's work is far
+            // more expensive (§5.2: it ranks first)
+            if (a.to === machineA.did) return { running: 'yes', uj: 100, units: 1, elapsedMs: 10 };
+            return pass === 1 ? { running: 'yes' } : { running: 'yes', uj: 1_000_000, units: 1, elapsedMs: 10 };
+          }
+          if (a.to === machineA.did) {
+            if (n === 1) throw cut();
+            return { stopped: 'no' };
+          }
+          return { stopped: 'yes', receipt: preempted(machineB, low.get(machineB.did)!).bytes };
+        },
+        async () => {
+          synced++; // asked once the refusal's mark is kept: no receipt here
+          return { accepted: 0, failed: {} };
+        },
+      );
+      o.ask();
+      await until(o.queued, 'queued DEVICES_HELD');
+      o.st.connect(machineA.did);
+      await until(() => synced === 1, 'the retry, refused, its mark kept and the receipts asked for');
+      assert.equal(o.stops().length, 2);
+      pass = 2;
+      await o.restart();
+      o.ask();
+      await until(o.admitted, 'admitted after the restart');
+      assert.deepEqual(
+        o.stops().map((s) => s.to),
+        [machineA.did, machineA.did, machineB.did],
+        'after the restart the pass chose by §5.2, as it would have without one',
+      );
+      assert.equal(await o.reclaimed(machineA), 'priority', 'A still counts as asked (its first stop may have landed)');
+      await o.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a provider before `barred` that stopped the work at the first stop refuses the retry (`stopped: "no"`): the mark stays, and the late receipt releases the claim as reclaimed', async () => {
+    // Such a provider answers a stop of a job it no longer runs `stopped: "no"`. Before, that refusal dropped the mark
+    // of the first stop: the stopped work's receipt arriving afterwards was a reclaim nobody asked for (an ordinary
+    // failure), the buyer was told `no`, lowA held its device to its deadline and the urgent claim stayed queued.
+    const t = tempDir('c0-preempt-unanswered-');
+    try {
+      let stoppedWork: Opened<Receipt> | undefined;
+      const o = await overlay(t.dir, [machineA], async (a, n, low) => {
+        if (a.op === 'usage') return n === 0 ? { running: 'yes', uj: 100, elapsedMs: 10 } : { running: 'no' };
+        stoppedWork ??= preempted(machineA, low.get(machineA.did)!);
+        if (n === 1) throw cut(); // it stopped the work, signed the receipt; the answer (and the gossip) were lost
+        return { stopped: 'no' }; // not running here (any more), and no `barred`
+      });
+      o.ask();
+      await until(o.queued, 'queued DEVICES_HELD');
+      o.st.connect(machineA.did);
+      await until(() => o.stops().length === 2, 'the retry');
+      await sleep(100);
+      assert.ok(!o.admitted(), 'a refusal frees nothing');
+      assert.equal(await o.reclaimed(machineA), 'priority', 'A was asked, and may have stopped: still the reclaim’s');
+      await o.st.hear('receipt', stoppedWork); // the first stop's receipt, late (held gossip, catch-up)
+      await until(o.admitted, 'admitted once the stopped work’s receipt released lowA');
+      assert.deepEqual(await o.events(), ['Admitted lowA', 'Released lowA', 'Admitted high']);
+      const [rel] = await o.st.released();
+      assert.equal((rel as unknown as { actual: { uj: number } }).actual.uj, 400);
+      assert.equal(await o.reclaimed(machineA), 'priority');
+      await o.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a provider before `barred` refusing the retry is asked for the job’s receipts: the first stop’s receipt releases the claim in that pass', async () => {
+    const t = tempDir('c0-preempt-unanswered-');
+    try {
+      const synced: string[][] = [];
+      let stoppedWork: Opened<Receipt> | undefined;
+      const o = await overlay(
+        t.dir,
+        [machineA],
+        async (a, n, low) => {
+          if (a.op === 'usage') return n === 0 ? { running: 'yes', uj: 100, elapsedMs: 10 } : { running: 'no' };
+          stoppedWork ??= preempted(machineA, low.get(machineA.did)!);
+          if (n === 1) throw cut();
+          return { stopped: 'no' };
+        },
+        async (peer, kinds, jobs, hear) => {
+          synced.push([peer, ...kinds, ...jobs]);
+          await hear('receipt', stoppedWork);
+          return { accepted: 1, failed: {} };
+        },
+      );
+      o.ask();
+      await until(o.queued, 'queued DEVICES_HELD');
+      o.st.connect(machineA.did);
+      await until(o.admitted, 'admitted', 500);
+      assert.equal(o.stops().length, 2);
+      assert.deepEqual(synced, [[machineA.did, 'receipt', o.low.get(machineA.did)!.address]]);
+      assert.deepEqual(await o.events(), ['Admitted lowA', 'Released lowA', 'Admitted high']);
+      await o.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('a provider that keeps reconnecting and never answers a stop gets a bounded number of tries', async () => {
     const t = tempDir('c0-preempt-unanswered-');
     try {
