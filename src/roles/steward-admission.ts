@@ -37,6 +37,7 @@ import { buyersOf, type Tree } from '../pool/tree.js';
 import type { OpenClaim } from '../pool/usage.js';
 import type { Ledger } from '../ledger/store.js';
 import type { Serial } from '../util/serial.js';
+import { monotonicClock } from '../util/clock.js';
 import { ClaimQueueStore, type QueuedClaimRecord } from './steward-queue.js';
 import type { ClaimAccounts } from './steward-accounts.js';
 import type { GangCite, Gangs } from './steward-gangs.js';
@@ -114,6 +115,14 @@ interface Waiting {
   wake?: (d: Wake) => void;
   expire?: LongTimer;
   grace?: LongTimer;
+  /**
+   * When its buyer went away (and has not been back for a whole grace since): the re-ask grace counts from here, so a
+   * re-ask on a stream that closes at once does not buy a fresh grace (a buyer re-asking so could hold the line, its
+   * claim never admitted, for as long as it liked: s35k).
+   */
+  awaySince?: number;
+  /** A re-ask's stream that stays open a whole grace: the buyer is back, and its next absence has a grace of its own. */
+  present?: LongTimer;
   /** Its buyer withdrew it while a pass was deciding it (out of line, before its outcome): not admitted, or released at once. */
   withdrawn?: boolean;
 }
@@ -418,6 +427,13 @@ export class AdmissionLine {
       w.grace?.clear();
       w.grace = undefined;
       w.wake = resolve;
+      w.present?.clear();
+      w.present = undefined;
+      if (w.awaySince !== undefined) {
+        w.present = setLongTimeout(() => {
+          if (w.wake === resolve) w.awaySince = undefined;
+        }, this.#reaskGrace).unref();
+      }
     });
   }
 
@@ -500,18 +516,28 @@ export class AdmissionLine {
     this.#queue = this.#queue.filter((x) => x !== w);
     w.expire?.clear();
     w.grace?.clear();
+    w.present?.clear();
   }
 
-  /** The buyer is away: the claim keeps its place for the re-ask grace, then is dropped. */
+  /**
+   * The buyer is away: the claim keeps its place for what is left of the re-ask grace, counted from when it went away
+   * (not from its last re-ask, unless that re-ask's stream stayed open a whole grace), then is dropped.
+   */
   #away(w: Waiting): void {
     w.wake = undefined;
     w.grace?.clear();
+    w.present?.clear();
+    w.present = undefined;
+    // measured on the monotonic clock, as the grace's timer runs
+    const now = (this.d.ports.monoClock ?? monotonicClock)();
+    w.awaySince ??= now;
+    const left = Math.max(0, this.#reaskGrace - Math.max(0, now - w.awaySince));
     w.grace = setLongTimeout(() => {
       if (this.d.stopped() || !this.#queue.includes(w) || w.wake) return;
       this.#dequeue(w);
       this.#log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
       void this.#queueStore.remove(w.n).then(() => this.retry(), (e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
-    }, this.#reaskGrace).unref();
+    }, left).unref();
   }
 
   get #reaskGrace(): number {
@@ -651,6 +677,7 @@ export class AdmissionLine {
     for (const w of this.#queue) {
       w.expire?.clear();
       w.grace?.clear();
+      w.present?.clear();
       w.wake?.({ gone: 'stopping' });
     }
     this.#queue = [];

@@ -337,4 +337,72 @@ describe('a queued buyer whose stream closes', () => {
       t.cleanup();
     }
   });
+
+  it('a re-ask on a stream that closes at once buys no fresh grace: a buyer re-asking so cannot hold the line past one grace from when it left', async () => {
+    const t = tempDir('c0-withdraw-left-');
+    try {
+      const GRACE = 300;
+      const s = await lineAt(t.dir, { reaskGraceMs: GRACE });
+      const [a, b] = [s.stream(), s.stream()];
+      const [ja, jb] = [jobN(14), jobN(15)];
+      const jh = job(other, { nonce: new Uint8Array([16, 35]) });
+      await s.line.admit(admitReq(ja), a.ctx);
+      const waitB = s.line.admit(admitReq(jb), b.ctx);
+      // an honest claim of another buyer behind it, its stream open
+      const honest: Frame[] = [];
+      const waitH = s.line.admit(admitReq(jh), { peer: peerIdFromDid(other.did), signal: new AbortController().signal, send: async (f: CborValue) => void honest.push(f as Frame) });
+      await until(() => b.frames.length > 0 && honest.length > 0, 'both queued');
+      b.leave();
+      await waitB;
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      await s.line.retry();
+      // B's buyer re-asks every 0.6 grace on a stream it resets at once: each re-ask made it away again with a whole new grace
+      const started = Date.now();
+      while (!honest.some((f) => f.t === 'admitted') && Date.now() - started < 10 * GRACE) {
+        const again = s.stream();
+        again.leave();
+        await s.line.admit(admitReq(jb), again.ctx).catch(() => {});
+        await s.serial.run(() => {});
+        await new Promise((r) => setTimeout(r, GRACE * 0.6));
+      }
+      await waitH;
+      assert.deepEqual(honest.map((f) => f.t), ['queued', 'admitted'], 'the honest claim that fits is admitted once B’s grace from when it left is over');
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a buyer back for a whole grace (its re-ask’s stream open) has a grace of its own when it leaves again', async () => {
+    const t = tempDir('c0-withdraw-left-');
+    try {
+      const GRACE = 300;
+      const s = await lineAt(t.dir, { reaskGraceMs: GRACE });
+      const [a, b, b2, b3] = [s.stream(), s.stream(), s.stream(), s.stream()];
+      const [ja, jb] = [jobN(17), jobN(18)];
+      await s.line.admit(admitReq(ja), a.ctx);
+      const waitB = s.line.admit(admitReq(jb), b.ctx);
+      await until(() => b.frames.length > 0, 'B queued');
+      b.leave();
+      await waitB;
+      // back at once, and stays a grace and a half: its first absence is forgotten
+      const back = s.line.admit(admitReq(jb), b2.ctx);
+      await until(() => b2.frames.length > 0, 'B queued again');
+      await new Promise((r) => setTimeout(r, GRACE * 1.5));
+      b2.leave();
+      await back;
+      // away again: kept for a whole grace from now, so a re-ask at 0.6 grace still finds its place
+      await new Promise((r) => setTimeout(r, GRACE * 0.6));
+      const last = s.line.admit(admitReq(jb), b3.ctx);
+      await until(() => b3.frames.length > 0, 'B queued a third time');
+      assert.deepEqual([b3.frames[0]!.t, b3.frames[0]!.place], ['queued', 1]);
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      await last;
+      assert.deepEqual(b3.frames.map((f) => f.t), ['queued', 'admitted']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
 });
