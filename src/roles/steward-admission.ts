@@ -116,13 +116,14 @@ interface Waiting {
   expire?: LongTimer;
   grace?: LongTimer;
   /**
-   * When its buyer went away (and has not been back for a whole grace since): the re-ask grace counts from here, so a
-   * re-ask on a stream that closes at once does not buy a fresh grace (a buyer re-asking so could hold the line, its
-   * claim never admitted, for as long as it liked: s35k).
+   * The re-ask grace is spent only while its buyer is away, summed over its absences (`awayMs`, and the one under way
+   * since `awayAt`), so a re-ask on a stream that closes at once does not buy a fresh grace (a buyer re-asking so could
+   * hold the line, its claim never admitted, for as long as it liked: s35k). A buyer back for a whole grace (since
+   * `backAt`) has it whole again. Monotonic times.
    */
-  awaySince?: number;
-  /** A re-ask's stream that stays open a whole grace: the buyer is back, and its next absence has a grace of its own. */
-  present?: LongTimer;
+  awayMs?: number;
+  awayAt?: number;
+  backAt?: number;
   /** Its buyer withdrew it while a pass was deciding it (out of line, before its outcome): not admitted, or released at once. */
   withdrawn?: boolean;
 }
@@ -427,13 +428,11 @@ export class AdmissionLine {
       w.grace?.clear();
       w.grace = undefined;
       w.wake = resolve;
-      w.present?.clear();
-      w.present = undefined;
-      if (w.awaySince !== undefined) {
-        w.present = setLongTimeout(() => {
-          if (w.wake === resolve) w.awaySince = undefined;
-        }, this.#reaskGrace).unref();
-      }
+      // back: the absence under way is spent
+      const now = this.#mono();
+      if (w.awayAt !== undefined) w.awayMs = (w.awayMs ?? 0) + Math.max(0, now - w.awayAt);
+      w.awayAt = undefined;
+      w.backAt = now;
     });
   }
 
@@ -516,28 +515,31 @@ export class AdmissionLine {
     this.#queue = this.#queue.filter((x) => x !== w);
     w.expire?.clear();
     w.grace?.clear();
-    w.present?.clear();
   }
 
   /**
-   * The buyer is away: the claim keeps its place for what is left of the re-ask grace, counted from when it went away
-   * (not from its last re-ask, unless that re-ask's stream stayed open a whole grace), then is dropped.
+   * The buyer is away: the claim keeps its place for what is left of the re-ask grace (the grace less its earlier
+   * absences, unless it has since been back a whole grace), then is dropped.
    */
   #away(w: Waiting): void {
     w.wake = undefined;
     w.grace?.clear();
-    w.present?.clear();
-    w.present = undefined;
-    // measured on the monotonic clock, as the grace's timer runs
-    const now = (this.d.ports.monoClock ?? monotonicClock)();
-    w.awaySince ??= now;
-    const left = Math.max(0, this.#reaskGrace - Math.max(0, now - w.awaySince));
+    const now = this.#mono();
+    if (w.backAt !== undefined && now - w.backAt >= this.#reaskGrace) w.awayMs = 0;
+    w.backAt = undefined;
+    w.awayAt = now;
+    const left = Math.max(0, this.#reaskGrace - (w.awayMs ?? 0));
     w.grace = setLongTimeout(() => {
       if (this.d.stopped() || !this.#queue.includes(w) || w.wake) return;
       this.#dequeue(w);
       this.#log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
       void this.#queueStore.remove(w.n).then(() => this.retry(), (e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
     }, left).unref();
+  }
+
+  /** The monotonic clock: a buyer's absences are durations the steward measures for itself, as the grace's timer runs. */
+  #mono(): number {
+    return (this.d.ports.monoClock ?? monotonicClock)();
   }
 
   get #reaskGrace(): number {
@@ -677,7 +679,6 @@ export class AdmissionLine {
     for (const w of this.#queue) {
       w.expire?.clear();
       w.grace?.clear();
-      w.present?.clear();
       w.wake?.({ gone: 'stopping' });
     }
     this.#queue = [];

@@ -405,4 +405,39 @@ describe('a queued buyer whose stream closes', () => {
       t.cleanup();
     }
   });
+
+  it('a buyer on a flaky link (short drops, away far less than a grace in all) keeps its place however long it waits', async () => {
+    const t = tempDir('c0-withdraw-left-');
+    try {
+      const GRACE = 300;
+      const s = await lineAt(t.dir, { reaskGraceMs: GRACE });
+      const a = s.stream();
+      const [ja, jb] = [jobN(19), jobN(20)];
+      await s.line.admit(admitReq(ja), a.ctx);
+      // six drops of ~20 ms, 100 ms apart: 2 graces of waiting, a third of a grace away in all
+      let last: Promise<void> | undefined;
+      let frames: Frame[] = [];
+      for (let i = 0; i < 6; i++) {
+        const b = s.stream();
+        last = s.line.admit(admitReq(jb), b.ctx);
+        await until(() => b.frames.length > 0, 'B queued');
+        assert.deepEqual([b.frames[0]!.t, b.frames[0]!.place], ['queued', 1], `drop ${i}: B keeps its place`);
+        frames = b.frames;
+        // another buyer's claim behind it, its stream open
+        if (i === 0) void s.line.admit(admitReq(job(other, { nonce: new Uint8Array([21, 35]) })), { peer: peerIdFromDid(other.did), signal: new AbortController().signal, send: async () => {} });
+        if (i === 5) break;
+        await new Promise((r) => setTimeout(r, 100));
+        b.leave();
+        await last;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await s.accounts.release(s.accounts.get(ja.address)!, 'test');
+      void s.line.retry();
+      await last;
+      assert.deepEqual(frames.map((f) => f.t), ['queued', 'admitted']);
+      await s.close();
+    } finally {
+      t.cleanup();
+    }
+  });
 });
