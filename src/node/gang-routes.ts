@@ -61,7 +61,8 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
   }
   const dpm = b.devicesPerMember ?? 1;
   if (typeof dpm !== 'number' || !Number.isSafeInteger(dpm) || dpm < 1) throw new C0Error('GANG_BAD_REQUEST', 'devicesPerMember must be a whole number ≥ 1', { field: 'devicesPerMember' });
-  const deadline = o.clock() + b.deadlineMs;
+  const now = o.clock();
+  const deadline = now + b.deadlineMs;
   const request = [{ op: 'admit-gang', run: new Uint8Array(Buffer.from(b.run, 'hex')), entitlement: b.entitlement, ...(typeof b.class === 'string' ? { class: b.class } : {}), ...(e ? { estimate: { uj: e.uj, grade: e.grade } } : {}), devices_per_member: dpm, deadline } as never];
   const ask: StewardRequest = (frames, opts) => o.net.request(steward, STEWARD_PROTOCOL, frames, opts);
   // The gang's claim is its run's address: what a withdraw names when the asking gives up after an ask that may have
@@ -79,7 +80,7 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
     ask: async (onFrame, signal) => {
       await ask(request, { limits: { deadlineMs: 60_000 }, onFrame, signal });
     },
-    deadline: Math.min(deadline, o.clock() + GANG_REASK_MS),
+    deadline: Math.min(deadline, now + GANG_REASK_MS),
     clock: o.clock,
     onQueued: () => {},
     ...(claim ? { withdraw: withdrawClaim(ask, claim) } : {}),
