@@ -239,7 +239,7 @@ export class AdmissionLine {
     try {
       asked = await this.d.serial.run(() => this.#decideFresh(job, req, ask));
       // Withdrawn while it was decided, once the Admitted entry was on its way to disk (or an earlier ask's was): released now.
-      if (ask.withdrawn && ('again' in asked || ('outcome' in asked && asked.outcome.t === 'admitted'))) asked = { outcome: await this.#releaseWithdrawn(job.address) };
+      if (ask.withdrawn && ('again' in asked || ('outcome' in asked && asked.outcome.t === 'admitted'))) asked = { outcome: await this.releaseWithdrawn(job.address) };
     } finally {
       ask.done();
     }
@@ -336,8 +336,11 @@ export class AdmissionLine {
     return 'dequeued';
   }
 
-  /** A claim withdrawn while it was decided, its `Admitted` entry appended: released at once, nothing spent (it never ran). */
-  async #releaseWithdrawn(claim: string): Promise<Outcome> {
+  /**
+   * A claim (a job's, or a gang's: Steward's admit-gang) withdrawn while it was decided, its `Admitted` entry
+   * appended: released at once, nothing spent (it never ran).
+   */
+  async releaseWithdrawn(claim: string): Promise<Outcome> {
     const oj = this.d.accounts.get(claim);
     if (oj) {
       this.#log.info({ claim }, 'claim withdrawn by its buyer while it was decided; released at once');
@@ -640,7 +643,7 @@ export class AdmissionLine {
           }
           if (c.t === 'admitted') {
             // Withdrawn once its entry was on its way to disk: released at once (the entry tracked, so it can be).
-            o = w.withdrawn ? await this.#releaseWithdrawn(w.claim.id) : c;
+            o = w.withdrawn ? await this.releaseWithdrawn(w.claim.id) : c;
           } else if (c.t === 'withdrawn' || w.withdrawn) {
             await this.#queueStore.remove(w.n);
             o = { t: 'withdrawn' };

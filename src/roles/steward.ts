@@ -466,13 +466,7 @@ export class Steward {
     try {
       await this.#gangs.admitGang(req, ctx);
     } finally {
-      if (ask?.withdrawn) {
-        const oj = this.#accounts.get(ask.claim);
-        if (oj) {
-          this.log.info({ claim: ask.claim }, 'gang withdrawn by its buyer while it was decided; released at once');
-          await this.#accounts.release(oj, 'withdrawn').catch((e) => this.log.warn({ claim: ask.claim, err: (e as Error).message }, 'cannot release a gang withdrawn while it was decided'));
-        }
-      }
+      if (ask?.withdrawn) await this.#line.releaseWithdrawn(ask.claim);
       ask?.done();
     }
   }
