@@ -39,7 +39,6 @@ import type { Opened } from '../records/envelope.js';
 import type { Job } from '../records/kinds.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { clearableTimeoutSignal } from '../util/timers.js';
 import type { Admission, JobSpec } from './buyer.js';
 
 /** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
@@ -129,14 +128,16 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
   let unsure = false;
   const giveUp = async (why: string): Promise<void> => {
     if (!unsure || !o.withdraw) return;
-    const stop = clearableTimeoutSignal(o.withdrawMs ?? GIVE_UP_WITHDRAW_MS);
+    const ms = o.withdrawMs ?? GIVE_UP_WITHDRAW_MS;
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(new C0Error('NET_DEADLINE', `no withdraw answer within ${ms} ms`)), ms);
     try {
       const said = await unlessAborted(o.withdraw(stop.signal), stop.signal);
       o.log?.info({ why, released: said ?? 'no answer' }, 'gave up on an admission the steward may have granted; asked it to withdraw the claim');
     } catch (e) {
       o.log?.warn({ why, err: (e as Error).message }, 'could not withdraw a claim the steward may have admitted; it releases it at the deadline');
     } finally {
-      stop.clear();
+      clearTimeout(timer);
     }
   };
   for (let attempt = 1; ; attempt++) {
