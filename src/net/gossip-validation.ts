@@ -123,6 +123,9 @@ export class Lru<K, V> {
   has(k: K): boolean {
     return this.#m.has(k);
   }
+  delete(k: K): void {
+    this.#m.delete(k);
+  }
   set(k: K, v: V): void {
     this.#m.delete(k);
     this.#m.set(k, v);
@@ -221,6 +224,16 @@ export class RecordPipeline {
   /** Has this record (by address) been accepted here? */
   known(address: string): boolean {
     return this.#seen.get(address) === 'accept';
+  }
+
+  /**
+   * Forget that the message `data` (primary record `address`) was accepted: a record that came directly and that
+   * this node did not keep (its delivery was dropped, or a handler failed: offer-route.ts `*_NOT_KEPT`), so that a
+   * copy sent again is validated and delivered afresh instead of answered as a duplicate. Records that travelled
+   * with it stay accepted (an advert's seq is held: taking it again would be stale).
+   */
+  forget(data: Uint8Array, address: string): void {
+    for (const id of new Set([hashHex(data), address])) if (this.#seen.get(id) === 'accept') this.#seen.delete(id);
   }
 
   /** Mark a record as accepted without validation (our own publications). */

@@ -200,7 +200,12 @@ export interface Network {
    * recipient: the outcome per DID says what happened. Another kind: OUTCOME_WRONG_KIND.
    */
   sendOutcome(kind: TopicKind, to: readonly string[], envelope: Uint8Array): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
-  /** Accepted records of `kind`, each once (gossip, sync, and the direct routes: offer/1, outcome/1). Returns an unsubscribe function. */
+  /**
+   * Accepted records of `kind`, each once (gossip, sync, and the direct routes: offer/1, outcome/1). Returns an
+   * unsubscribe function. A record that came on a direct route is answered `accept` only once every handler returned;
+   * one that throws has it answered *_NOT_KEPT (the sender may send it again: `not_kept`), so a handler throws when it
+   * could not keep what it must (a failed write), not for a record it chose not to keep.
+   */
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;

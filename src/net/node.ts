@@ -28,7 +28,7 @@ import { checkFresh } from '../records/freshness.js';
 import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
 import { monotonicClock, systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/log.js';
-import { Dispatcher } from './dispatch.js';
+import { Dispatcher, type Handled } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
 import { encodeMessage } from './framing.js';
 import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
@@ -151,13 +151,14 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
   const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
 
-  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[]): void => {
+  /** `handled`: told once the primary (fresh[0]) was handled (a direct route answers only then: offer-route.ts). */
+  const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[], handled?: Handled): void => {
     // What a record cites is delivered before it: the attached advert, then the offer citing it (fresh[0]
     // is the primary). Otherwise a buyer woken by the offer could decide before its advert is known.
     for (let i = fresh.length - 1; i >= 0; i--) {
       const f = fresh[i]!;
       source.add?.(f.kind, f.rec);
-      dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] });
+      dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] }, i === 0 ? handled : undefined);
       // after a heal: pass on what a sync brought that gossip would have (heal.ts)
       if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void gossipOut(recordTopics(f.kind, f.rec), f.rec.bytes).catch(() => undefined);
     }
@@ -280,7 +281,16 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       const directDeps = {
         // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
         validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => (kind === 'receipt' && !joined.includes(kind) ? { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] } : pipeline.validate(kind, data, from, 'direct')),
-        accept: (out: ValidationOutcome, from: string) => accept(out.fresh, from, 'direct', out.attachments ?? []),
+        // resolves once the subscribers handled the record (the route answers only then); one not kept is forgotten as
+        // seen, so a copy sent again is taken (the sender's *_NOT_KEPT: try later), not ignored as a duplicate
+        accept: (out: ValidationOutcome, from: string, data: Uint8Array) =>
+          new Promise<boolean>((resolve) => {
+            if (!out.fresh.length) return resolve(true);
+            accept(out.fresh, from, 'direct', out.attachments ?? [], (kept) => {
+              if (!kept) pipeline.forget(data, out.fresh[0]!.rec.address);
+              resolve(kept);
+            });
+          }),
         // what a peer sends directly feeds its abuse score as gossip does (docs/network.md §10 "Direct records feed the same score")
         strike: (from: string) => pipeline.guard.strike(from),
         admit: (kind: TopicKind, from: string) => pipeline.guard.admitPeer(kind, from),

@@ -9,13 +9,20 @@
  *                      advert it cites attached: docs/network.md framing)
  *   buyer → provider   one frame {verdict: 'accept'|'ignore', reason}
  *                    | error frame (code): OFFER_BAD_REQUEST, OFFER_NOT_FROM_PEER,
- *                      or the validation code of a rejected record
+ *                      OFFER_NOT_KEPT, or the validation code of a rejected record
  *
  * The receiving side runs the message through the same record pipeline as a
  * gossiped one (size, seen, the per-peer rate limit of the offer kind, type,
  * shape, freshness, per-signer limits, signature, the offer hook), and an
  * accepted offer reaches the node's `subscribe('offer')` handlers exactly as a
  * gossiped one did. A peer may send only offers it signed (no relaying).
+ *
+ * `accept` is answered only once the handlers took the record (within the
+ * stream's deadline): one the node dropped (its delivery queue full) or a
+ * handler failed on (a write error) is answered OFFER_NOT_KEPT /
+ * OUTCOME_NOT_KEPT and forgotten as seen, so the sender may send it again
+ * (`not_kept`: try later), rather than taking an accept for a record the
+ * recipient never kept (a provider forgets a receipt its buyer accepted).
  *
  * The sending side opens the stream by the buyer's PeerId (it derives from the
  * job's signer DID); libp2p dials it from the peer store, else finds it on the
@@ -39,7 +46,7 @@ export const OFFER_PROTOCOL = '/c0mpute/offer/1';
 /** Stream limits: one offer message up (envelope + attached advert, within the gossip message bound), one verdict back. */
 export const OFFER_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024 + 64, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 10_000, maxInboundStreams: 32 };
 
-export const OFFER_ERR = { BAD_REQUEST: 'OFFER_BAD_REQUEST', NOT_FROM_PEER: 'OFFER_NOT_FROM_PEER' } as const;
+export const OFFER_ERR = { BAD_REQUEST: 'OFFER_BAD_REQUEST', NOT_FROM_PEER: 'OFFER_NOT_FROM_PEER', NOT_KEPT: 'OFFER_NOT_KEPT' } as const;
 
 /**
  * `/c0mpute/outcome/1`: a job's outcome to the providers it concerns, not to
@@ -58,7 +65,7 @@ export const OUTCOME_PROTOCOL = '/c0mpute/outcome/1';
 /** Stream limits: one selection, acceptance or receipt up (an envelope, within MAX_ENVELOPE_BYTES: the frame bound is offer/1's, more than it needs), one verdict back. */
 export const OUTCOME_LIMITS: Partial<ProtocolLimits> = { maxFrameBytes: 128 * 1024 + 64, maxRequestFrames: 1, maxResponseFrames: 1, deadlineMs: 10_000, maxInboundStreams: 32 };
 
-export const OUTCOME_ERR = { BAD_REQUEST: 'OUTCOME_BAD_REQUEST', NOT_FROM_PEER: 'OUTCOME_NOT_FROM_PEER', WRONG_KIND: 'OUTCOME_WRONG_KIND' } as const;
+export const OUTCOME_ERR = { BAD_REQUEST: 'OUTCOME_BAD_REQUEST', NOT_FROM_PEER: 'OUTCOME_NOT_FROM_PEER', WRONG_KIND: 'OUTCOME_WRONG_KIND', NOT_KEPT: 'OUTCOME_NOT_KEPT' } as const;
 
 /** The kinds `/c0mpute/outcome/1` carries. */
 export const OUTCOME_DIRECT_KINDS: readonly TopicKind[] = ['selection', 'acceptance', 'receipt'];
@@ -68,7 +75,8 @@ export interface DirectRoute {
   protocol: string;
   limits: Partial<ProtocolLimits>;
   kinds: readonly TopicKind[];
-  err: { BAD_REQUEST: string; NOT_FROM_PEER: string; WRONG_KIND?: string };
+  /** NOT_KEPT: a valid record this node did not keep (dropped, or a handler failed): the sender may send it again later. */
+  err: { BAD_REQUEST: string; NOT_FROM_PEER: string; WRONG_KIND?: string; NOT_KEPT: string };
   counter: { name: string; help: string };
 }
 
@@ -77,7 +85,7 @@ export const OFFER_ROUTE: DirectRoute = {
   limits: OFFER_LIMITS,
   kinds: ['offer'],
   err: OFFER_ERR,
-  counter: { name: 'c0mpute_offers_direct_total', help: 'Offers sent over /c0mpute/offer/1, by outcome (unreachable: the recipient could not be dialled; the offer is dropped)' },
+  counter: { name: 'c0mpute_offers_direct_total', help: 'Offers sent over /c0mpute/offer/1, by outcome (unreachable: the recipient could not be dialled, the offer is dropped; not_kept: the recipient took it but could not keep it now)' },
 };
 
 export const OUTCOME_ROUTE: DirectRoute = {
@@ -85,14 +93,18 @@ export const OUTCOME_ROUTE: DirectRoute = {
   limits: OUTCOME_LIMITS,
   kinds: OUTCOME_DIRECT_KINDS,
   err: OUTCOME_ERR,
-  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, and receipts an exec stream did not deliver to their buyer, by kind and outcome (unreachable: the recipient could not be dialled; that copy is dropped)' },
+  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, and receipts an exec stream did not deliver to their buyer, by kind and outcome (unreachable: the recipient could not be dialled, that copy is dropped; not_kept: the recipient took it but could not keep it now, a receipt is sent again later)' },
 };
 
 export interface DirectServeDeps {
   /** The record pipeline, as for gossip (source 'direct'). */
   validate(kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome>;
-  /** Hand an accepted outcome to the subscribers (the same path as gossip). */
-  accept(out: ValidationOutcome, from: string): void;
+  /**
+   * Hand an accepted outcome (of the message `data`) to the subscribers (the same path as gossip); resolves once they
+   * handled its primary record: true when they all took it, false when it was dropped (the delivery queue full) or a
+   * handler failed (then it is no longer a duplicate: a copy sent again is taken afresh). Never rejects.
+   */
+  accept(out: ValidationOutcome, from: string, data: Uint8Array): Promise<boolean>;
   /**
    * Charge the sending peer for an invalid message (the network's FloodGuard.strike: `abusePerInvalid` points on its
    * abuse score): not a record message, a record another key signed, or one the pipeline rejected. Default none.
@@ -142,12 +154,32 @@ export function directHandler(route: DirectRoute, d: DirectServeDeps): ProtocolH
     if (head.signer !== peer) throw invalid(route.err.NOT_FROM_PEER, `a peer may send only the ${route.kinds.join(' and ')} records it signed`);
     const out = await d.validate(kind, data, from);
     if (out.verdict === 'reject') throw invalid(out.reason, `${kind} rejected: ${out.reason}`);
-    if (out.verdict === 'accept') d.accept(out, from);
+    // accept only once the subscribers took it (the sender forgets what was accepted): within the stream's deadline
+    if (out.verdict === 'accept' && !(await untilAborted(d.accept(out, from, data), ctx.signal)))
+      throw new C0Error(route.err.NOT_KEPT, `the ${kind} was not kept here now (the node's delivery queue was full or storing it failed): send it again later`);
     await ctx.send({ verdict: out.verdict, reason: out.reason } as CborValue);
   };
 }
 
-export type OfferSendOutcome = 'accepted' | 'ignored' | 'rejected' | 'unreachable';
+/** `p`, or a rejection with the signal's reason once it aborts (the stream's deadline, the caller gone). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e as Error)),
+    );
+  });
+}
+
+/**
+ * What a recipient did with a record sent directly: took it (`accepted`), had it or could not judge it (`ignored`),
+ * refused it with an error frame (`rejected`: sending it again changes nothing), took it but could not keep it now
+ * (`not_kept`, its *_NOT_KEPT code: worth sending again later), or could not be reached (`unreachable`).
+ */
+export type OfferSendOutcome = 'accepted' | 'ignored' | 'rejected' | 'not_kept' | 'unreachable';
 
 export interface OfferSendDeps {
   call(peer: PeerId, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
@@ -180,8 +212,9 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
       const frames = await slots.run(() => d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } }));
       outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
     } catch (e) {
-      // an error frame from the recipient is its verdict; anything else (no route, no such protocol, deadline) is unreachable
-      outcome = (e as C0Error | undefined)?.detail?.remote === true ? 'rejected' : 'unreachable';
+      // an error frame from the recipient is its verdict (its NOT_KEPT: try later); anything else (no route, no such protocol, deadline) is unreachable
+      const err = e as C0Error | undefined;
+      outcome = err?.detail?.remote === true ? (err.code === route.err.NOT_KEPT ? 'not_kept' : 'rejected') : 'unreachable';
     }
     c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
     out[did] = outcome;

@@ -6,6 +6,8 @@ import { Ed25519Signer, seal, T } from '../../../src/records/index.js';
 import { encodeMessage } from '../../../src/net/framing.js';
 import { directHandler, OFFER_ERR, OFFER_ROUTE, OUTCOME_ERR, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, type DirectRoute } from '../../../src/net/offer-route.js';
 import { Slots } from '../../../src/util/serial.js';
+import { C0Error } from '../../../src/errors.js';
+import { records, provider as fixtureProvider } from '../records/fixtures.js';
 import { Registry } from 'prom-client';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
@@ -18,11 +20,12 @@ const ad = seal(T.advert, { seq: 1, issuedAt: now, expiresAt: now + 600_000, wor
 const of = seal(T.offer, { job: 'sha256:' + 'ab'.repeat(32), advert: ad.address, price: { amount: '1', currency: 'USD' }, durationMs: 1000, issuedAt: now, startBy: now + 60_000, expiresAt: now + 30_000 }, provider);
 const msg = encodeMessage(of.bytes, [ad.bytes]);
 
-function run(frames: CborValue[], from: Ed25519Signer, verdict: ValidationOutcome['verdict'] = 'accept', route: DirectRoute = OFFER_ROUTE) {
+/** `kept`: what the node's handling of an accepted record comes to (default: kept at once). */
+function run(frames: CborValue[], from: Ed25519Signer, verdict: ValidationOutcome['verdict'] = 'accept', route: DirectRoute = OFFER_ROUTE, kept: () => Promise<boolean> = async () => true) {
   const calls = { validated: 0, accepted: 0, sent: [] as CborValue[], kinds: [] as string[], strikes: [] as string[], admits: [] as string[] };
   const h = directHandler(route, {
     validate: async (kind) => (calls.validated++, calls.kinds.push(kind), { verdict, reason: verdict === 'accept' ? 'ok' : 'SOME_CODE', fresh: [] }),
-    accept: () => void calls.accepted++,
+    accept: () => (calls.accepted++, kept()),
     strike: (peer) => void calls.strikes.push(peer),
     admit: (kind, peer) => (calls.admits.push(`${kind} ${peer}`), true),
   });
@@ -121,4 +124,41 @@ test('what the sender pays: a strike for a malformed message, another key’s re
     assert.equal(r.calls.admits.length, admits, `${what}: rate tokens`);
   }
   assert.deepEqual(cases[2]![1].calls.strikes, [me], 'the sending peer is charged');
+});
+
+const receipt = seal(T.receipt, records.receipt(), fixtureProvider);
+
+test('accept is answered only once the node handled the record; one it did not keep is answered its route’s NOT_KEPT code, not accept, at no cost to the sender', async () => {
+  let handled!: (kept: boolean) => void;
+  const later = run([encodeMessage(receipt.bytes, [])], fixtureProvider, 'accept', OUTCOME_ROUTE, () => new Promise<boolean>((r) => (handled = r)));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(later.calls.accepted, 1);
+  assert.deepEqual(later.calls.sent, [], 'no answer while the handlers have not taken it');
+  handled(true);
+  await later.done;
+  assert.deepEqual(later.calls.sent, [{ verdict: 'accept', reason: 'ok' }]);
+
+  for (const [route, code] of [[OUTCOME_ROUTE, OUTCOME_ERR.NOT_KEPT], [OFFER_ROUTE, OFFER_ERR.NOT_KEPT]] as const) {
+    const frames = [route === OFFER_ROUTE ? msg : encodeMessage(receipt.bytes, [])];
+    const lost = run(frames, route === OFFER_ROUTE ? provider : fixtureProvider, 'accept', route, async () => false);
+    await assert.rejects(lost.done, { code });
+    assert.deepEqual(lost.calls.sent, [], 'never answered accept');
+    assert.deepEqual(lost.calls.strikes, [], 'an honest sender is not charged');
+  }
+});
+
+test('the sender takes a recipient’s NOT_KEPT as not_kept (send again later), any other error frame as rejected', async () => {
+  const to = didFromPublicKey(Ed25519Signer.generate().publicKey);
+  const answer = (code: string) => ({
+    registry: new Registry(),
+    call: async (): Promise<CborValue[]> => {
+      throw new C0Error(code, 'refused', { detail: { remote: true } });
+    },
+  });
+  assert.deepEqual(await sendDirect(answer(OUTCOME_ERR.NOT_KEPT), OUTCOME_ROUTE, 'receipt', [to], msg), { [to]: 'not_kept' });
+  assert.deepEqual(await sendDirect(answer(OFFER_ERR.NOT_KEPT), OFFER_ROUTE, 'offer', [to], msg), { [to]: 'not_kept' });
+  assert.deepEqual(await sendDirect(answer(OUTCOME_ERR.WRONG_KIND), OUTCOME_ROUTE, 'receipt', [to], msg), { [to]: 'rejected' });
+  const d = answer(OUTCOME_ERR.NOT_KEPT);
+  await sendDirect(d, OUTCOME_ROUTE, 'receipt', [to], msg);
+  assert.match(await d.registry.getSingleMetricAsString('c0mpute_outcomes_direct_total'), /kind="receipt",outcome="not_kept"\} 1/);
 });
