@@ -7,7 +7,11 @@
  * never reaches it. The provider sends the receipt over `/c0mpute/outcome/1`
  * (one message up, one verdict back) to the job's buyer; one it could not reach
  * is kept here and sent again each time that buyer connects (identifies) to
- * this node, until the buyer answers or the entry lapses.
+ * this node, until the buyer answers or the entry lapses. One the buyer took but
+ * could not keep (`not_kept`: its delivery queue was full, or storing it failed;
+ * OUTCOME_NOT_KEPT) is kept the same way and also sent again after a wait
+ * (`retryMs`, doubling each time up to RECEIPT_RETRY_MAX_MS): that buyer is
+ * connected, so its next connection may be far off.
  *
  * Bounded: at most `maxPending` receipts (the oldest go first), each for at
  * most `keepMs`. With `keep`, each waiting receipt is also written to the
@@ -30,6 +34,10 @@ import type { Logger } from '../../util/log.js';
 export const RECEIPT_DELIVERY_MAX = 1024;
 /** How long a receipt waits for its buyer to come back (6 hours). */
 export const RECEIPT_DELIVERY_KEEP_MS = 6 * 60 * 60 * 1000;
+/** The first wait before a receipt its buyer could not keep is sent again (1 minute; doubled each time). */
+export const RECEIPT_RETRY_MS = 60_000;
+/** The longest such wait (30 minutes). */
+export const RECEIPT_RETRY_MAX_MS = 30 * 60_000;
 
 export interface ReceiptDeliveryDeps {
   /** Send the receipt to `buyer` over outcome/1; the outcome (never throws). */
@@ -42,6 +50,8 @@ export interface ReceiptDeliveryDeps {
   self?: string;
   maxPending?: number;
   keepMs?: number;
+  /** The first wait before a receipt the buyer could not keep is sent again (default RECEIPT_RETRY_MS). */
+  retryMs?: number;
 }
 
 export interface ReceiptKeep {
@@ -64,6 +74,10 @@ interface Pending {
   sending: boolean;
   /** Restored untried: sent by `resume`. */
   untried: boolean;
+  /** Times the buyer could not keep it (the wait before the next try doubles with each). */
+  notKept: number;
+  /** The next try after a `not_kept`. */
+  retry?: ReturnType<typeof setTimeout>;
 }
 
 export class ReceiptDelivery {
@@ -71,11 +85,13 @@ export class ReceiptDelivery {
   readonly #pending = new Map<string, Pending>();
   readonly #max: number;
   readonly #keepMs: number;
+  readonly #retryMs: number;
   #stopped = false;
 
   constructor(private readonly d: ReceiptDeliveryDeps) {
     this.#max = Math.max(1, d.maxPending ?? RECEIPT_DELIVERY_MAX);
     this.#keepMs = d.keepMs ?? RECEIPT_DELIVERY_KEEP_MS;
+    this.#retryMs = Math.max(0, d.retryMs ?? RECEIPT_RETRY_MS);
   }
 
   /** Receipts waiting for their buyer now. */
@@ -166,12 +182,13 @@ export class ReceiptDelivery {
   }
 
   #add(receipt: Opened<Receipt>, until: number, untried = false): void {
-    this.#pending.set(receipt.address, { receipt, until, sending: false, untried });
+    this.#pending.set(receipt.address, { receipt, until, sending: false, untried, notKept: 0 });
     while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
   }
 
   /** No longer wait for `address`: out of memory and out of the keep. */
   #forget(address: string): void {
+    clearTimeout(this.#pending.get(address)?.retry);
     this.#pending.delete(address);
     void this.#keepOp('drop', address, () => this.d.keep!.drop(address));
   }
@@ -187,6 +204,7 @@ export class ReceiptDelivery {
 
   stop(): void {
     this.#stopped = true;
+    for (const p of this.#pending.values()) clearTimeout(p.retry);
     this.#pending.clear();
   }
 
@@ -205,6 +223,22 @@ export class ReceiptDelivery {
     if (outcome === 'unreachable') {
       // kept (on disk too): after stop, for the next start
       if (!this.#stopped) this.d.log.debug({ job, receipt: address, buyer, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again');
+      return;
+    }
+    if (outcome === 'not_kept') {
+      // the buyer took it but did not keep it (OUTCOME_NOT_KEPT: its delivery queue full, a failed write): kept as an
+      // unreachable one is, and sent again after a wait, since the buyer is connected (its next connection may be far off)
+      if (this.#stopped || this.#pending.get(address) !== p) return;
+      const waitMs = Math.min(this.#retryMs * 2 ** Math.min(p.notKept++, 16), RECEIPT_RETRY_MAX_MS);
+      clearTimeout(p.retry);
+      p.retry = setTimeout(() => {
+        p.retry = undefined;
+        // lapsed meanwhile: no more tries
+        if (this.#pending.get(address) === p && p.until <= this.d.clock()) this.#forget(address);
+        else void this.#try(address);
+      }, waitMs);
+      p.retry.unref();
+      this.d.log.info({ job, receipt: address, buyer, waitMs }, 'the buyer could not keep the receipt sent directly: it is sent again later');
       return;
     }
     this.#forget(address);

@@ -14,7 +14,7 @@ import { records, provider, addr, BUYER, NOW } from '../records/fixtures.js';
 
 const receipt = (job: string, buyer = BUYER): Opened<Receipt> => seal(T.receipt, { ...records.receipt(), job, buyer }, provider) as Opened<Receipt>;
 
-function setup(answers: OfferSendOutcome[], o: { maxPending?: number; keepMs?: number } = {}) {
+function setup(answers: OfferSendOutcome[], o: { maxPending?: number; keepMs?: number; retryMs?: number } = {}) {
   let now = NOW;
   const sent: Array<{ buyer: string; job: string }> = [];
   const d = new ReceiptDelivery({
@@ -52,6 +52,55 @@ test('a buyer not reached gets its receipt when it connects again, and only then
   d.onConnected(BUYER);
   await settle();
   assert.equal(sent.length, 2, 'not sent twice');
+});
+
+test('a buyer that took the receipt but could not keep it (not_kept: OUTCOME_NOT_KEPT) is sent it again, after a wait and when it connects, until it keeps it', async () => {
+  const saved: string[] = [];
+  const dropped: string[] = [];
+  const keep = { save: async (r: Opened<Receipt>) => void saved.push(r.address), drop: async (a: string) => void dropped.push(a) };
+  const now = NOW;
+  const answers: OfferSendOutcome[] = ['not_kept', 'not_kept', 'accepted'];
+  const sent: string[] = [];
+  let wake: () => void = () => undefined;
+  const d = new ReceiptDelivery({
+    send: async (_, r) => {
+      sent.push(r.address);
+      wake();
+      return answers.shift() ?? 'unreachable';
+    },
+    clock: () => now,
+    log: silentLogger(),
+    keep,
+    retryMs: 1,
+  });
+  const r = receipt(addr('1'));
+  const third = new Promise<void>((res) => (wake = () => sent.length === 3 && res()));
+  await d.deliver(r);
+  assert.equal(d.size, 1, 'still waiting: the buyer did not keep it');
+  assert.deepEqual(dropped, [], 'and still on disk');
+  // the first retry comes after its wait; the second after twice that; the third try is kept. The retry timer is
+  // unref'd (it must not hold a stopping process): this test holds the event loop open meanwhile.
+  const hold = setInterval(() => undefined, 1_000);
+  await third.finally(() => clearInterval(hold));
+  await settle();
+  assert.deepEqual(sent, [r.address, r.address, r.address]);
+  assert.equal(d.size, 0, 'delivered once the buyer kept it');
+  assert.deepEqual(dropped, [r.address], 'and only then out of the keep');
+  assert.deepEqual(saved, [r.address]);
+
+  // its buyer's connection sends it too (the wait may be long)
+  const e = setup(['not_kept', 'accepted'], { retryMs: 60_000 });
+  await e.d.deliver(receipt(addr('2')));
+  assert.equal(e.d.size, 1);
+  e.d.onConnected(BUYER);
+  await settle();
+  assert.equal(e.sent.length, 2);
+  assert.equal(e.d.size, 0);
+  // stop clears a pending retry (nothing keeps the process, nothing is sent after)
+  const f = setup(['not_kept'], { retryMs: 60_000 });
+  await f.d.deliver(receipt(addr('3')));
+  f.d.stop();
+  assert.equal(f.d.size, 0);
 });
 
 test('a buyer that refuses the receipt (a node before this version: OUTCOME_WRONG_KIND) is not asked again', async () => {
