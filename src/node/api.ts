@@ -100,7 +100,16 @@ export interface ApiOptions {
   hosts?: readonly string[];
   /** The operator's console (src/node/console-routes.ts): its pages, and its session (cookie and key) as a credential. */
   console?: ConsoleGate;
+  /** How often a quiet NDJSON stream sends an empty line (default STREAM_HEARTBEAT_MS; tests set it shorter). */
+  streamHeartbeatMs?: number;
 }
+
+/**
+ * A quiet NDJSON stream's empty line, this often: an HTTP client times out a body that sends nothing for a while
+ * (Node's fetch, the CLI's: 300 s), and a job can wait in a steward's line, or run, for much longer without an event.
+ * An empty line is no event: every client of the stream skips it (api-client.ts `ndjson`).
+ */
+export const STREAM_HEARTBEAT_MS = 60_000;
 
 export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const { host, port } = splitHostPort(opts.listen);
@@ -184,6 +193,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
           res.writeHead(200, { 'content-type': 'application/x-ndjson' });
           // the headers go now, not with the first event: the client waits for them only so long (DAEMON_NOT_ANSWERING)
           res.flushHeaders();
+          const beat = setInterval(() => res.write('\n'), opts.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS).unref();
+          res.once('close', () => clearInterval(beat));
           return { send: (ev: unknown) => res.write(JSON.stringify(ev, opts.replacer) + '\n') };
         },
       };

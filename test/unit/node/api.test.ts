@@ -237,6 +237,34 @@ describe('control API', () => {
     assert.deepEqual((await r.text()).trim().split('\n').map((l) => JSON.parse(l) as unknown), [{ e: 'progress', i: 0 }, { e: 'result', result: { done: 1 } }]);
   });
 
+  test('a quiet stream sends an empty line every streamHeartbeatMs (a client times out a silent body: fetch after 300 s), and apiStream skips it', { timeout: 20_000 }, async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const quietApi = await startApi({
+      listen: '127.0.0.1:0',
+      token: TOKEN,
+      registry,
+      log: silentLogger(),
+      streamHeartbeatMs: 20,
+      routes: [{ method: 'POST', path: '/v1/run', handler: async (_req, res) => void (res.stream(), await held) }],
+    });
+    try {
+      const r = await fetch(`http://${quietApi.address}/v1/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{}' });
+      const reader = r.body!.getReader();
+      let got = '';
+      while ((got.match(/\n/g) ?? []).length < 3) got += new TextDecoder().decode((await reader.read()).value);
+      assert.equal(got.trim(), '', 'only empty lines while nothing happens');
+      await reader.cancel();
+      const events = [];
+      const s = apiStream(quietApi.address, TOKEN, '/v1/run', {});
+      setTimeout(release, 100);
+      for await (const ev of s) events.push(ev);
+      assert.deepEqual(events, []);
+    } finally {
+      await quietApi.close();
+    }
+  });
+
   test('an error after streaming started arrives as an error event', async () => {
     const events = [];
     for await (const ev of apiStream(base, TOKEN, '/v1/run-fail', {})) events.push(ev);
