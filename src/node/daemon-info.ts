@@ -1,6 +1,7 @@
 /** Where a running daemon says it is (light: CLI commands read it without loading libp2p). */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { C0Error } from '../errors.js';
 
 export const DAEMON_FILE = 'daemon.json';
 
@@ -75,11 +76,23 @@ export function processEnded(pid: number): boolean {
   return state === 'Z' || state === 'X';
 }
 
+/**
+ * The daemon running on `dataDir`, from its daemon.json; undefined when there is none (no file, a file a crash left
+ * half-written, or one whose process is gone). A file that is there but cannot be read (EIO from a failing disk,
+ * EACCES) is DAEMON_INFO_UNREADABLE with the system's reason: whether a daemon runs is then unknown, and "none runs"
+ * would send the operator to start a second one.
+ */
 export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
   const p = join(dataDir, DAEMON_FILE);
-  if (!existsSync(p)) return undefined;
+  let text: string;
   try {
-    const info = JSON.parse(readFileSync(p, 'utf8')) as DaemonInfo;
+    text = readFileSync(p, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new C0Error('DAEMON_INFO_UNREADABLE', `cannot read ${p}, so whether a daemon runs on ${dataDir} is unknown: ${(e as Error).message}`);
+  }
+  try {
+    const info = JSON.parse(text) as DaemonInfo;
     // left by a daemon that died: in a container the restarted one may be given the same pid (1), which is this process
     if (info.pid === process.pid) return undefined;
     process.kill(info.pid, 0); // throws when the process is gone

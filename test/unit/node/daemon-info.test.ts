@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields } from '../../../src/node/daemon-info.js';
@@ -72,6 +72,21 @@ test('a daemon killed but not reaped (a zombie under a parent that never waits) 
     assert.equal(readDaemonInfo(dir), undefined, 'a zombie is no running daemon');
   } finally {
     parent.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('no daemon.json, or a half-written one, is no daemon; one that is there but cannot be read is DAEMON_INFO_UNREADABLE, not "none runs"', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-daemon-info-'));
+  try {
+    assert.equal(readDaemonInfo(dir), undefined);
+    writeFileSync(join(dir, DAEMON_FILE), '{"pid": 12');
+    assert.equal(readDaemonInfo(dir), undefined);
+    rmSync(join(dir, DAEMON_FILE));
+    // a read that fails (EISDIR here; EIO from a failing disk, EACCES alike)
+    mkdirSync(join(dir, DAEMON_FILE));
+    assert.throws(() => readDaemonInfo(dir), (e: unknown) => (e as { code?: string }).code === 'DAEMON_INFO_UNREADABLE' && /EISDIR/.test((e as Error).message));
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
