@@ -55,7 +55,7 @@ import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
 import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness, type KeptEvidence } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry, WitnessReceipt } from '../ledger/entry.js';
-import type { Db } from '../store/db.js';
+import { STORE_CLOSED, STORE_REOPENING, STORE_WRITE_FAILED, type Db } from '../store/db.js';
 import type { Network } from '../net/node.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -157,6 +157,9 @@ export const MAX_SHOWN_STRANGERS = 64;
  * refusal (a fetch that failed, a store error, …) may clear: the head is fetched again when its hold-back ends.
  */
 const FINAL_REFUSALS: ReadonlySet<string> = new Set([...Object.values(WITNESS_ERR), WITNESS_TOO_LARGE]);
+
+/** This node's store refusing the cosign's write: held back as an unreached steward's head is (UNREACHED_RETRY_MS doubling), not REFUSED_HEAD_MS. */
+const OWN_STORE_FAILURES: ReadonlySet<string> = new Set([STORE_WRITE_FAILED, STORE_REOPENING, STORE_CLOSED]);
 
 /** A head held back (#refusedHeads): refused, or (`failures`) its fetch failed that many times in a row; `mayClear`: fetched again by itself at `until`. */
 interface HeldBack {
@@ -716,7 +719,10 @@ export class WitnessRole {
       return true;
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
-      this.#refused(steward, e.code, heard);
+      // this node's own store refused the write (a full or failing disk): nothing about the steward, and the store
+      // reopens once it can write (seconds after space returns), so the head is tried again on the short backoff
+      if (heard && OWN_STORE_FAILURES.has(e.code)) this.#unreached(steward, e.code, heard);
+      else this.#refused(steward, e.code, heard);
       this.o.log.warn({ steward, code: e.code, held: (e.detail as { held?: unknown } | undefined)?.held }, 'refused to cosign the steward’s head');
       const ev = (e.detail as { evidence?: { a: Uint8Array; b: Uint8Array; form?: EquivocationForm; record?: Uint8Array }; seq?: number } | undefined) ?? {};
       if (e.code === 'WITNESS_EQUIVOCATION' && ev.evidence && ev.seq !== undefined) {

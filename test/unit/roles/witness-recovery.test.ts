@@ -360,6 +360,29 @@ describe('a head held back while the steward was cut off', () => {
     }, { stewards: [s.did], startCatchUpMs: [] });
   });
 
+  it('a cosign this node could not store (its disk full: STORE_WRITE_FAILED) is tried again on the short backoff, not after REFUSED_HEAD_MS', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const s = stewardChain(3);
+    await rig(new Map([[s.did, s.chain]]), async ({ role, onHead, calls, clock }) => {
+      onHead(head(s.chain[0]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 1);
+      const cosign = role.witness.cosign.bind(role.witness);
+      role.witness.cosign = async () => {
+        throw new C0Error('STORE_WRITE_FAILED', 'IO error: No space left on device');
+      };
+      onHead(head(s.chain[2]!));
+      await role.settled();
+      assert.equal(calls.length, 2);
+      role.witness.cosign = cosign; // space came back; the store reopened
+      clock.advance(W.UNREACHED_RETRY_MS);
+      t.mock.timers.tick(W.UNREACHED_RETRY_MS);
+      await role.settled();
+      assert.equal(calls.length, 3, 'fetched again when the short hold-back ended');
+      assert.equal((await role.witness.held(s.did)).length, 3, 'cosigned');
+    }, { stewards: [s.did], startCatchUpMs: [] });
+  });
+
   it('a steward that stays unreachable is retried on the doubling backoff only (at most one a REFUSED_HEAD_MS), never after a receipt covers the head or after stop', async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
     const s = stewardChain(4);
