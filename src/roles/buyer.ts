@@ -524,8 +524,15 @@ export class Buyer {
         return this.#interrupted({ job, status: 'interrupted', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } }, onEvent);
       }
     }
-    await this.d.store(job);
-    await this.d.publish('job', job);
+    try {
+      await this.d.store(job);
+      await this.d.publish('job', job);
+    } catch (e) {
+      // the job was admitted but is not kept (this node's disk full: STORE_WRITE_FAILED) or not announced: nothing
+      // will run it, so its claim must not hold the entitlement's reservation and devices until the deadline
+      await this.#withdraw(job, admission);
+      throw e;
+    }
     onEvent({ e: 'job', job });
     log.info({ job: job.address, workload: spec.workload }, 'job published');
 
