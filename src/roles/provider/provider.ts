@@ -69,7 +69,9 @@ export interface ProviderDeps {
   clock: Clock;
   /**
    * The monotonic clock (default `monotonicClock`, src/util/clock.ts) for what this provider times for itself: the
-   * throttle of a run's progress events (one per 100 ms). A wall clock stepped back would hold them back as long.
+   * throttle of a run's progress events (one per 100 ms; a wall clock stepped back would hold them back as long), and
+   * how long a run has run in a `usage` answer (`elapsedMs`; a wall clock stepped forward would make a working run
+   * look idle to the steward, one stepped back a truly idle one look busy).
    */
   monoClock?: Clock;
   log: Logger;
@@ -197,8 +199,11 @@ export class Provider {
    * not answer, so a restart forgets none (docs/overlays.md "Preemption").
    */
   #preempted = new Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>();
-  /** Meter spans of running jobs, for usage reports to the overlay's steward. */
-  #spans = new Map<string, { span: MeterSpan; startedAt: number; units?: number }>();
+  /**
+   * Meter spans of running jobs, for usage reports to the overlay's steward: `startedAt` on the wall clock (the
+   * attempt's id, as its receipt says), `monoStart` on the monotonic clock (what `elapsedMs` counts from).
+   */
+  #spans = new Map<string, { span: MeterSpan; startedAt: number; monoStart: number; units?: number }>();
   #executors = new Map<string, Executor>();
   #offered = new Set<string>();
   /** Gossiped jobs this provider held back on, outranked on price (docs/market.md §12). */
@@ -406,13 +411,17 @@ export class Provider {
   /**
    * Energy spent so far by a running job's attempt here, with its grade, how long it has run (pool/1 §2.7), the units
    * it reports completed (§5.1) and when the attempt started (this node's clock): every figure is the attempt's own,
-   * so the steward tells one attempt from the next by `startedAt` and never subtracts across them.
+   * so the steward tells one attempt from the next by `startedAt` and never subtracts across them. How long it has run
+   * is measured on the monotonic clock, as the meter's energy is paced by real time: the steward divides the one by
+   * the other, and a wall clock stepped by 25 s between two samples would otherwise read 20 W as 3 W (or, stepped
+   * back, an idle run as busy for as long as the step).
    */
   usage(job: string): { uj: number; grade: string; elapsedMs: number; startedAt: number; units?: number } | undefined {
     const s = this.#spans.get(job);
     if (!s) return undefined;
     const e = s.span.sample();
-    return { uj: e.uj, grade: e.grade, elapsedMs: Math.max(0, this.d.clock() - s.startedAt), startedAt: s.startedAt, ...(s.units === undefined ? {} : { units: s.units }) };
+    const elapsedMs = Math.max(0, Math.floor((this.d.monoClock ?? monotonicClock)() - s.monoStart));
+    return { uj: e.uj, grade: e.grade, elapsedMs, startedAt: s.startedAt, ...(s.units === undefined ? {} : { units: s.units }) };
   }
 
   /**
@@ -583,8 +592,9 @@ export class Provider {
     const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
     const deadline = clearableTimeoutSignal(Math.max(1, remaining));
     const runSignal = AbortSignal.any([ctl.signal, deadline.signal]);
+    const mono = this.d.monoClock ?? monotonicClock;
     const span = this.d.meter.start();
-    this.#spans.set(job.address, { span, startedAt });
+    this.#spans.set(job.address, { span, startedAt, monoStart: mono() });
     let output: Uint8Array | undefined;
     let failure: { code: string; message: string } | undefined;
     // A buyer that asked for keepalives gets one every keepaliveMs while the work runs (exec-protocol.ts), so it can
@@ -595,7 +605,6 @@ export class Provider {
       await send({ t: 'accepted', startedAt, ...(keepalive ? { keepaliveMs } : {}) });
       if (keepalive) beat = setInterval(() => void send({ t: 'keepalive' }).catch(() => {}), keepaliveMs);
       // on the monotonic clock: a wall clock stepped back would hold every progress event back as long
-      const mono = this.d.monoClock ?? monotonicClock;
       let lastProgress = -Infinity;
       const run = this.d.pool ? (c: ExecContext) => this.d.pool!.run(job, offer, c) : (c: ExecContext) => this.#executors.get(job.record.workload)!.run(c);
       output = await run({
