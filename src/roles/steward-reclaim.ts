@@ -242,7 +242,25 @@ interface UsageSample {
  */
 interface AttemptSamples {
   attempt: string;
-  samples: UsageSample[];
+  samples: IdleSample[];
+}
+
+/** A usage sample as kept for the idle check, with when its answer came (`at`, this steward's monotonic clock). */
+interface IdleSample extends UsageSample {
+  at: number;
+}
+
+/**
+ * How long one attempt ran between two of its samples: the provider's `elapsedMs` difference, at most what this
+ * steward's monotonic clock saw pass between the two answers. A provider of this version times `elapsedMs` on its
+ * monotonic clock; one before it counted its wall clock, which a step forward (inside the 30 s skew window) stretches,
+ * reading a job drawing 20 W as 3 W over the window. The cap only ever shortens the time the energy is divided by (a
+ * higher rate, or too short a window for a verdict), so it can keep work from being reclaimed, never reclaim it; it
+ * does not catch a provider that under-reports its time to look busy (it could as well over-report its energy: the
+ * figures are the provider's word, pool/1 §8).
+ */
+function between(a: IdleSample, b: IdleSample): number {
+  return Math.max(0, Math.min(b.elapsedMs - a.elapsedMs, Math.floor(b.at - a.at)));
 }
 
 /** A usage answer's figures for the idle check, or undefined when any is missing or malformed. */
@@ -340,7 +358,7 @@ export class Reclaimer {
     return done;
   }
 
-  /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS, the failovers' fetches' backoff). */
+  /** The monotonic clock (durations measured here: CONNECTED_GRACE_MS, the failovers' fetches' backoff, the time between two idle samples). */
   #mono(): number {
     return (this.d.ports.monoClock ?? monotonicClock)();
   }
@@ -1091,8 +1109,11 @@ export class Reclaimer {
    * with no verdict (too short a window, an Estimator figure) is not a
    * candidate. Samples are compared within one attempt only: a new attempt
    * (a failover, a restart, another provider) starts the window afresh, so
-   * it has no verdict until it has run for the window itself. A claim whose
-   * figures cannot be judged is skipped (logged), never the whole pass.
+   * it has no verdict until it has run for the window itself. The time the
+   * energy is divided by is the provider's, at most what this steward saw
+   * pass between the answers (between(): a provider's stepped wall clock
+   * never makes working work look idle). A claim whose figures cannot be
+   * judged is skipped (logged), never the whole pass.
    *
    * One pass at a time: a tick while the last pass still waits on a provider
    * (a stalled link holds each of its claims' `usage` for up to 10 s) is
@@ -1129,15 +1150,15 @@ export class Reclaimer {
       const u = idleSample(frames[0]);
       if (!u) continue;
       const hist = this.#attemptSamples(c.claim, provider, u);
-      hist.push({ uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs });
+      const last: IdleSample = { uj: u.uj, grade: u.grade, elapsedMs: u.elapsedMs, at: this.#mono() };
+      hist.push(last);
       // Keep what covers the window, and one sample older.
-      while (hist.length > 2 && hist[hist.length - 1]!.elapsedMs - hist[1]!.elapsedMs >= policy.windowMs) hist.shift();
-      const last = hist[hist.length - 1]!;
+      while (hist.length > 2 && between(hist[1]!, last) >= policy.windowMs) hist.shift();
       const first = hist[0]!;
       observations.push({
         key: c.claim,
         devicesHeld: c.devices,
-        observedMs: last.elapsedMs - first.elapsedMs,
+        observedMs: between(first, last),
         energy: { uj: last.uj - first.uj, grade: worseGrade(first.grade, last.grade) },
       });
     }
@@ -1173,7 +1194,7 @@ export class Reclaimer {
    * `startedAt`, or (from a provider that does not report `startedAt`) an
    * elapsed time or energy below the last sample's.
    */
-  #attemptSamples(claim: string, provider: string, u: UsageSample & { startedAt?: number }): UsageSample[] {
+  #attemptSamples(claim: string, provider: string, u: UsageSample & { startedAt?: number }): IdleSample[] {
     const attempt = `${provider} ${u.startedAt ?? '-'}`;
     const kept = this.#samples.get(claim);
     const prev = kept?.samples[kept.samples.length - 1];

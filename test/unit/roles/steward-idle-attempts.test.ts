@@ -4,7 +4,7 @@
  * fails over to another provider, or whose attempt restarts, starts its window afresh: it is never judged from a
  * difference across attempts (a negative window, or 0 µJ over a full window while it draws 40 W), and one claim whose
  * figures cannot be judged does not stop the others being judged in the same pass. Fakes: the ledger's open claims,
- * the accounts, a network answering each provider from the test's clock.
+ * the accounts, a network answering each provider from the test's clock (the steward's monotonic clock as well).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,7 +36,8 @@ function rig(claims: Record<string, { provider: string; devices?: number }>) {
     return [a(f.job)];
   };
   const d = {
-    ports: { net: { request }, log: silentLogger(), clock: () => clock.now },
+    // the steward's monotonic clock is the test's clock too: real time passes as the test says
+    ports: { net: { request }, log: silentLogger(), clock: () => clock.now, monoClock: () => clock.now },
     ledger: { book: { open } },
     cfg: { idle: { windowMs: WINDOW, idleBelowMicrowatts: THRESHOLD_UW } },
     did: 'did:key:steward',
@@ -142,4 +143,24 @@ test('one idle pass at a time: ticks while a stalled provider holds the pass are
   await Promise.all([first, ...more]);
   assert.equal(asked, 1, 'P1 was asked once, by the one pass');
   assert.deepEqual(r.stops, ['X'], 'one stop');
+});
+
+test('a provider whose wall clock steps forward between two samples (one timing usage on it, before this version) does not get working work reclaimed: the time is at most what the steward saw pass', async () => {
+  const r = rig({ X: { provider: 'P1' }, Y: { provider: 'P3' } });
+  // X draws 1.5 W, above the 1 W threshold, all along; its provider counts elapsedMs on a wall clock that steps +25 s at 65 s
+  const STEP_AT = 65_000;
+  const wallAhead = () => (r.clock.now >= STEP_AT ? 25_000 : 0);
+  r.answers.set('P1', () => ({ uj: Math.floor(1.5 * 1_000 * r.clock.now), grade: 'HwShunt', elapsedMs: r.clock.now + wallAhead(), startedAt: 0 }));
+  r.answers.set('P3', attempt(r.clock, 0, 0)); // Y really is idle
+  const seen: string[] = [];
+  for (r.clock.now = STEP; r.clock.now <= 150_000; r.clock.now += STEP) {
+    await r.reclaim.idleTick();
+    const x = r.verdicts().X!;
+    seen.push(x.verdict === 'no-verdict' ? x.reason : x.verdict === 'nothing-held' ? x.verdict : `${x.verdict} ${x.observedMs}`);
+  }
+  // at 75 s the provider's 70 s over the window were 45 s: 67.5 J over 70 s read 0.96 W, idle
+  assert.ok(!r.stops.includes('X'), `X, drawing 1.5 W, was never stopped (verdicts: ${seen.join(', ')})`);
+  for (const v of seen) if (v.startsWith('working')) assert.ok(Number(v.split(' ')[1]) <= 60_000 + STEP, v);
+  assert.equal(r.verdicts().X!.verdict, 'working');
+  assert.ok(r.stops.includes('Y'), 'the really idle claim is still reclaimed');
 });
