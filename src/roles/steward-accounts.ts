@@ -6,7 +6,8 @@
  * (EXEC_PREEMPTED, EXEC_IDLE_RECLAIMED) from a provider this steward asked to
  * stop it (AccountsDeps.stopAsked; one nobody asked for is an ordinary failed
  * receipt), when its buyer withdraws it, or at its
- * deadline with failures alone: the sum of every receipt the job's providers
+ * deadline with failures alone (after a last look: its buyer and provider are
+ * asked for its receipts first, #closeAtDeadline): the sum of every receipt the job's providers
  * signed (a failed attempt spent energy too) at the worst grade among them (a
  * grade never improves). A gang's claim (src/roles/steward-gangs.ts) is
  * charged every member job's receipts and released once, when every member
@@ -83,6 +84,19 @@ import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import { pooledReceiptFor, type ChosenOffer, type WinnerResolver } from './steward-winners.js';
 
 const GRACE_MS = 5_000;
+
+/**
+ * The last look before a claim is released at its deadline (ClaimAccounts #closeAtDeadline) waits at most this long
+ * for its parties' answers, and what they bring to be handled.
+ */
+export const DEADLINE_LOOK_MS = 5_000;
+
+/**
+ * A claim past its deadline when the steward starts has its last look no sooner than this after the start: the
+ * network starts after the roles (as the first catch-up round, src/roles/steward.ts), and a look asked before it
+ * reaches nobody.
+ */
+export const START_LOOK_MS = 2_000;
 
 /** A failed `Released` append is tried again after baseMs, doubling up to maxMs, at most `tries` times. */
 export const RELEASE_RETRY = { baseMs: 1_000, maxMs: 60_000, tries: 6 } as const;
@@ -519,6 +533,12 @@ export interface AccountsDeps {
   store?: ClaimStore;
   /** Retrying a failed `Released` append (default RELEASE_RETRY). */
   releaseRetry?: { baseMs: number; maxMs: number; tries: number };
+  /**
+   * Ask a party for its records of `kinds` naming `jobs` (records/1 `jobs`), and wait until what came is handled by
+   * the steward's handlers (src/roles/steward-reclaim.ts Reclaimer.askJobs; never throws): the last look before a
+   * deadline release (#closeAtDeadline). Absent: no look, a claim is released at its deadline with what is held.
+   */
+  askJobs?: (party: string, kinds: Array<'selection' | 'receipt'>, jobs: string[]) => Promise<unknown>;
   /** Capacity freed: decide the queue again. */
   freed: () => Promise<void>;
   /** A gang's member jobs: the claim a job is bound to, and its member index (src/roles/steward-gangs.ts). */
@@ -538,9 +558,20 @@ export class ClaimAccounts {
   readonly #open = new Map<string, OpenJob>();
   /** The background fetches' slots (BackgroundFetches), shared with the reclaimer (src/roles/steward-reclaim.ts). */
   readonly background: BackgroundFetches;
+  /** When these accounts were made (the steward's start), on the monotonic clock: START_LOOK_MS counts from it. */
+  readonly #startedAt: number;
+  /** Claims whose deadline came, waiting for their last look (#closeAtDeadline). */
+  readonly #due = new Set<OpenJob>();
+  /** A last look is under way: claims coming due meanwhile wait for the next. */
+  #looking = false;
 
   constructor(private d: AccountsDeps) {
     this.background = d.background ?? new BackgroundFetches({ mono: d.monoClock ?? monotonicClock, log: d.log, stopped: d.stopped });
+    this.#startedAt = this.#mono();
+  }
+
+  #mono(): number {
+    return (this.d.monoClock ?? monotonicClock)();
   }
 
   /** An open claim's accounts; undefined once its release is under way (a usage answer in flight then keeps nothing). */
@@ -621,16 +652,74 @@ export class ClaimAccounts {
     }
   }
 
+  /** Release the claim at its deadline (+GRACE_MS), and one past it at the start no sooner than START_LOOK_MS after it. */
   #armDeadline(oj: OpenJob): void {
     oj.timer?.clear();
-    const wait = Math.max(0, oj.deadline + GRACE_MS - this.d.clock());
+    const wait = Math.max(0, oj.deadline + GRACE_MS - this.d.clock(), START_LOOK_MS - (this.#mono() - this.#startedAt));
     oj.timer = setLongTimeout(() => void this.#closeAtDeadline(oj), wait).unref();
   }
 
+  /**
+   * The claim's deadline came with no final receipt held: the work is over, and it is released charging what was
+   * spent, after a last look (#lastLook) for what this steward may not have heard: a completed receipt still unread
+   * on a connection (a steward suspended across the deadline runs its overdue timer before reading what was buffered
+   * meanwhile), or gossiped while it was down (the deadline passed at the start). `Released` is final (pool/1 §6.4:
+   * a second release of a claim is refused), so a receipt coming after it is never charged. One look at a time: the
+   * claims coming due meanwhile are looked at together after it (their parties asked once each). A failed append is
+   * tried again (release).
+   */
   async #closeAtDeadline(oj: OpenJob): Promise<void> {
-    if (this.d.stopped() || !this.#open.has(oj.claim)) return;
-    // Failures alone (or nothing at all): the work is over; charge what was spent. A failed append is tried again (release).
-    await this.release(oj, 'deadline').catch(() => {});
+    if (this.d.stopped() || this.#open.get(oj.claim) !== oj) return;
+    this.#due.add(oj);
+    if (this.#looking) return;
+    this.#looking = true;
+    try {
+      while (this.#due.size && !this.d.stopped()) {
+        // the other timers due by now (a restart's overdue claims, a resumed process's) join this look
+        await new Promise((ok) => setImmediate(ok));
+        const due = [...this.#due];
+        this.#due.clear();
+        await this.#lastLook(due);
+        for (const d of due) {
+          // released meanwhile: on a completed receipt the look brought, a withdraw, …
+          if (this.d.stopped() || this.#open.get(d.claim) !== d) continue;
+          await this.release(d, 'deadline').catch(() => {});
+        }
+      }
+    } finally {
+      this.#looking = false;
+    }
+  }
+
+  /**
+   * Ask the buyer and the provider of each single job's claim in `due` (the signer of the latest selection's winning
+   * offer, else the first chosen) for the selections and receipts naming its job (AccountsDeps.askJobs: records/1
+   * `jobs`, one request per party for all its claims), resolve the selections whose winning offer was not held, and
+   * wait for what came to be handled (a completed receipt releases its claim as it would have on gossip), at most
+   * DEADLINE_LOOK_MS in all. A gang's claim is not looked at (the catch-up rounds ask for its members' records).
+   */
+  async #lastLook(due: OpenJob[]): Promise<void> {
+    const ask = this.d.askJobs;
+    if (!ask) return;
+    const parties = new Map<string, string[]>();
+    for (const oj of due) {
+      if (oj.gang !== undefined) continue;
+      for (const p of new Set([oj.buyer, oj.provider ?? [...oj.winners][0]])) {
+        if (!p || p === this.d.did) continue;
+        parties.set(p, [...(parties.get(p) ?? []), oj.claim]);
+      }
+    }
+    if (!parties.size) return;
+    const look = Promise.all([...parties].map(([p, jobs]) => ask(p, ['selection', 'receipt'], jobs).catch(() => undefined))).then(async () => {
+      for (const oj of due) if (oj.pending?.size && this.#open.get(oj.claim) === oj) await this.#resolvePending(oj);
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([look.catch((e) => this.d.log.debug({ err: (e as Error).message }, 'last look before a deadline release failed')), new Promise<void>((ok) => (timer = setTimeout(ok, DEADLINE_LOOK_MS)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+    this.d.log.debug({ claims: due.length, parties: parties.size }, 'asked claims’ parties for their receipts before releasing them at their deadline');
   }
 
   /** The provider doing a claim's work: the signer of the latest selection's winning offer, or the first winner chosen. */

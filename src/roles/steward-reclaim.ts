@@ -23,6 +23,7 @@ import { MAX_DEVICES_PER_PROVIDER, PREEMPT_PROTOCOL, type StewardConfig, type St
 import { monotonicClock } from '../util/clock.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
 import type { OpenClaim } from '../pool/usage.js';
+import type { TopicKind } from '../net/topics.js';
 
 /** How many (provider, reason) pairs of adverts left out of capacity or capped are remembered as logged (Reclaimer.capacity). */
 const CAPACITY_NOTES_MAX = 10_000;
@@ -766,14 +767,26 @@ export class Reclaimer {
    * network without the op, or a provider that does not answer, leaves the claim as it was.
    */
   async #receiptsOf(key: string, provider: string): Promise<void> {
+    const r = await this.askJobs(provider, ['receipt'], [key]);
+    if ('err' in r) this.d.ports.log.debug({ claim: key, provider, err: r.err }, 'cannot ask a provider for a stopped job’s receipts');
+    else this.d.ports.log.debug({ claim: key, provider, accepted: r.accepted, failed: r.failed }, 'asked a provider whose stop may have landed before for the stopped work’s receipts');
+  }
+
+  /**
+   * Ask `party` for its records of `kinds` naming `jobs` (records/1 `jobs`), and wait for what came to be handled by
+   * the steward's handlers (a receipt charged, a selection's winner chosen): #receiptsOf, and the accounts' last look
+   * before a deadline release (ClaimAccounts, AccountsDeps.askJobs). Best effort, never throws: a network without the
+   * op, or a party that does not answer, answers `err`.
+   */
+  async askJobs(party: string, kinds: TopicKind[], jobs: string[]): Promise<{ accepted: number; failed: Record<string, string> } | { err: string }> {
     const net = this.d.ports.net;
-    if (!net.syncJobs) return;
+    if (!net.syncJobs) return { err: 'no records/1 jobs on this network' };
     try {
-      const r = await net.syncJobs(provider, ['receipt'], [key]);
+      const r = await net.syncJobs(party, kinds, jobs);
       await net.drained?.();
-      this.d.ports.log.debug({ claim: key, provider, accepted: r.accepted, failed: r.failed }, 'asked a provider whose stop may have landed before for the stopped work’s receipts');
+      return { accepted: r.accepted, failed: r.failed };
     } catch (e) {
-      this.d.ports.log.debug({ claim: key, provider, err: (e as Error).message }, 'cannot ask a provider for a stopped job’s receipts');
+      return { err: (e as Error).message };
     }
   }
 

@@ -134,7 +134,7 @@ export class Steward {
       advert: async (a) => o.market.adverts.get?.(a) ?? (await o.records.get(a, T.advert)),
       ...(o.net.fetchRecords ? { fetch: async (from, a, type) => (await o.net.fetchRecords!(from, [a], type))[0] } : {}),
     });
-    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, again) => this.#reclaim.restoreAsked(c, b, d, m, again), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
+    this.#accounts = new ClaimAccounts({ ledger, did: identity.did, clock: o.clock, ...(o.monoClock ? { monoClock: o.monoClock } : {}), log: o.log, stopped, append, forget: (c) => this.#reclaim.forget(c), stopAsked: (c, p) => this.#reclaim.stopAsked(c, p), restoreAsked: (c, b, d, m, again) => this.#reclaim.restoreAsked(c, b, d, m, again), reclaimedNote: (c) => this.#reclaim.reclaimedNote(c), askJobs: (p, k, j) => this.#reclaim.askJobs(p, k, j), freed: () => this.#line.retry(), gangs, winners, store: new ClaimStore(o.sub('steward-claims')) });
     // a preemption whose stop got no answer decides the line again (on a backoff, or when the provider connects again)
     const line = { waiting: () => this.#line.waiting(), retry: () => void this.#line.retry() };
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped, line });

@@ -44,6 +44,8 @@ export interface StubOptions {
   peers?: () => string[];
   /** The steward's logger (default: silent). */
   log?: Logger;
+  /** The steward's wall clock (default: a fake clock at NOW). */
+  clock?: () => number;
 }
 
 export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
@@ -54,7 +56,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
   const events = new EventTarget();
   const ports = {
     name: 't',
-    clock: fakeClock(NOW),
+    clock: o.clock ?? fakeClock(NOW),
     log: o.log ?? silentLogger(),
     net: {
       peers: () => (o.peers?.() ?? []).map((did) => ({ peerId: peerIdFromDid(did).toString(), did, addrs: [] })),
