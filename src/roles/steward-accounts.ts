@@ -706,7 +706,9 @@ export class ClaimAccounts {
       if (oj.gang !== undefined) continue;
       for (const p of new Set([oj.buyer, oj.provider ?? [...oj.winners][0]])) {
         if (!p || p === this.d.did) continue;
-        parties.set(p, [...(parties.get(p) ?? []), oj.claim]);
+        const jobs = parties.get(p);
+        if (jobs) jobs.push(oj.claim);
+        else parties.set(p, [oj.claim]);
       }
     }
     if (!parties.size) return;
