@@ -17,6 +17,14 @@
  *   per peer, new advertisers ...... adverts from keys this node has not seen,
  *                                    per peer per minute (gossip and sync),
  *                                    reserved and refunded the same way
+ *   node-wide, new advertisers ..... the same, all peers together, gossip only:
+ *                                    what this node accepts from gossip it passes
+ *                                    on, and each neighbour counts those against
+ *                                    this node as ONE peer; so this node never
+ *                                    takes for forwarding more new advertisers
+ *                                    than a neighbour takes from it (identities
+ *                                    rotated from one host each bring a fresh
+ *                                    per-peer budget; this one they share)
  *
  * Excess earns `ignore` with code RATE_LIMITED (no gossipsub penalty by itself:
  * an honest relay may forward a flooder's burst) and is counted by kind and
@@ -24,16 +32,17 @@
  * or records it signed itself over its signer limit) adds to its decaying abuse
  * score, which feeds gossipsub's application-specific score (P5) and, past a
  * threshold, gets the peer disconnected and refused for a while (see
- * `AbusePolicy` in peer-abuse.ts).
+ * `AbusePolicy` in peer-abuse.ts). The node-wide limit blames no one: the peer
+ * that meets it may be an honest relay within its own budget.
  */
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
-import { DecayingCounter, KeyedBuckets, type BucketSpec } from './rate-limit.js';
+import { DecayingCounter, KeyedBuckets, TokenBucket, type BucketSpec } from './rate-limit.js';
 import type { TopicKind } from './topics.js';
 
 export const RATE_LIMITED = 'RATE_LIMITED';
 
-export type Limiter = 'peer' | 'peer-inflight' | 'signer' | 'new-advertiser';
+export type Limiter = 'peer' | 'peer-inflight' | 'signer' | 'new-advertiser' | 'new-advertiser-total';
 
 export interface FloodLimitOptions {
   /** Gossip messages per propagating peer, all kinds (default 100/s, burst 400). */
@@ -44,6 +53,12 @@ export interface FloodLimitOptions {
   signer: Partial<Record<TopicKind, BucketSpec>>;
   /** Adverts from keys not seen before, per peer (default 1/s sustained = 60 per minute, burst 200). */
   newAdvertisers: BucketSpec;
+  /**
+   * Adverts from keys not seen before, all peers together, gossip only (default: the same as `newAdvertisers`, 1/s
+   * burst 200). A neighbour limits what this node forwards by its own `newAdvertisers`, as one peer: keep this at or
+   * under that. Sync answers and direct records are not counted (this node does not pass those on).
+   */
+  newAdvertisersTotal: BucketSpec;
   /** Half-life of a peer's abuse score, ms (default 60 000). */
   abuseHalfLifeMs: number;
   /** Abuse points per over-limit message the peer itself is to blame for (default 1). */
@@ -77,6 +92,7 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
     'pool-evidence': { ratePerSec: 1, burst: 10 },
   },
   newAdvertisers: { ratePerSec: 1, burst: 200 },
+  newAdvertisersTotal: { ratePerSec: 1, burst: 200 },
   abuseHalfLifeMs: 60_000,
   abusePerHit: 1,
   abusePerInvalid: 10,
@@ -90,11 +106,20 @@ export const NO_FLOOD_LIMITS: Partial<FloodLimitOptions> = {
   maxInFlightPerPeer: Infinity,
   signer: Object.fromEntries(Object.keys(FLOOD_DEFAULTS.signer).map((k) => [k, UNLIMITED])),
   newAdvertisers: UNLIMITED,
+  newAdvertisersTotal: UNLIMITED,
 };
 
-/** Merge partial options over the defaults (per-kind signer specs merge by kind). */
+/**
+ * Merge partial options over the defaults (per-kind signer specs merge by kind). `newAdvertisersTotal` not given
+ * follows `newAdvertisers` (an overlay whose members all raise the per-peer one raises what each may pass on).
+ */
 export function floodOptions(o: Partial<FloodLimitOptions> = {}): FloodLimitOptions {
-  return { ...FLOOD_DEFAULTS, ...o, signer: { ...FLOOD_DEFAULTS.signer, ...(o.signer ?? {}) } };
+  return {
+    ...FLOOD_DEFAULTS,
+    ...o,
+    signer: { ...FLOOD_DEFAULTS.signer, ...(o.signer ?? {}) },
+    newAdvertisersTotal: o.newAdvertisersTotal ?? o.newAdvertisers ?? FLOOD_DEFAULTS.newAdvertisersTotal,
+  };
 }
 
 
@@ -103,6 +128,7 @@ export class FloodGuard {
   readonly #peer: KeyedBuckets;
   readonly #signer = new Map<TopicKind, KeyedBuckets>();
   readonly #newAdv: KeyedBuckets;
+  readonly #newAdvTotal: TokenBucket;
   readonly #inFlight = new Map<string, number>();
   readonly #abuse: DecayingCounter;
   readonly #counter: Counter<'kind' | 'limiter'> | undefined;
@@ -114,13 +140,14 @@ export class FloodGuard {
     const o = this.opts;
     this.#peer = new KeyedBuckets(o.peer, clock, o.maxKeys);
     this.#newAdv = new KeyedBuckets(o.newAdvertisers, clock, o.maxKeys);
+    this.#newAdvTotal = new TokenBucket(o.newAdvertisersTotal, clock);
     for (const [k, spec] of Object.entries(o.signer)) if (spec) this.#signer.set(k as TopicKind, new KeyedBuckets(spec, clock, o.maxKeys));
     this.#abuse = new DecayingCounter(o.abuseHalfLifeMs, clock, o.maxKeys);
     if (registry) {
       const name = 'c0mpute_net_rate_limited_total';
       this.#counter =
         (registry.getSingleMetric(name) as Counter<'kind' | 'limiter'> | undefined) ??
-        new Counter({ name, help: 'Records ignored by a flood limit, by kind and limiter (peer, peer-inflight, signer, new-advertiser)', labelNames: ['kind', 'limiter'], registers: [registry] });
+        new Counter({ name, help: 'Records ignored by a flood limit, by kind and limiter (peer, peer-inflight, signer, new-advertiser, new-advertiser-total)', labelNames: ['kind', 'limiter'], registers: [registry] });
     }
   }
 
@@ -180,6 +207,18 @@ export class FloodGuard {
   }
   refundNewAdvertiser(peer: string): void {
     this.#newAdv.refund(peer, 1);
+  }
+
+  /**
+   * Before the signature, after the peer's own new-advertiser token: reserve one new advertiser of the node's
+   * budget, all peers together (gossip: what this node passes on). False when it is spent: counted, no one blamed
+   * (the peer may be an honest relay within its own budget). Refund with `refundNewAdvertiserTotal`.
+   */
+  reserveNewAdvertiserTotal(): boolean {
+    return this.#newAdvTotal.take() || this.#hit('advert', 'new-advertiser-total', undefined);
+  }
+  refundNewAdvertiserTotal(): void {
+    this.#newAdvTotal.refund(1);
   }
 
   /**

@@ -6,7 +6,8 @@
  *   per-peer rate limit (gossip) → decode (framing, envelope header) →
  *   content type matches the topic → shape (payload canonical, schema, kind
  *   rules) → freshness (clock-skew window, injected clock) → per-signer and
- *   new-advertiser limits, reserved (flood-limits.ts) → signature (a cheap
+ *   new-advertiser limits (per peer, then all peers together for gossip),
+ *   reserved (flood-limits.ts) → signature (a cheap
  *   verify first for a key not checked yet; on the process's worker threads
  *   when there are any, verify-pool.ts, else inline; the reservations are kept
  *   when it verifies, refunded when not) → seen again (the same record may have
@@ -406,7 +407,12 @@ export class RecordPipeline {
     holds.push({ kind, signer });
     if (kind === 'advert' && this.#advertSeq.get(signer) === undefined) {
       if (!this.guard.reserveNewAdvertiser(from, source !== 'sync')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
-      holds.push({ kind, signer, newAdvertiserOf: from });
+      // Gossip is passed on, and each neighbour counts what this node forwards as one peer's: all peers together may
+      // not bring more new advertisers than that (identities rotated from one host each come with a fresh per-peer
+      // budget). Blames no one. The peer's own token stays spent, as a neighbour's count of it would.
+      const total = source === 'gossip';
+      if (total && !this.guard.reserveNewAdvertiserTotal()) throw rateLimited('this node is over its rate of new advertisers from all peers together');
+      holds.push({ kind, signer, newAdvertiserOf: from, total });
     }
     toVerify.push({ bytes, signer });
     return shaped;
@@ -427,8 +433,10 @@ export class RecordPipeline {
   }
 
   #refund(h: Hold): void {
-    if (h.newAdvertiserOf !== undefined) this.guard.refundNewAdvertiser(h.newAdvertiserOf);
-    else this.guard.refundSigner(h.kind, h.signer);
+    if (h.newAdvertiserOf !== undefined) {
+      this.guard.refundNewAdvertiser(h.newAdvertiserOf);
+      if (h.total) this.guard.refundNewAdvertiserTotal();
+    } else this.guard.refundSigner(h.kind, h.signer);
   }
 
   #staleCheck(rec: Opened): void {
@@ -444,11 +452,15 @@ export class RecordPipeline {
   }
 }
 
-/** A flood-limit token taken before the signature check: the signer's, or (newAdvertiserOf) the peer's new-advertiser one. */
+/**
+ * A flood-limit token taken before the signature check: the signer's, or (newAdvertiserOf) the peer's new-advertiser
+ * one, with (total) one of the node's new-advertiser budget for all peers together.
+ */
 interface Hold {
   kind: TopicKind;
   signer: string;
   newAdvertiserOf?: string;
+  total?: boolean;
 }
 
 function rateLimited(message: string): ValidationError {

@@ -60,6 +60,7 @@ const floodLimitsSchema = z
     maxInFlightPerPeer: z.number().int().positive(),
     signer: z.partialRecord(z.enum(TOPIC_KINDS as [string, ...string[]]), bucket),
     newAdvertisers: bucket,
+    newAdvertisersTotal: bucket,
     abuseHalfLifeMs: z.number().int().positive(),
     abusePerHit: z.number().nonnegative(),
     abusePerInvalid: z.number().nonnegative(),

@@ -197,6 +197,74 @@ test('new advertisers: adverts from fresh keys are bounded per peer; known adver
   assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'other-peer', 'gossip')).verdict, 'accept');
 });
 
+test('new advertisers, node-wide: a budget spent by many peers refuses the next new advertiser by gossip without blaming its peer; sync answers and known advertisers pass', async () => {
+  const { p, registry } = pipe({ newAdvertisersTotal: { ratePerSec: 1 / 60, burst: 3 } });
+  const keys = Array.from({ length: 3 }, () => Ed25519Signer.generate());
+  // three peers, one fresh key each: every peer well inside its own budget (default burst 200), the node's is spent
+  for (const [i, k] of keys.entries()) assert.equal((await p.validate('advert', advert(k).bytes, `peer-${i}`, 'gossip')).verdict, 'accept');
+  const next = await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'peer-3', 'gossip');
+  assert.deepEqual([next.verdict, next.reason], ['ignore', 'RATE_LIMITED']);
+  assert.equal(await limited(registry, 'advert', 'new-advertiser-total'), 1);
+  assert.equal(await limited(registry, 'advert', 'new-advertiser'), 0);
+  for (let i = 0; i < 4; i++) assert.equal(p.guard.abuse(`peer-${i}`), 0, `peer-${i} is not blamed`);
+  // not passed on, not counted: a sync answer (what this node asked for) and a known advertiser's next advert
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'peer-3', 'sync')).verdict, 'accept');
+  assert.equal((await p.validate('advert', advert(keys[0]!).bytes, 'peer-3', 'gossip')).verdict, 'accept');
+  // refilled with time, at its rate
+  clock.advance(60_000);
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'peer-3', 'gossip')).verdict, 'accept');
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'peer-3', 'gossip')).reason, 'RATE_LIMITED');
+  assert.equal(p.guard.abuse('peer-3'), 0);
+});
+
+test('new advertisers, node-wide: what a node takes from identities rotated on one host stays within what its neighbour takes from it as one peer (defaults), so the neighbour never blames it', async () => {
+  // the review's flood (E2): five fresh peers a second, each pushing its per-peer burst of fresh-key adverts to an
+  // honest buyer, which passes on what it accepts to a neighbour that counts all of it as the buyer's
+  const buyer = pipe({}).p;
+  const { p: neighbour, registry } = pipe({});
+  const forwarded: Uint8Array[] = [];
+  for (let peer = 0; peer < 5; peer++) {
+    const outs = await Promise.all(Array.from({ length: 200 }, () => advert(Ed25519Signer.generate()).bytes).map(async (a) => ({ a, out: await buyer.validate('advert', a, `sybil-${peer}`, 'gossip') })));
+    for (const { a, out } of outs) if (out.verdict === 'accept') forwarded.push(a);
+  }
+  assert.equal(forwarded.length, 200, 'the node-wide burst, of 1,000 pushed');
+  for (let peer = 0; peer < 5; peer++) assert.equal(buyer.guard.abuse(`sybil-${peer}`), 0, 'each within its own budget');
+  const verdicts = await Promise.all(forwarded.map((a) => neighbour.validate('advert', a, 'buyer', 'gossip')));
+  assert.equal(verdicts.filter((v) => v.verdict === 'accept').length, 200);
+  assert.equal(await limited(registry, 'advert', 'new-advertiser'), 0);
+  assert.equal(await limited(registry, 'advert', 'peer'), 0);
+  assert.equal(neighbour.guard.abuse('buyer'), 0, 'the honest buyer is not blamed by its neighbour');
+});
+
+test('new advertisers, node-wide: an honest relay pushing valid adverts signed by others is never blamed past the node-wide budget', async () => {
+  const { p, registry } = pipe({ newAdvertisersTotal: { ratePerSec: 1 / 60, burst: 3 } });
+  const reasons: string[] = [];
+  for (let i = 0; i < 50; i++) reasons.push((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'relay', 'gossip')).reason);
+  assert.deepEqual(reasons.slice(0, 4), ['ok', 'ok', 'ok', 'RATE_LIMITED']);
+  assert.equal(reasons.filter((r) => r === 'RATE_LIMITED').length, 47);
+  assert.equal(await limited(registry, 'advert', 'new-advertiser-total'), 47);
+  assert.equal(p.guard.abuse('relay'), 0, '50 new advertisers, within its own burst of 200: refused for the node, not blamed');
+  // its own budget still counts what it pushed (as a neighbour of it would): past that it is its own excess
+  for (let i = 0; i < 150; i++) await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'relay', 'gossip');
+  assert.equal(p.guard.abuse('relay'), 0);
+  await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'relay', 'gossip');
+  assert.equal(await limited(registry, 'advert', 'new-advertiser'), 1);
+  assert.equal(p.guard.abuse('relay'), 1);
+});
+
+test('new advertisers, node-wide: a forged advert gives the node-wide token back', async () => {
+  const { p } = pipe({ newAdvertisersTotal: { ratePerSec: 1 / 60, burst: 1 } });
+  for (let i = 0; i < 3; i++) {
+    const bad = Uint8Array.from(advert(Ed25519Signer.generate()).bytes);
+    bad[bad.length - 1]! ^= 1;
+    assert.equal((await p.validate('advert', bad, `forger-${i}`, 'gossip')).reason, 'ENVELOPE_BAD_SIGNATURE');
+  }
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'honest', 'gossip')).verdict, 'accept');
+  assert.equal((await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'honest', 'gossip')).reason, 'RATE_LIMITED');
+  assert.deepEqual(floodOptions({ newAdvertisers: { ratePerSec: 2, burst: 10 } }).newAdvertisersTotal, { ratePerSec: 2, burst: 10 }, 'unset, it follows the per-peer one');
+  assert.deepEqual(floodOptions().newAdvertisersTotal, floodOptions().newAdvertisers);
+});
+
 test('signature precheck: garbage signed in the name of a fresh key is refused without the strict key check', async () => {
   const { p } = pipe({});
   const fresh = Ed25519Signer.generate();
