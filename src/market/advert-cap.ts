@@ -10,11 +10,15 @@
  *   1. providers whose current advert has expired, soonest expired first (every advert of theirs);
  *   2. providers this node is not connected to, the advert furthest through its lifetime first;
  *   3. providers it is connected to, the same way;
- *   4. superseded adverts of providers this node has dealt with that an offer held still cites, the earliest first.
+ *   4. providers this node dealt with before (`known`: first hand, but nothing it holds now rests on them), not
+ *      connected then connected, the same way: a flood of fresh keys evicts fresh keys and strangers, never these,
+ *      while any of those is left;
+ *   5. superseded adverts of providers this node has dealt with that an offer held still cites, the earliest first.
  * How far through its lifetime, not how old: a provider republishes at half its advert's lifetime, so one past
  * half has likely left, and an advert of a large market lives up to an hour (src/matching/advert-rate.ts) — by age
  * alone a live provider there would go before a departed one of a small market.
- * Providers this node has dealt with (first hand: see MarketService) keep their current advert, and only that:
+ * Providers in `dealtWith` (what this node's live jobs and accepted receipts rest on: see MarketService) keep their
+ * current advert, and only that:
  * the cap may be exceeded by those alone, and then a newcomer is the one refused. Ties break on DID order, then
  * address.
  */
@@ -35,6 +39,12 @@ export interface CapContext {
   dealtWith: ReadonlySet<string>;
   /** providers this node is connected to */
   connected: ReadonlySet<string>;
+  /**
+   * providers this node dealt with before, first hand, and not protected by `dealtWith` (a provider that quoted on
+   * one of its past jobs, one it signed a non-delivery for): evicted only once every provider it has not dealt with
+   * has gone (default: none)
+   */
+  known?: ReadonlySet<string>;
   /** addresses of adverts an offer this node holds cites */
   cited: ReadonlySet<string>;
 }
@@ -84,12 +94,12 @@ export function chooseEvictions(cands: readonly CapCandidate[], excess: number, 
     if (ctx.dealtWith.has(c.did)) continue;
     const r = c.current.record;
     if (r.expiresAt <= ctx.now) ranked.push({ c, tier: 0, key: r.expiresAt });
-    else ranked.push({ c, tier: ctx.connected.has(c.did) ? 2 : 1, key: -(ctx.now - r.issuedAt) / Math.max(1, r.expiresAt - r.issuedAt) });
+    else ranked.push({ c, tier: (ctx.known?.has(c.did) ? 3 : 1) + (ctx.connected.has(c.did) ? 1 : 0), key: -(ctx.now - r.issuedAt) / Math.max(1, r.expiresAt - r.issuedAt) });
   }
   ranked.sort((a, b) => a.tier - b.tier || a.key - b.key || cmp(a.c.did, b.c.did));
   for (const r of ranked) {
     if (freed >= excess) return [...out.values()];
-    evict(r.c.did, r.tier === 0 ? 'expired' : r.tier === 1 ? 'unconnected' : 'connected', r.c.adverts.filter((a) => !gone.has(a.address)), true);
+    evict(r.c.did, r.tier === 0 ? 'expired' : r.tier % 2 === 1 ? 'unconnected' : 'connected', r.c.adverts.filter((a) => !gone.has(a.address)), true);
   }
   // only providers dealt with are left: what offers still cite of their superseded adverts, never their current one
   superseded(true);

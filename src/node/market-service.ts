@@ -24,6 +24,7 @@ import type { ReputationTable, TrustSources } from '../reputation/derive.js';
 import { LiveReputation } from '../reputation/live.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
+import { nonDeliveryProvider } from '../reputation/nondelivery.js';
 import { askFor, orderFromJob } from '../matching/candidates.js';
 import { cmpAmount } from '../market/amount.js';
 
@@ -144,17 +145,25 @@ export class MarketService implements BuyerMarket {
    * `dealtWith`, the providers whose current advert is never evicted — those that quoted on one of this node's live
    * jobs (an offer in its book), those whose receipt this node countersigned as the buyer (its acceptance: signed
    * only for a receipt that links to a job of its own), and this node itself; `cited`, the adverts those offers, the
-   * offers such receipts cite and this node's own offers were made against (kept before others' superseded ones).
+   * offers such receipts cite and this node's own offers were made against (kept before others' superseded ones);
+   * `known`, providers it dealt with before, kept after every provider it has not: those that quoted on one of its
+   * jobs that has ended (an offer still in its book) and those it signed a non-delivery for.
    */
-  #firstHand(): { dealtWith: Set<string>; cited: Set<string> } {
+  #firstHand(): { dealtWith: Set<string>; known: Set<string>; cited: Set<string> } {
     const self = this.o.did;
     const dealtWith = new Set<string>([self]);
+    const known = new Set<string>();
     const cited = new Set<string>();
     for (const o of this.book.all()) {
-      if (o.signer !== self && !this.#own.has(o.record.job)) continue;
+      if (o.signer !== self && !this.#own.has(o.record.job)) {
+        // the book keeps offers for this node's own jobs (and its own offers) only: this one's job has ended
+        known.add(o.signer);
+        continue;
+      }
       dealtWith.add(o.signer);
       cited.add(o.record.advert);
     }
+    for (const nd of this.evidence.nondeliveries.values()) if (nd.signer === self) known.add(nonDeliveryProvider(nd));
     for (const a of this.evidence.acceptances.values()) {
       if (a.signer !== self) continue;
       const r = this.evidence.receipts.get(a.record.receipt);
@@ -167,7 +176,7 @@ export class MarketService implements BuyerMarket {
         cited.add(o.record.advert);
       }
     }
-    return { dealtWith, cited };
+    return { dealtWith, known, cited };
   }
 
   /** Store an advert (within the cap) and index it. Resolves to whether it is now held. */

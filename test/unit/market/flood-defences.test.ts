@@ -148,6 +148,28 @@ describe('advert cap: chooseEvictions', () => {
     assert.deepEqual(chooseEvictions(cands, 0, ctx), []);
   });
 
+  test('providers dealt with before (known) go after every provider not dealt with, so a flood of fresh keys evicts fresh keys first', () => {
+    // a provider this node dealt with before, not connected, its advert 5/6 through its lifetime; strangers; fresh keys
+    const [k, s1, c1, kc, ...fresh] = mk(8);
+    const known = advert(k!, 1, NOW - 500_000, 600_000);
+    const knownConnected = advert(kc!, 1, NOW - 100_000, 600_000);
+    const stranger = advert(s1!, 1, NOW - 400_000, 600_000);
+    const connectedStranger = advert(c1!, 1, NOW - 450_000, 600_000);
+    const sybils = fresh.map((f) => advert(f, 1, NOW, 3_600_000));
+    const cands = [known, knownConnected, stranger, connectedStranger, ...sybils].map((a) => ({ did: a.signer, current: a, adverts: [a] }));
+    const ctx = { now: NOW, dealtWith: new Set<string>(), connected: new Set([connectedStranger.signer, knownConnected.signer]), cited: new Set<string>(), known: new Set([known.signer, knownConnected.signer]) };
+    const order = chooseEvictions(cands, 100, ctx).map((e) => e.did);
+    // strangers first (the one furthest through its lifetime first), then connected strangers, then the known ones
+    assert.deepEqual(order.slice(0, 5).sort(), [stranger, ...sybils].map((a) => a.signer).sort());
+    assert.equal(order[0], stranger.signer);
+    assert.deepEqual(order.slice(5), [connectedStranger.signer, known.signer, knownConnected.signer]);
+    // the flood's excess takes the fresh keys and strangers, never the known provider
+    const four = chooseEvictions(cands, sybils.length, ctx).map((e) => e.did);
+    assert.ok(!four.includes(known.signer) && !four.includes(knownConnected.signer));
+    // without `known` the known provider would go first of all (furthest through its lifetime, not connected)
+    assert.equal(chooseEvictions(cands, 1, { ...ctx, known: new Set<string>() })[0]?.did, known.signer);
+  });
+
   test('by how far through its lifetime an advert is, not its age: a departed provider of a small market goes before a live one of a large market', () => {
     const [small, large] = mk(2);
     // small market: 10-min advert issued 6 min ago (missed its republish at 5 min); large market: 1-h advert issued 20 min ago
@@ -228,6 +250,41 @@ describe('capped RecordStore and MarketService (real LevelDB)', () => {
       assert.deepEqual([...market.adverts.byAddress.keys()].sort(), (await records.list(T.advert)).map((a) => a.address).sort());
       for (const [did, a] of market.adverts.latest) assert.equal(records.advertOf(did)?.address, a.address);
       assert.ok(market.adverts.latest.has(honestDid), 'the provider dealt with is still held after the restart');
+    } finally {
+      await closeDb(db);
+    }
+  });
+});
+
+describe('the advert cap keeps a provider that quoted on a job of this node\'s that has ended (review E3)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'c0-cap-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('a flood of fresh keys evicts fresh keys, not it, though its advert is further through its lifetime and it is not connected', async () => {
+    const db = await openDb(join(dir, 'db'));
+    try {
+      let now = NOW;
+      const me = Ed25519Signer.generate();
+      const honest = Ed25519Signer.generate();
+      const records = await RecordStore.open(db);
+      const market = await MarketService.open({ db, prefix: '', records, now, clock: () => now, log: silentLogger(), signer: me, did: didFromPublicKey(me.publicKey), skewMs: 30_000, maxAdverts: 50 });
+      const h = advert(honest, 1, NOW - 300_000, 600_000);
+      assert.equal(await market.putAdvert(h), true);
+      const job = seal(T.job, { workload: 'builtin.sha256', requirements: {}, maxPrice: { amount: '0.01', currency: 'USD' }, announcedAt: NOW, deadline: NOW + 60_000, timeoutMs: 10_000, input: { hash: 'sha256:' + 'd'.repeat(64), size: 1 }, inputSealed: 'no' }, me);
+      await records.put(job);
+      market.noteOwnJob(job);
+      const offer = seal(T.offer, { job: job.address, advert: h.address, price: { amount: '0.001', currency: 'USD' }, durationMs: 1000, issuedAt: NOW, startBy: NOW + 30_000, expiresAt: NOW + 30_000 }, honest);
+      await market.addOffer(offer, NOW);
+      // the job ends (a later job of this node's takes its place among the live ones)
+      now = NOW + 120_000;
+      market.noteOwnJob(ownJob(me));
+      assert.equal(market.ownJob(job.address), undefined);
+      for (let i = 0; i < 200; i++) await market.putAdvert(advert(Ed25519Signer.generate(), 1, now, 3_600_000));
+      assert.ok(records.advertCount <= 50, `stored ${records.advertCount} > 50`);
+      assert.ok(market.adverts.latest.has(h.signer), 'the provider that quoted on the ended job is kept');
     } finally {
       await closeDb(db);
     }
