@@ -28,8 +28,9 @@
  *
  * Excess earns `ignore` with code RATE_LIMITED (no gossipsub penalty by itself:
  * an honest relay may forward a flooder's burst) and is counted by kind and
- * limiter. A peer's own excess (its per-peer limit, its new-advertiser limit,
- * or records it signed itself over its signer limit) adds to its decaying abuse
+ * limiter. A peer's own excess (its new-advertiser limit, records it signed
+ * itself over its signer limit, its per-peer limit for records it sent directly;
+ * not its per-peer limit by gossip, which a relay passes on from everyone) adds to its decaying abuse
  * score, which feeds gossipsub's application-specific score (P5) and, past a
  * threshold, gets the peer disconnected and refused for a while (see
  * `AbusePolicy` in peer-abuse.ts). The node-wide limit blames no one: the peer
@@ -160,9 +161,13 @@ export class FloodGuard {
     return false;
   }
 
-  /** Per-peer message bucket (gossip). False = over the limit (counted, the peer blamed). */
-  admitPeer(kind: TopicKind, peer: string): boolean {
-    return this.#peer.take(peer) || this.#hit(kind, 'peer', peer);
+  /**
+   * Per-peer message bucket (gossip; direct records). False = over the limit: counted, and the peer blamed when
+   * `blame` (a direct sender, whose records are its own). Gossip passes false: a gossip peer's messages are mostly
+   * others' records it passes on, and a relay passes on what it accepted from everyone, so its excess is not its own.
+   */
+  admitPeer(kind: TopicKind, peer: string, blame = true): boolean {
+    return this.#peer.take(peer) || this.#hit(kind, 'peer', blame ? peer : undefined);
   }
 
   /** Reserve an in-flight slot for `peer`; false when the peer already holds its share. Pair with `release`. */

@@ -300,8 +300,10 @@ export class RecordPipeline {
     // 2. seen (message id)
     const msgId = hashHex(data);
     this.#seenCheck(msgId);
-    // 2b. per-peer rate (gossip and direct: what a peer pushes; sync answers what we asked for)
-    if (source !== 'sync' && !this.guard.admitPeer(kind, from)) throw rateLimited(`peer ${from.slice(0, 60)} is over its message rate`);
+    // 2b. per-peer rate (gossip and direct: what a peer pushes; sync answers what we asked for). Blamed only for a
+    // direct sender (its own records): a gossip peer passes on what it accepted from all its peers, and an honest
+    // relay of a flood from many identities goes past this node's limit for it without any excess of its own
+    if (source !== 'sync' && !this.guard.admitPeer(kind, from, source === 'direct')) throw rateLimited(`peer ${from.slice(0, 60)} is over its message rate`);
     // 3. decode the framing
     const framed = decodeMessage(data);
     const primaryAddr = framed.attachments.length ? hashHex(framed.primary) : msgId;

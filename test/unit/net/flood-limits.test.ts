@@ -169,16 +169,41 @@ test('per signer: records with a forged header naming an honest signer do not dr
   assert.equal((await p.validate('job', job(honest).bytes, 'x', 'gossip')).reason, 'RATE_LIMITED');
 });
 
-test('per peer: gossip over the peer’s message rate is ignored and counted and adds to its abuse score; sync answers are not limited per peer', async () => {
+test('per peer: gossip over the peer’s message rate is ignored and counted, not blamed (a relay passes on others’ records); a direct sender over it is blamed; sync answers are not limited per peer', async () => {
   const { p, registry } = pipe({ peer: { ratePerSec: 1, burst: 3 }, signer: {} });
   const s = Ed25519Signer.generate();
   const reasons: string[] = [];
   for (let i = 0; i < 5; i++) reasons.push((await p.validate('job', job(s).bytes, 'peerA', 'gossip')).reason);
   assert.deepEqual(reasons, ['ok', 'ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED']);
   assert.equal(await limited(registry, 'job', 'peer'), 2);
-  assert.equal(p.guard.abuse('peerA'), 2);
+  assert.equal(p.guard.abuse('peerA'), 0, 'gossip: limited, not blamed');
   assert.equal((await p.validate('job', job(s).bytes, 'peerB', 'gossip')).verdict, 'accept', 'other peers have their own budget');
   assert.equal((await p.validate('job', job(s).bytes, 'peerA', 'sync')).verdict, 'accept', 'a sync answer is what we asked for');
+  // sent directly (offer/1, outcome/1: the sender's own records), the excess is its own
+  const d = Ed25519Signer.generate();
+  const from = await peerIdOf(d);
+  for (let i = 0; i < 3; i++) assert.equal((await p.validate('job', job(d).bytes, from, 'direct')).verdict, 'accept');
+  assert.equal((await p.validate('job', job(d).bytes, from, 'direct')).reason, 'RATE_LIMITED');
+  assert.equal(p.guard.abuse(from), 1, 'direct: blamed');
+});
+
+test('per peer: an honest relay passing on a flood from many identities to its neighbour is limited there, never blamed (review E2, by jobs)', async () => {
+  // five identities a second, each pushing its burst (400) of valid jobs from fresh keys (under their signer burst)
+  // to an honest buyer, which passes on what it accepts to a neighbour that counts it all as the buyer's
+  const buyer = pipe({}).p;
+  const { p: neighbour, registry } = pipe({});
+  const forwarded: Uint8Array[] = [];
+  for (let peer = 0; peer < 5; peer++) {
+    const keys = Array.from({ length: 8 }, () => Ed25519Signer.generate());
+    const jobs = Array.from({ length: 400 }, (_, i) => job(keys[i % 8]!).bytes);
+    for (const j of jobs) if ((await buyer.validate('job', j, `sybil-${peer}`, 'gossip')).verdict === 'accept') forwarded.push(j);
+  }
+  assert.equal(forwarded.length, 2_000, 'each identity within its own budgets');
+  let taken = 0;
+  for (const j of forwarded) if ((await neighbour.validate('job', j, 'buyer', 'gossip')).verdict === 'accept') taken++;
+  assert.equal(taken, 400, 'the neighbour takes its burst for the buyer');
+  assert.equal(await limited(registry, 'job', 'peer'), 1_600);
+  assert.equal(neighbour.guard.abuse('buyer'), 0, 'and does not blame the buyer for the rest');
 });
 
 test('new advertisers: adverts from fresh keys are bounded per peer; known advertisers and other peers are not', async () => {
