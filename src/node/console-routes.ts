@@ -19,8 +19,10 @@
  *   CONSOLE_KEY_REFUSED. Minting a login code needs the token itself. The
  *   Host and Origin checks (api-guard.ts) run before any of this.
  * - `/v1/console/events`: Server-Sent Events from the console hub
- *   (console-hub.ts): records, job events, health samples. The page reads it
- *   with fetch, not EventSource (which cannot send the key's header).
+ *   (console-hub.ts): records, job events, health samples, after a `hello`
+ *   with the stream's ping interval. The page reads it with fetch, not
+ *   EventSource (which cannot send the key's header), one stream for all the
+ *   tabs of a session (ui/feed.ts).
  * - `/v1/console/*` routes for what the page shows beyond the CLI's routes:
  *   overview and health, the node's jobs as buyer and provider, a job's walk,
  *   any held record decoded, running a job from job-file text.
@@ -94,7 +96,16 @@ export function loginPage(message: string): string {
 `;
 }
 
-export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, token: string): ConsoleGate {
+/** How often the event stream says it is alive when it has nothing else to send (the page counts a stream silent for twice this as stale: docs/console.md). */
+export const CONSOLE_PING_MS = 15_000;
+
+export interface ConsoleGateOptions {
+  /** The event stream's keep-alive interval (CONSOLE_PING_MS); the stream's `hello` tells the page. */
+  pingMs?: number;
+}
+
+export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, token: string, o: ConsoleGateOptions = {}): ConsoleGate {
+  const pingMs = o.pingMs ?? CONSOLE_PING_MS;
   // Every value sent under the name: a page on another port of this host can plant one with a narrower path, which
   // the browser sends first; any live session among them counts (a planted value is no session, and has no key).
   const sids = (req: IncomingMessage) => cookieValues(req.headers.cookie, cookieName(req));
@@ -124,7 +135,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
       const p = url.pathname;
       if (p === '/v1/console/events' && req.method === 'GET') {
         if (!keyed(req) && !bearerMatches(req.headers.authorization, token)) return false; // the API answers 401
-        events(req, res, hub);
+        events(req, res, hub, pingMs);
         return true;
       }
       if (p !== '/ui' && !p.startsWith('/ui/')) return false;
@@ -178,12 +189,15 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
   };
 }
 
-/** The event stream: a hello with the node's identity, then the hub's events until the page goes away. */
-function events(req: IncomingMessage, res: ServerResponse, hub: ConsoleHub): void {
+/**
+ * The event stream: a `hello` saying how often it pings, then the hub's events until the page goes away, with a
+ * comment line every `pingMs` (the page takes a stream silent for twice that as stale, and reconnects).
+ */
+function events(req: IncomingMessage, res: ServerResponse, hub: ConsoleHub, pingMs: number): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', ...SECURITY_HEADERS });
-  res.write('retry: 2000\n\n');
+  res.write(`retry: 2000\n\nevent: hello\ndata: ${JSON.stringify({ pingMs })}\n\n`);
   const off = hub.listen((e) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
-  const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
+  const ping = setInterval(() => res.write(': ping\n\n'), pingMs);
   ping.unref();
   const close = () => {
     off();

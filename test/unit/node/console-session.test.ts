@@ -232,3 +232,31 @@ describe('console gate on the control API', () => {
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie: c2.cookie, 'x-c0mpute-console': c2.key })).status, 401);
   });
 });
+
+describe('the console event stream', () => {
+  test("opens with a hello naming its ping interval, then pings at it (the page takes a stream silent for twice that as stale)", async () => {
+    const clock = fakeClock();
+    const hub = { listen: () => () => {} } as unknown as ConsoleHub;
+    const api = await startApi({ listen: '127.0.0.1:0', token: 'tok-0123456789', registry: new Registry(), log: silentLogger(), console: consoleGate({ clock } as unknown as Daemon, new ConsoleSessions(clock), hub, 'tok-0123456789', { pingMs: 30 }), routes: [] });
+    try {
+      const { host, port } = splitHostPort(api.address);
+      const text = await new Promise<string>((resolve, reject) => {
+        const req = httpRequest({ host, port, path: '/v1/console/events', headers: { host: api.address, authorization: 'Bearer tok-0123456789' } }, (res) => {
+          let got = '';
+          res.setEncoding('utf8').on('data', (d: string) => {
+            got += d;
+            if (got.split(': ping\n\n').length > 2) {
+              res.destroy();
+              resolve(got);
+            }
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      assert.ok(text.startsWith('retry: 2000\n\nevent: hello\ndata: {"pingMs":30}\n\n'), text);
+    } finally {
+      await api.close();
+    }
+  });
+});
