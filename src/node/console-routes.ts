@@ -232,7 +232,11 @@ function needAddress(a: string, field: string): void {
   if (!isAddress(a)) throw new C0Error('ADDRESS_MALFORMED', `${field} must be sha256:<64 hex>, got "${String(a).slice(0, 80)}"`, { field });
 }
 
-/** A job's walk as this node holds it: job → offers → selection(s) → receipts → acceptances, plus the run's events when it ran here. */
+/**
+ * A job's walk as this node holds it: job → offers → selection(s) → receipts → acceptances, plus the run's events
+ * when it ran here, and the market's explanation for the job (its counts and summary; the verdicts of the providers
+ * that offered, not of every provider).
+ */
 export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string): Promise<Record<string, unknown>> {
   needAddress(address, 'job');
   const job = await o.records.get(address, T.job);
@@ -255,6 +259,10 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   }
   for (const r of o.market.offersFor(address, now, job)) if (!considered.has(r.address)) offers.push({ ...wireRecord(r), held: true });
   const run = [...hub.runs].reverse().find((r) => r.job === address);
+  // the whole market's counts and summary, but the verdicts of this job's offerers only: every provider's is megabytes
+  // at the 10,000-advert cap (as /v1/offers was), sent again on each of the run's events (the page shows the summary)
+  const ex = o.market.explain(job, now);
+  const offerers = new Set(offers.map((x) => x.signer).filter((s): s is string => typeof s === 'string'));
   return {
     job: wireRecord(job),
     offers,
@@ -262,7 +270,7 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
     receipts: receipts.map(wireRecord),
     acceptances: acceptances.map(wireRecord),
     nondeliveries: nondeliveries.map(wireRecord),
-    explanation: toWire(o.market.explain(job, now)),
+    explanation: toWire({ ...ex, providers: ex.providers.filter((p) => offerers.has(p.provider)), expired: ex.expired.filter((p) => offerers.has(p)) }),
     ...(run ? { run: { done: run.done, events: run.events, ...(run.omitted ? { omitted: run.omitted } : {}) } } : {}),
   };
 }
