@@ -1,15 +1,18 @@
 /**
  * The console page's plumbing (docs/console.md): API calls with the session
  * cookie and the session's key (the x-c0mpute-console header: the daemon
- * takes the cookie only with it), the live feed from /v1/console/events
- * (Server-Sent Events, read with fetch so that it carries the key too), and
- * small formatting helpers. No polling: views refetch when the feed says
- * something they show has changed.
+ * takes the cookie only with it), the hooks on the live feed (ui/feed.ts:
+ * /v1/console/events, one stream for all the tabs of a session), and small
+ * formatting helpers. Views refetch when the feed says something they show
+ * has changed (docs/console.md "Live updates").
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
 import { RunEvents } from '../src/util/run-log.js';
-import { LineSplitter } from '../src/util/lines.js';
+import { printable } from '../src/util/text.js';
+import { feedState, onFeed, onFeedState, readLines, startFeed as startSharedFeed, type FeedEvent, type FeedState } from './feed.js';
+
+export type { FeedEvent, FeedState, HealthSample } from './feed.js';
 
 export class ApiError extends Error {
   constructor(readonly code: string, message: string, readonly status: number) {
@@ -71,9 +74,20 @@ export async function getJson<T>(path: string): Promise<T> {
   return data;
 }
 
-/** POST a JSON body and read the NDJSON stream the daemon answers with, event by event. */
+/** What a request that lost its connection to the node (the daemon killed, the network gone) says. */
+export const CONNECTION_LOST = 'CONNECTION_LOST';
+
+/**
+ * POST a JSON body and read the NDJSON stream the daemon answers with, event by
+ * event. A connection lost on the way (fetch's bare "TypeError: network
+ * error") is ApiError CONNECTION_LOST, saying what it means.
+ */
 export async function postStream(path: string, body: unknown, onEvent: (ev: Record<string, unknown>) => void): Promise<void> {
-  const res = await fetch(path, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', ...keyHeader() }, body: JSON.stringify(body) });
+  const lost = (e: unknown): never => {
+    if (e instanceof ApiError) throw e;
+    throw new ApiError(CONNECTION_LOST, "the connection to the node was lost; the job's outcome, once the node has one, is on the Jobs page", 0);
+  };
+  const res = await fetch(path, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', ...keyHeader() }, body: JSON.stringify(body) }).catch(lost);
   if (res.status === 401) loggedOut();
   if (!res.ok || !res.body) {
     const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
@@ -81,110 +95,43 @@ export async function postStream(path: string, body: unknown, onEvent: (ev: Reco
   }
   await readLines(res.body, (line) => {
     if (line.trim()) onEvent(JSON.parse(line) as Record<string, unknown>);
+  }).catch(lost);
+}
+
+// ---------------------------------------------------------------------------
+// The live feed (ui/feed.ts: one stream for all the tabs of a session)
+// ---------------------------------------------------------------------------
+
+type Listener = (e: FeedEvent) => void;
+
+export function startFeed(): void {
+  startSharedFeed({
+    open: (signal) => fetch('/v1/console/events', { credentials: 'same-origin', cache: 'no-store', headers: keyHeader(), signal }),
+    unauthorized: () => window.location.assign('/ui/login'),
+    session: sessionKey() ?? '',
   });
 }
 
-/** Read a response body line by line (`\n`-separated; a last line without one is not a line). */
-async function readLines(body: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
-  const reader = body.getReader();
-  const dec = new TextDecoder();
-  // each piece scanned once (a run's result with a large output is one line of many pieces: src/util/lines.ts)
-  const split = new LineSplitter();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    for (const line of split.push(dec.decode(value, { stream: true }))) onLine(line);
-  }
-}
-
-// ---------------------------------------------------------------------------
-// The live feed
-// ---------------------------------------------------------------------------
-
-export interface HealthSample {
-  at: number;
-  lagMs: number;
-  overlays: Record<string, { peers: number; running: number; queues: Record<string, number>; records: Record<string, Record<string, number>> }>;
-}
-
-export type FeedEvent =
-  | { type: 'records'; overlay: string; counts: Record<string, number>; last: Array<{ kind: string; address: string; signer: string }> }
-  | { type: 'job'; overlay: string; run: number; job?: string; ev: Record<string, unknown> & { e: string } }
-  | { type: 'health'; sample: HealthSample };
-
-type Listener = (e: FeedEvent) => void;
-const listeners = new Set<Listener>();
-let started = false;
-let connected = false;
-const stateListeners = new Set<(c: boolean) => void>();
-const FEED_TYPES = new Set(['records', 'job', 'health']);
-/** How long the feed waits before it reconnects (the stream's `retry:`, as EventSource would). */
-const RETRY_MS = 2000;
-
-/**
- * The live feed: `/v1/console/events` read with fetch (EventSource cannot
- * send the key's header), parsed as Server-Sent Events, reconnecting after a
- * drop; a 401 (the session ended) goes to the login page.
- */
-export function startFeed(): void {
-  if (started) return;
-  started = true;
-  void (async () => {
-    for (;;) {
-      try {
-        const res = await fetch('/v1/console/events', { credentials: 'same-origin', cache: 'no-store', headers: keyHeader() });
-        if (res.status === 401) loggedOut();
-        if (res.ok && res.body) {
-          setConnected(true);
-          let type = 'message';
-          let data: string[] = [];
-          await readLines(res.body, (line) => {
-            if (line === '') {
-              if (FEED_TYPES.has(type) && data.length > 0) {
-                const e = JSON.parse(data.join('\n')) as FeedEvent;
-                for (const l of listeners) l(e);
-              }
-              type = 'message';
-              data = [];
-            } else if (line.startsWith('event:')) type = line.slice(6).trim();
-            else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-          });
-        }
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 401) return;
-      }
-      setConnected(false);
-      await new Promise((ok) => setTimeout(ok, RETRY_MS));
-    }
-  })();
-}
-
-function setConnected(c: boolean): void {
-  connected = c;
-  for (const l of stateListeners) l(c);
-}
-
-export function useConnected(): boolean {
-  const [c, set] = useState(connected);
+/** The feed's state: live, connecting, or stale (the node silent for twice its ping interval). */
+export function useFeedState(): FeedState {
+  const [s, set] = useState(feedState());
   useEffect(() => {
-    stateListeners.add(set);
+    const off = onFeedState(set);
     // the feed may have connected between the render and this effect
-    set(connected);
-    return () => void stateListeners.delete(set);
+    set(feedState());
+    return off;
   }, []);
-  return c;
+  return s;
 }
 
 export function useFeed(l: Listener, deps: unknown[] = []): void {
-  useEffect(() => {
-    listeners.add(l);
-    return () => void listeners.delete(l);
-  }, deps);
+  useEffect(() => onFeed(l), deps);
 }
 
 /**
  * A version number that goes up (at most once per `minMs`) when the feed
- * carries something `relevant`: views refetch on it instead of polling.
+ * carries something `relevant`, or comes back after a drop (`resync`: what it
+ * carried meanwhile was missed): views refetch on it instead of polling.
  * While the tab is hidden it does not go up: a change seen then is one
  * refetch when the tab is shown again, not one every `minMs` nobody sees.
  */
@@ -203,7 +150,7 @@ export function useLiveVersion(relevant: (e: FeedEvent) => boolean, minMs = 1000
       setV((x) => x + 1);
     };
     const l: Listener = (e) => {
-      if (!relevant(e) || timer !== undefined) return;
+      if ((e.type !== 'resync' && !relevant(e)) || timer !== undefined) return;
       const wait = Math.max(0, last + minMs - Date.now());
       timer = window.setTimeout(() => {
         timer = undefined;
@@ -216,10 +163,10 @@ export function useLiveVersion(relevant: (e: FeedEvent) => boolean, minMs = 1000
         bump();
       }
     };
-    listeners.add(l);
+    const off = onFeed(l);
     document.addEventListener('visibilitychange', shown);
     return () => {
-      listeners.delete(l);
+      off();
       document.removeEventListener('visibilitychange', shown);
       if (timer !== undefined) clearTimeout(timer);
     };
@@ -293,6 +240,16 @@ export function useRunEvents<E extends { e: string }>(key: unknown): { log: RunE
 // ---------------------------------------------------------------------------
 // Formatting
 // ---------------------------------------------------------------------------
+
+/**
+ * Text another node wrote (a failure message, a progress line, a reason, a region, a GPU's model) as the page
+ * shows it: control characters and the bidirectional controls (overrides, embeddings, isolates, the marks) written
+ * as `\u202e`-style escapes, as the CLI prints them (src/util/text.ts). Shown as sent, a right-to-left override
+ * made a failure read as "verified", and an unclosed isolate reordered the rest of the line.
+ */
+export function peer(v: unknown): string {
+  return printable(String(v ?? ''));
+}
 
 export function shortDid(did: string | undefined): string {
   if (!did) return '—';

@@ -5,7 +5,7 @@
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { requireKey, startFeed, useConnected } from './lib.js';
+import { requireKey, startFeed, useFeedState } from './lib.js';
 import { Overview } from './views/overview.js';
 import { Market } from './views/market.js';
 import { Jobs, JobPage } from './views/jobs.js';
@@ -65,7 +65,7 @@ function View({ route }: { route: string[] }) {
 
 function App() {
   const route = useRoute();
-  const connected = useConnected();
+  const feed = useFeedState();
   const current = route[0] || 'overview';
   const section = current === 'record' ? 'jobs' : current;
   useEffect(() => {
@@ -81,8 +81,8 @@ function App() {
       </a>
       <header class="top">
         <span class="brand">c0mpute console</span>
-        <span class={`feed ${connected ? 'on' : 'off'}`} role="status">
-          {connected ? '● live' : '○ reconnecting…'}
+        <span class={`feed ${feed === 'live' ? 'on' : 'off'}`} role="status">
+          {feed === 'live' ? '● live' : feed === 'stale' ? '○ the node is not answering; reconnecting…' : '○ reconnecting…'}
         </span>
         <form method="post" action="/ui/logout" class="logout">
           <button type="submit">Log out</button>

@@ -1,6 +1,6 @@
 /** Small pieces every view uses: status words with symbols (never colour alone), record links, bars, sparklines, errors. */
 import type { ComponentChildren } from 'preact';
-import { shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
+import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
 const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested']);
@@ -49,7 +49,7 @@ export function ErrorBox({ error }: { error: ApiError | undefined }) {
   if (!error) return null;
   return (
     <div class="error" role="alert">
-      <strong>{error.code}</strong>: {error.message}
+      <strong>{error.code}</strong>: {peer(error.message)}
     </div>
   );
 }

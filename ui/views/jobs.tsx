@@ -5,7 +5,7 @@
  * record, and failover attempts shown as such.
  */
 import { Component } from 'preact';
-import { ago, fmtDuration, money, overlayQuery, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
+import { ago, fmtDuration, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
@@ -223,7 +223,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
           </h2>
           {decision?.decision ? (
             <>
-              {decision.decision.result.why ? <p class="why">Why the winner won: {decision.decision.result.why}</p> : null}
+              {decision.decision.result.why ? <p class="why">Why the winner won: {peer(decision.decision.result.why)}</p> : null}
               <table>
                 <caption>Eligible offers ranked by the policy</caption>
                 <thead>
@@ -283,7 +283,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             .filter((e) => e.e === 'failover')
             .map((e, i) => (
               <p key={i} class="failover">
-                <Status s="failover" /> from <Did d={String(e.from)} />: {String(e.reason)}
+                <Status s="failover" /> from <Did d={String(e.from)} />: {peer(e.reason)}
               </p>
             ))}
         </li>
@@ -313,7 +313,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
               <li key={x.address}>
                 <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {fmtDuration(x.record.completedAt - x.record.startedAt)}
                 {x.record.energy ? `, ${(x.record.energy.uj / 1e6).toFixed(2)} J (${x.record.energy.grade})` : ''}
-                {x.record.failure ? `: ${x.record.failure.code}` : ''}
+                {x.record.failure ? `: ${peer(x.record.failure.code)}` : ''}
               </li>
             ))}
           </ul>
@@ -326,7 +326,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             {w.acceptances.map((a) => (
               <li key={a.address}>
                 <AddrLink a={a.address} overlay={ov} /> <Status s={a.record.verdict} /> of receipt <AddrLink a={a.record.receipt} overlay={ov} />
-                {a.record.reason ? `: ${a.record.reason}` : ''}
+                {a.record.reason ? `: ${peer(a.record.reason)}` : ''}
               </li>
             ))}
           </ul>
@@ -336,7 +336,6 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   );
 }
 
-/** One buyer event as a sentence (what `c0mpute run` prints, shorter). */
 /** One narration line; drawn once (a new event adds a line, it does not redraw the others). */
 export class Narration extends Component<{ ev: Ev }> {
   override shouldComponentUpdate(next: { ev: Ev }): boolean {
@@ -347,8 +346,9 @@ export class Narration extends Component<{ ev: Ev }> {
   }
 }
 
+/** One buyer event as a sentence (what `c0mpute run` prints, shorter); what other nodes wrote in it escaped as the CLI does (`peer`). */
 export function narrate(e: Ev): string {
-  const s = (v: unknown) => String(v ?? '');
+  const s = peer;
   const did = (v: unknown) => (typeof v === 'string' && v.startsWith('did:key:') ? `${v.slice(8, 14)}…${v.slice(-4)}` : s(v));
   switch (e.e) {
     case 'job':
@@ -384,6 +384,6 @@ export function narrate(e: Ev): string {
     case 'done':
       return 'run ended';
     default:
-      return e.e;
+      return s(e.e);
   }
 }

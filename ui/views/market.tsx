@@ -7,10 +7,10 @@
  * `next`), not for a position: a provider that drops out meanwhile shifts no
  * one past the user; Previous goes back to the cursor the page before began at. The page is a virtualised list (only the rows in view are in the DOM).
  * Choosing one of this node's jobs adds each provider's eligibility for it,
- * with every failed requirement.
+ * with every failed requirement: the page's providers', asked for by name.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { fmtMiB, money, useJson, useLiveVersion, overlayQuery } from '../lib.js';
+import { fmtMiB, money, peer, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
 
 export interface AdvertRow {
@@ -66,7 +66,7 @@ const REFRESH_MS = 5000;
 
 function gpuText(a: AdvertRow): string {
   const g = a.record.hardware.gpus ?? [];
-  return g.length ? g.map((x) => `${x.count}× ${x.model} ${fmtMiB(x.vramMiB)}`).join(', ') : 'none';
+  return g.length ? g.map((x) => `${x.count}× ${peer(x.model)} ${fmtMiB(x.vramMiB)}`).join(', ') : 'none';
 }
 
 /** The identity a row stands for in the market: a pool under the pool's DID (its score is the pool's). */
@@ -85,6 +85,17 @@ export function marketQuery(o: { after?: string; sort: SortKey; desc: boolean; t
   if (o.liveOnly) p.set('live', '1');
   if (o.overlay) p.set('overlay', o.overlay);
   return `/v1/market?${p.toString()}`;
+}
+
+/**
+ * The eligibility of the page's providers for one of this node's jobs: `GET /v1/offers/:job?providers=` with the
+ * signers of the page's rows (at most a page: the daemon takes up to OFFERS_PROVIDERS_MAX = MARKET_PAGE), so a
+ * refresh costs the same at 100 providers as at the advert cap. The whole market's summary comes with it.
+ */
+export function offersQuery(job: string, rows: AdvertRow[], overlay?: string): string {
+  // a DID is `did:key:` and base58: nothing to escape
+  const providers = [...new Set(rows.map((a) => a.signer))].slice(0, MARKET_PAGE).join(',');
+  return `/v1/offers/${encodeURIComponent(job)}?providers=${providers}${overlayQuery(overlay, false)}`;
 }
 
 export function Market() {
@@ -112,11 +123,12 @@ export function Market() {
   const m = useJson<MarketData>(marketQuery({ ...(after !== undefined ? { after } : {}), sort: sort.key, desc: sort.desc, text: search, tier, workload, liveOnly, overlay }), v, true);
   const jobs = useJson<{ buyer: Array<{ address: string; workload: string; announcedAt: number }> }>(`/v1/console/jobs${overlayQuery(overlay)}`, v);
   const [job, setJob] = useState('');
-  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? `/v1/offers/${encodeURIComponent(job)}${overlayQuery(overlay)}` : null, v);
+  const rows = m.data?.adverts ?? [];
+  // the verdicts of the page's providers only (the daemon's explanation of every provider was ~3 MB at the advert cap)
+  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? offersQuery(job, rows, overlay) : null, v, true);
   const [chosen, setChosen] = useState<string | undefined>(undefined);
 
   const verdicts = useMemo(() => new Map((ex.data?.explanation?.providers ?? []).map((p) => [p.provider, p])), [ex.data]);
-  const rows = m.data?.adverts ?? [];
   const workloads = m.data?.workloads ?? [];
   const first0 = m.data?.offset ?? 0;
 
@@ -220,7 +232,7 @@ export function Market() {
                     {a.record.tier}
                   </span>
                   <span role="cell" class="c-region">
-                    {a.record.region ?? '(undisclosed)'}
+                    {a.record.region !== undefined ? peer(a.record.region) : '(undisclosed)'}
                   </span>
                   <span role="cell" class="c-cpu">
                     {a.record.hardware.cpuCores} cores
@@ -284,7 +296,7 @@ export function Market() {
               <AddrLink a={sel.address} overlay={overlay} /> seq {sel.record.seq}, expires {new Date(sel.record.expiresAt).toLocaleTimeString()}
             </dd>
             <dt>Workloads</dt>
-            <dd>{sel.record.workloads.join(', ')}</dd>
+            <dd>{peer(sel.record.workloads.join(', '))}</dd>
             <dt>Prices</dt>
             <dd>{(sel.record.prices ?? []).map((p) => `${p.workload}: ${money(p.price)} per ${p.unit}`).join('; ') || '—'}</dd>
             {verdicts.get(sel.signer) ? (
@@ -297,7 +309,7 @@ export function Market() {
                     <ul>
                       {verdicts.get(sel.signer)!.failures.map((f) => (
                         <li key={f.code}>
-                          <strong>{f.code}</strong> ({f.field}): {f.message}
+                          <strong>{f.code}</strong> ({f.field}): {peer(f.message)}
                         </li>
                       ))}
                     </ul>

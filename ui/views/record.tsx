@@ -1,6 +1,6 @@
 /** A held record decoded: its type, signer and content address, and its fields, with every address in it a link to that record. */
 import type { ComponentChildren } from 'preact';
-import { ADDRESS_RE, overlayQuery, useJson } from '../lib.js';
+import { ADDRESS_RE, overlayQuery, peer, useJson } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading } from '../parts.js';
 
 interface RecordView {
@@ -15,7 +15,7 @@ function Value({ v, overlay }: { v: unknown; overlay?: string | undefined }): Co
   if (typeof v === 'string') {
     if (ADDRESS_RE.test(v)) return <AddrLink a={v} overlay={overlay} />;
     if (v.startsWith('did:key:')) return <Did d={v} />;
-    return <code class="wrap">{v}</code>;
+    return <code class="wrap">{peer(v)}</code>;
   }
   if (typeof v !== 'object' || v === null) return <code>{String(v)}</code>;
   if (Array.isArray(v)) {

@@ -4,7 +4,7 @@
  * the same checks as `c0mpute run job.yaml`, then streams the narration here.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, postStream, useJson, useRunEvents } from '../lib.js';
+import { ApiError, CONNECTION_LOST, postStream, useFeedState, useJson, useRunEvents } from '../lib.js';
 import { AddrLink, ErrorBox, Status } from '../parts.js';
 import { Narration } from './jobs.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
@@ -76,6 +76,8 @@ export function RunJob() {
   const [result, setResult] = useState<Record<string, unknown> | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  // the live feed's word on the node: stale while the node sends nothing at all (stalled, or gone without a word)
+  const feed = useFeedState();
   const buyerOverlays = (ovs.data?.overlays ?? []).filter((o) => o.roles.includes('buyer'));
 
   const field = (k: keyof Form, label: string, hint?: string) => (
@@ -191,7 +193,18 @@ export function RunJob() {
           </button>
         </p>
       </form>
+      {busy && feed === 'stale' ? (
+        <p class="error" role="status" id="run-stale">
+          The node has sent nothing for a while (the live feed is reconnecting): it may be stalled or gone. A job it started goes on there as long as
+          the node does; its outcome will be on the <a href={jobLink ?? '#/jobs'}>{jobLink ? "job's page" : 'Jobs page'}</a>.
+        </p>
+      ) : null}
       <ErrorBox error={error} />
+      {error?.code === CONNECTION_LOST ? (
+        <p id="run-lost">
+          <a href={jobLink ?? '#/jobs'}>{jobLink ? "The job's page" : 'The Jobs page'}</a> shows how it ended once the node is back.
+        </p>
+      ) : null}
       {events.log.events.length || result ? (
         <section aria-labelledby="narration" aria-live="polite">
           <h2 id="narration">Progress</h2>

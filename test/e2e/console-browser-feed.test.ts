@@ -1,0 +1,205 @@
+/**
+ * The console's live feed, its market eligibility and a peer's hostile text in a real browser (docs/console.md
+ * "Live updates"): Debian's chromium driven by puppeteer-core against console-harness.ts, a process serving the
+ * console with the console's own code (pages, login, event stream) and fixed data, with a 300 ms keep-alive.
+ *
+ * - Seven tabs of one session all load and stay live on one event stream between them (Chromium opens at most six
+ *   connections to a host:port: with a stream per tab, the sixth tab never loaded and the seventh froze them all);
+ *   events reach every tab; when the tab reading the stream closes, another takes it over.
+ * - The market asks for the eligibility of its page's providers only (not every provider's verdict, ~3 MB at the
+ *   advert cap).
+ * - A provider's 1 KiB word makes no page wider than a 1280-pixel window, and its bidirectional controls show as
+ *   escapes, as the CLI prints them.
+ * - A stalled node (SIGSTOP): the feed says the node is not answering, and so does the Run page, mid-run; the node
+ *   back, the feed is live again; the node killed mid-run, the Run page says the connection was lost and links to
+ *   the job, not "TypeError: network error".
+ */
+import '../../src/polyfill.js';
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type BrowserContext, type Page } from 'puppeteer-core';
+import { consoleLoginUrl } from '../../src/node/console-routes.js';
+import { track, waitExit, waitFor } from './node-helpers.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const window: any;
+declare const document: any;
+type HTMLElement = any;
+type HTMLSelectElement = any;
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+// Skipped on a developer's machine without chromium; never in CI (`.ci/run` installs it), where a missing browser must fail.
+const skip = existsSync(CHROMIUM) || process.env.CI ? false : `no chromium at ${CHROMIUM} (apt-get install chromium)`;
+const HARNESS = fileURLToPath(new URL('./console-harness.js', import.meta.url));
+
+interface Harness {
+  api: string;
+  token: string;
+  job: string;
+  receipt: string;
+  providers: string[];
+}
+
+let node: ChildProcess;
+let h: Harness;
+let browser: Browser;
+
+async function call<T>(method: string, path: string): Promise<T> {
+  const r = await fetch(`http://${h.api}${path}`, { method, headers: { authorization: `Bearer ${h.token}` } });
+  return (await r.json()) as T;
+}
+
+/** Wait for a view whose heading starts with `heading`; if it does not come, the error says what the page showed instead. */
+async function shows(p: Page, heading: string): Promise<void> {
+  try {
+    await p.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 30_000, polling: 100 }, heading);
+  } catch (e) {
+    throw new Error(`${heading} did not show at ${p.url()}: ${(e as Error).message}\n${await p.evaluate(() => document.body?.innerText?.slice(0, 300)).catch(() => '(no page)')}`, { cause: e });
+  }
+}
+
+// polled on a timer, not on animation frames: a tab in the background draws none
+const feedSays = (p: Page, re: RegExp) => p.waitForFunction((s) => new RegExp(s).test(document.querySelector('.feed')?.textContent ?? ''), { timeout: 30_000, polling: 100 }, re.source);
+
+async function loggedIn(ctx: BrowserContext): Promise<Page> {
+  const p = await ctx.newPage();
+  await p.setViewport({ width: 1280, height: 800 });
+  await p.goto(await consoleLoginUrl(h.api, h.token));
+  await shows(p, 'Overview');
+  return p;
+}
+
+before(async () => {
+  if (skip) return;
+  node = spawn(process.execPath, [HARNESS], { stdio: ['ignore', 'pipe', 'inherit'] });
+  track(node);
+  const [line] = await createInterface({ input: node.stdout! })[Symbol.asyncIterator]().next().then((r) => [r.value as string]);
+  h = JSON.parse(line!) as Harness;
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
+});
+
+after(async () => {
+  await browser?.close();
+  node?.kill('SIGKILL');
+});
+
+test('seven tabs of one session all load, on one event stream between them; another tab takes it over when its tab closes', { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  // the event streams each tab opened
+  const streams = new Map<Page, number>();
+  const watch = (p: Page) => p.on('request', (r) => void (new URL(r.url()).pathname === '/v1/console/events' && streams.set(p, (streams.get(p) ?? 0) + 1)));
+  const first = await ctx.newPage();
+  watch(first);
+  await first.goto(await consoleLoginUrl(h.api, h.token));
+  await shows(first, 'Overview');
+  // more tabs of the session, as a duplicated tab or the key's link opened in a new tab
+  const key = String(await first.evaluate(() => window.sessionStorage.getItem('c0mpute.console.key')));
+  const tabs = [first];
+  for (let i = 0; i < 6; i++) {
+    const p = await ctx.newPage();
+    watch(p);
+    tabs.push(p);
+    // not awaited: without a shared stream the seventh tab's page never loads, and `shows` says so
+    p.goto(`http://${h.api}/ui/#k=${key}`).catch(() => undefined);
+  }
+  for (const p of tabs) {
+    await shows(p, 'Overview');
+    await feedSays(p, /live/);
+  }
+  const total = () => [...streams.values()].reduce((a, b) => a + b, 0);
+  assert.equal(total(), 1, 'one event stream for the seven tabs');
+  assert.equal((await call<{ streams: number }>('GET', '/v1/harness/state')).streams, 1);
+
+  // the stream's events reach a tab that does not read it
+  const leader = [...streams.keys()][0]!;
+  const follower = tabs.find((p) => p !== leader)!;
+  // in view: a hidden tab's views refetch only once shown
+  await follower.bringToFront();
+  await follower.evaluate(() => (window.location.hash = '#/jobs'));
+  await shows(follower, 'Jobs');
+  await call('POST', '/v1/harness/emit');
+  await follower.waitForFunction(() => /run 1 started/.test(document.querySelector('main')?.innerText ?? ''), { timeout: 30_000, polling: 100 });
+
+  // the tab reading the stream closes: another opens it, and every tab is live again
+  await leader.close();
+  const rest = tabs.filter((p) => p !== leader);
+  await waitFor('another tab to open the stream', () => total() === 2);
+  await waitFor('one stream open again', async () => (await call<{ streams: number }>('GET', '/v1/harness/state')).streams === 1);
+  for (const p of rest) await feedSays(p, /live/);
+  const runs = await call<{ runs: number }>('POST', '/v1/harness/emit');
+  await follower.waitForFunction((n) => new RegExp(`run ${n} started`).test(document.querySelector('main')?.innerText ?? ''), { timeout: 30_000, polling: 100 }, runs.runs);
+  await ctx.close();
+});
+
+test("the market asks for the eligibility of its page's providers only", { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  await p.evaluate(() => (window.location.hash = '#/market'));
+  await shows(p, 'Market');
+  await p.waitForSelector(`.scroller [title="${h.providers[2]}"]`, { timeout: 30_000 });
+  // choose the job under "Eligibility for job" (the filters' last choice)
+  await p.evaluate((job) => {
+    const s = [...document.querySelectorAll('.filters select')].at(-1) as HTMLSelectElement;
+    s.value = job;
+    s.dispatchEvent(new Event('change', { bubbles: true }));
+  }, h.job);
+  await p.waitForFunction(() => document.querySelectorAll('.scroller .c-elig .st').length === 3, { timeout: 30_000 });
+  const asked = (await call<{ offers: string[] }>('GET', '/v1/harness/state')).offers.map((q) => new URLSearchParams(q));
+  assert.ok(asked.length > 0);
+  for (const q of asked) assert.deepEqual(q.get('providers')?.split(','), h.providers, `asked: ${q.toString()}`);
+  await ctx.close();
+});
+
+test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidirectional controls show escaped", { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  const check = async (what: string) => {
+    const r = await p.evaluate(() => {
+      const text = document.querySelector('main')?.innerText ?? '';
+      return { width: document.documentElement.scrollWidth, window: window.innerWidth, raw: /[\u202a-\u202e\u2066-\u2069]/.test(text), escaped: text.includes('\\u202edeifirev') };
+    });
+    assert.ok(r.width <= r.window, `${what} is ${r.width}px wide in a ${r.window}px window`);
+    assert.equal(r.raw, false, `${what} shows a bidirectional control as sent`);
+    assert.ok(r.escaped, `${what} shows the override escaped`);
+  };
+  await p.evaluate((job) => (window.location.hash = `#/jobs/${encodeURIComponent(job)}`), h.job);
+  await shows(p, 'Job');
+  await p.waitForFunction(() => /deifirev/.test(document.querySelector('ul.narration')?.textContent ?? ''), { timeout: 30_000 });
+  await check("the job's walk");
+  await p.evaluate((a) => (window.location.hash = `#/record/${encodeURIComponent(a)}`), h.receipt);
+  await p.waitForFunction(() => /deifirev/.test(document.querySelector('article.record')?.textContent ?? ''), { timeout: 30_000 });
+  await check('the receipt decoded');
+  await ctx.close();
+});
+
+test('a stalled node: the feed and the Run page say so, and it is live again once the node is; killed mid-run, the Run page says the connection was lost', { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  await feedSays(p, /live/);
+  await p.evaluate(() => (window.location.hash = '#/run'));
+  await shows(p, 'Run a job');
+  await p.click('#run-submit');
+  // the run begins (the node said "job"), then nothing more comes
+  await p.waitForFunction(() => document.querySelectorAll('ol.narration li').length >= 1, { timeout: 30_000 });
+  node.kill('SIGSTOP');
+  try {
+    await feedSays(p, /not answering/);
+    await p.waitForSelector('#run-stale', { timeout: 30_000 });
+  } finally {
+    node.kill('SIGCONT');
+  }
+  await feedSays(p, /live/);
+  await p.waitForFunction(() => document.querySelector('#run-stale') === null, { timeout: 30_000 });
+  // killed mid-run
+  node.kill('SIGKILL');
+  await waitExit(node);
+  await p.waitForSelector('#run-lost', { timeout: 30_000 });
+  assert.match(await p.$eval('main .error[role=alert]', (e) => (e as HTMLElement).innerText), /^CONNECTION_LOST: the connection to the node was lost/);
+  assert.equal(await p.$eval('#run-lost a', (a) => (a as HTMLElement).getAttribute('href')), `#/jobs/${encodeURIComponent(h.job)}`);
+  await ctx.close();
+});

@@ -1,0 +1,125 @@
+/**
+ * A node's control API for the console's feed tests (console-browser-feed.test.ts), run as a process of its own
+ * so the test can stop it (SIGSTOP: a stalled daemon) and kill it (SIGKILL, mid-run). The console's own code serves
+ * the page, logs in and streams events (src/node/console-routes.ts, on the control API's server, src/node/api.ts),
+ * with a short keep-alive; the data routes answer fixed views of one overlay, among them a job whose provider wrote
+ * hostile text (a 1 KiB word, bidirectional controls).
+ *
+ * Prints one line, `{"api": "127.0.0.1:PORT", "token": "…", "job": …, "receipt": …, "providers": […]}`; then:
+ *   POST /v1/harness/emit   one more `job` event on the stream (the Jobs view lists "run N")
+ *   GET  /v1/harness/state  { streams: event streams open now, offers: the query of every /v1/offers asked }
+ */
+import { Registry } from 'prom-client';
+import { startApi, type Route } from '../../src/node/api.js';
+import { consoleGate } from '../../src/node/console-routes.js';
+import type { ConsoleHub, HubEvent } from '../../src/node/console-hub.js';
+import { ConsoleSessions } from '../../src/node/console-session.js';
+import type { Daemon } from '../../src/node/daemon.js';
+import { parseOffersProviders } from '../../src/node/control.js';
+import { silentLogger } from '../../src/util/log.js';
+import { P } from '../unit/market/fixtures.js';
+
+const HARNESS_PING_MS = 300;
+const JOB = `sha256:${'a'.repeat(64)}`;
+const RECEIPT = `sha256:${'b'.repeat(64)}`;
+/** A provider's word of 1 KiB with no break in it. */
+const LONG_WORD = 'W'.repeat(1024);
+/** Text that reads "verified" once a right-to-left override has reversed it. */
+const REVERSED = '\u202edeifirev';
+
+const TOKEN = 'harness-token-0123456789';
+const PROVIDERS = [P(1).did, P(2).did, P(3).did];
+const BUYER = P(9).did;
+
+const listeners = new Set<(e: HubEvent) => void>();
+const hub = { listen: (l: (e: HubEvent) => void) => (listeners.add(l), () => void listeners.delete(l)) } as unknown as ConsoleHub;
+let runs = 0;
+const offersAsked: string[] = [];
+const now = Date.now();
+
+const overview = { did: BUYER, api: '', uptimeMs: 1000, primary: 'public', overlays: [{ name: 'public', roles: ['buyer'], peerId: '12D3KooWharness', addrs: [], peers: [], refused: {}, health: { state: 'ok' } }], samples: [] };
+const rec = (type: string, address: string, signer: string, record: Record<string, unknown>) => ({ type, address, signer, record });
+const walk = {
+  job: rec('c0mpute.job/1', JOB, BUYER, { workload: 'evil.echo', maxPrice: { amount: '0.01', currency: 'USD' }, deadline: now + 60_000, announcedAt: now, requirements: {} }),
+  offers: [],
+  selections: [],
+  receipts: [rec('c0mpute.receipt/1', RECEIPT, PROVIDERS[0]!, { status: 'failed', provider: PROVIDERS[0], offer: `sha256:${'c'.repeat(64)}`, startedAt: now, completedAt: now + 10, failure: { code: 'EXEC_FAILED', message: LONG_WORD } })],
+  acceptances: [],
+  nondeliveries: [],
+  explanation: { summary: '1 provider known', providers: [] },
+  run: {
+    done: true,
+    events: [
+      { e: 'job', job: { address: JOB } },
+      { e: 'progress', provider: PROVIDERS[0], message: `${LONG_WORD} ${REVERSED}` },
+      { e: 'failover', from: PROVIDERS[0], reason: `\u2067${LONG_WORD}` },
+    ],
+  },
+};
+const advertRow = (did: string, i: number) => ({
+  type: 'c0mpute.advert/1',
+  address: `sha256:${String(i).repeat(64)}`,
+  signer: did,
+  live: true,
+  reputation: 0.5,
+  record: { seq: 1, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard', region: 'eu-west', hardware: { cpuCores: 4, memoryMiB: 8192 }, prices: [] },
+});
+
+const routes: Route[] = [
+  { method: 'GET', path: '/v1/console/overview', handler: async () => overview },
+  {
+    method: 'GET',
+    path: '/v1/console/jobs',
+    handler: async () => ({
+      buyer: [{ address: JOB, workload: 'evil.echo', announcedAt: now, attempts: 1, status: 'failed', provider: PROVIDERS[0] }],
+      provider: [],
+      running: runs ? [{ run: runs, startedAt: now, events: [{ e: 'progress' }] }] : [],
+      providerRunning: 0,
+    }),
+  },
+  { method: 'GET', path: '/v1/console/job/:job', handler: async () => walk },
+  { method: 'GET', path: '/v1/console/record/:address', handler: async ({ params }) => ({ ...rec('c0mpute.receipt/1', params.address!, PROVIDERS[0]!, { status: 'failed', failure: { code: 'EXEC_FAILED', message: REVERSED } }), size: 300 }) },
+  { method: 'GET', path: '/v1/market', handler: async () => ({ total: 3, live: 3, presence: { live: 0, freeSlots: 0 }, matched: 3, offset: 0, workloads: ['builtin.sha256'], adverts: PROVIDERS.map(advertRow) }) },
+  {
+    method: 'GET',
+    path: '/v1/offers/:job',
+    handler: async ({ query }) => {
+      offersAsked.push(query.toString());
+      // the daemon's own reading of the parameter (a malformed one is its 400)
+      const only = parseOffersProviders(query);
+      const providers = PROVIDERS.filter((p) => !only || only.has(p)).map((p) => ({ provider: p, eligible: false, failures: [{ code: 'TIER_TOO_LOW', field: 'tier', message: 'x' }] }));
+      return { job: JOB, known: true, offers: [], explanation: { summary: '0 of 3 providers are eligible', providers } };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/console/run',
+    handler: async (_req, res) => {
+      // the run begins, then nothing more: a job that takes its time (or a node that stopped)
+      res.stream().send({ e: 'job', job: { address: JOB } });
+      return new Promise(() => undefined);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/harness/emit',
+    handler: async () => {
+      runs++;
+      for (const l of listeners) l({ type: 'job', overlay: 'public', run: runs, ev: { e: 'progress' } });
+      return { runs };
+    },
+  },
+  { method: 'GET', path: '/v1/harness/state', handler: async () => ({ streams: listeners.size, offers: offersAsked }) },
+];
+
+const clock = () => Date.now();
+const sessions = new ConsoleSessions(clock);
+const api = await startApi({
+  listen: '127.0.0.1:0',
+  token: TOKEN,
+  registry: new Registry(),
+  log: silentLogger(),
+  console: consoleGate({ clock } as unknown as Daemon, sessions, hub, TOKEN, { pingMs: HARNESS_PING_MS }),
+  routes: [...routes, { method: 'POST', path: '/v1/console/login', handler: async () => ({ path: `/ui/login?code=${sessions.mintCode().code}` }) }],
+});
+console.log(JSON.stringify({ api: api.address, token: TOKEN, job: JOB, receipt: RECEIPT, providers: PROVIDERS }));
