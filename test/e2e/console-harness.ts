@@ -19,7 +19,8 @@ import { parseOffersProviders } from '../../src/node/control.js';
 import { silentLogger } from '../../src/util/log.js';
 import { P } from '../unit/market/fixtures.js';
 
-const HARNESS_PING_MS = 300;
+// short, so a stalled harness is stale in 2 s; not so short that a loaded machine's pause looks like one
+const HARNESS_PING_MS = 1000;
 const JOB = `sha256:${'a'.repeat(64)}`;
 const RECEIPT = `sha256:${'b'.repeat(64)}`;
 /** A provider's word of 1 KiB with no break in it. */
