@@ -240,12 +240,15 @@ export function startFeed(deps: FeedDeps): void {
       if (msg.t === 'ask') channel.postMessage({ t: 'state', state, pingMs } satisfies Message);
       return;
     }
-    if (msg.t === 'event') dispatch(msg.e);
-    else if (msg.t === 'state') {
+    if (msg.t === 'ask') return;
+    if (msg.t === 'state') {
       pingMs = msg.pingMs;
       setState(msg.state);
+    } else {
+      if (msg.t === 'event') dispatch(msg.e);
+      // the leader's word again after a silence this tab took for a stall (the leader tab was frozen a while, say)
+      if (state === 'stale') setState('live');
     }
-    if (msg.t === 'ask') return;
     if (state === 'live') watch.heard();
     else watch.stop();
   };
@@ -254,10 +257,18 @@ export function startFeed(deps: FeedDeps): void {
   window.addEventListener('pagehide', () => {
     if (leading) channel.postMessage({ t: 'state', state: 'connecting', pingMs } satisfies Message);
   });
-  void locks.request(name, async () => {
-    leading = true;
-    watch.stop();
-    // held for as long as the tab lives (the browser releases it when the tab closes), or until the session ends
-    await read(deps, (msg) => channel.postMessage(msg), false);
-  });
+  locks
+    .request(name, async () => {
+      leading = true;
+      watch.stop();
+      // held for as long as the tab lives (the browser releases it when the tab closes), or until the session ends
+      await read(deps, (msg) => channel.postMessage(msg), false);
+    })
+    .catch(() => {
+      // no lock to be had (the browser refused the request): this tab reads a stream of its own
+      if (!leading) {
+        leading = true;
+        void read(deps, () => undefined, true);
+      }
+    });
 }
