@@ -118,6 +118,10 @@ export interface PoolMemberDeps {
   slots?: PoolSlots;
   /** Keep an adopted roster and this member's membership of it (a restart starts from the newest). */
   saveRoster?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
+  /** Keep another member's `left` record (the membership's signer is that member): a restart still holds it out, and hands it back. */
+  keepMemberLeft?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
+  /** The other members' `left` records kept before a restart (keepMemberLeft). */
+  membersLeft?: ReadonlyArray<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }>;
   /** The roster in use changed: the provider signs its advert again with the new proof. */
   onRosterChanged?: () => void;
   /** A named failpoint (tests; docs/pools.md "Failure modes, tested"): set only by the CLI from C0MPUTE_FAILPOINT. */
@@ -148,6 +152,13 @@ export class PoolMember {
   constructor(private d: PoolMemberDeps) {
     this.#rs = new RosterState(d.did, d.roster, d.membership);
     this.pool = this.#rs.pool;
+    for (const x of d.membersLeft ?? []) {
+      try {
+        this.#rs.memberLeft(x.membership.signer, x.roster, x.membership);
+      } catch (e) {
+        d.log.warn({ member: x.membership.signer, err: code(e) }, 'pool: a kept `left` record of another member does not check out; ignored');
+      }
+    }
     if (d.registry) {
       const registers = [d.registry];
       this.#m = {
@@ -226,6 +237,7 @@ export class PoolMember {
   async #pingAll(): Promise<void> {
     // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
     if (this.#rs.left) return;
+    let ownLeft: { roster: Uint8Array; membership: Uint8Array } | undefined;
     await Promise.all(
       this.members
         .filter((m) => m !== this.d.did)
@@ -236,12 +248,32 @@ export class PoolMember {
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.#mono());
             if (r.ok === 'yes') this.#heardWorkloads(m, r.workloads);
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
-            if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) this.#memberLeft(m, r.roster, r.membership);
+            if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) {
+              // The callee's own record (it left), or this member's, handed back (serve.ts: this one left, and forgot).
+              if (open(r.membership, T.poolMembership, { trusted: true }).signer === this.d.did) ownLeft ??= { roster: r.roster, membership: r.membership };
+              else await this.#memberLeft(m, r.roster, r.membership);
+            }
           } catch {
             /* not live */
           }
         }),
     );
+    if (ownLeft) await this.#handedBack(ownLeft.roster, ownLeft.membership);
+  }
+
+  /**
+   * Another member handed this one its own signed `left` record (its disk restored from a backup taken before it
+   * left): verified as `pool-provider leave` verifies it (signed by this member, `left`, of a roster of this pool no
+   * older than the one in use: RosterState.leave), then acted on as a leave (kept, advert withdrawn, no quotes, no
+   * dispatches, out of its own election). A record that does not check out changes nothing.
+   */
+  async #handedBack(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<void> {
+    try {
+      await this.#leaveNow(open(rosterBytes, T.poolRoster), open(membershipBytes, T.poolMembership));
+      this.d.log.warn({ pool: this.pool }, 'pool: another member holds this member’s own signed `left` record (its state is from before it left, e.g. restored from a backup): it has left the pool again');
+    } catch (e) {
+      this.d.log.warn({ pool: this.pool, err: code(e) }, 'pool: a `left` record handed back to this member does not check out; ignored');
+    }
   }
 
   /** Note an epoch or coordinator change; the elected coordinator closes orphaned dispatches. */
@@ -290,6 +322,12 @@ export class PoolMember {
    * roster (`op: left`), and from now on no quotes and no dispatches.
    */
   async leave(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): Promise<{ seq: number; members: string[]; left: true }> {
+    const left = await this.#leaveNow(roster, membership);
+    await this.tick();
+    return { seq: left.roster.record.seq, members: this.members, left: true };
+  }
+
+  async #leaveNow(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): Promise<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }> {
     const first = !this.#rs.left;
     const left = this.#rs.leave(roster, membership);
     if (first) {
@@ -300,12 +338,15 @@ export class PoolMember {
     }
     const to = new Set([...this.members, ...left.roster.record.members.map((m) => m.did)].filter((m) => m !== this.d.did));
     await Promise.allSettled([...to].map((m) => this.d.call(m, { op: 'left', roster: left.roster.bytes, membership: left.membership.bytes }, this.d.options.livenessMs)));
-    await this.tick();
-    return { seq: left.roster.record.seq, members: this.members, left: true };
+    return left;
   }
 
-  #memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void {
+  /** Another member's `left` record (its chain checked): out of the active list, and kept (a restart holds it too). */
+  async #memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): Promise<void> {
+    const before = this.#rs.leftRecordOf(from);
     if (this.#rs.memberLeft(from, open(roster, T.poolRoster), open(membership, T.poolMembership))) this.d.log.warn({ pool: this.pool, member: from }, 'pool: a member left the pool; it is out of the active list');
+    const now = this.#rs.leftRecordOf(from);
+    if (now && now !== before) await this.d.keepMemberLeft?.(now.roster, now.membership);
   }
 
   #heard(bytes: Uint8Array): void {

@@ -5,8 +5,11 @@
  *   {op:'ping', seq, workloads?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
- * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} | {code, message}; a member that
- * left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run` (POOL_MEMBER_LEFT).
+ * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} |
+ * {code, message}; a member that left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run`
+ * (POOL_MEMBER_LEFT); a member answers a ping from a member it holds as left with the same code and the caller's own
+ * record, and refuses its `trail`, a `run` of a dispatch it did not keep before, and a `closed` other than of its own
+ * dispatch with its own outcome (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
  * the callee's roster when the caller's is older ("A new roster reaches running members").
  */

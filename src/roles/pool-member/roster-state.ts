@@ -22,7 +22,9 @@
  *   (its membership file is the `left` one).
  * - `memberLeft(from, roster, membership)`: another member's `left` record it
  *   sent. The member is out of this member's active list and election while
- *   its left seq ≥ the seq in use (a newer roster it joins counts again).
+ *   its left seq ≥ the seq in use (a newer roster it joins counts again). The
+ *   record is kept (`leftRecordOf`): a member that calls after it left (its
+ *   disk restored from before the leave) is handed it back, and adopts it.
  */
 import { C0Error } from '../../errors.js';
 import type { Opened } from '../../records/envelope.js';
@@ -35,8 +37,8 @@ export class RosterState {
   #membership: Opened<PoolMembership>;
   #newest: Opened<PoolRoster>;
   #left: { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } | undefined;
-  /** Other members that sent their `left` record: DID → the roster seq they left. */
-  #othersLeft = new Map<string, number>();
+  /** Other members that sent their `left` record: DID → the record (the roster it left and its membership), the highest seq kept. */
+  #othersLeft = new Map<string, { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }>();
 
   constructor(
     private did: string,
@@ -58,7 +60,12 @@ export class RosterState {
   /** Whether `member` sent its `left` record for the roster in use (or a newer one). */
   hasLeft(member: string): boolean {
     if (member === this.did) return this.#left !== undefined;
-    return (this.#othersLeft.get(member) ?? -1) >= this.#roster.record.seq;
+    return (this.#othersLeft.get(member)?.roster.record.seq ?? -1) >= this.#roster.record.seq;
+  }
+
+  /** The `left` record `member` sent, while it keeps that member out (hasLeft): handed back to it when it calls again. */
+  leftRecordOf(member: string): { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } | undefined {
+    return member !== this.did && this.hasLeft(member) ? this.#othersLeft.get(member) : undefined;
   }
 
   get roster(): Opened<PoolRoster> {
@@ -127,7 +134,8 @@ export class RosterState {
     if (roster.signer !== this.pool) throw new C0Error('POOL_WRONG_POOL', `the roster is pool ${roster.signer}'s, not ${this.pool}'s`, { field: 'roster' });
     verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, from, 'left');
     const was = this.hasLeft(from);
-    this.#othersLeft.set(from, Math.max(roster.record.seq, this.#othersLeft.get(from) ?? -1));
+    const kept = this.#othersLeft.get(from);
+    if (!kept || roster.record.seq > kept.roster.record.seq) this.#othersLeft.set(from, { roster, membership });
     return !was && this.hasLeft(from);
   }
 

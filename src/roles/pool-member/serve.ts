@@ -13,6 +13,7 @@
 import { C0Error } from '../../errors.js';
 import type { Opened } from '../../records/envelope.js';
 import { hashHex } from '../../records/address.js';
+import { compareBytes } from '../../records/cbor.js';
 import type { Job, PoolDispatch } from '../../records/kinds.js';
 import { DispatchTrail } from '../../pools/trail.js';
 import { givesWay, verifyOutcome } from '../../pools/outcome.js';
@@ -37,7 +38,7 @@ export interface MemberServePorts {
   /** A roster another member sent (newer ones are noted). */
   heard(roster: Uint8Array): void;
   /** A member's `left` record, with the roster it left. */
-  memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): void;
+  memberLeft(from: string, roster: Uint8Array, membership: Uint8Array): Promise<void>;
   /** Run a dispatched job on this member: at most once, whoever asks (under `run`'s signal, its process group recorded). */
   runHere(dispatch: Opened<PoolDispatch>, job: Opened<Job>, input: Uint8Array, run: SlotRun): Promise<Uint8Array>;
   /** Whether this member, as coordinator, has the job in flight (its run, or its receipt on the way). */
@@ -52,11 +53,19 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
   try {
     if (!p.members().includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
     if (f?.op !== 'ping' || f.seq === p.rs.seq) p.seen(from);
+    // A caller held as having left (it sent its own `left` record for the roster in use or a newer one): out of the
+    // election here, so nothing it dispatches now is kept or run (docs/pools.md "A member leaves a running pool").
+    const theirs = p.rs.leftRecordOf(from);
     switch (f?.op) {
       case 'ping':
         if (f.workloads !== undefined) p.heardWorkloads(from, f.workloads);
         // One that left says so, with its record: the caller drops it from its active list.
         if (p.rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: p.rs.left.roster.bytes, membership: p.rs.left.membership.bytes };
+        // A caller that left (its own signed record is held here) is handed that record back: one whose disk was
+        // restored from before its leave adopts it (its own signature, of a roster of this pool no older than its
+        // own) and stops quoting and coordinating, instead of rejoining silently. A build before this reads the
+        // record as the callee's, which does not verify, and counts this member not live.
+        if (theirs) return { code: 'POOL_MEMBER_LEFT', message: 'you have left this pool: your own signed `left` record', roster: theirs.roster.bytes, membership: theirs.membership.bytes };
         // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
         return { ok: 'yes', seq: p.rs.seq, ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
       case 'roster': {
@@ -66,10 +75,11 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       }
       case 'left': {
         if (!(f.roster instanceof Uint8Array) || !(f.membership instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'left: the roster and the left membership are required');
-        p.memberLeft(from, f.roster, f.membership);
+        await p.memberLeft(from, f.roster, f.membership);
         return { ok: 'yes' };
       }
       case 'trail': {
+        if (theirs) throw new C0Error('POOL_MEMBER_LEFT', 'the calling member has left the pool: it dispatches nothing');
         const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members(), (a) => p.rs.rosterOf(a));
         // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), and the date a far
         // deadline gives the entry for the history's pruning.
@@ -85,6 +95,11 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         if (p.rs.left) throw new C0Error('POOL_MEMBER_LEFT', 'this member has left the pool');
         const { dispatch, job } = checkDispatch(f, from, p.pool, p.members(), (a) => p.rs.rosterOf(a));
         if (dispatch.record.member !== p.d.did) throw new C0Error('POOL_NOT_CHOSEN', 'the dispatch names another member');
+        // A member that left finishes the work it dispatched before: run only a dispatch of its that this member kept
+        // (`op: trail`, refused once it had left), still open.
+        if (theirs && !(await p.d.trail.entries(job.address)).some((e) => e.key === DispatchTrail.key(job.address, from) && e.entry.state === 'dispatched' && compareBytes(e.entry.dispatch, dispatch.bytes) === 0)) {
+          throw new C0Error('POOL_MEMBER_LEFT', 'the calling member has left the pool: it dispatches nothing new');
+        }
         const input = f.input;
         if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
         // The coordinator waits no longer than this (coordinator.ts #call): nor does the run hold this member's slot.
@@ -121,6 +136,9 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // coordinator that crashes"; its signature and pool proof checked above).
         const lostBy = o.receipt.signer;
         if (o.lost ? lostBy !== from && (lostBy === coordinator || !p.members().includes(lostBy)) : o.coordinator !== coordinator) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
+        // A member that left closes only its own dispatches (the work it had in flight), with its own outcome: it
+        // fails nobody's dispatch as lost, nor relays another's outcome.
+        if (theirs && (o.lost || coordinator !== from)) throw new C0Error('POOL_MEMBER_LEFT', 'a member that left closes only its own dispatches, with its own outcome');
         if (o.lost && coordinator === p.d.did && p.running(f.job)) throw new C0Error('POOL_STILL_RUNNING', 'this member still runs the job it dispatched');
         await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
         return { ok: 'yes' };

@@ -6,13 +6,15 @@
  * adopted while running (PoolMember.adopt) is kept in the `pool-roster` store;
  * at start the newer of that and the config's files is used (a kept `left`
  * record of the same seq too: a member that left stays left across a restart).
+ * The other members' `left` records are kept there too, so a restart still
+ * holds them out and hands them back to one that calls again.
  */
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import type { PeerId } from '@libp2p/interface';
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
-import { T, type Receipt } from '../../records/kinds.js';
+import { T, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import { decodeCanonical, encodeCanonical } from '../../records/cbor.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
@@ -68,6 +70,9 @@ const FRAME_BYTES = 4 * 1024 * 1024;
  */
 export const POOL_MAX_OUTPUT_BYTES = 3 * 1024 * 1024;
 
+/** Keys of the other members' `left` records in the `pool-roster` store. */
+const LEFT = 'left!';
+
 /**
  * PoolMemberDeps.askReceipts over the network: records/1 `jobs` (kinds `receipt`, the one job) to `peer`, at most
  * RECEIPT_ASK_FRAMES frames, within `deadlineMs` (dial included) and given up when `signal` aborts. The frames come
@@ -102,6 +107,16 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       membership = m;
     }
   }
+  // The other members' `left` records (PoolMember keeps them as they come: `left!<member>`).
+  const membersLeft: Array<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }> = [];
+  for await (const [, v] of kept.iterator({ gt: LEFT, lt: `${LEFT}\uffff` })) {
+    try {
+      const x = decodeCanonical(v) as { roster: Uint8Array; membership: Uint8Array };
+      membersLeft.push({ roster: open(x.roster, T.poolRoster), membership: open(x.membership, T.poolMembership) });
+    } catch (e) {
+      d.log.warn({ err: (e as Error).message }, 'pool: a kept `left` record of another member does not open; ignored');
+    }
+  }
   const member = new PoolMember({
     did: d.did,
     signer: d.signer,
@@ -130,6 +145,10 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     publishReceipt: d.publishReceipt,
     saveRoster: async (r, m) => {
       await kept.batch([{ type: 'put', key: 'current', value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
+    },
+    membersLeft,
+    keepMemberLeft: async (r, m) => {
+      await kept.batch([{ type: 'put', key: `${LEFT}${m.signer}`, value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
     },
     ...(d.onRosterChanged ? { onRosterChanged: d.onRosterChanged } : {}),
     ...(d.slots ? { slots: d.slots } : {}),
