@@ -273,6 +273,16 @@ export class DispatchTrail {
     return out;
   }
 
+  /**
+   * At most `limit` entries in key order (`<job>|<coordinator>`) after the key `after`: one page of the trail another
+   * member lists to catch up on what it missed (src/roles/pool-member/sync.ts).
+   */
+  async page(after: string | undefined, limit: number): Promise<Array<{ key: string; entry: TrailEntry }>> {
+    const out: Array<{ key: string; entry: TrailEntry }> = [];
+    for await (const [k, v] of this.db.iterator({ ...(after !== undefined ? { gt: after } : {}), lt: '~', limit })) out.push({ key: k, entry: decodeCanonical(v) as unknown as TrailEntry });
+    return out;
+  }
+
   /** Every entry kept (the history of `history.keepDays`; the operator's status reads it, nothing on a timer does). */
   async all(): Promise<Array<{ job: string; entry: TrailEntry }>> {
     const out: Array<{ job: string; entry: TrailEntry }> = [];

@@ -27,6 +27,7 @@ import type { PoolMemberDeps } from './member.js';
 import { clearableTimeoutSignal } from '../../util/timers.js';
 import { monotonicClock } from '../../util/clock.js';
 import { REMOTE_LABEL_CODES, remoteCodeLabel } from '../../net/frames.js';
+import { ranHere } from './sync.js';
 
 /** Pending dispatches of one coordinator a recovery tick handles at once. */
 export const RECOVERY_PARALLEL = 8;
@@ -704,6 +705,8 @@ export class PoolCoordinator {
     const budget = Math.max(1, end - this.d.clock());
     // Chosen itself: in the slot its exec stream holds, the process group recorded as the provider's own work is.
     if (member === this.d.did) {
+      // Never a job whose dispatch to this member closed (its run log may have been rewound by a restore: sync.ts).
+      if (await ranHere(this.d.trail, job.address, this.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran, or will not run, here');
       // cleared with the run: the budget follows memberTimeoutMs, which has no upper bound (serve.ts `run` does the same)
       const timeout = clearableTimeoutSignal(budget);
       try {

@@ -30,6 +30,7 @@ import { serveMember } from './serve.js';
 import { RosterState } from './roster-state.js';
 import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
 import { setLongTimeout, type LongTimer } from '../../util/timers.js';
+import { TrailSync } from './sync.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
 
@@ -120,6 +121,11 @@ export interface PoolMemberDeps {
   saveRoster?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
   /** Keep another member's `left` record (the membership's signer is that member): a restart still holds it out, and hands it back. */
   keepMemberLeft?: (roster: Opened<PoolRoster>, membership: Opened<PoolMembership>) => Promise<void>;
+  /**
+   * Dispatched work (`op: run`) waits until start() has caught up on the trail (sync.ts), within its budget: set when
+   * the member serves the others before start() (the daemon), so a restored member does not run again a job it ran.
+   */
+  syncBeforeRuns?: boolean;
   /** The other members' `left` records kept before a restart (keepMemberLeft). */
   membersLeft?: ReadonlyArray<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }>;
   /** The roster in use changed: the provider signs its advert again with the new proof. */
@@ -142,6 +148,11 @@ export class PoolMember {
   #stopped = false;
   /** Set after the first round of pings: until then this member knows no one live and must not think itself elected. */
   #ready = false;
+  /** Anti-entropy: what this member missed of the others' trails (sync.ts). */
+  #sync: TrailSync;
+  /** With `syncBeforeRuns`: settles once start() has caught up (or stop()); `run` waits for it. */
+  #syncGate: Promise<void> | undefined;
+  #openGate: (() => void) | undefined;
   #m: PoolMetrics | undefined;
   /** Jobs this member runs now as the member a dispatch chose (`op: status` says so: recovery leaves their dispatch alone). */
   #runningHere = new Set<string>();
@@ -188,6 +199,9 @@ export class PoolMember {
       },
       this.#m,
     );
+    this.#sync = new TrailSync(d, { pool: this.pool, roster: () => this.#rs.roster, rosterOf: (a) => this.#rs.rosterOf(a) ?? d.trail.rosterOf(a), live: () => this.live() });
+    // Its daemon serves the other members before start(): dispatched work waits for the catch-up at the start.
+    if (d.syncBeforeRuns) this.#syncGate = new Promise((res) => (this.#openGate = res));
   }
 
   get members(): string[] {
@@ -220,6 +234,10 @@ export class PoolMember {
 
   async start(): Promise<void> {
     await this.#pingAll();
+    // What this member missed while it was down (or since the backup it was restored from), before it quotes or runs
+    // dispatched work (a restored run log does not know every job it ran): bounded, the rest at the next ticks.
+    if (!this.#rs.left) await this.#sync.start().catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: catching up on the trail failed'));
+    this.#openGate?.();
     this.#ready = true;
     await this.tick();
     const loop = () => {
@@ -230,6 +248,7 @@ export class PoolMember {
   }
 
   stop(): void {
+    this.#openGate?.();
     this.#stopped = true;
     this.#timer?.clear();
   }
@@ -238,6 +257,7 @@ export class PoolMember {
     // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
     if (this.#rs.left) return;
     let ownLeft: { roster: Uint8Array; membership: Uint8Array } | undefined;
+    const before = this.live();
     await Promise.all(
       this.members
         .filter((m) => m !== this.d.did)
@@ -259,6 +279,8 @@ export class PoolMember {
         }),
     );
     if (ownLeft) await this.#handedBack(ownLeft.roster, ownLeft.membership);
+    // Members that became live to this one are pulled from (they hold what this one missed: sync.ts).
+    else this.#sync.seen(this.live(), before);
   }
 
   /**
@@ -287,6 +309,13 @@ export class PoolMember {
     if (e.coordinator === this.d.did) await this.recover();
     // Not elected: ask about the dispatches whose `closed` this member missed (coordinator.ts catchUp).
     else await this.#co.catchUp();
+    // And pull the entries it missed (sync.ts): a few pages, bounded in time.
+    if (!this.#rs.left) await this.#sync.step();
+  }
+
+  /** Anti-entropy (sync.ts): a step now (tests), and the members still to pull from. */
+  syncStep(): Promise<{ kept: number; closed: number; refused: number }> {
+    return this.#sync.step();
   }
 
   /** Close the dispatches in the trail that nobody will finish (coordinator.ts). */
@@ -472,6 +501,7 @@ export class PoolMember {
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
         running: (job) => this.#co.inFlight.has(job),
         runsHere: (job) => this.#runningHere.has(job),
+        synced: () => this.#syncGate ?? this.#sync.started,
       },
       frame,
       from,

@@ -5,7 +5,8 @@
  *   {op:'ping', seq, workloads?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
- * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} |
+ *   {op:'sync', after?} · {op:'fetch', keys} (anti-entropy: "Catching up on the trail"; sync.ts)
+ * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
  * {code, message}; a member that left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run`
  * (POOL_MEMBER_LEFT); a member answers a ping from a member it holds as left with the same code and the caller's own
  * record, and refuses its `trail`, a `run` of a dispatch it did not keep before, and a `closed` other than of its own
@@ -39,6 +40,12 @@ export interface PoolReply {
   membership?: Uint8Array;
   /** The workloads the answering member runs (ping; absent from a build before it: taken to run any). */
   workloads?: string[];
+  /** One page of the answering member's trail keys (sync). */
+  keys?: Array<{ key: string; state: string; givesWay?: 'yes' }>;
+  /** The last key of that page, when more follow (sync: the next page is asked after it). */
+  next?: string;
+  /** The trail entries asked for (fetch). */
+  entries?: Array<{ key: string; dispatch: Uint8Array; job: Uint8Array; offer: Uint8Array; state: string; receipt?: Uint8Array; settlement?: Uint8Array }>;
 }
 
 /**

@@ -18,6 +18,7 @@ import type { Job, PoolDispatch } from '../../records/kinds.js';
 import { DispatchTrail } from '../../pools/trail.js';
 import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
+import { fetchTrail, listTrail, ranHere } from './sync.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
@@ -45,6 +46,8 @@ export interface MemberServePorts {
   running(job: string): boolean;
   /** Whether this member runs the job now as the member a dispatch chose. */
   runsHere(job: string): boolean;
+  /** Settles once the catch-up at this member's start is over (sync.ts); undefined: nothing to wait for. */
+  synced?(): Promise<unknown> | undefined;
 }
 
 /** Answer one request from `from` (authenticated by the connection's key); `signal` is the stream's (a `run` ends with it). */
@@ -104,6 +107,15 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         if (!(input instanceof Uint8Array) || input.length !== job.record.input.size || hashHex(input) !== job.record.input.hash) throw new C0Error('EXEC_INPUT_MISMATCH', 'the input does not match the job’s input hash and size');
         // The coordinator waits no longer than this (coordinator.ts #call): nor does the run hold this member's slot.
         const budget = Math.max(1, Math.min(job.record.timeoutMs, job.record.deadline - p.d.clock(), p.d.options.memberTimeoutMs));
+        // At most once, also across a restore that rewound the run log: not before the catch-up at the start has
+        // brought back the closed dispatches (within the budget), and never a job whose dispatch to this member closed.
+        const synced = p.synced?.();
+        if (synced) {
+          let t: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([synced, new Promise((res) => (t = setTimeout(res, budget)))]);
+          clearTimeout(t);
+        }
+        if (await ranHere(p.d.trail, job.address, p.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran, or will not run, here');
         // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it);
         // the slot's signal ends the run when the provider stops, and its hooks record the exec process group. The stream's
         // signal ends it with the stream.
@@ -143,6 +155,10 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
         return { ok: 'yes' };
       }
+      case 'sync':
+        return await listTrail(p.d.trail, f.after);
+      case 'fetch':
+        return await fetchTrail(p.d.trail, f.keys);
       case 'status': {
         if (typeof f.job !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'status: job required');
         const all = await p.d.trail.entries(f.job);

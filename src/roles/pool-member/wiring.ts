@@ -147,6 +147,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       await kept.batch([{ type: 'put', key: 'current', value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
     },
     membersLeft,
+    syncBeforeRuns: true,
     keepMemberLeft: async (r, m) => {
       await kept.batch([{ type: 'put', key: `${LEFT}${m.signer}`, value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
     },

@@ -1,0 +1,334 @@
+/**
+ * Anti-entropy between a pool's members (docs/pools.md "Catching up on the trail"). A dispatch (`op: trail`) goes to
+ * the members live when it is made, and its outcome (`op: closed`) to the members then; catch-up asks only about a
+ * member's own open entries. So a member that was down, cut off, or restored from an older backup would miss the
+ * entries of that time for good: its figures stay short, and a restored member has lost the closed dispatches that
+ * say which jobs it already ran and which work it already dispatched. Here it pulls what it lacks from the others:
+ *
+ * - it lists a live member's trail keys page by page (`op: sync {after?}` → `{keys: [{key, state, givesWay?}],
+ *   next?}`, SYNC_PAGE_KEYS a page, in key order),
+ * - fetches the entries it lacks, holds open while that member holds them closed, or holds closed with an outcome
+ *   that gives way to the one that member holds (`op: fetch {keys}` → `{entries}`, at most SYNC_FETCH_KEYS keys and
+ *   SYNC_FETCH_BYTES an answer),
+ * - and keeps each only when it checks out as the `trail` and `closed` frames are checked (serve.ts): the dispatch
+ *   signed by a member of a roster of the pool this member holds, linking job, offer and member (checkDispatch), its
+ *   outcome by verifyOutcome and entitled as a `closed` is. Anything else is skipped and counted.
+ *
+ * A member pulls from the members that became live to it (at its start every member it hears; after a partition the
+ * ones back) and from every live member each SYNC_PERIOD_MS; a step takes a few pages per member within a time bound,
+ * and the next goes on from where it stopped. Every call is bounded by livenessMs. Entries outside `history.keepDays`
+ * are not kept (they would be pruned).
+ *
+ * The entries that come back include this member's own dispatches (a coordinator restored from a backup refuses won
+ * work it dispatched and closed before: POOL_ALREADY_DISPATCHED) and the closed dispatches that chose it: a member
+ * refuses to run a job whose dispatch to it is closed (`ranHere`, POOL_ALREADY_RUN), since a restore rewinds its run
+ * log too.
+ */
+import { C0Error } from '../../errors.js';
+import { open, type Opened } from '../../records/envelope.js';
+import { T, type PoolRoster } from '../../records/kinds.js';
+import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
+import { givesWay, verifyOutcome } from '../../pools/outcome.js';
+import { monotonicClock } from '../../util/clock.js';
+import { checkDispatch, type PoolReply } from './protocol.js';
+import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
+
+/** Trail keys one `op: sync` answer lists. */
+export const SYNC_PAGE_KEYS = 512;
+/** Keys one `op: fetch` may ask for. */
+export const SYNC_FETCH_KEYS = 32;
+/** An `op: fetch` answer stops adding entries past this many bytes (at least one entry comes back; a frame is 4 MiB). */
+export const SYNC_FETCH_BYTES = 1024 * 1024;
+/** Pages per member one step after the start takes (the start's takes as many as its time allows). */
+export const SYNC_STEP_PAGES = 4;
+/** How long one step runs (rounds are started only within it), in livenessMs: after the start, and at each tick. */
+export const SYNC_STEP_LIVENESS = 2;
+/** How long the step at the start runs, in livenessMs (the member quotes, and runs dispatched work, only after it). */
+export const SYNC_START_LIVENESS = 10;
+/** Every live member is asked again this often (monotonic ms): what a member missed without being seen gone. */
+export const SYNC_PERIOD_MS = 15 * 60_000;
+/** The longest trail key a peer may name (`sha256:<64 hex>|<DID>`). */
+const MAX_KEY = 512;
+
+const STATES = new Set(['dispatched', 'completed', 'failed']);
+
+/** What the anti-entropy reads from the member it belongs to. */
+export interface SyncView {
+  readonly pool: string;
+  /** The roster in use. */
+  roster(): Opened<PoolRoster>;
+  /** A roster of the pool this member holds, by address (in use, newest heard, left, or one its trail keeps). */
+  rosterOf(address: string): Opened<PoolRoster> | undefined;
+  live(): string[];
+}
+
+export interface SyncResult {
+  /** Entries kept that this member lacked. */
+  kept: number;
+  /** Entries closed (or their outcome replaced) by one that checked out. */
+  closed: number;
+  /** Entries fetched that did not check out, or that this member cannot check (a roster it does not hold). */
+  refused: number;
+}
+
+function badRequest(message: string): never {
+  throw new C0Error('POOL_BAD_REQUEST', message);
+}
+
+function isKey(k: unknown): k is string {
+  return typeof k === 'string' && k.length <= MAX_KEY && k.indexOf('|') > 0;
+}
+
+const jobOfKey = (key: string): string => key.slice(0, key.indexOf('|'));
+
+/** `op: sync`: one page of this member's trail keys after `after`, each with its state (and `givesWay` for a closed outcome that gives way to its coordinator's own). */
+export async function listTrail(trail: DispatchTrail, after: unknown): Promise<PoolReply> {
+  if (after !== undefined && !isKey(after)) badRequest('sync: `after` is a trail key');
+  const page = await trail.page(after, SYNC_PAGE_KEYS + 1);
+  const list = page.slice(0, SYNC_PAGE_KEYS);
+  return {
+    keys: list.map(({ key, entry }) => ({ key, state: entry.state, ...(entry.state !== 'dispatched' && givesWay(entry) ? { givesWay: 'yes' as const } : {}) })),
+    ...(page.length > SYNC_PAGE_KEYS ? { next: list[list.length - 1]!.key } : {}),
+  };
+}
+
+/** `op: fetch`: the entries of the keys asked, in their order (absent ones skipped), until SYNC_FETCH_BYTES. */
+export async function fetchTrail(trail: DispatchTrail, keys: unknown): Promise<PoolReply> {
+  if (!Array.isArray(keys) || keys.length > SYNC_FETCH_KEYS || !keys.every(isKey)) badRequest(`fetch: \`keys\` is a list of at most ${SYNC_FETCH_KEYS} trail keys`);
+  const entries: NonNullable<PoolReply['entries']> = [];
+  let bytes = 0;
+  for (const key of keys) {
+    const e = (await trail.entries(jobOfKey(key))).find((x) => x.key === key)?.entry;
+    if (!e) continue;
+    const size = e.dispatch.length + e.job.length + e.offer.length + (e.receipt?.length ?? 0) + (e.settlement?.length ?? 0);
+    if (entries.length && bytes + size > SYNC_FETCH_BYTES) break;
+    bytes += size;
+    entries.push({ key, dispatch: e.dispatch, job: e.job, offer: e.offer, state: e.state, ...(e.receipt ? { receipt: e.receipt } : {}), ...(e.settlement ? { settlement: e.settlement } : {}) });
+  }
+  return { entries };
+}
+
+/**
+ * Whether this member's trail holds a closed dispatch of `job` that chose it (`me`): its part in the job is over,
+ * whatever its run log says (a restore rewinds the run log; the closed entries come back from the others). The pool
+ * never dispatches a job again once a dispatch of it closed (the buyer fails over to another provider), so `run` of
+ * such a job is refused POOL_ALREADY_RUN.
+ */
+export async function ranHere(trail: DispatchTrail, job: string, me: string): Promise<boolean> {
+  return (await trail.entries(job)).some((e) => {
+    if (e.entry.state === 'dispatched') return false;
+    try {
+      return open(e.entry.dispatch, T.poolDispatch, { trusted: true }).record.member === me;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** A listed key as a peer answered it. */
+interface Listed {
+  key: string;
+  state: TrailEntry['state'];
+  givesWay: boolean;
+}
+
+export class TrailSync {
+  /** Members to pull from: DID → the last key listed (undefined: from the start). */
+  #due = new Map<string, string | undefined>();
+  /** When every live member was last made due (monotonic). */
+  #lastAll: number | undefined;
+  #busy: Promise<SyncResult> | undefined;
+  /** The step at the start (undefined until it begins): `run` waits for it. */
+  #started: Promise<unknown> | undefined;
+
+  constructor(
+    private d: PoolMemberDeps,
+    private v: SyncView,
+  ) {}
+
+  get #mono(): () => number {
+    return this.d.monoClock ?? monotonicClock;
+  }
+
+  /** The step at the start, once it began (settled when it ends); undefined before. */
+  get started(): Promise<unknown> | undefined {
+    return this.#started;
+  }
+
+  /**
+   * Note who is live after a round of pings (`live`), and who was just before it (`before`): a member that became live
+   * (at this member's start, every one it hears; after a partition, or a pause of either, the ones back) is pulled
+   * from; every SYNC_PERIOD_MS, every live one.
+   */
+  seen(live: readonly string[], before: readonly string[]): void {
+    const now = this.#mono();
+    const was = new Set(before);
+    const all = this.#lastAll === undefined || now - this.#lastAll >= SYNC_PERIOD_MS;
+    if (all) this.#lastAll = now;
+    for (const m of live) if (m !== this.d.did && (all || !was.has(m)) && !this.#due.has(m)) this.#due.set(m, undefined);
+  }
+
+  /** The members still to pull from (tests, status). */
+  get due(): string[] {
+    return [...this.#due.keys()];
+  }
+
+  /** The step at the start: as many pages as SYNC_START_LIVENESS × livenessMs allows. */
+  start(): Promise<SyncResult> {
+    const p = this.step(Infinity, SYNC_START_LIVENESS * this.d.options.livenessMs);
+    this.#started = p.catch(() => undefined);
+    return p;
+  }
+
+  /** One step: up to `pages` pages per due member, rounds started within `ms`; one at a time (a step under way is joined). */
+  step(pages = SYNC_STEP_PAGES, ms = SYNC_STEP_LIVENESS * this.d.options.livenessMs): Promise<SyncResult> {
+    if (this.#busy) return this.#busy;
+    if (!this.#due.size) return Promise.resolve({ kept: 0, closed: 0, refused: 0 });
+    const p = this.#step(pages, ms).finally(() => {
+      this.#busy = undefined;
+    });
+    this.#busy = p;
+    return p;
+  }
+
+  async #step(pages: number, ms: number): Promise<SyncResult> {
+    const stopAt = performance.now() + ms;
+    const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
+    const live = new Set(this.v.live());
+    for (const [peer, cursor] of [...this.#due]) {
+      // One no longer live is pulled from again when it is back.
+      if (!live.has(peer) || peer === this.d.did) {
+        this.#due.delete(peer);
+        continue;
+      }
+      let after = cursor;
+      for (let n = 0; n < pages && performance.now() < stopAt; n++) {
+        const r = await this.d.call(peer, { op: 'sync', ...(after !== undefined ? { after } : {}) }, this.d.options.livenessMs).catch(() => undefined);
+        // Silent: asked again at the next step, from the same key.
+        if (r === undefined) break;
+        const list = r.code === undefined ? this.#listed(r, after) : undefined;
+        if (!list) {
+          // A build before this answers POOL_BAD_REQUEST (unknown op); a page that is not one is not followed.
+          this.d.log.debug({ peer, code: r.code }, 'pool: a member does not list its trail (a build before anti-entropy?); not pulled from');
+          this.#due.delete(peer);
+          break;
+        }
+        const pulled = await this.#pull(peer, list);
+        if (!pulled) break;
+        res.kept += pulled.kept;
+        res.closed += pulled.closed;
+        res.refused += pulled.refused;
+        after = list.next;
+        if (after === undefined) {
+          this.#due.delete(peer);
+          break;
+        }
+        this.#due.set(peer, after);
+      }
+    }
+    if (res.kept || res.closed || res.refused) this.d.log.info({ ...res }, 'pool: caught up on trail entries this member missed');
+    return res;
+  }
+
+  /** A page as a peer answered it, checked: keys in order after `after`, `next` its last key. Undefined when it is not one. */
+  #listed(r: PoolReply, after: string | undefined): { keys: Listed[]; next: string | undefined } | undefined {
+    if (!Array.isArray(r.keys) || r.keys.length > SYNC_PAGE_KEYS) return undefined;
+    const keys: Listed[] = [];
+    let prev = after;
+    for (const x of r.keys as unknown[]) {
+      const k = x as Record<string, unknown> | undefined;
+      if (!k || !isKey(k.key) || typeof k.state !== 'string' || !STATES.has(k.state) || (prev !== undefined && k.key <= prev)) return undefined;
+      keys.push({ key: k.key, state: k.state as TrailEntry['state'], givesWay: k.givesWay === 'yes' });
+      prev = k.key;
+    }
+    if (r.next !== undefined && (r.next !== prev || !keys.length)) return undefined;
+    return { keys, next: r.next };
+  }
+
+  /** Fetch and keep the listed entries this member lacks; undefined when the peer went silent (the page is asked again). */
+  async #pull(peer: string, list: { keys: Listed[] }): Promise<SyncResult | undefined> {
+    const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
+    const local = new Map<string, TrailEntry>();
+    for (const job of new Set(list.keys.map((k) => jobOfKey(k.key)))) for (const e of await this.d.trail.entries(job)) local.set(e.key, e.entry);
+    let want = list.keys.filter((k) => {
+      const mine = local.get(k.key);
+      if (!mine) return true;
+      // This member's own dispatch it holds is its own recovery's to close (and settle: coordinator.ts).
+      if (k.state === 'dispatched' || k.key.slice(k.key.indexOf('|') + 1) === this.d.did) return false;
+      // Open here and closed there; or closed here with an outcome that gives way (a lost close, a completion without
+      // its settlement) and there with one that does not (its coordinator's own, settled).
+      return mine.state === 'dispatched' || (!k.givesWay && givesWay(mine));
+    });
+    while (want.length) {
+      const ask = want.slice(0, SYNC_FETCH_KEYS);
+      const r = await this.d.call(peer, { op: 'fetch', keys: ask.map((k) => k.key) }, this.d.options.livenessMs).catch(() => undefined);
+      if (r === undefined) return undefined;
+      const got = Array.isArray(r.entries) ? (r.entries as unknown[]) : [];
+      let last = -1;
+      for (const x of got.slice(0, ask.length)) {
+        const key = (x as Record<string, unknown> | undefined)?.key;
+        const i = ask.findIndex((k) => k.key === key);
+        // Only keys asked, in the order asked.
+        if (i <= last) {
+          res.refused++;
+          continue;
+        }
+        last = i;
+        try {
+          const done = await this.#keep(ask[i]!.key, local.get(ask[i]!.key), x as Record<string, unknown>);
+          if (done === 'kept') res.kept++;
+          else if (done === 'closed') res.closed++;
+        } catch (e) {
+          res.refused++;
+          this.d.log.warn({ peer, key: ask[i]!.key, err: e instanceof C0Error ? e.code : 'POOL_INTERNAL', message: (e as Error).message }, 'pool: a trail entry a member handed back does not check out; not kept');
+        }
+      }
+      // Nothing came back: the rest of this page is not there (pruned meanwhile) or not given; on to the next page.
+      if (last < 0) break;
+      want = want.slice(want.indexOf(ask[last]!) + 1);
+    }
+    return res;
+  }
+
+  /** Keep one fetched entry when it checks out; what it changed here. Throws the check's code. */
+  async #keep(key: string, local: TrailEntry | undefined, f: Record<string, unknown>): Promise<'kept' | 'closed' | 'none'> {
+    if (!(f.dispatch instanceof Uint8Array)) badRequest('an entry carries its dispatch, job and offer envelopes');
+    if (typeof f.state !== 'string' || !STATES.has(f.state)) badRequest('an entry’s state is dispatched, completed or failed');
+    // Under a roster of the pool this member holds: the one a `trail` frame names (a settlement is split by it).
+    const claimed = open(f.dispatch, T.poolDispatch, { trusted: true });
+    const roster = this.v.rosterOf(claimed.record.roster);
+    if (!roster) throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold');
+    const { dispatch, job, offer } = checkDispatch(f, claimed.signer, this.v.pool, roster.record.members.map((m) => m.did), (a) => this.v.rosterOf(a));
+    const by = dispatch.signer;
+    if (DispatchTrail.key(job.address, by) !== key) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the entry is not the one asked for');
+    const now = this.d.clock();
+    // Past its history window it would be pruned at once (and recovery leaves such entries alone).
+    if (this.d.keepDays && now - job.record.deadline > this.d.keepDays * 24 * 3600_000) return 'none';
+    // Dated as the member that kept it would: its own dispatch by its job's deadline, another's at most a horizon ahead.
+    const until = by === this.d.did ? job.record.deadline : Math.min(job.record.deadline, now + TRAIL_HORIZON_MS);
+    const e = { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes };
+    // Its own dispatch it holds is closed by its own recovery, which settles it (a restart) or takes the others' outcome.
+    if (local && by === this.d.did) return 'none';
+    if (f.state === 'dispatched') {
+      if (local) return 'none';
+      // Open entries of another coordinator within its pool.maxOpenDispatches here, as `op: trail` (POOL_TRAIL_FULL).
+      await this.d.trail.record(job.address, by, e, until, by === this.d.did ? undefined : this.d.options.maxOpenDispatches, roster);
+      return 'kept';
+    }
+    // Closed: its outcome checked as a `closed` frame's is (serve.ts), against the job's entries held here.
+    const target: TrailEntry = { ...e, state: 'dispatched' };
+    const held = (await this.d.trail.entries(job.address)).filter((x) => x.key !== key).map((x) => x.entry);
+    const o = verifyOutcome(target, f.receipt, f.settlement, { pool: this.v.pool, entries: [...held, target], roster: (a) => this.v.rosterOf(a), unsettled: true });
+    if (o.state !== f.state) throw new C0Error('POOL_OUTCOME_MISMATCH', 'the entry’s state is not its receipt’s');
+    const members = this.v.roster().record.members.map((m) => m.did);
+    if (o.lost ? o.receipt.signer === by || !members.includes(o.receipt.signer) : o.coordinator !== by) {
+      throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
+    }
+    // An entry open here is closed as lost only by catch-up and recovery (coordinator.ts), which first ask its
+    // coordinator (one cut off from this member for a moment may have completed the job).
+    if (local && o.lost) return 'none';
+    if (!local) await this.d.trail.record(job.address, by, e, until, undefined, roster);
+    const changed = await this.d.trail.close(job.address, by, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
+    return !local ? 'kept' : changed ? 'closed' : 'none';
+  }
+}
