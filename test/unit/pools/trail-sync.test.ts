@@ -67,10 +67,6 @@ describe('catching up on the trail (anti-entropy)', () => {
     const c2 = await rig.addMember(w, 'sync-restore-backup', C);
     await c2.start();
     c2.stop();
-    const b2 = await rig.addMember(w, 'sync-restore-backup', B);
-    await b2.start();
-    b2.stop();
-    for (const m of [c2, b2]) assert.deepEqual(await tallyOf(m), want);
     // A second dispatch of C's job (B's, as two coordinators around an epoch change would): refused, not run.
     const runs = w.runs.get(C);
     const ob2 = offer(jc.job, B);
@@ -78,9 +74,13 @@ describe('catching up on the trail (anti-entropy)', () => {
     assert.equal(again.code, 'POOL_ALREADY_RUN');
     assert.equal(w.runs.get(C), runs, 'not run again');
     // B won the job before and closed its dispatch: it refuses to dispatch it again.
+    const b2 = await rig.addMember(w, 'sync-restore-backup', B);
+    await b2.start();
+    b2.stop();
     const runsA = w.runs.get(A);
     assert.equal(await codeOfAsync(b2.run(jb.job, ob, ctx(jb.input))), 'POOL_ALREADY_DISPATCHED');
     assert.equal(w.runs.get(A), runsA);
+    for (const m of [c2, b2]) assert.deepEqual(await tallyOf(m), want);
   });
 
   test('what a member hands back is kept only when it checks out; a silent member is asked again at the next step', async () => {
