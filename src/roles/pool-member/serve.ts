@@ -5,9 +5,10 @@
  * left), `trail` (a coordinator's dispatch, kept before the work starts),
  * `run` (dispatched work, at most once whoever asks, inside one of this
  * member's provider slots), `closed` (how the work ended: kept only when it
- * checks out, src/pools/outcome.ts) and `status` (the outcome held here, and
- * whether this member still runs the job as its coordinator, or as its chosen member). The caller is authenticated by the connection's key and must
- * be a member.
+ * checks out, src/pools/outcome.ts), `status` (the outcome held here, and
+ * whether this member still runs the job as its coordinator, or as its chosen member), and `sync`/`fetch` (this
+ * member's trail, to a member catching up on what it missed: sync.ts). The caller is authenticated by the connection's
+ * key and must be a member; one that left is handed back its own `left` record and dispatches nothing.
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
 import { C0Error } from '../../errors.js';
