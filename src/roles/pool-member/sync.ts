@@ -47,6 +47,11 @@ export const SYNC_STEP_LIVENESS = 2;
 export const SYNC_START_LIVENESS = 10;
 /** Every live member is asked again this often (monotonic ms): what a member missed without being seen gone. */
 export const SYNC_PERIOD_MS = 15 * 60_000;
+/**
+ * A member that becomes live again is pulled from only if its last pull began at least this many livenessMs ago: one
+ * whose liveness flaps (a loaded machine, a slow link) does not have its whole trail listed at every flap.
+ */
+export const SYNC_RELIST_LIVENESS = 10;
 /** The longest trail key a peer may name (`sha256:<64 hex>|<DID>`). */
 const MAX_KEY = 512;
 
@@ -137,6 +142,8 @@ export class TrailSync {
   #due = new Map<string, string | undefined>();
   /** When every live member was last made due (monotonic). */
   #lastAll: number | undefined;
+  /** When each member was last made due (monotonic): SYNC_RELIST_LIVENESS. */
+  #lastDue = new Map<string, number>();
   #busy: Promise<SyncResult> | undefined;
   /** The step at the start (undefined until it begins): `run` waits for it. */
   #started: Promise<unknown> | undefined;
@@ -158,14 +165,21 @@ export class TrailSync {
   /**
    * Note who is live after a round of pings (`live`), and who was just before it (`before`): a member that became live
    * (at this member's start, every one it hears; after a partition, or a pause of either, the ones back) is pulled
-   * from; every SYNC_PERIOD_MS, every live one.
+   * from, unless it was within SYNC_RELIST_LIVENESS × livenessMs; every SYNC_PERIOD_MS, every live one.
    */
   seen(live: readonly string[], before: readonly string[]): void {
     const now = this.#mono();
     const was = new Set(before);
     const all = this.#lastAll === undefined || now - this.#lastAll >= SYNC_PERIOD_MS;
     if (all) this.#lastAll = now;
-    for (const m of live) if (m !== this.d.did && (all || !was.has(m)) && !this.#due.has(m)) this.#due.set(m, undefined);
+    const gap = SYNC_RELIST_LIVENESS * this.d.options.livenessMs;
+    for (const m of live) {
+      if (m === this.d.did || this.#due.has(m)) continue;
+      if (all || (!was.has(m) && now - (this.#lastDue.get(m) ?? -Infinity) >= gap)) {
+        this.#due.set(m, undefined);
+        this.#lastDue.set(m, now);
+      }
+    }
   }
 
   /** The members still to pull from (tests, status). */

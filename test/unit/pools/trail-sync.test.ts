@@ -10,8 +10,10 @@ import { C0Error } from '../../../src/errors.js';
 import { seal, type Opened } from '../../../src/records/envelope.js';
 import { T, type PoolDispatch } from '../../../src/records/kinds.js';
 import type { DispatchTrail } from '../../../src/pools/trail.js';
-import { SYNC_FETCH_KEYS, SYNC_PAGE_KEYS } from '../../../src/roles/pool-member/sync.js';
-import type { PoolReply } from '../../../src/roles/pool-member/member.js';
+import { SYNC_FETCH_KEYS, SYNC_PAGE_KEYS, SYNC_PERIOD_MS, SYNC_RELIST_LIVENESS, TrailSync } from '../../../src/roles/pool-member/sync.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import type { PoolMemberDeps, PoolReply } from '../../../src/roles/pool-member/member.js';
 import { Rig, MEMBERS, clock, ctx, codeOfAsync, finish, job, jobChosen, keyOf, offer, r, tallyOf, type RigOptions, type World } from './member-rig.js';
 
 const rig = new Rig();
@@ -128,6 +130,38 @@ describe('catching up on the trail (anti-entropy)', () => {
     c.stop();
     assert.equal((await tallyOf(c)).dispatched, 0);
     assert.deepEqual(await c.syncStep(), { kept: 0, closed: 0, refused: 0 }, 'nobody is left to pull from');
+  });
+
+  test('a member whose liveness flaps is listed again only after SYNC_RELIST_LIVENESS × livenessMs; every live member each SYNC_PERIOD_MS', async () => {
+    const mono = fakeClock(0);
+    const asked: string[] = [];
+    const d = {
+      did: A,
+      options: { livenessMs: 1000 },
+      monoClock: mono,
+      clock: mono,
+      log: silentLogger(),
+      call: async (to: string) => {
+        asked.push(to);
+        return { keys: [] };
+      },
+    } as unknown as PoolMemberDeps;
+    const s = new TrailSync(d, { pool: r.signer, roster: () => r, rosterOf: () => r, live: () => [A, B, C] });
+    s.seen([A, B, C], [A]);
+    assert.deepEqual(s.due, [B, C], 'at the start: every member heard');
+    await s.step();
+    assert.deepEqual([s.due, asked], [[], [B, C]]);
+    mono.advance(5_000);
+    s.seen([A, B], [A, B, C]);
+    s.seen([A, B, C], [A, B]);
+    assert.deepEqual(s.due, [], 'C back within the gap: not listed again');
+    mono.advance(SYNC_RELIST_LIVENESS * 1000);
+    s.seen([A, B, C], [A, B]);
+    assert.deepEqual(s.due, [C], 'C back past the gap');
+    await s.step();
+    mono.advance(SYNC_PERIOD_MS);
+    s.seen([A, B, C], [A, B, C]);
+    assert.deepEqual(s.due, [B, C], 'the periodic pass');
   });
 
   test('pages and fetches are bounded: a trail longer than a page comes over in pages', async () => {
