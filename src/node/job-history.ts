@@ -12,8 +12,9 @@
  * through indexes.
  */
 import { C0Error } from '../errors.js';
-import type { Acceptance, Job, NonDelivery, Receipt, Selection } from '../records/kinds.js';
+import { T, type Acceptance, type Job, type NonDelivery, type Receipt, type Selection } from '../records/kinds.js';
 import { selectedProvider } from './late-receipts.js';
+import { receiptProviderFor } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
@@ -72,16 +73,45 @@ export interface HeldAttempt {
  * What a job with no receipt held has instead (`c0mpute jobs` says "no outcome held" and lists these): each selection
  * held for it, by decision time, with the provider it chose and the non-delivery this buyer signed against that
  * attempt (none: the exchange ended without one, e.g. the node stopped during it).
+ *
+ * The evidence store files a non-delivery under the provider it counts against (nonDeliveryProvider): a /2 on a pool
+ * member's offer under the pool's DID, not the member's the selection names. So it is looked up under the member,
+ * then under the pool the winning offer's advert stands for (receiptProviderFor). Before, only under the member: a
+ * failed pooled attempt showed no non-delivery while `c0mpute reputation` counted it against the pool.
  */
 export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: string): Promise<HeldAttempt[]> {
   const out: HeldAttempt[] = [];
   for (const selection of await records.selectionsOf(job)) {
     const provider = selectedProvider(selection.record);
     if (provider === undefined) continue;
-    const nondelivery = ev.nondeliveriesAbout(provider).find((n) => n.record.selection === selection.address);
+    const against = (p: string) => ev.nondeliveriesAbout(p).find((n) => n.record.selection === selection.address);
+    let nondelivery = against(provider);
+    if (!nondelivery) {
+      const pool = await poolOfWinner(records, selection.record.winner, provider);
+      if (pool !== undefined) nondelivery = against(pool);
+    }
     out.push({ provider, selection, ...(nondelivery ? { nondelivery } : {}) });
   }
   return out;
+}
+
+/**
+ * The pool `provider`'s winning offer stood for: that of the advert the offer cites (held here), else of the provider's
+ * current advert (the cited one replaced or evicted since); undefined when neither is a pooled advert of its own.
+ */
+async function poolOfWinner(records: RecordStore, winner: string, provider: string): Promise<string | undefined> {
+  const offer = await records.get(winner, T.offer);
+  const cited = offer?.signer === provider ? await records.get(offer.record.advert, T.advert) : undefined;
+  for (const advert of [cited, records.advertOf(provider)]) {
+    if (!advert?.record.pool) continue;
+    try {
+      const pool = receiptProviderFor(provider, advert);
+      if (pool !== provider) return pool;
+    } catch {
+      // a chain that does not verify stands for no pool
+    }
+  }
+  return undefined;
 }
 
 /** One page of the jobs `did` published, newest first, with their receipts. */

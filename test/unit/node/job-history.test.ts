@@ -15,8 +15,10 @@ import { closeDb, openDb } from '../../../src/store/db.js';
 import { attemptsOf, jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
-import { seal, T, type Opened, type Selection } from '../../../src/records/index.js';
+import { seal, T, type Advert, type Opened, type Selection } from '../../../src/records/index.js';
 import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import '../../../src/pools/chain.js';
+import { MEMBERS, POOL, keyOf, pooledAdvert, proof, roster } from '../pools/helpers.js';
 
 const BUYER = P(300);
 const PROV = P(301);
@@ -104,6 +106,31 @@ test('a job with no receipt: each provider selected, with the non-delivery signe
     await ev.add(nd);
     const got = await attemptsOf(records, ev, j.address);
     assert.deepEqual(got.map((a) => [a.provider, a.selection.address, a.nondelivery?.address]), [[PROV.did, s1.address, nd.address], [OTHER.did, s2.address, undefined]]);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a failed attempt on a pool member’s offer shows the /2 non-delivery, filed under the pool’s DID (the one `c0mpute reputation` counts)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-history-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const member = MEMBERS[0]!;
+    const party = { did: member, signer: keyOf(member) };
+    const ad = seal(T.advert, { ...pooledAdvert(proof(roster(), party.signer)), workloads: ['infer.llm'], issuedAt: NOW - 1000 }, party.signer) as Opened<Advert>;
+    const j = job(BUYER, { nonce: new Uint8Array([9, 33]) });
+    const o = offer(party, j, ad);
+    const s = seal(T.selection, { job: j.address, buyer: BUYER.did, policy: 'cheapest', winner: o.address, considered: [{ provider: member, offer: o.address }], decidedAt: NOW + 1 }, BUYER.signer) as Opened<Selection>;
+    for (const r of [j, ad, o, s]) await records.put(r);
+    const nd = signNonDelivery({ job: j, selection: s, offer: o, advert: ad, reason: 'refused', signedAt: NOW + 10, signer: BUYER.signer });
+    assert.equal(nd.type, T.nondelivery2);
+    await ev.add(nd);
+    assert.equal(ev.nondeliveriesAbout(POOL).length, 1, 'the store files it under the pool');
+    const got = await attemptsOf(records, ev, j.address);
+    assert.deepEqual(got.map((a) => [a.provider, a.selection.address, a.nondelivery?.address]), [[member, s.address, nd.address]]);
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
