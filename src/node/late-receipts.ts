@@ -15,6 +15,11 @@
  *   offer (provider, price), the job (input hash, workload), and its times are
  *   possible (not after now, nor started before the offer was issued, beyond
  *   the clock-skew window: impossibleReceiptTimes)    → else ignore RECEIPT_NOT_SELECTED
+ *   or, for a pool: the selected coordinator went down, and another member of
+ *   its pool failed the job from the dispatch trail (docs/pools.md "A
+ *   coordinator that crashes"): a failed POOL_COORDINATOR_LOST receipt for the
+ *   winning offer, whose advert (held here) is a pool's, signed by a member
+ *   whose own chain proves that same pool (providerOf)
  *
  * Ignored, not rejected: nothing is held against the sender (a provider that
  * ran another buyer's job simply has nothing to tell this one), and the record
@@ -25,7 +30,8 @@ import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Job, Offer, Receipt, Selection } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
-import { receiptProviderFor } from '../pools/chain.js';
+import { providerOf, receiptProviderFor } from '../pools/chain.js';
+import { LOST_CODE } from '../pools/outcome.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 
 export const LATE_RECEIPT_ERR = { NOT_OWN_JOB: 'RECEIPT_NOT_OWN_JOB', NOT_SELECTED: 'RECEIPT_NOT_SELECTED' } as const;
@@ -56,18 +62,39 @@ export async function checkOwnReceipt(rec: Opened<Receipt>, l: OwnReceiptLookups
   if (!job || job.signer !== l.did) throw notOwn('the job is not one this node published');
   const sel = (await l.selections(r.job)).find((s) => s.record.job === r.job && s.record.buyer === l.did && s.record.winner === r.offer);
   if (!sel) throw notSelected('no selection of the job names its offer as the winner');
-  if (selectedProvider(sel.record) !== rec.signer) throw notSelected('its signer is not the provider selected');
-  if (r.inputHash !== job.record.input.hash || r.workload !== job.record.workload) throw notSelected('its input hash or workload is not the job’s');
+  const selected = selectedProvider(sel.record);
   const offer = await l.offer(r.offer);
+  if (selected !== rec.signer && !lostByPoolMember(rec, selected, offer, l)) throw notSelected('its signer is not the provider selected, nor a member of the selected pool that failed the job as its coordinator’s lost');
+  if (r.inputHash !== job.record.input.hash || r.workload !== job.record.workload) throw notSelected('its input hash or workload is not the job’s');
   if (offer) {
-    if (offer.signer !== rec.signer || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price)) throw notSelected('it does not match the offer (signer, job or price)');
-    if (r.provider !== receiptProviderFor(rec.signer, l.advert(offer.record.advert))) throw notSelected('it names another provider than the offer’s');
+    if (offer.signer !== selected || offer.record.job !== r.job || !moneyEquals(offer.record.price, r.price)) throw notSelected('it does not match the offer (signer, job or price)');
+    if (r.provider !== receiptProviderFor(offer.signer, l.advert(offer.record.advert))) throw notSelected('it names another provider than the offer’s');
   } else if (r.provider !== rec.signer && !r.pool) {
     throw notSelected('it names another provider than its signer');
   }
   // as the exec stream's receipt (buyer.ts): a claim is dated by this buyer's clock, so the window applies both ways
   const impossible = impossibleReceiptTimes(r, offer?.record.issuedAt, now, l.skewMs);
   if (impossible) throw notSelected(impossible);
+}
+
+/**
+ * Whether `rec` is the POOL_COORDINATOR_LOST receipt another member of the selected coordinator's pool signed for its
+ * offer (docs/pools.md "A coordinator that crashes"): failed with that code, for the selected offer, held here with
+ * the advert it cites, which is a pool's (receiptProviderFor); and the receipt's own chain proves its signer a member
+ * of that same pool (providerOf: the roster signed by the pool, the signer's countersignature of it). Any other key,
+ * a member of another pool, or any other receipt from a member is not taken.
+ */
+function lostByPoolMember(rec: Opened<Receipt>, selected: string | undefined, offer: Opened<Offer> | undefined, l: OwnReceiptLookups): boolean {
+  const r = rec.record;
+  if (selected === undefined || !offer || offer.signer !== selected || !r.pool) return false;
+  if (r.status !== 'failed' || r.failure?.code !== LOST_CODE) return false;
+  try {
+    const pool = receiptProviderFor(selected, l.advert(offer.record.advert));
+    return pool !== selected && r.provider === pool && providerOf(rec) === pool;
+  } catch {
+    // a chain that does not verify proves nothing
+    return false;
+  }
 }
 
 /**
