@@ -84,10 +84,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       },
       // the receipts this node heard for a job (gossip on the job's market, or delivered to it as buyer)
       heardReceipts: (job) => o.market.evidence.receiptsOf(job),
-      publishReceipt: async (r) => {
-        await o.market.addEvidence(r);
-        await o.net.publish('receipt', r.bytes).catch(() => undefined);
-      },
+      publishReceipt: poolReceiptPublisher({ addEvidence: (r) => o.market.addEvidence(r), publish: (r) => o.net.publish('receipt', r.bytes) }),
       slots: { take: (job) => o.provider?.takeSlot(job), give: (job) => o.provider?.giveSlot(job) },
       onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
       ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
@@ -261,6 +258,26 @@ function keepReceiptHere(o: OverlayNode, keepReceipt: (r: Opened<Receipt>, until
     // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
     await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
     await o.market.addEvidence(r, offer);
+  };
+}
+
+/** Where a receipt a pool member signs outside an exec stream goes (poolReceiptPublisher). */
+export interface PoolReceiptPaths {
+  /** Keep it in the evidence store. */
+  addEvidence(r: Opened<Receipt>): Promise<unknown>;
+  /** Gossip it (no peers is not an error). */
+  publish(r: Opened<Receipt>): Promise<unknown>;
+}
+
+/**
+ * The pool member's `publishReceipt` (src/roles/pool-member/member.ts): what is done with a receipt this member signed
+ * outside an exec stream, the POOL_COORDINATOR_LOST receipt closing a silent coordinator's dispatch: kept as evidence,
+ * then gossiped.
+ */
+export function poolReceiptPublisher(d: PoolReceiptPaths): (r: Opened<Receipt>) => Promise<void> {
+  return async (r) => {
+    await d.addEvidence(r);
+    await d.publish(r).catch(() => undefined);
   };
 }
 
