@@ -84,7 +84,8 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       },
       // the receipts this node heard for a job (gossip on the job's market, or delivered to it as buyer)
       heardReceipts: (job) => o.market.evidence.receiptsOf(job),
-      publishReceipt: poolReceiptPublisher({ addEvidence: (r) => o.market.addEvidence(r), publish: (r) => o.net.publish('receipt', r.bytes) }),
+      // kept, sent to the job's buyer directly (a default buyer joins no outcome topic) and gossiped
+      publishReceipt: poolReceiptPublisher({ addEvidence: (r) => o.market.addEvidence(r), publish: (r) => o.net.publish('receipt', r.bytes), ...(deliveryDeps.deliver ? { deliver: deliveryDeps.deliver } : {}) }),
       slots: { take: (job) => o.provider?.takeSlot(job), give: (job) => o.provider?.giveSlot(job) },
       onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
       ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
@@ -267,16 +268,23 @@ export interface PoolReceiptPaths {
   addEvidence(r: Opened<Receipt>): Promise<unknown>;
   /** Gossip it (no peers is not an error). */
   publish(r: Opened<Receipt>): Promise<unknown>;
+  /** Send it to the job's buyer directly, now and when it connects, kept across a restart (the provider's receipt delivery); not awaited. */
+  deliver?(r: Opened<Receipt>): void;
 }
 
 /**
  * The pool member's `publishReceipt` (src/roles/pool-member/member.ts): what is done with a receipt this member signed
  * outside an exec stream, the POOL_COORDINATOR_LOST receipt closing a silent coordinator's dispatch: kept as evidence,
- * then gossiped.
+ * sent to the job's buyer directly (receipt-delivery.ts: at once, again each time it connects, kept on disk until it
+ * answers or lapses), and gossiped. The buyer takes it as its own evidence although another member than the one it
+ * selected signed it (src/node/late-receipts.ts: the receipt's chain proves that member of the selected pool). Before,
+ * it was only gossiped: a buyer with the default `network.outcomes: auto` joins no receipt topic, so it never held the
+ * job's outcome (docs/pools.md "A coordinator that crashes").
  */
 export function poolReceiptPublisher(d: PoolReceiptPaths): (r: Opened<Receipt>) => Promise<void> {
   return async (r) => {
     await d.addEvidence(r);
+    d.deliver?.(r);
     await d.publish(r).catch(() => undefined);
   };
 }
