@@ -17,6 +17,8 @@ import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 import type { ExecContext } from '../provider/executors.js';
 import { TrainerWorker } from './worker.js';
 import { citeOf } from '../gang-cite.js';
+import { hashHex } from '../../records/address.js';
+import { isRunning, markRunning, writeMark, type MemberJobMark } from './run-dirs.js';
 
 export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
   const host = ctx.host;
@@ -36,28 +38,46 @@ export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
     throw new C0Error('TRAIN_GANG_CITE', `the job cites member ${cite.member} of claim ${cite.claim.slice(0, 80)}, which is not this provider in this run`);
   }
   const total = run.record.epochs * run.record.stepsPerEpoch;
-  const w = new TrainerWorker({
-    signer: host.signer,
-    did: host.did,
-    run,
-    addrs: {},
-    net: host.net,
-    dir: join(host.dir, run.address.slice(7, 23)),
-    clock: () => Date.now(),
-    onEvent: (e) => {
-      if (e.e === 'step') ctx.onProgress({ fraction: (e.step + 1) / total, units: e.step + 1, message: `step ${e.step} loss ${e.loss.toFixed(4)}` });
-    },
-  });
-  await w.start();
-  const abort = () => w.box.close(new C0Error('EXEC_ABORTED', 'the job was stopped'));
-  ctx.signal.addEventListener('abort', abort, { once: true });
+  const dir = join(host.dir, run.address.slice(7, 23));
+  // the run's directory is this job's while it runs: not reconciled nor pruned (run-dirs.ts), nor taken by a second job
+  if (isRunning(dir)) throw new C0Error('TRAIN_BUSY', `a member job of run ${run.address} already runs on this node`);
+  const release = markRunning(dir);
+  let mark: MemberJobMark | undefined;
   try {
-    await w.join();
-    await w.run();
+    const w = new TrainerWorker({
+      signer: host.signer,
+      did: host.did,
+      run,
+      addrs: {},
+      net: host.net,
+      dir,
+      clock: () => Date.now(),
+      onEvent: (e) => {
+        if (e.e === 'step') ctx.onProgress({ fraction: (e.step + 1) / total, units: e.step + 1, message: `step ${e.step} loss ${e.loss.toFixed(4)}` });
+      },
+    });
+    // the directory is now the run's (not refused: TRAIN_RUN_EXISTS): marked as this job's, so its start after a
+    // crash ends it and the job history drops it (run-dirs.ts)
+    mark = { inputHash: hashHex(ctx.input), startedAt: Date.now() };
+    writeMark(dir, mark);
+    await w.start();
+    const abort = () => w.box.close(new C0Error('EXEC_ABORTED', 'the job was stopped'));
+    ctx.signal.addEventListener('abort', abort, { once: true });
+    try {
+      await w.join();
+      await w.run();
+    } finally {
+      ctx.signal.removeEventListener('abort', abort);
+      await w.stop();
+    }
+    const s = w.statusView();
+    return new TextEncoder().encode(JSON.stringify({ run: run.address, member: host.did, status: s.status, weights: s.weights, accuracy: s.accuracy, epochs: s.epochs }));
   } finally {
-    ctx.signal.removeEventListener('abort', abort);
-    await w.stop();
+    try {
+      if (mark) writeMark(dir, { ...mark, endedAt: Date.now() });
+    } catch {
+      // not ended on disk (a full disk): the next start ends it (reconcileRunDirs), and the history drops it after
+    }
+    release();
   }
-  const s = w.statusView();
-  return new TextEncoder().encode(JSON.stringify({ run: run.address, member: host.did, status: s.status, weights: s.weights, accuracy: s.accuracy, epochs: s.epochs }));
 }

@@ -6,13 +6,16 @@
  * step or epoch commitments or countersignatures is not trained in again
  * (`refuseEvidence`). Part of src/roles/trainer/worker.ts.
  */
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { osReason } from '../../util/os-reason.js';
 
 /** Where a worker keeps the run's signed records: a run directory holding any is refused (TRAIN_RUN_EXISTS). */
 const EVIDENCE = ['steps', 'epochs', 'witnessed'];
+
+/** A provider's member job's mark in its run directory (run-dirs.ts); once `prunedAt`, a tombstone of the run's records. */
+export const MEMBER_JOB_FILE = 'member-job.json';
 
 /**
  * A run is not restarted over its own evidence: a second `train join` on a
@@ -21,6 +24,19 @@ const EVIDENCE = ['steps', 'epochs', 'witnessed'];
  * epochs. TRAIN_RUN_EXISTS names the directory; nothing in it is changed.
  */
 export function refuseEvidence(dir: string): void {
+  // the records were signed here and dropped with the job history (run-dirs.ts): the same holds for them
+  const mark = join(dir, MEMBER_JOB_FILE);
+  if (existsSync(mark)) {
+    let prunedAt: unknown;
+    try {
+      prunedAt = (JSON.parse(readFileSync(mark, 'utf8')) as { prunedAt?: unknown }).prunedAt;
+    } catch {
+      prunedAt = undefined;
+    }
+    if (prunedAt !== undefined) {
+      throw new C0Error('TRAIN_RUN_EXISTS', `${dir} held this run’s signed records, dropped with the job history (history.keepDays): a run is not restarted over them (sign a new run with train start; nothing was changed)`, { detail: { path: mark } });
+    }
+  }
   for (const sub of EVIDENCE) {
     const d = join(dir, sub);
     if (existsSync(d) && readdirSync(d).length > 0) {
