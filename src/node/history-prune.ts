@@ -3,7 +3,9 @@
  * history"): jobs that many days past their deadline, with their selections,
  * the offers and claims those weighed, and claim refusals (the record store),
  * a provider's note of each job it ran (provider-runs), and a pool member's
- * dispatch trail and run notes (pools/trail.ts). A pass runs shortly after
+ * dispatch trail and run notes (pools/trail.ts); a provider's finished
+ * training member runs (src/roles/trainer/run-dirs.ts TrainRunDirs) in a
+ * pass of their own (src/node/provider-wiring.ts). A pass runs shortly after
  * start and then every `everyMs`; it deletes in batches, yielding to the event
  * loop between them, so a node told to keep less after months of history does
  * not stall. Stopping waits for a batch in flight, so the store is never

@@ -6,7 +6,9 @@
  * (exec/1, job-push/1, and the steward's preempt/1). Split out of overlay.ts:
  * it sets the overlay's `provider`, `poolMember` and `presencePublisher`.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Counter } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
@@ -34,6 +36,8 @@ import { ProviderRuns } from '../store/provider-runs.js';
 import { ReceiptDelivery, type ReceiptDeliveryDeps } from '../roles/provider/receipt-delivery.js';
 import { OUTCOME_PROTOCOL } from '../net/offer-route.js';
 import type { IdentifyResult } from '@libp2p/interface';
+import { reconcileRunDirs, TrainRunDirs, type EndedLookup } from '../roles/trainer/run-dirs.js';
+import { startHistoryPruning } from './history-prune.js';
 
 /** What the provider wiring needs from the overlay beyond its public fields. */
 export interface ProviderWiringHooks {
@@ -69,6 +73,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   seed.fill(0);
   const state = o.sub('provider');
   const { runs, processes, deliveryDeps, keepReceipt } = await openProviderState(o, h);
+  await trainRunsHistory(o, runs, h);
   const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry, clock: o.clock });
   for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
   if (config.pool) {
@@ -259,6 +264,75 @@ function keepReceiptHere(o: OverlayNode, keepReceipt: (r: Opened<Receipt>, until
     // before the buyer gets the receipt (nothing acknowledged is lost: a restart must not run the job again)
     await keepReceipt(r, Math.max(job.record.deadline, r.record.completedAt));
     await o.market.addEvidence(r, offer);
+  };
+}
+
+/**
+ * The run directories the provider's training member jobs leave under `<data dir>/train` (src/roles/trainer/run-dirs.ts;
+ * docs/training.md "A provider's run directories"), at its start, before its crash recovery runs:
+ *
+ * - each run a crash or kill left (status.json still `training`) is ended now, with what its job's receipt says: the
+ *   receipt kept for the job of a run note left (the job's input hash is the run directory's), else
+ *   EXEC_PROVIDER_CRASHED, which the crash recovery that follows signs for that note; else a failed receipt this
+ *   provider signed for that input (an earlier start's); else TRAIN_INTERRUPTED;
+ * - the finished runs are dropped with the job history, history.keepDays past their end (a pass of their own, as
+ *   history-prune.ts runs the stores': 2 s after start, then every 10 minutes; counted in
+ *   c0mpute_history_pruned_total). Before, they stayed for good (about 88 KiB and 16 files for a 10-step run).
+ */
+export async function trainRunsHistory(o: OverlayNode, runs: ProviderRuns, h: Pick<ProviderWiringHooks, 'onStop'>): Promise<void> {
+  const root = join(o.d.dataDir, 'train');
+  const log = o.log.child({ role: 'provider', overlay: o.name });
+  if (existsSync(root)) {
+    const ended = await interruptedRunEnds(runs, (at) => o.market.getBytes(at), () => o.market.evidence.receiptsAbout(o.did));
+    reconcileRunDirs(root, { now: o.clock(), log, ended });
+  }
+  const keepDays = o.d.config.history.keepDays;
+  if (keepDays <= 0) return;
+  const p = startHistoryPruning({
+    stores: [new TrainRunDirs(root, o.clock)],
+    keepDays,
+    clock: o.clock,
+    log,
+    onPruned: (n) => (o.registry.getSingleMetric('c0mpute_history_pruned_total') as Counter | undefined)?.inc(n),
+  });
+  h.onStop(() => p.stop());
+}
+
+/** The words of the EXEC_PROVIDER_CRASHED receipt the crash recovery signs for a run note (crash-recovery.ts failCrashedRuns). */
+const CRASHED_RUN_MESSAGE = 'the provider stopped while the work ran; it ended with the process';
+
+/**
+ * How the job of a training run a crash left ended, by the job's input hash (the run directory's mark), at the
+ * provider's start before its crash recovery: for a run note left, the receipt kept for its job, else
+ * EXEC_PROVIDER_CRASHED with the words the crash recovery signs it with (crash-recovery.ts failCrashedRuns); else a
+ * failed receipt this provider signed for that input (`signed`: an earlier start's); else undefined.
+ */
+export async function interruptedRunEnds(
+  runs: Pick<ProviderRuns, 'notes' | 'receiptOf'>,
+  receiptBytes: (address: string) => Promise<Uint8Array | undefined>,
+  signed: () => Iterable<Opened<Receipt>>,
+): Promise<EndedLookup> {
+  const byInput = new Map<string, { code: string; message: string; job: string }>();
+  for (const n of await runs.notes().catch(() => [])) {
+    try {
+      const job = open(n.jobEnvelope, T.job, { trusted: true });
+      const at = await runs.receiptOf(n.job);
+      const bytes = at === undefined ? undefined : await receiptBytes(at);
+      const kept = bytes ? open(bytes, T.receipt, { trusted: true }).record : undefined;
+      // none kept: the crash recovery that follows signs it
+      const failure = kept ? kept.failure : { code: 'EXEC_PROVIDER_CRASHED', message: CRASHED_RUN_MESSAGE };
+      if (failure) byInput.set(job.record.input.hash, { code: failure.code, message: failure.message, job: n.job });
+    } catch {
+      // a note that does not open: the crash recovery drops it, and its run is TRAIN_INTERRUPTED
+    }
+  }
+  let held: Map<string, Opened<Receipt>> | undefined;
+  return (hash) => {
+    const noted = byInput.get(hash);
+    if (noted) return noted;
+    held ??= new Map([...signed()].flatMap((r) => (r.record.failure ? [[r.record.inputHash, r] as const] : [])));
+    const r = held.get(hash);
+    return r?.record.failure ? { code: r.record.failure.code, message: r.record.failure.message, job: r.record.job } : undefined;
   };
 }
 
