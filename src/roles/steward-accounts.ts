@@ -701,27 +701,42 @@ export class ClaimAccounts {
   async #lastLook(due: OpenJob[]): Promise<void> {
     const ask = this.d.askJobs;
     if (!ask) return;
-    const parties = new Map<string, string[]>();
-    for (const oj of due) {
-      if (oj.gang !== undefined) continue;
-      for (const p of new Set([oj.buyer, oj.provider ?? [...oj.winners][0]])) {
-        if (!p || p === this.d.did) continue;
-        const jobs = parties.get(p);
-        if (jobs) jobs.push(oj.claim);
-        else parties.set(p, [oj.claim]);
+    const asked = new Set<string>();
+    /** Each party of a claim still open not asked yet about it → the claims to ask it about. */
+    const round = (): Map<string, string[]> => {
+      const parties = new Map<string, string[]>();
+      for (const oj of due) {
+        if (oj.gang !== undefined || this.#open.get(oj.claim) !== oj) continue;
+        for (const p of new Set([oj.buyer, oj.provider ?? [...oj.winners][0]])) {
+          if (!p || p === this.d.did || asked.has(`${p} ${oj.claim}`)) continue;
+          asked.add(`${p} ${oj.claim}`);
+          const jobs = parties.get(p);
+          if (jobs) jobs.push(oj.claim);
+          else parties.set(p, [oj.claim]);
+        }
       }
-    }
-    if (!parties.size) return;
-    const look = Promise.all([...parties].map(([p, jobs]) => ask(p, ['selection', 'receipt'], jobs).catch(() => undefined))).then(async () => {
+      return parties;
+    };
+    const ask1 = async (parties: Map<string, string[]>): Promise<void> => {
+      await Promise.all([...parties].map(([p, jobs]) => ask(p, ['selection', 'receipt'], jobs).catch(() => undefined)));
       for (const oj of due) if (oj.pending?.size && this.#open.get(oj.claim) === oj) await this.#resolvePending(oj);
+    };
+    const first = round();
+    if (!first.size) return;
+    // a claim whose provider was not known (a claims store from before winners were kept, a selection never resolved)
+    // learns it from the buyer's selection: that provider, which holds the receipt, is asked in a second round
+    const look = ask1(first).then(async () => {
+      const second = round();
+      if (second.size && !this.d.stopped()) await ask1(second);
     });
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      await Promise.race([look.catch((e) => this.d.log.debug({ err: (e as Error).message }, 'last look before a deadline release failed')), new Promise<void>((ok) => (timer = setTimeout(ok, DEADLINE_LOOK_MS)))]);
+      // unref'd: a stop during the look does not keep the process for the rest of it
+      await Promise.race([look.catch((e) => this.d.log.debug({ err: (e as Error).message }, 'last look before a deadline release failed')), new Promise<void>((ok) => (timer = setTimeout(ok, DEADLINE_LOOK_MS).unref()))]);
     } finally {
       clearTimeout(timer);
     }
-    this.d.log.debug({ claims: due.length, parties: parties.size }, 'asked claims’ parties for their receipts before releasing them at their deadline');
+    this.d.log.debug({ claims: due.length, asked: asked.size }, 'asked claims’ parties for their receipts before releasing them at their deadline');
   }
 
   /** The provider doing a claim's work: the signer of the latest selection's winning offer, or the first winner chosen. */

@@ -11,7 +11,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Opened } from '../../../src/records/envelope.js';
-import type { Job, Receipt } from '../../../src/records/kinds.js';
+import { T, type Job, type Offer, type Receipt, type Selection } from '../../../src/records/kinds.js';
+import { seal } from '../../../src/records/envelope.js';
 import { PoolState, treeFromYaml } from '../../../src/pool/index.js';
 import { Ledger } from '../../../src/ledger/index.js';
 import { ClaimAccounts, START_LOOK_MS } from '../../../src/roles/steward-accounts.js';
@@ -32,7 +33,7 @@ const provider = P(21);
  * party hands over when asked for the records naming `jobs` (each goes through the accounts' receipt handler, as the
  * steward's gossip handler does).
  */
-async function rig(dir: string, answer: (party: string, jobs: string[]) => Promise<Array<Opened<Receipt>>>) {
+async function rig(dir: string, answer: (party: string, jobs: string[]) => Promise<Array<Opened<Receipt> | Opened<Selection>>>, offers = new Map<string, Opened<Offer>>()) {
   const clock = fakeClock(NOW);
   const mono = fakeClock(1_000);
   const ledger = await Ledger.open(join(dir, 'ledger'), { signer: steward, now: clock });
@@ -49,21 +50,24 @@ async function rig(dir: string, answer: (party: string, jobs: string[]) => Promi
     append: (e, o) => ledger.append(e, o),
     forget: () => {},
     freed: async () => {},
-    winners: new WinnerResolver({ offer: async () => undefined, advert: async () => undefined }),
+    winners: new WinnerResolver({ offer: async (a) => offers.get(a), advert: async () => undefined }),
     askJobs: async (party, kinds, jobs) => {
       asked.push({ party, kinds, jobs });
-      for (const r of await answer(party, jobs)) await accounts.onReceipt(r);
+      for (const r of await answer(party, jobs)) {
+        if (r.type === T.selection) await accounts.onSelection(r as Opened<Selection>);
+        else await accounts.onReceipt(r as Opened<Receipt>);
+      }
       return { accepted: 0, failed: {} };
     },
   });
   mono.advance(START_LOOK_MS); // the network is up
   /** An admitted claim for a job of the buyer's whose deadline is `ago` ms past (+ the 5 s grace), its provider chosen. */
-  const admitted = async (n: number, ago: number) => {
+  const admitted = async (n: number, ago: number, chosen = true) => {
     const j: Opened<Job> = job(buyer, { nonce: new Uint8Array([n, 7]), announcedAt: NOW - 600_000, deadline: NOW - 5_000 - ago });
     await ledger.append({ event: 'Admitted', claim: j.address, entitlement: 'lab', reserved: { uj: 10_000_000, grade: 'Estimator' }, devices: 1, borrowed_uj: 0 });
     const o = offer(provider, j, 'sha256:' + '44'.repeat(32));
     const oj = accounts.track(j.address, 'lab', buyer.did, j.record.deadline);
-    await accounts.choose(oj, { offer: o.address, provider: provider.did, advert: o.record.advert, advertKnown: false });
+    if (chosen) await accounts.choose(oj, { offer: o.address, provider: provider.did, advert: o.record.advert, advertKnown: false });
     return { j, o };
   };
   const released = async () => (await ledger.records(0)).filter((e) => e.event === 'Released');
@@ -98,6 +102,35 @@ describe('a claim released at its deadline', () => {
           [provider.did, ['selection', 'receipt'], [j.address]],
         ].sort(),
       );
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('with no provider known (a claims store from before winners were kept), the provider the buyer’s selection names is asked in a second round', async () => {
+    const t = tempDir('c0-deadline-look-nowinner-');
+    const offers = new Map<string, Opened<Offer>>();
+    let state: { j: Opened<Job>; o: Opened<Offer> } | undefined;
+    const r = await rig(
+      t.dir,
+      async (party) => {
+        const { j, o } = state!;
+        // the buyer hands over its selection only; the provider holds the completed receipt
+        if (party === buyer.did) return [seal(T.selection, { job: j.address, buyer: buyer.did, policy: 'cheapest', winner: o.address, considered: [{ provider: provider.did, offer: o.address }], decidedAt: NOW - 500_000 }, buyer.signer) as Opened<Selection>];
+        return party === provider.did ? [receipt(provider, buyer, o, { energy: { uj: 100_177_001, grade: 'HwShunt' } })] : [];
+      },
+      offers,
+    );
+    try {
+      const j = job(buyer, { nonce: new Uint8Array([5, 7]), announcedAt: NOW - 600_000, deadline: NOW - 6_000 });
+      const o = offer(provider, j, 'sha256:' + '44'.repeat(32));
+      offers.set(o.address, o);
+      state = { j, o };
+      await r.admitted(5, 1_000, false);
+      await until(async () => (await r.released()).length === 1, 'the release');
+      assert.deepEqual((await r.released())[0]!.actual, { uj: 100_177_001, grade: 'HwShunt' });
+      assert.deepEqual(r.asked.map((a) => a.party), [buyer.did, provider.did]);
     } finally {
       await r.close();
       t.cleanup();
