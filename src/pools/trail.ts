@@ -18,6 +18,8 @@
  * recovery tick reads only those. Trail entries written before the indexes
  * are indexed by the first open that finds them, dated by the later of that
  * open and their job's deadline; run notes from before then are kept.
+ * Watchers (`watch`) are told of each durable write of the trail: the
+ * operator's figures (src/roles/pool-member/status.ts) keep up with it so.
  */
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
@@ -27,6 +29,15 @@ import { timeKey, type Sub } from '../store/db.js';
 import type { HistoryPruned } from '../store/records.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+
+/**
+ * What a write changed, told to the trail's watchers (DispatchTrail.watch) once its synced batch is done: the jobs
+ * whose entries changed (recorded, closed, dropped with the history), and the roster a new dispatch kept (`~r!`).
+ */
+export interface TrailChange {
+  jobs: readonly string[];
+  roster?: string;
+}
 
 export interface TrailEntry {
   dispatch: Uint8Array;
@@ -114,6 +125,7 @@ export class DispatchTrail {
   #openBy: Map<string, number> | undefined;
   /** The rosters dispatches were recorded under (`~r!`), by address. */
   #rosters = new Map<string, Uint8Array>();
+  #watchers = new Set<(c: TrailChange) => void>();
 
   constructor(
     private db: Sub,
@@ -128,6 +140,30 @@ export class DispatchTrail {
   rosterOf(address: string): Opened<PoolRoster> | undefined {
     const b = this.#rosters.get(address);
     return b ? open(b, T.poolRoster, { trusted: true }) : undefined;
+  }
+
+  /** Whether a roster a dispatch was recorded under is kept here (`rosterOf` finds it, now and from now on). */
+  hasRoster(address: string): boolean {
+    return this.#rosters.has(address);
+  }
+
+  /**
+   * Be told of each write once it is durable (the operator's figures, src/roles/pool-member/status.ts, keep up with
+   * the trail this way instead of reading it whole). Returns the function that stops it.
+   */
+  watch(f: (c: TrailChange) => void): () => void {
+    this.#watchers.add(f);
+    return () => this.#watchers.delete(f);
+  }
+
+  #told(c: TrailChange): void {
+    for (const f of this.#watchers) {
+      try {
+        f(c);
+      } catch (e) {
+        this.log?.warn({ err: (e as Error).message }, 'pool: a watcher of the dispatch trail failed');
+      }
+    }
   }
 
   /**
@@ -232,6 +268,7 @@ export class DispatchTrail {
     );
     if (newRoster) this.#rosters.set(newRoster.address, newRoster.bytes);
     this.#count(key, 1);
+    this.#told({ jobs: [job], ...(newRoster ? { roster: newRoster.address } : {}) });
     return { entry, fresh: true };
   }
 
@@ -257,6 +294,7 @@ export class DispatchTrail {
     if (open) ops.push({ type: 'del', key: `${OPEN}${key}` });
     await this.db.batch(ops, sync);
     if (open) this.#count(key, -1);
+    this.#told({ jobs: [job] });
     return 1;
   }
 
@@ -283,11 +321,30 @@ export class DispatchTrail {
     return out;
   }
 
-  /** Every entry kept (the history of `history.keepDays`; the operator's status reads it, nothing on a timer does). */
+  /** Every entry kept (the history of `history.keepDays`), all at once: tests and benches; the operator's figures read `byJob`. */
   async all(): Promise<Array<{ job: string; entry: TrailEntry }>> {
     const out: Array<{ job: string; entry: TrailEntry }> = [];
     for await (const [k, v] of this.db.iterator({ lt: '~' })) out.push({ job: k.slice(0, k.indexOf('|')), entry: decodeCanonical(v) as unknown as TrailEntry });
     return out;
+  }
+
+  /**
+   * Every entry kept, one job at a time (its entries in key order, as `entries` gives them), read from one iterator:
+   * the caller may wait between jobs (the iterator reads what the trail held when it began).
+   */
+  async *byJob(): AsyncGenerator<{ job: string; entries: TrailEntry[] }> {
+    let cur: { job: string; entries: TrailEntry[] } | undefined;
+    for await (const [k, v] of this.db.iterator({ lt: '~' })) {
+      const job = k.slice(0, k.indexOf('|'));
+      const entry = decodeCanonical(v) as unknown as TrailEntry;
+      if (cur?.job === job) {
+        cur.entries.push(entry);
+        continue;
+      }
+      if (cur) yield cur;
+      cur = { job, entries: [entry] };
+    }
+    if (cur) yield cur;
   }
 
   /**
@@ -299,12 +356,15 @@ export class DispatchTrail {
   pruneHistory(before: number, max = 1000, after?: string): Promise<HistoryPruned> {
     return this.#serial(async () => {
       const open: string[] = [];
+      const jobs = new Set<string>();
       const r = await pruneAged(this.db, before, max, after, async (key) => {
+        jobs.add(key.slice(0, key.indexOf('|')));
         if ((await this.db.get(`${OPEN}${key}`)) === undefined) return [];
         open.push(key);
         return [{ type: 'del', key: `${OPEN}${key}` }];
       });
       for (const k of open) this.#count(k, -1);
+      if (jobs.size) this.#told({ jobs: [...jobs] });
       if (open.length) this.log?.warn({ dropped: open.length, entries: open.slice(0, 5) }, 'pool: dropped dispatches never closed here, past history.keepDays (their outcome was never heard by this member)');
       return r;
     });

@@ -24,7 +24,7 @@ import type { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { SlotRun } from '../provider/provider.js';
 import type { ProviderPoolHooks } from './hooks.js';
-import { disputedJobs, failureCodes, tallyTrail } from './status.js';
+import { TrailFigures } from './status.js';
 import type { PoolReply } from './protocol.js';
 import { serveMember } from './serve.js';
 import { RosterState } from './roster-state.js';
@@ -159,6 +159,8 @@ export class PoolMember {
 
   #rs: RosterState;
   #co: PoolCoordinator;
+  /** The operator's figures over the trail, kept up to date as it is written (status.ts). */
+  #figures: TrailFigures;
 
   constructor(private d: PoolMemberDeps) {
     this.#rs = new RosterState(d.did, d.roster, d.membership);
@@ -170,6 +172,15 @@ export class PoolMember {
         d.log.warn({ member: x.membership.signer, err: code(e) }, 'pool: a kept `left` record of another member does not check out; ignored');
       }
     }
+    this.#figures = new TrailFigures(
+      d.trail,
+      {
+        pool: this.pool,
+        roster: (a) => this.#rs.rosterOf(a) ?? d.trail.rosterOf(a),
+        view: () => `${this.#rs.roster.address} ${this.#rs.newest.address} ${this.#rs.left?.roster.address ?? ''}`,
+      },
+      d.log,
+    );
     if (d.registry) {
       const registers = [d.registry];
       this.#m = {
@@ -245,12 +256,14 @@ export class PoolMember {
       this.#timer = setLongTimeout(() => void this.#pingAll().then(() => this.tick()).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs).unref();
     };
     loop();
+    this.#figures.warmIn();
   }
 
   stop(): void {
     this.#openGate?.();
     this.#stopped = true;
     this.#timer?.clear();
+    this.#figures.stop();
   }
 
   async #pingAll(): Promise<void> {
@@ -520,9 +533,7 @@ export class PoolMember {
     const e = this.elected(now);
     const live = this.live();
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
-    const all = await this.d.trail.all();
-    const held = { pool: this.pool, roster: (a: string) => this.#rs.rosterOf(a) ?? this.d.trail.rosterOf(a) };
-    const per = tallyTrail(all, this.members, held);
+    const f = await this.#figures.read();
     return {
       pool: this.pool,
       roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
@@ -531,17 +542,17 @@ export class PoolMember {
       quoting: this.#ready && !this.#rs.left && !this.#rs.behind,
       left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
-      pending: all.filter((x) => x.entry.state === 'dispatched').length,
+      pending: f.pending,
       // the jobs and earnings below are those of the trail kept: `keepDays` past each job's deadline (0 = everything)
       ...(this.d.keepDays !== undefined ? { keepDays: this.d.keepDays } : {}),
-      failures: failureCodes(all, held),
+      failures: f.failures,
       // jobs two coordinators each completed (one of them did not do the work): no settlement of them counts
-      disputed: disputedJobs(all, held),
+      disputed: f.disputed,
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,
       members: this.#rs.roster.record.members.map((m) => {
-        const p = per.get(m.did)!;
+        const p = f.member(m.did);
         return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
