@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
   records: async () => (await import('./records.js')).run(),
   pool: async () => (await import('./pool.js')).run(),
   pools: async () => (await import('./pools.js')).run(),
+  'pool-figures': async () => (await import('./pool-figures.js')).run(),
   store: async () => (await import('./store.js')).run(),
   market: async () => (await import('./market.js')).run(),
   reputation: async () => (await import('./reputation.js')).run(),
