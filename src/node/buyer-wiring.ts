@@ -16,7 +16,7 @@ import { Buyer, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnsw
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
 import { admitJob } from '../roles/admission-client.js';
-import { execExchange, type ExecFrame, type ExecRequest } from '../roles/exec-protocol.js';
+import { execExchange, type ExecChannel, type ExecFrame, type ExecRequest } from '../roles/exec-protocol.js';
 import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
@@ -92,7 +92,7 @@ export class BuyerWiring {
           else this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
         });
       },
-      exec: (did, protocol, request, signal, heard) => this.#execStream(did, protocol, request, signal, heard),
+      exec: (did, protocol, request, signal, heard, sent) => this.#execStream(did, protocol, request, signal, heard, sent),
       store: async (rec) => {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
@@ -170,11 +170,24 @@ export class BuyerWiring {
     return { selection, offer };
   }
 
-  /** One exec/1 exchange as an async iterable of the provider's frames (input and output chunked, src/roles/exec-protocol.ts). */
-  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void): AsyncIterable<unknown> {
+  /**
+   * One exec/1 exchange as an async iterable of the provider's frames (input and output chunked,
+   * src/roles/exec-protocol.ts); `sent` is told once the request's end frame (after the input) is handed over.
+   */
+  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void): AsyncIterable<unknown> {
     // The buyer's signal bounds the exchange (the job's deadline plus a grace period).
     const ch = await this.o.net.openStream(did, protocol, { signal, limits: { deadlineMs: 7 * 24 * 3600_000 } });
-    yield* execExchange(ch, request, undefined, heard);
+    const told: ExecChannel = {
+      send: (f) => ch.send(f),
+      end: async () => {
+        await ch.end();
+        sent?.();
+      },
+      next: () => ch.next(),
+      closeWrite: () => ch.closeWrite(),
+      close: () => ch.close(),
+    };
+    yield* execExchange(sent ? told : ch, request, undefined, heard);
   }
 
   #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal): Promise<number> {

@@ -26,7 +26,7 @@ import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, EXEC_SILENCE_FACTOR, parseExecFram
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
-import { clearableTimeoutSignal, raceTimeout } from '../util/timers.js';
+import { clearableTimeoutSignal, raceTimeout, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { linkedSignal } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
@@ -62,6 +62,25 @@ export const INTERRUPT_WAIT_MS = 3_000;
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
 /** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
 export const BUYER_STALLED = 'BUYER_STALLED';
+
+/**
+ * A provider that promised no keepalives is given up once its quoted duration has overrun by as much again, and by
+ * at least this much (overrunLimitMs; docs/node.md "Buyer"): the silence a provider that promises keepalives is
+ * allowed (3 × 5 s), so a winner that quoted next to nothing and stalls is left while its runner-ups' offers (30 s by
+ * default) still hold.
+ */
+export const OVERRUN_GRACE_MS = 15_000;
+/** The code an attempt is given up with when its provider, which promised no keepalives, overran its quote (a `timeout` non-delivery). */
+export const EXEC_PROVIDER_OVERRAN = 'EXEC_PROVIDER_OVERRAN';
+
+/**
+ * How long a buyer waits, from the end of the input it sent, for the output (or the receipt) of a provider that
+ * promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs).
+ */
+export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS): number {
+  const d = Number.isFinite(durationMs) ? Math.max(0, durationMs) : 0;
+  return d + Math.max(d, graceMs);
+}
 
 /**
  * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
@@ -261,9 +280,10 @@ export interface BuyerDeps {
   publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2', env: Opened) => Promise<void>;
   /**
    * Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames (output chunks assembled
-   * into one before the receipt); `heard`, when given, is told of every frame as it arrives, each output chunk too.
+   * into one before the receipt); `heard`, when given, is told of every frame as it arrives, each output chunk too;
+   * `sent`, once the whole request (header and input) is sent.
    */
-  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void) => AsyncIterable<unknown>;
+  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void) => AsyncIterable<unknown>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
   /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
@@ -305,6 +325,8 @@ export interface BuyerDeps {
   stalls?: StallWatch;
   /** A freeze longer than this during an attempt spares the provider a non-delivery (default STALL_MS). */
   stallMs?: number;
+  /** The least overrun of its quote a provider that promised no keepalives is allowed (default OVERRUN_GRACE_MS). */
+  overrunGraceMs?: number;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -725,13 +747,16 @@ export class Buyer {
     }
     // On an overlay with a steward the provider runs only admitted work: the steward's Admitted entry goes with the request.
     // It asks for keepalives while the work runs: a provider that promises them and then falls silent is given up
-    // after silenceLimitMs (EXEC_PROVIDER_SILENT), inside a runner-up's offer, not at the connection's pings (30–45 s).
+    // after silenceLimitMs (EXEC_PROVIDER_SILENT), inside a runner-up's offer, not at the connection's pings (30–45 s);
+    // one that promises none is given up once it overran its quote (EXEC_PROVIDER_OVERRAN, SilenceWatch).
     const req: ExecRequest = { t: 'exec', selection: selection.bytes, job: job.bytes, offer: cand.offer.bytes, input, keepalive: true, ...(admission ? { admission } : {}) };
     // Give the provider until the deadline plus a grace period to deliver the receipt; the node's stop ends it sooner.
     const budget = Math.max(1, job.record.deadline - clock() + 5_000);
     // cleared when the attempt ends (below), so a deadline weeks away holds no timer past it
     const deadline = clearableTimeoutSignal(budget);
-    const silence = new SilenceWatch();
+    // A provider that promises no keepalives is held to its quote instead (overrunLimitMs); a claim quotes no duration.
+    const quotedMs = (cand.offer.record as Partial<Offer>).durationMs;
+    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, this.d.overrunGraceMs) } : undefined);
     // not AbortSignal.any: on Node 20 it leaves an entry on the node's stop signal per attempt, for good (signals.ts)
     const linked = linkedSignal([deadline.signal, this.#stop.signal, silence.signal]);
     const signal = linked.signal;
@@ -750,7 +775,7 @@ export class Buyer {
       return why && this.#localOutcome(why, frozenMs);
     };
     try {
-      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal, (f) => silence.heard(f))) {
+      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal, (f) => silence.heard(f), () => silence.sent())) {
         const f: ExecFrame = parseExecFrame(raw);
         silence.heard(f);
         if (f.t === 'refused') {
@@ -783,6 +808,8 @@ export class Buyer {
       if (!receipt && err.code === BUFFER_LIMIT && err.detail?.remote === true && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) {
         return { outcome: `provider busy with another of our inputs: ${err.code}` };
       }
+      // no output within its quote and the grace, and no promise of keepalives: not delivered in time
+      if (!receipt && silence.overran) return { outcome: `provider overran its quote: ${EXEC_PROVIDER_OVERRAN}`, nondelivery: 'timeout' };
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
@@ -847,33 +874,83 @@ export class Buyer {
 }
 
 /**
- * The buyer's watch on a running attempt's silence (docs/node.md "Buyer"): armed by an `accepted` frame that promises
- * keepalives (`keepaliveMs`), reset by every frame, and given up at silenceLimitMs without one: `signal` aborts with
- * EXEC_PROVIDER_SILENT, which ends the exec stream. A provider that promised nothing (one before keepalives) is never
- * watched. The last keepalive (`last: 'yes'`, sent once the work ended and before the output) ends the watch, as do
- * the first `output` and the receipt: the work is over, and from there frames are paced by the link's throughput (a
- * 256 KiB chunk may take longer than the silence limit on a slow link), not by keepalives; the attempt's deadline and
- * the connection's liveness cover that phase.
+ * The buyer's watch on a running attempt (docs/node.md "Buyer"), two rules, whichever applies:
+ *
+ * - Silence: armed by an `accepted` frame that promises keepalives (`keepaliveMs`), reset by every frame, and given
+ *   up at silenceLimitMs without one: `signal` aborts with EXEC_PROVIDER_SILENT, which ends the exec stream.
+ * - Overrun: a provider that has promised no keepalives (one before them, or one that will not say it is there) has
+ *   its quoted duration overrun by as much again, at least by OVERRUN_GRACE_MS (`overrun.limitMs`, overrunLimitMs),
+ *   counted from the end of the input the buyer sent (`sent`; from its `accepted` if that is not told) to its first
+ *   output: `signal` aborts with EXEC_PROVIDER_OVERRAN (`overran`). Its frames do not extend it: progress is not
+ *   delivery. A promise of keepalives in `accepted` ends it (the silence rule watches that provider instead).
+ *
+ * The last keepalive (`last: 'yes'`, sent once the work ended and before the output) ends the watch, as do the first
+ * `output` and the receipt: the work is over, and from there frames are paced by the link's throughput (a 256 KiB
+ * chunk may take longer than the silence limit on a slow link), not by keepalives; the attempt's deadline and the
+ * connection's liveness cover that phase.
  */
 export class SilenceWatch {
   readonly #ac = new AbortController();
   /** The silence allowed while armed (silenceLimitMs of the interval the provider promised). */
   #limitMs: number | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #overrunTimer: LongTimer | undefined;
+  /** The overrun rule no longer applies: keepalives were promised, the work ended, or it fired. */
+  #overrunDone: boolean;
+  #overran = false;
+
+  /** `overrun`: the quoted duration and the overrun allowed (overrunLimitMs); absent, the overrun rule is off (a claim quotes no duration). */
+  constructor(private readonly overrun?: { quotedMs: number; limitMs: number }) {
+    this.#overrunDone = overrun === undefined;
+  }
 
   get signal(): AbortSignal {
     return this.#ac.signal;
   }
 
+  /** Whether the attempt was given up because its provider, which promised no keepalives, overran its quote. */
+  get overran(): boolean {
+    return this.#overran;
+  }
+
+  /** The whole request (header and input) is sent: the overrun is counted from here. */
+  sent(): void {
+    this.#startOverrun();
+  }
+
   heard(f: ExecFrame): void {
-    if (f.t === 'accepted' && f.keepaliveMs !== undefined) this.#limitMs = silenceLimitMs(f.keepaliveMs);
-    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused' || (f.t === 'keepalive' && f.last === 'yes')) this.#limitMs = undefined;
+    if (f.t === 'accepted' && f.keepaliveMs !== undefined) {
+      this.#limitMs = silenceLimitMs(f.keepaliveMs);
+      this.#endOverrun();
+    } else if (f.t === 'accepted') this.#startOverrun();
+    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused' || (f.t === 'keepalive' && f.last === 'yes')) {
+      this.#limitMs = undefined;
+      this.#endOverrun();
+    }
     this.#arm();
   }
 
   stop(): void {
     this.#limitMs = undefined;
+    this.#endOverrun();
     this.#arm();
+  }
+
+  #startOverrun(): void {
+    const o = this.overrun;
+    if (!o || this.#overrunDone || this.#overrunTimer || this.#ac.signal.aborted) return;
+    this.#overrunTimer = setLongTimeout(() => {
+      this.#overrunDone = true;
+      if (this.#ac.signal.aborted) return;
+      this.#overran = true;
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and delivered nothing ${o.limitMs} ms after the input (it quoted ${o.quotedMs} ms)`));
+    }, o.limitMs);
+  }
+
+  #endOverrun(): void {
+    this.#overrunDone = true;
+    this.#overrunTimer?.clear();
+    this.#overrunTimer = undefined;
   }
 
   #arm(): void {

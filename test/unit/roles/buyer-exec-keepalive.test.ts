@@ -4,7 +4,8 @@
  * run failed with most of its deadline left. Now the buyer asks for keepalives (`keepalive: true` in the header); a
  * provider that promises them (`keepaliveMs` in `accepted`) and then sends no frame for silenceLimitMs has its attempt
  * given up (EXEC_PROVIDER_SILENT, an `unreachable` non-delivery) and the buyer fails over while the runner-up's offer
- * holds. A provider that promised nothing (one before keepalives) is waited for as before, however long it is silent.
+ * holds. A provider that promised nothing (one before keepalives) is not watched for its silence: it is held to its
+ * quote instead (buyer-overrun.test.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,13 +71,14 @@ test('a winner that promised keepalives and then went silent is given up after t
   assert.ok(events.some((e) => e.e === 'failover' && e.from === A.did));
 });
 
-test('a winner that promised nothing (a provider before keepalives) is not given up for its silence', { timeout: 20_000 }, async () => {
+test('a winner that promised nothing (a provider before keepalives) is not given up for its silence within its quote', { timeout: 20_000 }, async () => {
   const f = buyerOnFakes(ME, {
     providers: [A, B],
     exec: async function* (did) {
       if (did === A.did) {
         yield { t: 'accepted', startedAt: NOW };
-        // silent for several times the silence limit of the shortest interval a provider may promise
+        // silent for several times the silence limit of the shortest interval a provider may promise (its quote,
+        // 60 s, is far from overrun)
         await new Promise((r) => setTimeout(r, silenceLimitMs(100) * 4));
         throw new C0Error('EXEC_TEST_DONE', 'the silent run ended by itself');
       }

@@ -1,0 +1,117 @@
+/**
+ * A winner that promised no keepalives and then delivers nothing (Sybil review, phases b/c): a fresh key quoting 0 and
+ * 1 ms answered `accepted` without `keepaliveMs` and held the stream open; the buyer waited for the whole deadline
+ * (failed in 45 s on a 40 s deadline, NET_DEADLINE) and never failed over, though an honest runner-up's offer was live.
+ * Now such a provider is held to its quote: from the end of the input it is given up once its quoted duration has
+ * overrun by as much again, and by at least OVERRUN_GRACE_MS (overrunLimitMs), with a `timeout` non-delivery and a
+ * failover to the runner-up. The same holds for one that never even answers `accepted`.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as buyerRole from '../../../src/roles/buyer.js';
+import { C0Error } from '../../../src/errors.js';
+import type { NonDelivery } from '../../../src/records/kinds.js';
+import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
+
+/** An exec stream that fails at once (a stream to a provider that is gone). */
+function failing(code: string, message: string): AsyncIterable<unknown> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
+}
+
+const ME = P(810);
+const A = P(811);
+const B = P(812);
+
+/** Wait for `signal`, then throw as a stream aborted by it does. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+  });
+}
+
+/** A run against A (the winner, misbehaving as `a` says) and B (the runner-up, reached: its stream fails, which is all this test needs). */
+async function runWith(a: (signal: AbortSignal, sent?: () => void) => AsyncGenerator<unknown>) {
+  const execs: string[] = [];
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
+    // A quotes next to nothing, as the Sybil did
+    offerFor: (p, job) => offer(p, job, advert(p), { durationMs: p === A ? 1 : 1000 }),
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      // a grace short enough for a unit test; the rule is the same as with the default
+      overrunGraceMs: 50,
+      exec: (did: string, _p: string, _req: unknown, signal: AbortSignal, _heard: unknown, sent?: () => void) => {
+        execs.push(did);
+        if (did === A.did) return a(signal, sent);
+        return failing('NET_STREAM_FAILED', 'runner-up reached');
+      },
+    },
+  });
+  const events: buyerRole.BuyerEvent[] = [];
+  // a deadline far away: without the rule the attempt would wait for it (the test's timeout fails it first)
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), (e) => events.push(e));
+  return { f, execs, events, result };
+}
+
+test('a winner that accepted without promising keepalives and then sends nothing is given up once it overran its quote: a timeout non-delivery, and the runner-up is tried', { timeout: 20_000 }, async () => {
+  const { f, execs, events, result } = await runWith(async function* (signal, sent) {
+    sent?.();
+    yield { t: 'accepted', startedAt: NOW };
+    yield { t: 'progress', message: 'working' };
+    // the stream stays open and nothing more comes
+    await aborted(signal);
+  });
+  assert.deepEqual(execs, [A.did, B.did], 'failed over to the runner-up');
+  const a = result.attempts[0]!;
+  assert.equal(a.provider, A.did);
+  assert.equal(a.outcome, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+  assert.ok(a.nondelivery, 'a non-delivery is signed');
+  // A's, then the runner-up's (its stream failed)
+  assert.deepEqual(
+    f.nondeliveries().map((p) => [(p.rec.record as NonDelivery).provider, (p.rec.record as NonDelivery).reason]),
+    [
+      [A.did, 'timeout'],
+      [B.did, 'unreachable'],
+    ],
+  );
+  assert.ok(events.some((e) => e.e === 'failover' && e.from === A.did));
+});
+
+test('a winner that never answers the request is given up the same way', { timeout: 20_000 }, async () => {
+  const { execs, result } = await runWith(async function* (signal, sent) {
+    sent?.();
+    await aborted(signal);
+    yield undefined;
+  });
+  assert.deepEqual(execs, [A.did, B.did]);
+  assert.equal(result.attempts[0]!.outcome, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+});
+
+test('a winner that promised keepalives is watched for its silence, not held to its quote; its output ends every watch', { timeout: 20_000 }, async () => {
+  const { result } = await runWith(async function* (signal, sent) {
+    sent?.();
+    yield { t: 'accepted', startedAt: NOW, keepaliveMs: 1000 };
+    // well past the overrun limit (50 ms after a 1 ms quote), keepalives coming
+    for (let i = 0; i < 4; i++) {
+      await Promise.race([new Promise((r) => setTimeout(r, 100)), aborted(signal)]);
+      yield { t: 'keepalive' };
+    }
+    yield { t: 'output', data: new Uint8Array(1) };
+    throw new C0Error('EXEC_TEST_DONE', 'ended after the output');
+  });
+  assert.equal(result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('the overrun allowed: the quote again, at least the grace', () => {
+  const { overrunLimitMs, OVERRUN_GRACE_MS, EXEC_PROVIDER_OVERRAN } = buyerRole;
+  assert.equal(EXEC_PROVIDER_OVERRAN, 'EXEC_PROVIDER_OVERRAN');
+  assert.equal(overrunLimitMs(1), 1 + OVERRUN_GRACE_MS);
+  assert.equal(overrunLimitMs(60_000), 120_000);
+  assert.equal(overrunLimitMs(10_000, 50), 20_000);
+  assert.equal(OVERRUN_GRACE_MS, 15_000);
+  assert.equal(overrunLimitMs(Number.NaN), OVERRUN_GRACE_MS);
+});
