@@ -12,7 +12,7 @@ import { C0Error } from '../errors.js';
 import { T, type Acceptance, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import type { PublishOptions } from '../net/network-api.js';
 import { open, type Opened } from '../records/envelope.js';
-import { Buyer, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
+import { Buyer, NO_ADDRESS, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
 import { admitJob } from '../roles/admission-client.js';
@@ -21,6 +21,7 @@ import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from '.
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
 import { providerOf } from '../pools/chain.js';
+import { peerIdFromDid } from './peer-id.js';
 import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
 import { setLongTimeout } from '../util/timers.js';
@@ -93,6 +94,12 @@ export class BuyerWiring {
         });
       },
       exec: (did, protocol, request, signal, heard, sent) => this.#execStream(did, protocol, request, signal, heard, sent),
+      // dialled ahead of a selection (Buyer DIAL_AHEAD), within the dial timeout: the peer store's addresses, and a
+      // routing look-up only when asked (a provider without a known address is tried after those with one)
+      dial: async (did, lookUp) => {
+        if (!lookUp && !(await this.#addressKnown(did))) throw new C0Error(NO_ADDRESS, `no address known for ${did}: it is looked up if no provider with one delivers`);
+        await this.o.net.dial(did);
+      },
       store: async (rec) => {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
@@ -168,6 +175,23 @@ export class BuyerWiring {
     if (selection.signer !== steward || selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('STEWARD_BAD_SELECTION', 'the steward’s selection does not match this job and offer');
     await this.o.market.addOffer(offer, this.o.clock());
     return { selection, offer };
+  }
+
+  /** Whether this node is connected to `did` or holds an address of it in its peer store (no routing look-up). */
+  async #addressKnown(did: string): Promise<boolean> {
+    const lp = this.o.net.libp2p;
+    let pid;
+    try {
+      pid = peerIdFromDid(did);
+    } catch {
+      return false;
+    }
+    if (lp.getConnections(pid).length > 0) return true;
+    try {
+      return (await lp.peerStore.get(pid)).addresses.length > 0;
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -83,6 +83,22 @@ export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS): 
 }
 
 /**
+ * Providers dialled ahead of their selection (docs/node.md "Buyer": "Providers that cannot be dialled"): before it
+ * signs a selection the buyer dials the decision's winner and the next ones of its ranking, DIAL_AHEAD in all, one
+ * more for each provider it could not reach, at most DIAL_AHEAD_MAX; a winner that cannot be dialled is left out of
+ * the decision without a selection, so a run of unreachable keys costs dials in parallel, not an attempt each. One
+ * with no address known (NO_ADDRESS) costs nothing until every provider with an address was tried.
+ */
+export const DIAL_AHEAD = 8;
+export const DIAL_AHEAD_MAX = 32;
+/**
+ * The code BuyerDeps.dial refuses a provider with when no address of it is known and it was not to be looked up: the
+ * buyer leaves such providers out of its decisions until no provider with an address known is left, then looks
+ * them up (docs/node.md "Buyer").
+ */
+export const NO_ADDRESS = 'NET_PEER_NOT_FOUND';
+
+/**
  * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
  * `stopping` when this node is stopping (its stop aborted the exec stream), `stalled` when this process did not run
  * for longer than `stallMs` during the attempt. Undefined: the provider's doing as far as this node can tell.
@@ -94,6 +110,21 @@ export function localInterruption(o: { stopping: boolean; frozenMs: number; stal
 }
 
 type ProgressEvent = Extract<BuyerEvent, { e: 'progress' }>;
+
+/** What `p` settles to, or undefined once `signal` aborts first (its listener removed either way). */
+async function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return undefined;
+  let onAbort!: () => void;
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
 
 /** The reclaim a failed receipt reports, if any. */
 function reclaimCodeOf(r: Opened<Receipt> | undefined): ReclaimCode | undefined {
@@ -284,6 +315,14 @@ export interface BuyerDeps {
    * `sent`, once the whole request (header and input) is sent.
    */
   exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void) => AsyncIterable<unknown>;
+  /**
+   * Connect to a provider by DID, resolving once connected; rejects (NET_DIAL_FAILED) when it cannot be reached. With
+   * `lookUp`, its addresses come from the peer store, else from a routing look-up; without, a provider with no
+   * connection and no address in the peer store is refused at once with NO_ADDRESS. The buyer dials ahead of its
+   * selections with it (DIAL_AHEAD). Absent: nothing is dialled ahead, and an unreachable winner fails its attempt
+   * as before.
+   */
+  dial?: (did: string, lookUp: boolean) => Promise<void>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
   /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
@@ -581,7 +620,15 @@ export class Buyer {
     // ranking, which a recomputation need not give), or on a managed overlay the
     // steward's choice. The first decision is what the result reports.
     const tried = new Set<string>();
-    for (let attemptNo = 1; attemptNo <= decision.ranked.length; attemptNo++) {
+    // Providers dialled ahead of their selection: undefined once connected, else why not (DIAL_AHEAD).
+    const dials = new Map<string, Promise<string | undefined>>();
+    let unreached = 0;
+    // Providers with no address known, left out of the decision until no provider with one is left; then they are
+    // dialled with a routing look-up (`lookUp`).
+    const deferred = new Set<string>();
+    let lookUp = false;
+    // each turn tries, names or defers one provider (a deferred one at most once more), or ends the run
+    for (let attemptNo = 1; attemptNo <= 2 * decision.ranked.length + 1; attemptNo++) {
       if (this.#stopping) {
         this.#interrupted(result, onEvent);
         break;
@@ -606,8 +653,16 @@ export class Buyer {
         pick = decision.ranked.find((c) => c.offer.address === offer.address) ?? { provider: offer.signer, offer, total: Number.NaN, scores: {} };
         selection = managed.selection;
       } else {
-        const current = tried.size === 0 ? decision : await this.d.market.decide(job, policy, now, tried);
+        const excluded = deferred.size === 0 ? tried : new Set([...tried, ...deferred]);
+        const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
         pick = current.ranked[0];
+        if (!pick && deferred.size > 0) {
+          // every provider with an address known was tried: now those without one, looked up
+          lookUp = true;
+          for (const d of deferred) dials.delete(d);
+          deferred.clear();
+          continue;
+        }
         if (!pick) {
           // No one left to move to: every provider not tried yet dropped out of the decision since the first one (its
           // offer expired meanwhile, or it is no longer eligible). Each is named, so the run says why it ends here
@@ -624,6 +679,36 @@ export class Buyer {
           result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
           tried.add(pick.provider);
           continue;
+        }
+        if (this.d.dial) {
+          // The winner and the next of the ranking are dialled at once; a winner that cannot be reached is left out
+          // of the decision like one tried (no selection names it, so none is signed and no non-delivery either),
+          // and the decision is taken again without it: its recomputation from the selection's offers still gives
+          // its winner. The dials ahead are ready (or failed) by the time their providers come up. A winner with no
+          // address known is not looked up yet: it waits until no provider with an address is left.
+          this.#dialAhead(dials, current.ranked, Math.min(DIAL_AHEAD_MAX, DIAL_AHEAD + unreached), lookUp);
+          const failed = await unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
+          if (this.#stopping) {
+            this.#interrupted(result, onEvent);
+            break;
+          }
+          if (failed === NO_ADDRESS && !lookUp) {
+            deferred.add(pick.provider);
+            continue;
+          }
+          if (failed !== undefined) {
+            log.info({ provider: pick.provider, job: job.address, err: failed }, 'the winner could not be dialled: left out of the decision, which is taken again');
+            result.attempts.push({ provider: pick.provider, outcome: `not reached, not selected: ${failed}` });
+            tried.add(pick.provider);
+            unreached++;
+            continue;
+          }
+          // the dial took its time: an offer that lapsed meanwhile is not selected
+          if (clock() > pick.offer.record.startBy) {
+            result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
+            tried.add(pick.provider);
+            continue;
+          }
         }
         selection = this.d.market.signSelection(job, current, pick, now);
       }
@@ -686,6 +771,25 @@ export class Buyer {
     } catch (e) {
       this.d.log.warn({ provider: cand.provider, reason, err: (e as Error).message }, 'could not record the non-delivery');
       return undefined;
+    }
+  }
+
+  /**
+   * Start dials to the first `n` providers of `ranked` not dialled yet (DIAL_AHEAD), with routing look-ups or not
+   * (BuyerDeps.dial); each settles to undefined once connected, else to why not (an error code).
+   */
+  #dialAhead(dials: Map<string, Promise<string | undefined>>, ranked: readonly RankedCandidate[], n: number, lookUp: boolean): void {
+    const dial = this.d.dial;
+    if (!dial) return;
+    for (const c of ranked.slice(0, n)) {
+      if (dials.has(c.provider)) continue;
+      dials.set(
+        c.provider,
+        dial(c.provider, lookUp).then(
+          () => undefined,
+          (e: unknown) => (e as C0Error).code ?? (e as Error).message ?? String(e),
+        ),
+      );
     }
   }
 
