@@ -283,7 +283,7 @@ export class BuyerWiring {
     const now = this.o.clock();
     const wanted = this.o.d.network.steward ? 0 : this.o.d.config.buyer.offersWanted;
     // enough offers already: nothing to push, and no eligibility run over the connected peers
-    const missing = wanted > 0 ? wanted - this.o.market.offersAtAsk(job, now) : 0;
+    const missing = wanted > 0 ? wanted - this.#offersCounted(job, now, wanted) : 0;
     if (wanted > 0 && missing <= 0) return;
     const invited = this.#invited.get(address);
     // sent by invitation and still short: the whole market hears it now (a view can be stale; gossip is the fallback)
@@ -293,6 +293,23 @@ export class BuyerWiring {
     const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
     await this.#send(job, targets, deadlineMs, this.o.log, invited);
+  }
+
+  /**
+   * The offers a job holds against `wanted` (`buyer.offersWanted`, docs/market.md §12): live offers at their own
+   * advert's ask (MarketService.offersAtAskByRecord), those of providers with no record in this node's reputation
+   * view (fresh keys: a score no better than a provider with no evidence) counting for at most half of `wanted`,
+   * rounded up. Keys are cheap: without the bound, eight fresh keys quoting at a cheap ask filled the count, and the
+   * push never reached a provider with a record. The bound holds only while a provider with a record that has not
+   * quoted is a live candidate for the job (someone the push can reach by record): in a young network, where nobody
+   * has one, every offer at its ask counts, and a job is not pushed for nothing.
+   */
+  #offersCounted(job: Opened<Job>, now: number, wanted: number): number {
+    const { recorded, unrecorded } = this.o.market.offersAtAskByRecord(job, now);
+    const bounded = recorded + Math.min(unrecorded, Math.ceil(wanted / 2));
+    if (bounded >= wanted || bounded === recorded + unrecorded) return bounded;
+    const rep = this.o.market.reputation();
+    return this.#candidates(job, now).some((c) => rep.scoreOf(c.provider) > UNKNOWN_SCORE) ? bounded : recorded + unrecorded;
   }
 
   /** job-push/1 to `targets` at once (pushToSilent): offers stored, outcomes counted, a pool member's redirect followed; `asked` learns whom. */
@@ -492,7 +509,7 @@ export class BuyerWiring {
     void this.#send(job, targets, collectWindowMs / 2 + 2000, log, invited)
       .then(() => {
         // every invitation answered (or failed: a refusal comes back at once) and still short: gossip now, not halfway
-        if (this.#invited.get(job.address) === invited && this.o.market.offersAtAsk(job, this.o.clock()) < offersWanted) this.#gossipAfterInvite(job);
+        if (this.#invited.get(job.address) === invited && this.#offersCounted(job, this.o.clock(), offersWanted) < offersWanted) this.#gossipAfterInvite(job);
       })
       .catch((e) => log.debug({ err: (e as Error).message }, 'invitations failed'));
     return true;

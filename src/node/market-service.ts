@@ -20,7 +20,7 @@ import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, EvidenceStore } from '../reputation/store.js';
-import type { ReputationTable, TrustSources } from '../reputation/derive.js';
+import { UNKNOWN_SCORE, type ReputationTable, type TrustSources } from '../reputation/derive.js';
 import { LiveReputation } from '../reputation/live.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
@@ -244,14 +244,31 @@ export class MarketService implements BuyerMarket {
    * so cheap adverts that quote dear cannot stop the push (docs/market.md §12).
    */
   offersAtAsk(job: Opened<Job>, now: number): number {
+    const { recorded, unrecorded } = this.offersAtAskByRecord(job, now);
+    return recorded + unrecorded;
+  }
+
+  /**
+   * offersAtAsk, split by the record in this node's reputation view of the
+   * provider each offer stands for (a pool's, for a member's offer): `recorded`,
+   * a score above a provider with no evidence (UNKNOWN_SCORE, what any fresh key
+   * gets); `unrecorded`, the rest. A buyer counts the unrecorded for at most half
+   * of `buyer.offersWanted` (src/node/buyer-wiring.ts, docs/market.md §12).
+   */
+  offersAtAskByRecord(job: Opened<Job>, now: number): { recorded: number; unrecorded: number } {
     const order = orderFromJob(job);
-    let n = 0;
+    let recorded = 0;
+    let unrecorded = 0;
+    let rep: ReputationTable | undefined;
     for (const o of this.book.candidates(job.address, job.record.maxPrice.currency, now)) {
       const a = this.adverts.get(o.record.advert);
       const ask = a && a.signer === o.signer ? askFor(a.record, order) : undefined;
-      if (ask?.ok && ask.cost.currency === o.record.price.currency && cmpAmount(o.record.price.amount, ask.cost.amount) <= 0) n++;
+      if (!(ask?.ok && ask.cost.currency === o.record.price.currency && cmpAmount(o.record.price.amount, ask.cost.amount) <= 0)) continue;
+      rep ??= this.reputation();
+      if (rep.scoreOf(this.adverts.providerFor(o)) > UNKNOWN_SCORE) recorded++;
+      else unrecorded++;
     }
-    return n;
+    return { recorded, unrecorded };
   }
 
   /** Whether this node holds a live offer from `did` for its job. */
