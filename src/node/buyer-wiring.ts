@@ -424,7 +424,7 @@ export class BuyerWiring {
 
   /**
    * Send a selection or an acceptance over outcome/1 (not awaited), noting each recipient in `sent`. An acceptance
-   * the provider could not be reached for is tried once more 5 s later (it is that provider's own evidence, and it
+   * the provider could not be reached for, or did not keep (not_kept), is tried once more 5 s later (it is that provider's own evidence, and it
    * is on no topic the provider joined); what still did not arrive is logged.
    */
   #sendOutcome(kind: 'selection' | 'acceptance', env: Opened, to: readonly string[], sent: Set<string>, retry = false): void {
@@ -434,10 +434,12 @@ export class BuyerWiring {
     void this.o.net.sendOutcome(kind, fresh, env.bytes).then(
       (r) => {
         let missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
+        // not reached, or reached but not kept there (not_kept: its store or queue refused it): worth another copy
+        const again = (o: string) => o === 'unreachable' || o === 'not_kept';
         // one not reached may quote again later (onOffer): it gets the selection then
-        for (const [d, o] of missed) if (o === 'unreachable') sent.delete(d);
+        for (const [d, o] of missed) if (again(o)) sent.delete(d);
         if (retry) {
-          const unreachable = missed.filter(([, o]) => o === 'unreachable').map(([d]) => d);
+          const unreachable = missed.filter(([, o]) => again(o)).map(([d]) => d);
           if (unreachable.length && !this.#stopped) {
             const t = setTimeout(() => {
               this.#retries.delete(t);
@@ -446,7 +448,7 @@ export class BuyerWiring {
             t.unref();
             this.#retries.add(t);
           }
-          missed = missed.filter(([, o]) => o !== 'unreachable');
+          missed = missed.filter(([, o]) => !again(o));
         }
         if (missed.length) this.o.log[kind === 'acceptance' ? 'info' : 'debug']({ kind, record: r.address, missed: Object.fromEntries(missed) }, `${kind} not delivered to every provider it concerns`);
       },
