@@ -705,8 +705,8 @@ export class PoolCoordinator {
     const budget = Math.max(1, end - this.d.clock());
     // Chosen itself: in the slot its exec stream holds, the process group recorded as the provider's own work is.
     if (member === this.d.did) {
-      // Never a job whose dispatch to this member closed (its run log may have been rewound by a restore: sync.ts).
-      if (await ranHere(this.d.trail, job.address, this.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran, or will not run, here');
+      // Never a job the trail says ran here (its run log may have been rewound by a restore: sync.ts ranHere).
+      if (await ranHere(this.d.trail, job.address, this.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran here');
       // cleared with the run: the budget follows memberTimeoutMs, which has no upper bound (serve.ts `run` does the same)
       const timeout = clearableTimeoutSignal(budget);
       try {

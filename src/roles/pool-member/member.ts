@@ -269,7 +269,8 @@ export class PoolMember {
   async #pingAll(): Promise<void> {
     // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
     if (this.#rs.left) return;
-    let ownLeft: { roster: Uint8Array; membership: Uint8Array } | undefined;
+    // Answers handing back a record that claims to be this member's own `left` (each verified below: one may be forged).
+    const ownLeft: Array<{ roster: Uint8Array; membership: Uint8Array }> = [];
     const before = this.live();
     await Promise.all(
       this.members
@@ -283,7 +284,7 @@ export class PoolMember {
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
             if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) {
               // The callee's own record (it left), or this member's, handed back (serve.ts: this one left, and forgot).
-              if (open(r.membership, T.poolMembership, { trusted: true }).signer === this.d.did) ownLeft ??= { roster: r.roster, membership: r.membership };
+              if (open(r.membership, T.poolMembership, { trusted: true }).signer === this.d.did) ownLeft.push({ roster: r.roster, membership: r.membership });
               else await this.#memberLeft(m, r.roster, r.membership);
             }
           } catch {
@@ -291,23 +292,27 @@ export class PoolMember {
           }
         }),
     );
-    if (ownLeft) await this.#handedBack(ownLeft.roster, ownLeft.membership);
+    // Acted on only once one checks out: a forged record (or a stale one, of a leave before this member rejoined)
+    // neither hides a genuine one nor stops the pull below.
+    for (const h of ownLeft) if (await this.#handedBack(h.roster, h.membership)) return;
     // Members that became live to this one are pulled from (they hold what this one missed: sync.ts).
-    else this.#sync.seen(this.live(), before);
+    this.#sync.seen(this.live(), before);
   }
 
   /**
    * Another member handed this one its own signed `left` record (its disk restored from a backup taken before it
    * left): verified as `pool-provider leave` verifies it (signed by this member, `left`, of a roster of this pool no
    * older than the one in use: RosterState.leave), then acted on as a leave (kept, advert withdrawn, no quotes, no
-   * dispatches, out of its own election). A record that does not check out changes nothing.
+   * dispatches, out of its own election). A record that does not check out changes nothing. Whether it was acted on.
    */
-  async #handedBack(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<void> {
+  async #handedBack(rosterBytes: Uint8Array, membershipBytes: Uint8Array): Promise<boolean> {
     try {
       await this.#leaveNow(open(rosterBytes, T.poolRoster), open(membershipBytes, T.poolMembership));
       this.d.log.warn({ pool: this.pool }, 'pool: another member holds this member’s own signed `left` record (its state is from before it left, e.g. restored from a backup): it has left the pool again');
+      return true;
     } catch (e) {
       this.d.log.warn({ pool: this.pool, err: code(e) }, 'pool: a `left` record handed back to this member does not check out; ignored');
+      return false;
     }
   }
 

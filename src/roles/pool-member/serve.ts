@@ -116,7 +116,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
           await Promise.race([synced, new Promise((res) => (t = setTimeout(res, budget)))]);
           clearTimeout(t);
         }
-        if (await ranHere(p.d.trail, job.address, p.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran, or will not run, here');
+        if (await ranHere(p.d.trail, job.address, p.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran here');
         // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it);
         // the slot's signal ends the run when the provider stops, and its hooks record the exec process group. The stream's
         // signal ends it with the stream.

@@ -21,8 +21,8 @@
  *
  * The entries that come back include this member's own dispatches (a coordinator restored from a backup refuses won
  * work it dispatched and closed before: POOL_ALREADY_DISPATCHED) and the closed dispatches that chose it: a member
- * refuses to run a job whose dispatch to it is closed (`ranHere`, POOL_ALREADY_RUN), since a restore rewinds its run
- * log too.
+ * refuses to run a job whose dispatch to it closed completed, or its own closed (`ranHere`, POOL_ALREADY_RUN), since a
+ * restore rewinds its run log too.
  */
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
@@ -114,16 +114,22 @@ export async function fetchTrail(trail: DispatchTrail, keys: unknown): Promise<P
 }
 
 /**
- * Whether this member's trail holds a closed dispatch of `job` that chose it (`me`): its part in the job is over,
- * whatever its run log says (a restore rewinds the run log; the closed entries come back from the others). The pool
- * never dispatches a job again once a dispatch of it closed (the buyer fails over to another provider), so `run` of
- * such a job is refused POOL_ALREADY_RUN.
+ * Whether this member's trail says it ran `job` (`me`): its part in the job is over, whatever its run log says (a
+ * restore rewinds the run log; the closed entries come back from the others). The pool never dispatches a job again
+ * once a dispatch of it closed (the buyer fails over to another provider), so `run` of such a job is refused
+ * POOL_ALREADY_RUN. What counts is a closed dispatch that chose this member and is either its own (it coordinated the
+ * job and ran it itself) or closed `completed` (its coordinator delivered an output this member made). Another
+ * coordinator's dispatch closed `failed` does not: any member can sign a dispatch of a job to this member and fail it
+ * with its own receipt without ever calling it (`op: trail` then `op: closed`, or handed back by `op: fetch`), and
+ * that would veto the elected coordinator's dispatch (docs/pools.md "Catching up on the trail"). A restored member
+ * may so run again a job that failed on it before.
  */
 export async function ranHere(trail: DispatchTrail, job: string, me: string): Promise<boolean> {
   return (await trail.entries(job)).some((e) => {
     if (e.entry.state === 'dispatched') return false;
     try {
-      return open(e.entry.dispatch, T.poolDispatch, { trusted: true }).record.member === me;
+      const d = open(e.entry.dispatch, T.poolDispatch, { trusted: true });
+      return d.record.member === me && (d.signer === me || e.entry.state === 'completed');
     } catch {
       return false;
     }
