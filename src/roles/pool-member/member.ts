@@ -244,16 +244,21 @@ export class PoolMember {
   }
 
   async start(): Promise<void> {
+    const pinged = this.#mono();
     await this.#pingAll();
     // What this member missed while it was down (or since the backup it was restored from), before it quotes or runs
     // dispatched work (a restored run log does not know every job it ran): bounded, the rest at the next ticks.
     if (!this.#rs.left) await this.#sync.start().catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: catching up on the trail failed'));
+    // A long pull (up to SYNC_START_LIVENESS × livenessMs) outlasts what the first round heard (3 × livenessMs): ping
+    // again before electing, or this member would count only itself live and elect itself.
+    if (!this.#rs.left && this.#mono() - pinged >= this.d.options.livenessMs) await this.#pingAll(false);
     this.#openGate?.();
     this.#ready = true;
     await this.tick();
     const loop = () => {
       if (this.#stopped) return;
-      this.#timer = setLongTimeout(() => void this.#pingAll().then(() => this.tick()).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs).unref();
+      // The sync step runs beside the loop (tick() awaits it; here it is not awaited): a slow pull does not hold pings.
+      this.#timer = setLongTimeout(() => void this.#pingAll().then(() => this.#tick(false)).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: tick failed')).finally(loop), this.d.options.livenessMs).unref();
     };
     loop();
     this.#figures.warmIn();
@@ -266,7 +271,8 @@ export class PoolMember {
     this.#figures.stop();
   }
 
-  async #pingAll(): Promise<void> {
+  /** A round of pings; `pull`: the members that became live are pulled from (not in the start's second round). */
+  async #pingAll(pull = true): Promise<void> {
     // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
     if (this.#rs.left) return;
     // Answers handing back a record that claims to be this member's own `left` (each verified below: one may be forged).
@@ -296,7 +302,7 @@ export class PoolMember {
     // neither hides a genuine one nor stops the pull below.
     for (const h of ownLeft) if (await this.#handedBack(h.roster, h.membership)) return;
     // Members that became live to this one are pulled from (they hold what this one missed: sync.ts).
-    this.#sync.seen(this.live(), before);
+    if (pull) this.#sync.seen(this.live(), before);
   }
 
   /**
@@ -317,7 +323,12 @@ export class PoolMember {
   }
 
   /** Note an epoch or coordinator change; the elected coordinator closes orphaned dispatches. */
-  async tick(): Promise<void> {
+  tick(): Promise<void> {
+    return this.#tick(true);
+  }
+
+  /** A tick; `wait`: until its sync step ends (the loop does not wait: the step runs beside it, one at a time). */
+  async #tick(wait: boolean): Promise<void> {
     const e = this.elected();
     if (!this.#elected || this.#elected.epoch !== e.epoch || this.#elected.who !== e.coordinator) {
       this.#m?.epochs.inc();
@@ -328,7 +339,10 @@ export class PoolMember {
     // Not elected: ask about the dispatches whose `closed` this member missed (coordinator.ts catchUp).
     else await this.#co.catchUp();
     // And pull the entries it missed (sync.ts): a few pages, bounded in time.
-    if (!this.#rs.left) await this.#sync.step();
+    if (this.#rs.left) return;
+    const step = this.#sync.step();
+    if (wait) await step;
+    else void step.catch((err) => this.d.log.warn({ err: (err as Error).message }, 'pool: catching up on the trail failed'));
   }
 
   /** Anti-entropy (sync.ts): a step now (tests), and the members still to pull from. */

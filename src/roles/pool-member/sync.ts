@@ -212,7 +212,8 @@ export class TrailSync {
   }
 
   async #step(pages: number, ms: number): Promise<SyncResult> {
-    const stopAt = performance.now() + ms;
+    // On the member's monotonic clock (a fake one in tests).
+    const stopAt = this.#mono() + ms;
     const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
     const live = new Set(this.v.live());
     for (const [peer, cursor] of [...this.#due]) {
@@ -222,7 +223,7 @@ export class TrailSync {
         continue;
       }
       let after = cursor;
-      for (let n = 0; n < pages && performance.now() < stopAt; n++) {
+      for (let n = 0; n < pages && this.#mono() < stopAt; n++) {
         const r = await this.d.call(peer, { op: 'sync', ...(after !== undefined ? { after } : {}) }, this.d.options.livenessMs).catch(() => undefined);
         // Silent: asked again at the next step, from the same key.
         if (r === undefined) break;
@@ -233,11 +234,8 @@ export class TrailSync {
           this.#due.delete(peer);
           break;
         }
-        const pulled = await this.#pull(peer, list);
-        if (!pulled) break;
-        res.kept += pulled.kept;
-        res.closed += pulled.closed;
-        res.refused += pulled.refused;
+        // Not all of the page (the peer went silent, or the step's time ran out): asked again from the same key.
+        if (!(await this.#pull(peer, list, res, stopAt))) break;
         after = list.next;
         if (after === undefined) {
           this.#due.delete(peer);
@@ -265,9 +263,11 @@ export class TrailSync {
     return { keys, next: r.next };
   }
 
-  /** Fetch and keep the listed entries this member lacks; undefined when the peer went silent (the page is asked again). */
-  async #pull(peer: string, list: { keys: Listed[] }): Promise<SyncResult | undefined> {
-    const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
+  /**
+   * Fetch and keep the listed entries this member lacks (counted into `res`); false when the peer went silent or the
+   * step's time ran out (`stopAt`, checked before each fetch): the page is asked again, its entries kept skipped.
+   */
+  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, stopAt: number): Promise<boolean> {
     const local = new Map<string, TrailEntry>();
     for (const job of new Set(list.keys.map((k) => jobOfKey(k.key)))) for (const e of await this.d.trail.entries(job)) local.set(e.key, e.entry);
     let want = list.keys.filter((k) => {
@@ -280,9 +280,10 @@ export class TrailSync {
       return mine.state === 'dispatched' || (!k.givesWay && givesWay(mine));
     });
     while (want.length) {
+      if (this.#mono() >= stopAt) return false;
       const ask = want.slice(0, SYNC_FETCH_KEYS);
       const r = await this.d.call(peer, { op: 'fetch', keys: ask.map((k) => k.key) }, this.d.options.livenessMs).catch(() => undefined);
-      if (r === undefined) return undefined;
+      if (r === undefined) return false;
       const got = Array.isArray(r.entries) ? (r.entries as unknown[]) : [];
       let last = -1;
       for (const x of got.slice(0, ask.length)) {
@@ -307,7 +308,7 @@ export class TrailSync {
       if (last < 0) break;
       want = want.slice(want.indexOf(ask[last]!) + 1);
     }
-    return res;
+    return true;
   }
 
   /** Keep one fetched entry when it checks out; what it changed here. Throws the check's code. */
