@@ -18,21 +18,13 @@ import { T, type Job, type Offer, type PoolRoster, type Receipt } from '../../sr
 import { splitPrice } from '../../src/pools/settlement.js';
 import { LOST_CODE } from '../../src/pools/outcome.js';
 import type { DispatchTrail, TrailEntry } from '../../src/pools/trail.js';
+import { seededRandom } from '../../src/net/faults.js';
 
 export const FIXTURE_NOW = 1_800_000_000_000;
 const DAY = 24 * 3600_000;
 
-/** A small seeded generator (mulberry32). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator (mulberry32: src/net/faults.ts). */
+export const prng = seededRandom;
 
 /** `under-r2`: dispatched and settled under `r2`, which the trail then keeps (the legacy jobs' settlements check out from then on). */
 export type Shape = 'settled' | 'unsettled' | 'failed' | 'lost' | 'open' | 'disputed' | 'second' | 'junk' | 'greedy' | 'legacy' | 'under-r2';
