@@ -124,9 +124,20 @@ export function floodOptions(o: Partial<FloodLimitOptions> = {}): FloodLimitOpti
 }
 
 
+/**
+ * A gossip peer is not blamed for its excess over its message rate (`peer`): a relay passes on what it accepted from
+ * everyone. Past this many times that rate and burst, it is: no honest relay forwards ten times what a neighbour
+ * takes from one peer (a node of every market at 10k providers takes about 200 records a second: docs/scale.md),
+ * and a single connection pushing unique messages at thousands a second otherwise cost the node CPU, memory and
+ * IDONTWANTs to its mesh for as long as it liked, never banned (second-round review of the no-blame change).
+ */
+export const PEER_BLAME_FACTOR = 10;
+
 export class FloodGuard {
   readonly opts: FloodLimitOptions;
   readonly #peer: KeyedBuckets;
+  /** The peer's rate × PEER_BLAME_FACTOR: what a gossip peer may push before its excess is its own (admitPeer). */
+  readonly #peerBlame: KeyedBuckets;
   readonly #signer = new Map<TopicKind, KeyedBuckets>();
   readonly #newAdv: KeyedBuckets;
   readonly #newAdvTotal: TokenBucket;
@@ -140,6 +151,7 @@ export class FloodGuard {
     this.opts = floodOptions(opts);
     const o = this.opts;
     this.#peer = new KeyedBuckets(o.peer, clock, o.maxKeys);
+    this.#peerBlame = new KeyedBuckets({ ratePerSec: o.peer.ratePerSec * PEER_BLAME_FACTOR, burst: o.peer.burst * PEER_BLAME_FACTOR }, clock, o.maxKeys);
     this.#newAdv = new KeyedBuckets(o.newAdvertisers, clock, o.maxKeys);
     this.#newAdvTotal = new TokenBucket(o.newAdvertisersTotal, clock);
     for (const [k, spec] of Object.entries(o.signer)) if (spec) this.#signer.set(k as TopicKind, new KeyedBuckets(spec, clock, o.maxKeys));
@@ -167,7 +179,9 @@ export class FloodGuard {
    * others' records it passes on, and a relay passes on what it accepted from everyone, so its excess is not its own.
    */
   admitPeer(kind: TopicKind, peer: string, blame = true): boolean {
-    return this.#peer.take(peer) || this.#hit(kind, 'peer', blame ? peer : undefined);
+    // every message spends from the wider bucket too: a gossip peer past PEER_BLAME_FACTOR × its rate is blamed
+    const withinBlame = this.#peerBlame.take(peer);
+    return this.#peer.take(peer) || this.#hit(kind, 'peer', blame || !withinBlame ? peer : undefined);
   }
 
   /** Reserve an in-flight slot for `peer`; false when the peer already holds its share. Pair with `release`. */

@@ -10,7 +10,7 @@ import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
 import { TokenBucket, KeyedBuckets, DecayingCounter } from '../../../src/net/rate-limit.js';
-import { FloodGuard, floodOptions, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
+import { FloodGuard, PEER_BLAME_FACTOR, floodOptions, type FloodLimitOptions } from '../../../src/net/flood-limits.js';
 import { AbusePolicy } from '../../../src/net/peer-abuse.js';
 import { libp2pKey } from '../../../src/node/peer-id.js';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -185,6 +185,16 @@ test('per peer: gossip over the peer’s message rate is ignored and counted, no
   for (let i = 0; i < 3; i++) assert.equal((await p.validate('job', job(d).bytes, from, 'direct')).verdict, 'accept');
   assert.equal((await p.validate('job', job(d).bytes, from, 'direct')).reason, 'RATE_LIMITED');
   assert.equal(p.guard.abuse(from), 1, 'direct: blamed');
+});
+
+test('per peer: a gossip peer past PEER_BLAME_FACTOR × its rate and burst is blamed: one connection pushing without end is banned, not ignored for ever', async () => {
+  const { p } = pipe({ peer: { ratePerSec: 1, burst: 3 }, signer: {} });
+  const s = Ed25519Signer.generate();
+  const reasons: string[] = [];
+  // 3 taken, then ignored without blame up to the wider burst (3 × PEER_BLAME_FACTOR), then blamed for each one past it
+  for (let i = 0; i < 3 * PEER_BLAME_FACTOR + 5; i++) reasons.push((await p.validate('job', job(s).bytes, 'flooder', 'gossip')).reason);
+  assert.deepEqual(reasons.slice(0, 4), ['ok', 'ok', 'ok', 'RATE_LIMITED']);
+  assert.equal(p.guard.abuse('flooder'), 5);
 });
 
 test('per peer: an honest relay passing on a flood from many identities to its neighbour is limited there, never blamed (review E2, by jobs)', async () => {
