@@ -80,8 +80,10 @@ before(async () => {
       c.start('b2', buyerConfig({ bootstrap: boot, collectWindowMs: 8000, enoughOffers: 2 })),
     ]);
     // both ways: the winner gossips b2's receipt the moment its run ends, and b1 (outcomes: all) must be a subscriber
-    // it knows by then (else only a re-sync, past this test's wait, brings it)
-    await Promise.all([waitForMarket(b1, 2, [p1, p2]), waitForMarket(b2, 2, [p1, p2])]);
+    // it knows by then (else only a re-sync, past this test's wait, brings it). And b2's acceptance, without which
+    // its receipt proves nothing to b1, reaches b1 only directly: the providers do not join the acceptance topics, so
+    // they do not relay it; b1 and b2 must have found each other (peer discovery) before b2 publishes it
+    await Promise.all([waitForMarket(b1, 2, [p1, p2, b2]), waitForMarket(b2, 2, [p1, p2, b1])]);
     // Both buyers run a job with identical requirements at the same moment: neither holds any
     // reputation evidence yet, so both decide over the same inputs.
     runs.push(...(await Promise.all([runJob(b1, spec(inputs[0]!)), runJob(b2, spec(inputs[1]!))])));
