@@ -39,6 +39,7 @@ import type { Opened } from '../records/envelope.js';
 import type { Job } from '../records/kinds.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { unlessAborted } from '../util/signals.js';
 import type { Admission, JobSpec } from './buyer.js';
 
 /** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
@@ -85,26 +86,6 @@ const isTransport = (e: unknown): e is C0Error => e instanceof C0Error && !isRem
 
 function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new C0Error('STEWARD_ASK_ABORTED', 'the admission was broken off before the steward answered');
-}
-
-/** `p`, or undefined once `signal` aborts (whichever comes first). */
-function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.resolve(undefined);
-  return new Promise<T | undefined>((resolve, reject) => {
-    const onAbort = () => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
 }
 
 export async function requestAdmission(o: AdmissionClientOptions): Promise<Admission> {

@@ -27,7 +27,7 @@ import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
 import { clearableTimeoutSignal, raceTimeout, setLongTimeout, type LongTimer } from '../util/timers.js';
-import { linkedSignal } from '../util/signals.js';
+import { linkedSignal, unlessAborted } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
@@ -110,21 +110,6 @@ export function localInterruption(o: { stopping: boolean; frozenMs: number; stal
 }
 
 type ProgressEvent = Extract<BuyerEvent, { e: 'progress' }>;
-
-/** What `p` settles to, or undefined once `signal` aborts first (its listener removed either way). */
-async function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return undefined;
-  let onAbort!: () => void;
-  const aborted = new Promise<undefined>((resolve) => {
-    onAbort = () => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([p, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
-}
 
 /** The reclaim a failed receipt reports, if any. */
 function reclaimCodeOf(r: Opened<Receipt> | undefined): ReclaimCode | undefined {

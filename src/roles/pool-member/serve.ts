@@ -24,7 +24,7 @@ import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
-import { clearableTimeoutSignal } from '../../util/timers.js';
+import { clearableTimeoutSignal, raceTimeout } from '../../util/timers.js';
 import { truncateText } from '../../util/text.js';
 
 /** What serving needs of the member. */
@@ -111,11 +111,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // At most once, also across a restore that rewound the run log: not before the catch-up at the start has
         // brought back the closed dispatches (within the budget), and never a job whose dispatch to this member closed.
         const synced = p.synced?.();
-        if (synced) {
-          let t: ReturnType<typeof setTimeout> | undefined;
-          await Promise.race([synced, new Promise((res) => (t = setTimeout(res, budget)))]);
-          clearTimeout(t);
-        }
+        if (synced) await raceTimeout(synced, budget, undefined);
         if (await ranHere(p.d.trail, job.address, p.d.did)) throw new C0Error('POOL_ALREADY_RUN', 'a dispatch of this job to this member is closed: it ran here');
         // Inside one of this member's provider slots, taken before the at-most-once claim (a busy member has not run it);
         // the slot's signal ends the run when the provider stops, and its hooks record the exec process group. The stream's
