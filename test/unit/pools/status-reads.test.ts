@@ -22,9 +22,9 @@ import { EVERY, FIXTURE_NOW, PoolFixture, drawShape, prng } from '../../../scrip
 const DAY = 24 * 3600_000;
 const fx = new PoolFixture();
 
-/** Count the entries read from the trail's store from now on (every read of entries goes through its iterator). */
-function countReads(trail: DispatchTrail): { n: number } {
-  const c = { n: 0 };
+/** Count the entries read from the trail's store from now on, and which (every read of entries goes through its iterator). */
+function countReads(trail: DispatchTrail): { n: number; keys: Set<string> } {
+  const c = { n: 0, keys: new Set<string>() };
   const s = (trail as unknown as { db: Sub }).db;
   const iterator = s.iterator.bind(s);
   (s as unknown as { iterator: unknown }).iterator = (o: Parameters<Sub['iterator']>[0]) => {
@@ -32,7 +32,10 @@ function countReads(trail: DispatchTrail): { n: number } {
     return {
       async *[Symbol.asyncIterator]() {
         for await (const kv of it) {
-          if (!(kv[0] as string).startsWith('~')) c.n++;
+          if (!(kv[0] as string).startsWith('~')) {
+            c.n++;
+            c.keys.add(kv[0] as string);
+          }
           yield kv;
         }
       },
@@ -91,7 +94,14 @@ describe('what a member’s pool status reads', () => {
     const w = await fx.write(trail, 'second', rnd, FIXTURE_NOW + 10 * DAY);
     const third = (await m.status()) as { members: Array<{ jobs: { dispatched: number } }> };
     assert.equal((await trail.entries(w.job)).length, 2);
-    assert.ok(reads.n > 0 && reads.n <= 4 * 2, `the writes and the status read that job’s entries alone (${reads.n} entries read; the trail holds ${entries + 2})`);
+    // How often they are read again depends on when the catch-up runs between the writes (a loaded machine runs it
+    // after more of them), so what is asserted is which entries are read: the job's, none of the 46 others.
+    assert.ok(reads.n > 0, 'the new job’s entries are read');
+    assert.deepEqual(
+      [...reads.keys].filter((k) => !k.startsWith(`${w.job}|`)),
+      [],
+      `the writes and the status read that job’s entries alone (${reads.n} entries read; the trail holds ${entries + 2})`,
+    );
     const dispatched = (st: unknown) => (st as typeof third).members.reduce((s, x) => s + x.jobs.dispatched, 0);
     assert.equal(dispatched(third), dispatched(first) + 1, 'the new job counts');
   });
