@@ -169,10 +169,13 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
   };
 }
 
-/** `/v1/peers`: each connected peer with the kinds of this node's gossip topics it is subscribed to (`topics`) and in its mesh of (`mesh`). */
+/**
+ * `/v1/peers`: each connected peer with the kinds of this node's gossip topics it is subscribed to (`topics`), in its
+ * mesh of (`mesh`), and the gossip score this node gives it (`score`: below 0 it is neither grafted nor let graft).
+ */
 function peersView(o: OverlayNode): Record<string, unknown> {
   const { peerKinds, peerMesh } = o.net.gossip();
-  return { peers: o.net.peers().map((p) => ({ ...p, topics: peerKinds.get(p.peerId) ?? [], mesh: peerMesh.get(p.peerId) ?? [] })) };
+  return { peers: o.net.peers().map((p) => ({ ...p, topics: peerKinds.get(p.peerId) ?? [], mesh: peerMesh.get(p.peerId) ?? [], score: Math.round(o.net.gossipScore(p.peerId) * 1000) / 1000 })) };
 }
 
 export function status(d: Daemon): Record<string, unknown> {

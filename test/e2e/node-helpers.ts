@@ -370,6 +370,8 @@ export interface PeerView {
   topics: string[];
   /** The kinds of which it is in this node's gossip mesh (this node relays them to it). */
   mesh: string[];
+  /** The gossip score this node gives it. */
+  score: number;
 }
 
 export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: number; memoryMiB: number }; expiresAt: number }> {

@@ -190,7 +190,13 @@ export async function waitForPeers(n: NodeProc, dids: string[], until: 'mesh' | 
   await waitFor(`${n.name} to hold ${dids.length} peers (${until})`, async () => {
     const p = await get<{ peers: PeerView[] }>(n, '/v1/peers');
     const have = new Map(p.peers.map((x) => [x.did, x]));
-    return dids.every((d) => (until === 'mesh' ? have.get(d)?.mesh.length : have.get(d)?.topics.length));
+    const missing = dids.filter((d) => !(until === 'mesh' ? have.get(d)?.mesh.length : have.get(d)?.topics.length));
+    if (!missing.length) return true;
+    // thrown, not returned: waitFor's timeout names the last error, so a failure says who was missing and how
+    throw new Error(`not yet: ${missing.map((d) => {
+      const x = have.get(d);
+      return x ? `${d.slice(-8)} topics=[${x.topics.join(',')}] mesh=[${x.mesh.join(',')}] score=${x.score}` : `${d.slice(-8)} not connected`;
+    }).join('; ')}`);
   }, 45_000);
 }
 
