@@ -80,7 +80,7 @@ import type { Ledger } from '../ledger/store.js';
 import type { Sub } from '../store/db.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import { raceTimeout, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { pooledReceiptFor, type ChosenOffer, type WinnerResolver } from './steward-winners.js';
 
 const GRACE_MS = 5_000;
@@ -729,13 +729,8 @@ export class ClaimAccounts {
       const second = round();
       if (second.size && !this.d.stopped()) await ask1(second);
     });
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      // unref'd: a stop during the look does not keep the process for the rest of it
-      await Promise.race([look.catch((e) => this.d.log.debug({ err: (e as Error).message }, 'last look before a deadline release failed')), new Promise<void>((ok) => (timer = setTimeout(ok, DEADLINE_LOOK_MS).unref()))]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // unref'd: a stop during the look does not keep the process for the rest of it
+    await raceTimeout(look.catch((e) => this.d.log.debug({ err: (e as Error).message }, 'last look before a deadline release failed')), DEADLINE_LOOK_MS, undefined, { unref: true });
     this.d.log.debug({ claims: due.length, asked: asked.size }, 'asked claims’ parties for their receipts before releasing them at their deadline');
   }
 

@@ -113,11 +113,18 @@ export function timeoutSignal(ms: number): AbortSignal {
 /**
  * What `p` settles to, or `timedOut` if `ms` pass first (any delay: setLongTimeout). The timer is cleared either way,
  * so a wait that ended early leaves nothing behind; `p` itself goes on (a rejection after the timeout is not seen here).
+ * `unref`: the timer does not keep the process alive (a wait a stop may cut short).
  */
-export async function raceTimeout<T, U>(p: Promise<T>, ms: number, timedOut: U): Promise<T | U> {
+export async function raceTimeout<T, U>(p: Promise<T>, ms: number, timedOut: U, opts: { unref?: boolean } = {}): Promise<T | U> {
   let timer: LongTimer | undefined;
   try {
-    return await Promise.race([p, new Promise<U>((resolve) => (timer = setLongTimeout(() => resolve(timedOut), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<U>((resolve) => {
+        timer = setLongTimeout(() => resolve(timedOut), ms);
+        if (opts.unref) timer.unref();
+      }),
+    ]);
   } finally {
     timer?.clear();
   }

@@ -150,3 +150,15 @@ test('raceTimeout: the promise’s value when it settles first, the timeout valu
   assert.equal(settled, true);
   await assert.rejects(raceTimeout(Promise.reject(new Error('boom')), 1_000, 'late'), /boom/);
 });
+
+// ref'd, the child would outlive the test's give-up (60 s) by nine minutes: the test fails instead of passing late
+test('raceTimeout with unref: its timer does not keep the process alive (a child that waits on it exits at once)', { timeout: 60_000 }, async (t) => {
+  const { spawn } = await import('node:child_process');
+  const mod = new URL('../../../src/util/timers.js', import.meta.url).href;
+  // a wait of ten minutes on a promise that never settles: with the timer ref'd the child would live ten minutes
+  const script = `import { raceTimeout } from ${JSON.stringify(mod)}; void raceTimeout(new Promise(() => {}), 600000, 0, { unref: true });`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+  t.after(() => child.kill('SIGKILL'));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  assert.equal(code, 0);
+});
