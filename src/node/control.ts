@@ -22,6 +22,7 @@ import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
+import { jobRecords } from './job-records.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -63,6 +64,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     { method: 'GET', path: '/v1/probe', handler: async ({ query }) => ov(d, query).probe(parseProbeOrder(Object.fromEntries(query))) },
     { method: 'POST', path: '/v1/probe', handler: async ({ body, query }) => ov(d, query).probe(parseProbeOrder(body)) },
     { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query), parseJobsPage(query)) },
+    { method: 'GET', path: '/v1/jobs/:job/records', handler: async ({ params, query }) => exportJobRecords(ov(d, query), params.job!) },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
     { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(requireDid(params.did!, 'did')) },
     {
@@ -288,6 +290,16 @@ export function parseOffersProviders(query: URLSearchParams): ReadonlySet<string
  * whole market's. Before, the console's Market view got every provider's verdict on each refresh to show a
  * page of them: 782 KiB at 2,400 adverts, about 3.2 MB at the 10,000-advert cap, every 5 s.
  */
+/**
+ * `GET /v1/jobs/:job/records`: the records a decision about the job rests on, each as its envelope's bytes in hex
+ * (job-records.ts; `c0mpute market export` writes them a file each for `c0mpute market audit`).
+ */
+export async function exportJobRecords(d: OverlayNode, job: string): Promise<Record<string, unknown>> {
+  if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
+  const r = await jobRecords({ records: d.records, evidence: d.market.evidence, otherBytes: async (a) => (await d.market.getBytes(a)) ?? d.market.adverts.get(a)?.bytes }, job, d.d.config.history.keepDays);
+  return { job: r.job, records: r.records.map((x) => ({ type: x.type, address: x.address, signer: x.signer, envelope: Buffer.from(x.bytes).toString('hex') })), missing: r.missing };
+}
+
 export async function offers(d: OverlayNode, job: string, providers?: ReadonlySet<string>): Promise<Record<string, unknown>> {
   if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
   const j = await d.records.get(job, T.job);

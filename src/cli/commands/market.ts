@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { DEFAULT_LIST_LIMIT } from '../limit.js';
 import { registerProbe } from './market-probe.js';
+import { registerExport } from './market-export.js';
 import type { AuditOpts, ExplainOpts, SelectOpts } from './market-actions.js';
 
 export function parseAt(s: string | undefined): number {
@@ -28,6 +29,7 @@ const DEALT_WITH_HELP = 'count buyers the job’s buyer ran jobs for as a provid
 
 export function register(program: Command): void {
   registerProbe(program);
+  registerExport(program);
   const market = program.commands.find((c) => c.name() === 'market') ?? program.command('market').description('the market: offline selection, explanation and audit from record files');
 
   market

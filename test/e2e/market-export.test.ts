@@ -1,0 +1,74 @@
+/**
+ * A buyer proves afterwards why it chose (docs/market.md §9 "Exporting a job's records"), across real daemons: two
+ * providers and a buyer run two jobs; `c0mpute market export` on the running buyer writes the second job's records a
+ * file each (the job, its selection, the offers and adverts it weighed, the evidence about both providers, among it
+ * the first job's receipt and acceptance); `c0mpute market audit` on that directory alone reproduces the selection,
+ * and fails AUDIT_MISSING_RECORD once the winning offer's file is taken away.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, T, type Opened, type Selection } from '../../src/records/index.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, providerConfig, runJob, waitForMarket, withLogs, type NodeProc } from './node-helpers.js';
+
+const c = new Cluster('market-export');
+let buyer: NodeProc;
+let p1: NodeProc;
+let out: string;
+
+const spec = (input: string) => ({ workload: 'builtin.sha256', params: '10', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
+
+before(async () => {
+  out = mkdtempSync(join(tmpdir(), 'c0-market-export-'));
+  p1 = await c.start('p1', providerConfig({ price: '0.002' }));
+  const p2 = await c.start('p2', providerConfig({ price: '0.003', bootstrap: [bootstrapAddr(p1)] }));
+  buyer = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)], collectWindowMs: 1500 }));
+  await waitForMarket(buyer, 2, [p1, p2]);
+});
+
+after(async () => {
+  await c.destroy();
+  rmSync(out, { recursive: true, force: true });
+});
+
+test('market export writes what a selection rests on; market audit reproduces it from those files alone', async () => {
+  await withLogs(c, async () => {
+    const first = await runJob(buyer, spec('history'));
+    assert.equal(first.result.status, 'completed');
+    let job: string | undefined;
+    const second = await runJob(buyer, spec('audited'), (e) => {
+      if (e.e === 'job') job = (e.job as { address: string }).address;
+    });
+    assert.equal(second.result.status, 'completed');
+    assert.ok(job);
+
+    const dir = join(out, 'records');
+    const ex = await c0mpute(buyer.dir, ['market', 'export', '--job', job, '--out', dir, '--json']);
+    assert.equal(ex.code, 0, ex.err);
+    const r = JSON.parse(ex.out) as { written: number; selections: string[]; missing: unknown[] };
+    assert.equal(r.selections.length, 1, 'the buyer decided once');
+    assert.deepEqual(r.missing, []);
+    const files = readdirSync(dir);
+    assert.equal(files.length, r.written);
+    const kinds = new Set(files.map((f) => f.slice(0, f.lastIndexOf('-'))));
+    for (const k of ['job', 'selection', 'offer', 'advert', 'receipt', 'acceptance']) assert.ok(kinds.has(k), `a ${k} among ${[...kinds].join(', ')}`);
+
+    const audit = await c0mpute(buyer.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, '--json']);
+    assert.equal(audit.code, 0, `${audit.out}\n${audit.err}`);
+    assert.equal((JSON.parse(audit.out) as { reproduces: boolean }).reproduces, true);
+
+    // the winning offer's file taken away: the audit cannot stand
+    const sel = open(readFileSync(join(dir, files.find((f) => f.startsWith('selection-'))!)), T.selection) as Opened<Selection>;
+    rmSync(join(dir, `offer-${sel.record.winner.slice('sha256:'.length)}.cbor`));
+    const broken = await c0mpute(buyer.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, '--json']);
+    assert.equal(broken.code, 1, broken.err);
+    assert.ok((JSON.parse(broken.out) as { differences: Array<{ code: string }> }).differences.some((d) => d.code === 'AUDIT_MISSING_RECORD'));
+
+    // a job this node does not hold: a clear error, nothing written
+    const none = await c0mpute(buyer.dir, ['market', 'export', '--job', `sha256:${'0'.repeat(64)}`, '--out', join(out, 'none')]);
+    assert.equal(none.code, 3);
+    assert.match(none.err, /JOB_NOT_FOUND/);
+  });
+});
