@@ -10,6 +10,7 @@ import { isAddress } from '../records/address.js';
 import { parseDid, requireDid } from '../records/did.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
 import type { JobSpec } from '../roles/buyer.js';
+import { storeHealth, STORE_WRITE_FAILED } from '../store/db.js';
 import { ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
 import { ConsoleHub } from './console-hub.js';
 import { ConsoleSessions } from './console-session.js';
@@ -33,6 +34,10 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     const spec = parseJobSpec(body);
     // a spec the run would refuse before publishing anything is an HTTP error, not a stream that ends in one
     o.checkJob(spec);
+    // so is a database that takes no writes now (a full disk): the job could not be kept, so nothing is asked of a
+    // steward, published or stored; 503 with the store's code (docs/node.md "When a write fails"). A write that fails
+    // once the run is under way ends its stream with the error, as before.
+    refuseIfStoreFailing(d);
     const s = res.stream();
     const live = hub.beginRun(o.name);
     try {
@@ -348,6 +353,16 @@ function isBase64(v: string): boolean {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) return false;
   const pad = v.endsWith('==') ? 2 : v.endsWith('=') ? 1 : 0;
   return (v.length - pad) % 4 !== 1 && (pad === 0 || v.length % 4 === 0);
+}
+
+/**
+ * A run refused before it starts while the node's database takes no writes (store/db.ts storeHealth): STORE_WRITE_FAILED
+ * (the API answers 503), naming the failed write's cause and since when, as `status` shows it.
+ */
+function refuseIfStoreFailing(d: Daemon): void {
+  const h = storeHealth(d.db);
+  if (h.ok) return;
+  throw new C0Error(STORE_WRITE_FAILED, `this node's database takes no writes since ${new Date(h.since!).toISOString()} (${h.cause}): the job was not started (nothing asked, published or stored); it is reopened once the disk takes writes again, then run it again`, { detail: { cause: h.cause, since: h.since } });
 }
 
 /** The wire form of a job spec (POST /v1/run, and the CLI's in-process run): every field typed, nothing else accepted. */
