@@ -123,7 +123,7 @@ export interface CoordinatorView {
   epoch(now?: number): number;
   /** A roster of the pool this member holds, by address (a settlement names the one it divides by). */
   rosterOf(address: string): Opened<PoolRoster> | undefined;
-  /** The live members that can run the job, in roster order. */
+  /** The live members that can run the job (its hardware, its workload, a database that takes writes), in roster order. */
   active(job: Opened<Job>): string[];
   /** Fresh liveness (before judging who is gone). */
   pingAll(): Promise<void>;

@@ -89,6 +89,13 @@ export interface PoolMemberDeps {
   /** The workloads this member runs (`provider.workloads`), told to the others in pings so member choice counts only members that run a job's workload; absent: not told (taken to run any). */
   workloads?: readonly string[];
   /**
+   * Why this node's database takes no writes now (store/db.ts storeProblem: a write failed, the database is not
+   * reopened yet), else undefined. Told to the other members in pings (`storeFailing`), so a coordinator dispatches
+   * nothing to a member that could not keep its run note; and this member, as coordinator, does not choose itself
+   * then. Absent: it always takes writes.
+   */
+  storeProblem?: () => string | undefined;
+  /**
    * The receipt this node's provider role stored for `job`, if any: a coordinator restarted between storing it and
    * closing its dispatch closes (and settles) with it instead of failing the job (docs/pools.md "A coordinator that crashes").
    */
@@ -143,6 +150,8 @@ export class PoolMember {
   #lastSeen = new Map<string, number>();
   /** The workloads each other member said it runs (its pings); one not heard from is taken to run any. */
   #workloads = new Map<string, ReadonlySet<string>>();
+  /** The other members whose last ping (or answer) said their database takes no writes (`storeFailing`): not dispatched to. */
+  #storeFailing = new Set<string>();
   #timer: LongTimer | undefined;
   #elected: { epoch: number; who: string | undefined } | undefined;
   #stopped = false;
@@ -283,10 +292,13 @@ export class PoolMember {
         .filter((m) => m !== this.d.did)
         .map(async (m) => {
           try {
-            const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}) }, this.d.options.livenessMs);
+            const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}), ...(this.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}) }, this.d.options.livenessMs);
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.#mono());
-            if (r.ok === 'yes') this.#heardWorkloads(m, r.workloads);
+            if (r.ok === 'yes') {
+              this.#heardWorkloads(m, r.workloads);
+              this.#heardStore(m, r.storeFailing);
+            }
             if (r.roster instanceof Uint8Array && typeof r.seq === 'number' && r.seq > this.#rs.newest.record.seq) this.#heard(r.roster);
             if (r.code === 'POOL_MEMBER_LEFT' && r.roster instanceof Uint8Array && r.membership instanceof Uint8Array) {
               // The callee's own record (it left), or this member's, handed back (serve.ts: this one left, and forgot).
@@ -467,10 +479,25 @@ export class PoolMember {
     return true;
   }
 
-  /** The live members whose hardware fits the job and that run its workload (docs/pools.md "Member choice"). */
+  /**
+   * The live members whose hardware fits the job, that run its workload and whose database takes writes (docs/pools.md
+   * "Member choice"): none left, and the pool quotes nothing (a won job is refused POOL_NO_ACTIVE_MEMBER).
+   */
   #active(job: Opened<Job>): string[] {
     const live = new Set(this.live());
-    return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements) && this.#runs(m.did, job.record.workload)).map((m) => m.did);
+    return this.#rs.roster.record.members.filter((m) => live.has(m.did) && fits(m.hardware, job.record.requirements) && this.#runs(m.did, job.record.workload) && this.#takesWrites(m.did)).map((m) => m.did);
+  }
+
+  /** Whether a member's database takes writes: this one's as storeProblem says; another's as its last ping or answer said (absent: yes). */
+  #takesWrites(member: string): boolean {
+    if (member === this.d.did) return this.d.storeProblem?.() === undefined;
+    return !this.#storeFailing.has(member);
+  }
+
+  /** Note whether a member said its database takes no writes (`storeFailing: 'yes'`); anything else, absent included, is that it takes writes. */
+  #heardStore(member: string, v: unknown): void {
+    if (v === 'yes') this.#storeFailing.add(member);
+    else this.#storeFailing.delete(member);
   }
 
   #runs(member: string, workload: string): boolean {
@@ -528,6 +555,7 @@ export class PoolMember {
         members: () => this.members,
         seen: (m) => void this.#lastSeen.set(m, this.#mono()),
         heardWorkloads: (m, v) => this.#heardWorkloads(m, v),
+        heardStore: (m, v) => this.#heardStore(m, v),
         heard: (roster) => this.#heard(roster),
         memberLeft: (m, roster, membership) => this.#memberLeft(m, roster, membership),
         runHere: (dispatch, job, input, run) => this.#runHere(dispatch, job, input, run),
@@ -572,7 +600,7 @@ export class PoolMember {
       nextCoordinator: next,
       members: this.#rs.roster.record.members.map((m) => {
         const p = f.member(m.did);
-        return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+        return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), ...(this.#takesWrites(m.did) ? {} : { storeFailing: true }), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
       }),
     };
   }

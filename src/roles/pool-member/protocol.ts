@@ -2,17 +2,19 @@
  * `/c0mpute/pool/1`, the protocol between a pool's members (docs/pools.md
  * "Dispatch recorded before the call"): one request frame, one answer; only
  * roster members may call (the connection's key says who). Requests:
- *   {op:'ping', seq, workloads?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
+ *   {op:'ping', seq, workloads?, storeFailing?} · {op:'trail', dispatch, job, offer} · {op:'run', dispatch, job, offer, input}
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
  *   {op:'sync', after?} · {op:'fetch', keys} (anti-entropy: "Catching up on the trail"; sync.ts)
- * Answers: {ok:'yes', output?, seq?, roster?, workloads?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
+ * Answers: {ok:'yes', output?, seq?, roster?, workloads?, storeFailing?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
  * {code, message}; a member that left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run`
  * (POOL_MEMBER_LEFT); a member answers a ping from a member it holds as left with the same code and the caller's own
  * record, and refuses its `trail`, a `run` of a dispatch it did not keep before, and a `closed` other than of its own
  * dispatch with its own outcome (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
  * the callee's roster when the caller's is older ("A new roster reaches running members").
+ * A member whose database takes no writes now (a full disk) says `storeFailing: 'yes'` in its pings and their answers;
+ * absent (as from a build before it) means its store takes writes. A coordinator dispatches nothing to it ("Member choice").
  */
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
@@ -40,6 +42,8 @@ export interface PoolReply {
   membership?: Uint8Array;
   /** The workloads the answering member runs (ping; absent from a build before it: taken to run any). */
   workloads?: string[];
+  /** 'yes': the answering member's database takes no writes now (ping; absent, as from a build before it: it takes writes). */
+  storeFailing?: 'yes';
   /** One page of the answering member's trail keys (sync). */
   keys?: Array<{ key: string; state: string; givesWay?: 'yes' }>;
   /** The last key of that page, when more follow (sync: the next page is asked after it). */

@@ -37,6 +37,8 @@ export interface MemberServePorts {
   seen(member: string): void;
   /** The workloads `member` said it runs (its ping). */
   heardWorkloads(member: string, workloads: unknown): void;
+  /** Whether `member` said its database takes no writes (its ping's `storeFailing`; absent: it takes writes). */
+  heardStore(member: string, storeFailing: unknown): void;
   /** A roster another member sent (newer ones are noted). */
   heard(roster: Uint8Array): void;
   /** A member's `left` record, with the roster it left. */
@@ -63,6 +65,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
     switch (f?.op) {
       case 'ping':
         if (f.workloads !== undefined) p.heardWorkloads(from, f.workloads);
+        p.heardStore(from, f.storeFailing);
         // One that left says so, with its record: the caller drops it from its active list.
         if (p.rs.left) return { code: 'POOL_MEMBER_LEFT', message: 'this member has left the pool', roster: p.rs.left.roster.bytes, membership: p.rs.left.membership.bytes };
         // A caller that left (its own signed record is held here) is handed that record back: one whose disk was
@@ -71,7 +74,9 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // record as the callee's, which does not verify, and counts this member not live.
         if (theirs) return { code: 'POOL_MEMBER_LEFT', message: 'you have left this pool: your own signed `left` record', roster: theirs.roster.bytes, membership: theirs.membership.bytes };
         // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
-        return { ok: 'yes', seq: p.rs.seq, ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
+        // A member whose database takes no writes says so (it could keep neither a dispatch nor its run note): the
+        // caller, as coordinator, dispatches nothing to it while it does (docs/pools.md "Member choice").
+        return { ok: 'yes', seq: p.rs.seq, ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(p.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
       case 'roster': {
         if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
         p.heard(f.roster);

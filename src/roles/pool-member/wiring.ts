@@ -18,7 +18,7 @@ import { T, type PoolMembership, type PoolRoster, type Receipt } from '../../rec
 import { decodeCanonical, encodeCanonical } from '../../records/cbor.js';
 import type { Signer } from '../../records/ed25519.js';
 import type { CborValue } from '../../records/cbor.js';
-import type { Sub } from '../../store/db.js';
+import { storeProblem, type Sub } from '../../store/db.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { NodeConfig } from '../../node/config.js';
@@ -117,6 +117,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       d.log.warn({ err: (e as Error).message }, 'pool: a kept `left` record of another member does not open; ignored');
     }
   }
+  const trailStore = d.sub('pool-trail');
   const member = new PoolMember({
     did: d.did,
     signer: d.signer,
@@ -133,10 +134,13 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     },
     clock: d.clock,
     log: d.log,
-    trail: await DispatchTrail.open(d.sub('pool-trail'), d.clock, d.log),
+    trail: await DispatchTrail.open(trailStore, d.clock, d.log),
     runs: await RunLog.open(d.sub('pool-runs')),
     executor: d.executor,
     ...(d.workloads ? { workloads: d.workloads } : {}),
+    // the database the trail and run log are in (the node's): while it takes no writes the other members are told so
+    // in pings, and dispatch nothing here (docs/pools.md "Member choice")
+    storeProblem: () => storeProblem(trailStore.db),
     ...(d.ownReceipt ? { ownReceipt: d.ownReceipt } : {}),
     ...(d.heardReceipts ? { heardReceipts: d.heardReceipts } : {}),
     askReceipts: askReceiptsOver(d.net, Math.min(RECEIPT_ASK_MS, d.config.livenessMs)),
