@@ -20,7 +20,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type Selection } from '../records/kinds.js';
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
-import type { BuyerDeps, BuyerEvent, JobResult, JobSpec, RankedCandidate } from './buyer.js';
+import { BUYER_STALLED, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
 import { linkedSignal, type LinkedSignal } from '../util/signals.js';
 import { NODE_CLOSING_FRAME } from './claim-protocol.js';
@@ -71,7 +71,38 @@ export interface ClaimOutcomeSummary {
 }
 
 /** Run the exec exchange with the winner (the auction's own, Buyer.attempt). */
-export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<{ outcome: string; output?: Uint8Array; receipt?: JobResult['receipt']; acceptance?: JobResult['acceptance']; interrupted?: 'stopping' | 'stalled' }>;
+export type ExecWithWinner = (job: Opened<Job>, cand: RankedCandidate, selection: Opened<Selection>) => Promise<WinnerAttempt>;
+
+/** What one exec exchange with the winner came to (Buyer.attempt's answer, the fields an order reads). */
+export interface WinnerAttempt {
+  outcome: string;
+  output?: Uint8Array;
+  receipt?: JobResult['receipt'];
+  acceptance?: JobResult['acceptance'];
+  /** Why the buyer would hold it against the provider (an auction signs a non-delivery for it; an order does not). */
+  nondelivery?: string;
+  interrupted?: 'stopping' | 'stalled';
+}
+
+/** The code of a failed order whose attempt's outcome names none, by why the provider did not deliver. */
+const NO_DELIVERY_CODE: Record<string, string> = { refused: 'EXEC_REFUSED', unreachable: 'EXEC_PROVIDER_GONE', timeout: 'EXEC_TIMEOUT', 'no-receipt': 'EXEC_NO_RECEIPT', 'bad-receipt': 'RECEIPT_INVALID' };
+
+/**
+ * The `error` of an order that ended `failed` (docs/matching.md "No winner by the deadline"), as the other end states
+ * carry one: the failure code of the provider's receipt; RECEIPT_DISPUTED when this node disputed a completed one;
+ * BUYER_STALLED when this node did not run during the attempt; else the code the attempt's outcome names
+ * (EXEC_PROVIDER_SILENT, EXEC_PROVIDER_OVERRAN, a refusal's code…), else one for why nothing was delivered.
+ * Before, a failed order's result had no `error`, only the attempt's outcome as text.
+ */
+export function failedOrderError(provider: string, a: WinnerAttempt): { code: string; message: string } {
+  const r = a.receipt?.record;
+  if (r?.status === 'failed') return { code: r.failure?.code ?? 'EXEC_FAILED', message: `the provider ${provider} reports the job failed: ${r.failure?.message ?? a.outcome}` };
+  if (r && a.acceptance?.record.verdict === 'disputed') return { code: 'RECEIPT_DISPUTED', message: `this node disputed the receipt of ${provider}: ${a.acceptance.record.reason ?? a.outcome}` };
+  const message = `the attempt with ${provider} ended: ${a.outcome}`;
+  if (a.interrupted === 'stalled') return { code: BUYER_STALLED, message };
+  const named = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/.exec(a.outcome)?.[0];
+  return { code: named ?? (a.nondelivery !== undefined ? NO_DELIVERY_CODE[a.nondelivery] : undefined) ?? 'JOB_FAILED', message };
+}
 
 /**
  * Refused claims a selection lists at most. A selection is one envelope of at most 64 KiB, and each refused claim
@@ -252,6 +283,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     // broken off by this node's stop: the run is `interrupted` (Buyer.run says so), not failed
     result.status = attempt.output && attempt.receipt?.record.status === 'completed' && attempt.acceptance?.record.verdict === 'accepted' ? 'completed' : attempt.interrupted === 'stopping' ? 'interrupted' : 'failed';
     if (result.status === 'completed') result.output = attempt.output!;
+    else if (result.status === 'failed') result.error = failedOrderError(claim.signer, attempt);
     stop.abort();
     await late;
     result.timings.restMs = clock() - t0 - collectMs;
