@@ -322,9 +322,11 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
   const h = await jobHistory(d.records, d.market.evidence, d.did, page);
   return {
     jobs: await Promise.all(
-      h.jobs.map(async ({ job, receipts }) => ({
+      h.jobs.map(async ({ job, receipts, late }) => ({
         ...wireRecord(job),
         receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
+        // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
+        ...(late ? { late } : {}),
         // no outcome held: the providers selected, and the non-delivery signed against each (docs/node.md "Job history")
         ...(receipts.length
           ? {}

@@ -114,10 +114,50 @@ async function poolOfWinner(records: RecordStore, winner: string, provider: stri
   return undefined;
 }
 
-/** One page of the jobs `did` published, newest first, with their receipts. */
-export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: Array<{ job: Opened<Job>; receipts: HeldReceipt[] }>; next?: string }> {
+/**
+ * A receipt of this buyer's own job that it never countersigned (docs/node.md "Job history", "A receipt the buyer did
+ * not get on the stream"): it reached the node after the run had ended without it (the provider sent it directly over
+ * outcome/1, or it was heard on gossip), so the run's result said `failed` (BUYER_STALLED, EXEC_PROVIDER_SILENT…)
+ * while the provider reports otherwise. Every receipt the run itself got is countersigned in the same attempt
+ * (Buyer.attempt), so one without this node's verdict is one the run did not get. Its output never reached the buyer,
+ * which therefore signs no acceptance or dispute of it; reputation counts such a receipt as no outcome (completed) or
+ * at weight 0 (failed: docs/market.md "Per provider P").
+ */
+export interface LateReceipt {
+  receipt: string;
+  provider: string;
+  status: Receipt['status'];
+  /** A failed receipt's code. */
+  failure?: string;
+  /** When the provider says it finished (the receipt's `completedAt`); the node does not record when it arrived. */
+  at: number;
+  /** What it means, in a sentence (`c0mpute jobs` prints it). */
+  note: string;
+}
+
+/** The last receipt of `did`'s own job that `did` signed no verdict on (LateReceipt), if any. */
+export function lateReceipt(did: string, receipts: readonly HeldReceipt[]): LateReceipt | undefined {
+  const h = receipts.filter((x) => !x.acceptance && x.receipt.record.buyer === did).at(-1);
+  if (!h) return undefined;
+  const r = h.receipt.record;
+  const note =
+    r.status === 'completed'
+      ? 'the provider reports completed after this node gave up on the run; its output was not received, so no acceptance or dispute was signed'
+      : `the provider reports failed${r.failure ? ` (${r.failure.code})` : ''} after this node gave up on the run; no verdict was signed on it`;
+  return { receipt: h.receipt.address, provider: r.provider, status: r.status, ...(r.failure ? { failure: r.failure.code } : {}), at: r.completedAt, note };
+}
+
+/** One page of the jobs `did` published, newest first, with their receipts (and the one that came after its run, if any). */
+export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: Array<{ job: Opened<Job>; receipts: HeldReceipt[]; late?: LateReceipt }>; next?: string }> {
   const p = await records.jobsOf(did, page);
-  return { jobs: p.jobs.map((job) => ({ job, receipts: receiptsOfJob(ev, job.address) })), ...(p.next !== undefined ? { next: p.next } : {}) };
+  return {
+    jobs: p.jobs.map((job) => {
+      const receipts = receiptsOfJob(ev, job.address);
+      const late = lateReceipt(did, receipts);
+      return { job, receipts, ...(late ? { late } : {}) };
+    }),
+    ...(p.next !== undefined ? { next: p.next } : {}),
+  };
 }
 
 /** The newest `limit` records by `time` (then the higher address), newest first, without sorting them all. */

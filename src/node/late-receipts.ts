@@ -107,3 +107,32 @@ export function receiptHook(base: SemanticHook | undefined, lookups: () => OwnRe
     if (ctx.source === 'direct') await checkOwnReceipt(rec as Opened<Receipt>, lookups(), ctx.now);
   };
 }
+
+/** How a node logs a receipt that came directly and passed checkOwnReceipt (directReceiptLog). */
+export interface DirectReceiptLog {
+  level: 'warn' | 'debug';
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
+/**
+ * What to log of a receipt of this buyer's own job that came directly (docs/node.md "A receipt the buyer did not get
+ * on the stream"): a warning the first time, when the node holds no verdict of its own on it — the run ended without
+ * it (the buyer stalled, gave up on a silent provider, or was down), so the run's result said `failed` while the
+ * provider reports its own outcome, and the job history shows it as `late` (job-history.ts lateReceipt). A copy of one
+ * already held (the provider did not see the first answer) is logged at debug. Before, each was logged at info, with
+ * nothing saying the run and the receipt disagree.
+ */
+export function directReceiptLog(rec: Opened<Receipt>, held: boolean, countersigned: boolean): DirectReceiptLog {
+  const r = rec.record;
+  const fields = { job: r.job, receipt: rec.address, provider: r.provider, status: r.status, ...(r.failure ? { failure: r.failure.code } : {}) };
+  if (held || countersigned) return { level: 'debug', fields, msg: countersigned ? 'a receipt sent directly that this node already holds and countersigned' : 'a receipt sent directly that this node already holds' };
+  return {
+    level: 'warn',
+    fields,
+    msg:
+      r.status === 'completed'
+        ? 'the provider’s receipt came directly after this node gave up on the run: it reports completed, but its output was not received; kept, no acceptance or dispute signed'
+        : 'the provider’s receipt came directly after this node gave up on the run: it reports failed; kept, no verdict signed',
+  };
+}

@@ -20,7 +20,8 @@ import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
 import { evidenceHook, notFromTheFuture, openHeld, recordHooks, witnessHook } from './record-hooks.js';
-import { receiptHook, type OwnReceiptLookups } from './late-receipts.js';
+import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
+import { buyerVerdict } from '../reputation/derive.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
@@ -256,7 +257,7 @@ export class OverlayNode {
     this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
     this.net.subscribe('receipt', async (rec, meta) => {
       // directly: this buyer's own receipt, which the provider's exec stream could not deliver (checked: late-receipts.ts)
-      if (meta.source === 'direct') this.log.info({ job: (rec as Opened<Receipt>).record.job, receipt: rec.address, provider: rec.signer, status: (rec as Opened<Receipt>).record.status }, 'a receipt the exec stream did not deliver came from the provider directly; kept');
+      if (meta.source === 'direct') this.#directReceipt(rec as Opened<Receipt>);
       await this.market.addEvidence(rec as Opened<Receipt>);
     });
     this.net.subscribe('acceptance', async (rec) => {
@@ -397,6 +398,13 @@ export class OverlayNode {
   addRole(name: string, role: OverlayRole): void {
     this.extra.set(name, role);
     this.#stops.push(() => role.stop());
+  }
+
+  /** Log a receipt of this node's own job that came directly (checked: late-receipts.ts): a warning when the run ended without it. */
+  #directReceipt(rec: Opened<Receipt>): void {
+    const ev = this.market.evidence;
+    const said = directReceiptLog(rec, ev.receipts.has(rec.address), buyerVerdict(rec, ev.acceptancesOf(rec.address)) !== undefined);
+    this.log[said.level](said.fields, said.msg);
   }
 
   /** What a receipt sent directly is checked against: this node's own jobs, selections and offers, whatever its roles now (late-receipts.ts). */

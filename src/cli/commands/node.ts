@@ -118,7 +118,7 @@ export function register(program: Command): void {
       const { dataDir } = globals(cmd);
       const limit = Number(o.limit);
       if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new C0Error('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
-      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }>; attempts?: Array<{ provider: string; reason?: string }> }>; next?: string };
+      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }>; attempts?: Array<{ provider: string; reason?: string }>; late?: JobsLate }>; next?: string };
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
       const localJobs = c ? undefined : (await import('../../node/control.js')).jobs;
@@ -140,6 +140,7 @@ export function register(program: Command): void {
         for (const j of list) {
           out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
           for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
+          if (j.late) out(`    ${jobsLateLine(j.late)}`);
           if (!j.receipts.length) out(`    ${jobsNoOutcome(j.attempts)}`);
         }
         if (next !== undefined) out(`(the newest ${list.length}; --limit or --all for more)`);
@@ -181,6 +182,21 @@ export function register(program: Command): void {
     });
 }
 
+
+/** A receipt that came after its run ended, as `GET /v1/jobs` gives it (src/node/job-history.ts LateReceipt). */
+export interface JobsLate {
+  provider: string;
+  status: string;
+  note?: string;
+}
+
+/**
+ * What `c0mpute jobs` says under a job whose provider's receipt came after the run ended, never countersigned
+ * (docs/node.md "Job history"): the run said `failed` while the provider reports otherwise, and this says why.
+ */
+export function jobsLateLine(late: JobsLate): string {
+  return `late: ${short(late.provider)} ${late.note ?? `reports ${late.status} after this node gave up on the run`}`;
+}
 
 /**
  * What `c0mpute jobs` says of a job with no receipt held: that no outcome is held, and the providers selected with the
