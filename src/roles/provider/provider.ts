@@ -144,6 +144,16 @@ export interface ProviderDeps {
   /** Who besides the job's buyer may sign a selection this provider runs (an overlay's steward). */
   selectionAuthority?: (selectionSigner: string, jobBuyer: string) => boolean;
   /**
+   * What this node holds that ends a job's quoting (docs/market.md "Jobs already decided"), read before a job within
+   * budget is quoted: `selection` (one signed by the job's buyer or an authorised decider), `receipt` (one this node
+   * signed), `acceptance` (the job's buyer countersigned a receipt for it), or `quoted` (this node quoted on it
+   * before, and keeps the job: a restart forgot the quote, not the job). Such a job gets no offer and spends no
+   * quoting budget: a restarted provider that anti-entropy hands the buyer's earlier jobs does not fill that buyer's
+   * budget with offers on work already done. `quoted` is not read for a job its buyer pushed (it asks for an offer
+   * now). Default none.
+   */
+  held?: (job: Opened<Job>) => Promise<HeldOutcome | undefined>;
+  /**
    * On an overlay with a steward (this node's `network.steward`): an exec runs only with the steward's `Admitted`
    * entry for the job's claim (the header's `admission` for the job's own claim, else `admissionOf` asks the steward), refused
    * EXEC_NOT_ADMITTED otherwise (src/roles/provider/admission-proof.ts).
@@ -177,6 +187,12 @@ export interface ProviderDeps {
  */
 export type SlotRun = Pick<ExecContext, 'signal' | 'onSpawn' | 'onExit'>;
 
+/** What this node holds that ends a job's quoting (ProviderDeps.held). */
+export type HeldOutcome = 'selection' | 'receipt' | 'acceptance' | 'quoted';
+
+/** How many jobs a provider remembers selections of (heard before the job, or without an offer of its own), oldest dropped first. */
+export const DECIDED_MAX = 10_000;
+
 /** How many jobs reclaimed while not running a provider keeps barred (Provider.preempt), and for how long without a deadline. */
 export const PREEMPTED_MAX = 4096;
 export const PREEMPTED_KEEP_MS = 24 * 60 * 60 * 1000;
@@ -208,6 +224,12 @@ export class Provider {
   #offered = new Set<string>();
   /** Gossiped jobs this provider held back on, outranked on price (docs/market.md §12). */
   #heldBack = new Set<string>();
+  /**
+   * Job address → the signers of the selections heard for it (at most DECIDED_MAX jobs, oldest first out): a job
+   * whose selection by its buyer (or an authorised decider) came first, as anti-entropy sends selections before jobs,
+   * is decided and gets no offer. Who signed is checked when the job is heard (the selection does not name the buyer).
+   */
+  readonly #selected = new Map<string, Set<string>>();
   #stopped = false;
   #stopDone: Promise<void> | undefined;
   /**
@@ -448,6 +470,7 @@ export class Provider {
       this.d.log.debug({ job: job.address, reason, ...extra }, msg);
       return undefined;
     };
+    if (this.#selectedFor(job)) return skip('decided', 'the job’s buyer has selected already; no offer', { held: 'selection' });
     const failures = this.d.eligibility(job, advert, now);
     if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
     if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
@@ -464,6 +487,17 @@ export class Provider {
     if (expiresAt <= now) return skip('deadline', 'the deadline cannot be met; no offer');
     const over = this.budget.check(job.signer, now);
     if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
+    // after the budget too (a store read; a job over budget is skipped either way): what this node holds may say the
+    // job is decided already, or that it quoted on it before a restart (anti-entropy brings a buyer's earlier jobs)
+    if (this.d.held) {
+      const held = await this.d.held(job);
+      if (held === 'quoted' && !opts.invited) return skip('already-quoted', 'this provider quoted on the job before; no offer', { held });
+      if (held && held !== 'quoted') return skip('decided', 'the job is decided in what this node holds; no offer', { held });
+      // meanwhile: the provider stopped, another copy of the job was quoted, or another job took the budget
+      if (this.#stopped || this.#offered.has(job.address)) return undefined;
+      const again = this.budget.check(job.signer, now);
+      if (again) return skip(again, 'quoting budget spent; no offer', { buyer: job.signer });
+    }
     // after the budget, which is cheaper (a few map reads; the rank walks the presence view): a flood over budget never pays for the rank
     const rank = this.d.config.offerRank;
     if (!opts.invited && rank > 0 && !job.record.requirements.allowlist && this.d.rankAhead) {
@@ -492,6 +526,26 @@ export class Provider {
    */
   onSelection(sel: Opened<Selection>): void {
     this.budget.release(sel.record.job, sel.signer, (signer, buyer) => this.d.selectionAuthority?.(signer, buyer) ?? false);
+    // remembered for a job not heard yet (anti-entropy sends selections before jobs): it is not quoted when it comes
+    const job = sel.record.job;
+    let signers = this.#selected.get(job);
+    if (!signers) {
+      while (this.#selected.size >= DECIDED_MAX) this.#selected.delete(this.#selected.keys().next().value!);
+      this.#selected.set(job, (signers = new Set()));
+    }
+    // a few signers a job (any key can sign a selection naming any job): past them the oldest goes, so the buyer's own still lands
+    if (!signers.has(sel.signer)) {
+      if (signers.size >= 8) signers.delete(signers.values().next().value!);
+      signers.add(sel.signer);
+    }
+  }
+
+  /** Whether a selection heard for `job` was signed by its buyer or an authorised decider (onSelection). */
+  #selectedFor(job: Opened<Job>): boolean {
+    const signers = this.#selected.get(job.address);
+    if (!signers) return false;
+    for (const s of signers) if (s === job.signer || this.d.selectionAuthority?.(s, job.signer)) return true;
+    return false;
   }
 
   /**
