@@ -116,6 +116,21 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     clock: o.clock,
     log: o.log.child({ role: 'provider', overlay: o.name }),
     eligibility: (job, advert, now) => o.market.providerEligibility(job, advert, now),
+    // What ends a job's quoting here (docs/market.md "Jobs already decided"), the cheap reads first: a receipt this
+    // node signed or the buyer's acceptance of one (reputation evidence, in memory), a receipt kept for a run here, a
+    // selection by the buyer (or the overlay's steward) kept, and last the job itself kept: it was quoted on before
+    // (a restart forgot the quote; anti-entropy brings the job again; records.ts putQuoted).
+    held: async (job) => {
+      const ev = o.market.evidence;
+      for (const r of ev.receiptsOf(job.address)) {
+        if (r.signer === o.did) return 'receipt';
+        if (ev.acceptancesOf(r.address).some((a) => a.signer === job.signer)) return 'acceptance';
+      }
+      if (await runs.has(job.address)) return 'receipt';
+      if ((await o.records.selectionsOf(job.address)).some((s) => s.signer === job.signer || (o.selectionAuthority?.(s.signer, job.signer) ?? false))) return 'selection';
+      // a steward keeps every job asked for admission before it is published: held there, a job says nothing of a quote
+      return !o.steward && (await o.records.has(job.address)) ? 'quoted' : undefined;
+    },
     // Offers per job (docs/market.md "How many offers a job draws"). Not on an overlay with a steward, which selects
     // among every offer (pool/1), nor for a pool member, whose pool decides what it quotes.
     ...(o.d.network.steward || o.poolMember ? {} : { rankAhead: providersAhead(o) }),
