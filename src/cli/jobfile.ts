@@ -1,5 +1,5 @@
 /**
- * `c0mpute run job.yaml` and `market probe job.yaml` (docs/cli.md): read the
+ * `c0mpute run job.yaml` and `market probe job.yaml` (docs/jobfile.md): read the
  * job file from disk; its schema and the spec it becomes are shared with the
  * daemon's console (src/node/jobfile.ts).
  */

@@ -1,7 +1,8 @@
 /**
- * The job file's schema and its reading into a job spec (docs/cli.md "job.yaml";
+ * The job file's schema and its reading into a job spec (docs/jobfile.md;
  * docs/console.md "Run a job"): durations accept `90s`, `5m`, `1h` or
- * milliseconds; maxPrice accepts "0.05 USD" or {amount, currency}; the input
+ * milliseconds (a bare number: `deadline: 60` is 60 ms, refused as too soon,
+ * JOB_DEADLINE_TOO_SOON); maxPrice accepts "0.05 USD" or {amount, currency}; the input
  * comes from --input FILE, `inputFile`, or inline `input` text. Shared by the
  * CLI (src/cli/jobfile.ts reads the file) and the daemon's console
  * (`POST /v1/console/run` sends the text), so the daemon does not depend on src/cli.
@@ -40,6 +41,31 @@ const jobFileSchema = z
   })
   .strict();
 
+/** The buyer's offer-collection window when the caller does not say (config `buyer.collectWindowMs`'s default). */
+export const DEFAULT_COLLECT_WINDOW_MS = 3000;
+/** What a deadline must leave after the offers are collected: to decide, reach the winner, send the input, run, and take the receipt. */
+export const MIN_RUN_AFTER_COLLECT_MS = 5000;
+/** The shortest `timeout` a job file takes: below it a run ends EXEC_TIMEOUT before a process or a request has started. */
+export const MIN_JOB_TIMEOUT_MS = 1000;
+
+/** The shortest deadline a job may have when its buyer collects offers for `collectWindowMs`: the window plus MIN_RUN_AFTER_COLLECT_MS. */
+export function minJobDeadlineMs(collectWindowMs = DEFAULT_COLLECT_WINDOW_MS): number {
+  return collectWindowMs + MIN_RUN_AFTER_COLLECT_MS;
+}
+
+/**
+ * A deadline (or timeout) too short to collect offers and run is refused before anything is signed: without this a
+ * bare `deadline: 60` (60 ms) was published already past, and the run ended "no eligible provider", never saying why.
+ */
+function checkTooShort(field: 'deadline' | 'timeout', value: number | string, ms: number, minMs: number, path: string, why: string, collectWindowMs: number): void {
+  if (ms >= minMs) return;
+  const bare = typeof value === 'number' ? ` (a bare number is read as milliseconds; write ${value}s for seconds)` : '';
+  throw new C0Error(field === 'deadline' ? 'JOB_DEADLINE_TOO_SOON' : 'JOB_TIMEOUT_TOO_SHORT', `${path}: ${field} ${value} is ${ms} ms${bare}: ${why}; give at least ${minMs} ms (${Math.ceil(minMs / 1000)}s)`, {
+    field,
+    detail: { value, ms, minMs, collectWindowMs },
+  });
+}
+
 export function parseDuration(v: number | string): number {
   if (typeof v === 'number') return v;
   const m = /^([0-9]+)(ms|s|m|h)$/.exec(v)!;
@@ -56,6 +82,8 @@ export interface JobFileOptions {
   open?: boolean;
   /** `c0mpute run --designated DID`: post the job as an order designated to DID */
   designated?: string;
+  /** the buyer's `buyer.collectWindowMs`, which the deadline must outlast (default DEFAULT_COLLECT_WINDOW_MS) */
+  collectWindowMs?: number;
 }
 
 /**
@@ -89,6 +117,11 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   if (input.length === 0 && !opts.inputOptional) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
   const deadlineMs = parseDuration(j.deadline);
   checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);
+  const collectWindowMs = opts.collectWindowMs ?? DEFAULT_COLLECT_WINDOW_MS;
+  const minDeadlineMs = minJobDeadlineMs(collectWindowMs);
+  checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);
+  const timeoutMs = j.timeout === undefined ? undefined : parseDuration(j.timeout);
+  if (timeoutMs !== undefined) checkTooShort('timeout', j.timeout!, timeoutMs, MIN_JOB_TIMEOUT_MS, path, 'the run would time out before its work started', collectWindowMs);
   const policy = opts.policy ?? j.policy;
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
   return {
@@ -96,7 +129,7 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
     ...(j.params === undefined ? {} : { params: String(j.params) }),
     maxPrice: typeof j.maxPrice === 'string' ? parseMoney(j.maxPrice) : j.maxPrice,
     deadlineMs,
-    ...(j.timeout === undefined ? {} : { timeoutMs: parseDuration(j.timeout) }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(policy ? { policy } : {}),
     ...(j.sealInput ? { sealInput: true } : {}),
     ...(j.entitlement ? { entitlement: j.entitlement } : {}),
