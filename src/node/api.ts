@@ -142,9 +142,15 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       }
       if (opts.console && (await opts.console.serve(req, res, url))) return;
       const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req, url) ?? false);
-      if (url.pathname === '/metrics' && req.method === 'GET' && (loopback || authorised)) {
+      // /metrics as every GET route (docs/node.md "Control API"): HEAD answers its headers, another method is 405
+      // with Allow; on loopback without the token, off it with (else the 401 below, as for every route).
+      if (url.pathname === '/metrics' && (loopback || authorised)) {
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          res.setHeader('allow', 'GET, HEAD');
+          return json(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `/metrics takes GET or HEAD, not ${req.method}` } });
+        }
         res.writeHead(200, { 'content-type': opts.registry.contentType });
-        res.end(await opts.registry.metrics());
+        res.end(req.method === 'HEAD' ? undefined : await opts.registry.metrics());
         return;
       }
       if (!authorised) return json(res, 401, { error: opts.console?.refusal(req, url) ?? { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
