@@ -8,6 +8,12 @@
  * steward, at its position (seq) and linking to the one before it (prev); the first that is not stops the fetch
  * (LEDGER_FETCH_BROKEN, nothing returned). Signatures are left to `ledger verify`, which checks every one (off the
  * daemon's event loop): only the steward's key can sign its entries, and it is the steward that answers.
+ *
+ * This node's own ledger (`steward` is this node, the steward of the overlay asked: `own`) is read from its store,
+ * with the same checks and bounds and no dial (a node cannot dial itself: NET_DIAL_FAILED "Can not dial self"); this
+ * node asked on an overlay it is not the steward of is LEDGER_FETCH_SELF. Another steward is reached first, within
+ * STEWARD_REACH_MS: no address for it known or found on this overlay, or its dial failing, is
+ * LEDGER_STEWARD_UNREACHABLE naming the overlay searched, at once rather than at a range's 60 s deadline.
  */
 import { C0Error } from '../errors.js';
 import { open } from '../records/envelope.js';
@@ -21,6 +27,8 @@ export const LEDGER_FETCH_ERR = {
   TIMEOUT: 'LEDGER_FETCH_TIMEOUT',
   BROKEN: 'LEDGER_FETCH_BROKEN',
   BAD_LIMIT: 'LEDGER_FETCH_BAD_LIMIT',
+  SELF: 'LEDGER_FETCH_SELF',
+  UNREACHABLE: 'LEDGER_STEWARD_UNREACHABLE',
 } as const;
 
 const MIB = 1024 * 1024;
@@ -32,6 +40,8 @@ export const LEDGER_FETCH_MAX_MIB = 256;
 export const LEDGER_FETCH_BUDGET_MS = 120_000;
 /** One range call's deadline (within the whole budget). */
 const RANGE_DEADLINE_MS = 60_000;
+/** How long finding the steward's addresses, and then dialling it, may each take before the fetch says it is unreachable. */
+export const STEWARD_REACH_MS = 10_000;
 /** What framing adds to each entry on the wire (length prefix, CBOR data frame header), at most. */
 const FRAME_OVERHEAD = 16;
 
@@ -40,7 +50,18 @@ export interface LedgerFetchOptions {
   maxBytes?: number;
   /** The whole fetch's time, ms (default LEDGER_FETCH_BUDGET_MS per 64 MiB of maxBytes, at least LEDGER_FETCH_BUDGET_MS). */
   budgetMs?: number;
+  /** This node's own ledger, when `steward` is this node and steward of the overlay asked: read here, not dialled. */
+  own?: OwnLedger;
 }
+
+/** The part of a steward's Ledger (src/ledger/store.ts) the fetch reads. */
+export interface OwnLedger {
+  readonly length: number;
+  entries(from: number, to: number): Promise<Uint8Array[]>;
+}
+
+/** What the fetch uses of the overlay's network; without `did`, `overlay`, `findPeer` and `dial` (a test's fake) it only requests. */
+export type LedgerFetchNet = Pick<Network, 'request'> & Partial<Pick<Network, 'did' | 'overlay' | 'findPeer' | 'dial'>>;
 
 /** `?maxMiB=` as the API takes it: a whole number of MiB from 1 to LEDGER_FETCH_MAX_MIB; absent, undefined. */
 export function parseFetchMiB(v: string | null | undefined): number | undefined {
@@ -56,7 +77,7 @@ export function ledgerFetchBudgetMs(maxBytes: number = LEDGER_FETCH_DEFAULT_MIB 
 }
 
 /** The entries of `steward`'s ledger, from seq 0, each checked to chain (see the module comment). */
-export async function fetchLedgerEntries(net: Pick<Network, 'request'>, steward: string, opts: LedgerFetchOptions = {}): Promise<Uint8Array[]> {
+export async function fetchLedgerEntries(net: LedgerFetchNet, steward: string, opts: LedgerFetchOptions = {}): Promise<Uint8Array[]> {
   const maxBytes = opts.maxBytes ?? LEDGER_FETCH_DEFAULT_MIB * MIB;
   const budgetMs = opts.budgetMs ?? ledgerFetchBudgetMs(maxBytes);
   const budget = AbortSignal.timeout(budgetMs);
@@ -68,6 +89,12 @@ export async function fetchLedgerEntries(net: Pick<Network, 'request'>, steward:
     new C0Error(LEDGER_FETCH_ERR.TOO_LARGE, `the steward's ledger passes ${Math.round(maxBytes / MIB)} MiB after ${entries.length} entries: fetch it with a larger bound (--max-mib, at most ${LEDGER_FETCH_MAX_MIB})`, { detail: { entries: entries.length, maxBytes } });
   const timedOut = () => new C0Error(LEDGER_FETCH_ERR.TIMEOUT, `fetching the steward's ledger took more than ${budgetMs} ms (${entries.length} entries so far)`, { detail: { entries: entries.length, budgetMs } });
   const broken = (seq: number, why: string) => new C0Error(LEDGER_FETCH_ERR.BROKEN, `entry ${seq} as the steward served it: ${why}`, { detail: { index: seq } });
+  const where = net.overlay === undefined ? 'this overlay' : `overlay ${net.overlay}`;
+  const own = opts.own;
+  if (!own && net.did !== undefined && steward === net.did) {
+    throw new C0Error(LEDGER_FETCH_ERR.SELF, `${steward} is this node, which is not the steward of ${where}: ask on the overlay it stewards (--overlay NAME; \`c0mpute overlay list\`)`, { field: 'steward', detail: { overlay: net.overlay } });
+  }
+  if (!own) await reach(net, steward);
   for (;;) {
     const from = entries.length;
     // no range may bring more than what is left of the bound (plus framing)
@@ -75,10 +102,14 @@ export async function fetchLedgerEntries(net: Pick<Network, 'request'>, steward:
     const cap = Math.min(protocolCap, left + MAX_LEDGER_RANGE * FRAME_OVERHEAD);
     let frames;
     try {
-      frames = await net.request(steward, LEDGER_PROTOCOL, [{ from } as never], { limits: { deadlineMs: RANGE_DEADLINE_MS, maxResponseBytes: cap }, signal: budget });
+      // this node's own ledger: the range its steward would serve (steward-handlers.ts serveLedgerRange), read here
+      frames = own
+        ? await own.entries(Math.min(from, own.length), Math.min(own.length, from + MAX_LEDGER_RANGE))
+        : await net.request(steward, LEDGER_PROTOCOL, [{ from } as never], { limits: { deadlineMs: RANGE_DEADLINE_MS, maxResponseBytes: cap }, signal: budget });
     } catch (e) {
       if (budget.aborted) throw timedOut();
       if (e instanceof C0Error && e.code === NET_ERR.RESPONSE_TOO_LARGE && cap < protocolCap) throw tooLarge();
+      if (e instanceof C0Error && e.code === NET_ERR.DIAL && from === 0) throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`);
       throw e;
     }
     if (frames.length > MAX_LEDGER_RANGE) throw broken(from + MAX_LEDGER_RANGE, `more than ${MAX_LEDGER_RANGE} entries in one range`);
@@ -103,5 +134,37 @@ export async function fetchLedgerEntries(net: Pick<Network, 'request'>, steward:
     }
     if (frames.length < MAX_LEDGER_RANGE) return entries;
     if (budget.aborted) throw timedOut();
+  }
+}
+
+function unreachable(steward: string, overlay: string | undefined, why: string): C0Error {
+  const where = overlay === undefined ? 'this overlay' : `overlay ${overlay}`;
+  return new C0Error(LEDGER_FETCH_ERR.UNREACHABLE, `cannot reach steward ${steward} on ${where} (${why}): if it stewards another overlay this node is on, ask there with --overlay NAME (\`c0mpute overlay list\`)`, {
+    field: 'steward',
+    detail: { overlay },
+  });
+}
+
+/**
+ * The steward's addresses (the peer store, else the overlay's DHT) and a connection to it, each within
+ * STEWARD_REACH_MS, before any range is asked: a steward not on this overlay is said to be so at once, not by a
+ * range's deadline 60 s on (NET_DEADLINE). A network without `findPeer`/`dial` (a test's fake) skips this.
+ */
+async function reach(net: LedgerFetchNet, steward: string): Promise<void> {
+  if (net.findPeer) {
+    try {
+      await net.findPeer(steward, { timeoutMs: STEWARD_REACH_MS });
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      throw unreachable(steward, net.overlay, `no address for it known or found: ${e.message}`);
+    }
+  }
+  if (net.dial) {
+    try {
+      await net.dial(steward, { timeoutMs: STEWARD_REACH_MS });
+    } catch (e) {
+      if (!(e instanceof C0Error)) throw e;
+      throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`);
+    }
   }
 }

@@ -431,7 +431,9 @@ export class OverlayNode {
    * must chain as it comes (ledger-fetch.ts).
    */
   async fetchLedger(steward: string, opts: LedgerFetchOptions = {}): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
-    const entries = await fetchLedgerEntries(this.net, steward, opts);
+    // this node's own ledger, as this overlay's steward: read from its store (a node cannot dial itself)
+    const own = this.steward && steward === this.did ? this.steward.ledger : undefined;
+    const entries = await fetchLedgerEntries(this.net, steward, own ? { ...opts, own } : opts);
     // Named witnesses (network.witnesses): a receipt kept before they were named is left out, as validation now leaves it.
     const named = this.d.network.witnesses;
     const receipts = (await this.records.witnessReceiptsFor(steward)).filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);
