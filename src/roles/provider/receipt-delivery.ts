@@ -7,11 +7,14 @@
  * never reaches it. The provider sends the receipt over `/c0mpute/outcome/1`
  * (one message up, one verdict back) to the job's buyer; one it could not reach
  * is kept here and sent again each time that buyer connects (identifies) to
- * this node, until the buyer answers or the entry lapses. One the buyer took but
- * could not keep (`not_kept`: its delivery queue was full, or storing it failed;
- * OUTCOME_NOT_KEPT) is kept the same way and also sent again after a wait
- * (`retryMs`, doubling each time up to RECEIPT_RETRY_MAX_MS): that buyer is
- * connected, so its next connection may be far off.
+ * this node, and after a wait (`retryMs`, doubling with each failed try up to
+ * RECEIPT_RETRY_MAX_MS), until the buyer answers or the entry lapses. One the
+ * buyer took but could not keep (`not_kept`: its delivery queue was full, or
+ * storing it failed; OUTCOME_NOT_KEPT) is kept the same way. The wait is for a
+ * buyer still connected, whose next connection may be far off: one that did not
+ * keep it, or one not reached though connected (its handler outlasted
+ * outcome/1's deadline, a stream that broke); this node does not tell those
+ * from a buyer that left, which a try after the wait only dials in vain.
  *
  * Bounded: at most `maxPending` receipts (the oldest go first), each for at
  * most `keepMs`. With `keep`, each waiting receipt is also written to the
@@ -34,7 +37,7 @@ import type { Logger } from '../../util/log.js';
 export const RECEIPT_DELIVERY_MAX = 1024;
 /** How long a receipt waits for its buyer to come back (6 hours). */
 export const RECEIPT_DELIVERY_KEEP_MS = 6 * 60 * 60 * 1000;
-/** The first wait before a receipt its buyer could not keep is sent again (1 minute; doubled each time). */
+/** The first wait before a receipt its buyer could not keep, or was not reached for, is sent again (1 minute; doubled each time). */
 export const RECEIPT_RETRY_MS = 60_000;
 /** The longest such wait (30 minutes). */
 export const RECEIPT_RETRY_MAX_MS = 30 * 60_000;
@@ -50,7 +53,7 @@ export interface ReceiptDeliveryDeps {
   self?: string;
   maxPending?: number;
   keepMs?: number;
-  /** The first wait before a receipt the buyer could not keep is sent again (default RECEIPT_RETRY_MS). */
+  /** The first wait before a receipt the buyer could not keep, or was not reached for, is sent again (default RECEIPT_RETRY_MS). */
   retryMs?: number;
 }
 
@@ -74,9 +77,9 @@ interface Pending {
   sending: boolean;
   /** Restored untried: sent by `resume`. */
   untried: boolean;
-  /** Times the buyer could not keep it (the wait before the next try doubles with each). */
-  notKept: number;
-  /** The next try after a `not_kept`. */
+  /** Tries that failed (the buyer could not keep it, or was not reached): the wait before the next try doubles with each. */
+  failed: number;
+  /** The next try after a failed one. */
   retry?: ReturnType<typeof setTimeout>;
 }
 
@@ -124,8 +127,8 @@ export class ReceiptDelivery {
   }
 
   /**
-   * Send a receipt its exec stream did not deliver to its buyer now; kept for the buyer's next connection when it
-   * could not be reached. Resolves once this first try is over. After `stop` it is only kept (untried), so the next
+   * Send a receipt its exec stream did not deliver to its buyer now; kept for the buyer's next connection, and
+   * sent again after a wait, when it could not be reached or did not keep it. Resolves once this first try is over. After `stop` it is only kept (untried), so the next
    * start sends it.
    */
   async deliver(receipt: Opened<Receipt>): Promise<void> {
@@ -159,7 +162,8 @@ export class ReceiptDelivery {
   /**
    * At start, once the network is up: send each receipt restored untried to its buyer now (a provider killed or
    * stopped before its buyer acknowledged it on the stream). Returns them, for the caller to gossip as well: no one
-   * may have heard them yet. One not reached waits for its buyer's connection, as any other.
+   * may have heard them yet. One not reached waits for its buyer's connection, and a
+   * wait, as any other.
    */
   resume(): Array<Opened<Receipt>> {
     if (this.#stopped) return [];
@@ -182,7 +186,7 @@ export class ReceiptDelivery {
   }
 
   #add(receipt: Opened<Receipt>, until: number, untried = false): void {
-    this.#pending.set(receipt.address, { receipt, until, sending: false, untried, notKept: 0 });
+    this.#pending.set(receipt.address, { receipt, until, sending: false, untried, failed: 0 });
     while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
   }
 
@@ -220,16 +224,13 @@ export class ReceiptDelivery {
       outcome = 'unreachable';
     }
     p.sending = false;
-    if (outcome === 'unreachable') {
+    if (outcome === 'unreachable' || outcome === 'not_kept') {
       // kept (on disk too): after stop, for the next start
-      if (!this.#stopped) this.d.log.debug({ job, receipt: address, buyer, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again');
-      return;
-    }
-    if (outcome === 'not_kept') {
-      // the buyer took it but did not keep it (OUTCOME_NOT_KEPT: its delivery queue full, a failed write): kept as an
-      // unreachable one is, and sent again after a wait, since the buyer is connected (its next connection may be far off)
       if (this.#stopped || this.#pending.get(address) !== p) return;
-      const waitMs = Math.min(this.#retryMs * 2 ** Math.min(p.notKept++, 16), RECEIPT_RETRY_MAX_MS);
+      // sent again when the buyer connects, and after a wait: a buyer that did not keep it (OUTCOME_NOT_KEPT: its
+      // delivery queue full, a failed write) is connected, and so may be one not reached (its handler outlasted the
+      // exchange's deadline, a stream that broke): its next connection may be far off
+      const waitMs = Math.min(this.#retryMs * 2 ** Math.min(p.failed++, 16), RECEIPT_RETRY_MAX_MS);
       clearTimeout(p.retry);
       p.retry = setTimeout(() => {
         p.retry = undefined;
@@ -238,7 +239,8 @@ export class ReceiptDelivery {
         else void this.#try(address);
       }, waitMs);
       p.retry.unref();
-      this.d.log.info({ job, receipt: address, buyer, waitMs }, 'the buyer could not keep the receipt sent directly: it is sent again later');
+      if (outcome === 'not_kept') this.d.log.info({ job, receipt: address, buyer, waitMs }, 'the buyer could not keep the receipt sent directly: it is sent again later');
+      else this.d.log.debug({ job, receipt: address, buyer, waitMs, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again, or after a wait');
       return;
     }
     this.#forget(address);
