@@ -1,0 +1,89 @@
+/**
+ * `api.hosts` behind a reverse proxy (src/node/api-guard.ts; docs/node.md "API security" and "Behind a reverse
+ * proxy"): a name configured with :443 (or :80) is accepted in `Host` without its port, as a browser sends it and
+ * Caddy or nginx's `$host` pass it on, and a page on `https://` a configured name may post; every name and origin not
+ * configured is still refused (the DNS-rebinding and CSRF defence).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { rawGet } from '../../raw-http.js';
+import { splitHostPort, startApi } from '../../../src/node/api.js';
+import { checkBrowserHeaders, hostPolicy } from '../../../src/node/api-guard.js';
+import { silentLogger } from '../../../src/util/log.js';
+
+const code = (host: string | undefined, origin?: string, p = hostPolicy('127.0.0.1', 7070, ['node.example', 'proxy.example:443', 'plain.example:80', 'alt.example:8443'])) => checkBrowserHeaders(host, origin, p)?.code ?? 'ok';
+
+test('a name configured with :443 is accepted without its port, and a page on https:// that name may post', () => {
+  // the reviewer's table: hosts [node.example, proxy.example:443]
+  assert.equal(code('proxy.example'), 'ok', 'the portless Host a TLS proxy on 443 passes on');
+  assert.equal(code('PROXY.example'), 'ok');
+  assert.equal(code('proxy.example:443'), 'ok');
+  assert.equal(code('proxy.example:443', 'https://proxy.example'), 'ok');
+  assert.equal(code('proxy.example', 'https://proxy.example'), 'ok', 'a console POST behind TLS');
+  assert.equal(code('proxy.example', 'https://proxy.example:443'), 'ok');
+  // a name configured with :80 likewise over http; another port only as written, over either scheme
+  assert.equal(code('plain.example'), 'ok');
+  assert.equal(code('plain.example', 'http://plain.example'), 'ok');
+  assert.equal(code('alt.example:8443', 'https://alt.example:8443'), 'ok');
+  // a bare name takes the bound port, and its page may be behind TLS on that port
+  assert.equal(code('node.example:7070', 'https://node.example:7070'), 'ok');
+  assert.equal(code('node.example:7070', 'http://node.example:7070'), 'ok');
+});
+
+test('what is not configured is still refused (DNS rebinding, CSRF)', () => {
+  for (const host of ['evil.example', 'evil.example:443', 'node.example', 'node.example:443', 'alt.example', 'alt.example:443', 'localhost', 'localhost:443', '127.0.0.1', 'proxy.example:8443', 'proxy.example.evil', 'xproxy.example', '']) {
+    assert.equal(code(host), 'API_HOST_REFUSED', host);
+  }
+  for (const origin of [
+    'https://evil.example', // a foreign page
+    'https://localhost:7070', // https only for a configured name (the API itself speaks http)
+    'https://127.0.0.1:7070',
+    'http://proxy.example', // a name configured with :443 comes without its port over https only
+    'https://plain.example', // and one with :80 over http only
+    'https://node.example', // a bare name takes the bound port
+    'https://alt.example',
+    'https://proxy.example:8443',
+    'https://proxy.example/x',
+    'https://proxy.example?x',
+    'https://user@proxy.example',
+    'null',
+    'file://proxy.example',
+    'ws://proxy.example',
+  ]) {
+    assert.equal(code('proxy.example', origin), 'API_ORIGIN_REFUSED', origin);
+  }
+  // no names configured: no https origin at all
+  const bare = hostPolicy('127.0.0.1', 7070);
+  assert.equal(checkBrowserHeaders('localhost:7070', 'https://localhost:7070', bare)?.code, 'API_ORIGIN_REFUSED');
+  assert.equal(checkBrowserHeaders('localhost:7070', 'http://localhost:7070', bare), undefined);
+  assert.equal(checkBrowserHeaders('localhost:7070', 'http://localhost', bare)?.code, 'API_ORIGIN_REFUSED');
+});
+
+test('a wildcard-bound API: an IP literal over http with the bound port, never over https; without a port only when bound to 80', () => {
+  const w = hostPolicy('0.0.0.0', 7070, ['proxy.example:443']);
+  assert.equal(checkBrowserHeaders('10.0.0.5:7070', 'http://10.0.0.5:7070', w), undefined);
+  assert.equal(checkBrowserHeaders('10.0.0.5:7070', 'https://10.0.0.5:7070', w)?.code, 'API_ORIGIN_REFUSED');
+  assert.equal(checkBrowserHeaders('10.0.0.5', undefined, w)?.code, 'API_HOST_REFUSED');
+  assert.equal(checkBrowserHeaders('proxy.example', 'https://proxy.example', w), undefined);
+  const w80 = hostPolicy('0.0.0.0', 80);
+  assert.equal(checkBrowserHeaders('10.0.0.5', 'http://10.0.0.5', w80), undefined);
+  assert.equal(checkBrowserHeaders('[fe80::1]', 'http://[fe80::1]', w80), undefined);
+});
+
+test('through the API: a TLS proxy passing the browser\'s Host and Origin on reaches it', async () => {
+  const s = await startApi({ listen: '127.0.0.1:0', token: 'tok', routes: [], registry: new Registry(), log: silentLogger(), hosts: ['node.example', 'proxy.example:443'] });
+  try {
+    const port = splitHostPort(s.address).port;
+    const local = `127.0.0.1:${port}`;
+    const get = (h: Record<string, string>) => rawGet(local, '/metrics', { authorization: 'Bearer tok', ...h });
+    assert.equal((await get({ host: 'proxy.example' })).status, 200);
+    assert.equal((await get({ host: 'proxy.example:443' })).status, 200);
+    assert.equal((await get({ host: 'proxy.example:443', origin: 'https://proxy.example' })).status, 200);
+    assert.equal((await get({ host: 'proxy.example', origin: 'https://proxy.example' })).status, 200);
+    assert.equal((await get({ host: 'evil.example' })).status, 403);
+    assert.equal((await get({ host: 'proxy.example', origin: 'https://evil.example' })).status, 403);
+  } finally {
+    await s.close();
+  }
+});
