@@ -93,7 +93,7 @@ export const OUTCOME_ROUTE: DirectRoute = {
   limits: OUTCOME_LIMITS,
   kinds: OUTCOME_DIRECT_KINDS,
   err: OUTCOME_ERR,
-  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, and receipts an exec stream did not deliver to their buyer, by kind and outcome (unreachable: the recipient could not be dialled, that copy is dropped; not_kept: the recipient took it but could not keep it now, a receipt is sent again later)' },
+  counter: { name: 'c0mpute_outcomes_direct_total', help: 'Selections and acceptances sent over /c0mpute/outcome/1 to the providers they concern, and receipts an exec stream did not deliver to their buyer, by kind and outcome (unreachable: the recipient could not be dialled or did not answer in time; not_kept: the recipient took it but could not keep it now; either way a receipt is sent again later, a selection or acceptance as docs/node.md says)' },
 };
 
 export interface DirectServeDeps {
