@@ -308,9 +308,10 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
         const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
-          buyer: mine.jobs.map(({ job: j, receipts }) => {
+          buyer: mine.jobs.map(({ job: j, receipts, late }) => {
             const last = receipts.at(-1);
-            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: receipts.length, status: last?.receipt.record.status, provider: last?.receipt.record.provider, verdict: last?.acceptance?.record.verdict };
+            // a receipt that came after the run ended has no verdict: say why (job-history.ts lateReceipt)
+            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: receipts.length, status: last?.receipt.record.status, provider: last?.receipt.record.provider, verdict: last?.acceptance?.record.verdict, ...(late && late.receipt === last?.receipt.address ? { late: late.note } : {}) };
           }),
           buyerMore: mine.next !== undefined,
           provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),

@@ -10,7 +10,7 @@ import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
 interface JobsData {
-  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string }>;
+  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string; late?: string }>;
   /** Older jobs exist than the newest shown (`c0mpute jobs --all` lists them). */
   buyerMore?: boolean;
   provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; startedAt: number; completedAt: number; verdict?: string }>;
@@ -79,7 +79,13 @@ export function Jobs() {
                     <Status s={j.status} />
                   </td>
                   <td>
-                    <Status s={j.verdict} />
+                    {j.late && !j.verdict ? (
+                      <span class="st st-mid" title={j.late}>
+                        <span aria-hidden="true">…</span> late: output not received
+                      </span>
+                    ) : (
+                      <Status s={j.verdict} />
+                    )}
                   </td>
                   <td>
                     <Did d={j.provider} />
