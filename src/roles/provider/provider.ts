@@ -470,7 +470,8 @@ export class Provider {
       this.d.log.debug({ job: job.address, reason, ...extra }, msg);
       return undefined;
     };
-    if (this.#selectedFor(job)) return skip('decided', 'the job’s buyer has selected already; no offer', { held: 'selection' });
+    // a job its buyer pushes asks for an offer now (job-push/1), whatever was heard of it: only gossip and sync are judged
+    if (!opts.invited && this.#selectedFor(job)) return skip('decided', 'the job’s buyer has selected already; no offer', { held: 'selection' });
     const failures = this.d.eligibility(job, advert, now);
     if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
     if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
@@ -489,10 +490,10 @@ export class Provider {
     if (over) return skip(over, 'quoting budget spent; no offer', { buyer: job.signer });
     // after the budget too (a store read; a job over budget is skipped either way): what this node holds may say the
     // job is decided already, or that it quoted on it before a restart (anti-entropy brings a buyer's earlier jobs)
-    if (this.d.held) {
+    if (this.d.held && !opts.invited) {
       const held = await this.d.held(job);
-      if (held === 'quoted' && !opts.invited) return skip('already-quoted', 'this provider quoted on the job before; no offer', { held });
-      if (held && held !== 'quoted') return skip('decided', 'the job is decided in what this node holds; no offer', { held });
+      if (held === 'quoted') return skip('already-quoted', 'this provider quoted on the job before; no offer', { held });
+      if (held) return skip('decided', 'the job is decided in what this node holds; no offer', { held });
       // meanwhile: the provider stopped, another copy of the job was quoted, or another job took the budget
       if (this.#stopped || this.#offered.has(job.address)) return undefined;
       const again = this.budget.check(job.signer, now);

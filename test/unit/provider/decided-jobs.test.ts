@@ -133,6 +133,14 @@ describe('Provider: jobs already decided', () => {
     assert.equal(await s.provider.onJob(j2), undefined, 'the overlay’s steward decides for the buyer');
   });
 
+  test('a job its buyer pushes is quoted though its selection was heard (job-push/1 asks for an offer now)', async () => {
+    const s = await setup({ held: async () => 'receipt' });
+    const j = makeJob();
+    s.provider.onSelection(selectionOf(j));
+    assert.equal(await s.provider.onJob(j), undefined, 'heard on gossip or sync: decided');
+    assert.ok(await s.provider.onJob(j, { invited: true }), 'pushed by its buyer: quoted');
+  });
+
   test('what the node holds (`held`): a receipt or the buyer’s acceptance is decided; a job quoted before a restart is not quoted again unless its buyer pushes it; an open one is quoted', async () => {
     const held = new Map<string, 'selection' | 'receipt' | 'acceptance' | 'quoted'>();
     const asked: string[] = [];
