@@ -24,7 +24,8 @@
  * error) is in the error's `detail`, which the provider logs and never signs.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join as joinPath, resolve as resolvePath } from 'node:path';
 import { request as httpRequest, validateHeaderName, validateHeaderValue, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
@@ -257,6 +258,39 @@ function isDirectory(p: string): boolean {
   }
 }
 
+function isExecutableFile(p: string): boolean {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The environment a command is spawned with: the node's PATH unless the config sets one, the config's env, the params. */
+function spawnEnv(env: Record<string, string> | undefined, params: string): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env, C0MPUTE_PARAMS: params };
+}
+
+/**
+ * Where the command a spawn with this PATH and working directory would run is, or undefined when there is none: a
+ * name without a slash is looked for on PATH (an empty entry is the working directory), as spawn does; a path with
+ * one is taken relative to the working directory. It must be an executable file.
+ */
+export function findCommand(command: string, path: string, cwd: string): string | undefined {
+  if (command === '') return undefined;
+  if (command.includes('/')) {
+    const p = isAbsolute(command) ? command : resolvePath(cwd, command);
+    return isExecutableFile(p) ? p : undefined;
+  }
+  for (const dir of path.split(delimiter)) {
+    const p = dir === '' ? resolvePath(cwd, command) : isAbsolute(dir) ? joinPath(dir, command) : resolvePath(cwd, dir, command);
+    if (isExecutableFile(p)) return p;
+  }
+  return undefined;
+}
+
 export function execExecutor(cfg: { command: string[]; env?: Record<string, string>; cwd?: string }, opts: ExecutorOptions = {}): Executor {
   if (cfg.command.length === 0) throw new C0Error('CONFIG_INVALID', 'exec executor needs a command', { field: 'command' });
   // A working directory that is not there would fail every job as "cannot start <command>": say so at start.
@@ -269,6 +303,18 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
   for (const [name, value] of Object.entries(cfg.env ?? {})) {
     if (name === '' || name.includes('=') || name.includes('\0')) throw new C0Error('CONFIG_INVALID', `exec executor's env has a variable name ${JSON.stringify(name)} that cannot be set (empty, or with = or a NUL byte)`, { field: 'env' });
     if (value.includes('\0')) throw new C0Error('CONFIG_INVALID', `exec executor's env ${name} has a value with a NUL byte, which no environment can carry (the value is not repeated here)`, { field: `env.${name}` });
+  }
+  // So would a command that is not there (or not an executable file): every job would fail EXEC_SPAWN_FAILED and
+  // cost the provider its reputation. Looked for as spawn does, with the PATH the command gets.
+  const cmd0 = cfg.command[0]!;
+  if (findCommand(cmd0, spawnEnv(cfg.env, '').PATH ?? '', cfg.cwd ?? process.cwd()) === undefined) {
+    throw new C0Error(
+      'CONFIG_INVALID',
+      cmd0.includes('/')
+        ? `exec executor's command ${cmd0} is not an executable file${isAbsolute(cmd0) ? '' : ` (relative to ${cfg.cwd ?? process.cwd()})`}`
+        : `exec executor's command ${cmd0} is not an executable file on PATH (${spawnEnv(cfg.env, '').PATH})`,
+      { field: 'command' },
+    );
   }
   return {
     kind: 'exec',
@@ -283,13 +329,14 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
         try {
           child = spawn(cmd, args, {
             cwd: cfg.cwd,
-            env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...cfg.env, C0MPUTE_PARAMS: ctx.params ?? '' },
+            env: spawnEnv(cfg.env, ctx.params ?? ''),
             stdio: ['pipe', 'pipe', 'pipe'],
             detached: true, // its own process group, so the deadline kills everything it started
           });
         } catch (e) {
           // Some failures to start throw at once rather than emit 'error' (E2BIG: arguments and environment too large
           // for the system; an argument spawn refuses): the same failure, the same code, not a provider crash.
+          opts.log?.warn({ command: cmd, err: localText(e) }, 'the command could not start: the job fails EXEC_SPAWN_FAILED');
           return reject(new C0Error('EXEC_SPAWN_FAILED', withCode('cannot start the command', systemCode(e)), { detail: { command: cmd, err: localText(e) } }));
         }
         const chunks: Buffer[] = [];
@@ -390,6 +437,8 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
         });
         // The receipt says the command could not start, and the system's code; the path (and the error repeating it) is for the operator's log.
         child.on('error', (e) => {
+          // It was there at start (execExecutor looked): removed, or made not executable, since. Every job fails until fixed.
+          if (!failure) opts.log?.warn({ command: cmd, err: localText(e) }, 'the command could not start: the job fails EXEC_SPAWN_FAILED');
           failure ??= new C0Error('EXEC_SPAWN_FAILED', withCode('cannot start the command', systemCode(e)), { detail: { command: cmd, err: localText(e) } });
         });
         child.stdin.on('error', () => {

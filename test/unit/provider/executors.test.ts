@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { getEventListeners } from 'node:events';
 import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -327,13 +327,24 @@ describe('exec executor (real child processes)', () => {
     });
   });
 
-  test('a missing binary is EXEC_SPAWN_FAILED', async () => {
-    await rejectsCode(execExecutor({ command: [join(dir, 'no-such-binary')] }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+  test('a binary removed after start is EXEC_SPAWN_FAILED, and the operator’s log gets a warning', async () => {
+    const bin = join(mkdtempSync(join(dir, 'gone-')), 'tool');
+    writeFileSync(bin, '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    const warned: unknown[] = [];
+    const ex = execExecutor({ command: [bin] }, { log: { warn: (...a: unknown[]) => void warned.push(a) } as never });
+    rmSync(bin);
+    await rejectsCode(ex.run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+    assert.equal(warned.length, 1, 'one warning');
+    assert.equal((warned[0] as [{ command?: string }])[0].command, bin);
   });
 
   test('a command that cannot start fails with a message naming neither its path nor its arguments (it goes into a signed, gossiped receipt); the operator’s log gets them from the detail', async () => {
     const bin = join(dir, 'private-tools', 'no-such-binary');
-    const e = await rejectsCode(execExecutor({ command: [bin, '--api-key=SECRET-ARG'] }).run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
+    mkdirSync(join(dir, 'private-tools'), { recursive: true });
+    writeFileSync(bin, '#!/bin/sh\n', { mode: 0o755 });
+    const ex = execExecutor({ command: [bin, '--api-key=SECRET-ARG'] });
+    rmSync(bin);
+    const e = await rejectsCode(ex.run(ctx({ input: utf8('x') })), 'EXEC_SPAWN_FAILED');
     assert.doesNotMatch(e.message, /private-tools|SECRET-ARG/);
     assert.match(e.message, /ENOENT/);
     assert.equal((e.detail as { command?: string } | undefined)?.command, bin, 'the command (not its arguments) for the operator’s own log');
