@@ -482,6 +482,87 @@ export function readConfigFile(path: string): unknown {
   }
 }
 
+/**
+ * Every C0MPUTE_* variable c0mpute reads, in one place: a variable set with any other C0MPUTE_ name is a typo said at
+ * start (envWarnings), never silently ignored. test/unit/node/config-warnings.test.ts checks src/ reads no other.
+ */
+export const ENV_VARS = [
+  // config overrides (envOverrides)
+  'C0MPUTE_ROLES', 'C0MPUTE_LISTEN', 'C0MPUTE_ANNOUNCE', 'C0MPUTE_BOOTSTRAP', 'C0MPUTE_OVERLAY', 'C0MPUTE_API', 'C0MPUTE_LOG_LEVEL', 'C0MPUTE_LOG_FORMAT',
+  // the CLI's own
+  'C0MPUTE_HOME', 'C0MPUTE_API_TIMEOUT', 'C0MPUTE_PASSPHRASE', 'C0MPUTE_PASSPHRASE_FILE', 'C0MPUTE_DEBUG', 'C0MPUTE_FAILPOINT',
+  // set for an exec workload's command (its params), never read by the node
+  'C0MPUTE_PARAMS',
+] as const;
+
+/** Variables the test suite sets and reads (C0MPUTE_TEST*, C0MPUTE_KEEP_TEST_DIRS): never warned about. */
+const TEST_ENV_RE = /^C0MPUTE_(TEST|KEEP_TEST)/;
+
+/** Something in the config or the environment that starts, but is likely not what was meant (logged at warn at start). */
+export interface ConfigWarning {
+  code: 'CONFIG_ENV_UNKNOWN' | 'CONFIG_SECTION_UNREAD';
+  field: string;
+  message: string;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** A C0MPUTE_* variable that is set but that c0mpute does not read (a typo: C0MPUTE_ROLE), with the nearest it does. */
+export function envWarnings(env: NodeJS.ProcessEnv): ConfigWarning[] {
+  const known = ENV_VARS as readonly string[];
+  const out: ConfigWarning[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('C0MPUTE_') || known.includes(name) || TEST_ENV_RE.test(name) || env[name] === undefined) continue;
+    const nearest = [...known].sort((a, b) => editDistance(name, a) - editDistance(name, b))[0]!;
+    out.push({ code: 'CONFIG_ENV_UNKNOWN', field: name, message: `the environment sets ${name}, which c0mpute does not read (did you mean ${nearest}?); it is ignored` });
+  }
+  return out;
+}
+
+/**
+ * The config sections only a role reads, and the keys of one read without it. `witness.stewards` names stewards whose
+ * witness records every node keeps outside the caps (docs/config.md), so only the rest of `witness` needs the role.
+ */
+const SECTION_ROLES: ReadonlyArray<{ section: string; role: Role; readAnyway?: readonly string[] }> = [
+  { section: 'provider', role: 'provider' },
+  { section: 'pool', role: 'provider' },
+  { section: 'steward', role: 'steward' },
+  { section: 'witness', role: 'witness', readAnyway: ['stewards'] },
+];
+
+/**
+ * The sections the merged config layers set that no configured role reads, on `network` or any overlay (a provider
+ * section with the provider role only on an overlay is read): one warning naming them all, or none.
+ */
+export function sectionWarnings(raw: unknown, config: NodeConfig): ConfigWarning[] {
+  if (!isObj(raw)) return [];
+  const roles = new Set(networksOf(config).flatMap((n) => n.roles));
+  const fields: string[] = [];
+  const said: string[] = [];
+  for (const { section, role, readAnyway = [] } of SECTION_ROLES) {
+    const v = raw[section];
+    if (v === undefined || v === null || roles.has(role)) continue;
+    const keys = isObj(v) && readAnyway.length ? Object.keys(v).filter((k) => !readAnyway.includes(k)).map((k) => `${section}.${k}`) : [section];
+    if (keys.length === 0) continue;
+    fields.push(...keys);
+    said.push(`${keys.join(', ')} (read only with the ${role} role)`);
+  }
+  if (fields.length === 0) return [];
+  return [{
+    code: 'CONFIG_SECTION_UNREAD',
+    field: fields.join(','),
+    message: `the config sets ${said.join('; ')}, but no overlay of this node runs that role (roles: ${[...roles].join(', ') || 'none'}): ignored; add the role to roles (or an overlay's roles) to use it`,
+  }];
+}
+
 /** Environment overrides (documented in docs/config.md). */
 export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
   const o: Record<string, unknown> = {};
@@ -523,6 +604,8 @@ export interface LoadOptions {
   file?: string;
   env?: NodeJS.ProcessEnv;
   flags?: Record<string, unknown>;
+  /** Filled with what starts but is likely not what was meant (envWarnings, sectionWarnings), for the caller to log. */
+  warnings?: ConfigWarning[];
 }
 
 export function loadConfig(opts: LoadOptions = {}): NodeConfig {
@@ -534,7 +617,9 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
   const flags = opts.flags ?? {};
   const merged = mergeLayers(fileLayer, env, flags);
   try {
-    return parseConfig(merged, opts.file ?? 'config');
+    const config = parseConfig(merged, opts.file ?? 'config');
+    opts.warnings?.push(...envWarnings(opts.env ?? {}), ...sectionWarnings(merged, config));
+    return config;
   } catch (e) {
     // a bad value named where it came from: the command line or the environment override the file
     if (!(e instanceof C0Error) || e.code !== 'CONFIG_INVALID' || !e.field) throw e;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { createIdentity, hasKeyFile, keyFilePath } from '../../node/identity.js';
-import { loadConfig, ROLE_NAMES, type NodeConfig } from '../../node/config.js';
+import { loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
 import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
@@ -44,7 +44,7 @@ export interface StartFlags {
   logFormat?: string;
 }
 
-export function nodeConfig(dataDir: string, f: StartFlags): NodeConfig {
+export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[]): NodeConfig {
   const file = f.config ?? (existsSync(join(dataDir, 'config.yaml')) ? join(dataDir, 'config.yaml') : undefined);
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
@@ -60,12 +60,15 @@ export function nodeConfig(dataDir: string, f: StartFlags): NodeConfig {
   if (f.logLevel) log.level = f.logLevel;
   if (f.logFormat) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
-  return loadConfig({ ...(file ? { file } : {}), env: process.env, flags });
+  return loadConfig({ ...(file ? { file } : {}), env: process.env, flags, ...(warnings ? { warnings } : {}) });
 }
 
 /** Start a node in this process for a one-shot command (no API, no daemon.json). */
 async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig['roles']): Promise<Daemon> {
-  const config = nodeConfig(dataDir, flags);
+  const warnings: ConfigWarning[] = [];
+  const config = nodeConfig(dataDir, flags, warnings);
+  // the roles are this command's, not the config's: only a misspelt variable is worth saying
+  for (const w of warnings) if (w.code === 'CONFIG_ENV_UNKNOWN') process.stderr.write(`warning ${w.code}: ${w.message}\n`);
   config.roles = roles;
   // A one-shot node must not collide with a configured daemon port, and runs only the roles asked for on every overlay.
   const port0 = (addrs: string[]) => addrs.map((a) => a.replace(/\/tcp\/[0-9]+/, '/tcp/0'));
@@ -134,8 +137,11 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
   const running = readDaemonInfo(dataDir);
   if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
-  const config = nodeConfig(dataDir, f);
+  const warnings: ConfigWarning[] = [];
+  const config = nodeConfig(dataDir, f, warnings);
   const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
+  // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
+  for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);
   // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
   // has started, cleanly; the same signal again kills it (no handler is left for it).
   let signalled: string | undefined;
