@@ -16,7 +16,7 @@ export const EXIT = {
   OK: 0,
   /** A negative answer: a record is invalid, a job failed, no provider is eligible, an audit does not reproduce. */
   NEGATIVE: 1,
-  /** The command line is wrong (unknown flag, missing argument). */
+  /** The command line is wrong (unknown flag, missing argument, a bad option value: a UsageError). */
   USAGE: 2,
   /** Operator-caused error: a bad input file, config, key, data directory, or an unreachable daemon. */
   OPERATOR: 3,
@@ -28,11 +28,25 @@ export const EXIT = {
   INTERRUPTED: 130,
 } as const;
 
+/**
+ * A wrong command line found by the command rather than by commander: a bad option value (`--limit 0`, `--wait x`,
+ * `devnet --jobs 0`), options that do not go together. Printed as `error CODE: …` like any C0Error, with its own stable
+ * code (CLI_BAD_LIMIT, DEVNET_BAD_OPTION, …), and exits 2 (EXIT.USAGE), as commander's USAGE_* errors do; a bad value in
+ * a file (a job file's policy) stays an operator error (exit 3).
+ */
+export class UsageError extends C0Error {}
+
 /** An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130. */
 export class Interrupted extends C0Error {}
 
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.C0MPUTE_HOME ? resolve(env.C0MPUTE_HOME) : join(homedir(), '.c0mpute');
+  const home = env.C0MPUTE_HOME;
+  if (!home) return join(homedir(), '.c0mpute');
+  // A quoted `~` reaches here unexpanded (C0MPUTE_HOME='~/x', a systemd Environment= line): taken as it reads, the
+  // home directory, not a directory named `~` under the current one.
+  if (home === '~' || home.startsWith('~/')) return join(homedir(), home.slice(1));
+  if (home.startsWith('~')) throw new C0Error('DATA_DIR_INVALID', `C0MPUTE_HOME=${home.slice(0, 80)}: another user's home (~name) is not expanded; give the full path`, { field: 'C0MPUTE_HOME' });
+  return resolve(home);
 }
 
 export interface GlobalOpts {

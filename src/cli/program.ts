@@ -6,7 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
-import { EXIT, Interrupted, NegativeAnswer, defaultDataDir } from './context.js';
+import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
 
@@ -70,6 +70,7 @@ export function report(e: unknown): number {
     // a message may quote a remote error or a record's text
     process.stderr.write(`error ${e.code}: ${printable(e.message, true)}\n`);
     if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
+    if (e instanceof UsageError || e.code.startsWith('USAGE_')) return EXIT.USAGE;
     return e instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
   }
   process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);

@@ -107,6 +107,9 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     operatorError(await c0(['keys', 'show', '--data-dir', dir]), 'KEY_FILE_CORRUPT', 'a key file of null');
     // a --wait that is not a number: refused before anything is published (NaN meant no wait for the market)
     writeFileSync(p('wait-job.yaml'), 'workload: builtin.sha256\ninput: hello\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
-    operatorError(await c0(['run', p('wait-job.yaml'), '--wait', 'abc', '--data-dir', dir]), 'CLI_BAD_WAIT', 'run --wait abc');
+    // (a bad option value: a wrong command line, exit 2)
+    const wait = await c0(['run', p('wait-job.yaml'), '--wait', 'abc', '--data-dir', dir]);
+    assert.equal(wait.code, 2, `run --wait abc: exit code (stderr: ${wait.err})`);
+    assert.match(wait.err, /^error CLI_BAD_WAIT: \S/);
   });
 });

@@ -143,9 +143,9 @@ test('audit of a selection naming offers that do not exist exits 1 with the diff
   assert.match(b.out, /DECIDER_NOT_AUTHORIZED/);
 });
 
-test('operator errors exit 3 with a code: unknown policy, private without an allowlist, missing job, bad directory', () => {
+test('operator errors exit 3 with a code: private without an allowlist, missing job, bad directory; an unknown --policy is a wrong command line (2)', () => {
   const p = c0('market', 'select', '--job', J.address, '--records', records, '--policy', 'greedy');
-  assert.equal(p.code, 3);
+  assert.equal(p.code, 2);
   assert.match(p.err, /error POLICY_UNKNOWN/);
   const q = c0('market', 'select', '--job', J.address, '--records', records, '--policy', 'private', '--at', String(NOW));
   assert.equal(q.code, 3);
@@ -207,7 +207,7 @@ test("audit takes the buyer's trust sources (--trusted-buyers, --second-hand-wei
     ['--trusted-buyers', 'not-a-did', 'DID_MALFORMED'],
   ] as const) {
     const e = c0('market', 'audit', '--selection', out, '--records', tr, flag, value);
-    assert.equal(e.code, 3, `${flag} ${value}: ${e.err}`);
+    assert.equal(e.code, 2, `${flag} ${value}: ${e.err}`);
     assert.match(e.err, new RegExp(`error ${code}`));
   }
 });
@@ -234,7 +234,7 @@ test('select, explain and audit take the deciding node’s clock-skew window (--
   assert.equal(a.code, 0, a.err + a.out);
   for (const v of ['-1', '1.5', 'soon', '']) {
     const e = c0('market', 'audit', '--selection', out, '--records', sk, '--skew-ms', v);
-    assert.equal(e.code, 3, `--skew-ms "${v}": ${e.err}`);
+    assert.equal(e.code, 2, `--skew-ms "${v}": ${e.err}`);
     assert.match(e.err, /error MARKET_BAD_SKEW/);
   }
 });

@@ -21,7 +21,7 @@ import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { NegativeAnswer, out, jsonReplacer, writingTo } from '../context.js';
+import { jsonReplacer, NegativeAnswer, out, UsageError, writingTo } from '../context.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -37,7 +37,7 @@ interface RunFlags {
 }
 
 const whole = (flag: string, v: string, min: number): number => {
-  if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min) throw new C0Error('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
+  if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min) throw new UsageError('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
   return Number(v);
 };
 

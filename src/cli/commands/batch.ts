@@ -12,7 +12,7 @@ import { apiCall } from '../../node/api-client.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import type { BatchPlan } from '../../matching/batch-plan.js';
-import { NegativeAnswer, out, outJson } from '../context.js';
+import { NegativeAnswer, out, outJson, UsageError } from '../context.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { registerBatchRun } from './batch-run.js';
@@ -31,7 +31,7 @@ export function register(program: Command): void {
       const b = readBatchFile(file);
       let ceiling: number | undefined;
       if (o.ceiling !== undefined) {
-        if (!/^[0-9]{1,9}$/.test(o.ceiling)) throw new C0Error('BATCH_FIELD_INVALID', `--ceiling must be a whole number of lines, got "${o.ceiling.slice(0, 40)}"`, { field: 'ceiling' });
+        if (!/^[0-9]{1,9}$/.test(o.ceiling)) throw new UsageError('BATCH_FIELD_INVALID', `--ceiling must be a whole number of lines, got "${o.ceiling.slice(0, 40)}"`, { field: 'ceiling' });
         ceiling = Number(o.ceiling);
       }
       const c = requireDaemon(dataDir);

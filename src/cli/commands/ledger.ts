@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { LedgerEntry } from '../../ledger/entry.js';
 import type { RawLedger } from '../../ledger/store.js';
-import { NegativeAnswer, out, outJson, writingTo } from '../context.js';
+import { NegativeAnswer, out, outJson, UsageError, writingTo } from '../context.js';
 
 function isDir(p: string): boolean {
   try {
@@ -38,18 +38,18 @@ function didCheck(option: string): (v: string) => boolean {
 
 /** `--witness <did>`, repeatable: the witnesses whose receipts count (src/ledger/attest.ts); none given: every key's. */
 export function collectWitness(v: string, prev: string[]): string[] {
-  if (!didCheck('--witness')(v)) throw new C0Error('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
+  if (!didCheck('--witness')(v)) throw new UsageError('LEDGER_BAD_WITNESS', `--witness: expected a did:key, got ${v}`, { field: 'witness' });
   return [...prev, v];
 }
 
 export const WITNESS_HELP = 'a witness whose receipts count (repeat for several); without it every key’s receipt counts';
 
 /**
- * `--steward <did>`: the steward the ledger must belong to. Not a DID is bad input (LEDGER_BAD_STEWARD, exit 3), never
+ * `--steward <did>`: the steward the ledger must belong to. Not a DID is a wrong command line (LEDGER_BAD_STEWARD, exit 2), never
  * a verdict on the ledger: replay would report it as sealed by another key (LEDGER_WRONG_STEWARD, authenticity).
  */
 export function parseSteward(v: string): string {
-  if (!didCheck('--steward')(v)) throw new C0Error('LEDGER_BAD_STEWARD', `--steward: expected a did:key, got ${v}`, { field: 'steward' });
+  if (!didCheck('--steward')(v)) throw new UsageError('LEDGER_BAD_STEWARD', `--steward: expected a did:key, got ${v}`, { field: 'steward' });
   return v;
 }
 /** verifyLedger's options from --steward and --witness. */
@@ -69,7 +69,7 @@ function describe(e: LedgerEntry): string {
 }
 
 export function register(program: Command): void {
-  const led = program.command('ledger').description('the pool/1 steward ledger: verify, export, show, import');
+  const led = program.command('ledger').description('the pool/1 steward ledger: verify, export, show, import, fetch');
   led.hook('preSubcommand', loadWitnessCheck);
 
   led
@@ -151,7 +151,7 @@ export function register(program: Command): void {
     .description('print entries in readable form (verified first)')
     .action(async (path: string, opts: { from: string; witness: string[]; json?: boolean }) => {
       const from = Number(opts.from);
-      if (!Number.isSafeInteger(from) || from < 0) throw new C0Error('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
+      if (!Number.isSafeInteger(from) || from < 0) throw new UsageError('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
       const [{ verifyLedger }, { open }, { POOL_TYPE }] = await Promise.all([import('../../ledger/verify.js'), import('../../records/envelope.js'), import('../../ledger/entry.js')]);
       const raw = await readAny(path);
       const rep = verifyLedger(raw, verifyOptions(opts));

@@ -14,7 +14,7 @@ import { T, type Delegation, type Job, type Offer, type Selection } from '../../
 import { RecordSet, auditSelection, explainMarket, parsePolicy, select, shortDid, signSelection, type Failure, type MarketExplanation, type SelectResult } from '../../market/index.js';
 import { deriveReputation, type TrustSources } from '../../reputation/index.js';
 import { requireDid } from '../../records/did.js';
-import { EXIT, NegativeAnswer, out, outJson, readInput, writeOutput } from '../context.js';
+import { EXIT, NegativeAnswer, out, outJson, readInput, UsageError, writeOutput } from '../context.js';
 import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
 import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
@@ -143,17 +143,27 @@ export interface TrustOpts {
  */
 export function trustFromOpts(o: TrustOpts): TrustSources {
   const trustedBuyers = (o.trustedBuyers ?? '').split(',').map((d) => d.trim()).filter(Boolean);
-  for (const d of trustedBuyers) requireDid(d, 'trusted-buyers');
+  for (const d of trustedBuyers) asUsage(() => requireDid(d, 'trusted-buyers'));
   const out: TrustSources = { trustedBuyers };
   if (o.secondHandWeight !== undefined) {
     const w = Number(o.secondHandWeight);
     if (o.secondHandWeight.trim() === '' || !Number.isFinite(w) || w <= 0 || w > 1) {
-      throw new C0Error('MARKET_BAD_WEIGHT', `--second-hand-weight takes a number above 0 and at most 1, got "${o.secondHandWeight.slice(0, 40)}"`, { field: 'second-hand-weight' });
+      throw new UsageError('MARKET_BAD_WEIGHT', `--second-hand-weight takes a number above 0 and at most 1, got "${o.secondHandWeight.slice(0, 40)}"`, { field: 'second-hand-weight' });
     }
     out.secondHandWeight = w;
   }
   if (o.dealtWith) out.dealtWith = true;
   return out;
+}
+
+/** An option value `fn` refuses (a C0Error) as a wrong command line: the same code, exit 2. */
+function asUsage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof C0Error && !(e instanceof UsageError)) throw new UsageError(e.code, e.message, { ...(e.field === undefined ? {} : { field: e.field }) });
+    throw e;
+  }
 }
 
 /** The clock-skew window on the command line: the deciding node's `network.clockSkewMs` (default 30 s). */
@@ -166,7 +176,7 @@ export function skewFromOpts(o: SkewOpts): { skewMs?: number } {
   if (o.skewMs === undefined) return {};
   const n = Number(o.skewMs);
   if (o.skewMs.trim() === '' || !Number.isSafeInteger(n) || n < 0) {
-    throw new C0Error('MARKET_BAD_SKEW', `--skew-ms takes a whole number of milliseconds, 0 or more, got "${o.skewMs.slice(0, 40)}"`, { field: 'skew-ms' });
+    throw new UsageError('MARKET_BAD_SKEW', `--skew-ms takes a whole number of milliseconds, 0 or more, got "${o.skewMs.slice(0, 40)}"`, { field: 'skew-ms' });
   }
   return { skewMs: n };
 }
@@ -183,7 +193,8 @@ export interface SelectOpts extends TrustOpts, SkewOpts {
 
 /** `market select` */
 export async function selectAction(opts: SelectOpts, cmd: Command): Promise<void> {
-  const policy = parsePolicy(opts.policy);
+  // --policy is a command-line value: an unknown one is a wrong command line (exit 2)
+  const policy = asUsage(() => parsePolicy(opts.policy));
   const now = parseAt(opts.at);
   const { records, refused, read } = loadRecordDir(opts.records);
   const jobRec = resolveRecord<Job>(opts.job, T.job, records, 'job', opts.json);

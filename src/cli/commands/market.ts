@@ -7,7 +7,7 @@
  * daemon (another command module can attach an action to it).
  */
 import type { Command } from 'commander';
-import { C0Error } from '../../errors.js';
+import { UsageError } from '../context.js';
 import { DEFAULT_LIST_LIMIT } from '../limit.js';
 import { registerProbe } from './market-probe.js';
 import { registerExport } from './market-export.js';
@@ -17,7 +17,7 @@ export function parseAt(s: string | undefined): number {
   if (s === undefined) return Date.now();
   if (/^[0-9]{1,16}$/.test(s)) return Number(s);
   const t = Date.parse(s);
-  if (Number.isNaN(t)) throw new C0Error('MARKET_BAD_TIME', `--at takes milliseconds since the epoch or an ISO date, got "${s}"`, { field: 'at' });
+  if (Number.isNaN(t)) throw new UsageError('MARKET_BAD_TIME', `--at takes milliseconds since the epoch or an ISO date, got "${s}"`, { field: 'at' });
   return t;
 }
 

@@ -19,7 +19,8 @@ import { parseJobSpec } from '../../node/control.js';
 import type { JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
-import { NegativeAnswer, checkWritable, jsonReplacer, out, writeOutput } from '../context.js';
+import { checkWritable, jsonReplacer, NegativeAnswer, out, UsageError, writeOutput } from '../context.js';
+import { POLICIES } from '../../records/kinds.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
@@ -206,9 +207,30 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
 
 export type RunFlags = StartFlags & { policy?: string; input?: string; output?: string; wait: string; json?: boolean; overlay?: string; limit?: string; all?: boolean; open?: boolean; designated?: string };
 
+/** The start flags `run` takes, as typed: they configure the node `run` starts in its own process when no daemon runs. */
+export const RUN_NODE_FLAGS: ReadonlyArray<[keyof StartFlags, string]> = [
+  ['config', '--config'], ['role', '--role'], ['listen', '--listen'], ['bootstrap', '--bootstrap'], ['api', '--api'], ['logLevel', '--log-level'], ['logFormat', '--log-format'],
+];
+
+/**
+ * With a daemon running, `run` hands the job to it, whose config is its own: a start flag would be silently ignored
+ * (`--config other.yaml`, `--role provider`), so it is refused as a wrong command line (exit 2).
+ */
+export function refuseStartFlags(f: StartFlags): void {
+  const given = RUN_NODE_FLAGS.filter(([k]) => f[k] !== undefined && !(Array.isArray(f[k]) && f[k].length === 0)).map(([, flag]) => flag);
+  if (given.length === 0) return;
+  throw new UsageError(
+    'USAGE_NODE_FLAG_WITH_DAEMON',
+    `${given.join(', ')} ${given.length === 1 ? 'applies' : 'apply'} only to the node \`run\` starts in its own process when no daemon runs; a daemon runs on this data directory and runs the job with its own config: drop ${given.length === 1 ? 'it' : 'them'} (or stop the daemon)`,
+    { field: given[0]!.slice(2) },
+  );
+}
+
 /** `c0mpute run` */
 export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
+  // a bad --policy is a wrong command line (exit 2); a bad policy in the job file stays a bad file (exit 3)
+  if (f.policy !== undefined && !(POLICIES as readonly string[]).includes(f.policy)) throw new UsageError('POLICY_UNKNOWN', `--policy: unknown policy "${f.policy.slice(0, 40)}"; one of ${POLICIES.join(', ')}`, { field: 'policy' });
   const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
   // An --output that cannot be written is refused before the job is bought, not after it is paid for.
   if (f.output) checkWritable(f.output);
@@ -216,7 +238,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   const said = new Set<string>();
   let verdictSaid = false;
   const limit = listLimit(f);
-  if (!/^[0-9]{1,9}$/.test(f.wait)) throw new C0Error('CLI_BAD_WAIT', `--wait takes a whole number of milliseconds, got "${f.wait.slice(0, 40)}"`, { field: 'wait' });
+  if (!/^[0-9]{1,9}$/.test(f.wait)) throw new UsageError('CLI_BAD_WAIT', `--wait takes a whole number of milliseconds, got "${f.wait.slice(0, 40)}"`, { field: 'wait' });
   // the daemon is stopping (JOB_INTERRUPTED): said once, as the run's error, even when the stream breaks after the event
   let interrupted: { code: string; message: string } | undefined;
   const print = (ev: WireEvent) => {
@@ -232,6 +254,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   let result: Record<string, unknown> | undefined;
   const client = daemonClient(dataDir);
   if (client) {
+    refuseStartFlags(f);
     try {
       for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
         if (ev.e === 'result') result = ev.result as Record<string, unknown>;

@@ -5,12 +5,11 @@
  * token file); `run`, `jobs` and `reputation` work without one too.
  */
 import type { Command } from 'commander';
-import { C0Error } from '../../errors.js';
 import { ROLE_NAMES } from '../../node/role-names.js';
 import { apiCall } from '../../node/api-client.js';
 import { JOBS_PAGE_MAX } from '../../node/jobs-page.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
-import { jsonReplacer, out, outJson } from '../context.js';
+import { jsonReplacer, out, outJson, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
 import { listLimit, num } from '../limit.js';
 import { globals } from './index.js';
@@ -36,7 +35,7 @@ export function register(program: Command): void {
       .option('--listen <multiaddr>', 'listen address (repeatable)', collect)
       .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect)
       .option('--api <host:port>', 'control API address')
-      .option('--log-level <level>', 'trace|debug|info|warn|error')
+      .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent')
       .option('--log-format <fmt>', 'json|pretty');
 
   startOpts(program.command('start').description('run the node daemon (until SIGINT/SIGTERM)')).action(async (f: StartFlags, cmd: Command) => (await import('./node-actions.js')).start(f, cmd));
@@ -55,7 +54,14 @@ export function register(program: Command): void {
       .option('--all', 'list every provider, ranked offer and offer (no summary)')
       .option('--open', 'post it as an open order at maxPrice: the first valid claim wins (no offer window)')
       .option('--designated <did>', 'post it as an order only this provider may claim')
-      .description('run a job: publish, collect offers, select, execute, verify, countersign'),
+      .description('run a job: publish, collect offers, select, execute, verify, countersign')
+      .addHelpText(
+        'after',
+        '\nWith a daemon running on the data directory, the job goes to it and runs with its config. The node options\n' +
+          '(--config, --role, --listen, --bootstrap, --api, --log-level, --log-format) apply only to the node run starts\n' +
+          'in its own process when none runs: with a daemon they are refused (USAGE_NODE_FLAG_WITH_DAEMON, exit 2),\n' +
+          'and --wait is ignored.',
+      ),
   ).action(async (jobFile: string, f: RunFlags, cmd: Command) => (await import('./node-actions.js')).run(jobFile, f, cmd));
 
   program
@@ -117,7 +123,7 @@ export function register(program: Command): void {
     .action(async (o: { limit: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const limit = Number(o.limit);
-      if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new C0Error('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
+      if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new UsageError('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
       type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }>; attempts?: Array<{ provider: string; reason?: string }>; late?: JobsLate }>; next?: string };
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);

@@ -1,7 +1,8 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
-import { out, outJson, writeOutput } from '../context.js';
+import { codeOf } from '../../errors.js';
+import { out, outJson, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
@@ -54,10 +55,14 @@ export function registerLedgerFetch(program: Command): void {
     .description('through the running node: fetch a steward’s ledger entries and the witness receipts this node heard (then: c0mpute ledger verify FILE)')
     .action(async (steward: string, file: string, o: { overlay?: string; maxMib?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const { ledgerFetchBudgetMs, parseFetchMiB, LEDGER_FETCH_DEFAULT_MIB, LEDGER_FETCH_MAX_MIB } = await import('../../node/ledger-fetch.js');
+      // a bad --max-mib is a wrong command line (exit 2), said before the daemon is asked (which refuses it too)
+      if (codeOf(() => parseFetchMiB(o.maxMib)) !== undefined) {
+        throw new UsageError('LEDGER_FETCH_BAD_LIMIT', `--max-mib takes a whole number of MiB from 1 to ${LEDGER_FETCH_MAX_MIB}, got "${String(o.maxMib).slice(0, 40)}"`, { field: 'max-mib' });
+      }
       const c = requireDaemon(dataDir);
       const q = new URLSearchParams({ ...(o.overlay ? { overlay: o.overlay } : {}), ...(o.maxMib === undefined ? {} : { maxMiB: o.maxMib }) }).toString();
-      // the daemon answers once the whole fetch is done: wait as long as it may take (a bad --max-mib is refused at once)
-      const { ledgerFetchBudgetMs, LEDGER_FETCH_DEFAULT_MIB, LEDGER_FETCH_MAX_MIB } = await import('../../node/ledger-fetch.js');
+      // the daemon answers once the whole fetch is done: wait as long as it may take
       const mib = Math.min(Number(o.maxMib ?? LEDGER_FETCH_DEFAULT_MIB) || LEDGER_FETCH_MAX_MIB, LEDGER_FETCH_MAX_MIB);
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/ledger/${encodeURIComponent(steward)}${q ? `?${q}` : ''}`, undefined, { workMs: ledgerFetchBudgetMs(mib * 1024 * 1024) })) as { entries: number; receipts: number; file: string };
       writeOutput(file, Buffer.from(r.file, 'base64'));

@@ -19,7 +19,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
-import { NegativeAnswer, out, outJson, readInput, writeOutput, writingTo } from '../context.js';
+import { NegativeAnswer, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -77,7 +77,7 @@ export function registerBuy(train: Command): void {
       else if (f.providers) {
         const m = (await apiCall(client.api, client.token, 'GET', `/v1/market${q(f.overlay)}`)) as { adverts: MarketAdvert[] };
         members = pickMembers(m.adverts, f.workload, Number(f.providers));
-      } else throw new C0Error('TRAIN_GANG_SIZE', 'name the gang: --providers <n> or --members <dids>', { field: 'providers' });
+      } else throw new UsageError('TRAIN_GANG_SIZE', 'name the gang: --providers <n> or --members <dids>', { field: 'providers' });
       const id = await loadNodeIdentity(dataDir);
       const { bundle, json } = buildRun(withMembers(new TextDecoder().decode(readInput(runYaml)), members), id.signer, systemClock());
       if (f.out) writingTo(f.out, () => writeRunBundle(f.out!, json));

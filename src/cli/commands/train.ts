@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { EpochResult, TrainerEvent } from '../../roles/trainer/worker.js';
 import type { InclusionProof } from '../../training/merkle.js';
-import { NegativeAnswer, out, outJson, readInput, writingTo } from '../context.js';
+import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
 
@@ -146,7 +146,7 @@ export function register(program: Command): void {
       const shape = { layers: opts.layers.split(',').map(Number) };
       const ranges = partition(shape, Number(opts.of));
       const range = ranges[Number(opts.stage)];
-      if (!range) throw new C0Error('PIPELINE_STAGES_INVALID', `--stage must be 0 to ${ranges.length - 1}`);
+      if (!range) throw new UsageError('PIPELINE_STAGES_INVALID', `--stage must be 0 to ${ranges.length - 1}`);
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });

@@ -1,5 +1,5 @@
 /**
- * `c0mpute ledger verify` refuses bad input as input (exit 3, a stable code), never as a verdict on the ledger:
+ * `c0mpute ledger verify` refuses bad input as a wrong command line (exit 2, a stable code), never as a verdict on the ledger:
  * a `--steward` that is not a DID is LEDGER_BAD_STEWARD, as a bad `--witness` is LEDGER_BAD_WITNESS, not "the
  * ledger is sealed by someone else" (LEDGER_WRONG_STEWARD, exit 1, kind authenticity). A directory whose head
  * record is damaged is a verdict with its code (LEDGER_HEAD_MISMATCH, exit 1), not an internal error (exit 70).
@@ -37,10 +37,10 @@ describe('ledger verify: bad input', () => {
   after(() => t.cleanup());
 
   for (const bad of ['notadid', 'did:key:nope', `${S}x`, S.slice(0, -3), '']) {
-    it(`--steward ${JSON.stringify(bad)} is refused as input: LEDGER_BAD_STEWARD, exit 3`, async () => {
+    it(`--steward ${JSON.stringify(bad)} is refused as a wrong command line: LEDGER_BAD_STEWARD, exit 2`, async () => {
       for (const json of [[], ['--json']]) {
         const r = c0('ledger', 'verify', dir, '--steward', bad, ...json);
-        assert.equal(r.code, EXIT.OPERATOR, r.stdout + r.stderr);
+        assert.equal(r.code, EXIT.USAGE, r.stdout + r.stderr);
         assert.match(r.stderr, /^error LEDGER_BAD_STEWARD: --steward: expected a did:key/);
         assert.doesNotMatch(r.stdout + r.stderr, /LEDGER_WRONG_STEWARD/);
       }
