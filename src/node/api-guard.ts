@@ -37,6 +37,12 @@ export interface HostPolicy {
   origins?: ReadonlySet<string>;
   /** Set when bound to a wildcard address: any IP literal with this port is accepted too (an http Origin's as well). */
   anyIpPort?: number;
+  /**
+   * The API's own names (its bound address and the loopback names, with its port): a request naming anything else in
+   * `Host` came by a name in `api.hosts` (a reverse proxy's, a DNS name), so through a proxy every request arrives
+   * from loopback: `/metrics` then needs the token (viaConfiguredName).
+   */
+  own?: ReadonlySet<string>;
 }
 
 function hostPort(name: string, port: number): string {
@@ -50,13 +56,16 @@ export function hostPolicy(bindHost: string, port: number, extra: readonly strin
   const bare = bindHost.replace(/^\[|\]$/g, '');
   const names = new Set<string>();
   const origins = new Set<string>();
+  const own = new Set<string>();
   for (const n of [bare, 'localhost', '127.0.0.1', '::1']) {
     const hp = hostPort(n, port);
     names.add(hp);
+    own.add(hp);
     origins.add(`http://${hp}`);
     // A client leaves out the default port.
     if (port === 80 && hp.endsWith(':80')) {
       names.add(hp.slice(0, -3));
+      own.add(hp.slice(0, -3));
       origins.add(`http://${hp.slice(0, -3)}`);
     }
   }
@@ -74,7 +83,14 @@ export function hostPolicy(bindHost: string, port: number, extra: readonly strin
     }
   }
   const wildcard = bare === '0.0.0.0' || bare === '::';
-  return { names, origins, ...(wildcard ? { anyIpPort: port } : {}) };
+  return { names, origins, own, ...(wildcard ? { anyIpPort: port } : {}) };
+}
+
+/** Does `Host` name this API by a name of `api.hosts` (HostPolicy.own), not by its own address or a loopback name? */
+export function viaConfiguredName(host: string | undefined, policy: HostPolicy): boolean {
+  if (!policy.own) return false;
+  const v = (host ?? '').trim().toLowerCase();
+  return !policy.own.has(v) && !ipAllowed(v, policy);
 }
 
 /** An IP literal with the wildcard-bound port (none: 80, this API speaks http). */

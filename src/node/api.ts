@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import type { Logger } from '../util/log.js';
 import { writeSecretFile } from './identity.js';
-import { bearerMatches, checkBrowserHeaders, hostPolicy, type HostPolicy } from './api-guard.js';
+import { bearerMatches, checkBrowserHeaders, viaConfiguredName, hostPolicy, type HostPolicy } from './api-guard.js';
 import type { ConsoleGate } from './console-routes.js';
 import { TOKEN_FILE } from './api-client.js';
 
@@ -134,17 +134,25 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
       // The request target as the path it names: `//v1/status` is that path, not a host `v1`.
       let url: URL;
+      const target = req.url ?? '/';
       try {
-        const target = req.url ?? '/';
         url = new URL(target.startsWith('/') ? `http://localhost${target}` : target);
       } catch {
         return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a valid path' } });
+      }
+      // Only a path in normal form: the URL parser reads `\` as `/` and resolves `.` and `..` segments (`%2e` too),
+      // which a reverse proxy in front does not, so `/x/..\metrics` passed a proxy's `location = /metrics` refusal and
+      // was served here as /metrics (docs/node.md "Behind a reverse proxy").
+      if (target.startsWith('/') && target.split(/[?#]/, 1)[0] !== url.pathname) {
+        return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a path in normal form (a backslash, a `.` or `..` segment, or a character that needs escaping)' } });
       }
       if (opts.console && (await opts.console.serve(req, res, url))) return;
       const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req, url) ?? false);
       // /metrics as every GET route (docs/node.md "Control API"): HEAD answers its headers, another method is 405
       // with Allow; on loopback without the token, off it with (else the 401 below, as for every route).
-      if (url.pathname === '/metrics' && (loopback || authorised)) {
+      // open on loopback only to a client naming this API by its own address: by a name of api.hosts it came through a
+      // proxy (every proxied request arrives from loopback), and then it needs the token like any other route
+      if (url.pathname === '/metrics' && ((loopback && !viaConfiguredName(req.headers.host, policy)) || authorised)) {
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           res.setHeader('allow', 'GET, HEAD');
           return json(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `/metrics takes GET or HEAD, not ${req.method}` } });

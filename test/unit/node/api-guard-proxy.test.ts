@@ -87,3 +87,27 @@ test('through the API: a TLS proxy passing the browser\'s Host and Origin on rea
     await s.close();
   }
 });
+
+test('behind a proxy /metrics needs the token, and a path not in normal form is refused (a proxy and the API would read different paths)', async () => {
+  const s = await startApi({ listen: '127.0.0.1:0', token: 'tok', routes: [], registry: new Registry(), log: silentLogger(), hosts: ['proxy.example:443'] });
+  try {
+    const port = splitHostPort(s.address).port;
+    const local = `127.0.0.1:${port}`;
+    const get = (path: string, h: Record<string, string>) => rawGet(local, path, h);
+    // on loopback by its own address: open, as before (a Prometheus on the same host)
+    assert.equal((await get('/metrics', { host: local })).status, 200);
+    assert.equal((await get('/metrics', { host: `localhost:${port}` })).status, 200);
+    // by a name of api.hosts: through a proxy, from loopback all the same: the token is needed
+    assert.equal((await get('/metrics', { host: 'proxy.example' })).status, 401);
+    assert.equal((await get('/metrics', { host: 'proxy.example', authorization: 'Bearer tok' })).status, 200);
+    // the reviewer's bypass of nginx's `location = /metrics`: the URL parser reads `\` as `/` and resolves `..`
+    for (const path of ['/x/..\\metrics', '/x\\..\\metrics', '/v1\\..\\metrics', '/x/%2e%2e/metrics', '/x/%2E%2E\\metrics', '/./metrics', '/x/../metrics']) {
+      const r = await get(path, { host: local });
+      assert.equal(r.status, 400, path);
+      assert.match(r.body, /PATH_MALFORMED/, path);
+    }
+    assert.equal((await get('/metrics?x=1', { host: local })).status, 200, 'a query is no part of the path');
+  } finally {
+    await s.close();
+  }
+});
