@@ -100,6 +100,7 @@ export class BuyerWiring {
         if (!lookUp && !(await this.#addressKnown(did))) throw new C0Error(NO_ADDRESS, `no address known for ${did}: it is looked up if no provider with one delivers`);
         await this.o.net.dial(did);
       },
+      addressKnown: (did) => this.#addressKnown(did),
       store: async (rec) => {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);

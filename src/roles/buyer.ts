@@ -97,6 +97,8 @@ export const DIAL_AHEAD_MAX = 32;
  * them up (docs/node.md "Buyer").
  */
 export const NO_ADDRESS = 'NET_PEER_NOT_FOUND';
+/** How many providers not tried a run that ends without delivery names in its attempts (the rest are counted in one entry). */
+export const UNTRIED_NAMED = DIAL_AHEAD_MAX;
 
 /**
  * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
@@ -308,6 +310,12 @@ export interface BuyerDeps {
    * as before.
    */
   dial?: (did: string, lookUp: boolean) => Promise<void>;
+  /**
+   * Whether an address of a provider is known (a connection, or one in the peer store; no routing look-up): when a
+   * decision's winner has no address known, the providers ranked next with none either are set aside with it in the
+   * same turn. Absent: only those whose dial ahead was already refused NO_ADDRESS are.
+   */
+  addressKnown?: (did: string) => Promise<boolean>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
   /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
@@ -612,17 +620,33 @@ export class Buyer {
     // dialled with a routing look-up (`lookUp`).
     const deferred = new Set<string>();
     let lookUp = false;
-    // each turn tries, names or defers one provider (a deferred one at most once more), or ends the run
-    for (let attemptNo = 1; attemptNo <= 2 * decision.ranked.length + 1; attemptNo++) {
+    let lookedUp = 0;
+    // The latest decision's ranking: whom a run that ends without delivery names as not tried (#untried).
+    let latest: readonly RankedCandidate[] = decision.ranked;
+    let selections = 0;
+    // Each turn tries one provider (selects it, fails to dial it, or finds its offer lapsed), sets providers with no
+    // address known aside, looks those up once, or ends the run. Later decisions read the live book, so offers that
+    // came late join them: turns are not counted against the first ranking (a run of late keys set aside would use
+    // them up before a provider with an address was tried), and the loop ends when no provider is left, at the
+    // deadline, or on delivery. It is finite: a provider is tried at most once and set aside at most once (one turn
+    // sets aside every provider of the decision with no address known: BuyerDeps.addressKnown), the look-up turn
+    // comes once, and at most DIAL_AHEAD_MAX providers are looked up after it. On a managed overlay the steward picks (it is asked to exclude those tried): at most as many turns
+    // as its first ranking allows, as before.
+    const managedTurns = 2 * decision.ranked.length + 1;
+    for (;;) {
       if (this.#stopping) {
         this.#interrupted(result, onEvent);
         break;
       }
       const now = clock();
-      if (now >= job.record.deadline) break;
+      if (now >= job.record.deadline) {
+        this.#untried(result, latest, tried, deferred, 'the job’s deadline passed');
+        break;
+      }
       let pick: RankedCandidate | undefined;
       let selection: Opened<Selection>;
       if (this.d.managedSelect) {
+        if (selections >= managedTurns) break;
         // A managed overlay: the steward decides (its own book, the same engine) and signs.
         let managed;
         try {
@@ -640,6 +664,7 @@ export class Buyer {
       } else {
         const excluded = deferred.size === 0 ? tried : new Set([...tried, ...deferred]);
         const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
+        latest = current.ranked;
         pick = current.ranked[0];
         if (!pick && deferred.size > 0) {
           // every provider with an address known was tried: now those without one, looked up
@@ -665,6 +690,13 @@ export class Buyer {
           tried.add(pick.provider);
           continue;
         }
+        if (lookUp && lookedUp >= DIAL_AHEAD_MAX) {
+          // every provider with an address known was tried, and as many looked up as dials ahead go: a flood of keys
+          // nobody can reach costs at most that many look-ups; the rest are named
+          this.#untried(result, current.ranked, tried, deferred, `${DIAL_AHEAD_MAX} providers with no address known were looked up`);
+          break;
+        }
+        if (lookUp) lookedUp++;
         if (this.d.dial) {
           // The winner and the next of the ranking are dialled at once; a winner that cannot be reached is left out
           // of the decision like one tried (no selection names it, so none is signed and no non-delivery either),
@@ -678,7 +710,10 @@ export class Buyer {
             break;
           }
           if (failed === NO_ADDRESS && !lookUp) {
+            // set aside with every other provider of this ranking that has no address known either, in one turn: a
+            // flood of late keys costs a decision per batch, not one each
             deferred.add(pick.provider);
+            for (const d of await this.#withoutAddress(current.ranked, dials, tried)) deferred.add(d);
             continue;
           }
           if (failed !== undefined) {
@@ -697,6 +732,7 @@ export class Buyer {
         }
         selection = this.d.market.signSelection(job, current, pick, now);
       }
+      const attemptNo = ++selections;
       tried.add(pick.provider);
       await this.d.publish('selection', selection).catch(() => {});
       await this.d.store(selection);
@@ -732,7 +768,7 @@ export class Buyer {
         result.status = 'preempted';
         break;
       }
-      if (decision.ranked.some((c) => !tried.has(c.provider))) onEvent({ e: 'failover', from: pick.provider, reason: attempt.outcome });
+      if (decision.ranked.some((c) => !tried.has(c.provider)) || latest.some((c) => !tried.has(c.provider))) onEvent({ e: 'failover', from: pick.provider, reason: attempt.outcome });
     }
     if (result.status === 'failed' || result.status === 'interrupted') await this.#withdraw(job, admission);
     result.timings.restMs = clock() - t0 - collectMs;
@@ -776,6 +812,47 @@ export class Buyer {
         ),
       );
     }
+  }
+
+  /**
+   * The providers at the top of `ranked` (the decision's winner already set aside) with no address known, to set
+   * aside with it: walked in order, DIAL_AHEAD_MAX at a time, up to the first with an address (those after it cannot
+   * win before it is tried). Each is asked BuyerDeps.addressKnown (a peer-store read); without it, those whose dial
+   * ahead has already refused them NO_ADDRESS. A provider probed here is set aside or ends the walk, so a flood of
+   * keys costs a read each, not a decision each.
+   */
+  async #withoutAddress(ranked: readonly RankedCandidate[], dials: Map<string, Promise<string | undefined>>, tried: ReadonlySet<string>): Promise<string[]> {
+    const out: string[] = [];
+    const known = this.d.addressKnown;
+    const pending = Symbol('pending');
+    const rest = ranked.slice(1).filter((c) => !tried.has(c.provider));
+    for (let i = 0; i < rest.length; i += DIAL_AHEAD_MAX) {
+      const batch = rest.slice(i, i + DIAL_AHEAD_MAX);
+      const none = await Promise.all(
+        batch.map(async (c) => {
+          if (known) return !(await known(c.provider).catch(() => true));
+          const dialled = dials.get(c.provider);
+          // settled already (a refusal for no address comes at once), or not known to have none
+          return dialled !== undefined && (await Promise.race([dialled, Promise.resolve(pending)])) === NO_ADDRESS;
+        }),
+      );
+      for (let j = 0; j < batch.length; j++) {
+        if (!none[j]) return out;
+        out.push(batch[j]!.provider);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A run that ends without delivery while providers were not tried names them (the latest decision's first, then
+   * those set aside for no address known), at most UNTRIED_NAMED, the rest counted in one entry: a run cut short does
+   * not end silently on live offers it never tried.
+   */
+  #untried(result: JobResult, latest: readonly RankedCandidate[], tried: ReadonlySet<string>, deferred: ReadonlySet<string>, why: string): void {
+    const left = [...latest.map((c) => c.provider).filter((d) => !tried.has(d) && !deferred.has(d)).map((d) => ({ d, outcome: `not tried: ${why}` })), ...[...deferred].filter((d) => !tried.has(d)).map((d) => ({ d, outcome: `not tried (no address known): ${why}` }))];
+    for (const u of left.slice(0, UNTRIED_NAMED)) result.attempts.push({ provider: u.d, outcome: u.outcome });
+    if (left.length > UNTRIED_NAMED) result.attempts.push({ provider: `(${left.length - UNTRIED_NAMED} more)`, outcome: `not tried: ${why}` });
   }
 
   /** An attempt's outcome when it ended by this node's own doing (localInterruption): no non-delivery. */
