@@ -93,7 +93,7 @@ export class BuyerWiring {
           else this.o.log.debug({ kind, err: (e as Error).message }, 'publish found no peers');
         });
       },
-      exec: (did, protocol, request, signal, heard, sent) => this.#execStream(did, protocol, request, signal, heard, sent),
+      exec: (did, protocol, request, signal, heard, sent, opened) => this.#execStream(did, protocol, request, signal, heard, sent, opened),
       // dialled ahead of a selection (Buyer DIAL_AHEAD), within the dial timeout: the peer store's addresses, and a
       // routing look-up only when asked (a provider without a known address is tried after those with one)
       dial: async (did, lookUp) => {
@@ -197,11 +197,13 @@ export class BuyerWiring {
 
   /**
    * One exec/1 exchange as an async iterable of the provider's frames (input and output chunked,
-   * src/roles/exec-protocol.ts); `sent` is told once the request's end frame (after the input) is handed over.
+   * src/roles/exec-protocol.ts); `opened` is told once the stream is open, `sent` once the request's end frame (after
+   * the input) is handed over.
    */
-  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void): AsyncIterable<unknown> {
-    // The buyer's signal bounds the exchange (the job's deadline plus a grace period).
+  async *#execStream(did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void, opened?: () => void): AsyncIterable<unknown> {
+    // The buyer's signal bounds the exchange (the job's deadline plus a grace period, and its watch: SilenceWatch).
     const ch = await this.o.net.openStream(did, protocol, { signal, limits: { deadlineMs: 7 * 24 * 3600_000 } });
+    opened?.();
     const told: ExecChannel = {
       send: (f) => ch.send(f),
       end: async () => {

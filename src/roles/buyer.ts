@@ -74,6 +74,16 @@ export const OVERRUN_GRACE_MS = 15_000;
 export const EXEC_PROVIDER_OVERRAN = 'EXEC_PROVIDER_OVERRAN';
 
 /**
+ * How long the buyer waits for the exec stream to its winner to open (docs/node.md "Buyer"): longer than an honest
+ * provider frozen for a while on a loaded machine takes to answer (the review's runs: 10–20 s, then it completed),
+ * shorter than its runner-ups' offers (30 s by default, from the job's announcement) last. Once the stream is open the
+ * provider has OVERRUN_GRACE_MS to take the request (its `ready`, for an input sent in frames).
+ */
+export const EXEC_OPEN_MS = 25_000;
+/** The code an attempt is given up with when its stream did not open, or its provider did not take the request, in time (a `timeout` non-delivery). */
+export const EXEC_PROVIDER_NOT_READY = 'EXEC_PROVIDER_NOT_READY';
+
+/**
  * How long a buyer waits, from the end of the input it sent, for the output (or the receipt) of a provider that
  * promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs).
  */
@@ -298,10 +308,10 @@ export interface BuyerDeps {
   publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2', env: Opened) => Promise<void>;
   /**
    * Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames (output chunks assembled
-   * into one before the receipt); `heard`, when given, is told of every frame as it arrives, each output chunk too;
-   * `sent`, once the whole request (header and input) is sent.
+   * into one before the receipt); `heard`, when given, is told of every frame as it arrives (`ready` too), each output
+   * chunk too; `sent`, once the whole request (header and input) is sent; `opened`, once the stream is open.
    */
-  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void) => AsyncIterable<unknown>;
+  exec: (did: string, protocol: string, request: ExecRequest, signal: AbortSignal, heard?: (f: ExecFrame) => void, sent?: () => void, opened?: () => void) => AsyncIterable<unknown>;
   /**
    * Connect to a provider by DID, resolving once connected; rejects (NET_DIAL_FAILED) when it cannot be reached. With
    * `lookUp`, its addresses come from the peer store, else from a routing look-up; without, a provider with no
@@ -357,8 +367,13 @@ export interface BuyerDeps {
   stalls?: StallWatch;
   /** A freeze longer than this during an attempt spares the provider a non-delivery (default STALL_MS). */
   stallMs?: number;
-  /** The least overrun of its quote a provider that promised no keepalives is allowed (default OVERRUN_GRACE_MS). */
+  /**
+   * The least overrun of its quote a provider that promised no keepalives is allowed, the longest wait between its
+   * output chunks, and how long a provider has to take the request once the stream is open (default OVERRUN_GRACE_MS).
+   */
   overrunGraceMs?: number;
+  /** How long the exec stream to a winner may take to open (default EXEC_OPEN_MS). */
+  openLimitMs?: number;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -922,7 +937,9 @@ export class Buyer {
     const deadline = clearableTimeoutSignal(budget);
     // A provider that promises no keepalives is held to its quote instead (overrunLimitMs); a claim quotes no duration.
     const quotedMs = (cand.offer.record as Partial<Offer>).durationMs;
-    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, this.d.overrunGraceMs) } : undefined);
+    const graceMs = this.d.overrunGraceMs ?? OVERRUN_GRACE_MS;
+    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, graceMs), graceMs } : undefined, { openMs: this.d.openLimitMs ?? EXEC_OPEN_MS, readyMs: graceMs });
+    silence.begin();
     // not AbortSignal.any: on Node 20 it leaves an entry on the node's stop signal per attempt, for good (signals.ts)
     const linked = linkedSignal([deadline.signal, this.#stop.signal, silence.signal]);
     const signal = linked.signal;
@@ -941,7 +958,7 @@ export class Buyer {
       return why && this.#localOutcome(why, frozenMs);
     };
     try {
-      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal, (f) => silence.heard(f), () => silence.sent())) {
+      for await (const raw of this.d.exec(cand.provider, EXEC_PROTOCOL, req, signal, (f) => silence.heard(f), () => silence.sent(), () => silence.opened())) {
         const f: ExecFrame = parseExecFrame(raw);
         silence.heard(f);
         if (f.t === 'refused') {
@@ -976,6 +993,8 @@ export class Buyer {
       }
       // no output within its quote and the grace, and no promise of keepalives: not delivered in time
       if (!receipt && silence.overran) return { outcome: `provider overran its quote: ${EXEC_PROVIDER_OVERRAN}`, nondelivery: 'timeout' };
+      // the stream did not open, or the provider did not take the request, in time
+      if (!receipt && silence.notReady) return { outcome: `provider did not take the request in time: ${EXEC_PROVIDER_NOT_READY}`, nondelivery: 'timeout' };
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
@@ -1040,20 +1059,27 @@ export class Buyer {
 }
 
 /**
- * The buyer's watch on a running attempt (docs/node.md "Buyer"), two rules, whichever applies:
+ * The buyer's watch on an attempt (docs/node.md "Buyer"), from the stream's opening to the receipt:
  *
+ * - Opening (`opening`): the stream must open within `openMs` of the attempt's start (`begin`), and the provider
+ *   take the request within `readyMs` of it opening (`opened`): its `ready` for an input sent in frames, any frame,
+ *   or the request sent whole (`sent`). Else `signal` aborts with EXEC_PROVIDER_NOT_READY (`notReady`): a winner that
+ *   never says `ready`, or whose process is frozen for longer than `openMs`, is left while its runner-ups' offers
+ *   still hold instead of holding the buyer to the deadline.
  * - Silence: armed by an `accepted` frame that promises keepalives (`keepaliveMs`), reset by every frame, and given
- *   up at silenceLimitMs without one: `signal` aborts with EXEC_PROVIDER_SILENT, which ends the exec stream.
+ *   up at silenceLimitMs without one: `signal` aborts with EXEC_PROVIDER_SILENT, which ends the exec stream. The
+ *   last keepalive (`last: 'yes'`, sent once the work ended and before the output), the first `output` and the
+ *   receipt end it: from there frames are paced by the link's throughput (a 256 KiB chunk may take longer than the
+ *   silence limit on a slow link), not by keepalives; the attempt's deadline and the connection's liveness cover
+ *   that phase.
  * - Overrun: a provider that has promised no keepalives (one before them, or one that will not say it is there) has
  *   its quoted duration overrun by as much again, at least by OVERRUN_GRACE_MS (`overrun.limitMs`, overrunLimitMs),
  *   counted from the end of the input the buyer sent (`sent`; from its `accepted` if that is not told) to its first
  *   output: `signal` aborts with EXEC_PROVIDER_OVERRAN (`overran`). Its frames do not extend it: progress is not
- *   delivery. A promise of keepalives in `accepted` ends it (the silence rule watches that provider instead).
- *
- * The last keepalive (`last: 'yes'`, sent once the work ended and before the output) ends the watch, as do the first
- * `output` and the receipt: the work is over, and from there frames are paced by the link's throughput (a 256 KiB
- * chunk may take longer than the silence limit on a slow link), not by keepalives; the attempt's deadline and the
- * connection's liveness cover that phase.
+ *   delivery, and a `keepalive` (`last: 'yes'` too) from a provider that promised none is not taken as its work's
+ *   end. A promise of keepalives in `accepted` ends it (the silence rule watches that provider instead). From its
+ *   first output such a provider is held to `overrun.graceMs` between output chunks until the receipt (EXEC_PROVIDER_OVERRAN
+ *   too): one output chunk does not buy it the rest of the deadline.
  */
 export class SilenceWatch {
   readonly #ac = new AbortController();
@@ -1064,10 +1090,27 @@ export class SilenceWatch {
   /** The overrun rule no longer applies: keepalives were promised, the work ended, or it fired. */
   #overrunDone: boolean;
   #overran = false;
+  /** Keepalives were promised in `accepted`. */
+  #promised = false;
+  /** A provider that promised no keepalives is sending its output: each chunk must follow the last within the grace. */
+  #delivering = false;
+  #deliveryTimer: ReturnType<typeof setTimeout> | undefined;
+  #openTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The opening rule no longer applies: the provider took the request, the attempt ended, or it fired. */
+  #openDone: boolean;
+  #notReady = false;
 
-  /** `overrun`: the quoted duration and the overrun allowed (overrunLimitMs); absent, the overrun rule is off (a claim quotes no duration). */
-  constructor(private readonly overrun?: { quotedMs: number; limitMs: number }) {
+  /**
+   * `overrun`: the quoted duration, the overrun allowed (overrunLimitMs) and the grace between output chunks; absent,
+   * the overrun rule is off (a claim quotes no duration). `opening`: the bounds on the stream's opening and the
+   * request's taking; absent, the opening rule is off.
+   */
+  constructor(
+    private readonly overrun?: { quotedMs: number; limitMs: number; graceMs?: number },
+    private readonly opening?: { openMs: number; readyMs: number },
+  ) {
     this.#overrunDone = overrun === undefined;
+    this.#openDone = opening === undefined;
   }
 
   get signal(): AbortSignal {
@@ -1079,27 +1122,76 @@ export class SilenceWatch {
     return this.#overran;
   }
 
+  /** Whether the attempt was given up because the stream did not open, or the provider did not take the request, in time. */
+  get notReady(): boolean {
+    return this.#notReady;
+  }
+
+  /** The attempt starts: the stream is to open within `opening.openMs`. */
+  begin(): void {
+    const o = this.opening;
+    if (!o || this.#openDone) return;
+    this.#startOpening(o.openMs, `the stream to the provider did not open within ${o.openMs} ms`);
+  }
+
+  /** The stream is open: the provider is to take the request within `opening.readyMs`. */
+  opened(): void {
+    const o = this.opening;
+    if (!o || this.#openDone) return;
+    this.#startOpening(o.readyMs, `the provider did not take the request within ${o.readyMs} ms of the stream opening (no ready)`);
+  }
+
   /** The whole request (header and input) is sent: the overrun is counted from here. */
   sent(): void {
+    this.#endOpening();
     this.#startOverrun();
   }
 
   heard(f: ExecFrame): void {
+    this.#endOpening();
+    if (f.t === 'ready') return;
     if (f.t === 'accepted' && f.keepaliveMs !== undefined) {
+      this.#promised = true;
       this.#limitMs = silenceLimitMs(f.keepaliveMs);
       this.#endOverrun();
     } else if (f.t === 'accepted') this.#startOverrun();
-    if (f.t === 'output' || f.t === 'receipt' || f.t === 'refused' || (f.t === 'keepalive' && f.last === 'yes')) {
+    const ended = f.t === 'receipt' || f.t === 'refused';
+    if (ended || (this.#promised && (f.t === 'output' || (f.t === 'keepalive' && f.last === 'yes')))) {
       this.#limitMs = undefined;
       this.#endOverrun();
+      this.#endDelivery();
+    } else if (f.t === 'output' && !this.#promised && this.overrun) {
+      // a provider that promised no keepalives: its work is over once output comes, the output's chunks must follow
+      this.#endOverrun();
+      this.#delivering = true;
+      this.#armDelivery();
     }
     this.#arm();
   }
 
   stop(): void {
     this.#limitMs = undefined;
+    this.#endOpening();
     this.#endOverrun();
+    this.#endDelivery();
     this.#arm();
+  }
+
+  #startOpening(ms: number, message: string): void {
+    clearTimeout(this.#openTimer);
+    if (this.#ac.signal.aborted) return;
+    this.#openTimer = setTimeout(() => {
+      this.#openDone = true;
+      if (this.#ac.signal.aborted) return;
+      this.#notReady = true;
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, message));
+    }, ms);
+  }
+
+  #endOpening(): void {
+    this.#openDone = true;
+    clearTimeout(this.#openTimer);
+    this.#openTimer = undefined;
   }
 
   #startOverrun(): void {
@@ -1117,6 +1209,24 @@ export class SilenceWatch {
     this.#overrunDone = true;
     this.#overrunTimer?.clear();
     this.#overrunTimer = undefined;
+  }
+
+  #armDelivery(): void {
+    clearTimeout(this.#deliveryTimer);
+    this.#deliveryTimer = undefined;
+    if (!this.#delivering || this.#ac.signal.aborted) return;
+    const ms = this.overrun?.graceMs ?? OVERRUN_GRACE_MS;
+    this.#deliveryTimer = setTimeout(() => {
+      if (this.#ac.signal.aborted) return;
+      this.#overran = true;
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and sent no output for ${ms} ms after its output began, and no receipt`));
+    }, ms);
+  }
+
+  #endDelivery(): void {
+    this.#delivering = false;
+    clearTimeout(this.#deliveryTimer);
+    this.#deliveryTimer = undefined;
   }
 
   #arm(): void {

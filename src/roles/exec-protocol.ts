@@ -229,8 +229,9 @@ export interface ExecChannel {
  * The buyer's side of one exchange: send the header, wait for `ready`, stream
  * the input, then yield the provider's frames. Output chunks are assembled
  * and yielded as one `output` frame before the receipt (bounded by
- * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE); `heard` is told of each frame after
- * the input as it arrives, each output chunk too. Closes the channel in every
+ * `maxOutputBytes`: EXEC_OUTPUT_TOO_LARGE); `heard` is told of the answer to
+ * the header (`ready`) and of each frame after the input as it arrives, each
+ * output chunk too. Closes the channel in every
  * case; a request that asked for keepalives first acknowledges a receipt it
  * handed on (closeWrite, at most EXEC_ACK_WAIT_MS), and nothing else.
  */
@@ -246,6 +247,8 @@ export async function* execExchange(ch: ExecChannel, req: ExecRequest, maxOutput
       const first = await ch.next();
       if (first === undefined) return;
       const f = parseExecFrame(first);
+      // the provider took the request (or refused it): the buyer's watch on the stream's opening ends here
+      heard?.(f);
       if (f.t !== 'ready') {
         yield first;
         return;

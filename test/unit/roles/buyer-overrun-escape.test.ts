@@ -1,0 +1,142 @@
+/**
+ * Escapes from the buyer's watch (review r2 of the overrun rule, overrun-escape.mjs):
+ * - a winner that promised no keepalives ended the overrun rule with one frame, a `keepalive` with `last: 'yes'` or
+ *   one `output` chunk, then stalled: nothing watched the stream after, and the job waited to its deadline (45 s on a
+ *   40 s deadline, NET_DEADLINE, no failover). Now `last: 'yes'` counts only from a provider that promised keepalives,
+ *   and from a silent provider's first output its chunks must follow within the grace until the receipt.
+ * - the phase before the request is sent was unwatched: a winner that never says `ready` to an input sent in frames
+ *   (over 64 KiB), or whose stream does not open (its process frozen), held the buyer to the deadline. Now the stream
+ *   must open within EXEC_OPEN_MS and the provider take the request within the grace of it opening
+ *   (EXEC_PROVIDER_NOT_READY, a `timeout` non-delivery, and the failover).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as buyerRole from '../../../src/roles/buyer.js';
+import { C0Error } from '../../../src/errors.js';
+import type { NonDelivery } from '../../../src/records/kinds.js';
+import { execExchange, type ExecChannel, type ExecFrame } from '../../../src/roles/exec-protocol.js';
+import { NOW, P, advert, offer } from '../market/fixtures.js';
+import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
+
+function failing(code: string, message: string): AsyncIterable<unknown> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
+}
+
+const ME = P(880);
+const A = P(881);
+const B = P(882);
+
+/** Wait for `signal`, then throw as a stream aborted by it does. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+  });
+}
+
+type Hooks = { sent?: () => void; opened?: () => void };
+
+/** A run against A (the winner, misbehaving as `a` says) and B (the runner-up, reached: its stream fails). */
+async function runWith(a: (signal: AbortSignal, h: Hooks) => AsyncGenerator<unknown>, deps: Record<string, unknown> = {}) {
+  const execs: string[] = [];
+  const f = buyerOnFakes(ME, {
+    providers: [A, B],
+    offerFor: (p, job) => offer(p, job, advert(p), { durationMs: p === A ? 1 : 1000 }),
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      overrunGraceMs: 50,
+      exec: (did: string, _p: string, _req: unknown, signal: AbortSignal, _heard: unknown, sent?: () => void, opened?: () => void) => {
+        execs.push(did);
+        if (did === A.did) return a(signal, { ...(sent ? { sent } : {}), ...(opened ? { opened } : {}) });
+        return failing('NET_STREAM_FAILED', 'runner-up reached');
+      },
+      ...deps,
+    },
+  });
+  // a deadline far away: without the rules the attempt would wait for it (the test's timeout fails it first)
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
+  return { f, execs, result };
+}
+
+function givenUp(r: Awaited<ReturnType<typeof runWith>>, outcome: string): void {
+  assert.deepEqual(r.execs, [A.did, B.did], 'failed over to the runner-up');
+  assert.equal(r.result.attempts[0]!.outcome, outcome);
+  const nd = r.f.nondeliveries().map((p) => [(p.rec.record as NonDelivery).provider, (p.rec.record as NonDelivery).reason]);
+  assert.deepEqual(nd[0], [A.did, 'timeout']);
+}
+
+test('a last keepalive from a winner that promised no keepalives does not end the overrun rule', { timeout: 20_000 }, async () => {
+  const r = await runWith(async function* (signal, h) {
+    h.opened?.();
+    h.sent?.();
+    yield { t: 'accepted', startedAt: NOW };
+    yield { t: 'keepalive', last: 'yes' };
+    await aborted(signal);
+  });
+  givenUp(r, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+});
+
+test('one output chunk from a winner that promised no keepalives does not buy it the deadline: the next must follow within the grace', { timeout: 20_000 }, async () => {
+  const r = await runWith(async function* (signal, h) {
+    h.opened?.();
+    h.sent?.();
+    yield { t: 'accepted', startedAt: NOW };
+    yield { t: 'output', data: new Uint8Array(1) };
+    // progress is not delivery: it does not extend the wait for the next chunk
+    yield { t: 'progress', message: 'still sending' };
+    await aborted(signal);
+  });
+  givenUp(r, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+});
+
+test('output chunks that keep coming from a winner that promised no keepalives are not cut off', { timeout: 20_000 }, async () => {
+  const r = await runWith(
+    async function* (_signal, h) {
+      h.opened?.();
+      h.sent?.();
+      yield { t: 'accepted', startedAt: NOW };
+      for (let i = 0; i < 5; i++) yield { t: 'output', data: new Uint8Array(1) };
+      throw new C0Error('EXEC_TEST_DONE', 'ended after the output');
+    },
+    { overrunGraceMs: 5_000 },
+  );
+  assert.equal(r.result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('a winner whose stream opened but that never takes the request (no ready) is given up', { timeout: 20_000 }, async () => {
+  const r = await runWith(async function* (signal, h) {
+    h.opened?.();
+    await aborted(signal);
+    yield undefined;
+  });
+  givenUp(r, `provider did not take the request in time: ${buyerRole.EXEC_PROVIDER_NOT_READY}`);
+});
+
+test('a winner whose stream does not open (its process frozen) is given up after the open limit', { timeout: 20_000 }, async () => {
+  const r = await runWith(
+    async function* (signal) {
+      await aborted(signal);
+      yield undefined;
+    },
+    { openLimitMs: 100 },
+  );
+  givenUp(r, `provider did not take the request in time: ${buyerRole.EXEC_PROVIDER_NOT_READY}`);
+  assert.ok(buyerRole.EXEC_OPEN_MS > 20_000, 'an honest provider frozen 10–20 s still opens in time');
+});
+
+test('the exchange tells its watch of the ready to an input sent in frames', async () => {
+  const heard: string[] = [];
+  const answers: unknown[] = [{ t: 'ready' }];
+  const ch: ExecChannel = {
+    send: async () => {},
+    end: async () => {},
+    next: async () => answers.shift(),
+    closeWrite: async () => {},
+    close: async () => {},
+  };
+  const req = { t: 'exec' as const, selection: new Uint8Array(1), job: new Uint8Array(1), offer: new Uint8Array(1), input: new Uint8Array(100 * 1024) };
+  for await (const _ of execExchange(ch, req, undefined, (f: ExecFrame) => heard.push(f.t))) void _;
+  assert.deepEqual(heard, ['ready']);
+});
