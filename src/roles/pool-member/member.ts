@@ -280,13 +280,18 @@ export class PoolMember {
     this.#figures.stop();
   }
 
-  /** A round of pings; `pull`: the members that became live are pulled from (not in the start's second round). */
+  /** `m` was heard now (liveness), answering this member's ping (`out`) or calling it (`in`): sync.ts `heard`. */
+  #seen(m: string, way: 'out' | 'in'): void {
+    this.#lastSeen.set(m, this.#mono());
+    this.#sync.heard(m, way);
+  }
+
+  /** A round of pings; `pull`: the members heard again after a silence are pulled from (not in the start's second round). */
   async #pingAll(pull = true): Promise<void> {
     // A member that left pings nobody (its pings would count it live); the others learn it left from its answers.
     if (this.#rs.left) return;
     // Answers handing back a record that claims to be this member's own `left` (each verified below: one may be forged).
     const ownLeft: Array<{ roster: Uint8Array; membership: Uint8Array }> = [];
-    const before = this.live();
     await Promise.all(
       this.members
         .filter((m) => m !== this.d.did)
@@ -294,7 +299,7 @@ export class PoolMember {
           try {
             const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}), ...(this.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}) }, this.d.options.livenessMs);
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
-            if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#lastSeen.set(m, this.#mono());
+            if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#seen(m, 'out');
             if (r.ok === 'yes') {
               this.#heardWorkloads(m, r.workloads);
               this.#heardStore(m, r.storeFailing);
@@ -313,8 +318,8 @@ export class PoolMember {
     // Acted on only once one checks out: a forged record (or a stale one, of a leave before this member rejoined)
     // neither hides a genuine one nor stops the pull below.
     for (const h of ownLeft) if (await this.#handedBack(h.roster, h.membership)) return;
-    // Members that became live to this one are pulled from (they hold what this one missed: sync.ts).
-    if (pull) this.#sync.seen(this.live(), before);
+    // Members heard again after a silence, either way, are pulled from (they hold what this one missed: sync.ts).
+    if (pull) this.#sync.seen(this.live());
   }
 
   /**
@@ -553,7 +558,7 @@ export class PoolMember {
         pool: this.pool,
         rs: this.#rs,
         members: () => this.members,
-        seen: (m) => void this.#lastSeen.set(m, this.#mono()),
+        seen: (m) => this.#seen(m, 'in'),
         heardWorkloads: (m, v) => this.#heardWorkloads(m, v),
         heardStore: (m, v) => this.#heardStore(m, v),
         heard: (roster) => this.#heard(roster),

@@ -14,10 +14,11 @@
  *   signed by a member of a roster of the pool this member holds, linking job, offer and member (checkDispatch), its
  *   outcome by verifyOutcome and entitled as a `closed` is. Anything else is skipped and counted.
  *
- * A member pulls from the members that became live to it (at its start every member it hears; after a partition the
- * ones back) and from every live member each SYNC_PERIOD_MS; a step takes a few pages per member within a time bound,
- * and the next goes on from where it stopped. Every call is bounded by livenessMs. Entries outside `history.keepDays`
- * are not kept (they would be pruned).
+ * A member pulls from the members it hears again after a silence (at its start every member it hears; after a
+ * partition, a one-way cut or a pause of either side, the ones back), judged on each way on its own: the answers to its
+ * own pings, and the frames the others send it. It pulls from every live member each SYNC_PERIOD_MS too; a step takes a
+ * few pages per member within a time bound, and the next goes on from where it stopped. Every call is bounded by
+ * livenessMs. Entries outside `history.keepDays` are not kept (they would be pruned).
  *
  * The entries that come back include this member's own dispatches (a coordinator restored from a backup refuses won
  * work it dispatched and closed before: POOL_ALREADY_DISPATCHED) and the closed dispatches that chose it: a member
@@ -150,6 +151,10 @@ export class TrailSync {
   #lastAll: number | undefined;
   /** When each member was last made due (monotonic): SYNC_RELIST_LIVENESS. */
   #lastDue = new Map<string, number>();
+  /** When each member was last heard (monotonic), each way: answering this member's ping (`out`), calling it (`in`). */
+  #heard = { out: new Map<string, number>(), in: new Map<string, number>() };
+  /** Members heard again, either way, after a silence of more than 3 × livenessMs since the last round of pings. */
+  #back = new Set<string>();
   #busy: Promise<SyncResult> | undefined;
   /** The step at the start (undefined until it begins): `run` waits for it. */
   #started: Promise<unknown> | undefined;
@@ -169,23 +174,38 @@ export class TrailSync {
   }
 
   /**
-   * Note who is live after a round of pings (`live`), and who was just before it (`before`): a member that became live
-   * (at this member's start, every one it hears; after a partition, or a pause of either, the ones back) is pulled
-   * from, unless it was within SYNC_RELIST_LIVENESS × livenessMs; every SYNC_PERIOD_MS, every live one.
+   * Note that `member` was heard now: it answered this member's ping on the roster in use (`out`), or called this member
+   * (`in`). Heard after more than 3 × livenessMs of silence that way (or for the first time), it is back (`seen`).
+   *
+   * Each way on its own, and not the liveness both ways feed (`PoolMember.live`): after a pause of this member, the
+   * others' pings queued meanwhile are served before its own round, and a member that can still call this one but not
+   * be called by it (or the other way round: the dispatches it sent here failed) never stops being live.
    */
-  seen(live: readonly string[], before: readonly string[]): void {
+  heard(member: string, way: 'out' | 'in'): void {
     const now = this.#mono();
-    const was = new Set(before);
+    const last = this.#heard[way].get(member);
+    if (last === undefined || now - last > 3 * this.d.options.livenessMs) this.#back.add(member);
+    this.#heard[way].set(member, now);
+  }
+
+  /**
+   * Note who is live after a round of pings (`live`): a member back since the last round (`heard`: at this member's
+   * start, every one it hears; after a partition, a one-way cut, or a pause of either, the ones back) is pulled from,
+   * unless it was within SYNC_RELIST_LIVENESS × livenessMs; every SYNC_PERIOD_MS, every live one.
+   */
+  seen(live: readonly string[]): void {
+    const now = this.#mono();
     const all = this.#lastAll === undefined || now - this.#lastAll >= SYNC_PERIOD_MS;
     if (all) this.#lastAll = now;
     const gap = SYNC_RELIST_LIVENESS * this.d.options.livenessMs;
     for (const m of live) {
       if (m === this.d.did || this.#due.has(m)) continue;
-      if (all || (!was.has(m) && now - (this.#lastDue.get(m) ?? -Infinity) >= gap)) {
+      if (all || (this.#back.has(m) && now - (this.#lastDue.get(m) ?? -Infinity) >= gap)) {
         this.#due.set(m, undefined);
         this.#lastDue.set(m, now);
       }
     }
+    this.#back.clear();
   }
 
   /** The members still to pull from (tests, status). */

@@ -147,20 +147,25 @@ describe('catching up on the trail (anti-entropy)', () => {
       },
     } as unknown as PoolMemberDeps;
     const s = new TrailSync(d, { pool: r.signer, roster: () => r, rosterOf: () => r, live: () => [A, B, C] });
-    s.seen([A, B, C], [A]);
+    s.heard(B, 'out');
+    s.heard(C, 'in');
+    s.seen([A, B, C]);
     assert.deepEqual(s.due, [B, C], 'at the start: every member heard');
     await s.step();
     assert.deepEqual([s.due, asked], [[], [B, C]]);
     mono.advance(5_000);
-    s.seen([A, B], [A, B, C]);
-    s.seen([A, B, C], [A, B]);
+    s.heard(B, 'out');
+    s.seen([A, B]);
+    s.heard(C, 'out');
+    s.seen([A, B, C]);
     assert.deepEqual(s.due, [], 'C back within the gap: not listed again');
     mono.advance(SYNC_RELIST_LIVENESS * 1000);
-    s.seen([A, B, C], [A, B]);
+    s.heard(C, 'in');
+    s.seen([A, B, C]);
     assert.deepEqual(s.due, [C], 'C back past the gap');
     await s.step();
     mono.advance(SYNC_PERIOD_MS);
-    s.seen([A, B, C], [A, B, C]);
+    s.seen([A, B, C]);
     assert.deepEqual(s.due, [B, C], 'the periodic pass');
   });
 
