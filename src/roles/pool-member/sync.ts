@@ -53,6 +53,16 @@ export const SYNC_PERIOD_MS = 15 * 60_000;
  * whose liveness flaps (a loaded machine, a slow link) does not have its whole trail listed at every flap.
  */
 export const SYNC_RELIST_LIVENESS = 10;
+/**
+ * Pages one member may list to this one per SYNC_PERIOD_MS: a member that keeps listing keys is not pulled from for the
+ * rest of the period, and the next period goes on from where it stopped (a long honest trail comes over in periods).
+ */
+export const SYNC_PERIOD_PAGES = 64;
+/**
+ * Why a fetched entry may be skipped without its member being at fault: a roster this member does not hold (one that
+ * joined later never held the older ones), or this member's own bound on another coordinator's open entries.
+ */
+const CANNOT_CHECK = new Set(['POOL_ROSTER_STALE', 'POOL_TRAIL_FULL']);
 /** The longest trail key a peer may name (`sha256:<64 hex>|<DID>`). */
 const MAX_KEY = 512;
 
@@ -155,6 +165,12 @@ export class TrailSync {
   #heard = { out: new Map<string, number>(), in: new Map<string, number>() };
   /** Members heard again, either way, after a silence of more than 3 × livenessMs since the last round of pings. */
   #back = new Set<string>();
+  /** Pages each member listed this period (SYNC_PERIOD_PAGES). */
+  #pages = new Map<string, number>();
+  /** Members not pulled from for the rest of the period: pages used up, a page that is not one, an entry that does not check out. */
+  #stopped = new Set<string>();
+  /** Where the next period goes on listing a member whose pages ran out. */
+  #resume = new Map<string, string>();
   #busy: Promise<SyncResult> | undefined;
   /** The step at the start (undefined until it begins): `run` waits for it. */
   #started: Promise<unknown> | undefined;
@@ -196,12 +212,17 @@ export class TrailSync {
   seen(live: readonly string[]): void {
     const now = this.#mono();
     const all = this.#lastAll === undefined || now - this.#lastAll >= SYNC_PERIOD_MS;
-    if (all) this.#lastAll = now;
+    if (all) {
+      this.#lastAll = now;
+      this.#pages.clear();
+      this.#stopped.clear();
+    }
     const gap = SYNC_RELIST_LIVENESS * this.d.options.livenessMs;
     for (const m of live) {
-      if (m === this.d.did || this.#due.has(m)) continue;
+      if (m === this.d.did || this.#due.has(m) || this.#stopped.has(m)) continue;
       if (all || (this.#back.has(m) && now - (this.#lastDue.get(m) ?? -Infinity) >= gap)) {
-        this.#due.set(m, undefined);
+        this.#due.set(m, this.#resume.get(m));
+        this.#resume.delete(m);
         this.#lastDue.set(m, now);
       }
     }
@@ -235,6 +256,8 @@ export class TrailSync {
     // On the member's monotonic clock (a fake one in tests).
     const stopAt = this.#mono() + ms;
     const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
+    // Why entries were refused, by code: one line for the step, not one an entry.
+    const codes: Record<string, number> = {};
     const live = new Set(this.v.live());
     for (const [peer, cursor] of [...this.#due]) {
       // One no longer live is pulled from again when it is back.
@@ -250,22 +273,42 @@ export class TrailSync {
         const list = r.code === undefined ? this.#listed(r, after) : undefined;
         if (!list) {
           // A build before this answers POOL_BAD_REQUEST (unknown op); a page that is not one is not followed.
-          this.d.log.debug({ peer, code: r.code }, 'pool: a member does not list its trail (a build before anti-entropy?); not pulled from');
-          this.#due.delete(peer);
+          if (r.code !== undefined) this.d.log.debug({ peer, code: r.code }, 'pool: a member does not list its trail (a build before anti-entropy?); not pulled from this period');
+          else this.d.log.warn({ peer }, 'pool: a member answered a page of its trail keys that is not one (out of order, or too long); not pulled from this period');
+          this.#stop(peer);
+          break;
+        }
+        const listed = (this.#pages.get(peer) ?? 0) + 1;
+        this.#pages.set(peer, listed);
+        const pulled = await this.#pull(peer, list, res, codes, stopAt);
+        if (pulled === 'stop') {
+          this.#stop(peer);
           break;
         }
         // Not all of the page (the peer went silent, or the step's time ran out): asked again from the same key.
-        if (!(await this.#pull(peer, list, res, stopAt))) break;
+        if (pulled === 'again') break;
         after = list.next;
         if (after === undefined) {
           this.#due.delete(peer);
           break;
         }
         this.#due.set(peer, after);
+        if (listed >= SYNC_PERIOD_PAGES) {
+          this.d.log.info({ peer, pages: listed }, `pool: a member listed ${SYNC_PERIOD_PAGES} pages of trail keys this period; the next period goes on from there`);
+          this.#stop(peer);
+          this.#resume.set(peer, after);
+          break;
+        }
       }
     }
-    if (res.kept || res.closed || res.refused) this.d.log.info({ ...res }, 'pool: caught up on trail entries this member missed');
+    if (res.kept || res.closed || res.refused) this.d.log[res.refused ? 'warn' : 'info']({ ...res, ...(res.refused ? { codes } : {}) }, 'pool: caught up on trail entries this member missed');
     return res;
+  }
+
+  /** Not pulled from for the rest of the period. */
+  #stop(peer: string): void {
+    this.#due.delete(peer);
+    this.#stopped.add(peer);
   }
 
   /** A page as a peer answered it, checked: keys in order after `after`, `next` its last key. Undefined when it is not one. */
@@ -284,10 +327,12 @@ export class TrailSync {
   }
 
   /**
-   * Fetch and keep the listed entries this member lacks (counted into `res`); false when the peer went silent or the
-   * step's time ran out (`stopAt`, checked before each fetch): the page is asked again, its entries kept skipped.
+   * Fetch and keep the listed entries this member lacks (counted into `res`, refusals by code into `codes`): 'again'
+   * when the peer went silent or the step's time ran out (`stopAt`, checked before each fetch): the page is asked again,
+   * its entries kept skipped; 'stop' when the peer handed back an entry that does not check out (or one not asked): it
+   * is not pulled from for the rest of the period.
    */
-  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, stopAt: number): Promise<boolean> {
+  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, codes: Record<string, number>, stopAt: number): Promise<'done' | 'again' | 'stop'> {
     const local = new Map<string, TrailEntry>();
     for (const job of new Set(list.keys.map((k) => jobOfKey(k.key)))) for (const e of await this.d.trail.entries(job)) local.set(e.key, e.entry);
     let want = list.keys.filter((k) => {
@@ -299,36 +344,47 @@ export class TrailSync {
       // its settlement) and there with one that does not (its coordinator's own, settled).
       return mine.state === 'dispatched' || (!k.givesWay && givesWay(mine));
     });
+    const refuse = (key: string | undefined, code: string, message: string): boolean => {
+      res.refused++;
+      codes[code] = (codes[code] ?? 0) + 1;
+      if (CANNOT_CHECK.has(code)) {
+        this.d.log.debug({ peer, key, err: code, message }, 'pool: a trail entry a member handed back cannot be checked or held here; skipped');
+        return false;
+      }
+      this.d.log.warn({ peer, key, err: code, message }, 'pool: a trail entry a member handed back does not check out; not kept, and that member is not pulled from this period');
+      return true;
+    };
     while (want.length) {
-      if (this.#mono() >= stopAt) return false;
+      if (this.#mono() >= stopAt) return 'again';
       const ask = want.slice(0, SYNC_FETCH_KEYS);
       const r = await this.d.call(peer, { op: 'fetch', keys: ask.map((k) => k.key) }, this.d.options.livenessMs).catch(() => undefined);
-      if (r === undefined) return false;
+      if (r === undefined) return 'again';
       const got = Array.isArray(r.entries) ? (r.entries as unknown[]) : [];
       let last = -1;
+      let bytes = 0;
       for (const x of got.slice(0, ask.length)) {
-        const key = (x as Record<string, unknown> | undefined)?.key;
-        const i = ask.findIndex((k) => k.key === key);
+        const f = x as Record<string, unknown> | undefined;
+        const i = ask.findIndex((k) => k.key === f?.key);
         // Only keys asked, in the order asked.
         if (i <= last) {
-          res.refused++;
+          if (refuse(undefined, 'POOL_BAD_REQUEST', 'an entry not asked for, or out of the order asked')) return 'stop';
           continue;
         }
         last = i;
+        for (const b of [f!.dispatch, f!.job, f!.offer, f!.receipt, f!.settlement]) if (b instanceof Uint8Array) bytes += b.length;
         try {
-          const done = await this.#keep(ask[i]!.key, local.get(ask[i]!.key), x as Record<string, unknown>);
+          const done = await this.#keep(ask[i]!.key, local.get(ask[i]!.key), f!);
           if (done === 'kept') res.kept++;
           else if (done === 'closed') res.closed++;
         } catch (e) {
-          res.refused++;
-          this.d.log.warn({ peer, key: ask[i]!.key, err: e instanceof C0Error ? e.code : 'POOL_INTERNAL', message: (e as Error).message }, 'pool: a trail entry a member handed back does not check out; not kept');
+          if (refuse(ask[i]!.key, e instanceof C0Error ? e.code : 'POOL_INTERNAL', (e as Error).message)) return 'stop';
         }
       }
-      // Nothing came back: the rest of this page is not there (pruned meanwhile) or not given; on to the next page.
-      if (last < 0) break;
-      want = want.slice(want.indexOf(ask[last]!) + 1);
+      // The keys asked and not handed back are not there (pruned meanwhile), or not given: on past the whole batch. Only
+      // an answer the byte bound cut (SYNC_FETCH_BYTES: its entries weigh at least half of it) has the rest asked again.
+      want = want.slice(last >= 0 && bytes >= SYNC_FETCH_BYTES / 2 ? last + 1 : ask.length);
     }
-    return true;
+    return 'done';
   }
 
   /** Keep one fetched entry when it checks out; what it changed here. Throws the check's code. */
