@@ -86,7 +86,9 @@ export async function* apiStream(base: string, token: string, path: string, body
   const wait = answerWait(base, opts);
   let res: Response;
   try {
-    res = await fetch(`http://${base}${path}`, { method: 'POST', signal: wait.signal, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // `body` undefined: a GET whose answer streams (GET /v1/jobs/:job/records)
+    const req: RequestInit = body === undefined ? { method: 'GET', headers: { authorization: `Bearer ${token}` } } : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
+    res = await fetch(`http://${base}${path}`, { ...req, signal: wait.signal });
   } catch (e) {
     if (wait.expired()) throw wait.error();
     throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);

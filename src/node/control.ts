@@ -23,7 +23,9 @@ import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
-import { jobRecords } from './job-records.js';
+import { jobRecords, type JobRecords } from './job-records.js';
+import { trustFor } from './reputation-trust.js';
+import { DEFAULT_SECOND_HAND_WEIGHT } from '../reputation/derive.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -69,7 +71,17 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     { method: 'GET', path: '/v1/probe', handler: async ({ query }) => ov(d, query).probe(parseProbeOrder(Object.fromEntries(query))) },
     { method: 'POST', path: '/v1/probe', handler: async ({ body, query }) => ov(d, query).probe(parseProbeOrder(body)) },
     { method: 'GET', path: '/v1/jobs', handler: async ({ query }) => jobs(ov(d, query), parseJobsPage(query)) },
-    { method: 'GET', path: '/v1/jobs/:job/records', handler: async ({ params, query }) => exportJobRecords(ov(d, query), params.job!) },
+    {
+      method: 'GET',
+      path: '/v1/jobs/:job/records',
+      handler: async ({ params, query }, res) => {
+        // checked before the answer streams: a bad or unknown job is a plain 400/404
+        const o = ov(d, query);
+        const found = await findJobRecords(o, params.job!);
+        const s = res.stream();
+        return exportJobRecords(o, found, (rec) => s.send({ e: 'record', ...rec }));
+      },
+    },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
     { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(requireDid(params.did!, 'did')) },
     {
@@ -295,14 +307,37 @@ export function parseOffersProviders(query: URLSearchParams): ReadonlySet<string
  * whole market's. Before, the console's Market view got every provider's verdict on each refresh to show a
  * page of them: 782 KiB at 2,400 adverts, about 3.2 MB at the 10,000-advert cap, every 5 s.
  */
-/**
- * `GET /v1/jobs/:job/records`: the records a decision about the job rests on, each as its envelope's bytes in hex
- * (job-records.ts; `c0mpute market export` writes them a file each for `c0mpute market audit`).
- */
-export async function exportJobRecords(d: OverlayNode, job: string): Promise<Record<string, unknown>> {
+/** The records a decision about `job` rests on, as this overlay holds them (job-records.ts); JOB_NOT_FOUND, ADDRESS_MALFORMED. */
+export async function findJobRecords(d: OverlayNode, job: string): Promise<JobRecords> {
   if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
-  const r = await jobRecords({ records: d.records, evidence: d.market.evidence, otherBytes: async (a) => (await d.market.getBytes(a)) ?? d.market.adverts.get(a)?.bytes }, job, d.d.config.history.keepDays);
-  return { job: r.job, records: r.records.map((x) => ({ type: x.type, address: x.address, signer: x.signer, envelope: Buffer.from(x.bytes).toString('hex') })), missing: r.missing };
+  return jobRecords({ records: d.records, evidence: d.market.evidence, otherBytes: async (a) => (await d.market.getBytes(a)) ?? d.market.adverts.get(a)?.bytes }, job, d.d.config.history.keepDays);
+}
+
+/** One exported record: its envelope's bytes in hex. */
+export interface ExportedRecord {
+  type: string;
+  address: string;
+  signer: string;
+  envelope: string;
+}
+
+/**
+ * `GET /v1/jobs/:job/records`, streamed (NDJSON): each record to `send` as it goes, a few hundred at a time between
+ * turns of the event loop (an export at the evidence bound is ~100,000 records, ~140 MB of hex: one JSON answer
+ * held the loop 1.5 s), then the summary: the job, how many were sent, what is missing, and what an audit must be
+ * given (`c0mpute market export` writes each record a file for `c0mpute market audit`).
+ */
+export async function exportJobRecords(d: OverlayNode, r: JobRecords, send: (rec: ExportedRecord) => void): Promise<Record<string, unknown>> {
+  for (const [i, x] of r.records.entries()) {
+    send({ type: x.type, address: x.address, signer: x.signer, envelope: Buffer.from(x.bytes.buffer, x.bytes.byteOffset, x.bytes.byteLength).toString('hex') });
+    if (i % 256 === 255) await new Promise((ok) => setImmediate(ok));
+  }
+  // what an audit must be given to recompute this node's decisions: its trust sources, clock-skew window and steward
+  // (docs/market.md §7): without them an honest decision that counted a trusted buyer's evidence does not reproduce
+  const nc = d.d.network;
+  const trust = trustFor(d.d.config, nc);
+  const audit = { trustedBuyers: [...(trust.trustedBuyers ?? [])], dealtWith: trust.dealtWith ?? false, secondHandWeight: trust.secondHandWeight ?? DEFAULT_SECOND_HAND_WEIGHT, skewMs: nc.clockSkewMs, ...(nc.steward ? { stewards: [nc.steward] } : {}) };
+  return { job: r.job, written: r.records.length, missing: r.missing, audit };
 }
 
 export async function offers(d: OverlayNode, job: string, providers?: ReadonlySet<string>): Promise<Record<string, unknown>> {

@@ -47,9 +47,10 @@ test('market export writes what a selection rests on; market audit reproduces it
     const dir = join(out, 'records');
     const ex = await c0mpute(buyer.dir, ['market', 'export', '--job', job, '--out', dir, '--json']);
     assert.equal(ex.code, 0, ex.err);
-    const r = JSON.parse(ex.out) as { written: number; selections: string[]; missing: unknown[] };
+    const r = JSON.parse(ex.out) as { written: number; selections: string[]; missing: unknown[]; auditArgs: string[] };
     assert.equal(r.selections.length, 1, 'the buyer decided once');
     assert.deepEqual(r.missing, []);
+    assert.deepEqual(r.auditArgs, [], 'a buyer on the defaults: the bare audit command');
     const files = readdirSync(dir);
     assert.equal(files.length, r.written);
     const kinds = new Set(files.map((f) => f.slice(0, f.lastIndexOf('-'))));
@@ -65,6 +66,15 @@ test('market export writes what a selection rests on; market audit reproduces it
     const broken = await c0mpute(buyer.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, '--json']);
     assert.equal(broken.code, 1, broken.err);
     assert.ok((JSON.parse(broken.out) as { differences: Array<{ code: string }> }).differences.some((d) => d.code === 'AUDIT_MISSING_RECORD'));
+
+    // with no daemon running, from the data directory itself: the same records, and the audit reproduces
+    await c.stop(buyer);
+    const offline = join(out, 'offline');
+    const ex2 = await c0mpute(buyer.dir, ['market', 'export', '--job', job, '--out', offline, '--json']);
+    assert.equal(ex2.code, 0, ex2.err);
+    assert.deepEqual((JSON.parse(ex2.out) as { selections: string[] }).selections, r.selections);
+    const audit2 = await c0mpute(buyer.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', offline, '--json']);
+    assert.equal(audit2.code, 0, `${audit2.out}\n${audit2.err}`);
 
     // a job this node does not hold: a clear error, nothing written
     const none = await c0mpute(buyer.dir, ['market', 'export', '--job', `sha256:${'0'.repeat(64)}`, '--out', join(out, 'none')]);

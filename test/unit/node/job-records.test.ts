@@ -54,3 +54,12 @@ test('the job, its selection, the considered offers and adverts, the evidence ab
 
   await assert.rejects(jobRecords(source([], [], ev), j.address, 7), (e: Error & { code?: string }) => e.code === 'JOB_NOT_FOUND' && /history\.keepDays/.test(e.message));
 });
+
+test('the audit command an export prints carries the deciding node’s settings that differ from the audit’s defaults', async () => {
+  const { auditFlags } = await import('../../../src/cli/commands/market-export.js');
+  assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: false, secondHandWeight: 0.5, skewMs: 30_000 }), []);
+  assert.deepEqual(auditFlags({ trustedBuyers: ['did:key:a', 'did:key:b'], dealtWith: false, secondHandWeight: 0.25, skewMs: 30_000 }), ['--trusted-buyers', 'did:key:a,did:key:b', '--second-hand-weight', '0.25']);
+  assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: true, secondHandWeight: 0.5, skewMs: 60_000, stewards: ['did:key:s'] }), ['--dealt-with', '--skew-ms', '60000', '--steward', 'did:key:s']);
+  // a weight with nobody second-hand to weigh changes nothing: not passed
+  assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: false, secondHandWeight: 0.9, skewMs: 30_000 }), []);
+});
