@@ -14,19 +14,11 @@ import { C0Error } from '../../../src/errors.js';
 import { EXEC_KEEPALIVE_MAX_MS, EXEC_KEEPALIVE_MIN_MS, EXEC_KEEPALIVE_MS, execExchange, parseExecFrame, parseExecHeader, silenceLimitMs } from '../../../src/roles/exec-protocol.js';
 import { decodeCanonical, encodeCanonical } from '../../../src/records/cbor.js';
 import { NOW, P } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
+import { buyerOnFakes, fakeSpec, abortedBy as aborted } from './buyer-fakes.js';
 
 const ME = P(800);
 const A = P(801);
 const B = P(802);
-
-/** Wait for `signal`, then throw as a stream aborted by it does. */
-function aborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
-  });
-}
 
 test('a winner that promised keepalives and then went silent is given up after the silence limit, and the buyer fails over to the runner-up', { timeout: 20_000 }, async () => {
   const requests: unknown[] = [];

@@ -5,6 +5,7 @@
  * signed as the daemon signs it; `exec` is the exchange with whichever provider is selected. What the buyer
  * publishes and stores is recorded.
  */
+import { C0Error } from '../../../src/errors.js';
 import { Buyer, type BuyerDeps, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
 import { seal, T, type Job, type Offer, type Opened, type PolicyName, type Selection } from '../../../src/records/index.js';
 import { NOW, advert, offer, type Party } from '../market/fixtures.js';
@@ -77,4 +78,17 @@ export function buyerOnFakes(me: Party, o: BuyerFakes) {
 /** A job spec for the fakes: infer.llm, at most 1 USD, 60 s, a 4-byte input. */
 export function fakeSpec(extra: Record<string, unknown> = {}): JobSpec {
   return { workload: 'infer.llm', maxPrice: { amount: '1', currency: 'USD' }, deadlineMs: 60_000, input: new Uint8Array(4), policy: 'trusted', ...extra } as unknown as JobSpec;
+}
+
+/** An exec stream that fails at once with `code` (a stream to a provider that is gone). */
+export function failingStream(code: string, message: string): AsyncIterable<unknown> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
+}
+
+/** Wait for `signal`, then throw as a stream aborted by it does. */
+export function abortedBy(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+  });
 }

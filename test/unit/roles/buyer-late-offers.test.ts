@@ -13,12 +13,7 @@ import { C0Error } from '../../../src/errors.js';
 import * as buyerRole from '../../../src/roles/buyer.js';
 import type { RankedCandidate } from '../../../src/roles/buyer.js';
 import { NOW, P, type Party } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
-
-/** An exec stream that fails at once (a stream to a provider that is gone). */
-function failing(code: string, message: string): AsyncIterable<unknown> {
-  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
-}
+import { buyerOnFakes, fakeSpec, failingStream as failing } from './buyer-fakes.js';
 
 const ME = P(860);
 const BH = P(861);

@@ -16,23 +16,11 @@ import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
 import { execExchange, type ExecChannel, type ExecFrame } from '../../../src/roles/exec-protocol.js';
 import { NOW, P, advert, offer } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
-
-function failing(code: string, message: string): AsyncIterable<unknown> {
-  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
-}
+import { buyerOnFakes, fakeSpec, failingStream as failing, abortedBy as aborted } from './buyer-fakes.js';
 
 const ME = P(880);
 const A = P(881);
 const B = P(882);
-
-/** Wait for `signal`, then throw as a stream aborted by it does. */
-function aborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
-  });
-}
 
 type Hooks = { sent?: () => void; opened?: () => void };
 

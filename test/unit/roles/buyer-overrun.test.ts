@@ -12,24 +12,11 @@ import * as buyerRole from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
 import { NOW, P, advert, offer } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
-
-/** An exec stream that fails at once (a stream to a provider that is gone). */
-function failing(code: string, message: string): AsyncIterable<unknown> {
-  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new C0Error(code, message)) }) };
-}
+import { buyerOnFakes, fakeSpec, failingStream as failing, abortedBy as aborted } from './buyer-fakes.js';
 
 const ME = P(810);
 const A = P(811);
 const B = P(812);
-
-/** Wait for `signal`, then throw as a stream aborted by it does. */
-function aborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
-  });
-}
 
 /** A run against A (the winner, misbehaving as `a` says) and B (the runner-up, reached: its stream fails, which is all this test needs). */
 async function runWith(a: (signal: AbortSignal, sent?: () => void) => AsyncGenerator<unknown>) {
