@@ -56,7 +56,7 @@ test('the job, its selection, the considered offers and adverts, the evidence ab
 });
 
 test('the audit command an export prints carries the deciding node’s settings that differ from the audit’s defaults', async () => {
-  const { auditFlags } = await import('../../../src/cli/commands/market-export.js');
+  const { auditFlags } = await import('../../../src/cli/commands/market-export-actions.js');
   assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: false, secondHandWeight: 0.5, skewMs: 30_000 }), []);
   assert.deepEqual(auditFlags({ trustedBuyers: ['did:key:a', 'did:key:b'], dealtWith: false, secondHandWeight: 0.25, skewMs: 30_000 }), ['--trusted-buyers', 'did:key:a,did:key:b', '--second-hand-weight', '0.25']);
   assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: true, secondHandWeight: 0.5, skewMs: 60_000, stewards: ['did:key:s'] }), ['--dealt-with', '--skew-ms', '60000', '--steward', 'did:key:s']);
