@@ -45,6 +45,8 @@ const jobFileSchema = z
 export const DEFAULT_COLLECT_WINDOW_MS = 3000;
 /** What a deadline must leave after the offers are collected: to decide, reach the winner, send the input, run, and take the receipt. */
 export const MIN_RUN_AFTER_COLLECT_MS = 5000;
+/** The shortest deadline of an order (`order:`, `--open`, `--designated`): it collects no offers, a claim takes it. */
+export const MIN_ORDER_DEADLINE_MS = 1000;
 /** The shortest `timeout` a job file takes: below it a run ends EXEC_TIMEOUT before a process or a request has started. */
 export const MIN_JOB_TIMEOUT_MS = 1000;
 
@@ -118,8 +120,10 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   const deadlineMs = parseDuration(j.deadline);
   checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);
   const collectWindowMs = opts.collectWindowMs ?? DEFAULT_COLLECT_WINDOW_MS;
-  const minDeadlineMs = minJobDeadlineMs(collectWindowMs);
-  checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);
+  // an order collects no offers: the first valid claim takes it (docs/matching.md), so a few seconds are a real deadline
+  const isOrder = orderOf(j.order, opts).order !== undefined;
+  const minDeadlineMs = isOrder ? MIN_ORDER_DEADLINE_MS : minJobDeadlineMs(collectWindowMs);
+  checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, isOrder ? 'an order must leave a provider time to claim it' : `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);
   const timeoutMs = j.timeout === undefined ? undefined : parseDuration(j.timeout);
   if (timeoutMs !== undefined) checkTooShort('timeout', j.timeout!, timeoutMs, MIN_JOB_TIMEOUT_MS, path, 'the run would time out before its work started', collectWindowMs);
   const policy = opts.policy ?? j.policy;

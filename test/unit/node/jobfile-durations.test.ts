@@ -61,3 +61,9 @@ test('timeout: 5 (5 ms) is JOB_TIMEOUT_TOO_SHORT naming the field; a timeout of 
   assert.equal(parseJobFileText(file(`deadline: 60s\ntimeout: ${MIN_JOB_TIMEOUT_MS}ms\n`), 'job.yaml').timeoutMs, MIN_JOB_TIMEOUT_MS);
   assert.equal(parseJobFileText(file('deadline: 60s\ntimeout: 30s\n'), 'job.yaml').timeoutMs, 30_000);
 });
+
+test('an order collects no offers: a deadline of a few seconds is taken; under a second is still refused', () => {
+  assert.equal(parseJobFileText(file('deadline: 3s\norder: {}\n'), 'job.yaml').deadlineMs, 3000);
+  assert.equal(parseJobFileText(file('deadline: 3s\n'), 'job.yaml', { designated: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK' }).deadlineMs, 3000);
+  assert.equal(refusal(() => parseJobFileText(file('deadline: 60\norder: {}\n'), 'job.yaml')).code, 'JOB_DEADLINE_TOO_SOON');
+});
