@@ -85,12 +85,32 @@ export const EXEC_PROVIDER_NOT_READY = 'EXEC_PROVIDER_NOT_READY';
 
 /**
  * How long a buyer waits, from the end of the input it sent, for the output (or the receipt) of a provider that
- * promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs).
+ * promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs), plus the input's time on
+ * the wire (inputAllowanceMs of `inputBytes`).
  */
-export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS): number {
+export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS, inputBytes = 0): number {
   const d = Number.isFinite(durationMs) ? Math.max(0, durationMs) : 0;
-  return d + Math.max(d, graceMs);
+  return d + Math.max(d, graceMs) + inputAllowanceMs(inputBytes);
 }
+
+/**
+ * The slowest an input may travel and still count (a provider's own bound by default: provider.execMinInputBytesPerSec,
+ * 128 KiB/s). The buyer's "sent" only says its own buffers took the input: a 16 MiB input on a 1 MiB/s uplink was
+ * still on its way when an honest provider, which cannot answer `accepted` before it has the input, was given up
+ * EXEC_PROVIDER_OVERRAN 15 s later and blamed (second-round review).
+ */
+export const INPUT_MIN_BYTES_PER_SEC = 128 * 1024;
+export function inputAllowanceMs(bytes: number): number {
+  return bytes > 0 ? Math.ceil((bytes * 1000) / INPUT_MIN_BYTES_PER_SEC) : 0;
+}
+
+/**
+ * The slowest a provider that promised no keepalives may deliver its output once it began (docs/node.md "Buyer"):
+ * after the grace, it must have sent at least this many bytes a second on average. A floor on bytes, not a gap
+ * between chunks: a byte every 14 s passed a per-chunk gap and held the buyer to the deadline, while an honest
+ * provider on a 16 KiB/s link (a 256 KiB chunk taking 16 s) failed it (second-round review).
+ */
+export const OUTPUT_MIN_BYTES_PER_SEC = 4 * 1024;
 
 /**
  * Providers dialled ahead of their selection (docs/node.md "Buyer": "Providers that cannot be dialled"): before it
@@ -938,7 +958,7 @@ export class Buyer {
     // A provider that promises no keepalives is held to its quote instead (overrunLimitMs); a claim quotes no duration.
     const quotedMs = (cand.offer.record as Partial<Offer>).durationMs;
     const graceMs = this.d.overrunGraceMs ?? OVERRUN_GRACE_MS;
-    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, graceMs), graceMs } : undefined, { openMs: this.d.openLimitMs ?? EXEC_OPEN_MS, readyMs: graceMs });
+    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, graceMs, input.length), graceMs } : undefined, { openMs: this.d.openLimitMs ?? EXEC_OPEN_MS, readyMs: graceMs });
     silence.begin();
     // not AbortSignal.any: on Node 20 it leaves an entry on the node's stop signal per attempt, for good (signals.ts)
     const linked = linkedSignal([deadline.signal, this.#stop.signal, silence.signal]);
@@ -1078,8 +1098,9 @@ export class Buyer {
  *   output: `signal` aborts with EXEC_PROVIDER_OVERRAN (`overran`). Its frames do not extend it: progress is not
  *   delivery, and a `keepalive` (`last: 'yes'` too) from a provider that promised none is not taken as its work's
  *   end. A promise of keepalives in `accepted` ends it (the silence rule watches that provider instead). From its
- *   first output such a provider is held to `overrun.graceMs` between output chunks until the receipt (EXEC_PROVIDER_OVERRAN
- *   too): one output chunk does not buy it the rest of the deadline.
+ *   first output such a provider must deliver at OUTPUT_MIN_BYTES_PER_SEC on average after `overrun.graceMs` until the
+ *   receipt (EXEC_PROVIDER_OVERRAN too): one output chunk, or a byte now and then, does not buy it the rest of the
+ *   deadline. The overrun is counted from `sent` plus the input's time on the wire (inputAllowanceMs).
  */
 export class SilenceWatch {
   readonly #ac = new AbortController();
@@ -1095,6 +1116,9 @@ export class SilenceWatch {
   /** A provider that promised no keepalives is sending its output: each chunk must follow the last within the grace. */
   #delivering = false;
   #deliveryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When this provider's output began (performance.now()), and how many bytes of it came since. */
+  #outputSince = 0;
+  #outputBytes = 0;
   #openTimer: ReturnType<typeof setTimeout> | undefined;
   /** The opening rule no longer applies: the provider took the request, the attempt ended, or it fired. */
   #openDone: boolean;
@@ -1161,9 +1185,11 @@ export class SilenceWatch {
       this.#endOverrun();
       this.#endDelivery();
     } else if (f.t === 'output' && !this.#promised && this.overrun) {
-      // a provider that promised no keepalives: its work is over once output comes, the output's chunks must follow
+      // a provider that promised no keepalives: its work is over once output comes, and the output must keep a floor
       this.#endOverrun();
+      if (!this.#delivering) this.#outputSince = performance.now();
       this.#delivering = true;
+      this.#outputBytes += f.data.byteLength;
       this.#armDelivery();
     }
     this.#arm();
@@ -1211,16 +1237,18 @@ export class SilenceWatch {
     this.#overrunTimer = undefined;
   }
 
+  /** The output given, since its first chunk, grace plus a second per OUTPUT_MIN_BYTES_PER_SEC bytes: each chunk buys time for its size. */
   #armDelivery(): void {
     clearTimeout(this.#deliveryTimer);
     this.#deliveryTimer = undefined;
     if (!this.#delivering || this.#ac.signal.aborted) return;
-    const ms = this.overrun?.graceMs ?? OVERRUN_GRACE_MS;
+    const grace = this.overrun?.graceMs ?? OVERRUN_GRACE_MS;
+    const until = this.#outputSince + grace + (this.#outputBytes * 1000) / OUTPUT_MIN_BYTES_PER_SEC;
     this.#deliveryTimer = setTimeout(() => {
       if (this.#ac.signal.aborted) return;
       this.#overran = true;
-      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and sent no output for ${ms} ms after its output began, and no receipt`));
-    }, ms);
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and delivered its output slower than ${OUTPUT_MIN_BYTES_PER_SEC} bytes/s (${this.#outputBytes} bytes in ${Math.round(performance.now() - this.#outputSince)} ms, after a ${grace} ms grace), and no receipt`));
+    }, Math.max(0, until - performance.now()));
   }
 
   #endDelivery(): void {

@@ -12,6 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as buyerRole from '../../../src/roles/buyer.js';
+import { inputAllowanceMs, overrunLimitMs } from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
 import { execExchange, type ExecChannel, type ExecFrame } from '../../../src/roles/exec-protocol.js';
@@ -91,6 +92,43 @@ test('output chunks that keep coming from a winner that promised no keepalives a
     { overrunGraceMs: 5_000 },
   );
   assert.equal(r.result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('a byte now and then, each inside the grace, does not hold the buyer: the output must keep a floor of bytes a second', { timeout: 20_000 }, async () => {
+  const r = await runWith(async function* (signal, h) {
+    h.opened?.();
+    h.sent?.();
+    yield { t: 'accepted', startedAt: NOW };
+    // a byte every 30 ms, inside the 50 ms grace each time, for as long as the buyer waits (a gap rule never ended it)
+    while (!signal.aborted) {
+      yield { t: 'output', data: new Uint8Array(1) };
+      await new Promise((ok) => setTimeout(ok, 30));
+    }
+    await aborted(signal);
+  });
+  givenUp(r, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+});
+
+test('big chunks slower than the grace apart (a slow link) are not cut off: each buys time for its size', { timeout: 20_000 }, async () => {
+  const r = await runWith(async function* (_signal, h) {
+    h.opened?.();
+    h.sent?.();
+    yield { t: 'accepted', startedAt: NOW };
+    // 64 KiB every 120 ms, more than the 50 ms grace apart: a gap rule cut this honest output at the second chunk
+    for (let i = 0; i < 4; i++) {
+      yield { t: 'output', data: new Uint8Array(64 * 1024) };
+      await new Promise((ok) => setTimeout(ok, 120));
+    }
+    throw new C0Error('EXEC_TEST_DONE', 'ended after the output');
+  });
+  assert.equal(r.result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
+});
+
+test('the overrun leaves the input its time on the wire: a buyer\'s "sent" only says its own buffers took it', () => {
+  assert.equal(overrunLimitMs(1000, 15_000), 16_000);
+  // 16 MiB at the 128 KiB/s a provider requires of an input: 128 s more
+  assert.equal(overrunLimitMs(1000, 15_000, 16 * 1024 * 1024), 16_000 + 128_000);
+  assert.equal(inputAllowanceMs(0), 0);
 });
 
 test('a winner whose stream opened but that never takes the request (no ready) is given up', { timeout: 20_000 }, async () => {
