@@ -656,6 +656,10 @@ export class Buyer {
     const deferred = new Set<string>();
     let lookUp = false;
     let lookedUp = 0;
+    // Providers with no address known past the DIAL_AHEAD_MAX look-ups: left out of the decisions, named at the end.
+    const capped = new Set<string>();
+    // Every provider found to have no address known (set aside, or asked during the look-ups): read once each.
+    const noAddress = new Set<string>();
     // The latest decision's ranking: whom a run that ends without delivery names as not tried (#untried).
     let latest: readonly RankedCandidate[] = decision.ranked;
     let selections = 0;
@@ -675,7 +679,7 @@ export class Buyer {
       }
       const now = clock();
       if (now >= job.record.deadline) {
-        this.#untried(result, latest, tried, deferred, 'the job’s deadline passed');
+        this.#untried(result, latest, tried, new Set([...deferred, ...capped]), 'the job’s deadline passed');
         break;
       }
       let pick: RankedCandidate | undefined;
@@ -697,14 +701,17 @@ export class Buyer {
         pick = decision.ranked.find((c) => c.offer.address === offer.address) ?? { provider: offer.signer, offer, total: Number.NaN, scores: {} };
         selection = managed.selection;
       } else {
-        const excluded = deferred.size === 0 ? tried : new Set([...tried, ...deferred]);
+        const excluded = deferred.size === 0 && capped.size === 0 ? tried : new Set([...tried, ...deferred, ...capped]);
         const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
         latest = current.ranked;
         pick = current.ranked[0];
         if (!pick && deferred.size > 0) {
           // every provider with an address known was tried: now those without one, looked up
           lookUp = true;
-          for (const d of deferred) dials.delete(d);
+          for (const d of deferred) {
+            dials.delete(d);
+            noAddress.add(d);
+          }
           deferred.clear();
           continue;
         }
@@ -713,11 +720,12 @@ export class Buyer {
           // offer expired meanwhile, or it is no longer eligible). Each is named, so the run says why it ends here
           // after a `failover` event announced the runner-up.
           for (const c of decision.ranked) {
-            if (tried.has(c.provider)) continue;
+            if (tried.has(c.provider) || capped.has(c.provider)) continue;
             const lapsed = now > c.offer.record.startBy || now >= c.offer.record.expiresAt;
             result.attempts.push({ provider: c.provider, outcome: lapsed ? 'offer lapsed' : 'no longer eligible' });
             tried.add(c.provider);
           }
+          if (capped.size) this.#untried(result, [], tried, capped, `${DIAL_AHEAD_MAX} providers with no address known were looked up`);
           break;
         }
         if (now > pick.offer.record.startBy) {
@@ -725,13 +733,18 @@ export class Buyer {
           tried.add(pick.provider);
           continue;
         }
-        if (lookUp && lookedUp >= DIAL_AHEAD_MAX) {
-          // every provider with an address known was tried, and as many looked up as dials ahead go: a flood of keys
-          // nobody can reach costs at most that many look-ups; the rest are named
-          this.#untried(result, current.ranked, tried, deferred, `${DIAL_AHEAD_MAX} providers with no address known were looked up`);
-          break;
+        if (lookUp && (noAddress.has(pick.provider) || !(await this.#addressKnown(pick.provider)))) {
+          // every provider with an address known was tried: as many looked up as dials ahead go, so a flood of keys
+          // nobody can reach costs at most that many look-ups; the rest are set aside at once (named at the end), and
+          // a provider with an address whose offer came meanwhile is still tried (only look-ups count here)
+          noAddress.add(pick.provider);
+          if (lookedUp >= DIAL_AHEAD_MAX) {
+            capped.add(pick.provider);
+            for (const c of current.ranked) if (noAddress.has(c.provider) && !tried.has(c.provider)) capped.add(c.provider);
+            continue;
+          }
+          lookedUp++;
         }
-        if (lookUp) lookedUp++;
         if (this.d.dial) {
           // The winner and the next of the ranking are dialled at once; a winner that cannot be reached is left out
           // of the decision like one tried (no selection names it, so none is signed and no non-delivery either),
@@ -884,6 +897,15 @@ export class Buyer {
    * those set aside for no address known), at most UNTRIED_NAMED, the rest counted in one entry: a run cut short does
    * not end silently on live offers it never tried.
    */
+  /** Whether a provider has an address known without a look-up (BuyerDeps.addressKnown; without it: no, so it counts as a look-up). */
+  async #addressKnown(did: string): Promise<boolean> {
+    try {
+      return (await this.d.addressKnown?.(did)) ?? false;
+    } catch {
+      return false;
+    }
+  }
+
   #untried(result: JobResult, latest: readonly RankedCandidate[], tried: ReadonlySet<string>, deferred: ReadonlySet<string>, why: string): void {
     const left = [...latest.map((c) => c.provider).filter((d) => !tried.has(d) && !deferred.has(d)).map((d) => ({ d, outcome: `not tried: ${why}` })), ...[...deferred].filter((d) => !tried.has(d)).map((d) => ({ d, outcome: `not tried (no address known): ${why}` }))];
     for (const u of left.slice(0, UNTRIED_NAMED)) result.attempts.push({ provider: u.d, outcome: u.outcome });
