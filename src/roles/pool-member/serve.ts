@@ -12,14 +12,14 @@
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
 import { C0Error } from '../../errors.js';
-import type { Opened } from '../../records/envelope.js';
+import { open, type Opened } from '../../records/envelope.js';
 import { hashHex } from '../../records/address.js';
 import { compareBytes } from '../../records/cbor.js';
-import type { Job, PoolDispatch } from '../../records/kinds.js';
+import { T, type Job, type PoolDispatch } from '../../records/kinds.js';
 import { DispatchTrail } from '../../pools/trail.js';
 import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
-import { fetchTrail, listTrail, ranHere } from './sync.js';
+import { fetchTrail, listTrail, mayFailLost, ranHere } from './sync.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
 import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
@@ -142,14 +142,16 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         const entries = await p.d.trail.entries(f.job);
         const target = entries.find((e) => e.key === DispatchTrail.key(f.job as string, coordinator));
         if (!target) return { ok: 'yes' };
-        const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: (a) => p.rs.rosterOf(a) ?? p.d.trail.rosterOf(a), unsettled: from !== coordinator });
+        const rosterOf = (a: string) => p.rs.rosterOf(a) ?? p.d.trail.rosterOf(a);
+        const o = verifyOutcome(target.entry, f.receipt, f.settlement, { pool: p.pool, entries: entries.map((e) => e.entry), roster: rosterOf, unsettled: from !== coordinator });
         // A dispatch is closed only with its coordinator's own outcome (signed by it: sent by it, with its settlement
         // when completed; or relayed, the receipt alone, by a member whose recovery heard it outside the pool), or with
-        // a receipt failing it as lost signed by a member of the roster in use other than its coordinator: the sender's
-        // own (recovery's), or one the sender took instead of signing a second and relays (docs/pools.md "A
+        // a receipt failing it as lost signed by a member other than its coordinator: the sender's own (recovery's), or
+        // one the sender took instead of signing a second and relays, signed by a member of the roster in use or of a
+        // roster not older than the dispatch's (mayFailLost: as catching up judges it, sync.ts; docs/pools.md "A
         // coordinator that crashes"; its signature and pool proof checked above).
         const lostBy = o.receipt.signer;
-        if (o.lost ? lostBy !== from && (lostBy === coordinator || !p.members().includes(lostBy)) : o.coordinator !== coordinator) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
+        if (o.lost ? lostBy !== from && !mayFailLost(o.receipt, open(target.entry.dispatch, T.poolDispatch, { trusted: true }), p.members(), rosterOf) : o.coordinator !== coordinator) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
         // A member that left closes only its own dispatches (the work it had in flight), with its own outcome: it
         // fails nobody's dispatch as lost, nor relays another's outcome.
         if (theirs && (o.lost || coordinator !== from)) throw new C0Error('POOL_MEMBER_LEFT', 'a member that left closes only its own dispatches, with its own outcome');

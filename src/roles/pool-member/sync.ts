@@ -27,7 +27,7 @@
  */
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
-import { T, type PoolRoster } from '../../records/kinds.js';
+import { T, type PoolDispatch, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
 import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { monotonicClock } from '../../util/clock.js';
@@ -60,9 +60,41 @@ export const SYNC_RELIST_LIVENESS = 10;
 export const SYNC_PERIOD_PAGES = 64;
 /**
  * Why a fetched entry may be skipped without its member being at fault: a roster this member does not hold (one that
- * joined later never held the older ones), or this member's own bound on another coordinator's open entries.
+ * joined later never held the older ones), or this member's own bound on another coordinator's open entries. Refusals
+ * that follow from this member's view of the roster are skipped too (`viewRefusal`): only the others, which prove the
+ * member handed back something forged or not asked for, stop the pull from it.
  */
 const CANNOT_CHECK = new Set(['POOL_ROSTER_STALE', 'POOL_TRAIL_FULL']);
+/** Refusals thrown by #keep that depend on this member's view of the roster (skipped, not held against the peer). */
+const VIEW_REFUSALS = new WeakSet<Error>();
+function viewRefusal(code: string, message: string): never {
+  const e = new C0Error(code, message);
+  VIEW_REFUSALS.add(e);
+  throw e;
+}
+
+/**
+ * Whether the signer of a POOL_COORDINATOR_LOST `receipt` may fail `dispatch` as lost: never its coordinator; a
+ * member of the roster in use (`inUse`), or of the roster the receipt's pool proof carries (checked when the receipt
+ * opened: the signer is on it) when this member holds that roster (`rosterOf`: in use, newest heard, left, or one its
+ * trail keeps) and it is not older than the one the dispatch names. So a member that has since left, or one on a newer
+ * roster this member heard, is judged alike live (`closed`, serve.ts) and catching up (here), whatever roster each
+ * member uses; the dispatch's roster not held here, only `inUse` counts.
+ */
+export function mayFailLost(receipt: Opened<Receipt>, dispatch: Opened<PoolDispatch>, inUse: readonly string[], rosterOf: (address: string) => Opened<PoolRoster> | undefined): boolean {
+  const by = receipt.signer;
+  if (by === dispatch.signer) return false;
+  if (inUse.includes(by)) return true;
+  const under = rosterOf(dispatch.record.roster);
+  const proof = receipt.record.pool;
+  if (!under || !proof) return false;
+  try {
+    const held = rosterOf(open(proof.roster, T.poolRoster, { trusted: true }).address);
+    return held !== undefined && held.signer === under.signer && held.record.seq >= under.record.seq && held.record.members.some((m) => m.did === by);
+  } catch {
+    return false;
+  }
+}
 /** The longest trail key a peer may name (`sha256:<64 hex>|<DID>`). */
 const MAX_KEY = 512;
 
@@ -344,10 +376,10 @@ export class TrailSync {
       // its settlement) and there with one that does not (its coordinator's own, settled).
       return mine.state === 'dispatched' || (!k.givesWay && givesWay(mine));
     });
-    const refuse = (key: string | undefined, code: string, message: string): boolean => {
+    const refuse = (key: string | undefined, code: string, message: string, view = false): boolean => {
       res.refused++;
       codes[code] = (codes[code] ?? 0) + 1;
-      if (CANNOT_CHECK.has(code)) {
+      if (view || CANNOT_CHECK.has(code)) {
         this.d.log.debug({ peer, key, err: code, message }, 'pool: a trail entry a member handed back cannot be checked or held here; skipped');
         return false;
       }
@@ -377,7 +409,7 @@ export class TrailSync {
           if (done === 'kept') res.kept++;
           else if (done === 'closed') res.closed++;
         } catch (e) {
-          if (refuse(ask[i]!.key, e instanceof C0Error ? e.code : 'POOL_INTERNAL', (e as Error).message)) return 'stop';
+          if (refuse(ask[i]!.key, e instanceof C0Error ? e.code : 'POOL_INTERNAL', (e as Error).message, e instanceof Error && VIEW_REFUSALS.has(e))) return 'stop';
         }
       }
       // The keys asked and not handed back are not there (pruned meanwhile), or not given: on past the whole batch. Only
@@ -395,7 +427,16 @@ export class TrailSync {
     const claimed = open(f.dispatch, T.poolDispatch, { trusted: true });
     const roster = this.v.rosterOf(claimed.record.roster);
     if (!roster) throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold');
-    const { dispatch, job, offer } = checkDispatch(f, claimed.signer, this.v.pool, roster.record.members.map((m) => m.did), (a) => this.v.rosterOf(a));
+    let checked: ReturnType<typeof checkDispatch>;
+    try {
+      checked = checkDispatch(f, claimed.signer, this.v.pool, roster.record.members.map((m) => m.did), (a) => this.v.rosterOf(a));
+    } catch (e) {
+      // A coordinator not on the roster its dispatch names: a member that held it kept it under its own roster in use
+      // (`trail`), so the one that handed it back is not at fault.
+      if (e instanceof C0Error && e.code === 'POOL_NOT_MEMBER') viewRefusal(e.code, e.message);
+      throw e;
+    }
+    const { dispatch, job, offer } = checked;
     const by = dispatch.signer;
     if (DispatchTrail.key(job.address, by) !== key) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the entry is not the one asked for');
     const now = this.d.clock();
@@ -417,9 +458,11 @@ export class TrailSync {
     const held = (await this.d.trail.entries(job.address)).filter((x) => x.key !== key).map((x) => x.entry);
     const o = verifyOutcome(target, f.receipt, f.settlement, { pool: this.v.pool, entries: [...held, target], roster: (a) => this.v.rosterOf(a), unsettled: true });
     if (o.state !== f.state) throw new C0Error('POOL_OUTCOME_MISMATCH', 'the entry’s state is not its receipt’s');
-    const members = this.v.roster().record.members.map((m) => m.did);
-    if (o.lost ? o.receipt.signer === by || !members.includes(o.receipt.signer) : o.coordinator !== by) {
-      throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome, or with a POOL_COORDINATOR_LOST receipt a member of the roster in use signed');
+    if (!o.lost && o.coordinator !== by) throw new C0Error('POOL_CLOSE_NOT_ENTITLED', 'a dispatch closes only with its coordinator’s own outcome');
+    // Whom this member takes as a member (its roster in use, the rosters it holds) is its own view: a member that
+    // took the receipt under another roster is not at fault.
+    if (o.lost && !mayFailLost(o.receipt, dispatch, this.v.roster().record.members.map((m) => m.did), (a) => this.v.rosterOf(a))) {
+      viewRefusal('POOL_CLOSE_NOT_ENTITLED', 'a POOL_COORDINATOR_LOST receipt is taken from a member of the roster in use, or of a roster not older than the dispatch’s (its pool proof)');
     }
     // An entry open here is closed as lost only by catch-up and recovery (coordinator.ts), which first ask its
     // coordinator (one cut off from this member for a moment may have completed the job).
