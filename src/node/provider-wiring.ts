@@ -27,7 +27,7 @@ import { liveInMarket, providerPresence } from './presence-wiring.js';
 import { onStoreEvent, storeProblem, type Sub } from '../store/db.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { DispatchTrail, RunLog } from '../pools/trail.js';
-import { createExecutor } from '../roles/provider/executors.js';
+import { createExecutor, type Executor, type ExecutorOptions } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
 import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
@@ -60,6 +60,17 @@ export function slotsChanged(o: Pick<OverlayNode, 'presencePublisher' | 'orders'
   o.orders?.claimer?.changed();
 }
 
+/**
+ * The pool member's executor of each workload, built once here as the provider builds its own (Provider #executors):
+ * the start check (an exec command must be an executable file) runs at start, not at every call, so a program that
+ * goes away after start fails its runs EXEC_SPAWN_FAILED with the executor's warning, and the coordinator's quoting
+ * (mayQuote asks for its own executor) goes on instead of throwing CONFIG_INVALID.
+ */
+export function poolExecutors(workloads: Record<string, { executor: Parameters<typeof createExecutor>[0] }>, log: NonNullable<ExecutorOptions['log']>): (workload: string) => Executor | undefined {
+  const built = new Map(Object.entries(workloads).map(([w, c]) => [w, createExecutor(c.executor, { log })]));
+  return (w) => built.get(w);
+}
+
 export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Promise<void> {
   const { config, identity } = o.d;
   const pc = config.provider;
@@ -79,7 +90,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   if (config.pool) {
     o.poolMember = await startPoolMember({
       config: config.pool, did: o.did, signer: identity.signer, clock: o.clock, log: o.log.child({ role: 'pool', overlay: o.name }), sub: (n) => o.sub(n), registry: o.registry,
-      executor: (w) => (pc.workloads[w] ? createExecutor(pc.workloads[w].executor, { log: o.log.child({ role: 'pool', overlay: o.name }) }) : undefined), maxOutputBytes: pc.maxOutputBytes, net: o.net as never,
+      executor: poolExecutors(pc.workloads, o.log.child({ role: 'pool', overlay: o.name })), maxOutputBytes: pc.maxOutputBytes, net: o.net as never,
       workloads: Object.keys(pc.workloads).sort(),
       // the receipt the provider role stored (onReceipt below: the run entry, then the evidence store)
       ownReceipt: async (job) => {
