@@ -129,6 +129,14 @@ export const DIAL_AHEAD_MAX = 32;
 export const NO_ADDRESS = 'NET_PEER_NOT_FOUND';
 /** How many providers not tried a run that ends without delivery names in its attempts (the rest are counted in one entry). */
 export const UNTRIED_NAMED = DIAL_AHEAD_MAX;
+/**
+ * A run's bounds (docs/node.md "Buyer"): at most this many selections signed (each is stored and published), and this
+ * many providers tried in all (selected, unreachable, lapsed). Late offers join later decisions, so without them a
+ * flood of keys that each refuse made one run sign, store and publish 2,000 selections and 2,000 refusals (second-round
+ * review); an honest market that fails this often has something else wrong. The rest are named as not tried.
+ */
+export const MAX_SELECTIONS_PER_RUN = 32;
+export const MAX_TRIES_PER_RUN = 128;
 
 /**
  * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
@@ -680,6 +688,10 @@ export class Buyer {
       const now = clock();
       if (now >= job.record.deadline) {
         this.#untried(result, latest, tried, new Set([...deferred, ...capped]), 'the job’s deadline passed');
+        break;
+      }
+      if (!this.d.managedSelect && (selections >= MAX_SELECTIONS_PER_RUN || tried.size >= MAX_TRIES_PER_RUN)) {
+        this.#untried(result, latest, tried, new Set([...deferred, ...capped]), selections >= MAX_SELECTIONS_PER_RUN ? `${MAX_SELECTIONS_PER_RUN} providers were selected and none delivered` : `${MAX_TRIES_PER_RUN} providers were tried`);
         break;
       }
       let pick: RankedCandidate | undefined;

@@ -150,3 +150,24 @@ test('past the look-ups a provider with an address whose offer came late is stil
   assert.deepEqual(f.execs, [P1.did, P3.did], 'p3 is sent the job after the look-ups');
   assert.equal(result.attempts.filter((a) => a.outcome === 'not reached, not selected: NET_DIAL_FAILED').length, buyerRole.DIAL_AHEAD_MAX);
 });
+
+test('a flood of late offers that each fail is bounded: at most MAX_SELECTIONS_PER_RUN selections, the rest named and counted', { timeout: 30_000 }, async () => {
+  const late = Array.from({ length: 200 }, (_, i) => P(1600 + i));
+  const f = buyerOnFakes(ME, {
+    providers: [P1, ...late],
+    // p1 first; then 200 keys that quote less, each reachable, each failing its attempt
+    rank: (all, _at, excluded) => {
+      const by = new Map(all.map((c) => [c.provider, c]));
+      const order = excluded === undefined ? [P1] : late;
+      return order.map((p) => by.get(p.did)!).filter((c) => !excluded?.has(c.provider));
+    },
+    exec: () => failing('NET_STREAM_FAILED', 'reached'),
+    deps: { dial: async () => undefined, addressKnown: async () => true },
+  });
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
+  assert.equal(f.execs.length, buyerRole.MAX_SELECTIONS_PER_RUN, 'selections stop at the bound');
+  const named = result.attempts.filter((a) => a.outcome.startsWith('not tried'));
+  assert.equal(named.length, buyerRole.UNTRIED_NAMED + 1, 'the rest named, then counted');
+  assert.match(named[0]!.outcome, /providers were selected and none delivered/);
+  assert.ok(result.attempts.length <= buyerRole.MAX_SELECTIONS_PER_RUN + buyerRole.UNTRIED_NAMED + 1);
+});
