@@ -301,12 +301,6 @@ export function parseOffersProviders(query: URLSearchParams): ReadonlySet<string
   return new Set(dids.map((p) => requireDid(p, 'providers')));
 }
 
-/**
- * The offers held for a job and each provider's eligibility. With `providers`, only theirs (offers by signer,
- * verdicts and expired adverts by provider); the explanation's counts, binding constraints and summary stay the
- * whole market's. Before, the console's Market view got every provider's verdict on each refresh to show a
- * page of them: 782 KiB at 2,400 adverts, about 3.2 MB at the 10,000-advert cap, every 5 s.
- */
 /** The records a decision about `job` rests on, as this overlay holds them (job-records.ts); JOB_NOT_FOUND, ADDRESS_MALFORMED. */
 export async function findJobRecords(d: OverlayNode, job: string): Promise<JobRecords> {
   if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
@@ -340,6 +334,12 @@ export async function exportJobRecords(d: OverlayNode, r: JobRecords, send: (rec
   return { job: r.job, written: r.records.length, missing: r.missing, audit };
 }
 
+/**
+ * The offers held for a job and each provider's eligibility. With `providers`, only theirs (offers by signer,
+ * verdicts and expired adverts by provider); the explanation's counts, binding constraints and summary stay the
+ * whole market's. Before, the console's Market view got every provider's verdict on each refresh to show a
+ * page of them: 782 KiB at 2,400 adverts, about 3.2 MB at the 10,000-advert cap, every 5 s.
+ */
 export async function offers(d: OverlayNode, job: string, providers?: ReadonlySet<string>): Promise<Record<string, unknown>> {
   if (!isAddress(job)) throw new C0Error('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
   const j = await d.records.get(job, T.job);
