@@ -6,7 +6,7 @@
  * publishes and stores is recorded.
  */
 import { C0Error } from '../../../src/errors.js';
-import { Buyer, type BuyerDeps, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
+import { Buyer, type BuyerDeps, type BuyerEvent, type Decision, type JobSpec, type RankedCandidate } from '../../../src/roles/buyer.js';
 import { seal, T, type Job, type Offer, type Opened, type PolicyName, type Selection } from '../../../src/records/index.js';
 import { NOW, advert, offer, type Party } from '../market/fixtures.js';
 
@@ -91,4 +91,35 @@ export function abortedBy(signal: AbortSignal): Promise<never> {
     if (signal.aborted) return reject(signal.reason);
     signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
   });
+}
+
+/** The exec hooks a misbehaving winner is handed: the buyer's `sent` (input handed off) and `opened` (stream open). */
+export type WinnerHooks = { sent?: () => void; opened?: () => void };
+
+/**
+ * A run against `a` (the winner: it quotes next to nothing, as the Sybil did, and misbehaves as `winner` says) and `b`
+ * (the runner-up, reached: its stream fails, which is all these tests need), with a 50 ms overrun grace (the rule is
+ * the same as with the default) and a deadline far away: without the buyer's rules the attempt would wait for it.
+ */
+export async function runAgainstWinner(me: Party, a: Party, b: Party, winner: (signal: AbortSignal, h: WinnerHooks) => AsyncGenerator<unknown>, deps: Record<string, unknown> = {}) {
+  const execs: string[] = [];
+  const f = buyerOnFakes(me, {
+    providers: [a, b],
+    offerFor: (p, job) => offer(p, job, advert(p), { durationMs: p === a ? 1 : 1000 }),
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      overrunGraceMs: 50,
+      exec: (did: string, _p: string, _req: unknown, signal: AbortSignal, _heard: unknown, sent?: () => void, opened?: () => void) => {
+        execs.push(did);
+        if (did === a.did) return winner(signal, { ...(sent ? { sent } : {}), ...(opened ? { opened } : {}) });
+        return failingStream('NET_STREAM_FAILED', 'runner-up reached');
+      },
+      ...deps,
+    },
+  });
+  const events: BuyerEvent[] = [];
+  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), (e) => events.push(e));
+  return { f, execs, events, result };
 }

@@ -16,38 +16,15 @@ import { inputAllowanceMs, overrunLimitMs } from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
 import { execExchange, type ExecChannel, type ExecFrame } from '../../../src/roles/exec-protocol.js';
-import { NOW, P, advert, offer } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec, failingStream as failing, abortedBy as aborted } from './buyer-fakes.js';
+import { NOW, P } from '../market/fixtures.js';
+import { runAgainstWinner, type WinnerHooks, abortedBy as aborted } from './buyer-fakes.js';
 
 const ME = P(880);
 const A = P(881);
 const B = P(882);
 
-type Hooks = { sent?: () => void; opened?: () => void };
-
 /** A run against A (the winner, misbehaving as `a` says) and B (the runner-up, reached: its stream fails). */
-async function runWith(a: (signal: AbortSignal, h: Hooks) => AsyncGenerator<unknown>, deps: Record<string, unknown> = {}) {
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
-    providers: [A, B],
-    offerFor: (p, job) => offer(p, job, advert(p), { durationMs: p === A ? 1 : 1000 }),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      overrunGraceMs: 50,
-      exec: (did: string, _p: string, _req: unknown, signal: AbortSignal, _heard: unknown, sent?: () => void, opened?: () => void) => {
-        execs.push(did);
-        if (did === A.did) return a(signal, { ...(sent ? { sent } : {}), ...(opened ? { opened } : {}) });
-        return failing('NET_STREAM_FAILED', 'runner-up reached');
-      },
-      ...deps,
-    },
-  });
-  // a deadline far away: without the rules the attempt would wait for it (the test's timeout fails it first)
-  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
-  return { f, execs, result };
-}
+const runWith = (a: (signal: AbortSignal, h: WinnerHooks) => AsyncGenerator<unknown>, deps: Record<string, unknown> = {}) => runAgainstWinner(ME, A, B, a, deps);
 
 function givenUp(r: Awaited<ReturnType<typeof runWith>>, outcome: string): void {
   assert.deepEqual(r.execs, [A.did, B.did], 'failed over to the runner-up');

@@ -11,38 +11,15 @@ import assert from 'node:assert/strict';
 import * as buyerRole from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
-import { NOW, P, advert, offer } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec, failingStream as failing, abortedBy as aborted } from './buyer-fakes.js';
+import { NOW, P } from '../market/fixtures.js';
+import { runAgainstWinner, abortedBy as aborted } from './buyer-fakes.js';
 
 const ME = P(810);
 const A = P(811);
 const B = P(812);
 
 /** A run against A (the winner, misbehaving as `a` says) and B (the runner-up, reached: its stream fails, which is all this test needs). */
-async function runWith(a: (signal: AbortSignal, sent?: () => void) => AsyncGenerator<unknown>) {
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
-    providers: [A, B],
-    // A quotes next to nothing, as the Sybil did
-    offerFor: (p, job) => offer(p, job, advert(p), { durationMs: p === A ? 1 : 1000 }),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      // a grace short enough for a unit test; the rule is the same as with the default
-      overrunGraceMs: 50,
-      exec: (did: string, _p: string, _req: unknown, signal: AbortSignal, _heard: unknown, sent?: () => void) => {
-        execs.push(did);
-        if (did === A.did) return a(signal, sent);
-        return failing('NET_STREAM_FAILED', 'runner-up reached');
-      },
-    },
-  });
-  const events: buyerRole.BuyerEvent[] = [];
-  // a deadline far away: without the rule the attempt would wait for it (the test's timeout fails it first)
-  const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }), (e) => events.push(e));
-  return { f, execs, events, result };
-}
+const runWith = (a: (signal: AbortSignal, sent?: () => void) => AsyncGenerator<unknown>) => runAgainstWinner(ME, A, B, (signal, h) => a(signal, h.sent));
 
 test('a winner that accepted without promising keepalives and then sends nothing is given up once it overran its quote: a timeout non-delivery, and the runner-up is tried', { timeout: 20_000 }, async () => {
   const { f, execs, events, result } = await runWith(async function* (signal, sent) {
