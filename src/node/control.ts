@@ -1,7 +1,7 @@
 /** The control API's routes: what `c0mpute status|peers|market|offers|jobs|reputation|run` ask a running daemon. */
 import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
-import { POLICIES, T, WORKLOAD_RE, type Advert, type Job, type Opened } from '../records/index.js';
+import { GRADES, POLICIES, T, WORKLOAD_RE, type Advert, type Job, type Opened } from '../records/index.js';
 import { z } from 'zod';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { requirementsSchema } from '../matching/batch-input.js';
@@ -415,7 +415,7 @@ const jobSpecSchema = z
     policy: z.enum(POLICIES).optional(),
     entitlement: z.string().min(1).optional(),
     class: z.string().min(1).optional(),
-    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
+    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(GRADES) }).strict().optional(),
     requirements: requirementsSchema.optional(),
     order: z.unknown().optional(),
     gang: z.unknown().optional(),

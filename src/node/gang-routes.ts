@@ -21,12 +21,11 @@ import { STEWARD_PROTOCOL } from '../roles/steward-ports.js';
 import { requestAdmission, withdrawClaim, type StewardRequest } from '../roles/admission-client.js';
 import { open } from '../records/envelope.js';
 import { TRAIN_T } from '../training/record-kinds.js';
+import { GRADES } from '../records/kinds.js';
 import type { Admission } from '../roles/buyer.js';
 import type { Route } from './api.js';
 import type { Daemon } from './daemon.js';
 import type { OverlayNode } from './overlay.js';
-
-const GRADES = new Set(['HwShunt', 'ModelBased', 'Estimator']);
 
 function stewardOf(o: OverlayNode): string {
   const s = o.d.network.steward;
@@ -56,7 +55,7 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
   if (typeof b.entitlement !== 'string' || !b.entitlement) throw new C0Error('GANG_BAD_REQUEST', 'entitlement is required', { field: 'entitlement' });
   if (typeof b.deadlineMs !== 'number' || !Number.isSafeInteger(b.deadlineMs) || b.deadlineMs <= 0) throw new C0Error('GANG_BAD_REQUEST', 'deadlineMs must be a positive whole number', { field: 'deadlineMs' });
   const e = b.energy as { uj?: unknown; grade?: unknown } | undefined;
-  if (e !== undefined && (typeof e !== 'object' || e === null || !Number.isSafeInteger(e.uj) || (e.uj as number) < 0 || !GRADES.has(e.grade as string))) {
+  if (e !== undefined && (typeof e !== 'object' || e === null || !Number.isSafeInteger(e.uj) || (e.uj as number) < 0 || !(GRADES as readonly string[]).includes(e.grade as string))) {
     throw new C0Error('GANG_BAD_REQUEST', 'energy must be {uj: whole µJ, grade: HwShunt | ModelBased | Estimator}', { field: 'energy' });
   }
   const dpm = b.devicesPerMember ?? 1;

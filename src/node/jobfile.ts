@@ -12,7 +12,7 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
-import { POLICIES, WORKLOAD_RE } from '../records/kinds.js';
+import { GRADES, POLICIES, WORKLOAD_RE } from '../records/kinds.js';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from './config.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
@@ -32,7 +32,7 @@ const jobFileSchema = z
     /** On an overlay with a steward: the entitlement the job runs under, its class, and an energy estimate. */
     entitlement: z.string().optional(),
     class: z.string().optional(),
-    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(['HwShunt', 'ModelBased', 'Estimator']) }).strict().optional(),
+    energy: z.object({ uj: z.number().int().nonnegative(), grade: z.enum(GRADES) }).strict().optional(),
     input: z.string().optional(),
     inputFile: z.string().optional(),
     requirements: requirementsSchema.optional(),

@@ -25,7 +25,8 @@ import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';
 
-interface BuyFlags {
+/** The command's options as commander gives them (checkBuyFlags, train-buy-flags.ts, checks them). */
+export interface BuyFlags {
   providers?: string;
   members?: string;
   workload: string;
@@ -64,6 +65,7 @@ export function registerBuy(train: Command): void {
     .option('--json', 'machine-readable result')
     .action(async (runYaml: string, f: BuyFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      (await import('./train-buy-flags.js')).checkBuyFlags(f);
       const [{ systemClock }, { buildRun, writeRunBundle, referenceFor }, { checkGang, pickMembers, withMembers }, { loadNodeIdentity }, { citeParams }] = await Promise.all([
         import('../../util/clock.js'),
         import('../../roles/trainer/run-file.js'),

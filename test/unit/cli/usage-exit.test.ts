@@ -47,6 +47,17 @@ describe('a bad option value exits 2 with its own code', () => {
     [['ledger', 'fetch', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', join(dir, 'out.led'), '--max-mib', '1000'], 'LEDGER_FETCH_BAD_LIMIT'],
     [['ledger', 'show', dir, '--from', '-1'], 'LEDGER_BAD_RANGE'],
     [['ledger', 'verify', dir, '--steward', 'notadid'], 'LEDGER_BAD_STEWARD'],
+    [['train', 'buy', job, '--providers', '0'], 'TRAIN_GANG_SIZE'],
+    [['train', 'buy', job, '--providers', '2x'], 'TRAIN_GANG_SIZE'],
+    [['train', 'buy', job, '--providers', '65'], 'TRAIN_GANG_SIZE'],
+    [['train', 'buy', job, '--providers', '2', '--members', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'], 'TRAIN_GANG_SIZE'],
+    [['train', 'buy', job, '--members', 'did:key:nope'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--deadline', '90s'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--deadline', '5000'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--max-price', '1e-3'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--energy', '-5'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--energy-grade', 'Guess'], 'TRAIN_BAD_OPTION'],
+    [['train', 'buy', job, '--providers', '2', '--devices-per-member', '0'], 'TRAIN_BAD_OPTION'],
   ];
   for (const [args, code] of cases) {
     it(`${args.filter((a) => !a.startsWith(dir)).join(' ')}: ${code}, exit 2`, () => {
