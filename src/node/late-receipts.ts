@@ -19,7 +19,9 @@
  *   its pool failed the job from the dispatch trail (docs/pools.md "A
  *   coordinator that crashes"): a failed POOL_COORDINATOR_LOST receipt for the
  *   winning offer, whose advert (held here) is a pool's, signed by a member
- *   whose own chain proves that same pool (providerOf)
+ *   whose own chain proves that same pool (verifyPoolProof), under a roster not
+ *   older than the one that advert cites, or one that roster names too (a
+ *   member the pool removed still holds the old roster naming it)
  *
  * Ignored, not rejected: nothing is held against the sender (a provider that
  * ran another buyer's job simply has nothing to tell this one), and the record
@@ -30,7 +32,7 @@ import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Job, Offer, Receipt, Selection } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
-import { providerOf, receiptProviderFor } from '../pools/chain.js';
+import { receiptProviderFor, verifyPoolProof } from '../pools/chain.js';
 import { LOST_CODE } from '../pools/outcome.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 
@@ -79,18 +81,26 @@ export async function checkOwnReceipt(rec: Opened<Receipt>, l: OwnReceiptLookups
 
 /**
  * Whether `rec` is the POOL_COORDINATOR_LOST receipt another member of the selected coordinator's pool signed for its
- * offer (docs/pools.md "A coordinator that crashes"): failed with that code, for the selected offer, held here with
- * the advert it cites, which is a pool's (receiptProviderFor); and the receipt's own chain proves its signer a member
- * of that same pool (providerOf: the roster signed by the pool, the signer's countersignature of it). Any other key,
- * a member of another pool, or any other receipt from a member is not taken.
+ * offer (docs/pools.md "The lost receipt reaches the buyer"): failed with that code, for the selected offer, held here
+ * with the advert it cites, which is a pool's (receiptProviderFor); the receipt's own chain proves its signer a member
+ * of that same pool (verifyPoolProof: the roster signed by the pool, the signer's countersignature of it); and that
+ * roster is not older (seq) than the one the advert cites, or the advert's roster names the signer too. A member the
+ * pool removed by a newer roster still holds an older one naming it, and its chain alone verifies: it is not taken
+ * once the advert the buyer selected cites the newer roster. Any other key, a member of another pool, a former member,
+ * or any other receipt from a member is not taken.
  */
 function lostByPoolMember(rec: Opened<Receipt>, selected: string | undefined, offer: Opened<Offer> | undefined, l: OwnReceiptLookups): boolean {
   const r = rec.record;
   if (selected === undefined || !offer || offer.signer !== selected || !r.pool) return false;
   if (r.status !== 'failed' || r.failure?.code !== LOST_CODE) return false;
   try {
-    const pool = receiptProviderFor(selected, l.advert(offer.record.advert));
-    return pool !== selected && r.provider === pool && providerOf(rec) === pool;
+    const advert = l.advert(offer.record.advert);
+    const pool = receiptProviderFor(selected, advert);
+    if (!advert?.record.pool || pool === selected || r.provider !== pool) return false;
+    const own = verifyPoolProof(r.pool, rec.signer);
+    if (own.pool !== pool) return false;
+    const cited = verifyPoolProof(advert.record.pool, advert.signer).roster;
+    return own.roster.record.seq >= cited.record.seq || cited.record.members.some((m) => m.did === rec.signer);
   } catch {
     // a chain that does not verify proves nothing
     return false;
