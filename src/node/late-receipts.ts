@@ -25,8 +25,10 @@
  *
  * Ignored, not rejected: nothing is held against the sender (a provider that
  * ran another buyer's job simply has nothing to tell this one), and the record
- * is neither stored nor served. Gossiped and synced receipts are untouched
- * (they are counted as second-hand evidence where the node hears outcomes).
+ * is neither stored nor served. A gossiped or synced receipt naming this node
+ * as its buyer is checked the same way (receiptHook); one of another buyer's
+ * job is untouched (it is counted as second-hand evidence where the node hears
+ * outcomes).
  */
 import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { Opened } from '../records/envelope.js';
@@ -108,13 +110,18 @@ function lostByPoolMember(rec: Opened<Receipt>, selected: string | undefined, of
 }
 
 /**
- * The receipt hook of an overlay's network: `base` (record-hooks.ts) on every path, and on the direct route
- * (outcome/1) `checkOwnReceipt` as well.
+ * The receipt hook of an overlay's network: `base` (record-hooks.ts) on every path, and `checkOwnReceipt` as well on
+ * the direct route (outcome/1) and, on every path, for a receipt naming this node as its buyer: the buyer holds its
+ * own job's selections, so a receipt of its job from a provider it never selected (any provider that quoted the job
+ * can sign one for its own offer) is not its outcome, and is not kept to be shown as one (`c0mpute jobs`, the
+ * console's jobs, `market export`).
  */
 export function receiptHook(base: SemanticHook | undefined, lookups: () => OwnReceiptLookups): SemanticHook {
   return async (rec, ctx) => {
     await base?.(rec, ctx);
-    if (ctx.source === 'direct') await checkOwnReceipt(rec as Opened<Receipt>, lookups(), ctx.now);
+    if (ctx.source === 'direct') return checkOwnReceipt(rec as Opened<Receipt>, lookups(), ctx.now);
+    const l = lookups();
+    if ((rec as Opened<Receipt>).record.buyer === l.did) await checkOwnReceipt(rec as Opened<Receipt>, l, ctx.now);
   };
 }
 

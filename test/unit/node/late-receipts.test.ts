@@ -68,8 +68,18 @@ test('directly, a receipt started before its offer within the clock-skew window 
   assert.equal(await verdict(setup(), receipt({ startedAt: offer.record.issuedAt - 5_000 })), 'accept:ok');
 });
 
-test('on gossip the direct route’s check does not apply (the base hook alone)', async () => {
-  assert.equal(await verdict(setup({ selections: [] }), receipt(), 'gossip'), 'accept:ok');
+test('on gossip a receipt of this buyer’s own job is checked as on the direct route: one from a provider it did not select is ignored, not kept as its outcome', async () => {
+  assert.equal(await verdict(setup(), receipt(), 'gossip'), 'accept:ok', 'the selected provider’s');
+  // any provider that quoted the job can sign a receipt for its own offer: without this it was kept, and `c0mpute jobs`
+  // showed it as the job's late receipt ("the provider reports failed after this node gave up on the run")
+  assert.equal(await verdict(setup(), receipt({ offer: other.address, provider: GATEWAY, status: 'failed', outputHash: undefined, outputSize: undefined, failure: { code: 'EXEC_CRASHED', message: 'x' } } as Partial<Receipt>, gateway), 'gossip'), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'a provider not selected');
+  assert.equal(await verdict(setup({ selections: [] }), receipt(), 'gossip'), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'no selection held');
+});
+
+test('on gossip a receipt of another buyer’s job is left to the base hook (second-hand evidence)', async () => {
+  const foreignJob = seal(T.job, records.job(), gateway) as Opened<Job>;
+  const foreignOffer = seal(T.offer, { ...records.offer(), job: foreignJob.address }, provider) as Opened<Offer>;
+  assert.equal(await verdict(setup({ selections: [] }), receipt({ job: foreignJob.address, offer: foreignOffer.address, buyer: GATEWAY, inputHash: foreignJob.record.input.hash }), 'gossip'), 'accept:ok');
 });
 
 test('`c0mpute jobs` for a job with no receipt: no outcome held, and the attempts it has', () => {
