@@ -30,10 +30,25 @@ export { TOKEN_FILE, apiCall, apiStream } from './api-client.js';
 
 export type Handler = (req: { params: Record<string, string>; query: URLSearchParams; body: unknown }, res: ApiResponse) => Promise<unknown>;
 
+/** A streamed answer (ApiResponse.stream): newline-delimited JSON events. */
+export interface ApiStream {
+  /** Write one event now, whatever the client has read (a run's few events). */
+  send(event: unknown): void;
+  /**
+   * Write one event, then, when the client is behind (the socket's buffer is full), wait until it has read it; rejects
+   * API_CLIENT_GONE once the client closed the stream. For answers of many events (an export): a client that stops
+   * reading holds the route, not the daemon's memory.
+   */
+  paced(event: unknown): Promise<void>;
+}
+
 export interface ApiResponse {
   /** Stream newline-delimited JSON events (for long-running calls). */
-  stream(): { send(event: unknown): void };
+  stream(): ApiStream;
 }
+
+/** The client of a streamed answer closed it before the end (ApiStream.paced): the route stops. */
+export const API_CLIENT_GONE = 'API_CLIENT_GONE';
 
 export interface Route {
   method: 'GET' | 'POST';
@@ -209,21 +224,46 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
           res.flushHeaders();
           const beat = setInterval(() => res.write('\n'), opts.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS).unref();
           res.once('close', () => clearInterval(beat));
-          return { send: (ev: unknown) => res.write(JSON.stringify(ev, opts.replacer) + '\n') };
+          const gone = () => res.destroyed || res.writableEnded;
+          const line = (ev: unknown) => JSON.stringify(ev, opts.replacer) + '\n';
+          return {
+            send: (ev: unknown) => {
+              if (!gone()) res.write(line(ev));
+            },
+            paced: async (ev: unknown) => {
+              if (!gone() && !res.write(line(ev))) {
+                await new Promise<void>((ok) => {
+                  const done = () => {
+                    res.off('drain', done);
+                    res.off('close', done);
+                    ok();
+                  };
+                  res.on('drain', done);
+                  res.on('close', done);
+                });
+              }
+              if (gone()) throw new C0Error(API_CLIENT_GONE, 'the client closed the stream before its end');
+            },
+          };
         },
       };
       try {
         const out = await route.handler({ params, query: url.searchParams, body }, api);
         if (streaming) {
-          if (out !== undefined) res.write(JSON.stringify({ e: 'result', result: out }, opts.replacer) + '\n');
-          res.end();
+          if (!res.destroyed && !res.writableEnded) {
+            if (out !== undefined) res.write(JSON.stringify({ e: 'result', result: out }, opts.replacer) + '\n');
+            res.end();
+          }
         } else json(res, 200, out ?? {});
       } catch (e) {
         const err = e instanceof C0Error ? { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) } : { code: 'INTERNAL', message: (e as Error).message };
         if (!(e instanceof C0Error)) opts.log.error({ err: e }, 'api handler failed');
         if (streaming) {
-          res.write(JSON.stringify({ e: 'error', error: err }) + '\n');
-          res.end();
+          // a client gone before the end hears nothing more
+          if (!res.destroyed && !res.writableEnded) {
+            res.write(JSON.stringify({ e: 'error', error: err }) + '\n');
+            res.end();
+          }
         } else json(res, e instanceof C0Error ? statusFor(e.code) : 500, { error: err });
       }
     })().catch((e: unknown) => {

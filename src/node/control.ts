@@ -79,7 +79,8 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         const o = ov(d, query);
         const found = await findJobRecords(o, params.job!);
         const s = res.stream();
-        return exportJobRecords(o, found, (rec) => s.send({ e: 'record', ...rec }));
+        // paced: a client that stops reading holds this route, not ~140 MB of the export in the daemon's memory
+        return exportJobRecords(o, found, (rec) => s.paced({ e: 'record', ...rec }));
       },
     },
     { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
@@ -321,9 +322,11 @@ export interface ExportedRecord {
  * held the loop 1.5 s), then the summary: the job, how many were sent, what is missing, and what an audit must be
  * given (`c0mpute market export` writes each record a file for `c0mpute market audit`).
  */
-export async function exportJobRecords(d: OverlayNode, r: JobRecords, send: (rec: ExportedRecord) => void): Promise<Record<string, unknown>> {
+export async function exportJobRecords(d: OverlayNode, r: JobRecords, send: (rec: ExportedRecord) => void | Promise<void>): Promise<Record<string, unknown>> {
   for (const [i, x] of r.records.entries()) {
-    send({ type: x.type, address: x.address, signer: x.signer, envelope: Buffer.from(x.bytes.buffer, x.bytes.byteOffset, x.bytes.byteLength).toString('hex') });
+    // the API's send waits while the client is behind, and rejects once it left (ApiStream.paced)
+    const sent = send({ type: x.type, address: x.address, signer: x.signer, envelope: Buffer.from(x.bytes.buffer, x.bytes.byteOffset, x.bytes.byteLength).toString('hex') });
+    if (sent) await sent;
     if (i % 256 === 255) await new Promise((ok) => setImmediate(ok));
   }
   // what an audit must be given to recompute this node's decisions: its trust sources, clock-skew window and steward
