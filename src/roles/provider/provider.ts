@@ -471,7 +471,12 @@ export class Provider {
       return undefined;
     };
     // a job its buyer pushes asks for an offer now (job-push/1), whatever was heard of it: only gossip and sync are judged
-    if (!opts.invited && this.#selectedFor(job)) return skip('decided', 'the job’s buyer has selected already; no offer', { held: 'selection' });
+    if (!opts.invited && this.#selectedFor(job)) {
+      // decided once per job, as `outranked` is: a flood of selections that pushes this one out of #selected (any key
+      // can sign one naming any job) does not make a copy of the job heard later quotable again
+      this.#holdBack(job.address);
+      return skip('decided', 'the job’s buyer has selected already; no offer', { held: 'selection' });
+    }
     const failures = this.d.eligibility(job, advert, now);
     if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
     if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
@@ -493,7 +498,10 @@ export class Provider {
     if (this.d.held && !opts.invited) {
       const held = await this.d.held(job);
       if (held === 'quoted') return skip('already-quoted', 'this provider quoted on the job before; no offer', { held });
-      if (held) return skip('decided', 'the job is decided in what this node holds; no offer', { held });
+      if (held) {
+        this.#holdBack(job.address);
+        return skip('decided', 'the job is decided in what this node holds; no offer', { held });
+      }
       // meanwhile: the provider stopped, another copy of the job was quoted, or another job took the budget
       if (this.#stopped || this.#offered.has(job.address)) return undefined;
       const again = this.budget.check(job.signer, now);
@@ -505,8 +513,7 @@ export class Provider {
       const ahead = this.d.rankAhead(job, advert, rank, now);
       if (ahead >= rank) {
         // decided once per job: a copy that sync brings again later is not ranked (or counted) again
-        this.#heldBack.add(job.address);
-        if (this.#heldBack.size > 10_000) this.#heldBack.clear();
+        this.#holdBack(job.address);
         return skip('outranked', `at least ${rank} live provider(s) rank before this one on price; no offer unless the buyer asks`);
       }
     }
@@ -518,6 +525,13 @@ export class Provider {
     await this.d.publish('offer', env, advert, job.signer);
     this.d.log.debug({ job: job.address, offer: env.address, price: `${price.amount} ${price.currency}`, durationMs }, 'offer published');
     return env;
+  }
+
+  /** A job not to quote unless its buyer pushes it (outranked, or decided): the last DECIDED_MAX, oldest first out. */
+  #holdBack(job: string): void {
+    this.#heldBack.delete(job);
+    this.#heldBack.add(job);
+    while (this.#heldBack.size > DECIDED_MAX) this.#heldBack.delete(this.#heldBack.values().next().value!);
   }
 
   /**

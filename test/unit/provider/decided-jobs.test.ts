@@ -19,7 +19,7 @@ import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
 import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
-import { Provider, type ProviderDeps } from '../../../src/roles/provider/provider.js';
+import { DECIDED_MAX, Provider, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 
 const NOW = 1_800_000_000_000;
 const buyer = Ed25519Signer.generate();
@@ -131,6 +131,22 @@ describe('Provider: jobs already decided', () => {
     const j2 = makeJob();
     s.provider.onSelection(selectionOf(j2, steward));
     assert.equal(await s.provider.onJob(j2), undefined, 'the overlay’s steward decides for the buyer');
+  });
+
+  test('a job skipped as decided stays decided: a flood of selections that pushes the buyer’s out of memory does not make a later copy of the job quotable (second-round review)', async () => {
+    const s = await setup();
+    const j = makeJob();
+    s.provider.onSelection(selectionOf(j));
+    assert.equal(await s.provider.onJob(j), undefined, 'decided');
+    // eight strangers sign selections naming the job (the buyer's signature was the oldest of the job's eight), and
+    // made-up selections from one key fill the jobs remembered (DECIDED_MAX)
+    const stranger = Ed25519Signer.generate();
+    for (let i = 0; i < 8; i++) s.provider.onSelection(selectionOf(j, Ed25519Signer.generate()));
+    const base = selectionOf(makeJob(), stranger);
+    for (let i = 0; i < DECIDED_MAX; i++) s.provider.onSelection({ ...base, record: { ...base.record, job: `sha256:${i.toString(16).padStart(64, '0')}` } } as Opened<Selection>);
+    assert.equal(await s.provider.onJob(j), undefined, 'the job replayed later is still not quoted');
+    assert.deepEqual(s.offers, []);
+    assert.ok(await s.provider.onJob(j, { invited: true }), 'its buyer can still push it');
   });
 
   test('a job its buyer pushes is quoted though its selection was heard (job-push/1 asks for an offer now)', async () => {
