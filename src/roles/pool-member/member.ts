@@ -219,7 +219,13 @@ export class PoolMember {
       },
       this.#m,
     );
-    this.#sync = new TrailSync(d, { pool: this.pool, roster: () => this.#rs.roster, rosterOf: (a) => this.#rs.rosterOf(a) ?? d.trail.rosterOf(a), live: () => this.live() });
+    this.#sync = new TrailSync(d, {
+      pool: this.pool,
+      roster: () => this.#rs.roster,
+      rosterOf: (a) => this.#rs.rosterOf(a) ?? d.trail.rosterOf(a),
+      live: () => this.live(),
+      isMember: (did) => [this.#rs.roster, this.#rs.newest, this.#rs.left?.roster].some((x) => x?.record.members.some((m) => m.did === did)) || this.#rs.leftRecordOf(did) !== undefined,
+    });
     // Its daemon serves the other members before start(): dispatched work waits for the catch-up at the start.
     if (d.syncBeforeRuns) this.#syncGate = new Promise((res) => (this.#openGate = res));
   }

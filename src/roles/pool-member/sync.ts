@@ -59,6 +59,18 @@ export const SYNC_RELIST_LIVENESS = 10;
  */
 export const SYNC_PERIOD_PAGES = 64;
 /**
+ * Bytes of `op: fetch` answers one member may hand this one per SYNC_PERIOD_MS (the entries' envelopes, summed): past
+ * them it is not pulled from for the rest of the period, the next going on from the page it stopped in. An honest
+ * period's SYNC_PERIOD_PAGES pages of entries of a few KiB each weigh well within it.
+ */
+export const SYNC_PERIOD_BYTES = 256 * SYNC_FETCH_BYTES;
+/**
+ * Entries one member may hand this one per SYNC_PERIOD_MS that are skipped without being held against it (CANNOT_CHECK,
+ * view refusals): past them it is not pulled from for the rest of the period, the next going on from the page it
+ * stopped in (more than a page's worth, so an honest trail of entries this member cannot hold still moves on).
+ */
+export const SYNC_PERIOD_SKIPS = 2 * SYNC_PAGE_KEYS;
+/**
  * Why a fetched entry may be skipped without its member being at fault: a roster this member does not hold (one that
  * joined later never held the older ones), or this member's own bound on another coordinator's open entries. Refusals
  * that follow from this member's view of the roster are skipped too (`viewRefusal`): only the others, which prove the
@@ -108,6 +120,12 @@ export interface SyncView {
   /** A roster of the pool this member holds, by address (in use, newest heard, left, or one its trail keeps). */
   rosterOf(address: string): Opened<PoolRoster> | undefined;
   live(): string[];
+  /**
+   * Whether `did` is on a roster of the pool this member holds (in use, newest heard, left; or sent its `left` record):
+   * a dispatch naming a roster not held, or one that does not list its signer, is skipped only when its signer is one.
+   * Absent: on the roster in use.
+   */
+  isMember?(did: string): boolean;
 }
 
 export interface SyncResult {
@@ -197,8 +215,10 @@ export class TrailSync {
   #heard = { out: new Map<string, number>(), in: new Map<string, number>() };
   /** Members heard again, either way, after a silence of more than 3 × livenessMs since the last round of pings. */
   #back = new Set<string>();
-  /** Pages each member listed this period (SYNC_PERIOD_PAGES). */
+  /** Pages each member listed this period (SYNC_PERIOD_PAGES), a page listed again included. */
   #pages = new Map<string, number>();
+  /** Bytes of fetch answers (SYNC_PERIOD_BYTES) and entries skipped (SYNC_PERIOD_SKIPS) each member handed this period. */
+  #spent = new Map<string, { bytes: number; skips: number }>();
   /** Members not pulled from for the rest of the period: pages used up, a page that is not one, an entry that does not check out. */
   #stopped = new Set<string>();
   /** Where the next period goes on listing a member whose pages ran out. */
@@ -247,6 +267,7 @@ export class TrailSync {
     if (all) {
       this.#lastAll = now;
       this.#pages.clear();
+      this.#spent.clear();
       this.#stopped.clear();
     }
     const gap = SYNC_RELIST_LIVENESS * this.d.options.livenessMs;
@@ -310,6 +331,7 @@ export class TrailSync {
           this.#stop(peer);
           break;
         }
+        // Every listing counts, a page listed again too (its pull cut short by the step's time or a silence).
         const listed = (this.#pages.get(peer) ?? 0) + 1;
         this.#pages.set(peer, listed);
         const pulled = await this.#pull(peer, list, res, codes, stopAt);
@@ -317,30 +339,46 @@ export class TrailSync {
           this.#stop(peer);
           break;
         }
+        if (pulled === 'spent') {
+          const spent = this.#spent.get(peer);
+          this.d.log.info({ peer, ...spent }, 'pool: a member handed back as many trail bytes, or entries this member cannot hold, as one period takes; the next period goes on from that page');
+          this.#stop(peer, after);
+          break;
+        }
         // Not all of the page (the peer went silent, or the step's time ran out): asked again from the same key.
-        if (pulled === 'again') break;
-        after = list.next;
-        if (after === undefined) {
+        const again = pulled === 'again';
+        const next = again ? after : list.next;
+        if (!again && next === undefined) {
           this.#due.delete(peer);
           break;
         }
-        this.#due.set(peer, after);
+        // Before the page is asked again: a member whose pages keep being cut short is held to the period's pages too.
         if (listed >= SYNC_PERIOD_PAGES) {
           this.d.log.info({ peer, pages: listed }, `pool: a member listed ${SYNC_PERIOD_PAGES} pages of trail keys this period; the next period goes on from there`);
-          this.#stop(peer);
-          this.#resume.set(peer, after);
+          this.#stop(peer, next);
           break;
         }
+        this.#due.set(peer, next);
+        if (again) break;
+        after = next;
       }
     }
     if (res.kept || res.closed || res.refused) this.d.log[res.refused ? 'warn' : 'info']({ ...res, ...(res.refused ? { codes } : {}) }, 'pool: caught up on trail entries this member missed');
     return res;
   }
 
-  /** Not pulled from for the rest of the period. */
-  #stop(peer: string): void {
+  /** Not pulled from for the rest of the period; the next goes on listing after `resume` (undefined: from the start). */
+  #stop(peer: string, resume?: string): void {
     this.#due.delete(peer);
     this.#stopped.add(peer);
+    if (resume !== undefined) this.#resume.set(peer, resume);
+  }
+
+  /** What `peer` has handed this period (SYNC_PERIOD_BYTES, SYNC_PERIOD_SKIPS). */
+  #spentBy(peer: string): { bytes: number; skips: number } {
+    let s = this.#spent.get(peer);
+    if (!s) this.#spent.set(peer, (s = { bytes: 0, skips: 0 }));
+    return s;
   }
 
   /** A page as a peer answered it, checked: keys in order after `after`, `next` its last key. Undefined when it is not one. */
@@ -362,9 +400,11 @@ export class TrailSync {
    * Fetch and keep the listed entries this member lacks (counted into `res`, refusals by code into `codes`): 'again'
    * when the peer went silent or the step's time ran out (`stopAt`, checked before each fetch): the page is asked again,
    * its entries kept skipped; 'stop' when the peer handed back an entry that does not check out (or one not asked): it
-   * is not pulled from for the rest of the period.
+   * is not pulled from for the rest of the period; 'spent' when it handed back SYNC_PERIOD_BYTES or SYNC_PERIOD_SKIPS
+   * this period: it is not pulled from for the rest of the period, the next going on from this page.
    */
-  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, codes: Record<string, number>, stopAt: number): Promise<'done' | 'again' | 'stop'> {
+  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, codes: Record<string, number>, stopAt: number): Promise<'done' | 'again' | 'stop' | 'spent'> {
+    const spent = this.#spentBy(peer);
     const local = new Map<string, TrailEntry>();
     for (const job of new Set(list.keys.map((k) => jobOfKey(k.key)))) for (const e of await this.d.trail.entries(job)) local.set(e.key, e.entry);
     let want = list.keys.filter((k) => {
@@ -376,15 +416,15 @@ export class TrailSync {
       // its settlement) and there with one that does not (its coordinator's own, settled).
       return mine.state === 'dispatched' || (!k.givesWay && givesWay(mine));
     });
-    const refuse = (key: string | undefined, code: string, message: string, view = false): boolean => {
+    const refuse = (key: string | undefined, code: string, message: string, view = false): 'skip' | 'stop' | 'spent' => {
       res.refused++;
       codes[code] = (codes[code] ?? 0) + 1;
       if (view || CANNOT_CHECK.has(code)) {
         this.d.log.debug({ peer, key, err: code, message }, 'pool: a trail entry a member handed back cannot be checked or held here; skipped');
-        return false;
+        return ++spent.skips >= SYNC_PERIOD_SKIPS ? 'spent' : 'skip';
       }
       this.d.log.warn({ peer, key, err: code, message }, 'pool: a trail entry a member handed back does not check out; not kept, and that member is not pulled from this period');
-      return true;
+      return 'stop';
     };
     while (want.length) {
       if (this.#mono() >= stopAt) return 'again';
@@ -394,29 +434,47 @@ export class TrailSync {
       const got = Array.isArray(r.entries) ? (r.entries as unknown[]) : [];
       let last = -1;
       let bytes = 0;
+      // Whether an entry of the answer checked out (kept, or already held): only then may it have been cut.
+      let checked = false;
+      let out: 'stop' | 'spent' | undefined;
       for (const x of got.slice(0, ask.length)) {
         const f = x as Record<string, unknown> | undefined;
         const i = ask.findIndex((k) => k.key === f?.key);
         // Only keys asked, in the order asked.
         if (i <= last) {
-          if (refuse(undefined, 'POOL_BAD_REQUEST', 'an entry not asked for, or out of the order asked')) return 'stop';
-          continue;
+          refuse(undefined, 'POOL_BAD_REQUEST', 'an entry not asked for, or out of the order asked');
+          out = 'stop';
+          break;
         }
         last = i;
         for (const b of [f!.dispatch, f!.job, f!.offer, f!.receipt, f!.settlement]) if (b instanceof Uint8Array) bytes += b.length;
         try {
           const done = await this.#keep(ask[i]!.key, local.get(ask[i]!.key), f!);
+          checked = true;
           if (done === 'kept') res.kept++;
           else if (done === 'closed') res.closed++;
         } catch (e) {
-          if (refuse(ask[i]!.key, e instanceof C0Error ? e.code : 'POOL_INTERNAL', (e as Error).message, e instanceof Error && VIEW_REFUSALS.has(e))) return 'stop';
+          const r = refuse(ask[i]!.key, e instanceof C0Error ? e.code : 'POOL_INTERNAL', (e as Error).message, e instanceof Error && VIEW_REFUSALS.has(e));
+          if (r !== 'skip') {
+            out = r;
+            break;
+          }
         }
       }
+      // Every answer counts against the period's bytes, whatever came of its entries.
+      spent.bytes += bytes;
+      if (out) return out;
+      if (spent.bytes >= SYNC_PERIOD_BYTES) return 'spent';
       // The keys asked and not handed back are not there (pruned meanwhile), or not given: on past the whole batch. Only
-      // an answer the byte bound cut (SYNC_FETCH_BYTES: its entries weigh at least half of it) has the rest asked again.
-      want = want.slice(last >= 0 && bytes >= SYNC_FETCH_BYTES / 2 ? last + 1 : ask.length);
+      // an answer the byte bound cut (SYNC_FETCH_BYTES: its entries weigh at least half of it) has the rest asked again,
+      // and only when one of its entries checked out (one of skipped entries alone is not taken as cut).
+      want = want.slice(last >= 0 && checked && bytes >= SYNC_FETCH_BYTES / 2 ? last + 1 : ask.length);
     }
     return 'done';
+  }
+
+  #isMember(did: string): boolean {
+    return this.v.isMember ? this.v.isMember(did) : this.v.roster().record.members.some((m) => m.did === did);
   }
 
   /** Keep one fetched entry when it checks out; what it changed here. Throws the check's code. */
@@ -426,14 +484,21 @@ export class TrailSync {
     // Under a roster of the pool this member holds: the one a `trail` frame names (a settlement is split by it).
     const claimed = open(f.dispatch, T.poolDispatch, { trusted: true });
     const roster = this.v.rosterOf(claimed.record.roster);
-    if (!roster) throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold');
+    if (!roster) {
+      // Skipped only when signed, of this pool, by a member of a roster this member holds: anything else is junk (a
+      // throwaway key naming a made-up roster), and stops the pull.
+      const signed = open(f.dispatch, T.poolDispatch);
+      if (signed.record.pool !== this.v.pool || !this.#isMember(signed.signer)) throw new C0Error('POOL_NOT_MEMBER', 'the dispatch names a roster this member does not hold, and is not by a member of a roster of this pool it holds');
+      throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold');
+    }
     let checked: ReturnType<typeof checkDispatch>;
     try {
       checked = checkDispatch(f, claimed.signer, this.v.pool, roster.record.members.map((m) => m.did), (a) => this.v.rosterOf(a));
     } catch (e) {
       // A coordinator not on the roster its dispatch names: a member that held it kept it under its own roster in use
-      // (`trail`), so the one that handed it back is not at fault.
-      if (e instanceof C0Error && e.code === 'POOL_NOT_MEMBER') viewRefusal(e.code, e.message);
+      // (`trail`), so the one that handed it back is not at fault; but only one of this pool, by a member of a roster
+      // this member holds (checkDispatch checked the signature before its POOL_NOT_MEMBER).
+      if (e instanceof C0Error && e.code === 'POOL_NOT_MEMBER' && claimed.record.pool === this.v.pool && this.#isMember(claimed.signer)) viewRefusal(e.code, e.message);
       throw e;
     }
     const { dispatch, job, offer } = checked;
