@@ -311,6 +311,8 @@ export class TrailSync {
     const res: SyncResult = { kept: 0, closed: 0, refused: 0 };
     // Why entries were refused, by code: one line for the step, not one an entry.
     const codes: Record<string, number> = {};
+    // Whether a member was stopped for an entry that does not check out (at most once a member a period): a warn line.
+    let junk = false;
     const live = new Set(this.v.live());
     for (const [peer, cursor] of [...this.#due]) {
       // One no longer live is pulled from again when it is back.
@@ -336,6 +338,7 @@ export class TrailSync {
         this.#pages.set(peer, listed);
         const pulled = await this.#pull(peer, list, res, codes, stopAt);
         if (pulled === 'stop') {
+          junk = true;
           this.#stop(peer);
           break;
         }
@@ -363,7 +366,8 @@ export class TrailSync {
         after = next;
       }
     }
-    if (res.kept || res.closed || res.refused) this.d.log[res.refused ? 'warn' : 'info']({ ...res, ...(res.refused ? { codes } : {}) }, 'pool: caught up on trail entries this member missed');
+    // A warn line only for a member stopped for junk (once a member a period); entries only skipped are said at debug.
+    if (res.kept || res.closed || res.refused) this.d.log[junk ? 'warn' : res.kept || res.closed ? 'info' : 'debug']({ ...res, ...(res.refused ? { codes } : {}) }, 'pool: caught up on trail entries this member missed');
     return res;
   }
 

@@ -109,6 +109,22 @@ describe('a member that hands back entries built to be skipped is held within bo
     assert.ok(seen.fetch > before, 'pulled from again the next period');
   });
 
+  test('entries only skipped, step after step: said at debug, no warn line', async () => {
+    const { seen, opts } = hostile((keys) => {
+      // Each fetch takes more than a step's time: the page is asked again at the next step.
+      clock.advance(SYNC_START_LIVENESS * LIVENESS + 1);
+      return padded(() => dispatchBy(keyOf(C)))(keys);
+    });
+    const w = await rig.world('junk-view-quiet', opts);
+    const a = w.members.get(A)!;
+    for (let i = 0; i < 5; i++) {
+      await a.serve({ op: 'ping', seq: r.record.seq }, C);
+      await a.tick();
+    }
+    assert.ok(seen.fetch >= 5, `a skipped entry each step (${seen.fetch} fetches)`);
+    assert.equal(seen.warns, 0, 'entries skipped are not warned of');
+  });
+
   test('pages whose pull the step’s time always cuts: at most SYNC_PERIOD_PAGES listings a period', async () => {
     const { seen, opts } = hostile(() => {
       // Each fetch takes more than a step's time: the page is asked again at the next step.
