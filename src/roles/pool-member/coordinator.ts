@@ -137,6 +137,11 @@ export interface CoordinatorView {
   outcomeTo(): string[];
   /** Whether this member runs the job now as the member a dispatch chose. */
   runsHere(job: string): boolean;
+  /**
+   * A member's run answered STORE_WRITE_FAILED: its database takes no writes, so it is left out of `active` as if its
+   * ping had said `storeFailing: 'yes'`, until its next ping or answer says otherwise (absent: nothing is noted).
+   */
+  storeFailed?(member: string): void;
 }
 
 export class PoolCoordinator {
@@ -724,6 +729,11 @@ export class PoolCoordinator {
       if (ctx.signal.aborted) throw ctx.signal.reason;
       if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
       throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
+    }
+    if (r.code === 'STORE_WRITE_FAILED') {
+      // Its database took no write between its last ping and this dispatch: no more dispatches to it until it says so.
+      this.v.storeFailed?.(member);
+      this.d.log.warn({ job: job.address, member }, 'pool: a member’s database takes no writes (its run answered STORE_WRITE_FAILED); nothing more is dispatched to it until its ping says otherwise');
     }
     if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`, { detail: { remote: true } });
     return r.output instanceof Uint8Array ? r.output : new Uint8Array(0);

@@ -216,6 +216,7 @@ export class PoolMember {
         broadcastTo: () => (this.#rs.left ? this.members : this.live()).filter((m) => m !== this.d.did),
         outcomeTo: () => this.members.filter((m) => m !== this.d.did && !this.#rs.hasLeft(m)),
         runsHere: (job) => this.#runningHere.has(job),
+        storeFailed: (m) => this.#heardStore(m, 'yes'),
       },
       this.#m,
     );
