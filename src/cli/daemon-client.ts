@@ -1,5 +1,5 @@
 /** How CLI commands find the running daemon of a data directory: daemon.json and the token file. */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { readDaemonInfo } from '../node/daemon-info.js';
@@ -10,15 +10,33 @@ export interface DaemonClient {
   token: string;
 }
 
-/** The running daemon on `dataDir`, or undefined when none runs. */
+/**
+ * The running daemon on `dataDir`, or undefined when none runs. A daemon that runs (its daemon.json names a live
+ * process) but whose API token cannot be read (the file removed, emptied, made a directory, unreadable) is
+ * API_TOKEN_UNREADABLE: "no daemon" would send a command to the offline path (STORE_LOCKED) and the operator to start
+ * a second daemon (DAEMON_RUNNING).
+ */
 export function daemonClient(dataDir: string): DaemonClient | undefined {
   const info = readDaemonInfo(dataDir);
   if (!info || !info.api) return undefined;
   const tokenPath = join(dataDir, TOKEN_FILE);
-  if (!existsSync(tokenPath)) return undefined;
+  const unreadable = (why: string) =>
+    new C0Error(
+      'API_TOKEN_UNREADABLE',
+      `a daemon (pid ${info.pid}) runs on ${dataDir}, but its API token ${tokenPath} ${why}; restore the file the daemon wrote, or restart the daemon (\`kill ${info.pid}\`, then \`c0mpute start --data-dir ${dataDir}\`), which writes a new one`,
+      { field: 'api.token' },
+    );
+  let token: string;
+  try {
+    token = readFileSync(tokenPath, 'utf8').trim();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw unreadable(err.code === 'ENOENT' ? 'is missing' : `cannot be read: ${err.message}`);
+  }
+  if (token.length === 0) throw unreadable('is empty');
   // a daemon that does not answer in time is named by its pid (DAEMON_NOT_ANSWERING)
   noteDaemonPid(info.api, info.pid);
-  return { api: info.api, token: readFileSync(tokenPath, 'utf8').trim() };
+  return { api: info.api, token };
 }
 
 /** The running daemon on `dataDir`; DAEMON_NOT_RUNNING when none runs. */
