@@ -2,8 +2,8 @@
  * What every command shares: the data directory, output helpers, exit codes.
  * Only src/cli prints to the terminal.
  */
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { homedir, userInfo } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
@@ -39,14 +39,36 @@ export class UsageError extends C0Error {}
 /** An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130. */
 export class Interrupted extends C0Error {}
 
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  const home = env.C0MPUTE_HOME;
-  if (!home) return join(homedir(), '.c0mpute');
+/**
+ * The operator's home directory: os.homedir() (`$HOME`), else, when that is empty (`HOME=` set but empty) or not an
+ * absolute path, the user's home in the password database. Neither absolute is DATA_DIR_INVALID: a relative home
+ * would put the data directory under whichever directory the command runs in.
+ */
+export function homeDirectory(home: () => string = homedir, userHome: () => string = () => userInfo().homedir): string {
+  const h = home();
+  if (isAbsolute(h)) return h;
+  let u = '';
+  try {
+    u = userHome();
+  } catch {
+    // no entry in the password database for this uid (a container run with an arbitrary --user)
+  }
+  if (isAbsolute(u)) return u;
+  throw new C0Error(
+    'DATA_DIR_INVALID',
+    `no home directory for the default data directory: HOME is ${h === '' ? 'empty' : `"${h.slice(0, 80)}", not an absolute path,`} and the user has no home in the password database; set HOME, or give the data directory with C0MPUTE_HOME or --data-dir`,
+    { field: 'HOME' },
+  );
+}
+
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, home: () => string = homeDirectory): string {
+  const dir = env.C0MPUTE_HOME;
+  if (!dir) return join(home(), '.c0mpute');
   // A quoted `~` reaches here unexpanded (C0MPUTE_HOME='~/x', a systemd Environment= line): taken as it reads, the
   // home directory, not a directory named `~` under the current one.
-  if (home === '~' || home.startsWith('~/')) return join(homedir(), home.slice(1));
-  if (home.startsWith('~')) throw new C0Error('DATA_DIR_INVALID', `C0MPUTE_HOME=${home.slice(0, 80)}: another user's home (~name) is not expanded; give the full path`, { field: 'C0MPUTE_HOME' });
-  return resolve(home);
+  if (dir === '~' || dir.startsWith('~/')) return join(home(), dir.slice(1));
+  if (dir.startsWith('~')) throw new C0Error('DATA_DIR_INVALID', `C0MPUTE_HOME=${dir.slice(0, 80)}: another user's home (~name) is not expanded; give the full path`, { field: 'C0MPUTE_HOME' });
+  return resolve(dir);
 }
 
 export interface GlobalOpts {
