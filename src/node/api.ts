@@ -72,6 +72,18 @@ export function ensureToken(dataDir: string): string {
   return t;
 }
 
+/** The method a request is routed by: HEAD as GET, whose body Node's response drops for a HEAD (docs/node.md "Control API"). */
+export function routedMethod(method: string | undefined): string | undefined {
+  return method === 'HEAD' ? 'GET' : method;
+}
+
+/** The methods a path takes, as its 405's `Allow` lists them: each of `methods` once, and HEAD with GET. */
+export function allowedMethods(methods: Iterable<string>): string[] {
+  const allowed = [...new Set(methods)];
+  if (allowed.includes('GET') && !allowed.includes('HEAD')) allowed.push('HEAD');
+  return allowed;
+}
+
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
 }
@@ -178,7 +190,7 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       }
       if (!authorised) return json(res, 401, { error: opts.console?.refusal(req, url) ?? { code: 'UNAUTHORIZED', message: 'missing or wrong bearer token' } });
       // HEAD is GET without the body (Node's response drops it); GET routes only read.
-      const method = req.method === 'HEAD' ? 'GET' : req.method;
+      const method = routedMethod(req.method);
       let route;
       let m: RegExpExecArray | null = null;
       for (const r of compiled) {
@@ -188,9 +200,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         }
       }
       if (!route || !m) {
-        const allowed: string[] = [...new Set(compiled.filter((r) => r.re.test(url.pathname)).map((r) => r.method))];
+        const allowed = allowedMethods(compiled.filter((r) => r.re.test(url.pathname)).map((r) => r.method));
         if (allowed.length === 0) return json(res, 404, { error: { code: 'NOT_FOUND', message: `no route ${req.method} ${url.pathname}` } });
-        if (allowed.includes('GET')) allowed.push('HEAD');
         res.setHeader('allow', allowed.join(', '));
         return json(res, 405, { error: { code: 'METHOD_NOT_ALLOWED', message: `${url.pathname} takes ${allowed.join(' or ')}, not ${req.method}` } });
       }

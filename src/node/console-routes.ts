@@ -36,7 +36,7 @@ import { requireDid } from '../records/did.js';
 import { isAddress } from '../records/address.js';
 import { knownTypes, open, type Opened } from '../records/envelope.js';
 import { T } from '../records/kinds.js';
-import type { ApiResponse, Route } from './api.js';
+import { allowedMethods, routedMethod, type ApiResponse, type Route } from './api.js';
 // The client side lives in api-client.ts (light: the CLI loads it without this module).
 export { consoleLoginUrl } from './api-client.js';
 import { bearerMatches } from './api-guard.js';
@@ -133,14 +133,23 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
     },
     async serve(req, res, url) {
       const p = url.pathname;
-      if (p === '/v1/console/events' && req.method === 'GET') {
+      if (p === '/v1/console/events' && routedMethod(req.method) === 'GET') {
         if (!keyed(req) && !bearerMatches(req.headers.authorization, token)) return false; // the API answers 401
+        if (req.method === 'HEAD') {
+          res.writeHead(200, EVENTS_HEADERS);
+          res.end();
+          return true;
+        }
         events(req, res, hub, pingMs);
         return true;
       }
       if (p !== '/ui' && !p.startsWith('/ui/')) return false;
-      if (req.method !== 'GET' && !(req.method === 'POST' && p === '/ui/logout')) {
-        page(res, 405, loginPage('That method is not allowed here.'));
+      // HEAD is GET without the body, as on the API's routes, but not where a GET acts: HEAD /ui/login would spend a
+      // one-time login code (a link checker's HEAD), HEAD /ui/logout end the session.
+      const acting = p === '/ui/login' || p === '/ui/logout';
+      const allowed = acting ? (p === '/ui/logout' ? ['GET', 'POST'] : ['GET']) : allowedMethods(['GET']);
+      if (!allowed.includes(req.method ?? '')) {
+        page(res, 405, loginPage('That method is not allowed here.'), { allow: allowed.join(', ') });
         return true;
       }
       const asset = ASSETS[p];
@@ -189,12 +198,14 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
   };
 }
 
+const EVENTS_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', ...SECURITY_HEADERS };
+
 /**
  * The event stream: a `hello` saying how often it pings, then the hub's events until the page goes away, with a
  * comment line every `pingMs` (the page takes a stream silent for twice that as stale, and reconnects).
  */
 function events(req: IncomingMessage, res: ServerResponse, hub: ConsoleHub, pingMs: number): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', ...SECURITY_HEADERS });
+  res.writeHead(200, EVENTS_HEADERS);
   res.write(`retry: 2000\n\nevent: hello\ndata: ${JSON.stringify({ pingMs })}\n\n`);
   const off = hub.listen((e) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
   const ping = setInterval(() => res.write(': ping\n\n'), pingMs);
