@@ -99,7 +99,7 @@ export function register(program: Command): void {
 
   program
     .command('offers')
-    .argument('<job>', 'job address (sha256:…)')
+    .argument('<job>', 'the job’s address (sha256:…), as `c0mpute jobs` lists it')
     .description('offers the running node holds for a job, and each provider’s eligibility')
     .option('--json', 'machine-readable output')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
@@ -144,7 +144,7 @@ export function register(program: Command): void {
         if (o.json) return outJson({ jobs: list, ...(next !== undefined ? { next } : {}) });
         if (!list.length) out('no jobs yet');
         for (const j of list) {
-          out(`${new Date(j.record.announcedAt).toISOString()}  ${shortAddr(j.address)}  ${j.record.workload}`);
+          out(jobsHeadLine(j));
           for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
           if (j.late) out(`    ${jobsLateLine(j.late)}`);
           if (!j.receipts.length) out(`    ${jobsNoOutcome(j.attempts)}`);
@@ -194,6 +194,14 @@ export interface JobsLate {
   provider: string;
   status: string;
   note?: string;
+}
+
+/**
+ * A job's first line in `c0mpute jobs`: when, its whole address, its workload. The address whole, not shortened:
+ * `c0mpute offers <job>` and `market export --job` take it as this prints it (a shortened one is ADDRESS_MALFORMED).
+ */
+export function jobsHeadLine(j: { address: string; record: { workload: string; announcedAt: number } }): string {
+  return `${new Date(j.record.announcedAt).toISOString()}  ${j.address}  ${j.record.workload}`;
 }
 
 /**
