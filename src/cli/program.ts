@@ -19,7 +19,8 @@ export function buildProgram(): Command {
     .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)')
     .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')
     .exitOverride();
-  program.hook('preAction', (thisCommand) => {
+  program.hook('preAction', (thisCommand, actionCommand) => {
+    if (actionCommand.name() === 'help' && actionCommand.parent?.commands.includes(actionCommand)) return; // needs no data directory
     const o = thisCommand.opts<{ dataDir?: string; passphraseFile?: string }>();
     if (!o.dataDir) thisCommand.setOptionValue('dataDir', defaultDataDir());
     setPassphraseFile(o.passphraseFile);
@@ -30,10 +31,43 @@ export function buildProgram(): Command {
   const walk = (c: Command) => {
     c.exitOverride();
     c.configureOutput({ outputError: () => undefined });
+    if (c.commands.length) addHelpCommand(c);
     c.commands.forEach(walk);
   };
   walk(program);
   return program;
+}
+
+/**
+ * `help [command...]` on every command with subcommands, in place of commander's own: that one printed the root help
+ * and exited 0 for a name no command has (`c0mpute help nosuch`), where `c0mpute nosuch` is USAGE_UNKNOWN_COMMAND,
+ * exit 2; this one is too. It follows a path of names: `c0mpute help market export` is `market export`'s help.
+ */
+function addHelpCommand(c: Command): void {
+  c.helpCommand(false);
+  c.command('help')
+    .argument('[command...]', 'the command, and its subcommand')
+    .description('display help for command')
+    .action((names: string[]) => {
+      let target = c;
+      for (const n of names) {
+        const next = target.commands.find((x) => x.name() === n || x.aliases().includes(n));
+        if (!next) {
+          const name = printable(n.slice(0, 80), true);
+          const where = `c0mpute${pathOf(target)}`;
+          throw new UsageError('USAGE_UNKNOWN_COMMAND', target.commands.length ? `unknown command '${name}'; \`${where} --help\` lists the commands` : `\`${where}\` has no subcommand '${name}'`);
+        }
+        target = next;
+      }
+      target.help();
+    });
+}
+
+/** ` market` for the market group, `` for the root: the command's path after `c0mpute`. */
+function pathOf(c: Command): string {
+  const names: string[] = [];
+  for (let x: Command | null = c; x?.parent; x = x.parent) names.unshift(x.name());
+  return names.map((n) => ` ${n}`).join('');
 }
 
 export async function main(argv: string[]): Promise<number> {
