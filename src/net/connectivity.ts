@@ -318,10 +318,17 @@ export class Connectivity {
     return Math.max(this.opts.tickMs, Math.min(this.opts.idleTickMs, at - now));
   }
 
-  /** A peer proved useful (a c0mpute node of this overlay): remember where it listens. */
-  noteUseful(peerId: string, addrs: string[]): void {
+  /**
+   * A peer proved useful (a c0mpute node of this overlay): remember where it listens. `inbound`: it did so on a
+   * connection it dialled. Such a peer is not taken up (one already remembered is kept, and its addresses refreshed):
+   * one that only ever dials in need not be redialled — it keeps its own connection to this node (it has it as
+   * bootstrap, or remembered) — and it may listen on a throwaway port (a one-shot `c0mpute run` node), which would be
+   * redialled for nothing, forever.
+   */
+  noteUseful(peerId: string, addrs: string[], inbound = false): void {
     if (!addrs.length) return;
     const prev = this.#remembered.get(peerId);
+    if (inbound && !prev) return;
     const changed = !prev || prev.addrs.join(' ') !== addrs.join(' ');
     this.#remembered.delete(peerId);
     this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: this.#wall() });
@@ -402,11 +409,13 @@ export class Connectivity {
       this.d.onDial?.(kind, false);
       const codeChanged = boot && boot.lastError?.code !== err.code;
       if (boot) boot.lastError = err;
-      // Warn on the first failure and when the cause changes; then quietly, with the count, at powers of two.
+      // A bootstrap peer (the operator named it): warn on the first failure and when the cause changes; then quietly,
+      // with the count, at powers of two. A remembered peer (it may be gone for good): one info line as it becomes
+      // unreachable, then debug only (its reconnection is an info line again).
       const n = failuresBefore + 1;
       const fields = { peer: t.peerId, addr: t.addrs[0], code: err.code, err: err.message, failures: n, retryInMs: delay };
       if (kind === 'bootstrap' && (n === 1 || codeChanged)) this.d.log.warn(fields, err.code === 'NET_PEER_ID_MISMATCH' ? 'bootstrap dial failed: the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap)' : 'bootstrap dial failed; retrying with backoff');
-      else if ((n & (n - 1)) === 0) this.d.log.info(fields, `${kind} peer still unreachable; retrying with backoff`);
+      else if (kind === 'bootstrap' ? (n & (n - 1)) === 0 : n === 1) this.d.log.info(fields, kind === 'bootstrap' ? 'bootstrap peer still unreachable; retrying with backoff' : 'remembered peer unreachable; retrying with backoff (further failures are logged at debug)');
       else this.d.log.debug(fields, `${kind} dial failed`);
     } finally {
       this.#inflight.delete(key);

@@ -1,0 +1,76 @@
+/**
+ * Remembered peers (src/net/connectivity.ts; docs/network.md §11): a peer that only dialled in (a one-shot
+ * `c0mpute run` node on a throwaway port) is not taken up, so it is not redialled forever after it left; one already
+ * remembered stays so. A remembered peer that becomes unreachable is one info line, then debug only: before, the
+ * count was logged at info on every power of two, again after each short reconnection (38 lines in ~5 min for two
+ * departed one-shot nodes).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Connectivity, type ConnectivityHost, type DialTarget, type RememberedPeer } from '../../../src/net/connectivity.js';
+import type { Logger } from '../../../src/util/log.js';
+
+class DownHost implements ConnectivityHost {
+  up = new Set<string>();
+  conns = new Set<string>();
+  dials = 0;
+  isConnected(p: string) {
+    return this.conns.has(p);
+  }
+  peerCount() {
+    return this.conns.size;
+  }
+  async dial(t: DialTarget) {
+    this.dials++;
+    const id = t.peerId ?? '?';
+    if (!this.up.has(id)) throw new Error('connect ECONNREFUSED 127.0.0.1:1');
+    this.conns.add(id);
+    return id;
+  }
+}
+
+function recording(): { log: Logger; lines: Array<{ level: number; msg: string; peer?: string }> } {
+  const lines: Array<{ level: number; msg: string; peer?: string }> = [];
+  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) }) as unknown as Logger;
+  return { log, lines };
+}
+
+test('a peer seen only on a connection it dialled is not remembered; one already remembered stays', () => {
+  let saved: RememberedPeer[] = [];
+  const store = { load: () => saved, save: (p: RememberedPeer[]) => void (saved = p) };
+  const c = new Connectivity({ host: new DownHost(), bootstrap: [], monoClock: () => 0, clock: () => 1, rand: () => 0.5, store, log: recording().log });
+  c.noteUseful('RUN', ['/ip4/127.0.0.1/tcp/40123'], true);
+  assert.deepEqual(c.remembered(), []);
+  assert.deepEqual(saved, []);
+  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
+  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/10'], true);
+  assert.deepEqual(c.remembered().map((p) => [p.peerId, p.addrs]), [['P', ['/ip4/127.0.0.1/tcp/10']]]);
+  assert.deepEqual((saved as RememberedPeer[]).map((p) => p.peerId), ['P']);
+});
+
+test('a remembered peer gone for good: one info line, then debug; after it comes back and goes again, one more', async () => {
+  let now = 0;
+  const host = new DownHost();
+  const { log, lines } = recording();
+  const c = new Connectivity({ host, bootstrap: [], monoClock: () => now, rand: () => 0.5, log });
+  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
+  const info = () => lines.filter((l) => l.level >= 30 && l.peer === 'P');
+  for (; now < 600_000; now += 500) await c.tick();
+  assert.ok(host.dials >= 15, `${host.dials} dials in 10 minutes`);
+  assert.equal(info().length, 1, info().map((l) => l.msg).join('\n'));
+  assert.match(info()[0]!.msg, /remembered peer unreachable/);
+  assert.ok(lines.filter((l) => l.level === 20 && l.peer === 'P').length >= host.dials - 1);
+
+  host.up.add('P');
+  while (!host.isConnected('P')) {
+    now += 500;
+    await c.tick();
+  }
+  assert.match(info().at(-1)!.msg, /reconnected/);
+  host.up.delete('P');
+  host.conns.delete('P');
+  const before = info().length;
+  for (const end = now + 600_000; now < end; now += 500) await c.tick();
+  assert.equal(info().length, before + 1);
+});
