@@ -23,7 +23,7 @@ export function daemonClient(dataDir: string): DaemonClient | undefined {
   const unreadable = (why: string) =>
     new C0Error(
       'API_TOKEN_UNREADABLE',
-      `a daemon (pid ${info.pid}) runs on ${dataDir}, but its API token ${tokenPath} ${why}; restore the file the daemon wrote, or restart the daemon (\`kill ${info.pid}\`, then \`c0mpute start --data-dir ${dataDir}\`), which writes a new one`,
+      `a daemon (pid ${info.pid}) runs on ${dataDir}, but its API token ${tokenPath} ${why}; put back the file the daemon wrote (a regular file, mode 0600), or remove what is there and restart the daemon (\`kill ${info.pid}\`, then \`c0mpute start --data-dir ${dataDir}\`), which writes a new one`,
       { field: 'api.token' },
     );
   let token: string;
