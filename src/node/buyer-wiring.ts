@@ -101,6 +101,8 @@ export class BuyerWiring {
         await this.o.net.dial(did);
       },
       addressKnown: (did) => this.#addressKnown(did),
+      // a provider connected now is reached: the buyer does not let its offer lapse waiting for another's dial
+      connected: (did) => this.#connected(did),
       store: async (rec) => {
         if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
@@ -176,6 +178,15 @@ export class BuyerWiring {
     if (selection.signer !== steward || selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('STEWARD_BAD_SELECTION', 'the steward’s selection does not match this job and offer');
     await this.o.market.addOffer(offer, this.o.clock());
     return { selection, offer };
+  }
+
+  /** Whether this node holds an open connection to `did` now (Buyer `connected`: no dial, no peer-store read). */
+  #connected(did: string): boolean {
+    try {
+      return this.o.net.libp2p.getConnections(peerIdFromDid(did)).some((c) => c.status === 'open');
+    } catch {
+      return false;
+    }
   }
 
   /** Whether this node is connected to `did` or holds an address of it in its peer store (no routing look-up). */

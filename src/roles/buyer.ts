@@ -122,11 +122,26 @@ export const OUTPUT_MIN_BYTES_PER_SEC = 4 * 1024;
 export const DIAL_AHEAD = 8;
 export const DIAL_AHEAD_MAX = 32;
 /**
+ * How long the buyer waits for its winner's dial while providers ranked after it are already reached (connected, or
+ * dialled ahead), docs/node.md "Buyer": "Providers that cannot be dialled". It stops waiting when the first of those
+ * reached providers' offers would lapse within DIAL_LAPSE_MARGIN_MS (the time a selection takes to be signed, kept,
+ * published and sent), but not before the winner's dial has run DIAL_MIN_WAIT_MS (a reachable winner is dialled
+ * within it: the winner of a buyer that reaches every provider is not passed over), nor once those offers lapsed; then
+ * every provider not reached is set aside (like one with no address known) and the decision is taken again among
+ * those reached. Keys whose address is a black hole (a TCP accept that never speaks) each hold a dial for 6-10 s, so
+ * a hundred of them ranked first held the buyer past the 30 s offers of two providers it was connected to all along
+ * (review s38, K=100: failed at 33 s, every honest offer lapsed); how many keys it takes does not matter now.
+ */
+export const DIAL_LAPSE_MARGIN_MS = 5_000;
+export const DIAL_MIN_WAIT_MS = 2_000;
+/**
  * The code BuyerDeps.dial refuses a provider with when no address of it is known and it was not to be looked up: the
  * buyer leaves such providers out of its decisions until no provider with an address known is left, then looks
  * them up (docs/node.md "Buyer").
  */
 export const NO_ADDRESS = 'NET_PEER_NOT_FOUND';
+/** The wait for a winner's dial ended before the dial did (DIAL_LAPSE_MARGIN_MS). */
+const NOT_YET = Symbol('not yet');
 /** How many providers not tried a run that ends without delivery names in its attempts (the rest are counted in one entry). */
 export const UNTRIED_NAMED = DIAL_AHEAD_MAX;
 /**
@@ -349,6 +364,12 @@ export interface BuyerDeps {
    */
   dial?: (did: string, lookUp: boolean) => Promise<void>;
   /**
+   * Whether this node holds an open connection to a provider now (no dial): such a provider is reached, so the buyer
+   * does not let its offer lapse while it waits for a dial to a provider ranked before it (DIAL_LAPSE_MARGIN_MS).
+   * Absent: only providers whose dial ahead succeeded count as reached.
+   */
+  connected?: (did: string) => boolean;
+  /**
    * Whether an address of a provider is known (a connection, or one in the peer store; no routing look-up): when a
    * decision's winner has no address known, the providers ranked next with none either are set aside with it in the
    * same turn. Absent: only those whose dial ahead was already refused NO_ADDRESS are.
@@ -402,6 +423,10 @@ export interface BuyerDeps {
   overrunGraceMs?: number;
   /** How long the exec stream to a winner may take to open (default EXEC_OPEN_MS). */
   openLimitMs?: number;
+  /** Before a reached provider's offer lapses, how early the buyer stops waiting for a dial (default DIAL_LAPSE_MARGIN_MS). */
+  dialLapseMarginMs?: number;
+  /** The least the buyer waits for its winner's dial before it turns to providers reached (default DIAL_MIN_WAIT_MS). */
+  dialMinWaitMs?: number;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -658,7 +683,16 @@ export class Buyer {
     const tried = new Set<string>();
     // Providers dialled ahead of their selection: undefined once connected, else why not (DIAL_AHEAD).
     const dials = new Map<string, Promise<string | undefined>>();
+    // Those dials once settled (the same answers), read without waiting: a provider reached is one connected now or
+    // whose dial ahead succeeded.
+    const settled = new Map<string, string | undefined>();
+    // When each of those dials began (the least wait for a winner's dial, DIAL_MIN_WAIT_MS, counts from there).
+    const dialledAt = new Map<string, number>();
+    const reached = (did: string): boolean => (settled.has(did) && settled.get(did) === undefined) || (this.d.connected?.(did) ?? false);
     let unreached = 0;
+    // Providers not reached when a reached provider's offer was about to lapse (DIAL_LAPSE_MARGIN_MS): left out of the
+    // decisions while a provider reached is left, back in them once their dial succeeds or no one else is left.
+    const unsure = new Set<string>();
     // Providers with no address known, left out of the decision until no provider with one is left; then they are
     // dialled with a routing look-up (`lookUp`).
     const deferred = new Set<string>();
@@ -677,7 +711,9 @@ export class Buyer {
     // them up before a provider with an address was tried), and the loop ends when no provider is left, at the
     // deadline, or on delivery. It is finite: a provider is tried at most once and set aside at most once (one turn
     // sets aside every provider of the decision with no address known: BuyerDeps.addressKnown), the look-up turn
-    // comes once, and at most DIAL_AHEAD_MAX providers are looked up after it. On a managed overlay the steward picks (it is asked to exclude those tried): at most as many turns
+    // comes once, and at most DIAL_AHEAD_MAX providers are looked up after it; providers not reached are set aside
+    // (`unsure`) only after a wait for a dial of at least DIAL_MIN_WAIT_MS, and put back all at once only when no
+    // provider reached is left to try (a turn that waits for a dial follows). On a managed overlay the steward picks (it is asked to exclude those tried): at most as many turns
     // as its first ranking allows, as before.
     const managedTurns = 2 * decision.ranked.length + 1;
     for (;;) {
@@ -687,11 +723,11 @@ export class Buyer {
       }
       const now = clock();
       if (now >= job.record.deadline) {
-        this.#untried(result, latest, tried, new Set([...deferred, ...capped]), 'the job’s deadline passed');
+        this.#untried(result, latest, tried, new Set([...deferred, ...capped, ...unsure]), 'the job’s deadline passed');
         break;
       }
       if (!this.d.managedSelect && (selections >= MAX_SELECTIONS_PER_RUN || tried.size >= MAX_TRIES_PER_RUN)) {
-        this.#untried(result, latest, tried, new Set([...deferred, ...capped]), selections >= MAX_SELECTIONS_PER_RUN ? `${MAX_SELECTIONS_PER_RUN} providers were selected and none delivered` : `${MAX_TRIES_PER_RUN} providers were tried`);
+        this.#untried(result, latest, tried, new Set([...deferred, ...capped, ...unsure]), selections >= MAX_SELECTIONS_PER_RUN ? `${MAX_SELECTIONS_PER_RUN} providers were selected and none delivered` : `${MAX_TRIES_PER_RUN} providers were tried`);
         break;
       }
       let pick: RankedCandidate | undefined;
@@ -713,10 +749,17 @@ export class Buyer {
         pick = decision.ranked.find((c) => c.offer.address === offer.address) ?? { provider: offer.signer, offer, total: Number.NaN, scores: {} };
         selection = managed.selection;
       } else {
-        const excluded = deferred.size === 0 && capped.size === 0 ? tried : new Set([...tried, ...deferred, ...capped]);
+        // a provider set aside as not reached whose dial succeeded since is back in the decision
+        for (const d of unsure) if (reached(d)) unsure.delete(d);
+        const excluded = deferred.size === 0 && capped.size === 0 && unsure.size === 0 ? tried : new Set([...tried, ...deferred, ...capped, ...unsure]);
         const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
         latest = current.ranked;
         pick = current.ranked[0];
+        if (!pick && unsure.size > 0) {
+          // every provider reached was tried: those set aside as not reached yet are waited for again, as before
+          unsure.clear();
+          continue;
+        }
         if (!pick && deferred.size > 0) {
           // every provider with an address known was tried: now those without one, looked up
           lookUp = true;
@@ -763,11 +806,28 @@ export class Buyer {
           // and the decision is taken again without it: its recomputation from the selection's offers still gives
           // its winner. The dials ahead are ready (or failed) by the time their providers come up. A winner with no
           // address known is not looked up yet: it waits until no provider with an address is left.
-          this.#dialAhead(dials, current.ranked, Math.min(DIAL_AHEAD_MAX, DIAL_AHEAD + unreached), lookUp);
-          const failed = await unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
+          this.#dialAhead(dials, settled, dialledAt, current.ranked, Math.min(DIAL_AHEAD_MAX, DIAL_AHEAD + unreached), lookUp);
+          // The wait for the winner's dial ends, at the latest, when a provider ranked after it that is reached already
+          // would see its offer lapse (less the margin a selection needs): a run of keys whose dials hang (a black hole
+          // that accepts and never speaks) does not let every reachable offer lapse unconsidered.
+          const hurry = this.#hurryAt(current.ranked, reached, now);
+          // (the node's stop ends the wait, and with it the timer)
+          const dialling = unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
+          const leastUntil = (dialledAt.get(pick.provider) ?? now) + (this.d.dialMinWaitMs ?? DIAL_MIN_WAIT_MS);
+          const failed = await (hurry === undefined ? dialling : raceTimeout(dialling, Math.max(hurry, leastUntil) - clock(), NOT_YET));
           if (this.#stopping) {
             this.#interrupted(result, onEvent);
             break;
+          }
+          if (failed === NOT_YET) {
+            // Every provider of this ranking not reached yet is set aside and the decision is taken again among those
+            // reached: its winner is the best of them by the same policy, and the selection names only the offers it
+            // considered, so it still recomputes to its winner. Their dials go on: one that succeeds puts its provider
+            // back, and when no provider reached is left they are all waited for again.
+            const aside = current.ranked.filter((c) => !reached(c.provider)).map((c) => c.provider);
+            for (const d of aside) unsure.add(d);
+            log.info({ provider: pick.provider, job: job.address, setAside: aside.length }, 'the winner’s dial outlasted a reached provider’s offer: providers not reached are set aside, the decision is taken again');
+            continue;
           }
           if (failed === NO_ADDRESS && !lookUp) {
             // set aside with every other provider of this ranking that has no address known either, in one turn: a
@@ -859,19 +919,41 @@ export class Buyer {
    * Start dials to the first `n` providers of `ranked` not dialled yet (DIAL_AHEAD), with routing look-ups or not
    * (BuyerDeps.dial); each settles to undefined once connected, else to why not (an error code).
    */
-  #dialAhead(dials: Map<string, Promise<string | undefined>>, ranked: readonly RankedCandidate[], n: number, lookUp: boolean): void {
+  #dialAhead(dials: Map<string, Promise<string | undefined>>, settled: Map<string, string | undefined>, dialledAt: Map<string, number>, ranked: readonly RankedCandidate[], n: number, lookUp: boolean): void {
     const dial = this.d.dial;
     if (!dial) return;
     for (const c of ranked.slice(0, n)) {
       if (dials.has(c.provider)) continue;
-      dials.set(
-        c.provider,
-        dial(c.provider, lookUp).then(
+      settled.delete(c.provider);
+      dialledAt.set(c.provider, this.d.clock());
+      const p: Promise<string | undefined> = dial(c.provider, lookUp)
+        .then(
           () => undefined,
           (e: unknown) => (e as C0Error).code ?? (e as Error).message ?? String(e),
-        ),
-      );
+        )
+        .then((why) => {
+          // a later dial of the same provider (its look-up) replaced this one: this answer is not its
+          if (dials.get(c.provider) === p) settled.set(c.provider, why);
+          return why;
+        });
+      dials.set(c.provider, p);
     }
+  }
+
+  /**
+   * When the buyer stops waiting for the dial to `ranked`'s winner (DIAL_LAPSE_MARGIN_MS): the margin before the first
+   * start-by time among the providers ranked after it that are reached already (connected, or dialled ahead) and whose
+   * offers have not lapsed (a time already past when the first lapses within the margin: the wait then ends once the
+   * winner's dial had its least wait, DIAL_MIN_WAIT_MS); undefined when there is none (it waits for the dial, as before).
+   */
+  #hurryAt(ranked: readonly RankedCandidate[], reached: (did: string) => boolean, now: number): number | undefined {
+    const margin = this.d.dialLapseMarginMs ?? DIAL_LAPSE_MARGIN_MS;
+    let at: number | undefined;
+    for (const c of ranked.slice(1)) {
+      const t = c.offer.record.startBy - margin;
+      if (c.offer.record.startBy >= now && (at === undefined || t < at) && reached(c.provider)) at = t;
+    }
+    return at;
   }
 
   /**
