@@ -117,11 +117,24 @@ export function meshDegrees(D: number): { D: number; Dlo: number; Dhi: number; D
  * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
  * 10 s and aborts it on one failed ping, and a ping that overlaps the previous one fails at once (one outbound ping
  * stream per connection). Under a few seconds of event-loop lag that dropped healthy connections, and the reconnects
- * (handshake, identify, sync) deepened the lag. Pings may overlap, and time out no sooner than 15 s. And every
- * 30 s, not 10: a ping is a new stream each way (multistream-select, a peer-store merge, a dozen encrypted frames),
+ * (handshake, identify, sync) deepened the lag. Pings may overlap, and time out no sooner than 30 s (15 s until a
+ * ping queued behind a slow link's transfer ran out: STREAM_WINDOW_MAX). And every 30 s, not 10: a ping is a new stream each way (multistream-select, a peer-store merge, a dozen encrypted frames),
  * a third of an idle node's CPU at 5 peers (docs/scale.md "Where the hundred-node run's CPU went").
  */
-export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 15_000 } as const;
+export const LIVENESS = { pingIntervalMs: 30_000, pingStreams: 4, pingMinTimeoutMs: 30_000 } as const;
+
+/**
+ * The most a yamux stream lets its peer send ahead of what it read (the receive window; yamux's default grows it to
+ * 16 MiB): docs/network.md §11 "Pings under load". Everything on a connection leaves through one queue, so whatever
+ * a bulk stream has been let send goes out before the next ping or gossip frame. With 16 MiB, an exec input or output
+ * on a slow link (a 16 MiB input at 256 KiB/s; 4 MiB of output at 64 KiB/s) put over a megabyte ahead of each ping,
+ * the ping's answer took more than its 15 s, and the connection monitor aborted the connection at 35–40 s: the job
+ * failed and the honest provider got an `unreachable` non-delivery (second-round review, real daemons through a
+ * shaping proxy). At 512 KiB a ping waits for at most that much of the stream's data plus the sockets' and the
+ * link's buffers (about 1.1 MB through the review's proxy), which a ping's 30 s (LIVENESS) covers down to about
+ * 40 KiB/s; one stream's throughput is then at most 512 KiB per round trip (5 MiB/s at 100 ms, 2 MiB/s at 250 ms).
+ */
+export const STREAM_WINDOW_MAX = 512 * 1024;
 
 /**
  * Streams a connection's listener keeps before its connection is set up (docs/network.md "Streams on a connection just
@@ -197,7 +210,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
     transports: [tcp()],
     connectionEncrypters: [noise({ crypto: noiseCrypto })],
-    streamMuxers: [yamux({ maxEarlyStreams: MAX_EARLY_STREAMS })],
+    streamMuxers: [yamux({ maxEarlyStreams: MAX_EARLY_STREAMS, streamOptions: { maxStreamWindowSize: STREAM_WINDOW_MAX } })],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
     connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },

@@ -43,6 +43,24 @@ export { receiptFor };
 export const RECEIPT_ACK_MS = 10_000;
 
 /**
+ * The slowest output the wait for the buyer's word allows for (receiptAckWaitMs): the rate below which a buyer gives
+ * up on output itself (the buyer's OUTPUT_MIN_BYTES_PER_SEC), so a buyer still reading gets to the receipt.
+ */
+export const RECEIPT_ACK_FLOOR_BYTES_PER_SEC = 4 * 1024;
+
+/**
+ * How long a receipt written after `outputBytes` of output waits for the buyer's word: RECEIPT_ACK_MS once the output
+ * has left, and a write that returned only put the last of it in this node's buffers. On a slow link the output is
+ * still on its way then (4 MiB at 64 KiB/s is 64 s): it waits for the output at the floor rate as well, up to the
+ * job's deadline. Before, the 10 s ran out while the buyer was still reading, the stream was closed under it 15 s
+ * later (ANSWER_LINGER_MS), and a job that had completed failed at the buyer (second-round review, real daemons).
+ */
+export function receiptAckWaitMs(outputBytes: number, deadlineLeftMs: number, ackMs = RECEIPT_ACK_MS): number {
+  const transfer = Math.ceil((outputBytes * 1000) / RECEIPT_ACK_FLOOR_BYTES_PER_SEC);
+  return ackMs + Math.max(0, Math.min(transfer, deadlineLeftMs));
+}
+
+/**
  * How long a clean stop waits for the runs it aborted to sign, store and send their receipts (EXEC_ABORTED) while the
  * network, the delivery and the store still work: as long as a stopping buyer waits for its own runs (INTERRUPT_WAIT_MS).
  */
@@ -752,7 +770,7 @@ export class Provider {
     handedOff();
     // A write that returned is in this node's buffers, not yet in the buyer's hands: the receipt counts as delivered
     // once the buyer shows it got it (receiptAcknowledged; meanwhile it is gossiped, and a pool's job is closed).
-    const taken = written ? this.#receiptTaken(io) : undefined;
+    const taken = written ? this.#receiptTaken(io, receiptAckWaitMs(output?.length ?? 0, job.record.deadline - this.d.clock(), this.d.receiptAckMs)) : undefined;
     await this.d.publish('receipt', env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'receipt gossip failed'));
     await this.d.pool?.closed(env).catch((e) => this.d.log.warn({ err: (e as Error).message }, 'pool: closing the job failed'));
     const why = await taken;
@@ -766,11 +784,11 @@ export class Provider {
   /**
    * How the buyer left the exec stream after the receipt was written: `closed` or `reset` (which of them counts:
    * receiptAcknowledged), `lost` (the stream ended from this side: its connection died), `silent` (nothing within
-   * receiptAckMs: a half-open link), or `unknown` (the stream cannot tell).
+   * the wait, receiptAckWaitMs: a half-open link), or `unknown` (the stream cannot tell).
    */
-  async #receiptTaken(io: ExecIO): Promise<ReceiptAck> {
+  async #receiptTaken(io: ExecIO, waitMs: number): Promise<ReceiptAck> {
     if (!io.callerEnded) return 'unknown';
-    return raceTimeout(io.callerEnded(), this.d.receiptAckMs ?? RECEIPT_ACK_MS, 'silent' as const);
+    return raceTimeout(io.callerEnded(), waitMs, 'silent' as const);
   }
 
   /**
