@@ -55,7 +55,7 @@ function clip(s: string, max: number): string {
  * pingMinTimeoutMs in src/net/libp2p-host.ts), so the attempt is recorded as interrupted here, not as the provider's
  * non-delivery (docs/node.md "Buyer": "A buyer that stops or stalls blames no provider").
  */
-export const STALL_MS = 15_000;
+export const STALL_MS = 30_000;
 /** How long a node's stop waits for its runs to end once it interrupted them, ms (docs/node.md "Buyer": "A buyer that stops or stalls blames no provider"). */
 export const INTERRUPT_WAIT_MS = 3_000;
 /** The code of a run broken off because its node is stopping. */
