@@ -84,24 +84,38 @@ export const EXEC_OPEN_MS = 25_000;
 export const EXEC_PROVIDER_NOT_READY = 'EXEC_PROVIDER_NOT_READY';
 
 /**
- * How long a buyer waits, from the end of the input it sent, for the output (or the receipt) of a provider that
- * promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs), plus the input's time on
- * the wire (inputAllowanceMs of `inputBytes`).
+ * How long a buyer waits, from the provider's `accepted` (it has the input and the work starts), for the output (or the
+ * receipt) of a provider that promised no keepalives and quoted `durationMs`: max(2 × durationMs, durationMs + graceMs).
+ * The input's time on the wire is not in it: that phase is bounded by inputLimitMs, before `accepted`.
  */
-export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS, inputBytes = 0): number {
+export function overrunLimitMs(durationMs: number, graceMs = OVERRUN_GRACE_MS): number {
   const d = Number.isFinite(durationMs) ? Math.max(0, durationMs) : 0;
-  return d + Math.max(d, graceMs) + inputAllowanceMs(inputBytes);
+  return d + Math.max(d, graceMs);
 }
 
 /**
  * The slowest an input may travel and still count (a provider's own bound by default: provider.execMinInputBytesPerSec,
- * 128 KiB/s). The buyer's "sent" only says its own buffers took the input: a 16 MiB input on a 1 MiB/s uplink was
- * still on its way when an honest provider, which cannot answer `accepted` before it has the input, was given up
- * EXEC_PROVIDER_OVERRAN 15 s later and blamed (second-round review).
+ * 128 KiB/s).
  */
 export const INPUT_MIN_BYTES_PER_SEC = 128 * 1024;
 export function inputAllowanceMs(bytes: number): number {
   return bytes > 0 ? Math.ceil((bytes * 1000) / INPUT_MIN_BYTES_PER_SEC) : 0;
+}
+
+/** The base of a provider's input phase by default (provider.execRequestMs): it allows an input this plus inputAllowanceMs. */
+export const EXEC_INPUT_BASE_MS = 30_000;
+
+/**
+ * How long a buyer waits, from the provider's `ready` (or, for an input inside the header, from the request being
+ * sent), for its `accepted`: the input phase a provider allows itself by default (execRequestMs, 30 s, plus the input
+ * at 128 KiB/s: `baseMs` + inputAllowanceMs) and the grace for the way back. The buyer cannot tell when the input's
+ * last byte reached the provider (its "sent" only says its own buffers took it: a 2 MiB input on a 64 KiB/s link was
+ * "sent" 1 s after the stream opened and arrived 32 s later), and a provider can promise keepalives only in
+ * `accepted`, once it has the input: an honest provider still taking the input at the provider's own pace is not given
+ * up (it was, at 15 s + its quote + the input at 128 KiB/s after "sent", and blamed; third-round review).
+ */
+export function inputLimitMs(bytes: number, baseMs = EXEC_INPUT_BASE_MS, graceMs = OVERRUN_GRACE_MS): number {
+  return baseMs + inputAllowanceMs(bytes) + graceMs;
 }
 
 /**
@@ -427,6 +441,8 @@ export interface BuyerDeps {
   dialLapseMarginMs?: number;
   /** The least the buyer waits for its winner's dial before it turns to providers reached (default DIAL_MIN_WAIT_MS). */
   dialMinWaitMs?: number;
+  /** The base of the wait for a provider to take the input (inputLimitMs; default EXEC_INPUT_BASE_MS, a provider's default execRequestMs). */
+  inputBaseMs?: number;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -1074,7 +1090,12 @@ export class Buyer {
     // A provider that promises no keepalives is held to its quote instead (overrunLimitMs); a claim quotes no duration.
     const quotedMs = (cand.offer.record as Partial<Offer>).durationMs;
     const graceMs = this.d.overrunGraceMs ?? OVERRUN_GRACE_MS;
-    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, graceMs, input.length), graceMs } : undefined, { openMs: this.d.openLimitMs ?? EXEC_OPEN_MS, readyMs: graceMs });
+    const silence = new SilenceWatch(typeof quotedMs === 'number' ? { quotedMs, limitMs: overrunLimitMs(quotedMs, graceMs), graceMs } : undefined, {
+      openMs: this.d.openLimitMs ?? EXEC_OPEN_MS,
+      readyMs: graceMs,
+      inputMs: inputLimitMs(input.length, this.d.inputBaseMs ?? EXEC_INPUT_BASE_MS, graceMs),
+      inputBytes: input.length,
+    });
     silence.begin();
     // not AbortSignal.any: on Node 20 it leaves an entry on the node's stop signal per attempt, for good (signals.ts)
     const linked = linkedSignal([deadline.signal, this.#stop.signal, silence.signal]);
@@ -1130,7 +1151,10 @@ export class Buyer {
       // no output within its quote and the grace, and no promise of keepalives: not delivered in time
       if (!receipt && silence.overran) return { outcome: `provider overran its quote: ${EXEC_PROVIDER_OVERRAN}`, nondelivery: 'timeout' };
       // the stream did not open, or the provider did not take the request, in time
-      if (!receipt && silence.notReady) return { outcome: `provider did not take the request in time: ${EXEC_PROVIDER_NOT_READY}`, nondelivery: 'timeout' };
+      if (!receipt && silence.notReady) {
+        const what = silence.inputNotTaken ? 'the input' : 'the request';
+        return { outcome: `provider did not take ${what} in time: ${EXEC_PROVIDER_NOT_READY}`, nondelivery: 'timeout' };
+      }
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
@@ -1202,6 +1226,11 @@ export class Buyer {
  *   or the request sent whole (`sent`). Else `signal` aborts with EXEC_PROVIDER_NOT_READY (`notReady`): a winner that
  *   never says `ready`, or whose process is frozen for longer than `openMs`, is left while its runner-ups' offers
  *   still hold instead of holding the buyer to the deadline.
+ * - Input (`opening.inputMs`, inputLimitMs): from the provider's `ready` (or the request sent whole, `sent`) it must
+ *   take the input, its `accepted` (or any output, its receipt, its refusal), within the input phase a provider allows
+ *   itself, else EXEC_PROVIDER_NOT_READY the same way (`inputNotTaken`). The input may still be on the wire long after
+ *   this buyer's "sent", and a provider can promise keepalives only in `accepted`: the overrun below does not run
+ *   while the input travels.
  * - Silence: armed by an `accepted` frame that promises keepalives (`keepaliveMs`), reset by every frame, and given
  *   up at silenceLimitMs without one: `signal` aborts with EXEC_PROVIDER_SILENT, which ends the exec stream. The
  *   last keepalive (`last: 'yes'`, sent once the work ended and before the output), the first `output` and the
@@ -1210,13 +1239,12 @@ export class Buyer {
  *   that phase.
  * - Overrun: a provider that has promised no keepalives (one before them, or one that will not say it is there) has
  *   its quoted duration overrun by as much again, at least by OVERRUN_GRACE_MS (`overrun.limitMs`, overrunLimitMs),
- *   counted from the end of the input the buyer sent (`sent`; from its `accepted` if that is not told) to its first
- *   output: `signal` aborts with EXEC_PROVIDER_OVERRAN (`overran`). Its frames do not extend it: progress is not
- *   delivery, and a `keepalive` (`last: 'yes'` too) from a provider that promised none is not taken as its work's
- *   end. A promise of keepalives in `accepted` ends it (the silence rule watches that provider instead). From its
- *   first output such a provider must deliver at OUTPUT_MIN_BYTES_PER_SEC on average after `overrun.graceMs` until the
+ *   counted from its `accepted` (it has the input and its work starts) to its first output: `signal` aborts with
+ *   EXEC_PROVIDER_OVERRAN (`overran`). Its frames do not extend it: progress is not delivery, and a `keepalive`
+ *   (`last: 'yes'` too) from a provider that promised none is not taken as its work's end. A promise of keepalives
+ *   in `accepted` ends it (the silence rule watches that provider instead). From its first output such a provider must deliver at OUTPUT_MIN_BYTES_PER_SEC on average after `overrun.graceMs` until the
  *   receipt (EXEC_PROVIDER_OVERRAN too): one output chunk, or a byte now and then, does not buy it the rest of the
- *   deadline. The overrun is counted from `sent` plus the input's time on the wire (inputAllowanceMs).
+ *   deadline.
  */
 export class SilenceWatch {
   readonly #ac = new AbortController();
@@ -1239,18 +1267,23 @@ export class SilenceWatch {
   /** The opening rule no longer applies: the provider took the request, the attempt ended, or it fired. */
   #openDone: boolean;
   #notReady = false;
+  /** The input rule: running from `ready` (or `sent`) to `accepted`, over once it ended (`#inputDone`), and whether it fired. */
+  #inputTimer: LongTimer | undefined;
+  #inputDone: boolean;
+  #inputNotTaken = false;
 
   /**
    * `overrun`: the quoted duration, the overrun allowed (overrunLimitMs) and the grace between output chunks; absent,
-   * the overrun rule is off (a claim quotes no duration). `opening`: the bounds on the stream's opening and the
-   * request's taking; absent, the opening rule is off.
+   * the overrun rule is off (a claim quotes no duration). `opening`: the bounds on the stream's opening, the
+   * request's taking and (`inputMs`, for an input of `inputBytes`) the input's; absent, those rules are off.
    */
   constructor(
     private readonly overrun?: { quotedMs: number; limitMs: number; graceMs?: number },
-    private readonly opening?: { openMs: number; readyMs: number },
+    private readonly opening?: { openMs: number; readyMs: number; inputMs?: number; inputBytes?: number },
   ) {
     this.#overrunDone = overrun === undefined;
     this.#openDone = opening === undefined;
+    this.#inputDone = opening?.inputMs === undefined;
   }
 
   get signal(): AbortSignal {
@@ -1267,6 +1300,11 @@ export class SilenceWatch {
     return this.#notReady;
   }
 
+  /** Whether it was the input the provider did not take in time (`accepted`; notReady too). */
+  get inputNotTaken(): boolean {
+    return this.#inputNotTaken;
+  }
+
   /** The attempt starts: the stream is to open within `opening.openMs`. */
   begin(): void {
     const o = this.opening;
@@ -1281,15 +1319,23 @@ export class SilenceWatch {
     this.#startOpening(o.readyMs, `the provider did not take the request within ${o.readyMs} ms of the stream opening (no ready)`);
   }
 
-  /** The whole request (header and input) is sent: the overrun is counted from here. */
+  /**
+   * The whole request (header and input) is handed to this node's buffers: the input may still be on the wire. The
+   * provider is to take it (its `accepted`) within the input phase, counted from its `ready` if it said it.
+   */
   sent(): void {
     this.#endOpening();
-    this.#startOverrun();
+    this.#startInput('the request was sent');
   }
 
   heard(f: ExecFrame): void {
     this.#endOpening();
-    if (f.t === 'ready') return;
+    if (f.t === 'ready') {
+      this.#startInput('its ready');
+      return;
+    }
+    // the provider has the input (or answered otherwise): the input phase is over, the quote's overrun counts from here
+    if (f.t !== 'progress' && f.t !== 'keepalive') this.#endInput();
     if (f.t === 'accepted' && f.keepaliveMs !== undefined) {
       this.#promised = true;
       this.#limitMs = silenceLimitMs(f.keepaliveMs);
@@ -1314,6 +1360,7 @@ export class SilenceWatch {
   stop(): void {
     this.#limitMs = undefined;
     this.#endOpening();
+    this.#endInput();
     this.#endOverrun();
     this.#endDelivery();
     this.#arm();
@@ -1336,6 +1383,25 @@ export class SilenceWatch {
     this.#openTimer = undefined;
   }
 
+  #startInput(since: string): void {
+    const ms = this.opening?.inputMs;
+    if (ms === undefined || this.#inputDone || this.#inputTimer || this.#ac.signal.aborted) return;
+    const bytes = this.opening?.inputBytes ?? 0;
+    this.#inputTimer = setLongTimeout(() => {
+      this.#inputDone = true;
+      if (this.#ac.signal.aborted) return;
+      this.#notReady = true;
+      this.#inputNotTaken = true;
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, `the provider had not taken the input of ${bytes} bytes (no accepted) ${ms} ms after ${since}: a provider's own default input phase for that size (execRequestMs + the input at execMinInputBytesPerSec) and the grace`));
+    }, ms);
+  }
+
+  #endInput(): void {
+    this.#inputDone = true;
+    this.#inputTimer?.clear();
+    this.#inputTimer = undefined;
+  }
+
   #startOverrun(): void {
     const o = this.overrun;
     if (!o || this.#overrunDone || this.#overrunTimer || this.#ac.signal.aborted) return;
@@ -1343,7 +1409,7 @@ export class SilenceWatch {
       this.#overrunDone = true;
       if (this.#ac.signal.aborted) return;
       this.#overran = true;
-      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and delivered nothing ${o.limitMs} ms after the input (it quoted ${o.quotedMs} ms)`));
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives in its accepted and delivered nothing ${o.limitMs} ms after it (it quoted ${o.quotedMs} ms)`));
     }, o.limitMs);
   }
 

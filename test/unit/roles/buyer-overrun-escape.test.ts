@@ -12,7 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as buyerRole from '../../../src/roles/buyer.js';
-import { inputAllowanceMs, overrunLimitMs } from '../../../src/roles/buyer.js';
+import { inputAllowanceMs, inputLimitMs, overrunLimitMs } from '../../../src/roles/buyer.js';
 import { C0Error } from '../../../src/errors.js';
 import type { NonDelivery } from '../../../src/records/kinds.js';
 import { execExchange, type ExecChannel, type ExecFrame } from '../../../src/roles/exec-protocol.js';
@@ -101,10 +101,11 @@ test('big chunks slower than the grace apart (a slow link) are not cut off: each
   assert.equal(r.result.attempts[0]!.outcome, 'provider unreachable or gone: EXEC_TEST_DONE');
 });
 
-test('the overrun leaves the input its time on the wire: a buyer\'s "sent" only says its own buffers took it', () => {
+test('the overrun does not count the input: it runs from accepted; the input phase is a provider\'s own, and the grace', () => {
   assert.equal(overrunLimitMs(1000, 15_000), 16_000);
-  // 16 MiB at the 128 KiB/s a provider requires of an input: 128 s more
-  assert.equal(overrunLimitMs(1000, 15_000, 16 * 1024 * 1024), 16_000 + 128_000);
+  // 16 MiB at the 128 KiB/s a provider requires of an input: 128 s more than the 30 s base, and the grace
+  assert.equal(inputLimitMs(16 * 1024 * 1024, 30_000, 15_000), 30_000 + 128_000 + 15_000);
+  assert.equal(inputLimitMs(0), buyerRole.EXEC_INPUT_BASE_MS + buyerRole.OVERRUN_GRACE_MS);
   assert.equal(inputAllowanceMs(0), 0);
 });
 

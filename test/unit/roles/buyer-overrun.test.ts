@@ -45,14 +45,21 @@ test('a winner that accepted without promising keepalives and then sends nothing
   assert.ok(events.some((e) => e.e === 'failover' && e.from === A.did));
 });
 
-test('a winner that never answers the request is given up the same way', { timeout: 20_000 }, async () => {
-  const { execs, result } = await runWith(async function* (signal, sent) {
-    sent?.();
-    await aborted(signal);
-    yield undefined;
-  });
+test('a winner that never takes the input (no accepted) is given up once a provider\'s own input phase is over: a timeout non-delivery, and the runner-up is tried', { timeout: 20_000 }, async () => {
+  const { f, execs, result } = await runAgainstWinner(
+    ME,
+    A,
+    B,
+    async function* (signal, h) {
+      h.sent?.();
+      await aborted(signal);
+      yield undefined;
+    },
+    { inputBaseMs: 50 },
+  );
   assert.deepEqual(execs, [A.did, B.did]);
-  assert.equal(result.attempts[0]!.outcome, 'provider overran its quote: EXEC_PROVIDER_OVERRAN');
+  assert.equal(result.attempts[0]!.outcome, 'provider did not take the input in time: EXEC_PROVIDER_NOT_READY');
+  assert.deepEqual((f.nondeliveries()[0]!.rec.record as NonDelivery).reason, 'timeout');
 });
 
 test('a winner that promised keepalives is watched for its silence, not held to its quote; its output ends every watch', { timeout: 20_000 }, async () => {
