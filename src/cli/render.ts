@@ -47,7 +47,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
   switch (ev.e) {
     case 'job': {
       const j = ev.job as Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number }>;
-      print(`▸ job ${shortAddr(j.address)} published: ${j.record.workload}, max ${j.record.maxPrice.amount} ${j.record.maxPrice.currency}, deadline in ${Math.round((j.record.deadline - j.record.announcedAt) / 1000)}s`);
+      print(`▸ job ${j.address} published: ${j.record.workload}, max ${j.record.maxPrice.amount} ${j.record.maxPrice.currency}, deadline in ${Math.round((j.record.deadline - j.record.announcedAt) / 1000)}s`);
       break;
     }
     case 'offer': {

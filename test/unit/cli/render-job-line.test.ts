@@ -1,0 +1,15 @@
+/**
+ * `c0mpute run`'s "▸ job … published" line (src/cli/render.ts) prints the job's whole address, as `c0mpute jobs`
+ * does, so it can be pasted into `c0mpute offers` or `c0mpute market export --job` (before, it was shortened).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { renderEvent } from '../../../src/cli/render.js';
+
+test('the job line names the whole job address', () => {
+  const address = 'sha256:' + '3f'.repeat(32);
+  const lines: string[] = [];
+  renderEvent({ e: 'job', job: { address, record: { workload: 'exec.echo', maxPrice: { amount: '0.05', currency: 'USD' }, deadline: 61_000, announcedAt: 1_000 } } }, undefined, (s) => lines.push(s));
+  assert.equal(lines.length, 1);
+  assert.ok(lines[0]!.startsWith(`▸ job ${address} published: exec.echo`), lines[0]);
+});
