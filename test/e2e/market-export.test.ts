@@ -51,8 +51,10 @@ test('market export writes what a selection rests on; market audit reproduces it
     assert.equal(r.selections.length, 1, 'the buyer decided once');
     assert.deepEqual(r.missing, []);
     assert.deepEqual(r.auditArgs, [], 'a buyer on the defaults: the bare audit command');
-    const files = readdirSync(dir);
+    const files = readdirSync(dir).filter((f) => f !== 'export.json');
     assert.equal(files.length, r.written);
+    // export.json, written last, lists every record (docs/market.md §9)
+    assert.equal((JSON.parse(readFileSync(join(dir, 'export.json'), 'utf8')) as { records: unknown[] }).records.length, r.written);
     const kinds = new Set(files.map((f) => f.slice(0, f.lastIndexOf('-'))));
     for (const k of ['job', 'selection', 'offer', 'advert', 'receipt', 'acceptance']) assert.ok(kinds.has(k), `a ${k} among ${[...kinds].join(', ')}`);
 
@@ -66,6 +68,7 @@ test('market export writes what a selection rests on; market audit reproduces it
     const broken = await c0mpute(buyer.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, '--json']);
     assert.equal(broken.code, 1, broken.err);
     assert.ok((JSON.parse(broken.out) as { differences: Array<{ code: string }> }).differences.some((d) => d.code === 'AUDIT_MISSING_RECORD'));
+    assert.ok((JSON.parse(broken.out) as { export: { problems: Array<{ code: string }> } }).export.problems.some((d) => d.code === 'AUDIT_EXPORT_RECORD_ABSENT'));
 
     // with no daemon running, from the data directory itself: the same records, and the audit reproduces
     await c.stop(buyer);

@@ -19,6 +19,9 @@ import { loadNodeIdentity } from '../signer.js';
 import { globals } from './index.js';
 import { DEFAULT_LIST_LIMIT, listLimit, moreProviders, num, pickShown } from '../summary.js';
 import { parseAt } from './market.js';
+import { EXPORT_FILE, checkExport, readExportManifest, type ExportCheck } from './market-export-manifest.js';
+import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
+import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 
 interface Refused {
   file: string;
@@ -26,7 +29,8 @@ interface Refused {
   message: string;
 }
 
-/** Read every file under `dir` (recursively) and open it; refusals are collected, not fatal. */
+/** Read every file under `dir` (recursively) and open it; refusals are collected, not fatal. A `market export`'s
+ * summary, `export.json` at the top, is not a record: it is left to `market audit` (market-export-manifest.ts). */
 export function loadRecordDir(dir: string): { records: RecordSet; refused: Refused[]; read: number } {
   let names: string[];
   try {
@@ -40,6 +44,7 @@ export function loadRecordDir(dir: string): { records: RecordSet; refused: Refus
   const refused: Refused[] = [];
   let read = 0;
   for (const name of names.sort()) {
+    if (name === EXPORT_FILE) continue;
     const p = join(dir, name);
     if (!statSync(p).isFile()) continue;
     read++;
@@ -247,7 +252,21 @@ export interface AuditOpts extends TrustOpts, SkewOpts {
   selection: string;
   records: string;
   steward?: string[];
+  /** a directory without a `market export`'s export.json fails the audit (AUDIT_EXPORT_UNMARKED) instead of a warning */
+  complete?: boolean;
   json?: boolean;
+}
+
+function exportLines(x: ExportCheck): string[] {
+  const lines: string[] = [];
+  if (x.manifest) {
+    lines.push(`export    ${EXPORT_FILE}: job ${x.job}, ${x.listed} record(s) listed, ${x.problems.length ? `${x.problems.length} not here` : 'all here'}`);
+    for (const m of x.missing ?? []) lines.push(`export    not held by the exporting node: ${m.address}: ${m.what}`);
+    if (x.settingsDiffer) lines.push(`note      the exporting node decided with other settings than this audit's: ${x.auditArgs?.length ? x.auditArgs.join(' ') : '(the defaults)'} (${EXPORT_FILE}); an audit without them may differ`);
+  }
+  for (const w of x.warnings) lines.push(`warning   ${w.code}: ${w.message}${w.code === 'AUDIT_EXPORT_UNMARKED' ? ' (--complete makes this fail the audit)' : ''}`);
+  for (const p of x.problems) lines.push(`differs   ${p.code}: ${p.message}`);
+  return lines;
 }
 
 /** `market audit` */
@@ -256,24 +275,30 @@ export function auditAction(opts: AuditOpts): void {
   const trust = trustFromOpts(opts);
   const skew = skewFromOpts(opts);
   const { records, refused, read } = loadRecordDir(opts.records);
+  const manifest = readExportManifest(opts.records);
   const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);
   const a = auditSelection({ selection: sel, records, trust, ...skew, ...(opts.steward ? { stewards: opts.steward } : {}) });
+  // the directory against its export.json: a record it lists and the directory lacks, or (--complete) none at all
+  const settings = { trustedBuyers: [...(trust.trustedBuyers ?? [])], dealtWith: trust.dealtWith === true, secondHandWeight: trust.secondHandWeight ?? DEFAULT_SECOND_HAND_WEIGHT, skewMs: skew.skewMs ?? DEFAULT_SKEW_MS, ...(opts.steward ? { stewards: opts.steward } : {}) };
+  const x = checkExport(opts.records, manifest, records, { complete: opts.complete === true, settings, job: a.job });
+  const ok = a.reproduces && x.problems.length === 0;
   if (opts.json) {
     const { result: _r, ...rest } = a;
-    outJson({ records: { read, refused }, ...rest });
-    if (!a.reproduces) process.exitCode = EXIT.NEGATIVE;
+    outJson({ records: { read, refused }, ...rest, export: x });
+    if (!ok) process.exitCode = EXIT.NEGATIVE;
     return;
   }
   const lines = [`selection ${a.selection} by ${a.decider}${a.authority ? ` (${a.authority.as})` : ''}`, `job       ${a.job}`, `policy    ${a.policy}`, `records   ${read} read, ${refused.length} refused`];
   for (const r of refused) lines.push(`refused   ${r.file}: ${r.code}`);
   lines.push(`winner    claimed ${a.claimedWinner}`, `          recomputed ${a.recomputedWinner ?? '(none)'}`);
   for (const n of a.notes) lines.push(`note      ${n}`);
-  if (a.reproduces) {
+  lines.push(...exportLines(x));
+  if (ok) {
     lines.push('result    reproduces');
     for (const l of lines) out(l);
     return;
   }
-  lines.push('result    does not reproduce');
+  lines.push(a.reproduces ? 'result    reproduces, but the directory is not the export its export.json lists (above)' : 'result    does not reproduce');
   for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
   throw new NegativeAnswer(lines);
 }

@@ -3,16 +3,17 @@
  * when it runs, so the CLI's start stays light (test/e2e/cli-lazy.test.ts).
  */
 import { Buffer } from 'node:buffer';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiStream } from '../../node/api-client.js';
 import { isAddress } from '../../records/address.js';
 import { T } from '../../records/kinds.js';
-import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
-import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
-import { out, outJson, outputDir, writingTo } from '../context.js';
+import { out, outJson, outputDir, writeOutput, writingTo } from '../context.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
+import { EXPORT_FILE, EXPORT_FORMAT, auditFlags, type AuditSettings, type ExportManifest } from './market-export-manifest.js';
+
+export { auditFlags };
 
 export interface ExportOpts {
   job: string;
@@ -31,19 +32,7 @@ interface Summary {
   written: number;
   missing: Array<{ address: string; what: string }>;
   /** The deciding node's trust sources, skew window and steward: the audit needs the same (docs/market.md §7). */
-  audit?: { trustedBuyers: string[]; dealtWith: boolean; secondHandWeight: number; skewMs: number; stewards?: string[] };
-}
-
-/** `market audit`'s options for the deciding node's settings, those that differ from the audit's defaults. */
-export function auditFlags(a: Summary['audit']): string[] {
-  if (!a) return [];
-  const f: string[] = [];
-  if (a.trustedBuyers.length) f.push('--trusted-buyers', a.trustedBuyers.join(','));
-  if ((a.trustedBuyers.length || a.dealtWith) && a.secondHandWeight !== DEFAULT_SECOND_HAND_WEIGHT) f.push('--second-hand-weight', String(a.secondHandWeight));
-  if (a.dealtWith) f.push('--dealt-with');
-  if (a.skewMs !== DEFAULT_SKEW_MS) f.push('--skew-ms', String(a.skewMs));
-  if (a.stewards?.length) f.push('--steward', ...a.stewards);
-  return f;
+  audit?: AuditSettings;
 }
 
 /** A record's file name: its kind and its address's hex (`offer-3f…a1.cbor`), so one directory holds every kind. */
@@ -59,15 +48,55 @@ export async function exportAction(o: ExportOpts, dataDir: string): Promise<void
       // directory of records is written again whole if anything went wrong
       let made = false;
       const selections: string[] = [];
+      const listed: ExportManifest['records'] = [];
       let written = 0;
-      const write = (x: Omit<Exported['records'][number], 'e'>): void => {
-        if (!made) outputDir(o.out);
+      // the directory made, and an earlier export's export.json taken away first: it is written again, last, only
+      // when this export ends well, so a directory cut short has none (docs/market.md §9)
+      const begin = (): void => {
+        if (made) return;
+        outputDir(o.out);
+        const summary = join(o.out, EXPORT_FILE);
+        writingTo(summary, () => rmSync(summary, { force: true }));
         made = true;
-        const path = join(o.out, recordFileName(x.type, x.address));
+      };
+      const write = (x: Omit<Exported['records'][number], 'e'>): void => {
+        begin();
+        const file = recordFileName(x.type, x.address);
+        const path = join(o.out, file);
         writingTo(path, () => writeFileSync(path, Buffer.from(x.envelope, 'hex')));
         written++;
+        listed.push({ type: x.type, address: x.address, file });
         if (x.type === T.selection) selections.push(x.address);
       };
+      let r: Summary | undefined;
+      try {
+        r = await fetchRecords(o, dataDir, c, write);
+      } catch (e) {
+        // the daemon died mid-stream (DAEMON_STREAM_LOST), its stream ended without the summary, a file not written:
+        // say that what is in the directory is not the whole export
+        if (e instanceof C0Error && written > 0) {
+          throw new C0Error(e.code, `${e.message} (the ${written} record file(s) in ${o.out} are an incomplete export, with no ${EXPORT_FILE}: export again)`, {
+            ...(e.field === undefined ? {} : { field: e.field }),
+            ...(e.detail === undefined ? {} : { detail: e.detail }),
+          });
+        }
+        throw e;
+      }
+      begin();
+      const flags = auditFlags(r.audit);
+      const manifest: ExportManifest = { format: EXPORT_FORMAT, job: r.job, records: listed, selections, missing: r.missing, ...(r.audit ? { audit: r.audit } : {}), auditArgs: flags };
+      writeOutput(join(o.out, EXPORT_FILE), JSON.stringify(manifest, null, 1) + '\n');
+      if (o.json) return outJson({ job: r.job, dir: o.out, written, selections, missing: r.missing, auditArgs: flags, summary: join(o.out, EXPORT_FILE) });
+      out(`job        ${r.job}`);
+      out(`written    ${written} record(s) to ${o.out}, listed in ${EXPORT_FILE} (written last: a directory without it is not a whole export)`);
+      if (!selections.length) out('selections none held: this node decided nothing for the job (an audit needs the buyer’s export)');
+      for (const s of selections) out(`audit      c0mpute market audit --selection ${s} --records ${o.out}${flags.length ? ` ${flags.join(' ')}` : ''}`);
+      if (flags.length) out(`           (the options give the audit this node’s trust sources and settings: its decisions counted them; ${EXPORT_FILE} keeps them)`);
+      for (const m of r.missing) out(`missing    ${m.address}: ${m.what} (not held here; an audit will say AUDIT_MISSING_RECORD)`);
+}
+
+/** The records, one `write` each, from the running daemon (`c`) or else the data directory; the summary last. */
+async function fetchRecords(o: ExportOpts, dataDir: string, c: ReturnType<typeof daemonClient>, write: (x: Omit<Exported['records'][number], 'e'>) => void): Promise<Summary> {
       let r: Summary | undefined;
       if (c) {
         for await (const ev of apiStream(c.api, c.token, `/v1/jobs/${encodeURIComponent(o.job)}/records${q(o.overlay)}`, undefined)) {
@@ -89,13 +118,5 @@ export async function exportAction(o: ExportOpts, dataDir: string): Promise<void
           await d.stop();
         }
       }
-      if (!made) outputDir(o.out);
-      const flags = auditFlags(r.audit);
-      if (o.json) return outJson({ job: r.job, dir: o.out, written, selections, missing: r.missing, auditArgs: flags });
-      out(`job        ${r.job}`);
-      out(`written    ${written} record(s) to ${o.out}`);
-      if (!selections.length) out('selections none held: this node decided nothing for the job (an audit needs the buyer’s export)');
-      for (const s of selections) out(`audit      c0mpute market audit --selection ${s} --records ${o.out}${flags.length ? ` ${flags.join(' ')}` : ''}`);
-      if (flags.length) out('           (the options give the audit this node’s trust sources and settings: its decisions counted them)');
-      for (const m of r.missing) out(`missing    ${m.address}: ${m.what} (not held here; an audit will say AUDIT_MISSING_RECORD)`);
+      return r;
 }

@@ -62,7 +62,7 @@ export function register(program: Command): void {
 
   market
     .command('audit')
-    .description('recompute a selection from the records alone: exit 0 when it reproduces, 1 with what differs')
+    .description('recompute a selection from the records alone: exit 0 when it reproduces, 1 with what differs (or, for a `market export` directory, a record its export.json lists that is not there)')
     .requiredOption('--selection <selection>', 'the selection: an envelope file, or its address among the records')
     .requiredOption('--records <dir>', 'directory of record envelopes')
     .option('--steward <did...>', 'DIDs of stewards allowed to decide')
@@ -70,6 +70,7 @@ export function register(program: Command): void {
     .option('--second-hand-weight <w>', SECOND_HAND_HELP)
     .option('--dealt-with', DEALT_WITH_HELP)
     .option('--skew-ms <ms>', SKEW_HELP)
+    .option('--complete', 'fail (exit 1, AUDIT_EXPORT_UNMARKED) on a directory without a `market export`’s export.json, a cut-short or hand-made one; without it, a warning')
     .option('--json', 'machine-readable output')
     .action(async (opts: AuditOpts) => (await import('./market-actions.js')).auditAction(opts));
 }

@@ -1,0 +1,123 @@
+/**
+ * `export.json`, the file `c0mpute market export` writes last (docs/market.md §9 "Exporting a job's records"): what the
+ * export holds (the job, every record written, its address and file), what the node did not hold (`missing`) and the
+ * deciding node's settings the audit needs. Written whole (atomically) only once the export has ended well, so a
+ * directory without it is an export cut short (the daemon died mid-stream) or one put together by hand; `market
+ * audit` says so, and checks a directory against the file it has. Plain data and checks, no I/O but reading the file.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { C0Error } from '../../errors.js';
+import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
+import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
+import type { RecordSet } from '../../market/index.js';
+
+/** The export's summary file, beside the records. */
+export const EXPORT_FILE = 'export.json';
+export const EXPORT_FORMAT = 'c0mpute.export/1';
+
+/** The deciding node's trust sources, skew window and steward: the audit needs the same (docs/market.md §7). */
+export interface AuditSettings {
+  trustedBuyers: string[];
+  dealtWith: boolean;
+  secondHandWeight: number;
+  skewMs: number;
+  stewards?: string[];
+}
+
+export interface ExportManifest {
+  format: typeof EXPORT_FORMAT;
+  job: string;
+  /** every record written, in the order written */
+  records: Array<{ type: string; address: string; file: string }>;
+  selections: string[];
+  /** records a selection names that the exporting node did not hold (the audit will say AUDIT_MISSING_RECORD) */
+  missing: Array<{ address: string; what: string }>;
+  audit?: AuditSettings;
+  /** `market audit`'s options for those settings (auditFlags) */
+  auditArgs: string[];
+}
+
+/** `market audit`'s options for the deciding node's settings, those that differ from the audit's defaults. */
+export function auditFlags(a: AuditSettings | undefined): string[] {
+  if (!a) return [];
+  const f: string[] = [];
+  if (a.trustedBuyers.length) f.push('--trusted-buyers', a.trustedBuyers.join(','));
+  if ((a.trustedBuyers.length || a.dealtWith) && a.secondHandWeight !== DEFAULT_SECOND_HAND_WEIGHT) f.push('--second-hand-weight', String(a.secondHandWeight));
+  if (a.dealtWith) f.push('--dealt-with');
+  if (a.skewMs !== DEFAULT_SKEW_MS) f.push('--skew-ms', String(a.skewMs));
+  if (a.stewards?.length) f.push('--steward', ...a.stewards);
+  return f;
+}
+
+/** The same settings in one order (DIDs sorted), so two that mean the same compare equal. */
+function canonicalFlags(a: AuditSettings | undefined): string {
+  if (!a) return '[]';
+  return JSON.stringify(auditFlags({ ...a, trustedBuyers: [...a.trustedBuyers].sort(), ...(a.stewards ? { stewards: [...a.stewards].sort() } : {}) }));
+}
+
+const bad = (file: string, why: string) => new C0Error('EXPORT_MANIFEST_INVALID', `${file} is not a market export's summary: ${why}`, { field: 'records' });
+const isStr = (x: unknown): x is string => typeof x === 'string';
+
+/** `dir`'s export.json; undefined when there is none; EXPORT_MANIFEST_INVALID (exit 3) when it cannot be read as one. */
+export function readExportManifest(dir: string): ExportManifest | undefined {
+  const file = join(dir, EXPORT_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw bad(file, `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  let m: ExportManifest;
+  try {
+    m = JSON.parse(text) as ExportManifest;
+  } catch {
+    throw bad(file, 'not JSON');
+  }
+  if (typeof m !== 'object' || m === null || m.format !== EXPORT_FORMAT) throw bad(file, `format is not "${EXPORT_FORMAT}"`);
+  if (!isStr(m.job)) throw bad(file, 'no job');
+  if (!Array.isArray(m.records) || !m.records.every((r) => r && isStr(r.address) && isStr(r.type) && isStr(r.file))) throw bad(file, 'records is not a list of {type, address, file}');
+  if (!Array.isArray(m.missing) || !m.missing.every((r) => r && isStr(r.address) && isStr(r.what))) throw bad(file, 'missing is not a list of {address, what}');
+  if (!Array.isArray(m.selections) || !m.selections.every(isStr)) throw bad(file, 'selections is not a list of addresses');
+  if (!Array.isArray(m.auditArgs) || !m.auditArgs.every(isStr)) throw bad(file, 'auditArgs is not a list of options');
+  return m;
+}
+
+/** What `market audit` says about a directory against its export.json. */
+export interface ExportCheck {
+  /** the directory has an export.json */
+  manifest: boolean;
+  job?: string;
+  listed?: number;
+  /** what the exporting node did not hold */
+  missing?: ExportManifest['missing'];
+  /** the exporter's audit options */
+  auditArgs?: string[];
+  /** the audit ran with other settings than the exporter's */
+  settingsDiffer?: boolean;
+  /** stable codes; any of them makes the audit exit 1 */
+  problems: Array<{ code: string; message: string; address?: string }>;
+  /** said, not failed: no export.json (without --complete), records beside the listed ones */
+  warnings: Array<{ code: string; message: string }>;
+}
+
+/**
+ * Check the records read from `dir` against its export.json (`m`): a record it lists that is not among the records
+ * that verify is AUDIT_EXPORT_RECORD_ABSENT; no export.json is AUDIT_EXPORT_UNMARKED, a warning, or a problem when
+ * `complete` (`market audit --complete`) asks for a whole export.
+ */
+export function checkExport(dir: string, m: ExportManifest | undefined, records: RecordSet, opts: { complete?: boolean; settings?: AuditSettings; job?: string }): ExportCheck {
+  if (!m) {
+    const w = { code: 'AUDIT_EXPORT_UNMARKED', message: `no ${EXPORT_FILE} in ${dir}: not a whole \`market export\` (one cut short, or a directory put together by hand), so records may be missing without a word` };
+    return opts.complete ? { manifest: false, problems: [w], warnings: [] } : { manifest: false, problems: [], warnings: [w] };
+  }
+  const problems: ExportCheck['problems'] = [];
+  const warnings: ExportCheck['warnings'] = [];
+  for (const r of m.records) {
+    if (!records.get(r.address)) problems.push({ code: 'AUDIT_EXPORT_RECORD_ABSENT', address: r.address, message: `${EXPORT_FILE} lists ${r.type} ${r.address} (${r.file}), not among the records that verify here` });
+  }
+  if (opts.job !== undefined && opts.job !== m.job) warnings.push({ code: 'AUDIT_EXPORT_OTHER_JOB', message: `${EXPORT_FILE} is the export of job ${m.job}, the selection is for job ${opts.job}` });
+  const settingsDiffer = m.audit !== undefined && opts.settings !== undefined && canonicalFlags(m.audit) !== canonicalFlags(opts.settings);
+  return { manifest: true, job: m.job, listed: m.records.length, missing: m.missing, auditArgs: m.auditArgs, settingsDiffer, problems, warnings };
+}
