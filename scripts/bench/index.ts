@@ -39,6 +39,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
     const x = await (await import('./exec-abuse.js')).run();
     return { report: `${a.report}\n\n${b.report}\n\n${x.report}`, targets: [...a.targets, ...b.targets, ...x.targets] };
   },
+  'slow-link': async () => (await import('./slow-link.js')).run(),
 };
 
 async function main(): Promise<void> {
