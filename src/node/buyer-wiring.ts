@@ -17,7 +17,7 @@ import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
 import { admitJob } from '../roles/admission-client.js';
 import { execExchange, type ExecChannel, type ExecFrame, type ExecRequest } from '../roles/exec-protocol.js';
-import { MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
+import { JOB_PUSH_LIMITS, MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
 import { providerOf } from '../pools/chain.js';
@@ -29,6 +29,8 @@ import { StallWatch } from '../util/stall-watch.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
+/** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
+const RESCUE_PUSH_MS = JOB_PUSH_LIMITS.deadlineMs;
 
 export class BuyerWiring {
   readonly #offerWaiters = new Map<string, Set<(o: Opened<Offer>) => void>>();
@@ -115,6 +117,7 @@ export class BuyerWiring {
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
       waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),
+      rescue: (job, tried) => this.#rescue(job, tried),
       stalls: this.#stalls,
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
@@ -307,6 +310,30 @@ export class BuyerWiring {
     const targets = wanted > 0 ? this.#targets(job, now, missing, connected, silent, invited) : silent;
     if (!targets.length) return;
     await this.#send(job, targets, deadlineMs, this.o.log, invited);
+  }
+
+  /**
+   * A run with no provider left to fail over to (Buyer `rescue`, docs/market.md "Jobs already decided"): the job goes
+   * directly (job-push/1) to live providers that fit it and were neither tried in this run nor quoted — a provider
+   * that learned the job after its selection skips it as decided, and answers only its buyer's push — chosen as a
+   * push halfway through the window is (at least one offer missing: twice as many pushes, as many dials; on an
+   * overlay with a steward, every connected one). Resolves once each answered, within RESCUE_PUSH_MS and the job's
+   * deadline, to how many offered (their offers are in the book for the next decision).
+   */
+  async #rescue(job: Opened<Job>, tried: ReadonlySet<string>): Promise<number> {
+    const now = this.o.clock();
+    const left = job.record.deadline - now;
+    if (left <= 0) return 0;
+    const connected = this.o.net.peers().map((p) => p.did ?? '');
+    const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !tried.has(d));
+    const missing = Math.max(1, this.o.d.config.buyer.offersWanted);
+    const targets = this.o.d.network.steward ? silent : this.#targets(job, now, missing, connected, silent, tried);
+    const log = this.o.log.child({ job: job.address });
+    if (!targets.length) {
+      log.info({ tried: tried.size }, 'no provider left to fail over to, and none not tried to ask for an offer');
+      return 0;
+    }
+    return this.#send(job, targets, Math.min(RESCUE_PUSH_MS, left), log, new Set(tried));
   }
 
   /**

@@ -166,6 +166,12 @@ export const UNTRIED_NAMED = DIAL_AHEAD_MAX;
  */
 export const MAX_SELECTIONS_PER_RUN = 32;
 export const MAX_TRIES_PER_RUN = 128;
+/**
+ * How many times a run that has no provider left to fail over to asks for more offers (BuyerDeps.rescue) before it
+ * ends (docs/node.md "Buyer"): providers that learned the job after its selection skip it as decided, so only the
+ * buyer's own push reaches them; twice, so a rescued provider that fails too can be followed by one more.
+ */
+export const MAX_RESCUES_PER_RUN = 2;
 
 /**
  * Whether an attempt that got no receipt ended by this node's own doing, and so earns the provider no non-delivery:
@@ -443,6 +449,14 @@ export interface BuyerDeps {
   dialMinWaitMs?: number;
   /** The base of the wait for a provider to take the input (inputLimitMs; default EXEC_INPUT_BASE_MS, a provider's default execRequestMs). */
   inputBaseMs?: number;
+  /**
+   * A run with no provider left to fail over to while its deadline is more than `collectWindowMs` away asks live
+   * providers that offer the workload and were not `tried` for offers now (job-push/1: a provider that learned the
+   * job after its selection skips it as decided, and only a push gets its offer), resolving once they answered
+   * (bounded by the push's own deadline) to how many offers came; the run then decides again among them. At most
+   * MAX_RESCUES_PER_RUN times a run, never on a managed overlay. Absent: the run ends as before.
+   */
+  rescue?: (job: Opened<Job>, tried: ReadonlySet<string>) => Promise<number>;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -721,6 +735,8 @@ export class Buyer {
     // The latest decision's ranking: whom a run that ends without delivery names as not tried (#untried).
     let latest: readonly RankedCandidate[] = decision.ranked;
     let selections = 0;
+    // Times this run asked for more offers with no provider left to fail over to (MAX_RESCUES_PER_RUN).
+    let rescues = 0;
     // Each turn tries one provider (selects it, fails to dial it, or finds its offer lapsed), sets providers with no
     // address known aside, looks those up once, or ends the run. Later decisions read the live book, so offers that
     // came late join them: turns are not counted against the first ranking (a run of late keys set aside would use
@@ -729,7 +745,8 @@ export class Buyer {
     // sets aside every provider of the decision with no address known: BuyerDeps.addressKnown), the look-up turn
     // comes once, and at most DIAL_AHEAD_MAX providers are looked up after it; providers not reached are set aside
     // (`unsure`) only after a wait for a dial of at least DIAL_MIN_WAIT_MS, and put back all at once only when no
-    // provider reached is left to try (a turn that waits for a dial follows). On a managed overlay the steward picks (it is asked to exclude those tried): at most as many turns
+    // provider reached is left to try (a turn that waits for a dial follows). With no provider left, more offers are
+    // asked for at most MAX_RESCUES_PER_RUN times (BuyerDeps.rescue). On a managed overlay the steward picks (it is asked to exclude those tried): at most as many turns
     // as its first ranking allows, as before.
     const managedTurns = 2 * decision.ranked.length + 1;
     for (;;) {
@@ -785,6 +802,21 @@ export class Buyer {
           }
           deferred.clear();
           continue;
+        }
+        if (!pick && this.d.rescue && rescues < MAX_RESCUES_PER_RUN && job.record.deadline - now > this.d.collectWindowMs) {
+          // No one left to move to while the deadline leaves time: providers that learned the job after its selection
+          // (a restart, a late join) skipped it as decided, and are asked for an offer now; with any, decide again.
+          rescues++;
+          const got = await unlessAborted(
+            this.d.rescue(job, tried).catch((e: unknown) => {
+              log.debug({ job: job.address, err: (e as Error).message }, 'asking for more offers failed');
+              return 0;
+            }),
+            this.#stop.signal,
+          );
+          log.info({ job: job.address, tried: tried.size, offers: got ?? 0 }, 'no provider left to fail over to: providers not tried were asked for offers');
+          // (the node stopping: the next turn ends the run as interrupted)
+          if (got || this.#stopping) continue;
         }
         if (!pick) {
           // No one left to move to: every provider not tried yet dropped out of the decision since the first one (its
