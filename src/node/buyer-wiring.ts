@@ -24,12 +24,16 @@ import { providerOf } from '../pools/chain.js';
 import { peerIdFromDid } from './peer-id.js';
 import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
-import { setLongTimeout } from '../util/timers.js';
+import { raceTimeout, setLongTimeout } from '../util/timers.js';
 import { StallWatch } from '../util/stall-watch.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
 /** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
+/** An acceptance not delivered is tried once more this much later (at once when the node stops). */
+const OUTCOME_RETRY_MS = 5_000;
+/** How long the overlay's stop waits for outcomes still being sent, an acceptance's second try included (BuyerWiring.stop). */
+export const OUTCOME_DRAIN_MS = 5_000;
 const RESCUE_PUSH_MS = JOB_PUSH_LIMITS.deadlineMs;
 
 export class BuyerWiring {
@@ -42,8 +46,10 @@ export class BuyerWiring {
   readonly #gossiped = new Set<string>();
   /** Spot jobs decided with a direct selection (the latest DECIDED_KEPT): the selection and whom it went to, for offers that come later. */
   readonly #decided = new Map<string, { selection: Opened<Selection>; sent: Set<string>; until: number }>();
-  /** Acceptances waiting for their second try (cleared at stop). */
-  readonly #retries = new Set<NodeJS.Timeout>();
+  /** Acceptances waiting for their second try, with that try (sent at once at stop). */
+  readonly #retries = new Map<NodeJS.Timeout, () => void>();
+  /** Outcome sends not answered yet (awaited at stop, at most OUTCOME_DRAIN_MS): what each sends, for the log. */
+  readonly #inflight = new Map<Promise<void>, { kind: string; record: string }>();
   #stopped = false;
   /** This process's own freezes during an exec attempt (a stream broken by them is not the provider's non-delivery). */
   readonly #stalls = new StallWatch();
@@ -63,11 +69,27 @@ export class BuyerWiring {
     return this.#offerWaiters.size;
   }
 
-  /** At the overlay's stop: no acceptance is tried again. */
-  stop(): void {
+  /**
+   * At the overlay's stop, before its network stops: the outcomes still being sent are waited for, and an acceptance's
+   * second try that was due later is made now (a one-shot `c0mpute run` stops right after its job ended: its
+   * acceptance never reached the provider, whose own evidence it is). At most OUTCOME_DRAIN_MS in all, so a stop
+   * never hangs on a provider that does not answer; what is still unsent then is logged.
+   */
+  async stop(): Promise<void> {
     this.#stopped = true;
-    for (const t of this.#retries) clearTimeout(t);
+    const due = [...this.#retries.values()];
+    for (const t of this.#retries.keys()) clearTimeout(t);
     this.#retries.clear();
+    for (const again of due) again();
+    const drain = async () => {
+      // a send that fails at once brings its retry (an acceptance): waited for too
+      while (this.#inflight.size) await Promise.allSettled([...this.#inflight.keys()]);
+    };
+    if (!this.#inflight.size) return;
+    if ((await raceTimeout(drain(), OUTCOME_DRAIN_MS, 'late' as const, { unref: true })) === 'late') {
+      const unsent = [...this.#inflight.values()];
+      this.o.log.warn({ unsent }, `${unsent.length} outcome send(s) still unanswered after ${OUTCOME_DRAIN_MS} ms at stop: not waited for`);
+    }
   }
 
   /** The Buyer of this overlay (set it as the overlay's `buyer`). */
@@ -465,14 +487,15 @@ export class BuyerWiring {
 
   /**
    * Send a selection or an acceptance over outcome/1 (not awaited), noting each recipient in `sent`. An acceptance
-   * the provider could not be reached for, or did not keep (not_kept), is tried once more 5 s later (it is that provider's own evidence, and it
-   * is on no topic the provider joined); what still did not arrive is logged.
+   * the provider could not be reached for, or did not keep (not_kept), is tried once more OUTCOME_RETRY_MS later, at
+   * once when the node is stopping (it is that provider's own evidence, and it is on no topic the provider joined);
+   * what still did not arrive is logged. Each send is kept until answered: the stop waits for them (stop).
    */
   #sendOutcome(kind: 'selection' | 'acceptance', env: Opened, to: readonly string[], sent: Set<string>, retry = false): void {
     const fresh = [...new Set(to)].filter((d) => !sent.has(d) && d !== this.o.did);
     if (!fresh.length) return;
     for (const d of fresh) sent.add(d);
-    void this.o.net.sendOutcome(kind, fresh, env.bytes).then(
+    const sending: Promise<void> = this.o.net.sendOutcome(kind, fresh, env.bytes).then(
       (r) => {
         let missed = Object.entries(r.outcomes).filter(([, o]) => o !== 'accepted' && o !== 'ignored');
         // not reached, or reached but not kept there (not_kept: its store or queue refused it): worth another copy
@@ -481,13 +504,16 @@ export class BuyerWiring {
         for (const [d, o] of missed) if (again(o)) sent.delete(d);
         if (retry) {
           const unreachable = missed.filter(([, o]) => again(o)).map(([d]) => d);
-          if (unreachable.length && !this.#stopped) {
+          const tryAgain = () => this.#sendOutcome(kind, env, unreachable, new Set());
+          // stopping: tried again at once, while the network is up (stop waits for it)
+          if (unreachable.length && this.#stopped) tryAgain();
+          else if (unreachable.length) {
             const t = setTimeout(() => {
               this.#retries.delete(t);
-              this.#sendOutcome(kind, env, unreachable, new Set());
-            }, 5_000);
+              tryAgain();
+            }, OUTCOME_RETRY_MS);
             t.unref();
-            this.#retries.add(t);
+            this.#retries.set(t, tryAgain);
           }
           missed = missed.filter(([, o]) => !again(o));
         }
@@ -495,6 +521,8 @@ export class BuyerWiring {
       },
       (e) => this.o.log.warn({ kind, record: env.address, err: (e as Error).message }, `${kind} not sent`),
     );
+    this.#inflight.set(sending, { kind, record: env.address });
+    void sending.finally(() => this.#inflight.delete(sending));
   }
 
   /**
