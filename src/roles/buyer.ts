@@ -862,19 +862,45 @@ export class Buyer {
           // (the node's stop ends the wait, and with it the timer)
           const dialling = unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
           const leastUntil = (dialledAt.get(pick.provider) ?? now) + (this.d.dialMinWaitMs ?? DIAL_MIN_WAIT_MS);
-          const failed = await (hurry === undefined ? dialling : raceTimeout(dialling, Math.max(hurry, leastUntil) - clock(), NOT_YET));
+          const until = hurry === undefined ? undefined : Math.max(hurry, leastUntil);
+          const failed = await (until === undefined ? dialling : raceTimeout(dialling, until - clock(), NOT_YET));
           if (this.#stopping) {
             this.#interrupted(result, onEvent);
             break;
           }
           if (failed === NOT_YET) {
-            // Every provider of this ranking not reached yet is set aside and the decision is taken again among those
-            // reached: its winner is the best of them by the same policy, and the selection names only the offers it
-            // considered, so it still recomputes to its winner. Their dials go on: one that succeeds puts its provider
-            // back, and when no provider reached is left they are all waited for again.
-            const aside = current.ranked.filter((c) => !reached(c.provider)).map((c) => c.provider);
+            // The providers of this ranking not reached yet whose dial has had its least wait are set aside, and the
+            // decision is taken again: its winner is the best of the rest by the same policy, and the selection names
+            // only the offers it considered, so it still recomputes to its winner. Those ranked above the first
+            // reached provider that were never dialled (past the dials ahead) are dialled now, DIAL_AHEAD_MAX at
+            // most, and get their least wait in the turns that follow: an honest provider ranked behind a run of keys
+            // whose dials hang is dialled before a reached provider ranked after it wins (a hostile connected provider
+            // with an offer about to lapse does not take the job from it). Dials go on: one that succeeds puts its
+            // provider back, and when no provider reached is left they are all waited for again.
+            const minWait = this.d.dialMinWaitMs ?? DIAL_MIN_WAIT_MS;
+            // had its least wait: dialled at least minWait before the end of this wait (`until`, on the same clock)
+            const aside = current.ranked.filter((c) => !reached(c.provider) && dialledAt.has(c.provider) && dialledAt.get(c.provider)! + minWait <= until!).map((c) => c.provider);
+            const firstReached = current.ranked.findIndex((c, i) => i > 0 && reached(c.provider));
+            const above = current.ranked.slice(0, firstReached < 0 ? current.ranked.length : firstReached);
+            const fresh = above.filter((c) => !dialledAt.has(c.provider)).slice(0, DIAL_AHEAD_MAX);
+            if (!aside.length && !fresh.length) {
+              // nothing to set aside or dial (the winner counts as connected while its own dial is pending): wait for
+              // the dial itself, as without a reached runner-up, rather than take the same decision again at once
+              const settledWhy = await dialling;
+              if (this.#stopping) {
+                this.#interrupted(result, onEvent);
+                break;
+              }
+              if (settledWhy !== undefined) {
+                result.attempts.push({ provider: pick.provider, outcome: `not reached, not selected: ${settledWhy}` });
+                tried.add(pick.provider);
+                unreached++;
+              }
+              continue;
+            }
             for (const d of aside) unsure.add(d);
-            log.info({ provider: pick.provider, job: job.address, setAside: aside.length }, 'the winner’s dial outlasted a reached provider’s offer: providers not reached are set aside, the decision is taken again');
+            this.#dialAhead(dials, settled, dialledAt, fresh, fresh.length, lookUp);
+            log.info({ provider: pick.provider, job: job.address, setAside: aside.length, dialledNow: fresh.length }, 'the winner’s dial outlasted a reached provider’s offer: providers not reached after their least wait are set aside, the decision is taken again');
             continue;
           }
           if (failed === NO_ADDRESS && !lookUp) {

@@ -75,7 +75,9 @@ test('keys whose dials hang do not let a connected provider’s offer lapse: the
   });
   const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
   assert.deepEqual(execs, [HONEST.did], 'the connected provider is sent the job while the keys’ dials still hang');
-  assert.equal(dialledAtExec, buyerRole.DIAL_AHEAD, 'no more keys dialled than the dials ahead: none of them had failed');
+  // every key ranked above it was dialled and had its least wait first (the 8 dialled ahead, then the 4 past them):
+  // a key never dialled is not set aside, so an honest provider ranked among them is not passed over untried
+  assert.equal(dialledAtExec, KEYS.length, 'every key ranked above the connected provider dialled before it was sent the job');
   const selections = f.published.filter((p) => p.kind === 'selection').map((p) => p.rec.record as Selection);
   assert.equal(selections.length, 1);
   assert.equal(selections[0]!.winner, f.candidate(HONEST)!.offer.address);
@@ -88,6 +90,73 @@ test('keys whose dials hang do not let a connected provider’s offer lapse: the
     [[HONEST.did, 'provider unreachable or gone'], ...KEYS.map((k) => [k.did, 'not reached, not selected'])],
   );
   assert.equal(f.nondeliveries().length, 1, 'the selected provider’s only');
+});
+
+test('a hostile connected provider whose offer is about to lapse does not take the job from an honest one ranked above it that was never dialled (second-round review: 8 keys whose dials hang, then the honest one, then the hostile one)', { timeout: 20_000 }, async () => {
+  const keys = KEYS.slice(0, buyerRole.DIAL_AHEAD);
+  const GOOD = P(881);
+  const HOSTILE = P(882);
+  const d = hangingDials(keys);
+  const execs: string[] = [];
+  const f = buyerOnFakes(ME, {
+    providers: [...keys, GOOD, HOSTILE],
+    offerFor: (p, job) => offer(p, job, advert(p), p === HOSTILE ? SHORT : {}),
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      ...MARGIN,
+      dial: d.dial,
+      // the hostile provider dialled the buyer itself; the honest one is reachable, and not connected yet
+      connected: (did: string) => did === HOSTILE.did,
+      exec: (did: string) => {
+        execs.push(did);
+        d.release();
+        return failing('NET_STREAM_FAILED', 'reached');
+      },
+    },
+  });
+  await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
+  // before: past the dials ahead (the 8 keys) the honest provider was never dialled, was set aside with the keys as
+  // not reached, and the hostile one was selected first
+  assert.equal(execs[0], GOOD.did, `the honest provider is dialled and selected first (order: ${execs.join(', ')})`);
+  assert.ok(d.dialled.indexOf(GOOD.did) >= 0, 'it was dialled');
+});
+
+test('a winner that counts as connected while its own dial hangs is waited for, not decided on again and again (second-round review: ~250 turns in 0.9 s)', { timeout: 20_000 }, async () => {
+  const W = KEYS[0]!;
+  const RUNNER = P(883);
+  const d = hangingDials([W], true);
+  let decisions = 0;
+  let asked = 0;
+  // a clock that runs: once the wait's end is past, every turn's wait would be 0 ms
+  const t0 = Date.now();
+  const f = buyerOnFakes(ME, {
+    providers: [W, RUNNER],
+    clock: () => NOW + (Date.now() - t0),
+    offerFor: (p, job) => offer(p, job, advert(p), p === RUNNER ? SHORT : {}),
+    rank: (all, _at, excluded) => {
+      decisions++;
+      return all.filter((c) => !excluded?.has(c.provider));
+    },
+    exec: () => {
+      throw new Error('replaced below');
+    },
+    deps: {
+      ...MARGIN,
+      dial: d.dial,
+      connected: (did: string) => {
+        asked++;
+        return did === W.did || did === RUNNER.did;
+      },
+      exec: () => failing('NET_STREAM_FAILED', 'reached'),
+    },
+  });
+  // the dial settles (succeeds) a while after the wait's margin ran out (100 ms in), before the runner-up's offer lapses
+  setTimeout(() => d.release(), 600);
+  await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
+  // each turn asks who is connected: a few turns, not one after another for as long as the dial hangs
+  assert.ok(asked < 40, `${asked} connection checks (${decisions} decisions) while one dial was pending`);
 });
 
 test('a connected runner-up whose offer lapses within the margin already: the wait for the winner’s hung dial ends after its least wait', { timeout: 20_000 }, async () => {
