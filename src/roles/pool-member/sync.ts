@@ -60,14 +60,15 @@ export const SYNC_RELIST_LIVENESS = 10;
 export const SYNC_PERIOD_PAGES = 64;
 /**
  * Bytes of `op: fetch` answers one member may hand this one per SYNC_PERIOD_MS (the entries' envelopes, summed): past
- * them it is not pulled from for the rest of the period, the next going on from the page it stopped in. An honest
+ * them it is not pulled from for the rest of the period, the next going on after the last entry handled. An honest
  * period's SYNC_PERIOD_PAGES pages of entries of a few KiB each weigh well within it.
  */
 export const SYNC_PERIOD_BYTES = 256 * SYNC_FETCH_BYTES;
 /**
  * Entries one member may hand this one per SYNC_PERIOD_MS that are skipped without being held against it (CANNOT_CHECK,
- * view refusals): past them it is not pulled from for the rest of the period, the next going on from the page it
- * stopped in (more than a page's worth, so an honest trail of entries this member cannot hold still moves on).
+ * view refusals): past them it is not pulled from for the rest of the period, the next going on after the last entry
+ * handled, so an entry skipped is not fetched and counted again (more than a page's worth: an honest trail of entries
+ * this member cannot hold moves on by at least as much a period).
  */
 export const SYNC_PERIOD_SKIPS = 2 * SYNC_PAGE_KEYS;
 /**
@@ -221,7 +222,7 @@ export class TrailSync {
   #spent = new Map<string, { bytes: number; skips: number }>();
   /** Members not pulled from for the rest of the period: pages used up, a page that is not one, an entry that does not check out. */
   #stopped = new Set<string>();
-  /** Where the next period goes on listing a member whose pages ran out. */
+  /** Where the next period goes on listing a member stopped: after its pages, bytes or skips ran out, or after a junk entry. */
   #resume = new Map<string, string>();
   #busy: Promise<SyncResult> | undefined;
   /** The step at the start (undefined until it begins): `run` waits for it. */
@@ -336,16 +337,22 @@ export class TrailSync {
         // Every listing counts, a page listed again too (its pull cut short by the step's time or a silence).
         const listed = (this.#pages.get(peer) ?? 0) + 1;
         this.#pages.set(peer, listed);
-        const pulled = await this.#pull(peer, list, res, codes, stopAt);
+        // The last key of the page handled (kept, skipped, refused, or found gone): where a stopped pull goes on.
+        const handled: { key?: string } = {};
+        const pulled = await this.#pull(peer, list, res, codes, stopAt, handled);
+        // The next period goes on after the entry that stopped this one: an honest member handing back the old entries
+        // of one that left before this member joined (not on any roster it holds: junk here) does not hold every later
+        // entry back for good; a hostile one is held to the period's bounds at each go.
         if (pulled === 'stop') {
           junk = true;
-          this.#stop(peer);
+          this.#stop(peer, handled.key ?? after);
           break;
         }
         if (pulled === 'spent') {
           const spent = this.#spent.get(peer);
-          this.d.log.info({ peer, ...spent }, 'pool: a member handed back as many trail bytes, or entries this member cannot hold, as one period takes; the next period goes on from that page');
-          this.#stop(peer, after);
+          this.d.log.info({ peer, ...spent }, 'pool: a member handed back as many trail bytes, or entries this member cannot hold, as one period takes; the next period goes on after the last entry handled');
+          // After the last entry handled, not from the page's start: skipped entries are not fetched and counted again.
+          this.#stop(peer, handled.key ?? after);
           break;
         }
         // Not all of the page (the peer went silent, or the step's time ran out): asked again from the same key.
@@ -405,9 +412,10 @@ export class TrailSync {
    * when the peer went silent or the step's time ran out (`stopAt`, checked before each fetch): the page is asked again,
    * its entries kept skipped; 'stop' when the peer handed back an entry that does not check out (or one not asked): it
    * is not pulled from for the rest of the period; 'spent' when it handed back SYNC_PERIOD_BYTES or SYNC_PERIOD_SKIPS
-   * this period: it is not pulled from for the rest of the period, the next going on from this page.
+   * this period: it is not pulled from for the rest of the period. `handled.key` is set to the last key of the page
+   * handled (kept, held already, skipped, refused, or asked and not handed back): the next period goes on after it.
    */
-  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, codes: Record<string, number>, stopAt: number): Promise<'done' | 'again' | 'stop' | 'spent'> {
+  async #pull(peer: string, list: { keys: Listed[] }, res: SyncResult, codes: Record<string, number>, stopAt: number, handled: { key?: string }): Promise<'done' | 'again' | 'stop' | 'spent'> {
     const spent = this.#spentBy(peer);
     const local = new Map<string, TrailEntry>();
     for (const job of new Set(list.keys.map((k) => jobOfKey(k.key)))) for (const e of await this.d.trail.entries(job)) local.set(e.key, e.entry);
@@ -451,6 +459,7 @@ export class TrailSync {
           break;
         }
         last = i;
+        handled.key = ask[i]!.key;
         for (const b of [f!.dispatch, f!.job, f!.offer, f!.receipt, f!.settlement]) if (b instanceof Uint8Array) bytes += b.length;
         try {
           const done = await this.#keep(ask[i]!.key, local.get(ask[i]!.key), f!);
@@ -468,11 +477,13 @@ export class TrailSync {
       // Every answer counts against the period's bytes, whatever came of its entries.
       spent.bytes += bytes;
       if (out) return out;
-      if (spent.bytes >= SYNC_PERIOD_BYTES) return 'spent';
       // The keys asked and not handed back are not there (pruned meanwhile), or not given: on past the whole batch. Only
       // an answer the byte bound cut (SYNC_FETCH_BYTES: its entries weigh at least half of it) has the rest asked again,
       // and only when one of its entries checked out (one of skipped entries alone is not taken as cut).
-      want = want.slice(last >= 0 && checked && bytes >= SYNC_FETCH_BYTES / 2 ? last + 1 : ask.length);
+      const cut = last >= 0 && checked && bytes >= SYNC_FETCH_BYTES / 2;
+      if (!cut) handled.key = ask[ask.length - 1]!.key;
+      if (spent.bytes >= SYNC_PERIOD_BYTES) return 'spent';
+      want = want.slice(cut ? last + 1 : ask.length);
     }
     return 'done';
   }
