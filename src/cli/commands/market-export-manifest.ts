@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
+import { isAddress } from '../../records/address.js';
+import { T } from '../../records/kinds.js';
 import type { RecordSet } from '../../market/index.js';
 
 /** The export's summary file, beside the records. */
@@ -58,6 +60,10 @@ function canonicalFlags(a: AuditSettings | undefined): string {
 
 const bad = (file: string, why: string) => new C0Error('EXPORT_MANIFEST_INVALID', `${file} is not a market export's summary: ${why}`, { field: 'records' });
 const isStr = (x: unknown): x is string => typeof x === 'string';
+/** the record types a market export writes (the job's records, src/node/job-records.ts) */
+const RECORD_TYPES: ReadonlySet<string> = new Set(Object.values(T));
+/** a record file's name in the export's directory: no path in it */
+const isFileName = (x: unknown): x is string => isStr(x) && x !== '' && x !== '.' && x !== '..' && !/[/\\]/.test(x);
 
 /** `dir`'s export.json; undefined when there is none; EXPORT_MANIFEST_INVALID (exit 3) when it cannot be read as one. */
 export function readExportManifest(dir: string): ExportManifest | undefined {
@@ -76,10 +82,14 @@ export function readExportManifest(dir: string): ExportManifest | undefined {
     throw bad(file, 'not JSON');
   }
   if (typeof m !== 'object' || m === null || m.format !== EXPORT_FORMAT) throw bad(file, `format is not "${EXPORT_FORMAT}"`);
-  if (!isStr(m.job)) throw bad(file, 'no job');
-  if (!Array.isArray(m.records) || !m.records.every((r) => r && isStr(r.address) && isStr(r.type) && isStr(r.file))) throw bad(file, 'records is not a list of {type, address, file}');
-  if (!Array.isArray(m.missing) || !m.missing.every((r) => r && isStr(r.address) && isStr(r.what))) throw bad(file, 'missing is not a list of {address, what}');
-  if (!Array.isArray(m.selections) || !m.selections.every(isStr)) throw bad(file, 'selections is not a list of addresses');
+  // what it names is checked to be what an export writes: a job's address, records of known types by address, files
+  // in the directory (so no other job passes for a sha256:00, and the audit's answer quotes nothing else from it)
+  if (!isAddress(m.job)) throw bad(file, 'job is not an address (sha256:<64 hex>)');
+  if (!Array.isArray(m.records) || !m.records.every((r) => r && isAddress(r.address) && isStr(r.type) && RECORD_TYPES.has(r.type) && isFileName(r.file))) {
+    throw bad(file, 'records is not a list of {type, address, file}: a known record type, an address (sha256:<64 hex>), a file name');
+  }
+  if (!Array.isArray(m.missing) || !m.missing.every((r) => r && isAddress(r.address) && isStr(r.what))) throw bad(file, 'missing is not a list of {address, what}');
+  if (!Array.isArray(m.selections) || !m.selections.every(isAddress)) throw bad(file, 'selections is not a list of addresses');
   if (!Array.isArray(m.auditArgs) || !m.auditArgs.every(isStr)) throw bad(file, 'auditArgs is not a list of options');
   return m;
 }
@@ -98,14 +108,15 @@ export interface ExportCheck {
   settingsDiffer?: boolean;
   /** stable codes; any of them makes the audit exit 1 */
   problems: Array<{ code: string; message: string; address?: string }>;
-  /** said, not failed: no export.json (without --complete), records beside the listed ones */
+  /** said, not failed: no export.json or another job's (without --complete) */
   warnings: Array<{ code: string; message: string }>;
 }
 
 /**
  * Check the records read from `dir` against its export.json (`m`): a record it lists that is not among the records
- * that verify is AUDIT_EXPORT_RECORD_ABSENT; no export.json is AUDIT_EXPORT_UNMARKED, a warning, or a problem when
- * `complete` (`market audit --complete`) asks for a whole export.
+ * that verify is AUDIT_EXPORT_RECORD_ABSENT; no export.json is AUDIT_EXPORT_UNMARKED and another job's is
+ * AUDIT_EXPORT_OTHER_JOB, each a warning, or a problem when `complete` (`market audit --complete`) asks for the job's
+ * whole export.
  */
 export function checkExport(dir: string, m: ExportManifest | undefined, records: RecordSet, opts: { complete?: boolean; settings?: AuditSettings; job?: string }): ExportCheck {
   if (!m) {
@@ -117,7 +128,12 @@ export function checkExport(dir: string, m: ExportManifest | undefined, records:
   for (const r of m.records) {
     if (!records.get(r.address)) problems.push({ code: 'AUDIT_EXPORT_RECORD_ABSENT', address: r.address, message: `${EXPORT_FILE} lists ${r.type} ${r.address} (${r.file}), not among the records that verify here` });
   }
-  if (opts.job !== undefined && opts.job !== m.job) warnings.push({ code: 'AUDIT_EXPORT_OTHER_JOB', message: `${EXPORT_FILE} is the export of job ${m.job}, the selection is for job ${opts.job}` });
+  // another job's export.json says nothing about this job's records: --complete, which asks for this job's whole
+  // export, fails on it; without it, as for no export.json, a warning
+  if (opts.job !== undefined && opts.job !== m.job) {
+    const w = { code: 'AUDIT_EXPORT_OTHER_JOB', message: `${EXPORT_FILE} is the export of job ${m.job}, the selection is for job ${opts.job}` };
+    (opts.complete ? problems : warnings).push(w);
+  }
   const settingsDiffer = m.audit !== undefined && opts.settings !== undefined && canonicalFlags(m.audit) !== canonicalFlags(opts.settings);
   return { manifest: true, job: m.job, listed: m.records.length, missing: m.missing, auditArgs: m.auditArgs, settingsDiffer, problems, warnings };
 }
