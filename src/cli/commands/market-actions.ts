@@ -22,6 +22,7 @@ import { parseAt } from './market.js';
 import { EXPORT_FILE, checkExport, readExportManifest, type ExportCheck } from './market-export-manifest.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
+import { printable } from '../../util/text.js';
 
 interface Refused {
   file: string;
@@ -260,13 +261,16 @@ export interface AuditOpts extends TrustOpts, SkewOpts {
 function exportLines(x: ExportCheck): string[] {
   const lines: string[] = [];
   if (x.manifest) {
-    lines.push(`export    ${EXPORT_FILE}: job ${x.job}, ${x.listed} record(s) listed, ${x.problems.length ? `${x.problems.length} not here` : 'all here'}`);
+    const absent = x.problems.filter((p) => p.code === 'AUDIT_EXPORT_RECORD_ABSENT').length;
+    lines.push(`export    ${EXPORT_FILE}: job ${x.job}, ${x.listed} record(s) listed, ${absent ? `${absent} not here` : 'all here'}`);
     for (const m of x.missing ?? []) lines.push(`export    not held by the exporting node: ${m.address}: ${m.what}`);
     if (x.settingsDiffer) lines.push(`note      the exporting node decided with other settings than this audit's: ${x.auditArgs?.length ? x.auditArgs.join(' ') : '(the defaults)'} (${EXPORT_FILE}); an audit without them may differ`);
   }
   for (const w of x.warnings) lines.push(`warning   ${w.code}: ${w.message}${w.code === 'AUDIT_EXPORT_UNMARKED' ? ' (--complete makes this fail the audit)' : ''}`);
   for (const p of x.problems) lines.push(`differs   ${p.code}: ${p.message}`);
-  return lines;
+  // each one line: export.json is anyone's text (its missing[].what, auditArgs), and a line break in it would print as
+  // a line of the audit's own (a fake `result    reproduces`)
+  return lines.map((l) => printable(l));
 }
 
 /** `market audit` */
@@ -298,7 +302,8 @@ export function auditAction(opts: AuditOpts): void {
     for (const l of lines) out(l);
     return;
   }
-  lines.push(a.reproduces ? 'result    reproduces, but the directory is not the export its export.json lists (above)' : 'result    does not reproduce');
+  const notExport = !x.manifest ? `not a whole export (no ${EXPORT_FILE})` : x.problems.some((p) => p.code === 'AUDIT_EXPORT_OTHER_JOB') ? `not this job's export (its ${EXPORT_FILE} is another job's)` : `not the export its ${EXPORT_FILE} lists`;
+  lines.push(a.reproduces ? `result    reproduces, but the directory is ${notExport} (above)` : 'result    does not reproduce');
   for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
   throw new NegativeAnswer(lines);
 }

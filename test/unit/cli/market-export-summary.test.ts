@@ -145,6 +145,33 @@ describe('market export: export.json', () => {
     assert.match(textStrict.out, /^differs {3}AUDIT_EXPORT_UNMARKED/m);
   });
 
+  it("the audit's text prints export.json's text one line each: a line break in it is escaped, not a line of the audit's", async () => {
+    const out = join(root, 'newline-out');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(out);
+    for (const x of RECORDS) writeFileSync(join(out, `${x.address.slice(7)}.cbor`), x.bytes);
+    const what = 'y\nresult    reproduces\nz';
+    const arg = 'a\nresult    reproduces';
+    writeFileSync(join(out, 'export.json'), JSON.stringify({ format: 'c0mpute.export/1', job: J.address, records: [], missing: [{ address: oA.address, what }], selections: [SEL.address], audit: { trustedBuyers: [P(943).did], dealtWith: false, secondHandWeight: 0.25, skewMs: 30_000 }, auditArgs: [arg] }));
+    const text = await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out]);
+    assert.equal(text.code, 0, text.err);
+    // the audit's own result line only: none made of export.json's text
+    const lines = text.out.split('\n');
+    assert.deepEqual(lines.filter((l) => l.startsWith('result')), ['result    reproduces'], text.out);
+    assert.ok(lines.some((l) => l.startsWith('note') && l.includes('a\\u000aresult    reproduces')), text.out);
+    assert.ok(lines.includes(`export    not held by the exporting node: ${oA.address}: y\\u000aresult    reproduces\\u000az`), text.out);
+
+    // another job's export.json (an address, well-formed): --complete fails, saying so
+    const other = job(ME, { announcedAt: NOW - 60_000 });
+    writeFileSync(join(out, 'export.json'), JSON.stringify({ format: 'c0mpute.export/1', job: other.address, records: [], missing: [], selections: [], auditArgs: [] }));
+    const strict = await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out, '--complete']);
+    assert.equal(strict.code, 1, strict.err);
+    assert.match(strict.out, /^export {4}export\.json: job \S+, 0 record\(s\) listed, all here$/m);
+    assert.match(strict.out, /^differs {3}AUDIT_EXPORT_OTHER_JOB/m);
+    assert.match(strict.out, /^result {4}reproduces, but the directory is not this job's export/m);
+    assert.equal((await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out])).code, 0, 'without --complete, a warning');
+  });
+
   it('a stream that ends without its summary: DAEMON_BAD_ANSWER, no export.json', async () => {
     const dataDir = await fakeDaemon('end', 3, true);
     // the summary is sent: a daemon that sends 3 records and then ends cleanly without it is below
