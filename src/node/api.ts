@@ -50,6 +50,13 @@ export interface ApiResponse {
 /** The client of a streamed answer closed it before the end (ApiStream.paced): the route stops. */
 export const API_CLIENT_GONE = 'API_CLIENT_GONE';
 
+/**
+ * How long a paced stream waits for its client to read what it was sent (ApiStream.paced) before it gives the client
+ * up (API_CLIENT_GONE, the connection closed): a client that keeps its connection open and never reads would hold the
+ * route and its records for ever (second-round review). Two minutes is far beyond any reader's pause on a live link.
+ */
+export const STREAM_READ_IDLE_MS = 120_000;
+
 export interface Route {
   method: 'GET' | 'POST';
   path: string; // e.g. /v1/offers/:job
@@ -129,6 +136,8 @@ export interface ApiOptions {
   console?: ConsoleGate;
   /** How often a quiet NDJSON stream sends an empty line (default STREAM_HEARTBEAT_MS; tests set it shorter). */
   streamHeartbeatMs?: number;
+  /** How long a paced stream waits for its client to read before it gives it up (default STREAM_READ_IDLE_MS). */
+  streamReadIdleMs?: number;
 }
 
 /**
@@ -243,15 +252,21 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
             },
             paced: async (ev: unknown) => {
               if (!gone() && !res.write(line(ev))) {
-                await new Promise<void>((ok) => {
-                  const done = () => {
-                    res.off('drain', done);
-                    res.off('close', done);
-                    ok();
+                const drained = await new Promise<boolean>((ok) => {
+                  const done = (v: boolean) => () => {
+                    clearTimeout(idle);
+                    res.off('drain', onDrain);
+                    res.off('close', onClose);
+                    ok(v);
                   };
-                  res.on('drain', done);
-                  res.on('close', done);
+                  const onDrain = done(true);
+                  const onClose = done(true);
+                  const idle = setTimeout(done(false), opts.streamReadIdleMs ?? STREAM_READ_IDLE_MS);
+                  res.on('drain', onDrain);
+                  res.on('close', onClose);
                 });
+                // read nothing for that long: given up, and its connection closed
+                if (!drained) res.destroy();
               }
               if (gone()) throw new C0Error(API_CLIENT_GONE, 'the client closed the stream before its end');
             },

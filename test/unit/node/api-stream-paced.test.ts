@@ -105,3 +105,35 @@ test('a client that reads gets every event, then the result', async () => {
     await s.close();
   }
 });
+
+test('a client that keeps its connection open and reads nothing is given up after the idle limit: API_CLIENT_GONE, its connection closed', async () => {
+  let ended: unknown;
+  const done = { settled: false };
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      path: '/v1/big',
+      handler: async (_req, res) => {
+        const s = res.stream();
+        try {
+          for (let i = 0; i < EVENTS; i++) await s.paced({ e: 'record', i, pad: PAD });
+          return {};
+        } catch (e) {
+          ended = e;
+          throw e;
+        } finally {
+          done.settled = true;
+        }
+      },
+    },
+  ];
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes, registry: new Registry(), log: silentLogger(), streamReadIdleMs: 300 });
+  try {
+    const { res } = await open(s.address, '/v1/big');
+    res.pause();
+    await until(() => done.settled, 'the route gave the silent client up');
+    assert.ok(ended instanceof C0Error && ended.code === API_CLIENT_GONE, String(ended));
+  } finally {
+    await s.close();
+  }
+});
