@@ -319,16 +319,13 @@ export class Connectivity {
   }
 
   /**
-   * A peer proved useful (a c0mpute node of this overlay): remember where it listens. `inbound`: it did so on a
-   * connection it dialled. Such a peer is not taken up (one already remembered is kept, and its addresses refreshed):
-   * one that only ever dials in need not be redialled — it keeps its own connection to this node (it has it as
-   * bootstrap, or remembered) — and it may listen on a throwaway port (a one-shot `c0mpute run` node), which would be
-   * redialled for nothing, forever.
+   * A peer proved useful (a c0mpute node of this overlay): remember where it listens, whichever side dialled. (Leaving
+   * out peers that only dialled in, so a one-shot `c0mpute run` node's throwaway port is not redialled, broke pool
+   * members finding a restarted member again: docs/network.md §11.)
    */
-  noteUseful(peerId: string, addrs: string[], inbound = false): void {
+  noteUseful(peerId: string, addrs: string[]): void {
     if (!addrs.length) return;
     const prev = this.#remembered.get(peerId);
-    if (inbound && !prev) return;
     const changed = !prev || prev.addrs.join(' ') !== addrs.join(' ');
     this.#remembered.delete(peerId);
     this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: this.#wall() });

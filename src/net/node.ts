@@ -220,8 +220,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
-    // on a connection it dialled, a peer not already remembered is not taken up (Connectivity.noteUseful)
-    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()), evt.detail.connection.direction === 'inbound');
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
     records.onIdentify(peerId, protocols);
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {

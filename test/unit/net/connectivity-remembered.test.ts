@@ -1,14 +1,13 @@
 /**
- * Remembered peers (src/net/connectivity.ts; docs/network.md §11): a peer that only dialled in (a one-shot
- * `c0mpute run` node on a throwaway port) is not taken up, so it is not redialled forever after it left; one already
- * remembered stays so. A remembered peer that becomes unreachable is one info line, then debug only: before, the
+ * Remembered peers (src/net/connectivity.ts; docs/network.md §11): a remembered peer that becomes unreachable (a
+ * one-shot `c0mpute run` node on a throwaway port, gone for good) is one info line, then debug only: before, the
  * count was logged at info on every power of two, again after each short reconnection (38 lines in ~5 min for two
  * departed one-shot nodes).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { Connectivity, type ConnectivityHost, type DialTarget, type RememberedPeer } from '../../../src/net/connectivity.js';
+import { Connectivity, type ConnectivityHost, type DialTarget } from '../../../src/net/connectivity.js';
 import type { Logger } from '../../../src/util/log.js';
 
 class DownHost implements ConnectivityHost {
@@ -35,19 +34,6 @@ function recording(): { log: Logger; lines: Array<{ level: number; msg: string; 
   const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) }) as unknown as Logger;
   return { log, lines };
 }
-
-test('a peer seen only on a connection it dialled is not remembered; one already remembered stays', () => {
-  let saved: RememberedPeer[] = [];
-  const store = { load: () => saved, save: (p: RememberedPeer[]) => void (saved = p) };
-  const c = new Connectivity({ host: new DownHost(), bootstrap: [], monoClock: () => 0, clock: () => 1, rand: () => 0.5, store, log: recording().log });
-  c.noteUseful('RUN', ['/ip4/127.0.0.1/tcp/40123'], true);
-  assert.deepEqual(c.remembered(), []);
-  assert.deepEqual(saved, []);
-  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
-  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/10'], true);
-  assert.deepEqual(c.remembered().map((p) => [p.peerId, p.addrs]), [['P', ['/ip4/127.0.0.1/tcp/10']]]);
-  assert.deepEqual((saved as RememberedPeer[]).map((p) => p.peerId), ['P']);
-});
 
 test('a remembered peer gone for good: one info line, then debug; after it comes back and goes again, one more', async () => {
   let now = 0;
