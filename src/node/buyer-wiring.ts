@@ -29,11 +29,11 @@ import { StallWatch } from '../util/stall-watch.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
-/** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
 /** An acceptance not delivered is tried once more this much later (at once when the node stops). */
 const OUTCOME_RETRY_MS = 5_000;
 /** How long the overlay's stop waits for outcomes still being sent, an acceptance's second try included (BuyerWiring.stop). */
 export const OUTCOME_DRAIN_MS = 5_000;
+/** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
 const RESCUE_PUSH_MS = JOB_PUSH_LIMITS.deadlineMs;
 
 export class BuyerWiring {

@@ -737,6 +737,8 @@ export class Buyer {
     let selections = 0;
     // Times this run asked for more offers with no provider left to fail over to (MAX_RESCUES_PER_RUN).
     let rescues = 0;
+    // Every provider left out of the decisions for now (no address known, past the look-ups, or not reached yet).
+    const leftOut = () => new Set([...deferred, ...capped, ...unsure]);
     // Each turn tries one provider (selects it, fails to dial it, or finds its offer lapsed), sets providers with no
     // address known aside, looks those up once, or ends the run. Later decisions read the live book, so offers that
     // came late join them: turns are not counted against the first ranking (a run of late keys set aside would use
@@ -756,11 +758,11 @@ export class Buyer {
       }
       const now = clock();
       if (now >= job.record.deadline) {
-        this.#untried(result, latest, tried, new Set([...deferred, ...capped, ...unsure]), 'the job’s deadline passed');
+        this.#untried(result, latest, tried, leftOut(), 'the job’s deadline passed');
         break;
       }
       if (!this.d.managedSelect && (selections >= MAX_SELECTIONS_PER_RUN || tried.size >= MAX_TRIES_PER_RUN)) {
-        this.#untried(result, latest, tried, new Set([...deferred, ...capped, ...unsure]), selections >= MAX_SELECTIONS_PER_RUN ? `${MAX_SELECTIONS_PER_RUN} providers were selected and none delivered` : `${MAX_TRIES_PER_RUN} providers were tried`);
+        this.#untried(result, latest, tried, leftOut(), selections >= MAX_SELECTIONS_PER_RUN ? `${MAX_SELECTIONS_PER_RUN} providers were selected and none delivered` : `${MAX_TRIES_PER_RUN} providers were tried`);
         break;
       }
       let pick: RankedCandidate | undefined;
@@ -784,7 +786,7 @@ export class Buyer {
       } else {
         // a provider set aside as not reached whose dial succeeded since is back in the decision
         for (const d of unsure) if (reached(d)) unsure.delete(d);
-        const excluded = deferred.size === 0 && capped.size === 0 && unsure.size === 0 ? tried : new Set([...tried, ...deferred, ...capped, ...unsure]);
+        const excluded = deferred.size === 0 && capped.size === 0 && unsure.size === 0 ? tried : new Set([...tried, ...leftOut()]);
         const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
         latest = current.ranked;
         pick = current.ranked[0];
@@ -863,12 +865,8 @@ export class Buyer {
           const dialling = unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
           const leastUntil = (dialledAt.get(pick.provider) ?? now) + (this.d.dialMinWaitMs ?? DIAL_MIN_WAIT_MS);
           const until = hurry === undefined ? undefined : Math.max(hurry, leastUntil);
-          const failed = await (until === undefined ? dialling : raceTimeout(dialling, until - clock(), NOT_YET));
-          if (this.#stopping) {
-            this.#interrupted(result, onEvent);
-            break;
-          }
-          if (failed === NOT_YET) {
+          let failed = await (until === undefined ? dialling : raceTimeout(dialling, until - clock(), NOT_YET));
+          if (failed === NOT_YET && !this.#stopping) {
             // The providers of this ranking not reached yet whose dial has had its least wait are set aside, and the
             // decision is taken again: its winner is the best of the rest by the same policy, and the selection names
             // only the offers it considered, so it still recomputes to its winner. Those ranked above the first
@@ -883,25 +881,20 @@ export class Buyer {
             const firstReached = current.ranked.findIndex((c, i) => i > 0 && reached(c.provider));
             const above = current.ranked.slice(0, firstReached < 0 ? current.ranked.length : firstReached);
             const fresh = above.filter((c) => !dialledAt.has(c.provider)).slice(0, DIAL_AHEAD_MAX);
-            if (!aside.length && !fresh.length) {
-              // nothing to set aside or dial (the winner counts as connected while its own dial is pending): wait for
-              // the dial itself, as without a reached runner-up, rather than take the same decision again at once
-              const settledWhy = await dialling;
-              if (this.#stopping) {
-                this.#interrupted(result, onEvent);
-                break;
-              }
-              if (settledWhy !== undefined) {
-                result.attempts.push({ provider: pick.provider, outcome: `not reached, not selected: ${settledWhy}` });
-                tried.add(pick.provider);
-                unreached++;
-              }
+            if (aside.length || fresh.length) {
+              for (const d of aside) unsure.add(d);
+              this.#dialAhead(dials, settled, dialledAt, fresh, fresh.length, lookUp);
+              log.info({ provider: pick.provider, job: job.address, setAside: aside.length, dialledNow: fresh.length }, 'the winner’s dial outlasted a reached provider’s offer: providers not reached after their least wait are set aside, the decision is taken again');
               continue;
             }
-            for (const d of aside) unsure.add(d);
-            this.#dialAhead(dials, settled, dialledAt, fresh, fresh.length, lookUp);
-            log.info({ provider: pick.provider, job: job.address, setAside: aside.length, dialledNow: fresh.length }, 'the winner’s dial outlasted a reached provider’s offer: providers not reached after their least wait are set aside, the decision is taken again');
-            continue;
+            // nothing to set aside or dial (the winner counts as connected while its own dial is pending): wait for
+            // the dial itself, as without a reached runner-up, rather than take the same decision again at once
+            failed = await dialling;
+          }
+          // (a wait cut short is left only when the node is stopping)
+          if (this.#stopping || failed === NOT_YET) {
+            this.#interrupted(result, onEvent);
+            break;
           }
           if (failed === NO_ADDRESS && !lookUp) {
             // set aside with every other provider of this ranking that has no address known either, in one turn: a
@@ -1060,11 +1053,6 @@ export class Buyer {
     return out;
   }
 
-  /**
-   * A run that ends without delivery while providers were not tried names them (the latest decision's first, then
-   * those set aside for no address known), at most UNTRIED_NAMED, the rest counted in one entry: a run cut short does
-   * not end silently on live offers it never tried.
-   */
   /** Whether a provider has an address known without a look-up (BuyerDeps.addressKnown; without it: no, so it counts as a look-up). */
   async #addressKnown(did: string): Promise<boolean> {
     try {
@@ -1074,6 +1062,11 @@ export class Buyer {
     }
   }
 
+  /**
+   * A run that ends without delivery while providers were not tried names them (the latest decision's first, then
+   * those set aside for no address known), at most UNTRIED_NAMED, the rest counted in one entry: a run cut short does
+   * not end silently on live offers it never tried.
+   */
   #untried(result: JobResult, latest: readonly RankedCandidate[], tried: ReadonlySet<string>, deferred: ReadonlySet<string>, why: string): void {
     const left = [...latest.map((c) => c.provider).filter((d) => !tried.has(d) && !deferred.has(d)).map((d) => ({ d, outcome: `not tried: ${why}` })), ...[...deferred].filter((d) => !tried.has(d)).map((d) => ({ d, outcome: `not tried (no address known): ${why}` }))];
     for (const u of left.slice(0, UNTRIED_NAMED)) result.attempts.push({ provider: u.d, outcome: u.outcome });

@@ -30,51 +30,53 @@ const until = async (cond: () => boolean, what: string) => {
   assert.ok(cond(), what);
 };
 
-test('a client that stops reading holds the route, not the whole answer; once it leaves, the route stops with API_CLIENT_GONE', async () => {
-  let sent = 0;
-  let ended: unknown;
-  const done = { settled: false };
-  const routes: Route[] = [
-    {
-      method: 'GET',
-      path: '/v1/big',
-      handler: async (_req, res) => {
-        const s = res.stream();
-        try {
-          for (let i = 0; i < EVENTS; i++) {
-            await s.paced({ e: 'record', i, pad: PAD });
-            sent++;
-          }
-          return { sent };
-        } catch (e) {
-          ended = e;
-          throw e;
-        } finally {
-          done.settled = true;
+/** A route streaming EVENTS padded records with `paced`: how many went, how it ended, and whether it has. */
+function bigRoute() {
+  const run = { sent: 0, ended: undefined as unknown, settled: false };
+  const route: Route = {
+    method: 'GET',
+    path: '/v1/big',
+    handler: async (_req, res) => {
+      const s = res.stream();
+      try {
+        for (let i = 0; i < EVENTS; i++) {
+          await s.paced({ e: 'record', i, pad: PAD });
+          run.sent++;
         }
-      },
+        return { sent: run.sent };
+      } catch (e) {
+        run.ended = e;
+        throw e;
+      } finally {
+        run.settled = true;
+      }
     },
-  ];
+  };
+  return { run, routes: [route] };
+}
+
+test('a client that stops reading holds the route, not the whole answer; once it leaves, the route stops with API_CLIENT_GONE', async () => {
+  const { run, routes } = bigRoute();
   const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes, registry: new Registry(), log: silentLogger() });
   try {
     const { req, res } = await open(s.address, '/v1/big');
     assert.equal(res.statusCode, 200);
     res.pause();
     // the route writes until the socket's buffers are full, then waits: the count stops well short of the end
-    await until(() => sent > 0, 'the route started');
+    await until(() => run.sent > 0, 'the route started');
     let last = -1;
     await until(() => {
-      const still = sent === last;
-      last = sent;
+      const still = run.sent === last;
+      last = run.sent;
       return still;
     }, 'the route waits for the client');
-    assert.ok(sent < EVENTS / 4, `sent ${sent} of ${EVENTS} (~${Math.round((sent * PAD.length) / 1e6)} MB) to a client that read nothing`);
-    assert.equal(done.settled, false, 'the route is still waiting, not finished');
-    const held = sent;
+    assert.ok(run.sent < EVENTS / 4, `sent ${run.sent} of ${EVENTS} (~${Math.round((run.sent * PAD.length) / 1e6)} MB) to a client that read nothing`);
+    assert.equal(run.settled, false, 'the route is still waiting, not finished');
+    const held = run.sent;
     req.destroy();
-    await until(() => done.settled, 'the route ended once the client left');
-    assert.ok(ended instanceof C0Error && ended.code === API_CLIENT_GONE, String(ended));
-    assert.ok(sent <= held + 1, `nothing more was produced after the client left (${held} → ${sent})`);
+    await until(() => run.settled, 'the route ended once the client left');
+    assert.ok(run.ended instanceof C0Error && run.ended.code === API_CLIENT_GONE, String(run.ended));
+    assert.ok(run.sent <= held + 1, `nothing more was produced after the client left (${held} → ${run.sent})`);
   } finally {
     await s.close();
   }
@@ -107,32 +109,13 @@ test('a client that reads gets every event, then the result', async () => {
 });
 
 test('a client that keeps its connection open and reads nothing is given up after the idle limit: API_CLIENT_GONE, its connection closed', async () => {
-  let ended: unknown;
-  const done = { settled: false };
-  const routes: Route[] = [
-    {
-      method: 'GET',
-      path: '/v1/big',
-      handler: async (_req, res) => {
-        const s = res.stream();
-        try {
-          for (let i = 0; i < EVENTS; i++) await s.paced({ e: 'record', i, pad: PAD });
-          return {};
-        } catch (e) {
-          ended = e;
-          throw e;
-        } finally {
-          done.settled = true;
-        }
-      },
-    },
-  ];
+  const { run, routes } = bigRoute();
   const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes, registry: new Registry(), log: silentLogger(), streamReadIdleMs: 300 });
   try {
     const { res } = await open(s.address, '/v1/big');
     res.pause();
-    await until(() => done.settled, 'the route gave the silent client up');
-    assert.ok(ended instanceof C0Error && ended.code === API_CLIENT_GONE, String(ended));
+    await until(() => run.settled, 'the route gave the silent client up');
+    assert.ok(run.ended instanceof C0Error && run.ended.code === API_CLIENT_GONE, String(run.ended));
   } finally {
     await s.close();
   }

@@ -13,7 +13,7 @@ import { C0Error } from '../../../src/errors.js';
 import * as buyerRole from '../../../src/roles/buyer.js';
 import type { Selection } from '../../../src/records/kinds.js';
 import { NOW, P, advert, offer, type Party } from '../market/fixtures.js';
-import { buyerOnFakes, fakeSpec, failingStream as failing } from './buyer-fakes.js';
+import { buyerOnFakes, fakeSpec, failingStream as failing, type BuyerFakes } from './buyer-fakes.js';
 
 const ME = P(860);
 const KEYS = Array.from({ length: 12 }, (_, i) => P(861 + i));
@@ -43,34 +43,52 @@ function hangingDials(keys: Party[], ok = false) {
   };
 }
 
-test('keys whose dials hang do not let a connected provider’s offer lapse: the providers not reached are set aside and the connected one is selected', { timeout: 20_000 }, async () => {
-  const d = hangingDials(KEYS);
+/**
+ * The buyer on fakes for these cases: `short`'s offer is the one about to lapse, `connected` says who is connected,
+ * `dial` dials; each exec is recorded in `execs`, told to `onExec`, and fails as a broken stream.
+ */
+function lapseRig(o: { providers: Party[]; short: Party; dial: (did: string) => Promise<void>; connected: (did: string) => boolean; onExec?: (did: string) => void; margin?: Record<string, number> } & Pick<BuyerFakes, 'clock' | 'rank'>) {
   const execs: string[] = [];
-  let dialledAtExec = -1;
-  const excludedAt: Array<ReadonlySet<string> | undefined> = [];
   const f = buyerOnFakes(ME, {
-    providers: [...KEYS, HONEST],
-    offerFor: (p, job) => offer(p, job, advert(p), p === HONEST ? SHORT : {}),
-    rank: (all, _at, excluded) => {
-      excludedAt.push(excluded);
-      return all.filter((c) => !excluded?.has(c.provider));
-    },
+    providers: o.providers,
+    ...(o.clock ? { clock: o.clock } : {}),
+    ...(o.rank ? { rank: o.rank } : {}),
+    offerFor: (p, job) => offer(p, job, advert(p), p === o.short ? SHORT : {}),
     exec: () => {
       throw new Error('replaced below');
     },
     deps: {
-      ...MARGIN,
-      dial: d.dial,
-      connected: (did: string) => did === HONEST.did,
+      ...(o.margin ?? MARGIN),
+      dial: o.dial,
+      connected: o.connected,
       exec: (did: string) => {
         execs.push(did);
-        if (did === HONEST.did) {
-          dialledAtExec = d.dialled.filter((k) => k !== HONEST.did).length;
-          // the black holes' dials end only now (their timeout): the run can end
-          d.release();
-        }
+        o.onExec?.(did);
         return failing('NET_STREAM_FAILED', 'reached');
       },
+    },
+  });
+  return { f, execs };
+}
+
+test('keys whose dials hang do not let a connected provider’s offer lapse: the providers not reached are set aside and the connected one is selected', { timeout: 20_000 }, async () => {
+  const d = hangingDials(KEYS);
+  let dialledAtExec = -1;
+  const excludedAt: Array<ReadonlySet<string> | undefined> = [];
+  const { f, execs } = lapseRig({
+    providers: [...KEYS, HONEST],
+    short: HONEST,
+    rank: (all, _at, excluded) => {
+      excludedAt.push(excluded);
+      return all.filter((c) => !excluded?.has(c.provider));
+    },
+    dial: d.dial,
+    connected: (did) => did === HONEST.did,
+    onExec: (did) => {
+      if (did !== HONEST.did) return;
+      dialledAtExec = d.dialled.filter((k) => k !== HONEST.did).length;
+      // the black holes' dials end only now (their timeout): the run can end
+      d.release();
     },
   });
   const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
@@ -97,24 +115,13 @@ test('a hostile connected provider whose offer is about to lapse does not take t
   const GOOD = P(881);
   const HOSTILE = P(882);
   const d = hangingDials(keys);
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
+  const { f, execs } = lapseRig({
     providers: [...keys, GOOD, HOSTILE],
-    offerFor: (p, job) => offer(p, job, advert(p), p === HOSTILE ? SHORT : {}),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      ...MARGIN,
-      dial: d.dial,
-      // the hostile provider dialled the buyer itself; the honest one is reachable, and not connected yet
-      connected: (did: string) => did === HOSTILE.did,
-      exec: (did: string) => {
-        execs.push(did);
-        d.release();
-        return failing('NET_STREAM_FAILED', 'reached');
-      },
-    },
+    short: HOSTILE,
+    dial: d.dial,
+    // the hostile provider dialled the buyer itself; the honest one is reachable, and not connected yet
+    connected: (did) => did === HOSTILE.did,
+    onExec: () => d.release(),
   });
   await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
   // before: past the dials ahead (the 8 keys) the honest provider was never dialled, was set aside with the keys as
@@ -131,25 +138,18 @@ test('a winner that counts as connected while its own dial hangs is waited for, 
   let asked = 0;
   // a clock that runs: once the wait's end is past, every turn's wait would be 0 ms
   const t0 = Date.now();
-  const f = buyerOnFakes(ME, {
+  const { f } = lapseRig({
     providers: [W, RUNNER],
+    short: RUNNER,
     clock: () => NOW + (Date.now() - t0),
-    offerFor: (p, job) => offer(p, job, advert(p), p === RUNNER ? SHORT : {}),
     rank: (all, _at, excluded) => {
       decisions++;
       return all.filter((c) => !excluded?.has(c.provider));
     },
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      ...MARGIN,
-      dial: d.dial,
-      connected: (did: string) => {
-        asked++;
-        return did === W.did || did === RUNNER.did;
-      },
-      exec: () => failing('NET_STREAM_FAILED', 'reached'),
+    dial: d.dial,
+    connected: (did) => {
+      asked++;
+      return did === W.did || did === RUNNER.did;
     },
   });
   // the dial settles (succeeds) a while after the wait's margin ran out (100 ms in), before the runner-up's offer lapses
@@ -163,24 +163,13 @@ test('a connected runner-up whose offer lapses within the margin already: the wa
   // the margin began before this winner came up (the winner before it failed late, say): its dial still gets its least
   // wait, and no longer than that
   const d = hangingDials(KEYS);
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
+  const { f, execs } = lapseRig({
     providers: [...KEYS, HONEST],
+    short: HONEST,
     clock: () => NOW + 500,
-    offerFor: (p, job) => offer(p, job, advert(p), p === HONEST ? SHORT : {}),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      ...MARGIN,
-      dial: d.dial,
-      connected: (did: string) => did === HONEST.did,
-      exec: (did: string) => {
-        execs.push(did);
-        if (did === HONEST.did) d.release();
-        return failing('NET_STREAM_FAILED', 'reached');
-      },
-    },
+    dial: d.dial,
+    connected: (did) => did === HONEST.did,
+    onExec: (did) => did === HONEST.did && d.release(),
   });
   await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
   assert.equal(execs[0], HONEST.did, 'the connected provider is sent the job while the keys’ dials still hang');
@@ -188,23 +177,12 @@ test('a connected runner-up whose offer lapses within the margin already: the wa
 
 test('a provider set aside while its dial hung is back in the decision once its dial succeeds', { timeout: 20_000 }, async () => {
   const d = hangingDials([KEYS[0]!], true);
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
+  const { f, execs } = lapseRig({
     providers: [KEYS[0]!, HONEST],
-    offerFor: (p, job) => offer(p, job, advert(p), p === HONEST ? SHORT : {}),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      ...MARGIN,
-      dial: d.dial,
-      connected: (did: string) => did === HONEST.did,
-      exec: (did: string) => {
-        execs.push(did);
-        if (did === HONEST.did) d.release();
-        return failing('NET_STREAM_FAILED', 'reached');
-      },
-    },
+    short: HONEST,
+    dial: d.dial,
+    connected: (did) => did === HONEST.did,
+    onExec: (did) => did === HONEST.did && d.release(),
   });
   await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
   assert.deepEqual(execs, [HONEST.did, KEYS[0]!.did], 'the connected provider first, then the key once reached');
@@ -212,24 +190,14 @@ test('a provider set aside while its dial hung is back in the decision once its 
 });
 
 test('every provider reachable: the decision’s winner is selected, though a connected runner-up’s offer lapses soon', { timeout: 20_000 }, async () => {
-  const execs: string[] = [];
-  const f = buyerOnFakes(ME, {
+  const { f, execs } = lapseRig({
     providers: [KEYS[0]!, HONEST],
-    offerFor: (p, job) => offer(p, job, advert(p), p === HONEST ? SHORT : {}),
-    exec: () => {
-      throw new Error('replaced below');
-    },
-    deps: {
-      // the margin as in the tests above, the least wait the default (DIAL_MIN_WAIT_MS)
-      dialLapseMarginMs: MARGIN.dialLapseMarginMs,
-      // the winner is not connected; its dial takes a moment (a real one, well within the least wait)
-      dial: (did: string) => (did === HONEST.did ? Promise.resolve() : new Promise<void>((r) => setTimeout(r, 20))),
-      connected: (did: string) => did === HONEST.did,
-      exec: (did: string) => {
-        execs.push(did);
-        return failing('NET_STREAM_FAILED', 'reached');
-      },
-    },
+    short: HONEST,
+    // the margin as in the tests above, the least wait the default (DIAL_MIN_WAIT_MS)
+    margin: { dialLapseMarginMs: MARGIN.dialLapseMarginMs },
+    // the winner is not connected; its dial takes a moment (a real one, well within the least wait)
+    dial: (did) => (did === HONEST.did ? Promise.resolve() : new Promise<void>((r) => setTimeout(r, 20))),
+    connected: (did) => did === HONEST.did,
   });
   const result = await f.buyer.run(fakeSpec({ deadlineMs: 600_000 }));
   assert.deepEqual(execs, [KEYS[0]!.did, HONEST.did], 'the winner first, the runner-up after it failed');
