@@ -33,6 +33,28 @@ export interface GossipInternals {
   /** Peer → the message ids it said it already has (IDONTWANT, gossipsub 1.2); gossipsub's forward skips them. */
   idontwants: Map<string, Map<string, number>>;
   msgIdToStrFn(id: Uint8Array): string;
+  /** Topic → peer id → when the prune backoff with the peer there ends (epoch ms): no graft either way until then. */
+  backoff: Map<string, Map<string, number>>;
+}
+
+/**
+ * Per peer id in gossipsub's router: its two streams and the longest prune backoff left with it on one of `topics`
+ * (GossipView.peerLink, `/v1/peers`). Empty when the router's internals are not there to read.
+ */
+export function gossipLinks(pubsub: unknown, topics: string[], now = Date.now()): Map<string, { out: boolean; in: boolean; backoffMs: number }> {
+  const ps = pubsub as Partial<GossipInternals>;
+  const out = new Map<string, { out: boolean; in: boolean; backoffMs: number }>();
+  if (!(ps.peers instanceof Map) || !(ps.streamsOutbound instanceof Map) || !(ps.streamsInbound instanceof Map)) return out;
+  for (const id of ps.peers.keys()) out.set(id, { out: ps.streamsOutbound.has(id), in: ps.streamsInbound.has(id), backoffMs: 0 });
+  if (ps.backoff instanceof Map) {
+    for (const t of topics) {
+      for (const [id, until] of ps.backoff.get(t) ?? []) {
+        const x = out.get(id);
+        if (x && until - now > x.backoffMs) x.backoffMs = until - now;
+      }
+    }
+  }
+  return out;
 }
 
 export interface LinkHosts {

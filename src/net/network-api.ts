@@ -147,6 +147,12 @@ export interface GossipView {
   peerKinds: Map<string, TopicKind[]>;
   /** Per peer id: the kinds of which the peer is in this node's mesh of one of its topics (the node relays to it). */
   peerMesh: Map<string, TopicKind[]>;
+  /**
+   * Per peer id gossipsub's router holds: whether it holds this node's outbound gossip stream to the peer (what carries
+   * this node's subscriptions, grafts and records to it) and the peer's inbound one, and the longest prune backoff left
+   * with the peer on one of this node's topics, ms (while above 0 neither grafts the other there).
+   */
+  peerLink: Map<string, { out: boolean; in: boolean; backoffMs: number }>;
 }
 
 export interface SyncResult {

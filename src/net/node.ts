@@ -43,7 +43,7 @@ import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { RefusalLog } from './refusals.js';
-import { gossipHost, type GossipInternals, type LinkHosts } from './link-hosts.js';
+import { gossipHost, gossipLinks, type GossipInternals, type LinkHosts } from './link-hosts.js';
 import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, sendOffer, type OfferSendDeps } from './offer-route.js';
 import { Slots } from '../util/serial.js';
 import { defaultVerifyThreads, SharedPoolVerifier, verifyPoolStats } from './verify-pool.js';
@@ -484,7 +484,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         for (const p of peers) add(peerKinds, p, kind);
         for (const p of mesh) add(peerMesh, p, kind);
       }
-      return { kinds, peerKinds, peerMesh };
+      return { kinds, peerKinds, peerMesh, peerLink: gossipLinks(pubsub, joined.flatMap((k) => topicsFor(k, overlay, shards))) };
     },
 
     drained() {

@@ -191,11 +191,23 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
 
 /**
  * `/v1/peers`: each connected peer with the kinds of this node's gossip topics it is subscribed to (`topics`), in its
- * mesh of (`mesh`), and the gossip score this node gives it (`score`: below 0 it is neither grafted nor let graft).
+ * mesh of (`mesh`), the gossip score this node gives it (`score`: below 0 it is neither grafted nor let graft), and, for
+ * a peer in gossipsub's router, its gossip `streams` and the prune backoff left with it (`backoffMs`).
  */
 function peersView(o: OverlayNode): Record<string, unknown> {
-  const { peerKinds, peerMesh } = o.net.gossip();
-  return { peers: o.net.peers().map((p) => ({ ...p, topics: peerKinds.get(p.peerId) ?? [], mesh: peerMesh.get(p.peerId) ?? [], score: Math.round(o.net.gossipScore(p.peerId) * 1000) / 1000 })) };
+  const { peerKinds, peerMesh, peerLink } = o.net.gossip();
+  return {
+    peers: o.net.peers().map((p) => {
+      const link = peerLink.get(p.peerId);
+      return {
+        ...p,
+        topics: peerKinds.get(p.peerId) ?? [],
+        mesh: peerMesh.get(p.peerId) ?? [],
+        score: Math.round(o.net.gossipScore(p.peerId) * 1000) / 1000,
+        ...(link ? { streams: { out: link.out, in: link.in }, backoffMs: Math.round(link.backoffMs) } : {}),
+      };
+    }),
+  };
 }
 
 export function status(d: Daemon): Record<string, unknown> {

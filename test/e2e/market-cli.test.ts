@@ -205,6 +205,7 @@ test("audit takes the buyer's trust sources (--trusted-buyers, --second-hand-wei
     ['--second-hand-weight', '0', 'MARKET_BAD_WEIGHT'],
     ['--second-hand-weight', 'lots', 'MARKET_BAD_WEIGHT'],
     ['--trusted-buyers', 'not-a-did', 'DID_MALFORMED'],
+    ['--steward', 'not-a-did', 'DID_MALFORMED'],
   ] as const) {
     const e = c0('market', 'audit', '--selection', out, '--records', tr, flag, value);
     assert.equal(e.code, 2, `${flag} ${value}: ${e.err}`);

@@ -372,6 +372,10 @@ export interface PeerView {
   mesh: string[];
   /** The gossip score this node gives it. */
   score: number;
+  /** Whether this node holds its outbound gossip stream to the peer and the peer's inbound one (absent: not in gossip's router). */
+  streams?: { out: boolean; in: boolean };
+  /** The longest prune backoff left with the peer on one of this node's topics, ms. */
+  backoffMs?: number;
 }
 
 export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: number; memoryMiB: number }; expiresAt: number }> {

@@ -201,10 +201,11 @@ export async function waitForPeers(n: NodeProc, dids: string[], until: 'mesh' | 
     const parts: string[] = [];
     for (const d of missing) {
       const x = have.get(d);
-      const here = x ? `topics=[${x.topics.join(',')}] mesh=[${x.mesh.join(',')}] score=${x.score}` : 'not connected';
+      const link = (v: PeerView) => `${v.streams ? `out=${v.streams.out} in=${v.streams.in}` : 'no-router'} backoffMs=${v.backoffMs ?? '-'}`;
+      const here = x ? `topics=[${x.topics.join(',')}] mesh=[${x.mesh.join(',')}] score=${x.score} ${link(x)}` : 'not connected';
       const q = nodes.find((m) => m.did === d);
       const back = q ? (await get<{ peers: PeerView[] }>(q, '/v1/peers').catch(() => ({ peers: [] as PeerView[] }))).peers.find((y) => y.did === n.did) : undefined;
-      const there = q ? (back ? `; ${q.name} has ${n.name}: mesh=[${back.mesh.join(',')}] score=${back.score}` : `; ${q.name} does not list ${n.name}`) : '';
+      const there = q ? (back ? `; ${q.name} has ${n.name}: topics=[${back.topics.join(',')}] mesh=[${back.mesh.join(',')}] score=${back.score} ${link(back)}` : `; ${q.name} does not list ${n.name}`) : '';
       parts.push(`${d.slice(-8)} ${here}${there}`);
     }
     throw new Error(`not yet: ${parts.join(' | ')}`);

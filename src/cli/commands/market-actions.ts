@@ -278,6 +278,8 @@ export function auditAction(opts: AuditOpts): void {
   // the buyer's trust sources: its decision counted their evidence, so its recomputation must (docs/market.md §7)
   const trust = trustFromOpts(opts);
   const skew = skewFromOpts(opts);
+  // a steward that is not a DID is a wrong command line (exit 2), not a decision no steward may take (AUDIT_*, exit 1)
+  for (const d of opts.steward ?? []) asUsage(() => requireDid(d, 'steward'));
   const { records, refused, read } = loadRecordDir(opts.records);
   const manifest = readExportManifest(opts.records);
   const sel = resolveRecord<Selection>(opts.selection, T.selection, records, 'selection', opts.json);

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createNetwork, type Network } from '../../../src/net/node.js';
 import { shardOf } from '../../../src/net/topics.js';
 import { Ed25519Signer } from '../../../src/records/index.js';
+import { gossipLinks } from '../../../src/net/link-hosts.js';
 
 async function waitFor(cond: () => boolean, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
@@ -38,7 +39,28 @@ test('gossip view: a peer subscribed to the job topic of its market shows under 
     assert.deepEqual(provider.gossip().peerKinds.get(buyer.peerId.toString()), ['advert', 'job'], 'on the provider: the kinds of its own topics');
     await waitFor(() => buyer.gossip().kinds.job?.mesh === 1 && buyer.gossip().kinds.advert?.mesh === 1);
     assert.deepEqual(buyer.gossip().peerMesh.get(pid), ['advert', 'job']);
+    assert.deepEqual(buyer.gossip().peerLink.get(pid), { out: true, in: true, backoffMs: 0 }, 'both gossip streams, no prune backoff');
   } finally {
     for (const n of nets) await n.stop();
   }
+});
+
+test('gossip links: per router peer its streams and the longest backoff left on the given topics only', () => {
+  const router = {
+    peers: new Map([['a', {}], ['b', {}], ['c', {}]]),
+    streamsOutbound: new Map([['a', {}], ['b', {}]]),
+    streamsInbound: new Map([['a', {}], ['c', {}]]),
+    backoff: new Map([
+      ['ours/1', new Map([['b', 1_000 + 20_000], ['a', 1_000 - 5]])],
+      ['ours/2', new Map([['b', 1_000 + 45_000], ['gone', 1_000 + 60_000]])],
+      ['theirs', new Map([['c', 1_000 + 60_000]])],
+    ]),
+  };
+  const links = gossipLinks(router, ['ours/1', 'ours/2'], 1_000);
+  assert.deepEqual(Object.fromEntries(links), {
+    a: { out: true, in: true, backoffMs: 0 }, // an expired backoff is none
+    b: { out: true, in: false, backoffMs: 45_000 },
+    c: { out: false, in: true, backoffMs: 0 }, // a backoff on a topic not this node's is not counted
+  });
+  assert.equal(gossipLinks({}, ['ours/1']).size, 0, 'no router internals: nothing read');
 });
