@@ -3,11 +3,11 @@
  * the record-directory reader `market probe --records` shares: loaded only when
  * one of them runs.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import type { Opened } from '../../records/envelope.js';
+import { MAX_ENVELOPE_BYTES, type Opened } from '../../records/envelope.js';
 import { open, openAny } from '../record-kinds.js';
 import { isAddress } from '../../records/address.js';
 import { T, type Delegation, type Job, type Offer, type Selection } from '../../records/kinds.js';
@@ -47,8 +47,22 @@ export function loadRecordDir(dir: string): { records: RecordSet; refused: Refus
   for (const name of names.sort()) {
     if (name === EXPORT_FILE) continue;
     const p = join(dir, name);
-    if (!statSync(p).isFile()) continue;
+    // a dangling link or a link loop is a file that cannot be read (refused), not the end of the command; a file larger
+    // than any record is refused unread (no envelope is over MAX_ENVELOPE_BYTES)
+    let st: Stats;
+    try {
+      st = statSync(p);
+    } catch (e) {
+      read++;
+      refused.push({ file: name, code: 'INPUT_UNREADABLE', message: `cannot read ${p}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` });
+      continue;
+    }
+    if (!st.isFile()) continue;
     read++;
+    if (st.size > MAX_ENVELOPE_BYTES) {
+      refused.push({ file: name, code: 'ENVELOPE_TOO_LARGE', message: `${p} is ${st.size} bytes, more than a record's ${MAX_ENVELOPE_BYTES}` });
+      continue;
+    }
     try {
       records.add(openAny(readInput(p)));
     } catch (e) {

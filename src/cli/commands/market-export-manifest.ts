@@ -5,12 +5,13 @@
  * directory without it is an export cut short (the daemon died mid-stream) or one put together by hand; `market
  * audit` says so, and checks a directory against the file it has. Plain data and checks, no I/O but reading the file.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 import { isAddress } from '../../records/address.js';
+import { isDid } from '../../records/did.js';
 import { T } from '../../records/kinds.js';
 import type { RecordSet } from '../../market/index.js';
 
@@ -65,13 +66,29 @@ const RECORD_TYPES: ReadonlySet<string> = new Set(Object.values(T));
 /** a record file's name in the export's directory: no path in it */
 const isFileName = (x: unknown): x is string => isStr(x) && x !== '' && x !== '.' && x !== '..' && !/[/\\]/.test(x);
 
+/** The most of export.json read: a few hundred bytes a record, for a job's records by the ten thousand. */
+export const EXPORT_MANIFEST_MAX_BYTES = 64 * 1024 * 1024;
+
+const isDidList = (x: unknown): x is string[] => Array.isArray(x) && x.every((d) => isStr(d) && isDid(d));
+const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+function isAuditSettings(a: unknown): a is AuditSettings {
+  if (typeof a !== 'object' || a === null || Array.isArray(a)) return false;
+  const x = a as Record<string, unknown>;
+  return isDidList(x.trustedBuyers) && typeof x.dealtWith === 'boolean' && isNum(x.secondHandWeight) && isNum(x.skewMs) && (x.stewards === undefined || isDidList(x.stewards));
+}
+
 /** `dir`'s export.json; undefined when there is none; EXPORT_MANIFEST_INVALID (exit 3) when it cannot be read as one. */
 export function readExportManifest(dir: string): ExportManifest | undefined {
   const file = join(dir, EXPORT_FILE);
   let text: string;
   try {
+    // a regular file of a bounded size: a FIFO would block the read for ever, a link to /dev/zero fill the memory
+    const st = statSync(file);
+    if (!st.isFile()) throw bad(file, 'not a regular file');
+    if (st.size > EXPORT_MANIFEST_MAX_BYTES) throw bad(file, `${st.size} bytes, more than the ${EXPORT_MANIFEST_MAX_BYTES} read`);
     text = readFileSync(file, 'utf8');
   } catch (e) {
+    if (e instanceof C0Error) throw e;
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw bad(file, `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
@@ -91,6 +108,9 @@ export function readExportManifest(dir: string): ExportManifest | undefined {
   if (!Array.isArray(m.missing) || !m.missing.every((r) => r && isAddress(r.address) && isStr(r.what))) throw bad(file, 'missing is not a list of {address, what}');
   if (!Array.isArray(m.selections) || !m.selections.every(isAddress)) throw bad(file, 'selections is not a list of addresses');
   if (!Array.isArray(m.auditArgs) || !m.auditArgs.every(isStr)) throw bad(file, 'auditArgs is not a list of options');
+  if (m.audit !== undefined && !isAuditSettings(m.audit)) {
+    throw bad(file, 'audit is not {trustedBuyers: [DIDs], dealtWith: true|false, secondHandWeight: number, skewMs: number, stewards?: [DIDs]}');
+  }
   return m;
 }
 

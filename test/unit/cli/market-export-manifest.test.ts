@@ -7,13 +7,16 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
 import { RecordSet } from '../../../src/market/index.js';
 import { T, type Opened } from '../../../src/records/index.js';
-import { EXPORT_FORMAT, checkExport, readExportManifest } from '../../../src/cli/commands/market-export-manifest.js';
+import { EXPORT_FORMAT, EXPORT_MANIFEST_MAX_BYTES, checkExport, readExportManifest } from '../../../src/cli/commands/market-export-manifest.js';
+import { loadRecordDir } from '../../../src/cli/commands/market-actions.js';
+import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
 import { P, job } from '../market/fixtures.js';
 
 const J = job(P(950));
@@ -54,6 +57,57 @@ describe('export.json: what it names is checked', () => {
   it('a missing record or a selection that is not an address is EXPORT_MANIFEST_INVALID', () => {
     invalid(dirWith({ missing: [{ address: 'x', what: 'y' }] }));
     invalid(dirWith({ selections: ['sha256:00'] }));
+  });
+
+  it('audit settings of the wrong shape are EXPORT_MANIFEST_INVALID, not a crash when the audit compares them', () => {
+    // second-round review: these ended `market audit` with exit 70 "a.trustedBuyers is not iterable"
+    const ok = { trustedBuyers: [P(952).did], dealtWith: false, secondHandWeight: 0.5, skewMs: 30_000 };
+    assert.deepEqual(readExportManifest(dirWith({ audit: ok }))?.audit, ok);
+    assert.ok(readExportManifest(dirWith({ audit: { ...ok, stewards: [P(953).did] } })));
+    for (const audit of ['x', 5, null, [], { ...ok, trustedBuyers: null }, { ...ok, trustedBuyers: ['not-a-did'] }, { ...ok, stewards: 5 }, { ...ok, stewards: ['x'] }, { ...ok, dealtWith: 'yes' }, { ...ok, skewMs: 'soon' }, { ...ok, secondHandWeight: null }]) {
+      invalid(dirWith({ audit }));
+    }
+  });
+
+  it('an export.json that is not a regular file, or larger than any export writes, is EXPORT_MANIFEST_INVALID unread', () => {
+    // second-round review: a FIFO blocked the audit for ever, a link to /dev/zero filled its memory
+    const fifo = join(root, `d${n++}`);
+    mkdirSync(fifo);
+    execFileSync('mkfifo', [join(fifo, 'export.json')]);
+    invalid(fifo);
+    const zero = join(root, `d${n++}`);
+    mkdirSync(zero);
+    symlinkSync('/dev/zero', join(zero, 'export.json'));
+    invalid(zero);
+    const dir = join(root, `d${n++}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'export.json'), '');
+    truncateSync(join(dir, 'export.json'), EXPORT_MANIFEST_MAX_BYTES + 1);
+    invalid(dir);
+    const gone = join(root, `d${n++}`);
+    mkdirSync(gone);
+    symlinkSync(join(gone, 'nowhere'), join(gone, 'export.json'));
+    assert.equal(readExportManifest(gone), undefined, 'a dangling link is no export.json');
+  });
+});
+
+describe('the records directory', () => {
+  it('a dangling link, a link loop or a file larger than any record is refused, the rest read', () => {
+    // second-round review: a dangling link or a loop ended select, explain, audit and probe with exit 70 (ENOENT, ELOOP)
+    const dir = join(root, `d${n++}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'job.cbor'), J.bytes);
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
+    symlinkSync(join(dir, 'loop'), join(dir, 'loop'));
+    writeFileSync(join(dir, 'big'), '');
+    truncateSync(join(dir, 'big'), MAX_ENVELOPE_BYTES + 1);
+    const { records, refused, read } = loadRecordDir(dir);
+    assert.ok(records.get(J.address), 'the record beside them is read');
+    assert.equal(read, 4);
+    assert.deepEqual(
+      refused.map((r) => [r.file, r.code]),
+      [['big', 'ENVELOPE_TOO_LARGE'], ['dangling', 'INPUT_UNREADABLE'], ['loop', 'INPUT_UNREADABLE']],
+    );
   });
 });
 
