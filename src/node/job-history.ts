@@ -140,10 +140,14 @@ export function lateReceipt(did: string, receipts: readonly HeldReceipt[]): Late
   const h = receipts.filter((x) => !x.acceptance && x.receipt.record.buyer === did).at(-1);
   if (!h) return undefined;
   const r = h.receipt.record;
+  // another provider's completed receipt this node accepted: the run went on without this one (a failover) and the job
+  // was done, so this receipt is no sign of a run given up (second-round review: the note said so on a completed job)
+  const doneElsewhere = receipts.some((x) => x.acceptance?.record.verdict === 'accepted' && x.receipt.record.status === 'completed' && x.receipt.record.provider !== r.provider);
+  const when = doneElsewhere ? 'after this node had moved the job to another provider, whose completed receipt it accepted' : 'after this node gave up on the run';
   const note =
     r.status === 'completed'
-      ? 'the provider reports completed after this node gave up on the run; its output was not received, so no acceptance or dispute was signed'
-      : `the provider reports failed${r.failure ? ` (${r.failure.code})` : ''} after this node gave up on the run; no verdict was signed on it`;
+      ? `the provider reports completed ${when}; its output was not received, so no acceptance or dispute was signed`
+      : `the provider reports failed${r.failure ? ` (${r.failure.code})` : ''} ${when}; no verdict was signed on it`;
   return { receipt: h.receipt.address, provider: r.provider, status: r.status, ...(r.failure ? { failure: r.failure.code } : {}), at: r.completedAt, note };
 }
 

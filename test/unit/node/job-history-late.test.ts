@@ -22,6 +22,7 @@ import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtu
 const BUYER = P(320);
 const PROV = P(321);
 const OTHER = P(322);
+const THIRD = P(323);
 
 type WireJob = { address: string; receipts: Array<{ status: string; acceptance?: string }>; late?: { receipt: string; provider: string; status: string; failure?: string; at: number; note: string } };
 
@@ -31,8 +32,8 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
   try {
     const records = await RecordStore.open(db);
     const ev = new EvidenceStore();
-    const [stalled, failedLate, normal, failover] = [1, 2, 3, 4].map((i) => job(BUYER, { nonce: new Uint8Array([i, 77]), announcedAt: NOW + i * 1000 }));
-    for (const j of [stalled, failedLate, normal, failover]) await records.put(j!);
+    const [stalled, failedLate, normal, failover, doneElsewhere] = [1, 2, 3, 4, 5].map((i) => job(BUYER, { nonce: new Uint8Array([i, 77]), announcedAt: NOW + i * 1000 }));
+    for (const j of [stalled, failedLate, normal, failover, doneElsewhere]) await records.put(j!);
     // the buyer stalled: the provider's completed receipt came directly after the run ended `failed`, no verdict
     const o1 = offer(PROV, stalled!, advert(PROV));
     const late1 = receipt(PROV, BUYER, o1, { completedAt: NOW + 31_000 });
@@ -47,7 +48,13 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
     const first = receipt(PROV, BUYER, o4, { status: 'failed', startedAt: NOW + 4_100, completedAt: NOW + 4_200 });
     const o5 = offer(OTHER, failover!, advert(OTHER));
     const second = receipt(OTHER, BUYER, o5, { startedAt: NOW + 4_300, completedAt: NOW + 4_400 });
-    await ev.add(o1, late1, o2, late2, o3, got, acceptance(BUYER, got, 'accepted'), o4, first, acceptance(BUYER, first, 'accepted'), o5, second);
+    // the first provider was given up (failover), the job completed with the second and was accepted; then the first's
+    // completed receipt came late
+    const o6 = offer(PROV, doneElsewhere!, advert(PROV));
+    const o7 = offer(THIRD, doneElsewhere!, advert(THIRD));
+    const done = receipt(THIRD, BUYER, o7, { startedAt: NOW + 5_300, completedAt: NOW + 5_400 });
+    const tooLate = receipt(PROV, BUYER, o6, { startedAt: NOW + 5_100, completedAt: NOW + 5_600 });
+    await ev.add(o1, late1, o2, late2, o3, got, acceptance(BUYER, got, 'accepted'), o4, first, acceptance(BUYER, first, 'accepted'), o5, second, o6, o7, done, acceptance(BUYER, done, 'accepted'), tooLate);
     const node = { records, market: { evidence: ev }, did: BUYER.did } as unknown as OverlayNode;
     const page = (await jobs(node)) as { jobs: WireJob[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
@@ -66,6 +73,11 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
 
     assert.equal(of(normal!).late, undefined, 'a receipt the run countersigned is not late');
     assert.equal(of(failover!).late?.receipt, second.address, 'the failover’s receipt that came late, not the countersigned failure');
+    assert.match(of(failover!).late!.note, /after this node gave up on the run/, 'the other receipt with a verdict is a failure: the job was not done');
+
+    const e = of(doneElsewhere!);
+    assert.equal(e.late?.receipt, tooLate.address);
+    assert.match(e.late!.note, /^the provider reports completed after this node had moved the job to another provider, whose completed receipt it accepted;/);
 
     // What reputation makes of it (docs/market.md "Per provider P"): a completed receipt its buyer never countersigned is no outcome
     const rep = ev.derive({ self: BUYER.did, asOf: NOW + 100_000 }).get(OTHER.did);
