@@ -70,10 +70,12 @@ export class BuyerWiring {
   }
 
   /**
-   * At the overlay's stop, before its network stops: the outcomes still being sent are waited for, and an acceptance's
-   * second try that was due later is made now (a one-shot `c0mpute run` stops right after its job ended: its
-   * acceptance never reached the provider, whose own evidence it is). At most OUTCOME_DRAIN_MS in all, so a stop
-   * never hangs on a provider that does not answer; what is still unsent then is logged.
+   * At the overlay's stop, before its network stops: the acceptances still being sent are waited for, and an
+   * acceptance's second try that was due later is made now (a one-shot `c0mpute run` stops right after its job ended:
+   * its acceptance never reached the provider, whose own evidence it is). At most OUTCOME_DRAIN_MS in all, so a stop
+   * never hangs on a provider that does not answer; what is still unsent then is logged. A selection still being sent
+   * is not waited for: it only frees the losers' quoting budget early, which their offers' expiry does anyway, and a
+   * losing quoter that never answered outcome/1 held every stop for the whole 5 s (second-round review).
    */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -81,14 +83,15 @@ export class BuyerWiring {
     for (const t of this.#retries.keys()) clearTimeout(t);
     this.#retries.clear();
     for (const again of due) again();
+    const acceptances = () => [...this.#inflight].filter(([, s]) => s.kind === 'acceptance');
     const drain = async () => {
       // a send that fails at once brings its retry (an acceptance): waited for too
-      while (this.#inflight.size) await Promise.allSettled([...this.#inflight.keys()]);
+      for (let left = acceptances(); left.length; left = acceptances()) await Promise.allSettled(left.map(([p]) => p));
     };
-    if (!this.#inflight.size) return;
+    if (!acceptances().length) return;
     if ((await raceTimeout(drain(), OUTCOME_DRAIN_MS, 'late' as const, { unref: true })) === 'late') {
-      const unsent = [...this.#inflight.values()];
-      this.o.log.warn({ unsent }, `${unsent.length} outcome send(s) still unanswered after ${OUTCOME_DRAIN_MS} ms at stop: not waited for`);
+      const unsent = acceptances().map(([, s]) => s);
+      this.o.log.warn({ unsent }, `${unsent.length} acceptance send(s) still unanswered after ${OUTCOME_DRAIN_MS} ms at stop: not waited for`);
     }
   }
 

@@ -479,7 +479,9 @@ export class Provider {
     if (this.d.storeProblem?.()) return undefined;
     if (job.signer === this.d.did) return undefined;
     if (job.record.order) return undefined; // an open order is claimed (claimer.ts), never quoted
-    if (this.#offered.has(job.address)) return undefined;
+    // quoted once; a job its buyer pushes again once that offer has lapsed (or was released by a selection) is quoted
+    // anew: a rescue asks the runner-up whose first offer ran out while the winner ran (second-round review)
+    if (this.#offered.has(job.address) && !(opts.invited && !this.offerFor(job.address))) return undefined;
     if (!opts.invited && this.#heldBack.has(job.address)) return undefined;
     if (this.d.pool && !this.d.pool.mayQuote(job)) return undefined;
     const now = this.d.clock();

@@ -66,7 +66,8 @@ function setup(answer: (call: number) => Promise<'accepted' | 'unreachable'>) {
     await (wiring.stop() as unknown);
     net.up = false;
   };
-  return { net, stop, publishAcceptance: () => deps.publish('acceptance', acceptance) };
+  const selection = seal(T.selection, { job: j.address, buyer, policy: 'cheapest', winner: o.address, considered: [{ provider, offer: o.address }], decidedAt: now }, buyerKey);
+  return { net, stop, publishAcceptance: () => deps.publish('acceptance', acceptance), publishSelection: () => deps.publish('selection', selection) };
 }
 
 const later = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -110,4 +111,17 @@ test('a send that never answers does not hold the stop past OUTCOME_DRAIN_MS', a
   }
   await stopping;
   assert.ok(stopped);
+});
+
+test('a selection still being sent does not hold the stop: only an acceptance is the provider’s own evidence (second-round review: a losing quoter that never answered held every stop 5 s)', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const s = setup(() => new Promise(() => {}));
+  await s.publishSelection();
+  assert.equal(s.net.calls, 1, 'the selection went out over outcome/1');
+  let stopped = false;
+  const stopping = s.stop().then(() => (stopped = true));
+  // no timer ticked: a stop that waited for the selection would still be waiting on the drain's timeout
+  for (let i = 0; i < 10 && !stopped; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(stopped, 'stopped without waiting for the selection');
+  await stopping;
 });

@@ -71,7 +71,7 @@ async function setup(extra: Extra = {}) {
   const provider = new Provider(deps);
   live.push(provider);
   await provider.start();
-  return { provider, budget, registry, offers };
+  return { provider, budget, registry, offers, clock };
 }
 
 function makeJob(signer = buyer): Opened<Job> {
@@ -155,6 +155,22 @@ describe('Provider: jobs already decided', () => {
     s.provider.onSelection(selectionOf(j));
     assert.equal(await s.provider.onJob(j), undefined, 'heard on gossip or sync: decided');
     assert.ok(await s.provider.onJob(j, { invited: true }), 'pushed by its buyer: quoted');
+  });
+
+  test('a job quoted once is quoted again when its buyer pushes it after that offer lapsed, never while it is live or when heard again (second-round review: a rescue got no offer from the runner-up)', async () => {
+    const s = await setup();
+    const j = makeJob();
+    const first = await s.provider.onJob(j);
+    assert.ok(first);
+    assert.equal(await s.provider.onJob(j, { invited: true }), undefined, 'its offer is live: the push is answered with it (offerFor), no second one');
+    assert.equal(s.provider.offerFor(j.address)?.address, first.address);
+    s.clock.advance(first.record.expiresAt - NOW + 1);
+    assert.equal(s.provider.offerFor(j.address), undefined, 'lapsed');
+    assert.equal(await s.provider.onJob(j), undefined, 'heard again on gossip or sync: quoted once');
+    const again = await s.provider.onJob(j, { invited: true });
+    assert.ok(again, 'pushed by its buyer after its offer lapsed: a fresh offer');
+    assert.ok(again.record.expiresAt > first.record.expiresAt && again.record.issuedAt > first.record.issuedAt);
+    assert.equal(s.provider.offerFor(j.address)?.address, again.address);
   });
 
   test('what the node holds (`held`): a receipt or the buyer’s acceptance is decided; a job quoted before a restart is not quoted again unless its buyer pushes it; an open one is quoted', async () => {
