@@ -343,12 +343,12 @@ export class BuyerWiring {
    * that learned the job after its selection skips it as decided, and answers only its buyer's push — chosen as a
    * push halfway through the window is (at least one offer missing: twice as many pushes, as many dials; on an
    * overlay with a steward, every connected one). Resolves once each answered, within RESCUE_PUSH_MS and the job's
-   * deadline, to how many offered (their offers are in the book for the next decision).
+   * deadline, to how many offered (their offers are in the book for the next decision) and whom it asked.
    */
-  async #rescue(job: Opened<Job>, tried: ReadonlySet<string>): Promise<number> {
+  async #rescue(job: Opened<Job>, tried: ReadonlySet<string>): Promise<{ offers: number; asked: readonly string[] }> {
     const now = this.o.clock();
     const left = job.record.deadline - now;
-    if (left <= 0) return 0;
+    if (left <= 0) return { offers: 0, asked: [] };
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !tried.has(d));
     const missing = Math.max(1, this.o.d.config.buyer.offersWanted);
@@ -356,9 +356,9 @@ export class BuyerWiring {
     const log = this.o.log.child({ job: job.address });
     if (!targets.length) {
       log.info({ tried: tried.size }, 'no provider left to fail over to, and none not tried to ask for an offer');
-      return 0;
+      return { offers: 0, asked: [] };
     }
-    return this.#send(job, targets, Math.min(RESCUE_PUSH_MS, left), log, new Set(tried));
+    return { offers: await this.#send(job, targets, Math.min(RESCUE_PUSH_MS, left), log, new Set(tried)), asked: targets };
   }
 
   /**

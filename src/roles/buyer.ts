@@ -453,10 +453,12 @@ export interface BuyerDeps {
    * A run with no provider left to fail over to while its deadline is more than `collectWindowMs` away asks live
    * providers that offer the workload and were not `tried` for offers now (job-push/1: a provider that learned the
    * job after its selection skips it as decided, and only a push gets its offer), resolving once they answered
-   * (bounded by the push's own deadline) to how many offers came; the run then decides again among them. At most
-   * MAX_RESCUES_PER_RUN times a run, never on a managed overlay. Absent: the run ends as before.
+   * (bounded by the push's own deadline) to how many offers came and whom it asked; the run then decides again among
+   * them. `tried` also names those an earlier ask of the run asked: an ask that brought no offer (its targets silent)
+   * is followed by one to others. At most MAX_RESCUES_PER_RUN times a run, never on a managed overlay. Absent: the
+   * run ends as before.
    */
-  rescue?: (job: Opened<Job>, tried: ReadonlySet<string>) => Promise<number>;
+  rescue?: (job: Opened<Job>, tried: ReadonlySet<string>) => Promise<{ offers: number; asked: readonly string[] }>;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -737,6 +739,8 @@ export class Buyer {
     let selections = 0;
     // Times this run asked for more offers with no provider left to fail over to (MAX_RESCUES_PER_RUN).
     let rescues = 0;
+    // Those the run's asks asked: the next ask goes to others.
+    const asked = new Set<string>();
     // Every provider left out of the decisions for now (no address known, past the look-ups, or not reached yet).
     const leftOut = () => new Set([...deferred, ...capped, ...unsure]);
     // Each turn tries one provider (selects it, fails to dial it, or finds its offer lapsed), sets providers with no
@@ -810,15 +814,17 @@ export class Buyer {
           // (a restart, a late join) skipped it as decided, and are asked for an offer now; with any, decide again.
           rescues++;
           const got = await unlessAborted(
-            this.d.rescue(job, tried).catch((e: unknown) => {
+            this.d.rescue(job, new Set([...tried, ...asked])).catch((e: unknown) => {
               log.debug({ job: job.address, err: (e as Error).message }, 'asking for more offers failed');
-              return 0;
+              return { offers: 0, asked: [] };
             }),
             this.#stop.signal,
           );
-          log.info({ job: job.address, tried: tried.size, offers: got ?? 0 }, 'no provider left to fail over to: providers not tried were asked for offers');
-          // (the node stopping: the next turn ends the run as interrupted)
-          if (got || this.#stopping) continue;
+          for (const d of got?.asked ?? []) asked.add(d);
+          log.info({ job: job.address, tried: tried.size, asked: got?.asked.length ?? 0, offers: got?.offers ?? 0 }, 'no provider left to fail over to: providers not tried were asked for offers');
+          // (the node stopping: the next turn ends the run as interrupted); an ask whose targets all stayed silent (cheap
+          // keys that never quote can fill its targets) is followed by one to others, within MAX_RESCUES_PER_RUN
+          if (got?.offers || got?.asked.length || this.#stopping) continue;
         }
         if (!pick) {
           // No one left to move to: every provider not tried yet dropped out of the decision since the first one (its

@@ -80,7 +80,8 @@ test('no provider left to fail over to: the job is pushed to the live providers 
     assert.equal(typeof deps.rescue, 'function', 'the daemon gives its buyer a way to ask for more offers');
     const got = await deps.rescue!(job, new Set([P1]));
     assert.deepEqual(pushed.sort(), [P3, P4].sort(), 'pushed to the live providers not tried, not to p1');
-    assert.equal(got, 1);
+    assert.equal(got.offers, 1);
+    assert.deepEqual([...got.asked].sort(), [P3, P4].sort(), 'it says whom it asked: the run’s next ask goes to others');
     assert.ok(market.quoted(job.address, P3, Date.now()), 'p3’s offer is in the book for the next decision');
     await wiring.stop();
   } finally {
