@@ -137,7 +137,11 @@ export interface LateReceipt {
 
 /** The last receipt of `did`'s own job that `did` signed no verdict on (LateReceipt), if any. */
 export function lateReceipt(did: string, receipts: readonly HeldReceipt[]): LateReceipt | undefined {
-  const h = receipts.filter((x) => !x.acceptance && x.receipt.record.buyer === did).at(-1);
+  // a provider with a receipt this node signed its verdict on had its outcome settled in the run: another receipt of
+  // its own for the job is not a late outcome (second-round review: a winner's second, failed receipt after its accepted
+  // one read as a run given up)
+  const settled = new Set(receipts.filter((x) => x.acceptance).map((x) => x.receipt.record.provider));
+  const h = receipts.filter((x) => !x.acceptance && x.receipt.record.buyer === did && !settled.has(x.receipt.record.provider)).at(-1);
   if (!h) return undefined;
   const r = h.receipt.record;
   // another provider's completed receipt this node accepted: the run went on without this one (a failover) and the job

@@ -3,7 +3,7 @@
  * the record-directory reader `market probe --records` shares: loaded only when
  * one of them runs.
  */
-import { readdirSync, statSync, type Stats } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -23,6 +23,7 @@ import { EXPORT_FILE, checkExport, readExportManifest, type ExportCheck } from '
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 import { printable } from '../../util/text.js';
+import { readRegularFile, walkNames, WalkTooLarge, type BoundedRead } from '../../util/bounded-read.js';
 
 interface Refused {
   file: string;
@@ -30,15 +31,24 @@ interface Refused {
   message: string;
 }
 
-/** Read every file under `dir` (recursively) and open it; refusals are collected, not fatal. A `market export`'s
- * summary, `export.json` at the top, is not a record: it is left to `market audit` (market-export-manifest.ts). */
+/** The most names a records directory may hold (a job's export holds a few thousand records), and how deep. */
+export const RECORD_DIR_BOUNDS = { maxEntries: 1_000_000, maxDepth: 32 } as const;
+
+/**
+ * Read every file under `dir` (its subdirectories too; links are read as files, never followed into directories) and
+ * open it; refusals are collected, not fatal. A `market export`'s summary, `export.json` at the top, is not a record:
+ * it is left to `market audit` (market-export-manifest.ts). What is not a regular file (a FIFO, a socket, a device, a
+ * link to a directory) is skipped; one that cannot be read (a dangling link, a link loop) is refused INPUT_UNREADABLE,
+ * one larger than any record ENVELOPE_TOO_LARGE, read no further (src/util/bounded-read.ts).
+ */
 export function loadRecordDir(dir: string): { records: RecordSet; refused: Refused[]; read: number } {
   let names: string[];
   try {
     if (!statSync(dir).isDirectory()) throw new C0Error('RECORDS_NOT_A_DIRECTORY', `${dir} is not a directory`, { field: 'records' });
-    names = readdirSync(dir, { recursive: true }) as string[];
+    names = walkNames(dir, RECORD_DIR_BOUNDS);
   } catch (e) {
     if (e instanceof C0Error) throw e;
+    if (e instanceof WalkTooLarge) throw new C0Error('RECORDS_DIR_TOO_LARGE', `the records directory ${dir} has ${e.message}`, { field: 'records' });
     throw new C0Error('RECORDS_UNREADABLE', `cannot read the records directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'records' });
   }
   const records = new RecordSet();
@@ -47,24 +57,22 @@ export function loadRecordDir(dir: string): { records: RecordSet; refused: Refus
   for (const name of names.sort()) {
     if (name === EXPORT_FILE) continue;
     const p = join(dir, name);
-    // a dangling link or a link loop is a file that cannot be read (refused), not the end of the command; a file larger
-    // than any record is refused unread (no envelope is over MAX_ENVELOPE_BYTES)
-    let st: Stats;
+    let got: BoundedRead;
     try {
-      st = statSync(p);
+      got = readRegularFile(p, MAX_ENVELOPE_BYTES);
     } catch (e) {
       read++;
       refused.push({ file: name, code: 'INPUT_UNREADABLE', message: `cannot read ${p}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` });
       continue;
     }
-    if (!st.isFile()) continue;
+    if ('problem' in got && got.problem === 'not-regular') continue;
     read++;
-    if (st.size > MAX_ENVELOPE_BYTES) {
-      refused.push({ file: name, code: 'ENVELOPE_TOO_LARGE', message: `${p} is ${st.size} bytes, more than a record's ${MAX_ENVELOPE_BYTES}` });
+    if ('problem' in got) {
+      refused.push({ file: name, code: 'ENVELOPE_TOO_LARGE', message: `${p} is more than a record's ${MAX_ENVELOPE_BYTES} bytes` });
       continue;
     }
     try {
-      records.add(openAny(readInput(p)));
+      records.add(openAny(got.bytes));
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
       refused.push({ file: name, code: e.code, message: e.message });

@@ -5,9 +5,9 @@
  * directory without it is an export cut short (the daemon died mid-stream) or one put together by hand; `market
  * audit` says so, and checks a directory against the file it has. Plain data and checks, no I/O but reading the file.
  */
-import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
+import { readRegularFile } from '../../util/bounded-read.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 import { isAddress } from '../../records/address.js';
@@ -83,10 +83,9 @@ export function readExportManifest(dir: string): ExportManifest | undefined {
   let text: string;
   try {
     // a regular file of a bounded size: a FIFO would block the read for ever, a link to /dev/zero fill the memory
-    const st = statSync(file);
-    if (!st.isFile()) throw bad(file, 'not a regular file');
-    if (st.size > EXPORT_MANIFEST_MAX_BYTES) throw bad(file, `${st.size} bytes, more than the ${EXPORT_MANIFEST_MAX_BYTES} read`);
-    text = readFileSync(file, 'utf8');
+    const got = readRegularFile(file, EXPORT_MANIFEST_MAX_BYTES);
+    if ('problem' in got) throw bad(file, got.problem === 'not-regular' ? 'not a regular file' : `more than the ${EXPORT_MANIFEST_MAX_BYTES} bytes read`);
+    text = new TextDecoder().decode(got.bytes);
   } catch (e) {
     if (e instanceof C0Error) throw e;
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

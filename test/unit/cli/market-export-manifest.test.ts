@@ -8,14 +8,14 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
 import { RecordSet } from '../../../src/market/index.js';
 import { T, type Opened } from '../../../src/records/index.js';
 import { EXPORT_FORMAT, EXPORT_MANIFEST_MAX_BYTES, checkExport, readExportManifest } from '../../../src/cli/commands/market-export-manifest.js';
-import { loadRecordDir } from '../../../src/cli/commands/market-actions.js';
+import { RECORD_DIR_BOUNDS, loadRecordDir } from '../../../src/cli/commands/market-actions.js';
 import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
 import { P, job } from '../market/fixtures.js';
 
@@ -108,6 +108,31 @@ describe('the records directory', () => {
       refused.map((r) => [r.file, r.code]),
       [['big', 'ENVELOPE_TOO_LARGE'], ['dangling', 'INPUT_UNREADABLE'], ['loop', 'INPUT_UNREADABLE']],
     );
+  });
+
+  it('links back to the directory are not walked into, a FIFO is skipped unread, a file whose size says 0 is read no further than a record (second-round review: two links back ran until the heap ran out)', () => {
+    const dir = join(root, `d${n++}`);
+    mkdirSync(join(dir, 'sub'), { recursive: true });
+    writeFileSync(join(dir, 'sub', 'job.cbor'), J.bytes);
+    symlinkSync(dir, join(dir, 'back1'));
+    symlinkSync(dir, join(dir, 'back2'));
+    symlinkSync('/', join(dir, 'root'));
+    execFileSync('mkfifo', [join(dir, 'fifo')]);
+    const procBig = existsSync('/proc/kallsyms') ? '/proc/kallsyms' : undefined;
+    if (procBig) symlinkSync(procBig, join(dir, 'proc'));
+    const { records, refused, read } = loadRecordDir(dir);
+    assert.ok(records.get(J.address), 'the record in the subdirectory is read, once');
+    assert.equal(read, procBig ? 2 : 1, 'links to directories and the FIFO are not files read');
+    assert.deepEqual(
+      refused.map((r) => [r.file, r.code]),
+      procBig ? [['proc', 'ENVELOPE_TOO_LARGE']] : [],
+    );
+  });
+
+  it('a directory nested past the bound is RECORDS_DIR_TOO_LARGE', () => {
+    const dir = join(root, `d${n++}`);
+    mkdirSync(join(dir, ...Array.from({ length: RECORD_DIR_BOUNDS.maxDepth + 1 }, () => 'x')), { recursive: true });
+    assert.throws(() => loadRecordDir(dir), (e: unknown) => e instanceof C0Error && e.code === 'RECORDS_DIR_TOO_LARGE');
   });
 });
 

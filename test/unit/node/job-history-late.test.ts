@@ -54,7 +54,8 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
     const o7 = offer(THIRD, doneElsewhere!, advert(THIRD));
     const done = receipt(THIRD, BUYER, o7, { startedAt: NOW + 5_300, completedAt: NOW + 5_400 });
     const tooLate = receipt(PROV, BUYER, o6, { startedAt: NOW + 5_100, completedAt: NOW + 5_600 });
-    await ev.add(o1, late1, o2, late2, o3, got, acceptance(BUYER, got, 'accepted'), o4, first, acceptance(BUYER, first, 'accepted'), o5, second, o6, o7, done, acceptance(BUYER, done, 'accepted'), tooLate);
+    const winnerAgain = receipt(THIRD, BUYER, o7, { status: 'failed', failure: { code: 'EXEC_TIMEOUT', message: 'a second word on it' }, startedAt: NOW + 5_300, completedAt: NOW + 5_700 });
+    await ev.add(o1, late1, o2, late2, o3, got, acceptance(BUYER, got, 'accepted'), o4, first, acceptance(BUYER, first, 'accepted'), o5, second, o6, o7, done, acceptance(BUYER, done, 'accepted'), tooLate, winnerAgain);
     const node = { records, market: { evidence: ev }, did: BUYER.did } as unknown as OverlayNode;
     const page = (await jobs(node)) as { jobs: WireJob[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
@@ -75,6 +76,7 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
     assert.equal(of(failover!).late?.receipt, second.address, 'the failover’s receipt that came late, not the countersigned failure');
     assert.match(of(failover!).late!.note, /after this node gave up on the run/, 'the other receipt with a verdict is a failure: the job was not done');
 
+    // the accepted winner's own second receipt (a failed one signed after) is no late outcome
     const e = of(doneElsewhere!);
     assert.equal(e.late?.receipt, tooLate.address);
     assert.match(e.late!.note, /^the provider reports completed after this node had moved the job to another provider, whose completed receipt it accepted;/);
