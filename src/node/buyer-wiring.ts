@@ -142,7 +142,7 @@ export class BuyerWiring {
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
       waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),
-      rescue: (job, tried) => this.#rescue(job, tried),
+      rescue: (job, tried, opts) => this.#rescue(job, tried, opts?.widen),
       stalls: this.#stalls,
       collectWindowMs: config.buyer.collectWindowMs,
       enoughOffers: config.buyer.enoughOffers,
@@ -345,13 +345,15 @@ export class BuyerWiring {
    * overlay with a steward, every connected one). Resolves once each answered, within RESCUE_PUSH_MS and the job's
    * deadline, to how many offered (their offers are in the book for the next decision) and whom it asked.
    */
-  async #rescue(job: Opened<Job>, tried: ReadonlySet<string>): Promise<{ offers: number; asked: readonly string[] }> {
+  async #rescue(job: Opened<Job>, tried: ReadonlySet<string>, widen = false): Promise<{ offers: number; asked: readonly string[] }> {
     const now = this.o.clock();
     const left = job.record.deadline - now;
     if (left <= 0) return { offers: 0, asked: [] };
     const connected = this.o.net.peers().map((p) => p.did ?? '');
     const silent = this.o.market.silentProviders(job, connected, now, MAX_PUSH_TARGETS).filter((d) => !tried.has(d));
-    const missing = Math.max(1, this.o.d.config.buyer.offersWanted);
+    // after an ask that brought nothing, as many as a push takes (MAX_PUSH_TARGETS): with `offersWanted` 1 an ask
+    // goes to 2, and 4 silent cheap keys, connected and never quoting, filled both asks (second-round review s39)
+    const missing = widen ? MAX_PUSH_TARGETS / 2 : Math.max(1, this.o.d.config.buyer.offersWanted);
     const targets = this.o.d.network.steward ? silent : this.#targets(job, now, missing, connected, silent, tried);
     const log = this.o.log.child({ job: job.address });
     if (!targets.length) {

@@ -455,10 +455,10 @@ export interface BuyerDeps {
    * job after its selection skips it as decided, and only a push gets its offer), resolving once they answered
    * (bounded by the push's own deadline) to how many offers came and whom it asked; the run then decides again among
    * them. `tried` also names those an earlier ask of the run asked: an ask that brought no offer (its targets silent)
-   * is followed by one to others. At most MAX_RESCUES_PER_RUN times a run, never on a managed overlay. Absent: the
-   * run ends as before.
+   * is followed by one to others, as wide as a push goes (`widen`: silent cheap keys filled the first ask's targets).
+   * At most MAX_RESCUES_PER_RUN times a run, never on a managed overlay. Absent: the run ends as before.
    */
-  rescue?: (job: Opened<Job>, tried: ReadonlySet<string>) => Promise<{ offers: number; asked: readonly string[] }>;
+  rescue?: (job: Opened<Job>, tried: ReadonlySet<string>, opts?: { widen?: boolean }) => Promise<{ offers: number; asked: readonly string[] }>;
 }
 
 /** What a job spec is checked against before anything is signed or sent (Buyer.check, Buyer.checkSpec). */
@@ -814,7 +814,7 @@ export class Buyer {
           // (a restart, a late join) skipped it as decided, and are asked for an offer now; with any, decide again.
           rescues++;
           const got = await unlessAborted(
-            this.d.rescue(job, new Set([...tried, ...asked])).catch((e: unknown) => {
+            this.d.rescue(job, new Set([...tried, ...asked]), { widen: asked.size > 0 }).catch((e: unknown) => {
               log.debug({ job: job.address, err: (e as Error).message }, 'asking for more offers failed');
               return { offers: 0, asked: [] };
             }),

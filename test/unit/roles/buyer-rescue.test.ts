@@ -27,14 +27,16 @@ const LATE = [P(1902), P(1903), P(1904)];
 function rig(answers: (did: string) => boolean = () => true, clock?: () => number) {
   const inBook = new Set([P1.did]);
   const asks: Array<ReadonlySet<string>> = [];
+  const widened: boolean[] = [];
   const f = buyerOnFakes(ME, {
     providers: [P1, ...LATE],
     rank: (all: RankedCandidate[], _at: number, excluded: ReadonlySet<string> | undefined) => all.filter((c) => inBook.has(c.provider) && !excluded?.has(c.provider)),
     exec: () => failingStream('NET_STREAM_FAILED', 'provider gone'),
     ...(clock ? { clock } : {}),
     deps: {
-      rescue: async (_job: unknown, tried: ReadonlySet<string>) => {
+      rescue: async (_job: unknown, tried: ReadonlySet<string>, opts?: { widen?: boolean }) => {
         asks.push(new Set(tried));
+        widened.push(opts?.widen === true);
         const asked = dids(LATE)
           .filter((d) => !tried.has(d))
           .slice(0, 1);
@@ -44,7 +46,7 @@ function rig(answers: (did: string) => boolean = () => true, clock?: () => numbe
       },
     },
   });
-  return { f, asks };
+  return { f, asks, widened };
 }
 
 const dids = (ps: Party[]) => ps.map((p) => p.did);
@@ -67,9 +69,10 @@ test('asking for more offers is bounded per run', { timeout: 20_000 }, async () 
 });
 
 test('an ask whose providers stay silent is followed by one to others, not to them (second-round review: two silent cheap keys filled the only ask)', { timeout: 20_000 }, async () => {
-  const { f, asks } = rig((d) => d === LATE[1]!.did);
+  const { f, asks, widened } = rig((d) => d === LATE[1]!.did);
   const result = await f.buyer.run(fakeSpec({ deadlineMs: 240_000 }));
   assert.ok(asks.length >= 2, 'asked again after an ask that brought nothing');
+  assert.deepEqual(widened.slice(0, 2), [false, true], 'the second ask, after one that brought nothing, as wide as a push goes');
   assert.deepEqual([...asks[1]!].sort(), [P1.did, LATE[0]!.did].sort(), 'the second names the silent one asked first, so it goes to another');
   assert.deepEqual(f.execs, [P1.did, LATE[1]!.did], 'the provider the second ask reached is tried');
   assert.equal(result.attempts[1]!.provider, LATE[1]!.did);
