@@ -45,10 +45,23 @@ export const CONNECTIVITY_DEFAULTS = {
   remembered: { initialMs: 1_000, maxMs: 30_000, factor: 2, jitter: 0.25 } as BackoffPolicy,
   /** Remembered peers kept (least recently useful dropped first). */
   rememberMax: 32,
+  /** Addresses kept per remembered peer: the one this node last reached it on first, then the rest in the order it announced them. */
+  rememberAddrs: 8,
+  /** A remembered peer not useful for this long is forgotten at its next failed redial, ms (7 days). */
+  forgetAfterMs: 7 * 24 * 3_600_000,
+  /** A remembered peer is forgotten after this many consecutive failed redials (counted across restarts; a failure while this node has no connection at all is not counted). */
+  forgetAfterFailures: 120,
+  /** Failure counts are written to the store at most this often (and at stop), ms. */
+  saveEveryMs: 60_000,
   /** DHT look-ups while below minPeers: 1 s after one that found a new peer, else backing off from 2 s to this, ms. */
   discoverEveryMs: 30_000,
-  /** One dial's deadline, ms. */
+  /**
+   * One address's deadline, ms: a peer's addresses are dialled one after another, each with this deadline (libp2p's own
+   * per-address deadline is the same, ADDRESS_DIAL_TIMEOUT_MS in libp2p-host.ts).
+   */
   dialTimeoutMs: 5_000,
+  /** A dial of a peer's addresses gives up after this many silent ones (deadline reached); those go to the back of a remembered peer's list, so the next dial starts with the others. */
+  silentAddrsPerDial: 2,
 };
 
 export type ConnectivityOptions = typeof CONNECTIVITY_DEFAULTS;
@@ -146,6 +159,8 @@ export interface RememberedPeer {
    * process-relative numbers; such entries are kept, and the next time the peer is useful it gets a wall time.)
    */
   lastUsefulAt: number;
+  /** Consecutive failed redials since it was last useful, counted across restarts (absent: none; files before it have none). */
+  failures?: number;
 }
 
 /** Where remembered peers survive a restart (a JSON file in the data dir; none in tests). */
@@ -160,7 +175,7 @@ export function fileRememberStore(path: string): RememberStore {
     load() {
       try {
         const v = JSON.parse(readFileSync(path, 'utf8')) as { peers?: RememberedPeer[] };
-        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && typeof p.lastUsefulAt === 'number');
+        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && p.addrs.every((a) => typeof a === 'string') && typeof p.lastUsefulAt === 'number' && (p.failures === undefined || typeof p.failures === 'number'));
       } catch {
         return [];
       }
@@ -208,6 +223,14 @@ function peerIdOf(addr: string): string | undefined {
   return m?.[1];
 }
 
+/** An address without its trailing /p2p/<id> (remembered addresses are stored bare; the dial appends the id). */
+function bare(addr: string): string {
+  return addr.replace(/\/p2p\/[^/]+$/, '');
+}
+
+/** Wall-clock stamps below this (2001) were written by a build that used the monotonic clock. */
+const WALL_CLOCK_MIN = 1e12;
+
 export interface ConnectivityDeps {
   host: ConnectivityHost;
   bootstrap: string[];
@@ -237,9 +260,11 @@ export class Connectivity {
   #clock: Clock;
   /** Wall: only what is stored (lastUsefulAt). */
   #wall: Clock;
-  #ticking = false;
   #running = false;
-  #woken = false;
+  #stopped = false;
+  /** Failure counts changed since the store was last written; when it was, monotonic ms. */
+  #dirty = false;
+  #savedAt = -Infinity;
 
   constructor(private d: ConnectivityDeps) {
     this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
@@ -253,7 +278,12 @@ export class Connectivity {
       return { addr, key, ...(peerId ? { peerId } : {}) };
     });
     this.schedule = new ReconnectSchedule((key) => (bootKeys.has(key) ? this.opts.bootstrap : this.opts.remembered), d.rand);
-    for (const p of d.store?.load() ?? []) this.#remembered.set(p.peerId, p);
+    const wall = this.#wall();
+    for (const p of d.store?.load() ?? []) {
+      // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
+      const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
+      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}) });
+    }
     this.#trim();
   }
 
@@ -263,22 +293,21 @@ export class Connectivity {
     for (const b of this.#boot) this.schedule.disconnected(b.key, now, true);
     for (const p of this.#remembered.values()) this.schedule.disconnected(p.peerId, now, true);
     this.#running = true;
-    void this.#run();
+    this.#stopped = false;
+    this.#run();
   }
 
   stop(): void {
     this.#running = false;
+    this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#dirty) this.#save();
   }
 
   /** Something changed (a peer disconnected): check now instead of at the next scheduled pass. */
   wake(): void {
     if (!this.#running) return;
-    if (this.#ticking) {
-      this.#woken = true;
-      return;
-    }
     this.#arm(0);
   }
 
@@ -288,13 +317,12 @@ export class Connectivity {
     this.#timer.unref();
   }
 
-  async #run(): Promise<void> {
+  /** A pass does not wait for its dials (one to a peer with several silent addresses takes several dial deadlines): a target being dialled is skipped until its dial ends. */
+  #run(): void {
     this.#timer = undefined;
-    await this.tick();
+    void this.#pass();
     if (!this.#running) return;
-    const woken = this.#woken;
-    this.#woken = false;
-    this.#arm(woken ? 0 : this.nextDelay(this.#clock()));
+    this.#arm(this.nextDelay(this.#clock()));
   }
 
   /**
@@ -323,15 +351,19 @@ export class Connectivity {
    * out peers that only dialled in, so a one-shot `c0mpute run` node's throwaway port is not redialled, broke pool
    * members finding a restarted member again: docs/network.md §11.)
    */
-  noteUseful(peerId: string, addrs: string[]): void {
-    if (!addrs.length) return;
+  noteUseful(peerId: string, addrs: string[], used?: string): void {
+    if (!addrs.length && !used) return;
     const prev = this.#remembered.get(peerId);
-    const changed = !prev || prev.addrs.join(' ') !== addrs.join(' ');
+    // At most rememberAddrs: the address this node reached it on (when it dialled), then those it announces in the order
+    // they were kept (one a redial reached moved first), then new ones as announced. An address no longer announced is dropped.
+    const announced = new Set(addrs.map(bare));
+    const kept = [...new Set([...(used ? [bare(used)] : []), ...(prev?.addrs ?? []).filter((a) => announced.has(a)), ...announced])].slice(0, this.opts.rememberAddrs);
+    const changed = !prev || prev.addrs.join(' ') !== kept.join(' ') || !!prev.failures;
     this.#remembered.delete(peerId);
-    this.#remembered.set(peerId, { peerId, addrs, lastUsefulAt: this.#wall() });
+    this.#remembered.set(peerId, { peerId, addrs: kept, lastUsefulAt: this.#wall() });
     this.schedule.connected(peerId);
     this.#trim();
-    if (changed) this.d.store?.save([...this.#remembered.values()]);
+    if (changed) this.#save();
   }
 
   /** Remembered peers (least recently useful first). */
@@ -353,47 +385,110 @@ export class Connectivity {
     };
   }
 
-  /** One pass: redial what is due, look for more peers when below the minimum. Exposed for tests. */
+  /** One pass: redial what is due, look for more peers when below the minimum; resolves when its dials have ended. Exposed for tests. */
   async tick(): Promise<void> {
-    if (this.#ticking) return;
-    this.#ticking = true;
-    try {
-      const now = this.#clock();
-      const dials: Array<Promise<void>> = [];
-      for (const b of this.#boot) {
-        if (b.peerId && this.d.host.isConnected(b.peerId)) {
-          this.schedule.connected(b.key);
-          continue;
-        }
-        this.schedule.disconnected(b.key, now);
-        if (this.schedule.due(b.key, now) && !this.#inflight.has(b.key)) dials.push(this.#dial(b.key, { ...(b.peerId ? { peerId: b.peerId } : {}), addrs: [b.addr] }, 'bootstrap', b));
+    await this.#pass();
+  }
+
+  #pass(): Promise<void> {
+    const now = this.#clock();
+    const dials: Array<Promise<void>> = [];
+    for (const b of this.#boot) {
+      if (b.peerId && this.d.host.isConnected(b.peerId)) {
+        this.schedule.connected(b.key);
+        continue;
       }
-      const bootIds = new Set(this.#boot.map((b) => b.key));
-      for (const p of this.#remembered.values()) {
-        if (bootIds.has(p.peerId)) continue;
-        if (this.d.host.isConnected(p.peerId)) {
-          this.schedule.connected(p.peerId);
-          continue;
-        }
-        this.schedule.disconnected(p.peerId, now);
-        if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${p.peerId}`)) }, 'remembered'));
-      }
-      const count = this.d.host.peerCount();
-      if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
-        dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
-      }
-      await Promise.all(dials);
-    } finally {
-      this.#ticking = false;
+      this.schedule.disconnected(b.key, now);
+      if (this.schedule.due(b.key, now) && !this.#inflight.has(b.key)) dials.push(this.#dial(b.key, { ...(b.peerId ? { peerId: b.peerId } : {}), addrs: [b.addr] }, 'bootstrap', b));
     }
+    const bootIds = new Set(this.#boot.map((b) => b.key));
+    for (const p of this.#remembered.values()) {
+      if (bootIds.has(p.peerId)) continue;
+      if (this.d.host.isConnected(p.peerId)) {
+        this.schedule.connected(p.peerId);
+        continue;
+      }
+      this.schedule.disconnected(p.peerId, now);
+      if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => `${a}/p2p/${p.peerId}`) }, 'remembered'));
+    }
+    const count = this.d.host.peerCount();
+    if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
+      dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
+    }
+    return Promise.all(dials).then(() => undefined);
+  }
+
+  /**
+   * Dial a target's addresses one after another, each with the dial deadline, until one answers: libp2p tries a peer's
+   * addresses in turn too, but with one deadline for the whole dial an address that accepts TCP and never answers (a
+   * firewalled public address, a VPN or docker bridge address) used it all, and the next address was never tried.
+   * Gives up after `silentAddrsPerDial` silent addresses (pushed to `silent`; a refused one costs nothing and does not
+   * count). A failure is the first address's error. Resolves to the remote peer and the address that answered.
+   */
+  async #dialEach(t: DialTarget, silent: string[] = []): Promise<{ remote: string; addr: string | undefined }> {
+    if (t.addrs.length <= 1) return { remote: await this.d.host.dial(t, this.opts.dialTimeoutMs), addr: t.addrs[0] };
+    let first: unknown;
+    for (const addr of t.addrs) {
+      try {
+        return { remote: await this.d.host.dial({ ...t, addrs: [addr] }, this.opts.dialTimeoutMs), addr };
+      } catch (e) {
+        first ??= e;
+        if (classifyDialError(e).code === 'NET_DIAL_TIMEOUT') silent.push(addr);
+        if (this.#stopped || silent.length >= this.opts.silentAddrsPerDial) break;
+      }
+    }
+    throw first;
+  }
+
+  #save(): void {
+    this.#dirty = false;
+    this.#savedAt = this.#clock();
+    this.d.store?.save([...this.#remembered.values()]);
+  }
+
+  /**
+   * A redial of a remembered peer ended: the address that answered goes first, silent ones to the back; a failure
+   * counts towards forgetting the peer.
+   */
+  #redialed(key: string, answered: string | undefined, silent: string[], t: DialTarget): void {
+    const p = this.#remembered.get(key);
+    if (!p) return;
+    const ok = answered === undefined ? undefined : bare(answered);
+    const late = new Set(silent.map(bare));
+    const order = [...(ok !== undefined && p.addrs.includes(ok) ? [ok] : []), ...p.addrs.filter((a) => a !== ok && !late.has(a)), ...p.addrs.filter((a) => a !== ok && late.has(a))];
+    const moved = order.join(' ') !== p.addrs.join(' ');
+    p.addrs = order;
+    if (answered !== undefined) {
+      if (moved || p.failures) {
+        delete p.failures;
+        this.#save();
+      }
+      return;
+    }
+    if (moved) this.#dirty = true;
+    // This node's own network may be what is down: a failure while it has no connection at all does not count.
+    if (this.d.host.peerCount() === 0) return;
+    p.failures = (p.failures ?? 0) + 1;
+    this.#dirty = true;
+    const idleMs = this.#wall() - p.lastUsefulAt;
+    if (p.failures >= this.opts.forgetAfterFailures || idleMs >= this.opts.forgetAfterMs) {
+      this.#remembered.delete(key);
+      this.schedule.forget(key);
+      this.d.log.info({ peer: key, addr: t.addrs[0], failures: p.failures, lastUsefulAgoMs: Math.round(idleMs) }, p.failures >= this.opts.forgetAfterFailures ? 'remembered peer forgotten: too many failed redials' : 'remembered peer forgotten: not useful for too long');
+      this.#save();
+      return;
+    }
+    if (this.#clock() - this.#savedAt >= this.opts.saveEveryMs) this.#save();
   }
 
   async #dial(key: string, t: DialTarget, kind: 'bootstrap' | 'remembered', boot?: { addr: string; peerId?: string; lastError?: { code: string; message: string } }): Promise<void> {
     this.#inflight.add(key);
     const failuresBefore = this.schedule.failures(key);
+    const silent: string[] = [];
     try {
-      const remote = await this.d.host.dial(t, this.opts.dialTimeoutMs);
+      const { remote, addr } = await this.#dialEach(t, silent);
       this.schedule.connected(key);
+      if (kind === 'remembered') this.#redialed(key, addr, silent, t);
       this.d.onDial?.(kind, true);
       if (boot) {
         delete boot.lastError;
@@ -404,6 +499,7 @@ export class Connectivity {
       const err = classifyDialError(e);
       const delay = this.schedule.failed(key, this.#clock());
       this.d.onDial?.(kind, false);
+      if (kind === 'remembered') this.#redialed(key, undefined, silent, t);
       const codeChanged = boot && boot.lastError?.code !== err.code;
       if (boot) boot.lastError = err;
       // A bootstrap peer (the operator named it): warn on the first failure and when the cause changes; then quietly,
@@ -433,7 +529,7 @@ export class Connectivity {
         fresh.slice(0, max).map(async (t) => {
           if (!this.d.host.isConnected(t.peerId!)) {
             try {
-              await this.d.host.dial(t, this.opts.dialTimeoutMs);
+              await this.#dialEach(t);
             } catch {
               this.d.onDial?.('discovered', false);
               return;

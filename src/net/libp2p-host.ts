@@ -24,6 +24,7 @@ import { sha256 } from '../records/address.js';
 import { didFromPeerId, libp2pKey } from '../node/peer-id.js';
 import type { AbusePolicy } from './peer-abuse.js';
 import { NETWORK_DEFAULTS, type NetworkOptions } from './network-api.js';
+import { CONNECTIVITY_DEFAULTS } from './connectivity.js';
 import { overlayGater, type RefusalLog } from './refusals.js';
 import { expectedType, parseTopic, topicsFor, TOPIC_KINDS } from './topics.js';
 import { peekType } from '../records/envelope.js';
@@ -112,6 +113,15 @@ export function meshDegrees(D: number): { D: number; Dlo: number; Dhi: number; D
   const Dlo = Math.ceil((2 * D) / 3);
   return { D, Dlo, Dhi: 2 * D, Dscore: Dlo, Dout: Math.min(2, Dlo - 1, Math.floor(D / 2)) };
 }
+
+/**
+ * libp2p's deadline for one address of a dial, ms (its default 6 s; docs/network.md "Reconnection and liveness"). libp2p
+ * tries a peer's addresses one after another; an address that accepts TCP and never answers (a firewalled public
+ * address, a VPN or docker bridge address) holds the dial this long before the next is tried. Below a 10 s dial
+ * (NETWORK_DEFAULTS.dialTimeoutMs) two addresses fit; the same as the reconnection's per-address deadline, which honest
+ * dials already met (a handshake takes milliseconds on a LAN, a few round trips on a slow link).
+ */
+export const ADDRESS_DIAL_TIMEOUT_MS = CONNECTIVITY_DEFAULTS.dialTimeoutMs;
 
 /**
  * Liveness pings (docs/network.md §11 "Pings under load"): libp2p's connection monitor pings every connection every
@@ -213,7 +223,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     streamMuxers: [yamux({ maxEarlyStreams: MAX_EARLY_STREAMS, streamOptions: { maxStreamWindowSize: STREAM_WINDOW_MAX } })],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
-    connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections },
+    connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections, addressDialTimeout: ADDRESS_DIAL_TIMEOUT_MS },
     connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {

@@ -220,7 +220,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
-    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()));
+    // The address this node dialled it on goes first (a peer that dialled in came from a port it does not listen on).
+    const conn = evt.detail.connection;
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()), conn.direction === 'outbound' ? conn.remoteAddr.toString() : undefined);
     records.onIdentify(peerId, protocols);
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {
