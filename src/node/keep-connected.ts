@@ -11,6 +11,7 @@
  * when the next is due is not overlapped.
  */
 import type { Network } from '../net/node.js';
+import { NETWORK_DEFAULTS } from '../net/network-api.js';
 import type { Logger } from '../util/log.js';
 
 export interface KeepConnectedOptions {
@@ -18,7 +19,10 @@ export interface KeepConnectedOptions {
   firstMs?: number;
   /** Between rounds (default 30 s). */
   everyMs?: number;
-  /** Per dial (default 5 s). */
+  /**
+   * Per dial (default NETWORK_DEFAULTS.dialTimeoutMs, 10 s: libp2p gives each of a peer's addresses 5 s in turn,
+   * ADDRESS_DIAL_TIMEOUT_MS, so a first address that accepts TCP and never answers leaves 5 s for the second).
+   */
   dialTimeoutMs?: number;
 }
 
@@ -36,7 +40,7 @@ export function keepConnected(net: Pick<Network, 'did' | 'peers' | 'dial'>, dids
       for (const did of wanted) {
         if (stopped) return;
         if (connected.has(did)) continue;
-        await net.dial(did, { timeoutMs: opts.dialTimeoutMs ?? 5_000 }).then(
+        await net.dial(did, { timeoutMs: opts.dialTimeoutMs ?? NETWORK_DEFAULTS.dialTimeoutMs }).then(
           () => log.debug({ peer: did }, 'connected to a peer kept by name'),
           (e) => log.debug({ peer: did, err: (e as Error).message }, 'peer kept by name not reachable; trying again later'),
         );

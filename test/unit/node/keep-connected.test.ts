@@ -8,24 +8,28 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { keepConnected } from '../../../src/node/keep-connected.js';
 import { silentLogger } from '../../../src/util/log.js';
+import { NETWORK_DEFAULTS } from '../../../src/net/network-api.js';
+import { ADDRESS_DIAL_TIMEOUT_MS } from '../../../src/net/libp2p-host.js';
 
 const settle = () => new Promise((r) => setImmediate(r));
 
 function fakeNet(o: { connected: string[]; down?: string[]; slow?: boolean }) {
   const dials: string[] = [];
+  const timeouts: Array<number | undefined> = [];
   const pending: Array<() => void> = [];
   const net = {
     did: 'did:key:self',
     peers: () => o.connected.map((did) => ({ did })),
-    dial: (did: string) => {
+    dial: (did: string, opts?: { timeoutMs?: number }) => {
       dials.push(did);
+      timeouts.push(opts?.timeoutMs);
       if (o.slow) return new Promise<never>((_, reject) => pending.push(() => reject(new Error('timeout'))));
       if (o.down?.includes(did)) return Promise.reject(new Error('unreachable'));
       o.connected.push(did);
       return Promise.resolve({});
     },
   };
-  return { net: net as never, dials, pending };
+  return { net: net as never, dials, timeouts, pending };
 }
 
 test('the first round at 3 s dials each wanted peer not connected, not this node, not one already connected; an unreachable one is tried next round', async (t) => {
@@ -38,6 +42,9 @@ test('the first round at 3 s dials each wanted peer not connected, not this node
   t.mock.timers.tick(1);
   await settle();
   assert.deepEqual(f.dials, ['did:key:b', 'did:key:c']);
+  // 10 s a dial: libp2p gives each of a peer's addresses 5 s in turn, so a silent first address leaves the second 5 s
+  assert.deepEqual(f.timeouts, [NETWORK_DEFAULTS.dialTimeoutMs, NETWORK_DEFAULTS.dialTimeoutMs]);
+  assert.ok(NETWORK_DEFAULTS.dialTimeoutMs >= 2 * ADDRESS_DIAL_TIMEOUT_MS);
   // 30 s on: b is connected now, c is tried again
   t.mock.timers.tick(30_000);
   await settle();
