@@ -88,6 +88,21 @@ export const CATCHUP_BUDGET_MS = 120_000;
 /** Entry bytes one catch-up holds at most: past it the head is refused WITNESS_TOO_LARGE, nothing is fetched further. */
 export const MAX_CATCHUP_BYTES = 64 * 1024 * 1024;
 export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
+/** The steward's ledger is shorter than the head this witness holds for it (restored from an old copy): see #shorterHead. */
+export const WITNESS_LEDGER_ROLLED_BACK = 'WITNESS_LEDGER_ROLLED_BACK';
+/** What the steward answers to a range from past its ledger's length (src/roles/steward-handlers.ts). */
+const LEDGER_RANGE_INVALID = 'LEDGER_RANGE_INVALID';
+/**
+ * A head shorter than the held one makes the witness ask the steward for the held head's entry at most this often per
+ * steward (an old head is legitimately heard late, and anyone can relay old heads again: a flood of them costs one
+ * one-entry read a minute).
+ */
+export const ROLLBACK_PROBE_MS = 60_000;
+/** The length the steward said its ledger has, from its LEDGER_RANGE_INVALID answer ("… beyond the ledger's length N"). */
+function servedLength(e: unknown): number | undefined {
+  const m = /length (\d+)\s*$/.exec((e as Error)?.message ?? '');
+  return m ? Number(m[1]) : undefined;
+}
 /**
  * After start (the network starts after the roles, and the stewards need to be reached), when to ask each steward
  * held or named for its ledger past the held head, ms; a steward is asked until it answers once.
@@ -230,6 +245,15 @@ export class WitnessRole {
   #strangerTimer: LongTimer | undefined;
   /** Heads of keys neither held nor named dropped without a fetch (held back, or past the limits), since start. */
   #strangerHeadsIgnored = 0;
+  /**
+   * Per steward held: the last sign that its ledger is shorter than the head this witness cosigned (a data directory
+   * restored from an old copy, or truncated): the held length, the length of the shorter head heard (`heard`) and the
+   * length the steward said it serves (`served`) when known. Cleared when it serves the held head again or a cosign
+   * succeeds. GET /v1/witness shows it (`rolledBack`); not kept across a restart (the start catch-up finds it again).
+   */
+  #rolledBack = new Map<string, { held: number; heard?: number; served?: number; head?: string; at: number }>();
+  /** Per steward held: when (monotonic) a shorter head heard last made the witness ask for the held head's entry. */
+  #probedAt = new Map<string, number>();
   /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
   readonly #failLog: PeerLog;
   /** The monotonic clock (WitnessPorts.monoClock). */
@@ -501,7 +525,9 @@ export class WitnessRole {
     const from = Math.max(0, held.length - 1);
     if (!entry) return this.#catchUpServed(steward, held, from);
     const target = entry.record.seq + 1;
-    if (target < held.length) return false; // an old head: nothing new
+    // A shorter head: an old one heard late (gossip, or any peer relaying it again), or a steward whose ledger went
+    // back (restored from an old copy). The steward is asked for the held head's entry to tell which (#shorterHead).
+    if (target < held.length) return this.#shorterHead(steward, entry, held);
     if (target === held.length && entry.address === held.head) {
       // the head held, republished: the steward has no receipt for it yet (or gossip lost ours): give the kept one again
       await this.#resend(steward);
@@ -521,6 +547,13 @@ export class WitnessRole {
       if ((e as C0Error).code === WITNESS_TOO_LARGE) {
         this.#refused(steward, WITNESS_TOO_LARGE, refused);
         throw e;
+      }
+      if ((e as C0Error).code === LEDGER_RANGE_INVALID) {
+        // the steward itself says its ledger does not reach the held head: it went back (the head heard was old)
+        await this.#rolledBackTo(steward, held, { served: servedLength(e), heard: target, head: entry.address });
+        // held back as an unreached head is (asked again after the backoff, then less and less often)
+        this.#unreached(steward, WITNESS_LEDGER_ROLLED_BACK, refused);
+        return false;
       }
       // Nothing served: the announced head is itself a steward-signed entry; a fork of the held head is kept.
       const shown = await this.witness.observeHead(steward, entry.bytes);
@@ -653,9 +686,22 @@ export class WitnessRole {
    * end at the held head. True when a whole step was served and cosigned: it may serve more (the next step).
    */
   async #catchUpServed(steward: string, held: { length: number; head: string }, from: number): Promise<boolean> {
-    const entries = await this.#fetch(steward, from, from + this.#step);
+    let entries: Uint8Array[];
+    try {
+      entries = await this.#fetch(steward, from, from + this.#step);
+    } catch (e) {
+      // asked from the held head's entry, the steward answers that its ledger is shorter: it went back
+      if (held.length === 0 || (e as C0Error).code !== LEDGER_RANGE_INVALID || this.#stopped) throw e;
+      this.#startPending.delete(steward);
+      await this.#rolledBackTo(steward, held, { served: servedLength(e) });
+      return false;
+    }
     this.#startPending.delete(steward);
-    if (entries.length === 0) return false;
+    if (entries.length === 0) {
+      // nothing at the held head's seq: the steward's ledger stops short of the head it signed and this witness holds
+      if (held.length > 0) await this.#rolledBackTo(steward, held, { served: from });
+      return false;
+    }
     if (entries.length === 1 && held.length > 0) {
       let address: string | undefined;
       try {
@@ -713,6 +759,7 @@ export class WitnessRole {
       this.#last.set(steward, { length: receipt.record.length, head: receipt.record.head, at: this.o.clock() });
       this.#forgetHeldBack(steward);
       this.#strangers.delete(steward);
+      this.#rolledBack.delete(steward);
       this.#held.add(steward);
       await this.#sendReceipt(steward, receipt);
       this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head }, 'cosigned the steward’s head');
@@ -752,10 +799,85 @@ export class WitnessRole {
     return reached;
   }
 
-  /** The steward still asks for a receipt of the head held: publish the kept one again, at most once per RECEIPT_REPUBLISH_MS. */
-  async #resend(steward: string): Promise<void> {
+  /**
+   * A head of `steward` shorter than the one held. An old head heard late (gossip delivers it late, or any peer relays
+   * it again: the steward's signature on it stays valid) is no fault, and a replay must not raise an alarm; a steward
+   * whose data directory was restored from an old copy announces shorter heads too, and nothing else would tell the
+   * witness until its ledger grew past the held length again. The head alone cannot tell them apart (the restored
+   * ledger's head can be the very entry the witness cosigned on the way), so the steward is asked for the held
+   * head's entry, one entry over ledger/1, at most once per ROLLBACK_PROBE_MS per steward (a replay flood costs that):
+   * served and the same, the head was old (nothing happens); not served (LEDGER_RANGE_INVALID, or no entry), the
+   * steward's ledger went back (#rolledBackTo); served and another entry at that seq, that is equivocation, kept and
+   * published as any other. Not reached: nothing is concluded.
+   */
+  async #shorterHead(steward: string, entry: Opened<LedgerEntry>, held: { length: number; head: string }): Promise<false> {
+    const now = this.#mono();
+    const last = this.#probedAt.get(steward);
+    if (last !== undefined && now - last < ROLLBACK_PROBE_MS) return false;
+    this.#probedAt.set(steward, now);
+    const heard = entry.record.seq + 1;
+    let entries: Uint8Array[];
+    try {
+      entries = await this.#fetch(steward, held.length - 1, held.length);
+    } catch (e) {
+      if (this.#stopped) throw e;
+      if ((e as C0Error).code === LEDGER_RANGE_INVALID) {
+        await this.#rolledBackTo(steward, held, { served: servedLength(e), heard, head: entry.address });
+        return false;
+      }
+      this.o.log.debug({ steward, heard, held: held.length, err: (e as Error).message }, 'a shorter head heard: the steward was not reached to check it');
+      return false;
+    }
+    const [served] = entries;
+    if (!served) {
+      await this.#rolledBackTo(steward, held, { served: held.length - 1, heard, head: entry.address });
+      return false;
+    }
+    let address: string | undefined;
+    try {
+      address = open(served, POOL_TYPE, { trusted: true }).address;
+    } catch {
+      // not an entry: observeHead ignores it below
+    }
+    if (address === held.head) {
+      this.#rolledBack.delete(steward);
+      this.o.log.debug({ steward, heard, held: held.length }, 'an old head heard late: the steward still serves the held head');
+      return false;
+    }
+    // another entry at the held head's seq, signed by the steward: two entries at one seq
+    const shown = await this.witness.observeHead(steward, served);
+    if (shown) await this.#publish(steward, shown, { head: entry.address, held: held.length });
+    return false;
+  }
+
+  /**
+   * The steward's ledger is shorter than the head this witness holds for it (restored from an old copy, truncated):
+   * refused WITNESS_LEDGER_ROLLED_BACK, shown by GET /v1/witness (`rolledBack`, and `last`), logged at warn
+   * (rate-limited per steward), and the held receipt published again (paced):
+   * the steward then refuses it as WITNESS_LENGTH_BEYOND and its own status shows a witness holding more entries than
+   * its ledger.
+   */
+  async #rolledBackTo(steward: string, held: { length: number; head: string }, seen: { served?: number; heard?: number; head?: string }): Promise<void> {
+    const info = { held: held.length, ...(seen.heard === undefined ? {} : { heard: seen.heard }), ...(seen.served === undefined ? {} : { served: seen.served }), ...(seen.head ? { head: seen.head } : {}) };
+    this.#rolledBack.set(steward, { ...info, at: this.o.clock() });
+    this.#noteRolledBack(steward, seen.head);
+    this.#failLog.warn(steward, WITNESS_LEDGER_ROLLED_BACK, 'the steward’s ledger is shorter than the head this witness cosigned (restored from an old copy, or truncated): nothing shorter is cosigned, the held receipt is given to it again', { steward, ...info });
+    await this.#resend(steward, true);
+  }
+
+  /** Show WITNESS_LEDGER_ROLLED_BACK as the steward's last refusal (with the head heard, if any). */
+  #noteRolledBack(steward: string, head?: string): void {
+    this.#last.set(steward, { refused: WITNESS_LEDGER_ROLLED_BACK, at: this.o.clock(), ...(head ? { head } : {}) });
+  }
+
+  /**
+   * The steward still asks for a receipt of the head held: publish the kept one again, at most once per
+   * RECEIPT_REPUBLISH_MS. `rolledBack`: its ledger went back (#rolledBackTo, itself at most once per ROLLBACK_PROBE_MS
+   * or per hold-back): given at once, within the pace, so the steward learns a witness holds more than it has.
+   */
+  async #resend(steward: string, rolledBack = false): Promise<void> {
     const last = this.#sent.get(steward);
-    if (last && this.#mono() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
+    if (!rolledBack && last && this.#mono() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
     // paced (RECEIPT_PACE): many held keys re-announced at once must not make the witness flood its neighbours; one
     // left out is given at the steward's next republication
     if (!this.#receiptPace.take()) {
@@ -800,7 +922,7 @@ export class WitnessRole {
     const cap = this.cfg.stewards ? Infinity : this.#maxStewards;
     const held = new Map((await this.witness.heads(cap)).map((h) => [h.steward, { length: h.length, head: h.head }]));
     const kept = await this.witness.evidenceCounts(cap + (this.cfg.stewards?.length ?? 0));
-    const names = new Set([...held.keys(), ...kept.keys(), ...(this.cfg.stewards ?? []), ...this.#last.keys()]);
+    const names = new Set([...held.keys(), ...kept.keys(), ...(this.cfg.stewards ?? []), ...this.#last.keys(), ...this.#rolledBack.keys()]);
     const out: Record<string, unknown> = {};
     for (const steward of names) {
       const last = this.#last.get(steward);
@@ -809,6 +931,7 @@ export class WitnessRole {
         // verified once per process (Witness.evidence): a pair that does not verify fails the call rather than counting
         evidence: kept.has(steward) ? (await this.witness.evidence(steward)).length : 0,
         ...(last ? { last } : {}),
+        ...(this.#rolledBack.has(steward) ? { rolledBack: this.#rolledBack.get(steward) } : {}),
       };
     }
     return { witness: this.identity.did, overlay: this.o.name, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }) };

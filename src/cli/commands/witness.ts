@@ -13,7 +13,8 @@ import { overlayQuery, requireDaemon } from '../daemon-client.js';
 interface WitnessStatus {
   witness: string;
   overlay: string;
-  stewards: Record<string, { held: { length: number; head: string }; evidence: number; last?: { length?: number; head?: string; refused?: string; at: number } }>;
+  stewards: Record<string, { held: { length: number; head: string }; evidence: number; last?: { length?: number; head?: string; refused?: string; at: number };
+    rolledBack?: { held: number; heard?: number; served?: number; at: number } }>;
   strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
 }
 
@@ -41,6 +42,11 @@ export function register(program: Command): void {
       for (const [steward, s] of rows) {
         const last = !s.last ? '' : s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`;
         out(`${steward}  held length ${s.held.length}${s.held.length ? ` head ${s.held.head}` : ''}, evidence ${s.evidence}${last}`);
+        const rb = s.rolledBack;
+        if (rb) {
+          const seen = [rb.heard === undefined ? '' : `heard a head of length ${rb.heard}`, rb.served === undefined ? '' : `it serves ${rb.served} entries`].filter(Boolean).join(', ');
+          out(`  WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length ${rb.held} held${seen ? ` (${seen})` : ''}, ${new Date(rb.at).toISOString()}: restored from an old copy or truncated`);
+        }
       }
     });
   w.command('evidence')

@@ -1,0 +1,173 @@
+/**
+ * A steward whose ledger went back (its data directory restored from an old copy) while the witness holds a longer
+ * head (src/roles/witness.ts #shorterHead, #rolledBackTo): a shorter head heard, or a start catch-up the steward
+ * answers with LEDGER_RANGE_INVALID or nothing, is refused WITNESS_LEDGER_ROLLED_BACK, shown by status()
+ * (`rolledBack`, `last`), and the held receipt is published again so the steward sees WITNESS_LENGTH_BEYOND. An old
+ * head heard late while the steward still serves the held head is no alarm. Real LevelDB and signatures; the network
+ * is a fake serving each steward's current chain over ledger/1 as the steward's handler does (a range from past its
+ * length is refused LEDGER_RANGE_INVALID).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
+import { openDb, closeDb } from '../../../src/store/db.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import { C0Error } from '../../../src/errors.js';
+import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { WitnessRole, WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
+import { admitted, tempDir } from '../ledger/helpers.js';
+
+type Chain = Array<{ bytes: Uint8Array; address: string }>;
+const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
+
+/** A steward key, its chain of `n` entries, and `rolledBack(keep, add)`: the first `keep` entries, then `add` new ones. */
+function steward(n: number): { did: string; chain: Chain; rolledBack: (keep: number, add: number) => Chain } {
+  const signer = Ed25519Signer.generate();
+  const chain = sealEntries(Array.from({ length: n }, (_, i) => admitted(`c${i}`)), signer);
+  const rolledBack = (keep: number, add: number): Chain => [
+    ...chain.slice(0, keep),
+    ...sealEntries(Array.from({ length: add }, (_, i) => admitted(`r${i}`)), signer, { start: { length: keep, head: chain[keep - 1]!.address } }),
+  ];
+  return { did: didFromPublicKey(signer.publicKey), chain, rolledBack };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+interface Net {
+  calls: Array<{ from: number; to: number }>;
+  receipts: number;
+  evidence: number;
+  onHead: (e: Opened<LedgerEntry>) => void;
+}
+
+async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
+  const t = tempDir('c0-witness-rollback-');
+  const db = await openDb(t.dir);
+  const net: Net = { calls: [], receipts: 0, evidence: 0, onHead: () => undefined };
+  const mono = { now: 1_000_000 };
+  const ports: WitnessPorts = {
+    name: 'labs',
+    clock: fakeClock(1_000),
+    monoClock: () => mono.now,
+    log: silentLogger(),
+    net: {
+      subscribe: ((_kind: string, h: (rec: unknown) => void) => void (net.onHead = h as Net['onHead'])) as never,
+      publish: (async (kind: string) => {
+        if (kind === 'pool-witness') net.receipts++;
+        if (kind === 'pool-evidence') net.evidence++;
+        return { recipients: 1 };
+      }) as never,
+      request: (async (s: string, _p: string, frames: Array<{ from: number; to: number }>) => {
+        const { from, to } = frames[0]!;
+        net.calls.push({ from, to });
+        const chain = chains.get(s) ?? [];
+        // as serveLedgerRange answers (src/roles/steward-handlers.ts), through the network's "peer answered"
+        if (from > chain.length) throw new C0Error('LEDGER_RANGE_INVALID', `/c0mpute/ledger/1 peer answered: from ${from} is beyond the ledger's length ${chain.length}`);
+        return chain.slice(from, to).map((e) => e.bytes);
+      }) as never,
+    },
+  };
+  const me = Ed25519Signer.generate();
+  const roles: WitnessRole[] = [];
+  const start = async (cfg: WitnessConfig) => {
+    const r = await WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, cfg);
+    roles.push(r);
+    return r;
+  };
+  try {
+    await fn({ net, mono, start });
+  } finally {
+    for (const r of roles) await r.stop();
+    await closeDb(db);
+    t.cleanup();
+  }
+}
+
+type Shown = { held: { length: number }; last?: { refused?: string; length?: number }; rolledBack?: { held: number; heard?: number; served?: number } };
+const shown = async (role: WitnessRole, s: string): Promise<Shown> => ((await role.status()).stewards as Record<string, Shown>)[s]!;
+
+describe('a steward whose ledger went back (restored from an old copy)', () => {
+  it('a shorter head it signed after the rollback is refused WITNESS_LEDGER_ROLLED_BACK, shown, and the held receipt given again', async () => {
+    const s = steward(10);
+    const chains = new Map([[s.did, s.chain]]);
+    await rig(chains, async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 10);
+      assert.equal(net.receipts, 1);
+      // restored to length 6, then appended to 8: its new head is shorter than the held one
+      const restored = s.rolledBack(6, 2);
+      chains.set(s.did, restored);
+      net.onHead(head(restored[7]!));
+      await role.settled();
+      const st = await shown(role, s.did);
+      assert.equal(st.last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+      assert.deepEqual(st.rolledBack && { held: st.rolledBack.held, heard: st.rolledBack.heard, served: st.rolledBack.served }, { held: 10, heard: 8, served: 8 });
+      assert.equal(st.held.length, 10, 'the held head stays');
+      assert.equal(net.receipts, 2, 'the held receipt published again: the steward sees a witness holding more than its ledger');
+    });
+  });
+
+  it('a shorter head that is the very entry cosigned on the way (restored, nothing appended) is found too', async () => {
+    const s = steward(10);
+    const chains = new Map([[s.did, s.chain]]);
+    await rig(chains, async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      chains.set(s.did, s.chain.slice(0, 9)); // one short: nothing served at the held head's seq
+      net.onHead(head(s.chain[8]!));
+      await role.settled();
+      assert.equal((await shown(role, s.did)).rolledBack?.served, 9);
+    });
+  });
+
+  it('an old head heard late while the steward still serves the held head is no alarm, and a flood of them costs one read per ROLLBACK_PROBE_MS', async () => {
+    const s = steward(10);
+    await rig(new Map([[s.did, s.chain]]), async ({ net, mono, start }) => {
+      const role = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      const calls = net.calls.length;
+      for (let i = 0; i < 9; i++) net.onHead(head(s.chain[i]!));
+      await role.settled();
+      const st = await shown(role, s.did);
+      assert.equal(st.rolledBack, undefined);
+      assert.equal(st.last?.length, 10, 'still: last cosigned length 10');
+      assert.equal(net.receipts, 1, 'no receipt given again');
+      assert.equal(net.calls.length, calls + 1, 'one read of the held head’s entry');
+      mono.now += ROLLBACK_PROBE_MS;
+      net.onHead(head(s.chain[3]!));
+      await role.settled();
+      assert.equal(net.calls.length, calls + 2);
+    });
+  });
+
+  it('the start catch-up the steward refuses LEDGER_RANGE_INVALID (its ledger shorter than the held head) is refused WITNESS_LEDGER_ROLLED_BACK, not a failed fetch', async () => {
+    const s = steward(10);
+    const chains = new Map([[s.did, s.chain]]);
+    await rig(chains, async ({ net, start }) => {
+      const first = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[9]!));
+      await first.settled();
+      await first.stop();
+      chains.set(s.did, s.rolledBack(5, 2)); // length 7: from 9 is past it
+      const role = await start({ startCatchUpMs: [0, 50, 100] });
+      await until(async () => (await shown(role, s.did)).rolledBack !== undefined, 'the rollback to be shown');
+      const st = await shown(role, s.did);
+      assert.equal(st.last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+      assert.deepEqual([st.rolledBack!.held, st.rolledBack!.served], [10, 7]);
+      await until(() => net.receipts === 2, 'the held receipt given again');
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(net.calls.filter((c) => c.from === 9).length, 1, 'the steward answered: not asked again at each start time');
+    });
+  });
+});
