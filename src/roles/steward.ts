@@ -74,7 +74,7 @@ import { PoolState, type Claim, type Verdict } from '../pool/admission.js';
 import { treeFromYaml } from '../pool/yaml.js';
 import { openEntitlements, type Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
-import { POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
+import { POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from '../ledger/entry.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
@@ -90,6 +90,9 @@ import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
 export type { AdmitRequest } from './steward-admission.js';
+
+/** Witnesses whose contradicting receipt status() shows at most (the most recent; the log has each). */
+export const MAX_CONTRADICTING = 64;
 
 export class Steward {
   readonly tree: Tree;
@@ -111,6 +114,12 @@ export class Steward {
   #witnessesHeard = new Set<string>();
   /** The longest head each witness has sent a valid receipt for since start (bounded as #witnessesHeard): the republish stops once they all cover the head. */
   readonly #witnessed = new Map<string, number>();
+  /**
+   * Witnesses whose last receipt contradicted this ledger (refused: it covers more entries than the ledger has,
+   * WITNESS_LENGTH_BEYOND, or another head at its length, WITNESS_HEAD_MISMATCH), the most recent MAX_CONTRADICTING:
+   * status() shows them (a ledger restored from an old copy, or rewritten). A valid receipt from the witness clears it.
+   */
+  readonly #contradicting = new Map<string, { code: string; length: number; ours: number; at: number }>();
   /** Each open claim's `Admitted` entry (envelope bytes): the proof of admission a buyer carries to its provider. */
   readonly #admittedEntries = new Map<string, Uint8Array>();
 
@@ -229,8 +238,10 @@ export class Steward {
         // had) is worth a look; one from a key not named is only someone else's claim
         const status = (e.detail as { status?: string } | undefined)?.status;
         this.log[status === 'mismatch' ? 'warn' : 'debug']({ witness: rec.signer, status, err: e.message }, 'witness receipt not stored');
+        if (status === 'mismatch') this.#contradicted(rec.signer, rec.bytes);
         return;
       }
+      this.#contradicting.delete(rec.signer);
       // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
       // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
       if (!this.#witnessed.has(rec.signer) && this.#witnessed.size >= 10_000) this.#witnessed.clear();
@@ -242,6 +253,20 @@ export class Steward {
       }
       this.log[first ? 'info' : 'debug']({ witness: rec.signer, status: st.status, length: st.length, stored: st.stored }, 'witness receipt received');
     });
+  }
+
+  /** Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(). */
+  #contradicted(witness: string, bytes: Uint8Array): void {
+    let w: WitnessReceipt;
+    try {
+      w = open(bytes, WITNESS_TYPE, { trusted: true }).record as WitnessReceipt;
+    } catch {
+      return;
+    }
+    const ours = this.ledger.head().length;
+    this.#contradicting.delete(witness);
+    this.#contradicting.set(witness, { code: w.length > ours ? 'WITNESS_LENGTH_BEYOND' : 'WITNESS_HEAD_MISMATCH', length: w.length, ours, at: this.o.clock() });
+    if (this.#contradicting.size > MAX_CONTRADICTING) this.#contradicting.delete(this.#contradicting.keys().next().value!);
   }
 
   async #append(...args: Parameters<Ledger['append']>): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
@@ -509,6 +534,8 @@ export class Steward {
       ...(this.cfg.idle ? { idle: { policy: this.cfg.idle, verdicts: this.#reclaim.idleVerdicts() } } : {}),
       queued: this.#line.queued(this.o.clock()),
       gangs: this.#gangs.view(),
+      // receipts that contradict this ledger (docs/overlays.md "A steward whose ledger went back")
+      ...(this.#contradicting.size ? { contradictingWitnesses: [...this.#contradicting].map(([witness, c]) => ({ witness, ...c })) } : {}),
     };
   }
 

@@ -26,11 +26,19 @@ export function register(program: Command): void {
         teams: Array<{ id: string; parent?: string; priority: number; guarantee_uj: number; guarantee_devices: number; limit_uj?: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number; open_claims: number }>;
         queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number }>;
         attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
+        contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
       };
       if (o.json) return outJson(r);
       out(`steward ${r.steward} on overlay ${r.overlay}`);
       out(`ledger  length ${r.ledger.length}, head ${r.ledger.head}`);
       out(`attestation ${r.attestation.grade}${r.attestation.witnesses.length ? `: ${r.attestation.witnesses.map((w) => `${short(w.witness)} to length ${w.length}`).join(', ')}` : ''}`);
+      for (const c of r.contradictingWitnesses ?? []) {
+        out(
+          c.code === 'WITNESS_LENGTH_BEYOND'
+            ? `attestation WARNING: witness ${short(c.witness)} holds length ${c.length}, this ledger has ${c.ours} (WITNESS_LENGTH_BEYOND: truncated, or restored from an older copy)`
+            : `attestation WARNING: witness ${short(c.witness)} saw another head at length ${c.length} (WITNESS_HEAD_MISMATCH: this history was rewritten)`,
+        );
+      }
       out('team            prio  guarantee     devices  spent        reserved     borrowed     held  open');
       for (const t of r.teams) {
         out(

@@ -81,3 +81,19 @@ describe('the steward republishes its head', () => {
     });
   });
 });
+
+describe('a witness holding more than the steward’s ledger', () => {
+  it('its receipt (WITNESS_LENGTH_BEYOND: the ledger was restored from an older copy) is shown by status(), and a valid one clears it', async () => {
+    await withSteward(2, 60_000, async (_published, _head, s, hear) => {
+      const w = Ed25519Signer.generate();
+      const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 5, head: `sha256:${'ab'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
+      await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
+      const shown = (s.status() as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
+      assert.deepEqual(shown, [{ witness: beyond.signer, code: 'WITNESS_LENGTH_BEYOND', length: 5, ours: 2, at: NOW }]);
+      const { length, head } = s.ledger.head();
+      const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW } satisfies WitnessReceipt, w);
+      await hear('pool-witness', { bytes: ok.bytes, signer: ok.signer });
+      assert.equal((s.status() as { contradictingWitnesses?: unknown }).contradictingWitnesses, undefined);
+    });
+  });
+});
