@@ -50,7 +50,7 @@ import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
 import { compareBytes } from '../records/cbor.js';
-import { POOL_TYPE } from '../ledger/entry.js';
+import { POOL_TYPE, WITNESS_TYPE } from '../ledger/entry.js';
 import type { Equivocation, EquivocationForm } from '../ledger/attest.js';
 import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness, type KeptEvidence } from '../ledger/witness.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
@@ -77,6 +77,8 @@ export interface WitnessConfig {
   stepEntries?: number;
   /** When to gossip the evidence kept again: ms after start, then every (default [EVIDENCE_GOSSIP_FIRST_MS, EVIDENCE_GOSSIP_MS]). */
   evidenceGossipMs?: readonly [first: number, every: number];
+  /** A rolled-back steward: the first wait before its held receipt, having reached nobody, is given again, ms (default RECEIPT_RETRY_MS, doubling). */
+  rollbackResendMs?: number;
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -98,6 +100,8 @@ const LEDGER_RANGE_INVALID = 'LEDGER_RANGE_INVALID';
  * one-entry read a minute).
  */
 export const ROLLBACK_PROBE_MS = 60_000;
+/** The held receipt given to a rolled-back steward that reached nobody is given again this many times at most (5 s doubling). */
+export const ROLLBACK_RESENDS = 6;
 /** The length the steward said its ledger has, from its LEDGER_RANGE_INVALID answer ("… beyond the ledger's length N"). */
 function servedLength(e: unknown): number | undefined {
   const m = /length (\d+)\s*$/.exec((e as Error)?.message ?? '');
@@ -252,6 +256,11 @@ export class WitnessRole {
    * succeeds. GET /v1/witness shows it (`rolledBack`); not kept across a restart (the start catch-up finds it again).
    */
   #rolledBack = new Map<string, { held: number; heard?: number; served?: number; head?: string; at: number }>();
+  /**
+   * Per steward rolled back: the timer that gives the held receipt again when the last one reached nobody (a steward
+   * just restarted is often in nobody's mesh yet), at RECEIPT_RETRY_MS doubling, ROLLBACK_RESENDS times at most.
+   */
+  #rollbackResends = new Map<string, LongTimer>();
   /** Per steward held: when (monotonic) a shorter head heard last made the witness ask for the held head's entry. */
   #probedAt = new Map<string, number>();
   /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
@@ -862,7 +871,35 @@ export class WitnessRole {
     this.#rolledBack.set(steward, { ...info, at: this.o.clock() });
     this.#noteRolledBack(steward, seen.head);
     this.#failLog.warn(steward, WITNESS_LEDGER_ROLLED_BACK, 'the steward’s ledger is shorter than the head this witness cosigned (restored from an old copy, or truncated): nothing shorter is cosigned, the held receipt is given to it again', { steward, ...info });
-    await this.#resend(steward, true);
+    this.#rollbackResends.get(steward)?.clear();
+    this.#rollbackResends.delete(steward);
+    if (!(await this.#resend(steward, true))) this.#resendRolledBack(steward, 0);
+  }
+
+  /** The held receipt given to a rolled-back steward reached nobody: give it again after a while (see #rollbackResends). */
+  #resendRolledBack(steward: string, attempt: number): void {
+    if (this.#stopped || attempt >= ROLLBACK_RESENDS || this.#rollbackResends.has(steward)) return;
+    const timer = setLongTimeout(() => {
+      if (this.#rollbackResends.get(steward) !== timer) return;
+      this.#rollbackResends.delete(steward);
+      if (this.#stopped || !this.#rolledBack.has(steward)) return;
+      void this.#resend(steward, true)
+        .then((reached) => reached || this.#resendRolledBack(steward, attempt + 1))
+        .catch((e) => this.o.log.debug({ steward, err: (e as Error).message }, 'held receipt not given again'));
+    }, (this.cfg.rollbackResendMs ?? RECEIPT_RETRY_MS) * 2 ** attempt).unref();
+    this.#rollbackResends.set(steward, timer);
+  }
+
+  /**
+   * A receipt for the head held, signed now: for a rolled-back steward. The one kept is the bytes first published,
+   * which this node's gossip (and every node that relayed it) drops as a duplicate for its seen-cache lifetime, so
+   * given again it would reach nobody, the restarted steward included. Not stored; any node keeps it within its
+   * bounded set of one witness's receipts.
+   */
+  async #freshReceipt(steward: string): Promise<Opened<WitnessReceipt> | undefined> {
+    const held = await this.witness.held(steward);
+    if (held.length === 0) return undefined;
+    return seal(WITNESS_TYPE, { steward, length: held.length, head: held.head, witnessedAt: this.o.clock() } satisfies WitnessReceipt as never, this.identity.signer) as Opened<WitnessReceipt>;
   }
 
   /** Show WITNESS_LEDGER_ROLLED_BACK as the steward's last refusal (with the head heard, if any). */
@@ -875,19 +912,20 @@ export class WitnessRole {
    * RECEIPT_REPUBLISH_MS. `rolledBack`: its ledger went back (#rolledBackTo, itself at most once per ROLLBACK_PROBE_MS
    * or per hold-back): given at once, within the pace, so the steward learns a witness holds more than it has.
    */
-  async #resend(steward: string, rolledBack = false): Promise<void> {
+  async #resend(steward: string, rolledBack = false): Promise<boolean> {
     const last = this.#sent.get(steward);
-    if (!rolledBack && last && this.#mono() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return;
+    if (!rolledBack && last && this.#mono() - last.at < (last.reached ? RECEIPT_REPUBLISH_MS : RECEIPT_RETRY_MS)) return true;
     // paced (RECEIPT_PACE): many held keys re-announced at once must not make the witness flood its neighbours; one
     // left out is given at the steward's next republication
     if (!this.#receiptPace.take()) {
       this.o.log.debug({ steward }, 'receipt not given again now: publishing at the pace neighbours accept (given at a later republication)');
-      return;
+      return false;
     }
-    const receipt = await this.witness.receipt(steward);
-    if (!receipt || this.#stopped) return;
+    const receipt = rolledBack ? await this.#freshReceipt(steward) : await this.witness.receipt(steward);
+    if (!receipt || this.#stopped) return true;
     const reached = await this.#sendReceipt(steward, receipt, true);
-    this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head, reached }, 'published the receipt for the held head again (the steward still asks for it)');
+    this.o.log.info({ steward, length: receipt.record.length, head: receipt.record.head, reached }, rolledBack ? 'published the receipt for the held head again (the steward’s ledger is shorter)' : 'published the receipt for the held head again (the steward still asks for it)');
+    return reached;
   }
 
   /** Keep showing the last refusal of `steward` (neither held nor listed): the most recent MAX_SHOWN_STRANGERS only. */
@@ -984,6 +1022,8 @@ export class WitnessRole {
     this.#strangerTimer?.clear();
     for (const r of this.#retries.values()) r.timer.clear();
     this.#retries.clear();
+    for (const t of this.#rollbackResends.values()) t.clear();
+    this.#rollbackResends.clear();
     this.#strangerWaiting.clear();
     this.#failLog.stop();
     for (const t of this.#startTimers.splice(0)) t.clear();

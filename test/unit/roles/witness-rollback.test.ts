@@ -14,7 +14,7 @@ import { openDb, closeDb } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { C0Error } from '../../../src/errors.js';
-import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { WitnessRole, WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
 
@@ -43,26 +43,34 @@ async function until(cond: () => boolean | Promise<boolean>, what: string): Prom
 interface Net {
   calls: Array<{ from: number; to: number }>;
   receipts: number;
+  /** The pool-witness records published. */
+  published: Uint8Array[];
   evidence: number;
+  /** Publications reach nobody while this is false (a steward just restarted is in no mesh yet). */
+  reach: boolean;
   onHead: (e: Opened<LedgerEntry>) => void;
 }
 
-async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
+async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; wall: ReturnType<typeof fakeClock>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
   const t = tempDir('c0-witness-rollback-');
   const db = await openDb(t.dir);
-  const net: Net = { calls: [], receipts: 0, evidence: 0, onHead: () => undefined };
+  const net: Net = { calls: [], receipts: 0, published: [], evidence: 0, reach: true, onHead: () => undefined };
   const mono = { now: 1_000_000 };
+  const wall = fakeClock(1_000);
   const ports: WitnessPorts = {
     name: 'labs',
-    clock: fakeClock(1_000),
+    clock: wall,
     monoClock: () => mono.now,
     log: silentLogger(),
     net: {
       subscribe: ((_kind: string, h: (rec: unknown) => void) => void (net.onHead = h as Net['onHead'])) as never,
-      publish: (async (kind: string) => {
-        if (kind === 'pool-witness') net.receipts++;
+      publish: (async (kind: string, bytes: Uint8Array) => {
+        if (kind === 'pool-witness') {
+          net.receipts++;
+          net.published.push(bytes);
+        }
         if (kind === 'pool-evidence') net.evidence++;
-        return { recipients: 1 };
+        return { recipients: net.reach ? 1 : 0 };
       }) as never,
       request: (async (s: string, _p: string, frames: Array<{ from: number; to: number }>) => {
         const { from, to } = frames[0]!;
@@ -82,7 +90,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: 
     return r;
   };
   try {
-    await fn({ net, mono, start });
+    await fn({ net, mono, wall, start });
   } finally {
     for (const r of roles) await r.stop();
     await closeDb(db);
@@ -97,12 +105,13 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
   it('a shorter head it signed after the rollback is refused WITNESS_LEDGER_ROLLED_BACK, shown, and the held receipt given again', async () => {
     const s = steward(10);
     const chains = new Map([[s.did, s.chain]]);
-    await rig(chains, async ({ net, start }) => {
+    await rig(chains, async ({ net, wall, start }) => {
       const role = await start({ startCatchUpMs: [] });
       net.onHead(head(s.chain[9]!));
       await role.settled();
       assert.equal((await role.witness.held(s.did)).length, 10);
       assert.equal(net.receipts, 1);
+      wall.advance(60_000);
       // restored to length 6, then appended to 8: its new head is shorter than the held one
       const restored = s.rolledBack(6, 2);
       chains.set(s.did, restored);
@@ -113,6 +122,10 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
       assert.deepEqual(st.rolledBack && { held: st.rolledBack.held, heard: st.rolledBack.heard, served: st.rolledBack.served }, { held: 10, heard: 8, served: 8 });
       assert.equal(st.held.length, 10, 'the held head stays');
       assert.equal(net.receipts, 2, 'the held receipt published again: the steward sees a witness holding more than its ledger');
+      // signed anew (the bytes first published are a duplicate gossip drops), for the same head
+      const [a, b] = net.published.map((x) => open(x, WITNESS_TYPE) as Opened<WitnessReceipt>);
+      assert.notDeepEqual(b!.bytes, a!.bytes);
+      assert.deepEqual([b!.record.length, b!.record.head, b!.record.witnessedAt], [10, a!.record.head, 61_000]);
     });
   });
 
@@ -168,6 +181,28 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
       await until(() => net.receipts === 2, 'the held receipt given again');
       await new Promise((r) => setTimeout(r, 150));
       assert.equal(net.calls.filter((c) => c.from === 9).length, 1, 'the steward answered: not asked again at each start time');
+    });
+  });
+
+  it('the held receipt that reached nobody is given again until one reaches a peer', async () => {
+    const s = steward(10);
+    const chains = new Map([[s.did, s.chain]]);
+    await rig(chains, async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [], rollbackResendMs: 20 });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      const restored = s.rolledBack(6, 2);
+      chains.set(s.did, restored);
+      net.reach = false;
+      net.onHead(head(restored[7]!));
+      await role.settled();
+      assert.equal(net.receipts, 2);
+      await until(() => net.receipts >= 4, 'the held receipt given again twice');
+      net.reach = true;
+      const n = net.receipts;
+      await until(() => net.receipts === n + 1, 'one more that reaches a peer');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(net.receipts, n + 1, 'none once one reached a peer');
     });
   });
 });
