@@ -19,7 +19,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
-import { evidenceHook, notFromTheFuture, openHeld, recordHooks, witnessHook } from './record-hooks.js';
+import { evidenceHook, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
 import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import { MemoryRecordCache } from '../net/record-cache.js';
@@ -195,6 +195,7 @@ export class OverlayNode {
     const hears = hearsOutcomes(this.d.config, nc, this.roles);
     const witnesses = witnessHook({ ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), ...(nc.steward ? { steward: nc.steward } : {}) });
     const evidence = evidenceHook(nc.steward ? { steward: nc.steward } : {});
+    const heads = poolHeadHook(nc.steward ? { steward: nc.steward } : {});
     const base = recordHooks({
       advert: (a) => this.market.adverts.get(a) ?? openHeld(cache.get(a), T.advert),
       offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),
@@ -226,6 +227,7 @@ export class OverlayNode {
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
         ...(evidence ? { 'pool-evidence': evidence } : {}),
+        ...(heads ? { 'pool-head': heads } : {}),
       },
       ...(nc.floodLimits ? { floodLimits: nc.floodLimits } : {}),
       ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),

@@ -34,6 +34,8 @@
  *               naming another steward than network.steward      → ignore WITNESS_FOREIGN_STEWARD
  *   pool-evidence (evidenceHook below)
  *               about another steward than network.steward       → ignore EVIDENCE_FOREIGN_STEWARD
+ *   pool-head (poolHeadHook below)
+ *               signed by another key than network.steward       → ignore HEAD_FOREIGN_STEWARD
  */
 import { rejectError, ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
@@ -57,6 +59,7 @@ export const HOOK_ERR = {
   WITNESS_NOT_NAMED: 'WITNESS_NOT_NAMED',
   WITNESS_FOREIGN_STEWARD: 'WITNESS_FOREIGN_STEWARD',
   EVIDENCE_FOREIGN_STEWARD: 'EVIDENCE_FOREIGN_STEWARD',
+  HEAD_FOREIGN_STEWARD: 'HEAD_FOREIGN_STEWARD',
   EVIDENCE_FROM_THE_FUTURE: 'EVIDENCE_FROM_THE_FUTURE',
 } as const;
 
@@ -228,5 +231,19 @@ export function evidenceHook(o: { steward?: string }): SemanticHook | undefined 
   return (rec) => {
     const steward = (rec as Opened<EquivocationEvidence>).record.steward;
     if (steward !== o.steward) throw ignoreError(HOOK_ERR.EVIDENCE_FOREIGN_STEWARD, `the evidence is about steward ${steward}, not this overlay's (network.steward)`, 'steward');
+  };
+}
+
+/**
+ * Ledger heads on an overlay that names its steward (docs/overlays.md "Witnesses"). A head is any key's signed pool/1
+ * entry: throwaway keys cost nothing, and each head of one would be relayed to every node and make a witness without a
+ * list spend a catch-up slot and a dial on it. Only the overlay's steward signs its heads, so a head signed by another
+ * key is ignored, as a receipt or evidence about another steward is: not relayed, not delivered, no penalty (the sender
+ * may only be relaying). Undefined when the overlay names no steward: heads of any key pass (a witness bounds them).
+ */
+export function poolHeadHook(o: { steward?: string }): SemanticHook | undefined {
+  if (o.steward === undefined) return undefined;
+  return (rec) => {
+    if (rec.signer !== o.steward) throw ignoreError(HOOK_ERR.HEAD_FOREIGN_STEWARD, `the head is signed by ${rec.signer}, not by this overlay's steward (network.steward)`, 'signer');
   };
 }
