@@ -5,7 +5,8 @@
  * the `network.reconnect` config section into the network module's options.
  *
  *   NET_NO_PEERS   no connection at all (with each bootstrap peer's last error)
- *   NET_NO_MARKET  connected, but no live advert heard
+ *   NET_NO_MARKET  connected, but no live advert heard, on a node that buys or provides (a witness-only or
+ *                  steward-only node needs no provider's advert: no alarm for it)
  */
 import type { ConnectivityOptions, ConnectivityStatus } from '../net/connectivity.js';
 import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js';
@@ -23,7 +24,11 @@ export interface NetworkAssessment {
   bootstrap: Array<{ addr: string; failures: number; code?: string; error?: string }>;
 }
 
-export function assessNetwork(c: ConnectivityStatus, liveAdverts: number): NetworkAssessment {
+/**
+ * `market`: whether this node takes part in the market (a buyer or a provider, default true); only then is hearing no
+ * live advert worth NET_NO_MARKET.
+ */
+export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean } = {}): NetworkAssessment {
   const down = c.bootstrap.filter((b) => !b.connected).map((b) => ({ addr: b.addr, failures: b.failures, ...(b.lastError ? { code: b.lastError.code, error: b.lastError.message } : {}) }));
   const why = down
     .filter((b) => b.code)
@@ -33,7 +38,7 @@ export function assessNetwork(c: ConnectivityStatus, liveAdverts: number): Netwo
     const tail = why.length ? `: ${why.join('; ')}` : c.bootstrap.length ? ': the bootstrap peers have not answered yet (still retrying)' : ' and no bootstrap peer is configured (set network.bootstrap)';
     return { ...base, state: 'no-peers', code: 'NET_NO_PEERS', message: `this node has no peers${tail}` };
   }
-  if (liveAdverts === 0) {
+  if (liveAdverts === 0 && opts.market !== false) {
     return { ...base, state: 'no-market', code: 'NET_NO_MARKET', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but hears no market: no live provider advert${why.length ? ` (${why.join('; ')})` : ''}` };
   }
   return { ...base, state: 'ok', message: `${c.peers} ${c.peers === 1 ? 'peer' : 'peers'}, ${liveAdverts} live ${liveAdverts === 1 ? 'advert' : 'adverts'}` };

@@ -491,7 +491,8 @@ export class OverlayNode {
     const now = this.clock();
     let live = 0;
     for (const a of this.market.adverts.latest.values()) if (a.record.expiresAt > now) live++;
-    return assessNetwork(this.net.connectivity(), live);
+    // NET_NO_MARKET only where adverts matter: a buyer's or a provider's node (a witness or steward alone needs none)
+    return assessNetwork(this.net.connectivity(), live, { market: this.roles.includes('buyer') || this.roles.includes('provider') });
   }
 
   /**

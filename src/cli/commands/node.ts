@@ -81,6 +81,14 @@ export function register(program: Command): void {
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
         } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
       }
+      // a witness: what it holds, in one line (the market's `evidence` above is buyers' and providers' records)
+      if ((s.roles as readonly string[]).includes('witness')) {
+        try {
+          out(`${'witness'.padEnd(15)} ${witnessSummary((await apiCall(c.api, c.token, 'GET', '/v1/witness')) as WitnessView)}`);
+        } catch (e) {
+          out(`${'witness'.padEnd(15)} (not read: ${(e as Error).message})`);
+        }
+      }
     });
 
   program
@@ -271,3 +279,15 @@ export function registerLiveMarket(program: Command): void {
     });
 }
 
+type WitnessView = { stewards: Record<string, { held: { length: number }; evidence: number; last?: { length?: number; refused?: string }; rolledBack?: unknown }> };
+
+/** `c0mpute status`'s witness line: stewards held, the longest length held, evidence pairs kept, refusals to look at. */
+export function witnessSummary(w: WitnessView): string {
+  const all = Object.values(w.stewards);
+  const held = all.filter((s) => s.held.length > 0);
+  const longest = held.reduce((m, s) => Math.max(m, s.held.length), 0);
+  const evidence = all.reduce((n, s) => n + s.evidence, 0);
+  const rolledBack = all.filter((s) => s.rolledBack).length;
+  const flags = [evidence ? `⚠ evidence ${evidence} pair${evidence === 1 ? '' : 's'} kept` : 'evidence 0', ...(rolledBack ? [`⚠ ${rolledBack} steward${rolledBack === 1 ? '' : 's'} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : [])];
+  return `${held.length} steward${held.length === 1 ? '' : 's'} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')} (c0mpute witness status)`;
+}
