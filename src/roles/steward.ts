@@ -75,6 +75,8 @@ import { treeFromYaml } from '../pool/yaml.js';
 import { openEntitlements, type Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from '../ledger/entry.js';
+import { verifyEvidence } from '../ledger/attest.js';
+import type { EquivocationEvidence } from '../ledger/evidence.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
@@ -120,6 +122,11 @@ export class Steward {
    * status() shows them (a ledger restored from an old copy, or rewritten). A valid receipt from the witness clears it.
    */
   readonly #contradicting = new Map<string, { code: string; length: number; ours: number; at: number }>();
+  /**
+   * Equivocation evidence about this steward heard since start (pool-evidence/1, each pair verified): by the pair's
+   * two entry addresses, its seq, form and the witnesses that published it, at most MAX_CONTRADICTING pairs.
+   */
+  readonly #evidence = new Map<string, { seq: number; form: string; witnesses: Set<string>; at: number }>();
   /** Each open claim's `Admitted` entry (envelope bytes): the proof of admission a buyer carries to its provider. */
   readonly #admittedEntries = new Map<string, Uint8Array>();
 
@@ -228,6 +235,9 @@ export class Steward {
     }
     this.#republishHeads();
     this.#catchUpRounds();
+    // Evidence that this steward signed two entries no single history holds: shown by status() (anyone holding it can
+    // prove it, so the ledger's attestation is worth nothing to them until the operator deals with it)
+    net.subscribe('pool-evidence', (rec) => this.#heardEvidence(rec as Opened<EquivocationEvidence>));
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {
@@ -253,6 +263,28 @@ export class Steward {
       }
       this.log[first ? 'info' : 'debug']({ witness: rec.signer, status: st.status, length: st.length, stored: st.stored }, 'witness receipt received');
     });
+  }
+
+  /** A pool-evidence/1 record: kept for status() when it is about this steward and its pair verifies. */
+  #heardEvidence(rec: Opened<EquivocationEvidence>): void {
+    const e = rec.record;
+    if (e?.steward !== this.identity.did) return;
+    let v: ReturnType<typeof verifyEvidence>;
+    try {
+      v = verifyEvidence(e.held, e.conflicting, e.form === 'successor' ? 'successor' : 'same-seq');
+    } catch {
+      return; // not proven: nothing about this steward
+    }
+    if (v.steward !== this.identity.did) return;
+    const key = [...v.addresses].sort().join(' ');
+    const known = this.#evidence.get(key);
+    if (known) {
+      if (known.witnesses.size < MAX_CONTRADICTING) known.witnesses.add(rec.signer);
+      return;
+    }
+    this.#evidence.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: new Set([rec.signer]), at: this.o.clock() });
+    if (this.#evidence.size > MAX_CONTRADICTING) this.#evidence.delete(this.#evidence.keys().next().value!);
+    this.log.warn({ witness: rec.signer, seq: v.seq, form: e.form ?? 'same-seq', evidence: rec.address }, 'a witness holds proof that this steward signed two entries no single history holds: its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
   }
 
   /** Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(). */
@@ -536,6 +568,8 @@ export class Steward {
       gangs: this.#gangs.view(),
       // receipts that contradict this ledger (docs/overlays.md "A steward whose ledger went back")
       ...(this.#contradicting.size ? { contradictingWitnesses: [...this.#contradicting].map(([witness, c]) => ({ witness, ...c })) } : {}),
+      // equivocation evidence about this steward heard since start: each pair proves two histories to anyone
+      ...(this.#evidence.size ? { evidence: { pairs: this.#evidence.size, witnesses: new Set([...this.#evidence.values()].flatMap((p) => [...p.witnesses])).size, seqs: [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16) } } : {}),
     };
   }
 

@@ -27,6 +27,7 @@ export function register(program: Command): void {
         queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number }>;
         attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
+        evidence?: { pairs: number; witnesses: number; seqs: number[] };
       };
       if (o.json) return outJson(r);
       out(`steward ${r.steward} on overlay ${r.overlay}`);
@@ -38,6 +39,10 @@ export function register(program: Command): void {
             ? `attestation WARNING: witness ${short(c.witness)} holds length ${c.length}, this ledger has ${c.ours} (WITNESS_LENGTH_BEYOND: truncated, or restored from an older copy)`
             : `attestation WARNING: witness ${short(c.witness)} saw another head at length ${c.length} (WITNESS_HEAD_MISMATCH: this history was rewritten)`,
         );
+      }
+      if (r.evidence) {
+        const e = r.evidence;
+        out(`attestation WARNING: equivocation evidence against this steward: ${e.pairs} pair${e.pairs === 1 ? '' : 's'} from ${e.witnesses} witness${e.witnesses === 1 ? '' : 'es'} (seq ${e.seqs.join(', ')}): anyone holding it can prove this key signed two histories, so its ledger and attestation are not to be trusted (c0mpute witness evidence ${r.steward} on a witness)`);
       }
       out('team            prio  guarantee     devices  spent        reserved     borrowed     held  open');
       for (const t of r.teams) {

@@ -9,9 +9,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Ed25519Signer, seal } from '../../../src/records/index.js';
+import { Ed25519Signer, didFromPublicKey, open, seal } from '../../../src/records/index.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
-import { Ledger, WITNESS_TYPE, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { EVIDENCE_TYPE, Ledger, WITNESS_TYPE, sealEntries, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import type { Steward } from '../../../src/roles/steward.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { admitted, released, steward as stewardKey, tempDir } from '../ledger/helpers.js';
@@ -94,6 +94,30 @@ describe('a witness holding more than the steward’s ledger', () => {
       const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: ok.bytes, signer: ok.signer });
       assert.equal((s.status() as { contradictingWitnesses?: unknown }).contradictingWitnesses, undefined);
+    });
+  });
+});
+
+describe('equivocation evidence about the steward', () => {
+  it('is shown by status() (pairs, witnesses, seqs), once per pair; evidence about another key is not', async () => {
+    await withSteward(2, 60_000, async (_published, _head, s, hear) => {
+      const pair = (signer: Ed25519Signer, n: number) => {
+        const [a] = sealEntries([admitted(`a${n}`, 'lab')], signer, { at: NOW });
+        const [b] = sealEntries([admitted(`b${n}`, 'lab')], signer, { at: NOW });
+        return { a: a!.bytes, b: b!.bytes };
+      };
+      const evidence = (w: Ed25519Signer, p: { a: Uint8Array; b: Uint8Array }, steward = identity.did) =>
+        open(seal(EVIDENCE_TYPE, { steward, seq: 0, held: p.a, conflicting: p.b, observedAt: NOW } satisfies EquivocationEvidence, w).bytes, EVIDENCE_TYPE);
+      const shown = () => (s.status() as { evidence?: { pairs: number; witnesses: number; seqs: number[] } }).evidence;
+      const other = Ed25519Signer.generate();
+      await hear('pool-evidence', evidence(Ed25519Signer.generate(), pair(other, 1), didFromPublicKey(other.publicKey)));
+      assert.equal(shown(), undefined, 'about another key');
+      const p = pair(stewardKey, 2);
+      const [w1, w2] = [Ed25519Signer.generate(), Ed25519Signer.generate()];
+      await hear('pool-evidence', evidence(w1, p));
+      await hear('pool-evidence', evidence(w2, p));
+      await hear('pool-evidence', evidence(w1, { a: p.b, b: p.a }));
+      assert.deepEqual(shown(), { pairs: 1, witnesses: 2, seqs: [0] });
     });
   });
 });
