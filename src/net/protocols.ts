@@ -58,6 +58,26 @@ export interface ProtocolLimits {
   answerLingerMs?: number;
   /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × min(maxRequestFrames, 64). The end frame's 2 bytes are allowed on top. */
   maxStreamBytes?: number;
+  /**
+   * For a collecting handler (`serve`): how long the caller has to send its whole request, up to its end frame, ms;
+   * the answer then has `deadlineMs` from there. Default requestDeadlineMs: REQUEST_BASE_MS plus one largest frame at
+   * REQUEST_MIN_RATE, never past `deadlineMs`.
+   */
+  requestMs?: number;
+}
+
+/**
+ * The request phase of a collected request (ProtocolLimits.requestMs): 30 s, plus one largest frame at 128 KiB/s (the
+ * buyer's own floor for an exec input). Without it the request was read under the protocol's whole deadline, which
+ * steward/1 (a claim may wait in line for a day) and pool/1 (10 min) set long for their answers: four keys that sent
+ * all but the last byte of 32 frames each held the steward's whole request budget (96 MiB) for 24 hours, and honest
+ * claims were refused NET_BUFFER_LIMIT (review s39, real daemons).
+ */
+export const REQUEST_BASE_MS = 30_000;
+export const REQUEST_MIN_RATE = 128 * 1024;
+
+export function requestDeadlineMs(limits: ProtocolLimits): number {
+  return Math.min(limits.deadlineMs, limits.requestMs ?? REQUEST_BASE_MS + Math.ceil((limits.maxFrameBytes / REQUEST_MIN_RATE) * 1000));
 }
 
 export const DEFAULT_LIMITS: ProtocolLimits = {
@@ -245,6 +265,7 @@ export class DirectProtocols {
   /** Serve `protocol` with `handler` (replaces an earlier handler). */
   async serve(protocol: string, handler: ProtocolHandler, override: Partial<ProtocolLimits> = {}): Promise<void> {
     const limits = limitsFor(protocol, override);
+    const requestMs = requestDeadlineMs(limits);
     const streamHandler: StreamHandler = async (ctx) => {
       const requests: CborValue[] = [];
       for (;;) {
@@ -252,9 +273,11 @@ export class DirectProtocols {
         if (v === undefined) break;
         requests.push(v);
       }
+      // the whole request is in: the answer has the protocol's deadline from here
+      if (requestMs < limits.deadlineMs) ctx.setDeadline(limits.deadlineMs, 'stream');
       await handler(requests, ctx);
     };
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, streamHandler, stream, connection, true), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, { ...limits, deadlineMs: requestMs }, streamHandler, stream, connection, true), { maxInboundStreams: limits.maxInboundStreams, force: true });
     this.#served.add(protocol);
   }
 

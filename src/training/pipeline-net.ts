@@ -45,6 +45,8 @@ export const PIPELINE_LIMITS = {
   maxRequestFrames: 1 + Math.ceil(MAX_ACTIVATION_BYTES / PAYLOAD_FRAME),
   maxResponseFrames: Math.ceil(MAX_ACTIVATION_BYTES / PAYLOAD_FRAME),
   deadlineMs: 60_000,
+  // a request is many frames (up to 3 MiB of activations): it may take the whole deadline, as before (ProtocolLimits.requestMs)
+  requestMs: 60_000,
   maxInboundStreams: 64,
   maxStreamBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
   maxResponseBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,

@@ -17,7 +17,8 @@ import { type RingTransport } from './allreduce.js';
 
 export const TRAIN_PROTOCOL = '/c0mpute/train/1';
 export const PAYLOAD_FRAME = 512 * 1024;
-export const TRAIN_LIMITS = { maxFrameBytes: PAYLOAD_FRAME + 1024, maxRequestFrames: 200, deadlineMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024, maxResponseBytes: 128 * 1024 * 1024 };
+/** A request is up to 200 frames (128 MiB): it may take the whole deadline (ProtocolLimits.requestMs), as before. */
+export const TRAIN_LIMITS = { maxFrameBytes: PAYLOAD_FRAME + 1024, maxRequestFrames: 200, deadlineMs: 60_000, requestMs: 60_000, maxInboundStreams: 64, maxStreamBytes: 128 * 1024 * 1024, maxResponseBytes: 128 * 1024 * 1024 };
 
 export interface TrainMessage {
   k: string;
