@@ -47,8 +47,15 @@ export const CONNECTIVITY_DEFAULTS = {
   rememberMax: 32,
   /** Addresses kept per remembered peer: the one this node last reached it on first, then the rest in the order it announced them. */
   rememberAddrs: 8,
-  /** A remembered peer not useful for this long is forgotten at its next failed redial, ms (7 days). */
+  /**
+   * A remembered peer not useful for this long is forgotten once `forgetIdleAfterFailures` redials in a row failed, ms
+   * (7 days). A peer is useful while it is connected: its stamp is renewed every `usefulEveryMs` then.
+   */
   forgetAfterMs: 7 * 24 * 3_600_000,
+  /** Failed redials in a row before a peer idle for `forgetAfterMs` is forgotten (about 4 minutes at the backoff's 30 s cap). */
+  forgetIdleAfterFailures: 10,
+  /** While a remembered peer is connected its `lastUsefulAt` is renewed this often, ms (saved with the next write). */
+  usefulEveryMs: 3_600_000,
   /** A remembered peer is forgotten after this many consecutive failed redials (counted across restarts; a failure while this node has no connection at all is not counted). */
   forgetAfterFailures: 120,
   /** Failure counts are written to the store at most this often (and at stop), ms. */
@@ -406,11 +413,19 @@ export class Connectivity {
       if (bootIds.has(p.peerId)) continue;
       if (this.d.host.isConnected(p.peerId)) {
         this.schedule.connected(p.peerId);
+        // useful while connected: a peer kept connected for a week is not idle for a week when its link first blips
+        // (second-round review: it was forgotten at its first failed redial, by both sides, and never reconnected)
+        const wall = this.#wall();
+        if (wall - p.lastUsefulAt >= this.opts.usefulEveryMs) {
+          p.lastUsefulAt = wall;
+          this.#dirty = true;
+        }
         continue;
       }
       this.schedule.disconnected(p.peerId, now);
       if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => `${a}/p2p/${p.peerId}`) }, 'remembered'));
     }
+    if (this.#dirty && this.#clock() - this.#savedAt >= this.opts.saveEveryMs) this.#save();
     const count = this.d.host.peerCount();
     if (count > 0 && count < this.opts.minPeers && this.d.host.discover && !this.#discovering && now >= this.#nextDiscoverAt) {
       dials.push(this.#discover(this.opts.minPeers - count, this.d.host.connectedPeers?.() ?? []));
@@ -450,9 +465,9 @@ export class Connectivity {
    * A redial of a remembered peer ended: the address that answered goes first, silent ones to the back; a failure
    * counts towards forgetting the peer.
    */
-  #redialed(key: string, answered: string | undefined, silent: string[], t: DialTarget): void {
+  #redialed(key: string, answered: string | undefined, silent: string[], t: DialTarget): 'forgotten' | undefined {
     const p = this.#remembered.get(key);
-    if (!p) return;
+    if (!p) return undefined;
     const ok = answered === undefined ? undefined : bare(answered);
     const late = new Set(silent.map(bare));
     const order = [...(ok !== undefined && p.addrs.includes(ok) ? [ok] : []), ...p.addrs.filter((a) => a !== ok && !late.has(a)), ...p.addrs.filter((a) => a !== ok && late.has(a))];
@@ -463,22 +478,23 @@ export class Connectivity {
         delete p.failures;
         this.#save();
       }
-      return;
+      return undefined;
     }
     if (moved) this.#dirty = true;
     // This node's own network may be what is down: a failure while it has no connection at all does not count.
-    if (this.d.host.peerCount() === 0) return;
+    if (this.d.host.peerCount() === 0) return undefined;
     p.failures = (p.failures ?? 0) + 1;
     this.#dirty = true;
     const idleMs = this.#wall() - p.lastUsefulAt;
-    if (p.failures >= this.opts.forgetAfterFailures || idleMs >= this.opts.forgetAfterMs) {
+    if (p.failures >= this.opts.forgetAfterFailures || (idleMs >= this.opts.forgetAfterMs && p.failures >= this.opts.forgetIdleAfterFailures)) {
       this.#remembered.delete(key);
       this.schedule.forget(key);
       this.d.log.info({ peer: key, addr: t.addrs[0], failures: p.failures, lastUsefulAgoMs: Math.round(idleMs) }, p.failures >= this.opts.forgetAfterFailures ? 'remembered peer forgotten: too many failed redials' : 'remembered peer forgotten: not useful for too long');
       this.#save();
-      return;
+      return 'forgotten';
     }
     if (this.#clock() - this.#savedAt >= this.opts.saveEveryMs) this.#save();
+    return undefined;
   }
 
   async #dial(key: string, t: DialTarget, kind: 'bootstrap' | 'remembered', boot?: { addr: string; peerId?: string; lastError?: { code: string; message: string } }): Promise<void> {
@@ -499,7 +515,8 @@ export class Connectivity {
       const err = classifyDialError(e);
       const delay = this.schedule.failed(key, this.#clock());
       this.d.onDial?.(kind, false);
-      if (kind === 'remembered') this.#redialed(key, undefined, silent, t);
+      // a peer forgotten just now said so in its own line: no "retrying" after it
+      if (kind === 'remembered' && this.#redialed(key, undefined, silent, t) === 'forgotten') return;
       const codeChanged = boot && boot.lastError?.code !== err.code;
       if (boot) boot.lastError = err;
       // A bootstrap peer (the operator named it): warn on the first failure and when the cause changes; then quietly,

@@ -177,7 +177,7 @@ test('a remembered peer is forgotten after forgetAfterFailures counted failed re
   assert.equal(host.dialed.length, dials, 'no longer dialled');
 });
 
-test('a success resets the failure count; a peer not useful for forgetAfterMs is forgotten at its next counted failure', async () => {
+test('a success resets the failure count; a peer not useful for forgetAfterMs is forgotten once forgetIdleAfterFailures redials in a row failed', async () => {
   let now = 0;
   let wall = Date.now();
   const host = new AddrHost();
@@ -193,9 +193,34 @@ test('a success resets the failure count; a peer not useful for forgetAfterMs is
   host.answers.delete(REAL);
   wall += 8 * 24 * 3_600_000;
   const before = host.dialed.length;
-  for (let i = 0; i < 10 && c.remembered().length; i++, now += 31_000) await c.tick();
+  for (let i = 0; i < 20 && c.remembered().length; i++, now += 31_000) await c.tick();
   assert.equal(c.remembered().length, 0);
-  assert.equal(host.dialed.length - before, 1, 'forgotten at its first counted failure');
+  assert.equal(host.dialed.length - before, c.opts.forgetIdleAfterFailures, 'forgotten at its tenth counted failure, not its first (a link blip)');
+});
+
+test('a peer connected for a week is useful all along: its first failed redials after a link cut do not forget it, and it is reached again (second-round review)', async () => {
+  let now = 0;
+  let wall = Date.now();
+  const host = new AddrHost();
+  host.others = 1;
+  host.answers.set(REAL, 'Z');
+  const store = memStore([{ peerId: 'Z', addrs: [REAL], lastUsefulAt: wall }]);
+  const { log, lines } = recording();
+  const c = new Connectivity({ host, bootstrap: [], store, options: { saveEveryMs: 0 }, monoClock: () => now, clock: () => wall, rand: () => 0.5, log });
+  for (let i = 0; i < 10 && !host.isConnected('Z'); i++, now += 1_500) await c.tick();
+  assert.ok(host.isConnected('Z'));
+  // eight days connected, passes every few seconds
+  for (let d = 0; d < 8 * 24; d++, wall += 3_600_000, now += 5_000) await c.tick();
+  assert.ok(wall - store.peers[0]!.lastUsefulAt <= 3_600_000, 'its stamp was renewed while connected, and saved');
+  // the link is cut: three redials fail, then it answers again
+  host.conns.delete('Z');
+  host.answers.delete(REAL);
+  for (let i = 0; i < 3; i++, now += 31_000) await c.tick();
+  assert.equal(c.remembered().length, 1, 'not forgotten');
+  assert.ok(!lines.some((l) => /forgotten/.test(l.msg)));
+  host.answers.set(REAL, 'Z');
+  for (let i = 0; i < 10 && !host.isConnected('Z'); i++, now += 31_000) await c.tick();
+  assert.ok(host.isConnected('Z'), 'reached again');
 });
 
 test('a pass does not wait for a dial that has not ended: another peer is redialled meanwhile', async () => {
