@@ -18,11 +18,21 @@
  * it sends directly (`FloodGuard.strike`, `abusePerInvalid` points), since
  * gossipsub's P4 never sees those; so does exec/1 for an invalid request
  * (a provider's, through `AbuseReports.invalid`).
+ *
+ * A request refused as bad (`*_BAD_REQUEST`) on steward/1, job-push/1 and
+ * records/1 is charged the same way, by what it shows: one no node of any
+ * version sends (not the protocol's frame: not a map, not bytes, no op) is a
+ * strike; one a node of another version may send (an op, kind or field shape
+ * this node does not know) is free up to `REFUSED_RATE` per peer, and each
+ * past it is reported like an over-limit request (`refusals`). A rate-limit
+ * refusal (job-push/1's, records/1's) is reported as claim/1's is. Honest
+ * refusals (not admitted, no offer, a record not held) cost nothing.
  */
 import { Counter, type Registry } from 'prom-client';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { FloodGuard } from './flood-limits.js';
+import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 
 export interface AbuseOptions {
   /** gossipsub appSpecificWeight: score = −abuse × weight (default 0.2: 50 abuse points reach gossipsub's gossip threshold −10, 400 its graylist threshold −80). */
@@ -50,6 +60,24 @@ export class AbuseReports {
   readonly report = (peer: string): void => this.#sink?.overLimit(peer);
   /** One invalid request by `peer` (exec/1's malformed or forged header: FloodGuard.strike, `abusePerInvalid` points). */
   readonly invalid = (peer: string): void => this.#sink?.invalid(peer);
+}
+
+/**
+ * Bad requests a peer may send free (per peer): those an honest node of another version may send, an op or kind this
+ * one does not know. Past the burst, at most one a second; each beyond is reported (`AbuseReports.report`).
+ */
+export const REFUSED_RATE: BucketSpec = { ratePerSec: 1, burst: 16 };
+
+/**
+ * Count one request refused as bad that an honest node of another version may still send (`peer`): free within
+ * `rate` per peer, each one past it told to `report` (`AbuseReports.report`: `abusePerHit` points, as an over-limit
+ * request). With the defaults a peer that keeps sending them is disconnected after some 400 past the burst.
+ */
+export function refusals(report: ((peer: string) => void) | undefined, clock: Clock = monotonicClock, rate: BucketSpec = REFUSED_RATE): (peer: string) => void {
+  const buckets = new KeyedBuckets(rate, clock);
+  return (peer) => {
+    if (!buckets.take(peer)) report?.(peer);
+  };
 }
 
 export const ABUSE_DEFAULTS: AbuseOptions = { appSpecificWeight: 0.2, disconnectAt: 400, banMs: 300_000 };

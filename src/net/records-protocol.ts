@@ -28,12 +28,19 @@
  * request arrives and each record's bytes just before it is sent, so requests in
  * flight at once share the one bucket. Each such refusal is reported
  * (`onRateLimited`) to the network's peer-abuse score (peer-abuse.ts).
+ * A request refused NET_BAD_REQUEST is charged too (review s39 F3): not one
+ * frame holding a map with a string `op`, which no node sends, is a strike
+ * (`onInvalid`); an op, kind or field this node refuses, which a node of
+ * another version may send, is free up to REFUSED_RATE per peer and reported
+ * (`onRateLimited`) past it. A `jobs` request to a source with no by-job
+ * index is this node's lack, not the peer's: free.
  */
 import { C0Error } from '../errors.js';
 import { isAddress } from '../records/address.js';
 import type { CborValue } from '../records/cbor.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
+import { refusals } from './peer-abuse.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { ALL_SHARDS, isTopicKind, type TopicKind } from './topics.js';
@@ -112,15 +119,34 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
   return bad('op must be "get", "live" or "jobs"');
 }
 
-/** The server side, answering from `source` within the bounds (per request and per peer); `onRateLimited` hears of each request refused for the peer's budget. */
-export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}, onRateLimited?: (peer: string) => void, mono: Clock = monotonicClock): ProtocolHandler {
+/** Not a request any node sends: not a map with a string `op` (a strike; anything else refused may be another version's). */
+function malformed(v: CborValue | undefined): boolean {
+  return typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof Uint8Array || typeof (v as Record<string, CborValue>).op !== 'string';
+}
+
+/**
+ * The server side, answering from `source` within the bounds (per request and per peer); `onRateLimited` hears of each
+ * request refused for the peer's budget, and of each bad request past REFUSED_RATE; `onInvalid` of each malformed one.
+ */
+export function recordsHandler(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> = {}, onRateLimited?: (peer: string) => void, mono: Clock = monotonicClock, onInvalid?: (peer: string) => void): ProtocolHandler {
   const o: RecordsServeOptions = { ...RECORDS_SERVE_DEFAULTS, ...options };
   // byte budgets measure elapsed time: the monotonic clock (`clock`, the wall clock, decides what is live)
   const budgets = new KeyedBuckets(o.peer, mono);
+  const refused = refusals(onRateLimited, mono);
   return async (requests, ctx) => {
-    if (requests.length !== 1) throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
-    const req = parseRecordsRequest(requests[0]);
     const peer = ctx.peer.toString();
+    if (requests.length !== 1) {
+      onInvalid?.(peer);
+      throw new C0Error(NET_ERR.BAD_REQUEST, 'records/1 takes exactly one request frame');
+    }
+    let req: RecordsRequest;
+    try {
+      req = parseRecordsRequest(requests[0]);
+    } catch (e) {
+      if (malformed(requests[0])) onInvalid?.(peer);
+      else refused(peer);
+      throw e;
+    }
     // The request's cost is taken before anything is read, and each record's bytes just before it is sent: concurrent
     // requests from one peer draw on the same bucket as they go, so together they never get more than it holds
     // (checking the bucket up front and charging at the end let each of N requests in flight see the whole burst).

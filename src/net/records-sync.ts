@@ -63,7 +63,7 @@ export class RecordsSync {
 
   /** Serve records/1 from `source`; a request refused for the peer's byte budget counts against its abuse score. */
   async serve(source: RecordSource, clock: Clock, options: Partial<RecordsServeOptions> | undefined, mono?: Clock): Promise<void> {
-    await this.d.direct.serve(PROTOCOLS.records, recordsHandler(source, clock, options, (p) => this.d.pipeline.guard.blame(p), mono));
+    await this.d.direct.serve(PROTOCOLS.records, recordsHandler(source, clock, options, (p) => this.d.pipeline.guard.blame(p), mono, (p) => this.d.pipeline.guard.strike(p)));
   }
 
   async fetch(peer: PeerId | Multiaddr, addresses: string[], type?: string): Promise<Opened[]> {
