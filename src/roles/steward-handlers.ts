@@ -14,7 +14,7 @@ import { T, type PolicyName } from '../records/kinds.js';
 import { open } from '../records/envelope.js';
 import { isDid } from '../records/did.js';
 import type { CborValue } from '../records/cbor.js';
-import type { Ledger } from '../ledger/store.js';
+import { LEDGER_ERR, type Ledger } from '../ledger/store.js';
 import type { Tree } from '../pool/tree.js';
 import { requireEntitled, type AdmissionLine } from './steward-admission.js';
 import type { ClaimAccounts, OpenJob } from './steward-accounts.js';
@@ -24,8 +24,13 @@ import { MAX_LEDGER_RANGE, type StewardConfig, type StewardPorts, type StewardSt
 /** `/c0mpute/ledger/1`: the entries [from, to) of the ledger, at most MAX_LEDGER_RANGE of them. */
 export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx: Pick<StewardStream, 'send'>): Promise<void> {
   const req = frames[0] as { from?: unknown; to?: unknown };
+  // absent bounds are the whole ledger; present ones must be entry numbers (a wrong-typed one was read as absent)
+  for (const k of ['from', 'to'] as const) {
+    const v = req?.[k];
+    if (v !== undefined && !(typeof v === 'number' && Number.isSafeInteger(v) && v >= 0)) throw new C0Error(LEDGER_ERR.RANGE, `${k} must be an entry number (a non-negative integer)`, { field: k });
+  }
   const len = ledger.head().length;
-  const from = typeof req?.from === 'number' && req.from >= 0 ? req.from : 0;
+  const from = typeof req?.from === 'number' ? req.from : 0;
   const to = Math.min(typeof req?.to === 'number' ? req.to : len, len, from + MAX_LEDGER_RANGE);
   if (from > len) throw new C0Error('LEDGER_RANGE_INVALID', `from ${from} is beyond the ledger's length ${len}`);
   for (const e of await ledger.entries(from, to)) await ctx.send(e);

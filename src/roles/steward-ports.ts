@@ -11,6 +11,7 @@ import type { Opened } from '../records/envelope.js';
 import type { Advert, Offer } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Network } from '../net/node.js';
+import type { AbuseReports } from '../net/peer-abuse.js';
 import type { RecordStore } from '../store/records.js';
 import type { Sub } from '../store/db.js';
 import type { Clock } from '../util/clock.js';
@@ -99,6 +100,8 @@ export interface StewardPorts {
   };
   /** A sublevel of the overlay's store (the steward's queue). */
   sub(name: string): Sub;
+  /** The network's abuse score (net/peer-abuse.ts): told of steward/1's bad requests (Steward #serve). Absent: nobody is blamed. */
+  readonly abuseReports?: Pick<AbuseReports, 'report' | 'invalid'>;
 }
 
 /** The node's identity as the steward uses it: its DID and the key it signs ledger entries with. */

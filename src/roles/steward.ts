@@ -67,6 +67,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { NET_ERR } from '../net/protocols.js';
+import { refusals } from '../net/peer-abuse.js';
+import { monotonicClock } from '../util/clock.js';
 import { T, type Receipt, type Selection } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
@@ -129,6 +131,8 @@ export class Steward {
   readonly #evidence = new Map<string, { seq: number; form: string; witnesses: Set<string>; at: number }>();
   /** Each open claim's `Admitted` entry (envelope bytes): the proof of admission a buyer carries to its provider. */
   readonly #admittedEntries = new Map<string, Uint8Array>();
+  /** A bad request a buyer of another version may send (#serve): free up to REFUSED_RATE per peer, reported past it. */
+  readonly #refused: (peer: string) => void;
 
   private constructor(
     private o: StewardPorts,
@@ -138,6 +142,7 @@ export class Steward {
     private identity: StewardIdentity,
   ) {
     this.tree = tree;
+    this.#refused = refusals(o.abuseReports?.report, o.monoClock ?? monotonicClock);
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
     const stopped = () => this.#stopped;
@@ -482,7 +487,28 @@ export class Steward {
     return this.pool.decide(claim);
   }
 
+  /**
+   * steward/1: a request refused STEWARD_BAD_REQUEST is charged to its peer's abuse score (docs/network.md §Abuse;
+   * review s39 F3: a flood of them was answered 500 a second, nobody blamed). Not a map with a string `op`, which no
+   * buyer of any version sends, is a strike (`AbuseReports.invalid`); an op this steward does not know or fields it
+   * refuses, which a buyer of another version may send, cost nothing up to REFUSED_RATE and are reported past it
+   * (`refusals`). Other refusals (not entitled, not admitted, not the buyer) cost nothing.
+   */
   async #serve(frames: CborValue[], ctx: StewardStream): Promise<void> {
+    try {
+      return await this.#route(frames, ctx);
+    } catch (e) {
+      if (e instanceof C0Error && e.code === 'STEWARD_BAD_REQUEST') {
+        const req = frames[0] as unknown as { op?: unknown } | undefined;
+        const peer = ctx.peer.toString();
+        if (typeof req !== 'object' || req === null || Array.isArray(req) || req instanceof Uint8Array || typeof req.op !== 'string') this.o.abuseReports?.invalid(peer);
+        else this.#refused(peer);
+      }
+      throw e;
+    }
+  }
+
+  async #route(frames: CborValue[], ctx: StewardStream): Promise<void> {
     const req = frames[0] as unknown as { op?: string } & Record<string, unknown>;
     // An admitted answer carries the claim's Admitted entry, which the buyer hands its provider (#withAdmission).
     const proving: StewardStream = { peer: ctx.peer, signal: ctx.signal, send: (f) => ctx.send(this.#withAdmission(f, req)) };

@@ -46,6 +46,8 @@ export interface StubOptions {
   log?: Logger;
   /** The steward's wall clock (default: a fake clock at NOW). */
   clock?: () => number;
+  /** The network's abuse score, told of steward/1's bad requests (default: none). */
+  abuseReports?: StewardPorts['abuseReports'];
 }
 
 export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
@@ -83,6 +85,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
     },
     market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: o.adverts ?? new Map() } },
     sub: (n: string) => sub(db, n),
+    ...(o.abuseReports ? { abuseReports: o.abuseReports } : {}),
   } as unknown as StewardPorts;
   const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...o.cfg }, stewardIdentity);
   /**
@@ -98,7 +101,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
   const released = async () => (await s.ledger.records(0)).filter((e) => e.event === 'Released');
   /** `did` connects to the steward (libp2p `peer:connect`). */
   const connect = (did: string) => void events.dispatchEvent(new CustomEvent('peer:connect', { detail: peerIdFromDid(did) }));
-  return { s, ask, admit, hear, released, connect };
+  return { s, ask, admit, hear, released, connect, handlers };
 }
 
 /** Polls `cond` every 10 ms, at most `tries` times; fails naming `what` if it never holds. */
