@@ -26,7 +26,11 @@
  * The push is not a way around the gossip flood limits: a peer may push only
  * jobs it signed itself (JOB_PUSH_NOT_OWN_JOB: no relaying others' jobs), at
  * most PUSH_RATE per peer (JOB_PUSH_RATE_LIMITED), and what it is quoted stays
- * within the provider's quoting budget like any other job.
+ * within the provider's quoting budget like any other job. Every push takes a
+ * token first, a malformed one too; a push refused for the rate is reported to
+ * the network's abuse score (`AbuseReports.report`) and a frame that is not an
+ * envelope (JOB_PUSH_BAD_REQUEST: no node sends one) is a strike
+ * (`AbuseReports.invalid`), as on offer/1 (docs/network.md §Abuse).
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -38,6 +42,7 @@ import type { Network } from '../net/node.js';
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
+import type { AbuseReports } from '../net/peer-abuse.js';
 import { didFromPeerId } from './peer-id.js';
 
 export const JOB_PUSH_PROTOCOL = '/c0mpute/job-push/1';
@@ -60,15 +65,25 @@ export interface PushServerDeps {
   advert(address: string): Opened<Advert> | undefined;
   /** Who quotes for this provider when it does not: a pool member's elected coordinator (not itself), if any. */
   redirect?(job: Opened<Job>): string | undefined;
+  /** The network's abuse score (net/peer-abuse.ts): told of each push refused for the rate (`report`) and each that is not an envelope (`invalid`). */
+  abuse?: Pick<AbuseReports, 'report' | 'invalid'>;
 }
 
 /** The provider's side. */
 export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE): ProtocolHandler {
   const perPeer = new KeyedBuckets(rate, d.monoClock ?? monotonicClock);
   return async (frames, ctx) => {
+    const peer = ctx.peer.toString();
+    // the rate first: a malformed push costs a token like any other (it was not even limited before)
+    if (!perPeer.take(peer)) {
+      d.abuse?.report(peer);
+      throw new C0Error('JOB_PUSH_RATE_LIMITED', `more than ${rate.ratePerSec} pushed jobs per second (burst ${rate.burst}) from this peer`);
+    }
     const bytes = frames[0];
-    if (!(bytes instanceof Uint8Array)) throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');
-    if (!perPeer.take(ctx.peer.toString())) throw new C0Error('JOB_PUSH_RATE_LIMITED', `more than ${rate.ratePerSec} pushed jobs per second (burst ${rate.burst}) from this peer`);
+    if (!(bytes instanceof Uint8Array)) {
+      d.abuse?.invalid(peer);
+      throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');
+    }
     const job = open(bytes, T.job);
     let pusher: string | undefined;
     try {

@@ -213,6 +213,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
         const c = o.poolMember?.elected().coordinator;
         return c && c !== o.did ? c : undefined;
       },
+      abuse: o.abuseReports,
     }),
     JOB_PUSH_LIMITS,
   );

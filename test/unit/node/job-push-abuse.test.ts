@@ -1,0 +1,69 @@
+/**
+ * job-push/1 charges a flooding peer to the network's abuse score (review s39 F3; docs/network.md §Abuse): every push
+ * takes a rate token first, a malformed one too; a push refused for the rate is reported (`AbuseReports.report`), a
+ * frame that is not an envelope (JOB_PUSH_BAD_REQUEST) is a strike (`AbuseReports.invalid`). An honest push, and an
+ * honest refusal (another's job, no offer), costs nothing.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { C0Error } from '../../../src/errors.js';
+import { seal } from '../../../src/records/envelope.js';
+import { T } from '../../../src/records/kinds.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import { jobPushHandler } from '../../../src/node/job-push.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import type { ServeContext } from '../../../src/net/protocols.js';
+import { BUYER, GATEWAY, NOW, buyer, records } from '../records/fixtures.js';
+
+function setup() {
+  const reported: string[] = [];
+  const struck: string[] = [];
+  let quotes = 0;
+  const handler = jobPushHandler(
+    {
+      clock: () => NOW,
+      monoClock: () => NOW,
+      skewMs: 30_000,
+      quote: async () => void quotes++,
+      advert: () => undefined,
+      abuse: { report: (p) => void reported.push(p), invalid: (p) => void struck.push(p) },
+    },
+    { ratePerSec: 1, burst: 3 },
+  );
+  const push = async (from: string, frame: CborValue): Promise<string | undefined> => {
+    const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async () => {} } as unknown as ServeContext;
+    try {
+      await handler([frame], ctx);
+      return undefined;
+    } catch (e) {
+      return e instanceof C0Error ? e.code : String(e);
+    }
+  };
+  return { push, reported, struck, quotes: () => quotes };
+}
+
+test('a frame that is not a job envelope is a strike, and takes a rate token first', async () => {
+  const s = setup();
+  const me = peerIdFromDid(BUYER).toString();
+  assert.equal(await s.push(BUYER, { op: 'x' } as CborValue), 'JOB_PUSH_BAD_REQUEST');
+  assert.equal(await s.push(BUYER, 7), 'JOB_PUSH_BAD_REQUEST');
+  assert.deepEqual(s.struck, [me, me]);
+  assert.deepEqual(s.reported, []);
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  assert.equal(await s.push(BUYER, job.bytes), undefined, 'the third token');
+  // the burst is spent by the malformed pushes too: the next one is refused for the rate, and reported
+  assert.equal(await s.push(BUYER, { op: 'x' } as CborValue), 'JOB_PUSH_RATE_LIMITED');
+  assert.equal(await s.push(BUYER, job.bytes), 'JOB_PUSH_RATE_LIMITED');
+  assert.deepEqual(s.reported, [me, me]);
+  assert.equal(s.struck.length, 2, 'a push refused for the rate is not also a strike');
+});
+
+test('honest pushes and honest refusals cost nothing', async () => {
+  const s = setup();
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  assert.equal(await s.push(BUYER, job.bytes), undefined);
+  assert.equal(await s.push(GATEWAY, job.bytes), 'JOB_PUSH_NOT_OWN_JOB');
+  assert.equal(s.quotes(), 1);
+  assert.deepEqual(s.reported, []);
+  assert.deepEqual(s.struck, []);
+});
