@@ -27,10 +27,10 @@
  * jobs it signed itself (JOB_PUSH_NOT_OWN_JOB: no relaying others' jobs), at
  * most PUSH_RATE per peer (JOB_PUSH_RATE_LIMITED), and what it is quoted stays
  * within the provider's quoting budget like any other job. Every push takes a
- * token first, a malformed one too; a push refused for the rate is reported to
- * the network's abuse score (`AbuseReports.report`) and a frame that is not an
- * envelope (JOB_PUSH_BAD_REQUEST: no node sends one) is a strike
- * (`AbuseReports.invalid`), as on offer/1 (docs/network.md §Abuse).
+ * token first, a malformed one too; a frame that is not an envelope
+ * (JOB_PUSH_BAD_REQUEST: no node sends one) is a strike (`AbuseReports.invalid`),
+ * as on offer/1 (docs/network.md §Abuse). A push refused for the rate is not
+ * reported: a buyer does not pace its pushes per provider.
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -65,8 +65,8 @@ export interface PushServerDeps {
   advert(address: string): Opened<Advert> | undefined;
   /** Who quotes for this provider when it does not: a pool member's elected coordinator (not itself), if any. */
   redirect?(job: Opened<Job>): string | undefined;
-  /** The network's abuse score (net/peer-abuse.ts): told of each push refused for the rate (`report`) and each that is not an envelope (`invalid`). */
-  abuse?: Pick<AbuseReports, 'report' | 'invalid'>;
+  /** The network's abuse score (net/peer-abuse.ts): told of each push that is not an envelope (`invalid`). */
+  abuse?: Pick<AbuseReports, 'invalid'>;
 }
 
 /** The provider's side. */
@@ -75,8 +75,9 @@ export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE):
   return async (frames, ctx) => {
     const peer = ctx.peer.toString();
     // the rate first: a malformed push costs a token like any other (it was not even limited before)
+    // not reported: a buyer does not pace its pushes per provider, and an honest busy one in a large market can pass
+    // the rate; the refusal costs this node a bucket check
     if (!perPeer.take(peer)) {
-      d.abuse?.report(peer);
       throw new C0Error('JOB_PUSH_RATE_LIMITED', `more than ${rate.ratePerSec} pushed jobs per second (burst ${rate.burst}) from this peer`);
     }
     const bytes = frames[0];
