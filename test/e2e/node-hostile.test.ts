@@ -115,7 +115,9 @@ test('tampered adverts, re-pointed offers, forged receipts and malformed bytes r
         }),
       );
       const heard = offersHeard.map((o) => `${o.signer === p1.did ? 'p1' : o.signer === p2.did ? 'p2' : o.signer} on ${o.record.job === jobA.address ? 'A' : 'B'}`);
-      throw new Error(`${e.message}; heard: ${heard.join(', ') || 'none'}; ${direct.join('; ')}`);
+      // and what the hostile node's network made of the offers it got (verdict and reason: an `ignored` above is one of these)
+      const mine = (await x.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('c0mpute_net_records_total') && l.includes('kind="offer"'));
+      throw new Error(`${e.message}; heard: ${heard.join(', ') || 'none'}; ${direct.join('; ')}; x: ${mine.join(', ') || 'no offer verdicts'}`);
     });
     const p1Offer = offersHeard.find((o) => o.record.job === jobA.address && o.signer === p1.did)!;
 
