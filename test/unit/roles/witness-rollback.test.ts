@@ -10,16 +10,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
-import { openDb, closeDb } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { C0Error } from '../../../src/errors.js';
-import { POOL_TYPE, WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
-import { WitnessRole, WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
-import { admitted, tempDir } from '../ledger/helpers.js';
+import { WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts, type WitnessRole } from '../../../src/roles/witness.js';
+import { admitted } from '../ledger/helpers.js';
+import { head, until, withWitness, type Chain } from './witness-rig.js';
 
-type Chain = Array<{ bytes: Uint8Array; address: string }>;
-const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
 
 /** A steward key, its chain of `n` entries, and `rolledBack(keep, add)`: the first `keep` entries, then `add` new ones. */
 function steward(n: number): { did: string; chain: Chain; rolledBack: (keep: number, add: number) => Chain } {
@@ -30,14 +28,6 @@ function steward(n: number): { did: string; chain: Chain; rolledBack: (keep: num
     ...sealEntries(Array.from({ length: add }, (_, i) => admitted(`r${i}`)), signer, { start: { length: keep, head: chain[keep - 1]!.address } }),
   ];
   return { did: didFromPublicKey(signer.publicKey), chain, rolledBack };
-}
-
-async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 interface Net {
@@ -52,8 +42,6 @@ interface Net {
 }
 
 async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; wall: ReturnType<typeof fakeClock>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
-  const t = tempDir('c0-witness-rollback-');
-  const db = await openDb(t.dir);
   const net: Net = { calls: [], receipts: 0, published: [], evidence: 0, reach: true, onHead: () => undefined };
   const mono = { now: 1_000_000 };
   const wall = fakeClock(1_000);
@@ -82,20 +70,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: 
       }) as never,
     },
   };
-  const me = Ed25519Signer.generate();
-  const roles: WitnessRole[] = [];
-  const start = async (cfg: WitnessConfig) => {
-    const r = await WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, cfg);
-    roles.push(r);
-    return r;
-  };
-  try {
-    await fn({ net, mono, wall, start });
-  } finally {
-    for (const r of roles) await r.stop();
-    await closeDb(db);
-    t.cleanup();
-  }
+  await withWitness('c0-witness-rollback-', ports, ({ start }) => fn({ net, mono, wall, start }));
 }
 
 type Shown = { held: { length: number }; last?: { refused?: string; length?: number }; rolledBack?: { held: number; heard?: number; served?: number } };

@@ -7,30 +7,20 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Ed25519Signer, didFromPublicKey, open, type Opened } from '../../../src/records/index.js';
-import { openDb, closeDb } from '../../../src/store/db.js';
+import { Ed25519Signer, didFromPublicKey, type Opened } from '../../../src/records/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { C0Error } from '../../../src/errors.js';
-import { POOL_TYPE, sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
+import { sealEntries, type LedgerEntry } from '../../../src/ledger/index.js';
 import { Witness } from '../../../src/ledger/witness.js';
-import { WitnessRole, type WitnessConfig, type WitnessPorts } from '../../../src/roles/witness.js';
-import { admitted, tempDir } from '../ledger/helpers.js';
+import type { WitnessConfig, WitnessPorts, WitnessRole } from '../../../src/roles/witness.js';
+import { admitted } from '../ledger/helpers.js';
+import { head, until, withWitness, type Chain, type Db } from './witness-rig.js';
 
-type Chain = Array<{ bytes: Uint8Array; address: string }>;
-const head = (e: { bytes: Uint8Array }): Opened<LedgerEntry> => open(e.bytes, POOL_TYPE) as Opened<LedgerEntry>;
 
 function stewardChain(n: number): { did: string; chain: Chain } {
   const signer = Ed25519Signer.generate();
   return { did: didFromPublicKey(signer.publicKey), chain: sealEntries(Array.from({ length: n }, (_, i) => admitted(`c${i}`)), signer) };
-}
-
-async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 interface Net {
@@ -42,9 +32,7 @@ interface Net {
 }
 
 /** A witness key and database that outlive the role (`start` starts it again on them). */
-async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; me: Ed25519Signer; db: Awaited<ReturnType<typeof openDb>>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
-  const t = tempDir('c0-witness-start-');
-  const db = await openDb(t.dir);
+async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; me: Ed25519Signer; db: Db; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
   const net: Net = { calls: [], receipts: 0, onHead: () => undefined, unreachable: new Set() };
   const ports: WitnessPorts = {
     name: 'labs',
@@ -64,20 +52,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; me: Ed25519Si
       }) as never,
     },
   };
-  const me = Ed25519Signer.generate();
-  const roles: WitnessRole[] = [];
-  const start = async (cfg: WitnessConfig) => {
-    const r = await WitnessRole.start(ports, db, { signer: me, did: didFromPublicKey(me.publicKey) } as never, cfg);
-    roles.push(r);
-    return r;
-  };
-  try {
-    await fn({ net, me, db, start });
-  } finally {
-    for (const r of roles) await r.stop();
-    await closeDb(db);
-    t.cleanup();
-  }
+  await withWitness('c0-witness-start-', ports, ({ db, me, start }) => fn({ net, me, db, start }));
 }
 
 describe('a witness catches up at start', () => {
