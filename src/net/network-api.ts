@@ -21,7 +21,7 @@ import type { Logger } from '../util/log.js';
 import type { RecordHandler } from './dispatch.js';
 import type { SemanticHook } from './gossip-validation.js';
 import type { NetMetrics } from './metrics.js';
-import type { CallOptions, ClientStream, ProtocolHandler, ProtocolLimits, StreamHandler } from './protocols.js';
+import type { CallOptions, ClientStream, ProtocolHandler, ProtocolLimits, ServeOptions, StreamHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import type { RecordsServeOptions } from './records-protocol.js';
 import type { FloodLimitOptions } from './flood-limits.js';
@@ -215,14 +215,14 @@ export interface Network {
   subscribe(kind: TopicKind, handler: RecordHandler): () => void;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
-  /** Serve a direct protocol. */
-  handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */
+  handle(protocol: string, handler: ProtocolHandler, limits?: Partial<ProtocolLimits>, opts?: ServeOptions): Promise<void>;
   /** Stop serving a direct protocol served with `handle` (nothing if it is not served). */
   unhandle(protocol: string): Promise<void>;
   /** Call a direct protocol on a peer (PeerId, peer id string, DID or multiaddr). */
   request(peer: PeerRef, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
   /** Serve a streaming direct protocol (exec/1: request frames read one at a time, within the byte budget). */
-  handleStream(protocol: string, handler: StreamHandler, limits?: Partial<ProtocolLimits>): Promise<void>;
+  handleStream(protocol: string, handler: StreamHandler, limits?: Partial<ProtocolLimits>, opts?: ServeOptions): Promise<void>;
   /** Open a streaming direct protocol on a peer. */
   openStream(peer: PeerRef, protocol: string, opts?: Omit<CallOptions, 'onFrame'>): Promise<ClientStream>;
   /** Fetch records by address from a peer; each is checked (address, type, shape, signature). */

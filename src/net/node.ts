@@ -403,8 +403,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       pipeline.setHook(kind, hook);
     },
 
-    async handle(protocol, handler, limits) {
-      await direct.serve(protocol, handler, limits);
+    async handle(protocol, handler, limits, opts) {
+      await direct.serve(protocol, handler, limits, opts);
     },
 
     async unhandle(protocol) {
@@ -415,8 +415,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return direct.call(toPeerId(peer), protocol, frames, callOpts);
     },
 
-    async handleStream(protocol, handler, limits) {
-      await direct.serveStream(protocol, handler, limits);
+    async handleStream(protocol, handler, limits, opts) {
+      await direct.serveStream(protocol, handler, limits, opts);
     },
 
     async openStream(peer, protocol, callOpts) {

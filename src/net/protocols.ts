@@ -168,6 +168,17 @@ export interface ClientStream {
  */
 export type ProtocolHandler = (requests: CborValue[], ctx: ServeContext) => Promise<void> | void;
 
+/** How a served protocol is served, beyond its limits. */
+export interface ServeOptions {
+  /**
+   * Who may call it, decided by the connection's key before a byte of the request is read: an error refuses the
+   * stream with that error frame at once. A protocol served to a known set of keys (pool/1 to the pool's members,
+   * pipeline/1 to the run's stages, preempt/1 to the steward) sets it, so a stranger cannot hold request bytes, the
+   * stream budget or a stream slot for the request phase before its request is refused.
+   */
+  admit?: (peer: PeerId) => C0Error | undefined;
+}
+
 export interface CallOptions {
   /** Called for each response frame as it arrives. */
   onFrame?: (frame: CborValue) => void | Promise<void>;
@@ -263,7 +274,7 @@ export class DirectProtocols {
   }
 
   /** Serve `protocol` with `handler` (replaces an earlier handler). */
-  async serve(protocol: string, handler: ProtocolHandler, override: Partial<ProtocolLimits> = {}): Promise<void> {
+  async serve(protocol: string, handler: ProtocolHandler, override: Partial<ProtocolLimits> = {}, opts: ServeOptions = {}): Promise<void> {
     const limits = limitsFor(protocol, override);
     const requestMs = requestDeadlineMs(limits);
     const streamHandler: StreamHandler = async (ctx) => {
@@ -277,14 +288,14 @@ export class DirectProtocols {
       if (requestMs < limits.deadlineMs) ctx.setDeadline(limits.deadlineMs, 'stream');
       await handler(requests, ctx);
     };
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, { ...limits, deadlineMs: requestMs }, streamHandler, stream, connection, true), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, { ...limits, deadlineMs: requestMs }, streamHandler, stream, connection, true, opts), { maxInboundStreams: limits.maxInboundStreams, force: true });
     this.#served.add(protocol);
   }
 
   /** Serve a streaming protocol: the handler reads request frames one at a time and may answer before the caller's [1]. */
-  async serveStream(protocol: string, handler: StreamHandler, override: Partial<ProtocolLimits> = {}): Promise<void> {
+  async serveStream(protocol: string, handler: StreamHandler, override: Partial<ProtocolLimits> = {}, opts: ServeOptions = {}): Promise<void> {
     const limits = limitsFor(protocol, override);
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection, false), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection, false, opts), { maxInboundStreams: limits.maxInboundStreams, force: true });
     this.#served.add(protocol);
   }
 
@@ -292,7 +303,7 @@ export class DirectProtocols {
     if (this.#served.delete(protocol)) await this.#host.unhandle(protocol);
   }
 
-  async #onStream(protocol: string, limits: ProtocolLimits, handler: StreamHandler, stream: Stream, connection: Connection, keepFrames: boolean): Promise<void> {
+  async #onStream(protocol: string, limits: ProtocolLimits, handler: StreamHandler, stream: Stream, connection: Connection, keepFrames: boolean, opts: ServeOptions): Promise<void> {
     const t0 = performance.now();
     // The caller resetting the stream (or its connection dropping) aborts the handler's signal at once, not at the
     // deadline: a handler that no longer reads (a provider running the job) learns its caller left.
@@ -339,6 +350,9 @@ export class DirectProtocols {
       this.#m.streamSeconds.observe({ protocol, direction: 'in' }, (performance.now() - t0) / 1000);
     };
     try {
+      // refused by key: answered before anything of the request is read (ServeOptions.admit)
+      const refused = opts.admit?.(connection.remotePeer);
+      if (refused) throw refused;
       const next = async (): Promise<CborValue | undefined> => {
         if (ended) return undefined;
         const raw = await reader.read(signal);

@@ -19,7 +19,7 @@ import { recoverCrashedWork } from '../roles/provider/crash-recovery.js';
 import { detectHardware, mergeHardware } from '../roles/provider/hardware.js';
 import { createMeter } from '../roles/provider/meters.js';
 import { PREEMPT_PROTOCOL, STEWARD_PROTOCOL } from '../roles/steward.js';
-import { didFromPeerId } from './peer-id.js';
+import { didFromPeerId, peerIdFromDid } from './peer-id.js';
 import { EXEC_PROTOCOL, SEALED_OVERHEAD_BYTES } from '../roles/exec-protocol.js';
 import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.js';
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
@@ -220,21 +220,27 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   // Only this overlay's steward may stop work it admitted (pool/1 §5); the connection's key says who asks.
   const stewardDid = o.d.network.steward;
   if (stewardDid) {
-    await o.net.handle(PREEMPT_PROTOCOL, async (frames, ctx) => {
-      if (didFromPeerId(ctx.peer) !== stewardDid) throw new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work');
-      const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown; deadline?: unknown };
-      if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
-      if (req.op === 'usage') {
-        // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
-        const u = o.provider!.usage(req.job);
-        await ctx.send((u ?? { running: 'no' }) as never);
-        return;
-      }
-      const receipt = await o.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority', typeof req.deadline === 'number' ? req.deadline : undefined);
-      // Not running here: the job is barred (its exec is refused EXEC_PREEMPTED), so the steward may release its claim.
-      // A steward before `barred` reads only `receipt` and releases nothing, as it did on `stopped: 'no'`.
-      await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
-    });
+    const stewardPeer = peerIdFromDid(stewardDid).toString();
+    await o.net.handle(
+      PREEMPT_PROTOCOL,
+      async (frames, ctx) => {
+        const req = frames[0] as { op?: unknown; job?: unknown; reason?: unknown; deadline?: unknown };
+        if (typeof req?.job !== 'string') throw new C0Error('PREEMPT_BAD_REQUEST', 'job address required');
+        if (req.op === 'usage') {
+          // The steward's idle check (pool/1 §2.7): energy so far, with its grade.
+          const u = o.provider!.usage(req.job);
+          await ctx.send((u ?? { running: 'no' }) as never);
+          return;
+        }
+        const receipt = await o.provider!.preempt(req.job, req.reason === 'idle' ? 'idle' : 'priority', typeof req.deadline === 'number' ? req.deadline : undefined);
+        // Not running here: the job is barred (its exec is refused EXEC_PREEMPTED), so the steward may release its claim.
+        // A steward before `barred` reads only `receipt` and releases nothing, as it did on `stopped: 'no'`.
+        await ctx.send((receipt ? { stopped: 'yes', receipt: receipt.bytes } : { stopped: 'no', barred: 'yes' }) as never);
+      },
+      undefined,
+      // any other key is refused before its request is read
+      { admit: (peer) => (peer.toString() === stewardPeer ? undefined : new C0Error('PREEMPT_UNAUTHORISED', 'only the overlay’s steward may preempt work')) },
+    );
   }
 }
 

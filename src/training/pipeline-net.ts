@@ -122,15 +122,6 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   await net.handle(
     PIPELINE_PROTOCOL,
     async (reqs, ctx) => {
-      if (allow) {
-        let caller: string | undefined;
-        try {
-          caller = didFromPeerId(ctx.peer);
-        } catch {
-          caller = undefined;
-        }
-        if (caller === undefined || !allow.has(caller)) throw new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
-      }
       const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
       if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
       if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
@@ -148,6 +139,19 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },
     LIMITS,
+    // a caller not allowed is refused before its activations (up to 3 MiB, read for up to 60 s) are
+    {
+      admit: (peer) => {
+        if (!allow) return undefined;
+        let caller: string | undefined;
+        try {
+          caller = didFromPeerId(peer);
+        } catch {
+          caller = undefined;
+        }
+        return caller !== undefined && allow.has(caller) ? undefined : new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
+      },
+    },
   );
 }
 

@@ -11,7 +11,9 @@
  * key and must be a member; one that left is handed back its own `left` record and dispatches nothing.
  * Errors become `{code, message}` replies. Split out of member.ts.
  */
+import type { PeerId } from '@libp2p/interface';
 import { C0Error } from '../../errors.js';
+import { didFromPeerId } from '../../node/peer-id.js';
 import { open, type Opened } from '../../records/envelope.js';
 import { hashHex } from '../../records/address.js';
 import { compareBytes } from '../../records/cbor.js';
@@ -53,11 +55,28 @@ export interface MemberServePorts {
   synced?(): Promise<unknown> | undefined;
 }
 
+const notMember = (): C0Error => new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
+
+/**
+ * Who may call pool/1, decided by the connection's key before its request is read (ServeOptions.admit): a member of
+ * the roster in use, as serveMember checks first. Without it a stranger's request (a frame of up to 4 MiB) was held
+ * for the request phase (62 s) before it was refused.
+ */
+export function admitMembers(members: () => readonly string[]): (peer: PeerId) => C0Error | undefined {
+  return (peer) => {
+    try {
+      return members().includes(didFromPeerId(peer)) ? undefined : notMember();
+    } catch (e) {
+      return e instanceof C0Error ? e : notMember();
+    }
+  };
+}
+
 /** Answer one request from `from` (authenticated by the connection's key); `signal` is the stream's (a `run` ends with it). */
 export async function serveMember(p: MemberServePorts, frame: unknown, from: string, signal?: AbortSignal): Promise<PoolReply> {
   const f = frame as Record<string, unknown>;
   try {
-    if (!p.members().includes(from)) throw new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
+    if (!p.members().includes(from)) throw notMember();
     if (f?.op !== 'ping' || f.seq === p.rs.seq) p.seen(from);
     // A caller held as having left (it sent its own `left` record for the roster in use or a newer one): out of the
     // election here, so nothing it dispatches now is kept or run (docs/pools.md "A member leaves a running pool").

@@ -26,6 +26,7 @@ import { didFromPeerId } from '../../node/peer-id.js';
 import { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { Executor } from '../provider/executors.js';
 import { PoolMember, POOL_PROTOCOL, type PoolReply, type PoolSlots } from './member.js';
+import { admitMembers } from './serve.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
 import { PROTOCOLS } from '../../net/protocols.js';
 import { encodeRecordsRequest } from '../../net/records-protocol.js';
@@ -48,7 +49,12 @@ export interface PoolWiringDeps {
   maxOutputBytes: number;
   net: {
     request(peer: string, protocol: string, frames: CborValue[], opts?: { signal?: AbortSignal; limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
-    handle(protocol: string, handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void> }) => Promise<void>, limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number }): Promise<void>;
+    handle(
+      protocol: string,
+      handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void> }) => Promise<void>,
+      limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number },
+      opts?: { admit?: (peer: PeerId) => C0Error | undefined },
+    ): Promise<void>;
   };
   publishReceipt: (env: Opened<Receipt>) => Promise<void>;
   /** The provider role's slots: dispatched work from another coordinator runs inside one (under its signal, its process group recorded). */
@@ -170,6 +176,8 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer), ctx.signal)) as CborValue);
     },
     { maxFrameBytes: FRAME_BYTES, deadlineMs: Math.max(d.config.memberTimeoutMs, 600_000), maxRequestFrames: 1 },
+    // a key outside the roster in use is refused POOL_NOT_MEMBER before its request is read
+    { admit: admitMembers(() => member.members) },
   );
   d.log.info({ pool: member.pool, roster: roster.address, seq: roster.record.seq }, 'pool member ready');
   return member;

@@ -26,6 +26,7 @@ import { createNetwork, type Network } from '../../../src/net/node.js';
 import { selectMember } from '../../../src/pools/choice.js';
 import { createExecutor } from '../../../src/roles/provider/executors.js';
 import { startPoolMember, POOL_MAX_OUTPUT_BYTES } from '../../../src/roles/pool-member/wiring.js';
+import { POOL_PROTOCOL } from '../../../src/roles/pool-member/member.js';
 import type { PoolMember } from '../../../src/roles/pool-member/member.js';
 import { signerFrom } from '../records/fixtures.js';
 import { MEMBERS, keyOf, membership, roster } from './helpers.js';
@@ -142,5 +143,23 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
     // One byte over the limit too (it would fit in the frame, but the limit is the same for every member).
     const over = jobFor(POOL_MAX_OUTPUT_BYTES + 1, a, false);
     assert.equal(await outcome(members[0]!.run(over.job, offer(over.job, a), ctx(over.input))), 'EXEC_OUTPUT_TOO_LARGE');
+  });
+
+  test('a key outside the roster is refused POOL_NOT_MEMBER before its request is read', async () => {
+    // a stranger that sends 1 MiB of a frame and then nothing: before, the member read it for the request phase
+    // (62 s) and only then refused it; now the refusal comes at once, whatever the caller has sent
+    const stranger = await createNetwork({ signer: signerFrom(9), listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [], topics: [], verifyThreads: 0 });
+    await stranger.start();
+    try {
+      await stranger.dial(nets[0]!.addrs()[0]!);
+      const s = await stranger.openStream(two[0]!, POOL_PROTOCOL, { limits: { deadlineMs: 10_000, maxFrameBytes: 4 * 1024 * 1024 } });
+      await s.send(new Uint8Array(1024 * 1024)).catch(() => undefined);
+      await assert.rejects(s.next(), (e: C0Error) => e.code === 'POOL_NOT_MEMBER' && (e.detail as { remote?: boolean }).remote === true);
+      await s.close().catch(() => undefined);
+      // a member is still served
+      assert.deepEqual(members[1]!.live().sort(), [...two].sort());
+    } finally {
+      await stranger.stop();
+    }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * A pipeline stage server's guards (src/training/pipeline-net.ts `serveStage`;
  * docs/training.md "Pipeline"): a caller outside `allow` is refused
- * (PIPELINE_NOT_ALLOWED) before anything is computed, and the route a caller
+ * (PIPELINE_NOT_ALLOWED) before its request is read (ServeOptions.admit), and the route a caller
  * names is bounded by the stages that can still follow this one and must be
  * DIDs (PIPELINE_BAD_REQUEST), so one request cannot make a stage compute and
  * forward without end (to itself in a loop, say). Input over the documented 3 MiB
@@ -14,7 +14,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CborValue } from '../../../src/records/cbor.js';
-import type { ProtocolHandler } from '../../../src/net/protocols.js';
+import type { ProtocolHandler, ServeOptions } from '../../../src/net/protocols.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { initWeights, weightsBytes, weightsFromBytes } from '../../../src/training/model.js';
 import { MAX_ACTIVATION_BYTES, PIPELINE_LIMITS, serveStage } from '../../../src/training/pipeline-net.js';
@@ -28,9 +28,14 @@ const stranger = P(602);
 
 async function stage(opts: { allow?: string[]; range: [number, number] }) {
   let handler: ProtocolHandler | undefined;
+  let admit: ServeOptions['admit'];
   const forwards: Array<{ to: string; route: unknown }> = [];
   const net = {
-    handle: async (_p: string, h: ProtocolHandler) => void (handler = h),
+    // the network asks `admit` before it reads a request (protocols.ts), and calls the handler only if it let the caller in
+    handle: async (_p: string, h: ProtocolHandler, _l: unknown, o?: ServeOptions) => {
+      handler = h;
+      admit = o?.admit;
+    },
     // the next stage: echoes the activations back, as a last stage would
     request: async (to: string, _p: string, frames: CborValue[]) => {
       forwards.push({ to, route: (frames[0] as { route: unknown }).route });
@@ -41,6 +46,8 @@ async function stage(opts: { allow?: string[]; range: [number, number] }) {
   const call = async (from: string, route: unknown, x = new Float64Array([1, 2, 3, 4]), batch: unknown = x.length / 4): Promise<Float64Array> => {
     const out: CborValue[] = [];
     const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async (f: CborValue) => void out.push(f) };
+    const refused = admit?.(ctx.peer);
+    if (refused) throw refused;
     await handler!([{ batch, mb: 0, route } as CborValue, ...splitPayload(weightsBytes(x))], ctx as never);
     return weightsFromBytes(out[0] as Uint8Array);
   };
