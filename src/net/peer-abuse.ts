@@ -25,8 +25,10 @@
  * strike; one a node of another version may send (an op, kind or field shape
  * this node does not know) is free up to `REFUSED_RATE` per peer, and each
  * past it is reported like an over-limit request (`refusals`). A rate-limit
- * refusal (job-push/1's, records/1's) is reported as claim/1's is. Honest
- * refusals (not admitted, no offer, a record not held) cost nothing.
+ * refusal (records/1's) is reported as claim/1's is; job-push/1's past a
+ * looser excess rate. A refusal an honest caller earns now and then (steward/1:
+ * not admitted, not the buyer) is free up to `LOOKUP_REFUSED_RATE`; others (no
+ * offer, a record not held) cost nothing.
  */
 import { Counter, type Registry } from 'prom-client';
 import { monotonicClock, type Clock } from '../util/clock.js';
@@ -67,6 +69,14 @@ export class AbuseReports {
  * one does not know. Past the burst, at most one a second; each beyond is reported (`AbuseReports.report`).
  */
 export const REFUSED_RATE: BucketSpec = { ratePerSec: 1, burst: 16 };
+
+/**
+ * Refusals an honest caller earns now and then by asking about something this node does not hold for it (steward/1:
+ * a job not admitted, not its buyer's, unknown): free up to this rate per peer, each past it reported. An honest
+ * provider asks about a job once per run; none asks twenty times a second for long. Before, they were free at any
+ * rate: one key had 8,080 `admission` asks for random jobs answered in 20 s (review s40).
+ */
+export const LOOKUP_REFUSED_RATE: BucketSpec = { ratePerSec: 20, burst: 200 };
 
 /**
  * Count one request refused as bad that an honest node of another version may still send (`peer`): free within

@@ -27,14 +27,19 @@
  * jobs it signed itself (JOB_PUSH_NOT_OWN_JOB: no relaying others' jobs), at
  * most PUSH_RATE per peer (JOB_PUSH_RATE_LIMITED), and what it is quoted stays
  * within the provider's quoting budget like any other job. Every push takes a
- * token first, a malformed one too; a frame that is not an envelope
- * (JOB_PUSH_BAD_REQUEST: no node sends one) is a strike (`AbuseReports.invalid`),
- * as on offer/1 (docs/network.md §Abuse). A push refused for the rate is not
- * reported: a buyer does not pace its pushes per provider.
+ * token first, a malformed one too. What a push costs its sender (docs/network.md
+ * §Abuse), as on offer/1: a frame that is not bytes (JOB_PUSH_BAD_REQUEST) or not
+ * a valid envelope (bad CBOR, a bad signature: no node sends one) is a strike
+ * (`AbuseReports.invalid`); a record of another type, or a job another key
+ * signed, is free up to REFUSED_RATE and reported past it. A push refused for
+ * the rate is free up to PUSH_EXCESS_RATE more (a buyer does not pace its pushes
+ * per provider, and an honest busy one can pass PUSH_RATE) and reported past
+ * that: before, junk bytes and a flood far past the rate were never charged (one
+ * key had 18,856 pushes answered in 25 s, review s40). A stale job costs nothing.
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
-import { open, type Opened } from '../records/envelope.js';
+import { ENV_ERR, open, type Opened } from '../records/envelope.js';
 import { checkFresh } from '../records/freshness.js';
 import { T, type Advert, type Job, type Offer } from '../records/kinds.js';
 import type { ProtocolHandler } from '../net/protocols.js';
@@ -42,7 +47,7 @@ import type { Network } from '../net/node.js';
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
 import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
-import type { AbuseReports } from '../net/peer-abuse.js';
+import { refusals, type AbuseReports } from '../net/peer-abuse.js';
 import { didFromPeerId } from './peer-id.js';
 
 export const JOB_PUSH_PROTOCOL = '/c0mpute/job-push/1';
@@ -50,6 +55,12 @@ export const JOB_PUSH_PROTOCOL = '/c0mpute/job-push/1';
 export const JOB_PUSH_LIMITS = { maxFrameBytes: 64 * 1024, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 1, maxInboundStreams: 16 };
 /** Pushes accepted per peer: a buyer pushes each of its jobs once, halfway through its window. */
 export const PUSH_RATE: BucketSpec = { ratePerSec: 2, burst: 16 };
+/**
+ * Pushes refused for PUSH_RATE that are still free, per peer: a buyer does not pace its pushes per provider (invites,
+ * halfway pushes and rescues), and an honest busy one in a large market can pass 2 a second to one cheap provider;
+ * none sends ten times that for long. Each refused push past this is reported (`AbuseReports.report`).
+ */
+export const PUSH_EXCESS_RATE: BucketSpec = { ratePerSec: 20, burst: 100 };
 /** Providers one job is pushed to at most. */
 export const MAX_PUSH_TARGETS = 16;
 
@@ -65,19 +76,27 @@ export interface PushServerDeps {
   advert(address: string): Opened<Advert> | undefined;
   /** Who quotes for this provider when it does not: a pool member's elected coordinator (not itself), if any. */
   redirect?(job: Opened<Job>): string | undefined;
-  /** The network's abuse score (net/peer-abuse.ts): told of each push that is not an envelope (`invalid`). */
-  abuse?: Pick<AbuseReports, 'invalid'>;
+  /**
+   * The network's abuse score (net/peer-abuse.ts): a push no node sends is a strike (`invalid`); refusals an honest
+   * node may earn now and then are reported past their free rate (`report`).
+   */
+  abuse?: Pick<AbuseReports, 'invalid' | 'report'>;
 }
 
+/** Envelope refusals of a well-formed record of another type: what a newer peer may send, not proof of abuse. */
+const OTHER_TYPE: ReadonlySet<string> = new Set([ENV_ERR.WRONG_TYPE, ENV_ERR.UNKNOWN_TYPE]);
+
 /** The provider's side. */
-export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE): ProtocolHandler {
-  const perPeer = new KeyedBuckets(rate, d.monoClock ?? monotonicClock);
+export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE, excess: BucketSpec = PUSH_EXCESS_RATE): ProtocolHandler {
+  const mono = d.monoClock ?? monotonicClock;
+  const perPeer = new KeyedBuckets(rate, mono);
+  const overRate = refusals(d.abuse?.report, mono, excess);
+  const refused = refusals(d.abuse?.report, mono);
   return async (frames, ctx) => {
     const peer = ctx.peer.toString();
     // the rate first: a malformed push costs a token like any other (it was not even limited before)
-    // not reported: a buyer does not pace its pushes per provider, and an honest busy one in a large market can pass
-    // the rate; the refusal costs this node a bucket check
     if (!perPeer.take(peer)) {
+      overRate(peer);
       throw new C0Error('JOB_PUSH_RATE_LIMITED', `more than ${rate.ratePerSec} pushed jobs per second (burst ${rate.burst}) from this peer`);
     }
     const bytes = frames[0];
@@ -85,14 +104,25 @@ export function jobPushHandler(d: PushServerDeps, rate: BucketSpec = PUSH_RATE):
       d.abuse?.invalid(peer);
       throw new C0Error('JOB_PUSH_BAD_REQUEST', 'job-push/1 takes one frame: the job envelope');
     }
-    const job = open(bytes, T.job);
+    let job: Opened<Job>;
+    try {
+      job = open(bytes, T.job);
+    } catch (e) {
+      if (e instanceof C0Error && OTHER_TYPE.has(e.code)) refused(peer);
+      else d.abuse?.invalid(peer);
+      throw e;
+    }
     let pusher: string | undefined;
     try {
       pusher = didFromPeerId(ctx.peer);
     } catch {
       pusher = undefined;
     }
-    if (job.signer !== pusher) throw new C0Error('JOB_PUSH_NOT_OWN_JOB', 'a peer may push only the jobs it signed');
+    if (job.signer !== pusher) {
+      refused(peer);
+      throw new C0Error('JOB_PUSH_NOT_OWN_JOB', 'a peer may push only the jobs it signed');
+    }
+    // a stale or early job costs nothing: an honest buyer's clock may be off
     checkFresh(T.job, job.record, d.clock(), d.skewMs);
     const offer = await d.quote(job);
     const advert = offer ? d.advert(offer.record.advert) : undefined;

@@ -67,7 +67,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { NET_ERR } from '../net/protocols.js';
-import { refusals } from '../net/peer-abuse.js';
+import { LOOKUP_REFUSED_RATE, refusals } from '../net/peer-abuse.js';
 import { monotonicClock } from '../util/clock.js';
 import { T, type Receipt, type Selection } from '../records/kinds.js';
 import { open, type Opened } from '../records/envelope.js';
@@ -97,6 +97,9 @@ export type { AdmitRequest } from './steward-admission.js';
 
 /** Witnesses whose contradicting receipt status() shows at most (the most recent; the log has each). */
 export const MAX_CONTRADICTING = 64;
+
+/** steward/1 refusals of a lookup: the job or claim asked about is not held here for this caller (#serve). */
+const LOOKUP_REFUSALS: ReadonlySet<string> = new Set(['STEWARD_NOT_ADMITTED', 'STEWARD_NOT_BUYER', 'STEWARD_JOB_UNKNOWN', 'STEWARD_GANG_UNKNOWN', 'STEWARD_ALREADY_RELEASED']);
 
 export class Steward {
   readonly tree: Tree;
@@ -133,6 +136,8 @@ export class Steward {
   readonly #admittedEntries = new Map<string, Uint8Array>();
   /** A bad request a buyer of another version may send (#serve): free up to REFUSED_RATE per peer, reported past it. */
   readonly #refused: (peer: string) => void;
+  /** A lookup refused (#serve: LOOKUP_REFUSALS): free up to LOOKUP_REFUSED_RATE per peer, reported past it. */
+  readonly #lookupRefused: (peer: string) => void;
 
   private constructor(
     private o: StewardPorts,
@@ -143,6 +148,7 @@ export class Steward {
   ) {
     this.tree = tree;
     this.#refused = refusals(o.abuseReports?.report, o.monoClock ?? monotonicClock);
+    this.#lookupRefused = refusals(o.abuseReports?.report, o.monoClock ?? monotonicClock, LOOKUP_REFUSED_RATE);
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
     const stopped = () => this.#stopped;
@@ -204,7 +210,7 @@ export class Steward {
     // the stops to reclaimed claims' failovers' providers that were waiting for their turn before the restart
     this.#reclaim.resumeStops();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
-    await net.handle(LEDGER_PROTOCOL, (frames, ctx) => serveLedgerRange(this.ledger, frames, ctx));
+    await net.handle(LEDGER_PROTOCOL, (frames, ctx) => this.#serveLedger(frames, ctx));
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', async (rec) => {
       await this.#accounts.onSelection(rec as Opened<Selection>);
@@ -492,7 +498,10 @@ export class Steward {
    * review s39 F3: a flood of them was answered 500 a second, nobody blamed). Not a map with a string `op`, which no
    * buyer of any version sends, is a strike (`AbuseReports.invalid`); an op this steward does not know or fields it
    * refuses, which a buyer of another version may send, cost nothing up to REFUSED_RATE and are reported past it
-   * (`refusals`). Other refusals (not entitled, not admitted, not the buyer) cost nothing.
+   * (`refusals`). A lookup refused (LOOKUP_REFUSALS: not admitted, not the buyer, unknown), which an honest provider or
+   * buyer earns now and then, is free up to LOOKUP_REFUSED_RATE and reported past it: before, a flood of `admission`
+   * asks for random jobs was answered 400 a second, never blamed (review s40). Other refusals (not entitled, a full
+   * queue) cost nothing.
    */
   async #serve(frames: CborValue[], ctx: StewardStream): Promise<void> {
     try {
@@ -503,7 +512,17 @@ export class Steward {
         const peer = ctx.peer.toString();
         if (typeof req !== 'object' || req === null || Array.isArray(req) || req instanceof Uint8Array || typeof req.op !== 'string') this.o.abuseReports?.invalid(peer);
         else this.#refused(peer);
-      }
+      } else if (e instanceof C0Error && LOOKUP_REFUSALS.has(e.code)) this.#lookupRefused(ctx.peer.toString());
+      throw e;
+    }
+  }
+
+  /** ledger/1: a bound that is not an entry number (LEDGER_BAD_RANGE), which no witness of any version sends, is a strike. */
+  async #serveLedger(frames: CborValue[], ctx: StewardStream): Promise<void> {
+    try {
+      await serveLedgerRange(this.ledger, frames, ctx);
+    } catch (e) {
+      if (e instanceof C0Error && e.code === LEDGER_ERR.RANGE) this.o.abuseReports?.invalid(ctx.peer.toString());
       throw e;
     }
   }

@@ -1,8 +1,9 @@
 /**
- * job-push/1 charges a flooding peer to the network's abuse score (review s39 F3; docs/network.md §Abuse): every push
- * takes a rate token first, a malformed one too; a push refused for the rate is not reported (a buyer does not pace), a
- * frame that is not an envelope (JOB_PUSH_BAD_REQUEST) is a strike (`AbuseReports.invalid`). An honest push, and an
- * honest refusal (another's job, no offer), costs nothing.
+ * job-push/1 charges a flooding peer to the network's abuse score (review s39 F3, s40; docs/network.md §Abuse): every
+ * push takes a rate token first, a malformed one too; a push refused for the rate is free up to a looser excess rate (a
+ * buyer does not pace) and reported past it; a frame that is not bytes (JOB_PUSH_BAD_REQUEST) or not a valid envelope
+ * (junk bytes, a bad signature) is a strike (`AbuseReports.invalid`); another type or another's job is free up to
+ * REFUSED_RATE. An honest push, and an honest refusal (a stale job, no offer), costs nothing.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,9 +29,10 @@ function setup() {
       quote: async () => void quotes++,
       advert: () => undefined,
       // the whole AbuseReports surface, so a report of any kind would show (the handler is given `invalid` only)
-      abuse: { report: (p: string) => void reported.push(p), invalid: (p: string) => void struck.push(p) } as Pick<AbuseReports, 'invalid'>,
+      abuse: { report: (p: string) => void reported.push(p), invalid: (p: string) => void struck.push(p) } as Pick<AbuseReports, 'invalid' | 'report'>,
     },
     { ratePerSec: 1, burst: 3 },
+    { ratePerSec: 1, burst: 4 },
   );
   const push = async (from: string, frame: CborValue): Promise<string | undefined> => {
     const ctx = { peer: peerIdFromDid(from), signal: new AbortController().signal, send: async () => {} } as unknown as ServeContext;
@@ -53,12 +55,39 @@ test('a frame that is not a job envelope is a strike, and takes a rate token fir
   assert.deepEqual(s.reported, []);
   const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
   assert.equal(await s.push(BUYER, job.bytes), undefined, 'the third token');
-  // the burst is spent by the malformed pushes too: the next one is refused for the rate (not reported: an honest busy
-  // buyer does not pace its pushes per provider)
+  // the burst is spent by the malformed pushes too: the next one is refused for the rate (not reported within the
+  // excess rate: an honest busy buyer does not pace its pushes per provider)
   assert.equal(await s.push(BUYER, { op: 'x' } as CborValue), 'JOB_PUSH_RATE_LIMITED');
   assert.equal(await s.push(BUYER, job.bytes), 'JOB_PUSH_RATE_LIMITED');
   assert.deepEqual(s.reported, []);
   assert.equal(s.struck.length, 2, 'a push refused for the rate is not a strike');
+});
+
+test('pushes far past the rate are reported once past the excess rate', async () => {
+  const s = setup();
+  const me = peerIdFromDid(BUYER).toString();
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  const codes: Array<string | undefined> = [];
+  for (let i = 0; i < 10; i++) codes.push(await s.push(BUYER, job.bytes));
+  assert.deepEqual(codes.slice(3), Array(7).fill('JOB_PUSH_RATE_LIMITED'));
+  // 3 within the rate, 4 over it free (the excess burst), each of the last 3 reported; never a strike
+  assert.deepEqual(s.reported, [me, me, me]);
+  assert.deepEqual(s.struck, []);
+});
+
+test('junk bytes and a forged signature are strikes; a record of another type is free within the refused rate', async () => {
+  const s = setup();
+  const me = peerIdFromDid(BUYER).toString();
+  assert.equal(await s.push(BUYER, new Uint8Array([1, 2, 3, 4])), 'ENVELOPE_MALFORMED');
+  const job = seal(T.job, { ...records.job(), announcedAt: NOW }, buyer);
+  const forged = Uint8Array.from(job.bytes);
+  forged[forged.length - 1]! ^= 1;
+  assert.equal(await s.push(BUYER, forged), 'ENVELOPE_BAD_SIGNATURE');
+  assert.deepEqual(s.struck, [me, me], 'no node sends either');
+  const offer = seal(T.offer, records.offer(), buyer);
+  assert.equal(await s.push(BUYER, offer.bytes), 'RECORD_WRONG_TYPE');
+  assert.deepEqual(s.struck, [me, me], 'a well-formed record of another type: what a newer peer may send');
+  assert.deepEqual(s.reported, []);
 });
 
 test('honest pushes and honest refusals cost nothing', async () => {
