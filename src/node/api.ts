@@ -138,7 +138,21 @@ export interface ApiOptions {
   streamHeartbeatMs?: number;
   /** How long a paced stream waits for its client to read before it gives it up (default STREAM_READ_IDLE_MS). */
   streamReadIdleMs?: number;
+  /** Connections open at once (default API_MAX_CONNECTIONS; tests set it lower). */
+  maxConnections?: number;
+  /** How long a client has to send its request's headers (default API_HEADERS_TIMEOUT_MS; tests set it shorter). */
+  headersTimeoutMs?: number;
 }
+
+/**
+ * The control API's share of the daemon's file handles, which libp2p and LevelDB share: at most this many connections
+ * at once, a further one closed at once (and a warning, at most once a minute). Before, there was no bound: a local
+ * process holding 20,000 slow connections took every handle the daemon had, and new peers, the CLI and the console were
+ * all refused until it stopped (review s40). An operator's console tabs and CLI need a few dozen.
+ */
+export const API_MAX_CONNECTIONS = 256;
+/** A client has this long to send its request's headers (Node's default is 60 s: slow connections held a handle a minute each). */
+export const API_HEADERS_TIMEOUT_MS = 10_000;
 
 /**
  * A quiet NDJSON stream's empty line, this often: an HTTP client times out a body that sends nothing for a while
@@ -164,7 +178,8 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     res.end(JSON.stringify(body, opts.replacer));
   };
 
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  // the headers timeout is checked this often (Node's default 30 s would let a slow client keep its handle 40 s)
+  const server = createServer({ connectionsCheckingInterval: Math.min(2_000, opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS) }, (req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
@@ -300,6 +315,18 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       if (!res.headersSent) json(res, 500, { error: { code: 'INTERNAL', message: 'internal error' } });
       else res.destroy();
     });
+  });
+  server.maxConnections = opts.maxConnections ?? API_MAX_CONNECTIONS;
+  server.headersTimeout = opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS;
+  let droppedSince = 0;
+  let warnedAt = -Infinity;
+  server.on('drop', () => {
+    droppedSince++;
+    const now = performance.now();
+    if (now - warnedAt < 60_000) return;
+    warnedAt = now;
+    opts.log.warn({ code: 'API_CONNECTIONS_FULL', maxConnections: server.maxConnections, dropped: droppedSince }, 'control API: every connection it takes is open; new ones are closed at once (a client holding many open?)');
+    droppedSince = 0;
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e) => reject(new C0Error('API_LISTEN_FAILED', `cannot listen on ${opts.listen}: ${(e as Error).message}`)));
