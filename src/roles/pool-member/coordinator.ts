@@ -728,7 +728,8 @@ export class PoolCoordinator {
       const c = code(e);
       if (ctx.signal.aborted) throw ctx.signal.reason;
       if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
-      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
+      // a dial that failed, or a stream that broke once the member was reached (a link too slow for the request phase, a reset)
+      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} ${/DIAL/.test(c) ? 'could not be reached' : 'was reached, but the stream to it failed'}: ${c}`);
     }
     if (r.code === 'STORE_WRITE_FAILED') {
       // Its database took no write between its last ping and this dispatch: no more dispatches to it until it says so.

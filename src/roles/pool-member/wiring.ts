@@ -28,7 +28,7 @@ import type { Executor } from '../provider/executors.js';
 import { PoolMember, POOL_PROTOCOL, type PoolReply, type PoolSlots } from './member.js';
 import { admitMembers } from './serve.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
-import { PROTOCOLS } from '../../net/protocols.js';
+import { PROTOCOLS, REQUEST_BASE_MS } from '../../net/protocols.js';
 import { encodeRecordsRequest } from '../../net/records-protocol.js';
 
 export interface PoolWiringDeps {
@@ -52,7 +52,7 @@ export interface PoolWiringDeps {
     handle(
       protocol: string,
       handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void> }) => Promise<void>,
-      limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number },
+      limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number; requestMs?: number },
       opts?: { admit?: (peer: PeerId) => C0Error | undefined },
     ): Promise<void>;
   };
@@ -69,6 +69,18 @@ export interface PoolWiringDeps {
 
 /** Frames carry an input or output of up to 3 MiB (pool.maxInputBytes is bounded below that). */
 const FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * The slowest link a `run` request (one frame of up to 4 MiB) must still get through: pool/1's request phase is 30 s
+ * plus a whole frame at this rate, 158 s. The default (128 KiB/s, 62 s) cut a coordinator's 4 MiB input to a member on a
+ * 60 KiB/s link (review s40 E F3); only the roster's members can hold it that long (ServeOptions.admit).
+ */
+export const POOL_MIN_REQUEST_RATE = 32 * 1024;
+
+/** How pool/1 is served: one request frame, answered within the member timeout (at least 10 min). */
+export function poolServeLimits(memberTimeoutMs: number): { maxFrameBytes: number; deadlineMs: number; maxRequestFrames: number; requestMs: number } {
+  const deadlineMs = Math.max(memberTimeoutMs, 600_000);
+  return { maxFrameBytes: FRAME_BYTES, deadlineMs, maxRequestFrames: 1, requestMs: Math.min(deadlineMs, REQUEST_BASE_MS + Math.ceil((FRAME_BYTES / POOL_MIN_REQUEST_RATE) * 1000)) };
+}
 /**
  * The largest output a pool member runs for (docs/pools.md "Output size"): it
  * must fit in one answer frame, so `provider.maxOutputBytes` is clamped to it;
@@ -175,7 +187,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     async (frames, ctx) => {
       await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer), ctx.signal)) as CborValue);
     },
-    { maxFrameBytes: FRAME_BYTES, deadlineMs: Math.max(d.config.memberTimeoutMs, 600_000), maxRequestFrames: 1 },
+    poolServeLimits(d.config.memberTimeoutMs),
     // a key outside the roster in use is refused POOL_NOT_MEMBER before its request is read
     { admit: admitMembers(() => member.members) },
   );

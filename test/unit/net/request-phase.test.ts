@@ -11,6 +11,8 @@ import { createNetwork, type Network } from '../../../src/net/node.js';
 import { Ed25519Signer } from '../../../src/records/index.js';
 import { REQUEST_BASE_MS, limitsFor, requestDeadlineMs } from '../../../src/net/protocols.js';
 import { TRAIN_LIMITS } from '../../../src/training/transport.js';
+import { POOL_MIN_REQUEST_RATE, poolServeLimits } from '../../../src/roles/pool-member/wiring.js';
+import { POOL_PROTOCOL } from '../../../src/roles/pool-member/member.js';
 import type { C0Error } from '../../../src/errors.js';
 
 const PROTO = '/c0mpute/test-request-phase/1';
@@ -51,4 +53,9 @@ test('the request phase by default: 30 s plus one largest frame at 128 KiB/s, ne
   assert.equal(requestDeadlineMs(limitsFor('/x', { deadlineMs: 10_000 })), 10_000);
   assert.equal(requestDeadlineMs(limitsFor('/x', { deadlineMs: 600_000, maxFrameBytes: 4 * 1024 * 1024 })), REQUEST_BASE_MS + 32_000);
   assert.equal(requestDeadlineMs(limitsFor('/x', TRAIN_LIMITS)), TRAIN_LIMITS.deadlineMs, 'train/1 requests are up to 128 MiB: the whole 60 s as before');
+  // pool/1: a coordinator's 4 MiB run request over a 60 KiB/s link was cut at the default 62 s (review s40); served to
+  // the roster's members only, it gets 30 s plus the frame at 32 KiB/s
+  const pool = poolServeLimits(30_000);
+  assert.equal(requestDeadlineMs(limitsFor(POOL_PROTOCOL, pool)), REQUEST_BASE_MS + Math.ceil(((4 * 1024 * 1024) / POOL_MIN_REQUEST_RATE) * 1000));
+  assert.ok(requestDeadlineMs(limitsFor(POOL_PROTOCOL, pool)) > ((4 * 1024 * 1024) / (60 * 1024)) * 1000, 'a whole frame at 60 KiB/s fits');
 });
