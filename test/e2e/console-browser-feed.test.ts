@@ -11,6 +11,9 @@
  *   advert cap).
  * - A provider's 1 KiB word makes no page wider than a 1280-pixel window, and its bidirectional controls show as
  *   escapes, as the CLI prints them.
+ * - A steward's ledger a witness contradicts (a longer length held, evidence of two histories) is warned about on the
+ *   Overlays page, its coverage not shown as good whatever its grade; this node's witness role shows what it holds,
+ *   a steward whose ledger went back flagged (review s40 C F1).
  * - A stalled node (SIGSTOP): the feed says the node is not answering, and so does the Run page, mid-run; the node
  *   back, the feed is live again; the node killed mid-run, the Run page says the connection was lost and links to
  *   the job, not "TypeError: network error".
@@ -203,6 +206,28 @@ test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidir
   await p.evaluate((a) => (window.location.hash = `#/record/${encodeURIComponent(a)}`), h.receipt);
   await p.waitForFunction(() => /deifirev/.test(document.querySelector('article.record')?.textContent ?? ''), { timeout: 30_000 });
   await check('the receipt decoded');
+  await ctx.close();
+});
+
+test("a steward whose witness contradicts its ledger is warned about, whatever its grade; a witness's panel flags a steward rolled back", { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  await p.evaluate(() => (window.location.hash = '#/overlays'));
+  await shows(p, 'Overlays');
+  // the harness's steward: grade "witnessed" to 4 of 6, a witness holding length 6 against this ledger's 5, one evidence pair
+  await p.waitForSelector('#ledger-warnings', { timeout: 30_000 });
+  const warned = await p.$eval('#ledger-warnings', (e) => (e as HTMLElement).innerText as string);
+  assert.match(warned, /attestation WARNING: witness \S+ holds length 6, this ledger has 5 \(WITNESS_LENGTH_BEYOND/);
+  assert.match(warned, /equivocation evidence against this steward: 1 pair from 1 witness \(seq 5\).*not to be trusted/);
+  const coverage = await p.$eval('#witness-coverage', (e) => ({ text: (e as HTMLElement).innerText as string, good: !!(e as HTMLElement).querySelector('.st-good'), bad: !!(e as HTMLElement).querySelector('.st-bad') }));
+  assert.deepEqual({ good: coverage.good, bad: coverage.bad }, { good: false, bad: true }, `coverage shows ${coverage.text}`);
+  assert.match(coverage.text, /witnessed to length 4 of 6 .*contradicted/);
+  // this node's witness role: what it holds, the rolled-back steward flagged
+  await p.waitForSelector('#witness-summary', { timeout: 30_000 });
+  assert.match(await p.$eval('#witness-summary', (e) => (e as HTMLElement).innerText as string), /^1 steward held \(longest length 6\), ⚠ evidence 1 pair kept, ⚠ 1 steward rolled back \[WITNESS_LEDGER_ROLLED_BACK\]/);
+  const row = await p.$eval('#witness-panel dd', (e) => (e as HTMLElement).innerText as string);
+  assert.match(row, /held length 6, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK/);
+  assert.match(row, /WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length 6 held \(heard a head of length 5, it serves 5 entries\)/);
   await ctx.close();
 });
 

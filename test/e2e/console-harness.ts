@@ -3,7 +3,8 @@
  * so the test can stop it (SIGSTOP: a stalled daemon) and kill it (SIGKILL, mid-run). The console's own code serves
  * the page, logs in and streams events (src/node/console-routes.ts, on the control API's server, src/node/api.ts),
  * with a short keep-alive; the data routes answer fixed views of one overlay, among them a job whose provider wrote
- * hostile text (a 1 KiB word, bidirectional controls).
+ * hostile text (a 1 KiB word, bidirectional controls), and the overlay's steward and witness views (GET /v1/steward,
+ * /v1/witness) of a ledger a witness contradicts.
  *
  * Prints one line, `{"api": "127.0.0.1:PORT", "token": "…", "job": …, "receipt": …, "providers": […]}`; then:
  *   POST /v1/harness/emit   one more `job` event on the stream (the Jobs view lists "run N")
@@ -38,7 +39,7 @@ let runs = 0;
 const offersAsked: string[] = [];
 const now = Date.now();
 
-const overview = { did: BUYER, api: '', uptimeMs: 1000, primary: 'public', overlays: [{ name: 'public', roles: ['buyer'], peerId: '12D3KooWharness', addrs: [], peers: [], refused: {}, health: { state: 'ok' } }], samples: [] };
+const overview = { did: BUYER, api: '', uptimeMs: 1000, primary: 'public', overlays: [{ name: 'public', roles: ['buyer', 'steward', 'witness'], peerId: '12D3KooWharness', addrs: [], peers: [], refused: {}, health: { state: 'ok' } }], samples: [] };
 const rec = (type: string, address: string, signer: string, record: Record<string, unknown>) => ({ type, address, signer, record });
 const walk = {
   job: rec('c0mpute.job/1', JOB, BUYER, { workload: 'evil.echo', maxPrice: { amount: '0.01', currency: 'USD' }, deadline: now + 60_000, announcedAt: now, requirements: {} }),
@@ -66,8 +67,29 @@ const advertRow = (did: string, i: number) => ({
   record: { seq: 1, expiresAt: now + 600_000, workloads: ['builtin.sha256'], tier: 'standard', region: 'eu-west', hardware: { cpuCores: 4, memoryMiB: 8192 }, prices: [] },
 });
 
+// a steward one of whose witnesses holds a longer ledger and evidence of two histories, its grade still "witnessed"
+// (review s40 C F1), and this node's witness role holding a steward whose ledger went back
+const STEWARD = P(8).did;
+const steward = {
+  steward: BUYER,
+  overlay: 'public',
+  ledger: { length: 6, head: `sha256:${'e'.repeat(64)}` },
+  teams: [],
+  queued: [],
+  attestation: { grade: 'witnessed', witnessedLength: 4, witnesses: [{ witness: PROVIDERS[2], length: 4 }] },
+  contradictingWitnesses: [{ witness: PROVIDERS[2], code: 'WITNESS_LENGTH_BEYOND', length: 6, ours: 5 }],
+  evidence: { pairs: 1, witnesses: 1, seqs: [5] },
+};
+const witness = {
+  witness: BUYER,
+  overlay: 'public',
+  stewards: { [STEWARD]: { held: { length: 6, head: `sha256:${'f'.repeat(64)}` }, evidence: 1, last: { refused: 'WITNESS_LEDGER_ROLLED_BACK', at: now }, rolledBack: { held: 6, heard: 5, served: 5, at: now } } },
+};
+
 const routes: Route[] = [
   { method: 'GET', path: '/v1/console/overview', handler: async () => overview },
+  { method: 'GET', path: '/v1/steward', handler: async () => steward },
+  { method: 'GET', path: '/v1/witness', handler: async () => witness },
   {
     method: 'GET',
     path: '/v1/console/jobs',

@@ -2,10 +2,14 @@
  * Overlays and the steward: per overlay its members and refused connections;
  * on a steward, the entitlement tree with each team's guarantee, spent,
  * reserved and borrowed energy as bars, the queued claims with their reasons,
- * and the ledger's head with how far witnesses have countersigned it.
+ * and the ledger's head with how far witnesses have countersigned it, warned
+ * about (whatever its grade) when a witness holds receipts that contradict it
+ * or evidence that it signed two histories; on a witness, what it holds per
+ * steward, with a steward whose ledger went back flagged.
  */
-import { fmtJoules, overlayQuery, useJson, useLiveVersion } from '../lib.js';
+import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
   primary: string;
@@ -27,8 +31,7 @@ interface Team {
   open_claims: number;
 }
 
-interface StewardData {
-  steward: string;
+interface StewardData extends StewardTrust {
   ledger: { length: number; head?: string };
   teams: Team[];
   queued: Array<{ claim: string; entitlement: string; reason: string; reasons: string[] }>;
@@ -69,6 +72,7 @@ export function Overlays() {
             <dd>{Object.keys(o.refused).length ? Object.entries(o.refused).map(([k, n]) => `${n} (${k === 'allowlist' ? 'not on the allowlist' : k === 'handshake' ? 'failed handshake, e.g. wrong swarm key' : k})`).join(', ') : 'none'}</dd>
           </dl>
           {o.roles.includes('steward') ? <StewardPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}
+          {o.roles.includes('witness') ? <WitnessPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}
         </Section>
       ))}
     </>
@@ -80,8 +84,19 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
   if (!s.data) return s.error ? <ErrorBox error={s.error} /> : <Loading what="the steward" />;
   const d = s.data;
   const scale = Math.max(...d.teams.map((t) => Math.max(t.guarantee_uj, t.used_uj + t.borrowed_uj, t.limit_uj ?? 0)), 1);
+  const warnings = stewardWarnings(d, shortDid);
   return (
     <div class="steward">
+      {warnings.length ? (
+        <div class="error" role="alert" id="ledger-warnings">
+          <strong>This steward's ledger and attestation are not to be trusted:</strong>
+          <ul>
+            {warnings.map((w) => (
+              <li key={w}>attestation WARNING: {w}</li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       <h3>Entitlement tree</h3>
       <p class="legend" aria-hidden="true">
         <span class="seg-key spent" /> spent <span class="seg-key reserved" /> reserved <span class="seg-key borrowed" /> borrowed <span class="mark-key" /> guarantee
@@ -176,7 +191,7 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
         </dd>
         <dt>Witnesses</dt>
         <dd id="witness-coverage">
-          witnessed to length {d.attestation.witnessedLength} of {d.ledger.length} <Status s={d.attestation.witnessedLength === d.ledger.length && d.ledger.length > 0 ? 'complete' : d.attestation.grade} />
+          witnessed to length {d.attestation.witnessedLength} of {d.ledger.length} <Status s={coverageStatus(d)} />
         </dd>
         {d.attestation.witnesses.map((w) => (
           <>
@@ -189,6 +204,53 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
           </>
         ))}
       </dl>
+    </div>
+  );
+}
+
+function WitnessPanel({ overlay, version }: { overlay: string | undefined; version: number }) {
+  const w = useJson<WitnessView>(`/v1/witness${overlayQuery(overlay)}`, version);
+  if (!w.data) return w.error ? <ErrorBox error={w.error} /> : <Loading what="the witness" />;
+  const d = w.data;
+  const sum = witnessSummary(d);
+  const rows = Object.entries(d.stewards);
+  const s = d.strangers;
+  return (
+    <div class="witness" id="witness-panel">
+      <h3>Witness</h3>
+      <p id="witness-summary" class={sum.warn ? 'error' : undefined} role={sum.warn ? 'alert' : undefined}>
+        {sum.text}
+      </p>
+      {s ? (
+        <p>
+          Keys neither held nor named: {s.heldBack} held back ({s.unreached} not reached), {s.waiting ?? 0} heads waiting, {s.ignored} heads dropped since start
+        </p>
+      ) : null}
+      {rows.length === 0 ? (
+        <p>No steward held, none with evidence kept.</p>
+      ) : (
+        <dl class="kv">
+          {rows.map(([steward, st]) => {
+            const rb = rolledBackWarning(st);
+            return (
+              <>
+                <dt key={`${steward}-t`}>
+                  <Did d={steward} />
+                </dt>
+                <dd key={`${steward}-d`} data-steward={steward}>
+                  {witnessStewardLine(st)}
+                  {st.evidence ? ` (c0mpute witness evidence ${steward} --out DIR writes them as records)` : ''} {st.evidence || rb ? <Status s="contradicted" /> : null}
+                  {rb ? (
+                    <div class="error" role="alert">
+                      {rb}
+                    </div>
+                  ) : null}
+                </dd>
+              </>
+            );
+          })}
+        </dl>
+      )}
     </div>
   );
 }

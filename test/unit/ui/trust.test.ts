@@ -1,0 +1,71 @@
+/**
+ * What the console says about a ledger's trust (ui/trust.ts), against what the
+ * CLI says (review s40 C F1): a steward whose witness holds a longer ledger, or
+ * evidence that it signed two histories, was shown "witnessed ✓" in green from
+ * its attestation grade alone. Now the warnings override the grade, worded as
+ * `c0mpute steward status` words them; a witness's panel says what
+ * `c0mpute status` and `c0mpute witness status` say, rolled-back flagged.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../../../ui/trust.js';
+
+const STEWARD = 'did:key:z6MksteWard000000000000000000000000000000000000';
+const WITNESS = 'did:key:z6MkwitNess000000000000000000000000000000000000';
+const short = (d: string) => d.slice(8, 14);
+
+// GET /v1/steward as the reviewer saw it: attestation "witnessed" to 4 of 6, yet a witness holds length 6 and this ledger has 5
+const forked: StewardTrust = {
+  steward: STEWARD,
+  ledger: { length: 6 },
+  attestation: { grade: 'witnessed', witnessedLength: 4 },
+  contradictingWitnesses: [{ witness: WITNESS, code: 'WITNESS_LENGTH_BEYOND', length: 6, ours: 5 }],
+  evidence: { pairs: 1, witnesses: 1, seqs: [5] },
+};
+
+describe('steward trust', () => {
+  it('a contradicting witness and evidence are warned about, and override a good grade', () => {
+    assert.equal(coverageStatus(forked), 'contradicted');
+    assert.equal(coverageStatus({ ...forked, evidence: undefined }), 'contradicted', 'a contradiction alone');
+    assert.equal(coverageStatus({ ...forked, contradictingWitnesses: undefined }), 'contradicted', 'evidence alone');
+    const w = stewardWarnings(forked, short);
+    assert.deepEqual(w, [
+      'witness z6Mkwi holds length 6, this ledger has 5 (WITNESS_LENGTH_BEYOND: truncated, or restored from an older copy)',
+      `equivocation evidence against this steward: 1 pair from 1 witness (seq 5): anyone holding it can prove this key signed two histories, so its ledger and attestation are not to be trusted (c0mpute witness evidence ${STEWARD} on a witness)`,
+    ]);
+    const mismatch = stewardWarnings({ ...forked, evidence: undefined, contradictingWitnesses: [{ witness: WITNESS, code: 'WITNESS_HEAD_MISMATCH', length: 3, ours: 6 }] }, short);
+    assert.deepEqual(mismatch, ['witness z6Mkwi saw another head at length 3 (WITNESS_HEAD_MISMATCH: this history was rewritten)']);
+  });
+
+  it('a ledger nobody contradicts: no warning, the grade (complete when wholly cosigned)', () => {
+    const clean: StewardTrust = { steward: STEWARD, ledger: { length: 6 }, attestation: { grade: 'witnessed', witnessedLength: 4 } };
+    assert.deepEqual(stewardWarnings(clean, short), []);
+    assert.equal(coverageStatus(clean), 'witnessed');
+    assert.equal(coverageStatus({ ...clean, attestation: { grade: 'witnessed', witnessedLength: 6 } }), 'complete');
+    assert.equal(coverageStatus({ ...clean, ledger: { length: 0 }, attestation: { grade: 'self-attested', witnessedLength: 0 } }), 'self-attested');
+  });
+});
+
+describe('witness panel', () => {
+  const rolled: WitnessView = {
+    witness: WITNESS,
+    stewards: {
+      [STEWARD]: { held: { length: 6, head: 'sha256:ab' }, evidence: 1, last: { refused: 'WITNESS_LEDGER_ROLLED_BACK', at: 0 }, rolledBack: { held: 6, heard: 5, served: 5, at: Date.UTC(2026, 0, 1) } },
+      'did:key:z6Mkother': { held: { length: 2, head: 'sha256:cd' }, evidence: 0, last: { length: 2, at: 0 } },
+    },
+  };
+
+  it('says what c0mpute status says, flagged when evidence is kept or a ledger went back', () => {
+    assert.deepEqual(witnessSummary(rolled), { text: '2 stewards held (longest length 6), ⚠ evidence 1 pair kept, ⚠ 1 steward rolled back [WITNESS_LEDGER_ROLLED_BACK]', warn: true });
+    assert.deepEqual(witnessSummary({ witness: WITNESS, stewards: {} }), { text: '0 stewards held, evidence 0', warn: false });
+  });
+
+  it('per steward: held, evidence, the last refusal, and the rolled-back warning', () => {
+    const s = rolled.stewards[STEWARD]!;
+    assert.equal(witnessStewardLine(s), 'held length 6, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK');
+    assert.equal(rolledBackWarning(s), 'WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length 6 held (heard a head of length 5, it serves 5 entries), 2026-01-01T00:00:00.000Z: restored from an old copy or truncated');
+    const o = rolled.stewards['did:key:z6Mkother']!;
+    assert.equal(witnessStewardLine(o), 'held length 2, evidence 0 pairs kept, last cosigned length 2');
+    assert.equal(rolledBackWarning(o), undefined);
+  });
+});

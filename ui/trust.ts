@@ -1,0 +1,97 @@
+/**
+ * What the console says about a ledger's trust, worded as the CLI says it
+ * (`c0mpute steward status`, `c0mpute witness status`, `c0mpute status`'s
+ * witness line): a steward whose witnesses hold receipts that contradict its
+ * ledger, or equivocation evidence against it, is warned about whatever its
+ * attestation grade; a witness says what it holds and flags a steward whose
+ * ledger went back. Plain functions (no DOM), so the unit tests run them.
+ */
+
+export interface Contradiction {
+  witness: string;
+  code: string;
+  length: number;
+  ours: number;
+}
+
+export interface StewardEvidence {
+  pairs: number;
+  witnesses: number;
+  seqs: number[];
+}
+
+/** The part of GET /v1/steward these read. */
+export interface StewardTrust {
+  steward: string;
+  ledger: { length: number };
+  attestation: { grade: string; witnessedLength: number };
+  contradictingWitnesses?: Contradiction[];
+  evidence?: StewardEvidence;
+}
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/** The warnings `c0mpute steward status` prints (attestation WARNING: …), one a line; none for a ledger nobody contradicts. */
+export function stewardWarnings(d: StewardTrust, short: (did: string) => string): string[] {
+  const out = (d.contradictingWitnesses ?? []).map((c) =>
+    c.code === 'WITNESS_LENGTH_BEYOND'
+      ? `witness ${short(c.witness)} holds length ${c.length}, this ledger has ${c.ours} (WITNESS_LENGTH_BEYOND: truncated, or restored from an older copy)`
+      : `witness ${short(c.witness)} saw another head at length ${c.length} (${c.code}: this history was rewritten)`,
+  );
+  const e = d.evidence;
+  if (e) {
+    out.push(
+      `equivocation evidence against this steward: ${plural(e.pairs, 'pair', 'pairs')} from ${plural(e.witnesses, 'witness', 'witnesses')} (seq ${e.seqs.join(', ')}): anyone holding it can prove this key signed two histories, so its ledger and attestation are not to be trusted (c0mpute witness evidence ${d.steward} on a witness)`,
+    );
+  }
+  return out;
+}
+
+/**
+ * The word the witness coverage shows: `contradicted` (a failure) when any warning stands, whatever the grade;
+ * `complete` when witnesses cosigned the whole of a non-empty ledger; else the attestation's grade.
+ */
+export function coverageStatus(d: StewardTrust): string {
+  if (d.contradictingWitnesses?.length || d.evidence) return 'contradicted';
+  return d.attestation.witnessedLength === d.ledger.length && d.ledger.length > 0 ? 'complete' : d.attestation.grade;
+}
+
+/** The part of GET /v1/witness these read. */
+export interface WitnessStewardView {
+  held: { length: number; head?: string };
+  evidence: number;
+  last?: { length?: number; head?: string; refused?: string; at: number };
+  rolledBack?: { held: number; heard?: number; served?: number; at: number };
+}
+
+export interface WitnessView {
+  witness: string;
+  overlay?: string;
+  stewards: Record<string, WitnessStewardView>;
+  strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
+}
+
+/** `c0mpute status`'s witness line: stewards held, the longest length held, evidence pairs kept, stewards rolled back. */
+export function witnessSummary(w: WitnessView): { text: string; warn: boolean } {
+  const all = Object.values(w.stewards);
+  const held = all.filter((s) => s.held.length > 0);
+  const longest = held.reduce((m, s) => Math.max(m, s.held.length), 0);
+  const evidence = all.reduce((n, s) => n + s.evidence, 0);
+  const rolledBack = all.filter((s) => s.rolledBack).length;
+  const flags = [evidence ? `⚠ evidence ${plural(evidence, 'pair', 'pairs')} kept` : 'evidence 0', ...(rolledBack ? [`⚠ ${plural(rolledBack, 'steward', 'stewards')} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : [])];
+  return { text: `${plural(held.length, 'steward', 'stewards')} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')}`, warn: evidence > 0 || rolledBack > 0 };
+}
+
+/** `c0mpute witness status`'s line for one steward: the head held, evidence kept, the last head cosigned or refused. */
+export function witnessStewardLine(s: WitnessStewardView): string {
+  const last = !s.last ? '' : s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`;
+  return `held length ${s.held.length}, evidence ${plural(s.evidence, 'pair', 'pairs')} kept${last}`;
+}
+
+/** `c0mpute witness status`'s warning for a steward whose ledger is shorter than the head this witness holds (undefined: none). */
+export function rolledBackWarning(s: WitnessStewardView): string | undefined {
+  const rb = s.rolledBack;
+  if (!rb) return undefined;
+  const seen = [rb.heard === undefined ? '' : `heard a head of length ${rb.heard}`, rb.served === undefined ? '' : `it serves ${rb.served} entries`].filter(Boolean).join(', ');
+  return `WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length ${rb.held} held${seen ? ` (${seen})` : ''}, ${new Date(rb.at).toISOString()}: restored from an old copy or truncated`;
+}
