@@ -144,10 +144,11 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         return true;
       }
       if (p !== '/ui' && !p.startsWith('/ui/')) return false;
-      // HEAD is GET without the body, as on the API's routes, but not where a GET acts: HEAD /ui/login would spend a
-      // one-time login code (a link checker's HEAD), HEAD /ui/logout end the session.
+      // HEAD is GET without the body, as on the API's routes, but not where a request acts: HEAD /ui/login would spend
+      // a one-time login code (a link checker's HEAD). Logout is a POST only: a page on another port of this host is
+      // same-site, so its <img src=".../ui/logout"> carried the SameSite=Strict cookie, and a GET brings no Origin.
       const acting = p === '/ui/login' || p === '/ui/logout';
-      const allowed = acting ? (p === '/ui/logout' ? ['GET', 'POST'] : ['GET']) : allowedMethods(['GET']);
+      const allowed = acting ? (p === '/ui/logout' ? ['POST'] : ['GET']) : allowedMethods(['GET']);
       if (!allowed.includes(req.method ?? '')) {
         page(res, 405, loginPage('That method is not allowed here.'), { allow: allowed.join(', ') });
         return true;
@@ -181,6 +182,13 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         return true;
       }
       if (p === '/ui/logout') {
+        // The Origin check (api-guard.ts) refused a foreign page's post that names its origin; a browser that says
+        // where the request came from some other way (Sec-Fetch-Site) must say this origin, or the user typed it.
+        const site = req.headers['sec-fetch-site'];
+        if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+          page(res, 403, loginPage('Only the console itself can log you out: a request from another page was refused.'));
+          return true;
+        }
         for (const s of sids(req)) sessions.end(s);
         res.writeHead(303, { location: '/ui/login', 'set-cookie': `${cookieName(req)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`, ...SECURITY_HEADERS });
         res.end();

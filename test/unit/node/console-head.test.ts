@@ -81,8 +81,9 @@ describe('HEAD and 405 on the console pages', () => {
     for (const [method, p, allow] of [
       ['POST', '/ui/', 'GET, HEAD'],
       ['PUT', '/ui/app.js', 'GET, HEAD'],
-      ['DELETE', '/ui/logout', 'GET, POST'],
-      ['HEAD', '/ui/logout', 'GET, POST'],
+      ['DELETE', '/ui/logout', 'POST'],
+      ['HEAD', '/ui/logout', 'POST'],
+      ['GET', '/ui/logout', 'POST'],
       ['HEAD', '/ui/login', 'GET'],
     ] as const) {
       const r = await raw(base, method, p, { host: base });

@@ -219,6 +219,25 @@ describe('console gate on the control API', () => {
     assert.equal((await raw(base, 'GET', '/v1/status', { host, cookie, 'x-c0mpute-console': key, origin: `http://${base}` })).status, 200);
   });
 
+  test('only the console itself logs out: a GET (an <img> on another port of this host) or a post from another site ends nothing', async () => {
+    const { cookie, key } = await loginKeyed();
+    const live = async () => (await raw(base, 'GET', '/v1/status', { host, cookie, 'x-c0mpute-console': key })).status;
+    // what <img src="http://127.0.0.1:<port>/ui/logout"> on a page at 127.0.0.1:<other port> sends: same-site, so the cookie, and no Origin
+    const img = await raw(base, 'GET', '/ui/logout', { host, cookie, 'sec-fetch-site': 'same-site', 'sec-fetch-dest': 'image' });
+    assert.equal(img.status, 405);
+    assert.equal(img.headers.allow, 'POST');
+    assert.equal(await live(), 200, 'the session outlives the image');
+    // a post that names a foreign origin (the Origin check), or that the browser says came from another site
+    assert.equal((await raw(base, 'POST', '/ui/logout', { host, cookie, origin: 'http://127.0.0.1:1' })).status, 403);
+    assert.equal((await raw(base, 'POST', '/ui/logout', { host, cookie, 'sec-fetch-site': 'same-site' })).status, 403);
+    assert.equal((await raw(base, 'POST', '/ui/logout', { host, cookie, 'sec-fetch-site': 'cross-site' })).status, 403);
+    assert.equal(await live(), 200, 'the session outlives the foreign posts');
+    // the console's own form: same-origin
+    const out = await raw(base, 'POST', '/ui/logout', { host, cookie, origin: `http://${base}`, 'sec-fetch-site': 'same-origin' });
+    assert.equal(out.status, 303);
+    assert.equal(await live(), 401);
+  });
+
   test('a session expires; logout ends it', async () => {
     const cookie = await login();
     clock.advance(SESSION_DEFAULTS.sessionTtlMs);
