@@ -312,7 +312,14 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
           [...d.overlays.values()].map(async (o) => {
             const refused: Record<string, number> = {};
             for (const m of await o.registry.getMetricsAsJSON()) if (m.name === 'c0mpute_connections_refused_total') for (const v of m.values) refused[String(v.labels.reason)] = v.value;
-            return { name: o.name, roles: o.roles, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), peers: o.net.peers(), refused, steward: o.d.network.steward, health: o.networkHealth() };
+            // each peer's gossip streams and prune backoff, as GET /v1/peers has them: a peer connected with no
+            // outbound gossip stream, or backed off, is connected yet hears nothing from this node
+            const { peerLink } = o.net.gossip();
+            const peers = o.net.peers().map((p) => {
+              const l = peerLink.get(p.peerId);
+              return l ? { ...p, streams: { out: l.out, in: l.in }, backoffMs: Math.round(l.backoffMs) } : p;
+            });
+            return { name: o.name, roles: o.roles, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), peers, refused, steward: o.d.network.steward, health: o.networkHealth() };
           }),
         );
         return { did: d.did, api: d.apiAddress, uptimeMs: d.clock() - d.startedAt, primary: d.primary.name, overlays, samples: hub.samples };

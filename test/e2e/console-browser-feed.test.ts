@@ -13,7 +13,8 @@
  *   escapes, as the CLI prints them.
  * - A steward's ledger a witness contradicts (a longer length held, evidence of two histories) is warned about on the
  *   Overlays page, its coverage not shown as good whatever its grade; this node's witness role shows what it holds,
- *   a steward whose ledger went back flagged (review s40 C F1).
+ *   a steward whose ledger went back flagged (review s40 C F1); the Overview's peers table shows each peer's gossip
+ *   streams and backoff.
  * - A stalled node (SIGSTOP): the feed says the node is not answering, and so does the Run page, mid-run; the node
  *   back, the feed is live again; the node killed mid-run, the Run page says the connection was lost and links to
  *   the job, not "TypeError: network error".
@@ -209,9 +210,12 @@ test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidir
   await ctx.close();
 });
 
-test("a steward whose witness contradicts its ledger is warned about, whatever its grade; a witness's panel flags a steward rolled back", { skip }, async () => {
+test("a steward whose witness contradicts its ledger is warned about, whatever its grade; a witness's panel flags a steward rolled back; the Overview's peers show their gossip links", { skip }, async () => {
   const ctx = await browser.createBrowserContext();
   const p = await loggedIn(ctx);
+  // the Overview's peers: each one's gossip streams and backoff, a peer this node sends no gossip to told apart
+  await p.waitForFunction(() => document.querySelectorAll('td.gossip').length === 2, { timeout: 30_000 });
+  assert.deepEqual(await p.$$eval('td.gossip', (es) => es.map((e) => (e as HTMLElement).innerText as string)), ['streams out ✓ in ✓', 'streams out ✗ in ✓, backoff 42 s']);
   await p.evaluate(() => (window.location.hash = '#/overlays'));
   await shows(p, 'Overlays');
   // the harness's steward: grade "witnessed" to 4 of 6, a witness holding length 6 against this ledger's 5, one evidence pair

@@ -39,7 +39,7 @@ let runs = 0;
 const offersAsked: string[] = [];
 const now = Date.now();
 
-const overview = { did: BUYER, api: '', uptimeMs: 1000, primary: 'public', overlays: [{ name: 'public', roles: ['buyer', 'steward', 'witness'], peerId: '12D3KooWharness', addrs: [], peers: [], refused: {}, health: { state: 'ok' } }], samples: [] };
+const overview = { did: BUYER, api: '', uptimeMs: 1000, primary: 'public', overlays: [{ name: 'public', roles: ['buyer', 'steward', 'witness'], peerId: '12D3KooWharness', addrs: [], peers: [{ peerId: '12D3KooWlinked', did: PROVIDERS[0], addrs: [], streams: { out: true, in: true }, backoffMs: 0 }, { peerId: '12D3KooWbacked', did: PROVIDERS[1], addrs: [], streams: { out: false, in: true }, backoffMs: 42_000 }], refused: {}, health: { state: 'ok' } }], samples: [] };
 const rec = (type: string, address: string, signer: string, record: Record<string, unknown>) => ({ type, address, signer, record });
 const walk = {
   job: rec('c0mpute.job/1', JOB, BUYER, { workload: 'evil.echo', maxPrice: { amount: '0.01', currency: 'USD' }, deadline: now + 60_000, announcedAt: now, requirements: {} }),

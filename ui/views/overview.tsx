@@ -8,7 +8,7 @@ interface OverviewData {
   api: string;
   uptimeMs: number;
   primary: string;
-  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[] }>; refused: Record<string, number>; steward?: string; health: { state: string; reason?: string } }>;
+  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[]; streams?: { out: boolean; in: boolean }; backoffMs?: number }>; refused: Record<string, number>; steward?: string; health: { state: string; reason?: string } }>;
   samples: HealthSample[];
 }
 
@@ -78,6 +78,7 @@ export function Overview() {
               <tr>
                 <th scope="col">Peer</th>
                 <th scope="col">State</th>
+                <th scope="col">Gossip</th>
                 <th scope="col">Addresses</th>
               </tr>
             </thead>
@@ -88,6 +89,7 @@ export function Overview() {
                   <td>
                     <Status s="connected" />
                   </td>
+                  <td class="gossip">{gossipLink(p)}</td>
                   <td>
                     {p.addrs.slice(0, 2).map((a) => (
                       <code key={a} class="wrap block">
@@ -168,4 +170,12 @@ function Health({ samples, overlay }: { samples: HealthSample[]; overlay: string
       </table>
     </>
   );
+}
+
+/** A peer's gossip link as GET /v1/peers has it: its streams each way, and how long this node's prune backoff still holds it off. */
+function gossipLink(p: { streams?: { out: boolean; in: boolean }; backoffMs?: number }): string {
+  if (!p.streams) return 'no gossip';
+  const dir = (ok: boolean, w: string) => `${w} ${ok ? '✓' : '✗'}`;
+  const off = p.backoffMs ? `, backoff ${fmtDuration(p.backoffMs)}` : '';
+  return `streams ${dir(p.streams.out, 'out')} ${dir(p.streams.in, 'in')}${off}`;
 }
