@@ -19,7 +19,16 @@ export interface ApiCallOptions {
   timeoutMs?: number;
   /** Work the daemon does before it answers this call (a fetch over the network with its own deadline), ms: added to the wait. */
   workMs?: number;
+  /** A stream that sends nothing, not even its heartbeat, this long is given up (default STREAM_IDLE_MS; tests set it shorter). */
+  streamIdleMs?: number;
 }
+
+/**
+ * A stream quiet this long is given up, DAEMON_NOT_ANSWERING: the daemon sends an empty line at least every
+ * STREAM_HEARTBEAT_MS (60 s) however long its job, so two and a half of those without a byte is a daemon stopped or
+ * stuck. Before, a `c0mpute run` whose daemon was stopped (SIGSTOP) mid-stream waited for ever (review s40).
+ */
+export const STREAM_IDLE_MS = 150_000;
 
 /** The wait for an answer, ms: `C0MPUTE_API_TIMEOUT` (seconds) when set, else API_TIMEOUT_S; a value that is not a number of seconds above 0 is CONFIG_INVALID. */
 export function apiTimeoutMs(env: string | undefined = process.env.C0MPUTE_API_TIMEOUT): number {
@@ -84,11 +93,13 @@ export async function apiCall(base: string, token: string, method: 'GET' | 'POST
  */
 export async function* apiStream(base: string, token: string, path: string, body: unknown, opts: ApiCallOptions = {}): AsyncGenerator<Record<string, unknown>> {
   const wait = answerWait(base, opts);
+  // aborted when the stream goes quiet (ndjson): the read it waits on ends, and the connection with it
+  const quiet = new AbortController();
   let res: Response;
   try {
     // `body` undefined: a GET whose answer streams (GET /v1/jobs/:job/records)
     const req: RequestInit = body === undefined ? { method: 'GET', headers: { authorization: `Bearer ${token}` } } : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
-    res = await fetch(`http://${base}${path}`, { ...req, signal: wait.signal });
+    res = await fetch(`http://${base}${path}`, { ...req, signal: AbortSignal.any([wait.signal, quiet.signal]) });
   } catch (e) {
     if (wait.expired()) throw wait.error();
     throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
@@ -102,23 +113,39 @@ export async function* apiStream(base: string, token: string, path: string, body
   }
   const chunks = (res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   try {
-    yield* ndjson(chunks, base);
+    yield* ndjson(chunks, base, opts.streamIdleMs ?? STREAM_IDLE_MS, () => quiet.abort());
   } finally {
     // a caller that stops early (break, return, throw) closes the answer: the daemon sees it leave
     await chunks.return?.().catch(() => {});
   }
 }
 
-async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string): AsyncGenerator<Record<string, unknown>> {
+async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string, idleMs: number, giveUp: () => void): AsyncGenerator<Record<string, unknown>> {
   const dec = new TextDecoder();
   const split = new LineSplitter();
   for (;;) {
     let next: IteratorResult<Uint8Array>;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      next = await chunks.next();
+      const quiet = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const pid = pids.get(base);
+          reject(
+            new C0Error('DAEMON_NOT_ANSWERING', `${pid === undefined ? `the daemon at ${base}` : `the daemon (pid ${pid}) at ${base}`} sent nothing for ${Math.round(idleMs / 1000)} s, not even its heartbeat (stopped? stuck?); what it was doing may still be running there (a job: \`c0mpute jobs\`)`, {
+              detail: { api: base, ...(pid === undefined ? {} : { pid }), idleMs },
+            }),
+          );
+          // after the rejection above, which the race takes first: the pending read ends with the connection
+          giveUp();
+        }, idleMs);
+      });
+      next = await Promise.race([chunks.next(), quiet]);
     } catch (e) {
+      if (e instanceof C0Error && e.code === 'DAEMON_NOT_ANSWERING') throw e;
       // the daemon stopped (or restarted) while it streamed: what it was doing may go on, or may have ended with it
       throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered (${(e as Error).message}); what it was doing may still be running there (a job: \`c0mpute jobs\`)`);
+    } finally {
+      clearTimeout(timer);
     }
     const lines = next.done ? [...split.push(dec.decode()), split.rest()] : split.push(dec.decode(next.value, { stream: true }));
     for (const line of lines) {

@@ -45,6 +45,13 @@ export interface ApiStream {
 export interface ApiResponse {
   /** Stream newline-delimited JSON events (for long-running calls). */
   stream(): ApiStream;
+  /**
+   * Whether the client has left already (closed its connection, or its side of it), looked at after one turn of the
+   * event loop so a close that arrived with the request is seen. A route that starts what the client cannot then
+   * hear of (a job: it costs money) asks first: a client that gave up waiting (the CLI's DAEMON_NOT_ANSWERING on a
+   * stalled daemon) must not have its job run anyway once the daemon resumes (review s40).
+   */
+  clientGone(): Promise<boolean>;
 }
 
 /** The client of a streamed answer closed it before the end (ApiStream.paced): the route stops. */
@@ -56,6 +63,9 @@ export const API_CLIENT_GONE = 'API_CLIENT_GONE';
  * route and its records for ever (second-round review). Two minutes is far beyond any reader's pause on a live link.
  */
 export const STREAM_READ_IDLE_MS = 120_000;
+
+/** How long ApiResponse.clientGone waits for a client's close that came with its request (a few event-loop turns). */
+const CLIENT_GONE_WAIT_MS = 50;
 
 export interface Route {
   method: 'GET' | 'POST';
@@ -252,6 +262,26 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       }
       let streaming = false;
       const api: ApiResponse = {
+        async clientGone() {
+          // an HTTP/1.1 client does not end its side while it waits for the answer: one that did has left. Its end,
+          // read with the request, reaches the socket a few turns of the event loop after the body: wait a moment for it
+          const sock = req.socket;
+          const left = () => res.destroyed || sock.destroyed || sock.readableEnded;
+          if (!left()) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                clearTimeout(timer);
+                sock.off('end', done);
+                sock.off('close', done);
+                resolve();
+              };
+              const timer = setTimeout(done, CLIENT_GONE_WAIT_MS);
+              sock.once('end', done);
+              sock.once('close', done);
+            });
+          }
+          return left();
+        },
         stream() {
           streaming = true;
           res.writeHead(200, { 'content-type': 'application/x-ndjson' });

@@ -11,7 +11,7 @@ import { parseDid, requireDid } from '../records/did.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
 import type { JobSpec } from '../roles/buyer.js';
 import { storeHealth, STORE_WRITE_FAILED } from '../store/db.js';
-import { ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
+import { API_CLIENT_GONE, ensureToken, startApi, type ApiResponse, type ApiServer, type Route } from './api.js';
 import { ConsoleHub } from './console-hub.js';
 import { ConsoleSessions } from './console-session.js';
 import { consoleGate, consoleRoutes } from './console-routes.js';
@@ -40,6 +40,9 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     // steward, published or stored; 503 with the store's code (docs/node.md "When a write fails"). A write that fails
     // once the run is under way ends its stream with the error, as before.
     refuseIfStoreFailing(d);
+    // a client that gave up before the daemon got here (a stalled daemon: the CLI said DAEMON_NOT_ANSWERING) is told
+    // nothing and pays for nothing: the job is not published
+    if (await res.clientGone()) throw new C0Error(API_CLIENT_GONE, 'the client left before the run started; nothing was published');
     const s = res.stream();
     const live = hub.beginRun(o.name);
     try {

@@ -141,3 +141,36 @@ test('the work a call names is added to the wait; C0MPUTE_API_TIMEOUT sets the w
   assert.equal(apiTimeoutMs('2.5'), 2500);
   for (const bad of ['0', '-1', 'ten', '1e3', '100000']) assert.throws(() => apiTimeoutMs(bad), { code: 'CONFIG_INVALID', field: 'C0MPUTE_API_TIMEOUT' }, bad);
 });
+
+test('a stream that sends nothing, not even its heartbeat, is given up DAEMON_NOT_ANSWERING; one that beats is not', async () => {
+  // a stopped daemon mid-stream (SIGSTOP): before, `c0mpute run` waited for ever (review s40)
+  const sockets: Socket[] = [];
+  const { server, base } = await serve((req, res) => {
+    sockets.push(res.socket as Socket);
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.write('{"e":"published"}\n');
+    if (req.url === '/v1/quiet') return; // and nothing more
+    // a long job: empty lines (the heartbeat) more often than the idle limit, then the result
+    const beat = setInterval(() => res.write('\n'), 40);
+    setTimeout(() => {
+      clearInterval(beat);
+      res.end('{"e":"result","result":{"ok":true}}\n');
+    }, 600);
+  });
+  try {
+    const got: unknown[] = [];
+    await assert.rejects(
+      async () => {
+        for await (const ev of apiStream(base, 't', '/v1/quiet', {}, { streamIdleMs: 200 })) got.push(ev.e);
+      },
+      (e: C0Error) => e.code === 'DAEMON_NOT_ANSWERING' && /sent nothing for/.test(e.message) && /c0mpute jobs/.test(e.message),
+    );
+    assert.deepEqual(got, ['published'], 'the events before the silence came through');
+    const beat: unknown[] = [];
+    for await (const ev of apiStream(base, 't', '/v1/beats', {}, { streamIdleMs: 200 })) beat.push(ev.e);
+    assert.deepEqual(beat, ['published', 'result'], 'heartbeats keep a long stream alive past the idle limit');
+  } finally {
+    for (const s of sockets) s.destroy();
+    server.close();
+  }
+});
