@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
 import { PeerLog } from '../../util/peer-log.js';
-import { readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
+import { inputLapse, readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import { recoverCrashedWork } from './crash-recovery.js';
@@ -620,14 +620,17 @@ export class Provider {
       const header = parseExecHeader(await io.next());
       const h = await this.#checkHeader(header);
       try {
-        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs });
+        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs, clock: this.d.monoClock ?? monotonicClock });
         checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
+        this.budget.delivered(h.job.signer);
         // a stop that came while the input was read: nothing has run yet, so nothing runs
         if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
       } catch (e) {
         // Nothing ran: the slot goes back.
         this.#running.delete(h.job.address);
         this.d.onSlotsChanged?.();
+        const lapse = inputLapse(e);
+        if (lapse) this.#inputLapsed(io, h.job, lapse.received, lapse.expected);
         throw e;
       }
     } catch (e) {
@@ -651,6 +654,16 @@ export class Provider {
       handedOff();
       this.#inFlight.delete(inFlight);
     }
+  }
+
+  /**
+   * The buyer took a slot (its header checked out, it got `ready`) and its input did not come in time (exec-input.ts
+   * inputDeadlineMs): it gets no offer from this provider for a while (QuoteBudget.lapsed, doubling with each lapse in
+   * a row), and the log says so once per peer (then a count a minute). Not an abuse strike: a slow link lapses too.
+   */
+  #inputLapsed(io: ExecIO, job: Opened<Job>, received: number, expected: number): void {
+    const pauseMs = this.budget.lapsed(job.signer);
+    this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, pauseMs });
   }
 
   /** The accepted run of `handleExec`: the work, its receipt kept and sent (`handedOff` once it is), then acknowledged or re-delivered. */

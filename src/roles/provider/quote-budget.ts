@@ -16,6 +16,14 @@
  * their jobs) are not held to the total: only to their own per-buyer bound, so
  * a flood of fresh buyer keys cannot crowd out the buyers it has dealt with.
  *
+ * A buyer whose exec input lapsed here (it was selected, got `ready`, and did not
+ * send its input in time: exec-input.ts) held a slot for nothing; it gets no
+ * offer for a while (`lapsed`): `lapseMs` the first time, twice as long for each
+ * lapse after it, at most `maxLapseMs`. Its next input that arrives whole
+ * (`delivered`) clears the count, as does a quiet `maxLapseMs` after the last
+ * pause. A slow link is paused, never barred for good; a key that takes slots and
+ * sends nothing gets ever fewer offers to do it with.
+ *
  * Bookkeeping: the wall clock is passed in (`now`): offers' `expiresAt` are signed wall times. The per-buyer rate
  * window is a duration this provider measures for itself, on the monotonic clock (`monoClock`), so a wall-clock step
  * neither holds a buyer at `buyer-rate` for its length nor lets it past early. With `clock` (the daemon's),
@@ -41,17 +49,23 @@ export interface QuoteBudgetOptions {
   clock?: Clock;
   /** The monotonic clock of the `windowMs` rate window (default `monotonicClock`). */
   monoClock?: Clock;
+  /** How long a buyer gets no offer after its first exec input lapsed here, ms (doubled for each lapse after it). Default `windowMs`. */
+  lapseMs?: number;
+  /** The longest such pause, ms. Default 64 × `lapseMs`. */
+  maxLapseMs?: number;
 }
 
 /** The expiry timer fires no more often than this, ms (offers that expire within it leave together). */
 const SWEEP_MIN_MS = 100;
+/** Buyers whose lapses are held at most (the oldest goes first). */
+const MAX_LAPSED_BUYERS = 4096;
 /** The longest delay setTimeout takes (2^31-1 ms); past it Node fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
 
 /** Why a job got no offer (the metric's `reason` label). */
-export type SkipReason = 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible' | 'outranked' | 'decided' | 'already-quoted';
+export type SkipReason = 'buyer-lapsed' | 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible' | 'outranked' | 'decided' | 'already-quoted';
 
 export interface LiveOffer<R = unknown> {
   job: string;
@@ -66,6 +80,10 @@ export class QuoteBudget<R = unknown> {
   readonly maxLiveOffersPerBuyer: number;
   readonly maxRecentOffersPerBuyer: number;
   readonly windowMs: number;
+  readonly lapseMs: number;
+  readonly maxLapseMs: number;
+  /** buyer → its exec inputs that lapsed in a row, and until when it gets no offer (monotonic clock) */
+  readonly #lapsed = new Map<string, { n: number; until: number }>();
   /** buyer → issue times of its offers within the window, oldest first (monotonic clock) */
   readonly #recent = new Map<string, number[]>();
   /** job address → the live offer made for it */
@@ -90,6 +108,8 @@ export class QuoteBudget<R = unknown> {
     this.maxLiveOffersPerBuyer = o.maxLiveOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxLiveOffersPerBuyer;
     this.maxRecentOffersPerBuyer = o.maxRecentOffersPerBuyer ?? QUOTE_BUDGET_DEFAULTS.maxRecentOffersPerBuyer;
     this.windowMs = o.windowMs ?? QUOTE_BUDGET_DEFAULTS.windowMs;
+    this.lapseMs = o.lapseMs ?? this.windowMs;
+    this.maxLapseMs = o.maxLapseMs ?? 64 * this.lapseMs;
     this.#clock = o.clock;
     this.#mono = o.monoClock ?? monotonicClock;
     if (o.registry) {
@@ -173,6 +193,7 @@ export class QuoteBudget<R = unknown> {
     if (mono - this.#sweptAt >= this.windowMs) {
       this.#sweptAt = mono;
       for (const [buyer, r] of this.#recent) if (!r.length || r[r.length - 1]! <= mono - this.windowMs) this.#recent.delete(buyer);
+      for (const [buyer, l] of this.#lapsed) if (l.until + this.maxLapseMs <= mono) this.#lapsed.delete(buyer);
     }
   }
 
@@ -188,9 +209,32 @@ export class QuoteBudget<R = unknown> {
     if (!this.#known.has(buyer)) this.#counted--;
   }
 
+  /**
+   * The buyer's exec input lapsed here (readExecInput: no input, or too slow, after `ready`): no offer for it for
+   * `lapseMs` × 2^(lapses in a row − 1), at most `maxLapseMs`. Returns how long, ms.
+   */
+  lapsed(buyer: string): number {
+    const mono = this.#mono();
+    const was = this.#lapsed.get(buyer);
+    // a quiet maxLapseMs after the last pause ended: counted afresh
+    const n = was && was.until + this.maxLapseMs > mono ? was.n + 1 : 1;
+    const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(n - 1, 52));
+    this.#lapsed.delete(buyer);
+    while (this.#lapsed.size >= MAX_LAPSED_BUYERS) this.#lapsed.delete(this.#lapsed.keys().next().value!);
+    this.#lapsed.set(buyer, { n, until: mono + pauseMs });
+    return pauseMs;
+  }
+
+  /** The buyer's exec input arrived whole: its lapses are forgiven (a pause it is in ends too). */
+  delivered(buyer: string): void {
+    this.#lapsed.delete(buyer);
+  }
+
   /** Whether a new offer for `buyer` fits the budget now (undefined) or why not. */
   check(buyer: string, now: number): SkipReason | undefined {
     this.#expire(now);
+    const lapse = this.#lapsed.get(buyer);
+    if (lapse && lapse.until > this.#mono()) return 'buyer-lapsed';
     if ((this.#perBuyer.get(buyer) ?? 0) >= this.maxLiveOffersPerBuyer) return 'buyer-budget';
     if (this.#recentOf(buyer).length >= this.maxRecentOffersPerBuyer) return 'buyer-rate';
     if (!this.#known.has(buyer) && this.#counted >= this.maxLiveOffers) return 'total-budget';

@@ -925,7 +925,8 @@ describe('Provider: chunked exec/1 requests', () => {
     );
     assert.equal(out[0]!.t, 'ready');
     assert.equal(reads.reserved, input.length);
-    assert.deepEqual(reads.deadlines, ['input', 'run']);
+    // the input phase's deadline is set at `ready` and moved with each chunk (exec-input.ts inputDeadlineMs)
+    assert.deepEqual(reads.deadlines, ['input', 'input', 'input', 'run']);
     assert.equal(s.receipts[0]?.record.status, 'completed');
   });
 
