@@ -80,6 +80,13 @@ export const EXEC_PROVIDER_OVERRAN = 'EXEC_PROVIDER_OVERRAN';
  * provider has OVERRUN_GRACE_MS to take the request (its `ready`, for an input sent in frames).
  */
 export const EXEC_OPEN_MS = 25_000;
+
+/**
+ * Errors an exec stream ends with here because of what the provider sent (exec-protocol.ts): a frame that is not one,
+ * more output than this buyer takes. Its non-delivery says `no-receipt` (it answered, without a receipt), not
+ * `unreachable`: before, the signed record told everyone a link failed (review s40).
+ */
+const PROVIDER_PROTOCOL_ERRORS: ReadonlySet<string> = new Set(['EXEC_BAD_FRAME', 'EXEC_OUTPUT_TOO_LARGE']);
 /** The code an attempt is given up with when its stream did not open, or its provider did not take the request, in time (a `timeout` non-delivery). */
 export const EXEC_PROVIDER_NOT_READY = 'EXEC_PROVIDER_NOT_READY';
 
@@ -1191,7 +1198,12 @@ export class Buyer {
         else if (f.t === 'progress') progress.offer(cand.provider, f);
         else if (f.t === 'output') output = f.data;
         else if (f.t === 'receipt') {
-          receipt = open(f.receipt, T.receipt);
+          try {
+            receipt = open(f.receipt, T.receipt);
+          } catch (e) {
+            // the provider's own bytes: not a link that failed
+            return { outcome: `the provider's receipt does not open: ${(e as C0Error).code ?? (e as Error).message}`, nondelivery: 'bad-receipt' };
+          }
           break;
         }
       }
@@ -1212,6 +1224,8 @@ export class Buyer {
         const what = silence.inputNotTaken ? 'the input' : 'the request';
         return { outcome: `provider did not take ${what} in time: ${EXEC_PROVIDER_NOT_READY}`, nondelivery: 'timeout' };
       }
+      // what it sent broke exec/1 here (a frame that is not one, more output than this buyer takes): it answered, without a receipt
+      if (!receipt && PROVIDER_PROTOCOL_ERRORS.has(err.code) && err.detail?.remote !== true) return { outcome: `the provider broke exec/1: ${err.code}`, nondelivery: 'no-receipt' };
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();
