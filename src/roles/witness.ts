@@ -12,6 +12,10 @@
  * `stewards`) for its ledger past that head, without waiting for a head on
  * pool-head: gossip does not replay, so a head published while this witness was
  * away is heard only when the steward republishes it (src/roles/steward.ts).
+ * Each steward it holds a head for is also asked for the held head's entry when it
+ * connects to this node and every HELD_CHECK_MS (#checkHeld): a steward restored
+ * from an old copy that appends nothing republishes only a head gossip drops as
+ * a duplicate, so no shorter head of it is ever heard.
  * A head it already holds costs one read; while the steward still asks (it
  * republishes a head until a receipt covering it reaches it), the receipt kept
  * for it is published again, at most once per RECEIPT_REPUBLISH_MS (or
@@ -59,7 +63,7 @@ import { STORE_CLOSED, STORE_REOPENING, STORE_WRITE_FAILED, type Db } from '../s
 import type { Network } from '../net/node.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
-import { clearableTimeoutSignal, setLongTimeout, type LongTimer } from '../util/timers.js';
+import { clearableTimeoutSignal, setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { linkedSignal } from '../util/signals.js';
 import { PeerLog } from '../util/peer-log.js';
 import { TokenBucket, type BucketSpec } from '../net/rate-limit.js';
@@ -79,6 +83,8 @@ export interface WitnessConfig {
   evidenceGossipMs?: readonly [first: number, every: number];
   /** A rolled-back steward: the first wait before its held receipt, having reached nobody, is given again, ms (default RECEIPT_RETRY_MS, doubling). */
   rollbackResendMs?: number;
+  /** How often each steward held is checked for a ledger gone back, ms (default HELD_CHECK_MS; 0: never). */
+  heldCheckMs?: number;
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -100,6 +106,12 @@ const LEDGER_RANGE_INVALID = 'LEDGER_RANGE_INVALID';
  * one-entry read a minute).
  */
 export const ROLLBACK_PROBE_MS = 60_000;
+/**
+ * Each steward held is asked for the held head's entry this often (#checkHeld), and when it connects to this node: a
+ * steward restored from an old copy that appends nothing only republishes a head every node has seen (gossip drops it
+ * as a duplicate), so no shorter head is ever heard. One one-entry read per steward per period at most.
+ */
+export const HELD_CHECK_MS = 5 * 60_000;
 /** The held receipt given to a rolled-back steward that reached nobody is given again this many times at most (5 s doubling). */
 export const ROLLBACK_RESENDS = 6;
 /** The length the steward said its ledger has, from its LEDGER_RANGE_INVALID answer ("… beyond the ledger's length N"). */
@@ -201,7 +213,8 @@ export interface WitnessPorts {
    */
   readonly monoClock?: Clock;
   readonly log: Logger;
-  readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'>;
+  /** `libp2p`, when there: a held steward connecting to this node is checked (#checkHeld). */
+  readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'libp2p'>>;
   /** Uniform in [0, 1): which waiting head of a key neither held nor named goes next (default Math.random; tests seed it). */
   readonly random?: () => number;
 }
@@ -272,6 +285,9 @@ export class WitnessRole {
   /** The evidence gossip timer, and the steward the last round ended at (the next starts after it). */
   #gossipTimer: LongTimer | undefined;
   #gossipAfter = '';
+  /** The held-steward check's timer (HELD_CHECK_MS), and what stops hearing libp2p's `peer:connect`. */
+  #checkTimer: LongTimer | undefined;
+  #offConnect: (() => void) | undefined;
 
   private constructor(
     private o: WitnessPorts,
@@ -304,7 +320,58 @@ export class WitnessRole {
       }, ms).unref();
     };
     round(first);
+    await w.#checkHeldStewards();
     return w;
+  }
+
+  /**
+   * Check each steward held for a ledger gone back (#checkHeld) every HELD_CHECK_MS, and one when it connects to this
+   * node (a steward restarted from a restored copy connects again).
+   */
+  async #checkHeldStewards(): Promise<void> {
+    const every = this.cfg.heldCheckMs ?? HELD_CHECK_MS;
+    if (every > 0) {
+      this.#checkTimer = setLongInterval(() => {
+        for (const s of this.#held) this.#checkHeld(s);
+      }, every).unref();
+    }
+    const p2p = this.o.net.libp2p;
+    if (!p2p) return;
+    const { didFromPeerId } = await import('../node/peer-id.js');
+    const onConnect = (evt: CustomEvent<{ toString(): string }>): void => {
+      let did: string;
+      try {
+        did = didFromPeerId(evt.detail.toString());
+      } catch {
+        return; // not an Ed25519 peer: no steward
+      }
+      if (this.#held.has(did)) this.#checkHeld(did);
+    };
+    p2p.addEventListener('peer:connect', onConnect);
+    this.#offConnect = () => p2p.removeEventListener('peer:connect', onConnect);
+  }
+
+  /**
+   * Ask `steward`, held, for the held head's entry (#probe: at most once per ROLLBACK_PROBE_MS), unless a catch-up of it
+   * runs (it reads from that entry anyway). Not heard through a head: a steward restored from an old copy that appends
+   * nothing republishes its restored head, an entry every node's gossip has seen (the same message id, dropped as a
+   * duplicate), so no shorter head ever reaches this witness. A head heard meanwhile is caught up after it.
+   */
+  #checkHeld(steward: string): void {
+    if (this.#stopped || !this.#held.has(steward) || !this.#listed(steward) || this.#busy.has(steward)) return;
+    const last = this.#probedAt.get(steward);
+    if (last !== undefined && this.#mono() - last < ROLLBACK_PROBE_MS) return;
+    const state: { run: Promise<void>; next?: Opened<LedgerEntry> } = { run: Promise.resolve() };
+    this.#busy.set(steward, state);
+    state.run = (async () => {
+      await this.#inSlot(steward, async () => {
+        await this.#probe(steward, await this.witness.held(steward));
+      }).catch((e) => {
+        if (!this.#stopped) this.#failLog.warn(steward, String((e as C0Error).code ?? 'ERROR'), 'witness check of a held steward failed', { steward, err: (e as Error).message });
+      });
+      this.#busy.delete(steward);
+      if (state.next) this.#schedule(steward, state.next);
+    })();
   }
 
   /**
@@ -820,28 +887,32 @@ export class WitnessRole {
    * published as any other. Not reached: nothing is concluded.
    */
   async #shorterHead(steward: string, entry: Opened<LedgerEntry>, held: { length: number; head: string }): Promise<false> {
+    await this.#probe(steward, held, { length: entry.record.seq + 1, head: entry.address });
+    return false;
+  }
+
+  /**
+   * Ask `steward` for the held head's entry (one entry over ledger/1), at most once per ROLLBACK_PROBE_MS per steward,
+   * and conclude as #shorterHead says: the same entry, nothing; not served, rolled back; another entry, equivocation.
+   * `heard`: the shorter head that made the witness ask, if any (without one: #checkHeld).
+   */
+  async #probe(steward: string, held: { length: number; head: string }, heard?: { length: number; head: string }): Promise<void> {
     const now = this.#mono();
     const last = this.#probedAt.get(steward);
-    if (last !== undefined && now - last < ROLLBACK_PROBE_MS) return false;
+    if (held.length === 0 || (last !== undefined && now - last < ROLLBACK_PROBE_MS)) return;
     this.#probedAt.set(steward, now);
-    const heard = entry.record.seq + 1;
+    const seen = heard ? { heard: heard.length, head: heard.head } : {};
     let entries: Uint8Array[];
     try {
       entries = await this.#fetch(steward, held.length - 1, held.length);
     } catch (e) {
       if (this.#stopped) throw e;
-      if ((e as C0Error).code === LEDGER_RANGE_INVALID) {
-        await this.#rolledBackTo(steward, held, { served: servedLength(e), heard, head: entry.address });
-        return false;
-      }
-      this.o.log.debug({ steward, heard, held: held.length, err: (e as Error).message }, 'a shorter head heard: the steward was not reached to check it');
-      return false;
+      if ((e as C0Error).code === LEDGER_RANGE_INVALID) return this.#rolledBackTo(steward, held, { served: servedLength(e), ...seen });
+      this.o.log.debug({ steward, heard: heard?.length, held: held.length, err: (e as Error).message }, 'the held head’s entry asked for: the steward was not reached to check it');
+      return;
     }
     const [served] = entries;
-    if (!served) {
-      await this.#rolledBackTo(steward, held, { served: held.length - 1, heard, head: entry.address });
-      return false;
-    }
+    if (!served) return this.#rolledBackTo(steward, held, { served: held.length - 1, ...seen });
     let address: string | undefined;
     try {
       address = open(served, POOL_TYPE, { trusted: true }).address;
@@ -850,13 +921,12 @@ export class WitnessRole {
     }
     if (address === held.head) {
       this.#rolledBack.delete(steward);
-      this.o.log.debug({ steward, heard, held: held.length }, 'an old head heard late: the steward still serves the held head');
-      return false;
+      this.o.log.debug({ steward, heard: heard?.length, held: held.length }, heard ? 'an old head heard late: the steward still serves the held head' : 'a held steward checked: it still serves the held head');
+      return;
     }
     // another entry at the held head's seq, signed by the steward: two entries at one seq
     const shown = await this.witness.observeHead(steward, served);
-    if (shown) await this.#publish(steward, shown, { head: entry.address, held: held.length });
-    return false;
+    if (shown) await this.#publish(steward, shown, heard ? { head: heard.head, held: held.length } : undefined);
   }
 
   /**
@@ -1019,6 +1089,8 @@ export class WitnessRole {
     this.#stopped = true;
     this.#abort.abort();
     this.#gossipTimer?.clear();
+    this.#checkTimer?.clear();
+    this.#offConnect?.();
     this.#strangerTimer?.clear();
     for (const r of this.#retries.values()) r.timer.clear();
     this.#retries.clear();

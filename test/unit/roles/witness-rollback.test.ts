@@ -15,6 +15,8 @@ import { silentLogger } from '../../../src/util/log.js';
 import { C0Error } from '../../../src/errors.js';
 import { WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts, type WitnessRole } from '../../../src/roles/witness.js';
+import { Buffer } from 'node:buffer';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { admitted } from '../ledger/helpers.js';
 import { head, until, withWitness, type Chain } from './witness-rig.js';
 
@@ -39,10 +41,34 @@ interface Net {
   /** Publications reach nobody while this is false (a steward just restarted is in no mesh yet). */
   reach: boolean;
   onHead: (e: Opened<LedgerEntry>) => void;
+  /**
+   * A head published on pool-head, as gossip delivers it: once. A message seen before (the same bytes: the same message
+   * id) is dropped, as gossipsub's seen cache and the validation pipeline's seen list drop it on a real node.
+   */
+  gossip: (e: { bytes: Uint8Array }) => boolean;
+  /** libp2p's `peer:connect` for `did` connecting to the witness's node. */
+  connect: (did: string) => void;
 }
 
 async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; wall: ReturnType<typeof fakeClock>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
-  const net: Net = { calls: [], receipts: 0, published: [], evidence: 0, reach: true, onHead: () => undefined };
+  const seen = new Set<string>();
+  const p2p = new EventTarget();
+  const net: Net = {
+    calls: [],
+    receipts: 0,
+    published: [],
+    evidence: 0,
+    reach: true,
+    onHead: () => undefined,
+    gossip: (e) => {
+      const id = Buffer.from(e.bytes).toString('hex');
+      if (seen.has(id)) return false;
+      seen.add(id);
+      net.onHead(head(e));
+      return true;
+    },
+    connect: (did) => void p2p.dispatchEvent(new CustomEvent('peer:connect', { detail: peerIdFromDid(did) })),
+  };
   const mono = { now: 1_000_000 };
   const wall = fakeClock(1_000);
   const ports: WitnessPorts = {
@@ -68,6 +94,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: 
         if (from > chain.length) throw new C0Error('LEDGER_RANGE_INVALID', `/c0mpute/ledger/1 peer answered: from ${from} is beyond the ledger's length ${chain.length}`);
         return chain.slice(from, to).map((e) => e.bytes);
       }) as never,
+      libp2p: p2p as never,
     },
   };
   await withWitness('c0-witness-rollback-', ports, ({ start }) => fn({ net, mono, wall, start }));
@@ -104,7 +131,7 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
     });
   });
 
-  it('a shorter head that is the very entry cosigned on the way (restored, nothing appended) is found too', async () => {
+  it('a shorter head that is the very entry cosigned on the way (restored, nothing appended; the head relayed to it late) is found too', async () => {
     const s = steward(10);
     const chains = new Map([[s.did, s.chain]]);
     await rig(chains, async ({ net, start }) => {
@@ -178,6 +205,76 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
       await until(() => net.receipts === n + 1, 'one more that reaches a peer');
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(net.receipts, n + 1, 'none once one reached a peer');
+    });
+  });
+
+  describe('restored, nothing appended: its heads are duplicates gossip drops, so none is heard', () => {
+    /** A witness that heard each of the steward's 10 heads once, then the steward restored to its first 9 entries. */
+    async function restoredQuiet(cfg: WitnessConfig, fn: (r: { s: ReturnType<typeof steward>; net: Net; mono: { now: number }; role: WitnessRole }) => Promise<void>): Promise<void> {
+      const s = steward(10);
+      const chains = new Map([[s.did, s.chain]]);
+      await rig(chains, async ({ net, mono, start }) => {
+        const role = await start({ startCatchUpMs: [], ...cfg });
+        for (const e of s.chain) {
+          assert.equal(net.gossip(e), true);
+          await role.settled();
+        }
+        assert.equal((await role.witness.held(s.did)).length, 10);
+        chains.set(s.did, s.chain.slice(0, 9));
+        // the restarted steward republishes its head every resync period: the entry every node saw when it was appended
+        for (let i = 0; i < 3; i++) assert.equal(net.gossip(s.chain[8]!), false, 'a duplicate: dropped');
+        await role.settled();
+        assert.equal((await shown(role, s.did)).rolledBack, undefined, 'nothing heard');
+        await fn({ s, net, mono, role });
+      });
+    }
+
+    it('found when the steward connects to the witness again, one read per ROLLBACK_PROBE_MS however often it connects', async () => {
+      await restoredQuiet({ heldCheckMs: 0 }, async ({ s, net, mono, role }) => {
+        const calls = net.calls.length;
+        const receipts = net.receipts;
+        net.connect(s.did);
+        await until(async () => (await shown(role, s.did)).rolledBack !== undefined, 'the rollback to be shown');
+        await role.settled();
+        const st = await shown(role, s.did);
+        assert.equal(st.last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+        assert.deepEqual([st.rolledBack!.held, st.rolledBack!.served], [10, 9]);
+        assert.deepEqual(net.calls.slice(calls), [{ from: 9, to: 10 }], 'one entry asked for: the held head’s');
+        assert.equal(net.receipts, receipts + 1, 'the held receipt given again, signed anew');
+        for (let i = 0; i < 5; i++) net.connect(s.did);
+        await role.settled();
+        assert.equal(net.calls.length, calls + 1, 'connecting again within ROLLBACK_PROBE_MS costs nothing');
+        mono.now += ROLLBACK_PROBE_MS;
+        net.connect(s.did);
+        await role.settled();
+        assert.equal(net.calls.length, calls + 2);
+        net.connect('did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'); // a key not held: not asked
+        await role.settled();
+        assert.equal(net.calls.length, calls + 2);
+      });
+    });
+
+    it('found by the periodic check of each held steward, without any connection heard', async () => {
+      await restoredQuiet({ heldCheckMs: 20 }, async ({ s, role }) => {
+        await until(async () => (await shown(role, s.did)).rolledBack !== undefined, 'the rollback to be shown');
+        assert.equal((await shown(role, s.did)).last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+      });
+    });
+
+    it('a steward that still serves the held head is checked without alarm', async () => {
+      const s = steward(10);
+      await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
+        const role = await start({ startCatchUpMs: [], heldCheckMs: 0 });
+        net.gossip(s.chain[9]!);
+        await role.settled();
+        const receipts = net.receipts;
+        net.connect(s.did);
+        await role.settled();
+        const st = await shown(role, s.did);
+        assert.equal(st.rolledBack, undefined);
+        assert.equal(st.last?.length, 10);
+        assert.equal(net.receipts, receipts, 'no receipt given again');
+      });
     });
   });
 });
