@@ -124,9 +124,10 @@ export class Steward {
   /**
    * Witnesses whose last receipt contradicted this ledger (refused: it covers more entries than the ledger has,
    * WITNESS_LENGTH_BEYOND, or another head at its length, WITNESS_HEAD_MISMATCH), the most recent MAX_CONTRADICTING:
-   * status() shows them (a ledger restored from an old copy, or rewritten). A valid receipt from the witness clears it.
+   * status() shows them (a ledger restored from an old copy, or rewritten). A valid receipt from the witness covering
+   * at least that length, or signed after it, clears it (#resolved).
    */
-  readonly #contradicting = new Map<string, { code: string; length: number; ours: number; at: number }>();
+  readonly #contradicting = new Map<string, { code: string; length: number; ours: number; witnessedAt: number; at: number }>();
   /**
    * Equivocation evidence about this steward heard since start (pool-evidence/1, each pair verified): by the pair's
    * two entry addresses, its seq, form and the witnesses that published it, at most MAX_CONTRADICTING pairs.
@@ -262,7 +263,7 @@ export class Steward {
         if (status === 'mismatch') this.#contradicted(rec.signer, rec.bytes);
         return;
       }
-      this.#contradicting.delete(rec.signer);
+      this.#resolved(rec.signer, st.length, rec.bytes);
       // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
       // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
       if (!this.#witnessed.has(rec.signer) && this.#witnessed.size >= 10_000) this.#witnessed.clear();
@@ -298,6 +299,25 @@ export class Steward {
     this.log.warn({ witness: rec.signer, seq: v.seq, form: e.form ?? 'same-seq', evidence: rec.address }, 'a witness holds proof that this steward signed two entries no single history holds: its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
   }
 
+  /**
+   * A valid receipt of `witness` covering `length` (`bytes`): its contradiction shown is cleared only by one that
+   * covers at least the contradicting length (this ledger grew back past it, as the witness holds it) or was signed
+   * after the contradicting one (a witness whose own state went back cosigns again). Any valid receipt would not do:
+   * on a ledger restored from an old copy, each of that witness's old receipts to the restored length still checks
+   * out, and any node that kept one can replay it (gossip has no freshness window for receipts).
+   */
+  #resolved(witness: string, length: number, bytes: Uint8Array): void {
+    const c = this.#contradicting.get(witness);
+    if (!c) return;
+    let at: number | undefined;
+    try {
+      at = (open(bytes, WITNESS_TYPE, { trusted: true }).record as WitnessReceipt).witnessedAt;
+    } catch {
+      // checked by addReceipt already: not reached
+    }
+    if (length >= c.length || (at !== undefined && at > c.witnessedAt)) this.#contradicting.delete(witness);
+  }
+
   /** Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(). */
   #contradicted(witness: string, bytes: Uint8Array): void {
     let w: WitnessReceipt;
@@ -308,7 +328,7 @@ export class Steward {
     }
     const ours = this.ledger.head().length;
     this.#contradicting.delete(witness);
-    this.#contradicting.set(witness, { code: w.length > ours ? 'WITNESS_LENGTH_BEYOND' : 'WITNESS_HEAD_MISMATCH', length: w.length, ours, at: this.o.clock() });
+    this.#contradicting.set(witness, { code: w.length > ours ? 'WITNESS_LENGTH_BEYOND' : 'WITNESS_HEAD_MISMATCH', length: w.length, ours, witnessedAt: w.witnessedAt, at: this.o.clock() });
     if (this.#contradicting.size > MAX_CONTRADICTING) this.#contradicting.delete(this.#contradicting.keys().next().value!);
   }
 

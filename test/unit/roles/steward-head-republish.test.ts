@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer, didFromPublicKey, open, seal } from '../../../src/records/index.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
-import { EVIDENCE_TYPE, Ledger, WITNESS_TYPE, sealEntries, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { EVIDENCE_TYPE, Ledger, POOL_TYPE, WITNESS_TYPE, sealEntries, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import type { Steward } from '../../../src/roles/steward.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { admitted, released, steward as stewardKey, tempDir } from '../ledger/helpers.js';
@@ -83,15 +83,16 @@ describe('the steward republishes its head', () => {
 });
 
 describe('a witness holding more than the steward’s ledger', () => {
-  it('its receipt (WITNESS_LENGTH_BEYOND: the ledger was restored from an older copy) is shown by status(), and a valid one clears it', async () => {
+  it('its receipt (WITNESS_LENGTH_BEYOND: the ledger was restored from an older copy) is shown by status(), and a valid one signed after it clears it', async () => {
     await withSteward(2, 60_000, async (_published, _head, s, hear) => {
       const w = Ed25519Signer.generate();
       const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 5, head: `sha256:${'ab'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
       const shown = (s.status() as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
-      assert.deepEqual(shown, [{ witness: beyond.signer, code: 'WITNESS_LENGTH_BEYOND', length: 5, ours: 2, at: NOW }]);
+      assert.deepEqual(shown, [{ witness: beyond.signer, code: 'WITNESS_LENGTH_BEYOND', length: 5, ours: 2, witnessedAt: NOW, at: NOW }]);
       const { length, head } = s.ledger.head();
-      const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW } satisfies WitnessReceipt, w);
+      // the witness's own state went back (it cosigns this ledger again): a receipt signed later
+      const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW + 1000 } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: ok.bytes, signer: ok.signer });
       assert.equal((s.status() as { contradictingWitnesses?: unknown }).contradictingWitnesses, undefined);
     });
@@ -118,6 +119,24 @@ describe('equivocation evidence about the steward', () => {
       await hear('pool-evidence', evidence(w2, p));
       await hear('pool-evidence', evidence(w1, { a: p.b, b: p.a }));
       assert.deepEqual(shown(), { pairs: 1, witnesses: 2, seqs: [0] });
+    });
+  });
+});
+
+describe('a contradiction shown is not cleared by a replay', () => {
+  it('the witness’s own old receipt, to a length the restored ledger still has, leaves the WITNESS_LENGTH_BEYOND shown', async () => {
+    await withSteward(4, 60_000, async (_published, _head, s, hear) => {
+      const w = Ed25519Signer.generate();
+      const [, e1] = await s.ledger.entries(0, 2);
+      // signed long ago, before the steward went on to 8 and was restored to 4: it still checks out against the ledger
+      const old = seal(WITNESS_TYPE, { steward: identity.did, length: 2, head: open(e1!, POOL_TYPE).address, witnessedAt: NOW - 3_600_000 } satisfies WitnessReceipt, w);
+      const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 8, head: `sha256:${'cd'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
+      await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
+      const shown = () => (s.status() as { contradictingWitnesses?: Array<{ witness: string; length: number }> }).contradictingWitnesses;
+      assert.deepEqual(shown()?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]]);
+      await hear('pool-witness', { bytes: old.bytes, signer: old.signer }); // any node that kept it replays it
+      assert.deepEqual(shown()?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]], 'still shown');
+      assert.equal((await s.ledger.receipts()).length, 1, 'the old receipt itself is valid and kept');
     });
   });
 });
