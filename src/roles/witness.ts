@@ -644,6 +644,12 @@ export class WitnessRole {
     if (entries.length === 0) {
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (shown) await this.#publish(steward, shown, refused);
+      else if (held.length > 0) {
+        // nothing at the held head's seq (the ledger stops exactly one entry short of it; one shorter still is
+        // LEDGER_RANGE_INVALID above): it went back, and the head heard is one it signed before
+        await this.#rolledBackTo(steward, held, { served: from, heard: target, head: entry.address });
+        this.#unreached(steward, WITNESS_LEDGER_ROLLED_BACK, refused);
+      }
       return false;
     }
     const served = entries.find((b) => {

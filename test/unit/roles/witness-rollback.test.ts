@@ -208,6 +208,26 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
     });
   });
 
+  it('a longer head heard late, from a steward whose ledger now stops one entry short of the held head (served nothing, no refusal), is refused WITNESS_LEDGER_ROLLED_BACK', async () => {
+    const s = steward(14);
+    const chains = new Map([[s.did, s.chain.slice(0, 10)]]);
+    await rig(chains, async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [], heldCheckMs: 0 });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      assert.equal((await role.witness.held(s.did)).length, 10);
+      // it went on to 14 (heads this witness did not hear), then was restored to 9; its length-14 head arrives late
+      chains.set(s.did, s.chain.slice(0, 9));
+      net.onHead(head(s.chain[13]!));
+      await role.settled();
+      const st = await shown(role, s.did);
+      assert.equal(st.last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+      assert.deepEqual(st.rolledBack && { held: st.rolledBack.held, heard: st.rolledBack.heard, served: st.rolledBack.served }, { held: 10, heard: 14, served: 9 });
+      assert.equal(st.held.length, 10);
+      assert.equal(net.receipts, 2, 'the held receipt given again');
+    });
+  });
+
   describe('restored, nothing appended: its heads are duplicates gossip drops, so none is heard', () => {
     /** A witness that heard each of the steward's 10 heads once, then the steward restored to its first 9 entries. */
     async function restoredQuiet(cfg: WitnessConfig, fn: (r: { s: ReturnType<typeof steward>; net: Net; mono: { now: number }; role: WitnessRole }) => Promise<void>): Promise<void> {
