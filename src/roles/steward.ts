@@ -129,6 +129,13 @@ export class Steward {
    */
   readonly #contradicting = new Map<string, { code: string; length: number; ours: number; witnessedAt: number; at: number }>();
   /**
+   * Without `witnesses` named: the keys this ledger holds a valid receipt from (at start, and each stored since), the
+   * only ones whose contradicting receipt is shown one by one; contradicting receipts from any other key (anyone can
+   * make keys and sign a receipt of any length) are only counted (`#othersContradicting`), and never push one out.
+   */
+  readonly #knownWitnesses = new Set<string>();
+  #othersContradicting: { receipts: number; at: number } | undefined;
+  /**
    * Equivocation evidence about this steward heard since start (pool-evidence/1, each pair verified): by the pair's
    * two entry addresses, its seq, form and the witnesses that published it, at most MAX_CONTRADICTING pairs.
    */
@@ -250,6 +257,7 @@ export class Steward {
     // Evidence that this steward signed two entries no single history holds: shown by status() (anyone holding it can
     // prove it, so the ledger's attestation is worth nothing to them until the operator deals with it)
     net.subscribe('pool-evidence', (rec) => this.#heardEvidence(rec as Opened<EquivocationEvidence>));
+    if (!this.cfg.witnesses) for (const w of (await this.ledger.attestation()).witnesses) this.#knownWitnesses.add(w.witness);
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {
@@ -263,6 +271,7 @@ export class Steward {
         if (status === 'mismatch') this.#contradicted(rec.signer, rec.bytes);
         return;
       }
+      if (st.stored) this.#knownWitnesses.add(rec.signer);
       this.#resolved(rec.signer, st.length, rec.bytes);
       // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
       // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
@@ -318,12 +327,19 @@ export class Steward {
     if (length >= c.length || (at !== undefined && at > c.witnessedAt)) this.#contradicting.delete(witness);
   }
 
-  /** Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(). */
+  /**
+   * Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(): one named, or
+   * (none named) one this ledger holds a valid receipt from; any other key's is counted only (#knownWitnesses).
+   */
   #contradicted(witness: string, bytes: Uint8Array): void {
     let w: WitnessReceipt;
     try {
       w = open(bytes, WITNESS_TYPE, { trusted: true }).record as WitnessReceipt;
     } catch {
+      return;
+    }
+    if (!this.cfg.witnesses && !this.#knownWitnesses.has(witness)) {
+      this.#othersContradicting = { receipts: (this.#othersContradicting?.receipts ?? 0) + 1, at: this.o.clock() };
       return;
     }
     const ours = this.ledger.head().length;
@@ -633,6 +649,8 @@ export class Steward {
       gangs: this.#gangs.view(),
       // receipts that contradict this ledger (docs/overlays.md "A steward whose ledger went back")
       ...(this.#contradicting.size ? { contradictingWitnesses: [...this.#contradicting].map(([witness, c]) => ({ witness, ...c })) } : {}),
+      // without witnesses named: contradicting receipts from keys this ledger holds no receipt from (anyone's), counted
+      ...(this.#othersContradicting ? { contradictingOthers: this.#othersContradicting } : {}),
       // equivocation evidence about this steward heard since start: each pair proves two histories to anyone
       ...(this.#evidence.size ? { evidence: { pairs: this.#evidence.size, witnesses: new Set([...this.#evidence.values()].flatMap((p) => [...p.witnesses])).size, seqs: [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16) } } : {}),
     };

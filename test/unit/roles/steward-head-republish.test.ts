@@ -86,11 +86,14 @@ describe('a witness holding more than the steward’s ledger', () => {
   it('its receipt (WITNESS_LENGTH_BEYOND: the ledger was restored from an older copy) is shown by status(), and a valid one signed after it clears it', async () => {
     await withSteward(2, 60_000, async (_published, _head, s, hear) => {
       const w = Ed25519Signer.generate();
+      const { length, head } = s.ledger.head();
+      // a witness this ledger holds a receipt from (none named: only such keys are shown one by one)
+      const before = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW - 1000 } satisfies WitnessReceipt, w);
+      await hear('pool-witness', { bytes: before.bytes, signer: before.signer });
       const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 5, head: `sha256:${'ab'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
       const shown = (s.status() as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
       assert.deepEqual(shown, [{ witness: beyond.signer, code: 'WITNESS_LENGTH_BEYOND', length: 5, ours: 2, witnessedAt: NOW, at: NOW }]);
-      const { length, head } = s.ledger.head();
       // the witness's own state went back (it cosigns this ledger again): a receipt signed later
       const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW + 1000 } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: ok.bytes, signer: ok.signer });
@@ -130,6 +133,7 @@ describe('a contradiction shown is not cleared by a replay', () => {
       const [, e1] = await s.ledger.entries(0, 2);
       // signed long ago, before the steward went on to 8 and was restored to 4: it still checks out against the ledger
       const old = seal(WITNESS_TYPE, { steward: identity.did, length: 2, head: open(e1!, POOL_TYPE).address, witnessedAt: NOW - 3_600_000 } satisfies WitnessReceipt, w);
+      await hear('pool-witness', { bytes: old.bytes, signer: old.signer }); // held by the restored ledger
       const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 8, head: `sha256:${'cd'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
       const shown = () => (s.status() as { contradictingWitnesses?: Array<{ witness: string; length: number }> }).contradictingWitnesses;
@@ -137,6 +141,29 @@ describe('a contradiction shown is not cleared by a replay', () => {
       await hear('pool-witness', { bytes: old.bytes, signer: old.signer }); // any node that kept it replays it
       assert.deepEqual(shown()?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]], 'still shown');
       assert.equal((await s.ledger.receipts()).length, 1, 'the old receipt itself is valid and kept');
+    });
+  });
+});
+
+describe('contradicting receipts from keys the ledger holds no receipt from (no witnesses named)', () => {
+  type Shown = { contradictingWitnesses?: Array<{ witness: string; length: number }>; contradictingOthers?: { receipts: number } };
+  it('are counted, not listed, and never push out a known witness’s warning', async () => {
+    await withSteward(4, 60_000, async (_published, _head, s, hear) => {
+      const seal1 = (k: Ed25519Signer, length: number, head: string, witnessedAt = NOW) => {
+        const r = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt } satisfies WitnessReceipt, k);
+        return { bytes: r.bytes, signer: r.signer };
+      };
+      // a genuine witness: it cosigned this ledger, then holds 8 (the ledger was restored to 4)
+      const genuine = Ed25519Signer.generate();
+      const g = seal1(genuine, 4, s.ledger.head().head, NOW - 1000);
+      await hear('pool-witness', g);
+      await hear('pool-witness', seal1(genuine, 8, `sha256:${'cd'.repeat(32)}`));
+      // throwaway keys, one message each: a longer length, or another head ("this history was rewritten")
+      for (let i = 0; i < 70; i++) await hear('pool-witness', seal1(Ed25519Signer.generate(), 1_000_000_000, `sha256:${'ab'.repeat(32)}`));
+      await hear('pool-witness', seal1(Ed25519Signer.generate(), 1, `sha256:${'ef'.repeat(32)}`));
+      const st = s.status() as Shown;
+      assert.deepEqual(st.contradictingWitnesses?.map((c) => [c.witness, c.length]), [[g.signer, 8]], 'the genuine witness only, listed');
+      assert.equal(st.contradictingOthers?.receipts, 71);
     });
   });
 });
