@@ -81,12 +81,14 @@ export function register(program: Command): void {
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
         } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
       }
-      // a witness: what it holds, in one line (the market's `evidence` above is buyers' and providers' records)
-      if ((s.roles as readonly string[]).includes('witness')) {
+      // a witness: what it holds, in one line per overlay it witnesses on (the market's `evidence` above is buyers'
+      // and providers' records)
+      for (const w of witnessOverlays(s)) {
+        const label = (w.overlay === undefined ? 'witness' : `witness ${w.overlay}`).padEnd(15);
         try {
-          out(`${'witness'.padEnd(15)} ${witnessSummary((await apiCall(c.api, c.token, 'GET', '/v1/witness')) as WitnessView)}`);
+          out(`${label} ${witnessSummary((await apiCall(c.api, c.token, 'GET', `/v1/witness${q(w.overlay)}`)) as WitnessView)}`);
         } catch (e) {
-          out(`${'witness'.padEnd(15)} (not read: ${(e as Error).message})`);
+          out(`${label} (not read: ${(e as Error).message})`);
         }
       }
     });
@@ -280,6 +282,16 @@ export function registerLiveMarket(program: Command): void {
 }
 
 type WitnessView = { stewards: Record<string, { held: { length: number }; evidence: number; last?: { length?: number; refused?: string }; rolledBack?: unknown }> };
+
+/**
+ * The overlays of GET /v1/status that run the witness role: the primary (`overlay` undefined: its line is `witness`,
+ * and GET /v1/witness asked without ?overlay) when its roles have it, then each other overlay that has it, by name.
+ */
+export function witnessOverlays(s: { roles?: unknown; overlays?: unknown }): Array<{ overlay?: string }> {
+  const has = (roles: unknown) => Array.isArray(roles) && roles.includes('witness');
+  const others = s.overlays && typeof s.overlays === 'object' ? Object.entries(s.overlays as Record<string, { roles?: unknown } | undefined>) : [];
+  return [...(has(s.roles) ? [{}] : []), ...others.filter(([, o]) => has(o?.roles)).map(([overlay]) => ({ overlay }))];
+}
 
 /** `c0mpute status`'s witness line: stewards held, the longest length held, evidence pairs kept, refusals to look at. */
 export function witnessSummary(w: WitnessView): string {
