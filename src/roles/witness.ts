@@ -112,6 +112,12 @@ export const ROLLBACK_PROBE_MS = 60_000;
  * as a duplicate), so no shorter head is ever heard. One one-entry read per steward per period at most.
  */
 export const HELD_CHECK_MS = 5 * 60_000;
+/**
+ * A held steward connecting to this node is checked at most this often (not ROLLBACK_PROBE_MS: a steward restored
+ * and restarted within a minute of its last restart would wait for HELD_CHECK_MS). Only the steward can connect with
+ * its key (the connection is authenticated), so only it can make the witness read this often.
+ */
+export const CONNECT_CHECK_MS = 10_000;
 /** The held receipt given to a rolled-back steward that reached nobody is given again this many times at most (5 s doubling). */
 export const ROLLBACK_RESENDS = 6;
 /** The length the steward said its ledger has, from its LEDGER_RANGE_INVALID answer ("… beyond the ledger's length N"). */
@@ -345,27 +351,27 @@ export class WitnessRole {
       } catch {
         return; // not an Ed25519 peer: no steward
       }
-      if (this.#held.has(did)) this.#checkHeld(did);
+      if (this.#held.has(did)) this.#checkHeld(did, CONNECT_CHECK_MS);
     };
     p2p.addEventListener('peer:connect', onConnect);
     this.#offConnect = () => p2p.removeEventListener('peer:connect', onConnect);
   }
 
   /**
-   * Ask `steward`, held, for the held head's entry (#probe: at most once per ROLLBACK_PROBE_MS), unless a catch-up of it
+   * Ask `steward`, held, for the held head's entry (#probe: at most once per `gap`, ROLLBACK_PROBE_MS but on connect), unless a catch-up of it
    * runs (it reads from that entry anyway). Not heard through a head: a steward restored from an old copy that appends
    * nothing republishes its restored head, an entry every node's gossip has seen (the same message id, dropped as a
    * duplicate), so no shorter head ever reaches this witness. A head heard meanwhile is caught up after it.
    */
-  #checkHeld(steward: string): void {
+  #checkHeld(steward: string, gap = ROLLBACK_PROBE_MS): void {
     if (this.#stopped || !this.#held.has(steward) || !this.#listed(steward) || this.#busy.has(steward)) return;
     const last = this.#probedAt.get(steward);
-    if (last !== undefined && this.#mono() - last < ROLLBACK_PROBE_MS) return;
+    if (last !== undefined && this.#mono() - last < gap) return;
     const state: { run: Promise<void>; next?: Opened<LedgerEntry> } = { run: Promise.resolve() };
     this.#busy.set(steward, state);
     state.run = (async () => {
       await this.#inSlot(steward, async () => {
-        await this.#probe(steward, await this.witness.held(steward));
+        await this.#probe(steward, await this.witness.held(steward), undefined, gap);
       }).catch((e) => {
         if (!this.#stopped) this.#failLog.warn(steward, String((e as C0Error).code ?? 'ERROR'), 'witness check of a held steward failed', { steward, err: (e as Error).message });
       });
@@ -898,14 +904,14 @@ export class WitnessRole {
   }
 
   /**
-   * Ask `steward` for the held head's entry (one entry over ledger/1), at most once per ROLLBACK_PROBE_MS per steward,
+   * Ask `steward` for the held head's entry (one entry over ledger/1), at most once per `gap` per steward,
    * and conclude as #shorterHead says: the same entry, nothing; not served, rolled back; another entry, equivocation.
    * `heard`: the shorter head that made the witness ask, if any (without one: #checkHeld).
    */
-  async #probe(steward: string, held: { length: number; head: string }, heard?: { length: number; head: string }): Promise<void> {
+  async #probe(steward: string, held: { length: number; head: string }, heard?: { length: number; head: string }, gap = ROLLBACK_PROBE_MS): Promise<void> {
     const now = this.#mono();
     const last = this.#probedAt.get(steward);
-    if (held.length === 0 || (last !== undefined && now - last < ROLLBACK_PROBE_MS)) return;
+    if (held.length === 0 || (last !== undefined && now - last < gap)) return;
     this.#probedAt.set(steward, now);
     const seen = heard ? { heard: heard.length, head: heard.head } : {};
     let entries: Uint8Array[];

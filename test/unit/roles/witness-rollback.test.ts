@@ -14,7 +14,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { C0Error } from '../../../src/errors.js';
 import { WITNESS_TYPE, sealEntries, type LedgerEntry, type WitnessReceipt } from '../../../src/ledger/index.js';
-import { WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, type WitnessConfig, type WitnessPorts, type WitnessRole } from '../../../src/roles/witness.js';
+import { WITNESS_LEDGER_ROLLED_BACK, ROLLBACK_PROBE_MS, CONNECT_CHECK_MS, type WitnessConfig, type WitnessPorts, type WitnessRole } from '../../../src/roles/witness.js';
 import { Buffer } from 'node:buffer';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { admitted } from '../ledger/helpers.js';
@@ -230,7 +230,7 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
 
   describe('restored, nothing appended: its heads are duplicates gossip drops, so none is heard', () => {
     /** A witness that heard each of the steward's 10 heads once, then the steward restored to its first 9 entries. */
-    async function restoredQuiet(cfg: WitnessConfig, fn: (r: { s: ReturnType<typeof steward>; net: Net; mono: { now: number }; role: WitnessRole }) => Promise<void>): Promise<void> {
+    async function restoredQuiet(cfg: WitnessConfig, fn: (r: { s: ReturnType<typeof steward>; chains: Map<string, Chain>; net: Net; mono: { now: number }; role: WitnessRole }) => Promise<void>): Promise<void> {
       const s = steward(10);
       const chains = new Map([[s.did, s.chain]]);
       await rig(chains, async ({ net, mono, start }) => {
@@ -245,12 +245,19 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
         for (let i = 0; i < 3; i++) assert.equal(net.gossip(s.chain[8]!), false, 'a duplicate: dropped');
         await role.settled();
         assert.equal((await shown(role, s.did)).rolledBack, undefined, 'nothing heard');
-        await fn({ s, net, mono, role });
+        await fn({ s, chains, net, mono, role });
       });
     }
 
-    it('found when the steward connects to the witness again, one read per ROLLBACK_PROBE_MS however often it connects', async () => {
-      await restoredQuiet({ heldCheckMs: 0 }, async ({ s, net, mono, role }) => {
+    it('found when the steward connects to the witness again, however recently it was checked before, one read per CONNECT_CHECK_MS however often it connects', async () => {
+      await restoredQuiet({ heldCheckMs: 0 }, async ({ s, chains, net, mono, role }) => {
+        // checked at a connection a moment before the restore (a restart), while it still served the held head
+        chains.set(s.did, s.chain);
+        net.connect(s.did);
+        await role.settled();
+        assert.equal((await shown(role, s.did)).rolledBack, undefined);
+        chains.set(s.did, s.chain.slice(0, 9));
+        mono.now += CONNECT_CHECK_MS;
         const calls = net.calls.length;
         const receipts = net.receipts;
         net.connect(s.did);
@@ -263,8 +270,8 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
         assert.equal(net.receipts, receipts + 1, 'the held receipt given again, signed anew');
         for (let i = 0; i < 5; i++) net.connect(s.did);
         await role.settled();
-        assert.equal(net.calls.length, calls + 1, 'connecting again within ROLLBACK_PROBE_MS costs nothing');
-        mono.now += ROLLBACK_PROBE_MS;
+        assert.equal(net.calls.length, calls + 1, 'connecting again within CONNECT_CHECK_MS costs nothing');
+        mono.now += CONNECT_CHECK_MS;
         net.connect(s.did);
         await role.settled();
         assert.equal(net.calls.length, calls + 2);
