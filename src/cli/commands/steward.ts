@@ -28,6 +28,7 @@ export function register(program: Command): void {
         attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
         evidence?: { pairs: number; witnesses: number; seqs: number[] };
+        contradictingOthers?: { receipts: number; at: number };
       };
       if (o.json) return outJson(r);
       out(`steward ${r.steward} on overlay ${r.overlay}`);
@@ -39,6 +40,11 @@ export function register(program: Command): void {
             ? `attestation WARNING: witness ${short(c.witness)} holds length ${c.length}, this ledger has ${c.ours} (WITNESS_LENGTH_BEYOND: truncated, or restored from an older copy)`
             : `attestation WARNING: witness ${short(c.witness)} saw another head at length ${c.length} (WITNESS_HEAD_MISMATCH: this history was rewritten)`,
         );
+      }
+      if (r.contradictingOthers) {
+        // keys this ledger holds no receipt from (no network.witnesses named): counted, not believed one by one
+        const n = r.contradictingOthers.receipts;
+        out(`attestation note: ${n} contradicting receipt${n === 1 ? '' : 's'} from keys this ledger holds no receipt from (anyone can sign one; name network.witnesses to hear only yours)`);
       }
       if (r.evidence) {
         const e = r.evidence;

@@ -29,7 +29,8 @@ async function rig() {
   const db = await openDb(join(t.dir, 'db'));
   const reported: string[] = [];
   const struck: string[] = [];
-  const st = await stewardOnStub(t.dir, db, new Map(), { abuseReports: { report: (p) => void reported.push(p), invalid: (p) => void struck.push(p) } });
+  // a stopped monotonic clock: the per-peer refusal buckets never refill, however slow this machine is today
+  const st = await stewardOnStub(t.dir, db, new Map(), { abuseReports: { report: (p) => void reported.push(p), invalid: (p) => void struck.push(p) }, monoClock: () => 0 });
   const code = async (req: unknown, from = stubBuyer.did): Promise<string | undefined> => {
     try {
       await st.ask(req as never, from);

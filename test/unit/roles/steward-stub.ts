@@ -48,6 +48,8 @@ export interface StubOptions {
   clock?: () => number;
   /** The network's abuse score, told of steward/1's bad requests (default: none). */
   abuseReports?: StewardPorts['abuseReports'];
+  /** The steward's monotonic clock (its per-peer refusal buckets; default the real one). */
+  monoClock?: () => number;
 }
 
 export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
@@ -86,6 +88,7 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
     market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: o.adverts ?? new Map() } },
     sub: (n: string) => sub(db, n),
     ...(o.abuseReports ? { abuseReports: o.abuseReports } : {}),
+    ...(o.monoClock ? { monoClock: o.monoClock } : {}),
   } as unknown as StewardPorts;
   const s = await Steward.start(ports, dir, { treeFile: join(dir, 'tree.yaml'), managed: false, requiredEvidence: 3, preempt: false, ...o.cfg }, stewardIdentity);
   /**
