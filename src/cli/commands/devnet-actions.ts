@@ -168,7 +168,7 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
   // Ctrl-C stops the workers and removes the directory, as the other scenarios do.
   const stop = new AbortController();
   const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
+  for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
   let interrupted = false;
   try {
     out(`c0mpute devnet --training: three training workers, then two pipeline stages, on 127.0.0.1, in ${dir}`);
@@ -178,7 +178,7 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
     if (!stop.signal.aborted) throw e;
     interrupted = true;
   } finally {
-    process.removeListener('SIGINT', onSignal);
+    for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
     if (!o.dir) rmSync(dir, { recursive: true, force: true });
   }
   if (interrupted) {
@@ -187,16 +187,23 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
   }
 }
 
-/** Run a devnet scenario; whatever happens (Ctrl-C included), stop every node it started. */
+/**
+ * The signals a devnet stops its nodes on: Ctrl-C, and a service manager's or terminal's stop. Before, only SIGINT was
+ * heard: a SIGTERM (kill, systemd, a CI runner's timeout) ended the devnet and left every node running, orphaned to
+ * PID 1 (review s40).
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Run a devnet scenario; whatever happens (Ctrl-C, SIGTERM or SIGHUP included), stop every node it started. */
 async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
-  const onSignal = () => void net.stop().then(() => process.exit(130));
-  process.once('SIGINT', onSignal);
+  const onSignal = (sig: NodeJS.Signals) => void net.stop().then(() => process.exit(sig === 'SIGINT' ? 130 : 128 + (sig === 'SIGTERM' ? 15 : 1)));
+  for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
   let failed = true;
   try {
     await scenario();
     failed = false;
   } finally {
-    process.removeListener('SIGINT', onSignal);
+    for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
     out('\n▸ stopping every node…');
     // a failed run keeps its directory (a temporary one too): the nodes' logs say why
     await net.stop({ failed });
