@@ -3,15 +3,17 @@
  * (docs/training.md "Wire"; DESIGN §3.5): one request per message, the first
  * frame a header `{k, tag?, …}`, then any payload as byte frames of at most
  * 512 KiB (a 16 MB gradient travels as many frames within the bounded-frame
- * rules). Only the run's members may send anything but step commitments; a
- * commitment from anyone is handed to the aggregator, which shows it as
- * ignored. Chunks land in a bounded Mailbox keyed by the sender's rank in the
- * run; every receive has a deadline (the run's timeoutMs).
+ * rules). Only the run's members may send anything: any other key is refused
+ * by its connection's key before a byte of its request is read (`admit`,
+ * ServeOptions.admit), so strangers cannot fill the node's request byte budget
+ * that the members' chunks need. Chunks land in a bounded Mailbox keyed by the
+ * sender's rank in the run; every receive has a deadline (the run's timeoutMs).
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
 import { didFromPeerId } from '../node/peer-id.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Mailbox} from './allreduce.js';
 import { type RingTransport } from './allreduce.js';
 
@@ -66,11 +68,35 @@ export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promis
   }
 }
 
+/**
+ * Whether a send failed on the receiver's node, not in its training handler: a
+ * NET_* code the receiver answered (`detail.remote`), such as NET_BUFFER_LIMIT
+ * when its request byte budget is full. That is the state of the receiver's
+ * node (others may be filling it), not a refusal of the message by the member.
+ */
+export function nodeRefusal(e: unknown): e is C0Error {
+  return e instanceof C0Error && e.code.startsWith('NET_') && (e.detail as { remote?: unknown } | undefined)?.remote === true;
+}
+
+/** The longest pause between two tries of a send its receiver's node refused (ms). */
+export const BUSY_PAUSE_MS = 1_000;
+
+export interface TrainWireOptions {
+  /** Who may send (by DID): an error refuses any other key before its request is read (ServeOptions.admit). */
+  admit?: (did: string) => C0Error | undefined;
+  /** The monotonic clock a send's deadline is measured on (default monotonicClock). */
+  mono?: Clock;
+}
+
 export class TrainWire {
+  readonly #mono: Clock;
   constructor(
     private readonly net: Pick<Network, 'handle' | 'request' | 'did'> & Partial<Pick<Network, 'unhandle'>>,
     private readonly onMessage: MessageHandler,
-  ) {}
+    private readonly opts: TrainWireOptions = {},
+  ) {
+    this.#mono = opts.mono ?? monotonicClock;
+  }
 
   async start(): Promise<void> {
     await this.net.handle(
@@ -84,6 +110,7 @@ export class TrainWire {
         if (reply) for (const r of reply) await ctx.send(r);
       },
       TRAIN_LIMITS,
+      this.opts.admit ? { admit: (peer) => this.opts.admit!(didFromPeerId(peer)) } : {},
     );
   }
 
@@ -96,9 +123,32 @@ export class TrainWire {
     }
   }
 
+  /**
+   * Send one message within `timeoutMs`. A send the receiver's node refused (`nodeRefusal`: its request byte budget
+   * full, say) is tried again, pausing up to BUSY_PAUSE_MS between tries, until `timeoutMs` has passed; then it fails
+   * TRAIN_PEER_BUSY (`detail.member`, `detail.remoteCode`), which blames no one: the receiver's node was busy, the
+   * receiver did not refuse the message (docs/training.md "Failure").
+   */
   async send(to: string, head: TrainMessage, payload?: Uint8Array, timeoutMs = 30_000): Promise<CborValue[]> {
     const frames: CborValue[] = [head, ...(payload ? splitPayload(payload) : [])];
-    return withRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: timeoutMs } }));
+    const until = this.#mono() + timeoutMs;
+    for (let i = 1; ; i++) {
+      try {
+        const left = Math.max(1, Math.round(until - this.#mono()));
+        return await withRetry(() => this.net.request(to, TRAIN_PROTOCOL, frames, { limits: { ...TRAIN_LIMITS, deadlineMs: left } }));
+      } catch (e) {
+        // a try after a refused one may find the message arrived after all (a remote NET_DEADLINE after the handler ran)
+        if (i > 1 && e instanceof C0Error && e.code === 'TRAIN_DUPLICATE_MESSAGE') return [];
+        if (!nodeRefusal(e)) throw e;
+        const pause = Math.min(BUSY_PAUSE_MS, 50 * 2 ** i);
+        if (until - this.#mono() <= pause) {
+          throw new C0Error('TRAIN_PEER_BUSY', `${to}'s node refused ${head.k} message${typeof head.tag === 'string' ? ` ${head.tag}` : ''} for its own limits (${e.code}: ${e.message.slice(0, 200)}) until the deadline`, {
+            detail: { member: to, remoteCode: e.code, ...(typeof head.tag === 'string' ? { tag: head.tag } : {}) },
+          });
+        }
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
   }
 }
 
@@ -196,7 +246,9 @@ export async function sendChunk(wire: TrainWire, to: string, tag: string, data: 
  * receiver's refusal: TRAIN_PEER_REFUSED naming it (`detail.member`), its code
  * kept as `detail.remoteCode`. The sender never rethrows a peer's code, so
  * whatever a receiver answers, the sender recovers as from that member's
- * failure (docs/training.md "Failure").
+ * failure (docs/training.md "Failure"). A refusal by the receiver's node
+ * (a NET_* code: TrainWire.send tried again until its deadline, then
+ * TRAIN_PEER_BUSY) never gets here as one.
  */
 export function refusedBy(e: unknown, member: string, tag: string): unknown {
   if (!(e instanceof C0Error) || !(e.detail as { remote?: unknown } | undefined)?.remote) return e;

@@ -47,7 +47,7 @@ import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
-import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage } from '../../training/transport.js';
+import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage, type TrainWireOptions } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
 import { refuseEvidence, writeRecord } from './record-file.js';
@@ -92,7 +92,8 @@ export type TrainerEvent =
 
 export type { EpochResult } from './epoch-commit.js';
 
-const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND']);
+/** TRAIN_PEER_BUSY: a receiver's node refused a message for its own limits (NET_BUFFER_LIMIT, …) until the run's timeout: no one's fault, like a deadline. */
+const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND', 'TRAIN_PEER_BUSY']);
 /** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). TRAIN_PEER_REFUSED: the member refused a chunk this worker sent (whatever code it answered), so it is the receiver's failure, never the sender's. */
 const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED', 'TRAIN_EPOCH_OUT_OF_WINDOW']);
 /** View changes a member whose chunk or result did not arrive may cause (without an excuse: see `#recover`) before it is left out of the proposal however it answers pings. */
@@ -233,7 +234,7 @@ export class TrainerWorker {
       const busy = onNet.get(this.o.net);
       if (busy && busy !== this) throw new C0Error('TRAIN_BUSY', `this node is already a member of run ${busy.runAddr}; it trains one run at a time`);
       onNet.set(this.o.net, this);
-      this.wire = new TrainWire(this.o.net, (from, head, payload) => this.#onMessage(from, head, payload));
+      this.wire = new TrainWire(this.o.net, (from, head, payload) => this.#onMessage(from, head, payload), this.#wireOptions());
       try {
         await this.wire.start();
       } catch (e) {
@@ -246,9 +247,19 @@ export class TrainerWorker {
     if (!self) throw new C0Error('TRAIN_RUN_FILE', `no address for ${this.o.did} in the run bundle`);
     const bootstrap = this.members.filter((d) => d !== this.o.did && this.o.addrs[d]).map((d) => `${this.o.addrs[d]}/p2p/${peerIdFromDid(d).toString()}`);
     this.net = await createNetwork({ signer: this.o.signer, listen: [self], bootstrap, loopback: true, syncOnConnect: [], logger: this.#log });
-    this.wire = new TrainWire(this.net, (from, head, payload) => this.#onMessage(from, head, payload));
+    this.wire = new TrainWire(this.net, (from, head, payload) => this.#onMessage(from, head, payload), this.#wireOptions());
     await this.wire.start();
     await this.net.start();
+  }
+
+  /**
+   * Who may send on train/1: the run's members only (joins, chunks, commitments, witness requests, results, pings and
+   * proposals all come from members; the buyer and other nodes never send here). Any other key is refused
+   * TRAIN_NOT_MEMBER before its request is read, so keys outside the run cannot fill this node's request byte budget
+   * and have a member's chunk refused for it (review s40 A F1).
+   */
+  #wireOptions(): TrainWireOptions {
+    return { admit: (did) => (this.#rank(did) < 0 ? new C0Error('TRAIN_NOT_MEMBER', `only the members of run ${this.runAddr} may send on train/1`) : undefined), mono: this.#mono };
   }
 
   async stop(): Promise<void> {
@@ -269,8 +280,9 @@ export class TrainerWorker {
   // ------------------------------------------------------------------ messages
 
   async #onMessage(from: string, head: TrainMessage, payload: Uint8Array): Promise<Array<Uint8Array | Record<string, number | string>> | void> {
-    if (head.k === 'commit') return this.#onCommit(from, payload);
+    // the network refuses other keys before their request is read (#wireOptions); a network that does not apply `admit` is checked here
     if (this.#rank(from) < 0) throw new C0Error('TRAIN_NOT_MEMBER', 'only the run’s members may send this');
+    if (head.k === 'commit') return this.#onCommit(from, payload);
     switch (head.k) {
       case 'member': {
         const m = open(payload, TRAIN_T.member) as Opened<TrainMember>;
