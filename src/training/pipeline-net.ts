@@ -12,7 +12,9 @@
  * 3 MiB of activations, refused before it is decoded (PIPELINE_TOO_LARGE) and
  * bounded on the wire as it is read (PIPELINE_LIMITS); its batch is a positive
  * integer (PIPELINE_BAD_REQUEST) whose rows × the stage's widest layer are at
- * most MAX_STAGE_VALUES (PIPELINE_TOO_LARGE). A forward has a share of the
+ * most MAX_STAGE_VALUES and whose output (rows × the stage's output width × 8
+ * bytes) is at most 3 MiB, both checked before anything is computed
+ * (PIPELINE_TOO_LARGE). A forward has a share of the
  * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage.
  */
 import { C0Error } from '../errors.js';
@@ -64,6 +66,18 @@ function joinBytes(frames: CborValue[]): Uint8Array {
   return out;
 }
 
+/**
+ * The callers a stage admits, from `--allow` text: DIDs separated by commas (spaces around them ignored); an entry
+ * that is not a DID, or no entry at all, is PIPELINE_ALLOW_INVALID naming the field.
+ */
+export function parseAllow(text: string): string[] {
+  const dids = text.split(',').map((d) => d.trim()).filter((d) => d !== '');
+  if (!dids.length) throw new C0Error('PIPELINE_ALLOW_INVALID', '--allow names no DID', { field: 'allow' });
+  const bad = dids.find((d) => !isDid(d));
+  if (bad !== undefined) throw new C0Error('PIPELINE_ALLOW_INVALID', `--allow entry ${JSON.stringify(String(bad).slice(0, 100))} is not a DID`, { field: 'allow' });
+  return [...new Set(dids)];
+}
+
 export interface StageServerOptions {
   shape: MlpShape;
   w: Float64Array;
@@ -88,6 +102,7 @@ export function forwardDeadlineMs(deadlineMs: number, left: number): number {
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
   const compute = serial(async (x, batch) => stageForward(o.shape, o.w, o.range, x, batch));
   const inW = o.shape.layers[o.range[0]]!;
+  const outW = o.shape.layers[o.range[1]]!;
   const widest = Math.max(...o.shape.layers.slice(o.range[0], o.range[1] + 1));
   const allow = o.allow ? new Set(o.allow) : undefined;
   // every later stage owns at least one layer: at most this many stages can follow
@@ -128,13 +143,14 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       // the input is bounded before it is decoded or computed (the wire bounds it as it is read; this is the documented figure)
       checkSize(reqs.slice(1).reduce((n: number, f) => n + (f instanceof Uint8Array ? f.length : 0), 0));
       if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
+      // the output this stage would send on is bounded as the input is, before anything is computed
+      checkSize(head.batch * outW * 8);
       if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
       if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
       const x = weightsFromBytes(joinBytes(reqs.slice(1)));
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
       const y = await compute(x, head.batch, Number(head.mb ?? 0));
       const route = head.route as string[];
-      checkSize(y.length * 8);
       const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb: Number(head.mb ?? 0) }, y, ctx.signal) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },

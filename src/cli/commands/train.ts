@@ -133,15 +133,23 @@ export function register(program: Command): void {
     .requiredOption('--of <n>', 'number of stages')
     .option('--listen <multiaddr>', 'listen address', '/ip4/127.0.0.1/tcp/0')
     .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start')
-    .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string }, cmd: Command) => {
+    .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
+    .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
       ]);
+      // checked before anything is loaded or started: a bad list is a usage error, not a stage that serves anyone
+      let allow: string[] | undefined;
+      try {
+        allow = opts.allow === undefined ? undefined : parseAllow(opts.allow);
+      } catch (e) {
+        throw e instanceof C0Error ? new UsageError(e.code, e.message, { field: 'allow' }) : e;
+      }
       const id = await loadNodeIdentity(dataDir);
       const shape = { layers: opts.layers.split(',').map(Number) };
       const ranges = partition(shape, Number(opts.of));
@@ -150,9 +158,9 @@ export function register(program: Command): void {
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
-      await serveStage(net, { shape, w, range });
+      await serveStage(net, { shape, w, range, ...(allow ? { allow } : {}) });
       await net.start();
-      out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}`);
+      out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);
