@@ -32,7 +32,7 @@ export function describeEvent(e: TrainerEvent): string {
     case 'view':
       return `membership view ${e.view}: dropped ${e.dropped.map(short).join(', ') || 'nobody'} (${e.cause}${e.silent ? `, ${short(e.silent)} did not deliver` : ''}); resuming ${e.members.length} members from epoch ${e.resumeEpoch}`;
     case 'ignored':
-      return `ignored a step commitment from ${short(e.from)}${e.step !== undefined ? ` for step ${e.step}` : ''}: ${e.code}`;
+      return `ignored a step commitment from ${short(e.from)}${e.step !== undefined ? ` for step ${e.step}` : ''}: ${e.code}${e.unshown ? ` (and ${e.unshown} more before it not shown)` : ''}`;
     case 'done':
       return `done: weights ${e.weights}, held-out accuracy ${(e.accuracy * 100).toFixed(1)} % (majority baseline ${(e.baseline * 100).toFixed(1)} %)`;
     case 'stopped':

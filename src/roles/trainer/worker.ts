@@ -38,6 +38,8 @@ import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { createNetwork, type Network } from '../../net/node.js';
+import { refusals, type AbuseReports } from '../../net/peer-abuse.js';
+import { KeyedBuckets, TokenBucket, type BucketSpec } from '../../net/rate-limit.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { monotonicClock, type Clock } from '../../util/clock.js';
 import { silentLogger, type Logger } from '../../util/log.js';
@@ -79,6 +81,12 @@ export interface TrainerOptions {
   net?: Pick<Network, 'handle' | 'request' | 'did'> & Partial<Pick<Network, 'unhandle'>>;
   /** status.json while steps run: written at most this often, ms of `monoClock` (default STATUS_EVERY_MS); always at join, epoch ends, view changes and the finish. */
   statusEveryMs?: number;
+  /**
+   * The node's abuse score (net/peer-abuse.ts), when the worker runs on a node's network: a step commitment that does
+   * not open is a strike (`invalid`); commitments refused for IGNORED_COMMIT_RATE and train/1 requests from keys
+   * outside the run are free up to REFUSED_RATE per key, each past it reported (`report`).
+   */
+  abuse?: Pick<AbuseReports, 'invalid' | 'report'>;
 }
 
 export type TrainerEvent =
@@ -86,7 +94,8 @@ export type TrainerEvent =
   | { e: 'step'; step: number; epoch: number; loss: number; stepsPerSec: number }
   | { e: 'epoch'; epoch: number; root: string; address: string; coordinator: string; witnesses: string[] }
   | { e: 'view'; view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string; silent?: string }
-  | { e: 'ignored'; code: string; from: string; step?: number }
+  /** `unshown`: ignored commitments not shown as events since the last one shown (IGNORED_EVENT_RATE). */
+  | { e: 'ignored'; code: string; from: string; step?: number; unshown?: number }
   | { e: 'done'; weights: string; accuracy: number; baseline: number }
   | { e: 'stopped'; code: string; message: string };
 
@@ -101,6 +110,16 @@ export const STRIKES_TO_DROP = 2;
 /** View changes in a row without a newly committed epoch, for a run of `n` members, before the run stops (TRAIN_VIEW_LIMIT); a step commitment's view is at most 64 in any case. */
 export const MAX_STALLED_VIEWS = (n: number): number => 2 * n + 2;
 const MAX_VIEW = 64;
+/**
+ * Step commitments from one member that this worker ignores (duplicates, out of the epoch, not opening, …), for a run
+ * of `stepsPerEpoch`: this many at once, then this many a second; past it, that member's commitments are refused
+ * TRAIN_RATE_LIMITED before they are opened. An honest member's are ignored only now and then (late ones after a
+ * view change: at most an epoch's worth), so it never comes near; before, one key had 25,824 replayed commitments
+ * signature-checked and shown in 20 s (review s40 A F2).
+ */
+export const IGNORED_COMMIT_RATE = (stepsPerEpoch: number): BucketSpec => ({ ratePerSec: 4, burst: 64 + 2 * stepsPerEpoch });
+/** `ignored` events (each a line `train join` prints): this many at once, then this many a second; the rest are counted (status.json `ignored.count`) and the next event shown says how many were not (`unshown`). */
+export const IGNORED_EVENT_RATE: BucketSpec = { ratePerSec: 1, burst: 20 };
 /** A ping in a view change waits at most this long (ms; the run's timeoutMs if shorter). */
 const PING_MS = 3_000;
 /** Before TRAIN_ALONE, members that did not answer are pinged again at most this often (ms) until the run's timeoutMs has passed. */
@@ -183,6 +202,13 @@ export class TrainerWorker {
   readonly #contributions = new Contributions();
   readonly #statusFile: StatusFile;
   readonly #mono: Clock;
+  /** Per member: ignored step commitments it may still send before more are refused unopened (IGNORED_COMMIT_RATE). */
+  readonly #ignoredCommits: KeyedBuckets;
+  /** `ignored` events shown (IGNORED_EVENT_RATE), and how many were not since the last one shown. */
+  readonly #ignoredShown: TokenBucket;
+  #unshown = 0;
+  /** Refusals an honest key earns now and then (outside the run, over the commitment rate): free up to REFUSED_RATE per key, then reported. */
+  readonly #refused: (peer: string) => void;
 
   constructor(private readonly o: TrainerOptions) {
     this.rec = o.run.record;
@@ -190,6 +216,9 @@ export class TrainerWorker {
     this.members = [...this.rec.members];
     this.#log = o.log ?? silentLogger();
     this.#mono = o.monoClock ?? monotonicClock;
+    this.#ignoredCommits = new KeyedBuckets(IGNORED_COMMIT_RATE(this.rec.stepsPerEpoch), this.#mono, Math.max(16, this.rec.members.length));
+    this.#ignoredShown = new TokenBucket(IGNORED_EVENT_RATE, this.#mono);
+    this.#refused = refusals(o.abuse?.report, this.#mono);
     if (!this.members.includes(o.did)) throw new C0Error('TRAIN_NOT_MEMBER', `${o.did} is not a member of run ${this.runAddr}`);
     const data = iris();
     if (data.hash !== this.rec.data.hash) throw new C0Error('TRAIN_DATA_MISMATCH', `run trains on data ${this.rec.data.hash}, this node holds ${data.hash}`);
@@ -259,7 +288,12 @@ export class TrainerWorker {
    * and have a member's chunk refused for it (review s40 A F1).
    */
   #wireOptions(): TrainWireOptions {
-    return { admit: (did) => (this.#rank(did) < 0 ? new C0Error('TRAIN_NOT_MEMBER', `only the members of run ${this.runAddr} may send on train/1`) : undefined), mono: this.#mono };
+    const admit = (did: string): C0Error | undefined => {
+      if (this.#rank(did) >= 0) return undefined;
+      this.#refused(peerIdFromDid(did).toString());
+      return new C0Error('TRAIN_NOT_MEMBER', `only the members of run ${this.runAddr} may send on train/1`);
+    };
+    return { admit, mono: this.#mono };
   }
 
   async stop(): Promise<void> {
@@ -407,26 +441,46 @@ export class TrainerWorker {
     this.ignoredCount++;
     const i = { code, from, ...(step !== undefined ? { step } : {}) };
     if (this.ignored.length < 200) this.ignored.push(i);
-    this.#emit({ e: 'ignored', ...i });
+    // every one is counted; only so many are shown (each shown is a line of `train join`)
+    if (!this.#ignoredShown.take()) {
+      this.#unshown++;
+      return;
+    }
+    this.#emit({ e: 'ignored', ...i, ...(this.#unshown ? { unshown: this.#unshown } : {}) });
+    this.#unshown = 0;
+  }
+
+  /** A commitment from `from` ignored in #onCommit: takes one of its IGNORED_COMMIT_RATE tokens. */
+  #ignoreCommit(code: string, from: string, step?: number): void {
+    this.#ignoredCommits.take(from);
+    this.#ignore(code, from, step);
   }
 
   #onCommit(from: string, payload: Uint8Array): void {
+    // a member that keeps sending commitments this worker ignores is refused before they are opened (signature checked)
+    if (!this.#ignoredCommits.has(from)) {
+      this.#refused(peerIdFromDid(from).toString());
+      const r = IGNORED_COMMIT_RATE(this.rec.stepsPerEpoch);
+      throw new C0Error('TRAIN_RATE_LIMITED', `more than ${r.burst} ignored step commitments, then ${r.ratePerSec} a second, from ${from}: refused unopened`);
+    }
     // opened (signature checked) once here; the aggregator takes it opened
     let opened: Opened<TrainStep>;
     try {
       opened = open(payload, TRAIN_T.step) as Opened<TrainStep>;
     } catch {
-      return this.#ignore('TRAIN_COMMIT_INVALID', from);
+      // no member sends a commitment that does not open
+      this.o.abuse?.invalid(peerIdFromDid(from).toString());
+      return this.#ignoreCommit('TRAIN_COMMIT_INVALID', from);
     }
     const rec = opened.record;
     const epoch = Math.floor(rec.step / this.rec.stepsPerEpoch);
     // only the epoch running is taken (a commitment for a later one, or past the run's last, is never held: docs/training.md "Epoch roots")
     if (rec.view !== this.view || epoch <= this.lastCommittedEpoch || epoch > this.lastCommittedEpoch + 1 || epoch >= this.rec.epochs || rec.run !== this.runAddr) {
-      return this.#ignore(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : this.#rank(from) < 0 ? 'TRAIN_COMMIT_UNREGISTERED' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
+      return this.#ignoreCommit(rec.run !== this.runAddr ? 'TRAIN_COMMIT_WRONG_RUN' : 'TRAIN_COMMIT_OUT_OF_EPOCH', from, rec.step);
     }
     const r = this.#agg(this.view, epoch).offer(opened);
     if (r.counted) this.#contributions.counted(`${this.view}:${epoch}`, r.signer);
-    else if ('ignored' in r) this.#ignore(r.ignored.code, from, rec.step);
+    else if ('ignored' in r) this.#ignoreCommit(r.ignored.code, from, rec.step);
     // else held until this worker has done that step (#settle)
   }
 
