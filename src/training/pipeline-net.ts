@@ -14,7 +14,10 @@
  * integer (PIPELINE_BAD_REQUEST) whose rows × the stage's widest layer are at
  * most MAX_STAGE_VALUES and whose output (rows × the stage's output width × 8
  * bytes) is at most 3 MiB, both checked before anything is computed
- * (PIPELINE_TOO_LARGE). A forward has a share of the
+ * (PIPELINE_TOO_LARGE). Requests are computed one at a time, callers in
+ * turn, at most STAGE_QUEUE waiting or running per caller and in all
+ * (PIPELINE_BUSY beyond), and one whose caller left while it waited is not
+ * computed (PIPELINE_CALLER_LEFT: src/training/pipeline.ts StageQueue). A forward has a share of the
  * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage.
  */
 import { C0Error } from '../errors.js';
@@ -23,7 +26,7 @@ import type { Network } from '../net/node.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
-import { serial, stageForward, type StageRunner } from './pipeline.js';
+import { StageQueue, stageForward, type StageRunner } from './pipeline.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -100,7 +103,8 @@ export function forwardDeadlineMs(deadlineMs: number, left: number): number {
 
 /** Serve one stage on `net`. */
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
-  const compute = serial(async (x, batch) => stageForward(o.shape, o.w, o.range, x, batch));
+  // one micro-batch at a time, callers in turn, bounded per caller and in all; a request whose caller left is skipped
+  const queue = new StageQueue();
   const inW = o.shape.layers[o.range[0]]!;
   const outW = o.shape.layers[o.range[1]]!;
   const widest = Math.max(...o.shape.layers.slice(o.range[0], o.range[1] + 1));
@@ -149,7 +153,8 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
       const x = weightsFromBytes(joinBytes(reqs.slice(1)));
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
-      const y = await compute(x, head.batch, Number(head.mb ?? 0));
+      const batch = head.batch;
+      const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForward(o.shape, o.w, o.range, x, batch));
       const route = head.route as string[];
       const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb: Number(head.mb ?? 0) }, y, ctx.signal) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);

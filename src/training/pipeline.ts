@@ -41,6 +41,91 @@ export function serial(run: StageRunner): StageRunner {
   };
 }
 
+/** Bounds of a stage server's compute queue (StageQueue): requests waiting or running, per caller and in all. */
+export const STAGE_QUEUE = {
+  /** per caller: as many as the streams one connection may have open at once (PIPELINE_LIMITS.maxInboundStreams) */
+  perCaller: 64,
+  total: 256,
+};
+
+interface QueuedWork {
+  caller: string;
+  signal: AbortSignal | undefined;
+  work: () => Promise<unknown> | unknown;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * A stage server's compute queue: one micro-batch at a time, like `serial`,
+ * but bounded and fair. A caller may have at most `perCaller` requests waiting
+ * or running, and all callers together `total`; one more is refused at once
+ * with PIPELINE_BUSY (`detail.scope` caller | total). Callers take turns (each
+ * one's requests in arrival order), so one caller's backlog does not hold up
+ * the others; and a request whose caller left while it waited (its signal
+ * aborted: the stream's deadline, or the caller reset it) is not computed
+ * (PIPELINE_CALLER_LEFT).
+ */
+export class StageQueue {
+  readonly #waiting = new Map<string, QueuedWork[]>();
+  readonly #held = new Map<string, number>();
+  #count = 0;
+  #running = false;
+  constructor(private readonly limits: typeof STAGE_QUEUE = STAGE_QUEUE) {}
+
+  /** Requests waiting or running, in all. */
+  get size(): number {
+    return this.#count;
+  }
+
+  run<T>(caller: string, signal: AbortSignal | undefined, work: () => Promise<T> | T): Promise<T> {
+    const mine = this.#held.get(caller) ?? 0;
+    if (mine >= this.limits.perCaller) return Promise.reject(new C0Error('PIPELINE_BUSY', `this caller has ${mine} requests waiting or running at this stage, at most ${this.limits.perCaller}`, { detail: { scope: 'caller' } }));
+    if (this.#count >= this.limits.total) return Promise.reject(new C0Error('PIPELINE_BUSY', `this stage has ${this.#count} requests waiting or running, at most ${this.limits.total}`, { detail: { scope: 'total' } }));
+    this.#held.set(caller, mine + 1);
+    this.#count++;
+    return new Promise<T>((resolve, reject) => {
+      const q = this.#waiting.get(caller) ?? [];
+      q.push({ caller, signal, work, resolve: resolve as (v: unknown) => void, reject });
+      this.#waiting.set(caller, q);
+      void this.#pump();
+    });
+  }
+
+  /** The next request: the first of the caller whose turn it is; that caller goes to the back of the turns. */
+  #next(): QueuedWork | undefined {
+    for (const [caller, q] of this.#waiting) {
+      const w = q.shift();
+      this.#waiting.delete(caller);
+      if (q.length) this.#waiting.set(caller, q);
+      if (w) return w;
+    }
+    return undefined;
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      for (let w = this.#next(); w; w = this.#next()) {
+        try {
+          if (w.signal?.aborted) throw new C0Error('PIPELINE_CALLER_LEFT', 'the caller left before its turn: not computed');
+          w.resolve(await w.work());
+        } catch (e) {
+          w.reject(e);
+        } finally {
+          this.#count--;
+          const n = (this.#held.get(w.caller) ?? 1) - 1;
+          if (n > 0) this.#held.set(w.caller, n);
+          else this.#held.delete(w.caller);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
+
 /**
  * Run `x` ([batch][inWidth]) through the stages with `micro` micro-batches in flight
  * (micro = 1: no micro-batching, one whole batch at a time). Returns [batch][outWidth].
