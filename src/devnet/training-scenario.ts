@@ -3,11 +3,13 @@
  * and the training end-to-end tests; docs/training.md "Devnet"): keys for N
  * workers and an owner, a signed run bundle with free loopback ports, one
  * `c0mpute train join` process per worker, and a flooding peer (a node that
- * is not a member) sending step commitments for steps it never did.
+ * is not a member) sending step commitments for steps it never did: refused
+ * TRAIN_NOT_MEMBER before they are read.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { C0Error } from '../errors.js';
 import { createIdentity } from '../node/identity.js';
 import { Ed25519Signer } from '../records/ed25519.js';
 import { seal } from '../records/envelope.js';
@@ -93,13 +95,15 @@ export function workerRunDir(s: TrainingSetup, i: number): string {
 /**
  * A flooding peer: not a member, it dials `target` and sends `count` step
  * commitments for steps it never did (signed with its own key, weights made up).
- * Returns how many the target took without a transport error.
+ * Returns how many the target took without an error, and the codes of the
+ * refusals (TRAIN_NOT_MEMBER: train/1 admits only the run's members).
  */
-export async function flood(s: TrainingSetup, target: number, count: number): Promise<{ did: string; sent: number }> {
+export async function flood(s: TrainingSetup, target: number, count: number): Promise<{ did: string; sent: number; refused: Record<string, number> }> {
   const key = Ed25519Signer.generate();
   const net = await createNetwork({ signer: key, listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [], topics: [] });
   await net.start();
   let sent = 0;
+  const refused: Record<string, number> = {};
   try {
     const t = s.workers[target]!;
     await net.dial(`${s.bundle.addrs[t.did]}/p2p/${peerIdFromDid(t.did).toString()}`);
@@ -109,14 +113,15 @@ export async function flood(s: TrainingSetup, target: number, count: number): Pr
       try {
         await net.request(t.did, TRAIN_PROTOCOL, [{ k: 'commit' }, env]);
         sent++;
-      } catch {
-        /* counted as not sent */
+      } catch (e) {
+        const code = e instanceof C0Error ? e.code : 'ERROR';
+        refused[code] = (refused[code] ?? 0) + 1;
       }
     }
   } finally {
     await net.stop();
   }
-  return { did: net.did, sent };
+  return { did: net.did, sent, refused };
 }
 
 // ---------------------------------------------------------------------------
@@ -201,6 +206,7 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
         say('  a flooding peer (not a member) sends 5 step commitments for steps it never did…');
         const f = await flood(s, 0, 5);
         floodDid = f.did;
+        say(`  worker 1 refused them before reading them: ${Object.entries(f.refused).map(([c, n]) => `${n} × ${c}`).join(', ') || 'none refused'}`);
       }
       narrate();
     }
@@ -217,7 +223,7 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
     say(`single-process run with the same quantisation: ${ref.weights.slice(0, 23)}… → ${same ? 'bit-identical on every worker' : 'DIFFERENT'}`);
     say(`held-out accuracy ${(Number(st[0]!.accuracy) * 100).toFixed(1)} % against the majority-class baseline ${(Number(st[0]!.baseline) * 100).toFixed(1)} %`);
     const ign = st[0]!.ignored as { count: number };
-    say(`flooding peer ${short(floodDid)}: ${ign.count} step commitments ignored by worker 1 (not a registered member); every epoch root counts only the 3 members × 10 steps`);
+    say(`flooding peer ${short(floodDid)}: refused as not a member; worker 1 ignored ${ign.count} step commitments; every epoch root counts only the 3 members × 10 steps`);
     // Two-stage pipeline on the trained weights, two processes.
     const wfile = join(workerRunDir(s, 0), 'weights.bin');
     const st1 = await spawnStage(bin, join(dir, 'worker2'), wfile, layers, 1, 2, `/ip4/127.0.0.1/tcp/${await freePort()}`);

@@ -28,10 +28,11 @@ test('devnet --pool: member choice, a failed member output failed over, the coor
   assert.match(out, /^=== outcomes: completed, completed, completed, completed, completed ===$/m);
 });
 
-test('devnet --training: bit-identical weights on every worker, the flooding peer ignored, a two-stage pipeline', async () => {
+test('devnet --training: bit-identical weights on every worker, the flooding peer refused, a two-stage pipeline', async () => {
   const out = await runDevnet(['--training']);
   assert.match(out, /→ bit-identical on every worker$/m);
-  assert.match(out, /: 5 step commitments ignored by worker 1 \(not a registered member\)/);
+  assert.match(out, /worker 1 refused them before reading them: 5 × TRAIN_NOT_MEMBER$/m);
+  assert.match(out, /: refused as not a member; worker 1 ignored 0 step commitments;/);
   assert.equal((out.match(/^ {2}epoch \d root sha256:[0-9a-f]{64} signed by the elected coordinator/gm) ?? []).length, 3, out);
   assert.match(out, /output bit-identical to the single-process forward/);
 });
