@@ -120,7 +120,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
     liveInMarket: liveInMarket(o, Object.keys(pc.workloads)),
     // Running exec process groups, ended on the next start after a crash (docs/node.md).
     processes,
-    execHost: { signer: identity.signer, did: o.did, net: o.net, dir: join(o.d.dataDir, 'train') },
+    execHost: { signer: identity.signer, did: o.did, net: o.net, dir: join(o.d.dataDir, 'train'), abuse: o.abuseReports },
     hardware,
     meter,
     box,

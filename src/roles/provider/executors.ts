@@ -35,6 +35,7 @@ import { C0Error } from '../../errors.js';
 import { truncateText } from '../../util/text.js';
 import { runPipelineJob } from '../../training/pipeline-job.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
+import type { AbuseReports } from '../../net/peer-abuse.js';
 import type { Network } from '../../net/node.js';
 import type { Logger } from '../../util/log.js';
 
@@ -67,6 +68,8 @@ export interface ExecHost {
   net: Pick<Network, 'handle' | 'request' | 'did'>;
   /** Where such work keeps its files. */
   dir: string;
+  /** The network's abuse score (net/peer-abuse.ts): a training member job charges what its run refuses (TrainerOptions.abuse). */
+  abuse?: Pick<AbuseReports, 'invalid' | 'report'>;
 }
 
 export interface Executor {

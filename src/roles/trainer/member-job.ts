@@ -51,6 +51,7 @@ export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
       addrs: {},
       net: host.net,
       dir,
+      ...(host.abuse ? { abuse: host.abuse } : {}),
       clock: () => Date.now(),
       onEvent: (e) => {
         if (e.e === 'step') ctx.onProgress({ fraction: (e.step + 1) / total, units: e.step + 1, message: `step ${e.step} loss ${e.loss.toFixed(4)}` });
