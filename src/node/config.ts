@@ -4,7 +4,8 @@
  * problem is reported as CONFIG_INVALID naming the field.
  */
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, MIN_MAX_EVIDENCE_BYTES } from '../reputation/bounds.js';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { readRegularFile } from '../util/bounded-read.js';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -468,18 +469,49 @@ export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
   return r.data;
 }
 
+/**
+ * The most a config file may hold: the largest config in use is a few KiB, and a bigger one is no config (a log, an
+ * image) the node would read whole into memory before saying so.
+ */
+export const CONFIG_MAX_BYTES = 1024 * 1024;
+
+/**
+ * A config file's settings. Read with util/bounded-read.ts: only a regular file (a link to one counts) of at most
+ * CONFIG_MAX_BYTES, opened without blocking. Before (review s40 F6): a FIFO with no writer hung the start for ever,
+ * /dev/zero was read until the process was killed, and a 600 MB file took seconds and a GiB of memory to refuse.
+ */
 export function readConfigFile(path: string): unknown {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    const r = readRegularFile(path, CONFIG_MAX_BYTES);
+    if ('problem' in r) {
+      throw new C0Error(
+        'CONFIG_UNREADABLE',
+        r.problem === 'not-regular'
+          ? `cannot read config ${path}: not a regular file (a directory, a FIFO or a device); a config is a YAML file`
+          : `cannot read config ${path}: larger than ${CONFIG_MAX_BYTES} bytes, which no config is`,
+      );
+    }
+    text = Buffer.from(r.bytes).toString('utf8');
   } catch (e) {
-    throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    if (e instanceof C0Error) throw e;
+    throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? missingWhy(path) : (e as Error).message}`);
   }
   try {
     return parseYaml(text) ?? {};
   } catch (e) {
     throw new C0Error('CONFIG_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
   }
+}
+
+/** Why a config path that was not found is not there: a link to nothing (a mount not ready yet) says where it points. */
+function missingWhy(path: string): string {
+  try {
+    if (lstatSync(path).isSymbolicLink()) return `it is a link to ${readlinkSync(path)}, which does not exist (not mounted yet?)`;
+  } catch {
+    // no entry at all
+  }
+  return 'no such file';
 }
 
 /**
@@ -500,7 +532,7 @@ const TEST_ENV_RE = /^C0MPUTE_(TEST|KEEP_TEST)/;
 
 /** Something in the config or the environment that starts, but is likely not what was meant (logged at warn at start). */
 export interface ConfigWarning {
-  code: 'CONFIG_ENV_UNKNOWN' | 'CONFIG_SECTION_UNREAD';
+  code: 'CONFIG_ENV_UNKNOWN' | 'CONFIG_SECTION_UNREAD' | 'CONFIG_EMPTY';
   field: string;
   message: string;
 }
@@ -613,11 +645,15 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
   // mergeLayers skips a non-mapping layer, so a file that is a list or a scalar would silently mean "all defaults".
   if (!isObj(fileLayer)) throw new C0Error('CONFIG_INVALID', `${opts.file}: the top level must be a mapping of settings`, { field: '' });
   if (opts.file) resolveFilePaths(fileLayer, dirname(resolve(opts.file)));
+  // an empty file (or comments only) means every built-in default: a node whose config lost its content (a truncated
+  // copy) starts as a buyer on 0.0.0.0:4001, which is said rather than silent
+  const empty = opts.file !== undefined && Object.keys(fileLayer).length === 0;
   const env = envOverrides(opts.env ?? {});
   const flags = opts.flags ?? {};
   const merged = mergeLayers(fileLayer, env, flags);
   try {
     const config = parseConfig(merged, opts.file ?? 'config');
+    if (empty) opts.warnings?.push({ code: 'CONFIG_EMPTY', field: '', message: `${opts.file} sets nothing: the node runs on the built-in defaults (roles ${config.roles.join(', ')}, listening on ${config.network.listen.join(', ')}, API on ${config.api.listen})` });
     opts.warnings?.push(...envWarnings(opts.env ?? {}), ...sectionWarnings(merged, config));
     return config;
   } catch (e) {

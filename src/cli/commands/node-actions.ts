@@ -3,7 +3,7 @@
  * and `reputation` open without a daemon (node.ts declares the commands):
  * loaded only when one of them runs, since they bring in the whole node.
  */
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -45,8 +45,33 @@ export interface StartFlags {
   logFormat?: string;
 }
 
+/**
+ * The data directory's config.yaml, or undefined (the built-in defaults) when there is none on a data directory no
+ * node has used yet. Any entry by that name is the config, read as such: a link to nothing (a mount not ready yet)
+ * or a directory is CONFIG_UNREADABLE, never the defaults. A used data directory (it holds db/) without one is
+ * CONFIG_MISSING: before (review s40 F3) a provider whose config was renamed came up as a buyer listening on every
+ * interface, with no warning.
+ */
+export function dataDirConfig(dataDir: string): string | undefined {
+  const file = join(dataDir, 'config.yaml');
+  try {
+    lstatSync(file);
+    return file;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${file}: ${(e as Error).message}`);
+  }
+  if (existsSync(join(dataDir, 'db'))) {
+    throw new C0Error(
+      'CONFIG_MISSING',
+      `${dataDir} holds a node's data (db/) but no config.yaml: restore it (or pass --config <file>); to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``,
+      { field: 'config' },
+    );
+  }
+  return undefined;
+}
+
 export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[]): NodeConfig {
-  const file = f.config ?? (existsSync(join(dataDir, 'config.yaml')) ? join(dataDir, 'config.yaml') : undefined);
+  const file = f.config ?? dataDirConfig(dataDir);
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
     for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
@@ -126,7 +151,16 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   }
   if (!id) out(`key exists   ${keyFilePath(dataDir)}`);
   const cfg = join(dataDir, 'config.yaml');
-  if (!existsSync(cfg) || opts.forceConfig) {
+  // any entry by that name is the config (a link to a mount not ready yet too: start says so), never written through
+  const cfgExists = (() => {
+    try {
+      lstatSync(cfg);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  if (!cfgExists || opts.forceConfig) {
     writingDataFile(cfg, 'the config', () => copyFileSync(DEFAULT_CONFIG, cfg));
     out(`wrote config ${cfg}`);
   } else out(`config exists ${cfg}`);
