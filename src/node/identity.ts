@@ -223,6 +223,13 @@ function parseKeyFile(path: string): KeyFileV1 {
   }
   if (!existsSync(path)) {
     hasKeyFile(dirname(path)); // a link to a missing file says so (KEY_FILE_CORRUPT)
+    // a data directory a node has used: a new key would be another node, which holds none of this one's jobs
+    if (existsSync(join(dirname(path), 'db'))) {
+      throw new C0Error(
+        'KEY_MISSING',
+        `no key file at ${path}, but ${dirname(path)} holds a node's data (db/${existsSync(didFilePath(dirname(path))) ? `, ${DID_FILE}: ${readRecordedDid(dirname(path)) ?? '?'}` : ''}): restore ${KEY_FILE} from your backup. \`c0mpute keys init\` would make a NEW identity (another DID), which is not the node this data is from: its jobs, receipts and reputation stay with the old DID`,
+      );
+    }
     throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
   }
   checkIsFile(path);
@@ -282,4 +289,42 @@ export function loadIdentity(dataDir: string, passphrase?: string): Identity {
   const did = didFromPublicKey(signer.publicKey);
   if (did !== f.did) throw new C0Error('KEY_FILE_CORRUPT', `key file ${path} names ${f.did} but its key is ${did}`);
   return { did, signer, keyFile: path };
+}
+
+/** `<dataDir>/identity.did`: the DID of the node whose data the directory holds, written at its first start. */
+export const DID_FILE = 'identity.did';
+
+export function didFilePath(dataDir: string): string {
+  return join(dataDir, DID_FILE);
+}
+
+/** The DID recorded in the data directory, or undefined when none is (a data directory from before, or never started). */
+export function readRecordedDid(dataDir: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(didFilePath(dataDir), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new C0Error('KEY_MISMATCH', `cannot read ${didFilePath(dataDir)}, the DID of the node this data directory belongs to: ${(e as Error).message}`);
+  }
+  return text.trim().slice(0, 200) || undefined;
+}
+
+/**
+ * The key a node starts with must be the one its data directory's data is from (review s40 F4: after identity.key was
+ * lost, `keys init` made a new DID and the node started on the old data with no warning, listing none of its jobs).
+ * The first start records the DID in identity.did; a later start with another key is KEY_MISMATCH (exit 3), unless
+ * `adopt` (`c0mpute start --new-identity`), which records the new DID. A data directory from before this file (none
+ * recorded) takes the key it starts with.
+ */
+export function bindDataDirIdentity(dataDir: string, did: string, adopt = false): void {
+  const recorded = readRecordedDid(dataDir);
+  if (recorded === did) return;
+  if (recorded !== undefined && !adopt) {
+    throw new C0Error(
+      'KEY_MISMATCH',
+      `${keyFilePath(dataDir)} is ${did}, but the data in ${dataDir} is the node ${recorded} (${DID_FILE}): its jobs, receipts and reputation are that DID's. Restore that node's ${KEY_FILE} from your backup; to go on as the new identity with this data directory deliberately, start once with \`c0mpute start --new-identity\``,
+    );
+  }
+  writeSecretFile(didFilePath(dataDir), did + '\n');
 }

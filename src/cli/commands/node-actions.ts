@@ -8,7 +8,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { createIdentity, hasKeyFile, keyFilePath } from '../../node/identity.js';
+import { bindDataDirIdentity, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
 import { loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
@@ -43,6 +43,13 @@ export interface StartFlags {
   api?: string;
   logLevel?: string;
   logFormat?: string;
+  /** `start --new-identity`: this data directory goes on as the key's DID, not the one recorded (bindDataDirIdentity). */
+  newIdentity?: boolean;
+}
+
+/** The key must be the one the data directory's data is from (identity.ts bindDataDirIdentity): KEY_MISMATCH, exit 3. */
+function bindIdentity(dataDir: string, did: string, adopt = false): void {
+  writingDataFile(didFilePath(dataDir), "the node's DID", () => bindDataDirIdentity(dataDir, did, adopt));
 }
 
 /**
@@ -102,6 +109,7 @@ async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig
   config.overlays = config.overlays.map((o) => ({ ...o, roles, listen: port0(o.listen) }));
   const log = createLogger({ level: flags.logLevel ?? (config.log.level === 'info' ? 'warn' : config.log.level), format: 'pretty', name: 'node' });
   const identity = await loadNodeIdentity(dataDir);
+  bindIdentity(dataDir, identity.did);
   const { Daemon } = await import('../../node/daemon.js');
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
@@ -202,6 +210,7 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   let d: Daemon;
   try {
     const identity = await loadNodeIdentity(dataDir);
+    bindIdentity(dataDir, identity.did, f.newIdentity === true);
     const { Daemon } = await import('../../node/daemon.js');
     starting = Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
     d = await starting;
@@ -375,6 +384,7 @@ export async function offlineNode(dataDir: string): Promise<Daemon> {
   config.overlays = config.overlays.map((o) => ({ ...o, roles: [], listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap: [] }));
   const log = createLogger({ level: 'silent' });
   const identity = await loadNodeIdentity(dataDir);
+  bindIdentity(dataDir, identity.did);
   const { Daemon } = await import('../../node/daemon.js');
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }

@@ -38,7 +38,9 @@ export function register(program: Command): void {
       .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent')
       .option('--log-format <fmt>', 'json|pretty');
 
-  startOpts(program.command('start').description('run the node daemon (until SIGINT/SIGTERM)')).action(async (f: StartFlags, cmd: Command) => (await import('./node-actions.js')).start(f, cmd));
+  startOpts(program.command('start').description('run the node daemon (until SIGINT/SIGTERM)'))
+    .option('--new-identity', 'go on with this data directory as the key’s DID, not the one it was started with before (identity.did): after a deliberate key change')
+    .action(async (f: StartFlags, cmd: Command) => (await import('./node-actions.js')).start(f, cmd));
 
   startOpts(
     program
