@@ -9,7 +9,7 @@ import { C0Error } from '../../errors.js';
 import { apiStream } from '../../node/api-client.js';
 import { isAddress } from '../../records/address.js';
 import { T } from '../../records/kinds.js';
-import { out, outJson, outputDir, writeOutput, writingTo } from '../context.js';
+import { out, outJson, outputDir, UsageError, writeOutput, writingTo } from '../context.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
 import { EXPORT_FILE, EXPORT_FORMAT, auditFlags, type AuditSettings, type ExportManifest } from './market-export-manifest.js';
 
@@ -42,7 +42,7 @@ export function recordFileName(type: string, address: string): string {
 }
 
 export async function exportAction(o: ExportOpts, dataDir: string): Promise<void> {
-      if (!isAddress(o.job)) throw new C0Error('ADDRESS_MALFORMED', `--job must be a job's address, sha256:<64 hex>, got "${String(o.job).slice(0, 80)}"`, { field: 'job' });
+      if (!isAddress(o.job)) throw new UsageError('ADDRESS_MALFORMED', `--job must be a job's address, sha256:<64 hex>, got "${String(o.job).slice(0, 80)}"`, { field: 'job' });
       const c = daemonClient(dataDir);
       // each record a file as it comes (an export at the evidence bound is ~100,000 of them): no fsync each, a
       // directory of records is written again whole if anything went wrong

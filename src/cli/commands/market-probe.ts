@@ -10,7 +10,7 @@ import { apiCall } from '../../node/api-client.js';
 import type { Presence } from '../../records/kinds.js';
 import type { CandidatesResult } from '../../matching/candidates.js';
 import { shortDid } from '../../market/short-did.js';
-import { NegativeAnswer, out, outJson } from '../context.js';
+import { NegativeAnswer, out, outJson, UsageError } from '../context.js';
 import { overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import { DEFAULT_LIST_LIMIT, listLimit } from '../limit.js';
 import { globals } from './index.js';
@@ -65,6 +65,10 @@ export function registerProbe(program: Command): void {
     .option('--all', 'list every one')
     .option('--json', 'machine-readable output')
     .action(async (file: string, o: ProbeOpts, cmd: Command) => {
+      // a wrong --designated is a wrong command line (exit 2); the same in a request body stays PROBE_SPEC_INVALID
+      if (o.designated !== undefined && !(await import('../../records/did.js')).isDid(o.designated)) {
+        throw new UsageError('PROBE_SPEC_INVALID', `--designated must be a provider DID (did:key:…), got "${String(o.designated).slice(0, 80)}"`, { field: 'designated' });
+      }
       const { readJobFile } = await import('../jobfile.js');
       const spec = readJobFile(file, { inputOptional: true, ...(o.input ? { input: o.input } : {}) });
       const body = { ...spec, ...(o.designated ? { designated: o.designated } : {}) };

@@ -274,6 +274,9 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   const { dataDir } = globals(cmd);
   // a bad --policy is a wrong command line (exit 2); a bad policy in the job file stays a bad file (exit 3)
   if (f.policy !== undefined && !(POLICIES as readonly string[]).includes(f.policy)) throw new UsageError('POLICY_UNKNOWN', `--policy: unknown policy "${f.policy.slice(0, 40)}"; one of ${POLICIES.join(', ')}`, { field: 'policy' });
+  if (f.designated !== undefined && !(await import('../../records/did.js')).isDid(f.designated)) {
+    throw new UsageError('JOB_SPEC_INVALID', `--designated must be a provider DID (did:key:…), got "${String(f.designated).slice(0, 80)}"`, { field: 'designated' });
+  }
   const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
   // An --output that cannot be written is refused before the job is bought, not after it is paid for.
   if (f.output) checkWritable(f.output);

@@ -16,8 +16,22 @@ import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
 
-function collect(v: string, prev: string[] = []): string[] {
-  return [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+/**
+ * A repeatable, comma-separated option's values. A value naming nothing (`--role ""`) is a wrong command line (exit 2):
+ * before (review s40 F9) it was dropped, and the node started with the config's roles as if the flag were not there.
+ */
+function collect(flag: string): (v: string, prev?: string[]) => string[] {
+  return (v, prev = []) => {
+    const values = v.split(',').map((s) => s.trim()).filter(Boolean);
+    if (!values.length) throw new UsageError('USAGE_EMPTY_VALUE', `${flag} takes a value; got "${v.slice(0, 40)}", which names none`, { field: flag.slice(2) });
+    return [...prev, ...values];
+  };
+}
+
+/** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
+async function requireDidArg(v: string, what: string, code: string): Promise<void> {
+  const { isDid } = await import('../../records/did.js');
+  if (!isDid(v)) throw new UsageError(code, `${what} must be a did:key, got "${String(v).slice(0, 80)}"`, { field: what.replace(/^--/, '') });
 }
 
 export function register(program: Command): void {
@@ -31,9 +45,9 @@ export function register(program: Command): void {
   const startOpts = (c: Command) =>
     c
       .option('--config <file>', 'config file (default: <data-dir>/config.yaml if present)')
-      .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect)
-      .option('--listen <multiaddr>', 'listen address (repeatable)', collect)
-      .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect)
+      .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect('--role'))
+      .option('--listen <multiaddr>', 'listen address (repeatable)', collect('--listen'))
+      .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect('--bootstrap'))
       .option('--api <host:port>', 'control API address')
       .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent')
       .option('--log-format <fmt>', 'json|pretty');
@@ -117,6 +131,9 @@ export function register(program: Command): void {
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .action(async (job: string, o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      // a wrong address is a wrong command line (exit 2), said before the daemon is asked
+      const { isAddress } = await import('../../records/address.js');
+      if (!isAddress(job)) throw new UsageError('ADDRESS_MALFORMED', `job must be sha256:<64 hex>, got "${String(job).slice(0, 80)}"`, { field: 'job' });
       const c = requireDaemon(dataDir);
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/offers/${encodeURIComponent(job)}${q(o.overlay)}`)) as { known: boolean; offers: Array<{ signer: string; address: string; record: { price: { amount: string; currency: string }; durationMs: number; expiresAt: number } }>; explanation?: { summary: string } };
       if (o.json) return outJson(r);
@@ -175,7 +192,7 @@ export function register(program: Command): void {
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .action(async (did: string | undefined, o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      if (did !== undefined) (await import('../../records/did.js')).requireDid(did, 'did');
+      if (did !== undefined) await requireDidArg(did, 'did', 'DID_MALFORMED');
       const c = daemonClient(dataDir);
       let r: unknown;
       if (c) r = await apiCall(c.api, c.token, 'GET', (did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation') + q(o.overlay));

@@ -1,0 +1,51 @@
+/**
+ * A bad argument or option value is a wrong command line: exit 2 with its own code (README "Exit codes"), as
+ * `jobs --limit 0` and `run --policy nope` already were. Before (review s40 F9): `reputation notadid` was
+ * DID_MALFORMED exit 3, `offers notajob` and `market export --job notajob` ADDRESS_MALFORMED exit 3, `market probe
+ * --designated notadid` PROBE_SPEC_INVALID exit 3 (from the daemon), `run --designated notadid` JOB_SPEC_INVALID exit 3,
+ * and `--role ""` was dropped, starting the node with the config's roles. Runs the real CLI on an empty data
+ * directory: each case ends before any node or network starts.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'c0-arg-values-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const dataDir = join(dir, 'data');
+mkdirSync(dataDir);
+const job = join(dir, 'job.yaml');
+writeFileSync(job, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
+
+function c0(...args: string[]): { code: number | null; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, '--data-dir', dataDir, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: join(dir, 'home') }, timeout: 60_000, killSignal: 'SIGKILL' });
+  return { code: r.status, stderr: r.stderr };
+}
+
+describe('a bad argument value exits 2 with its own code', () => {
+  const cases: Array<[string[], string]> = [
+    [['reputation', 'notadid'], 'DID_MALFORMED'],
+    [['reputation', 'did:key:zzzz'], 'DID_MALFORMED'],
+    [['offers', 'notajob'], 'ADDRESS_MALFORMED'],
+    [['offers', 'sha256:00'], 'ADDRESS_MALFORMED'],
+    [['market', 'export', '--job', 'notajob', '--out', join(dir, 'exp')], 'ADDRESS_MALFORMED'],
+    [['market', 'probe', job, '--designated', 'notadid'], 'PROBE_SPEC_INVALID'],
+    [['run', job, '--designated', 'notadid'], 'JOB_SPEC_INVALID'],
+    [['start', '--role', ''], 'USAGE_EMPTY_VALUE'],
+    [['start', '--role', ' , '], 'USAGE_EMPTY_VALUE'],
+    [['start', '--listen', ''], 'USAGE_EMPTY_VALUE'],
+    [['run', job, '--bootstrap', ''], 'USAGE_EMPTY_VALUE'],
+  ];
+  for (const [args, code] of cases) {
+    it(`${args.map((a) => (a === '' ? '""' : a)).join(' ')} → ${code}, exit 2`, () => {
+      const r = c0(...args);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`^error ${code}: `, 'm'));
+    });
+  }
+});
