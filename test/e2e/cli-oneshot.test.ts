@@ -41,8 +41,8 @@ test('run with no daemon: an in-process node runs the job to its output; jobs an
     assert.equal(rep.code, 0, rep.err);
     assert.deepEqual(((x) => [x.jobs, x.successes])(JSON.parse(rep.out) as { jobs: number; successes: number }), [1, 1]);
     const bad = await c0mpute(buyer.dir, ['reputation', 'not-a-did']);
-    assert.equal(bad.code, 3);
-    assert.match(bad.err, /^error DID_MALFORMED: did: not a did:key/m);
+    assert.equal(bad.code, 2, 'a wrong argument value is a wrong command line (review s40 F9)');
+    assert.match(bad.err, /^error DID_MALFORMED: did must be a did:key/m);
 
     const again = await c0mpute(p.dir, ['start', '--config', p.configPath]);
     assert.equal(again.code, 3, again.out + again.err);

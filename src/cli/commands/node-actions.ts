@@ -53,13 +53,14 @@ function bindIdentity(dataDir: string, did: string, adopt = false): void {
 }
 
 /**
- * The data directory's config.yaml, or undefined (the built-in defaults) when there is none on a data directory no
- * node has used yet. Any entry by that name is the config, read as such: a link to nothing (a mount not ready yet)
- * or a directory is CONFIG_UNREADABLE, never the defaults. A used data directory (it holds db/) without one is
- * CONFIG_MISSING: before (review s40 F3) a provider whose config was renamed came up as a buyer listening on every
- * interface, with no warning.
+ * The data directory's config.yaml, or undefined (the built-in defaults) when there is none. Any entry by that name is
+ * the config, read as such: a link to nothing (a mount not ready yet) or a directory is CONFIG_UNREADABLE, never the
+ * defaults. For the daemon (`daemon`: `start`), a used data directory (it holds db/) without one is CONFIG_MISSING:
+ * before (review s40 F3) a provider whose config was renamed came up as a buyer listening on every interface, with no
+ * warning. `run`'s own node (a buyer on a port of its own) and the offline node of `jobs` and `reputation` serve no
+ * one, and still take the defaults there.
  */
-export function dataDirConfig(dataDir: string): string | undefined {
+export function dataDirConfig(dataDir: string, daemon = false): string | undefined {
   const file = join(dataDir, 'config.yaml');
   try {
     lstatSync(file);
@@ -67,7 +68,7 @@ export function dataDirConfig(dataDir: string): string | undefined {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${file}: ${(e as Error).message}`);
   }
-  if (existsSync(join(dataDir, 'db'))) {
+  if (daemon && existsSync(join(dataDir, 'db'))) {
     throw new C0Error(
       'CONFIG_MISSING',
       `${dataDir} holds a node's data (db/) but no config.yaml: restore it (or pass --config <file>); to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``,
@@ -77,8 +78,7 @@ export function dataDirConfig(dataDir: string): string | undefined {
   return undefined;
 }
 
-export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[]): NodeConfig {
-  const file = f.config ?? dataDirConfig(dataDir);
+export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], daemon = false): NodeConfig {
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
     for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
@@ -93,6 +93,8 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   if (f.logLevel) log.level = f.logLevel;
   if (f.logFormat) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
+  // after the flags' own checks: a wrong command line is said first
+  const file = f.config ?? dataDirConfig(dataDir, daemon);
   return loadConfig({ ...(file ? { file } : {}), env: process.env, flags, ...(warnings ? { warnings } : {}) });
 }
 
@@ -181,7 +183,7 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const running = readDaemonInfo(dataDir);
   if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
   const warnings: ConfigWarning[] = [];
-  const config = nodeConfig(dataDir, f, warnings);
+  const config = nodeConfig(dataDir, f, warnings, true);
   const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
   // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
   for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);

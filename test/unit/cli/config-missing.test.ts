@@ -57,9 +57,16 @@ describe("the data directory's config.yaml", () => {
   it('a fresh data directory has none: the built-in defaults (README first run)', () => {
     const d = join(dir, 'fresh');
     mkdirSync(d, { recursive: true });
-    assert.equal(dataDirConfig(d), undefined);
+    assert.equal(dataDirConfig(d, true), undefined);
     writeFileSync(join(d, 'identity.key'), '{}', { mode: 0o600 });
+    assert.equal(dataDirConfig(d, true), undefined);
+  });
+
+  it("run's own node and the offline jobs listing take the defaults on a used data directory (they serve no one)", () => {
+    const d = join(dir, 'used-offline');
+    mkdirSync(join(d, 'db'), { recursive: true });
     assert.equal(dataDirConfig(d), undefined);
+    assert.throws(() => dataDirConfig(d, true), /CONFIG_MISSING|no config\.yaml/);
   });
 
   it('an empty config (or comments only) is a CONFIG_EMPTY warning: it means every default', () => {
