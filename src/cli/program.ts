@@ -107,8 +107,24 @@ export function report(e: unknown): number {
     if (e instanceof UsageError || e.code.startsWith('USAGE_')) return EXIT.USAGE;
     return e instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
   }
+  const damaged = levelCorruption(e);
+  if (damaged !== undefined) {
+    // a damaged LevelDB table met by a read (or an open) outside the store's own mapping: the data directory's fault,
+    // not a bug (exit 70 made a supervisor's Restart=on-failure restart it in a loop)
+    const err = new C0Error('STORE_CORRUPT', `the node's database is damaged (${damaged}); nothing was changed: stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself`, { cause: e });
+    return report(err);
+  }
   process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);
   if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ''}\n`);
   else process.stderr.write('(this is a bug; run with C0MPUTE_DEBUG=1 for the stack trace)\n');
   return EXIT.INTERNAL;
+}
+
+/** LevelDB's reason when `e` (or an error it was caused by) is LevelDB's LEVEL_CORRUPTION, else undefined. */
+function levelCorruption(e: unknown): string | undefined {
+  for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
+    const { code, message } = x as { code?: unknown; message?: unknown };
+    if (code === 'LEVEL_CORRUPTION' || (code === undefined && typeof message === 'string' && message.startsWith('Corruption: '))) return typeof message === 'string' ? message : 'corruption';
+  }
+  return undefined;
 }

@@ -19,12 +19,13 @@
  * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
 import { resolve, join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { Level } from 'level';
 import { C0Error } from '../errors.js';
 import { osReason } from '../util/os-reason.js';
+import { printable } from '../util/text.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
@@ -151,6 +152,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
    */
   #mapNotOpen(level: Record<string, unknown>): void {
     const map = (e: unknown, write: boolean): unknown => {
+      // a read that meets a damaged table (a bit flipped on disk): the store's code, not a bare LevelDB error (a bug, exit 70)
+      if (!write && (e as { code?: string } | undefined)?.code === 'LEVEL_CORRUPTION') return corrupt(this.path, e);
       if (!this.#poison || !NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
       if (write) return this.#refusal();
       return new C0Error(STORE_REOPENING, `the database at ${this.path} is being reopened after a failed write (${this.#poison.cause}); read again shortly`, { cause: e, detail: { cause: this.#poison.cause, since: this.#poison.since } });
@@ -372,7 +375,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
     if (this.status === 'open') await this.close();
     if (this.#stop.signal.aborted) return;
     await this.recovery.beforeOpen?.();
-    await this.open();
+    // never a new empty database in place of this one (openDb)
+    await this.open({ createIfMissing: false });
     for (const s of this.#subs) if (s.status === 'closed') await s.open();
     // the holders re-read what they keep in memory before a write is taken again; one that cannot go on refuses
     for (const h of this.#hooks) await h();
@@ -454,7 +458,27 @@ interface Entry {
 const open = new Map<string, Entry>();
 const opening = new Map<string, Promise<Db>>();
 
-/** Open (or share) the database at `path`. Pair every call with closeDb(). */
+/** A database that LevelDB reports damaged, or one whose files are there without the CURRENT that names them (docs/node.md "A damaged database"). */
+export const STORE_CORRUPT = 'STORE_CORRUPT';
+/** What the operator reads with STORE_CORRUPT: nothing is repaired or deleted by the node itself. */
+const RECOVERY = 'stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself';
+
+/** STORE_CORRUPT for LevelDB's LEVEL_CORRUPTION (an open's cause, or a read's error). */
+export function corrupt(path: string, err: unknown): C0Error {
+  const why = (err as { message?: string } | undefined)?.message ?? 'corruption';
+  return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${RECOVERY}`, { cause: err, detail: { path } });
+}
+
+/** A LevelDB file other than CURRENT and LOCK: tables, logs, manifests. */
+const DATA_FILE = /^(\d+\.(ldb|sst|log)|MANIFEST-\d+)$/;
+
+/**
+ * Open (or share) the database at `path`. Pair every call with closeDb().
+ *
+ * A directory that already holds LevelDB's files is never created anew: LevelDB's createIfMissing, on a directory
+ * whose CURRENT is lost, made a new empty database there and deleted the old tables as obsolete (a read-only
+ * `c0mpute jobs` wiped the job history). Such a directory is STORE_CORRUPT, as is one LevelDB reports damaged.
+ */
 export async function openDb(path: string): Promise<Db> {
   const key = resolve(path);
   const e = open.get(key);
@@ -469,19 +493,39 @@ export async function openDb(path: string): Promise<Db> {
     return db;
   }
   const p = (async () => {
+    let files: string[];
     try {
       mkdirSync(key, { recursive: true });
+      files = readdirSync(key);
     } catch (err) {
       throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });
     }
+    const exists = files.includes('CURRENT') || files.some((f) => DATA_FILE.test(f));
+    if (exists && !files.includes('CURRENT')) {
+      throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file is missing while its tables and logs are there (opening it would make a new empty database and delete them); nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: 'CURRENT' } });
+    }
+    if (files.includes('CURRENT')) {
+      // CURRENT names the manifest (LevelDB's index of the tables); one it names that is not there cannot be opened
+      let manifest = '';
+      try {
+        manifest = readFileSync(join(key, 'CURRENT'), 'utf8').trim();
+      } catch {
+        /* the open says why */
+      }
+      if (/^MANIFEST-\d+$/.test(manifest) ? !files.includes(manifest) : manifest !== '' && !manifest.includes('\n')) {
+        throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file names "${printable(manifest.slice(0, 40))}", not a manifest in that directory; nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: manifest.slice(0, 40) } });
+      }
+    }
     const db = new GuardedLevel(key) as unknown as Db;
     try {
-      await db.open();
+      // (createIfMissing: false on a database that is there: should CURRENT go between the check and the open)
+      await db.open({ createIfMissing: !exists });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
         throw new C0Error('STORE_LOCKED', `the database at ${key} is in use by another process (is a daemon running on this data directory?)`, { cause: err });
       }
+      if (cause?.code === 'LEVEL_CORRUPTION') throw corrupt(key, cause);
       // LevelDB's own reason ("IO error: …: No space left on device") is the cause's message
       const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
       throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${why}`, { cause: err });
@@ -496,7 +540,6 @@ export async function openDb(path: string): Promise<Db> {
     opening.delete(key);
   }
 }
-
 
 export async function closeDb(db: Db): Promise<void> {
   for (const [key, e] of open) {

@@ -1,0 +1,70 @@
+/**
+ * The real CLI on a damaged or held database (docs/node.md "A damaged database"):
+ * - `jobs` (no daemon) on a db/ whose CURRENT is lost printed `no jobs yet`, exit 0, and LevelDB deleted the old tables
+ *   (the whole job history); now `error STORE_CORRUPT`, exit 3, and db/ is as it was.
+ * - LevelDB's LEVEL_CORRUPTION reaching the top level was `internal error: Corruption: …`, exit 70 (a supervisor's
+ *   Restart=on-failure restarted it in a loop); now STORE_CORRUPT, exit 3.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { report } from '../../../src/cli/program.js';
+import { EXIT } from '../../../src/cli/context.js';
+
+const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const root = mkdtempSync(join(tmpdir(), 'c0-store-damaged-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const c0 = (d: string, ...args: string[]) => {
+  const r = spawnSync(process.execPath, [bin, '--data-dir', d, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+};
+
+/** An initialised data directory whose db/ exists (an offline `jobs` made it). */
+function dataDir(name: string): string {
+  const d = join(root, name);
+  assert.equal(c0(d, 'init', '--no-passphrase').code, 0);
+  const j = c0(d, 'jobs', '--all');
+  assert.equal(j.code, 0, j.stderr);
+  return d;
+}
+
+const listing = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => !/^(LOG|LOG\.old|LOCK)$/.test(f))
+    .map((f) => `${f}:${statSync(join(dir, f)).size}`)
+    .sort();
+
+describe('the CLI on a damaged database', () => {
+  it('jobs with db/CURRENT lost: STORE_CORRUPT, exit 3, nothing deleted', () => {
+    const d = dataDir('current');
+    rmSync(join(d, 'db', 'CURRENT'));
+    const before = listing(join(d, 'db'));
+    const r = c0(d, 'jobs', '--all');
+    assert.equal(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error STORE_CORRUPT: .*CURRENT file is missing.*A damaged database/);
+    assert.doesNotMatch(r.stdout, /no jobs yet/);
+    assert.deepEqual(listing(join(d, 'db')), before);
+  });
+
+  it("LevelDB's LEVEL_CORRUPTION at the top level: STORE_CORRUPT, exit 3, not a bug", () => {
+    const e = Object.assign(new Error('Corruption: corrupted compressed block contents'), { code: 'LEVEL_CORRUPTION' });
+    let err = '';
+    const w = process.stderr.write;
+    process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
+    let code: number;
+    try {
+      code = report(e);
+      code = report(Object.assign(new Error('Database failed to open'), { code: 'LEVEL_DATABASE_NOT_OPEN', cause: e })) === code ? code : -1;
+    } finally {
+      process.stderr.write = w;
+    }
+    assert.equal(code, EXIT.OPERATOR, err);
+    assert.match(err, /^error STORE_CORRUPT: the node's database is damaged \(Corruption: corrupted compressed block contents\).*A damaged database/);
+    assert.doesNotMatch(err, /internal error|this is a bug/);
+  });
+});
