@@ -120,7 +120,9 @@ export class Daemon {
     });
     // a full or read-only data directory is said before anything starts (DATA_DIR_UNWRITABLE), not once the network is up
     checkDataDirWritable(dataDir);
-    this.db = await openDb(join(dataDir, 'db'));
+    // a daemon's start waits a while for a database a one-shot command (`run`, an offline `jobs`) holds during a restart
+    const lockWaitMs = this.opts.advertise === false ? 0 : 10_000;
+    this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
     this.#stops.push(() => closeDb(this.db));
     this.#watchStore(this.db);
     for (const n of networksOf(config)) {

@@ -19,7 +19,7 @@
  * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
 import { resolve, join } from 'node:path';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { Level } from 'level';
@@ -469,8 +469,58 @@ export function corrupt(path: string, err: unknown): C0Error {
   return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${RECOVERY}`, { cause: err, detail: { path } });
 }
 
+/** The note an opener leaves in the database's directory while it holds the lock: who holds it, for STORE_LOCKED. */
+const HOLDER = 'C0HOLDER';
+
+/** Options of openDb. */
+export interface OpenDbOptions {
+  /**
+   * How long to wait for a database another process holds (LevelDB's lock), trying again with backoff, before
+   * STORE_LOCKED (default 0: at once). The daemon's `start` waits: a one-shot command (`run`, an offline `jobs`) may
+   * hold it for a moment during a restart.
+   */
+  lockWaitMs?: number;
+  /** Called once when the lock is found held and openDb waits, with who holds it (the holder note, if any). */
+  onLockWait?: (holder: string | undefined) => void;
+}
+
 /** A LevelDB file other than CURRENT and LOCK: tables, logs, manifests. */
 const DATA_FILE = /^(\d+\.(ldb|sst|log)|MANIFEST-\d+)$/;
+
+/** Who holds the database at `dir` by its holder note, while that process is alive (undefined when nothing is known). */
+function holderOf(dir: string): string | undefined {
+  try {
+    const h = JSON.parse(readFileSync(join(dir, HOLDER), 'utf8')) as { pid?: unknown; cmd?: unknown; since?: unknown };
+    if (typeof h.pid !== 'number' || !Number.isSafeInteger(h.pid) || h.pid <= 0 || h.pid === process.pid) return undefined;
+    try {
+      process.kill(h.pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EPERM') return undefined; // gone: a note left by a crash
+    }
+    const cmd = typeof h.cmd === 'string' ? ` (\`${printable(h.cmd.slice(0, 160), true)}\`` + (typeof h.since === 'number' ? `, since ${new Date(h.since).toISOString()}` : '') + ')' : '';
+    return `process ${h.pid}${cmd}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeHolder(dir: string): void {
+  // best effort: a note that cannot be written (a full disk) only makes a later STORE_LOCKED say less
+  try {
+    writeFileSync(join(dir, HOLDER), JSON.stringify({ pid: process.pid, cmd: ['c0mpute', ...process.argv.slice(2)].join(' '), since: Date.now() }) + '\n');
+  } catch {
+    /* ignored */
+  }
+}
+
+function removeHolder(dir: string): void {
+  try {
+    const h = JSON.parse(readFileSync(join(dir, HOLDER), 'utf8')) as { pid?: unknown };
+    if (h.pid === process.pid) rmSync(join(dir, HOLDER), { force: true });
+  } catch {
+    /* none, or not ours */
+  }
+}
 
 /**
  * Open (or share) the database at `path`. Pair every call with closeDb().
@@ -479,7 +529,7 @@ const DATA_FILE = /^(\d+\.(ldb|sst|log)|MANIFEST-\d+)$/;
  * whose CURRENT is lost, made a new empty database there and deleted the old tables as obsolete (a read-only
  * `c0mpute jobs` wiped the job history). Such a directory is STORE_CORRUPT, as is one LevelDB reports damaged.
  */
-export async function openDb(path: string): Promise<Db> {
+export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db> {
   const key = resolve(path);
   const e = open.get(key);
   if (e) {
@@ -516,22 +566,38 @@ export async function openDb(path: string): Promise<Db> {
         throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file names "${printable(manifest.slice(0, 40))}", not a manifest in that directory; nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: manifest.slice(0, 40) } });
       }
     }
-    const db = new GuardedLevel(key) as unknown as Db;
-    try {
-      // (createIfMissing: false on a database that is there: should CURRENT go between the check and the open)
-      await db.open({ createIfMissing: !exists });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
-        throw new C0Error('STORE_LOCKED', `the database at ${key} is in use by another process (is a daemon running on this data directory?)`, { cause: err });
+    const deadline = Date.now() + (opts.lockWaitMs ?? 0);
+    let delay = 100;
+    let waited = false;
+    for (;;) {
+      const db = new GuardedLevel(key) as unknown as Db;
+      try {
+        // (createIfMissing: false on a database that is there: should CURRENT go between the check and the open)
+        await db.open({ createIfMissing: !exists });
+        open.set(key, { db, refs: 1 });
+        writeHolder(key);
+        return db;
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
+          const holder = holderOf(key);
+          if (Date.now() < deadline) {
+            if (!waited) opts.onLockWait?.(holder);
+            waited = true;
+            await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(1, deadline - Date.now()))));
+            delay = Math.min(delay * 2, 1000);
+            continue;
+          }
+          const by = holder ? `held by ${holder}` : 'in use by another process';
+          const waitedFor = waited ? ` (waited ${Math.round((opts.lockWaitMs ?? 0) / 1000)} s)` : '';
+          throw new C0Error('STORE_LOCKED', `the database at ${key} is ${by}${waitedFor}: a daemon running on this data directory, or a one-shot command (\`c0mpute run\`, an offline \`c0mpute jobs\`) that lets go of it when it ends`, { cause: err, ...(holder ? { detail: { holder } } : {}) });
+        }
+        if (cause?.code === 'LEVEL_CORRUPTION') throw corrupt(key, cause);
+        // LevelDB's own reason ("IO error: …: No space left on device") is the cause's message
+        const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
+        throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${why}`, { cause: err });
       }
-      if (cause?.code === 'LEVEL_CORRUPTION') throw corrupt(key, cause);
-      // LevelDB's own reason ("IO error: …: No space left on device") is the cause's message
-      const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
-      throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${why}`, { cause: err });
     }
-    open.set(key, { db, refs: 1 });
-    return db;
   })();
   opening.set(key, p);
   try {
@@ -549,6 +615,7 @@ export async function closeDb(db: Db): Promise<void> {
         open.delete(key);
         await guarded(db).shutdown();
         if (db.status === 'open' || db.status === 'opening') await db.close();
+        removeHolder(key);
       }
       return;
     }

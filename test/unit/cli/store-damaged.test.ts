@@ -4,13 +4,16 @@
  *   (the whole job history); now `error STORE_CORRUPT`, exit 3, and db/ is as it was.
  * - LevelDB's LEVEL_CORRUPTION reaching the top level was `internal error: Corruption: …`, exit 70 (a supervisor's
  *   Restart=on-failure restarted it in a loop); now STORE_CORRUPT, exit 3.
+ * - `start` while a one-shot command holds the database (a `run` during a restart) exited 3 STORE_LOCKED at once; now it
+ *   waits for it (up to 10 s), saying who holds it, and starts.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { report } from '../../../src/cli/program.js';
 import { EXIT } from '../../../src/cli/context.js';
@@ -66,5 +69,47 @@ describe('the CLI on a damaged database', () => {
     assert.equal(code, EXIT.OPERATOR, err);
     assert.match(err, /^error STORE_CORRUPT: the node's database is damaged \(Corruption: corrupted compressed block contents\).*A damaged database/);
     assert.doesNotMatch(err, /internal error|this is a bug/);
+  });
+});
+
+describe('start while a one-shot command holds the database', () => {
+  it('waits for it, naming the holder, then starts', async () => {
+    const d = dataDir('held');
+    const db = join(d, 'db');
+    // the one-shot command: a process that opens db/ as every command does (openDb) and lets go on a line on stdin
+    const mod = new URL('../../../src/store/db.js', import.meta.url).href;
+    const src = `import(${JSON.stringify(mod)}).then(async (m) => { const d = await m.openDb(${JSON.stringify(db)}); process.stdout.write('held\\n'); process.stdin.once('data', async () => { await m.closeDb(d); process.exit(0); }); });`;
+    const holder = spawn(process.execPath, ['--input-type=module', '-e', src, 'c0mpute', 'run', 'job.yaml'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const holderExit = once(holder, 'exit');
+    await new Promise<void>((res) => holder.stdout.on('data', (b: Buffer) => (b.toString().includes('held') ? res() : undefined)));
+    const start = spawn(process.execPath, [bin, '--data-dir', d, 'start', '--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--bootstrap', '', '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
+    const startExit = once(start, 'exit');
+    let log = '';
+    let released = false;
+    let stopped = false;
+    const onLog = (b: Buffer) => {
+      log += b.toString();
+      // the holder lets go once start says it waits; start is stopped once it has started
+      if (!released && log.includes('waiting up to 10 s')) {
+        released = true;
+        holder.stdin!.end('go\n');
+      }
+      if (!stopped && log.includes('node started')) {
+        stopped = true;
+        start.kill('SIGINT');
+      }
+    };
+    start.stdout.on('data', onLog);
+    start.stderr.on('data', onLog);
+    const timer = setTimeout(() => start.kill('SIGKILL'), 60_000);
+    const [code] = await startExit;
+    clearTimeout(timer);
+    if (!released) holder.stdin!.end('go\n');
+    await holderExit;
+    assert.ok(released, log);
+    assert.match(log, new RegExp(`held by process ${holder.pid} \\(\`c0mpute run job\\.yaml\``));
+    assert.doesNotMatch(log, /error STORE_LOCKED/);
+    assert.ok(stopped, log);
+    assert.equal(code, 0, log);
   });
 });

@@ -5,12 +5,16 @@
  *   tables and log as obsolete (a read-only `c0mpute jobs` wiped the job history); now STORE_CORRUPT, nothing changed.
  * - a CURRENT naming a manifest that is not there: STORE_CORRUPT, not STORE_OPEN_FAILED.
  * - a flipped table block met by a read: STORE_CORRUPT (a C0Error), not LevelDB's bare LEVEL_CORRUPTION (a bug, exit 70).
+ * - a database held by another process (LevelDB's lock): with lockWaitMs openDb waits for it (the daemon's start, while
+ *   a one-shot command holds it) and says who holds it.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import { closeDb, openDb, sub } from '../../../src/store/db.js';
 import { C0Error } from '../../../src/errors.js';
 
@@ -94,5 +98,61 @@ describe('openDb on a damaged directory', () => {
     } finally {
       await closeDb(db);
     }
+  });
+});
+
+describe('openDb on a database another process holds', () => {
+  /** A child process that opens `dir` with openDb (leaving its holder note), says "held", and closes it on a line on stdin. */
+  async function holder(dir: string) {
+    const mod = new URL('../../../src/store/db.js', import.meta.url).href;
+    const src = `import(${JSON.stringify(mod)}).then(async (m) => { const d = await m.openDb(${JSON.stringify(dir)}); process.stdout.write('held\\n'); process.stdin.once('data', async () => { await m.closeDb(d); process.stdout.write('released\\n'); process.exit(0); }); });`;
+    const c = spawn(process.execPath, ['--input-type=module', '-e', src, 'c0mpute', 'run', 'job.yaml'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = once(c, 'exit');
+    let out = '';
+    c.stdout.setEncoding('utf8');
+    const said = (w: string) =>
+      new Promise<void>((res, rej) => {
+        const check = () => (out.includes(w) ? res() : undefined);
+        c.stdout.on('data', (d: string) => ((out += d), check()));
+        c.once('exit', (code) => (out.includes(w) ? res() : rej(new Error(`holder exited ${code} before "${w}"`))));
+        check();
+      });
+    await said('held');
+    return { child: c, said, exited };
+  }
+
+  it('at once: STORE_LOCKED naming the holding process and its command', async () => {
+    const dir = await filled();
+    const h = await holder(dir);
+    try {
+      await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_LOCKED' && e.message.includes(`held by process ${h.child.pid} (\`c0mpute run job.yaml\``) && /one-shot command/.test(e.message));
+    } finally {
+      h.child.stdin!.end('go\n');
+      await h.exited;
+    }
+  });
+
+  it('with lockWaitMs: waits for the holder to let go, then opens', async () => {
+    const dir = await filled();
+    const h = await holder(dir);
+    let saw: string | undefined;
+    // the holder lets go only once openDb has found the lock held and waits
+    const opening = openDb(dir, {
+      lockWaitMs: 60_000,
+      onLockWait: (who: string | undefined) => {
+        saw = who ?? 'unknown';
+        h.child.stdin!.end('go\n');
+      },
+    });
+    const db = await opening.finally(() => h.child.stdin!.end('go\n'));
+    try {
+      assert.match(saw ?? '', new RegExp(`^process ${h.child.pid} `));
+      assert.ok((await sub(db, 'x').get('last')) !== undefined);
+      assert.deepEqual(JSON.parse(readFileSync(join(dir, 'C0HOLDER'), 'utf8')).pid, process.pid);
+    } finally {
+      await closeDb(db);
+      await h.exited;
+    }
+    assert.ok(!readdirSync(dir).includes('C0HOLDER'), 'the note is removed at the close');
   });
 });
