@@ -118,6 +118,8 @@ function statusFor(code: string): number {
   if (code === 'API_HOST_REFUSED' || code === 'API_ORIGIN_REFUSED') return 403;
   // the node's database takes no writes now (a full disk): the request was fine, the node cannot serve it yet
   if (code === 'STORE_WRITE_FAILED' || code === 'STORE_REOPENING' || code === 'STORE_REOPEN_REFUSED') return 503;
+  // a damaged table read by a running daemon (docs/node.md "A damaged database"): this node's fault, not the request's
+  if (code === 'STORE_CORRUPT') return 500;
   return 400;
 }
 
