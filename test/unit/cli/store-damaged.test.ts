@@ -82,7 +82,7 @@ describe('start while a one-shot command holds the database', () => {
     const holder = spawn(process.execPath, ['--input-type=module', '-e', src, 'c0mpute', 'run', 'job.yaml'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const holderExit = once(holder, 'exit');
     await new Promise<void>((res) => holder.stdout.on('data', (b: Buffer) => (b.toString().includes('held') ? res() : undefined)));
-    const start = spawn(process.execPath, [bin, '--data-dir', d, 'start', '--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--bootstrap', '', '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
+    const start = spawn(process.execPath, [bin, '--data-dir', d, 'start', '--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_PASSPHRASE: '' } });
     const startExit = once(start, 'exit');
     let log = '';
     let released = false;
