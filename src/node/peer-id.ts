@@ -45,3 +45,21 @@ export async function libp2pKey(signer: Ed25519Signer): Promise<Ed25519PrivateKe
     raw.fill(0);
   }
 }
+
+/**
+ * Call `fn` with the DID of each Ed25519 peer that connects to `p2p` (libp2p's `peer:connect`; other peers are no
+ * node's key and are skipped). Returns what stops it.
+ */
+export function onDidConnect(p2p: Pick<EventTarget, 'addEventListener' | 'removeEventListener'>, fn: (did: string) => void): () => void {
+  const onConnect = (evt: Event): void => {
+    let did: string;
+    try {
+      did = didFromPeerId((evt as CustomEvent<{ toString(): string }>).detail.toString());
+    } catch {
+      return;
+    }
+    fn(did);
+  };
+  p2p.addEventListener('peer:connect', onConnect);
+  return () => p2p.removeEventListener('peer:connect', onConnect);
+}

@@ -234,18 +234,8 @@ export class Steward {
     // A provider whose `stop` got no answer connecting again: the preemption is tried again (Reclaimer.connected).
     const p2p = net.libp2p;
     if (p2p) {
-      const { didFromPeerId } = await import('../node/peer-id.js');
-      const onConnect = (evt: CustomEvent<{ toString(): string }>): void => {
-        let did: string;
-        try {
-          did = didFromPeerId(evt.detail.toString());
-        } catch {
-          return; // not an Ed25519 peer: no provider
-        }
-        this.#reclaim.connected(did);
-      };
-      p2p.addEventListener('peer:connect', onConnect);
-      this.#offConnect = () => p2p.removeEventListener('peer:connect', onConnect);
+      const { onDidConnect } = await import('../node/peer-id.js');
+      this.#offConnect = onDidConnect(p2p, (did) => this.#reclaim.connected(did));
     }
     // §2.7: only a configured policy samples, and only it can reclaim anything.
     if (this.cfg.idle) {

@@ -343,18 +343,10 @@ export class WitnessRole {
     }
     const p2p = this.o.net.libp2p;
     if (!p2p) return;
-    const { didFromPeerId } = await import('../node/peer-id.js');
-    const onConnect = (evt: CustomEvent<{ toString(): string }>): void => {
-      let did: string;
-      try {
-        did = didFromPeerId(evt.detail.toString());
-      } catch {
-        return; // not an Ed25519 peer: no steward
-      }
+    const { onDidConnect } = await import('../node/peer-id.js');
+    this.#offConnect = onDidConnect(p2p, (did) => {
       if (this.#held.has(did)) this.#checkHeld(did, CONNECT_CHECK_MS);
-    };
-    p2p.addEventListener('peer:connect', onConnect);
-    this.#offConnect = () => p2p.removeEventListener('peer:connect', onConnect);
+    });
   }
 
   /**
