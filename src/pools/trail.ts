@@ -74,6 +74,22 @@ type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: 
  * gives undefined), `extra` adds its own keys. Synced batches of at most
  * INDEX_BATCH ops, the marker last.
  */
+/**
+ * One key's value, read at once when the database is open (a small read from LevelDB's memtable or block cache, no
+ * trip through libuv's thread pool: a dispatch's idempotency check cost about as much as its signature), else as an
+ * ordinary read, which waits for a database being reopened (docs/node.md "When a write fails").
+ */
+async function readNow(db: Sub, key: string): Promise<Uint8Array | undefined> {
+  if (db.status === 'open') {
+    try {
+      return db.getSync(key);
+    } catch {
+      /* closing under it: the ordinary read says what happened */
+    }
+  }
+  return db.get(key);
+}
+
 async function indexOnce(db: Sub, dateOf: (key: string, value: Uint8Array) => number | undefined, extra?: (key: string, value: Uint8Array) => Op[]): Promise<void> {
   if ((await db.get(INDEXED)) !== undefined) return;
   let ops: Op[] = [];
@@ -249,7 +265,7 @@ export class DispatchTrail {
 
   async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined, roster: Opened<PoolRoster> | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
-    const cur = await this.db.get(key);
+    const cur = await readNow(this.db, key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
     if (maxOpen !== undefined && ((await this.#counts()).get(coordinator) ?? 0) >= maxOpen) {
       throw new C0Error('POOL_TRAIL_FULL', `coordinator ${coordinator} already has ${maxOpen} open dispatches here (pool.maxOpenDispatches)`);
