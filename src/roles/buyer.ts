@@ -82,11 +82,12 @@ export const EXEC_PROVIDER_OVERRAN = 'EXEC_PROVIDER_OVERRAN';
 export const EXEC_OPEN_MS = 25_000;
 
 /**
- * Errors an exec stream ends with here because of what the provider sent (exec-protocol.ts): a frame that is not one,
- * more output than this buyer takes. Its non-delivery says `no-receipt` (it answered, without a receipt), not
+ * Errors an exec stream ends with here because of what the provider sent (exec-protocol.ts, and this node's frame
+ * reader, frames.ts): a frame that is not CBOR or not an exec frame, one over the frame bound, more output than this
+ * buyer takes. A frame cut short by a broken link is NET_STREAM_FAILED, not one of these. Its non-delivery says `no-receipt` (it answered, without a receipt), not
  * `unreachable`: before, the signed record told everyone a link failed (review s40).
  */
-const PROVIDER_PROTOCOL_ERRORS: ReadonlySet<string> = new Set(['EXEC_BAD_FRAME', 'EXEC_OUTPUT_TOO_LARGE']);
+const PROVIDER_PROTOCOL_ERRORS: ReadonlySet<string> = new Set(['EXEC_BAD_FRAME', 'EXEC_OUTPUT_TOO_LARGE', 'NET_BAD_FRAME', 'NET_FRAME_TOO_LARGE']);
 /** The code an attempt is given up with when its stream did not open, or its provider did not take the request, in time (a `timeout` non-delivery). */
 export const EXEC_PROVIDER_NOT_READY = 'EXEC_PROVIDER_NOT_READY';
 

@@ -39,6 +39,16 @@ test('more output than the buyer takes (the stream ends EXEC_OUTPUT_TOO_LARGE he
   assert.match(nds[0]!.record.detail ?? '', /EXEC_OUTPUT_TOO_LARGE/);
 });
 
+test('a frame this node\'s reader refuses (not CBOR, over the bound) is the provider\'s too: no-receipt', async () => {
+  for (const code of ['NET_BAD_FRAME', 'NET_FRAME_TOO_LARGE']) {
+    const nds = await answered(async function* () {
+      yield { t: 'accepted', startedAt: NOW };
+      throw new C0Error(code, 'the frame');
+    });
+    assert.equal(nds[0]!.record.reason, 'no-receipt', code);
+  }
+});
+
 test('a receipt frame whose bytes do not open: bad-receipt', async () => {
   const nds = await answered(async function* () {
     yield { t: 'accepted', startedAt: NOW };
