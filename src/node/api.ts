@@ -193,6 +193,11 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   // the headers timeout is checked this often (Node's default 30 s would let a slow client keep its handle 40 s)
   const server = createServer({ connectionsCheckingInterval: Math.min(2_000, opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS) }, (req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
+      // a client without the token gets its answer and the connection closed, not held open for its next request:
+      // 256 keep-alive connections sending a refused request every few seconds held every slot of the API for as long
+      // as they liked (second-round review of API_MAX_CONNECTIONS); kept alive as asked once the request shows the token
+      const keepAlive = res.shouldKeepAlive;
+      res.shouldKeepAlive = false;
       const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
       // The request target as the path it names: `//v1/status` is that path, not a host `v1`.
@@ -209,8 +214,9 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       if (target.startsWith('/') && target.split(/[?#]/, 1)[0] !== url.pathname) {
         return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a path in normal form (a backslash, a `.` or `..` segment, or a character that needs escaping)' } });
       }
-      if (opts.console && (await opts.console.serve(req, res, url))) return;
       const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req, url) ?? false);
+      if (authorised) res.shouldKeepAlive = keepAlive;
+      if (opts.console && (await opts.console.serve(req, res, url))) return;
       // /metrics as every GET route (docs/node.md "Control API"): HEAD answers its headers, another method is 405
       // with Allow; on loopback without the token, off it with (else the 401 below, as for every route).
       // open on loopback only to a client naming this API by its own address: by a name of api.hosts it came through a

@@ -79,3 +79,39 @@ test('a client that does not finish its headers is closed after the headers time
     await s.close();
   }
 });
+
+test('a request without the token is answered and its connection closed; one with it keeps the connection open', { timeout: 30_000 }, async () => {
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log: silentLogger() });
+  const { host, port } = splitHostPort(s.address);
+  const ask = (headers: Record<string, string>, path = '/v1/nothing'): Promise<{ status: number; connection: string | undefined; closed: Promise<void> }> =>
+    new Promise((resolve, reject) => {
+      const sock = connect({ host, port }, () => {
+        sock.write(`GET ${path} HTTP/1.1\r\nHost: ${s.address}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      });
+      let text = '';
+      sock.on('data', (d: Buffer) => {
+        text += d.toString();
+        const head = text.split('\r\n\r\n')[0]!;
+        if (!text.includes('\r\n\r\n')) return;
+        const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1] ?? 0);
+        const connection = /\r\nconnection: ([^\r]+)/i.exec(head)?.[1]?.toLowerCase();
+        resolve({ status, connection, closed: closed(sock) });
+      });
+      sock.on('error', reject);
+      setTimeout(() => sock.destroy(), 5_000).unref();
+    });
+  try {
+    const refused = await ask({});
+    assert.equal(refused.status, 401);
+    assert.equal(refused.connection, 'close');
+    await refused.closed; // the server closed it
+    const metrics = await ask({}, '/metrics');
+    assert.equal(metrics.status, 200, '/metrics is open on loopback without the token');
+    assert.equal(metrics.connection, 'close', 'but its connection is not kept');
+    const ok = await ask({ authorization: `Bearer ${TOKEN}` });
+    assert.equal(ok.status, 404);
+    assert.equal(ok.connection, 'keep-alive');
+  } finally {
+    await s.close();
+  }
+});
