@@ -79,6 +79,12 @@ export const BATCH_STARTS_PER_SEC = 8;
 export const BATCH_START_BURST = 30;
 /** Default lines in flight at once, over all providers. */
 export const BATCH_RUN_CONCURRENCY = 8;
+/**
+ * The most lines in flight a batch run takes: each holds one connection to the daemon's control API, which takes 256
+ * at once (API_MAX_CONNECTIONS) and must keep room for the operator's CLI and console; past it the daemon closed the
+ * extra connections and the run stopped as if it had lost its daemon (second-round review).
+ */
+export const BATCH_RUN_MAX_CONCURRENCY = 128;
 
 /** What running one line at one provider gave. */
 export interface LineOutcome {
@@ -199,7 +205,7 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  */
 export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Promise<BatchRunSummary> {
   const emit = (e: BatchRunEvent) => ports.onEvent?.(e);
-  const concurrency = Math.max(1, opts.concurrency ?? BATCH_RUN_CONCURRENCY);
+  const concurrency = Math.min(BATCH_RUN_MAX_CONCURRENCY, Math.max(1, opts.concurrency ?? BATCH_RUN_CONCURRENCY));
   const maxAttempts = Math.max(1, opts.attempts ?? BATCH_LINE_ATTEMPTS);
   const startedAt = ports.clock();
   const plan = await ports.plan(opts.batch, [], { designated: {}, running: {} });

@@ -20,7 +20,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
-import { runBatch, BATCH_RUN_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
+import { runBatch, BATCH_RUN_CONCURRENCY, BATCH_RUN_MAX_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
 import { jsonReplacer, NegativeAnswer, out, UsageError, writingTo } from '../context.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
@@ -36,8 +36,8 @@ interface RunFlags {
   json?: boolean;
 }
 
-const whole = (flag: string, v: string, min: number): number => {
-  if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min) throw new UsageError('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
+const whole = (flag: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number => {
+  if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min || Number(v) > max) throw new UsageError('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
   return Number(v);
 };
 
@@ -47,7 +47,7 @@ export function registerBatchRun(batch: Command): void {
     .description('plan batch.yaml, then run every line as an order designated to its planned provider, re-planning the lines of a provider that fails')
     .option('--input-dir <dir>', 'where the lines’ input files are (default: the batch file’s directory)')
     .option('--output-dir <dir>', 'where outputs and summary.json go (default: <batch file without .yaml>.out beside it)')
-    .option('--concurrency <n>', `lines in flight at once, over all providers (default ${BATCH_RUN_CONCURRENCY}; per provider at most its free slots)`)
+    .option('--concurrency <n>', `lines in flight at once, over all providers (default ${BATCH_RUN_CONCURRENCY}, at most ${BATCH_RUN_MAX_CONCURRENCY}; per provider at most its free slots)`)
     .option('--ceiling <lines>', 'per-provider ceiling on lines in one plan (default 64)')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .option('--json', 'progress events and the summary as JSON lines on stdout')
@@ -55,7 +55,7 @@ export function registerBatchRun(batch: Command): void {
       const { dataDir } = globals(cmd);
       const [{ readBatchRunFile }, { apiBatchPorts, batchLines, withLineInputs }] = await Promise.all([import('../batchfile.js'), import('../../node/batch-client.js')]);
       const { batch: fromFile, run } = readBatchRunFile(file);
-      const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1);
+      const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1, BATCH_RUN_MAX_CONCURRENCY);
       const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);
       const inputDir = resolve(o.inputDir ?? dirname(file));
       const outputDir = resolve(o.outputDir ?? join(dirname(file), `${basename(file, extname(file))}.out`));
