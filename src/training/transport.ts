@@ -69,17 +69,31 @@ export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promis
 }
 
 /**
- * Whether a send failed on the receiver's node, not in its training handler: a
- * NET_* code the receiver answered (`detail.remote`), such as NET_BUFFER_LIMIT
- * when its request byte budget is full. That is the state of the receiver's
- * node (others may be filling it), not a refusal of the message by the member.
+ * The receiver's node's refusals that may pass: its request byte budget full (NET_BUFFER_LIMIT: others may be filling
+ * it), its request phase run out while this message was sent (NET_DEADLINE). Another NET_* code (a frame too large or
+ * malformed for it: another version's limits) fails the same way every time.
+ */
+const NODE_BUSY_CODES: ReadonlySet<string> = new Set(['NET_BUFFER_LIMIT', 'NET_DEADLINE']);
+
+/**
+ * Whether a send failed on the receiver's node, not in its training handler, in a way that may pass: a NODE_BUSY_CODES
+ * code the receiver answered (`detail.remote`). That is the state of the receiver's node, not a refusal of the message
+ * by the member.
  */
 export function nodeRefusal(e: unknown): e is C0Error {
-  return e instanceof C0Error && e.code.startsWith('NET_') && (e.detail as { remote?: unknown } | undefined)?.remote === true;
+  return e instanceof C0Error && NODE_BUSY_CODES.has(e.code) && (e.detail as { remote?: unknown } | undefined)?.remote === true;
 }
 
 /** The longest pause between two tries of a send its receiver's node refused (ms). */
 export const BUSY_PAUSE_MS = 1_000;
+
+/**
+ * Tries of a message with a payload over BUSY_SMALL_BYTES that the receiver's node keeps refusing: each try uploads it
+ * whole again. Without a bound, a receiver that kept answering NET_BUFFER_LIMIT made its sender upload a 16 MiB chunk
+ * 13 times in 10 s (about 33 times within the usual 30 s), blaming nobody (second-round review).
+ */
+export const BUSY_TRIES_LARGE = 3;
+export const BUSY_SMALL_BYTES = 64 * 1024;
 
 export interface TrainWireOptions {
   /** Who may send (by DID): an error refuses any other key before its request is read (ServeOptions.admit). */
@@ -125,7 +139,8 @@ export class TrainWire {
 
   /**
    * Send one message within `timeoutMs`. A send the receiver's node refused (`nodeRefusal`: its request byte budget
-   * full, say) is tried again, pausing up to BUSY_PAUSE_MS between tries, until `timeoutMs` has passed; then it fails
+   * full, say) is tried again, pausing up to BUSY_PAUSE_MS between tries, until `timeoutMs` has passed (a message with a
+   * payload over BUSY_SMALL_BYTES at most BUSY_TRIES_LARGE times in all); then it fails
    * TRAIN_PEER_BUSY (`detail.member`, `detail.remoteCode`), which blames no one: the receiver's node was busy, the
    * receiver did not refuse the message (docs/training.md "Failure").
    */
@@ -141,7 +156,7 @@ export class TrainWire {
         if (i > 1 && e instanceof C0Error && e.code === 'TRAIN_DUPLICATE_MESSAGE') return [];
         if (!nodeRefusal(e)) throw e;
         const pause = Math.min(BUSY_PAUSE_MS, 50 * 2 ** i);
-        if (until - this.#mono() <= pause) {
+        if (until - this.#mono() <= pause || ((payload?.length ?? 0) > BUSY_SMALL_BYTES && i >= BUSY_TRIES_LARGE)) {
           throw new C0Error('TRAIN_PEER_BUSY', `${to}'s node refused ${head.k} message${typeof head.tag === 'string' ? ` ${head.tag}` : ''} for its own limits (${e.code}: ${e.message.slice(0, 200)}) until the deadline`, {
             detail: { member: to, remoteCode: e.code, ...(typeof head.tag === 'string' ? { tag: head.tag } : {}) },
           });

@@ -17,7 +17,7 @@ import { C0Error } from '../../../src/errors.js';
 import { createNetwork, type Network } from '../../../src/net/node.js';
 import { Ed25519Signer } from '../../../src/records/index.js';
 import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
-import { TRAIN_PROTOCOL, TrainWire } from '../../../src/training/transport.js';
+import { BUSY_SMALL_BYTES, BUSY_TRIES_LARGE, TRAIN_PROTOCOL, TrainWire } from '../../../src/training/transport.js';
 import { tempDir } from '../ledger/helpers.js';
 import { P } from '../market/fixtures.js';
 import { fakeNet, hostileNet, makeRun, runAll } from './trainer-net.js';
@@ -99,5 +99,27 @@ describe('train/1 and keys outside the run', () => {
       return true;
     });
     assert.ok(tries >= 2, `${tries} tries`);
+  });
+
+  it('a large message is uploaded at most BUSY_TRIES_LARGE times; a refusal that cannot pass is not retried', async () => {
+    // second-round review: a receiver that kept answering NET_BUFFER_LIMIT made its sender upload a 16 MiB chunk ~33
+    // times within the 30 s timeout; and NET_FRAME_TOO_LARGE (another version's limits) was retried the same way
+    let tries = 0;
+    let code = 'NET_BUFFER_LIMIT';
+    const net = {
+      did: P(540).did,
+      handle: async () => {},
+      request: async () => {
+        tries++;
+        throw remote(code);
+      },
+    };
+    const wire = new TrainWire(net as never, () => undefined);
+    await assert.rejects(wire.send(P(541).did, { k: 'chunk', tag: 'v0/s0/e/rs0' }, new Uint8Array(BUSY_SMALL_BYTES + 1), 60_000), { code: 'TRAIN_PEER_BUSY' });
+    assert.equal(tries, BUSY_TRIES_LARGE, 'given up after its tries, long before the 60 s timeout');
+    tries = 0;
+    code = 'NET_FRAME_TOO_LARGE';
+    await assert.rejects(wire.send(P(541).did, { k: 'chunk', tag: 'v0/s0/e/rs1' }, new Uint8Array(8), 60_000), { code: 'NET_FRAME_TOO_LARGE' });
+    assert.equal(tries, 1, 'not tried again');
   });
 });
