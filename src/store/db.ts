@@ -484,8 +484,12 @@ export interface OpenDbOptions {
   onLockWait?: (holder: string | undefined) => void;
 }
 
-/** A LevelDB file other than CURRENT and LOCK: tables, logs, manifests. */
-const DATA_FILE = /^(\d+\.(ldb|sst|log)|MANIFEST-\d+)$/;
+/**
+ * A LevelDB file that holds records: a table or a write-ahead log. A manifest (MANIFEST-*) or a half-written CURRENT
+ * (*.dbtmp) alone holds none: LevelDB writes them first when it creates a database, so a process killed then leaves
+ * them without a CURRENT.
+ */
+const DATA_FILE = /^\d+\.(ldb|sst|log)$/;
 
 /** Who holds the database at `dir` by its holder note, while that process is alive (undefined when nothing is known). */
 function holderOf(dir: string): string | undefined {
@@ -525,9 +529,10 @@ function removeHolder(dir: string): void {
 /**
  * Open (or share) the database at `path`. Pair every call with closeDb().
  *
- * A directory that already holds LevelDB's files is never created anew: LevelDB's createIfMissing, on a directory
- * whose CURRENT is lost, made a new empty database there and deleted the old tables as obsolete (a read-only
- * `c0mpute jobs` wiped the job history). Such a directory is STORE_CORRUPT, as is one LevelDB reports damaged.
+ * A directory that already holds LevelDB's tables or logs is never created anew: LevelDB's createIfMissing, on a
+ * directory whose CURRENT is lost, made a new empty database there and deleted the old tables as obsolete (a read-only
+ * `c0mpute jobs` wiped the job history). Such a directory is STORE_CORRUPT, as is one LevelDB reports damaged. One
+ * with neither CURRENT nor a table or log (a first open killed before LevelDB wrote CURRENT) is created.
  */
 export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db> {
   const key = resolve(path);
@@ -550,9 +555,16 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
     } catch (err) {
       throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });
     }
-    const exists = files.includes('CURRENT') || files.some((f) => DATA_FILE.test(f));
-    if (exists && !files.includes('CURRENT')) {
-      throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file is missing while its tables and logs are there (opening it would make a new empty database and delete them); nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: 'CURRENT' } });
+    // no CURRENT and no table or log: a fresh directory, or a creation that was killed before it wrote CURRENT (its
+    // manifest and .dbtmp hold nothing; LevelDB's createIfMissing writes them anew)
+    const exists = files.includes('CURRENT');
+    const data = files.filter((f) => DATA_FILE.test(f)).sort();
+    if (!exists && data.length > 0) {
+      const tables = data.filter((f) => !f.endsWith('.log')).length;
+      const logs = data.length - tables;
+      const what = [tables ? `${tables} table file${tables === 1 ? '' : 's'}` : '', logs ? `${logs} log file${logs === 1 ? '' : 's'}` : ''].filter(Boolean).join(' and ');
+      const names = data.slice(0, 4).join(', ') + (data.length > 4 ? ', …' : '');
+      throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file is missing while ${what} (${names}) ${data.length === 1 ? 'is' : 'are'} there (opening it would make a new empty database and delete them); nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: 'CURRENT', files: data.slice(0, 20) } });
     }
     if (files.includes('CURRENT')) {
       // CURRENT names the manifest (LevelDB's index of the tables); one it names that is not there cannot be opened
