@@ -3,8 +3,8 @@
  * and `reputation` open without a daemon (node.ts declares the commands):
  * loaded only when one of them runs, since they bring in the whole node.
  */
-import { copyFileSync, existsSync, lstatSync, mkdirSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -30,6 +30,7 @@ import { globals } from './index.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
 import { exitOnBug } from '../../node/fatal.js';
 import { writingDataFile } from '../../node/data-files.js';
+import { writeFileAtomic } from '../../util/atomic-file.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
@@ -52,15 +53,47 @@ function bindIdentity(dataDir: string, did: string, adopt = false): void {
   writingDataFile(didFilePath(dataDir), "the node's DID", () => bindDataDirIdentity(dataDir, did, adopt));
 }
 
+/** The config the last `start` on a data directory ran with (startConfigRecord): written by each start. */
+export const START_RECORD = 'last-start.json';
+
+/** What a start ran with: a config file (the data directory's config.yaml, or --config's), or the built-in defaults. */
+export interface StartRecord {
+  /** The config file's absolute path; null: the built-in defaults. */
+  config: string | null;
+  via: 'config.yaml' | '--config' | 'defaults';
+  at: string;
+}
+
+/** The data directory's record of its last start, or undefined when there is none (a directory no start has used since this record exists). */
+export function readStartRecord(dataDir: string): StartRecord | undefined {
+  try {
+    const r = JSON.parse(readFileSync(join(dataDir, START_RECORD), 'utf8')) as Partial<StartRecord>;
+    if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '' };
+  } catch {
+    /* none, or unreadable: as none */
+  }
+  return undefined;
+}
+
+/** Record which config this start runs with (`file`: what it was given; undefined: the defaults). */
+export function writeStartRecord(dataDir: string, flagFile: string | undefined, file: string | undefined): void {
+  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString() };
+  const path = join(dataDir, START_RECORD);
+  writingDataFile(path, 'the record of which config the node starts with', () => writeFileAtomic(path, JSON.stringify(rec) + '\n'));
+}
+
 /**
  * The data directory's config.yaml, or undefined (the built-in defaults) when there is none. Any entry by that name is
  * the config, read as such: a link to nothing (a mount not ready yet) or a directory is CONFIG_UNREADABLE, never the
- * defaults. For the daemon (`daemon`: `start`), a used data directory (it holds db/) without one is CONFIG_MISSING:
- * before (review s40 F3) a provider whose config was renamed came up as a buyer listening on every interface, with no
- * warning. `run`'s own node (a buyer on a port of its own) and the offline node of `jobs` and `reputation` serve no
- * one, and still take the defaults there.
+ * defaults. For the daemon (`daemon`: `start`), a data directory whose last start ran with a config file that is not
+ * given now (its config.yaml gone, or the --config it was started with left off) is CONFIG_MISSING: before (review s40
+ * F3) a provider whose config was renamed came up as a buyer listening on every interface, with no warning. One whose
+ * last start ran on the defaults, a fresh one, and one only one-shot commands used start on the defaults; one with
+ * db/ and no record of its last start (from before the record, or used only by `run`, `jobs`, `reputation`) does too,
+ * with a warning (`warn`). `run`'s own node (a buyer on a port of its own) and the offline node of `jobs` and
+ * `reputation` serve no one, and take the defaults there.
  */
-export function dataDirConfig(dataDir: string, daemon = false): string | undefined {
+export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: string) => void): string | undefined {
   const file = join(dataDir, 'config.yaml');
   try {
     lstatSync(file);
@@ -68,17 +101,26 @@ export function dataDirConfig(dataDir: string, daemon = false): string | undefin
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${file}: ${(e as Error).message}`);
   }
-  if (daemon && existsSync(join(dataDir, 'db'))) {
-    throw new C0Error(
-      'CONFIG_MISSING',
-      `${dataDir} holds a node's data (db/) but no config.yaml: restore it (or pass --config <file>); to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``,
-      { field: 'config' },
-    );
+  if (!daemon) return undefined;
+  const last = readStartRecord(dataDir);
+  const defaults = `to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``;
+  if (last && last.config !== null) {
+    const when = last.at ? ` (${last.at})` : '';
+    const how = last.via === '--config' ? `--config ${last.config}` : `its config.yaml`;
+    const fix = last.via === '--config' ? `pass --config ${last.config} again` : `restore ${file} (or pass --config <file>)`;
+    throw new C0Error('CONFIG_MISSING', `the last start on ${dataDir}${when} ran with ${how}, and this one has neither --config nor a config.yaml there: ${fix}; ${defaults}`, { field: 'config', detail: { last: last.config, via: last.via } });
+  }
+  if (!last && existsSync(join(dataDir, 'db'))) {
+    warn?.(`${dataDir} holds a node's data (db/) but no config.yaml, and no record of which config its last start ran with: starting on the built-in defaults (roles buyer, listening on every interface); if this node ran with a config, stop it and restore ${file} (or pass --config <file>)`);
   }
   return undefined;
 }
 
-export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], daemon = false): NodeConfig {
+/**
+ * The node's config from the flags, the config file and the environment. `chosen`, when given, is told which config
+ * file was used (undefined: the built-in defaults); `warn` hears what dataDirConfig says.
+ */
+export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], daemon = false, chosen?: (file: string | undefined) => void, warn?: (message: string) => void): NodeConfig {
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
     for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
@@ -94,7 +136,8 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   if (f.logFormat) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
   // after the flags' own checks: a wrong command line is said first
-  const file = f.config ?? dataDirConfig(dataDir, daemon);
+  const file = f.config ?? dataDirConfig(dataDir, daemon, warn);
+  chosen?.(file);
   return loadConfig({ ...(file ? { file } : {}), env: process.env, flags, ...(warnings ? { warnings } : {}) });
 }
 
@@ -183,10 +226,13 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const running = readDaemonInfo(dataDir);
   if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
   const warnings: ConfigWarning[] = [];
-  const config = nodeConfig(dataDir, f, warnings, true);
+  const notes: string[] = [];
+  let file: string | undefined;
+  const config = nodeConfig(dataDir, f, warnings, true, (x) => (file = x), (m) => notes.push(m));
   const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
   // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
   for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);
+  for (const m of notes) log.warn({ code: 'CONFIG_DEFAULTS', field: 'config' }, m);
   // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
   // has started, cleanly; the same signal again kills it (no handler is left for it).
   let signalled: string | undefined;
@@ -213,6 +259,8 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   try {
     const identity = await loadNodeIdentity(dataDir);
     bindIdentity(dataDir, identity.did, f.newIdentity === true);
+    // before the node makes db/: a later start without this config is then CONFIG_MISSING (dataDirConfig)
+    writeStartRecord(dataDir, f.config, file);
     const { Daemon } = await import('../../node/daemon.js');
     starting = Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
     d = await starting;

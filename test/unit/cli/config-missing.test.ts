@@ -1,6 +1,6 @@
 /**
- * Which config a node starts on (review s40 F3, F6). A data directory a node has used (it holds db/) without a
- * config.yaml is CONFIG_MISSING, and a config.yaml that is a link to nothing (a mount not ready yet) is
+ * Which config a node starts on (review s40 F3, F6). A data directory whose last start ran with its config.yaml
+ * (last-start.json; config-last-start.test.ts has the rest) without one now is CONFIG_MISSING, and a config.yaml that is a link to nothing (a mount not ready yet) is
  * CONFIG_UNREADABLE, not the built-in defaults (before: a provider came up as a buyer listening on every interface,
  * with no warning); a fresh data directory still starts on the defaults; an empty config is said. A config is read only
  * if it is a regular file of at most CONFIG_MAX_BYTES (before: a FIFO with no writer hung `start` for ever, an
@@ -27,12 +27,13 @@ function start(dataDir: string, ...args: string[]): { code: number | null; stder
 }
 
 describe("the data directory's config.yaml", () => {
-  it('a used data directory without one is CONFIG_MISSING (exit 3), saying how to start on the defaults deliberately', () => {
+  it('a data directory whose last start ran with its config.yaml, without one now, is CONFIG_MISSING (exit 3), saying how to start on the defaults deliberately', () => {
     const d = join(dir, 'used');
     mkdirSync(join(d, 'db'), { recursive: true });
+    writeFileSync(join(d, 'last-start.json'), JSON.stringify({ config: join(d, 'config.yaml'), via: 'config.yaml', at: '2026-12-06T00:00:00.000Z' }));
     const r = start(d);
     assert.equal(r.code, 3, r.stderr);
-    assert.match(r.stderr, /^error CONFIG_MISSING: .*no config\.yaml.*c0mpute --data-dir .* init/m);
+    assert.match(r.stderr, /^error CONFIG_MISSING: .*ran with its config\.yaml.*c0mpute --data-dir .* init/m);
   });
 
   it('a link to nothing is CONFIG_UNREADABLE (exit 3), naming where it points', () => {
@@ -65,8 +66,9 @@ describe("the data directory's config.yaml", () => {
   it("run's own node and the offline jobs listing take the defaults on a used data directory (they serve no one)", () => {
     const d = join(dir, 'used-offline');
     mkdirSync(join(d, 'db'), { recursive: true });
+    writeFileSync(join(d, 'last-start.json'), JSON.stringify({ config: join(d, 'config.yaml'), via: 'config.yaml', at: '' }));
     assert.equal(dataDirConfig(d), undefined);
-    assert.throws(() => dataDirConfig(d, true), /CONFIG_MISSING|no config\.yaml/);
+    assert.throws(() => dataDirConfig(d, true), /CONFIG_MISSING|config\.yaml/);
   });
 
   it('an empty config (or comments only) is a CONFIG_EMPTY warning: it means every default', () => {
