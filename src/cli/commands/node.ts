@@ -28,6 +28,15 @@ function collect(flag: string): (v: string, prev?: string[]) => string[] {
   };
 }
 
+/**
+ * --config's file. An empty one (a unit's `--config "$CFG"` with CFG unset) is a wrong command line (exit 2): before
+ * (review s40 round 2 F3) it was dropped, and the node started on the built-in defaults as if the flag were not there.
+ */
+function configFile(v: string): string {
+  if (v === '') throw new UsageError('USAGE_EMPTY_VALUE', '--config takes a file; got "", which names none', { field: 'config' });
+  return v;
+}
+
 /** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
 async function requireDidArg(v: string, what: string, code: string): Promise<void> {
   const { isDid } = await import('../../records/did.js');
@@ -44,7 +53,7 @@ export function register(program: Command): void {
 
   const startOpts = (c: Command) =>
     c
-      .option('--config <file>', 'config file (default: <data-dir>/config.yaml if present)')
+      .option('--config <file>', 'config file (default: <data-dir>/config.yaml if present)', configFile)
       .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect('--role'))
       .option('--listen <multiaddr>', 'listen address (repeatable)', collect('--listen'))
       .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect('--bootstrap'))
