@@ -120,11 +120,19 @@ export function report(e: unknown): number {
   return EXIT.INTERNAL;
 }
 
-/** LevelDB's reason when `e` (or an error it was caused by) is LevelDB's LEVEL_CORRUPTION, else undefined. */
+/**
+ * A table file LevelDB cannot read as one, which it reports as an IO error naming it: cut short or emptied
+ * (`IO error: …/000005.ldb: Invalid argument`), or gone. The same as src/store/db.ts TABLE_IO_DAMAGE (not imported:
+ * the CLI's top level does not load the store).
+ */
+const TABLE_IO_DAMAGE = /^IO error: (?:.*[\\/])?\d+\.(?:ldb|sst): (?:Invalid argument|No such file or directory)$/;
+
+/** LevelDB's reason when `e` (or an error it was caused by) is LevelDB's LEVEL_CORRUPTION or a damaged table's IO error, else undefined. */
 function levelCorruption(e: unknown): string | undefined {
   for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
     const { code, message } = x as { code?: unknown; message?: unknown };
     if (code === 'LEVEL_CORRUPTION' || (code === undefined && typeof message === 'string' && message.startsWith('Corruption: '))) return typeof message === 'string' ? message : 'corruption';
+    if ((code === 'LEVEL_IO_ERROR' || code === undefined) && typeof message === 'string' && TABLE_IO_DAMAGE.test(message)) return message;
   }
   return undefined;
 }

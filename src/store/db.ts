@@ -153,7 +153,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
   #mapNotOpen(level: Record<string, unknown>): void {
     const map = (e: unknown, write: boolean): unknown => {
       // a read that meets a damaged table (a bit flipped on disk): the store's code, not a bare LevelDB error (a bug, exit 70)
-      if (!write && (e as { code?: string } | undefined)?.code === 'LEVEL_CORRUPTION') return corrupt(this.path, e);
+      // (a table cut short or emptied is LevelDB's IO error naming it: TABLE_IO_DAMAGE)
+      if (!write && isTableDamage(e)) return corrupt(this.path, e);
       if (!this.#poison || !NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
       if (write) return this.#refusal();
       return new C0Error(STORE_REOPENING, `the database at ${this.path} is being reopened after a failed write (${this.#poison.cause}); read again shortly`, { cause: e, detail: { cause: this.#poison.cause, since: this.#poison.since } });
@@ -464,6 +465,20 @@ export const STORE_CORRUPT = 'STORE_CORRUPT';
 const RECOVERY = 'stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself';
 
 /** STORE_CORRUPT for LevelDB's LEVEL_CORRUPTION (an open's cause, or a read's error). */
+/**
+ * LevelDB's report of a table file it cannot read as one: a table cut short or emptied (`IO error: …/000005.ldb:
+ * Invalid argument`), or gone since the open (`…: No such file or directory`). LevelDB says IO error, not Corruption,
+ * for these; other IO errors (a permission, a full disk) are not the table's damage. src/cli/program.ts has the same
+ * test for what reaches the top level (it does not load the store).
+ */
+export const TABLE_IO_DAMAGE = /^IO error: (?:.*[\\/])?\d+\.(?:ldb|sst): (?:Invalid argument|No such file or directory)$/;
+
+/** The error (a LevelDB error) is a damaged table: LevelDB's LEVEL_CORRUPTION, or TABLE_IO_DAMAGE. */
+export function isTableDamage(e: unknown): boolean {
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'LEVEL_CORRUPTION' || (typeof message === 'string' && (code === 'LEVEL_IO_ERROR' || code === undefined) && TABLE_IO_DAMAGE.test(message));
+}
+
 export function corrupt(path: string, err: unknown): C0Error {
   const why = (err as { message?: string } | undefined)?.message ?? 'corruption';
   return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${RECOVERY}`, { cause: err, detail: { path } });
@@ -604,7 +619,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
           const waitedFor = waited ? ` (waited ${Math.round((opts.lockWaitMs ?? 0) / 1000)} s)` : '';
           throw new C0Error('STORE_LOCKED', `the database at ${key} is ${by}${waitedFor}: a daemon running on this data directory, or a one-shot command (\`c0mpute run\`, an offline \`c0mpute jobs\`) that lets go of it when it ends`, { cause: err, ...(holder ? { detail: { holder } } : {}) });
         }
-        if (cause?.code === 'LEVEL_CORRUPTION') throw corrupt(key, cause);
+        if (isTableDamage(cause)) throw corrupt(key, cause);
         // LevelDB's own reason ("IO error: …: No space left on device") is the cause's message
         const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
         throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${why}`, { cause: err });
