@@ -136,6 +136,12 @@ export interface ClaimerDeps {
   maxPerBuyer?: number;
   /** A buyer this provider has completed dealings with (the daemon: it signed a receipt for it; default: none). */
   knownBuyer?: (did: string) => boolean;
+  /**
+   * A buyer this provider gives nothing to for now: its exec input lapsed here (the daemon: QuoteBudget.paused, the
+   * pause its auctions get, `buyer-lapsed`; default: none). Its orders, open or designated to us, are not claimed
+   * meanwhile (before, a buyer paused for 32 min still had its orders claimed: review s40 F4).
+   */
+  paused?: (did: string) => boolean;
   /** Claimed orders remembered at most (default MAX_CLAIMED). */
   maxClaimed?: number;
   /** How long an unanswered claim holds its slot, ms (default CLAIM_ANSWER_WINDOW_MS). */
@@ -270,7 +276,7 @@ export class Claimer {
         if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
         continue;
       }
-      if (job.signer === this.d.did || this.backedOff(job.signer)) continue;
+      if (job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer)) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
@@ -282,7 +288,7 @@ export class Claimer {
     if (view) {
       for (const { job, order } of open) {
         if (spent <= 0) break;
-        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer)) continue;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer)) continue;
         const price = this.#price(job, advert, now);
         if (price) {
           out.push({ job, price, advert });

@@ -59,17 +59,32 @@ export function inputDeadlineMs(limits: Pick<InputLimits, 'requestMs' | 'minInpu
   return Math.max(1, Math.min(onAverage, noPause) - now);
 }
 
-/** Detail of the NET_DEADLINE an input that lapsed is thrown with (inputLapse reads it back). */
+/**
+ * A hold after `ready` that ends without the whole input (the caller reset the stream or ended it short, or its
+ * connection dropped) counts as a lapse once it lasted longer than this, ms: 2 s, one 256 KiB chunk at the default
+ * minimum rate. A buyer that gives up at once (it fails over, or stops) ends within a round trip or two of `ready` and
+ * is not counted; one that holds the slot and resets just before the deadline is, as if it had let it pass (before,
+ * a reset at 31 s was never a lapse and the slot could be held that way for ever: review s40 F2). Not scaled with
+ * `minInputBytesPerSec`: a low configured rate must not widen the gap a holder may use for free.
+ */
+export const INPUT_HOLD_GRACE_MS = 2_000;
+
+/** Detail of the error an input that lapsed is thrown with (inputLapse reads it back). */
 export interface InputLapse {
   phase: 'input';
   /** Bytes of input in when it lapsed, and the size the job declared (sealed: with the overhead). */
   received: number;
   expected: number;
+  /** How it ended: the stream's own deadline, or the caller (a reset, a short end, a lost connection) past the grace. */
+  ended: 'deadline' | 'caller';
 }
 
-/** The lapse, when `e` is the NET_DEADLINE readExecInput threw because the input stopped coming in time. */
+/**
+ * The lapse, when `e` is what readExecInput threw because the input did not come whole in time: the NET_DEADLINE of
+ * the stream's own deadline, or the caller's end of a hold longer than INPUT_HOLD_GRACE_MS (its own code kept).
+ */
 export function inputLapse(e: unknown): InputLapse | undefined {
-  if (!(e instanceof C0Error) || e.code !== 'NET_DEADLINE' || e.detail?.phase !== 'input') return undefined;
+  if (!(e instanceof C0Error) || e.detail?.phase !== 'input') return undefined;
   return e.detail as unknown as InputLapse;
 }
 
@@ -83,16 +98,20 @@ export function runPhaseMs(job: Job, now: number): number {
 /**
  * Read the input: inline in the header, or `ready` then chunks up to the declared size and the caller's end. An input
  * that does not come in time (the stream's deadline fired while it was read) is thrown as NET_DEADLINE with an
- * InputLapse detail (inputLapse).
+ * InputLapse detail (inputLapse); so is, with its own code, one the caller ended without the whole input (a reset, a
+ * lost connection, a short end) more than INPUT_HOLD_GRACE_MS after `ready`.
  */
 export async function readExecInput(io: ExecIO, header: ExecHeader, job: Opened<Job>, limits: InputLimits): Promise<Uint8Array> {
   const expected = job.record.input.size + (job.record.inputSealed === 'yes' ? SEALED_OVERHEAD_BYTES : 0);
+  const clock = limits.clock ?? monotonicClock;
   let off = 0;
+  /** When `ready` went (the slot is held for the input from then), on `clock`. */
+  const ready: { at?: number } = {};
   const next = async (): Promise<unknown> => {
     try {
       return await io.next();
     } catch (e) {
-      throw lapsed(io, e, off, expected);
+      throw lapsed(io, e, off, expected, ready.at === undefined ? 0 : clock() - ready.at);
     }
   };
   if (header.input) {
@@ -103,8 +122,7 @@ export async function readExecInput(io: ExecIO, header: ExecHeader, job: Opened<
   // The whole declared size is reserved here, not as it arrives: an input half in must not be refused for the budget
   // another stream took meanwhile. A buyer that stalls holds it no longer than the deadline below lets it.
   io.reserve(expected);
-  const clock = limits.clock ?? monotonicClock;
-  const start = clock();
+  const start = (ready.at = clock());
   io.setDeadline(inputDeadlineMs(limits, start, start, 0, expected), 'input');
   await io.send({ t: 'ready' });
   const buf = new Uint8Array(expected);
@@ -117,14 +135,28 @@ export async function readExecInput(io: ExecIO, header: ExecHeader, job: Opened<
     off += data.length;
     io.setDeadline(inputDeadlineMs(limits, start, clock(), off, expected), 'input');
   }
-  if (off !== expected) throw new C0Error('EXEC_INPUT_MISMATCH', `input of ${off} bytes where the job says ${expected}`);
+  if (off !== expected) {
+    // ended short after a hold past the grace: a lapse as a reset is (lapsed)
+    const heldMs = clock() - start;
+    const detail: InputLapse = { phase: 'input', received: off, expected, ended: 'caller' };
+    throw new C0Error('EXEC_INPUT_MISMATCH', `input of ${off} bytes where the job says ${expected}`, heldMs > INPUT_HOLD_GRACE_MS ? { detail: { ...detail } } : {});
+  }
   return buf;
 }
 
-/** What a failed read of the input is thrown as: a lapse when the stream's own deadline ended it, else as it came. */
-function lapsed(io: ExecIO, e: unknown, received: number, expected: number): unknown {
+/**
+ * What a failed read of the input is thrown as: a lapse when the stream's own deadline ended it, or when the caller
+ * did (a reset, a lost connection) after holding the slot `heldMs` since `ready`, longer than INPUT_HOLD_GRACE_MS (the
+ * error's own code kept, a NET_STREAM_FAILED when it had none); else as it came (before `ready`, heldMs is 0).
+ */
+function lapsed(io: ExecIO, e: unknown, received: number, expected: number, heldMs: number): unknown {
   const why: unknown = io.signal.aborted ? io.signal.reason : undefined;
-  if (!(why instanceof C0Error) || why.code !== 'NET_DEADLINE') return e;
-  const detail: InputLapse = { phase: 'input', received, expected };
-  return new C0Error('NET_DEADLINE', `${why.message}: ${received} of ${expected} bytes of input in`, { detail: { ...detail }, cause: e });
+  if (why instanceof C0Error && why.code === 'NET_DEADLINE') {
+    const detail: InputLapse = { phase: 'input', received, expected, ended: 'deadline' };
+    return new C0Error('NET_DEADLINE', `${why.message}: ${received} of ${expected} bytes of input in`, { detail: { ...detail }, cause: e });
+  }
+  if (heldMs <= INPUT_HOLD_GRACE_MS) return e;
+  const detail: InputLapse = { phase: 'input', received, expected, ended: 'caller' };
+  const code = e instanceof C0Error ? e.code : 'NET_STREAM_FAILED';
+  return new C0Error(code, `${e instanceof Error ? e.message : String(e)}: ${received} of ${expected} bytes of input in, ${heldMs} ms after ready`, { detail: { ...detail }, cause: e });
 }

@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
 import { PeerLog } from '../../util/peer-log.js';
-import { inputLapse, readExecInput, runPhaseMs, type ExecIO } from './exec-input.js';
+import { inputLapse, readExecInput, runPhaseMs, type ExecIO, type InputLapse } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import { recoverCrashedWork } from './crash-recovery.js';
@@ -29,6 +29,7 @@ import { advertInterval, type AdvertInterval } from '../../matching/advert-rate.
 import { clearableTimeoutSignal, raceTimeout } from '../../util/timers.js';
 import { checkAdmission } from './admission-proof.js';
 import { truncateText } from '../../util/text.js';
+import { peerIdFromDid } from '../../node/peer-id.js';
 
 /** The receipt of one run (receipt.ts), still importable from here. */
 export { receiptFor };
@@ -618,7 +619,7 @@ export class Provider {
     let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean };
     try {
       const header = parseExecHeader(await io.next());
-      const h = await this.#checkHeader(header);
+      const h = await this.#checkHeader(header, io.peer);
       try {
         const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs, clock: this.d.monoClock ?? monotonicClock });
         checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
@@ -630,7 +631,7 @@ export class Provider {
         this.#running.delete(h.job.address);
         this.d.onSlotsChanged?.();
         const lapse = inputLapse(e);
-        if (lapse) this.#inputLapsed(io, h.job, lapse.received, lapse.expected);
+        if (lapse) this.#inputLapsed(io, h.job, lapse);
         throw e;
       }
     } catch (e) {
@@ -638,7 +639,9 @@ export class Provider {
       // any peer can open exec/1 with one bad frame: an invalid request costs it abuse points (it is hung up on past
       // network.abuse.disconnectAt), and the log gets one line per peer and code, then a count a minute (PeerLog)
       const peer = io.peer ?? 'unknown';
-      if (execRequestInvalid(e.code) && io.peer !== undefined) this.d.strike?.(io.peer);
+      // another key's exec (EXEC_NOT_BUYER) is a strike too: no flow opens exec/1 for a job another key signed, and the
+      // records it replays are public (the buyer publishes its selection before it opens its own exec)
+      if ((execRequestInvalid(e.code) || e.code === 'EXEC_NOT_BUYER') && io.peer !== undefined) this.d.strike?.(io.peer);
       this.#refusals.warn(peer, e.code, 'exec request refused', { err: e.message });
       await send({ t: 'refused', code: e.code, message: e.message });
       return;
@@ -657,13 +660,17 @@ export class Provider {
   }
 
   /**
-   * The buyer took a slot (its header checked out, it got `ready`) and its input did not come in time (exec-input.ts
-   * inputDeadlineMs): it gets no offer from this provider for a while (QuoteBudget.lapsed, doubling with each lapse in
-   * a row), and the log says so once per peer (then a count a minute). Not an abuse strike: a slow link lapses too.
+   * The buyer took a slot (its header checked out, it got `ready`) and its input did not come whole in time: the
+   * stream's deadline passed (exec-input.ts inputDeadlineMs), or the buyer reset or ended it short, or lost its
+   * connection, after holding the slot past INPUT_HOLD_GRACE_MS. It gets no offer from this provider for a while
+   * (QuoteBudget.lapsed, doubling with each lapse in a row), and the log says so once per peer (then a count a minute).
+   * Charged to the stream's peer: #checkHeader let only the job's signer open it. Not an abuse strike: a slow link
+   * lapses too.
    */
-  #inputLapsed(io: ExecIO, job: Opened<Job>, received: number, expected: number): void {
+  #inputLapsed(io: ExecIO, job: Opened<Job>, lapse: InputLapse): void {
     const pauseMs = this.budget.lapsed(job.signer);
-    this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, pauseMs });
+    const { received, expected, ended } = lapse;
+    this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, ended, pauseMs });
   }
 
   /** The accepted run of `handleExec`: the work, its receipt kept and sent (`handedOff` once it is), then acknowledged or re-delivered. */
@@ -840,8 +847,11 @@ export class Provider {
     };
   }
 
-  /** The header's records: everything that can be checked before the input is read. Reserves the slot. */
-  async #checkHeader(req: ExecHeader): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
+  /**
+   * The header's records: everything that can be checked before the input is read. Reserves the slot. `peer`: the
+   * stream's remote PeerId (absent: unknown, as in tests without a network).
+   */
+  async #checkHeader(req: ExecHeader, peer: string | undefined): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
     const job = open(req.job, T.job);
     // An open order's winning claim stands where an auction's offer stands (same job, signer, address and price; no startBy).
     const offer = job.record.order ? (open(req.offer, T.claim) as unknown as Opened<Offer>) : open(req.offer, T.offer);
@@ -854,6 +864,12 @@ export class Provider {
     if (selection.record.job !== job.address || selection.record.winner !== offer.address) throw new C0Error('EXEC_NOT_SELECTED', 'the selection does not name this offer as the winner of this job');
     const authorised = selection.signer === job.signer || (this.d.selectionAuthority?.(selection.signer, job.signer) ?? false);
     if (!authorised || selection.record.buyer !== job.signer) throw new C0Error('EXEC_SELECTION_UNAUTHORISED', 'the selection is not signed by the job’s buyer (or the overlay’s steward)');
+    // Only the job's buyer may open its exec (its DID and its PeerId are one key): the job, the offer and the selection
+    // are public (gossiped; the buyer publishes its selection before it opens its exec), so without this a third party
+    // could take the slot first, get the honest buyer refused EXEC_ALREADY_RUN and, by stalling, paused (review s40 F1).
+    // Every flow that opens exec/1 (Buyer.attempt: auctions, orders, gangs, training) does so for a job its own key
+    // signed; a steward's selection is signed by the steward, but the exec is still opened by the buyer.
+    if (peer !== undefined && peer !== peerIdFromDid(job.signer).toString()) throw new C0Error('EXEC_NOT_BUYER', 'only the job’s buyer (its signer’s peer) may open its exec');
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
     if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);

@@ -19,10 +19,14 @@
  * A buyer whose exec input lapsed here (it was selected, got `ready`, and did not
  * send its input in time: exec-input.ts) held a slot for nothing; it gets no
  * offer for a while (`lapsed`): `lapseMs` the first time, twice as long for each
- * lapse after it, at most `maxLapseMs`. Its next input that arrives whole
- * (`delivered`) clears the count, as does a quiet `maxLapseMs` after the last
- * pause. A slow link is paused, never barred for good; a key that takes slots and
- * sends nothing gets ever fewer offers to do it with.
+ * lapse after it, at most `maxLapseMs`. Each of its inputs that arrives whole
+ * (`delivered`) takes a quarter of a lapse off the count (the pause it is in
+ * runs on); a quiet `maxLapseMs` after the last pause clears it. A slow link is
+ * paused, never barred for good, and forgiven after a few inputs delivered; a key
+ * that takes slots and sends nothing gets ever fewer offers to do it with, even
+ * with a small job delivered between its stalls (before, one such job cleared the
+ * count, and two keys taking turns held a slot all the time: review s40 F3). The
+ * claimer asks `paused` too: a paused buyer's orders are not claimed either.
  *
  * Bookkeeping: the wall clock is passed in (`now`): offers' `expiresAt` are signed wall times. The per-buyer rate
  * window is a duration this provider measures for itself, on the monotonic clock (`monoClock`), so a wall-clock step
@@ -59,6 +63,12 @@ export interface QuoteBudgetOptions {
 const SWEEP_MIN_MS = 100;
 /** Buyers whose lapses are held at most (the oldest goes first). */
 const MAX_LAPSED_BUYERS = 4096;
+/**
+ * What one input delivered whole takes off a buyer's lapse count. A quarter: a buyer that delivers fewer than four
+ * inputs between its lapses still sees its pauses double (each of those is a run it pays for), an honest one that
+ * lapsed once is forgiven after four.
+ */
+const LAPSE_FORGIVEN_PER_DELIVERY = 0.25;
 /** The longest delay setTimeout takes (2^31-1 ms); past it Node fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -82,7 +92,7 @@ export class QuoteBudget<R = unknown> {
   readonly windowMs: number;
   readonly lapseMs: number;
   readonly maxLapseMs: number;
-  /** buyer → its exec inputs that lapsed in a row, and until when it gets no offer (monotonic clock) */
+  /** buyer → its exec inputs that lapsed lately, less what inputs delivered since forgave, and until when it gets no offer (monotonic clock) */
   readonly #lapsed = new Map<string, { n: number; until: number }>();
   /** buyer → issue times of its offers within the window, oldest first (monotonic clock) */
   readonly #recent = new Map<string, number[]>();
@@ -210,31 +220,44 @@ export class QuoteBudget<R = unknown> {
   }
 
   /**
-   * The buyer's exec input lapsed here (readExecInput: no input, or too slow, after `ready`): no offer for it for
-   * `lapseMs` × 2^(lapses in a row − 1), at most `maxLapseMs`. Returns how long, ms.
+   * The buyer's exec input lapsed here (readExecInput: no input, too slow, or a hold it ended without its input, after
+   * `ready`): no offer for it for `lapseMs` × 2^(⌈count⌉ − 1), at most `maxLapseMs`, where the count is its lapses
+   * less a quarter for each input it delivered whole since. Returns how long, ms.
    */
   lapsed(buyer: string): number {
     const mono = this.#mono();
     const was = this.#lapsed.get(buyer);
     // a quiet maxLapseMs after the last pause ended: counted afresh
     const n = was && was.until + this.maxLapseMs > mono ? was.n + 1 : 1;
-    const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(n - 1, 52));
+    const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(Math.ceil(n) - 1, 52));
     this.#lapsed.delete(buyer);
     while (this.#lapsed.size >= MAX_LAPSED_BUYERS) this.#lapsed.delete(this.#lapsed.keys().next().value!);
     this.#lapsed.set(buyer, { n, until: mono + pauseMs });
     return pauseMs;
   }
 
-  /** The buyer's exec input arrived whole: its lapses are forgiven (a pause it is in ends too). */
+  /**
+   * The buyer's exec input arrived whole: a quarter of a lapse is forgiven (LAPSE_FORGIVEN_PER_DELIVERY); the count
+   * goes when nothing is left of it and its pause is over. A pause it is in runs on (the offer it delivered on was
+   * made before it).
+   */
   delivered(buyer: string): void {
-    this.#lapsed.delete(buyer);
+    const l = this.#lapsed.get(buyer);
+    if (!l) return;
+    l.n = Math.max(0, l.n - LAPSE_FORGIVEN_PER_DELIVERY);
+    if (l.n === 0 && l.until <= this.#mono()) this.#lapsed.delete(buyer);
+  }
+
+  /** Whether the buyer is in a pause for an exec input that lapsed here (`check`'s `buyer-lapsed`; the claimer asks too). */
+  paused(buyer: string): boolean {
+    const lapse = this.#lapsed.get(buyer);
+    return lapse !== undefined && lapse.until > this.#mono();
   }
 
   /** Whether a new offer for `buyer` fits the budget now (undefined) or why not. */
   check(buyer: string, now: number): SkipReason | undefined {
     this.#expire(now);
-    const lapse = this.#lapsed.get(buyer);
-    if (lapse && lapse.until > this.#mono()) return 'buyer-lapsed';
+    if (this.paused(buyer)) return 'buyer-lapsed';
     if ((this.#perBuyer.get(buyer) ?? 0) >= this.maxLiveOffersPerBuyer) return 'buyer-budget';
     if (this.#recentOf(buyer).length >= this.maxRecentOffersPerBuyer) return 'buyer-rate';
     if (!this.#known.has(buyer) && this.#counted >= this.maxLiveOffers) return 'total-budget';

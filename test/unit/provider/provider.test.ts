@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { open, seal, type Opened } from '../../../src/records/envelope.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { hashHex } from '../../../src/records/address.js';
 import { T, type Advert, type Job, type Offer, type Receipt, type Selection } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -131,6 +132,8 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
 
 const buyer = Ed25519Signer.generate();
 const buyerDid = didFromPublicKey(buyer.publicKey);
+/** The buyer's PeerId (its DID's key): only it may open its jobs' exec streams (EXEC_NOT_BUYER). */
+const buyerPeer = peerIdFromDid(buyerDid).toString();
 let nonce = 0;
 
 function makeJob(over: Partial<Job> = {}, input = utf8('job input'), signer = buyer): Opened<Job> {
@@ -489,10 +492,10 @@ describe('Provider: execution', () => {
     assert.equal(await from('peerB', frame(job, offer, makeSelection(job, offer, Ed25519Signer.generate()), input)), 'EXEC_SELECTION_UNAUTHORISED');
     // an honest buyer that came too late is not charged
     s.clock.set(offer.record.startBy + 1);
-    for (let i = 0; i < 5; i++) assert.equal(await from('peerC', frame(job, offer, makeSelection(job, offer), input)), 'EXEC_OFFER_LAPSED');
+    for (let i = 0; i < 5; i++) assert.equal(await from(buyerPeer, frame(job, offer, makeSelection(job, offer), input)), 'EXEC_OFFER_LAPSED');
     assert.deepEqual(struck, [...Array<string>(100).fill('peerA'), 'peerB']);
     const refused = lines.filter((l) => l.msg.startsWith('exec request refused'));
-    assert.deepEqual(refused.map((l) => `${l.peer} ${l.code}`), ['peerA EXEC_BAD_REQUEST', 'peerA ENVELOPE_MALFORMED', 'peerB EXEC_SELECTION_UNAUTHORISED', 'peerC EXEC_OFFER_LAPSED']);
+    assert.deepEqual(refused.map((l) => `${l.peer} ${l.code}`), ['peerA EXEC_BAD_REQUEST', 'peerA ENVELOPE_MALFORMED', 'peerB EXEC_SELECTION_UNAUTHORISED', `${buyerPeer} EXEC_OFFER_LAPSED`]);
   });
 
   test('a peer flooding exec/1 with bad frames is charged on the network’s abuse score (abusePerInvalid) and hung up on at disconnectAt', async () => {
@@ -1193,7 +1196,7 @@ describe('Provider: a receipt counts as delivered only once the buyer shows it g
     const stream: ExecFakeStream = new ExecFakeStream((v) => {
       if ((v as { t?: unknown }).t === 'receipt') setImmediate(() => buyerAfterReceipt(stream));
     });
-    const served = handler!(stream as never, { id: 'c1', remotePeer: { toString: () => 'buyer-peer' } } as never);
+    const served = handler!(stream as never, { id: 'c1', remotePeer: { toString: () => buyerPeer } } as never);
     stream.push(lp(encodeFrame({ t: 'data', v: { ...frame(job, offer, makeSelection(job, offer), input), ...(keepalive ? { keepalive: 'yes' } : {}) } as never })));
     stream.push(lp(encodeFrame({ t: 'end' })));
     const t0 = Date.now();

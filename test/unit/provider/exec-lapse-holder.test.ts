@@ -1,0 +1,253 @@
+/**
+ * Who an exec/1 input lapse is charged to, and what counts as one (review s40, second round):
+ * - F1: only the job's buyer (its signer's PeerId) may open its exec: a third party replaying the public job, offer and
+ *   selection is refused EXEC_NOT_BUYER before it takes the slot (and struck), so the honest buyer is neither refused
+ *   EXEC_ALREADY_RUN nor paused for the stranger's stall.
+ * - F2: a hold after `ready` that the caller ends without its input (reset, short end) past INPUT_HOLD_GRACE_MS is a
+ *   lapse as the deadline is; a quick reset is not.
+ * - F3: an input delivered whole forgives a quarter of a lapse, not all of them: a tiny job between stalls no longer
+ *   resets the doubling.
+ * - F4: the claimer claims no order of a paused buyer.
+ * Fakes only: an ExecIO the test ends, fake clocks.
+ */
+import { describe, test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { C0Error } from '../../../src/errors.js';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Job } from '../../../src/records/kinds.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
+import { parseConfig } from '../../../src/node/config.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
+import { Provider } from '../../../src/roles/provider/provider.js';
+import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
+import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
+import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
+import { OpenOrders } from '../../../src/matching/open-orders.js';
+import { seal as sealRecord, T as Kinds } from '../../../src/records/index.js';
+import { claimerFor } from '../matching/claimer-rig.js';
+import { NOW as FIXTURE_NOW, P, advert, job as fixtureJob } from '../market/fixtures.js';
+
+const NOW = 1_800_000_000_000;
+const MiB = 1024 * 1024;
+const buyer = Ed25519Signer.generate();
+const buyerDid = didFromPublicKey(buyer.publicKey);
+const buyerPeer = peerIdFromDid(buyerDid).toString();
+let nonce = 0;
+
+function makeJob(size: number, signer = buyer): Opened<Job> {
+  return seal(
+    T.job,
+    {
+      workload: 'builtin.sha256',
+      requirements: {},
+      maxPrice: { amount: '0.01', currency: 'USD' },
+      announcedAt: NOW,
+      deadline: NOW + 600_000,
+      timeoutMs: 10_000,
+      input: { hash: hashHex(new Uint8Array(size)), size },
+      inputSealed: 'no',
+      nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff, 40),
+    },
+    signer,
+  );
+}
+
+/** A stream whose caller sends `frames` and then waits until the test ends it: `end(why)` fails the pending read (a reset, a deadline), `end()` ends it cleanly. */
+function heldIO(frames: unknown[], peer: string | undefined) {
+  const ac = new AbortController();
+  const queue = [...frames];
+  const out: ExecFrame[] = [];
+  let settle: { resolve: (v: unknown) => void; reject: (e: unknown) => void } | undefined;
+  let reading!: () => void;
+  const waiting = new Promise<void>((r) => (reading = r));
+  const io: ExecIO = {
+    next: () => {
+      if (queue.length) return Promise.resolve(queue.shift());
+      reading();
+      return new Promise((resolve, reject) => (settle = { resolve, reject }));
+    },
+    send: async (f) => void out.push(f),
+    signal: ac.signal,
+    reserve: () => {},
+    setDeadline: () => {},
+    ...(peer !== undefined ? { peer } : {}),
+  };
+  const end = (why?: C0Error) => {
+    if (!why) return settle?.resolve(undefined);
+    ac.abort(why);
+    settle?.reject(why);
+  };
+  return { io, out, end, waiting };
+}
+
+describe('Provider: who opens an exec and what a hold costs', () => {
+  const live: Provider[] = [];
+  after(async () => {
+    for (const p of live) await p.stop();
+  });
+
+  function setup() {
+    const signer = Ed25519Signer.generate();
+    const clock = fakeClock(NOW);
+    const mono = fakeClock(0);
+    const lines: Array<Record<string, unknown>> = [];
+    const struck: string[] = [];
+    const config = parseConfig({
+      roles: ['provider'],
+      provider: { slots: 1, workloads: { 'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } } } },
+    }).provider!;
+    const provider = new Provider({
+      signer,
+      did: didFromPublicKey(signer.publicKey),
+      config,
+      hardware: { cpuCores: 4, memoryMiB: 8192 },
+      meter: new EstimatorMeter(50, clock),
+      box: generateBoxKeyPair(),
+      clock,
+      monoClock: mono,
+      log: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }),
+      eligibility: () => [],
+      publish: async () => 1,
+      state: { loadSeq: async () => 0, saveSeq: async () => {}, hasReceiptFor: async () => false },
+      onReceipt: async () => {},
+      strike: (peer) => void struck.push(peer),
+      quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
+    });
+    live.push(provider);
+    return { provider, clock, mono, lines, struck };
+  }
+
+  async function selected(p: Provider, size: number) {
+    const job = makeJob(size);
+    const offer = await p.onJob(job);
+    assert.ok(offer, 'the provider offers on the job');
+    const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
+    return { t: 'exec', job: job.bytes, offer: offer.bytes, selection: selection.bytes };
+  }
+
+  test('a third party replaying the public records is refused EXEC_NOT_BUYER before the slot; the buyer then gets ready and is not paused', async () => {
+    const s = setup();
+    await s.provider.start();
+    const header = await selected(s.provider, 1 * MiB);
+    const strangerPeer = peerIdFromDid(didFromPublicKey(Ed25519Signer.generate().publicKey)).toString();
+    const stranger = heldIO([header], strangerPeer);
+    await s.provider.handleExec(stranger.io);
+    assert.deepEqual(
+      stranger.out.map((f) => [f.t, (f as { code?: string }).code]),
+      [['refused', 'EXEC_NOT_BUYER']],
+    );
+    assert.equal(s.provider.running, 0, 'the stranger took no slot');
+    assert.deepEqual(s.struck, [strangerPeer], 'an exec for another key’s job is a strike');
+    // the buyer's own exec: ready, and its lapse is its own
+    const own = heldIO([header], buyerPeer);
+    const served = s.provider.handleExec(own.io);
+    await own.waiting;
+    assert.deepEqual(own.out.map((f) => f.t), ['ready']);
+    assert.equal(s.provider.budget.check(buyerDid, NOW), undefined, 'the buyer is not paused for the stranger');
+    own.end(new C0Error('NET_DEADLINE', 'stream passed its input deadline'));
+    await assert.rejects(served, (e: unknown) => (e as C0Error).code === 'NET_DEADLINE');
+    assert.equal(s.provider.budget.check(buyerDid, NOW), 'buyer-lapsed');
+    assert.equal(s.lines.find((l) => l.code === 'EXEC_INPUT_LAPSED')?.peer, buyerPeer);
+  });
+
+  test('a reset after holding the slot past the grace is a lapse; a quick one is not', async () => {
+    const s = setup();
+    await s.provider.start();
+    // quick: the buyer failed over at once
+    let h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    let served = s.provider.handleExec(h.io);
+    await h.waiting;
+    s.mono.advance(500);
+    h.end(new C0Error('NET_STREAM_FAILED', 'the caller reset the stream'));
+    await assert.rejects(served, (e: unknown) => (e as C0Error).code === 'NET_STREAM_FAILED');
+    assert.equal(s.provider.budget.check(buyerDid, NOW), undefined, 'a quick reset is no lapse');
+    // held 31 s (just short of the 32 s deadline), then reset
+    h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    served = s.provider.handleExec(h.io);
+    await h.waiting;
+    s.mono.advance(31_000);
+    h.end(new C0Error('NET_STREAM_FAILED', 'the caller reset the stream'));
+    await assert.rejects(served, (e: unknown) => (e as C0Error).code === 'NET_STREAM_FAILED');
+    assert.equal(s.provider.running, 0);
+    assert.equal(s.provider.budget.check(buyerDid, NOW), 'buyer-lapsed');
+    const line = s.lines.find((l) => l.code === 'EXEC_INPUT_LAPSED');
+    assert.equal(line?.ended, 'caller');
+    assert.equal(line?.pauseMs, 30_000);
+  });
+
+  test('an input ended short after a hold past the grace is a lapse too (and refused EXEC_INPUT_MISMATCH)', async () => {
+    const s = setup();
+    await s.provider.start();
+    const h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    const served = s.provider.handleExec(h.io);
+    await h.waiting;
+    s.mono.advance(20_000);
+    h.end();
+    await served;
+    assert.deepEqual(h.out.map((f) => [f.t, (f as { code?: string }).code]), [['ready', undefined], ['refused', 'EXEC_INPUT_MISMATCH']]);
+    assert.equal(s.provider.budget.check(buyerDid, NOW), 'buyer-lapsed');
+  });
+});
+
+describe('QuoteBudget: an input delivered forgives a quarter of a lapse', () => {
+  test('a small job delivered between stalls does not reset the doubling; four delivered forgive one lapse', () => {
+    const mono = fakeClock(0);
+    const b = new QuoteBudget({ windowMs: 30_000, monoClock: mono });
+    const pauses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      pauses.push(b.lapsed('did:h'));
+      mono.advance(pauses.at(-1)!);
+      b.delivered('did:h');
+    }
+    assert.deepEqual(pauses, [30_000, 60_000, 120_000, 240_000]);
+    // an honest buyer that lapsed once and then delivered four inputs lapses afresh
+    b.lapsed('did:s');
+    mono.advance(30_000);
+    for (let i = 0; i < 4; i++) b.delivered('did:s');
+    assert.equal(b.check('did:s', NOW), undefined);
+    assert.equal(b.lapsed('did:s'), 30_000);
+  });
+
+  test('an input delivered during a pause does not end it', () => {
+    const mono = fakeClock(0);
+    const b = new QuoteBudget({ windowMs: 30_000, monoClock: mono });
+    b.lapsed('did:h');
+    b.delivered('did:h');
+    assert.equal(b.check('did:h', NOW), 'buyer-lapsed');
+  });
+});
+
+describe('Claimer: a buyer paused for a lapsed input', () => {
+  test('has neither its open nor its designated orders claimed; they are claimed once its pause is over', () => {
+    const W = 'infer.llm';
+    const me = P(1);
+    const hostile = P(900);
+    const ad = advert(me, { prices: [{ workload: W, unit: 'job', price: { amount: '0.1', currency: 'USD' } }] });
+    let mono = 0;
+    const budget = new QuoteBudget({ clock: () => FIXTURE_NOW, monoClock: () => mono });
+    const pauseMs = budget.lapsed(hostile.did);
+    const orders = new OpenOrders();
+    const designated = fixtureJob(hostile, { nonce: new Uint8Array([1]), order: { designated: me.did }, announcedAt: FIXTURE_NOW - 1000 });
+    const open = fixtureJob(hostile, { nonce: new Uint8Array([2]), order: {}, announcedAt: FIXTURE_NOW - 1000 });
+    orders.add(designated, FIXTURE_NOW);
+    orders.add(open, FIXTURE_NOW);
+    const presence = sealRecord(Kinds.presence, { workloads: [W], freeSlots: 2, issuedAt: FIXTURE_NOW, windowMs: 15000 }, me.signer);
+    const over = {
+      clock: () => FIXTURE_NOW + 1000,
+      monoClock: () => mono,
+      mode: 'any' as const,
+      live: (t: number) => [{ did: me.did, presence, advert: ad, workloads: [W], freeSlots: 2, liveUntil: t + 14000 }],
+      paused: (did: string) => budget.paused(did),
+    };
+    const claimer = claimerFor(me, ad, orders, over);
+    assert.deepEqual(claimer.targets(FIXTURE_NOW + 1000), [], 'no order of a paused buyer is claimed');
+    mono += pauseMs;
+    assert.deepEqual(claimer.targets(FIXTURE_NOW + 1000).map((t) => t.job.address).sort(), [designated.address, open.address].sort());
+  });
+});
