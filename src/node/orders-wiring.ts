@@ -62,6 +62,8 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
         maxPerBuyer: claimsPerBuyer(pc.slots),
         // a buyer it signed a receipt for (evidence at start, every receipt since): one without shares one bound with all
         knownBuyer: (did) => provider.budget.isKnownBuyer(did),
+        // a buyer paused for an exec input that lapsed here gets no claim either, as it gets no offer (buyer-lapsed)
+        paused: (did) => provider.budget.paused(did),
         skewMs: opts.skewMs,
       })
     : undefined;
