@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
+import { STORE_CORRUPT, STORE_RECOVERY, tableDamageIn } from '../util/store-damage.js';
 import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
@@ -107,11 +108,11 @@ export function report(e: unknown): number {
     if (e instanceof UsageError || e.code.startsWith('USAGE_')) return EXIT.USAGE;
     return e instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
   }
-  const damaged = levelCorruption(e);
+  const damaged = tableDamageIn(e);
   if (damaged !== undefined) {
     // a damaged LevelDB table met by a read (or an open) outside the store's own mapping: the data directory's fault,
     // not a bug (exit 70 made a supervisor's Restart=on-failure restart it in a loop)
-    const err = new C0Error('STORE_CORRUPT', `the node's database is damaged (${damaged}); nothing was changed: stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself`, { cause: e });
+    const err = new C0Error(STORE_CORRUPT, `the node's database is damaged (${damaged}); nothing was changed: ${STORE_RECOVERY}`, { cause: e });
     return report(err);
   }
   process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);
@@ -120,19 +121,3 @@ export function report(e: unknown): number {
   return EXIT.INTERNAL;
 }
 
-/**
- * A table file LevelDB cannot read as one, which it reports as an IO error naming it: cut short or emptied
- * (`IO error: …/000005.ldb: Invalid argument`), or gone. The same as src/store/db.ts TABLE_IO_DAMAGE (not imported:
- * the CLI's top level does not load the store).
- */
-const TABLE_IO_DAMAGE = /^IO error: (?:.*[\\/])?\d+\.(?:ldb|sst): (?:Invalid argument|No such file or directory)$/;
-
-/** LevelDB's reason when `e` (or an error it was caused by) is LevelDB's LEVEL_CORRUPTION or a damaged table's IO error, else undefined. */
-function levelCorruption(e: unknown): string | undefined {
-  for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
-    const { code, message } = x as { code?: unknown; message?: unknown };
-    if (code === 'LEVEL_CORRUPTION' || (code === undefined && typeof message === 'string' && message.startsWith('Corruption: '))) return typeof message === 'string' ? message : 'corruption';
-    if ((code === 'LEVEL_IO_ERROR' || code === undefined) && typeof message === 'string' && TABLE_IO_DAMAGE.test(message)) return message;
-  }
-  return undefined;
-}

@@ -26,6 +26,7 @@ import { Level } from 'level';
 import { C0Error } from '../errors.js';
 import { osReason } from '../util/os-reason.js';
 import { printable } from '../util/text.js';
+import { STORE_CORRUPT, STORE_RECOVERY, tableDamage } from '../util/store-damage.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
@@ -459,29 +460,17 @@ interface Entry {
 const open = new Map<string, Entry>();
 const opening = new Map<string, Promise<Db>>();
 
-/** A database that LevelDB reports damaged, or one whose files are there without the CURRENT that names them (docs/node.md "A damaged database"). */
-export const STORE_CORRUPT = 'STORE_CORRUPT';
-/** What the operator reads with STORE_CORRUPT: nothing is repaired or deleted by the node itself. */
-const RECOVERY = 'stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself';
+export { STORE_CORRUPT, TABLE_IO_DAMAGE } from '../util/store-damage.js';
 
-/** STORE_CORRUPT for LevelDB's LEVEL_CORRUPTION (an open's cause, or a read's error). */
-/**
- * LevelDB's report of a table file it cannot read as one: a table cut short or emptied (`IO error: …/000005.ldb:
- * Invalid argument`), or gone since the open (`…: No such file or directory`). LevelDB says IO error, not Corruption,
- * for these; other IO errors (a permission, a full disk) are not the table's damage. src/cli/program.ts has the same
- * test for what reaches the top level (it does not load the store).
- */
-export const TABLE_IO_DAMAGE = /^IO error: (?:.*[\\/])?\d+\.(?:ldb|sst): (?:Invalid argument|No such file or directory)$/;
-
-/** The error (a LevelDB error) is a damaged table: LevelDB's LEVEL_CORRUPTION, or TABLE_IO_DAMAGE. */
+/** The error (a LevelDB error) is a damaged table: LevelDB's LEVEL_CORRUPTION, or TABLE_IO_DAMAGE (util/store-damage.ts). */
 export function isTableDamage(e: unknown): boolean {
-  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
-  return code === 'LEVEL_CORRUPTION' || (typeof message === 'string' && (code === 'LEVEL_IO_ERROR' || code === undefined) && TABLE_IO_DAMAGE.test(message));
+  return tableDamage(e) !== undefined;
 }
 
+/** STORE_CORRUPT for a damaged table (an open's cause, or a read's error). */
 export function corrupt(path: string, err: unknown): C0Error {
   const why = (err as { message?: string } | undefined)?.message ?? 'corruption';
-  return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${RECOVERY}`, { cause: err, detail: { path } });
+  return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${STORE_RECOVERY}`, { cause: err, detail: { path } });
 }
 
 /** The note an opener leaves in the database's directory while it holds the lock: who holds it, for STORE_LOCKED. */
@@ -579,9 +568,9 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
       const logs = data.length - tables;
       const what = [tables ? `${tables} table file${tables === 1 ? '' : 's'}` : '', logs ? `${logs} log file${logs === 1 ? '' : 's'}` : ''].filter(Boolean).join(' and ');
       const names = data.slice(0, 4).join(', ') + (data.length > 4 ? ', …' : '');
-      throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file is missing while ${what} (${names}) ${data.length === 1 ? 'is' : 'are'} there (opening it would make a new empty database and delete them); nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: 'CURRENT', files: data.slice(0, 20) } });
+      throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file is missing while ${what} (${names}) ${data.length === 1 ? 'is' : 'are'} there (opening it would make a new empty database and delete them); nothing was changed: ${STORE_RECOVERY}`, { detail: { path: key, missing: 'CURRENT', files: data.slice(0, 20) } });
     }
-    if (files.includes('CURRENT')) {
+    if (exists) {
       // CURRENT names the manifest (LevelDB's index of the tables); one it names that is not there cannot be opened
       let manifest = '';
       try {
@@ -590,7 +579,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
         /* the open says why */
       }
       if (/^MANIFEST-\d+$/.test(manifest) ? !files.includes(manifest) : manifest !== '' && !manifest.includes('\n')) {
-        throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file names "${printable(manifest.slice(0, 40))}", not a manifest in that directory; nothing was changed: ${RECOVERY}`, { detail: { path: key, missing: manifest.slice(0, 40) } });
+        throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file names "${printable(manifest.slice(0, 40))}", not a manifest in that directory; nothing was changed: ${STORE_RECOVERY}`, { detail: { path: key, missing: manifest.slice(0, 40) } });
       }
     }
     const deadline = Date.now() + (opts.lockWaitMs ?? 0);
