@@ -6,50 +6,19 @@
  * logged once per peer. Fakes only: an ExecIO whose deadline the test fires, fake clocks.
  */
 import { describe, test, after } from 'node:test';
+import { MiB, NOW, buyerDid, buyerPeer, lapseProvider, makeJob, selected } from './lapse-rig.js';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { seal, type Opened } from '../../../src/records/envelope.js';
-import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
-import { T, type Job, type Offer, type Selection } from '../../../src/records/kinds.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import type { Job, Offer, Selection } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
-import { parseConfig } from '../../../src/node/config.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
-import { Provider } from '../../../src/roles/provider/provider.js';
+import type { Provider } from '../../../src/roles/provider/provider.js';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
 import { readExecInput, type ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { EXEC_CHUNK_BYTES, type ExecFrame, type ExecHeader } from '../../../src/roles/exec-protocol.js';
 
-const NOW = 1_800_000_000_000;
-const MiB = 1024 * 1024;
 const LIMITS = { maxInputBytes: 16 * MiB, requestMs: 30_000, minInputBytesPerSec: 128 * 1024 };
-const buyer = Ed25519Signer.generate();
-const buyerDid = didFromPublicKey(buyer.publicKey);
-/** The buyer's PeerId: only it may open its jobs' exec streams (EXEC_NOT_BUYER). */
-const buyerPeer = peerIdFromDid(buyerDid).toString();
-let nonce = 0;
-
-function makeJob(size: number, signer = buyer): Opened<Job> {
-  return seal(
-    T.job,
-    {
-      workload: 'builtin.sha256',
-      requirements: {},
-      maxPrice: { amount: '0.01', currency: 'USD' },
-      announcedAt: NOW,
-      deadline: NOW + 600_000,
-      timeoutMs: 10_000,
-      input: { hash: hashHex(new Uint8Array(size)), size },
-      inputSealed: 'no',
-      nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff),
-    },
-    signer,
-  );
-}
 
 /**
  * A stream whose caller sends `frames` (then waits forever, as a stalled buyer does, unless `end`), records the
@@ -215,42 +184,7 @@ describe('Provider: an exec input that lapses', () => {
     for (const p of live) await p.stop();
   });
 
-  function setup() {
-    const signer = Ed25519Signer.generate();
-    const clock = fakeClock(NOW);
-    const mono = fakeClock(0);
-    const lines: Array<Record<string, unknown>> = [];
-    const config = parseConfig({
-      roles: ['provider'],
-      provider: { slots: 1, workloads: { 'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } } } },
-    }).provider!;
-    const provider = new Provider({
-      signer,
-      did: didFromPublicKey(signer.publicKey),
-      config,
-      hardware: { cpuCores: 4, memoryMiB: 8192 },
-      meter: new EstimatorMeter(50, clock),
-      box: generateBoxKeyPair(),
-      clock,
-      monoClock: mono,
-      log: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }),
-      eligibility: () => [],
-      publish: async () => 1,
-      state: { loadSeq: async () => 0, saveSeq: async () => {}, hasReceiptFor: async () => false },
-      onReceipt: async () => {},
-      quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
-    });
-    live.push(provider);
-    return { provider, clock, mono, lines, config };
-  }
-
-  async function selected(p: Provider, size: number) {
-    const job = makeJob(size);
-    const offer = await p.onJob(job);
-    assert.ok(offer, 'the provider offers on the job');
-    const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
-    return { job, offer, selection };
-  }
+  const setup = () => lapseProvider(live);
 
   test('the slot goes back, the buyer gets no offer for a while, the log says so once per peer', async () => {
     const s = setup();

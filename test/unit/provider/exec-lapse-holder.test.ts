@@ -11,20 +11,14 @@
  * Fakes only: an ExecIO the test ends, fake clocks.
  */
 import { describe, test, after } from 'node:test';
+import { MiB, NOW, buyerDid, buyerPeer, lapseProvider, selected } from './lapse-rig.js';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
-import { seal, type Opened } from '../../../src/records/envelope.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
-import { hashHex } from '../../../src/records/address.js';
-import { T, type Job } from '../../../src/records/kinds.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
-import { parseConfig } from '../../../src/node/config.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
-import { Provider } from '../../../src/roles/provider/provider.js';
+import type { Provider } from '../../../src/roles/provider/provider.js';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
@@ -33,30 +27,6 @@ import { seal as sealRecord, T as Kinds } from '../../../src/records/index.js';
 import { claimerFor } from '../matching/claimer-rig.js';
 import { NOW as FIXTURE_NOW, P, advert, job as fixtureJob } from '../market/fixtures.js';
 
-const NOW = 1_800_000_000_000;
-const MiB = 1024 * 1024;
-const buyer = Ed25519Signer.generate();
-const buyerDid = didFromPublicKey(buyer.publicKey);
-const buyerPeer = peerIdFromDid(buyerDid).toString();
-let nonce = 0;
-
-function makeJob(size: number, signer = buyer): Opened<Job> {
-  return seal(
-    T.job,
-    {
-      workload: 'builtin.sha256',
-      requirements: {},
-      maxPrice: { amount: '0.01', currency: 'USD' },
-      announcedAt: NOW,
-      deadline: NOW + 600_000,
-      timeoutMs: 10_000,
-      input: { hash: hashHex(new Uint8Array(size)), size },
-      inputSealed: 'no',
-      nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff, 40),
-    },
-    signer,
-  );
-}
 
 /** A stream whose caller sends `frames` and then waits until the test ends it: `end(why)` fails the pending read (a reset, a deadline), `end()` ends it cleanly. */
 function heldIO(frames: unknown[], peer: string | undefined) {
@@ -92,49 +62,12 @@ describe('Provider: who opens an exec and what a hold costs', () => {
     for (const p of live) await p.stop();
   });
 
-  function setup() {
-    const signer = Ed25519Signer.generate();
-    const clock = fakeClock(NOW);
-    const mono = fakeClock(0);
-    const lines: Array<Record<string, unknown>> = [];
-    const struck: string[] = [];
-    const config = parseConfig({
-      roles: ['provider'],
-      provider: { slots: 1, workloads: { 'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } } } },
-    }).provider!;
-    const provider = new Provider({
-      signer,
-      did: didFromPublicKey(signer.publicKey),
-      config,
-      hardware: { cpuCores: 4, memoryMiB: 8192 },
-      meter: new EstimatorMeter(50, clock),
-      box: generateBoxKeyPair(),
-      clock,
-      monoClock: mono,
-      log: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }),
-      eligibility: () => [],
-      publish: async () => 1,
-      state: { loadSeq: async () => 0, saveSeq: async () => {}, hasReceiptFor: async () => false },
-      onReceipt: async () => {},
-      strike: (peer) => void struck.push(peer),
-      quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
-    });
-    live.push(provider);
-    return { provider, clock, mono, lines, struck };
-  }
-
-  async function selected(p: Provider, size: number) {
-    const job = makeJob(size);
-    const offer = await p.onJob(job);
-    assert.ok(offer, 'the provider offers on the job');
-    const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
-    return { t: 'exec', job: job.bytes, offer: offer.bytes, selection: selection.bytes };
-  }
+  const setup = () => lapseProvider(live);
 
   test('a third party replaying the public records is refused EXEC_NOT_BUYER before the slot; the buyer then gets ready and is not paused', async () => {
     const s = setup();
     await s.provider.start();
-    const header = await selected(s.provider, 1 * MiB);
+    const { header } = await selected(s.provider, 1 * MiB);
     const strangerPeer = peerIdFromDid(didFromPublicKey(Ed25519Signer.generate().publicKey)).toString();
     const stranger = heldIO([header], strangerPeer);
     await s.provider.handleExec(stranger.io);
@@ -160,7 +93,7 @@ describe('Provider: who opens an exec and what a hold costs', () => {
     const s = setup();
     await s.provider.start();
     // quick: the buyer failed over at once
-    let h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    let h = heldIO([(await selected(s.provider, 16 * MiB)).header], buyerPeer);
     let served = s.provider.handleExec(h.io);
     await h.waiting;
     s.mono.advance(500);
@@ -168,7 +101,7 @@ describe('Provider: who opens an exec and what a hold costs', () => {
     await assert.rejects(served, (e: unknown) => (e as C0Error).code === 'NET_STREAM_FAILED');
     assert.equal(s.provider.budget.check(buyerDid, NOW), undefined, 'a quick reset is no lapse');
     // held 31 s (just short of the 32 s deadline), then reset
-    h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    h = heldIO([(await selected(s.provider, 16 * MiB)).header], buyerPeer);
     served = s.provider.handleExec(h.io);
     await h.waiting;
     s.mono.advance(31_000);
@@ -184,7 +117,7 @@ describe('Provider: who opens an exec and what a hold costs', () => {
   test('an input ended short after a hold past the grace is a lapse too (and refused EXEC_INPUT_MISMATCH)', async () => {
     const s = setup();
     await s.provider.start();
-    const h = heldIO([await selected(s.provider, 16 * MiB)], buyerPeer);
+    const h = heldIO([(await selected(s.provider, 16 * MiB)).header], buyerPeer);
     const served = s.provider.handleExec(h.io);
     await h.waiting;
     s.mono.advance(20_000);

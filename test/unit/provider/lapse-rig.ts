@@ -1,0 +1,86 @@
+/**
+ * The exec input lapse tests' shared rig (exec-input-lapse, exec-lapse-holder): a buyer, its jobs, and a one-slot
+ * provider on fake clocks whose log lines and strikes the test reads, with a job it quoted and its buyer selected.
+ */
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { seal, type Opened } from '../../../src/records/envelope.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
+import { hashHex } from '../../../src/records/address.js';
+import { T, type Job } from '../../../src/records/kinds.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { generateBoxKeyPair } from '../../../src/crypto/sealed-box.js';
+import { parseConfig } from '../../../src/node/config.js';
+import { peerIdFromDid } from '../../../src/node/peer-id.js';
+import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
+import { Provider } from '../../../src/roles/provider/provider.js';
+import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
+
+export const NOW = 1_800_000_000_000;
+export const MiB = 1024 * 1024;
+export const buyer = Ed25519Signer.generate();
+export const buyerDid = didFromPublicKey(buyer.publicKey);
+/** The buyer's PeerId: only it may open its jobs' exec streams (EXEC_NOT_BUYER). */
+export const buyerPeer = peerIdFromDid(buyerDid).toString();
+let nonce = 0;
+
+/** A job of `size` bytes of input, each one new. */
+export function makeJob(size: number, signer = buyer): Opened<Job> {
+  return seal(
+    T.job,
+    {
+      workload: 'builtin.sha256',
+      requirements: {},
+      maxPrice: { amount: '0.01', currency: 'USD' },
+      announcedAt: NOW,
+      deadline: NOW + 600_000,
+      timeoutMs: 10_000,
+      input: { hash: hashHex(new Uint8Array(size)), size },
+      inputSealed: 'no',
+      nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff),
+    },
+    signer,
+  );
+}
+
+/** A one-slot provider on fake clocks (wall `clock` at NOW, monotonic `mono` at 0), put in `live` for the test to stop. */
+export function lapseProvider(live: Provider[]) {
+  const signer = Ed25519Signer.generate();
+  const clock = fakeClock(NOW);
+  const mono = fakeClock(0);
+  const lines: Array<Record<string, unknown>> = [];
+  const struck: string[] = [];
+  const config = parseConfig({
+    roles: ['provider'],
+    provider: { slots: 1, workloads: { 'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } } } },
+  }).provider!;
+  const provider = new Provider({
+    signer,
+    did: didFromPublicKey(signer.publicKey),
+    config,
+    hardware: { cpuCores: 4, memoryMiB: 8192 },
+    meter: new EstimatorMeter(50, clock),
+    box: generateBoxKeyPair(),
+    clock,
+    monoClock: mono,
+    log: pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }),
+    eligibility: () => [],
+    publish: async () => 1,
+    state: { loadSeq: async () => 0, saveSeq: async () => {}, hasReceiptFor: async () => false },
+    onReceipt: async () => {},
+    strike: (peer) => void struck.push(peer),
+    quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
+  });
+  live.push(provider);
+  return { provider, clock, mono, lines, struck, config };
+}
+
+/** A job of `size` that `p` quoted and its buyer selected, and the exec header that runs it. */
+export async function selected(p: Provider, size: number) {
+  const job = makeJob(size);
+  const offer = await p.onJob(job);
+  assert.ok(offer, 'the provider offers on the job');
+  const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
+  return { job, offer, selection, header: { t: 'exec', job: job.bytes, offer: offer.bytes, selection: selection.bytes } };
+}
