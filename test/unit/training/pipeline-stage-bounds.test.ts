@@ -9,43 +9,24 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CborValue } from '../../../src/records/cbor.js';
-import type { ProtocolHandler } from '../../../src/net/protocols.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { initWeights, weightsBytes } from '../../../src/training/model.js';
-import { MAX_ACTIVATION_BYTES, parseAllow, serveStage } from '../../../src/training/pipeline-net.js';
-import { splitPayload } from '../../../src/training/transport.js';
+import { countedStage } from './stage-rig.js';
+import { MAX_ACTIVATION_BYTES, parseAllow } from '../../../src/training/pipeline-net.js';
 import { P } from '../market/fixtures.js';
 
 describe('pipeline stage: bounds before compute', () => {
   it('an output over 3 MiB is PIPELINE_TOO_LARGE before the stage reads a weight', async () => {
     // stage 0 of [4, 512, 3] widens 4 → 512: 1,536 rows in are 48 KiB, out would be 6 MiB
     const shape = { layers: [4, 512, 3] };
-    const w0 = initWeights(shape, 1);
-    let reads = 0;
-    const w = new Proxy(w0, {
-      get(t, k) {
-        if (typeof k === 'string' && /^\d+$/.test(k)) reads++;
-        const v = Reflect.get(t, k, t) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-      },
-    });
-    let handler: ProtocolHandler | undefined;
-    await serveStage({ handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] } as never, { shape, w, range: [0, 1] });
-    const call = async (rows: number) => {
-      const out: CborValue[] = [];
-      const ctx = { peer: peerIdFromDid(P(610).did), signal: new AbortController().signal, send: async (f: CborValue) => void out.push(f) };
-      await handler!([{ batch: rows, mb: 0, route: [] } as CborValue, ...splitPayload(weightsBytes(new Float64Array(rows * 4)))], ctx as never);
-      return out;
-    };
+    const stage = await countedStage(shape, [0, 1]);
+    const call = (rows: number) => stage.call(P(610).did, rows);
     const rows = 1536;
     assert.ok(rows * 512 * 8 > MAX_ACTIVATION_BYTES && rows * 4 * 8 < MAX_ACTIVATION_BYTES);
     await assert.rejects(call(rows), { code: 'PIPELINE_TOO_LARGE' });
-    assert.equal(reads, 0, 'nothing computed for a request refused for its output');
+    assert.equal(stage.reads(), 0, 'nothing computed for a request refused for its output');
     // the largest batch whose output fits is computed and answered
     const fits = Math.floor(MAX_ACTIVATION_BYTES / (512 * 8));
     assert.ok((await call(fits)).length > 0);
-    assert.ok(reads > 0);
+    assert.ok(stage.reads() > 0);
   });
 
   it('parseAllow takes DIDs separated by commas; anything else is PIPELINE_ALLOW_INVALID', () => {

@@ -10,13 +10,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CborValue } from '../../../src/records/cbor.js';
-import type { ProtocolHandler } from '../../../src/net/protocols.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { initWeights, weightsBytes } from '../../../src/training/model.js';
+import { countedStage } from './stage-rig.js';
 import { StageQueue } from '../../../src/training/pipeline.js';
-import { serveStage } from '../../../src/training/pipeline-net.js';
-import { splitPayload } from '../../../src/training/transport.js';
 import { P } from '../market/fixtures.js';
 
 function gate(): { wait: Promise<void>; open: () => void } {
@@ -67,28 +62,17 @@ describe('a stage’s compute queue', () => {
 
   it('a stage server does not compute a request whose caller left while it waited', async () => {
     const shape = { layers: [4, 64, 3] };
-    let reads = 0;
-    const w0 = initWeights(shape, 1);
-    const w = new Proxy(w0, {
-      get(t, k) {
-        if (typeof k === 'string' && /^\d+$/.test(k)) reads++;
-        const v = Reflect.get(t, k, t) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-      },
-    });
-    let handler: ProtocolHandler | undefined;
-    await serveStage({ handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] } as never, { shape, w, range: [0, 1] });
-    const call = async (from: string, signal: AbortSignal): Promise<void> =>
-      handler!([{ batch: 1, mb: 0, route: [] } as CborValue, ...splitPayload(weightsBytes(new Float64Array(4)))], { peer: peerIdFromDid(from), signal, send: async () => {} } as never);
+    const stage = await countedStage(shape, [0, 1]);
+    const call = async (from: string, signal: AbortSignal): Promise<void> => void (await stage.call(from, 1, signal));
     const left = new AbortController();
     // two requests at once: the first is computed, the second waits its turn; its caller leaves meanwhile
     const one = call(P(620).did, new AbortController().signal);
     const two = call(P(621).did, left.signal);
     left.abort();
     await one;
-    const afterOne = reads;
+    const afterOne = stage.reads();
     assert.ok(afterOne > 0);
     await assert.rejects(two, { code: 'PIPELINE_CALLER_LEFT' });
-    assert.equal(reads, afterOne, 'the second request was not computed');
+    assert.equal(stage.reads(), afterOne, 'the second request was not computed');
   });
 });
