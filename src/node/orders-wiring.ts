@@ -50,7 +50,8 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
         freeSlots: () => pc.slots - provider.running,
         runs: (job) => provider.runs(job),
         live: (now) => o.liveProviders(now),
-        canRun: (job) => pc.workloads[job.record.workload] !== undefined && job.record.input.size <= pc.maxInputBytes,
+        // params its executor would refuse are not claimed, as they are not quoted (bad-params)
+        canRun: (job) => pc.workloads[job.record.workload] !== undefined && job.record.input.size <= pc.maxInputBytes && !provider.paramsRefusal(job),
         send: async (job, claim, advert) => {
           const frames = await o.net.request(job.signer, CLAIM_PROTOCOL, [{ t: 'claim', claim: claim.bytes, advert: advert.bytes }], { limits: CLAIM_LIMITS });
           const out = parseClaimAnswer(frames[0], job.signer, job.address, claim.address);

@@ -75,6 +75,13 @@ export interface ExecHost {
 export interface Executor {
   readonly kind: 'builtin' | 'exec' | 'http';
   run(ctx: ExecContext): Promise<Uint8Array>;
+  /**
+   * Throws (EXEC_BAD_PARAMS) for a job's params this executor would refuse to run, so the provider does not quote the
+   * job: a job it won and then failed for its own params cost the provider a failed receipt in its reputation. The
+   * builtins check their bounds, an exec command that its params fit in the environment; beyond that a command's
+   * params are its own business.
+   */
+  checkParams?(params: string | undefined): void;
 }
 
 export type ExecutorConfig =
@@ -155,14 +162,25 @@ const tick = () => new Promise<void>((r) => setImmediate(r));
  * output is the count as decimal text.
  * builtin.sleep: waits `ms` (params) then echoes the input (tests: slow work).
  */
+/** The largest params the builtins take (EXEC_BAD_PARAMS past them). */
+const MAX_ROUNDS = 10_000_000;
+const MAX_PRIMES_N = 50_000_000;
+const MAX_SLEEP_MS = 3_600_000;
+
 export function builtinExecutor(name: BuiltinName): Executor {
   return {
     kind: 'builtin',
+    checkParams(params) {
+      if (name === 'builtin.sha256') parseCount(params ?? '1', 'rounds', MAX_ROUNDS);
+      // N may come in the input instead, which a quote does not see
+      else if (name === 'builtin.primes' && params !== undefined) parseCount(params, 'N', MAX_PRIMES_N);
+      else if (name === 'builtin.sleep') parseCount(params ?? '0', 'ms', MAX_SLEEP_MS);
+    },
     async run(ctx) {
       const { signal } = ctx;
       if (signal.aborted) throw aborted(signal);
       if (name === 'builtin.sha256') {
-        const rounds = parseCount(ctx.params ?? '1', 'rounds', 10_000_000);
+        const rounds = parseCount(ctx.params ?? '1', 'rounds', MAX_ROUNDS);
         let h = createHash('sha256').update(ctx.input).digest();
         // Yield (and check the deadline) at least every 20k rounds (a few ms), not only every tenth of the work.
         const step = Math.max(1, Math.min(Math.floor(rounds / 10), 20_000));
@@ -190,7 +208,7 @@ export function builtinExecutor(name: BuiltinName): Executor {
       if (name === 'builtin.train-member') return checkOutput(await (await import('../trainer/member-job.js')).runMemberJob(ctx), ctx.maxOutputBytes);
       if (name === 'builtin.primes') {
         const text = ctx.params ?? Buffer.from(ctx.input).toString('utf8').trim();
-        const n = parseCount(text, 'N', 50_000_000);
+        const n = parseCount(text, 'N', MAX_PRIMES_N);
         const sieve = new Uint8Array(n + 1);
         let count = 0;
         const step = Math.max(1, Math.floor(n / 10));
@@ -208,7 +226,7 @@ export function builtinExecutor(name: BuiltinName): Executor {
         return checkOutput(new TextEncoder().encode(String(count)), ctx.maxOutputBytes);
       }
       // builtin.sleep
-      const ms = parseCount(ctx.params ?? '0', 'ms', 3_600_000);
+      const ms = parseCount(ctx.params ?? '0', 'ms', MAX_SLEEP_MS);
       // the listener goes with the sleep: left on the run's signal (an AbortSignal.any of the run's), it kept the
       // signal, its sources and the timer for the life of the process, 1.6 KB per run
       await new Promise<void>((resolve, reject) => {
@@ -319,14 +337,22 @@ export function execExecutor(cfg: { command: string[]; env?: Record<string, stri
       { field: 'command' },
     );
   }
+  // The buyer's params go into the environment, which cannot carry a NUL byte (the job record allows one):
+  // the buyer's input is at fault, not the provider, so it is refused before anything is spawned (and not quoted).
+  const checkParams = (params: string | undefined) => {
+    if (params?.includes('\0')) throw new C0Error('EXEC_BAD_PARAMS', 'params cannot be passed in the environment (C0MPUTE_PARAMS): they contain a NUL byte');
+  };
   return {
     kind: 'exec',
+    checkParams,
     run(ctx) {
       return new Promise<Uint8Array>((resolve, reject) => {
         if (ctx.signal.aborted) return reject(aborted(ctx.signal));
-        // The buyer's params go into the environment, which cannot carry a NUL byte (the job record allows one):
-        // the buyer's input is at fault, not the provider, so it is refused before anything is spawned.
-        if (ctx.params?.includes('\0')) return reject(new C0Error('EXEC_BAD_PARAMS', 'params cannot be passed in the environment (C0MPUTE_PARAMS): they contain a NUL byte'));
+        try {
+          checkParams(ctx.params);
+        } catch (e) {
+          return reject(e);
+        }
         const [cmd, ...args] = cfg.command as [string, ...string[]];
         let child: ChildProcessWithoutNullStreams;
         try {

@@ -466,6 +466,20 @@ export class Provider {
   }
 
   /**
+   * Why this provider's executor would refuse the job's params (EXEC_BAD_PARAMS: builtin.sha256's rounds over
+   * 10,000,000, say), or undefined. Such a job is neither quoted nor claimed: won, it would fail here for the buyer's
+   * own params, and the failed receipt would count against this provider.
+   */
+  paramsRefusal(job: Opened<Job>): C0Error | undefined {
+    try {
+      this.#executors.get(job.record.workload)?.checkParams?.(job.record.params);
+      return undefined;
+    } catch (e) {
+      return e instanceof C0Error ? e : new C0Error('EXEC_BAD_PARAMS', (e as Error).message);
+    }
+  }
+
+  /**
    * A job was heard: quote if eligible, able to start it (a free slot, input
    * within bounds, the deadline reachable) and within the quoting budget
    * (quote-budget.ts), and, for a job heard on gossip, among the first
@@ -502,6 +516,9 @@ export class Provider {
     if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
     if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
     if (job.record.input.size > this.d.config.maxInputBytes) return skip('input-too-large', 'the input is larger than this provider takes; no offer');
+    // params the workload would refuse: won, the job would fail here for the buyer's own params, in this provider's record
+    const refused = this.paramsRefusal(job);
+    if (refused) return skip('bad-params', 'the job’s params are not ones this workload takes; no offer', { code: refused.code, why: refused.message });
     const w = this.d.config.workloads[job.record.workload];
     if (!w) return undefined;
     const durationMs = quotedDurationMs(w, job.record.input.size);

@@ -75,7 +75,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export const QUOTE_BUDGET_DEFAULTS = { maxLiveOffers: 256, maxLiveOffersPerBuyer: 8, maxRecentOffersPerBuyer: 64, windowMs: 30_000 } as const;
 
 /** Why a job got no offer (the metric's `reason` label). */
-export type SkipReason = 'buyer-lapsed' | 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'price' | 'ineligible' | 'outranked' | 'decided' | 'already-quoted';
+export type SkipReason = 'buyer-lapsed' | 'buyer-budget' | 'buyer-rate' | 'total-budget' | 'no-free-slot' | 'deadline' | 'input-too-large' | 'bad-params' | 'price' | 'ineligible' | 'outranked' | 'decided' | 'already-quoted';
 
 export interface LiveOffer<R = unknown> {
   job: string;

@@ -75,6 +75,8 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
       workloads: {
         'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } },
         'builtin.sleep': { executor: { type: 'builtin', name: 'builtin.sleep' }, price: { amount: '0.002', currency: 'USD' }, unit: 'second' },
+        // a command whose params are its own business (a gang member job's cite the claim): quoted whatever they are
+        'acme.cat': { executor: { type: 'exec', command: ['sh', '-c', 'cat'] }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 1000, perInputMiBMs: 0 } },
       },
     },
   }).provider!;
@@ -212,8 +214,9 @@ describe('Provider: advert', () => {
     assert.equal(kind, 'advert');
     const a = open(env.bytes, T.advert);
     assert.equal(a.signer, s.did);
-    assert.deepEqual(a.record.workloads, ['builtin.sha256', 'builtin.sleep']);
+    assert.deepEqual(a.record.workloads, ['acme.cat', 'builtin.sha256', 'builtin.sleep']);
     assert.deepEqual(a.record.prices, [
+      { workload: 'acme.cat', unit: 'job', price: { amount: '0.001', currency: 'USD' } },
       { workload: 'builtin.sha256', unit: 'job', price: { amount: '0.001', currency: 'USD' } },
       { workload: 'builtin.sleep', unit: 'second', price: { amount: '0.002', currency: 'USD' } },
     ]);
@@ -577,20 +580,16 @@ describe('Provider: execution', () => {
     assert.equal(r.record.failure?.code, 'EXEC_BUYER_GONE');
   });
 
-  test('a failure message quoting the buyer\'s params cut through an emoji: the failed receipt is signed, and the slot is free for the next job', async () => {
+  test('a failure message cut through an emoji: the failed receipt is signed, and the slot is free for the next job', async () => {
     const s = setup({ slots: 1 });
     const input = utf8('emoji');
-    // 41 code units ending in a surrogate pair: EXEC_BAD_PARAMS quotes the first 40, the failure message the first 1000.
-    const job = makeJob({ workload: 'builtin.sleep', params: 'a'.repeat(39) + '\u{1F600}' }, input);
-    const offer = await offered(s, job);
-    const frames = await exec(s.provider, frame(job, offer, makeSelection(job, offer), input));
-    const rf = frames.at(-1)!;
-    assert.equal(rf.t, 'receipt', `frames: ${frames.map((f) => f.t).join(',')}`);
-    assert.ok(rf.t === 'receipt');
-    const r = open(rf.receipt, T.receipt);
-    assert.equal(r.record.status, 'failed');
-    assert.equal(r.record.failure?.code, 'EXEC_BAD_PARAMS');
-    assert.equal(s.provider.running, 0);
+    // 41 code units ending in a surrogate pair: EXEC_BAD_PARAMS quotes the first 40 without splitting the pair. Such
+    // params are not quoted at all (bad-params), so the refusal's text is only a log line, still well formed.
+    const params = 'a'.repeat(39) + '\u{1F600}';
+    assert.equal(await s.provider.onJob(makeJob({ workload: 'builtin.sleep', params }, input)), undefined);
+    const refused = s.provider.paramsRefusal(makeJob({ workload: 'builtin.sleep', params }, input));
+    assert.equal(refused?.code, 'EXEC_BAD_PARAMS');
+    assert.doesNotMatch(refused.message, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/, 'no lone high surrogate');
     // A long message (an exec command's stderr line) cut at 1000 through a pair: signed too.
     const long = setup({ slots: 1, pool: { advert: (a) => a, receipt: (x) => x, mayQuote: () => true, run: async () => { throw new C0Error('EXEC_FAILED', 'x'.repeat(999) + '\u{1F600}'); }, closed: async () => {}, abandoned: () => {} } });
     const j3 = makeJob({}, input);
@@ -600,13 +599,13 @@ describe('Provider: execution', () => {
     assert.ok(r3.t === 'receipt', `frames: ${f3.map((f) => f.t).join(',')}`);
     assert.equal(open(r3.receipt, T.receipt).record.failure?.message, 'x'.repeat(999));
     assert.equal(long.provider.running, 0);
-    // The one slot is free: the next job runs.
+    // The refused params took no slot: the next job runs on the one slot.
     const i2 = utf8('next');
     const j2 = makeJob({}, i2);
     const o2 = await offered(s, j2);
     const f2 = await exec(s.provider, frame(j2, o2, makeSelection(j2, o2), i2));
     assert.equal(f2.at(-1)?.t, 'receipt');
-    assert.equal(s.receipts.length, 2);
+    assert.equal(s.receipts.length, 1);
   });
 
   test('a receipt that cannot be signed frees the slot anyway, and is logged', async () => {
@@ -714,7 +713,7 @@ describe('Provider: only admitted work on an overlay with a steward (pool/1 §1.
     const frames = await exec(s.provider, withProof(frame(job, offer, makeSelection(job, offer), input), admitted(job.address)));
     assert.equal(frames.at(-1)?.t, 'receipt');
     assert.deepEqual(asked, [], 'the buyer’s proof of the job’s own claim settles it');
-    const member = makeJob({ params: JSON.stringify({ claim: gang, member: 0 }) }, input);
+    const member = makeJob({ workload: 'acme.cat', params: JSON.stringify({ claim: gang, member: 0 }) }, input);
     const mo = await offered(s, member);
     const mf = frame(member, mo, makeSelection(member, mo), input);
     // the buyer's gang entry proves nothing (any entry is public): the steward has not bound this job
@@ -726,8 +725,8 @@ describe('Provider: only admitted work on an overlay with a steward (pool/1 §1.
     const plain = makeJob({}, old);
     const po = await offered(s, plain);
     assert.equal((await exec(s.provider, frame(plain, po, makeSelection(plain, po), old))).at(-1)?.t, 'receipt');
-    // every one ran (the member job's params are a citation, not sha256 rounds: its executor refuses them, after admission)
-    assert.deepEqual(s.receipts.map((r) => r.record.failure?.code ?? r.record.status), ['completed', 'EXEC_BAD_PARAMS', 'completed']);
+    // every one ran (the member job's params are a citation its command takes)
+    assert.deepEqual(s.receipts.map((r) => r.record.failure?.code ?? r.record.status), ['completed', 'completed', 'completed']);
   });
 
   test('a job’s params cannot choose the claim: a public entry of another claim (a released single job’s, an open gang’s) cited in the params admits nothing unless the steward bound the job', async () => {
@@ -742,13 +741,13 @@ describe('Provider: only admitted work on an overlay with a steward (pool/1 §1.
     ] as const) {
       for (const member of [0, 7]) {
         const input = utf8(`rogue ${member} ${proof.length}`);
-        const job = makeJob({ params: JSON.stringify({ prompt: 'anything', claim, member }) }, input);
+        const job = makeJob({ workload: 'acme.cat', params: JSON.stringify({ prompt: 'anything', claim, member }) }, input);
         const offer = await offered(s, job);
         assert.equal(refusal(await exec(s.provider, withProof(frame(job, offer, makeSelection(job, offer), input), proof))), 'EXEC_NOT_ADMITTED');
       }
     }
     const input = utf8('wrong');
-    const job = makeJob({ params: JSON.stringify({ claim: other.address, member: 0 }) }, input);
+    const job = makeJob({ workload: 'acme.cat', params: JSON.stringify({ claim: other.address, member: 0 }) }, input);
     const offer = await offered(s, job);
     assert.equal(refusal(await exec(s.provider, frame(job, offer, makeSelection(job, offer), input))), 'EXEC_NOT_ADMITTED');
     assert.equal(s.receipts.length, 0);
