@@ -10,7 +10,8 @@
  * job in it, which grows without end (docs/scale.md §4 "Outcomes that stay in
  * their market"). Past the bound, second-hand outcomes go, on disk and in
  * memory, down to nine tenths of it, a job's records together, those that
- * count for nothing here first, the oldest first (#evict); this node's own
+ * count for nothing here first (a trusted buyer's outcome counts only with that
+ * buyer's own verdict on it), the oldest first (#evict); this node's own
  * outcomes (those with a record it signed: #own) go last, and those of its jobs
  * as a buyer after those as a provider. One non-delivery is kept per (signer,
  * provider, job): a later one is dropped on arrival.
@@ -440,9 +441,10 @@ export class EvidenceStore {
   }
 
   /**
-   * A job's outcome goes as one (its receipts, the acceptances of them and the offer they cite), so a quote-accuracy
-   * pair is never split. First what counts for nothing here (records whose receipt is not held, outcomes of buyers whose
-   * evidence does not count), then the rest, each the oldest first: dated by when the receipt says it was made, but
+   * A job's outcome goes as one (its receipts, their buyer's verdicts on them and the offer they cite), so a
+   * quote-accuracy pair is never split. First what counts for nothing here (records whose receipt is not held,
+   * acceptances by others than their receipt's buyer, outcomes of buyers whose evidence does not count, and receipts
+   * naming a trusted buyer without that buyer's verdict on them), then the rest, each the oldest first: dated by when the receipt says it was made, but
    * never later than it arrived, so a record dated in the future is not kept for it. This node's own outcomes go
    * last: first those of its jobs as a provider (evidence about itself, which none of its choices rests on), then
    * those of its jobs as a buyer. Until the sixteenth round they never went, and a busy node's own outcomes (three
@@ -473,9 +475,14 @@ export class EvidenceStore {
       let when = -Infinity;
       let weight: Unit['weight'] = 0;
       for (const c of cohort) {
-        recs.push(c, ...(this.#acceptancesOf.get(c.address) ?? []));
+        // Its own buyer's verdict goes with a receipt; anyone else's counts for nothing and is a unit of its own (below).
+        // A trusted buyer's outcome counts here only with that buyer's verdict on it: a receipt's `buyer` is only its
+        // signer's claim. Before, fresh provider keys naming a trusted buyer (and acceptances by fresh keys riding in a
+        // trusted buyer's outcome) ranked as that buyer's, newest first, and pushed out its real history.
+        const verdicts = [...(this.#acceptancesOf.get(c.address) ?? [])].filter((a) => a.signer === c.record.buyer);
+        recs.push(c, ...verdicts);
         when = Math.max(when, at(c));
-        if (trusted.has(c.record.buyer)) weight = 1;
+        if (verdicts.length > 0 && trusted.has(c.record.buyer)) weight = 1;
       }
       if (o && r.signer === quoter) recs.push(o);
       for (const x of recs) {
@@ -487,7 +494,8 @@ export class EvidenceStore {
     for (const m of [this.acceptances, this.offers, this.nondeliveries] as Array<Map<string, Opened>>) {
       for (const x of m.values()) {
         if (placed.has(x.address)) continue;
-        // a non-delivery counts as its buyer does; an acceptance or an offer without its receipt counts for nothing
+        // a non-delivery counts as its buyer does; an acceptance or an offer without its receipt, or an acceptance by
+        // someone other than its receipt's buyer, counts for nothing
         units.push({ at: at(x), weight: Math.max(own(x), isNonDeliveryType(x.type) && trusted.has(x.signer) ? 1 : 0) as Unit['weight'], recs: [x] });
       }
     }
