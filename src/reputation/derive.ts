@@ -403,6 +403,17 @@ function laterVerdict(a: Opened<Acceptance>, cur: Opened<Acceptance>): boolean {
   return a.record.signedAt > cur.record.signedAt || (a.record.signedAt === cur.record.signedAt && (rankVerdict(a) > rankVerdict(cur) || (rankVerdict(a) === rankVerdict(cur) && a.address < cur.address)));
 }
 
+/**
+ * Whether `a` takes the place of `cur`, one signer's two verdicts on one receipt: a verdict that counts beats one that
+ * does not, else the later (laterVerdict: at the same time the dispute, then the lower address). A total order, so
+ * the one kept of any set is the same in any arrival order, and it is the one buyerVerdict and deriveReputation count:
+ * the evidence store keeps only it (one verdict per (signer, receipt)).
+ */
+export function replacesVerdict(a: Opened<Acceptance>, cur: Opened<Acceptance>): boolean {
+  const counts = verdictCounts(a);
+  return counts !== verdictCounts(cur) ? counts : laterVerdict(a, cur);
+}
+
 /** The verdict reputation counts on a receipt among these acceptances: its own buyer's latest (a tie goes to the dispute). */
 export function buyerVerdict(receipt: Opened<Receipt>, acceptances: Iterable<Opened<Acceptance>>): Opened<Acceptance> | undefined {
   let cur: Opened<Acceptance> | undefined;
