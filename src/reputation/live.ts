@@ -27,8 +27,11 @@ import { T, type Acceptance } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 
 export interface LiveReputationOptions {
-  /** Told of each derivation: all of it (`full`) or only some providers' (`providers` of them), and its cost in ms. */
-  onDerive?: (ms: number, full: boolean, providers: number) => void;
+  /**
+   * Told of each derivation: all of it (`full`) or only some providers' (`providers` of them), and its cost in ms;
+   * `asOf` for the providers derived again as of a decision's time (asOf), after the live view is brought up to date.
+   */
+  onDerive?: (ms: number, full: boolean, providers: number, asOf?: boolean) => void;
 }
 
 export class LiveReputation {
@@ -89,6 +92,7 @@ export class LiveReputation {
    */
   asOf(at: number): ReputationTable {
     const table = this.get();
+    const t0 = performance.now();
     const late = this.#evidence.providersWithEvidenceAfter(at);
     if (late.size === 0) return table;
     const opts: DeriveOptions = { ...this.#opts, asOf: at };
@@ -103,7 +107,10 @@ export class LiveReputation {
       if (t.has(p)) figures.set(p, t.get(p));
       else figures.delete(p);
     }
-    return new ReputationTable([...figures.values()]);
+    const out = new ReputationTable([...figures.values()]);
+    // what a decision pays on top of the live view (before, not reported: only get() was)
+    this.#onDerive?.(performance.now() - t0, false, late.size, true);
+    return out;
   }
 
   /** Records were added: the providers they concern are derived again at the next read (or everything, when the dealt-with weights may move). */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EvidenceStore, deriveReputation, type Evidence } from '../../../src/reputation/index.js';
+import { EvidenceStore, LiveReputation, deriveReputation, type Evidence } from '../../../src/reputation/index.js';
 import type { Opened } from '../../../src/records/index.js';
 import { closeDb, openDb, sub } from '../../../src/store/db.js';
 import { NOW, P, acceptance, advert, job, offer, receipt, shuffle } from '../market/fixtures.js';
@@ -89,4 +89,19 @@ test('a verdict replaced is deleted on disk with the add; a store from before ke
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a derivation as of a decision reports its cost (onDerive, asOf)', async () => {
+  const clock = NOW + 10_000;
+  const s = new EvidenceStore(undefined, { max: 1_000, self: SELF.did, clock: () => clock });
+  const { o, r } = outcome();
+  await s.add(r, o, acceptance(BUYER, r, 'accepted', { signedAt: clock + 25_000 })); // dated ahead, inside the skew window
+  const seen: Array<[boolean, number, boolean | undefined]> = [];
+  const view = new LiveReputation(s, opts, { onDerive: (_ms, full, providers, asOf) => void seen.push([full, providers, asOf]) });
+  view.get();
+  view.asOf(clock);
+  assert.deepEqual(seen, [
+    [true, 1, undefined],
+    [false, 1, true],
+  ]);
 });
