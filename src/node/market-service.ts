@@ -73,13 +73,13 @@ export class MarketService implements BuyerMarket {
     const derived = o.registry
       ? new Histogram({
           name: 'c0mpute_reputation_derive_seconds',
-          help: 'Time to bring the reputation view up to date on the event loop: all of it (scope="all": the first read; after an eviction; with dealtWith, after a record of this node\'s own jobs as a provider; or when that is cheaper) or the providers new evidence concerns (scope="providers")',
+          help: 'Time to bring the reputation view up to date on the event loop: all of it (scope="all": the first read; after an eviction; with dealtWith, after a record of this node\'s own jobs as a provider; or when that is cheaper) the providers new evidence concerns (scope="providers"), or a decision’s view as of its time, where evidence is dated after it (scope="asOf")',
           labelNames: ['scope'],
           buckets: [0.0001, 0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2],
           registers: [o.registry],
         })
       : undefined;
-    this.#rep = new LiveReputation(evidence, { self: o.did, ...(o.trust ? { trust: o.trust } : {}) }, { onDerive: (ms, full) => derived?.observe({ scope: full ? 'all' : 'providers' }, ms / 1000) });
+    this.#rep = new LiveReputation(evidence, { self: o.did, ...(o.trust ? { trust: o.trust } : {}) }, { onDerive: (ms, full, _n, asOf) => derived?.observe({ scope: full ? 'all' : asOf ? 'asOf' : 'providers' }, ms / 1000) });
   }
 
   static async open(o: MarketServiceOptions): Promise<MarketService> {
