@@ -38,13 +38,18 @@
  * of (order address, its period) that changes each period, so each gets a turn
  * at the front whatever `announcedAt` it names.
  *
- * A lease reserves nothing: it only tells a provider which orders to claim, so
- * that providers watching the same workload do not all race for the same jobs.
- * Any provider may still claim any order it may claim; the buyer's node takes
- * the first valid claim (src/matching/claims.ts).
+ * A lease tells a provider which orders to claim, so that providers watching
+ * the same workload do not all race for the same jobs; the buyer's node takes
+ * the first valid claim (src/matching/claims.ts). In claimMode `leased` a
+ * provider claims an open bid only when it may (its lease, or escalation); a
+ * key that publishes an advert and a presence can hold leases and never claim.
+ * So an open bid's lease escalates while it stays open (escalation below): from
+ * age G on, the first 2^⌊a/G⌋ providers of its rotated ranking may claim it too
+ * (G = MATCH_ESCALATE_MS, 5 s), whatever the capacity rule gave. Hostile keys ranked
+ * ahead of every honest provider stall it for about G · log2(their number).
  */
 import { createHash } from 'node:crypto';
-import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
+import { MATCH_ESCALATE_MS, MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
 
 /** An open order as the lease rule sees it (built from the buyer's signed job). */
 export interface OpenOrder {
@@ -270,6 +275,88 @@ export function computeLeases(input: LeaseInput): LeaseView {
     }
   }
   return { leases, byProvider, byOrder };
+}
+
+/**
+ * How many providers of an open bid's rotated ranking may claim it at `now` besides its lease holder (rule 6): none in
+ * its first grace, then 2^⌊a/graceMs⌋ at age a = now − announcedAt (an order announced after `now` is at age 0), at
+ * most `n`. None in the first grace: the lease alone says who claims a new order, so a preferred provider whose slots
+ * the capacity rule gave to older orders does not race the holder it was passed to.
+ */
+export function escalationWidth(announcedAt: number, now: number, n: number, graceMs: number = MATCH_ESCALATE_MS): number {
+  const steps = now <= announcedAt ? 0 : Math.floor((now - announcedAt) / graceMs);
+  if (n <= 0 || steps === 0) return 0;
+  return steps >= 31 ? n : Math.min(n, 2 ** steps);
+}
+
+export interface EscalationInput {
+  providers: readonly LiveProvider[];
+  now: number;
+  leaseMs?: number;
+  /** Escalation grace (default MATCH_ESCALATE_MS). */
+  graceMs?: number;
+  /** As LeaseInput.eligible. */
+  eligible?: (provider: LiveProvider, order: OpenOrder) => boolean;
+}
+
+export interface Escalation {
+  /** The DIDs that may claim the open bid now by escalation, in rotated-ranking order ([] for a designated order). */
+  claimers(order: OpenOrder): string[];
+  /** May `did` claim the open bid now by escalation? (claimers(order).includes(did), without ranking every provider when it can be avoided.) */
+  may(order: OpenOrder, did: string): boolean;
+}
+
+/**
+ * Escalation of open bids' leases over one view of live providers at `now` (docs/matching.md, rule 6): the providers
+ * that may claim an open bid `order` in claimMode `leased` besides its lease holder are, in lease period k at age
+ * a ≥ G, the first min(n, 2^⌊a/G⌋) of its ranking rotated by k (ranked[k], ranked[k+1], … mod n), the ranking being leaseRanking's over
+ * the same providers computeLeases considers (live, a free slot, eligible). Deterministic from the records and `now`
+ * like the leases; it does not change them (heldByProvider, probes and plans count the leases only). Designated
+ * orders do not escalate: only their provider may claim them.
+ */
+export function escalation(input: EscalationInput): Escalation {
+  const leaseMs = input.leaseMs ?? MATCH_LEASE_MS;
+  const graceMs = input.graceMs ?? MATCH_ESCALATE_MS;
+  if (!Number.isSafeInteger(graceMs) || graceMs <= 0) throw new RangeError(`graceMs must be a positive integer, got ${graceMs}`);
+  const eligible = input.eligible ?? servesWorkload;
+  const withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
+  const index = new Map(withRoom.map((p, j) => [p.did, j]));
+  const dh: Array<[number, number] | undefined> = [];
+  const hashOf = (j: number): [number, number] => dh[j] ?? (dh[j] = hash64(withRoom[j]!.did));
+  return {
+    claimers(order) {
+      if (!order.openBid || order.designated !== undefined) return [];
+      const ranked = leaseRanking(order, withRoom, eligible, (did) => hashOf(index.get(did)!));
+      const n = ranked.length;
+      const k = leasePeriod(order.announcedAt, input.now, leaseMs);
+      const width = escalationWidth(order.announcedAt, input.now, n, graceMs);
+      const out: string[] = [];
+      for (let i = 0; i < width; i++) out.push(ranked[(k + i) % n]!.did);
+      return out;
+    },
+    may(order, did) {
+      if (!order.openBid || order.designated !== undefined) return false;
+      const me = index.get(did);
+      if (me === undefined || !eligible(withRoom[me]!, order)) return false;
+      const width = escalationWidth(order.announcedAt, input.now, withRoom.length, graceMs);
+      if (width >= withRoom.length) return true; // every provider that may claim it may, whatever its rank
+      // its place in the ranking: those ranked ahead (higher weight, or equal and a lower DID), of n that may claim it
+      const oh = hash64(order.address);
+      const mine = mixWeight(oh, hashOf(me));
+      let n = 0;
+      let ahead = 0;
+      for (let j = 0; j < withRoom.length; j++) {
+        const p = withRoom[j]!;
+        if (j !== me && !eligible(p, order)) continue;
+        n++;
+        if (j === me) continue;
+        const w = mixWeight(oh, hashOf(j));
+        if (w > mine || (w === mine && p.did < did)) ahead++;
+      }
+      const k = leasePeriod(order.announcedAt, input.now, leaseMs);
+      return (((ahead - k) % n) + n) % n < escalationWidth(order.announcedAt, input.now, n, graceMs);
+    },
+  };
 }
 
 /** The leases one provider holds at `now` (what its poll would return). */

@@ -16,7 +16,7 @@
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Job } from '../records/kinds.js';
 import { candidates, orderFromJob } from './candidates.js';
-import { computeLeases, leasePeriod, type LeaseView, type OpenOrder } from './leases.js';
+import { computeLeases, escalation, leasePeriod, type Escalation, type LeaseView, type OpenOrder } from './leases.js';
 import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
 import { ExpiringKeys } from '../util/expiring.js';
 
@@ -275,6 +275,15 @@ export class OpenOrders {
     const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
     this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view };
     return view;
+  }
+
+  /**
+   * Escalation of the open bids' leases at `now` over the live providers (src/matching/leases.ts `escalation`, rule 6):
+   * who may claim an open bid in claimMode `leased` besides its lease holder. Uses the same eligibility answers as the
+   * leases; not counted in leasesHeld (it reserves nothing).
+   */
+  escalation(now: number, live: readonly LiveProvider[]): Escalation {
+    return escalation({ providers: live, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
   }
 
   /**

@@ -33,3 +33,10 @@ export const MATCH_LEASE_MS = 20_000;
  * that changes each period. Its `announcedAt` is the buyer's word, which no node can check.
  */
 export const MATCH_FRONT_PERIODS = 3;
+/**
+ * Escalation grace of an open bid's lease, ms (docs/matching.md "Leases without a coordinator", rule 6): in leased
+ * mode an open bid still open at age a ≥ MATCH_ESCALATE_MS may be claimed by the first 2^⌊a/MATCH_ESCALATE_MS⌋
+ * providers of its rotated ranking, not only by its lease holder, so keys that hold leases and never claim stall an order for about
+ * MATCH_ESCALATE_MS · log2(providers), whatever their number.
+ */
+export const MATCH_ESCALATE_MS = MATCH_LEASE_MS / 4;

@@ -5,8 +5,12 @@
  * every node would compute (computeLeases) on each change and on a timer, and
  * claims — over `/c0mpute/claim/1`, straight to the buyer's node — the orders
  * it holds a lease on and the orders designated to it, oldest first, while it
- * has a free slot. Mode `any` claims every order it may claim, leased or not
- * (a lease reserves nothing; the first valid claim wins). A lease it holds on an
+ * has a free slot, then the open bids whose lease escalated to it (an open bid
+ * still open past MATCH_ESCALATE_MS may be claimed by more providers of its
+ * rotated ranking, doubling each grace: src/matching/leases.ts `escalation`),
+ * so keys that hold leases and never claim stall an order only for a while.
+ * Mode `any` claims every order it may claim, leased or not (the first valid
+ * claim wins). A lease it holds on an
  * order it already claimed without a winner would waste a slot until the period
  * ends: an open bid nobody holds a lease on is claimed in its place (this changes
  * only what this provider claims, not the leases every node computes).
@@ -59,7 +63,8 @@ import { askFor, orderFromJob } from '../../matching/candidates.js';
 import { cmpAmount } from '../../market/amount.js';
 import { checkEligibility } from '../../market/eligibility.js';
 import type { OpenOrders } from '../../matching/open-orders.js';
-import type { LiveProvider } from '../../matching/types.js';
+import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from '../../matching/types.js';
+import { leasePeriod } from '../../matching/leases.js';
 import { CLAIM_ERR, type ClaimOutcome } from '../claim-protocol.js';
 import { ExpiringKeys } from '../../util/expiring.js';
 
@@ -266,7 +271,8 @@ export class Claimer {
     const open = this.d.orders.open(now);
     if (open.length === 0) return [];
     const mode = this.d.mode ?? 'leased';
-    const view = mode === 'leased' ? this.d.orders.leases(now, this.d.live(now)) : undefined;
+    const live = mode === 'leased' ? this.d.live(now) : undefined;
+    const view = live ? this.d.orders.leases(now, live) : undefined;
     const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
     // leases this provider holds on orders it already claimed with no winner (the claim failed, or went unanswered)
     let spent = 0;
@@ -295,6 +301,22 @@ export class Claimer {
           spent--;
         }
       }
+      // Open bids whose lease escalated to us (docs/matching.md rule 6): still open past their grace, so their holder
+      // did not claim them (a key that advertises and never claims holds leases as any provider does). After our own
+      // leases and designated orders; orders in their front periods first, oldest first, then the others.
+      const taken = new Set(out.map((t) => t.job.address));
+      const esc = this.d.orders.escalation(now, live!);
+      const front: typeof out = [];
+      const late: typeof out = [];
+      for (const { job, order } of open) {
+        if (!order.openBid || taken.has(job.address) || view.byOrder.get(job.address)?.provider === this.d.did) continue;
+        const again = this.#retry.get(job.address);
+        if (this.#claimed.has(job.address, now) && !(again && again.at <= this.#mono())) continue;
+        if (job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer) || !esc.may(order, this.d.did)) continue;
+        const price = this.#price(job, advert, now);
+        if (price) (leasePeriod(order.announcedAt, now, this.d.orders.opts.leaseMs ?? MATCH_LEASE_MS) < MATCH_FRONT_PERIODS ? front : late).push({ job, price, advert });
+      }
+      out.push(...front, ...late);
     }
     return out;
   }
