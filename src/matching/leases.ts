@@ -339,6 +339,7 @@ export function escalation(input: EscalationInput): Escalation {
       const me = index.get(did);
       if (me === undefined || !eligible(withRoom[me]!, order)) return false;
       const width = escalationWidth(order.announcedAt, input.now, withRoom.length, graceMs);
+      if (width === 0) return false; // in its first grace: the lease alone (no ranking to compute)
       if (width >= withRoom.length) return true; // every provider that may claim it may, whatever its rank
       // its place in the ranking: those ranked ahead (higher weight, or equal and a lower DID), of n that may claim it
       const oh = hash64(order.address);
